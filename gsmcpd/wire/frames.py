@@ -1,0 +1,90 @@
+"""Router <-> worker frames: 4-byte unsigned big-endian length, then UTF-8 JSON of one object."""
+
+import json
+
+__all__ = ["MAX_FRAME", "FrameError", "encode", "FrameDecoder"]
+
+MAX_FRAME = 64 * 1024 * 1024
+_HEADER = 4
+
+
+class FrameError(Exception):
+    """A frame that cannot be sent or was received broken; the channel is finished."""
+
+
+def _refuse_constant(name):
+    raise ValueError(f"{name} is not JSON")
+
+
+def encode(obj, max_frame=MAX_FRAME):
+    """The frame for one JSON object."""
+    if not isinstance(obj, dict):
+        raise FrameError(f"a frame carries one JSON object, not {type(obj).__name__}")
+    try:
+        payload = json.dumps(obj, separators=(",", ":"), ensure_ascii=False,
+                             allow_nan=False).encode("utf-8")
+    except (TypeError, ValueError) as err:
+        raise FrameError(f"cannot encode frame: {err}") from err
+    if len(payload) > max_frame:
+        raise FrameError(f"frame of {len(payload)} bytes exceeds the {max_frame}-byte cap")
+    return len(payload).to_bytes(_HEADER, "big") + payload
+
+
+class FrameDecoder:
+    """Incremental decoder: ``feed(bytes)`` returns the objects completed so far.
+
+    After a FrameError the decoder is dead and every later feed raises again.
+    """
+
+    def __init__(self, max_frame=MAX_FRAME):
+        self.max_frame = max_frame
+        self._buf = bytearray()
+        self._error = None
+
+    @property
+    def buffered(self):
+        """Bytes of an incomplete frame held (non-zero at EOF means a truncated frame)."""
+        return len(self._buf)
+
+    def feed(self, data):
+        if self._error is not None:
+            raise self._error
+        self._buf += data
+        try:
+            return self._drain()
+        except FrameError as err:
+            self._error = err
+            self._buf = bytearray()
+            raise
+
+    def _drain(self):
+        buf = self._buf
+        messages = []
+        start = 0
+        while len(buf) - start >= _HEADER:
+            size = int.from_bytes(buf[start:start + _HEADER], "big")
+            # decided from the header alone, so an oversize frame is never buffered
+            if size > self.max_frame:
+                raise FrameError(f"frame of {size} bytes exceeds the {self.max_frame}-byte cap")
+            end = start + _HEADER + size
+            if len(buf) < end:
+                break
+            messages.append(_decode_payload(bytes(buf[start + _HEADER:end])))
+            start = end
+        if start:
+            del buf[:start]
+        return messages
+
+
+def _decode_payload(payload):
+    try:
+        text = payload.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise FrameError(f"frame is not UTF-8: {err}") from err
+    try:
+        obj = json.loads(text, parse_constant=_refuse_constant)
+    except (ValueError, RecursionError) as err:
+        raise FrameError(f"frame is not JSON: {err}") from err
+    if not isinstance(obj, dict):
+        raise FrameError(f"frame holds {type(obj).__name__}, not a JSON object")
+    return obj

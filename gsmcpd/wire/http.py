@@ -1,0 +1,391 @@
+"""Sans-IO HTTP/1.1: an incremental request parser and response writers.
+
+The parser takes bytes with ``feed()`` and hands out complete ``Request``
+objects from ``next_request()``. A request that arrives in one read is parsed
+with a handful of ``find``/regex/``split`` calls; feeding one byte at a time
+gives the same result. Framing is strict, because a lenient parser behind or in
+front of another HTTP hop is how request smuggling happens.
+"""
+
+import re
+from http import HTTPStatus
+
+__all__ = [
+    "HttpError", "Request", "RequestParser",
+    "response", "stream_head", "chunk", "LAST_CHUNK", "CONTINUE",
+]
+
+LAST_CHUNK = b"0\r\n\r\n"
+CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+
+_TCHAR = rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]"
+_TOKEN = re.compile(_TCHAR + rb"+")
+_HEAD_END = re.compile(rb"\r?\n\r?\n")
+_LINE_SPLIT = re.compile(rb"\r?\n")
+_REQUEST_LINE = re.compile(rb"(" + _TCHAR + rb"+) ([\x21-\x7e]+) ([\x21-\x7e]+)")
+_VERSION_SHAPE = re.compile(rb"HTTP/[0-9]+(?:\.[0-9]+)?")
+_HEADER_LINE = re.compile(rb"(" + _TCHAR + rb"+):([\t\x20-\x7e]*)")
+_CONTROL = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
+_DIGITS = re.compile(r"[0-9]{1,18}")      # 19+ digits is no real body, just an attack
+_HEX_SIZE = re.compile(rb"[0-9A-Fa-f]{1,16}")
+_MAX_CHUNK_LINE = 4096                   # size + extensions; anything longer is abuse
+
+# parser states
+_HEAD, _FIXED, _CHUNK_SIZE, _CHUNK_DATA, _CHUNK_CRLF, _TRAILERS, _CLOSED, _DEAD = range(8)
+
+
+class HttpError(Exception):
+    """A request the parser refuses; the connection must be closed after answering."""
+
+    def __init__(self, status, message):
+        super().__init__(f"{status} {message}")
+        self.status = status
+        self.message = message
+
+
+class Request:
+    """One parsed request. Header names are lower-case, values latin-1 and stripped."""
+
+    __slots__ = ("method", "target", "path", "query", "version", "headers", "body", "keep_alive")
+
+    def __init__(self, method, target, version, headers, body=b"", keep_alive=True):
+        self.method = method
+        self.target = target
+        self.path, _, self.query = _origin_form(target).partition("?")
+        self.version = version
+        self.headers = headers
+        self.body = body
+        self.keep_alive = keep_alive
+
+    def header(self, name):
+        """The value of header ``name``; repeated headers are joined with ", "."""
+        name = name.lower()
+        values = [v for n, v in self.headers if n == name]
+        if not values:
+            return None
+        return values[0] if len(values) == 1 else ", ".join(values)
+
+    def __repr__(self):
+        return f"<Request {self.method} {self.path} {self.version} body={len(self.body)}B>"
+
+
+def _origin_form(target):
+    # absolute-form ("http://host/mcp?x") must be accepted by servers (RFC 9112 3.2.2)
+    lowered = target[:8].lower()
+    if lowered.startswith("http://") or lowered.startswith("https://"):
+        rest = target.split("//", 1)[1]
+        slash = rest.find("/")
+        query = rest.find("?")
+        if slash < 0 or 0 <= query < slash:
+            return "/" + (rest[query:] if query >= 0 else "")
+        return rest[slash:]
+    return target.split("#", 1)[0]
+
+
+class RequestParser:
+    """Incremental HTTP/1.1 request parser: ``feed()``, then ``next_request()`` until None.
+
+    After a request that does not keep the connection alive, later bytes are
+    ignored (the connection is going to close). After an ``HttpError`` the
+    parser is dead and raises the same error again.
+    """
+
+    def __init__(self, max_head=65536, max_body=16 * 1024 * 1024):
+        self.max_head = max_head
+        self.max_body = max_body
+        self._buf = bytearray()
+        self._state = _HEAD
+        self._scanned = 0          # bytes of _buf already searched for the head end
+        self._eof = False
+        self._error = None
+        self._pending = None       # (method, target, version, headers, keep_alive) while reading a body
+        self._body = bytearray()
+        self._remaining = 0        # bytes still due for a fixed body or the current chunk
+        self._trailer_bytes = 0
+        self._expect_continue = False
+
+    @property
+    def in_progress(self):
+        """True while bytes of an incomplete request are buffered."""
+        if self._state in (_CLOSED, _DEAD):
+            return False
+        return self._state != _HEAD or bool(self._buf)
+
+    def feed(self, data):
+        if self._eof:
+            raise RuntimeError("feed() after feed_eof()")
+        if self._state not in (_CLOSED, _DEAD):
+            self._buf += data
+
+    def feed_eof(self):
+        self._eof = True
+
+    def pop_expect_continue(self):
+        """True once when a request with ``Expect: 100-continue`` awaits its body.
+
+        The caller then writes ``CONTINUE``; clients like curl otherwise stall
+        for a second before sending a larger body.
+        """
+        wanted, self._expect_continue = self._expect_continue, False
+        return wanted
+
+    def next_request(self):
+        """The next complete request, or None when more bytes are needed."""
+        if self._error is not None:
+            raise self._error
+        try:
+            request = self._advance()
+        except HttpError as err:
+            self._fail(err)
+            raise
+        if request is None and self._eof and self.in_progress:
+            err = HttpError(400, "connection closed in the middle of a request")
+            self._fail(err)
+            raise err
+        return request
+
+    def _fail(self, err):
+        self._error = err
+        self._state = _DEAD
+        self._buf = bytearray()
+        self._body = bytearray()
+
+    def _advance(self):
+        if self._state == _HEAD:
+            if not self._read_head():
+                return None
+        if self._state == _FIXED:
+            if len(self._buf) < self._remaining:
+                return None
+            self._body = self._buf[:self._remaining]
+            del self._buf[:self._remaining]
+            return self._finish()
+        if self._state in (_CHUNK_SIZE, _CHUNK_DATA, _CHUNK_CRLF, _TRAILERS):
+            if not self._read_chunked():
+                return None
+            return self._finish()
+        return None   # _CLOSED
+
+    def _finish(self):
+        method, target, version, headers, keep_alive = self._pending
+        request = Request(method, target, version, headers, bytes(self._body), keep_alive)
+        self._pending = None
+        self._body = bytearray()
+        self._expect_continue = False
+        self._state = _HEAD if keep_alive else _CLOSED
+        if not keep_alive:
+            self._buf = bytearray()
+        return request
+
+    # ---- head ---------------------------------------------------------
+
+    def _read_head(self):
+        buf = self._buf
+        # RFC 9112 2.2: ignore empty lines before a request line (common after a body)
+        skip = 0
+        while buf.startswith(b"\r\n", skip) or buf.startswith(b"\n", skip):
+            skip += 2 if buf[skip] == 13 else 1
+        if skip:
+            del buf[:skip]
+            self._scanned = 0
+        # never look past max_head: the rest may be a large pipelined body
+        match = _HEAD_END.search(buf, max(0, self._scanned - 3), self.max_head + 4)
+        if match is None:
+            self._scanned = min(len(buf), self.max_head + 4)
+            if len(buf) > self.max_head:
+                raise HttpError(431, "request head too large")
+            return False
+        if match.end() > self.max_head:
+            raise HttpError(431, "request head too large")
+        head = bytes(buf[:match.start()])
+        del buf[:match.end()]
+        self._scanned = 0
+        self._parse_head(head)
+        return True
+
+    def _parse_head(self, head):
+        if not head.isascii():
+            raise HttpError(400, "non-ASCII byte in request head")
+        lines = _LINE_SPLIT.split(head)
+        request_line = _REQUEST_LINE.fullmatch(lines[0])
+        if request_line is None:
+            raise HttpError(400, "malformed request line")
+        method, target, version = (part.decode("ascii") for part in request_line.groups())
+        if version not in ("HTTP/1.1", "HTTP/1.0"):
+            if _VERSION_SHAPE.fullmatch(request_line.group(3)):
+                raise HttpError(505, f"HTTP version {version} not supported")
+            raise HttpError(400, "malformed HTTP version")
+        headers = [_parse_header_line(line) for line in lines[1:]]
+
+        transfer_encodings = [v for n, v in headers if n == "transfer-encoding"]
+        content_lengths = [v for n, v in headers if n == "content-length"]
+        connection = {t.strip().lower() for n, v in headers if n == "connection" for t in v.split(",")}
+        if version == "HTTP/1.1":
+            keep_alive = "close" not in connection
+        else:
+            keep_alive = "keep-alive" in connection and "close" not in connection
+        self._pending = (method, target, version, headers, keep_alive)
+        self._body = bytearray()
+
+        if transfer_encodings:
+            if content_lengths:
+                raise HttpError(400, "both Content-Length and Transfer-Encoding")
+            codings = [c.strip().lower() for v in transfer_encodings for c in v.split(",")]
+            if codings != ["chunked"]:
+                raise HttpError(501, "only Transfer-Encoding: chunked is supported")
+            self._state = _CHUNK_SIZE
+            self._trailer_bytes = 0
+        else:
+            length = _content_length(content_lengths)
+            if length > self.max_body:
+                raise HttpError(413, "request body too large")
+            self._state = _FIXED
+            self._remaining = length
+        if version == "HTTP/1.1":
+            expect = ",".join(v for n, v in headers if n == "expect").strip().lower()
+            body_due = self._state != _FIXED or self._remaining > 0
+            self._expect_continue = body_due and expect == "100-continue"
+
+    # ---- chunked body ---------------------------------------------------
+
+    def _read_chunked(self):
+        buf = self._buf
+        while True:
+            if self._state == _CHUNK_SIZE:
+                newline = buf.find(b"\n", 0, _MAX_CHUNK_LINE + 1)
+                if newline < 0:
+                    if len(buf) > _MAX_CHUNK_LINE:
+                        raise HttpError(400, "chunk size line too long")
+                    return False
+                line = bytes(buf[:newline]).rstrip(b"\r")
+                del buf[:newline + 1]
+                size_field = line.split(b";", 1)[0].rstrip(b" \t")
+                if not _HEX_SIZE.fullmatch(size_field):
+                    raise HttpError(400, "invalid chunk size")
+                size = int(size_field, 16)
+                if size == 0:
+                    self._state = _TRAILERS
+                    continue
+                if len(self._body) + size > self.max_body:
+                    raise HttpError(413, "request body too large")
+                self._remaining = size
+                self._state = _CHUNK_DATA
+            elif self._state == _CHUNK_DATA:
+                take = min(self._remaining, len(buf))
+                if take:
+                    self._body += buf[:take]
+                    del buf[:take]
+                    self._remaining -= take
+                if self._remaining:
+                    return False
+                self._state = _CHUNK_CRLF
+            elif self._state == _CHUNK_CRLF:
+                if buf.startswith(b"\r\n"):
+                    del buf[:2]
+                elif buf.startswith(b"\n"):
+                    del buf[:1]
+                elif buf == b"\r" or not buf:
+                    return False
+                else:
+                    raise HttpError(400, "chunk data not followed by CRLF")
+                self._state = _CHUNK_SIZE
+            else:  # _TRAILERS: zero or more header lines, then an empty line
+                newline = buf.find(b"\n")
+                if newline < 0:
+                    if self._trailer_bytes + len(buf) > self.max_head:
+                        raise HttpError(431, "chunked trailers too large")
+                    return False
+                line = bytes(buf[:newline]).rstrip(b"\r")
+                del buf[:newline + 1]
+                self._trailer_bytes += newline + 1
+                if self._trailer_bytes > self.max_head:
+                    raise HttpError(431, "chunked trailers too large")
+                if not line:
+                    return True
+                if not line.isascii():
+                    raise HttpError(400, "non-ASCII byte in trailer")
+                _parse_header_line(line)   # validated, then dropped: trailers carry nothing we use
+
+
+def _parse_header_line(line):
+    match = _HEADER_LINE.fullmatch(line)
+    if match is None:
+        if line[:1] in (b" ", b"\t"):
+            raise HttpError(400, "obsolete line folding in header")
+        colon = line.find(b":")
+        if colon < 0:
+            raise HttpError(400, "header line without a colon")
+        if not _TOKEN.fullmatch(line[:colon]):
+            raise HttpError(400, "invalid header name")
+        raise HttpError(400, "control character in header value")
+    return match.group(1).decode("ascii").lower(), match.group(2).decode("latin-1").strip(" \t")
+
+
+def _content_length(values):
+    """The one Content-Length among all header values (0 if none); 400 if they disagree."""
+    lengths = set()
+    for value in values:
+        for item in value.split(","):
+            item = item.strip(" \t")
+            if not _DIGITS.fullmatch(item):
+                raise HttpError(400, "invalid Content-Length")
+            lengths.add(int(item))
+    if len(lengths) > 1:
+        raise HttpError(400, "conflicting Content-Length values")
+    return lengths.pop() if lengths else 0
+
+
+# ---- response writers ---------------------------------------------------
+
+def _status_line(status):
+    if not isinstance(status, int) or not 100 <= status <= 999:
+        raise ValueError(f"bad HTTP status {status!r}")
+    try:
+        reason = HTTPStatus(status).phrase
+    except ValueError:
+        reason = "Unknown"
+    return b"HTTP/1.1 %d %s\r\n" % (status, reason.encode("ascii"))
+
+
+def _header_block(headers, reserved):
+    out = []
+    for name, value in headers:
+        if isinstance(value, str):
+            value = value.encode("latin-1")
+        elif isinstance(value, int):
+            value = str(value).encode("ascii")
+        name_bytes = name.encode("ascii") if isinstance(name, str) else name
+        if not _TOKEN.fullmatch(name_bytes):
+            raise ValueError(f"invalid header name {name!r}")
+        if _CONTROL.search(value):   # CR/LF here would let a value inject headers
+            raise ValueError(f"control character in value of header {name!r}")
+        if name_bytes.lower() in reserved:
+            raise ValueError(f"header {name!r} is set by the writer")
+        out.append(b"%s: %s\r\n" % (name_bytes, value))
+    return b"".join(out)
+
+
+def response(status, headers=(), body=b"", keep_alive=True):
+    """A complete response; Content-Length and Connection are set here, not by the caller."""
+    block = _header_block(headers, (b"content-length", b"connection", b"transfer-encoding"))
+    if status in (204, 304) or status < 200:
+        if body:
+            raise ValueError(f"status {status} must not carry a body")
+        length = b""
+    else:
+        length = b"Content-Length: %d\r\n" % len(body)
+    connection = b"Connection: keep-alive\r\n" if keep_alive else b"Connection: close\r\n"
+    return b"".join((_status_line(status), block, length, connection, b"\r\n", body))
+
+
+def stream_head(status, headers=()):
+    """The head of a chunked (streaming) response, e.g. an SSE stream."""
+    block = _header_block(headers, (b"content-length", b"transfer-encoding"))
+    return _status_line(status) + block + b"Transfer-Encoding: chunked\r\n\r\n"
+
+
+def chunk(data):
+    """One chunk of a chunked body. Empty data gives b"" (a 0-size chunk would end the body)."""
+    if not data:
+        return b""
+    return b"%x\r\n%s\r\n" % (len(data), data)

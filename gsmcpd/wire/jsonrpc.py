@@ -1,0 +1,161 @@
+"""JSON-RPC 2.0 as MCP uses it: parse and classify one message, build envelopes."""
+
+import json
+
+__all__ = [
+    "PARSE_ERROR", "INVALID_REQUEST", "METHOD_NOT_FOUND", "INVALID_PARAMS", "INTERNAL_ERROR",
+    "REQUEST_TIMEOUT", "WORKER_GONE",
+    "JsonRpcError", "Message", "parse", "result", "error", "notification", "request", "dumps",
+]
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+REQUEST_TIMEOUT = -32001   # deadline passed or the call was broken
+WORKER_GONE = -32003       # the session's worker process died
+
+
+class JsonRpcError(Exception):
+    """An error to answer with a JSON-RPC error object.
+
+    ``id`` is the offending message's id when it could be read (else None), so the
+    error response can still be matched by the client.
+    """
+
+    def __init__(self, code, message, data=None, id=None):
+        super().__init__(f"{code} {message}")
+        self.code = code
+        self.message = message
+        self.data = data
+        self.id = id
+
+    def response(self):
+        return error(self.id, self.code, self.message, self.data)
+
+
+class Message:
+    """One valid message. ``kind`` is "request", "notification" or "response".
+
+    ``params`` is None when absent; ``result``/``error`` are set on responses only.
+    """
+
+    __slots__ = ("kind", "id", "method", "params", "result", "error", "raw")
+
+    def __init__(self, kind, raw):
+        self.kind = kind
+        self.raw = raw
+        self.id = raw.get("id")
+        self.method = raw.get("method")
+        self.params = raw.get("params")
+        self.result = raw.get("result")
+        self.error = raw.get("error")
+
+    def __repr__(self):
+        return f"<Message {self.kind} id={self.id!r} method={self.method!r}>"
+
+
+def _refuse_constant(name):
+    raise ValueError(f"{name} is not JSON")
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _valid_id(value):
+    return isinstance(value, str) or _is_int(value)
+
+
+def parse(body):
+    """Parse one message from a request body; raises JsonRpcError (-32700 or -32600)."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise JsonRpcError(PARSE_ERROR, f"Parse error: body is not UTF-8 ({err.reason})") from err
+    if not text.strip():
+        raise JsonRpcError(PARSE_ERROR, "Parse error: empty body")
+    try:
+        obj = json.loads(text, parse_constant=_refuse_constant)
+    except (ValueError, RecursionError) as err:
+        raise JsonRpcError(PARSE_ERROR, f"Parse error: {err}") from err
+
+    if isinstance(obj, list):
+        raise JsonRpcError(INVALID_REQUEST,
+                           "Invalid Request: JSON-RPC batching is not supported at these "
+                           "protocol revisions; send one message per request")
+    if not isinstance(obj, dict):
+        raise JsonRpcError(INVALID_REQUEST, "Invalid Request: a message must be a JSON object")
+
+    has_id = "id" in obj
+    msg_id = obj.get("id")
+    readable_id = msg_id if has_id and _valid_id(msg_id) else None
+
+    def invalid(reason):
+        return JsonRpcError(INVALID_REQUEST, f"Invalid Request: {reason}", id=readable_id)
+
+    if obj.get("jsonrpc") != "2.0":
+        raise invalid('"jsonrpc" must be "2.0"')
+
+    has_result, has_error = "result" in obj, "error" in obj
+    if "method" in obj:
+        if has_result or has_error:
+            raise invalid("a message cannot carry both a method and a result or error")
+        if not isinstance(obj["method"], str):
+            raise invalid('"method" must be a string')
+        if "params" in obj and not isinstance(obj["params"], dict):
+            raise invalid('"params" must be an object')
+        if not has_id:
+            return Message("notification", obj)
+        if not _valid_id(msg_id):
+            raise invalid('"id" must be a string or an integer')
+        return Message("request", obj)
+
+    if has_result and has_error:
+        raise invalid("a response cannot carry both a result and an error")
+    if not (has_result or has_error):
+        raise invalid('a message needs a "method", a "result" or an "error"')
+    if has_error:
+        err = obj["error"]
+        if not (isinstance(err, dict) and _is_int(err.get("code"))
+                and isinstance(err.get("message"), str)):
+            raise invalid('"error" must be an object with an integer "code" and a string "message"')
+        # JSON-RPC: an error about an unreadable request has id null (or none, MCP 2025-11-25)
+        if msg_id is None:
+            return Message("response", obj)
+    if not has_id:
+        raise invalid('a response needs an "id"')
+    if not _valid_id(msg_id):
+        raise invalid('"id" must be a string or an integer')
+    return Message("response", obj)
+
+
+def result(id, result):
+    return {"jsonrpc": "2.0", "id": id, "result": result}
+
+
+def error(id, code, message, data=None):
+    body = {"code": code, "message": message}
+    if data is not None:
+        body["data"] = data
+    return {"jsonrpc": "2.0", "id": id, "error": body}
+
+
+def notification(method, params=None):
+    message = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def request(id, method, params=None):
+    message = {"jsonrpc": "2.0", "id": id, "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def dumps(obj):
+    """Compact UTF-8 JSON; NaN/Infinity raise ValueError (clients cannot parse them)."""
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
