@@ -1,0 +1,426 @@
+"""Unit tests for the sans-IO HTTP/1.1 parser and response writers (gsmcpd/wire/http.py)."""
+
+import io
+import http.client
+
+import pytest
+
+from gsmcpd.wire.http import (
+    CONTINUE, LAST_CHUNK, HttpError, RequestParser, chunk, response, stream_head,
+)
+
+
+def whole(data):
+    return [data]
+
+
+def bytewise(data):
+    return [data[i:i + 1] for i in range(len(data))]
+
+
+FEEDINGS = [whole, bytewise]
+
+
+def run(data, feeding, **limits):
+    """Feed ``data`` in the pieces ``feeding`` makes, draining requests after every piece."""
+    parser = RequestParser(**limits)
+    requests = []
+    for piece in feeding(data):
+        parser.feed(piece)
+        while (request := parser.next_request()) is not None:
+            requests.append(request)
+    return parser, requests
+
+
+def refused(data, feeding, **limits):
+    with pytest.raises(HttpError) as caught:
+        run(data, feeding, **limits)
+    return caught.value
+
+
+@pytest.fixture(params=FEEDINGS, ids=["whole", "bytewise"])
+def feeding(request):
+    return request.param
+
+
+POST_CL = (b"POST /mcp HTTP/1.1\r\nHost: localhost:8080\r\nContent-Type: application/json\r\n"
+           b"Content-Length: 17\r\n\r\n{\"jsonrpc\":\"2.0\"}")
+POST_CHUNKED = (b"POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                b"5;name=value\r\nhello\r\nA\r\n, world!!!\r\n0\r\nX-Checksum: 1\r\nX-Other: 2\r\n\r\n")
+
+
+# ---- well-formed requests ----------------------------------------------------
+
+def test_get_request_fields(feeding):
+    data = (b"GET /mcp?session=1&x=2 HTTP/1.1\r\nHost: localhost\r\n"
+            b"Accept:   text/event-stream  \r\nX-Multi: a\r\nx-multi: b\r\n\r\n")
+    parser, [req] = run(data, feeding)
+    assert (req.method, req.target, req.path, req.query, req.version) == (
+        "GET", "/mcp?session=1&x=2", "/mcp", "session=1&x=2", "HTTP/1.1")
+    assert req.headers == [("host", "localhost"), ("accept", "text/event-stream"),
+                           ("x-multi", "a"), ("x-multi", "b")]
+    assert req.header("ACCEPT") == "text/event-stream"
+    assert req.header("x-multi") == "a, b"
+    assert req.header("missing") is None
+    assert req.body == b""
+    assert req.keep_alive is True
+    assert parser.in_progress is False
+
+
+def test_content_length_body(feeding):
+    _, [req] = run(POST_CL, feeding)
+    assert req.method == "POST" and req.path == "/mcp"
+    assert req.body == b'{"jsonrpc":"2.0"}'
+    assert req.header("content-type") == "application/json"
+
+
+def test_chunked_body_with_extensions_and_trailers(feeding):
+    _, [req] = run(POST_CHUNKED, feeding)
+    assert req.body == b"hello, world!!!"
+    assert req.header("x-checksum") is None   # trailers are dropped
+
+
+def test_chunked_edge_forms(feeding):
+    data = (b"POST / HTTP/1.1\r\nTransfer-Encoding:  Chunked \r\n\r\n"
+            b"0003 \r\nabc\r\nb;ext;other=\"q\"\r\n0123456789a\r\n0\r\n\r\n")
+    _, [req] = run(data, feeding)
+    assert req.body == b"abc0123456789a"
+
+
+def test_chunk_writer_output_parses_back(feeding):
+    body = chunk(b"first") + chunk(b"") + chunk(b"x" * 300) + LAST_CHUNK
+    data = b"POST /up HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n" + body
+    _, [req] = run(data, feeding)
+    assert req.body == b"first" + b"x" * 300
+
+
+def test_same_content_length_repeated_is_accepted(feeding):
+    data = b"POST / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 3, 3\r\n\r\nabc"
+    _, [req] = run(data, feeding)
+    assert req.body == b"abc"
+
+
+def test_lf_only_line_endings_and_leading_empty_lines(feeding):
+    data = b"\r\n\nGET /a HTTP/1.1\nHost: h\n\nPOST /b HTTP/1.1\nContent-Length: 2\n\nok\r\n"
+    parser, reqs = run(data, feeding)
+    assert [(r.path, r.body) for r in reqs] == [("/a", b""), ("/b", b"ok")]
+    assert parser.in_progress is False   # the stray CRLF after a body is not a request
+
+
+def test_absolute_form_target(feeding):
+    data = b"POST http://example.com:8080/mcp?q=1 HTTP/1.1\r\nContent-Length: 0\r\n\r\n"
+    _, [req] = run(data, feeding)
+    assert (req.path, req.query) == ("/mcp", "q=1")
+
+
+@pytest.mark.parametrize("version, connection, keep_alive", [
+    ("HTTP/1.1", None, True),
+    ("HTTP/1.1", "close", False),
+    ("HTTP/1.1", "Keep-Alive, Close", False),
+    ("HTTP/1.1", "keep-alive", True),
+    ("HTTP/1.0", None, False),
+    ("HTTP/1.0", "keep-alive", True),
+    ("HTTP/1.0", "Keep-Alive", True),
+    ("HTTP/1.0", "close", False),
+])
+def test_keep_alive_rules(feeding, version, connection, keep_alive):
+    head = f"GET / {version}\r\n" + (f"Connection: {connection}\r\n" if connection else "")
+    _, [req] = run((head + "\r\n").encode(), feeding)
+    assert req.version == version
+    assert req.keep_alive is keep_alive
+
+
+def test_pipelined_requests_come_out_in_order(feeding):
+    data = (b"GET /first HTTP/1.1\r\n\r\n" + POST_CL + POST_CHUNKED
+            + b"DELETE /last HTTP/1.1\r\nMcp-Session-Id: abc\r\n\r\n")
+    parser, reqs = run(data, feeding)
+    assert [(r.method, r.path) for r in reqs] == [
+        ("GET", "/first"), ("POST", "/mcp"), ("POST", "/mcp"), ("DELETE", "/last")]
+    assert [r.body for r in reqs] == [b"", b'{"jsonrpc":"2.0"}', b"hello, world!!!", b""]
+    assert parser.in_progress is False
+
+
+@pytest.mark.parametrize("data", [POST_CL, POST_CHUNKED + b"GET /next HTTP/1.1\r\n\r\n"])
+def test_split_at_every_position(data):
+    expected = [(r.path, r.body, r.headers) for r in run(data, whole)[1]]
+    for cut in range(len(data) + 1):
+        _, reqs = run(data, lambda d: [d[:cut], d[cut:]])
+        assert [(r.path, r.body, r.headers) for r in reqs] == expected, cut
+
+
+def test_bytes_after_a_closing_request_are_ignored():
+    parser = RequestParser()
+    parser.feed(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\nGET /smuggled HTTP/1.1\r\n\r\n")
+    assert parser.next_request().keep_alive is False
+    assert parser.next_request() is None
+    parser.feed(b"GET /more HTTP/1.1\r\n\r\n")
+    assert parser.next_request() is None
+    assert parser.in_progress is False
+
+
+def test_in_progress_tracks_incomplete_requests():
+    parser = RequestParser()
+    assert parser.in_progress is False
+    parser.feed(b"POST /mcp HTTP/1.1\r\nContent-Len")
+    assert parser.next_request() is None and parser.in_progress is True
+    parser.feed(b"gth: 4\r\n\r\nab")
+    assert parser.next_request() is None and parser.in_progress is True
+    parser.feed(b"cd")
+    assert parser.next_request().body == b"abcd"
+    assert parser.in_progress is False
+
+
+def test_eof_between_requests_is_clean():
+    parser = RequestParser()
+    parser.feed(b"GET / HTTP/1.1\r\n\r\n")
+    parser.feed_eof()
+    assert parser.next_request().path == "/"
+    assert parser.next_request() is None
+
+
+def test_eof_in_the_middle_of_a_request_is_an_error():
+    parser = RequestParser()
+    parser.feed(b"POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc")
+    assert parser.next_request() is None
+    parser.feed_eof()
+    with pytest.raises(HttpError) as caught:
+        parser.next_request()
+    assert caught.value.status == 400
+    with pytest.raises(RuntimeError):
+        parser.feed(b"more")
+
+
+def test_expect_continue_is_reported_once():
+    parser = RequestParser()
+    parser.feed(b"POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n")
+    assert parser.next_request() is None
+    assert parser.pop_expect_continue() is True
+    assert parser.pop_expect_continue() is False
+    parser.feed(b"abc")
+    assert parser.next_request().body == b"abc"
+    assert CONTINUE == b"HTTP/1.1 100 Continue\r\n\r\n"
+
+
+def test_expect_continue_not_reported_without_a_body():
+    parser = RequestParser()
+    parser.feed(b"GET / HTTP/1.1\r\nExpect: 100-continue\r\n\r\n")
+    assert parser.next_request() is not None
+    assert parser.pop_expect_continue() is False
+
+
+def test_head_exactly_at_the_limit_is_accepted(feeding):
+    head = b"GET / HTTP/1.1\r\nX: "
+    data = head + b"a" * (200 - len(head) - 4) + b"\r\n\r\n"
+    assert len(data) == 200
+    _, [req] = run(data, feeding, max_head=200)
+    assert req.header("x") == "a" * (200 - len(head) - 4)
+    assert refused(data, feeding, max_head=199).status == 431
+
+
+def test_body_exactly_at_the_limit_is_accepted(feeding):
+    data = b"POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\n0123456789"
+    assert run(data, feeding, max_body=10)[1][0].body == b"0123456789"
+    chunked = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n01234\r\n5\r\n56789\r\n0\r\n\r\n"
+    assert run(chunked, feeding, max_body=10)[1][0].body == b"0123456789"
+
+
+# ---- refusals ------------------------------------------------------------------
+
+def post(*header_lines, body=b""):
+    return b"POST /mcp HTTP/1.1\r\n" + b"".join(h + b"\r\n" for h in header_lines) + b"\r\n" + body
+
+
+REFUSALS = {
+    # smuggling vectors
+    "cl-and-te": (post(b"Content-Length: 5", b"Transfer-Encoding: chunked", body=b"0\r\n\r\n"), 400),
+    "te-and-cl": (post(b"Transfer-Encoding: chunked", b"Content-Length: 5", body=b"0\r\n\r\n"), 400),
+    "two-cl-headers": (post(b"Content-Length: 3", b"Content-Length: 4", body=b"abcd"), 400),
+    "cl-list-differs": (post(b"Content-Length: 3, 4", body=b"abcd"), 400),
+    "cl-negative": (post(b"Content-Length: -1"), 400),
+    "cl-plus-sign": (post(b"Content-Length: +3", body=b"abc"), 400),
+    "cl-letters": (post(b"Content-Length: abc"), 400),
+    "cl-hex": (post(b"Content-Length: 0x10"), 400),
+    "cl-underscore": (post(b"Content-Length: 1_0"), 400),
+    "cl-empty": (post(b"Content-Length: "), 400),
+    "cl-empty-list-item": (post(b"Content-Length: 3,", body=b"abc"), 400),
+    "cl-absurd": (post(b"Content-Length: " + b"9" * 30), 400),
+    "cl-over-cap": (post(b"Content-Length: %d" % (16 * 1024 * 1024 + 1)), 413),
+    "te-gzip": (post(b"Transfer-Encoding: gzip"), 501),
+    "te-gzip-chunked": (post(b"Transfer-Encoding: gzip, chunked", body=b"0\r\n\r\n"), 501),
+    "te-chunked-twice": (post(b"Transfer-Encoding: chunked", b"Transfer-Encoding: chunked"), 501),
+    "te-identity": (post(b"Transfer-Encoding: identity"), 501),
+    "chunk-size-garbage": (post(b"Transfer-Encoding: chunked", body=b"zz\r\nab\r\n0\r\n\r\n"), 400),
+    "chunk-size-0x": (post(b"Transfer-Encoding: chunked", body=b"0x2\r\nab\r\n0\r\n\r\n"), 400),
+    "chunk-size-negative": (post(b"Transfer-Encoding: chunked", body=b"-2\r\nab\r\n0\r\n\r\n"), 400),
+    "chunk-size-empty": (post(b"Transfer-Encoding: chunked", body=b"\r\nab\r\n0\r\n\r\n"), 400),
+    "chunk-size-huge": (post(b"Transfer-Encoding: chunked", body=b"1" * 17 + b"\r\n"), 400),
+    "chunk-without-crlf": (post(b"Transfer-Encoding: chunked", body=b"2\r\nabcd\r\n0\r\n\r\n"), 400),
+    "chunk-line-endless": (post(b"Transfer-Encoding: chunked", body=b"2;" + b"e" * 5000), 400),
+    "trailer-without-colon": (post(b"Transfer-Encoding: chunked", body=b"0\r\nbogus\r\n\r\n"), 400),
+    # malformed heads
+    "request-line-two-parts": (b"GET /\r\n\r\n", 400),
+    "request-line-double-space": (b"GET  / HTTP/1.1\r\n\r\n", 400),
+    "request-line-extra-part": (b"GET / HTTP/1.1 x\r\n\r\n", 400),
+    "request-line-no-method": (b" / HTTP/1.1\r\n\r\n", 400),
+    "request-line-tab": (b"GET\t/ HTTP/1.1\r\n\r\n", 400),
+    "method-bad-char": (b"G(T / HTTP/1.1\r\n\r\n", 400),
+    "version-lowercase": (b"GET / http/1.1\r\n\r\n", 400),
+    "version-garbage": (b"GET / HTTP/x\r\n\r\n", 400),
+    "header-no-colon": (post(b"Host localhost"), 400),
+    "header-space-before-colon": (post(b"Host : localhost"), 400),
+    "header-tab-before-colon": (post(b"Host\t: localhost"), 400),
+    "header-obs-fold": (post(b"X-Long: one", b"  two"), 400),
+    "header-obs-fold-tab": (post(b"X-Long: one", b"\ttwo"), 400),
+    "header-name-control": (post(b"X\x01Y: 1"), 400),
+    "header-name-bad-token": (post(b"X(Y): 1"), 400),
+    "header-name-empty": (post(b": value"), 400),
+    "header-value-nul": (post(b"X: a\x00b"), 400),
+    "header-value-bare-cr": (post(b"X: a\rb"), 400),
+    "head-non-ascii-utf8": (post("X-Name: caf\u00e9".encode("utf-8")), 400),
+    "head-non-ascii-latin1": (post("X-Name: caf\u00e9".encode("latin-1")), 400),
+    "target-non-ascii": ("GET /caf\u00e9 HTTP/1.1\r\n\r\n".encode("utf-8"), 400),
+    # unsupported versions
+    "http-2": (b"GET / HTTP/2.0\r\n\r\n", 505),
+    "http-0.9": (b"GET / HTTP/0.9\r\n\r\n", 505),
+    "http-1.2": (b"GET / HTTP/1.2\r\n\r\n", 505),
+    "http-3": (b"GET / HTTP/3\r\n\r\n", 505),
+    # limits
+    "head-too-large": (b"GET / HTTP/1.1\r\nX: " + b"a" * 70000 + b"\r\n\r\n", 431),
+    "head-too-large-unterminated": (b"GET / HTTP/1.1\r\nX: " + b"a" * 70000, 431),
+}
+
+
+@pytest.mark.parametrize("name", list(REFUSALS))
+def test_refusals(feeding, name):
+    data, status = REFUSALS[name]
+    if feeding is bytewise and len(data) > 6000:
+        # the same code path as whole, with 70k tiny feeds; a few KiB pieces keep it fast
+        err = refused(data, lambda d: [d[i:i + 4093] for i in range(0, len(d), 4093)])
+    else:
+        err = refused(data, feeding)
+    assert err.status == status, err.message
+    assert err.message
+
+
+def test_small_limits_give_431_and_413(feeding):
+    assert refused(b"GET / HTTP/1.1\r\nX: " + b"a" * 100 + b"\r\n\r\n", feeding,
+                   max_head=64).status == 431
+    assert refused(post(b"Content-Length: 11", body=b"x" * 11), feeding, max_body=10).status == 413
+    # chunked bodies count cumulatively: each chunk fits, the sum does not
+    chunked = post(b"Transfer-Encoding: chunked", body=b"6\r\n012345\r\n6\r\n678901\r\n0\r\n\r\n")
+    assert refused(chunked, feeding, max_body=10).status == 413
+    trailers = post(b"Transfer-Encoding: chunked", body=b"0\r\nX-T: " + b"t" * 100 + b"\r\n\r\n")
+    assert refused(trailers, feeding, max_head=64).status == 431
+
+
+def test_oversize_content_length_is_refused_before_the_body_arrives():
+    parser = RequestParser(max_body=1000)
+    parser.feed(b"POST / HTTP/1.1\r\nContent-Length: 1001\r\n\r\n")
+    with pytest.raises(HttpError) as caught:
+        parser.next_request()
+    assert caught.value.status == 413
+
+
+def test_oversize_chunk_is_refused_from_its_size_line():
+    parser = RequestParser(max_body=1000)
+    parser.feed(b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3e9\r\n")
+    with pytest.raises(HttpError) as caught:
+        parser.next_request()
+    assert caught.value.status == 413
+
+
+def test_parser_stays_dead_after_an_error():
+    parser = RequestParser()
+    parser.feed(b"GET / HTTP/9.9\r\n\r\n")
+    with pytest.raises(HttpError) as first:
+        parser.next_request()
+    parser.feed(b"GET / HTTP/1.1\r\n\r\n")
+    with pytest.raises(HttpError) as second:
+        parser.next_request()
+    assert first.value.status == second.value.status == 505
+    assert parser.in_progress is False
+
+
+def test_error_in_a_later_pipelined_request_keeps_earlier_ones():
+    parser = RequestParser()
+    parser.feed(b"GET /ok HTTP/1.1\r\n\r\nGET /bad HTTP/1.1\r\nBad Header: x\r\n\r\n")
+    assert parser.next_request().path == "/ok"
+    with pytest.raises(HttpError) as caught:
+        parser.next_request()
+    assert caught.value.status == 400
+
+
+# ---- writers -------------------------------------------------------------------
+
+class _FakeSocket:
+    def __init__(self, data):
+        self._data = data
+
+    def makefile(self, mode):
+        return io.BytesIO(self._data)
+
+
+def read_with_stdlib(raw, method="GET"):
+    """Parse our output with http.client, an independent HTTP implementation."""
+    resp = http.client.HTTPResponse(_FakeSocket(raw), method=method)
+    resp.begin()
+    return resp, resp.read()
+
+
+def test_response_head_and_body():
+    raw = response(200, [("Content-Type", "application/json"), ("Mcp-Session-Id", "s1")], b'{"a":1}')
+    assert raw == (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s1\r\n"
+                   b"Content-Length: 7\r\nConnection: keep-alive\r\n\r\n{\"a\":1}")
+    resp, body = read_with_stdlib(raw)
+    assert (resp.status, resp.reason, body) == (200, "OK", b'{"a":1}')
+    assert resp.getheader("mcp-session-id") == "s1"
+
+
+@pytest.mark.parametrize("status, reason", [
+    (202, "Accepted"), (400, "Bad Request"), (404, "Not Found"), (405, "Method Not Allowed"),
+    (413, "Request Entity Too Large"), (431, "Request Header Fields Too Large"),
+    (501, "Not Implemented"), (505, "HTTP Version Not Supported"), (599, "Unknown"),
+])
+def test_response_reason_phrases(status, reason):
+    raw = response(status, keep_alive=False)
+    assert raw.startswith(b"HTTP/1.1 %d %s\r\n" % (status, reason.encode()))
+    assert b"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n" in raw
+
+
+def test_response_204_has_no_content_length():
+    raw = response(204)
+    assert raw == b"HTTP/1.1 204 No Content\r\nConnection: keep-alive\r\n\r\n"
+    with pytest.raises(ValueError):
+        response(204, body=b"x")
+
+
+@pytest.mark.parametrize("headers", [
+    [("X-Evil", "a\r\nSet-Cookie: b")],
+    [("X-Evil", "a\nb")],
+    [("Bad Name", "v")],
+    [("Content-Length", "5")],
+    [("connection", "close")],
+    [("Transfer-Encoding", "chunked")],
+])
+def test_response_refuses_injection_and_writer_owned_headers(headers):
+    with pytest.raises(ValueError):
+        response(200, headers, b"hello")
+
+
+def test_stream_head_and_chunks_read_back():
+    raw = (stream_head(200, [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")])
+           + chunk(b"data: 1\n\n") + chunk(b"") + chunk(b"data: 2\n\n") + LAST_CHUNK)
+    assert raw.startswith(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                          b"Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n")
+    resp, body = read_with_stdlib(raw)
+    assert resp.getheader("transfer-encoding") == "chunked"
+    assert body == b"data: 1\n\ndata: 2\n\n"
+
+
+def test_chunk_encoding():
+    assert chunk(b"abc") == b"3\r\nabc\r\n"
+    assert chunk(b"x" * 255) == b"ff\r\n" + b"x" * 255 + b"\r\n"
+    assert chunk(b"") == b""
+    assert LAST_CHUNK == b"0\r\n\r\n"
+    with pytest.raises(ValueError):
+        stream_head(200, [("Content-Length", "1")])
