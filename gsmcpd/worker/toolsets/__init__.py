@@ -1,1 +1,78 @@
+"""The core toolsets, the GS_MCP_TOOLSETS names, and the read-only audit list."""
 
+from __future__ import annotations
+
+import importlib
+
+from gsmcpd.worker.server import import_spec
+from gsmcpd.worker.toolset import Toolset
+
+CORE_TOOLSETS = ("execution", "session", "listing", "browsing", "search", "mutation", "testing")
+OPTIONAL_TOOLSETS = ("bench",)   # named explicitly, never in the default surface
+DEFAULT_TOOLSETS = CORE_TOOLSETS
+
+# The audit list: the whole core answer to "what stays in a read-only session",
+# in one place. A test pins it against the union of the core toolsets' own
+# read_only_safe declarations, so no tool quietly becomes safe.
+# Gated: execute_code, commit and every mutation tool.
+CORE_READ_ONLY_SAFE = frozenset({
+    # session
+    "abort", "refresh", "status",
+    # listing
+    "list_all_classes", "list_classes", "list_dictionaries", "list_dictionary_entries",
+    # browsing
+    "describe_class", "export_class_source", "get_class_definition", "get_class_hierarchy",
+    "get_method_source", "list_methods",
+    # search
+    "find_implementors", "find_references_to", "find_senders", "search_method_source",
+    # testing
+    "describe_test_failure", "list_failing_tests", "list_test_classes", "run_test_class",
+    "run_test_method",
+})
+
+
+def resolve_toolsets(names=None) -> list[type[Toolset]]:
+    """Toolset classes for GS_MCP_TOOLSETS names (None → the core seven).
+
+    A name is a core or optional toolset name, or `module:Class` for a
+    third-party toolset. An unknown name raises ValueError naming it.
+    """
+    if names is None:
+        names = DEFAULT_TOOLSETS
+    if isinstance(names, str):
+        names = names.replace(",", " ").split()
+    resolved: list[type[Toolset]] = []
+    for name in names:
+        toolset_class = _resolve_one(name)
+        if toolset_class not in resolved:
+            resolved.append(toolset_class)
+    return resolved
+
+
+def _resolve_one(name: str) -> type[Toolset]:
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"unknown toolset {name!r}")
+    if ":" in name:
+        candidate = import_spec(name, "toolset")
+    elif name in CORE_TOOLSETS or name in OPTIONAL_TOOLSETS:
+        candidate = _builtin(name)
+    else:
+        known = ", ".join(CORE_TOOLSETS + OPTIONAL_TOOLSETS)
+        raise ValueError(f"unknown toolset {name!r} (known: {known}; or module:Class)")
+    if not (isinstance(candidate, type) and issubclass(candidate, Toolset)):
+        raise ValueError(f"toolset {name!r} is not a Toolset subclass")
+    return candidate
+
+
+def _builtin(name: str) -> type[Toolset]:
+    module_name = f"{__name__}.{name}"
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as error:
+        raise ValueError(f"toolset {name!r}: cannot import {module_name} "
+                         f"({type(error).__name__}: {error})") from error
+    for value in vars(module).values():
+        if (isinstance(value, type) and issubclass(value, Toolset) and value is not Toolset
+                and value.__module__ == module_name and value.name == name):
+            return value
+    raise ValueError(f"toolset {name!r}: {module_name} defines no Toolset named {name!r}")

@@ -1,0 +1,124 @@
+"""Tools, the name → tool registry, and argument validation against closed schemas.
+
+The validator covers the JSON Schema 2020-12 subset the tool schemas use:
+type (string, integer, number, boolean, array, object, null), enum, properties,
+required, additionalProperties: false and items.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from gsmcpd.worker.toolset import ToolError
+
+
+@dataclass
+class Tool:
+    name: str
+    description: str
+    input_schema: dict
+    handler: Callable[[dict], object]
+    annotations: dict = field(default_factory=dict)   # stamped by the server from toolset declarations
+
+    def descriptor(self) -> dict:
+        """The tools/list entry."""
+        entry = {"name": self.name, "description": self.description, "inputSchema": self.input_schema}
+        if self.annotations:
+            entry["annotations"] = dict(self.annotations)
+        return entry
+
+    def validate(self, arguments: dict) -> None:
+        """Raise ToolError(invalidParams) naming every problem, before the tool runs."""
+        problems = schema_errors(self.input_schema, arguments, "arguments")
+        if problems:
+            raise ToolError("invalidParams", f"{self.name}: " + "; ".join(problems))
+
+
+class ToolRegistry:
+    def __init__(self):
+        self._tools: dict[str, Tool] = {}
+
+    def add(self, tool: Tool) -> None:
+        if not isinstance(tool, Tool):
+            raise TypeError(f"not a Tool: {tool!r}")
+        if tool.name in self._tools:
+            raise ValueError(f"tool {tool.name!r} registered twice")
+        check_closed(tool.name, tool.input_schema)
+        self._tools[tool.name] = tool
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._tools)
+
+    def tools(self) -> list[Tool]:
+        return [self._tools[name] for name in self.names()]
+
+    def descriptors(self) -> list[dict]:
+        return [tool.descriptor() for tool in self.tools()]
+
+    def __contains__(self, name) -> bool:
+        return name in self._tools
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+
+def check_closed(tool_name: str, schema: dict) -> None:
+    """Every tool's input schema is a closed object with an explicit required list."""
+    if not (isinstance(schema, dict) and schema.get("type") == "object"
+            and schema.get("additionalProperties") is False
+            and isinstance(schema.get("required"), list)):
+        raise ValueError(f"tool {tool_name!r}: input schema must be a closed object "
+                         "(type object, additionalProperties false, required list)")
+
+
+_TYPE_CHECKS = {
+    "string": lambda v: isinstance(v, str),
+    # strict: 1.0 is not accepted as an integer, so handlers never see a float there
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "array": lambda v: isinstance(v, list),
+    "object": lambda v: isinstance(v, dict),
+    "null": lambda v: v is None,
+}
+
+
+def schema_errors(schema: dict, value, where: str) -> list[str]:
+    """Problems with `value` against `schema`, as human-readable strings (empty = valid)."""
+    expected = schema.get("type")
+    if expected is not None:
+        types = expected if isinstance(expected, list) else [expected]
+        if not any(_TYPE_CHECKS[t](value) for t in types):
+            return [f"{where} must be {' or '.join(types)}, got {_json_type(value)}"]
+    if "enum" in schema and value not in schema["enum"]:
+        return [f"{where} must be one of {schema['enum']}, got {value!r}"]
+    problems = []
+    if isinstance(value, dict):
+        properties = schema.get("properties", {})
+        for name in schema.get("required", []):
+            if name not in value:
+                problems.append(f"missing required {_child(where, name)}")
+        for name, item in value.items():
+            if name in properties:
+                problems += schema_errors(properties[name], item, _child(where, name))
+            elif schema.get("additionalProperties") is False:
+                problems.append(f"unknown {_child(where, name)}")
+    elif isinstance(value, list) and "items" in schema:
+        for index, item in enumerate(value):
+            problems += schema_errors(schema["items"], item, f"{where}[{index}]")
+    return problems
+
+
+def _child(where: str, name: str) -> str:
+    return f"argument {name!r}" if where == "arguments" else f"{where}.{name}"
+
+
+def _json_type(value) -> str:
+    for name in ("boolean", "null", "string", "integer", "number", "array", "object"):
+        if _TYPE_CHECKS[name](value):
+            return name
+    return type(value).__name__

@@ -1,0 +1,300 @@
+"""McpServer: the single-client MCP server inside each worker (sans-IO).
+
+It owns the tool registry built from its toolsets, the dispatcher
+(initialize, ping, tools/list, tools/call), read-only gating and the
+advertised identity. It takes JSON-RPC messages as dicts and answers dicts;
+moving them is main.py's job.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import gsmcpd
+from gsmcpd.protocol import negotiate_version
+from gsmcpd.worker.registry import ToolRegistry
+from gsmcpd.worker.toolset import ToolError, Toolset
+
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INVALID_REQUEST = -32600
+
+
+class CallContext:
+    """The call in flight, as a handler sees it through `server.context`."""
+
+    def __init__(self, request_id=None, progress_token=None, notify=None):
+        self.request_id = request_id
+        self.progress_token = progress_token
+        self._notify = notify
+
+    def progress(self, progress, total=None, message=None) -> None:
+        """Send notifications/progress now, if the request carried a progressToken."""
+        if self.progress_token is None or self._notify is None:
+            return
+        params = {"progressToken": self.progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = str(message)
+        self._notify({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
+
+
+IDLE_CONTEXT = CallContext()
+
+
+class McpServer:
+    default_server_name = "gsmcpd"
+    default_server_version = gsmcpd.__version__
+    default_server_title = None
+
+    def __init__(self, toolsets=(), *, read_only: bool = False, session_info: dict | None = None,
+                 view=None, server_name: str | None = None, server_version: str | None = None,
+                 server_title: str | None = None):
+        self.read_only = bool(read_only)     # set before the tools are built: gated ones never register
+        self.session_info = dict(session_info or {})
+        self.view = view
+        self.context = IDLE_CONTEXT
+        self._configured_name = server_name
+        self._configured_version = server_version
+        self._configured_title = server_title
+        self.registry = ToolRegistry()
+        self.toolsets: list[Toolset] = []
+        self.read_only_safe_tools: set[str] = set()
+        self.gated_tools: set[str] = set()   # provided but never registered (read-only build)
+        for toolset_class in toolsets:
+            self._install(toolset_class)
+
+    # -- building --------------------------------------------------------
+
+    def _install(self, toolset_class) -> None:
+        toolset = toolset_class(self)
+        scratch = ToolRegistry()
+        toolset.register(scratch)
+        _check_declarations(toolset, scratch)
+        kept = False
+        for tool in scratch.tools():
+            if tool.name in self.registry or tool.name in self.gated_tools:
+                raise ValueError(f"tool {tool.name!r} is provided by two toolsets")
+            tool.annotations = tool_annotations(toolset, tool.name)
+            if tool.name in toolset.read_only_safe:
+                self.read_only_safe_tools.add(tool.name)
+            elif self.read_only:
+                self.gated_tools.add(tool.name)
+                continue
+            self.registry.add(tool)
+            kept = True
+        if kept:   # a toolset with nothing safe is dropped whole from a read-only server
+            self.toolsets.append(toolset)
+
+    # -- identity --------------------------------------------------------
+    # Config relabels the class-side defaults; a subclass overriding these
+    # instance methods instead wins over config (a deliberate lock).
+
+    def server_name(self) -> str:
+        return self._configured_name or self.default_server_name
+
+    def server_version(self) -> str:
+        return self._configured_version or self.default_server_version
+
+    def server_title(self) -> str | None:
+        return self._configured_title or self.default_server_title
+
+    def server_info(self) -> dict:
+        info = {"name": self.server_name(), "version": self.server_version()}
+        title = self.server_title()
+        if title:   # omitted, never null or ""
+            info["title"] = title
+        return info
+
+    # -- policy hooks ----------------------------------------------------
+
+    def assert_mutable(self, obj, name: str) -> None:
+        """The kernel guard, one answer per deployment; subclasses may tighten it.
+
+        Forwards to the view's guard; with no view (or a view without one) it
+        refuses: fail-closed.
+        """
+        guard = getattr(self.view, "assert_mutable", None)
+        if guard is None:
+            raise ToolError("refused", f"{name}: no image view to check it against, so it is not mutable")
+        guard(obj, name)
+
+    def is_visible(self, tool_name: str) -> bool:
+        return not self.read_only or tool_name in self.read_only_safe_tools
+
+    # -- dispatch --------------------------------------------------------
+
+    def handle(self, message: dict, notify=None) -> dict | None:
+        """Answer one JSON-RPC message; None for notifications and responses.
+
+        `notify(notification_dict)` carries progress for the call in flight.
+        KeyboardInterrupt and HardBreak are not caught here: the caller
+        answers a broken call.
+        """
+        if not isinstance(message, dict) or "method" not in message:
+            if isinstance(message, dict) and ("result" in message or "error" in message):
+                return None
+            return _error(None, INVALID_REQUEST, "invalid request")
+        method = message["method"]
+        if "id" not in message:
+            return None   # notifications get no response
+        request_id = message["id"]
+        params = message.get("params")
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            return _error(request_id, INVALID_PARAMS, "params must be an object")
+        if method == "initialize":
+            return _result(request_id, self.initialize_result(params))
+        if method == "ping":
+            return _result(request_id, {})
+        if method == "tools/list":
+            return _result(request_id, {"tools": self.list_tools()})
+        if method == "tools/call":
+            return self._tools_call(request_id, params, notify)
+        return _error(request_id, METHOD_NOT_FOUND, f"method not found: {method}")
+
+    def initialize_result(self, params: dict) -> dict:
+        return {
+            "protocolVersion": negotiate_version(params.get("protocolVersion")),
+            "capabilities": {"tools": {}},
+            "serverInfo": self.server_info(),
+        }
+
+    def list_tools(self) -> list[dict]:
+        return [tool.descriptor() for tool in self.registry.tools() if self.is_visible(tool.name)]
+
+    def _tools_call(self, request_id, params: dict, notify) -> dict:
+        name = params.get("name")
+        if not isinstance(name, str) or not name:
+            return _error(request_id, INVALID_PARAMS, "tools/call needs a tool name",
+                          {"kind": "invalidParams"})
+        arguments = params.get("arguments")
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            return _error(request_id, INVALID_PARAMS, "tools/call arguments must be an object",
+                          {"kind": "invalidParams"})
+        tool = self.registry.get(name)
+        if name in self.gated_tools or (tool is not None and not self.is_visible(name)):
+            return _error(request_id, METHOD_NOT_FOUND,
+                          f"tool {name!r} is not available in a read-only session", {"kind": "readOnly"})
+        if tool is None:
+            return _error(request_id, INVALID_PARAMS, f"unknown tool: {name}", {"kind": "notFound"})
+        meta = params.get("_meta")
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        return _result(request_id, self.call_tool(tool, arguments,
+                                                  CallContext(request_id, token, notify)))
+
+    def call_tool(self, tool, arguments: dict, context: CallContext | None = None) -> dict:
+        """Validate and run one tool; answer a CallToolResult (errors as isError)."""
+        try:
+            tool.validate(arguments)
+        except ToolError as error:
+            return error_result(error.kind, error.message)
+        self.context = context or CallContext()
+        try:
+            outcome = tool.handler(arguments)
+            return success_result(outcome)
+        except ToolError as error:
+            return error_result(error.kind, error.message)
+        except Exception as error:   # a handler bug must become an answer, not a dead worker
+            return error_result("other", f"{type(error).__name__}: {error}")
+        finally:
+            self.context = IDLE_CONTEXT
+
+
+def tool_annotations(toolset: Toolset, tool_name: str) -> dict:
+    """MCP annotations, derived from the toolset's declarations (never set by hand)."""
+    return {
+        "readOnlyHint": tool_name in toolset.read_only_safe,
+        "destructiveHint": tool_name in toolset.destructive,
+        "idempotentHint": tool_name in toolset.idempotent,
+        "openWorldHint": False,
+    }
+
+
+def _check_declarations(toolset: Toolset, registered: ToolRegistry) -> None:
+    label = type(toolset).__name__
+    declared = set(toolset.tool_names)
+    if declared != set(registered.names()):
+        raise ValueError(f"{label}: tool_names {sorted(declared)} != registered {registered.names()}")
+    for attribute in ("read_only_safe", "destructive", "idempotent"):
+        strays = set(getattr(toolset, attribute)) - declared
+        if strays:
+            raise ValueError(f"{label}.{attribute} names tools it does not provide: {sorted(strays)}")
+
+
+def success_result(outcome) -> dict:
+    if isinstance(outcome, str):
+        return {"content": [{"type": "text", "text": outcome}]}
+    if isinstance(outcome, dict) and isinstance(outcome.get("text"), str):
+        result = {"content": [{"type": "text", "text": outcome["text"]}]}
+        if outcome.get("structured") is not None:
+            result["structuredContent"] = outcome["structured"]
+        return result
+    raise ToolError("other", f"tool answered {type(outcome).__name__}, not str or {{'text': ...}}")
+
+
+def error_result(kind: str, message: str) -> dict:
+    return {
+        "content": [{"type": "text", "text": message}],
+        "structuredContent": {"error": {"kind": kind, "message": message}},
+        "isError": True,
+    }
+
+
+def _result(request_id, result) -> dict:
+    return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
+def _error(request_id, code: int, message: str, data=None) -> dict:
+    error = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+# -- building a server from the prepare frame ---------------------------
+
+def import_spec(spec: str, what: str):
+    """Import `module:Attribute`; ValueError with what to fix if it cannot."""
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        raise ValueError(f"{what} {spec!r}: expected 'module:Class'")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as error:
+        raise ValueError(f"{what} {spec!r}: cannot import module {module_name!r} "
+                         f"({type(error).__name__}: {error})") from error
+    try:
+        return getattr(module, attribute)
+    except AttributeError:
+        raise ValueError(f"{what} {spec!r}: module {module_name!r} has no {attribute!r}") from None
+
+
+def resolve_worker_class(spec: str | None) -> type[McpServer]:
+    if not spec:
+        return McpServer
+    candidate = import_spec(spec, "worker class")
+    if not (isinstance(candidate, type) and issubclass(candidate, McpServer)):
+        raise ValueError(f"worker class {spec!r} is not an McpServer subclass")
+    return candidate
+
+
+def build_server(session: dict, view=None) -> McpServer:
+    """The worker's server for one prepare frame; ValueError says what to fix."""
+    from gsmcpd.worker.toolsets import resolve_toolsets   # toolsets import this module
+
+    server_class = resolve_worker_class(session.get("worker_class"))
+    toolsets = resolve_toolsets(session.get("toolsets"))
+    return server_class(
+        toolsets,
+        read_only=bool(session.get("read_only")),
+        session_info=session,
+        view=view,
+        server_name=session.get("server_name"),
+        server_version=session.get("server_version"),
+        server_title=session.get("server_title"),
+    )

@@ -1,0 +1,112 @@
+"""The toolset base class, JSON Schema builders and the structured tool error.
+
+A toolset is a pack of tools (one tool family). It registers its tools on a
+registry and declares, per tool, what the server may say about it: which are
+safe in a read-only session (fail-closed: none by default), which are
+destructive, which are idempotent. The server derives read-only gating and the
+MCP tool annotations from these declarations, so they are the single source.
+"""
+
+from __future__ import annotations
+
+ERROR_KINDS = frozenset({
+    "compileError", "refused", "readOnly", "notFound", "invalidParams",
+    "conflict", "ambiguous", "other",
+})
+
+
+class ToolError(Exception):
+    """A tool failure a client can branch on: `kind` is one of ERROR_KINDS."""
+
+    def __init__(self, kind: str, message: str):
+        if kind not in ERROR_KINDS:
+            raise ValueError(f"unknown tool error kind {kind!r}")
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+class HardBreak(BaseException):
+    """Raised in the worker's main thread by the hard-break signal (SIGUSR1).
+
+    A BaseException outside KeyboardInterrupt, so code that swallows the soft
+    break still gets stopped. Code that catches BaseException generically (a
+    test runner, say) must re-raise it.
+    """
+
+
+class Toolset:
+    """Subclass this to add tools. See docs/internals.md, "Worker side"."""
+
+    name: str = ""                                  # the GS_MCP_TOOLSETS name
+    tool_names: tuple[str, ...] = ()                # must equal what register() adds
+    read_only_safe: frozenset[str] = frozenset()    # fail-closed default
+    destructive: frozenset[str] = frozenset()
+    idempotent: frozenset[str] = frozenset()
+
+    def __init__(self, server=None):
+        self.server = server
+
+    def register(self, registry) -> None:
+        """Add one `registry.add(Tool(...))` per tool."""
+        raise NotImplementedError
+
+    # -- conveniences for handlers -------------------------------------
+
+    @property
+    def view(self):
+        return None if self.server is None else self.server.view
+
+    @property
+    def context(self):
+        return None if self.server is None else self.server.context
+
+    def progress(self, progress, total=None, message=None) -> None:
+        """Report progress for the call in flight (no-op unless the client asked)."""
+        if self.server is not None:
+            self.server.context.progress(progress, total, message)
+
+    def assert_mutable(self, obj, name: str) -> None:
+        """The kernel guard: forwards to the server's one policy; no server → refused."""
+        if self.server is None:
+            raise ToolError("refused", f"{name}: this toolset has no server, so it refuses to mutate")
+        self.server.assert_mutable(obj, name)
+
+
+# -- JSON Schema (2020-12 subset) builders -----------------------------
+
+def object_schema(properties: dict | None = None, required=()) -> dict:
+    """A closed object schema: unknown arguments are rejected, `required` is explicit."""
+    properties = dict(properties or {})
+    missing = [name for name in required if name not in properties]
+    if missing:
+        raise ValueError(f"required names no property: {missing}")
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(required),
+        "additionalProperties": False,
+    }
+
+
+def string_prop(description: str, enum=None) -> dict:
+    schema = {"type": "string", "description": description}
+    if enum is not None:
+        schema["enum"] = list(enum)
+    return schema
+
+
+def integer_prop(description: str) -> dict:
+    return {"type": "integer", "description": description}
+
+
+def number_prop(description: str) -> dict:
+    return {"type": "number", "description": description}
+
+
+def bool_prop(description: str) -> dict:
+    return {"type": "boolean", "description": description}
+
+
+def array_prop(items: dict, description: str) -> dict:
+    return {"type": "array", "items": items, "description": description}

@@ -1,0 +1,96 @@
+"""execution: execute_code, the escape hatch (gated in read-only mode).
+
+Runs Python in a per-session workspace namespace that persists across calls,
+like a REPL, in the worker process, so image modules import through the view's
+import hook.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import itertools
+import linecache
+import traceback
+from contextlib import redirect_stderr, redirect_stdout
+
+from gsmcpd.worker.registry import Tool
+from gsmcpd.worker.toolset import ToolError, Toolset, object_schema, string_prop
+
+_FILENAME_PREFIX = "<workspace-"
+
+
+class ExecutionToolset(Toolset):
+    name = "execution"
+    tool_names = ("execute_code",)
+    # read_only_safe stays empty: arbitrary code can change anything.
+
+    def __init__(self, server=None):
+        super().__init__(server)
+        self.namespace: dict = {"__name__": "__workspace__"}
+        self._call_numbers = itertools.count(1)
+
+    def register(self, registry):
+        registry.add(Tool(
+            "execute_code",
+            "Run Python source in this session's workspace (names persist across calls, like a "
+            "REPL). Answers what the code printed plus the repr of a final expression.",
+            object_schema({"code": string_prop("Python source to run")}, required=["code"]),
+            self.execute_code,
+        ))
+
+    def execute_code(self, arguments):
+        code = arguments["code"]
+        filename = f"{_FILENAME_PREFIX}{next(self._call_numbers)}>"
+        body, final_expression = self._compile(code, filename)
+        # Keep the source where tracebacks look for it.
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        stdout, stderr = io.StringIO(), io.StringIO()
+        has_value, value = False, None
+        try:
+            with redirect_stdout(stdout), redirect_stderr(stderr):
+                exec(body, self.namespace)
+                if final_expression is not None:
+                    value = eval(final_expression, self.namespace)
+                    has_value = True
+                    shown = repr(value)
+        except (Exception, SystemExit) as error:   # KeyboardInterrupt/HardBreak are breaks: let them through
+            printed = _join(stdout.getvalue(), stderr.getvalue())
+            raise ToolError("other", _join(printed, _traceback(error))) from None
+        if has_value and value is not None:
+            self.namespace["_"] = value
+        text = _join(stdout.getvalue(), stderr.getvalue(), shown if has_value else "")
+        return {
+            "text": text or "(no output)",
+            "structured": {
+                "result": shown if has_value else None,
+                "stdout": stdout.getvalue(),
+                "stderr": stderr.getvalue(),
+            },
+        }
+
+    @staticmethod
+    def _compile(code: str, filename: str):
+        try:
+            tree = ast.parse(code, filename, "exec")
+            final_expression = None
+            if tree.body and isinstance(tree.body[-1], ast.Expr):
+                last = tree.body.pop()
+                final_expression = compile(ast.Expression(last.value), filename, "eval")
+            return compile(tree, filename, "exec"), final_expression
+        except SyntaxError as error:
+            detail = "".join(traceback.format_exception_only(type(error), error)).rstrip()
+            raise ToolError("compileError", detail) from None
+
+
+def _traceback(error: BaseException) -> str:
+    """The traceback from the workspace code down, without this module's frames."""
+    tb = error.__traceback__
+    while tb is not None and not tb.tb_frame.f_code.co_filename.startswith(_FILENAME_PREFIX):
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(error), error, tb or error.__traceback__)).rstrip()
+
+
+def _join(*parts: str) -> str:
+    kept = [part.rstrip("\n") for part in parts if part]
+    return "\n".join(kept)
