@@ -276,6 +276,8 @@ REFUSALS = {
     "header-name-empty": (post(b": value"), 400),
     "header-value-nul": (post(b"X: a\x00b"), 400),
     "header-value-bare-cr": (post(b"X: a\rb"), 400),
+    "header-value-trailing-bare-cr": (b"GET / HTTP/1.1\r\nX: a\r\r\n\r\n", 400),
+    "request-line-trailing-bare-cr": (b"GET / HTTP/1.1\r\r\n\r\n", 400),
     "head-non-ascii-utf8": (post("X-Name: caf\u00e9".encode("utf-8")), 400),
     "head-non-ascii-latin1": (post("X-Name: caf\u00e9".encode("latin-1")), 400),
     "target-non-ascii": ("GET /caf\u00e9 HTTP/1.1\r\n\r\n".encode("utf-8"), 400),

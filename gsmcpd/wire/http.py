@@ -18,17 +18,23 @@ __all__ = [
 LAST_CHUNK = b"0\r\n\r\n"
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 
-_TCHAR = rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]"
-_TOKEN = re.compile(_TCHAR + rb"+")
+_TCHAR = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]"
+_TOKEN = re.compile(_TCHAR + "+")
+_TOKEN_BYTES = re.compile(_TCHAR.encode() + b"+")
 _HEAD_END = re.compile(rb"\r?\n\r?\n")
-_LINE_SPLIT = re.compile(rb"\r?\n")
-_REQUEST_LINE = re.compile(rb"(" + _TCHAR + rb"+) ([\x21-\x7e]+) ([\x21-\x7e]+)")
-_VERSION_SHAPE = re.compile(rb"HTTP/[0-9]+(?:\.[0-9]+)?")
-_HEADER_LINE = re.compile(rb"(" + _TCHAR + rb"+):([\t\x20-\x7e]*)")
+_REQUEST_LINE = re.compile(r"(" + _TCHAR + r"+) ([\x21-\x7e]+) ([\x21-\x7e]+)")
+_VERSION_SHAPE = re.compile(r"HTTP/[0-9]+(?:\.[0-9]+)?")
+# The whole header block is validated by one regex and split by another, so a
+# request costs a few C-level passes instead of Python work per header or byte.
+_HEADER_BLOCK_OK = re.compile(r"(?:" + _TCHAR + r"+:[\t\x20-\x7e]*\r?\n)*")
+_HEADER_PAIRS = re.compile(r"(" + _TCHAR + r"+):([\t\x20-\x7e]*)\r?\n")
+_HEADER_LINE = re.compile(r"(" + _TCHAR + r"+):([\t\x20-\x7e]*)")
 _CONTROL = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
 _DIGITS = re.compile(r"[0-9]{1,18}")      # 19+ digits is no real body, just an attack
 _HEX_SIZE = re.compile(rb"[0-9A-Fa-f]{1,16}")
 _MAX_CHUNK_LINE = 4096                   # size + extensions; anything longer is abuse
+
+_FRAMING_HEADERS = frozenset(("content-length", "transfer-encoding", "connection", "expect"))
 
 # parser states
 _HEAD, _FIXED, _CHUNK_SIZE, _CHUNK_DATA, _CHUNK_CRLF, _TRAILERS, _CLOSED, _DEAD = range(8)
@@ -206,20 +212,41 @@ class RequestParser:
     def _parse_head(self, head):
         if not head.isascii():
             raise HttpError(400, "non-ASCII byte in request head")
-        lines = _LINE_SPLIT.split(head)
-        request_line = _REQUEST_LINE.fullmatch(lines[0])
-        if request_line is None:
+        text = head.decode("latin-1")
+        line_end = text.find("\n")
+        if line_end < 0:
+            request_line, block = text, ""
+        else:
+            if text.endswith("\r"):   # a bare CR right before the terminating CRLF
+                raise HttpError(400, "bare CR in request head")
+            request_line, block = text[:line_end], text[line_end + 1:] + "\n"
+            if request_line.endswith("\r"):
+                request_line = request_line[:-1]
+        parts = _REQUEST_LINE.fullmatch(request_line)
+        if parts is None:
             raise HttpError(400, "malformed request line")
-        method, target, version = (part.decode("ascii") for part in request_line.groups())
+        method, target, version = parts.groups()
         if version not in ("HTTP/1.1", "HTTP/1.0"):
-            if _VERSION_SHAPE.fullmatch(request_line.group(3)):
+            if _VERSION_SHAPE.fullmatch(version):
                 raise HttpError(505, f"HTTP version {version} not supported")
             raise HttpError(400, "malformed HTTP version")
-        headers = [_parse_header_line(line) for line in lines[1:]]
+        if not _HEADER_BLOCK_OK.fullmatch(block):
+            for line in block[:-1].split("\n"):
+                _parse_header_line(line.removesuffix("\r"))   # raises with the precise reason
+            raise HttpError(400, "malformed header line")
+        headers = [(name.lower(), value.strip(" \t")) for name, value in _HEADER_PAIRS.findall(block)]
 
-        transfer_encodings = [v for n, v in headers if n == "transfer-encoding"]
-        content_lengths = [v for n, v in headers if n == "content-length"]
-        connection = {t.strip().lower() for n, v in headers if n == "connection" for t in v.split(",")}
+        transfer_encodings, content_lengths, connection, expect = [], [], [], []
+        for name, value in headers:
+            if name in _FRAMING_HEADERS:
+                if name == "content-length":
+                    content_lengths.append(value)
+                elif name == "transfer-encoding":
+                    transfer_encodings.append(value)
+                elif name == "connection":
+                    connection.extend(token.strip().lower() for token in value.split(","))
+                else:
+                    expect.append(value.lower())
         if version == "HTTP/1.1":
             keep_alive = "close" not in connection
         else:
@@ -241,10 +268,8 @@ class RequestParser:
                 raise HttpError(413, "request body too large")
             self._state = _FIXED
             self._remaining = length
-        if version == "HTTP/1.1":
-            expect = ",".join(v for n, v in headers if n == "expect").strip().lower()
-            body_due = self._state != _FIXED or self._remaining > 0
-            self._expect_continue = body_due and expect == "100-continue"
+        if version == "HTTP/1.1" and expect == ["100-continue"]:
+            self._expect_continue = self._state != _FIXED or self._remaining > 0
 
     # ---- chunked body ---------------------------------------------------
 
@@ -257,7 +282,7 @@ class RequestParser:
                     if len(buf) > _MAX_CHUNK_LINE:
                         raise HttpError(400, "chunk size line too long")
                     return False
-                line = bytes(buf[:newline]).rstrip(b"\r")
+                line = bytes(buf[:newline]).removesuffix(b"\r")
                 del buf[:newline + 1]
                 size_field = line.split(b";", 1)[0].rstrip(b" \t")
                 if not _HEX_SIZE.fullmatch(size_field):
@@ -295,7 +320,7 @@ class RequestParser:
                     if self._trailer_bytes + len(buf) > self.max_head:
                         raise HttpError(431, "chunked trailers too large")
                     return False
-                line = bytes(buf[:newline]).rstrip(b"\r")
+                line = bytes(buf[:newline]).removesuffix(b"\r")
                 del buf[:newline + 1]
                 self._trailer_bytes += newline + 1
                 if self._trailer_bytes > self.max_head:
@@ -304,21 +329,21 @@ class RequestParser:
                     return True
                 if not line.isascii():
                     raise HttpError(400, "non-ASCII byte in trailer")
-                _parse_header_line(line)   # validated, then dropped: trailers carry nothing we use
+                _parse_header_line(line.decode("latin-1"))   # validated, then dropped: trailers carry nothing we use
 
 
 def _parse_header_line(line):
     match = _HEADER_LINE.fullmatch(line)
     if match is None:
-        if line[:1] in (b" ", b"\t"):
+        if line[:1] in (" ", "\t"):
             raise HttpError(400, "obsolete line folding in header")
-        colon = line.find(b":")
+        colon = line.find(":")
         if colon < 0:
             raise HttpError(400, "header line without a colon")
         if not _TOKEN.fullmatch(line[:colon]):
             raise HttpError(400, "invalid header name")
         raise HttpError(400, "control character in header value")
-    return match.group(1).decode("ascii").lower(), match.group(2).decode("latin-1").strip(" \t")
+    return match.group(1).lower(), match.group(2).strip(" \t")
 
 
 def _content_length(values):
@@ -354,8 +379,8 @@ def _header_block(headers, reserved):
             value = value.encode("latin-1")
         elif isinstance(value, int):
             value = str(value).encode("ascii")
-        name_bytes = name.encode("ascii") if isinstance(name, str) else name
-        if not _TOKEN.fullmatch(name_bytes):
+        name_bytes = name.encode("latin-1") if isinstance(name, str) else name
+        if not _TOKEN_BYTES.fullmatch(name_bytes):
             raise ValueError(f"invalid header name {name!r}")
         if _CONTROL.search(value):   # CR/LF here would let a value inject headers
             raise ValueError(f"control character in value of header {name!r}")
