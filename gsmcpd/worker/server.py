@@ -12,12 +12,10 @@ import importlib
 
 import gsmcpd
 from gsmcpd.protocol import negotiate_version
+from gsmcpd.wire import jsonrpc
+from gsmcpd.wire.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND
 from gsmcpd.worker.registry import ToolRegistry
 from gsmcpd.worker.toolset import ToolError, Toolset
-
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INVALID_REQUEST = -32600
 
 
 class CallContext:
@@ -37,7 +35,7 @@ class CallContext:
             params["total"] = total
         if message is not None:
             params["message"] = str(message)
-        self._notify({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
+        self._notify(jsonrpc.notification("notifications/progress", params))
 
 
 IDLE_CONTEXT = CallContext()
@@ -135,7 +133,7 @@ class McpServer:
         if not isinstance(message, dict) or "method" not in message:
             if isinstance(message, dict) and ("result" in message or "error" in message):
                 return None
-            return _error(None, INVALID_REQUEST, "invalid request")
+            return jsonrpc.error(None, INVALID_REQUEST, "invalid request")
         method = message["method"]
         if "id" not in message:
             return None   # notifications get no response
@@ -144,16 +142,16 @@ class McpServer:
         if params is None:
             params = {}
         if not isinstance(params, dict):
-            return _error(request_id, INVALID_PARAMS, "params must be an object")
+            return jsonrpc.error(request_id, INVALID_PARAMS, "params must be an object")
         if method == "initialize":
-            return _result(request_id, self.initialize_result(params))
+            return jsonrpc.result(request_id, self.initialize_result(params))
         if method == "ping":
-            return _result(request_id, {})
+            return jsonrpc.result(request_id, {})
         if method == "tools/list":
-            return _result(request_id, {"tools": self.list_tools()})
+            return jsonrpc.result(request_id, {"tools": self.list_tools()})
         if method == "tools/call":
             return self._tools_call(request_id, params, notify)
-        return _error(request_id, METHOD_NOT_FOUND, f"method not found: {method}")
+        return jsonrpc.error(request_id, METHOD_NOT_FOUND, f"method not found: {method}")
 
     def initialize_result(self, params: dict) -> dict:
         return {
@@ -168,23 +166,23 @@ class McpServer:
     def _tools_call(self, request_id, params: dict, notify) -> dict:
         name = params.get("name")
         if not isinstance(name, str) or not name:
-            return _error(request_id, INVALID_PARAMS, "tools/call needs a tool name",
+            return jsonrpc.error(request_id, INVALID_PARAMS, "tools/call needs a tool name",
                           {"kind": "invalidParams"})
         arguments = params.get("arguments")
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, dict):
-            return _error(request_id, INVALID_PARAMS, "tools/call arguments must be an object",
+            return jsonrpc.error(request_id, INVALID_PARAMS, "tools/call arguments must be an object",
                           {"kind": "invalidParams"})
         tool = self.registry.get(name)
         if name in self.gated_tools or (tool is not None and not self.is_visible(name)):
-            return _error(request_id, METHOD_NOT_FOUND,
+            return jsonrpc.error(request_id, METHOD_NOT_FOUND,
                           f"tool {name!r} is not available in a read-only session", {"kind": "readOnly"})
         if tool is None:
-            return _error(request_id, INVALID_PARAMS, f"unknown tool: {name}", {"kind": "notFound"})
+            return jsonrpc.error(request_id, INVALID_PARAMS, f"unknown tool: {name}", {"kind": "notFound"})
         meta = params.get("_meta")
         token = meta.get("progressToken") if isinstance(meta, dict) else None
-        return _result(request_id, self.call_tool(tool, arguments,
+        return jsonrpc.result(request_id, self.call_tool(tool, arguments,
                                                   CallContext(request_id, token, notify)))
 
     def call_tool(self, tool, arguments: dict, context: CallContext | None = None) -> dict:
@@ -243,17 +241,6 @@ def error_result(kind: str, message: str) -> dict:
         "structuredContent": {"error": {"kind": kind, "message": message}},
         "isError": True,
     }
-
-
-def _result(request_id, result) -> dict:
-    return {"jsonrpc": "2.0", "id": request_id, "result": result}
-
-
-def _error(request_id, code: int, message: str, data=None) -> dict:
-    error = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
-    return {"jsonrpc": "2.0", "id": request_id, "error": error}
 
 
 # -- building a server from the prepare frame ---------------------------

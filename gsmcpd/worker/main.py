@@ -1,0 +1,228 @@
+"""The worker process: frame loop, break signals, router watchdog.
+
+`run(sock, router_pid)` is the multiprocessing target. The worker serves one
+call at a time over its frame socket (see docs/internals.md, "Router ↔ worker
+frames"). Breaks are signals: SIGINT raises KeyboardInterrupt in the tool,
+SIGUSR1 raises HardBreak; either way the call is answered with -32001 and the
+worker stays usable. A break that arrives while idle is ignored.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+from gsmcpd.wire import frames, jsonrpc
+from gsmcpd.worker.server import build_server
+from gsmcpd.worker.toolset import HardBreak
+
+__all__ = ["run", "HardBreak", "WorkerLoop"]
+
+log = logging.getLogger("gsmcpd.worker")
+
+WATCHDOG_INTERVAL = 0.5   # seconds; the worker outlives its router by at most about this
+RECV_SIZE = 256 * 1024
+
+
+def run(sock: socket.socket, router_pid: int) -> None:
+    _configure_output()
+    loop = WorkerLoop(sock)
+    signal.signal(signal.SIGINT, loop.break_handler(KeyboardInterrupt, "soft break"))
+    signal.signal(signal.SIGUSR1, loop.break_handler(HardBreak, "hard break"))
+    threading.Thread(target=_watch_router, args=(router_pid,), name="router-watchdog",
+                     daemon=True).start()
+    loop.serve()
+
+
+class WorkerLoop:
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+        self.sock.setblocking(True)
+        self.decoder = frames.FrameDecoder()
+        self.server = None
+        self.in_call = False
+        self._writing = False         # a frame is half written: breaks wait until it is whole
+        self._pending_break = None
+
+    # -- breaks ----------------------------------------------------------
+
+    def break_handler(self, exception_class, label):
+        def on_signal(signum, frame):
+            if not self.in_call:
+                return                # idle: nothing to break
+            if self._writing:
+                self._pending_break = exception_class(label)
+                return
+            raise exception_class(label)
+        return on_signal
+
+    # -- frames ----------------------------------------------------------
+
+    def serve(self) -> None:
+        """Until EOF, a stop frame, or a broken frame."""
+        while True:
+            try:
+                data = self.sock.recv(RECV_SIZE)
+            except OSError as error:
+                log.warning("worker %d: frame socket failed (%s); exiting", os.getpid(), error)
+                return
+            if not data:
+                return                # the router closed our socket (or died)
+            try:
+                messages = self.decoder.feed(data)
+            except frames.FrameError as error:
+                log.error("worker %d: bad frame from the router (%s); exiting", os.getpid(), error)
+                return
+            for message in messages:
+                try:
+                    if not self.dispatch(message):
+                        return
+                except OSError as error:
+                    log.warning("worker %d: cannot answer the router (%s); exiting", os.getpid(), error)
+                    return
+
+    def dispatch(self, frame: dict) -> bool:
+        """Act on one router frame; False means exit."""
+        op = frame.get("op")
+        if op == "call":
+            self.call(frame.get("seq"), frame.get("message"))
+        elif op == "prepare":
+            self.prepare(frame.get("session") or {})
+        elif op == "stop":
+            return False
+        else:
+            log.warning("worker %d: ignoring unknown frame op %r", os.getpid(), op)
+        return True
+
+    def send(self, frame: dict) -> None:
+        data = frames.encode(frame)
+        self._writing = True
+        try:
+            self.sock.sendall(data)
+        finally:
+            self._writing = False
+        pending, self._pending_break = self._pending_break, None
+        if pending is not None and self.in_call:
+            raise pending
+
+    # -- ops -------------------------------------------------------------
+
+    def prepare(self, session: dict) -> None:
+        try:
+            if self.server is not None:
+                raise ValueError("this worker is already prepared")
+            if session.get("account"):
+                from gsmcpd.auth.usermap import become
+                become(session["account"])
+            view = None
+            if session.get("image"):
+                from gsmcpd.image.view import View
+                view = View.open(Path(session["image"]), user=session.get("user"),
+                                 session_id=session.get("session_id"))
+            self.server = build_server(session, view)
+        except ValueError as error:
+            self.send({"op": "prepared", "ok": False, "error": str(error)})
+            return
+        except Exception as error:
+            log.exception("worker %d: prepare failed", os.getpid())
+            self.send({"op": "prepared", "ok": False, "error": f"{type(error).__name__}: {error}"})
+            return
+        self.send({"op": "prepared", "ok": True, "pid": os.getpid()})
+
+    def call(self, seq, message) -> None:
+        if self.server is None:
+            reply = _error_for(message, jsonrpc.INTERNAL_ERROR, "worker not prepared")
+        else:
+            reply = self._run(seq, message)
+        self._pending_break = None
+        self.send({"op": "reply", "seq": seq, "message": reply})
+
+    def _run(self, seq, message):
+        def notify(notification):
+            self.send({"op": "notify", "seq": seq, "message": notification})
+
+        try:
+            self.in_call = True
+            try:
+                return self.server.handle(message, notify)
+            finally:
+                self.in_call = False
+        except (KeyboardInterrupt, HardBreak) as interruption:
+            return _error_for(message, jsonrpc.REQUEST_TIMEOUT,
+                              f"request interrupted: {interruption or type(interruption).__name__}")
+        except frames.FrameError as error:
+            return _error_for(message, jsonrpc.INTERNAL_ERROR, f"cannot send a notification: {error}")
+        except OSError:
+            raise                     # our socket is gone: let the process end
+        except Exception as error:    # a dispatcher bug answers this call, not the whole session
+            log.exception("worker %d: dispatch failed", os.getpid())
+            return _error_for(message, jsonrpc.INTERNAL_ERROR, f"{type(error).__name__}: {error}")
+
+
+def _error_for(message, code: int, text: str):
+    """An error response for a request; None for a notification (nothing to answer)."""
+    if not isinstance(message, dict) or "id" not in message:
+        return None
+    return jsonrpc.error(message["id"], code, text)
+
+
+# -- router watchdog ---------------------------------------------------
+
+def _watch_router(router_pid: int) -> None:
+    while _process_exists(router_pid):
+        time.sleep(WATCHDOG_INTERVAL)
+    os._exit(0)
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A dead but unreaped process still answers kill(0); it is gone all the same.
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            state = stat.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state not in (b"Z", b"X")
+
+
+# -- output ------------------------------------------------------------
+
+class _LoggedStream:
+    """Stands in for stdout/stderr: the worker writes to its inherited streams only via logging."""
+
+    def __init__(self, level: int):
+        self.level = level
+        self._partial = ""
+
+    def write(self, text: str) -> int:
+        lines = (self._partial + text).split("\n")
+        self._partial = lines.pop()
+        for line in lines:
+            log.log(self.level, "output: %s", line)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+def _configure_output() -> None:
+    # The real stderr, captured before sys.stderr is replaced (else logging would loop).
+    stream = sys.__stderr__ if sys.__stderr__ is not None else open(os.devnull, "w")
+    logging.basicConfig(level=logging.WARNING, stream=stream, force=True,
+                        format="%(asctime)s gsmcpd-worker[%(process)d] %(levelname)s %(message)s")
+    sys.stdout = _LoggedStream(logging.INFO)
+    sys.stderr = _LoggedStream(logging.WARNING)
