@@ -1,0 +1,177 @@
+"""Routing and gates for one HTTP request: the Streamable HTTP transport on /mcp.
+
+Order matters and is the seed's: trace first (so refused requests are traced too),
+then Host and Origin (DNS rebinding), then credentials, then the method, the
+protocol-version header and the session. Only then does a message reach a session.
+"""
+
+import logging
+from urllib.parse import urlsplit
+
+from gsmcpd import protocol
+from gsmcpd.wire import jsonrpc
+
+log = logging.getLogger("gsmcpd.app")
+
+JSON = ("Content-Type", "application/json")
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+MCP_PATH = "/mcp"
+METADATA_PATH = "/.well-known/oauth-protected-resource"
+
+
+class Principal:
+    """Who is asking. Without auth, the daemon's own user, read-only as configured."""
+
+    __slots__ = ("user", "read_only", "exp", "account")
+
+    def __init__(self, user, read_only, exp=None, account=None):
+        self.user = user
+        self.read_only = read_only
+        self.exp = exp
+        self.account = account
+
+
+def error_body(code, message, id=None):
+    return jsonrpc.dumps(jsonrpc.error(id, code, message))
+
+
+def host_of(value):
+    """The host part of a Host header or an Origin URL, lower-cased, without port."""
+    if "://" in value:
+        try:
+            return (urlsplit(value).hostname or "").lower()
+        except ValueError:
+            return ""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[1:value.find("]")] if "]" in value else ""
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def accepts(request, media_type):
+    accept = request.header("accept")
+    if not accept:
+        return False
+    for part in accept.split(","):
+        kind = part.split(";", 1)[0].strip().lower()
+        if kind in (media_type, "*/*", media_type.split("/")[0] + "/*"):
+            return True
+    return False
+
+
+class App:
+    def __init__(self, router):
+        self.router = router
+        self.config = router.config
+        self.sessions = router.sessions
+        extra = {h.lower() for h in self.config.allowed_origins}
+        self.allowed_hosts = LOOPBACK_HOSTS | extra
+        self.check_host = self.router.bound_to_loopback
+
+    # -- entry -------------------------------------------------------------
+    def handle(self, conn, request):
+        self.router.trace_inbound(request)
+        refusal = self._gate_host_origin(request)
+        if refusal:
+            conn.respond(403, [JSON], error_body(jsonrpc.INVALID_REQUEST, refusal))
+            return
+        if request.path == MCP_PATH:
+            self.router.authenticate(conn, request, self._handle_mcp)
+        elif request.path == METADATA_PATH or request.path.startswith(METADATA_PATH + "/"):
+            self.router.serve_metadata(conn, request)
+        else:
+            conn.respond(404, [("Content-Type", "text/plain")], b"not found: the MCP endpoint is /mcp\n")
+
+    def _gate_host_origin(self, request):
+        origin = request.header("origin")
+        if origin is not None and host_of(origin) not in self.allowed_hosts:
+            return "Forbidden: Origin %r is not allowed" % origin
+        if self.check_host:
+            host = request.header("host")
+            if host is not None and host_of(host) not in self.allowed_hosts:
+                return "Forbidden: Host %r is not this server" % host
+        return None
+
+    def _handle_mcp(self, conn, request, principal):
+        method = request.method
+        if method == "POST":
+            self._post(conn, request, principal)
+        elif method == "GET":
+            self._get(conn, request, principal)
+        elif method == "DELETE":
+            self._delete(conn, request, principal)
+        else:
+            conn.respond(405, [("Allow", "GET, POST, DELETE"), JSON],
+                         error_body(jsonrpc.INVALID_REQUEST, "Method not allowed: %s" % method))
+
+    # -- gates shared by every verb ----------------------------------------
+    def _version_refusal(self, request):
+        version = request.header("mcp-protocol-version")
+        if version is not None and version not in protocol.SUPPORTED_VERSIONS:
+            return "Bad Request: unsupported MCP-Protocol-Version %r (supported: %s)" % (
+                version, ", ".join(protocol.SUPPORTED_VERSIONS))
+        return None
+
+    def _session(self, conn, request, principal):
+        """The session named by the header, or None after answering 400/404."""
+        sid = request.header("mcp-session-id")
+        if not sid:
+            conn.respond(400, [JSON], error_body(jsonrpc.INVALID_REQUEST, "Bad Request: missing MCP-Session-Id header"))
+            return None
+        session = self.sessions.by_id.get(sid)
+        if session is None or not self.router.owns_session(session, principal):
+            conn.respond(404, [JSON], error_body(jsonrpc.INVALID_REQUEST, "Session not found"))
+            return None
+        refusal = self._version_refusal(request)
+        if refusal:
+            conn.respond(400, [JSON], error_body(jsonrpc.INVALID_REQUEST, refusal))
+            return None
+        return session
+
+    # -- verbs -------------------------------------------------------------
+    def _post(self, conn, request, principal):
+        # Content-Type is not checked: the seed's own `curl -d` sends a form type.
+        try:
+            message = jsonrpc.parse(request.body)
+        except jsonrpc.JsonRpcError as exc:
+            conn.respond(400, [JSON], error_body(exc.code, exc.message))
+            return
+        accepts_sse = accepts(request, "text/event-stream") and request.header("accept") is not None
+        if message.kind == "request" and message.method == "initialize":
+            refusal = self._version_refusal(request)
+            if refusal:
+                conn.respond(400, [JSON], error_body(jsonrpc.INVALID_REQUEST, refusal, message.id))
+                return
+            self.sessions.open(conn, message.raw, accepts_sse, principal)
+            return
+        session = self._session(conn, request, principal)
+        if session is None:
+            return
+        session.last_activity = self.router.loop.time()
+        if message.kind == "response":
+            self.router.client_response(session, message.raw)
+            conn.respond(202)
+        elif message.kind == "notification":
+            if message.method == "notifications/cancelled":
+                params = message.params or {}
+                self.sessions.cancel(session, params.get("requestId"))
+            conn.respond(202)
+        elif message.method == "ping":
+            conn.respond(200, [JSON], jsonrpc.dumps(jsonrpc.result(message.id, {})))
+        else:
+            self.sessions.submit(session, conn, message.raw, accepts_sse)
+
+    def _get(self, conn, request, principal):
+        if not accepts(request, "text/event-stream"):
+            conn.respond(406, [JSON], error_body(jsonrpc.INVALID_REQUEST,
+                                                 "Not Acceptable: GET needs Accept: text/event-stream"))
+            return
+        session = self._session(conn, request, principal)
+        if session is not None:
+            self.router.attach_stream(session, conn)
+
+    def _delete(self, conn, request, principal):
+        session = self._session(conn, request, principal)
+        if session is not None:
+            self.sessions.end(session, "client sent DELETE")
+            conn.respond(200, [JSON], b"{}")

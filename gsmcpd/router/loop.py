@@ -1,0 +1,154 @@
+"""The router's one event loop: a selectors selector, a timer heap and a wakeup pipe.
+
+Everything the router does is a callback fired from here; nothing in a callback may
+block. Other threads (the JWKS fetcher) and signal handlers only ever reach the loop
+through `call_soon_threadsafe`, which writes one byte to wake the selector.
+"""
+
+import collections
+import heapq
+import itertools
+import logging
+import selectors
+import signal
+import socket
+import time
+
+log = logging.getLogger("gsmcpd.loop")
+
+
+class Timer:
+    __slots__ = ("when", "callback", "cancelled", "kind")
+
+    def __init__(self, when, callback):
+        self.when = when
+        self.callback = callback
+        self.cancelled = False
+        self.kind = None
+
+    def cancel(self):
+        self.cancelled = True
+
+
+class Loop:
+    def __init__(self):
+        self.selector = selectors.DefaultSelector()
+        self._timers = []
+        self._seq = itertools.count()
+        self._soon = collections.deque()
+        self._stopping = False
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self.selector.register(self._wake_r, selectors.EVENT_READ, self._drain_wakeups)
+
+    # -- time -------------------------------------------------------------
+    @staticmethod
+    def time():
+        return time.monotonic()
+
+    def call_at(self, when, callback):
+        timer = Timer(when, callback)
+        heapq.heappush(self._timers, (when, next(self._seq), timer))
+        return timer
+
+    def call_later(self, delay, callback):
+        return self.call_at(self.time() + delay, callback)
+
+    def call_soon(self, callback):
+        self._soon.append(callback)
+
+    def call_soon_threadsafe(self, callback):
+        self._soon.append(callback)  # deque.append is atomic
+        try:
+            self._wake_w.send(b"\0")
+        except (BlockingIOError, OSError):
+            pass  # a full pipe already guarantees a wakeup
+
+    # -- file objects ------------------------------------------------------
+    def add_reader(self, fileobj, callback):
+        """callback() when readable. Replaces any writer registration's mask."""
+        self._set(fileobj, selectors.EVENT_READ, callback, None)
+
+    def set_interest(self, fileobj, on_read, on_write):
+        """Register fileobj for read and/or write; None drops that direction."""
+        events = (selectors.EVENT_READ if on_read else 0) | (selectors.EVENT_WRITE if on_write else 0)
+        self._set(fileobj, events, on_read, on_write)
+
+    def _set(self, fileobj, events, on_read, on_write):
+        try:
+            key = self.selector.get_key(fileobj)
+        except KeyError:
+            key = None
+        if not events:
+            if key is not None:
+                self.selector.unregister(fileobj)
+            return
+        data = (on_read, on_write)
+        if key is None:
+            self.selector.register(fileobj, events, data)
+        else:
+            self.selector.modify(fileobj, events, data)
+
+    def remove(self, fileobj):
+        try:
+            self.selector.unregister(fileobj)
+        except (KeyError, ValueError):
+            pass
+
+    # -- signals -----------------------------------------------------------
+    def add_signal_handler(self, signum, callback):
+        signal.set_wakeup_fd(self._wake_w.fileno(), warn_on_full_buffer=False)
+        signal.signal(signum, lambda *_: self._soon.append(callback))
+
+    # -- running -----------------------------------------------------------
+    def stop(self):
+        self._stopping = True
+
+    def run(self):
+        while not self._stopping:
+            self._run_once()
+
+    def _run_once(self):
+        timeout = None
+        if self._soon:
+            timeout = 0
+        elif self._timers:
+            timeout = max(0.0, self._timers[0][0] - self.time())
+        for key, mask in self.selector.select(timeout):
+            data = key.data
+            if callable(data):
+                data()
+                continue
+            on_read, on_write = data
+            if mask & selectors.EVENT_WRITE and on_write:
+                self._guard(on_write)
+            if mask & selectors.EVENT_READ and on_read:
+                # the write callback may have unregistered the object
+                self._guard(on_read)
+        now = self.time()
+        while self._timers and self._timers[0][0] <= now:
+            _, _, timer = heapq.heappop(self._timers)
+            if not timer.cancelled:
+                self._guard(timer.callback)
+        for _ in range(len(self._soon)):
+            self._guard(self._soon.popleft())
+
+    def _guard(self, callback):
+        # One failing callback must never take the router down with it.
+        try:
+            callback()
+        except Exception:
+            log.exception("router callback failed: %r", callback)
+
+    def _drain_wakeups(self):
+        try:
+            while self._wake_r.recv(4096):
+                pass
+        except (BlockingIOError, InterruptedError):
+            pass
+
+    def close(self):
+        self.selector.close()
+        self._wake_r.close()
+        self._wake_w.close()

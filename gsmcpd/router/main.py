@@ -1,0 +1,231 @@
+"""The router process: listen, accept, and tie connections, sessions and workers together.
+
+`serve(config)` runs it in the foreground until SIGTERM/SIGINT. It never runs a tool
+and never blocks: every socket is non-blocking on one selector (router.loop), and
+everything time-based is a timer on that loop.
+"""
+
+import getpass
+import ipaddress
+import logging
+import os
+import signal
+import socket
+from pathlib import Path
+
+from gsmcpd.router.app import App, Principal
+from gsmcpd.router.connection import Connection
+from gsmcpd.router.loop import Loop
+from gsmcpd.router.sessions import SSE_HEADERS, SessionManager
+from gsmcpd.router.workers import WorkerPool
+from gsmcpd.wire import jsonrpc, sse
+
+log = logging.getLogger("gsmcpd.router")
+
+SHUTDOWN_GRACE = 3.0  # seconds workers get to exit before SIGKILL
+
+
+def _is_loopback(host):
+    if host in ("localhost", ""):
+        return host == "localhost"
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class Router:
+    def __init__(self, config):
+        self.config = config
+        self.loop = Loop()
+        self.pool = WorkerPool(self.loop, config.spare_workers)
+        self.sessions = SessionManager(self)
+        self.bound_to_loopback = _is_loopback(config.host)
+        self.app = App(self)
+        self.connections = set()
+        self.listener = None
+        self.port = None
+        self.stopping = False
+        self.exit_code = 0
+        self.user = getpass.getuser()
+        self.image = None
+        self.on_stopping = None
+
+    # -- startup -----------------------------------------------------------
+    def bind(self):
+        family = socket.AF_INET6 if ":" in self.config.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.config.host, self.config.port))
+        sock.listen(1024)
+        sock.setblocking(False)
+        self.listener = sock
+        self.port = sock.getsockname()[1]
+        self.loop.add_reader(sock, self._accept)
+
+    def prepare_image(self):
+        from gsmcpd.image import default
+
+        state_dir = Path(self.config.state_dir)
+        image = Path(self.config.image) if self.config.image else state_dir / "image"
+        if image == state_dir / "image":
+            image = default.ensure_default_image(state_dir)
+        if not image.is_dir():
+            raise SystemExit("gsmcpd: image directory %s does not exist" % image)
+        self.image = str(image.absolute())
+
+    # -- connections -------------------------------------------------------
+    def _accept(self):
+        for _ in range(64):  # bounded, so a connection storm cannot starve timers
+            try:
+                sock, peer = self.listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                log.warning("accept failed: %s", exc)
+                return
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            conn = Connection(self, sock, peer, tls=self.new_tls())
+            self.connections.add(conn)
+
+    def new_tls(self):
+        return None
+
+    def connection_closed(self, conn):
+        self.connections.discard(conn)
+
+    # -- hooks the auth layer overrides ------------------------------------
+    def authenticate(self, conn, request, then):
+        then(conn, request, Principal(self.user, self.config.readonly))
+
+    def owns_session(self, session, principal):
+        return True
+
+    def serve_metadata(self, conn, request):
+        conn.respond(404, [("Content-Type", "text/plain")], b"not found: this server does not use OAuth\n")
+
+    def session_config(self, session, principal):
+        cfg = self.config
+        return {
+            "session_id": session.id,
+            "user": session.user,
+            "read_only": session.read_only,
+            "toolsets": list(cfg.toolsets),
+            "worker_class": cfg.worker_class,
+            "server_name": cfg.server_name,
+            "server_version": cfg.server_version,
+            "server_title": cfg.server_title,
+            "image": self.image,
+            "account": principal.account,
+        }
+
+    # -- calls (deadlines and cancellation) ----------------------------------
+    def call_started(self, session, call):
+        pass
+
+    def call_finished(self, session, call):
+        pass
+
+    def call_cancelled(self, session, call):
+        session.worker.signal(signal.SIGINT)
+
+    # -- the standalone GET stream -----------------------------------------
+    def attach_stream(self, session, conn):
+        old = session.stream
+        session.stream = conn
+        if old is not None and not old.closed:
+            old.on_stream_lost = None
+            old.end_stream()  # the newest GET wins
+        headers = list(SSE_HEADERS) + [("MCP-Session-Id", session.id)]
+        conn.start_stream(200, headers)
+        conn.on_stream_lost = lambda: self._stream_lost(session, conn)
+        self._schedule_keepalive(session, conn)
+
+    def _schedule_keepalive(self, session, conn):
+        def tick():
+            if session.stream is conn and not conn.closed and conn.streaming:
+                conn.stream_write(sse.comment("keepalive"))
+                self._schedule_keepalive(session, conn)
+        self.loop.call_later(self.config.keepalive_interval, tick)
+
+    def _stream_lost(self, session, conn):
+        if session.stream is conn:
+            session.stream = None
+
+    def push_to_stream(self, session, message):
+        conn = session.stream
+        if conn is None or conn.closed:
+            return False
+        body = jsonrpc.dumps(message)
+        conn.stream_write(sse.event(body.decode("utf-8"), event="message"))
+        return True
+
+    def client_response(self, session, message):
+        pass
+
+    def session_ended(self, session):
+        pass
+
+    # -- trace -------------------------------------------------------------
+    def trace_inbound(self, request):
+        pass  # TODO(trace): wire to gsmcpd.router.trace once it lands
+
+    def trace_outbound(self, what, session_id, body):
+        pass
+
+    def trace_unreadable(self, reason):
+        pass
+
+    # -- shutdown ----------------------------------------------------------
+    def shutdown(self):
+        if self.stopping:
+            return
+        self.stopping = True
+        log.info("shutting down: %d session(s)", len(self.sessions.by_id))
+        if self.on_stopping:
+            self.on_stopping()
+        if self.listener is not None:
+            self.loop.remove(self.listener)
+            self.listener.close()
+        workers = [s.worker for s in self.sessions.by_id.values()]
+        for session in list(self.sessions.by_id.values()):
+            self.sessions.end(session, "server shutting down")
+        workers += self.pool.close()
+        for conn in list(self.connections):
+            if conn.streaming:
+                conn.end_stream()
+            if not conn.busy:
+                conn.close()
+        self._await_workers(workers, self.loop.time() + SHUTDOWN_GRACE)
+
+    def _await_workers(self, workers, deadline):
+        alive = [w for w in workers if w.alive]
+        if alive and self.loop.time() < deadline:
+            self.loop.call_later(0.05, lambda: self._await_workers(alive, deadline))
+            return
+        for worker in alive:
+            worker.kill()
+        for conn in list(self.connections):
+            conn.close()
+        self.loop.stop()
+
+
+def serve(config, *, on_ready=None, on_stopping=None, on_reload=None):
+    """Run the router in the foreground; returns the exit code."""
+    router = Router(config)
+    router.prepare_image()
+    router.bind()
+    router.on_stopping = on_stopping
+    router.loop.add_signal_handler(signal.SIGTERM, router.shutdown)
+    router.loop.add_signal_handler(signal.SIGINT, router.shutdown)
+    if on_reload is not None:
+        router.loop.add_signal_handler(signal.SIGHUP, on_reload)
+    router.pool.start()
+    log.info("listening on http://%s:%d/mcp (image %s)", config.host, router.port, router.image)
+    if on_ready is not None:
+        router.loop.call_soon(on_ready)
+    try:
+        router.loop.run()
+    finally:
+        router.loop.close()
+    return router.exit_code

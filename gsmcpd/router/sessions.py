@@ -1,0 +1,260 @@
+"""Sessions: the MCP-Session-Id map, each session's request queue and its call in flight.
+
+A worker runs one call at a time, like a gem; further requests on the session wait
+here, in order. Replies, progress and worker death all arrive as frames or exits on
+the worker and are turned into HTTP answers on the connection each call came in on.
+"""
+
+import collections
+import itertools
+import logging
+import secrets
+
+from gsmcpd.wire import jsonrpc, sse
+
+log = logging.getLogger("gsmcpd.sessions")
+
+JSON = ("Content-Type", "application/json")
+SSE_HEADERS = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")]
+
+
+def new_session_id():
+    """128 random bits, as 32 hex characters (visible ASCII, as the spec asks)."""
+    return secrets.token_hex(16)
+
+
+class Call:
+    """One client request on its way to, through, or back from the worker."""
+
+    __slots__ = ("seq", "message", "conn", "accepts_sse", "streaming", "started", "cancelled", "breaker")
+
+    def __init__(self, seq, message, conn, accepts_sse):
+        self.seq = seq
+        self.message = message
+        self.conn = conn
+        self.accepts_sse = accepts_sse
+        self.streaming = False  # the reply switched to an SSE stream (progress came)
+        self.started = None
+        self.cancelled = False
+        self.breaker = None  # deadline/cancel escalation while in flight
+
+    @property
+    def id(self):
+        return self.message.get("id")
+
+    @property
+    def method(self):
+        return self.message.get("method")
+
+    @property
+    def progress_token(self):
+        params = self.message.get("params")
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        return meta.get("progressToken") if isinstance(meta, dict) else None
+
+    def describe(self):
+        params = self.message.get("params") or {}
+        if self.method == "tools/call" and isinstance(params, dict):
+            return "tools/call %s" % params.get("name")
+        return self.method
+
+
+class Session:
+    def __init__(self, sid, worker, user, read_only, now):
+        self.id = sid
+        self.worker = worker
+        self.user = user
+        self.read_only = read_only
+        self.created = now
+        self.last_activity = now
+        self.queue = collections.deque()
+        self.inflight = None
+        self.prepared = False
+        self.ended = False
+        self.stream = None  # the Connection carrying the standalone GET stream
+        self.token_exp = None  # when the token that opened it expires (auth mode)
+
+    @property
+    def short(self):
+        return self.id[:8]
+
+
+class SessionManager:
+    """Owns every session; the router and app call in, workers call back."""
+
+    def __init__(self, router):
+        self.router = router
+        self.loop = router.loop
+        self.config = router.config
+        self.by_id = {}
+        self._by_worker = {}
+        self._seq = itertools.count(1)
+
+    # -- opening and ending ------------------------------------------------
+    def open(self, conn, message, accepts_sse, principal):
+        """Start a session for an initialize request; its reply carries the id."""
+        worker = self.router.pool.claim()
+        sid = new_session_id()
+        session = Session(sid, worker, principal.user, principal.read_only, self.loop.time())
+        session.token_exp = principal.exp
+        worker.listener = self
+        self.by_id[sid] = session
+        self._by_worker[worker] = session
+        worker.send({"op": "prepare", "session": self.router.session_config(session, principal)})
+        self.submit(session, conn, message, accepts_sse)
+        log.info("session %s opened for %s (worker %d%s)", session.short, session.user, worker.pid,
+                 ", read-only" if session.read_only else "")
+        return session
+
+    def end(self, session, reason):
+        if session.ended:
+            return
+        session.ended = True
+        self.by_id.pop(session.id, None)
+        self._by_worker.pop(session.worker, None)
+        gone = [session.inflight] if session.inflight else []
+        gone += list(session.queue)
+        session.inflight = None
+        session.queue.clear()
+        for call in gone:
+            self._fail(call, jsonrpc.WORKER_GONE, "session ended: %s" % reason)
+        if session.stream is not None:
+            stream, session.stream = session.stream, None
+            stream.end_stream()
+        worker = session.worker
+        if worker.alive:
+            worker.stop()
+            # A worker that does not go when asked is made to.
+            self.loop.call_later(self.config.break_grace, worker.kill)
+        log.info("session %s ended: %s", session.short, reason)
+        self.router.session_ended(session)
+
+    # -- requests ----------------------------------------------------------
+    def submit(self, session, conn, message, accepts_sse):
+        session.last_activity = self.loop.time()
+        call = Call(next(self._seq), message, conn, accepts_sse)
+        session.queue.append(call)
+        self._pump(session)
+        return call
+
+    def _pump(self, session):
+        if session.inflight is not None or not session.prepared or session.ended:
+            return
+        while session.queue:
+            call = session.queue.popleft()
+            if call.cancelled:
+                continue
+            session.inflight = call
+            call.started = self.loop.time()
+            session.worker.send({"op": "call", "seq": call.seq, "message": call.message})
+            self.router.call_started(session, call)
+            return
+
+    def cancel(self, session, request_id):
+        """notifications/cancelled: drop a queued call, break an in-flight one."""
+        for call in session.queue:
+            if call.id == request_id and call.method != "initialize" and not call.cancelled:
+                call.cancelled = True
+                self._answer_cancelled(call)
+                return "dropped"
+        call = session.inflight
+        if call is not None and call.id == request_id and call.method != "initialize" and not call.cancelled:
+            call.cancelled = True
+            self._answer_cancelled(call)
+            self.router.call_cancelled(session, call)
+            return "breaking"
+        return None
+
+    def _answer_cancelled(self, call):
+        # The spec asks a receiver not to answer a request the client has stopped
+        # waiting for; its HTTP exchange still needs closing, so: 202, no body.
+        if not call.conn.closed and not call.streaming:
+            call.conn.respond(202)
+        elif call.streaming:
+            call.conn.end_stream()
+
+    # -- worker callbacks --------------------------------------------------
+    def on_worker_frame(self, worker, frame):
+        session = self._by_worker.get(worker)
+        if session is None:
+            return
+        op = frame.get("op")
+        if op == "prepared":
+            if frame.get("ok"):
+                session.prepared = True
+                self._pump(session)
+            else:
+                error = frame.get("error") or "worker could not be prepared"
+                log.error("session %s: worker refused to prepare: %s", session.short, error)
+                self.end(session, "worker could not be prepared: %s" % error)
+        elif op == "reply":
+            call = session.inflight
+            if call is None or call.seq != frame.get("seq"):
+                log.warning("session %s: reply for a call not in flight", session.short)
+                return
+            session.inflight = None
+            self.router.call_finished(session, call)
+            session.last_activity = self.loop.time()
+            if not call.cancelled:
+                self._deliver(session, call, frame.get("message"))
+            self._pump(session)
+        elif op == "notify":
+            call = session.inflight
+            message = frame.get("message")
+            if call is not None and call.seq == frame.get("seq") and isinstance(message, dict):
+                self._notify(session, call, message)
+        else:
+            log.warning("session %s: unknown frame op %r", session.short, op)
+
+    def on_worker_exit(self, worker):
+        session = self._by_worker.get(worker)
+        if session is not None:
+            self.end(session, "worker %d exited" % worker.pid)
+
+    # -- answering ---------------------------------------------------------
+    def _deliver(self, session, call, response):
+        conn = call.conn
+        if conn.closed:
+            return
+        if response is None:  # the worker had nothing to say (a notification)
+            conn.respond(202)
+            return
+        body = jsonrpc.dumps(response)
+        self.router.trace_outbound("response", session.id, body)
+        if call.streaming:
+            conn.stream_write(sse.event(body.decode("utf-8"), event="message"))
+            conn.end_stream()
+            return
+        headers = [JSON]
+        if call.method == "initialize":
+            headers.append(("MCP-Session-Id", session.id))
+        conn.respond(200, headers, body)
+
+    def _notify(self, session, call, message):
+        """Progress from inside a tool: on the call's own SSE reply if it may have one."""
+        body = jsonrpc.dumps(message)
+        self.router.trace_outbound("notification", session.id, body)
+        if call.accepts_sse and not call.cancelled and not call.conn.closed:
+            if not call.streaming:
+                call.streaming = True
+                call.conn.start_stream(200, SSE_HEADERS)
+            call.conn.stream_write(sse.event(body.decode("utf-8"), event="message"))
+        else:
+            self.router.push_to_stream(session, message)
+
+    def _fail(self, call, code, text):
+        if call.cancelled or call.conn.closed:
+            return
+        body = jsonrpc.dumps(jsonrpc.error(call.id, code, text))
+        if call.streaming:
+            call.conn.stream_write(sse.event(body.decode("utf-8"), event="message"))
+            call.conn.end_stream()
+        else:
+            call.conn.respond(200, [JSON], body)
+
+    def fail_inflight(self, session, code, text):
+        """Answer the call in flight with an error now (deadline): the worker's late reply is dropped."""
+        call = session.inflight
+        if call is not None and not call.cancelled:
+            self._fail(call, code, text)
+            call.cancelled = True

@@ -1,0 +1,207 @@
+"""Worker processes as the router sees them: start, frame channel, signals, spares.
+
+Workers are started from a forkserver, so they never inherit the listening socket
+or any client socket: the forkserver itself was started with only the fds it needs,
+and each worker receives exactly one fd, its end of the session's socketpair.
+The router learns of a worker's death from its process sentinel or from EOF on the
+frame socket, whichever comes first, and never waits for either.
+"""
+
+import logging
+import multiprocessing
+import os
+import signal
+import socket
+
+from gsmcpd.wire import frames
+
+log = logging.getLogger("gsmcpd.workers")
+
+_context = None
+
+
+def context():
+    global _context
+    if _context is None:
+        _context = multiprocessing.get_context("forkserver")
+        # Imported once in the forkserver, shared copy-on-write by every worker.
+        _context.set_forkserver_preload(["gsmcpd.worker.main"])
+    return _context
+
+
+class Worker:
+    """One worker process and the router's end of its frame socket."""
+
+    def __init__(self, loop):
+        from gsmcpd.worker import main as worker_main
+
+        self.loop = loop
+        ours, theirs = socket.socketpair()
+        self.process = context().Process(
+            target=worker_main.run, args=(theirs, os.getpid()), name="gsmcpd-worker"
+        )
+        self.process.start()
+        theirs.close()
+        self.pid = self.process.pid
+        self.sock = ours
+        ours.setblocking(False)
+        self.decoder = frames.FrameDecoder()
+        self.out = bytearray()
+        self.alive = True
+        self.listener = None  # object with on_worker_frame(worker, msg), on_worker_exit(worker)
+        self._sentinel = self.process.sentinel
+        loop.add_reader(self._sentinel, self._on_exit)
+        self._update_interest()
+
+    # -- frames ------------------------------------------------------------
+    def send(self, message):
+        if not self.alive:
+            return False
+        data = frames.encode(message)
+        if not self.out:
+            try:
+                sent = self.sock.send(data)
+            except (BlockingIOError, InterruptedError):
+                sent = 0
+            except OSError:
+                self._on_exit()
+                return False
+            data = data[sent:]
+        if data:
+            self.out += data
+            self._update_interest()
+        return True
+
+    def _on_writable(self):
+        try:
+            sent = self.sock.send(self.out)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            self._on_exit()
+            return
+        del self.out[:sent]
+        if not self.out:
+            self._update_interest()
+
+    def _on_readable(self):
+        try:
+            data = self.sock.recv(256 * 1024)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._on_exit()
+            return
+        try:
+            messages = self.decoder.feed(data)
+        except frames.FrameError as exc:
+            # A worker that speaks garbage is ended; the router never is.
+            log.error("worker %d sent a bad frame (%s); stopping it", self.pid, exc)
+            self.kill()
+            self._on_exit()
+            return
+        for message in messages:
+            if self.listener is not None:
+                self.listener.on_worker_frame(self, message)
+            if not self.alive:
+                return
+
+    def _update_interest(self):
+        if self.alive:
+            self.loop.set_interest(self.sock, self._on_readable, self._on_writable if self.out else None)
+
+    # -- signals and death ---------------------------------------------------
+    def signal(self, signum):
+        if self.alive:
+            try:
+                os.kill(self.pid, signum)
+            except ProcessLookupError:
+                pass
+
+    def kill(self):
+        self.signal(signal.SIGKILL)
+
+    def stop(self):
+        """Ask politely; the sentinel tells us when it has gone."""
+        self.send({"op": "stop"})
+
+    def _on_exit(self):
+        if not self.alive:
+            return
+        self.alive = False
+        self.loop.remove(self.sock)
+        self.loop.remove(self._sentinel)
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        self.kill()  # EOF first: make sure the process is really gone
+        self._reap()
+        if self.listener is not None:
+            self.listener.on_worker_exit(self)
+
+    def _reap(self):
+        # exitcode polls the forkserver's report without waiting; after SIGKILL
+        # it arrives within moments, so check back until it has.
+        if self.process.exitcode is None:
+            self.loop.call_later(0.05, self._reap)
+            return
+        self.process.close()
+
+
+class WorkerPool:
+    """Pre-started spare workers, so opening a session does not wait for a fork."""
+
+    def __init__(self, loop, spares):
+        self.loop = loop
+        self.target = spares
+        self.spares = []
+        self.closed = False
+
+    def start(self):
+        self.replenish()
+
+    def claim(self):
+        while self.spares:
+            worker = self.spares.pop()
+            if worker.alive:
+                self.loop.call_soon(self.replenish)
+                return worker
+        worker = Worker(self.loop)
+        self.loop.call_soon(self.replenish)
+        return worker
+
+    def replenish(self):
+        if self.closed:
+            return
+        self.spares = [w for w in self.spares if w.alive]
+        if len(self.spares) < self.target:
+            try:
+                worker = Worker(self.loop)
+            except Exception:
+                log.exception("could not start a spare worker")
+                return
+            worker.listener = _SpareListener(self)
+            self.spares.append(worker)
+            if len(self.spares) < self.target:
+                self.loop.call_soon(self.replenish)
+
+    def close(self):
+        self.closed = True
+        for worker in self.spares:
+            worker.stop()
+        return list(self.spares)
+
+
+class _SpareListener:
+    def __init__(self, pool):
+        self.pool = pool
+
+    def on_worker_frame(self, worker, message):
+        log.warning("spare worker %d sent an unexpected frame: %r", worker.pid, message)
+
+    def on_worker_exit(self, worker):
+        if worker in self.pool.spares:
+            self.pool.spares.remove(worker)

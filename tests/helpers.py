@@ -1,0 +1,253 @@
+"""Test helpers: start the real daemon on a free loopback port and talk HTTP to it.
+
+Shared by every end-to-end test. The daemon runs as `python -m gsmcpd serve` in its
+own process group, exactly as systemd runs it; clients are plain http.client or raw
+sockets, so nothing in the way a request reaches the server is simulated.
+"""
+
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PROTOCOL = "2025-11-25"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port, timeout=20.0, proc=None, host="127.0.0.1"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError("daemon exited with %s before listening" % proc.returncode)
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError("nothing listening on port %d after %ss" % (port, timeout))
+
+
+class Daemon:
+    """The real gsmcpd, foreground mode, in its own process group."""
+
+    def __init__(self, tmp_path, env=None, args=(), port=None):
+        self.tmp = Path(tmp_path)
+        self.state = self.tmp / "state"
+        self.port = port or free_port()
+        self.log_path = self.tmp / ("daemon-%d.log" % self.port)
+        self.env = dict(os.environ)
+        self.env.update({"GS_MCP_STATE_DIR": str(self.state), "PYTHONPATH": str(REPO)})
+        self.env.update(env or {})
+        self.args = list(args)
+        self.proc = None
+
+    def start(self, wait=True):
+        cmd = [sys.executable, "-m", "gsmcpd", "serve", "--port", str(self.port)] + self.args
+        self._log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(cmd, env=self.env, cwd=str(REPO), stdout=self._log,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        if wait:
+            wait_for_port(self.port, proc=self.proc)
+        return self
+
+    @property
+    def url(self):
+        return "http://127.0.0.1:%d/mcp" % self.port
+
+    def log_text(self):
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def stop(self, timeout=10):
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(5)
+            raise
+        finally:
+            self._log.close()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+class Response:
+    def __init__(self, status, headers, body):
+        self.status = status
+        self.headers = {k.lower(): v for k, v in headers}
+        self.body = body
+
+    def json(self):
+        return json.loads(self.body)
+
+    def header(self, name):
+        return self.headers.get(name.lower())
+
+    def __repr__(self):
+        return "<Response %d %r>" % (self.status, self.body[:200])
+
+
+class Client:
+    """One keep-alive HTTP connection speaking MCP, with the session id remembered."""
+
+    def __init__(self, port, host="127.0.0.1", timeout=30):
+        self.port = port
+        self.conn = http.client.HTTPConnection(host, port, timeout=timeout)
+        self.session = None
+        self._ids = iter(range(1, 1 << 30))
+
+    def close(self):
+        self.conn.close()
+
+    def request(self, method, body=None, headers=None, path="/mcp"):
+        hdrs = {"Accept": "application/json, text/event-stream"}
+        if body is not None:
+            hdrs["Content-Type"] = "application/json"
+        if self.session:
+            hdrs["MCP-Session-Id"] = self.session
+            hdrs["MCP-Protocol-Version"] = PROTOCOL
+        hdrs.update(headers or {})
+        hdrs = {k: v for k, v in hdrs.items() if v is not None}
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body)
+        self.conn.request(method, path, body=body, headers=hdrs)
+        resp = self.conn.getresponse()
+        return Response(resp.status, resp.getheaders(), resp.read())
+
+    def post(self, message, headers=None):
+        return self.request("POST", message, headers)
+
+    def initialize(self, version=PROTOCOL):
+        resp = self.post({"jsonrpc": "2.0", "id": next(self._ids), "method": "initialize",
+                          "params": {"protocolVersion": version, "capabilities": {},
+                                     "clientInfo": {"name": "gsmcpd-tests", "version": "0"}}})
+        assert resp.status == 200, resp
+        self.session = resp.header("mcp-session-id")
+        assert self.session, resp.headers
+        note = self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        assert note.status == 202, note
+        return resp.json()
+
+    def call(self, method, params=None, headers=None):
+        message = {"jsonrpc": "2.0", "id": next(self._ids), "method": method}
+        if params is not None:
+            message["params"] = params
+        return self.post(message, headers)
+
+    def tool(self, name, **arguments):
+        """tools/call; returns the JSON-RPC result (asserting HTTP 200 and no JSON-RPC error)."""
+        resp = self.call("tools/call", {"name": name, "arguments": arguments})
+        assert resp.status == 200, resp
+        reply = resp.json()
+        assert "result" in reply, reply
+        return reply["result"]
+
+    def delete(self):
+        return self.request("DELETE")
+
+
+def tool_text(result):
+    return "".join(item.get("text", "") for item in result["content"])
+
+
+def raw_exchange(port, data, timeout=10.0):
+    """Send raw bytes, read until the server closes or goes quiet; return the bytes."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(data)
+        chunks = []
+        s.settimeout(timeout)
+        try:
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                if _complete_response(b"".join(chunks)):
+                    break
+        except socket.timeout:
+            pass
+    return b"".join(chunks)
+
+
+def _complete_response(data):
+    head, sep, body = data.partition(b"\r\n\r\n")
+    if not sep:
+        return False
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return len(body) >= int(value.strip())
+    return False
+
+
+def status_of(raw):
+    line = raw.split(b"\r\n", 1)[0]
+    parts = line.split()
+    return int(parts[1]) if len(parts) > 1 else None
+
+
+def body_of(raw):
+    return raw.partition(b"\r\n\r\n")[2]
+
+
+def _children(pid):
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def worker_pids(daemon_pid):
+    """Live worker processes of this daemon: the children of its forkserver."""
+    pids = []
+    for child in _children(daemon_pid):
+        try:
+            cmdline = Path("/proc/%d/cmdline" % child).read_bytes()
+        except OSError:
+            continue
+        if b"forkserver" in cmdline:
+            pids.extend(_children(child))
+    return pids
+
+
+def pid_alive(pid):
+    try:
+        stat = Path("/proc/%d/stat" % pid).read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def wait_until(predicate, timeout=10.0, interval=0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    return predicate()

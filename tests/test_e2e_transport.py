@@ -1,0 +1,277 @@
+"""End-to-end: the Streamable HTTP transport through the real daemon and real workers."""
+
+import json
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from helpers import (Client, Daemon, body_of, pid_alive, raw_exchange, status_of, tool_text,
+                     wait_until, worker_pids)
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    d = Daemon(tmp_path_factory.mktemp("transport"), env={"GS_MCP_SPARE_WORKERS": "2"})
+    d.start()
+    yield d
+    d.stop()
+
+
+@pytest.fixture
+def client(daemon):
+    c = Client(daemon.port)
+    c.initialize()
+    yield c
+    c.close()
+
+
+def test_initialize_opens_a_session_with_a_128_bit_id(daemon):
+    c = Client(daemon.port)
+    result = c.initialize()["result"]
+    assert result["protocolVersion"] == "2025-11-25"
+    assert result["capabilities"] == {"tools": {}}
+    assert result["serverInfo"]["name"] == "gsmcpd"
+    assert "title" not in result["serverInfo"]
+    assert len(c.session) == 32 and int(c.session, 16) >= 0
+    other = Client(daemon.port)
+    other.initialize()
+    assert other.session != c.session
+
+
+@pytest.mark.parametrize("asked,answered", [("2025-06-18", "2025-06-18"), ("2025-11-25", "2025-11-25"),
+                                            ("2024-11-05", "2025-11-25"), ("1999-01-01", "2025-11-25")])
+def test_version_negotiation_echoes_supported_else_latest(daemon, asked, answered):
+    c = Client(daemon.port)
+    assert c.initialize(version=asked)["result"]["protocolVersion"] == answered
+
+
+def test_the_seed_curl_sequence(daemon):
+    # curl -si localhost:8000/mcp -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}'
+    raw = raw_exchange(daemon.port, _post_bytes(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}',
+                                                content_type=b"application/x-www-form-urlencoded"))
+    # curl -d sends form content-type; the seed's sequence must still work
+    assert status_of(raw) == 200, raw
+    head = raw.partition(b"\r\n\r\n")[0].decode().lower()
+    sid = [line.split(":", 1)[1].strip() for line in head.split("\r\n") if line.startswith("mcp-session-id")][0]
+    raw = raw_exchange(daemon.port, _post_bytes(b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}',
+                                                extra=b"MCP-Session-Id: " + sid.encode() + b"\r\n"))
+    assert status_of(raw) == 200
+    names = [t["name"] for t in json.loads(body_of(raw))["result"]["tools"]]
+    assert "status" in names and "execute_code" in names
+
+
+def _post_bytes(body, content_type=b"application/json", extra=b""):
+    return (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: " + content_type +
+            b"\r\nAccept: */*\r\nContent-Length: " + str(len(body)).encode() + b"\r\n" + extra +
+            b"Connection: close\r\n\r\n" + body)
+
+
+def test_tools_list_and_call(client):
+    tools = client.call("tools/list").json()["result"]["tools"]
+    names = [t["name"] for t in tools]
+    assert names == sorted(names)
+    for tool in tools:
+        assert tool["inputSchema"]["additionalProperties"] is False
+    result = client.tool("execute_code", code="6 * 7")
+    assert "42" in tool_text(result)
+    assert not result.get("isError")
+
+
+def test_ping_is_answered_by_the_router(client):
+    reply = client.call("ping").json()
+    assert reply["result"] == {}
+
+
+def test_notifications_and_responses_get_202(client):
+    assert client.post({"jsonrpc": "2.0", "method": "notifications/initialized"}).status == 202
+    resp = client.post({"jsonrpc": "2.0", "id": "srv-999", "result": {}})
+    assert resp.status == 202 and resp.body == b""
+
+
+def test_missing_unknown_and_ended_sessions(daemon):
+    c = Client(daemon.port)
+    resp = c.call("tools/list")
+    assert resp.status == 400
+    c.session = "0" * 32
+    assert c.call("tools/list").status == 404
+    assert c.request("DELETE").status == 404
+    assert c.request("GET").status == 404
+    c.session = None
+    assert c.request("DELETE").status == 400
+    assert c.request("GET").status == 400
+    c.initialize()
+    assert c.delete().status == 200
+    assert c.call("tools/list").status == 404
+    assert c.delete().status == 404
+
+
+def test_other_methods_and_paths(daemon):
+    c = Client(daemon.port)
+    assert c.request("PUT", "{}").status == 405
+    assert c.request("PATCH", "{}").status == 405
+    assert c.request("POST", "{}", path="/other").status == 404
+
+
+def test_unsupported_protocol_version_header_is_400(client):
+    resp = client.call("tools/list", headers={"MCP-Protocol-Version": "2099-01-01"})
+    assert resp.status == 400
+    assert client.call("tools/list", headers={"MCP-Protocol-Version": "2025-06-18"}).status == 200
+
+
+@pytest.mark.parametrize("origin,status", [("http://evil.example", 403), ("http://localhost:3000", 200),
+                                           ("http://127.0.0.1", 200), ("http://[::1]:8080", 200),
+                                           ("null", 403)])
+def test_origin_validation(client, origin, status):
+    assert client.call("ping", headers={"Origin": origin}).status == status
+
+
+def test_host_validation_against_dns_rebinding(client):
+    assert client.call("ping", headers={"Host": "evil.example:8000"}).status == 403
+    assert client.call("ping", headers={"Host": "localhost:8000"}).status == 200
+
+
+def test_undeclared_capabilities_are_method_not_found(client):
+    for method in ("resources/list", "prompts/list", "logging/setLevel", "completion/complete"):
+        reply = client.call(method, {}).json()
+        assert reply["error"]["code"] == -32601, (method, reply)
+
+
+def test_get_opens_an_sse_stream_with_keepalives(daemon):
+    import http.client
+    c = Client(daemon.port)
+    c.initialize()
+    conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=10)
+    conn.request("GET", "/mcp", headers={"Accept": "text/event-stream", "MCP-Session-Id": c.session,
+                                         "MCP-Protocol-Version": "2025-11-25"})
+    resp = conn.getresponse()
+    assert resp.status == 200
+    assert resp.getheader("Content-Type") == "text/event-stream"
+    conn.close()
+
+
+def test_two_requests_on_one_session_are_answered_in_order(daemon, client):
+    results = {}
+
+    def slow():
+        results["slow"] = (client.tool("execute_code", code="import time\ntime.sleep(1.5)\n'slow'"), time.monotonic())
+
+    t = threading.Thread(target=slow)
+    t.start()
+    time.sleep(0.3)
+    # a second connection on the same session: queued behind the slow call
+    second = Client(daemon.port)
+    second.session = client.session
+    fast = second.tool("execute_code", code="'fast'")
+    fast_done = time.monotonic()
+    t.join()
+    assert "'slow'" in tool_text(results["slow"][0])
+    assert "'fast'" in tool_text(fast)
+    assert results["slow"][1] <= fast_done
+
+
+def test_one_session_does_not_wait_for_another(daemon):
+    a, b = Client(daemon.port), Client(daemon.port)
+    a.initialize()
+    b.initialize()
+    order = []
+
+    def long_call():
+        a.tool("execute_code", code="import time\ntime.sleep(5)\n'A'")
+        order.append("A")
+
+    t = threading.Thread(target=long_call)
+    t.start()
+    time.sleep(0.5)
+    b.tool("execute_code", code="'B'")
+    order.append("B")
+    t.join()
+    assert order == ["B", "A"]
+
+
+def test_pipelined_requests_on_one_connection_are_answered_in_order(client, daemon):
+    bodies = [json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                          "params": {"name": "execute_code", "arguments": {"code": "%d" % i}}}).encode()
+              for i in range(1, 4)]
+    data = b"".join(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                    b"MCP-Session-Id: " + client.session.encode() + b"\r\nContent-Length: " +
+                    str(len(b)).encode() + b"\r\n\r\n" + b for b in bodies)
+    import socket
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as s:
+        s.sendall(data)
+        buf = b""
+        while buf.count(b"HTTP/1.1 200") < 3 or not buf.rstrip().endswith(b"}"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+    ids = [json.loads(part.split(b"\r\n\r\n", 1)[1].split(b"HTTP/1.1")[0])["id"]
+           for part in buf.split(b"HTTP/1.1 200")[1:]]
+    assert ids == [1, 2, 3]
+
+
+def test_kill_9_of_a_worker_mid_call_answers_with_an_error_then_404(daemon):
+    c = Client(daemon.port)
+    c.initialize()
+    pid = json.loads(tool_text(c.tool("execute_code", code="import os, json\njson.dumps(os.getpid())")).strip("'"))
+    holder = {}
+
+    def victim():
+        holder["resp"] = c.call("tools/call", {"name": "execute_code",
+                                               "arguments": {"code": "import time\ntime.sleep(30)"}})
+
+    t = threading.Thread(target=victim)
+    t.start()
+    time.sleep(0.5)
+    os.kill(pid, signal.SIGKILL)
+    t.join(15)
+    reply = holder["resp"].json()
+    assert reply["id"] is not None and reply["error"]["code"] == -32003
+    assert c.call("tools/list").status == 404
+    # and everyone else is still served
+    d = Client(daemon.port)
+    d.initialize()
+    assert d.call("ping").status == 200
+
+
+def test_workers_hold_no_client_or_listening_socket(daemon, client):
+    pid = int(tool_text(client.tool("execute_code", code="import os\nos.getpid()")).strip())
+    sockets = []
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        if target.startswith("socket:"):
+            sockets.append(target[len("socket:["):-1])
+    tcp = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for line in f.readlines()[1:]:
+                tcp.add(line.split()[9])
+    assert sockets, "the worker must hold its frame socket"
+    assert not (set(sockets) & tcp), "a worker holds a TCP socket"
+
+
+def test_router_death_takes_its_workers_with_it(tmp_path):
+    d = Daemon(tmp_path, env={"GS_MCP_SPARE_WORKERS": "1"}).start()
+    c = Client(d.port)
+    c.initialize()
+    assert wait_until(lambda: len(worker_pids(d.proc.pid)) >= 2)
+    pids = worker_pids(d.proc.pid)
+    os.kill(d.proc.pid, signal.SIGKILL)
+    d.proc.wait(5)
+    assert wait_until(lambda: not any(pid_alive(p) for p in pids), timeout=10), pids
+
+
+def test_sigterm_stops_everything_and_exits_0(tmp_path):
+    d = Daemon(tmp_path).start()
+    c = Client(d.port)
+    c.initialize()
+    assert wait_until(lambda: worker_pids(d.proc.pid))
+    pids = worker_pids(d.proc.pid)
+    d.proc.send_signal(signal.SIGTERM)
+    assert d.proc.wait(5) == 0
+    assert wait_until(lambda: not any(pid_alive(p) for p in pids), timeout=5)
