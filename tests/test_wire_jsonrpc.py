@@ -1,0 +1,172 @@
+"""Unit tests for JSON-RPC parsing, classification and builders (gsmcpd/wire/jsonrpc.py)."""
+
+import json
+
+import pytest
+
+from gsmcpd.wire import jsonrpc
+from gsmcpd.wire.jsonrpc import (
+    INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR,
+    REQUEST_TIMEOUT, WORKER_GONE, JsonRpcError, dumps, parse,
+)
+
+
+def body(obj) -> bytes:
+    return json.dumps(obj).encode("utf-8")
+
+
+def refused(raw: bytes) -> JsonRpcError:
+    with pytest.raises(JsonRpcError) as caught:
+        parse(raw)
+    return caught.value
+
+
+def test_error_code_constants():
+    assert (PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR) == (
+        -32700, -32600, -32601, -32602, -32603)
+    assert (REQUEST_TIMEOUT, WORKER_GONE) == (-32001, -32003)
+
+
+# ---- classification --------------------------------------------------------------
+
+@pytest.mark.parametrize("msg_id", [1, 0, -5, 2 ** 63, "abc", ""])
+def test_request(msg_id):
+    raw = {"jsonrpc": "2.0", "id": msg_id, "method": "tools/list", "params": {"cursor": "x"}}
+    msg = parse(body(raw))
+    assert (msg.kind, msg.id, msg.method, msg.params) == ("request", msg_id, "tools/list", {"cursor": "x"})
+    assert msg.raw == raw
+
+
+def test_request_without_params():
+    msg = parse(b'{"jsonrpc":"2.0","id":"p1","method":"ping"}')
+    assert (msg.kind, msg.params) == ("request", None)
+
+
+def test_notification():
+    msg = parse(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+    assert (msg.kind, msg.id, msg.method) == ("notification", None, "notifications/initialized")
+
+
+def test_result_response():
+    msg = parse(b'{"jsonrpc":"2.0","id":7,"result":{}}')
+    assert (msg.kind, msg.id, msg.result, msg.error, msg.method) == ("response", 7, {}, None, None)
+
+
+def test_error_response():
+    msg = parse(b'{"jsonrpc":"2.0","id":"x","error":{"code":-32601,"message":"nope","data":1}}')
+    assert (msg.kind, msg.id, msg.error["code"]) == ("response", "x", -32601)
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}',
+    b'{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"}}',
+])
+def test_error_response_about_an_unreadable_request_may_lack_an_id(raw):
+    # JSON-RPC 2.0 uses id null there; MCP 2025-11-25 allows omitting it
+    msg = parse(raw)
+    assert (msg.kind, msg.id) == ("response", None)
+
+
+def test_unicode_and_surrounding_whitespace():
+    msg = parse(' \n{"jsonrpc":"2.0","id":1,"method":"caf\u00e9"}\n '.encode("utf-8"))
+    assert msg.method == "caf\u00e9"
+
+
+# ---- -32700 -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("raw", [
+    b"", b"   \r\n", b"\xff\xfe", b'{"jsonrpc":"2.0","method":"\xc3"}', b"{", b"{'a':1}",
+    b'{"a":1} {"b":2}', b'{"jsonrpc":"2.0","id":1,"method":"m","params":{"x":NaN}}',
+    "\ufeff{}".encode("utf-8"), b"[" * 100000,
+])
+def test_parse_errors(raw):
+    err = refused(raw)
+    assert err.code == PARSE_ERROR
+    assert err.id is None
+    assert err.message
+
+
+# ---- -32600 -----------------------------------------------------------------------
+
+def test_batch_is_refused_as_unsupported():
+    err = refused(b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]')
+    assert err.code == INVALID_REQUEST
+    assert "batch" in err.message.lower() and "not supported" in err.message
+    assert refused(b"[]").code == INVALID_REQUEST
+
+
+INVALID = {
+    "number": 5,
+    "string": "hello",
+    "null": None,
+    "no-jsonrpc": {"id": 1, "method": "ping"},
+    "jsonrpc-1.0": {"jsonrpc": "1.0", "id": 1, "method": "ping"},
+    "jsonrpc-number": {"jsonrpc": 2.0, "id": 1, "method": "ping"},
+    "id-null": {"jsonrpc": "2.0", "id": None, "method": "ping"},
+    "id-true": {"jsonrpc": "2.0", "id": True, "method": "ping"},
+    "id-float": {"jsonrpc": "2.0", "id": 1.5, "method": "ping"},
+    "id-integral-float": {"jsonrpc": "2.0", "id": 1.0, "method": "ping"},
+    "id-object": {"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"},
+    "id-array": {"jsonrpc": "2.0", "id": [1], "method": "ping"},
+    "method-number": {"jsonrpc": "2.0", "id": 1, "method": 5},
+    "method-null": {"jsonrpc": "2.0", "method": None},
+    "params-array": {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": [1, 2]},
+    "params-string": {"jsonrpc": "2.0", "method": "n", "params": "x"},
+    "params-null": {"jsonrpc": "2.0", "id": 1, "method": "m", "params": None},
+    "result-and-error": {"jsonrpc": "2.0", "id": 1, "result": {}, "error": {"code": 1, "message": "m"}},
+    "method-and-result": {"jsonrpc": "2.0", "id": 1, "method": "m", "result": {}},
+    "nothing": {"jsonrpc": "2.0", "id": 1},
+    "empty-object": {},
+    "result-without-id": {"jsonrpc": "2.0", "result": {}},
+    "result-id-null": {"jsonrpc": "2.0", "id": None, "result": {}},
+    "response-id-float": {"jsonrpc": "2.0", "id": 2.5, "result": {}},
+    "error-not-object": {"jsonrpc": "2.0", "id": 1, "error": "bad"},
+    "error-code-string": {"jsonrpc": "2.0", "id": 1, "error": {"code": "x", "message": "m"}},
+    "error-code-bool": {"jsonrpc": "2.0", "id": 1, "error": {"code": True, "message": "m"}},
+    "error-no-message": {"jsonrpc": "2.0", "id": 1, "error": {"code": -1}},
+}
+
+
+@pytest.mark.parametrize("name", list(INVALID))
+def test_invalid_requests(name):
+    err = refused(body(INVALID[name]))
+    assert err.code == INVALID_REQUEST, err.message
+    assert err.message.startswith("Invalid Request")
+
+
+def test_invalid_request_keeps_a_readable_id_for_the_answer():
+    err = refused(body({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": [1]}))
+    assert err.id == 9
+    assert err.response() == {"jsonrpc": "2.0", "id": 9,
+                              "error": {"code": INVALID_REQUEST, "message": err.message}}
+    assert refused(body({"jsonrpc": "2.0", "id": 1.5, "method": "m"})).id is None
+
+
+# ---- builders ----------------------------------------------------------------------
+
+def test_builders():
+    assert jsonrpc.result(1, {"tools": []}) == {"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}
+    assert jsonrpc.error("a", METHOD_NOT_FOUND, "Method not found") == {
+        "jsonrpc": "2.0", "id": "a", "error": {"code": -32601, "message": "Method not found"}}
+    assert jsonrpc.error(None, PARSE_ERROR, "bad", data={"at": 3}) == {
+        "jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "bad", "data": {"at": 3}}}
+    assert jsonrpc.notification("notifications/progress", {"progress": 1}) == {
+        "jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": 1}}
+    assert jsonrpc.notification("notifications/tools/list_changed") == {
+        "jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+    assert jsonrpc.request(3, "ping") == {"jsonrpc": "2.0", "id": 3, "method": "ping"}
+    assert jsonrpc.request("r", "sampling/createMessage", {}) == {
+        "jsonrpc": "2.0", "id": "r", "method": "sampling/createMessage", "params": {}}
+
+
+def test_built_messages_parse_back_with_their_kind():
+    assert parse(dumps(jsonrpc.request(1, "ping"))).kind == "request"
+    assert parse(dumps(jsonrpc.notification("n"))).kind == "notification"
+    assert parse(dumps(jsonrpc.result(1, {}))).kind == "response"
+    assert parse(dumps(jsonrpc.error(1, INTERNAL_ERROR, "boom"))).kind == "response"
+
+
+def test_dumps_is_compact_utf8():
+    assert dumps({"a": [1, 2], "b": "caf\u00e9"}) == '{"a":[1,2],"b":"caf\u00e9"}'.encode("utf-8")
+    with pytest.raises(ValueError):
+        dumps({"x": float("inf")})
