@@ -1,0 +1,253 @@
+"""JWKS key source: parse, cache, refresh off the loop thread.
+
+Threading contract: `KeySource` is owned by the router's loop thread. Network
+and file reads run on a short-lived worker thread (`spawn`); their result is
+handed back through `post` (the router's `call_soon_threadsafe`), and the key
+set is replaced on the loop thread inside that posted function, so no lock is
+needed. Every `refresh(on_done)` call gets exactly one `on_done(result)`, always
+via `post`, never synchronously.
+"""
+from __future__ import annotations
+
+import json
+import ssl
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import jwt
+from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
+
+MAX_DOCUMENT = 1024 * 1024
+MIN_RSA_BITS = 2048
+
+
+class JwksError(Exception):
+    """A key document could not be fetched or holds no usable key."""
+
+
+@dataclass(frozen=True)
+class VerificationKey:
+    kid: str | None
+    alg: str | None          # the JWK's own `alg`, if it names one
+    key: Any                 # a cryptography public key object
+
+    def can_verify(self, alg: str) -> bool:
+        if self.alg is not None and self.alg != alg:
+            return False
+        if alg in ("RS256", "PS256"):
+            return isinstance(self.key, rsa.RSAPublicKey) and self.key.key_size >= MIN_RSA_BITS
+        if alg == "ES256":
+            return isinstance(self.key, ec.EllipticCurvePublicKey) and isinstance(self.key.curve, ec.SECP256R1)
+        if alg == "EdDSA":
+            return isinstance(self.key, (ed25519.Ed25519PublicKey, ed448.Ed448PublicKey))
+        return False
+
+
+def parse_jwks(document: bytes | str | dict) -> list[VerificationKey]:
+    """Usable signature keys of a JWKS document; raises JwksError if none.
+
+    Skipped (not fatal): encryption keys, symmetric `oct` keys (HMAC is never
+    accepted), unknown key types/curves, malformed entries.
+    """
+    if isinstance(document, (bytes, str)):
+        try:
+            document = json.loads(document)
+        except ValueError as exc:
+            raise JwksError(f"JWKS is not JSON: {exc}") from None
+    entries = document.get("keys") if isinstance(document, dict) else None
+    if not isinstance(entries, list):
+        raise JwksError("JWKS has no 'keys' list")
+    keys = []
+    for entry in entries:
+        if not isinstance(entry, dict) or entry.get("kty") not in ("RSA", "EC", "OKP"):
+            continue
+        if entry.get("use", "sig") != "sig":
+            continue
+        public = {k: v for k, v in entry.items() if k not in ("d", "p", "q", "dp", "dq", "qi")}
+        try:
+            key = jwt.PyJWK(public).key
+        except (jwt.PyJWKError, jwt.InvalidKeyError, ValueError, TypeError, KeyError):
+            continue
+        kid = entry.get("kid") if isinstance(entry.get("kid"), str) else None
+        alg = entry.get("alg") if isinstance(entry.get("alg"), str) else None
+        keys.append(VerificationKey(kid, alg, key))
+    if not keys:
+        raise JwksError("JWKS holds no usable signature key")
+    return keys
+
+
+class _HttpsOnlyRedirects(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        if not newurl.lower().startswith("https://"):
+            raise JwksError(f"refusing redirect to non-https URL {newurl}")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+def fetch_https_json(url: str, *, ca_file: str | None = None, timeout: float = 10.0) -> dict:
+    """GET a JSON object over verified HTTPS (blocking: worker threads only)."""
+    if not url.lower().startswith("https://"):
+        raise JwksError(f"key URLs must be https: {url}")
+    context = ssl.create_default_context(cafile=ca_file)
+    opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=context), _HttpsOnlyRedirects())
+    request = urllib.request.Request(url, headers={"Accept": "application/json", "User-Agent": "gsmcpd"})
+    try:
+        with opener.open(request, timeout=timeout) as response:
+            body = response.read(MAX_DOCUMENT + 1)
+    except urllib.error.HTTPError as exc:
+        raise JwksError(f"GET {url}: HTTP {exc.code}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        raise JwksError(f"GET {url}: {getattr(exc, 'reason', exc)}") from None
+    if len(body) > MAX_DOCUMENT:
+        raise JwksError(f"GET {url}: document larger than {MAX_DOCUMENT} bytes")
+    try:
+        document = json.loads(body)
+    except ValueError:
+        raise JwksError(f"GET {url}: response is not JSON") from None
+    if not isinstance(document, dict):
+        raise JwksError(f"GET {url}: response is not a JSON object")
+    return document
+
+
+def discover_jwks_uri(issuer: str, *, ca_file: str | None = None, timeout: float = 10.0) -> str:
+    """issuer/.well-known/openid-configuration → jwks_uri (blocking)."""
+    config = fetch_https_json(issuer.rstrip("/") + "/.well-known/openid-configuration",
+                              ca_file=ca_file, timeout=timeout)
+    if str(config.get("issuer", "")).rstrip("/") != issuer.rstrip("/"):
+        raise JwksError(f"openid-configuration names issuer {config.get('issuer')!r}, expected {issuer!r}")
+    uri = config.get("jwks_uri")
+    if not isinstance(uri, str) or not uri.lower().startswith("https://"):
+        raise JwksError("openid-configuration has no https jwks_uri")
+    return uri
+
+
+@dataclass(frozen=True)
+class RefreshResult:
+    ok: bool                 # keys were (re)loaded
+    attempted: bool          # False: skipped by the rate limit
+    error: str | None = None
+
+
+def _start_thread(fn: Callable[[], None]) -> None:
+    threading.Thread(target=fn, name="gsmcpd-jwks", daemon=True).start()
+
+
+class KeySource:
+    """Cached verification keys from a file, an https URL, or OIDC discovery."""
+
+    def __init__(self, *, post: Callable[[Callable[[], None]], None],
+                 jwks_file: str | None = None, jwks_url: str | None = None,
+                 issuer: str | None = None, ca_file: str | None = None,
+                 timeout: float = 10.0, min_refresh_interval: float = 10.0,
+                 refresh_interval: float = 3600.0,
+                 clock: Callable[[], float] = time.monotonic,
+                 spawn: Callable[[Callable[[], None]], None] = _start_thread):
+        if sum(x is not None for x in (jwks_file, jwks_url, issuer)) != 1:
+            raise ValueError("configure exactly one of jwks_file, jwks_url, issuer (discovery)")
+        if jwks_url is not None and not jwks_url.lower().startswith("https://"):
+            raise ValueError(f"jwks_url must be https: {jwks_url}")
+        if issuer is not None and not issuer.lower().startswith("https://"):
+            raise ValueError(f"discovery needs an https issuer: {issuer}")
+        self._post, self._spawn, self._clock = post, spawn, clock
+        self._file, self._url, self._issuer = jwks_file, jwks_url, issuer
+        self._ca_file, self._timeout = ca_file, timeout
+        self.min_refresh_interval = min_refresh_interval
+        self.refresh_interval = refresh_interval
+        self._keys: list[VerificationKey] = []
+        self._waiters: list[Callable[[RefreshResult], None]] | None = None  # None: idle
+        self._last_attempt: float | None = None
+        self.next_refresh_at: float = clock()      # monotonic time the periodic refresh is due
+        self.last_error: str | None = None
+        self.loaded = False
+
+    @classmethod
+    def from_settings(cls, settings, *, post, **kwargs) -> "KeySource":
+        issuer = settings.issuer if not (settings.jwks_file or settings.jwks_url) else None
+        if issuer is not None and not settings.discover:
+            raise ValueError("no key source: set jwks_file or jwks_url, or enable discovery")
+        return cls(post=post, jwks_file=settings.jwks_file, jwks_url=settings.jwks_url,
+                   issuer=issuer, ca_file=settings.ca_file, timeout=settings.fetch_timeout,
+                   min_refresh_interval=settings.min_refresh_interval,
+                   refresh_interval=settings.refresh_interval, **kwargs)
+
+    # -- lookups (loop thread, pure) ------------------------------------------------
+    @property
+    def keys(self) -> tuple[VerificationKey, ...]:
+        return tuple(self._keys)
+
+    def lookup(self, kid: str | None, alg: str) -> VerificationKey | None | bool:
+        """The key for a token header: a key, None (unknown), or False (known kid, wrong type/alg).
+
+        Without a kid, a key is used only when exactly one loaded key fits `alg`.
+        """
+        if kid is None:
+            fitting = [k for k in self._keys if k.can_verify(alg)]
+            return fitting[0] if len(fitting) == 1 else None
+        for key in self._keys:
+            if key.kid == kid:
+                return key if key.can_verify(alg) else False
+        return None
+
+    def can_refresh(self) -> bool:
+        """True if a refresh is running or one may start now (not rate-limited)."""
+        if self._waiters is not None:
+            return True
+        return self._last_attempt is None or self._clock() - self._last_attempt >= self.min_refresh_interval
+
+    # -- refresh -----------------------------------------------------------------------
+    def refresh(self, on_done: Callable[[RefreshResult], None] | None = None) -> None:
+        """Start (or join) a background reload; `on_done` runs later on the loop thread."""
+        callback = on_done or (lambda result: None)
+        if self._waiters is not None:
+            self._waiters.append(callback)
+            return
+        if not self.can_refresh():
+            self._post(lambda: callback(RefreshResult(ok=False, attempted=False, error="rate limited")))
+            return
+        self._waiters = [callback]
+        self._last_attempt = self._clock()
+        self._spawn(self._fetch_in_thread)
+
+    def load_now(self) -> None:
+        """Blocking load for startup and `gsmcpd check`; never call from the running loop."""
+        self._last_attempt = self._clock()
+        self._install(self._fetch_keys())
+
+    def _fetch_keys(self) -> list[VerificationKey]:
+        if self._file is not None:
+            try:
+                with open(self._file, "rb") as fh:
+                    return parse_jwks(fh.read(MAX_DOCUMENT + 1))
+            except OSError as exc:
+                raise JwksError(f"cannot read JWKS file {self._file}: {exc.strerror}") from None
+        url = self._url or discover_jwks_uri(self._issuer, ca_file=self._ca_file, timeout=self._timeout)
+        return parse_jwks(fetch_https_json(url, ca_file=self._ca_file, timeout=self._timeout))
+
+    def _fetch_in_thread(self) -> None:
+        try:
+            keys, error = self._fetch_keys(), None
+        except JwksError as exc:
+            keys, error = None, str(exc)
+        self._post(lambda: self._finish(keys, error))
+
+    def _install(self, keys: list[VerificationKey]) -> None:
+        self._keys = list(keys)
+        self.loaded = True
+        self.last_error = None
+        self.next_refresh_at = self._clock() + self.refresh_interval
+
+    def _finish(self, keys: list[VerificationKey] | None, error: str | None) -> None:
+        if keys is not None:
+            self._install(keys)
+            result = RefreshResult(ok=True, attempted=True)
+        else:
+            self.last_error = error
+            # Retry a failed source sooner than the full period, but not in a tight loop.
+            self.next_refresh_at = self._clock() + min(self.refresh_interval, 6 * self.min_refresh_interval)
+            result = RefreshResult(ok=False, attempted=True, error=error)
+        waiters, self._waiters = self._waiters or [], None
+        for waiter in waiters:
+            waiter(result)

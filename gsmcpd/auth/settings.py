@@ -1,0 +1,70 @@
+"""Resource-server settings: one frozen value the router builds from Config."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .metadata import metadata_document, metadata_json, metadata_paths, metadata_url, supported_scopes
+
+# Asymmetric only: never `none`, never HMAC (a public key must not become a shared secret).
+ALLOWED_ALGORITHMS = ("RS256", "PS256", "ES256", "EdDSA")
+
+
+@dataclass(frozen=True)
+class AuthSettings:
+    resource: str                              # canonical URL of /mcp, e.g. https://host:8443/mcp
+    issuer: str                                # expected `iss`
+    audience: str | None = None                # expected `aud`; None → `resource`
+    authorization_servers: tuple[str, ...] = ()  # RFC 9728 list; empty → (issuer,)
+    required_scopes: tuple[str, ...] = ()      # every token must carry all of these
+    write_scope: str | None = None             # present → read-write session, absent → read-only
+    extra_scopes: tuple[str, ...] = ()         # advertised only (e.g. "profile offline_access")
+    userid_claim: str = "sub"
+    leeway: float = 30.0                       # seconds of clock skew allowed on exp/nbf
+    algorithms: tuple[str, ...] = ALLOWED_ALGORITHMS
+    jwks_file: str | None = None               # key source: a file, …
+    jwks_url: str | None = None                # … or an https URL, …
+    discover: bool = True                      # … or issuer/.well-known/openid-configuration → jwks_uri
+    ca_file: str | None = None                 # CA bundle for https fetches; None → system store
+    fetch_timeout: float = 10.0
+    min_refresh_interval: float = 10.0         # unknown-kid refreshes at most this often
+    refresh_interval: float = 3600.0           # periodic refresh
+    _derived: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        bad = [a for a in self.algorithms if a not in ALLOWED_ALGORITHMS]
+        if bad or not self.algorithms:
+            raise ValueError(f"algorithms must be a non-empty subset of {ALLOWED_ALGORITHMS}, got {self.algorithms}")
+        if not self.issuer:
+            raise ValueError("issuer is required")
+        if not self.userid_claim:
+            raise ValueError("userid_claim must not be empty")
+        if self.leeway < 0:
+            raise ValueError("leeway must be >= 0")
+        for name in ("required_scopes", "extra_scopes", "authorization_servers", "algorithms"):
+            if isinstance(getattr(self, name), str):
+                raise TypeError(f"{name} must be a sequence of strings, not one string")
+        metadata_paths(self.resource)          # validates the resource URL
+
+    @property
+    def expected_audience(self) -> str:
+        return self.audience or self.resource
+
+    @property
+    def supported_scopes(self) -> tuple[str, ...]:
+        return supported_scopes(self.required_scopes, self.write_scope, self.extra_scopes)
+
+    @property
+    def metadata_url(self) -> str:
+        return metadata_url(self.resource)
+
+    @property
+    def metadata_paths(self) -> tuple[str, ...]:
+        return metadata_paths(self.resource)
+
+    @property
+    def metadata_body(self) -> bytes:
+        if "body" not in self._derived:
+            servers = self.authorization_servers or (self.issuer,)
+            doc = metadata_document(self.resource, servers, self.supported_scopes)
+            self._derived["body"] = metadata_json(doc)
+        return self._derived["body"]

@@ -1,0 +1,206 @@
+"""TLS for the router: a server context, a sans-IO connection, a self-signed cert.
+
+`TlsConnection` never touches a socket: the loop feeds it ciphertext with
+`receive()`, writes out whatever `pending_output()` returns, and gets/sends
+plaintext. It works the same for a non-blocking socket and for tests that
+wire two connections to each other in memory.
+"""
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import os
+import ssl
+from pathlib import Path
+
+_BODY = b"This port speaks HTTPS: use https:// to connect.\n"
+# Sent in the clear (no TLS) to a client that spoke plain HTTP to the TLS port, then close.
+PLAINTEXT_HTTP_RESPONSE = (
+    b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n"
+    b"Connection: close\r\nContent-Length: " + str(len(_BODY)).encode() + b"\r\n\r\n" + _BODY)
+
+_HTTP_METHODS = tuple(m.encode() + b" " for m in
+                      ("GET", "POST", "PUT", "HEAD", "DELETE", "OPTIONS", "PATCH", "CONNECT", "TRACE", "PRI"))
+_TLS_HANDSHAKE_RECORD = 0x16
+
+
+class TlsError(Exception):
+    """The TLS session failed (handshake or record layer); close the connection."""
+
+
+class PlaintextHttpError(TlsError):
+    """The peer sent plain HTTP; write `response` unencrypted, then close."""
+    response = PLAINTEXT_HTTP_RESPONSE
+
+    def __init__(self):
+        super().__init__("plaintext HTTP request on the TLS port")
+
+
+def server_context(cert: str | os.PathLike, key: str | os.PathLike) -> ssl.SSLContext:
+    """A server-side context: TLS 1.2 minimum, HTTP/1.1 ALPN."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.set_alpn_protocols(["http/1.1"])
+    try:
+        context.load_cert_chain(os.fspath(cert), os.fspath(key))
+    except (OSError, ssl.SSLError) as exc:
+        raise TlsError(f"cannot load TLS certificate {cert} / key {key}: {exc}") from None
+    return context
+
+
+def _classify(data: bytes) -> str | None:
+    """'tls', 'http', or None while the first bytes could still be either."""
+    if not data:
+        return None
+    if data[0] == _TLS_HANDSHAKE_RECORD:
+        return "tls"
+    for method in _HTTP_METHODS:
+        if data.startswith(method):
+            return "http"
+        if method.startswith(data):
+            return None
+    return "tls"   # neither: let the TLS layer refuse it
+
+
+class TlsConnection:
+    """One TLS session over memory buffers."""
+
+    def __init__(self, context: ssl.SSLContext, *, server_side: bool = True,
+                 server_hostname: str | None = None):
+        self._incoming, self._outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+        self._tls = context.wrap_bio(self._incoming, self._outgoing, server_side=server_side,
+                                     server_hostname=server_hostname)
+        self.handshake_done = False
+        self.peer_closed = False            # the peer sent close_notify
+        self._closed = False
+        self._unsent = bytearray()           # plaintext sent before the handshake finished
+        self._sniffed: bytes | None = b"" if server_side else None
+        if not server_side:
+            self._handshake()                 # the client speaks first
+
+    def receive(self, data: bytes) -> bytes:
+        """Feed ciphertext; return the plaintext it completes (maybe b"")."""
+        if self._sniffed is not None:
+            data = self._sniffed + data
+            verdict = _classify(data)
+            if verdict is None:
+                self._sniffed = data
+                return b""
+            self._sniffed = None
+            if verdict == "http":
+                raise PlaintextHttpError()
+        if data:
+            self._incoming.write(data)
+        if not self.handshake_done:
+            self._handshake()
+            if not self.handshake_done:
+                return b""
+        return self._read_plaintext()
+
+    def send(self, plaintext: bytes) -> None:
+        """Queue plaintext; its ciphertext appears in `pending_output()`."""
+        if self._closed:
+            raise TlsError("send after close")
+        if not self.handshake_done:
+            self._unsent += plaintext
+            return
+        self._write(plaintext)
+
+    def pending_output(self) -> bytes:
+        """Ciphertext to write to the peer (handshake, records, close_notify)."""
+        return self._outgoing.read()
+
+    def close(self) -> None:
+        """Queue a close_notify (idempotent); write `pending_output()` before closing the socket."""
+        if self._closed:
+            return
+        self._closed = True
+        if not self.handshake_done:
+            return
+        try:
+            self._tls.unwrap()
+        except ssl.SSLWantReadError:
+            return   # our close_notify is queued; the peer's need not be awaited
+        except ssl.SSLError as exc:
+            raise TlsError(f"TLS close failed: {exc.reason or exc}") from None
+
+    @property
+    def alpn_protocol(self) -> str | None:
+        return self._tls.selected_alpn_protocol()
+
+    def _handshake(self) -> None:
+        try:
+            self._tls.do_handshake()
+        except ssl.SSLWantReadError:
+            return
+        except ssl.SSLError as exc:
+            raise TlsError(f"TLS handshake failed: {exc.reason or exc}") from None
+        self.handshake_done = True
+        if self._unsent:
+            unsent, self._unsent = bytes(self._unsent), bytearray()
+            self._write(unsent)
+
+    def _write(self, plaintext: bytes) -> None:
+        view = memoryview(plaintext)
+        try:
+            while view:
+                view = view[self._tls.write(view):]
+        except ssl.SSLError as exc:
+            raise TlsError(f"TLS write failed: {exc.reason or exc}") from None
+
+    def _read_plaintext(self) -> bytes:
+        chunks = []
+        while not self.peer_closed:
+            try:
+                chunk = self._tls.read(65536)
+            except ssl.SSLWantReadError:
+                break
+            except ssl.SSLZeroReturnError:
+                self.peer_closed = True
+                break
+            except ssl.SSLError as exc:
+                raise TlsError(f"TLS record error: {exc.reason or exc}") from None
+            if not chunk:
+                self.peer_closed = True
+                break
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+def write_self_signed(directory: str | os.PathLike, *, days: int = 365) -> tuple[Path, Path]:
+    """Write `cert.pem` and `key.pem` (mode 0600) for localhost, 127.0.0.1, ::1."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name).issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=days))
+        .add_extension(x509.SubjectAlternativeName([
+            x509.DNSName("localhost"),
+            x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+            x509.IPAddress(ipaddress.ip_address("::1")),
+        ]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = directory / "cert.pem", directory / "key.pem"
+    key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption())
+    fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        os.fchmod(fh.fileno(), 0o600)   # an existing file keeps its old mode otherwise
+        fh.write(key_pem)
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    return cert_path, key_path

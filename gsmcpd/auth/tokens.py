@@ -1,0 +1,168 @@
+"""Bearer-token validation: header in, one of three outcomes out.
+
+Pure apart from reading the key cache: no I/O, no blocking. The router calls
+`authenticate()` per /mcp request and acts on the outcome:
+
+* `Accepted(principal)` — go on; `principal.read_only` / `.user` / `.exp`.
+* `Rejected` — answer `status` with `headers` and `body`, do nothing else.
+* `NeedRefresh` — the signing key is unknown; park the request, call
+  `keys.refresh(on_done)`, and in `on_done` call `authenticate(...,
+  may_refresh=False)` once more (still unknown → Rejected 401).
+"""
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import jwt
+
+from .challenge import INSUFFICIENT_SCOPE, INVALID_REQUEST, INVALID_TOKEN, bearer_challenge
+from .jwks import KeySource
+from .settings import AuthSettings
+
+# RFC 6750 §2.1 b64token
+_B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+
+
+@dataclass(frozen=True)
+class Principal:
+    user: str                       # value of the userid claim
+    scopes: frozenset[str]
+    read_only: bool                 # a write scope is configured and the token lacks it
+    exp: float                      # token expiry, seconds since the epoch (wall clock)
+    claims: dict = field(repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Accepted:
+    principal: Principal
+
+
+@dataclass(frozen=True)
+class Rejected:
+    status: int                     # 401 or 403
+    error: str | None               # RFC 6750 error code; None when no token was sent
+    description: str | None
+    www_authenticate: str
+
+    @property
+    def headers(self) -> list[tuple[str, str]]:
+        return [("WWW-Authenticate", self.www_authenticate), ("Content-Type", "application/json")]
+
+    @property
+    def body(self) -> bytes:
+        doc: dict[str, str] = {"error": self.error or "unauthorized"}
+        if self.description:
+            doc["error_description"] = self.description
+        return json.dumps(doc, separators=(",", ":")).encode()
+
+
+@dataclass(frozen=True)
+class NeedRefresh:
+    kid: str | None
+
+
+Outcome = Accepted | Rejected | NeedRefresh
+
+
+def token_scopes(claims: dict) -> frozenset[str]:
+    """Scopes from `scope` (RFC 9068 space-separated) or `scp` (string or list)."""
+    raw = claims.get("scope", claims.get("scp"))
+    if isinstance(raw, str):
+        return frozenset(raw.split())
+    if isinstance(raw, list):
+        return frozenset(s for s in raw if isinstance(s, str) and s)
+    return frozenset()
+
+
+def unauthorized(settings: AuthSettings, error: str | None = None,
+                 description: str | None = None) -> Rejected:
+    """A 401 with the challenge; `error=None` for a request that carried no token."""
+    header = bearer_challenge(settings.metadata_url, settings.supported_scopes, error, description)
+    return Rejected(401, error, description if error else None, header)
+
+
+def insufficient_scope(settings: AuthSettings, granted: frozenset[str], missing: list[str]) -> Rejected:
+    # Ask for what this request needs plus what the client already holds (step-up).
+    wanted = list(settings.required_scopes) + sorted(s for s in granted if s in settings.supported_scopes)
+    wanted = list(dict.fromkeys(wanted))
+    description = "token lacks required scope " + " ".join(missing)
+    header = bearer_challenge(settings.metadata_url, wanted, INSUFFICIENT_SCOPE, description)
+    return Rejected(403, INSUFFICIENT_SCOPE, description, header)
+
+
+def _invalid(settings, description):
+    return unauthorized(settings, INVALID_TOKEN, description)
+
+
+def authenticate(authorization: str | None, settings: AuthSettings, keys: KeySource, *,
+                 may_refresh: bool = True, now: float | None = None) -> Outcome:
+    """Validate one `Authorization` header value (None if the header is absent)."""
+    if authorization is None or not authorization.strip():
+        return unauthorized(settings)
+    scheme, _, credentials = authorization.strip().partition(" ")
+    if scheme.lower() != "bearer":
+        # RFC 6750 §3.1: an unsupported scheme counts as "no authentication info".
+        return unauthorized(settings)
+    token = credentials.strip()
+    if not _B64TOKEN.fullmatch(token):
+        return unauthorized(settings, INVALID_REQUEST, "malformed Bearer credentials")
+    try:
+        header = jwt.get_unverified_header(token)
+    except jwt.InvalidTokenError:
+        return _invalid(settings, "token is not a well-formed JWT")
+    alg = header.get("alg")
+    if alg not in settings.algorithms:
+        return _invalid(settings, "token algorithm is not accepted")
+    kid = header.get("kid")
+    if kid is not None and not isinstance(kid, str):
+        return _invalid(settings, "token kid is not a string")
+    key = keys.lookup(kid, alg)
+    if key is False:
+        return _invalid(settings, "signing key does not match the token algorithm")
+    if key is None:
+        if may_refresh and keys.can_refresh():
+            return NeedRefresh(kid)
+        return _invalid(settings, "token signing key is not known")
+    try:
+        claims = jwt.decode(token, key.key, algorithms=[alg], options={
+            "verify_exp": False, "verify_nbf": False, "verify_iat": False,
+            "verify_aud": False, "verify_iss": False})
+    except jwt.InvalidSignatureError:
+        return _invalid(settings, "token signature is invalid")
+    except jwt.InvalidTokenError:
+        return _invalid(settings, "token is not a well-formed JWT")
+    return _check_claims(claims, settings, time.time() if now is None else now)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_claims(claims: dict, settings: AuthSettings, now: float) -> Outcome:
+    exp = claims.get("exp")
+    if not _is_number(exp):
+        return _invalid(settings, "token has no exp claim")
+    if now > exp + settings.leeway:
+        return _invalid(settings, "token expired")
+    nbf = claims.get("nbf")
+    if nbf is not None and (not _is_number(nbf) or now + settings.leeway < nbf):
+        return _invalid(settings, "token is not valid yet")
+    if claims.get("iss") != settings.issuer:
+        return _invalid(settings, "token issuer is not accepted")
+    aud = claims.get("aud")
+    audiences = [aud] if isinstance(aud, str) else aud if isinstance(aud, list) else []
+    if settings.expected_audience not in audiences:
+        return _invalid(settings, "token audience is not this resource")
+    user = claims.get(settings.userid_claim)
+    if not isinstance(user, str) or not user:
+        return _invalid(settings, f"token has no {settings.userid_claim} claim")
+    scopes = token_scopes(claims)
+    missing = [s for s in settings.required_scopes if s not in scopes]
+    if missing:
+        return insufficient_scope(settings, scopes, missing)
+    read_only = settings.write_scope is not None and settings.write_scope not in scopes
+    return Accepted(Principal(user, scopes, read_only, float(exp), claims))

@@ -1,0 +1,253 @@
+"""Bearer validation outcomes, with the exact status and WWW-Authenticate text."""
+import time
+
+import jwt
+import pytest
+
+from gsmcpd.auth import Accepted, AuthSettings, KeySource, NeedRefresh, Rejected, authenticate
+from tests.idp import Idp
+
+RESOURCE = "https://127.0.0.1:8443/mcp"
+ISSUER = "https://idp.test"
+META = 'resource_metadata="https://127.0.0.1:8443/.well-known/oauth-protected-resource/mcp"'
+SCOPES = 'scope="mcp:use mcp:write profile"'
+NO_TOKEN = f"Bearer {META}, {SCOPES}"
+
+
+def invalid(description, error="invalid_token"):
+    return f'Bearer {META}, {SCOPES}, error="{error}", error_description="{description}"'
+
+
+@pytest.fixture(scope="module")
+def idp():
+    return Idp(issuer=ISSUER, audience=RESOURCE)
+
+
+@pytest.fixture
+def settings():
+    return AuthSettings(resource=RESOURCE, issuer=ISSUER, required_scopes=("mcp:use",),
+                        write_scope="mcp:write", extra_scopes=("profile",), leeway=30)
+
+
+class ManualLoop:
+    """Stands in for the router loop: posted callbacks run when `run()` says so."""
+
+    def __init__(self):
+        self.posted = []
+
+    def post(self, fn):
+        self.posted.append(fn)
+
+    def run(self):
+        while self.posted:
+            self.posted.pop(0)()
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+@pytest.fixture
+def keys(idp, tmp_path, clock):
+    source = KeySource(post=ManualLoop().post, jwks_file=str(idp.write_jwks(tmp_path / "jwks.json")),
+                       spawn=lambda fn: fn(), clock=clock, min_refresh_interval=10)
+    source.load_now()
+    return source
+
+
+def check(header, settings, keys, **kw):
+    return authenticate(header, settings, keys, **kw)
+
+
+def rejected(outcome, status=401):
+    assert isinstance(outcome, Rejected), outcome
+    assert outcome.status == status
+    return outcome.www_authenticate
+
+
+@pytest.mark.parametrize("kid", ["rsa-1", "ps-1", "ec-1", "ed-1"])
+def test_each_allowed_algorithm_is_accepted(idp, settings, keys, kid):
+    outcome = check(f"Bearer {idp.mint(kid)}", settings, keys)
+    assert isinstance(outcome, Accepted)
+    assert outcome.principal.user == "alice"
+    assert outcome.principal.read_only is False
+    assert outcome.principal.scopes == {"mcp:use", "mcp:write"}
+
+
+def test_principal_carries_exp_and_claims(idp, settings, keys):
+    exp = int(time.time()) + 123
+    principal = check(f"Bearer {idp.mint(exp=exp)}", settings, keys).principal
+    assert principal.exp == exp
+    assert principal.claims["iss"] == ISSUER
+
+
+def test_scheme_is_case_insensitive(idp, settings, keys):
+    assert isinstance(check(f"bearer {idp.mint()}", settings, keys), Accepted)
+
+
+def test_missing_header_has_no_error(settings, keys):
+    outcome = check(None, settings, keys)
+    assert rejected(outcome) == NO_TOKEN
+    assert outcome.error is None
+    assert outcome.body == b'{"error":"unauthorized"}'
+
+
+def test_non_bearer_scheme_counts_as_no_token(settings, keys):
+    assert rejected(check("Basic YWxpY2U6cGFzcw==", settings, keys)) == NO_TOKEN
+
+
+@pytest.mark.parametrize("header", ["Bearer", "Bearer ", "Bearer a b", "Bearer ä"])
+def test_malformed_bearer_credentials(settings, keys, header):
+    assert rejected(check(header, settings, keys)) == invalid("malformed Bearer credentials", "invalid_request")
+
+
+@pytest.mark.parametrize("token", ["garbage", "a.b.c", "eyJhbGciOiJSUzI1NiJ9.e30"])
+def test_unparseable_token(settings, keys, token):
+    assert rejected(check(f"Bearer {token}", settings, keys)) == invalid("token is not a well-formed JWT")
+
+
+def test_bad_signature(idp, settings, keys):
+    head, body, sig = idp.mint().split(".")
+    forged_body = jwt.utils.base64url_encode(b'{"sub":"mallory"}').decode()
+    outcome = check(f"Bearer {head}.{forged_body}.{sig}", settings, keys)
+    assert rejected(outcome) == invalid("token signature is invalid")
+    assert outcome.body == b'{"error":"invalid_token","error_description":"token signature is invalid"}'
+
+
+def test_token_signed_by_another_key_under_a_known_kid(idp, settings, keys):
+    impostor = Idp(issuer=ISSUER, audience=RESOURCE, kinds=())
+    impostor.add_key("rsa", "impostor-rsa")
+    token = impostor.mint("impostor-rsa", headers={"kid": "rsa-1"})
+    assert rejected(check(f"Bearer {token}", settings, keys)) == invalid("token signature is invalid")
+
+
+def test_expired(idp, settings, keys):
+    assert rejected(check(f"Bearer {idp.expired()}", settings, keys)) == invalid("token expired")
+
+
+def test_expiry_leeway(idp, settings, keys):
+    exp = int(time.time()) + 60
+    token = f"Bearer {idp.mint(exp=exp)}"
+    assert isinstance(check(token, settings, keys, now=exp + 29), Accepted)
+    assert rejected(check(token, settings, keys, now=exp + 31)) == invalid("token expired")
+
+
+def test_not_yet_valid(idp, settings, keys):
+    assert rejected(check(f"Bearer {idp.not_yet_valid()}", settings, keys)) == invalid("token is not valid yet")
+
+
+def test_nbf_within_leeway_is_accepted(idp, settings, keys):
+    now = time.time()
+    assert isinstance(check(f"Bearer {idp.mint(nbf=int(now) + 10)}", settings, keys, now=now), Accepted)
+
+
+def test_missing_exp(idp, settings, keys):
+    assert rejected(check(f"Bearer {idp.mint(exp=None)}", settings, keys)) == invalid("token has no exp claim")
+
+
+def test_wrong_issuer(idp, settings, keys):
+    assert rejected(check(f"Bearer {idp.wrong_issuer()}", settings, keys)) == invalid("token issuer is not accepted")
+
+
+def test_wrong_audience(idp, settings, keys):
+    assert rejected(check(f"Bearer {idp.wrong_audience()}", settings, keys)) == invalid("token audience is not this resource")
+
+
+def test_audience_list_containing_resource(idp, settings, keys):
+    token = idp.mint(aud=["https://other.test", RESOURCE])
+    assert isinstance(check(f"Bearer {token}", settings, keys), Accepted)
+
+
+def test_configured_audience_overrides_resource(idp, keys):
+    settings = AuthSettings(resource=RESOURCE, issuer=ISSUER, audience="gsmcpd")
+    assert isinstance(check(f"Bearer {idp.mint(aud='gsmcpd')}", settings, keys), Accepted)
+    assert isinstance(check(f"Bearer {idp.mint()}", settings, keys), Rejected)
+
+
+def test_missing_user_claim(idp, settings, keys):
+    assert rejected(check(f"Bearer {idp.mint(sub=None)}", settings, keys)) == invalid("token has no sub claim")
+
+
+def test_userid_claim_is_configurable(idp, keys):
+    settings = AuthSettings(resource=RESOURCE, issuer=ISSUER, userid_claim="preferred_username")
+    outcome = check(f"Bearer {idp.mint(preferred_username='bob')}", settings, keys)
+    assert outcome.principal.user == "bob"
+    outcome = check(f"Bearer {idp.mint()}", settings, keys)
+    assert outcome.www_authenticate.endswith('error_description="token has no preferred_username claim"')
+
+
+def test_hs256_keyed_with_public_key_is_refused(idp, settings, keys):
+    outcome = check(f"Bearer {idp.hs256_with_public_key()}", settings, keys)
+    assert rejected(outcome) == invalid("token algorithm is not accepted")
+
+
+def test_alg_none_is_refused(idp, settings, keys):
+    assert rejected(check(f"Bearer {idp.alg_none()}", settings, keys)) == invalid("token algorithm is not accepted")
+
+
+def test_algorithm_outside_configured_subset(idp, keys):
+    settings = AuthSettings(resource=RESOURCE, issuer=ISSUER, algorithms=("ES256",))
+    assert isinstance(check(f"Bearer {idp.mint('ec-1')}", settings, keys), Accepted)
+    assert rejected(check(f"Bearer {idp.mint('rsa-1')}", settings, keys)).endswith(
+        'error_description="token algorithm is not accepted"')
+
+
+def test_settings_refuse_hmac_and_none():
+    for algorithms in (("HS256",), ("none",), ()):
+        with pytest.raises(ValueError):
+            AuthSettings(resource=RESOURCE, issuer=ISSUER, algorithms=algorithms)
+
+
+def test_key_type_must_match_algorithm(idp, settings, keys):
+    # ES256 claimed under an RSA key's kid: the RSA key must not be tried as an EC key.
+    token = idp.mint("ec-1", headers={"kid": "rsa-1"})
+    assert rejected(check(f"Bearer {token}", settings, keys)) == invalid("signing key does not match the token algorithm")
+
+
+def test_ps256_claimed_for_an_rs256_key(idp, settings, keys):
+    token = idp.mint("rsa-1", alg="PS256")
+    assert rejected(check(f"Bearer {token}", settings, keys)) == invalid("signing key does not match the token algorithm")
+
+
+def test_unknown_kid_asks_for_refresh_then_rejects(idp, settings, keys, clock):
+    token = f"Bearer {idp.unknown_kid()}"
+    clock.now += 10   # past the rate limit that the initial load started
+    assert check(token, settings, keys) == NeedRefresh("rsa-ghost")
+    assert rejected(check(token, settings, keys, may_refresh=False)) == invalid("token signing key is not known")
+
+
+def test_unknown_kid_when_rate_limited_rejects_at_once(idp, settings, keys, clock):
+    clock.now += 9.5   # load_now ran 9.5 s ago: a refresh is not allowed yet
+    assert rejected(check(f"Bearer {idp.unknown_kid()}", settings, keys)) == invalid("token signing key is not known")
+
+
+def test_missing_required_scope_is_403(idp, settings, keys):
+    outcome = check(f"Bearer {idp.mint(scope='profile')}", settings, keys)
+    assert rejected(outcome, 403) == (
+        f'Bearer {META}, scope="mcp:use profile", error="insufficient_scope", '
+        'error_description="token lacks required scope mcp:use"')
+    assert outcome.error == "insufficient_scope"
+
+
+def test_write_scope_decides_read_only(idp, settings, keys):
+    assert check(f"Bearer {idp.mint(scope='mcp:use')}", settings, keys).principal.read_only is True
+    assert check(f"Bearer {idp.mint(scope='mcp:use mcp:write')}", settings, keys).principal.read_only is False
+
+
+def test_no_write_scope_configured_means_read_write(idp, keys):
+    settings = AuthSettings(resource=RESOURCE, issuer=ISSUER)
+    assert check(f"Bearer {idp.mint(scope=None)}", settings, keys).principal.read_only is False
+
+
+def test_scp_claim_list_is_read(idp, settings, keys):
+    outcome = check(f"Bearer {idp.mint(scope=None, scp=['mcp:use'])}", settings, keys)
+    assert outcome.principal.scopes == {"mcp:use"}
