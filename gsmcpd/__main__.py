@@ -1,0 +1,142 @@
+"""`python -m gsmcpd serve|start|stop|status|check|cert`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from gsmcpd import __version__
+from gsmcpd.config import ConfigError, load_config
+
+
+def _server_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--port", help="TCP port (GS_MCP_PORT, default 8000)")
+    parser.add_argument("--host", help="bind address (GS_MCP_HOST, default 127.0.0.1)")
+    parser.add_argument("--config", help="conf file (GS_MCP_CONFIG); see etc/gsmcpd.conf")
+    parser.add_argument("--image", help="image directory (GS_MCP_IMAGE)")
+    parser.add_argument("--state-dir", dest="state_dir", help="pidfiles, logs, default image")
+    parser.add_argument("--readonly", action="store_const", const=True, default=None,
+                        help="read-only sessions (GS_MCP_READONLY=1)")
+    parser.add_argument("--toolsets", help="space/comma separated toolset names")
+    parser.add_argument("--trace", nargs="?", const="1", default=None,
+                        help="message trace: 1 (inbound) or both (GS_MCP_TRACE)")
+    parser.add_argument("--behind-tls-proxy", dest="behind_tls_proxy", action="store_const",
+                        const=True, default=None, help="TLS ends at a proxy in front of us")
+    parser.add_argument("--log-file", dest="log_file", help=argparse.SUPPRESS)
+
+
+_FLAG_DESTS = ("port", "host", "image", "state_dir", "readonly", "toolsets", "trace",
+               "behind_tls_proxy", "log_file")
+
+
+def _flags(args: argparse.Namespace) -> dict:
+    flags = {dest: getattr(args, dest, None) for dest in _FLAG_DESTS}
+    flags["config"] = getattr(args, "config", None)
+    return {key: value for key, value in flags.items() if value is not None}
+
+
+def _passthrough(args: argparse.Namespace) -> list[str]:
+    """The flags `start` hands on to its detached `serve` (port and log file are added)."""
+    argv: list[str] = []
+    for dest in ("host", "config", "image", "state_dir", "toolsets", "trace"):
+        value = getattr(args, dest)
+        if value is not None:
+            option = "--" + dest.replace("_", "-")
+            argv += [option, str(Path(value).absolute())] if dest in (
+                "config", "image", "state_dir") else [option, value]
+    for dest in ("readonly", "behind_tls_proxy"):
+        if getattr(args, dest):
+            argv.append("--" + dest.replace("_", "-"))
+    return argv
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gsmcpd", description="MCP server daemon")
+    parser.add_argument("--version", action="version", version=f"gsmcpd {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="run in the foreground (systemd, debugging)")
+    _server_flags(serve)
+    serve.add_argument("--ready-fd", dest="ready_fd", type=int, help=argparse.SUPPRESS)
+
+    start = commands.add_parser("start", help="fork a detached server; return once it listens")
+    _server_flags(start)
+
+    for name, text in (("stop", "stop the server on PORT (by its pidfile)"),
+                       ("status", "list the sessions of the server on PORT")):
+        sub = commands.add_parser(name, help=text)
+        sub.add_argument("port", nargs="?", help="default GS_MCP_PORT or 8000")
+        sub.add_argument("--state-dir", dest="state_dir")
+        sub.add_argument("--config")
+        if name == "stop":
+            sub.add_argument("--timeout", type=float, default=None,
+                             help="seconds before SIGKILL (default 10)")
+        else:
+            sub.add_argument("--json", action="store_true", help="machine-readable output")
+
+    check = commands.add_parser("check", help="verify the environment; change nothing")
+    _server_flags(check)
+
+    cert = commands.add_parser("cert", help="TLS certificate helpers")
+    cert.add_argument("--self-signed", dest="self_signed", metavar="DIR", required=True,
+                      help="write a throwaway self-signed cert and key into DIR")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return _run(args)
+    except ConfigError as exc:
+        print(f"gsmcpd: configuration refused: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    from gsmcpd import daemon
+
+    if args.command == "cert":
+        from gsmcpd.auth.tls import write_self_signed
+        cert_path, key_path = write_self_signed(Path(args.self_signed))
+        print(f"certificate: {cert_path}\nkey:         {key_path}")
+        return 0
+    if args.command in ("stop", "status"):
+        flags = {"state_dir": args.state_dir, "port": args.port, "config": args.config}
+        config = load_config({k: v for k, v in flags.items() if v is not None}, os.environ,
+                             validate=False)
+        if args.command == "stop":
+            timeout = daemon.STOP_TIMEOUT if args.timeout is None else args.timeout
+            return daemon.stop(config.state_dir, config.port, timeout)
+        return _status(config, args.json)
+    if args.command == "check":
+        try:
+            config = load_config(_flags(args), os.environ)
+        except ConfigError as exc:
+            print(f"config         refused: {exc}\nPROBLEM: config: {exc}")
+            return 1
+        return daemon.check(config)
+    config = load_config(_flags(args), os.environ)
+    if args.command == "start":
+        return daemon.start(config, _passthrough(args))
+    return daemon.serve_main(config, ready_fd=args.ready_fd)
+
+
+def _status(config, as_json: bool) -> int:
+    from gsmcpd.router import control
+    try:
+        reply = control.query(config.state_dir, config.port)
+    except control.ControlError as exc:
+        if as_json:
+            print(json.dumps({"port": config.port, "error": str(exc)}))
+        else:
+            print(f"gsmcpd status: {exc}", file=sys.stderr)
+        return 1
+    print(control.render_status(reply, config.port, as_json))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,465 @@
+"""One validated Config: defaults <- conf file <- GS_MCP_*/MCP_* environment <- flags.
+
+Pure: reads a conf file if asked, never touches sockets or processes.  Every knob is
+declared once in KNOBS (key, environment name, default, parser); etc/gsmcpd.conf
+documents the same list and a test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+CHECKOUT = Path(__file__).resolve().parent.parent
+DEFAULT_STATE_DIR = CHECKOUT / "var"
+CORE_TOOLSETS = ("execution", "session", "listing", "browsing", "search", "mutation", "testing")
+TRACE_MODES = ("off", "inbound", "both")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+class ConfigError(Exception):
+    """A refused setting; .key names the knob (conf-file key) at fault."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(f"{key}: {message}")
+        self.key = key
+        self.message = message
+
+
+# --- value parsers: str -> value, raising ValueError with a human reason ---------
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+_NONE = {"none", "never", "off", "null"}
+
+
+def parse_bool(text: str) -> bool:
+    word = text.strip().lower()
+    if word in _TRUE:
+        return True
+    if word in _FALSE:
+        return False
+    raise ValueError(f"expected a boolean (1/0, true/false, yes/no, on/off), got {text!r}")
+
+
+def parse_int(text: str, lo: int | None = None, hi: int | None = None) -> int:
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise ValueError(f"expected an integer, got {text!r}") from None
+    if lo is not None and value < lo or hi is not None and value > hi:
+        bounds = f"between {lo} and {hi}" if hi is not None else f"at least {lo}"
+        raise ValueError(f"must be {bounds}, got {value}")
+    return value
+
+
+def parse_seconds(text: str) -> float:
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise ValueError(f"expected a number of seconds, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise ValueError(f"must be a finite number of seconds >= 0, got {text!r}")
+    return value
+
+
+def parse_optional_seconds(text: str) -> float | None:
+    if text.strip().lower() in _NONE:
+        return None
+    return parse_seconds(text)
+
+
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024,
+               "m": 1024 ** 2, "mb": 1024 ** 2, "mib": 1024 ** 2,
+               "g": 1024 ** 3, "gb": 1024 ** 3, "gib": 1024 ** 3}
+
+
+def parse_size(text: str) -> int:
+    match = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", text)
+    if not match or match.group(2).lower() not in _SIZE_UNITS:
+        raise ValueError(f"expected a size in bytes (e.g. 16777216 or 16MiB), got {text!r}")
+    value = int(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]
+    if value < 1:
+        raise ValueError("must be at least 1 byte")
+    return value
+
+
+def parse_list(text: str) -> tuple[str, ...]:
+    return tuple(word for word in re.split(r"[\s,]+", text.strip()) if word)
+
+
+def parse_trace(text: str) -> str:
+    word = text.strip().lower()
+    if word in _FALSE:
+        return "off"
+    if word in _TRUE or word == "inbound":
+        return "inbound"
+    if word == "both":
+        return "both"
+    raise ValueError(f"expected 0, 1 or both, got {text!r}")
+
+
+def parse_trace_limit(text: str) -> int | None:
+    if text.strip().lower() in _NONE:
+        return None
+    return parse_int(text, lo=1)
+
+
+def parse_log_level(text: str) -> str:
+    word = text.strip().lower()
+    if word not in LOG_LEVELS:
+        raise ValueError(f"expected one of {', '.join(LOG_LEVELS)}, got {text!r}")
+    return word
+
+
+def parse_worker_class(text: str) -> str | None:
+    text = text.strip()
+    if not text:
+        return None
+    if not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", text):
+        raise ValueError(f"expected 'module:Class', got {text!r}")
+    return text
+
+
+def parse_optional_str(text: str) -> str | None:
+    return text.strip() or None
+
+
+def parse_optional_path(text: str) -> Path | None:
+    text = text.strip()
+    return Path(text).expanduser() if text else None
+
+
+def parse_port(text: str) -> int:
+    return parse_int(text, lo=1, hi=65535)
+
+
+def parse_positive_seconds(text: str) -> float:
+    value = parse_seconds(text)
+    if value <= 0:
+        raise ValueError(f"must be greater than 0, got {text!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Knob:
+    key: str
+    env: str
+    default: Any
+    parse: Callable[[str], Any]
+
+
+MIB = 1024 * 1024
+
+KNOBS: tuple[Knob, ...] = (
+    Knob("host", "GS_MCP_HOST", "127.0.0.1", lambda t: t.strip()),
+    Knob("port", "GS_MCP_PORT", 8000, parse_port),
+    Knob("state_dir", "GS_MCP_STATE_DIR", DEFAULT_STATE_DIR, parse_optional_path),
+    Knob("image", "GS_MCP_IMAGE", None, parse_optional_path),
+    Knob("readonly", "GS_MCP_READONLY", False, parse_bool),
+    Knob("toolsets", "GS_MCP_TOOLSETS", CORE_TOOLSETS, parse_list),
+    Knob("worker_class", "GS_MCP_WORKER_CLASS", None, parse_worker_class),
+    Knob("server_name", "GS_MCP_SERVER_NAME", "gsmcpd", lambda t: t.strip()),
+    Knob("server_version", "GS_MCP_SERVER_VERSION", None, parse_optional_str),
+    Knob("server_title", "GS_MCP_SERVER_TITLE", None, parse_optional_str),
+    Knob("allowed_origins", "GS_MCP_ALLOWED_ORIGINS", (), parse_list),
+    Knob("trace", "GS_MCP_TRACE", "off", parse_trace),
+    Knob("trace_limit", "GS_MCP_TRACE_LIMIT", 4096, parse_trace_limit),
+    Knob("max_body", "GS_MCP_MAX_BODY", 16 * MIB, parse_size),
+    Knob("read_timeout", "GS_MCP_READ_TIMEOUT", 8.0, parse_positive_seconds),
+    Knob("keepalive_interval", "GS_MCP_KEEPALIVE_INTERVAL", 15.0, parse_positive_seconds),
+    Knob("idle_timeout", "GS_MCP_IDLE_TIMEOUT", 1800.0, parse_optional_seconds),
+    Knob("probe_after", "GS_MCP_PROBE_AFTER", 1500.0, parse_optional_seconds),
+    Knob("streamless_idle_timeout", "GS_MCP_STREAMLESS_IDLE_TIMEOUT", 60.0, parse_seconds),
+    Knob("stream_loss_grace", "GS_MCP_STREAM_LOSS_GRACE", 10.0, parse_seconds),
+    Knob("max_session_lifetime", "GS_MCP_MAX_SESSION_LIFETIME", None, parse_optional_seconds),
+    Knob("request_timeout", "GS_MCP_REQUEST_TIMEOUT", None, parse_optional_seconds),
+    Knob("break_grace", "GS_MCP_BREAK_GRACE", 2.0, parse_positive_seconds),
+    Knob("maintenance_interval", "GS_MCP_MAINTENANCE_INTERVAL", 60.0, parse_positive_seconds),
+    Knob("ping_timeout", "GS_MCP_PING_TIMEOUT", 30.0, parse_positive_seconds),
+    Knob("spare_workers", "GS_MCP_SPARE_WORKERS", 2, lambda t: parse_int(t, lo=0)),
+    Knob("max_sessions", "GS_MCP_MAX_SESSIONS", 2000, lambda t: parse_int(t, lo=1)),
+    Knob("log_file", "GS_MCP_LOG_FILE", None, parse_optional_path),
+    Knob("log_level", "GS_MCP_LOG_LEVEL", "info", parse_log_level),
+    Knob("auth", "GS_MCP_AUTH", False, parse_bool),
+    Knob("issuer", "MCP_ISSUER", None, parse_optional_str),
+    Knob("audience", "MCP_AUDIENCE", None, parse_optional_str),
+    Knob("jwks_file", "MCP_JWKS_FILE", None, parse_optional_path),
+    Knob("jwks_uri", "MCP_JWKS_URI", None, parse_optional_str),
+    Knob("authorization_servers", "MCP_AUTHORIZATION_SERVERS", (), parse_list),
+    Knob("required_scopes", "MCP_REQUIRED_SCOPES", (), parse_list),
+    Knob("write_scope", "MCP_WRITE_SCOPE", None, parse_optional_str),
+    Knob("extra_scopes", "MCP_EXTRA_SCOPES", (), parse_list),
+    Knob("userid_claim", "MCP_USERID_CLAIM", "sub", lambda t: t.strip()),
+    Knob("user_map", "MCP_USER_MAP", None, parse_optional_str),
+    Knob("jwt_leeway", "MCP_JWT_LEEWAY", 30.0, parse_seconds),
+    Knob("tls_cert", "GS_MCP_TLS_CERT", None, parse_optional_path),
+    Knob("tls_key", "GS_MCP_TLS_KEY", None, parse_optional_path),
+    Knob("behind_tls_proxy", "GS_MCP_BEHIND_TLS_PROXY", False, parse_bool),
+)
+KNOBS_BY_KEY = {knob.key: knob for knob in KNOBS}
+KNOBS_BY_ENV = {knob.env: knob for knob in KNOBS}
+# Environment names that are not knobs but are read by the loader or the scripts.
+NON_KNOB_ENV = frozenset({"GS_MCP_CONFIG"})
+# Flags accepted on `serve`/`start` (argparse dests); each is a knob key.
+FLAG_KEYS = ("port", "host", "image", "state_dir", "readonly", "toolsets", "trace",
+             "behind_tls_proxy")
+
+
+@dataclass(frozen=True)
+class Config:
+    host: str = "127.0.0.1"
+    port: int = 8000
+    state_dir: Path = DEFAULT_STATE_DIR
+    image: Path = DEFAULT_STATE_DIR / "image"
+    readonly: bool = False
+    toolsets: tuple[str, ...] = CORE_TOOLSETS
+    worker_class: str | None = None
+    server_name: str = "gsmcpd"
+    server_version: str | None = None
+    server_title: str | None = None
+    allowed_origins: tuple[str, ...] = ()
+    trace: str = "off"
+    trace_limit: int | None = 4096
+    max_body: int = 16 * MIB
+    read_timeout: float = 8.0
+    keepalive_interval: float = 15.0
+    idle_timeout: float | None = 1800.0
+    probe_after: float | None = 1500.0
+    streamless_idle_timeout: float = 60.0
+    stream_loss_grace: float = 10.0
+    max_session_lifetime: float | None = None
+    request_timeout: float | None = None
+    break_grace: float = 2.0
+    maintenance_interval: float = 60.0
+    ping_timeout: float = 30.0
+    spare_workers: int = 2
+    max_sessions: int = 2000
+    log_file: Path | None = None
+    log_level: str = "info"
+    auth: bool = False
+    issuer: str | None = None
+    audience: str | None = None
+    jwks_file: Path | None = None
+    jwks_uri: str | None = None
+    authorization_servers: tuple[str, ...] = ()
+    required_scopes: tuple[str, ...] = ()
+    write_scope: str | None = None
+    extra_scopes: tuple[str, ...] = ()
+    userid_claim: str = "sub"
+    user_map: str | None = None
+    jwt_leeway: float = 30.0
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    behind_tls_proxy: bool = False
+
+    @property
+    def trace_inbound(self) -> bool:
+        return self.trace in ("inbound", "both")
+
+    @property
+    def trace_outbound(self) -> bool:
+        return self.trace == "both"
+
+    @property
+    def tls(self) -> bool:
+        return self.tls_cert is not None
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{'https' if self.tls else 'http'}://{host}:{self.port}/mcp"
+
+    @property
+    def pidfile(self) -> Path:
+        return pidfile_path(self.state_dir, self.port)
+
+    @property
+    def control_socket(self) -> Path:
+        return control_socket_path(self.state_dir, self.port)
+
+    @property
+    def default_log_file(self) -> Path:
+        """Where `start` logs when log_file is not set (`serve` logs to stderr)."""
+        return self.state_dir / f"gsmcpd-{self.port}.log"
+
+
+def pidfile_path(state_dir: Path, port: int) -> Path:
+    return Path(state_dir) / f"gsmcpd-{port}.pid"
+
+
+def control_socket_path(state_dir: Path, port: int) -> Path:
+    return Path(state_dir) / f"gsmcpd-{port}.ctl"
+
+
+# --- sources -----------------------------------------------------------------------
+
+def parse_conf_text(text: str, source: str = "conf") -> dict[str, str]:
+    """`key = value` lines, `#` comments, blank lines; unknown keys are refused."""
+    values: dict[str, str] = {}
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        key = key.strip()
+        if not sep:
+            raise ConfigError(key or "?", f"{source} line {number}: expected 'key = value'")
+        if key not in KNOBS_BY_KEY:
+            raise ConfigError(key, f"{source} line {number}: unknown key")
+        values[key] = _strip_quotes(value.strip())
+    return values
+
+
+def _strip_quotes(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        return value[1:-1]
+    return value
+
+
+def env_values(environ: Mapping[str, str]) -> dict[str, str]:
+    """Knob values from the environment; an unknown GS_MCP_* name is refused (typos)."""
+    values: dict[str, str] = {}
+    for name, value in environ.items():
+        knob = KNOBS_BY_ENV.get(name)
+        if knob is not None:
+            values[knob.key] = value
+        elif name.startswith("GS_MCP_") and name not in NON_KNOB_ENV:
+            raise ConfigError(name, "unknown GS_MCP_* environment variable")
+    return values
+
+
+def conf_file_path(argv_flags: Mapping[str, Any], environ: Mapping[str, str],
+                   conf_path: str | Path | None = None) -> Path | None:
+    chosen = conf_path or argv_flags.get("config") or environ.get("GS_MCP_CONFIG")
+    return Path(chosen).expanduser() if chosen else None
+
+
+def load_config(argv_flags: Mapping[str, Any] | None = None,
+                environ: Mapping[str, str] | None = None,
+                conf_path: str | Path | None = None, *, validate: bool = True) -> Config:
+    """Layer defaults <- conf file <- environment <- flags, parse, then validate.
+
+    `argv_flags` maps knob keys to values (strings are parsed like any other source;
+    None means "not given"); its "config" entry, `conf_path` or GS_MCP_CONFIG names the
+    conf file.  validate=False skips cross-field checks and toolset resolution (used
+    by `stop`/`status`, which only need the state directory and port).
+    """
+    argv_flags = dict(argv_flags or {})
+    environ = {} if environ is None else environ
+    raw: dict[str, Any] = {}
+    path = conf_file_path(argv_flags, environ, conf_path)
+    if path is not None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError("config", f"cannot read {path}: {exc.strerror or exc}") from None
+        raw.update(parse_conf_text(text, source=str(path)))
+    raw.update(env_values(environ))
+    for key, value in argv_flags.items():
+        if key == "config" or value is None:
+            continue
+        if key not in KNOBS_BY_KEY:
+            raise ConfigError(key, "unknown flag")
+        raw[key] = value
+    values = {knob.key: knob.default for knob in KNOBS}
+    for key, value in raw.items():
+        values[key] = _parse(KNOBS_BY_KEY[key], value)
+    if values["state_dir"] is None:
+        values["state_dir"] = DEFAULT_STATE_DIR
+    values["state_dir"] = Path(values["state_dir"]).absolute()
+    if values["image"] is None:
+        values["image"] = values["state_dir"] / "image"
+    values["image"] = Path(values["image"]).absolute()
+    if not values["toolsets"]:
+        raise ConfigError("toolsets", "empty list; name at least one toolset")
+    config = Config(**values)
+    if validate:
+        validate_config(config)
+    return config
+
+
+def _parse(knob: Knob, value: Any) -> Any:
+    if not isinstance(value, str):
+        value = _typed_flag(knob, value)
+        if not isinstance(value, str):
+            return value
+    try:
+        return knob.parse(value)
+    except ValueError as exc:
+        raise ConfigError(knob.key, str(exc)) from None
+
+
+def _typed_flag(knob: Knob, value: Any) -> Any:
+    """Flags may arrive already typed (argparse store_true, a Path, a list)."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return " ".join(str(item) for item in value)
+    raise ConfigError(knob.key, f"unsupported value {value!r}")
+
+
+# --- validation ----------------------------------------------------------------------
+
+def is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def validate_config(config: Config) -> None:
+    """Refuse unworkable combinations, naming the key to change."""
+    if not config.host:
+        raise ConfigError("host", "empty host")
+    if config.idle_timeout is not None and config.probe_after is not None \
+            and config.probe_after >= config.idle_timeout:
+        raise ConfigError("probe_after", f"probe_after ({config.probe_after:g}s) must be less "
+                          f"than idle_timeout ({config.idle_timeout:g}s), or the probe never runs")
+    if config.tls_cert is not None and config.tls_key is None:
+        raise ConfigError("tls_key", "tls_cert is set but tls_key is not")
+    if config.tls_key is not None and config.tls_cert is None:
+        raise ConfigError("tls_cert", "tls_key is set but tls_cert is not")
+    if config.auth:
+        if not config.issuer:
+            raise ConfigError("issuer", "auth is on but no issuer (MCP_ISSUER) is set")
+        if not config.audience:
+            raise ConfigError("audience", "auth is on but no audience (MCP_AUDIENCE) is set")
+        discoverable = config.issuer.startswith(("https://", "http://"))
+        if config.jwks_file is None and not config.jwks_uri and not discoverable:
+            raise ConfigError("jwks_file", "auth is on but there is no key source: set jwks_file "
+                              "or jwks_uri, or use an http(s) issuer for discovery")
+    if not is_loopback(config.host):
+        if not config.auth:
+            raise ConfigError("host", f"{config.host} is not a loopback address; a network-facing "
+                              "server needs auth (GS_MCP_AUTH=1)")
+        if not config.tls and not config.behind_tls_proxy:
+            raise ConfigError("host", f"{config.host} is not a loopback address; a network-facing "
+                              "server needs TLS (tls_cert/tls_key) or behind_tls_proxy")
+    _validate_toolsets(config.toolsets)
+
+
+def _validate_toolsets(names: tuple[str, ...]) -> None:
+    try:
+        from gsmcpd.worker.toolsets import resolve_toolsets
+    except ImportError:
+        return  # the worker package is optional at config time (tests of config alone)
+    try:
+        resolve_toolsets(list(names))
+    except Exception as exc:  # its own error type is not part of the contract
+        raise ConfigError("toolsets", str(exc)) from None
+
+
+def describe(config: Config) -> dict[str, Any]:
+    """Every knob and its effective value, for `check` and debugging."""
+    return {field.name: getattr(config, field.name) for field in dataclasses.fields(config)}

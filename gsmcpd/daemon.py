@@ -1,0 +1,497 @@
+"""Process plumbing: serve in the foreground, start detached, stop by pidfile, check.
+
+Also the pieces the router loop calls back into: logging setup and SIGHUP log reopen,
+the startup line, and systemd notification (READY=1 / STOPPING=1 over $NOTIFY_SOCKET).
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import select
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Callable, TextIO
+
+from gsmcpd import __version__
+from gsmcpd.config import Config, control_socket_path, pidfile_path
+from gsmcpd.router import trace
+
+log = logging.getLogger("gsmcpd.daemon")
+
+START_TIMEOUT = 60.0      # how long `start` waits for the daemon to listen
+STOP_TIMEOUT = 10.0       # how long `stop` waits after SIGTERM before SIGKILL
+LOG_FORMAT = "%(asctime)s %(levelname)s %(message)s"
+
+
+class AlreadyRunning(Exception):
+    """A live gsmcpd already owns this port's pidfile, or the port is taken."""
+
+
+# --- startup line ------------------------------------------------------------------
+
+def startup_line(config: Config) -> str:
+    """The one line that says what this server is: the router logs it once listening."""
+    return (f"gsmcpd {__version__} listening on {config.url} "
+            f"(host {config.host}, port {config.port}, pid {os.getpid()}); "
+            f"image {config.image}; read-only {'yes' if config.readonly else 'no'}; "
+            f"toolsets {' '.join(config.toolsets)}; auth {'on' if config.auth else 'off'}; "
+            f"{trace.startup_line(config.trace, config.trace_limit)}")
+
+
+# --- logging -------------------------------------------------------------------------
+
+class _LogState:
+    handler: logging.Handler | None = None
+    path: Path | None = None
+    redirect_stdio = False
+
+
+_log_state = _LogState()
+
+
+def configure_logging(level: str, path: Path | None, *, redirect_stdio: bool = False) -> None:
+    """Log to `path` (append) or stderr, one line per event with time and level.
+
+    redirect_stdio: also point fds 1 and 2 at the log file (a detached daemon), and
+    keep doing so on every reopen, so a stray traceback lands in the current file.
+    """
+    root = logging.getLogger()
+    if _log_state.handler is not None:
+        root.removeHandler(_log_state.handler)
+        _log_state.handler.close()
+    if path is None:
+        handler: logging.Handler = logging.StreamHandler(sys.stderr)
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    root.addHandler(handler)
+    root.setLevel(level.upper())
+    _log_state.handler, _log_state.path, _log_state.redirect_stdio = handler, path, redirect_stdio
+    if path is not None and redirect_stdio:
+        _point_stdio_at(path)
+
+
+def _point_stdio_at(path: Path) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+    finally:
+        os.close(fd)
+
+
+def reopen_log() -> None:
+    """SIGHUP (logrotate): close and reopen the log file by name, and say so.
+
+    Call it from the loop, not from inside a signal handler: it takes the handler lock.
+    """
+    handler, path = _log_state.handler, _log_state.path
+    if not isinstance(handler, logging.FileHandler) or path is None:
+        log.info("SIGHUP: logging to stderr, nothing to reopen")
+        return
+    handler.acquire()
+    try:
+        if handler.stream is not None:
+            handler.stream.close()
+        handler.stream = handler._open()
+    finally:
+        handler.release()
+    if _log_state.redirect_stdio:
+        _point_stdio_at(path)
+    log.info("SIGHUP: log file reopened (%s)", path)
+
+
+# --- systemd notify ------------------------------------------------------------------
+
+def sd_notify(message: str, environ: dict | None = None) -> bool:
+    """Send `message` to $NOTIFY_SOCKET; False when not under systemd (or it failed).
+
+    An address starting with '@' is in the abstract namespace (a leading NUL).
+    """
+    address = (os.environ if environ is None else environ).get("NOTIFY_SOCKET")
+    if not address:
+        return False
+    if address.startswith("@"):
+        address = "\0" + address[1:]
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as sock:
+            sock.connect(address)
+            sock.sendall(message.encode("utf-8"))
+    except OSError as exc:
+        log.warning("systemd notify failed (%s): %s", message.split("\n")[0], exc)
+        return False
+    return True
+
+
+# --- pidfiles ------------------------------------------------------------------------
+
+def read_pidfile(path: Path) -> int | None:
+    try:
+        text = Path(path).read_text().strip()
+    except FileNotFoundError:
+        return None
+    return int(text) if text.isdigit() and int(text) > 0 else None
+
+
+def process_cmdline(pid: int) -> list[str] | None:
+    """argv of a live process, None if there is none (or it is a zombie)."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    if not raw:
+        return None
+    return raw.rstrip(b"\0").decode("utf-8", errors="replace").split("\0")
+
+
+def is_gsmcpd(pid: int, port: int) -> bool:
+    """True only if `pid` is a gsmcpd started for `port` (judged by its command line)."""
+    argv = process_cmdline(pid)
+    if not argv:
+        return False
+    names_gsmcpd = any(arg == "gsmcpd" or arg.endswith("/gsmcpd") for arg in argv)
+    names_port = any(
+        (arg == "--port" and i + 1 < len(argv) and argv[i + 1] == str(port))
+        or arg == f"--port={port}" for i, arg in enumerate(argv))
+    return names_gsmcpd and names_port
+
+
+def running_pid(state_dir: Path, port: int) -> int | None:
+    """The pid of the live gsmcpd serving `port` per its pidfile, else None."""
+    pid = read_pidfile(pidfile_path(state_dir, port))
+    return pid if pid is not None and is_gsmcpd(pid, port) else None
+
+
+def claim_pidfile(path: Path, port: int) -> str | None:
+    """Write our pid to `path` exclusively; returns a note if a stale file was replaced.
+
+    Raises AlreadyRunning when the file names another live gsmcpd on this port.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    note = None
+    existing = read_pidfile(path)
+    if existing is not None and existing != os.getpid() and is_gsmcpd(existing, port):
+        raise AlreadyRunning(f"a gsmcpd (pid {existing}) is already running on port {port} "
+                             f"(pidfile {path})")
+    if path.exists():
+        note = f"removed stale pidfile {path} (named pid {existing}, not a gsmcpd on port {port})"
+        path.unlink()
+    temp = path.with_name(f".{path.name}.{os.getpid()}")
+    temp.write_text(f"{os.getpid()}\n")
+    try:
+        os.link(temp, path)  # atomic and exclusive: of two racing starts, one wins
+    except FileExistsError:
+        raise AlreadyRunning(f"another gsmcpd claimed port {port} at the same moment "
+                             f"(pidfile {path})") from None
+    finally:
+        temp.unlink()
+    return note
+
+
+def release_pidfile(path: Path, pid: int | None = None) -> None:
+    """Remove `path` if it still names `pid` (default: us)."""
+    if read_pidfile(path) == (os.getpid() if pid is None else pid):
+        Path(path).unlink(missing_ok=True)
+
+
+def port_in_use(host: str, port: int) -> bool:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return True
+            raise
+    return False
+
+
+# --- serve (foreground) ----------------------------------------------------------------
+
+def serve_main(config: Config, *, ready_fd: int | None = None,
+               serve: Callable | None = None) -> int:
+    """Run the router in this process until SIGTERM/SIGINT; the exit code.
+
+    Writes the pidfile, tells systemd (and a waiting `start`, via ready_fd) once
+    listening, reopens the log on SIGHUP.  `serve` defaults to gsmcpd.router.main.serve.
+    """
+    configure_logging(config.log_level, config.log_file, redirect_stdio=ready_fd is not None)
+    reporter = _ReadyReporter(ready_fd)
+    try:
+        note = claim_pidfile(config.pidfile, config.port)
+    except AlreadyRunning as exc:
+        log.error("%s", exc)
+        reporter.error(str(exc))
+        return 1
+    if note:
+        log.warning("%s", note)
+
+    def on_ready() -> None:
+        sd_notify(f"READY=1\nSTATUS=listening on {config.url}\nMAINPID={os.getpid()}")
+        reporter.ready(config.url)
+
+    def on_stopping() -> None:
+        sd_notify("STOPPING=1")
+        log.info("stopping (pid %d, port %d)", os.getpid(), config.port)
+
+    code = 1
+    try:
+        if serve is None:
+            from gsmcpd.router.main import serve
+        code = serve(config, on_ready=on_ready, on_stopping=on_stopping, on_reload=reopen_log)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            message = f"port {config.port} on {config.host} is already in use"
+        else:
+            message = f"cannot serve on {config.host}:{config.port}: {exc.strerror or exc}"
+        log.error("%s", message)
+        reporter.error(message)
+    except Exception as exc:  # the daemon's last word: logged, reported, exit 1
+        log.exception("gsmcpd failed")
+        reporter.error(f"gsmcpd failed: {type(exc).__name__}: {exc}")
+    finally:
+        release_pidfile(config.pidfile)
+        if not reporter.sent:
+            reporter.error(f"gsmcpd exited with status {code} before it was ready")
+    log.info("exited with status %d", code)
+    return code
+
+
+class _ReadyReporter:
+    """One line to a waiting `start`: `READY <pid> <url>` or `ERROR <message>`."""
+
+    def __init__(self, fd: int | None):
+        self.fd, self.sent = fd, fd is None
+
+    def ready(self, url: str) -> None:
+        self._send(f"READY {os.getpid()} {url}")
+
+    def error(self, message: str) -> None:
+        self._send("ERROR " + message.replace("\n", " "))
+
+    def _send(self, line: str) -> None:
+        if self.sent or self.fd is None:
+            return
+        self.sent = True
+        try:
+            os.write(self.fd, (line + "\n").encode("utf-8"))
+            os.close(self.fd)
+        except OSError as exc:  # the starter gave up waiting; keep serving regardless
+            log.warning("could not report readiness to the starter: %s", exc)
+
+
+# --- start (detached) ----------------------------------------------------------------
+
+def start(config: Config, serve_args: list[str], out: TextIO = sys.stdout,
+          timeout: float = START_TIMEOUT) -> int:
+    """Fork a detached `serve`, return once it listens.  serve_args: flags to pass on.
+
+    Double fork + setsid; the grandchild execs `python -m gsmcpd serve --port N ...`
+    so its command line names gsmcpd and the port (what `stop` checks).
+    """
+    config.state_dir.mkdir(parents=True, exist_ok=True)
+    pid = running_pid(config.state_dir, config.port)
+    if pid is not None:
+        print(f"gsmcpd is already running on port {config.port} (pid {pid}, pidfile "
+              f"{config.pidfile}); stop it with ./stop-server.sh {config.port}", file=out)
+        return 1
+    if port_in_use(config.host, config.port):
+        print(f"port {config.port} on {config.host} is already in use by another process "
+              f"(not a gsmcpd with a pidfile in {config.state_dir})", file=out)
+        return 1
+    log_path = config.log_file or config.default_log_file
+    argv = [sys.executable, "-m", "gsmcpd", "serve", "--port", str(config.port),
+            "--log-file", str(log_path), *serve_args]
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:
+        _detach_and_exec(argv, read_end, write_end, log_path)
+    os.close(write_end)
+    os.waitpid(child, 0)
+    line = _read_ready_line(read_end, timeout)
+    os.close(read_end)
+    return _report_start(config, line, log_path, timeout, out)
+
+
+def _detach_and_exec(argv: list[str], read_end: int, write_end: int, log_path: Path) -> None:
+    try:
+        os.close(read_end)
+        os.setsid()                     # own session: no controlling terminal, no SIGHUP
+        if os.fork() != 0:
+            os._exit(0)                 # the grandchild is reparented; never a session leader
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        _point_stdio_at(log_path)       # anything before logging starts lands in the log
+        os.set_inheritable(write_end, True)
+        os.execv(argv[0], [*argv, "--ready-fd", str(write_end)])
+    finally:
+        os._exit(127)                   # exec failed: the starter sees EOF and says so
+
+
+def _read_ready_line(fd: int, timeout: float) -> str | None:
+    deadline = time.monotonic() + timeout
+    data = b""
+    while b"\n" not in data:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return None
+        readable, _, _ = select.select([fd], [], [], remaining)
+        if not readable:
+            return None
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            return data.decode("utf-8", errors="replace") or "EOF"
+        data += chunk
+    return data.split(b"\n", 1)[0].decode("utf-8", errors="replace")
+
+
+def _report_start(config: Config, line: str | None, log_path: Path, timeout: float,
+                  out: TextIO) -> int:
+    if line is None:
+        print(f"gsmcpd did not start listening within {timeout:g}s; see {log_path}", file=out)
+        pid = running_pid(config.state_dir, config.port)
+        if pid is not None:
+            os.kill(pid, signal.SIGTERM)
+            print(f"sent SIGTERM to pid {pid}", file=out)
+        return 1
+    if line.startswith("ERROR "):
+        print(f"gsmcpd failed to start: {line[6:]} (log: {log_path})", file=out)
+        return 1
+    if not line.startswith("READY "):
+        print(f"gsmcpd exited during startup; see {log_path}", file=out)
+        return 1
+    _, pid, url = line.split(" ", 2)
+    with socket.create_connection((config.host, config.port), timeout=5):
+        pass  # READY is sent once listening; this just proves it to the user
+    print(f"gsmcpd listening on {url} (pid {pid})\n"
+          f"log: {log_path}\n"
+          f"stop it with: ./stop-server.sh {config.port}   or: kill {pid}", file=out)
+    return 0
+
+
+# --- stop ----------------------------------------------------------------------------
+
+def stop(state_dir: Path, port: int, timeout: float = STOP_TIMEOUT,
+         out: TextIO = sys.stdout) -> int:
+    """SIGTERM the gsmcpd named by the port's pidfile, SIGKILL after `timeout`."""
+    path = pidfile_path(state_dir, port)
+    pid = read_pidfile(path)
+    if pid is None:
+        if path.exists():
+            path.unlink()
+            print(f"removed unreadable pidfile {path}; nothing was running on port {port}",
+                  file=out)
+        else:
+            print(f"no gsmcpd running on port {port} (no pidfile at {path})", file=out)
+        return 1
+    if not is_gsmcpd(pid, port):
+        path.unlink(missing_ok=True)
+        print(f"stale pidfile {path}: pid {pid} is not a gsmcpd serving port {port}; "
+              f"removed it without signalling anything. Nothing was running on port {port}.",
+              file=out)
+        return 1
+    print(f"stopping gsmcpd on port {port} (pid {pid}): SIGTERM, SIGKILL if still running "
+          f"after {timeout:g}s", file=out)
+    os.kill(pid, signal.SIGTERM)
+    if not _wait_gone(pid, port, timeout):
+        print(f"pid {pid} did not exit within {timeout:g}s; sent SIGKILL", file=out)
+        os.kill(pid, signal.SIGKILL)
+        _wait_gone(pid, port, 5.0)
+    release_pidfile(path, pid)
+    ctl = control_socket_path(state_dir, port)
+    if ctl.exists() and not is_gsmcpd(pid, port):
+        ctl.unlink(missing_ok=True)
+    print(f"stopped gsmcpd on port {port} (pid {pid})", file=out)
+    return 0
+
+
+def _wait_gone(pid: int, port: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while is_gsmcpd(pid, port):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+# --- check ---------------------------------------------------------------------------
+
+def check(config: Config, out: TextIO = sys.stdout) -> int:
+    """Verify the environment without changing anything; print findings, then OK or the
+    first problem."""
+    problems: list[str] = []
+
+    def report(label: str, value: str, problem: str | None = None) -> None:
+        print(f"{label:<14} {value}{'   <-- ' + problem if problem else ''}", file=out)
+        if problem:
+            problems.append(f"{label}: {problem}")
+
+    version = sys.version.split()[0]
+    report("python", f"{version} ({sys.executable})",
+           None if sys.version_info >= (3, 11) else "Python 3.11 or newer is required")
+    for module in ("jwt", "cryptography", "gsmcpd.wire.http", "gsmcpd.router.main",
+                   "gsmcpd.worker.server", "gsmcpd.image"):
+        report("import", module, _import_problem(module))
+    report("image", str(config.image), _image_problem(config))
+    report("state dir", str(config.state_dir), _writable_problem(config.state_dir))
+    try:
+        busy = port_in_use(config.host, config.port)
+        report("port", f"{config.host}:{config.port}",
+               "already in use" if busy else None)
+    except OSError as exc:
+        report("port", f"{config.host}:{config.port}", f"cannot bind: {exc.strerror or exc}")
+    for label, path in (("tls cert", config.tls_cert), ("tls key", config.tls_key),
+                        ("jwks file", config.jwks_file)):
+        if path is not None:
+            report(label, str(path), None if os.access(path, os.R_OK) else "not readable")
+    report("auth", "on" if config.auth else "off (loopback only)")
+    report("read-only", "yes" if config.readonly else "no")
+    report("toolsets", " ".join(config.toolsets))
+    if problems:
+        print(f"PROBLEM: {problems[0]}", file=out)
+        return 1
+    print(f"OK: ready to serve {config.url}", file=out)
+    return 0
+
+
+def _import_problem(module: str) -> str | None:
+    import importlib
+    try:
+        importlib.import_module(module)
+    except Exception as exc:  # any import failure is the finding itself
+        return f"cannot import: {type(exc).__name__}: {exc}"
+    return None
+
+
+def _image_problem(config: Config) -> str | None:
+    image = config.image
+    if not image.exists():
+        if image == config.state_dir / "image":
+            return None  # the default image is created on first start
+        return "does not exist"
+    if not image.is_dir():
+        return "not a directory"
+    if not os.access(image, os.R_OK | os.X_OK):
+        return "not readable"
+    return None
+
+
+def _writable_problem(directory: Path) -> str | None:
+    probe = directory
+    while not probe.exists():
+        probe = probe.parent  # would be created: the nearest existing parent decides
+    if not probe.is_dir():
+        return f"{probe} is not a directory"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return f"{probe} is not writable"
+    return None

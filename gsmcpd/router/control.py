@@ -1,0 +1,174 @@
+"""Local control socket: `<state_dir>/gsmcpd-<port>.ctl`, a unix stream socket, mode 0600.
+
+One JSON request line -> one JSON reply line, then the server closes.  Requests:
+  {"op": "status"} -> {"ok": true, "pid": N, "sessions": [session dict, ...]}
+  {"op": "ping"}   -> {"ok": true, "pid": N}
+Anything else    -> {"ok": false, "error": "..."}.
+A session dict: id_prefix, user, worker_pid, age, idle (seconds), in_flight (method or
+tool name, or null), stream_attached, read_only.
+
+The encode/decode/handle functions are pure; `open_listener` (non-blocking, for the
+router's selector) and `query` (blocking, for `python -m gsmcpd status`) do the I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+from typing import Callable, Iterable
+
+from gsmcpd.config import control_socket_path
+
+MAX_LINE = 64 * 1024
+SESSION_FIELDS = ("id_prefix", "user", "worker_pid", "age", "idle", "in_flight",
+                  "stream_attached", "read_only")
+
+
+class ControlError(Exception):
+    """A control request or reply that cannot be used; the message says why."""
+
+
+def encode(obj: dict) -> bytes:
+    return json.dumps(obj, separators=(",", ":"), default=str).encode("utf-8") + b"\n"
+
+
+def decode(line: bytes) -> dict:
+    try:
+        obj = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ControlError(f"not a JSON line: {exc}") from None
+    if not isinstance(obj, dict):
+        raise ControlError("not a JSON object")
+    return obj
+
+
+def handle_request(request: dict, snapshot_fn: Callable[[], list[dict]]) -> dict:
+    op = request.get("op")
+    if op == "ping":
+        return {"ok": True, "pid": os.getpid()}
+    if op == "status":
+        return {"ok": True, "pid": os.getpid(), "sessions": list(snapshot_fn())}
+    return {"ok": False, "error": f"unknown op {op!r} (known: status, ping)"}
+
+
+def handle_line(line: bytes, snapshot_fn: Callable[[], list[dict]]) -> bytes:
+    """The whole server side: one request line in, one encoded reply line out."""
+    try:
+        reply = handle_request(decode(line.strip()), snapshot_fn)
+    except ControlError as exc:
+        reply = {"ok": False, "error": str(exc)}
+    return encode(reply)
+
+
+# --- table ---------------------------------------------------------------------------
+
+def format_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    total = int(seconds)
+    if total < 60:
+        return f"{total}s"
+    if total < 3600:
+        return f"{total // 60}m{total % 60:02d}s"
+    return f"{total // 3600}h{total % 3600 // 60:02d}m"
+
+
+def _cell(session: dict, field: str) -> str:
+    value = session.get(field)
+    if field in ("age", "idle"):
+        return format_duration(value)
+    if field in ("stream_attached", "read_only"):
+        return "yes" if value else "no"
+    return "-" if value is None else str(value)
+
+
+_COLUMNS = (("Session", "id_prefix"), ("User", "user"), ("Pid", "worker_pid"),
+            ("Age", "age"), ("Idle", "idle"), ("Stream", "stream_attached"),
+            ("RO", "read_only"), ("In flight", "in_flight"))
+
+
+def format_table(sessions: Iterable[dict]) -> str:
+    """A gslist-style table, one row per session, columns aligned."""
+    rows = [[title for title, _ in _COLUMNS]]
+    rows += [[_cell(session, field) for _, field in _COLUMNS] for session in sessions]
+    if len(rows) == 1:
+        return "no open sessions"
+    widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip()
+             for row in rows]
+    return "\n".join(lines)
+
+
+# --- I/O -----------------------------------------------------------------------------
+
+def open_listener(path: Path) -> socket.socket:
+    """A non-blocking listening unix socket at `path`, mode 0600 from birth.
+
+    A leftover socket file is replaced: the pidfile, not this file, says whether a
+    server is running, and the caller holds it.
+    """
+    path = Path(path)
+    if path.exists() or path.is_symlink():
+        path.unlink()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old_umask = os.umask(0o177)  # no window in which another user could connect
+    try:
+        sock.bind(str(path))
+    finally:
+        os.umask(old_umask)
+    os.chmod(path, 0o600)
+    sock.listen(8)
+    sock.setblocking(False)
+    return sock
+
+
+def query(state_dir: Path, port: int, request: dict | None = None,
+          timeout: float = 5.0) -> dict:
+    """Ask the daemon on `port`; raises ControlError with a sentence a user can act on."""
+    path = control_socket_path(state_dir, port)
+    if not path.exists():
+        raise ControlError(f"no gsmcpd control socket at {path} "
+                           f"(is a server running on port {port}?)")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
+        try:
+            sock.connect(str(path))
+            sock.sendall(encode(request or {"op": "status"}))
+            data = _read_line(sock)
+        except ConnectionRefusedError:
+            raise ControlError(f"nothing answers on {path} (stale socket: the server on "
+                               f"port {port} is not running)") from None
+        except socket.timeout:
+            raise ControlError(f"no reply from {path} within {timeout:g}s") from None
+        except OSError as exc:
+            raise ControlError(f"cannot talk to {path}: {exc.strerror or exc}") from None
+    reply = decode(data)
+    if not reply.get("ok"):
+        raise ControlError(f"server refused: {reply.get('error', 'no reason given')}")
+    return reply
+
+
+def _read_line(sock: socket.socket) -> bytes:
+    data = b""
+    while b"\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+        if len(data) > 64 * MAX_LINE:
+            raise ControlError("reply too long")
+    if not data:
+        raise ControlError("the server closed the control connection without replying")
+    return data.split(b"\n", 1)[0]
+
+
+def render_status(reply: dict, port: int, as_json: bool = False) -> str:
+    sessions = reply.get("sessions", [])
+    if as_json:
+        return json.dumps({"port": port, "pid": reply.get("pid"), "sessions": sessions},
+                          indent=2)
+    head = f"gsmcpd on port {port} (pid {reply.get('pid')}): {len(sessions)} session(s)"
+    return head + "\n" + format_table(sessions)
+

@@ -1,0 +1,81 @@
+"""Message-trace line formatting (pure).
+
+One message is one line: the router logs what these functions return.  Headers are
+never passed in, so they can never be traced (one of them is the bearer token).
+"""
+
+from __future__ import annotations
+
+import re
+
+SESSION_PREFIX_CHARS = 8
+
+# Newline and tab as the seed promises; CR and the other C0 controls too, so a body can
+# never break the one-message-one-line rule or forge a log line.  Backslashes are kept
+# as they are: JSON text stays greppable as written.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def escape(text: str) -> str:
+    return _CONTROL.sub(lambda m: _NAMED.get(m.group(), f"\\x{ord(m.group()):02x}"), text)
+
+
+def short_id(session_id: str | None) -> str:
+    """The session id as logs show it: `-` for none, else its first 8 chars + `...`."""
+    if not session_id:
+        return "-"
+    shown = escape(session_id[:SESSION_PREFIX_CHARS])
+    return shown + "..." if len(session_id) > SESSION_PREFIX_CHARS else shown
+
+
+def _as_text(body: bytes | str | None) -> str:
+    if body is None:
+        return ""
+    if isinstance(body, bytes):
+        return body.decode("utf-8", errors="replace")
+    return body
+
+
+def format_body(body: bytes | str | None, limit: int | None) -> str:
+    """`N chars: <escaped body>[...(+M more)]`; the cap counts characters, not bytes."""
+    text = _as_text(body)
+    size = len(text)
+    if size == 0:
+        return "0 chars"
+    if limit is not None and size > limit:
+        return f"{size} chars: {escape(text[:limit])}...(+{size - limit} more)"
+    return f"{size} chars: {escape(text)}"
+
+
+def format_inbound(method: str, path: str, session_id: str | None,
+                   body: bytes | str | None, limit: int | None) -> str:
+    """`--> POST /mcp session 71FF1F5C... 107 chars: {...}` for one received message."""
+    return f"--> {escape(method)} {escape(path)} session {short_id(session_id)} " \
+           f"{format_body(body, limit)}"
+
+
+def format_unreadable(reason: str) -> str:
+    """`--> (unreadable request: <reason>)` for a request that never parsed."""
+    return f"--> (unreadable request: {escape(reason)})"
+
+
+def format_outbound(status: int | str, session_id: str | None,
+                    body: bytes | str | None, limit: int | None) -> str:
+    """`<-- 200 session 71FF1F5C... 57 chars: {...}`.
+
+    `status` is the HTTP status of a response (including the error body behind a
+    refusal), or a label for a frame that is not a response: "SSE" for a message
+    written on an open stream.
+    """
+    return f"<-- {escape(str(status))} session {short_id(session_id)} " \
+           f"{format_body(body, limit)}"
+
+
+def startup_line(mode: str, limit: int | None) -> str:
+    """What the startup log says about the trace, so silence is never ambiguous."""
+    if mode == "off":
+        return "message trace: off"
+    what = "inbound and outbound" if mode == "both" else "inbound"
+    cap = f"bodies capped at {limit} chars" if limit is not None else "whole bodies, no cap"
+    return f"message trace: ON ({what}) -- {cap}"
