@@ -287,6 +287,7 @@ REFUSALS = {
     "http-1.2": (b"GET / HTTP/1.2\r\n\r\n", 505),
     "http-3": (b"GET / HTTP/3\r\n\r\n", 505),
     # limits
+    "endless-empty-lines": (b"\r\n" * 600, 400),
     "head-too-large": (b"GET / HTTP/1.1\r\nX: " + b"a" * 70000 + b"\r\n\r\n", 431),
     "head-too-large-unterminated": (b"GET / HTTP/1.1\r\nX: " + b"a" * 70000, 431),
 }

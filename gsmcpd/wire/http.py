@@ -32,6 +32,7 @@ _HEADER_LINE = re.compile(r"(" + _TCHAR + r"+):([\t\x20-\x7e]*)")
 _CONTROL = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
 _DIGITS = re.compile(r"[0-9]{1,18}")      # 19+ digits is no real body, just an attack
 _HEX_SIZE = re.compile(rb"[0-9A-Fa-f]{1,16}")
+_MAX_BLANK = 1024                        # empty lines tolerated before a request line
 _MAX_CHUNK_LINE = 4096                   # size + extensions; anything longer is abuse
 
 _FRAMING_HEADERS = frozenset(("content-length", "transfer-encoding", "connection", "expect"))
@@ -104,10 +105,11 @@ class RequestParser:
         self._scanned = 0          # bytes of _buf already searched for the head end
         self._eof = False
         self._error = None
-        self._pending = None       # (method, target, version, headers, keep_alive) while reading a body
+        self._pending = None       # (method, target, version, headers, keep_alive) of the body read
         self._body = bytearray()
         self._remaining = 0        # bytes still due for a fixed body or the current chunk
         self._trailer_bytes = 0
+        self._blank_bytes = 0
         self._expect_continue = False
 
     @property
@@ -178,6 +180,7 @@ class RequestParser:
         self._pending = None
         self._body = bytearray()
         self._expect_continue = False
+        self._blank_bytes = 0
         self._state = _HEAD if keep_alive else _CLOSED
         if not keep_alive:
             self._buf = bytearray()
@@ -194,6 +197,10 @@ class RequestParser:
         if skip:
             del buf[:skip]
             self._scanned = 0
+            self._blank_bytes += skip
+            # endless CRLFs would otherwise keep a connection busy for free
+            if self._blank_bytes > _MAX_BLANK:
+                raise HttpError(400, "too many empty lines before a request")
         # never look past max_head: the rest may be a large pipelined body
         match = _HEAD_END.search(buf, max(0, self._scanned - 3), self.max_head + 4)
         if match is None:
@@ -234,7 +241,8 @@ class RequestParser:
             for line in block[:-1].split("\n"):
                 _parse_header_line(line.removesuffix("\r"))   # raises with the precise reason
             raise HttpError(400, "malformed header line")
-        headers = [(name.lower(), value.strip(" \t")) for name, value in _HEADER_PAIRS.findall(block)]
+        headers = [(name.lower(), value.strip(" \t"))
+                   for name, value in _HEADER_PAIRS.findall(block)]
 
         transfer_encodings, content_lengths, connection, expect = [], [], [], []
         for name, value in headers:
@@ -329,7 +337,8 @@ class RequestParser:
                     return True
                 if not line.isascii():
                     raise HttpError(400, "non-ASCII byte in trailer")
-                _parse_header_line(line.decode("latin-1"))   # validated, then dropped: trailers carry nothing we use
+                # validated, then dropped: trailers carry nothing we use
+                _parse_header_line(line.decode("latin-1"))
 
 
 def _parse_header_line(line):

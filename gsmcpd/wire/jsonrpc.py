@@ -158,4 +158,5 @@ def request(id, method, params=None):
 
 def dumps(obj):
     """Compact UTF-8 JSON; NaN/Infinity raise ValueError (clients cannot parse them)."""
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+    text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return text.encode("utf-8")
