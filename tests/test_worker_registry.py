@@ -1,0 +1,104 @@
+"""Tool registry and argument validation against closed schemas (pure)."""
+
+import pytest
+
+from gsmcpd.worker.registry import Tool, ToolRegistry, schema_errors
+from gsmcpd.worker.toolset import (
+    ToolError, array_prop, bool_prop, integer_prop, number_prop, object_schema, string_prop,
+)
+
+SCHEMA = object_schema({
+    "name": string_prop("a name"),
+    "count": integer_prop("a count"),
+    "ratio": number_prop("a ratio"),
+    "flag": bool_prop("a flag"),
+    "tags": array_prop(string_prop("a tag"), "tags"),
+    "mode": string_prop("a mode", enum=["fast", "slow"]),
+    "nested": object_schema({"inner": string_prop("inner")}, required=["inner"]),
+}, required=["name"])
+
+
+def make_tool(name="t", schema=SCHEMA):
+    return Tool(name, "a tool", schema, lambda arguments: "ok")
+
+
+def test_object_schema_is_closed_with_explicit_required():
+    schema = object_schema({"a": string_prop("a")}, required=["a"])
+    assert schema == {"type": "object", "properties": {"a": {"type": "string", "description": "a"}},
+                      "required": ["a"], "additionalProperties": False}
+    assert object_schema() == {"type": "object", "properties": {}, "required": [],
+                               "additionalProperties": False}
+
+
+def test_object_schema_refuses_required_name_without_property():
+    with pytest.raises(ValueError, match="missing"):
+        object_schema({"a": string_prop("a")}, required=["missing"])
+
+
+def test_valid_arguments_pass():
+    make_tool().validate({"name": "x", "count": 3, "ratio": 0.5, "flag": True, "tags": ["a"],
+                          "mode": "fast", "nested": {"inner": "y"}})
+    make_tool().validate({"name": "x", "ratio": 2})   # an integer is a number
+
+
+@pytest.mark.parametrize("arguments, fragment", [
+    ({}, "missing required argument 'name'"),
+    ({"name": "x", "extra": 1}, "unknown argument 'extra'"),
+    ({"name": 5}, "argument 'name' must be string, got integer"),
+    ({"name": "x", "count": True}, "argument 'count' must be integer, got boolean"),
+    ({"name": "x", "count": 1.5}, "argument 'count' must be integer, got number"),
+    ({"name": "x", "count": 2.0}, "argument 'count' must be integer"),
+    ({"name": "x", "ratio": "1"}, "argument 'ratio' must be number, got string"),
+    ({"name": "x", "flag": "yes"}, "argument 'flag' must be boolean, got string"),
+    ({"name": "x", "tags": "a"}, "argument 'tags' must be array, got string"),
+    ({"name": "x", "tags": ["a", 1]}, "argument 'tags'[1] must be string, got integer"),
+    ({"name": "x", "mode": "medium"}, "must be one of ['fast', 'slow']"),
+    ({"name": "x", "nested": {}}, "missing required argument 'nested'.inner"),
+    ({"name": "x", "nested": {"inner": "y", "other": 1}}, "unknown argument 'nested'.other"),
+    ({"name": None}, "got null"),
+])
+def test_invalid_arguments_raise_invalid_params(arguments, fragment):
+    with pytest.raises(ToolError) as caught:
+        make_tool().validate(arguments)
+    assert caught.value.kind == "invalidParams"
+    assert fragment in caught.value.message
+    assert caught.value.message.startswith("t: ")
+
+
+def test_every_problem_is_reported_at_once():
+    problems = schema_errors(SCHEMA, {"extra": 1, "count": "x"}, "arguments")
+    assert len(problems) == 3
+
+
+def test_registry_lists_sorted_and_rejects_duplicates():
+    registry = ToolRegistry()
+    for name in ("zeta", "alpha", "mid"):
+        registry.add(make_tool(name))
+    assert registry.names() == ["alpha", "mid", "zeta"]
+    assert [d["name"] for d in registry.descriptors()] == ["alpha", "mid", "zeta"]
+    assert "mid" in registry and len(registry) == 3
+    assert registry.get("nope") is None
+    with pytest.raises(ValueError, match="twice"):
+        registry.add(make_tool("mid"))
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "object", "properties": {}, "required": []},                       # open
+    {"type": "object", "properties": {}, "additionalProperties": False},        # no required list
+    {"type": "string"},
+])
+def test_registry_refuses_open_schemas(schema):
+    with pytest.raises(ValueError, match="closed object"):
+        ToolRegistry().add(make_tool("open", schema))
+
+
+def test_descriptor_carries_schema_and_annotations():
+    tool = make_tool("t", object_schema())
+    assert tool.descriptor() == {"name": "t", "description": "a tool", "inputSchema": object_schema()}
+    tool.annotations = {"readOnlyHint": True}
+    assert tool.descriptor()["annotations"] == {"readOnlyHint": True}
+
+
+def test_tool_error_refuses_unknown_kind():
+    with pytest.raises(ValueError, match="unknown tool error kind"):
+        ToolError("weird", "x")

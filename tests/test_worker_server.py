@@ -1,0 +1,357 @@
+"""McpServer dispatcher, read-only gating, annotations and identity (pure, no sockets)."""
+
+import pytest
+
+import gsmcpd
+from gsmcpd.protocol import LATEST_VERSION
+from gsmcpd.worker.registry import Tool
+from gsmcpd.worker.server import McpServer, build_server, resolve_worker_class
+from gsmcpd.worker.toolset import ERROR_KINDS, ToolError, Toolset, object_schema, string_prop
+
+
+class ReaderToolset(Toolset):
+    name = "reader"
+    tool_names = ("peek", "fail_kind", "crash", "progress_twice", "answer_badly")
+    read_only_safe = frozenset(tool_names)
+    idempotent = frozenset({"peek"})
+
+    def register(self, registry):
+        registry.add(Tool("peek", "peek", object_schema({"what": string_prop("w")}, ["what"]),
+                          lambda a: {"text": f"saw {a['what']}", "structured": {"what": a["what"]}}))
+        registry.add(Tool("fail_kind", "fail", object_schema({"kind": string_prop("k")}, ["kind"]),
+                          self.fail_kind))
+        registry.add(Tool("crash", "crash", object_schema(), lambda a: {}["missing"]))
+        registry.add(Tool("progress_twice", "progress", object_schema(), self.progress_twice))
+        registry.add(Tool("answer_badly", "bad", object_schema(), lambda a: 42))
+
+    def fail_kind(self, arguments):
+        raise ToolError(arguments["kind"], f"failed as {arguments['kind']}")
+
+    def progress_twice(self, arguments):
+        self.progress(1, 2, "half")
+        self.progress(2)
+        return "done"
+
+
+class WriterToolset(Toolset):
+    name = "writer"
+    tool_names = ("write", "erase")
+    destructive = frozenset({"erase"})
+
+    def register(self, registry):
+        registry.add(Tool("write", "write", object_schema(), lambda a: "written"))
+        registry.add(Tool("erase", "erase", object_schema(), lambda a: "erased"))
+
+
+class MixedToolset(Toolset):
+    name = "mixed"
+    tool_names = ("look", "save")
+    read_only_safe = frozenset({"look"})
+
+    def register(self, registry):
+        registry.add(Tool("look", "look", object_schema(), lambda a: "looked"))
+        registry.add(Tool("save", "save", object_schema(), lambda a: "saved"))
+
+
+def request(method, params=None, id=1):
+    message = {"jsonrpc": "2.0", "id": id, "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def call(server, name, arguments=None, **extra):
+    params = {"name": name, **extra}
+    if arguments is not None:
+        params["arguments"] = arguments
+    return server.handle(request("tools/call", params, id=7))
+
+
+def tool_names(server):
+    return [t["name"] for t in server.handle(request("tools/list"))["result"]["tools"]]
+
+
+# -- dispatcher -------------------------------------------------------------
+
+def test_initialize_echoes_a_supported_version_and_declares_only_tools():
+    response = McpServer([ReaderToolset]).handle(request("initialize", {"protocolVersion": "2025-06-18"}))
+    assert response == {"jsonrpc": "2.0", "id": 1, "result": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {"tools": {}},
+        "serverInfo": {"name": "gsmcpd", "version": gsmcpd.__version__},
+    }}
+
+
+def test_initialize_answers_latest_for_unsupported_or_missing_version():
+    server = McpServer()
+    for params in ({"protocolVersion": "2025-03-26"}, {}, None):
+        assert server.handle(request("initialize", params))["result"]["protocolVersion"] == LATEST_VERSION
+
+
+def test_ping_answers_empty_result():
+    assert McpServer().handle(request("ping", id="p")) == {"jsonrpc": "2.0", "id": "p", "result": {}}
+
+
+@pytest.mark.parametrize("method", ["resources/list", "resources/read", "prompts/list", "prompts/get",
+                                    "logging/setLevel", "completion/complete", "tasks/list", "bogus"])
+def test_undeclared_methods_are_method_not_found(method):
+    response = McpServer().handle(request(method, {}))
+    assert response["id"] == 1
+    assert response["error"]["code"] == -32601
+
+
+def test_notifications_and_responses_get_no_answer():
+    server = McpServer([ReaderToolset])
+    assert server.handle({"jsonrpc": "2.0", "method": "notifications/initialized"}) is None
+    assert server.handle({"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "peek"}}) is None
+    assert server.handle({"jsonrpc": "2.0", "id": 3, "result": {}}) is None
+
+
+def test_non_object_params_is_invalid_params():
+    assert McpServer().handle(request("tools/list", [1]))["error"]["code"] == -32602
+
+
+def test_tools_list_is_every_tool_sorted_without_cursor():
+    result = McpServer([WriterToolset, ReaderToolset]).handle(request("tools/list"))["result"]
+    assert list(result) == ["tools"]
+    names = [t["name"] for t in result["tools"]]
+    assert names == sorted(ReaderToolset.tool_names + WriterToolset.tool_names)
+    for tool in result["tools"]:
+        assert tool["inputSchema"]["additionalProperties"] is False
+        assert isinstance(tool["inputSchema"]["required"], list)
+
+
+def test_tool_call_success_with_text_and_structured_content():
+    response = call(McpServer([ReaderToolset]), "peek", {"what": "x"})
+    assert response == {"jsonrpc": "2.0", "id": 7, "result": {
+        "content": [{"type": "text", "text": "saw x"}], "structuredContent": {"what": "x"}}}
+
+
+@pytest.mark.parametrize("arguments, fragment", [
+    ({}, "missing required argument 'what'"),
+    ({"what": "x", "more": 1}, "unknown argument 'more'"),
+    ({"what": 3}, "must be string"),
+])
+def test_bad_arguments_are_a_tool_execution_error(arguments, fragment):
+    result = call(McpServer([ReaderToolset]), "peek", arguments)["result"]
+    assert result["isError"] is True
+    assert result["structuredContent"]["error"]["kind"] == "invalidParams"
+    assert fragment in result["content"][0]["text"]
+
+
+def test_missing_arguments_count_as_empty():
+    result = call(McpServer([ReaderToolset]), "peek")["result"]
+    assert result["structuredContent"]["error"]["kind"] == "invalidParams"
+
+
+@pytest.mark.parametrize("params", [{}, {"name": ""}, {"name": 5}, {"name": "peek", "arguments": [1]},
+                                    {"name": "peek", "arguments": "what=x"}])
+def test_malformed_tool_call_is_jsonrpc_invalid_params(params):
+    response = McpServer([ReaderToolset]).handle(request("tools/call", params))
+    assert response["error"]["code"] == -32602
+    assert response["error"]["data"]["kind"] == "invalidParams"
+
+
+def test_unknown_tool_is_invalid_params_kind_not_found():
+    response = call(McpServer([ReaderToolset]), "nope", {})
+    assert response["error"]["code"] == -32602
+    assert response["error"]["data"] == {"kind": "notFound"}
+
+
+@pytest.mark.parametrize("kind", sorted(ERROR_KINDS))
+def test_tool_error_kinds_are_carried(kind):
+    result = call(McpServer([ReaderToolset]), "fail_kind", {"kind": kind})["result"]
+    assert result["isError"] is True
+    assert result["structuredContent"]["error"] == {"kind": kind, "message": f"failed as {kind}"}
+    assert result["content"] == [{"type": "text", "text": f"failed as {kind}"}]
+
+
+def test_handler_exception_is_kind_other_with_class_and_message():
+    result = call(McpServer([ReaderToolset]), "crash", {})["result"]
+    assert result["isError"] is True
+    assert result["structuredContent"]["error"]["kind"] == "other"
+    assert result["content"][0]["text"] == "KeyError: 'missing'"
+
+
+def test_handler_answer_of_wrong_type_is_kind_other():
+    result = call(McpServer([ReaderToolset]), "answer_badly", {})["result"]
+    assert result["structuredContent"]["error"]["kind"] == "other"
+    assert "int" in result["content"][0]["text"]
+
+
+def test_progress_is_sent_only_with_a_token():
+    server = McpServer([ReaderToolset])
+    sent = []
+    message = request("tools/call", {"name": "progress_twice", "arguments": {},
+                                     "_meta": {"progressToken": "tok"}})
+    response = server.handle(message, sent.append)
+    assert response["result"]["content"][0]["text"] == "done"
+    assert sent == [
+        {"jsonrpc": "2.0", "method": "notifications/progress",
+         "params": {"progressToken": "tok", "progress": 1, "total": 2, "message": "half"}},
+        {"jsonrpc": "2.0", "method": "notifications/progress",
+         "params": {"progressToken": "tok", "progress": 2}},
+    ]
+    sent.clear()
+    server.handle(request("tools/call", {"name": "progress_twice", "arguments": {}}), sent.append)
+    assert sent == []
+    assert server.context.progress_token is None   # idle again after the call
+
+
+def test_break_exceptions_pass_through_the_dispatcher():
+    class Breaking(Toolset):
+        name = "breaking"
+        tool_names = ("stop",)
+
+        def register(self, registry):
+            registry.add(Tool("stop", "stop", object_schema(), self.stop))
+
+        def stop(self, arguments):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        call(McpServer([Breaking]), "stop", {})
+
+
+# -- toolset declarations are checked at build -------------------------------
+
+def test_tool_names_must_match_what_register_adds():
+    class Liar(ReaderToolset):
+        tool_names = ("peek",)
+        read_only_safe = frozenset({"peek"})
+
+    with pytest.raises(ValueError, match="tool_names"):
+        McpServer([Liar])
+
+
+def test_a_toolset_cannot_vouch_for_a_tool_it_does_not_provide():
+    class Voucher(WriterToolset):
+        read_only_safe = frozenset({"write", "someone_elses"})
+
+    with pytest.raises(ValueError, match="someone_elses"):
+        McpServer([Voucher])
+
+
+def test_two_toolsets_cannot_provide_one_tool():
+    class Copy(WriterToolset):
+        name = "copy"
+
+    with pytest.raises(ValueError, match="two toolsets"):
+        McpServer([WriterToolset, Copy])
+
+
+# -- annotations --------------------------------------------------------------
+
+def test_annotations_come_from_the_declarations():
+    tools = {t["name"]: t["annotations"] for t in
+             McpServer([ReaderToolset, WriterToolset]).handle(request("tools/list"))["result"]["tools"]}
+    assert tools["peek"] == {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True,
+                             "openWorldHint": False}
+    assert tools["erase"] == {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False,
+                              "openWorldHint": False}
+    assert tools["write"]["destructiveHint"] is False and tools["write"]["readOnlyHint"] is False
+
+
+# -- read-only ----------------------------------------------------------------
+
+def test_read_only_build_drops_an_all_unsafe_toolset_whole_and_filters_a_mixed_one():
+    server = McpServer([ReaderToolset, WriterToolset, MixedToolset], read_only=True)
+    assert tool_names(server) == sorted(ReaderToolset.tool_names + ("look",))
+    assert [type(t) for t in server.toolsets] == [ReaderToolset, MixedToolset]
+    assert "save" not in server.registry and "write" not in server.registry
+
+
+@pytest.mark.parametrize("name", ["write", "erase", "save"])
+def test_calling_a_gated_tool_is_method_not_found_kind_read_only(name):
+    response = call(McpServer([ReaderToolset, WriterToolset, MixedToolset], read_only=True), name, {})
+    assert response["error"]["code"] == -32601
+    assert response["error"]["data"] == {"kind": "readOnly"}
+
+
+def test_a_tool_never_loaded_is_still_not_found_in_read_only():
+    response = call(McpServer([MixedToolset], read_only=True), "erase", {})
+    assert response["error"]["code"] == -32602
+    assert response["error"]["data"] == {"kind": "notFound"}
+
+
+def test_read_only_set_after_build_still_hides_and_refuses():
+    server = McpServer([MixedToolset])
+    assert call(server, "save", {})["result"]["content"][0]["text"] == "saved"
+    server.read_only = True
+    assert tool_names(server) == ["look"]
+    assert call(server, "save", {})["error"]["data"] == {"kind": "readOnly"}
+    assert call(server, "look", {})["result"]["content"][0]["text"] == "looked"
+
+
+# -- identity -----------------------------------------------------------------
+
+def server_info(server):
+    return server.handle(request("initialize", {}))["result"]["serverInfo"]
+
+
+class NamedServer(McpServer):
+    default_server_name = "acme-db-mcp"
+    default_server_version = "2.5.0"
+    default_server_title = "Acme DB"
+
+
+class LockedServer(McpServer):
+    def server_name(self):
+        return "locked-name"
+
+
+def test_identity_defaults_omit_the_title():
+    assert server_info(McpServer()) == {"name": "gsmcpd", "version": gsmcpd.__version__}
+
+
+def test_empty_configured_title_is_omitted_not_sent_empty():
+    assert "title" not in server_info(McpServer(server_title=""))
+
+
+def test_config_sets_name_version_and_title():
+    info = server_info(McpServer(server_name="acme", server_version="9.1", server_title="Acme - sandbox"))
+    assert info == {"name": "acme", "version": "9.1", "title": "Acme - sandbox"}
+
+
+def test_class_side_defaults_name_a_product_and_config_relabels_it():
+    assert server_info(NamedServer()) == {"name": "acme-db-mcp", "version": "2.5.0", "title": "Acme DB"}
+    assert server_info(NamedServer(server_name="relabelled", server_title="box 2")) == {
+        "name": "relabelled", "version": "2.5.0", "title": "box 2"}
+
+
+def test_instance_side_override_wins_over_config():
+    assert server_info(LockedServer(server_name="from-config"))["name"] == "locked-name"
+
+
+# -- building from a prepare frame ---------------------------------------------
+
+def test_worker_class_resolution():
+    assert resolve_worker_class(None) is McpServer
+    assert resolve_worker_class(f"{__name__}:NamedServer") is NamedServer
+    for spec, fragment in [("no_such_module_xyz:Server", "cannot import"),
+                           (f"{__name__}:Missing", "has no 'Missing'"),
+                           (f"{__name__}:ReaderToolset", "not an McpServer subclass"),
+                           ("NoColon", "expected 'module:Class'")]:
+        with pytest.raises(ValueError, match=fragment):
+            resolve_worker_class(spec)
+
+
+def test_build_server_applies_class_toolsets_read_only_and_identity():
+    session = {"session_id": "s1", "user": "u", "read_only": True,
+               "toolsets": ["bench", f"{__name__}:MixedToolset", f"{__name__}:WriterToolset"],
+               "worker_class": f"{__name__}:NamedServer", "server_name": None,
+               "server_version": None, "server_title": "lab box", "image": None, "account": None}
+    server = build_server(session)
+    assert type(server) is NamedServer
+    assert server.session_info["session_id"] == "s1"
+    assert tool_names(server) == ["echo", "look"]
+    assert server_info(server) == {"name": "acme-db-mcp", "version": "2.5.0", "title": "lab box"}
+
+
+def test_kernel_guard_is_fail_closed_without_a_view():
+    server = McpServer([WriterToolset])
+    with pytest.raises(ToolError) as caught:
+        server.toolsets[0].assert_mutable(object, "object")
+    assert caught.value.kind == "refused"
+    with pytest.raises(ToolError):
+        WriterToolset().assert_mutable(object, "object")

@@ -1,0 +1,192 @@
+"""Toolset resolution, the read-only audit list, execution, bench and the worked example."""
+
+from pathlib import Path
+
+import pytest
+
+from gsmcpd.worker.server import McpServer
+from gsmcpd.worker.toolset import Toolset
+from gsmcpd.worker.toolsets import (
+    CORE_READ_ONLY_SAFE, CORE_TOOLSETS, DEFAULT_TOOLSETS, resolve_toolsets,
+)
+from gsmcpd.worker.toolsets.bench import BenchToolset
+from gsmcpd.worker.toolsets.execution import ExecutionToolset
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def call(server, name, arguments):
+    return server.handle({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                          "params": {"name": name, "arguments": arguments}})
+
+
+def listed(server):
+    return [t["name"] for t in server.handle({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+            ["result"]["tools"]]
+
+
+# -- resolution ----------------------------------------------------------------
+
+def test_core_names_map_to_their_modules():
+    assert resolve_toolsets(["execution", "bench"]) == [ExecutionToolset, BenchToolset]
+    assert resolve_toolsets("execution, bench execution") == [ExecutionToolset, BenchToolset]
+
+
+def test_bench_is_never_in_the_default_surface():
+    assert "bench" not in DEFAULT_TOOLSETS
+    assert DEFAULT_TOOLSETS == ("execution", "session", "listing", "browsing", "search", "mutation",
+                                "testing")
+
+
+def test_third_party_toolset_by_module_and_class(monkeypatch):
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    [acme] = resolve_toolsets(["acme_toolset:AcmeLabelsToolset"])
+    assert issubclass(acme, Toolset) and acme.__name__ == "AcmeLabelsToolset"
+
+
+@pytest.mark.parametrize("names, fragment", [
+    (["browsingg"], "unknown toolset 'browsingg'"),
+    (["bench", "McpBrowsingToolset"], "unknown toolset 'McpBrowsingToolset'"),
+    (["no_such_module_xyz:Toolset"], "cannot import module 'no_such_module_xyz'"),
+    (["gsmcpd.worker.server:McpServer"], "not a Toolset subclass"),
+    (["gsmcpd.worker.toolsets.bench:Nope"], "has no 'Nope'"),
+])
+def test_unknown_names_raise_naming_them(names, fragment):
+    with pytest.raises(ValueError, match=fragment):
+        resolve_toolsets(names)
+
+
+def test_an_explicit_empty_list_is_an_empty_surface():
+    assert resolve_toolsets([]) == []
+
+
+# -- the audit list, pinned against the core declarations ----------------------
+# These two need every core toolset module (session, listing, browsing, search,
+# mutation, testing) to be importable.
+
+def test_default_resolves_the_seven_core_toolsets():
+    resolved = resolve_toolsets()
+    assert [cls.name for cls in resolved] == list(CORE_TOOLSETS)
+
+
+def test_audit_list_equals_the_union_of_core_read_only_declarations():
+    resolved = resolve_toolsets(CORE_TOOLSETS)
+    union = frozenset().union(*(cls.read_only_safe for cls in resolved))
+    assert union == CORE_READ_ONLY_SAFE
+    provided = frozenset().union(*(cls.tool_names for cls in resolved))
+    assert provided - union == {"execute_code", "commit", "add_dictionary", "compile_class_definition",
+                                "compile_method", "delete_class", "delete_method", "remove_dictionary",
+                                "set_class_comment"}
+    read_only = McpServer(resolved, read_only=True)
+    assert set(listed(read_only)) == CORE_READ_ONLY_SAFE
+
+
+# -- execution -------------------------------------------------------------------
+
+@pytest.fixture
+def executing():
+    return McpServer([ExecutionToolset])
+
+
+def run(server, code):
+    return call(server, "execute_code", {"code": code})["result"]
+
+
+def test_execute_answers_output_and_repr_of_final_expression(executing):
+    result = run(executing, "print('hello')\nimport sys\nprint('warn', file=sys.stderr)\n'a' * 2")
+    assert result["content"] == [{"type": "text", "text": "hello\nwarn\n'aa'"}]
+    assert result["structuredContent"] == {"result": "'aa'", "stdout": "hello\n", "stderr": "warn\n"}
+    assert "isError" not in result
+
+
+def test_workspace_persists_across_calls_like_a_repl(executing):
+    run(executing, "def double(x):\n    return 2 * x\ncounter = 20")
+    assert run(executing, "counter += 1\ndouble(counter)")["content"][0]["text"] == "42"
+    assert run(executing, "_ + 1")["content"][0]["text"] == "43"
+
+
+def test_statements_only_answer_no_output(executing):
+    result = run(executing, "x = 1")
+    assert result["content"][0]["text"] == "(no output)"
+    assert result["structuredContent"]["result"] is None
+
+
+def test_workspaces_are_per_server(executing):
+    run(executing, "secret = 1")
+    result = run(McpServer([ExecutionToolset]), "secret")
+    assert result["isError"] is True and "NameError" in result["content"][0]["text"]
+
+
+def test_exception_is_kind_other_with_traceback_and_output(executing):
+    result = run(executing, "print('before')\ndef f():\n    return 1 / 0\nf()")
+    assert result["isError"] is True
+    assert result["structuredContent"]["error"]["kind"] == "other"
+    text = result["content"][0]["text"]
+    assert text.startswith("before\nTraceback (most recent call last):")
+    assert "in f" in text and "return 1 / 0" in text and text.endswith("ZeroDivisionError: division by zero")
+    assert "execution.py" not in text
+
+
+def test_syntax_error_is_kind_compile_error(executing):
+    result = run(executing, "def broken(:\n    pass")
+    assert result["isError"] is True
+    assert result["structuredContent"]["error"]["kind"] == "compileError"
+    assert "SyntaxError" in result["content"][0]["text"]
+
+
+def test_system_exit_answers_instead_of_ending_the_worker(executing):
+    result = run(executing, "raise SystemExit(3)")
+    assert result["isError"] is True and "SystemExit: 3" in result["content"][0]["text"]
+
+
+def test_keyboard_interrupt_is_a_break_not_a_tool_error(executing):
+    with pytest.raises(KeyboardInterrupt):
+        run(executing, "raise KeyboardInterrupt")
+    assert run(executing, "'still usable'")["content"][0]["text"] == "'still usable'"
+
+
+def test_execute_code_is_gated_in_read_only():
+    server = McpServer([ExecutionToolset, BenchToolset], read_only=True)
+    assert listed(server) == ["echo"]
+    assert call(server, "execute_code", {"code": "1"})["error"]["data"] == {"kind": "readOnly"}
+
+
+# -- bench ---------------------------------------------------------------------------
+
+def test_echo_answers_the_text():
+    result = call(McpServer([BenchToolset], read_only=True), "echo", {"text": "héllo"})["result"]
+    assert result == {"content": [{"type": "text", "text": "héllo"}]}
+
+
+# -- the worked third-party toolset -----------------------------------------------------
+
+@pytest.fixture
+def acme(monkeypatch):
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    return resolve_toolsets(["acme_toolset:AcmeLabelsToolset"])[0]
+
+
+def test_vendor_server_exposes_only_its_own_tools(acme):
+    server = McpServer([acme], server_name="acme-labels-mcp", server_version="2.5.0")
+    assert listed(server) == ["list_labels", "print_label"]
+    assert call(server, "print_label", {"text": "fragile", "copies": 2})["result"]["content"][0]["text"] \
+        == "printed 2 x 'fragile'"
+    result = call(server, "list_labels", {})["result"]
+    assert result["structuredContent"] == {"labels": ["fragile", "fragile"]}
+    bad = call(server, "print_label", {"text": "x", "copies": 11})["result"]
+    assert bad["structuredContent"]["error"]["kind"] == "invalidParams"
+
+
+def test_third_party_toolset_composes_with_a_core_toolset(acme):
+    server = McpServer(resolve_toolsets(["acme_toolset:AcmeLabelsToolset", "execution"]))
+    assert listed(server) == ["execute_code", "list_labels", "print_label"]
+    call(server, "print_label", {"text": "a"})
+    assert call(server, "execute_code", {"code": "6 * 7"})["result"]["content"][0]["text"] == "42"
+
+
+def test_third_party_safe_tool_survives_a_read_only_build(acme):
+    server = McpServer([acme, ExecutionToolset], read_only=True)
+    assert listed(server) == ["list_labels"]
+    assert call(server, "print_label", {"text": "x"})["error"]["data"] == {"kind": "readOnly"}
+    tools = server.handle({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})["result"]["tools"]
+    assert tools[0]["annotations"]["readOnlyHint"] is True
