@@ -215,7 +215,8 @@ class JwksServer:
         self._httpd.socket = context.wrap_socket(self._httpd.socket, server_side=True)
         self.url = f"https://127.0.0.1:{self._httpd.server_address[1]}"
         self.jwks_url = self.url + self.JWKS_PATH
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                        daemon=True)
         self._thread.start()
 
     def _handler(self):

@@ -1,0 +1,245 @@
+"""JWKS parsing, the key cache, refresh over real HTTPS and the refresh rate limit."""
+import json
+import queue
+
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from gsmcpd.auth import Accepted, AuthSettings, KeySource, NeedRefresh, Rejected, authenticate
+from gsmcpd.auth.jwks import JwksError, parse_jwks
+from tests.idp import Idp, JwksServer
+
+RESOURCE = "https://127.0.0.1:8443/mcp"
+
+
+class QueueLoop:
+    """The router's call_soon_threadsafe, reduced to a queue the test drains."""
+
+    def __init__(self):
+        self.queue = queue.Queue()
+
+    def post(self, fn):
+        self.queue.put(fn)
+
+    def run_one(self):
+        self.queue.get(timeout=10)()
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+@pytest.fixture
+def loop():
+    return QueueLoop()
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+@pytest.fixture
+def server(tmp_path):
+    with JwksServer(tmp_path) as server:
+        server.idp = Idp(issuer=server.url, audience=RESOURCE, kinds=("rsa", "ec"))
+        yield server
+
+
+def refresh_and_wait(keys, loop):
+    results = []
+    keys.refresh(results.append)
+    loop.run_one()
+    assert len(results) == 1
+    return results[0]
+
+
+# -- parse_jwks -------------------------------------------------------------------------
+def test_parse_skips_unusable_entries():
+    idp = Idp(kinds=("ec",))
+    good = idp.jwks()["keys"][0]
+    document = {"keys": [
+        {"kty": "oct", "k": "c2VjcmV0", "kid": "hmac"},
+        {**good, "kid": "enc", "use": "enc"},
+        {"kty": "XYZ", "kid": "odd"},
+        {"kty": "EC", "kid": "broken", "crv": "P-256", "x": "AA", "y": "AA"},
+        "not an object",
+        good,
+    ]}
+    keys = parse_jwks(json.dumps(document))
+    assert [k.kid for k in keys] == ["ec-1"]
+
+
+def test_parse_ignores_private_members():
+    idp = Idp(kinds=("rsa",))
+    private_jwk = jwt.get_algorithm_by_name("RS256").to_jwk(idp.keys["rsa-1"][1], as_dict=True)
+    (key,) = parse_jwks({"keys": [{**private_jwk, "kid": "leaked"}]})
+    assert isinstance(key.key, rsa.RSAPublicKey)
+
+
+@pytest.mark.parametrize("document, message", [
+    (b"{not json", "JWKS is not JSON"),
+    ({"nokeys": []}, "JWKS has no 'keys' list"),
+    ({"keys": [{"kty": "oct", "k": "c2VjcmV0"}]}, "JWKS holds no usable signature key"),
+])
+def test_parse_errors(document, message):
+    with pytest.raises(JwksError, match=message):
+        parse_jwks(document)
+
+
+# -- KeySource over a file -----------------------------------------------------------
+def test_lookup_by_kid_and_without_kid(tmp_path, loop):
+    idp = Idp(kinds=("rsa", "ec"))
+    keys = KeySource(post=loop.post, jwks_file=str(idp.write_jwks(tmp_path / "k.json")))
+    keys.load_now()
+    assert keys.lookup("rsa-1", "RS256").kid == "rsa-1"
+    assert keys.lookup("rsa-1", "ES256") is False
+    assert keys.lookup("nope", "RS256") is None
+    assert keys.lookup(None, "ES256").kid == "ec-1"       # the only EC key
+    idp.add_key("ec", "ec-2")
+    idp.write_jwks(tmp_path / "k.json")
+    keys.load_now()
+    assert keys.lookup(None, "ES256") is None             # ambiguous without a kid
+
+
+def test_load_now_reports_missing_file(tmp_path, loop):
+    keys = KeySource(post=loop.post, jwks_file=str(tmp_path / "absent.json"))
+    with pytest.raises(JwksError, match="cannot read JWKS file"):
+        keys.load_now()
+
+
+def test_exactly_one_source_required(loop):
+    with pytest.raises(ValueError, match="exactly one"):
+        KeySource(post=loop.post)
+    with pytest.raises(ValueError, match="must be https"):
+        KeySource(post=loop.post, jwks_url="http://idp.test/jwks")
+    with pytest.raises(ValueError, match="https issuer"):
+        KeySource(post=loop.post, issuer="http://idp.test")
+
+
+def test_rotation_through_refresh(tmp_path, loop, clock):
+    idp = Idp(audience=RESOURCE, kinds=("rsa",))
+    path = idp.write_jwks(tmp_path / "k.json")
+    settings = AuthSettings(resource=RESOURCE, issuer=idp.issuer)
+    keys = KeySource(post=loop.post, jwks_file=str(path), clock=clock)
+    keys.load_now()
+    old_token = f"Bearer {idp.mint('rsa-1')}"
+
+    idp.add_key("rsa", "rsa-2")
+    idp.write_jwks(path)
+    new_token = f"Bearer {idp.mint('rsa-2')}"
+    clock.now += 10
+    assert authenticate(new_token, settings, keys) == NeedRefresh("rsa-2")
+    assert refresh_and_wait(keys, loop).ok
+    assert isinstance(authenticate(new_token, settings, keys, may_refresh=False), Accepted)
+    assert isinstance(authenticate(old_token, settings, keys), Accepted)   # still published
+
+    idp.remove_key("rsa-1")
+    idp.write_jwks(path)
+    clock.now += 10
+    assert refresh_and_wait(keys, loop).ok
+    outcome = authenticate(old_token, settings, keys, may_refresh=False)
+    assert isinstance(outcome, Rejected) and outcome.description == "token signing key is not known"
+
+
+def test_failed_refresh_keeps_the_old_keys(tmp_path, loop, clock):
+    idp = Idp(kinds=("rsa",))
+    path = idp.write_jwks(tmp_path / "k.json")
+    keys = KeySource(post=loop.post, jwks_file=str(path), clock=clock, refresh_interval=3600)
+    keys.load_now()
+    assert keys.next_refresh_at == clock.now + 3600
+    path.write_text("{}")
+    clock.now += 10
+    result = refresh_and_wait(keys, loop)
+    assert (result.ok, result.attempted, result.error) == (False, True, "JWKS has no 'keys' list")
+    assert keys.last_error == "JWKS has no 'keys' list"
+    assert keys.lookup("rsa-1", "RS256") is not None
+    assert keys.next_refresh_at == clock.now + 60      # retried sooner than the full period
+
+
+# -- refresh rate limit ----------------------------------------------------------------
+def test_refresh_is_rate_limited(server, loop, clock):
+    keys = KeySource(post=loop.post, jwks_url=server.jwks_url, ca_file=server.ca_file,
+                     clock=clock, min_refresh_interval=10)
+    assert refresh_and_wait(keys, loop).ok
+    clock.now += 9
+    assert keys.can_refresh() is False
+    result = refresh_and_wait(keys, loop)
+    assert (result.ok, result.attempted) == (False, False)
+    assert server.fetches[JwksServer.JWKS_PATH] == 1
+    clock.now += 1
+    assert refresh_and_wait(keys, loop).ok
+    assert server.fetches[JwksServer.JWKS_PATH] == 2
+
+
+def test_concurrent_refreshes_share_one_fetch(server, loop):
+    keys = KeySource(post=loop.post, jwks_url=server.jwks_url, ca_file=server.ca_file)
+    results = []
+    keys.refresh(results.append)
+    keys.refresh(results.append)
+    assert keys.can_refresh() is True          # one is in flight: joining it is allowed
+    loop.run_one()
+    assert [r.ok for r in results] == [True, True]
+    assert server.fetches[JwksServer.JWKS_PATH] == 1
+
+
+def test_callback_never_runs_synchronously(server, loop, clock):
+    keys = KeySource(post=loop.post, jwks_url=server.jwks_url, ca_file=server.ca_file, clock=clock)
+    refresh_and_wait(keys, loop)
+    results = []
+    keys.refresh(results.append)                # rate-limited: answered through post
+    assert results == []
+    loop.run_one()
+    assert results[0].attempted is False
+
+
+# -- HTTPS and discovery ----------------------------------------------------------------
+def test_discovery_through_openid_configuration(server, loop):
+    settings = AuthSettings(resource=RESOURCE, issuer=server.url, ca_file=server.ca_file)
+    keys = KeySource.from_settings(settings, post=loop.post)
+    token = f"Bearer {server.idp.mint('ec-1')}"
+    assert authenticate(token, settings, keys) == NeedRefresh("ec-1")     # nothing loaded yet
+    assert refresh_and_wait(keys, loop).ok
+    assert server.fetches == {JwksServer.CONFIG_PATH: 1, JwksServer.JWKS_PATH: 1}
+    outcome = authenticate(token, settings, keys, may_refresh=False)
+    assert isinstance(outcome, Accepted) and outcome.principal.user == "alice"
+
+
+def test_key_rotation_over_https(server, loop, clock):
+    settings = AuthSettings(resource=RESOURCE, issuer=server.url, jwks_url=server.jwks_url,
+                            ca_file=server.ca_file)
+    keys = KeySource.from_settings(settings, post=loop.post, clock=clock)
+    assert refresh_and_wait(keys, loop).ok
+    server.idp.add_key("ed", "ed-rotated")
+    token = f"Bearer {server.idp.mint('ed-rotated')}"
+    clock.now += 10
+    outcome = authenticate(token, settings, keys)
+    assert isinstance(outcome, NeedRefresh)
+    outcomes = []
+    keys.refresh(lambda result: outcomes.append(authenticate(token, settings, keys, may_refresh=False)))
+    loop.run_one()
+    assert isinstance(outcomes[0], Accepted)
+
+
+def test_untrusted_certificate_is_refused(server, loop):
+    keys = KeySource(post=loop.post, jwks_url=server.jwks_url)     # system CAs only
+    result = refresh_and_wait(keys, loop)
+    assert result.ok is False and "CERTIFICATE_VERIFY_FAILED" in result.error
+
+
+def test_discovery_issuer_mismatch_is_refused(server, loop):
+    server.config_issuer = "https://evil.test"
+    keys = KeySource(post=loop.post, issuer=server.url, ca_file=server.ca_file)
+    result = refresh_and_wait(keys, loop)
+    assert result.error == f"openid-configuration names issuer 'https://evil.test', expected '{server.url}'"
+
+
+def test_http_error_status_is_reported(server, loop):
+    server.fail_with = 500
+    keys = KeySource(post=loop.post, jwks_url=server.jwks_url, ca_file=server.ca_file)
+    assert refresh_and_wait(keys, loop).error == f"GET {server.jwks_url}: HTTP 500"
