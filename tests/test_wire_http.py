@@ -332,6 +332,17 @@ def test_oversize_chunk_is_refused_from_its_size_line():
     assert caught.value.status == 413
 
 
+def test_feed_refuses_unbounded_buffering():
+    parser = RequestParser(max_head=1024, max_body=1024)
+    request = b"POST / HTTP/1.1\r\nContent-Length: 1000\r\n\r\n" + b"x" * 1000
+    parser.feed(request * 60)   # under the bound: nothing taken yet, nothing refused
+    with pytest.raises(HttpError) as caught:
+        parser.feed(request * 10)
+    assert caught.value.status == 413
+    with pytest.raises(HttpError):
+        parser.next_request()
+
+
 def test_parser_stays_dead_after_an_error():
     parser = RequestParser()
     parser.feed(b"GET / HTTP/9.9\r\n\r\n")

@@ -120,10 +120,18 @@ class RequestParser:
         return self._state != _HEAD or bool(self._buf)
 
     def feed(self, data):
+        """Buffer bytes. Raises HttpError(413) when more is buffered than one
+        maximal request (+64 KiB): a client pipelining while its previous
+        request is being answered must not grow memory without bound."""
         if self._eof:
             raise RuntimeError("feed() after feed_eof()")
-        if self._state not in (_CLOSED, _DEAD):
-            self._buf += data
+        if self._state in (_CLOSED, _DEAD):
+            return
+        self._buf += data
+        if len(self._buf) > self.max_head + self.max_body + 65536:
+            err = HttpError(413, "too much data buffered on this connection")
+            self._fail(err)
+            raise err
 
     def feed_eof(self):
         self._eof = True
