@@ -1,0 +1,124 @@
+"""End-to-end: every kind of bad input gets its exact answer, and the router keeps serving."""
+
+import json
+import socket
+
+import pytest
+
+from helpers import Client, Daemon, body_of, raw_exchange, status_of
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    d = Daemon(tmp_path_factory.mktemp("badinput"),
+               env={"GS_MCP_MAX_BODY": "65536", "GS_MCP_READ_TIMEOUT": "1", "GS_MCP_SPARE_WORKERS": "1"})
+    d.start()
+    yield d
+    d.stop()
+
+
+def post(body, extra=b"", length=None):
+    if isinstance(body, str):
+        body = body.encode()
+    length = str(len(body)).encode() if length is None else length
+    return (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n" + extra +
+            b"Content-Length: " + length + b"\r\n\r\n" + body)
+
+
+JSONRPC_CASES = [
+    ("malformed json", b'{"jsonrpc": "2.0", "id": 1, "method": ', -32700),
+    ("invalid utf-8", b'{"jsonrpc":"2.0","id":1,"method":"\xff\xfe"}', -32700),
+    ("empty body", b"", -32700),
+    ("batch", b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]', -32600),
+    ("no jsonrpc member", b'{"id":1,"method":"ping"}', -32600),
+    ("wrong jsonrpc version", b'{"jsonrpc":"1.0","id":1,"method":"ping"}', -32600),
+    ("null id", b'{"jsonrpc":"2.0","id":null,"method":"ping"}', -32600),
+    ("object id", b'{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}', -32600),
+    ("non-string method", b'{"jsonrpc":"2.0","id":1,"method":7}', -32600),
+    ("array params", b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":[1]}', -32600),
+    ("a json string", b'"hello"', -32600),
+]
+
+
+@pytest.mark.parametrize("name,body,code", JSONRPC_CASES, ids=[c[0] for c in JSONRPC_CASES])
+def test_bad_json_rpc_bodies(daemon, name, body, code):
+    raw = raw_exchange(daemon.port, post(body))
+    assert status_of(raw) == 400, raw
+    reply = json.loads(body_of(raw))
+    assert reply["jsonrpc"] == "2.0"
+    assert reply["error"]["code"] == code
+
+
+HTTP_CASES = [
+    ("negative content-length", post(b"{}", length=b"-5"), 400),
+    ("non-numeric content-length", post(b"{}", length=b"12abc"), 400),
+    ("huge content-length", post(b"{}", length=b"10000000000"), 413),
+    ("absurd content-length", post(b"{}", length=b"9" * 40), 400),
+    ("body over the cap", post(b"x" * 70000), 413),
+    ("two different content-lengths", post(b"{}", extra=b"Content-Length: 3\r\n"), 400),
+    ("content-length with chunked", post(b"0\r\n\r\n", extra=b"Transfer-Encoding: chunked\r\n"), 400),
+    ("garbage chunk size", b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", 400),
+    ("header line without colon", b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nNoColonHere\r\nContent-Length: 2\r\n\r\n{}", 400),
+    ("malformed request line", b"POST\r\nHost: localhost\r\n\r\n", 400),
+    ("unsupported http version", b"POST /mcp HTTP/2.0\r\nHost: localhost\r\nContent-Length: 2\r\n\r\n{}", 505),
+    ("head too large", b"GET /mcp HTTP/1.1\r\nHost: localhost\r\nX-Big: " + b"a" * 70000 + b"\r\n\r\n", 431),
+    ("unknown transfer-encoding", b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: gzip\r\n\r\n", 501),
+    ("space before colon", b"POST /mcp HTTP/1.1\r\nHost : localhost\r\nContent-Length: 2\r\n\r\n{}", 400),
+]
+
+
+@pytest.mark.parametrize("name,data,status", HTTP_CASES, ids=[c[0] for c in HTTP_CASES])
+def test_bad_http_requests(daemon, name, data, status):
+    raw = raw_exchange(daemon.port, data)
+    assert status_of(raw) == status, raw[:300]
+    assert b"connection: close" in raw.lower()
+
+
+def test_chunked_request_body_is_accepted(daemon):
+    body = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}'
+    data = (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n" +
+            b"%x\r\n" % 10 + body[:10] + b"\r\n" + b"%x\r\n" % (len(body) - 10) + body[10:] + b"\r\n0\r\n\r\n")
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as s:
+        s.sendall(data)
+        raw = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            raw += chunk
+    assert status_of(raw) == 200
+    assert json.loads(body_of(raw))["result"]["serverInfo"]["name"] == "gsmcpd"
+
+
+def test_a_slow_client_is_dropped_and_wedges_nothing(daemon):
+    slow = socket.create_connection(("127.0.0.1", daemon.port), timeout=10)
+    slow.sendall(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n{")
+    c = Client(daemon.port)
+    c.initialize()  # served while the slow one dawdles
+    slow.settimeout(10)
+    # the server hangs up on it (its read timeout is 1 s here; ours, 10 s, would raise)
+    assert slow.recv(100) == b""
+    slow.close()
+
+
+def test_the_router_still_serves_after_all_of_that(daemon):
+    for _, data, _ in HTTP_CASES:
+        raw_exchange(daemon.port, data)
+    c = Client(daemon.port)
+    c.initialize()
+    assert c.call("tools/list").status == 200
+    assert c.call("ping").json()["result"] == {}
+
+
+def test_bad_tool_arguments_are_tool_errors_and_unknown_tools_are_protocol_errors(daemon):
+    c = Client(daemon.port)
+    c.initialize()
+    reply = c.call("tools/call", {"name": "execute_code", "arguments": {"code": 1}}).json()
+    assert reply["result"]["isError"] is True
+    assert reply["result"]["structuredContent"]["error"]["kind"] == "invalidParams"
+    reply = c.call("tools/call", {"name": "execute_code", "arguments": {"code": "1", "extra": 2}}).json()
+    assert reply["result"]["structuredContent"]["error"]["kind"] == "invalidParams"
+    reply = c.call("tools/call", {"name": "execute_code", "arguments": {}}).json()
+    assert reply["result"]["structuredContent"]["error"]["kind"] == "invalidParams"
+    assert c.call("tools/call", {"name": "no_such_tool", "arguments": {}}).json()["error"]["code"] == -32602
+    assert c.call("tools/call", {"arguments": {}}).json()["error"]["code"] == -32602
