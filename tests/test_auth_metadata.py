@@ -1,0 +1,74 @@
+"""RFC 9728 metadata, the derived scope union and the challenge header text."""
+import json
+
+import pytest
+
+from gsmcpd.auth import AuthSettings, unauthorized
+from gsmcpd.auth.challenge import bearer_challenge, clean_description
+from gsmcpd.auth.metadata import metadata_paths, metadata_url, supported_scopes
+
+
+def test_scope_union_is_ordered_and_deduplicated():
+    assert supported_scopes(["mcp:use", "mcp:read"], "mcp:write", ["profile", "mcp:use", "offline_access"]) == (
+        "mcp:use", "mcp:read", "mcp:write", "profile", "offline_access")
+
+
+def test_scope_union_with_write_scope_also_required():
+    assert supported_scopes(["mcp:write"], "mcp:write", []) == ("mcp:write",)
+    assert supported_scopes([], None, []) == ()
+
+
+def test_metadata_document():
+    settings = AuthSettings(resource="https://mcp.example.com:8443/mcp", issuer="https://auth.example.com",
+                            required_scopes=("mcp:use",), write_scope="mcp:write",
+                            extra_scopes=("profile", "offline_access"))
+    assert json.loads(settings.metadata_body) == {
+        "resource": "https://mcp.example.com:8443/mcp",
+        "authorization_servers": ["https://auth.example.com"],
+        "scopes_supported": ["mcp:use", "mcp:write", "profile", "offline_access"],
+        "bearer_methods_supported": ["header"],
+    }
+
+
+def test_explicit_authorization_servers():
+    settings = AuthSettings(resource="https://h/mcp", issuer="https://a/realms/x",
+                            authorization_servers=("https://a/realms/x", "https://b"))
+    assert json.loads(settings.metadata_body)["authorization_servers"] == ["https://a/realms/x", "https://b"]
+
+
+def test_metadata_paths_and_url():
+    assert metadata_paths("https://h:8443/mcp") == (
+        "/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp")
+    assert metadata_url("https://h:8443/mcp") == "https://h:8443/.well-known/oauth-protected-resource/mcp"
+    assert metadata_paths("https://h") == ("/.well-known/oauth-protected-resource",)
+    assert metadata_url("https://h/") == "https://h/.well-known/oauth-protected-resource"
+
+
+@pytest.mark.parametrize("resource", ["mcp", "https://h/mcp#frag", "https://h/mcp?x=1", "ftp://h/mcp"])
+def test_bad_resource_is_refused(resource):
+    with pytest.raises(ValueError):
+        AuthSettings(resource=resource, issuer="https://a")
+
+
+def test_scope_lists_must_not_be_plain_strings():
+    with pytest.raises(TypeError, match="required_scopes"):
+        AuthSettings(resource="https://h/mcp", issuer="https://a", required_scopes="mcp:use")
+
+
+def test_challenge_without_scopes():
+    assert bearer_challenge("https://h/m") == 'Bearer resource_metadata="https://h/m"'
+
+
+def test_unauthorized_without_scopes_configured():
+    settings = AuthSettings(resource="https://h/mcp", issuer="https://a")
+    assert unauthorized(settings).www_authenticate == (
+        'Bearer resource_metadata="https://h/.well-known/oauth-protected-resource/mcp"')
+
+
+def test_description_is_made_legal():
+    assert clean_description('bad "quote" and \\ back\nslash') == "bad 'quote' and ' back'slash"
+
+
+def test_invalid_scope_token_is_refused():
+    with pytest.raises(ValueError, match="not a valid scope token"):
+        bearer_challenge("https://h/m", ['a"b'])

@@ -1,0 +1,159 @@
+"""User map parsing, account resolution, and the root-only switch to an account."""
+import os
+import pwd
+import shutil
+import tempfile
+import subprocess
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+
+from gsmcpd.auth.usermap import AccountResolver, UserMapError, load_user_map, parse_user_map
+
+
+def test_parse_with_comments_and_blank_lines():
+    text = textwrap.dedent("""\
+        # claim-value  account
+        alice@example.com   alice
+
+        bob  nobody  extra
+        """)
+    with pytest.raises(UserMapError) as info:
+        parse_user_map(text, "users.map")
+    assert info.value.line == 4
+    assert str(info.value) == "users.map:4: expected 'claim-value account', got 3 fields"
+    assert parse_user_map("# x\n\nalice@example.com alice\n  bob\tnobody  \n") == {
+        "alice@example.com": "alice", "bob": "nobody"}
+
+
+@pytest.mark.parametrize("line, message", [
+    ("alice", "expected 'claim-value account', got 1 fields"),
+    ("alice ../etc root2", "expected 'claim-value account', got 3 fields"),
+    ("alice ../etc", "not a valid account name: '../etc'"),
+    ("alice -rf", "not a valid account name: '-rf'"),
+])
+def test_bad_lines_are_refused_with_line_number(line, message):
+    with pytest.raises(UserMapError, match=f"^m:2: {message}"):
+        parse_user_map(f"ok nobody\n{line}\n", "m")
+
+
+def test_duplicate_claim_value_is_refused():
+    with pytest.raises(UserMapError, match="m:3: 'a' is mapped twice"):
+        parse_user_map("a nobody\n\na daemon\n", "m")
+
+
+def test_load_from_file(tmp_path):
+    path = tmp_path / "users.map"
+    path.write_text("alice nobody\n")
+    assert load_user_map(path) == {"alice": "nobody"}
+    assert AccountResolver.from_file(path).resolve_account("alice") == "nobody"
+
+
+def test_resolve_with_map():
+    resolver = AccountResolver({"alice": "nobody", "bob": "no-such-account-xyz", "eve": "root"})
+    assert resolver.resolve_account("alice") == "nobody"
+    assert resolver.resolve_account("carol") is None              # unmapped
+    assert resolver.resolve_account("bob") is None                # mapped to a missing account
+    assert resolver.resolve_account("eve") is None                # never root
+
+
+def test_resolve_without_map_uses_the_claim_as_account():
+    resolver = AccountResolver.from_file(None)
+    assert resolver.resolve_account("nobody") == "nobody"
+    assert resolver.resolve_account("no-such-account-xyz") is None
+    assert resolver.resolve_account("root") is None
+    assert resolver.resolve_account("../nobody") is None
+    assert resolver.resolve_account("") is None
+
+
+# -- become(): root only -----------------------------------------------------------------
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="become() switches uid: needs root to test")
+
+
+@pytest.fixture
+def throwaway_account():
+    name = "gsm" + uuid.uuid4().hex[:8]
+    subprocess.run(["useradd", "--no-create-home", "--home-dir", f"/nonexistent/{name}", "--shell",
+                    "/usr/sbin/nologin", "--user-group", name], check=True, capture_output=True)
+    try:
+        yield name
+    finally:
+        subprocess.run(["userdel", name], check=True, capture_output=True)
+
+
+@pytest.fixture
+def shared_dir():
+    # pytest's tmp_path sits under a 0700 directory no other account can traverse.
+    path = Path(tempfile.mkdtemp(prefix="gsmcpd-become-", dir="/tmp"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path)
+
+
+WORKER = textwrap.dedent("""\
+    import os, sys
+    from gsmcpd.auth.usermap import become
+    switched = become(sys.argv[1])
+    print(switched, os.getuid(), os.geteuid(), os.getgid(), os.environ["HOME"])
+    for path in sys.argv[2:]:
+        try:
+            open(path).read()
+            print("read-ok")
+        except PermissionError:
+            print("read-denied")
+    try:
+        os.setuid(0)
+        print("regained-root")
+    except PermissionError:
+        print("root-gone")
+    """)
+
+
+def private_file(directory, name, account):
+    entry = pwd.getpwnam(account)
+    path = directory / name
+    path.write_text(f"for {account}")
+    os.chown(path, entry.pw_uid, entry.pw_gid)
+    path.chmod(0o600)
+    return path
+
+
+@needs_root
+def test_become_switches_uid_and_drops_root(throwaway_account, shared_dir):
+    entry = pwd.getpwnam(throwaway_account)
+    mine = private_file(shared_dir, "mine.txt", throwaway_account)
+    theirs = private_file(shared_dir, "theirs.txt", "nobody")
+    result = subprocess.run([sys.executable, "-c", WORKER, throwaway_account, str(mine), str(theirs)],
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        f"True {entry.pw_uid} {entry.pw_uid} {entry.pw_gid} /nonexistent/{throwaway_account}",
+        "read-ok", "read-denied", "root-gone"]
+
+
+@needs_root
+def test_become_refuses_root_and_unknown_accounts():
+    from gsmcpd.auth.usermap import AccountSwitchError, become
+    with pytest.raises(AccountSwitchError, match="refusing to run a worker as root"):
+        become("root")
+    with pytest.raises(AccountSwitchError, match="no such account: no-such-account-xyz"):
+        become("no-such-account-xyz")
+
+
+def test_become_without_root_does_not_switch():
+    # Drop to nobody first (when root), then become() must report "no switch".
+    script = textwrap.dedent("""\
+        import os
+        from gsmcpd.auth.usermap import become
+        if os.geteuid() == 0:
+            import pwd
+            os.setuid(pwd.getpwnam("nobody").pw_uid)
+        uid = os.getuid()
+        print(become("daemon"), os.getuid() == uid)
+        """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "True"]
