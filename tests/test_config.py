@@ -1,0 +1,213 @@
+"""Config: precedence of the four layers, value parsing, and every refusal (key named)."""
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+
+from gsmcpd import config as config_module
+from gsmcpd.config import (CORE_TOOLSETS, DEFAULT_STATE_DIR, KNOBS, Config, ConfigError,
+                           load_config)
+
+REPO = Path(__file__).resolve().parent.parent
+AUTH_ENV = {"GS_MCP_AUTH": "1", "MCP_ISSUER": "https://idp.example", "MCP_AUDIENCE": "gsmcpd"}
+
+
+@pytest.fixture(autouse=True)
+def accept_known_toolsets(monkeypatch):
+    """Toolset resolution imports the worker's toolsets; config tests need only the names."""
+    def fake_validate(names):
+        unknown = [name for name in names if name not in CORE_TOOLSETS + ("bench",)]
+        if unknown:
+            raise ConfigError("toolsets", f"unknown toolset {unknown[0]!r}")
+    monkeypatch.setattr(config_module, "_validate_toolsets", fake_validate)
+
+
+def refused(key, flags=None, environ=None, conf_path=None):
+    with pytest.raises(ConfigError) as info:
+        load_config(flags or {}, environ or {}, conf_path)
+    assert info.value.key == key
+    assert str(info.value).startswith(f"{key}: ")
+    return info.value.message
+
+
+def test_defaults_match_the_issue():
+    config = load_config({}, {})
+    assert config.host == "127.0.0.1" and config.port == 8000
+    assert config.state_dir == DEFAULT_STATE_DIR == REPO / "var"
+    assert config.image == DEFAULT_STATE_DIR / "image"
+    assert config.toolsets == CORE_TOOLSETS
+    assert (config.trace, config.trace_limit) == ("off", 4096)
+    assert config.max_body == 16 * 1024 * 1024
+    assert (config.idle_timeout, config.probe_after, config.streamless_idle_timeout) == \
+        (1800.0, 1500.0, 60.0)
+    assert config.max_session_lifetime is None and config.request_timeout is None
+    assert (config.spare_workers, config.max_sessions, config.jwt_leeway) == (2, 2000, 30.0)
+    assert config.log_file is None and config.log_level == "info"
+    assert config.url == "http://127.0.0.1:8000/mcp"
+    assert config.pidfile == REPO / "var" / "gsmcpd-8000.pid"
+    assert config.control_socket == REPO / "var" / "gsmcpd-8000.ctl"
+
+
+def test_every_knob_has_a_config_field_with_the_same_default():
+    fields = {field.name: field.default for field in dataclasses.fields(Config)}
+    for knob in KNOBS:
+        assert knob.key in fields, knob.key
+        if knob.key != "image":  # resolved against state_dir at load time
+            assert fields[knob.key] == knob.default, knob.key
+
+
+def test_precedence_defaults_conf_env_flags(tmp_path):
+    conf = tmp_path / "site.conf"
+    conf.write_text("port = 9001\nhost = localhost\ntrace_limit = 100\nreadonly = yes\n")
+    layered = load_config({}, {}, conf)
+    assert (layered.port, layered.host, layered.trace_limit, layered.readonly) == \
+        (9001, "localhost", 100, True)
+    env = {"GS_MCP_PORT": "9002", "GS_MCP_TRACE_LIMIT": "none"}
+    layered = load_config({}, env, conf)
+    assert (layered.port, layered.trace_limit, layered.host) == (9002, None, "localhost")
+    layered = load_config({"port": "9003", "readonly": False}, env, conf)
+    assert (layered.port, layered.readonly) == (9003, False)
+
+
+def test_conf_file_named_by_flag_or_environment(tmp_path):
+    conf = tmp_path / "a.conf"
+    conf.write_text("port = 9100\n")
+    assert load_config({"config": str(conf)}, {}).port == 9100
+    assert load_config({}, {"GS_MCP_CONFIG": str(conf)}).port == 9100
+
+
+def test_none_flags_mean_not_given():
+    assert load_config({"port": None, "readonly": None}, {"GS_MCP_PORT": "9200"}).port == 9200
+
+
+def test_value_forms():
+    config = load_config({"trace": "both"}, {
+        "GS_MCP_TOOLSETS": "browsing, search  listing",
+        "GS_MCP_IDLE_TIMEOUT": "none", "GS_MCP_PROBE_AFTER": "2.5",
+        "GS_MCP_REQUEST_TIMEOUT": "0.25", "GS_MCP_MAX_BODY": "2MiB",
+        "GS_MCP_ALLOWED_ORIGINS": "app.example.com other.example",
+        "GS_MCP_WORKER_CLASS": "mypkg.server:MyServer", "GS_MCP_LOG_LEVEL": "DEBUG",
+        "MCP_EXTRA_SCOPES": "a b", "MCP_USERID_CLAIM": "email"})
+    assert config.toolsets == ("browsing", "search", "listing")
+    assert config.idle_timeout is None and config.probe_after == 2.5
+    assert config.request_timeout == 0.25 and config.max_body == 2 * 1024 * 1024
+    assert config.allowed_origins == ("app.example.com", "other.example")
+    assert config.worker_class == "mypkg.server:MyServer" and config.log_level == "debug"
+    assert config.extra_scopes == ("a", "b") and config.userid_claim == "email"
+    assert config.trace == "both" and config.trace_inbound and config.trace_outbound
+    assert load_config({}, {"GS_MCP_TRACE": "1"}).trace == "inbound"
+    assert load_config({}, {"GS_MCP_TRACE": "0"}).trace_inbound is False
+
+
+def test_image_follows_state_dir_unless_set(tmp_path):
+    config = load_config({"state_dir": str(tmp_path)}, {})
+    assert config.image == tmp_path / "image"
+    assert load_config({"state_dir": str(tmp_path), "image": "/srv/img"}, {}).image == \
+        Path("/srv/img")
+
+
+def test_flags_may_arrive_typed():
+    config = load_config({"port": 8123, "readonly": True, "toolsets": ["search"]}, {})
+    assert (config.port, config.readonly, config.toolsets) == (8123, True, ("search",))
+
+
+@pytest.mark.parametrize("env_name, value, key, words", [
+    ("GS_MCP_PORT", "eighty", "port", "integer"),
+    ("GS_MCP_PORT", "70000", "port", "between 1 and 65535"),
+    ("GS_MCP_READONLY", "maybe", "readonly", "boolean"),
+    ("GS_MCP_TRACE", "loud", "trace", "0, 1 or both"),
+    ("GS_MCP_TRACE_LIMIT", "0", "trace_limit", "at least 1"),
+    ("GS_MCP_IDLE_TIMEOUT", "-5", "idle_timeout", ">= 0"),
+    ("GS_MCP_READ_TIMEOUT", "0", "read_timeout", "greater than 0"),
+    ("GS_MCP_MAX_BODY", "16 parsecs", "max_body", "size in bytes"),
+    ("GS_MCP_LOG_LEVEL", "chatty", "log_level", "one of"),
+    ("GS_MCP_WORKER_CLASS", "not a class", "worker_class", "module:Class"),
+    ("GS_MCP_SPARE_WORKERS", "-1", "spare_workers", "at least 0"),
+    ("GS_MCP_MAX_SESSIONS", "0", "max_sessions", "at least 1"),
+    ("MCP_JWT_LEEWAY", "soon", "jwt_leeway", "seconds"),
+])
+def test_bad_values_are_refused_naming_the_key(env_name, value, key, words):
+    assert words in refused(key, environ={env_name: value})
+
+
+def test_unknown_keys_are_refused(tmp_path):
+    conf = tmp_path / "bad.conf"
+    conf.write_text("# fine\nport = 8001\nread_only = 1\n")
+    assert "line 3: unknown key" in refused("read_only", conf_path=conf)
+    conf.write_text("just words\n")
+    assert "expected 'key = value'" in refused("just words", conf_path=conf)
+    assert "unknown GS_MCP_" in refused("GS_MCP_READ_ONLY", environ={"GS_MCP_READ_ONLY": "1"})
+    assert "unknown flag" in refused("colour", flags={"colour": "blue"})
+    assert "cannot read" in refused("config", conf_path=tmp_path / "missing.conf")
+
+
+def test_unrelated_environment_is_ignored():
+    assert load_config({}, {"PATH": "/bin", "MCP_SOMETHING_ELSE": "x"}).port == 8000
+
+
+def test_unknown_toolset_is_refused():
+    assert "unknown toolset 'nonsense'" in refused("toolsets", environ={
+        "GS_MCP_TOOLSETS": "search nonsense"})
+    assert "empty" in refused("toolsets", environ={"GS_MCP_TOOLSETS": " , "})
+
+
+def test_toolset_validation_uses_the_worker_resolver(monkeypatch):
+    monkeypatch.undo()  # the real _validate_toolsets, which asks gsmcpd.worker.toolsets
+    with pytest.raises(ConfigError) as info:
+        load_config({}, {"GS_MCP_TOOLSETS": "nonsense"})
+    assert info.value.key == "toolsets" and "nonsense" in info.value.message
+
+
+def test_probe_must_come_before_idle_deadline():
+    message = refused("probe_after", environ={"GS_MCP_IDLE_TIMEOUT": "100",
+                                              "GS_MCP_PROBE_AFTER": "100"})
+    assert "less than idle_timeout" in message
+    assert load_config({}, {"GS_MCP_IDLE_TIMEOUT": "none", "GS_MCP_PROBE_AFTER": "5000"})
+
+
+def test_tls_needs_both_halves():
+    assert "tls_cert is set" in refused("tls_key", environ={"GS_MCP_TLS_CERT": "/c.pem"})
+    assert "tls_key is set" in refused("tls_cert", environ={"GS_MCP_TLS_KEY": "/k.pem"})
+
+
+def test_auth_needs_issuer_audience_and_a_key_source():
+    assert "issuer" in refused("issuer", environ={"GS_MCP_AUTH": "1", "MCP_AUDIENCE": "x"})
+    assert "audience" in refused("audience", environ={"GS_MCP_AUTH": "1", "MCP_ISSUER": "x"})
+    assert "no key source" in refused("jwks_file", environ={
+        "GS_MCP_AUTH": "1", "MCP_ISSUER": "local-idp", "MCP_AUDIENCE": "x"})
+    assert load_config({}, {**AUTH_ENV}).auth  # an https issuer allows discovery
+    assert load_config({}, {"GS_MCP_AUTH": "1", "MCP_ISSUER": "local", "MCP_AUDIENCE": "x",
+                            "MCP_JWKS_FILE": "/etc/jwks.json"}).jwks_file == Path("/etc/jwks.json")
+
+
+def test_network_facing_host_needs_auth_and_tls():
+    assert "needs auth" in refused("host", flags={"host": "0.0.0.0"})
+    assert "needs TLS" in refused("host", flags={"host": "0.0.0.0"}, environ=AUTH_ENV)
+    assert load_config({"host": "0.0.0.0", "behind_tls_proxy": True}, AUTH_ENV).behind_tls_proxy
+    tls = {**AUTH_ENV, "GS_MCP_TLS_CERT": "/c.pem", "GS_MCP_TLS_KEY": "/k.pem"}
+    config = load_config({"host": "192.0.2.7"}, tls)
+    assert config.url == "https://192.0.2.7:8000/mcp"
+    assert load_config({"host": "::1"}, {}).url == "http://[::1]:8000/mcp"
+    assert load_config({"host": "localhost"}, {}).host == "localhost"
+
+
+def test_validate_false_skips_combinations_only():
+    config = load_config({"host": "0.0.0.0"}, {}, validate=False)
+    assert config.host == "0.0.0.0"
+    with pytest.raises(ConfigError):
+        load_config({"port": "x"}, {}, validate=False)
+
+
+def test_shipped_conf_documents_every_knob_with_its_default(tmp_path):
+    text = (REPO / "etc" / "gsmcpd.conf").read_text()
+    documented = dict(re.findall(r"^#[ \t]*(\w+)[ \t]*=[ \t]*(.*?)[ \t]*$", text, re.M))
+    assert set(documented) >= {knob.key for knob in KNOBS}
+    assert load_config({}, {}, REPO / "etc" / "gsmcpd.conf") == load_config({}, {})
+    # Uncommenting every literal default changes nothing (<...> marks a computed one).
+    literal = {key: value for key, value in documented.items() if not value.startswith("<")}
+    assert "port" in literal and "state_dir" not in literal
+    conf = tmp_path / "uncommented.conf"
+    conf.write_text("".join(f"{key} = {value}\n" for key, value in literal.items()))
+    assert load_config({}, {}, conf) == load_config({}, {})
