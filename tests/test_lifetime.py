@@ -380,3 +380,31 @@ def test_indefinite_idle_lifts_the_idle_relations():
     assert s.idle_timeout is None and s.probe_after == 5000
     with pytest.raises(ValueError, match="unknown"):
         parse_knob("nonsense", "1")
+
+
+def test_outstanding_probe_survives_a_forgiven_stall():
+    lt = new()
+    open_streamed(lt)
+    run(lt, 1500.0)                                  # ping srv-1 sent at 1500, due back by 1530
+    assert lt.tick(1510.0 + 4000.0) == [("forgiven", 4010.0)]
+    assert "s" in lt
+    assert lt.response_received("s", "srv-1", 5520.0).kind == "probe"
+    assert kinds(run(lt, 6000.0), "reap") == [(5810.0, ("reap", "s", IDLE))]
+
+
+def test_wired_with_an_outbox_the_newest_get_decides():
+    from gsmcpd.router.outbox import Outbox
+    box = Outbox()
+    lt = new()
+    lt.session_opened("s", 0.0)
+    first = box.attach()
+    lt.stream_attached("s", first, 0.0)
+    ((_, ping),) = run(lt, 1500.0)
+    box.push({"jsonrpc": "2.0", "id": ping[2], "method": "ping"})
+    second = box.attach()                            # the client reopens its GET
+    lt.stream_attached("s", second, 1501.0)
+    assert box.drain(first) == ([], False)           # the old writer ends without the ping
+    assert box.drain(second)[0][0]["id"] == "srv-1"  # the ping goes down the new stream
+    assert box.detach(first) is False and lt.stream_detached("s", first, 1502.0) is False
+    assert run(lt, 1559.0) == []                     # generation-1 probe discarded, not a verdict
+    assert run(lt, 1560.0) == [(1560.0, ("ping", "s", "srv-2", second))]
