@@ -1,0 +1,130 @@
+"""Control socket: request handling, the status table, and the client against a real
+unix socket served by a small test server."""
+
+import json
+import os
+import socket
+import stat
+import threading
+
+import pytest
+
+from gsmcpd.router import control
+
+SESSIONS = [
+    {"id_prefix": "71ff1f5c", "user": "alice", "worker_pid": 4242, "age": 3725.5, "idle": 12.9,
+     "in_flight": "tools/call execute_code", "stream_attached": True, "read_only": False},
+    {"id_prefix": "0a1b2c3d", "user": "bob", "worker_pid": 4343, "age": 75, "idle": 75,
+     "in_flight": None, "stream_attached": False, "read_only": True},
+]
+
+
+def test_status_and_ping_requests():
+    reply = control.handle_request({"op": "status"}, lambda: SESSIONS)
+    assert reply == {"ok": True, "pid": os.getpid(), "sessions": SESSIONS}
+    assert control.handle_request({"op": "ping"}, lambda: []) == {"ok": True, "pid": os.getpid()}
+
+
+def test_bad_requests_get_an_error_reply():
+    reply = control.handle_request({"op": "shutdown"}, lambda: [])
+    assert reply["ok"] is False and "unknown op 'shutdown'" in reply["error"]
+    for line in (b"not json\n", b"[1,2]\n", b"\xff\n"):
+        answer = json.loads(control.handle_line(line, lambda: []))
+        assert answer["ok"] is False and answer["error"]
+
+
+def test_handle_line_round_trip():
+    out = control.handle_line(b'{"op":"status"}\n', lambda: SESSIONS[:1])
+    assert out.endswith(b"\n") and out.count(b"\n") == 1
+    assert control.decode(out)["sessions"][0]["user"] == "alice"
+
+
+def test_durations():
+    assert [control.format_duration(s) for s in (None, 0, 59.9, 60, 3599, 3600, 7380)] == \
+        ["-", "0s", "59s", "1m00s", "59m59s", "1h00m", "2h03m"]
+
+
+def test_table_is_aligned_like_gslist():
+    lines = control.format_table(SESSIONS).splitlines()
+    assert lines[0].split() == ["Session", "User", "Pid", "Age", "Idle", "Stream", "RO", "In",
+                                "flight"]
+    assert lines[1].split()[:7] == ["71ff1f5c", "alice", "4242", "1h02m", "12s", "yes", "no"]
+    assert lines[1].endswith("tools/call execute_code")
+    assert lines[2].split() == ["0a1b2c3d", "bob", "4343", "1m15s", "1m15s", "no", "yes", "-"]
+    column = lines[0].index("User")
+    assert lines[1][column:].startswith("alice") and lines[2][column:].startswith("bob")
+    assert control.format_table([]) == "no open sessions"
+
+
+def test_render_status_text_and_json():
+    text = control.render_status({"ok": True, "pid": 99, "sessions": SESSIONS}, 8000)
+    assert text.splitlines()[0] == "gsmcpd on port 8000 (pid 99): 2 session(s)"
+    data = json.loads(control.render_status({"ok": True, "pid": 99, "sessions": []}, 8000,
+                                            as_json=True))
+    assert data == {"port": 8000, "pid": 99, "sessions": []}
+
+
+@pytest.fixture
+def served(tmp_path):
+    """A tiny blocking server over control.open_listener, answering with handle_line."""
+    path = control.control_socket_path(tmp_path, 8123)
+    listener = control.open_listener(path)
+    listener.setblocking(True)
+    stop = threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                data = b""
+                while not data.endswith(b"\n"):
+                    chunk = conn.recv(4096)
+                    if not chunk:
+                        break
+                    data += chunk
+                conn.sendall(control.handle_line(data, lambda: SESSIONS))
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield path
+    stop.set()
+    listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept()
+    listener.close()
+    thread.join(timeout=5)
+
+
+def test_listener_socket_is_private(served):
+    mode = os.stat(served).st_mode
+    assert stat.S_ISSOCK(mode) and stat.S_IMODE(mode) == 0o600
+
+
+def test_client_queries_a_live_server(served, tmp_path):
+    reply = control.query(tmp_path, 8123)
+    assert reply["sessions"] == SESSIONS and reply["pid"] == os.getpid()
+    assert control.query(tmp_path, 8123, {"op": "ping"}) == {"ok": True, "pid": os.getpid()}
+    with pytest.raises(control.ControlError, match="server refused: unknown op"):
+        control.query(tmp_path, 8123, {"op": "nope"})
+
+
+def test_client_without_a_server(tmp_path):
+    with pytest.raises(control.ControlError, match="is a server running on port 8124"):
+        control.query(tmp_path, 8124)
+    stale = tmp_path / "gsmcpd-8124.ctl"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(str(stale))
+    sock.close()  # the file stays, nobody listens
+    with pytest.raises(control.ControlError, match="stale socket"):
+        control.query(tmp_path, 8124)
+
+
+def test_open_listener_replaces_a_leftover_file(tmp_path):
+    path = tmp_path / "gsmcpd-1.ctl"
+    path.write_text("leftover")
+    listener = control.open_listener(path)
+    try:
+        assert stat.S_ISSOCK(os.stat(path).st_mode)
+    finally:
+        listener.close()

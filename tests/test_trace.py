@@ -1,0 +1,90 @@
+"""Message-trace lines: shape, escaping, the cap, session prefixes, no headers."""
+
+import json
+
+from gsmcpd.router import trace
+
+INIT = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}'
+
+
+def test_inbound_line_shape():
+    line = trace.format_inbound("POST", "/mcp", None, INIT, 4096)
+    assert line == f"--> POST /mcp session - {len(INIT)} chars: {INIT.decode()}"
+
+
+def test_session_id_is_shown_as_a_prefix():
+    session = "71ff1f5c9a0b4c2d8e7f6a5b4c3d2e1f"
+    line = trace.format_inbound("POST", "/mcp", session, b"{}", 4096)
+    assert line.startswith("--> POST /mcp session 71ff1f5c... 2 chars: {}")
+    assert session not in line
+    assert trace.short_id("abc") == "abc"
+
+
+def test_real_newlines_and_tabs_are_escaped_so_one_message_is_one_line():
+    body = json.dumps({"code": "x"}).encode()[:-1] + b', "src": "def f():\n\treturn 1\r\n"}'
+    line = trace.format_inbound("POST", "/mcp", "s1", body, None)
+    assert "\n" not in line and "\t" not in line and "\r" not in line
+    assert 'def f():\\n\\treturn 1\\r\\n' in line
+    assert trace.escape("bell\x07 nul\x00") == "bell\\x07 nul\\x00"
+
+
+def test_json_escapes_in_the_body_stay_as_written():
+    line = trace.format_inbound("POST", "/mcp", None, b'{"a":"x\\ny"}', None)
+    assert line.endswith('{"a":"x\\ny"}')
+
+
+def test_cap_counts_characters_and_says_how_many_more():
+    body = ("é" * 10).encode()
+    line = trace.format_inbound("POST", "/mcp", None, body, 4)
+    assert line == "--> POST /mcp session - 10 chars: éééé...(+6 more)"
+    exact = trace.format_inbound("POST", "/mcp", None, b"abcd", 4)
+    assert exact.endswith("4 chars: abcd")
+    whole = trace.format_inbound("POST", "/mcp", None, b"x" * 10000, None)
+    assert whole.endswith("x" * 10000) and "more)" not in whole
+
+
+def test_escaping_does_not_count_against_the_cap():
+    line = trace.format_inbound("POST", "/mcp", None, b"\n\n\nabc", 3)
+    assert line.endswith("6 chars: \\n\\n\\n...(+3 more)")
+
+
+def test_empty_body_and_invalid_utf8():
+    assert trace.format_inbound("GET", "/mcp", "abc", b"", 4096) == \
+        "--> GET /mcp session abc 0 chars"
+    line = trace.format_inbound("POST", "/mcp", None, b"\xff\xfe{}", 4096)
+    assert line.endswith("4 chars: \ufffd\ufffd{}")
+
+
+def test_no_headers_can_reach_a_line():
+    # The formatter takes no headers at all: a bearer token is never an argument.
+    names = trace.format_inbound.__code__.co_varnames[:trace.format_inbound.__code__.co_argcount]
+    assert names == ("method", "path", "session_id", "body", "limit")
+
+
+def test_hostile_method_path_and_session_cannot_forge_lines():
+    line = trace.format_inbound("PO\nST", "/mcp\r\nX: y", "ab\ncd", b"{}", 10)
+    assert "\n" not in line and "\r" not in line
+    assert "PO\\nST /mcp\\r\\nX: y session ab\\ncd" in line
+
+
+def test_unreadable_request():
+    assert trace.format_unreadable("client closed, timed out, or over-long head") == \
+        "--> (unreadable request: client closed, timed out, or over-long head)"
+    assert trace.format_unreadable("bad\nreason") == "--> (unreadable request: bad\\nreason)"
+
+
+def test_outbound_lines():
+    body = b'{"jsonrpc":"2.0","id":1,"result":{}}'
+    assert trace.format_outbound(200, "0123456789", body, 4096) == \
+        f"<-- 200 session 01234567... {len(body)} chars: {body.decode()}"
+    assert trace.format_outbound("SSE", None, b"x" * 9, 4) == \
+        "<-- SSE session - 9 chars: xxxx...(+5 more)"
+    assert trace.format_outbound(202, "s", b"", 4096) == "<-- 202 session s 0 chars"
+
+
+def test_startup_line_says_whether_and_how():
+    assert trace.startup_line("inbound", 4096) == \
+        "message trace: ON (inbound) -- bodies capped at 4096 chars"
+    assert trace.startup_line("both", None) == \
+        "message trace: ON (inbound and outbound) -- whole bodies, no cap"
+    assert trace.startup_line("off", 4096) == "message trace: off"
