@@ -141,7 +141,7 @@ class Idp:
 
 
 # -- a test CA and certificates ------------------------------------------------------
-class TestCa:
+class CertAuthority:
     """A throwaway CA; `issue()` writes a server certificate signed by it."""
 
     def __init__(self, directory):
@@ -200,7 +200,7 @@ class JwksServer:
     CONFIG_PATH = "/.well-known/openid-configuration"
 
     def __init__(self, directory, idp: Idp | None = None):
-        self.ca = TestCa(directory)
+        self.ca = CertAuthority(directory)
         self.ca_file = str(self.ca.ca_file)
         cert, key = self.ca.issue("jwks-server")
         self.idp = idp

@@ -1,0 +1,182 @@
+"""The sans-IO TLS layer: in-memory peers, a real socket pair, plaintext HTTP, certs."""
+import selectors
+import socket
+import ssl
+import stat
+import threading
+
+import pytest
+from cryptography import x509
+
+from gsmcpd.auth.tls import (PLAINTEXT_HTTP_RESPONSE, PlaintextHttpError, TlsConnection, TlsError,
+                             server_context, write_self_signed)
+from tests.idp import CertAuthority
+
+
+@pytest.fixture(scope="module")
+def self_signed(tmp_path_factory):
+    return write_self_signed(tmp_path_factory.mktemp("cert"))
+
+
+@pytest.fixture(scope="module")
+def server_ctx(self_signed):
+    return server_context(*self_signed)
+
+
+@pytest.fixture(scope="module")
+def client_ctx(self_signed):
+    return ssl.create_default_context(cafile=str(self_signed[0]))
+
+
+def pump(a, b):
+    """Move ciphertext between two in-memory peers until both are quiet; collect plaintext."""
+    got = {a: b"", b: b""}
+    while True:
+        moved = False
+        for src, dst in ((a, b), (b, a)):
+            data = src.pending_output()
+            if data:
+                got[dst] += dst.receive(data)
+                moved = True
+        if not moved:
+            return got[a], got[b]
+
+
+def connected(server_ctx, client_ctx, hostname="localhost"):
+    server = TlsConnection(server_ctx)
+    client = TlsConnection(client_ctx, server_side=False, server_hostname=hostname)
+    pump(client, server)
+    return server, client
+
+
+def test_handshake_and_exchange_in_memory(server_ctx, client_ctx):
+    server, client = connected(server_ctx, client_ctx)
+    assert server.handshake_done and client.handshake_done
+    assert server.alpn_protocol is None          # the client offered no ALPN
+    client.send(b"POST /mcp HTTP/1.1\r\n\r\n")
+    server.send(b"HTTP/1.1 200 OK\r\n\r\n" + b"x" * 100_000)
+    to_client, to_server = pump(client, server)
+    assert to_server == b"POST /mcp HTTP/1.1\r\n\r\n"
+    assert to_client == b"HTTP/1.1 200 OK\r\n\r\n" + b"x" * 100_000
+
+
+@pytest.mark.parametrize("hostname", ["localhost", "127.0.0.1", "::1"])
+def test_self_signed_cert_verifies_for_each_loopback_name(server_ctx, client_ctx, hostname):
+    server, client = connected(server_ctx, client_ctx, hostname)
+    assert client.handshake_done
+
+
+def test_send_before_handshake_is_delivered_after_it(server_ctx, client_ctx):
+    server = TlsConnection(server_ctx)
+    client = TlsConnection(client_ctx, server_side=False, server_hostname="localhost")
+    client.send(b"early")
+    to_client, to_server = pump(client, server)
+    assert to_server == b"early"
+
+
+def test_close_notify_reaches_the_peer(server_ctx, client_ctx):
+    server, client = connected(server_ctx, client_ctx)
+    server.send(b"bye")
+    server.close()
+    server.close()                              # idempotent
+    to_client, _ = pump(client, server)
+    assert to_client == b"bye"
+    assert client.peer_closed is True
+    with pytest.raises(TlsError, match="send after close"):
+        server.send(b"more")
+
+
+def test_plaintext_http_is_detected(server_ctx):
+    server = TlsConnection(server_ctx)
+    assert server.receive(b"PO") == b""         # could still be a method: wait
+    with pytest.raises(PlaintextHttpError) as info:
+        server.receive(b"ST /mcp HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert info.value.response == PLAINTEXT_HTTP_RESPONSE
+    assert PLAINTEXT_HTTP_RESPONSE.startswith(b"HTTP/1.1 400 Bad Request\r\n")
+    assert PLAINTEXT_HTTP_RESPONSE.endswith(b"\r\n\r\nThis port speaks HTTPS: use https:// to connect.\n")
+
+
+def test_garbage_fails_the_handshake(server_ctx):
+    server = TlsConnection(server_ctx)
+    with pytest.raises(TlsError, match="TLS handshake failed"):
+        server.receive(b"\x00\x01\x02 not tls at all, not http either")
+
+
+def test_untrusted_server_certificate_fails_on_both_sides(server_ctx, tmp_path):
+    other_ca = CertAuthority(tmp_path)
+    client = TlsConnection(ssl.create_default_context(cafile=str(other_ca.ca_file)),
+                           server_side=False, server_hostname="localhost")
+    server = TlsConnection(server_ctx)
+    server.receive(client.pending_output())
+    with pytest.raises(TlsError, match="CERTIFICATE_VERIFY_FAILED"):
+        client.receive(server.pending_output())
+    with pytest.raises(TlsError, match="TLS handshake failed"):
+        server.receive(client.pending_output())
+
+
+@pytest.mark.filterwarnings("ignore:ssl.TLSVersion.TLSv1_1 is deprecated:DeprecationWarning")
+def test_tls_below_1_2_is_refused(server_ctx, self_signed):
+    assert server_ctx.minimum_version == ssl.TLSVersion.TLSv1_2
+    old = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    old.load_verify_locations(str(self_signed[0]))
+    old.minimum_version = ssl.TLSVersion.MINIMUM_SUPPORTED
+    old.maximum_version = ssl.TLSVersion.TLSv1_1
+    with pytest.raises(TlsError):
+        connected(server_ctx, old)
+
+
+def test_server_context_reports_bad_files(tmp_path):
+    with pytest.raises(TlsError, match="cannot load TLS certificate"):
+        server_context(tmp_path / "missing.pem", tmp_path / "missing.key")
+
+
+def test_self_signed_files(self_signed):
+    cert_path, key_path = self_signed
+    assert stat.S_IMODE(key_path.stat().st_mode) == 0o600
+    cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
+    sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert sans.get_values_for_type(x509.DNSName) == ["localhost"]
+    assert [str(ip) for ip in sans.get_values_for_type(x509.IPAddress)] == ["127.0.0.1", "::1"]
+
+
+def test_self_signed_tightens_an_existing_key_file(tmp_path):
+    (tmp_path / "key.pem").write_text("old")
+    (tmp_path / "key.pem").chmod(0o644)
+    _, key_path = write_self_signed(tmp_path)
+    assert stat.S_IMODE(key_path.stat().st_mode) == 0o600
+    assert key_path.read_bytes().startswith(b"-----BEGIN PRIVATE KEY-----")
+
+
+def test_real_socket_pair_with_a_real_ssl_client(server_ctx, client_ctx):
+    server_sock, client_sock = socket.socketpair()
+    server_sock.setblocking(False)
+    replies = []
+
+    def client():
+        with client_ctx.wrap_socket(client_sock, server_hostname="localhost") as tls:
+            tls.sendall(b"ping\n")
+            replies.append(tls.recv(100))
+            tls.unwrap()
+
+    thread = threading.Thread(target=client, daemon=True)
+    thread.start()
+    conn = TlsConnection(server_ctx)
+    received = b""
+    with selectors.DefaultSelector() as selector:
+        selector.register(server_sock, selectors.EVENT_READ)
+        while not conn.peer_closed:
+            assert selector.select(timeout=10), "client went silent"
+            data = server_sock.recv(65536)
+            if not data:
+                break
+            received += conn.receive(data)
+            if received == b"ping\n":
+                conn.send(b"pong\n")
+                received = b""
+            server_sock.sendall(conn.pending_output())
+        conn.close()
+        server_sock.sendall(conn.pending_output())
+    thread.join(10)
+    server_sock.close()
+    assert replies == [b"pong\n"]
+    assert conn.peer_closed is True
