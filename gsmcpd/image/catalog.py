@@ -1,0 +1,169 @@
+"""Names in a view: dictionaries, classes, methods; resolution and the kernel guard.
+
+Image classes are found from source (top-level `class` statements), so a
+module that fails to import can still be browsed; their live objects come from
+the view's import hook. `builtins` is the kernel dictionary, last in lookup order.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from dataclasses import dataclass
+
+from gsmcpd.image import splice
+from gsmcpd.image.view import KERNEL, View
+from gsmcpd.worker.toolset import ToolError
+
+
+@dataclass(frozen=True)
+class ClassRef:
+    module: str
+    name: str
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.module}.{self.name}"
+
+    @property
+    def is_kernel(self) -> bool:
+        return self.module == KERNEL
+
+
+def dictionaries(view: View) -> list[str]:
+    return view.module_names() + [KERNEL]
+
+
+def kernel_classes() -> list[str]:
+    return sorted(name for name, obj in vars(builtins).items()
+                  if isinstance(obj, type) and not name.startswith("_"))
+
+
+def classes_in(view: View, module: str) -> list[ClassRef]:
+    if module == KERNEL:
+        return [ClassRef(KERNEL, name) for name in kernel_classes()]
+    require_module(view, module)
+    tree = view.tree(module)
+    if tree is None:
+        return []
+    seen: dict[str, ClassRef] = {}
+    for node in splice.top_level_classes(tree):
+        seen[node.name] = ClassRef(module, node.name)
+    return list(seen.values())
+
+
+def image_classes(view: View) -> list[ClassRef]:
+    return [ref for module in view.module_names() for ref in classes_in(view, module)]
+
+
+def require_module(view: View, module: str) -> None:
+    if module != KERNEL and not view.has_module(module):
+        raise ToolError("notFound", f"no dictionary (image module) named {module!r}; "
+                        "list_dictionaries shows them")
+
+
+def resolve_class(view: View, name: str) -> ClassRef:
+    """A bare name resolves if unique across the image (then builtins);
+    `module.Class` always resolves."""
+    if not name or not all(part.isidentifier() for part in name.split(".")):
+        raise ToolError("invalidParams", f"{name!r} is not a class name")
+    if "." in name:
+        module, _, short = name.rpartition(".")
+        if module == KERNEL:
+            if isinstance(getattr(builtins, short, None), type):
+                return ClassRef(KERNEL, short)
+        elif view.has_module(module):
+            if any(ref.name == short for ref in classes_in(view, module)):
+                return ClassRef(module, short)
+        else:
+            raise ToolError("notFound", f"no dictionary named {module!r} (for class {name})")
+        raise ToolError("notFound", f"{module} defines no class {short}")
+    candidates = [ref for ref in image_classes(view) if ref.name == name]
+    if len(candidates) == 1:
+        return candidates[0]
+    if len(candidates) > 1:
+        listed = ", ".join(ref.qualified for ref in candidates)
+        raise ToolError("ambiguous", f"class name {name} is ambiguous: {listed}; "
+                        "pass the qualified name (module.Class)")
+    if isinstance(getattr(builtins, name, None), type):
+        return ClassRef(KERNEL, name)
+    raise ToolError("notFound", f"no class named {name} in the image or builtins; "
+                    "list_all_classes shows them")
+
+
+def live_class(view: View, ref: ClassRef) -> type:
+    """The class object, or ToolError(other) if its module cannot be loaded."""
+    if ref.is_kernel:
+        return getattr(builtins, ref.name)
+    module = view.module(ref.module)
+    if module is None:
+        raise ToolError("other", _unloadable(view, ref.module))
+    obj = module.__dict__.get(ref.name)
+    if not isinstance(obj, type):
+        raise ToolError("other", f"{ref.qualified} is not bound to a class once "
+                        f"{ref.module} is imported (found {type(obj).__name__})")
+    return obj
+
+
+def _unloadable(view: View, module: str) -> str:
+    if view.shadowed(module):
+        return (f"image module {module} is shadowed by the already-loaded kernel module of "
+                "that name; rename the image module")
+    error = view.syntax_error(module)
+    if error is not None:
+        return f"image module {module} does not compile: line {error.lineno}: {error.msg}"
+    reason = view.import_errors.get(module, "unknown error")
+    return f"image module {module} failed to import: {reason}"
+
+
+def class_node(view: View, ref: ClassRef) -> ast.ClassDef:
+    tree = view.tree(ref.module) if not ref.is_kernel else None
+    node = None if tree is None else splice.top_level_class(tree, ref.name)
+    if node is None:
+        raise ToolError("notFound", f"no source for {ref.qualified}"
+                        + (" (a kernel class)" if ref.is_kernel else ""))
+    return node
+
+
+def mutable_class(view: View, name: str) -> tuple[ClassRef, type | None]:
+    """The kernel guard: resolve `name` to a class the image itself defines.
+
+    Refused (by name and identity) unless the object bound in the image module
+    is the very class its own `class` statement made. Returns (ref, live class),
+    the class None only when the module fails to import (a source-only edit)."""
+    ref = resolve_class(view, name)
+    remedy = ("define your own class in an image module (compile_class_definition) "
+              "or use execute_code deliberately")
+    if ref.is_kernel:
+        raise ToolError("refused", f"{ref.name} is a kernel class (builtins) and cannot be "
+                        f"modified; {remedy}")
+    if view.shadowed(ref.module):
+        raise ToolError("refused", f"{ref.qualified}: the name {ref.module} belongs to an "
+                        f"already-loaded kernel module, so it cannot be modified; {remedy}")
+    module = view.module(ref.module)
+    if module is None:
+        if view.syntax_error(ref.module) is not None:
+            raise ToolError("other", _unloadable(view, ref.module))
+        return ref, None
+    obj = module.__dict__.get(ref.name)
+    if not (isinstance(obj, type) and view.defines(obj)):
+        raise ToolError("refused", f"{ref.qualified} is bound to "
+                        f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', obj)}, "
+                        f"which the image does not define; {remedy}")
+    return ref, obj
+
+
+def image_subclasses(view: View, cls: type) -> list[str]:
+    return sorted(f"{sub.__module__}.{sub.__qualname__}" for sub in cls.__subclasses__()
+                  if view.defines(sub))
+
+
+def entry_kind(obj) -> str:
+    if isinstance(obj, type):
+        return "class"
+    if callable(obj) and hasattr(obj, "__code__") or type(obj).__name__ in (
+            "builtin_function_or_method", "function"):
+        return "function"
+    if type(obj).__name__ == "module":
+        return "module"
+    return "global"

@@ -1,0 +1,119 @@
+"""The example image a fresh daemon starts with, so every tool has something to do."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+IMAGE_SUBDIR = "image"
+
+EXAMPLE_FILES = {
+    "shop/__init__.py": '''\
+"""An example shop: products, a discounted product, a cart, and its tests."""
+''',
+    "shop/models.py": '''\
+"""Products and a cart."""
+
+
+class Product:
+    """Something for sale, priced in cents."""
+
+    currency = "EUR"
+
+    def __init__(self, name, price_cents):
+        self.name = name
+        self.price_cents = price_cents
+
+    def price(self):
+        return self.price_cents
+
+    def describe(self):
+        return f"{self.name}: {self.price() / 100:.2f} {self.currency}"
+
+
+class DiscountedProduct(Product):
+    """A product sold at a percentage off."""
+
+    def __init__(self, name, price_cents, percent_off):
+        super().__init__(name, price_cents)
+        self.percent_off = percent_off
+
+    def price(self):
+        return self.price_cents * (100 - self.percent_off) // 100
+
+
+class Cart:
+    """Products and quantities."""
+
+    def __init__(self):
+        self.lines = []
+
+    def add(self, product, quantity=1):
+        if quantity < 1:
+            raise ValueError("quantity must be at least 1")
+        self.lines.append((product, quantity))
+        return self
+
+    def total(self):
+        return sum(product.price() * quantity for product, quantity in self.lines)
+
+    @classmethod
+    def of(cls, *products):
+        cart = cls()
+        for product in products:
+            cart.add(product)
+        return cart
+''',
+    "shop/test_models.py": '''\
+"""Tests for shop.models, run with run_test_class."""
+
+import unittest
+
+from shop.models import Cart, DiscountedProduct, Product
+
+
+class CartTest(unittest.TestCase):
+    def test_empty_cart_totals_zero(self):
+        self.assertEqual(Cart().total(), 0)
+
+    def test_total_counts_quantities(self):
+        cart = Cart().add(Product("pen", 150), 2)
+        self.assertEqual(cart.total(), 300)
+
+    def test_discount_applies(self):
+        cart = Cart.of(DiscountedProduct("lamp", 2000, 25))
+        self.assertEqual(cart.total(), 1500)
+
+    def test_bad_quantity_is_refused(self):
+        with self.assertRaises(ValueError):
+            Cart().add(Product("pen", 150), 0)
+''',
+}
+
+
+def ensure_default_image(state_dir: Path) -> Path:
+    """The default image directory under `state_dir`, created with the example
+    package on first call. Idempotent: an existing directory is never touched."""
+    image_dir = Path(state_dir) / IMAGE_SUBDIR
+    if image_dir.exists():
+        return image_dir
+    Path(state_dir).mkdir(parents=True, exist_ok=True)
+    # Built aside and renamed into place, so a crash never leaves half an image.
+    staging = Path(tempfile.mkdtemp(prefix=".image-", dir=state_dir))
+    try:
+        for rel, text in EXAMPLE_FILES.items():
+            path = staging / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        os.rename(staging, image_dir)
+    except FileExistsError:
+        pass            # another process created it first; theirs stands
+    except OSError as error:
+        if not image_dir.exists():
+            raise error
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
+    return image_dir

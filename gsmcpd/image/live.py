@@ -1,0 +1,115 @@
+"""Updating live objects from edited source, in place where Python allows.
+
+A method is compiled inside a synthetic class body taken from the *edited
+module's* AST (so line numbers and tracebacks match the new text), then set on
+the existing class object; its `__class__` cell is pointed at that class so
+zero-argument super() works. A class redefinition with unchanged bases and
+`__slots__` is copied onto the existing class object (instances and subclasses
+keep working); otherwise the module is rebound to the new class.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from types import FunctionType, ModuleType
+
+from gsmcpd.image import splice
+
+_NOT_COPIED = {"__dict__", "__weakref__", "__module__", "__qualname__"}
+
+
+def compile_members(module: ModuleType, filename: str, source: str, class_name: str,
+                    names: list[str]) -> dict[str, object]:
+    """Evaluate the named members of `class_name` in `source` (module globals),
+    without re-running the class's own bases or decorators. Raises what the
+    definitions raise."""
+    classdef = splice.top_level_class(ast.parse(source), class_name)
+    body = [node for node in classdef.body
+            if isinstance(node, splice.FunctionNode) and node.name in names]
+    stub = ast.ClassDef(name=class_name, bases=[], keywords=[], body=body, decorator_list=[])
+    ast.copy_location(stub, classdef)
+    stub.end_lineno, stub.end_col_offset = classdef.end_lineno, classdef.end_col_offset
+    code = compile(ast.Module(body=[stub], type_ignores=[]), filename, "exec", dont_inherit=True)
+    namespace: dict = {}
+    exec(code, module.__dict__, namespace)
+    temp = namespace[class_name]
+    return {name: temp.__dict__[name] for name in names if name in temp.__dict__}
+
+
+def set_members(cls: type, members: dict[str, object]) -> None:
+    for name, value in members.items():
+        point_class_cell(value, cls)
+        setattr(cls, name, value)
+
+
+def point_class_cell(value, cls: type) -> None:
+    """Make zero-argument super() in `value` refer to `cls`."""
+    for function in _functions_in(value):
+        code = function.__code__
+        if "__class__" in code.co_freevars and function.__closure__:
+            function.__closure__[code.co_freevars.index("__class__")].cell_contents = cls
+
+
+def _functions_in(value, depth=0):
+    if depth > 8 or value is None:
+        return
+    if isinstance(value, FunctionType):
+        yield value
+        yield from _functions_in(getattr(value, "__wrapped__", None), depth + 1)
+    elif isinstance(value, (staticmethod, classmethod)):
+        yield from _functions_in(value.__func__, depth + 1)
+    elif isinstance(value, property):
+        for part in (value.fget, value.fset, value.fdel):
+            yield from _functions_in(part, depth + 1)
+    elif isinstance(value, functools.cached_property):
+        yield from _functions_in(value.func, depth + 1)
+
+
+def evaluate_class(module: ModuleType, filename: str, source: str, class_name: str) -> type:
+    """Run the class statement from `source` in the module's globals, binding nothing."""
+    classdef = splice.top_level_class(ast.parse(source), class_name)
+    code = compile(ast.Module(body=[classdef], type_ignores=[]), filename, "exec",
+                   dont_inherit=True)
+    namespace: dict = {}
+    exec(code, module.__dict__, namespace)
+    return namespace[class_name]
+
+
+def same_shape(old: type, new: type) -> bool:
+    return (old.__bases__ == new.__bases__ and type(old) is type(new)
+            and old.__dict__.get("__slots__") == new.__dict__.get("__slots__"))
+
+
+def update_in_place(old: type, new: type, old_member_names: set[str]) -> None:
+    """Copy `new`'s namespace onto `old`; members the old source defined and
+    the new one does not are removed."""
+    for name, value in new.__dict__.items():
+        if name in _NOT_COPIED or _is_slot_descriptor(value, new):
+            continue
+        point_class_cell(value, old)
+        setattr(old, name, value)
+    for name in old_member_names - set(new.__dict__):
+        if name in old.__dict__ and name not in _NOT_COPIED:
+            delattr(old, name)
+    # Any function in the new body shares the one __class__ cell; point it home.
+    for value in new.__dict__.values():
+        point_class_cell(value, old)
+
+
+def _is_slot_descriptor(value, owner: type) -> bool:
+    return type(value).__name__ in ("member_descriptor", "getset_descriptor") and getattr(
+        value, "__objclass__", None) is owner
+
+
+def class_member_names(classdef: ast.ClassDef) -> set[str]:
+    names = set()
+    for node in classdef.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            if node.value is not None:
+                names.add(node.target.id)
+    return names

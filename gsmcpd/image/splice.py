@@ -1,0 +1,268 @@
+"""Edits to a module's source text at AST positions.
+
+Every edit replaces, inserts or removes whole lines found from the AST
+(decorators and docstrings included), so comments and formatting anywhere else
+in the module stay byte-identical. Functions here are pure: text in, text out.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import textwrap
+
+FunctionNode = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+class SpliceError(Exception):
+    """The edit cannot be made at line granularity (e.g. a one-line class)."""
+
+
+def lines_of(source: str) -> list[str]:
+    """Split like the tokenizer does (\\n, \\r\\n, \\r), keeping the endings."""
+    return io.StringIO(source, newline="").readlines()
+
+
+def newline_of(source: str) -> str:
+    lines = lines_of(source)
+    if lines and lines[0].endswith("\r\n"):
+        return "\r\n"
+    return "\n"
+
+
+def first_line(node: ast.AST) -> int:
+    decorators = getattr(node, "decorator_list", None) or []
+    return min([node.lineno] + [d.lineno for d in decorators])
+
+
+def segment(source: str, node: ast.AST) -> str:
+    """The node's whole lines (decorators included), its own indentation removed."""
+    lines = lines_of(source)
+    chunk = lines[first_line(node) - 1:node.end_lineno]
+    return _strip_indent(chunk, _indent_of(lines[node.lineno - 1]))
+
+
+def top_level_classes(tree: ast.Module) -> list[ast.ClassDef]:
+    return [node for node in tree.body if isinstance(node, ast.ClassDef)]
+
+
+def top_level_class(tree: ast.Module, name: str) -> ast.ClassDef | None:
+    found = [node for node in top_level_classes(tree) if node.name == name]
+    return found[-1] if found else None     # the last binding is the live one
+
+
+def methods_of(classdef: ast.ClassDef) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    return [node for node in classdef.body if isinstance(node, FunctionNode)]
+
+
+def method_nodes(classdef: ast.ClassDef, name: str) -> list:
+    return [node for node in methods_of(classdef) if node.name == name]
+
+
+def docstring_node(classdef: ast.ClassDef) -> ast.Expr | None:
+    first = classdef.body[0]
+    if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str)):
+        return first
+    return None
+
+
+def method_kind(node) -> str:
+    """'instance', 'class', 'static' or 'property', from the decorators."""
+    for decorator in node.decorator_list:
+        name = decorator.id if isinstance(decorator, ast.Name) else (
+            decorator.attr if isinstance(decorator, ast.Attribute) else None)
+        if name == "classmethod":
+            return "class"
+        if name == "staticmethod":
+            return "static"
+        if name in ("property", "cached_property", "setter", "getter", "deleter"):
+            return "property"
+    return "instance"
+
+
+# -- edits ---------------------------------------------------------------
+
+def put_class(source: str, name: str, class_text: str) -> str:
+    """Replace the top-level class `name` with `class_text`, or append it."""
+    tree = ast.parse(source)
+    node = top_level_class(tree, name)
+    nl = newline_of(source)
+    text = _with_newlines(textwrap.dedent(class_text).strip("\r\n") + "\n", nl)
+    if node is None:
+        return _append_block(source, text, blank_lines=2)
+    return _replace(source, first_line(node), node.end_lineno, text)
+
+
+def remove_class(source: str, name: str) -> str:
+    node = top_level_class(ast.parse(source), name)
+    if node is None:
+        raise SpliceError(f"no class {name} in the module")
+    return _tidy_blanks(_replace(source, first_line(node), node.end_lineno, ""), first_line(node))
+
+
+def put_method(source: str, class_name: str, method_text: str) -> tuple[str, bool]:
+    """Replace the same-named method(s) of the class, or append the method.
+    Returns (new source, replaced?)."""
+    tree = ast.parse(source)
+    classdef = _class_or_error(tree, class_name)
+    method = ast.parse(textwrap.dedent(method_text)).body[0]
+    lines = lines_of(source)
+    indent = _body_indent(lines, classdef)
+    nl = newline_of(source)
+    text = _with_newlines(textwrap.indent(textwrap.dedent(method_text).strip("\r\n") + "\n",
+                                          indent, lambda line: line.strip() != ""), nl)
+    existing = method_nodes(classdef, method.name)
+    if existing:
+        # Later duplicates go first so earlier line numbers stay valid.
+        for node in reversed(existing[1:]):
+            source = _replace(source, first_line(node), node.end_lineno, "")
+        first = existing[0]
+        return _replace(source, first_line(first), first.end_lineno, text), True
+    body = classdef.body
+    placeholder = [node for node in body if _is_placeholder(node)]
+    if placeholder and all(_is_placeholder(n) or n is docstring_node(classdef) for n in body):
+        node = placeholder[0]
+        return _replace(source, node.lineno, node.end_lineno, text), False
+    return _insert_after(source, body[-1].end_lineno, nl + text), False
+
+
+def remove_method(source: str, class_name: str, selector: str) -> str:
+    tree = ast.parse(source)
+    classdef = _class_or_error(tree, class_name)
+    nodes = method_nodes(classdef, selector)
+    if not nodes:
+        raise SpliceError(f"{class_name} defines no method {selector}")
+    lines = lines_of(source)
+    indent = _body_indent(lines, classdef)
+    remaining = [node for node in classdef.body if node not in nodes]
+    for node in reversed(nodes):
+        source = _tidy_blanks(_replace(source, first_line(node), node.end_lineno, ""),
+                              first_line(node))
+    if not remaining:
+        source = _insert_after(source, classdef.lineno, indent + "pass" + newline_of(source))
+    return source
+
+
+def set_class_docstring(source: str, class_name: str, comment: str) -> str:
+    tree = ast.parse(source)
+    classdef = _class_or_error(tree, class_name)
+    lines = lines_of(source)
+    indent = _body_indent(lines, classdef)
+    nl = newline_of(source)
+    current = docstring_node(classdef)
+    text = indent + docstring_literal(comment) + nl if comment else ""
+    if current is not None:
+        if not text and len(classdef.body) == 1:
+            text = indent + "pass" + nl
+        return _replace(source, current.lineno, current.end_lineno, text)
+    if not text:
+        return source
+    return _insert_before(source, classdef.body[0].lineno, text)
+
+
+def docstring_literal(comment: str) -> str:
+    """A string literal whose value is exactly `comment`, triple-quoted when safe."""
+    if ('"""' not in comment and "\\" not in comment and not comment.endswith('"')
+            and "\r" not in comment):
+        return '"""' + comment + '"""'
+    return repr(comment)
+
+
+def class_definition(source: str, name: str) -> str:
+    """The class header and class-level statements, without methods or nested classes."""
+    classdef = top_level_class(ast.parse(source), name)
+    if classdef is None:
+        raise SpliceError(f"no class {name} in the module")
+    lines = lines_of(source)
+    if classdef.body[0].lineno == classdef.lineno:
+        return segment(source, classdef)
+    header = lines[first_line(classdef) - 1:classdef.body[0].lineno - 1]
+    while header and not header[-1].strip():
+        header.pop()
+    kept = [node for node in classdef.body
+            if not isinstance(node, FunctionNode + (ast.ClassDef,))]
+    body = [line for node in kept for line in lines[first_line(node) - 1:node.end_lineno]]
+    if not kept:
+        body = [_body_indent(lines, classdef) + "pass\n"]
+    return _strip_indent(header + body, _indent_of(lines[classdef.lineno - 1]))
+
+
+# -- line helpers --------------------------------------------------------
+
+def _class_or_error(tree: ast.Module, name: str) -> ast.ClassDef:
+    classdef = top_level_class(tree, name)
+    if classdef is None:
+        raise SpliceError(f"no class {name} in the module")
+    if classdef.body[0].lineno == classdef.lineno:
+        raise SpliceError(f"class {name} is written on one line; redefine it with "
+                          "compile_class_definition first")
+    return classdef
+
+
+def _is_placeholder(node: ast.AST) -> bool:
+    return isinstance(node, ast.Pass) or (
+        isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        and node.value.value is Ellipsis)
+
+
+def _indent_of(line: str) -> str:
+    return line[:len(line) - len(line.lstrip(" \t"))]
+
+
+def _body_indent(lines: list[str], classdef: ast.ClassDef) -> str:
+    return _indent_of(lines[classdef.body[0].lineno - 1]) or "    "
+
+
+def _strip_indent(lines: list[str], indent: str) -> str:
+    return "".join(line[len(indent):] if line.startswith(indent) else line for line in lines)
+
+
+def _with_newlines(text: str, nl: str) -> str:
+    return text if nl == "\n" else text.replace("\n", nl)
+
+
+def _replace(source: str, first: int, last: int, text: str) -> str:
+    lines = lines_of(source)
+    if text and last == len(lines) and not lines[-1].endswith(("\n", "\r")):
+        text = text.rstrip("\r\n")
+    return "".join(lines[:first - 1]) + text + "".join(lines[last:])
+
+
+def _insert_after(source: str, line: int, text: str) -> str:
+    lines = lines_of(source)
+    before = lines[:line]
+    if before and not before[-1].endswith(("\n", "\r")):
+        before[-1] += newline_of(source)
+    return "".join(before) + text + "".join(lines[line:])
+
+
+def _insert_before(source: str, line: int, text: str) -> str:
+    lines = lines_of(source)
+    return "".join(lines[:line - 1]) + text + "".join(lines[line - 1:])
+
+
+def _append_block(source: str, text: str, blank_lines: int) -> str:
+    nl = newline_of(source)
+    if not source.strip():
+        return text
+    stripped = source.rstrip("\r\n")
+    return stripped + nl * (blank_lines + 1) + text
+
+
+def _tidy_blanks(source: str, at: int) -> str:
+    """After removing lines at `at`, collapse the blank run there to what it
+    was on the larger side, so a removal leaves no widening gap."""
+    lines = lines_of(source)
+    index = at - 1
+    start = index
+    while start > 0 and not lines[start - 1].strip():
+        start -= 1
+    end = index
+    while end < len(lines) and not lines[end].strip():
+        end += 1
+    above, below = index - start, end - index
+    keep = max(above, below)
+    if above + below > keep:
+        del lines[start + keep:end]
+    return "".join(lines)

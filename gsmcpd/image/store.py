@@ -1,0 +1,215 @@
+"""The committed image on disk: snapshot reads, atomic commits, the journal.
+
+The image is a directory of Python source. Its state lives beside the source in
+a hidden `.gsmcpd/` directory: `lock` (fcntl.flock: shared to read a snapshot,
+exclusive to commit) and `journal.jsonl` (one JSON line per commit). A commit
+writes each file as temp file + fsync + rename + directory fsync, so a crash at
+any point leaves each file either old or new, never torn.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+STATE_DIR = ".gsmcpd"
+LOCK_NAME = "lock"
+JOURNAL_NAME = "journal.jsonl"
+
+
+def sha256(data: bytes | None) -> str | None:
+    return None if data is None else hashlib.sha256(data).hexdigest()
+
+
+def module_name_of(relpath: str) -> str:
+    """'shop/models.py' -> 'shop.models'; 'shop/__init__.py' -> 'shop'."""
+    parts = relpath[:-3].split("/")
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def relpath_of(module_name: str, *, package: bool = False) -> str:
+    base = module_name.replace(".", "/")
+    return base + "/__init__.py" if package else base + ".py"
+
+
+@dataclass
+class Snapshot:
+    files: dict[str, bytes]      # relpath -> content
+    version: int                 # journal length when read
+
+
+class CommitConflict(Exception):
+    """Files changed on disk since the view read them; nothing was written."""
+
+    def __init__(self, files: list[str]):
+        super().__init__(", ".join(files))
+        self.files = files
+
+
+class ImageStore:
+    def __init__(self, image_dir: Path):
+        self.image_dir = Path(image_dir).resolve()
+        self.state_dir = self.image_dir / STATE_DIR
+        self.journal_path = self.state_dir / JOURNAL_NAME
+
+    # -- locking ---------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _locked(self, mode: int):
+        self.state_dir.mkdir(exist_ok=True)
+        fd = os.open(self.state_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, mode)
+            yield
+        finally:
+            os.close(fd)    # closing releases the flock
+
+    # -- reading ---------------------------------------------------------
+
+    def read_snapshot(self) -> Snapshot:
+        """Every module file, read under the shared lock so no commit is half-seen."""
+        with self._locked(fcntl.LOCK_SH):
+            files = {rel: (self.image_dir / rel).read_bytes() for rel in self._scan()}
+            return Snapshot(files, self._journal_length())
+
+    def _scan(self) -> list[str]:
+        """Relative paths of importable module files: hidden dirs, caches and
+        directories that are not regular packages are left out."""
+        found = []
+
+        def walk(directory: Path, prefix: str) -> None:
+            for entry in sorted(directory.iterdir(), key=lambda p: p.name):
+                name = entry.name
+                if name.startswith(".") or name == "__pycache__":
+                    continue
+                if entry.is_dir():
+                    if name.isidentifier() and (entry / "__init__.py").is_file():
+                        walk(entry, prefix + name + "/")
+                elif name.endswith(".py") and name[:-3].isidentifier():
+                    found.append(prefix + name)
+
+        walk(self.image_dir, "")
+        return found
+
+    def _journal_length(self) -> int:
+        try:
+            with open(self.journal_path, "rb") as journal:
+                return sum(1 for line in journal if line.strip())
+        except FileNotFoundError:
+            return 0
+
+    def journal(self) -> list[dict]:
+        try:
+            text = self.journal_path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+    # -- committing ------------------------------------------------------
+
+    def commit(self, changes: dict[str, bytes | None], base_hashes: dict[str, str | None],
+               *, user: str, session_id: str) -> int:
+        """Write `changes` (relpath -> new bytes, None = delete) if every file
+        still hashes to `base_hashes[relpath]` (None = must not exist).
+        Returns the new journal length; raises CommitConflict, writing nothing."""
+        with self._locked(fcntl.LOCK_EX):
+            conflicts = [rel for rel in sorted(changes)
+                         if self._disk_hash(rel) != base_hashes.get(rel)]
+            if conflicts:
+                raise CommitConflict(conflicts)
+            records = []
+            for rel in sorted(changes):
+                data = changes[rel]
+                records.append({"file": rel, "old": base_hashes.get(rel), "new": sha256(data)})
+                if data is None:
+                    self._remove(rel)
+                else:
+                    self._write_atomically(rel, data)
+            self._append_journal({
+                "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "user": user, "session": session_id, "files": records,
+            })
+            return self._journal_length()
+
+    def _disk_hash(self, rel: str) -> str | None:
+        try:
+            return sha256((self.image_dir / rel).read_bytes())
+        except FileNotFoundError:
+            return None
+
+    def _write_atomically(self, rel: str, data: bytes) -> None:
+        target = self.image_dir / rel
+        self._make_dirs(target.parent)
+        temp = target.parent / f".{target.name}.tmp-{os.getpid()}"
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, target)
+        _fsync_dir(target.parent)
+
+    def _make_dirs(self, directory: Path) -> None:
+        missing = []
+        while not directory.exists():
+            missing.append(directory)
+            directory = directory.parent
+        for path in reversed(missing):
+            path.mkdir()
+            _fsync_dir(path.parent)
+
+    def _remove(self, rel: str) -> None:
+        target = self.image_dir / rel
+        with contextlib.suppress(FileNotFoundError):
+            target.unlink()
+        _fsync_dir(target.parent)
+        parent = target.parent
+        # A package directory left with nothing but caches goes too.
+        while parent != self.image_dir and not any(
+                p.name != "__pycache__" for p in parent.iterdir()):
+            for cache in parent.iterdir():
+                _remove_tree(cache)
+            parent.rmdir()
+            _fsync_dir(parent.parent)
+            parent = parent.parent
+
+    def _append_journal(self, record: dict) -> None:
+        line = (json.dumps(record, sort_keys=True) + "\n").encode()
+        fd = os.open(self.journal_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            _write_all(fd, line)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _remove_tree(path: Path) -> None:
+    if path.is_dir():
+        for child in path.iterdir():
+            _remove_tree(child)
+        path.rmdir()
+    else:
+        path.unlink()

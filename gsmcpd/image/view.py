@@ -1,0 +1,401 @@
+"""A session's view of the image: one snapshot, its own import hook, its transaction.
+
+The whole image is read once under the shared lock; image modules are imported
+only from that in-memory snapshot by a meta-path finder this view installs, so
+another session's commit stays invisible until `refresh`, `abort` or this
+view's own `commit`. Mutations change the snapshot's text (and, through
+`gsmcpd.image.live`, the live objects); `commit` writes the changed files.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.abc
+import importlib.util
+import linecache
+import sys
+from types import ModuleType
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gsmcpd.worker.toolset import ToolError
+from gsmcpd.image.store import CommitConflict, ImageStore, module_name_of, relpath_of, sha256
+
+KERNEL = "builtins"
+
+
+@dataclass
+class RefreshReport:
+    brought_in: list[str] = field(default_factory=list)     # modules others changed
+    kept_ours: list[str] = field(default_factory=list)      # changed both here and there
+    reloaded: list[str] = field(default_factory=list)
+    import_errors: dict[str, str] = field(default_factory=dict)
+
+
+class _SnapshotLoader(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds and loads image modules from the view's snapshot, never from disk."""
+
+    def __init__(self, view: "View"):
+        self.view = view
+
+    def find_spec(self, fullname, path=None, target=None):
+        rel = self.view.relpath(fullname)
+        if rel is None:
+            return None
+        is_package = rel.endswith("/__init__.py")
+        spec = importlib.util.spec_from_loader(
+            fullname, self, origin=self.view.filename(rel), is_package=is_package)
+        spec.has_location = True
+        if is_package:
+            # Empty: submodules come from the snapshot (this finder), never the disk.
+            spec.submodule_search_locations = []
+        return spec
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        name = module.__spec__.name
+        rel = self.view.relpath(name)
+        text = self.view.texts[rel]
+        filename = self.view.filename(rel)
+        module.__file__ = filename
+        self.view.cache_lines(rel)
+        code = compile(text, filename, "exec", dont_inherit=True)
+        self.view.live_texts[name] = text
+        exec(code, module.__dict__)
+
+    def get_source(self, fullname):
+        rel = self.view.relpath(fullname)
+        return None if rel is None else self.view.texts[rel]
+
+    def get_filename(self, fullname):
+        rel = self.view.relpath(fullname)
+        return None if rel is None else self.view.filename(rel)
+
+
+class View:
+    def __init__(self, store: ImageStore, *, user: str, session_id: str):
+        self.store = store
+        self.user = user
+        self.session_id = session_id
+        self.texts: dict[str, str] = {}         # relpath -> current text (with our changes)
+        self.base_hashes: dict[str, str] = {}   # relpath -> hash the view started from
+        self.base_texts: dict[str, str] = {}
+        self.live_texts: dict[str, str] = {}    # module -> text its live objects reflect
+        self.import_errors: dict[str, str] = {}
+        self.version = 0
+        self._trees: dict[str, tuple[str, object]] = {}
+        self._loader = _SnapshotLoader(self)
+        self._installed = False
+
+    @classmethod
+    def open(cls, image_dir: Path, *, user: str, session_id: str, install: bool = True) -> "View":
+        view = cls(ImageStore(image_dir), user=user, session_id=session_id)
+        view._load_snapshot()
+        if install:
+            view.install()
+        return view
+
+    @property
+    def image_dir(self) -> Path:
+        return self.store.image_dir
+
+    def install(self) -> None:
+        if not self._installed:
+            sys.meta_path.insert(0, self._loader)
+            self._installed = True
+
+    def close(self) -> None:
+        """Uninstall the import hook and forget this view's modules."""
+        if self._loader in sys.meta_path:
+            sys.meta_path.remove(self._loader)
+        self._installed = False
+        for name in self.loaded_modules():
+            sys.modules.pop(name, None)
+        for rel in self.texts:
+            linecache.cache.pop(self.filename(rel), None)
+        self.live_texts.clear()
+
+    # -- snapshot --------------------------------------------------------
+
+    def _load_snapshot(self) -> None:
+        snapshot = self.store.read_snapshot()
+        self.texts = {rel: _decode(data) for rel, data in snapshot.files.items()}
+        self.base_texts = dict(self.texts)
+        self.base_hashes = {rel: sha256(data) for rel, data in snapshot.files.items()}
+        self.version = snapshot.version
+
+    def filename(self, rel: str) -> str:
+        return str(self.image_dir / rel)
+
+    def cache_lines(self, rel: str) -> None:
+        """Make tracebacks and inspect show the view's text, not the disk's
+        (an mtime of None tells linecache.checkcache to leave the entry alone)."""
+        text = self.texts[rel]
+        filename = self.filename(rel)
+        linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+
+    # -- modules (the image's dictionaries) ------------------------------
+
+    def module_names(self) -> list[str]:
+        """Image modules in lookup order (by name: a package before its modules)."""
+        return sorted(module_name_of(rel) for rel in self.texts)
+
+    def relpath(self, module: str) -> str | None:
+        for rel in (relpath_of(module), relpath_of(module, package=True)):
+            if rel in self.texts:
+                return rel
+        return None
+
+    def has_module(self, module: str) -> bool:
+        return self.relpath(module) is not None
+
+    def source(self, module: str) -> str:
+        return self.texts[self.relpath(module)]
+
+    def tree(self, module: str) -> ast.Module | None:
+        """The module's AST, or None if its current text does not parse."""
+        text = self.source(module)
+        cached = self._trees.get(module)
+        if cached is None or cached[0] is not text:
+            try:
+                parsed = ast.parse(text)
+            except SyntaxError as error:
+                parsed = error
+            cached = (text, parsed)
+            self._trees[module] = cached
+        return cached[1] if isinstance(cached[1], ast.Module) else None
+
+    def syntax_error(self, module: str) -> SyntaxError | None:
+        self.tree(module)
+        parsed = self._trees[module][1]
+        return parsed if isinstance(parsed, SyntaxError) else None
+
+    def set_source(self, module: str, text: str, *, live: bool = True) -> None:
+        """Change a module's text in this view; `live` says the live objects
+        already reflect it (so a later reload leaves them alone)."""
+        rel = self.relpath(module)
+        self.texts[rel] = text
+        if live and self.owns_module(module):
+            self.live_texts[module] = text
+            self.cache_lines(rel)
+
+    def add_module(self, module: str, text: str, *, package: bool = False) -> None:
+        self.texts[relpath_of(module, package=package)] = text
+
+    def remove_module(self, module: str) -> list[str]:
+        """Drop the module (a package with all its submodules); returns the names removed."""
+        rel = self.relpath(module)
+        removed = [rel]
+        if rel.endswith("/__init__.py"):
+            prefix = rel[: -len("__init__.py")]
+            removed = [r for r in self.texts if r.startswith(prefix)]
+        names = [module_name_of(r) for r in removed]
+        for r in removed:
+            del self.texts[r]
+        self._forget_live(names)
+        return names
+
+    # -- live modules ----------------------------------------------------
+
+    def owns_module(self, module: str) -> bool:
+        loaded = sys.modules.get(module)
+        spec = getattr(loaded, "__spec__", None)
+        return spec is not None and spec.loader is self._loader
+
+    def loaded_modules(self) -> list[str]:
+        return sorted(name for name in list(sys.modules) if self.owns_module(name))
+
+    def shadowed(self, module: str) -> bool:
+        """A module of this name that is not the view's is already loaded
+        (e.g. an image module named `json`): its name belongs to the kernel."""
+        return module in sys.modules and not self.owns_module(module)
+
+    def module(self, name: str):
+        """The live image module, imported from the snapshot; None if it is
+        shadowed by a kernel module or fails to import (see import_errors)."""
+        if not self.has_module(name) or self.shadowed(name):
+            return None
+        if name in sys.modules:
+            return sys.modules[name]
+        self.install()
+        try:
+            module = importlib.import_module(name)
+        except (Exception, SystemExit) as error:
+            self.import_errors[name] = f"{type(error).__name__}: {error}"
+            return None
+        self.import_errors.pop(name, None)
+        return module if self.owns_module(name) else None
+
+    def load_all(self) -> None:
+        for name in self.module_names():
+            self.module(name)
+
+    def defines(self, obj, name: str | None = None) -> bool:
+        """True iff `obj` is a class or function bound at top level of an image
+        module by that module's own source (by identity, not by name)."""
+        module_name = getattr(obj, "__module__", None)
+        qualname = getattr(obj, "__qualname__", None)
+        if not (isinstance(module_name, str) and isinstance(qualname, str) and "." not in qualname):
+            return False
+        if name is not None and name not in (qualname, f"{module_name}.{qualname}"):
+            return False
+        if not self.has_module(module_name) or not self.owns_module(module_name):
+            return False
+        if sys.modules[module_name].__dict__.get(qualname) is not obj:
+            return False
+        tree = self.tree(module_name)
+        return tree is not None and any(
+            isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.name == qualname for node in tree.body)
+
+    def assert_mutable(self, obj, name: str) -> None:
+        """The kernel guard (McpServer.assert_mutable forwards here): only what
+        an image module's own source defines may be changed."""
+        if not self.defines(obj):
+            raise ToolError("refused", f"{name} is not defined by the image (it is a kernel, "
+                            "standard-library or site-packages object) and cannot be modified; "
+                            "define your own in an image module, or use execute_code deliberately")
+
+    # -- transaction -----------------------------------------------------
+
+    def changed_files(self) -> list[str]:
+        rels = set(self.texts) | set(self.base_hashes)
+        return sorted(rel for rel in rels if self.texts.get(rel) != self.base_texts.get(rel))
+
+    def changed_modules(self) -> list[str]:
+        return [module_name_of(rel) for rel in self.changed_files()]
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.changed_files())
+
+    def commit(self) -> list[str]:
+        """Write this view's changes; then the view sees every commit so far.
+        Raises CommitConflict (nothing written, changes kept)."""
+        changed = self.changed_files()
+        if changed:
+            changes = {rel: (self.texts[rel].encode("utf-8", "surrogateescape") if rel in self.texts else None)
+                       for rel in changed}
+            self.store.commit(changes, self.base_hashes, user=self.user, session_id=self.session_id)
+        self._load_snapshot()
+        self._reload()
+        return [module_name_of(rel) for rel in changed]
+
+    def abort(self) -> RefreshReport:
+        discarded = self.changed_modules()
+        self._load_snapshot()
+        report = RefreshReport(brought_in=discarded)
+        report.reloaded = self._reload()
+        report.import_errors = dict(self.import_errors)
+        return report
+
+    def refresh(self) -> RefreshReport:
+        """Bring in others' commits, keeping this view's changes. A file changed
+        both here and there keeps ours and its old base, so committing it
+        conflicts until the session aborts."""
+        snapshot = self.store.read_snapshot()
+        fresh = {rel: _decode(data) for rel, data in snapshot.files.items()}
+        fresh_hashes = {rel: sha256(data) for rel, data in snapshot.files.items()}
+        report = RefreshReport()
+        for rel in sorted(set(fresh) | set(self.base_texts) | set(self.texts)):
+            ours = self.texts.get(rel) != self.base_texts.get(rel)
+            theirs = fresh.get(rel) != self.base_texts.get(rel)
+            if theirs and ours:
+                report.kept_ours.append(module_name_of(rel))
+                continue
+            if theirs:
+                report.brought_in.append(module_name_of(rel))
+                if rel in fresh:
+                    self.texts[rel] = fresh[rel]
+                else:
+                    self.texts.pop(rel, None)
+            if rel in fresh:
+                self.base_texts[rel], self.base_hashes[rel] = fresh[rel], fresh_hashes[rel]
+            else:
+                self.base_texts.pop(rel, None)
+                self.base_hashes.pop(rel, None)
+        self.version = snapshot.version
+        report.reloaded = self._reload()
+        report.import_errors = dict(self.import_errors)
+        return report
+
+    # -- reloading -------------------------------------------------------
+
+    def _reload(self) -> list[str]:
+        """Re-import the live modules whose text changed, and the image modules
+        that import them, so later calls see the new code."""
+        loaded = self.loaded_modules()
+        stale = {name for name in loaded
+                 if not self.has_module(name) or self.live_texts.get(name) != self.source(name)}
+        if not stale:
+            return []
+        stale |= self._importers_of(stale, loaded)
+        self._forget_live(stale)
+        reloaded = []
+        for name in sorted(stale):
+            if self.has_module(name):
+                self.module(name)
+                reloaded.append(name)
+        return reloaded
+
+    def reload_importers_of(self, module: str) -> list[str]:
+        """Re-import modules that import `module` (after a class was replaced)."""
+        importers = self._importers_of({module}, self.loaded_modules()) - {module}
+        self._forget_live(importers)
+        for name in sorted(importers):
+            self.module(name)
+        return sorted(importers)
+
+    def _importers_of(self, targets: set[str], loaded: list[str]) -> set[str]:
+        found = set(targets)
+        grew = True
+        while grew:
+            grew = False
+            for name in loaded:
+                if name not in found and self.has_module(name) and self._imports(name) & found:
+                    found.add(name)
+                    grew = True
+        return found
+
+    def _imports(self, module: str) -> set[str]:
+        tree = self.tree(module)
+        if tree is None:
+            return set()
+        package = module if self.relpath(module).endswith("__init__.py") else module.rpartition(".")[0]
+        names = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")
+                    parts = parts[: len(parts) - (node.level - 1)]
+                    base = ".".join(p for p in parts + [base] if p)
+                names.add(base)
+                names.update(f"{base}.{alias.name}" for alias in node.names)
+        expanded = set()
+        for name in names:
+            parts = name.split(".")
+            expanded.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+        return expanded
+
+    def _forget_live(self, names) -> None:
+        for name in names:
+            if self.owns_module(name):
+                del sys.modules[name]
+                parent, _, child = name.rpartition(".")
+                if parent in sys.modules and isinstance(getattr(sys.modules[parent], child, None), ModuleType):
+                    delattr(sys.modules[parent], child)
+            self.live_texts.pop(name, None)
+            self.import_errors.pop(name, None)
+
+
+def _decode(data: bytes) -> str:
+    return data.decode("utf-8", errors="surrogateescape")
+
+
+__all__ = ["View", "RefreshReport", "CommitConflict", "KERNEL"]

@@ -1,0 +1,225 @@
+"""browsing: one class at a time — its shape, source, definition, hierarchy, methods."""
+
+from __future__ import annotations
+
+import ast
+import functools
+
+from gsmcpd.image import catalog, splice
+from gsmcpd.worker.registry import Tool
+from gsmcpd.worker.toolset import ToolError, Toolset, bool_prop, object_schema, string_prop
+
+CLASS_NAME = {"className": string_prop("a class: bare name if unique, or module.Class")}
+SELECTOR = {"selector": string_prop("the method name")}
+META = {"meta": bool_prop("true selects the class side (classmethod/staticmethod)")}
+
+
+def qualname(cls: type) -> str:
+    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+
+
+def member_kind(value) -> str | None:
+    """'instance', 'class', 'static', 'property', or None for a plain attribute."""
+    if isinstance(value, staticmethod):
+        return "static"
+    if isinstance(value, classmethod):
+        return "class"
+    if isinstance(value, (property, functools.cached_property)):
+        return "property"
+    if callable(value) and not isinstance(value, type):
+        return "instance"
+    if type(value).__name__ in ("method_descriptor", "wrapper_descriptor", "getset_descriptor"):
+        return "instance"
+    return None
+
+
+def instance_variables(cls: type | None, node: ast.ClassDef | None) -> list[str]:
+    names: list[str] = []
+
+    def add(name):
+        if name not in names and not name.startswith("__"):
+            names.append(name)
+
+    if cls is not None:
+        slots = cls.__dict__.get("__slots__", ())
+        for name in ([slots] if isinstance(slots, str) else slots):
+            add(name)
+        for name in cls.__dict__.get("__annotations__", {}):
+            add(name)
+    if node is not None:
+        for item in node.body:
+            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                add(item.target.id)
+        for method in splice.methods_of(node):
+            self_name = method.args.args[0].arg if method.args.args else None
+            for sub in ast.walk(method):
+                targets = []
+                if isinstance(sub, ast.Assign):
+                    targets = sub.targets
+                elif isinstance(sub, (ast.AugAssign, ast.AnnAssign)):
+                    targets = [sub.target]
+                for target in targets:
+                    for element in ast.walk(target):
+                        if (isinstance(element, ast.Attribute) and isinstance(element.value, ast.Name)
+                                and element.value.id == self_name):
+                            add(element.attr)
+    return names
+
+
+class BrowsingToolset(Toolset):
+    name = "browsing"
+    tool_names = ("describe_class", "export_class_source", "get_class_definition",
+                  "get_class_hierarchy", "get_method_source", "list_methods")
+    read_only_safe = frozenset(tool_names)
+    idempotent = frozenset(tool_names)
+
+    def register(self, registry):
+        one_class = object_schema(CLASS_NAME, ["className"])
+        registry.add(Tool("describe_class", "A class's bases, MRO, instance variables and methods.",
+                          one_class, self.describe_class))
+        registry.add(Tool("export_class_source", "The class's full source as it stands in its module.",
+                          one_class, self.export_class_source))
+        registry.add(Tool("get_class_definition", "The class header and class-level assignments, "
+                          "without method bodies.", one_class, self.get_class_definition))
+        registry.add(Tool("get_class_hierarchy", "The superclass chain and the direct subclasses "
+                          "in the image.", one_class, self.get_class_hierarchy))
+        registry.add(Tool("get_method_source", "One method's source (decorators included).",
+                          object_schema({**CLASS_NAME, **SELECTOR, **META}, ["className", "selector"]),
+                          self.get_method_source))
+        registry.add(Tool("list_methods", "Methods grouped as instance, class, static and property; "
+                          "inherited ones are marked with their defining class.",
+                          one_class, self.list_methods))
+
+    # -- helpers ---------------------------------------------------------
+
+    def _resolve(self, arguments):
+        ref = catalog.resolve_class(self.view, arguments["className"])
+        try:
+            cls = catalog.live_class(self.view, ref)
+        except ToolError:
+            if ref.is_kernel:
+                raise
+            cls = None      # a module that will not import is browsed from source
+        node = None if ref.is_kernel else catalog.class_node(self.view, ref)
+        return ref, cls, node
+
+    def _source(self, ref) -> str:
+        if ref.is_kernel:
+            raise ToolError("notFound", f"{ref.name} is a kernel class (builtins): it has no "
+                            "Python source")
+        return self.view.source(ref.module)
+
+    # -- tools -----------------------------------------------------------
+
+    def describe_class(self, arguments):
+        ref, cls, node = self._resolve(arguments)
+        if cls is not None:
+            bases = [qualname(b) for b in cls.__bases__]
+            mro = [qualname(c) for c in cls.__mro__]
+            methods = sorted(name for name, value in vars(cls).items() if member_kind(value))
+            doc = cls.__doc__
+        else:
+            bases = [ast.unparse(b) for b in node.bases]
+            mro = []
+            methods = sorted(m.name for m in splice.methods_of(node))
+            doc = ast.get_docstring(node)
+        variables = instance_variables(cls, node)
+        structured = {"class": ref.qualified, "dictionary": ref.module, "bases": bases, "mro": mro,
+                      "instanceVariables": variables, "methods": methods, "doc": doc}
+        lines = [f"class {ref.qualified}", f"bases: {', '.join(bases) or '-'}"]
+        if mro:
+            lines.append(f"mro: {' -> '.join(mro)}")
+        lines.append(f"instance variables: {', '.join(variables) or '-'}")
+        lines.append(f"methods: {', '.join(methods) or '-'}")
+        if doc:
+            lines.append(f"doc: {doc}")
+        if cls is None:
+            lines.append("(from source: " + catalog._unloadable(self.view, ref.module) + ")")
+        return {"text": "\n".join(lines), "structured": structured}
+
+    def export_class_source(self, arguments):
+        ref = catalog.resolve_class(self.view, arguments["className"])
+        source = self._source(ref)
+        text = splice.segment(source, catalog.class_node(self.view, ref))
+        return {"text": text, "structured": {"class": ref.qualified, "source": text}}
+
+    def get_class_definition(self, arguments):
+        ref = catalog.resolve_class(self.view, arguments["className"])
+        text = splice.class_definition(self._source(ref), ref.name)
+        return {"text": text, "structured": {"class": ref.qualified, "definition": text}}
+
+    def get_class_hierarchy(self, arguments):
+        ref, cls, node = self._resolve(arguments)
+        if cls is None:
+            raise ToolError("other", catalog._unloadable(self.view, ref.module))
+        self.view.load_all()
+        chain = [qualname(c) for c in reversed(cls.__mro__)]
+        subclasses = catalog.image_subclasses(self.view, cls)
+        text = "\n".join(["superclasses: " + " > ".join(chain),
+                          "subclasses: " + (", ".join(subclasses) or "-")])
+        return {"text": text, "structured": {"class": ref.qualified, "superclasses": chain,
+                                             "subclasses": subclasses}}
+
+    def get_method_source(self, arguments):
+        ref, cls, node = self._resolve(arguments)
+        selector, meta = arguments["selector"], arguments.get("meta")
+        if ref.is_kernel:
+            raise ToolError("notFound", f"{ref.name}.{selector} is a kernel method: no Python source")
+        found = splice.method_nodes(node, selector)
+        if not found:
+            raise ToolError("notFound", f"{ref.qualified} defines no method {selector}"
+                            + self._inherited_hint(cls, selector))
+        found = filter_by_meta(found, meta, ref.qualified, selector)
+        source = self.view.source(ref.module)
+        text = "\n".join(splice.segment(source, item) for item in found)
+        return {"text": text, "structured": {"class": ref.qualified, "selector": selector,
+                                             "kind": splice.method_kind(found[0]), "source": text}}
+
+    def _inherited_hint(self, cls, selector) -> str:
+        if cls is None:
+            return ""
+        for base in cls.__mro__[1:]:
+            if selector in vars(base):
+                return f" (it inherits it from {qualname(base)})"
+        return ""
+
+    def list_methods(self, arguments):
+        ref, cls, node = self._resolve(arguments)
+        groups: dict[str, list[dict]] = {"instance": [], "class": [], "static": [], "property": []}
+        if cls is None:
+            for method in splice.methods_of(node):
+                groups[splice.method_kind(method)].append({"name": method.name, "definedIn": ref.qualified})
+        else:
+            seen = set()
+            for owner in cls.__mro__:
+                if owner is object and cls is not object:
+                    break
+                for name, value in sorted(vars(owner).items()):
+                    kind = member_kind(value)
+                    if kind is None or name in seen or name in ("__dict__", "__weakref__"):
+                        continue
+                    seen.add(name)
+                    entry = {"name": name, "definedIn": qualname(owner)}
+                    if owner is not cls:
+                        entry["inherited"] = True
+                    groups[kind].append(entry)
+        lines = []
+        for kind, entries in groups.items():
+            if entries:
+                lines.append(f"{kind}:")
+                lines += [f"  {e['name']}" + (f"  (inherited from {e['definedIn']})"
+                                              if e.get("inherited") else "") for e in entries]
+        return {"text": "\n".join(lines) or f"{ref.qualified} has no methods",
+                "structured": {"class": ref.qualified, "methods": groups}}
+
+
+def filter_by_meta(nodes, meta, owner: str, selector: str):
+    """meta true keeps class-side methods, false instance-side; None keeps all."""
+    if meta is None:
+        return nodes
+    kept = [n for n in nodes if (splice.method_kind(n) in ("class", "static")) == bool(meta)]
+    if not kept:
+        side = "an instance-side" if meta else "a class-side"
+        raise ToolError("notFound", f"{owner}.{selector} is {side} method; "
+                        f"call with meta {'false' if meta else 'true'} (or omit meta)")
+    return kept

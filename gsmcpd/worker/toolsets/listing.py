@@ -1,0 +1,92 @@
+"""listing: dictionaries (image modules, then builtins) and the classes in them."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+
+from gsmcpd.image import catalog
+from gsmcpd.image.view import KERNEL
+from gsmcpd.worker.registry import Tool
+from gsmcpd.worker.toolset import Toolset, object_schema, string_prop
+
+_DICTIONARY = {"dictionaryName": string_prop("an image module (dotted name) or builtins")}
+
+
+class ListingToolset(Toolset):
+    name = "listing"
+    tool_names = ("list_all_classes", "list_classes", "list_dictionaries", "list_dictionary_entries")
+    read_only_safe = frozenset(tool_names)
+    idempotent = frozenset(tool_names)
+
+    def register(self, registry):
+        registry.add(Tool("list_all_classes", "Every class across all dictionaries: image modules "
+                          "first, then builtins.", object_schema(), self.list_all_classes))
+        registry.add(Tool("list_classes", "The classes of one dictionary (image module or builtins).",
+                          object_schema(_DICTIONARY, ["dictionaryName"]), self.list_classes))
+        registry.add(Tool("list_dictionaries", "The dictionaries in lookup order: image modules, "
+                          "then builtins (the kernel).", object_schema(), self.list_dictionaries))
+        registry.add(Tool("list_dictionary_entries", "Every top-level name of a dictionary, tagged "
+                          "class/function/module/global.",
+                          object_schema(_DICTIONARY, ["dictionaryName"]), self.list_dictionary_entries))
+
+    def list_all_classes(self, arguments):
+        image = [ref.qualified for ref in catalog.image_classes(self.view)]
+        kernel = [f"{KERNEL}.{name}" for name in catalog.kernel_classes()]
+        text = "\n".join(image + kernel)
+        return {"text": text, "structured": {"classes": image + kernel, "imageCount": len(image)}}
+
+    def list_classes(self, arguments):
+        module = arguments["dictionaryName"]
+        names = [ref.name for ref in catalog.classes_in(self.view, module)]
+        note = ""
+        if module != KERNEL and self.view.tree(module) is None:
+            note = f"{module} does not compile, so its classes cannot be listed"
+        text = "\n".join(names) or note or f"{module} defines no classes"
+        return {"text": text, "structured": {"dictionary": module, "classes": names}}
+
+    def list_dictionaries(self, arguments):
+        names = catalog.dictionaries(self.view)
+        return {"text": "\n".join(names), "structured": {"dictionaries": names}}
+
+    def list_dictionary_entries(self, arguments):
+        module = arguments["dictionaryName"]
+        catalog.require_module(self.view, module)
+        if module == KERNEL:
+            namespace = vars(builtins)
+        else:
+            live = self.view.module(module)
+            if live is None:
+                return self._entries_from_source(module)
+            namespace = vars(live)
+        entries = [{"name": name, "kind": catalog.entry_kind(value)}
+                   for name, value in sorted(namespace.items()) if not name.startswith("__")]
+        text = "\n".join(f"{e['name']} ({e['kind']})" for e in entries)
+        return {"text": text or f"{module} has no entries",
+                "structured": {"dictionary": module, "entries": entries}}
+
+    def _entries_from_source(self, module):
+        """A module that will not import is still listed, from its source."""
+        tree = self.view.tree(module)
+        reason = catalog._unloadable(self.view, module)
+        if tree is None:
+            return {"text": reason, "structured": {"dictionary": module, "entries": [], "note": reason}}
+        entries = {}
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                entries[node.name] = "class"
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                entries[node.name] = "function"
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                for alias in node.names:
+                    entries[(alias.asname or alias.name).split(".")[0]] = (
+                        "module" if isinstance(node, ast.Import) else "global")
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    if isinstance(target, ast.Name):
+                        entries[target.id] = "global"
+        listed = [{"name": n, "kind": k} for n, k in sorted(entries.items()) if not n.startswith("__")]
+        text = "\n".join(f"{e['name']} ({e['kind']})" for e in listed)
+        return {"text": f"{text}\n(from source: {reason})",
+                "structured": {"dictionary": module, "entries": listed, "note": reason}}

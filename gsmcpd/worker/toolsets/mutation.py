@@ -1,0 +1,305 @@
+"""mutation: change the image's source and live objects, then commit.
+
+Every tool here edits the module's text at the AST position (gsmcpd.image.splice),
+updates the live objects (gsmcpd.image.live), then commits like the seed. A
+failed commit (conflict) leaves the change in the session, uncommitted, and says so.
+Everything the image does not itself define is refused (the kernel guard).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import importlib.util
+import sys
+import textwrap
+
+from gsmcpd.image import catalog, live, splice
+from gsmcpd.image.view import KERNEL
+from gsmcpd.worker.registry import Tool
+from gsmcpd.worker.toolset import ToolError, Toolset, bool_prop, object_schema, string_prop
+from gsmcpd.worker.toolsets.browsing import CLASS_NAME, META, SELECTOR, filter_by_meta
+from gsmcpd.worker.toolsets.session import commit_view
+
+DICTIONARY = {"dictionaryName": string_prop("an image module, dotted name (e.g. shop.models)")}
+
+
+def parse_single(source: str, wanted, what: str):
+    """Parse `source`, which must be exactly one statement of type `wanted`."""
+    text = textwrap.dedent(source).strip("\r\n") + "\n"
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as error:
+        raise ToolError("compileError", f"line {error.lineno}: {error.msg}") from None
+    if len(tree.body) != 1 or not isinstance(tree.body[0], wanted):
+        raise ToolError("refused", f"the source must be a single {what} and nothing else; "
+                        "use execute_code to run other code")
+    return text, tree.body[0]
+
+
+def definition_error(error: BaseException) -> ToolError:
+    return ToolError("compileError", f"evaluating the definition raised "
+                     f"{type(error).__name__}: {error}")
+
+
+class MutationToolset(Toolset):
+    name = "mutation"
+    tool_names = ("add_dictionary", "compile_class_definition", "compile_method", "delete_class",
+                  "delete_method", "remove_dictionary", "set_class_comment")
+    destructive = frozenset({"delete_class", "delete_method", "remove_dictionary"})
+    idempotent = frozenset({"compile_class_definition", "compile_method", "delete_class",
+                            "delete_method", "remove_dictionary", "set_class_comment"})
+
+    def register(self, registry):
+        add = registry.add
+        add(Tool("add_dictionary", "Create an image module (parent packages as needed), commit.",
+                 object_schema(DICTIONARY, ["dictionaryName"]), self.add_dictionary))
+        add(Tool("compile_class_definition",
+                 "Define or redefine a class from a single class statement, commit. Methods of an "
+                 "existing class that the source leaves out are carried over unless "
+                 "recompileMethods is false; failures are reported. A change of bases or __slots__ "
+                 "is refused while the class has subclasses in the image. A new class needs "
+                 "dictionaryName.",
+                 object_schema({"source": string_prop("one class statement"),
+                                "recompileMethods": bool_prop("carry the existing methods over (default true)"),
+                                **{"dictionaryName": string_prop("the image module for a new class")}},
+                               ["source"]), self.compile_class_definition))
+        add(Tool("compile_method", "Add or replace one method (a single def, decorators allowed) "
+                 "on a class, live and in source, commit. category is accepted and ignored "
+                 "(Python has no method categories).",
+                 object_schema({**CLASS_NAME, "source": string_prop("one def / async def"),
+                                "category": string_prop("ignored"), **META},
+                               ["className", "source"]), self.compile_method))
+        add(Tool("delete_class", "Remove a class from its module, commit.",
+                 object_schema(CLASS_NAME, ["className"]), self.delete_class))
+        add(Tool("delete_method", "Remove a method from a class, commit.",
+                 object_schema({**CLASS_NAME, **SELECTOR, **META}, ["className", "selector"]),
+                 self.delete_method))
+        add(Tool("remove_dictionary", "Delete an image module (a package with its submodules), commit.",
+                 object_schema(DICTIONARY, ["dictionaryName"]), self.remove_dictionary))
+        add(Tool("set_class_comment", "Set a class's docstring, commit.",
+                 object_schema({**CLASS_NAME, "comment": string_prop("the new docstring")},
+                               ["className", "comment"]), self.set_class_comment))
+
+    # -- shared steps ----------------------------------------------------
+
+    def _guarded(self, class_name: str):
+        ref, cls = catalog.mutable_class(self.view, class_name)
+        if cls is not None:
+            self.assert_mutable(cls, ref.qualified)
+        return ref, cls
+
+    def _finish(self, message: str, structured: dict) -> dict:
+        committed = commit_view(self.view)
+        structured = {**structured, "committed": committed, "version": self.view.version}
+        return {"text": f"{message}; committed (view version {self.view.version})",
+                "structured": structured}
+
+    def _splice(self, function, *args):
+        try:
+            return function(*args)
+        except splice.SpliceError as error:
+            raise ToolError("refused", str(error)) from None
+
+    # -- tools -----------------------------------------------------------
+
+    def compile_method(self, arguments):
+        ref, cls = self._guarded(arguments["className"])
+        text, node = parse_single(arguments["source"], splice.FunctionNode, "def or async def")
+        meta = arguments.get("meta")
+        if meta and splice.method_kind(node) not in ("class", "static"):
+            text = "@classmethod\n" + text
+        module_name = ref.module
+        new_source, replaced = self._splice(splice.put_method, self.view.source(module_name),
+                                            ref.name, text)
+        if cls is not None:
+            module = self.view.module(module_name)
+            filename = self.view.filename(self.view.relpath(module_name))
+            try:
+                members = live.compile_members(module, filename, new_source, ref.name, [node.name])
+            except Exception as error:
+                raise definition_error(error) from None
+            live.set_members(cls, members)
+        self.view.set_source(module_name, new_source, live=cls is not None)
+        verb = "replaced" if replaced else "added"
+        return self._finish(f"{verb} {ref.qualified}.{node.name}",
+                            {"class": ref.qualified, "selector": node.name, "replaced": replaced})
+
+    def compile_class_definition(self, arguments):
+        text, node = parse_single(arguments["source"], ast.ClassDef, "class statement")
+        name = node.name
+        module_name, exists = self._class_target(name, arguments.get("dictionaryName"))
+        cls = old_node = None
+        if exists:
+            ref, cls = self._guarded(f"{module_name}.{name}")
+            old_node = catalog.class_node(self.view, ref)
+        carried = []
+        if old_node is not None and arguments.get("recompileMethods", True):
+            defined = {m.name for m in splice.methods_of(node)}
+            carried = [m for m in splice.methods_of(old_node) if m.name not in defined]
+        old_source = self.view.source(module_name)
+        module = self.view.module(module_name)
+        filename = self.view.filename(self.view.relpath(module_name))
+
+        def build(methods):
+            class_text = text
+            for method in methods:
+                class_text = self._splice(splice.put_method, class_text, name,
+                                          splice.segment(old_source, method))[0]
+            return self._splice(splice.put_class, old_source, name, class_text)
+
+        new_source, failed = build(carried), []
+        new_class = None
+        if module is not None:
+            try:
+                new_class = live.evaluate_class(module, filename, new_source, name)
+            except Exception as error:
+                if not carried:
+                    raise definition_error(error) from None
+                failed = [m.name for m in carried if _fails(module, filename, new_source, name, m.name)]
+                new_source = build([m for m in carried if m.name not in failed])
+                try:
+                    new_class = live.evaluate_class(module, filename, new_source, name)
+                except Exception as again:
+                    raise definition_error(again) from None
+        outcome = self._apply_class(module, module_name, name, cls, old_node, new_class)
+        self.view.set_source(module_name, new_source, live=module is not None)
+        if outcome == "replaced":
+            self.view.reload_importers_of(module_name)
+        message = {"defined": f"defined {module_name}.{name}",
+                   "updated": f"redefined {module_name}.{name} in place",
+                   "replaced": f"redefined {module_name}.{name} with a new shape (bases or "
+                               "__slots__); existing instances keep the old class",
+                   "source": f"changed {module_name}.{name} in source only ({module_name} "
+                             "does not import)"}[outcome]
+        carried_names = [m.name for m in carried if m.name not in failed]
+        if carried_names:
+            message += f"; carried over {', '.join(carried_names)}"
+        if failed:
+            message += f"; could not carry over (dropped): {', '.join(failed)}"
+        return self._finish(message, {"class": f"{module_name}.{name}", "outcome": outcome,
+                                      "carried": carried_names, "failed": failed})
+
+    def _class_target(self, name: str, module_name: str | None) -> tuple[str, bool]:
+        """(module, exists) for the class a class statement (re)defines."""
+        view = self.view
+        if module_name is not None:
+            if module_name == KERNEL:
+                raise ToolError("refused", f"builtins is the kernel dictionary; classes cannot "
+                                "be added to or changed in it")
+            catalog.require_module(view, module_name)
+            if view.shadowed(module_name):
+                raise ToolError("refused", f"{module_name} is shadowed by a kernel module of that name")
+            return module_name, any(r.name == name for r in catalog.classes_in(view, module_name))
+        candidates = [ref for ref in catalog.image_classes(view) if ref.name == name]
+        if len(candidates) > 1:
+            raise ToolError("ambiguous", f"class name {name} is defined in several modules: "
+                            + ", ".join(r.qualified for r in candidates) + "; pass dictionaryName")
+        if candidates:
+            return candidates[0].module, True
+        if isinstance(getattr(builtins, name, None), type):
+            raise ToolError("refused", f"{name} is a kernel class (builtins) and cannot be "
+                            "redefined; pass dictionaryName to define an image class of that name")
+        raise ToolError("invalidParams", f"{name} is a new class: pass dictionaryName to say "
+                        "which image module it belongs in")
+
+    def _apply_class(self, module, module_name, name, cls, old_node, new_class) -> str:
+        if module is None:
+            return "source"
+        if cls is None:
+            setattr(module, name, new_class)
+            return "defined"
+        if live.same_shape(cls, new_class):
+            live.update_in_place(cls, new_class, live.class_member_names(old_node))
+            return "updated"
+        self.view.load_all()
+        subclasses = catalog.image_subclasses(self.view, cls)
+        if subclasses:
+            raise ToolError("refused", f"{module_name}.{name} has subclasses in the image "
+                            f"({', '.join(subclasses)}); changing its bases or __slots__ would "
+                            "orphan them. Change or delete the subclasses first.")
+        setattr(module, name, new_class)
+        return "replaced"
+
+    def delete_method(self, arguments):
+        ref, cls = self._guarded(arguments["className"])
+        selector = arguments["selector"]
+        nodes = splice.method_nodes(catalog.class_node(self.view, ref), selector)
+        if not nodes:
+            raise ToolError("notFound", f"{ref.qualified} defines no method {selector}")
+        filter_by_meta(nodes, arguments.get("meta"), ref.qualified, selector)
+        new_source = self._splice(splice.remove_method, self.view.source(ref.module), ref.name, selector)
+        if cls is not None and selector in vars(cls):
+            delattr(cls, selector)
+        self.view.set_source(ref.module, new_source, live=cls is not None)
+        return self._finish(f"deleted {ref.qualified}.{selector}",
+                            {"class": ref.qualified, "selector": selector})
+
+    def delete_class(self, arguments):
+        ref, cls = self._guarded(arguments["className"])
+        note = ""
+        if cls is not None:
+            self.view.load_all()
+            subclasses = catalog.image_subclasses(self.view, cls)
+            if subclasses:
+                note = f" (its subclasses {', '.join(subclasses)} still name it)"
+            vars(self.view.module(ref.module)).pop(ref.name, None)
+        new_source = self._splice(splice.remove_class, self.view.source(ref.module), ref.name)
+        self.view.set_source(ref.module, new_source, live=cls is not None)
+        return self._finish(f"deleted class {ref.qualified}{note}", {"class": ref.qualified})
+
+    def set_class_comment(self, arguments):
+        ref, cls = self._guarded(arguments["className"])
+        comment = arguments["comment"]
+        new_source = self._splice(splice.set_class_docstring, self.view.source(ref.module),
+                                  ref.name, comment)
+        if cls is not None:
+            cls.__doc__ = comment or None
+        self.view.set_source(ref.module, new_source, live=cls is not None)
+        return self._finish(f"set the comment of {ref.qualified}", {"class": ref.qualified})
+
+    def add_dictionary(self, arguments):
+        name = arguments["dictionaryName"]
+        view = self.view
+        parts = name.split(".")
+        if not all(part.isidentifier() for part in parts):
+            raise ToolError("invalidParams", f"{name!r} is not a dotted module name")
+        if name == KERNEL or parts[0] == KERNEL:
+            raise ToolError("refused", "builtins is the kernel dictionary")
+        if view.has_module(name):
+            raise ToolError("refused", f"dictionary {name} already exists")
+        if not view.has_module(parts[0]) and (
+                parts[0] in sys.modules or importlib.util.find_spec(parts[0]) is not None):
+            raise ToolError("refused", f"{parts[0]} is a kernel (standard library or installed) "
+                            "module name; choose another name")
+        created = []
+        for depth in range(1, len(parts)):
+            parent = ".".join(parts[:depth])
+            rel = view.relpath(parent)
+            if rel is None:
+                view.add_module(parent, "", package=True)
+                created.append(parent)
+            elif not rel.endswith("__init__.py"):
+                raise ToolError("refused", f"{parent} is a module, not a package, so {name} "
+                                "cannot live under it")
+        view.add_module(name, f'"""The {name} dictionary."""\n')
+        created.append(name)
+        return self._finish(f"added dictionary {name}", {"dictionary": name, "created": created})
+
+    def remove_dictionary(self, arguments):
+        name = arguments["dictionaryName"]
+        if name == KERNEL:
+            raise ToolError("refused", "builtins is the kernel dictionary and cannot be removed")
+        catalog.require_module(self.view, name)
+        if self.view.shadowed(name):
+            raise ToolError("refused", f"{name} names an already-loaded kernel module")
+        removed = self.view.remove_module(name)
+        return self._finish(f"removed dictionary {', '.join(removed)}", {"removed": removed})
+
+
+def _fails(module, filename, source, class_name, method_name) -> bool:
+    try:
+        live.compile_members(module, filename, source, class_name, [method_name])
+    except Exception:
+        return True
+    return False

@@ -1,0 +1,113 @@
+"""search: implementors, references, senders and source text, over the view's source."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+
+from gsmcpd.image import catalog, splice
+from gsmcpd.image.view import KERNEL
+from gsmcpd.worker.registry import Tool
+from gsmcpd.worker.toolset import ToolError, Toolset, object_schema, string_prop
+
+CAP = 200
+
+
+def code_units(view, module_filter: str | None = None):
+    """(module, label, node) for every top-level function and every method of a
+    top-level class, in the view's current source."""
+    for module in view.module_names():
+        if module_filter is not None and module != module_filter:
+            continue
+        tree = view.tree(module)
+        if tree is None:
+            continue
+        for node in tree.body:
+            if isinstance(node, splice.FunctionNode):
+                yield module, f"{module}.{node.name}", node
+            elif isinstance(node, ast.ClassDef):
+                for method in splice.methods_of(node):
+                    yield module, f"{module}.{node.name}.{method.name}", method
+
+
+def capped(kind: str, hits: list[str], what: str) -> dict:
+    shown = hits[:CAP]
+    note = f"showing {CAP} of {len(hits)}" if len(hits) > CAP else None
+    text = "\n".join(shown) if shown else f"no {kind} of {what}"
+    if note:
+        text += f"\n(note: {note}; the true total is {len(hits)})"
+    structured = {"results": shown, "total": len(hits)}
+    if note:
+        structured["note"] = note
+    return {"text": text, "structured": structured}
+
+
+class SearchToolset(Toolset):
+    name = "search"
+    tool_names = ("find_implementors", "find_references_to", "find_senders", "search_method_source")
+    read_only_safe = frozenset(tool_names)
+    idempotent = frozenset(tool_names)
+
+    def register(self, registry):
+        selector = {"selector": string_prop("a method name")}
+        registry.add(Tool("find_implementors", "Image and builtins classes that define the method.",
+                          object_schema(selector, ["selector"]), self.find_implementors))
+        registry.add(Tool("find_references_to", "Functions and methods whose code references the "
+                          "global name (a class, function or other global).",
+                          object_schema({"name": string_prop("a global name")}, ["name"]),
+                          self.find_references_to))
+        registry.add(Tool("find_senders", "Functions and methods that call .selector(...) or "
+                          f"selector(...) (capped at {CAP}; a note gives the true total).",
+                          object_schema(selector, ["selector"]), self.find_senders))
+        registry.add(Tool("search_method_source", "Functions and methods whose source contains "
+                          f"the substring (capped at {CAP}).",
+                          object_schema({"pattern": string_prop("substring to find"),
+                                         "dictionaryName": string_prop("limit to one image module")},
+                                        ["pattern"]), self.search_method_source))
+
+    def find_implementors(self, arguments):
+        selector = arguments["selector"]
+        hits = []
+        for module, label, node in code_units(self.view):
+            if node.name == selector and label.count(".") > module.count(".") + 1:
+                hits.append(label.rpartition(".")[0])
+        for name in catalog.kernel_classes():
+            if selector in vars(getattr(builtins, name)):
+                hits.append(f"{KERNEL}.{name}")
+        return capped("implementors", hits, selector)
+
+    def find_references_to(self, arguments):
+        name = arguments["name"]
+        short = name.rpartition(".")[2]
+        hits = []
+        for module, label, node in code_units(self.view):
+            for sub in ast.walk(node):
+                if (isinstance(sub, ast.Name) and sub.id == short) or (
+                        "." in name and isinstance(sub, ast.Attribute) and sub.attr == short
+                        and ast.unparse(sub) == name):
+                    hits.append(label)
+                    break
+        return capped("references", hits, name)
+
+    def find_senders(self, arguments):
+        selector = arguments["selector"]
+        hits = []
+        for module, label, node in code_units(self.view):
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Call) and (
+                        (isinstance(sub.func, ast.Attribute) and sub.func.attr == selector)
+                        or (isinstance(sub.func, ast.Name) and sub.func.id == selector)):
+                    hits.append(label)
+                    break
+        return capped("senders", hits, selector)
+
+    def search_method_source(self, arguments):
+        pattern = arguments["pattern"]
+        module_filter = arguments.get("dictionaryName")
+        if not pattern:
+            raise ToolError("invalidParams", "pattern must not be empty")
+        if module_filter is not None:
+            catalog.require_module(self.view, module_filter)
+        hits = [label for module, label, node in code_units(self.view, module_filter)
+                if pattern in splice.segment(self.view.source(module), node)]
+        return capped("methods containing", hits, repr(pattern))

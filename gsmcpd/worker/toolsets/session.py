@@ -1,0 +1,107 @@
+"""session: abort, commit, refresh, status — the view's transaction."""
+
+from __future__ import annotations
+
+import os
+
+from gsmcpd.image.store import CommitConflict
+from gsmcpd.worker.registry import Tool
+from gsmcpd.worker.toolset import ToolError, Toolset, object_schema
+
+
+def conflict_error(error: CommitConflict, *, kept: str = "") -> ToolError:
+    files = ", ".join(error.files)
+    return ToolError("conflict", f"commit failed: {files} changed on disk since this session "
+                     f"read it; nothing was written{kept}. Use abort to discard your changes and "
+                     "take the committed version, or refresh to see which modules both changed.")
+
+
+def commit_view(view) -> list[str]:
+    """Commit, turning a conflict into the tool error (the changes stay uncommitted)."""
+    try:
+        return view.commit()
+    except CommitConflict as error:
+        raise conflict_error(error, kept=" and your changes are kept uncommitted "
+                             f"({', '.join(view.changed_modules())})") from None
+
+
+class SessionToolset(Toolset):
+    name = "session"
+    tool_names = ("abort", "commit", "refresh", "status")
+    read_only_safe = frozenset({"abort", "refresh", "status"})
+    destructive = frozenset({"abort"})
+    idempotent = frozenset({"abort", "refresh", "status", "commit"})
+
+    def register(self, registry):
+        empty = object_schema()
+        registry.add(Tool("abort", "Discard this session's uncommitted changes and re-read the "
+                          "image (also brings in other sessions' commits).", empty, self.abort))
+        registry.add(Tool("commit", "Write this session's changes to the image atomically; fails "
+                          "with kind conflict if another session changed the same file.",
+                          empty, self.commit))
+        registry.add(Tool("refresh", "See other sessions' commits, keeping this session's "
+                          "uncommitted changes.", empty, self.refresh))
+        registry.add(Tool("status", "Session user, id, worker pid, image path, view version and "
+                          "uncommitted changes.", empty, self.status))
+
+    def abort(self, arguments):
+        discarded = self.view.changed_modules()
+        report = self.view.abort()
+        lines = ["Aborted: " + (f"discarded changes to {', '.join(discarded)}" if discarded
+                                else "no uncommitted changes"),
+                 f"view version {self.view.version}"]
+        lines += _reload_lines(report)
+        return {"text": "\n".join(lines), "structured": {
+            "discarded": discarded, "version": self.view.version, "reloaded": report.reloaded,
+            "importErrors": report.import_errors}}
+
+    def commit(self, arguments):
+        committed = commit_view(self.view)
+        text = (f"Committed {', '.join(committed)}" if committed else "Nothing to commit; view refreshed")
+        return {"text": f"{text} (view version {self.view.version})",
+                "structured": {"committed": committed, "version": self.view.version}}
+
+    def refresh(self, arguments):
+        report = self.view.refresh()
+        lines = [f"Refreshed to view version {self.view.version}"]
+        if report.brought_in:
+            lines.append("brought in: " + ", ".join(report.brought_in))
+        if report.kept_ours:
+            lines.append("changed both here and in a commit, kept ours (commit will conflict; "
+                         "abort takes theirs): " + ", ".join(report.kept_ours))
+        lines += _reload_lines(report)
+        return {"text": "\n".join(lines), "structured": {
+            "version": self.view.version, "broughtIn": report.brought_in,
+            "keptOurs": report.kept_ours, "reloaded": report.reloaded,
+            "importErrors": report.import_errors}}
+
+    def status(self, arguments):
+        view = self.view
+        info = (self.server.session_info or {}) if self.server is not None else {}
+        changed = view.changed_modules()
+        structured = {
+            "user": view.user or info.get("user"),
+            "sessionId": view.session_id or info.get("session_id"),
+            "pid": os.getpid(),
+            "image": str(view.image_dir),
+            "viewVersion": view.version,
+            "uncommittedChanges": bool(changed),
+            "changedModules": changed,
+            "readOnly": bool(getattr(self.server, "read_only", False)),
+        }
+        text = "\n".join([
+            f"user: {structured['user']}", f"session: {structured['sessionId']}",
+            f"worker pid: {structured['pid']}", f"image: {structured['image']}",
+            f"view version: {structured['viewVersion']}",
+            "uncommitted changes: " + (", ".join(changed) if changed else "none"),
+        ])
+        return {"text": text, "structured": structured}
+
+
+def _reload_lines(report) -> list[str]:
+    lines = []
+    if report.reloaded:
+        lines.append("reloaded: " + ", ".join(report.reloaded))
+    for module, error in sorted(report.import_errors.items()):
+        lines.append(f"import error in {module}: {error}")
+    return lines
