@@ -134,7 +134,7 @@ class App:
         try:
             message = jsonrpc.parse(request.body)
         except jsonrpc.JsonRpcError as exc:
-            conn.respond(400, [JSON], error_body(exc.code, exc.message))
+            conn.respond(400, [JSON], jsonrpc.dumps(exc.response()))
             return
         accepts_sse = accepts(request, "text/event-stream") and request.header("accept") is not None
         if message.kind == "request" and message.method == "initialize":
@@ -148,6 +148,8 @@ class App:
         if session is None:
             return
         session.last_activity = self.router.loop.time()
+        if message.kind != "response":
+            self.router.supervisor.request_arrived(session)
         if message.kind == "response":
             self.router.client_response(session, message.raw)
             conn.respond(202)

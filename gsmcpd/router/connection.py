@@ -59,6 +59,8 @@ class Connection:
         except http.HttpError as exc:
             self._fail(exc)
             return
+        if self.parser.pop_expect_continue():
+            self.write(http.CONTINUE)  # else curl waits a second before a large body
         if not self.busy:
             self._next_request()
         elif self.streaming and self.parser.in_progress and len(data) > 65536:

@@ -16,9 +16,9 @@ from pathlib import Path
 from gsmcpd.router.app import App, Principal
 from gsmcpd.router.connection import Connection
 from gsmcpd.router.loop import Loop
-from gsmcpd.router.sessions import SSE_HEADERS, SessionManager
+from gsmcpd.router.sessions import SessionManager
+from gsmcpd.router.supervision import Supervisor
 from gsmcpd.router.workers import WorkerPool
-from gsmcpd.wire import jsonrpc, sse
 
 log = logging.getLogger("gsmcpd.router")
 
@@ -40,6 +40,7 @@ class Router:
         self.loop = Loop()
         self.pool = WorkerPool(self.loop, config.spare_workers)
         self.sessions = SessionManager(self)
+        self.supervisor = Supervisor(self)
         self.bound_to_loopback = _is_loopback(config.host)
         self.app = App(self)
         self.connections = set()
@@ -119,52 +120,30 @@ class Router:
             "account": principal.account,
         }
 
-    # -- calls (deadlines and cancellation) ----------------------------------
+    # -- lifetime, deadlines, streams: the supervisor's -----------------------
     def call_started(self, session, call):
-        pass
+        self.supervisor.call_started(session, call)
 
     def call_finished(self, session, call):
-        pass
+        self.supervisor.call_finished(session, call)
 
     def call_cancelled(self, session, call):
-        session.worker.signal(signal.SIGINT)
+        self.supervisor.call_cancelled(session, call)
 
-    # -- the standalone GET stream -----------------------------------------
     def attach_stream(self, session, conn):
-        old = session.stream
-        session.stream = conn
-        if old is not None and not old.closed:
-            old.on_stream_lost = None
-            old.end_stream()  # the newest GET wins
-        headers = list(SSE_HEADERS) + [("MCP-Session-Id", session.id)]
-        conn.start_stream(200, headers)
-        conn.on_stream_lost = lambda: self._stream_lost(session, conn)
-        self._schedule_keepalive(session, conn)
-
-    def _schedule_keepalive(self, session, conn):
-        def tick():
-            if session.stream is conn and not conn.closed and conn.streaming:
-                conn.stream_write(sse.comment("keepalive"))
-                self._schedule_keepalive(session, conn)
-        self.loop.call_later(self.config.keepalive_interval, tick)
-
-    def _stream_lost(self, session, conn):
-        if session.stream is conn:
-            session.stream = None
+        self.supervisor.attach_stream(session, conn)
 
     def push_to_stream(self, session, message):
-        conn = session.stream
-        if conn is None or conn.closed:
-            return False
-        body = jsonrpc.dumps(message)
-        conn.stream_write(sse.event(body.decode("utf-8"), event="message"))
-        return True
+        return self.supervisor.push(session, message)
 
     def client_response(self, session, message):
-        pass
+        self.supervisor.client_response(session, message)
+
+    def session_opened(self, session):
+        self.supervisor.session_opened(session)
 
     def session_ended(self, session):
-        pass
+        self.supervisor.session_ended(session)
 
     # -- trace -------------------------------------------------------------
     def trace_inbound(self, request):

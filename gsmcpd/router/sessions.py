@@ -72,6 +72,8 @@ class Session:
         self.prepared = False
         self.ended = False
         self.stream = None  # the Connection carrying the standalone GET stream
+        self.stream_generation = None  # its outbox generation
+        self.outbox = None  # server-initiated messages waiting for the stream
         self.token_exp = None  # when the token that opened it expires (auth mode)
 
     @property
@@ -101,6 +103,7 @@ class SessionManager:
         self.by_id[sid] = session
         self._by_worker[worker] = session
         worker.send({"op": "prepare", "session": self.router.session_config(session, principal)})
+        self.router.session_opened(session)
         self.submit(session, conn, message, accepts_sse)
         log.info("session %s opened for %s (worker %d%s)", session.short, session.user, worker.pid,
                  ", read-only" if session.read_only else "")
@@ -118,8 +121,10 @@ class SessionManager:
         session.queue.clear()
         for call in gone:
             self._fail(call, jsonrpc.WORKER_GONE, "session ended: %s" % reason)
+        self.router.session_ended(session)  # last flush of its outbox
         if session.stream is not None:
             stream, session.stream = session.stream, None
+            stream.on_stream_lost = None
             stream.end_stream()
         worker = session.worker
         if worker.alive:
@@ -127,7 +132,6 @@ class SessionManager:
             # A worker that does not go when asked is made to.
             self.loop.call_later(self.config.break_grace, worker.kill)
         log.info("session %s ended: %s", session.short, reason)
-        self.router.session_ended(session)
 
     # -- requests ----------------------------------------------------------
     def submit(self, session, conn, message, accepts_sse):

@@ -1,0 +1,218 @@
+"""Drives the pure lifetime, break and outbox policies from the router's loop.
+
+The policies (lifetime.py, breaks.py, outbox.py) decide; this module tells them
+what happened, keeps one timer armed for their next wakeup, and carries out the
+actions they return: probe pings, reaps, soft/hard breaks and stops, and writing
+server-initiated messages onto each session's current GET stream.
+"""
+
+import logging
+import signal
+
+from gsmcpd.router import breaks as breaks_mod
+from gsmcpd.router.breaks import Breaks
+from gsmcpd.router.lifetime import Lifetime, LifetimeSettings
+from gsmcpd.router.outbox import Outbox, OutboxClosed
+from gsmcpd.router.sessions import SSE_HEADERS
+from gsmcpd.wire import jsonrpc, sse
+
+log = logging.getLogger("gsmcpd.lifetime")
+
+BREAK_SIGNALS = {breaks_mod.SOFT_BREAK: signal.SIGINT, breaks_mod.HARD_BREAK: signal.SIGUSR1}
+
+
+def settings_from(config):
+    return LifetimeSettings(
+        idle_timeout=config.idle_timeout,
+        probe_after=config.probe_after if config.probe_after is not None else 1500.0,
+        streamless_idle_timeout=config.streamless_idle_timeout,
+        stream_loss_grace=config.stream_loss_grace,
+        max_session_lifetime=config.max_session_lifetime,
+        request_timeout=config.request_timeout,
+        break_grace=config.break_grace,
+        maintenance_interval=config.maintenance_interval,
+        ping_timeout=config.ping_timeout,
+    )
+
+
+class Supervisor:
+    def __init__(self, router):
+        self.router = router
+        self.loop = router.loop
+        self.config = router.config
+        settings = settings_from(router.config)
+        self.lifetime = Lifetime(settings, self.loop.time())
+        self.breaks = Breaks.from_settings(settings)
+        self._timer = None
+        self._timer_at = None
+        self._arm()
+
+    # -- the one timer -------------------------------------------------------
+    def _arm(self, at=None):
+        if at is None:
+            candidates = [self.lifetime.next_wakeup(), self.breaks.next_wakeup()]
+            at = min(t for t in candidates if t is not None)
+        elif self._timer_at is not None and self._timer_at <= at:
+            return  # already armed early enough
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_at = at
+        self._timer = self.loop.call_at(at, self._tick)
+
+    def _soon(self, at):
+        if at is not None:
+            self._arm(at)
+
+    def _tick(self):
+        self._timer = self._timer_at = None
+        now = self.loop.time()
+        for action in self.lifetime.tick(now):
+            self._lifetime_action(action)
+        for step, sid, request_id, cause in self.breaks.tick(now):
+            self._break_action(step, sid, request_id, cause)
+        self._arm()
+
+    def _lifetime_action(self, action):
+        kind = action[0]
+        if kind == "ping":
+            _, sid, request_id, _generation = action
+            session = self.router.sessions.by_id.get(sid)
+            if session is not None:
+                self.push(session, jsonrpc.request(request_id, "ping"))
+        elif kind == "reap":
+            _, sid, reason = action
+            session = self.router.sessions.by_id.get(sid)
+            if session is not None:
+                self.router.sessions.end(session, "reaped (%s)" % reason)
+        elif kind == "forgiven":
+            log.warning("maintenance ran %.0fs late (host suspended?); idle clocks forgiven", action[1])
+
+    def _break_action(self, step, sid, request_id, cause):
+        session = self.router.sessions.by_id.get(sid)
+        if session is None:
+            return
+        call = session.inflight
+        log.warning("session %s: %s of request %r (%s)", session.short, step.replace("_", " "),
+                    request_id, cause)
+        if step in BREAK_SIGNALS:
+            session.worker.signal(BREAK_SIGNALS[step])
+            return
+        # stop: the worker took neither break; answer the client, then end the session
+        if call is not None and not call.cancelled:
+            self.router.sessions.fail_inflight(
+                session, jsonrpc.REQUEST_TIMEOUT,
+                "request %r outran its deadline and its worker had to be stopped; the session is finished"
+                % (request_id,))
+        session.worker.kill()
+        self.router.sessions.end(session, "worker stopped after %s" % cause)
+
+    # -- events from the router ------------------------------------------------
+    def session_opened(self, session):
+        session.outbox = Outbox()
+        now = self.loop.time()
+        self.lifetime.session_opened(session.id, now)
+        self._soon(self.lifetime.info(session.id, now)["deadline"])
+
+    def request_arrived(self, session):
+        self.lifetime.request_arrived(session.id, self.loop.time())
+
+    def call_started(self, session, call):
+        now = self.loop.time()
+        self.lifetime.call_started(session.id, now)
+        breaker = self.breaks.call_started(session.id, call.id, call.method, now)
+        self._soon(breaker.next_wakeup())
+
+    def call_finished(self, session, call):
+        now = self.loop.time()
+        self.lifetime.call_finished(session.id, now)
+        self.breaks.call_finished(session.id)
+        info = self.lifetime.info(session.id, now)
+        if info is not None:
+            self._soon(info["deadline"])
+
+    def call_cancelled(self, session, call):
+        if self.breaks.cancel(session.id, call.id, self.loop.time()):
+            self._arm(self.loop.time())
+
+    def client_response(self, session, message):
+        entry = self.lifetime.response_received(session.id, message.get("id"), self.loop.time(),
+                                                error="error" in message)
+        if entry is None:
+            log.info("session %s: response to an unknown request %r ignored", session.short, message.get("id"))
+
+    def session_ended(self, session):
+        self.lifetime.session_ended(session.id)
+        self.breaks.call_finished(session.id)
+        outbox = session.outbox
+        if outbox is not None:
+            outbox.close()
+            self._flush(session)
+
+    # -- the standalone GET stream ---------------------------------------------
+    def attach_stream(self, session, conn):
+        try:
+            generation = session.outbox.attach()
+        except OutboxClosed:
+            conn.respond(404, [("Content-Type", "application/json")], b'{"jsonrpc":"2.0","id":null,'
+                         b'"error":{"code":-32600,"message":"Session not found"}}')
+            return
+        old = session.stream
+        session.stream = conn
+        session.stream_generation = generation
+        if old is not None and not old.closed:
+            old.on_stream_lost = None
+            old.end_stream()  # the newest GET wins
+        self.lifetime.stream_attached(session.id, generation, self.loop.time())
+        conn.start_stream(200, list(SSE_HEADERS) + [("MCP-Session-Id", session.id)])
+        conn.on_stream_lost = lambda: self._stream_lost(session, conn, generation)
+        self._keepalive(session, conn, generation)
+        self._flush(session)
+
+    def _keepalive(self, session, conn, generation):
+        def tick():
+            if session.outbox.is_current(generation) and not conn.closed and conn.streaming:
+                conn.stream_write(sse.comment("keepalive"))
+                self._keepalive(session, conn, generation)
+        self.loop.call_later(self.config.keepalive_interval, tick)
+
+    def _stream_lost(self, session, conn, generation):
+        if session.stream is conn:
+            session.stream = None
+        session.outbox.detach(generation)
+        now = self.loop.time()
+        if self.lifetime.stream_detached(session.id, generation, now):
+            info = self.lifetime.info(session.id, now)
+            if info is not None:
+                self._soon(info["deadline"])
+
+    def push(self, session, message):
+        """Queue a server-initiated message for the session's GET stream and flush."""
+        outbox = session.outbox
+        if outbox is None:
+            return False
+        if outbox.push(message) is None:
+            return False
+        gap = outbox.take_gap()
+        if gap:
+            log.warning("session %s: outbox full, %d message(s) dropped", session.short, gap)
+        self._flush(session)
+        return True
+
+    def _flush(self, session):
+        conn = session.stream
+        generation = session.stream_generation
+        if conn is None or conn.closed:
+            return
+        messages, keep_open = session.outbox.drain(generation)
+        for message in messages:
+            body = jsonrpc.dumps(message)
+            self.router.trace_outbound("stream", session.id, body)
+            conn.stream_write(sse.event(body.decode("utf-8"), event="message"))
+        if not keep_open:
+            session.stream = None
+            conn.on_stream_lost = None
+            conn.end_stream()
+
+    # -- status ------------------------------------------------------------------
+    def info(self, session):
+        return self.lifetime.info(session.id, self.loop.time())
