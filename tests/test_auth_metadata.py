@@ -72,3 +72,21 @@ def test_description_is_made_legal():
 def test_invalid_scope_token_is_refused():
     with pytest.raises(ValueError, match="not a valid scope token"):
         bearer_challenge("https://h/m", ['a"b'])
+
+
+def test_settings_from_config():
+    from gsmcpd.auth import settings_from_config
+    from gsmcpd.config import Config
+    config = Config(auth=True, issuer="https://kc.example/realms/mcp", audience="https://mcp.example/mcp",
+                    required_scopes=("mcp:use",), write_scope="mcp:write",
+                    extra_scopes=("profile", "offline_access"), userid_claim="preferred_username",
+                    jwt_leeway=5.0, jwks_uri="https://kc.example/certs")
+    settings = settings_from_config(config)
+    assert settings.resource == "https://mcp.example/mcp"
+    assert settings.expected_audience == "https://mcp.example/mcp"
+    assert settings.supported_scopes == ("mcp:use", "mcp:write", "profile", "offline_access")
+    assert (settings.userid_claim, settings.leeway, settings.jwks_url) == ("preferred_username", 5.0,
+                                                                         "https://kc.example/certs")
+    client_id = settings_from_config(Config(auth=True, issuer="https://kc", audience="gsmcpd", port=8443))
+    assert client_id.resource == "http://127.0.0.1:8443/mcp"
+    assert client_id.expected_audience == "gsmcpd"

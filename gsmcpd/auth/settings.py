@@ -68,3 +68,22 @@ class AuthSettings:
             doc = metadata_document(self.resource, servers, self.supported_scopes)
             self._derived["body"] = metadata_json(doc)
         return self._derived["body"]
+
+
+def settings_from_config(config) -> AuthSettings:
+    """Build AuthSettings from a `gsmcpd.config.Config` with `auth` on.
+
+    `resource` (what the metadata publishes and challenges point at) is the
+    audience when that is an http(s) URL — the public name, right behind a TLS
+    proxy too — and otherwise the router's own /mcp URL.
+    """
+    audience = config.audience
+    resource = audience if audience and audience.startswith(("https://", "http://")) else config.url
+    return AuthSettings(
+        resource=resource.rstrip("/"), issuer=config.issuer, audience=audience,
+        authorization_servers=tuple(config.authorization_servers),
+        required_scopes=tuple(config.required_scopes), write_scope=config.write_scope,
+        extra_scopes=tuple(config.extra_scopes), userid_claim=config.userid_claim,
+        leeway=config.jwt_leeway,
+        jwks_file=str(config.jwks_file) if config.jwks_file else None,
+        jwks_url=config.jwks_uri or None)
