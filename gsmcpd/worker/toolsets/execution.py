@@ -27,14 +27,16 @@ class ExecutionToolset(Toolset):
 
     def __init__(self, server=None):
         super().__init__(server)
-        self.namespace: dict = {"__name__": "__workspace__"}
+        # `progress` lets long-running workspace code report to a client that asked.
+        self.namespace: dict = {"__name__": "__workspace__", "progress": self.progress}
         self._call_numbers = itertools.count(1)
 
     def register(self, registry):
         registry.add(Tool(
             "execute_code",
             "Run Python source in this session's workspace (names persist across calls, like a "
-            "REPL). Answers what the code printed plus the repr of a final expression.",
+            "REPL). Answers what the code printed plus the repr of a final expression. "
+            "progress(done, total=None, message=None) reports progress while it runs.",
             object_schema({"code": string_prop("Python source to run")}, required=["code"]),
             self.execute_code,
         ))

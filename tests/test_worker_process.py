@@ -1,0 +1,233 @@
+"""The real worker process over a real socketpair: frames, breaks, progress, exit paths."""
+
+import multiprocessing
+import os
+import signal
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from gsmcpd.wire import frames
+from gsmcpd.worker import main as worker_main
+
+CONTEXT = multiprocessing.get_context("forkserver")
+WAIT = 20   # seconds before a test gives up on an expected frame (never asserted on)
+
+SESSION = {"session_id": "sid-1", "user": "tester", "read_only": False,
+           "toolsets": ["execution", "bench"], "worker_class": None, "server_name": None,
+           "server_version": None, "server_title": None, "image": None, "account": None}
+
+
+class Channel:
+    """The router's end: one worker process and its frame socket."""
+
+    def __init__(self, router_pid=None):
+        self.sock, theirs = socket.socketpair()
+        self.process = CONTEXT.Process(target=worker_main.run,
+                                       args=(theirs, router_pid or os.getpid()), daemon=True)
+        self.process.start()
+        theirs.close()
+        self.sock.settimeout(WAIT)
+        self.decoder = frames.FrameDecoder()
+        self.frames = []
+        self.seq = 0
+
+    def send(self, frame):
+        self.sock.sendall(frames.encode(frame))
+
+    def receive(self):
+        while not self.frames:
+            data = self.sock.recv(65536)
+            if not data:
+                raise EOFError("worker closed its socket")
+            self.frames += self.decoder.feed(data)
+        return self.frames.pop(0)
+
+    def prepare(self, **overrides):
+        self.send({"op": "prepare", "session": {**SESSION, **overrides}})
+        return self.receive()
+
+    def start_call(self, method, params=None, request_id=None):
+        self.seq += 1
+        message = {"jsonrpc": "2.0", "id": request_id or f"r{self.seq}", "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send({"op": "call", "seq": self.seq, "message": message})
+        return self.seq
+
+    def execute(self, code, token=None):
+        params = {"name": "execute_code", "arguments": {"code": code}}
+        if token is not None:
+            params["_meta"] = {"progressToken": token}
+        return self.start_call("tools/call", params)
+
+    def reply(self, seq):
+        frame = self.receive()
+        assert frame["op"] == "reply" and frame["seq"] == seq, frame
+        return frame["message"]
+
+    def notified(self, seq):
+        frame = self.receive()
+        assert frame["op"] == "notify" and frame["seq"] == seq, frame
+        return frame["message"]["params"]
+
+    def signal(self, signum):
+        os.kill(self.process.pid, signum)
+
+    def close(self):
+        self.sock.close()
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join(WAIT)
+
+
+@pytest.fixture
+def worker():
+    channel = Channel()
+    assert channel.prepare() == {"op": "prepared", "ok": True, "pid": channel.process.pid}
+    yield channel
+    channel.close()
+
+
+def text_of(response):
+    return response["result"]["content"][0]["text"]
+
+
+def test_initialize_tools_list_and_execute_code(worker):
+    init = worker.reply(worker.start_call("initialize", {"protocolVersion": "2025-06-18"}, "init"))
+    assert init["id"] == "init"
+    assert init["result"]["serverInfo"]["name"] == "gsmcpd"
+    tools = worker.reply(worker.start_call("tools/list"))["result"]["tools"]
+    assert [t["name"] for t in tools] == ["echo", "execute_code"]
+    assert text_of(worker.reply(worker.execute("import os\nmine = os.getpid()\nprint('hi')\nmine"))) \
+        == f"hi\n{worker.process.pid}"
+    assert text_of(worker.reply(worker.execute("mine + 1"))) == str(worker.process.pid + 1)
+
+
+def test_notification_call_gets_a_null_reply(worker):
+    worker.seq += 1
+    worker.send({"op": "call", "seq": worker.seq,
+                 "message": {"jsonrpc": "2.0", "method": "notifications/initialized"}})
+    assert worker.reply(worker.seq) is None
+
+
+def test_progress_notifies_arrive_before_the_reply(worker):
+    seq = worker.execute("for step in range(1, 4):\n    progress(step, 3, f'step {step}')\n'done'",
+                         token="tok-7")
+    for step in (1, 2, 3):
+        assert worker.notified(seq) == {"progressToken": "tok-7", "progress": step, "total": 3,
+                                        "message": f"step {step}"}
+    assert text_of(worker.reply(seq)) == "'done'"
+
+
+def test_progress_without_token_sends_nothing(worker):
+    seq = worker.execute("progress(1, 2)\n'quiet'")
+    assert text_of(worker.reply(seq)) == "'quiet'"
+
+
+def test_soft_break_interrupts_a_busy_loop_and_worker_stays_usable(worker):
+    seq = worker.execute("progress(1)\nwhile True:\n    pass", token="t")
+    assert worker.notified(seq)["progress"] == 1       # the loop is running
+    worker.signal(signal.SIGINT)
+    response = worker.reply(seq)
+    assert response["id"] == f"r{seq}"
+    assert response["error"]["code"] == -32001
+    assert response["error"]["message"] == "request interrupted: soft break"
+    assert text_of(worker.reply(worker.execute("'after'"))) == "'after'"
+
+
+def test_hard_break_stops_code_that_swallows_keyboard_interrupt(worker):
+    # progress() runs inside the try: a break landing just after its frame is written is
+    # raised as it returns, and must meet the same handler as one landing in the loop.
+    code = ("n = 0\nwhile True:\n    try:\n        n += 1\n        progress(n)\n"
+            "        while True:\n            pass\n    except KeyboardInterrupt:\n        pass\n")
+    seq = worker.execute(code, token="t")
+    assert worker.notified(seq)["progress"] == 1
+    worker.signal(signal.SIGINT)
+    assert worker.notified(seq)["progress"] == 2       # the soft break was swallowed
+    worker.signal(signal.SIGUSR1)
+    response = worker.reply(seq)
+    assert response["error"] == {"code": -32001, "message": "request interrupted: hard break"}
+    assert text_of(worker.reply(worker.execute("n"))) == "2"
+
+
+def test_code_catching_base_exception_survives_both_breaks_until_killed(worker):
+    code = ("n = 0\nwhile True:\n    try:\n        n += 1\n        progress(n)\n"
+            "        while True:\n            pass\n    except BaseException:\n        pass\n")
+    seq = worker.execute(code, token="t")
+    assert worker.notified(seq)["progress"] == 1
+    worker.signal(signal.SIGINT)
+    assert worker.notified(seq)["progress"] == 2
+    worker.signal(signal.SIGUSR1)
+    assert worker.notified(seq)["progress"] == 3       # still running after the hard break
+    worker.signal(signal.SIGKILL)
+    worker.process.join(WAIT)
+    assert worker.process.exitcode == -signal.SIGKILL
+
+
+def test_breaks_while_idle_are_ignored(worker):
+    assert text_of(worker.reply(worker.execute("'warm'"))) == "'warm'"
+    worker.signal(signal.SIGINT)
+    worker.signal(signal.SIGUSR1)
+    # Frames are handled in order, so this answer comes after both signals were handled.
+    assert text_of(worker.reply(worker.start_call("tools/call",
+                                                  {"name": "echo", "arguments": {"text": "alive"}}))) \
+        == "alive"
+    assert worker.process.is_alive()
+
+
+def test_eof_on_the_frame_socket_ends_the_worker():
+    channel = Channel()
+    assert channel.prepare()["ok"] is True
+    channel.sock.close()
+    channel.process.join(WAIT)
+    assert channel.process.exitcode == 0
+
+
+def test_stop_frame_ends_the_worker():
+    channel = Channel()
+    channel.send({"op": "stop"})
+    channel.process.join(WAIT)
+    assert channel.process.exitcode == 0
+    channel.close()
+
+
+def test_watchdog_ends_the_worker_when_the_router_is_gone():
+    router = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    channel = Channel(router_pid=router.pid)
+    try:
+        assert channel.prepare()["ok"] is True
+        router.kill()
+        router.wait()
+        channel.process.join(WAIT)
+        assert channel.process.exitcode == 0     # our socket end is still open: the watchdog did it
+    finally:
+        router.kill()
+        router.wait()
+        channel.close()
+
+
+def test_prepare_failures_say_what_to_fix_and_a_later_prepare_succeeds():
+    channel = Channel()
+    try:
+        call_seq = channel.start_call("ping")
+        assert channel.reply(call_seq)["error"] == {"code": -32603, "message": "worker not prepared"}
+        for overrides, fragment in [
+            ({"worker_class": "no_such_module_xyz:Server"}, "cannot import module 'no_such_module_xyz'"),
+            ({"worker_class": "gsmcpd.worker.toolsets.bench:BenchToolset"}, "not an McpServer subclass"),
+            ({"toolsets": ["bench", "nonsense"]}, "unknown toolset 'nonsense'"),
+        ]:
+            answer = channel.prepare(**overrides)
+            assert answer["op"] == "prepared" and answer["ok"] is False
+            assert fragment in answer["error"]
+        assert channel.prepare(read_only=True, server_title="box")["ok"] is True
+        tools = channel.reply(channel.start_call("tools/list"))["result"]["tools"]
+        assert [t["name"] for t in tools] == ["echo"]
+        gated = channel.reply(channel.execute("1"))
+        assert gated["error"]["code"] == -32601 and gated["error"]["data"] == {"kind": "readOnly"}
+        again = channel.prepare()
+        assert again["ok"] is False and "already prepared" in again["error"]
+    finally:
+        channel.close()
