@@ -13,11 +13,12 @@ import os
 import ssl
 from pathlib import Path
 
-_BODY = b"This port speaks HTTPS: use https:// to connect.\n"
+from gsmcpd.wire import http
+
 # Sent in the clear (no TLS) to a client that spoke plain HTTP to the TLS port, then close.
-PLAINTEXT_HTTP_RESPONSE = (
-    b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n"
-    b"Connection: close\r\nContent-Length: " + str(len(_BODY)).encode() + b"\r\n\r\n" + _BODY)
+PLAINTEXT_HTTP_RESPONSE = http.response(400, [("Content-Type", "text/plain; charset=utf-8")],
+                                        b"This port speaks HTTPS: use https:// to connect.\n",
+                                        keep_alive=False)
 
 _HTTP_METHODS = tuple(m.encode() + b" " for m in
                       ("GET", "POST", "PUT", "HEAD", "DELETE", "OPTIONS", "PATCH", "CONNECT", "TRACE", "PRI"))
