@@ -1,4 +1,5 @@
 """Bearer validation outcomes, with the exact status and WWW-Authenticate text."""
+import json
 import time
 
 import jwt
@@ -251,3 +252,16 @@ def test_no_write_scope_configured_means_read_write(idp, keys):
 def test_scp_claim_list_is_read(idp, settings, keys):
     outcome = check(f"Bearer {idp.mint(scope=None, scp=['mcp:use'])}", settings, keys)
     assert outcome.principal.scopes == {"mcp:use"}
+
+
+@pytest.mark.parametrize("exp", ["NaN", "Infinity", "true", '"soon"'])
+def test_non_numeric_exp_is_refused(idp, settings, keys, exp):
+    token = idp.mint()
+    head, body, _ = token.split(".")
+    claims = json.loads(jwt.utils.base64url_decode(body))
+    raw = json.dumps({**claims, "exp": 0}).replace('"exp": 0', f'"exp": {exp}')
+    key = idp.keys["rsa-1"][1]
+    signing_input = f"{head}.{jwt.utils.base64url_encode(raw.encode()).decode()}"
+    signature = jwt.get_algorithm_by_name("RS256").sign(signing_input.encode(), key)
+    forged = f"{signing_input}.{jwt.utils.base64url_encode(signature).decode()}"
+    assert rejected(check(f"Bearer {forged}", settings, keys)) == invalid("token has no exp claim")

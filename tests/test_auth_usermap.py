@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gsmcpd.auth.usermap import AccountResolver, UserMapError, load_user_map, parse_user_map
+from gsmcpd.auth.usermap import AccountResolver, UserMapError, load_user_map, parse_user_map, resolve_account
 
 
 def test_parse_with_comments_and_blank_lines():
@@ -58,6 +58,7 @@ def test_resolve_with_map():
     assert resolver.resolve_account("carol") is None              # unmapped
     assert resolver.resolve_account("bob") is None                # mapped to a missing account
     assert resolver.resolve_account("eve") is None                # never root
+    assert resolve_account("alice", {"alice": "nobody"}) == "nobody"
 
 
 def test_resolve_without_map_uses_the_claim_as_account():

@@ -12,6 +12,7 @@ Pure apart from reading the key cache: no I/O, no blocking. The router calls
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from dataclasses import dataclass, field
@@ -139,7 +140,8 @@ def authenticate(authorization: str | None, settings: AuthSettings, keys: KeySou
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    # json.loads accepts NaN/Infinity, which would make every time comparison False.
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _check_claims(claims: dict, settings: AuthSettings, now: float) -> Outcome:

@@ -75,6 +75,10 @@ class AccountResolver:
         return _usable_account(user)
 
 
+def resolve_account(user: str, user_map: dict[str, str] | None = None) -> str | None:
+    return AccountResolver(user_map).resolve_account(user)
+
+
 def become(account: str) -> bool:
     """Drop this (worker) process to `account`; False if not root (nothing to do).
 
