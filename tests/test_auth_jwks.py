@@ -8,7 +8,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from gsmcpd.auth import Accepted, AuthSettings, KeySource, NeedRefresh, Rejected, authenticate
 from gsmcpd.auth.jwks import JwksError, parse_jwks
-from tests.idp import Idp, JwksServer
+from idp import Idp, JwksServer
 
 RESOURCE = "https://127.0.0.1:8443/mcp"
 

@@ -10,7 +10,7 @@ from cryptography import x509
 
 from gsmcpd.auth.tls import (PLAINTEXT_HTTP_RESPONSE, PlaintextHttpError, TlsConnection, TlsError,
                              server_context, write_self_signed)
-from tests.idp import CertAuthority
+from idp import CertAuthority
 
 
 @pytest.fixture(scope="module")

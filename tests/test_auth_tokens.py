@@ -6,7 +6,7 @@ import jwt
 import pytest
 
 from gsmcpd.auth import Accepted, AuthSettings, KeySource, NeedRefresh, Rejected, authenticate
-from tests.idp import Idp
+from idp import Idp
 
 RESOURCE = "https://127.0.0.1:8443/mcp"
 ISSUER = "https://idp.test"
