@@ -7,6 +7,7 @@ ended). The connection only moves bytes; what a request means is `app`'s busines
 
 import logging
 
+from gsmcpd.auth.tls import PlaintextHttpError, TlsError
 from gsmcpd.wire import http
 
 log = logging.getLogger("gsmcpd.http")
@@ -37,7 +38,10 @@ class Connection:
         self.current = None  # the request being answered
         sock.setblocking(False)
         self._update_interest()
-        self._arm_idle()
+        if tls is None:
+            self._arm_idle()
+        else:
+            self._arm_read_timeout()  # a stalled handshake is an unfinished request
 
     # -- reading -----------------------------------------------------------
     def _on_readable(self):
@@ -52,8 +56,10 @@ class Connection:
             return
         if self.tls is not None:
             data = self._tls_receive(data)
-            if not data:
-                return  # handshake bytes only, or the connection was refused
+            if not data:  # handshake bytes only, or the connection was refused
+                if not self.closed and self.tls.handshake_done and not self.busy:
+                    self._arm_idle()
+                return
         try:
             self.parser.feed(data)
         except http.HttpError as exc:
@@ -69,10 +75,9 @@ class Connection:
     def _tls_receive(self, data):
         try:
             plain = self.tls.receive(data)
-        except Exception as exc:  # handshake failure, plaintext on a TLS port
-            reply = getattr(exc, "plaintext_reply", None)
-            if reply:
-                self._send_raw(reply)
+        except TlsError as exc:  # handshake failure, or plain HTTP on the TLS port
+            if isinstance(exc, PlaintextHttpError):
+                self._send_raw(exc.response)
             self.router.trace_unreadable("TLS handshake failed: %s" % exc)
             self.close()
             return None
@@ -242,7 +247,8 @@ class Connection:
 
     def _read_timed_out(self):
         self._timer = None
-        if not self.busy and self.parser.in_progress:
+        handshaking = self.tls is not None and not self.tls.handshake_done
+        if not self.busy and (self.parser.in_progress or handshaking):
             self.router.trace_unreadable("timed out after %gs" % self.read_timeout)
             self.close()
 

@@ -51,6 +51,16 @@ class Router:
         self.user = getpass.getuser()
         self.image = None
         self.on_stopping = None
+        self.auth = None
+        if config.auth:
+            from gsmcpd.router.authgate import AuthGate
+
+            self.auth = AuthGate(self)
+        self.ssl_context = None
+        if config.tls_cert:
+            from gsmcpd.auth.tls import server_context
+
+            self.ssl_context = server_context(config.tls_cert, config.tls_key)
 
     # -- startup -----------------------------------------------------------
     def bind(self):
@@ -90,20 +100,30 @@ class Router:
             self.connections.add(conn)
 
     def new_tls(self):
-        return None
+        if self.ssl_context is None:
+            return None
+        from gsmcpd.auth.tls import TlsConnection
+
+        return TlsConnection(self.ssl_context)
 
     def connection_closed(self, conn):
         self.connections.discard(conn)
 
-    # -- hooks the auth layer overrides ------------------------------------
+    # -- credentials (the auth gate's, when GS_MCP_AUTH is on) ---------------
     def authenticate(self, conn, request, then):
-        then(conn, request, Principal(self.user, self.config.readonly))
+        if self.auth is None:
+            then(conn, request, Principal(self.user, self.config.readonly))
+        else:
+            self.auth.check(conn, request, then)
 
     def owns_session(self, session, principal):
-        return True
+        return self.auth is None or self.auth.owns_session(session, principal)
 
     def serve_metadata(self, conn, request):
-        conn.respond(404, [("Content-Type", "text/plain")], b"not found: this server does not use OAuth\n")
+        if self.auth is None:
+            conn.respond(404, [("Content-Type", "text/plain")], b"not found: this server does not use OAuth\n")
+        else:
+            self.auth.serve_metadata(conn, request)
 
     def session_config(self, session, principal):
         cfg = self.config
@@ -200,7 +220,10 @@ def serve(config, *, on_ready=None, on_stopping=None, on_reload=None):
     if on_reload is not None:
         router.loop.add_signal_handler(signal.SIGHUP, on_reload)
     router.pool.start()
-    log.info("listening on http://%s:%d/mcp (image %s)", config.host, router.port, router.image)
+    if router.auth is not None:
+        router.auth.start()
+    scheme = "https" if router.ssl_context else "http"
+    log.info("listening on %s://%s:%d/mcp (image %s)", scheme, config.host, router.port, router.image)
     if on_ready is not None:
         router.loop.call_soon(on_ready)
     try:

@@ -1,0 +1,97 @@
+"""The router's OAuth 2.1 resource-server gate (GS_MCP_AUTH=1).
+
+Every /mcp request is authenticated before it reaches a session. Token checks are
+pure (gsmcpd.auth.tokens); a token signed by a key we have not seen parks its
+request while the JWKS is refetched on a worker thread, and the loop carries on.
+"""
+
+import logging
+import os
+
+from gsmcpd.auth import tokens
+from gsmcpd.auth.jwks import JwksError, KeySource
+from gsmcpd.auth.settings import settings_from_config
+from gsmcpd.auth.usermap import AccountResolver
+from gsmcpd.router.app import Principal
+
+log = logging.getLogger("gsmcpd.auth")
+
+JSON = ("Content-Type", "application/json")
+# MCP_USER_MAP=identity: the claim value itself names the local account.
+IDENTITY_MAP = "identity"
+
+
+class AuthGate:
+    def __init__(self, router):
+        self.router = router
+        self.loop = router.loop
+        config = router.config
+        self.readonly = config.readonly
+        self.settings = settings_from_config(config)
+        self.keys = KeySource.from_settings(self.settings, post=self.loop.call_soon_threadsafe)
+        self.accounts = None
+        if config.user_map:
+            if os.geteuid() != 0:
+                log.warning("MCP_USER_MAP is set but the daemon is not root: workers run as this user")
+            else:
+                path = None if config.user_map == IDENTITY_MAP else config.user_map
+                self.accounts = AccountResolver.from_file(path)
+
+    def start(self):
+        try:
+            self.keys.load_now()
+        except JwksError as exc:
+            # Not fatal: the IdP may come up after us; requests get 401 until it does.
+            log.error("could not load signing keys yet: %s", exc)
+        self._schedule_refresh()
+
+    def _schedule_refresh(self):
+        delay = max(1.0, self.keys.next_refresh_at - self.loop.time())
+
+        def refresh():
+            self.keys.refresh()
+            self._schedule_refresh()
+        self.loop.call_later(delay, refresh)
+
+    # -- per request ---------------------------------------------------------
+    def check(self, conn, request, then):
+        result = tokens.authenticate(request.header("authorization"), self.settings, self.keys)
+        if isinstance(result, tokens.NeedRefresh):
+            self.keys.refresh(lambda _done: self._recheck(conn, request, then))
+            return
+        self._finish(conn, request, then, result)
+
+    def _recheck(self, conn, request, then):
+        if conn.closed:
+            return
+        result = tokens.authenticate(request.header("authorization"), self.settings, self.keys,
+                                     may_refresh=False)
+        self._finish(conn, request, then, result)
+
+    def _finish(self, conn, request, then, result):
+        if isinstance(result, tokens.Rejected):
+            conn.respond(result.status, list(result.headers) + [JSON], result.body)
+            return
+        principal = result.principal
+        account = None
+        if self.accounts is not None:
+            account = self.accounts.resolve_account(principal.user)
+            if account is None:
+                log.warning("user %r has no local account mapping: refused", principal.user)
+                conn.respond(403, [JSON], b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,'
+                             b'"message":"Forbidden: this user is not mapped to a local account"}}')
+                return
+        then(conn, request, Principal(principal.user, principal.read_only or self.readonly,
+                                      exp=principal.exp, account=account))
+
+    def owns_session(self, session, principal):
+        if session.user == principal.user:
+            return True
+        log.warning("user %r presented session %s of another user: answered 404", principal.user, session.short)
+        return False
+
+    def serve_metadata(self, conn, request):
+        if request.method != "GET" or request.path not in self.settings.metadata_paths:
+            conn.respond(404, [("Content-Type", "text/plain")], b"not found\n")
+            return
+        conn.respond(200, [JSON, ("Cache-Control", "max-age=3600")], self.settings.metadata_body)
