@@ -231,3 +231,18 @@ def test_prepare_failures_say_what_to_fix_and_a_later_prepare_succeeds():
         assert again["ok"] is False and "already prepared" in again["error"]
     finally:
         channel.close()
+
+
+def test_prepare_opens_the_image_view_and_the_workspace_imports_from_it(tmp_path):
+    from gsmcpd.image.default import ensure_default_image
+
+    image = ensure_default_image(tmp_path)
+    channel = Channel()
+    try:
+        assert channel.prepare(image=str(image), toolsets=["execution", "session"])["ok"] is True
+        code = "import shop.models\nshop.models.__file__.startswith(" + repr(str(image)) + ")"
+        assert text_of(channel.reply(channel.execute(code))) == "True"
+        status = channel.reply(channel.start_call("tools/call", {"name": "status", "arguments": {}}))
+        assert "sid-1" in text_of(status)
+    finally:
+        channel.close()
