@@ -1,0 +1,142 @@
+"""The committed image: atomic commits, conflicts, the journal, crash safety, the default image."""
+
+import ast
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gsmcpd.image import store as store_module
+from gsmcpd.image.default import EXAMPLE_FILES, ensure_default_image
+from gsmcpd.image.store import CommitConflict, ImageStore, module_name_of, sha256
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def make_image(root, files):
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return ImageStore(root)
+
+
+def test_snapshot_lists_modules_only(tmp_path):
+    store = make_image(tmp_path, {"a.py": "x = 1\n", "pkg/__init__.py": "", "pkg/b.py": "y = 2\n",
+                                  "nopkg/c.py": "", ".hidden/d.py": "", "bad-name.py": "",
+                                  "notes.txt": ""})
+    snapshot = store.read_snapshot()
+    assert sorted(snapshot.files) == ["a.py", "pkg/__init__.py", "pkg/b.py"]
+    assert snapshot.version == 0
+    assert [module_name_of(rel) for rel in sorted(snapshot.files)] == ["a", "pkg", "pkg.b"]
+
+
+def test_commit_writes_files_and_journals_who_when_what(tmp_path):
+    store = make_image(tmp_path, {"a.py": "x = 1\n", "gone.py": "z = 0\n"})
+    base = {rel: sha256(data) for rel, data in store.read_snapshot().files.items()}
+    version = store.commit({"a.py": b"x = 2\n", "new/b.py": b"y = 1\n", "gone.py": None},
+                           base, user="alice", session_id="s-1")
+    assert version == 1
+    assert (tmp_path / "a.py").read_text() == "x = 2\n"
+    assert (tmp_path / "new/b.py").read_text() == "y = 1\n"
+    assert not (tmp_path / "gone.py").exists()
+    [record] = store.journal()
+    assert record["user"] == "alice" and record["session"] == "s-1" and record["time"].endswith("Z")
+    files = {entry["file"]: entry for entry in record["files"]}
+    assert files["a.py"] == {"file": "a.py", "old": sha256(b"x = 1\n"), "new": sha256(b"x = 2\n")}
+    assert files["new/b.py"]["old"] is None
+    assert files["gone.py"]["new"] is None
+    assert store.read_snapshot().version == 1
+
+
+def test_conflict_writes_nothing_and_names_the_file(tmp_path):
+    store = make_image(tmp_path, {"a.py": "x = 1\n", "b.py": "y = 1\n"})
+    base = {rel: sha256(data) for rel, data in store.read_snapshot().files.items()}
+    (tmp_path / "a.py").write_text("x = 'someone else'\n")
+    with pytest.raises(CommitConflict) as raised:
+        store.commit({"a.py": b"x = 2\n", "b.py": b"y = 2\n"}, base, user="u", session_id="s")
+    assert raised.value.files == ["a.py"]
+    assert (tmp_path / "a.py").read_text() == "x = 'someone else'\n"
+    assert (tmp_path / "b.py").read_text() == "y = 1\n"
+    assert store.journal() == []
+
+
+def test_adding_a_file_that_appeared_meanwhile_conflicts(tmp_path):
+    store = make_image(tmp_path, {"a.py": ""})
+    (tmp_path / "c.py").write_text("theirs\n")
+    with pytest.raises(CommitConflict):
+        store.commit({"c.py": b"ours\n"}, {}, user="u", session_id="s")
+
+
+def test_failure_between_temp_write_and_rename_leaves_old_or_new(tmp_path, monkeypatch):
+    store = make_image(tmp_path, {"a.py": "x = 'old a'\n", "b.py": "x = 'old b'\n"})
+    base = {rel: sha256(data) for rel, data in store.read_snapshot().files.items()}
+    real_replace = os.replace
+    calls = []
+
+    def failing_replace(src, dst):
+        calls.append(dst)
+        if len(calls) == 2:
+            raise OSError("injected failure before rename")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(store_module.os, "replace", failing_replace)
+    with pytest.raises(OSError, match="injected"):
+        store.commit({"a.py": b"x = 'new a'\n", "b.py": b"x = 'new b'\n"}, base,
+                     user="u", session_id="s")
+    assert (tmp_path / "a.py").read_text() == "x = 'new a'\n"
+    assert (tmp_path / "b.py").read_text() == "x = 'old b'\n"
+    assert sorted(store.read_snapshot().files) == ["a.py", "b.py"]   # temp files are not modules
+
+
+CRASHER = textwrap.dedent('''
+    import sys
+    from gsmcpd.image.store import ImageStore, sha256
+    store = ImageStore(sys.argv[1])
+    versions = [sys.argv[2], sys.argv[3]]
+    turn = 0
+    while True:
+        files = store.read_snapshot().files
+        base = {rel: sha256(data) for rel, data in files.items()}
+        content = open(versions[turn % 2], "rb").read()
+        store.commit({rel: content for rel in files}, base, user="crash", session_id="k")
+        turn += 1
+        print(turn, flush=True)
+''')
+
+
+def test_sigkill_mid_commit_never_tears_a_file(tmp_path):
+    old = "".join(f"value_{i} = {i!r}  # old\n" for i in range(3000))
+    new = "".join(f"value_{i} = {str(i) * 3!r}  # new\n" for i in range(3000))
+    (tmp_path / "old.txt").write_text(old)
+    (tmp_path / "new.txt").write_text(new)
+    image = tmp_path / "image"
+    make_image(image, {f"m{i}.py": old for i in range(3)})
+    for round_number in range(3):
+        child = subprocess.Popen([sys.executable, "-c", CRASHER, str(image), str(tmp_path / "new.txt"),
+                                  str(tmp_path / "old.txt")], stdout=subprocess.PIPE, cwd=REPO)
+        for _ in range(1 + round_number % 2):
+            child.stdout.readline()
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        child.stdout.close()
+        for i in range(3):
+            text = (image / f"m{i}.py").read_text()
+            assert text in (old, new)
+            ast.parse(text)
+        for record in ImageStore(image).journal():
+            assert record["user"] == "crash"
+
+
+def test_default_image_is_created_once_and_never_overwritten(tmp_path):
+    image = ensure_default_image(tmp_path / "state")
+    assert sorted(str(p.relative_to(image)) for p in image.rglob("*.py")) == sorted(EXAMPLE_FILES)
+    (image / "shop/models.py").write_text("# my edit\n")
+    (image / "shop/cart_extra.py").write_text("")
+    assert ensure_default_image(tmp_path / "state") == image
+    assert (image / "shop/models.py").read_text() == "# my edit\n"
+    assert (image / "shop/cart_extra.py").exists()
+    assert [p.name for p in (tmp_path / "state").iterdir()] == ["image"]
