@@ -198,6 +198,15 @@ def test_progress_is_sent_only_with_a_token():
     assert server.context.progress_token is None   # idle again after the call
 
 
+def test_progress_refuses_non_numbers_even_without_a_token():
+    context = McpServer().context
+    for bad in ("1", True, None):
+        with pytest.raises(TypeError, match="numbers"):
+            context.progress(bad)
+    with pytest.raises(TypeError):
+        context.progress(1, total="2")
+
+
 def test_break_exceptions_pass_through_the_dispatcher():
     class Breaking(Toolset):
         name = "breaking"

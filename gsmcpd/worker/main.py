@@ -201,6 +201,9 @@ def _process_exists(pid: int) -> bool:
 class _LoggedStream:
     """Stands in for stdout/stderr: the worker writes to its inherited streams only via logging."""
 
+    encoding = "utf-8"
+    errors = "replace"
+
     def __init__(self, level: int):
         self.level = level
         self._partial = ""
@@ -217,6 +220,9 @@ class _LoggedStream:
 
     def isatty(self) -> bool:
         return False
+
+    def writable(self) -> bool:
+        return True
 
 
 def _configure_output() -> None:

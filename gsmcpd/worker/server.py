@@ -28,6 +28,9 @@ class CallContext:
 
     def progress(self, progress, total=None, message=None) -> None:
         """Send notifications/progress now, if the request carried a progressToken."""
+        for value in (progress,) if total is None else (progress, total):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"progress values must be numbers, not {type(value).__name__}")
         if self.progress_token is None or self._notify is None:
             return
         params = {"progressToken": self.progress_token, "progress": progress}
