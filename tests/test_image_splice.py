@@ -1,0 +1,113 @@
+"""Source splicing: edits land at the AST position; everything else stays byte-identical."""
+
+import ast
+
+import pytest
+
+from gsmcpd.image import splice
+
+SOURCE = '''\
+"""Module doc."""
+import os  # keep me
+
+
+# Comment above the class.
+@decorated
+class Thing(Base):  # trailing comment
+    """Doc."""
+
+    size = 3  # size comment
+
+    def first(self):
+        return 1  # first body
+
+    # Comment between methods.
+    @staticmethod
+    def second():
+        return 2
+
+
+def tail():   # odd   spacing
+    pass
+'''
+
+
+def unchanged_outside(before: str, after: str, first: int, last: int, added: int):
+    lines_before = before.splitlines(True)
+    lines_after = after.splitlines(True)
+    assert lines_after[:first - 1] == lines_before[:first - 1]
+    assert lines_after[first - 1 + added:] == lines_before[last:]
+
+
+def test_replacing_a_method_keeps_everything_else_byte_identical():
+    new, replaced = splice.put_method(SOURCE, "Thing", "def first(self):\n    return 'one'\n")
+    assert replaced
+    unchanged_outside(SOURCE, new, 12, 13, 2)
+    assert "        return 'one'\n" in new
+    ast.parse(new)
+
+
+def test_replacing_a_decorated_method_replaces_its_decorators_too():
+    new, _ = splice.put_method(SOURCE, "Thing", "@classmethod\ndef second(cls):\n    return cls\n")
+    assert "@staticmethod" not in new and "    @classmethod\n    def second(cls):\n" in new
+    assert "    # Comment between methods.\n" in new
+
+
+def test_appending_a_method_and_filling_a_pass_only_class():
+    new, replaced = splice.put_method(SOURCE, "Thing", "async def third(self):\n    return 3\n")
+    assert not replaced
+    assert new.startswith(SOURCE[:SOURCE.index("\n\ndef tail")])
+    assert "        return 2\n\n    async def third(self):\n        return 3\n" in new
+    empty = "class E:\n    pass  # placeholder\n\nx = 1\n"
+    filled, _ = splice.put_method(empty, "E", "def m(self):\n    return 1\n")
+    assert filled == "class E:\n    def m(self):\n        return 1\n\nx = 1\n"
+
+
+def test_removing_methods_and_the_last_one_leaves_pass():
+    new = splice.remove_method(SOURCE, "Thing", "first")
+    assert "def first" not in new and "    # Comment between methods.\n" in new
+    assert "\n\n\n    # Comment" not in new
+    bare = splice.remove_method("class C:\n    def m(self):\n        pass\n", "C", "m")
+    assert bare == "class C:\n    pass\n"
+    with pytest.raises(splice.SpliceError):
+        splice.remove_method(SOURCE, "Thing", "nope")
+
+
+def test_docstring_set_replace_and_remove():
+    replaced = splice.set_class_docstring(SOURCE, "Thing", "New doc.")
+    assert '    """New doc."""\n' in replaced
+    unchanged_outside(SOURCE, replaced, 8, 8, 1)
+    added = splice.set_class_docstring("class C:\n    x = 1\n", "C", 'say "hi"')
+    assert ast.get_docstring(ast.parse(added).body[0]) == 'say "hi"'
+    removed = splice.set_class_docstring("class C:\n    '''d'''\n", "C", "")
+    assert removed == "class C:\n    pass\n"
+
+
+def test_class_definition_has_header_and_assignments_but_no_methods():
+    definition = splice.class_definition(SOURCE, "Thing")
+    assert definition.startswith("@decorated\nclass Thing(Base):  # trailing comment\n")
+    assert "size = 3  # size comment" in definition and "def " not in definition
+    ast.parse(definition)
+
+
+def test_put_and_remove_class():
+    replaced = splice.put_class(SOURCE, "Thing", "class Thing:\n    pass\n")
+    assert "@decorated" not in replaced and "# Comment above the class.\n" in replaced
+    assert replaced.endswith("def tail():   # odd   spacing\n    pass\n")
+    appended = splice.put_class(SOURCE, "Other", "class Other:\n    pass\n")
+    assert appended == SOURCE + "\n\nclass Other:\n    pass\n"
+    removed = splice.remove_class(SOURCE, "Thing")
+    assert "class Thing" not in removed and "import os  # keep me\n" in removed
+    ast.parse(removed)
+
+
+def test_crlf_sources_stay_crlf():
+    source = "class C:\r\n    def m(self):\r\n        return 1\r\n"
+    new, _ = splice.put_method(source, "C", "def n(self):\n    return 2\n")
+    assert "\n" not in new.replace("\r\n", "")
+    assert new.startswith(source)
+
+
+def test_one_line_class_is_refused():
+    with pytest.raises(splice.SpliceError, match="one line"):
+        splice.put_method("class C: pass\n", "C", "def m(self):\n    pass\n")

@@ -1,0 +1,139 @@
+"""Views: snapshot isolation, the import hook, commit/conflict/refresh/abort, reloading."""
+
+import inspect
+import sys
+import traceback
+
+import pytest
+
+from gsmcpd.image.store import CommitConflict
+from test_tools_support import image, views  # noqa: F401  (fixtures)
+
+NOISE_V2 = '    def noise(self):  # dogs bark\n        return "WOOF"\n'
+
+
+def edited(view, module, old, new):
+    text = view.source(module)
+    assert old in text
+    view.set_source(module, text.replace(old, new), live=False)
+
+
+def test_another_sessions_commit_is_invisible_until_refresh(image, views):
+    a = views(image, "a")
+    b = views(image, "b", install=False)
+    edited(a, "zoo.animals", 'return "woof"', 'return "WOOF"')
+    a.commit()
+    assert 'return "woof"' in b.source("zoo.animals") and not b.has_changes
+    report = b.refresh()
+    assert report.brought_in == ["zoo.animals"]
+    assert 'return "WOOF"' in b.source("zoo.animals")
+    assert b.version == a.version == 1
+
+
+def test_import_hook_serves_the_snapshot_not_the_disk(image, views):
+    view = views(image)
+    (image / "zoo/animals.py").write_text("raise RuntimeError('disk read')\n")
+    (image / "zoo/sneaky.py").write_text("x = 1\n")
+    module = view.module("zoo.animals")
+    assert module.Dog("rex").speak() == "rex says woof"
+    assert "dogs bark" in inspect.getsource(module.Dog)
+    assert view.module("zoo.sneaky") is None
+    with pytest.raises(ModuleNotFoundError):
+        __import__("zoo.sneaky")
+
+
+def test_tracebacks_show_the_views_source(image, views):
+    view = views(image)
+    text = view.source("zoo.animals").replace('return "..."', 'raise ValueError("boom")  # view line')
+    view.set_source("zoo.animals", text, live=False)
+    animal = view.module("zoo.animals").Animal("x")
+    with pytest.raises(ValueError) as raised:
+        animal.noise()
+    assert "# view line" in "".join(traceback.format_tb(raised.value.__traceback__))
+
+
+def test_close_uninstalls_the_hook_and_forgets_the_modules(image, views):
+    view = views(image)
+    view.module("zoo.keeper")
+    assert "zoo.animals" in sys.modules
+    view.close()
+    assert "zoo.animals" not in sys.modules and "zoo" not in sys.modules
+    assert all(finder is not view._loader for finder in sys.meta_path)
+
+
+def test_second_commit_from_the_same_base_conflicts_and_keeps_its_change(image, views):
+    a = views(image, "a")
+    b = views(image, "b", install=False)
+    edited(a, "zoo.animals", 'return "woof"', 'return "A"')
+    edited(b, "zoo.animals", 'return "woof"', 'return "B"')
+    a.commit()
+    with pytest.raises(CommitConflict) as raised:
+        b.commit()
+    assert raised.value.files == ["zoo/animals.py"]
+    assert 'return "A"' in (image / "zoo/animals.py").read_text()
+    assert b.changed_modules() == ["zoo.animals"] and 'return "B"' in b.source("zoo.animals")
+    report = b.refresh()
+    assert report.kept_ours == ["zoo.animals"]
+    assert 'return "B"' in b.source("zoo.animals")
+    with pytest.raises(CommitConflict):
+        b.commit()
+    b.abort()
+    assert 'return "A"' in b.source("zoo.animals") and not b.has_changes
+
+
+def test_refresh_brings_in_theirs_and_keeps_ours_elsewhere(image, views):
+    a = views(image, "a")
+    b = views(image, "b", install=False)
+    edited(a, "zoo.animals", 'return "woof"', 'return "A"')
+    edited(b, "zoo.keeper", "self.dogs = [", "self.dogs = ['extra'] + [")
+    a.commit()
+    report = b.refresh()
+    assert report.brought_in == ["zoo.animals"] and report.kept_ours == []
+    assert b.changed_modules() == ["zoo.keeper"]
+    b.commit()
+    assert "extra" in (image / "zoo/keeper.py").read_text()
+    assert 'return "A"' in (image / "zoo/animals.py").read_text()
+    assert [r["session"] for r in b.store.journal()] == ["a", "b"]
+
+
+def test_refresh_reimports_changed_modules_and_their_importers(image, views):
+    a = views(image, "a")
+    keeper = a.module("zoo.keeper")
+    assert keeper.Keeper().feed() == ["a says woof"]
+    b = views(image, "b", install=False)
+    edited(b, "zoo.animals", 'return "woof"', 'return "WOOF"')
+    b.commit()
+    report = a.refresh()
+    assert "zoo.animals" in report.reloaded and "zoo.keeper" in report.reloaded
+    assert a.module("zoo.keeper").Keeper().feed() == ["a says WOOF"]
+
+
+def test_abort_discards_and_reloads(image, views):
+    view = views(image)
+    assert view.module("zoo.animals").Dog("r").noise() == "woof"
+    edited(view, "zoo.animals", 'return "woof"', 'return "meow"')
+    view.abort()   # the live module was never changed; only the text was
+    assert not view.has_changes
+    edited(view, "zoo.animals", 'return "woof"', 'return "meow"')
+    view.commit()
+    assert view.module("zoo.animals").Dog("r").noise() == "meow"
+
+
+def test_add_and_remove_modules_commit_as_files(image, views):
+    view = views(image)
+    view.add_module("zoo.birds", "class Bird:\n    pass\n")
+    assert view.changed_modules() == ["zoo.birds"]
+    view.commit()
+    assert (image / "zoo/birds.py").exists() and view.module("zoo.birds").Bird
+    assert view.remove_module("zoo") == ["zoo", "zoo.animals", "zoo.birds", "zoo.keeper", "zoo.test_zoo"]
+    view.commit()
+    assert not (image / "zoo").exists()
+    assert view.module_names() == ["json", "kern"]
+
+
+def test_shadowed_kernel_module_is_not_the_views(image, views):
+    view = views(image)
+    assert view.shadowed("json")
+    assert view.module("json") is None
+    import json
+    assert not view.defines(json.JSONDecoder)
