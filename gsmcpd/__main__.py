@@ -121,7 +121,7 @@ def _run(args: argparse.Namespace) -> int:
     config = load_config(_flags(args), os.environ)
     if args.command == "start":
         return daemon.start(config, _passthrough(args))
-    return daemon.serve_main(config, ready_fd=args.ready_fd)
+    return daemon.serve_main(config, ready_fd=args.ready_fd, detached=args.ready_fd is not None)
 
 
 def _status(config, as_json: bool) -> int:

@@ -216,14 +216,15 @@ def port_in_use(host: str, port: int) -> bool:
 
 # --- serve (foreground) ----------------------------------------------------------------
 
-def serve_main(config: Config, *, ready_fd: int | None = None,
+def serve_main(config: Config, *, ready_fd: int | None = None, detached: bool = False,
                serve: Callable | None = None) -> int:
     """Run the router in this process until SIGTERM/SIGINT; the exit code.
 
     Writes the pidfile, tells systemd (and a waiting `start`, via ready_fd) once
-    listening, reopens the log on SIGHUP.  `serve` defaults to gsmcpd.router.main.serve.
+    listening, reopens the log on SIGHUP.  detached: started by `start`, so fds 1 and 2
+    follow the log file too.  `serve` defaults to gsmcpd.router.main.serve.
     """
-    configure_logging(config.log_level, config.log_file, redirect_stdio=ready_fd is not None)
+    configure_logging(config.log_level, config.log_file, redirect_stdio=detached)
     reporter = _ReadyReporter(ready_fd)
     try:
         note = claim_pidfile(config.pidfile, config.port)
@@ -252,6 +253,10 @@ def serve_main(config: Config, *, ready_fd: int | None = None,
             message = f"port {config.port} on {config.host} is already in use"
         else:
             message = f"cannot serve on {config.host}:{config.port}: {exc.strerror or exc}"
+        log.error("%s", message)
+        reporter.error(message)
+    except SystemExit as exc:  # serve()'s own refusal, e.g. a missing image directory
+        message = str(exc.code) if not isinstance(exc.code, int) else f"exit {exc.code}"
         log.error("%s", message)
         reporter.error(message)
     except Exception as exc:  # the daemon's last word: logged, reported, exit 1

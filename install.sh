@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# gsmcpd installer.
+#   ./install.sh            create .venv if missing, install gsmcpd into it (editable)
+#   ./install.sh --test     ...plus the test extra, then run the whole pytest suite
+#   ./install.sh --check    verify the environment, change nothing, print OK or the problem
+#   ./install.sh --systemd  install the gsmcpd@.service unit and a service user (root)
+# Idempotent: pip is skipped while setup.cfg and pyproject.toml hash to the recorded stamp.
+set -euo pipefail
+cd "$(dirname "$0")"
+ROOT=$PWD
+VENV=$ROOT/.venv
+STAMP=$VENV/.gsmcpd-install-stamp
+PYTHON=${PYTHON:-python3}
+SERVICE_USER=gsmcpd
+UNIT_DIR=/etc/systemd/system
+SITE_DIR=/etc/gsmcpd
+
+die() { echo "install.sh: $*" >&2; exit 1; }
+
+usage() { sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; }
+
+ensure_venv() {
+    [[ -x $VENV/bin/python ]] && return 0
+    "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null \
+        || die "$PYTHON is missing or older than 3.11 (set PYTHON=/path/to/python3.11)"
+    echo "creating $VENV"
+    "$PYTHON" -m venv "$VENV"
+}
+
+package_hash() { cat setup.cfg pyproject.toml | sha256sum | cut -d' ' -f1; }
+
+# $1: "base" or "test".  A test install also satisfies a base one.
+install_package() {
+    local extras=$1 hash recorded=""
+    hash=$(package_hash)
+    [[ -f $STAMP ]] && recorded=$(cat "$STAMP")
+    if [[ $recorded == "$hash test" || ( $extras == base && $recorded == "$hash base" ) ]]; then
+        echo "gsmcpd package up to date (stamp $STAMP)"
+        return 0
+    fi
+    local spec=.
+    [[ $extras == test ]] && spec=".[test]"
+    echo "installing gsmcpd ($extras) into $VENV"
+    local isolation=()
+    # Build in the venv itself when it can (offline-friendly); otherwise pip's isolated
+    # build fetches setuptools and wheel.
+    "$VENV/bin/python" -c 'import setuptools, wheel' 2>/dev/null && isolation=(--no-build-isolation)
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+        "${isolation[@]}" -e "$spec"
+    echo "$hash $extras" > "$STAMP"
+}
+
+# The MCP conformance suite goes into an ignored cache folder (.cache/conformance).
+# Not wired yet: this is the one place that will fetch and pin it.
+install_conformance_suite() {
+    echo "MCP conformance suite: not installed (install_conformance_suite is a placeholder)"
+}
+
+run_tests() {
+    install_conformance_suite
+    echo "running the test suite"
+    exec "$VENV/bin/python" -m pytest -q
+}
+
+check_environment() {
+    if [[ ! -x $VENV/bin/python ]]; then
+        echo "venv           $VENV missing"
+        echo "PROBLEM: no .venv; run ./install.sh"
+        exit 1
+    fi
+    exec "$VENV/bin/python" -m gsmcpd check
+}
+
+install_systemd() {
+    [[ $(id -u) -eq 0 ]] || die "--systemd needs root: it creates the '$SERVICE_USER' user and installs $UNIT_DIR/gsmcpd@.service"
+    command -v systemctl >/dev/null || die "systemctl not found: this host does not run systemd"
+    ensure_venv
+    install_package base
+    if ! id -u "$SERVICE_USER" >/dev/null 2>&1; then
+        useradd --system --home-dir /var/lib/gsmcpd --no-create-home \
+            --shell /usr/sbin/nologin "$SERVICE_USER"
+        echo "created system user $SERVICE_USER"
+    fi
+    local unit
+    unit=$(sed "s#/opt/gsmcpd#$ROOT#g" systemd/gsmcpd@.service)
+    if [[ ! -f $UNIT_DIR/gsmcpd@.service || $(cat "$UNIT_DIR/gsmcpd@.service") != "$unit" ]]; then
+        printf '%s\n' "$unit" > "$UNIT_DIR/gsmcpd@.service"
+        echo "installed $UNIT_DIR/gsmcpd@.service"
+    fi
+    install -d -m 0755 "$SITE_DIR"
+    if [[ ! -f $SITE_DIR/gsmcpd.env ]]; then
+        printf '%s\n' "# Site settings for gsmcpd@.service: GS_MCP_*=value / MCP_*=value lines." \
+            "# Every knob is documented in $ROOT/etc/gsmcpd.conf (its env name is given there)." \
+            > "$SITE_DIR/gsmcpd.env"
+        chmod 0640 "$SITE_DIR/gsmcpd.env"
+        chgrp "$SERVICE_USER" "$SITE_DIR/gsmcpd.env"
+        echo "created $SITE_DIR/gsmcpd.env"
+    fi
+    if ! runuser -u "$SERVICE_USER" -- test -r "$ROOT/gsmcpd/__init__.py"; then
+        echo "warning: $SERVICE_USER cannot read $ROOT; install the checkout somewhere it can (e.g. /opt/gsmcpd)" >&2
+    fi
+    systemctl daemon-reload
+    echo "start it with: systemctl enable --now gsmcpd@8000   (the instance is the port)"
+}
+
+case "${1:-}" in
+    "")        ensure_venv; install_package base ;;
+    --test)    ensure_venv; install_package test; run_tests ;;
+    --check)   check_environment ;;
+    --systemd) install_systemd ;;
+    -h|--help) usage ;;
+    *)         usage >&2; die "unknown option: $1" ;;
+esac

@@ -1,0 +1,341 @@
+"""Daemon plumbing without the router: sd_notify over a fake NOTIFY_SOCKET, pidfiles and
+stale pidfiles, stop's refusals, serve_main's callbacks, log reopen, check."""
+
+import io
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import uuid
+
+import pytest
+
+from gsmcpd import config as config_module
+from gsmcpd import daemon
+from gsmcpd.config import load_config
+
+
+@pytest.fixture(autouse=True)
+def _no_toolset_imports(monkeypatch):
+    monkeypatch.setattr(config_module, "_validate_toolsets", lambda names: None)
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging():
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    if daemon._log_state.handler is not None:
+        root.removeHandler(daemon._log_state.handler)
+        daemon._log_state.handler.close()
+        daemon._log_state.handler = None
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def notify_listener(address):
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(address)
+    sock.settimeout(5)
+    return sock
+
+
+# --- sd_notify ---------------------------------------------------------------------
+
+def test_sd_notify_to_a_path_socket(tmp_path):
+    path = str(tmp_path / "notify")
+    with notify_listener(path) as listener:
+        assert daemon.sd_notify("READY=1\nSTATUS=up", {"NOTIFY_SOCKET": path}) is True
+        assert listener.recv(4096) == b"READY=1\nSTATUS=up"
+
+
+def test_sd_notify_to_an_abstract_socket():
+    name = f"gsmcpd-test-{uuid.uuid4().hex}"
+    with notify_listener("\0" + name) as listener:
+        assert daemon.sd_notify("STOPPING=1", {"NOTIFY_SOCKET": "@" + name}) is True
+        assert listener.recv(4096) == b"STOPPING=1"
+
+
+def test_sd_notify_without_systemd_or_with_nobody_listening(tmp_path, caplog):
+    assert daemon.sd_notify("READY=1", {}) is False
+    assert daemon.sd_notify("READY=1", {"NOTIFY_SOCKET": str(tmp_path / "absent")}) is False
+    assert "systemd notify failed (READY=1)" in caplog.text
+
+
+# --- pidfiles --------------------------------------------------------------------------
+
+def test_claim_and_release_pidfile(tmp_path):
+    path = tmp_path / "gsmcpd-8000.pid"
+    assert daemon.claim_pidfile(path, 8000) is None
+    assert daemon.read_pidfile(path) == os.getpid()
+    assert not list(tmp_path.glob(".*"))  # the temp file is gone
+    daemon.release_pidfile(path, pid=os.getpid() + 1)  # not ours: left alone
+    assert path.exists()
+    daemon.release_pidfile(path)
+    assert not path.exists()
+
+
+def test_unreadable_pidfile_reads_as_none(tmp_path):
+    path = tmp_path / "p.pid"
+    for text in ("", "abc", "-5", "0"):
+        path.write_text(text)
+        assert daemon.read_pidfile(path) is None
+    assert daemon.read_pidfile(tmp_path / "missing.pid") is None
+
+
+@pytest.fixture
+def sleeper():
+    """An unrelated live process whose pid a stale pidfile can name."""
+    proc = subprocess.Popen(["sleep", "30"])
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def test_stale_pidfile_naming_an_unrelated_process_is_replaced(tmp_path, sleeper):
+    path = tmp_path / "gsmcpd-8000.pid"
+    path.write_text(f"{sleeper.pid}\n")
+    assert daemon.is_gsmcpd(sleeper.pid, 8000) is False
+    note = daemon.claim_pidfile(path, 8000)
+    assert f"stale pidfile {path} (named pid {sleeper.pid}" in note
+    assert daemon.read_pidfile(path) == os.getpid()
+    assert sleeper.poll() is None
+
+
+def test_stop_never_signals_the_process_a_stale_pidfile_names(tmp_path, sleeper):
+    path = tmp_path / "gsmcpd-8000.pid"
+    path.write_text(f"{sleeper.pid}\n")
+    out = io.StringIO()
+    assert daemon.stop(tmp_path, 8000, timeout=1, out=out) == 1
+    assert f"stale pidfile {path}: pid {sleeper.pid} is not a gsmcpd serving port 8000" \
+        in out.getvalue()
+    assert "without signalling anything" in out.getvalue()
+    assert not path.exists()
+    assert sleeper.poll() is None  # still alive: never signalled
+
+
+def test_stop_with_nothing_running(tmp_path):
+    out = io.StringIO()
+    assert daemon.stop(tmp_path, 8000, out=out) == 1
+    assert out.getvalue() == \
+        f"no gsmcpd running on port 8000 (no pidfile at {tmp_path / 'gsmcpd-8000.pid'})\n"
+    (tmp_path / "gsmcpd-8000.pid").write_text("garbage")
+    assert daemon.stop(tmp_path, 8000, out=out) == 1
+    assert "removed unreadable pidfile" in out.getvalue()
+
+
+@pytest.fixture
+def fake_gsmcpd(tmp_path):
+    """A live process whose command line looks like a gsmcpd on port 8765.
+
+    It ignores SIGTERM when asked to, so stop's SIGKILL fallback can be seen."""
+    def spawn(ignore_term=False):
+        code = ("import signal, time, sys\n"
+                + ("signal.signal(signal.SIGTERM, signal.SIG_IGN)\n" if ignore_term else "")
+                + "sys.stdout.write('up\\n'); sys.stdout.flush()\ntime.sleep(30)\n")
+        script = tmp_path / "gsmcpd"
+        script.write_text(code)
+        proc = subprocess.Popen([sys.executable, str(script), "serve", "--port", "8765"],
+                                stdout=subprocess.PIPE)
+        assert proc.stdout.readline() == b"up\n"
+        procs.append(proc)
+        return proc
+    procs = []
+    yield spawn
+    for proc in procs:
+        proc.kill()
+        proc.wait()
+
+
+def test_is_gsmcpd_needs_the_name_and_the_port(fake_gsmcpd):
+    proc = fake_gsmcpd()
+    assert daemon.is_gsmcpd(proc.pid, 8765) is True
+    assert daemon.is_gsmcpd(proc.pid, 8766) is False
+    assert daemon.is_gsmcpd(os.getpid(), 8765) is False
+    assert daemon.process_cmdline(2 ** 22 + 12345) is None
+
+
+def _reap_when_signalled(proc):
+    """The fake is our child: reap it so it does not linger as a zombie."""
+    import threading
+    threading.Thread(target=proc.wait, daemon=True).start()
+
+
+def test_stop_sends_sigterm_and_waits(tmp_path, fake_gsmcpd):
+    proc = fake_gsmcpd()
+    _reap_when_signalled(proc)
+    (tmp_path / "gsmcpd-8765.pid").write_text(f"{proc.pid}\n")
+    out = io.StringIO()
+    assert daemon.stop(tmp_path, 8765, timeout=5, out=out) == 0
+    assert proc.wait(5) == -signal.SIGTERM
+    assert "SIGKILL if still running after 5s" in out.getvalue()
+    assert f"stopped gsmcpd on port 8765 (pid {proc.pid})" in out.getvalue()
+    assert not (tmp_path / "gsmcpd-8765.pid").exists()
+
+
+def test_stop_escalates_to_sigkill_after_the_timeout(tmp_path, fake_gsmcpd):
+    proc = fake_gsmcpd(ignore_term=True)
+    _reap_when_signalled(proc)
+    (tmp_path / "gsmcpd-8765.pid").write_text(f"{proc.pid}\n")
+    out = io.StringIO()
+    assert daemon.stop(tmp_path, 8765, timeout=0.3, out=out) == 0
+    assert proc.wait(5) == -signal.SIGKILL
+    assert f"pid {proc.pid} did not exit within 0.3s; sent SIGKILL" in out.getvalue()
+
+
+def test_claim_refuses_a_live_gsmcpd(tmp_path, fake_gsmcpd):
+    proc = fake_gsmcpd()
+    path = tmp_path / "gsmcpd-8765.pid"
+    path.write_text(f"{proc.pid}\n")
+    with pytest.raises(daemon.AlreadyRunning, match=f"gsmcpd \\(pid {proc.pid}\\) is already"):
+        daemon.claim_pidfile(path, 8765)
+    assert daemon.running_pid(tmp_path, 8765) == proc.pid
+    out = io.StringIO()
+    config = load_config({"port": 8765, "state_dir": str(tmp_path)}, {})
+    assert daemon.start(config, [], out=out) == 1
+    assert f"already running on port 8765 (pid {proc.pid}" in out.getvalue()
+
+
+def test_start_refuses_a_port_in_use(tmp_path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        out = io.StringIO()
+        config = load_config({"port": port, "state_dir": str(tmp_path)}, {})
+        assert daemon.start(config, [], out=out) == 1
+    assert f"port {port} on 127.0.0.1 is already in use by another process" in out.getvalue()
+
+
+# --- serve_main with a stand-in router -------------------------------------------------
+
+def test_serve_main_tells_systemd_and_the_starter(tmp_path, monkeypatch):
+    notify_path = str(tmp_path / "notify")
+    monkeypatch.setenv("NOTIFY_SOCKET", notify_path)
+    config = load_config({"port": 8321, "state_dir": str(tmp_path),
+                          "log_file": str(tmp_path / "d.log")}, {})
+    seen = {}
+
+    def fake_serve(cfg, *, on_ready, on_stopping, on_reload):
+        seen["pid_during"] = daemon.read_pidfile(cfg.pidfile)
+        seen["before_ready"] = listener.recv(4096) if _ready(listener) else None
+        on_ready()
+        seen["after_ready"] = listener.recv(4096)
+        on_stopping()
+        seen["stopping"] = listener.recv(4096)
+        return 0
+
+    read_end, write_end = os.pipe()
+    with notify_listener(notify_path) as listener:
+        assert daemon.serve_main(config, ready_fd=write_end, serve=fake_serve) == 0
+    assert seen["pid_during"] == os.getpid()
+    assert seen["before_ready"] is None
+    assert seen["after_ready"].startswith(b"READY=1\nSTATUS=listening on http://127.0.0.1:8321")
+    assert seen["stopping"] == b"STOPPING=1"
+    assert os.read(read_end, 4096) == f"READY {os.getpid()} {config.url}\n".encode()
+    os.close(read_end)
+    assert not config.pidfile.exists()
+
+
+def _ready(sock):
+    import select
+    return bool(select.select([sock], [], [], 0)[0])
+
+
+def test_serve_main_reports_a_bind_failure(tmp_path):
+    config = load_config({"port": 8322, "state_dir": str(tmp_path),
+                          "log_file": str(tmp_path / "d.log")}, {})
+
+    def failing_serve(cfg, **callbacks):
+        raise OSError(98, "Address already in use")
+
+    read_end, write_end = os.pipe()
+    assert daemon.serve_main(config, ready_fd=write_end, serve=failing_serve) == 1
+    assert os.read(read_end, 4096) == b"ERROR port 8322 on 127.0.0.1 is already in use\n"
+    os.close(read_end)
+    assert "ERROR port 8322 on 127.0.0.1 is already in use" in (tmp_path / "d.log").read_text()
+    assert not config.pidfile.exists()
+
+
+def test_serve_main_reports_an_exit_before_ready(tmp_path):
+    config = load_config({"port": 8323, "state_dir": str(tmp_path),
+                          "log_file": str(tmp_path / "d.log")}, {})
+    read_end, write_end = os.pipe()
+    assert daemon.serve_main(config, ready_fd=write_end, serve=lambda cfg, **kw: 3) == 3
+    assert os.read(read_end, 4096) == b"ERROR gsmcpd exited with status 3 before it was ready\n"
+    os.close(read_end)
+
+
+# --- logging ---------------------------------------------------------------------------
+
+def test_reopen_log_follows_a_rotated_file(tmp_path):
+    path = tmp_path / "gsmcpd.log"
+    daemon.configure_logging("info", path)
+    logging.getLogger("gsmcpd.test").info("before rotation")
+    path.rename(tmp_path / "gsmcpd.log.1")
+    daemon.reopen_log()
+    logging.getLogger("gsmcpd.test").info("after rotation")
+    old = (tmp_path / "gsmcpd.log.1").read_text()
+    new = path.read_text()
+    assert "before rotation" in old and "after rotation" not in old
+    assert f"INFO SIGHUP: log file reopened ({path})" in new and "after rotation" in new
+
+
+def test_log_lines_have_time_and_level(tmp_path):
+    path = tmp_path / "gsmcpd.log"
+    daemon.configure_logging("warning", path)
+    logging.getLogger("gsmcpd.test").info("too quiet")
+    logging.getLogger("gsmcpd.test").warning("session 71ff1f5c reaped")
+    lines = path.read_text().splitlines()
+    assert len(lines) == 1
+    date, clock, level, rest = lines[0].split(" ", 3)
+    assert len(date) == 10 and clock.count(":") == 2
+    assert (level, rest) == ("WARNING", "session 71ff1f5c reaped")
+
+
+def test_startup_line_states_the_essentials(tmp_path):
+    config = load_config({"port": 8400, "state_dir": str(tmp_path), "readonly": True,
+                          "toolsets": "browsing search", "trace": "1"}, {})
+    line = daemon.startup_line(config)
+    for part in ("listening on http://127.0.0.1:8400/mcp", "host 127.0.0.1", "port 8400",
+                 f"image {tmp_path / 'image'}", "read-only yes", "toolsets browsing search",
+                 "message trace: ON (inbound) -- bodies capped at 4096 chars"):
+        assert part in line
+
+
+# --- check -----------------------------------------------------------------------------
+
+def test_check_reports_ok_then_the_first_problem(tmp_path):
+    config = load_config({"port": free_port(), "state_dir": str(tmp_path)}, {})
+    out = io.StringIO()
+    assert daemon.check(config, out=out) == 0
+    assert out.getvalue().rstrip().endswith(f"OK: ready to serve {config.url}")
+    assert "import         gsmcpd.router.main" in out.getvalue()
+
+    bad = load_config({"port": free_port(), "state_dir": str(tmp_path),
+                       "image": str(tmp_path / "no-such-image")},
+                      {"GS_MCP_TLS_CERT": str(tmp_path / "c.pem"),
+                       "GS_MCP_TLS_KEY": str(tmp_path / "k.pem")})
+    out = io.StringIO()
+    assert daemon.check(bad, out=out) == 1
+    text = out.getvalue()
+    assert "tls cert" in text and "not readable" in text
+    assert text.rstrip().splitlines()[-1] == "PROBLEM: image: does not exist"
+
+
+def test_check_notices_a_busy_port(tmp_path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        config = load_config({"port": busy.getsockname()[1], "state_dir": str(tmp_path)}, {})
+        out = io.StringIO()
+        assert daemon.check(config, out=out) == 1
+    assert out.getvalue().rstrip().endswith("PROBLEM: port: already in use")
