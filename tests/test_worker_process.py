@@ -246,3 +246,14 @@ def test_prepare_opens_the_image_view_and_the_workspace_imports_from_it(tmp_path
         assert "sid-1" in text_of(status)
     finally:
         channel.close()
+
+
+def test_worker_output_goes_only_through_logging():
+    script = ("import sys\nfrom gsmcpd.worker.main import _configure_output\n_configure_output()\n"
+              "print('stray stdout')\nprint('stray stderr', file=sys.stderr)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=WAIT)
+    assert done.returncode == 0
+    assert done.stdout == ""                            # stdout is never written
+    assert "stray stdout" not in done.stderr           # INFO: below the WARNING threshold
+    [line] = done.stderr.splitlines()
+    assert "gsmcpd-worker[" in line and "WARNING output: stray stderr" in line
