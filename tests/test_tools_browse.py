@@ -1,0 +1,150 @@
+"""session, listing, browsing and search tool handlers on a throwaway image."""
+
+import os
+
+from test_tools_support import Client, client, image, text, views  # noqa: F401  (fixtures)
+
+
+# -- session ---------------------------------------------------------------------
+
+def test_status_reports_identity_version_and_changes(client, image):
+    structured = client.ok("status")["structuredContent"]
+    assert structured["user"] == "tester" and structured["sessionId"] == "a"
+    assert structured["pid"] == os.getpid() and structured["image"] == str(image.resolve())
+    assert structured["viewVersion"] == 0 and structured["uncommittedChanges"] is False
+    client.view.set_source("zoo.keeper", "x = 1\n", live=False)
+    structured = client.ok("status")["structuredContent"]
+    assert structured["uncommittedChanges"] is True and structured["changedModules"] == ["zoo.keeper"]
+
+
+def test_commit_abort_refresh_and_conflict(image, views):
+    a, b = Client(views(image, "a")), Client(views(image, "b", install=False))
+    a.view.set_source("zoo.keeper", "x = 'a'\n", live=False)
+    b.view.set_source("zoo.keeper", "x = 'b'\n", live=False)
+    assert a.ok("commit")["structuredContent"]["committed"] == ["zoo.keeper"]
+    message = b.error("commit", "conflict")
+    assert "zoo/keeper.py" in message and "abort" in message and "refresh" in message
+    assert b.ok("refresh")["structuredContent"]["keptOurs"] == ["zoo.keeper"]
+    assert b.ok("abort")["structuredContent"]["discarded"] == ["zoo.keeper"]
+    assert b.view.source("zoo.keeper") == "x = 'a'\n"
+    assert "Nothing to commit" in text(b.ok("commit"))
+
+
+# -- listing ---------------------------------------------------------------------
+
+def test_list_dictionaries_in_lookup_order_then_builtins(client):
+    assert client.ok("list_dictionaries")["structuredContent"]["dictionaries"] == [
+        "json", "kern", "zoo", "zoo.animals", "zoo.keeper", "zoo.test_zoo", "builtins"]
+
+
+def test_list_classes_and_all_classes(client):
+    assert client.ok("list_classes", dictionaryName="zoo.animals")["structuredContent"]["classes"] == [
+        "Animal", "Dog"]
+    assert "int" in client.ok("list_classes", dictionaryName="builtins")["structuredContent"]["classes"]
+    everything = client.ok("list_all_classes")["structuredContent"]["classes"]
+    assert "zoo.keeper.Keeper" in everything and "builtins.ValueError" in everything
+    assert everything.index("zoo.keeper.Keeper") < everything.index("builtins.ValueError")
+    client.error("list_classes", "notFound", dictionaryName="nope")
+    client.error("list_classes", "invalidParams", dictionaryName="zoo", extra=1)
+
+
+def test_list_dictionary_entries_tags_kinds(client):
+    entries = {e["name"]: e["kind"] for e in
+               client.ok("list_dictionary_entries", dictionaryName="zoo.animals")["structuredContent"]["entries"]}
+    assert entries == {"Animal": "class", "Dog": "class", "make_dog": "function", "json": "module"}
+    client.view.set_source("zoo.keeper", "import os\nLIMIT = 3\ndef f():\n    pass\nraise RuntimeError('x')\n",
+                           live=False)
+    result = client.ok("list_dictionary_entries", dictionaryName="zoo.keeper")
+    assert {e["name"]: e["kind"] for e in result["structuredContent"]["entries"]} == {
+        "os": "module", "LIMIT": "global", "f": "function"}
+    assert "RuntimeError" in result["structuredContent"]["note"]
+
+
+# -- browsing --------------------------------------------------------------------
+
+def test_describe_class(client):
+    described = client.ok("describe_class", className="Dog")["structuredContent"]
+    assert described["bases"] == ["zoo.animals.Animal"]
+    assert described["mro"] == ["zoo.animals.Dog", "zoo.animals.Animal", "object"]
+    assert described["methods"] == ["noise"]
+    animal = client.ok("describe_class", className="zoo.animals.Animal")["structuredContent"]
+    assert animal["instanceVariables"] == ["name", "sound"] and animal["doc"] == "An animal."
+    keeper = client.ok("describe_class", className="Keeper")["structuredContent"]
+    assert keeper["instanceVariables"] == ["dogs"]
+    assert client.ok("describe_class", className="int")["structuredContent"]["bases"] == ["object"]
+
+
+def test_class_resolution_errors(client, image, views):
+    client.error("describe_class", "notFound", className="Unicorn")
+    client.error("describe_class", "notFound", className="zoo.animals.Unicorn")
+    client.error("describe_class", "invalidParams", className="not a name")
+    (image / "zoo/more.py").write_text("class Dog:\n    pass\n")
+    other = Client(views(image, "b", install=False))
+    message = other.error("describe_class", "ambiguous", className="Dog")
+    assert "zoo.animals.Dog" in message and "zoo.more.Dog" in message
+    assert text(other.ok("export_class_source", className="zoo.more.Dog")) == "class Dog:\n    pass\n"
+
+
+def test_sources_and_definition(client):
+    exported = text(client.ok("export_class_source", className="Dog"))
+    assert exported == 'class Dog(Animal):\n    def noise(self):  # dogs bark\n        return "woof"\n'
+    definition = text(client.ok("get_class_definition", className="Animal"))
+    assert "legs = 4" in definition and "def " not in definition
+    client.error("export_class_source", "notFound", className="int")
+
+
+def test_get_method_source_and_meta(client):
+    assert text(client.ok("get_method_source", className="Animal", selector="named", meta=True)).startswith(
+        "@classmethod\ndef named(cls, name):")
+    client.error("get_method_source", "notFound", className="Animal", selector="named", meta=False)
+    client.error("get_method_source", "notFound", className="Animal", selector="speak", meta=True)
+    message = client.error("get_method_source", "notFound", className="Dog", selector="speak")
+    assert "inherits it from zoo.animals.Animal" in message
+    client.error("get_method_source", "notFound", className="dict", selector="get")
+
+
+def test_hierarchy_and_list_methods(client):
+    hierarchy = client.ok("get_class_hierarchy", className="Animal")["structuredContent"]
+    assert hierarchy["superclasses"] == ["object", "zoo.animals.Animal"]
+    assert hierarchy["subclasses"] == ["zoo.animals.Dog"]
+    methods = client.ok("list_methods", className="Dog")["structuredContent"]["methods"]
+    assert {m["name"] for m in methods["class"]} == {"named"}
+    assert {m["name"] for m in methods["static"]} == {"kingdom"}
+    assert {m["name"] for m in methods["property"]} == {"title"}
+    noise = [m for m in methods["instance"] if m["name"] == "noise"][0]
+    speak = [m for m in methods["instance"] if m["name"] == "speak"][0]
+    assert "inherited" not in noise and speak == {"name": "speak", "definedIn": "zoo.animals.Animal",
+                                                  "inherited": True}
+
+
+# -- search ----------------------------------------------------------------------
+
+def test_find_implementors_in_image_and_builtins(client):
+    assert client.ok("find_implementors", selector="noise")["structuredContent"]["results"] == [
+        "zoo.animals.Animal", "zoo.animals.Dog"]
+    assert "builtins.dict" in client.ok("find_implementors", selector="keys")["structuredContent"]["results"]
+
+
+def test_find_references_and_senders(client):
+    refs = client.ok("find_references_to", name="Dog")["structuredContent"]["results"]
+    assert refs == ["zoo.animals.make_dog", "zoo.keeper.Keeper.__init__", "zoo.test_zoo.ZooTest.test_pass",
+                    "zoo.test_zoo.ZooTest.test_fail"]
+    senders = client.ok("find_senders", selector="speak")["structuredContent"]["results"]
+    assert senders == ["zoo.animals.make_dog", "zoo.keeper.Keeper.feed"]
+    assert "no senders" in text(client.ok("find_senders", selector="nobody_calls_this"))
+
+
+def test_senders_are_capped_with_the_true_total(client):
+    calls = "".join(f"def f{i}():\n    return target()\n" for i in range(230))
+    client.view.set_source("zoo.keeper", calls, live=False)
+    result = client.ok("find_senders", selector="target")["structuredContent"]
+    assert len(result["results"]) == 200 and result["total"] == 230 and "230" in result["note"]
+
+
+def test_search_method_source(client):
+    assert client.ok("search_method_source", pattern="says")["structuredContent"]["results"] == [
+        "zoo.animals.Animal.speak"]
+    assert client.ok("search_method_source", pattern="Dog(",
+                     dictionaryName="zoo.keeper")["structuredContent"]["results"] == ["zoo.keeper.Keeper.__init__"]
+    client.error("search_method_source", "notFound", pattern="x", dictionaryName="nope")
+    client.error("search_method_source", "invalidParams", pattern="")
