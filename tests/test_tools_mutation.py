@@ -1,0 +1,183 @@
+"""mutation and testing tool handlers: source edits, live updates, commits, the kernel guard."""
+
+import pytest
+
+from test_tools_support import Client, client, image, text, views  # noqa: F401  (fixtures)
+
+
+def disk(image, rel="zoo/animals.py"):
+    return (image / rel).read_text()
+
+
+def test_compile_method_updates_live_instances_source_and_commits(client, image):
+    dog = client.view.module("zoo.animals").Dog("rex")
+    result = client.ok("compile_method", className="Dog",
+                       source="def noise(self):\n    return super().noise() + '!'\n")
+    assert result["structuredContent"]["replaced"] is True
+    assert dog.noise() == "...!"                     # the existing instance, zero-arg super()
+    assert "        return super().noise() + '!'\n" in disk(image)
+    assert "# A comment that must survive edits.\n" in disk(image)
+    assert client.view.store.journal()[0]["files"][0]["file"] == "zoo/animals.py"
+    assert not client.view.has_changes
+
+
+def test_compile_method_appends_and_meta_makes_it_class_side(client, image):
+    client.ok("compile_method", className="Animal", source="def create(cls):\n    return cls('new')\n",
+              meta=True, category="ignored")
+    animal = client.view.module("zoo.animals").Animal
+    assert animal.create().name == "new"
+    assert "    @classmethod\n    def create(cls):\n" in disk(image)
+
+
+def test_compile_method_errors(client):
+    assert "line 1" in client.error("compile_method", "compileError", className="Dog", source="def (:")
+    assert "execute_code" in client.error("compile_method", "refused", className="Dog", source="x = 1")
+    client.error("compile_method", "compileError", className="Dog",
+                 source="@undefined_decorator\ndef noise(self):\n    pass\n")
+    assert client.view.module("zoo.animals").Dog("r").noise() == "woof"
+    assert not client.view.has_changes
+    client.error("compile_method", "notFound", className="Unicorn", source="def f(self): pass")
+    client.error("compile_method", "invalidParams", className="Dog")
+
+
+@pytest.mark.parametrize("class_name", ["int", "object", "builtins.dict", "kern.object", "json.JSONDecoder"])
+def test_kernel_guard_refuses_by_name_and_identity(client, class_name):
+    message = client.error("compile_method", "refused", className=class_name, source="def f(self):\n    pass\n")
+    assert class_name.rpartition(".")[2] in message
+    assert not hasattr(object, "f") and not hasattr(int, "f")
+
+
+def test_an_image_class_named_like_a_kernel_class_is_its_own(client, image):
+    client.ok("set_class_comment", className="kern.Exception", comment="Ours.")
+    assert client.view.module("kern").Exception.__doc__ == "Ours."
+    assert BaseException.__doc__ != "Ours." and Exception.__doc__ != "Ours."
+    client.ok("set_class_comment", className="Exception", comment="Still ours.")   # unique in the image
+    assert client.view.module("kern").Exception.__doc__ == "Still ours."
+    assert Exception.__doc__ != "Still ours."
+    client.error("set_class_comment", "refused", className="builtins.Exception", comment="x")
+
+
+def test_set_class_comment_and_delete_method(client, image):
+    client.ok("set_class_comment", className="Dog", comment="A dog.")
+    dog = client.view.module("zoo.animals").Dog
+    assert dog.__doc__ == "A dog." and 'class Dog(Animal):\n    """A dog."""\n' in disk(image)
+    client.ok("delete_method", className="Dog", selector="noise")
+    assert dog("r").noise() == "..." and "woof" not in disk(image)
+    client.error("delete_method", "notFound", className="Dog", selector="noise")
+    client.error("delete_method", "notFound", className="Animal", selector="speak", meta=True)
+
+
+def test_compile_class_definition_in_place_carries_methods(client, image):
+    animals = client.view.module("zoo.animals")
+    old_dog_class = animals.Dog
+    result = client.ok("compile_class_definition", source="class Dog(Animal):\n    legs = 3\n")
+    assert result["structuredContent"]["outcome"] == "updated"
+    assert result["structuredContent"]["carried"] == ["noise"]
+    assert animals.Dog is old_dog_class and old_dog_class.legs == 3 and old_dog_class("r").noise() == "woof"
+    assert "    legs = 3\n" in disk(image) and "dogs bark" in disk(image)
+
+
+def test_compile_class_definition_without_recompile_drops_methods(client, image):
+    client.ok("compile_class_definition", source="class Dog(Animal):\n    pass\n", recompileMethods=False)
+    assert client.view.module("zoo.animals").Dog("r").noise() == "..."
+    assert "woof" not in disk(image)
+
+
+def test_shape_change_refused_with_subclasses_allowed_without(client, image):
+    message = client.error("compile_class_definition", "refused",
+                           source="class Animal(Exception):\n    pass\n")
+    assert "zoo.animals.Dog" in message and not client.view.has_changes
+    result = client.ok("compile_class_definition", source='class Keeper:\n    __slots__ = ("dogs", "cats")\n')
+    assert result["structuredContent"]["outcome"] == "replaced"
+    keeper = client.view.module("zoo.keeper").Keeper()
+    keeper.cats = 1
+    assert keeper.feed() == ["a says woof"]
+
+
+def test_compile_class_definition_new_class_and_errors(client, image):
+    client.error("compile_class_definition", "invalidParams", source="class Fresh:\n    pass\n")
+    client.error("compile_class_definition", "refused", source="class int:\n    pass\n")
+    client.error("compile_class_definition", "refused", source="x = 1")
+    client.error("compile_class_definition", "refused", source="class A:\n    pass\nclass B:\n    pass\n")
+    client.error("compile_class_definition", "compileError", source="class Broken(Undefined):\n    pass\n",
+                 dictionaryName="zoo.keeper")
+    client.error("compile_class_definition", "refused", source="class X:\n    pass\n", dictionaryName="builtins")
+    client.ok("compile_class_definition", source="class Fresh:\n    pass\n", dictionaryName="zoo.keeper")
+    assert client.view.module("zoo.keeper").Fresh
+    assert disk(image, "zoo/keeper.py").endswith("\n\n\nclass Fresh:\n    pass\n")
+
+
+def test_delete_class(client, image):
+    client.ok("delete_class", className="Keeper")
+    assert not hasattr(client.view.module("zoo.keeper"), "Keeper")
+    assert "class Keeper" not in disk(image, "zoo/keeper.py")
+    client.error("delete_class", "refused", className="ValueError")
+
+
+def test_add_and_remove_dictionary(client, image):
+    client.ok("add_dictionary", dictionaryName="aviary.birds")
+    assert (image / "aviary/__init__.py").exists() and (image / "aviary/birds.py").exists()
+    assert "aviary.birds" in client.ok("list_dictionaries")["structuredContent"]["dictionaries"]
+    client.error("add_dictionary", "refused", dictionaryName="aviary.birds")
+    client.error("add_dictionary", "refused", dictionaryName="os")
+    client.error("add_dictionary", "refused", dictionaryName="builtins")
+    client.error("add_dictionary", "refused", dictionaryName="kern.sub")
+    client.error("add_dictionary", "invalidParams", dictionaryName="not-valid")
+    client.ok("remove_dictionary", dictionaryName="aviary")
+    assert not (image / "aviary").exists()
+    client.error("remove_dictionary", "notFound", dictionaryName="aviary")
+    client.error("remove_dictionary", "refused", dictionaryName="builtins")
+    client.error("remove_dictionary", "refused", dictionaryName="json")
+
+
+def test_a_conflicting_mutation_stays_uncommitted_and_says_so(image, views):
+    a, b = Client(views(image, "a")), views(image, "b", install=False)
+    b.set_source("zoo.animals", b.source("zoo.animals").replace('class Dog(Animal):\n',
+                 'class Dog(Animal):\n    """From b."""\n'), live=False)
+    b.commit()
+    message = a.error("set_class_comment", "conflict", className="Dog", comment="From a.")
+    assert "kept uncommitted" in message and "zoo.animals" in message
+    assert a.view.changed_modules() == ["zoo.animals"]
+    assert a.view.module("zoo.animals").Dog.__doc__ == "From a."
+    assert '"""From b."""' in disk(image)
+
+
+def test_read_only_session_has_no_mutation_tools(image, views):
+    reader = Client(views(image), read_only=True)
+    response = reader.server.handle({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                     "params": {"name": "compile_method", "arguments": {}}})
+    assert response["error"]["data"]["kind"] == "readOnly"
+    assert reader.ok("status")["structuredContent"]["readOnly"] is True
+
+
+# -- testing ---------------------------------------------------------------------
+
+def test_list_and_run_test_classes_with_progress(client):
+    assert client.ok("list_test_classes")["structuredContent"]["testClasses"] == ["zoo.test_zoo.ZooTest"]
+    result = client.ok("run_test_class", className="ZooTest")["structuredContent"]
+    assert (result["run"], result["passed"], result["failures"], result["errors"]) == (3, 1, 1, 1)
+    assert {f["test"].rpartition(".")[2]: f["outcome"] for f in result["failed"]} == {
+        "test_fail": "failure", "test_error": "error"}
+    progress = [n["params"] for n in client.progress]
+    assert [(p["progress"], p["total"]) for p in progress] == [(1, 3), (2, 3), (3, 3)]
+    assert progress[0]["message"].startswith("zoo.test_zoo.ZooTest.test_")
+
+
+def test_run_test_method_and_describe_failure(client):
+    passed = client.ok("run_test_method", className="ZooTest", selector="test_pass")["structuredContent"]
+    assert (passed["run"], passed["passed"]) == (1, 1)
+    detail = client.ok("describe_test_failure", className="ZooTest", selector="test_error")["structuredContent"]
+    assert detail["exception"] == "ZeroDivisionError" and "1 / 0" in detail["traceback"]
+    assert "no failure" in text(client.ok("describe_test_failure", className="ZooTest", selector="test_pass"))
+    client.error("run_test_method", "notFound", className="ZooTest", selector="test_nope")
+    client.error("run_test_class", "notFound", className="Dog")
+
+
+def test_tests_run_against_the_sessions_uncommitted_changes(client):
+    client.view.set_source("zoo.test_zoo", client.view.source("zoo.test_zoo"), live=False)
+    client.ok("compile_method", className="Dog", source="def noise(self):\n    return 'meow'\n")
+    failing = client.ok("list_failing_tests")["structuredContent"]["failing"]
+    assert sorted(f["test"].rpartition(".")[2] for f in failing) == ["test_error", "test_pass"]
+    assert len(client.progress) == 3
+    named = client.ok("list_failing_tests", classNames=["zoo.test_zoo.ZooTest"])["structuredContent"]
+    assert named["run"] == 3
