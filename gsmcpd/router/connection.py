@@ -122,6 +122,7 @@ class Connection:
         if self.closed:
             return
         keep = keep_alive and self.current is not None and self.current.keep_alive
+        self.router.trace_response(self.current, status, headers, body)
         self.write(http.response(status, headers, body, keep_alive=keep))
         self._finish(keep)
 

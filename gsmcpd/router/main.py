@@ -13,7 +13,9 @@ import signal
 import socket
 from pathlib import Path
 
+from gsmcpd.router import trace
 from gsmcpd.router.app import App, Principal
+from gsmcpd.router.control_endpoint import ControlEndpoint
 from gsmcpd.router.connection import Connection
 from gsmcpd.router.loop import Loop
 from gsmcpd.router.sessions import SessionManager
@@ -21,6 +23,7 @@ from gsmcpd.router.supervision import Supervisor
 from gsmcpd.router.workers import WorkerPool
 
 log = logging.getLogger("gsmcpd.router")
+trace_log = logging.getLogger("gsmcpd.trace")
 
 SHUTDOWN_GRACE = 3.0  # seconds workers get to exit before SIGKILL
 
@@ -51,6 +54,9 @@ class Router:
         self.user = getpass.getuser()
         self.image = None
         self.on_stopping = None
+        self.control = None
+        self._trace_in = config.trace in ("inbound", "both")
+        self._trace_out = config.trace == "both"
         self.auth = None
         if config.auth:
             from gsmcpd.router.authgate import AuthGate
@@ -167,13 +173,22 @@ class Router:
 
     # -- trace -------------------------------------------------------------
     def trace_inbound(self, request):
-        pass  # TODO(trace): wire to gsmcpd.router.trace once it lands
+        if self._trace_in:
+            trace_log.info(trace.format_inbound(request.method, request.path, request.header("mcp-session-id"),
+                                                request.body, self.config.trace_limit))
 
-    def trace_outbound(self, what, session_id, body):
-        pass
+    def trace_response(self, request, status, headers, body):
+        if self._trace_out:
+            sid = dict(headers).get("MCP-Session-Id") or (request.header("mcp-session-id") if request else None)
+            trace_log.info(trace.format_outbound(status, sid, body, self.config.trace_limit))
+
+    def trace_outbound(self, label, session_id, body):
+        if self._trace_out:
+            trace_log.info(trace.format_outbound(label, session_id, body, self.config.trace_limit))
 
     def trace_unreadable(self, reason):
-        pass
+        if self._trace_in:
+            trace_log.info(trace.format_unreadable(reason))
 
     # -- shutdown ----------------------------------------------------------
     def shutdown(self):
@@ -186,6 +201,8 @@ class Router:
         if self.listener is not None:
             self.loop.remove(self.listener)
             self.listener.close()
+        if self.control is not None:
+            self.control.close()
         workers = [s.worker for s in self.sessions.by_id.values()]
         for session in list(self.sessions.by_id.values()):
             self.sessions.end(session, "server shutting down")
@@ -219,11 +236,13 @@ def serve(config, *, on_ready=None, on_stopping=None, on_reload=None):
     router.loop.add_signal_handler(signal.SIGINT, router.shutdown)
     if on_reload is not None:
         router.loop.add_signal_handler(signal.SIGHUP, on_reload)
+    router.control = ControlEndpoint(router)
     router.pool.start()
     if router.auth is not None:
         router.auth.start()
     scheme = "https" if router.ssl_context else "http"
     log.info("listening on %s://%s:%d/mcp (image %s)", scheme, config.host, router.port, router.image)
+    log.info(trace.startup_line(config.trace, config.trace_limit))
     if on_ready is not None:
         router.loop.call_soon(on_ready)
     try:

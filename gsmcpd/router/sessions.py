@@ -224,8 +224,8 @@ class SessionManager:
             conn.respond(202)
             return
         body = jsonrpc.dumps(response)
-        self.router.trace_outbound("response", session.id, body)
         if call.streaming:
+            self.router.trace_outbound("SSE", session.id, body)
             conn.stream_write(sse.event(body.decode("utf-8"), event="message"))
             conn.end_stream()
             return
@@ -237,7 +237,7 @@ class SessionManager:
     def _notify(self, session, call, message):
         """Progress from inside a tool: on the call's own SSE reply if it may have one."""
         body = jsonrpc.dumps(message)
-        self.router.trace_outbound("notification", session.id, body)
+        self.router.trace_outbound("SSE", session.id, body)
         if call.accepts_sse and not call.cancelled and not call.conn.closed:
             if not call.streaming:
                 call.streaming = True

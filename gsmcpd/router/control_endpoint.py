@@ -1,0 +1,84 @@
+"""The router's end of the local control socket (`python -m gsmcpd status PORT`).
+
+Each control client sends one JSON line and gets one back; the protocol itself is
+pure and lives in control.py. Here we only accept, read a bounded line without
+blocking, answer and close.
+"""
+
+import logging
+
+from gsmcpd.config import control_socket_path
+from gsmcpd.router import control
+
+log = logging.getLogger("gsmcpd.control")
+
+READ_TIMEOUT = 5.0
+
+
+class ControlEndpoint:
+    def __init__(self, router):
+        self.router = router
+        self.loop = router.loop
+        self.path = control_socket_path(router.config.state_dir, router.port)
+        self.sock = control.open_listener(self.path)
+        self.loop.add_reader(self.sock, self._accept)
+
+    def _accept(self):
+        try:
+            client, _ = self.sock.accept()
+        except (BlockingIOError, InterruptedError):
+            return
+        client.setblocking(False)
+        buf = bytearray()
+        timer = self.loop.call_later(READ_TIMEOUT, lambda: self._drop(client))
+
+        def readable():
+            try:
+                data = client.recv(4096)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                data = b""
+            buf.extend(data)
+            if data and b"\n" not in buf and len(buf) < control.MAX_LINE:
+                return
+            timer.cancel()
+            self.loop.remove(client)
+            try:
+                client.setblocking(True)
+                client.settimeout(1.0)  # a reply of a few KiB to a local peer
+                client.sendall(control.handle_line(bytes(buf).split(b"\n", 1)[0], self.snapshot))
+            except OSError as exc:
+                log.info("control client went away: %s", exc)
+            finally:
+                client.close()
+        self.loop.add_reader(client, readable)
+
+    def _drop(self, client):
+        self.loop.remove(client)
+        client.close()
+
+    def snapshot(self):
+        now = self.loop.time()
+        rows = []
+        for session in self.router.sessions.by_id.values():
+            call = session.inflight
+            rows.append({
+                "id_prefix": session.short,
+                "user": session.user,
+                "worker_pid": session.worker.pid,
+                "age": now - session.created,
+                "idle": now - session.last_activity,
+                "in_flight": call.describe() if call is not None else None,
+                "stream_attached": session.stream is not None,
+                "read_only": session.read_only,
+            })
+        return rows
+
+    def close(self):
+        self.loop.remove(self.sock)
+        self.sock.close()
+        try:
+            self.path.unlink()
+        except OSError:
+            pass
