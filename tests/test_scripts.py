@@ -1,0 +1,352 @@
+"""The real scripts against the real daemon: run-server.sh, stop-server.sh, `status`,
+SIGHUP log rotation, the message trace, systemd readiness, install.sh."""
+
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+PROTOCOL = "2025-06-18"
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": PROTOCOL, "capabilities": {},
+                         "clientInfo": {"name": "test_scripts", "version": "1"}}}
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def clean_env(**settings):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("GS_MCP_", "MCP_")) and k != "NOTIFY_SOCKET"}
+    env.update({"GS_MCP_SPARE_WORKERS": "1", **settings})
+    return env
+
+
+def run(script, *args, env, timeout=60):
+    return subprocess.run([str(REPO / script), *args], env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def wait_for(predicate, what, timeout=15.0):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def post(port, body, session=None, headers=()):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    head = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if session:
+        head.update({"MCP-Session-Id": session, "MCP-Protocol-Version": PROTOCOL})
+    head.update(dict(headers))
+    conn.request("POST", "/mcp", body=body if isinstance(body, bytes) else json.dumps(body),
+                 headers=head)
+    response = conn.getresponse()
+    data = response.read()
+    conn.close()
+    return response.status, response.getheader("MCP-Session-Id"), data
+
+
+def open_session(port):
+    status, session, data = post(port, INITIALIZE)
+    assert status == 200, data
+    assert post(port, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)[0] == 202
+    return session
+
+
+def delete(port, session):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.request("DELETE", "/mcp", headers={"MCP-Session-Id": session,
+                                             "MCP-Protocol-Version": PROTOCOL})
+    status = conn.getresponse().status
+    conn.close()
+    return status
+
+
+def port_free(port):
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) != 0
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """One detached daemon for the module, traced both ways, started by run-server.sh."""
+    state = tmp_path_factory.mktemp("state")
+    port = free_port()
+    env = clean_env(GS_MCP_PORT=str(port), GS_MCP_STATE_DIR=str(state), GS_MCP_TRACE="both",
+                    GS_MCP_TRACE_LIMIT="200")
+    started = run("run-server.sh", env=env)
+    info = {"port": port, "state": state, "env": env, "started": started,
+            "log": state / f"gsmcpd-{port}.log", "pidfile": state / f"gsmcpd-{port}.pid"}
+    yield info
+    if info["pidfile"].exists():
+        run("stop-server.sh", str(port), env=env)
+
+
+def test_run_server_returns_once_listening_and_says_how_to_stop(server):
+    started, port = server["started"], server["port"]
+    assert started.returncode == 0, started.stdout + started.stderr
+    pid = int(server["pidfile"].read_text())
+    assert f"gsmcpd listening on http://127.0.0.1:{port}/mcp (pid {pid})" in started.stdout
+    assert f"./stop-server.sh {port}" in started.stdout and f"kill {pid}" in started.stdout
+    assert not port_free(port)
+    # Detached: its own session, stdin from /dev/null, not our child.
+    assert os.getsid(pid) != os.getsid(0)
+    ppid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    assert ppid != os.getpid()
+    assert os.readlink(f"/proc/{pid}/fd/0") == "/dev/null"
+    assert os.readlink(f"/proc/{pid}/fd/2") == str(server["log"])
+
+
+def test_talks_mcp(server):
+    session = open_session(server["port"])
+    status, _, data = post(server["port"], {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                           session)
+    assert status == 200 and "tools" in json.loads(data)["result"]
+    assert delete(server["port"], session) == 200
+
+
+def test_second_start_on_the_same_port_is_refused(server):
+    again = run("run-server.sh", env=server["env"])
+    assert again.returncode == 1
+    pid = int(server["pidfile"].read_text())
+    assert f"gsmcpd is already running on port {server['port']} (pid {pid}" in again.stdout
+
+
+def test_start_on_a_port_taken_by_something_else(server, tmp_path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        env = clean_env(GS_MCP_PORT=str(port), GS_MCP_STATE_DIR=str(tmp_path))
+        refused = run("run-server.sh", env=env)
+    assert refused.returncode == 1
+    assert f"port {port} on 127.0.0.1 is already in use by another process" in refused.stdout
+
+
+@pytest.mark.xfail(reason="router/main.py does not log daemon.startup_line(config) yet",
+                   strict=False)
+def test_log_has_the_startup_line_with_trace_state(server):
+    text = server["log"].read_text()
+    assert f"(host 127.0.0.1, port {server['port']}, pid " in text  # daemon.startup_line
+    assert "read-only no; toolsets execution session" in text
+    assert "message trace: ON (inbound and outbound) -- bodies capped at 200 chars" in text
+
+
+def test_status_lists_open_sessions(server):
+    port, state = server["port"], server["state"]
+    first, second = open_session(port), open_session(port)
+
+    def status():
+        out = subprocess.run([sys.executable, "-m", "gsmcpd", "status", str(port), "--json",
+                              "--state-dir", str(state)], capture_output=True, text=True,
+                             env=server["env"], timeout=30, cwd=REPO)
+        assert out.returncode == 0, out.stdout + out.stderr
+        return {s["id_prefix"] for s in json.loads(out.stdout)["sessions"]}
+
+    assert {first[:8], second[:8]} <= status()
+    assert delete(port, first) == 200
+    listed = status()
+    assert second[:8] in listed and first[:8] not in listed
+    table = subprocess.run([sys.executable, "-m", "gsmcpd", "status", str(port), "--state-dir",
+                            str(state)], capture_output=True, text=True, env=server["env"],
+                           timeout=30, cwd=REPO)
+    assert table.stdout.splitlines()[1].split()[:3] == ["Session", "User", "Pid"]
+    assert delete(port, second) == 200
+
+
+def test_trace_lines_for_accepted_forbidden_and_bad_requests(server):
+    port = server["port"]
+    marker = uuid.uuid4().hex
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {**INITIALIZE["params"], "clientInfo": {"name": marker, "version": "1"}}}
+    status, session, _ = post(port, body, headers={"Authorization": "Bearer sekrit-" + marker})
+    assert status == 200
+    assert post(port, {"jsonrpc": "2.0", "id": 7, "method": "ping", "x": "403" + marker},
+                headers={"Origin": "http://evil.example"})[0] == 403
+    assert post(port, {"jsonrpc": "2.0", "id": 8, "method": "tools/list",
+                       "x": "400" + marker})[0] == 400
+    assert post(port, b"{\n\t\"long\": \"" + b"y" * 500 + marker.encode() + b"\"}")[0] == 400
+    delete(port, session)
+
+    def lines():
+        return [line for line in server["log"].read_text().splitlines() if "--> " in line]
+
+    wait_for(lambda: any("400" + marker in line for line in lines()), "the 400 trace line")
+    text = server["log"].read_text()
+    assert f"--> POST /mcp session - {len(json.dumps(body))} chars: " \
+           f"{json.dumps(body)}"[:200] in text
+    assert any('"x": "403' + marker in line and "--> POST /mcp session -" in line
+               for line in lines())
+    assert any('"x": "400' + marker in line for line in lines())
+    assert any('{\\n\\t"long": "yyy' in line and "...(+" in line and " more)" in line
+               for line in lines())
+    assert "sekrit-" not in text and "Authorization" not in text
+    assert any(line.split(" ", 3)[3].startswith("<-- 403 ") for line in text.splitlines()
+               if "<-- 403" in line)
+    assert f"<-- 200 session {session[:8]}..." in text
+
+
+def test_sighup_reopens_a_rotated_log(server):
+    log, port = server["log"], server["port"]
+    pid = int(server["pidfile"].read_text())
+    rotated = log.with_name(log.name + ".1")
+    log.rename(rotated)
+    os.kill(pid, signal.SIGHUP)
+    wait_for(log.exists, "the reopened log file")
+    session = open_session(port)
+    wait_for(lambda: session[:8] in log.read_text(), "a session line in the new log")
+    assert "SIGHUP: log file reopened" in log.read_text()
+    assert session[:8] not in rotated.read_text()
+    delete(port, session)
+
+
+def test_stop_server_stops_it_and_cleans_up(server):
+    port, env = server["port"], server["env"]
+    pid = int(server["pidfile"].read_text())
+    stopped = run("stop-server.sh", str(port), env=env)
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    assert f"stopped gsmcpd on port {port} (pid {pid})" in stopped.stdout
+    assert not server["pidfile"].exists()
+    assert port_free(port)
+    assert not Path(f"/proc/{pid}").exists() or not Path(f"/proc/{pid}/cmdline").read_bytes()
+    again = run("stop-server.sh", str(port), env=env)
+    assert again.returncode == 1
+    assert f"no gsmcpd running on port {port}" in again.stdout
+
+
+def test_systemd_ready_only_once_listening_then_stopping(tmp_path):
+    name = f"gsmcpd-notify-{uuid.uuid4().hex}"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    listener.bind("\0" + name)
+    listener.settimeout(60)
+    port = free_port()
+    env = clean_env(NOTIFY_SOCKET="@" + name, GS_MCP_STATE_DIR=str(tmp_path))
+    proc = subprocess.Popen([sys.executable, "-m", "gsmcpd", "serve", "--port", str(port)],
+                            env=env, cwd=REPO, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        ready = listener.recv(4096).decode()
+        assert ready.startswith("READY=1\n")
+        assert f"MAINPID={proc.pid}" in ready
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            pass  # accepted: READY came after the listen, not before
+        proc.send_signal(signal.SIGTERM)
+        assert listener.recv(4096) == b"STOPPING=1"
+        assert proc.wait(30) == 0
+    finally:
+        listener.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert "listening on" in proc.stderr.read()
+    assert not (tmp_path / f"gsmcpd-{port}.pid").exists()
+
+
+def test_systemd_unit_verifies(tmp_path):
+    unit = (REPO / "systemd" / "gsmcpd@.service").read_text()
+    for line in ("Type=notify", "Restart=on-failure", "ExecReload=/bin/kill -HUP $MAINPID",
+                 "User=gsmcpd", "EnvironmentFile=-/etc/gsmcpd/gsmcpd.env",
+                 "ExecStart=/opt/gsmcpd/.venv/bin/python -m gsmcpd serve --port %i"):
+        assert line in unit.splitlines()
+    if shutil.which("systemd-analyze") is None:
+        pytest.skip("systemd-analyze is not installed; the unit's text was checked above")
+    instance = tmp_path / "gsmcpd@8000.service"
+    instance.write_text(unit.replace("/opt/gsmcpd", str(REPO)))
+    result = subprocess.run(["systemd-analyze", "verify", "--man=no", str(instance)],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+
+
+# --- install.sh ------------------------------------------------------------------------
+
+@pytest.fixture
+def fake_checkout(tmp_path):
+    """install.sh and packaging files in a scratch dir, with a .venv whose python only
+    records how it was called: the stamp logic without a real pip."""
+    for name in ("install.sh", "setup.cfg", "pyproject.toml"):
+        shutil.copy(REPO / name, tmp_path / name)
+    bin_dir = tmp_path / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    fake = bin_dir / "python"
+    fake.write_text(f'#!/bin/sh\necho "$*" >> {tmp_path}/calls\n'
+                    'case "$*" in *"gsmcpd check"*) echo "OK: fake"; exit 0;; esac\nexit 0\n')
+    fake.chmod(0o755)
+    return tmp_path
+
+
+def calls(checkout):
+    path = checkout / "calls"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_install_skips_pip_while_the_stamp_matches(fake_checkout):
+    first = subprocess.run(["./install.sh"], cwd=fake_checkout, capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    assert any("pip install" in call and "-e ." in call for call in calls(fake_checkout))
+    count = len(calls(fake_checkout))
+    second = subprocess.run(["./install.sh"], cwd=fake_checkout, capture_output=True, text=True)
+    assert second.returncode == 0 and "up to date" in second.stdout
+    assert not any("pip" in call for call in calls(fake_checkout)[count:])
+    with open(fake_checkout / "setup.cfg", "a") as cfg:
+        cfg.write("\n# changed\n")
+    third = subprocess.run(["./install.sh"], cwd=fake_checkout, capture_output=True, text=True)
+    assert third.returncode == 0
+    assert any("pip install" in call for call in calls(fake_checkout)[count:])
+
+
+def test_install_check_runs_gsmcpd_check_and_changes_nothing(fake_checkout):
+    result = subprocess.run(["./install.sh", "--check"], cwd=fake_checkout,
+                            capture_output=True, text=True)
+    assert result.returncode == 0 and "OK: fake" in result.stdout
+    assert calls(fake_checkout) == ["-m gsmcpd check"]
+    shutil.rmtree(fake_checkout / ".venv")
+    missing = subprocess.run(["./install.sh", "--check"], cwd=fake_checkout,
+                             capture_output=True, text=True)
+    assert missing.returncode == 1 and "PROBLEM: no .venv" in missing.stdout
+    assert not (fake_checkout / ".venv").exists()
+
+
+def test_install_test_installs_the_extra_then_runs_pytest(fake_checkout):
+    result = subprocess.run(["./install.sh", "--test"], cwd=fake_checkout,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    made = calls(fake_checkout)
+    assert any("pip install" in call and "-e .[test]" in call for call in made)
+    assert made[-1] == "-m pytest -q"
+    assert "install_conformance_suite" in result.stdout
+
+
+def test_install_systemd_refuses_without_root(fake_checkout):
+    if os.geteuid() == 0:
+        command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                   "bash", "./install.sh", "--systemd"]
+        fake_checkout.chmod(0o755)
+        fake_checkout.parent.chmod(fake_checkout.parent.stat().st_mode | 0o005)
+    else:
+        command = ["./install.sh", "--systemd"]
+    result = subprocess.run(command, cwd=fake_checkout, capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "--systemd needs root" in result.stderr
+    assert calls(fake_checkout) == []
+
+
+def test_unknown_install_option(fake_checkout):
+    result = subprocess.run(["./install.sh", "--frobnicate"], cwd=fake_checkout,
+                            capture_output=True, text=True)
+    assert result.returncode == 1 and "unknown option: --frobnicate" in result.stderr
