@@ -275,3 +275,16 @@ def test_sigterm_stops_everything_and_exits_0(tmp_path):
     d.proc.send_signal(signal.SIGTERM)
     assert d.proc.wait(5) == 0
     assert wait_until(lambda: not any(pid_alive(p) for p in pids), timeout=5)
+
+
+def test_sessions_beyond_the_maximum_are_refused_with_503(tmp_path):
+    with Daemon(tmp_path, env={"GS_MCP_MAX_SESSIONS": "2", "GS_MCP_TOOLSETS": "bench"}) as d:
+        a, b, c = Client(d.port), Client(d.port), Client(d.port)
+        a.initialize()
+        b.initialize()
+        refused = c.call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                        "clientInfo": {"name": "t", "version": "0"}})
+        assert refused.status == 503
+        assert "maximum" in refused.json()["error"]["message"]
+        assert a.delete().status == 200
+        c.initialize()  # room again

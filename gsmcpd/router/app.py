@@ -142,6 +142,11 @@ class App:
             if refusal:
                 conn.respond(400, [JSON], error_body(jsonrpc.INVALID_REQUEST, refusal, message.id))
                 return
+            if len(self.sessions.by_id) >= self.config.max_sessions:
+                conn.respond(503, [JSON, ("Retry-After", "5")], error_body(
+                    jsonrpc.INTERNAL_ERROR, "Service Unavailable: %d sessions open, the configured maximum"
+                    % self.config.max_sessions, message.id))
+                return
             self.sessions.open(conn, message.raw, accepts_sse, principal)
             return
         session = self._session(conn, request, principal)
