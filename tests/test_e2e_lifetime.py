@@ -1,0 +1,284 @@
+"""End-to-end: session lifetime through the real daemon (probes, streamless reaping,
+stream loss and handover), with small intervals so each rule fires in seconds.
+
+`Exchange` (one request over its own raw socket, its reply read as it arrives) is
+also used by test_e2e_breaks.py and test_e2e_progress.py.
+"""
+
+import json
+import queue
+import socket
+import threading
+import time
+
+import pytest
+
+from helpers import PROTOCOL, Client, Daemon, pid_alive, wait_until
+
+
+class Exchange:
+    """One HTTP request on its own socket; a thread reads the reply as it arrives:
+    the head, then each SSE event of a chunked stream (or the whole body)."""
+
+    def __init__(self, port, method, session=None, body=None, accept="text/event-stream", headers=None):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        self.items = queue.Queue()
+        self.head_read = threading.Event()
+        self.status = None
+        self.headers = {}
+        self.comments = 0
+        data = json.dumps(body).encode() if isinstance(body, (dict, list)) else (body or b"")
+        lines = ["%s /mcp HTTP/1.1" % method, "Host: 127.0.0.1:%d" % port, "Accept: %s" % accept]
+        if session:
+            lines += ["MCP-Session-Id: %s" % session, "MCP-Protocol-Version: %s" % PROTOCOL]
+        if method == "POST":
+            lines += ["Content-Type: application/json", "Content-Length: %d" % len(data)]
+        lines += ["%s: %s" % item for item in (headers or {}).items()]
+        self.sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + data)
+        self._buf = bytearray()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    # -- reading (the thread) ------------------------------------------------
+    def _more(self):
+        data = self.sock.recv(65536)
+        if not data:
+            raise EOFError
+        self._buf += data
+
+    def _line(self):
+        while b"\r\n" not in self._buf:
+            self._more()
+        line, _, rest = bytes(self._buf).partition(b"\r\n")
+        self._buf = bytearray(rest)
+        return line
+
+    def _exactly(self, n):
+        while len(self._buf) < n:
+            self._more()
+        data = bytes(self._buf[:n])
+        del self._buf[:n]
+        return data
+
+    def _read(self):
+        try:
+            self.status = int(self._line().split()[1])
+            while True:
+                line = self._line()
+                if not line:
+                    break
+                name, _, value = line.decode().partition(":")
+                self.headers[name.strip().lower()] = value.strip()
+            self.head_read.set()
+            if self.headers.get("transfer-encoding") == "chunked":
+                self._read_chunks()
+            else:
+                body = self._exactly(int(self.headers.get("content-length", "0")))
+                self.items.put(("body", body))
+        except (OSError, EOFError, ValueError, IndexError):
+            pass
+        finally:
+            self.head_read.set()
+            self.items.put(("eof",))
+
+    def _read_chunks(self):
+        text = ""
+        while True:
+            size = int(self._line().split(b";")[0], 16)
+            if size == 0:
+                self.items.put(("end",))
+                return
+            text += self._exactly(size).decode()
+            self._exactly(2)
+            while "\n\n" in text:
+                block, text = text.split("\n\n", 1)
+                self._event(block)
+
+    def _event(self, block):
+        data = [line[5:].lstrip() for line in block.split("\n") if line.startswith("data:")]
+        if data:
+            self.items.put(("message", json.loads("\n".join(data))))
+        else:
+            self.comments += 1
+
+    # -- the test's side -------------------------------------------------------
+    def wait_head(self, timeout=10):
+        assert self.head_read.wait(timeout), "no response head"
+        return self.status
+
+    def next(self, timeout=10):
+        try:
+            return self.items.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError("nothing arrived within %ss" % timeout) from None
+
+    def message(self, timeout=10):
+        item = self.next(timeout)
+        assert item[0] == "message", item
+        return item[1]
+
+    def json(self, timeout=10):
+        item = self.next(timeout)
+        assert item[0] == "body", item
+        return json.loads(item[1])
+
+    def close(self):
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
+
+
+def open_stream(port, session):
+    stream = Exchange(port, "GET", session)
+    assert stream.wait_head() == 200
+    assert stream.headers["content-type"] == "text/event-stream"
+    return stream
+
+
+def worker_pid(client):
+    result = client.tool("execute_code", code="import os\nos.getpid()")
+    return int(result["structuredContent"]["result"])
+
+
+def is_released(client, pid):
+    return not pid_alive(pid) and client.call("ping").status == 404
+
+
+# -- probes ------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def probing(tmp_path_factory):
+    d = Daemon(tmp_path_factory.mktemp("probing"), env={
+        "GS_MCP_IDLE_TIMEOUT": "none", "GS_MCP_PROBE_AFTER": "1", "GS_MCP_PING_TIMEOUT": "1.5",
+        "GS_MCP_MAINTENANCE_INTERVAL": "0.25", "GS_MCP_SPARE_WORKERS": "2"})
+    d.start()
+    yield d
+    d.stop()
+
+
+def answer_pings(stream, client, seconds):
+    """Answer every probe the stream brings for `seconds`; return their ids."""
+    answered = []
+    until = time.monotonic() + seconds
+    while time.monotonic() < until:
+        try:
+            item = stream.items.get(timeout=max(0.01, until - time.monotonic()))
+        except queue.Empty:
+            break
+        assert item[0] == "message", item
+        ping = item[1]
+        assert ping["method"] == "ping", ping
+        reply = client.post({"jsonrpc": "2.0", "id": ping["id"], "result": {}})
+        assert (reply.status, reply.body) == (202, b"")
+        answered.append(ping["id"])
+    return answered
+
+
+def test_a_probe_answered_keeps_the_session_an_unanswered_one_releases_it(probing):
+    live, silent = Client(probing.port), Client(probing.port)
+    live.initialize()
+    silent.initialize()
+    live_pid, silent_pid = worker_pid(live), worker_pid(silent)
+    live_stream, silent_stream = open_stream(probing.port, live.session), open_stream(probing.port, silent.session)
+
+    ping = live_stream.message(timeout=5)
+    assert ping["jsonrpc"] == "2.0" and ping["method"] == "ping"
+    assert ping["id"].startswith("srv-")
+    reply = live.post({"jsonrpc": "2.0", "id": ping["id"], "result": {}})
+    assert (reply.status, reply.body) == (202, b"")
+    unanswered = silent_stream.message(timeout=5)
+    assert unanswered["method"] == "ping" and unanswered["id"] != ping["id"]
+
+    # The silent client is let go once its probe times out: stream ended, worker gone, 404.
+    assert silent_stream.next(timeout=10) == ("end",)
+    assert wait_until(lambda: is_released(silent, silent_pid), timeout=10)
+    # The live one, answering each probe, outlives that point by two more rounds.
+    assert len(answer_pings(live_stream, live, 2.5)) >= 1
+    assert pid_alive(live_pid)
+    assert live.call("ping").status == 200
+    assert worker_pid(live) == live_pid
+    log = probing.log_text()
+    assert "reaped (probe_unanswered)" in log
+    assert "response to an unknown request %r" % ping["id"] not in log
+    live_stream.close()
+
+
+def test_an_answer_to_no_probe_is_accepted_and_ignored(probing):
+    c = Client(probing.port)
+    c.initialize()
+    reply = c.post({"jsonrpc": "2.0", "id": "srv-999999", "result": {}})
+    assert (reply.status, reply.body) == (202, b"")
+    assert wait_until(lambda: "response to an unknown request 'srv-999999' ignored" in probing.log_text())
+    assert c.call("ping").status == 200
+
+
+# -- streams and streamless sessions ---------------------------------------------
+
+GRACE = 2.0
+STREAMLESS = 4.0
+
+
+@pytest.fixture(scope="module")
+def streams(tmp_path_factory):
+    d = Daemon(tmp_path_factory.mktemp("streams"), env={
+        "GS_MCP_IDLE_TIMEOUT": "none", "GS_MCP_STREAM_LOSS_GRACE": str(GRACE),
+        "GS_MCP_STREAMLESS_IDLE_TIMEOUT": str(STREAMLESS), "GS_MCP_KEEPALIVE_INTERVAL": "0.5",
+        "GS_MCP_SPARE_WORKERS": "2"})
+    d.start()
+    yield d
+    d.stop()
+
+
+def test_a_streamless_session_is_reaped_counting_from_its_last_request(streams):
+    c = Client(streams.port)
+    c.initialize()
+    pid = worker_pid(c)
+    first = time.monotonic()
+    time.sleep(STREAMLESS - 1.5)
+    assert c.call("ping").status == 200  # a request: the count starts again
+    time.sleep(first + STREAMLESS + 1.0 - time.monotonic())
+    assert pid_alive(pid), "reaped counting from an earlier request"
+    assert wait_until(lambda: is_released(c, pid), timeout=STREAMLESS + 6)
+    assert "reaped (streamless)" in streams.log_text()
+
+
+def test_a_dropped_stream_releases_the_worker_after_the_grace(streams):
+    c = Client(streams.port)
+    c.initialize()
+    pid = worker_pid(c)
+    stream = open_stream(streams.port, c.session)
+    stream.close()
+    time.sleep(GRACE / 4)
+    assert pid_alive(pid), "released before the grace ended"
+    assert wait_until(lambda: not pid_alive(pid), timeout=GRACE + 6)
+    assert c.call("ping").status == 404
+    assert "reaped (stream_lost)" in streams.log_text()
+
+
+def test_a_stream_reattached_within_the_grace_keeps_the_session(streams):
+    c = Client(streams.port)
+    c.initialize()
+    pid = worker_pid(c)
+    open_stream(streams.port, c.session).close()
+    again = open_stream(streams.port, c.session)
+    time.sleep(GRACE + 1.5)
+    assert pid_alive(pid)
+    assert again.comments >= 1 and again.items.empty()  # still open, keepalives flowing
+    assert worker_pid(c) == pid
+    again.close()
+
+
+def test_a_second_get_supersedes_the_first_stream(streams):
+    c = Client(streams.port)
+    c.initialize()
+    pid = worker_pid(c)
+    first = open_stream(streams.port, c.session)
+    second = open_stream(streams.port, c.session)
+    assert first.next(timeout=5) == ("end",)
+    first.close()  # the superseded stream's end is no loss: no grace starts
+    time.sleep(GRACE + 1.0)
+    assert pid_alive(pid)
+    assert second.comments >= 1 and second.items.empty()
+    assert c.call("ping").status == 200
+    second.close()
