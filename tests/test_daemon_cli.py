@@ -1,0 +1,71 @@
+"""`python -m gsmcpd` as a user meets it: refusals, check, status without a server, cert."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from gsmcpd.__main__ import _passthrough, build_parser
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def gsmcpd(*args, env=None):
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("GS_MCP_", "MCP_"))}
+    return subprocess.run([sys.executable, "-m", "gsmcpd", *args], cwd=REPO, timeout=60,
+                          env={**base, **(env or {})}, capture_output=True, text=True)
+
+
+def test_a_refused_configuration_exits_2_naming_the_key(tmp_path):
+    result = gsmcpd("serve", "--state-dir", str(tmp_path), env={"GS_MCP_READ_ONLY": "1"})
+    assert result.returncode == 2
+    assert result.stderr.strip() == \
+        "gsmcpd: configuration refused: GS_MCP_READ_ONLY: unknown GS_MCP_* environment variable"
+    result = gsmcpd("start", "--port", "80800", "--state-dir", str(tmp_path))
+    assert result.returncode == 2 and "refused: port: must be between 1 and 65535" in result.stderr
+    assert not list(tmp_path.iterdir())  # nothing was started or written
+
+
+def test_check_reports_a_refused_configuration_as_the_problem(tmp_path):
+    result = gsmcpd("check", "--host", "0.0.0.0", "--state-dir", str(tmp_path))
+    assert result.returncode == 1
+    assert result.stdout.splitlines()[-1] == (
+        "PROBLEM: config: host: 0.0.0.0 is not a loopback address; a network-facing server "
+        "needs auth (GS_MCP_AUTH=1)")
+
+
+def test_status_without_a_server(tmp_path):
+    result = gsmcpd("status", "8999", "--state-dir", str(tmp_path))
+    assert result.returncode == 1
+    assert "is a server running on port 8999?" in result.stderr
+    as_json = gsmcpd("status", "8999", "--state-dir", str(tmp_path), "--json")
+    assert as_json.returncode == 1
+    assert json.loads(as_json.stdout)["port"] == 8999
+
+
+def test_stop_uses_gs_mcp_port_when_no_port_is_given(tmp_path):
+    result = gsmcpd("stop", "--state-dir", str(tmp_path), env={"GS_MCP_PORT": "8777"})
+    assert result.returncode == 1
+    assert result.stdout.strip() == \
+        f"no gsmcpd running on port 8777 (no pidfile at {tmp_path / 'gsmcpd-8777.pid'})"
+
+
+def test_cert_writes_a_self_signed_pair(tmp_path):
+    result = gsmcpd("cert", "--self-signed", str(tmp_path / "certs"))
+    assert result.returncode == 0, result.stderr
+    cert, key = tmp_path / "certs" / "cert.pem", tmp_path / "certs" / "key.pem"
+    assert f"certificate: {cert}" in result.stdout
+    assert cert.read_text().startswith("-----BEGIN CERTIFICATE-----")
+    assert key.stat().st_mode & 0o077 == 0
+
+
+def test_start_hands_its_flags_to_the_detached_serve(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    args = build_parser().parse_args([
+        "start", "--host", "::1", "--state-dir", "rel/state", "--readonly", "--trace",
+        "--toolsets", "search browsing", "--config", "site.conf"])
+    assert _passthrough(args) == [
+        "--host", "::1", "--config", str(tmp_path / "site.conf"), "--state-dir",
+        str(tmp_path / "rel" / "state"), "--toolsets", "search browsing", "--trace", "1",
+        "--readonly"]
