@@ -1,0 +1,153 @@
+"""End-to-end: request deadlines and notifications/cancelled through the real daemon.
+
+A runaway call is broken in steps (soft break, hard break, stop); each shape of
+runaway below meets the step that stops it, and the session survives unless the
+last step (SIGKILL) was needed.
+"""
+
+import time
+
+import pytest
+
+from helpers import Client, Daemon, pid_alive, tool_text, wait_until
+from test_e2e_lifetime import Exchange, worker_pid
+
+REQUEST_TIMEOUT = -32001
+
+
+@pytest.fixture(scope="module")
+def deadlines(tmp_path_factory):
+    d = Daemon(tmp_path_factory.mktemp("deadlines"), env={
+        "GS_MCP_REQUEST_TIMEOUT": "0.5", "GS_MCP_BREAK_GRACE": "1", "GS_MCP_SPARE_WORKERS": "2"})
+    d.start()
+    yield d
+    d.stop()
+
+
+@pytest.fixture(scope="module")
+def cancels(tmp_path_factory):
+    d = Daemon(tmp_path_factory.mktemp("cancels"), env={"GS_MCP_SPARE_WORKERS": "2"})
+    d.start()
+    yield d
+    d.stop()
+
+
+def execute(request_id, code, **params):
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+            "params": {"name": "execute_code", "arguments": {"code": code}, **params}}
+
+
+def cancel(request_id):
+    return {"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": request_id, "reason": "test"}}
+
+
+SPIN_CATCHING = "while True:\n    try:\n        while True:\n            pass\n    except %s:\n        pass\n"
+
+BROKEN = {  # shape: (code, the break that ends it)
+    "python_loop": ("while True:\n    pass", "soft break"),
+    "sleep": ("import time\ntime.sleep(60)", "soft break"),
+    "socket_read": ("import socket\na, b = socket.socketpair()\na.recv(1)", "soft break"),
+    # the regex engine checks for signals as it backtracks
+    "regex_backtracking": ("import re\nre.match(r'(a+)+$', 'a' * 40 + 'b')", "soft break"),
+    "swallows_keyboard_interrupt": (SPIN_CATCHING % "KeyboardInterrupt", "hard break"),
+}
+
+STOPPED = {
+    "swallows_base_exception": SPIN_CATCHING % "BaseException",
+    # one C call that never returns to the eval loop, so no signal handler runs
+    "c_code_holding_the_gil": "sum(range(10 ** 12))",
+}
+
+
+@pytest.mark.parametrize("shape", sorted(BROKEN))
+def test_a_runaway_call_is_broken_and_the_session_survives(deadlines, shape):
+    code, step = BROKEN[shape]
+    c = Client(deadlines.port, timeout=15)
+    c.initialize()
+    pid = worker_pid(c)
+    reply = c.post(execute("runaway-" + shape, code))
+    assert reply.status == 200
+    body = reply.json()
+    assert body["id"] == "runaway-" + shape
+    assert body["error"]["code"] == REQUEST_TIMEOUT
+    assert body["error"]["message"] == "request interrupted: " + step
+    assert tool_text(c.tool("execute_code", code="6 * 7")) == "42"
+    assert worker_pid(c) == pid
+
+
+@pytest.mark.parametrize("shape", sorted(STOPPED))
+def test_a_call_no_break_reaches_is_stopped_and_its_session_finished(deadlines, shape):
+    c = Client(deadlines.port, timeout=15)
+    c.initialize()
+    pid = worker_pid(c)
+    reply = c.post(execute(7, STOPPED[shape]))
+    assert reply.status == 200
+    body = reply.json()
+    assert body["id"] == 7
+    assert body["error"]["code"] == REQUEST_TIMEOUT
+    assert "stopped" in body["error"]["message"]
+    assert wait_until(lambda: not pid_alive(pid))
+    assert c.call("ping").status == 404
+
+
+# -- cancellation ----------------------------------------------------------------
+
+def test_cancelling_a_running_call_answers_202_and_frees_the_session(cancels, tmp_path):
+    c = Client(cancels.port, timeout=10)  # bounds "promptly": the call itself sleeps 30 s
+    c.initialize()
+    pid = worker_pid(c)
+    started, finished = tmp_path / "started", tmp_path / "finished"
+    code = "open(%r, 'w').close()\nimport time\ntime.sleep(30)\nopen(%r, 'w').close()" % (str(started), str(finished))
+    call = Exchange(cancels.port, "POST", c.session, execute("long", code),
+                    accept="application/json, text/event-stream")
+    assert wait_until(started.exists)
+    note = c.post(cancel("long"))
+    assert (note.status, note.body) == (202, b"")
+    assert call.wait_head() == 202
+    assert call.next() == ("body", b"")
+    assert tool_text(c.tool("execute_code", code="6 * 7")) == "42"
+    assert worker_pid(c) == pid
+    assert not finished.exists()
+
+
+def test_cancelling_a_streaming_call_ends_its_stream_without_a_response(cancels, tmp_path):
+    c = Client(cancels.port, timeout=10)
+    c.initialize()
+    code = "progress(1, 2)\nimport time\ntime.sleep(30)"
+    call = Exchange(cancels.port, "POST", c.session, execute("streaming", code, _meta={"progressToken": "p"}),
+                    accept="application/json, text/event-stream")
+    assert call.wait_head() == 200
+    assert call.message()["method"] == "notifications/progress"
+    assert c.post(cancel("streaming")).status == 202
+    assert call.next() == ("end",)
+    assert tool_text(c.tool("execute_code", code="6 * 7")) == "42"
+
+
+def test_cancelling_a_queued_call_drops_it_unrun(cancels, tmp_path):
+    c = Client(cancels.port, timeout=10)
+    c.initialize()
+    started, ran = tmp_path / "started", tmp_path / "ran"
+    running = Exchange(cancels.port, "POST", c.session,
+                       execute(1, "open(%r, 'w').close()\nimport time\ntime.sleep(1.5)" % str(started)))
+    assert wait_until(started.exists)
+    queued = Exchange(cancels.port, "POST", c.session, execute(2, "open(%r, 'w').close()" % str(ran)))
+    time.sleep(0.3)  # let it reach the session's queue
+    assert c.post(cancel(2)).status == 202
+    assert queued.wait_head() == 202
+    assert queued.next() == ("body", b"")
+    assert running.wait_head() == 200
+    assert "result" in running.json()
+    assert tool_text(c.tool("execute_code", code="6 * 7")) == "42"  # the queue has drained
+    assert not ran.exists()
+
+
+def test_a_cancel_naming_no_call_is_a_harmless_no_op(cancels):
+    c = Client(cancels.port, timeout=10)
+    c.initialize()
+    pid = worker_pid(c)
+    for request_id in ("never-sent", 1, None):  # unknown, finished (initialize), invalid
+        note = c.post(cancel(request_id))
+        assert (note.status, note.body) == (202, b"")
+    assert tool_text(c.tool("execute_code", code="6 * 7")) == "42"
+    assert worker_pid(c) == pid
