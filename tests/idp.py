@@ -11,6 +11,8 @@ Reusable by any test that needs bearer tokens:
         server.idp = idp                               # serves discovery + idp.jwks(), live
         server.ca_file                                 # verify against this
         server.fetches["/jwks.json"]                   # how often the keys were fetched
+        server.jwks_gate.clear()                       # hold JWKS answers (a slow IdP) …
+        server.jwks_gate.set()                         # … until released
 """
 from __future__ import annotations
 
@@ -207,6 +209,9 @@ class JwksServer:
         self.fetches: collections.Counter = collections.Counter()
         self.fail_with: int | None = None          # answer every request with this status
         self.config_issuer: str | None = None      # override `issuer` in the openid-configuration
+        # Cleared: JWKS requests are counted, then held until it is set again (a slow IdP).
+        self.jwks_gate = threading.Event()
+        self.jwks_gate.set()
         self._lock = threading.Lock()
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(cert, key)
@@ -226,6 +231,8 @@ class JwksServer:
             def do_GET(self):
                 with server._lock:
                     server.fetches[self.path] += 1
+                if self.path == server.JWKS_PATH:
+                    server.jwks_gate.wait(30)
                 if server.fail_with:
                     return self._send(server.fail_with, {"error": "failing on purpose"})
                 if self.path == server.CONFIG_PATH:
@@ -249,6 +256,7 @@ class JwksServer:
         return Handler
 
     def close(self) -> None:
+        self.jwks_gate.set()
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(5)

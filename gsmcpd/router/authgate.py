@@ -70,7 +70,7 @@ class AuthGate:
 
     def _finish(self, conn, request, then, result):
         if isinstance(result, tokens.Rejected):
-            conn.respond(result.status, list(result.headers) + [JSON], result.body)
+            conn.respond(result.status, result.headers, result.body)  # carries its Content-Type
             return
         principal = result.principal
         account = None

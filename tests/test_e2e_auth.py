@@ -1,0 +1,332 @@
+"""End-to-end: the OAuth 2.1 resource server through the real daemon over loopback.
+
+A test IdP (tests/idp.py) serves its JWKS and OpenID discovery over HTTPS with its own
+CA; the daemon trusts that CA through SSL_CERT_FILE and discovers the keys from
+MCP_ISSUER, exactly as it would from a real authorization server.
+"""
+
+import threading
+import time
+
+import pytest
+
+from gsmcpd.worker.toolsets import CORE_READ_ONLY_SAFE
+from helpers import Client, Daemon, free_port, raw_exchange, status_of, wait_until
+from idp import Idp, JwksServer
+
+REQUIRED, WRITE, EXTRA = "mcp:use", "mcp:write", "profile"
+LEEWAY = 5
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "auth-tests", "version": "0"}}}
+
+
+def auth_env(server, audience, **extra):
+    env = {"GS_MCP_AUTH": "1", "MCP_ISSUER": server.url, "MCP_AUDIENCE": audience,
+           "SSL_CERT_FILE": server.ca_file, "MCP_REQUIRED_SCOPES": REQUIRED,
+           "MCP_WRITE_SCOPE": WRITE, "MCP_EXTRA_SCOPES": EXTRA,
+           "MCP_JWT_LEEWAY": str(LEEWAY), "GS_MCP_SPARE_WORKERS": "1"}
+    env.update(extra)
+    return env
+
+
+def start_auth_daemon(tmp, **extra):
+    """A JWKS server with a fresh Idp, and a daemon trusting it; the caller closes both."""
+    server = JwksServer(tmp / "idp")
+    port = free_port()
+    audience = "http://127.0.0.1:%d/mcp" % port
+    server.idp = Idp(issuer=server.url, audience=audience)
+    daemon = Daemon(tmp, env=auth_env(server, audience, **extra), port=port)
+    try:
+        daemon.start()
+    except Exception:
+        server.close()
+        raise
+    return server, daemon
+
+
+class AuthClient(Client):
+    """A Client that sends `Authorization: Bearer <token>` on every request."""
+
+    def __init__(self, port, token=None, **kwargs):
+        super().__init__(port, **kwargs)
+        self.token = token
+
+    def request(self, method, body=None, headers=None, path="/mcp"):
+        merged = {"Authorization": "Bearer " + self.token} if self.token else {}
+        merged.update(headers or {})
+        return super().request(method, body, merged, path)
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    server, daemon = start_auth_daemon(tmp_path_factory.mktemp("auth"))
+    yield server, daemon
+    daemon.stop()
+    server.close()
+
+
+@pytest.fixture
+def idp(env):
+    return env[0].idp
+
+
+@pytest.fixture
+def daemon(env):
+    return env[1]
+
+
+def metadata_url(daemon):
+    return "http://127.0.0.1:%d/.well-known/oauth-protected-resource/mcp" % daemon.port
+
+
+def challenge(daemon, error=None, description=None, scope="mcp:use mcp:write profile"):
+    text = 'Bearer resource_metadata="%s", scope="%s"' % (metadata_url(daemon), scope)
+    if error:
+        text += ', error="%s", error_description="%s"' % (error, description)
+    return text
+
+
+def post_initialize(daemon, authorization):
+    client = Client(daemon.port)
+    try:
+        return client.post(INIT, headers={"Authorization": authorization})
+    finally:
+        client.close()
+
+
+def other_signature(token, other):
+    return token.rsplit(".", 1)[0] + "." + other.rsplit(".", 1)[1]
+
+
+# (case, authorization header builder, error, error_description); no error → no token sent
+REJECTIONS = [
+    ("non-Bearer scheme", lambda idp: "Basic YWxpY2U6c2VjcmV0", None, None),
+    ("empty Bearer", lambda idp: "Bearer ", "invalid_request", "malformed Bearer credentials"),
+    ("two credentials", lambda idp: "Bearer abc def", "invalid_request", "malformed Bearer credentials"),
+    ("not a b64token", lambda idp: "Bearer {json}", "invalid_request", "malformed Bearer credentials"),
+    ("unparseable", lambda idp: "Bearer not-a-jwt", "invalid_token", "token is not a well-formed JWT"),
+    ("badly signed", lambda idp: "Bearer " + other_signature(idp.mint(), idp.mint(sub="mallory")),
+     "invalid_token", "token signature is invalid"),
+    ("expired", lambda idp: "Bearer " + idp.expired(), "invalid_token", "token expired"),
+    ("expired beyond leeway", lambda idp: "Bearer " + idp.mint(exp=int(time.time()) - LEEWAY - 30),
+     "invalid_token", "token expired"),
+    ("nbf in the future", lambda idp: "Bearer " + idp.not_yet_valid(), "invalid_token",
+     "token is not valid yet"),
+    ("wrong iss", lambda idp: "Bearer " + idp.wrong_issuer(), "invalid_token", "token issuer is not accepted"),
+    ("wrong aud", lambda idp: "Bearer " + idp.wrong_audience(), "invalid_token",
+     "token audience is not this resource"),
+    ("alg outside the allow-list", lambda idp: "Bearer " + idp.mint("rsa-1", alg="RS384"),
+     "invalid_token", "token algorithm is not accepted"),
+    ("alg none", lambda idp: "Bearer " + idp.alg_none(), "invalid_token", "token algorithm is not accepted"),
+    ("HS256 keyed with the RSA public key", lambda idp: "Bearer " + idp.hs256_with_public_key(),
+     "invalid_token", "token algorithm is not accepted"),
+    ("RSA kid presented as ES256", lambda idp: "Bearer " + idp.mint("ec-1", headers={"kid": "rsa-1"}),
+     "invalid_token", "signing key does not match the token algorithm"),
+    ("no exp", lambda idp: "Bearer " + idp.mint(exp=None), "invalid_token", "token has no exp claim"),
+    ("no sub", lambda idp: "Bearer " + idp.mint(sub=None), "invalid_token", "token has no sub claim"),
+]
+
+
+def test_a_request_without_a_token_gets_the_bare_challenge(daemon):
+    client = Client(daemon.port)
+    resp = client.post(INIT)
+    assert resp.status == 401
+    assert resp.header("www-authenticate") == challenge(daemon)
+    assert resp.json() == {"error": "unauthorized"}
+
+
+@pytest.mark.parametrize("case,authorization,error,description", REJECTIONS, ids=[r[0] for r in REJECTIONS])
+def test_every_bad_credential_is_refused_with_its_challenge(daemon, idp, case, authorization, error,
+                                                           description):
+    resp = post_initialize(daemon, authorization(idp))
+    assert resp.status == 401, resp
+    assert resp.header("www-authenticate") == challenge(daemon, error, description)
+    assert resp.header("mcp-session-id") is None
+    if error:
+        assert resp.json() == {"error": error, "error_description": description}
+
+
+def test_a_refusal_is_one_response_with_one_content_type(daemon):
+    raw = raw_exchange(daemon.port, b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer x.y\r\n"
+                                    b"Content-Length: 2\r\nConnection: close\r\n\r\n{}")
+    assert status_of(raw) == 401
+    head = raw.partition(b"\r\n\r\n")[0].lower()
+    assert head.count(b"content-type:") == 1, head
+
+
+def test_an_expired_token_within_the_leeway_is_accepted(daemon, idp):
+    resp = post_initialize(daemon, "Bearer " + idp.mint(exp=int(time.time()) - 2))
+    assert resp.status == 200, resp
+    assert resp.header("mcp-session-id")
+
+
+def test_a_token_lacking_a_required_scope_is_403_naming_it(daemon, idp):
+    resp = post_initialize(daemon, "Bearer " + idp.mint(scope="mcp:write profile"))
+    assert resp.status == 403
+    assert resp.header("www-authenticate") == (
+        'Bearer resource_metadata="%s", scope="mcp:use mcp:write profile", error="insufficient_scope", '
+        'error_description="token lacks required scope mcp:use"' % metadata_url(daemon))
+    assert resp.json()["error"] == "insufficient_scope"
+
+
+def test_unknown_kid_is_refused_after_one_jwks_refresh_and_floods_do_not_refetch(env):
+    server, daemon = env
+    before = server.fetches["/jwks.json"]
+    resp = post_initialize(daemon, "Bearer " + server.idp.unknown_kid("rsa-ghost"))
+    assert resp.status == 401
+    assert resp.header("www-authenticate") == challenge(daemon, "invalid_token", "token signing key is not known")
+    after_first = server.fetches["/jwks.json"]
+    assert after_first <= before + 1
+    for kid in ("rsa-ghost-2", "rsa-ghost-3"):
+        resp = post_initialize(daemon, "Bearer " + server.idp.unknown_kid(kid))
+        assert resp.status == 401
+    assert server.fetches["/jwks.json"] == after_first    # rate-limited: no refetch per bad token
+
+
+@pytest.mark.parametrize("path", ["/.well-known/oauth-protected-resource/mcp",
+                                  "/.well-known/oauth-protected-resource"])
+def test_rfc9728_metadata_needs_no_token(env, path):
+    server, daemon = env
+    client = Client(daemon.port)
+    resp = client.request("GET", path=path)
+    assert resp.status == 200
+    assert resp.header("content-type") == "application/json"
+    assert resp.json() == {"resource": "http://127.0.0.1:%d/mcp" % daemon.port,
+                           "authorization_servers": [server.url],
+                           "scopes_supported": ["mcp:use", "mcp:write", "profile"],
+                           "bearer_methods_supported": ["header"]}
+
+
+def test_metadata_for_another_resource_is_404(daemon):
+    resp = Client(daemon.port).request("GET", path="/.well-known/oauth-protected-resource/other")
+    assert resp.status == 404
+
+
+def _tool_names(client):
+    resp = client.call("tools/list")
+    assert resp.status == 200, resp
+    return {tool["name"] for tool in resp.json()["result"]["tools"]}
+
+
+def test_without_the_write_scope_the_session_is_read_only(daemon, idp):
+    client = AuthClient(daemon.port, idp.mint(scope=REQUIRED))
+    client.initialize()
+    assert _tool_names(client) == CORE_READ_ONLY_SAFE
+    for gated in ("execute_code", "commit"):
+        reply = client.call("tools/call", {"name": gated, "arguments": {"code": "1"}}).json()
+        assert reply["error"]["code"] == -32601
+        assert reply["error"]["data"]["kind"] == "readOnly"
+    assert client.tool("status")
+
+
+def test_with_the_write_scope_the_gated_tools_are_there(daemon, idp):
+    client = AuthClient(daemon.port, idp.mint(scope="%s %s" % (REQUIRED, WRITE)))
+    client.initialize()
+    names = _tool_names(client)
+    assert CORE_READ_ONLY_SAFE < names
+    assert {"execute_code", "commit"} <= names
+    result = client.tool("execute_code", code="6 * 7")
+    assert "42" in result["content"][0]["text"]
+
+
+def test_another_users_token_on_a_session_is_404_and_logged(daemon, idp):
+    alice = AuthClient(daemon.port, idp.mint(sub="alice"))
+    alice.initialize()
+    bob = AuthClient(daemon.port, idp.mint(sub="bob"))
+    bob.session = alice.session
+    for verb in ("POST", "GET", "DELETE"):
+        body = {"jsonrpc": "2.0", "id": 7, "method": "ping"} if verb == "POST" else None
+        resp = bob.request(verb, body, headers={"Accept": "application/json, text/event-stream"})
+        assert resp.status == 404, (verb, resp)
+    assert wait_until(lambda: "'bob' presented session %s" % alice.session[:8] in daemon.log_text())
+    assert alice.call("ping").status == 200          # still alice's, untouched
+
+
+def test_an_expired_token_mid_session_is_401_and_a_fresh_one_keeps_the_session(daemon, idp):
+    client = AuthClient(daemon.port, idp.mint(sub="carol", exp=int(time.time()) + 2 - LEEWAY))
+    client.initialize()
+    assert client.call("ping").status == 200
+    # The token that opened the session runs out (exp + leeway passes) while the session lives.
+    assert wait_until(lambda: client.call("ping").status == 401, timeout=5, interval=0.2)
+    resp = client.call("ping")
+    assert resp.header("www-authenticate") == challenge(daemon, "invalid_token", "token expired")
+    client.token = idp.mint(sub="carol")
+    resp = client.call("ping")
+    assert resp.status == 200, resp
+    assert client.tool("status")
+
+
+def test_tokens_are_never_logged(env):
+    server, daemon = env
+    token = server.idp.mint(sub="dave")
+    client = AuthClient(daemon.port, token)
+    client.initialize()
+    client.tool("status")
+    post_initialize(daemon, "Bearer " + server.idp.expired(sub="dave"))
+    signature = token.rsplit(".", 1)[1]
+    assert signature not in daemon.log_text()
+
+
+# -- key rotation and a slow IdP: a daemon of their own, refreshes allowed often --------
+
+@pytest.fixture
+def rotating(tmp_path):
+    server, daemon = start_auth_daemon(tmp_path, MCP_JWKS_MIN_REFRESH="0.2")
+    yield server, daemon
+    daemon.stop()
+    server.close()
+
+
+def test_key_rotation_picks_up_a_new_kid_and_drops_a_removed_one(rotating):
+    server, daemon = rotating
+    idp = server.idp
+    old_token = idp.mint("rsa-1", sub="erin")
+    client = AuthClient(daemon.port, old_token)
+    client.initialize()
+    fetched = server.fetches["/jwks.json"]
+
+    idp.add_key("rsa", "rsa-2")                    # the IdP rotates: new kid published
+    client.token = idp.mint("rsa-2", sub="erin")
+    assert client.call("ping").status == 200
+    assert server.fetches["/jwks.json"] == fetched + 1
+    client.token = old_token                       # old key still published: still valid
+    assert client.call("ping").status == 200
+
+    idp.remove_key("rsa-1")                        # the old key is withdrawn …
+    time.sleep(0.3)                                # (past MCP_JWKS_MIN_REFRESH)
+    ghost = post_initialize(daemon, "Bearer " + idp.unknown_kid("rsa-ghost"))  # … a refresh happens
+    assert ghost.status == 401
+    resp = client.call("ping")
+    assert resp.status == 401
+    assert resp.header("www-authenticate") == challenge(daemon, "invalid_token", "token signing key is not known")
+    client.token = idp.mint("rsa-2", sub="erin")
+    assert client.call("ping").status == 200
+
+
+def test_a_slow_jwks_refresh_does_not_block_other_clients(rotating):
+    server, daemon = rotating
+    idp = server.idp
+    other = AuthClient(daemon.port, idp.mint(sub="frank"))
+    other.initialize()
+    fetched = server.fetches["/jwks.json"]
+    idp.add_key("rsa", "rsa-3")
+    server.jwks_gate.clear()                       # the IdP stops answering key requests
+    parked = {}
+
+    def new_key_request():
+        parked["resp"] = post_initialize(daemon, "Bearer " + idp.mint("rsa-3", sub="grace"))
+
+    thread = threading.Thread(target=new_key_request)
+    thread.start()
+    try:
+        assert wait_until(lambda: server.fetches["/jwks.json"] > fetched)   # the refresh is in flight
+        for _ in range(3):
+            assert other.call("ping").status == 200                          # the loop keeps serving
+        assert other.tool("status")
+        assert thread.is_alive() and "resp" not in parked                    # still parked
+    finally:
+        server.jwks_gate.set()
+        thread.join(15)
+    assert parked["resp"].status == 200, parked["resp"]
+    assert parked["resp"].header("mcp-session-id")

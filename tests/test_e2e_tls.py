@@ -1,0 +1,193 @@
+"""End-to-end: the network-facing daemon over TLS, and the startup refusals that guard it.
+
+The certificate comes from `python -m gsmcpd cert --self-signed DIR`, as an operator
+would make one; the MCP flow runs through the official MCP Python SDK client with an
+httpx client that trusts exactly that certificate.
+"""
+
+import socket
+import ssl
+import subprocess
+import sys
+
+import anyio
+import httpx2
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from helpers import REPO, Daemon, free_port, wait_for_port
+from idp import Idp, JwksServer
+
+READ_TIMEOUT = 1.0
+
+
+def self_signed(directory):
+    out = subprocess.run([sys.executable, "-m", "gsmcpd", "cert", "--self-signed", str(directory)],
+                         cwd=str(REPO), capture_output=True, text=True, timeout=60, check=True)
+    assert "certificate:" in out.stdout
+    return directory / "cert.pem", directory / "key.pem"
+
+
+@pytest.fixture(scope="module")
+def tls_env(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("tls")
+    cert, key = self_signed(tmp / "cert")
+    server = JwksServer(tmp / "idp")
+    port = free_port()
+    audience = "https://127.0.0.1:%d/mcp" % port
+    server.idp = Idp(issuer=server.url, audience=audience)
+    env = {"GS_MCP_AUTH": "1", "MCP_ISSUER": server.url, "MCP_AUDIENCE": audience,
+           "SSL_CERT_FILE": server.ca_file, "MCP_REQUIRED_SCOPES": "mcp:use", "MCP_WRITE_SCOPE": "mcp:write",
+           "GS_MCP_TLS_CERT": str(cert), "GS_MCP_TLS_KEY": str(key),
+           "GS_MCP_READ_TIMEOUT": str(READ_TIMEOUT), "GS_MCP_SPARE_WORKERS": "1"}
+    daemon = Daemon(tmp, env=env, port=port)
+    try:
+        daemon.start()
+    except Exception:
+        server.close()
+        raise
+    yield daemon, server.idp, cert
+    daemon.stop()
+    server.close()
+
+
+def trusting(cert):
+    context = ssl.create_default_context(cafile=str(cert))
+    return context
+
+
+async def sdk_session_flow(url, token, cert):
+    client = httpx2.AsyncClient(verify=trusting(cert), headers={"Authorization": "Bearer " + token},
+                                timeout=httpx2.Timeout(30.0))
+    async with client:
+        async with streamable_http_client(url, http_client=client) as (read, write):
+            async with ClientSession(read, write) as session:
+                init = await session.initialize()
+                tools = await session.list_tools()
+                await session.send_ping()
+                result = await session.call_tool("execute_code", {"code": "6 * 7"})
+                return init, tools, result
+
+
+def test_the_mcp_sdk_speaks_to_the_daemon_over_https(tls_env):
+    daemon, idp, cert = tls_env
+    url = "https://127.0.0.1:%d/mcp" % daemon.port
+    init, tools, result = anyio.run(sdk_session_flow, url, idp.mint(), cert)
+    assert init.server_info.name == "gsmcpd"
+    names = {tool.name for tool in tools.tools}
+    assert {"execute_code", "status", "commit"} <= names
+    assert not result.is_error
+    assert "42" in result.content[0].text
+    assert "https://127.0.0.1:%d/mcp" % daemon.port in daemon.log_text()
+
+
+def test_https_without_a_token_gets_the_https_challenge(tls_env):
+    daemon, idp, cert = tls_env
+    with httpx2.Client(verify=trusting(cert)) as client:
+        resp = client.post("https://127.0.0.1:%d/mcp" % daemon.port, json={"jsonrpc": "2.0", "id": 1,
+                                                                           "method": "ping"})
+        meta = client.get("https://127.0.0.1:%d/.well-known/oauth-protected-resource/mcp" % daemon.port)
+    assert resp.status_code == 401
+    assert resp.headers["www-authenticate"] == (
+        'Bearer resource_metadata="https://127.0.0.1:%d/.well-known/oauth-protected-resource/mcp", '
+        'scope="mcp:use mcp:write"' % daemon.port)
+    assert meta.json()["resource"] == "https://127.0.0.1:%d/mcp" % daemon.port
+
+
+def test_a_client_that_does_not_trust_the_cert_fails_the_handshake(tls_env):
+    daemon, idp, cert = tls_env
+    with pytest.raises(httpx2.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+        with httpx2.Client() as client:   # the system store does not hold our self-signed cert
+            client.get("https://127.0.0.1:%d/.well-known/oauth-protected-resource" % daemon.port)
+
+
+def test_plaintext_http_on_the_tls_port_is_a_clear_400(tls_env):
+    daemon, _, _ = tls_env
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as sock:
+        sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\n{}")
+        raw = _read_to_eof(sock)
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 "), raw
+    assert body == b"This port speaks HTTPS: use https:// to connect.\n"
+
+
+def _read_to_eof(sock):
+    chunks = []
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def _half_client_hello():
+    """The first half of a real ClientHello, from a memory-BIO TLS client."""
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    context = ssl.create_default_context()
+    tls = context.wrap_bio(incoming, outgoing, server_hostname="localhost")
+    with pytest.raises(ssl.SSLWantReadError):
+        tls.do_handshake()
+    hello = outgoing.read()
+    assert hello[:1] == b"\x16"          # a TLS handshake record
+    return hello[:len(hello) // 2]
+
+
+def test_a_stalled_handshake_blocks_nobody_and_is_dropped_after_the_read_timeout(tls_env):
+    daemon, idp, cert = tls_env
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as stalled:
+        stalled.sendall(_half_client_hello())
+        # Meanwhile a whole HTTPS request from another client is answered.
+        with httpx2.Client(verify=trusting(cert)) as client:
+            resp = client.post("https://127.0.0.1:%d/mcp" % daemon.port,
+                               headers={"Authorization": "Bearer " + idp.mint(),
+                                        "Accept": "application/json, text/event-stream"},
+                               json={"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                     "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                                                "clientInfo": {"name": "t", "version": "0"}}})
+        assert resp.status_code == 200, resp.text
+        # The stalled peer gets nothing but the close, once the read timeout passes.
+        stalled.settimeout(READ_TIMEOUT * 10)
+        assert _read_to_eof(stalled) == b""
+
+
+# -- startup refusals -------------------------------------------------------------------
+
+def _serve(tmp_path, env, *args):
+    cmd = [sys.executable, "-m", "gsmcpd", "serve", "--port", str(free_port())] + list(args)
+    full_env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "GS_MCP_STATE_DIR": str(tmp_path / "state")}
+    full_env.update(env)
+    return subprocess.run(cmd, cwd=str(REPO), env=full_env, capture_output=True, text=True, timeout=60)
+
+
+AUTH = {"GS_MCP_AUTH": "1", "MCP_ISSUER": "https://idp.test", "MCP_AUDIENCE": "https://mcp.test/mcp"}
+
+
+def test_a_network_facing_host_without_auth_is_refused(tmp_path):
+    done = _serve(tmp_path, {}, "--host", "0.0.0.0")
+    assert done.returncode != 0
+    assert "host: 0.0.0.0 is not a loopback address" in done.stderr
+    assert "GS_MCP_AUTH" in done.stderr
+
+
+def test_a_network_facing_host_with_auth_but_no_tls_is_refused(tmp_path):
+    done = _serve(tmp_path, AUTH, "--host", "0.0.0.0")
+    assert done.returncode != 0
+    assert "host: 0.0.0.0 is not a loopback address" in done.stderr
+    assert "tls_cert/tls_key" in done.stderr and "behind_tls_proxy" in done.stderr
+
+
+def test_behind_a_tls_proxy_a_network_facing_host_with_auth_starts(tmp_path):
+    jwks = tmp_path / "jwks.json"
+    Idp().write_jwks(jwks)
+    daemon = Daemon(tmp_path, env=dict(AUTH, MCP_JWKS_FILE=str(jwks)),
+                    args=["--host", "0.0.0.0", "--behind-tls-proxy"])
+    with daemon:
+        wait_for_port(daemon.port)
+        with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as sock:
+            sock.sendall(b"GET /.well-known/oauth-protected-resource/mcp HTTP/1.1\r\nHost: mcp.test\r\n"
+                         b"Connection: close\r\n\r\n")
+            raw = _read_to_eof(sock)
+    assert raw.startswith(b"HTTP/1.1 200 "), raw
+    # Behind the proxy the public name is the audience, so that is what the metadata names.
+    assert b'"resource":"https://mcp.test/mcp"' in raw
