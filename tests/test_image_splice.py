@@ -111,3 +111,52 @@ def test_crlf_sources_stay_crlf():
 def test_one_line_class_is_refused():
     with pytest.raises(splice.SpliceError, match="one line"):
         splice.put_method("class C: pass\n", "C", "def m(self):\n    pass\n")
+
+
+LAYOUT = '''\
+@register
+class Layout(
+    Base,
+):
+    """Doc."""
+
+    x = 1
+
+    # about helper: goes with it
+    @staticmethod
+    def helper():
+        return 1
+
+    y = 2
+    # about z
+    z: int = 3
+
+    def method(self):
+        return 2
+
+
+class After:
+    pass
+'''
+
+
+def test_class_definition_keeps_the_sources_own_layout():
+    assert splice.class_definition(LAYOUT, "Layout") == (
+        '@register\nclass Layout(\n    Base,\n):\n    """Doc."""\n\n    x = 1\n\n'
+        '    y = 2\n    # about z\n    z: int = 3\n')
+    leading = "class C:\n    # about p\n    @property\n    def p(self):\n        return 1\n\n    w = 1\n"
+    assert splice.class_definition(leading, "C") == "class C:\n    w = 1\n"
+    assert splice.class_definition("class D:\n\n    def m(self):\n        pass\n", "D") == (
+        "class D:\n    pass\n")
+
+
+def test_removing_the_last_method_or_class_leaves_no_trailing_blank_line():
+    two = "class A:\n    def f(self):\n        return 1\n\n    def g(self):\n        return 2\n"
+    assert splice.remove_method(two, "A", "g") == "class A:\n    def f(self):\n        return 1\n"
+    followed = two + "\n\nclass B:\n    pass\n"
+    assert splice.remove_method(followed, "A", "g") == (
+        "class A:\n    def f(self):\n        return 1\n\n\nclass B:\n    pass\n")
+    classes = "class A:\n    pass\n\n\nclass B:\n    pass\n"
+    assert splice.remove_class(classes, "B") == "class A:\n    pass\n"
+    assert splice.remove_class(classes, "A") == "class B:\n    pass\n"
+    assert splice.remove_class('"""d"""\n\n\n' + classes, "A") == '"""d"""\n\n\nclass B:\n    pass\n'

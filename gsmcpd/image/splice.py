@@ -170,21 +170,34 @@ def docstring_literal(comment: str) -> str:
 
 
 def class_definition(source: str, name: str) -> str:
-    """The class header and class-level statements, without methods or nested classes."""
+    """The class header and class-level statements, without methods or nested
+    classes, in the source's own layout: the blank lines and comments before
+    each kept statement stay; those before a dropped method go with it."""
     classdef = top_level_class(ast.parse(source), name)
     if classdef is None:
         raise SpliceError(f"no class {name} in the module")
     lines = lines_of(source)
     if classdef.body[0].lineno == classdef.lineno:
         return segment(source, classdef)
-    header = lines[first_line(classdef) - 1:classdef.body[0].lineno - 1]
-    while header and not header[-1].strip():
-        header.pop()
-    kept = [node for node in classdef.body
-            if not isinstance(node, FunctionNode + (ast.ClassDef,))]
-    body = [line for node in kept for line in lines[first_line(node) - 1:node.end_lineno]]
-    if not kept:
-        body = [_body_indent(lines, classdef) + "pass\n"]
+    header = lines[first_line(classdef) - 1:first_line(classdef.body[0]) - 1]
+    # Trailing blank or comment-only lines of that slice are the first statement's gap.
+    gap_start = len(header)
+    while gap_start and _is_gap_line(header[gap_start - 1]):
+        gap_start -= 1
+    header, gap = header[:gap_start], header[gap_start:]
+    body: list[str] = []
+    previous_end = None
+    for node in classdef.body:
+        if previous_end is not None:
+            gap = lines[previous_end:first_line(node) - 1]
+        previous_end = node.end_lineno
+        if isinstance(node, FunctionNode + (ast.ClassDef,)):
+            continue
+        if not body:
+            gap = _drop_leading_blanks(gap)
+        body += gap + lines[first_line(node) - 1:node.end_lineno]
+    if not body:
+        body = [_body_indent(lines, classdef) + "pass" + newline_of(source)]
     return _strip_indent(header + body, _indent_of(lines[classdef.lineno - 1]))
 
 
@@ -198,6 +211,18 @@ def _class_or_error(tree: ast.Module, name: str) -> ast.ClassDef:
         raise SpliceError(f"class {name} is written on one line; redefine it with "
                           "compile_class_definition first")
     return classdef
+
+
+def _is_gap_line(line: str) -> bool:
+    stripped = line.strip()
+    return not stripped or stripped.startswith("#")
+
+
+def _drop_leading_blanks(lines: list[str]) -> list[str]:
+    start = 0
+    while start < len(lines) and not lines[start].strip():
+        start += 1
+    return lines[start:]
 
 
 def _is_placeholder(node: ast.AST) -> bool:
@@ -252,7 +277,8 @@ def _append_block(source: str, text: str, blank_lines: int) -> str:
 
 def _tidy_blanks(source: str, at: int) -> str:
     """After removing lines at `at`, collapse the blank run there to what it
-    was on the larger side, so a removal leaves no widening gap."""
+    was on the larger side, so a removal leaves no widening gap; a run that
+    now starts or ends the file goes."""
     lines = lines_of(source)
     index = at - 1
     start = index
@@ -262,7 +288,7 @@ def _tidy_blanks(source: str, at: int) -> str:
     while end < len(lines) and not lines[end].strip():
         end += 1
     above, below = index - start, end - index
-    keep = max(above, below)
+    keep = 0 if start == 0 or end == len(lines) else max(above, below)
     if above + below > keep:
         del lines[start + keep:end]
     return "".join(lines)
