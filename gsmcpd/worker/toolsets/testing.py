@@ -1,9 +1,17 @@
-"""testing: the image's unittest.TestCase classes, run in this worker against its view
-(so a session tests its own uncommitted changes)."""
+"""testing: the image's test classes, run in this worker against its view
+(so a session tests its own uncommitted changes).
+
+Test classes are unittest.TestCase subclasses and pytest-style classes: a plain
+class named Test* with no __init__ of its own and test* methods, run the way
+pytest runs them (a fresh instance per test; setup_method/teardown_method and
+setup_class/teardown_class when defined). A bare `assert` that fails is
+reported with its message, or with the assert statement when it has none.
+"""
 
 from __future__ import annotations
 
 import io
+import linecache
 import unittest
 from contextlib import redirect_stderr, redirect_stdout
 
@@ -16,15 +24,21 @@ from gsmcpd.worker.toolsets.browsing import CLASS_NAME, SELECTOR
 class _Result(unittest.TestResult):
     """Collects one outcome per test; a hard break is re-raised, never recorded."""
 
-    def __init__(self):
+    def __init__(self, on_test_done=None):
         super().__init__()
         self.outcomes: list[dict] = []
+        self._on_test_done = on_test_done
+
+    def stopTest(self, test):
+        super().stopTest(test)
+        if self._on_test_done is not None:
+            self._on_test_done(test)
 
     def _record(self, test, outcome, err=None, reason=None):
         entry = {"test": test.id(), "outcome": outcome}
         if err is not None:
             entry["exception"] = err[0].__name__
-            entry["message"] = str(err[1])
+            entry["message"] = failure_message(err)
             entry["traceback"] = self._exc_info_to_string(err, test)
         if reason:
             entry["message"] = reason
@@ -68,6 +82,91 @@ class _Result(unittest.TestResult):
 FAILED = ("failure", "error", "unexpectedSuccess")
 
 
+def failure_message(err) -> str:
+    """str(exception); for an AssertionError with no message, the failing
+    assert statement itself (a bare `assert` says nothing on its own)."""
+    exc_type, exc, tb = err
+    message = str(exc)
+    if message or not issubclass(exc_type, AssertionError):
+        return message
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return message
+    line = linecache.getline(tb.tb_frame.f_code.co_filename, tb.tb_lineno).strip()
+    return f"{line} failed" if line.startswith("assert") else message
+
+
+def test_method_names(cls: type) -> list[str]:
+    """A pytest-style class's test* methods, in definition order (bases first)."""
+    names: list[str] = []
+    for owner in reversed(cls.__mro__):
+        for name, value in vars(owner).items():
+            if name.startswith("test") and callable(value) and name not in names:
+                names.append(name)
+    return [name for name in names if callable(getattr(cls, name, None))]
+
+
+def is_plain_test_class(cls) -> bool:
+    """pytest's rule: a class named Test*, not a TestCase, with no __init__ of its own."""
+    return (isinstance(cls, type) and cls.__name__.startswith("Test")
+            and not issubclass(cls, unittest.TestCase) and cls.__init__ is object.__init__
+            and bool(test_method_names(cls)))
+
+
+def is_test_class(cls) -> bool:
+    return isinstance(cls, type) and (issubclass(cls, unittest.TestCase) or is_plain_test_class(cls))
+
+
+class PlainTestCase(unittest.TestCase):
+    """One test method of a pytest-style class, as a TestCase, so both styles
+    share the runner and its result. A subclass per test class carries it, so
+    the suite runs setup_class/teardown_class once per class."""
+
+    plain_class: type = object
+
+    def __init__(self, method_name: str):
+        super().__init__("_run_plain")
+        self.plain_method = method_name
+
+    @classmethod
+    def for_class(cls, plain_class: type) -> type:
+        return type(plain_class.__name__, (cls,), {"plain_class": plain_class,
+                                                   "__module__": plain_class.__module__,
+                                                   "__qualname__": plain_class.__qualname__})
+
+    @classmethod
+    def setUpClass(cls):
+        hook = getattr(cls.plain_class, "setup_class", None)
+        if hook is not None:
+            hook()
+
+    @classmethod
+    def tearDownClass(cls):
+        hook = getattr(cls.plain_class, "teardown_class", None)
+        if hook is not None:
+            hook()
+
+    def id(self):
+        return f"{self.plain_class.__module__}.{self.plain_class.__qualname__}.{self.plain_method}"
+
+    def __str__(self):
+        return f"{self.plain_method} ({self.plain_class.__module__}.{self.plain_class.__qualname__})"
+
+    def _run_plain(self):
+        instance = self.plain_class()
+        method = getattr(instance, self.plain_method)
+        setup = getattr(instance, "setup_method", None)
+        if setup is not None:
+            setup(method)
+        try:
+            method()
+        finally:
+            teardown = getattr(instance, "teardown_method", None)
+            if teardown is not None:
+                teardown(method)
+
+
 class TestingToolset(Toolset):
     name = "testing"
     tool_names = ("describe_test_failure", "list_failing_tests", "list_test_classes",
@@ -85,7 +184,8 @@ class TestingToolset(Toolset):
                           object_schema({"classNames": array_prop(string_prop("a test class"),
                                                                   "test classes to run (default all)")}),
                           self.list_failing_tests))
-        registry.add(Tool("list_test_classes", "All unittest.TestCase subclasses in the image.",
+        registry.add(Tool("list_test_classes", "All test classes in the image: unittest.TestCase "
+                          "subclasses and pytest-style Test* classes.",
                           object_schema(), self.list_test_classes))
         registry.add(Tool("run_test_class", "Run a test class: summary and failures, with "
                           "progress per test.", object_schema(CLASS_NAME, ["className"]),
@@ -100,33 +200,43 @@ class TestingToolset(Toolset):
         for ref in catalog.image_classes(self.view):
             module = self.view.module(ref.module)
             cls = None if module is None else vars(module).get(ref.name)
-            if isinstance(cls, type) and issubclass(cls, unittest.TestCase) and self.view.defines(cls):
+            if is_test_class(cls) and self.view.defines(cls):
                 found.append((ref.qualified, cls))
         return found
 
     def _test_class(self, name: str) -> tuple[str, type]:
         ref = catalog.resolve_class(self.view, name)
         cls = catalog.live_class(self.view, ref)
-        if ref.is_kernel or not issubclass(cls, unittest.TestCase):
-            raise ToolError("notFound", f"{ref.qualified} is not a unittest.TestCase class in the image")
+        if ref.is_kernel or not is_test_class(cls):
+            raise ToolError("notFound", f"{ref.qualified} is not a test class in the image (a "
+                            "unittest.TestCase subclass, or a pytest-style Test* class with "
+                            "test* methods and no __init__)")
         return ref.qualified, cls
 
     def _tests_of(self, cls: type, selector: str | None = None) -> list[unittest.TestCase]:
+        plain = not issubclass(cls, unittest.TestCase)
         if selector is not None:
             if not selector.isidentifier() or not callable(getattr(cls, selector, None)):
                 raise ToolError("notFound", f"{cls.__qualname__} has no test method {selector}")
-            return [cls(selector)]
-        names = unittest.TestLoader().getTestCaseNames(cls)
-        return [cls(name) for name in names]
+            names = [selector]
+        else:
+            names = test_method_names(cls) if plain else unittest.TestLoader().getTestCaseNames(cls)
+        case_class = PlainTestCase.for_class(cls) if plain else cls
+        return [case_class(name) for name in names]
 
     def _run(self, tests: list[unittest.TestCase], *, report_progress: bool) -> _Result:
-        result = _Result()
-        output = io.StringIO()
-        for done, test in enumerate(tests, start=1):
-            with redirect_stdout(output), redirect_stderr(output):
-                test.run(result)
+        """Run as one suite, so class-level fixtures (setUpClass, setup_class) run once."""
+        done = []
+
+        def test_done(test):
+            done.append(test)
             if report_progress:
-                self.progress(done, len(tests), message=test.id())
+                self.progress(len(done), len(tests), message=test.id())
+
+        result = _Result(test_done)
+        output = io.StringIO()
+        with redirect_stdout(output), redirect_stderr(output):
+            unittest.TestSuite(tests).run(result)
         return result
 
     @staticmethod
