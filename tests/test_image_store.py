@@ -90,6 +90,11 @@ def test_failure_between_temp_write_and_rename_leaves_old_or_new(tmp_path, monke
     assert (tmp_path / "a.py").read_text() == "x = 'new a'\n"
     assert (tmp_path / "b.py").read_text() == "x = 'old b'\n"
     assert sorted(store.read_snapshot().files) == ["a.py", "b.py"]   # temp files are not modules
+    leftover = [p.name for p in tmp_path.iterdir() if p.name.startswith(".b.py.tmp-")]
+    assert leftover    # what a crash between temp write and rename leaves
+    base = {rel: sha256(data) for rel, data in store.read_snapshot().files.items()}
+    store.commit({"b.py": b"x = 'new b'\n"}, base, user="u", session_id="s")
+    assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name]   # the next commit sweeps it
 
 
 CRASHER = textwrap.dedent('''

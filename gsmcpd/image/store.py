@@ -14,6 +14,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ from pathlib import Path
 STATE_DIR = ".gsmcpd"
 LOCK_NAME = "lock"
 JOURNAL_NAME = "journal.jsonl"
+TEMP_NAME = re.compile(r"\..+\.tmp-\d+")   # _write_atomically's temp files
 
 
 def sha256(data: bytes | None) -> str | None:
@@ -125,6 +127,7 @@ class ImageStore:
                          if self._disk_hash(rel) != base_hashes.get(rel)]
             if conflicts:
                 raise CommitConflict(conflicts)
+            self._sweep_temps({(self.image_dir / rel).parent for rel in changes})
             records = []
             for rel in sorted(changes):
                 data = changes[rel]
@@ -138,6 +141,17 @@ class ImageStore:
                 "user": user, "session": session_id, "files": records,
             })
             return self._journal_length()
+
+    def _sweep_temps(self, directories) -> None:
+        """Temp files a killed commit left behind; under the exclusive lock no
+        other commit is writing, so every one of them is stale."""
+        for directory in directories:
+            if not directory.is_dir():
+                continue
+            for entry in directory.iterdir():
+                if TEMP_NAME.fullmatch(entry.name) and entry.is_file():
+                    with contextlib.suppress(FileNotFoundError):
+                        entry.unlink()
 
     def _disk_hash(self, rel: str) -> str | None:
         try:
