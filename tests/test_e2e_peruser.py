@@ -1,0 +1,208 @@
+"""End-to-end: per-user workers (MCP_USER_MAP) when the daemon runs as root.
+
+The test creates two throwaway local accounts (removed afterwards) and a shared
+image they may both use, plus one file only the first may read. Each token's
+worker must run as its mapped account, so the kernel's own permission checks
+apply to what that session reads; an unmapped user gets no worker at all.
+"""
+
+import json
+import os
+import pwd
+import secrets
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from gsmcpd.image import default
+from helpers import Client, Daemon, free_port
+from idp import Idp
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="per-user workers need a root daemon "
+                                "(it switches each worker to its account); run the suite as root, as CI does")
+
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "peruser-tests", "version": "0"}}}
+SECRET = "only the first account may read this\n"
+
+
+def _run(*cmd):
+    subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def accounts():
+    """Two fresh local accounts sharing a group; userdel/groupdel afterwards."""
+    tag = secrets.token_hex(3)
+    group, names = "gsmt" + tag, ["gsmta" + tag, "gsmtb" + tag]
+    created = []
+    try:
+        _run("groupadd", group)
+        created.append(("groupdel", group))
+        for name in names:
+            _run("useradd", "--no-create-home", "--no-user-group", "--gid", group,
+                 "--shell", "/usr/sbin/nologin", "--home-dir", "/nonexistent", name)
+            created.insert(0, ("userdel", name))
+        yield [pwd.getpwnam(name) for name in names], group
+    finally:
+        for command, name in created:
+            subprocess.run([command, name], capture_output=True, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def image(accounts):
+    """A shared image both accounts can read and commit to, and a file only the first can read."""
+    (first, _), group = accounts
+    top = Path(tempfile.mkdtemp(prefix="gsmcpd-peruser-", dir="/tmp"))
+    try:
+        image_dir = default.ensure_default_image(top)
+        gid = pwd.getpwnam(first.pw_name).pw_gid
+        os.chmod(top, 0o755)
+        for path in [image_dir, *image_dir.rglob("*")]:
+            os.chown(path, 0, gid)
+            os.chmod(path, 0o2775 if path.is_dir() else 0o664)
+        # Commits by either account need the lock and journal group-writable; the store
+        # creates them 0644 as whoever comes first, so the deployment prepares them.
+        state = image_dir / ".gsmcpd"
+        state.mkdir(exist_ok=True)
+        os.chown(state, 0, gid)
+        os.chmod(state, 0o2775)
+        for name in ("lock", "journal.jsonl"):
+            (state / name).touch()
+            os.chown(state / name, 0, gid)
+            os.chmod(state / name, 0o664)
+        secret = image_dir / "secret.txt"
+        secret.write_text(SECRET)
+        os.chown(secret, first.pw_uid, first.pw_gid)
+        os.chmod(secret, 0o600)
+        yield image_dir
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory, accounts, image):
+    (first, second), _ = accounts
+    tmp = tmp_path_factory.mktemp("peruser")
+    port = free_port()
+    audience = "http://127.0.0.1:%d/mcp" % port
+    idp = Idp(issuer="https://idp.test", audience=audience, kinds=("rsa",))
+    jwks = idp.write_jwks(tmp / "jwks.json")
+    user_map = tmp / "users.map"
+    user_map.write_text("# claim  account\nann %s\nben %s\nrooted root\n" % (first.pw_name, second.pw_name))
+    daemon = Daemon(tmp, port=port, env={
+        "GS_MCP_AUTH": "1", "MCP_ISSUER": idp.issuer, "MCP_AUDIENCE": audience, "MCP_JWKS_FILE": str(jwks),
+        "MCP_USER_MAP": str(user_map), "GS_MCP_IMAGE": str(image), "GS_MCP_SPARE_WORKERS": "1"})
+    daemon.start()
+    yield daemon, idp
+    daemon.stop()
+
+
+def session_for(daemon, idp, sub):
+    client = Client(daemon.port)
+    token = idp.mint(sub=sub)
+    original = client.request
+
+    def with_token(method, body=None, headers=None, path="/mcp"):
+        return original(method, body, dict(headers or {}, Authorization="Bearer " + token), path)
+
+    client.request = with_token
+    client.initialize()
+    return client
+
+
+def run(client, code):
+    result = client.tool("execute_code", code=code)
+    return "".join(item.get("text", "") for item in result["content"]), result.get("isError", False)
+
+
+def proc_uids(pid):
+    for line in Path("/proc/%d/status" % pid).read_text().splitlines():
+        if line.startswith("Uid:"):
+            return [int(field) for field in line.split()[1:]]
+    raise AssertionError("no Uid line for pid %d" % pid)
+
+
+@pytest.mark.parametrize("sub,index", [("ann", 0), ("ben", 1)])
+def test_each_users_worker_runs_as_the_mapped_account(env, accounts, sub, index):
+    daemon, idp = env
+    account = accounts[0][index]
+    client = session_for(daemon, idp, sub)
+    text, failed = run(client, "import os; (os.getuid(), os.geteuid(), os.getgid(), os.getpid(), "
+                               "os.environ['USER'])")
+    assert not failed, text
+    uid, euid, gid, pid, user = eval(text.strip().splitlines()[-1])   # the repr of a tuple of literals
+    assert (uid, euid, gid, user) == (account.pw_uid, account.pw_uid, account.pw_gid, account.pw_name)
+    assert proc_uids(pid) == [account.pw_uid] * 4          # real, effective, saved, fs: no way back
+    text, failed = run(client, "import os\ntry:\n    os.setuid(0)\nexcept PermissionError:\n"
+                               "    print('refused')")
+    assert "refused" in text
+
+
+def test_the_kernel_enforces_the_accounts_file_permissions(env, image):
+    daemon, idp = env
+    ann, ben = session_for(daemon, idp, "ann"), session_for(daemon, idp, "ben")
+    code = "print(open(%r).read(), end='')" % str(image / "secret.txt")
+    text, failed = run(ann, code)
+    assert not failed and SECRET in text
+    text, failed = run(ben, code)
+    assert failed and "PermissionError" in text
+    assert SECRET not in text
+
+
+def test_both_accounts_browse_the_shared_image(env):
+    daemon, idp = env
+    for sub in ("ann", "ben"):
+        client = session_for(daemon, idp, sub)
+        status = client.tool("status")
+        assert not status.get("isError"), status
+        classes = client.tool("list_classes", dictionaryName="shop.models")
+        assert "Product" in str(classes)
+
+
+@pytest.mark.parametrize("sub", ["nobody-we-know", "rooted"])
+def test_an_unmapped_user_or_a_root_mapping_is_403_and_gets_no_worker(env, sub):
+    daemon, idp = env
+    client = Client(daemon.port)
+    resp = client.post(INIT, headers={"Authorization": "Bearer " + idp.mint(sub=sub)})
+    assert resp.status == 403, resp
+    assert resp.header("mcp-session-id") is None
+    assert "not mapped to a local account" in resp.json()["error"]["message"]
+    assert "user %r has no local account mapping" % sub in daemon.log_text()
+
+
+def test_one_accounts_commit_is_seen_by_the_other(env, accounts, image):
+    daemon, idp = env
+    ann = session_for(daemon, idp, "ann")
+    result = ann.tool("set_class_comment", className="shop.models.Product", comment="Edited by ann.")
+    assert not result.get("isError"), result
+    ben = session_for(daemon, idp, "ben")
+    text, failed = run(ben, "import shop.models; shop.models.Product.__doc__")
+    assert not failed and "Edited by ann." in text
+    result = ben.tool("set_class_comment", className="shop.models.Product", comment="Then ben.")
+    assert not result.get("isError"), result
+    journal = [json.loads(line) for line in (image / ".gsmcpd" / "journal.jsonl").read_text().splitlines()]
+    assert [entry["user"] for entry in journal[-2:]] == ["ann", "ben"]
+    owner = pwd.getpwuid((image / "shop" / "models.py").stat().st_uid).pw_name
+    assert owner == accounts[0][1].pw_name            # written by ben's worker, as ben
+
+
+def test_identity_mapping_runs_the_claim_as_the_account_of_that_name(tmp_path, accounts, image):
+    first = accounts[0][0]
+    port = free_port()
+    audience = "http://127.0.0.1:%d/mcp" % port
+    idp = Idp(issuer="https://idp.test", audience=audience, kinds=("rsa",))
+    jwks = idp.write_jwks(tmp_path / "jwks.json")
+    with Daemon(tmp_path, port=port, env={
+            "GS_MCP_AUTH": "1", "MCP_ISSUER": idp.issuer, "MCP_AUDIENCE": audience, "MCP_JWKS_FILE": str(jwks),
+            "MCP_USER_MAP": "identity", "GS_MCP_IMAGE": str(image), "GS_MCP_SPARE_WORKERS": "0"}) as daemon:
+        client = session_for(daemon, idp, first.pw_name)
+        text, failed = run(client, "import os; os.getuid()")
+        assert not failed and text.strip().splitlines()[-1] == str(first.pw_uid)
+        for sub in ("root", "no-such-account-here"):
+            resp = Client(port).post(INIT, headers={"Authorization": "Bearer " + idp.mint(sub=sub)})
+            assert resp.status == 403, (sub, resp)
