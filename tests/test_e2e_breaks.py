@@ -10,7 +10,7 @@ import time
 import pytest
 
 from helpers import Client, Daemon, pid_alive, tool_text, wait_until
-from test_e2e_lifetime import Exchange, worker_pid
+from test_e2e_lifetime import Exchange, open_stream, worker_pid
 
 REQUEST_TIMEOUT = -32001
 
@@ -26,7 +26,8 @@ def deadlines(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def cancels(tmp_path_factory):
-    d = Daemon(tmp_path_factory.mktemp("cancels"), env={"GS_MCP_SPARE_WORKERS": "2"})
+    d = Daemon(tmp_path_factory.mktemp("cancels"), env={"GS_MCP_SPARE_WORKERS": "2",
+                                                         "GS_MCP_KEEPALIVE_INTERVAL": "0.3"})
     d.start()
     yield d
     d.stop()
@@ -151,3 +152,34 @@ def test_a_cancel_naming_no_call_is_a_harmless_no_op(cancels):
         assert (note.status, note.body) == (202, b"")
     assert tool_text(c.tool("execute_code", code="6 * 7")) == "42"
     assert worker_pid(c) == pid
+
+
+def test_a_cancelled_calls_late_progress_goes_nowhere(cancels):
+    c = Client(cancels.port, timeout=10)
+    c.initialize()
+    stream = open_stream(cancels.port, c.session)
+    code = "import time\nprogress(1)\ntry:\n    time.sleep(30)\nexcept KeyboardInterrupt:\n    progress(2)\n    raise"
+    call = Exchange(cancels.port, "POST", c.session, execute("late", code, _meta={"progressToken": "t"}),
+                    accept="application/json, text/event-stream")
+    assert call.message()["params"]["progress"] == 1
+    assert c.post(cancel("late")).status == 202
+    assert call.next() == ("end",)
+    assert tool_text(c.tool("execute_code", code="6 * 7")) == "42"  # the break is over
+    # a keepalive written after it shows nothing of the cancelled call came before
+    seen = stream.comments
+    assert wait_until(lambda: stream.comments > seen)
+    assert stream.items.empty(), stream.items.get()
+    stream.close()
+
+
+def test_a_cancel_must_name_the_id_exactly(cancels, tmp_path):
+    c = Client(cancels.port, timeout=10)
+    c.initialize()
+    started = tmp_path / "started"
+    call = Exchange(cancels.port, "POST", c.session,
+                    execute(1, "open(%r, 'w').close()\nimport time\ntime.sleep(1)\n'finished'" % str(started)))
+    assert wait_until(started.exists)
+    for near_miss in (True, "1", [1]):  # true == 1 in Python, but it is not the id 1
+        assert c.post(cancel(near_miss)).status == 202
+    assert call.wait_head() == 200
+    assert call.json()["result"]["structuredContent"]["result"] == "'finished'"

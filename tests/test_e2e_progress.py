@@ -7,7 +7,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from helpers import Client, Daemon
+from helpers import Client, Daemon, wait_until
 from test_e2e_lifetime import Exchange, open_stream
 
 STEPS_CODE = "for step in range(1, 4):\n    progress(step, 3, 'step %d' % step)\n'done'"
@@ -19,7 +19,8 @@ CART_TESTS = sorted(CART_TEST + "." + name for name in (
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
-    d = Daemon(tmp_path_factory.mktemp("progress"), env={"GS_MCP_SPARE_WORKERS": "2"})
+    d = Daemon(tmp_path_factory.mktemp("progress"), env={"GS_MCP_SPARE_WORKERS": "2",
+                                                          "GS_MCP_KEEPALIVE_INTERVAL": "0.3"})
     d.start()
     yield d
     d.stop()
@@ -87,6 +88,17 @@ def test_a_json_only_client_gets_progress_on_its_get_stream(daemon, client):
     # written to the stream before the reply was written to the POST
     steps = [progress_of(stream.message(timeout=5)) for _ in range(3)]
     assert steps == [(17, n, 3, "step %d" % n) for n in (1, 2, 3)]
+    stream.close()
+
+
+def test_progress_with_no_stream_to_carry_it_is_not_kept_for_a_later_one(daemon, client):
+    call = Exchange(daemon.port, "POST", client.session, tool_call("d", "execute_code", {"code": STEPS_CODE}, 18),
+                    accept="application/json")
+    assert call.json()["result"]["structuredContent"]["result"] == "'done'"
+    stream = open_stream(daemon.port, client.session)
+    # anything queued would be flushed on attach, ahead of the first keepalive
+    assert wait_until(lambda: stream.comments >= 1)
+    assert stream.items.empty(), stream.items.get()
     stream.close()
 
 

@@ -10,6 +10,7 @@ import itertools
 import logging
 import secrets
 
+from gsmcpd.router import breaks
 from gsmcpd.wire import jsonrpc, sse
 
 log = logging.getLogger("gsmcpd.sessions")
@@ -155,18 +156,24 @@ class SessionManager:
             return
 
     def cancel(self, session, request_id):
-        """notifications/cancelled: drop a queued call, break an in-flight one."""
-        for call in session.queue:
-            if call.id == request_id and call.method != "initialize" and not call.cancelled:
-                call.cancelled = True
-                self._answer_cancelled(call)
-                return "dropped"
-        call = session.inflight
-        if call is not None and call.id == request_id and call.method != "initialize" and not call.cancelled:
+        """notifications/cancelled: drop a queued call, break an in-flight one.
+
+        Ids are matched as breaks.id_key does (exactly: `true` is not the id 1)."""
+        inflight = session.inflight
+        running = (inflight.id, inflight.method) if inflight is not None and not inflight.cancelled else None
+        waiting = [call for call in session.queue if not call.cancelled]
+        decision = breaks.cancel_decision(request_id, running, [(c.id, c.method) for c in waiting])
+        if decision == breaks.BREAK:
+            inflight.cancelled = True
+            self._answer_cancelled(inflight)
+            self.router.call_cancelled(session, inflight)
+            return "breaking"
+        if decision == breaks.DROP:
+            key = breaks.id_key(request_id)
+            call = next(c for c in waiting if breaks.id_key(c.id) == key)
             call.cancelled = True
             self._answer_cancelled(call)
-            self.router.call_cancelled(session, call)
-            return "breaking"
+            return "dropped"
         return None
 
     def _answer_cancelled(self, call):
@@ -235,16 +242,23 @@ class SessionManager:
         conn.respond(200, headers, body)
 
     def _notify(self, session, call, message):
-        """Progress from inside a tool: on the call's own SSE reply if it may have one."""
-        body = jsonrpc.dumps(message)
-        self.router.trace_outbound("SSE", session.id, body)
-        if call.accepts_sse and not call.cancelled and not call.conn.closed:
+        """Progress from inside a tool: on the call's own SSE reply if it may have one,
+        else on the session's GET stream if one is open now.
+
+        Dropped for a call already answered or cancelled (the client stopped
+        listening for it), and when no stream is open: queued for a later stream
+        it would arrive after the call's end, when progress must have stopped."""
+        if call.cancelled:
+            return
+        if call.accepts_sse and not call.conn.closed:
+            body = jsonrpc.dumps(message)
+            self.router.trace_outbound("SSE", session.id, body)
             if not call.streaming:
                 call.streaming = True
                 call.conn.start_stream(200, SSE_HEADERS)
             call.conn.stream_write(sse.event(body.decode("utf-8"), event="message"))
-        else:
-            self.router.push_to_stream(session, message)
+        elif session.stream is not None:
+            self.router.push_to_stream(session, message)  # traced as it is written
 
     def _fail(self, call, code, text):
         if call.cancelled or call.conn.closed:
