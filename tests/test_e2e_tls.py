@@ -170,6 +170,12 @@ def test_a_network_facing_host_without_auth_is_refused(tmp_path):
     assert "GS_MCP_AUTH" in done.stderr
 
 
+def test_behind_a_tls_proxy_still_needs_auth(tmp_path):
+    done = _serve(tmp_path, {}, "--host", "0.0.0.0", "--behind-tls-proxy")
+    assert done.returncode != 0
+    assert "needs auth (GS_MCP_AUTH=1)" in done.stderr
+
+
 def test_a_network_facing_host_with_auth_but_no_tls_is_refused(tmp_path):
     done = _serve(tmp_path, AUTH, "--host", "0.0.0.0")
     assert done.returncode != 0
