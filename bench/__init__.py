@@ -1,0 +1,1 @@
+"""gsmcpd benchmarks: `python -m bench` (see docs/PERFORMANCE.md)."""

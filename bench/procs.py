@@ -1,0 +1,108 @@
+"""Process facts from /proc: the server's process tree, CPU ticks, RSS and PSS."""
+
+import os
+from pathlib import Path
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _stat_fields(pid):
+    """Fields after the comm field of /proc/PID/stat (index 0 = state); None if gone."""
+    try:
+        text = Path("/proc/%d/stat" % pid).read_text()
+    except OSError:
+        return None
+    return text.rsplit(")", 1)[1].split()
+
+
+def children_map():
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            fields = _stat_fields(int(entry.name))
+            if fields is not None and fields[0] != "Z":
+                parents.setdefault(int(fields[1]), []).append(int(entry.name))
+    return parents
+
+
+def descendants(pid):
+    """Every live process below pid (not pid itself)."""
+    tree = children_map()
+    found, todo = [], list(tree.get(pid, ()))
+    while todo:
+        child = todo.pop()
+        found.append(child)
+        todo.extend(tree.get(child, ()))
+    return found
+
+
+def cpu_seconds(pid):
+    """utime + stime of one process (all its threads), in seconds; None if gone."""
+    fields = _stat_fields(pid)
+    if fields is None:
+        return None
+    # stat fields 14 and 15 (1-based); fields[0] is field 3
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def cmdline(pid):
+    try:
+        return Path("/proc/%d/cmdline" % pid).read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def memory_kb(pid):
+    """{"rss_kb", "pss_kb"} from /proc/PID/smaps_rollup; None if gone."""
+    try:
+        text = Path("/proc/%d/smaps_rollup" % pid).read_text()
+    except OSError:
+        return None
+    values = {}
+    for line in text.splitlines():
+        name, _, rest = line.partition(":")
+        if name in ("Rss", "Pss"):
+            values[name.lower() + "_kb"] = int(rest.split()[0])
+    return values if len(values) == 2 else None
+
+
+def tree_memory(root_pid, classify=None):
+    """Memory of a process tree: totals and per class (classify(pid) -> name)."""
+    pids = [root_pid] + descendants(root_pid)
+    totals = {"rss_kb": 0, "pss_kb": 0, "processes": 0}
+    classes = {}
+    for pid in pids:
+        mem = memory_kb(pid)
+        if mem is None:
+            continue
+        totals["rss_kb"] += mem["rss_kb"]
+        totals["pss_kb"] += mem["pss_kb"]
+        totals["processes"] += 1
+        name = classify(pid) if classify else ("root" if pid == root_pid else "other")
+        entry = classes.setdefault(name, {"rss_kb": 0, "pss_kb": 0, "processes": 0, "pss_each_kb": []})
+        entry["rss_kb"] += mem["rss_kb"]
+        entry["pss_kb"] += mem["pss_kb"]
+        entry["processes"] += 1
+        entry["pss_each_kb"].append(mem["pss_kb"])
+    for entry in classes.values():
+        each = sorted(entry.pop("pss_each_kb"))
+        entry["pss_median_kb"] = each[len(each) // 2] if each else None
+    totals["by_kind"] = classes
+    return totals
+
+
+def gsmcpd_kind(router_pid):
+    """Classifier for a gsmcpd tree: router, forkserver, worker, other."""
+    tree = children_map()
+    forkservers = [c for c in tree.get(router_pid, ()) if b"forkserver" in cmdline(c).encode()]
+    workers = {w for fs in forkservers for w in tree.get(fs, ())}
+
+    def kind(pid):
+        if pid == router_pid:
+            return "router"
+        if pid in forkservers:
+            return "forkserver"
+        if pid in workers:
+            return "worker"
+        return "other"
+    return kind
