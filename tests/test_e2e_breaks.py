@@ -18,7 +18,7 @@ REQUEST_TIMEOUT = -32001
 @pytest.fixture(scope="module")
 def deadlines(tmp_path_factory):
     d = Daemon(tmp_path_factory.mktemp("deadlines"), env={
-        "GS_MCP_REQUEST_TIMEOUT": "0.5", "GS_MCP_BREAK_GRACE": "1", "GS_MCP_SPARE_WORKERS": "2"})
+        "GS_MCP_REQUEST_TIMEOUT": "1", "GS_MCP_BREAK_GRACE": "1", "GS_MCP_SPARE_WORKERS": "2"})
     d.start()
     yield d
     d.stop()

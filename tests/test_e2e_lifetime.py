@@ -157,22 +157,33 @@ def probing(tmp_path_factory):
     d.stop()
 
 
-def answer_pings(stream, client, seconds):
-    """Answer every probe the stream brings for `seconds`; return their ids."""
-    answered = []
-    until = time.monotonic() + seconds
-    while time.monotonic() < until:
-        try:
-            item = stream.items.get(timeout=max(0.01, until - time.monotonic()))
-        except queue.Empty:
-            break
-        assert item[0] == "message", item
-        ping = item[1]
-        assert ping["method"] == "ping", ping
-        reply = client.post({"jsonrpc": "2.0", "id": ping["id"], "result": {}})
-        assert (reply.status, reply.body) == (202, b"")
-        answered.append(ping["id"])
-    return answered
+class PingAnswerer(threading.Thread):
+    """Answers every probe a session's stream brings, on a connection of its own."""
+
+    def __init__(self, port, session, stream):
+        super().__init__(daemon=True)
+        self.client = Client(port)
+        self.client.session = session
+        self.stream = stream
+        self.pings, self.replies = [], []
+        self.stopping = threading.Event()
+
+    def run(self):
+        while not self.stopping.is_set():
+            try:
+                item = self.stream.items.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            self.pings.append(item)
+            if item[0] != "message":
+                return
+            reply = self.client.post({"jsonrpc": "2.0", "id": item[1].get("id"), "result": {}})
+            self.replies.append((reply.status, reply.body))
+
+    def stop(self):
+        self.stopping.set()
+        self.join(5)
+        self.client.close()
 
 
 def test_a_probe_answered_keeps_the_session_an_unanswered_one_releases_it(probing):
@@ -181,26 +192,30 @@ def test_a_probe_answered_keeps_the_session_an_unanswered_one_releases_it(probin
     silent.initialize()
     live_pid, silent_pid = worker_pid(live), worker_pid(silent)
     live_stream, silent_stream = open_stream(probing.port, live.session), open_stream(probing.port, silent.session)
+    answerer = PingAnswerer(probing.port, live.session, live_stream)
+    answerer.start()
 
-    ping = live_stream.message(timeout=5)
-    assert ping["jsonrpc"] == "2.0" and ping["method"] == "ping"
-    assert ping["id"].startswith("srv-")
-    reply = live.post({"jsonrpc": "2.0", "id": ping["id"], "result": {}})
-    assert (reply.status, reply.body) == (202, b"")
     unanswered = silent_stream.message(timeout=5)
-    assert unanswered["method"] == "ping" and unanswered["id"] != ping["id"]
-
+    assert unanswered == {"jsonrpc": "2.0", "id": unanswered["id"], "method": "ping"}
+    assert unanswered["id"].startswith("srv-")
     # The silent client is let go once its probe times out: stream ended, worker gone, 404.
     assert silent_stream.next(timeout=10) == ("end",)
     assert wait_until(lambda: is_released(silent, silent_pid), timeout=10)
-    # The live one, answering each probe, outlives that point by two more rounds.
-    assert len(answer_pings(live_stream, live, 2.5)) >= 1
+    # The live one, answering each probe, outlives that point by more rounds.
+    time.sleep(2.0)
+    answerer.stop()
+    assert len(answerer.pings) >= 2
+    for kind, ping in answerer.pings:
+        assert kind == "message" and ping["method"] == "ping" and ping["id"].startswith("srv-")
+    assert unanswered["id"] not in [ping["id"] for _, ping in answerer.pings]
+    assert set(answerer.replies) == {(202, b"")}
     assert pid_alive(live_pid)
     assert live.call("ping").status == 200
     assert worker_pid(live) == live_pid
     log = probing.log_text()
     assert "reaped (probe_unanswered)" in log
-    assert "response to an unknown request %r" % ping["id"] not in log
+    for _, ping in answerer.pings:  # every answer was matched to its probe
+        assert "response to an unknown request %r" % ping["id"] not in log
     live_stream.close()
 
 
