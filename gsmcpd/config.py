@@ -163,7 +163,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("readonly", "GS_MCP_READONLY", False, parse_bool),
     Knob("toolsets", "GS_MCP_TOOLSETS", CORE_TOOLSETS, parse_list),
     Knob("worker_class", "GS_MCP_WORKER_CLASS", None, parse_worker_class),
-    Knob("server_name", "GS_MCP_SERVER_NAME", "gsmcpd", lambda t: t.strip()),
+    Knob("server_name", "GS_MCP_SERVER_NAME", None, parse_optional_str),
     Knob("server_version", "GS_MCP_SERVER_VERSION", None, parse_optional_str),
     Knob("server_title", "GS_MCP_SERVER_TITLE", None, parse_optional_str),
     Knob("allowed_origins", "GS_MCP_ALLOWED_ORIGINS", (), parse_list),
@@ -219,7 +219,7 @@ class Config:
     readonly: bool = False
     toolsets: tuple[str, ...] = CORE_TOOLSETS
     worker_class: str | None = None
-    server_name: str = "gsmcpd"
+    server_name: str | None = None  # None: the worker class's own default
     server_version: str | None = None
     server_title: str | None = None
     allowed_origins: tuple[str, ...] = ()

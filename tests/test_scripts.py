@@ -139,8 +139,6 @@ def test_start_on_a_port_taken_by_something_else(server, tmp_path):
     assert f"port {port} on 127.0.0.1 is already in use by another process" in refused.stdout
 
 
-@pytest.mark.xfail(reason="router/main.py does not log daemon.startup_line(config) yet",
-                   strict=False)
 def test_log_has_the_startup_line_with_trace_state(server):
     text = server["log"].read_text()
     assert f"(host 127.0.0.1, port {server['port']}, pid " in text  # daemon.startup_line

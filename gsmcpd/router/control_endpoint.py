@@ -30,7 +30,19 @@ class ControlEndpoint:
             return
         client.setblocking(False)
         buf = bytearray()
+        out = bytearray()
         timer = self.loop.call_later(READ_TIMEOUT, lambda: self._drop(client))
+
+        def writable():
+            try:
+                del out[:client.send(out)]
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                out.clear()
+            if not out:
+                timer.cancel()
+                self._drop(client)
 
         def readable():
             try:
@@ -42,16 +54,9 @@ class ControlEndpoint:
             buf.extend(data)
             if data and b"\n" not in buf and len(buf) < control.MAX_LINE:
                 return
-            timer.cancel()
-            self.loop.remove(client)
-            try:
-                client.setblocking(True)
-                client.settimeout(1.0)  # a reply of a few KiB to a local peer
-                client.sendall(control.handle_line(bytes(buf).split(b"\n", 1)[0], self.snapshot))
-            except OSError as exc:
-                log.info("control client went away: %s", exc)
-            finally:
-                client.close()
+            out.extend(control.handle_line(bytes(buf).split(b"\n", 1)[0], self.snapshot))
+            # the reply goes out as the peer reads it; the timer still bounds the exchange
+            self.loop.set_interest(client, None, writable)
         self.loop.add_reader(client, readable)
 
     def _drop(self, client):

@@ -240,9 +240,9 @@ def serve(config, *, on_ready=None, on_stopping=None, on_reload=None):
     router.pool.start()
     if router.auth is not None:
         router.auth.start()
-    scheme = "https" if router.ssl_context else "http"
-    log.info("listening on %s://%s:%d/mcp (image %s)", scheme, config.host, router.port, router.image)
-    log.info(trace.startup_line(config.trace, config.trace_limit))
+    from gsmcpd.daemon import startup_line
+
+    log.info("%s", startup_line(config))
     if on_ready is not None:
         router.loop.call_soon(on_ready)
     try:
