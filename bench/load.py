@@ -8,6 +8,7 @@ warm-up, and count only requests sent and answered inside the measured window.
 
 import array
 import json
+import math
 import multiprocessing
 import os
 import selectors
@@ -23,7 +24,7 @@ def percentile(values, q):
     if not values:
         return None
     ordered = sorted(values)
-    rank = max(0, min(len(ordered) - 1, int(round(q / 100.0 * len(ordered) + 0.5)) - 1))
+    rank = max(0, min(len(ordered) - 1, math.ceil(q / 100.0 * len(ordered)) - 1))
     return ordered[rank]
 
 

@@ -227,8 +227,8 @@ class Bench:
 
         thread = threading.Thread(target=long_call)
         thread.start()
-        time.sleep(0.3)  # the long call is in its tool now
-        window = max(0.3, self.s.long_call - 0.3 - self.s.warmup - 0.5)
+        time.sleep(0.2)  # the long call is in its tool now
+        window = max(0.3, self.s.long_call - 0.2 - self.s.warmup - 0.5)
         summary = self._one_load(server, self.s.isolation_concurrency, duration=window)
         thread.join(self.s.long_call + 90)
         reply = box.get("reply")
@@ -246,8 +246,9 @@ class Bench:
     def _memory_of(self, name):
         server = self._start(name)
         out = {}
+        settle = 0.1 if self.s.smoke else 0.5
         try:
-            time.sleep(0.5)
+            time.sleep(settle)
             out["idle"] = server.memory()
             self.log("bench: memory %-9s idle: PSS %d kB" % (name, out["idle"]["pss_kb"]))
             if name == "floor":
@@ -257,7 +258,7 @@ class Bench:
                 started = time.monotonic()
                 held += load.open_sessions(server.url, target - len(held))
                 opened_in = time.monotonic() - started
-                time.sleep(0.5)
+                time.sleep(settle)
                 snap = server.memory()
                 snap["sessions"] = len(held)
                 snap["open_seconds"] = round(opened_in, 2)

@@ -1,0 +1,119 @@
+"""The benchmark harness runs end to end in smoke mode: gsmcpd and the floor only,
+tiny counts, no peer venv. Asserts that every server answered and that the result
+has every field, never a speed."""
+
+import json
+
+import pytest
+
+from bench import __main__ as bench_main
+from bench import report, targets
+from bench.client import parse_response
+from bench.load import percentile
+
+SERVERS = ["gsmcpd", "floor"]
+
+
+@pytest.fixture(scope="module")
+def result(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("bench")
+    out = tmp / "result.json"
+    code = bench_main.main(["--smoke", "--no-doc", "--json", str(out), "--workdir", str(tmp / "work"),
+                            "--duration", "0.3", "--long-call", "1.0", "--memory-sessions", "2,4",
+                            "--open-sessions", "3"])
+    assert code == 0
+    return json.loads(out.read_text())
+
+
+def test_header_fields(result):
+    for key in ("date", "machine", "versions", "settings", "servers", "targets"):
+        assert key in result, key
+    assert result["servers"] == SERVERS
+    assert result["machine"]["cpus"] >= 1
+    assert "python" in result["versions"] and "gsmcpd" in result["versions"]
+
+
+def test_every_server_opened_sessions(result):
+    for name in SERVERS:
+        entry = result["session_open"][name]
+        assert entry["errors"] == 0, entry
+        assert entry["runs"][0]["opened"] == 3
+        assert set(entry["median"]) == {"p50_ms", "p99_ms"}
+        assert entry["median"]["p50_ms"] is not None
+
+
+@pytest.mark.parametrize("point", ["c1", "c16"])
+def test_every_server_answered_calls(result, point):
+    for name in SERVERS:
+        entry = result["throughput"][point][name]
+        assert entry["errors"] == 0, entry["runs"]
+        run = entry["runs"][0]
+        assert run["requests"] > 0
+        for key in ("rps", "p50_ms", "p99_ms", "cpu_us_per_call", "tree_cpu_us_per_call"):
+            assert key in entry["median"], key
+            assert run[key] is not None, key
+
+
+def test_isolation_long_call_completed(result):
+    entry = result["isolation"]["gsmcpd"]
+    run = entry["runs"][0]
+    assert run["long_call_ok"], run
+    assert run["errors"] == 0 and run["requests"] > 0
+    assert {"rps", "p50_ms", "p99_ms", "long_call_s"} <= set(entry["median"])
+
+
+def test_memory_points(result):
+    mem = result["memory"]
+    assert mem["floor"]["idle"]["pss_kb"] > 0
+    gs = mem["gsmcpd"]
+    assert gs["idle"]["by_kind"]["router"]["processes"] == 1
+    for held in ("2", "4"):
+        snap = gs[held]
+        assert snap["sessions"] == int(held)
+        assert snap["by_kind"]["worker"]["processes"] >= int(held)
+        assert snap["ping"]["errors"] == 0 and snap["ping"]["p99_ms"] is not None
+
+
+def test_targets_and_markdown(result):
+    names = [t["target"] for t in result["targets"]]
+    assert "session open p50" in names and "calls p99 while another session's tool runs" in names
+    for row in result["targets"]:
+        assert set(row) == {"target", "measured", "goal", "met", "note"}
+    text = report.markdown(result)
+    assert "| point | gsmcpd | floor |" in text
+    assert "| target | measured | goal | met | note |" in text
+
+
+def test_targets_compare_with_sdk_when_present():
+    result = {"throughput": {"c16": {"gsmcpd": {"median": {"rps": 5000.0, "p99_ms": 4.0, "cpu_us_per_call": 50}},
+                                     "sdk-json": {"median": {"rps": 1000.0, "p99_ms": 40.0}},
+                                     "sdk-fast": {"median": {"rps": 2000.0}},
+                                     "floor": {"median": {"cpu_us_per_call": 20}}}}}
+    rows = {t["target"]: t for t in targets.evaluate(result)}
+    assert rows["C=16 throughput vs SDK JSON"]["measured"] == 5.0
+    assert rows["C=16 throughput vs SDK JSON"]["met"] is True
+    assert rows["C=16 throughput vs SDK fastest"]["met"] is False
+    assert rows["router CPU per call vs floor (C=16)"]["measured"] == 2.5
+    assert rows["C=16 p99 vs SDK JSON"]["measured"] == 0.1
+    assert rows["C=1 throughput vs SDK JSON"]["met"] is None  # not measured
+
+
+def test_parse_response_content_length_and_chunked():
+    raw = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloHTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n"
+    first, used = parse_response(bytearray(raw))
+    assert (first.status, first.body) == (200, b"hello")
+    second, used2 = parse_response(bytearray(raw[used:]))
+    assert second.status == 202 and used + used2 == len(raw)
+    chunked = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+               b"c\r\nevent: x\r\nda\r\n14\r\nta: {\"result\":1}\r\n\r\n\r\n0\r\n\r\n")
+    assert parse_response(bytearray(chunked[:-3])) is None  # incomplete
+    reply, used = parse_response(bytearray(chunked))
+    assert used == len(chunked)
+    assert reply.message() == {"result": 1}
+
+
+def test_percentile_nearest_rank():
+    assert percentile([], 50) is None
+    assert percentile([3, 1, 2], 50) == 2
+    assert percentile(list(range(1, 101)), 99) == 99
+    assert percentile([5], 99) == 5
