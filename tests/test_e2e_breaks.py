@@ -82,6 +82,7 @@ def test_a_call_no_break_reaches_is_stopped_and_its_session_finished(deadlines, 
     c = Client(deadlines.port, timeout=15)
     c.initialize()
     pid = worker_pid(c)
+    stream = open_stream(deadlines.port, c.session)
     reply = c.post(execute(7, STOPPED[shape]))
     assert reply.status == 200
     body = reply.json()
@@ -90,6 +91,20 @@ def test_a_call_no_break_reaches_is_stopped_and_its_session_finished(deadlines, 
     assert "stopped" in body["error"]["message"]
     assert wait_until(lambda: not pid_alive(pid))
     assert c.call("ping").status == 404
+    assert stream.next() == ("end",)  # the finished session's stream closes too
+
+
+def test_a_deadline_on_a_streaming_call_ends_its_stream_with_the_error(deadlines):
+    c = Client(deadlines.port, timeout=15)
+    c.initialize()
+    call = Exchange(deadlines.port, "POST", c.session,
+                    execute("spin", "progress(1)\nwhile True:\n    pass", _meta={"progressToken": 3}),
+                    accept="application/json, text/event-stream")
+    assert call.message()["method"] == "notifications/progress"
+    error = call.message()
+    assert error["id"] == "spin" and error["error"]["code"] == REQUEST_TIMEOUT
+    assert call.next() == ("end",)
+    assert tool_text(c.tool("execute_code", code="6 * 7")) == "42"
 
 
 # -- cancellation ----------------------------------------------------------------

@@ -297,3 +297,13 @@ def test_a_second_get_supersedes_the_first_stream(streams):
     assert second.comments >= 1 and second.items.empty()
     assert c.call("ping").status == 200
     second.close()
+
+
+def test_delete_ends_the_sessions_stream(streams):
+    c = Client(streams.port)
+    c.initialize()
+    pid = worker_pid(c)
+    stream = open_stream(streams.port, c.session)
+    assert c.delete().status == 200
+    assert stream.next(timeout=5) == ("end",)
+    assert wait_until(lambda: not pid_alive(pid))
