@@ -1,0 +1,339 @@
+"""The 31-tool surface end to end: every seed tool called through the real daemon on a
+throwaway image with a real answer checked, one error path per toolset with its
+structured kind, read-only gating, toolset selection, a worker class named by
+GS_MCP_WORKER_CLASS, and a third-party toolset composed with a core one.
+
+The worker classes below are imported by the daemon's workers from this module
+(tests/ goes on their PYTHONPATH).
+"""
+
+import pytest
+
+from gsmcpd.image.default import EXAMPLE_FILES
+from gsmcpd.worker.server import McpServer
+from helpers import REPO, Client, Daemon, tool_text
+
+
+class NamedServer(McpServer):
+    """A product's own worker class: it names itself through the class defaults."""
+    default_server_version = "9.9.9"
+    default_server_title = "Acme Image Server"
+
+
+SEED_TOOLS = {
+    "execution": {"execute_code"},
+    "session": {"abort", "commit", "refresh", "status"},
+    "listing": {"list_all_classes", "list_classes", "list_dictionaries", "list_dictionary_entries"},
+    "browsing": {"describe_class", "export_class_source", "get_class_definition",
+                 "get_class_hierarchy", "get_method_source", "list_methods"},
+    "search": {"find_implementors", "find_references_to", "find_senders", "search_method_source"},
+    "mutation": {"add_dictionary", "compile_class_definition", "compile_method", "delete_class",
+                 "delete_method", "remove_dictionary", "set_class_comment"},
+    "testing": {"describe_test_failure", "list_failing_tests", "list_test_classes",
+                "run_test_class", "run_test_method"},
+}
+ALL_TOOLS = set().union(*SEED_TOOLS.values())
+GATED = {"execute_code", "commit"} | SEED_TOOLS["mutation"]
+
+EXTRA_FILES = {
+    "extra/__init__.py": "",
+    "extra/a.py": "class Thing:\n    pass\n",
+    "extra/b.py": "class Thing:\n    pass\n",
+    "extra/test_broken.py": '''\
+import unittest
+
+
+class BrokenTest(unittest.TestCase):
+    def test_right(self):
+        self.assertEqual(1 + 1, 2)
+
+    def test_wrong(self):
+        self.assertEqual(1 + 1, 3)
+
+
+class TestPlainBroken:
+    def test_bare(self):
+        total = 1 + 1
+        assert total == 3
+''',
+}
+
+
+def write_image(root):
+    for rel, text in {**EXAMPLE_FILES, **EXTRA_FILES}.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+@pytest.fixture(scope="module")
+def image(tmp_path_factory):
+    return write_image(tmp_path_factory.mktemp("tools") / "image")
+
+
+@pytest.fixture(scope="module")
+def daemon(image, tmp_path_factory):
+    with Daemon(tmp_path_factory.mktemp("daemon"), env={"GS_MCP_IMAGE": str(image)}) as running:
+        yield running
+
+
+def fresh_dir(path):
+    path.mkdir(parents=True)
+    return path
+
+
+def open_session(daemon):
+    client = Client(daemon.port)
+    client.initialize()
+    return client
+
+
+@pytest.fixture
+def c(daemon):
+    client = open_session(daemon)
+    yield client
+    client.close()
+
+
+def call_tool(client, tool, arguments):
+    """tools/call's result (Client.tool cannot pass an argument called `name`)."""
+    response = client.call("tools/call", {"name": tool, "arguments": arguments})
+    assert response.status == 200, response
+    reply = response.json()
+    assert "result" in reply, reply
+    return reply["result"]
+
+
+def ok(client, tool, **arguments):
+    result = call_tool(client, tool, arguments)
+    assert not result.get("isError"), result
+    return result
+
+
+def structured(client, tool, **arguments):
+    return ok(client, tool, **arguments)["structuredContent"]
+
+
+def error(client, tool, kind, **arguments):
+    result = call_tool(client, tool, arguments)
+    assert result.get("isError"), result
+    assert result["structuredContent"]["error"]["kind"] == kind, result
+    return tool_text(result)
+
+
+def tool_names(client):
+    reply = client.call("tools/list").json()
+    return {tool["name"]: tool for tool in reply["result"]["tools"]}
+
+
+def through_view(client, code):
+    """Workspace code with `view` bound to this session's image view."""
+    prelude = "import shop\nview = shop.__spec__.loader.view\n"
+    return ok(client, "execute_code", code=prelude + code)
+
+
+def test_tools_list_is_exactly_the_31_seed_tools_annotated(c):
+    tools = tool_names(c)
+    assert set(tools) == ALL_TOOLS and len(tools) == 31
+    for name, tool in tools.items():
+        assert tool["inputSchema"]["additionalProperties"] is False
+        assert tool["annotations"]["readOnlyHint"] is (name not in GATED), name
+    assert tools["delete_class"]["annotations"]["destructiveHint"] is True
+
+
+# -- execution and session -------------------------------------------------------
+
+def test_execution_and_session_tools(daemon, image, c):
+    assert structured(c, "execute_code", code="x = 40\nprint('hi')\nx + 2") == {
+        "result": "42", "stdout": "hi\n", "stderr": ""}
+    assert structured(c, "execute_code", code="x")["result"] == "40"     # the workspace persists
+    assert "SyntaxError" in error(c, "execute_code", "compileError", code="def (:")
+
+    status = structured(c, "status")
+    assert (status["sessionId"], status["image"]) == (c.session, str(image))
+    assert status["user"] and isinstance(status["pid"], int) and status["uncommittedChanges"] is False
+
+    other = open_session(daemon)
+    through_view(c, "view.set_source('extra.a', view.source('extra.a') + '# touched\\n', live=False)")
+    assert structured(c, "status")["changedModules"] == ["extra.a"]
+    assert structured(c, "abort")["discarded"] == ["extra.a"]
+    assert structured(c, "status")["uncommittedChanges"] is False
+
+    through_view(c, "view.add_module('extra.scratch', 'VALUE = 1\\n')")
+    assert structured(c, "commit")["committed"] == ["extra.scratch"]
+    assert (image / "extra/scratch.py").read_text() == "VALUE = 1\n"
+    assert structured(other, "refresh")["broughtIn"] == ["extra.scratch"]
+
+    # session's error path: both change extra.scratch; the second commit conflicts.
+    for client, value in ((c, 2), (other, 3)):
+        through_view(client, "view.set_source('extra.scratch', 'VALUE = %d\\n', live=False)" % value)
+    ok(c, "commit")
+    assert "extra/scratch.py" in error(other, "commit", "conflict")
+    assert (image / "extra/scratch.py").read_text() == "VALUE = 2\n"
+    assert structured(other, "abort")["discarded"] == ["extra.scratch"]
+    other.close()
+
+
+# -- listing -------------------------------------------------------------------
+
+def test_listing_tools(c):
+    dictionaries = structured(c, "list_dictionaries")["dictionaries"]
+    assert dictionaries[-1] == "builtins"
+    assert dictionaries.index("shop") < dictionaries.index("shop.models")
+    assert structured(c, "list_classes", dictionaryName="shop.models")["classes"] == [
+        "Product", "DiscountedProduct", "Cart"]
+    every = structured(c, "list_all_classes")["classes"]
+    assert "shop.models.Cart" in every and "builtins.int" in every
+    assert every.index("shop.models.Cart") < every.index("builtins.int")
+    entries = structured(c, "list_dictionary_entries", dictionaryName="shop.test_models")["entries"]
+    assert {"name": "CartTest", "kind": "class"} in entries
+    assert {"name": "unittest", "kind": "module"} in entries
+    assert "no.such" in error(c, "list_classes", "notFound", dictionaryName="no.such")
+
+
+# -- browsing ------------------------------------------------------------------
+
+def test_browsing_tools(c):
+    described = structured(c, "describe_class", className="DiscountedProduct")
+    assert described["bases"] == ["shop.models.Product"]
+    assert "percent_off" in described["instanceVariables"] and "price" in described["methods"]
+    exported = structured(c, "export_class_source", className="shop.models.Cart")["source"]
+    assert exported.startswith('class Cart:\n    """Products and quantities."""')
+    assert "    @classmethod\n    def of(cls, *products):" in exported
+    assert structured(c, "get_class_definition", className="Product")["definition"] == (
+        'class Product:\n    """Something for sale, priced in cents."""\n\n    currency = "EUR"\n')
+    hierarchy = structured(c, "get_class_hierarchy", className="Product")
+    assert hierarchy["superclasses"] == ["object", "shop.models.Product"]
+    assert hierarchy["subclasses"] == ["shop.models.DiscountedProduct"]
+    method = structured(c, "get_method_source", className="Cart", selector="of", meta=True)
+    assert method["kind"] == "class" and method["source"].startswith("@classmethod\ndef of(")
+    methods = structured(c, "list_methods", className="DiscountedProduct")["methods"]
+    assert {"name": "price", "definedIn": "shop.models.DiscountedProduct"} in methods["instance"]
+    assert {"name": "describe", "definedIn": "shop.models.Product", "inherited": True} in methods["instance"]
+    assert "extra.a.Thing, extra.b.Thing" in error(c, "describe_class", "ambiguous", className="Thing")
+
+
+# -- search ----------------------------------------------------------------------
+
+def test_search_tools(c):
+    assert structured(c, "find_implementors", selector="price")["results"] == [
+        "shop.models.Product", "shop.models.DiscountedProduct"]
+    references = structured(c, "find_references_to", name="DiscountedProduct")["results"]
+    assert references == ["shop.test_models.CartTest.test_discount_applies"]
+    senders = structured(c, "find_senders", selector="total")["results"]
+    assert "shop.test_models.CartTest.test_total_counts_quantities" in senders
+    assert all(label.startswith("shop.test_models.CartTest.") for label in senders)
+    found = structured(c, "search_method_source", pattern="percent_off", dictionaryName="shop.models")
+    assert found["results"] == ["shop.models.DiscountedProduct.__init__",
+                                "shop.models.DiscountedProduct.price"]
+    assert "empty" in error(c, "search_method_source", "invalidParams", pattern="")
+    error(c, "find_senders", "invalidParams", selector="total", extra=1)   # closed schema
+
+
+# -- mutation ------------------------------------------------------------------
+
+def test_mutation_tools(image, c):
+    assert structured(c, "add_dictionary", dictionaryName="acme.tools")["created"] == ["acme", "acme.tools"]
+    assert (image / "acme/__init__.py").exists() and (image / "acme/tools.py").exists()
+    defined = structured(c, "compile_class_definition", source="class Widget:\n    size = 1\n",
+                         dictionaryName="acme.tools")
+    assert (defined["outcome"], defined["committed"]) == ("defined", ["acme.tools"])
+    assert structured(c, "compile_method", className="Widget",
+                      source="def grow(self):\n    return self.size + 1\n")["replaced"] is False
+    assert structured(c, "execute_code", code="from acme.tools import Widget\nWidget().grow()")["result"] == "2"
+    ok(c, "set_class_comment", className="acme.tools.Widget", comment="A widget.")
+    assert '    """A widget."""\n' in (image / "acme/tools.py").read_text()
+    ok(c, "delete_method", className="Widget", selector="grow")
+    assert "def grow" not in (image / "acme/tools.py").read_text()
+    ok(c, "delete_class", className="Widget")
+    assert "class Widget" not in (image / "acme/tools.py").read_text()
+    assert structured(c, "remove_dictionary", dictionaryName="acme")["removed"] == ["acme", "acme.tools"]
+    assert not (image / "acme").exists()
+
+    assert "kernel" in error(c, "compile_method", "refused", className="builtins.int",
+                             source="def double(self):\n    return self * 2\n")
+    assert "line 1" in error(c, "compile_method", "compileError", className="Cart",
+                             source="def broken(self:\n")
+
+
+# -- testing -------------------------------------------------------------------
+
+def test_testing_tools(c):
+    classes = structured(c, "list_test_classes")["testClasses"]
+    assert set(classes) == {"shop.test_models.CartTest", "extra.test_broken.BrokenTest",
+                            "extra.test_broken.TestPlainBroken"}
+    ran = structured(c, "run_test_class", className="CartTest")
+    assert (ran["run"], ran["passed"], ran["failures"]) == (4, 4, 0)
+    one = structured(c, "run_test_method", className="BrokenTest", selector="test_right")
+    assert (one["run"], one["passed"]) == (1, 1)
+    failing = structured(c, "list_failing_tests")["failing"]
+    assert sorted((f["test"], f["message"]) for f in failing) == [
+        ("extra.test_broken.BrokenTest.test_wrong", "2 != 3"),
+        ("extra.test_broken.TestPlainBroken.test_bare", "assert total == 3 failed")]
+    detail = structured(c, "describe_test_failure", className="BrokenTest", selector="test_wrong")
+    assert (detail["exception"], detail["message"]) == ("AssertionError", "2 != 3")
+    assert "self.assertEqual(1 + 1, 3)" in detail["traceback"]
+    assert "test_nope" in error(c, "run_test_method", "notFound", className="CartTest", selector="test_nope")
+
+
+# -- configuration: read-only, toolset selection, worker class, third-party -----
+
+def test_read_only_daemon_hides_and_refuses_exactly_the_gated_tools(image, tmp_path):
+    env = {"GS_MCP_IMAGE": str(image), "GS_MCP_READONLY": "1"}
+    with Daemon(tmp_path, env=env) as daemon:
+        client = open_session(daemon)
+        assert set(tool_names(client)) == ALL_TOOLS - GATED
+        for name, arguments in (("execute_code", {"code": "1"}), ("commit", {}),
+                                ("compile_method", {"className": "Cart", "source": "def f(self): pass"})):
+            reply = client.call("tools/call", {"name": name, "arguments": arguments}).json()
+            assert reply["error"]["code"] == -32601 and reply["error"]["data"]["kind"] == "readOnly"
+        assert structured(client, "status")["readOnly"] is True
+        assert structured(client, "run_test_class", className="CartTest")["passed"] == 4
+
+
+def test_toolsets_select_a_subset_and_an_unknown_name_stops_startup(image, tmp_path):
+    env = {"GS_MCP_IMAGE": str(image), "GS_MCP_TOOLSETS": "browsing search"}
+    with Daemon(fresh_dir(tmp_path / "subset"), env=env) as daemon:
+        client = open_session(daemon)
+        assert set(tool_names(client)) == SEED_TOOLS["browsing"] | SEED_TOOLS["search"]
+        reply = client.call("tools/call", {"name": "status", "arguments": {}}).json()
+        assert reply["error"]["data"]["kind"] == "notFound"
+
+    refused = Daemon(fresh_dir(tmp_path / "unknown"), env={"GS_MCP_IMAGE": str(image),
+                                                "GS_MCP_TOOLSETS": "browsing nosuchset"})
+    refused.start(wait=False)
+    assert refused.proc.wait(timeout=30) != 0
+    refused._log.close()
+    assert "nosuchset" in refused.log_text()
+
+
+def test_worker_class_and_a_third_party_toolset_composed_with_browsing(image, tmp_path):
+    env = {"GS_MCP_IMAGE": str(image), "PYTHONPATH": "%s:%s/tests" % (REPO, REPO),
+           "GS_MCP_WORKER_CLASS": "test_e2e_tools:NamedServer",
+           "GS_MCP_TOOLSETS": "examples.acme_toolset:AcmeLabelsToolset browsing"}
+    with Daemon(tmp_path, env=env) as daemon:
+        client = Client(daemon.port)
+        info = client.initialize()["result"]["serverInfo"]
+        assert (info["version"], info["title"]) == ("9.9.9", "Acme Image Server")
+        tools = tool_names(client)
+        assert set(tools) == {"list_labels", "print_label"} | SEED_TOOLS["browsing"]
+        assert tools["list_labels"]["annotations"] == {
+            "readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
+        assert tools["print_label"]["annotations"]["readOnlyHint"] is False
+        assert tools["describe_class"]["annotations"]["readOnlyHint"] is True
+        ok(client, "print_label", text="fragile", copies=2)
+        assert structured(client, "list_labels")["labels"] == ["fragile", "fragile"]
+        assert structured(client, "describe_class", className="Cart")["class"] == "shop.models.Cart"
+
+
+def test_a_bad_worker_class_fails_initialize_saying_what_to_fix(image, tmp_path):
+    env = {"GS_MCP_IMAGE": str(image), "PYTHONPATH": "%s:%s/tests" % (REPO, REPO),
+           "GS_MCP_WORKER_CLASS": "test_e2e_tools:NoSuchServer"}
+    with Daemon(tmp_path, env=env) as daemon:
+        client = Client(daemon.port)
+        reply = client.call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                           "clientInfo": {"name": "t", "version": "0"}})
+        error = reply.json()["error"]
+        assert "test_e2e_tools" in error["message"] and "NoSuchServer" in error["message"], error
+        assert reply.header("mcp-session-id") is None
