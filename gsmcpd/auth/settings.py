@@ -86,4 +86,5 @@ def settings_from_config(config) -> AuthSettings:
         extra_scopes=tuple(config.extra_scopes), userid_claim=config.userid_claim,
         leeway=config.jwt_leeway,
         jwks_file=str(config.jwks_file) if config.jwks_file else None,
-        jwks_url=config.jwks_uri or None)
+        jwks_url=config.jwks_uri or None,
+        min_refresh_interval=getattr(config, "jwks_min_refresh", AuthSettings.min_refresh_interval))
