@@ -16,6 +16,7 @@ from helpers import REPO, Client, Daemon, tool_text
 
 class NamedServer(McpServer):
     """A product's own worker class: it names itself through the class defaults."""
+    default_server_name = "acme-image"
     default_server_version = "9.9.9"
     default_server_title = "Acme Image Server"
 
@@ -315,7 +316,7 @@ def test_worker_class_and_a_third_party_toolset_composed_with_browsing(image, tm
     with Daemon(tmp_path, env=env) as daemon:
         client = Client(daemon.port)
         info = client.initialize()["result"]["serverInfo"]
-        assert (info["version"], info["title"]) == ("9.9.9", "Acme Image Server")
+        assert info == {"name": "acme-image", "version": "9.9.9", "title": "Acme Image Server"}
         tools = tool_names(client)
         assert set(tools) == {"list_labels", "print_label"} | SEED_TOOLS["browsing"]
         assert tools["list_labels"]["annotations"] == {
