@@ -14,7 +14,8 @@ log = logging.getLogger("gsmcpd.http")
 
 RECV_SIZE = 256 * 1024
 IDLE_KEEPALIVE_SECONDS = 300  # an idle keep-alive connection costs a socket; free it
-STREAM_WRITE_BUDGET = 5.0  # a reader that stops reading loses its stream, never the loop
+STREAM_WRITE_BUDGET = 5.0
+PIPELINE_BUFFER = 256 * 1024  # a reader that stops reading loses its stream, never the loop
 
 
 class Connection:
@@ -34,6 +35,10 @@ class Connection:
         self.closed = False
         self._close_when_flushed = False
         self._timer = None
+        self._deadline = None
+        self._deadline_kind = None
+        self._interest = None
+        self._peer_eof = False
         self._write_stalled_since = None
         self.current = None  # the request being answered
         sock.setblocking(False)
@@ -69,8 +74,8 @@ class Connection:
             self.write(http.CONTINUE)  # else curl waits a second before a large body
         if not self.busy:
             self._next_request()
-        elif self.streaming and self.parser.in_progress and len(data) > 65536:
-            self.close()  # a stream is not a place to upload to
+        else:
+            self._update_interest()
 
     def _tls_receive(self, data):
         try:
@@ -85,6 +90,11 @@ class Connection:
         return plain
 
     def _peer_closed(self):
+        if self.busy and not self.streaming:
+            # A half-closed client may still read the reply it is waiting for.
+            self._peer_eof = True
+            self._update_interest()
+            return
         if self.parser.in_progress:
             self.router.trace_unreadable("client closed mid-request")
         self.close()
@@ -148,7 +158,7 @@ class Connection:
     def _finish(self, keep_alive):
         self.busy = False
         self.current = None
-        if not keep_alive:
+        if not keep_alive or self._peer_eof:
             self._close_when_flushed = True
             self._maybe_close()
             return
@@ -221,41 +231,54 @@ class Connection:
     def _update_interest(self):
         if self.closed:
             return
-        # While a plain request is being answered we do not read: the reply
-        # comes first, and a pipelining client cannot pile up unbounded input.
-        reading = (not self.busy) or self.streaming
-        self.loop.set_interest(
-            self.sock,
-            self._on_readable if reading else None,
-            self._on_writable if self.out else None,
-        )
+        # Keep reading while a request is answered (a hang-up is seen at once), but
+        # a pipelining client gets no more than PIPELINE_BUFFER ahead of its replies.
+        reading = not self._peer_eof and (
+            not self.busy or self.streaming or self.parser.buffered < PIPELINE_BUFFER)
+        interest = (reading, bool(self.out))
+        if interest != self._interest:
+            self._interest = interest
+            self.loop.set_interest(self.sock, self._on_readable if reading else None,
+                                   self._on_writable if self.out else None)
 
+    # One deadline per connection, kept as a value: re-arming it on every request
+    # is an assignment, and the single loop timer only moves when it fires early.
+    # (A fresh timer per request would pile cancelled timers into the heap.)
     def _arm_read_timeout(self):
-        if self._timer is None or getattr(self._timer, "kind", "") != "read":
-            self._cancel_timer()
-            self._timer = self.loop.call_later(self.read_timeout, self._read_timed_out)
-            self._timer.kind = "read"
+        if self._deadline_kind != "read":
+            self._set_deadline("read", self.read_timeout)
 
     def _arm_idle(self):
-        self._cancel_timer()
-        self._timer = self.loop.call_later(IDLE_KEEPALIVE_SECONDS, self._idle_timed_out)
-        self._timer.kind = "idle"
+        self._set_deadline("idle", IDLE_KEEPALIVE_SECONDS)
+
+    def _set_deadline(self, kind, delay):
+        self._deadline_kind = kind
+        self._deadline = self.loop.time() + delay
+        if self._timer is None or self._timer.when > self._deadline:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = self.loop.call_at(self._deadline, self._on_deadline)
 
     def _cancel_timer(self):
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        self._deadline = self._deadline_kind = None
 
-    def _read_timed_out(self):
+    def _on_deadline(self):
         self._timer = None
-        handshaking = self.tls is not None and not self.tls.handshake_done
-        if not self.busy and (self.parser.in_progress or handshaking):
-            self.router.trace_unreadable("timed out after %gs" % self.read_timeout)
-            self.close()
-
-    def _idle_timed_out(self):
-        self._timer = None
-        if not self.busy:
+        if self._deadline is None or self.closed:
+            return
+        if self.loop.time() < self._deadline:
+            self._timer = self.loop.call_at(self._deadline, self._on_deadline)
+            return
+        kind = self._deadline_kind
+        self._deadline = self._deadline_kind = None
+        if self.busy:
+            return
+        if kind == "read":
+            handshaking = self.tls is not None and not self.tls.handshake_done
+            if self.parser.in_progress or handshaking:
+                self.router.trace_unreadable("timed out after %gs" % self.read_timeout)
+                self.close()
+        else:
             self.close()
 
     def close(self):
@@ -263,6 +286,8 @@ class Connection:
             return
         self.closed = True
         self._cancel_timer()
+        if self._timer is not None:
+            self._timer.cancel()
         lost, self.on_stream_lost = self.on_stream_lost, None
         self.loop.remove(self.sock)
         try:

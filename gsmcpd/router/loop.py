@@ -18,13 +18,12 @@ log = logging.getLogger("gsmcpd.loop")
 
 
 class Timer:
-    __slots__ = ("when", "callback", "cancelled", "kind")
+    __slots__ = ("when", "callback", "cancelled")
 
     def __init__(self, when, callback):
         self.when = when
         self.callback = callback
         self.cancelled = False
-        self.kind = None
 
     def cancel(self):
         self.cancelled = True

@@ -113,6 +113,11 @@ class RequestParser:
         self._expect_continue = False
 
     @property
+    def buffered(self):
+        """Bytes received and not yet returned as a request."""
+        return len(self._buf)
+
+    @property
     def in_progress(self):
         """True while bytes of an incomplete request are buffered."""
         if self._state in (_CLOSED, _DEAD):
