@@ -288,3 +288,21 @@ def test_sessions_beyond_the_maximum_are_refused_with_503(tmp_path):
         assert "maximum" in refused.json()["error"]["message"]
         assert a.delete().status == 200
         c.initialize()  # room again
+
+
+def test_a_half_closed_client_still_gets_its_reply(client, daemon):
+    import socket
+    body = json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                       "params": {"name": "execute_code", "arguments": {"code": "import time\ntime.sleep(0.3)\n9"}}})
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as s:
+        s.sendall(("POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                   "MCP-Session-Id: %s\r\nContent-Length: %d\r\n\r\n%s" % (client.session, len(body), body)).encode())
+        s.shutdown(socket.SHUT_WR)
+        raw = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            raw += chunk
+    assert status_of(raw) == 200
+    assert json.loads(body_of(raw))["id"] == 9
