@@ -11,7 +11,10 @@ import socket
 import threading
 import time
 
+import anyio
 import pytest
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 
 from helpers import PROTOCOL, Client, Daemon, pid_alive, wait_until
 
@@ -228,6 +231,20 @@ def test_an_answer_to_no_probe_is_accepted_and_ignored(probing):
     assert c.call("ping").status == 200
 
 
+def test_the_mcp_sdk_client_answers_probes_and_keeps_its_session(probing):
+    async def run():
+        async with streamable_http_client(probing.url) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                before = await session.call_tool("execute_code", {"code": "import os\nos.getpid()"})
+                await anyio.sleep(3.5)  # past the first probe's timeout, had it gone unanswered
+                after = await session.call_tool("execute_code", {"code": "import os\nos.getpid()"})
+                return before.structured_content["result"], after.structured_content["result"]
+
+    before, after = anyio.run(run)
+    assert before == after
+
+
 # -- streams and streamless sessions ---------------------------------------------
 
 GRACE = 2.0
@@ -271,32 +288,20 @@ def test_a_dropped_stream_releases_the_worker_after_the_grace(streams):
     assert "reaped (stream_lost)" in streams.log_text()
 
 
-def test_a_stream_reattached_within_the_grace_keeps_the_session(streams):
+def test_a_stream_reattached_within_the_grace_keeps_the_session_and_the_newest_get_wins(streams):
     c = Client(streams.port)
     c.initialize()
     pid = worker_pid(c)
     open_stream(streams.port, c.session).close()
-    again = open_stream(streams.port, c.session)
+    again = open_stream(streams.port, c.session)  # reattached within the grace
+    newest = open_stream(streams.port, c.session)
+    assert again.next(timeout=5) == ("end",)  # superseded: it ends
+    again.close()  # and its end is no loss: no grace starts
     time.sleep(GRACE + 1.5)
     assert pid_alive(pid)
-    assert again.comments >= 1 and again.items.empty()  # still open, keepalives flowing
+    assert newest.comments >= 1 and newest.items.empty()  # still open, keepalives flowing
     assert worker_pid(c) == pid
-    again.close()
-
-
-def test_a_second_get_supersedes_the_first_stream(streams):
-    c = Client(streams.port)
-    c.initialize()
-    pid = worker_pid(c)
-    first = open_stream(streams.port, c.session)
-    second = open_stream(streams.port, c.session)
-    assert first.next(timeout=5) == ("end",)
-    first.close()  # the superseded stream's end is no loss: no grace starts
-    time.sleep(GRACE + 1.0)
-    assert pid_alive(pid)
-    assert second.comments >= 1 and second.items.empty()
-    assert c.call("ping").status == 200
-    second.close()
+    newest.close()
 
 
 def test_delete_ends_the_sessions_stream(streams):
