@@ -231,6 +231,19 @@ def test_with_the_write_scope_the_gated_tools_are_there(daemon, idp):
     assert "42" in result["content"][0]["text"]
 
 
+def test_a_token_without_the_write_scope_cannot_drive_a_read_write_session(daemon, idp):
+    client = AuthClient(daemon.port, idp.mint(sub="hank"))
+    client.initialize()
+    client.token = idp.mint(sub="hank", scope=REQUIRED)          # same user, write scope dropped
+    resp = client.call("tools/call", {"name": "execute_code", "arguments": {"code": "6 * 7"}})
+    assert resp.status == 403
+    assert resp.header("www-authenticate") == (
+        'Bearer resource_metadata="%s", scope="mcp:use mcp:write", error="insufficient_scope", '
+        'error_description="token lacks required scope mcp:write"' % metadata_url(daemon))
+    client.token = idp.mint(sub="hank")                           # stepped up again
+    assert "42" in client.tool("execute_code", code="6 * 7")["content"][0]["text"]
+
+
 def test_another_users_token_on_a_session_is_404_and_logged(daemon, idp):
     alice = AuthClient(daemon.port, idp.mint(sub="alice"))
     alice.initialize()

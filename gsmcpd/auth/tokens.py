@@ -88,7 +88,8 @@ def unauthorized(settings: AuthSettings, error: str | None = None,
 
 def insufficient_scope(settings: AuthSettings, granted: frozenset[str], missing: list[str]) -> Rejected:
     # Ask for what this request needs plus what the client already holds (step-up).
-    wanted = list(settings.required_scopes) + sorted(s for s in granted if s in settings.supported_scopes)
+    wanted = list(settings.required_scopes) + list(missing) + sorted(
+        s for s in granted if s in settings.supported_scopes)
     wanted = list(dict.fromkeys(wanted))
     description = "token lacks required scope " + " ".join(missing)
     header = bearer_challenge(settings.metadata_url, wanted, INSUFFICIENT_SCOPE, description)

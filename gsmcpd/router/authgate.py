@@ -73,6 +73,10 @@ class AuthGate:
             conn.respond(result.status, result.headers, result.body)  # carries its Content-Type
             return
         principal = result.principal
+        downgrade = self._scope_below_session(request, principal)
+        if downgrade is not None:
+            conn.respond(downgrade.status, downgrade.headers, downgrade.body)
+            return
         account = None
         if self.accounts is not None:
             account = self.accounts.resolve_account(principal.user)
@@ -83,6 +87,19 @@ class AuthGate:
                 return
         then(conn, request, Principal(principal.user, principal.read_only or self.readonly,
                                       exp=principal.exp, account=account))
+
+    def _scope_below_session(self, request, principal):
+        """A read-write session was opened with the write scope; a token without it
+        may not drive that session (it would act with rights it was not granted)."""
+        write_scope = self.settings.write_scope
+        if write_scope is None or not principal.read_only:
+            return None
+        session = self.router.sessions.by_id.get(request.header("mcp-session-id") or "")
+        if session is None or session.read_only or session.user != principal.user:
+            return None
+        log.info("user %r sent a token without %s to read-write session %s: answered 403",
+                 principal.user, write_scope, session.short)
+        return tokens.insufficient_scope(self.settings, principal.scopes, [write_scope])
 
     def owns_session(self, session, principal):
         if session.user == principal.user:
