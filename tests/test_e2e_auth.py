@@ -6,6 +6,7 @@ MCP_ISSUER, exactly as it would from a real authorization server.
 """
 
 import dataclasses
+import os
 import threading
 import time
 
@@ -359,3 +360,8 @@ def test_a_slow_jwks_refresh_does_not_block_other_clients(rotating):
         thread.join(15)
     assert parked["resp"].status == 200, parked["resp"]
     assert parked["resp"].header("mcp-session-id")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the warning is about a daemon running as root")
+def test_a_root_daemon_without_a_user_map_warns_that_workers_run_as_root(daemon):
+    assert "running as root without MCP_USER_MAP" in daemon.log_text()

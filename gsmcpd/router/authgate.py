@@ -30,6 +30,8 @@ class AuthGate:
         self.settings = settings_from_config(config)
         self.keys = KeySource.from_settings(self.settings, post=self.loop.call_soon_threadsafe)
         self.accounts = None
+        if not config.user_map and os.geteuid() == 0:
+            log.warning("running as root without MCP_USER_MAP: every authenticated user's worker runs as root")
         if config.user_map:
             if os.geteuid() != 0:
                 log.warning("MCP_USER_MAP is set but the daemon is not root: workers run as this user")
