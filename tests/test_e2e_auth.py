@@ -158,6 +158,16 @@ def test_a_refusal_is_one_response_with_one_content_type(daemon):
     assert head.count(b"content-type:") == 1, head
 
 
+@pytest.mark.parametrize("kid", ["rsa-1", "ps-1", "ec-1", "ed-1"])
+def test_each_allowed_algorithm_passes_the_gate(daemon, idp, kid):
+    # Past the gate, a request without a session id meets the session gate's 400.
+    client = Client(daemon.port)
+    resp = client.post({"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                       headers={"Authorization": "Bearer " + idp.mint(kid)})
+    assert resp.status == 400, resp
+    assert "missing MCP-Session-Id" in resp.json()["error"]["message"]
+
+
 def test_an_expired_token_within_the_leeway_is_accepted(daemon, idp):
     resp = post_initialize(daemon, "Bearer " + idp.mint(exp=int(time.time()) - 2))
     assert resp.status == 200, resp

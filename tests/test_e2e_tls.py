@@ -37,7 +37,9 @@ def tls_env(tmp_path_factory):
     port = free_port()
     audience = "https://127.0.0.1:%d/mcp" % port
     server.idp = Idp(issuer=server.url, audience=audience)
+    # Keys from MCP_JWKS_URI here (test_e2e_auth discovers them from the issuer instead).
     env = {"GS_MCP_AUTH": "1", "MCP_ISSUER": server.url, "MCP_AUDIENCE": audience,
+           "MCP_JWKS_URI": server.jwks_url,
            "SSL_CERT_FILE": server.ca_file, "MCP_REQUIRED_SCOPES": "mcp:use", "MCP_WRITE_SCOPE": "mcp:write",
            "GS_MCP_TLS_CERT": str(cert), "GS_MCP_TLS_KEY": str(key),
            "GS_MCP_READ_TIMEOUT": str(READ_TIMEOUT), "GS_MCP_SPARE_WORKERS": "1"}
@@ -47,7 +49,7 @@ def tls_env(tmp_path_factory):
     except Exception:
         server.close()
         raise
-    yield daemon, server.idp, cert
+    yield daemon, server.idp, cert, server
     daemon.stop()
     server.close()
 
@@ -71,7 +73,7 @@ async def sdk_session_flow(url, token, cert):
 
 
 def test_the_mcp_sdk_speaks_to_the_daemon_over_https(tls_env):
-    daemon, idp, cert = tls_env
+    daemon, idp, cert, _ = tls_env
     url = "https://127.0.0.1:%d/mcp" % daemon.port
     init, tools, result = anyio.run(sdk_session_flow, url, idp.mint(), cert)
     assert init.server_info.name == "gsmcpd"
@@ -82,8 +84,14 @@ def test_the_mcp_sdk_speaks_to_the_daemon_over_https(tls_env):
     assert "https://127.0.0.1:%d/mcp" % daemon.port in daemon.log_text()
 
 
+def test_keys_come_from_the_configured_jwks_uri_without_discovery(tls_env):
+    server = tls_env[3]
+    assert server.fetches[server.JWKS_PATH] >= 1
+    assert server.fetches[server.CONFIG_PATH] == 0
+
+
 def test_https_without_a_token_gets_the_https_challenge(tls_env):
-    daemon, idp, cert = tls_env
+    daemon, idp, cert, _ = tls_env
     with httpx2.Client(verify=trusting(cert)) as client:
         resp = client.post("https://127.0.0.1:%d/mcp" % daemon.port, json={"jsonrpc": "2.0", "id": 1,
                                                                            "method": "ping"})
@@ -96,14 +104,14 @@ def test_https_without_a_token_gets_the_https_challenge(tls_env):
 
 
 def test_a_client_that_does_not_trust_the_cert_fails_the_handshake(tls_env):
-    daemon, idp, cert = tls_env
+    daemon, idp, cert, _ = tls_env
     with pytest.raises(httpx2.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
         with httpx2.Client() as client:   # the system store does not hold our self-signed cert
             client.get("https://127.0.0.1:%d/.well-known/oauth-protected-resource" % daemon.port)
 
 
 def test_plaintext_http_on_the_tls_port_is_a_clear_400(tls_env):
-    daemon, _, _ = tls_env
+    daemon, _, _, _ = tls_env
     with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as sock:
         sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\n{}")
         raw = _read_to_eof(sock)
@@ -134,7 +142,7 @@ def _half_client_hello():
 
 
 def test_a_stalled_handshake_blocks_nobody_and_is_dropped_after_the_read_timeout(tls_env):
-    daemon, idp, cert = tls_env
+    daemon, idp, cert, _ = tls_env
     with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as stalled:
         stalled.sendall(_half_client_hello())
         # Meanwhile a whole HTTPS request from another client is answered.
