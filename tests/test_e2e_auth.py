@@ -375,3 +375,19 @@ def test_a_slow_jwks_refresh_does_not_block_other_clients(rotating):
 @pytest.mark.skipif(os.geteuid() != 0, reason="the warning is about a daemon running as root")
 def test_a_root_daemon_without_a_user_map_warns_that_workers_run_as_root(daemon):
     assert "running as root without MCP_USER_MAP" in daemon.log_text()
+
+
+def test_an_unreachable_idp_at_startup_is_not_fatal_and_tokens_get_401(tmp_path):
+    idp_url = "https://127.0.0.1:%d" % free_port()          # nothing listens there
+    port = free_port()
+    audience = "http://127.0.0.1:%d/mcp" % port
+    idp = Idp(issuer=idp_url, audience=audience, kinds=("rsa",))
+    daemon = Daemon(tmp_path, port=port, env={"GS_MCP_AUTH": "1", "MCP_ISSUER": idp_url,
+                                              "MCP_AUDIENCE": audience, "GS_MCP_SPARE_WORKERS": "0"})
+    with daemon:
+        resp = post_initialize(daemon, "Bearer " + idp.mint())
+        assert resp.status == 401
+        assert resp.header("www-authenticate") == (
+            'Bearer resource_metadata="%s", error="invalid_token", '
+            'error_description="token signing key is not known"' % metadata_url(daemon))
+    assert "could not load signing keys yet" in daemon.log_text()
