@@ -173,7 +173,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("read_timeout", "GS_MCP_READ_TIMEOUT", 8.0, parse_positive_seconds),
     Knob("keepalive_interval", "GS_MCP_KEEPALIVE_INTERVAL", 15.0, parse_positive_seconds),
     Knob("idle_timeout", "GS_MCP_IDLE_TIMEOUT", 1800.0, parse_optional_seconds),
-    Knob("probe_after", "GS_MCP_PROBE_AFTER", 1500.0, parse_optional_seconds),
+    Knob("probe_after", "GS_MCP_PROBE_AFTER", 1500.0, parse_positive_seconds),
     Knob("streamless_idle_timeout", "GS_MCP_STREAMLESS_IDLE_TIMEOUT", 60.0, parse_seconds),
     Knob("stream_loss_grace", "GS_MCP_STREAM_LOSS_GRACE", 10.0, parse_seconds),
     Knob("max_session_lifetime", "GS_MCP_MAX_SESSION_LIFETIME", None, parse_optional_seconds),
@@ -229,7 +229,7 @@ class Config:
     read_timeout: float = 8.0
     keepalive_interval: float = 15.0
     idle_timeout: float | None = 1800.0
-    probe_after: float | None = 1500.0
+    probe_after: float = 1500.0
     streamless_idle_timeout: float = 60.0
     stream_loss_grace: float = 10.0
     max_session_lifetime: float | None = None
@@ -422,8 +422,7 @@ def validate_config(config: Config) -> None:
     """Refuse unworkable combinations, naming the key to change."""
     if not config.host:
         raise ConfigError("host", "empty host")
-    if config.idle_timeout is not None and config.probe_after is not None \
-            and config.probe_after >= config.idle_timeout:
+    if config.idle_timeout is not None and config.probe_after >= config.idle_timeout:
         raise ConfigError("probe_after", f"probe_after ({config.probe_after:g}s) must be less "
                           f"than idle_timeout ({config.idle_timeout:g}s), or the probe never runs")
     if config.tls_cert is not None and config.tls_key is None:

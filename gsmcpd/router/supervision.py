@@ -24,7 +24,7 @@ BREAK_SIGNALS = {breaks_mod.SOFT_BREAK: signal.SIGINT, breaks_mod.HARD_BREAK: si
 def settings_from(config):
     return LifetimeSettings(
         idle_timeout=config.idle_timeout,
-        probe_after=config.probe_after if config.probe_after is not None else 1500.0,
+        probe_after=config.probe_after,
         streamless_idle_timeout=config.streamless_idle_timeout,
         stream_loss_grace=config.stream_loss_grace,
         max_session_lifetime=config.max_session_lifetime,
