@@ -1,0 +1,151 @@
+"""The official MCP Python SDK's Streamable HTTP client against the real daemon on loopback.
+
+Nothing here is simulated: the SDK does its own initialize handshake, header handling,
+SSE/JSON parsing and DELETE on close, exactly as an MCP host would.
+"""
+
+import anyio
+import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from conformance import daemon_env
+from helpers import Daemon, pid_alive, wait_until
+
+LIMIT = 30  # seconds any one SDK conversation may take before it counts as hung
+INVALID_PARAMS = -32602
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    d = Daemon(tmp_path_factory.mktemp("sdk"), env=daemon_env()).start()
+    yield d
+    d.stop()
+
+
+def run(conversation, *args):
+    """Run an async conversation to completion, failing it (not hanging) after LIMIT."""
+    async def bounded():
+        with anyio.fail_after(LIMIT):
+            return await conversation(*args)
+    return anyio.run(bounded)
+
+
+def text_of(result):
+    return "".join(getattr(item, "text", "") for item in result.content)
+
+
+async def execute(session, code, **kwargs):
+    result = await session.call_tool("execute_code", {"code": code}, **kwargs)
+    assert not result.is_error, text_of(result)
+    return text_of(result)
+
+
+def test_initialize_list_tools_and_call_execute_code(daemon):
+    async def conversation():
+        async with streamable_http_client(daemon.url) as (read, write):
+            async with ClientSession(read, write) as session:
+                init = await session.initialize()
+                tools = await session.list_tools()
+                answer = await execute(session, "x = 6\nx * 7")
+                remembered = await execute(session, "x + 1")
+                failure = await session.call_tool("execute_code", {"code": "1/0"})
+                with pytest.raises(MCPError) as unknown:
+                    await session.call_tool("no_such_tool", {})
+                # Bad arguments are a tool execution error (isError), not a protocol error.
+                bad_arguments = await session.call_tool("execute_code", {"source": "1"})
+                return init, tools, answer, remembered, failure, unknown.value, bad_arguments
+
+    init, tools, answer, remembered, failure, unknown, bad_arguments = run(conversation)
+    assert init.server_info.name == "gsmcpd"
+    assert init.protocol_version == "2025-11-25"   # the SDK's latest; gsmcpd supports it
+    assert init.capabilities.tools is not None
+    by_name = {tool.name: tool for tool in tools.tools}
+    assert "execute_code" in by_name, sorted(by_name)
+    schema = by_name["execute_code"].input_schema
+    assert schema["required"] == ["code"] and schema["additionalProperties"] is False
+    assert answer == "42"
+    assert remembered == "7"   # the workspace persists across calls in one session
+    assert failure.is_error and "ZeroDivisionError" in text_of(failure)
+    assert unknown.code == INVALID_PARAMS and "no_such_tool" in unknown.message
+    assert bad_arguments.is_error, bad_arguments
+    assert bad_arguments.structured_content["error"]["kind"] == "invalidParams", bad_arguments
+    assert "'code'" in text_of(bad_arguments) and "'source'" in text_of(bad_arguments)
+
+
+def test_progress_notifications_reach_the_sdk_callback(daemon):
+    async def conversation():
+        async with streamable_http_client(daemon.url) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                has_progress = await execute(session, "callable(globals().get('progress'))")
+                if has_progress != "True":
+                    return None
+                seen = []
+
+                async def on_progress(progress, total, message):
+                    seen.append((progress, total, message))
+
+                answer = await execute(
+                    session, "progress(1, 3, 'one')\nprogress(2, 3)\nprogress(3, 3, 'done')\n'ok'",
+                    progress_callback=on_progress)
+                # Without a callback the SDK sends no progressToken: progress() is then a no-op.
+                quiet = await execute(session, "progress(1, 1, 'unheard')\n'quiet'")
+                return answer, seen, quiet
+
+    outcome = run(conversation)
+    if outcome is None:
+        pytest.skip("execute_code's workspace has no progress() yet, and no other tool "
+                    "reporting progress is relied on here")
+    answer, seen, quiet = outcome
+    assert answer == "'ok'"
+    assert seen == [(1, 3, "one"), (2, 3, None), (3, 3, "done")]
+    assert quiet == "'quiet'"
+
+
+def test_two_sdk_sessions_concurrently(daemon, tmp_path):
+    """Two SDK sessions at once: separate workers and workspaces, neither waits on the
+    other (A's call can only finish after B's call ran), and closing each ends its worker."""
+    flag = tmp_path / "b-was-here"
+    waiting_code = (
+        "import pathlib, time\n"
+        "deadline = time.monotonic() + 20\n"
+        "while not pathlib.Path(%r).exists() and time.monotonic() < deadline:\n"
+        "    time.sleep(0.02)\n"
+        "pathlib.Path(%r).exists()" % (str(flag), str(flag)))
+
+    async def one_session(name, results, b_may_go):
+        async with streamable_http_client(daemon.url) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                pid = int(await execute(session, "import os\nos.getpid()"))
+                await execute(session, "owner = %r" % name)
+                if name == "A":
+                    b_may_go.set()
+                    saw_b = await execute(session, waiting_code)
+                else:
+                    await b_may_go.wait()
+                    await execute(session, "import pathlib\npathlib.Path(%r).touch()" % str(flag))
+                    saw_b = None
+                owner = await execute(session, "owner")
+                results[name] = {"pid": pid, "owner": owner, "saw_b": saw_b}
+
+    async def conversation():
+        results = {}
+        b_may_go = anyio.Event()
+        async with anyio.create_task_group() as group:
+            group.start_soon(one_session, "A", results, b_may_go)
+            group.start_soon(one_session, "B", results, b_may_go)
+        return results
+
+    results = run(conversation)
+    assert results["A"]["saw_b"] == "True", results   # B ran while A's call was in flight
+    assert results["A"]["owner"] == "'A'" and results["B"]["owner"] == "'B'", results
+    assert results["A"]["pid"] != results["B"]["pid"], results
+    # The SDK sent DELETE on close: each session's worker process goes away.
+    for name in ("A", "B"):
+        pid = results[name]["pid"]
+        assert wait_until(lambda: not pid_alive(pid), timeout=10), \
+            "worker %d of session %s still alive after the SDK closed it\n%s" % (
+                pid, name, daemon.log_text()[-2000:])
