@@ -59,7 +59,7 @@ def test_initialize_list_tools_and_call_execute_code(daemon):
 
     init, tools, answer, remembered, failure, unknown, bad_arguments = run(conversation)
     assert init.server_info.name == "gsmcpd"
-    assert init.protocol_version == "2025-11-25"   # the SDK's latest; gsmcpd supports it
+    assert init.protocol_version == "2025-11-25"   # gsmcpd's latest, which this SDK accepts
     assert init.capabilities.tools is not None
     by_name = {tool.name: tool for tool in tools.tools}
     assert "execute_code" in by_name, sorted(by_name)
