@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from conformance import daemon_env, run_scenario, suite_problem
+from conformance import run_scenario, suite_problem
 from helpers import Daemon, free_port
 
 SCENARIOS = ("server-initialize", "server-session-lifecycle", "ping", "tools-list",
@@ -30,7 +30,7 @@ def require_suite():
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
-    d = Daemon(tmp_path_factory.mktemp("conformance"), env=daemon_env()).start()
+    d = Daemon(tmp_path_factory.mktemp("conformance")).start()
     yield d
     d.stop()
 

@@ -98,17 +98,3 @@ def _text(data):
     if isinstance(data, bytes):
         return data.decode(errors="replace")
     return data or ""
-
-
-def daemon_env():
-    """Daemon env for the real-client tests: the default toolsets when they all import.
-
-    While the core toolsets are still being written some may not import and the daemon
-    refuses to start with them; these tests need only execute_code, so fall back then.
-    """
-    from gsmcpd.worker.toolsets import DEFAULT_TOOLSETS, resolve_toolsets
-    try:
-        resolve_toolsets(list(DEFAULT_TOOLSETS))
-    except ValueError:
-        return {"GS_MCP_TOOLSETS": "execution bench"}
-    return {}
