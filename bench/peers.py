@@ -25,12 +25,22 @@ def ensure(log=print):
         return py
     log("bench: creating %s (mcp, uvicorn, uvloop, httptools)" % VENV)
     subprocess.run([_base_python(), "-m", "venv", str(VENV)], check=True)
-    subprocess.run([str(py), "-m", "pip", "install", "-q"] + PACKAGES, check=True)
-    optional = subprocess.run([str(py), "-m", "pip", "install", "-q"] + OPTIONAL)
+    _pip(py, PACKAGES, required=True)
+    optional = _pip(py, OPTIONAL, required=False)
     if optional.returncode != 0:
         log("bench: py-spy could not be installed; --profile will use cProfile only")
     marker.write_text("\n".join(PACKAGES) + "\n")
     return py
+
+
+def _pip(py, packages, required):
+    # pip's output is noise on success; shown in full when an install fails
+    done = subprocess.run([str(py), "-m", "pip", "install", "-q"] + packages, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.stderr.write(done.stdout + done.stderr)
+        if required:
+            raise SystemExit("bench: could not install %s into %s" % (" ".join(packages), VENV))
+    return done
 
 
 def versions(py=None):
