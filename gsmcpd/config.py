@@ -425,6 +425,7 @@ def validate_config(config: Config) -> None:
     if config.idle_timeout is not None and config.probe_after >= config.idle_timeout:
         raise ConfigError("probe_after", f"probe_after ({config.probe_after:g}s) must be less "
                           f"than idle_timeout ({config.idle_timeout:g}s), or the probe never runs")
+    _validate_lifetime(config)
     if config.tls_cert is not None and config.tls_key is None:
         raise ConfigError("tls_key", "tls_cert is set but tls_key is not")
     if config.tls_key is not None and config.tls_cert is None:
@@ -446,6 +447,18 @@ def validate_config(config: Config) -> None:
             raise ConfigError("host", f"{config.host} is not a loopback address; a network-facing "
                               "server needs TLS (tls_cert/tls_key) or behind_tls_proxy")
     _validate_toolsets(config.toolsets)
+
+
+def _validate_lifetime(config: Config) -> None:
+    """The lifetime policy's own refusals (one place for them: lifetime.validate)."""
+    from gsmcpd.router.lifetime import ENV_NAMES, validate
+
+    try:
+        validate(config)
+    except ValueError as exc:
+        message = str(exc)
+        named = [key for key, env in ENV_NAMES.items() if message.startswith(env)]
+        raise ConfigError(named[0] if named else "session lifetime", message) from None
 
 
 def _validate_toolsets(names: tuple[str, ...]) -> None:

@@ -211,3 +211,11 @@ def test_shipped_conf_documents_every_knob_with_its_default(tmp_path):
     conf = tmp_path / "uncommented.conf"
     conf.write_text("".join(f"{key} = {value}\n" for key, value in literal.items()))
     assert load_config({}, {}, conf) == load_config({}, {})
+
+
+def test_the_lifetime_policy_refusals_are_config_refusals():
+    with pytest.raises(ConfigError) as refused:
+        load_config({}, {"GS_MCP_IDLE_TIMEOUT": "100", "GS_MCP_PROBE_AFTER": "90",
+                         "GS_MCP_PING_TIMEOUT": "30", "GS_MCP_MAINTENANCE_INTERVAL": "5"})
+    assert refused.value.key == "ping_timeout"
+    assert "probe_after 90 + ping_timeout 30 > 100" in str(refused.value)

@@ -327,7 +327,9 @@ def test_install_test_installs_the_extra_then_runs_pytest(fake_checkout):
     made = calls(fake_checkout)
     assert any("pip install" in call and "-e .[test]" in call for call in made)
     assert made[-1] == "-m pytest -q"
-    assert "install_conformance_suite" in result.stdout
+    # the fake checkout has no tests/conformance: the suite's install is attempted and its
+    # failure said, and the test run still goes ahead (the conformance tests then fail)
+    assert "MCP conformance suite not installed" in result.stderr
 
 
 def test_install_systemd_refuses_without_root(fake_checkout):

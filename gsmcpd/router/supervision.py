@@ -11,7 +11,7 @@ import signal
 
 from gsmcpd.router import breaks as breaks_mod
 from gsmcpd.router.breaks import Breaks
-from gsmcpd.router.lifetime import Lifetime, LifetimeSettings
+from gsmcpd.router.lifetime import Lifetime
 from gsmcpd.router.outbox import Outbox, OutboxClosed
 from gsmcpd.router.sessions import SSE_HEADERS
 from gsmcpd.wire import jsonrpc, sse
@@ -21,28 +21,14 @@ log = logging.getLogger("gsmcpd.lifetime")
 BREAK_SIGNALS = {breaks_mod.SOFT_BREAK: signal.SIGINT, breaks_mod.HARD_BREAK: signal.SIGUSR1}
 
 
-def settings_from(config):
-    return LifetimeSettings(
-        idle_timeout=config.idle_timeout,
-        probe_after=config.probe_after,
-        streamless_idle_timeout=config.streamless_idle_timeout,
-        stream_loss_grace=config.stream_loss_grace,
-        max_session_lifetime=config.max_session_lifetime,
-        request_timeout=config.request_timeout,
-        break_grace=config.break_grace,
-        maintenance_interval=config.maintenance_interval,
-        ping_timeout=config.ping_timeout,
-    )
-
-
 class Supervisor:
     def __init__(self, router):
         self.router = router
         self.loop = router.loop
         self.config = router.config
-        settings = settings_from(router.config)
-        self.lifetime = Lifetime(settings, self.loop.time())
-        self.breaks = Breaks.from_settings(settings)
+        # Config carries every lifetime knob under the policy's own names.
+        self.lifetime = Lifetime(router.config, self.loop.time())
+        self.breaks = Breaks.from_settings(self.lifetime.settings)
         self._timer = None
         self._timer_at = None
         self._arm()
