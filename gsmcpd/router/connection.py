@@ -8,6 +8,7 @@ ended). The connection only moves bytes; what a request means is `app`'s busines
 import logging
 
 from gsmcpd.auth.tls import PlaintextHttpError, TlsError
+from gsmcpd.router.loop import send_some
 from gsmcpd.wire import http
 
 log = logging.getLogger("gsmcpd.http")
@@ -184,9 +185,7 @@ class Connection:
     def _send_raw(self, data):
         if not self.out:
             try:
-                sent = self.sock.send(data)
-            except (BlockingIOError, InterruptedError):
-                sent = 0
+                sent = send_some(self.sock, data)
             except OSError:
                 self.close()
                 return
@@ -201,9 +200,7 @@ class Connection:
 
     def _on_writable(self):
         try:
-            sent = self.sock.send(self.out)
-        except (BlockingIOError, InterruptedError):
-            return
+            sent = send_some(self.sock, self.out)
         except OSError:
             self.close()
             return

@@ -17,6 +17,15 @@ import time
 log = logging.getLogger("gsmcpd.loop")
 
 
+def send_some(sock, data):
+    """Send what a non-blocking socket takes now: the count, 0 when it would block.
+    An OSError (the peer is gone) is the caller's to handle."""
+    try:
+        return sock.send(data)
+    except (BlockingIOError, InterruptedError):
+        return 0
+
+
 class Timer:
     __slots__ = ("when", "callback", "cancelled")
 

@@ -13,6 +13,7 @@ import os
 import signal
 import socket
 
+from gsmcpd.router.loop import send_some
 from gsmcpd.wire import frames
 
 log = logging.getLogger("gsmcpd.workers")
@@ -67,9 +68,7 @@ class Worker:
         data = frames.encode(message)
         if not self.out:
             try:
-                sent = self.sock.send(data)
-            except (BlockingIOError, InterruptedError):
-                sent = 0
+                sent = send_some(self.sock, data)
             except OSError:
                 self._on_exit()
                 return False
@@ -81,9 +80,7 @@ class Worker:
 
     def _on_writable(self):
         try:
-            sent = self.sock.send(self.out)
-        except (BlockingIOError, InterruptedError):
-            return
+            sent = send_some(self.sock, self.out)
         except OSError:
             self._on_exit()
             return
