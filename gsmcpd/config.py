@@ -197,6 +197,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("userid_claim", "MCP_USERID_CLAIM", "sub", lambda t: t.strip()),
     Knob("user_map", "MCP_USER_MAP", None, parse_optional_str),
     Knob("jwt_leeway", "MCP_JWT_LEEWAY", 30.0, parse_seconds),
+    Knob("jwks_min_refresh", "MCP_JWKS_MIN_REFRESH", 10.0, parse_positive_seconds),
     Knob("tls_cert", "GS_MCP_TLS_CERT", None, parse_optional_path),
     Knob("tls_key", "GS_MCP_TLS_KEY", None, parse_optional_path),
     Knob("behind_tls_proxy", "GS_MCP_BEHIND_TLS_PROXY", False, parse_bool),
@@ -253,6 +254,7 @@ class Config:
     userid_claim: str = "sub"
     user_map: str | None = None
     jwt_leeway: float = 30.0
+    jwks_min_refresh: float = 10.0
     tls_cert: Path | None = None
     tls_key: Path | None = None
     behind_tls_proxy: bool = False

@@ -5,14 +5,12 @@ CA; the daemon trusts that CA through SSL_CERT_FILE and discovers the keys from
 MCP_ISSUER, exactly as it would from a real authorization server.
 """
 
-import dataclasses
 import os
 import threading
 import time
 
 import pytest
 
-from gsmcpd.config import Config
 from gsmcpd.worker.toolsets import CORE_READ_ONLY_SAFE
 from helpers import Client, Daemon, free_port, raw_exchange, status_of, wait_until
 from idp import Idp, JwksServer
@@ -297,9 +295,6 @@ def test_tokens_are_never_logged(env):
 
 @pytest.fixture(scope="module")
 def rotating(tmp_path_factory):
-    if "jwks_min_refresh" not in {f.name for f in dataclasses.fields(Config)}:
-        pytest.skip("needs the MCP_JWKS_MIN_REFRESH knob (Config.jwks_min_refresh) in gsmcpd/config.py; "
-                    "without it a refresh may only follow the startup load after 10 s")
     server, daemon = start_auth_daemon(tmp_path_factory.mktemp("rotating"), MCP_JWKS_MIN_REFRESH="0.2")
     yield server, daemon
     daemon.stop()

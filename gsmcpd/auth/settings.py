@@ -87,4 +87,4 @@ def settings_from_config(config) -> AuthSettings:
         leeway=config.jwt_leeway,
         jwks_file=str(config.jwks_file) if config.jwks_file else None,
         jwks_url=config.jwks_uri or None,
-        min_refresh_interval=getattr(config, "jwks_min_refresh", AuthSettings.min_refresh_interval))
+        min_refresh_interval=config.jwks_min_refresh)
