@@ -145,3 +145,51 @@ def test_default_image_is_created_once_and_never_overwritten(tmp_path):
     assert (image / "shop/models.py").read_text() == "# my edit\n"
     assert (image / "shop/cart_extra.py").exists()
     assert [p.name for p in (tmp_path / "state").iterdir()] == ["image"]
+
+
+def test_a_commit_keeps_each_file_mode(tmp_path):
+    store = make_image(tmp_path / "image", {"secret.py": "X = 1\n", "open.py": "Y = 1\n"})
+    image = store.image_dir
+    os.chmod(image / "secret.py", 0o600)
+    snap = store.read_snapshot()
+    store.commit({"secret.py": b"X = 2\n", "open.py": b"Y = 2\n"},
+                 {rel: sha256(snap.files[rel]) for rel in ("secret.py", "open.py")},
+                 user="u", session_id="s")
+    assert (image / "secret.py").read_text() == "X = 2\n"
+    assert (image / "secret.py").stat().st_mode & 0o777 == 0o600
+    assert (image / "open.py").stat().st_mode & 0o777 == 0o644
+
+
+def test_lock_and_journal_are_created_group_writable_whatever_the_umask(tmp_path):
+    store = make_image(tmp_path / "image", {"m.py": "A = 1\n"})
+    image = store.image_dir
+    old = os.umask(0o077)
+    try:
+        snap = store.read_snapshot()
+        store.commit({"m.py": b"A = 2\n"}, {"m.py": sha256(snap.files["m.py"])}, user="u", session_id="s")
+    finally:
+        os.umask(old)
+    assert (image / ".gsmcpd" / "lock").stat().st_mode & 0o777 == 0o664
+    assert (image / ".gsmcpd" / "journal.jsonl").stat().st_mode & 0o777 == 0o664
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to read the image as another account")
+def test_an_account_sees_only_the_modules_it_may_read():
+    import shutil
+    import tempfile
+    shared = Path(tempfile.mkdtemp(prefix="gsmcpd-shared-"))  # pytest's tmp_path is root-only
+    os.chmod(shared, 0o755)
+    image = make_image(shared / "image", {"public.py": "A = 1\n", "private.py": "B = 1\n"}).image_dir
+    ImageStore(image).read_snapshot()  # root creates the lock first, as the daemon's first worker might
+    os.chmod(image / "private.py", 0o600)
+    code = textwrap.dedent("""
+        import os, sys
+        from gsmcpd.image.store import ImageStore  # imports first: root's own Python is 0700
+        os.setgid(65534); os.setuid(65534)
+        print(sorted(ImageStore(sys.argv[1]).read_snapshot().files))
+    """)
+    out = subprocess.run([sys.executable, "-c", code, str(image)], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+    shutil.rmtree(shared)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "['public.py']"

@@ -14,6 +14,7 @@ import fcntl
 import hashlib
 import json
 import os
+import stat
 import re
 import time
 from dataclasses import dataclass
@@ -66,8 +67,17 @@ class ImageStore:
 
     @contextlib.contextmanager
     def _locked(self, mode: int):
-        self.state_dir.mkdir(exist_ok=True)
-        fd = os.open(self.state_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        # flock works on a read-only descriptor too, so an account that may only
+        # read the image can still take the shared lock another account created.
+        if not self.state_dir.is_dir():
+            with contextlib.suppress(FileExistsError):
+                self.state_dir.mkdir()
+                os.chmod(self.state_dir, 0o775)  # shared by the accounts sharing the image
+        path = self.state_dir / LOCK_NAME
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            fd = _create_shared(path, os.O_RDONLY)
         try:
             fcntl.flock(fd, mode)
             yield
@@ -79,7 +89,12 @@ class ImageStore:
     def read_snapshot(self) -> Snapshot:
         """Every module file, read under the shared lock so no commit is half-seen."""
         with self._locked(fcntl.LOCK_SH):
-            files = {rel: (self.image_dir / rel).read_bytes() for rel in self._scan()}
+            files = {}
+            for rel in self._scan():
+                try:
+                    files[rel] = (self.image_dir / rel).read_bytes()
+                except PermissionError:
+                    continue  # per-user workers: what this account may not read, it does not see
             return Snapshot(files, self._journal_length())
 
     def _scan(self) -> list[str]:
@@ -163,8 +178,13 @@ class ImageStore:
         target = self.image_dir / rel
         self._make_dirs(target.parent)
         temp = target.parent / f".{target.name}.tmp-{os.getpid()}"
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
+            mode = stat.S_IMODE(os.stat(target).st_mode)  # a commit never widens who may read
+        except FileNotFoundError:
+            mode = 0o644
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.fchmod(fd, mode)
             _write_all(fd, data)
             os.fsync(fd)
         finally:
@@ -198,12 +218,24 @@ class ImageStore:
 
     def _append_journal(self, record: dict) -> None:
         line = (json.dumps(record, sort_keys=True) + "\n").encode()
-        fd = os.open(self.journal_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            fd = os.open(self.journal_path, os.O_WRONLY | os.O_APPEND)
+        except FileNotFoundError:
+            fd = _create_shared(self.journal_path, os.O_WRONLY | os.O_APPEND)
         try:
             _write_all(fd, line)
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+def _create_shared(path: Path, flags: int) -> int:
+    """Create a state file group-writable whatever the umask: with per-user workers,
+    every account sharing the image (through a group) must be able to use it."""
+    fd = os.open(path, flags | os.O_CREAT, 0o664)
+    with contextlib.suppress(PermissionError):
+        os.fchmod(fd, 0o664)  # fails only if another account created it first
+    return fd
 
 
 def _write_all(fd: int, data: bytes) -> None:
