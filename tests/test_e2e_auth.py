@@ -386,3 +386,18 @@ def test_an_unreachable_idp_at_startup_is_not_fatal_and_tokens_get_401(tmp_path)
             'Bearer resource_metadata="%s", error="invalid_token", '
             'error_description="token signing key is not known"' % metadata_url(daemon))
     assert "could not load signing keys yet" in daemon.log_text()
+
+
+def test_a_stream_ends_when_the_token_that_opened_it_expires(daemon, idp):
+    import http.client
+    client = AuthClient(daemon.port, idp.mint(sub="erin", exp=int(time.time()) + 2 - LEEWAY))
+    client.initialize()
+    conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=15)
+    conn.request("GET", "/mcp", headers={"Accept": "text/event-stream", "MCP-Session-Id": client.session,
+                                         "Authorization": "Bearer " + client.token})
+    resp = conn.getresponse()
+    assert resp.status == 200
+    assert resp.read() == b""   # the server ends the stream by itself once the token runs out
+    assert wait_until(lambda: "stream ended, the token behind it expired" in daemon.log_text())
+    client.token = idp.mint(sub="erin")
+    assert client.call("ping").status == 200   # a fresh token for the same user keeps the session

@@ -24,6 +24,7 @@ class Principal:
 
     __slots__ = ("user", "read_only", "exp", "account")
 
+    # exp: epoch seconds after which the credential is no longer accepted (None: never)
     def __init__(self, user, read_only, exp=None, account=None):
         self.user = user
         self.read_only = read_only
@@ -176,6 +177,8 @@ class App:
         session = self._session(conn, request, principal)
         if session is not None:
             self.router.attach_stream(session, conn)
+            if principal.exp is not None and session.stream is conn:
+                self.router.supervisor.end_stream_at(session, conn, principal.exp)
 
     def _delete(self, conn, request, principal):
         session = self._session(conn, request, principal)

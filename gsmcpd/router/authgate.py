@@ -87,8 +87,9 @@ class AuthGate:
                 conn.respond(403, [JSON], b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,'
                              b'"message":"Forbidden: this user is not mapped to a local account"}}')
                 return
+        # exp as the router uses it: when this credential stops being accepted
         then(conn, request, Principal(principal.user, principal.read_only or self.readonly,
-                                      exp=principal.exp, account=account))
+                                      exp=principal.exp + self.settings.leeway, account=account))
 
     def _scope_below_session(self, request, principal):
         """A read-write session was opened with the write scope; a token without it

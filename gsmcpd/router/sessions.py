@@ -75,7 +75,6 @@ class Session:
         self.stream = None  # the Connection carrying the standalone GET stream
         self.stream_generation = None  # its outbox generation
         self.outbox = None  # server-initiated messages waiting for the stream
-        self.token_exp = None  # when the token that opened it expires (auth mode)
 
     @property
     def short(self):
@@ -99,7 +98,6 @@ class SessionManager:
         worker = self.router.pool.claim()
         sid = new_session_id()
         session = Session(sid, worker, principal.user, principal.read_only, self.loop.time())
-        session.token_exp = principal.exp
         worker.listener = self
         self.by_id[sid] = session
         self._by_worker[worker] = session

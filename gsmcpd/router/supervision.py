@@ -8,6 +8,7 @@ server-initiated messages onto each session's current GET stream.
 
 import logging
 import signal
+import time
 
 from gsmcpd.router import breaks as breaks_mod
 from gsmcpd.router.breaks import Breaks
@@ -160,6 +161,20 @@ class Supervisor:
                 conn.stream_write(sse.comment("keepalive"))
                 self._keepalive(session, conn, generation)
         self.loop.call_later(self.config.keepalive_interval, tick)
+
+    def end_stream_at(self, session, conn, when_epoch):
+        """End this GET stream when the token that opened it expires: a stream is
+        authenticated once, so it must not outlive its credentials. The client may
+        reattach with a fresh token within the stream-loss grace."""
+        generation = session.stream_generation
+
+        def expire():
+            if session.stream is conn and not conn.closed and conn.streaming:
+                log.info("session %s: stream ended, the token behind it expired", session.short)
+                conn.on_stream_lost = None
+                conn.end_stream()
+                self._stream_lost(session, conn, generation)
+        self.loop.call_later(max(0.0, when_epoch - time.time()), expire)
 
     def _stream_lost(self, session, conn, generation):
         if session.stream is conn:
