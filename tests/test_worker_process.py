@@ -6,6 +6,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -257,3 +258,17 @@ def test_worker_output_goes_only_through_logging():
     assert "stray stdout" not in done.stderr           # INFO: below the WARNING threshold
     [line] = done.stderr.splitlines()
     assert "gsmcpd-worker[" in line and "WARNING output: stray stderr" in line
+
+
+def test_a_busy_worker_exits_at_once_when_its_router_closes_the_socket():
+    channel = Channel()
+    try:
+        assert channel.prepare()["ok"] is True
+        channel.start_call("tools/call", {"name": "execute_code",
+                                          "arguments": {"code": "import time\ntime.sleep(60)"}})
+        time.sleep(0.3)  # let the call start: the main thread is busy, not reading
+        channel.sock.close()
+        channel.process.join(WAIT)
+        assert channel.process.exitcode == 0  # the watchdog saw the hang-up mid-call
+    finally:
+        channel.close()
