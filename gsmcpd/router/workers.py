@@ -10,8 +10,10 @@ frame socket, whichever comes first, and never waits for either.
 import logging
 import multiprocessing
 import os
+import queue
 import signal
 import socket
+import threading
 
 from gsmcpd.router.loop import send_some
 from gsmcpd.wire import frames
@@ -37,22 +39,35 @@ def context():
     return _context
 
 
+def start_process():
+    """Fork a worker from the forkserver: (process, the router's end of its socket).
+
+    Blocking: a round trip to the forkserver. The pool calls it on its own thread;
+    the loop calls it only when no spare is ready.
+    """
+    from gsmcpd.worker import main as worker_main
+
+    ours, theirs = socket.socketpair()
+    try:
+        process = context().Process(target=worker_main.run, args=(theirs, os.getpid()),
+                                    name="gsmcpd-worker")
+        process.start()
+    except BaseException:
+        ours.close()
+        raise
+    finally:
+        theirs.close()
+    return process, ours
+
+
 class Worker:
     """One worker process and the router's end of its frame socket."""
 
-    def __init__(self, loop):
-        from gsmcpd.worker import main as worker_main
-
+    def __init__(self, loop, started=None):
         self.loop = loop
-        ours, theirs = socket.socketpair()
-        self.process = context().Process(
-            target=worker_main.run, args=(theirs, os.getpid()), name="gsmcpd-worker"
-        )
-        self.process.start()
-        theirs.close()
+        self.process, self.sock = started or start_process()
         self.pid = self.process.pid
-        self.sock = ours
-        ours.setblocking(False)
+        self.sock.setblocking(False)
         self.decoder = frames.FrameDecoder()
         self.out = bytearray()
         self.alive = True
@@ -156,44 +171,66 @@ class Worker:
 
 
 class WorkerPool:
-    """Pre-started spare workers, so opening a session does not wait for a fork."""
+    """Pre-started spare workers, so opening a session does not wait for a fork.
+
+    Spares are forked on the pool's own thread (a fork round trip is milliseconds
+    the loop must not spend) and handed to the loop, which alone touches them.
+    """
 
     def __init__(self, loop, spares):
         self.loop = loop
         self.target = spares
         self.spares = []
         self.closed = False
+        self._starting = 0  # forks asked of the thread and not yet adopted
+        self._jobs = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._fork_spares, name="gsmcpd-spares", daemon=True)
 
     def start(self):
+        self._thread.start()
         self.replenish()
 
     def claim(self):
         while self.spares:
             worker = self.spares.pop()
             if worker.alive:
-                self.loop.call_soon(self.replenish)
+                self.replenish()
                 return worker
-        worker = Worker(self.loop)
-        self.loop.call_soon(self.replenish)
+        worker = Worker(self.loop)  # none ready: this session waits for a fork
+        self.replenish()
         return worker
 
     def replenish(self):
         if self.closed:
             return
         self.spares = [w for w in self.spares if w.alive]
-        if len(self.spares) < self.target:
+        for _ in range(self.target - len(self.spares) - self._starting):
+            self._starting += 1
+            self._jobs.put(True)
+
+    def _fork_spares(self):
+        while self._jobs.get():
             try:
-                worker = Worker(self.loop)
+                started = start_process()
             except Exception:
                 log.exception("could not start a spare worker")
-                return
-            worker.listener = _SpareListener(self)
-            self.spares.append(worker)
-            if len(self.spares) < self.target:
-                self.loop.call_soon(self.replenish)
+                started = None
+            self.loop.call_soon_threadsafe(lambda started=started: self._adopt(started))
+
+    def _adopt(self, started):
+        self._starting -= 1
+        if started is None:
+            return
+        worker = Worker(self.loop, started)
+        if self.closed:
+            worker.kill()
+            return
+        worker.listener = _SpareListener(self)
+        self.spares.append(worker)
 
     def close(self):
         self.closed = True
+        self._jobs.put(False)
         for worker in self.spares:
             worker.stop()
         return list(self.spares)
