@@ -33,6 +33,7 @@ RECV_SIZE = 256 * 1024
 
 def run(sock: socket.socket, router_pid: int) -> None:
     _configure_output()
+    _warm_up()
     loop = WorkerLoop(sock)
     signal.signal(signal.SIGINT, loop.break_handler(KeyboardInterrupt, "soft break"))
     signal.signal(signal.SIGUSR1, loop.break_handler(HardBreak, "hard break"))
@@ -174,6 +175,18 @@ def _error_for(message, code: int, text: str):
 
 
 # -- router watchdog ---------------------------------------------------
+
+def _warm_up() -> None:
+    """Walk the dispatch path once while still a spare. A fresh fork pays a page
+    fault for every shared page it first writes (refcounts); paying them here,
+    before any session claims this worker, takes them off session open."""
+    try:
+        server = build_server({"toolsets": None})
+        server.handle({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}})
+        server.handle({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    except Exception:
+        log.exception("worker %d: warm-up failed (harmless: the session pays it)", os.getpid())
+
 
 def _watch_router(sock: socket.socket, router_pid: int) -> None:
     """End the worker when its router is gone, even while a tool runs.
