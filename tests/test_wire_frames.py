@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from gsmcpd.wire import frames
 from gsmcpd.wire.frames import MAX_FRAME, FrameDecoder, FrameError, encode
 
 
@@ -115,3 +116,24 @@ def test_deep_nesting_is_a_frame_error_not_a_crash():
 def test_decoded_objects_match_json_loads():
     obj = {"nested": {"list": [1, 2.5, None, True], "unicode": "\u65e5\u672c"}, "big": 2 ** 70}
     assert FrameDecoder().feed(encode(obj)) == [json.loads(json.dumps(obj))]
+
+
+def test_a_message_frame_splices_serialised_bytes_and_decodes_as_json():
+    body = b'{"jsonrpc":"2.0","id":7,"method":"ping"}'
+    data = frames.message_frame("call", 3, body)
+    assert frames.FrameDecoder().feed(data) == [{"op": "call", "seq": 3,
+                                                 "message": {"jsonrpc": "2.0", "id": 7, "method": "ping"}}]
+
+
+def test_a_raw_decoder_hands_relayed_messages_back_unparsed():
+    reply = b'{"jsonrpc":"2.0","id":7,"result":{"text":"a \\"quoted\\" }"}}'
+    data = frames.message_frame("reply", 3, reply) + frames.message_frame("notify", 4, b"null")
+    data += frames.encode({"op": "prepared", "ok": True})
+    decoded = frames.FrameDecoder(raw_messages=True).feed(data)
+    assert decoded == [{"op": "reply", "seq": 3, "raw": reply}, {"op": "notify", "seq": 4, "raw": b"null"},
+                       {"op": "prepared", "ok": True}]
+
+
+def test_a_message_frame_over_the_cap_is_refused():
+    with pytest.raises(frames.FrameError):
+        frames.message_frame("reply", 1, b'"' + b"x" * 100 + b'"', max_frame=50)

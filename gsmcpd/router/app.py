@@ -148,7 +148,7 @@ class App:
                     jsonrpc.INTERNAL_ERROR, "Service Unavailable: %d sessions open, the configured maximum"
                     % self.config.max_sessions, message.id))
                 return
-            self.sessions.open(conn, message.raw, accepts_sse, principal)
+            self.sessions.open(conn, message.raw, request.body, accepts_sse, principal)
             return
         session = self._session(conn, request, principal)
         if session is None:
@@ -167,7 +167,7 @@ class App:
         elif message.method == "ping":
             conn.respond(200, [JSON], jsonrpc.dumps(jsonrpc.result(message.id, {})))
         else:
-            self.sessions.submit(session, conn, message.raw, accepts_sse)
+            self.sessions.submit(session, conn, message.raw, request.body, accepts_sse)
 
     def _get(self, conn, request, principal):
         if not accepts(request, "text/event-stream"):

@@ -11,12 +11,21 @@ import logging
 import secrets
 
 from gsmcpd.router import breaks
-from gsmcpd.wire import jsonrpc, sse
+from gsmcpd.wire import frames, jsonrpc, sse
 
 log = logging.getLogger("gsmcpd.sessions")
 
 JSON = ("Content-Type", "application/json")
 SSE_HEADERS = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")]
+
+
+def relayed(frame):
+    """The JSON-RPC message bytes a reply/notify frame carries; None for "nothing"."""
+    raw = frame.get("raw")
+    if raw is None:  # a frame the worker built whole (not the relay form)
+        message = frame.get("message")
+        return None if message is None else jsonrpc.dumps(message)
+    return None if raw.strip() == b"null" else raw
 
 
 def new_session_id():
@@ -27,11 +36,13 @@ def new_session_id():
 class Call:
     """One client request on its way to, through, or back from the worker."""
 
-    __slots__ = ("seq", "message", "conn", "accepts_sse", "streaming", "started", "cancelled", "breaker")
+    __slots__ = ("seq", "message", "body", "conn", "accepts_sse", "streaming", "started", "cancelled",
+                 "breaker")
 
-    def __init__(self, seq, message, conn, accepts_sse):
+    def __init__(self, seq, message, body, conn, accepts_sse):
         self.seq = seq
-        self.message = message
+        self.message = message  # parsed: what the router reads (id, method, _meta)
+        self.body = body  # as received: what the worker gets, never re-serialised
         self.conn = conn
         self.accepts_sse = accepts_sse
         self.streaming = False  # the reply switched to an SSE stream (progress came)
@@ -93,7 +104,7 @@ class SessionManager:
         self._seq = itertools.count(1)
 
     # -- opening and ending ------------------------------------------------
-    def open(self, conn, message, accepts_sse, principal):
+    def open(self, conn, message, body, accepts_sse, principal):
         """Start a session for an initialize request; its reply carries the id."""
         worker = self.router.pool.claim()
         sid = new_session_id()
@@ -103,7 +114,7 @@ class SessionManager:
         self._by_worker[worker] = session
         worker.send({"op": "prepare", "session": self.router.session_config(session, principal)})
         self.router.session_opened(session)
-        self.submit(session, conn, message, accepts_sse)
+        self.submit(session, conn, message, body, accepts_sse)
         log.info("session %s opened for %s (worker %d%s)", session.short, session.user, worker.pid,
                  ", read-only" if session.read_only else "")
         return session
@@ -133,9 +144,9 @@ class SessionManager:
         log.info("session %s ended: %s", session.short, reason)
 
     # -- requests ----------------------------------------------------------
-    def submit(self, session, conn, message, accepts_sse):
+    def submit(self, session, conn, message, body, accepts_sse):
         session.last_activity = self.loop.time()
-        call = Call(next(self._seq), message, conn, accepts_sse)
+        call = Call(next(self._seq), message, body, conn, accepts_sse)
         session.queue.append(call)
         self._pump(session)
         return call
@@ -149,7 +160,7 @@ class SessionManager:
                 continue
             session.inflight = call
             call.started = self.loop.time()
-            session.worker.send({"op": "call", "seq": call.seq, "message": call.message})
+            session.worker.send_bytes(frames.message_frame("call", call.seq, call.body))
             self.router.call_started(session, call)
             return
 
@@ -205,12 +216,12 @@ class SessionManager:
             self.router.call_finished(session, call)
             session.last_activity = self.loop.time()
             if not call.cancelled:
-                self._deliver(session, call, frame.get("message"))
+                self._deliver(session, call, relayed(frame))
             self._pump(session)
         elif op == "notify":
             call = session.inflight
-            message = frame.get("message")
-            if call is not None and call.seq == frame.get("seq") and isinstance(message, dict):
+            message = relayed(frame)
+            if call is not None and call.seq == frame.get("seq") and message is not None:
                 self._notify(session, call, message)
         else:
             log.warning("session %s: unknown frame op %r", session.short, op)
@@ -221,14 +232,13 @@ class SessionManager:
             self.end(session, "worker %d exited" % worker.pid)
 
     # -- answering ---------------------------------------------------------
-    def _deliver(self, session, call, response):
+    def _deliver(self, session, call, body):
         conn = call.conn
         if conn.closed:
             return
-        if response is None:  # the worker had nothing to say (a notification)
+        if body is None:  # the worker had nothing to say (a notification)
             conn.respond(202)
             return
-        body = jsonrpc.dumps(response)
         if call.streaming:
             self.router.trace_outbound("SSE", session.id, body)
             conn.stream_write(sse.event(body.decode("utf-8"), event="message"))
@@ -239,7 +249,7 @@ class SessionManager:
             headers.append(("MCP-Session-Id", session.id))
         conn.respond(200, headers, body)
 
-    def _notify(self, session, call, message):
+    def _notify(self, session, call, body):
         """Progress from inside a tool: on the call's own SSE reply if it may have one,
         else on the session's GET stream if one is open now.
 
@@ -249,14 +259,13 @@ class SessionManager:
         if call.cancelled:
             return
         if call.accepts_sse and not call.conn.closed:
-            body = jsonrpc.dumps(message)
             self.router.trace_outbound("SSE", session.id, body)
             if not call.streaming:
                 call.streaming = True
                 call.conn.start_stream(200, SSE_HEADERS)
             call.conn.stream_write(sse.event(body.decode("utf-8"), event="message"))
         elif session.stream is not None:
-            self.router.push_to_stream(session, message)  # traced as it is written
+            self.router.push_to_stream(session, body)  # traced as it is written
 
     def _fail(self, call, code, text):
         if call.cancelled or call.conn.closed:

@@ -206,7 +206,7 @@ class Supervisor:
             return
         messages, keep_open = session.outbox.drain(generation)
         for message in messages:
-            body = jsonrpc.dumps(message)
+            body = message if isinstance(message, bytes) else jsonrpc.dumps(message)
             self.router.trace_outbound("SSE", session.id, body)
             conn.stream_write(sse.event(body.decode("utf-8"), event="message"))
         if not keep_open:

@@ -68,7 +68,7 @@ class Worker:
         self.process, self.sock = started or start_process()
         self.pid = self.process.pid
         self.sock.setblocking(False)
-        self.decoder = frames.FrameDecoder()
+        self.decoder = frames.FrameDecoder(raw_messages=True)  # replies are relayed, not parsed
         self.out = bytearray()
         self.alive = True
         self.listener = None  # object with on_worker_frame(worker, msg), on_worker_exit(worker)
@@ -78,9 +78,11 @@ class Worker:
 
     # -- frames ------------------------------------------------------------
     def send(self, message):
+        return self.send_bytes(frames.encode(message))
+
+    def send_bytes(self, data):
         if not self.alive:
             return False
-        data = frames.encode(message)
         if not self.out:
             try:
                 sent = send_some(self.sock, data)

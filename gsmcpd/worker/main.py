@@ -33,6 +33,7 @@ RECV_SIZE = 256 * 1024
 
 def run(sock: socket.socket, router_pid: int) -> None:
     _configure_output()
+    _batch_scheduling()
     _warm_up()
     loop = WorkerLoop(sock)
     signal.signal(signal.SIGINT, loop.break_handler(KeyboardInterrupt, "soft break"))
@@ -103,7 +104,17 @@ class WorkerLoop:
         return True
 
     def send(self, frame: dict) -> None:
-        data = frames.encode(frame)
+        self._send_bytes(frames.encode(frame))
+
+    def send_message(self, op: str, seq, message) -> None:
+        """A reply or notification frame, in the form the router relays unparsed."""
+        try:
+            data = jsonrpc.dumps(message)
+        except (TypeError, ValueError) as error:
+            raise frames.FrameError(f"not JSON: {error}") from error
+        self._send_bytes(frames.message_frame(op, seq, data))
+
+    def _send_bytes(self, data: bytes) -> None:
         self._writing = True
         try:
             self.sock.sendall(data)
@@ -143,11 +154,15 @@ class WorkerLoop:
         else:
             reply = self._run(seq, message)
         self._pending_break = None
-        self.send({"op": "reply", "seq": seq, "message": reply})
+        try:
+            self.send_message("reply", seq, reply)
+        except frames.FrameError as error:  # e.g. a tool's result that is not JSON
+            self.send_message("reply", seq, _error_for(
+                message, jsonrpc.INTERNAL_ERROR, f"the result cannot be sent: {error}"))
 
     def _run(self, seq, message):
         def notify(notification):
-            self.send({"op": "notify", "seq": seq, "message": notification})
+            self.send_message("notify", seq, notification)
 
         try:
             self.in_call = True
@@ -175,6 +190,16 @@ def _error_for(message, code: int, text: str):
 
 
 # -- router watchdog ---------------------------------------------------
+
+def _batch_scheduling() -> None:
+    """SCHED_BATCH: a woken worker does not preempt the running router. On two
+    cores every call wakes a worker, and preempting the router mid-send stalled
+    every other client behind one call; the worker still gets its fair CPU share."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+    except (AttributeError, OSError) as error:
+        log.info("worker %d: SCHED_BATCH unavailable (%s)", os.getpid(), error)
+
 
 def _warm_up() -> None:
     """Walk the dispatch path once while still a spare. A fresh fork pays a page
