@@ -408,3 +408,14 @@ def test_wired_with_an_outbox_the_newest_get_decides():
     assert box.detach(first) is False and lt.stream_detached("s", first, 1502.0) is False
     assert run(lt, 1559.0) == []                     # generation-1 probe discarded, not a verdict
     assert run(lt, 1560.0) == [(1560.0, ("ping", "s", "srv-2", second))]
+
+
+def test_deadline_is_the_earliest_rule_and_none_while_busy_or_unknown():
+    life = Lifetime(LifetimeSettings(streamless_idle_timeout=60, idle_timeout=1800), 0)
+    life.session_opened("s", 0)
+    assert life.deadline("s") == 60
+    life.call_started("s", 10)
+    assert life.deadline("s") is None
+    life.call_finished("s", 20)
+    assert life.deadline("s") == 80
+    assert life.deadline("unknown") is None

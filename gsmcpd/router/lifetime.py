@@ -283,6 +283,11 @@ class Lifetime:
                 times.append(deadline)
         return min(times)
 
+    def deadline(self, session_id):
+        """When the session would next be reaped (None: not while busy, or unknown)."""
+        s = self._sessions.get(session_id)
+        return None if s is None else self._deadline(s)[0]
+
     def info(self, session_id, now):
         """A snapshot for status output and logs, or None for an unknown session."""
         s = self._sessions.get(session_id)

@@ -96,9 +96,8 @@ class Supervisor:
     # -- events from the router ------------------------------------------------
     def session_opened(self, session):
         session.outbox = Outbox()
-        now = self.loop.time()
-        self.lifetime.session_opened(session.id, now)
-        self._soon(self.lifetime.info(session.id, now)["deadline"])
+        self.lifetime.session_opened(session.id, self.loop.time())
+        self._soon(self.lifetime.deadline(session.id))
 
     def request_arrived(self, session):
         self.lifetime.request_arrived(session.id, self.loop.time())
@@ -106,20 +105,20 @@ class Supervisor:
     def call_started(self, session, call):
         now = self.loop.time()
         self.lifetime.call_started(session.id, now)
-        breaker = self.breaks.call_started(session.id, call.id, call.method, now)
-        self._soon(breaker.next_wakeup())
+        if self.breaks.request_timeout is not None:  # else a breaker is made only on cancel
+            self._soon(self.breaks.call_started(session.id, call.id, call.method, now).next_wakeup())
 
     def call_finished(self, session, call):
-        now = self.loop.time()
-        self.lifetime.call_finished(session.id, now)
+        self.lifetime.call_finished(session.id, self.loop.time())
         self.breaks.call_finished(session.id)
-        info = self.lifetime.info(session.id, now)
-        if info is not None:
-            self._soon(info["deadline"])
+        self._soon(self.lifetime.deadline(session.id))
 
     def call_cancelled(self, session, call):
-        if self.breaks.cancel(session.id, call.id, self.loop.time()):
-            self._arm(self.loop.time())
+        now = self.loop.time()
+        if self.breaks.get(session.id) is None:
+            self.breaks.call_started(session.id, call.id, call.method, call.started or now)
+        if self.breaks.cancel(session.id, call.id, now):
+            self._arm(now)
 
     def client_response(self, session, message):
         entry = self.lifetime.response_received(session.id, message.get("id"), self.loop.time(),
@@ -182,9 +181,7 @@ class Supervisor:
         session.outbox.detach(generation)
         now = self.loop.time()
         if self.lifetime.stream_detached(session.id, generation, now):
-            info = self.lifetime.info(session.id, now)
-            if info is not None:
-                self._soon(info["deadline"])
+            self._soon(self.lifetime.deadline(session.id))
 
     def push(self, session, message):
         """Queue a server-initiated message for the session's GET stream and flush."""

@@ -53,24 +53,27 @@ class HttpError(Exception):
 class Request:
     """One parsed request. Header names are lower-case, values latin-1 and stripped."""
 
-    __slots__ = ("method", "target", "path", "query", "version", "headers", "body", "keep_alive")
+    __slots__ = ("method", "target", "path", "query", "version", "headers", "body", "keep_alive",
+                 "_by_name")
 
     def __init__(self, method, target, version, headers, body=b"", keep_alive=True):
         self.method = method
         self.target = target
-        self.path, _, self.query = _origin_form(target).partition("?")
+        self.path, _, self.query = (target if target[:1] == "/" and "#" not in target else _origin_form(target)).partition("?")
         self.version = version
         self.headers = headers
         self.body = body
         self.keep_alive = keep_alive
+        self._by_name = None
 
     def header(self, name):
         """The value of header ``name``; repeated headers are joined with ", "."""
-        name = name.lower()
-        values = [v for n, v in self.headers if n == name]
-        if not values:
-            return None
-        return values[0] if len(values) == 1 else ", ".join(values)
+        by_name = self._by_name
+        if by_name is None:  # built once: the router asks for several headers per request
+            by_name = self._by_name = {}
+            for key, value in self.headers:
+                by_name[key] = by_name[key] + ", " + value if key in by_name else value
+        return by_name.get(name.lower())
 
     def __repr__(self):
         return f"<Request {self.method} {self.path} {self.version} body={len(self.body)}B>"
