@@ -41,6 +41,10 @@ def run(sock: socket.socket, router_pid: int) -> None:
     threading.Thread(target=_watch_router, args=(sock, router_pid), name="router-watchdog",
                      daemon=True).start()
     loop.serve()
+    # Nothing is left to clean up that the kernel does not: skipping interpreter and
+    # multiprocessing teardown frees the CPU for the sessions still running.
+    logging.shutdown()
+    os._exit(0)
 
 
 class WorkerLoop:
