@@ -45,15 +45,17 @@ class Loop:
         self._seq = itertools.count()
         self._soon = collections.deque()
         self._stopping = False
+        self._now = time.monotonic()
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
         self.selector.register(self._wake_r, selectors.EVENT_READ, self._drain_wakeups)
 
     # -- time -------------------------------------------------------------
-    @staticmethod
-    def time():
-        return time.monotonic()
+    def time(self):
+        """Monotonic time as of this loop pass: read once per pass, not per call
+        (a request asks for the time several times; none needs it finer)."""
+        return self._now
 
     def call_at(self, when, callback):
         timer = Timer(when, callback)
@@ -122,8 +124,10 @@ class Loop:
         if self._soon:
             timeout = 0
         elif self._timers:
-            timeout = max(0.0, self._timers[0][0] - self.time())
-        for key, mask in self.selector.select(timeout):
+            timeout = max(0.0, self._timers[0][0] - time.monotonic())
+        events = self.selector.select(timeout)
+        self._now = time.monotonic()
+        for key, mask in events:
             data = key.data
             if callable(data):
                 data()
@@ -134,7 +138,7 @@ class Loop:
             if mask & selectors.EVENT_READ and on_read:
                 # the write callback may have unregistered the object
                 self._guard(on_read)
-        now = self.time()
+        now = self._now = time.monotonic()
         while self._timers and self._timers[0][0] <= now:
             _, _, timer = heapq.heappop(self._timers)
             if not timer.cancelled:
