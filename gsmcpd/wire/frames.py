@@ -7,8 +7,9 @@ splices already-serialised message bytes in, and a decoder made with
 The router thus never re-serialises what it relays (it was a fifth of its work per call).
 """
 
-import json
 import re
+
+from gsmcpd.wire import jsonrpc
 
 __all__ = ["MAX_FRAME", "FrameError", "encode", "message_frame", "FrameDecoder"]
 
@@ -20,17 +21,12 @@ class FrameError(Exception):
     """A frame that cannot be sent or was received broken; the channel is finished."""
 
 
-def _refuse_constant(name):
-    raise ValueError(f"{name} is not JSON")
-
-
 def encode(obj, max_frame=MAX_FRAME):
     """The frame for one JSON object."""
     if not isinstance(obj, dict):
         raise FrameError(f"a frame carries one JSON object, not {type(obj).__name__}")
     try:
-        payload = json.dumps(obj, separators=(",", ":"), ensure_ascii=False,
-                             allow_nan=False).encode("utf-8")
+        payload = jsonrpc.dumps(obj)
     except (TypeError, ValueError) as err:
         raise FrameError(f"cannot encode frame: {err}") from err
     if len(payload) > max_frame:
@@ -108,7 +104,7 @@ def _decode_payload(payload):
     except UnicodeDecodeError as err:
         raise FrameError(f"frame is not UTF-8: {err}") from err
     try:
-        obj = json.loads(text, parse_constant=_refuse_constant)
+        obj = jsonrpc.loads(text)
     except (ValueError, RecursionError) as err:
         raise FrameError(f"frame is not JSON: {err}") from err
     if not isinstance(obj, dict):
