@@ -186,6 +186,16 @@ def raw_exchange(port, data, timeout=10.0):
     return b"".join(chunks)
 
 
+def recv_all(sock):
+    """Everything the server sends until it closes the connection."""
+    chunks = []
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
 def _complete_response(data):
     head, sep, body = data.partition(b"\r\n\r\n")
     if not sep:

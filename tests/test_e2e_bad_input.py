@@ -5,7 +5,7 @@ import socket
 
 import pytest
 
-from helpers import Client, Daemon, body_of, raw_exchange, status_of
+from helpers import Client, Daemon, body_of, raw_exchange, recv_all, status_of
 
 
 @pytest.fixture(scope="module")
@@ -80,12 +80,7 @@ def test_chunked_request_body_is_accepted(daemon):
             b"%x\r\n" % 10 + body[:10] + b"\r\n" + b"%x\r\n" % (len(body) - 10) + body[10:] + b"\r\n0\r\n\r\n")
     with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as s:
         s.sendall(data)
-        raw = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            raw += chunk
+        raw = recv_all(s)
     assert status_of(raw) == 200
     assert json.loads(body_of(raw))["result"]["serverInfo"]["name"] == "gsmcpd"
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from helpers import (Client, Daemon, body_of, pid_alive, raw_exchange, status_of, tool_text,
+from helpers import (Client, Daemon, body_of, pid_alive, raw_exchange, recv_all, status_of, tool_text,
                      wait_until, worker_pids)
 
 
@@ -300,11 +300,6 @@ def test_a_half_closed_client_still_gets_its_reply(client, daemon):
         s.sendall(("POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                    "MCP-Session-Id: %s\r\nContent-Length: %d\r\n\r\n%s" % (client.session, len(body), body)).encode())
         s.shutdown(socket.SHUT_WR)
-        raw = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            raw += chunk
+        raw = recv_all(s)
     assert status_of(raw) == 200
     assert json.loads(body_of(raw))["id"] == 9
