@@ -21,12 +21,7 @@ from gsmcpd.wire import frames
 log = logging.getLogger("gsmcpd.workers")
 
 _context = None
-PRELOAD = [
-    "gsmcpd.worker.main", "gsmcpd.worker.server", "gsmcpd.image.view", "gsmcpd.auth.usermap",
-    "gsmcpd.worker.toolsets.execution", "gsmcpd.worker.toolsets.session", "gsmcpd.worker.toolsets.listing",
-    "gsmcpd.worker.toolsets.browsing", "gsmcpd.worker.toolsets.search", "gsmcpd.worker.toolsets.mutation",
-    "gsmcpd.worker.toolsets.testing", "gsmcpd.worker.toolsets.bench",
-]
+PRELOAD = ["gsmcpd.worker.preload"]
 
 
 def context():

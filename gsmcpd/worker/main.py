@@ -34,7 +34,6 @@ RECV_SIZE = 256 * 1024
 def run(sock: socket.socket, router_pid: int) -> None:
     _configure_output()
     _batch_scheduling()
-    _warm_up()
     loop = WorkerLoop(sock)
     signal.signal(signal.SIGINT, loop.break_handler(KeyboardInterrupt, "soft break"))
     signal.signal(signal.SIGUSR1, loop.break_handler(HardBreak, "hard break"))
@@ -203,18 +202,6 @@ def _batch_scheduling() -> None:
         os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
     except (AttributeError, OSError) as error:
         log.info("worker %d: SCHED_BATCH unavailable (%s)", os.getpid(), error)
-
-
-def _warm_up() -> None:
-    """Walk the dispatch path once while still a spare. A fresh fork pays a page
-    fault for every shared page it first writes (refcounts); paying them here,
-    before any session claims this worker, takes them off session open."""
-    try:
-        server = build_server({"toolsets": None})
-        server.handle({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}})
-        server.handle({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
-    except Exception:
-        log.exception("worker %d: warm-up failed (harmless: the session pays it)", os.getpid())
 
 
 def _watch_router(sock: socket.socket, router_pid: int) -> None:
