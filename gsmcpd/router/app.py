@@ -5,6 +5,7 @@ then Host and Origin (DNS rebinding), then credentials, then the method, the
 protocol-version header and the session. Only then does a message reach a session.
 """
 
+import functools
 import logging
 from urllib.parse import urlsplit
 
@@ -36,6 +37,7 @@ def error_body(code, message, id=None):
     return jsonrpc.dumps(jsonrpc.error(id, code, message))
 
 
+@functools.lru_cache(maxsize=256)  # clients repeat their Host and Origin on every request
 def host_of(value):
     """The host part of a Host header or an Origin URL, lower-cased, without port."""
     if "://" in value:
@@ -51,8 +53,11 @@ def host_of(value):
 
 def accepts(request, media_type):
     accept = request.header("accept")
-    if not accept:
-        return False
+    return bool(accept) and _accept_lists(accept, media_type)
+
+
+@functools.lru_cache(maxsize=256)  # and their Accept header
+def _accept_lists(accept, media_type):
     for part in accept.split(","):
         kind = part.split(";", 1)[0].strip().lower()
         if kind in (media_type, "*/*", media_type.split("/")[0] + "/*"):
@@ -137,7 +142,7 @@ class App:
         except jsonrpc.JsonRpcError as exc:
             conn.respond(400, [JSON], jsonrpc.dumps(exc.response()))
             return
-        accepts_sse = accepts(request, "text/event-stream") and request.header("accept") is not None
+        accepts_sse = accepts(request, "text/event-stream")
         if message.kind == "request" and message.method == "initialize":
             refusal = self._version_refusal(request)
             if refusal:

@@ -7,6 +7,7 @@ gives the same result. Framing is strict, because a lenient parser behind or in
 front of another HTTP hop is how request smuggling happens.
 """
 
+import functools
 import re
 from http import HTTPStatus
 
@@ -387,6 +388,7 @@ def _content_length(values):
 
 # ---- response writers ---------------------------------------------------
 
+@functools.lru_cache(maxsize=None)  # a handful of statuses, asked for on every reply
 def _status_line(status):
     if not isinstance(status, int) or not 100 <= status <= 999:
         raise ValueError(f"bad HTTP status {status!r}")
