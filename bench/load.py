@@ -14,7 +14,7 @@ import os
 import selectors
 import time
 
-from bench.client import BlockingConnection, Endpoint, call_body
+from bench.client import BlockingConnection, Endpoint
 
 _CTX = multiprocessing.get_context("fork")
 

@@ -9,7 +9,6 @@ measured router CPU per call after these is syscalls, scheduling and loop glue.
 """
 
 import json
-import selectors
 import socket
 import sys
 import timeit

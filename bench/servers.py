@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import peers, procs
+from bench import procs
 
 REPO = Path(__file__).resolve().parent.parent
 

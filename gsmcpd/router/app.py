@@ -77,6 +77,11 @@ class App:
     # -- entry -------------------------------------------------------------
     def handle(self, conn, request):
         self.router.trace_inbound(request)
+        if self.router.stopping:
+            conn.respond(503, [JSON, ("Retry-After", "5")],
+                         error_body(jsonrpc.INTERNAL_ERROR, "Service Unavailable: the server is shutting down"),
+                         keep_alive=False)
+            return
         refusal = self._gate_host_origin(request)
         if refusal:
             conn.respond(403, [JSON], error_body(jsonrpc.INVALID_REQUEST, refusal))

@@ -8,7 +8,6 @@ everything time-based is a timer on that loop.
 import getpass
 import ipaddress
 import logging
-import os
 import signal
 import socket
 from pathlib import Path

@@ -16,7 +16,6 @@ import signal
 import socket
 import sys
 import threading
-import time
 from pathlib import Path
 
 from gsmcpd.wire import frames, jsonrpc

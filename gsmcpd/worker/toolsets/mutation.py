@@ -185,7 +185,7 @@ class MutationToolset(Toolset):
         view = self.view
         if module_name is not None:
             if module_name == KERNEL:
-                raise ToolError("refused", f"builtins is the kernel dictionary; classes cannot "
+                raise ToolError("refused", "builtins is the kernel dictionary; classes cannot "
                                 "be added to or changed in it")
             catalog.require_module(view, module_name)
             if view.shadowed(module_name):
