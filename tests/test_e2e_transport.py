@@ -303,3 +303,33 @@ def test_a_half_closed_client_still_gets_its_reply(client, daemon):
         raw = recv_all(s)
     assert status_of(raw) == 200
     assert json.loads(body_of(raw))["id"] == 9
+
+
+def test_during_shutdown_a_waiting_request_gets_503_not_a_session(tmp_path):
+    import socket
+    d = Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution"}).start()
+    c = Client(d.port)
+    c.initialize()
+    slow = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                       "params": {"name": "execute_code", "arguments": {"code": "import time\ntime.sleep(30)"}}})
+    init = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {}})
+    head = "POST /mcp HTTP/1.1\r\nHost: localhost\r\nMCP-Session-Id: %s\r\nContent-Length: %d\r\n\r\n%s"
+    with socket.create_connection(("127.0.0.1", d.port), timeout=15) as s:
+        s.sendall((head % (c.session, len(slow), slow)).encode() +
+                  ("POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: %d\r\n\r\n%s" % (len(init), init)).encode())
+        assert wait_until(lambda: "tools/call" in json.dumps(_status(d)), timeout=10)
+        d.proc.send_signal(signal.SIGTERM)
+        raw = recv_all(s)
+    first, _, rest = raw.partition(b"HTTP/1.1 503")
+    assert json.loads(body_of(first))["error"]["code"] == -32003   # its session ended under it
+    assert b"shutting down" in rest
+    assert d.proc.wait(10) == 0
+
+
+def _status(daemon):
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-m", "gsmcpd", "status", str(daemon.port), "--json",
+                          "--state-dir", str(daemon.state)], capture_output=True, text=True,
+                         env=daemon.env, cwd=str(daemon.tmp))
+    return json.loads(out.stdout) if out.returncode == 0 else {}

@@ -40,6 +40,7 @@ class Connection:
         self._deadline_kind = None
         self._interest = None
         self._peer_eof = False
+        self._closing = False
         self._write_stalled_since = None
         self.current = None  # the request being answered
         sock.setblocking(False)
@@ -109,7 +110,10 @@ class Connection:
             self._fail(exc)
             return
         if request is None:
-            if self.parser.in_progress:
+            if self._closing:
+                self._close_when_flushed = True
+                self._maybe_close()
+            elif self.parser.in_progress:
                 self._arm_read_timeout()
             else:
                 self._arm_idle()
@@ -277,6 +281,13 @@ class Connection:
                 self.close()
         else:
             self.close()
+
+    def drain_and_close(self):
+        """Shutdown: answer the requests already received (the app refuses them),
+        then close once the replies are written."""
+        self._closing = True
+        if not self.busy:
+            self._next_request()
 
     def close(self):
         if self.closed:

@@ -209,8 +209,7 @@ class Router:
         for conn in list(self.connections):
             if conn.streaming:
                 conn.end_stream()
-            if not conn.busy:
-                conn.close()
+            conn.drain_and_close()
         self._await_workers(workers, self.loop.time() + SHUTDOWN_GRACE)
 
     def _await_workers(self, workers, deadline):
