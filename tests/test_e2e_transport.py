@@ -333,3 +333,25 @@ def _status(daemon):
                           "--state-dir", str(daemon.state)], capture_output=True, text=True,
                          env=daemon.env, cwd=str(daemon.tmp))
     return json.loads(out.stdout) if out.returncode == 0 else {}
+
+
+def test_a_worker_that_sends_a_garbage_frame_is_ended_and_the_router_serves_on(daemon):
+    c = Client(daemon.port)
+    c.initialize()
+    code = ("import os, socket, time\n"
+            "for fd in range(3, 64):\n"
+            "    try:\n"
+            "        s = socket.socket(fileno=os.dup(fd))\n"
+            "    except OSError:\n"
+            "        continue\n"
+            "    if s.family == socket.AF_UNIX:\n"
+            "        s.send(b'\\xff\\xff\\xff\\xff not a frame')\n"
+            "    s.detach()\n"
+            "time.sleep(5)\n")
+    reply = c.call("tools/call", {"name": "execute_code", "arguments": {"code": code}}).json()
+    assert reply["error"]["code"] == -32003 and reply["id"] is not None
+    assert c.call("ping").status == 404
+    assert wait_until(lambda: "sent a bad frame" in daemon.log_text())
+    other = Client(daemon.port)
+    other.initialize()
+    assert "ok" in tool_text(other.tool("execute_code", code="'ok'"))
