@@ -1,5 +1,6 @@
 """End-to-end: the Streamable HTTP transport through the real daemon and real workers."""
 
+import http.client
 import json
 import os
 import signal
@@ -355,3 +356,48 @@ def test_a_worker_that_sends_a_garbage_frame_is_ended_and_the_router_serves_on(d
     other = Client(daemon.port)
     other.initialize()
     assert "ok" in tool_text(other.tool("execute_code", code="'ok'"))
+
+
+def test_out_of_descriptors_pauses_accepting_and_recovers(tmp_path):
+    import resource
+    import socket
+    import subprocess
+    import sys
+    from helpers import REPO, free_port, wait_for_port
+
+    port = free_port()
+    env = dict(os.environ, GS_MCP_STATE_DIR=str(tmp_path / "state"), PYTHONPATH=str(REPO),
+               GS_MCP_TOOLSETS="bench", GS_MCP_SPARE_WORKERS="1", GS_MCP_MAX_SESSIONS="10")
+
+    def low_limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (96, 96))
+
+    log = open(tmp_path / "log", "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "gsmcpd", "serve", "--port", str(port)], env=env,
+                            cwd=str(REPO), stdout=log, stderr=subprocess.STDOUT, preexec_fn=low_limit)
+    try:
+        wait_for_port(port, proc=proc)
+        hogs = []
+        for _ in range(120):  # more than the daemon has descriptors for
+            hogs.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+        assert wait_until(lambda: b"pausing accepts" in (tmp_path / "log").read_bytes())
+        for hog in hogs:
+            hog.close()
+        c = Client(port, timeout=10)
+        assert wait_until(lambda: _serves(c), timeout=15)
+        assert proc.poll() is None
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        log.close()
+
+
+def _serves(client):
+    try:
+        client.session = None
+        client.initialize()
+        return True
+    except OSError:
+        client.close()
+        client.conn = http.client.HTTPConnection("127.0.0.1", client.port, timeout=10)
+        return False

@@ -8,6 +8,7 @@ everything time-based is a timer on that loop.
 import getpass
 import ipaddress
 import logging
+import resource
 import signal
 import socket
 from pathlib import Path
@@ -25,6 +26,20 @@ log = logging.getLogger("gsmcpd.router")
 trace_log = logging.getLogger("gsmcpd.trace")
 
 SHUTDOWN_GRACE = 3.0  # seconds workers get to exit before SIGKILL
+ACCEPT_PAUSE = 0.1  # seconds without accepting after accept() fails (e.g. out of descriptors)
+
+
+def raise_descriptor_limit():
+    """Each session holds two descriptors here (its frame socket and the worker's
+    sentinel) besides its clients' connections: take the whole hard limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = hard if hard != resource.RLIM_INFINITY else 1 << 20
+    if soft != resource.RLIM_INFINITY and soft < want:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+        except (ValueError, OSError) as exc:
+            log.warning("could not raise the descriptor limit from %d: %s", soft, exc)
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
 def _is_loopback(host):
@@ -98,11 +113,19 @@ class Router:
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as exc:
-                log.warning("accept failed: %s", exc)
+                # Out of descriptors (EMFILE/ENFILE) or the like: the listener stays
+                # readable, so stop watching it for a moment rather than spin on it.
+                log.warning("accept failed: %s; pausing accepts for %gs", exc, ACCEPT_PAUSE)
+                self.loop.remove(self.listener)
+                self.loop.call_later(ACCEPT_PAUSE, self._resume_accepting)
                 return
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             conn = Connection(self, sock, peer, tls=self.new_tls())
             self.connections.add(conn)
+
+    def _resume_accepting(self):
+        if not self.stopping:
+            self.loop.add_reader(self.listener, self._accept)
 
     def new_tls(self):
         if self.ssl_context is None:
@@ -226,6 +249,10 @@ class Router:
 
 def serve(config, *, on_ready=None, on_stopping=None, on_reload=None):
     """Run the router in the foreground; returns the exit code."""
+    limit = raise_descriptor_limit()
+    if limit < config.max_sessions * 3:
+        log.warning("descriptor limit %d is low for GS_MCP_MAX_SESSIONS=%d (about 3 per session)",
+                    limit, config.max_sessions)
     router = Router(config)
     router.prepare_image()
     router.bind()
