@@ -401,3 +401,41 @@ def _serves(client):
         client.close()
         client.conn = http.client.HTTPConnection("127.0.0.1", client.port, timeout=10)
         return False
+
+
+def test_when_no_worker_can_be_started_initialize_gets_503_and_the_router_lives(tmp_path):
+    import resource
+    import subprocess
+    import sys
+    from helpers import REPO, free_port, wait_for_port
+
+    port = free_port()
+    env = dict(os.environ, GS_MCP_STATE_DIR=str(tmp_path / "state"), PYTHONPATH=str(REPO),
+               GS_MCP_TOOLSETS="bench", GS_MCP_SPARE_WORKERS="0", GS_MCP_MAX_SESSIONS="500")
+    log = open(tmp_path / "log", "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "gsmcpd", "serve", "--port", str(port)], env=env,
+                            cwd=str(REPO), stdout=log, stderr=subprocess.STDOUT,
+                            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64)))
+    try:
+        wait_for_port(port, proc=proc)
+        c = Client(port, timeout=20)
+        opened, refused = [], None
+        for _ in range(60):  # each session holds descriptors in the router: they run out
+            resp = c.call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                         "clientInfo": {"name": "t", "version": "0"}})
+            if resp.status != 200:
+                refused = resp
+                break
+            opened.append(resp.header("mcp-session-id"))
+        assert refused is not None and refused.status == 503, refused
+        assert "cannot start a worker process" in refused.json()["error"]["message"]
+        for sid in opened[:5]:  # free some descriptors: sessions open again
+            c.session = sid
+            assert c.delete().status == 200
+        c.session = None
+        c.initialize()
+        assert proc.poll() is None
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        log.close()

@@ -106,7 +106,14 @@ class SessionManager:
     # -- opening and ending ------------------------------------------------
     def open(self, conn, message, body, accepts_sse, principal):
         """Start a session for an initialize request; its reply carries the id."""
-        worker = self.router.pool.claim()
+        try:
+            worker = self.router.pool.claim()
+        except Exception as exc:  # no spare, and no fork possible (descriptors, memory)
+            log.error("cannot start a worker for a new session: %s", exc)
+            conn.respond(503, [JSON, ("Retry-After", "5")], jsonrpc.dumps(jsonrpc.error(
+                message.get("id"), jsonrpc.INTERNAL_ERROR,
+                "Service Unavailable: cannot start a worker process (%s)" % exc)))
+            return None
         sid = new_session_id()
         session = Session(sid, worker, principal.user, principal.read_only, self.loop.time())
         worker.listener = self

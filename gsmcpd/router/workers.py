@@ -7,10 +7,12 @@ The router learns of a worker's death from its process sentinel or from EOF on t
 frame socket, whichever comes first, and never waits for either.
 """
 
+import errno
 import logging
 import multiprocessing
 import os
 import queue
+import resource
 import signal
 import socket
 import threading
@@ -42,6 +44,11 @@ def start_process():
     """
     from gsmcpd.worker import main as worker_main
 
+    # Running out of descriptors halfway through a start kills the forkserver
+    # (multiprocessing's own handshake then breaks), so refuse before starting one.
+    free = _free_descriptors()
+    if free < DESCRIPTOR_HEADROOM:
+        raise OSError(errno.EMFILE, "only %d file descriptors left" % free)
     ours, theirs = socket.socketpair()
     try:
         process = context().Process(target=worker_main.run, args=(theirs, os.getpid()),
@@ -53,6 +60,16 @@ def start_process():
     finally:
         theirs.close()
     return process, ours
+
+
+DESCRIPTOR_HEADROOM = 16  # what one start needs, with room to spare
+
+
+def _free_descriptors():
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if limit == resource.RLIM_INFINITY:
+        return DESCRIPTOR_HEADROOM
+    return limit - len(os.listdir("/proc/self/fd"))
 
 
 class Worker:
