@@ -16,7 +16,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from helpers import REPO, Daemon, free_port, wait_for_port
+from helpers import REPO, Daemon, free_port, recv_all, wait_for_port
 from idp import Idp, JwksServer
 
 READ_TIMEOUT = 1.0
@@ -114,19 +114,10 @@ def test_plaintext_http_on_the_tls_port_is_a_clear_400(tls_env):
     daemon, _, _, _ = tls_env
     with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as sock:
         sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\n{}")
-        raw = _read_to_eof(sock)
+        raw = recv_all(sock)
     head, _, body = raw.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 400 "), raw
     assert body == b"This port speaks HTTPS: use https:// to connect.\n"
-
-
-def _read_to_eof(sock):
-    chunks = []
-    while True:
-        chunk = sock.recv(65536)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
 
 
 def _half_client_hello():
@@ -156,7 +147,7 @@ def test_a_stalled_handshake_blocks_nobody_and_is_dropped_after_the_read_timeout
         assert resp.status_code == 200, resp.text
         # The stalled peer gets nothing but the close, once the read timeout passes.
         stalled.settimeout(READ_TIMEOUT * 10)
-        assert _read_to_eof(stalled) == b""
+        assert recv_all(stalled) == b""
 
 
 # -- startup refusals -------------------------------------------------------------------
@@ -201,7 +192,7 @@ def test_behind_a_tls_proxy_a_network_facing_host_with_auth_starts(tmp_path):
         with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as sock:
             sock.sendall(b"GET /.well-known/oauth-protected-resource/mcp HTTP/1.1\r\nHost: mcp.test\r\n"
                          b"Connection: close\r\n\r\n")
-            raw = _read_to_eof(sock)
+            raw = recv_all(sock)
     assert raw.startswith(b"HTTP/1.1 200 "), raw
     # Behind the proxy the public name is the audience, so that is what the metadata names.
     assert b'"resource":"https://mcp.test/mcp"' in raw

@@ -238,7 +238,7 @@ class Lifetime:
         return entry
 
     def session_ended(self, session_id):
-        """DELETE, worker death, stop: forget the session and its pending requests."""
+        """DELETE, worker death, stop: forget the session and what it had pending."""
         self._sessions.pop(session_id, None)
         self.pending.drop_session(session_id)
 
