@@ -420,6 +420,11 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+# A request body travels to its worker inside one frame (gsmcpd.wire.frames.MAX_FRAME,
+# 64 MiB), with room to spare for the frame's own few bytes.
+MAX_BODY_LIMIT = 60 * MIB
+
+
 def validate_config(config: Config) -> None:
     """Refuse unworkable combinations, naming the key to change."""
     if not config.host:
@@ -428,6 +433,9 @@ def validate_config(config: Config) -> None:
         raise ConfigError("probe_after", f"probe_after ({config.probe_after:g}s) must be less "
                           f"than idle_timeout ({config.idle_timeout:g}s), or the probe never runs")
     _validate_lifetime(config)
+    if config.max_body > MAX_BODY_LIMIT:
+        raise ConfigError("max_body", f"{config.max_body} bytes is more than a worker frame can carry "
+                          f"(at most {MAX_BODY_LIMIT} bytes, {MAX_BODY_LIMIT // MIB} MiB)")
     if config.tls_cert is not None and config.tls_key is None:
         raise ConfigError("tls_key", "tls_cert is set but tls_key is not")
     if config.tls_key is not None and config.tls_cert is None:

@@ -219,3 +219,11 @@ def test_the_lifetime_policy_refusals_are_config_refusals():
                          "GS_MCP_PING_TIMEOUT": "30", "GS_MCP_MAINTENANCE_INTERVAL": "5"})
     assert refused.value.key == "ping_timeout"
     assert "probe_after 90 + ping_timeout 30 > 100" in str(refused.value)
+
+
+def test_a_body_cap_beyond_what_a_frame_carries_is_refused():
+    with pytest.raises(ConfigError) as refused:
+        load_config({}, {"GS_MCP_MAX_BODY": "100MiB"})
+    assert refused.value.key == "max_body"
+    assert "more than a worker frame can carry" in str(refused.value)
+    assert load_config({}, {"GS_MCP_MAX_BODY": "60MiB"}).max_body == 60 * 1024 * 1024
