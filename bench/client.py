@@ -132,7 +132,7 @@ class BlockingConnection:
                 response, used = parsed
                 del self.buf[:used]
                 return response
-            chunk = self.sock.recv(262144)
+            chunk = self.sock.recv(65536)
             if not chunk:
                 raise ConnectionError("server closed the connection")
             self.buf += chunk

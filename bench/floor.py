@@ -49,7 +49,7 @@ def serve(port, host="127.0.0.1"):
                 continue
             conn = key.fileobj
             try:
-                data = conn.recv(262144)
+                data = conn.recv(65536)
             except (BlockingIOError, InterruptedError):
                 continue
             except OSError:

@@ -112,7 +112,7 @@ def _drive(url, n_conns, given_sids, method, params, warmup, duration, ready, go
             if key is None:
                 raise TimeoutError("no reply within 30 s")
             client = key.data
-            data = client.sock.recv(262144)
+            data = client.sock.recv(65536)
             if not data:
                 raise ConnectionError("server closed a connection mid-run")
             client.buf += data

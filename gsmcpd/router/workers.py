@@ -17,6 +17,7 @@ import signal
 import socket
 import threading
 
+from gsmcpd.router.connection import RECV_SIZE
 from gsmcpd.router.loop import send_some
 from gsmcpd.wire import frames
 
@@ -119,7 +120,7 @@ class Worker:
 
     def _on_readable(self):
         try:
-            data = self.sock.recv(256 * 1024)
+            data = self.sock.recv(RECV_SIZE)
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
