@@ -3,14 +3,18 @@
 import http.client
 import json
 import os
+import resource
 import signal
+import socket
+import subprocess
+import sys
 import threading
 import time
 
 import pytest
 
-from helpers import (Client, Daemon, body_of, pid_alive, raw_exchange, recv_all, status_of, tool_text,
-                     wait_until, worker_pids)
+from helpers import (REPO, Client, Daemon, body_of, free_port, pid_alive, raw_exchange, recv_all,
+                     status_of, tool_text, wait_for_port, wait_until, worker_pids)
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +145,6 @@ def test_undeclared_capabilities_are_method_not_found(client):
 
 
 def test_get_opens_an_sse_stream_with_keepalives(daemon):
-    import http.client
     c = Client(daemon.port)
     c.initialize()
     conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=10)
@@ -201,7 +204,6 @@ def test_pipelined_requests_on_one_connection_are_answered_in_order(client, daem
     data = b"".join(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                     b"MCP-Session-Id: " + client.session.encode() + b"\r\nContent-Length: " +
                     str(len(b)).encode() + b"\r\n\r\n" + b for b in bodies)
-    import socket
     with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as s:
         s.sendall(data)
         buf = b""
@@ -294,7 +296,6 @@ def test_sessions_beyond_the_maximum_are_refused_with_503(tmp_path):
 
 
 def test_a_half_closed_client_still_gets_its_reply(client, daemon):
-    import socket
     body = json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
                        "params": {"name": "execute_code", "arguments": {"code": "import time\ntime.sleep(0.3)\n9"}}})
     with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as s:
@@ -307,7 +308,6 @@ def test_a_half_closed_client_still_gets_its_reply(client, daemon):
 
 
 def test_during_shutdown_a_waiting_request_gets_503_not_a_session(tmp_path):
-    import socket
     d = Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution"}).start()
     c = Client(d.port)
     c.initialize()
@@ -328,8 +328,6 @@ def test_during_shutdown_a_waiting_request_gets_503_not_a_session(tmp_path):
 
 
 def _status(daemon):
-    import subprocess
-    import sys
     out = subprocess.run([sys.executable, "-m", "gsmcpd", "status", str(daemon.port), "--json",
                           "--state-dir", str(daemon.state)], capture_output=True, text=True,
                          env=daemon.env, cwd=str(daemon.tmp))
@@ -359,11 +357,6 @@ def test_a_worker_that_sends_a_garbage_frame_is_ended_and_the_router_serves_on(d
 
 
 def test_out_of_descriptors_pauses_accepting_and_recovers(tmp_path):
-    import resource
-    import socket
-    import subprocess
-    import sys
-    from helpers import REPO, free_port, wait_for_port
 
     port = free_port()
     env = dict(os.environ, GS_MCP_STATE_DIR=str(tmp_path / "state"), PYTHONPATH=str(REPO),
@@ -404,10 +397,6 @@ def _serves(client):
 
 
 def test_when_no_worker_can_be_started_initialize_gets_503_and_the_router_lives(tmp_path):
-    import resource
-    import subprocess
-    import sys
-    from helpers import REPO, free_port, wait_for_port
 
     port = free_port()
     env = dict(os.environ, GS_MCP_STATE_DIR=str(tmp_path / "state"), PYTHONPATH=str(REPO),
