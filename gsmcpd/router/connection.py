@@ -8,7 +8,7 @@ ended). The connection only moves bytes; what a request means is `app`'s busines
 import logging
 
 from gsmcpd.auth.tls import PlaintextHttpError, TlsError
-from gsmcpd.router.loop import send_some
+from gsmcpd.router.loop import recv_some, send_some
 from gsmcpd.wire import http
 
 log = logging.getLogger("gsmcpd.http")
@@ -52,12 +52,9 @@ class Connection:
 
     # -- reading -----------------------------------------------------------
     def _on_readable(self):
-        try:
-            data = self.sock.recv(RECV_SIZE)
-        except (BlockingIOError, InterruptedError):
+        data = recv_some(self.sock, RECV_SIZE)
+        if data is None:
             return
-        except OSError:
-            data = b""
         if not data:
             self._peer_closed()
             return

@@ -26,6 +26,17 @@ def send_some(sock, data):
         return 0
 
 
+def recv_some(sock, size):
+    """Read what a non-blocking socket has: bytes; b"" when the peer is gone (EOF or
+    an error); None when nothing is there yet."""
+    try:
+        return sock.recv(size)
+    except (BlockingIOError, InterruptedError):
+        return None
+    except OSError:
+        return b""
+
+
 class Timer:
     __slots__ = ("when", "callback", "cancelled")
 

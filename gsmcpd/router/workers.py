@@ -18,7 +18,7 @@ import socket
 import threading
 
 from gsmcpd.router.connection import RECV_SIZE
-from gsmcpd.router.loop import send_some
+from gsmcpd.router.loop import recv_some, send_some
 from gsmcpd.wire import frames
 
 log = logging.getLogger("gsmcpd.workers")
@@ -119,12 +119,9 @@ class Worker:
             self._update_interest()
 
     def _on_readable(self):
-        try:
-            data = self.sock.recv(RECV_SIZE)
-        except (BlockingIOError, InterruptedError):
+        data = recv_some(self.sock, RECV_SIZE)
+        if data is None:
             return
-        except OSError:
-            data = b""
         if not data:
             self._on_exit()
             return
