@@ -65,6 +65,16 @@ def _public_jwk(kid: str, alg: str, private_key) -> dict:
     return {**jwk, "kid": kid, "alg": alg, "use": "sig"}
 
 
+class Clock:
+    """A settable clock for KeySource/authenticate: `clock.now += 11` moves time."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
 class Idp:
     """Keys (kid → alg, private key) and a token mint. Default kids: rsa-1 ps-1 ec-1 ed-1."""
 

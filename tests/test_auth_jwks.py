@@ -8,7 +8,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from gsmcpd.auth import Accepted, AuthSettings, KeySource, NeedRefresh, Rejected, authenticate
 from gsmcpd.auth.jwks import JwksError, parse_jwks
-from idp import Idp, JwksServer
+from idp import Clock, Idp, JwksServer
 
 RESOURCE = "https://127.0.0.1:8443/mcp"
 
@@ -24,14 +24,6 @@ class QueueLoop:
 
     def run_one(self):
         self.queue.get(timeout=10)()
-
-
-class Clock:
-    def __init__(self):
-        self.now = 1000.0
-
-    def __call__(self):
-        return self.now
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import jwt
 import pytest
 
 from gsmcpd.auth import Accepted, AuthSettings, KeySource, NeedRefresh, Rejected, authenticate
-from idp import Idp
+from idp import Clock, Idp
 
 RESOURCE = "https://127.0.0.1:8443/mcp"
 ISSUER = "https://idp.test"
@@ -42,14 +42,6 @@ class ManualLoop:
     def run(self):
         while self.posted:
             self.posted.pop(0)()
-
-
-class Clock:
-    def __init__(self):
-        self.now = 1000.0
-
-    def __call__(self):
-        return self.now
 
 
 @pytest.fixture

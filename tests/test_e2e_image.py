@@ -19,14 +19,7 @@ import pytest
 
 from gsmcpd.image.default import EXAMPLE_FILES
 from helpers import Client, Daemon, pid_alive, tool_text, wait_until
-
-
-def write_image(root, files):
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
+from test_tools_support import write_image
 
 
 @pytest.fixture
