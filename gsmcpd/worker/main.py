@@ -71,8 +71,14 @@ class WorkerLoop:
 
     def serve(self) -> None:
         """Until EOF, a stop frame, or a broken frame."""
+        # Wait in poll(), not in a blocking recv: a recv's wait is woken by every
+        # write-space wake-up too, which the kernel sends each time the router reads
+        # one of our replies; a poll for POLLIN filters those out.
+        readable = select.poll()
+        readable.register(self.sock.fileno(), select.POLLIN)
         while True:
             try:
+                readable.poll()
                 data = self.sock.recv(RECV_SIZE)
             except OSError as error:
                 log.warning("worker %d: frame socket failed (%s); exiting", os.getpid(), error)
