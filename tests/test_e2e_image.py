@@ -257,3 +257,22 @@ def _ignore_outcome(function, *args):
         function(*args)
     except OSError:
         return
+
+
+def test_a_worker_that_cannot_open_the_image_fails_its_initialize_and_the_server_goes_on(tmp_path):
+    # initialize is sent to the worker right behind its prepare frame; a failed
+    # prepare must still answer it with the reason, not with a session.
+    image = write_image(tmp_path / "image", EXAMPLE_FILES)
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image), "GS_MCP_SPARE_WORKERS": "1"}) as daemon:
+        moved = tmp_path / "moved-away"
+        os.rename(image, moved)
+        client = Client(daemon.port)
+        reply = client.call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                           "clientInfo": {"name": "t", "version": "0"}})
+        assert reply.status == 200 and reply.header("mcp-session-id") is None
+        error = reply.json()["error"]
+        assert error["code"] == -32003
+        assert "worker could not be prepared" in error["message"] and str(image) in error["message"]
+        os.rename(moved, image)
+        again = session(daemon)
+        assert "shop" in tool_text(again.tool("list_dictionaries"))

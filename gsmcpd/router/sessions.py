@@ -81,7 +81,6 @@ class Session:
         self.last_activity = now
         self.queue = collections.deque()
         self.inflight = None
-        self.prepared = False
         self.ended = False
         self.stream = None  # the Connection carrying the standalone GET stream
         self.stream_generation = None  # its outbox generation
@@ -159,7 +158,10 @@ class SessionManager:
         return call
 
     def _pump(self, session):
-        if session.inflight is not None or not session.prepared or session.ended:
+        # No wait for the worker's "prepared": it reads frames in order, so a call
+        # sent right behind "prepare" (initialize) saves a round trip per session
+        # open, and a worker that fails to prepare answers it with an error.
+        if session.inflight is not None or session.ended:
             return
         while session.queue:
             call = session.queue.popleft()
@@ -207,10 +209,7 @@ class SessionManager:
             return
         op = frame.get("op")
         if op == "prepared":
-            if frame.get("ok"):
-                session.prepared = True
-                self._pump(session)
-            else:
+            if not frame.get("ok"):
                 error = frame.get("error") or "worker could not be prepared"
                 log.error("session %s: worker refused to prepare: %s", session.short, error)
                 self.end(session, "worker could not be prepared: %s" % error)

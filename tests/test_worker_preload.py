@@ -1,0 +1,41 @@
+"""The forkserver's preload: its rehearsal runs real sessions and leaves nothing behind."""
+
+import json
+import subprocess
+import sys
+
+from helpers import REPO
+
+PROBE = """
+import json, sys, tempfile, os
+before = set(os.listdir(tempfile.gettempdir()))
+import gsmcpd.worker.preload as preload
+rounds = preload.rehearse(3)
+print(json.dumps({
+    "rounds": rounds,
+    "loaders": [type(f).__module__ for f in sys.meta_path],
+    "image_modules": [m for m in sys.modules if m == "shop" or m.startswith("shop.")],
+    "left_in_tmp": [n for n in set(os.listdir(tempfile.gettempdir())) - before if "rehearsal" in n],
+}))
+"""
+
+
+def test_the_rehearsal_plays_whole_sessions_and_undoes_them():
+    out = subprocess.run([sys.executable, "-c", PROBE], cwd=str(REPO), capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["rounds"] == 3
+    assert "gsmcpd.image.view" not in report["loaders"]
+    assert report["image_modules"] == []
+    assert report["left_in_tmp"] == []
+
+
+def test_a_rehearsal_that_goes_wrong_says_so():
+    probe = ("import gsmcpd.worker.preload as p\n"
+             "p._CALLS.append(('tools/call', {'name': 'no_such_tool', 'arguments': {}}))\n"
+             "p.rehearse(1)\n")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=str(REPO), capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode != 0
+    assert "the worker rehearsal went wrong" in out.stderr
