@@ -438,3 +438,20 @@ def test_chunk_encoding():
     assert LAST_CHUNK == b"0\r\n\r\n"
     with pytest.raises(ValueError):
         stream_head(200, [("Content-Length", "1")])
+
+
+def test_the_head_end_search_agrees_with_the_grammar_on_random_bytes():
+    # The blank line ending a head is \r?\n\r?\n; the parser finds it with two
+    # bytes.find calls instead of a regex, and must find the same span.
+    import random
+    import re
+
+    from gsmcpd.wire.http import _head_end
+
+    grammar = re.compile(rb"\r?\n\r?\n")
+    rng = random.Random(7)
+    for _ in range(20000):
+        buf = bytearray(b"".join(rng.choice([b"\r", b"\n", b"a", b" "]) for _ in range(rng.randint(0, 12))))
+        start, stop = rng.randint(0, len(buf)), rng.randint(0, len(buf) + 3)
+        match = grammar.search(buf, start, stop)
+        assert _head_end(buf, start, stop) == (None if match is None else match.span()), (bytes(buf), start, stop)

@@ -165,8 +165,11 @@ class Connection:
             self._maybe_close()
             return
         self._update_interest()
-        # Not recursively: a long pipeline must not grow the stack.
-        self.loop.call_soon(self._next_request)
+        if self.parser.buffered or self._closing:
+            # Not recursively: a long pipeline must not grow the stack.
+            self.loop.call_soon(self._next_request)
+        else:
+            self._arm_idle()  # what _next_request would find: nothing yet
 
     # -- writing -----------------------------------------------------------
     def write(self, data):

@@ -22,7 +22,6 @@ CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 _TCHAR = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]"
 _TOKEN = re.compile(_TCHAR + "+")
 _TOKEN_BYTES = re.compile(_TCHAR.encode() + b"+")
-_HEAD_END = re.compile(rb"\r?\n\r?\n")
 _REQUEST_LINE = re.compile(r"(" + _TCHAR + r"+) ([\x21-\x7e]+) ([\x21-\x7e]+)")
 _VERSION_SHAPE = re.compile(r"HTTP/[0-9]+(?:\.[0-9]+)?")
 # The whole header block is validated by one regex and split by another, so a
@@ -219,16 +218,17 @@ class RequestParser:
             if self._blank_bytes > _MAX_BLANK:
                 raise HttpError(400, "too many empty lines before a request")
         # never look past max_head: the rest may be a large pipelined body
-        match = _HEAD_END.search(buf, max(0, self._scanned - 3), self.max_head + 4)
-        if match is None:
+        found = _head_end(buf, max(0, self._scanned - 3), self.max_head + 4)
+        if found is None:
             self._scanned = min(len(buf), self.max_head + 4)
             if len(buf) > self.max_head:
                 raise HttpError(431, "request head too large")
             return False
-        if match.end() > self.max_head:
+        start, end = found
+        if end > self.max_head:
             raise HttpError(431, "request head too large")
-        head = bytes(buf[:match.start()])
-        del buf[:match.end()]
+        head = bytes(buf[:start])
+        del buf[:end]
         self._scanned = 0
         self._parse_head(head)
         return True
@@ -356,6 +356,21 @@ class RequestParser:
                     raise HttpError(400, "non-ASCII byte in trailer")
                 # validated, then dropped: trailers carry nothing we use
                 _parse_header_line(line.decode("latin-1"))
+
+
+def _head_end(buf, start, stop):
+    """(start, end) of the first blank line (CRLF CRLF, or with bare LFs) in
+    buf[start:stop], or None. Two C-level finds: every such blank line holds
+    "\n\n" or "\n\r\n", and the earlier of the two is the first one (a regex
+    search for it walks the head a byte at a time, ~5x slower)."""
+    best = None
+    for mark in (b"\n\n", b"\n\r\n"):
+        at = buf.find(mark, start, stop)
+        if at >= 0:
+            begin = at - 1 if at > start and buf[at - 1] == 13 else at
+            if best is None or begin < best[0]:
+                best = (begin, at + len(mark))
+    return best
 
 
 def _parse_header_line(line):
