@@ -171,6 +171,40 @@ def test_lock_and_journal_are_created_group_writable_whatever_the_umask(tmp_path
         os.umask(old)
     assert (image / ".gsmcpd" / "lock").stat().st_mode & 0o777 == 0o664
     assert (image / ".gsmcpd" / "journal.jsonl").stat().st_mode & 0o777 == 0o664
+    assert (image / ".gsmcpd" / "journal.count").stat().st_mode & 0o777 == 0o664
+
+
+def _commit_n(store, n):
+    for i in range(n):
+        snap = store.read_snapshot()
+        store.commit({"m.py": b"A = %d\n" % i}, {"m.py": sha256(snap.files.get("m.py"))},
+                     user="u", session_id="s")
+
+
+def test_the_version_is_read_from_the_count_file_not_the_whole_journal(tmp_path):
+    store = make_image(tmp_path, {"m.py": "A = 0\n"})
+    _commit_n(store, 3)
+    count = store.state_dir / "journal.count"
+    assert count.read_text().split() == ["3", str(store.journal_path.stat().st_size)]
+    # Proof the journal's remembered prefix is not read again: blank it out (same
+    # size); the version still says 3, and a line appended after it is counted.
+    size = store.journal_path.stat().st_size
+    store.journal_path.write_bytes(b" " * (size - 1) + b"\n")
+    assert store.read_snapshot().version == 3
+    with open(store.journal_path, "ab") as journal:
+        journal.write(b'{"killed": "between its journal line and the count"}\n')
+    assert store.read_snapshot().version == 4
+
+
+@pytest.mark.parametrize("content", [b"", b"garbage", b"-1 10", b"2 999999", b"1 5", b"7"])
+def test_an_unusable_count_file_means_counting_the_whole_journal(tmp_path, content):
+    store = make_image(tmp_path, {"m.py": "A = 0\n"})
+    _commit_n(store, 2)
+    store.count_path.write_bytes(content)   # "1 5" is not a line boundary
+    assert store.read_snapshot().version == 2
+    _commit_n(store, 1)                      # and the next commit mends it
+    assert store.count_path.read_text().split()[0] == "3"
+    assert store.read_snapshot().version == 3
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to read the image as another account")

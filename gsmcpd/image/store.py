@@ -2,7 +2,9 @@
 
 The image is a directory of Python source. Its state lives beside the source in
 a hidden `.gsmcpd/` directory: `lock` (fcntl.flock: shared to read a snapshot,
-exclusive to commit) and `journal.jsonl` (one JSON line per commit). A commit
+exclusive to commit), `journal.jsonl` (one JSON line per commit) and
+`journal.count` (how many lines the journal had at which size, so opening a view
+does not read the whole history to learn its version). A commit
 writes each file as temp file + fsync + rename + directory fsync, so a crash at
 any point leaves each file either old or new, never torn.
 """
@@ -23,6 +25,7 @@ from pathlib import Path
 STATE_DIR = ".gsmcpd"
 LOCK_NAME = "lock"
 JOURNAL_NAME = "journal.jsonl"
+COUNT_NAME = "journal.count"
 TEMP_NAME = re.compile(r"\..+\.tmp-\d+")   # _write_atomically's temp files
 
 
@@ -62,6 +65,7 @@ class ImageStore:
         self.image_dir = Path(image_dir).resolve()
         self.state_dir = self.image_dir / STATE_DIR
         self.journal_path = self.state_dir / JOURNAL_NAME
+        self.count_path = self.state_dir / COUNT_NAME
 
     # -- locking ---------------------------------------------------------
 
@@ -117,11 +121,39 @@ class ImageStore:
         return found
 
     def _journal_length(self) -> int:
+        """Commits in the journal (call under the lock). Only lines past the size the
+        count file remembers are read: none, unless a commit was killed between
+        appending its line and updating the count, or the count file is unusable."""
         try:
-            with open(self.journal_path, "rb") as journal:
-                return sum(1 for line in journal if line.strip())
+            journal = open(self.journal_path, "rb")
         except FileNotFoundError:
             return 0
+        with journal:
+            known, offset = self._remembered_count(journal)
+            journal.seek(offset)
+            return known + sum(1 for line in journal if line.strip())
+
+    def _remembered_count(self, journal) -> tuple[int, int]:
+        """(lines, size) from the count file when it describes a prefix of this
+        journal that ends at a line boundary, else (0, 0): count from the start."""
+        try:
+            lines, size = (int(field) for field in self.count_path.read_bytes().split())
+        except (OSError, ValueError):
+            return 0, 0
+        if lines < 0 or size <= 0 or size > os.fstat(journal.fileno()).st_size:
+            return 0, 0
+        journal.seek(size - 1)
+        return (lines, size) if journal.read(1) == b"\n" else (0, 0)
+
+    def _remember_count(self, lines: int) -> None:
+        # Only a cache of the journal: a commit never fails for want of writing it.
+        with contextlib.suppress(OSError):
+            size = os.stat(self.journal_path).st_size
+            fd = _create_shared(self.count_path, os.O_WRONLY | os.O_TRUNC)
+            try:
+                _write_all(fd, b"%d %d\n" % (lines, size))
+            finally:
+                os.close(fd)
 
     def journal(self) -> list[dict]:
         try:
@@ -155,7 +187,9 @@ class ImageStore:
                 "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "user": user, "session": session_id, "files": records,
             })
-            return self._journal_length()
+            version = self._journal_length()
+            self._remember_count(version)
+            return version
 
     def _sweep_temps(self, directories) -> None:
         """Temp files a killed commit left behind; under the exclusive lock no
