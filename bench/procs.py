@@ -92,16 +92,19 @@ def tree_memory(root_pid, classify=None):
 
 
 def gsmcpd_kind(router_pid):
-    """Classifier for a gsmcpd tree: router, forkserver, worker, other."""
+    """Classifier for a gsmcpd tree: router, forkserver, spawner, worker, other."""
     tree = children_map()
     forkservers = [c for c in tree.get(router_pid, ()) if b"forkserver" in cmdline(c).encode()]
-    workers = {w for fs in forkservers for w in tree.get(fs, ())}
+    spawners = {s for fs in forkservers for s in tree.get(fs, ())}
+    workers = {w for sp in spawners for w in tree.get(sp, ())}
 
     def kind(pid):
         if pid == router_pid:
             return "router"
         if pid in forkservers:
             return "forkserver"
+        if pid in spawners:
+            return "spawner"
         if pid in workers:
             return "worker"
         return "other"

@@ -233,7 +233,8 @@ def _children(pid):
 
 
 def worker_pids(daemon_pid):
-    """Live worker processes of this daemon: the children of its forkserver."""
+    """Live worker processes of this daemon: the children of the spawner, which is
+    the child of its forkserver."""
     pids = []
     for child in _children(daemon_pid):
         try:
@@ -241,7 +242,8 @@ def worker_pids(daemon_pid):
         except OSError:
             continue
         if b"forkserver" in cmdline:
-            pids.extend(_children(child))
+            for spawner in _children(child):
+                pids.extend(_children(spawner))
     return pids
 
 

@@ -20,7 +20,7 @@ from gsmcpd.router.connection import Connection
 from gsmcpd.router.loop import Loop
 from gsmcpd.router.sessions import SessionManager
 from gsmcpd.router.supervision import Supervisor
-from gsmcpd.router.workers import WorkerPool
+from gsmcpd.router.workers import WorkerPool, close_spawner
 
 log = logging.getLogger("gsmcpd.router")
 trace_log = logging.getLogger("gsmcpd.trace")
@@ -242,6 +242,7 @@ class Router:
             return
         for worker in alive:
             worker.kill()
+        close_spawner()
         for conn in list(self.connections):
             conn.close()
         self.loop.stop()

@@ -1,12 +1,15 @@
 """Worker processes as the router sees them: start, frame channel, signals, spares.
 
-Workers are started from a forkserver, so they never inherit the listening socket
-or any client socket: the forkserver itself was started with only the fds it needs,
-and each worker receives exactly one fd, its end of the session's socketpair.
-The router learns of a worker's death from its process sentinel or from EOF on the
-frame socket, whichever comes first, and never waits for either.
+Workers are forked by the spawner (gsmcpd.worker.spawner), itself started once
+through multiprocessing's forkserver, so no worker ever inherits the listening
+socket or any client socket: each receives exactly one fd, its end of the
+session's socketpair. The router holds a pidfd per worker: it signals through it
+(a pidfd never names a recycled pid) and learns of the worker's death from it
+becoming readable, or from EOF on the frame socket, whichever comes first, and
+never waits for either.
 """
 
+import atexit
 import errno
 import logging
 import multiprocessing
@@ -23,48 +26,110 @@ from gsmcpd.wire import frames
 
 log = logging.getLogger("gsmcpd.workers")
 
-_context = None
 PRELOAD = ["gsmcpd.worker.preload"]
+SPAWNER_TIMEOUT = 30.0  # seconds a start may take before the spawner is deemed stuck
 
 
-def context():
-    global _context
-    if _context is None:
-        _context = multiprocessing.get_context("forkserver")
-        # Imported once in the forkserver, shared copy-on-write by every worker, so
-        # preparing a session costs no imports (they were ~100 ms of session open).
-        _context.set_forkserver_preload(PRELOAD)
-    return _context
+class Spawner:
+    """The router's handle on the spawner process; `start()` is thread-safe."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._process = None
+        self._control = None
+
+    def start(self):
+        """A new worker: (pid, pidfd, the router's end of its frame socket).
+
+        Blocking: a round trip to the spawner, which forks. The pool calls it on its
+        own thread; the loop calls it only when no spare is ready. A spawner that
+        died is started again, once per call."""
+        # Running out of descriptors halfway through a start would leave the
+        # spawner's reply unread, so refuse before starting one.
+        free = _free_descriptors()
+        if free < DESCRIPTOR_HEADROOM:
+            raise OSError(errno.EMFILE, "only %d file descriptors left" % free)
+        with self._lock:
+            try:
+                return self._request()
+            except (OSError, EOFError) as error:
+                log.warning("the worker spawner failed (%s); starting a new one", error)
+                self._stop()
+                return self._request()
+
+    def _request(self):
+        if self._control is None:
+            self._launch()
+        ours, theirs = socket.socketpair()
+        try:
+            socket.send_fds(self._control, [b"start %d" % os.getpid()], [theirs.fileno()])
+            reply, fds, _flags, _addr = socket.recv_fds(self._control, 512, 1)
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        if not reply:
+            ours.close()
+            raise EOFError("the spawner closed its socket")
+        verb, _, rest = reply.partition(b" ")
+        if verb != b"ok" or len(fds) != 1:
+            ours.close()
+            for fd in fds:
+                os.close(fd)
+            raise OSError(errno.EAGAIN, "the spawner could not start a worker: %s"
+                          % rest.decode("utf-8", "replace"))
+        return int(rest), fds[0], ours
+
+    def _launch(self):
+        context = multiprocessing.get_context("forkserver")
+        # Imported once in the forkserver, inherited by the spawner and shared
+        # copy-on-write by every worker, so preparing a session costs no imports.
+        context.set_forkserver_preload(PRELOAD)
+        from gsmcpd.worker import spawner
+
+        ours, theirs = socket.socketpair()
+        try:
+            process = context.Process(target=spawner.serve, args=(theirs,), name="gsmcpd-spawner")
+            process.start()
+            # Ours to end (EOF on its socket, see close()), not multiprocessing's to
+            # join at exit: a join before that EOF would wait forever.
+            multiprocessing.process._children.discard(process)
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        ours.settimeout(SPAWNER_TIMEOUT)
+        self._process, self._control = process, ours
+
+    def close(self):
+        """EOF on its socket ends the spawner; its workers are the router's to stop."""
+        with self._lock:
+            self._stop(grace=5.0)
+
+    def _stop(self, grace=0.0):
+        if self._control is not None:
+            self._control.close()
+        if self._process is not None:
+            self._process.join(grace)
+            if self._process.exitcode is None:
+                self._process.kill()
+                self._process.join(5)
+        self._process = self._control = None
+
+
+_spawner = Spawner()
+atexit.register(_spawner.close)
 
 
 def start_process():
-    """Fork a worker from the forkserver: (process, the router's end of its socket).
+    """Start a worker: (pid, pidfd, the router's end of its frame socket)."""
+    return _spawner.start()
 
-    Blocking: a round trip to the forkserver. The pool calls it on its own thread;
-    the loop calls it only when no spare is ready.
-    """
-    from gsmcpd.worker import main as worker_main
 
-    # Running out of descriptors halfway through a start kills the forkserver
-    # (multiprocessing's own handshake then breaks), so refuse before starting one.
-    free = _free_descriptors()
-    if free < DESCRIPTOR_HEADROOM:
-        raise OSError(errno.EMFILE, "only %d file descriptors left" % free)
-    ours, theirs = socket.socketpair()
-    try:
-        process = context().Process(target=worker_main.run, args=(theirs, os.getpid()),
-                                    name="gsmcpd-worker")
-        process.start()
-        # multiprocessing polls every child it still knows at each start: O(sessions)
-        # per fork, ~14 ms of the router's CPU at 1000 sessions. The router watches
-        # its workers' sentinels and reaps them itself, so it keeps them off that list.
-        multiprocessing.process._children.discard(process)
-    except BaseException:
-        ours.close()
-        raise
-    finally:
-        theirs.close()
-    return process, ours
+def close_spawner():
+    _spawner.close()
 
 
 DESCRIPTOR_HEADROOM = 16  # what one start needs, with room to spare
@@ -82,15 +147,13 @@ class Worker:
 
     def __init__(self, loop, started=None):
         self.loop = loop
-        self.process, self.sock = started or start_process()
-        self.pid = self.process.pid
+        self.pid, self.pidfd, self.sock = started or start_process()
         self.sock.setblocking(False)
         self.decoder = frames.FrameDecoder(raw_messages=True)  # replies are relayed, not parsed
         self.out = bytearray()
         self.alive = True
         self.listener = None  # object with on_worker_frame(worker, msg), on_worker_exit(worker)
-        self._sentinel = self.process.sentinel
-        loop.add_reader(self._sentinel, self._on_exit)
+        loop.add_reader(self.pidfd, self._on_exit)  # readable once the process has exited
         self._update_interest()
 
     # -- frames ------------------------------------------------------------
@@ -151,7 +214,7 @@ class Worker:
     def signal(self, signum):
         if self.alive:
             try:
-                os.kill(self.pid, signum)
+                signal.pidfd_send_signal(self.pidfd, signum)
             except ProcessLookupError:
                 pass
 
@@ -165,25 +228,21 @@ class Worker:
     def _on_exit(self):
         if not self.alive:
             return
+        try:
+            signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)  # EOF first: make sure it is gone
+        except ProcessLookupError:
+            pass
         self.alive = False
         self.loop.remove(self.sock)
-        self.loop.remove(self._sentinel)
-        try:
-            self.sock.close()
-        except OSError:
-            pass
-        self.kill()  # EOF first: make sure the process is really gone
-        self._reap()
+        self.loop.remove(self.pidfd)
+        for closing in (self.sock.close, lambda: os.close(self.pidfd)):
+            try:
+                closing()
+            except OSError:
+                pass
+        # Nothing to reap: the spawner is the parent, and lets the kernel do it.
         if self.listener is not None:
             self.listener.on_worker_exit(self)
-
-    def _reap(self):
-        # exitcode polls the forkserver's report without waiting; after SIGKILL
-        # it arrives within moments, so check back until it has.
-        if self.process.exitcode is None:
-            self.loop.call_later(0.05, self._reap)
-            return
-        self.process.close()
 
 
 class WorkerPool:
