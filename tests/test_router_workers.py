@@ -55,15 +55,20 @@ def test_signals_go_through_the_pidfd_and_a_dead_spawner_is_replaced():
 
 def test_a_worker_gets_a_clean_start_from_the_spawner():
     # Only its frame socket (plus the std streams and what multiprocessing's own
-    # forkserver holds), default SIGCHLD for its tools' subprocesses.
+    # forkserver holds), default SIGCHLD for its tools' subprocesses, and the
+    # scheduling the spawner set up once for all its workers.
     pid, pidfd, sock = workers.start_process()
     try:
+        sock.settimeout(20)
+        sock.sendall(frames.encode({"op": "prepare", "session": {"toolsets": ["bench"]}}))
+        assert frames.FrameDecoder().feed(sock.recv(65536))[0]["ok"] is True  # it is running
         fds = os.listdir("/proc/%d/fd" % pid)
         targets = [os.readlink("/proc/%d/fd/%s" % (pid, fd)) for fd in fds]
         assert sum(t.startswith("socket:") for t in targets) <= 2, targets
         status = open("/proc/%d/status" % pid).read()
         ignored = int(status.split("SigIgn:")[1].split()[0], 16)
         assert not ignored & (1 << (signal.SIGCHLD - 1))
+        assert os.sched_getscheduler(pid) == os.SCHED_BATCH   # set once, in the spawner
     finally:
         sock.close()
         select.select([pidfd], [], [], 20)

@@ -30,9 +30,14 @@ WATCHDOG_INTERVAL = 3.0   # seconds between pid checks; a closed socket is seen 
 RECV_SIZE = 64 * 1024  # bigger recv buffers cost an mmap/munmap per call (~25 us)
 
 
-def run(sock: socket.socket, router_pid: int) -> None:
+def configure_process() -> None:
+    """Output and scheduling; a no-op in a fork of a process that did it already."""
     _configure_output()
     _batch_scheduling()
+
+
+def run(sock: socket.socket, router_pid: int) -> None:
+    configure_process()
     loop = WorkerLoop(sock)
     signal.signal(signal.SIGINT, loop.break_handler(KeyboardInterrupt, "soft break"))
     signal.signal(signal.SIGUSR1, loop.break_handler(HardBreak, "hard break"))
@@ -202,9 +207,11 @@ def _error_for(message, code: int, text: str):
 def _batch_scheduling() -> None:
     """SCHED_BATCH: a woken worker does not preempt the running router. On two
     cores every call wakes a worker, and preempting the router mid-send stalled
-    every other client behind one call; the worker still gets its fair CPU share."""
+    every other client behind one call; the worker still gets its fair CPU share.
+    (A fork inherits it: the spawner sets it once for all its workers.)"""
     try:
-        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+        if os.sched_getscheduler(0) != os.SCHED_BATCH:
+            os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
     except (AttributeError, OSError) as error:
         log.info("worker %d: SCHED_BATCH unavailable (%s)", os.getpid(), error)
 
@@ -271,6 +278,11 @@ class _LoggedStream:
 
 
 def _configure_output() -> None:
+    """Logging to the real stderr, and print() to logging. Once per process tree:
+    the spawner does it before it forks (it was ~150 page faults and ~1 ms of
+    every new worker), and a fork inherits it; each record names its own pid."""
+    if isinstance(sys.stdout, _LoggedStream):
+        return
     # The real stderr, captured before sys.stderr is replaced (else logging would loop).
     stream = sys.__stderr__ if sys.__stderr__ is not None else open(os.devnull, "w")
     logging.basicConfig(level=logging.WARNING, stream=stream, force=True,

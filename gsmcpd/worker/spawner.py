@@ -30,6 +30,8 @@ def serve(control: socket.socket) -> None:
     """Answer start requests until the router closes its end."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)    # a terminal's ^C is the router's to handle
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)   # exited workers are reaped by the kernel
+    # What every worker would otherwise set up for itself, done once to be inherited.
+    worker_main.configure_process()
     control.setblocking(True)
     forking = multiprocessing.get_context("fork")
     while True:
