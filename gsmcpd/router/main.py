@@ -20,7 +20,7 @@ from gsmcpd.router.connection import Connection
 from gsmcpd.router.loop import Loop
 from gsmcpd.router.sessions import SessionManager
 from gsmcpd.router.supervision import Supervisor
-from gsmcpd.router.workers import WorkerPool, close_spawner
+from gsmcpd.router.workers import WorkerPool
 
 log = logging.getLogger("gsmcpd.router")
 trace_log = logging.getLogger("gsmcpd.trace")
@@ -242,7 +242,7 @@ class Router:
             return
         for worker in alive:
             worker.kill()
-        close_spawner()
+        self.pool.stop_spawner()
         for conn in list(self.connections):
             conn.close()
         self.loop.stop()
@@ -256,6 +256,9 @@ def serve(config, *, on_ready=None, on_stopping=None, on_reload=None):
                     limit, config.max_sessions)
     router = Router(config)
     router.prepare_image()
+    # The spawner first (its preload and rehearsal take a moment): once the port
+    # listens, sessions can open.
+    router.pool.start()
     router.bind()
     router.on_stopping = on_stopping
     router.loop.add_signal_handler(signal.SIGTERM, router.shutdown)
@@ -263,7 +266,6 @@ def serve(config, *, on_ready=None, on_stopping=None, on_reload=None):
     if on_reload is not None:
         router.loop.add_signal_handler(signal.SIGHUP, on_reload)
     router.control = ControlEndpoint(router)
-    router.pool.start()
     if router.auth is not None:
         router.auth.start()
     from gsmcpd.daemon import startup_line

@@ -9,16 +9,12 @@ becoming readable, or from EOF on the frame socket, whichever comes first, and
 never waits for either.
 """
 
-import atexit
 import errno
 import logging
 import multiprocessing
 import os
-import queue
-import resource
 import signal
 import socket
-import threading
 
 from gsmcpd.router.connection import RECV_SIZE
 from gsmcpd.router.loop import recv_some, send_some
@@ -31,68 +27,24 @@ SPAWNER_TIMEOUT = 30.0  # seconds a start may take before the spawner is deemed 
 
 
 class Spawner:
-    """The router's handle on the spawner process; `start()` is thread-safe."""
+    """The router's handle on the spawner process and its control socket."""
 
     def __init__(self):
-        self._lock = threading.Lock()
-        self._process = None
-        self._control = None
+        self.process = None
+        self.control = None
 
-    def start(self):
-        """A new worker: (pid, pidfd, the router's end of its frame socket).
-
-        Blocking: a round trip to the spawner, which forks. The pool calls it on its
-        own thread; the loop calls it only when no spare is ready. A spawner that
-        died is started again, once per call."""
-        # Running out of descriptors halfway through a start would leave the
-        # spawner's reply unread, so refuse before starting one.
-        free = _free_descriptors()
-        if free < DESCRIPTOR_HEADROOM:
-            raise OSError(errno.EMFILE, "only %d file descriptors left" % free)
-        with self._lock:
-            try:
-                return self._request()
-            except (OSError, EOFError) as error:
-                log.warning("the worker spawner failed (%s); starting a new one", error)
-                self._stop()
-                return self._request()
-
-    def _request(self):
-        if self._control is None:
-            self._launch()
-        ours, theirs = socket.socketpair()
-        try:
-            socket.send_fds(self._control, [b"start %d" % os.getpid()], [theirs.fileno()])
-            reply, fds, _flags, _addr = socket.recv_fds(self._control, 512, 1)
-        except BaseException:
-            ours.close()
-            raise
-        finally:
-            theirs.close()
-        if not reply:
-            ours.close()
-            raise EOFError("the spawner closed its socket")
-        verb, _, rest = reply.partition(b" ")
-        if verb != b"ok" or len(fds) != 1:
-            ours.close()
-            for fd in fds:
-                os.close(fd)
-            raise OSError(errno.EAGAIN, "the spawner could not start a worker: %s"
-                          % rest.decode("utf-8", "replace"))
-        return int(rest), fds[0], ours
-
-    def _launch(self):
+    def launch(self):
         context = multiprocessing.get_context("forkserver")
         # Imported once in the forkserver, inherited by the spawner and shared
         # copy-on-write by every worker, so preparing a session costs no imports.
         context.set_forkserver_preload(PRELOAD)
         from gsmcpd.worker import spawner
 
-        ours, theirs = socket.socketpair()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             process = context.Process(target=spawner.serve, args=(theirs,), name="gsmcpd-spawner")
             process.start()
-            # Ours to end (EOF on its socket, see close()), not multiprocessing's to
+            # Ours to end (EOF on its socket, see stop()), not multiprocessing's to
             # join at exit: a join before that EOF would wait forever.
             multiprocessing.process._children.discard(process)
         except BaseException:
@@ -100,54 +52,78 @@ class Spawner:
             raise
         finally:
             theirs.close()
-        ours.settimeout(SPAWNER_TIMEOUT)
-        self._process, self._control = process, ours
+        ours.setblocking(False)
+        self.process, self.control = process, ours
 
-    def close(self):
+    def ask(self, count):
+        """Ask for `count` more spares; they arrive as messages on `control`."""
+        self.control.send(b"more %d %d" % (count, os.getpid()))
+
+    def receive(self, wait=None):
+        """The next message: ("spare", (pid, pidfd, socket)), ("error", text), ("eof", text);
+        without `wait` None when nothing is waiting, with it ("timeout", None) after
+        that many seconds. Descriptors that did not fit are closed."""
+        try:
+            if wait is not None:
+                self.control.settimeout(wait)
+            message, fds, flags, _addr = socket.recv_fds(self.control, 256, 2)
+        except TimeoutError:
+            return "timeout", None
+        except (BlockingIOError, InterruptedError):
+            return None
+        except OSError as error:
+            return "eof", str(error)
+        finally:
+            if wait is not None and self.control.fileno() >= 0:
+                self.control.setblocking(False)
+        if not message:
+            return "eof", None
+        verb, _, rest = message.partition(b" ")
+        if verb == b"spare" and len(fds) == 2 and not flags & socket.MSG_CTRUNC:
+            return "spare", (int(rest), fds[0], socket.socket(fileno=fds[1]))
+        for fd in fds:
+            os.close(fd)
+        if verb == b"spare":  # its descriptors did not fit: this router is out of them
+            return "error", "a spare worker arrived but this router is out of file descriptors"
+        return "error", rest.decode("utf-8", "replace")
+
+    def stop(self, grace=5.0):
         """EOF on its socket ends the spawner; its workers are the router's to stop."""
-        with self._lock:
-            self._stop(grace=5.0)
-
-    def _stop(self, grace=0.0):
-        if self._control is not None:
-            self._control.close()
-        if self._process is not None:
-            self._process.join(grace)
-            if self._process.exitcode is None:
-                self._process.kill()
-                self._process.join(5)
-        self._process = self._control = None
+        if self.control is not None:
+            self.control.close()
+        if self.process is not None:
+            self.process.join(grace)
+            if self.process.exitcode is None:
+                self.process.kill()
+                self.process.join(5)
+        self.process = self.control = None
 
 
-_spawner = Spawner()
-atexit.register(_spawner.close)
+DESCRIPTOR_HEADROOM = 16  # kept free beyond what the spares asked for will take
+MAX_ASK = 16              # spares asked for in one message
 
 
-def start_process():
-    """Start a worker: (pid, pidfd, the router's end of its frame socket)."""
-    return _spawner.start()
-
-
-def close_spawner():
-    _spawner.close()
-
-
-DESCRIPTOR_HEADROOM = 16  # what one start needs, with room to spare
-
-
-def _free_descriptors():
-    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    if limit == resource.RLIM_INFINITY:
-        return DESCRIPTOR_HEADROOM
-    return limit - len(os.listdir("/proc/self/fd"))
+def has_descriptors(count):
+    """True if `count` more descriptors can be opened now: a probe that takes and
+    gives them back (listing /proc/self/fd cost milliseconds at 1000 sessions)."""
+    taken = []
+    try:
+        for _ in range(count):
+            taken.append(os.dup(2))
+        return True
+    except OSError:
+        return False
+    finally:
+        for fd in taken:
+            os.close(fd)
 
 
 class Worker:
     """One worker process and the router's end of its frame socket."""
 
-    def __init__(self, loop, started=None):
+    def __init__(self, loop, started):
         self.loop = loop
-        self.pid, self.pidfd, self.sock = started or start_process()
+        self.pid, self.pidfd, self.sock = started
         self.sock.setblocking(False)
         self.decoder = frames.FrameDecoder(raw_messages=True)  # replies are relayed, not parsed
         self.out = bytearray()
@@ -246,69 +222,116 @@ class Worker:
 
 
 class WorkerPool:
-    """Pre-started spare workers, so opening a session does not wait for a fork.
+    """Spare workers, forked ahead by the spawner, so opening a session does not wait
+    for a fork. The router only asks for more and adopts what arrives, from its loop:
+    it never forks, never waits for one, and keeps no thread for it."""
 
-    Spares are forked on the pool's own thread (a fork round trip is milliseconds
-    the loop must not spend) and handed to the loop, which alone touches them.
-    """
+    STARVED_PAUSE = 1.0  # seconds without asking after running out of descriptors or a failed fork
 
     def __init__(self, loop, spares):
         self.loop = loop
         self.target = spares
         self.spares = []
         self.closed = False
-        self._starting = 0  # forks asked of the thread and not yet adopted
-        self._jobs = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._fork_spares, name="gsmcpd-spares", daemon=True)
+        self.spawner = Spawner()
+        self._asked = 0             # spares asked for and not yet arrived
+        self._paused_until = 0.0
 
     def start(self):
-        self._thread.start()
+        self._launch()
         self.replenish()
 
+    def _launch(self):
+        self.spawner.launch()
+        self._asked = 0
+        self.loop.add_reader(self.spawner.control, self._on_spawner)
+
     def claim(self):
+        """A spare for a new session; OSError when none can be had."""
         while self.spares:
             worker = self.spares.pop()
             if worker.alive:
                 self.replenish()
                 return worker
-        worker = Worker(self.loop)  # none ready: this session waits for a fork
+        worker = self._wait_for_spare()
         self.replenish()
         return worker
 
     def replenish(self):
-        if self.closed:
+        if self.closed or self.loop.time() < self._paused_until:
             return
         self.spares = [w for w in self.spares if w.alive]
-        for _ in range(self.target - len(self.spares) - self._starting):
-            self._starting += 1
-            self._jobs.put(True)
-
-    def _fork_spares(self):
-        while self._jobs.get():
+        wanted = min(self.target - len(self.spares) - self._asked, MAX_ASK)
+        if wanted > 0:
             try:
-                started = start_process()
-            except Exception:
-                log.exception("could not start a spare worker")
-                started = None
-            self.loop.call_soon_threadsafe(lambda started=started: self._adopt(started))
+                self._ask(wanted)
+            except OSError as error:  # starved (paused above), or the spawner is gone (EOF follows)
+                log.debug("no spares asked for: %s", error)
 
-    def _adopt(self, started):
-        self._starting -= 1
-        if started is None:
-            return
-        worker = Worker(self.loop, started)
+    def _ask(self, count):
+        if not has_descriptors(DESCRIPTOR_HEADROOM + 2 * (self._asked + count)):
+            self._starved("out of file descriptors")
+            raise OSError(errno.EMFILE, "too few file descriptors left to take a worker")
+        self.spawner.ask(count)
+        self._asked += count
+
+    def _starved(self, why):
+        log.warning("not starting spare workers for %.0f s: %s", self.STARVED_PAUSE, why)
+        self._paused_until = self.loop.time() + self.STARVED_PAUSE
+        self.loop.call_later(self.STARVED_PAUSE, self.replenish)
+
+    def _on_spawner(self):
+        while not self.closed:
+            received = self.spawner.receive()
+            if received is None:
+                return
+            self._take(*received)
+
+    def _take(self, kind, detail):
+        """One message from the spawner; the Worker for a spare, else None."""
+        if kind == "eof":
+            log.error("the worker spawner is gone (%s); starting a new one", detail or "EOF")
+            self.loop.remove(self.spawner.control)
+            self.spawner.stop(grace=0)
+            self._launch()
+            self.replenish()
+            return None
+        self._asked = max(0, self._asked - 1)
+        if kind == "error":
+            log.error("the spawner could not make a spare worker: %s", detail)
+            self._starved(detail)
+            return None
+        worker = Worker(self.loop, detail)
         if self.closed:
             worker.kill()
-            return
+            return None
         worker.listener = _SpareListener(self)
         self.spares.append(worker)
+        return worker
+
+    def _wait_for_spare(self):
+        """None ready: ask for one and wait for it, blocking the loop (only when
+        sessions are opened faster than spares are forked, or with no spares set)."""
+        if self._asked == 0:
+            self._ask(1)
+        kind, detail = self.spawner.receive(wait=SPAWNER_TIMEOUT)
+        if kind == "timeout":
+            raise OSError(errno.ETIMEDOUT, "the spawner sent no worker in %.0f s" % SPAWNER_TIMEOUT)
+        if self._take(kind, detail) is None:
+            raise OSError(errno.EAGAIN, "no worker could be started: %s" % (detail or "the spawner restarted"))
+        return self.spares.pop()
 
     def close(self):
         self.closed = True
-        self._jobs.put(False)
+        if self.spawner.control is not None:
+            self.loop.remove(self.spawner.control)
         for worker in self.spares:
             worker.stop()
         return list(self.spares)
+
+    def stop_spawner(self):
+        self.spawner.stop()
+
 
 
 class _SpareListener:

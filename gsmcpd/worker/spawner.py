@@ -2,16 +2,19 @@
 
 The router starts it once, through multiprocessing's forkserver (so it holds no
 client socket and has every worker module imported, rehearsed and frozen), and
-asks it for workers over a socketpair. Each worker is a `multiprocessing` fork of
-the spawner: that skips the forkserver's per-start work (pickling the process
-object, unpickling it in the child, re-preparing `sys.path` and `__main__`), which
-was half of a new worker's CPU and page faults.
+asks it for spare workers. Each worker is a `multiprocessing` fork of the
+spawner: that skips the forkserver's per-start work (pickling the Process object,
+unpickling it in the child, re-preparing `sys.path` and `__main__`), which was
+half of a new worker's CPU and page faults. Forking here, not on a thread of the
+router, also keeps the router single-threaded: it only receives finished spares.
 
-Protocol, one request at a time on the control socket:
-  router -> spawner: b"start <router pid>" with one fd, the worker's end of its frame socket
-  spawner -> router: b"ok <pid>" with one fd, a pidfd for the worker, or b"error <reason>"
-The router signals and watches the worker through the pidfd, which can never name
-another process, so the spawner lets the kernel reap exited workers (SIGCHLD ignored).
+Protocol on the control socket (SOCK_SEQPACKET: one message per send):
+  router -> spawner: b"more <n> <router pid>"
+  spawner -> router: per worker, b"spare <pid>" with two fds: a pidfd for the
+                     worker and the router's end of its frame socket;
+                     or b"error <reason>" with none, when a fork failed.
+The router signals and watches each worker through its pidfd, which can never
+name a recycled pid, so the spawner lets the kernel reap exited workers.
 """
 
 from __future__ import annotations
@@ -23,11 +26,12 @@ import socket
 
 from gsmcpd.worker import main as worker_main
 
-REQUEST_SIZE = 256
+REQUEST_SIZE = 64
+MAX_BATCH = 64  # spares asked for at once; more is a confused router
 
 
 def serve(control: socket.socket) -> None:
-    """Answer start requests until the router closes its end."""
+    """Fork the spares asked for, until the router closes its end."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)    # a terminal's ^C is the router's to handle
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)   # exited workers are reaped by the kernel
     # What every worker would otherwise set up for itself, done once to be inherited.
@@ -36,48 +40,71 @@ def serve(control: socket.socket) -> None:
     forking = multiprocessing.get_context("fork")
     while True:
         try:
-            request, fds, _flags, _addr = socket.recv_fds(control, REQUEST_SIZE, 1)
+            request = control.recv(REQUEST_SIZE)
         except OSError:
             return
         if not request:
             return                                   # the router is gone
         try:
-            reply, pidfd = _start(forking, control, request, fds)
-        except Exception as error:  # anything wrong is the router's to report, not ours to die of
-            reply, pidfd = b"error %s: %s" % (type(error).__name__.encode(), str(error).encode()), None
-        finally:
-            for fd in fds:
-                os.close(fd)
-        try:
-            socket.send_fds(control, [reply], [pidfd] if pidfd is not None else [])
-        except OSError:
-            return
-        finally:
-            if pidfd is not None:
+            count, router_pid = _parse(request)
+        except ValueError as error:
+            count, router_pid = 0, None
+            _send(control, b"error %s" % str(error).encode(), [])
+        for _ in range(count):
+            try:
+                pid, pidfd, router_end = _fork(forking, control, router_pid)
+            except Exception as error:  # the router reports it; the spawner goes on
+                if not _send(control, b"error %s: %s" % (type(error).__name__.encode(),
+                                                         str(error).encode()), []):
+                    return
+                continue
+            try:
+                if not _send(control, b"spare %d" % pid, [pidfd, router_end.fileno()]):
+                    return
+            finally:
                 os.close(pidfd)
+                router_end.close()
 
 
-def _start(forking, control, request, fds):
-    verb, _, router_pid = request.partition(b" ")
-    if verb != b"start" or len(fds) != 1 or not router_pid.isdigit():
-        raise ValueError("bad start request %r with %d fds" % (request[:40], len(fds)))
-    sock = socket.socket(fileno=fds.pop())  # ours now: the worker must hold no second copy
+def _parse(request):
+    verb, count, router_pid = (request.split() + [b"", b""])[:3]
+    if verb != b"more" or not count.isdigit() or not router_pid.isdigit() or not 0 < int(count) <= MAX_BATCH:
+        raise ValueError("bad request %r" % request[:40])
+    return int(count), int(router_pid)
+
+
+def _send(control, message, fds):
     try:
-        process = forking.Process(target=_worker, args=(control.fileno(), sock, int(router_pid)),
-                                  name="gsmcpd-worker")
+        socket.send_fds(control, [message], fds)
+        return True
+    except OSError:
+        return False
+
+
+def _fork(forking, control, router_pid):
+    """One worker: (pid, pidfd, the router's end of its frame socket)."""
+    router_end, worker_end = socket.socketpair()
+    try:
+        process = forking.Process(target=_worker, name="gsmcpd-worker",
+                                  args=((control.fileno(), router_end.fileno()), worker_end, router_pid))
         process.start()
+    except BaseException:
+        router_end.close()
+        raise
     finally:
-        sock.close()
+        worker_end.close()
     # The spawner never joins its workers; multiprocessing would poll each one at
     # every later start (O(workers)) and keep it in memory.
     multiprocessing.process._children.discard(process)
-    return b"ok %d" % process.pid, os.pidfd_open(process.pid)
+    return process.pid, os.pidfd_open(process.pid), router_end
 
 
-def _worker(control_fd: int, sock: socket.socket, router_pid: int) -> None:
-    # A fork inherits the spawner's descriptors and dispositions: drop its control
-    # socket, and give tools back a normal SIGCHLD (subprocess needs it).
-    os.close(control_fd)
+def _worker(foreign_fds, sock: socket.socket, router_pid: int) -> None:
+    # A fork inherits the spawner's descriptors and dispositions: drop the control
+    # socket and the router's end of our own socket (else we would never see EOF),
+    # and give tools back a normal SIGCHLD and SIGINT (subprocess needs the first).
+    for fd in foreign_fds:
+        os.close(fd)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     worker_main.run(sock, router_pid)
