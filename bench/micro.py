@@ -1,22 +1,22 @@
-"""Per-request cost of the router's pure steps, timed in-process (no sockets).
+"""Per-request cost of the pure steps of one tools/call echo, timed in-process (no sockets).
 
-`python -m bench.micro` times each step the router takes for one tools/call echo
-(parse the HTTP request, the gates' header lookups, JSON-RPC parse, frame encode,
-frame decode of the reply, serialise the response, write the HTTP response, the
-lifetime/break bookkeeping, the selector re-registrations, the idle timer) so the
-profile's "where the time goes" can be given in microseconds. What is left of the
-measured router CPU per call after these is syscalls, scheduling and loop glue.
+`python -m bench.micro` times each step the router takes (parse the HTTP request, the
+gates' header lookups, JSON-RPC parse, the call frame spliced around the body, the
+reply frame split back out unparsed, the HTTP response, the lifetime/break
+bookkeeping) and each step the worker takes (decode the call frame, McpServer.handle,
+encode the reply frame), so the profile's "where the time goes" can be given in
+microseconds. What is left of the measured CPU per call after these is syscalls,
+wake-ups, scheduling and loop glue. These are hot-loop figures: in place, after a
+context switch, the same code runs with cold caches and costs more.
 """
 
 import json
-import socket
 import sys
 import timeit
 
 from gsmcpd.router.app import accepts
 from gsmcpd.router.breaks import Breaks
 from gsmcpd.router.lifetime import Lifetime, LifetimeSettings
-from gsmcpd.router.loop import Loop
 from gsmcpd.wire import frames, http, jsonrpc
 
 SID = "0123456789abcdef0123456789abcdef"
@@ -24,58 +24,57 @@ BODY = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","
 REQUEST = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nAccept: application/json, text/event-stream\r\n"
            b"Content-Type: application/json\r\nMcp-Session-Id: " + SID.encode() +
            b"\r\nMcp-Protocol-Version: 2025-11-25\r\nContent-Length: %d\r\n\r\n" % len(BODY)) + BODY
-RESULT = {"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": "hello"}], "isError": False}}
-REPLY_FRAME = frames.encode({"op": "reply", "seq": 7, "message": RESULT})
+RESULT = {"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": "hello"}]}}
+CALL_FRAME = frames.message_frame("call", 7, BODY)
+REPLY_FRAME = frames.message_frame("reply", 7, jsonrpc.dumps(RESULT))
 
 
-def steps():
-    message = json.loads(BODY)
+def router_steps():
     parsed_request = _parse_http()
     lifetime = Lifetime(LifetimeSettings(), 0.0)
     lifetime.session_opened(SID, 0.0)
     breaks = Breaks()
-    loop = Loop()
-    a, b = socket.socketpair()
-    a.setblocking(False)
-    loop.set_interest(a, lambda: None, None)
 
     def gates():
         r = parsed_request
         r.header("origin")
         r.header("host")
         accepts(r, "text/event-stream")
-        r.header("accept")
         r.header("mcp-session-id")
         r.header("mcp-protocol-version")
 
-    def bookkeeping():
+    def bookkeeping():  # what Supervisor does per call with no request timeout set
         lifetime.request_arrived(SID, 1.0)
         lifetime.call_started(SID, 1.0)
-        breaks.call_started(SID, 7, "tools/call", 1.0)
         lifetime.call_finished(SID, 1.0)
         breaks.call_finished(SID)
-        lifetime.info(SID, 1.0)
+        lifetime.deadline(SID)
 
-    def interest():
-        loop.set_interest(a, None, None)          # busy: stop reading
-        loop.set_interest(a, lambda: None, None)  # answered: read again
-
-    def idle_timer():
-        loop.call_later(300, lambda: None).cancel()
-
-    decoder = frames.FrameDecoder()
+    relay = frames.FrameDecoder(raw_messages=True)
     return [
         ("HTTP parse (RequestParser.feed + next_request)", _parse_http),
         ("gates (Host/Origin, Accept, session and version headers)", gates),
         ("JSON-RPC parse (jsonrpc.parse)", lambda: jsonrpc.parse(BODY)),
-        ("call frame encode (frames.encode)", lambda: frames.encode({"op": "call", "seq": 7, "message": message})),
-        ("reply frame decode (FrameDecoder.feed)", lambda: decoder.feed(REPLY_FRAME)),
-        ("response serialise (jsonrpc.dumps)", lambda: jsonrpc.dumps(RESULT)),
+        ("call frame around the body (frames.message_frame)", lambda: frames.message_frame("call", 7, BODY)),
+        ("reply frame split, unparsed (FrameDecoder raw_messages)", lambda: relay.feed(REPLY_FRAME)),
         ("HTTP response (http.response)", lambda: http.response(200, [("Content-Type", "application/json")],
                                                                   b"x" * 96)),
         ("lifetime + breaks bookkeeping", bookkeeping),
-        ("selector re-registration x2 (epoll_ctl)", interest),
-        ("idle timer re-arm (heap push)", idle_timer),
+    ]
+
+
+def worker_steps():
+    import gsmcpd.worker.preload  # noqa: F401  (what a worker has loaded)
+    from gsmcpd.worker.server import build_server
+
+    server = build_server({"toolsets": ["bench"], "session_id": SID, "user": "bench"})
+    decoder = frames.FrameDecoder()
+    message = json.loads(BODY)
+    return [
+        ("call frame decode (FrameDecoder.feed)", lambda: decoder.feed(CALL_FRAME)),
+        ("McpServer.handle (tools/call echo)", lambda: server.handle(message, None)),
+        ("reply frame encode (jsonrpc.dumps + frames.message_frame)",
+         lambda: frames.message_frame("reply", 7, jsonrpc.dumps(RESULT))),
     ]
 
 
@@ -85,9 +84,9 @@ def _parse_http():
     return parser.next_request()
 
 
-def measure(number=20000):
+def measure(steps, number=20000):
     out = []
-    for label, fn in steps():
+    for label, fn in steps:
         fn()
         best = min(timeit.repeat(fn, number=number, repeat=3)) / number
         out.append((label, round(best * 1e6, 2)))
@@ -95,11 +94,11 @@ def measure(number=20000):
 
 
 def main():
-    rows = measure()
-    total = sum(us for _, us in rows)
-    for label, us in rows:
-        print("%8.2f us  %s" % (us, label))
-    print("%8.2f us  total of the pure steps" % total)
+    for side, steps in (("router", router_steps()), ("worker", worker_steps())):
+        rows = measure(steps)
+        for label, us in rows:
+            print("%8.2f us  %s" % (us, label))
+        print("%8.2f us  the %s's pure steps in all\n" % (sum(us for _, us in rows), side))
     return 0
 
 
