@@ -35,8 +35,6 @@ _HEX_SIZE = re.compile(rb"[0-9A-Fa-f]{1,16}")
 _MAX_BLANK = 1024                        # empty lines tolerated before a request line
 _MAX_CHUNK_LINE = 4096                   # size + extensions; anything longer is abuse
 
-_FRAMING_HEADERS = frozenset(("content-length", "transfer-encoding", "connection", "expect"))
-
 # parser states
 _HEAD, _FIXED, _CHUNK_SIZE, _CHUNK_DATA, _CHUNK_CRLF, _TRAILERS, _CLOSED, _DEAD = range(8)
 
@@ -56,7 +54,7 @@ class Request:
     __slots__ = ("method", "target", "path", "query", "version", "headers", "body", "keep_alive",
                  "_by_name")
 
-    def __init__(self, method, target, version, headers, body=b"", keep_alive=True):
+    def __init__(self, method, target, version, headers, body=b"", keep_alive=True, by_name=None):
         self.method = method
         self.target = target
         self.path, _, self.query = (target if target[:1] == "/" and "#" not in target else _origin_form(target)).partition("?")
@@ -64,19 +62,22 @@ class Request:
         self.headers = headers
         self.body = body
         self.keep_alive = keep_alive
-        self._by_name = None
+        self._by_name = by_name if by_name is not None else _index(headers)
 
     def header(self, name):
         """The value of header ``name``; repeated headers are joined with ", "."""
-        by_name = self._by_name
-        if by_name is None:  # built once: the router asks for several headers per request
-            by_name = self._by_name = {}
-            for key, value in self.headers:
-                by_name[key] = by_name[key] + ", " + value if key in by_name else value
-        return by_name.get(name.lower())
+        return self._by_name.get(name.lower())
 
     def __repr__(self):
         return f"<Request {self.method} {self.path} {self.version} body={len(self.body)}B>"
+
+
+def _index(headers):
+    """name -> value, repeated headers joined with ", " (RFC 9110 5.3)."""
+    by_name = {}
+    for key, value in headers:
+        by_name[key] = by_name[key] + ", " + value if key in by_name else value
+    return by_name
 
 
 def _origin_form(target):
@@ -191,8 +192,8 @@ class RequestParser:
         return None   # _CLOSED
 
     def _finish(self):
-        method, target, version, headers, keep_alive = self._pending
-        request = Request(method, target, version, headers, bytes(self._body), keep_alive)
+        method, target, version, headers, keep_alive, by_name = self._pending
+        request = Request(method, target, version, headers, bytes(self._body), keep_alive, by_name)
         self._pending = None
         self._body = bytearray()
         self._expect_continue = False
@@ -258,42 +259,40 @@ class RequestParser:
             for line in block[:-1].split("\n"):
                 _parse_header_line(line.removesuffix("\r"))   # raises with the precise reason
             raise HttpError(400, "malformed header line")
-        headers = [(name.lower(), value.strip(" \t"))
-                   for name, value in _HEADER_PAIRS.findall(block)]
+        # One pass builds both the header list and the index the router and the
+        # framing rules below read (repeated headers joined, as RFC 9110 allows).
+        headers, by_name = [], {}
+        for name, value in _HEADER_PAIRS.findall(block):
+            name, value = name.lower(), value.strip(" \t")
+            headers.append((name, value))
+            by_name[name] = by_name[name] + ", " + value if name in by_name else value
 
-        transfer_encodings, content_lengths, connection, expect = [], [], [], []
-        for name, value in headers:
-            if name in _FRAMING_HEADERS:
-                if name == "content-length":
-                    content_lengths.append(value)
-                elif name == "transfer-encoding":
-                    transfer_encodings.append(value)
-                elif name == "connection":
-                    connection.extend(token.strip().lower() for token in value.split(","))
-                else:
-                    expect.append(value.lower())
+        connection = by_name.get("connection")
+        tokens = [t.strip().lower() for t in connection.split(",")] if connection is not None else ()
         if version == "HTTP/1.1":
-            keep_alive = "close" not in connection
+            keep_alive = "close" not in tokens
         else:
-            keep_alive = "keep-alive" in connection and "close" not in connection
-        self._pending = (method, target, version, headers, keep_alive)
+            keep_alive = "keep-alive" in tokens and "close" not in tokens
+        self._pending = (method, target, version, headers, keep_alive, by_name)
         self._body = bytearray()
 
-        if transfer_encodings:
-            if content_lengths:
+        transfer_encoding = by_name.get("transfer-encoding")
+        if transfer_encoding is not None:
+            if "content-length" in by_name:
                 raise HttpError(400, "both Content-Length and Transfer-Encoding")
-            codings = [c.strip().lower() for v in transfer_encodings for c in v.split(",")]
+            codings = [c.strip().lower() for c in transfer_encoding.split(",")]
             if codings != ["chunked"]:
                 raise HttpError(501, "only Transfer-Encoding: chunked is supported")
             self._state = _CHUNK_SIZE
             self._trailer_bytes = 0
         else:
-            length = _content_length(content_lengths)
+            length = _content_length(by_name.get("content-length"))
             if length > self.max_body:
                 raise HttpError(413, "request body too large")
             self._state = _FIXED
             self._remaining = length
-        if version == "HTTP/1.1" and expect == ["100-continue"]:
+        expect = by_name.get("expect")
+        if version == "HTTP/1.1" and expect is not None and expect.lower() == "100-continue":
             self._expect_continue = self._state != _FIXED or self._remaining > 0
 
     # ---- chunked body ---------------------------------------------------
@@ -387,18 +386,22 @@ def _parse_header_line(line):
     return match.group(1).lower(), match.group(2).strip(" \t")
 
 
-def _content_length(values):
-    """The one Content-Length among all header values (0 if none); 400 if they disagree."""
+def _content_length(value):
+    """The one Content-Length in the (joined) header value, 0 if none; 400 if the
+    listed values are not all the same number."""
+    if value is None:
+        return 0
+    if _DIGITS.fullmatch(value):   # the usual single value
+        return int(value)
     lengths = set()
-    for value in values:
-        for item in value.split(","):
-            item = item.strip(" \t")
-            if not _DIGITS.fullmatch(item):
-                raise HttpError(400, "invalid Content-Length")
-            lengths.add(int(item))
+    for item in value.split(","):
+        item = item.strip(" \t")
+        if not _DIGITS.fullmatch(item):
+            raise HttpError(400, "invalid Content-Length")
+        lengths.add(int(item))
     if len(lengths) > 1:
         raise HttpError(400, "conflicting Content-Length values")
-    return lengths.pop() if lengths else 0
+    return lengths.pop()
 
 
 # ---- response writers ---------------------------------------------------
