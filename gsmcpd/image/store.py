@@ -66,6 +66,7 @@ class ImageStore:
         self.state_dir = self.image_dir / STATE_DIR
         self.journal_path = self.state_dir / JOURNAL_NAME
         self.count_path = self.state_dir / COUNT_NAME
+        self._lock_path = str(self.state_dir / LOCK_NAME)
 
     # -- locking ---------------------------------------------------------
 
@@ -73,15 +74,13 @@ class ImageStore:
     def _locked(self, mode: int):
         # flock works on a read-only descriptor too, so an account that may only
         # read the image can still take the shared lock another account created.
-        if not self.state_dir.is_dir():
+        try:
+            fd = os.open(self._lock_path, os.O_RDONLY)
+        except FileNotFoundError:
             with contextlib.suppress(FileExistsError):
                 self.state_dir.mkdir()
                 os.chmod(self.state_dir, 0o775)  # shared by the accounts sharing the image
-        path = self.state_dir / LOCK_NAME
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except FileNotFoundError:
-            fd = _create_shared(path, os.O_RDONLY)
+            fd = _create_shared(self._lock_path, os.O_RDONLY)
         try:
             fcntl.flock(fd, mode)
             yield
@@ -94,30 +93,36 @@ class ImageStore:
         """Every module file, read under the shared lock so no commit is half-seen."""
         with self._locked(fcntl.LOCK_SH):
             files = {}
+            root = str(self.image_dir)
             for rel in self._scan():
                 try:
-                    files[rel] = (self.image_dir / rel).read_bytes()
+                    with open(os.path.join(root, rel), "rb", buffering=0) as module:
+                        files[rel] = module.readall()
                 except PermissionError:
                     continue  # per-user workers: what this account may not read, it does not see
             return Snapshot(files, self._journal_length())
 
     def _scan(self) -> list[str]:
         """Relative paths of importable module files: hidden dirs, caches and
-        directories that are not regular packages are left out."""
+        directories that are not regular packages are left out. (os.scandir and
+        plain strings, not pathlib: this runs in every new worker, where each
+        object touched for the first time copies a shared page.)"""
         found = []
 
-        def walk(directory: Path, prefix: str) -> None:
-            for entry in sorted(directory.iterdir(), key=lambda p: p.name):
+        def walk(directory: str, prefix: str) -> None:
+            with os.scandir(directory) as scan:
+                entries = sorted(scan, key=_entry_name)
+            for entry in entries:
                 name = entry.name
                 if name.startswith(".") or name == "__pycache__":
                     continue
                 if entry.is_dir():
-                    if name.isidentifier() and (entry / "__init__.py").is_file():
-                        walk(entry, prefix + name + "/")
+                    if name.isidentifier() and os.path.isfile(os.path.join(entry.path, "__init__.py")):
+                        walk(entry.path, prefix + name + "/")
                 elif name.endswith(".py") and name[:-3].isidentifier():
                     found.append(prefix + name)
 
-        walk(self.image_dir, "")
+        walk(str(self.image_dir), "")
         return found
 
     def _journal_length(self) -> int:
@@ -263,7 +268,11 @@ class ImageStore:
             os.close(fd)
 
 
-def _create_shared(path: Path, flags: int) -> int:
+def _entry_name(entry: os.DirEntry) -> str:
+    return entry.name
+
+
+def _create_shared(path: Path | str, flags: int) -> int:
     """Create a state file group-writable whatever the umask: with per-user workers,
     every account sharing the image (through a group) must be able to use it."""
     fd = os.open(path, flags | os.O_CREAT, 0o664)
