@@ -272,3 +272,17 @@ def test_a_busy_worker_exits_at_once_when_its_router_closes_the_socket():
         assert channel.process.exitcode == 0  # the watchdog saw the hang-up mid-call
     finally:
         channel.close()
+
+
+def test_prepared_and_the_first_reply_leave_in_one_write_when_the_call_came_with_the_prepare():
+    # The router sends a session's initialize right behind its prepare; answering
+    # both with one write wakes the router once, not twice.
+    channel = Channel()
+    try:
+        channel.sock.sendall(frames.encode({"op": "prepare", "session": SESSION}) + frames.encode(
+            {"op": "call", "seq": 1, "message": {"jsonrpc": "2.0", "id": 1, "method": "ping"}}))
+        first_read = channel.decoder.feed(channel.sock.recv(65536))
+        assert [f["op"] for f in first_read] == ["prepared", "reply"]
+        assert first_read[0]["ok"] is True and first_read[1]["message"]["result"] == {}
+    finally:
+        channel.close()

@@ -251,10 +251,12 @@ class WorkerPool:
         while self.spares:
             worker = self.spares.pop()
             if worker.alive:
-                self.replenish()
+                # After this pass, once the session's first frames are on their way:
+                # asking (and the descriptor probe before it) is not the open's work.
+                self.loop.call_soon(self.replenish)
                 return worker
         worker = self._wait_for_spare()
-        self.replenish()
+        self.loop.call_soon(self.replenish)
         return worker
 
     def replenish(self):

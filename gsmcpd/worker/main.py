@@ -59,6 +59,7 @@ class WorkerLoop:
         self.decoder = frames.FrameDecoder()
         self.server = None
         self.in_call = False
+        self._held = b""              # frames written with the next write (see prepare)
         self._writing = False         # a frame is half written: breaks wait until it is whole
         self._pending_break = None
 
@@ -97,13 +98,14 @@ class WorkerLoop:
             except frames.FrameError as error:
                 log.error("worker %d: bad frame from the router (%s); exiting", os.getpid(), error)
                 return
-            for message in messages:
-                try:
+            try:
+                for message in messages:
                     if not self.dispatch(message):
                         return
-                except OSError as error:
-                    log.warning("worker %d: cannot answer the router (%s); exiting", os.getpid(), error)
-                    return
+                self._flush()
+            except OSError as error:
+                log.warning("worker %d: cannot answer the router (%s); exiting", os.getpid(), error)
+                return
 
     def dispatch(self, frame: dict) -> bool:
         """Act on one router frame; False means exit."""
@@ -130,6 +132,8 @@ class WorkerLoop:
         self._send_bytes(frames.message_frame(op, seq, data))
 
     def _send_bytes(self, data: bytes) -> None:
+        if self._held:
+            data, self._held = self._held + data, b""
         self._writing = True
         try:
             self.sock.sendall(data)
@@ -161,7 +165,13 @@ class WorkerLoop:
             log.exception("worker %d: prepare failed", os.getpid())
             self.send({"op": "prepared", "ok": False, "error": f"{type(error).__name__}: {error}"})
             return
-        self.send({"op": "prepared", "ok": True, "pid": os.getpid()})
+        # Held until the next write or the end of this read: a session's initialize
+        # arrives right behind its prepare, and one write wakes the router once.
+        self._held += frames.encode({"op": "prepared", "ok": True, "pid": os.getpid()})
+
+    def _flush(self) -> None:
+        if self._held:
+            self._send_bytes(b"")
 
     def call(self, seq, message) -> None:
         if self.server is None:
