@@ -102,3 +102,22 @@ def test_the_descriptor_probe_gives_back_what_it_takes():
     assert has_descriptors(8)
     assert not has_descriptors(10 ** 7)
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_a_garbled_message_from_the_spawner_is_an_error_and_its_descriptors_are_closed():
+    spawner = Spawner()
+    spawner.control, other = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        before = len(os.listdir("/proc/self/fd"))
+        for message, count in ((b"spare notapid", 2), (b"spare 12", 1), (b"hello", 0)):
+            passed = [os.dup(0) for _ in range(count)]
+            socket.send_fds(other, [message], passed)
+            for fd in passed:
+                os.close(fd)
+            kind, detail = spawner.receive(wait=5)
+            assert kind == "error" and detail, (message, detail)
+        assert len(os.listdir("/proc/self/fd")) == before   # nothing received was kept
+        other.close()
+        assert spawner.receive(wait=5)[0] == "eof"
+    finally:
+        spawner.control.close()

@@ -79,12 +79,14 @@ class Spawner:
         if not message:
             return "eof", None
         verb, _, rest = message.partition(b" ")
-        if verb == b"spare" and len(fds) == 2 and not flags & socket.MSG_CTRUNC:
+        if verb == b"spare" and rest.isdigit() and len(fds) == 2 and not flags & socket.MSG_CTRUNC:
             return "spare", (int(rest), fds[0], socket.socket(fileno=fds[1]))
         for fd in fds:
             os.close(fd)
-        if verb == b"spare":  # its descriptors did not fit: this router is out of them
+        if verb == b"spare" and flags & socket.MSG_CTRUNC:
             return "error", "a spare worker arrived but this router is out of file descriptors"
+        if verb != b"error":
+            return "error", "unexpected message from the spawner: %r" % message[:60]
         return "error", rest.decode("utf-8", "replace")
 
     def stop(self, grace=5.0):
