@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from gsmcpd.router.lifetime import LifetimeSettings
+
 CHECKOUT = Path(__file__).resolve().parent.parent
 DEFAULT_STATE_DIR = CHECKOUT / "var"
 CORE_TOOLSETS = ("execution", "session", "listing", "browsing", "search", "mutation", "testing")
@@ -154,6 +156,8 @@ class Knob:
 
 
 MIB = 1024 * 1024
+# The session-lifetime knobs' defaults live with the policy that uses them.
+LIFETIME_DEFAULTS = LifetimeSettings()
 
 KNOBS: tuple[Knob, ...] = (
     Knob("host", "GS_MCP_HOST", "127.0.0.1", lambda t: t.strip()),
@@ -172,15 +176,19 @@ KNOBS: tuple[Knob, ...] = (
     Knob("max_body", "GS_MCP_MAX_BODY", 16 * MIB, parse_size),
     Knob("read_timeout", "GS_MCP_READ_TIMEOUT", 8.0, parse_positive_seconds),
     Knob("keepalive_interval", "GS_MCP_KEEPALIVE_INTERVAL", 15.0, parse_positive_seconds),
-    Knob("idle_timeout", "GS_MCP_IDLE_TIMEOUT", 1800.0, parse_optional_seconds),
-    Knob("probe_after", "GS_MCP_PROBE_AFTER", 1500.0, parse_positive_seconds),
-    Knob("streamless_idle_timeout", "GS_MCP_STREAMLESS_IDLE_TIMEOUT", 60.0, parse_seconds),
-    Knob("stream_loss_grace", "GS_MCP_STREAM_LOSS_GRACE", 10.0, parse_seconds),
-    Knob("max_session_lifetime", "GS_MCP_MAX_SESSION_LIFETIME", None, parse_optional_seconds),
-    Knob("request_timeout", "GS_MCP_REQUEST_TIMEOUT", None, parse_optional_seconds),
-    Knob("break_grace", "GS_MCP_BREAK_GRACE", 2.0, parse_positive_seconds),
-    Knob("maintenance_interval", "GS_MCP_MAINTENANCE_INTERVAL", 60.0, parse_positive_seconds),
-    Knob("ping_timeout", "GS_MCP_PING_TIMEOUT", 30.0, parse_positive_seconds),
+    Knob("idle_timeout", "GS_MCP_IDLE_TIMEOUT", LIFETIME_DEFAULTS.idle_timeout, parse_optional_seconds),
+    Knob("probe_after", "GS_MCP_PROBE_AFTER", LIFETIME_DEFAULTS.probe_after, parse_positive_seconds),
+    Knob("streamless_idle_timeout", "GS_MCP_STREAMLESS_IDLE_TIMEOUT",
+         LIFETIME_DEFAULTS.streamless_idle_timeout, parse_seconds),
+    Knob("stream_loss_grace", "GS_MCP_STREAM_LOSS_GRACE", LIFETIME_DEFAULTS.stream_loss_grace, parse_seconds),
+    Knob("max_session_lifetime", "GS_MCP_MAX_SESSION_LIFETIME",
+         LIFETIME_DEFAULTS.max_session_lifetime, parse_optional_seconds),
+    Knob("request_timeout", "GS_MCP_REQUEST_TIMEOUT",
+         LIFETIME_DEFAULTS.request_timeout, parse_optional_seconds),
+    Knob("break_grace", "GS_MCP_BREAK_GRACE", LIFETIME_DEFAULTS.break_grace, parse_positive_seconds),
+    Knob("maintenance_interval", "GS_MCP_MAINTENANCE_INTERVAL",
+         LIFETIME_DEFAULTS.maintenance_interval, parse_positive_seconds),
+    Knob("ping_timeout", "GS_MCP_PING_TIMEOUT", LIFETIME_DEFAULTS.ping_timeout, parse_positive_seconds),
     Knob("spare_workers", "GS_MCP_SPARE_WORKERS", 2, lambda t: parse_int(t, lo=0)),
     Knob("max_sessions", "GS_MCP_MAX_SESSIONS", 2000, lambda t: parse_int(t, lo=1)),
     Knob("log_file", "GS_MCP_LOG_FILE", None, parse_optional_path),
@@ -229,15 +237,15 @@ class Config:
     max_body: int = 16 * MIB
     read_timeout: float = 8.0
     keepalive_interval: float = 15.0
-    idle_timeout: float | None = 1800.0
-    probe_after: float = 1500.0
-    streamless_idle_timeout: float = 60.0
-    stream_loss_grace: float = 10.0
-    max_session_lifetime: float | None = None
-    request_timeout: float | None = None
-    break_grace: float = 2.0
-    maintenance_interval: float = 60.0
-    ping_timeout: float = 30.0
+    idle_timeout: float | None = LIFETIME_DEFAULTS.idle_timeout
+    probe_after: float = LIFETIME_DEFAULTS.probe_after
+    streamless_idle_timeout: float = LIFETIME_DEFAULTS.streamless_idle_timeout
+    stream_loss_grace: float = LIFETIME_DEFAULTS.stream_loss_grace
+    max_session_lifetime: float | None = LIFETIME_DEFAULTS.max_session_lifetime
+    request_timeout: float | None = LIFETIME_DEFAULTS.request_timeout
+    break_grace: float = LIFETIME_DEFAULTS.break_grace
+    maintenance_interval: float = LIFETIME_DEFAULTS.maintenance_interval
+    ping_timeout: float = LIFETIME_DEFAULTS.ping_timeout
     spare_workers: int = 2
     max_sessions: int = 2000
     log_file: Path | None = None
