@@ -107,6 +107,32 @@ def test_lf_only_line_endings_and_leading_empty_lines(feeding):
     assert parser.in_progress is False   # the stray CRLF after a body is not a request
 
 
+def test_a_head_with_tabs_or_mixed_line_ends_parses_like_a_plain_one():
+    # Tabs in values and bare LFs leave the common path; the result must not differ.
+    plain = b"GET /a HTTP/1.1\r\nHost: h\r\nX-Tab: one two\r\nAccept: */*\r\n\r\n"
+    variants = [plain,
+                b"GET /a HTTP/1.1\r\nHost: h\nX-Tab:\tone two\t\r\nAccept: */*\n\r\n",
+                b"GET /a HTTP/1.1\nHost:  h \nX-Tab: \tone two\nAccept: */*\n\n"]
+    parsed = [run(data, whole)[1][0] for data in variants]
+    assert [r.headers for r in parsed] == [parsed[0].headers] * 3
+    assert parsed[0].headers == [("host", "h"), ("x-tab", "one two"), ("accept", "*/*")]
+
+
+def test_a_known_header_name_without_its_colon_is_still_refused():
+    # Names already seen are remembered; the colon is checked on every line regardless.
+    run(b"GET / HTTP/1.1\r\nHost: h\r\n\r\n", whole)
+    err = refused(b"GET / HTTP/1.1\r\nHost\r\n\r\n", whole)
+    assert (err.status, err.message) == (400, "header line without a colon")
+
+
+def test_header_names_past_the_remembered_ones_are_checked_and_parsed():
+    many = b"".join(b"X-Name-%d: %d\r\n" % (i, i) for i in range(1200))
+    _, [req] = run(b"GET / HTTP/1.1\r\n" + many + b"\r\n", whole, max_head=1 << 20)
+    assert req.header("x-name-1199") == "1199" and len(req.headers) == 1200
+    err = refused(b"GET / HTTP/1.1\r\nX-New(Name): 1\r\n\r\n", whole)
+    assert (err.status, err.message) == (400, "invalid header name")
+
+
 def test_absolute_form_target(feeding):
     data = b"POST http://example.com:8080/mcp?q=1 HTTP/1.1\r\nContent-Length: 0\r\n\r\n"
     _, [req] = run(data, feeding)

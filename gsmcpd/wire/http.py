@@ -24,10 +24,8 @@ _TOKEN = re.compile(_TCHAR + "+")
 _TOKEN_BYTES = re.compile(_TCHAR.encode() + b"+")
 _REQUEST_LINE = re.compile(r"(" + _TCHAR + r"+) ([\x21-\x7e]+) ([\x21-\x7e]+)")
 _VERSION_SHAPE = re.compile(r"HTTP/[0-9]+(?:\.[0-9]+)?")
-# The whole header block is validated by one regex and split by another, so a
-# request costs a few C-level passes instead of Python work per header or byte.
+# Heads with bare LFs are validated as a block by one regex (see _split_head).
 _HEADER_BLOCK_OK = re.compile(r"(?:" + _TCHAR + r"+:[\t\x20-\x7e]*\r?\n)*")
-_HEADER_PAIRS = re.compile(r"(" + _TCHAR + r"+):([\t\x20-\x7e]*)\r?\n")
 _HEADER_LINE = re.compile(r"(" + _TCHAR + r"+):([\t\x20-\x7e]*)")
 _CONTROL = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
 _DIGITS = re.compile(r"[0-9]{1,18}")      # 19+ digits is no real body, just an attack
@@ -238,15 +236,16 @@ class RequestParser:
         if not head.isascii():
             raise HttpError(400, "non-ASCII byte in request head")
         text = head.decode("latin-1")
-        line_end = text.find("\n")
-        if line_end < 0:
-            request_line, block = text, ""
-        else:
-            if text.endswith("\r"):   # a bare CR right before the terminating CRLF
-                raise HttpError(400, "bare CR in request head")
-            request_line, block = text[:line_end], text[line_end + 1:] + "\n"
-            if request_line.endswith("\r"):
-                request_line = request_line[:-1]
+        # The usual head: CRLF line ends and printable lines (no tab, no control).
+        # Its lines then need no more checking than their names; any other head
+        # takes the general path, which knows bare LFs and explains refusals.
+        request_line, crlf, rest = text.partition("\r\n")
+        fields = None
+        if request_line.isprintable():
+            fields = _header_fields(rest.split("\r\n")) if crlf else ([], {})
+        if fields is None:
+            request_line, header_lines = _split_head(text)
+            fields = _header_fields(header_lines, checked=True)
         parts = _REQUEST_LINE.fullmatch(request_line)
         if parts is None:
             raise HttpError(400, "malformed request line")
@@ -255,17 +254,7 @@ class RequestParser:
             if _VERSION_SHAPE.fullmatch(version):
                 raise HttpError(505, f"HTTP version {version} not supported")
             raise HttpError(400, "malformed HTTP version")
-        if not _HEADER_BLOCK_OK.fullmatch(block):
-            for line in block[:-1].split("\n"):
-                _parse_header_line(line.removesuffix("\r"))   # raises with the precise reason
-            raise HttpError(400, "malformed header line")
-        # One pass builds both the header list and the index the router and the
-        # framing rules below read (repeated headers joined, as RFC 9110 allows).
-        headers, by_name = [], {}
-        for name, value in _HEADER_PAIRS.findall(block):
-            name, value = name.lower(), value.strip(" \t")
-            headers.append((name, value))
-            by_name[name] = by_name[name] + ", " + value if name in by_name else value
+        headers, by_name = fields
 
         connection = by_name.get("connection")
         tokens = [t.strip().lower() for t in connection.split(",")] if connection is not None else ()
@@ -360,16 +349,69 @@ class RequestParser:
 def _head_end(buf, start, stop):
     """(start, end) of the first blank line (CRLF CRLF, or with bare LFs) in
     buf[start:stop], or None. Two C-level finds: every such blank line holds
-    "\n\n" or "\n\r\n", and the earlier of the two is the first one (a regex
+    "\n\r\n" or "\n\n", and the earlier of the two is the first one (a regex
     search for it walks the head a byte at a time, ~5x slower)."""
-    best = None
-    for mark in (b"\n\n", b"\n\r\n"):
-        at = buf.find(mark, start, stop)
-        if at >= 0:
-            begin = at - 1 if at > start and buf[at - 1] == 13 else at
-            if best is None or begin < best[0]:
-                best = (begin, at + len(mark))
-    return best
+    at = buf.find(b"\n\r\n", start, stop)
+    bare = buf.find(b"\n\n", start, stop if at < 0 else at + 2)
+    if bare >= 0:
+        at, end = bare, bare + 2
+    elif at >= 0:
+        end = at + 3
+    else:
+        return None
+    return (at - 1 if at > start and buf[at - 1] == 13 else at), end
+
+
+def _split_head(text):
+    """(request line, header lines) of a head with bare LFs, or a refusal with its reason.
+    The whole header block is checked by one regex; a failure is explained line by line."""
+    line_end = text.find("\n")
+    if line_end < 0:
+        return text, []
+    if text.endswith("\r"):   # a bare CR right before the terminating CRLF
+        raise HttpError(400, "bare CR in request head")
+    request_line, block = text[:line_end].removesuffix("\r"), text[line_end + 1:] + "\n"
+    if not _HEADER_BLOCK_OK.fullmatch(block):
+        for line in block[:-1].split("\n"):
+            _parse_header_line(line.removesuffix("\r"))   # raises with the precise reason
+        raise HttpError(400, "malformed header line")
+    return request_line, [line.removesuffix("\r") for line in block[:-1].split("\n")]
+
+
+# Header name as sent -> lower-case name, for names already checked to be tokens.
+# Clients repeat the same few names on every request; a bounded memo spares the
+# token check and lower() per header. Bounded, so a client inventing names cannot
+# grow it (past the bound, names are checked every time).
+_CHECKED_NAMES = {}
+_CHECKED_NAMES_MAX = 512
+
+
+def _header_fields(lines, checked=False):
+    """The header list and the by-name index (repeated headers joined, as RFC 9110
+    allows); None if a line is not printable ASCII, unless the lines were `checked`
+    already (tabs are allowed in values)."""
+    headers, by_name = [], {}
+    for line in lines:
+        if not (checked or line.isprintable()):
+            return None
+        name, colon, value = line.partition(":")
+        key = _CHECKED_NAMES.get(name) if colon else None
+        if key is None:
+            key = _checked_name(line, name, colon)
+        value = value.strip(" \t")
+        headers.append((key, value))
+        by_name[key] = by_name[key] + ", " + value if key in by_name else value
+    return headers, by_name
+
+
+def _checked_name(line, name, colon):
+    if not colon or not _TOKEN.fullmatch(name):
+        _parse_header_line(line)   # raises with the precise reason
+        raise HttpError(400, "malformed header line")
+    key = name.lower()
+    if len(_CHECKED_NAMES) < _CHECKED_NAMES_MAX:
+        _CHECKED_NAMES[name] = key
+    return key
 
 
 def _parse_header_line(line):
@@ -391,7 +433,7 @@ def _content_length(value):
     listed values are not all the same number."""
     if value is None:
         return 0
-    if _DIGITS.fullmatch(value):   # the usual single value
+    if value.isdigit() and len(value) < 19:   # the usual single value (the head is ASCII)
         return int(value)
     lengths = set()
     for item in value.split(","):
