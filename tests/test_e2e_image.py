@@ -4,7 +4,7 @@ daemon, each test on its own throwaway image in tmp_path.
 Two sessions are two worker processes with two views: a commit is invisible to
 the other until it refreshes; two changes to one file conflict without losing
 either; a session's tests run against its uncommitted change; and SIGKILL of a
-worker in the middle of a commit never tears an image file.
+worker in the middle of a commit leaves the image all old or all new.
 """
 
 import ast
@@ -200,7 +200,21 @@ def disk_texts(image):
     return {name: (image / (name.replace(".", "/") + ".py")).read_text() for name in MODULES}
 
 
-def test_kill_9_during_commits_leaves_every_file_old_or_new(tmp_path):
+SEEN = """
+import importlib
+[importlib.import_module(name).TURN for name in %r]
+"""
+
+
+def turns_seen(daemon):
+    """The TURN of every module, as a new session's view sees them."""
+    client = session(daemon)
+    reply = client.tool("execute_code", code=SEEN % MODULES)
+    client.close()
+    return ast.literal_eval(reply["structuredContent"]["result"])
+
+
+def test_kill_9_during_commits_leaves_all_files_old_or_all_new(tmp_path):
     files = {"bulk/__init__.py": ""}
     files.update({name.replace(".", "/") + ".py": text_of(name, 0) for name in MODULES})
     image = write_image(tmp_path / "image", files)
@@ -211,9 +225,9 @@ def test_kill_9_during_commits_leaves_every_file_old_or_new(tmp_path):
         assert disk_texts(image) == {name: text_of(name, 1) for name in MODULES}
         calibrate.close()
 
-        interrupted = mixed = 0
+        current, inside, pending = 1, 0, 0
         for turn in range(2, 14):
-            before, journal_before = disk_texts(image), len(journal(image))
+            before = disk_texts(image)
             client = session(daemon)
             pid = client.tool("status")["structuredContent"]["pid"]
             marker = tmp_path / ("marker-%d" % turn)
@@ -224,30 +238,34 @@ def test_kill_9_during_commits_leaves_every_file_old_or_new(tmp_path):
             os.kill(pid, signal.SIGKILL)
             assert wait_until(lambda: not pid_alive(pid), timeout=10)
             caller.join(15)
-
-            after, entries = disk_texts(image), journal(image)
-            for name, text in after.items():
-                ast.parse(text)
-                assert text in (before[name], text_of(name, turn)), name
-            for entry in entries:
-                assert {"time", "user", "session", "files"} <= set(entry)
-            new = [name for name in MODULES if after[name] == text_of(name, turn)]
-            if len(entries) == journal_before:
-                interrupted += 1
-                mixed += 0 < len(new) < len(MODULES)
-            else:
-                assert len(new) == len(MODULES) and len(entries) == journal_before + 1
             client.close()
-        assert interrupted, "no kill landed inside a commit: the test proved nothing"
 
-        # A later session reads whole files and commits over the debris.
+            for name, text in disk_texts(image).items():   # on disk: never torn
+                ast.parse(text)
+                assert text in (before[name], text_of(name, current), text_of(name, turn)), name
+            intent = image / ".gsmcpd" / "commit.intent"
+            killed_past_commit_point = (intent.exists() and
+                                        json.loads(intent.read_text())["record"]["session"] == client.session)
+            seen = set(turns_seen(daemon))
+            assert len(seen) == 1, "a session sees a half-made commit: %r" % seen
+            (now,) = seen
+            assert now in (current, turn)
+            if killed_past_commit_point:
+                assert now == turn   # decided, so every view reads it as done
+            inside += now == current or killed_past_commit_point
+            pending += killed_past_commit_point
+            current = now
+        assert inside, "no kill landed inside a commit: the test proved nothing"
+
+        # A later session commits over the debris, finishing a pending commit first.
         last = session(daemon)
         final = commit_all(last, 99, tmp_path / "marker-99").json()
         assert "result" in final and not final["result"].get("isError"), final
         assert disk_texts(image) == {name: text_of(name, 99) for name in MODULES}
         assert not [p.name for p in (image / "bulk").iterdir() if ".tmp-" in p.name]
+        assert not (image / ".gsmcpd" / "commit.intent").exists()
         assert journal(image)[-1]["session"] == last.session
-        print("kill rounds: %d interrupted, %d left some files new" % (interrupted, mixed))
+        print("kill rounds: %d inside a commit, %d past its commit point" % (inside, pending))
 
 
 def _ignore_outcome(function, *args):
@@ -276,3 +294,32 @@ def test_a_worker_that_cannot_open_the_image_fails_its_initialize_and_the_server
         os.rename(moved, image)
         again = session(daemon)
         assert "shop" in tool_text(again.tool("list_dictionaries"))
+
+
+def test_the_daemon_finishes_a_commit_killed_past_its_commit_point_when_it_starts(tmp_path, monkeypatch):
+    from gsmcpd.image import store as store_module
+    from gsmcpd.image.store import CommitPending, ImageStore, sha256
+
+    image = write_image(tmp_path / "image", {"a.py": "A = 1\n", "b.py": "B = 1\n"})
+    store = ImageStore(image)
+    base = {rel: sha256(data) for rel, data in store.read_snapshot().files.items()}
+    real_replace = os.replace
+
+    def replace_all_but_b(src, dst):   # the disk fails once a.py is in place
+        if str(dst).endswith("b.py"):
+            raise OSError("injected failure")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(store_module.os, "replace", replace_all_but_b)
+    with pytest.raises(CommitPending):
+        store.commit({"a.py": b"A = 2\n", "b.py": b"B = 2\n"}, base, user="u", session_id="s")
+    monkeypatch.undo()
+    assert (image / "b.py").read_text() == "B = 1\n"
+
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
+        assert (image / "a.py").read_text() == "A = 2\n" and (image / "b.py").read_text() == "B = 2\n"
+        assert not (image / ".gsmcpd" / "commit.intent").exists()
+        assert [entry["user"] for entry in journal(image)] == ["u"]
+        assert "finished a commit to %s that was interrupted" % image in daemon.log_text()
+        seen = session(daemon).tool("execute_code", code="import a, b\n[a.A, b.B]")
+        assert ast.literal_eval(seen["structuredContent"]["result"]) == [2, 2]

@@ -71,56 +71,130 @@ def test_adding_a_file_that_appeared_meanwhile_conflicts(tmp_path):
         store.commit({"c.py": b"ours\n"}, {}, user="u", session_id="s")
 
 
-def test_failure_between_temp_write_and_rename_leaves_old_or_new(tmp_path, monkeypatch):
-    store = make_image(tmp_path, {"a.py": "x = 'old a'\n", "b.py": "x = 'old b'\n"})
-    base = {rel: sha256(data) for rel, data in store.read_snapshot().files.items()}
-    real_replace = os.replace
-    calls = []
+def _fail_when(monkeypatch, name, should_fail):
+    """Make store.os.<name> raise OSError for the calls `should_fail(*args)` picks."""
+    real = getattr(store_module.os, name)
 
-    def failing_replace(src, dst):
-        calls.append(dst)
-        if len(calls) == 2:
-            raise OSError("injected failure before rename")
-        real_replace(src, dst)
+    def failing(*args, **kwargs):
+        if should_fail(*args):
+            raise OSError("injected failure")
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(store_module.os, "replace", failing_replace)
-    with pytest.raises(OSError, match="injected"):
-        store.commit({"a.py": b"x = 'new a'\n", "b.py": b"x = 'new b'\n"}, base,
-                     user="u", session_id="s")
+    monkeypatch.setattr(store_module.os, name, failing)
+
+
+def _leftovers(root):
+    return sorted(p.name for p in root.rglob("*") if ".tmp-" in p.name)
+
+
+def test_a_commit_killed_past_its_commit_point_reads_as_finished_until_the_next_commit_finishes_it(
+        tmp_path, monkeypatch):
+    store = make_image(tmp_path, {"a.py": "x = 'old a'\n", "b.py": "x = 'old b'\n", "gone.py": "z = 1\n",
+                                  "c.py": "c = 1\n"})
+    snap = store.read_snapshot()
+    base = {rel: sha256(data) for rel, data in snap.files.items()}
+    with monkeypatch.context() as patch:   # the disk fails after a.py is in place
+        _fail_when(patch, "replace", lambda src, dst: str(dst).endswith("b.py"))
+        with pytest.raises(store_module.CommitPending, match="not yet fully applied"):
+            store.commit({"a.py": b"x = 'new a'\n", "b.py": b"x = 'new b'\n", "gone.py": None,
+                          "pkg/__init__.py": b"", "pkg/new.py": b"n = 1\n"}, base, user="u", session_id="s")
+    # On disk: half done. Through the store: done, journal line and all.
     assert (tmp_path / "a.py").read_text() == "x = 'new a'\n"
     assert (tmp_path / "b.py").read_text() == "x = 'old b'\n"
-    assert sorted(store.read_snapshot().files) == ["a.py", "b.py"]   # temp files are not modules
-    leftover = [p.name for p in tmp_path.iterdir() if p.name.startswith(".b.py.tmp-")]
-    assert leftover    # what a crash between temp write and rename leaves
+    assert (tmp_path / ".gsmcpd" / "commit.intent").exists()
+    fresh = ImageStore(tmp_path)
+    seen = fresh.read_snapshot()
+    assert seen.version == 1
+    assert seen.files == {"a.py": b"x = 'new a'\n", "b.py": b"x = 'new b'\n", "c.py": b"c = 1\n",
+                          "pkg/__init__.py": b"", "pkg/new.py": b"n = 1\n"}
+    assert [r["user"] for r in fresh.journal()] == ["u"]
+    # The next commit finishes it first, then commits on top of the finished state.
+    version = fresh.commit({"c.py": b"c = 2\n"}, {"c.py": sha256(b"c = 1\n")}, user="v", session_id="t")
+    assert version == 2
+    assert (tmp_path / "b.py").read_text() == "x = 'new b'\n"
+    assert not (tmp_path / "gone.py").exists()
+    assert (tmp_path / "pkg" / "new.py").read_text() == "n = 1\n"
+    assert not (tmp_path / ".gsmcpd" / "commit.intent").exists()
+    assert _leftovers(tmp_path) == []
+    records = fresh.journal()
+    assert [r["user"] for r in records] == ["u", "v"] and len({r["id"] for r in records}) == 2
+    assert fresh.read_snapshot().files == {"a.py": b"x = 'new a'\n", "b.py": b"x = 'new b'\n",
+                                           "c.py": b"c = 2\n", "pkg/__init__.py": b"",
+                                           "pkg/new.py": b"n = 1\n"}
+
+
+def test_finishing_a_commit_is_safe_to_repeat_from_any_step(tmp_path, monkeypatch):
+    store = make_image(tmp_path, {"a.py": "a = 1\n", "b.py": "b = 1\n", "pkg/__init__.py": "",
+                                  "pkg/only.py": "o = 1\n"})
     base = {rel: sha256(data) for rel, data in store.read_snapshot().files.items()}
-    store.commit({"b.py": b"x = 'new b'\n"}, base, user="u", session_id="s")
-    assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name]   # the next commit sweeps it
+    changes = {"a.py": b"a = 2\n", "b.py": b"b = 2\n", "pkg/only.py": None, "pkg/__init__.py": None}
+    # Killed after the files and the journal line, before the intent went away.
+    with monkeypatch.context() as patch:
+        _fail_when(patch, "unlink", lambda path, *rest: str(path).endswith("commit.intent"))
+        with pytest.raises(store_module.CommitPending):
+            store.commit(changes, base, user="u", session_id="s")
+    assert len(store.journal()) == 1 and store.read_snapshot().version == 1
+    assert store.recover() is True             # nothing left to move: only the intent goes
+    assert store.recover() is False
+    assert len(store.journal()) == 1            # the journal line is not written twice
+    assert not (tmp_path / "pkg").exists()
+    assert store.read_snapshot().files == {"a.py": b"a = 2\n", "b.py": b"b = 2\n"}
+
+
+@pytest.mark.parametrize("where", ["second temp file", "the intent"])
+def test_a_commit_failing_before_its_commit_point_changes_nothing(tmp_path, monkeypatch, where):
+    store = make_image(tmp_path, {"a.py": "a = 1\n", "b.py": "b = 1\n"})
+    base = {rel: sha256(data) for rel, data in store.read_snapshot().files.items()}
+    if where == "the intent":
+        fails = lambda src, dst: str(dst).endswith("commit.intent")    # noqa: E731
+        name = "replace"
+    else:
+        calls = []
+        fails = lambda fd: calls.append(fd) or len(calls) == 2          # noqa: E731
+        name = "fsync"
+    with monkeypatch.context() as patch:
+        _fail_when(patch, name, fails)
+        with pytest.raises(OSError, match="injected"):
+            store.commit({"a.py": b"a = 2\n", "b.py": b"b = 2\n"}, base, user="u", session_id="s")
+    assert (tmp_path / "a.py").read_text() == "a = 1\n" and (tmp_path / "b.py").read_text() == "b = 1\n"
+    assert _leftovers(tmp_path) == [] and not (tmp_path / ".gsmcpd" / "commit.intent").exists()
+    assert store.journal() == [] and store.read_snapshot().version == 0
+    assert store.commit({"a.py": b"a = 3\n"}, base, user="u", session_id="s") == 1
+
+
+def test_a_garbled_intent_is_named_in_the_error(tmp_path):
+    store = make_image(tmp_path, {"a.py": "a = 1\n"})
+    store.read_snapshot()
+    (tmp_path / ".gsmcpd" / "commit.intent").write_text("{not json")
+    with pytest.raises(ValueError, match="commit.intent is not a commit intent"):
+        store.read_snapshot()
 
 
 CRASHER = textwrap.dedent('''
     import sys
     from gsmcpd.image.store import ImageStore, sha256
     store = ImageStore(sys.argv[1])
-    versions = [sys.argv[2], sys.argv[3]]
+    versions = [sys.argv[2], sys.argv[3]]   # new, old: odd versions are new
     turn = 0
     while True:
-        files = store.read_snapshot().files
+        snapshot = store.read_snapshot()
+        files = snapshot.files
         base = {rel: sha256(data) for rel, data in files.items()}
-        content = open(versions[turn % 2], "rb").read()
+        content = open(versions[snapshot.version % 2], "rb").read()
         store.commit({rel: content for rel in files}, base, user="crash", session_id="k")
         turn += 1
         print(turn, flush=True)
 ''')
 
 
-def test_sigkill_mid_commit_never_tears_a_file(tmp_path):
+def test_sigkill_mid_commit_leaves_all_files_old_or_all_new(tmp_path):
     old = "".join(f"value_{i} = {i!r}  # old\n" for i in range(3000))
     new = "".join(f"value_{i} = {str(i) * 3!r}  # new\n" for i in range(3000))
     (tmp_path / "old.txt").write_text(old)
     (tmp_path / "new.txt").write_text(new)
     image = tmp_path / "image"
     make_image(image, {f"m{i}.py": old for i in range(3)})
-    for round_number in range(3):
+    for round_number in range(4):
         child = subprocess.Popen([sys.executable, "-c", CRASHER, str(image), str(tmp_path / "new.txt"),
                                   str(tmp_path / "old.txt")], stdout=subprocess.PIPE, cwd=REPO)
         for _ in range(1 + round_number % 2):
@@ -129,9 +203,15 @@ def test_sigkill_mid_commit_never_tears_a_file(tmp_path):
         child.wait()
         child.stdout.close()
         for i in range(3):
-            text = (image / f"m{i}.py").read_text()
-            assert text in (old, new)
-            ast.parse(text)
+            ast.parse((image / f"m{i}.py").read_text())     # on disk: never torn
+        # Through the store: one version for the whole set, the one the journal
+        # counts (the crasher alternates, new first: odd versions are new).
+        snapshot = ImageStore(image).read_snapshot()
+        expected = new if snapshot.version % 2 else old
+        assert snapshot.files == {f"m{i}.py": expected.encode() for i in range(3)}
+        assert len(ImageStore(image).journal()) == snapshot.version
+        ImageStore(image).recover()
+        assert {(image / f"m{i}.py").read_text() for i in range(3)} == {expected}
         for record in ImageStore(image).journal():
             assert record["user"] == "crash"
 

@@ -1,12 +1,20 @@
-"""The committed image on disk: snapshot reads, atomic commits, the journal.
+"""The committed image on disk: snapshot reads, all-or-nothing commits, the journal.
 
 The image is a directory of Python source. Its state lives beside the source in
 a hidden `.gsmcpd/` directory: `lock` (fcntl.flock: shared to read a snapshot,
-exclusive to commit), `journal.jsonl` (one JSON line per commit) and
+exclusive to commit), `journal.jsonl` (one JSON line per commit),
 `journal.count` (how many lines the journal had at which size, so opening a view
-does not read the whole history to learn its version). A commit
-writes each file as temp file + fsync + rename + directory fsync, so a crash at
-any point leaves each file either old or new, never torn.
+does not read the whole history to learn its version) and, only while a commit
+is being applied, `commit.intent`.
+
+A commit is all-or-nothing. Under the exclusive lock it writes each new file as
+a fsynced temp file beside its target, then the intent (which temp goes where,
+what is removed, the journal record), atomically: that is the commit point.
+Then it renames the temps into place, removes what goes, appends the journal
+line and deletes the intent. A commit killed before the intent is in place
+changed nothing; one killed after it is finished by the next commit (or daemon
+start), and until then every snapshot reads the image as if it were finished.
+Each file is replaced by rename, so no file is ever seen torn.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ import json
 import os
 import stat
 import re
+import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +35,8 @@ STATE_DIR = ".gsmcpd"
 LOCK_NAME = "lock"
 JOURNAL_NAME = "journal.jsonl"
 COUNT_NAME = "journal.count"
-TEMP_NAME = re.compile(r"\..+\.tmp-\d+")   # _write_atomically's temp files
+INTENT_NAME = "commit.intent"
+TEMP_NAME = re.compile(r"\..+\.tmp-\d+")   # _write_temp's temp files
 
 
 def sha256(data: bytes | None) -> str | None:
@@ -60,12 +70,22 @@ class CommitConflict(Exception):
         self.files = files
 
 
+class CommitPending(OSError):
+    """The commit is decided (past its commit point) but could not be fully applied;
+    every snapshot already reads it as applied, and the next commit finishes it."""
+
+    def __init__(self, error: OSError):
+        super().__init__(error.errno, f"the commit is recorded but not yet fully applied "
+                                      f"(the next commit finishes it): {error}")
+
+
 class ImageStore:
     def __init__(self, image_dir: Path):
         self.image_dir = Path(image_dir).resolve()
         self.state_dir = self.image_dir / STATE_DIR
         self.journal_path = self.state_dir / JOURNAL_NAME
         self.count_path = self.state_dir / COUNT_NAME
+        self.intent_path = self.state_dir / INTENT_NAME
         self._lock_path = str(self.state_dir / LOCK_NAME)
 
     # -- locking ---------------------------------------------------------
@@ -92,15 +112,25 @@ class ImageStore:
     def read_snapshot(self) -> Snapshot:
         """Every module file, read under the shared lock so no commit is half-seen."""
         with self._locked(fcntl.LOCK_SH):
+            intent = self._pending_intent()
             files = {}
-            root = str(self.image_dir)
             for rel in self._scan():
-                try:
-                    with open(os.path.join(root, rel), "rb", buffering=0) as module:
-                        files[rel] = module.readall()
-                except PermissionError:
-                    continue  # per-user workers: what this account may not read, it does not see
-            return Snapshot(files, self._journal_length())
+                data = self._read(rel)
+                if data is not None:
+                    files[rel] = data
+            version = self._journal_length()
+            if intent is not None:   # a commit killed half-way: read it as finished
+                version = self._as_finished(intent, files, version)
+            return Snapshot(files, version)
+
+    def _read(self, rel: str) -> bytes | None:
+        """A file's bytes; None if it is missing or this account may not read it
+        (per-user workers: what an account may not read, it does not see)."""
+        try:
+            with open(os.path.join(str(self.image_dir), rel), "rb", buffering=0) as module:
+                return module.readall()
+        except (FileNotFoundError, PermissionError):
+            return None
 
     def _scan(self) -> list[str]:
         """Relative paths of importable module files: hidden dirs, caches and
@@ -161,40 +191,160 @@ class ImageStore:
                 os.close(fd)
 
     def journal(self) -> list[dict]:
-        try:
-            text = self.journal_path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return []
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
+        with self._locked(fcntl.LOCK_SH):
+            try:
+                text = self.journal_path.read_text(encoding="utf-8")
+            except FileNotFoundError:
+                text = ""
+            records = [json.loads(line) for line in text.splitlines() if line.strip()]
+            intent = self._pending_intent()
+            if intent is not None and not (records and records[-1].get("id") == intent["record"]["id"]):
+                records.append(intent["record"])
+            return records
 
     # -- committing ------------------------------------------------------
 
     def commit(self, changes: dict[str, bytes | None], base_hashes: dict[str, str | None],
                *, user: str, session_id: str) -> int:
         """Write `changes` (relpath -> new bytes, None = delete) if every file
-        still hashes to `base_hashes[relpath]` (None = must not exist).
-        Returns the new journal length; raises CommitConflict, writing nothing."""
+        still hashes to `base_hashes[relpath]` (None = must not exist), all or
+        nothing. Returns the new journal length; raises CommitConflict, writing
+        nothing, or OSError (see CommitPending for a failure past the commit point)."""
         with self._locked(fcntl.LOCK_EX):
+            self._finish_pending()
             conflicts = [rel for rel in sorted(changes)
                          if self._disk_hash(rel) != base_hashes.get(rel)]
             if conflicts:
                 raise CommitConflict(conflicts)
-            self._sweep_temps({(self.image_dir / rel).parent for rel in changes})
-            records = []
-            for rel in sorted(changes):
-                data = changes[rel]
-                records.append({"file": rel, "old": base_hashes.get(rel), "new": sha256(data)})
-                if data is None:
-                    self._remove(rel)
-                else:
-                    self._write_atomically(rel, data)
-            self._append_journal({
-                "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "user": user, "session": session_id, "files": records,
-            })
-            version = self._journal_length()
-            self._remember_count(version)
-            return version
+            self._sweep_temps({(self.image_dir / rel).parent for rel in changes} | {self.state_dir})
+            intent = {
+                "record": {
+                    "id": secrets.token_hex(8),
+                    "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    "user": user, "session": session_id,
+                    "files": [{"file": rel, "old": base_hashes.get(rel), "new": sha256(changes[rel])}
+                              for rel in sorted(changes)],
+                },
+                "writes": {},
+                "removes": sorted(rel for rel, data in changes.items() if data is None),
+            }
+            try:
+                for rel in sorted(changes):
+                    if changes[rel] is not None:
+                        intent["writes"][rel] = self._write_temp(rel, changes[rel])
+                self._write_intent(intent)
+            except BaseException:
+                if not self.intent_path.exists():   # not committed: leave no trace
+                    for temp in intent["writes"].values():
+                        with contextlib.suppress(OSError):
+                            os.unlink(self.image_dir / temp)
+                raise
+            try:
+                return self._apply(intent)
+            except OSError as error:
+                raise CommitPending(error) from error
+
+    def recover(self) -> bool:
+        """Finish a commit that was killed past its commit point; True if there was one."""
+        with self._locked(fcntl.LOCK_EX):
+            return self._finish_pending()
+
+    # -- the intent --------------------------------------------------------
+
+    def _pending_intent(self) -> dict | None:
+        """The intent of a commit not yet fully applied (call under the lock)."""
+        try:
+            text = self.intent_path.read_bytes()
+        except FileNotFoundError:
+            return None
+        try:
+            return json.loads(text)
+        except ValueError as error:   # written by rename, so only tampering gets here
+            raise ValueError(f"{self.intent_path} is not a commit intent ({error}); "
+                             f"restore it or move it away") from error
+
+    def _finish_pending(self) -> bool:
+        intent = self._pending_intent()
+        if intent is None:
+            return False
+        self._apply(intent)
+        return True
+
+    def _write_intent(self, intent: dict) -> None:
+        temp = self.state_dir / f".{INTENT_NAME}.tmp-{os.getpid()}"
+        fd = _create_shared(temp, os.O_WRONLY | os.O_TRUNC)   # every account reads it
+        try:
+            try:
+                _write_all(fd, json.dumps(intent, sort_keys=True).encode())
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(temp, self.intent_path)   # the commit point
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            raise
+        _fsync_dir(self.state_dir)
+
+    def _apply(self, intent: dict) -> int:
+        """Make the disk what the intent says; safe to repeat after a kill at any step."""
+        for rel, temp in sorted(intent["writes"].items()):
+            target = self.image_dir / rel
+            with contextlib.suppress(FileNotFoundError):   # moved by an earlier attempt
+                os.replace(self.image_dir / temp, target)
+            _fsync_dir(target.parent)
+        for rel in intent["removes"]:
+            self._remove(rel)
+        record = intent["record"]
+        if self._last_record_id() != record["id"]:
+            self._append_journal(record)
+        version = self._journal_length()
+        self._remember_count(version)
+        os.unlink(self.intent_path)
+        _fsync_dir(self.state_dir)
+        return version
+
+    def _as_finished(self, intent: dict, files: dict[str, bytes], version: int) -> int:
+        """Read a pending commit as applied: each file whose temp is still there
+        has the temp's bytes (the others were moved already), removed files are
+        gone, and the version counts its journal line even before it is written."""
+        for rel, temp in intent["writes"].items():
+            try:
+                with open(self.image_dir / temp, "rb", buffering=0) as pending:
+                    data = pending.readall()
+            except FileNotFoundError:
+                data = self._read(rel)            # moved into place already
+            except PermissionError:
+                data = None                       # not this account's to read
+            if data is None:
+                files.pop(rel, None)
+            else:
+                files[rel] = data
+        for rel in intent["removes"]:
+            files.pop(rel, None)
+        return version if self._last_record_id() == intent["record"]["id"] else version + 1
+
+    def _last_record_id(self) -> str | None:
+        """The id of the journal's last record (None for none, or a record from
+        before commits had ids)."""
+        try:
+            journal = open(self.journal_path, "rb")
+        except FileNotFoundError:
+            return None
+        with journal:
+            size = os.fstat(journal.fileno()).st_size
+            span = 4096
+            while True:
+                start = max(0, size - span)
+                journal.seek(start)
+                lines = journal.read().rstrip().split(b"\n")
+                if len(lines) > 1 or start == 0:
+                    break
+                span *= 4                  # a long record: look further back
+            try:
+                return json.loads(lines[-1]).get("id") if lines[-1].strip() else None
+            except ValueError:
+                return None
 
     def _sweep_temps(self, directories) -> None:
         """Temp files a killed commit left behind; under the exclusive lock no
@@ -213,12 +363,14 @@ class ImageStore:
         except FileNotFoundError:
             return None
 
-    def _write_atomically(self, rel: str, data: bytes) -> None:
+    def _write_temp(self, rel: str, data: bytes) -> str:
+        """`data` in a fsynced temp file beside `rel` (its mode kept: a commit never
+        widens who may read); returns the temp's path relative to the image."""
         target = self.image_dir / rel
         self._make_dirs(target.parent)
         temp = target.parent / f".{target.name}.tmp-{os.getpid()}"
         try:
-            mode = stat.S_IMODE(os.stat(target).st_mode)  # a commit never widens who may read
+            mode = stat.S_IMODE(os.stat(target).st_mode)
         except FileNotFoundError:
             mode = 0o644
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -226,10 +378,13 @@ class ImageStore:
             os.fchmod(fd, mode)
             _write_all(fd, data)
             os.fsync(fd)
-        finally:
+        except BaseException:
             os.close(fd)
-        os.replace(temp, target)
-        _fsync_dir(target.parent)
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            raise
+        os.close(fd)
+        return str(temp.relative_to(self.image_dir))
 
     def _make_dirs(self, directory: Path) -> None:
         missing = []
@@ -242,6 +397,8 @@ class ImageStore:
 
     def _remove(self, rel: str) -> None:
         target = self.image_dir / rel
+        if not target.parent.is_dir():   # removed with its package by an earlier attempt
+            return
         with contextlib.suppress(FileNotFoundError):
             target.unlink()
         _fsync_dir(target.parent)

@@ -14,15 +14,17 @@ import importlib
 import importlib.abc
 import importlib.util
 import linecache
+import logging
 import sys
 from types import ModuleType
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gsmcpd.worker.toolset import ToolError
-from gsmcpd.image.store import CommitConflict, ImageStore, module_name_of, relpath_of, sha256
+from gsmcpd.image.store import CommitConflict, CommitPending, ImageStore, module_name_of, relpath_of, sha256
 
 KERNEL = "builtins"
+log = logging.getLogger("gsmcpd.image")
 
 
 @dataclass
@@ -279,7 +281,10 @@ class View:
         if changed:
             changes = {rel: (self.texts[rel].encode("utf-8", "surrogateescape") if rel in self.texts else None)
                        for rel in changed}
-            self.store.commit(changes, self.base_hashes, user=self.user, session_id=self.session_id)
+            try:
+                self.store.commit(changes, self.base_hashes, user=self.user, session_id=self.session_id)
+            except CommitPending as pending:   # decided: every snapshot reads it as done
+                log.warning("session %s: %s", self.session_id[:8], pending)
         self._load_snapshot()
         self._reload()
         return [module_name_of(rel) for rel in changed]

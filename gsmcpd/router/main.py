@@ -104,6 +104,21 @@ class Router:
         if not image.is_dir():
             raise SystemExit("gsmcpd: image directory %s does not exist" % image)
         self.image = str(image.absolute())
+        self._finish_interrupted_commit(image)
+
+    def _finish_interrupted_commit(self, image):
+        """Snapshots read a commit killed past its commit point as finished; on disk
+        it is finished by the next commit, or here, so other tools see it too."""
+        from gsmcpd.image.store import ImageStore
+
+        store = ImageStore(image)
+        if not store.intent_path.exists():
+            return
+        try:
+            store.recover()
+            log.warning("finished a commit to %s that was interrupted", image)
+        except (OSError, ValueError) as exc:
+            log.warning("cannot finish an interrupted commit to %s now (the next commit will): %s", image, exc)
 
     # -- connections -------------------------------------------------------
     def _accept(self):
