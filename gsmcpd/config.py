@@ -1,8 +1,9 @@
 """One validated Config: defaults <- conf file <- GS_MCP_*/MCP_* environment <- flags.
 
 Pure: reads a conf file if asked, never touches sockets or processes.  Every knob is
-declared once in KNOBS (key, environment name, default, parser); etc/gsmcpd.conf
-documents the same list and a test keeps the two in step.
+declared once in KNOBS (key, environment name, parser) and has its default once, as
+its Config field's; etc/gsmcpd.conf documents the same list and a test keeps the
+two in step.
 """
 
 from __future__ import annotations
@@ -149,66 +150,59 @@ def parse_positive_seconds(text: str) -> float:
 
 @dataclass(frozen=True)
 class Knob:
-    key: str
+    key: str     # the Config field, which holds the default
     env: str
-    default: Any
     parse: Callable[[str], Any]
 
 
 MIB = 1024 * 1024
-# The session-lifetime knobs' defaults live with the policy that uses them.
-LIFETIME_DEFAULTS = LifetimeSettings()
 
 KNOBS: tuple[Knob, ...] = (
-    Knob("host", "GS_MCP_HOST", "127.0.0.1", lambda t: t.strip()),
-    Knob("port", "GS_MCP_PORT", 8000, parse_port),
-    Knob("state_dir", "GS_MCP_STATE_DIR", DEFAULT_STATE_DIR, parse_optional_path),
-    Knob("image", "GS_MCP_IMAGE", None, parse_optional_path),
-    Knob("readonly", "GS_MCP_READONLY", False, parse_bool),
-    Knob("toolsets", "GS_MCP_TOOLSETS", CORE_TOOLSETS, parse_list),
-    Knob("worker_class", "GS_MCP_WORKER_CLASS", None, parse_worker_class),
-    Knob("server_name", "GS_MCP_SERVER_NAME", None, parse_optional_str),
-    Knob("server_version", "GS_MCP_SERVER_VERSION", None, parse_optional_str),
-    Knob("server_title", "GS_MCP_SERVER_TITLE", None, parse_optional_str),
-    Knob("allowed_origins", "GS_MCP_ALLOWED_ORIGINS", (), parse_list),
-    Knob("trace", "GS_MCP_TRACE", "off", parse_trace),
-    Knob("trace_limit", "GS_MCP_TRACE_LIMIT", 4096, parse_trace_limit),
-    Knob("max_body", "GS_MCP_MAX_BODY", 16 * MIB, parse_size),
-    Knob("read_timeout", "GS_MCP_READ_TIMEOUT", 8.0, parse_positive_seconds),
-    Knob("keepalive_interval", "GS_MCP_KEEPALIVE_INTERVAL", 15.0, parse_positive_seconds),
-    Knob("idle_timeout", "GS_MCP_IDLE_TIMEOUT", LIFETIME_DEFAULTS.idle_timeout, parse_optional_seconds),
-    Knob("probe_after", "GS_MCP_PROBE_AFTER", LIFETIME_DEFAULTS.probe_after, parse_positive_seconds),
-    Knob("streamless_idle_timeout", "GS_MCP_STREAMLESS_IDLE_TIMEOUT",
-         LIFETIME_DEFAULTS.streamless_idle_timeout, parse_seconds),
-    Knob("stream_loss_grace", "GS_MCP_STREAM_LOSS_GRACE", LIFETIME_DEFAULTS.stream_loss_grace, parse_seconds),
-    Knob("max_session_lifetime", "GS_MCP_MAX_SESSION_LIFETIME",
-         LIFETIME_DEFAULTS.max_session_lifetime, parse_optional_seconds),
-    Knob("request_timeout", "GS_MCP_REQUEST_TIMEOUT",
-         LIFETIME_DEFAULTS.request_timeout, parse_optional_seconds),
-    Knob("break_grace", "GS_MCP_BREAK_GRACE", LIFETIME_DEFAULTS.break_grace, parse_positive_seconds),
-    Knob("maintenance_interval", "GS_MCP_MAINTENANCE_INTERVAL",
-         LIFETIME_DEFAULTS.maintenance_interval, parse_positive_seconds),
-    Knob("ping_timeout", "GS_MCP_PING_TIMEOUT", LIFETIME_DEFAULTS.ping_timeout, parse_positive_seconds),
-    Knob("spare_workers", "GS_MCP_SPARE_WORKERS", 2, lambda t: parse_int(t, lo=0)),
-    Knob("max_sessions", "GS_MCP_MAX_SESSIONS", 2000, lambda t: parse_int(t, lo=1)),
-    Knob("log_file", "GS_MCP_LOG_FILE", None, parse_optional_path),
-    Knob("log_level", "GS_MCP_LOG_LEVEL", "info", parse_log_level),
-    Knob("auth", "GS_MCP_AUTH", False, parse_bool),
-    Knob("issuer", "MCP_ISSUER", None, parse_optional_str),
-    Knob("audience", "MCP_AUDIENCE", None, parse_optional_str),
-    Knob("jwks_file", "MCP_JWKS_FILE", None, parse_optional_path),
-    Knob("jwks_uri", "MCP_JWKS_URI", None, parse_optional_str),
-    Knob("authorization_servers", "MCP_AUTHORIZATION_SERVERS", (), parse_list),
-    Knob("required_scopes", "MCP_REQUIRED_SCOPES", (), parse_list),
-    Knob("write_scope", "MCP_WRITE_SCOPE", None, parse_optional_str),
-    Knob("extra_scopes", "MCP_EXTRA_SCOPES", (), parse_list),
-    Knob("userid_claim", "MCP_USERID_CLAIM", "sub", lambda t: t.strip()),
-    Knob("user_map", "MCP_USER_MAP", None, parse_optional_str),
-    Knob("jwt_leeway", "MCP_JWT_LEEWAY", 30.0, parse_seconds),
-    Knob("jwks_min_refresh", "MCP_JWKS_MIN_REFRESH", 10.0, parse_positive_seconds),
-    Knob("tls_cert", "GS_MCP_TLS_CERT", None, parse_optional_path),
-    Knob("tls_key", "GS_MCP_TLS_KEY", None, parse_optional_path),
-    Knob("behind_tls_proxy", "GS_MCP_BEHIND_TLS_PROXY", False, parse_bool),
+    Knob("host", "GS_MCP_HOST", lambda t: t.strip()),
+    Knob("port", "GS_MCP_PORT", parse_port),
+    Knob("state_dir", "GS_MCP_STATE_DIR", parse_optional_path),
+    Knob("image", "GS_MCP_IMAGE", parse_optional_path),
+    Knob("readonly", "GS_MCP_READONLY", parse_bool),
+    Knob("toolsets", "GS_MCP_TOOLSETS", parse_list),
+    Knob("worker_class", "GS_MCP_WORKER_CLASS", parse_worker_class),
+    Knob("server_name", "GS_MCP_SERVER_NAME", parse_optional_str),
+    Knob("server_version", "GS_MCP_SERVER_VERSION", parse_optional_str),
+    Knob("server_title", "GS_MCP_SERVER_TITLE", parse_optional_str),
+    Knob("allowed_origins", "GS_MCP_ALLOWED_ORIGINS", parse_list),
+    Knob("trace", "GS_MCP_TRACE", parse_trace),
+    Knob("trace_limit", "GS_MCP_TRACE_LIMIT", parse_trace_limit),
+    Knob("max_body", "GS_MCP_MAX_BODY", parse_size),
+    Knob("read_timeout", "GS_MCP_READ_TIMEOUT", parse_positive_seconds),
+    Knob("keepalive_interval", "GS_MCP_KEEPALIVE_INTERVAL", parse_positive_seconds),
+    Knob("idle_timeout", "GS_MCP_IDLE_TIMEOUT", parse_optional_seconds),
+    Knob("probe_after", "GS_MCP_PROBE_AFTER", parse_positive_seconds),
+    Knob("streamless_idle_timeout", "GS_MCP_STREAMLESS_IDLE_TIMEOUT", parse_seconds),
+    Knob("stream_loss_grace", "GS_MCP_STREAM_LOSS_GRACE", parse_seconds),
+    Knob("max_session_lifetime", "GS_MCP_MAX_SESSION_LIFETIME", parse_optional_seconds),
+    Knob("request_timeout", "GS_MCP_REQUEST_TIMEOUT", parse_optional_seconds),
+    Knob("break_grace", "GS_MCP_BREAK_GRACE", parse_positive_seconds),
+    Knob("maintenance_interval", "GS_MCP_MAINTENANCE_INTERVAL", parse_positive_seconds),
+    Knob("ping_timeout", "GS_MCP_PING_TIMEOUT", parse_positive_seconds),
+    Knob("spare_workers", "GS_MCP_SPARE_WORKERS", lambda t: parse_int(t, lo=0)),
+    Knob("max_sessions", "GS_MCP_MAX_SESSIONS", lambda t: parse_int(t, lo=1)),
+    Knob("log_file", "GS_MCP_LOG_FILE", parse_optional_path),
+    Knob("log_level", "GS_MCP_LOG_LEVEL", parse_log_level),
+    Knob("auth", "GS_MCP_AUTH", parse_bool),
+    Knob("issuer", "MCP_ISSUER", parse_optional_str),
+    Knob("audience", "MCP_AUDIENCE", parse_optional_str),
+    Knob("jwks_file", "MCP_JWKS_FILE", parse_optional_path),
+    Knob("jwks_uri", "MCP_JWKS_URI", parse_optional_str),
+    Knob("authorization_servers", "MCP_AUTHORIZATION_SERVERS", parse_list),
+    Knob("required_scopes", "MCP_REQUIRED_SCOPES", parse_list),
+    Knob("write_scope", "MCP_WRITE_SCOPE", parse_optional_str),
+    Knob("extra_scopes", "MCP_EXTRA_SCOPES", parse_list),
+    Knob("userid_claim", "MCP_USERID_CLAIM", lambda t: t.strip()),
+    Knob("user_map", "MCP_USER_MAP", parse_optional_str),
+    Knob("jwt_leeway", "MCP_JWT_LEEWAY", parse_seconds),
+    Knob("jwks_min_refresh", "MCP_JWKS_MIN_REFRESH", parse_positive_seconds),
+    Knob("tls_cert", "GS_MCP_TLS_CERT", parse_optional_path),
+    Knob("tls_key", "GS_MCP_TLS_KEY", parse_optional_path),
+    Knob("behind_tls_proxy", "GS_MCP_BEHIND_TLS_PROXY", parse_bool),
 )
 KNOBS_BY_KEY = {knob.key: knob for knob in KNOBS}
 KNOBS_BY_ENV = {knob.env: knob for knob in KNOBS}
@@ -219,8 +213,14 @@ FLAG_KEYS = ("port", "host", "image", "state_dir", "readonly", "toolsets", "trac
              "behind_tls_proxy")
 
 
+# The session-lifetime knobs' defaults live with the policy that uses them.
+LIFETIME_DEFAULTS = LifetimeSettings()
+
+
 @dataclass(frozen=True)
 class Config:
+    """Every knob, with its default (the only place a default is written)."""
+
     host: str = "127.0.0.1"
     port: int = 8000
     state_dir: Path = DEFAULT_STATE_DIR
@@ -376,16 +376,11 @@ def load_config(argv_flags: Mapping[str, Any] | None = None,
         if key not in KNOBS_BY_KEY:
             raise ConfigError(key, "unknown flag")
         raw[key] = value
-    values = {knob.key: knob.default for knob in KNOBS}
-    for key, value in raw.items():
-        values[key] = _parse(KNOBS_BY_KEY[key], value)
-    if values["state_dir"] is None:
-        values["state_dir"] = DEFAULT_STATE_DIR
-    values["state_dir"] = Path(values["state_dir"]).absolute()
-    if values["image"] is None:
-        values["image"] = values["state_dir"] / "image"
-    values["image"] = Path(values["image"]).absolute()
-    if not values["toolsets"]:
+    values = {key: _parse(KNOBS_BY_KEY[key], value) for key, value in raw.items()}  # the rest: Config's
+    state_dir = Path(values.get("state_dir") or DEFAULT_STATE_DIR).absolute()
+    values["state_dir"] = state_dir
+    values["image"] = Path(values.get("image") or state_dir / "image").absolute()
+    if "toolsets" in values and not values["toolsets"]:
         raise ConfigError("toolsets", "empty list; name at least one toolset")
     config = Config(**values)
     if validate:
