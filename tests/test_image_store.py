@@ -162,6 +162,19 @@ def test_a_commit_failing_before_its_commit_point_changes_nothing(tmp_path, monk
     assert store.commit({"a.py": b"a = 3\n"}, base, user="u", session_id="s") == 1
 
 
+def test_a_journal_line_cut_off_mid_append_is_no_commit_and_the_next_append_drops_it(tmp_path):
+    store = make_image(tmp_path, {"m.py": "A = 0\n"})
+    _commit_n(store, 1)
+    with open(store.journal_path, "ab") as journal:
+        journal.write(b'{"id": "cut", "files": [{"fi')       # a kill between two pages
+    assert store.read_snapshot().version == 1
+    _commit_n(store, 1)
+    records = store.journal()
+    assert len(records) == 2 and all("cut" != r["id"] for r in records)
+    assert store.read_snapshot().version == 2
+    assert store.journal_path.read_bytes().endswith(b"}\n")
+
+
 def test_a_garbled_intent_is_named_in_the_error(tmp_path):
     store = make_image(tmp_path, {"a.py": "a = 1\n"})
     store.read_snapshot()

@@ -166,7 +166,8 @@ class ImageStore:
         with journal:
             known, offset = self._remembered_count(journal)
             journal.seek(offset)
-            return known + sum(1 for line in journal if line.strip())
+            # an unterminated last line is an append that was cut off: no commit
+            return known + sum(1 for line in journal if line.endswith(b"\n") and line.strip())
 
     def _remembered_count(self, journal) -> tuple[int, int]:
         """(lines, size) from the count file when it describes a prefix of this
@@ -332,12 +333,11 @@ class ImageStore:
         except FileNotFoundError:
             return None
         with journal:
-            size = os.fstat(journal.fileno()).st_size
+            end = _complete_length(journal.fileno(), os.fstat(journal.fileno()).st_size)
             span = 4096
             while True:
-                start = max(0, size - span)
-                journal.seek(start)
-                lines = journal.read().rstrip().split(b"\n")
+                start = max(0, end - span)
+                lines = os.pread(journal.fileno(), end - start, start).rstrip(b"\n").split(b"\n")
                 if len(lines) > 1 or start == 0:
                     break
                 span *= 4                  # a long record: look further back
@@ -415,14 +415,33 @@ class ImageStore:
     def _append_journal(self, record: dict) -> None:
         line = (json.dumps(record, sort_keys=True) + "\n").encode()
         try:
-            fd = os.open(self.journal_path, os.O_WRONLY | os.O_APPEND)
+            fd = os.open(self.journal_path, os.O_RDWR | os.O_APPEND)
         except FileNotFoundError:
-            fd = _create_shared(self.journal_path, os.O_WRONLY | os.O_APPEND)
+            fd = _create_shared(self.journal_path, os.O_RDWR | os.O_APPEND)
         try:
+            size = os.fstat(fd).st_size
+            complete = _complete_length(fd, size)
+            if complete < size:   # the tail of an append that was cut off: no record
+                os.ftruncate(fd, complete)
             _write_all(fd, line)
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+def _complete_length(fd: int, size: int) -> int:
+    """The length of the file's newline-terminated prefix (what follows the last
+    newline was cut off mid-append)."""
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return size
+    end = size
+    while end > 0:
+        start = max(0, end - 65536)
+        newline = os.pread(fd, end - start, start).rfind(b"\n")
+        if newline >= 0:
+            return start + newline + 1
+        end = start
+    return 0
 
 
 def _entry_name(entry: os.DirEntry) -> str:
