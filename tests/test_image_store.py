@@ -168,11 +168,61 @@ def test_a_journal_line_cut_off_mid_append_is_no_commit_and_the_next_append_drop
     with open(store.journal_path, "ab") as journal:
         journal.write(b'{"id": "cut", "files": [{"fi')       # a kill between two pages
     assert store.read_snapshot().version == 1
+    assert len(store.journal()) == 1
     _commit_n(store, 1)
     records = store.journal()
     assert len(records) == 2 and all("cut" != r["id"] for r in records)
     assert store.read_snapshot().version == 2
     assert store.journal_path.read_bytes().endswith(b"}\n")
+
+
+def _pending(store, changes, monkeypatch):
+    """Commit `changes` and stop right after the commit point: nothing moved yet."""
+    base = {rel: sha256(data) for rel, data in store.read_snapshot().files.items()}
+    with monkeypatch.context() as patch:
+        _fail_when(patch, "replace", lambda src, dst: not str(dst).endswith("commit.intent"))
+        with pytest.raises(store_module.CommitPending):
+            store.commit(changes, {rel: base.get(rel) for rel in changes}, user="u", session_id="s")
+
+
+def test_a_pending_commit_that_makes_or_unmakes_a_package_is_read_with_its_modules(tmp_path, monkeypatch):
+    store = make_image(tmp_path, {"a.py": "", "made/orphan.py": "o = 1\n",
+                                  "unmade/__init__.py": "", "unmade/left.py": "l = 1\n"})
+    assert sorted(store.read_snapshot().files) == ["a.py", "unmade/__init__.py", "unmade/left.py"]
+    # On disk nothing has moved: made/ has no __init__.py yet, unmade/ still has one.
+    _pending(store, {"made/__init__.py": b"", "unmade/__init__.py": None}, monkeypatch)
+    assert sorted(ImageStore(tmp_path).read_snapshot().files) == ["a.py", "made/__init__.py", "made/orphan.py"]
+    ImageStore(tmp_path).recover()
+    assert sorted(ImageStore(tmp_path).read_snapshot().files) == ["a.py", "made/__init__.py", "made/orphan.py"]
+
+
+def test_a_failure_making_the_commit_point_durable_is_a_pending_commit_not_a_failed_one(tmp_path, monkeypatch):
+    store = make_image(tmp_path, {"a.py": "a = 1\n"})
+    real = store_module._fsync_dir
+
+    def failing_fsync_dir(directory):
+        if directory == store.state_dir:
+            raise OSError(5, "injected failure")
+        real(directory)
+
+    monkeypatch.setattr(store_module, "_fsync_dir", failing_fsync_dir)
+    with pytest.raises(store_module.CommitPending):
+        store.commit({"a.py": b"a = 2\n"}, {"a.py": sha256(b"a = 1\n")}, user="u", session_id="s")
+    monkeypatch.undo()
+    assert store.read_snapshot().files == {"a.py": b"a = 2\n"}
+    assert store.commit({"a.py": b"a = 3\n"}, {"a.py": sha256(b"a = 2\n")}, user="u", session_id="t") == 2
+
+
+def test_recovery_sweeps_temp_files_of_killed_commits_image_wide(tmp_path):
+    store = make_image(tmp_path, {"a.py": "", "pkg/__init__.py": "", "pkg/deep/__init__.py": ""})
+    store.read_snapshot()
+    stale = [tmp_path / "pkg" / "deep" / ".m.py.tmp-4242", tmp_path / ".gsmcpd" / ".commit.intent.tmp-4242"]
+    for path in stale:
+        path.write_text("left by a killed commit")
+    keep = tmp_path / "pkg" / ".notes.tmp-x"   # not a temp file's name
+    keep.write_text("mine")
+    assert store.recover() is False             # no commit to finish, but tidied
+    assert not any(path.exists() for path in stale) and keep.exists()
 
 
 def test_a_garbled_intent_is_named_in_the_error(tmp_path):

@@ -110,17 +110,19 @@ class ImageStore:
     # -- reading ---------------------------------------------------------
 
     def read_snapshot(self) -> Snapshot:
-        """Every module file, read under the shared lock so no commit is half-seen."""
+        """Every module file, read under the shared lock so no commit is half-seen.
+        A commit killed past its commit point is read as finished (see _apply)."""
         with self._locked(fcntl.LOCK_SH):
             intent = self._pending_intent()
+            writes = intent["writes"] if intent is not None else {}
             files = {}
-            for rel in self._scan():
-                data = self._read(rel)
+            for rel in self._scan(intent):
+                data = self._pending_bytes(rel, writes[rel]) if rel in writes else self._read(rel)
                 if data is not None:
                     files[rel] = data
             version = self._journal_length()
-            if intent is not None:   # a commit killed half-way: read it as finished
-                version = self._as_finished(intent, files, version)
+            if intent is not None and self._last_record_id() != intent["record"]["id"]:
+                version += 1   # its journal line, not written yet
             return Snapshot(files, version)
 
     def _read(self, rel: str) -> bytes | None:
@@ -132,12 +134,24 @@ class ImageStore:
         except (FileNotFoundError, PermissionError):
             return None
 
-    def _scan(self) -> list[str]:
+    def _scan(self, intent: dict | None = None) -> list[str]:
         """Relative paths of importable module files: hidden dirs, caches and
-        directories that are not regular packages are left out. (os.scandir and
-        plain strings, not pathlib: this runs in every new worker, where each
-        object touched for the first time copies a shared page.)"""
+        directories that are not regular packages are left out. With a pending
+        commit's intent, as they will be once it is applied: its new files are in,
+        its removed files out, and so are the modules of the packages it makes or
+        unmakes (an `__init__.py` written or removed). (os.scandir and plain
+        strings, not pathlib: this runs in every new worker, where each object
+        touched for the first time copies a shared page.)"""
+        written = intent["writes"] if intent is not None else {}
+        removed = frozenset(intent["removes"]) if intent is not None else frozenset()
         found = []
+        walked = {""}
+
+        def is_package(path: str, package: str) -> bool:
+            init = package + "/__init__.py"
+            if init in written or init in removed:
+                return init in written
+            return os.path.isfile(os.path.join(path, "__init__.py"))
 
         def walk(directory: str, prefix: str) -> None:
             with os.scandir(directory) as scan:
@@ -147,12 +161,17 @@ class ImageStore:
                 if name.startswith(".") or name == "__pycache__":
                     continue
                 if entry.is_dir():
-                    if name.isidentifier() and os.path.isfile(os.path.join(entry.path, "__init__.py")):
+                    if name.isidentifier() and is_package(entry.path, prefix + name):
+                        walked.add(prefix + name + "/")
                         walk(entry.path, prefix + name + "/")
-                elif name.endswith(".py") and name[:-3].isidentifier():
+                elif name.endswith(".py") and name[:-3].isidentifier() and prefix + name not in removed:
                     found.append(prefix + name)
 
         walk(str(self.image_dir), "")
+        if written:   # files only the pending commit has, in packages that are there
+            present = set(found)
+            found += sorted(rel for rel in written
+                            if rel not in present and rel[:rel.rfind("/") + 1] in walked)
         return found
 
     def _journal_length(self) -> int:
@@ -194,10 +213,12 @@ class ImageStore:
     def journal(self) -> list[dict]:
         with self._locked(fcntl.LOCK_SH):
             try:
-                text = self.journal_path.read_text(encoding="utf-8")
+                with open(self.journal_path, "rb") as journal:
+                    data = journal.read()
             except FileNotFoundError:
-                text = ""
-            records = [json.loads(line) for line in text.splitlines() if line.strip()]
+                data = b""
+            data = data[:data.rfind(b"\n") + 1]   # a line cut off mid-append is no record
+            records = [json.loads(line) for line in data.splitlines() if line.strip()]
             intent = self._pending_intent()
             if intent is not None and not (records and records[-1].get("id") == intent["record"]["id"]):
                 records.append(intent["record"])
@@ -240,15 +261,28 @@ class ImageStore:
                         with contextlib.suppress(OSError):
                             os.unlink(self.image_dir / temp)
                 raise
-            try:
+            try:   # past the commit point: what fails now is finished later, not undone
+                _fsync_dir(self.state_dir)
                 return self._apply(intent)
             except OSError as error:
                 raise CommitPending(error) from error
 
     def recover(self) -> bool:
-        """Finish a commit that was killed past its commit point; True if there was one."""
+        """Finish a commit that was killed past its commit point (True if there was
+        one), and remove the temp files of any killed before it, image-wide (a commit
+        sweeps only the directories it writes to)."""
         with self._locked(fcntl.LOCK_EX):
-            return self._finish_pending()
+            finished = self._finish_pending()
+            self._sweep_temps([self.state_dir] + self._source_dirs())
+            return finished
+
+    def _source_dirs(self) -> list[Path]:
+        """Every directory of the image but hidden ones (.gsmcpd among them) and caches."""
+        found = []
+        for root, dirs, _ in os.walk(self.image_dir):
+            dirs[:] = [name for name in dirs if not name.startswith(".") and name != "__pycache__"]
+            found.append(Path(root))
+        return found
 
     # -- the intent --------------------------------------------------------
 
@@ -280,12 +314,11 @@ class ImageStore:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-            os.replace(temp, self.intent_path)   # the commit point
+            os.replace(temp, self.intent_path)   # the commit point (made durable by the caller)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(temp)
             raise
-        _fsync_dir(self.state_dir)
 
     def _apply(self, intent: dict) -> int:
         """Make the disk what the intent says; safe to repeat after a kill at any step."""
@@ -305,25 +338,16 @@ class ImageStore:
         _fsync_dir(self.state_dir)
         return version
 
-    def _as_finished(self, intent: dict, files: dict[str, bytes], version: int) -> int:
-        """Read a pending commit as applied: each file whose temp is still there
-        has the temp's bytes (the others were moved already), removed files are
-        gone, and the version counts its journal line even before it is written."""
-        for rel, temp in intent["writes"].items():
-            try:
-                with open(self.image_dir / temp, "rb", buffering=0) as pending:
-                    data = pending.readall()
-            except FileNotFoundError:
-                data = self._read(rel)            # moved into place already
-            except PermissionError:
-                data = None                       # not this account's to read
-            if data is None:
-                files.pop(rel, None)
-            else:
-                files[rel] = data
-        for rel in intent["removes"]:
-            files.pop(rel, None)
-        return version if self._last_record_id() == intent["record"]["id"] else version + 1
+    def _pending_bytes(self, rel: str, temp: str) -> bytes | None:
+        """What `rel` holds once a pending commit is applied: its temp file's bytes
+        while the temp is there, else (moved already) the file's own."""
+        try:
+            with open(self.image_dir / temp, "rb", buffering=0) as pending:
+                return pending.readall()
+        except FileNotFoundError:
+            return self._read(rel)
+        except PermissionError:
+            return None                       # not this account's to read
 
     def _last_record_id(self) -> str | None:
         """The id of the journal's last record (None for none, or a record from

@@ -108,17 +108,18 @@ class Router:
 
     def _finish_interrupted_commit(self, image):
         """Snapshots read a commit killed past its commit point as finished; on disk
-        it is finished by the next commit, or here, so other tools see it too."""
+        it is finished by the next commit, or here, so other tools see it too. Temp
+        files of commits killed before that point go here too."""
         from gsmcpd.image.store import ImageStore
 
         store = ImageStore(image)
-        if not store.intent_path.exists():
-            return
+        if not store.state_dir.is_dir():
+            return  # never committed to: nothing to finish or tidy
         try:
-            store.recover()
-            log.warning("finished a commit to %s that was interrupted", image)
+            if store.recover():
+                log.warning("finished a commit to %s that was interrupted", image)
         except (OSError, ValueError) as exc:
-            log.warning("cannot finish an interrupted commit to %s now (the next commit will): %s", image, exc)
+            log.warning("cannot finish or tidy commits to %s now (the next commit will): %s", image, exc)
 
     # -- connections -------------------------------------------------------
     def _accept(self):
