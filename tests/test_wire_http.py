@@ -133,6 +133,12 @@ def test_header_names_past_the_remembered_ones_are_checked_and_parsed():
     assert (err.status, err.message) == (400, "invalid header name")
 
 
+@pytest.mark.parametrize("header", [b"X(Y): 1", b"X: a\tb\x01", b"X: 1\nBad(Name): 2"])
+def test_the_request_line_is_judged_before_the_headers(header):
+    # An unsupported version is the answer whatever is wrong further down the head.
+    assert refused(b"GET / HTTP/2.0\r\n" + header + b"\r\n\r\n", whole).status == 505
+
+
 def test_absolute_form_target(feeding):
     data = b"POST http://example.com:8080/mcp?q=1 HTTP/1.1\r\nContent-Length: 0\r\n\r\n"
     _, [req] = run(data, feeding)

@@ -236,16 +236,16 @@ class RequestParser:
         if not head.isascii():
             raise HttpError(400, "non-ASCII byte in request head")
         text = head.decode("latin-1")
+        if text.endswith("\r") and "\n" in text:   # a bare CR right before the terminating CRLF
+            raise HttpError(400, "bare CR in request head")
         # The usual head: CRLF line ends and printable lines (no tab, no control).
         # Its lines then need no more checking than their names; any other head
         # takes the general path, which knows bare LFs and explains refusals.
+        # (The request line is checked before the headers, whichever the path.)
         request_line, crlf, rest = text.partition("\r\n")
-        fields = None
-        if request_line.isprintable():
-            fields = _header_fields(rest.split("\r\n")) if crlf else ([], {})
-        if fields is None:
-            request_line, header_lines = _split_head(text)
-            fields = _header_fields(header_lines, checked=True)
+        block = None
+        if not request_line.isprintable():
+            request_line, block = _split_head(text)
         parts = _REQUEST_LINE.fullmatch(request_line)
         if parts is None:
             raise HttpError(400, "malformed request line")
@@ -254,6 +254,13 @@ class RequestParser:
             if _VERSION_SHAPE.fullmatch(version):
                 raise HttpError(505, f"HTTP version {version} not supported")
             raise HttpError(400, "malformed HTTP version")
+        fields = None
+        if block is None:
+            fields = _header_fields(rest.split("\r\n")) if crlf else ([], {})
+            if fields is None:   # a tab, bare LF or control character in a header line
+                block = _split_head(text)[1]
+        if fields is None:
+            fields = _header_fields(_block_lines(block), checked=True)
         headers, by_name = fields
 
         connection = by_name.get("connection")
@@ -363,19 +370,22 @@ def _head_end(buf, start, stop):
 
 
 def _split_head(text):
-    """(request line, header lines) of a head with bare LFs, or a refusal with its reason.
-    The whole header block is checked by one regex; a failure is explained line by line."""
+    """(request line, header block) of a head that may use bare LFs; the block is
+    "" or its lines each ending in a newline."""
     line_end = text.find("\n")
     if line_end < 0:
-        return text, []
-    if text.endswith("\r"):   # a bare CR right before the terminating CRLF
-        raise HttpError(400, "bare CR in request head")
-    request_line, block = text[:line_end].removesuffix("\r"), text[line_end + 1:] + "\n"
+        return text, ""
+    return text[:line_end].removesuffix("\r"), text[line_end + 1:] + "\n"
+
+
+def _block_lines(block):
+    """The lines of a header block, checked by one regex as a whole; a refusal is
+    explained line by line."""
     if not _HEADER_BLOCK_OK.fullmatch(block):
         for line in block[:-1].split("\n"):
             _parse_header_line(line.removesuffix("\r"))   # raises with the precise reason
         raise HttpError(400, "malformed header line")
-    return request_line, [line.removesuffix("\r") for line in block[:-1].split("\n")]
+    return [line.removesuffix("\r") for line in block[:-1].split("\n")] if block else []
 
 
 # Header name as sent -> lower-case name, for names already checked to be tokens.
