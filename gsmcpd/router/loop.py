@@ -108,7 +108,11 @@ class Loop:
             return
         data = (on_read, on_write)
         if known:
-            self.selector.modify(fileobj, events, data)
+            try:
+                self.selector.modify(fileobj, events, data)
+            except BaseException:
+                self._registered.discard(fileobj)   # a failed modify unregisters it
+                raise
         else:
             self.selector.register(fileobj, events, data)
             self._registered.add(fileobj)
