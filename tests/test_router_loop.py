@@ -1,6 +1,9 @@
 """The router's event loop: registration bookkeeping, timers and callbacks, on real sockets."""
 
+import os
 import socket
+
+import pytest
 
 from gsmcpd.router.loop import Loop
 
@@ -53,3 +56,20 @@ def test_a_failing_callback_is_logged_and_the_loop_goes_on(caplog):
     loop.close()
     assert ran == ["timer", "next"]
     assert "router callback failed" in caplog.text
+
+
+
+def test_a_failed_interest_change_leaves_the_object_unregistered():
+    loop = Loop()
+    a, b = socket.socketpair()
+    try:
+        loop.set_interest(a, lambda: None, None)
+        os.close(a.fileno())                # closed behind the loop's back: epoll refuses a change
+        with pytest.raises(OSError):
+            loop.set_interest(a, lambda: None, lambda: None)
+        assert a not in loop._registered     # the selector dropped it; so did the loop
+        assert [key.fileobj for key in loop.selector.get_map().values()] == [loop._wake_r]
+    finally:
+        a.detach()
+        b.close()
+        loop.close()
