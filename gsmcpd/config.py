@@ -377,7 +377,7 @@ def load_config(argv_flags: Mapping[str, Any] | None = None,
             raise ConfigError(key, "unknown flag")
         raw[key] = value
     values = {key: _parse(KNOBS_BY_KEY[key], value) for key, value in raw.items()}  # the rest: Config's
-    state_dir = Path(values.get("state_dir") or DEFAULT_STATE_DIR).absolute()
+    state_dir = Path(values.get("state_dir") or Config.state_dir).absolute()
     values["state_dir"] = state_dir
     values["image"] = Path(values.get("image") or state_dir / "image").absolute()
     if "toolsets" in values and not values["toolsets"]:
