@@ -129,8 +129,7 @@ class ImageStore:
         """A file's bytes; None if it is missing or this account may not read it
         (per-user workers: what an account may not read, it does not see)."""
         try:
-            with open(os.path.join(str(self.image_dir), rel), "rb", buffering=0) as module:
-                return module.readall()
+            return _file_bytes(os.path.join(str(self.image_dir), rel))
         except (FileNotFoundError, PermissionError):
             return None
 
@@ -342,8 +341,7 @@ class ImageStore:
         """What `rel` holds once a pending commit is applied: its temp file's bytes
         while the temp is there, else (moved already) the file's own."""
         try:
-            with open(self.image_dir / temp, "rb", buffering=0) as pending:
-                return pending.readall()
+            return _file_bytes(os.path.join(str(self.image_dir), temp))
         except FileNotFoundError:
             return self._read(rel)
         except PermissionError:
@@ -451,6 +449,11 @@ class ImageStore:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+def _file_bytes(path: str) -> bytes:
+    with open(path, "rb", buffering=0) as file:
+        return file.readall()
 
 
 def _complete_length(fd: int, size: int) -> int:
