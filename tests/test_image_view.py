@@ -137,3 +137,30 @@ def test_shadowed_kernel_module_is_not_the_views(image, views):
     assert view.module("json") is None
     import json
     assert not view.defines(json.JSONDecoder)
+
+
+@pytest.mark.parametrize("where", ["before", "past"])
+def test_a_break_during_commit_leaves_the_view_on_what_the_disk_decided(image, views, monkeypatch, where):
+    # A soft break (KeyboardInterrupt) lands just before the commit point, or just
+    # past it (before anything is moved into place).
+    from gsmcpd.image import store as store_module
+    a = views(image, "a")
+    edited(a, "zoo.animals", 'return "woof"', 'return "A"')
+
+    def interrupted(self, intent):
+        raise KeyboardInterrupt("soft break")
+
+    monkeypatch.setattr(store_module.ImageStore, "_write_intent" if where == "before" else "_apply",
+                        interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        a.commit()
+    monkeypatch.undo()
+    other = views(image, "b", install=False)
+    if where == "before":   # nothing committed: the change is still the view's own
+        assert a.changed_modules() == ["zoo.animals"] and 'return "woof"' in other.source("zoo.animals")
+    else:                   # committed: the view stands on it, nothing left to commit
+        assert a.changed_modules() == [] and 'return "A"' in other.source("zoo.animals")
+    assert 'return "A"' in a.source("zoo.animals")
+    edited(a, "zoo.animals", 'return "A"', 'return "C"')
+    a.commit()                                   # no conflict with itself either way
+    assert 'return "C"' in (image / "zoo/animals.py").read_text()

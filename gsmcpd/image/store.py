@@ -226,11 +226,13 @@ class ImageStore:
     # -- committing ------------------------------------------------------
 
     def commit(self, changes: dict[str, bytes | None], base_hashes: dict[str, str | None],
-               *, user: str, session_id: str) -> int:
+               *, user: str, session_id: str, commit_id: str | None = None) -> int:
         """Write `changes` (relpath -> new bytes, None = delete) if every file
         still hashes to `base_hashes[relpath]` (None = must not exist), all or
         nothing. Returns the new journal length; raises CommitConflict, writing
-        nothing, or OSError (see CommitPending for a failure past the commit point)."""
+        nothing, or OSError (see CommitPending for a failure past the commit point).
+        `commit_id` names the journal record (random if not given): after any other
+        exception, `has_commit(commit_id)` tells whether the commit stands."""
         with self._locked(fcntl.LOCK_EX):
             self._finish_pending()
             conflicts = [rel for rel in sorted(changes)
@@ -240,7 +242,7 @@ class ImageStore:
             self._sweep_temps({(self.image_dir / rel).parent for rel in changes} | {self.state_dir})
             intent = {
                 "record": {
-                    "id": secrets.token_hex(8),
+                    "id": commit_id or secrets.token_hex(8),
                     "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     "user": user, "session": session_id,
                     "files": [{"file": rel, "old": base_hashes.get(rel), "new": sha256(changes[rel])}
@@ -265,6 +267,10 @@ class ImageStore:
                 return self._apply(intent)
             except OSError as error:
                 raise CommitPending(error) from error
+
+    def has_commit(self, commit_id: str) -> bool:
+        """True once the commit named `commit_id` is decided (applied or pending)."""
+        return any(record.get("id") == commit_id for record in reversed(self.journal()))
 
     def recover(self) -> bool:
         """Finish a commit that was killed past its commit point (True if there was

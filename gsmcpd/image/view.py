@@ -15,6 +15,7 @@ import importlib.abc
 import importlib.util
 import linecache
 import logging
+import secrets
 import sys
 from types import ModuleType
 from dataclasses import dataclass, field
@@ -281,10 +282,18 @@ class View:
         if changed:
             changes = {rel: (self.texts[rel].encode("utf-8", "surrogateescape") if rel in self.texts else None)
                        for rel in changed}
+            commit_id = secrets.token_hex(8)
             try:
-                self.store.commit(changes, self.base_hashes, user=self.user, session_id=self.session_id)
+                self.store.commit(changes, self.base_hashes, user=self.user, session_id=self.session_id,
+                                  commit_id=commit_id)
             except CommitPending as pending:   # decided: every snapshot reads it as done
                 log.warning("session %s: %s", self.session_id[:8], pending)
+            except BaseException:
+                # A break (or any failure) past the commit point: the commit stands, so
+                # the view moves onto it, or its next commit would conflict with itself.
+                if self.store.has_commit(commit_id):
+                    self._load_snapshot()
+                raise
         self._load_snapshot()
         self._reload()
         return [module_name_of(rel) for rel in changed]
