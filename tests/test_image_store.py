@@ -370,3 +370,19 @@ def test_an_account_sees_only_the_modules_it_may_read():
     shutil.rmtree(shared)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "['public.py']"
+
+
+def test_has_commit_knows_a_commit_by_its_id_applied_or_pending(tmp_path, monkeypatch):
+    store = make_image(tmp_path, {"a.py": "a = 1\n"})
+    assert store.has_commit("0123456789abcdef") is False       # no journal yet
+    store.commit({"a.py": b"a = 2\n"}, {"a.py": sha256(b"a = 1\n")}, user="u", session_id="s",
+                 commit_id="0123456789abcdef")
+    assert store.has_commit("0123456789abcdef") is True
+    assert store.has_commit("fedcba9876543210") is False
+    assert [r["id"] for r in store.journal()] == ["0123456789abcdef"]
+    with monkeypatch.context() as patch:
+        _fail_when(patch, "replace", lambda src, dst: not str(dst).endswith("commit.intent"))
+        with pytest.raises(store_module.CommitPending):
+            store.commit({"a.py": b"a = 3\n"}, {"a.py": sha256(b"a = 2\n")}, user="u", session_id="s",
+                         commit_id="00000000000000aa")
+    assert store.has_commit("00000000000000aa") is True          # pending: decided all the same

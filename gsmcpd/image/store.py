@@ -36,6 +36,7 @@ LOCK_NAME = "lock"
 JOURNAL_NAME = "journal.jsonl"
 COUNT_NAME = "journal.count"
 INTENT_NAME = "commit.intent"
+JOURNAL_TAIL = 256 * 1024  # how far back has_commit looks for a record just written
 TEMP_NAME = re.compile(r"\..+\.tmp-\d+")   # _write_temp's temp files
 
 
@@ -269,8 +270,23 @@ class ImageStore:
                 raise CommitPending(error) from error
 
     def has_commit(self, commit_id: str) -> bool:
-        """True once the commit named `commit_id` is decided (applied or pending)."""
-        return any(record.get("id") == commit_id for record in reversed(self.journal()))
+        """True once the commit named `commit_id` is decided (applied or pending).
+        Asked right after that commit was tried, so its record, if any, is the
+        pending intent's or among the journal's last (only the tail is read)."""
+        with self._locked(fcntl.LOCK_SH):
+            intent = self._pending_intent()
+            if intent is not None and intent["record"]["id"] == commit_id:
+                return True
+            try:
+                fd = os.open(self.journal_path, os.O_RDONLY)
+            except FileNotFoundError:
+                return False
+            try:
+                size = os.fstat(fd).st_size
+                tail = os.pread(fd, min(size, JOURNAL_TAIL), max(0, size - JOURNAL_TAIL))
+            finally:
+                os.close(fd)
+            return json.dumps({"id": commit_id})[1:-1].encode() in tail   # as _append_journal writes it
 
     def recover(self) -> bool:
         """Finish a commit that was killed past its commit point (True if there was

@@ -288,6 +288,8 @@ class View:
                                   commit_id=commit_id)
             except CommitPending as pending:   # decided: every snapshot reads it as done
                 log.warning("session %s: %s", self.session_id[:8], pending)
+            except CommitConflict:
+                raise                          # refused before anything was written
             except BaseException:
                 # A break (or any failure) past the commit point: the commit stands, so
                 # the view moves onto it, or its next commit would conflict with itself.
