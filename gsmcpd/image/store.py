@@ -122,7 +122,7 @@ class ImageStore:
                 if data is not None:
                     files[rel] = data
             version = self._journal_length()
-            if intent is not None and self._last_record_id() != intent["record"]["id"]:
+            if intent is not None and not self._journaled(intent):
                 version += 1   # its journal line, not written yet
             return Snapshot(files, version)
 
@@ -350,9 +350,8 @@ class ImageStore:
             _fsync_dir(target.parent)
         for rel in intent["removes"]:
             self._remove(rel)
-        record = intent["record"]
-        if self._last_record_id() != record["id"]:
-            self._append_journal(record)
+        if not self._journaled(intent):
+            self._append_journal(intent["record"])
         version = self._journal_length()
         self._remember_count(version)
         os.unlink(self.intent_path)
@@ -368,6 +367,10 @@ class ImageStore:
             return self._read(rel)
         except PermissionError:
             return None                       # not this account's to read
+
+    def _journaled(self, intent: dict) -> bool:
+        """Whether a pending commit's journal line is written (it is then the last)."""
+        return self._last_record_id() == intent["record"]["id"]
 
     def _last_record_id(self) -> str | None:
         """The id of the journal's last record (None for none, or a record from

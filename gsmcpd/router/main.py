@@ -104,9 +104,9 @@ class Router:
         if not image.is_dir():
             raise SystemExit("gsmcpd: image directory %s does not exist" % image)
         self.image = str(image.absolute())
-        self._finish_interrupted_commit(image)
+        self._recover_image(image)
 
-    def _finish_interrupted_commit(self, image):
+    def _recover_image(self, image):
         """Snapshots read a commit killed past its commit point as finished; on disk
         it is finished by the next commit, or here, so other tools see it too. Temp
         files of commits killed before that point go here too."""
