@@ -323,3 +323,54 @@ def test_the_daemon_finishes_a_commit_killed_past_its_commit_point_when_it_start
         assert "finished a commit to %s that was interrupted" % image in daemon.log_text()
         seen = session(daemon).tool("execute_code", code="import a, b\n[a.A, b.B]")
         assert ast.literal_eval(seen["structuredContent"]["result"]) == [2, 2]
+
+
+# -- a break during a commit -----------------------------------------------------
+
+# Runs in the session's worker: edits pets (not yet committed) and makes one step
+# of the next commit sleep, so the request deadline's soft break lands there:
+# `_write_intent` is before the commit point, `_apply` just past it.
+SLOW_COMMIT_STEP = '''
+import time
+import gsmcpd.image.store as store
+import pets
+pets.__spec__.loader.view.set_source("pets", "SOUND = 'meow'\\n", live=False)
+store.real_step = store.ImageStore.%(step)s
+def slowed(self, intent):
+    time.sleep(30)
+    return store.real_step(self, intent)
+store.ImageStore.%(step)s = slowed
+'''
+RESTORE_STEP = "import gsmcpd.image.store as store\nstore.ImageStore.%(step)s = store.real_step"
+SOUND = "import pets\npets.SOUND"
+PURR = "import pets\npets.__spec__.loader.view.set_source('pets', \"SOUND = 'purr'\\n\", live=False)"
+
+
+@pytest.mark.parametrize("step", ["_write_intent", "_apply"])
+def test_a_break_during_a_commit_says_whether_the_commit_stands(tmp_path, step):
+    image = write_image(tmp_path / "image", {"pets.py": "SOUND = 'woof'\n"})
+    env = {"GS_MCP_IMAGE": str(image), "GS_MCP_REQUEST_TIMEOUT": "1", "GS_MCP_BREAK_GRACE": "5"}
+    with Daemon(tmp_path, env=env) as daemon:
+        a = session(daemon)
+        a.tool("execute_code", code=SLOW_COMMIT_STEP % {"step": step})
+        error = a.call("tools/call", {"name": "commit", "arguments": {}}).json()["error"]
+        assert error["code"] == -32001
+        status = a.tool("status")["structuredContent"]
+        seen_by_others = tool_text(session(daemon).tool("execute_code", code=SOUND))
+        a.tool("execute_code", code=RESTORE_STEP % {"step": step})
+        if step == "_write_intent":   # nothing was written: the change is still the session's own
+            assert error["message"] == "request interrupted: soft break"
+            assert status["changedModules"] == ["pets"] and seen_by_others == "'woof'"
+            assert a.tool("commit")["structuredContent"]["committed"] == ["pets"]
+        else:                         # decided: every view reads it as done, the answer says so
+            assert error["message"] == (
+                "request interrupted: soft break; it came too late to stop the commit this call "
+                "made, which stands (committed pets; view version %d)" % status["viewVersion"])
+            assert status["changedModules"] == [] and seen_by_others == "'meow'"
+            assert a.tool("commit")["structuredContent"]["committed"] == []
+        # Another session commits on top of it, which also finishes a pending commit on disk.
+        b = session(daemon)
+        b.tool("execute_code", code=PURR)
+        assert b.tool("commit")["structuredContent"]["committed"] == ["pets"]
+        assert (image / "pets.py").read_text() == "SOUND = 'purr'\n"
+        assert not (image / ".gsmcpd" / "commit.intent").exists()

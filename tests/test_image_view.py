@@ -155,6 +155,8 @@ def test_a_break_during_commit_leaves_the_view_on_what_the_disk_decided(image, v
     with pytest.raises(KeyboardInterrupt):
         a.commit()
     monkeypatch.undo()
+    stood = (0, []) if where == "before" else (1, ["zoo.animals"])   # what the worker reports
+    assert (a.commit_count, a.last_commit) == stood
     other = views(image, "b", install=False)
     if where == "before":   # nothing committed: the change is still the view's own
         assert a.changed_modules() == ["zoo.animals"] and 'return "woof"' in other.source("zoo.animals")
@@ -162,5 +164,7 @@ def test_a_break_during_commit_leaves_the_view_on_what_the_disk_decided(image, v
         assert a.changed_modules() == [] and 'return "A"' in other.source("zoo.animals")
     assert 'return "A"' in a.source("zoo.animals")
     edited(a, "zoo.animals", 'return "A"', 'return "C"')
-    a.commit()                                   # no conflict with itself either way
+    assert a.commit() == ["zoo.animals"]         # no conflict with itself either way
     assert 'return "C"' in (image / "zoo/animals.py").read_text()
+    assert (a.commit_count, a.last_commit) == (stood[0] + 1, ["zoo.animals"])
+    assert a.commit() == [] and a.commit_count == stood[0] + 1   # nothing to commit counts nothing

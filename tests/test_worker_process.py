@@ -286,3 +286,28 @@ def test_prepared_and_the_first_reply_leave_in_one_write_when_the_call_came_with
         assert first_read[0]["ok"] is True and first_read[1]["message"]["result"] == {}
     finally:
         channel.close()
+
+
+def test_a_break_after_commits_in_the_call_says_they_stand(tmp_path):
+    from test_tools_support import write_image
+    image = write_image(tmp_path / "image", {"pets.py": "SOUND = 'woof'\n", "toys.py": "BALL = 1\n"})
+    channel = Channel()
+    try:
+        assert channel.prepare(image=str(image))["ok"] is True
+        code = ("import pets\nview = pets.__spec__.loader.view\n"
+                "view.set_source('pets', \"SOUND = 'meow'\\n\", live=False)\nview.commit()\n"
+                "view.set_source('toys', 'BALL = 2\\n', live=False)\nview.commit()\n"
+                "progress(1)\nwhile True:\n    pass")
+        seq = channel.execute(code, token="t")
+        assert channel.notified(seq)["progress"] == 1      # both commits are made
+        channel.signal(signal.SIGINT)
+        assert channel.reply(seq)["error"] == {"code": -32001, "message": (
+            "request interrupted: soft break; it came too late to stop the 2 commits this call "
+            "made, which stand (the last committed toys; view version 2)")}
+        # a later break in a call that commits nothing says nothing of them
+        seq = channel.execute("progress(1)\nwhile True:\n    pass", token="t")
+        assert channel.notified(seq)["progress"] == 1
+        channel.signal(signal.SIGINT)
+        assert channel.reply(seq)["error"]["message"] == "request interrupted: soft break"
+    finally:
+        channel.close()

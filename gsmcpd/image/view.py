@@ -89,6 +89,10 @@ class View:
         self.live_texts: dict[str, str] = {}    # module -> text its live objects reflect
         self.import_errors: dict[str, str] = {}
         self.version = 0
+        # Commits of this view that stand, and the modules of the last: a break that
+        # lands past a commit point is answered with what it did not stop.
+        self.commit_count = 0
+        self.last_commit: list[str] = []
         self._trees: dict[str, tuple[str, object]] = {}
         self._loader = _SnapshotLoader(self)
         self._installed = False
@@ -279,6 +283,7 @@ class View:
         """Write this view's changes; then the view sees every commit so far.
         Raises CommitConflict (nothing written, changes kept)."""
         changed = self.changed_files()
+        modules = [module_name_of(rel) for rel in changed]
         if changed:
             changes = {rel: (self.texts[rel].encode("utf-8", "surrogateescape") if rel in self.texts else None)
                        for rel in changed}
@@ -294,11 +299,17 @@ class View:
                 # A break (or any failure) past the commit point: the commit stands, so
                 # the view moves onto it, or its next commit would conflict with itself.
                 if self.store.has_commit(commit_id):
+                    self._count_commit(modules)
                     self._load_snapshot()
                 raise
+            self._count_commit(modules)
         self._load_snapshot()
         self._reload()
-        return [module_name_of(rel) for rel in changed]
+        return modules
+
+    def _count_commit(self, modules: list[str]) -> None:
+        self.commit_count += 1
+        self.last_commit = modules
 
     def abort(self) -> RefreshReport:
         discarded = self.changed_modules()

@@ -189,6 +189,8 @@ class WorkerLoop:
         def notify(notification):
             self.send_message("notify", seq, notification)
 
+        view = self.server.view
+        commits_before = view.commit_count if view is not None else 0
         try:
             self.in_call = True
             try:
@@ -196,8 +198,10 @@ class WorkerLoop:
             finally:
                 self.in_call = False
         except (KeyboardInterrupt, HardBreak) as interruption:
-            return _error_for(message, jsonrpc.REQUEST_TIMEOUT,
-                              f"request interrupted: {interruption or type(interruption).__name__}")
+            text = f"request interrupted: {interruption or type(interruption).__name__}"
+            if view is not None and view.commit_count > commits_before:
+                text += _commits_stand(view, view.commit_count - commits_before)
+            return _error_for(message, jsonrpc.REQUEST_TIMEOUT, text)
         except frames.FrameError as error:
             return _error_for(message, jsonrpc.INTERNAL_ERROR, f"cannot send a notification: {error}")
         except OSError:
@@ -205,6 +209,15 @@ class WorkerLoop:
         except Exception as error:    # a dispatcher bug answers this call, not the whole session
             log.exception("worker %d: dispatch failed", os.getpid())
             return _error_for(message, jsonrpc.INTERNAL_ERROR, f"{type(error).__name__}: {error}")
+
+
+def _commits_stand(view, made: int) -> str:
+    """What a break did not undo: the commits this call made before it landed."""
+    if made == 1:
+        told = "the commit this call made, which stands (committed"
+    else:
+        told = f"the {made} commits this call made, which stand (the last committed"
+    return f"; it came too late to stop {told} {', '.join(view.last_commit)}; view version {view.version})"
 
 
 def _error_for(message, code: int, text: str):
