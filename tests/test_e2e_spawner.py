@@ -1,6 +1,7 @@
 """Workers as the running daemon forks them: through its spawner, each on its own."""
 
 import os
+import resource
 import signal
 
 from helpers import Client, Daemon, _children, pid_alive, tool_text, wait_until, worker_pids
@@ -39,3 +40,91 @@ def test_each_worker_logs_under_its_own_pid_and_a_killed_spawner_is_replaced(tmp
         assert spawner_of(daemon) != spawner
         # The sessions opened before still answer: their workers never needed the spawner.
         assert tool_text(first.tool("execute_code", code="1 + 1")) == "2"
+
+
+INITIALIZE = {"jsonrpc": "2.0", "id": "init", "method": "initialize",
+              "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                         "clientInfo": {"name": "t", "version": "0"}}}
+
+
+def test_a_session_waiting_for_its_worker_never_stalls_the_others(tmp_path):
+    from test_e2e_lifetime import Exchange
+    with Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution", "GS_MCP_SPARE_WORKERS": "1"}) as daemon:
+        first = session(daemon)
+        assert wait_until(lambda: len(worker_pids(daemon.proc.pid)) == 2)   # its spare is replaced
+        spawner = spawner_of(daemon)
+        os.kill(spawner, signal.SIGSTOP)   # no worker will be forked until SIGCONT
+        try:
+            second = session(daemon)          # takes the one spare
+            waiting = Exchange(daemon.port, "POST", body=INITIALIZE, accept="application/json, text/event-stream")
+            # The router serves everyone else while that open waits (it used to wait
+            # for the fork in its loop, for up to 30 s).
+            for client in (first, second, first):
+                assert tool_text(client.tool("execute_code", code="6 * 7")) == "42"
+                assert client.call("ping").status == 200
+            assert not waiting.head_read.is_set()
+        finally:
+            os.kill(spawner, signal.SIGCONT)
+        assert waiting.wait_head() == 200
+        sid = waiting.headers["mcp-session-id"]
+        assert waiting.json()["result"]["protocolVersion"] == "2025-11-25"
+        third = Client(daemon.port)
+        third.session = sid
+        assert third.call("ping").status == 200
+        assert tool_text(third.tool("execute_code", code="7 * 6")) == "42"
+
+
+def read_by_the_server(sock, port):
+    """True once the server side of this loopback TCP connection has nothing left
+    unread (its rx_queue in /proc/net/tcp); the request is sent before this is asked."""
+    ours = "%04X" % sock.getsockname()[1]
+    theirs = "%04X" % port
+    for line in open("/proc/net/tcp").read().splitlines()[1:]:
+        fields = line.split()
+        if fields[1].endswith(":" + theirs) and fields[2].endswith(":" + ours):
+            return int(fields[4].split(":")[1], 16) == 0
+    return False
+
+
+def lowest_free_fd(pid):
+    used = {int(name) for name in os.listdir("/proc/%d/fd" % pid)}
+    return next(fd for fd in range(len(used) + 1) if fd not in used)
+
+
+def test_a_session_whose_worker_cannot_be_forked_is_refused_with_the_reason(tmp_path):
+    with Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution", "GS_MCP_SPARE_WORKERS": "0"}) as daemon:
+        spawner = spawner_of(daemon)
+        limits = resource.prlimit(spawner, resource.RLIMIT_NOFILE)
+        # No descriptor left to the spawner: the socketpair of the next worker fails.
+        resource.prlimit(spawner, resource.RLIMIT_NOFILE, (lowest_free_fd(spawner), limits[1]))
+        try:
+            refused = Client(daemon.port).post(INITIALIZE)
+        finally:
+            resource.prlimit(spawner, resource.RLIMIT_NOFILE, limits)
+        assert refused.status == 503 and refused.header("retry-after") == "5"
+        assert refused.header("mcp-session-id") is None
+        error = refused.json()["error"]
+        assert error["message"].startswith("Service Unavailable: cannot start a worker process "
+                                           "(no worker could be started: ")
+        assert "Too many open files" in error["message"]
+        assert "the spawner could not make a spare worker" in daemon.log_text()
+        # The next open, once the pause after a failed fork is over, has its worker.
+        assert wait_until(lambda: Client(daemon.port).post(INITIALIZE).status == 200)
+        assert tool_text(session(daemon).tool("execute_code", code="6 * 7")) == "42"
+
+
+def test_a_session_waiting_for_its_worker_at_shutdown_is_refused_and_the_daemon_exits(tmp_path):
+    from test_e2e_lifetime import Exchange
+    with Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution", "GS_MCP_SPARE_WORKERS": "0"}) as daemon:
+        spawner = spawner_of(daemon)
+        os.kill(spawner, signal.SIGSTOP)
+        try:
+            waiting = Exchange(daemon.port, "POST", body=INITIALIZE, accept="application/json")
+            assert wait_until(lambda: read_by_the_server(waiting.sock, daemon.port))
+            daemon.proc.send_signal(signal.SIGTERM)
+            assert waiting.wait_head() == 503
+            assert waiting.json()["error"]["message"] == (
+                "Service Unavailable: cannot start a worker process (the server is shutting down)")
+        finally:
+            os.kill(spawner, signal.SIGCONT)
+        assert daemon.proc.wait(10) == 0

@@ -153,7 +153,7 @@ class App:
             if refusal:
                 conn.respond(400, [JSON], error_body(jsonrpc.INVALID_REQUEST, refusal, message.id))
                 return
-            if len(self.sessions.by_id) >= self.config.max_sessions:
+            if len(self.sessions.by_id) + self.sessions.opening >= self.config.max_sessions:
                 conn.respond(503, [JSON, ("Retry-After", "5")], error_body(
                     jsonrpc.INTERNAL_ERROR, "Service Unavailable: %d sessions open, the configured maximum"
                     % self.config.max_sessions, message.id))

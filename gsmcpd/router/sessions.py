@@ -99,20 +99,30 @@ class SessionManager:
         self.loop = router.loop
         self.config = router.config
         self.by_id = {}
+        self.opening = 0   # initialize requests waiting for a worker
         self._by_worker = {}
         self._seq = itertools.count(1)
 
     # -- opening and ending ------------------------------------------------
     def open(self, conn, message, body, accepts_sse, principal):
-        """Start a session for an initialize request; its reply carries the id."""
-        try:
-            worker = self.router.pool.claim()
-        except Exception as exc:  # no spare, and no fork possible (descriptors, memory)
-            log.error("cannot start a worker for a new session: %s", exc)
+        """Start a session for an initialize request once it has a worker (at once
+        from a spare, else when the next is forked); its reply carries the id."""
+        self.opening += 1
+
+        def start(worker):
+            self.opening -= 1
+            self._start(worker, conn, message, body, accepts_sse, principal)
+
+        def fail(reason):
+            self.opening -= 1
+            log.error("cannot start a worker for a new session: %s", reason)
             conn.respond(503, [JSON, ("Retry-After", "5")], jsonrpc.dumps(jsonrpc.error(
                 message.get("id"), jsonrpc.INTERNAL_ERROR,
-                "Service Unavailable: cannot start a worker process (%s)" % exc)))
-            return None
+                "Service Unavailable: cannot start a worker process (%s)" % reason)))
+
+        self.router.pool.claim(start, fail)
+
+    def _start(self, worker, conn, message, body, accepts_sse, principal):
         sid = new_session_id()
         session = Session(sid, worker, principal.user, principal.read_only, self.loop.time())
         worker.listener = self
@@ -123,7 +133,6 @@ class SessionManager:
         self.submit(session, conn, message, body, accepts_sse)
         log.info("session %s opened for %s (worker %d%s)", session.short, session.user, worker.pid,
                  ", read-only" if session.read_only else "")
-        return session
 
     def end(self, session, reason):
         if session.ended:

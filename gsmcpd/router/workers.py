@@ -9,6 +9,7 @@ becoming readable, or from EOF on the frame socket, whichever comes first, and
 never waits for either.
 """
 
+import collections
 import errno
 import logging
 import multiprocessing
@@ -23,7 +24,7 @@ from gsmcpd.wire import frames
 log = logging.getLogger("gsmcpd.workers")
 
 PRELOAD = ["gsmcpd.worker.preload"]
-SPAWNER_TIMEOUT = 30.0  # seconds a start may take before the spawner is deemed stuck
+SPAWNER_TIMEOUT = 30.0  # seconds a claim waits for a spare before the spawner is deemed stuck
 
 
 class Spawner:
@@ -59,23 +60,15 @@ class Spawner:
         """Ask for `count` more spares; they arrive as messages on `control`."""
         self.control.send(b"more %d %d" % (count, os.getpid()))
 
-    def receive(self, wait=None):
-        """The next message: ("spare", (pid, pidfd, socket)), ("error", text), ("eof", text);
-        without `wait` None when nothing is waiting, with it ("timeout", None) after
-        that many seconds. Descriptors that did not fit are closed."""
+    def receive(self):
+        """The next message: ("spare", (pid, pidfd, socket)), ("error", text), ("eof", text),
+        or None when nothing is waiting. Descriptors that did not fit are closed."""
         try:
-            if wait is not None:
-                self.control.settimeout(wait)
             message, fds, flags, _addr = socket.recv_fds(self.control, 256, 2)
-        except TimeoutError:
-            return "timeout", None
         except (BlockingIOError, InterruptedError):
             return None
         except OSError as error:
             return "eof", str(error)
-        finally:
-            if wait is not None and self.control.fileno() >= 0:
-                self.control.setblocking(False)
         if not message:
             return "eof", None
         verb, _, rest = message.partition(b" ")
@@ -223,10 +216,23 @@ class Worker:
             self.listener.on_worker_exit(self)
 
 
+class Claim:
+    """A new session waiting for its worker: `on_worker(worker)` once it has one, or
+    `on_failure(reason)` if none can be had."""
+
+    __slots__ = ("on_worker", "on_failure", "timer")
+
+    def __init__(self, on_worker, on_failure):
+        self.on_worker = on_worker
+        self.on_failure = on_failure
+        self.timer = None
+
+
 class WorkerPool:
     """Spare workers, forked ahead by the spawner, so opening a session does not wait
     for a fork. The router only asks for more and adopts what arrives, from its loop:
-    it never forks, never waits for one, and keeps no thread for it."""
+    it never forks, never waits for one, and keeps no thread for it. A session opened
+    when no spare is ready waits as a Claim, served in order as spares arrive."""
 
     STARVED_PAUSE = 1.0  # seconds without asking after running out of descriptors or a failed fork
 
@@ -234,10 +240,12 @@ class WorkerPool:
         self.loop = loop
         self.target = spares
         self.spares = []
+        self.claims = collections.deque()   # sessions waiting for a worker, oldest first
         self.closed = False
         self.spawner = Spawner()
         self._asked = 0             # spares asked for and not yet arrived
         self._paused_until = 0.0
+        self._starved_why = "the spawner is not running"
 
     def start(self):
         self._launch()
@@ -248,24 +256,48 @@ class WorkerPool:
         self._asked = 0
         self.loop.add_reader(self.spawner.control, self._on_spawner)
 
-    def claim(self):
-        """A spare for a new session; OSError when none can be had."""
-        while self.spares:
+    def claim(self, on_worker, on_failure):
+        """A worker for a new session: `on_worker(worker)` now if a spare is ready, else
+        once one arrives; `on_failure(reason)` if the spawner cannot make one or sends
+        none within SPAWNER_TIMEOUT. The loop never waits for a fork."""
+        claim = Claim(on_worker, on_failure)
+        self.claims.append(claim)
+        self._serve_claims()
+        if claim not in self.claims:
+            return
+        self.replenish()
+        if not self._asked and self.loop.time() < self._paused_until:
+            # none on its way, nor asked for soon: out of descriptors, or a fork just failed
+            self._fail_claim(claim, "no worker could be started: %s" % self._starved_why)
+            return
+        claim.timer = self.loop.call_later(SPAWNER_TIMEOUT, lambda: self._fail_claim(
+            claim, "the spawner sent no worker in %.0f s" % SPAWNER_TIMEOUT))
+
+    def _serve_claims(self):
+        while self.claims and self.spares:
             worker = self.spares.pop()
-            if worker.alive:
-                # After this pass, once the session's first frames are on their way:
-                # asking (and the descriptor probe before it) is not the open's work.
-                self.loop.call_soon(self.replenish)
-                return worker
-        worker = self._wait_for_spare()
-        self.loop.call_soon(self.replenish)
-        return worker
+            if not worker.alive:
+                continue
+            claim = self.claims.popleft()
+            if claim.timer is not None:
+                claim.timer.cancel()
+            # After this pass, once the session's first frames are on their way:
+            # asking (and the descriptor probe before it) is not the open's work.
+            self.loop.call_soon(self.replenish)
+            claim.on_worker(worker)
+
+    def _fail_claim(self, claim, reason):
+        if claim in self.claims:
+            self.claims.remove(claim)
+            if claim.timer is not None:
+                claim.timer.cancel()
+            claim.on_failure(reason)
 
     def replenish(self):
         if self.closed or self.loop.time() < self._paused_until:
             return
         self.spares = [w for w in self.spares if w.alive]
-        wanted = min(self.target - len(self.spares) - self._asked, MAX_ASK)
+        wanted = min(self.target + len(self.claims) - len(self.spares) - self._asked, MAX_ASK)
         if wanted > 0:
             try:
                 self._ask(wanted)
@@ -280,6 +312,7 @@ class WorkerPool:
         self._asked += count
 
     def _starved(self, why):
+        self._starved_why = why
         log.warning("not starting spare workers for %.0f s: %s", self.STARVED_PAUSE, why)
         self._paused_until = self.loop.time() + self.STARVED_PAUSE
         self.loop.call_later(self.STARVED_PAUSE, self.replenish)
@@ -292,43 +325,35 @@ class WorkerPool:
             self._take(*received)
 
     def _take(self, kind, detail):
-        """One message from the spawner; the Worker for a spare, else None."""
+        """One message from the spawner."""
         if kind == "eof":
             log.error("the worker spawner is gone (%s); starting a new one", detail or "EOF")
             self.loop.remove(self.spawner.control)
             self.spawner.stop(grace=0)
             self._launch()
             self.replenish()
-            return None
+            return
         self._asked = max(0, self._asked - 1)
         if kind == "error":
             log.error("the spawner could not make a spare worker: %s", detail)
             self._starved(detail)
-            return None
+            if self.claims:   # the worker it was making is one a waiting session needed
+                self._fail_claim(self.claims[0], "no worker could be started: %s" % detail)
+            return
         worker = Worker(self.loop, detail)
         if self.closed:
             worker.kill()
-            return None
+            return
         worker.listener = _SpareListener(self)
         self.spares.append(worker)
-        return worker
-
-    def _wait_for_spare(self):
-        """None ready: ask for one and wait for it, blocking the loop (only when
-        sessions are opened faster than spares are forked, or with no spares set)."""
-        if self._asked == 0:
-            self._ask(1)
-        kind, detail = self.spawner.receive(wait=SPAWNER_TIMEOUT)
-        if kind == "timeout":
-            raise OSError(errno.ETIMEDOUT, "the spawner sent no worker in %.0f s" % SPAWNER_TIMEOUT)
-        if self._take(kind, detail) is None:
-            raise OSError(errno.EAGAIN, "no worker could be started: %s" % (detail or "the spawner restarted"))
-        return self.spares.pop()
+        self._serve_claims()
 
     def close(self):
         self.closed = True
         if self.spawner.control is not None:
             self.loop.remove(self.spawner.control)
+        while self.claims:
+            self._fail_claim(self.claims[0], "the server is shutting down")
         for worker in self.spares:
             worker.stop()
         return list(self.spares)
