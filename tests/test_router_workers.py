@@ -21,9 +21,15 @@ def spawner():
     spawner.stop()
 
 
+def received(spawner, timeout=20):
+    """The spawner's next message, waited for as the router's loop would."""
+    assert select.select([spawner.control], [], [], timeout)[0], "nothing from the spawner"
+    return spawner.receive()
+
+
 def spares(spawner, count):
     spawner.ask(count)
-    got = [spawner.receive(wait=20) for _ in range(count)]
+    got = [received(spawner) for _ in range(count)]
     assert [kind for kind, _ in got] == ["spare"] * count, got
     return [detail for _, detail in got]
 
@@ -89,7 +95,7 @@ def test_a_spare_gets_a_clean_start(spawner):
 def test_bad_requests_get_errors_and_eof_ends_the_spawner(spawner):
     for request in (b"more 0 1", b"more many 1", b"fork 1 1", b"more 1000 1"):
         spawner.control.send(request)
-        kind, detail = spawner.receive(wait=20)
+        kind, detail = received(spawner)
         assert kind == "error" and "bad request" in detail
     process = spawner.process
     spawner.control.close()
@@ -114,10 +120,10 @@ def test_a_garbled_message_from_the_spawner_is_an_error_and_its_descriptors_are_
             socket.send_fds(other, [message], passed)
             for fd in passed:
                 os.close(fd)
-            kind, detail = spawner.receive(wait=5)
+            kind, detail = received(spawner, 5)
             assert kind == "error" and detail, (message, detail)
         assert len(os.listdir("/proc/self/fd")) == before   # nothing received was kept
         other.close()
-        assert spawner.receive(wait=5)[0] == "eof"
+        assert received(spawner, 5)[0] == "eof"
     finally:
         spawner.control.close()
