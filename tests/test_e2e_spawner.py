@@ -13,10 +13,14 @@ def session(daemon):
     return client
 
 
-def spawner_of(daemon):
+def forkserver_of(daemon):
     [forkserver] = [c for c in _children(daemon.proc.pid)
                     if b"forkserver" in open("/proc/%d/cmdline" % c, "rb").read()]
-    [spawner] = _children(forkserver)
+    return forkserver
+
+
+def spawner_of(daemon):
+    [spawner] = _children(forkserver_of(daemon))
     return spawner
 
 
@@ -128,3 +132,32 @@ def test_a_session_waiting_for_its_worker_at_shutdown_is_refused_and_the_daemon_
         finally:
             os.kill(spawner, signal.SIGCONT)
         assert daemon.proc.wait(10) == 0
+
+
+def test_a_new_spawner_that_is_slow_to_start_never_stalls_the_router(tmp_path):
+    from test_e2e_lifetime import Exchange
+    with Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution", "GS_MCP_SPARE_WORKERS": "1"}) as daemon:
+        first = Client(daemon.port, timeout=10)
+        first.initialize()
+        assert wait_until(lambda: len(worker_pids(daemon.proc.pid)) == 2)   # its spare is replaced
+        forkserver, spawner = forkserver_of(daemon), spawner_of(daemon)
+        os.kill(forkserver, signal.SIGSTOP)   # a new spawner cannot start until SIGCONT
+        try:
+            os.kill(spawner, signal.SIGKILL)
+            assert wait_until(lambda: "the worker spawner is gone" in daemon.log_text())
+            # The router starts the new one off its loop, and serves everyone meanwhile.
+            second = session(daemon)           # the spare forked before
+            for client in (first, second):
+                assert tool_text(client.tool("execute_code", code="6 * 7")) == "42"
+                assert client.call("ping").status == 200
+            waiting = Exchange(daemon.port, "POST", body=INITIALIZE, accept="application/json")
+            assert wait_until(lambda: read_by_the_server(waiting.sock, daemon.port))
+            assert tool_text(first.tool("execute_code", code="1 + 1")) == "2"
+            assert not waiting.head_read.is_set()   # no worker to be had yet
+        finally:
+            os.kill(forkserver, signal.SIGCONT)
+        assert waiting.wait_head(timeout=20) == 200
+        third = Client(daemon.port)
+        third.session = waiting.headers["mcp-session-id"]
+        assert tool_text(third.tool("execute_code", code="7 * 6")) == "42"
+        assert spawner_of(daemon) != spawner

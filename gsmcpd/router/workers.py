@@ -16,6 +16,7 @@ import multiprocessing
 import os
 import signal
 import socket
+import threading
 
 from gsmcpd.router.connection import RECV_SIZE
 from gsmcpd.router.loop import recv_some, send_some
@@ -246,15 +247,48 @@ class WorkerPool:
         self._asked = 0             # spares asked for and not yet arrived
         self._paused_until = 0.0
         self._starved_why = "the spawner is not running"
+        self._relaunching = False   # a new spawner is being started (see _relaunch)
 
     def start(self):
-        self._launch()
+        self.spawner.launch()   # before the port is bound: there is no one to keep waiting yet
+        self._adopt_spawner()
         self.replenish()
 
-    def _launch(self):
-        self.spawner.launch()
+    def _adopt_spawner(self):
         self._asked = 0
         self.loop.add_reader(self.spawner.control, self._on_spawner)
+
+    def _relaunch(self):
+        """A new spawner, started on a short-lived thread: a start goes through the
+        forkserver and waits for its answer (for its whole preload, if it has to be
+        started again too), which the loop must not. Claims wait meanwhile."""
+        old, new = self.spawner, Spawner()
+        self.spawner = new
+        self._relaunching = True
+
+        def launch():
+            old.stop(grace=0)
+            try:
+                new.launch()
+                failure = None
+            except Exception as error:  # reported by the loop, which tries again
+                failure = error
+            self.loop.call_soon_threadsafe(lambda: self._relaunched(new, failure))
+
+        threading.Thread(target=launch, name="gsmcpd-spawner-launch", daemon=True).start()
+
+    def _relaunched(self, spawner, failure):
+        if self.closed:
+            spawner.stop(grace=0)
+            return
+        if failure is not None:
+            log.error("cannot start a new worker spawner (%s); trying again in %.0f s",
+                      failure, self.STARVED_PAUSE)
+            self.loop.call_later(self.STARVED_PAUSE, self._relaunch)
+            return
+        self._relaunching = False
+        self._adopt_spawner()
+        self.replenish()
 
     def claim(self, on_worker, on_failure):
         """A worker for a new session: `on_worker(worker)` now if a spare is ready, else
@@ -294,7 +328,7 @@ class WorkerPool:
             claim.on_failure(reason)
 
     def replenish(self):
-        if self.closed or self.loop.time() < self._paused_until:
+        if self.closed or self._relaunching or self.loop.time() < self._paused_until:
             return
         self.spares = [w for w in self.spares if w.alive]
         wanted = min(self.target + len(self.claims) - len(self.spares) - self._asked, MAX_ASK)
@@ -318,8 +352,9 @@ class WorkerPool:
         self.loop.call_later(self.STARVED_PAUSE, self.replenish)
 
     def _on_spawner(self):
-        while not self.closed:
-            received = self.spawner.receive()
+        spawner = self.spawner
+        while not self.closed and self.spawner is spawner:   # EOF replaces it
+            received = spawner.receive()
             if received is None:
                 return
             self._take(*received)
@@ -329,9 +364,7 @@ class WorkerPool:
         if kind == "eof":
             log.error("the worker spawner is gone (%s); starting a new one", detail or "EOF")
             self.loop.remove(self.spawner.control)
-            self.spawner.stop(grace=0)
-            self._launch()
-            self.replenish()
+            self._relaunch()
             return
         self._asked = max(0, self._asked - 1)
         if kind == "error":
