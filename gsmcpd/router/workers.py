@@ -246,7 +246,6 @@ class WorkerPool:
         self.spawner = Spawner()
         self._asked = 0             # spares asked for and not yet arrived
         self._paused_until = 0.0
-        self._starved_why = "the spawner is not running"
         self._relaunching = False   # a new spawner is being started (see _relaunch)
 
     def start(self):
@@ -300,10 +299,15 @@ class WorkerPool:
         if claim not in self.claims:
             return
         self.replenish()
-        if not self._asked and self.loop.time() < self._paused_until:
-            # none on its way, nor asked for soon: out of descriptors, or a fork just failed
-            self._fail_claim(claim, "no worker could be started: %s" % self._starved_why)
-            return
+        if not self._asked and not self._relaunching:
+            # None on its way (asking is paused after a failure): a waiting client asks anyway.
+            try:
+                self._ask(1)
+            except OSError as error:
+                if error.errno == errno.EMFILE:
+                    self._fail_claim(claim, "no worker could be started: %s" % error.strerror)
+                    return
+                # else the spawner is gone: its EOF starts a new one, which serves the claim
         claim.timer = self.loop.call_later(SPAWNER_TIMEOUT, lambda: self._fail_claim(
             claim, "the spawner sent no worker in %.0f s" % SPAWNER_TIMEOUT))
 
@@ -346,7 +350,6 @@ class WorkerPool:
         self._asked += count
 
     def _starved(self, why):
-        self._starved_why = why
         log.warning("not starting spare workers for %.0f s: %s", self.STARVED_PAUSE, why)
         self._paused_until = self.loop.time() + self.STARVED_PAUSE
         self.loop.call_later(self.STARVED_PAUSE, self.replenish)
