@@ -3,6 +3,7 @@
 import os
 import resource
 import signal
+import socket
 
 from helpers import Client, Daemon, _children, pid_alive, tool_text, wait_until, worker_pids
 
@@ -162,3 +163,28 @@ def test_a_new_spawner_that_is_slow_to_start_never_stalls_the_router(tmp_path):
         third.session = waiting.headers["mcp-session-id"]
         assert tool_text(third.tool("execute_code", code="7 * 6")) == "42"
         assert spawner_of(daemon) != spawner
+
+
+def test_an_open_whose_client_hangs_up_while_it_waits_is_dropped(tmp_path):
+    from test_e2e_lifetime import Exchange
+    from gsmcpd.router import control
+    env = {"GS_MCP_TOOLSETS": "execution", "GS_MCP_SPARE_WORKERS": "0", "GS_MCP_MAX_SESSIONS": "2"}
+    with Daemon(tmp_path, env=env) as daemon:
+        spawner = spawner_of(daemon)
+        os.kill(spawner, signal.SIGSTOP)
+        try:
+            for _ in range(2):   # as many as the maximum, each hung up while it waits
+                gone = Exchange(daemon.port, "POST", body=INITIALIZE, accept="application/json")
+                assert wait_until(lambda: read_by_the_server(gone.sock, daemon.port))
+                gone.sock.shutdown(socket.SHUT_RDWR)   # (its reader thread holds it open)
+                gone.sock.close()
+            assert wait_until(lambda: daemon.log_text().count("its client hung up") == 2)
+            # Their places are free again: this one waits for its worker, not refused.
+            waiting = Exchange(daemon.port, "POST", body=INITIALIZE, accept="application/json")
+            assert wait_until(lambda: read_by_the_server(waiting.sock, daemon.port))
+            assert not waiting.head_read.is_set()
+        finally:
+            os.kill(spawner, signal.SIGCONT)
+        assert waiting.wait_head(timeout=20) == 200
+        sessions = control.query(daemon.state, daemon.port)["sessions"]
+        assert [s["id_prefix"] for s in sessions] == [waiting.headers["mcp-session-id"][:8]]   # none for no one

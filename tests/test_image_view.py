@@ -168,3 +168,27 @@ def test_a_break_during_commit_leaves_the_view_on_what_the_disk_decided(image, v
     assert 'return "C"' in (image / "zoo/animals.py").read_text()
     assert (a.commit_count, a.last_commit) == (stood[0] + 1, ["zoo.animals"])
     assert a.commit() == [] and a.commit_count == stood[0] + 1   # nothing to commit counts nothing
+
+
+def test_a_break_while_a_pending_commit_is_logged_still_counts_it(image, views, monkeypatch):
+    # The disk fails past the commit point (CommitPending: decided), and a break lands
+    # while that is being logged: the commit is counted all the same, for the worker's
+    # answer to say it stands.
+    from gsmcpd.image import store as store_module
+    from gsmcpd.image import view as view_module
+    a = views(image, "a")
+    edited(a, "zoo.animals", 'return "woof"', 'return "A"')
+
+    def disk_full(self, intent):
+        raise OSError(28, "No space left on device")
+
+    def warning(*args, **kwargs):
+        raise KeyboardInterrupt("soft break")
+
+    monkeypatch.setattr(store_module.ImageStore, "_apply", disk_full)
+    monkeypatch.setattr(view_module.log, "warning", warning)
+    with pytest.raises(KeyboardInterrupt):
+        a.commit()
+    monkeypatch.undo()
+    assert a.store.intent_path.exists()              # decided, not yet finished on disk
+    assert (a.commit_count, a.last_commit) == (1, ["zoo.animals"])

@@ -5,10 +5,15 @@ import os
 import select
 import signal
 import socket
+import subprocess
+import threading
+import time
 
 import pytest
 
-from gsmcpd.router.workers import Spawner, has_descriptors
+from gsmcpd.router import workers
+from gsmcpd.router.loop import Loop
+from gsmcpd.router.workers import Spawner, WorkerPool, has_descriptors
 from gsmcpd.wire import frames
 from helpers import pid_alive, wait_until
 
@@ -127,3 +132,194 @@ def test_a_garbled_message_from_the_spawner_is_an_error_and_its_descriptors_are_
         assert received(spawner, 5)[0] == "eof"
     finally:
         spawner.control.close()
+
+
+# -- the pool: claims and spawner restarts, on a real loop -------------------------
+
+def run_until(loop, done, timeout=10.0):
+    """Turn the loop (a pass at most every 50 ms) until done() or the timeout."""
+    deadline = time.monotonic() + timeout
+    while not done() and time.monotonic() < deadline:
+        loop.call_later(0.05, lambda: None)
+        loop._run_once()
+    return done()
+
+
+class Outcome:
+    """What a claim ended with: a worker, or the reason it was refused."""
+
+    def __init__(self):
+        self.worker = self.failure = None
+
+    def on_worker(self, worker):
+        self.worker = worker
+
+    def on_failure(self, reason):
+        self.failure = reason
+
+    @property
+    def done(self):
+        return self.worker is not None or self.failure is not None
+
+
+class HandSpawner:
+    """The spawner's side of the control socket, played by the test: spares are `sleep`
+    processes with a socket, so the pool's bookkeeping can be driven step by step."""
+
+    def __init__(self):
+        self.control, self.peer = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.control.setblocking(False)
+        self.process = None
+        self.asked = 0
+        self.kept = []
+
+    def ask(self, count):
+        self.asked += count
+
+    receive = Spawner.receive
+
+    def stop(self, grace=0):
+        self.control.close()
+
+    def spare(self):
+        process = subprocess.Popen(["sleep", "60"])
+        pidfd = os.pidfd_open(process.pid)
+        ours, theirs = socket.socketpair()
+        socket.send_fds(self.peer, [b"spare %d" % process.pid], [pidfd, ours.fileno()])
+        os.close(pidfd)
+        ours.close()
+        self.kept += [theirs, process]
+
+    def error(self, text):
+        socket.send_fds(self.peer, [b"error " + text.encode()], [])
+
+    def close(self):
+        for kept in self.kept:
+            kept.kill() if isinstance(kept, subprocess.Popen) else kept.close()
+        self.peer.close()
+
+
+@pytest.fixture
+def hand_pool():
+    loop = Loop()
+    pools = []
+
+    def make(target):
+        pool = WorkerPool(loop, target)
+        pool.spawner = HandSpawner()
+        pool._adopt_spawner()
+        pool.replenish()
+        pools.append(pool)
+        return pool
+
+    yield loop, make
+    for pool in pools:
+        hand = pool.spawner
+        pool.close()
+        hand.close()
+
+
+def test_a_failed_fork_refuses_a_waiting_claim_only_when_too_few_workers_are_coming(hand_pool):
+    loop, make = hand_pool
+    pool = make(2)
+    hand = pool.spawner
+    assert hand.asked == 2
+    waiting = Outcome()
+    pool.claim(waiting.on_worker, waiting.on_failure)
+    assert hand.asked == 3 and not waiting.done      # its own worker is asked for too
+    hand.error("BlockingIOError: [Errno 11] Resource temporarily unavailable")
+    hand.spare()
+    hand.spare()
+    assert run_until(loop, lambda: waiting.done and len(pool.spares) == 1)
+    assert waiting.worker is not None and waiting.failure is None   # two were still coming
+
+    lone = make(0)
+    refused = Outcome()
+    lone.claim(refused.on_worker, refused.on_failure)
+    assert lone.spawner.asked == 1
+    lone.spawner.error("BlockingIOError: [Errno 11] Resource temporarily unavailable")
+    assert run_until(loop, lambda: refused.done)
+    assert refused.failure == ("no worker could be started: "
+                               "BlockingIOError: [Errno 11] Resource temporarily unavailable")
+
+
+def test_a_withdrawn_claim_is_never_served_and_the_next_one_is(hand_pool):
+    loop, make = hand_pool
+    pool = make(0)
+    gone, next_one = Outcome(), Outcome()
+    claim = pool.claim(gone.on_worker, gone.on_failure)
+    pool.claim(next_one.on_worker, next_one.on_failure)
+    assert pool.withdraw(claim) is True and pool.withdraw(claim) is False
+    pool.spawner.spare()
+    assert run_until(loop, lambda: next_one.done)
+    assert next_one.worker is not None and not gone.done
+
+
+def test_a_claim_after_close_is_refused_at_once(hand_pool):
+    loop, make = hand_pool
+    pool = make(1)
+    pool.spawner.spare()
+    assert run_until(loop, lambda: len(pool.spares) == 1)
+    pool.close()
+    late = Outcome()
+    pool.claim(late.on_worker, late.on_failure)
+    assert late.failure == "the server is shutting down" and pool.spares == []
+
+
+def test_a_spawner_restart_that_fails_is_retried_until_it_works_but_not_after_close(monkeypatch):
+    monkeypatch.setattr(WorkerPool, "STARVED_PAUSE", 0.2)
+    loop = Loop()
+    pool = WorkerPool(loop, 0)
+    pool.start()
+    real_start = threading.Thread.start
+    starts = []
+
+    def start_fails_twice(thread):
+        if thread.name == "gsmcpd-spawner-launch":
+            starts.append(thread)
+            if len(starts) <= 2:
+                raise RuntimeError("can't start new thread")
+        return real_start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", start_fails_twice)
+    try:
+        os.kill(pool.spawner.process.pid, signal.SIGKILL)
+        waiting = Outcome()
+        assert run_until(loop, lambda: len(starts) >= 1)
+        pool.claim(waiting.on_worker, waiting.on_failure)   # waits through the restarts
+        assert run_until(loop, lambda: waiting.done, 20)
+        assert waiting.worker is not None and len(starts) == 3
+        waiting.worker.kill()
+
+        # Once closed, a failed restart is not tried again.
+        os.kill(pool.spawner.process.pid, signal.SIGKILL)
+        starts.clear()
+        assert run_until(loop, lambda: len(starts) == 1)
+        pool.close()
+        run_until(loop, lambda: False, 1.0)
+        assert len(starts) == 1
+    finally:
+        pool.stop_spawner()
+
+
+def test_a_claim_that_times_out_during_a_restart_names_the_restart(monkeypatch):
+    monkeypatch.setattr(WorkerPool, "STARVED_PAUSE", 0.2)
+    monkeypatch.setattr(workers, "SPAWNER_TIMEOUT", 0.5)
+    loop = Loop()
+    pool = WorkerPool(loop, 0)
+    pool.start()
+
+    def launch_fails(spawner):
+        raise OSError("the forkserver is unreachable")
+
+    try:
+        monkeypatch.setattr(Spawner, "launch", launch_fails)
+        os.kill(pool.spawner.process.pid, signal.SIGKILL)
+        assert run_until(loop, lambda: pool._relaunching is not None)
+        refused = Outcome()
+        pool.claim(refused.on_worker, refused.on_failure)
+        assert run_until(loop, lambda: refused.done)
+        assert refused.failure == ("no worker could be started: the worker spawner could not be "
+                                   "restarted (the forkserver is unreachable)")
+    finally:
+        pool.close()

@@ -288,10 +288,14 @@ class View:
             changes = {rel: (self.texts[rel].encode("utf-8", "surrogateescape") if rel in self.texts else None)
                        for rel in changed}
             commit_id = secrets.token_hex(8)
+            # Counted as soon as the commit is known to stand, by plain assignments: a
+            # break is raised at a call or a loop, so none lands between learning it
+            # and counting it.
             try:
                 self.store.commit(changes, self.base_hashes, user=self.user, session_id=self.session_id,
                                   commit_id=commit_id)
             except CommitPending as pending:   # decided: every snapshot reads it as done
+                self.commit_count, self.last_commit = self.commit_count + 1, modules
                 log.warning("session %s: %s", self.session_id[:8], pending)
             except CommitConflict:
                 raise                          # refused before anything was written
@@ -299,17 +303,14 @@ class View:
                 # A break (or any failure) past the commit point: the commit stands, so
                 # the view moves onto it, or its next commit would conflict with itself.
                 if self.store.has_commit(commit_id):
-                    self._count_commit(modules)
+                    self.commit_count, self.last_commit = self.commit_count + 1, modules
                     self._load_snapshot()
                 raise
-            self._count_commit(modules)
+            else:
+                self.commit_count, self.last_commit = self.commit_count + 1, modules
         self._load_snapshot()
         self._reload()
         return modules
-
-    def _count_commit(self, modules: list[str]) -> None:
-        self.commit_count += 1
-        self.last_commit = modules
 
     def abort(self) -> RefreshReport:
         discarded = self.changed_modules()

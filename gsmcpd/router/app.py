@@ -155,7 +155,7 @@ class App:
                 return
             if len(self.sessions.by_id) + self.sessions.opening >= self.config.max_sessions:
                 conn.respond(503, [JSON, ("Retry-After", "5")], error_body(
-                    jsonrpc.INTERNAL_ERROR, "Service Unavailable: %d sessions open, the configured maximum"
+                    jsonrpc.INTERNAL_ERROR, "Service Unavailable: %d sessions open or opening, the configured maximum"
                     % self.config.max_sessions, message.id))
                 return
             self.sessions.open(conn, message.raw, request.body, accepts_sse, principal)

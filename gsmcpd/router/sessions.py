@@ -111,16 +111,25 @@ class SessionManager:
 
         def start(worker):
             self.opening -= 1
+            conn.on_abandoned = None
             self._start(worker, conn, message, body, accepts_sse, principal)
 
         def fail(reason):
             self.opening -= 1
+            conn.on_abandoned = None
             log.error("cannot start a worker for a new session: %s", reason)
             conn.respond(503, [JSON, ("Retry-After", "5")], jsonrpc.dumps(jsonrpc.error(
                 message.get("id"), jsonrpc.INTERNAL_ERROR,
                 "Service Unavailable: cannot start a worker process (%s)" % reason)))
 
-        self.router.pool.claim(start, fail)
+        def abandon():   # the client hung up while waiting: no session for no one
+            if self.router.pool.withdraw(claim):
+                self.opening -= 1
+                log.info("an initialize waiting for a worker was dropped: its client hung up")
+                conn.close()
+
+        conn.on_abandoned = abandon   # until start or fail, whichever comes, clears it
+        claim = self.router.pool.claim(start, fail)
 
     def _start(self, worker, conn, message, body, accepts_sse, principal):
         sid = new_session_id()

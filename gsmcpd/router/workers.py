@@ -25,7 +25,7 @@ from gsmcpd.wire import frames
 log = logging.getLogger("gsmcpd.workers")
 
 PRELOAD = ["gsmcpd.worker.preload"]
-SPAWNER_TIMEOUT = 30.0  # seconds a claim waits for a spare before the spawner is deemed stuck
+SPAWNER_TIMEOUT = 30.0  # seconds a new session waits for its worker before it is refused
 
 
 class Spawner:
@@ -232,8 +232,9 @@ class Claim:
 class WorkerPool:
     """Spare workers, forked ahead by the spawner, so opening a session does not wait
     for a fork. The router only asks for more and adopts what arrives, from its loop:
-    it never forks, never waits for one, and keeps no thread for it. A session opened
-    when no spare is ready waits as a Claim, served in order as spares arrive."""
+    it never forks and never waits for one (its only thread, short-lived, replaces a
+    dead spawner). A session opened when no spare is ready waits as a Claim, served in
+    order as spares arrive."""
 
     STARVED_PAUSE = 1.0  # seconds without asking after running out of descriptors or a failed fork
 
@@ -246,7 +247,8 @@ class WorkerPool:
         self.spawner = Spawner()
         self._asked = 0             # spares asked for and not yet arrived
         self._paused_until = 0.0
-        self._relaunching = False   # a new spawner is being started (see _relaunch)
+        self._relaunching = None    # why no spawner is running, while a new one is started
+        self._retry = None          # the timer of the next start, after a failed one
 
     def start(self):
         self.spawner.launch()   # before the port is bound: there is no one to keep waiting yet
@@ -257,13 +259,18 @@ class WorkerPool:
         self._asked = 0
         self.loop.add_reader(self.spawner.control, self._on_spawner)
 
+    # -- replacing a dead spawner ------------------------------------------
     def _relaunch(self):
         """A new spawner, started on a short-lived thread: a start goes through the
         forkserver and waits for its answer (for its whole preload, if it has to be
         started again too), which the loop must not. Claims wait meanwhile."""
+        self._retry = None
+        if self.closed:
+            return
         old, new = self.spawner, Spawner()
         self.spawner = new
-        self._relaunching = True
+        if self._relaunching is None:
+            self._relaunching = "the worker spawner is being restarted"
 
         def launch():
             old.stop(grace=0)
@@ -274,30 +281,40 @@ class WorkerPool:
                 failure = error
             self.loop.call_soon_threadsafe(lambda: self._relaunched(new, failure))
 
-        threading.Thread(target=launch, name="gsmcpd-spawner-launch", daemon=True).start()
+        try:
+            threading.Thread(target=launch, name="gsmcpd-spawner-launch", daemon=True).start()
+        except RuntimeError as error:   # no thread to be had now (processes or memory run out)
+            self._relaunch_failed("cannot start a thread to start it: %s" % error)
 
     def _relaunched(self, spawner, failure):
-        if self.closed:
-            spawner.stop(grace=0)
-            return
-        if failure is not None:
-            log.error("cannot start a new worker spawner (%s); trying again in %.0f s",
-                      failure, self.STARVED_PAUSE)
-            self.loop.call_later(self.STARVED_PAUSE, self._relaunch)
-            return
-        self._relaunching = False
-        self._adopt_spawner()
-        self.replenish()
+        if self.closed or spawner is not self.spawner:   # not wanted now: ended off the loop too
+            threading.Thread(target=spawner.stop, kwargs={"grace": 0}, daemon=True).start()
+        elif failure is not None:
+            self._relaunch_failed(str(failure))
+        else:
+            self._relaunching = None
+            self._adopt_spawner()
+            self.replenish()
 
+    def _relaunch_failed(self, why):
+        log.error("cannot start a new worker spawner (%s); trying again in %.0f s", why, self.STARVED_PAUSE)
+        self._relaunching = "the worker spawner could not be restarted (%s)" % why
+        self._retry = self.loop.call_later(self.STARVED_PAUSE, self._relaunch)
+
+    # -- claims ------------------------------------------------------------
     def claim(self, on_worker, on_failure):
         """A worker for a new session: `on_worker(worker)` now if a spare is ready, else
-        once one arrives; `on_failure(reason)` if the spawner cannot make one or sends
-        none within SPAWNER_TIMEOUT. The loop never waits for a fork."""
+        once one arrives; `on_failure(reason)` if the spawner cannot make one or none
+        comes within SPAWNER_TIMEOUT. The loop never waits for a fork. Returns the
+        Claim, which `withdraw` takes back while it waits."""
         claim = Claim(on_worker, on_failure)
+        if self.closed:
+            on_failure("the server is shutting down")
+            return claim
         self.claims.append(claim)
         self._serve_claims()
         if claim not in self.claims:
-            return
+            return claim
         self.replenish()
         if not self._asked and not self._relaunching:
             # None on its way (asking is paused after a failure): a waiting client asks anyway.
@@ -306,10 +323,25 @@ class WorkerPool:
             except OSError as error:
                 if error.errno == errno.EMFILE:
                     self._fail_claim(claim, "no worker could be started: %s" % error.strerror)
-                    return
+                    return claim
                 # else the spawner is gone: its EOF starts a new one, which serves the claim
-        claim.timer = self.loop.call_later(SPAWNER_TIMEOUT, lambda: self._fail_claim(
-            claim, "the spawner sent no worker in %.0f s" % SPAWNER_TIMEOUT))
+        claim.timer = self.loop.call_later(SPAWNER_TIMEOUT, lambda: self._timed_out(claim))
+        return claim
+
+    def _timed_out(self, claim):
+        if self._relaunching:
+            self._fail_claim(claim, "no worker could be started: %s" % self._relaunching)
+        else:
+            self._fail_claim(claim, "the spawner sent no worker in %.0f s" % SPAWNER_TIMEOUT)
+
+    def withdraw(self, claim):
+        """Take back a waiting claim (its client has gone); False if it was not waiting."""
+        if claim not in self.claims:
+            return False
+        self.claims.remove(claim)
+        if claim.timer is not None:
+            claim.timer.cancel()
+        return True
 
     def _serve_claims(self):
         while self.claims and self.spares:
@@ -325,10 +357,7 @@ class WorkerPool:
             claim.on_worker(worker)
 
     def _fail_claim(self, claim, reason):
-        if claim in self.claims:
-            self.claims.remove(claim)
-            if claim.timer is not None:
-                claim.timer.cancel()
+        if self.withdraw(claim):
             claim.on_failure(reason)
 
     def replenish(self):
@@ -373,7 +402,7 @@ class WorkerPool:
         if kind == "error":
             log.error("the spawner could not make a spare worker: %s", detail)
             self._starved(detail)
-            if self.claims:   # the worker it was making is one a waiting session needed
+            if len(self.claims) > self._asked:   # fewer coming than sessions waiting for one
                 self._fail_claim(self.claims[0], "no worker could be started: %s" % detail)
             return
         worker = Worker(self.loop, detail)
@@ -386,13 +415,16 @@ class WorkerPool:
 
     def close(self):
         self.closed = True
+        if self._retry is not None:
+            self._retry.cancel()
         if self.spawner.control is not None:
             self.loop.remove(self.spawner.control)
         while self.claims:
             self._fail_claim(self.claims[0], "the server is shutting down")
-        for worker in self.spares:
+        spares, self.spares = self.spares, []
+        for worker in spares:
             worker.stop()
-        return list(self.spares)
+        return spares
 
     def stop_spawner(self):
         self.spawner.stop()
