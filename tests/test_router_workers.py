@@ -243,18 +243,6 @@ def test_a_failed_fork_refuses_a_waiting_claim_only_when_too_few_workers_are_com
                                "BlockingIOError: [Errno 11] Resource temporarily unavailable")
 
 
-def test_a_withdrawn_claim_is_never_served_and_the_next_one_is(hand_pool):
-    loop, make = hand_pool
-    pool = make(0)
-    gone, next_one = Outcome(), Outcome()
-    claim = pool.claim(gone.on_worker, gone.on_failure)
-    pool.claim(next_one.on_worker, next_one.on_failure)
-    assert pool.withdraw(claim) is True and pool.withdraw(claim) is False
-    pool.spawner.spare()
-    assert run_until(loop, lambda: next_one.done)
-    assert next_one.worker is not None and not gone.done
-
-
 def test_a_claim_after_close_is_refused_at_once(hand_pool):
     loop, make = hand_pool
     pool = make(1)
@@ -323,3 +311,46 @@ def test_a_claim_that_times_out_during_a_restart_names_the_restart(monkeypatch):
                                    "restarted (the forkserver is unreachable)")
     finally:
         pool.close()
+
+
+def test_a_spawner_that_keeps_dying_is_restarted_at_most_once_a_pause(monkeypatch):
+    monkeypatch.setattr(WorkerPool, "STARVED_PAUSE", 0.3)
+    loop = Loop()
+    pool = WorkerPool(loop, 0)
+    pool.start()
+    started = []
+    try:
+        deadline = time.monotonic() + 1.5
+        while time.monotonic() < deadline:
+            process = pool.spawner.process
+            if process is not None and pool._relaunching is None and process.pid not in started:
+                started.append(process.pid)
+                os.kill(process.pid, signal.SIGKILL)     # dies as soon as it is adopted
+            run_until(loop, lambda: False, 0.05)
+        assert 2 <= len(started) <= 1.5 / 0.3 + 1, started
+    finally:
+        pool.close()
+        pool.stop_spawner()
+
+
+def test_shutdown_during_a_spawner_restart_stops_the_new_spawner(monkeypatch):
+    loop = Loop()
+    pool = WorkerPool(loop, 0)
+    pool.start()
+    real_launch = Spawner.launch
+    launched = []
+
+    def slow_launch(spawner):
+        time.sleep(0.5)
+        real_launch(spawner)
+        launched.append(spawner.process.pid)
+
+    monkeypatch.setattr(Spawner, "launch", slow_launch)
+    monkeypatch.setattr(WorkerPool, "STARVED_PAUSE", 0.0)
+    os.kill(pool.spawner.process.pid, signal.SIGKILL)
+    assert run_until(loop, lambda: pool._launcher is not None)
+    new = pool.spawner
+    pool.close()            # what shutdown does, then (its workers gone) stop_spawner
+    pool.stop_spawner()     # and the loop stops: the launch's callback never runs
+    assert len(launched) == 1 and new.process is None and new.control is None
+    assert wait_until(lambda: not pid_alive(launched[0]))       # stopped, not left running

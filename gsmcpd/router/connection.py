@@ -33,7 +33,6 @@ class Connection:
         self.busy = False  # a request is being answered
         self.streaming = False  # the reply in progress is a chunked stream
         self.on_stream_lost = None  # called once if a stream's client goes away
-        self.on_abandoned = None    # called once if the client hangs up while its request waits
         self.closed = False
         self._close_when_flushed = False
         self._timer = None
@@ -90,10 +89,6 @@ class Connection:
         return plain
 
     def _peer_closed(self):
-        abandoned, self.on_abandoned = self.on_abandoned, None
-        if abandoned is not None and self.busy:
-            abandoned()   # nothing was started for the request yet: it is dropped, not answered
-            return
         if self.busy and not self.streaming:
             # A half-closed client may still read the reply it is waiting for.
             self._peer_eof = True
@@ -164,7 +159,6 @@ class Connection:
 
     def _finish(self, keep_alive):
         self.busy = False
-        self.on_abandoned = None
         self.current = None
         if not keep_alive or self._peer_eof:
             self._close_when_flushed = True

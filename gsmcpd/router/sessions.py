@@ -106,30 +106,23 @@ class SessionManager:
     # -- opening and ending ------------------------------------------------
     def open(self, conn, message, body, accepts_sse, principal):
         """Start a session for an initialize request once it has a worker (at once
-        from a spare, else when the next is forked); its reply carries the id."""
+        from a spare, else when the next is forked); its reply carries the id. A client
+        that closes its side meanwhile still gets the reply, as for every request (a
+        half-closed one may read it; one that is gone leaves a session to idle out)."""
         self.opening += 1
 
         def start(worker):
             self.opening -= 1
-            conn.on_abandoned = None
             self._start(worker, conn, message, body, accepts_sse, principal)
 
         def fail(reason):
             self.opening -= 1
-            conn.on_abandoned = None
             log.error("cannot start a worker for a new session: %s", reason)
             conn.respond(503, [JSON, ("Retry-After", "5")], jsonrpc.dumps(jsonrpc.error(
                 message.get("id"), jsonrpc.INTERNAL_ERROR,
                 "Service Unavailable: cannot start a worker process (%s)" % reason)))
 
-        def abandon():   # the client hung up while waiting: no session for no one
-            if self.router.pool.withdraw(claim):
-                self.opening -= 1
-                log.info("an initialize waiting for a worker was dropped: its client hung up")
-                conn.close()
-
-        conn.on_abandoned = abandon   # until start or fail, whichever comes, clears it
-        claim = self.router.pool.claim(start, fail)
+        self.router.pool.claim(start, fail)
 
     def _start(self, worker, conn, message, body, accepts_sse, principal):
         sid = new_session_id()

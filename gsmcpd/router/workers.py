@@ -26,6 +26,7 @@ log = logging.getLogger("gsmcpd.workers")
 
 PRELOAD = ["gsmcpd.worker.preload"]
 SPAWNER_TIMEOUT = 30.0  # seconds a new session waits for its worker before it is refused
+SPAWNER_STOP_WAIT = 5.0  # seconds shutdown waits for a spawner still being started
 
 
 class Spawner:
@@ -248,7 +249,9 @@ class WorkerPool:
         self._asked = 0             # spares asked for and not yet arrived
         self._paused_until = 0.0
         self._relaunching = None    # why no spawner is running, while a new one is started
-        self._retry = None          # the timer of the next start, after a failed one
+        self._retry = None          # the timer of the next start
+        self._launcher = None       # the thread starting it
+        self._adopted_at = 0.0
 
     def start(self):
         self.spawner.launch()   # before the port is bound: there is no one to keep waiting yet
@@ -257,6 +260,7 @@ class WorkerPool:
 
     def _adopt_spawner(self):
         self._asked = 0
+        self._adopted_at = self.loop.time()
         self.loop.add_reader(self.spawner.control, self._on_spawner)
 
     # -- replacing a dead spawner ------------------------------------------
@@ -281,14 +285,17 @@ class WorkerPool:
                 failure = error
             self.loop.call_soon_threadsafe(lambda: self._relaunched(new, failure))
 
+        self._launcher = threading.Thread(target=launch, name="gsmcpd-spawner-launch", daemon=True)
         try:
-            threading.Thread(target=launch, name="gsmcpd-spawner-launch", daemon=True).start()
+            self._launcher.start()
         except RuntimeError as error:   # no thread to be had now (processes or memory run out)
+            self._launcher = None
             self._relaunch_failed("cannot start a thread to start it: %s" % error)
 
     def _relaunched(self, spawner, failure):
-        if self.closed or spawner is not self.spawner:   # not wanted now: ended off the loop too
-            threading.Thread(target=spawner.stop, kwargs={"grace": 0}, daemon=True).start()
+        self._launcher = None
+        if self.closed or spawner is not self.spawner:   # not wanted any more
+            spawner.stop(grace=0)
         elif failure is not None:
             self._relaunch_failed(str(failure))
         else:
@@ -305,16 +312,15 @@ class WorkerPool:
     def claim(self, on_worker, on_failure):
         """A worker for a new session: `on_worker(worker)` now if a spare is ready, else
         once one arrives; `on_failure(reason)` if the spawner cannot make one or none
-        comes within SPAWNER_TIMEOUT. The loop never waits for a fork. Returns the
-        Claim, which `withdraw` takes back while it waits."""
+        comes within SPAWNER_TIMEOUT. The loop never waits for a fork."""
         claim = Claim(on_worker, on_failure)
         if self.closed:
             on_failure("the server is shutting down")
-            return claim
+            return
         self.claims.append(claim)
         self._serve_claims()
         if claim not in self.claims:
-            return claim
+            return
         self.replenish()
         if not self._asked and not self._relaunching:
             # None on its way (asking is paused after a failure): a waiting client asks anyway.
@@ -323,25 +329,15 @@ class WorkerPool:
             except OSError as error:
                 if error.errno == errno.EMFILE:
                     self._fail_claim(claim, "no worker could be started: %s" % error.strerror)
-                    return claim
+                    return
                 # else the spawner is gone: its EOF starts a new one, which serves the claim
         claim.timer = self.loop.call_later(SPAWNER_TIMEOUT, lambda: self._timed_out(claim))
-        return claim
 
     def _timed_out(self, claim):
         if self._relaunching:
             self._fail_claim(claim, "no worker could be started: %s" % self._relaunching)
         else:
             self._fail_claim(claim, "the spawner sent no worker in %.0f s" % SPAWNER_TIMEOUT)
-
-    def withdraw(self, claim):
-        """Take back a waiting claim (its client has gone); False if it was not waiting."""
-        if claim not in self.claims:
-            return False
-        self.claims.remove(claim)
-        if claim.timer is not None:
-            claim.timer.cancel()
-        return True
 
     def _serve_claims(self):
         while self.claims and self.spares:
@@ -357,7 +353,10 @@ class WorkerPool:
             claim.on_worker(worker)
 
     def _fail_claim(self, claim, reason):
-        if self.withdraw(claim):
+        if claim in self.claims:
+            self.claims.remove(claim)
+            if claim.timer is not None:
+                claim.timer.cancel()
             claim.on_failure(reason)
 
     def replenish(self):
@@ -384,9 +383,8 @@ class WorkerPool:
         self.loop.call_later(self.STARVED_PAUSE, self.replenish)
 
     def _on_spawner(self):
-        spawner = self.spawner
-        while not self.closed and self.spawner is spawner:   # EOF replaces it
-            received = spawner.receive()
+        while not self.closed and not self._relaunching:   # until EOF
+            received = self.spawner.receive()
             if received is None:
                 return
             self._take(*received)
@@ -396,7 +394,10 @@ class WorkerPool:
         if kind == "eof":
             log.error("the worker spawner is gone (%s); starting a new one", detail or "EOF")
             self.loop.remove(self.spawner.control)
-            self._relaunch()
+            # One that dies as soon as it starts is not restarted more than once a pause.
+            self._relaunching = "the worker spawner is being restarted"
+            delay = max(0.0, self._adopted_at + self.STARVED_PAUSE - self.loop.time())
+            self._retry = self.loop.call_later(delay, self._relaunch)
             return
         self._asked = max(0, self._asked - 1)
         if kind == "error":
@@ -427,6 +428,11 @@ class WorkerPool:
         return spares
 
     def stop_spawner(self):
+        """At the end of shutdown: a spawner still being started is waited for (a few
+        seconds at most), then stopped with the rest."""
+        launcher = self._launcher
+        if launcher is not None:
+            launcher.join(SPAWNER_STOP_WAIT)
         self.spawner.stop()
 
 
