@@ -1,5 +1,6 @@
 """Workers as the running daemon forks them: through its spawner, each on its own."""
 
+import contextlib
 import os
 import resource
 import signal
@@ -52,31 +53,14 @@ INITIALIZE = {"jsonrpc": "2.0", "id": "init", "method": "initialize",
                          "clientInfo": {"name": "t", "version": "0"}}}
 
 
-def test_a_session_waiting_for_its_worker_never_stalls_the_others(tmp_path):
-    from test_e2e_lifetime import Exchange
-    with Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution", "GS_MCP_SPARE_WORKERS": "1"}) as daemon:
-        first = session(daemon)
-        assert wait_until(lambda: len(worker_pids(daemon.proc.pid)) == 2)   # its spare is replaced
-        spawner = spawner_of(daemon)
-        os.kill(spawner, signal.SIGSTOP)   # no worker will be forked until SIGCONT
-        try:
-            second = session(daemon)          # takes the one spare
-            waiting = Exchange(daemon.port, "POST", body=INITIALIZE, accept="application/json, text/event-stream")
-            # The router serves everyone else while that open waits (it used to wait
-            # for the fork in its loop, for up to 30 s).
-            for client in (first, second, first):
-                assert tool_text(client.tool("execute_code", code="6 * 7")) == "42"
-                assert client.call("ping").status == 200
-            assert not waiting.head_read.is_set()
-        finally:
-            os.kill(spawner, signal.SIGCONT)
-        assert waiting.wait_head() == 200
-        sid = waiting.headers["mcp-session-id"]
-        assert waiting.json()["result"]["protocolVersion"] == "2025-11-25"
-        third = Client(daemon.port)
-        third.session = sid
-        assert third.call("ping").status == 200
-        assert tool_text(third.tool("execute_code", code="7 * 6")) == "42"
+@contextlib.contextmanager
+def stopped(pid):
+    """The process held with SIGSTOP for the block, whatever the block does."""
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
 
 
 def read_by_the_server(sock, port):
@@ -89,6 +73,44 @@ def read_by_the_server(sock, port):
         if fields[1].endswith(":" + theirs) and fields[2].endswith(":" + ours):
             return int(fields[4].split(":")[1], 16) == 0
     return False
+
+
+def waiting_initialize(daemon, half_close=False):
+    """An initialize on its own connection, returned once the router has read it; its
+    reply comes to the returned Exchange."""
+    from test_e2e_lifetime import Exchange
+    exchange = Exchange(daemon.port, "POST", body=INITIALIZE, accept="application/json")
+    if half_close:
+        exchange.sock.shutdown(socket.SHUT_WR)
+    assert wait_until(lambda: read_by_the_server(exchange.sock, daemon.port))
+    return exchange
+
+
+def opened(daemon, exchange):
+    """A client on the session the answered initialize `exchange` opened."""
+    assert exchange.wait_head(timeout=20) == 200
+    assert exchange.json()["result"]["protocolVersion"] == "2025-11-25"
+    client = Client(daemon.port)
+    client.session = exchange.headers["mcp-session-id"]
+    return client
+
+
+def test_a_session_waiting_for_its_worker_never_stalls_the_others(tmp_path):
+    with Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution", "GS_MCP_SPARE_WORKERS": "1"}) as daemon:
+        first = session(daemon)
+        assert wait_until(lambda: len(worker_pids(daemon.proc.pid)) == 2)   # its spare is replaced
+        with stopped(spawner_of(daemon)):     # no worker will be forked meanwhile
+            second = session(daemon)          # takes the one spare
+            waiting = waiting_initialize(daemon)
+            # The router serves everyone else while that open waits (it used to wait
+            # for the fork in its loop, for up to 30 s).
+            for client in (first, second, first):
+                assert tool_text(client.tool("execute_code", code="6 * 7")) == "42"
+                assert client.call("ping").status == 200
+            assert not waiting.head_read.is_set()
+        third = opened(daemon, waiting)
+        assert third.call("ping").status == 200
+        assert tool_text(third.tool("execute_code", code="7 * 6")) == "42"
 
 
 def lowest_free_fd(pid):
@@ -120,31 +142,23 @@ def test_a_session_whose_worker_cannot_be_forked_is_refused_with_the_reason(tmp_
 
 
 def test_a_session_waiting_for_its_worker_at_shutdown_is_refused_and_the_daemon_exits(tmp_path):
-    from test_e2e_lifetime import Exchange
     with Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution", "GS_MCP_SPARE_WORKERS": "0"}) as daemon:
-        spawner = spawner_of(daemon)
-        os.kill(spawner, signal.SIGSTOP)
-        try:
-            waiting = Exchange(daemon.port, "POST", body=INITIALIZE, accept="application/json")
-            assert wait_until(lambda: read_by_the_server(waiting.sock, daemon.port))
+        with stopped(spawner_of(daemon)):
+            waiting = waiting_initialize(daemon)
             daemon.proc.send_signal(signal.SIGTERM)
             assert waiting.wait_head() == 503
             assert waiting.json()["error"]["message"] == (
                 "Service Unavailable: cannot start a worker process (the server is shutting down)")
-        finally:
-            os.kill(spawner, signal.SIGCONT)
         assert daemon.proc.wait(10) == 0
 
 
 def test_a_new_spawner_that_is_slow_to_start_never_stalls_the_router(tmp_path):
-    from test_e2e_lifetime import Exchange
     with Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution", "GS_MCP_SPARE_WORKERS": "1"}) as daemon:
         first = Client(daemon.port, timeout=10)
         first.initialize()
         assert wait_until(lambda: len(worker_pids(daemon.proc.pid)) == 2)   # its spare is replaced
-        forkserver, spawner = forkserver_of(daemon), spawner_of(daemon)
-        os.kill(forkserver, signal.SIGSTOP)   # a new spawner cannot start until SIGCONT
-        try:
+        spawner = spawner_of(daemon)
+        with stopped(forkserver_of(daemon)):   # a new spawner cannot start meanwhile
             os.kill(spawner, signal.SIGKILL)
             assert wait_until(lambda: "the worker spawner is gone" in daemon.log_text())
             # The router starts the new one off its loop, and serves everyone meanwhile.
@@ -152,15 +166,10 @@ def test_a_new_spawner_that_is_slow_to_start_never_stalls_the_router(tmp_path):
             for client in (first, second):
                 assert tool_text(client.tool("execute_code", code="6 * 7")) == "42"
                 assert client.call("ping").status == 200
-            waiting = Exchange(daemon.port, "POST", body=INITIALIZE, accept="application/json")
-            assert wait_until(lambda: read_by_the_server(waiting.sock, daemon.port))
+            waiting = waiting_initialize(daemon)
             assert tool_text(first.tool("execute_code", code="1 + 1")) == "2"
             assert not waiting.head_read.is_set()   # no worker to be had yet
-        finally:
-            os.kill(forkserver, signal.SIGCONT)
-        assert waiting.wait_head(timeout=20) == 200
-        third = Client(daemon.port)
-        third.session = waiting.headers["mcp-session-id"]
+        third = opened(daemon, waiting)
         assert tool_text(third.tool("execute_code", code="7 * 6")) == "42"
         assert spawner_of(daemon) != spawner
 
@@ -168,20 +177,9 @@ def test_a_new_spawner_that_is_slow_to_start_never_stalls_the_router(tmp_path):
 def test_a_half_closed_client_still_gets_its_session_once_a_worker_comes(tmp_path):
     # As for every request: a client that shuts its sending side after its
     # initialize may still read the reply, even one that had to wait for a fork.
-    from test_e2e_lifetime import Exchange
     with Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution", "GS_MCP_SPARE_WORKERS": "0"}) as daemon:
-        spawner = spawner_of(daemon)
-        os.kill(spawner, signal.SIGSTOP)
-        try:
-            waiting = Exchange(daemon.port, "POST", body=INITIALIZE, accept="application/json")
-            waiting.sock.shutdown(socket.SHUT_WR)
-            assert wait_until(lambda: read_by_the_server(waiting.sock, daemon.port))
+        with stopped(spawner_of(daemon)):
+            waiting = waiting_initialize(daemon, half_close=True)
             assert not waiting.head_read.is_set()
-        finally:
-            os.kill(spawner, signal.SIGCONT)
-        assert waiting.wait_head(timeout=20) == 200
-        sid = waiting.headers["mcp-session-id"]
-        assert waiting.json()["result"]["protocolVersion"] == "2025-11-25"
-        client = Client(daemon.port)
-        client.session = sid
+        client = opened(daemon, waiting)
         assert tool_text(client.tool("execute_code", code="6 * 7")) == "42"
