@@ -192,3 +192,42 @@ def test_a_break_while_a_pending_commit_is_logged_still_counts_it(image, views, 
     monkeypatch.undo()
     assert a.store.intent_path.exists()              # decided, not yet finished on disk
     assert (a.commit_count, a.last_commit) == (1, ["zoo.animals"])
+
+
+def test_a_break_while_the_view_reloads_after_its_commit_leaves_it_on_the_commit(image, views, monkeypatch):
+    # The commit stands; a break lands as the view re-reads the image afterwards.
+    # The view stands on its commit all the same: nothing left to commit, and its
+    # next commit does not conflict with its own.
+    a = views(image, "a")
+    edited(a, "zoo.animals", 'return "woof"', 'return "A"')
+
+    def interrupted(self):
+        raise KeyboardInterrupt("soft break")
+
+    monkeypatch.setattr(type(a), "_load_snapshot", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        a.commit()
+    monkeypatch.undo()
+    assert 'return "A"' in (image / "zoo/animals.py").read_text()
+    assert a.changed_modules() == [] and (a.commit_count, a.last_commit) == (1, ["zoo.animals"])
+    edited(a, "zoo.animals", 'return "A"', 'return "B"')
+    assert a.commit() == ["zoo.animals"]
+    assert 'return "B"' in (image / "zoo/animals.py").read_text()
+
+
+def test_a_break_can_never_leave_a_snapshot_half_loaded(image, views, monkeypatch):
+    # _load_snapshot replaces the texts, their base and its hashes in one statement:
+    # a break raised by any call inside it leaves all of them as they were.
+    from gsmcpd.image import view as view_module
+    a = views(image, "a")
+    edited(a, "zoo.animals", 'return "woof"', 'return "A"')
+    before = (a.texts, a.base_texts, a.base_hashes, a.version)
+
+    def interrupted(data):
+        raise KeyboardInterrupt("soft break")
+
+    monkeypatch.setattr(view_module, "sha256", interrupted)   # the last call before the stores
+    with pytest.raises(KeyboardInterrupt):
+        a._load_snapshot()
+    assert (a.texts, a.base_texts, a.base_hashes, a.version) == before
+    assert a.changed_modules() == ["zoo.animals"]

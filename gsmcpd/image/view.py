@@ -129,10 +129,12 @@ class View:
 
     def _load_snapshot(self) -> None:
         snapshot = self.store.read_snapshot()
-        self.texts = {rel: _decode(data) for rel, data in snapshot.files.items()}
-        self.base_texts = dict(self.texts)
-        self.base_hashes = {rel: sha256(data) for rel, data in snapshot.files.items()}
-        self.version = snapshot.version
+        texts = {rel: _decode(data) for rel, data in snapshot.files.items()}
+        hashes = {rel: sha256(data) for rel, data in snapshot.files.items()}
+        # One statement of plain stores: a break (raised at a call or a loop) lands
+        # before it or after it, so the view is never half the old and half the new.
+        self.texts, self.base_texts, self.base_hashes, self.version = (
+            texts, dict(texts), hashes, snapshot.version)
 
     def filename(self, rel: str) -> str:
         return str(self.image_dir / rel)
@@ -288,26 +290,38 @@ class View:
             changes = {rel: (self.texts[rel].encode("utf-8", "surrogateescape") if rel in self.texts else None)
                        for rel in changed}
             commit_id = secrets.token_hex(8)
-            # Counted as soon as the commit is known to stand, by plain assignments: a
-            # break is raised at a call or a loop, so none lands between learning it
-            # and counting it.
+            # The view's base once the commit stands, made ready before it: the view
+            # steps onto it by plain assignments as soon as the commit is known to
+            # stand. A break is raised at a call or a loop, so none lands between the
+            # two: the view never conflicts with its own commit, which is counted for
+            # the worker to say it stands.
+            base_texts, base_hashes = dict(self.base_texts), dict(self.base_hashes)
+            for rel, data in changes.items():
+                if data is None:
+                    base_texts.pop(rel, None)
+                    base_hashes.pop(rel, None)
+                else:
+                    base_texts[rel], base_hashes[rel] = self.texts[rel], sha256(data)
+            count = self.commit_count + 1
             try:
                 self.store.commit(changes, self.base_hashes, user=self.user, session_id=self.session_id,
                                   commit_id=commit_id)
             except CommitPending as pending:   # decided: every snapshot reads it as done
-                self.commit_count, self.last_commit = self.commit_count + 1, modules
+                self.base_texts, self.base_hashes, self.commit_count, self.last_commit = (
+                    base_texts, base_hashes, count, modules)
                 log.warning("session %s: %s", self.session_id[:8], pending)
             except CommitConflict:
                 raise                          # refused before anything was written
             except BaseException:
-                # A break (or any failure) past the commit point: the commit stands, so
-                # the view moves onto it, or its next commit would conflict with itself.
+                # A break (or any failure) past the commit point: the commit stands.
                 if self.store.has_commit(commit_id):
-                    self.commit_count, self.last_commit = self.commit_count + 1, modules
+                    self.base_texts, self.base_hashes, self.commit_count, self.last_commit = (
+                        base_texts, base_hashes, count, modules)
                     self._load_snapshot()
                 raise
             else:
-                self.commit_count, self.last_commit = self.commit_count + 1, modules
+                self.base_texts, self.base_hashes, self.commit_count, self.last_commit = (
+                    base_texts, base_hashes, count, modules)
         self._load_snapshot()
         self._reload()
         return modules
