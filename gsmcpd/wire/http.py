@@ -52,7 +52,7 @@ class Request:
     __slots__ = ("method", "target", "path", "query", "version", "headers", "body", "keep_alive",
                  "_by_name")
 
-    def __init__(self, method, target, version, headers, body=b"", keep_alive=True, by_name=None):
+    def __init__(self, method, target, version, headers, by_name, body=b"", keep_alive=True):
         self.method = method
         self.target = target
         self.path, _, self.query = (target if target[:1] == "/" and "#" not in target else _origin_form(target)).partition("?")
@@ -60,7 +60,7 @@ class Request:
         self.headers = headers
         self.body = body
         self.keep_alive = keep_alive
-        self._by_name = by_name if by_name is not None else _index(headers)
+        self._by_name = by_name   # lower-case name -> value, repeated headers joined
 
     def header(self, name):
         """The value of header ``name``; repeated headers are joined with ", "."""
@@ -68,14 +68,6 @@ class Request:
 
     def __repr__(self):
         return f"<Request {self.method} {self.path} {self.version} body={len(self.body)}B>"
-
-
-def _index(headers):
-    """name -> value, repeated headers joined with ", " (RFC 9110 5.3)."""
-    by_name = {}
-    for key, value in headers:
-        by_name[key] = by_name[key] + ", " + value if key in by_name else value
-    return by_name
 
 
 def _origin_form(target):
@@ -191,7 +183,7 @@ class RequestParser:
 
     def _finish(self):
         method, target, version, headers, keep_alive, by_name = self._pending
-        request = Request(method, target, version, headers, bytes(self._body), keep_alive, by_name)
+        request = Request(method, target, version, headers, by_name, bytes(self._body), keep_alive)
         self._pending = None
         self._body = bytearray()
         self._expect_continue = False
