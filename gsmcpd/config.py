@@ -184,6 +184,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("maintenance_interval", "GS_MCP_MAINTENANCE_INTERVAL", parse_positive_seconds),
     Knob("ping_timeout", "GS_MCP_PING_TIMEOUT", parse_positive_seconds),
     Knob("spare_workers", "GS_MCP_SPARE_WORKERS", lambda t: parse_int(t, lo=0)),
+    Knob("worker_nice", "GS_MCP_WORKER_NICE", lambda t: parse_int(t, lo=0, hi=19)),
     Knob("max_sessions", "GS_MCP_MAX_SESSIONS", lambda t: parse_int(t, lo=1)),
     Knob("log_file", "GS_MCP_LOG_FILE", parse_optional_path),
     Knob("log_level", "GS_MCP_LOG_LEVEL", parse_log_level),
@@ -247,6 +248,7 @@ class Config:
     maintenance_interval: float = LIFETIME_DEFAULTS.maintenance_interval
     ping_timeout: float = LIFETIME_DEFAULTS.ping_timeout
     spare_workers: int = 2
+    worker_nice: int = 10
     max_sessions: int = 2000
     log_file: Path | None = None
     log_level: str = "info"

@@ -48,6 +48,22 @@ def test_each_worker_logs_under_its_own_pid_and_a_killed_spawner_is_replaced(tmp
         assert tool_text(first.tool("execute_code", code="1 + 1")) == "2"
 
 
+def test_workers_run_nicer_than_the_router_by_the_configured_step(tmp_path):
+    niceness = "import os; os.getpriority(os.PRIO_PROCESS, 0)"
+    for env, step in (({}, 10), ({"GS_MCP_WORKER_NICE": "3"}, 3), ({"GS_MCP_WORKER_NICE": "0"}, 0)):
+        env = dict(env, GS_MCP_TOOLSETS="execution", GS_MCP_SPARE_WORKERS="1")
+        with Daemon(tmp_path, env=env) as daemon:
+            router = os.getpriority(os.PRIO_PROCESS, daemon.proc.pid)
+            client = session(daemon)
+            assert int(tool_text(client.tool("execute_code", code=niceness))) == min(19, router + step)
+            # A spawner started to replace a dead one applies the same step.
+            spawner = spawner_of(daemon)
+            os.kill(spawner, signal.SIGKILL)
+            assert wait_until(lambda: not pid_alive(spawner))
+            client = session(daemon)
+            assert int(tool_text(client.tool("execute_code", code=niceness))) == min(19, router + step)
+
+
 INITIALIZE = {"jsonrpc": "2.0", "id": "init", "method": "initialize",
               "params": {"protocolVersion": "2025-11-25", "capabilities": {},
                          "clientInfo": {"name": "t", "version": "0"}}}

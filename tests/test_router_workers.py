@@ -97,6 +97,23 @@ def test_a_spare_gets_a_clean_start(spawner):
         os.close(pidfd)
 
 
+def test_spares_run_as_much_nicer_than_the_router_as_asked():
+    ours = os.getpriority(os.PRIO_PROCESS, 0)
+    for asked in (0, 4, 19):
+        spawner = Spawner(worker_nice=asked)
+        spawner.launch()
+        try:
+            [(pid, pidfd, sock)] = spares(spawner, 1)
+            assert prepare_and_ping(sock)[0]["ok"] is True
+            assert os.getpriority(os.PRIO_PROCESS, pid) == min(19, ours + asked)
+            assert os.getpriority(os.PRIO_PROCESS, spawner.process.pid) == min(19, ours + asked)
+            sock.close()
+            os.close(pidfd)
+        finally:
+            spawner.stop()
+    assert os.getpriority(os.PRIO_PROCESS, 0) == ours      # the router's own is untouched
+
+
 def test_bad_requests_get_errors_and_eof_ends_the_spawner(spawner):
     for request in (b"more 0 1", b"more many 1", b"fork 1 1", b"more 1000 1"):
         spawner.control.send(request)

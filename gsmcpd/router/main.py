@@ -55,7 +55,7 @@ class Router:
     def __init__(self, config):
         self.config = config
         self.loop = Loop()
-        self.pool = WorkerPool(self.loop, config.spare_workers)
+        self.pool = WorkerPool(self.loop, config.spare_workers, worker_nice=config.worker_nice)
         self.sessions = SessionManager(self)
         self.supervisor = Supervisor(self)
         self.bound_to_loopback = _is_loopback(config.host)

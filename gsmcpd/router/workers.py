@@ -32,7 +32,8 @@ SPAWNER_STOP_WAIT = 5.0  # seconds shutdown waits for a spawner still being star
 class Spawner:
     """The router's handle on the spawner process and its control socket."""
 
-    def __init__(self):
+    def __init__(self, worker_nice=0):
+        self.worker_nice = worker_nice
         self.process = None
         self.control = None
 
@@ -45,7 +46,8 @@ class Spawner:
 
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            process = context.Process(target=spawner.serve, args=(theirs,), name="gsmcpd-spawner")
+            process = context.Process(target=spawner.serve, args=(theirs, self.worker_nice),
+                                      name="gsmcpd-spawner")
             process.start()
             # Ours to end (EOF on its socket, see stop()), not multiprocessing's to
             # join at exit: a join before that EOF would wait forever.
@@ -239,13 +241,14 @@ class WorkerPool:
 
     STARVED_PAUSE = 1.0  # seconds without asking after running out of descriptors or a failed fork
 
-    def __init__(self, loop, spares):
+    def __init__(self, loop, spares, *, worker_nice=0):
         self.loop = loop
         self.target = spares
+        self.worker_nice = worker_nice
         self.spares = []
         self.claims = collections.deque()   # sessions waiting for a worker, oldest first
         self.closed = False
-        self.spawner = Spawner()
+        self.spawner = Spawner(worker_nice)
         self._asked = 0             # spares asked for and not yet arrived
         self._paused_until = 0.0
         self._relaunching = None    # why no spawner is running, while a new one is started
@@ -271,7 +274,7 @@ class WorkerPool:
         self._retry = None
         if self.closed:
             return
-        old, new = self.spawner, Spawner()
+        old, new = self.spawner, Spawner(self.worker_nice)
         self.spawner = new
         if self._relaunching is None:
             self._relaunching = "the worker spawner is being restarted"

@@ -19,6 +19,7 @@ name a recycled pid, so the spawner lets the kernel reap exited workers.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import signal
@@ -30,12 +31,14 @@ REQUEST_SIZE = 64
 MAX_BATCH = 64  # spares asked for at once; more is a confused router
 
 
-def serve(control: socket.socket) -> None:
-    """Fork the spares asked for, until the router closes its end."""
+def serve(control: socket.socket, worker_nice: int = 0) -> None:
+    """Fork the spares asked for, until the router closes its end. Each runs
+    `worker_nice` nicer than the router."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)    # a terminal's ^C is the router's to handle
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)   # exited workers are reaped by the kernel
     # What every worker would otherwise set up for itself, done once to be inherited.
     worker_main.configure_process()
+    _yield_to_router(worker_nice)
     control.setblocking(True)
     forking = multiprocessing.get_context("fork")
     while True:
@@ -64,6 +67,21 @@ def serve(control: socket.socket) -> None:
             finally:
                 os.close(pidfd)
                 router_end.close()
+
+
+def _yield_to_router(increment: int) -> None:
+    """Lower this process's priority, and so every worker's, below the router's.
+
+    The one router thread carries every session's traffic; a worker runs one
+    session's tools. At equal priority busy workers took the CPU from the router and
+    every session waited (docs/PERFORMANCE.md). Unprivileged, the step cannot be
+    undone, so it is taken here, once, for all workers."""
+    if increment > 0:
+        try:
+            os.nice(increment)
+        except OSError as error:
+            logging.getLogger("gsmcpd.worker").warning(
+                "workers run at the router's priority: cannot lower it (%s)", error)
 
 
 def _parse(request):
