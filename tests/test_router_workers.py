@@ -125,6 +125,25 @@ def test_bad_requests_get_errors_and_eof_ends_the_spawner(spawner):
     assert process.exitcode == 0
 
 
+def test_stop_kills_a_spawner_that_does_not_end_and_is_quiet_about_one_gone():
+    stuck = Spawner()
+    stuck.launch()
+    process = stuck.process
+    os.kill(process.pid, signal.SIGSTOP)     # EOF alone cannot end it now
+    stuck.stop(grace=0.2)
+    process.join(20)
+    assert process.exitcode == -signal.SIGKILL
+    assert (stuck.process, stuck.pidfd, stuck.control) == (None, None, None)
+
+    gone = Spawner()
+    gone.launch()
+    process = gone.process
+    os.kill(process.pid, signal.SIGKILL)
+    process.join(20)                          # reaped by the forkserver: its pid is free
+    gone.stop(grace=0)                        # signals nothing, through the pidfd or by pid
+    assert process.exitcode == -signal.SIGKILL
+
+
 def test_the_descriptor_probe_gives_back_what_it_takes():
     before = len(os.listdir("/proc/self/fd"))
     assert has_descriptors(8)

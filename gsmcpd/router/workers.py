@@ -14,6 +14,7 @@ import errno
 import logging
 import multiprocessing
 import os
+import select
 import signal
 import socket
 import threading
@@ -35,6 +36,7 @@ class Spawner:
     def __init__(self, worker_nice=0):
         self.worker_nice = worker_nice
         self.process = None
+        self.pidfd = None     # stop() signals through it: the pid may be reaped and reused
         self.control = None
 
     def launch(self):
@@ -52,13 +54,14 @@ class Spawner:
             # Ours to end (EOF on its socket, see stop()), not multiprocessing's to
             # join at exit: a join before that EOF would wait forever.
             multiprocessing.process._children.discard(process)
+            pidfd = os.pidfd_open(process.pid)
         except BaseException:
             ours.close()
             raise
         finally:
             theirs.close()
         ours.setblocking(False)
-        self.process, self.control = process, ours
+        self.process, self.pidfd, self.control = process, pidfd, ours
 
     def ask(self, count):
         """Ask for `count` more spares; they arrive as messages on `control`."""
@@ -90,12 +93,24 @@ class Spawner:
         """EOF on its socket ends the spawner; its workers are the router's to stop."""
         if self.control is not None:
             self.control.close()
-        if self.process is not None:
-            self.process.join(grace)
-            if self.process.exitcode is None:
-                self.process.kill()
-                self.process.join(5)
-        self.process = self.control = None
+        if self.pidfd is not None:
+            try:
+                if not _ends_within(self.pidfd, grace):
+                    signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+                    _ends_within(self.pidfd, 5)
+            except ProcessLookupError:
+                pass     # gone already
+            finally:
+                os.close(self.pidfd)
+        self.process = self.pidfd = self.control = None
+
+
+def _ends_within(pidfd, seconds):
+    """True once the process behind `pidfd` has ended, waiting up to `seconds`
+    (poll, not select: a busy router's descriptors run past select's 1024)."""
+    ending = select.poll()
+    ending.register(pidfd, select.POLLIN)
+    return bool(ending.poll(seconds * 1000))
 
 
 DESCRIPTOR_HEADROOM = 16  # kept free beyond what the spares asked for will take
