@@ -49,19 +49,32 @@ def test_each_worker_logs_under_its_own_pid_and_a_killed_spawner_is_replaced(tmp
 
 
 def test_workers_run_nicer_than_the_router_by_the_configured_step(tmp_path):
-    niceness = "import os; os.getpriority(os.PRIO_PROCESS, 0)"
+    parent_and_niceness = "import os; (os.getppid(), os.getpriority(os.PRIO_PROCESS, 0))"
+
+    def worker_of(client):
+        return eval(tool_text(client.tool("execute_code", code=parent_and_niceness)))
+
     for env, step in (({}, 10), ({"GS_MCP_WORKER_NICE": "3"}, 3), ({"GS_MCP_WORKER_NICE": "0"}, 0)):
         env = dict(env, GS_MCP_TOOLSETS="execution", GS_MCP_SPARE_WORKERS="1")
         with Daemon(tmp_path, env=env) as daemon:
             router = os.getpriority(os.PRIO_PROCESS, daemon.proc.pid)
-            client = session(daemon)
-            assert int(tool_text(client.tool("execute_code", code=niceness))) == min(19, router + step)
-            # A spawner started to replace a dead one applies the same step.
-            spawner = spawner_of(daemon)
-            os.kill(spawner, signal.SIGKILL)
-            assert wait_until(lambda: not pid_alive(spawner))
-            client = session(daemon)
-            assert int(tool_text(client.tool("execute_code", code=niceness))) == min(19, router + step)
+            first = spawner_of(daemon)
+            assert worker_of(session(daemon)) == (first, min(19, router + step))
+            # A spawner started to replace a dead one applies the same step: its own
+            # workers (not the spare the dead one left) run at it.
+            os.kill(first, signal.SIGKILL)
+            assert wait_until(lambda: set(_children(forkserver_of(daemon))) - {first})
+            replacement = spawner_of(daemon)
+            assert os.getpriority(os.PRIO_PROCESS, replacement) == min(19, router + step)
+            parents = []
+            for _ in range(4):
+                parent, niceness = worker_of(session(daemon))
+                parents.append(parent)
+                if parent == replacement:
+                    assert niceness == min(19, router + step)
+                    break
+            assert replacement in parents, (replacement, parents)
+            assert os.getpriority(os.PRIO_PROCESS, daemon.proc.pid) == router
 
 
 INITIALIZE = {"jsonrpc": "2.0", "id": "init", "method": "initialize",

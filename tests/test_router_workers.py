@@ -6,6 +6,7 @@ import select
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 
@@ -114,6 +115,23 @@ def test_spares_run_as_much_nicer_than_the_router_as_asked():
     assert os.getpriority(os.PRIO_PROCESS, 0) == ours      # the router's own is untouched
 
 
+def test_a_step_cut_short_at_nice_19_is_logged():
+    # In a child already at nice 15 (or more), a step of 10 can go only 4 (or less) further.
+    code = ("import logging, os, sys\n"
+            "logging.basicConfig(stream=sys.stdout, format='%(message)s')\n"
+            "from gsmcpd.worker import spawner\n"
+            "os.nice(max(0, 15 - os.nice(0)))\n"
+            "spawner._yield_to_router(10)\n"
+            "print('nice', os.nice(0))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert out.returncode == 0, out.stderr
+    started = max(15, os.getpriority(os.PRIO_PROCESS, 0))
+    assert ("workers run %d nicer than the router, not 10: nice 19 is the lowest priority"
+            % (19 - started)) in out.stdout
+    assert out.stdout.strip().endswith("nice 19")
+
+
 def test_bad_requests_get_errors_and_eof_ends_the_spawner(spawner):
     for request in (b"more 0 1", b"more many 1", b"fork 1 1", b"more 1000 1"):
         spawner.control.send(request)
@@ -126,14 +144,22 @@ def test_bad_requests_get_errors_and_eof_ends_the_spawner(spawner):
 
 
 def test_stop_kills_a_spawner_that_does_not_end_and_is_quiet_about_one_gone():
+    def descriptors():
+        return sorted(os.listdir("/proc/self/fd"))
+
+    before = descriptors()
     stuck = Spawner()
     stuck.launch()
+    assert stuck.pidfd is not None and len(descriptors()) > len(before)
     process = stuck.process
     os.kill(process.pid, signal.SIGSTOP)     # EOF alone cannot end it now
     stuck.stop(grace=0.2)
     process.join(20)
     assert process.exitcode == -signal.SIGKILL
     assert (stuck.process, stuck.pidfd, stuck.control) == (None, None, None)
+    stuck.stop()                              # a second stop has nothing left to close
+    del process
+    assert descriptors() == before            # control socket and pidfd closed
 
     gone = Spawner()
     gone.launch()
@@ -141,7 +167,9 @@ def test_stop_kills_a_spawner_that_does_not_end_and_is_quiet_about_one_gone():
     os.kill(process.pid, signal.SIGKILL)
     process.join(20)                          # reaped by the forkserver: its pid is free
     gone.stop(grace=0)                        # signals nothing, through the pidfd or by pid
-    assert process.exitcode == -signal.SIGKILL
+    assert (gone.process, gone.pidfd, gone.control) == (None, None, None)
+    del process
+    assert descriptors() == before
 
 
 def test_the_descriptor_probe_gives_back_what_it_takes():

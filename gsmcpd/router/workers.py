@@ -91,18 +91,19 @@ class Spawner:
 
     def stop(self, grace=5.0):
         """EOF on its socket ends the spawner; its workers are the router's to stop."""
-        if self.control is not None:
-            self.control.close()
-        if self.pidfd is not None:
+        control, pidfd = self.control, self.pidfd
+        self.process = self.pidfd = self.control = None   # a second stop closes nothing
+        if control is not None:
+            control.close()
+        if pidfd is not None:
             try:
-                if not _ends_within(self.pidfd, grace):
-                    signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
-                    _ends_within(self.pidfd, 5)
+                if not _ends_within(pidfd, grace):
+                    signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+                    _ends_within(pidfd, 5)
             except ProcessLookupError:
                 pass     # gone already
             finally:
-                os.close(self.pidfd)
-        self.process = self.pidfd = self.control = None
+                os.close(pidfd)
 
 
 def _ends_within(pidfd, seconds):
@@ -295,7 +296,10 @@ class WorkerPool:
             self._relaunching = "the worker spawner is being restarted"
 
         def launch():
-            old.stop(grace=0)
+            try:
+                old.stop(grace=0)
+            except OSError as error:   # it is dead or killed either way; the new one matters
+                log.warning("stopping the old worker spawner: %s", error)
             try:
                 new.launch()
                 failure = None

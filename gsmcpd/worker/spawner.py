@@ -74,14 +74,20 @@ def _yield_to_router(increment: int) -> None:
 
     The one router thread carries every session's traffic; a worker runs one
     session's tools. At equal priority busy workers took the CPU from the router and
-    every session waited (docs/PERFORMANCE.md). Unprivileged, the step cannot be
-    undone, so it is taken here, once, for all workers."""
+    every session waited (docs/PERFORMANCE.md). With the usual RLIMIT_NICE of 0 the
+    step cannot be undone, so it is taken here, once, for all workers (and for the
+    forks, background work too)."""
     if increment > 0:
+        log = logging.getLogger("gsmcpd.worker")
         try:
-            os.nice(increment)
+            before = os.nice(0)
+            after = os.nice(increment)
         except OSError as error:
-            logging.getLogger("gsmcpd.worker").warning(
-                "workers run at the router's priority: cannot lower it (%s)", error)
+            log.warning("workers run at the router's priority: cannot lower it (%s)", error)
+            return
+        if after - before < increment:    # the kernel stops at 19 without a word
+            log.warning("workers run %d nicer than the router, not %d: nice 19 is the lowest "
+                        "priority", after - before, increment)
 
 
 def _parse(request):
