@@ -73,3 +73,81 @@ def test_a_failed_interest_change_leaves_the_object_unregistered():
         a.detach()
         b.close()
         loop.close()
+
+
+class ScriptedSelector:
+    """Answers select() from a script of event lists and records each timeout asked."""
+
+    def __init__(self, script):
+        self.script = list(script)
+        self.asked = []
+
+    def select(self, timeout=None):
+        self.asked.append(timeout)
+        return self.script.pop(0) if self.script else []
+
+
+def spinning_loop(script, spin=0.001, step=0.0001):
+    """A loop whose clock moves `step` seconds per reading, polling a scripted selector."""
+    loop = Loop(reply_spin=spin)
+    loop.selector.close()
+    loop.selector = ScriptedSelector(script)
+    readings = iter(range(10**6))
+    loop._clock = lambda: next(readings) * step
+    return loop
+
+
+EVENT = [("key", 1)]
+
+
+def test_with_no_reply_due_the_loop_sleeps_at_once():
+    loop = spinning_loop([EVENT])
+    assert loop._wait(5.0) == EVENT
+    assert loop.selector.asked == [5.0]
+
+
+def test_a_reply_due_is_polled_for_until_it_comes():
+    loop = spinning_loop([[], [], EVENT])
+    loop.reply_due()
+    assert loop._wait(None) == EVENT
+    assert loop.selector.asked == [0, 0, 0]          # never slept
+    loop.selector.script = [EVENT]
+    loop._wait(None)
+    assert loop.selector.asked[-1] is None           # spent: the next pass sleeps at once
+
+
+def test_a_reply_not_come_within_the_spin_is_slept_for_with_the_timeout_left():
+    loop = spinning_loop([], spin=0.001, step=0.0001)
+    loop.reply_due()
+    assert loop._wait(5.0) == []
+    polls, sleep = loop.selector.asked[:-1], loop.selector.asked[-1]
+    assert polls == [0] * len(polls) and 5 <= len(polls) <= 11
+    assert 5.0 - 0.0012 <= sleep <= 5.0 - 0.001      # the timer's deadline still holds
+    loop = spinning_loop([], spin=0.001)
+    loop.reply_due()
+    loop._wait(None)
+    assert loop.selector.asked[-1] is None           # no timer: the sleep is unbounded
+
+
+def test_the_spin_never_runs_past_a_timer_due_sooner():
+    loop = spinning_loop([], spin=1.0, step=0.0001)
+    loop.reply_due()
+    loop._wait(0.0005)
+    polls = loop.selector.asked[:-1]
+    assert len(polls) <= 6 and loop.selector.asked[-1] == 0.0
+
+
+def test_a_pass_with_work_waiting_keeps_the_reply_due_for_the_next():
+    loop = spinning_loop([[], [], EVENT])
+    loop.reply_due()
+    loop._wait(0)                                     # callbacks pending: no spin now
+    assert loop.selector.asked == [0]
+    assert loop._wait(None) == EVENT                  # the next pass polls
+    assert loop.selector.asked == [0, 0, 0]
+
+
+def test_no_spin_configured_means_no_polling():
+    loop = spinning_loop([EVENT], spin=0.0)
+    loop.reply_due()
+    assert loop._wait(2.0) == EVENT
+    assert loop.selector.asked == [2.0]

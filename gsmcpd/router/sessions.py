@@ -181,6 +181,7 @@ class SessionManager:
             session.inflight = call
             call.started = self.loop.time()
             session.worker.send_bytes(frames.message_frame("call", call.seq, call.body))
+            self.loop.reply_due()
             self.router.call_started(session, call)
             return
 

@@ -1,0 +1,26 @@
+"""End-to-end: the router's short poll for a worker's reply (GS_MCP_REPLY_SPIN_US)."""
+
+import os
+
+from helpers import Client, Daemon, tool_text
+
+
+def router_cpu_seconds(pid):
+    fields = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_calls_are_answered_with_and_without_the_poll_and_a_long_call_is_slept_through(tmp_path):
+    for spin in ("200", "0", "10000"):
+        env = {"GS_MCP_TOOLSETS": "execution,bench", "GS_MCP_SPARE_WORKERS": "1",
+               "GS_MCP_REPLY_SPIN_US": spin}
+        with Daemon(tmp_path, env=env) as daemon:
+            client = Client(daemon.port)
+            client.initialize()
+            for i in range(50):
+                assert client.tool("echo", text="n%d" % i)["content"][0]["text"] == "n%d" % i
+            # A call that takes seconds costs the router one short poll, not a busy wait:
+            # far less CPU than the call lasts (a busy wait would use all 1.5 s).
+            before = router_cpu_seconds(daemon.proc.pid)
+            assert tool_text(client.tool("execute_code", code="import time; time.sleep(1.5); 7")) == "7"
+            assert router_cpu_seconds(daemon.proc.pid) - before < 0.5
