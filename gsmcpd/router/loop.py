@@ -9,12 +9,15 @@ import collections
 import heapq
 import itertools
 import logging
+import os
 import selectors
 import signal
 import socket
 import time
 
 log = logging.getLogger("gsmcpd.loop")
+
+SPIN_BACKOFF = 6  # after polls that missed, poll again on one reply due in at most 64
 
 
 def send_some(sock, data):
@@ -53,8 +56,11 @@ class Loop:
     def __init__(self, reply_spin=0.0):
         self.selector = selectors.DefaultSelector()
         # Seconds to poll before sleeping while a reply is due (see _wait); 0 = never.
-        self.reply_spin = reply_spin
+        # With one CPU the worker could not answer while the router polls.
+        self.reply_spin = reply_spin if len(os.sched_getaffinity(0)) > 1 else 0.0
         self._reply_due = False
+        self._spin_misses = 0     # polls in a row that ended with nothing
+        self._spin_skips = 0      # replies due to sleep for at once, after those misses
         self._clock = time.perf_counter
         self._timers = []
         self._seq = itertools.count()
@@ -177,14 +183,19 @@ class Loop:
         """This pass's events. With a reply due and nothing else to do, poll for up to
         `reply_spin` before sleeping: a quick reply then finds the router awake. A
         sleep costs a wake-up, which on an idle CPU can cost more than the poll (on a
-        VM that halts idle vCPUs at once, ~100-200 µs). Any event ends the poll, and
-        it never runs past the next timer; it is spent once per reply due, at most."""
+        VM that halts idle vCPUs at once, ~100-200 µs). Any event ends the poll, it
+        never runs past the next timer, and it is spent once per reply due at most.
+        Polls that miss (long tools, a busy machine) back off: after n misses in a row,
+        the next 2**n - 1 replies due are slept for at once (n at most SPIN_BACKOFF)."""
         if not self._reply_due or not self.reply_spin or timeout == 0:
             events = self.selector.select(timeout)
             if events:
                 self._reply_due = False
             return events
         self._reply_due = False
+        if self._spin_skips:
+            self._spin_skips -= 1
+            return self.selector.select(timeout)
         limit = self.reply_spin if timeout is None else min(self.reply_spin, timeout)
         started = self._clock()
         while True:
@@ -193,7 +204,10 @@ class Loop:
             if events or waited >= limit:
                 break
         if events:
+            self._spin_misses = 0
             return events
+        self._spin_misses = min(self._spin_misses + 1, SPIN_BACKOFF)
+        self._spin_skips = 2 ** self._spin_misses - 1
         return self.selector.select(None if timeout is None else max(0.0, timeout - waited))
 
     def _guard(self, callback):
