@@ -1,13 +1,7 @@
 """End-to-end: the router's short poll for a worker's reply (GS_MCP_REPLY_SPIN_US)."""
 
-import os
-
+from bench.procs import cpu_seconds
 from helpers import Client, Daemon, tool_text
-
-
-def router_cpu_seconds(pid):
-    fields = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def test_calls_are_answered_with_and_without_the_poll_and_a_long_call_is_slept_through(tmp_path):
@@ -22,6 +16,6 @@ def test_calls_are_answered_with_and_without_the_poll_and_a_long_call_is_slept_t
             # A call that takes seconds is slept through, not busy-waited for (which would
             # use the whole 1.5 s); the policy itself (one poll, its bounds, the back-off)
             # is tested on a scripted selector in test_router_loop.py.
-            before = router_cpu_seconds(daemon.proc.pid)
+            before = cpu_seconds(daemon.proc.pid)
             assert tool_text(client.tool("execute_code", code="import time; time.sleep(1.5); 7")) == "7"
-            assert router_cpu_seconds(daemon.proc.pid) - before < 0.5
+            assert cpu_seconds(daemon.proc.pid) - before < 0.5

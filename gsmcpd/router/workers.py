@@ -260,7 +260,6 @@ class WorkerPool:
     def __init__(self, loop, spares, *, worker_nice=0):
         self.loop = loop
         self.target = spares
-        self.worker_nice = worker_nice
         self.spares = []
         self.claims = collections.deque()   # sessions waiting for a worker, oldest first
         self.closed = False
@@ -290,7 +289,7 @@ class WorkerPool:
         self._retry = None
         if self.closed:
             return
-        old, new = self.spawner, Spawner(self.worker_nice)
+        old, new = self.spawner, Spawner(self.spawner.worker_nice)
         self.spawner = new
         if self._relaunching is None:
             self._relaunching = "the worker spawner is being restarted"
