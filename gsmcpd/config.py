@@ -185,7 +185,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("ping_timeout", "GS_MCP_PING_TIMEOUT", parse_positive_seconds),
     Knob("spare_workers", "GS_MCP_SPARE_WORKERS", lambda t: parse_int(t, lo=0)),
     Knob("worker_nice", "GS_MCP_WORKER_NICE", lambda t: parse_int(t, lo=0, hi=19)),
-    Knob("reply_spin_us", "GS_MCP_REPLY_SPIN_US", lambda t: parse_int(t, lo=0, hi=10000)),
+    Knob("poll_us", "GS_MCP_POLL_US", lambda t: parse_int(t, lo=0, hi=10000)),
     Knob("max_sessions", "GS_MCP_MAX_SESSIONS", lambda t: parse_int(t, lo=1)),
     Knob("log_file", "GS_MCP_LOG_FILE", parse_optional_path),
     Knob("log_level", "GS_MCP_LOG_LEVEL", parse_log_level),
@@ -250,7 +250,7 @@ class Config:
     ping_timeout: float = LIFETIME_DEFAULTS.ping_timeout
     spare_workers: int = 2
     worker_nice: int = 10
-    reply_spin_us: int = 200
+    poll_us: int = 200
     max_sessions: int = 2000
     log_file: Path | None = None
     log_level: str = "info"

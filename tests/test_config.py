@@ -44,7 +44,7 @@ def test_defaults_match_the_issue():
         (1800.0, 1500.0, 60.0)
     assert config.max_session_lifetime is None and config.request_timeout is None
     assert (config.spare_workers, config.max_sessions, config.jwt_leeway) == (2, 2000, 30.0)
-    assert config.worker_nice == 10 and config.reply_spin_us == 200
+    assert config.worker_nice == 10 and config.poll_us == 200
     assert config.log_file is None and config.log_level == "info"
     assert config.url == "http://127.0.0.1:8000/mcp"
     assert config.pidfile == REPO / "var" / "gsmcpd-8000.pid"
@@ -136,8 +136,8 @@ def test_flags_may_arrive_typed():
     ("GS_MCP_WORKER_NICE", "-1", "worker_nice", "between 0 and 19"),
     ("GS_MCP_WORKER_NICE", "20", "worker_nice", "between 0 and 19"),
     ("GS_MCP_WORKER_NICE", "low", "worker_nice", "an integer"),
-    ("GS_MCP_REPLY_SPIN_US", "-1", "reply_spin_us", "between 0 and 10000"),
-    ("GS_MCP_REPLY_SPIN_US", "0.5ms", "reply_spin_us", "an integer"),
+    ("GS_MCP_POLL_US", "-1", "poll_us", "between 0 and 10000"),
+    ("GS_MCP_POLL_US", "0.5ms", "poll_us", "an integer"),
     ("GS_MCP_MAX_SESSIONS", "0", "max_sessions", "at least 1"),
     ("MCP_JWT_LEEWAY", "soon", "jwt_leeway", "seconds"),
 ])

@@ -91,13 +91,13 @@ class ScriptedSelector:
 
 
 @pytest.fixture
-def spinning_loop():
+def polling_loop():
     """Makes loops whose clock moves `step` seconds per reading and whose selector is
     scripted; closes them after the test."""
     made = []
 
-    def make(script, spin=0.001, step=0.0001):
-        loop = Loop(reply_spin=spin)
+    def make(script, poll=0.001, step=0.0001):
+        loop = Loop(poll=poll)
         loop.selector.close()
         loop.selector = ScriptedSelector(script)
         readings = iter(range(10**6))
@@ -113,15 +113,15 @@ def spinning_loop():
 EVENT = [("key", 1)]
 
 
-def test_with_no_reply_due_the_loop_sleeps_at_once(spinning_loop):
-    loop = spinning_loop([EVENT])
+def test_with_no_event_due_the_loop_sleeps_at_once(polling_loop):
+    loop = polling_loop([EVENT])
     assert loop._wait(5.0) == EVENT
     assert loop.selector.asked == [5.0]
 
 
-def test_a_reply_due_is_polled_for_until_it_comes(spinning_loop):
-    loop = spinning_loop([[], [], EVENT])
-    loop.reply_due()
+def test_an_event_due_is_polled_for_until_it_comes(polling_loop):
+    loop = polling_loop([[], [], EVENT])
+    loop.event_due()
     assert loop._wait(None) == EVENT
     assert loop.selector.asked == [0, 0, 0]          # never slept
     loop.selector.script = [EVENT]
@@ -129,84 +129,84 @@ def test_a_reply_due_is_polled_for_until_it_comes(spinning_loop):
     assert loop.selector.asked[-1] is None           # spent: the next pass sleeps at once
 
 
-def test_a_reply_not_come_within_the_spin_is_slept_for_with_the_timeout_left(spinning_loop):
-    loop = spinning_loop([], spin=0.001, step=0.0001)
-    loop.reply_due()
+def test_an_event_not_come_within_the_poll_is_slept_for_with_the_timeout_left(polling_loop):
+    loop = polling_loop([], poll=0.001, step=0.0001)
+    loop.event_due()
     assert loop._wait(5.0) == []
     polls, sleep = loop.selector.asked[:-1], loop.selector.asked[-1]
     assert polls == [0] * len(polls) and 5 <= len(polls) <= 11
     assert 5.0 - 0.0012 <= sleep <= 5.0 - 0.001      # the timer's deadline still holds
-    loop = spinning_loop([], spin=0.001)
-    loop.reply_due()
+    loop = polling_loop([], poll=0.001)
+    loop.event_due()
     loop._wait(None)
     assert loop.selector.asked[-1] is None           # no timer: the sleep is unbounded
 
 
-def test_the_spin_never_runs_past_a_timer_due_sooner(spinning_loop):
-    loop = spinning_loop([], spin=1.0, step=0.0001)
-    loop.reply_due()
+def test_the_poll_never_runs_past_a_timer_due_sooner(polling_loop):
+    loop = polling_loop([], poll=1.0, step=0.0001)
+    loop.event_due()
     loop._wait(0.0005)
     polls = loop.selector.asked[:-1]
     assert len(polls) <= 6 and loop.selector.asked[-1] == 0.0
 
 
-def test_a_pass_with_work_waiting_keeps_the_reply_due_for_the_next(spinning_loop):
-    loop = spinning_loop([[], [], EVENT])
-    loop.reply_due()
-    loop._wait(0)                                     # callbacks pending: no spin now
+def test_a_pass_with_work_waiting_keeps_the_event_due_for_the_next(polling_loop):
+    loop = polling_loop([[], [], EVENT])
+    loop.event_due()
+    loop._wait(0)                                     # callbacks pending: no poll now
     assert loop.selector.asked == [0]
     assert loop._wait(None) == EVENT                  # the next pass polls
     assert loop.selector.asked == [0, 0, 0]
 
 
-def test_any_event_while_sleeping_uses_up_the_reply_due(spinning_loop):
-    loop = spinning_loop([EVENT, EVENT])
-    loop.reply_due()
+def test_any_event_while_sleeping_uses_up_the_event_due(polling_loop):
+    loop = polling_loop([EVENT, EVENT])
+    loop.event_due()
     assert loop._wait(0) == EVENT                     # something came: that pass handles it
     assert loop._wait(3.0) == EVENT
     assert loop.selector.asked == [0, 3.0]            # and the next does not poll
 
 
-def test_polls_that_miss_back_off_and_one_that_hits_resets_them(spinning_loop):
-    loop = spinning_loop([], spin=0.001, step=0.0005)   # each poll: 3 selects, then a sleep
+def test_polls_that_miss_back_off_and_one_that_hits_resets_them(polling_loop):
+    loop = polling_loop([], poll=0.001, step=0.0005)   # each poll: 3 selects, then a sleep
 
-    def one_reply_due(script=()):
+    def one_event_due(script=()):
         loop.selector.asked.clear()
         loop.selector.script = list(script)
-        loop.reply_due()
+        loop.event_due()
         loop._wait(1.0)
         return "polled" if loop.selector.asked[0] == 0 else "slept"
 
-    assert one_reply_due() == "polled"                  # miss 1: skip 1
-    assert one_reply_due() == "slept"
-    assert one_reply_due() == "polled"                  # miss 2: skip 3
-    assert [one_reply_due() for _ in range(3)] == ["slept"] * 3
-    assert one_reply_due([[], EVENT]) == "polled"       # a hit: no more skipping
-    assert one_reply_due() == "polled"
+    assert one_event_due() == "polled"                  # miss 1: skip 1
+    assert one_event_due() == "slept"
+    assert one_event_due() == "polled"                  # miss 2: skip 3
+    assert [one_event_due() for _ in range(3)] == ["slept"] * 3
+    assert one_event_due([[], EVENT]) == "polled"       # a hit: no more skipping
+    assert one_event_due() == "polled"
     outcomes = []                                       # all misses: 63 sleeps at most between polls
     for _ in range(300):
-        outcomes.append(one_reply_due())
+        outcomes.append(one_event_due())
     longest = max(len(run) for run in "".join("p" if o == "polled" else "s" for o in outcomes).split("p"))
     assert longest == 2 ** 6 - 1
 
 
-def test_no_spin_configured_means_no_polling(spinning_loop):
-    loop = spinning_loop([EVENT], spin=0.0)
-    loop.reply_due()
+def test_no_poll_configured_means_no_polling(polling_loop):
+    loop = polling_loop([EVENT], poll=0.0)
+    loop.event_due()
     assert loop._wait(2.0) == EVENT
     assert loop.selector.asked == [2.0]
 
 
 def test_with_one_cpu_the_router_never_polls(monkeypatch):
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0})
-    loop = Loop(reply_spin=0.0002)
+    loop = Loop(poll=0.0002)
     try:
-        assert loop.reply_spin == 0.0
+        assert loop.poll == 0.0
     finally:
         loop.close()
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1})
-    loop = Loop(reply_spin=0.0002)
+    loop = Loop(poll=0.0002)
     try:
-        assert loop.reply_spin == 0.0002
+        assert loop.poll == 0.0002
     finally:
         loop.close()

@@ -170,6 +170,7 @@ class Connection:
             self.loop.call_soon(self._next_request)
         else:
             self._arm_idle()  # what _next_request would find: nothing yet
+            self.router.sessions.expect_soon()  # a keep-alive client's next request
 
     # -- writing -----------------------------------------------------------
     def write(self, data):

@@ -17,7 +17,7 @@ import time
 
 log = logging.getLogger("gsmcpd.loop")
 
-SPIN_BACKOFF = 6  # after polls that missed, poll again on one reply due in at most 64
+POLL_BACKOFF = 6  # after polls that missed, poll again on one event due in at most 64
 
 
 def send_some(sock, data):
@@ -53,14 +53,14 @@ class Timer:
 
 
 class Loop:
-    def __init__(self, reply_spin=0.0):
+    def __init__(self, poll=0.0):
         self.selector = selectors.DefaultSelector()
-        # Seconds to poll before sleeping while a reply is due (see _wait); 0 = never.
-        # With one CPU the worker could not answer while the router polls.
-        self.reply_spin = reply_spin if len(os.sched_getaffinity(0)) > 1 else 0.0
-        self._reply_due = False
-        self._spin_misses = 0     # polls in a row that ended with nothing
-        self._spin_skips = 0      # replies due to sleep for at once, after those misses
+        # Seconds to poll before sleeping while an event is due (see _wait); 0 = never.
+        # With one CPU the process it waits for could not run while the router polls.
+        self.poll = poll if len(os.sched_getaffinity(0)) > 1 else 0.0
+        self._event_due = False
+        self._poll_misses = 0     # polls in a row that ended with nothing
+        self._poll_skips = 0      # events due to sleep for at once, after those misses
         self._clock = time.perf_counter
         self._timers = []
         self._seq = itertools.count()
@@ -175,28 +175,30 @@ class Loop:
         for _ in range(len(self._soon)):
             self._guard(self._soon.popleft())
 
-    def reply_due(self):
-        """A frame answered at once (a call to a worker) has just been sent."""
-        self._reply_due = True
+    def event_due(self):
+        """Something is expected at once: a worker's reply to a call just sent, a
+        client's next request on a connection just answered."""
+        self._event_due = True
 
     def _wait(self, timeout):
-        """This pass's events. With a reply due and nothing else to do, poll for up to
-        `reply_spin` before sleeping: a quick reply then finds the router awake. A
-        sleep costs a wake-up, which on an idle CPU can cost more than the poll (on a
+        """This pass's events. With an event due and nothing else to do, poll for up
+        to `poll` before sleeping: a quick reply or request then finds the router awake.
+        A sleep costs a wake-up, which on an idle CPU can cost more than the poll (on a
         VM that halts idle vCPUs at once, ~100-200 µs). Any event ends the poll, it
-        never runs past the next timer, and it is spent once per reply due at most.
-        Polls that miss (long tools, a busy machine) back off: after n misses in a row,
-        the next 2**n - 1 replies due are slept for at once (n at most SPIN_BACKOFF)."""
-        if not self._reply_due or not self.reply_spin or timeout == 0:
+        never runs past the next timer, and it is spent once per event due at most.
+        Polls that miss (long tools, a client pausing, a busy machine) back off: after n
+        misses in a row, the next 2**n - 1 events due are slept for at once (n at most
+        POLL_BACKOFF)."""
+        if not self._event_due or not self.poll or timeout == 0:
             events = self.selector.select(timeout)
             if events:
-                self._reply_due = False
+                self._event_due = False
             return events
-        self._reply_due = False
-        if self._spin_skips:
-            self._spin_skips -= 1
+        self._event_due = False
+        if self._poll_skips:
+            self._poll_skips -= 1
             return self.selector.select(timeout)
-        limit = self.reply_spin if timeout is None else min(self.reply_spin, timeout)
+        limit = self.poll if timeout is None else min(self.poll, timeout)
         started = self._clock()
         while True:
             events = self.selector.select(0)
@@ -204,10 +206,10 @@ class Loop:
             if events or waited >= limit:
                 break
         if events:
-            self._spin_misses = 0
+            self._poll_misses = 0
             return events
-        self._spin_misses = min(self._spin_misses + 1, SPIN_BACKOFF)
-        self._spin_skips = 2 ** self._spin_misses - 1
+        self._poll_misses = min(self._poll_misses + 1, POLL_BACKOFF)
+        self._poll_skips = 2 ** self._poll_misses - 1
         return self.selector.select(None if timeout is None else max(0.0, timeout - waited))
 
     def _guard(self, callback):

@@ -54,7 +54,7 @@ def _is_loopback(host):
 class Router:
     def __init__(self, config):
         self.config = config
-        self.loop = Loop(reply_spin=config.reply_spin_us / 1e6)
+        self.loop = Loop(poll=config.poll_us / 1e6)
         self.pool = WorkerPool(self.loop, config.spare_workers, worker_nice=config.worker_nice)
         self.sessions = SessionManager(self)
         self.supervisor = Supervisor(self)

@@ -17,6 +17,10 @@ log = logging.getLogger("gsmcpd.sessions")
 
 JSON = ("Content-Type", "application/json")
 SSE_HEADERS = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")]
+# How long after a session opens or ends the loop does not poll: the replacement spare
+# forks and boots, the ended worker exits (~2 ms of CPU each, longer on a busy
+# machine), and a polling router would hold a CPU they need.
+CHURN_QUIET = 0.02
 
 
 def relayed(frame):
@@ -102,6 +106,8 @@ class SessionManager:
         self.opening = 0   # initialize requests waiting for a worker
         self._by_worker = {}
         self._seq = itertools.count(1)
+        self.in_flight = 0   # sessions with a call at their worker
+        self._churned_at = float("-inf")   # when a session last opened or ended
 
     # -- opening and ending ------------------------------------------------
     def open(self, conn, message, body, accepts_sse, principal):
@@ -130,6 +136,7 @@ class SessionManager:
         worker.listener = self
         self.by_id[sid] = session
         self._by_worker[worker] = session
+        self._churned_at = self.loop.time()
         worker.send({"op": "prepare", "session": self.router.session_config(session, principal)})
         self.router.session_opened(session)
         self.submit(session, conn, message, body, accepts_sse)
@@ -144,7 +151,10 @@ class SessionManager:
         self._by_worker.pop(session.worker, None)
         gone = [session.inflight] if session.inflight else []
         gone += list(session.queue)
+        if session.inflight is not None:
+            self.in_flight -= 1
         session.inflight = None
+        self._churned_at = self.loop.time()
         session.queue.clear()
         for call in gone:
             self._fail(call, jsonrpc.WORKER_GONE, "session ended: %s" % reason)
@@ -179,11 +189,21 @@ class SessionManager:
             if call.cancelled:
                 continue
             session.inflight = call
+            self.in_flight += 1
             call.started = self.loop.time()
             session.worker.send_bytes(frames.message_frame("call", call.seq, call.body))
-            self.loop.reply_due()
+            self.expect_soon()
             self.router.call_started(session, call)
             return
+
+    def expect_soon(self):
+        """A reply or request is due at once (a call was just sent to a worker, or a
+        client's reply just written): let the loop poll for it before sleeping, unless
+        that would hold a CPU others need. With other calls in flight, events come
+        anyway and their workers need the CPUs; so do the processes a session opening
+        or ending starts."""
+        if self.in_flight <= 1 and self.loop.time() - self._churned_at >= CHURN_QUIET:
+            self.loop.event_due()
 
     def cancel(self, session, request_id):
         """notifications/cancelled: drop a queued call, break an in-flight one.
@@ -231,6 +251,7 @@ class SessionManager:
                 log.warning("session %s: reply for a call not in flight", session.short)
                 return
             session.inflight = None
+            self.in_flight -= 1
             self.router.call_finished(session, call)
             session.last_activity = self.loop.time()
             if not call.cancelled:

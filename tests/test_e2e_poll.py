@@ -1,0 +1,26 @@
+"""End-to-end: the router's short poll for a due reply or request (GS_MCP_POLL_US)."""
+
+import time
+
+from bench.procs import cpu_seconds
+from helpers import Client, Daemon, tool_text
+
+
+def test_calls_are_answered_with_and_without_the_poll_and_long_waits_are_slept_through(tmp_path):
+    for poll in ("200", "0", "10000"):
+        env = {"GS_MCP_TOOLSETS": "execution,bench", "GS_MCP_SPARE_WORKERS": "1",
+               "GS_MCP_POLL_US": poll}
+        with Daemon(tmp_path, env=env) as daemon:
+            client = Client(daemon.port)
+            client.initialize()
+            for i in range(50):
+                assert client.tool("echo", text="n%d" % i)["content"][0]["text"] == "n%d" % i
+            # A call that takes seconds, and a client that pauses for seconds, are slept
+            # through, not busy-waited for (which would use the whole 1.5 s); the policy
+            # itself (one poll, its bounds, the back-off, when it is asked for) is tested
+            # in test_router_loop.py and test_router_sessions_poll.py.
+            before = cpu_seconds(daemon.proc.pid)
+            assert tool_text(client.tool("execute_code", code="import time; time.sleep(1.5); 7")) == "7"
+            time.sleep(1.5)
+            assert client.tool("echo", text="after")["content"][0]["text"] == "after"
+            assert cpu_seconds(daemon.proc.pid) - before < 1.0
