@@ -172,6 +172,59 @@ def test_stop_kills_a_spawner_that_does_not_end_and_is_quiet_about_one_gone():
     assert descriptors() == before
 
 
+def pid_named_by(pidfd):
+    with open("/proc/self/fdinfo/%d" % pidfd) as info:
+        return int(next(line for line in info if line.startswith("Pid:")).split()[1])
+
+
+def test_the_spawners_pidfd_is_the_one_it_sent_of_itself(spawner):
+    assert pid_named_by(spawner.pidfd) == spawner.process.pid
+    assert spawner.receive() is None        # launch took the hello; nothing else is waiting
+    assert spares(spawner, 1)[0][0] != spawner.process.pid
+
+
+class FakeProcess:
+    def __init__(self, alive):
+        self.alive = alive
+        self.killed = False
+
+    def is_alive(self):
+        return self.alive
+
+    def kill(self):
+        self.killed = True
+
+
+@pytest.mark.parametrize("first, fds, alive, reason, killed", [
+    (None, 0, False, "it ended before saying hello", False),
+    (b"spare 12", 1, False, "unexpected first message b'spare 12'", False),
+    (b"hello", 0, False, "its hello came without its pidfd", False),
+    (b"hello", 2, False, "its hello came without its pidfd", False),   # one too many: truncated
+    (b"", 0, True, "no hello within 0.2s", True),                      # silent, still alive
+])
+def test_a_spawner_that_does_not_say_hello_properly_is_refused(monkeypatch, first, fds, alive, reason, killed):
+    monkeypatch.setattr(workers, "SPAWNER_HELLO_WAIT", 0.2)
+    before = sorted(os.listdir("/proc/self/fd"))
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    process = FakeProcess(alive)
+    try:
+        if first is None:
+            theirs.close()
+        elif first:
+            passed = [os.dup(0) for _ in range(fds)]
+            socket.send_fds(theirs, [first], passed)
+            for fd in passed:
+                os.close(fd)
+        with pytest.raises(RuntimeError) as raised:
+            workers._hello(ours, process)
+    finally:
+        ours.close()
+        theirs.close()
+    assert str(raised.value).startswith("the worker spawner did not start: " + reason)
+    assert process.killed is killed
+    assert sorted(os.listdir("/proc/self/fd")) == before    # nothing received was kept
+
+
 def test_the_descriptor_probe_gives_back_what_it_takes():
     before = len(os.listdir("/proc/self/fd"))
     assert has_descriptors(8)

@@ -28,6 +28,7 @@ log = logging.getLogger("gsmcpd.workers")
 PRELOAD = ["gsmcpd.worker.preload"]
 SPAWNER_TIMEOUT = 30.0  # seconds a new session waits for its worker before it is refused
 SPAWNER_STOP_WAIT = 5.0  # seconds shutdown waits for a spawner still being started
+SPAWNER_HELLO_WAIT = 30.0  # seconds a new spawner may take to say hello (its preload is done by then)
 
 
 class Spawner:
@@ -54,7 +55,8 @@ class Spawner:
             # Ours to end (EOF on its socket, see stop()), not multiprocessing's to
             # join at exit: a join before that EOF would wait forever.
             multiprocessing.process._children.discard(process)
-            pidfd = os.pidfd_open(process.pid)
+            theirs.close()
+            pidfd = _hello(ours, process)
         except BaseException:
             ours.close()
             raise
@@ -104,6 +106,29 @@ class Spawner:
                 pass     # gone already
             finally:
                 os.close(pidfd)
+
+
+def _hello(control, process):
+    """The pidfd a new spawner sends of itself, its first message. A pidfd opened
+    here from the pid could name a stranger, had the spawner died and been reaped
+    and its pid reused; one it opened of itself cannot."""
+    control.settimeout(SPAWNER_HELLO_WAIT)
+    try:
+        message, fds, flags, _addr = socket.recv_fds(control, 64, 1)
+    except OSError as error:   # a timeout too
+        message, fds, flags = None, [], 0
+        why = "no hello within %gs (%s)" % (SPAWNER_HELLO_WAIT, error)
+    else:
+        why = ("it ended before saying hello" if not message else
+               "its hello came without its pidfd" if message == b"hello" else
+               "unexpected first message %r" % message[:40])
+    if message == b"hello" and len(fds) == 1 and not flags & socket.MSG_CTRUNC:
+        return fds[0]
+    for fd in fds:
+        os.close(fd)
+    if message is None and process.is_alive():
+        process.kill()   # alive, so its pid is still its own
+    raise RuntimeError("the worker spawner did not start: %s" % why)
 
 
 def _ends_within(pidfd, seconds):

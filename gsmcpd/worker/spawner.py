@@ -9,6 +9,9 @@ half of a new worker's CPU and page faults. Forking here, not on a thread of the
 router, also keeps the router single-threaded: it only receives finished spares.
 
 Protocol on the control socket (SOCK_SEQPACKET: one message per send):
+  spawner -> router: first, b"hello" with one fd: a pidfd for the spawner itself
+                     (opened by the router from the pid, it could name a stranger
+                     if the spawner died and its pid was reused in between)
   router -> spawner: b"more <n> <router pid>"
   spawner -> router: per worker, b"spare <pid>" with two fds: a pidfd for the
                      worker and the router's end of its frame socket;
@@ -40,6 +43,12 @@ def serve(control: socket.socket, worker_nice: int = 0) -> None:
     worker_main.configure_process()
     _yield_to_router(worker_nice)
     control.setblocking(True)
+    own = os.pidfd_open(os.getpid())
+    try:
+        if not _send(control, b"hello", [own]):
+            return
+    finally:
+        os.close(own)
     forking = multiprocessing.get_context("fork")
     while True:
         try:
