@@ -1,5 +1,5 @@
 """When the session manager lets the loop poll for a due event (SessionManager.expect_soon):
-only with at most one call in flight, and not just after a session opened or ended.
+only with fewer calls in flight than CPUs, and not just after a session opened or ended.
 The loop's poll itself is tested in test_router_loop.py, end to end in test_e2e_poll.py."""
 
 import types
@@ -71,6 +71,12 @@ class FakeRouter:
 PRINCIPAL = types.SimpleNamespace(user="alice", read_only=False)
 
 
+def manager_for(router, cpus=2):
+    manager = SessionManager(router)
+    manager.cpus = cpus
+    return manager
+
+
 def open_session(manager, router):
     conn = FakeConn()
     manager.open(conn, {"jsonrpc": "2.0", "id": 0, "method": "initialize"}, b"{}", False, PRINCIPAL)
@@ -93,7 +99,7 @@ def reply(manager, session, seq, raw):
 
 def test_a_call_sent_as_the_only_one_in_flight_lets_the_loop_poll():
     router = FakeRouter()
-    manager = SessionManager(router)
+    manager = manager_for(router)
     session = open_session(manager, router)
     router.loop.now += CHURN_QUIET + 0.001
     conn = call(manager, session, 1)
@@ -106,7 +112,7 @@ def test_a_call_sent_as_the_only_one_in_flight_lets_the_loop_poll():
 
 def test_with_other_calls_in_flight_the_loop_sleeps():
     router = FakeRouter()
-    manager = SessionManager(router)
+    manager = manager_for(router)
     first, second = open_session(manager, router), open_session(manager, router)
     router.loop.now += CHURN_QUIET + 0.001
     call(manager, first, 1)
@@ -120,9 +126,19 @@ def test_with_other_calls_in_flight_the_loop_sleeps():
     assert (manager.in_flight, len(second.queue)) == (1, 1)
 
 
+def test_more_cpus_leave_room_for_more_calls_in_flight():
+    router = FakeRouter()
+    manager = manager_for(router, cpus=4)
+    sessions = [open_session(manager, router) for _ in range(4)]
+    router.loop.now += CHURN_QUIET + 0.001
+    for n, session in enumerate(sessions):
+        call(manager, session, n)
+    assert (manager.in_flight, router.loop.due) == (4, 3)   # the fourth would leave no CPU free
+
+
 def test_a_session_opening_or_ending_holds_the_poll_back_for_a_while():
     router = FakeRouter()
-    manager = SessionManager(router)
+    manager = manager_for(router)
     session = open_session(manager, router)
     assert router.loop.due == 0    # initialize went out right after the open
     call(manager, session, 1)
@@ -139,7 +155,7 @@ def test_a_session_opening_or_ending_holds_the_poll_back_for_a_while():
 
 def test_the_count_of_calls_in_flight_survives_a_worker_dying_mid_call():
     router = FakeRouter()
-    manager = SessionManager(router)
+    manager = manager_for(router)
     sessions = [open_session(manager, router) for _ in range(3)]
     for n, session in enumerate(sessions):
         call(manager, session, n)

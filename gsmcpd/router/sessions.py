@@ -8,6 +8,7 @@ the worker and are turned into HTTP answers on the connection each call came in 
 import collections
 import itertools
 import logging
+import os
 import secrets
 
 from gsmcpd.router import breaks
@@ -107,6 +108,7 @@ class SessionManager:
         self._by_worker = {}
         self._seq = itertools.count(1)
         self.in_flight = 0   # sessions with a call at their worker
+        self.cpus = len(os.sched_getaffinity(0))
         self._churned_at = float("-inf")   # when a session last opened or ended
 
     # -- opening and ending ------------------------------------------------
@@ -199,10 +201,10 @@ class SessionManager:
     def expect_soon(self):
         """A reply or request is due at once (a call was just sent to a worker, or a
         client's reply just written): let the loop poll for it before sleeping, unless
-        that would hold a CPU others need. With other calls in flight, events come
-        anyway and their workers need the CPUs; so do the processes a session opening
-        or ending starts."""
-        if self.in_flight <= 1 and self.loop.time() - self._churned_at >= CHURN_QUIET:
+        that would hold a CPU others need: with as many calls in flight as CPUs, the
+        router polling and their workers would not all fit (and their events come
+        anyway); the processes a session opening or ending starts need them too."""
+        if self.in_flight < self.cpus and self.loop.time() - self._churned_at >= CHURN_QUIET:
             self.loop.event_due()
 
     def cancel(self, session, request_id):
