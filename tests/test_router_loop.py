@@ -210,3 +210,52 @@ def test_with_one_cpu_the_router_never_polls(monkeypatch):
         assert loop.poll == 0.0002
     finally:
         loop.close()
+
+
+def test_whether_it_may_poll_is_asked_when_it_would_poll_and_a_no_spends_no_back_off(polling_loop):
+    loop = polling_loop([], poll=0.001, step=0.0005)
+    answers = []
+    loop.may_poll = lambda: answers.append("asked") or allowed[0]
+    allowed = [True]
+    loop.event_due()
+    allowed[0] = False                   # things changed between the call sent and the wait
+    loop._wait(1.0)
+    assert loop.selector.asked == [1.0] and answers == ["asked"]
+    loop.event_due()
+    loop._wait(0)                        # work waiting: not asked, the event stays due
+    assert answers == ["asked"]
+    allowed[0] = True
+    loop.selector.script = [[], EVENT]
+    assert loop._wait(1.0) == EVENT      # the refusal left no back-off behind: it polls
+    assert loop.selector.asked[-2:] == [0, 0]
+
+
+def test_a_reply_written_on_a_keep_alive_connection_makes_the_clients_next_request_due():
+    from types import SimpleNamespace
+
+    from gsmcpd.router.connection import Connection
+
+    loop = Loop(poll=0.001)
+    answered = []
+    app = SimpleNamespace(handle=lambda conn, request: (answered.append(request.path),
+                                                        conn.respond(200, [], b"ok")))
+    router = SimpleNamespace(loop=loop, app=app, config=SimpleNamespace(max_body=1 << 20, read_timeout=30),
+                             trace_response=lambda *a: None, trace_unreadable=lambda *a: None,
+                             connection_closed=lambda conn: None)
+    ours, client = socket.socketpair()
+    try:
+        conn = Connection(router, ours, "test")
+        assert not loop._event_due
+        client.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+        loop._run_once()
+        assert answered == ["/mcp"] and client.recv(4096).startswith(b"HTTP/1.1 200")
+        assert loop._event_due              # the next request, back to back
+        loop._event_due = False
+        client.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        loop._run_once()
+        assert answered == ["/mcp", "/mcp"] and not loop._event_due   # no next request on a closing one
+        conn.close()
+    finally:
+        client.close()
+        ours.close()
+        loop.close()

@@ -1,6 +1,7 @@
-"""When the session manager lets the loop poll for a due event (SessionManager.expect_soon):
-only with fewer calls in flight than CPUs, and not just after a session opened or ended.
-The loop's poll itself is tested in test_router_loop.py, end to end in test_e2e_poll.py."""
+"""When the session manager lets the loop poll for a due event (SessionManager.may_poll):
+only with fewer calls in flight than CPUs, and not just after a session opened or ended;
+and that its count of calls in flight stays exact. The loop's poll itself is tested in
+test_router_loop.py, a connection asking for it below, end to end in test_e2e_poll.py."""
 
 import types
 
@@ -9,7 +10,8 @@ from gsmcpd.wire import frames
 
 
 class FakeLoop:
-    def __init__(self):
+    def __init__(self, cpus):
+        self.cpus = cpus
         self.now = 1000.0
         self.due = 0
 
@@ -45,6 +47,7 @@ class FakeWorker:
 
 class FakeConn:
     closed = False
+    streaming = False
 
     def __init__(self):
         self.answers = []
@@ -54,8 +57,8 @@ class FakeConn:
 
 
 class FakeRouter:
-    def __init__(self):
-        self.loop = FakeLoop()
+    def __init__(self, cpus=2):
+        self.loop = FakeLoop(cpus)
         self.config = types.SimpleNamespace(break_grace=1.0)
         self.pool = types.SimpleNamespace(claim=lambda start, fail: start(FakeWorker(len(self.workers) + 1)))
         self.workers = []
@@ -71,17 +74,16 @@ class FakeRouter:
 PRINCIPAL = types.SimpleNamespace(user="alice", read_only=False)
 
 
-def manager_for(router, cpus=2):
-    manager = SessionManager(router)
-    manager.cpus = cpus
-    return manager
+def manager_for(cpus=2):
+    router = FakeRouter(cpus)
+    return SessionManager(router), router
 
 
 def open_session(manager, router):
     conn = FakeConn()
     manager.open(conn, {"jsonrpc": "2.0", "id": 0, "method": "initialize"}, b"{}", False, PRINCIPAL)
     session = manager.by_id[next(reversed(manager.by_id))]
-    reply(manager, session, session.inflight.seq, b'{"jsonrpc":"2.0","id":0,"result":{}}')
+    reply(manager, session, session.inflight.seq, 0)
     return session
 
 
@@ -92,76 +94,101 @@ def call(manager, session, n):
     return conn
 
 
-def reply(manager, session, seq, raw):
+def reply(manager, session, seq, n):
+    raw = b'{"jsonrpc":"2.0","id":%d,"result":{}}' % n
     frame = frames.FrameDecoder(raw_messages=True).feed(frames.message_frame("reply", seq, raw))[0]
     manager.on_worker_frame(session.worker, frame)
 
 
-def test_a_call_sent_as_the_only_one_in_flight_lets_the_loop_poll():
-    router = FakeRouter()
-    manager = manager_for(router)
+def exact(manager):
+    """The count agrees with the sessions' own calls in flight."""
+    return manager.calls_at_workers == sum(s.inflight is not None for s in manager.by_id.values())
+
+
+def settled(router):
+    router.loop.now += CHURN_QUIET + 0.001
+
+
+def test_a_call_alone_in_flight_may_be_polled_for_and_so_may_the_next_request():
+    manager, router = manager_for()
     session = open_session(manager, router)
-    router.loop.now += CHURN_QUIET + 0.001
+    settled(router)
     conn = call(manager, session, 1)
-    assert (manager.in_flight, router.loop.due) == (1, 1)
-    reply(manager, session, session.inflight.seq, b'{"jsonrpc":"2.0","id":1,"result":{}}')
-    assert manager.in_flight == 0 and conn.answers[0][0] == 200
-    manager.expect_soon()          # the client's next request, once its reply is written
-    assert router.loop.due == 2
+    assert manager.calls_at_workers == 1 and manager.may_poll()
+    assert router.loop.due == 2          # asked for at each call sent (initialize, this one)
+    reply(manager, session, session.inflight.seq, 1)
+    assert manager.calls_at_workers == 0 and conn.answers[0][0] == 200
+    assert manager.may_poll()
 
 
-def test_with_other_calls_in_flight_the_loop_sleeps():
-    router = FakeRouter()
-    manager = manager_for(router)
+def test_with_as_many_calls_in_flight_as_cpus_the_loop_may_not_poll():
+    manager, router = manager_for(cpus=2)
     first, second = open_session(manager, router), open_session(manager, router)
-    router.loop.now += CHURN_QUIET + 0.001
+    settled(router)
     call(manager, first, 1)
+    assert manager.may_poll()
     call(manager, second, 2)
-    assert (manager.in_flight, router.loop.due) == (2, 1)   # only the first was alone
-    manager.expect_soon()
-    assert router.loop.due == 1
-    reply(manager, first, first.inflight.seq, b'{"jsonrpc":"2.0","id":1,"result":{}}')
-    assert manager.in_flight == 1
-    call(manager, second, 3)       # queued behind the call in flight: nothing sent
-    assert (manager.in_flight, len(second.queue)) == (1, 1)
+    assert manager.calls_at_workers == 2 and not manager.may_poll()
+    reply(manager, first, first.inflight.seq, 1)
+    assert manager.calls_at_workers == 1 and manager.may_poll()
 
 
 def test_more_cpus_leave_room_for_more_calls_in_flight():
-    router = FakeRouter()
-    manager = manager_for(router, cpus=4)
+    manager, router = manager_for(cpus=4)
     sessions = [open_session(manager, router) for _ in range(4)]
-    router.loop.now += CHURN_QUIET + 0.001
-    for n, session in enumerate(sessions):
+    settled(router)
+    for n, session in enumerate(sessions[:3]):
         call(manager, session, n)
-    assert (manager.in_flight, router.loop.due) == (4, 3)   # the fourth would leave no CPU free
+    assert manager.may_poll()
+    call(manager, sessions[3], 3)
+    assert manager.calls_at_workers == 4 and not manager.may_poll()
 
 
 def test_a_session_opening_or_ending_holds_the_poll_back_for_a_while():
-    router = FakeRouter()
-    manager = manager_for(router)
+    manager, router = manager_for()
     session = open_session(manager, router)
-    assert router.loop.due == 0    # initialize went out right after the open
-    call(manager, session, 1)
-    assert router.loop.due == 0
-    manager.end(session, "test")   # with its call in flight
-    assert manager.in_flight == 0
+    assert not manager.may_poll()        # just opened
     router.loop.now += CHURN_QUIET / 2
-    manager.expect_soon()
-    assert router.loop.due == 0
+    assert not manager.may_poll()
     router.loop.now += CHURN_QUIET / 2 + 0.001
-    manager.expect_soon()
-    assert router.loop.due == 1
+    assert manager.may_poll()
+    call(manager, session, 1)
+    manager.end(session, "test")         # with its call in flight
+    assert manager.calls_at_workers == 0
+    assert not manager.may_poll()        # just ended
+    settled(router)
+    assert manager.may_poll()
 
 
-def test_the_count_of_calls_in_flight_survives_a_worker_dying_mid_call():
-    router = FakeRouter()
-    manager = manager_for(router)
-    sessions = [open_session(manager, router) for _ in range(3)]
-    for n, session in enumerate(sessions):
+def test_the_count_of_calls_in_flight_stays_exact_on_every_path():
+    manager, router = manager_for(cpus=64)
+    a, b, c, d, e = (open_session(manager, router) for _ in range(5))
+    assert manager.calls_at_workers == 0
+    for n, session in enumerate((a, b, c, d, e)):
         call(manager, session, n)
-    assert manager.in_flight == 3
-    manager.on_worker_exit(sessions[0].worker)
-    reply(manager, sessions[1], sessions[1].inflight.seq, b'{"jsonrpc":"2.0","id":1,"result":{}}')
-    manager.end(sessions[2], "deleted")
-    manager.end(sessions[2], "deleted twice")
-    assert manager.in_flight == 0
+    assert manager.calls_at_workers == 5 and exact(manager)
+    call(manager, a, 10)                 # queued behind a's call: not at the worker yet
+    assert manager.calls_at_workers == 5 and len(a.queue) == 1
+    reply(manager, a, a.inflight.seq, 0)   # a's reply sends the queued call
+    assert manager.calls_at_workers == 5 and exact(manager) and not a.queue
+    reply(manager, b, b.inflight.seq + 99, 1)   # a reply for no call in flight changes nothing
+    assert manager.calls_at_workers == 5 and exact(manager)
+    manager.cancel(b, 1)                 # broken: counted until its worker answers
+    assert manager.calls_at_workers == 5
+    reply(manager, b, b.inflight.seq, 1)
+    assert manager.calls_at_workers == 4 and exact(manager)
+    manager.fail_inflight(c, -32001, "deadline")   # answered now: counted until the late reply
+    assert manager.calls_at_workers == 4
+    reply(manager, c, c.inflight.seq, 2)
+    assert manager.calls_at_workers == 3 and exact(manager)
+    call(manager, b, 20)
+    call(manager, b, 21)
+    manager.cancel(b, 21)                # a cancelled queued call is skipped, never counted
+    reply(manager, b, b.inflight.seq, 20)
+    assert b.inflight is None and manager.calls_at_workers == 3 and exact(manager)
+    manager.on_worker_exit(d.worker)     # a worker dying mid-call
+    manager.end(e, "deleted")
+    manager.end(e, "deleted twice")
+    assert manager.calls_at_workers == 1 and exact(manager)   # a's second call
+    reply(manager, a, a.inflight.seq, 10)
+    assert manager.calls_at_workers == 0 and exact(manager)

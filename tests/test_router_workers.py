@@ -179,8 +179,13 @@ def pid_named_by(pidfd):
 
 def test_the_spawners_pidfd_is_the_one_it_sent_of_itself(spawner):
     assert pid_named_by(spawner.pidfd) == spawner.process.pid
+    assert not os.get_inheritable(spawner.pidfd)
     assert spawner.receive() is None        # launch took the hello; nothing else is waiting
-    assert spares(spawner, 1)[0][0] != spawner.process.pid
+    (pid, pidfd, sock), = spares(spawner, 1)
+    assert pid != spawner.process.pid and pid_named_by(pidfd) == pid
+    assert not os.get_inheritable(pidfd) and not sock.get_inheritable()
+    os.close(pidfd)
+    sock.close()
 
 
 class FakeProcess:
@@ -199,7 +204,8 @@ class FakeProcess:
     (None, 0, False, "it ended before saying hello", False),
     (b"spare 12", 1, False, "unexpected first message b'spare 12'", False),
     (b"hello", 0, False, "its hello came without its pidfd", False),
-    (b"hello", 2, False, "its hello came without its pidfd", False),   # one too many: truncated
+    (b"hello", 2, False, "its hello came with more than its pidfd", False),   # truncated
+    (b"spare 12", 0, True, "unexpected first message b'spare 12'", False),   # it ends on EOF
     (b"", 0, True, "no hello within 0.2s", True),                      # silent, still alive
 ])
 def test_a_spawner_that_does_not_say_hello_properly_is_refused(monkeypatch, first, fds, alive, reason, killed):
@@ -223,6 +229,42 @@ def test_a_spawner_that_does_not_say_hello_properly_is_refused(monkeypatch, firs
     assert str(raised.value).startswith("the worker spawner did not start: " + reason)
     assert process.killed is killed
     assert sorted(os.listdir("/proc/self/fd")) == before    # nothing received was kept
+
+
+def test_a_spawner_whose_start_outlasts_shutdown_is_stopped_by_its_starter(monkeypatch):
+    started, release, stopped = threading.Event(), threading.Event(), []
+
+    class SlowSpawner:
+        def __init__(self, worker_nice=0):
+            self.worker_nice = worker_nice
+            self.control = None
+
+        def launch(self):
+            started.set()
+            release.wait(20)
+
+        def stop(self, grace=5.0):
+            stopped.append(self)
+
+    monkeypatch.setattr(workers, "Spawner", SlowSpawner)
+    monkeypatch.setattr(workers, "SPAWNER_STOP_WAIT", 0.1)
+    loop = Loop()
+    try:
+        pool = WorkerPool(loop, 0)
+        old = pool.spawner
+        pool._relaunch()
+        assert started.wait(20)
+        new = pool.spawner
+        pool.close()
+        pool.stop_spawner()                  # gives up waiting: the start is still running
+        assert stopped == [old]
+        release.set()
+        pool._launcher.join(20)
+        assert stopped == [old, new]         # its starter stopped it, no loop was asked to
+        assert not loop._soon
+    finally:
+        release.set()
+        loop.close()
 
 
 def test_the_descriptor_probe_gives_back_what_it_takes():

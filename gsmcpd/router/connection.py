@@ -170,7 +170,8 @@ class Connection:
             self.loop.call_soon(self._next_request)
         else:
             self._arm_idle()  # what _next_request would find: nothing yet
-            self.router.sessions.expect_soon()  # a keep-alive client's next request
+            if not self.closed and not self.out:
+                self.loop.event_due()   # a keep-alive client's next request, back to back
 
     # -- writing -----------------------------------------------------------
     def write(self, data):

@@ -55,9 +55,14 @@ class Timer:
 class Loop:
     def __init__(self, poll=0.0):
         self.selector = selectors.DefaultSelector()
+        # The CPUs this process may run on (the affinity mask: a cgroup CPU quota is
+        # not seen). With one, the process a poll waits for could not run meanwhile.
+        self.cpus = len(os.sched_getaffinity(0))
         # Seconds to poll before sleeping while an event is due (see _wait); 0 = never.
-        # With one CPU the process it waits for could not run while the router polls.
-        self.poll = poll if len(os.sched_getaffinity(0)) > 1 else 0.0
+        self.poll = poll if self.cpus > 1 else 0.0
+        # Asked at each poll, not when the event was due: whether the CPUs are free
+        # for it now (the session manager's rule; see SessionManager.may_poll).
+        self.may_poll = lambda: True
         self._event_due = False
         self._poll_misses = 0     # polls in a row that ended with nothing
         self._poll_skips = 0      # events due to sleep for at once, after those misses
@@ -185,7 +190,8 @@ class Loop:
         to `poll` before sleeping: a quick reply or request then finds the router awake.
         A sleep costs a wake-up, which on an idle CPU can cost more than the poll (on a
         VM that halts idle vCPUs at once, ~100-200 µs). Any event ends the poll, it
-        never runs past the next timer, and it is spent once per event due at most.
+        never runs past the next timer, it is spent once per event due at most, and
+        only when `may_poll()` says so at that moment.
         Polls that miss (long tools, a client pausing, a busy machine) back off: after n
         misses in a row, the next 2**n - 1 events due are slept for at once (n at most
         POLL_BACKOFF)."""
@@ -195,6 +201,8 @@ class Loop:
                 self._event_due = False
             return events
         self._event_due = False
+        if not self.may_poll():
+            return self.selector.select(timeout)
         if self._poll_skips:
             self._poll_skips -= 1
             return self.selector.select(timeout)

@@ -57,6 +57,7 @@ class Router:
         self.loop = Loop(poll=config.poll_us / 1e6)
         self.pool = WorkerPool(self.loop, config.spare_workers, worker_nice=config.worker_nice)
         self.sessions = SessionManager(self)
+        self.loop.may_poll = self.sessions.may_poll
         self.supervisor = Supervisor(self)
         self.bound_to_loopback = _is_loopback(config.host)
         self.app = App(self)

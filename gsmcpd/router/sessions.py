@@ -8,7 +8,6 @@ the worker and are turned into HTTP answers on the connection each call came in 
 import collections
 import itertools
 import logging
-import os
 import secrets
 
 from gsmcpd.router import breaks
@@ -107,8 +106,7 @@ class SessionManager:
         self.opening = 0   # initialize requests waiting for a worker
         self._by_worker = {}
         self._seq = itertools.count(1)
-        self.in_flight = 0   # sessions with a call at their worker
-        self.cpus = len(os.sched_getaffinity(0))
+        self.calls_at_workers = 0   # sessions with a call in flight
         self._churned_at = float("-inf")   # when a session last opened or ended
 
     # -- opening and ending ------------------------------------------------
@@ -154,7 +152,7 @@ class SessionManager:
         gone = [session.inflight] if session.inflight else []
         gone += list(session.queue)
         if session.inflight is not None:
-            self.in_flight -= 1
+            self.calls_at_workers -= 1
         session.inflight = None
         self._churned_at = self.loop.time()
         session.queue.clear()
@@ -191,21 +189,19 @@ class SessionManager:
             if call.cancelled:
                 continue
             session.inflight = call
-            self.in_flight += 1
+            self.calls_at_workers += 1
             call.started = self.loop.time()
             session.worker.send_bytes(frames.message_frame("call", call.seq, call.body))
-            self.expect_soon()
+            self.loop.event_due()
             self.router.call_started(session, call)
             return
 
-    def expect_soon(self):
-        """A reply or request is due at once (a call was just sent to a worker, or a
-        client's reply just written): let the loop poll for it before sleeping, unless
-        that would hold a CPU others need: with as many calls in flight as CPUs, the
-        router polling and their workers would not all fit (and their events come
-        anyway); the processes a session opening or ending starts need them too."""
-        if self.in_flight < self.cpus and self.loop.time() - self._churned_at >= CHURN_QUIET:
-            self.loop.event_due()
+    def may_poll(self):
+        """Whether the loop may poll for an event due now (Loop.may_poll), or would
+        hold a CPU others need: with as many calls in flight as CPUs, the router
+        polling and their workers would not all fit (and their events come anyway);
+        the processes a session opening or ending starts need them too."""
+        return self.calls_at_workers < self.loop.cpus and self.loop.time() - self._churned_at >= CHURN_QUIET
 
     def cancel(self, session, request_id):
         """notifications/cancelled: drop a queued call, break an in-flight one.
@@ -253,7 +249,7 @@ class SessionManager:
                 log.warning("session %s: reply for a call not in flight", session.short)
                 return
             session.inflight = None
-            self.in_flight -= 1
+            self.calls_at_workers -= 1
             self.router.call_finished(session, call)
             session.last_activity = self.loop.time()
             if not call.cancelled:

@@ -28,7 +28,7 @@ log = logging.getLogger("gsmcpd.workers")
 PRELOAD = ["gsmcpd.worker.preload"]
 SPAWNER_TIMEOUT = 30.0  # seconds a new session waits for its worker before it is refused
 SPAWNER_STOP_WAIT = 5.0  # seconds shutdown waits for a spawner still being started
-SPAWNER_HELLO_WAIT = 30.0  # seconds a new spawner may take to say hello (its preload is done by then)
+SPAWNER_HELLO_WAIT = 30.0  # seconds a started spawner may take to say hello (its first act)
 
 
 class Spawner:
@@ -55,7 +55,7 @@ class Spawner:
             # Ours to end (EOF on its socket, see stop()), not multiprocessing's to
             # join at exit: a join before that EOF would wait forever.
             multiprocessing.process._children.discard(process)
-            theirs.close()
+            theirs.close()   # now, so that a spawner that ends before its hello is EOF here
             pidfd = _hello(ours, process)
         except BaseException:
             ours.close()
@@ -73,7 +73,7 @@ class Spawner:
         """The next message: ("spare", (pid, pidfd, socket)), ("error", text), ("eof", text),
         or None when nothing is waiting. Descriptors that did not fit are closed."""
         try:
-            message, fds, flags, _addr = socket.recv_fds(self.control, 256, 2)
+            message, fds, flags = _recv_fds(self.control, 256, 2)
         except (BlockingIOError, InterruptedError):
             return None
         except OSError as error:
@@ -108,26 +108,39 @@ class Spawner:
                 os.close(pidfd)
 
 
+def _recv_fds(sock, size, maxfds):
+    """One message and the descriptors it carried, close-on-exec like every
+    descriptor Python opens (socket.recv_fds drops its flags argument before 3.12)."""
+    message, fds, flags, _addr = socket.recv_fds(sock, size, maxfds)
+    for fd in fds:
+        os.set_inheritable(fd, False)
+    return message, fds, flags
+
+
 def _hello(control, process):
     """The pidfd a new spawner sends of itself, its first message. A pidfd opened
     here from the pid could name a stranger, had the spawner died and been reaped
     and its pid reused; one it opened of itself cannot."""
     control.settimeout(SPAWNER_HELLO_WAIT)
     try:
-        message, fds, flags, _addr = socket.recv_fds(control, 64, 1)
-    except OSError as error:   # a timeout too
+        message, fds, flags = _recv_fds(control, 64, 1)
+    except OSError as error:
         message, fds, flags = None, [], 0
-        why = "no hello within %gs (%s)" % (SPAWNER_HELLO_WAIT, error)
+        why = ("no hello within %gs" % SPAWNER_HELLO_WAIT if isinstance(error, TimeoutError)
+               else "cannot read its hello (%s)" % error)
     else:
         why = ("it ended before saying hello" if not message else
-               "its hello came without its pidfd" if message == b"hello" else
+               "its hello came with more than its pidfd" if message == b"hello" and flags & socket.MSG_CTRUNC else
+               "its hello came without its pidfd" if message == b"hello" and not fds else
                "unexpected first message %r" % message[:40])
     if message == b"hello" and len(fds) == 1 and not flags & socket.MSG_CTRUNC:
         return fds[0]
     for fd in fds:
         os.close(fd)
     if message is None and process.is_alive():
-        process.kill()   # alive, so its pid is still its own
+        # Silent: most likely hung in its start. Its pid is its own unless it ended just
+        # now and the forkserver has not told us yet; the window a pidfd closes elsewhere.
+        process.kill()
     raise RuntimeError("the worker spawner did not start: %s" % why)
 
 
@@ -329,6 +342,9 @@ class WorkerPool:
                 failure = None
             except Exception as error:  # reported by the loop, which tries again
                 failure = error
+            if self.closed:   # shutdown began meanwhile: no loop will adopt it
+                new.stop(grace=0)
+                return
             self.loop.call_soon_threadsafe(lambda: self._relaunched(new, failure))
 
         self._launcher = threading.Thread(target=launch, name="gsmcpd-spawner-launch", daemon=True)
@@ -479,6 +495,8 @@ class WorkerPool:
         launcher = self._launcher
         if launcher is not None:
             launcher.join(SPAWNER_STOP_WAIT)
+            if launcher.is_alive():
+                return   # it stops the spawner it starts itself, once its start ends
         self.spawner.stop()
 
 

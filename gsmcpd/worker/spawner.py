@@ -39,9 +39,6 @@ def serve(control: socket.socket, worker_nice: int = 0) -> None:
     `worker_nice` nicer than the router."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)    # a terminal's ^C is the router's to handle
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)   # exited workers are reaped by the kernel
-    # What every worker would otherwise set up for itself, done once to be inherited.
-    worker_main.configure_process()
-    _yield_to_router(worker_nice)
     control.setblocking(True)
     own = os.pidfd_open(os.getpid())
     try:
@@ -49,6 +46,9 @@ def serve(control: socket.socket, worker_nice: int = 0) -> None:
             return
     finally:
         os.close(own)
+    # What every worker would otherwise set up for itself, done once to be inherited.
+    worker_main.configure_process()
+    _yield_to_router(worker_nice)
     forking = multiprocessing.get_context("fork")
     while True:
         try:
