@@ -233,6 +233,41 @@ def test_expect_continue_is_reported_once():
     assert CONTINUE == b"HTTP/1.1 100 Continue\r\n\r\n"
 
 
+@pytest.mark.parametrize("feeding", FEEDINGS)
+def test_a_repeated_head_parses_as_it_did_the_first_time(feeding):
+    # Each parser keeps its last head's parse for the next identical one (keep-alive
+    # clients repeat theirs); every request must still come out as if parsed afresh.
+    same = b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\n"
+    chunked = b"POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+    closing = b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\n"
+    data = (same + b"abc" + same + b"def" + chunked + b"2\r\nhi\r\n0\r\nT: 1\r\n\r\n" + chunked
+            + b"1\r\n!\r\n0\r\n\r\n" + same + b"ghi" + closing + b"xy")
+    _, requests = run(data, feeding)
+    assert [(r.path, r.body, r.keep_alive) for r in requests] == [
+        ("/mcp", b"abc", True), ("/mcp", b"def", True), ("/c", b"hi", True), ("/c", b"!", True),
+        ("/mcp", b"ghi", True), ("/mcp", b"xy", False)]
+    assert requests[4].header("content-length") == "3" and requests[5].header("connection") == "close"
+
+
+def test_a_repeated_expect_continue_head_is_reported_for_each_request():
+    parser = RequestParser()
+    head = b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n"
+    for body in (b"ab", b"cd"):
+        parser.feed(head)
+        assert parser.next_request() is None and parser.pop_expect_continue()
+        parser.feed(body)
+        assert parser.next_request().body == body
+
+
+def test_a_refused_head_repeated_is_refused_again():
+    for _ in range(2):   # a new parser each time: a refusal ends one
+        parser = RequestParser(max_body=4)
+        parser.feed(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n")
+        with pytest.raises(HttpError) as caught:
+            parser.next_request()
+        assert caught.value.status == 413
+
+
 def test_expect_continue_not_reported_without_a_body():
     parser = RequestParser()
     parser.feed(b"GET / HTTP/1.1\r\nExpect: 100-continue\r\n\r\n")

@@ -105,6 +105,8 @@ class RequestParser:
         self._trailer_bytes = 0
         self._blank_bytes = 0
         self._expect_continue = False
+        self._last_head = None     # the last head parsed, and what it parsed to
+        self._last_parsed = None
 
     @property
     def buffered(self):
@@ -225,6 +227,20 @@ class RequestParser:
         return True
 
     def _parse_head(self, head):
+        # A keep-alive client sends the same head again and again (the SDKs change
+        # at most Content-Length), so the last one's parse is kept: reused when the
+        # bytes are equal, it is the same parse. Its header list and index are then
+        # shared by the requests, which only ever read them.
+        if head != self._last_head:
+            self._last_parsed = self._parsed(head)
+            self._last_head = head
+        self._pending, self._state, self._remaining, self._expect_continue = self._last_parsed
+        self._body = bytearray()
+        self._trailer_bytes = 0
+
+    def _parsed(self, head):
+        """What a head sets up: (the request's fields, the body state, its length,
+        whether to send 100 Continue); HttpError for a head refused."""
         if not head.isascii():
             raise HttpError(400, "non-ASCII byte in request head")
         text = head.decode("latin-1")
@@ -261,8 +277,7 @@ class RequestParser:
             keep_alive = "close" not in tokens
         else:
             keep_alive = "keep-alive" in tokens and "close" not in tokens
-        self._pending = (method, target, version, headers, keep_alive, by_name)
-        self._body = bytearray()
+        pending = (method, target, version, headers, keep_alive, by_name)
 
         transfer_encoding = by_name.get("transfer-encoding")
         if transfer_encoding is not None:
@@ -271,17 +286,16 @@ class RequestParser:
             codings = [c.strip().lower() for c in transfer_encoding.split(",")]
             if codings != ["chunked"]:
                 raise HttpError(501, "only Transfer-Encoding: chunked is supported")
-            self._state = _CHUNK_SIZE
-            self._trailer_bytes = 0
+            state, remaining = _CHUNK_SIZE, 0
         else:
             length = _content_length(by_name.get("content-length"))
             if length > self.max_body:
                 raise HttpError(413, "request body too large")
-            self._state = _FIXED
-            self._remaining = length
+            state, remaining = _FIXED, length
         expect = by_name.get("expect")
-        if version == "HTTP/1.1" and expect is not None and expect.lower() == "100-continue":
-            self._expect_continue = self._state != _FIXED or self._remaining > 0
+        expect_continue = (version == "HTTP/1.1" and expect is not None and expect.lower() == "100-continue"
+                           and (state != _FIXED or remaining > 0))
+        return pending, state, remaining, expect_continue
 
     # ---- chunked body ---------------------------------------------------
 
