@@ -402,6 +402,21 @@ def test_a_failed_fork_refuses_a_waiting_claim_only_when_too_few_workers_are_com
                                "BlockingIOError: [Errno 11] Resource temporarily unavailable")
 
 
+def test_claims_take_the_oldest_spare_first(hand_pool):
+    loop, make = hand_pool
+    pool = make(3)
+    for _ in range(3):
+        pool.spawner.spare()
+    assert run_until(loop, lambda: len(pool.spares) == 3)
+    arrived = [worker.pid for worker in pool.spares]
+    taken = []
+    for _ in range(3):
+        got = Outcome()
+        pool.claim(got.on_worker, got.on_failure)
+        taken.append(got.worker.pid)
+    assert taken == arrived
+
+
 def test_a_claim_after_close_is_refused_at_once(hand_pool):
     loop, make = hand_pool
     pool = make(1)

@@ -403,7 +403,9 @@ class WorkerPool:
 
     def _serve_claims(self):
         while self.claims and self.spares:
-            worker = self.spares.pop()
+            # The oldest first: it has surely finished starting, while the newest may
+            # still be booting beside the open that would claim it.
+            worker = self.spares.pop(0)
             if not worker.alive:
                 continue
             claim = self.claims.popleft()
