@@ -307,6 +307,22 @@ def test_a_half_closed_client_still_gets_its_reply(client, daemon):
     assert json.loads(body_of(raw))["id"] == 9
 
 
+def test_a_client_that_expects_100_continue_gets_it_before_sending_its_body(client, daemon):
+    body = json.dumps({"jsonrpc": "2.0", "id": 11, "method": "ping"}).encode()
+    head = ("POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            "MCP-Session-Id: %s\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n"
+            % (client.session, len(body))).encode()
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as s:
+        for _ in range(2):     # and again on the same connection: the same head, parsed once
+            s.sendall(head)
+            assert s.recv(25) == b"HTTP/1.1 100 Continue\r\n\r\n"   # the body waits for it
+            s.sendall(body)
+            raw = b""
+            while not body_of(raw).endswith(b"}"):
+                raw += s.recv(65536)
+            assert status_of(raw) == 200 and json.loads(body_of(raw))["id"] == 11
+
+
 def test_during_shutdown_a_waiting_request_gets_503_not_a_session(tmp_path):
     d = Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution"}).start()
     c = Client(d.port)

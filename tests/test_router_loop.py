@@ -219,8 +219,11 @@ def test_whether_it_may_poll_is_asked_when_it_would_poll_and_a_no_spends_no_back
     allowed = [True]
     loop.event_due()
     allowed[0] = False                   # things changed between the call sent and the wait
+    loop._poll_skips = 1                 # and a back-off was running
     loop._wait(1.0)
     assert loop.selector.asked == [1.0] and answers == ["asked"]
+    assert loop._poll_skips == 1         # a refusal is not a skip
+    loop._poll_skips = 0
     loop.event_due()
     loop._wait(0)                        # work waiting: not asked, the event stays due
     assert answers == ["asked"]

@@ -1,7 +1,7 @@
 """When the session manager lets the loop poll for a due event (SessionManager.may_poll):
 only with fewer calls in flight than CPUs, and not just after a session opened or ended;
-and that its count of calls in flight stays exact. The loop's poll itself is tested in
-test_router_loop.py, a connection asking for it below, end to end in test_e2e_poll.py."""
+and that its count of calls in flight stays exact. The loop's poll itself, and a
+connection asking for it, are tested in test_router_loop.py, end to end in test_e2e_poll.py."""
 
 import types
 
@@ -107,6 +107,17 @@ def exact(manager):
 
 def settled(router):
     router.loop.now += CHURN_QUIET + 0.001
+
+
+def test_the_router_gives_the_loop_this_rule():
+    from gsmcpd.config import Config
+    from gsmcpd.router.main import Router
+
+    router = Router(Config())
+    try:
+        assert router.loop.may_poll == router.sessions.may_poll
+    finally:
+        router.loop.close()
 
 
 def test_a_call_alone_in_flight_may_be_polled_for_and_so_may_the_next_request():

@@ -69,8 +69,6 @@ class Connection:
         except http.HttpError as exc:
             self._fail(exc)
             return
-        if self.parser.pop_expect_continue():
-            self.write(http.CONTINUE)  # else curl waits a second before a large body
         if not self.busy:
             self._next_request()
         else:
@@ -107,6 +105,10 @@ class Connection:
             self._fail(exc)
             return
         if request is None:
+            # The head is parsed by now (here, not at feed): a client that asked waits
+            # for this before sending its body (curl: a second, then sends it anyway).
+            if self.parser.pop_expect_continue():
+                self.write(http.CONTINUE)
             if self._closing:
                 self._close_when_flushed = True
                 self._maybe_close()

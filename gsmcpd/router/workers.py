@@ -337,6 +337,8 @@ class WorkerPool:
                 old.stop(grace=0)
             except OSError as error:   # it is dead or killed either way; the new one matters
                 log.warning("stopping the old worker spawner: %s", error)
+            if self.closed:   # shutdown began while the old one was stopped
+                return
             try:
                 new.launch()
                 failure = None
@@ -493,7 +495,8 @@ class WorkerPool:
 
     def stop_spawner(self):
         """At the end of shutdown: a spawner still being started is waited for (a few
-        seconds at most), then stopped with the rest."""
+        seconds at most) and stopped; one whose start outlasts that is stopped by its
+        starting thread when the start ends (or ends itself on EOF, with the router)."""
         launcher = self._launcher
         if launcher is not None:
             launcher.join(SPAWNER_STOP_WAIT)
