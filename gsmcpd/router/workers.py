@@ -125,22 +125,21 @@ def _hello(control, process):
     try:
         message, fds, flags = _recv_fds(control, 64, 1)
     except OSError as error:
-        message, fds, flags = None, [], 0
+        if process.is_alive():
+            # Silent: most likely hung in its start. Its pid is its own unless it ended just
+            # now and the forkserver has not told us yet; the window a pidfd closes elsewhere.
+            process.kill()
         why = ("no hello within %gs" % SPAWNER_HELLO_WAIT if isinstance(error, TimeoutError)
                else "cannot read its hello (%s)" % error)
-    else:
-        why = ("it ended before saying hello" if not message else
-               "its hello came with more than its pidfd" if message == b"hello" and flags & socket.MSG_CTRUNC else
-               "its hello came without its pidfd" if message == b"hello" and not fds else
-               "unexpected first message %r" % message[:40])
+        raise RuntimeError("the worker spawner did not start: %s" % why) from None
     if message == b"hello" and len(fds) == 1 and not flags & socket.MSG_CTRUNC:
         return fds[0]
     for fd in fds:
         os.close(fd)
-    if message is None and process.is_alive():
-        # Silent: most likely hung in its start. Its pid is its own unless it ended just
-        # now and the forkserver has not told us yet; the window a pidfd closes elsewhere.
-        process.kill()
+    why = ("it ended before saying hello" if not message else
+           "unexpected first message %r" % message[:40] if message != b"hello" else
+           "its hello came with more than its pidfd" if flags & socket.MSG_CTRUNC else
+           "its hello came without its pidfd")
     raise RuntimeError("the worker spawner did not start: %s" % why)
 
 
