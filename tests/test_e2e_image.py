@@ -296,6 +296,46 @@ def test_a_worker_that_cannot_open_the_image_fails_its_initialize_and_the_server
         assert "shop" in tool_text(again.tool("list_dictionaries"))
 
 
+def test_a_commit_right_behind_a_sessions_open_is_not_in_its_view(shop):
+    # The worker reads its view after the initialize reply, but the view is fixed
+    # before it: a commit landing in between waits for the read.
+    b = session(shop)
+    for turn in range(5):
+        a = Client(shop.port)
+        opened = a.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+        a.session = opened.header("mcp-session-id")
+        method = "def turn%d(self):\n    return %d\n" % (turn, turn)
+        done = b.tool("compile_method", className="shop.models.Product", source=method)
+        assert done["structuredContent"]["committed"] == ["shop.models"]
+        assert a.tool("status")["structuredContent"]["viewVersion"] == turn
+        assert error_kind(a.tool("get_method_source", className="Product", selector="turn%d" % turn)) == "notFound"
+        a.delete()
+
+
+def test_an_image_unreadable_after_the_open_fails_each_call_with_why_and_the_server_goes_on(tmp_path):
+    # The lock is taken before the initialize reply, the files are read after it: a
+    # failure there cannot fail the open any more, so every later call says why.
+    image = write_image(tmp_path / "image", EXAMPLE_FILES)
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
+        intent = image / ".gsmcpd" / "commit.intent"
+        intent.parent.mkdir(exist_ok=True)
+        intent.write_text("not an intent")
+        client = Client(daemon.port)
+        client.initialize()
+        for _ in range(2):
+            reply = client.call("tools/call", {"name": "list_dictionaries", "arguments": {}})
+            error = reply.json()["error"]
+            assert reply.status == 200 and error["code"] == -32603
+            assert error["message"].startswith("worker could not be prepared: ValueError: ")
+            assert str(intent) in error["message"] and "move it away" in error["message"]
+        assert client.call("ping").status == 200
+        intent.unlink()
+        again = session(daemon)
+        assert "shop" in tool_text(again.tool("list_dictionaries"))
+        assert client.delete().status == 200
+
+
 def test_the_daemon_finishes_a_commit_killed_past_its_commit_point_when_it_starts(tmp_path, monkeypatch):
     from gsmcpd.image import store as store_module
     from gsmcpd.image.store import CommitPending, ImageStore, sha256

@@ -231,3 +231,46 @@ def test_a_break_can_never_leave_a_snapshot_half_loaded(image, views, monkeypatc
         a._load_snapshot()
     assert (a.texts, a.base_texts, a.base_hashes, a.version) == before
     assert a.changed_modules() == ["zoo.animals"]
+
+
+def _exclusive_lock_free(image):
+    """Whether a commit could take the store's lock now (without waiting for it)."""
+    import fcntl
+    import os
+    fd = os.open(image / ".gsmcpd" / "lock", os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def test_a_reserved_view_is_the_image_as_it_was_when_reserved_though_read_later(image, views):
+    import threading
+    from gsmcpd.image.view import View
+    a = views(image, "a")
+    edited(a, "zoo.animals", 'return "woof"', 'return "LATE"')
+    b = View.reserve(image, user="tester", session_id="b")
+    try:
+        assert not b.loaded and not _exclusive_lock_free(image)
+        committing = threading.Thread(target=a.commit)
+        committing.start()
+        committing.join(0.2)    # it waits for b's lock (were it not held, it would be done)
+        b.load(install=False)
+        committing.join()
+        assert b.loaded and b.version == 0
+        assert 'return "woof"' in b.source("zoo.animals")
+        assert a.version == 1 and 'return "LATE"' in (image / "zoo/animals.py").read_text()
+        assert b.refresh().brought_in == ["zoo.animals"]
+    finally:
+        b.close()
+
+
+def test_closing_a_view_never_read_releases_its_lock(image):
+    from gsmcpd.image.view import View
+    view = View.reserve(image, user="tester", session_id="b")
+    assert not _exclusive_lock_free(image)
+    view.close()
+    assert _exclusive_lock_free(image)

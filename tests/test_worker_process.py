@@ -1,5 +1,6 @@
 """The real worker process over a real socketpair: frames, breaks, progress, exit paths."""
 
+import json
 import multiprocessing
 import os
 import signal
@@ -311,3 +312,100 @@ def test_a_break_after_commits_in_the_call_says_they_stand(tmp_path):
         assert channel.reply(seq)["error"]["message"] == "request interrupted: soft break"
     finally:
         channel.close()
+
+
+class InProcessLoop:
+    """A WorkerLoop served by a thread of this process, so a test can hold its steps."""
+
+    def __init__(self):
+        import threading
+        self.sock, theirs = socket.socketpair()
+        self.sock.settimeout(WAIT)
+        self.loop = worker_main.WorkerLoop(theirs)
+        self.thread = threading.Thread(target=self.loop.serve, daemon=True)
+        self.thread.start()
+        self.decoder = frames.FrameDecoder()
+        self.frames = []
+
+    def send(self, *frames_to_send):
+        self.sock.sendall(b"".join(frames.encode(f) for f in frames_to_send))
+
+    def receive(self):
+        while not self.frames:
+            self.frames += self.decoder.feed(self.sock.recv(65536))
+        return self.frames.pop(0)
+
+    def close(self):
+        self.send({"op": "stop"})
+        self.thread.join(WAIT)
+        server = self.loop.server
+        if server is not None and server.view is not None:
+            server.view.close()
+        self.sock.close()
+        self.loop.sock.close()
+
+
+def _call(seq, method, params=None):
+    return {"op": "call", "seq": seq, "message": {"jsonrpc": "2.0", "id": seq, "method": method,
+                                                  "params": params or {}}}
+
+
+INITIALIZE = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
+
+
+def test_initialize_is_answered_before_the_view_is_read_and_no_other_call_before(tmp_path, monkeypatch):
+    # The view is reserved at prepare (the image as it is then) and read once the
+    # initialize reply is written: a session open does not wait for the read.
+    import threading
+    from gsmcpd.image.view import View
+    from test_tools_support import write_image
+    image = write_image(tmp_path / "image")
+    reading, may_read = threading.Event(), threading.Event()
+    real_load = View.load
+
+    def held_load(self, install=True):
+        reading.set()
+        assert may_read.wait(WAIT)
+        real_load(self, install=install)
+
+    monkeypatch.setattr(View, "load", held_load)
+    worker = InProcessLoop()
+    try:
+        worker.send({"op": "prepare", "session": {**SESSION, "image": str(image), "toolsets": None}},
+                    _call(1, "initialize", INITIALIZE))
+        assert [worker.receive()["op"], worker.receive()["op"]] == ["prepared", "reply"]
+        assert reading.wait(WAIT) and not worker.loop.server.view.loaded
+        worker.send(_call(2, "tools/call", {"name": "list_dictionaries", "arguments": {}}))
+        may_read.set()
+        listed = worker.receive()
+        assert listed["seq"] == 2 and "zoo" in json.dumps(listed["message"]["result"])
+        assert worker.loop.server.view.loaded
+    finally:
+        may_read.set()
+        worker.close()
+
+
+def test_a_view_that_cannot_be_read_after_initialize_fails_every_later_call_with_why(tmp_path, monkeypatch):
+    from gsmcpd.image.view import View
+    from test_tools_support import write_image
+    image = write_image(tmp_path / "image")
+
+    def broken_load(self, install=True):
+        self._reserved.close()
+        self._reserved = None
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(View, "load", broken_load)
+    worker = InProcessLoop()
+    try:
+        worker.send({"op": "prepare", "session": {**SESSION, "image": str(image), "toolsets": None}},
+                    _call(1, "initialize", INITIALIZE))
+        assert worker.receive()["ok"] is True
+        assert "result" in worker.receive()["message"]
+        for seq in (2, 3):
+            worker.send(_call(seq, "tools/list"))
+            error = worker.receive()["message"]["error"]
+            assert error["code"] == -32603
+            assert error["message"] == "worker could not be prepared: OSError: [Errno 5] Input/output error"
+    finally:
+        worker.close()

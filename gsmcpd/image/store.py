@@ -110,10 +110,19 @@ class ImageStore:
 
     # -- reading ---------------------------------------------------------
 
-    def read_snapshot(self) -> Snapshot:
-        """Every module file, read under the shared lock so no commit is half-seen.
+    def hold_shared(self) -> contextlib.ExitStack:
+        """The shared lock, taken now and kept until the returned stack is closed
+        (read_snapshot(held) closes it): no commit lands meanwhile, so a snapshot read
+        under it later is the image as it is now."""
+        held = contextlib.ExitStack()
+        held.enter_context(self._locked(fcntl.LOCK_SH))
+        return held
+
+    def read_snapshot(self, held: contextlib.ExitStack | None = None) -> Snapshot:
+        """Every module file, read under the shared lock so no commit is half-seen:
+        taken now, or the one `held` from hold_shared(), released when done.
         A commit killed past its commit point is read as finished (see _apply)."""
-        with self._locked(fcntl.LOCK_SH):
+        with held if held is not None else self._locked(fcntl.LOCK_SH):
             intent = self._pending_intent()
             writes = intent["writes"] if intent is not None else {}
             files = {}

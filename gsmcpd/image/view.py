@@ -93,17 +93,37 @@ class View:
         # lands past a commit point is answered with what it did not stop.
         self.commit_count = 0
         self.last_commit: list[str] = []
+        self._reserved = None                   # the shared lock held until load()
         self._trees: dict[str, tuple[str, object]] = {}
         self._loader = _SnapshotLoader(self)
         self._installed = False
 
     @classmethod
     def open(cls, image_dir: Path, *, user: str, session_id: str, install: bool = True) -> "View":
-        view = cls(ImageStore(image_dir), user=user, session_id=session_id)
-        view._load_snapshot()
-        if install:
-            view.install()
+        view = cls.reserve(image_dir, user=user, session_id=session_id)
+        view.load(install=install)
         return view
+
+    @classmethod
+    def reserve(cls, image_dir: Path, *, user: str, session_id: str) -> "View":
+        """A view of the image as it is now, read later by load(): the shared lock is
+        taken now and held until then, so no commit can land in between. A worker
+        answers its session's initialize in that gap, off the session open's path."""
+        view = cls(ImageStore(image_dir), user=user, session_id=session_id)
+        view._reserved = view.store.hold_shared()
+        return view
+
+    @property
+    def loaded(self) -> bool:
+        return self._reserved is None
+
+    def load(self, install: bool = True) -> None:
+        """Read the reserved snapshot (releasing the lock), then install the hook."""
+        reserved, self._reserved = self._reserved, None
+        if reserved is not None:
+            self._load_snapshot(reserved)
+        if install:
+            self.install()
 
     @property
     def image_dir(self) -> Path:
@@ -116,6 +136,9 @@ class View:
 
     def close(self) -> None:
         """Uninstall the import hook and forget this view's modules."""
+        reserved, self._reserved = self._reserved, None
+        if reserved is not None:
+            reserved.close()
         if self._loader in sys.meta_path:
             sys.meta_path.remove(self._loader)
         self._installed = False
@@ -127,8 +150,8 @@ class View:
 
     # -- snapshot --------------------------------------------------------
 
-    def _load_snapshot(self) -> None:
-        snapshot = self.store.read_snapshot()
+    def _load_snapshot(self, held=None) -> None:
+        snapshot = self.store.read_snapshot(held)
         texts = {rel: _decode(data) for rel, data in snapshot.files.items()}
         hashes = {rel: sha256(data) for rel, data in snapshot.files.items()}
         # One statement of plain stores: a break (raised at a call or a loop) lands

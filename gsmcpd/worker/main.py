@@ -62,6 +62,8 @@ class WorkerLoop:
         self._held = b""              # frames written with the next write (see prepare)
         self._writing = False         # a frame is half written: breaks wait until it is whole
         self._pending_break = None
+        self._unread_view = None      # reserved at prepare, read once initialize is answered
+        self._view_error = None       # why it could not be read: every later call says so
 
     # -- breaks ----------------------------------------------------------
 
@@ -103,6 +105,7 @@ class WorkerLoop:
                     if not self.dispatch(message):
                         return
                 self._flush()
+                self._read_view()
             except OSError as error:
                 log.warning("worker %d: cannot answer the router (%s); exiting", os.getpid(), error)
                 return
@@ -155,9 +158,17 @@ class WorkerLoop:
             view = None
             if session.get("image"):
                 from gsmcpd.image.view import View
-                view = View.open(Path(session["image"]), user=session.get("user"),
-                                 session_id=session.get("session_id"))
-            self.server = build_server(session, view)
+                # Fixed now, read after the initialize reply (_read_view): a session
+                # open waits for the lock, not for the read.
+                view = View.reserve(Path(session["image"]), user=session.get("user"),
+                                    session_id=session.get("session_id"))
+            try:
+                self.server = build_server(session, view)
+            except BaseException:
+                if view is not None:
+                    view.close()
+                raise
+            self._unread_view = view
         except ValueError as error:
             self.send({"op": "prepared", "ok": False, "error": str(error)})
             return
@@ -173,9 +184,27 @@ class WorkerLoop:
         if self._held:
             self._send_bytes(b"")
 
+    def _read_view(self) -> None:
+        """Read the view reserved at prepare: after the initialize reply is written, or
+        before any other call."""
+        view, self._unread_view = self._unread_view, None
+        if view is None:
+            return
+        try:
+            view.load()
+        except Exception as error:
+            log.exception("worker %d: cannot read the image", os.getpid())
+            view.close()
+            self._view_error = f"{type(error).__name__}: {error}"
+
     def call(self, seq, message) -> None:
+        if not (isinstance(message, dict) and message.get("method") == "initialize"):
+            self._read_view()
         if self.server is None:
             reply = _error_for(message, jsonrpc.INTERNAL_ERROR, "worker not prepared")
+        elif self._view_error is not None:
+            reply = _error_for(message, jsonrpc.INTERNAL_ERROR,
+                               f"worker could not be prepared: {self._view_error}")
         else:
             reply = self._run(seq, message)
         self._pending_break = None
