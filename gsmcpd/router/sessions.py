@@ -137,9 +137,11 @@ class SessionManager:
         self.by_id[sid] = session
         self._by_worker[worker] = session
         self._churned_at = self.loop.time()
-        worker.send({"op": "prepare", "session": self.router.session_config(session, principal)})
+        prepare = frames.encode({"op": "prepare", "session": self.router.session_config(session, principal)})
         self.router.session_opened(session)
-        self.submit(session, conn, message, body, accepts_sse)
+        # One write for the prepare and the initialize: the worker wakes once and finds
+        # both, and answers initialize before it reads its view (worker.main).
+        self.submit(session, conn, message, body, accepts_sse, ahead=prepare)
         log.info("session %s opened for %s (worker %d%s)", session.short, session.user, worker.pid,
                  ", read-only" if session.read_only else "")
 
@@ -171,14 +173,16 @@ class SessionManager:
         log.info("session %s ended: %s", session.short, reason)
 
     # -- requests ----------------------------------------------------------
-    def submit(self, session, conn, message, body, accepts_sse):
+    def submit(self, session, conn, message, body, accepts_sse, ahead=b""):
+        """Queue a call, sent at once if the worker is free; `ahead`: frames written
+        before it in the same write (a new session's prepare, which is free)."""
         session.last_activity = self.loop.time()
         call = Call(next(self._seq), message, body, conn, accepts_sse)
         session.queue.append(call)
-        self._pump(session)
+        self._pump(session, ahead)
         return call
 
-    def _pump(self, session):
+    def _pump(self, session, ahead=b""):
         # No wait for the worker's "prepared": it reads frames in order, so a call
         # sent right behind "prepare" (initialize) saves a round trip per session
         # open, and a worker that fails to prepare answers it with an error.
@@ -191,7 +195,7 @@ class SessionManager:
             session.inflight = call
             self.calls_at_workers += 1
             call.started = self.loop.time()
-            session.worker.send_bytes(frames.message_frame("call", call.seq, call.body))
+            session.worker.send_bytes(ahead + frames.message_frame("call", call.seq, call.body))
             self.loop.event_due()
             self.router.call_started(session, call)
             return

@@ -1,0 +1,18 @@
+"""The session manager's frames to a new session's worker (with the fakes of the poll tests)."""
+
+from gsmcpd.wire import frames
+from test_router_sessions_poll import FakeConn, PRINCIPAL, call, manager_for, reply
+
+
+def test_a_new_sessions_prepare_and_initialize_leave_in_one_write_and_later_calls_alone():
+    manager, router = manager_for()
+    initialize = b'{"jsonrpc":"2.0","id":0,"method":"initialize"}'
+    manager.open(FakeConn(), {"jsonrpc": "2.0", "id": 0, "method": "initialize"}, initialize, False, PRINCIPAL)
+    session = next(iter(manager.by_id.values()))
+    assert len(session.worker.sent) == 1      # the worker wakes once, to both frames
+    sent = frames.FrameDecoder(raw_messages=True).feed(session.worker.sent[0])
+    assert [f["op"] for f in sent] == ["prepare", "call"]
+    assert sent[1]["seq"] == session.inflight.seq and sent[1]["raw"] == initialize
+    reply(manager, session, session.inflight.seq, 0)
+    call(manager, session, 1)
+    assert [f["op"] for f in frames.FrameDecoder(raw_messages=True).feed(session.worker.sent[1])] == ["call"]
