@@ -233,6 +233,19 @@ def test_whether_it_may_poll_is_asked_when_it_would_poll_and_a_no_spends_no_back
     assert loop.selector.asked[-2:] == [0, 0]
 
 
+def test_a_failing_poll_rule_means_sleeping_not_a_dead_loop(polling_loop, caplog):
+    loop = polling_loop([EVENT], poll=0.001, step=0.0005)
+
+    def broken():
+        raise RuntimeError("rule bug")
+
+    loop.may_poll = broken
+    loop.event_due()
+    assert loop._wait(1.0) == EVENT
+    assert loop.selector.asked == [1.0]    # slept for it at once, no select(0) poll
+    assert "the poll's rule failed" in caplog.text and "rule bug" in caplog.text
+
+
 def test_a_reply_written_on_a_keep_alive_connection_makes_the_clients_next_request_due():
     from types import SimpleNamespace
 

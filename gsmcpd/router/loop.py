@@ -201,7 +201,7 @@ class Loop:
                 self._event_due = False
             return events
         self._event_due = False
-        if not self.may_poll():
+        if not self._may_poll_now():
             return self.selector.select(timeout)
         if self._poll_skips:
             self._poll_skips -= 1
@@ -219,6 +219,14 @@ class Loop:
         self._poll_misses = min(self._poll_misses + 1, POLL_BACKOFF)
         self._poll_skips = 2 ** self._poll_misses - 1
         return self.selector.select(None if timeout is None else max(0.0, timeout - waited))
+
+    def _may_poll_now(self):
+        # Asked outside any callback's guard: a failing rule means sleep, never a dead loop.
+        try:
+            return self.may_poll()
+        except Exception:
+            log.exception("the poll's rule failed: sleeping instead")
+            return False
 
     def _guard(self, callback):
         # One failing callback must never take the router down with it.
