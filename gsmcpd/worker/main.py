@@ -185,8 +185,9 @@ class WorkerLoop:
             self._send_bytes(b"")
 
     def _read_view(self) -> None:
-        """Read the view reserved at prepare: after the initialize reply is written, or
-        before any other call."""
+        """Read the view reserved at prepare: at the end of the read that brought the
+        prepare (the router writes the initialize with it, so after that reply), or
+        before any other call, whichever is first."""
         view, self._unread_view = self._unread_view, None
         if view is None:
             return
