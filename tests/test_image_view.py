@@ -254,13 +254,13 @@ def test_a_reserved_view_is_the_image_as_it_was_when_reserved_though_read_later(
     edited(a, "zoo.animals", 'return "woof"', 'return "LATE"')
     b = View.reserve(image, user="tester", session_id="b")
     try:
-        assert not b.loaded and not _exclusive_lock_free(image)
+        assert b.reserved and not _exclusive_lock_free(image)
         committing = threading.Thread(target=a.commit)
         committing.start()
         committing.join(0.2)    # it waits for b's lock (were it not held, it would be done)
         b.load(install=False)
         committing.join()
-        assert b.loaded and b.version == 0
+        assert not b.reserved and b.version == 0
         assert 'return "woof"' in b.source("zoo.animals")
         assert a.version == 1 and 'return "LATE"' in (image / "zoo/animals.py").read_text()
         assert b.refresh().brought_in == ["zoo.animals"]

@@ -392,12 +392,12 @@ def test_initialize_is_answered_before_the_view_is_read_and_no_other_call_before
         worker.send({"op": "prepare", "session": {**SESSION, "image": str(image), "toolsets": None}},
                     _call(1, "initialize", INITIALIZE))
         assert [worker.receive()["op"], worker.receive()["op"]] == ["prepared", "reply"]
-        assert reading.wait(WAIT) and not worker.loop.server.view.loaded
+        assert reading.wait(WAIT) and worker.loop.server.view.reserved
         worker.send(_call(2, "tools/call", {"name": "list_dictionaries", "arguments": {}}))
         may_read.set()
         listed = worker.receive()
         assert listed["seq"] == 2 and "zoo" in json.dumps(listed["message"]["result"])
-        assert worker.loop.server.view.loaded
+        assert not worker.loop.server.view.reserved
     finally:
         may_read.set()
         worker.close()

@@ -114,8 +114,9 @@ class View:
         return view
 
     @property
-    def loaded(self) -> bool:
-        return self._reserved is None
+    def reserved(self) -> bool:
+        """Fixed, with the shared lock held, and its files not read yet (load() reads them)."""
+        return self._reserved is not None
 
     def load(self, install: bool = True) -> None:
         """Read the reserved snapshot (releasing the lock), then install the hook."""
