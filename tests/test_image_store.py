@@ -386,3 +386,48 @@ def test_has_commit_knows_a_commit_by_its_id_applied_or_pending(tmp_path, monkey
             store.commit({"a.py": b"a = 3\n"}, {"a.py": sha256(b"a = 2\n")}, user="u", session_id="s",
                          commit_id="00000000000000aa")
     assert store.has_commit("00000000000000aa") is True          # pending: decided all the same
+
+
+def _exclusive_lock_free(store):
+    import fcntl
+    fd = os.open(store.state_dir / "lock", os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def test_the_shared_lock_is_held_until_closed_or_dropped_and_a_failed_take_holds_nothing(tmp_path, monkeypatch):
+    import fcntl
+    store = make_image(tmp_path / "image", {"shop/__init__.py": "", "shop/models.py": "X = 1\n"})
+    held = store.hold_shared()
+    assert not _exclusive_lock_free(store)
+    assert "shop/models.py" in store.read_snapshot(held).files
+    assert _exclusive_lock_free(store)              # read_snapshot(held) let it go
+    held.close()                                    # closing twice is harmless
+    dropped = store.hold_shared()
+    assert not _exclusive_lock_free(store)
+    del dropped                                     # e.g. a break before a `with` took it
+    assert _exclusive_lock_free(store)
+
+    def interrupted(fd, mode):
+        raise KeyboardInterrupt("soft break")
+
+    before = len(os.listdir("/proc/self/fd"))
+    monkeypatch.setattr(fcntl, "flock", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        store.hold_shared()
+    assert len(os.listdir("/proc/self/fd")) == before   # its descriptor was closed
+
+
+def test_the_store_keeps_plain_string_paths_and_gives_paths_on_demand(tmp_path):
+    image = make_image(tmp_path / "image", {"a.py": ""}).image_dir
+    linked = tmp_path / "linked"
+    linked.symlink_to(image)
+    store = ImageStore(str(linked))
+    assert store.root == str(image.resolve()) and store.image_dir == image.resolve()
+    assert store.intent_path == image.resolve() / ".gsmcpd" / "commit.intent"
+    assert store.journal_path.name == "journal.jsonl" and store.count_path.name == "journal.count"

@@ -15,6 +15,7 @@ import importlib.abc
 import importlib.util
 import linecache
 import logging
+import os
 import secrets
 import sys
 from types import ModuleType
@@ -161,7 +162,7 @@ class View:
             texts, dict(texts), hashes, snapshot.version)
 
     def filename(self, rel: str) -> str:
-        return str(self.image_dir / rel)
+        return os.path.join(self.store.root, rel)
 
     def cache_lines(self, rel: str) -> None:
         """Make tracebacks and inspect show the view's text, not the disk's
