@@ -263,3 +263,16 @@ def wait_until(predicate, timeout=10.0, interval=0.05):
             return value
         time.sleep(interval)
     return predicate()
+
+
+def exclusive_lock_free(image_dir):
+    """Whether a commit could take the image's lock now, without waiting for it."""
+    import fcntl
+    fd = os.open(os.path.join(image_dir, ".gsmcpd", "lock"), os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)

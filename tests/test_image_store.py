@@ -13,6 +13,7 @@ import pytest
 from gsmcpd.image import store as store_module
 from gsmcpd.image.default import EXAMPLE_FILES, ensure_default_image
 from gsmcpd.image.store import CommitConflict, ImageStore, module_name_of, sha256
+from helpers import exclusive_lock_free
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -165,7 +166,7 @@ def test_a_commit_failing_before_its_commit_point_changes_nothing(tmp_path, monk
 def test_a_journal_line_cut_off_mid_append_is_no_commit_and_the_next_append_drops_it(tmp_path):
     store = make_image(tmp_path, {"m.py": "A = 0\n"})
     _commit_n(store, 1)
-    with open(store.journal_path, "ab") as journal:
+    with open(Path(store.journal_file), "ab") as journal:
         journal.write(b'{"id": "cut", "files": [{"fi')       # a kill between two pages
     assert store.read_snapshot().version == 1
     assert len(store.journal()) == 1
@@ -173,7 +174,7 @@ def test_a_journal_line_cut_off_mid_append_is_no_commit_and_the_next_append_drop
     records = store.journal()
     assert len(records) == 2 and all("cut" != r["id"] for r in records)
     assert store.read_snapshot().version == 2
-    assert store.journal_path.read_bytes().endswith(b"}\n")
+    assert Path(store.journal_file).read_bytes().endswith(b"}\n")
 
 
 def _pending(store, changes, monkeypatch):
@@ -328,13 +329,13 @@ def test_the_version_is_read_from_the_count_file_not_the_whole_journal(tmp_path)
     store = make_image(tmp_path, {"m.py": "A = 0\n"})
     _commit_n(store, 3)
     count = store.state_dir / "journal.count"
-    assert count.read_text().split() == ["3", str(store.journal_path.stat().st_size)]
+    assert count.read_text().split() == ["3", str(Path(store.journal_file).stat().st_size)]
     # Proof the journal's remembered prefix is not read again: blank it out (same
     # size); the version still says 3, and a line appended after it is counted.
-    size = store.journal_path.stat().st_size
-    store.journal_path.write_bytes(b" " * (size - 1) + b"\n")
+    size = Path(store.journal_file).stat().st_size
+    Path(store.journal_file).write_bytes(b" " * (size - 1) + b"\n")
     assert store.read_snapshot().version == 3
-    with open(store.journal_path, "ab") as journal:
+    with open(Path(store.journal_file), "ab") as journal:
         journal.write(b'{"killed": "between its journal line and the count"}\n')
     assert store.read_snapshot().version == 4
 
@@ -343,10 +344,10 @@ def test_the_version_is_read_from_the_count_file_not_the_whole_journal(tmp_path)
 def test_an_unusable_count_file_means_counting_the_whole_journal(tmp_path, content):
     store = make_image(tmp_path, {"m.py": "A = 0\n"})
     _commit_n(store, 2)
-    store.count_path.write_bytes(content)   # "1 5" is not a line boundary
+    Path(store.count_file).write_bytes(content)   # "1 5" is not a line boundary
     assert store.read_snapshot().version == 2
     _commit_n(store, 1)                      # and the next commit mends it
-    assert store.count_path.read_text().split()[0] == "3"
+    assert Path(store.count_file).read_text().split()[0] == "3"
     assert store.read_snapshot().version == 3
 
 
@@ -388,30 +389,18 @@ def test_has_commit_knows_a_commit_by_its_id_applied_or_pending(tmp_path, monkey
     assert store.has_commit("00000000000000aa") is True          # pending: decided all the same
 
 
-def _exclusive_lock_free(store):
-    import fcntl
-    fd = os.open(store.state_dir / "lock", os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return True
-    except BlockingIOError:
-        return False
-    finally:
-        os.close(fd)
-
-
 def test_the_shared_lock_is_held_until_closed_or_dropped_and_a_failed_take_holds_nothing(tmp_path, monkeypatch):
     import fcntl
     store = make_image(tmp_path / "image", {"shop/__init__.py": "", "shop/models.py": "X = 1\n"})
     held = store.hold_shared()
-    assert not _exclusive_lock_free(store)
+    assert not exclusive_lock_free(store.root)
     assert "shop/models.py" in store.read_snapshot(held).files
-    assert _exclusive_lock_free(store)              # read_snapshot(held) let it go
+    assert exclusive_lock_free(store.root)              # read_snapshot(held) let it go
     held.close()                                    # closing twice is harmless
     dropped = store.hold_shared()
-    assert not _exclusive_lock_free(store)
+    assert not exclusive_lock_free(store.root)
     del dropped                                     # e.g. a break before a `with` took it
-    assert _exclusive_lock_free(store)
+    assert exclusive_lock_free(store.root)
 
     def interrupted(fd, mode):
         raise KeyboardInterrupt("soft break")
@@ -423,11 +412,12 @@ def test_the_shared_lock_is_held_until_closed_or_dropped_and_a_failed_take_holds
     assert len(os.listdir("/proc/self/fd")) == before   # its descriptor was closed
 
 
-def test_the_store_keeps_plain_string_paths_and_gives_paths_on_demand(tmp_path):
+def test_the_store_keeps_plain_string_paths_resolved_and_gives_its_directories_as_paths(tmp_path):
     image = make_image(tmp_path / "image", {"a.py": ""}).image_dir
     linked = tmp_path / "linked"
     linked.symlink_to(image)
     store = ImageStore(str(linked))
     assert store.root == str(image.resolve()) and store.image_dir == image.resolve()
-    assert store.intent_path == image.resolve() / ".gsmcpd" / "commit.intent"
-    assert store.journal_path.name == "journal.jsonl" and store.count_path.name == "journal.count"
+    assert store.state_dir == image.resolve() / ".gsmcpd"
+    assert store.intent_file == str(image.resolve() / ".gsmcpd" / "commit.intent")
+    assert store.journal_file.endswith("/.gsmcpd/journal.jsonl") and store.count_file.endswith("/.gsmcpd/journal.count")

@@ -86,12 +86,13 @@ class ImageStore:
         # new worker makes one of these and takes its lock on its session open's path,
         # where each object touched for the first time copies a page shared with the
         # spawner (Path.resolve and four joins cost ~0.3 ms there, os.path ~0.15 ms).
+        # (The files are plain strings too; image_dir and state_dir are Paths on demand.)
         self.root = os.path.realpath(image_dir)
         self._state = os.path.join(self.root, STATE_DIR)
-        self._lock_file = os.path.join(self._state, LOCK_NAME)
-        self._journal_file = os.path.join(self._state, JOURNAL_NAME)
-        self._count_file = os.path.join(self._state, COUNT_NAME)
-        self._intent_file = os.path.join(self._state, INTENT_NAME)
+        self.lock_file = os.path.join(self._state, LOCK_NAME)
+        self.journal_file = os.path.join(self._state, JOURNAL_NAME)
+        self.count_file = os.path.join(self._state, COUNT_NAME)
+        self.intent_file = os.path.join(self._state, INTENT_NAME)
 
     @property
     def image_dir(self) -> Path:
@@ -101,18 +102,6 @@ class ImageStore:
     def state_dir(self) -> Path:
         return Path(self._state)
 
-    @property
-    def journal_path(self) -> Path:
-        return Path(self._journal_file)
-
-    @property
-    def count_path(self) -> Path:
-        return Path(self._count_file)
-
-    @property
-    def intent_path(self) -> Path:
-        return Path(self._intent_file)
-
     # -- locking ---------------------------------------------------------
 
     def _locked(self, mode: int) -> "_Held":
@@ -121,12 +110,12 @@ class ImageStore:
         # flock works on a read-only descriptor too, so an account that may only
         # read the image can still take the shared lock another account created.
         try:
-            fd = os.open(self._lock_file, os.O_RDONLY)
+            fd = os.open(self.lock_file, os.O_RDONLY)
         except FileNotFoundError:
             with contextlib.suppress(FileExistsError):
                 os.mkdir(self._state)
                 os.chmod(self._state, 0o775)  # shared by the accounts sharing the image
-            fd = _create_shared(self._lock_file, os.O_RDONLY)
+            fd = _create_shared(self.lock_file, os.O_RDONLY)
         try:
             fcntl.flock(fd, mode)
         except BaseException:
@@ -212,7 +201,7 @@ class ImageStore:
         count file remembers are read: none, unless a commit was killed between
         appending its line and updating the count, or the count file is unusable."""
         try:
-            journal = open(self._journal_file, "rb")
+            journal = open(self.journal_file, "rb")
         except FileNotFoundError:
             return 0
         with journal:
@@ -225,7 +214,7 @@ class ImageStore:
         """(lines, size) from the count file when it describes a prefix of this
         journal that ends at a line boundary, else (0, 0): count from the start."""
         try:
-            lines, size = (int(field) for field in _file_bytes(self._count_file).split())
+            lines, size = (int(field) for field in _file_bytes(self.count_file).split())
         except (OSError, ValueError):
             return 0, 0
         if lines < 0 or size <= 0 or size > os.fstat(journal.fileno()).st_size:
@@ -236,8 +225,8 @@ class ImageStore:
     def _remember_count(self, lines: int) -> None:
         # Only a cache of the journal: a commit never fails for want of writing it.
         with contextlib.suppress(OSError):
-            size = os.stat(self.journal_path).st_size
-            fd = _create_shared(self.count_path, os.O_WRONLY | os.O_TRUNC)
+            size = os.stat(self.journal_file).st_size
+            fd = _create_shared(self.count_file, os.O_WRONLY | os.O_TRUNC)
             try:
                 _write_all(fd, b"%d %d\n" % (lines, size))
             finally:
@@ -246,7 +235,7 @@ class ImageStore:
     def journal(self) -> list[dict]:
         with self._locked(fcntl.LOCK_SH):
             try:
-                with open(self.journal_path, "rb") as journal:
+                with open(self.journal_file, "rb") as journal:
                     data = journal.read()
             except FileNotFoundError:
                 data = b""
@@ -291,7 +280,7 @@ class ImageStore:
                         intent["writes"][rel] = self._write_temp(rel, changes[rel])
                 self._write_intent(intent)
             except BaseException:
-                if not self.intent_path.exists():   # not committed: leave no trace
+                if not os.path.exists(self.intent_file):   # not committed: leave no trace
                     for temp in intent["writes"].values():
                         with contextlib.suppress(OSError):
                             os.unlink(self.image_dir / temp)
@@ -311,7 +300,7 @@ class ImageStore:
             if intent is not None and intent["record"]["id"] == commit_id:
                 return True
             try:
-                fd = os.open(self.journal_path, os.O_RDONLY)
+                fd = os.open(self.journal_file, os.O_RDONLY)
             except FileNotFoundError:
                 return False
             try:
@@ -343,13 +332,13 @@ class ImageStore:
     def _pending_intent(self) -> dict | None:
         """The intent of a commit not yet fully applied (call under the lock)."""
         try:
-            text = _file_bytes(self._intent_file)
+            text = _file_bytes(self.intent_file)
         except FileNotFoundError:
             return None
         try:
             return json.loads(text)
         except ValueError as error:   # written by rename, so only tampering gets here
-            raise ValueError(f"{self._intent_file} is not a commit intent ({error}); "
+            raise ValueError(f"{self.intent_file} is not a commit intent ({error}); "
                              f"restore it or move it away") from error
 
     def _finish_pending(self) -> bool:
@@ -368,7 +357,7 @@ class ImageStore:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-            os.replace(temp, self.intent_path)   # the commit point (made durable by the caller)
+            os.replace(temp, self.intent_file)   # the commit point (made durable by the caller)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(temp)
@@ -387,7 +376,7 @@ class ImageStore:
             self._append_journal(intent["record"])
         version = self._journal_length()
         self._remember_count(version)
-        os.unlink(self.intent_path)
+        os.unlink(self.intent_file)
         _fsync_dir(self.state_dir)
         return version
 
@@ -409,7 +398,7 @@ class ImageStore:
         """The id of the journal's last record (None for none, or a record from
         before commits had ids)."""
         try:
-            journal = open(self.journal_path, "rb")
+            journal = open(self.journal_file, "rb")
         except FileNotFoundError:
             return None
         with journal:
@@ -495,9 +484,9 @@ class ImageStore:
     def _append_journal(self, record: dict) -> None:
         line = (json.dumps(record, sort_keys=True) + "\n").encode()
         try:
-            fd = os.open(self.journal_path, os.O_RDWR | os.O_APPEND)
+            fd = os.open(self.journal_file, os.O_RDWR | os.O_APPEND)
         except FileNotFoundError:
-            fd = _create_shared(self.journal_path, os.O_RDWR | os.O_APPEND)
+            fd = _create_shared(self.journal_file, os.O_RDWR | os.O_APPEND)
         try:
             size = os.fstat(fd).st_size
             complete = _complete_length(fd, size)
