@@ -82,11 +82,10 @@ class CommitPending(OSError):
 
 class ImageStore:
     def __init__(self, image_dir: Path | str):
-        # Plain strings, and Paths only when asked for (the properties below): every
+        # Plain strings; image_dir and state_dir are Paths only when asked for. Every
         # new worker makes one of these and takes its lock on its session open's path,
         # where each object touched for the first time copies a page shared with the
         # spawner (Path.resolve and four joins cost ~0.3 ms there, os.path ~0.15 ms).
-        # (The files are plain strings too; image_dir and state_dir are Paths on demand.)
         self.root = os.path.realpath(image_dir)
         self._state = os.path.join(self.root, STATE_DIR)
         self.lock_file = os.path.join(self._state, LOCK_NAME)
