@@ -100,13 +100,13 @@ class View:
         self._installed = False
 
     @classmethod
-    def open(cls, image_dir: Path, *, user: str, session_id: str, install: bool = True) -> "View":
+    def open(cls, image_dir: Path | str, *, user: str, session_id: str, install: bool = True) -> "View":
         view = cls.reserve(image_dir, user=user, session_id=session_id)
         view.load(install=install)
         return view
 
     @classmethod
-    def reserve(cls, image_dir: Path, *, user: str, session_id: str) -> "View":
+    def reserve(cls, image_dir: Path | str, *, user: str, session_id: str) -> "View":
         """A view of the image as it is now, read later by load(): the shared lock is
         taken now and held until then, so no commit can land in between. A worker
         answers its session's initialize in that gap, off the session open's path."""

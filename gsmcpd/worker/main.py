@@ -16,7 +16,6 @@ import select
 import signal
 import socket
 import sys
-from pathlib import Path
 
 from gsmcpd.wire import frames, jsonrpc
 from gsmcpd.worker.server import build_server
@@ -159,8 +158,9 @@ class WorkerLoop:
             if session.get("image"):
                 from gsmcpd.image.view import View
                 # Fixed now, read after the initialize reply (_read_view): a session
-                # open waits for the lock, not for the read.
-                view = View.reserve(Path(session["image"]), user=session.get("user"),
+                # open waits for the lock, not for the read. (The path stays a string:
+                # the store makes no Path on this path, see ImageStore.__init__.)
+                view = View.reserve(session["image"], user=session.get("user"),
                                     session_id=session.get("session_id"))
             try:
                 self.server = build_server(session, view)
