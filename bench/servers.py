@@ -1,8 +1,8 @@
 """The servers under test, each started by the harness as a child process group.
 
 gsmcpd (the bench toolset, or `bench execution` for the isolation test), the floor,
-and the SDK peers in their venv. Each knows its router/main pid (for CPU samples)
-and how to classify its process tree (for memory).
+the floor with one hop, and the SDK peers in their venv. Each knows its router/main
+pid (for CPU samples) and how to classify its process tree (for memory).
 """
 
 import os
@@ -153,8 +153,13 @@ class Gsmcpd(Server):
 class Floor(Server):
     kind = "floor"
 
+    def __init__(self, name, workdir, hop=False):
+        super().__init__(name, workdir)
+        self.hop = hop  # the floor with gsmcpd's one hop per call (bench/floor.py)
+
     def command(self):
-        return [sys.executable, str(REPO / "bench" / "floor.py"), "--port", str(self.port)]
+        return [sys.executable, str(REPO / "bench" / "floor.py"), "--port", str(self.port)] + (
+            ["--hop"] if self.hop else [])
 
 
 class SdkPeer(Server):
@@ -186,6 +191,8 @@ def make(name, workdir, peer_python=None, profile=None):
         return Gsmcpd(name, workdir, toolsets="bench,execution")
     if name == "floor":
         return Floor(name, workdir)
+    if name == "floor-hop":
+        return Floor(name, workdir, hop=True)
     if name in SDK_CONFIGS:
         if peer_python is None:
             raise ValueError("%s needs the peers venv" % name)

@@ -1,4 +1,4 @@
-"""The benchmark harness runs end to end in smoke mode: gsmcpd and the floor only,
+"""The benchmark harness runs end to end in smoke mode: gsmcpd and the floors only,
 tiny counts, no peer venv. Asserts that every server answered and that the result
 has every field, never a speed."""
 
@@ -7,11 +7,11 @@ import json
 import pytest
 
 from bench import __main__ as bench_main
-from bench import report, targets
+from bench import floor, report, targets
 from bench.client import parse_response
 from bench.load import percentile
 
-SERVERS = ["gsmcpd", "floor"]
+SERVERS = ["gsmcpd", "floor", "floor-hop"]
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +80,9 @@ def test_targets_and_markdown(result):
     for row in result["targets"]:
         assert set(row) == {"target", "measured", "goal", "met", "note"}
     text = report.markdown(result)
-    assert "| point | gsmcpd | floor |" in text
+    assert "| point | gsmcpd | floor | floor-hop |" in text
+    cpu = {t["target"]: t for t in result["targets"]}["router CPU per call vs floor (C=16)"]
+    assert "the floor with one hop:" in cpu["note"]
     assert "| target | measured | goal | met | note |" in text
 
 
@@ -94,8 +96,32 @@ def test_targets_compare_with_sdk_when_present():
     assert rows["C=16 throughput vs SDK JSON"]["met"] is True
     assert rows["C=16 throughput vs SDK fastest"]["met"] is False
     assert rows["router CPU per call vs floor (C=16)"]["measured"] == 2.5
+    assert rows["router CPU per call vs floor (C=16)"]["note"] == "50 vs 20 us"  # no floor-hop: not named
     assert rows["C=16 p99 vs SDK JSON"]["measured"] == 0.1
     assert rows["C=1 throughput vs SDK JSON"]["met"] is None  # not measured
+
+
+def test_targets_name_the_hop_floor_beside_the_floor():
+    result = {"throughput": {"c16": {"gsmcpd": {"median": {"cpu_us_per_call": 80.0}},
+                                     "floor": {"median": {"cpu_us_per_call": 16.0}},
+                                     "floor-hop": {"median": {"cpu_us_per_call": 36.0}}}}}
+    row = {t["target"]: t for t in targets.evaluate(result)}["router CPU per call vs floor (C=16)"]
+    assert (row["measured"], row["met"]) == (5.0, False)  # the target stays against the floor
+    assert row["note"] == "80.0 vs 16.0 us; the floor with one hop: 36.0 us (2.25x the floor)"
+
+
+def test_floor_hop_splits_requests_and_frames_as_they_arrive():
+    request = b"POST /mcp HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc"
+    buf = bytearray(request + request[:-1])
+    assert floor.take_requests(buf) == [b"abc"]
+    assert buf == request[:-1]  # the incomplete second request stays
+    buf += b"c" + b"GET / HTTP/1.1\r\n\r\n"
+    assert floor.take_requests(buf) == [b"abc", b""] and buf == b""
+    frames = bytearray(floor.frame(b"one") + floor.frame(b"") + floor.frame(b"three")[:-2])
+    assert floor.take_frames(frames) == [b"one", b""]
+    assert frames == floor.frame(b"three")[:-2]
+    frames += b"ee"
+    assert floor.take_frames(frames) == [b"three"] and frames == b""
 
 
 def test_parse_response_content_length_and_chunked():
