@@ -41,7 +41,7 @@ def wait_for_port(port, timeout=20.0, proc=None, host="127.0.0.1"):
 class Daemon:
     """The real gsmcpd, foreground mode, in its own process group."""
 
-    def __init__(self, tmp_path, env=None, args=(), port=None):
+    def __init__(self, tmp_path, env=None, args=(), port=None, preexec=None):
         self.tmp = Path(tmp_path)
         self.state = self.tmp / "state"
         self.port = port or free_port()
@@ -50,13 +50,15 @@ class Daemon:
         self.env.update({"GS_MCP_STATE_DIR": str(self.state), "PYTHONPATH": str(REPO)})
         self.env.update(env or {})
         self.args = list(args)
+        self.preexec = preexec  # run in the child before the daemon starts
         self.proc = None
 
     def start(self, wait=True):
         cmd = [sys.executable, "-m", "gsmcpd", "serve", "--port", str(self.port)] + self.args
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(cmd, env=self.env, cwd=str(REPO), stdout=self._log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+                                     stderr=subprocess.STDOUT, start_new_session=True,
+                                     preexec_fn=self.preexec)
         if wait:
             wait_for_port(self.port, proc=self.proc)
         return self

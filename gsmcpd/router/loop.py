@@ -9,11 +9,12 @@ import collections
 import heapq
 import itertools
 import logging
-import os
 import selectors
 import signal
 import socket
 import time
+
+from gsmcpd.router.cpus import usable_cpus
 
 log = logging.getLogger("gsmcpd.loop")
 
@@ -53,11 +54,12 @@ class Timer:
 
 
 class Loop:
-    def __init__(self, poll=0.0):
+    def __init__(self, poll=0.0, cpus=None):
         self.selector = selectors.DefaultSelector()
-        # The CPUs this process may run on (the affinity mask: a cgroup CPU quota is
-        # not seen). With one, the process a poll waits for could not run meanwhile.
-        self.cpus = len(os.sched_getaffinity(0))
+        # The CPUs this process can count on (its affinity mask, capped by a cgroup CPU
+        # quota), and what set that. With one, the process a poll waits for could not
+        # run meanwhile.
+        self.cpus, self.cpus_set_by = (cpus, "given") if cpus is not None else usable_cpus()
         # Seconds to poll before sleeping while an event is due (see _wait); 0 = never.
         self.poll = poll if self.cpus > 1 else 0.0
         # Asked at each poll, not when the event was due: whether the CPUs are free
@@ -77,6 +79,14 @@ class Loop:
         self._wake_w.setblocking(False)
         self._registered = set()  # file objects set_interest/add_reader registered
         self.selector.register(self._wake_r, selectors.EVENT_READ, self._drain_wakeups)
+
+    def describe_poll(self):
+        """For the startup log: whether the loop polls, and why not."""
+        cpus = "%d CPU%s to count on (%s)" % (self.cpus, "" if self.cpus == 1 else "s", self.cpus_set_by)
+        if self.poll:
+            return "router poll: up to %d us before sleeping while few calls are in flight; %s" % (
+                round(self.poll * 1e6), cpus)
+        return "router poll: off; %s" % (cpus if self.cpus == 1 else "GS_MCP_POLL_US is 0")
 
     # -- time -------------------------------------------------------------
     def time(self):

@@ -288,6 +288,7 @@ def serve(config, *, on_ready=None, on_stopping=None, on_reload=None):
     from gsmcpd.daemon import startup_line
 
     log.info("%s", startup_line(config))
+    log.info("%s", router.loop.describe_poll())
     if on_ready is not None:
         router.loop.call_soon(on_ready)
     try:
