@@ -37,7 +37,9 @@ def _content_length(head):
     return int(lower[at + 15:end if end >= 0 else None])
 
 
-def serve(port, host="127.0.0.1"):
+def _listen(port, host):
+    """A selector with the listening socket registered (data None), and the flag
+    SIGTERM clears."""
     sel = selectors.DefaultSelector()
     listener = socket.socket()
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -45,18 +47,31 @@ def serve(port, host="127.0.0.1"):
     listener.listen(1024)
     listener.setblocking(False)
     sel.register(listener, selectors.EVENT_READ, None)
-    buffers = {}
     running = [True]
     signal.signal(signal.SIGTERM, lambda *_: running.__setitem__(0, False))
+    return sel, listener, running
+
+
+def _accept(listener):
+    """The next client, non-blocking, Nagle off; None when it is gone already."""
+    try:
+        conn, _ = listener.accept()
+    except BlockingIOError:
+        return None
+    conn.setblocking(False)
+    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return conn
+
+
+def serve(port, host="127.0.0.1"):
+    sel, listener, running = _listen(port, host)
+    buffers = {}
     while running[0]:
         for key, _ in sel.select(0.5):
             if key.data is None:
-                try:
-                    conn, _ = listener.accept()
-                except BlockingIOError:
+                conn = _accept(listener)
+                if conn is None:
                     continue
-                conn.setblocking(False)
-                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 buffers[conn] = bytearray()
                 sel.register(conn, selectors.EVENT_READ, True)
                 continue
@@ -144,25 +159,14 @@ def backend(sock):
 
 
 def serve_hop(port, host="127.0.0.1"):
-    sel = selectors.DefaultSelector()
-    listener = socket.socket()
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind((host, port))
-    listener.listen(1024)
-    listener.setblocking(False)
-    sel.register(listener, selectors.EVENT_READ, None)
-    running = [True]
-    signal.signal(signal.SIGTERM, lambda *_: running.__setitem__(0, False))
+    sel, listener, running = _listen(port, host)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # backends are reaped by the kernel
     while running[0]:
         for key, _ in sel.select(0.5):
             if key.data is None:
-                try:
-                    conn, _ = listener.accept()
-                except BlockingIOError:
+                conn = _accept(listener)
+                if conn is None:
                     continue
-                conn.setblocking(False)
-                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 ours, theirs = socket.socketpair()
                 if os.fork() == 0:
                     sel.close()
