@@ -16,3 +16,31 @@ def test_a_new_sessions_prepare_and_initialize_leave_in_one_write_and_later_call
     reply(manager, session, session.inflight.seq, 0)
     call(manager, session, 1)
     assert [f["op"] for f in frames.FrameDecoder(raw_messages=True).feed(session.worker.sent[1])] == ["call"]
+
+
+class UnanswerableConn:
+    """A call's connection whose answer cannot be written (as a reply that could not
+    be encoded once could not)."""
+    closed = False
+    streaming = False
+
+    def respond(self, status, headers=(), body=b""):
+        raise ValueError("cannot encode this answer")
+
+    def close(self):
+        self.closed = True
+
+
+def test_a_call_that_cannot_be_answered_does_not_stop_its_session_ending():
+    manager, router = manager_for()
+    initialize = b'{"jsonrpc":"2.0","id":0,"method":"initialize"}'
+    manager.open(UnanswerableConn(), {"jsonrpc": "2.0", "id": 0, "method": "initialize"}, initialize,
+                 False, PRINCIPAL)
+    session = next(iter(manager.by_id.values()))
+    queued = call(manager, session, 1)
+    stuck = session.inflight.conn
+    manager.end(session, "client sent DELETE")
+    assert stuck.closed                        # its connection is let go, not left busy
+    assert queued.answers and queued.answers[0][0] == 200   # the other call still answered
+    assert not session.worker.alive            # and the worker was stopped
+    assert manager.by_id == {} and manager.calls_at_workers == 0

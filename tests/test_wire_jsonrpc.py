@@ -86,6 +86,52 @@ def test_parse_errors(raw):
     assert err.message
 
 
+def nested(depth):
+    """A request whose params hold arrays nested so the whole message is `depth` deep."""
+    inner = b"[" * (depth - 2) + b"]" * (depth - 2)
+    return b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":' + inner + b"}}"
+
+
+def test_nesting_is_limited_where_the_router_can_still_answer():
+    assert parse(nested(jsonrpc.MAX_DEPTH)).params["x"] is not None
+    err = refused(nested(jsonrpc.MAX_DEPTH + 1))
+    assert (err.code, err.message) == (PARSE_ERROR, "Parse error: nested deeper than 128 levels")
+    # as deep as json's own recursion limit: the same answer, not Python's words
+    assert refused(nested(5000)).message == "Parse error: nested deeper than 128 levels"
+    # many brackets side by side are not depth
+    wide = b'{"jsonrpc":"2.0","id":1,"method":"m","params":{"x":[' + b"[]," * 500 + b"{}]}}"
+    assert len(parse(wide).params["x"]) == 501
+
+
+@pytest.mark.parametrize("raw", [
+    rb'{"jsonrpc":"2.0","id":"\ud800","method":"ping"}',
+    rb'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"ab\uDC80"}}',
+    rb'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"\ud83d":1}}',
+    rb'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"\ude00\ud83d"}}',  # pair reversed
+])
+def test_an_unpaired_surrogate_escape_is_refused_before_anything_must_echo_it(raw):
+    err = refused(raw)
+    assert err.code == PARSE_ERROR
+    assert err.message == "Parse error: a string holds an unpaired UTF-16 surrogate escape (\\uD800-\\uDFFF)"
+
+
+def test_a_surrogate_pair_escape_is_one_character_and_welcome():
+    msg = parse(rb'{"jsonrpc":"2.0","id":"\ud83d\ude00","method":"ping"}')
+    assert msg.id == "\U0001F600"
+    assert dumps(jsonrpc.result(msg.id, {})).decode("utf-8") == '{"jsonrpc":"2.0","id":"\U0001F600","result":{}}'
+
+
+def test_numbers_no_double_or_int_conversion_holds_are_refused_in_the_clients_words():
+    err = refused(b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":1e400}}')
+    assert (err.code, err.message) == (PARSE_ERROR, "Parse error: the number 1e400 is out of range")
+    assert refused(b'{"jsonrpc":"2.0","id":1,"method":"m","params":{"x":-2E+999}}').message == \
+        "Parse error: the number -2E+999 is out of range"
+    err = refused(b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":' + b"9" * 5000 + b"}}")
+    assert err.message == "Parse error: a number has more than 4300 digits"
+    assert "set_int_max_str_digits" not in err.message
+    assert parse(b'{"jsonrpc":"2.0","id":1,"method":"m","params":{"x":1.5e300,"y":-0.0}}').params["x"] == 1.5e300
+
+
 # ---- -32600 -----------------------------------------------------------------------
 
 def test_batch_is_refused_as_unsupported():

@@ -159,7 +159,13 @@ class SessionManager:
         self._churned_at = self.loop.time()
         session.queue.clear()
         for call in gone:
-            self._fail(call, jsonrpc.WORKER_GONE, "session ended: %s" % reason)
+            try:
+                self._fail(call, jsonrpc.WORKER_GONE, "session ended: %s" % reason)
+            except Exception:
+                # The worker must still be stopped below: one call that cannot be
+                # answered loses its connection, not the session's cleanup.
+                log.exception("session %s: could not answer a call while ending", session.short)
+                call.conn.close()
         self.router.session_ended(session)  # last flush of its outbox
         if session.stream is not None:
             stream, session.stream = session.stream, None

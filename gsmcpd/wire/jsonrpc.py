@@ -1,6 +1,9 @@
 """JSON-RPC 2.0 as MCP uses it: parse and classify one message, build envelopes."""
 
 import json
+import math
+import re
+import sys
 
 __all__ = [
     "PARSE_ERROR", "INVALID_REQUEST", "METHOD_NOT_FOUND", "INVALID_PARAMS", "INTERNAL_ERROR",
@@ -15,6 +18,10 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 REQUEST_TIMEOUT = -32001   # deadline passed or the call was broken
 WORKER_GONE = -32003       # the session's worker process died
+
+# Deeper than any MCP message needs (serde_json's default), and far from the depth at
+# which json, or a worker walking the arguments on a deeper stack, would recurse out.
+MAX_DEPTH = 128
 
 
 class JsonRpcError(Exception):
@@ -60,9 +67,17 @@ def _refuse_constant(name):
     raise ValueError(f"{name} is not JSON")
 
 
+def _finite_float(text):
+    value = float(text)
+    if math.isinf(value):   # 1e400: valid JSON text, but no double holds it
+        raise ValueError(f"the number {text[:40]} is out of range")
+    return value
+
+
 # Made once: json.loads/json.dumps with keyword arguments build a new codec per call,
-# which was a measurable share of every request. Strict: NaN and Infinity are not JSON.
-_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+# which was a measurable share of every request. Strict: NaN and Infinity are not JSON,
+# nor are numbers that would read as them.
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
@@ -79,6 +94,35 @@ def _valid_id(value):
     return isinstance(value, str) or _is_int(value)
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
+
+
+def _depth(obj):
+    """How deeply arrays and objects nest in obj (a scalar is 0), without recursing."""
+    deepest, stack = 0, [(obj, 1)]
+    while stack:
+        node, level = stack.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def _text_problem(text, obj):
+    """Why a parsed body cannot be relayed as the text it claims to be, or None. Each
+    check runs only when a cheap scan of the text says it might apply."""
+    if text.count("[") + text.count("{") > MAX_DEPTH and _depth(obj) > MAX_DEPTH:
+        return f"nested deeper than {MAX_DEPTH} levels"
+    if "\\u" in text and _SURROGATE_ESCAPE.search(text):
+        try:   # a pair escapes one character; a lone half is not Unicode
+            _ENCODER.encode(obj).encode("utf-8")
+        except UnicodeEncodeError:
+            return "a string holds an unpaired UTF-16 surrogate escape (\\uD800-\\uDFFF)"
+    return None
+
+
 def parse(body):
     """Parse one message from a request body; raises JsonRpcError (-32700 or -32600)."""
     try:
@@ -89,8 +133,16 @@ def parse(body):
         raise JsonRpcError(PARSE_ERROR, "Parse error: empty body")
     try:
         obj = loads(text)
-    except (ValueError, RecursionError) as err:
-        raise JsonRpcError(PARSE_ERROR, f"Parse error: {err}") from err
+    except RecursionError as err:
+        raise JsonRpcError(PARSE_ERROR, f"Parse error: nested deeper than {MAX_DEPTH} levels") from err
+    except ValueError as err:
+        reason = str(err)
+        if "integer string conversion" in reason:   # Python's own advice is not the client's
+            reason = "a number has more than %d digits" % sys.get_int_max_str_digits()
+        raise JsonRpcError(PARSE_ERROR, f"Parse error: {reason}") from err
+    problem = _text_problem(text, obj)
+    if problem is not None:
+        raise JsonRpcError(PARSE_ERROR, f"Parse error: {problem}")
 
     if isinstance(obj, list):
         raise JsonRpcError(INVALID_REQUEST,

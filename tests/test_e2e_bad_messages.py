@@ -1,0 +1,80 @@
+"""End-to-end: JSON the router parses but could not echo or relay (an unpaired
+surrogate escape, nesting past the worker's reach, out-of-range numbers) is refused
+with -32700 on a live session, which goes on working, and nothing fails in the router."""
+
+import pytest
+
+from helpers import Client, Daemon, tool_text
+
+DEPTH_OVER = 129   # jsonrpc.MAX_DEPTH + 1
+
+
+def nested(depth):
+    inner = "[" * (depth - 2) + "]" * (depth - 2)
+    return '{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"x":%s}}' % inner
+
+
+CASES = [
+    ("unpaired surrogate id on ping", r'{"jsonrpc":"2.0","id":"\ud800","method":"ping"}',
+     "Parse error: a string holds an unpaired UTF-16 surrogate escape (\\uD800-\\uDFFF)"),
+    ("unpaired surrogate id on a worker call", r'{"jsonrpc":"2.0","id":"\udc80","method":"tools/list"}',
+     "Parse error: a string holds an unpaired UTF-16 surrogate escape (\\uD800-\\uDFFF)"),
+    ("unpaired surrogate in a committing tool's arguments",   # once wrote an unreadable image file
+     r'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"set_class_comment",'
+     r'"arguments":{"className":"Cart","comment":"note \udc80"}}}',
+     "Parse error: a string holds an unpaired UTF-16 surrogate escape (\\uD800-\\uDFFF)"),
+    ("nesting past the limit", nested(DEPTH_OVER), "Parse error: nested deeper than 128 levels"),
+    ("nesting at the json recursion limit", nested(975), "Parse error: nested deeper than 128 levels"),
+    ("a number no double holds",
+     '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"list_dictionaries","arguments":{},'
+     '"_meta":{"progressToken":1e400}}}', "Parse error: the number 1e400 is out of range"),
+    ("a 5000-digit number", '{"jsonrpc":"2.0","id":6,"method":"ping","params":{"n":%s}}' % ("7" * 5000),
+     "Parse error: a number has more than 4300 digits"),
+]
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory):
+    daemon = Daemon(tmp_path_factory.mktemp("badmessages"), env={"GS_MCP_SPARE_WORKERS": "1"})
+    daemon.start()
+    client = Client(daemon.port)
+    client.initialize()
+    assert not client.tool("execute_code", code="kept = 41").get("isError")   # work to keep
+    yield daemon, client
+    client.close()
+    daemon.stop()
+
+
+@pytest.mark.parametrize("name,body,message", CASES, ids=[c[0] for c in CASES])
+def test_refused_with_parse_error_and_the_session_keeps_its_work(session, name, body, message):
+    daemon, client = session
+    resp = client.post(body.encode("utf-8"))
+    assert resp.status == 400, resp
+    reply = resp.json()
+    assert reply["error"] == {"code": -32700, "message": message}
+    assert reply["id"] is None
+    # the same session, the same worker, its state intact
+    kept = client.tool("execute_code", code="kept + 1")
+    assert not kept.get("isError") and "42" in tool_text(kept)
+
+
+def test_an_escaped_surrogate_pair_is_one_character_and_echoed(session):
+    daemon, client = session
+    resp = client.post(r'{"jsonrpc":"2.0","id":"\ud83d\ude00","method":"tools/list"}'.encode())
+    assert resp.status == 200 and resp.json()["id"] == "\U0001F600"
+
+
+def test_the_image_stays_readable_for_a_new_session(session):
+    daemon, _ = session
+    other = Client(daemon.port)
+    other.initialize()
+    described = other.tool("describe_class", className="Cart")
+    assert not described.get("isError") and "udc80" not in tool_text(described)
+    other.close()
+
+
+def test_nothing_failed_inside_the_router(session):
+    daemon, client = session
+    assert client.call("ping").status == 200
+    log = daemon.log_text()
+    assert "router callback failed" not in log and "Traceback" not in log, log[-3000:]
