@@ -168,6 +168,17 @@ def test_status_lists_open_sessions(server):
     assert delete(port, second) == 200
 
 
+def test_a_traced_body_with_unicode_line_breaks_is_still_one_line(server):
+    marker = uuid.uuid4().hex
+    body = ('{"jsonrpc":"2.0","id":9,"method":"tools/list","x":"%s a\u0085b\u2028c\u2029d\x1ce"}'
+            % marker).encode("utf-8")   # raw in the body, not JSON escapes
+    assert post(server["port"], body)[0] == 400
+    wait_for(lambda: marker in server["log"].read_text(), "the trace line")
+    text = server["log"].read_text()
+    (line,) = [line for line in text.splitlines() if marker in line and "--> " in line]
+    assert marker + " a\\x85b\\u2028c\\u2029d\\x1ce" in line
+
+
 def test_trace_lines_for_accepted_forbidden_and_bad_requests(server):
     port = server["port"]
     marker = uuid.uuid4().hex

@@ -28,6 +28,14 @@ def test_real_newlines_and_tabs_are_escaped_so_one_message_is_one_line():
     assert trace.escape("bell\x07 nul\x00") == "bell\\x07 nul\\x00"
 
 
+def test_every_line_break_splitlines_knows_is_escaped():
+    breaks = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+    line = trace.format_inbound("POST", "/mcp", None, ("a" + breaks + "z").encode("utf-8"), None)
+    assert len(line.splitlines()) == 1
+    assert "a\\n\\r\\x0b\\x0c\\x1c\\x1d\\x1e\\x85\\u2028\\u2029z" in line
+    assert trace.escape("\x9f\xa0é") == "\\x9f\xa0é"   # C1 escaped; printable Latin-1 kept
+
+
 def test_json_escapes_in_the_body_stay_as_written():
     line = trace.format_inbound("POST", "/mcp", None, b'{"a":"x\\ny"}', None)
     assert line.endswith('{"a":"x\\ny"}')

@@ -10,15 +10,24 @@ import re
 
 SESSION_PREFIX_CHARS = 8
 
-# Newline and tab as the seed promises; CR and the other C0 controls too, so a body can
-# never break the one-message-one-line rule or forge a log line.  Backslashes are kept
-# as they are: JSON text stays greppable as written.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# Newline and tab as the seed promises; CR, the other C0 and the C1 controls and the
+# Unicode line and paragraph separators too (everything str.splitlines splits on), so a
+# body can never break the one-message-one-line rule or forge a log line.  Backslashes
+# are kept as they are: JSON text stays greppable as written.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
+def _escaped(match) -> str:
+    char = match.group()
+    named = _NAMED.get(char)
+    if named is not None:
+        return named
+    return f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}"
+
+
 def escape(text: str) -> str:
-    return _CONTROL.sub(lambda m: _NAMED.get(m.group(), f"\\x{ord(m.group()):02x}"), text)
+    return _CONTROL.sub(_escaped, text)
 
 
 def short_id(session_id: str | None) -> str:
