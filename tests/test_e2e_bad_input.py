@@ -85,6 +85,18 @@ def test_chunked_request_body_is_accepted(daemon):
     assert json.loads(body_of(raw))["result"]["serverInfo"]["name"] == "gsmcpd"
 
 
+def test_http_1_0_chunked_is_answered_then_the_connection_closed(daemon):
+    body = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}'
+    data = (b"POST /mcp HTTP/1.0\r\nHost: localhost\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n"
+            + b"%x\r\n" % len(body) + body + b"\r\n0\r\n\r\nGET /second HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as s:
+        s.sendall(data)
+        raw = recv_all(s)   # returns only because the server closes
+    assert status_of(raw) == 200
+    assert b"\r\nconnection: close\r\n" in raw.lower()
+    assert raw.count(b"HTTP/1.1 ") == 1   # the pipelined GET was not served
+
+
 def test_a_slow_client_is_dropped_and_wedges_nothing(daemon):
     slow = socket.create_connection(("127.0.0.1", daemon.port), timeout=10)
     slow.sendall(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n{")

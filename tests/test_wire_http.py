@@ -268,6 +268,15 @@ def test_a_repeated_http_1_0_keep_alive_head_stays_keep_alive():
     assert [(r.body, r.keep_alive) for r in requests] == [(b"a", True), (b"b", True)]
 
 
+def test_http_1_0_with_transfer_encoding_is_served_then_the_connection_closes(feeding):
+    # RFC 9112 6.1: a 1.0 message with Transfer-Encoding has faulty framing; what
+    # follows it on the connection (here a pipelined GET) must not be read as a request.
+    head = b"POST /mcp HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n"
+    parser, requests = run(head + b"2\r\nhi\r\n0\r\n\r\nGET /second HTTP/1.1\r\nHost: x\r\n\r\n", feeding)
+    assert [(r.path, r.body, r.keep_alive) for r in requests] == [("/mcp", b"hi", False)]
+    assert parser.in_progress is False
+
+
 def test_a_repeated_expect_continue_head_is_reported_for_each_request():
     parser = RequestParser()
     head = b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n"

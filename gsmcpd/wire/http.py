@@ -273,13 +273,15 @@ class RequestParser:
 
         connection = by_name.get("connection")
         tokens = [t.strip().lower() for t in connection.split(",")] if connection is not None else ()
+        transfer_encoding = by_name.get("transfer-encoding")
         if version == "HTTP/1.1":
             keep_alive = "close" not in tokens
         else:
-            keep_alive = "keep-alive" in tokens and "close" not in tokens
+            # RFC 9112 6.1: Transfer-Encoding from a 1.0 client is faulty framing (a
+            # smuggling shape): the request is served, then the connection closed.
+            keep_alive = "keep-alive" in tokens and "close" not in tokens and transfer_encoding is None
         pending = (method, target, version, headers, keep_alive, by_name)
 
-        transfer_encoding = by_name.get("transfer-encoding")
         if transfer_encoding is not None:
             if "content-length" in by_name:
                 raise HttpError(400, "both Content-Length and Transfer-Encoding")
