@@ -74,6 +74,24 @@ def test_bad_http_requests(daemon, name, data, status):
     assert b"connection: close" in raw.lower()
 
 
+def test_host_missing_or_repeated_and_headers_sent_twice_get_400_naming_them(daemon):
+    c = Client(daemon.port)
+    c.initialize()
+    ping = b'{"jsonrpc":"2.0","id":4,"method":"ping"}'
+    sid = b"MCP-Session-Id: " + c.session.encode() + b"\r\n"
+    cases = [
+        (b"POST /mcp HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}", b"missing Host header"),
+        (post(b"{}", extra=b"Host: localhost\r\n"), b"more than one Host header"),
+        (post(ping, extra=sid + sid), b"more than one MCP-Session-Id header"),
+        (post(ping, extra=sid + b"Content-Type: application/json\r\n"), b"more than one Content-Type header"),
+    ]
+    for data, message in cases:
+        raw = raw_exchange(daemon.port, data)
+        assert (status_of(raw), body_of(raw)) == (400, b"400 " + message + b"\n"), raw
+        assert b"\r\nconnection: close\r\n" in raw.lower()
+    assert c.call("ping").status == 200   # the session itself is fine
+
+
 def test_chunked_request_body_is_accepted(daemon):
     body = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}'
     data = (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n" +

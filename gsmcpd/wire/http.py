@@ -63,7 +63,8 @@ class Request:
         self._by_name = by_name   # lower-case name -> value, repeated headers joined
 
     def header(self, name):
-        """The value of header ``name``; repeated headers are joined with ", "."""
+        """The value of header ``name``; repeated headers are joined with ", "
+        (those allowed once are refused by the parser)."""
         return self._by_name.get(name.lower())
 
     def __repr__(self):
@@ -270,6 +271,8 @@ class RequestParser:
         if fields is None:
             fields = _header_fields(_block_lines(block), checked=True)
         headers, by_name = fields
+        if version == "HTTP/1.1" and "host" not in by_name:
+            raise HttpError(400, "missing Host header")   # RFC 9112 3.2
 
         connection = by_name.get("connection")
         tokens = [t.strip().lower() for t in connection.split(",")] if connection is not None else ()
@@ -403,11 +406,17 @@ def _block_lines(block):
 _CHECKED_NAMES = {}
 _CHECKED_NAMES_MAX = 512
 
+# Headers a request may carry once: joined, two of them would read as one odd value
+# (two Host lines as "a, a", a session id as "sid, sid"). Content-Length is not here:
+# equal repeats are allowed (RFC 9110 8.6), _content_length refuses differing ones.
+_ONCE = {"host": "Host", "content-type": "Content-Type", "authorization": "Authorization",
+         "mcp-session-id": "MCP-Session-Id", "mcp-protocol-version": "MCP-Protocol-Version"}
+
 
 def _header_fields(lines, checked=False):
     """The header list and the by-name index (repeated headers joined, as RFC 9110
-    allows); None if a line is not printable ASCII, unless the lines were `checked`
-    already (tabs are allowed in values)."""
+    allows, except those in _ONCE: 400); None if a line is not printable ASCII,
+    unless the lines were `checked` already (tabs are allowed in values)."""
     headers, by_name = [], {}
     for line in lines:
         if not (checked or line.isprintable()):
@@ -418,7 +427,12 @@ def _header_fields(lines, checked=False):
             key = _checked_name(line, name, colon)
         value = value.strip(" \t")
         headers.append((key, value))
-        by_name[key] = by_name[key] + ", " + value if key in by_name else value
+        if key in by_name:
+            if key in _ONCE:
+                raise HttpError(400, f"more than one {_ONCE[key]} header")
+            by_name[key] += ", " + value
+        else:
+            by_name[key] = value
     return headers, by_name
 
 
