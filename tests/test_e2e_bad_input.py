@@ -74,6 +74,23 @@ def test_bad_http_requests(daemon, name, data, status):
     assert b"connection: close" in raw.lower()
 
 
+def chunked(body):
+    return b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n" + body
+
+
+FRAMING_400_CASES = [
+    ("chunked twice", chunked(b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+     b"Transfer-Encoding chunked given more than once"),
+]
+
+
+@pytest.mark.parametrize("name,data,message", FRAMING_400_CASES, ids=[c[0] for c in FRAMING_400_CASES])
+def test_bad_framing_gets_400_saying_what_is_wrong(daemon, name, data, message):
+    raw = raw_exchange(daemon.port, data)
+    assert (status_of(raw), body_of(raw)) == (400, b"400 " + message + b"\n"), raw
+    assert b"\r\nconnection: close\r\n" in raw.lower()
+
+
 def test_host_missing_or_repeated_and_headers_sent_twice_get_400_naming_them(daemon):
     c = Client(daemon.port)
     c.initialize()

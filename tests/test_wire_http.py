@@ -361,7 +361,6 @@ REFUSALS = {
     "cl-over-cap": (post(b"Content-Length: %d" % (16 * 1024 * 1024 + 1)), 413),
     "te-gzip": (post(b"Transfer-Encoding: gzip"), 501),
     "te-gzip-chunked": (post(b"Transfer-Encoding: gzip, chunked", body=b"0\r\n\r\n"), 501),
-    "te-chunked-twice": (post(b"Transfer-Encoding: chunked", b"Transfer-Encoding: chunked"), 501),
     "te-identity": (post(b"Transfer-Encoding: identity"), 501),
     "chunk-size-garbage": (post(b"Transfer-Encoding: chunked", body=b"zz\r\nab\r\n0\r\n\r\n"), 400),
     "chunk-size-0x": (post(b"Transfer-Encoding: chunked", body=b"0x2\r\nab\r\n0\r\n\r\n"), 400),
@@ -417,6 +416,14 @@ def test_refusals(feeding, name):
         err = refused(data, feeding)
     assert err.status == status, err.message
     assert err.message
+
+
+@pytest.mark.parametrize("lines", [(b"Transfer-Encoding: chunked", b"Transfer-Encoding: chunked"),
+                                   (b"Transfer-Encoding: chunked, Chunked",),
+                                   (b"Transfer-Encoding: gzip, chunked", b"Transfer-Encoding: chunked")])
+def test_chunked_twice_is_a_framing_error_not_an_unknown_coding(feeding, lines):
+    err = refused(post(*lines, body=b"0\r\n\r\n"), feeding)
+    assert (err.status, err.message) == (400, "Transfer-Encoding chunked given more than once")
 
 
 def test_small_limits_give_431_and_413(feeding):

@@ -289,6 +289,8 @@ class RequestParser:
             if "content-length" in by_name:
                 raise HttpError(400, "both Content-Length and Transfer-Encoding")
             codings = [c.strip().lower() for c in transfer_encoding.split(",")]
+            if codings.count("chunked") > 1:   # a framing error, not an unknown coding
+                raise HttpError(400, "Transfer-Encoding chunked given more than once")
             if codings != ["chunked"]:
                 raise HttpError(501, "only Transfer-Encoding: chunked is supported")
             state, remaining = _CHUNK_SIZE, 0
