@@ -81,6 +81,8 @@ def chunked(body):
 FRAMING_400_CASES = [
     ("chunked twice", chunked(b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
      b"Transfer-Encoding chunked given more than once"),
+    ("chunk extension with control bytes", chunked(b"\r\n5;a=\x00\x01\xff\rz\r\nhello\r\n0\r\n\r\n"),
+     b"malformed chunk extension"),
 ]
 
 
@@ -112,7 +114,8 @@ def test_host_missing_or_repeated_and_headers_sent_twice_get_400_naming_them(dae
 def test_chunked_request_body_is_accepted(daemon):
     body = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}'
     data = (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n" +
-            b"%x\r\n" % 10 + body[:10] + b"\r\n" + b"%x\r\n" % (len(body) - 10) + body[10:] + b"\r\n0\r\n\r\n")
+            b"%x;name\r\n" % 10 + body[:10] + b"\r\n" + b'%x ; a = "q s"\r\n' % (len(body) - 10) + body[10:]
+            + b"\r\n0\r\n\r\n")
     with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as s:
         s.sendall(data)
         raw = recv_all(s)

@@ -81,10 +81,31 @@ def test_chunked_body_with_extensions_and_trailers(feeding):
 
 
 def test_chunked_edge_forms(feeding):
+    # Whitespace after the size is tolerated even without an extension (RFC 9112 has
+    # BWS only before ";", h11 accepts it too): it cannot change the size read.
     data = (b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding:  Chunked \r\n\r\n"
             b"0003 \r\nabc\r\nb;ext;other=\"q\"\r\n0123456789a\r\n0\r\n\r\n")
     _, [req] = run(data, feeding)
     assert req.body == b"abc0123456789a"
+
+
+@pytest.mark.parametrize("ext", [b";name", b";a=b", b';a="q s"', b' ; a = b ;c\t', b';a="x\\"y";b=""',
+                                 b";!#$%&'*+-.^_`|~=1"])
+def test_well_formed_chunk_extensions_are_accepted(feeding, ext):
+    data = post(b"Transfer-Encoding: chunked", body=b"2" + ext + b"\r\nhi\r\n0" + ext + b"\r\n\r\n")
+    assert run(data, feeding)[1][0].body == b"hi"
+
+
+@pytest.mark.parametrize("line", [
+    b"2;a=\x00\x01\xff\rz", b"2;a=\x01", b"2;a\rb", b"2;\xc3\xa9", b'2;a="\xe9"', b"2;a=b\x7f",
+    b"2;", b"2;a=", b"2;=b", b"2;a b", b"2;a=b c", b'2;a="open', b'2;a="x"y', b"2;a=(b)", b"2;;a",
+])
+def test_malformed_chunk_extensions_are_refused(feeding, line):
+    # RFC 9112 7.1.1: an extension is a token name, optionally = a token or quoted-string
+    err = refused(post(b"Transfer-Encoding: chunked", body=line + b"\r\nhi\r\n0\r\n\r\n"), feeding)
+    assert (err.status, err.message) == (400, "malformed chunk extension")
+    err = refused(post(b"Transfer-Encoding: chunked", body=b"2\r\nhi\r\n0" + line[1:] + b"\r\n\r\n"), feeding)
+    assert (err.status, err.message) == (400, "malformed chunk extension")   # the last chunk's too
 
 
 def test_chunk_writer_output_parses_back(feeding):
@@ -367,6 +388,7 @@ REFUSALS = {
     "chunk-size-negative": (post(b"Transfer-Encoding: chunked", body=b"-2\r\nab\r\n0\r\n\r\n"), 400),
     "chunk-size-empty": (post(b"Transfer-Encoding: chunked", body=b"\r\nab\r\n0\r\n\r\n"), 400),
     "chunk-size-huge": (post(b"Transfer-Encoding: chunked", body=b"1" * 17 + b"\r\n"), 400),
+    "chunk-size-then-garbage": (post(b"Transfer-Encoding: chunked", body=b"2 x\r\nab\r\n0\r\n\r\n"), 400),
     "chunk-without-crlf": (post(b"Transfer-Encoding: chunked", body=b"2\r\nabcd\r\n0\r\n\r\n"), 400),
     "chunk-line-endless": (post(b"Transfer-Encoding: chunked", body=b"2;" + b"e" * 5000), 400),
     "trailer-without-colon": (post(b"Transfer-Encoding: chunked", body=b"0\r\nbogus\r\n\r\n"), 400),

@@ -30,6 +30,13 @@ _HEADER_LINE = re.compile(r"(" + _TCHAR + r"+):([\t\x20-\x7e]*)")
 _CONTROL = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
 _DIGITS = re.compile(r"[0-9]{1,18}")      # 19+ digits is no real body, just an attack
 _HEX_SIZE = re.compile(rb"[0-9A-Fa-f]{1,16}")
+# chunk-size [chunk-ext], RFC 9112 7.1.1: ext = *( BWS ";" BWS name [ BWS "=" BWS value ] ),
+# name a token, value a token or quoted-string (ASCII only, as in the head). Whitespace
+# before the line end is tolerated, as h11 does: it cannot change the size read.
+_QUOTED = rb'"(?:[\t \x21\x23-\x5b\x5d-\x7e]|\\[\t \x21-\x7e])*"'
+_CHUNK_EXT = (rb"(?:[ \t]*;[ \t]*%s(?:[ \t]*=[ \t]*(?:%s|%s))?)*"
+              % (_TOKEN_BYTES.pattern, _TOKEN_BYTES.pattern, _QUOTED))
+_CHUNK_LINE = re.compile(rb"([0-9A-Fa-f]{1,16})" + _CHUNK_EXT + rb"[ \t]*")
 _MAX_BLANK = 1024                        # empty lines tolerated before a request line
 _MAX_CHUNK_LINE = 4096                   # size + extensions; anything longer is abuse
 
@@ -317,10 +324,12 @@ class RequestParser:
                     return False
                 line = bytes(buf[:newline]).removesuffix(b"\r")
                 del buf[:newline + 1]
-                size_field = line.split(b";", 1)[0].rstrip(b" \t")
-                if not _HEX_SIZE.fullmatch(size_field):
+                parts = _CHUNK_LINE.fullmatch(line)
+                if parts is None:
+                    if _HEX_SIZE.fullmatch(line.split(b";", 1)[0].rstrip(b" \t")):
+                        raise HttpError(400, "malformed chunk extension")
                     raise HttpError(400, "invalid chunk size")
-                size = int(size_field, 16)
+                size = int(parts.group(1), 16)
                 if size == 0:
                     self._state = _TRAILERS
                     continue
