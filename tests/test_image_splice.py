@@ -160,3 +160,52 @@ def test_removing_the_last_method_or_class_leaves_no_trailing_blank_line():
     assert splice.remove_class(classes, "B") == "class A:\n    pass\n"
     assert splice.remove_class(classes, "A") == "class B:\n    pass\n"
     assert splice.remove_class('"""d"""\n\n\n' + classes, "A") == '"""d"""\n\n\nclass B:\n    pass\n'
+
+
+# -- string literals keep their lines whatever the indentation -------------------
+
+BANNER = 'def banner(self):\n    return """\nline\n  indented\n"""\n'
+FBANNER = 'def banner(self):\n    return f"""\n{self.n}\n"""\n'
+
+
+def value_of(source, class_name, method, *args):
+    namespace = {}
+    exec(source, namespace)
+    return getattr(namespace[class_name](*args), method)()
+
+
+def test_put_method_never_indents_lines_inside_a_string_literal():
+    new, _ = splice.put_method("class C:\n    pass\n", "C", BANNER)
+    assert value_of(new, "C", "banner") == "\nline\n  indented\n"
+    classdef = splice.top_level_class(ast.parse(new), "C")
+    assert splice.segment(new, splice.method_nodes(classdef, "banner")[0]) == BANNER
+
+
+def test_put_method_leaves_f_strings_and_backslash_continued_strings_alone():
+    source = "class C:\n    n = 7\n"
+    new, _ = splice.put_method(source, "C", FBANNER)
+    assert value_of(new, "C", "banner") == "\n7\n"
+    continued = "def joined(self):\n    return 'a\\\nb'\n"
+    new, _ = splice.put_method(source, "C", continued)
+    assert value_of(new, "C", "joined") == "ab"
+
+
+def test_an_indented_method_text_is_dedented_by_its_code_lines_only():
+    indented = "    def banner(self):\n        return '''\nline\n'''\n"
+    new, _ = splice.put_method("class C:\n    pass\n", "C", indented)
+    assert value_of(new, "C", "banner") == "\nline\n"
+
+
+def test_segment_and_class_definition_keep_string_lines():
+    source = 'class C:\n    text = """\n    kept\n    """\n\n    def m(self):\n        return 1\n'
+    assert splice.class_definition(source, "C") == 'class C:\n    text = """\n    kept\n    """\n'
+    classdef = splice.top_level_class(ast.parse(source), "C")
+    body = splice.segment(source, classdef.body[0])
+    assert body == 'text = """\n    kept\n    """\n'
+
+
+def test_dedent_and_indent_code_round_trip_a_string():
+    text = 'x = """\n  a\n"""\n'
+    assert splice.indent_code(text, "    ") == '    x = """\n  a\n"""\n'
+    assert splice.dedent_code(splice.indent_code(text, "    ")) == text
+    assert splice.string_lines("x = (\n") == set()     # does not tokenize: no lines known

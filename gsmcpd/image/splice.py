@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import ast
 import io
-import textwrap
+import os
+import tokenize
 
 FunctionNode = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -40,6 +41,50 @@ def segment(source: str, node: ast.AST) -> str:
     lines = lines_of(source)
     chunk = lines[first_line(node) - 1:node.end_lineno]
     return _strip_indent(chunk, _indent_of(lines[node.lineno - 1]))
+
+
+def string_lines(text: str) -> set[int]:
+    """Numbers (1-based) of the lines that begin inside a string literal, the
+    second to last lines of a multi-line string or f-string: their leading
+    whitespace is the string's, so re-indenting must leave them alone.
+    Empty if `text` does not tokenize."""
+    inside: set[int] = set()
+    fstring_starts: list[int] = []      # Python 3.12+ tokenizes f-strings in parts
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text, newline="").readline):
+            if token.type == getattr(tokenize, "FSTRING_START", None):
+                fstring_starts.append(token.start[0])
+            elif token.type == getattr(tokenize, "FSTRING_END", None):
+                inside.update(range(fstring_starts.pop() + 1, token.end[0] + 1))
+            elif token.type == tokenize.STRING:
+                inside.update(range(token.start[0] + 1, token.end[0] + 1))
+    except (tokenize.TokenError, SyntaxError):
+        return set()
+    return inside
+
+
+def dedent_code(text: str) -> str:
+    """textwrap.dedent, except that lines inside a string literal neither
+    count towards the common margin nor lose any of their whitespace."""
+    lines, inside = lines_of(text), string_lines(text)
+    code = [n for n, line in enumerate(lines, 1) if n not in inside and line.strip()]
+    margin = os.path.commonprefix([_indent_of(lines[n - 1]) for n in code])
+    out = []
+    for n, line in enumerate(lines, 1):
+        if n in inside:
+            out.append(line)
+        elif line.strip():
+            out.append(line[len(margin):])
+        else:
+            out.append(line.lstrip(" \t"))
+    return "".join(out)
+
+
+def indent_code(text: str, prefix: str) -> str:
+    """Prefix every non-blank line that is not inside a string literal."""
+    inside = string_lines(text)
+    return "".join(prefix + line if line.strip() and n not in inside else line
+                   for n, line in enumerate(lines_of(text), 1))
 
 
 def top_level_classes(tree: ast.Module) -> list[ast.ClassDef]:
@@ -88,7 +133,7 @@ def put_class(source: str, name: str, class_text: str) -> str:
     tree = ast.parse(source)
     node = top_level_class(tree, name)
     nl = newline_of(source)
-    text = _with_newlines(textwrap.dedent(class_text).strip("\r\n") + "\n", nl)
+    text = _with_newlines(dedent_code(class_text).strip("\r\n") + "\n", nl)
     if node is None:
         return _append_block(source, text, blank_lines=2)
     return _replace(source, first_line(node), node.end_lineno, text)
@@ -106,12 +151,11 @@ def put_method(source: str, class_name: str, method_text: str) -> tuple[str, boo
     Returns (new source, replaced?)."""
     tree = ast.parse(source)
     classdef = _class_or_error(tree, class_name)
-    method = ast.parse(textwrap.dedent(method_text)).body[0]
+    method_text = dedent_code(method_text).strip("\r\n") + "\n"
+    method = ast.parse(method_text).body[0]
     lines = lines_of(source)
-    indent = _body_indent(lines, classdef)
     nl = newline_of(source)
-    text = _with_newlines(textwrap.indent(textwrap.dedent(method_text).strip("\r\n") + "\n",
-                                          indent, lambda line: line.strip() != ""), nl)
+    text = _with_newlines(indent_code(method_text, _body_indent(lines, classdef)), nl)
     existing = method_nodes(classdef, method.name)
     if existing:
         # Later duplicates go first so earlier line numbers stay valid.
@@ -240,7 +284,9 @@ def _body_indent(lines: list[str], classdef: ast.ClassDef) -> str:
 
 
 def _strip_indent(lines: list[str], indent: str) -> str:
-    return "".join(line[len(indent):] if line.startswith(indent) else line for line in lines)
+    inside = string_lines("".join(lines))
+    return "".join(line[len(indent):] if line.startswith(indent) and n not in inside else line
+                   for n, line in enumerate(lines, 1))
 
 
 def _with_newlines(text: str, nl: str) -> str:

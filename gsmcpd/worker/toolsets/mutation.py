@@ -12,7 +12,6 @@ import ast
 import builtins
 import importlib.util
 import sys
-import textwrap
 
 from gsmcpd.image import catalog, live, splice
 from gsmcpd.image.view import KERNEL
@@ -26,7 +25,7 @@ DICTIONARY = {"dictionaryName": string_prop("an image module, dotted name (e.g. 
 
 def parse_single(source: str, wanted, what: str):
     """Parse `source`, which must be exactly one statement of type `wanted`."""
-    text = textwrap.dedent(source).strip("\r\n") + "\n"
+    text = splice.dedent_code(source).strip("\r\n") + "\n"
     try:
         tree = ast.parse(text)
     except SyntaxError as error:
