@@ -73,3 +73,26 @@ def test_compile_method_keeps_multi_line_strings_as_written(daemon, image, c):
     assert run(other, "from fix.models import Banner\n(Banner().banner(), Banner().fbanner())"
                ) == repr(("\nline\n", "\n7\n"))
     other.close()
+
+
+# -- methods and class attributes share the class namespace ------------------------
+
+def test_compile_method_refuses_to_replace_a_class_attribute(image, c):
+    before = (image / "fix/models.py").read_text()
+    message = error(c, "compile_method", "refused", className="Priced",
+                    source='def currency(self):\n    return "X"\n')
+    assert "fix.models.Priced.currency is a class attribute, not a method (fix.models line " in message
+    assert (image / "fix/models.py").read_text() == before
+    assert run(c, "from fix.models import Priced\nPriced(150).describe()") == repr("1.50 EUR")
+
+
+def test_deleting_a_method_that_shadowed_an_attribute_brings_the_attribute_back(daemon, c):
+    ok(c, "compile_class_definition", source='class Priced:\n    currency = "EUR"\n\n'
+                                             '    def currency(self):\n        return "X"\n')
+    assert run(c, "from fix.models import Priced\nPriced(150).currency()") == repr("X")
+    ok(c, "delete_method", className="Priced", selector="currency")
+    code = "from fix.models import Priced\nPriced(150).describe()"
+    assert run(c, code) == repr("1.50 EUR")
+    other = open_session(daemon)
+    assert run(other, code) == repr("1.50 EUR")
+    other.close()

@@ -209,3 +209,12 @@ def test_dedent_and_indent_code_round_trip_a_string():
     assert splice.indent_code(text, "    ") == '    x = """\n  a\n"""\n'
     assert splice.dedent_code(splice.indent_code(text, "    ")) == text
     assert splice.string_lines("x = (\n") == set()     # does not tokenize: no lines known
+
+
+def test_attribute_nodes_finds_non_def_bindings_of_a_name():
+    classdef = ast.parse("class C:\n    a = 1\n    b: int\n    c: int = 2\n    d, (a, e) = 1, (2, 3)\n"
+                         "    class a:\n        pass\n    def f(self):\n        a = 5\n").body[0]
+    assert [n.lineno for n in splice.attribute_nodes(classdef, "a")] == [2, 5, 6]
+    assert splice.attribute_nodes(classdef, "b") == []      # an annotation alone binds nothing
+    assert [n.lineno for n in splice.attribute_nodes(classdef, "c")] == [4]
+    assert splice.attribute_nodes(classdef, "f") == []

@@ -104,6 +104,26 @@ def method_nodes(classdef: ast.ClassDef, name: str) -> list:
     return [node for node in methods_of(classdef) if node.name == name]
 
 
+def attribute_nodes(classdef: ast.ClassDef, name: str) -> list[ast.stmt]:
+    """The class-body statements that bind `name` other than by def: assignments
+    (annotated ones with a value) and nested classes."""
+    found = []
+    for node in classdef.body:
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and (
+                not isinstance(node, ast.AnnAssign) or node.value is not None):
+            targets = [node.target]
+        elif isinstance(node, ast.ClassDef):
+            targets = [ast.Name(id=node.name, ctx=ast.Store())]
+        else:
+            continue
+        if any(isinstance(sub, ast.Name) and sub.id == name
+               for target in targets for sub in ast.walk(target)):
+            found.append(node)
+    return found
+
+
 def docstring_node(classdef: ast.ClassDef) -> ast.Expr | None:
     first = classdef.body[0]
     if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)

@@ -64,14 +64,15 @@ class MutationToolset(Toolset):
                                 **{"dictionaryName": string_prop("the image module for a new class")}},
                                ["source"]), self.compile_class_definition))
         add(Tool("compile_method", "Add or replace one method (a single def, decorators allowed) "
-                 "on a class, live and in source, commit. category is accepted and ignored "
-                 "(Python has no method categories).",
+                 "on a class, live and in source, commit. A name the class binds to an attribute "
+                 "is refused. category is accepted and ignored (Python has no method categories).",
                  object_schema({**CLASS_NAME, "source": string_prop("one def / async def"),
                                 "category": string_prop("ignored"), **META},
                                ["className", "source"]), self.compile_method))
         add(Tool("delete_class", "Remove a class from its module, commit.",
                  object_schema(CLASS_NAME, ["className"]), self.delete_class))
-        add(Tool("delete_method", "Remove a method from a class, commit.",
+        add(Tool("delete_method", "Remove a method from a class, commit; a class attribute the "
+                 "source also binds to that name is what the class then has.",
                  object_schema({**CLASS_NAME, **SELECTOR, **META}, ["className", "selector"]),
                  self.delete_method))
         add(Tool("remove_dictionary", "Delete an image module (a package with its submodules), commit.",
@@ -108,6 +109,13 @@ class MutationToolset(Toolset):
         meta = arguments.get("meta")
         if meta and splice.method_kind(node) not in ("class", "static"):
             text = "@classmethod\n" + text
+        attributes = splice.attribute_nodes(catalog.class_node(self.view, ref), node.name)
+        if attributes:
+            # Methods and attributes share the class namespace: the def would replace it.
+            raise ToolError("refused", f"{ref.qualified}.{node.name} is a class attribute, not a "
+                            f"method ({ref.module} line {attributes[0].lineno}); a def of that "
+                            "name would replace it. Name the method otherwise, or change the "
+                            "attribute with compile_class_definition.")
         module_name = ref.module
         new_source, replaced = self._splice(splice.put_method, self.view.source(module_name),
                                             ref.name, text)
@@ -228,11 +236,28 @@ class MutationToolset(Toolset):
             raise ToolError("notFound", f"{ref.qualified} defines no method {selector}")
         filter_by_meta(nodes, arguments.get("meta"), ref.qualified, selector)
         new_source = self._splice(splice.remove_method, self.view.source(ref.module), ref.name, selector)
-        if cls is not None and selector in vars(cls):
-            delattr(cls, selector)
+        if cls is not None:
+            self._unset_method(ref, cls, new_source, selector)
         self.view.set_source(ref.module, new_source, live=cls is not None)
         return self._finish(f"deleted {ref.qualified}.{selector}",
                             {"class": ref.qualified, "selector": selector})
+
+    def _unset_method(self, ref, cls, new_source: str, selector: str) -> None:
+        """Make the live class lose the method, keeping what the source still binds
+        to that name (a class attribute the def shadowed)."""
+        value = missing = object()
+        if splice.attribute_nodes(splice.top_level_class(ast.parse(new_source), ref.name), selector):
+            module = self.view.module(ref.module)
+            filename = self.view.filename(self.view.relpath(ref.module))
+            try:
+                evaluated = live.evaluate_class(module, filename, new_source, ref.name)
+            except Exception as error:
+                raise definition_error(error) from None
+            value = vars(evaluated).get(selector, missing)
+        if value is not missing:
+            live.set_members(cls, {selector: value})
+        elif selector in vars(cls):
+            delattr(cls, selector)
 
     def delete_class(self, arguments):
         ref, cls = self._guarded(arguments["className"])
