@@ -26,6 +26,45 @@ class Priced:
     def describe(self):
         return f"{self.cents / 100:.2f} {self.currency}"
 ''',
+    "fix/test_kinds.py": '''\
+import unittest
+
+
+class TestPlain:
+    def helper(self):
+        return 1
+
+    def test_helped(self):
+        assert self.helper() == 1
+
+
+class KindsTest(unittest.TestCase):
+    def test_pass(self):
+        pass
+
+    def test_fail(self):
+        self.assertEqual(1, 2)
+
+    def test_error(self):
+        raise KeyError("k")
+
+    @unittest.skip("not now")
+    def test_skip(self):
+        pass
+
+    @unittest.expectedFailure
+    def test_expected(self):
+        self.assertEqual(1, 2)
+
+    @unittest.expectedFailure
+    def test_unexpected(self):
+        pass
+
+    def test_subtests(self):
+        for i in range(3):
+            with self.subTest(i=i):
+                self.assertEqual(i, [0, 0, None][i] if i < 2 else i // 0)
+''',
 }
 
 
@@ -96,3 +135,20 @@ def test_deleting_a_method_that_shadowed_an_attribute_brings_the_attribute_back(
     other = open_session(daemon)
     assert run(other, code) == repr("1.50 EUR")
     other.close()
+
+
+# -- only test methods run as tests --------------------------------------------------
+
+@pytest.mark.parametrize("selector", ["setUp", "tearDown", "__init__", "__class__", "run",
+                                      "countTestCases", "assertEqual"])
+@pytest.mark.parametrize("tool", ["run_test_method", "describe_test_failure"])
+def test_a_callable_that_is_not_a_test_method_is_not_run(c, tool, selector):
+    message = error(c, tool, "notFound", className="CartTest", selector=selector)
+    assert message.startswith(f"CartTest has no test method {selector} (its test methods: ")
+    assert "test_empty_cart_totals_zero" in message
+
+
+def test_a_pytest_style_helper_is_not_a_test_method(c):
+    assert error(c, "run_test_method", "notFound", className="TestPlain", selector="helper") == (
+        "TestPlain has no test method helper (its test methods: test_helped)")
+    assert structured(c, "run_test_method", className="TestPlain", selector="test_helped")["passed"] == 1

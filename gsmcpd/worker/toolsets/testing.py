@@ -190,7 +190,8 @@ class TestingToolset(Toolset):
         registry.add(Tool("run_test_class", "Run a test class: summary and failures, with "
                           "progress per test.", object_schema(CLASS_NAME, ["className"]),
                           self.run_test_class))
-        registry.add(Tool("run_test_method", "Run one test method.", one_test, self.run_test_method))
+        registry.add(Tool("run_test_method", "Run one test method (one the class's runner would "
+                          "collect: test*).", one_test, self.run_test_method))
 
     # -- helpers ---------------------------------------------------------
 
@@ -215,12 +216,13 @@ class TestingToolset(Toolset):
 
     def _tests_of(self, cls: type, selector: str | None = None) -> list[unittest.TestCase]:
         plain = not issubclass(cls, unittest.TestCase)
+        # Only what the class's runner would collect: setUp, run or a helper is no test.
+        names = test_method_names(cls) if plain else unittest.TestLoader().getTestCaseNames(cls)
         if selector is not None:
-            if not selector.isidentifier() or not callable(getattr(cls, selector, None)):
-                raise ToolError("notFound", f"{cls.__qualname__} has no test method {selector}")
+            if selector not in names:
+                raise ToolError("notFound", f"{cls.__qualname__} has no test method {selector} "
+                                f"(its test methods: {', '.join(names) or 'none'})")
             names = [selector]
-        else:
-            names = test_method_names(cls) if plain else unittest.TestLoader().getTestCaseNames(cls)
         case_class = PlainTestCase.for_class(cls) if plain else cls
         return [case_class(name) for name in names]
 
