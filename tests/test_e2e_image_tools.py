@@ -152,3 +152,21 @@ def test_a_pytest_style_helper_is_not_a_test_method(c):
     assert error(c, "run_test_method", "notFound", className="TestPlain", selector="helper") == (
         "TestPlain has no test method helper (its test methods: test_helped)")
     assert structured(c, "run_test_method", className="TestPlain", selector="test_helped")["passed"] == 1
+
+
+# -- dictionary names that could never be imported -----------------------------------
+
+@pytest.mark.parametrize("name, says", [
+    ("__init__", "__init__ is a dunder name"), ("__main__", "__main__ is a dunder name"),
+    ("fresh.__init__", "__init__ is a dunder name"), ("class", "class is a Python keyword"),
+    ("fresh.import", "import is a Python keyword"), ("a..b", "not a dotted module name")])
+def test_add_dictionary_refuses_names_that_cannot_be_imported(image, c, name, says):
+    assert says in error(c, "add_dictionary", "invalidParams", dictionaryName=name)
+    assert not (image / "__init__.py").exists() and not (image / "fresh").exists()
+    assert not list(image.glob("class.py"))
+    assert "" not in structured(c, "list_dictionaries")["dictionaries"]
+
+
+def test_remove_dictionary_refuses_a_dunder_name(c):
+    assert "__init__ is a dunder name" in error(c, "remove_dictionary", "invalidParams",
+                                                dictionaryName="__init__")

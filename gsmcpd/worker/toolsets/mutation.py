@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import builtins
 import importlib.util
+import keyword
 import sys
 
 from gsmcpd.image import catalog, live, splice
@@ -34,6 +35,21 @@ def parse_single(source: str, wanted, what: str):
         raise ToolError("refused", f"the source must be a single {what} and nothing else; "
                         "use execute_code to run other code")
     return text, tree.body[0]
+
+
+def dictionary_name_parts(name: str) -> list[str]:
+    """The parts of a dotted module name that can be imported, or invalidParams."""
+    parts = name.split(".")
+    if not all(part.isidentifier() for part in parts):
+        raise ToolError("invalidParams", f"{name!r} is not a dotted module name")
+    for part in parts:
+        if keyword.iskeyword(part):
+            raise ToolError("invalidParams", f"{name!r}: {part} is a Python keyword, so the "
+                            "module could never be imported; choose another name")
+        if part.startswith("__") and part.endswith("__"):
+            raise ToolError("invalidParams", f"{name!r}: {part} is a dunder name (__init__ "
+                            "and __main__ are special to Python's packages); choose another name")
+    return parts
 
 
 def definition_error(error: BaseException) -> ToolError:
@@ -285,9 +301,7 @@ class MutationToolset(Toolset):
     def add_dictionary(self, arguments):
         name = arguments["dictionaryName"]
         view = self.view
-        parts = name.split(".")
-        if not all(part.isidentifier() for part in parts):
-            raise ToolError("invalidParams", f"{name!r} is not a dotted module name")
+        parts = dictionary_name_parts(name)
         if name == KERNEL or parts[0] == KERNEL:
             raise ToolError("refused", "builtins is the kernel dictionary")
         if view.has_module(name):
@@ -314,6 +328,7 @@ class MutationToolset(Toolset):
         name = arguments["dictionaryName"]
         if name == KERNEL:
             raise ToolError("refused", "builtins is the kernel dictionary and cannot be removed")
+        dictionary_name_parts(name)
         catalog.require_module(self.view, name)
         if self.view.shadowed(name):
             raise ToolError("refused", f"{name} names an already-loaded kernel module")
