@@ -6,7 +6,7 @@ One daemon per module on a throwaway image; each test works on classes of its ow
 
 import pytest
 
-from helpers import Daemon
+from helpers import Daemon, tool_text
 from test_e2e_tools import error, open_session, ok, structured, write_image
 
 EXTRA_FILES = {
@@ -170,3 +170,31 @@ def test_add_dictionary_refuses_names_that_cannot_be_imported(image, c, name, sa
 def test_remove_dictionary_refuses_a_dunder_name(c):
     assert "__init__ is a dunder name" in error(c, "remove_dictionary", "invalidParams",
                                                 dictionaryName="__init__")
+
+
+# -- test outcomes add up ------------------------------------------------------------
+
+def test_run_test_class_counts_each_test_once_and_names_every_outcome(c):
+    ran = structured(c, "run_test_class", className="KindsTest")
+    counts = {key: ran[key] for key in ("run", "passed", "failures", "errors", "skipped",
+                                        "expectedFailures", "unexpectedSuccesses")}
+    assert counts == {"run": 7, "passed": 1, "failures": 1, "errors": 2, "skipped": 1,
+                      "expectedFailures": 1, "unexpectedSuccesses": 1}
+    assert sum(counts.values()) == 2 * counts["run"]
+    text = tool_text(ok(c, "run_test_class", className="KindsTest"))
+    assert text.splitlines()[0] == ("fix.test_kinds.KindsTest: 7 run, 1 passed, 1 failed, 2 errors, "
+                                    "1 skipped, 1 expected failures, 1 unexpected successes")
+    # The failing subtests are each listed, under the one test they belong to.
+    listed = sorted((f["test"], f["outcome"]) for f in ran["failed"])
+    assert listed == [("fix.test_kinds.KindsTest.test_error", "error"),
+                      ("fix.test_kinds.KindsTest.test_fail", "failure"),
+                      ("fix.test_kinds.KindsTest.test_subtests (i=1)", "failure"),
+                      ("fix.test_kinds.KindsTest.test_subtests (i=2)", "error"),
+                      ("fix.test_kinds.KindsTest.test_unexpected", "unexpectedSuccess")]
+
+
+def test_describe_test_failure_says_what_an_unexpected_success_is(c):
+    detail = ok(c, "describe_test_failure", className="KindsTest", selector="test_unexpected")
+    assert tool_text(detail) == ("fix.test_kinds.KindsTest.test_unexpected: unexpectedSuccess\n"
+                                 "message: the test passed, but it is marked @expectedFailure")
+    assert "exception" not in detail["structuredContent"]

@@ -35,7 +35,8 @@ class _Result(unittest.TestResult):
             self._on_test_done(test)
 
     def _record(self, test, outcome, err=None, reason=None):
-        entry = {"test": test.id(), "outcome": outcome}
+        entry = {"test": test.id(), "outcome": outcome,
+                 "of": getattr(test, "test_case", test).id()}   # a subtest's own test
         if err is not None:
             entry["exception"] = err[0].__name__
             entry["message"] = failure_message(err)
@@ -68,7 +69,8 @@ class _Result(unittest.TestResult):
 
     def addUnexpectedSuccess(self, test):
         super().addUnexpectedSuccess(test)
-        self._record(test, "unexpectedSuccess")
+        self._record(test, "unexpectedSuccess", reason="the test passed, but it is marked "
+                     "@expectedFailure")
 
     def addSubTest(self, test, subtest, err):
         if err is not None and issubclass(err[0], HardBreak):
@@ -80,6 +82,11 @@ class _Result(unittest.TestResult):
 
 
 FAILED = ("failure", "error", "unexpectedSuccess")
+# One outcome per test, so the counts add up to the tests run: a test with failing
+# subtests counts once, as its worst (the failing subtests are each listed).
+WORST_FIRST = ("error", "failure", "unexpectedSuccess", "expectedFailure", "skipped", "pass")
+COUNTS = {"pass": "passed", "failure": "failures", "error": "errors", "skipped": "skipped",
+          "expectedFailure": "expectedFailures", "unexpectedSuccess": "unexpectedSuccesses"}
 
 
 def failure_message(err) -> str:
@@ -243,12 +250,14 @@ class TestingToolset(Toolset):
 
     @staticmethod
     def _summary(result: _Result) -> dict:
-        counts = {}
+        worst: dict[str, str] = {}
         for entry in result.outcomes:
-            counts[entry["outcome"]] = counts.get(entry["outcome"], 0) + 1
-        return {"run": result.testsRun, "passed": counts.get("pass", 0),
-                "failures": counts.get("failure", 0), "errors": counts.get("error", 0),
-                "skipped": counts.get("skipped", 0)}
+            now = worst.get(entry["of"], "pass")
+            worst[entry["of"]] = min(now, entry["outcome"], key=WORST_FIRST.index)
+        counts = {key: 0 for key in COUNTS.values()}
+        for outcome in worst.values():
+            counts[COUNTS[outcome]] += 1
+        return {"run": result.testsRun, **counts}
 
     # -- tools -----------------------------------------------------------
 
@@ -270,9 +279,12 @@ class TestingToolset(Toolset):
     def _report(self, qualified: str, result: _Result) -> dict:
         summary = self._summary(result)
         failed = [e for e in result.outcomes if e["outcome"] in FAILED]
+        extra = "".join(f", {summary[key]} {label}" for key, label in (
+            ("expectedFailures", "expected failures"), ("unexpectedSuccesses", "unexpected successes"))
+            if summary[key])
         lines = [f"{qualified}: {summary['run']} run, {summary['passed']} passed, "
                  f"{summary['failures']} failed, {summary['errors']} errors, "
-                 f"{summary['skipped']} skipped"]
+                 f"{summary['skipped']} skipped{extra}"]
         for entry in failed:
             lines.append(f"{entry['outcome'].upper()}: {entry['test']}: "
                          f"{entry.get('exception', '')}: {entry.get('message', '')}".rstrip(": "))
@@ -301,8 +313,13 @@ class TestingToolset(Toolset):
         entry = result.outcomes[-1] if result.outcomes else {"outcome": "notRun"}
         if entry["outcome"] not in FAILED:
             return {"text": f"{qualified}.{arguments['selector']}: {entry['outcome']} (no failure)",
-                    "structured": {"test": f"{qualified}.{arguments['selector']}", **entry}}
-        text = "\n".join([f"{entry['test']}: {entry['outcome']}",
-                          f"exception: {entry.get('exception', '')}",
-                          f"message: {entry.get('message', '')}", "", entry.get("traceback", "")])
-        return {"text": text.rstrip(), "structured": entry}
+                    "structured": {"test": f"{qualified}.{arguments['selector']}", **_public(entry)}}
+        lines = [f"{entry['test']}: {entry['outcome']}"]
+        if "exception" in entry:
+            lines.append(f"exception: {entry['exception']}")
+        lines += [f"message: {entry.get('message', '')}", "", entry.get("traceback", "")]
+        return {"text": "\n".join(lines).rstrip(), "structured": _public(entry)}
+
+
+def _public(entry: dict) -> dict:
+    return {key: value for key, value in entry.items() if key != "of"}
