@@ -198,3 +198,20 @@ def test_describe_test_failure_says_what_an_unexpected_success_is(c):
     assert tool_text(detail) == ("fix.test_kinds.KindsTest.test_unexpected: unexpectedSuccess\n"
                                  "message: the test passed, but it is marked @expectedFailure")
     assert "exception" not in detail["structuredContent"]
+
+
+# -- search: empty arguments and empty answers -------------------------------------
+
+@pytest.mark.parametrize("tool, key", [("find_implementors", "selector"), ("find_senders", "selector"),
+                                       ("find_references_to", "name"), ("search_method_source", "pattern")])
+def test_the_search_tools_refuse_an_empty_argument_alike(c, tool, key):
+    assert error(c, tool, "invalidParams", **{key: ""}) == f"{key} must not be empty"
+
+
+@pytest.mark.parametrize("tool, arguments, answer", [
+    ("find_implementors", {"selector": "nobody_has"}, "no implementors of nobody_has"),
+    ("find_senders", {"selector": "nobody_calls"}, "no senders of nobody_calls"),
+    ("find_references_to", {"name": "Nobody"}, "no references to Nobody"),
+    ("search_method_source", {"pattern": "zzqq"}, "no methods containing 'zzqq'")])
+def test_the_search_tools_say_plainly_when_nothing_matched(c, tool, arguments, answer):
+    assert tool_text(ok(c, tool, **arguments)) == answer

@@ -30,16 +30,23 @@ def code_units(view, module_filter: str | None = None):
                     yield module, f"{module}.{node.name}.{method.name}", method
 
 
-def capped(kind: str, hits: list[str], what: str) -> dict:
+def capped(hits: list[str], what: str) -> dict:
+    """`what` names the hits for the empty answer: "no {what}"."""
     shown = hits[:CAP]
     note = f"showing {CAP} of {len(hits)}" if len(hits) > CAP else None
-    text = "\n".join(shown) if shown else f"no {kind} of {what}"
+    text = "\n".join(shown) if shown else f"no {what}"
     if note:
         text += f"\n(note: {note}; the true total is {len(hits)})"
     structured = {"results": shown, "total": len(hits)}
     if note:
         structured["note"] = note
     return {"text": text, "structured": structured}
+
+
+def required_text(arguments: dict, key: str) -> str:
+    if not arguments[key]:
+        raise ToolError("invalidParams", f"{key} must not be empty")
+    return arguments[key]
 
 
 class SearchToolset(Toolset):
@@ -66,7 +73,7 @@ class SearchToolset(Toolset):
                                         ["pattern"]), self.search_method_source))
 
     def find_implementors(self, arguments):
-        selector = arguments["selector"]
+        selector = required_text(arguments, "selector")
         hits = []
         for module, label, node in code_units(self.view):
             if node.name == selector and label.count(".") > module.count(".") + 1:
@@ -74,10 +81,10 @@ class SearchToolset(Toolset):
         for name in catalog.kernel_classes():
             if selector in vars(getattr(builtins, name)):
                 hits.append(f"{KERNEL}.{name}")
-        return capped("implementors", hits, selector)
+        return capped(hits, f"implementors of {selector}")
 
     def find_references_to(self, arguments):
-        name = arguments["name"]
+        name = required_text(arguments, "name")
         short = name.rpartition(".")[2]
         hits = []
         for module, label, node in code_units(self.view):
@@ -87,10 +94,10 @@ class SearchToolset(Toolset):
                         and ast.unparse(sub) == name):
                     hits.append(label)
                     break
-        return capped("references", hits, name)
+        return capped(hits, f"references to {name}")
 
     def find_senders(self, arguments):
-        selector = arguments["selector"]
+        selector = required_text(arguments, "selector")
         hits = []
         for module, label, node in code_units(self.view):
             for sub in ast.walk(node):
@@ -99,15 +106,13 @@ class SearchToolset(Toolset):
                         or (isinstance(sub.func, ast.Name) and sub.func.id == selector)):
                     hits.append(label)
                     break
-        return capped("senders", hits, selector)
+        return capped(hits, f"senders of {selector}")
 
     def search_method_source(self, arguments):
-        pattern = arguments["pattern"]
+        pattern = required_text(arguments, "pattern")
         module_filter = arguments.get("dictionaryName")
-        if not pattern:
-            raise ToolError("invalidParams", "pattern must not be empty")
         if module_filter is not None:
             catalog.require_module(self.view, module_filter)
         hits = [label for module, label, node in code_units(self.view, module_filter)
                 if pattern in splice.segment(self.view.source(module), node)]
-        return capped("methods containing", hits, repr(pattern))
+        return capped(hits, f"methods containing {pattern!r}")
