@@ -215,3 +215,9 @@ def test_the_search_tools_refuse_an_empty_argument_alike(c, tool, key):
     ("search_method_source", {"pattern": "zzqq"}, "no methods containing 'zzqq'")])
 def test_the_search_tools_say_plainly_when_nothing_matched(c, tool, arguments, answer):
     assert tool_text(ok(c, tool, **arguments)) == answer
+
+
+def test_describe_class_lists_methods_not_the_instance_attribute_descriptors(c):
+    described = structured(c, "describe_class", className="Product")
+    assert described["methods"] == ["__init__", "describe", "price"]
+    assert "methods: __init__, describe, price" in tool_text(ok(c, "describe_class", className="Product"))

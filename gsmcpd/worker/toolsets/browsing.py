@@ -18,6 +18,10 @@ def qualname(cls: type) -> str:
     return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
 
 
+# Descriptors every plain class gets for its instances' attributes; not methods.
+NOT_METHODS = frozenset({"__dict__", "__weakref__"})
+
+
 def member_kind(value) -> str | None:
     """'instance', 'class', 'static', 'property', or None for a plain attribute."""
     if isinstance(value, staticmethod):
@@ -116,7 +120,8 @@ class BrowsingToolset(Toolset):
         if cls is not None:
             bases = [qualname(b) for b in cls.__bases__]
             mro = [qualname(c) for c in cls.__mro__]
-            methods = sorted(name for name, value in vars(cls).items() if member_kind(value))
+            methods = sorted(name for name, value in vars(cls).items()
+                             if member_kind(value) and name not in NOT_METHODS)
             doc = cls.__doc__
         else:
             bases = [ast.unparse(b) for b in node.bases]
@@ -196,7 +201,7 @@ class BrowsingToolset(Toolset):
                     break
                 for name, value in sorted(vars(owner).items()):
                     kind = member_kind(value)
-                    if kind is None or name in seen or name in ("__dict__", "__weakref__"):
+                    if kind is None or name in seen or name in NOT_METHODS:
                         continue
                     seen.add(name)
                     entry = {"name": name, "definedIn": qualname(owner)}
