@@ -7,15 +7,14 @@ protocol-version header and the session. Only then does a message reach a sessio
 
 import functools
 import logging
-from urllib.parse import urlsplit
 
 from gsmcpd import protocol
-from gsmcpd.wire import jsonrpc
+from gsmcpd.wire import hosts, jsonrpc
 
 log = logging.getLogger("gsmcpd.app")
 
 JSON = ("Content-Type", "application/json")
-LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})   # as hosts.authority() gives them
 MCP_PATH = "/mcp"
 METADATA_PATH = "/.well-known/oauth-protected-resource"
 
@@ -35,20 +34,6 @@ class Principal:
 
 def error_body(code, message, id=None):
     return jsonrpc.dumps(jsonrpc.error(id, code, message))
-
-
-@functools.lru_cache(maxsize=256)  # clients repeat their Host and Origin on every request
-def host_of(value):
-    """The host part of a Host header or an Origin URL, lower-cased, without port."""
-    if "://" in value:
-        try:
-            return (urlsplit(value).hostname or "").lower()
-        except ValueError:
-            return ""
-    value = value.strip().lower()
-    if value.startswith("["):
-        return value[1:value.find("]")] if "]" in value else ""
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
 
 
 def accepts(request, media_type):
@@ -84,7 +69,8 @@ class App:
             return
         refusal = self._gate_host_origin(request)
         if refusal:
-            conn.respond(403, [JSON], error_body(jsonrpc.INVALID_REQUEST, refusal))
+            status, message = refusal
+            conn.respond(status, [JSON], error_body(jsonrpc.INVALID_REQUEST, message))
             return
         if request.path == MCP_PATH:
             self.router.authenticate(conn, request, self._handle_mcp)
@@ -94,13 +80,19 @@ class App:
             conn.respond(404, [("Content-Type", "text/plain")], b"not found: the MCP endpoint is /mcp\n")
 
     def _gate_host_origin(self, request):
+        """None, or (status, message): a malformed Host, or a foreign Origin or Host (DNS rebinding)."""
         origin = request.header("origin")
-        if origin is not None and host_of(origin) not in self.allowed_hosts:
-            return "Forbidden: Origin %r is not allowed" % origin
-        if self.check_host:
-            host = request.header("host")
-            if host is not None and host_of(host) not in self.allowed_hosts:
-                return "Forbidden: Host %r is not this server" % host
+        if origin is not None:
+            parsed = hosts.origin(origin)
+            if parsed is None or parsed[0] not in self.allowed_hosts:
+                return 403, "Forbidden: Origin %r is not allowed" % origin
+        host = request.header("host")
+        if host is not None:
+            parsed = hosts.authority(host)
+            if parsed is None:   # RFC 9112 3.2: an invalid Host is a bad request
+                return 400, "Bad Request: malformed Host header %r" % host
+            if self.check_host and parsed[0] not in self.allowed_hosts:
+                return 403, "Forbidden: Host %r is not this server" % host
         return None
 
     def _handle_mcp(self, conn, request, principal):

@@ -1,0 +1,32 @@
+"""Host and Origin syntax.
+
+One reading for the DNS-rebinding gate (router/app.py) and the allowed_origins knob
+(config.py), so a configured origin and a received one are parsed alike. The gate runs
+on every request and clients repeat their Host and Origin: parsing is cached per value.
+"""
+
+import functools
+import re
+
+_HOST_CHARS = r"A-Za-z0-9\-._~!$&'()*+,;=%"   # RFC 3986 unreserved, sub-delims, pct-encoded
+# uri-host [":" port] (RFC 9110 7.2): an IP literal in brackets, or a reg-name / IPv4
+# address; nothing else (no userinfo, path, scheme) and only digits after the colon.
+_AUTHORITY = re.compile(r"(\[[%s:]+\]|[%s]*)(?::([0-9]*))?" % (_HOST_CHARS, _HOST_CHARS))
+_ORIGIN = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://(.*)")   # RFC 6454 7.1: scheme "://" host [":" port]
+
+
+@functools.lru_cache(maxsize=256)
+def authority(value):
+    """(host, port) of a Host value: host lower-cased without brackets, port a digit
+    string or None. None when the value is not `uri-host [":" port]`."""
+    match = _AUTHORITY.fullmatch(value)
+    return (match.group(1).lower().strip("[]"), match.group(2)) if match else None
+
+
+@functools.lru_cache(maxsize=256)
+def origin(value):
+    """(host, port) of an Origin value, as authority(); None for "null" and anything
+    that is not `scheme://host[:port]`."""
+    match = _ORIGIN.fullmatch(value)
+    return authority(match.group(1)) if match else None
+

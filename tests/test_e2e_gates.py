@@ -1,0 +1,64 @@
+"""End-to-end: the Host and Origin gate (DNS rebinding) through the real daemon.
+
+Raw sockets, since a client library would not send these headers or targets.
+"""
+
+import json
+
+import pytest
+
+from helpers import Client, Daemon, body_of, raw_exchange, status_of
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    d = Daemon(tmp_path_factory.mktemp("gates"), env={"GS_MCP_SPARE_WORKERS": "1"})
+    d.start()
+    yield d
+    d.stop()
+
+
+@pytest.fixture(scope="module")
+def session(daemon):
+    c = Client(daemon.port)
+    c.initialize()
+    yield c.session
+    c.close()
+
+
+def ping(daemon, session, head, target=b"/mcp"):
+    """A raw POST of `ping` on the session, with the given header lines; (status, body)."""
+    body = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+    raw = raw_exchange(daemon.port, b"POST " + target + b" HTTP/1.1\r\n" + head +
+                       b"MCP-Session-Id: " + session.encode() + b"\r\nContent-Length: %d\r\n"
+                       b"Connection: close\r\n\r\n" % len(body) + body)
+    return status_of(raw), json.loads(body_of(raw))
+
+
+@pytest.mark.parametrize("host", [b"127.0.0.1", b"localhost:8000", b"[::1]", b"[::1]:8000"])
+def test_a_loopback_host_is_served(daemon, session, host):
+    assert ping(daemon, session, b"Host: " + host + b"\r\n") == (200, {"jsonrpc": "2.0", "id": 1, "result": {}})
+
+
+@pytest.mark.parametrize("host", [b"evil.example", b"evil.example:8000", b"127.0.0.1.evil.example"])
+def test_a_foreign_host_is_forbidden(daemon, session, host):
+    status, reply = ping(daemon, session, b"Host: " + host + b"\r\n")
+    assert status == 403 and "is not this server" in reply["error"]["message"]
+
+
+@pytest.mark.parametrize("host", [b"[::1]evil.example", b"http://127.0.0.1", b"127.0.0.1/mcp",
+                                  b"evil.example@127.0.0.1", b"127.0.0.1:80x"])
+def test_a_malformed_host_is_a_bad_request(daemon, session, host):
+    status, reply = ping(daemon, session, b"Host: " + host + b"\r\n")
+    assert status == 400 and reply["error"]["message"] == "Bad Request: malformed Host header %r" % host.decode()
+
+
+def test_two_host_lines_are_a_bad_request(daemon, session):
+    status, reply = ping(daemon, session, b"Host: 127.0.0.1\r\nHost: 127.0.0.1\r\n")
+    assert status == 400 and "malformed Host header" in reply["error"]["message"]
+
+
+@pytest.mark.parametrize("origin,status", [(b"http://127.0.0.1:3000", 200), (b"http://evil.example", 403),
+                                           (b"http://evil.example@127.0.0.1", 403), (b"null", 403)])
+def test_origin(daemon, session, origin, status):
+    assert ping(daemon, session, b"Host: 127.0.0.1\r\nOrigin: " + origin + b"\r\n")[0] == status
