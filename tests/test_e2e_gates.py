@@ -62,3 +62,14 @@ def test_two_host_lines_are_a_bad_request(daemon, session):
                                            (b"http://evil.example@127.0.0.1", 403), (b"null", 403)])
 def test_origin(daemon, session, origin, status):
     assert ping(daemon, session, b"Host: 127.0.0.1\r\nOrigin: " + origin + b"\r\n")[0] == status
+
+
+@pytest.mark.parametrize("target,host,status", [
+    (b"http://evil.example/mcp", b"127.0.0.1", 403),          # the target's host is the host, not Host
+    (b"HTTP://evil.example:8000/mcp", b"127.0.0.1", 403),
+    (b"http://127.0.0.1/mcp", b"evil.example", 200),          # Host is ignored (RFC 9112 3.2.2)
+    (b"http://[::1]:8000/mcp", b"127.0.0.1", 200),
+    (b"http://evil.example@127.0.0.1/mcp", b"127.0.0.1", 400),
+])
+def test_an_absolute_form_target_names_the_host(daemon, session, target, host, status):
+    assert ping(daemon, session, b"Host: " + host + b"\r\n", target)[0] == status

@@ -43,3 +43,12 @@ def test_origin_host(value, host):
 def test_malformed_origins_have_no_host(value):
     parsed = hosts.origin(value)
     assert parsed is None or parsed[0] == ""
+
+
+@pytest.mark.parametrize("target,authority", [
+    ("http://evil.example/mcp", "evil.example"), ("HTTPS://127.0.0.1:8000/mcp?x=1", "127.0.0.1:8000"),
+    ("http://evil.example?x", "evil.example"), ("http://u@127.0.0.1/mcp", "u@127.0.0.1"),
+    ("/mcp", None), ("*", None), ("ftp://evil.example/mcp", None),
+])
+def test_absolute_authority(target, authority):
+    assert hosts.absolute_authority(target) == authority

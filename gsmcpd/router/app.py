@@ -86,13 +86,17 @@ class App:
             parsed = hosts.origin(origin)
             if parsed is None or parsed[0] not in self.allowed_hosts:
                 return 403, "Forbidden: Origin %r is not allowed" % origin
-        host = request.header("host")
+        what, host = "Host header", request.header("host")
+        if request.target[:1] != "/":   # absolute-form: its authority replaces Host (RFC 9112 3.2.2)
+            authority = hosts.absolute_authority(request.target)
+            if authority is not None:
+                what, host = "request target host", authority
         if host is not None:
             parsed = hosts.authority(host)
             if parsed is None:   # RFC 9112 3.2: an invalid Host is a bad request
-                return 400, "Bad Request: malformed Host header %r" % host
+                return 400, "Bad Request: malformed %s %r" % (what, host)
             if self.check_host and parsed[0] not in self.allowed_hosts:
-                return 403, "Forbidden: Host %r is not this server" % host
+                return 403, "Forbidden: %s %r is not this server" % (what, host)
         return None
 
     def _handle_mcp(self, conn, request, principal):

@@ -1,4 +1,4 @@
-"""Host and Origin syntax.
+"""Host, Origin and request-target authority syntax.
 
 One reading for the DNS-rebinding gate (router/app.py) and the allowed_origins knob
 (config.py), so a configured origin and a received one are parsed alike. The gate runs
@@ -13,6 +13,7 @@ _HOST_CHARS = r"A-Za-z0-9\-._~!$&'()*+,;=%"   # RFC 3986 unreserved, sub-delims,
 # address; nothing else (no userinfo, path, scheme) and only digits after the colon.
 _AUTHORITY = re.compile(r"(\[[%s:]+\]|[%s]*)(?::([0-9]*))?" % (_HOST_CHARS, _HOST_CHARS))
 _ORIGIN = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://(.*)")   # RFC 6454 7.1: scheme "://" host [":" port]
+_ABSOLUTE_FORM = re.compile(r"https?://([^/?#]*)", re.IGNORECASE)   # the forms wire/http.py takes a path from
 
 
 @functools.lru_cache(maxsize=256)
@@ -30,3 +31,8 @@ def origin(value):
     match = _ORIGIN.fullmatch(value)
     return authority(match.group(1)) if match else None
 
+
+def absolute_authority(target):
+    """The authority of an absolute-form request target (http://host/mcp), else None."""
+    match = _ABSOLUTE_FORM.match(target)
+    return match.group(1) if match else None
