@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from gsmcpd.router.lifetime import LifetimeSettings
+from gsmcpd.wire import hosts
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 DEFAULT_STATE_DIR = CHECKOUT / "var"
@@ -95,6 +96,24 @@ def parse_list(text: str) -> tuple[str, ...]:
     return tuple(word for word in re.split(r"[\s,]+", text.strip()) if word)
 
 
+def parse_allowed_origins(text: str) -> tuple[str, ...]:
+    """The hosts of bare hosts or origins (app.example, https://app.example:8443), lower-case:
+    the Origin gate matches hosts, as wire/hosts.py reads them."""
+    text = text.strip()
+    found = []
+    for entry in re.split(r"\s*,\s*|\s+", text) if text else ():
+        if not entry:
+            raise ValueError(f"empty entry in {text!r}")
+        if entry in ("*", "null"):
+            raise ValueError(f"{entry!r} would let pages of any site in; list each origin")
+        host, port = (hosts.origin(entry) if "://" in entry else hosts.authority(entry)) or ("", None)
+        if not host or port is not None and not 0 < int(port or 0) < 65536:
+            raise ValueError(f"expected a host (app.example) or an origin (https://app.example:8443), "
+                             f"got {entry!r}")
+        found.append(host)
+    return tuple(dict.fromkeys(found))
+
+
 def parse_trace(text: str) -> str:
     word = text.strip().lower()
     if word in _FALSE:
@@ -168,7 +187,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("server_name", "GS_MCP_SERVER_NAME", parse_optional_str),
     Knob("server_version", "GS_MCP_SERVER_VERSION", parse_optional_str),
     Knob("server_title", "GS_MCP_SERVER_TITLE", parse_optional_str),
-    Knob("allowed_origins", "GS_MCP_ALLOWED_ORIGINS", parse_list),
+    Knob("allowed_origins", "GS_MCP_ALLOWED_ORIGINS", parse_allowed_origins),
     Knob("trace", "GS_MCP_TRACE", parse_trace),
     Knob("trace_limit", "GS_MCP_TRACE_LIMIT", parse_trace_limit),
     Knob("max_body", "GS_MCP_MAX_BODY", parse_size),
@@ -233,7 +252,7 @@ class Config:
     server_name: str | None = None  # None: the worker class's own default
     server_version: str | None = None
     server_title: str | None = None
-    allowed_origins: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()   # hosts, lower-case
     trace: str = "off"
     trace_limit: int | None = 4096
     max_body: int = 16 * MIB

@@ -109,6 +109,26 @@ def test_value_forms():
     assert load_config({}, {"GS_MCP_TRACE": "0"}).trace_inbound is False
 
 
+def test_allowed_origins_are_hosts_or_origins_kept_as_hosts(tmp_path):
+    env = {"GS_MCP_ALLOWED_ORIGINS": "http://App.Example, https://app.example:8443 other.example:99 "
+                                     "[FE80::1] http://[::1]:3000 vscode-webview://abc"}
+    assert load_config({}, env).allowed_origins == ("app.example", "other.example", "fe80::1", "::1", "abc")
+    conf = tmp_path / "o.conf"
+    conf.write_text("allowed_origins = https://app.example\n")
+    assert load_config({}, {}, conf).allowed_origins == ("app.example",)
+    assert load_config({}, {"GS_MCP_ALLOWED_ORIGINS": " "}).allowed_origins == ()
+
+
+@pytest.mark.parametrize("value, words", [
+    ("*", "any site"), ("null", "any site"), ("a.example,,b.example", "empty entry"), ("a.example,", "empty entry"),
+    ("http://app.example/", "got 'http://app.example/'"), ("app.example/mcp", "an origin (https://"),
+    ("http://app.example:https", "got"), ("http://app.example:99999", "got"), ("app.example:", "got"),
+    ("http://", "got"), ("http://user@app.example", "got"), ("::1", "a host (app.example)"),
+])
+def test_bad_allowed_origins_are_refused(value, words):
+    assert words in refused("allowed_origins", environ={"GS_MCP_ALLOWED_ORIGINS": value})
+
+
 def test_image_follows_state_dir_unless_set(tmp_path):
     config = load_config({"state_dir": str(tmp_path)}, {})
     assert config.image == tmp_path / "image"

@@ -4,15 +4,20 @@ Raw sockets, since a client library would not send these headers or targets.
 """
 
 import json
+import subprocess
+import sys
 
 import pytest
 
-from helpers import Client, Daemon, body_of, raw_exchange, status_of
+from helpers import REPO, Client, Daemon, body_of, free_port, raw_exchange, status_of
+
+ALLOWED = "http://App.Example, https://other.example:8443"
 
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
-    d = Daemon(tmp_path_factory.mktemp("gates"), env={"GS_MCP_SPARE_WORKERS": "1"})
+    d = Daemon(tmp_path_factory.mktemp("gates"), env={"GS_MCP_SPARE_WORKERS": "1",
+                                                                "GS_MCP_ALLOWED_ORIGINS": ALLOWED})
     d.start()
     yield d
     d.stop()
@@ -59,7 +64,10 @@ def test_two_host_lines_are_a_bad_request(daemon, session):
 
 
 @pytest.mark.parametrize("origin,status", [(b"http://127.0.0.1:3000", 200), (b"http://evil.example", 403),
-                                           (b"http://evil.example@127.0.0.1", 403), (b"null", 403)])
+                                           (b"http://evil.example@127.0.0.1", 403), (b"null", 403),
+                                           # configured as origins; matched by host
+                                           (b"http://app.example", 200), (b"https://other.example:8443", 200),
+                                           (b"http://other.example", 200), (b"http://app.example.evil", 403)])
 def test_origin(daemon, session, origin, status):
     assert ping(daemon, session, b"Host: 127.0.0.1\r\nOrigin: " + origin + b"\r\n")[0] == status
 
@@ -73,3 +81,13 @@ def test_origin(daemon, session, origin, status):
 ])
 def test_an_absolute_form_target_names_the_host(daemon, session, target, host, status):
     assert ping(daemon, session, b"Host: " + host + b"\r\n", target)[0] == status
+
+
+@pytest.mark.parametrize("value", ["*", "http://app.example/path", "http://app.example:port"])
+def test_an_unusable_allowed_origin_stops_the_daemon_at_startup(tmp_path, value):
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "GS_MCP_STATE_DIR": str(tmp_path / "state"),
+           "GS_MCP_ALLOWED_ORIGINS": value}
+    done = subprocess.run([sys.executable, "-m", "gsmcpd", "serve", "--port", str(free_port())], cwd=str(REPO),
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert "configuration refused: allowed_origins: " in done.stderr and repr(value) in done.stderr

@@ -55,8 +55,7 @@ class App:
         self.router = router
         self.config = router.config
         self.sessions = router.sessions
-        extra = {h.lower() for h in self.config.allowed_origins}
-        self.allowed_hosts = LOOPBACK_HOSTS | extra
+        self.allowed_hosts = LOOPBACK_HOSTS | frozenset(self.config.allowed_origins)
         self.check_host = self.router.bound_to_loopback
 
     # -- entry -------------------------------------------------------------
