@@ -91,3 +91,22 @@ def test_an_unusable_allowed_origin_stops_the_daemon_at_startup(tmp_path, value)
                           env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode != 0
     assert "configuration refused: allowed_origins: " in done.stderr and repr(value) in done.stderr
+
+
+def test_a_get_stream_refused_with_q_0_is_406(daemon, session):
+    for accept in (b"text/event-stream;q=0", b"text/event-stream;q=0, */*"):
+        raw = raw_exchange(daemon.port, b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: " + accept +
+                           b"\r\nMCP-Session-Id: " + session.encode() + b"\r\nConnection: close\r\n\r\n")
+        assert status_of(raw) == 406, raw
+
+
+def test_a_post_whose_client_refuses_sse_with_q_0_gets_json(daemon):
+    c = Client(daemon.port)
+    c.initialize()
+    progress = "for step in range(1, 3):\n    progress(step, 2)\n'done'"
+    resp = c.post({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                   "params": {"name": "execute_code", "arguments": {"code": progress}, "_meta": {"progressToken": 1}}},
+                  headers={"Accept": "application/json, text/event-stream;q=0"})
+    c.close()
+    assert resp.status == 200 and resp.header("content-type") == "application/json"
+    assert resp.json()["result"]["structuredContent"]["result"] == "'done'"

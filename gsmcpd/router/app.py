@@ -41,13 +41,28 @@ def accepts(request, media_type):
     return bool(accept) and _accept_lists(accept, media_type)
 
 
-@functools.lru_cache(maxsize=256)  # and their Accept header
+@functools.lru_cache(maxsize=256)  # clients repeat their Accept header on every request
 def _accept_lists(accept, media_type):
+    # The most specific matching range decides, and q=0 there means "not acceptable"
+    # (RFC 9110 12.4.2, 12.5.1): "text/event-stream;q=0, */*" refuses SSE.
+    ranges = (media_type, media_type.split("/")[0] + "/*", "*/*")
+    verdicts = {}
     for part in accept.split(","):
-        kind = part.split(";", 1)[0].strip().lower()
-        if kind in (media_type, "*/*", media_type.split("/")[0] + "/*"):
-            return True
-    return False
+        kind, *params = part.split(";")
+        kind = kind.strip().lower()
+        if kind in ranges:
+            verdicts.setdefault(ranges.index(kind), not any(_is_q_zero(p) for p in params))
+    return bool(verdicts) and verdicts[min(verdicts)]
+
+
+def _is_q_zero(param):
+    name, _, value = param.partition("=")
+    if name.strip().lower() != "q":
+        return False
+    try:
+        return float(value.strip()) == 0
+    except ValueError:   # a malformed weight is ignored, as before
+        return False
 
 
 class App:
