@@ -107,6 +107,19 @@ def test_compile_class_definition_new_class_and_errors(client, image):
     assert disk(image, "zoo/keeper.py").endswith("\n\n\nclass Fresh:\n    pass\n")
 
 
+def test_code_raising_a_base_exception_while_compiling_is_a_compile_error(client, image):
+    before = disk(image)
+    assert "SystemExit" in client.error("compile_method", "compileError", className="Dog",
+                                        source="@exit\ndef g(self): pass")
+    assert "SystemExit: 1" in client.error("compile_class_definition", "compileError",
+                                           source="class Boom:\n    raise SystemExit(1)",
+                                           dictionaryName="zoo.keeper")
+    # an existing class, whose methods are carried over: the retry without them raises too
+    assert "GeneratorExit" in client.error("compile_class_definition", "compileError",
+                                           source="class Dog(Animal):\n    raise GeneratorExit")
+    assert disk(image) == before and not client.view.has_changes
+
+
 def test_delete_class(client, image):
     client.ok("delete_class", className="Keeper")
     assert not hasattr(client.view.module("zoo.keeper"), "Keeper")

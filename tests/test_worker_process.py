@@ -169,6 +169,13 @@ def test_code_catching_base_exception_survives_both_breaks_until_killed(worker):
     assert worker.process.exitcode == -signal.SIGKILL
 
 
+def test_code_raising_generator_exit_is_answered_and_the_worker_lives_on(worker):
+    assert text_of(worker.reply(worker.execute("kept = 7"))) == "(no output)"
+    result = worker.reply(worker.execute("raise GeneratorExit"))["result"]
+    assert result["isError"] is True and result["content"][0]["text"].endswith("GeneratorExit")
+    assert text_of(worker.reply(worker.execute("kept"))) == "7"
+
+
 def test_breaks_while_idle_are_ignored(worker):
     assert text_of(worker.reply(worker.execute("'warm'"))) == "'warm'"
     worker.signal(signal.SIGINT)

@@ -207,6 +207,23 @@ def test_progress_refuses_non_numbers_even_without_a_token():
         context.progress(1, total="2")
 
 
+@pytest.mark.parametrize("raised", [SystemExit(3), GeneratorExit(), type("Custom", (BaseException,), {})()])
+def test_a_handler_raising_a_base_exception_answers_kind_other(raised):
+    class Exiting(Toolset):
+        name = "exiting"
+        tool_names = ("leave",)
+
+        def register(self, registry):
+            registry.add(Tool("leave", "leave", object_schema(), self.leave))
+
+        def leave(self, arguments):
+            raise raised
+
+    result = call(McpServer([Exiting]), "leave", {})["result"]
+    assert result["isError"] is True and result["structuredContent"]["error"]["kind"] == "other"
+    assert result["content"][0]["text"].startswith(type(raised).__name__)
+
+
 def test_break_exceptions_pass_through_the_dispatcher():
     class Breaking(Toolset):
         name = "breaking"

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from gsmcpd.worker.server import McpServer
-from gsmcpd.worker.toolset import Toolset
+from gsmcpd.worker.toolset import HardBreak, Toolset
 from gsmcpd.worker.toolsets import (
     CORE_READ_ONLY_SAFE, CORE_TOOLSETS, DEFAULT_TOOLSETS, resolve_toolsets,
 )
@@ -137,6 +137,23 @@ def test_syntax_error_is_kind_compile_error(executing):
 def test_system_exit_answers_instead_of_ending_the_worker(executing):
     result = run(executing, "raise SystemExit(3)")
     assert result["isError"] is True and "SystemExit: 3" in result["content"][0]["text"]
+
+
+@pytest.mark.parametrize("code, shown", [
+    ("raise GeneratorExit", "GeneratorExit"),
+    ("class Custom(BaseException):\n    pass\nraise Custom('mine')", "Custom: mine"),
+])
+def test_any_base_exception_of_the_code_is_an_error_result(executing, code, shown):
+    result = run(executing, "print('before')\n" + code)
+    assert result["isError"] is True and result["structuredContent"]["error"]["kind"] == "other"
+    text = result["content"][0]["text"]
+    assert text.startswith("before\nTraceback") and text.endswith(shown)
+
+
+def test_hard_break_passes_through_execute_code(executing):
+    executing.toolsets[0].namespace["HardBreak"] = HardBreak
+    with pytest.raises(HardBreak):
+        run(executing, "try:\n    raise HardBreak\nexcept Exception:\n    pass")
 
 
 def test_keyboard_interrupt_is_a_break_not_a_tool_error(executing):

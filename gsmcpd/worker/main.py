@@ -19,7 +19,7 @@ import sys
 
 from gsmcpd.wire import frames, jsonrpc
 from gsmcpd.worker.server import build_server
-from gsmcpd.worker.toolset import HardBreak
+from gsmcpd.worker.toolset import BREAKS, HardBreak
 
 __all__ = ["run", "HardBreak", "WorkerLoop"]
 
@@ -227,7 +227,7 @@ class WorkerLoop:
                 return self.server.handle(message, notify)
             finally:
                 self.in_call = False
-        except (KeyboardInterrupt, HardBreak) as interruption:
+        except BREAKS as interruption:
             text = f"request interrupted: {interruption or type(interruption).__name__}"
             if view is not None and view.commit_count > commits_before:
                 text += _commits_stand(view, view.commit_count - commits_before)
@@ -236,7 +236,7 @@ class WorkerLoop:
             return _error_for(message, jsonrpc.INTERNAL_ERROR, f"cannot send a notification: {error}")
         except OSError:
             raise                     # our socket is gone: let the process end
-        except Exception as error:    # a dispatcher bug answers this call, not the whole session
+        except BaseException as error:   # a dispatcher bug answers this call, not the whole session
             log.exception("worker %d: dispatch failed", os.getpid())
             return _error_for(message, jsonrpc.INTERNAL_ERROR, f"{type(error).__name__}: {error}")
 

@@ -15,7 +15,7 @@ from gsmcpd.protocol import negotiate_version
 from gsmcpd.wire import jsonrpc
 from gsmcpd.wire.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND
 from gsmcpd.worker.registry import ToolRegistry
-from gsmcpd.worker.toolset import ToolError, Toolset
+from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset
 
 
 class CallContext:
@@ -130,8 +130,8 @@ class McpServer:
         """Answer one JSON-RPC message; None for notifications and responses.
 
         `notify(notification_dict)` carries progress for the call in flight.
-        KeyboardInterrupt and HardBreak are not caught here: the caller
-        answers a broken call.
+        Breaks (SoftBreak, HardBreak) are not caught here: the caller answers
+        a broken call.
         """
         if not isinstance(message, dict) or "method" not in message:
             if isinstance(message, dict) and ("result" in message or "error" in message):
@@ -200,7 +200,10 @@ class McpServer:
             return success_result(outcome)
         except ToolError as error:
             return error_result(error.kind, error.message)
-        except Exception as error:   # a handler bug must become an answer, not a dead worker
+        except BREAKS:
+            raise
+        except BaseException as error:   # a handler bug or the user's SystemExit, GeneratorExit,
+            # own KeyboardInterrupt...: an answer, not a dead worker
             return error_result("other", f"{type(error).__name__}: {error}")
         finally:
             self.context = IDLE_CONTEXT

@@ -35,6 +35,9 @@ class HardBreak(BaseException):
     """
 
 
+BREAKS = (KeyboardInterrupt, HardBreak)   # what a handler catching BaseException must re-raise
+
+
 class Toolset:
     """Subclass this to add tools. See docs/internals.md, "Worker side"."""
 

@@ -15,7 +15,7 @@ import traceback
 from contextlib import redirect_stderr, redirect_stdout
 
 from gsmcpd.worker.registry import Tool
-from gsmcpd.worker.toolset import ToolError, Toolset, object_schema, string_prop
+from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset, object_schema, string_prop
 
 _FILENAME_PREFIX = "<workspace-"
 
@@ -56,7 +56,9 @@ class ExecutionToolset(Toolset):
                     value = eval(final_expression, self.namespace)
                     has_value = True
                     shown = repr(value)
-        except (Exception, SystemExit) as error:   # KeyboardInterrupt/HardBreak are breaks: let them through
+        except BREAKS:
+            raise
+        except BaseException as error:   # SystemExit, GeneratorExit, a KeyboardInterrupt of its own...
             printed = _join(stdout.getvalue(), stderr.getvalue())
             raise ToolError("other", _join(printed, _traceback(error))) from None
         if has_value and value is not None:

@@ -17,7 +17,7 @@ import sys
 from gsmcpd.image import catalog, live, splice
 from gsmcpd.image.view import KERNEL
 from gsmcpd.worker.registry import Tool
-from gsmcpd.worker.toolset import ToolError, Toolset, bool_prop, object_schema, string_prop
+from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset, bool_prop, object_schema, string_prop
 from gsmcpd.worker.toolsets.browsing import CLASS_NAME, META, SELECTOR, filter_by_meta
 from gsmcpd.worker.toolsets.session import commit_view
 
@@ -140,7 +140,9 @@ class MutationToolset(Toolset):
             filename = self.view.filename(self.view.relpath(module_name))
             try:
                 members = live.compile_members(module, filename, new_source, ref.name, [node.name])
-            except Exception as error:
+            except BREAKS:
+                raise
+            except BaseException as error:   # the user's code may raise SystemExit too
                 raise definition_error(error) from None
             live.set_members(cls, members)
         self.view.set_source(module_name, new_source, live=cls is not None)
@@ -176,14 +178,18 @@ class MutationToolset(Toolset):
         if module is not None:
             try:
                 new_class = live.evaluate_class(module, filename, new_source, name)
-            except Exception as error:
+            except BREAKS:
+                raise
+            except BaseException as error:   # the user's code may raise SystemExit too
                 if not carried:
                     raise definition_error(error) from None
                 failed = [m.name for m in carried if _fails(module, filename, new_source, name, m.name)]
                 new_source = build([m for m in carried if m.name not in failed])
                 try:
                     new_class = live.evaluate_class(module, filename, new_source, name)
-                except Exception as again:
+                except BREAKS:
+                    raise
+                except BaseException as again:
                     raise definition_error(again) from None
         outcome = self._apply_class(module, module_name, name, cls, old_node, new_class)
         self.view.set_source(module_name, new_source, live=module is not None)
@@ -339,6 +345,8 @@ class MutationToolset(Toolset):
 def _fails(module, filename, source, class_name, method_name) -> bool:
     try:
         live.compile_members(module, filename, source, class_name, [method_name])
-    except Exception:
+    except BREAKS:
+        raise
+    except BaseException:
         return True
     return False
