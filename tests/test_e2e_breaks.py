@@ -51,6 +51,7 @@ BROKEN = {  # shape: (code, the break that ends it)
     "socket_read": ("import socket\na, b = socket.socketpair()\na.recv(1)", "soft break"),
     # the regex engine checks for signals as it backtracks
     "regex_backtracking": ("import re\nre.match(r'(a+)+$', 'a' * 40 + 'b')", "soft break"),
+    "swallows_exception": (SPIN_CATCHING % "Exception", "soft break"),
     "swallows_keyboard_interrupt": (SPIN_CATCHING % "KeyboardInterrupt", "hard break"),
 }
 

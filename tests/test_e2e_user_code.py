@@ -49,6 +49,7 @@ def keeps_its_work(c):
 
 @pytest.mark.parametrize("code, shown", [
     ("raise GeneratorExit", "GeneratorExit"),
+    ("raise KeyboardInterrupt", "KeyboardInterrupt"),   # no break was sent: the code's own
     ("raise SystemExit(3)", "SystemExit: 3"),
     ("import sys\nsys.exit('bye')", "SystemExit: bye"),
     ("class Custom(BaseException):\n    pass\nraise Custom('mine')", "Custom: mine"),

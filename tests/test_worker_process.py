@@ -169,6 +169,21 @@ def test_code_catching_base_exception_survives_both_breaks_until_killed(worker):
     assert worker.process.exitcode == -signal.SIGKILL
 
 
+def test_a_soft_break_stops_code_that_catches_exception(worker):
+    code = "while True:\n    try:\n        progress(1)\n        while True:\n            pass\n" \
+           "    except Exception:\n        pass\n"
+    seq = worker.execute(code, token="t")
+    assert worker.notified(seq)["progress"] == 1
+    worker.signal(signal.SIGINT)
+    assert worker.reply(seq)["error"] == {"code": -32001, "message": "request interrupted: soft break"}
+
+
+def test_the_codes_own_keyboard_interrupt_is_an_error_result_not_a_break(worker):
+    result = worker.reply(worker.execute("raise KeyboardInterrupt"))["result"]
+    assert result["isError"] is True and result["structuredContent"]["error"]["kind"] == "other"
+    assert result["content"][0]["text"].endswith("KeyboardInterrupt")
+
+
 def test_code_raising_generator_exit_is_answered_and_the_worker_lives_on(worker):
     assert text_of(worker.reply(worker.execute("kept = 7"))) == "(no output)"
     result = worker.reply(worker.execute("raise GeneratorExit"))["result"]

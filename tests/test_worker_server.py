@@ -6,7 +6,9 @@ import gsmcpd
 from gsmcpd.protocol import LATEST_VERSION
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.server import McpServer, build_server, resolve_worker_class
-from gsmcpd.worker.toolset import ERROR_KINDS, ToolError, Toolset, object_schema, string_prop
+from gsmcpd.worker.toolset import (
+    ERROR_KINDS, HardBreak, SoftBreak, ToolError, Toolset, object_schema, string_prop,
+)
 
 
 class ReaderToolset(Toolset):
@@ -207,7 +209,8 @@ def test_progress_refuses_non_numbers_even_without_a_token():
         context.progress(1, total="2")
 
 
-@pytest.mark.parametrize("raised", [SystemExit(3), GeneratorExit(), type("Custom", (BaseException,), {})()])
+@pytest.mark.parametrize("raised", [SystemExit(3), GeneratorExit(), KeyboardInterrupt(),
+                                    type("Custom", (BaseException,), {})()])
 def test_a_handler_raising_a_base_exception_answers_kind_other(raised):
     class Exiting(Toolset):
         name = "exiting"
@@ -233,10 +236,14 @@ def test_break_exceptions_pass_through_the_dispatcher():
             registry.add(Tool("stop", "stop", object_schema(), self.stop))
 
         def stop(self, arguments):
-            raise KeyboardInterrupt
+            raise arguments_break.pop()
 
-    with pytest.raises(KeyboardInterrupt):
-        call(McpServer([Breaking]), "stop", {})
+    arguments_break = [HardBreak("hard break"), SoftBreak("soft break")]
+    server = McpServer([Breaking])
+    with pytest.raises(SoftBreak):
+        call(server, "stop", {})
+    with pytest.raises(HardBreak):
+        call(server, "stop", {})
 
 
 # -- toolset declarations are checked at build -------------------------------

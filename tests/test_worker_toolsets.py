@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from gsmcpd.worker.server import McpServer
-from gsmcpd.worker.toolset import HardBreak, Toolset
+from gsmcpd.worker.toolset import HardBreak, SoftBreak, Toolset
 from gsmcpd.worker.toolsets import (
     CORE_READ_ONLY_SAFE, CORE_TOOLSETS, DEFAULT_TOOLSETS, resolve_toolsets,
 )
@@ -156,9 +156,16 @@ def test_hard_break_passes_through_execute_code(executing):
         run(executing, "try:\n    raise HardBreak\nexcept Exception:\n    pass")
 
 
-def test_keyboard_interrupt_is_a_break_not_a_tool_error(executing):
-    with pytest.raises(KeyboardInterrupt):
-        run(executing, "raise KeyboardInterrupt")
+def test_the_codes_own_keyboard_interrupt_is_a_tool_error_not_a_break(executing):
+    result = run(executing, "raise KeyboardInterrupt('mine')")
+    assert result["isError"] is True and result["structuredContent"]["error"]["kind"] == "other"
+    assert result["content"][0]["text"].endswith("KeyboardInterrupt: mine")
+
+
+def test_a_soft_break_is_a_break_not_a_tool_error(executing):
+    executing.toolsets[0].namespace["SoftBreak"] = SoftBreak
+    with pytest.raises(SoftBreak):
+        run(executing, "raise SoftBreak('soft break')")
     assert run(executing, "'still usable'")["content"][0]["text"] == "'still usable'"
 
 

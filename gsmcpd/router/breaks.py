@@ -4,7 +4,7 @@ A call that outruns ``request_timeout``, or that the client cancels with
 ``notifications/cancelled``, is broken in steps, each ``break_grace`` after the
 previous one and only while the call is still running::
 
-    soft_break  (SIGINT: KeyboardInterrupt in the tool; worker answers, stays usable)
+    soft_break  (SIGINT: SoftBreak, a KeyboardInterrupt, in the tool; worker answers, stays usable)
     hard_break  (SIGUSR1: HardBreak; worker answers -32001, stays usable)
     stop        (SIGKILL: the session is finished)
 

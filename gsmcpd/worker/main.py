@@ -2,8 +2,8 @@
 
 `run(sock, router_pid)` is the multiprocessing target. The worker serves one
 call at a time over its frame socket (see docs/internals.md, "Router ↔ worker
-frames"). Breaks are signals: SIGINT raises KeyboardInterrupt in the tool,
-SIGUSR1 raises HardBreak; either way the call is answered with -32001 and the
+frames"). Breaks are signals: SIGINT raises SoftBreak (a KeyboardInterrupt) in
+the tool, SIGUSR1 raises HardBreak; either way the call is answered with -32001 and the
 worker stays usable. A break that arrives while idle is ignored.
 """
 
@@ -19,7 +19,7 @@ import sys
 
 from gsmcpd.wire import frames, jsonrpc
 from gsmcpd.worker.server import build_server
-from gsmcpd.worker.toolset import BREAKS, HardBreak
+from gsmcpd.worker.toolset import BREAKS, HardBreak, SoftBreak
 
 __all__ = ["run", "HardBreak", "WorkerLoop"]
 
@@ -38,7 +38,7 @@ def configure_process() -> None:
 def run(sock: socket.socket, router_pid: int) -> None:
     configure_process()
     loop = WorkerLoop(sock)
-    signal.signal(signal.SIGINT, loop.break_handler(KeyboardInterrupt, "soft break"))
+    signal.signal(signal.SIGINT, loop.break_handler(SoftBreak, "soft break"))
     signal.signal(signal.SIGUSR1, loop.break_handler(HardBreak, "hard break"))
     # A bare thread: threading.Thread's bookkeeping and start handshake were two
     # thirds of this thread's cost to every new worker (80 page faults against 28),

@@ -26,6 +26,15 @@ class ToolError(Exception):
         self.message = message
 
 
+class SoftBreak(KeyboardInterrupt):
+    """Raised in the worker's main thread by the soft-break signal (SIGINT).
+
+    A KeyboardInterrupt, so code written to stop on Ctrl-C stops on it; its own
+    class tells it from a KeyboardInterrupt the user's code raises itself, which
+    is an ordinary tool error.
+    """
+
+
 class HardBreak(BaseException):
     """Raised in the worker's main thread by the hard-break signal (SIGUSR1).
 
@@ -35,7 +44,7 @@ class HardBreak(BaseException):
     """
 
 
-BREAKS = (KeyboardInterrupt, HardBreak)   # what a handler catching BaseException must re-raise
+BREAKS = (SoftBreak, HardBreak)   # what a handler catching BaseException must re-raise
 
 
 class Toolset:
