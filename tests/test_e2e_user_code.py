@@ -2,6 +2,8 @@
 keeps the session's work (its workspace and uncommitted changes), through the real daemon.
 """
 
+import json
+
 import pytest
 
 from helpers import Client, Daemon, tool_text
@@ -68,3 +70,26 @@ def test_a_class_body_raising_system_exit_is_a_compile_error(keeps_its_work):
     text = failed(call_tool(keeps_its_work, "compile_class_definition", dictionaryName="shop.models",
                             source="class Boom:\n    raise SystemExit(1)"), "compileError")
     assert "SystemExit: 1" in text
+
+
+def sse_messages(response):
+    assert response.status == 200, response
+    assert response.header("content-type") == "text/event-stream", response
+    return [json.loads(line[len(b"data: "):]) for line in response.body.split(b"\n")
+            if line.startswith(b"data: ")]
+
+
+def test_progress_from_threads_and_from_a_thread_left_behind_keeps_the_session(keeps_its_work):
+    c = keeps_its_work
+    spam = "def spam(mark):\n    for i in range(50):\n        progress(i, message=mark * 100000)\n"
+    call_tool(c, "execute_code", code="import threading\n" + spam + "stop = threading.Event()\n"
+              "def chatter():\n    while not stop.is_set():\n        progress(0, message='z' * 100000)\n"
+              "left = threading.Thread(target=chatter)\nleft.start()")
+    code = ("ts = [threading.Thread(target=spam, args=(m,)) for m in 'ab']\n"
+            "[t.start() for t in ts]; [t.join() for t in ts]\nstop.set(); left.join()\n'done'")
+    messages = sse_messages(c.call("tools/call", {"name": "execute_code", "arguments": {"code": code},
+                                                  "_meta": {"progressToken": "pt"}}))
+    assert tool_text(messages[-1]["result"]) == "'done'"
+    progress = [m["params"] for m in messages[:-1]]
+    assert {p["progressToken"] for p in progress} == {"pt"}
+    assert sum(p["message"][0] in "ab" for p in progress) == 100

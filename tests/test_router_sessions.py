@@ -44,3 +44,26 @@ def test_a_call_that_cannot_be_answered_does_not_stop_its_session_ending():
     assert queued.answers and queued.answers[0][0] == 200   # the other call still answered
     assert not session.worker.alive            # and the worker was stopped
     assert manager.by_id == {} and manager.calls_at_workers == 0
+
+
+def notify(manager, session, seq):
+    raw = b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}'
+    frame = frames.FrameDecoder(raw_messages=True).feed(frames.message_frame("notify", seq, raw))[0]
+    manager.on_worker_frame(session.worker, frame)
+
+
+def test_progress_for_a_call_no_longer_in_flight_is_dropped_quietly(caplog):
+    # A tool's thread may report just after its call was answered.
+    manager, router = manager_for()
+    manager.open(FakeConn(), {"jsonrpc": "2.0", "id": 0, "method": "initialize"}, b"{}", False, PRINCIPAL)
+    session = next(iter(manager.by_id.values()))
+    answered = session.inflight.seq
+    reply(manager, session, answered, 0)
+    notify(manager, session, answered)                 # idle
+    conn = FakeConn()   # has no stream: relaying the progress would fail
+    manager.submit(session, conn, {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                   b'{"jsonrpc":"2.0","id":1,"method":"ping"}', True)
+    notify(manager, session, answered)                 # another call in flight, streamable
+    reply(manager, session, session.inflight.seq, 1)
+    assert conn.answers == [(200, b'{"jsonrpc":"2.0","id":1,"result":{}}')]
+    assert session.id in manager.by_id and not caplog.records

@@ -129,6 +129,44 @@ def test_progress_without_token_sends_nothing(worker):
     assert text_of(worker.reply(seq)) == "'quiet'"
 
 
+SPAM = "def spam(mark):\n    for i in range(50):\n        progress(i, message=mark * 100000)\n"
+
+
+def frames_until_reply(worker, seq):
+    """The notify frames before call `seq`'s reply (every frame must decode), and the reply."""
+    notified = []
+    while True:
+        frame = worker.receive()
+        if frame["op"] == "reply":
+            assert frame["seq"] == seq, frame
+            return notified, frame["message"]
+        notified.append(frame)
+
+
+def test_progress_from_two_threads_arrives_in_whole_frames(worker):
+    code = ("import threading\n" + SPAM +
+            "ts = [threading.Thread(target=spam, args=(m,)) for m in 'ab']\n"
+            "[t.start() for t in ts]; [t.join() for t in ts]\n'done'")
+    seq = worker.execute(code, token="t")
+    notified, reply = frames_until_reply(worker, seq)
+    assert text_of(reply) == "'done'"
+    messages = [f["message"]["params"]["message"] for f in notified]
+    assert len(messages) == 100 and {m[0] * 100000 for m in messages} == {"a" * 100000, "b" * 100000}
+    assert {m.count(m[0]) for m in messages} == {100000}
+
+
+def test_a_thread_left_from_an_earlier_call_reports_into_whole_frames(worker):
+    started = ("import threading\n" + SPAM + "stop = threading.Event()\n"
+               "def chatter():\n    while not stop.is_set():\n        progress(0, message='a' * 100000)\n"
+               "left = threading.Thread(target=chatter)\nleft.start()\n'started'")
+    assert text_of(worker.reply(worker.execute(started))) == "'started'"   # no token: dropped
+    seq = worker.execute("spam('b')\nstop.set()\nleft.join()\n'done'", token="t")
+    notified, reply = frames_until_reply(worker, seq)
+    assert text_of(reply) == "'done'"
+    assert {f["seq"] for f in notified} == {seq}
+    assert text_of(worker.reply(worker.execute("'after'"))) == "'after'"
+
+
 def test_soft_break_interrupts_a_busy_loop_and_worker_stays_usable(worker):
     seq = worker.execute("progress(1)\nwhile True:\n    pass", token="t")
     assert worker.notified(seq)["progress"] == 1       # the loop is running

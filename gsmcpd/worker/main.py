@@ -16,6 +16,7 @@ import select
 import signal
 import socket
 import sys
+import threading
 
 from gsmcpd.wire import frames, jsonrpc
 from gsmcpd.worker.server import build_server
@@ -59,7 +60,8 @@ class WorkerLoop:
         self.server = None
         self.in_call = False
         self._held = b""              # frames written with the next write (see prepare)
-        self._writing = False         # a frame is half written: breaks wait until it is whole
+        self._writing = False         # the main thread is mid-frame: breaks wait until it is whole
+        self._send_lock = threading.Lock()   # a tool's threads send progress too: a frame at a time
         self._pending_break = None
         self._unread_view = None      # reserved at prepare, read once initialize is answered
         self._view_error = None       # why it could not be read: every later call says so
@@ -134,16 +136,20 @@ class WorkerLoop:
         self._send_bytes(frames.message_frame(op, seq, data))
 
     def _send_bytes(self, data: bytes) -> None:
-        if self._held:
-            data, self._held = self._held + data, b""
-        self._writing = True
-        try:
-            self.sock.sendall(data)
-        finally:
-            self._writing = False
-        pending, self._pending_break = self._pending_break, None
-        if pending is not None and self.in_call:
-            raise pending
+        # Breaks land in the main thread, so only its own writes hold them back.
+        in_main = threading.current_thread() is threading.main_thread()
+        with self._send_lock:
+            if self._held:
+                data, self._held = self._held + data, b""
+            self._writing = in_main
+            try:
+                self.sock.sendall(data)
+            finally:
+                self._writing = False
+        if in_main:
+            pending, self._pending_break = self._pending_break, None
+            if pending is not None and self.in_call:
+                raise pending
 
     # -- ops -------------------------------------------------------------
 
