@@ -93,3 +93,21 @@ def test_progress_from_threads_and_from_a_thread_left_behind_keeps_the_session(k
     progress = [m["params"] for m in messages[:-1]]
     assert {p["progressToken"] for p in progress} == {"pt"}
     assert sum(p["message"][0] in "ab" for p in progress) == 100
+
+
+def test_a_child_forked_by_the_code_never_serves_the_session(keeps_its_work):
+    c = keeps_its_work
+    pid = worker_pid(c)
+    child = call_tool(c, "execute_code", code="import os\ncount = 0\nchild = os.fork()\nchild")
+    assert int(tool_text(child)) > 0                   # the parent's answer
+    for n in range(1, 7):
+        answer = call_tool(c, "execute_code", code="count += 1\n(os.getpid(), count)")
+        assert tool_text(answer) == f"({pid}, {n})"
+
+
+def test_multiprocessing_with_fork_still_works_in_the_code(keeps_its_work):
+    code = ("import multiprocessing\nctx = multiprocessing.get_context('fork')\n"
+            "with ctx.Pool(2) as pool:\n    mapped = pool.map(abs, [-1, -2, -3])\n"
+            "queue = ctx.Queue()\nchild = ctx.Process(target=queue.put, args=(42,))\nchild.start()\n"
+            "got = queue.get(timeout=20)\nchild.join()\n(mapped, got, child.exitcode)")
+    assert tool_text(call_tool(keeps_its_work, "execute_code", code=code)) == "([1, 2, 3], 42, 0)"

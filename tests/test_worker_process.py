@@ -167,6 +167,30 @@ def test_a_thread_left_from_an_earlier_call_reports_into_whole_frames(worker):
     assert text_of(worker.reply(worker.execute("'after'"))) == "'after'"
 
 
+def test_a_child_forked_by_the_code_never_serves_the_session(worker):
+    forked = worker.reply(worker.execute("import os\nkept = 1\npid = os.fork()\npid"))
+    child = int(text_of(forked))
+    assert child > 0                                   # the parent's answer, the only one
+    for n in range(2, 8):
+        reply = worker.reply(worker.execute(f"kept += 1\n(os.getpid(), kept)"))
+        assert text_of(reply) == f"({worker.process.pid}, {n})"
+    os.kill(child, 0)                                  # a zombie until the worker reaps it
+    with open(f"/proc/{child}/stat") as stat:
+        assert stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def test_multiprocessing_and_subprocess_still_work_in_the_code(worker):
+    code = ("import multiprocessing, subprocess\nctx = multiprocessing.get_context('fork')\n"
+            "multiprocessing.current_process().daemon = False\n"   # as the daemon's workers are
+            "with ctx.Pool(2) as pool:\n    mapped = pool.map(abs, [-1, -2, -3])\n"
+            "queue = ctx.Queue()\nchild = ctx.Process(target=queue.put, args=(42,))\nchild.start()\n"
+            "got = queue.get(timeout=20)\nchild.join()\n"
+            "echoed = subprocess.run(['echo', 'hi'], capture_output=True).stdout\n"
+            "(mapped, got, child.exitcode, echoed)")
+    assert text_of(worker.reply(worker.execute(code))) == "([1, 2, 3], 42, 0, b'hi\\n')"
+    assert text_of(worker.reply(worker.execute("import os\nos.getpid()"))) == str(worker.process.pid)
+
+
 def test_soft_break_interrupts_a_busy_loop_and_worker_stays_usable(worker):
     seq = worker.execute("progress(1)\nwhile True:\n    pass", token="t")
     assert worker.notified(seq)["progress"] == 1       # the loop is running

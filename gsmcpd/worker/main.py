@@ -41,6 +41,7 @@ def run(sock: socket.socket, router_pid: int) -> None:
     loop = WorkerLoop(sock)
     signal.signal(signal.SIGINT, loop.break_handler(SoftBreak, "soft break"))
     signal.signal(signal.SIGUSR1, loop.break_handler(HardBreak, "hard break"))
+    os.register_at_fork(after_in_child=loop.forked)
     # A bare thread: threading.Thread's bookkeeping and start handshake were two
     # thirds of this thread's cost to every new worker (80 page faults against 28),
     # and the watchdog needs none of it (it ends the process with os._exit).
@@ -65,6 +66,14 @@ class WorkerLoop:
         self._pending_break = None
         self._unread_view = None      # reserved at prepare, read once initialize is answered
         self._view_error = None       # why it could not be read: every later call says so
+        self.is_fork = False          # a child the user's code forked (see forked)
+
+    def forked(self) -> None:
+        """In a child the user's code forked: it never writes to the router, and one
+        that comes back to this loop (a plain os.fork() returns twice) exits there,
+        or two processes would take turns serving the session."""
+        self.is_fork = True
+        self.sock.close()
 
     # -- breaks ----------------------------------------------------------
 
@@ -136,6 +145,8 @@ class WorkerLoop:
         self._send_bytes(frames.message_frame(op, seq, data))
 
     def _send_bytes(self, data: bytes) -> None:
+        if self.is_fork:
+            return                    # progress from a forked child: dropped
         # Breaks land in the main thread, so only its own writes hold them back.
         in_main = threading.current_thread() is threading.main_thread()
         with self._send_lock:
@@ -214,6 +225,8 @@ class WorkerLoop:
                                f"worker could not be prepared: {self._view_error}")
         else:
             reply = self._run(seq, message)
+            if self.is_fork:
+                os._exit(0)
         self._pending_break = None
         try:
             self.send_message("reply", seq, reply)
