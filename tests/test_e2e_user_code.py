@@ -111,3 +111,22 @@ def test_multiprocessing_with_fork_still_works_in_the_code(keeps_its_work):
             "queue = ctx.Queue()\nchild = ctx.Process(target=queue.put, args=(42,))\nchild.start()\n"
             "got = queue.get(timeout=20)\nchild.join()\n(mapped, got, child.exitcode)")
     assert tool_text(call_tool(keeps_its_work, "execute_code", code=code)) == "([1, 2, 3], 42, 0)"
+
+
+def test_output_too_large_for_a_frame_is_cut_with_a_note(keeps_its_work):
+    result = call_tool(keeps_its_work, "execute_code", code="print('x' * 40_000_000)")
+    assert not result.get("isError"), result
+    stdout = result["structuredContent"]["stdout"]
+    assert stdout == "x" * 1_000_000 + ("\n[... 39,000,001 more characters of stdout cut: "
+                                         "execute_code keeps the first 1,000,000]\n")
+
+
+def test_output_utf8_cannot_carry_is_shown_escaped(keeps_its_work):
+    result = call_tool(keeps_its_work, "execute_code", code="print('\\ud800')")
+    assert not result.get("isError") and result["structuredContent"]["stdout"] == "\\ud800\n"
+
+
+def test_any_tool_answer_that_cannot_be_sent_is_a_tool_error(keeps_its_work):
+    # the selector is echoed in the answer, "no implementors of ..."
+    text = failed(call_tool(keeps_its_work, "find_implementors", selector="\ud800"), "other")
+    assert text.startswith("the result cannot be sent:") and "surrogates not allowed" in text

@@ -10,6 +10,7 @@ from gsmcpd.worker.toolsets import (
     CORE_READ_ONLY_SAFE, CORE_TOOLSETS, DEFAULT_TOOLSETS, resolve_toolsets,
 )
 from gsmcpd.worker.toolsets.bench import BenchToolset
+from gsmcpd.worker.toolsets import execution
 from gsmcpd.worker.toolsets.execution import ExecutionToolset
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -148,6 +149,25 @@ def test_any_base_exception_of_the_code_is_an_error_result(executing, code, show
     assert result["isError"] is True and result["structuredContent"]["error"]["kind"] == "other"
     text = result["content"][0]["text"]
     assert text.startswith("before\nTraceback") and text.endswith(shown)
+
+
+def test_what_utf8_cannot_carry_is_shown_escaped(executing):
+    result = run(executing, "import sys\nprint('a\\ud800')\nprint('b\\udfff', file=sys.stderr)\n'c\\ud801'")
+    assert result["content"][0]["text"] == "a\\ud800\nb\\udfff\n'c\\ud801'"
+    assert result["structuredContent"] == {"result": "'c\\ud801'", "stdout": "a\\ud800\n",
+                                           "stderr": "b\\udfff\n"}
+    failed = run(executing, "raise ValueError('\\ud800')")
+    assert failed["isError"] is True and failed["content"][0]["text"].endswith("ValueError: \\ud800")
+
+
+def test_output_past_the_cap_is_cut_with_a_note(executing, monkeypatch):
+    monkeypatch.setattr(execution, "OUTPUT_CAP", 10)
+    result = run(executing, "print('x' * 25)\n'y' * 20")
+    note = "[... 16 more characters of stdout cut: execute_code keeps the first 10]\n"
+    assert result["structuredContent"]["stdout"] == "x" * 10 + "\n" + note
+    assert result["structuredContent"]["result"].startswith("'yyyyyyyyy\n[... 12 more characters of")
+    failed = run(executing, "raise ValueError('z' * 30)")["content"][0]["text"]
+    assert failed.startswith("Traceback") and "more characters of the traceback cut" in failed
 
 
 def test_hard_break_passes_through_execute_code(executing):

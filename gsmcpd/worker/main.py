@@ -19,7 +19,7 @@ import sys
 import threading
 
 from gsmcpd.wire import frames, jsonrpc
-from gsmcpd.worker.server import build_server
+from gsmcpd.worker.server import build_server, error_result
 from gsmcpd.worker.toolset import BREAKS, HardBreak, SoftBreak
 
 __all__ = ["run", "HardBreak", "WorkerLoop"]
@@ -230,9 +230,8 @@ class WorkerLoop:
         self._pending_break = None
         try:
             self.send_message("reply", seq, reply)
-        except frames.FrameError as error:  # e.g. a tool's result that is not JSON
-            self.send_message("reply", seq, _error_for(
-                message, jsonrpc.INTERNAL_ERROR, f"the result cannot be sent: {error}"))
+        except frames.FrameError as error:  # e.g. a tool's result that is not JSON, or too large
+            self.send_message("reply", seq, _unsendable(message, f"the result cannot be sent: {error}"))
 
     def _run(self, seq, message):
         def notify(notification):
@@ -267,6 +266,13 @@ def _commits_stand(view, made: int) -> str:
     else:
         told = f"the {made} commits this call made, which stand (the last committed"
     return f"; it came too late to stop {told} {', '.join(view.last_commit)}; view version {view.version})"
+
+
+def _unsendable(message, text: str):
+    """The answer in place of one that cannot be sent: for a tool call, a tool error."""
+    if isinstance(message, dict) and message.get("method") == "tools/call" and "id" in message:
+        return jsonrpc.result(message["id"], error_result("other", text))
+    return _error_for(message, jsonrpc.INTERNAL_ERROR, text)
 
 
 def _error_for(message, code: int, text: str):

@@ -18,6 +18,7 @@ from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset, object_schema, string_prop
 
 _FILENAME_PREFIX = "<workspace-"
+OUTPUT_CAP = 1_000_000   # characters kept of each of stdout, stderr, the value, a traceback
 
 
 class ExecutionToolset(Toolset):
@@ -59,18 +60,15 @@ class ExecutionToolset(Toolset):
         except BREAKS:
             raise
         except BaseException as error:   # SystemExit, GeneratorExit, a KeyboardInterrupt of its own...
-            printed = _join(stdout.getvalue(), stderr.getvalue())
-            raise ToolError("other", _join(printed, _traceback(error))) from None
+            printed = _join(_sendable(stdout.getvalue(), "stdout"), _sendable(stderr.getvalue(), "stderr"))
+            raise ToolError("other", _join(printed, _sendable(_traceback(error), "the traceback"))) from None
         if has_value and value is not None:
             self.namespace["_"] = value
-        text = _join(stdout.getvalue(), stderr.getvalue(), shown if has_value else "")
+        out, err = _sendable(stdout.getvalue(), "stdout"), _sendable(stderr.getvalue(), "stderr")
+        shown = _sendable(shown, "the value's repr") if has_value else None
         return {
-            "text": text or "(no output)",
-            "structured": {
-                "result": shown if has_value else None,
-                "stdout": stdout.getvalue(),
-                "stderr": stderr.getvalue(),
-            },
+            "text": _join(out, err, shown or "") or "(no output)",
+            "structured": {"result": shown, "stdout": out, "stderr": err},
         }
 
     @staticmethod
@@ -93,6 +91,15 @@ def _traceback(error: BaseException) -> str:
     while tb is not None and not tb.tb_frame.f_code.co_filename.startswith(_FILENAME_PREFIX):
         tb = tb.tb_next
     return "".join(traceback.format_exception(type(error), error, tb or error.__traceback__)).rstrip()
+
+
+def _sendable(text: str, what: str) -> str:
+    """`text` cut to OUTPUT_CAP characters, saying so (a frame to the router has a cap), with
+    what UTF-8 cannot carry (lone surrogates) shown as escapes."""
+    if len(text) > OUTPUT_CAP:
+        text = (f"{text[:OUTPUT_CAP]}\n[... {len(text) - OUTPUT_CAP:,} more characters of {what} "
+                f"cut: execute_code keeps the first {OUTPUT_CAP:,}]\n")
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _join(*parts: str) -> str:
