@@ -130,3 +130,7 @@ def test_any_tool_answer_that_cannot_be_sent_is_a_tool_error(keeps_its_work):
     # the selector is echoed in the answer, "no implementors of ..."
     text = failed(call_tool(keeps_its_work, "find_implementors", selector="\ud800"), "other")
     assert text.startswith("the result cannot be sent:") and "surrogates not allowed" in text
+
+
+def test_print_as_the_last_line_shows_no_none(keeps_its_work):
+    assert tool_text(call_tool(keeps_its_work, "execute_code", code="print('x')")) == "x"

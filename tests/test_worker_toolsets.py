@@ -106,6 +106,13 @@ def test_workspace_persists_across_calls_like_a_repl(executing):
     assert run(executing, "_ + 1")["content"][0]["text"] == "43"
 
 
+def test_a_none_value_is_shown_only_when_nothing_was_printed(executing):
+    printed = run(executing, "print('x')")
+    assert printed["content"][0]["text"] == "x" and printed["structuredContent"]["result"] == "None"
+    assert run(executing, "None")["content"][0]["text"] == "None"
+    assert run(executing, "print('x')\n0")["content"][0]["text"] == "x\n0"
+
+
 def test_statements_only_answer_no_output(executing):
     result = run(executing, "x = 1")
     assert result["content"][0]["text"] == "(no output)"

@@ -36,7 +36,8 @@ class ExecutionToolset(Toolset):
         registry.add(Tool(
             "execute_code",
             "Run Python source in this session's workspace (names persist across calls, like a "
-            "REPL). Answers what the code printed plus the repr of a final expression. "
+            "REPL). Answers what the code printed plus the repr of a final expression (a None "
+            "value only when nothing was printed). "
             "progress(done, total=None, message=None) reports progress while it runs.",
             object_schema({"code": string_prop("Python source to run")}, required=["code"]),
             self.execute_code,
@@ -66,8 +67,10 @@ class ExecutionToolset(Toolset):
             self.namespace["_"] = value
         out, err = _sendable(stdout.getvalue(), "stdout"), _sendable(stderr.getvalue(), "stderr")
         shown = _sendable(shown, "the value's repr") if has_value else None
+        # A None value says nothing after output (a print() is often the last line).
+        told = shown if value is not None or not (out or err) else None
         return {
-            "text": _join(out, err, shown or "") or "(no output)",
+            "text": _join(out, err, told or "") or "(no output)",
             "structured": {"result": shown, "stdout": out, "stderr": err},
         }
 
