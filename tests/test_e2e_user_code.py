@@ -134,3 +134,12 @@ def test_any_tool_answer_that_cannot_be_sent_is_a_tool_error(keeps_its_work):
 
 def test_print_as_the_last_line_shows_no_none(keeps_its_work):
     assert tool_text(call_tool(keeps_its_work, "execute_code", code="print('x')")) == "x"
+
+
+def test_progress_of_nan_is_a_clear_error_in_the_users_code(keeps_its_work):
+    response = keeps_its_work.call("tools/call", {"name": "execute_code",
+                                                  "arguments": {"code": "progress(float('nan'))"},
+                                                  "_meta": {"progressToken": "p"}})
+    text = failed(response.json()["result"], "other")
+    assert text.endswith("ValueError: progress values must be finite numbers, not nan")
+    assert "main.py" not in text and "FrameError" not in text

@@ -227,6 +227,16 @@ def test_a_handler_raising_a_base_exception_answers_kind_other(raised):
     assert result["content"][0]["text"].startswith(type(raised).__name__)
 
 
+def test_progress_refuses_values_json_cannot_carry():
+    context = McpServer().context
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        with pytest.raises(ValueError, match="finite"):
+            context.progress(bad)
+        with pytest.raises(ValueError, match="finite"):
+            context.progress(1, total=bad)
+    context.progress(10 ** 400)   # a big int is JSON all the same
+
+
 def test_break_exceptions_pass_through_the_dispatcher():
     class Breaking(Toolset):
         name = "breaking"

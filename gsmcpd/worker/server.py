@@ -9,6 +9,7 @@ moving them is main.py's job.
 from __future__ import annotations
 
 import importlib
+import math
 
 import gsmcpd
 from gsmcpd.protocol import negotiate_version
@@ -31,6 +32,8 @@ class CallContext:
         for value in (progress,) if total is None else (progress, total):
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise TypeError(f"progress values must be numbers, not {type(value).__name__}")
+            if isinstance(value, float) and not math.isfinite(value):   # JSON has no NaN or infinity
+                raise ValueError(f"progress values must be finite numbers, not {value!r}")
         if self.progress_token is None or self._notify is None:
             return
         params = {"progressToken": self.progress_token, "progress": progress}
