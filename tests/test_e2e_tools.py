@@ -139,8 +139,11 @@ def test_tools_list_is_exactly_the_31_seed_tools_annotated(c):
     assert set(tools) == ALL_TOOLS and len(tools) == 31
     for name, tool in tools.items():
         assert tool["inputSchema"]["additionalProperties"] is False
-        assert tool["annotations"]["readOnlyHint"] is (name not in GATED), name
+        assert tool["annotations"]["readOnlyHint"] is (name not in GATED and name != "abort"), name
     assert tools["delete_class"]["annotations"]["destructiveHint"] is True
+    # abort is allowed in read-only sessions, but it discards work: destructive, not read-only
+    assert (tools["abort"]["annotations"]["readOnlyHint"], tools["abort"]["annotations"]["destructiveHint"]) \
+        == (False, True)
 
 
 # -- execution and session -------------------------------------------------------

@@ -213,9 +213,12 @@ class McpServer:
 
 
 def tool_annotations(toolset: Toolset, tool_name: str) -> dict:
-    """MCP annotations, derived from the toolset's declarations (never set by hand)."""
+    """MCP annotations, derived from the toolset's declarations (never set by hand).
+    A destructive tool is not read-only whatever gating allows it (abort discards the
+    session's own changes, and stays available to read-only sessions): the spec reads
+    destructiveHint only when readOnlyHint is false."""
     return {
-        "readOnlyHint": tool_name in toolset.read_only_safe,
+        "readOnlyHint": tool_name in toolset.read_only_safe and tool_name not in toolset.destructive,
         "destructiveHint": tool_name in toolset.destructive,
         "idempotentHint": tool_name in toolset.idempotent,
         "openWorldHint": False,
