@@ -127,9 +127,13 @@ def test_output_utf8_cannot_carry_is_shown_escaped(keeps_its_work):
 
 
 def test_any_tool_answer_that_cannot_be_sent_is_a_tool_error(keeps_its_work):
-    # the selector is echoed in the answer, "no implementors of ..."
-    text = failed(call_tool(keeps_its_work, "find_implementors", selector="\ud800"), "other")
+    # The router refuses such a string in a request (-32700), but the user's code can
+    # still make one: a live docstring that describe_class then shows.
+    call_tool(keeps_its_work, "execute_code",
+              code="from shop.models import Cart\nCart.__doc__ = 'odd ' + chr(0xD800)")
+    text = failed(call_tool(keeps_its_work, "describe_class", className="Cart"), "other")
     assert text.startswith("the result cannot be sent:") and "surrogates not allowed" in text
+    call_tool(keeps_its_work, "execute_code", code="Cart.__doc__ = None")
 
 
 def test_print_as_the_last_line_shows_no_none(keeps_its_work):
