@@ -307,6 +307,110 @@ def test_a_half_closed_client_still_gets_its_reply(client, daemon):
     assert json.loads(body_of(raw))["id"] == 9
 
 
+def _pipelined(session, messages):
+    out = b""
+    for message in messages:
+        body = json.dumps(message).encode()
+        out += (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                b"MCP-Session-Id: " + session.encode() + b"\r\nContent-Length: " +
+                str(len(body)).encode() + b"\r\n\r\n" + body)
+    return out
+
+
+def _replies(raw):
+    """The JSON bodies of the Content-Length responses in raw, in order."""
+    out = []
+    while raw:
+        head, _, rest = raw.partition(b"\r\n\r\n")
+        length = int([line.split(b":")[1] for line in head.split(b"\r\n")
+                      if line.lower().startswith(b"content-length:")][0])
+        out.append(json.loads(rest[:length]))
+        raw = rest[length:]
+    return out
+
+
+def _execute(i, code):
+    return {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+            "params": {"name": "execute_code", "arguments": {"code": code}}}
+
+
+def test_pipelined_requests_then_a_half_close_are_all_run_and_answered(client, daemon):
+    data = _pipelined(client.session, [_execute(1, "log = [1]"), _execute(2, "log.append(2)"),
+                                       _execute(3, "log.append(3)")])
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as s:
+        s.sendall(data)
+        s.shutdown(socket.SHUT_WR)
+        raw = recv_all(s)
+    assert [r["id"] for r in _replies(raw)] == [1, 2, 3]
+    assert tool_text(client.tool("execute_code", code="log")).strip() == "[1, 2, 3]"
+
+
+def test_pings_then_a_call_then_a_half_close_are_all_answered(client, daemon):
+    ping = {"jsonrpc": "2.0", "method": "ping"}
+    data = _pipelined(client.session, [dict(ping, id=1), dict(ping, id=2), _execute(3, "'ran'")])
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as s:
+        s.sendall(data)
+        s.shutdown(socket.SHUT_WR)
+        raw = recv_all(s)
+    replies = _replies(raw)
+    assert [r["id"] for r in replies] == [1, 2, 3]
+    assert "'ran'" in tool_text(replies[2]["result"])
+
+
+def test_head_requests_get_a_head_alone_on_a_connection_that_goes_on(daemon):
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as s:
+        s.sendall(b"HEAD /mcp HTTP/1.1\r\nHost: localhost\r\n\r\n"
+                  b"HEAD /x HTTP/1.1\r\nHost: localhost\r\n\r\n"
+                  b"POST /x HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        raw = recv_all(s)
+    first, second, third = raw.split(b"HTTP/1.1 ")[1:]
+    assert first.startswith(b"405 ") and first.endswith(b"\r\n\r\n") and b"Content-Length: " in first
+    assert second.startswith(b"404 ") and second.endswith(b"\r\n\r\n") and b"Content-Length: " in second
+    assert third.startswith(b"404 ") and third.endswith(b"not found: the MCP endpoint is /mcp\n")
+
+
+def _rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return int([line.split()[1] for line in f if line.startswith("VmRSS:")][0])
+
+
+def test_a_client_writing_on_its_open_stream_is_not_read_without_limit(tmp_path):
+    with Daemon(tmp_path, env={"GS_MCP_KEEPALIVE_INTERVAL": "0.2"}) as d:
+        clients, streams = [], []
+        for _ in range(4):
+            c = Client(d.port)
+            c.initialize()
+            clients.append(c)
+        before = _rss_kib(d.proc.pid)
+        for c in clients:
+            s = socket.create_connection(("127.0.0.1", d.port), timeout=10)
+            s.sendall(("GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\n"
+                       "MCP-Session-Id: %s\r\n\r\n" % c.session).encode())
+            streams.append(s)
+        block = b"x" * 65536
+        for s in streams:                # each writes on until the router stops reading
+            s.settimeout(0.5)
+            sent = 0
+            try:
+                while sent < 17 << 20:
+                    sent += s.send(block)
+            except socket.timeout:
+                pass
+            assert sent < 17 << 20
+        assert _rss_kib(d.proc.pid) - before < 16 * 1024
+        for s in streams:                # and each stream goes on, with nothing inside it
+            s.settimeout(5)
+            got = b""
+            while got.count(b": keepalive") < 2:
+                chunk = s.recv(65536)
+                assert chunk, got
+                got += chunk
+            assert got.count(b"HTTP/1.1 ") == 1 and b"413" not in got
+        for s in streams:
+            s.close()
+        assert clients[0].call("ping").status == 200
+
+
 def test_a_client_that_expects_100_continue_gets_it_before_sending_its_body(client, daemon):
     body = json.dumps({"jsonrpc": "2.0", "id": 11, "method": "ping"}).encode()
     head = ("POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"

@@ -533,6 +533,14 @@ def test_response_head_and_body():
     assert resp.getheader("mcp-session-id") == "s1"
 
 
+def test_response_to_head_has_the_content_length_but_no_body():
+    raw = response(405, [("Allow", "GET")], b"eighteen bytes!!\r\n", head=True)
+    assert raw == (b"HTTP/1.1 405 Method Not Allowed\r\nAllow: GET\r\n"
+                   b"Content-Length: 18\r\nConnection: keep-alive\r\n\r\n")
+    resp, body = read_with_stdlib(raw, method="HEAD")
+    assert (resp.status, resp.getheader("content-length"), body) == (405, "18", b"")
+
+
 @pytest.mark.parametrize("status, reason", [
     (202, "Accepted"), (400, "Bad Request"), (404, "Not Found"), (405, "Method Not Allowed"),
     (413, "Request Entity Too Large"), (431, "Request Header Fields Too Large"),

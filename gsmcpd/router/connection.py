@@ -2,14 +2,16 @@
 
 Requests on a connection are answered strictly in order: the next pipelined request
 is taken from the parser only once the previous reply is complete (or its stream has
-ended). The connection only moves bytes; what a request means is `app`'s business.
+ended). A client that half-closes gets the replies to every request it completed, in
+order, before the connection closes. The connection only moves bytes; what a request
+means is `app`'s business.
 """
 
 import logging
 
 from gsmcpd.auth.tls import PlaintextHttpError, TlsError
 from gsmcpd.router.loop import recv_some, send_some
-from gsmcpd.wire import http
+from gsmcpd.wire import http, jsonrpc
 
 log = logging.getLogger("gsmcpd.http")
 
@@ -17,6 +19,8 @@ RECV_SIZE = 64 * 1024  # a 256 KiB recv buffer cost an mmap/munmap per call (~25
 IDLE_KEEPALIVE_SECONDS = 300  # an idle keep-alive connection costs a socket; free it
 STREAM_WRITE_BUDGET = 5.0
 PIPELINE_BUFFER = 256 * 1024  # a reader that stops reading loses its stream, never the loop
+INTERNAL_ERROR_BODY = jsonrpc.dumps(jsonrpc.error(None, jsonrpc.INTERNAL_ERROR,
+                                                  "Internal error: the server failed to handle this request"))
 
 
 class Connection:
@@ -87,17 +91,23 @@ class Connection:
         return plain
 
     def _peer_closed(self):
-        if self.busy and not self.streaming:
-            # A half-closed client may still read the reply it is waiting for.
-            self._peer_eof = True
-            self._update_interest()
+        if self.streaming:
+            # A FIN is the one prompt sign that a stream's reader has gone (a half-close
+            # cannot be told from a close): the stream is lost (on_stream_lost, at close).
+            if self.parser.in_progress:
+                self.router.trace_unreadable("client closed mid-request")
+            self.close()
             return
-        if self.parser.in_progress:
-            self.router.trace_unreadable("client closed mid-request")
-        self.close()
+        # A half-closed client may still read the replies it is waiting for: every
+        # complete request already received is answered, in order, then the connection
+        # closes (_next_request, once the parser has no complete request left).
+        self._peer_eof = True
+        self._update_interest()
+        if not self.busy:
+            self._next_request()
 
     def _next_request(self):
-        if self.busy or self.closed:
+        if self.busy or self.closed or self._close_when_flushed:
             return
         try:
             request = self.parser.next_request()
@@ -105,14 +115,20 @@ class Connection:
             self._fail(exc)
             return
         if request is None:
+            if self._peer_eof or self._closing:
+                # Every complete request is answered: close once the replies are written.
+                # An incomplete one left at EOF is dropped, as on an idle connection (no
+                # 400: the client ended its side without sending a request to answer).
+                if self._peer_eof and self.parser.in_progress:
+                    self.router.trace_unreadable("client closed mid-request")
+                self._close_when_flushed = True
+                self._maybe_close()
+                return
             # The head is parsed by now (here, not at feed): a client that asked waits
             # for this before sending its body (curl: a second, then sends it anyway).
             if self.parser.pop_expect_continue():
                 self.write(http.CONTINUE)
-            if self._closing:
-                self._close_when_flushed = True
-                self._maybe_close()
-            elif self.parser.in_progress:
+            if self.parser.in_progress:
                 self._arm_read_timeout()
             else:
                 self._arm_idle()
@@ -121,10 +137,41 @@ class Connection:
         self.busy = True
         self.current = request
         self._update_interest()
-        self.router.app.handle(self, request)
+        try:
+            self.router.app.handle(self, request)
+        except Exception:
+            log.exception("handling %r from %s failed", request, self.peer)
+            self._handling_failed(request)
+
+    def _handling_failed(self, request):
+        """A bug in request handling must never leak the connection: answer 500 if
+        nothing of this request's reply was written yet, then close the connection once
+        what was written is flushed, whatever the app still holds of it."""
+        if self.closed:
+            return
+        try:
+            if self.current is request and not self.streaming:
+                self.respond(500, [("Content-Type", "application/json")], INTERNAL_ERROR_BODY, keep_alive=False)
+        except Exception:
+            log.exception("cannot answer 500 to %s: closing", self.peer)
+            self.close()
+            return
+        if self.closed:
+            return
+        self.busy = True  # no further request is taken, and reading stays bounded
+        self.streaming = False  # a stream begun is cut short: its reader sees it unterminated
+        self._close_when_flushed = True
+        self._update_interest()
+        self._maybe_close()
 
     def _fail(self, exc):
         self.router.trace_unreadable("HTTP %d %s" % (exc.status, exc.message))
+        if self.busy:
+            # A reply is in progress, maybe a chunked stream: a response written now
+            # would land inside its body, or be read as its reply. The client went past
+            # a limit while waiting for it: it is closed, with no second response.
+            self.close()
+            return
         self.busy = True
         body = ("%d %s\n" % (exc.status, exc.message)).encode()
         self.write(http.response(exc.status, [("Content-Type", "text/plain")], body, keep_alive=False))
@@ -133,15 +180,18 @@ class Connection:
 
     # -- replying ----------------------------------------------------------
     def respond(self, status, headers=(), body=b"", keep_alive=True):
-        if self.closed:
+        # Nothing more once the connection's last reply is written (_close_when_flushed).
+        if self.closed or self._close_when_flushed:
             return
-        keep = keep_alive and self.current is not None and self.current.keep_alive
-        self.router.trace_response(self.current, status, headers, body)
-        self.write(http.response(status, headers, body, keep_alive=keep))
+        current = self.current
+        keep = keep_alive and current is not None and current.keep_alive
+        self.router.trace_response(current, status, headers, body)
+        self.write(http.response(status, headers, body, keep_alive=keep,
+                                 head=current is not None and current.method == "HEAD"))
         self._finish(keep)
 
     def start_stream(self, status, headers=()):
-        if self.closed:
+        if self.closed or self._close_when_flushed:
             return
         self.streaming = True
         self.write(http.stream_head(status, headers))
@@ -162,12 +212,12 @@ class Connection:
     def _finish(self, keep_alive):
         self.busy = False
         self.current = None
-        if not keep_alive or self._peer_eof:
+        if not keep_alive:
             self._close_when_flushed = True
             self._maybe_close()
             return
         self._update_interest()
-        if self.parser.buffered or self._closing:
+        if self.parser.buffered or self._closing or self._peer_eof:
             # Not recursively: a long pipeline must not grow the stack.
             self.loop.call_soon(self._next_request)
         else:
@@ -236,10 +286,11 @@ class Connection:
     def _update_interest(self):
         if self.closed:
             return
-        # Keep reading while a request is answered (a hang-up is seen at once), but
-        # a pipelining client gets no more than PIPELINE_BUFFER ahead of its replies.
-        reading = not self._peer_eof and (
-            not self.busy or self.streaming or self.parser.buffered < PIPELINE_BUFFER)
+        # Keep reading while a request is answered (a hang-up is seen at once), but a
+        # client gets no more than PIPELINE_BUFFER ahead of its replies, whether it
+        # pipelines or writes on while its stream runs. Past that, its hang-up is seen
+        # when a write fails or stalls (a GET stream writes keep-alive comments).
+        reading = not self._peer_eof and (not self.busy or self.parser.buffered < PIPELINE_BUFFER)
         interest = (reading, bool(self.out))
         if interest != self._interest:
             self._interest = interest

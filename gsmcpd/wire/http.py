@@ -520,8 +520,10 @@ def _header_block(headers, reserved):
     return b"".join(out)
 
 
-def response(status, headers=(), body=b"", keep_alive=True):
-    """A complete response; Content-Length and Connection are set here, not by the caller."""
+def response(status, headers=(), body=b"", keep_alive=True, head=False):
+    """A complete response; Content-Length and Connection are set here, not by the caller.
+    `head`: the answer to a HEAD request, the head alone (with the Content-Length the
+    body would have) and no body (RFC 9110 9.3.2)."""
     block = _header_block(headers, (b"content-length", b"connection", b"transfer-encoding"))
     if status in (204, 304) or status < 200:
         if body:
@@ -530,7 +532,7 @@ def response(status, headers=(), body=b"", keep_alive=True):
     else:
         length = b"Content-Length: %d\r\n" % len(body)
     connection = b"Connection: keep-alive\r\n" if keep_alive else b"Connection: close\r\n"
-    return b"".join((_status_line(status), block, length, connection, b"\r\n", body))
+    return b"".join((_status_line(status), block, length, connection, b"\r\n", b"" if head else body))
 
 
 def stream_head(status, headers=()):

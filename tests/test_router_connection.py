@@ -1,0 +1,349 @@
+"""One client connection, in process: a real loop and real sockets, a scripted app.
+
+These drive `Connection` without a daemon: the app is a function of (conn, request),
+and the loop is run pass by pass until what a test waits for has happened.
+"""
+
+import json
+import logging
+import socket
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from gsmcpd.router.connection import PIPELINE_BUFFER, RECV_SIZE, Connection
+from gsmcpd.router.loop import Loop
+
+
+class Harness:
+    def __init__(self, handle, max_body=1 << 20, tcp=False):
+        self.loop = Loop()
+        self.unreadable = []
+        self.closed = []
+        self.app = SimpleNamespace(handle=lambda conn, request: handle(self, conn, request))
+        self.router = SimpleNamespace(
+            loop=self.loop, app=self.app, config=SimpleNamespace(max_body=max_body, read_timeout=30),
+            trace_response=lambda *a: None, trace_unreadable=self.unreadable.append,
+            connection_closed=self.closed.append)
+        if tcp:
+            listener = socket.create_server(("127.0.0.1", 0))
+            self.client = socket.create_connection(listener.getsockname())
+            ours, _ = listener.accept()
+            listener.close()
+        else:
+            ours, self.client = socket.socketpair()
+        self.client.settimeout(5)
+        self.conn = Connection(self.router, ours, "test")
+
+    def step(self):
+        """One loop pass, never blocking in select for long."""
+        self.loop.call_later(0.01, lambda: None)
+        self.loop._run_once()
+
+    def run_until(self, predicate, timeout=5.0):
+        end = time.monotonic() + timeout
+        while not predicate():
+            assert time.monotonic() < end, "timed out"
+            self.step()
+
+    def read_until_closed(self):
+        """What the connection wrote, until it closed (running the loop meanwhile)."""
+        self.run_until(lambda: self.conn.closed)
+        self.client.settimeout(2)
+        data = b""
+        while True:
+            chunk = self.client.recv(65536)
+            if not chunk:
+                return data
+            data += chunk
+
+    def close(self):
+        self.conn.close()
+        self.client.close()
+        self.loop.close()
+
+
+@pytest.fixture
+def harness():
+    made = []
+
+    def make(handle, **kwargs):
+        made.append(Harness(handle, **kwargs))
+        return made[-1]
+    yield make
+    for h in made:
+        h.close()
+
+
+def post(body, extra=b""):
+    return (b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n" % len(body)) + extra + b"\r\n" + body
+
+
+def statuses(raw):
+    return [int(line.split()[1]) for line in raw.split(b"\r\n") if line.startswith(b"HTTP/1.1 ")]
+
+
+def bodies(raw):
+    """The bodies of the Content-Length responses in raw, in order."""
+    out = []
+    while raw:
+        head, _, rest = raw.partition(b"\r\n\r\n")
+        length = int([line.split(b":")[1] for line in head.split(b"\r\n")
+                      if line.lower().startswith(b"content-length:")][0])
+        out.append(rest[:length])
+        raw = rest[length:]
+    return out
+
+
+def answer_later(delay=0.05):
+    """An app that answers each request with its body, after `delay` (as a worker would)."""
+    def handle(h, conn, request):
+        h.loop.call_later(delay, lambda: conn.respond(200, [], request.body))
+    return handle
+
+
+def answer_at_once(h, conn, request):
+    conn.respond(200, [], request.body)
+
+
+# -- half-close ---------------------------------------------------------------
+
+def test_pipelined_requests_then_a_half_close_are_all_answered_in_order(harness):
+    h = harness(answer_later())
+    h.client.sendall(post(b"one") + post(b"two") + post(b"three"))
+    h.client.shutdown(socket.SHUT_WR)
+    raw = h.read_until_closed()
+    assert bodies(raw) == [b"one", b"two", b"three"]
+    assert h.unreadable == [] and h.closed == [h.conn]
+
+
+def test_answers_at_once_then_one_later_then_a_half_close(harness):
+    def handle(h, conn, request):
+        if request.body == b"ping":
+            conn.respond(200, [], b"pong")
+        else:
+            answer_later()(h, conn, request)
+    h = harness(handle)
+    h.client.sendall(post(b"ping") + post(b"ping") + post(b"call"))
+    h.client.shutdown(socket.SHUT_WR)
+    assert bodies(h.read_until_closed()) == [b"pong", b"pong", b"call"]
+
+
+def test_a_half_close_seen_between_two_replies_still_answers_the_rest(harness):
+    # The EOF is read in the pass after a reply is written, before the next request
+    # is taken from the parser (call_soon): nothing is dropped then either.
+    h = harness(answer_at_once)
+    h.client.sendall(post(b"a") + post(b"b"))
+    h.client.shutdown(socket.SHUT_WR)
+    assert bodies(h.read_until_closed()) == [b"a", b"b"]
+
+
+def test_an_incomplete_request_left_at_eof_is_dropped_after_the_complete_ones(harness):
+    h = harness(answer_later())
+    h.client.sendall(post(b"one") + post(b"two") + b"POST /mcp HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc")
+    h.client.shutdown(socket.SHUT_WR)
+    raw = h.read_until_closed()
+    assert bodies(raw) == [b"one", b"two"]          # and no 400 for the fragment
+    assert h.unreadable == ["client closed mid-request"]
+
+
+def test_a_half_close_with_nothing_pending_closes(harness):
+    h = harness(answer_at_once)
+    h.client.shutdown(socket.SHUT_WR)
+    assert h.read_until_closed() == b""
+    assert h.unreadable == []
+
+
+def test_a_half_close_mid_request_on_an_idle_connection_is_traced_and_closed(harness):
+    h = harness(answer_at_once)
+    h.client.sendall(b"POST /mcp HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc")
+    h.client.shutdown(socket.SHUT_WR)
+    assert h.read_until_closed() == b""
+    assert h.unreadable == ["client closed mid-request"]
+
+
+# -- streams ------------------------------------------------------------------
+
+def stream_app(h, conn, request):
+    conn.start_stream(200, [("Content-Type", "text/event-stream")])
+    h.lost = []
+    conn.on_stream_lost = lambda: h.lost.append(conn)
+
+
+def flood(sock, limit):
+    """Send up to `limit` bytes without blocking; the count sent."""
+    sock.setblocking(False)
+    sent = 0
+    block = b"x" * 65536
+    try:
+        while sent < limit:
+            sent += sock.send(block)
+    except BlockingIOError:
+        pass
+    return sent
+
+
+def test_a_client_writing_on_while_its_stream_runs_is_read_only_so_far(harness):
+    h = harness(stream_app, tcp=True)
+    h.client.sendall(b"GET /mcp HTTP/1.1\r\nHost: x\r\n\r\n")
+    h.run_until(lambda: h.conn.streaming)
+    total = 0
+    for _ in range(50):            # the client writes on while the router runs
+        total += flood(h.client, 17 << 20)
+        h.step()
+    assert total > PIPELINE_BUFFER + RECV_SIZE   # it did try to send more than is read
+    assert h.conn.parser.buffered < PIPELINE_BUFFER + RECV_SIZE
+    assert not h.conn.closed and h.conn.streaming
+    h.conn.stream_write(b": keepalive\n\n")
+    h.client.settimeout(5)
+    got = h.client.recv(65536)
+    assert got.startswith(b"HTTP/1.1 200") and b"d\r\n: keepalive\n\n\r\n" in got
+    assert got.count(b"HTTP/1.1") == 1
+
+
+def test_a_stream_whose_client_hangs_up_unread_is_lost_at_the_next_writes(harness):
+    h = harness(stream_app, tcp=True)
+    h.client.sendall(b"GET /mcp HTTP/1.1\r\nHost: x\r\n\r\n")
+    h.run_until(lambda: h.conn.streaming)
+    for _ in range(20):
+        flood(h.client, 17 << 20)
+        h.step()
+    assert h.conn.parser.buffered >= PIPELINE_BUFFER   # no longer reading: the EOF goes unseen
+    h.client.close()
+    for _ in range(3):               # the keep-alive comments a GET stream writes
+        if h.conn.closed:
+            break
+        h.conn.stream_write(b": keepalive\n\n")
+        h.step()
+        time.sleep(0.05)
+    assert h.conn.closed and h.lost == [h.conn] and h.closed == [h.conn]
+
+
+def test_a_stream_whose_client_hangs_up_is_lost_at_once(harness):
+    h = harness(stream_app)
+    h.client.sendall(b"GET /mcp HTTP/1.1\r\nHost: x\r\n\r\n")
+    h.run_until(lambda: h.conn.streaming)
+    h.client.shutdown(socket.SHUT_WR)
+    h.run_until(lambda: h.conn.closed)
+    assert h.lost == [h.conn]
+
+
+def test_an_http_error_while_streaming_closes_without_a_second_response(harness):
+    # A small body limit makes the parser's own cap (one request + 64 KiB) lower than
+    # PIPELINE_BUFFER: the 413 comes while the stream runs.
+    h = harness(stream_app, max_body=1024)
+    h.client.sendall(b"GET /mcp HTTP/1.1\r\nHost: x\r\n\r\n")
+    h.run_until(lambda: h.conn.streaming)
+    h.client.setblocking(False)
+    try:
+        while not h.conn.closed:
+            flood(h.client, 1 << 20)
+            h.step()
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    assert h.conn.closed and h.lost == [h.conn]
+    assert any("413" in reason for reason in h.unreadable)
+    h.client.settimeout(5)
+    data = b""
+    try:
+        while chunk := h.client.recv(65536):
+            data += chunk
+    except ConnectionResetError:
+        pass
+    assert data.count(b"HTTP/1.1") == 1 and b"413" not in data
+
+
+def test_an_http_error_while_a_reply_is_awaited_closes_without_answering_out_of_order(harness):
+    h = harness(lambda h, conn, request: None, max_body=1024)   # the reply never comes
+    h.client.sendall(post(b"x"))
+    h.run_until(lambda: h.conn.busy)
+    h.client.setblocking(False)
+    for _ in range(20):   # small max_body: the parser's cap is under PIPELINE_BUFFER
+        if h.conn.closed:
+            break
+        try:
+            flood(h.client, 1 << 20)
+        except (BrokenPipeError, ConnectionResetError):
+            break
+        h.step()
+    h.run_until(lambda: h.conn.closed)
+    h.client.settimeout(5)
+    try:
+        assert h.client.recv(65536) == b""     # no 413 read as the reply to the POST
+    except ConnectionResetError:
+        pass
+
+
+# -- HEAD -----------------------------------------------------------------------
+
+def test_a_head_request_gets_the_head_alone_and_the_connection_stays_usable(harness):
+    def handle(h, conn, request):
+        conn.respond(405 if request.method == "HEAD" else 200, [("Content-Type", "text/plain")], b"eighteen bytes!!\r\n")
+    h = harness(handle)
+    h.client.sendall(b"HEAD /mcp HTTP/1.1\r\nHost: x\r\n\r\n" + b"GET /mcp HTTP/1.1\r\nHost: x\r\n\r\n")
+    h.client.shutdown(socket.SHUT_WR)
+    raw = h.read_until_closed()
+    first, _, rest = raw.partition(b"\r\n\r\n")
+    assert first.startswith(b"HTTP/1.1 405") and b"Content-Length: 18" in first
+    assert rest.startswith(b"HTTP/1.1 200")
+    assert rest.endswith(b"\r\n\r\neighteen bytes!!\r\n")
+
+
+# -- a failing handler ----------------------------------------------------------
+
+def test_a_handler_that_raises_gets_500_and_the_connection_closes(harness, caplog):
+    def handle(h, conn, request):
+        raise RuntimeError("handler bug")
+    h = harness(handle)
+    with caplog.at_level(logging.ERROR, logger="gsmcpd.http"):
+        h.client.sendall(post(b"x") + post(b"y"))
+        raw = h.read_until_closed()
+    assert statuses(raw) == [500]
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert b"Connection: close" in head
+    assert json.loads(body)["error"]["code"] == -32603
+    assert h.closed == [h.conn]
+    assert "handler bug" in caplog.text and "Traceback" in caplog.text
+
+
+def test_a_handler_that_raises_after_answering_closes_once_flushed(harness, caplog):
+    held = []
+
+    def handle(h, conn, request):
+        conn.respond(200, [], b"fine")
+        held.append(conn)
+        raise RuntimeError("bug after the reply")
+    h = harness(handle)
+    h.client.sendall(post(b"x") + post(b"y"))
+    raw = h.read_until_closed()
+    assert statuses(raw) == [200] and bodies(raw) == [b"fine"]   # the second one is not taken
+    held[0].respond(200, [], b"stray")                           # nor a stray reply written
+
+
+def test_a_handler_that_raises_mid_stream_cuts_the_stream_and_closes(harness):
+    def handle(h, conn, request):
+        stream_app(h, conn, request)
+        conn.stream_write(b"data: 1\n\n")
+        raise RuntimeError("bug mid-stream")
+    h = harness(handle)
+    h.client.sendall(b"GET /mcp HTTP/1.1\r\nHost: x\r\n\r\n")
+    raw = h.read_until_closed()
+    assert statuses(raw) == [200] and b"500" not in raw
+    assert not raw.endswith(b"0\r\n\r\n")      # unterminated: the reader sees it cut short
+    assert h.lost == [h.conn]
+
+
+def test_a_handler_that_raises_leaves_a_reply_already_pending_to_be_dropped(harness):
+    # The app holds the connection (as a session holds a call's): its late reply is not
+    # written behind the 500.
+    held = []
+
+    def handle(h, conn, request):
+        held.append(conn)
+        raise RuntimeError("bug before the reply")
+    h = harness(handle)
+    h.client.sendall(post(b"x"))
+    raw = h.read_until_closed()
+    held[0].respond(200, [], b"late")
+    assert statuses(raw) == [500]
