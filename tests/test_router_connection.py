@@ -141,7 +141,7 @@ def test_a_half_close_seen_between_two_replies_still_answers_the_rest(harness):
 
 def test_an_incomplete_request_left_at_eof_is_dropped_after_the_complete_ones(harness):
     h = harness(answer_later())
-    h.client.sendall(post(b"one") + post(b"two") + b"POST /mcp HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc")
+    h.client.sendall(post(b"one") + post(b"two") + b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")
     h.client.shutdown(socket.SHUT_WR)
     raw = h.read_until_closed()
     assert bodies(raw) == [b"one", b"two"]          # and no 400 for the fragment
@@ -157,7 +157,7 @@ def test_a_half_close_with_nothing_pending_closes(harness):
 
 def test_a_half_close_mid_request_on_an_idle_connection_is_traced_and_closed(harness):
     h = harness(answer_at_once)
-    h.client.sendall(b"POST /mcp HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc")
+    h.client.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")
     h.client.shutdown(socket.SHUT_WR)
     assert h.read_until_closed() == b""
     assert h.unreadable == ["client closed mid-request"]
