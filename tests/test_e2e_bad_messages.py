@@ -35,14 +35,12 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def session(tmp_path_factory):
-    daemon = Daemon(tmp_path_factory.mktemp("badmessages"), env={"GS_MCP_SPARE_WORKERS": "1"})
-    daemon.start()
-    client = Client(daemon.port)
-    client.initialize()
-    assert not client.tool("execute_code", code="kept = 41").get("isError")   # work to keep
-    yield daemon, client
-    client.close()
-    daemon.stop()
+    with Daemon(tmp_path_factory.mktemp("badmessages"), env={"GS_MCP_SPARE_WORKERS": "1"}) as daemon:
+        client = Client(daemon.port)
+        client.initialize()
+        assert not client.tool("execute_code", code="kept = 41").get("isError")   # work to keep
+        yield daemon, client
+        client.close()
 
 
 @pytest.mark.parametrize("name,body,message", CASES, ids=[c[0] for c in CASES])
