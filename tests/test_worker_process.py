@@ -13,6 +13,7 @@ import pytest
 
 from gsmcpd.wire import frames
 from gsmcpd.worker import main as worker_main
+from helpers import wait_until
 
 CONTEXT = multiprocessing.get_context("forkserver")
 WAIT = 20   # seconds before a test gives up on an expected frame (never asserted on)
@@ -175,8 +176,11 @@ def test_a_child_forked_by_the_code_never_serves_the_session(worker):
         reply = worker.reply(worker.execute(f"kept += 1\n(os.getpid(), kept)"))
         assert text_of(reply) == f"({worker.process.pid}, {n})"
     os.kill(child, 0)                                  # a zombie until the worker reaps it
-    with open(f"/proc/{child}/stat") as stat:
-        assert stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+
+    def state():
+        with open(f"/proc/{child}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0]
+    assert wait_until(lambda: state() == "Z"), state()   # it exits at the end of its call
 
 
 def test_multiprocessing_and_subprocess_still_work_in_the_code(worker):
