@@ -153,8 +153,9 @@ class Client:
             message["params"] = params
         return self.post(message, headers)
 
-    def tool(self, name, **arguments):
-        """tools/call; returns the JSON-RPC result (asserting HTTP 200 and no JSON-RPC error)."""
+    def tool(self, name, /, **arguments):
+        """tools/call; returns the JSON-RPC result (asserting HTTP 200 and no JSON-RPC error).
+        `name` is positional-only, so a tool's own argument may be called name too."""
         resp = self.call("tools/call", {"name": name, "arguments": arguments})
         assert resp.status == 200, resp
         reply = resp.json()
@@ -217,6 +218,18 @@ def status_of(raw):
 
 def body_of(raw):
     return raw.partition(b"\r\n\r\n")[2]
+
+
+def bodies_of(raw):
+    """The bodies of the Content-Length responses in raw, in order."""
+    out = []
+    while raw:
+        head, _, rest = raw.partition(b"\r\n\r\n")
+        length = int([line.split(b":")[1] for line in head.split(b"\r\n")
+                      if line.lower().startswith(b"content-length:")][0])
+        out.append(rest[:length])
+        raw = rest[length:]
+    return out
 
 
 def _children(pid):

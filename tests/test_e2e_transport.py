@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from helpers import (REPO, Client, Daemon, body_of, free_port, pid_alive, raw_exchange, recv_all,
+from helpers import (REPO, Client, Daemon, bodies_of, body_of, free_port, pid_alive, raw_exchange, recv_all,
                      status_of, tool_text, wait_for_port, wait_until, worker_pids)
 
 
@@ -317,18 +317,6 @@ def _pipelined(session, messages):
     return out
 
 
-def _replies(raw):
-    """The JSON bodies of the Content-Length responses in raw, in order."""
-    out = []
-    while raw:
-        head, _, rest = raw.partition(b"\r\n\r\n")
-        length = int([line.split(b":")[1] for line in head.split(b"\r\n")
-                      if line.lower().startswith(b"content-length:")][0])
-        out.append(json.loads(rest[:length]))
-        raw = rest[length:]
-    return out
-
-
 def _execute(i, code):
     return {"jsonrpc": "2.0", "id": i, "method": "tools/call",
             "params": {"name": "execute_code", "arguments": {"code": code}}}
@@ -341,7 +329,7 @@ def test_pipelined_requests_then_a_half_close_are_all_run_and_answered(client, d
         s.sendall(data)
         s.shutdown(socket.SHUT_WR)
         raw = recv_all(s)
-    assert [r["id"] for r in _replies(raw)] == [1, 2, 3]
+    assert [r["id"] for r in [json.loads(body) for body in bodies_of(raw)]] == [1, 2, 3]
     assert tool_text(client.tool("execute_code", code="log")).strip() == "[1, 2, 3]"
 
 
@@ -352,7 +340,7 @@ def test_pings_then_a_call_then_a_half_close_are_all_answered(client, daemon):
         s.sendall(data)
         s.shutdown(socket.SHUT_WR)
         raw = recv_all(s)
-    replies = _replies(raw)
+    replies = [json.loads(body) for body in bodies_of(raw)]
     assert [r["id"] for r in replies] == [1, 2, 3]
     assert "'ran'" in tool_text(replies[2]["result"])
 

@@ -24,15 +24,6 @@ def c(daemon):
     client.close()
 
 
-def call_tool(client, tool, **arguments):
-    """tools/call's result (Client.tool cannot pass an argument called `name`)."""
-    response = client.call("tools/call", {"name": tool, "arguments": arguments})
-    assert response.status == 200, response
-    reply = response.json()
-    assert "result" in reply, reply
-    return reply["result"]
-
-
 def failed(result, kind):
     assert result.get("isError") is True, result
     assert result["structuredContent"]["error"]["kind"] == kind, result
@@ -42,10 +33,10 @@ def failed(result, kind):
 @pytest.fixture
 def keeps_its_work(c):
     """The session's workspace variable and worker, checked after the test's calls."""
-    call_tool(c, "execute_code", code="kept = 'still here'")
+    c.tool("execute_code", code="kept = 'still here'")
     pid = worker_pid(c)
     yield c
-    assert tool_text(call_tool(c, "execute_code", code="kept")) == "'still here'"
+    assert tool_text(c.tool("execute_code", code="kept")) == "'still here'"
     assert worker_pid(c) == pid
 
 
@@ -57,17 +48,17 @@ def keeps_its_work(c):
     ("class Custom(BaseException):\n    pass\nraise Custom('mine')", "Custom: mine"),
 ])
 def test_execute_code_raising_a_base_exception_is_an_error_result(keeps_its_work, code, shown):
-    assert failed(call_tool(keeps_its_work, "execute_code", code=code), "other").endswith(shown)
+    assert failed(keeps_its_work.tool("execute_code", code=code), "other").endswith(shown)
 
 
 def test_compile_method_whose_decorator_exits_is_a_compile_error(keeps_its_work):
-    text = failed(call_tool(keeps_its_work, "compile_method", className="Cart",
+    text = failed(keeps_its_work.tool("compile_method", className="Cart",
                             source="@exit\ndef g(self): pass"), "compileError")
     assert "SystemExit" in text
 
 
 def test_a_class_body_raising_system_exit_is_a_compile_error(keeps_its_work):
-    text = failed(call_tool(keeps_its_work, "compile_class_definition", dictionaryName="shop.models",
+    text = failed(keeps_its_work.tool("compile_class_definition", dictionaryName="shop.models",
                             source="class Boom:\n    raise SystemExit(1)"), "compileError")
     assert "SystemExit: 1" in text
 
@@ -82,7 +73,7 @@ def sse_messages(response):
 def test_progress_from_threads_and_from_a_thread_left_behind_keeps_the_session(keeps_its_work):
     c = keeps_its_work
     spam = "def spam(mark):\n    for i in range(50):\n        progress(i, message=mark * 100000)\n"
-    call_tool(c, "execute_code", code="import threading\n" + spam + "stop = threading.Event()\n"
+    c.tool("execute_code", code="import threading\n" + spam + "stop = threading.Event()\n"
               "def chatter():\n    while not stop.is_set():\n        progress(0, message='z' * 100000)\n"
               "left = threading.Thread(target=chatter)\nleft.start()")
     code = ("ts = [threading.Thread(target=spam, args=(m,)) for m in 'ab']\n"
@@ -98,10 +89,10 @@ def test_progress_from_threads_and_from_a_thread_left_behind_keeps_the_session(k
 def test_a_child_forked_by_the_code_never_serves_the_session(keeps_its_work):
     c = keeps_its_work
     pid = worker_pid(c)
-    child = call_tool(c, "execute_code", code="import os\ncount = 0\nchild = os.fork()\nchild")
+    child = c.tool("execute_code", code="import os\ncount = 0\nchild = os.fork()\nchild")
     assert int(tool_text(child)) > 0                   # the parent's answer
     for n in range(1, 7):
-        answer = call_tool(c, "execute_code", code="count += 1\n(os.getpid(), count)")
+        answer = c.tool("execute_code", code="count += 1\n(os.getpid(), count)")
         assert tool_text(answer) == f"({pid}, {n})"
 
 
@@ -110,11 +101,11 @@ def test_multiprocessing_with_fork_still_works_in_the_code(keeps_its_work):
             "with ctx.Pool(2) as pool:\n    mapped = pool.map(abs, [-1, -2, -3])\n"
             "queue = ctx.Queue()\nchild = ctx.Process(target=queue.put, args=(42,))\nchild.start()\n"
             "got = queue.get(timeout=20)\nchild.join()\n(mapped, got, child.exitcode)")
-    assert tool_text(call_tool(keeps_its_work, "execute_code", code=code)) == "([1, 2, 3], 42, 0)"
+    assert tool_text(keeps_its_work.tool("execute_code", code=code)) == "([1, 2, 3], 42, 0)"
 
 
 def test_output_too_large_for_a_frame_is_cut_with_a_note(keeps_its_work):
-    result = call_tool(keeps_its_work, "execute_code", code="print('x' * 40_000_000)")
+    result = keeps_its_work.tool("execute_code", code="print('x' * 40_000_000)")
     assert not result.get("isError"), result
     stdout = result["structuredContent"]["stdout"]
     assert stdout == "x" * 1_000_000 + ("\n[... 39,000,001 more characters of stdout cut: "
@@ -122,22 +113,22 @@ def test_output_too_large_for_a_frame_is_cut_with_a_note(keeps_its_work):
 
 
 def test_output_utf8_cannot_carry_is_shown_escaped(keeps_its_work):
-    result = call_tool(keeps_its_work, "execute_code", code="print('\\ud800')")
+    result = keeps_its_work.tool("execute_code", code="print('\\ud800')")
     assert not result.get("isError") and result["structuredContent"]["stdout"] == "\\ud800\n"
 
 
 def test_any_tool_answer_that_cannot_be_sent_is_a_tool_error(keeps_its_work):
     # The router refuses such a string in a request (-32700), but the user's code can
     # still make one: a live docstring that describe_class then shows.
-    call_tool(keeps_its_work, "execute_code",
+    keeps_its_work.tool("execute_code",
               code="from shop.models import Cart\nCart.__doc__ = 'odd ' + chr(0xD800)")
-    text = failed(call_tool(keeps_its_work, "describe_class", className="Cart"), "other")
+    text = failed(keeps_its_work.tool("describe_class", className="Cart"), "other")
     assert text.startswith("the result cannot be sent:") and "surrogates not allowed" in text
-    call_tool(keeps_its_work, "execute_code", code="Cart.__doc__ = None")
+    keeps_its_work.tool("execute_code", code="Cart.__doc__ = None")
 
 
 def test_print_as_the_last_line_shows_no_none(keeps_its_work):
-    assert tool_text(call_tool(keeps_its_work, "execute_code", code="print('x')")) == "x"
+    assert tool_text(keeps_its_work.tool("execute_code", code="print('x')")) == "x"
 
 
 def test_progress_of_nan_is_a_clear_error_in_the_users_code(keeps_its_work):

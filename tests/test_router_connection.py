@@ -14,6 +14,7 @@ import pytest
 
 from gsmcpd.router.connection import PIPELINE_BUFFER, RECV_SIZE, Connection
 from gsmcpd.router.loop import Loop
+from helpers import bodies_of
 
 
 class Harness:
@@ -84,18 +85,6 @@ def statuses(raw):
     return [int(line.split()[1]) for line in raw.split(b"\r\n") if line.startswith(b"HTTP/1.1 ")]
 
 
-def bodies(raw):
-    """The bodies of the Content-Length responses in raw, in order."""
-    out = []
-    while raw:
-        head, _, rest = raw.partition(b"\r\n\r\n")
-        length = int([line.split(b":")[1] for line in head.split(b"\r\n")
-                      if line.lower().startswith(b"content-length:")][0])
-        out.append(rest[:length])
-        raw = rest[length:]
-    return out
-
-
 def answer_later(delay=0.05):
     """An app that answers each request with its body, after `delay` (as a worker would)."""
     def handle(h, conn, request):
@@ -114,7 +103,7 @@ def test_pipelined_requests_then_a_half_close_are_all_answered_in_order(harness)
     h.client.sendall(post(b"one") + post(b"two") + post(b"three"))
     h.client.shutdown(socket.SHUT_WR)
     raw = h.read_until_closed()
-    assert bodies(raw) == [b"one", b"two", b"three"]
+    assert bodies_of(raw) == [b"one", b"two", b"three"]
     assert h.unreadable == [] and h.closed == [h.conn]
 
 
@@ -127,7 +116,7 @@ def test_answers_at_once_then_one_later_then_a_half_close(harness):
     h = harness(handle)
     h.client.sendall(post(b"ping") + post(b"ping") + post(b"call"))
     h.client.shutdown(socket.SHUT_WR)
-    assert bodies(h.read_until_closed()) == [b"pong", b"pong", b"call"]
+    assert bodies_of(h.read_until_closed()) == [b"pong", b"pong", b"call"]
 
 
 def test_a_half_close_seen_between_two_replies_still_answers_the_rest(harness):
@@ -136,7 +125,7 @@ def test_a_half_close_seen_between_two_replies_still_answers_the_rest(harness):
     h = harness(answer_at_once)
     h.client.sendall(post(b"a") + post(b"b"))
     h.client.shutdown(socket.SHUT_WR)
-    assert bodies(h.read_until_closed()) == [b"a", b"b"]
+    assert bodies_of(h.read_until_closed()) == [b"a", b"b"]
 
 
 def test_an_incomplete_request_left_at_eof_is_dropped_after_the_complete_ones(harness):
@@ -144,7 +133,7 @@ def test_an_incomplete_request_left_at_eof_is_dropped_after_the_complete_ones(ha
     h.client.sendall(post(b"one") + post(b"two") + b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")
     h.client.shutdown(socket.SHUT_WR)
     raw = h.read_until_closed()
-    assert bodies(raw) == [b"one", b"two"]          # and no 400 for the fragment
+    assert bodies_of(raw) == [b"one", b"two"]          # and no 400 for the fragment
     assert h.unreadable == ["client closed mid-request"]
 
 
@@ -317,7 +306,7 @@ def test_a_handler_that_raises_after_answering_closes_once_flushed(harness, capl
     h = harness(handle)
     h.client.sendall(post(b"x") + post(b"y"))
     raw = h.read_until_closed()
-    assert statuses(raw) == [200] and bodies(raw) == [b"fine"]   # the second one is not taken
+    assert statuses(raw) == [200] and bodies_of(raw) == [b"fine"]   # the second one is not taken
     held[0].respond(200, [], b"stray")                           # nor a stray reply written
 
 
