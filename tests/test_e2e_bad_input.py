@@ -81,6 +81,8 @@ def chunked(body):
 FRAMING_400_CASES = [
     ("chunked twice", chunked(b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
      b"Transfer-Encoding chunked given more than once"),
+    ("chunked not last", chunked(b"Transfer-Encoding: gzip\r\n\r\n0\r\n\r\n"),
+     b"Transfer-Encoding chunked must be the last coding"),
     ("chunk extension with control bytes", chunked(b"\r\n5;a=\x00\x01\xff\rz\r\nhello\r\n0\r\n\r\n"),
      b"malformed chunk extension"),
 ]

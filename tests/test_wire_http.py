@@ -448,6 +448,15 @@ def test_chunked_twice_is_a_framing_error_not_an_unknown_coding(feeding, lines):
     assert (err.status, err.message) == (400, "Transfer-Encoding chunked given more than once")
 
 
+@pytest.mark.parametrize("lines", [(b"Transfer-Encoding: chunked, gzip",),
+                                   (b"Transfer-Encoding: chunked", b"Transfer-Encoding: gzip")])
+def test_chunked_before_another_coding_is_a_framing_error(feeding, lines):
+    err = refused(post(*lines, body=b"0\r\n\r\n"), feeding)
+    assert (err.status, err.message) == (400, "Transfer-Encoding chunked must be the last coding")
+    # a coding we lack with chunked last is still ours to refuse as unsupported
+    assert refused(post(b"Transfer-Encoding: gzip, chunked", body=b"0\r\n\r\n"), feeding).status == 501
+
+
 def test_small_limits_give_431_and_413(feeding):
     assert refused(b"GET / HTTP/1.1\r\nHost: x\r\nX: " + b"a" * 100 + b"\r\n\r\n", feeding,
                    max_head=64).status == 431

@@ -298,6 +298,8 @@ class RequestParser:
             codings = [c.strip().lower() for c in transfer_encoding.split(",")]
             if codings.count("chunked") > 1:   # a framing error, not an unknown coding
                 raise HttpError(400, "Transfer-Encoding chunked given more than once")
+            if "chunked" in codings and codings[-1] != "chunked":   # RFC 9112 6.3: no length known
+                raise HttpError(400, "Transfer-Encoding chunked must be the last coding")
             if codings != ["chunked"]:
                 raise HttpError(501, "only Transfer-Encoding: chunked is supported")
             state, remaining = _CHUNK_SIZE, 0
