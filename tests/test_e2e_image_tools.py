@@ -167,6 +167,18 @@ def test_add_dictionary_refuses_names_that_cannot_be_imported(image, c, name, sa
     assert "" not in structured(c, "list_dictionaries")["dictionaries"]
 
 
+def test_an_init_file_at_the_image_root_names_no_dictionary(image, daemon):
+    # One written before the tools refused the name (or by hand): not the dictionary ""
+    (image / "__init__.py").write_text("")
+    try:
+        client = open_session(daemon)
+        listed = structured(client, "list_dictionaries")["dictionaries"]
+        client.close()
+        assert "" not in listed and "shop" in listed
+    finally:
+        (image / "__init__.py").unlink()
+
+
 def test_remove_dictionary_refuses_a_dunder_name(c):
     assert "__init__ is a dunder name" in error(c, "remove_dictionary", "invalidParams",
                                                 dictionaryName="__init__")

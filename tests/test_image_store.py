@@ -28,7 +28,7 @@ def make_image(root, files):
 def test_snapshot_lists_modules_only(tmp_path):
     store = make_image(tmp_path, {"a.py": "x = 1\n", "pkg/__init__.py": "", "pkg/b.py": "y = 2\n",
                                   "nopkg/c.py": "", ".hidden/d.py": "", "bad-name.py": "",
-                                  "notes.txt": ""})
+                                  "notes.txt": "", "__init__.py": ""})   # the root's: names no module
     snapshot = store.read_snapshot()
     assert sorted(snapshot.files) == ["a.py", "pkg/__init__.py", "pkg/b.py"]
     assert snapshot.version == 0

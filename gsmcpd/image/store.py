@@ -185,7 +185,8 @@ class ImageStore:
                     if name.isidentifier() and is_package(entry.path, prefix + name):
                         walked.add(prefix + name + "/")
                         walk(entry.path, prefix + name + "/")
-                elif name.endswith(".py") and name[:-3].isidentifier() and prefix + name not in removed:
+                elif (name.endswith(".py") and name[:-3].isidentifier() and prefix + name not in removed
+                      and prefix + name != "__init__.py"):   # the root is no package: no module ""
                     found.append(prefix + name)
 
         walk(self.root, "")
