@@ -150,22 +150,41 @@ def process_cmdline(pid: int) -> list[str] | None:
     return raw.rstrip(b"\0").decode("utf-8", errors="replace").split("\0")
 
 
-def is_gsmcpd(pid: int, port: int) -> bool:
-    """True only if `pid` is a gsmcpd started for `port` (judged by its command line)."""
+def _names_gsmcpd(argv: list[str] | None) -> bool:
+    return bool(argv) and any(arg == "gsmcpd" or arg.endswith("/gsmcpd") for arg in argv)
+
+
+def _ports_named(argv: list[str]) -> list[str]:
+    return [argv[i + 1] if arg == "--port" else arg[len("--port="):]
+            for i, arg in enumerate(argv)
+            if (arg == "--port" and i + 1 < len(argv)) or arg.startswith("--port=")]
+
+
+def is_gsmcpd(pid: int, port: int, state_dir: Path | None = None) -> bool:
+    """True only if `pid` is a gsmcpd serving `port`: its command line names gsmcpd and
+    the port; or, when it names no port (a `serve` that took it from GS_MCP_PORT or a
+    config file), the port's control socket in `state_dir` answers with that pid."""
     argv = process_cmdline(pid)
-    if not argv:
+    if not _names_gsmcpd(argv):
         return False
-    names_gsmcpd = any(arg == "gsmcpd" or arg.endswith("/gsmcpd") for arg in argv)
-    names_port = any(
-        (arg == "--port" and i + 1 < len(argv) and argv[i + 1] == str(port))
-        or arg == f"--port={port}" for i, arg in enumerate(argv))
-    return names_gsmcpd and names_port
+    ports = _ports_named(argv)
+    if ports:
+        return str(port) in ports
+    return state_dir is not None and _control_pid(state_dir, port) == pid
+
+
+def _control_pid(state_dir: Path, port: int) -> int | None:
+    from gsmcpd.router import control   # the router's package, only for this question
+    try:
+        return control.query(state_dir, port, timeout=2.0).get("pid")
+    except control.ControlError:
+        return None
 
 
 def running_pid(state_dir: Path, port: int) -> int | None:
     """The pid of the live gsmcpd serving `port` per its pidfile, else None."""
     pid = read_pidfile(pidfile_path(state_dir, port))
-    return pid if pid is not None and is_gsmcpd(pid, port) else None
+    return pid if pid is not None and is_gsmcpd(pid, port, state_dir) else None
 
 
 def claim_pidfile(path: Path, port: int) -> str | None:
@@ -177,7 +196,7 @@ def claim_pidfile(path: Path, port: int) -> str | None:
     path.parent.mkdir(parents=True, exist_ok=True)
     note = None
     existing = read_pidfile(path)
-    if existing is not None and existing != os.getpid() and is_gsmcpd(existing, port):
+    if existing is not None and existing != os.getpid() and is_gsmcpd(existing, port, path.parent):
         raise AlreadyRunning(f"a gsmcpd (pid {existing}) is already running on port {port} "
                              f"(pidfile {path})")
     if path.exists():
@@ -399,7 +418,13 @@ def stop(state_dir: Path, port: int, timeout: float = STOP_TIMEOUT,
         else:
             print(f"no gsmcpd running on port {port} (no pidfile at {path})", file=out)
         return 1
-    if not is_gsmcpd(pid, port):
+    if not is_gsmcpd(pid, port, state_dir):
+        if _names_gsmcpd(process_cmdline(pid)) and not _ports_named(process_cmdline(pid) or []):
+            # A gsmcpd that took its port from the environment or a config file, and whose
+            # control socket did not say (stopped, or busy): never ours to judge stale.
+            print(f"pid {pid} in {path} is a gsmcpd whose port could not be confirmed (its "
+                  f"control socket did not answer); left it and its pidfile alone", file=out)
+            return 1
         path.unlink(missing_ok=True)
         print(f"stale pidfile {path}: pid {pid} is not a gsmcpd serving port {port}; "
               f"removed it without signalling anything. Nothing was running on port {port}.",
@@ -408,21 +433,22 @@ def stop(state_dir: Path, port: int, timeout: float = STOP_TIMEOUT,
     print(f"stopping gsmcpd on port {port} (pid {pid}): SIGTERM, SIGKILL if still running "
           f"after {timeout:g}s", file=out)
     os.kill(pid, signal.SIGTERM)
-    if not _wait_gone(pid, port, timeout):
+    if not _wait_gone(pid, timeout):
         print(f"pid {pid} did not exit within {timeout:g}s; sent SIGKILL", file=out)
         os.kill(pid, signal.SIGKILL)
-        _wait_gone(pid, port, 5.0)
+        _wait_gone(pid, 5.0)
     release_pidfile(path, pid)
     ctl = control_socket_path(state_dir, port)
-    if ctl.exists() and not is_gsmcpd(pid, port):
+    if ctl.exists() and not _names_gsmcpd(process_cmdline(pid)):
         ctl.unlink(missing_ok=True)
     print(f"stopped gsmcpd on port {port} (pid {pid})", file=out)
     return 0
 
 
-def _wait_gone(pid: int, port: int, timeout: float) -> bool:
+def _wait_gone(pid: int, timeout: float) -> bool:
+    # Judged by name alone: it was confirmed ours, and its control socket goes first.
     deadline = time.monotonic() + timeout
-    while is_gsmcpd(pid, port):
+    while _names_gsmcpd(process_cmdline(pid)):
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.05)

@@ -137,13 +137,13 @@ def fake_gsmcpd(tmp_path):
     """A live process whose command line looks like a gsmcpd on port 8765.
 
     It ignores SIGTERM when asked to, so stop's SIGKILL fallback can be seen."""
-    def spawn(ignore_term=False):
+    def spawn(ignore_term=False, port_arg=True):
         code = ("import signal, time, sys\n"
                 + ("signal.signal(signal.SIGTERM, signal.SIG_IGN)\n" if ignore_term else "")
                 + "sys.stdout.write('up\\n'); sys.stdout.flush()\ntime.sleep(30)\n")
         script = tmp_path / "gsmcpd"
         script.write_text(code)
-        proc = subprocess.Popen([sys.executable, str(script), "serve", "--port", "8765"],
+        proc = subprocess.Popen([sys.executable, str(script), "serve"] + (["--port", "8765"] if port_arg else []),
                                 stdout=subprocess.PIPE)
         assert proc.stdout.readline() == b"up\n"
         procs.append(proc)
@@ -161,6 +161,19 @@ def test_is_gsmcpd_needs_the_name_and_the_port(fake_gsmcpd):
     assert daemon.is_gsmcpd(proc.pid, 8766) is False
     assert daemon.is_gsmcpd(os.getpid(), 8765) is False
     assert daemon.process_cmdline(2 ** 22 + 12345) is None
+
+
+def test_a_gsmcpd_naming_no_port_is_never_judged_stale_without_its_control_socket(tmp_path, fake_gsmcpd):
+    # A serve that took its port from GS_MCP_PORT or a config file names no port; with no
+    # control socket to confirm it, stop leaves it and its pidfile alone.
+    proc = fake_gsmcpd(port_arg=False)
+    assert daemon.is_gsmcpd(proc.pid, 8765) is False
+    assert daemon.is_gsmcpd(proc.pid, 8765, tmp_path) is False
+    (tmp_path / "gsmcpd-8765.pid").write_text(f"{proc.pid}\n")
+    out = io.StringIO()
+    assert daemon.stop(tmp_path, 8765, timeout=1, out=out) == 1
+    assert "whose port could not be confirmed" in out.getvalue()
+    assert (tmp_path / "gsmcpd-8765.pid").exists() and proc.poll() is None
 
 
 def _reap_when_signalled(proc):

@@ -139,6 +139,30 @@ def test_start_on_a_port_taken_by_something_else(server, tmp_path):
     assert f"port {port} on 127.0.0.1 is already in use by another process" in refused.stdout
 
 
+def test_stop_stops_a_serve_that_took_its_port_from_the_environment(tmp_path):
+    # Its command line names no port: stop confirms it by its control socket, and neither
+    # takes its live pidfile for a stale one nor lets a second start think the port free.
+    port, state = free_port(), tmp_path / "state"
+    env = clean_env(GS_MCP_PORT=str(port), GS_MCP_STATE_DIR=str(state))
+    log = open(tmp_path / "serve.log", "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "gsmcpd", "serve"], env=env, cwd=str(REPO),
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        wait_for(lambda: not port_free(port), "the daemon to listen")
+        again = run("run-server.sh", env=env)
+        assert again.returncode == 1 and f"already running on port {port} (pid {proc.pid}" in again.stdout
+        stopped = run("stop-server.sh", str(port), env=env)
+        assert stopped.returncode == 0, stopped.stdout
+        assert f"stopped gsmcpd on port {port} (pid {proc.pid})" in stopped.stdout
+        assert proc.wait(15) == 0
+        assert not (state / f"gsmcpd-{port}.pid").exists()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.close()
+
+
 def test_log_has_the_startup_line_with_trace_state(server):
     text = server["log"].read_text()
     assert f"(host 127.0.0.1, port {server['port']}, pid " in text  # daemon.startup_line
