@@ -95,11 +95,19 @@ def reopen_log() -> None:
     if not isinstance(handler, logging.FileHandler) or path is None:
         log.info("SIGHUP: logging to stderr, nothing to reopen")
         return
+    # The new file first: one that cannot be opened (its directory gone, a directory in
+    # its place) leaves logging where it was, and says so there, not nowhere.
+    try:
+        stream = handler._open()
+    except OSError as error:
+        log.error("SIGHUP: cannot reopen the log file %s (%s); still writing to the old one",
+                  path, error.strerror or error)
+        return
     handler.acquire()
     try:
-        if handler.stream is not None:
-            handler.stream.close()
-        handler.stream = handler._open()
+        old, handler.stream = handler.stream, stream
+        if old is not None:
+            old.close()
     finally:
         handler.release()
     if _log_state.redirect_stdio:

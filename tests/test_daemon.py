@@ -302,6 +302,23 @@ def test_reopen_log_follows_a_rotated_file(tmp_path):
     assert f"INFO SIGHUP: log file reopened ({path})" in new and "after rotation" in new
 
 
+def test_a_log_file_that_cannot_be_reopened_leaves_logging_where_it_was(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    path = logs / "gsmcpd.log"
+    daemon.configure_logging("info", path)
+    path.rename(tmp_path / "gsmcpd.log.1")
+    path.mkdir()                       # a directory where the file should be opened
+    daemon.reopen_log()
+    logging.getLogger("gsmcpd.test").info("still logged")
+    old = (tmp_path / "gsmcpd.log.1").read_text()
+    assert f"ERROR SIGHUP: cannot reopen the log file {path}" in old and "still logged" in old
+    path.rmdir()
+    daemon.reopen_log()                # and once it can be, it is
+    logging.getLogger("gsmcpd.test").info("back in place")
+    assert "back in place" in path.read_text()
+
+
 def test_log_lines_have_time_and_level(tmp_path):
     path = tmp_path / "gsmcpd.log"
     daemon.configure_logging("warning", path)
