@@ -312,3 +312,15 @@ def test_delete_ends_the_sessions_stream(streams):
     assert c.delete().status == 200
     assert stream.next(timeout=5) == ("end",)
     assert wait_until(lambda: not pid_alive(pid))
+
+
+def test_a_maintenance_interval_of_weeks_does_not_stop_the_router(tmp_path):
+    # Its timer is past what one epoll wait can take (2**31 - 1 ms): the loop sleeps
+    # in shorter waits instead of failing at its first one.
+    env = {"GS_MCP_IDLE_TIMEOUT": "none", "GS_MCP_MAINTENANCE_INTERVAL": "3000000",
+           "GS_MCP_SPARE_WORKERS": "1"}
+    with Daemon(tmp_path, env=env) as d:
+        client = Client(d.port)
+        client.initialize()
+        assert client.call("ping").status == 200
+        assert d.proc.poll() is None and "OverflowError" not in d.log_text()

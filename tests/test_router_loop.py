@@ -5,7 +5,7 @@ import socket
 
 import pytest
 
-from gsmcpd.router.loop import Loop
+from gsmcpd.router.loop import MAX_SLEEP, Loop
 
 
 class NoisySocket(socket.socket):
@@ -274,4 +274,18 @@ def test_a_reply_written_on_a_keep_alive_connection_makes_the_clients_next_reque
     finally:
         client.close()
         ours.close()
+        loop.close()
+
+
+@pytest.mark.parametrize("delay", [3_000_000.0, 1e300])
+def test_a_timer_months_away_is_slept_for_an_hour_at_a_time(delay):
+    # epoll takes at most 2**31 - 1 ms: a maintenance interval of weeks once overflowed it
+    loop = Loop()
+    try:
+        loop.call_later(delay, lambda: None)
+        loop.selector.close()
+        loop.selector = ScriptedSelector([])
+        loop._run_once()
+        assert loop.selector.asked == [MAX_SLEEP]
+    finally:
         loop.close()

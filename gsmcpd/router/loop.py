@@ -19,6 +19,10 @@ from gsmcpd.router.cpus import usable_cpus
 log = logging.getLogger("gsmcpd.loop")
 
 POLL_BACKOFF = 6  # after polls that missed, poll again on one event due in at most 64
+# The longest sleep asked of the selector: epoll takes at most 2**31 - 1 ms, and a timer
+# set far off (a maintenance interval of months) must not overflow it; waking once an
+# hour to find nothing due costs nothing.
+MAX_SLEEP = 3600.0
 
 
 def send_some(sock, data):
@@ -168,7 +172,7 @@ class Loop:
         if self._soon:
             timeout = 0
         elif self._timers:
-            timeout = max(0.0, self._timers[0][0] - time.monotonic())
+            timeout = min(MAX_SLEEP, max(0.0, self._timers[0][0] - time.monotonic()))
         events = self._wait(timeout)
         self._now = time.monotonic()
         for key, mask in events:
