@@ -331,11 +331,15 @@ def control_socket_path(state_dir: Path, port: int) -> Path:
 
 # --- sources -----------------------------------------------------------------------
 
+_TRAILING_COMMENT = re.compile(r"\s+#.*$")   # "#" after whitespace; not inside a value
+
+
 def parse_conf_text(text: str, source: str = "conf") -> dict[str, str]:
-    """`key = value` lines, `#` comments, blank lines; unknown keys are refused."""
+    """`key = value` lines, `#` comments (whole lines, or after a value and whitespace),
+    blank lines; unknown keys are refused."""
     values: dict[str, str] = {}
     for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
+        line = _TRAILING_COMMENT.sub("", raw).strip()
         if not line or line.startswith("#"):
             continue
         key, sep, value = line.partition("=")
@@ -391,6 +395,9 @@ def load_config(argv_flags: Mapping[str, Any] | None = None,
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise ConfigError("config", f"cannot read {path}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError("config", f"{path} is not UTF-8 text (byte {exc.start}): "
+                              "not a config file?") from None
         raw.update(parse_conf_text(text, source=str(path)))
     raw.update(env_values(environ))
     for key, value in argv_flags.items():
@@ -459,6 +466,9 @@ def validate_config(config: Config) -> None:
         raise ConfigError("probe_after", f"probe_after ({config.probe_after:g}s) must be less "
                           f"than idle_timeout ({config.idle_timeout:g}s), or the probe never runs")
     _validate_lifetime(config)
+    if config.spare_workers > config.max_sessions:
+        raise ConfigError("spare_workers", f"{config.spare_workers} spare workers is more than "
+                          f"max_sessions ({config.max_sessions}) could ever claim")
     if config.max_body > MAX_BODY_LIMIT:
         raise ConfigError("max_body", f"{config.max_body} bytes is more than a worker frame can carry "
                           f"(at most {MAX_BODY_LIMIT} bytes, {MAX_BODY_LIMIT // MIB} MiB)")

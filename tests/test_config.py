@@ -86,6 +86,28 @@ def test_conf_file_named_by_flag_or_environment(tmp_path):
     assert load_config({}, {"GS_MCP_CONFIG": str(conf)}).port == 9100
 
 
+def test_a_comment_after_a_value_is_no_part_of_it(tmp_path):
+    conf = tmp_path / "a.conf"
+    conf.write_text("state_dir = /srv/gsmcpd/state   # where pidfiles go\nport = 9101 # comment\n"
+                    "server_title = Issue#7 helper\n")   # no whitespace before it: part of the value
+    config = load_config({"config": str(conf)}, {})
+    assert (str(config.state_dir), config.port) == ("/srv/gsmcpd/state", 9101)
+    assert config.server_title == "Issue#7 helper"
+
+
+def test_a_config_file_that_is_not_text_is_refused_naming_it(tmp_path):
+    conf = tmp_path / "c.conf"
+    conf.write_bytes(b"\xff\xfe\x00port = 1\n")
+    with pytest.raises(ConfigError, match=r"config: .*c\.conf is not UTF-8 text \(byte 0\)"):
+        load_config({"config": str(conf)}, {})
+
+
+def test_more_spare_workers_than_sessions_could_claim_are_refused():
+    with pytest.raises(ConfigError, match="spare_workers: 100000 spare workers is more than max_sessions"):
+        load_config({}, {"GS_MCP_SPARE_WORKERS": "100000"})
+    assert load_config({}, {"GS_MCP_SPARE_WORKERS": "8", "GS_MCP_MAX_SESSIONS": "8"}).spare_workers == 8
+
+
 def test_none_flags_mean_not_given():
     assert load_config({"port": None, "readonly": None}, {"GS_MCP_PORT": "9200"}).port == 9200
 

@@ -163,6 +163,23 @@ def test_stop_stops_a_serve_that_took_its_port_from_the_environment(tmp_path):
         log.close()
 
 
+def test_run_server_refuses_a_config_that_is_not_text_and_reads_trailing_comments(tmp_path):
+    binary = tmp_path / "binary.conf"
+    binary.write_bytes(b"\xff\xfe\x00port = 1\n")
+    refused = run("run-server.sh", env=clean_env(GS_MCP_CONFIG=str(binary), GS_MCP_STATE_DIR=str(tmp_path)))
+    assert refused.returncode == 2 and "Traceback" not in refused.stdout + refused.stderr
+    assert f"{binary} is not UTF-8 text" in refused.stdout + refused.stderr
+    port = free_port()
+    commented = tmp_path / "commented.conf"
+    commented.write_text(f"port = {port}   # the team's port\nspare_workers = 1 # one is enough\n")
+    env = clean_env(GS_MCP_CONFIG=str(commented), GS_MCP_STATE_DIR=str(tmp_path / "state"))
+    started = run("run-server.sh", env=env)
+    try:
+        assert started.returncode == 0 and f"listening on http://127.0.0.1:{port}/mcp" in started.stdout
+    finally:
+        run("stop-server.sh", str(port), env=env)
+
+
 def test_log_has_the_startup_line_with_trace_state(server):
     text = server["log"].read_text()
     assert f"(host 127.0.0.1, port {server['port']}, pid " in text  # daemon.startup_line
