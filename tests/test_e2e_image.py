@@ -336,6 +336,22 @@ def test_an_image_unreadable_after_the_open_fails_each_call_with_why_and_the_ser
         assert client.delete().status == 200
 
 
+def test_a_json_intent_of_the_wrong_shape_at_start_is_named_and_the_daemon_serves(tmp_path):
+    # '{}' once ended startup in a KeyError traceback; like any garbled intent it is
+    # now named, and the server starts and answers.
+    image = write_image(tmp_path / "image", EXAMPLE_FILES)
+    intent = image / ".gsmcpd" / "commit.intent"
+    intent.parent.mkdir(exist_ok=True)
+    intent.write_text("{}")
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
+        client = Client(daemon.port)
+        client.initialize()
+        error = client.call("tools/call", {"name": "list_dictionaries", "arguments": {}}).json()["error"]
+        assert '"writes" is not an object' in error["message"] and "move it away" in error["message"]
+        assert client.call("ping").status == 200
+        assert "is not a commit intent" in daemon.log_text() and "KeyError" not in daemon.log_text()
+
+
 def test_the_daemon_finishes_a_commit_killed_past_its_commit_point_when_it_starts(tmp_path, monkeypatch):
     from gsmcpd.image import store as store_module
     from gsmcpd.image.store import CommitPending, ImageStore, sha256

@@ -29,6 +29,7 @@ def test_snapshot_lists_modules_only(tmp_path):
     store = make_image(tmp_path, {"a.py": "x = 1\n", "pkg/__init__.py": "", "pkg/b.py": "y = 2\n",
                                   "nopkg/c.py": "", ".hidden/d.py": "", "bad-name.py": "",
                                   "notes.txt": "", "__init__.py": ""})   # the root's: names no module
+    os.mkfifo(tmp_path / "pkg" / "pipe.py")       # read, it would block the session for good
     snapshot = store.read_snapshot()
     assert sorted(snapshot.files) == ["a.py", "pkg/__init__.py", "pkg/b.py"]
     assert snapshot.version == 0
@@ -226,12 +227,17 @@ def test_recovery_sweeps_temp_files_of_killed_commits_image_wide(tmp_path):
     assert not any(path.exists() for path in stale) and keep.exists()
 
 
-def test_a_garbled_intent_is_named_in_the_error(tmp_path):
+@pytest.mark.parametrize("text,says", [
+    ("{not json", "Expecting property name"), ("[]", "not a JSON object"),
+    ("{}", '"writes" is not an object'), ('{"writes": {}, "removes": [1]}', '"removes" is not a list'),
+    ('{"writes": {}, "removes": []}', '"record" is not a journal record')])
+def test_a_garbled_intent_is_named_in_the_error(tmp_path, text, says):
     store = make_image(tmp_path, {"a.py": "a = 1\n"})
     store.read_snapshot()
-    (tmp_path / ".gsmcpd" / "commit.intent").write_text("{not json")
-    with pytest.raises(ValueError, match="commit.intent is not a commit intent"):
+    (tmp_path / ".gsmcpd" / "commit.intent").write_text(text)
+    with pytest.raises(ValueError, match="commit.intent is not a commit intent") as refused:
         store.read_snapshot()
+    assert says in str(refused.value)
 
 
 CRASHER = textwrap.dedent('''

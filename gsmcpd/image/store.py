@@ -44,6 +44,20 @@ def sha256(data: bytes | None) -> str | None:
     return None if data is None else hashlib.sha256(data).hexdigest()
 
 
+def _intent_shape_problem(intent) -> str | None:
+    """What a parsed intent lacks of the shape _apply and the scan read, or None."""
+    if not isinstance(intent, dict):
+        return "not a JSON object"
+    if not (isinstance(intent.get("writes"), dict)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in intent["writes"].items())):
+        return '"writes" is not an object of file names to temporary files'
+    if not (isinstance(intent.get("removes"), list) and all(isinstance(r, str) for r in intent["removes"])):
+        return '"removes" is not a list of file names'
+    if not (isinstance(intent.get("record"), dict) and "id" in intent["record"]):
+        return '"record" is not a journal record with an id'
+    return None
+
+
 def module_name_of(relpath: str) -> str:
     """'shop/models.py' -> 'shop.models'; 'shop/__init__.py' -> 'shop'."""
     parts = relpath[:-3].split("/")
@@ -186,7 +200,8 @@ class ImageStore:
                         walked.add(prefix + name + "/")
                         walk(entry.path, prefix + name + "/")
                 elif (name.endswith(".py") and name[:-3].isidentifier() and prefix + name not in removed
-                      and prefix + name != "__init__.py"):   # the root is no package: no module ""
+                      and prefix + name != "__init__.py"   # the root is no package: no module ""
+                      and entry.is_file()):   # a FIFO or socket would hang the read forever
                     found.append(prefix + name)
 
         walk(self.root, "")
@@ -336,10 +351,15 @@ class ImageStore:
         except FileNotFoundError:
             return None
         try:
-            return json.loads(text)
+            intent = json.loads(text)
         except ValueError as error:   # written by rename, so only tampering gets here
             raise ValueError(f"{self.intent_file} is not a commit intent ({error}); "
                              f"restore it or move it away") from error
+        missing = _intent_shape_problem(intent)
+        if missing:
+            raise ValueError(f"{self.intent_file} is not a commit intent ({missing}); "
+                             f"restore it or move it away")
+        return intent
 
     def _finish_pending(self) -> bool:
         intent = self._pending_intent()
