@@ -109,7 +109,11 @@ def _run(args: argparse.Namespace) -> int:
                              validate=False)
         if args.command == "stop":
             timeout = daemon.STOP_TIMEOUT if args.timeout is None else args.timeout
-            return daemon.stop(config.state_dir, config.port, timeout)
+            try:
+                return daemon.stop(config.state_dir, config.port, timeout)
+            except daemon.PidfileError as exc:
+                print(f"{exc}; nothing was signalled")
+                return 1
         return _status(config, args.json)
     if args.command == "check":
         try:
@@ -120,7 +124,11 @@ def _run(args: argparse.Namespace) -> int:
         return daemon.check(config)
     config = load_config(_flags(args), os.environ)
     if args.command == "start":
-        return daemon.start(config, _passthrough(args))
+        try:
+            return daemon.start(config, _passthrough(args))
+        except daemon.PidfileError as exc:
+            print(f"{exc}; not started")
+            return 1
     return daemon.serve_main(config, ready_fd=args.ready_fd, detached=args.ready_fd is not None)
 
 

@@ -32,6 +32,10 @@ class AlreadyRunning(Exception):
     """A live gsmcpd already owns this port's pidfile, or the port is taken."""
 
 
+class PidfileError(Exception):
+    """A pidfile that cannot be read at all (a directory, no permission): never guessed at."""
+
+
 # --- startup line ------------------------------------------------------------------
 
 def startup_line(config: Config) -> str:
@@ -140,10 +144,16 @@ def sd_notify(message: str, environ: dict | None = None) -> bool:
 # --- pidfiles ------------------------------------------------------------------------
 
 def read_pidfile(path: Path) -> int | None:
+    """The pid a pidfile names; None when there is none or it holds no pid (garbage,
+    binary). Raises PidfileError when it cannot be read."""
     try:
-        text = Path(path).read_text().strip()
+        text = Path(path).read_bytes().decode("ascii").strip()
     except FileNotFoundError:
         return None
+    except UnicodeDecodeError:
+        return None
+    except OSError as error:
+        raise PidfileError(f"cannot read the pidfile {path}: {error.strerror or error}") from None
     return int(text) if text.isdigit() and int(text) > 0 else None
 
 
@@ -440,7 +450,12 @@ def stop(state_dir: Path, port: int, timeout: float = STOP_TIMEOUT,
         return 1
     print(f"stopping gsmcpd on port {port} (pid {pid}): SIGTERM, SIGKILL if still running "
           f"after {timeout:g}s", file=out)
-    os.kill(pid, signal.SIGTERM)
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except PermissionError:
+        print(f"not permitted to signal pid {pid} (gsmcpd on port {port} runs as another "
+              f"user); stop it as that user or as root", file=out)
+        return 1
     if not _wait_gone(pid, timeout):
         print(f"pid {pid} did not exit within {timeout:g}s; sent SIGKILL", file=out)
         os.kill(pid, signal.SIGKILL)

@@ -176,6 +176,18 @@ def test_a_gsmcpd_naming_no_port_is_never_judged_stale_without_its_control_socke
     assert (tmp_path / "gsmcpd-8765.pid").exists() and proc.poll() is None
 
 
+def test_a_binary_pidfile_holds_no_pid_and_a_directory_is_never_guessed_at(tmp_path):
+    path = tmp_path / "gsmcpd-8765.pid"
+    path.write_bytes(b"\xff\xfe\x00")
+    assert daemon.read_pidfile(path) is None
+    out = io.StringIO()
+    assert daemon.stop(tmp_path, 8765, timeout=1, out=out) == 1
+    assert "removed unreadable pidfile" in out.getvalue() and not path.exists()
+    path.mkdir()
+    with pytest.raises(daemon.PidfileError, match="cannot read the pidfile .*gsmcpd-8765.pid: Is a directory"):
+        daemon.read_pidfile(path)
+
+
 def _reap_when_signalled(proc):
     """The fake is our child: reap it so it does not linger as a zombie."""
     import threading

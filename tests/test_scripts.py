@@ -180,6 +180,17 @@ def test_run_server_refuses_a_config_that_is_not_text_and_reads_trailing_comment
         run("stop-server.sh", str(port), env=env)
 
 
+def test_stop_and_start_say_what_is_wrong_with_a_pidfile_they_cannot_read(tmp_path):
+    port = free_port()
+    env = clean_env(GS_MCP_PORT=str(port), GS_MCP_STATE_DIR=str(tmp_path))
+    (tmp_path / f"gsmcpd-{port}.pid").mkdir()
+    for script, words in (("stop-server.sh", "nothing was signalled"), ("run-server.sh", "not started")):
+        result = run(script, *([str(port)] if script == "stop-server.sh" else []), env=env)
+        output = result.stdout + result.stderr
+        assert result.returncode == 1 and "Traceback" not in output, output
+        assert f"cannot read the pidfile {tmp_path}/gsmcpd-{port}.pid: Is a directory; {words}" in output
+
+
 def test_log_has_the_startup_line_with_trace_state(server):
     text = server["log"].read_text()
     assert f"(host 127.0.0.1, port {server['port']}, pid " in text  # daemon.startup_line
