@@ -261,13 +261,24 @@ def serve_main(config: Config, *, ready_fd: int | None = None, detached: bool = 
     listening, reopens the log on SIGHUP.  detached: started by `start`, so fds 1 and 2
     follow the log file too.  `serve` defaults to gsmcpd.router.main.serve.
     """
-    configure_logging(config.log_level, config.log_file, redirect_stdio=detached)
     reporter = _ReadyReporter(ready_fd)
     try:
+        configure_logging(config.log_level, config.log_file, redirect_stdio=detached)
+    except OSError as exc:   # nowhere to log yet: say it where start or the terminal reads
+        message = f"cannot open the log file {config.log_file}: {exc.strerror or exc}"
+        print(f"gsmcpd: {message}", file=sys.stderr)
+        reporter.error(message)
+        return 1
+    try:
         note = claim_pidfile(config.pidfile, config.port)
-    except AlreadyRunning as exc:
+    except (AlreadyRunning, PidfileError) as exc:
         log.error("%s", exc)
         reporter.error(str(exc))
+        return 1
+    except OSError as exc:   # the state directory cannot be made or written
+        message = f"cannot write the pidfile {config.pidfile}: {exc.strerror or exc} (state dir {config.state_dir})"
+        log.error("%s", message)
+        reporter.error(message)
         return 1
     if note:
         log.warning("%s", note)
@@ -339,7 +350,11 @@ def start(config: Config, serve_args: list[str], out: TextIO = sys.stdout,
     Double fork + setsid; the grandchild execs `python -m gsmcpd serve --port N ...`
     so its command line names gsmcpd and the port (what `stop` checks).
     """
-    config.state_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        config.state_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"cannot create the state directory {config.state_dir}: {exc.strerror or exc}", file=out)
+        return 1
     pid = running_pid(config.state_dir, config.port)
     if pid is not None:
         print(f"gsmcpd is already running on port {config.port} (pid {pid}, pidfile "
@@ -372,8 +387,13 @@ def _detach_and_exec(argv: list[str], read_end: int, write_end: int, log_path: P
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.close(devnull)
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        _point_stdio_at(log_path)       # anything before logging starts lands in the log
+        try:
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            _point_stdio_at(log_path)   # anything before logging starts lands in the log
+        except OSError as exc:          # the starter reads this line instead of "see <log>"
+            os.write(write_end, f"ERROR cannot open the log file {log_path}: "
+                                f"{exc.strerror or exc}\n".encode())
+            os._exit(1)
         os.set_inheritable(write_end, True)
         os.execv(argv[0], [*argv, "--ready-fd", str(write_end)])
     finally:

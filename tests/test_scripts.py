@@ -191,6 +191,24 @@ def test_stop_and_start_say_what_is_wrong_with_a_pidfile_they_cannot_read(tmp_pa
         assert f"cannot read the pidfile {tmp_path}/gsmcpd-{port}.pid: Is a directory; {words}" in output
 
 
+def test_an_unusable_state_dir_or_log_file_is_named_without_a_traceback(tmp_path):
+    (tmp_path / "afile").write_text("")
+    (tmp_path / "logdir").mkdir()
+    port = free_port()
+    cases = [(clean_env(GS_MCP_STATE_DIR=str(tmp_path / "afile" / "x")),
+              f"cannot create the state directory {tmp_path}/afile/x: Not a directory"),
+             (clean_env(GS_MCP_STATE_DIR=str(tmp_path / "s"), GS_MCP_LOG_FILE=str(tmp_path / "logdir")),
+              f"cannot open the log file {tmp_path}/logdir: Is a directory")]
+    for env, says in cases:
+        started = run("run-server.sh", "--port", str(port), env=env)
+        assert started.returncode == 1 and says in started.stdout, started.stdout + started.stderr
+        assert "Traceback" not in started.stdout + started.stderr
+    served = subprocess.run([sys.executable, "-m", "gsmcpd", "serve", "--port", str(port)],
+                            env=cases[0][0], cwd=str(REPO), capture_output=True, text=True, timeout=60)
+    assert served.returncode == 1 and "Traceback" not in served.stdout + served.stderr
+    assert f"cannot write the pidfile {tmp_path}/afile/x/gsmcpd-{port}.pid: Not a directory" in served.stderr
+
+
 def test_log_has_the_startup_line_with_trace_state(server):
     text = server["log"].read_text()
     assert f"(host 127.0.0.1, port {server['port']}, pid " in text  # daemon.startup_line
