@@ -143,6 +143,35 @@ def test_each_users_worker_runs_as_the_mapped_account(env, accounts, sub, index)
     assert "refused" in text
 
 
+LIST_FDS = """
+import os
+fds = []
+for fd in sorted(int(name) for name in os.listdir('/proc/self/fd')):
+    try:
+        fds.append((fd, os.readlink('/proc/self/fd/%d' % fd)))
+    except FileNotFoundError:
+        pass
+fds
+"""
+
+
+def test_a_users_worker_holds_none_of_the_daemons_descriptors(env):
+    # Its stdio was the root daemon's log (a user could forge whole lines in it), and
+    # the spawner's tree holds root's multiprocessing pipes: only its own socket is left.
+    daemon, idp = env
+    client = session_for(daemon, idp, "ann")
+    text, failed = run(client, LIST_FDS)
+    assert not failed, text
+    fds = eval(text.strip().splitlines()[-1])
+    assert fds[:3] == [(0, "/dev/null"), (1, "/dev/null"), (2, "/dev/null")], fds
+    assert len(fds) == 4 and fds[3][1].startswith("socket:"), fds
+    forged = "WARNING user 'eve' forged this line %s" % secrets.token_hex(4)
+    text, failed = run(client, "import os, sys; os.write(2, %r); sys.stderr.write(%r)"
+                       % ((forged + "\n").encode(), forged + "\n"))
+    assert not failed, text
+    assert forged not in daemon.log_text()   # written before the reply: nothing to wait for
+
+
 def test_the_kernel_enforces_the_accounts_file_permissions(env, image):
     daemon, idp = env
     ann, ben = session_for(daemon, idp, "ann"), session_for(daemon, idp, "ben")

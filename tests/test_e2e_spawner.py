@@ -48,6 +48,31 @@ def test_each_worker_logs_under_its_own_pid_and_a_killed_spawner_is_replaced(tmp
         assert tool_text(first.tool("execute_code", code="1 + 1")) == "2"
 
 
+# What a worker's user code sees of its descriptors: (fd, target) for each but the listing's own.
+LIST_FDS = """
+import os
+fds = []
+for fd in sorted(int(name) for name in os.listdir('/proc/self/fd')):
+    try:
+        fds.append((fd, os.readlink('/proc/self/fd/%d' % fd)))
+    except FileNotFoundError:
+        pass
+import multiprocessing.resource_tracker as tracker
+(fds, tracker._resource_tracker._fd)
+"""
+
+
+def test_a_worker_holds_only_stdio_and_its_own_socket(tmp_path):
+    # The spawner's tree holds multiprocessing's pipes (the forkserver's alive pipe,
+    # the resource tracker's) and the control socket: none may reach user code.
+    with Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution", "GS_MCP_SPARE_WORKERS": "1"}) as daemon:
+        fds, tracker_fd = eval(tool_text(session(daemon).tool("execute_code", code=LIST_FDS)))
+        assert [fd for fd, _ in fds][:3] == [0, 1, 2]
+        others = [target for fd, target in fds if fd > 2]
+        assert len(others) == 1 and others[0].startswith("socket:"), fds
+        assert tracker_fd is None
+
+
 def test_workers_run_nicer_than_the_router_by_the_configured_step(tmp_path):
     parent_and_niceness = "import os; (os.getppid(), os.getpriority(os.PRIO_PROCESS, 0))"
 

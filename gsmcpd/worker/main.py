@@ -170,6 +170,7 @@ class WorkerLoop:
                 raise ValueError("this worker is already prepared")
             if session.get("account"):
                 from gsmcpd.auth.usermap import become
+                _detach_stdio()
                 become(session["account"])
             view = None
             if session.get("image"):
@@ -329,6 +330,17 @@ def _process_exists(pid: int) -> bool:
 
 
 # -- output ------------------------------------------------------------
+
+def _detach_stdio() -> None:
+    """Point fds 0-2 at /dev/null: they are the daemon's log, and a user's code could
+    write whole forged lines to it. (So a per-user worker's own log records are lost
+    too; what goes wrong in it is answered to the client.)"""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    if null > 2:
+        os.close(null)
+
 
 class _LoggedStream:
     """Stands in for stdout/stderr: the worker writes to its inherited streams only via logging."""

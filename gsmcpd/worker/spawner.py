@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import multiprocessing.resource_tracker
 import os
+import resource
 import signal
 import socket
 
@@ -64,7 +66,7 @@ def serve(control: socket.socket, worker_nice: int = 0) -> None:
             _send(control, b"error %s" % str(error).encode(), [])
         for _ in range(count):
             try:
-                pid, pidfd, router_end = _fork(forking, control, router_pid)
+                pid, pidfd, router_end = _fork(forking, router_pid)
             except Exception as error:  # the router reports it; the spawner goes on
                 if not _send(control, b"error %s: %s" % (type(error).__name__.encode(),
                                                          str(error).encode()), []):
@@ -114,12 +116,11 @@ def _send(control, message, fds):
         return False
 
 
-def _fork(forking, control, router_pid):
+def _fork(forking, router_pid):
     """One worker: (pid, pidfd, the router's end of its frame socket)."""
     router_end, worker_end = socket.socketpair()
     try:
-        process = forking.Process(target=_worker, name="gsmcpd-worker",
-                                  args=((control.fileno(), router_end.fileno()), worker_end, router_pid))
+        process = forking.Process(target=_worker, name="gsmcpd-worker", args=(worker_end, router_pid))
         process.start()
     except BaseException:
         router_end.close()
@@ -132,12 +133,25 @@ def _fork(forking, control, router_pid):
     return process.pid, os.pidfd_open(process.pid), router_end
 
 
-def _worker(foreign_fds, sock: socket.socket, router_pid: int) -> None:
-    # A fork inherits the spawner's descriptors and dispositions: drop the control
-    # socket and the router's end of our own socket (else we would never see EOF),
-    # and give tools back a normal SIGCHLD and SIGINT (subprocess needs the first).
-    for fd in foreign_fds:
-        os.close(fd)
+def _worker(sock: socket.socket, router_pid: int) -> None:
+    # A fork inherits the spawner's descriptors and dispositions: keep only stdio and
+    # our own socket, and give tools back a normal SIGCHLD and SIGINT (subprocess needs
+    # the first).
+    _close_inherited(sock.fileno())
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     worker_main.run(sock, router_pid)
+
+
+def _close_inherited(keep: int) -> None:
+    """Close every descriptor but 0-2 and `keep`, before any user code runs (or the
+    switch to a user's account): the spawner's control socket, the router's end of our
+    socket (else we would never see EOF), multiprocessing's pipes (the forkserver's alive
+    pipe, whose write crashes it; root's resource tracker, told what to unlink at exit).
+    One close_range call, cheap on the session-open path."""
+    os.closerange(3, keep)
+    os.closerange(keep + 1, max(keep + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    # Its pipe is closed: a tool using shared memory must start a tracker of its own,
+    # not write to whatever file reuses that number.
+    tracker = multiprocessing.resource_tracker._resource_tracker
+    tracker._fd = tracker._pid = None
