@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gsmcpd.auth.usermap import AccountResolver, UserMapError, load_user_map, parse_user_map, resolve_account
+from gsmcpd.auth.usermap import (SYSTEM_ACCOUNT, AccountRefused, AccountResolver, UserMapError, load_user_map,
+                                 login_uid_min, parse_user_map, resolve_account)
 
 
 def test_parse_with_comments_and_blank_lines():
@@ -68,6 +69,33 @@ def test_resolve_without_map_uses_the_claim_as_account():
     assert resolver.resolve_account("root") is None
     assert resolver.resolve_account("../nobody") is None
     assert resolver.resolve_account("") is None
+
+
+def test_uid_min_comes_from_login_defs_else_1000(tmp_path):
+    defs = tmp_path / "login.defs"
+    defs.write_text("# UID_MIN 5\nSYS_UID_MIN 100\nUID_MIN\t\t\t 2000\nUID_MAX 60000\n")
+    assert login_uid_min(str(defs)) == 2000
+    defs.write_text("UID_MAX 60000\n")
+    assert login_uid_min(str(defs)) == 1000
+    assert login_uid_min(str(tmp_path / "missing")) == 1000
+
+
+def test_identity_mapping_refuses_system_accounts():
+    # `daemon` (uid 1 on Debian, Fedora, Alpine...) is a system account; nobody is not.
+    resolver = AccountResolver(uid_min=1000)
+    assert resolver.resolve_account("daemon") is None
+    with pytest.raises(AccountRefused, match=r"system account 'daemon' \(uid 1, below UID_MIN 1000\)") as refused:
+        resolver.resolve("daemon")
+    assert refused.value.reason == SYSTEM_ACCOUNT
+    assert resolver.resolve("nobody") == "nobody"
+    assert AccountResolver(uid_min=1).resolve("daemon") == "daemon"
+    assert AccountResolver().uid_min == login_uid_min()
+
+
+def test_a_map_file_may_name_a_system_account_explicitly():
+    resolver = AccountResolver({"svc": "daemon", "eve": "root"})
+    assert resolver.resolve("svc") == "daemon"
+    assert resolver.resolve_account("eve") is None
 
 
 # -- become(): root only -----------------------------------------------------------------

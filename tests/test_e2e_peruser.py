@@ -235,3 +235,11 @@ def test_identity_mapping_runs_the_claim_as_the_account_of_that_name(tmp_path, a
         for sub in ("root", "no-such-account-here"):
             resp = Client(port).post(INIT, headers={"Authorization": "Bearer " + idp.mint(sub=sub)})
             assert resp.status == 403, (sub, resp)
+        # A system account (uid below UID_MIN: daemon is uid 1) is no login account.
+        resp = Client(port).post(INIT, headers={"Authorization": "Bearer " + idp.mint(sub="daemon")})
+        assert resp.status == 403 and resp.header("mcp-session-id") is None, resp
+        assert "maps to a system account" in resp.json()["error"]["message"]
+        assert "user 'daemon' names system account 'daemon' (uid 1" in daemon.log_text()
+        client = session_for(daemon, idp, "nobody")          # uid 65534: an ordinary account
+        text, failed = run(client, "import os; os.getuid()")
+        assert not failed and text.strip().splitlines()[-1] == str(pwd.getpwnam("nobody").pw_uid)

@@ -1,8 +1,9 @@
 """Which local account a token's user runs as, and the switch to it.
 
 A map file holds `claim-value account` lines (`#` comments, blank lines).
-Without a map the claim value itself must name an existing local account.
-Root (uid 0) is never a target: a token must not buy a root worker.
+Without a map the claim value itself must name an existing login account (uid at
+least the system's UID_MIN). Root (uid 0) is never a target: a token must not buy a
+root worker.
 """
 from __future__ import annotations
 
@@ -48,31 +49,75 @@ def load_user_map(path: str | os.PathLike) -> dict[str, str]:
     return parse_user_map(path.read_text(encoding="utf-8"), str(path))
 
 
-def _usable_account(name: str) -> str | None:
+DEFAULT_UID_MIN = 1000
+NOT_MAPPED = "this user is not mapped to a local account"
+SYSTEM_ACCOUNT = "this user maps to a system account, not a login account"
+
+
+class AccountRefused(Exception):
+    """A user who gets no worker: `reason` is for the client (403), str() for the log."""
+
+    def __init__(self, reason: str, detail: str):
+        super().__init__(detail)
+        self.reason = reason
+
+
+def login_uid_min(path: str = "/etc/login.defs") -> int:
+    """Where ordinary login accounts start: UID_MIN in login.defs, else 1000."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as defs:
+            for line in defs:
+                fields = line.split()
+                if len(fields) >= 2 and fields[0] == "UID_MIN" and fields[1].isdigit():
+                    return int(fields[1])
+    except OSError:
+        pass
+    return DEFAULT_UID_MIN
+
+
+def _account(name: str):
     if not _ACCOUNT.fullmatch(name):
         return None
     try:
-        entry = pwd.getpwnam(name)
+        return pwd.getpwnam(name)
     except KeyError:
         return None
-    return None if entry.pw_uid == 0 else entry.pw_name
 
 
 class AccountResolver:
-    """`resolve_account(user)` → local account name, or None (router answers 403)."""
+    """`resolve(user)` → local account name, or AccountRefused (router answers 403).
 
-    def __init__(self, user_map: dict[str, str] | None = None):
+    Without a map (identity) a token's claim may only name a login account (uid at
+    least UID_MIN), never a system one such as `daemon` or `postgres`; a map file's
+    accounts are the administrator's explicit choice, so any but root may be listed.
+    """
+
+    def __init__(self, user_map: dict[str, str] | None = None, uid_min: int | None = None):
         self.user_map = user_map
+        if user_map is not None:
+            self.uid_min = 1
+        else:
+            self.uid_min = login_uid_min() if uid_min is None else uid_min
 
     @classmethod
     def from_file(cls, path: str | os.PathLike | None) -> "AccountResolver":
         return cls(load_user_map(path) if path else None)
 
+    def resolve(self, user: str) -> str:
+        name = user if self.user_map is None else self.user_map.get(user)
+        entry = _account(name) if name else None
+        if entry is None or entry.pw_uid == 0:
+            raise AccountRefused(NOT_MAPPED, f"user {user!r} has no local account mapping")
+        if entry.pw_uid < self.uid_min:
+            raise AccountRefused(SYSTEM_ACCOUNT, f"user {user!r} names system account {entry.pw_name!r} "
+                                                 f"(uid {entry.pw_uid}, below UID_MIN {self.uid_min})")
+        return entry.pw_name
+
     def resolve_account(self, user: str) -> str | None:
-        if self.user_map is not None:
-            account = self.user_map.get(user)
-            return _usable_account(account) if account else None
-        return _usable_account(user)
+        try:
+            return self.resolve(user)
+        except AccountRefused:
+            return None
 
 
 def resolve_account(user: str, user_map: dict[str, str] | None = None) -> str | None:

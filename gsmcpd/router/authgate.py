@@ -11,8 +11,9 @@ import os
 from gsmcpd.auth import tokens
 from gsmcpd.auth.jwks import JwksError, KeySource
 from gsmcpd.auth.settings import settings_from_config
-from gsmcpd.auth.usermap import AccountResolver
+from gsmcpd.auth.usermap import AccountRefused, AccountResolver
 from gsmcpd.router.app import Principal
+from gsmcpd.wire import jsonrpc
 
 log = logging.getLogger("gsmcpd.auth")
 
@@ -81,11 +82,12 @@ class AuthGate:
             return
         account = None
         if self.accounts is not None:
-            account = self.accounts.resolve_account(principal.user)
-            if account is None:
-                log.warning("user %r has no local account mapping: refused", principal.user)
-                conn.respond(403, [JSON], b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,'
-                             b'"message":"Forbidden: this user is not mapped to a local account"}}')
+            try:
+                account = self.accounts.resolve(principal.user)
+            except AccountRefused as refusal:
+                log.warning("%s: refused", refusal)
+                conn.respond(403, [JSON], jsonrpc.dumps(jsonrpc.error(
+                    None, jsonrpc.INVALID_REQUEST, "Forbidden: " + refusal.reason)))
                 return
         # exp as the router uses it: when this credential stops being accepted
         then(conn, request, Principal(principal.user, principal.read_only or self.readonly,
