@@ -219,6 +219,7 @@ class JwksServer:
         self.fetches: collections.Counter = collections.Counter()
         self.fail_with: int | None = None          # answer every request with this status
         self.config_issuer: str | None = None      # override `issuer` in the openid-configuration
+        self.raw_answer: bytes | None = None       # sent instead of an HTTP answer to JWKS requests
         # Cleared: JWKS requests are counted, then held until it is set again (a slow IdP).
         self.jwks_gate = threading.Event()
         self.jwks_gate.set()
@@ -243,6 +244,9 @@ class JwksServer:
                     server.fetches[self.path] += 1
                 if self.path == server.JWKS_PATH:
                     server.jwks_gate.wait(30)
+                    if server.raw_answer is not None:
+                        self.close_connection = True
+                        return self.wfile.write(server.raw_answer)
                 if server.fail_with:
                     return self._send(server.fail_with, {"error": "failing on purpose"})
                 if self.path == server.CONFIG_PATH:

@@ -7,6 +7,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from gsmcpd.auth import Accepted, AuthSettings, KeySource, NeedRefresh, Rejected, authenticate
+from gsmcpd.auth import jwks as jwks_module
 from gsmcpd.auth.jwks import JwksError, parse_jwks
 from idp import Clock, Idp, JwksServer
 
@@ -51,20 +52,27 @@ def refresh_and_wait(keys, loop):
     return results[0]
 
 
+NESTED = '{"keys":' + "[" * 100000 + "]" * 100000 + "}"
+
+
 # -- parse_jwks -------------------------------------------------------------------------
-def test_parse_skips_unusable_entries():
-    idp = Idp(kinds=("ec",))
-    good = idp.jwks()["keys"][0]
+def test_parse_skips_unusable_entries(caplog):
+    idp = Idp(kinds=("ec", "rsa"))
+    good, rsa_key = idp.jwks()["keys"]
     document = {"keys": [
         {"kty": "oct", "k": "c2VjcmV0", "kid": "hmac"},
         {**good, "kid": "enc", "use": "enc"},
         {"kty": "XYZ", "kid": "odd"},
         {"kty": "EC", "kid": "broken", "crv": "P-256", "x": "AA", "y": "AA"},
+        {**rsa_key, "kid": "alg-none", "alg": "none"},      # PyJWK: NotImplementedError
+        {**rsa_key, "kid": "deep", "n": json.loads("[" * 500 + "]" * 500)},
         "not an object",
         good,
     ]}
     keys = parse_jwks(json.dumps(document))
     assert [k.kid for k in keys] == ["ec-1"]
+    assert "JWKS entry kid='alg-none' skipped: NotImplementedError" in caplog.text
+    assert "JWKS entry kid='deep' skipped" in caplog.text
 
 
 def test_parse_ignores_private_members():
@@ -76,6 +84,7 @@ def test_parse_ignores_private_members():
 
 @pytest.mark.parametrize("document, message", [
     (b"{not json", "JWKS is not JSON"),
+    (NESTED, "JWKS is not JSON"),
     ({"nokeys": []}, "JWKS has no 'keys' list"),
     ({"keys": [{"kty": "oct", "k": "c2VjcmV0"}]}, "JWKS holds no usable signature key"),
 ])
@@ -154,6 +163,36 @@ def test_failed_refresh_keeps_the_old_keys(tmp_path, loop, clock):
     assert keys.next_refresh_at == clock.now + 60      # retried sooner than the full period
 
 
+def test_an_unexpected_failure_is_a_failed_fetch_and_the_next_refresh_works(tmp_path, loop, clock,
+                                                                             monkeypatch, caplog):
+    idp = Idp(kinds=("rsa",))
+    path = idp.write_jwks(tmp_path / "k.json")
+    keys = KeySource(post=loop.post, jwks_file=str(path), clock=clock)
+
+    def surprise(document):
+        raise RuntimeError("a library's surprise")
+    monkeypatch.setattr(jwks_module, "parse_jwks", surprise)
+    with pytest.raises(JwksError, match="loading the JWKS failed: RuntimeError: a library's surprise"):
+        keys.load_now()
+    clock.now += 10
+    result = refresh_and_wait(keys, loop)
+    assert (result.ok, result.attempted) == (False, True)
+    assert result.error == "loading the JWKS failed: RuntimeError: a library's surprise"
+    assert "JWKS refresh failed: loading the JWKS failed" in caplog.text
+    monkeypatch.undo()
+    clock.now += 10
+    assert refresh_and_wait(keys, loop).ok                 # not wedged: the next fetch runs
+    assert keys.lookup("rsa-1", "RS256") is not None
+
+
+def test_a_deeply_nested_file_is_a_failed_fetch(tmp_path, loop):
+    path = tmp_path / "k.json"
+    path.write_text(NESTED)
+    keys = KeySource(post=loop.post, jwks_file=str(path))
+    result = refresh_and_wait(keys, loop)
+    assert result.ok is False and result.error.startswith("JWKS is not JSON")
+
+
 # -- refresh rate limit ----------------------------------------------------------------
 def test_refresh_is_rate_limited(server, loop, clock):
     keys = KeySource(post=loop.post, jwks_url=server.jwks_url, ca_file=server.ca_file,
@@ -229,6 +268,15 @@ def test_discovery_issuer_mismatch_is_refused(server, loop):
     keys = KeySource(post=loop.post, issuer=server.url, ca_file=server.ca_file)
     result = refresh_and_wait(keys, loop)
     assert result.error == f"openid-configuration names issuer 'https://evil.test', expected '{server.url}'"
+
+
+def test_a_peer_that_does_not_speak_http_is_a_failed_fetch(server, loop):
+    server.raw_answer = b"SSH-2.0-OpenSSH\r\n\r\n"
+    keys = KeySource(post=loop.post, jwks_url=server.jwks_url, ca_file=server.ca_file)
+    result = refresh_and_wait(keys, loop)
+    assert result.error.startswith(f"GET {server.jwks_url}: not an HTTP answer (BadStatusLine")
+    with pytest.raises(JwksError, match="not an HTTP answer"):
+        keys.load_now()
 
 
 def test_http_error_status_is_reported(server, loop):

@@ -5,6 +5,7 @@ CA; the daemon trusts that CA through SSL_CERT_FILE and discovers the keys from
 MCP_ISSUER, exactly as it would from a real authorization server.
 """
 
+import json
 import os
 import threading
 import time
@@ -401,3 +402,99 @@ def test_a_stream_ends_when_the_token_that_opened_it_expires(daemon, idp):
     assert wait_until(lambda: "stream ended, the token behind it expired" in daemon.log_text())
     client.token = idp.mint(sub="erin")
     assert client.call("ping").status == 200   # a fresh token for the same user keeps the session
+
+
+# -- a misbehaving key source: a bad answer is a failed fetch, never a wedged one ----------
+
+NOT_HTTP = b"SSH-2.0-OpenSSH\r\n\r\n"
+
+
+def unknown_key_challenge(daemon):
+    return challenge(daemon, "invalid_token", "token signing key is not known")
+
+
+def accepted_soon(daemon, token):
+    """A token for a key published since the last fetch is accepted within a few refreshes."""
+    return wait_until(lambda: post_initialize(daemon, "Bearer " + token).status == 200, interval=0.3)
+
+
+def test_after_a_non_http_jwks_answer_a_new_key_still_becomes_usable(rotating):
+    server, daemon = rotating
+    idp = server.idp
+    idp.add_key("rsa", "rsa-4")
+    time.sleep(0.3)                                # past MCP_JWKS_MIN_REFRESH since the last fetch
+    server.raw_answer = NOT_HTTP                   # the JWKS URI stops speaking HTTP
+    try:
+        resp = post_initialize(daemon, "Bearer " + idp.mint("rsa-4"))   # parked, then answered
+        assert resp.status == 401
+        assert resp.header("www-authenticate") == unknown_key_challenge(daemon)
+    finally:
+        server.raw_answer = None
+    assert accepted_soon(daemon, idp.mint("rsa-4"))
+    assert "JWKS refresh failed: GET %s: not an HTTP answer" % server.jwks_url in daemon.log_text()
+    assert "Traceback" not in daemon.log_text()
+
+
+def file_source_daemon(tmp_path, idp, document, **extra):
+    path = tmp_path / "jwks.json"
+    path.write_text(document if isinstance(document, str) else json.dumps(document))
+    port = free_port()
+    idp.audience = "http://127.0.0.1:%d/mcp" % port
+    env = {"GS_MCP_AUTH": "1", "MCP_ISSUER": idp.issuer, "MCP_AUDIENCE": idp.audience,
+           "MCP_JWKS_FILE": str(path), "MCP_JWKS_MIN_REFRESH": "0.2", "GS_MCP_SPARE_WORKERS": "1",
+           "MCP_REQUIRED_SCOPES": REQUIRED, "MCP_WRITE_SCOPE": WRITE, "MCP_EXTRA_SCOPES": EXTRA}
+    return Daemon(tmp_path, port=port, env={**env, **extra}), path
+
+
+def with_alg_none_entry(idp):
+    document = idp.jwks()
+    document["keys"].append({**document["keys"][0], "kid": "odd", "alg": "none"})
+    return document
+
+
+def test_a_jwks_file_entry_with_alg_none_is_skipped_at_startup_and_on_refresh(tmp_path):
+    idp = Idp(issuer="https://idp.test", kinds=("rsa",))
+    daemon, path = file_source_daemon(tmp_path, idp, with_alg_none_entry(idp))
+    with daemon:
+        assert post_initialize(daemon, "Bearer " + idp.mint("rsa-1")).status == 200
+        idp.add_key("rsa", "rsa-2")
+        path.write_text(json.dumps(with_alg_none_entry(idp)))
+        assert accepted_soon(daemon, idp.mint("rsa-2"))
+    log = daemon.log_text()
+    assert "JWKS entry kid='odd' skipped: NotImplementedError" in log
+    assert "Traceback" not in log and "gsmcpd failed" not in log
+
+
+def test_a_deeply_nested_jwks_file_at_startup_is_not_fatal(tmp_path):
+    idp = Idp(issuer="https://idp.test", kinds=("rsa",))
+    daemon, path = file_source_daemon(tmp_path, idp, '{"keys":' + "[" * 100000 + "]" * 100000 + "}")
+    with daemon:
+        resp = post_initialize(daemon, "Bearer " + idp.mint())
+        assert resp.status == 401
+        assert resp.header("www-authenticate") == unknown_key_challenge(daemon)
+        idp.write_jwks(path)                       # the operator fixes the file
+        assert accepted_soon(daemon, idp.mint())
+    log = daemon.log_text()
+    assert "could not load signing keys yet: JWKS is not JSON" in log
+    assert "Traceback" not in log and "gsmcpd failed" not in log
+
+
+def test_a_jwks_uri_that_does_not_speak_http_at_startup_is_not_fatal(tmp_path):
+    server = JwksServer(tmp_path / "idp")
+    server.raw_answer = NOT_HTTP
+    port = free_port()
+    server.idp = Idp(issuer=server.url, audience="http://127.0.0.1:%d/mcp" % port, kinds=("rsa",))
+    daemon = Daemon(tmp_path, port=port, env=auth_env(server, server.idp.audience, MCP_JWKS_URI=server.jwks_url,
+                                                      MCP_JWKS_MIN_REFRESH="0.2"))
+    try:
+        with daemon:
+            resp = post_initialize(daemon, "Bearer " + server.idp.mint())
+            assert resp.status == 401
+            assert resp.header("www-authenticate") == unknown_key_challenge(daemon)
+            server.raw_answer = None
+            assert accepted_soon(daemon, server.idp.mint())
+    finally:
+        server.close()
+    log = daemon.log_text()
+    assert "could not load signing keys yet: GET %s: not an HTTP answer" % server.jwks_url in log
+    assert "Traceback" not in log and "gsmcpd failed" not in log

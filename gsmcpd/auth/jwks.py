@@ -9,7 +9,9 @@ via `post`, never synchronously.
 """
 from __future__ import annotations
 
+import http.client
 import json
+import logging
 import ssl
 import threading
 import time
@@ -21,12 +23,19 @@ from typing import Any, Callable
 import jwt
 from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
 
+log = logging.getLogger("gsmcpd.auth")
+
 MAX_DOCUMENT = 1024 * 1024
 MIN_RSA_BITS = 2048
 
 
 class JwksError(Exception):
     """A key document could not be fetched or holds no usable key."""
+
+
+def _why(exc: BaseException) -> str:
+    """An unexpected exception in one line (some, like NotImplementedError, have no text)."""
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 @dataclass(frozen=True)
@@ -51,12 +60,12 @@ def parse_jwks(document: bytes | str | dict) -> list[VerificationKey]:
     """Usable signature keys of a JWKS document; raises JwksError if none.
 
     Skipped (not fatal): encryption keys, symmetric `oct` keys (HMAC is never
-    accepted), unknown key types/curves, malformed entries.
+    accepted), unknown key types/curves, malformed entries (logged, by kid).
     """
     if isinstance(document, (bytes, str)):
         try:
             document = json.loads(document)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:    # RecursionError: nested too deep
             raise JwksError(f"JWKS is not JSON: {exc}") from None
     entries = document.get("keys") if isinstance(document, dict) else None
     if not isinstance(entries, list):
@@ -68,11 +77,12 @@ def parse_jwks(document: bytes | str | dict) -> list[VerificationKey]:
         if entry.get("use", "sig") != "sig":
             continue
         public = {k: v for k, v in entry.items() if k not in ("d", "p", "q", "dp", "dq", "qi")}
+        kid = entry.get("kid") if isinstance(entry.get("kid"), str) else None
         try:
             key = jwt.PyJWK(public).key
-        except (jwt.PyJWKError, jwt.InvalidKeyError, ValueError, TypeError, KeyError):
+        except Exception as exc:   # PyJWK raises many kinds (NotImplementedError for alg "none")
+            log.warning("JWKS entry kid=%r skipped: %s", kid, _why(exc))
             continue
-        kid = entry.get("kid") if isinstance(entry.get("kid"), str) else None
         alg = entry.get("alg") if isinstance(entry.get("alg"), str) else None
         keys.append(VerificationKey(kid, alg, key))
     if not keys:
@@ -101,11 +111,13 @@ def fetch_https_json(url: str, *, ca_file: str | None = None, timeout: float = 1
         raise JwksError(f"GET {url}: HTTP {exc.code}") from None
     except (urllib.error.URLError, OSError) as exc:
         raise JwksError(f"GET {url}: {getattr(exc, 'reason', exc)}") from None
+    except http.client.HTTPException as exc:     # e.g. BadStatusLine: the peer does not speak HTTP
+        raise JwksError(f"GET {url}: not an HTTP answer ({_why(exc)})") from None
     if len(body) > MAX_DOCUMENT:
         raise JwksError(f"GET {url}: document larger than {MAX_DOCUMENT} bytes")
     try:
         document = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise JwksError(f"GET {url}: response is not JSON") from None
     if not isinstance(document, dict):
         raise JwksError(f"GET {url}: response is not a JSON object")
@@ -214,7 +226,19 @@ class KeySource:
     def load_now(self) -> None:
         """Blocking load for startup and `gsmcpd check`; never call from the running loop."""
         self._last_attempt = self._clock()
-        self._install(self._fetch_keys())
+        keys, error = self._fetch()
+        if error is not None:
+            raise JwksError(error)
+        self._install(keys)
+
+    def _fetch(self) -> tuple[list[VerificationKey] | None, str | None]:
+        """(keys, None) or (None, why): any failure, expected or not, is a failed fetch."""
+        try:
+            return self._fetch_keys(), None
+        except JwksError as exc:
+            return None, str(exc)
+        except Exception as exc:   # a library's surprise must not wedge the source or stop startup
+            return None, f"loading the JWKS failed: {_why(exc)}"
 
     def _fetch_keys(self) -> list[VerificationKey]:
         if self._file is not None:
@@ -227,11 +251,11 @@ class KeySource:
         return parse_jwks(fetch_https_json(url, ca_file=self._ca_file, timeout=self._timeout))
 
     def _fetch_in_thread(self) -> None:
+        keys, error = None, "the JWKS fetch ended without a result"
         try:
-            keys, error = self._fetch_keys(), None
-        except JwksError as exc:
-            keys, error = None, str(exc)
-        self._post(lambda: self._finish(keys, error))
+            keys, error = self._fetch()
+        finally:   # unconditional: without the finish, _waiters stays set and the source is wedged
+            self._post(lambda: self._finish(keys, error))
 
     def _install(self, keys: list[VerificationKey]) -> None:
         self._keys = list(keys)
@@ -244,6 +268,7 @@ class KeySource:
             self._install(keys)
             result = RefreshResult(ok=True, attempted=True)
         else:
+            log.warning("JWKS refresh failed: %s", error)
             self.last_error = error
             # Retry a failed source sooner than the full period, but not in a tight loop.
             self.next_refresh_at = self._clock() + min(self.refresh_interval, 6 * self.min_refresh_interval)
