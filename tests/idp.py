@@ -220,6 +220,7 @@ class JwksServer:
         self.fail_with: int | None = None          # answer every request with this status
         self.config_issuer: str | None = None      # override `issuer` in the openid-configuration
         self.raw_answer: bytes | None = None       # sent instead of an HTTP answer to JWKS requests
+        self.drip = False                          # True: JWKS answers send a header line every 0.2 s, forever
         # Cleared: JWKS requests are counted, then held until it is set again (a slow IdP).
         self.jwks_gate = threading.Event()
         self.jwks_gate.set()
@@ -247,6 +248,8 @@ class JwksServer:
                     if server.raw_answer is not None:
                         self.close_connection = True
                         return self.wfile.write(server.raw_answer)
+                    if server.drip:
+                        return self._drip()
                 if server.fail_with:
                     return self._send(server.fail_with, {"error": "failing on purpose"})
                 if self.path == server.CONFIG_PATH:
@@ -255,6 +258,16 @@ class JwksServer:
                 if self.path == server.JWKS_PATH and server.idp is not None:
                     return self._send(200, server.idp.jwks())
                 return self._send(404, {"error": "not found"})
+
+            def _drip(self):
+                self.close_connection = True
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n")
+                try:
+                    while server.drip:             # until the client gives up (the write fails)
+                        time.sleep(0.2)
+                        self.wfile.write(b"X-Drip: 1\r\n")
+                except OSError:
+                    pass
 
             def _send(self, status, document):
                 body = json.dumps(document).encode()
@@ -271,6 +284,7 @@ class JwksServer:
 
     def close(self) -> None:
         self.jwks_gate.set()
+        self.drip = False
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(5)

@@ -279,6 +279,19 @@ def test_a_peer_that_does_not_speak_http_is_a_failed_fetch(server, loop):
         keys.load_now()
 
 
+def test_a_server_that_drips_its_answer_is_cut_off_at_the_deadline(server, loop, clock):
+    server.drip = True               # a byte well within each read's timeout, never an end
+    keys = KeySource(post=loop.post, jwks_url=server.jwks_url, ca_file=server.ca_file, timeout=1,
+                     clock=clock)
+    result = refresh_and_wait(keys, loop)
+    assert result.error == f"GET {server.jwks_url}: no complete answer within 1 s"
+    with pytest.raises(JwksError, match="no complete answer within 1 s"):
+        keys.load_now()
+    server.drip = False
+    clock.now += 10
+    assert refresh_and_wait(keys, loop).ok
+
+
 def test_http_error_status_is_reported(server, loop):
     server.fail_with = 500
     keys = KeySource(post=loop.post, jwks_url=server.jwks_url, ca_file=server.ca_file)

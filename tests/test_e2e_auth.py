@@ -498,3 +498,30 @@ def test_a_jwks_uri_that_does_not_speak_http_at_startup_is_not_fatal(tmp_path):
     log = daemon.log_text()
     assert "could not load signing keys yet: GET %s: not an HTTP answer" % server.jwks_url in log
     assert "Traceback" not in log and "gsmcpd failed" not in log
+
+
+def test_a_jwks_server_that_drips_its_answer_does_not_hold_the_daemon(tmp_path):
+    server = JwksServer(tmp_path / "idp")
+    server.drip = True                             # a header line every 0.2 s, never an end
+    port = free_port()
+    server.idp = Idp(issuer=server.url, audience="http://127.0.0.1:%d/mcp" % port, kinds=("rsa",))
+    daemon = Daemon(tmp_path, port=port, env=auth_env(server, server.idp.audience, MCP_JWKS_URI=server.jwks_url,
+                                                      MCP_JWKS_MIN_REFRESH="0.2"))
+    try:
+        with daemon:
+            # Startup gives up on the fetch at its deadline and serves.
+            client = Client(daemon.port, timeout=60)
+            assert client.request("GET", path="/.well-known/oauth-protected-resource").status == 200
+            assert "listening on" in daemon.log_text()
+            # A refresh meeting the drip ends too: the parked request is answered.
+            resp = post_initialize(daemon, "Bearer " + server.idp.mint())
+            assert resp.status == 401
+            assert resp.header("www-authenticate") == unknown_key_challenge(daemon)
+            server.drip = False
+            assert accepted_soon(daemon, server.idp.mint())
+    finally:
+        server.close()
+    log = daemon.log_text()
+    no_answer = "GET %s: no complete answer within 10 s" % server.jwks_url
+    assert "could not load signing keys yet: " + no_answer in log
+    assert "JWKS refresh failed: " + no_answer in log

@@ -9,9 +9,12 @@ via `post`, never synchronously.
 """
 from __future__ import annotations
 
+import functools
 import http.client
 import json
 import logging
+import os
+import socket
 import ssl
 import threading
 import time
@@ -97,12 +100,97 @@ class _HttpsOnlyRedirects(urllib.request.HTTPRedirectHandler):
         return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
+class _Deadline:
+    """An overall time limit for one fetch. urllib's timeout bounds each socket operation
+    only, so a server sending a byte every few seconds would hold a fetch forever; at the
+    deadline every connection the fetch opened is shut down, which ends any blocked read."""
+
+    def __init__(self, seconds: float):
+        self.expired = False
+        self._lock = threading.Lock()
+        self._watched: list[socket.socket] = []
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> "_Deadline":
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._timer.cancel()
+        with self._lock:
+            for sock in self._watched:
+                sock.close()
+            self._watched.clear()
+
+    def create_connection(self, *args, **kwargs) -> socket.socket:
+        """socket.create_connection, the connection watched."""
+        sock = socket.create_connection(*args, **kwargs)
+        with self._lock:
+            # A descriptor of our own: TLS wrapping detaches `sock`, and ours cannot be reused under us.
+            watched = socket.socket(fileno=os.dup(sock.fileno()))
+            self._watched.append(watched)
+            if self.expired:
+                _shut_down(watched)
+        return sock
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for sock in self._watched:
+                _shut_down(sock)
+
+
+def _shut_down(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass   # already closed by the peer
+
+
+class _WatchedHTTPSConnection(http.client.HTTPSConnection):
+    def __init__(self, host, *, deadline: _Deadline, **kwargs):
+        super().__init__(host, **kwargs)
+        self._create_connection = deadline.create_connection   # http.client's hook for the TCP connect
+
+
+class _DeadlineHTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, context: ssl.SSLContext, deadline: _Deadline):
+        super().__init__(context=context)
+        self._connection = functools.partial(_WatchedHTTPSConnection, deadline=deadline)
+        self._tls_context = context
+
+    def https_open(self, req):
+        return self.do_open(self._connection, req, context=self._tls_context)
+
+
 def fetch_https_json(url: str, *, ca_file: str | None = None, timeout: float = 10.0) -> dict:
-    """GET a JSON object over verified HTTPS (blocking: worker threads only)."""
+    """GET a JSON object over verified HTTPS (blocking: worker threads only).
+
+    `timeout` bounds each socket operation and, separately, the fetch as a whole.
+    """
     if not url.lower().startswith("https://"):
         raise JwksError(f"key URLs must be https: {url}")
+    with _Deadline(timeout) as deadline:
+        try:
+            body = _get(url, ca_file, timeout, deadline)
+        except JwksError:
+            if not deadline.expired:
+                raise
+        if deadline.expired:   # a cut-off answer may look complete: refuse it whatever it held
+            raise JwksError(f"GET {url}: no complete answer within {timeout:g} s")
+    try:
+        document = json.loads(body)
+    except (ValueError, RecursionError):
+        raise JwksError(f"GET {url}: response is not JSON") from None
+    if not isinstance(document, dict):
+        raise JwksError(f"GET {url}: response is not a JSON object")
+    return document
+
+
+def _get(url: str, ca_file: str | None, timeout: float, deadline: _Deadline) -> bytes:
     context = ssl.create_default_context(cafile=ca_file)
-    opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=context), _HttpsOnlyRedirects())
+    opener = urllib.request.build_opener(_DeadlineHTTPSHandler(context, deadline), _HttpsOnlyRedirects())
     request = urllib.request.Request(url, headers={"Accept": "application/json", "User-Agent": "gsmcpd"})
     try:
         with opener.open(request, timeout=timeout) as response:
@@ -115,13 +203,7 @@ def fetch_https_json(url: str, *, ca_file: str | None = None, timeout: float = 1
         raise JwksError(f"GET {url}: not an HTTP answer ({_why(exc)})") from None
     if len(body) > MAX_DOCUMENT:
         raise JwksError(f"GET {url}: document larger than {MAX_DOCUMENT} bytes")
-    try:
-        document = json.loads(body)
-    except (ValueError, RecursionError):
-        raise JwksError(f"GET {url}: response is not JSON") from None
-    if not isinstance(document, dict):
-        raise JwksError(f"GET {url}: response is not a JSON object")
-    return document
+    return body
 
 
 def discover_jwks_uri(issuer: str, *, ca_file: str | None = None, timeout: float = 10.0) -> str:
