@@ -257,3 +257,12 @@ def test_non_numeric_exp_is_refused(idp, settings, keys, exp):
     signature = jwt.get_algorithm_by_name("RS256").sign(signing_input.encode(), key)
     forged = f"{signing_input}.{jwt.utils.base64url_encode(signature).decode()}"
     assert rejected(check(f"Bearer {forged}", settings, keys)) == invalid("token has no exp claim")
+
+
+@pytest.mark.parametrize("claim, value, description", [
+    ("exp", 10**400, "token has no exp claim"),      # beyond a double: OverflowError in float()
+    ("exp", -10**400, "token has no exp claim"),
+    ("nbf", 10**400, "token is not valid yet"),
+], ids=["exp 10**400", "exp -10**400", "nbf 10**400"])
+def test_a_time_claim_beyond_a_double_is_refused(idp, settings, keys, claim, value, description):
+    assert rejected(check(f"Bearer {idp.mint(**{claim: value})}", settings, keys)) == invalid(description)

@@ -126,6 +126,10 @@ REJECTIONS = [
     ("RSA kid presented as ES256", lambda idp: "Bearer " + idp.mint("ec-1", headers={"kid": "rsa-1"}),
      "invalid_token", "signing key does not match the token algorithm"),
     ("no exp", lambda idp: "Bearer " + idp.mint(exp=None), "invalid_token", "token has no exp claim"),
+    ("exp beyond a double", lambda idp: "Bearer " + idp.mint(exp=10**400), "invalid_token",
+     "token has no exp claim"),
+    ("nbf beyond a double", lambda idp: "Bearer " + idp.mint(nbf=10**400), "invalid_token",
+     "token is not valid yet"),
     ("no sub", lambda idp: "Bearer " + idp.mint(sub=None), "invalid_token", "token has no sub claim"),
 ]
 

@@ -140,20 +140,29 @@ def authenticate(authorization: str | None, settings: AuthSettings, keys: KeySou
     return _check_claims(claims, settings, time.time() if now is None else now)
 
 
-def _is_number(value: Any) -> bool:
+def _timestamp(value: Any) -> float | None:
+    """A NumericDate claim as a finite float, or None if it is not one."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    try:
+        value = float(value)       # an int beyond a double's range (10**400) raises OverflowError
+    except OverflowError:
+        return None
     # json.loads accepts NaN/Infinity, which would make every time comparison False.
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return value if math.isfinite(value) else None
 
 
 def _check_claims(claims: dict, settings: AuthSettings, now: float) -> Outcome:
-    exp = claims.get("exp")
-    if not _is_number(exp):
+    exp = _timestamp(claims.get("exp"))
+    if exp is None:
         return _invalid(settings, "token has no exp claim")
     if now > exp + settings.leeway:
         return _invalid(settings, "token expired")
     nbf = claims.get("nbf")
-    if nbf is not None and (not _is_number(nbf) or now + settings.leeway < nbf):
-        return _invalid(settings, "token is not valid yet")
+    if nbf is not None:
+        nbf = _timestamp(nbf)
+        if nbf is None or now + settings.leeway < nbf:
+            return _invalid(settings, "token is not valid yet")
     if claims.get("iss") != settings.issuer:
         return _invalid(settings, "token issuer is not accepted")
     aud = claims.get("aud")
@@ -168,4 +177,4 @@ def _check_claims(claims: dict, settings: AuthSettings, now: float) -> Outcome:
     if missing:
         return insufficient_scope(settings, scopes, missing)
     read_only = settings.write_scope is not None and settings.write_scope not in scopes
-    return Accepted(Principal(user, scopes, read_only, float(exp), claims))
+    return Accepted(Principal(user, scopes, read_only, exp, claims))
