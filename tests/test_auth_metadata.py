@@ -90,3 +90,19 @@ def test_settings_from_config():
     client_id = settings_from_config(Config(auth=True, issuer="https://kc", audience="gsmcpd", port=8443))
     assert client_id.resource == "http://127.0.0.1:8443/mcp"
     assert client_id.expected_audience == "gsmcpd"
+
+
+def test_the_advertised_resource_is_the_audience_verbatim(tmp_path):
+    from gsmcpd.auth import Accepted, KeySource, authenticate, settings_from_config
+    from gsmcpd.config import Config
+    from idp import Idp
+    config = Config(auth=True, issuer="https://idp.test", audience="https://mcp.example/mcp/",
+                    jwks_file=tmp_path / "jwks.json")
+    settings = settings_from_config(config)
+    advertised = json.loads(settings.metadata_body)["resource"]
+    assert advertised == "https://mcp.example/mcp/" == settings.expected_audience
+    assert settings.metadata_url == "https://mcp.example/.well-known/oauth-protected-resource/mcp"
+    idp = Idp(issuer="https://idp.test", audience=advertised, kinds=("rsa",))
+    keys = KeySource(post=lambda fn: None, jwks_file=str(idp.write_jwks(tmp_path / "jwks.json")))
+    keys.load_now()
+    assert isinstance(authenticate(f"Bearer {idp.mint()}", settings, keys), Accepted)

@@ -529,3 +529,14 @@ def test_a_jwks_server_that_drips_its_answer_does_not_hold_the_daemon(tmp_path):
     no_answer = "GET %s: no complete answer within 10 s" % server.jwks_url
     assert "could not load signing keys yet: " + no_answer in log
     assert "JWKS refresh failed: " + no_answer in log
+
+
+def test_a_token_for_the_advertised_resource_passes_the_audience_check(tmp_path):
+    idp = Idp(issuer="https://idp.test", kinds=("rsa",))
+    daemon, path = file_source_daemon(tmp_path, idp, idp.jwks())
+    daemon.env["MCP_AUDIENCE"] = idp.audience + "/"            # configured with a trailing slash
+    with daemon:
+        resp = Client(daemon.port).request("GET", path="/.well-known/oauth-protected-resource/mcp")
+        advertised = resp.json()["resource"]
+        assert advertised == idp.audience + "/"
+        assert post_initialize(daemon, "Bearer " + idp.mint(aud=advertised)).status == 200

@@ -75,12 +75,14 @@ def settings_from_config(config) -> AuthSettings:
 
     `resource` (what the metadata publishes and challenges point at) is the
     audience when that is an http(s) URL — the public name, right behind a TLS
-    proxy too — and otherwise the router's own /mcp URL.
+    proxy too — and otherwise the router's own /mcp URL. The audience is taken
+    verbatim (a trailing slash kept): a token for the advertised resource must
+    pass the audience check, which compares exactly.
     """
     audience = config.audience
     resource = audience if audience and audience.startswith(("https://", "http://")) else config.url
     return AuthSettings(
-        resource=resource.rstrip("/"), issuer=config.issuer, audience=audience,
+        resource=resource, issuer=config.issuer, audience=audience,
         authorization_servers=tuple(config.authorization_servers),
         required_scopes=tuple(config.required_scopes), write_scope=config.write_scope,
         extra_scopes=tuple(config.extra_scopes), userid_claim=config.userid_claim,
