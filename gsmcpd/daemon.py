@@ -524,10 +524,10 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
                "already in use" if busy else None)
     except OSError as exc:
         report("port", f"{config.host}:{config.port}", f"cannot bind: {exc.strerror or exc}")
-    for label, path in (("tls cert", config.tls_cert), ("tls key", config.tls_key),
-                        ("jwks file", config.jwks_file)):
-        if path is not None:
-            report(label, str(path), None if os.access(path, os.R_OK) else "not readable")
+    if config.tls_cert is not None and config.tls_key is not None:
+        report("tls cert", f"{config.tls_cert} (key {config.tls_key})", _tls_problem(config))
+    if config.jwks_file is not None:
+        report("jwks file", str(config.jwks_file), _jwks_file_problem(config.jwks_file))
     report("auth", "on" if config.auth else "off (loopback only)")
     report("read-only", "yes" if config.readonly else "no")
     report("toolsets", " ".join(config.toolsets))
@@ -544,6 +544,29 @@ def _import_problem(module: str) -> str | None:
         importlib.import_module(module)
     except Exception as exc:  # any import failure is the finding itself
         return f"cannot import: {type(exc).__name__}: {exc}"
+    return None
+
+
+def _tls_problem(config: Config) -> str | None:
+    """What `serve` would meet loading the certificate and key."""
+    for knob, path in (("tls_cert", config.tls_cert), ("tls_key", config.tls_key)):
+        if not os.access(path, os.R_OK):
+            return f"{knob}: {path} is not readable"
+    from gsmcpd.auth.tls import TlsError, server_context
+    try:
+        server_context(config.tls_cert, config.tls_key)
+    except TlsError as exc:
+        return f"tls_cert/tls_key: {exc}"
+    return None
+
+
+def _jwks_file_problem(path: Path) -> str | None:
+    """What `serve` would meet loading the keys (there a warning: the file may be fixed later)."""
+    from gsmcpd.auth.jwks import JwksError, KeySource
+    try:
+        KeySource(post=lambda fn: None, jwks_file=str(path)).load_now()
+    except JwksError as exc:
+        return f"jwks_file: {exc}"
     return None
 
 

@@ -373,6 +373,30 @@ def test_check_reports_ok_then_the_first_problem(tmp_path):
     assert text.rstrip().splitlines()[-1] == "PROBLEM: image: does not exist"
 
 
+def test_check_loads_the_tls_pair_and_the_jwks_file_as_serve_would(tmp_path):
+    from idp import CertAuthority, Idp
+    ca = CertAuthority(tmp_path / "ca")
+    cert, key = ca.issue("one")
+    _, other_key = ca.issue("two")
+    idp = Idp(issuer="https://idp.test", kinds=("rsa",))
+    jwks = idp.write_jwks(tmp_path / "jwks.json")
+
+    def check(**env):
+        env = {"GS_MCP_AUTH": "1", "MCP_ISSUER": idp.issuer, "MCP_AUDIENCE": "https://mcp.test/mcp",
+               "MCP_JWKS_FILE": str(jwks), "GS_MCP_TLS_CERT": str(cert), "GS_MCP_TLS_KEY": str(key), **env}
+        config = load_config({"port": free_port(), "state_dir": str(tmp_path)}, env)
+        out = io.StringIO()
+        return daemon.check(config, out=out), out.getvalue().rstrip().splitlines()[-1]
+
+    assert check()[0] == 0
+    code, last = check(GS_MCP_TLS_KEY=str(other_key))
+    assert code == 1
+    assert last.startswith("PROBLEM: tls cert: tls_cert/tls_key: cannot load TLS certificate")
+    assert "KEY_VALUES_MISMATCH" in last
+    jwks.write_text('{"keys": [{"kty": "oct", "k": "c2VjcmV0"}]}')
+    assert check() == (1, "PROBLEM: jwks file: jwks_file: JWKS holds no usable signature key")
+
+
 def test_check_notices_a_busy_port(tmp_path):
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from gsmcpd.__main__ import _passthrough, build_parser
+from helpers import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -69,3 +70,22 @@ def test_start_hands_its_flags_to_the_detached_serve(tmp_path, monkeypatch):
         "--host", "::1", "--config", str(tmp_path / "site.conf"), "--state-dir",
         str(tmp_path / "rel" / "state"), "--toolsets", "search browsing", "--trace", "1",
         "--readonly"]
+
+
+def test_a_tls_key_that_does_not_match_its_certificate_is_refused_in_one_line(tmp_path):
+    from idp import CertAuthority
+    ca = CertAuthority(tmp_path / "ca")
+    cert, _ = ca.issue("one")
+    _, other_key = ca.issue("two")
+    env = {"GS_MCP_TLS_CERT": str(cert), "GS_MCP_TLS_KEY": str(other_key)}
+    flags = ("--port", str(free_port()), "--state-dir", str(tmp_path / "state"))
+    checked = gsmcpd("check", *flags, env=env)
+    assert checked.returncode == 1
+    assert checked.stdout.splitlines()[-1].startswith(
+        "PROBLEM: tls cert: tls_cert/tls_key: cannot load TLS certificate %s / key %s" % (cert, other_key))
+    served = gsmcpd("serve", *flags, env=env)
+    assert served.returncode == 1
+    assert "Traceback" not in served.stderr
+    refusal = [line for line in served.stderr.splitlines() if " ERROR " in line]
+    assert len(refusal) == 1 and "gsmcpd: tls_cert/tls_key: cannot load TLS certificate" in refusal[0]
+    assert "KEY_VALUES_MISMATCH" in refusal[0]

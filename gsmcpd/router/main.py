@@ -79,9 +79,12 @@ class Router:
             self.auth = AuthGate(self)
         self.ssl_context = None
         if config.tls_cert:
-            from gsmcpd.auth.tls import server_context
+            from gsmcpd.auth.tls import TlsError, server_context
 
-            self.ssl_context = server_context(config.tls_cert, config.tls_key)
+            try:
+                self.ssl_context = server_context(config.tls_cert, config.tls_key)
+            except TlsError as exc:   # a refusal of the configuration: one line, no traceback
+                raise SystemExit(f"gsmcpd: tls_cert/tls_key: {exc}") from None
 
     # -- startup -----------------------------------------------------------
     def bind(self):
