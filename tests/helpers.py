@@ -270,6 +270,20 @@ def pid_alive(pid):
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
+# execute_code source whose value is [(fd, target), ...]: what a worker's code holds open
+# (but the listing's own descriptor).
+LIST_FDS = """
+import os
+fds = []
+for fd in sorted(int(name) for name in os.listdir('/proc/self/fd')):
+    try:
+        fds.append((fd, os.readlink('/proc/self/fd/%d' % fd)))
+    except FileNotFoundError:
+        pass
+fds
+"""
+
+
 def wait_until(predicate, timeout=10.0, interval=0.05):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -483,13 +483,18 @@ def test_a_deeply_nested_jwks_file_at_startup_is_not_fatal(tmp_path):
     assert "Traceback" not in log and "gsmcpd failed" not in log
 
 
+def daemon_on_jwks_uri(tmp_path, server):
+    """A daemon taking its keys from `server`'s JWKS URL, refreshed at most every 0.2 s."""
+    port = free_port()
+    server.idp = Idp(issuer=server.url, audience="http://127.0.0.1:%d/mcp" % port, kinds=("rsa",))
+    return Daemon(tmp_path, port=port, env=auth_env(server, server.idp.audience, MCP_JWKS_URI=server.jwks_url,
+                                                    MCP_JWKS_MIN_REFRESH="0.2"))
+
+
 def test_a_jwks_uri_that_does_not_speak_http_at_startup_is_not_fatal(tmp_path):
     server = JwksServer(tmp_path / "idp")
     server.raw_answer = NOT_HTTP
-    port = free_port()
-    server.idp = Idp(issuer=server.url, audience="http://127.0.0.1:%d/mcp" % port, kinds=("rsa",))
-    daemon = Daemon(tmp_path, port=port, env=auth_env(server, server.idp.audience, MCP_JWKS_URI=server.jwks_url,
-                                                      MCP_JWKS_MIN_REFRESH="0.2"))
+    daemon = daemon_on_jwks_uri(tmp_path, server)
     try:
         with daemon:
             resp = post_initialize(daemon, "Bearer " + server.idp.mint())
@@ -507,10 +512,7 @@ def test_a_jwks_uri_that_does_not_speak_http_at_startup_is_not_fatal(tmp_path):
 def test_a_jwks_server_that_drips_its_answer_does_not_hold_the_daemon(tmp_path):
     server = JwksServer(tmp_path / "idp")
     server.drip = True                             # a header line every 0.2 s, never an end
-    port = free_port()
-    server.idp = Idp(issuer=server.url, audience="http://127.0.0.1:%d/mcp" % port, kinds=("rsa",))
-    daemon = Daemon(tmp_path, port=port, env=auth_env(server, server.idp.audience, MCP_JWKS_URI=server.jwks_url,
-                                                      MCP_JWKS_MIN_REFRESH="0.2"))
+    daemon = daemon_on_jwks_uri(tmp_path, server)
     try:
         with daemon:
             # Startup gives up on the fetch at its deadline and serves.

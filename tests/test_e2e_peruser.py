@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from gsmcpd.image import default
-from helpers import Client, Daemon, free_port
+from helpers import LIST_FDS, Client, Daemon, free_port
 from idp import Idp
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="per-user workers need a root daemon "
@@ -141,18 +141,6 @@ def test_each_users_worker_runs_as_the_mapped_account(env, accounts, sub, index)
     text, failed = run(client, "import os\ntry:\n    os.setuid(0)\nexcept PermissionError:\n"
                                "    print('refused')")
     assert "refused" in text
-
-
-LIST_FDS = """
-import os
-fds = []
-for fd in sorted(int(name) for name in os.listdir('/proc/self/fd')):
-    try:
-        fds.append((fd, os.readlink('/proc/self/fd/%d' % fd)))
-    except FileNotFoundError:
-        pass
-fds
-"""
 
 
 def test_a_users_worker_holds_none_of_the_daemons_descriptors(env):

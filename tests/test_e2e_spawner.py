@@ -6,7 +6,7 @@ import resource
 import signal
 import socket
 
-from helpers import Client, Daemon, _children, pid_alive, tool_text, wait_until, worker_pids
+from helpers import LIST_FDS, Client, Daemon, _children, pid_alive, tool_text, wait_until, worker_pids
 
 
 def session(daemon):
@@ -48,15 +48,8 @@ def test_each_worker_logs_under_its_own_pid_and_a_killed_spawner_is_replaced(tmp
         assert tool_text(first.tool("execute_code", code="1 + 1")) == "2"
 
 
-# What a worker's user code sees of its descriptors: (fd, target) for each but the listing's own.
-LIST_FDS = """
-import os
-fds = []
-for fd in sorted(int(name) for name in os.listdir('/proc/self/fd')):
-    try:
-        fds.append((fd, os.readlink('/proc/self/fd/%d' % fd)))
-    except FileNotFoundError:
-        pass
+# What a worker's user code sees of its descriptors, and its resource tracker's pipe.
+LIST_FDS_AND_TRACKER = LIST_FDS + """
 import multiprocessing.resource_tracker as tracker
 (fds, tracker._resource_tracker._fd)
 """
@@ -66,7 +59,7 @@ def test_a_worker_holds_only_stdio_and_its_own_socket(tmp_path):
     # The spawner's tree holds multiprocessing's pipes (the forkserver's alive pipe,
     # the resource tracker's) and the control socket: none may reach user code.
     with Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution", "GS_MCP_SPARE_WORKERS": "1"}) as daemon:
-        fds, tracker_fd = eval(tool_text(session(daemon).tool("execute_code", code=LIST_FDS)))
+        fds, tracker_fd = eval(tool_text(session(daemon).tool("execute_code", code=LIST_FDS_AND_TRACKER)))
         assert [fd for fd, _ in fds][:3] == [0, 1, 2]
         others = [target for fd, target in fds if fd > 2]
         assert len(others) == 1 and others[0].startswith("socket:"), fds
