@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from helpers import Client, Daemon, tool_text
+from helpers import Client, Daemon, pid_alive, tool_text, wait_until
 from test_e2e_lifetime import worker_pid
 
 
@@ -138,3 +138,23 @@ def test_progress_of_nan_is_a_clear_error_in_the_users_code(keeps_its_work):
     text = failed(response.json()["result"], "other")
     assert text.endswith("ValueError: progress values must be finite numbers, not nan")
     assert "main.py" not in text and "FrameError" not in text
+
+
+START_SLEEP = "import subprocess\nsleeper = subprocess.Popen(['sleep', '300'])\nsleeper.pid"
+
+
+def test_what_the_code_started_ends_with_its_session(c):
+    # The worker leads a process group of its own, which the code's children inherit.
+    pid = int(tool_text(c.tool("execute_code", code=START_SLEEP)))
+    assert pid_alive(pid)
+    assert c.delete().status == 200
+    assert wait_until(lambda: not pid_alive(pid)), "sleep %d outlived its session" % pid
+
+
+def test_what_the_code_started_ends_with_the_daemon(tmp_path):
+    with Daemon(tmp_path, env={"GS_MCP_SPARE_WORKERS": "1"}) as daemon:
+        client = Client(daemon.port)
+        client.initialize()
+        pid = int(tool_text(client.tool("execute_code", code=START_SLEEP)))
+        assert pid_alive(pid)
+    assert wait_until(lambda: not pid_alive(pid)), "sleep %d outlived the daemon" % pid

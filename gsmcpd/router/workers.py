@@ -247,6 +247,13 @@ class Worker:
                 pass
 
     def kill(self):
+        if self.alive:
+            # It leads its own process group (spawner): what its code started goes too.
+            # Only while it lives, so the group id cannot be another's yet.
+            try:
+                os.killpg(self.pid, signal.SIGKILL)
+            except OSError:
+                pass
         self.signal(signal.SIGKILL)
 
     def stop(self):

@@ -50,6 +50,19 @@ def run(sock: socket.socket, router_pid: int) -> None:
     # Nothing is left to clean up that the kernel does not: skipping interpreter and
     # multiprocessing teardown frees the CPU for the sessions still running.
     logging.shutdown()
+    end_process()
+
+
+def end_process() -> None:
+    """Exit, taking along what the user's code started (subprocesses, forks, pools):
+    the spawner made this worker the leader of its own process group, which they
+    inherit, so they do not outlive the session. SIGKILL to the group ends us too.
+    Not a group leader (a worker run by the tests, a fork of the user's): just exit."""
+    if os.getpgrp() == os.getpid():
+        try:
+            os.killpg(os.getpid(), signal.SIGKILL)
+        except OSError:
+            pass
     os._exit(0)
 
 
@@ -310,7 +323,7 @@ def _watch_router(sock: socket.socket, router_pid: int) -> None:
     while _process_exists(router_pid):
         if poller.poll(WATCHDOG_INTERVAL * 1000):
             break
-    os._exit(0)
+    end_process()
 
 
 def _process_exists(pid: int) -> bool:

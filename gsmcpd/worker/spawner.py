@@ -138,6 +138,9 @@ def _worker(sock: socket.socket, router_pid: int) -> None:
     # our own socket, and give tools back a normal SIGCHLD and SIGINT (subprocess needs
     # the first).
     _close_inherited(sock.fileno())
+    # A process group of its own: what the user's code starts is in it, and ends with it
+    # (worker_main.end_process; the router's kill takes the group too).
+    os.setpgid(0, 0)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     worker_main.run(sock, router_pid)
