@@ -53,6 +53,17 @@ def _passthrough(args: argparse.Namespace) -> list[str]:
     return argv
 
 
+def _seconds(text: str) -> float:
+    """A duration flag: a finite number of seconds, not negative."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected seconds, 0 or more, got {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gsmcpd", description="MCP server daemon")
     parser.add_argument("--version", action="version", version=f"gsmcpd {__version__}")
@@ -72,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--state-dir", dest="state_dir")
         sub.add_argument("--config")
         if name == "stop":
-            sub.add_argument("--timeout", type=float, default=None,
+            sub.add_argument("--timeout", type=_seconds, default=None,
                              help="seconds before SIGKILL (default 10)")
         else:
             sub.add_argument("--json", action="store_true", help="machine-readable output")
@@ -106,7 +117,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.command in ("stop", "status"):
         flags = {"state_dir": args.state_dir, "port": args.port, "config": args.config}
         config = load_config({k: v for k, v in flags.items() if v is not None}, os.environ,
-                             validate=False)
+                             validate=False, only=("state_dir", "port"))
         if args.command == "stop":
             timeout = daemon.STOP_TIMEOUT if args.timeout is None else args.timeout
             try:

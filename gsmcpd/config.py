@@ -378,16 +378,21 @@ def conf_file_path(argv_flags: Mapping[str, Any], environ: Mapping[str, str],
 
 def load_config(argv_flags: Mapping[str, Any] | None = None,
                 environ: Mapping[str, str] | None = None,
-                conf_path: str | Path | None = None, *, validate: bool = True) -> Config:
+                conf_path: str | Path | None = None, *, validate: bool = True,
+                only: tuple[str, ...] | None = None) -> Config:
     """Layer defaults <- conf file <- environment <- flags, parse, then validate.
 
     `argv_flags` maps knob keys to values (strings are parsed like any other source;
     None means "not given"); its "config" entry, `conf_path` or GS_MCP_CONFIG names the
-    conf file.  validate=False skips cross-field checks and toolset resolution (used
-    by `stop`/`status`, which only need the state directory and port).
+    conf file.  validate=False skips cross-field checks and toolset resolution.
+    `only`: read just these knobs, the rest defaults, so a bad or unknown setting of
+    another cannot stop `stop`/`status`, which need only the state directory and port.
     """
     argv_flags = dict(argv_flags or {})
     environ = {} if environ is None else environ
+    if only is not None:
+        wanted = {KNOBS_BY_KEY[key].env for key in only} | NON_KNOB_ENV
+        environ = {name: value for name, value in environ.items() if name in wanted}
     raw: dict[str, Any] = {}
     path = conf_file_path(argv_flags, environ, conf_path)
     if path is not None:
@@ -398,7 +403,8 @@ def load_config(argv_flags: Mapping[str, Any] | None = None,
         except UnicodeDecodeError as exc:
             raise ConfigError("config", f"{path} is not UTF-8 text (byte {exc.start}): "
                               "not a config file?") from None
-        raw.update(parse_conf_text(text, source=str(path)))
+        conf = parse_conf_text(text, source=str(path))
+        raw.update(conf if only is None else {k: v for k, v in conf.items() if k in only})
     raw.update(env_values(environ))
     for key, value in argv_flags.items():
         if key == "config" or value is None:

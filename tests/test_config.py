@@ -108,6 +108,15 @@ def test_more_spare_workers_than_sessions_could_claim_are_refused():
     assert load_config({}, {"GS_MCP_SPARE_WORKERS": "8", "GS_MCP_MAX_SESSIONS": "8"}).spare_workers == 8
 
 
+def test_only_the_knobs_asked_for_are_read_so_another_bad_one_cannot_block_stop(tmp_path):
+    environ = {"GS_MCP_PORT": "9105", "GS_MCP_STATE_DIR": str(tmp_path), "GS_MCP_IDLE_TIMEOUT": "abc",
+               "GS_MCP_TIMEOUT": "5"}   # a bad value, and a name that is no knob
+    config = load_config({}, environ, validate=False, only=("state_dir", "port"))
+    assert (config.port, config.state_dir) == (9105, tmp_path)
+    with pytest.raises(ConfigError):
+        load_config({}, environ, validate=False)
+
+
 def test_none_flags_mean_not_given():
     assert load_config({"port": None, "readonly": None}, {"GS_MCP_PORT": "9200"}).port == 9200
 

@@ -209,6 +209,21 @@ def test_an_unusable_state_dir_or_log_file_is_named_without_a_traceback(tmp_path
     assert f"cannot write the pidfile {tmp_path}/afile/x/gsmcpd-{port}.pid: Not a directory" in served.stderr
 
 
+def test_stop_is_not_blocked_by_a_bad_setting_it_does_not_need(tmp_path):
+    port = free_port()
+    env = clean_env(GS_MCP_PORT=str(port), GS_MCP_STATE_DIR=str(tmp_path))
+    assert run("run-server.sh", env=env).returncode == 0
+    typo = dict(env, GS_MCP_IDLE_TIMEOUT="abc", GS_MCP_TIMEOUT="5")
+    try:
+        stopped = run("stop-server.sh", str(port), env=typo)
+    finally:
+        run("stop-server.sh", str(port), env=env)   # whatever happened above
+    assert stopped.returncode == 0 and f"stopped gsmcpd on port {port}" in stopped.stdout, stopped.stdout
+    negative = subprocess.run([sys.executable, "-m", "gsmcpd", "stop", str(port), "--timeout", "-1"],
+                              env=env, cwd=str(REPO), capture_output=True, text=True)
+    assert negative.returncode == 2 and "expected seconds, 0 or more, got '-1'" in negative.stderr
+
+
 def test_log_has_the_startup_line_with_trace_state(server):
     text = server["log"].read_text()
     assert f"(host 127.0.0.1, port {server['port']}, pid " in text  # daemon.startup_line
