@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from gsmcpd import __version__
-from gsmcpd.config import ConfigError, load_config
+from gsmcpd.config import ConfigError, load_config, parse_seconds
 
 
 def _server_flags(parser: argparse.ArgumentParser) -> None:
@@ -54,14 +54,11 @@ def _passthrough(args: argparse.Namespace) -> list[str]:
 
 
 def _seconds(text: str) -> float:
-    """A duration flag: a finite number of seconds, not negative."""
+    """A duration flag, read as the config's seconds knobs are."""
     try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected seconds, 0 or more, got {text!r}")
-    return value
+        return parse_seconds(text)
+    except ValueError as exc:   # argparse shows an ArgumentTypeError's own words
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -262,6 +262,12 @@ def serve_main(config: Config, *, ready_fd: int | None = None, detached: bool = 
     follow the log file too.  `serve` defaults to gsmcpd.router.main.serve.
     """
     reporter = _ReadyReporter(ready_fd)
+
+    def refused(message: str) -> int:
+        log.error("%s", message)
+        reporter.error(message)
+        return 1
+
     try:
         configure_logging(config.log_level, config.log_file, redirect_stdio=detached)
     except OSError as exc:   # nowhere to log yet: say it where start or the terminal reads
@@ -272,14 +278,10 @@ def serve_main(config: Config, *, ready_fd: int | None = None, detached: bool = 
     try:
         note = claim_pidfile(config.pidfile, config.port)
     except (AlreadyRunning, PidfileError) as exc:
-        log.error("%s", exc)
-        reporter.error(str(exc))
-        return 1
+        return refused(str(exc))
     except OSError as exc:   # the state directory cannot be made or written
-        message = f"cannot write the pidfile {config.pidfile}: {exc.strerror or exc} (state dir {config.state_dir})"
-        log.error("%s", message)
-        reporter.error(message)
-        return 1
+        return refused(f"cannot write the pidfile {config.pidfile}: {exc.strerror or exc} "
+                       f"(state dir {config.state_dir})")
     if note:
         log.warning("%s", note)
 
@@ -457,7 +459,8 @@ def stop(state_dir: Path, port: int, timeout: float = STOP_TIMEOUT,
             print(f"no gsmcpd running on port {port} (no pidfile at {path})", file=out)
         return 1
     if not is_gsmcpd(pid, port, state_dir):
-        if _names_gsmcpd(process_cmdline(pid)) and not _ports_named(process_cmdline(pid) or []):
+        argv = process_cmdline(pid)
+        if _names_gsmcpd(argv) and not _ports_named(argv):
             # A gsmcpd that took its port from the environment or a config file, and whose
             # control socket did not say (stopped, or busy): never ours to judge stale.
             print(f"pid {pid} in {path} is a gsmcpd whose port could not be confirmed (its "

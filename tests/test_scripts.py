@@ -221,7 +221,7 @@ def test_stop_is_not_blocked_by_a_bad_setting_it_does_not_need(tmp_path):
     assert stopped.returncode == 0 and f"stopped gsmcpd on port {port}" in stopped.stdout, stopped.stdout
     negative = subprocess.run([sys.executable, "-m", "gsmcpd", "stop", str(port), "--timeout", "-1"],
                               env=env, cwd=str(REPO), capture_output=True, text=True)
-    assert negative.returncode == 2 and "expected seconds, 0 or more, got '-1'" in negative.stderr
+    assert negative.returncode == 2 and "must be a finite number of seconds >= 0, got '-1'" in negative.stderr
 
 
 def test_log_has_the_startup_line_with_trace_state(server):
