@@ -262,6 +262,15 @@ def worker_pids(daemon_pid):
     return pids
 
 
+def parent_of(pid):
+    """The parent pid of a process (ValueError-free: None once it is gone)."""
+    try:
+        stat = Path("/proc/%d/stat" % pid).read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
 def pid_alive(pid):
     try:
         stat = Path("/proc/%d/stat" % pid).read_text()

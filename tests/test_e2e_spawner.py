@@ -83,7 +83,8 @@ def test_workers_run_nicer_than_the_router_by_the_configured_step(tmp_path):
             os.kill(first, signal.SIGKILL)
             assert wait_until(lambda: set(_children(forkserver_of(daemon))) - {first})
             replacement = spawner_of(daemon)
-            assert os.getpriority(os.PRIO_PROCESS, replacement) == min(19, router + step)
+            # (It lowers its priority only once started: wait, the test may be quicker.)
+            assert wait_until(lambda: os.getpriority(os.PRIO_PROCESS, replacement) == min(19, router + step))
             parents = []
             for _ in range(4):
                 parent, niceness = worker_of(session(daemon))

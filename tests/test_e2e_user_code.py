@@ -3,10 +3,12 @@ keeps the session's work (its workspace and uncommitted changes), through the re
 """
 
 import json
+import os
+import signal
 
 import pytest
 
-from helpers import Client, Daemon, pid_alive, tool_text, wait_until
+from helpers import Client, Daemon, parent_of, pid_alive, tool_text, wait_until
 from test_e2e_lifetime import worker_pid
 
 
@@ -142,19 +144,85 @@ def test_progress_of_nan_is_a_clear_error_in_the_users_code(keeps_its_work):
 
 START_SLEEP = "import subprocess\nsleeper = subprocess.Popen(['sleep', '300'])\nsleeper.pid"
 
+# Two processes that leave the worker's process group: a child in a session of its own,
+# and a double-forked daemon (its first fork exits, so it is an orphan from the start).
+# The value is [pid, ...] of every process started, left running.
+START_ESCAPERS = """
+import os, subprocess, sys
+SLEEP = [sys.executable, '-c', 'import time; time.sleep(600)']
+lone = subprocess.Popen(SLEEP, start_new_session=True)
+r, w = os.pipe()
+first = os.fork()
+if first == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.write(w, b'%d' % os.getpid())
+        os.execv(SLEEP[0], SLEEP)
+    os._exit(0)
+os.close(w)
+os.waitpid(first, 0)
+daemon = int(os.read(r, 32))
+os.close(r)
+[lone.pid, daemon]
+"""
+
+
+def start(client, code):
+    pids = json.loads(tool_text(client.tool("execute_code", code=code)).replace("(", "[").replace(")", "]"))
+    pids = pids if isinstance(pids, list) else [pids]
+    assert all(pid_alive(pid) for pid in pids), pids
+    return pids
+
+
+def group_of(pid):
+    with open("/proc/%d/stat" % pid) as stat:
+        return int(stat.read().rsplit(")", 1)[1].split()[2])
+
 
 def test_what_the_code_started_ends_with_its_session(c):
     # The worker leads a process group of its own, which the code's children inherit.
-    pid = int(tool_text(c.tool("execute_code", code=START_SLEEP)))
-    assert pid_alive(pid)
+    [pid] = start(c, START_SLEEP)
     assert c.delete().status == 200
     assert wait_until(lambda: not pid_alive(pid)), "sleep %d outlived its session" % pid
+
+
+def test_what_left_the_group_lives_with_its_session_and_ends_with_it(c):
+    lone, daemon = start(c, START_ESCAPERS)
+    worker = worker_pid(c)
+    assert group_of(worker) == worker
+    assert group_of(lone) != worker and group_of(daemon) != worker   # out of the worker's group
+    # The worker is a subreaper: the orphaned daemon is its child, not init's, and lives
+    # on with the session.
+    assert parent_of(daemon) == worker
+    assert tool_text(c.tool("execute_code", code="6 * 7")) == "42"
+    assert pid_alive(lone) and pid_alive(daemon)
+    assert c.delete().status == 200
+    for pid in (lone, daemon):
+        assert wait_until(lambda: not pid_alive(pid)), "%d outlived its session" % pid
+
+
+@pytest.mark.parametrize("death", ["os._exit", "SIGKILL"])
+def test_what_the_code_started_ends_with_a_worker_that_died_on_its_own(daemon, death):
+    # No end_process ran: the spawner, a subreaper too, adopts what the worker left and
+    # kills it.
+    client = Client(daemon.port)
+    client.initialize()
+    worker = worker_pid(client)
+    pids = start(client, START_SLEEP) + start(client, START_ESCAPERS)
+    if death == "SIGKILL":
+        os.kill(worker, signal.SIGKILL)
+    else:
+        client.call("tools/call", {"name": "execute_code", "arguments": {"code": "import os\nos._exit(1)"}})
+    assert wait_until(lambda: not pid_alive(worker))
+    for pid in pids:
+        assert wait_until(lambda: not pid_alive(pid)), "%d outlived its worker" % pid
+    client.close()
 
 
 def test_what_the_code_started_ends_with_the_daemon(tmp_path):
     with Daemon(tmp_path, env={"GS_MCP_SPARE_WORKERS": "1"}) as daemon:
         client = Client(daemon.port)
         client.initialize()
-        pid = int(tool_text(client.tool("execute_code", code=START_SLEEP)))
-        assert pid_alive(pid)
-    assert wait_until(lambda: not pid_alive(pid)), "sleep %d outlived the daemon" % pid
+        pids = start(client, START_SLEEP) + start(client, START_ESCAPERS)
+    for pid in pids:
+        assert wait_until(lambda: not pid_alive(pid)), "%d outlived the daemon" % pid

@@ -19,6 +19,7 @@ import sys
 import threading
 
 from gsmcpd.wire import frames, jsonrpc
+from gsmcpd.worker import reaper
 from gsmcpd.worker.server import build_server, error_result
 from gsmcpd.worker.toolset import BREAKS, HardBreak, SoftBreak
 
@@ -54,11 +55,15 @@ def run(sock: socket.socket, router_pid: int) -> None:
 
 
 def end_process() -> None:
-    """Exit, taking along what the user's code started (subprocesses, forks, pools):
-    the spawner made this worker the leader of its own process group, which they
-    inherit, so they do not outlive the session. SIGKILL to the group ends us too.
+    """Exit, taking along what the user's code started (subprocesses, forks, pools,
+    daemons). The spawner made this worker the leader of its own process group, which
+    they inherit, and a child subreaper, so that even one that left the group (setsid,
+    a double fork) is still below us: kill every descendant (reaper.kill_descendants,
+    one system call when there is none), then the group, which ends us too. What
+    survives that (a fork that raced it) is reparented to the spawner, which kills it.
     Not a group leader (a worker run by the tests, a fork of the user's): just exit."""
     if os.getpgrp() == os.getpid():
+        reaper.kill_descendants()
         try:
             os.killpg(os.getpid(), signal.SIGKILL)
         except OSError:

@@ -17,7 +17,10 @@ Protocol on the control socket (SOCK_SEQPACKET: one message per send):
                      worker and the router's end of its frame socket;
                      or b"error <reason>" with none, when a fork failed.
 The router signals and watches each worker through its pidfd, which can never
-name a recycled pid, so the spawner lets the kernel reap exited workers.
+name a recycled pid. The spawner reaps its workers itself, on SIGCHLD, and kills
+every other child it has: it is a child subreaper, so what a worker that died on its
+own left running is reparented to it (gsmcpd.worker.reaper). When the router closes
+its end, the spawner kills every child it still has, workers included, and exits.
 """
 
 from __future__ import annotations
@@ -27,20 +30,31 @@ import multiprocessing
 import multiprocessing.resource_tracker
 import os
 import resource
+import select
 import signal
 import socket
 
 from gsmcpd.worker import main as worker_main
+from gsmcpd.worker import reaper
 
 REQUEST_SIZE = 64
 MAX_BATCH = 64  # spares asked for at once; more is a confused router
+END_WAIT = 3.0  # seconds the spawner's end waits for its children to die (the router waits 5)
 
 
 def serve(control: socket.socket, worker_nice: int = 0) -> None:
     """Fork the spares asked for, until the router closes its end. Each runs
-    `worker_nice` nicer than the router."""
+    `worker_nice` nicer than the router. Also kills what a dead worker left (the
+    spawner is a subreaper, see gsmcpd.worker.reaper), and at its end every child."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)    # a terminal's ^C is the router's to handle
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)   # exited workers are reaped by the kernel
+    # SIGCHLD is handled, not ignored: the sweeper reaps, so an unreaped child's pid is
+    # never reused under it (reaper.Sweeper). The handler does nothing; the wake-up
+    # pipe's byte is what wakes the loop below.
+    wakeup, wakeup_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.set_wakeup_fd(wakeup_w, warn_on_full_buffer=False)
+    signal.signal(signal.SIGCHLD, _on_child)
+    sweeper = reaper.Sweeper()
+    not_subreaper = reaper.become_subreaper()
     control.setblocking(True)
     own = os.pidfd_open(os.getpid())
     try:
@@ -50,34 +64,60 @@ def serve(control: socket.socket, worker_nice: int = 0) -> None:
         os.close(own)
     # What every worker would otherwise set up for itself, done once to be inherited.
     worker_main.configure_process()
+    if not_subreaper:
+        logging.getLogger("gsmcpd.worker").warning(
+            "what user code moves out of its worker's process group may outlive its session: %s",
+            not_subreaper)
     _yield_to_router(worker_nice)
     forking = multiprocessing.get_context("fork")
-    while True:
-        try:
-            request = control.recv(REQUEST_SIZE)
-        except OSError:
-            return
-        if not request:
-            return                                   # the router is gone
-        try:
-            count, router_pid = _parse(request)
-        except ValueError as error:
-            count, router_pid = 0, None
-            _send(control, b"error %s" % str(error).encode(), [])
-        for _ in range(count):
-            try:
-                pid, pidfd, router_end = _fork(forking, router_pid)
-            except Exception as error:  # the router reports it; the spawner goes on
-                if not _send(control, b"error %s: %s" % (type(error).__name__.encode(),
-                                                         str(error).encode()), []):
-                    return
+    waiting = select.poll()
+    waiting.register(control, select.POLLIN)
+    waiting.register(wakeup, select.POLLIN)
+    try:
+        while True:
+            due = sweeper.due()
+            ready = {fd for fd, _ in waiting.poll(None if due is None else due * 1000)}
+            if wakeup in ready:
+                reaper.drain(wakeup)
+                sweeper.child_exited()
+            if sweeper.due() == 0:
+                sweeper.sweep()
+            if control.fileno() not in ready:
                 continue
             try:
-                if not _send(control, b"spare %d" % pid, [pidfd, router_end.fileno()]):
-                    return
-            finally:
-                os.close(pidfd)
-                router_end.close()
+                request = control.recv(REQUEST_SIZE)
+            except OSError:
+                return
+            if not request:
+                return                                   # the router is gone
+            try:
+                count, router_pid = _parse(request)
+            except ValueError as error:
+                count, router_pid = 0, None
+                _send(control, b"error %s" % str(error).encode(), [])
+            for _ in range(count):
+                try:
+                    pid, pidfd, router_end = _fork(forking, router_pid)
+                except Exception as error:  # the router reports it; the spawner goes on
+                    if not _send(control, b"error %s: %s" % (type(error).__name__.encode(),
+                                                             str(error).encode()), []):
+                        return
+                    continue
+                sweeper.forked(pid)
+                try:
+                    if not _send(control, b"spare %d" % pid, [pidfd, router_end.fileno()]):
+                        return
+                finally:
+                    os.close(pidfd)
+                    router_end.close()
+    finally:
+        # The router is done with every worker, or gone: none may outlive this spawner
+        # (its orphans would go to init), and nor may what they leave.
+        sweeper.end(wakeup, END_WAIT)
+
+
+def _on_child(signum, frame):
+    pass
 
 
 def _yield_to_router(increment: int) -> None:
@@ -136,11 +176,15 @@ def _fork(forking, router_pid):
 def _worker(sock: socket.socket, router_pid: int) -> None:
     # A fork inherits the spawner's descriptors and dispositions: keep only stdio and
     # our own socket, and give tools back a normal SIGCHLD and SIGINT (subprocess needs
-    # the first).
+    # the first). The spawner's wake-up fd first: a signal with a Python handler would
+    # write to whatever reuses its number.
+    signal.set_wakeup_fd(-1)
     _close_inherited(sock.fileno())
     # A process group of its own: what the user's code starts is in it, and ends with it
-    # (worker_main.end_process; the router's kill takes the group too).
+    # (worker_main.end_process; the router's kill takes the group too). And a subreaper:
+    # what leaves the group stays below us, not init, and ends with us too (reaper).
     os.setpgid(0, 0)
+    reaper.become_subreaper()        # if it cannot be, the spawner said so once
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     worker_main.run(sock, router_pid)

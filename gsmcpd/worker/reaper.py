@@ -1,0 +1,241 @@
+"""Ending every process a session's user code started, not only its process group.
+
+A process the code moves out of the worker's group (`os.setsid()`, a double-forked
+daemon, `Popen(..., start_new_session=True)`) would otherwise be reparented to init
+and outlive its session. So every worker is a child subreaper (prctl
+PR_SET_CHILD_SUBREAPER, Linux): an orphan among its descendants is reparented to the
+worker, not to init, and stays one of its descendants for as long as the session
+lives. When the worker ends, it kills them all (`kill_descendants`, then its group
+and itself). The spawner is a subreaper too: what a worker that died on its own
+(crash, OOM kill, `os._exit` in user code, SIGKILL from outside) left behind is
+reparented to the spawner, which kills every child of its own that is not one of
+its workers (`Sweeper`).
+
+Each kill is of a process known to be a descendant at that moment, never of a pid
+that may have been reused: see `kill_descendants` and `Sweeper.sweep` for why.
+This kernel may lack /proc/<pid>/task/<tid>/children (CONFIG_PROC_CHILDREN), so
+children are found by reading every /proc/<pid>/stat: about 25 us a process,
+spent only when there are children to find (worker) or at most a few percent of a
+CPU (spawner, see Sweeper).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import logging
+import os
+import select
+import signal
+import time
+
+log = logging.getLogger("gsmcpd.worker")
+
+PR_SET_CHILD_SUBREAPER = 36
+END_WAIT = 2.0        # seconds a worker's end spends killing its descendants, at most
+SWEEP_SHARE = 0.05    # the spawner's sweeps take at most this share of a CPU
+
+try:
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl
+    _prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    _prctl.restype = ctypes.c_int
+except (OSError, AttributeError):   # not Linux (or no prctl in this libc)
+    _prctl = None
+
+
+def become_subreaper() -> str | None:
+    """Make this process a child subreaper; None if it is one, else why not. Not
+    inherited by a fork: each worker calls it (one system call; the function was
+    looked up once, here, in the forkserver)."""
+    if _prctl is None:
+        return "prctl is not available (not Linux)"
+    if _prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        return "prctl(PR_SET_CHILD_SUBREAPER): %s" % os.strerror(ctypes.get_errno())
+    return None
+
+
+def has_children() -> bool:
+    """Whether this process has any child, live or zombie (one system call)."""
+    try:
+        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return False
+    return True
+
+
+def reap() -> list[int]:
+    """Reap every child that has exited; their pids."""
+    reaped = []
+    while True:
+        try:
+            pid, _status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return reaped
+        if not pid:
+            return reaped
+        reaped.append(pid)
+
+
+def parent_of(pid: int) -> int | None:
+    """The parent of a live process; None for a zombie or a process that is gone."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    if fields[0] in (b"Z", b"X"):
+        return None
+    return int(fields[1])
+
+
+def children(parent: int) -> list[int]:
+    """The live children of `parent`, found by reading every /proc/<pid>/stat."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit() and parent_of(int(name)) == parent:
+            found.append(int(name))
+    return found
+
+
+def kill_descendants(wait: float = END_WAIT) -> None:
+    """Kill every descendant of this process (a subreaper: they are all below it),
+    taking up to `wait` seconds; what is left then goes to the spawner when we end.
+
+    Top down, a round at a time: kill every child; as each dies its own children are
+    reparented to us (before it can be seen to have died); reap, and again, until
+    there is no child. The user's threads may still run, fork and reap meanwhile, so
+    a pid read from /proc is never signalled: a pidfd is opened from it first, then
+    the pid checked to be a live child of ours. If the pid was reused between the
+    read and the open, the pidfd names the new process, which is signalled only if
+    it is our child too; if it was reused after the open, the pidfd still names the
+    old, dead process, and the signal does nothing. A live child stays ours while we
+    live (a parent changes only when the parent dies)."""
+    me = os.getpid()
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        reap()
+        if not has_children():
+            return
+        pidfds = []
+        try:
+            for pid in children(me):
+                try:
+                    pidfd = os.pidfd_open(pid)
+                except OSError:
+                    continue                     # gone already
+                pidfds.append(pidfd)
+                if parent_of(pid) == me:
+                    try:
+                        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+                    except OSError:
+                        pass
+            if pidfds:
+                _wait_all(pidfds, deadline - time.monotonic())
+            else:
+                time.sleep(0.01)                 # a zombie reap() just missed, or a fork under way
+        finally:
+            for pidfd in pidfds:
+                os.close(pidfd)
+
+
+def _wait_all(pidfds, seconds):
+    """Until every process behind `pidfds` has exited, or `seconds` have passed."""
+    deadline = time.monotonic() + seconds
+    waiting = select.poll()
+    for pidfd in pidfds:
+        waiting.register(pidfd, select.POLLIN)
+    left = len(pidfds)
+    while left:
+        timeout = deadline - time.monotonic()
+        if timeout <= 0:
+            return
+        for pidfd, _events in waiting.poll(timeout * 1000):
+            waiting.unregister(pidfd)
+            left -= 1
+
+
+class Sweeper:
+    """The spawner's side: kill every child of the spawner that is not one of its
+    workers, that is, whatever a worker that died left behind, and reap them all.
+
+    The spawner handles SIGCHLD (it does not ignore it: an ignored SIGCHLD would have
+    the kernel reap its children at once), so a child of the spawner, a worker or an
+    orphan it adopted, is a zombie from its exit until `sweep` reaps it, and its pid
+    cannot be reused meanwhile. The spawner has one thread, which both forks workers
+    (recording each pid at once) and sweeps: a pid `sweep` reads from /proc as a
+    child that is not a worker therefore names that same adopted process (alive or a
+    zombie) until the same thread reaps it, so the kill cannot reach anyone else, even
+    though the spawner may run as root and the orphans as any user.
+
+    A sweep follows every SIGCHLD: a worker's exit, or an adopted orphan's, whose
+    children come to us in turn. Finding the orphans reads all of /proc, so the
+    sweeps are spaced to take at most SWEEP_SHARE of a CPU (after a sweep of 20 ms,
+    the next is at least 0.4 s later); `due()` says when the next may run."""
+
+    def __init__(self):
+        self.workers = set()
+        self.pending = False
+        self._next = 0.0
+
+    def forked(self, pid: int) -> None:
+        self.workers.add(pid)
+
+    def child_exited(self) -> None:
+        self.pending = True
+
+    def due(self) -> float | None:
+        """Seconds until the next sweep may run (0: now); None if none is pending."""
+        if not self.pending:
+            return None
+        return max(0.0, self._next - time.monotonic())
+
+    def sweep(self) -> int:
+        """Reap, then kill every child that is not a worker; how many were killed."""
+        self.pending = False
+        started = time.monotonic()
+        self.workers.difference_update(reap())
+        killed = 0
+        me = os.getpid()
+        for pid in children(me):
+            if pid not in self.workers:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    killed += 1
+                except OSError as error:   # never expected: it is our unreaped child
+                    if error.errno != errno.ESRCH:
+                        log.warning("spawner: cannot kill orphan %d: %s", pid, error)
+        took = time.monotonic() - started
+        self._next = time.monotonic() + took / SWEEP_SHARE
+        return killed
+
+    def end(self, wakeup_fd: int, wait: float) -> None:
+        """The spawner's last act: kill every child, workers too (the router is done
+        with them, or gone), and what they leave us, until none is left or `wait`
+        seconds have passed. Safe for the same reason as sweep."""
+        deadline = time.monotonic() + wait
+        me = os.getpid()
+        waiting = select.poll()
+        waiting.register(wakeup_fd, select.POLLIN)
+        while True:
+            reap()
+            if not has_children():
+                return
+            for pid in children(me):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            left = deadline - time.monotonic()
+            if left <= 0:
+                log.warning("spawner: children still running at exit")
+                return
+            if waiting.poll(min(left, 0.1) * 1000):   # a SIGCHLD, or 0.1 s
+                drain(wakeup_fd)
+
+
+def drain(fd: int) -> None:
+    try:
+        while os.read(fd, 512):
+            pass
+    except (BlockingIOError, InterruptedError):
+        pass
