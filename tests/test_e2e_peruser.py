@@ -231,3 +231,29 @@ def test_identity_mapping_runs_the_claim_as_the_account_of_that_name(tmp_path, a
         client = session_for(daemon, idp, "nobody")          # uid 65534: an ordinary account
         text, failed = run(client, "import os; os.getuid()")
         assert not failed and text.strip().splitlines()[-1] == str(pwd.getpwnam("nobody").pw_uid)
+
+
+@pytest.mark.parametrize("end", ["DELETE", "worker killed"])
+def test_what_a_users_code_moved_out_of_its_group_ends_with_its_session(env, accounts, end):
+    # The worker runs as the account and kills its own descendants at its end; one killed
+    # from outside leaves them to the spawner (root), which kills only what it adopted.
+    from test_e2e_user_code import START_ESCAPERS
+    from helpers import parent_of, pid_alive, wait_until
+
+    daemon, idp = env
+    client = session_for(daemon, idp, "ann")
+    text, failed = run(client, START_ESCAPERS)
+    assert not failed, text
+    pids = eval(text.strip().splitlines()[-1])
+    text, failed = run(client, "import os; os.getpid()")
+    worker = int(text.strip().splitlines()[-1])
+    assert all(pid_alive(pid) and proc_uids(pid)[0] == accounts[0][0].pw_uid for pid in pids)
+    assert parent_of(pids[1]) == worker             # the double-forked daemon: adopted by the worker
+    if end == "DELETE":
+        assert client.delete().status == 200
+    else:
+        os.kill(worker, 9)
+    for pid in pids:
+        assert wait_until(lambda: not pid_alive(pid)), "%d outlived its session" % pid
+    # Other sessions' workers are untouched.
+    assert run(session_for(daemon, idp, "ben"), "6 * 7") == ("42", False)

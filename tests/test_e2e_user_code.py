@@ -148,8 +148,8 @@ START_SLEEP = "import subprocess\nsleeper = subprocess.Popen(['sleep', '300'])\n
 # and a double-forked daemon (its first fork exits, so it is an orphan from the start).
 # The value is [pid, ...] of every process started, left running.
 START_ESCAPERS = """
-import os, subprocess, sys
-SLEEP = [sys.executable, '-c', 'import time; time.sleep(600)']
+import os, subprocess
+SLEEP = ['sleep', '600']   # not sys.executable: a per-user worker's account may not run it
 lone = subprocess.Popen(SLEEP, start_new_session=True)
 r, w = os.pipe()
 first = os.fork()
@@ -157,7 +157,7 @@ if first == 0:
     os.setsid()
     if os.fork() == 0:
         os.write(w, b'%d' % os.getpid())
-        os.execv(SLEEP[0], SLEEP)
+        os.execvp(SLEEP[0], SLEEP)
     os._exit(0)
 os.close(w)
 os.waitpid(first, 0)
