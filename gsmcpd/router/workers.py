@@ -249,7 +249,8 @@ class Worker:
     def kill(self):
         if self.alive:
             # It leads its own process group (spawner): what its code started goes too.
-            # Only while it lives, so the group id cannot be another's yet.
+            # Only while it lives, so the group id cannot be another's yet. What left the
+            # group is reparented to the spawner as the worker dies, which kills it.
             try:
                 os.killpg(self.pid, signal.SIGKILL)
             except OSError:
@@ -275,7 +276,7 @@ class Worker:
                 closing()
             except OSError:
                 pass
-        # Nothing to reap: the spawner is the parent, and lets the kernel do it.
+        # Nothing to reap: the spawner is the parent, and reaps it (and kills what it left).
         if self.listener is not None:
             self.listener.on_worker_exit(self)
 
