@@ -26,6 +26,20 @@ class Priced:
     def describe(self):
         return f"{self.cents / 100:.2f} {self.currency}"
 ''',
+    "gone/__init__.py": "",
+    "gone/parts.py": "class Part:\n    pass\n",
+    "gone/test_parts.py": '''\
+import unittest
+
+from gone.parts import Part
+
+
+class PartTest(unittest.TestCase):
+    def test_part(self):
+        self.assertTrue(Part())
+''',
+    "gone/base.py": "class Base:\n    pass\n",
+    "gone/user.py": "from gone.base import Base\n\n\nclass TestUser:\n    def test_base(self):\n        assert Base()\n",
     "fix/test_kinds.py": '''\
 import unittest
 
@@ -182,6 +196,30 @@ def test_an_init_file_at_the_image_root_names_no_dictionary(image, daemon):
 def test_remove_dictionary_refuses_a_dunder_name(c):
     assert "__init__ is a dunder name" in error(c, "remove_dictionary", "invalidParams",
                                                 dictionaryName="__init__")
+
+
+# -- removing what other modules import -------------------------------------------
+
+def test_after_delete_class_its_importers_fail_to_import_here_as_in_a_new_session(daemon, c):
+    assert structured(c, "run_test_class", className="PartTest")["passed"] == 1
+    deleted = tool_text(ok(c, "delete_class", className="gone.parts.Part"))
+    assert "gone.test_parts now fails to import: ImportError: cannot import name 'Part'" in deleted
+    other = open_session(daemon)
+    for session in (c, other):   # not passing here against the class that is gone
+        assert "cannot import name 'Part'" in error(session, "run_test_class", "other",
+                                                    className="gone.test_parts.PartTest")
+    other.close()
+
+
+def test_after_remove_dictionary_its_importers_fail_to_import_here_as_in_a_new_session(daemon, c):
+    assert "gone.user.TestUser" in structured(c, "list_test_classes")["testClasses"]
+    removed = structured(c, "remove_dictionary", dictionaryName="gone.base")
+    assert removed["reimported"] == ["gone.user"]
+    assert "No module named 'gone.base'" in removed["importErrors"]["gone.user"]
+    other = open_session(daemon)
+    for session in (c, other):
+        assert "gone.user.TestUser" not in structured(session, "list_test_classes")["testClasses"]
+    other.close()
 
 
 # -- test outcomes add up ------------------------------------------------------------

@@ -127,6 +127,25 @@ def test_delete_class(client, image):
     client.error("delete_class", "refused", className="ValueError")
 
 
+def test_delete_class_re_imports_its_importers(client):
+    client.ok("run_test_class", className="ZooTest")          # zoo.test_zoo imports Dog
+    result = client.ok("delete_class", className="Dog")
+    assert "zoo.test_zoo now fails to import" in text(result)
+    assert "cannot import name 'Dog'" in text(result)
+    # as in any session opened after the commit, not against the deleted class
+    message = client.error("run_test_class", "other", className="zoo.test_zoo.ZooTest")
+    assert "cannot import name 'Dog'" in message
+
+
+def test_remove_dictionary_re_imports_its_importers(client, image):
+    assert "zoo.test_zoo.ZooTest" in text(client.ok("list_test_classes"))
+    result = client.ok("remove_dictionary", dictionaryName="zoo.animals")
+    assert "zoo.keeper" in text(result) and "zoo.test_zoo" in text(result)
+    assert client.view.module("zoo.keeper") is None
+    assert "No module named 'zoo.animals'" in client.view.import_errors["zoo.keeper"]
+    assert "ZooTest" not in text(client.ok("list_test_classes"))
+
+
 def test_add_and_remove_dictionary(client, image):
     client.ok("add_dictionary", dictionaryName="aviary.birds")
     assert (image / "aviary/__init__.py").exists() and (image / "aviary/birds.py").exists()

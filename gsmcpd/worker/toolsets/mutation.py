@@ -111,6 +111,19 @@ class MutationToolset(Toolset):
         return {"text": f"{message}; committed (view version {self.view.version})",
                 "structured": structured}
 
+    def _reimport_importers(self, modules) -> tuple[str, dict]:
+        """Re-import the loaded image modules that import `modules` (a class or module
+        just removed), so this session sees what a fresh one would: an importer that
+        names what is gone now fails to import here too. Returns a note and its data."""
+        reimported = sorted({name for module in modules
+                             for name in self.view.reload_importers_of(module)})
+        errors = {name: self.view.import_errors[name] for name in reimported
+                  if name in self.view.import_errors}
+        note = f"; re-imported {', '.join(reimported)}" if reimported else ""
+        for name, error in sorted(errors.items()):
+            note += f"; {name} now fails to import: {error}"
+        return note, {"reimported": reimported, "importErrors": errors}
+
     def _splice(self, function, *args):
         try:
             return function(*args)
@@ -292,7 +305,9 @@ class MutationToolset(Toolset):
             vars(self.view.module(ref.module)).pop(ref.name, None)
         new_source = self._splice(splice.remove_class, self.view.source(ref.module), ref.name)
         self.view.set_source(ref.module, new_source, live=cls is not None)
-        return self._finish(f"deleted class {ref.qualified}{note}", {"class": ref.qualified})
+        imported, data = self._reimport_importers([ref.module]) if cls is not None else ("", {})
+        return self._finish(f"deleted class {ref.qualified}{note}{imported}",
+                            {"class": ref.qualified, **data})
 
     def set_class_comment(self, arguments):
         ref, cls = self._guarded(arguments["className"])
@@ -339,7 +354,9 @@ class MutationToolset(Toolset):
         if self.view.shadowed(name):
             raise ToolError("refused", f"{name} names an already-loaded kernel module")
         removed = self.view.remove_module(name)
-        return self._finish(f"removed dictionary {', '.join(removed)}", {"removed": removed})
+        imported, data = self._reimport_importers(removed)
+        return self._finish(f"removed dictionary {', '.join(removed)}{imported}",
+                            {"removed": removed, **data})
 
 
 def _fails(module, filename, source, class_name, method_name) -> bool:
