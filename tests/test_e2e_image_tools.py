@@ -82,6 +82,13 @@ class KindsTest(unittest.TestCase):
 }
 
 
+# Files in other encodings than UTF-8: one declared, one not decodable at all.
+ENCODED_FILES = {
+    "latin.py": b'# -*- coding: latin-1 -*-\nclass Latin:\n    def f(self):\n        return "caf\xe9"\n',
+    "undecodable.py": b'class Undecodable:\n    def f(self):\n        return "caf\xe9"\n',
+}
+
+
 @pytest.fixture(scope="module")
 def image(tmp_path_factory):
     root = write_image(tmp_path_factory.mktemp("imagetools") / "image")
@@ -89,6 +96,8 @@ def image(tmp_path_factory):
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
+    for rel, data in ENCODED_FILES.items():
+        (root / rel).write_bytes(data)
     return root
 
 
@@ -220,6 +229,24 @@ def test_after_remove_dictionary_its_importers_fail_to_import_here_as_in_a_new_s
     for session in (c, other):
         assert "gone.user.TestUser" not in structured(session, "list_test_classes")["testClasses"]
     other.close()
+
+
+# -- source files in other encodings ----------------------------------------------
+
+def test_a_latin_1_module_is_browsed_and_committed_in_its_own_encoding(daemon, image, c):
+    assert 'return "café"' in structured(c, "get_method_source", className="Latin", selector="f")["source"]
+    ok(c, "compile_method", className="Latin", source="def g(self):\n    return 'thé'\n")
+    assert "return 'thé'".encode("latin-1") in (image / "latin.py").read_bytes()
+    other = open_session(daemon)
+    assert run(other, "import latin\nlatin.Latin().f() + latin.Latin().g()") == repr("caféthé")
+    other.close()
+
+
+def test_a_module_that_does_not_decode_leaves_the_image_wide_tools_working(c):
+    assert "shop.models.Product" in structured(c, "list_all_classes")["classes"]
+    assert "shop.models.Product.describe" in tool_text(ok(c, "find_senders", selector="price"))
+    assert "shop.test_models.CartTest" in structured(c, "list_test_classes")["testClasses"]
+    assert "undecodable does not compile" in tool_text(ok(c, "list_classes", dictionaryName="undecodable"))
 
 
 # -- test outcomes add up ------------------------------------------------------------

@@ -13,11 +13,13 @@ import ast
 import importlib
 import importlib.abc
 import importlib.util
+import io
 import linecache
 import logging
 import os
 import secrets
 import sys
+import tokenize
 from types import ModuleType
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,6 +91,7 @@ class View:
         self.base_texts: dict[str, str] = {}
         self.live_texts: dict[str, str] = {}    # module -> text its live objects reflect
         self.import_errors: dict[str, str] = {}
+        self.encodings: dict[str, str] = {}     # relpath -> the codec its bytes are in (PEP 263)
         self.version = 0
         # Commits of this view that stand, and the modules of the last: a break that
         # lands past a commit point is answered with what it did not stop.
@@ -154,12 +157,14 @@ class View:
 
     def _load_snapshot(self, held=None) -> None:
         snapshot = self.store.read_snapshot(held)
-        texts = {rel: _decode(data) for rel, data in snapshot.files.items()}
+        decoded = {rel: _decode(data) for rel, data in snapshot.files.items()}
+        texts = {rel: text for rel, (text, _) in decoded.items()}
+        encodings = {rel: encoding for rel, (_, encoding) in decoded.items()}
         hashes = {rel: sha256(data) for rel, data in snapshot.files.items()}
         # One statement of plain stores: a break (raised at a call or a loop) lands
         # before it or after it, so the view is never half the old and half the new.
-        self.texts, self.base_texts, self.base_hashes, self.version = (
-            texts, dict(texts), hashes, snapshot.version)
+        self.texts, self.base_texts, self.base_hashes, self.encodings, self.version = (
+            texts, dict(texts), hashes, encodings, snapshot.version)
 
     def filename(self, rel: str) -> str:
         return os.path.join(self.store.root, rel)
@@ -198,6 +203,8 @@ class View:
                 parsed = ast.parse(text)
             except SyntaxError as error:
                 parsed = error
+            except ValueError as error:   # one unparseable file must not break image-wide tools
+                parsed = _unparseable(text, error)
             cached = (text, parsed)
             self._trees[module] = cached
         return cached[1] if isinstance(cached[1], ast.Module) else None
@@ -312,8 +319,7 @@ class View:
         changed = self.changed_files()
         modules = [module_name_of(rel) for rel in changed]
         if changed:
-            changes = {rel: (self.texts[rel].encode("utf-8", "surrogateescape") if rel in self.texts else None)
-                       for rel in changed}
+            changes = {rel: (self._encoded(rel) if rel in self.texts else None) for rel in changed}
             commit_id = secrets.token_hex(8)
             # The view's base once the commit stands, made ready before it: the view
             # steps onto it by plain assignments as soon as the commit is known to
@@ -351,6 +357,19 @@ class View:
         self._reload()
         return modules
 
+    def _encoded(self, rel: str) -> bytes:
+        """The text's bytes in the codec the file was read in (its coding declaration)."""
+        encoding = self.encodings.get(rel, "utf-8")
+        text = self.texts[rel]
+        try:
+            return text.encode(encoding, "surrogateescape")
+        except UnicodeEncodeError as error:
+            raise ToolError("refused", f"{rel} declares the encoding {encoding}, which cannot "
+                            f"carry {text[error.start:error.end]!r} (line "
+                            f"{text.count(chr(10), 0, error.start) + 1}); nothing was written "
+                            "and the change stays uncommitted: change its coding declaration "
+                            "or the text, or abort") from None
+
     def abort(self) -> RefreshReport:
         discarded = self.changed_modules()
         self._load_snapshot()
@@ -364,7 +383,8 @@ class View:
         both here and there keeps ours and its old base, so committing it
         conflicts until the session aborts."""
         snapshot = self.store.read_snapshot()
-        fresh = {rel: _decode(data) for rel, data in snapshot.files.items()}
+        decoded = {rel: _decode(data) for rel, data in snapshot.files.items()}
+        fresh = {rel: text for rel, (text, _) in decoded.items()}
         fresh_hashes = {rel: sha256(data) for rel, data in snapshot.files.items()}
         report = RefreshReport()
         for rel in sorted(set(fresh) | set(self.base_texts) | set(self.texts)):
@@ -376,7 +396,7 @@ class View:
             if theirs:
                 report.brought_in.append(module_name_of(rel))
                 if rel in fresh:
-                    self.texts[rel] = fresh[rel]
+                    self.texts[rel], self.encodings[rel] = decoded[rel]
                 else:
                     self.texts.pop(rel, None)
             if rel in fresh:
@@ -461,8 +481,25 @@ class View:
             self.import_errors.pop(name, None)
 
 
-def _decode(data: bytes) -> str:
-    return data.decode("utf-8", errors="surrogateescape")
+def _decode(data: bytes) -> tuple[str, str]:
+    """(text, codec): decoded as Python reads source (PEP 263: a BOM or a coding
+    declaration, else UTF-8); bytes that do not decode become lone surrogates, so
+    encoding the text back in that codec gives the same bytes."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(encoding, errors="surrogateescape"), encoding
+    except (SyntaxError, UnicodeError, LookupError):   # a declaration Python would refuse too
+        return data.decode("utf-8", errors="surrogateescape"), "utf-8"
+
+
+def _unparseable(text: str, error: ValueError) -> SyntaxError:
+    """A module text ast.parse refuses with a ValueError, as the SyntaxError the tools report."""
+    if isinstance(error, UnicodeEncodeError):   # surrogates: bytes _decode could not decode
+        lineno = text.count("\n", 0, error.start) + 1
+        byte = text[error.start].encode("utf-8", "surrogateescape")
+        return SyntaxError(f"byte {byte!r} is not valid in the file's encoding (UTF-8 unless "
+                           "a coding declaration says otherwise)", (None, lineno, None, None))
+    return SyntaxError(str(error), (None, None, None, None))
 
 
 __all__ = ["View", "RefreshReport", "CommitConflict", "KERNEL"]

@@ -1,0 +1,43 @@
+"""Module files that are not plain UTF-8: a coding declaration is honoured both ways,
+and a file whose bytes do not decode breaks only the tools that need that file."""
+
+from test_tools_support import Client, image, text, views  # noqa: F401  (fixtures)
+
+LATIN = b'# -*- coding: latin-1 -*-\n# caf\xe9 stays as it is\n\n\nclass Latin:\n    def f(self):\n        return "caf\xe9"\n'
+BROKEN = b'class Broken:\n    def f(self):\n        return "caf\xe9"\n'
+
+
+def test_a_module_with_a_coding_declaration_is_read_and_committed_in_it(image, views):
+    (image / "latin.py").write_bytes(LATIN)
+    client = Client(views(image))
+    assert "return \"café\"" in text(client.ok("get_method_source", className="Latin", selector="f"))
+    assert client.ok("execute_code", code="import latin\nlatin.Latin().f()")[
+        "structuredContent"]["result"] == repr("café")
+    client.ok("compile_method", className="Latin", source="def g(self):\n    return 'thé'\n")
+    on_disk = (image / "latin.py").read_bytes()
+    assert on_disk.startswith(LATIN) and "return 'thé'".encode("latin-1") in on_disk
+    assert client.ok("execute_code", code="import latin\nlatin.Latin().g()")[
+        "structuredContent"]["result"] == repr("thé")
+
+
+def test_text_its_declared_encoding_cannot_carry_is_refused_and_kept_uncommitted(image, views):
+    (image / "latin.py").write_bytes(LATIN)
+    client = Client(views(image))
+    message = client.error("compile_method", "refused", className="Latin",
+                           source="def euro(self):\n    return '€'\n")
+    assert "latin.py declares the encoding iso-8859-1, which cannot carry '€' (line 10)" in message
+    assert (image / "latin.py").read_bytes() == LATIN
+    assert client.view.changed_modules() == ["latin"]
+
+
+def test_a_file_that_does_not_decode_breaks_only_what_needs_it(image, views):
+    (image / "broken.py").write_bytes(BROKEN)
+    client = Client(views(image))
+    assert "zoo.animals.Dog" in client.ok("list_all_classes")["structuredContent"]["classes"]
+    assert "zoo.animals.Animal.speak" in text(client.ok("find_senders", selector="noise"))
+    assert "zoo.animals.Animal.noise" in text(client.ok("search_method_source", pattern="return"))
+    assert "zoo.test_zoo.ZooTest" in text(client.ok("list_test_classes"))
+    assert text(client.ok("list_classes", dictionaryName="broken")) == (
+        "broken does not compile, so its classes cannot be listed")
+    client.ok("compile_method", className="Dog", source="def wag(self):\n    return 1\n")
+    assert (image / "broken.py").read_bytes() == BROKEN
