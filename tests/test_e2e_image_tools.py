@@ -40,6 +40,20 @@ class PartTest(unittest.TestCase):
 ''',
     "gone/base.py": "class Base:\n    pass\n",
     "gone/user.py": "from gone.base import Base\n\n\nclass TestUser:\n    def test_base(self):\n        assert Base()\n",
+    "fix/test_odd.py": '''\
+import unittest
+
+
+class OddTest(unittest.TestCase):
+    def test_pass(self):
+        pass
+
+    def test_huge(self):
+        raise ValueError("y" * 70_000_000)
+
+    def test_surrogate(self):
+        raise ValueError("\\ud800")
+''',
     "fix/test_kinds.py": '''\
 import unittest
 
@@ -268,6 +282,17 @@ def test_run_test_class_counts_each_test_once_and_names_every_outcome(c):
                       ("fix.test_kinds.KindsTest.test_subtests (i=1)", "failure"),
                       ("fix.test_kinds.KindsTest.test_subtests (i=2)", "error"),
                       ("fix.test_kinds.KindsTest.test_unexpected", "unexpectedSuccess")]
+
+
+def test_a_huge_or_unencodable_failure_message_leaves_the_run_answered(c):
+    ran = structured(c, "run_test_class", className="OddTest")
+    assert (ran["run"], ran["passed"], ran["errors"]) == (3, 1, 2)
+    messages = {entry["test"]: entry["message"] for entry in ran["failed"]}
+    assert messages["fix.test_odd.OddTest.test_surrogate"] == "\\ud800"
+    assert messages["fix.test_odd.OddTest.test_huge"].endswith(
+        "[... 69,990,000 more characters of the message cut: a test's report keeps the first 10,000]\n")
+    assert "ValueError: \\ud800" in tool_text(ok(c, "describe_test_failure", className="OddTest",
+                                                  selector="test_surrogate"))
 
 
 def test_describe_test_failure_says_what_an_unexpected_success_is(c):

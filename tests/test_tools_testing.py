@@ -1,6 +1,8 @@
 """The testing tools on pytest-style classes (plain Test* classes) beside unittest
 ones: listing, running, fixtures, bare-assert messages."""
 
+import json
+
 import pytest
 
 from test_tools_support import FILES, Client, text, views, write_image  # noqa: F401  (fixtures)
@@ -132,3 +134,36 @@ def test_pytest_style_tests_see_a_method_compiled_in_the_session(client):
     client.ok("compile_method", className="Dog", source="def noise(self):\n    return 'meow'\n")
     result = client.ok("run_test_method", className="TestPlain", selector="test_bare_assert")
     assert result["structuredContent"]["passed"] == 1
+
+
+ODD = '''\
+import unittest
+
+
+class OddTest(unittest.TestCase):
+    def test_pass(self):
+        pass
+
+    def test_huge(self):
+        raise ValueError("y" * 70_000_000)
+
+    def test_surrogate(self):
+        raise ValueError("\\ud800")
+'''
+
+
+def test_an_outlandish_failure_does_not_cost_the_run_its_answer(tmp_path, views):
+    client = Client(views(write_image(tmp_path / "image", {**FILES, "zoo/test_odd.py": ODD})))
+    for tool, arguments in [("run_test_class", {"className": "OddTest"}),
+                            ("list_failing_tests", {"classNames": ["OddTest"]})]:
+        response = client.server.handle({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                         "params": {"name": tool, "arguments": arguments}})
+        sent = json.dumps(response, ensure_ascii=False).encode("utf-8")   # what the frame carries
+        assert len(sent) < 100_000, len(sent)
+        assert "more characters of the message cut: a test's report keeps" in sent.decode()
+    ran = client.ok("run_test_class", className="OddTest")["structuredContent"]
+    assert (ran["run"], ran["passed"], ran["errors"], ran["failures"]) == (3, 1, 2, 0)
+    messages = {entry["test"]: entry["message"] for entry in ran["failed"]}
+    assert messages["zoo.test_odd.OddTest.test_surrogate"] == "\\ud800"
+    detail = client.ok("describe_test_failure", className="OddTest", selector="test_surrogate")
+    assert "ValueError: \\ud800" in text(detail)

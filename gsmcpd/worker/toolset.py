@@ -47,6 +47,16 @@ class HardBreak(BaseException):
 BREAKS = (SoftBreak, HardBreak)   # what a handler catching BaseException must re-raise
 
 
+def sendable(text: str, what: str, cap: int, keeper: str) -> str:
+    """`text` cut to `cap` characters, saying so (a frame to the router has a cap), with
+    what UTF-8 cannot carry (lone surrogates) shown as escapes: text a user's code
+    made can go to the client whatever it holds."""
+    if len(text) > cap:
+        text = (f"{text[:cap]}\n[... {len(text) - cap:,} more characters of {what} "
+                f"cut: {keeper} keeps the first {cap:,}]\n")
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 class Toolset:
     """Subclass this to add tools. See docs/internals.md, "Worker side"."""
 

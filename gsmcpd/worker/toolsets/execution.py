@@ -15,7 +15,7 @@ import traceback
 from contextlib import redirect_stderr, redirect_stdout
 
 from gsmcpd.worker.registry import Tool
-from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset, object_schema, string_prop
+from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset, object_schema, sendable, string_prop
 
 _FILENAME_PREFIX = "<workspace-"
 OUTPUT_CAP = 1_000_000   # characters kept of each of stdout, stderr, the value, a traceback
@@ -97,12 +97,7 @@ def _traceback(error: BaseException) -> str:
 
 
 def _sendable(text: str, what: str) -> str:
-    """`text` cut to OUTPUT_CAP characters, saying so (a frame to the router has a cap), with
-    what UTF-8 cannot carry (lone surrogates) shown as escapes."""
-    if len(text) > OUTPUT_CAP:
-        text = (f"{text[:OUTPUT_CAP]}\n[... {len(text) - OUTPUT_CAP:,} more characters of {what} "
-                f"cut: execute_code keeps the first {OUTPUT_CAP:,}]\n")
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return sendable(text, what, OUTPUT_CAP, "execute_code")
 
 
 def _join(*parts: str) -> str:

@@ -17,7 +17,8 @@ from contextlib import redirect_stderr, redirect_stdout
 
 from gsmcpd.image import catalog
 from gsmcpd.worker.registry import Tool
-from gsmcpd.worker.toolset import HardBreak, ToolError, Toolset, array_prop, object_schema, string_prop
+from gsmcpd.worker.toolset import (HardBreak, ToolError, Toolset, array_prop, object_schema, sendable,
+                                   string_prop)
 from gsmcpd.worker.toolsets.browsing import CLASS_NAME, SELECTOR
 
 
@@ -35,14 +36,17 @@ class _Result(unittest.TestResult):
             self._on_test_done(test)
 
     def _record(self, test, outcome, err=None, reason=None):
-        entry = {"test": test.id(), "outcome": outcome,
+        # Every text the test made is capped and escaped: one test's 100 MB message or
+        # lone surrogate must not make the whole run's answer unsendable.
+        entry = {"test": _shown(test.id(), "the test id"), "outcome": outcome,
                  "of": getattr(test, "test_case", test).id()}   # a subtest's own test
         if err is not None:
-            entry["exception"] = err[0].__name__
-            entry["message"] = failure_message(err)
-            entry["traceback"] = self._exc_info_to_string(err, test)
+            entry["exception"] = _shown(err[0].__name__, "the exception name")
+            entry["message"] = _shown(failure_message(err), "the message")
+            entry["traceback"] = _shown(self._exc_info_to_string(err, test), "the traceback",
+                                        TRACEBACK_CAP)
         if reason:
-            entry["message"] = reason
+            entry["message"] = _shown(reason, "the reason")
         self.outcomes.append(entry)
 
     def addError(self, test, err):
@@ -79,6 +83,14 @@ class _Result(unittest.TestResult):
         if err is not None:
             failed = issubclass(err[0], test.failureException)
             self._record(subtest, "failure" if failed else "error", err)
+
+
+MESSAGE_CAP = 10_000       # characters of a failure message each test's entry keeps
+TRACEBACK_CAP = 1_000_000  # of its traceback (only describe_test_failure shows one)
+
+
+def _shown(text: str, what: str, cap: int = MESSAGE_CAP) -> str:
+    return sendable(text, what, cap, "a test's report")
 
 
 FAILED = ("failure", "error", "unexpectedSuccess")
