@@ -151,6 +151,26 @@ def test_compile_method_keeps_multi_line_strings_as_written(daemon, image, c):
     other.close()
 
 
+# -- a commit the disk refuses -------------------------------------------------------
+
+def test_a_commit_that_cannot_be_written_says_nothing_was_written_and_keeps_the_change(image, c):
+    # The worker's temp file name taken by a directory: writing it fails (EISDIR), as a
+    # full disk or an unwritable image directory would.
+    blocker = image / "fix" / (".models.py.tmp-%d" % structured(c, "status")["pid"])
+    before = (image / "fix/models.py").read_text()
+    blocker.mkdir()
+    try:
+        message = error(c, "compile_method", "other", className="Banner",
+                        source="def shown(self):\n    return self.n\n")
+    finally:
+        blocker.rmdir()
+    assert message.startswith("commit failed: the image could not be written ([Errno 21] Is a directory")
+    assert "nothing was written and your changes are kept uncommitted (fix.models)" in message
+    assert (image / "fix/models.py").read_text() == before
+    assert structured(c, "commit")["committed"] == ["fix.models"]
+    assert "def shown(self)" in (image / "fix/models.py").read_text()
+
+
 # -- methods and class attributes share the class namespace ------------------------
 
 def test_compile_method_refuses_to_replace_a_class_attribute(image, c):

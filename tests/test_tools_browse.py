@@ -1,5 +1,6 @@
 """session, listing, browsing and search tool handlers on a throwaway image."""
 
+import errno
 import os
 
 from test_tools_support import Client, client, image, text, views  # noqa: F401  (fixtures)
@@ -148,3 +149,23 @@ def test_search_method_source(client):
                      dictionaryName="zoo.keeper")["structuredContent"]["results"] == ["zoo.keeper.Keeper.__init__"]
     client.error("search_method_source", "notFound", pattern="x", dictionaryName="nope")
     client.error("search_method_source", "invalidParams", pattern="")
+
+
+def test_a_commit_the_disk_refuses_says_nothing_was_written(image, views, monkeypatch):
+    from gsmcpd.image.store import ImageStore
+
+    def disk_full(self, rel, data):
+        raise OSError(errno.ENOSPC, "No space left on device", rel)
+
+    client = Client(views(image))
+    before = (image / "zoo/keeper.py").read_text()
+    monkeypatch.setattr(ImageStore, "_write_temp", disk_full)
+    message = client.error("compile_method", "other", className="Keeper",
+                           source="def count(self):\n    return len(self.dogs)\n")
+    assert message.startswith("commit failed: the image could not be written ([Errno 28] No space "
+                              "left on device: 'zoo/keeper.py'); nothing was written and your "
+                              "changes are kept uncommitted (zoo.keeper).")
+    assert (image / "zoo/keeper.py").read_text() == before and client.view.has_changes
+    monkeypatch.undo()
+    assert client.ok("commit")["structuredContent"]["committed"] == ["zoo.keeper"]
+    assert "def count(self)" in (image / "zoo/keeper.py").read_text()

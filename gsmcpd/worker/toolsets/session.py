@@ -17,12 +17,22 @@ def conflict_error(error: CommitConflict, *, kept: str = "") -> ToolError:
 
 
 def commit_view(view) -> list[str]:
-    """Commit, turning a conflict into the tool error (the changes stay uncommitted)."""
+    """Commit, turning a conflict or a failure to write (disk full, a read-only or
+    unwritable image) into the tool error that says whether anything was written."""
+    commits_before = view.commit_count
     try:
         return view.commit()
     except CommitConflict as error:
         raise conflict_error(error, kept=" and your changes are kept uncommitted "
                              f"({', '.join(view.changed_modules())})") from None
+    except OSError as error:
+        if view.commit_count > commits_before:   # failed past the commit point: it stands
+            raise ToolError("other", f"the commit of {', '.join(view.last_commit)} stands, but "
+                            f"reading the image back failed: {error}") from None
+        raise ToolError("other", f"commit failed: the image could not be written ({error}); "
+                        "nothing was written and your changes are kept uncommitted "
+                        f"({', '.join(view.changed_modules())}). Make room or fix the "
+                        "permissions and commit again, or abort to discard them.") from None
 
 
 class SessionToolset(Toolset):
