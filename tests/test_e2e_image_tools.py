@@ -26,6 +26,7 @@ class Priced:
     def describe(self):
         return f"{self.cents / 100:.2f} {self.currency}"
 ''',
+    "fix/plain.py": 'class Plain:\n    kind = "plain"\n\n    def describe(self):\n        return self.kind\n',
     "gone/__init__.py": "",
     "gone/parts.py": "class Part:\n    pass\n",
     "gone/test_parts.py": '''\
@@ -192,6 +193,17 @@ def test_deleting_a_method_that_shadowed_an_attribute_brings_the_attribute_back(
     other = open_session(daemon)
     assert run(other, code) == repr("1.50 EUR")
     other.close()
+
+
+# -- abort undoes what code did to live objects, not only source changes ---------------
+
+def test_abort_undoes_what_execute_code_did_to_image_classes_and_modules(c):
+    patch = "import fix.plain as m\nm.Plain.kind = 'patched'\nm.EXTRA = 1\nm.Plain().describe()"
+    assert run(c, patch) == repr("patched")
+    aborted = structured(c, "abort")
+    assert aborted["discarded"] == [] and "fix.plain" in aborted["reloaded"]
+    look = "import fix.plain as m\n(m.Plain().describe(), hasattr(m, 'EXTRA'))"
+    assert run(c, look) == repr(("plain", False))
 
 
 # -- only test methods run as tests --------------------------------------------------

@@ -262,3 +262,16 @@ def test_closing_a_view_never_read_releases_its_lock(image):
     assert not exclusive_lock_free(image)
     view.close()
     assert exclusive_lock_free(image)
+
+
+def test_abort_undoes_what_code_did_to_live_modules(image, views):
+    view = views(image)
+    animals = view.module("zoo.animals")
+    animals.Dog.noise = lambda self: "patched"       # as execute_code could
+    animals.EXTRA = 1
+    report = view.abort()
+    assert not view.has_changes and "zoo.animals" in report.reloaded
+    fresh = view.module("zoo.animals")
+    assert fresh.Dog("r").noise() == "woof" and not hasattr(fresh, "EXTRA")
+    # Importers see the fresh module too, not the one the patch was made on.
+    assert view.module("zoo.keeper").Keeper().feed() == ["a says woof"]

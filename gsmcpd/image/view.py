@@ -371,10 +371,14 @@ class View:
                             "or the text, or abort") from None
 
     def abort(self) -> RefreshReport:
+        """Back to the committed image: the texts, and every loaded image module
+        re-imported from them, so what code run in the session did to live objects
+        (a class attribute set, a function patched) goes too. Objects the workspace
+        already holds keep the classes they were made from."""
         discarded = self.changed_modules()
         self._load_snapshot()
         report = RefreshReport(brought_in=discarded)
-        report.reloaded = self._reload()
+        report.reloaded = self._reload(everything=True)
         report.import_errors = dict(self.import_errors)
         return report
 
@@ -411,12 +415,13 @@ class View:
 
     # -- reloading -------------------------------------------------------
 
-    def _reload(self) -> list[str]:
-        """Re-import the live modules whose text changed, and the image modules
-        that import them, so later calls see the new code."""
+    def _reload(self, everything: bool = False) -> list[str]:
+        """Re-import the live modules whose text changed (every loaded one if
+        `everything`), and the image modules that import them, so later calls see
+        the new code."""
         loaded = self.loaded_modules()
         stale = {name for name in loaded
-                 if not self.has_module(name) or self.live_texts.get(name) != self.source(name)}
+                 if everything or not self.has_module(name) or self.live_texts.get(name) != self.source(name)}
         if not stale:
             return []
         stale |= self._importers_of(stale, loaded)
