@@ -334,9 +334,11 @@ def control_socket_path(state_dir: Path, port: int) -> Path:
 _TRAILING_COMMENT = re.compile(r"\s+#.*$")   # "#" after whitespace; not inside a value
 
 
-def parse_conf_text(text: str, source: str = "conf") -> dict[str, str]:
+def parse_conf_text(text: str, source: str = "conf",
+                    only: tuple[str, ...] | None = None) -> dict[str, str]:
     """`key = value` lines, `#` comments (whole lines, or after a value and whitespace),
-    blank lines; unknown keys are refused."""
+    blank lines; unknown keys are refused.  `only`: keep just these keys and pass over
+    every other, unknown ones too (a line that is not `key = value` is still refused)."""
     values: dict[str, str] = {}
     for number, raw in enumerate(text.splitlines(), 1):
         line = _TRAILING_COMMENT.sub("", raw).strip()
@@ -346,6 +348,8 @@ def parse_conf_text(text: str, source: str = "conf") -> dict[str, str]:
         key = key.strip()
         if not sep:
             raise ConfigError(key or "?", f"{source} line {number}: expected 'key = value'")
+        if only is not None and key not in only:
+            continue
         if key not in KNOBS_BY_KEY:
             raise ConfigError(key, f"{source} line {number}: unknown key")
         values[key] = _strip_quotes(value.strip())
@@ -386,7 +390,8 @@ def load_config(argv_flags: Mapping[str, Any] | None = None,
     None means "not given"); its "config" entry, `conf_path` or GS_MCP_CONFIG names the
     conf file.  validate=False skips cross-field checks and toolset resolution.
     `only`: read just these knobs, the rest defaults, so a bad or unknown setting of
-    another cannot stop `stop`/`status`, which need only the state directory and port.
+    another (in the environment or the conf file) cannot stop `stop`/`status`, which
+    need only the state directory and port.
     """
     argv_flags = dict(argv_flags or {})
     environ = {} if environ is None else environ
@@ -403,8 +408,7 @@ def load_config(argv_flags: Mapping[str, Any] | None = None,
         except UnicodeDecodeError as exc:
             raise ConfigError("config", f"{path} is not UTF-8 text (byte {exc.start}): "
                               "not a config file?") from None
-        conf = parse_conf_text(text, source=str(path))
-        raw.update(conf if only is None else {k: v for k, v in conf.items() if k in only})
+        raw.update(parse_conf_text(text, source=str(path), only=only))
     raw.update(env_values(environ))
     for key, value in argv_flags.items():
         if key == "config" or value is None:

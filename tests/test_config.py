@@ -117,6 +117,20 @@ def test_only_the_knobs_asked_for_are_read_so_another_bad_one_cannot_block_stop(
         load_config({}, environ, validate=False)
 
 
+def test_only_the_knobs_asked_for_are_read_from_the_conf_file_too(tmp_path):
+    conf = tmp_path / "site.conf"
+    conf.write_text(f"port = 9106\nstate_dir = {tmp_path}\nspare_worker = 1\nidle_timeout = abc\n")
+    config = load_config({"config": str(conf)}, {}, validate=False, only=("state_dir", "port"))
+    assert (config.port, config.state_dir) == (9106, tmp_path)
+    assert "line 3: unknown key" in refused("spare_worker", conf_path=conf)   # serve/check
+    conf.write_text("port = 9106\njust words\n")   # not key = value: still refused, naming the file
+    with pytest.raises(ConfigError, match=f"{conf} line 2: expected 'key = value'"):
+        load_config({"config": str(conf)}, {}, validate=False, only=("state_dir", "port"))
+    conf.write_text("port = 99999\n")   # a knob stop needs, badly set: still refused
+    with pytest.raises(ConfigError, match="port: must be between 1 and 65535"):
+        load_config({"config": str(conf)}, {}, validate=False, only=("state_dir", "port"))
+
+
 def test_none_flags_mean_not_given():
     assert load_config({"port": None, "readonly": None}, {"GS_MCP_PORT": "9200"}).port == 9200
 

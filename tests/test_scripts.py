@@ -213,12 +213,23 @@ def test_stop_is_not_blocked_by_a_bad_setting_it_does_not_need(tmp_path):
     port = free_port()
     env = clean_env(GS_MCP_PORT=str(port), GS_MCP_STATE_DIR=str(tmp_path))
     assert run("run-server.sh", env=env).returncode == 0
-    typo = dict(env, GS_MCP_IDLE_TIMEOUT="abc", GS_MCP_TIMEOUT="5")
+    conf = tmp_path / "typo.conf"
+    conf.write_text("spare_worker = 1\nidle_timeout = abc\n")   # an unknown key, a bad value
+    typo = dict(env, GS_MCP_IDLE_TIMEOUT="abc", GS_MCP_TIMEOUT="5", GS_MCP_CONFIG=str(conf))
     try:
+        status = subprocess.run([sys.executable, "-m", "gsmcpd", "status", "--config", str(conf)],
+                                env=typo, cwd=str(REPO), capture_output=True, text=True, timeout=60)
         stopped = run("stop-server.sh", str(port), env=typo)
     finally:
         run("stop-server.sh", str(port), env=env)   # whatever happened above
-    assert stopped.returncode == 0 and f"stopped gsmcpd on port {port}" in stopped.stdout, stopped.stdout
+    assert status.returncode == 0 and f"port {port}" in status.stdout, status.stdout + status.stderr
+    assert stopped.returncode == 0 and f"stopped gsmcpd on port {port}" in stopped.stdout, \
+        stopped.stdout + stopped.stderr
+    for command, code in (("serve", 2), ("check", 1)):   # these still refuse the typo
+        refused = subprocess.run([sys.executable, "-m", "gsmcpd", command, "--config", str(conf)],
+                                 env=env, cwd=str(REPO), capture_output=True, text=True, timeout=60)
+        assert refused.returncode == code, refused.stdout + refused.stderr
+        assert f"spare_worker: {conf} line 1: unknown key" in refused.stdout + refused.stderr
     negative = subprocess.run([sys.executable, "-m", "gsmcpd", "stop", str(port), "--timeout", "-1"],
                               env=env, cwd=str(REPO), capture_output=True, text=True)
     assert negative.returncode == 2 and "must be a finite number of seconds >= 0, got '-1'" in negative.stderr
