@@ -308,7 +308,7 @@ def serve_main(config: Config, *, ready_fd: int | None = None, detached: bool = 
     except SystemExit as exc:  # serve()'s own refusal, e.g. a missing image directory
         message = str(exc.code) if not isinstance(exc.code, int) else f"exit {exc.code}"
         log.error("%s", message)
-        reporter.error(message)
+        reporter.error(message.removeprefix("gsmcpd: "))   # start says "gsmcpd failed to start: "
     except Exception as exc:  # the daemon's last word: logged, reported, exit 1
         log.exception("gsmcpd failed")
         reporter.error(f"gsmcpd failed: {type(exc).__name__}: {exc}")
@@ -574,16 +574,10 @@ def _jwks_file_problem(path: Path) -> str | None:
 
 
 def _image_problem(config: Config) -> str | None:
-    image = config.image
-    if not image.exists():
-        if image == config.state_dir / "image":
-            return None  # the default image is created on first start
-        return "does not exist"
-    if not image.is_dir():
-        return "not a directory"
-    if not os.access(image, os.R_OK | os.X_OK):
-        return "not readable"
-    return None
+    from gsmcpd.image.default import image_dir_problem
+    if not config.image.exists() and config.image == config.state_dir / "image":
+        return None  # the default image is created on first start
+    return image_dir_problem(config.image)
 
 
 def _writable_problem(directory: Path) -> str | None:

@@ -89,3 +89,21 @@ def test_a_tls_key_that_does_not_match_its_certificate_is_refused_in_one_line(tm
     refusal = [line for line in served.stderr.splitlines() if " ERROR " in line]
     assert len(refusal) == 1 and "gsmcpd: tls_cert/tls_key: cannot load TLS certificate" in refusal[0]
     assert "KEY_VALUES_MISMATCH" in refusal[0]
+
+
+def test_an_image_that_is_a_regular_file_is_refused_as_not_a_directory(tmp_path):
+    image = tmp_path / "image.py"
+    image.write_text("x = 1\n")
+    flags = ("--port", str(free_port()), "--state-dir", str(tmp_path / "state"))
+    for how in ({"args": ("--image", str(image))}, {"env": {"GS_MCP_IMAGE": str(image)}}):
+        served = gsmcpd("serve", *flags, *how.get("args", ()), env=how.get("env"))
+        assert served.returncode == 1 and "Traceback" not in served.stderr, served.stderr
+        refusal = [line for line in served.stderr.splitlines() if " ERROR " in line]
+        assert len(refusal) == 1 and refusal[0].endswith(f"gsmcpd: image {image} is not a directory")
+        checked = gsmcpd("check", *flags, *how.get("args", ()), env=how.get("env"))
+        assert checked.returncode == 1
+        assert checked.stdout.splitlines()[-1] == "PROBLEM: image: is not a directory"
+    started = gsmcpd("start", *flags, "--image", str(image))
+    assert started.returncode == 1
+    assert started.stdout.startswith(f"gsmcpd failed to start: image {image} is not a directory (log: ")
+    assert not (tmp_path / "state" / f"gsmcpd-{flags[1]}.pid").exists()

@@ -93,6 +93,18 @@ class CartTest(unittest.TestCase):
 }
 
 
+def image_dir_problem(image: Path) -> str | None:
+    """Why `image` cannot be served as an image directory, or None; `serve` and `check`
+    both say it in these words."""
+    if not image.exists():
+        return "does not exist"
+    if not image.is_dir():
+        return "is not a directory"
+    if not os.access(image, os.R_OK | os.X_OK):
+        return "is not readable (no permission to list it)"
+    return None
+
+
 def ensure_default_image(state_dir: Path) -> Path:
     """The default image directory under `state_dir`, created with the example
     package on first call. Idempotent: an existing directory is never touched."""

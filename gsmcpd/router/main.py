@@ -105,8 +105,9 @@ class Router:
         image = Path(self.config.image) if self.config.image else state_dir / "image"
         if image == state_dir / "image":
             image = default.ensure_default_image(state_dir)
-        if not image.is_dir():
-            raise SystemExit("gsmcpd: image directory %s does not exist" % image)
+        problem = default.image_dir_problem(image)
+        if problem:
+            raise SystemExit("gsmcpd: image %s %s" % (image, problem))
         self.image = str(image.absolute())
         self._recover_image(image)
 
