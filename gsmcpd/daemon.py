@@ -261,6 +261,12 @@ def serve_main(config: Config, *, ready_fd: int | None = None, detached: bool = 
     listening, reopens the log on SIGHUP.  detached: started by `start`, so fds 1 and 2
     follow the log file too.  `serve` defaults to gsmcpd.router.main.serve.
     """
+    with _HeldStop() as held:
+        return _serve_main(config, ready_fd, detached, serve, held)
+
+
+def _serve_main(config: Config, ready_fd: int | None, detached: bool, serve: Callable | None,
+                held: "_HeldStop") -> int:
     reporter = _ReadyReporter(ready_fd)
 
     def refused(message: str) -> int:
@@ -297,7 +303,8 @@ def serve_main(config: Config, *, ready_fd: int | None = None, detached: bool = 
     try:
         if serve is None:
             from gsmcpd.router.main import serve
-        code = serve(config, on_ready=on_ready, on_stopping=on_stopping, on_reload=reopen_log)
+        code = serve(config, on_ready=on_ready, on_stopping=on_stopping, on_reload=reopen_log,
+                     stop_requested=held.requested)
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
             message = f"port {config.port} on {config.host} is already in use"
@@ -314,10 +321,40 @@ def serve_main(config: Config, *, ready_fd: int | None = None, detached: bool = 
         reporter.error(f"gsmcpd failed: {type(exc).__name__}: {exc}")
     finally:
         release_pidfile(config.pidfile)
-        if not reporter.sent:
+        if not reporter.sent and held.requested():
+            reporter.error(f"stopped by {signal.Signals(held.signum).name} before it was ready")
+        elif not reporter.sent:
             reporter.error(f"gsmcpd exited with status {code} before it was ready")
     log.info("exited with status %d", code)
     return code
+
+
+class _HeldStop:
+    """SIGTERM/SIGINT from before the pidfile is written until the router's loop takes
+    them over: remembered instead of killing us, so the pidfile is still released and
+    the spawner stopped; the router stops as soon as its loop runs.  On leaving, the
+    handlers it set are put back as they were, unless something took them over since."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+    def __init__(self):
+        self.signum: int | None = None
+        self._previous: dict[int, object] = {}
+
+    def requested(self) -> bool:
+        return self.signum is not None
+
+    def _hold(self, signum: int, frame: object) -> None:
+        self.signum = signum
+
+    def __enter__(self) -> "_HeldStop":
+        self._previous = {signum: signal.signal(signum, self._hold) for signum in self.SIGNALS}
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, previous in self._previous.items():
+            if signal.getsignal(signum) == self._hold:
+                signal.signal(signum, previous)
 
 
 class _ReadyReporter:

@@ -249,8 +249,10 @@ def test_serve_main_tells_systemd_and_the_starter(tmp_path, monkeypatch):
                           "log_file": str(tmp_path / "d.log")}, {})
     seen = {}
 
-    def fake_serve(cfg, *, on_ready, on_stopping, on_reload):
+    def fake_serve(cfg, *, on_ready, on_stopping, on_reload, stop_requested):
         seen["pid_during"] = daemon.read_pidfile(cfg.pidfile)
+        os.kill(os.getpid(), signal.SIGTERM)   # before a loop took SIGTERM over: held, not fatal
+        assert stop_requested()
         seen["before_ready"] = listener.recv(4096) if _ready(listener) else None
         on_ready()
         seen["after_ready"] = listener.recv(4096)
@@ -259,8 +261,10 @@ def test_serve_main_tells_systemd_and_the_starter(tmp_path, monkeypatch):
         return 0
 
     read_end, write_end = os.pipe()
+    ours = signal.getsignal(signal.SIGTERM)
     with notify_listener(notify_path) as listener:
         assert daemon.serve_main(config, ready_fd=write_end, serve=fake_serve) == 0
+    assert signal.getsignal(signal.SIGTERM) == ours   # its early hold on SIGTERM is given back
     assert seen["pid_during"] == os.getpid()
     assert seen["before_ready"] is None
     assert seen["after_ready"].startswith(b"READY=1\nSTATUS=listening on http://127.0.0.1:8321")

@@ -2,12 +2,14 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from gsmcpd.__main__ import _passthrough, build_parser
-from helpers import free_port
+from helpers import free_port, wait_until
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -107,3 +109,44 @@ def test_an_image_that_is_a_regular_file_is_refused_as_not_a_directory(tmp_path)
     assert started.returncode == 1
     assert started.stdout.startswith(f"gsmcpd failed to start: image {image} is not a directory (log: ")
     assert not (tmp_path / "state" / f"gsmcpd-{flags[1]}.pid").exists()
+
+
+def session_members(sid):
+    """Live processes in session `sid`: all that a serve started as session leader started
+    (the forkserver, the spawner and workers change process group, never session)."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != "Z" and int(fields[3]) == sid:
+            members.append(int(entry.name))
+    return members
+
+
+def test_sigterm_as_soon_as_the_pidfile_is_written_ends_serve_cleanly(tmp_path):
+    port, state = free_port(), tmp_path / "state"
+    pidfile = state / f"gsmcpd-{port}.pid"
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("GS_MCP_", "MCP_"))}
+    env = {**base, "GS_MCP_SPARE_WORKERS": "1"}
+    for delay in (0, 0, 0.1, 0.3):   # at once, and a little later, as start-up goes on
+        with open(tmp_path / "serve.log", "ab") as log:
+            proc = subprocess.Popen([sys.executable, "-m", "gsmcpd", "serve", "--port", str(port),
+                                     "--state-dir", str(state)], cwd=REPO, env=env, stdout=log,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            assert wait_until(lambda: pidfile.exists() or proc.poll() is not None, 30, 0.002)
+            time.sleep(delay)
+            proc.send_signal(signal.SIGTERM)
+            code = proc.wait(30)
+            left = wait_until(lambda: not session_members(proc.pid), 10) or session_members(proc.pid)
+            assert code == 0, (tmp_path / "serve.log").read_text()
+            assert not pidfile.exists()
+            assert left is True, f"left behind: {left}"
+        finally:
+            for pid in session_members(proc.pid):
+                os.kill(pid, signal.SIGKILL)
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()

@@ -269,8 +269,9 @@ class Router:
         self.loop.stop()
 
 
-def serve(config, *, on_ready=None, on_stopping=None, on_reload=None):
-    """Run the router in the foreground; returns the exit code."""
+def serve(config, *, on_ready=None, on_stopping=None, on_reload=None, stop_requested=None):
+    """Run the router in the foreground; returns the exit code.  stop_requested: whether
+    a SIGTERM/SIGINT came before the loop's own handlers were set (then it stops at once)."""
     limit = raise_descriptor_limit()
     if limit < config.max_sessions * 3:
         log.warning("descriptor limit %d is low for GS_MCP_MAX_SESSIONS=%d (about 3 per session)",
@@ -293,7 +294,9 @@ def serve(config, *, on_ready=None, on_stopping=None, on_reload=None):
 
     log.info("%s", startup_line(config))
     log.info("%s", router.loop.describe_poll())
-    if on_ready is not None:
+    if stop_requested is not None and stop_requested():   # checked once the loop has the signals
+        router.loop.call_soon(router.shutdown)
+    elif on_ready is not None:
         router.loop.call_soon(on_ready)
     try:
         router.loop.run()
