@@ -211,6 +211,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("auth", "GS_MCP_AUTH", parse_bool),
     Knob("issuer", "MCP_ISSUER", parse_optional_str),
     Knob("audience", "MCP_AUDIENCE", parse_optional_str),
+    Knob("resource_url", "MCP_RESOURCE_URL", parse_optional_str),
     Knob("jwks_file", "MCP_JWKS_FILE", parse_optional_path),
     Knob("jwks_uri", "MCP_JWKS_URI", parse_optional_str),
     Knob("authorization_servers", "MCP_AUTHORIZATION_SERVERS", parse_list),
@@ -276,6 +277,7 @@ class Config:
     auth: bool = False
     issuer: str | None = None
     audience: str | None = None
+    resource_url: str | None = None   # the /mcp URL as clients reach it (RFC 9728 resource)
     jwks_file: Path | None = None
     jwks_uri: str | None = None
     authorization_servers: tuple[str, ...] = ()
@@ -491,6 +493,12 @@ def validate_config(config: Config) -> None:
             raise ConfigError("issuer", "auth is on but no issuer (MCP_ISSUER) is set")
         if not config.audience:
             raise ConfigError("audience", "auth is on but no audience (MCP_AUDIENCE) is set")
+        if config.resource_url:
+            from gsmcpd.auth.metadata import metadata_paths
+            try:
+                metadata_paths(config.resource_url)
+            except ValueError as exc:
+                raise ConfigError("resource_url", str(exc)) from None
         discoverable = config.issuer.startswith(("https://", "http://"))
         if config.jwks_file is None and not config.jwks_uri and not discoverable:
             raise ConfigError("jwks_file", "auth is on but there is no key source: set jwks_file "

@@ -92,6 +92,19 @@ def test_settings_from_config():
     assert client_id.expected_audience == "gsmcpd"
 
 
+def test_a_configured_resource_url_is_the_resource_and_an_accepted_audience():
+    from gsmcpd.auth import settings_from_config
+    from gsmcpd.config import Config
+    settings = settings_from_config(Config(auth=True, issuer="https://kc", audience="api://gsmcpd",
+                                           host="0.0.0.0", resource_url="https://mcp.example/mcp"))
+    assert settings.resource == "https://mcp.example/mcp"
+    assert settings.accepted_audiences == ("api://gsmcpd", "https://mcp.example/mcp")
+    # Derived from the bind address, the resource is published but names no one server.
+    derived = settings_from_config(Config(auth=True, issuer="https://kc", audience="api://gsmcpd"))
+    assert derived.resource == "http://127.0.0.1:8000/mcp"
+    assert derived.accepted_audiences == ("api://gsmcpd",)
+
+
 def test_the_advertised_resource_is_the_audience_verbatim(tmp_path):
     from gsmcpd.auth import Accepted, KeySource, authenticate, settings_from_config
     from gsmcpd.config import Config

@@ -542,3 +542,35 @@ def test_a_token_for_the_advertised_resource_passes_the_audience_check(tmp_path)
         advertised = resp.json()["resource"]
         assert advertised == idp.audience + "/"
         assert post_initialize(daemon, "Bearer " + idp.mint(aud=advertised)).status == 200
+
+
+def test_a_configured_resource_url_is_published_and_a_token_for_it_or_the_audience_passes(tmp_path):
+    # A non-URL audience (a client id, as Keycloak's audience mapper gives): the metadata
+    # names the public URL the operator set, not this server's own bind address.
+    idp = Idp(issuer="https://idp.test", kinds=("rsa",))
+    daemon, _path = file_source_daemon(tmp_path, idp, idp.jwks())
+    public = "https://mcp.example/team/mcp"
+    daemon.env.update({"MCP_AUDIENCE": "api://gsmcpd", "MCP_RESOURCE_URL": public})
+    with daemon:
+        client = Client(daemon.port)
+        resp = client.request("GET", path="/.well-known/oauth-protected-resource/team/mcp")
+        assert resp.status == 200 and resp.json()["resource"] == public
+        client.close()
+        refused = post_initialize(daemon, "Bearer " + idp.mint(aud="https://other.test/mcp"))
+        assert refused.status == 401
+        assert ('resource_metadata="https://mcp.example/.well-known/oauth-protected-resource/team/mcp"'
+                in refused.headers["www-authenticate"])
+        for aud in ("api://gsmcpd", public):
+            assert post_initialize(daemon, "Bearer " + idp.mint(aud=aud)).status == 200
+        # The bind URL names no one server: a token for it is not this resource's.
+        own = "http://127.0.0.1:%d/mcp" % daemon.port
+        assert post_initialize(daemon, "Bearer " + idp.mint(aud=own)).status == 401
+
+
+def test_a_resource_url_that_is_not_an_absolute_http_url_is_refused_at_start(tmp_path):
+    idp = Idp(issuer="https://idp.test", kinds=("rsa",))
+    daemon, _path = file_source_daemon(tmp_path, idp, idp.jwks())
+    daemon.env.update({"MCP_AUDIENCE": "api://gsmcpd", "MCP_RESOURCE_URL": "mcp.example/mcp"})
+    daemon.start(wait=False)
+    assert daemon.proc.wait(timeout=30) == 2
+    assert "resource_url: resource must be an absolute http(s) URL, got 'mcp.example/mcp'" in daemon.log_text()

@@ -14,6 +14,7 @@ class AuthSettings:
     resource: str                              # canonical URL of /mcp, e.g. https://host:8443/mcp
     issuer: str                                # expected `iss`
     audience: str | None = None                # expected `aud`; None → `resource`
+    resource_is_audience: bool = False         # a token for `resource` passes too (configured URL)
     authorization_servers: tuple[str, ...] = ()  # RFC 9728 list; empty → (issuer,)
     required_scopes: tuple[str, ...] = ()      # every token must carry all of these
     write_scope: str | None = None             # present → read-write session, absent → read-only
@@ -50,6 +51,15 @@ class AuthSettings:
         return self.audience or self.resource
 
     @property
+    def accepted_audiences(self) -> tuple[str, ...]:
+        """What a token's `aud` may name: the audience, and the resource when the
+        operator named it (MCP_RESOURCE_URL; RFC 8707 clients ask for a token for it).
+        Never the derived bind URL: http://127.0.0.1:PORT/mcp names no one server."""
+        if self.resource_is_audience and self.resource != self.expected_audience:
+            return (self.expected_audience, self.resource)
+        return (self.expected_audience,)
+
+    @property
     def supported_scopes(self) -> tuple[str, ...]:
         return supported_scopes(self.required_scopes, self.write_scope, self.extra_scopes)
 
@@ -73,16 +83,23 @@ class AuthSettings:
 def settings_from_config(config) -> AuthSettings:
     """Build AuthSettings from a `gsmcpd.config.Config` with `auth` on.
 
-    `resource` (what the metadata publishes and challenges point at) is the
-    audience when that is an http(s) URL — the public name, right behind a TLS
-    proxy too — and otherwise the router's own /mcp URL. The audience is taken
-    verbatim (a trailing slash kept): a token for the advertised resource must
-    pass the audience check, which compares exactly.
+    `resource` (what the metadata publishes and challenges point at) is
+    MCP_RESOURCE_URL when set (the public name behind a proxy or a wildcard bind,
+    where the audience is not a URL), else the audience when that is an http(s)
+    URL, else the router's own /mcp URL. Each is taken verbatim (a trailing slash
+    kept): a token for the advertised resource must pass the audience check, which
+    compares exactly.
     """
     audience = config.audience
-    resource = audience if audience and audience.startswith(("https://", "http://")) else config.url
+    if config.resource_url:
+        resource = config.resource_url
+    elif audience and audience.startswith(("https://", "http://")):
+        resource = audience
+    else:
+        resource = config.url
     return AuthSettings(
         resource=resource, issuer=config.issuer, audience=audience,
+        resource_is_audience=bool(config.resource_url),
         authorization_servers=tuple(config.authorization_servers),
         required_scopes=tuple(config.required_scopes), write_scope=config.write_scope,
         extra_scopes=tuple(config.extra_scopes), userid_claim=config.userid_claim,

@@ -167,7 +167,7 @@ def _check_claims(claims: dict, settings: AuthSettings, now: float) -> Outcome:
         return _invalid(settings, "token issuer is not accepted")
     aud = claims.get("aud")
     audiences = [aud] if isinstance(aud, str) else aud if isinstance(aud, list) else []
-    if settings.expected_audience not in audiences:
+    if not any(accepted in audiences for accepted in settings.accepted_audiences):
         return _invalid(settings, "token audience is not this resource")
     user = claims.get(settings.userid_claim)
     if not isinstance(user, str) or not user:
