@@ -8,6 +8,7 @@ import pytest
 
 from helpers import Daemon, tool_text
 from test_e2e_tools import error, open_session, ok, structured, write_image
+from test_tools_testing import ODD as ODD_TESTS
 
 EXTRA_FILES = {
     "fix/__init__.py": "",
@@ -41,20 +42,7 @@ class PartTest(unittest.TestCase):
 ''',
     "gone/base.py": "class Base:\n    pass\n",
     "gone/user.py": "from gone.base import Base\n\n\nclass TestUser:\n    def test_base(self):\n        assert Base()\n",
-    "fix/test_odd.py": '''\
-import unittest
-
-
-class OddTest(unittest.TestCase):
-    def test_pass(self):
-        pass
-
-    def test_huge(self):
-        raise ValueError("y" * 70_000_000)
-
-    def test_surrogate(self):
-        raise ValueError("\\ud800")
-''',
+    "fix/test_odd.py": ODD_TESTS,
     "fix/test_kinds.py": '''\
 import unittest
 
