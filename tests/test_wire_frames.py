@@ -137,3 +137,21 @@ def test_a_raw_decoder_hands_relayed_messages_back_unparsed():
 def test_a_message_frame_over_the_cap_is_refused():
     with pytest.raises(frames.FrameError):
         frames.message_frame("reply", 1, b'"' + b"x" * 100 + b'"', max_frame=50)
+
+
+def test_a_log_frame_carries_level_and_message_cut_at_the_cap_and_sendable():
+    [frame] = FrameDecoder().feed(frames.log_frame("WARNING", "x" * 30 + "\ud800", cap=20))
+    assert frame == {"op": "log", "level": "WARNING", "message": "x" * 20 + "...(+11 more chars)"}
+    [frame] = FrameDecoder().feed(frames.log_frame("ERROR", "lone \ud800 surrogate"))
+    assert frame["message"] == "lone \\ud800 surrogate"     # its escape, not a failed record
+
+
+def test_a_raw_decoder_refuses_a_big_frame_that_relays_nothing_but_relays_big_messages():
+    big = b'"' + b"x" * 300 + b'"'
+    decoder = FrameDecoder(raw_messages=True, max_other=200)
+    assert decoder.feed(frames.message_frame("reply", 1, big)) == [{"op": "reply", "seq": 1, "raw": big}]
+    assert decoder.feed(frames.log_frame("INFO", "y" * 150)) != []     # small enough
+    with pytest.raises(FrameError, match="relays no message"):
+        decoder.feed(frames.log_frame("INFO", "y" * 300))
+    # The worker's own decoder (not raw) keeps the plain cap.
+    assert FrameDecoder(max_other=200).feed(frames.log_frame("INFO", "y" * 300))

@@ -5,15 +5,23 @@ client's or a tool's JSON-RPC message, which the router only relays: `message_fr
 splices already-serialised message bytes in, and a decoder made with
 `raw_messages=True` hands them back out as `frame["raw"]` bytes without parsing them.
 The router thus never re-serialises what it relays (it was a fifth of its work per call).
+
+Log frames — `{"op":"log","level":"WARNING","message":"..."}` — carry a worker's own
+log records to the router, which writes them to its log (gsmcpd.router.worker_log).
 """
 
 import re
 
 from gsmcpd.wire import jsonrpc
 
-__all__ = ["MAX_FRAME", "FrameError", "encode", "message_frame", "FrameDecoder"]
+__all__ = ["MAX_FRAME", "MAX_OTHER_FRAME", "LOG_MESSAGE_CAP", "FrameError", "encode",
+           "message_frame", "log_frame", "FrameDecoder"]
 
 MAX_FRAME = 64 * 1024 * 1024
+# What a raw decoder parses of a frame that is not relayed (prepared, log): all of
+# them are small, and a worker's code must not make the router parse megabytes.
+MAX_OTHER_FRAME = 256 * 1024
+LOG_MESSAGE_CAP = 8192   # characters of one log record's message kept
 _HEADER = 4
 
 
@@ -45,15 +53,28 @@ def message_frame(op, seq, message, max_frame=MAX_FRAME):
     return len(payload).to_bytes(_HEADER, "big") + payload
 
 
+def log_frame(level, message, cap=LOG_MESSAGE_CAP):
+    """The frame for one log record (`level` a logging level name); a message past
+    `cap` characters is cut, saying how much was."""
+    if len(message) > cap:
+        message = "%s...(+%d more chars)" % (message[:cap], len(message) - cap)
+    # What UTF-8 cannot carry (a lone surrogate) as its escape, not a failed record.
+    message = message.encode("utf-8", "backslashreplace").decode("utf-8")
+    return encode({"op": "log", "level": level, "message": message})
+
+
 class FrameDecoder:
     """Incremental decoder: ``feed(bytes)`` returns the objects completed so far.
 
     After a FrameError the decoder is dead and every later feed raises again.
+    With `raw_messages`, a frame that is not a relayed message may hold at most
+    `max_other` bytes (MAX_OTHER_FRAME): one past that is a FrameError, never parsed.
     """
 
-    def __init__(self, max_frame=MAX_FRAME, raw_messages=False):
+    def __init__(self, max_frame=MAX_FRAME, raw_messages=False, max_other=MAX_OTHER_FRAME):
         self.max_frame = max_frame
         self.raw_messages = raw_messages
+        self.max_other = max_other
         self._buf = bytearray()
         self._error = None
 
@@ -90,6 +111,9 @@ class FrameDecoder:
             if head is not None and payload.endswith(b"}"):
                 messages.append({"op": head[1].decode(), "seq": int(head[2]),
                                  "raw": payload[head.end():-1]})
+            elif self.raw_messages and size > self.max_other:
+                raise FrameError(f"a frame of {size} bytes that relays no message "
+                                 f"(over {self.max_other})")
             else:
                 messages.append(_decode_payload(payload))
             start = end
