@@ -134,6 +134,7 @@ class SessionManager:
         sid = new_session_id()
         session = Session(sid, worker, principal.user, principal.read_only, self.loop.time())
         worker.listener = self
+        worker.log_owner = (session.short, session.user)
         self.by_id[sid] = session
         self._by_worker[worker] = session
         self._churned_at = self.loop.time()
@@ -246,6 +247,8 @@ class SessionManager:
     def on_worker_frame(self, worker, frame):
         session = self._by_worker.get(worker)
         if session is None:
+            if frame.get("op") == "log":   # its last words, as its session ends
+                worker.relay_log(frame)
             return
         op = frame.get("op")
         if op == "prepared":
@@ -270,6 +273,8 @@ class SessionManager:
             message = relayed(frame)
             if call is not None and call.seq == frame.get("seq") and message is not None:
                 self._notify(session, call, message)
+        elif op == "log":
+            worker.relay_log(frame)
         else:
             log.warning("session %s: unknown frame op %r", session.short, op)
 

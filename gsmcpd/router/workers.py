@@ -20,10 +20,12 @@ import socket
 import threading
 
 from gsmcpd.router.connection import RECV_SIZE
+from gsmcpd.router import worker_log
 from gsmcpd.router.loop import recv_some, send_some
 from gsmcpd.wire import frames
 
 log = logging.getLogger("gsmcpd.workers")
+relayed_log = logging.getLogger("gsmcpd.worker_log")   # workers' own records, prefixed
 
 PRELOAD = ["gsmcpd.worker.preload"]
 SPAWNER_TIMEOUT = 30.0  # seconds a new session waits for its worker before it is refused
@@ -181,6 +183,8 @@ class Worker:
         self.out = bytearray()
         self.alive = True
         self.listener = None  # object with on_worker_frame(worker, msg), on_worker_exit(worker)
+        self.log_owner = None  # (session short id, user) once a session has it: its log lines say so
+        self._log_gate = None  # made at its first log frame
         loop.add_reader(self.pidfd, self._on_exit)  # readable once the process has exited
         self._update_interest()
 
@@ -223,16 +227,39 @@ class Worker:
         try:
             messages = self.decoder.feed(data)
         except frames.FrameError as exc:
-            # A worker that speaks garbage is ended; the router never is.
-            log.error("worker %d sent a bad frame (%s); stopping it", self.pid, exc)
-            self.kill()
-            self._on_exit()
+            self.reject(exc)
             return
         for message in messages:
             if self.listener is not None:
                 self.listener.on_worker_frame(self, message)
             if not self.alive:
                 return
+
+    def reject(self, why):
+        """A worker that speaks garbage is ended; the router never is."""
+        log.error("worker %d sent a bad frame (%s); stopping it", self.pid, why)
+        self.kill()
+        self._on_exit()
+
+    def relay_log(self, frame):
+        """A log frame: one line of the router's log, prefixed with whose it is, escaped,
+        within this worker's rate (gsmcpd.router.worker_log); a malformed one is a bad frame."""
+        try:
+            level, message = worker_log.parse(frame)
+        except worker_log.BadLogFrame as error:
+            self.reject(error)
+            return
+        now = self.loop.time()
+        if self._log_gate is None:
+            self._log_gate = worker_log.LogGate(now)
+        admitted, dropped = self._log_gate.admit(now)
+        if dropped:
+            relayed_log.warning(worker_log.dropped_line(self._log_label(), dropped))
+        if admitted:
+            relayed_log.log(level, worker_log.line(self._log_label(), message))
+
+    def _log_label(self):
+        return worker_log.label(self.pid, *(self.log_owner or ()))
 
     def _update_interest(self):
         if self.alive:
@@ -277,6 +304,8 @@ class Worker:
             except OSError:
                 pass
         # Nothing to reap: the spawner is the parent, and reaps it (and kills what it left).
+        if self._log_gate is not None and self._log_gate.dropped:
+            relayed_log.warning(worker_log.dropped_line(self._log_label(), self._log_gate.take_dropped()))
         if self.listener is not None:
             self.listener.on_worker_exit(self)
 
@@ -518,7 +547,10 @@ class _SpareListener:
         self.pool = pool
 
     def on_worker_frame(self, worker, message):
-        log.warning("spare worker %d sent an unexpected frame: %r", worker.pid, message)
+        if message.get("op") == "log":
+            worker.relay_log(message)
+        else:
+            log.warning("spare worker %d sent an unexpected frame: %r", worker.pid, message)
 
     def on_worker_exit(self, worker):
         if worker in self.pool.spares:
