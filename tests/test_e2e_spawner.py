@@ -31,10 +31,12 @@ def test_each_worker_logs_under_its_own_pid_and_a_killed_spawner_is_replaced(tmp
         first, second = session(daemon), session(daemon)
         pids = [int(tool_text(c.tool("execute_code", code="import os; os.getpid()"))) for c in (first, second)]
         assert pids[0] != pids[1] and set(pids) <= set(worker_pids(daemon.proc.pid))
-        # Logging was set up once, in the spawner; a record still names its own worker.
+        # A record reaches the router's log naming its own worker and session.
         for client, pid in zip((first, second), pids):
             client.tool("execute_code", code="import logging; logging.getLogger('t').warning('hello %d', 7)")
-            assert wait_until(lambda: "gsmcpd-worker[%d] WARNING hello 7" % pid in daemon.log_text())
+            said = "WARNING worker %d session %s user " % (pid, client.session[:8])
+            assert wait_until(lambda: any(said in line and line.endswith(" logged: hello 7")
+                                          for line in daemon.log_text().splitlines()))
 
         spawner = spawner_of(daemon)
         os.kill(spawner, signal.SIGKILL)

@@ -374,6 +374,31 @@ def test_worker_output_goes_only_through_logging():
     assert "gsmcpd-worker[" in line and "WARNING output: stray stderr" in line
 
 
+def test_the_workers_log_records_go_to_the_router_as_log_frames(worker):
+    code = ("import logging\nlog = logging.getLogger('gsmcpd.worker')\nlog.info('below the threshold')\n"
+            "log.warning('careful: %s', 'x')\ntry:\n    1 / 0\nexcept ZeroDivisionError:\n"
+            "    log.exception('it failed')\nlog.error('%d', 'not a number')\n'done'")
+    seq = worker.execute(code)
+    logged, reply = frames_until_reply(worker, seq)
+    assert text_of(reply) == "'done'"
+    assert [(f["op"], f["level"]) for f in logged] == [("log", "WARNING"), ("log", "ERROR"), ("log", "ERROR")]
+    assert logged[0]["message"] == "careful: x"
+    assert logged[1]["message"].startswith("it failed\nTraceback (most recent call last):")
+    assert logged[1]["message"].endswith("ZeroDivisionError: division by zero")
+    assert "cannot format a log record from <workspace-" in logged[2]["message"]   # one record, no cascade
+
+
+def test_log_records_from_threads_arrive_in_whole_frames(worker):
+    code = ("import logging, threading\nlog = logging.getLogger('gsmcpd.worker')\n"
+            "def chat(mark):\n    for i in range(200):\n        log.warning(mark * 5000)\n"
+            "ts = [threading.Thread(target=chat, args=(m,)) for m in 'ab']\n"
+            "[t.start() for t in ts]; chat('c'); [t.join() for t in ts]\n'done'")
+    seq = worker.execute(code)
+    logged, reply = frames_until_reply(worker, seq)
+    assert text_of(reply) == "'done'"
+    assert len(logged) == 600 and {f["message"] for f in logged} == {m * 5000 for m in "abc"}
+
+
 def test_a_busy_worker_exits_at_once_when_its_router_closes_the_socket():
     channel = Channel()
     try:

@@ -28,6 +28,7 @@ __all__ = ["run", "HardBreak", "WorkerLoop"]
 log = logging.getLogger("gsmcpd.worker")
 
 WATCHDOG_INTERVAL = 3.0   # seconds between pid checks; a closed socket is seen at once
+LOG_SEND_WAIT = 1.0       # seconds a log record waits for the socket before going to stderr
 RECV_SIZE = 64 * 1024  # bigger recv buffers cost an mmap/munmap per call (~25 us)
 
 
@@ -40,6 +41,7 @@ def configure_process() -> None:
 def run(sock: socket.socket, router_pid: int) -> None:
     configure_process()
     loop = WorkerLoop(sock)
+    _log_to_router(loop)
     signal.signal(signal.SIGINT, loop.break_handler(SoftBreak, "soft break"))
     signal.signal(signal.SIGUSR1, loop.break_handler(HardBreak, "hard break"))
     os.register_at_fork(after_in_child=loop.forked)
@@ -179,6 +181,31 @@ class WorkerLoop:
             pending, self._pending_break = self._pending_break, None
             if pending is not None and self.in_call:
                 raise pending
+
+    def send_log(self, data: bytes) -> bool:
+        """A log frame, from any thread; False if it cannot go (a fork of the user's,
+        a broken socket, or the socket busy for LOG_SEND_WAIT: a handler of the user's
+        that logs from inside a frame write of this same thread must not wait forever)."""
+        if self.is_fork or not self._send_lock.acquire(timeout=LOG_SEND_WAIT):
+            return False
+        in_main = threading.current_thread() is threading.main_thread()
+        try:
+            if self._held:
+                data, self._held = self._held + data, b""
+            self._writing = in_main
+            try:
+                self.sock.sendall(data)
+            except OSError:
+                return False          # the main loop finds out at its next read or write
+            finally:
+                self._writing = False
+        finally:
+            self._send_lock.release()
+        if in_main:
+            pending, self._pending_break = self._pending_break, None
+            if pending is not None and self.in_call:
+                raise pending
+        return True
 
     # -- ops -------------------------------------------------------------
 
@@ -351,8 +378,8 @@ def _process_exists(pid: int) -> bool:
 
 def _detach_stdio() -> None:
     """Point fds 0-2 at /dev/null: they are the daemon's log, and a user's code could
-    write whole forged lines to it. (So a per-user worker's own log records are lost
-    too; what goes wrong in it is answered to the client.)"""
+    write whole forged lines to it. (The worker's own log records go to the router as
+    log frames, see _FrameLogHandler; only what cannot be sent so is lost.)"""
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
@@ -385,6 +412,49 @@ class _LoggedStream:
 
     def writable(self) -> bool:
         return True
+
+
+class _FrameLogHandler(logging.Handler):
+    """The worker's log records, to the router as log frames: its stdio may be
+    /dev/null (a per-user worker), and the router marks each line as this worker's,
+    escapes it and limits its rate, which it could not do for raw writes to stderr.
+    What cannot be sent (the socket is gone) goes to `fallback`, stderr."""
+
+    _LEVEL_NAMES = ((logging.CRITICAL, "CRITICAL"), (logging.ERROR, "ERROR"),
+                    (logging.WARNING, "WARNING"), (logging.INFO, "INFO"))
+
+    def __init__(self, loop: WorkerLoop, fallback: logging.Handler | None):
+        super().__init__()
+        self.loop = loop
+        self.fallback = fallback
+        self.setFormatter(logging.Formatter("%(message)s"))   # the router adds time and level
+
+    def emit(self, record: logging.LogRecord) -> None:
+        level = self._level_name(record.levelno)
+        try:
+            text = self.format(record)
+        except Exception as error:   # a record of the user's whose arguments do not format
+            level, text = "ERROR", "cannot format a log record from %s:%s: %s: %s" % (
+                record.pathname, record.lineno, type(error).__name__, error)
+        if self.loop.send_log(frames.log_frame(level, text)) or self.fallback is None or self.loop.is_fork:
+            return
+        self.fallback.handle(logging.makeLogRecord(
+            {"name": record.name, "levelno": logging.getLevelName(level), "levelname": level, "msg": text}))
+
+    @classmethod
+    def _level_name(cls, levelno: int) -> str:
+        """A standard level's name (a custom level counts as the one below it)."""
+        for number, name in cls._LEVEL_NAMES:
+            if levelno >= number:
+                return name
+        return "DEBUG"
+
+
+def _log_to_router(loop: WorkerLoop) -> None:
+    """Route this worker's records through its frame socket; stderr is the fallback."""
+    root = logging.getLogger()
+    fallback = root.handlers[0] if root.handlers else None
+    root.handlers = [_FrameLogHandler(loop, fallback)]
 
 
 def _configure_output() -> None:
