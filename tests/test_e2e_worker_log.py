@@ -1,0 +1,107 @@
+"""End-to-end: a worker's own log records reach the daemon's log through the router,
+marked as that worker's, escaped, and rate-limited (gsmcpd/router/worker_log.py)."""
+
+import re
+import secrets
+import threading
+
+import pytest
+
+from helpers import Client, Daemon, tool_text, wait_until
+
+LOGGER = "import logging, os\nlog = logging.getLogger('gsmcpd.worker')\n"
+DROPPED = re.compile(r" WARNING (worker \d+ session \w+ user \S+): (\d+) log records? dropped \(")
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    with Daemon(tmp_path_factory.mktemp("worker-log"), env={"GS_MCP_SPARE_WORKERS": "2"}) as running:
+        yield running
+
+
+def session(daemon):
+    client = Client(daemon.port)
+    client.initialize()
+    return client
+
+
+def who(client):
+    pid = int(tool_text(client.tool("execute_code", code="import os; os.getpid()")))
+    return "worker %d session %s user " % (pid, client.session[:8])
+
+
+def lines_of(daemon, prefix):
+    return [line for line in daemon.log_text().splitlines() if prefix in line]
+
+
+def test_a_record_from_the_workers_stderr_reaches_the_log_with_the_workers_prefix(daemon):
+    # A real path: what a thread of the code writes to stderr after its call is the
+    # worker's own output, which it logs (during a call, execute_code captures it).
+    client, tag = session(daemon), secrets.token_hex(4)
+    prefix = who(client)
+    code = ("import io, sys, threading, time\ndef late():\n"
+            "    while isinstance(sys.stderr, io.StringIO):   # the call's capture, until it returns\n"
+            "        time.sleep(0.01)\n    print('stray %s', file=sys.stderr)\n"
+            "threading.Thread(target=late).start()" % tag)
+    assert not client.tool("execute_code", code=code).get("isError")
+    assert wait_until(lambda: any(line.endswith(" logged: output: stray " + tag)
+                                  for line in lines_of(daemon, " WARNING " + prefix)))
+
+
+def test_a_traceback_and_a_forged_line_stay_one_escaped_line(daemon):
+    client, tag = session(daemon), secrets.token_hex(4)
+    prefix = who(client)
+    forged = "2026-01-01 00:00:00,000 ERROR forged %s" % tag
+    code = LOGGER + ("log.warning('x\\n%s\\x1b[2J\\r\\u2028')\ntry:\n    1 / 0\n"
+                     "except ZeroDivisionError:\n    log.exception('failed %s')\n" % (forged, tag))
+    assert not client.tool("execute_code", code=code).get("isError")
+    assert wait_until(lambda: len(lines_of(daemon, tag)) == 2)
+    warned, failed = lines_of(daemon, tag)
+    assert prefix + "root logged: x\\n" + forged + "\\x1b[2J\\r\\u2028" in warned
+    assert " ERROR " + prefix in failed and "failed %s\\nTraceback (most recent call last):\\n" % tag in failed
+    assert failed.endswith("ZeroDivisionError: division by zero")
+    text = daemon.log_text()
+    assert "\n" + forged not in text and "\x1b" not in text and "\u2028" not in text
+
+
+def test_a_flood_is_rate_limited_counted_and_the_router_serves_others_meanwhile(daemon, tmp_path):
+    flooder, other = session(daemon), session(daemon)
+    prefix = who(flooder)
+    flag = tmp_path / "enough"
+    code = LOGGER + ("n = 0\nwhile n < 10000 or not os.path.exists(%r):\n"
+                     "    log.error('flood %%d', n)\n    n += 1\nn" % str(flag))
+    answer = {}
+    flooding = threading.Thread(target=lambda: answer.update(n=flooder.tool("execute_code", code=code)))
+    flooding.start()
+    try:
+        assert wait_until(lambda: lines_of(daemon, prefix))        # the flood has begun
+        for i in range(5):                                          # another session is answered meanwhile
+            assert tool_text(other.tool("execute_code", code="%d * 7" % i)) == str(i * 7)
+    finally:
+        flag.touch()
+        flooding.join(60)
+    sent = int(tool_text(answer["n"]))
+    assert flooder.delete().status == 200                           # its end reports the rest dropped
+    label = prefix[:-len(" user ")]
+
+    def dropped():
+        return sum(int(m[2]) for m in map(DROPPED.search, daemon.log_text().splitlines())
+                   if m and m[1].startswith(label))
+    written = [line for line in lines_of(daemon, prefix) if " logged: flood " in line]
+    assert sent >= 10000 and len(written) < 1000                   # a burst of 20, then 2 a second
+    assert wait_until(lambda: len(written) + dropped() == sent), (len(written), dropped(), sent)
+
+
+def test_a_malformed_log_frame_ends_that_worker_as_any_bad_frame_and_others_go_on(daemon):
+    client, other = session(daemon), session(daemon)
+    code = ("import os, socket, json, time\nfor fd in range(3, 64):\n    try:\n"
+            "        s = socket.socket(fileno=os.dup(fd))\n    except OSError:\n        continue\n"
+            "    if s.family == socket.AF_UNIX:\n"
+            "        body = json.dumps({'op': 'log', 'level': 30, 'message': 'm'}).encode()\n"
+            "        s.sendall(len(body).to_bytes(4, 'big') + body)\n"
+            "    s.close()\ntime.sleep(5)\n")
+    reply = client.call("tools/call", {"name": "execute_code", "arguments": {"code": code}}).json()
+    assert reply["error"]["code"] == -32003
+    assert wait_until(lambda: "sent a bad frame (log frame without a level name); stopping it"
+                      in daemon.log_text())
+    assert tool_text(other.tool("execute_code", code="'still here'")) == "'still here'"
