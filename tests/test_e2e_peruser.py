@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from gsmcpd.image import default
-from helpers import LIST_FDS, Client, Daemon, free_port
+from helpers import LIST_FDS, Client, Daemon, free_port, wait_until
 from idp import Idp
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="per-user workers need a root daemon "
@@ -257,3 +257,17 @@ def test_what_a_users_code_moved_out_of_its_group_ends_with_its_session(env, acc
         assert wait_until(lambda: not pid_alive(pid)), "%d outlived its session" % pid
     # Other sessions' workers are untouched.
     assert run(session_for(daemon, idp, "ben"), "6 * 7") == ("42", False)
+
+
+def test_a_users_workers_own_log_records_reach_the_daemons_log_marked_as_its(env):
+    # Its stdio is /dev/null; its records come over its frame socket, through the router.
+    daemon, idp = env
+    client = session_for(daemon, idp, "ann")
+    tag = secrets.token_hex(4)
+    text, failed = run(client, "import logging, os; logging.getLogger('gsmcpd.worker').warning("
+                               "'internal trouble %s\\nWARNING forged'); os.getpid()" % tag)
+    assert not failed, text
+    pid = int(text.strip().splitlines()[-1])
+    said = " WARNING worker %d session %s user ann logged: internal trouble %s\\nWARNING forged" % (
+        pid, client.session[:8], tag)
+    assert wait_until(lambda: said in daemon.log_text())
