@@ -164,39 +164,22 @@ class WorkerLoop:
             raise frames.FrameError(f"not JSON: {error}") from error
         self._send_bytes(frames.message_frame(op, seq, data))
 
-    def _send_bytes(self, data: bytes) -> None:
+    def _send_bytes(self, data: bytes, wait: float = -1) -> bool:
+        """Write a frame from any thread; False if it did not go: from a fork of the
+        user's (progress, a log record: dropped), or the socket busy past `wait`
+        seconds (-1: wait as long as it takes). A broken socket raises OSError."""
         if self.is_fork:
-            return                    # progress from a forked child: dropped
+            return False
         # Breaks land in the main thread, so only its own writes hold them back.
         in_main = threading.current_thread() is threading.main_thread()
-        with self._send_lock:
-            if self._held:
-                data, self._held = self._held + data, b""
-            self._writing = in_main
-            try:
-                self.sock.sendall(data)
-            finally:
-                self._writing = False
-        if in_main:
-            pending, self._pending_break = self._pending_break, None
-            if pending is not None and self.in_call:
-                raise pending
-
-    def send_log(self, data: bytes) -> bool:
-        """A log frame, from any thread; False if it cannot go (a fork of the user's,
-        a broken socket, or the socket busy for LOG_SEND_WAIT: a handler of the user's
-        that logs from inside a frame write of this same thread must not wait forever)."""
-        if self.is_fork or not self._send_lock.acquire(timeout=LOG_SEND_WAIT):
+        if not self._send_lock.acquire(timeout=wait):
             return False
-        in_main = threading.current_thread() is threading.main_thread()
-        try:
+        try:   # at once: nothing between the acquire and the try for a break to land on
             if self._held:
                 data, self._held = self._held + data, b""
             self._writing = in_main
             try:
                 self.sock.sendall(data)
-            except OSError:
-                return False          # the main loop finds out at its next read or write
             finally:
                 self._writing = False
         finally:
@@ -206,6 +189,15 @@ class WorkerLoop:
             if pending is not None and self.in_call:
                 raise pending
         return True
+
+    def send_log(self, data: bytes) -> bool:
+        """A log frame; False if it cannot go (see _send_bytes). It waits LOG_SEND_WAIT at
+        most: a handler of the user's that logs from inside a frame write of this same
+        thread must not wait forever. A broken socket is the main loop's to find."""
+        try:
+            return self._send_bytes(data, wait=LOG_SEND_WAIT)
+        except OSError:
+            return False
 
     # -- ops -------------------------------------------------------------
 
