@@ -547,3 +547,37 @@ def test_when_no_worker_can_be_started_initialize_gets_503_and_the_router_lives(
         proc.terminate()
         proc.wait(10)
         log.close()
+
+
+def test_a_slow_client_that_keeps_reading_gets_its_whole_reply(client, daemon):
+    # The router drops a client that reads nothing for 5 s, not one that is slow: this
+    # one reads ~100 KB/s for 6 s, then the rest. Its small receive buffer keeps most
+    # of the 6 MB reply in the router all the while.
+    code = "import sys\nprint('o' * 999000)\nsys.stderr.write('e' * 999000)\n'r' * 999000"
+    body = json.dumps({"jsonrpc": "2.0", "id": "big", "method": "tools/call",
+                       "params": {"name": "execute_code", "arguments": {"code": code}}}).encode()
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+    s.settimeout(30)
+    s.connect(("127.0.0.1", daemon.port))
+    s.sendall(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\nMCP-Session-Id: %s\r\n"
+              b"Content-Length: %d\r\n\r\n%s" % (client.session.encode(), len(body), body))
+    got = b""
+    slow_until = time.monotonic() + 6
+    while not bodies_complete(got):
+        chunk = s.recv(10 * 1024 if time.monotonic() < slow_until else 1 << 20)
+        assert chunk, "connection dropped after %d bytes" % len(got)
+        got += chunk
+        if time.monotonic() < slow_until:
+            time.sleep(0.1)
+    s.close()
+    reply = json.loads(body_of(got))
+    assert reply["id"] == "big" and len(reply["result"]["structuredContent"]["stdout"]) > 999000
+
+
+def bodies_complete(raw):
+    head, sep, rest = raw.partition(b"\r\n\r\n")
+    if not sep:
+        return False
+    length = int([line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")][0])
+    return len(rest) >= length

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from gsmcpd.router import connection
 from gsmcpd.router.connection import PIPELINE_BUFFER, RECV_SIZE, Connection
 from gsmcpd.router.loop import Loop
 from helpers import bodies_of
@@ -336,3 +337,61 @@ def test_a_handler_that_raises_leaves_a_reply_already_pending_to_be_dropped(harn
     raw = h.read_until_closed()
     held[0].respond(200, [], b"late")
     assert statuses(raw) == [500]
+
+
+# -- clients that read slowly ---------------------------------------------------
+
+def read_paced(h, enough, chunk=32 * 1024, pause=0.01, timeout=20.0):
+    """Read as a slow client does, `chunk` bytes per `pause`, until `enough(got)` or EOF."""
+    h.client.setblocking(False)
+    got = bytearray()
+    end = time.monotonic() + timeout
+    while not enough(got):
+        assert time.monotonic() < end, "timed out"
+        h.step()
+        try:
+            data = h.client.recv(chunk)
+        except BlockingIOError:
+            continue
+        if not data:
+            break
+        got += data
+        time.sleep(pause)
+    return bytes(got)
+
+
+def test_a_slow_reader_that_keeps_reading_gets_its_whole_reply(harness, monkeypatch):
+    # The budget is time without progress, not time to deliver: 4 MiB at 32 KiB per
+    # 10 ms takes over a second, five budgets.
+    monkeypatch.setattr(connection, "STREAM_WRITE_BUDGET", 0.2)
+    body = b"x" * (4 << 20)
+    h = harness(lambda h, conn, request: conn.respond(200, [], body))
+    h.client.sendall(post(b"{}"))
+    got = read_paced(h, lambda got: len(got) > len(body) and got.endswith(b"xxx"))
+    assert got.endswith(b"\r\n\r\n" + body)
+    assert not h.conn.closed
+
+
+def test_a_stall_is_still_a_stall_after_some_progress(harness, monkeypatch):
+    monkeypatch.setattr(connection, "STREAM_WRITE_BUDGET", 0.2)
+    body = b"x" * (4 << 20)
+    h = harness(lambda h, conn, request: conn.respond(200, [], body))
+    h.client.sendall(post(b"{}"))
+    read_paced(h, lambda got: len(got) >= 512 * 1024)   # reads a little, then stops
+    h.run_until(lambda: h.conn.closed)
+
+
+def test_a_stream_whose_reader_falls_too_far_behind_is_dropped(harness, monkeypatch):
+    # Reading keeps a connection, but not a backlog without bound: what a tool's
+    # progress floods into a slow reader's stream stops at STREAM_BACKLOG.
+    monkeypatch.setattr(connection, "STREAM_BACKLOG", 1 << 20)
+    h = harness(stream_app)
+    h.client.sendall(b"GET /mcp HTTP/1.1\r\nHost: x\r\n\r\n")
+    h.run_until(lambda: h.conn.streaming)
+    event = b"data: " + b"p" * 1000 + b"\n\n"
+    for _ in range(4000):   # 4 MB, nothing read
+        h.conn.stream_write(event)
+        if h.conn.closed:
+            break
+    assert h.conn.closed and h.lost == [h.conn]
+    assert len(h.conn.out) <= (1 << 20) + 2 * len(event)

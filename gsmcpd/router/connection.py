@@ -17,7 +17,8 @@ log = logging.getLogger("gsmcpd.http")
 
 RECV_SIZE = 64 * 1024  # a 256 KiB recv buffer cost an mmap/munmap per call (~25 us)
 IDLE_KEEPALIVE_SECONDS = 300  # an idle keep-alive connection costs a socket; free it
-STREAM_WRITE_BUDGET = 5.0
+STREAM_WRITE_BUDGET = 5.0  # seconds a client may read nothing of what waits for it
+STREAM_BACKLOG = 16 << 20  # bytes a stream may run ahead of its reader (a reply may exceed it)
 PIPELINE_BUFFER = 256 * 1024  # a reader that stops reading loses its stream, never the loop
 INTERNAL_ERROR_BODY = jsonrpc.dumps(jsonrpc.error(None, jsonrpc.INTERNAL_ERROR,
                                                   "Internal error: the server failed to handle this request"))
@@ -198,8 +199,15 @@ class Connection:
         self._update_interest()
 
     def stream_write(self, data):
-        if not self.closed and self.streaming:
-            self.write(http.chunk(data))
+        if self.closed or not self.streaming:
+            return
+        if len(self.out) >= STREAM_BACKLOG:
+            # A reader that keeps reading keeps its connection (_check_stall), but what
+            # it has not read yet must not grow without bound.
+            log.info("dropping connection from %s: client %d bytes behind its stream", self.peer, len(self.out))
+            self.close()
+            return
+        self.write(http.chunk(data))
 
     def end_stream(self):
         if self.closed or not self.streaming:
@@ -267,16 +275,26 @@ class Connection:
             self._write_stalled_since = None
             self._update_interest()
             self._maybe_close()
+        elif sent:
+            # Progress: a slow client reading a big reply is not one that stopped reading.
+            self._write_stalled_since = self.loop.time()
 
     def _check_stall(self):
         since = self._write_stalled_since
         if self.closed or since is None:
             return
         if self.loop.time() - since >= STREAM_WRITE_BUDGET:
-            log.info("dropping connection from %s: client stopped reading", self.peer)
-            self.close()
-        else:
-            self.loop.call_at(since + STREAM_WRITE_BUDGET, self._check_stall)
+            # Poll says writable only once much of the send buffer is free, which a slow
+            # reader may take longer than the budget to free: a send tells if it read any.
+            self._on_writable()
+            since = self._write_stalled_since
+            if self.closed or since is None:
+                return
+            if self.loop.time() - since >= STREAM_WRITE_BUDGET:
+                log.info("dropping connection from %s: client stopped reading", self.peer)
+                self.close()
+                return
+        self.loop.call_at(since + STREAM_WRITE_BUDGET, self._check_stall)
 
     def _maybe_close(self):
         if self._close_when_flushed and not self.out:
