@@ -15,6 +15,7 @@ import pytest
 
 from helpers import (REPO, Client, Daemon, bodies_of, body_of, free_port, pid_alive, raw_exchange, recv_all,
                      status_of, tool_text, wait_for_port, wait_until, worker_pids)
+from test_e2e_lifetime import Exchange, worker_pid
 
 
 @pytest.fixture(scope="module")
@@ -581,3 +582,20 @@ def bodies_complete(raw):
         return False
     length = int([line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")][0])
     return len(rest) >= length
+
+
+def test_delete_stops_a_running_call_at_once(daemon, tmp_path):
+    # The call is answered "session ended": it must not act on after that, say commit.
+    c = Client(daemon.port)
+    c.initialize()
+    pid = worker_pid(c)
+    started, finished = tmp_path / "started", tmp_path / "finished"
+    code = "open(%r, 'w').close()\nimport time\ntime.sleep(1)\nopen(%r, 'w').close()" % (str(started), str(finished))
+    call = Exchange(daemon.port, "POST", c.session, {"jsonrpc": "2.0", "id": "doomed", "method": "tools/call",
+                    "params": {"name": "execute_code", "arguments": {"code": code}}}, accept="application/json")
+    assert wait_until(started.exists)
+    assert c.delete().status == 200
+    reply = call.json()
+    assert reply["id"] == "doomed" and reply["error"]["message"] == "session ended: client sent DELETE"
+    assert wait_until(lambda: not pid_alive(pid))
+    assert not finished.exists(), "the call ran on after DELETE"

@@ -152,7 +152,8 @@ class SessionManager:
         session.ended = True
         self.by_id.pop(session.id, None)
         self._by_worker.pop(session.worker, None)
-        gone = [session.inflight] if session.inflight else []
+        busy = session.inflight is not None
+        gone = [session.inflight] if busy else []
         gone += list(session.queue)
         if session.inflight is not None:
             self.calls_at_workers -= 1
@@ -173,7 +174,11 @@ class SessionManager:
             stream.on_stream_lost = None
             stream.end_stream()
         worker = session.worker
-        if worker.alive:
+        if worker.alive and busy:
+            # Its call was just answered "session ended": it must not go on running
+            # (and committing) for a client told it is over.
+            worker.kill()
+        elif worker.alive:
             worker.stop()
             # A worker that does not go when asked is made to.
             self.loop.call_later(self.config.break_grace, worker.kill)
