@@ -2,12 +2,15 @@
 order and before the result — on the POST's own SSE reply when the client accepts
 one, else on the session's GET stream — and the official MCP SDK sees them."""
 
+import json
+import socket
+
 import anyio
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from helpers import Client, Daemon, wait_until
+from helpers import Client, Daemon, recv_all, wait_until
 from test_e2e_lifetime import Exchange, open_stream
 
 STEPS_CODE = "for step in range(1, 4):\n    progress(step, 3, 'step %d' % step)\n'done'"
@@ -57,6 +60,22 @@ def test_progress_streams_on_the_posts_own_sse_reply(daemon, client):
     final = call.message()
     assert final["id"] == "a" and final["result"]["structuredContent"]["result"] == "'done'"
     assert call.next() == ("end",)
+
+
+def test_an_http_1_0_client_gets_its_sse_reply_unchunked_ended_by_the_close(daemon, client):
+    # RFC 9112 6.1: no Transfer-Encoding for an HTTP/1.0 request (a proxy's default to
+    # its upstream, nginx's for one); the stream is the body, ended by the close.
+    body = json.dumps(tool_call("old", "execute_code", {"code": STEPS_CODE}, "tok-old")).encode()
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=15) as s:
+        s.sendall(b"POST /mcp HTTP/1.0\r\nAccept: application/json, text/event-stream\r\n"
+                  b"MCP-Session-Id: %s\r\nContent-Length: %d\r\n\r\n%s" % (client.session.encode(), len(body), body))
+        raw = recv_all(s)
+    head, _, stream = raw.partition(b"\r\n\r\n")
+    assert b"200 OK" in head and b"transfer-encoding" not in head.lower()
+    events = [json.loads(block.split(b"data: ", 1)[1]) for block in stream.split(b"\n\n") if block]
+    assert [progress_of(e)[1] for e in events[:3]] == [1, 2, 3]
+    assert events[3]["id"] == "old" and events[3]["result"]["structuredContent"]["result"] == "'done'"
+    assert len(events) == 4
 
 
 def test_run_test_class_reports_a_step_per_test(daemon, client):

@@ -395,3 +395,16 @@ def test_a_stream_whose_reader_falls_too_far_behind_is_dropped(harness, monkeypa
             break
     assert h.conn.closed and h.lost == [h.conn]
     assert len(h.conn.out) <= (1 << 20) + 2 * len(event)
+
+
+def test_a_stream_to_an_http_1_0_client_is_not_chunked_and_ends_with_the_connection(harness):
+    # RFC 9112 6.1: an HTTP/1.0 client cannot read chunks; its stream's end is the close.
+    h = harness(stream_app)
+    h.client.sendall(b"GET /mcp HTTP/1.0\r\n\r\n")
+    h.run_until(lambda: h.conn.streaming)
+    h.conn.stream_write(b"data: 1\n\n")
+    h.conn.end_stream()
+    raw = h.read_until_closed()
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert b"transfer-encoding" not in head.lower() and b"Connection: close" in head
+    assert body == b"data: 1\n\n"

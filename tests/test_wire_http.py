@@ -615,3 +615,9 @@ def test_the_head_end_search_agrees_with_the_grammar_on_random_bytes():
         start, stop = rng.randint(0, len(buf)), rng.randint(0, len(buf) + 3)
         match = grammar.search(buf, start, stop)
         assert _head_end(buf, start, stop) == (None if match is None else match.span()), (bytes(buf), start, stop)
+
+
+def test_a_stream_head_for_an_http_1_0_client_is_close_delimited():
+    # RFC 9112 6.1: no Transfer-Encoding in a response to an HTTP/1.0 request.
+    raw = stream_head(200, [("Content-Type", "text/event-stream")], chunked=False)
+    assert raw == b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"

@@ -36,7 +36,8 @@ class Connection:
         self.read_timeout = cfg.read_timeout
         self.out = bytearray()
         self.busy = False  # a request is being answered
-        self.streaming = False  # the reply in progress is a chunked stream
+        self.streaming = False  # the reply in progress is a stream
+        self._chunked = True  # ...in chunks; else (an HTTP/1.0 client) ended by the close
         self.on_stream_lost = None  # called once if a stream's client goes away
         self.closed = False
         self._close_when_flushed = False
@@ -195,7 +196,8 @@ class Connection:
         if self.closed or self._close_when_flushed:
             return
         self.streaming = True
-        self.write(http.stream_head(status, headers))
+        self._chunked = self.current is None or self.current.version != "HTTP/1.0"
+        self.write(http.stream_head(status, headers, chunked=self._chunked))
         self._update_interest()
 
     def stream_write(self, data):
@@ -207,13 +209,16 @@ class Connection:
             log.info("dropping connection from %s: client %d bytes behind its stream", self.peer, len(self.out))
             self.close()
             return
-        self.write(http.chunk(data))
+        self.write(http.chunk(data) if self._chunked else data)
 
     def end_stream(self):
         if self.closed or not self.streaming:
             return
         self.streaming = False
         self.on_stream_lost = None
+        if not self._chunked:
+            self._finish(False)
+            return
         self.write(http.LAST_CHUNK)
         self._finish(self.current is not None and self.current.keep_alive)
 

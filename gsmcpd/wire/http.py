@@ -537,10 +537,12 @@ def response(status, headers=(), body=b"", keep_alive=True, head=False):
     return b"".join((_status_line(status), block, length, connection, b"\r\n", b"" if head else body))
 
 
-def stream_head(status, headers=()):
-    """The head of a chunked (streaming) response, e.g. an SSE stream."""
-    block = _header_block(headers, (b"content-length", b"transfer-encoding"))
-    return _status_line(status) + block + b"Transfer-Encoding: chunked\r\n\r\n"
+def stream_head(status, headers=(), chunked=True):
+    """The head of a streaming response, e.g. an SSE stream: chunked, or for an HTTP/1.0
+    client (which must get no Transfer-Encoding, RFC 9112 6.1) ended by the close."""
+    block = _header_block(headers, (b"content-length", b"transfer-encoding", b"connection"))
+    framing = b"Transfer-Encoding: chunked\r\n" if chunked else b"Connection: close\r\n"
+    return _status_line(status) + block + framing + b"\r\n"
 
 
 def chunk(data):
