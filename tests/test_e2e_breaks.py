@@ -95,6 +95,24 @@ def test_a_call_no_break_reaches_is_stopped_and_its_session_finished(deadlines, 
     assert stream.next() == ("end",)  # the finished session's stream closes too
 
 
+SILENCE_BREAKS = ("import signal\nfor signum in (signal.SIGINT, signal.SIGUSR1):\n"
+                  "    signal.signal(signum, signal.SIG_IGN)\n"
+                  "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGUSR1})")
+
+
+def test_code_that_silenced_the_break_signals_leaves_later_calls_breakable(deadlines):
+    # Ignored or blocked by one call's code (its own or a library's), the break signals
+    # are the worker's again when the next call starts: its runaway is broken, not
+    # stopped with the session.
+    c = Client(deadlines.port, timeout=15)
+    c.initialize()
+    pid = worker_pid(c)
+    c.tool("execute_code", code=SILENCE_BREAKS)
+    body = c.post(execute("after", "while True:\n    pass")).json()
+    assert body["error"] == {"code": REQUEST_TIMEOUT, "message": "request interrupted: soft break"}
+    assert worker_pid(c) == pid
+
+
 def test_a_deadline_on_a_streaming_call_ends_its_stream_with_the_error(deadlines):
     c = Client(deadlines.port, timeout=15)
     c.initialize()

@@ -217,6 +217,17 @@ def test_soft_break_interrupts_a_busy_loop_and_worker_stays_usable(worker):
     assert text_of(worker.reply(worker.execute("'after'"))) == "'after'"
 
 
+def test_break_signals_a_previous_call_ignored_and_blocked_work_again_in_the_next(worker):
+    silence = ("import signal\nfor signum in (signal.SIGINT, signal.SIGUSR1):\n"
+               "    signal.signal(signum, signal.SIG_IGN)\n"
+               "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGUSR1})")
+    worker.reply(worker.execute(silence))
+    seq = worker.execute("progress(1)\nwhile True:\n    pass", token="t")
+    assert worker.notified(seq)["progress"] == 1
+    worker.signal(signal.SIGINT)
+    assert worker.reply(seq)["error"]["message"] == "request interrupted: soft break"
+
+
 def test_hard_break_stops_code_that_swallows_keyboard_interrupt(worker):
     # progress() runs inside the try: a break landing just after its frame is written is
     # raised as it returns, and must meet the same handler as one landing in the loop.

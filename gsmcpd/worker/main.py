@@ -42,8 +42,7 @@ def run(sock: socket.socket, router_pid: int) -> None:
     configure_process()
     loop = WorkerLoop(sock)
     _log_to_router(loop)
-    signal.signal(signal.SIGINT, loop.break_handler(SoftBreak, "soft break"))
-    signal.signal(signal.SIGUSR1, loop.break_handler(HardBreak, "hard break"))
+    loop.install_breaks()
     os.register_at_fork(after_in_child=loop.forked)
     # A bare thread: threading.Thread's bookkeeping and start handshake were two
     # thirds of this thread's cost to every new worker (80 page faults against 28),
@@ -87,6 +86,7 @@ class WorkerLoop:
         self._unread_view = None      # reserved at prepare, read once initialize is answered
         self._view_error = None       # why it could not be read: every later call says so
         self.is_fork = False          # a child the user's code forked (see forked)
+        self._breaks = {}             # signal -> our handler (install_breaks)
 
     def forked(self) -> None:
         """In a child the user's code forked: it never writes to the router, and one
@@ -96,6 +96,23 @@ class WorkerLoop:
         self.sock.close()
 
     # -- breaks ----------------------------------------------------------
+
+    def install_breaks(self) -> None:
+        self._breaks = {signal.SIGINT: self.break_handler(SoftBreak, "soft break"),
+                        signal.SIGUSR1: self.break_handler(HardBreak, "hard break")}
+        for signum, handler in self._breaks.items():
+            signal.signal(signum, handler)
+
+    def _restore_breaks(self) -> None:
+        """Before each call: a previous call's code (or a library it imported) may have
+        ignored, replaced or blocked the break signals, which would leave this call
+        to the last step of a break, SIGKILL, and the session with it."""
+        if not self._breaks:
+            return                    # a loop run without them (the rehearsal, tests)
+        for signum, handler in self._breaks.items():
+            if signal.getsignal(signum) is not handler:
+                signal.signal(signum, handler)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, self._breaks)
 
     def break_handler(self, exception_class, label):
         def on_signal(signum, frame):
@@ -277,6 +294,7 @@ class WorkerLoop:
 
         view = self.server.view
         commits_before = view.commit_count if view is not None else 0
+        self._restore_breaks()
         try:
             self.in_call = True
             try:
