@@ -201,7 +201,14 @@ def test_what_left_the_group_lives_with_its_session_and_ends_with_it(c):
         assert wait_until(lambda: not pid_alive(pid)), "%d outlived its session" % pid
 
 
-@pytest.mark.parametrize("death", ["os._exit", "SIGKILL"])
+CRASHES = {  # a worker that dies on its own, mid-call, by the user's code
+    "os._exit": "import os\nos._exit(3)",
+    "kill -9 of itself": "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)",
+    "segfault": "import ctypes\nctypes.string_at(0)",
+}
+
+
+@pytest.mark.parametrize("death", sorted(CRASHES) + ["SIGKILL from outside"])
 def test_what_the_code_started_ends_with_a_worker_that_died_on_its_own(daemon, death):
     # No end_process ran: the spawner, a subreaper too, adopts what the worker left and
     # kills it.
@@ -209,10 +216,12 @@ def test_what_the_code_started_ends_with_a_worker_that_died_on_its_own(daemon, d
     client.initialize()
     worker = worker_pid(client)
     pids = start(client, START_SLEEP) + start(client, START_ESCAPERS)
-    if death == "SIGKILL":
-        os.kill(worker, signal.SIGKILL)
+    if death in CRASHES:
+        reply = client.call("tools/call", {"name": "execute_code", "arguments": {"code": CRASHES[death]}}).json()
+        assert reply["error"]["code"] == -32003 and "exited" in reply["error"]["message"], reply
+        assert client.call("ping").status == 404
     else:
-        client.call("tools/call", {"name": "execute_code", "arguments": {"code": "import os\nos._exit(1)"}})
+        os.kill(worker, signal.SIGKILL)
     assert wait_until(lambda: not pid_alive(worker))
     for pid in pids:
         assert wait_until(lambda: not pid_alive(pid)), "%d outlived its worker" % pid
