@@ -74,7 +74,8 @@ def sse_messages(response):
 
 def test_progress_from_threads_and_from_a_thread_left_behind_keeps_the_session(keeps_its_work):
     c = keeps_its_work
-    spam = "def spam(mark):\n    for i in range(50):\n        progress(i, message=mark * 100000)\n"
+    spam = ("import itertools\ntick = itertools.count(1)\n"
+            "def spam(mark):\n    for i in range(50):\n        progress(next(tick), message=mark * 100000)\n")
     c.tool("execute_code", code="import threading\n" + spam + "stop = threading.Event()\n"
               "def chatter():\n    while not stop.is_set():\n        progress(0, message='z' * 100000)\n"
               "left = threading.Thread(target=chatter)\nleft.start()")
@@ -85,7 +86,17 @@ def test_progress_from_threads_and_from_a_thread_left_behind_keeps_the_session(k
     assert tool_text(messages[-1]["result"]) == "'done'"
     progress = [m["params"] for m in messages[:-1]]
     assert {p["progressToken"] for p in progress} == {"pt"}
-    assert sum(p["message"][0] in "ab" for p in progress) == 100
+    assert 1 <= sum(p["message"][0] in "ab" for p in progress) <= 100
+    values = [p["progress"] for p in progress]
+    assert values == sorted(set(values))               # each above the last, as MCP requires
+
+
+def test_progress_that_does_not_increase_is_not_sent_to_the_client(keeps_its_work):
+    code = "progress(1)\nprogress(1)\nprogress(0.5)\nprogress(3)\n'x'"
+    messages = sse_messages(keeps_its_work.call("tools/call", {
+        "name": "execute_code", "arguments": {"code": code}, "_meta": {"progressToken": "t"}}))
+    assert tool_text(messages[-1]["result"]) == "'x'"
+    assert [m["params"]["progress"] for m in messages[:-1]] == [1, 3]
 
 
 def test_a_child_forked_by_the_code_never_serves_the_session(keeps_its_work):

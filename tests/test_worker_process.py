@@ -130,7 +130,10 @@ def test_progress_without_token_sends_nothing(worker):
     assert text_of(worker.reply(seq)) == "'quiet'"
 
 
-SPAM = "def spam(mark):\n    for i in range(50):\n        progress(i, message=mark * 100000)\n"
+# Both threads count on one counter: every value is new, but a thread that draws one and
+# is overtaken before it sends finds it no longer above the last sent, and it is dropped.
+SPAM = ("import itertools\ntick = itertools.count(1)\n"
+        "def spam(mark):\n    for i in range(50):\n        progress(next(tick), message=mark * 100000)\n")
 
 
 def frames_until_reply(worker, seq):
@@ -151,9 +154,24 @@ def test_progress_from_two_threads_arrives_in_whole_frames(worker):
     seq = worker.execute(code, token="t")
     notified, reply = frames_until_reply(worker, seq)
     assert text_of(reply) == "'done'"
-    messages = [f["message"]["params"]["message"] for f in notified]
-    assert len(messages) == 100 and {m[0] * 100000 for m in messages} == {"a" * 100000, "b" * 100000}
+    params = [f["message"]["params"] for f in notified]
+    messages = [p["message"] for p in params]
+    assert 1 <= len(messages) <= 100 and {m[0] for m in messages} <= {"a", "b"}
     assert {m.count(m[0]) for m in messages} == {100000}
+    values = [p["progress"] for p in params]
+    assert values == sorted(set(values))               # each above the last, as MCP requires
+
+
+def test_progress_that_does_not_increase_is_not_sent(worker):
+    seq = worker.execute("progress(1)\nprogress(1, message='again')\nprogress(0.5)\nprogress(2, 4)\n'x'",
+                         token="t")
+    notified, reply = frames_until_reply(worker, seq)
+    assert text_of(reply) == "'x'"
+    assert [f["message"]["params"]["progress"] for f in notified] == [1, 2]
+    # A new call starts afresh.
+    seq = worker.execute("progress(1)\n'y'", token="u")
+    notified, _ = frames_until_reply(worker, seq)
+    assert [f["message"]["params"]["progress"] for f in notified] == [1]
 
 
 def test_a_thread_left_from_an_earlier_call_reports_into_whole_frames(worker):

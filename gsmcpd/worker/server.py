@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import threading
 
 import gsmcpd
 from gsmcpd.protocol import negotiate_version
@@ -26,9 +27,13 @@ class CallContext:
         self.request_id = request_id
         self.progress_token = progress_token
         self._notify = notify
+        self._last = None              # the last progress value sent for this call
+        self._order = threading.Lock()  # checked and sent together, so sent values increase
 
     def progress(self, progress, total=None, message=None) -> None:
-        """Send notifications/progress now, if the request carried a progressToken."""
+        """Send notifications/progress now, if the request carried a progressToken.
+        MCP requires each progress value to be above the last: one that is not (a repeat,
+        a step back, a thread that lost a race) is not sent."""
         for value in (progress,) if total is None else (progress, total):
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise TypeError(f"progress values must be numbers, not {type(value).__name__}")
@@ -41,7 +46,11 @@ class CallContext:
             params["total"] = total
         if message is not None:
             params["message"] = str(message)
-        self._notify(jsonrpc.notification("notifications/progress", params))
+        with self._order:
+            if self._last is not None and progress <= self._last:
+                return
+            self._last = progress
+            self._notify(jsonrpc.notification("notifications/progress", params))
 
 
 IDLE_CONTEXT = CallContext()
