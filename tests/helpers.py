@@ -314,3 +314,10 @@ def exclusive_lock_free(image_dir):
         return False
     finally:
         os.close(fd)
+
+
+def open_session(daemon):
+    """A client with a session initialized on `daemon`."""
+    client = Client(daemon.port)
+    client.initialize()
+    return client

@@ -19,6 +19,7 @@ import pytest
 
 from gsmcpd.image.default import EXAMPLE_FILES
 from helpers import Client, Daemon, pid_alive, tool_text, wait_until
+from helpers import open_session as session
 from test_tools_support import write_image
 
 
@@ -29,12 +30,6 @@ def shop(tmp_path):
     with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
         daemon.image = image
         yield daemon
-
-
-def session(daemon):
-    client = Client(daemon.port)
-    client.initialize()
-    return client
 
 
 def error_kind(result):

@@ -6,8 +6,8 @@ One daemon per module on a throwaway image; each test works on classes of its ow
 
 import pytest
 
-from helpers import Daemon, tool_text
-from test_e2e_tools import error, open_session, ok, structured, write_image
+from helpers import Daemon, open_session, tool_text
+from test_e2e_tools import error, ok, structured, write_image
 from test_tools_testing import ODD as ODD_TESTS
 
 EXTRA_FILES = {

@@ -7,12 +7,7 @@ import signal
 import socket
 
 from helpers import LIST_FDS, Client, Daemon, _children, pid_alive, tool_text, wait_until, worker_pids
-
-
-def session(daemon):
-    client = Client(daemon.port)
-    client.initialize()
-    return client
+from helpers import open_session as session
 
 
 def forkserver_of(daemon):

@@ -11,7 +11,7 @@ import pytest
 
 from gsmcpd.image.default import EXAMPLE_FILES
 from gsmcpd.worker.server import McpServer
-from helpers import REPO, Client, Daemon, tool_text
+from helpers import REPO, Client, Daemon, open_session, tool_text
 
 
 class NamedServer(McpServer):
@@ -82,12 +82,6 @@ def daemon(image, tmp_path_factory):
 def fresh_dir(path):
     path.mkdir(parents=True)
     return path
-
-
-def open_session(daemon):
-    client = Client(daemon.port)
-    client.initialize()
-    return client
 
 
 @pytest.fixture

@@ -7,7 +7,8 @@ import threading
 
 import pytest
 
-from helpers import Client, Daemon, tool_text, wait_until
+from helpers import Daemon, tool_text, wait_until
+from helpers import open_session as session
 
 LOGGER = "import logging, os\nlog = logging.getLogger('gsmcpd.worker')\n"
 DROPPED = re.compile(r" WARNING (worker \d+ session \w+ user \S+): (\d+) log records? dropped \(")
@@ -17,12 +18,6 @@ DROPPED = re.compile(r" WARNING (worker \d+ session \w+ user \S+): (\d+) log rec
 def daemon(tmp_path_factory):
     with Daemon(tmp_path_factory.mktemp("worker-log"), env={"GS_MCP_SPARE_WORKERS": "2"}) as running:
         yield running
-
-
-def session(daemon):
-    client = Client(daemon.port)
-    client.initialize()
-    return client
 
 
 def who(client):
