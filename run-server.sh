@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Fork a detached gsmcpd on GS_MCP_PORT (default 8000) and return once it listens.
 # Every GS_MCP_* / MCP_* setting in the environment passes through; extra arguments are
-# `python -m gsmcpd start` flags (--port, --host, --readonly, --trace, ...).
+# `python -m gsmcpd start` flags (--port, --host, --readonly, --trace, ...).  Relative
+# paths in them are read from the caller's directory, wherever the script lives.
 set -euo pipefail
-cd "$(dirname "$0")"
-if [[ ! -x .venv/bin/python ]]; then
+ROOT=$(cd "$(dirname "$0")" && pwd)
+if [[ ! -x $ROOT/.venv/bin/python ]]; then
     echo "no .venv yet: running ./install.sh first" >&2
-    ./install.sh
+    "$ROOT/install.sh"
 fi
-exec .venv/bin/python -m gsmcpd start "$@"
+# The checkout first on the path, as if run from it (its examples/ and its gsmcpd).
+export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH}
+exec "$ROOT/.venv/bin/python" -m gsmcpd start "$@"

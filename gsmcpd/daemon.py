@@ -10,6 +10,7 @@ import errno
 import logging
 import os
 import select
+import shlex
 import signal
 import socket
 import sys
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Callable, TextIO
 
 from gsmcpd import __version__
-from gsmcpd.config import Config, control_socket_path, pidfile_path
+from gsmcpd.config import CHECKOUT, DEFAULT_STATE_DIR, Config, control_socket_path, pidfile_path
 from gsmcpd.router import trace
 
 log = logging.getLogger("gsmcpd.daemon")
@@ -397,7 +398,7 @@ def start(config: Config, serve_args: list[str], out: TextIO = sys.stdout,
     pid = running_pid(config.state_dir, config.port)
     if pid is not None:
         print(f"gsmcpd is already running on port {config.port} (pid {pid}, pidfile "
-              f"{config.pidfile}); stop it with ./stop-server.sh {config.port}", file=out)
+              f"{config.pidfile}); stop it with {stop_command(config)}", file=out)
         return 1
     if port_in_use(config.host, config.port):
         print(f"port {config.port} on {config.host} is already in use by another process "
@@ -415,6 +416,16 @@ def start(config: Config, serve_args: list[str], out: TextIO = sys.stdout,
     line = _read_ready_line(read_end, timeout)
     os.close(read_end)
     return _report_start(config, line, log_path, timeout, out)
+
+
+def stop_command(config: Config) -> str:
+    """The stop command as the user can paste it here: the script by a path that works
+    from this directory, and the state dir when it is not the default one."""
+    script = CHECKOUT / "stop-server.sh"
+    argv = ["./stop-server.sh" if Path.cwd() == CHECKOUT else str(script), str(config.port)]
+    if config.state_dir != DEFAULT_STATE_DIR:
+        argv += ["--state-dir", str(config.state_dir)]
+    return shlex.join(argv)
 
 
 def _detach_and_exec(argv: list[str], read_end: int, write_end: int, log_path: Path) -> None:
@@ -476,7 +487,7 @@ def _report_start(config: Config, line: str | None, log_path: Path, timeout: flo
         pass  # READY is sent once listening; this just proves it to the user
     print(f"gsmcpd listening on {url} (pid {pid})\n"
           f"log: {log_path}\n"
-          f"stop it with: ./stop-server.sh {config.port}   or: kill {pid}", file=out)
+          f"stop it with: {stop_command(config)}   or: kill {pid}", file=out)
     return 0
 
 

@@ -163,6 +163,30 @@ def test_stop_stops_a_serve_that_took_its_port_from_the_environment(tmp_path):
         log.close()
 
 
+def test_scripts_run_from_elsewhere_read_relative_paths_from_the_callers_directory(tmp_path):
+    # Flags and settings name paths as the caller sees them, not as the checkout does; the
+    # stop command start prints works as printed, from there, with the state dir it used.
+    port, state = free_port(), tmp_path / "state"
+    env = clean_env()
+    started = subprocess.run([str(REPO / "run-server.sh"), "--port", str(port),
+                              "--state-dir", "state"], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=60)
+    try:
+        assert started.returncode == 0, started.stdout + started.stderr
+        assert (state / f"gsmcpd-{port}.pid").exists()
+        assert f"log: {state / f'gsmcpd-{port}.log'}" in started.stdout
+        hint = started.stdout.split("stop it with: ", 1)[1].split("   or: ", 1)[0]
+        stopped = subprocess.run(hint, shell=True, cwd=tmp_path, env=env, capture_output=True,
+                                 text=True, timeout=60)
+        assert stopped.returncode == 0, hint + ": " + stopped.stdout + stopped.stderr
+        assert f"stopped gsmcpd on port {port}" in stopped.stdout
+    finally:
+        for where in (state, REPO / "state"):   # REPO/state: where it went before the fix
+            if (where / f"gsmcpd-{port}.pid").exists():
+                run("stop-server.sh", str(port), "--state-dir", str(where), env=env)
+        shutil.rmtree(REPO / "state", ignore_errors=True)
+
+
 def test_run_server_refuses_a_config_that_is_not_text_and_reads_trailing_comments(tmp_path):
     binary = tmp_path / "binary.conf"
     binary.write_bytes(b"\xff\xfe\x00port = 1\n")
