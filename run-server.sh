@@ -5,8 +5,13 @@
 # paths in them are read from the caller's directory, wherever the script lives.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")" && pwd)
+# install.sh writes its stamp only once pip succeeded: without it the install is missing
+# or was cut short (no network, ^C), and gsmcpd would start without its dependencies.
 if [[ ! -x $ROOT/.venv/bin/python ]]; then
     echo "no .venv yet: running ./install.sh first" >&2
+    "$ROOT/install.sh"
+elif [[ ! -f $ROOT/.venv/.gsmcpd-install-stamp ]]; then
+    echo "the .venv install never completed: running ./install.sh first" >&2
     "$ROOT/install.sh"
 fi
 # The checkout first on the path, as if run from it (its examples/ and its gsmcpd).

@@ -439,6 +439,21 @@ def test_install_skips_pip_while_the_stamp_matches(fake_checkout):
     assert any("pip install" in call for call in calls(fake_checkout)[count:])
 
 
+def test_run_server_finishes_an_install_that_never_completed(fake_checkout):
+    # A .venv whose pip install failed or was interrupted has no stamp: run-server.sh
+    # installs before it starts, instead of starting without gsmcpd's dependencies.
+    shutil.copy(REPO / "run-server.sh", fake_checkout / "run-server.sh")
+    result = subprocess.run(["./run-server.sh"], cwd=fake_checkout, capture_output=True,
+                            text=True, env=clean_env())
+    assert result.returncode == 0, result.stderr
+    made = calls(fake_checkout)
+    assert any("pip install" in call for call in made) and made[-1] == "-m gsmcpd start"
+    assert (fake_checkout / ".venv" / ".gsmcpd-install-stamp").exists()
+    again = subprocess.run(["./run-server.sh"], cwd=fake_checkout, capture_output=True,
+                           text=True, env=clean_env())
+    assert again.returncode == 0 and calls(fake_checkout)[len(made):] == ["-m gsmcpd start"]
+
+
 def test_install_check_runs_gsmcpd_check_and_changes_nothing(fake_checkout):
     result = subprocess.run(["./install.sh", "--check"], cwd=fake_checkout,
                             capture_output=True, text=True)
