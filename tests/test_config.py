@@ -305,3 +305,46 @@ def test_a_body_cap_beyond_what_a_frame_carries_is_refused():
     assert refused.value.key == "max_body"
     assert "more than a worker frame can carry" in str(refused.value)
     assert load_config({}, {"GS_MCP_MAX_BODY": "60MiB"}).max_body == 60 * 1024 * 1024
+
+
+# The README's "most used" table: descriptive defaults that are no literal value.
+README_DESCRIBED_DEFAULTS = {"state_dir": "`var/` in the checkout", "image": "`<state_dir>/image`",
+                             "worker_class": "the built-in server", "log_file": "see above"}
+
+
+def readme_knob_rows():
+    text = (REPO / "README.md").read_text()
+    table = text.split("| knob | environment | default |", 1)[1].split("\n\n", 1)[0]
+    for line in table.splitlines()[2:]:
+        knobs, envs, default = (cell.strip() for cell in line.strip("|").split("|"))
+        yield knobs.split(", "), re.findall(r"`((?:GS_MCP|MCP)_\w+)`", envs), default
+
+
+def test_readme_knob_table_names_knobs_their_environment_and_defaults():
+    by_key, default = {knob.key: knob for knob in KNOBS}, Config()
+    rows = list(readme_knob_rows())
+    assert len(rows) >= 15
+    for keys, envs, defaults in rows:
+        values = [re.sub(r"\s*\(.*\)$", "", defaults).strip()]
+        if len(keys) > 1 and ", " in defaults:   # one default each, else one for all
+            values = [word.strip() for word in defaults.split(", ")]
+            assert len(values) == len(keys), defaults
+        for key, env, value in zip(keys, envs, values * len(keys) if len(values) == 1 else values):
+            assert key in by_key, f"README names an unknown knob {key!r}"
+            assert by_key[key].env == env, f"README: {key} is {by_key[key].env}, not {env}"
+            if key in README_DESCRIBED_DEFAULTS:
+                assert README_DESCRIBED_DEFAULTS[key] == value, key
+                continue
+            if value == "none":   # "unset" in the README's words, for paths too
+                assert getattr(default, key) is None, f"README default of {key}"
+                continue
+            assert by_key[key].parse(value) == getattr(default, key), f"README default of {key}"
+
+
+def test_every_environment_name_the_docs_mention_is_a_setting():
+    known = {knob.env for knob in KNOBS} | config_module.NON_KNOB_ENV
+    for path in [REPO / "README.md", REPO / "etc" / "gsmcpd.conf", *(REPO / "docs").glob("*.md")]:
+        named = set(re.findall(r"\b(?:GS_MCP|MCP)_[A-Z_]*[A-Z]\b", path.read_text()))
+        if path.name == "PERFORMANCE.md":   # a history: it names settings since renamed
+            named.discard("GS_MCP_REPLY_SPIN_US")
+        assert named <= known, f"{path.name} names {sorted(named - known)}"
