@@ -1,5 +1,6 @@
 """Toolset resolution, the read-only audit list, execution, bench and the worked example."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -241,3 +242,12 @@ def test_third_party_safe_tool_survives_a_read_only_build(acme):
     assert call(server, "print_label", {"text": "x"})["error"]["data"] == {"kind": "readOnly"}
     tools = server.handle({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})["result"]["tools"]
     assert tools[0]["annotations"]["readOnlyHint"] is True
+
+
+def test_the_readme_examples_name_toolsets_that_resolve():
+    # What a reader pastes from README.md must start, not be refused at startup.
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    specs = re.findall(r'GS_MCP_TOOLSETS="([^"]*examples\.[^"]*)"', readme)
+    assert specs
+    for spec in specs:
+        assert resolve_toolsets(spec), spec
