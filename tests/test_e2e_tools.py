@@ -142,6 +142,123 @@ def test_tools_list_is_exactly_the_31_seed_tools_annotated(c):
 
 # -- execution and session -------------------------------------------------------
 
+# -- every inputSchema is JSON Schema 2020-12 and says exactly what the tool accepts ----
+
+# The 2020-12 vocabularies' keywords (core, applicator, validation, meta-data, format,
+# content, unevaluated), each with the JSON type its value must have.
+SCHEMA = "schema"
+KEYWORD_VALUES = {
+    "$schema": str, "$id": str, "$ref": str, "$anchor": str, "$dynamicRef": str,
+    "$dynamicAnchor": str, "$comment": str, "$defs": {SCHEMA}, "$vocabulary": dict,
+    "allOf": [SCHEMA], "anyOf": [SCHEMA], "oneOf": [SCHEMA], "not": SCHEMA, "if": SCHEMA,
+    "then": SCHEMA, "else": SCHEMA, "dependentSchemas": {SCHEMA}, "prefixItems": [SCHEMA],
+    "items": SCHEMA, "contains": SCHEMA, "properties": {SCHEMA}, "patternProperties": {SCHEMA},
+    "additionalProperties": SCHEMA, "propertyNames": SCHEMA, "unevaluatedItems": SCHEMA,
+    "unevaluatedProperties": SCHEMA, "type": (str, list), "enum": list, "const": object,
+    "multipleOf": "number", "maximum": "number", "exclusiveMaximum": "number",
+    "minimum": "number", "exclusiveMinimum": "number", "maxLength": "count", "minLength": "count",
+    "pattern": str, "maxItems": "count", "minItems": "count", "uniqueItems": bool,
+    "maxContains": "count", "minContains": "count", "maxProperties": "count",
+    "minProperties": "count", "required": "names", "dependentRequired": dict, "title": str,
+    "description": str, "default": object, "deprecated": bool, "readOnly": bool,
+    "writeOnly": bool, "examples": list, "format": str, "contentEncoding": str,
+    "contentMediaType": str, "contentSchema": SCHEMA,
+}
+JSON_TYPES = {"null", "boolean", "object", "array", "number", "string", "integer"}
+
+
+def schema_problems(schema, where="#"):
+    """Why `schema` is not a 2020-12 schema of the shape MCP allows (standard library only)."""
+    if isinstance(schema, bool):
+        return []
+    if not isinstance(schema, dict):
+        return ["%s: a schema must be an object or a boolean" % where]
+    problems = []
+    for key, value in schema.items():
+        at = "%s/%s" % (where, key)
+        kind = KEYWORD_VALUES.get(key)
+        if kind is None:
+            problems.append("%s: not a JSON Schema 2020-12 keyword" % at)
+        elif kind == SCHEMA:
+            problems += schema_problems(value, at)
+        elif kind == [SCHEMA]:
+            problems += (["%s: must be a non-empty array" % at] if not (isinstance(value, list) and value)
+                         else [p for i, s in enumerate(value) for p in schema_problems(s, "%s/%d" % (at, i))])
+        elif kind == {SCHEMA}:
+            problems += (["%s: must be an object" % at] if not isinstance(value, dict)
+                         else [p for k, s in value.items() for p in schema_problems(s, "%s/%s" % (at, k))])
+        elif kind == "count":
+            if not (type(value) is int and value >= 0):
+                problems.append("%s: must be a non-negative integer" % at)
+        elif kind == "number":
+            if type(value) not in (int, float):
+                problems.append("%s: must be a number" % at)
+        elif kind == "names":
+            if not (isinstance(value, list) and all(isinstance(n, str) for n in value)
+                    and len(set(value)) == len(value)):
+                problems.append("%s: must be an array of unique strings" % at)
+            else:
+                problems += ["%s: %r names no property" % (at, n) for n in value
+                             if n not in schema.get("properties", {})]
+        elif not isinstance(value, kind):
+            problems.append("%s: must be %s, got %r" % (at, kind, value))
+    types = schema.get("type")
+    types = [types] if isinstance(types, str) else types or []
+    problems += ["%s/type: %r is not a JSON type" % (where, t) for t in types if t not in JSON_TYPES]
+    return problems
+
+
+def test_the_checker_finds_what_is_not_2020_12():
+    assert sorted(schema_problems({"type": "object", "properties": {"a": {"type": "text"}},
+                                   "required": ["a", "b"], "additionalProperties": False,
+                                   "optional": ["a"], "minLength": -1})) == sorted([
+        "#/optional: not a JSON Schema 2020-12 keyword",
+        "#/minLength: must be a non-negative integer",
+        "#/required: 'b' names no property",
+        "#/properties/a/type: 'text' is not a JSON type"])
+
+
+def test_every_input_schema_is_json_schema_2020_12_with_an_object_root(c):
+    for name, tool in tool_names(c).items():
+        schema = tool["inputSchema"]
+        assert schema.get("type") == "object", name
+        assert schema_problems(schema) == [], name
+
+
+# A value for each argument that lets every tool run without changing the image (an
+# unknown class or a source that does not compile), so only the argument tried matters.
+HARMLESS = {"className": "NoSuchClassZz", "selector": "zz_none", "source": "class (",
+            "dictionaryName": "no_such_dictionary_zz", "name": "zz_none", "pattern": "zz_none",
+            "comment": "c", "category": "c", "code": "None", "meta": False,
+            "recompileMethods": False, "classNames": ["NoSuchClassZz"]}
+
+
+def _allows_empty(schema):
+    return schema.get("minLength", 0) == 0
+
+
+def test_an_empty_string_is_refused_as_invalid_exactly_when_the_schema_refuses_it(c):
+    """Cross-check each string argument (and string array item) with "": a tool that refuses
+    it as invalidParams must say so in its schema (minLength), and the other way round."""
+    mismatches = []
+    for name, tool in sorted(tool_names(c).items()):
+        schema = tool["inputSchema"]
+        for key, prop in schema["properties"].items():
+            if prop["type"] == "string":
+                allowed, empty = _allows_empty(prop), ""
+            elif prop["type"] == "array" and prop["items"]["type"] == "string":
+                allowed, empty = _allows_empty(prop["items"]), [""]
+            else:
+                continue
+            arguments = {k: HARMLESS[k] for k in schema["required"]}
+            arguments[key] = empty
+            result = call_tool(c, name, arguments)
+            kind = result.get("isError") and result["structuredContent"]["error"]["kind"]
+            if allowed == (kind == "invalidParams"):
+                mismatches.append((name, key, allowed, tool_text(result)))
+    assert mismatches == []
+
+
 def test_execution_and_session_tools(daemon, image, c):
     assert structured(c, "execute_code", code="x = 40\nprint('hi')\nx + 2") == {
         "result": "42", "stdout": "hi\n", "stderr": ""}

@@ -65,6 +65,15 @@ def test_invalid_arguments_raise_invalid_params(arguments, fragment):
     assert caught.value.message.startswith("t: ")
 
 
+def test_min_length_is_in_the_schema_and_checked_in_characters():
+    short = object_schema({"id": string_prop("an id", min_length=1), "code": string_prop("a code", min_length=3)})
+    assert short["properties"]["id"]["minLength"] == 1
+    assert schema_errors(short, {"id": "", "code": "éé"}, "arguments") == [
+        "argument 'id' must not be empty", "argument 'code' must be at least 3 characters long"]
+    assert schema_errors(short, {"id": "x", "code": "ééé"}, "arguments") == []
+    assert "minLength" not in string_prop("plain")
+
+
 def test_every_problem_is_reported_at_once():
     problems = schema_errors(SCHEMA, {"extra": 1, "count": "x"}, "arguments")
     assert len(problems) == 3

@@ -1,8 +1,8 @@
 """Tools, the name → tool registry, and argument validation against closed schemas.
 
 The validator covers the JSON Schema 2020-12 subset the tool schemas use:
-type (string, integer, number, boolean, array, object, null), enum, properties,
-required, additionalProperties: false and items.
+type (string, integer, number, boolean, array, object, null), enum, minLength,
+properties, required, additionalProperties: false and items.
 """
 
 from __future__ import annotations
@@ -96,6 +96,10 @@ def schema_errors(schema: dict, value, where: str) -> list[str]:
             return [f"{where} must be {' or '.join(types)}, got {_json_type(value)}"]
     if "enum" in schema and value not in schema["enum"]:
         return [f"{where} must be one of {schema['enum']}, got {value!r}"]
+    if isinstance(value, str) and len(value) < schema.get("minLength", 0):
+        least = schema["minLength"]
+        return [f"{where} must not be empty" if least == 1
+                else f"{where} must be at least {least} characters long"]
     problems = []
     if isinstance(value, dict):
         properties = schema.get("properties", {})

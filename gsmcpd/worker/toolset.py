@@ -111,10 +111,12 @@ def object_schema(properties: dict | None = None, required=()) -> dict:
     }
 
 
-def string_prop(description: str, enum=None) -> dict:
+def string_prop(description: str, enum=None, min_length=None) -> dict:
     schema = {"type": "string", "description": description}
     if enum is not None:
         schema["enum"] = list(enum)
+    if min_length is not None:   # say in the schema what the tool refuses, so clients can know
+        schema["minLength"] = min_length
     return schema
 
 

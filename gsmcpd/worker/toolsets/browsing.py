@@ -9,7 +9,8 @@ from gsmcpd.image import catalog, splice
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import ToolError, Toolset, bool_prop, object_schema, string_prop
 
-CLASS_NAME = {"className": string_prop("a class: bare name if unique, or module.Class")}
+CLASS_NAME = {"className": string_prop("a class: bare name if unique, or module.Class",
+                                          min_length=1)}
 SELECTOR = {"selector": string_prop("the method name")}
 META = {"meta": bool_prop("true selects the class side (classmethod/staticmethod)")}
 

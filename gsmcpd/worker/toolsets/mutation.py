@@ -21,7 +21,8 @@ from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset, bool_prop, object_
 from gsmcpd.worker.toolsets.browsing import CLASS_NAME, META, SELECTOR, filter_by_meta
 from gsmcpd.worker.toolsets.session import commit_view
 
-DICTIONARY = {"dictionaryName": string_prop("an image module, dotted name (e.g. shop.models)")}
+DICTIONARY = {"dictionaryName": string_prop("an image module, dotted name (e.g. shop.models)",
+                                             min_length=1)}
 
 
 def parse_single(source: str, wanted, what: str):

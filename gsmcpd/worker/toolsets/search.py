@@ -56,19 +56,19 @@ class SearchToolset(Toolset):
     idempotent = frozenset(tool_names)
 
     def register(self, registry):
-        selector = {"selector": string_prop("a method name")}
+        selector = {"selector": string_prop("a method name", min_length=1)}
         registry.add(Tool("find_implementors", "Image and builtins classes that define the method.",
                           object_schema(selector, ["selector"]), self.find_implementors))
         registry.add(Tool("find_references_to", "Functions and methods whose code references the "
                           "global name (a class, function or other global).",
-                          object_schema({"name": string_prop("a global name")}, ["name"]),
+                          object_schema({"name": string_prop("a global name", min_length=1)}, ["name"]),
                           self.find_references_to))
         registry.add(Tool("find_senders", "Functions and methods that call .selector(...) or "
                           f"selector(...) (capped at {CAP}; a note gives the true total).",
                           object_schema(selector, ["selector"]), self.find_senders))
         registry.add(Tool("search_method_source", "Functions and methods whose source contains "
                           f"the substring (capped at {CAP}).",
-                          object_schema({"pattern": string_prop("substring to find"),
+                          object_schema({"pattern": string_prop("substring to find", min_length=1),
                                          "dictionaryName": string_prop("limit to one image module")},
                                         ["pattern"]), self.search_method_source))
 

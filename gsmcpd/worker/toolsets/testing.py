@@ -200,7 +200,7 @@ class TestingToolset(Toolset):
                           self.describe_test_failure))
         registry.add(Tool("list_failing_tests", "Failing and erroring tests of the given classes "
                           "(or all test classes), with progress per test.",
-                          object_schema({"classNames": array_prop(string_prop("a test class"),
+                          object_schema({"classNames": array_prop(string_prop("a test class", min_length=1),
                                                                   "test classes to run (default all)")}),
                           self.list_failing_tests))
         registry.add(Tool("list_test_classes", "All test classes in the image: unittest.TestCase "
