@@ -4,9 +4,12 @@ Nothing here is simulated: the SDK does its own initialize handshake, header han
 SSE/JSON parsing and DELETE on close, exactly as an MCP host would.
 """
 
+import logging
+import warnings
+
 import anyio
 import pytest
-from mcp import ClientSession
+from mcp import ClientSession, types
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
@@ -141,3 +144,66 @@ def test_two_sdk_sessions_concurrently(daemon, tmp_path):
         assert wait_until(lambda: not pid_alive(pid), timeout=10), \
             "worker %d of session %s still alive after the SDK closed it\n%s" % (
                 pid, name, daemon.log_text()[-2000:])
+
+
+def test_a_cursor_the_server_never_gave_is_invalid_params_to_the_sdk(daemon):
+    async def conversation():
+        async with streamable_http_client(daemon.url) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                with pytest.raises(MCPError) as bogus:
+                    await session.list_tools(params=types.PaginatedRequestParams(cursor="bogus"))
+                return bogus.value, await session.list_tools()
+
+    bogus, listed = run(conversation)
+    assert bogus.code == INVALID_PARAMS and "cursor" in bogus.message
+    assert listed.tools and listed.next_cursor is None
+
+
+# Arguments that let each tool run without changing the image (no such class, a source
+# that does not compile); progress() makes execute_code's reply an SSE stream.
+HARMLESS = {"className": "NoSuchClassZz", "selector": "zz_none", "source": "class (",
+            "dictionaryName": "no_such_dictionary_zz", "name": "zz_none", "pattern": "zz_none",
+            "comment": "c", "code": "progress(1, 2, 'half')\n'done'", "classNames": ["CartTest"]}
+
+
+def test_every_tool_through_the_sdk_with_and_without_progress_raises_and_warns_nothing(daemon, caplog):
+    """Each tool of the default surface, called by the SDK with valid and with invalid
+    arguments, once plainly (JSON replies) and once with a progress callback (a tool that
+    reports progress answers on an SSE stream): the SDK must parse every answer without
+    an exception, a warning or a logged complaint."""
+    async def conversation():
+        answers = []
+        async with streamable_http_client(daemon.url) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                tools = (await session.list_tools()).tools
+                heard = []
+
+                async def on_progress(progress, total, message):
+                    heard.append(message)
+
+                for callback in (None, on_progress):
+                    for tool in tools:
+                        schema = tool.input_schema
+                        valid = {key: HARMLESS[key] for key in schema["required"]}
+                        good = await session.call_tool(tool.name, valid, progress_callback=callback)
+                        bad = await session.call_tool(tool.name, {**valid, "noSuchArgument": 1},
+                                                      progress_callback=callback)
+                        answers.append((tool.name, callback is not None, good, bad))
+                return answers, heard
+
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        with caplog.at_level(logging.WARNING):
+            answers, heard = run(conversation)
+    assert [str(w.message) for w in warned] == []
+    assert [r.getMessage() for r in caplog.records if r.name.startswith(("mcp", "httpx"))] == []
+    assert len(answers) == 2 * 31
+    assert "half" in heard and any("CartTest" in str(m) for m in heard), heard   # SSE replies came
+    for name, with_progress, good, bad in answers:
+        assert all(block.type == "text" for block in good.content + bad.content), name
+        kind = good.structured_content["error"]["kind"] if good.is_error else None
+        assert kind in (None, "notFound", "compileError", "refused"), (name, text_of(good))
+        assert bad.is_error and bad.structured_content["error"]["kind"] == "invalidParams", name
+        assert "'noSuchArgument'" in text_of(bad), name

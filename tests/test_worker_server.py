@@ -123,6 +123,20 @@ def test_tools_list_is_every_tool_sorted_without_cursor():
         assert isinstance(tool["inputSchema"]["required"], list)
 
 
+@pytest.mark.parametrize("cursor", ["", "next", 3, {"page": 2}])
+def test_tools_list_refuses_a_cursor_it_never_gave_as_invalid_params(cursor):
+    """No page ever has a nextCursor, so any cursor is invalid (MCP: SHOULD answer -32602)."""
+    response = McpServer([ReaderToolset]).handle(request("tools/list", {"cursor": cursor}, id=4))
+    assert response["id"] == 4 and response["error"]["code"] == -32602, response
+    assert "cursor" in response["error"]["message"]
+
+
+def test_tools_list_takes_a_null_cursor_and_meta_as_no_cursor():
+    server = McpServer([ReaderToolset])
+    for params in ({"cursor": None}, {"_meta": {"progressToken": 1}}):
+        assert server.handle(request("tools/list", params))["result"]["tools"], params
+
+
 def test_tool_call_success_with_text_and_structured_content():
     response = call(McpServer([ReaderToolset]), "peek", {"what": "x"})
     assert response == {"jsonrpc": "2.0", "id": 7, "result": {

@@ -163,6 +163,9 @@ class McpServer:
         if method == "ping":
             return jsonrpc.result(request_id, {})
         if method == "tools/list":
+            if params.get("cursor") is not None:   # one page, no nextCursor: no cursor is ours
+                return jsonrpc.error(request_id, INVALID_PARAMS, "invalid cursor: tools/list is "
+                                     "never paginated here, so no cursor is valid; omit it")
             return jsonrpc.result(request_id, {"tools": self.list_tools()})
         if method == "tools/call":
             return self._tools_call(request_id, params, notify)
