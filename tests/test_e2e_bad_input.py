@@ -169,3 +169,21 @@ def test_bad_tool_arguments_are_tool_errors_and_unknown_tools_are_protocol_error
     assert reply["result"]["structuredContent"]["error"]["kind"] == "invalidParams"
     assert c.call("tools/call", {"name": "no_such_tool", "arguments": {}}).json()["error"]["code"] == -32602
     assert c.call("tools/call", {"arguments": {}}).json()["error"]["code"] == -32602
+
+
+def test_a_progress_token_of_the_wrong_type_is_refused_before_the_tool_runs(daemon):
+    """A token that is neither a string nor a number would come back in every
+    notifications/progress, malformed: it is -32602, and the call never starts."""
+    c = Client(daemon.port)
+    c.initialize()
+    code = "progress(1, 2)\nran = True\n'ran'"
+    for meta in ({"progressToken": True}, {"progressToken": {"t": 1}}, "tok"):
+        resp = c.call("tools/call", {"name": "execute_code", "arguments": {"code": code}, "_meta": meta})
+        assert resp.status == 200 and resp.header("content-type") == "application/json", resp
+        assert resp.json()["error"]["code"] == -32602 and "progressToken" in resp.json()["error"]["message"]
+    never_ran = c.tool("execute_code", code="'ran' in globals()")
+    assert never_ran["content"][0]["text"] == "False"
+    streamed = c.call("tools/call", {"name": "execute_code", "arguments": {"code": code},
+                                     "_meta": {"progressToken": 2.5}})
+    assert streamed.header("content-type") == "text/event-stream", streamed
+    assert b'"progressToken":2.5,"progress":1' in streamed.body and b'"text":"\'ran\'"' in streamed.body

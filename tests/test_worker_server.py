@@ -214,6 +214,26 @@ def test_progress_is_sent_only_with_a_token():
     assert server.context.progress_token is None   # idle again after the call
 
 
+@pytest.mark.parametrize("meta", [{"progressToken": True}, {"progressToken": {"t": 1}},
+                                  {"progressToken": [1]}, "tok", ["tok"]])
+def test_a_malformed_meta_or_progress_token_is_invalid_params_and_nothing_runs(meta):
+    """The token is echoed in every notifications/progress: a wrong type is refused up
+    front (the request fails CallToolRequest's schema), not sent back malformed."""
+    sent = []
+    response = McpServer([ReaderToolset]).handle(
+        request("tools/call", {"name": "progress_twice", "arguments": {}, "_meta": meta}, id=9), sent.append)
+    assert response["id"] == 9 and response["error"]["code"] == -32602, response
+    assert "progressToken" in response["error"]["message"] and sent == []
+
+
+@pytest.mark.parametrize("token", ["", 0, -3, 1.5])
+def test_any_string_or_number_is_a_progress_token(token):
+    sent = []
+    McpServer([ReaderToolset]).handle(request("tools/call", {
+        "name": "progress_twice", "arguments": {}, "_meta": {"progressToken": token}}), sent.append)
+    assert [n["params"]["progressToken"] for n in sent] == [token, token]
+
+
 def test_progress_refuses_non_numbers_even_without_a_token():
     context = McpServer().context
     for bad in ("1", True, None):

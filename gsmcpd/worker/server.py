@@ -199,7 +199,14 @@ class McpServer:
         if tool is None:
             return jsonrpc.error(request_id, INVALID_PARAMS, f"unknown tool: {name}", {"kind": "notFound"})
         meta = params.get("_meta")
+        if meta is None:
+            meta = {}
         token = meta.get("progressToken") if isinstance(meta, dict) else None
+        if not isinstance(meta, dict) or not _valid_progress_token(token):
+            # echoed into every notifications/progress: one of the wrong type would make
+            # those notifications malformed too
+            return jsonrpc.error(request_id, INVALID_PARAMS, "tools/call _meta must be an object and its "
+                                 "progressToken a string or a number", {"kind": "invalidParams"})
         return jsonrpc.result(request_id, self.call_tool(tool, arguments,
                                                   CallContext(request_id, token, notify)))
 
@@ -222,6 +229,11 @@ class McpServer:
             return error_result("other", f"{type(error).__name__}: {error}")
         finally:
             self.context = IDLE_CONTEXT
+
+
+def _valid_progress_token(token) -> bool:
+    """MCP: a string or a number; None (absent) means the client wants no progress."""
+    return token is None or (isinstance(token, (str, int, float)) and not isinstance(token, bool))
 
 
 def tool_annotations(toolset: Toolset, tool_name: str) -> dict:
