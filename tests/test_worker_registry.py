@@ -47,7 +47,7 @@ def test_valid_arguments_pass():
     ({"name": 5}, "argument 'name' must be string, got integer"),
     ({"name": "x", "count": True}, "argument 'count' must be integer, got boolean"),
     ({"name": "x", "count": 1.5}, "argument 'count' must be integer, got number"),
-    ({"name": "x", "count": 2.0}, "argument 'count' must be integer"),
+    ({"name": "x", "count": 2.5}, "argument 'count' must be integer, got number"),
     ({"name": "x", "ratio": "1"}, "argument 'ratio' must be number, got string"),
     ({"name": "x", "flag": "yes"}, "argument 'flag' must be boolean, got string"),
     ({"name": "x", "tags": "a"}, "argument 'tags' must be array, got string"),
@@ -72,6 +72,18 @@ def test_min_length_is_in_the_schema_and_checked_in_characters():
         "argument 'id' must not be empty", "argument 'code' must be at least 3 characters long"]
     assert schema_errors(short, {"id": "x", "code": "ééé"}, "arguments") == []
     assert "minLength" not in string_prop("plain")
+
+
+def test_an_integral_float_is_an_integer_as_json_schema_says_and_reaches_the_tool_as_int():
+    seen = []
+    schema = object_schema({"count": integer_prop("n"), "sizes": array_prop(integer_prop("s"), "s"),
+                            "nested": object_schema({"n": integer_prop("n")}), "ratio": number_prop("r")})
+    tool = Tool("t", "a tool", schema, seen.append)
+    arguments = {"count": 2.0, "sizes": [1.0, 3], "nested": {"n": -0.0}, "ratio": 1.0}
+    tool.validate(arguments)
+    assert arguments == {"count": 2, "sizes": [1, 3], "nested": {"n": 0}, "ratio": 1.0}
+    assert [type(v) for v in (arguments["count"], *arguments["sizes"], arguments["nested"]["n"])] == [int] * 4
+    assert type(arguments["ratio"]) is float   # a number stays as sent
 
 
 def test_every_problem_is_reported_at_once():

@@ -33,6 +33,7 @@ class Tool:
         problems = schema_errors(self.input_schema, arguments, "arguments")
         if problems:
             raise ToolError("invalidParams", f"{self.name}: " + "; ".join(problems))
+        _integers_as_int(self.input_schema, arguments)
 
 
 class ToolRegistry:
@@ -77,8 +78,10 @@ def check_closed(tool_name: str, schema: dict) -> None:
 
 _TYPE_CHECKS = {
     "string": lambda v: isinstance(v, str),
-    # strict: 1.0 is not accepted as an integer, so handlers never see a float there
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    # JSON Schema 2020-12: 1.0 is an integer (a zero fractional part); validate turns it
+    # into 1, so handlers never see a float there
+    "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool)
+                          or isinstance(v, float) and v.is_integer()),
     "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
     "boolean": lambda v: isinstance(v, bool),
     "array": lambda v: isinstance(v, list),
@@ -115,6 +118,22 @@ def schema_errors(schema: dict, value, where: str) -> list[str]:
         for index, item in enumerate(value):
             problems += schema_errors(schema["items"], item, f"{where}[{index}]")
     return problems
+
+
+def _integers_as_int(schema: dict, value):
+    """Replace, in place, each integral float where a valid `value` has an integer-only type."""
+    children = ()
+    if isinstance(value, dict):
+        properties = schema.get("properties", {})
+        children = [(value, name, properties[name]) for name in value if name in properties]
+    elif isinstance(value, list) and "items" in schema:
+        children = [(value, index, schema["items"]) for index in range(len(value))]
+    for holder, key, child_schema in children:
+        item = holder[key]
+        if isinstance(item, float) and child_schema.get("type") in ("integer", ["integer"]):
+            holder[key] = int(item)
+        else:
+            _integers_as_int(child_schema, item)
 
 
 def _child(where: str, name: str) -> str:
