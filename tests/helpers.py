@@ -83,6 +83,18 @@ class Daemon:
         finally:
             self._log.close()
 
+    def refusal(self, timeout=30):
+        """Start it expecting it to refuse: its exit status. One that serves after all
+        is stopped, so it cannot outlive the test, and the test fails."""
+        self.start(wait=False)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            raise AssertionError("gsmcpd started instead of refusing; log:\n" + self.log_text()) from None
+        finally:
+            self._log.close()
+
     def __enter__(self):
         return self.start()
 

@@ -571,6 +571,5 @@ def test_a_resource_url_that_is_not_an_absolute_http_url_is_refused_at_start(tmp
     idp = Idp(issuer="https://idp.test", kinds=("rsa",))
     daemon, _path = file_source_daemon(tmp_path, idp, idp.jwks())
     daemon.env.update({"MCP_AUDIENCE": "api://gsmcpd", "MCP_RESOURCE_URL": "mcp.example/mcp"})
-    daemon.start(wait=False)
-    assert daemon.proc.wait(timeout=30) == 2
+    assert daemon.refusal() == 2
     assert "resource_url: resource must be an absolute http(s) URL, got 'mcp.example/mcp'" in daemon.log_text()
