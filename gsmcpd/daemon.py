@@ -571,8 +571,12 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
     report("state dir", str(config.state_dir), _writable_problem(config.state_dir))
     try:
         busy = port_in_use(config.host, config.port)
-        report("port", f"{config.host}:{config.port}",
-               "already in use" if busy else None)
+        # Checking a running deployment (after editing its config, before a restart)
+        # finds its own server on the port: that is no problem.
+        serving = running_pid(config.state_dir, config.port) if busy else None
+        report("port", f"{config.host}:{config.port}" + (
+            f" (served by this deployment's gsmcpd, pid {serving})" if serving else ""),
+               "already in use" if busy and not serving else None)
     except OSError as exc:
         report("port", f"{config.host}:{config.port}", f"cannot bind: {exc.strerror or exc}")
     if config.tls_cert is not None and config.tls_key is not None:

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from gsmcpd.__main__ import _passthrough, build_parser
-from helpers import free_port, wait_until
+from helpers import REPO, Daemon, free_port, wait_until
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -28,6 +28,15 @@ def test_a_refused_configuration_exits_2_naming_the_key(tmp_path):
     result = gsmcpd("start", "--port", "80800", "--state-dir", str(tmp_path))
     assert result.returncode == 2 and "refused: port: must be between 1 and 65535" in result.stderr
     assert not list(tmp_path.iterdir())  # nothing was started or written
+
+
+def test_check_of_a_running_deployment_finds_its_own_server_on_the_port_no_problem(tmp_path):
+    with Daemon(tmp_path) as running:
+        done = subprocess.run([sys.executable, "-m", "gsmcpd", "check", "--port", str(running.port)],
+                              env=running.env, cwd=str(REPO), capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "(served by this deployment's gsmcpd, pid %d)" % running.proc.pid in done.stdout
+        assert done.stdout.splitlines()[-1].startswith("OK")
 
 
 def test_check_reports_a_refused_configuration_as_the_problem(tmp_path):
