@@ -491,46 +491,41 @@ def daemon_on_jwks_uri(tmp_path, server):
                                                     MCP_JWKS_MIN_REFRESH="0.2"))
 
 
-def test_a_jwks_uri_that_does_not_speak_http_at_startup_is_not_fatal(tmp_path):
+# How the JWKS server fails: its attribute broken and healthy, the log's words, and whether
+# the 401's refresh meets the failure too (a drip outlasts the 0.2 s refresh pause).
+JWKS_FAILURES = {
+    "not HTTP": ("raw_answer", NOT_HTTP, None, "not an HTTP answer", False),
+    "a drip": ("drip", True, False, "no complete answer within 10 s", True),  # a header line every 0.2 s
+}
+
+
+@pytest.mark.parametrize("failure", sorted(JWKS_FAILURES))
+def test_a_jwks_uri_that_fails_does_not_hold_the_daemon_and_its_keys_load_once_it_answers(tmp_path, failure):
+    attribute, broken, healthy, said, refreshed = JWKS_FAILURES[failure]
     server = JwksServer(tmp_path / "idp")
-    server.raw_answer = NOT_HTTP
+    setattr(server, attribute, broken)
     daemon = daemon_on_jwks_uri(tmp_path, server)
     try:
         with daemon:
-            resp = post_initialize(daemon, "Bearer " + server.idp.mint())
-            assert resp.status == 401
-            assert resp.header("www-authenticate") == unknown_key_challenge(daemon)
-            server.raw_answer = None
-            assert accepted_soon(daemon, server.idp.mint())
-    finally:
-        server.close()
-    log = daemon.log_text()
-    assert "could not load signing keys yet: GET %s: not an HTTP answer" % server.jwks_url in log
-    assert "Traceback" not in log and "gsmcpd failed" not in log
-
-
-def test_a_jwks_server_that_drips_its_answer_does_not_hold_the_daemon(tmp_path):
-    server = JwksServer(tmp_path / "idp")
-    server.drip = True                             # a header line every 0.2 s, never an end
-    daemon = daemon_on_jwks_uri(tmp_path, server)
-    try:
-        with daemon:
-            # Startup gives up on the fetch at its deadline and serves.
+            # Startup gives up on the fetch (at its deadline, for a drip) and serves.
             client = Client(daemon.port, timeout=60)
             assert client.request("GET", path="/.well-known/oauth-protected-resource").status == 200
+            client.close()
             assert "listening on" in daemon.log_text()
-            # A refresh meeting the drip ends too: the parked request is answered.
+            # A refresh meeting the failure ends too: the parked request is answered.
             resp = post_initialize(daemon, "Bearer " + server.idp.mint())
             assert resp.status == 401
             assert resp.header("www-authenticate") == unknown_key_challenge(daemon)
-            server.drip = False
+            setattr(server, attribute, healthy)
             assert accepted_soon(daemon, server.idp.mint())
     finally:
         server.close()
     log = daemon.log_text()
-    no_answer = "GET %s: no complete answer within 10 s" % server.jwks_url
-    assert "could not load signing keys yet: " + no_answer in log
-    assert "JWKS refresh failed: " + no_answer in log
+    failed = "GET %s: %s" % (server.jwks_url, said)
+    assert "could not load signing keys yet: " + failed in log
+    if refreshed:
+        assert "JWKS refresh failed: " + failed in log
+    assert "Traceback" not in log and "gsmcpd failed" not in log
 
 
 def test_a_token_for_the_advertised_resource_passes_the_audience_check(tmp_path):

@@ -110,13 +110,6 @@ def daemon(image, tmp_path_factory):
         yield running
 
 
-@pytest.fixture
-def c(daemon):
-    client = open_session(daemon)
-    yield client
-    client.close()
-
-
 def run(client, code):
     return structured(client, "execute_code", code=code)["result"]
 

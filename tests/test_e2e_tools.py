@@ -84,13 +84,6 @@ def fresh_dir(path):
     return path
 
 
-@pytest.fixture
-def c(daemon):
-    client = open_session(daemon)
-    yield client
-    client.close()
-
-
 def call_tool(client, tool, arguments):
     """tools/call's result (Client.tool cannot pass an argument called `name`)."""
     response = client.call("tools/call", {"name": tool, "arguments": arguments})

@@ -18,14 +18,6 @@ def daemon(tmp_path_factory):
         yield running
 
 
-@pytest.fixture
-def c(daemon):
-    client = Client(daemon.port)
-    client.initialize()
-    yield client
-    client.close()
-
-
 def failed(result, kind):
     assert result.get("isError") is True, result
     assert result["structuredContent"]["error"]["kind"] == kind, result
