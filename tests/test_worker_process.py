@@ -126,14 +126,16 @@ def test_progress_notifies_arrive_before_the_reply(worker):
 
 
 def test_progress_without_token_sends_nothing(worker):
-    seq = worker.execute("progress(1, 2)\n'quiet'")
-    assert text_of(worker.reply(seq)) == "'quiet'"
+    seq = worker.execute("progress(1, 2)")
+    assert text_of(worker.reply(seq)) == "False"
 
 
 # Both threads count on one counter: every value is new, but a thread that draws one and
-# is overtaken before it sends finds it no longer above the last sent, and it is dropped.
-SPAM = ("import itertools\ntick = itertools.count(1)\n"
-        "def spam(mark):\n    for i in range(50):\n        progress(next(tick), message=mark * 100000)\n")
+# is overtaken before it sends finds it no longer above the last sent, and it is dropped;
+# `sent` keeps what progress() says of each (True: sent).
+SPAM = ("import itertools\ntick = itertools.count(1)\nsent = []\n"
+        "def spam(mark):\n    for i in range(50):\n"
+        "        sent.append(progress(next(tick), message=mark * 100000))\n")
 
 
 def frames_until_reply(worker, seq):
@@ -150,23 +152,23 @@ def frames_until_reply(worker, seq):
 def test_progress_from_two_threads_arrives_in_whole_frames(worker):
     code = ("import threading\n" + SPAM +
             "ts = [threading.Thread(target=spam, args=(m,)) for m in 'ab']\n"
-            "[t.start() for t in ts]; [t.join() for t in ts]\n'done'")
+            "[t.start() for t in ts]; [t.join() for t in ts]\n(len(sent), sum(sent))")
     seq = worker.execute(code, token="t")
     notified, reply = frames_until_reply(worker, seq)
-    assert text_of(reply) == "'done'"
     params = [f["message"]["params"] for f in notified]
     messages = [p["message"] for p in params]
-    assert 1 <= len(messages) <= 100 and {m[0] for m in messages} <= {"a", "b"}
+    assert text_of(reply) == "(100, %d)" % len(messages)   # each one said sent arrived
+    assert {m[0] for m in messages} <= {"a", "b"}
     assert {m.count(m[0]) for m in messages} == {100000}
     values = [p["progress"] for p in params]
     assert values == sorted(set(values))               # each above the last, as MCP requires
 
 
 def test_progress_that_does_not_increase_is_not_sent(worker):
-    seq = worker.execute("progress(1)\nprogress(1, message='again')\nprogress(0.5)\nprogress(2, 4)\n'x'",
+    seq = worker.execute("[progress(1), progress(1, message='again'), progress(0.5), progress(2, 4)]",
                          token="t")
     notified, reply = frames_until_reply(worker, seq)
-    assert text_of(reply) == "'x'"
+    assert text_of(reply) == "[True, False, False, True]"
     assert [f["message"]["params"]["progress"] for f in notified] == [1, 2]
     # A new call starts afresh.
     seq = worker.execute("progress(1)\n'y'", token="u")
@@ -199,6 +201,16 @@ def test_a_child_forked_by_the_code_never_serves_the_session(worker):
         with open(f"/proc/{child}/stat") as stat:
             return stat.read().rsplit(")", 1)[1].split()[0]
     assert wait_until(lambda: state() == "Z"), state()   # it exits at the end of its call
+
+
+def test_progress_from_a_forked_child_goes_nowhere_and_says_so(worker):
+    code = ("import os\nr, w = os.pipe()\npid = os.fork()\n"
+            "if pid == 0:\n    os.write(w, repr(progress(1, message='child')).encode())\n    os._exit(0)\n"
+            "os.waitpid(pid, 0)\nos.close(w)\n(os.read(r, 16).decode(), progress(2, message='parent'))")
+    seq = worker.execute(code, token="t")
+    notified, reply = frames_until_reply(worker, seq)
+    assert text_of(reply) == "('False', True)"
+    assert [f["message"]["params"]["message"] for f in notified] == ["parent"]
 
 
 def test_multiprocessing_and_subprocess_still_work_in_the_code(worker):

@@ -176,13 +176,14 @@ class WorkerLoop:
     def send(self, frame: dict) -> None:
         self._send_bytes(frames.encode(frame))
 
-    def send_message(self, op: str, seq, message) -> None:
-        """A reply or notification frame, in the form the router relays unparsed."""
+    def send_message(self, op: str, seq, message) -> bool:
+        """A reply or notification frame, in the form the router relays unparsed; False
+        if it was dropped (from a fork of the user's, see _send_bytes)."""
         try:
             data = jsonrpc.dumps(message)
         except (TypeError, ValueError) as error:
             raise frames.FrameError(f"not JSON: {error}") from error
-        self._send_bytes(frames.message_frame(op, seq, data))
+        return self._send_bytes(frames.message_frame(op, seq, data))
 
     def _send_bytes(self, data: bytes, wait: float = -1) -> bool:
         """Write a frame from any thread; False if it did not go: from a fork of the
@@ -293,7 +294,7 @@ class WorkerLoop:
 
     def _run(self, seq, message):
         def notify(notification):
-            self.send_message("notify", seq, notification)
+            return self.send_message("notify", seq, notification)
 
         view = self.server.view
         commits_before = view.commit_count if view is not None else 0

@@ -30,17 +30,17 @@ class CallContext:
         self._last = None              # the last progress value sent for this call
         self._order = threading.Lock()  # checked and sent together, so sent values increase
 
-    def progress(self, progress, total=None, message=None) -> None:
-        """Send notifications/progress now, if the request carried a progressToken.
-        MCP requires each progress value to be above the last: one that is not (a repeat,
-        a step back, a thread that lost a race) is not sent."""
+    def progress(self, progress, total=None, message=None) -> bool:
+        """Send notifications/progress now, if the request carried a progressToken; whether
+        it was sent. MCP requires each progress value to be above the last: one that is not
+        (a repeat, a step back, a thread that lost a race) is not sent."""
         for value in (progress,) if total is None else (progress, total):
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise TypeError(f"progress values must be numbers, not {type(value).__name__}")
             if isinstance(value, float) and not math.isfinite(value):   # JSON has no NaN or infinity
                 raise ValueError(f"progress values must be finite numbers, not {value!r}")
         if self.progress_token is None or self._notify is None:
-            return
+            return False
         params = {"progressToken": self.progress_token, "progress": progress}
         if total is not None:
             params["total"] = total
@@ -48,9 +48,10 @@ class CallContext:
             params["message"] = str(message)
         with self._order:
             if self._last is not None and progress <= self._last:
-                return
+                return False
             self._last = progress
-            self._notify(jsonrpc.notification("notifications/progress", params))
+            # A notify that says nothing (None) sent it; False: dropped (a fork's)
+            return self._notify(jsonrpc.notification("notifications/progress", params)) is not False
 
 
 IDLE_CONTEXT = CallContext()

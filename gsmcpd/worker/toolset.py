@@ -83,10 +83,10 @@ class Toolset:
     def context(self):
         return None if self.server is None else self.server.context
 
-    def progress(self, progress, total=None, message=None) -> None:
-        """Report progress for the call in flight (no-op unless the client asked)."""
-        if self.server is not None:
-            self.server.context.progress(progress, total, message)
+    def progress(self, progress, total=None, message=None) -> bool:
+        """Report progress for the call in flight; whether it was sent (only if the client
+        asked, and only a value above the last one sent)."""
+        return self.server is not None and self.server.context.progress(progress, total, message)
 
     def assert_mutable(self, obj, name: str) -> None:
         """The kernel guard: forwards to the server's one policy; no server → refused."""

@@ -38,7 +38,9 @@ class ExecutionToolset(Toolset):
             "Run Python source in this session's workspace (names persist across calls, like a "
             "REPL). Answers what the code printed plus the repr of a final expression (a None "
             "value only when nothing was printed). "
-            "progress(done, total=None, message=None) reports progress while it runs.",
+            "progress(done, total=None, message=None) reports progress while it runs (it "
+            "returns False when nothing was sent: no progressToken, a value not above the last, or "
+            "from a process the code forked).",
             object_schema({"code": string_prop("Python source to run")}, required=["code"]),
             self.execute_code,
         ))
