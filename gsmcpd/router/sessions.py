@@ -155,7 +155,7 @@ class SessionManager:
         busy = session.inflight is not None
         gone = [session.inflight] if busy else []
         gone += list(session.queue)
-        if session.inflight is not None:
+        if busy:
             self.calls_at_workers -= 1
         session.inflight = None
         self._churned_at = self.loop.time()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 
 from gsmcpd.router.trace import escape
-from gsmcpd.wire.frames import LOG_MESSAGE_CAP
+from gsmcpd.wire.frames import LOG_MESSAGE_CAP, cut_log_message
 
 __all__ = ["LEVELS", "BURST", "RATE", "USER_CAP", "BadLogFrame", "TokenBucket", "LogGate",
            "parse", "label", "line", "dropped_line"]
@@ -54,9 +54,7 @@ def label(pid: int, session_short: str | None = None, user: str | None = None) -
 
 def line(who: str, message: str, cap: int = LOG_MESSAGE_CAP) -> str:
     """`<who> logged: <message>` on one line; the cap counts characters before escaping."""
-    if len(message) > cap:
-        message = "%s...(+%d more chars)" % (message[:cap], len(message) - cap)
-    return "%s logged: %s" % (who, escape(message))
+    return "%s logged: %s" % (who, escape(cut_log_message(message, cap)))
 
 
 def dropped_line(who: str, count: int, burst: int = BURST, rate: float = RATE) -> str:

@@ -15,7 +15,7 @@ import re
 from gsmcpd.wire import jsonrpc
 
 __all__ = ["MAX_FRAME", "MAX_OTHER_FRAME", "LOG_MESSAGE_CAP", "FrameError", "encode",
-           "message_frame", "log_frame", "FrameDecoder"]
+           "message_frame", "cut_log_message", "log_frame", "FrameDecoder"]
 
 MAX_FRAME = 64 * 1024 * 1024
 # What a raw decoder parses of a frame that is not relayed (prepared, log): all of
@@ -53,11 +53,18 @@ def message_frame(op, seq, message, max_frame=MAX_FRAME):
     return len(payload).to_bytes(_HEADER, "big") + payload
 
 
+def cut_log_message(message, cap=LOG_MESSAGE_CAP):
+    """`message`, or its first `cap` characters saying how many more there were: the
+    worker cuts a record before sending it, the router again (it trusts no worker)."""
+    if len(message) <= cap:
+        return message
+    return "%s...(+%d more chars)" % (message[:cap], len(message) - cap)
+
+
 def log_frame(level, message, cap=LOG_MESSAGE_CAP):
     """The frame for one log record (`level` a logging level name); a message past
     `cap` characters is cut, saying how much was."""
-    if len(message) > cap:
-        message = "%s...(+%d more chars)" % (message[:cap], len(message) - cap)
+    message = cut_log_message(message, cap)
     # What UTF-8 cannot carry (a lone surrogate) as its escape, not a failed record.
     message = message.encode("utf-8", "backslashreplace").decode("utf-8")
     return encode({"op": "log", "level": level, "message": message})
