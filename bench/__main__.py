@@ -18,7 +18,7 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     p.add_argument("--smoke", action="store_true", help="tiny counts, gsmcpd and the floors only")
     p.add_argument("--servers", type=lambda t: [x for x in t.split(",") if x],
-                   help="comma list of gsmcpd, floor, floor-hop, sdk-json, sdk-sse, sdk-fast")
+                   help="comma list of gsmcpd, floor, floor-hop, floor-min, sdk-json, sdk-sse, sdk-fast")
     p.add_argument("--repeats", type=int)
     p.add_argument("--duration", type=float, help="seconds per throughput point")
     p.add_argument("--concurrency", type=_ints, help="comma list, default 1,16")

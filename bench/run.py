@@ -27,7 +27,8 @@ class Settings:
                  open_sessions=None, memory_sessions=None, long_call=None, profile=False,
                  workdir=None):
         self.smoke = smoke
-        default_servers = ["gsmcpd", "floor", "floor-hop"] + ([] if smoke else ["sdk-json", "sdk-sse", "sdk-fast"])
+        default_servers = (["gsmcpd", "floor", "floor-hop", "floor-min"]
+                           + ([] if smoke else ["sdk-json", "sdk-sse", "sdk-fast"]))
         self.servers = list(servers or default_servers)
         self.repeats = repeats or (1 if smoke else 3)
         self.duration = duration or (0.5 if smoke else 5.0)

@@ -1,7 +1,8 @@
 """The servers under test, each started by the harness as a child process group.
 
 gsmcpd (the bench toolset, or `bench execution` for the isolation test), the floor,
-the floor with one hop, and the SDK peers in their venv. Each knows its router/main
+the floor with one hop, the floor with the hop and the least protocol work
+(floor-min), and the SDK peers in their venv. Each knows its router/main
 pid (for CPU samples) and how to classify its process tree (for memory).
 """
 
@@ -153,13 +154,14 @@ class Gsmcpd(Server):
 class Floor(Server):
     kind = "floor"
 
-    def __init__(self, name, workdir, hop=False):
+    def __init__(self, name, workdir, hop=False, minimal=False):
         super().__init__(name, workdir)
         self.hop = hop  # the floor with gsmcpd's one hop per call (bench/floor.py)
+        self.minimal = minimal  # the hop and the least protocol work (floor-min)
 
     def command(self):
         return [sys.executable, str(REPO / "bench" / "floor.py"), "--port", str(self.port)] + (
-            ["--hop"] if self.hop else [])
+            ["--hop"] if self.hop else []) + (["--min"] if self.minimal else [])
 
 
 class SdkPeer(Server):
@@ -193,6 +195,8 @@ def make(name, workdir, peer_python=None, profile=None):
         return Floor(name, workdir)
     if name == "floor-hop":
         return Floor(name, workdir, hop=True)
+    if name == "floor-min":
+        return Floor(name, workdir, minimal=True)
     if name in SDK_CONFIGS:
         if peer_python is None:
             raise ValueError("%s needs the peers venv" % name)

@@ -11,7 +11,7 @@ from bench import floor, report, targets
 from bench.client import parse_response
 from bench.load import percentile
 
-SERVERS = ["gsmcpd", "floor", "floor-hop"]
+SERVERS = ["gsmcpd", "floor", "floor-hop", "floor-min"]
 
 
 @pytest.fixture(scope="module")
@@ -80,9 +80,9 @@ def test_targets_and_markdown(result):
     for row in result["targets"]:
         assert set(row) == {"target", "measured", "goal", "met", "note"}
     text = report.markdown(result)
-    assert "| point | gsmcpd | floor | floor-hop |" in text
+    assert "| point | gsmcpd | floor | floor-hop | floor-min |" in text
     cpu = {t["target"]: t for t in result["targets"]}["router CPU per call vs floor (C=16)"]
-    assert "the floor with one hop:" in cpu["note"]
+    assert "the floor with one hop:" in cpu["note"] and "with the least protocol work:" in cpu["note"]
     assert "| target | measured | goal | met | note |" in text
 
 
@@ -108,6 +108,11 @@ def test_targets_name_the_hop_floor_beside_the_floor():
     row = {t["target"]: t for t in targets.evaluate(result)}["router CPU per call vs floor (C=16)"]
     assert (row["measured"], row["met"]) == (5.0, False)  # the target stays against the floor
     assert row["note"] == "80.0 vs 16.0 us; the floor with one hop: 36.0 us (2.25x the floor)"
+    result["throughput"]["c16"]["floor-min"] = {"median": {"cpu_us_per_call": 44.0}}
+    row = {t["target"]: t for t in targets.evaluate(result)}["router CPU per call vs floor (C=16)"]
+    assert (row["measured"], row["met"]) == (5.0, False)  # still against the floor, not floor-min
+    assert row["note"] == ("80.0 vs 16.0 us; the floor with one hop: 36.0 us (2.25x the floor);"
+                           " with the least protocol work: 44.0 us (2.75x)")
 
 
 def test_floor_hop_splits_requests_and_frames_as_they_arrive():
@@ -122,6 +127,122 @@ def test_floor_hop_splits_requests_and_frames_as_they_arrive():
     assert frames == floor.frame(b"three")[:-2]
     frames += b"ee"
     assert floor.take_frames(frames) == [b"three"] and frames == b""
+
+
+# -- floor-min's pure functions ------------------------------------------------------
+
+CALL = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo"}}'
+
+
+def min_head(method="POST", target="/mcp", **headers):
+    """A request head as the harness sends it, with headers replaced (None drops one)."""
+    fields = {"Host": "127.0.0.1:8080", "Mcp-Session-Id": floor.MIN_SESSION,
+              "Mcp-Protocol-Version": "2025-11-25", "Content-Length": "0"}
+    fields.update({name.replace("_", "-"): value for name, value in headers.items()})
+    lines = ["%s %s HTTP/1.1" % (method, target)]
+    lines += ["%s: %s" % item for item in fields.items() if item[1] is not None]
+    return "\r\n".join(lines).encode("latin-1")
+
+
+def min_session():
+    session = floor.MinSession(conn=None, backend=None)
+    return session, {floor.MIN_SESSION: session}
+
+
+def test_floor_min_parse_head():
+    head = b"POST /mcp HTTP/1.1\r\nHost:  127.0.0.1:8080 \r\nMcp-Session-Id: abc\r\nX-Empty:"
+    assert floor.parse_head(head) == ("POST", "/mcp", {"host": "127.0.0.1:8080", "mcp-session-id": "abc",
+                                                       "x-empty": ""})
+    assert floor.parse_head(b"POST /mcp\r\nHost: x") is None  # no HTTP version
+
+
+def test_floor_min_takes_heads_with_bodies():
+    request = min_head(Content_Length="3") + b"\r\n\r\nabc"
+    buf = bytearray(request + request[:-1])
+    assert floor.take_messages(buf) == [(min_head(Content_Length="3"), b"abc")]
+    assert buf == request[:-1]
+
+
+def test_floor_min_checked_call():
+    assert floor.checked_call(CALL) == (7, "tools/call")
+    assert floor.checked_call(b'{"jsonrpc":"2.0","id":"a","method":"ping"}') == ("a", "ping")
+    assert floor.checked_call(b'{"jsonrpc":"2.0","method":"notifications/initialized"}') == (
+        None, "notifications/initialized")
+    for body in (b"not json", b"", b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]', b'"2.0"',
+                 b'{"jsonrpc":"1.0","id":1,"method":"ping"}', b'{"id":1,"method":"ping"}',
+                 b'{"jsonrpc":"2.0","id":1,"method":5}', b'{"jsonrpc":"2.0","id":1}',
+                 b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}', b'{"jsonrpc":"2.0","id":true,"method":"ping"}',
+                 b'{"jsonrpc":"2.0","id":[1],"method":"ping"}'):
+        assert floor.checked_call(body) is None, body
+
+
+@pytest.mark.parametrize("head, body", [
+    (min_head(target="/other"), CALL),
+    (min_head(method="GET"), b""),
+    (min_head(method="DELETE"), b""),
+    (min_head(Host="evil.example:8080"), CALL),
+    (min_head(Host="127.0.0.1.evil.example"), CALL),
+    (min_head(Host=None), CALL),
+    (min_head(Origin="http://evil.example:8080"), CALL),
+    (min_head(Origin="null"), CALL),
+    (min_head(Mcp_Session_Id="not-a-session"), CALL),
+    (min_head(Mcp_Session_Id=None), CALL),
+    (min_head(Mcp_Protocol_Version="2024-11-05"), CALL),
+    (min_head(), b"{not json"),
+    (min_head(), b'{"jsonrpc":"2.0","id":false,"method":"tools/call"}'),
+    (b"POST /mcp\r\nHost: 127.0.0.1", CALL),
+])
+def test_floor_min_refuses_with_400_and_no_frame(head, body):
+    session, sessions = min_session()
+    assert floor.min_request(session, sessions, head, body) == (None, floor.REFUSED)
+    assert floor.REFUSED.startswith(b"HTTP/1.1 400 ") and floor.REFUSED.endswith(b"Content-Length: 0\r\n\r\n")
+    assert (session.seq, session.inflight) == (0, None)
+
+
+def test_floor_min_initialize_and_notification():
+    session, sessions = min_session()
+    init = b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}'
+    call, reply = floor.min_request(session, sessions, min_head(Mcp_Session_Id=None), init)
+    assert call is None and reply == floor.INITIALIZE_REPLY
+    assert reply.startswith(b"HTTP/1.1 200 OK\r\n")
+    assert b"\r\nMcp-Session-Id: %s\r\n" % floor.MIN_SESSION.encode() in reply
+    assert reply.endswith(b"Content-Length: %d\r\n\r\n" % len(floor.BODY) + floor.BODY)
+    note = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
+    assert floor.min_request(session, sessions, min_head(), note) == (None, floor.ACCEPTED)
+    assert floor.ACCEPTED.startswith(b"HTTP/1.1 202 ")
+    assert (session.seq, session.inflight) == (0, None)
+
+
+@pytest.mark.parametrize("head", [
+    min_head(),
+    min_head(Host="localhost", Origin="http://localhost"),
+    min_head(Host="[::1]:8080", Origin="http://[::1]:8080", Mcp_Protocol_Version="2025-06-18"),
+    min_head(Mcp_Protocol_Version=None),  # absent: gsmcpd accepts it too
+])
+def test_floor_min_frames_an_accepted_call_behind_its_seq(head):
+    session, sessions = min_session()
+    call, reply = floor.min_request(session, sessions, head, CALL)
+    assert reply is None
+    assert call == floor.frame((1).to_bytes(4, "big") + CALL)
+    assert session.inflight == 1
+    call, _ = floor.min_request(session, sessions, head, CALL)
+    assert floor.take_frames(bytearray(call)) == [(2).to_bytes(4, "big") + CALL]
+    assert session.inflight == 2
+
+
+def test_floor_min_reply_matches_the_call_in_flight():
+    session, sessions = min_session()
+    floor.min_request(session, sessions, min_head(), CALL)
+    floor.min_request(session, sessions, min_head(), CALL)   # seq 2 in flight now
+    body = b'{"jsonrpc":"2.0","id":7,"result":{}}'
+    assert floor.min_reply(session, (1).to_bytes(4, "big") + body) is None  # stale
+    assert session.inflight == 2
+    reply = floor.min_reply(session, (2).to_bytes(4, "big") + body)
+    response, used = parse_response(bytearray(reply))
+    assert used == len(reply) and response.status == 200 and response.body == body
+    assert response.header("content-length") == str(len(body))
+    assert session.inflight is None
+    assert floor.min_reply(session, (2).to_bytes(4, "big") + body) is None  # answered already
 
 
 def test_parse_response_content_length_and_chunked():
