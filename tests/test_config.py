@@ -348,3 +348,22 @@ def test_every_environment_name_the_docs_mention_is_a_setting():
         if path.name == "PERFORMANCE.md":   # a history: it names settings since renamed
             named.discard("GS_MCP_REPLY_SPIN_US")
         assert named <= known, f"{path.name} names {sorted(named - known)}"
+
+
+def test_shipped_conf_names_each_knobs_exact_environment_name():
+    # Each paragraph of etc/gsmcpd.conf documents the knobs it shows as `# key = value` and
+    # names their environment variables in full: exactly those, none abbreviated
+    # ("GS_MCP_SERVER_NAME / _VERSION" named one of three).
+    text = (REPO / "etc" / "gsmcpd.conf").read_text()
+    by_key = {knob.key: knob for knob in KNOBS}
+    shown = set()
+    for paragraph in re.split(r"\n[ \t]*\n", text):
+        keys = re.findall(r"^#[ \t]*(\w+)[ \t]*=", paragraph, re.M)
+        if not keys:
+            continue
+        assert all(key in by_key for key in keys), f"unknown key in: {paragraph}"
+        named = set(re.findall(r"\b(?:GS_MCP|MCP)_[A-Z_]*[A-Z]\b", paragraph))
+        assert named == {by_key[key].env for key in keys}, f"{keys}: names {sorted(named)}"
+        assert not re.search(r"(?<![\w])_[A-Z]{2,}", paragraph), f"an abbreviated name in: {paragraph}"
+        shown.update(keys)
+    assert shown == set(by_key)
