@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from gsmcpd import __version__
-from gsmcpd.config import ConfigError, load_config, parse_seconds
+from gsmcpd.config import ConfigError, load_config, parse_optional_path, parse_seconds
 
 
 def _server_flags(parser: argparse.ArgumentParser) -> None:
@@ -45,8 +45,10 @@ def _passthrough(args: argparse.Namespace) -> list[str]:
         value = getattr(args, dest)
         if value is not None:
             option = "--" + dest.replace("_", "-")
-            argv += [option, str(Path(value).absolute())] if dest in (
-                "config", "image", "state_dir") else [option, value]
+            # A path, absolute: serve runs elsewhere; "none" (unset) stays a word.
+            is_path = dest == "config" or dest in ("image", "state_dir") and \
+                parse_optional_path(value) is not None
+            argv += [option, str(Path(value).absolute()) if is_path else value]
     for dest in ("readonly", "behind_tls_proxy"):
         if getattr(args, dest):
             argv.append("--" + dest.replace("_", "-"))

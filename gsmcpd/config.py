@@ -152,8 +152,12 @@ def parse_optional_str(text: str) -> str | None:
 
 
 def parse_optional_path(text: str) -> Path | None:
+    """Empty or a none word: unset, as for the other optional knobs (README's "none"
+    default for tls_cert/tls_key); a file of that name is ./none."""
     text = text.strip()
-    return Path(text).expanduser() if text else None
+    if not text or text.lower() in _NONE:
+        return None
+    return Path(text).expanduser()
 
 
 def parse_port(text: str) -> int:

@@ -181,6 +181,35 @@ def test_image_follows_state_dir_unless_set(tmp_path):
         Path("/srv/img")
 
 
+PATH_KNOBS = [knob for knob in KNOBS if knob.parse is config_module.parse_optional_path]
+
+
+def test_a_none_word_leaves_a_path_knob_unset_as_it_does_the_other_optional_knobs():
+    assert {knob.key for knob in PATH_KNOBS} == {"state_dir", "image", "log_file", "jwks_file",
+                                                 "tls_cert", "tls_key"}
+    for word in ("none", "None", " NULL ", "never", "off", ""):
+        assert config_module.parse_optional_path(word) is None, word
+        assert config_module.parse_optional_seconds(word or "none") is None
+    assert config_module.parse_optional_path("./none") == Path("none")   # a file so named
+    assert config_module.parse_optional_path("nonesuch") == Path("nonesuch")
+
+
+def test_a_none_word_unsets_a_path_knob_from_every_source(tmp_path):
+    conf = tmp_path / "none.conf"
+    conf.write_text("tls_cert = none   # as README's default column says\ntls_key = null\n"
+                    "jwks_file = off\nlog_file = none\n")
+    default = load_config({"state_dir": str(tmp_path)}, {})
+    config = load_config({"state_dir": str(tmp_path), "image": "none"},
+                         {"GS_MCP_LOG_FILE": "never"}, conf)
+    assert (config.tls_cert, config.tls_key, config.jwks_file, config.log_file) == (None,) * 4
+    assert config.image == default.image == tmp_path / "image"
+    assert load_config({}, {"GS_MCP_STATE_DIR": "none"}).state_dir == DEFAULT_STATE_DIR
+    # A lower layer's path is unset again by a higher one's none.
+    conf.write_text("log_file = /var/log/x.log\n")
+    assert load_config({}, {"GS_MCP_LOG_FILE": "none"}, conf).log_file is None
+    assert load_config({}, {}, conf).log_file == Path("/var/log/x.log")
+
+
 def test_flags_may_arrive_typed():
     config = load_config({"port": 8123, "readonly": True, "toolsets": ["search"]}, {})
     assert (config.port, config.readonly, config.toolsets) == (8123, True, ("search",))

@@ -187,6 +187,37 @@ def test_scripts_run_from_elsewhere_read_relative_paths_from_the_callers_directo
         shutil.rmtree(REPO / "state", ignore_errors=True)
 
 
+def free_port_in_range(lo=8850, hi=8899):
+    """A port of the range these tests may use while other work measures the machine."""
+    for port in range(lo, hi + 1):
+        if port_free(port):
+            with socket.socket() as sock:
+                try:
+                    sock.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+            return port
+    pytest.skip(f"no free port in {lo}-{hi}")
+
+
+def test_run_server_takes_none_for_an_unset_path_knob(tmp_path):
+    # "none" for a path knob is unset, as for the other optional knobs: the default image
+    # and log, not an image or log file named "none" in the caller's directory.
+    port, state = free_port_in_range(), tmp_path / "state"
+    env = clean_env(GS_MCP_STATE_DIR=str(state), GS_MCP_LOG_FILE="none", MCP_JWKS_FILE="off")
+    started = subprocess.run([str(REPO / "run-server.sh"), "--port", str(port), "--image", "none"],
+                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    try:
+        assert started.returncode == 0, started.stdout + started.stderr
+        log = state / f"gsmcpd-{port}.log"
+        assert f"log: {log}" in started.stdout
+        assert f"(host 127.0.0.1, port {port}, pid " in log.read_text()
+        assert (state / "image").is_dir()
+        assert not (tmp_path / "none").exists() and not (tmp_path / "off").exists()
+    finally:
+        run("stop-server.sh", str(port), env=env)
+
+
 def test_run_server_refuses_a_config_that_is_not_text_and_reads_trailing_comments(tmp_path):
     binary = tmp_path / "binary.conf"
     binary.write_bytes(b"\xff\xfe\x00port = 1\n")
