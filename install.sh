@@ -4,6 +4,7 @@
 #   ./install.sh --test     ...plus the test extra, then run the whole pytest suite
 #   ./install.sh --check    verify the environment, change nothing, print OK or the problem
 #   ./install.sh --systemd  install the gsmcpd@.service unit and a service user (root)
+#   ./install.sh --stamp-ok exit 0 if the install is current (the stamp matches), else 1
 # Idempotent: pip is skipped while setup.cfg and pyproject.toml hash to the recorded stamp.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -17,7 +18,7 @@ SITE_DIR=/etc/gsmcpd
 
 die() { echo "install.sh: $*" >&2; exit 1; }
 
-usage() { sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; }
 
 ensure_venv() {
     [[ -x $VENV/bin/python ]] && return 0
@@ -29,15 +30,23 @@ ensure_venv() {
 
 package_hash() { cat setup.cfg pyproject.toml | sha256sum | cut -d' ' -f1; }
 
-# $1: "base" or "test".  A test install also satisfies a base one.
-install_package() {
+# $1: "base" or "test".  Whether the stamp records an install of these extras for the
+# current setup.cfg and pyproject.toml; a test install also satisfies a base one.
+stamp_ok() {
     local extras=$1 hash recorded=""
     hash=$(package_hash)
     [[ -f $STAMP ]] && recorded=$(cat "$STAMP")
-    if [[ $recorded == "$hash test" || ( $extras == base && $recorded == "$hash base" ) ]]; then
+    [[ $recorded == "$hash test" || ( $extras == base && $recorded == "$hash base" ) ]]
+}
+
+# $1: "base" or "test".
+install_package() {
+    local extras=$1 hash
+    if stamp_ok "$extras"; then
         echo "gsmcpd package up to date (stamp $STAMP)"
         return 0
     fi
+    hash=$(package_hash)
     local spec=.
     [[ $extras == test ]] && spec=".[test]"
     echo "installing gsmcpd ($extras) into $VENV"
@@ -110,6 +119,7 @@ case "${1:-}" in
     --test)    ensure_venv; install_package test; run_tests ;;
     --check)   check_environment ;;
     --systemd) install_systemd ;;
+    --stamp-ok) [[ -x $VENV/bin/python ]] && stamp_ok base ;;
     -h|--help) usage ;;
     *)         usage >&2; die "unknown option: $1" ;;
 esac

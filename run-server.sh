@@ -7,11 +7,16 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")" && pwd)
 # install.sh writes its stamp only once pip succeeded: without it the install is missing
 # or was cut short (no network, ^C), and gsmcpd would start without its dependencies.
+# A stamp that no longer matches setup.cfg and pyproject.toml (a pull changed the
+# dependencies; install.sh --stamp-ok compares them) is reinstalled over the same way.
 if [[ ! -x $ROOT/.venv/bin/python ]]; then
     echo "no .venv yet: running ./install.sh first" >&2
     "$ROOT/install.sh"
 elif [[ ! -f $ROOT/.venv/.gsmcpd-install-stamp ]]; then
     echo "the .venv install never completed: running ./install.sh first" >&2
+    "$ROOT/install.sh"
+elif ! "$ROOT/install.sh" --stamp-ok; then
+    echo "setup.cfg or pyproject.toml changed since the last install: running ./install.sh first" >&2
     "$ROOT/install.sh"
 fi
 # The checkout first on the path, as if run from it (its examples/ and its gsmcpd).

@@ -527,3 +527,56 @@ def test_unknown_install_option(fake_checkout):
     result = subprocess.run(["./install.sh", "--frobnicate"], cwd=fake_checkout,
                             capture_output=True, text=True)
     assert result.returncode == 1 and "unknown option: --frobnicate" in result.stderr
+
+
+def test_run_server_reinstalls_when_the_packaging_files_changed(fake_checkout):
+    # A pull that changes setup.cfg or pyproject.toml (new dependencies) leaves a stamp
+    # that no longer matches: run-server.sh installs again, and says why, before starting.
+    shutil.copy(REPO / "run-server.sh", fake_checkout / "run-server.sh")
+    installed = subprocess.run(["./install.sh"], cwd=fake_checkout, capture_output=True, text=True)
+    assert installed.returncode == 0, installed.stderr
+
+    def start():
+        before = len(calls(fake_checkout))
+        result = subprocess.run(["./run-server.sh"], cwd=fake_checkout, capture_output=True,
+                                text=True, env=clean_env())
+        assert result.returncode == 0, result.stderr
+        return result, calls(fake_checkout)[before:]
+
+    current, made = start()   # the stamp matches: no pip, nothing said
+    assert made == ["-m gsmcpd start"] and current.stdout == current.stderr == ""
+    for name in ("setup.cfg", "pyproject.toml"):
+        with open(fake_checkout / name, "a") as packaging:
+            packaging.write("\n# a dependency changed\n")
+        changed, made = start()
+        assert changed.stderr == ("setup.cfg or pyproject.toml changed since the last install: "
+                                  "running ./install.sh first\n")
+        assert [call for call in made if "pip" in call] == [
+            "-m pip install --quiet --disable-pip-version-check --no-build-isolation -e ."]
+        assert made[-1] == "-m gsmcpd start" and "installing gsmcpd (base)" in changed.stdout
+        again, made = start()
+        assert made == ["-m gsmcpd start"] and again.stdout == again.stderr == ""
+
+
+def test_install_stamp_ok_says_whether_the_install_is_current(fake_checkout):
+    def stamp_ok():
+        result = subprocess.run(["./install.sh", "--stamp-ok"], cwd=fake_checkout,
+                                capture_output=True, text=True)
+        assert result.stdout == result.stderr == ""
+        return result.returncode
+
+    stamp = fake_checkout / ".venv" / ".gsmcpd-install-stamp"
+    assert stamp_ok() == 1 and not stamp.exists()   # never installed
+    subprocess.run(["./install.sh", "--test"], cwd=fake_checkout, capture_output=True)
+    assert stamp.read_text().endswith(" test\n") and stamp_ok() == 0   # test covers base
+    subprocess.run(["./install.sh"], cwd=fake_checkout, capture_output=True)
+    assert stamp_ok() == 0
+    with open(fake_checkout / "pyproject.toml", "a") as packaging:
+        packaging.write("\n# changed\n")
+    assert stamp_ok() == 1
+    subprocess.run(["./install.sh"], cwd=fake_checkout, capture_output=True)
+    assert stamp.read_text().endswith(" base\n") and stamp_ok() == 0
+    stamp.write_text("garbage\n")
+    assert stamp_ok() == 1
+    shutil.rmtree(fake_checkout / ".venv")
+    assert stamp_ok() == 1 and not (fake_checkout / ".venv").exists()
