@@ -78,6 +78,24 @@ def test_an_http_1_0_client_gets_its_sse_reply_unchunked_ended_by_the_close(daem
     assert len(events) == 4
 
 
+def test_a_thread_left_by_an_earlier_call_reports_nothing_into_a_later_one(daemon, client):
+    leave = ("import threading\ngo, said = threading.Event(), []\n"
+             "def left():\n    go.wait()\n    said.append(progress(1, message='left'))\n"
+             "leftover = threading.Thread(target=left)\nleftover.start()\n'left'")
+    assert client.tool("execute_code", code=leave)["structuredContent"]["result"] == "'left'"
+    report = ("go.set()\nleftover.join()\nmine = progress(2, message='call')\n"
+              "started = threading.Thread(target=lambda: said.append(progress(3, message='started')))\n"
+              "started.start()\nstarted.join()\n(said, mine)")
+    call = Exchange(daemon.port, "POST", client.session, tool_call("late", "execute_code", {"code": report}, "tok-late"),
+                    accept="application/json, text/event-stream")
+    assert call.wait_head() == 200
+    steps = [progress_of(call.message()) for _ in range(2)]
+    assert steps == [("tok-late", 2, None, "call"), ("tok-late", 3, None, "started")]
+    final = call.message()
+    assert final["id"] == "late" and final["result"]["structuredContent"]["result"] == "([False, True], True)"
+    assert call.next() == ("end",)
+
+
 def test_run_test_class_reports_a_step_per_test(daemon, client):
     call = Exchange(daemon.port, "POST", client.session,
                     tool_call(5, "run_test_class", {"className": CART_TEST}, 99),

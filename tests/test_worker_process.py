@@ -176,15 +176,18 @@ def test_progress_that_does_not_increase_is_not_sent(worker):
     assert [f["message"]["params"]["progress"] for f in notified] == [1]
 
 
-def test_a_thread_left_from_an_earlier_call_reports_into_whole_frames(worker):
-    started = ("import threading\n" + SPAM + "stop = threading.Event()\n"
-               "def chatter():\n    while not stop.is_set():\n        progress(0, message='a' * 100000)\n"
+def test_a_thread_left_from_an_earlier_call_reports_nothing_into_a_later_one(worker):
+    started = ("import threading\n" + SPAM + "go = threading.Event()\n"
+               "def chatter():\n    go.wait()\n    spam('a')\n"
                "left = threading.Thread(target=chatter)\nleft.start()\n'started'")
-    assert text_of(worker.reply(worker.execute(started))) == "'started'"   # no token: dropped
-    seq = worker.execute("spam('b')\nstop.set()\nleft.join()\n'done'", token="t")
+    assert text_of(worker.reply(worker.execute(started))) == "'started'"
+    # the left thread and the call spam together; only the call's progress is sent
+    seq = worker.execute("go.set()\nspam('b')\nleft.join()\n(len(sent), sum(sent))", token="t")
     notified, reply = frames_until_reply(worker, seq)
-    assert text_of(reply) == "'done'"
     assert {f["seq"] for f in notified} == {seq}
+    params = [f["message"]["params"] for f in notified]
+    assert {p["message"] for p in params} == {"b" * 100000}
+    assert text_of(reply) == "(100, %d)" % len(params)   # each one said sent arrived
     assert text_of(worker.reply(worker.execute("'after'"))) == "'after'"
 
 

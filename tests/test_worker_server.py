@@ -1,5 +1,9 @@
 """McpServer dispatcher, read-only gating, annotations and identity (pure, no sockets)."""
 
+import _thread
+import os
+import threading
+
 import pytest
 
 import gsmcpd
@@ -7,7 +11,7 @@ from gsmcpd.protocol import LATEST_VERSION
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.server import McpServer, build_server, resolve_worker_class
 from gsmcpd.worker.toolset import (
-    ERROR_KINDS, HardBreak, SoftBreak, ToolError, Toolset, object_schema, string_prop,
+    ERROR_KINDS, HardBreak, SoftBreak, ToolError, Toolset, bool_prop, object_schema, string_prop,
 )
 
 
@@ -214,6 +218,92 @@ def test_progress_is_sent_only_with_a_token():
     assert server.context.progress_token is None   # idle again after the call
 
 
+class ThreadsToolset(Toolset):
+    """`leave` starts a thread that outlives its call; `report`, a later call, lets it
+    report, then reports itself and from a thread it starts."""
+    name = "threads"
+    tool_names = ("leave", "report")
+
+    def __init__(self, server=None):
+        super().__init__(server)
+        self.go, self.gone = threading.Event(), threading.Event()
+        self.said = {}   # who called progress() -> what it answered
+
+    def register(self, registry):
+        registry.add(Tool("leave", "leave", object_schema({"raw": bool_prop("raw")}), self.leave))
+        registry.add(Tool("report", "report", object_schema(), self.report))
+
+    def say(self, who, value):
+        self.said[who] = self.progress(value, message=who)
+
+    def leave(self, arguments):
+        def left():
+            self.go.wait()
+            self.say("left", 1)
+            self.gone.set()
+        if arguments.get("raw"):   # a thread threading does not know of
+            _thread.start_new_thread(left, ())
+        else:
+            threading.Thread(target=left, daemon=True).start()
+        return "left"
+
+    def report(self, arguments):
+        self.go.set()
+        assert self.gone.wait(20)
+        self.say("call", 2)
+        # likely to take the ident of the left thread, which has ended (or is ending)
+        started = threading.Thread(target=self.say, args=("started", 3))
+        started.start()
+        started.join()
+        return "reported"
+
+
+def leave_then_report(leave_arguments=None):
+    server = McpServer([ThreadsToolset])
+    toolset, sent = server.toolsets[0], []
+    assert call(server, "leave", leave_arguments or {})["result"]["content"][0]["text"] == "left"
+    response = server.handle(request("tools/call", {"name": "report", "arguments": {},
+                                                    "_meta": {"progressToken": "later"}}), sent.append)
+    assert response["result"]["content"][0]["text"] == "reported"
+    return toolset.said, [(n["params"]["progressToken"], n["params"]["message"]) for n in sent]
+
+
+@pytest.mark.parametrize("proc", [True, False], ids=["proc", "no-proc"])
+def test_progress_from_a_thread_left_by_an_earlier_call_is_not_sent(proc, monkeypatch):
+    if not proc:   # where /proc cannot be read, the threads Python knows of
+        listdir = os.listdir
+
+        def no_proc(path="."):
+            if str(path).startswith("/proc"):
+                raise FileNotFoundError(path)
+            return listdir(path)
+        monkeypatch.setattr(os, "listdir", no_proc)
+    said, sent = leave_then_report()
+    assert said == {"left": False, "call": True, "started": True}
+    assert sent == [("later", "call"), ("later", "started")]
+
+
+def test_progress_from_a_raw_thread_left_by_an_earlier_call_is_not_sent():
+    said, sent = leave_then_report({"raw": True})
+    assert said == {"left": False, "call": True, "started": True}
+    assert sent == [("later", "call"), ("later", "started")]
+
+
+def test_a_call_without_a_token_does_not_look_for_threads(monkeypatch):
+    listdir, looked = os.listdir, []
+
+    def watched(path="."):
+        looked.append(path)
+        return listdir(path)
+    monkeypatch.setattr(os, "listdir", watched)
+    server = McpServer([ReaderToolset])
+    assert call(server, "progress_twice", {})["result"]["content"][0]["text"] == "done"
+    assert "/proc/self/task" not in looked
+    server.handle(request("tools/call", {"name": "progress_twice", "arguments": {},
+                                         "_meta": {"progressToken": 1}}), [].append)
+    assert "/proc/self/task" in looked
+
+
 @pytest.mark.parametrize("meta", [{"progressToken": True}, {"progressToken": {"t": 1}},
                                   {"progressToken": [1]}, "tok", ["tok"]])
 def test_a_malformed_meta_or_progress_token_is_invalid_params_and_nothing_runs(meta):
@@ -251,7 +341,7 @@ def test_a_handler_raising_a_base_exception_answers_kind_other(raised):
         tool_names = ("leave",)
 
         def register(self, registry):
-            registry.add(Tool("leave", "leave", object_schema(), self.leave))
+            registry.add(Tool("leave", "leave", object_schema({"raw": bool_prop("raw")}), self.leave))
 
         def leave(self, arguments):
             raise raised

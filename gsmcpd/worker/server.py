@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import os
 import threading
 
 import gsmcpd
@@ -29,17 +30,24 @@ class CallContext:
         self._notify = notify
         self._last = None              # the last progress value sent for this call
         self._order = threading.Lock()  # checked and sent together, so sent values increase
+        # The threads already running as the call starts, this one aside: one left by an
+        # earlier call reads `server.context` too, and its progress is not this call's.
+        self._earlier = _other_threads() if progress_token is not None else frozenset()
 
     def progress(self, progress, total=None, message=None) -> bool:
         """Send notifications/progress now, if the request carried a progressToken; whether
         it was sent. MCP requires each progress value to be above the last: one that is not
-        (a repeat, a step back, a thread that lost a race) is not sent."""
+        (a repeat, a step back, a thread that lost a race) is not sent. Only the calling
+        thread and threads started during the call report: one already running when the
+        call started (left by an earlier call, or a pool made before it) is not sent."""
         for value in (progress,) if total is None else (progress, total):
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise TypeError(f"progress values must be numbers, not {type(value).__name__}")
             if isinstance(value, float) and not math.isfinite(value):   # JSON has no NaN or infinity
                 raise ValueError(f"progress values must be finite numbers, not {value!r}")
         if self.progress_token is None or self._notify is None:
+            return False
+        if threading.get_native_id() in self._earlier:
             return False
         params = {"progressToken": self.progress_token, "progress": progress}
         if total is not None:
@@ -55,6 +63,18 @@ class CallContext:
 
 
 IDLE_CONTEXT = CallContext()
+
+
+def _other_threads() -> frozenset:
+    """The kernel ids of this process's other threads, those Python did not start too.
+    Not Python's idents: a new thread takes the ident of one just ended, so a thread
+    started during the call could pass for one that was running before it."""
+    try:
+        alive = {int(tid) for tid in os.listdir("/proc/self/task")}
+    except OSError:   # no /proc: the threads Python knows of
+        alive = {thread.native_id for thread in threading.enumerate()}
+    alive.discard(threading.get_native_id())
+    return frozenset(alive)
 
 
 class McpServer:

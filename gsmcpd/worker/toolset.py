@@ -85,7 +85,8 @@ class Toolset:
 
     def progress(self, progress, total=None, message=None) -> bool:
         """Report progress for the call in flight; whether it was sent (only if the client
-        asked, and only a value above the last one sent)."""
+        asked, only a value above the last one sent, and not from a thread already running
+        when the call started: see CallContext.progress)."""
         return self.server is not None and self.server.context.progress(progress, total, message)
 
     def assert_mutable(self, obj, name: str) -> None:

@@ -39,8 +39,9 @@ class ExecutionToolset(Toolset):
             "REPL). Answers what the code printed plus the repr of a final expression (a None "
             "value only when nothing was printed). "
             "progress(done, total=None, message=None) reports progress while it runs (it "
-            "returns False when nothing was sent: no progressToken, a value not above the last, or "
-            "from a process the code forked).",
+            "returns False when nothing was sent: no progressToken, a value not above the last, "
+            "from a thread already running when this call started, or from a process the code "
+            "forked).",
             object_schema({"code": string_prop("Python source to run")}, required=["code"]),
             self.execute_code,
         ))
