@@ -264,3 +264,21 @@ def test_percentile_nearest_rank():
     assert percentile([3, 1, 2], 50) == 2
     assert percentile(list(range(1, 101)), 99) == 99
     assert percentile([5], 99) == 5
+
+
+def test_replay_drives_the_real_router_path_and_times_it(capsys):
+    from bench import replay
+    run = replay.Replay()
+    try:
+        for request_id in range(3):   # the same connection and session, call after call
+            response = run.call()
+            head, _, body = response.partition(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 200 OK\r\n") and b"Content-Length: %d" % len(body) in head
+            assert json.loads(body)["result"]["content"] == [{"type": "text", "text": "hello"}]
+        assert run.router.sessions.calls_at_workers == 0   # every call's bookkeeping closed
+    finally:
+        run.close()
+    total, harness = replay.measure(calls=50, repeats=1)
+    assert total > harness > 0
+    assert replay.main(["--calls", "30"]) == 0
+    assert "the router's per-call path" in capsys.readouterr().out
