@@ -419,3 +419,28 @@ def test_deadline_is_the_earliest_rule_and_none_while_busy_or_unknown():
     life.call_finished("s", 20)
     assert life.deadline("s") == 80
     assert life.deadline("unknown") is None
+
+
+@pytest.mark.parametrize("settings, stream, lost_at, expected", [
+    # each rule wins when it is earliest
+    (dict(max_session_lifetime=50, streamless_idle_timeout=60, idle_timeout=70), None, None, (50, MAX_LIFETIME)),
+    (dict(max_session_lifetime=90, streamless_idle_timeout=60, idle_timeout=70), None, None, (60, STREAMLESS)),
+    (dict(max_session_lifetime=90, streamless_idle_timeout=60, idle_timeout=70), 1, None, (70, IDLE)),
+    (dict(streamless_idle_timeout=60, idle_timeout=70, stream_loss_grace=5), None, 10, (15, STREAM_LOST)),
+    # on a tie, the rule listed first: the cap, then the stream rules, then idle
+    (dict(max_session_lifetime=60, streamless_idle_timeout=60, idle_timeout=70), None, None, (60, MAX_LIFETIME)),
+    (dict(streamless_idle_timeout=60, idle_timeout=60), None, None, (60, STREAMLESS)),
+    (dict(max_session_lifetime=70, idle_timeout=70), 1, None, (70, MAX_LIFETIME)),
+    # no rule at all: never
+    (dict(max_session_lifetime=None, idle_timeout=None), 1, None, (None, None)),
+])
+def test_deadline_names_the_earliest_rule_and_the_first_listed_on_a_tie(settings, stream, lost_at, expected):
+    life = Lifetime(LifetimeSettings(**dict(dict(probe_after=10, maintenance_interval=5), **settings)), 0)
+    life.session_opened("s", 0)
+    if stream is not None:
+        assert life.stream_attached("s", stream, 0)
+    if lost_at is not None:
+        life.stream_attached("s", 1, 0)
+        life.stream_detached("s", 1, lost_at)
+    info = life.info("s", 0)
+    assert (info["deadline"], info["reason"]) == expected

@@ -577,8 +577,20 @@ def test_response_204_has_no_content_length():
     [("Transfer-Encoding", "chunked")],
 ])
 def test_response_refuses_injection_and_writer_owned_headers(headers):
-    with pytest.raises(ValueError):
-        response(200, headers, b"hello")
+    for _ in range(2):   # checked header lists are remembered; a refused one never is
+        with pytest.raises(ValueError):
+            response(200, headers, b"hello")
+
+
+def test_response_headers_the_same_whether_remembered_or_not():
+    expected = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-N: 7\r\n"
+                b"Content-Length: 2\r\nConnection: keep-alive\r\n\r\n{}")
+    for headers in ([("Content-Type", "application/json"), ("X-N", 7)],
+                    (("Content-Type", "application/json"), ("X-N", 7)),
+                    [("Content-Type", b"application/json"), (b"X-N", "7")],
+                    [("Content-Type", bytearray(b"application/json")), ("X-N", 7)]):   # unhashable
+        assert response(200, headers, b"{}") == expected
+        assert response(200, headers, b"{}") == expected
 
 
 def test_stream_head_and_chunks_read_back():

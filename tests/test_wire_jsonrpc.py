@@ -216,3 +216,19 @@ def test_dumps_is_compact_utf8():
     assert dumps({"a": [1, 2], "b": "caf\u00e9"}) == '{"a":[1,2],"b":"caf\u00e9"}'.encode("utf-8")
     with pytest.raises(ValueError):
         dumps({"x": float("inf")})
+
+
+@pytest.mark.parametrize("text", [
+    "", " ", "  \n", "1", " 1 ", "\t{\"a\": [1, 2.5, \"x\\u00e9\"]}\n", "{\"a\":1}  ", "[[[[[]]]]]",
+    "{\"a\":1} x", "{\"a\":1}{}", "{\"a\":", "[1,2", "\"abc", "tru", "\u00a01", "1\u00a0",
+    "NaN", "-Infinity", "1e400", "{\"a\": NaN}",
+])
+def test_loads_is_json_decode_with_its_messages(text):
+    # loads skips JSONDecoder.decode's whitespace scans; what it answers, and how it
+    # refuses, must be exactly decode's
+    def outcome(decode):
+        try:
+            return "ok", decode(text)
+        except ValueError as exc:
+            return type(exc).__name__, str(exc)
+    assert outcome(jsonrpc.loads) == outcome(jsonrpc._DECODER.decode)

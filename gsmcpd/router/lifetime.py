@@ -307,19 +307,25 @@ class Lifetime:
         while a call is in flight — a busy session is never reaped."""
         if s.busy:
             return None, None
+        # The earliest rule wins; on a tie, the one listed first. (Compared one by one:
+        # this runs after every call, and a list and min() cost twice as much.)
         cfg = self.settings
-        candidates = []
+        when = reason = None
         if cfg.max_session_lifetime is not None:
-            candidates.append((s.created + cfg.max_session_lifetime, MAX_LIFETIME))
+            when, reason = s.created + cfg.max_session_lifetime, MAX_LIFETIME
         if s.stream is None:
             if s.lost_at is not None:
-                candidates.append((s.lost_at + cfg.stream_loss_grace, STREAM_LOST))
+                at, why = s.lost_at + cfg.stream_loss_grace, STREAM_LOST
             else:
                 # the count runs from the last request (or reply): never sooner
-                candidates.append((s.last_activity + cfg.streamless_idle_timeout, STREAMLESS))
+                at, why = s.last_activity + cfg.streamless_idle_timeout, STREAMLESS
+            if when is None or at < when:
+                when, reason = at, why
         if cfg.idle_timeout is not None:
-            candidates.append((s.last_activity + cfg.idle_timeout, IDLE))
-        return min(candidates, key=lambda c: c[0]) if candidates else (None, None)
+            at = s.last_activity + cfg.idle_timeout
+            if when is None or at < when:
+                when, reason = at, IDLE
+        return when, reason
 
     def _probe_due(self, s, now):
         if s.busy or s.stream is None or s.probe is not None:

@@ -43,6 +43,8 @@ def encode(obj, max_frame=MAX_FRAME):
 
 
 _MESSAGE_HEAD = re.compile(rb'\{"op":"(call|reply|notify)","seq":(\d+),"message":')
+_OPS = {b"call": "call", b"reply": "reply", b"notify": "notify"}
+_CLOSING_BRACE = ord("}")
 
 
 def message_frame(op, seq, message, max_frame=MAX_FRAME):
@@ -113,16 +115,15 @@ class FrameDecoder:
             end = start + _HEADER + size
             if len(buf) < end:
                 break
-            payload = bytes(buf[start + _HEADER:end])
-            head = _MESSAGE_HEAD.match(payload) if self.raw_messages else None
-            if head is not None and payload.endswith(b"}"):
-                messages.append({"op": head[1].decode(), "seq": int(head[2]),
-                                 "raw": payload[head.end():-1]})
+            # Matched in place: a relayed message is copied out once, as its raw bytes.
+            head = _MESSAGE_HEAD.match(buf, start + _HEADER, end) if self.raw_messages else None
+            if head is not None and buf[end - 1] == _CLOSING_BRACE:
+                messages.append({"op": _OPS[head[1]], "seq": int(head[2]), "raw": bytes(buf[head.end():end - 1])})
             elif self.raw_messages and size > self.max_other:
                 raise FrameError(f"a frame of {size} bytes that relays no message "
                                  f"(over {self.max_other})")
             else:
-                messages.append(_decode_payload(payload))
+                messages.append(_decode_payload(bytes(buf[start + _HEADER:end])))
             start = end
         if start:
             del buf[:start]

@@ -505,6 +505,14 @@ def _status_line(status):
 
 
 def _header_block(headers, reserved):
+    try:
+        return _checked_block(tuple(headers), reserved)
+    except TypeError:   # an unhashable value: checked afresh
+        return _checked_block.__wrapped__(headers, reserved)
+
+
+@functools.lru_cache(maxsize=256)  # a reply's headers are mostly the same few lists
+def _checked_block(headers, reserved):
     out = []
     for name, value in headers:
         if isinstance(value, str):
