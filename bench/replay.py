@@ -7,8 +7,9 @@ reply frame in, one response out: the same code, syscalls included, as under loa
 on one CPU with nothing else running, so a figure moves by well under a microsecond from
 run to run, where the in-place CPU per call (bench.run) moves by ten. `bench.micro`
 times the pure steps alone; this adds the loop, the connection, the relay and the
-bookkeeping around them. The harness's own sends and receives are timed apart and
-subtracted. `--profile` prints a cProfile of the replay instead (function calls per
+bookkeeping around them. The sends and receives, both the replay's and the router's,
+are timed apart with no router between and subtracted: what is left is the router's
+code, its selector waits included. `--profile` prints a cProfile of the replay instead (function calls per
 call, and where the time goes).
 """
 
@@ -64,7 +65,8 @@ class Replay:
 
 
 def measure(calls=20000, repeats=5):
-    """(µs per call through the router, µs of it the harness's own): best of `repeats`."""
+    """(µs per call through the router, µs of it the sends and receives, both sides'):
+    best of `repeats`."""
     replay = Replay()
     response = replay.call()
     if not (response.startswith(b"HTTP/1.1 200 OK") and response.endswith(REPLY)):
@@ -90,8 +92,8 @@ def measure(calls=20000, repeats=5):
 
 
 def _harness(pairs, response):
-    """The replay's own share of a call: its sends and receives, and the router's
-    (request in, frame out, frame in, response out), with no router code between."""
+    """A call's sends and receives, the replay's and the router's (request in, frame
+    out, frame in, response out), with no router code between."""
     (client, router_side), (worker, router_end) = pairs
     client.send(REQUEST)
     router_side.recv(65536)
@@ -127,9 +129,9 @@ def main(argv=None):
         profile(args.calls)
         return 0
     total, harness = measure(args.calls)
-    print("%8.2f us  per call through the router, the replay's own sends and receives included" % total)
-    print("%8.2f us  the replay's own sends and receives" % harness)
-    print("%8.2f us  the router's per-call path" % (total - harness))
+    print("%8.2f us  per call through the router" % total)
+    print("%8.2f us  of it the sends and receives, the replay's and the router's" % harness)
+    print("%8.2f us  the router's code per call, its selector waits included" % (total - harness))
     return 0
 
 

@@ -281,4 +281,4 @@ def test_replay_drives_the_real_router_path_and_times_it(capsys):
     total, harness = replay.measure(calls=50, repeats=1)
     assert total > harness > 0
     assert replay.main(["--calls", "30"]) == 0
-    assert "the router's per-call path" in capsys.readouterr().out
+    assert "the router's code per call" in capsys.readouterr().out
