@@ -522,3 +522,41 @@ def test_kernel_guard_is_fail_closed_without_a_view():
     assert caught.value.kind == "refused"
     with pytest.raises(ToolError):
         WriterToolset().assert_mutable(object, "object")
+
+
+class KeeperToolset(Toolset):
+    """`keep` starts a thread that keeps the call's context and reports through it
+    once the call is answered."""
+    name = "keeper"
+    tool_names = ("keep",)
+
+    def __init__(self, server=None):
+        super().__init__(server)
+        self.go, self.done = threading.Event(), threading.Event()
+        self.said = []
+
+    def register(self, registry):
+        registry.add(Tool("keep", "keep", object_schema(), self.keep))
+
+    def keep(self, arguments):
+        context = self.server.context
+
+        def later():
+            self.go.wait()
+            self.said.append(context.progress(5, message="after"))
+            self.done.set()
+        threading.Thread(target=later, daemon=True).start()
+        self.said.append(context.progress(1, message="during"))
+        return "kept"
+
+
+def test_a_context_kept_past_its_call_sends_nothing():
+    server = McpServer([KeeperToolset])
+    toolset, sent = server.toolsets[0], []
+    response = server.handle(request("tools/call", {"name": "keep", "arguments": {},
+                                                    "_meta": {"progressToken": "t"}}), sent.append)
+    assert response["result"]["content"][0]["text"] == "kept"
+    toolset.go.set()
+    assert toolset.done.wait(20)
+    assert toolset.said == [True, False]
+    assert [n["params"]["message"] for n in sent] == ["during"]

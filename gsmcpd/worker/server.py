@@ -39,13 +39,14 @@ class CallContext:
         it was sent. MCP requires each progress value to be above the last: one that is not
         (a repeat, a step back, a thread that lost a race) is not sent. Only the calling
         thread and threads started during the call report: one already running when the
-        call started (left by an earlier call, or a pool made before it) is not sent."""
+        call started (left by an earlier call, or a pool made before it) is not sent, nor
+        anything once the call is answered (a thread that kept this context)."""
         for value in (progress,) if total is None else (progress, total):
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise TypeError(f"progress values must be numbers, not {type(value).__name__}")
             if isinstance(value, float) and not math.isfinite(value):   # JSON has no NaN or infinity
                 raise ValueError(f"progress values must be finite numbers, not {value!r}")
-        if self.progress_token is None or self._notify is None:
+        if self.progress_token is None:
             return False
         if threading.get_native_id() in self._earlier:
             return False
@@ -55,11 +56,19 @@ class CallContext:
         if message is not None:
             params["message"] = str(message)
         with self._order:
-            if self._last is not None and progress <= self._last:
+            notify = self._notify
+            if notify is None or self._last is not None and progress <= self._last:
                 return False
             self._last = progress
             # A notify that says nothing (None) sent it; False: dropped (a fork's)
-            return self._notify(jsonrpc.notification("notifications/progress", params)) is not False
+            return notify(jsonrpc.notification("notifications/progress", params)) is not False
+
+    def end(self):
+        """The call is answered: progress from a thread that kept this context is not
+        sent (nor counted as sent), since the client has stopped listening for it. Under
+        the lock, so nothing is sent once this returns and the reply can go."""
+        with self._order:
+            self._notify = None
 
 
 IDLE_CONTEXT = CallContext()
@@ -250,6 +259,8 @@ class McpServer:
             return error_result("other", f"{type(error).__name__}: {error}")
         finally:
             self.context = IDLE_CONTEXT
+            if context is not None:
+                context.end()
 
 
 def _valid_progress_token(token) -> bool:
