@@ -120,18 +120,24 @@ def serve(port, host="127.0.0.1"):
 # A loop of its own rather than a mode of serve(): the floor's loop is left exactly as
 # every earlier run measured it.
 
-def take_requests(buf):
-    """The bodies of the complete requests at the start of buf, removed from it."""
-    bodies = []
+def take_messages(buf):
+    """(head, body) of each complete request at the start of buf, removed from it."""
+    messages = []
     while True:
         end = buf.find(b"\r\n\r\n")
         if end < 0:
-            return bodies
-        total = end + 4 + _content_length(bytes(buf[:end]))
+            return messages
+        head = bytes(buf[:end])
+        total = end + 4 + _content_length(head)
         if len(buf) < total:
-            return bodies
-        bodies.append(bytes(buf[end + 4:total]))
+            return messages
+        messages.append((head, bytes(buf[end + 4:total])))
         del buf[:total]
+
+
+def take_requests(buf):
+    """The bodies of the complete requests at the start of buf, removed from it."""
+    return [body for _, body in take_messages(buf)]
 
 
 def take_frames(buf):
@@ -150,11 +156,11 @@ def frame(payload):
     return len(payload).to_bytes(4, "big") + payload
 
 
-def backend(sock):
-    """A hop's far end: answers each frame with the canned body, as a frame."""
+def backend(sock, reply_to):
+    """A hop's far end: answers the frames each read brings, reply_to(payload) each,
+    in one send. Niced and SCHED_BATCH, waiting in poll(), as gsmcpd's workers do."""
     os.nice(BACKEND_NICE)
     os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
-    answer = frame(BODY)
     readable = select.poll()
     readable.register(sock.fileno(), select.POLLIN)
     buf = bytearray()
@@ -164,9 +170,48 @@ def backend(sock):
         if not data:
             os._exit(0)
         buf += data
-        count = len(take_frames(buf))
-        if count:
-            sock.sendall(answer * count)
+        replies = [reply_to(payload) for payload in take_frames(buf)]
+        if replies:
+            sock.sendall(b"".join(replies))
+
+
+def _canned_reply(payload, answer=frame(BODY)):
+    return answer
+
+
+def _accept_with_backend(sel, listener, reply_to):
+    """The next client and our end of its backend's socketpair (non-blocking), the
+    backend forked to answer with reply_to on its end; None when the client is gone."""
+    conn = _accept(listener)
+    if conn is None:
+        return None
+    ours, theirs = socket.socketpair()
+    if os.fork() == 0:
+        sel.close()
+        listener.close()
+        conn.close()
+        ours.close()
+        backend(theirs, reply_to)
+    theirs.close()
+    ours.setblocking(False)
+    return conn, ours
+
+
+def _receive(sel, sock, both):
+    """What sock has now; None when nothing yet, or when its peer has gone (both
+    sockets of the connection, client and backend, are then closed)."""
+    try:
+        data = sock.recv(RECV_SIZE)
+    except (BlockingIOError, InterruptedError):
+        return None
+    except OSError:
+        data = b""
+    if not data:
+        for end in both:
+            sel.unregister(end)
+            end.close()
+        return None
+    return data
 
 
 def serve_hop(port, host="127.0.0.1"):
@@ -175,33 +220,17 @@ def serve_hop(port, host="127.0.0.1"):
     while running[0]:
         for key, _ in sel.select(0.5):
             if key.data is None:
-                conn = _accept(listener)
-                if conn is None:
+                accepted = _accept_with_backend(sel, listener, _canned_reply)
+                if accepted is None:
                     continue
-                ours, theirs = socket.socketpair()
-                if os.fork() == 0:
-                    sel.close()
-                    listener.close()
-                    conn.close()
-                    ours.close()
-                    backend(theirs)
-                theirs.close()
-                ours.setblocking(False)
+                conn, ours = accepted
                 pair = (conn, ours, bytearray(), bytearray())
                 sel.register(conn, selectors.EVENT_READ, (True, pair))
                 sel.register(ours, selectors.EVENT_READ, (False, pair))
                 continue
             from_client, (conn, ours, requests, replies) = key.data
-            try:
-                data = key.fileobj.recv(RECV_SIZE)
-            except (BlockingIOError, InterruptedError):
-                continue
-            except OSError:
-                data = b""
-            if not data:
-                for sock in (conn, ours):
-                    sel.unregister(sock)
-                    sock.close()
+            data = _receive(sel, key.fileobj, (conn, ours))
+            if data is None:
                 continue
             if from_client:
                 requests += data
@@ -229,21 +258,6 @@ MIN_HEAD = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-I
 INITIALIZE_REPLY = MIN_HEAD % len(BODY) + BODY  # the harness reads only the status and the session id
 ACCEPTED = b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n"
 REFUSED = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"
-
-
-def take_messages(buf):
-    """(head, body) of each complete request at the start of buf, removed from it."""
-    messages = []
-    while True:
-        end = buf.find(b"\r\n\r\n")
-        if end < 0:
-            return messages
-        head = bytes(buf[:end])
-        total = end + 4 + _content_length(head)
-        if len(buf) < total:
-            return messages
-        messages.append((head, bytes(buf[end + 4:total])))
-        del buf[:total]
 
 
 def parse_head(head):
@@ -338,23 +352,10 @@ def min_reply(session, payload):
     return MIN_HEAD % len(body) + body
 
 
-def min_backend(sock):
-    """A hop's far end for serve_min: answers each call frame with the canned body,
-    framed behind the call's seq."""
-    os.nice(BACKEND_NICE)
-    os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
-    readable = select.poll()
-    readable.register(sock.fileno(), select.POLLIN)
-    buf = bytearray()
-    while True:
-        readable.poll()
-        data = sock.recv(RECV_SIZE)
-        if not data:
-            os._exit(0)
-        buf += data
-        replies = [frame(payload[:4] + BODY) for payload in take_frames(buf)]
-        if replies:
-            sock.sendall(b"".join(replies))
+def min_reply_frame(payload):
+    """serve_min's backend's answer to a call frame: the canned body, framed behind
+    the call's seq."""
+    return frame(payload[:4] + BODY)
 
 
 def serve_min(port, host="127.0.0.1"):
@@ -367,33 +368,16 @@ def serve_min(port, host="127.0.0.1"):
     while running[0]:
         for key, _ in sel.select(0.5):
             if key.data is None:
-                conn = _accept(listener)
-                if conn is None:
+                accepted = _accept_with_backend(sel, listener, min_reply_frame)
+                if accepted is None:
                     continue
-                ours, theirs = socket.socketpair()
-                if os.fork() == 0:
-                    sel.close()
-                    listener.close()
-                    conn.close()
-                    ours.close()
-                    min_backend(theirs)
-                theirs.close()
-                ours.setblocking(False)
-                session = MinSession(conn, ours)
-                sel.register(conn, selectors.EVENT_READ, (True, session))
-                sel.register(ours, selectors.EVENT_READ, (False, session))
+                session = MinSession(*accepted)
+                sel.register(session.conn, selectors.EVENT_READ, (True, session))
+                sel.register(session.backend, selectors.EVENT_READ, (False, session))
                 continue
             from_client, session = key.data
-            try:
-                data = key.fileobj.recv(RECV_SIZE)
-            except (BlockingIOError, InterruptedError):
-                continue
-            except OSError:
-                data = b""
-            if not data:
-                for sock in (session.conn, session.backend):
-                    sel.unregister(sock)
-                    sock.close()
+            data = _receive(sel, key.fileobj, (session.conn, session.backend))
+            if data is None:
                 continue
             if from_client:
                 session.requests += data
