@@ -75,9 +75,9 @@ IDLE_CONTEXT = CallContext()
 
 
 def _other_threads() -> frozenset:
-    """The kernel ids of this process's other threads, those Python did not start too.
-    Not Python's idents: a new thread takes the ident of one just ended, so a thread
-    started during the call could pass for one that was running before it."""
+    """The kernel ids of this process's other threads, those `_thread` started
+    included. Not Python's idents: a new thread takes the ident of one just ended, so a
+    thread started during the call could pass for one that was running before it."""
     try:
         alive = {int(tid) for tid in os.listdir("/proc/self/task")}
     except OSError:   # no /proc: the threads Python knows of
