@@ -40,7 +40,7 @@ class Replay:
         self.loop = self.router.loop
         self.worker_end, theirs = socket.socketpair()
         # A pidfd of this process: never readable, as a live worker's is not.
-        worker = Worker(self.loop, (os.getpid(), os.pidfd_open(os.getpid()), theirs))
+        self.worker = worker = Worker(self.loop, (os.getpid(), os.pidfd_open(os.getpid()), theirs))
         sessions = self.router.sessions
         session = Session(SID, worker, self.router.user, False, self.loop.time())
         worker.listener = sessions
@@ -48,7 +48,8 @@ class Replay:
         sessions._by_worker[worker] = session
         self.router.session_opened(session)
         self.client_end, theirs = socket.socketpair()
-        self.router.connections.add(Connection(self.router, theirs, ("replay", 0)))
+        self.connection = Connection(self.router, theirs, ("replay", 0))
+        self.router.connections.add(self.connection)
 
     def call(self):
         """One tools/call through the router; the response bytes."""
@@ -61,7 +62,11 @@ class Replay:
         return self.client_end.recv(65536)
 
     def close(self):
-        self.router.loop.close()
+        self.connection.close()
+        for sock in (self.worker.sock, self.worker_end, self.client_end):
+            sock.close()
+        os.close(self.worker.pidfd)
+        self.loop.close()
 
 
 def measure(calls=20000, repeats=5):

@@ -270,7 +270,7 @@ def test_replay_drives_the_real_router_path_and_times_it(capsys):
     from bench import replay
     run = replay.Replay()
     try:
-        for request_id in range(3):   # the same connection and session, call after call
+        for _ in range(3):   # the same connection and session, call after call
             response = run.call()
             head, _, body = response.partition(b"\r\n\r\n")
             assert head.startswith(b"HTTP/1.1 200 OK\r\n") and b"Content-Length: %d" % len(body) in head
