@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gsmcpd.auth.usermap import (SYSTEM_ACCOUNT, AccountRefused, AccountResolver, UserMapError, load_user_map,
-                                 login_uid_min, parse_user_map, resolve_account)
+from gsmcpd.auth.usermap import (NOT_MAPPED, SYSTEM_ACCOUNT, AccountRefused, AccountResolver, UserMapError,
+                                 load_user_map, login_uid_min, parse_user_map)
 
 
 def test_parse_with_comments_and_blank_lines():
@@ -50,25 +50,28 @@ def test_load_from_file(tmp_path):
     path = tmp_path / "users.map"
     path.write_text("alice nobody\n")
     assert load_user_map(path) == {"alice": "nobody"}
-    assert AccountResolver.from_file(path).resolve_account("alice") == "nobody"
+    assert AccountResolver.from_file(path).resolve("alice") == "nobody"
+
+
+def refusal(resolver, user):
+    with pytest.raises(AccountRefused) as refused:
+        resolver.resolve(user)
+    return refused.value.reason
 
 
 def test_resolve_with_map():
     resolver = AccountResolver({"alice": "nobody", "bob": "no-such-account-xyz", "eve": "root"})
-    assert resolver.resolve_account("alice") == "nobody"
-    assert resolver.resolve_account("carol") is None              # unmapped
-    assert resolver.resolve_account("bob") is None                # mapped to a missing account
-    assert resolver.resolve_account("eve") is None                # never root
-    assert resolve_account("alice", {"alice": "nobody"}) == "nobody"
+    assert resolver.resolve("alice") == "nobody"
+    assert refusal(resolver, "carol") == NOT_MAPPED              # unmapped
+    assert refusal(resolver, "bob") == NOT_MAPPED                # mapped to a missing account
+    assert refusal(resolver, "eve") == NOT_MAPPED                # never root
 
 
 def test_resolve_without_map_uses_the_claim_as_account():
     resolver = AccountResolver.from_file(None)
-    assert resolver.resolve_account("nobody") == "nobody"
-    assert resolver.resolve_account("no-such-account-xyz") is None
-    assert resolver.resolve_account("root") is None
-    assert resolver.resolve_account("../nobody") is None
-    assert resolver.resolve_account("") is None
+    assert resolver.resolve("nobody") == "nobody"
+    for user in ("no-such-account-xyz", "root", "../nobody", ""):
+        assert refusal(resolver, user) == NOT_MAPPED, user
 
 
 def test_uid_min_comes_from_login_defs_else_1000(tmp_path):
@@ -83,7 +86,6 @@ def test_uid_min_comes_from_login_defs_else_1000(tmp_path):
 def test_identity_mapping_refuses_system_accounts():
     # `daemon` (uid 1 on Debian, Fedora, Alpine...) is a system account; nobody is not.
     resolver = AccountResolver(uid_min=1000)
-    assert resolver.resolve_account("daemon") is None
     with pytest.raises(AccountRefused, match=r"system account 'daemon' \(uid 1, below UID_MIN 1000\)") as refused:
         resolver.resolve("daemon")
     assert refused.value.reason == SYSTEM_ACCOUNT
@@ -95,7 +97,7 @@ def test_identity_mapping_refuses_system_accounts():
 def test_a_map_file_may_name_a_system_account_explicitly():
     resolver = AccountResolver({"svc": "daemon", "eve": "root"})
     assert resolver.resolve("svc") == "daemon"
-    assert resolver.resolve_account("eve") is None
+    assert refusal(resolver, "eve") == NOT_MAPPED   # never root, even by name
 
 
 # -- become(): root only -----------------------------------------------------------------

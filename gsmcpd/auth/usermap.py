@@ -113,16 +113,6 @@ class AccountResolver:
                                                  f"(uid {entry.pw_uid}, below UID_MIN {self.uid_min})")
         return entry.pw_name
 
-    def resolve_account(self, user: str) -> str | None:
-        try:
-            return self.resolve(user)
-        except AccountRefused:
-            return None
-
-
-def resolve_account(user: str, user_map: dict[str, str] | None = None) -> str | None:
-    return AccountResolver(user_map).resolve_account(user)
-
 
 def become(account: str) -> bool:
     """Drop this (worker) process to `account`; False if not root (nothing to do).
