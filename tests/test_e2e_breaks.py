@@ -126,6 +126,37 @@ def test_a_deadline_on_a_streaming_call_ends_its_stream_with_the_error(deadlines
     assert tool_text(c.tool("execute_code", code="6 * 7")) == "42"
 
 
+# -- test runs -------------------------------------------------------------------
+
+TEST_CLASSES = {
+    "TestInterrupts": "class TestInterrupts:\n"
+                      "    def test_a(self):\n        pass\n"
+                      "    def test_b(self):\n        raise KeyboardInterrupt('pressed')\n"
+                      "    def test_c(self):\n        pass\n",
+    "TestRunaway": "class TestRunaway:\n"
+                   "    def test_spin(self):\n        while True:\n            pass\n",
+}
+
+
+def test_a_test_raising_keyboard_interrupt_is_its_error_but_a_break_ends_a_run(deadlines):
+    c = Client(deadlines.port, timeout=15)
+    c.initialize()
+    pid = worker_pid(c)
+    assert not c.tool("add_dictionary", dictionaryName="interrupts").get("isError")
+    for source in TEST_CLASSES.values():
+        compiled = c.tool("compile_class_definition", source=source, dictionaryName="interrupts")
+        assert not compiled.get("isError"), compiled
+    ran = c.tool("run_test_class", className="TestInterrupts")["structuredContent"]
+    assert (ran["run"], ran["passed"], ran["errors"]) == (3, 2, 1)
+    assert ran["failed"] == [{"test": "interrupts.TestInterrupts.test_b", "outcome": "error",
+                              "exception": "KeyboardInterrupt", "message": "pressed"}]
+    body = c.post({"jsonrpc": "2.0", "id": "runaway", "method": "tools/call", "params": {
+        "name": "run_test_class", "arguments": {"className": "TestRunaway"}}}).json()
+    assert body["error"] == {"code": REQUEST_TIMEOUT, "message": "request interrupted: soft break"}
+    assert c.tool("run_test_class", className="TestInterrupts")["structuredContent"]["passed"] == 2
+    assert worker_pid(c) == pid
+
+
 # -- cancellation ----------------------------------------------------------------
 
 def test_cancelling_a_running_call_answers_202_and_frees_the_session(cancels, tmp_path):

@@ -1,9 +1,12 @@
 """The testing tools on pytest-style classes (plain Test* classes) beside unittest
-ones: listing, running, fixtures, bare-assert messages."""
+ones: listing, running, fixtures, bare-assert messages; a test that raises
+KeyboardInterrupt (an error of its own) and a break during a run (the end of it)."""
 
 import json
 
 import pytest
+
+from gsmcpd.worker.toolset import HardBreak, SoftBreak
 
 from test_tools_support import FILES, Client, text, views, write_image  # noqa: F401  (fixtures)
 
@@ -124,6 +127,13 @@ def test_run_method_describe_failure_and_list_failing_on_pytest_style(client):
         "zoo.test_zoo.ZooTest.test_error", "zoo.test_zoo.ZooTest.test_fail"]
 
 
+def test_a_pytest_style_tests_traceback_starts_at_the_test_not_the_runner(client):
+    detail = client.ok("describe_test_failure", className="TestPlain",
+                       selector="test_error")["structuredContent"]
+    assert detail["traceback"].splitlines()[1].endswith("in test_error")
+    assert "testing.py" not in detail["traceback"]
+
+
 def test_unittest_class_fixtures_run_once_per_class(client):
     result = client.ok("run_test_class", className="CountedTest")["structuredContent"]
     assert (result["run"], result["passed"], result["failures"]) == (2, 1, 1)
@@ -167,3 +177,244 @@ def test_an_outlandish_failure_does_not_cost_the_run_its_answer(tmp_path, views)
     assert messages["zoo.test_odd.OddTest.test_surrogate"] == "\\ud800"
     detail = client.ok("describe_test_failure", className="OddTest", selector="test_surrogate")
     assert "ValueError: \\ud800" in text(detail)
+
+
+INTERRUPTS = '''\
+import unittest
+
+from gsmcpd.worker.toolset import HardBreak, SoftBreak
+
+
+def interrupt(where):
+    raise KeyboardInterrupt(f"pressed in {where}")
+
+
+class InterruptedTest(unittest.TestCase):
+    def test_a_passes(self):
+        pass
+
+    def test_b_interrupted(self):
+        interrupt("the test")
+
+    def test_c_exits(self):
+        raise SystemExit(3)
+
+    def test_d_generator_exit(self):
+        raise GeneratorExit("closed")
+
+    def test_e_passes(self):
+        pass
+
+
+class AsyncInterruptedTest(unittest.IsolatedAsyncioTestCase):
+    async def test_a_interrupted(self):
+        interrupt("a coroutine")
+
+    async def test_b_passes(self):
+        pass
+
+
+class PartsTest(unittest.TestCase):
+    ran = []
+
+    def setUp(self):
+        if self._testMethodName == "test_setup":
+            interrupt("setUp")
+
+    def tearDown(self):
+        self.ran.append("tearDown " + self._testMethodName)
+        if self._testMethodName == "test_teardown":
+            interrupt("tearDown")
+
+    def test_cleanup(self):
+        self.addCleanup(self.ran.append, "the other cleanup")   # cleanups run last first
+        self.addCleanup(interrupt, "a cleanup")
+
+    def test_setup(self):
+        self.ran.append("test_setup")
+
+    def test_subtests(self):
+        with self.subTest(i=1):
+            self.fail("one")
+        with self.subTest(i=2):
+            interrupt("a subtest")
+
+    def test_teardown(self):
+        pass
+
+
+class TestPlainInterrupted:
+    def setup_method(self, method):
+        if method.__name__ == "test_setup_method":
+            interrupt("setup_method")
+
+    def test_interrupted(self):
+        interrupt("a plain test")
+
+    def test_passes(self):
+        pass
+
+    def test_setup_method(self):
+        pass
+
+
+class FixtureInterruptedTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        interrupt("setUpClass")
+
+    def test_one(self):
+        pass
+
+
+class TestPlainFixtureExits:
+    @classmethod
+    def setup_class(cls):
+        raise SystemExit("from setup_class")
+
+    def test_one(self):
+        pass
+
+
+class BreakTest(unittest.TestCase):
+    def setUp(self):
+        if self._testMethodName == "test_b_soft_in_setup":
+            raise SoftBreak("soft break")
+
+    def tearDown(self):
+        if self._testMethodName == "test_b_soft_in_teardown":
+            raise SoftBreak("soft break")
+
+    def test_b_hard(self):
+        raise HardBreak("hard break")
+
+    def test_b_hard_in_cleanup(self):
+        self.addCleanup(self.hard)
+
+    def test_b_soft(self):
+        raise SoftBreak("soft break")
+
+    def test_b_soft_in_cleanup(self):
+        self.addCleanup(self.soft)
+
+    def test_b_soft_in_setup(self):
+        pass
+
+    def test_b_soft_in_teardown(self):
+        pass
+
+    def hard(self):
+        raise HardBreak("hard break")
+
+    def soft(self):
+        raise SoftBreak("soft break")
+
+
+class SoftBreakTest(unittest.TestCase):
+    ran = []
+
+    def test_a_runs(self):
+        self.ran.append("test_a_runs")
+
+    def test_b_soft(self):
+        raise SoftBreak("soft break")
+
+    def test_c_after(self):
+        self.ran.append("test_c_after")
+'''
+
+
+@pytest.fixture
+def interrupts(tmp_path, views):
+    image = write_image(tmp_path / "image", {**FILES, "zoo/test_interrupts.py": INTERRUPTS})
+    return Client(views(image))
+
+
+def failed_by_name(result):
+    return {f["test"].rpartition(".")[2]: f for f in result["failed"]}
+
+
+def test_a_test_raising_keyboard_interrupt_is_its_error_and_the_run_goes_on(interrupts):
+    result = interrupts.ok("run_test_class", className="InterruptedTest")["structuredContent"]
+    assert (result["run"], result["passed"], result["errors"]) == (5, 2, 3)
+    failed = failed_by_name(result)
+    assert {name: (f["outcome"], f["exception"], f["message"]) for name, f in failed.items()} == {
+        "test_b_interrupted": ("error", "KeyboardInterrupt", "pressed in the test"),
+        "test_c_exits": ("error", "SystemExit", "3"),
+        "test_d_generator_exit": ("error", "GeneratorExit", "closed")}
+    assert len(interrupts.progress) == 5   # a step for every test, the ones after it included
+
+
+def test_an_async_test_raising_keyboard_interrupt_is_its_error(interrupts):
+    result = interrupts.ok("run_test_class", className="AsyncInterruptedTest")["structuredContent"]
+    assert (result["run"], result["passed"], result["errors"]) == (2, 1, 1)
+    assert result["failed"] == [{"test": "zoo.test_interrupts.AsyncInterruptedTest.test_a_interrupted",
+                                 "outcome": "error", "exception": "KeyboardInterrupt",
+                                 "message": "pressed in a coroutine"}]
+
+
+def test_describe_test_failure_shows_the_interrupt_from_the_tests_own_code(interrupts):
+    detail = interrupts.ok("describe_test_failure", className="InterruptedTest",
+                           selector="test_b_interrupted")["structuredContent"]
+    assert (detail["outcome"], detail["exception"], detail["message"]) == (
+        "error", "KeyboardInterrupt", "pressed in the test")
+    trace = detail["traceback"].splitlines()
+    assert trace[0] == "Traceback (most recent call last):"
+    assert trace[1].endswith("in test_b_interrupted")   # unittest's frames and the guard's trimmed
+    assert trace[-1] == "KeyboardInterrupt: pressed in the test"
+    assert "testing.py" not in detail["traceback"]
+
+
+def test_an_interrupt_in_setup_teardown_a_cleanup_or_a_subtest_is_that_tests_error(interrupts):
+    result = interrupts.ok("run_test_class", className="PartsTest")["structuredContent"]
+    assert (result["run"], result["errors"], result["failures"]) == (4, 4, 0)
+    assert sorted((f["test"].partition("PartsTest.")[2], f["outcome"], f["message"])
+                  for f in result["failed"]) == [
+        ("test_cleanup", "error", "pressed in a cleanup"),
+        ("test_setup", "error", "pressed in setUp"),
+        ("test_subtests", "error", "pressed in a subtest"),
+        ("test_subtests (i=1)", "failure", "one"),
+        ("test_teardown", "error", "pressed in tearDown")]
+    # The test's other parts still ran: tearDown after an interrupted test, the next cleanup.
+    assert interrupts.view.module("zoo.test_interrupts").PartsTest.ran == [
+        "tearDown test_cleanup", "the other cleanup", "tearDown test_subtests",
+        "tearDown test_teardown"]
+
+
+def test_a_pytest_style_test_raising_keyboard_interrupt_is_its_error(interrupts):
+    result = interrupts.ok("run_test_class", className="TestPlainInterrupted")["structuredContent"]
+    assert (result["run"], result["passed"], result["errors"]) == (3, 1, 2)
+    assert {name: f["message"] for name, f in failed_by_name(result).items()} == {
+        "test_interrupted": "pressed in a plain test",
+        "test_setup_method": "pressed in setup_method"}
+    listed = text(interrupts.ok("list_failing_tests", classNames=["TestPlainInterrupted"]))
+    assert ("zoo.test_interrupts.TestPlainInterrupted.test_interrupted (error): "
+            "KeyboardInterrupt: pressed in a plain test") in listed.splitlines()
+
+
+@pytest.mark.parametrize("class_name, shown", [
+    ("FixtureInterruptedTest", "KeyboardInterrupt: pressed in setUpClass"),
+    ("TestPlainFixtureExits", "SystemExit: from setup_class")])
+def test_a_class_fixture_raising_outside_exception_ends_the_run_as_unittest_does(
+        interrupts, class_name, shown):
+    # Not one test's error: the call answers it, and the session goes on.
+    assert interrupts.error("run_test_class", "other", className=class_name) == shown
+    assert interrupts.ok("run_test_method", className="InterruptedTest",
+                         selector="test_a_passes")["structuredContent"]["passed"] == 1
+
+
+@pytest.mark.parametrize("selector, raised", [
+    ("test_b_soft", SoftBreak), ("test_b_soft_in_setup", SoftBreak),
+    ("test_b_soft_in_teardown", SoftBreak), ("test_b_soft_in_cleanup", SoftBreak),
+    ("test_b_hard", HardBreak), ("test_b_hard_in_cleanup", HardBreak)])
+def test_a_break_during_a_test_ends_the_run_and_reaches_the_break_machinery(
+        interrupts, selector, raised):
+    with pytest.raises(raised):
+        interrupts.call("run_test_method", className="BreakTest", selector=selector)
+
+
+def test_a_soft_break_stops_the_tests_after_it(interrupts):
+    module = interrupts.view.module("zoo.test_interrupts")
+    with pytest.raises(SoftBreak):
+        interrupts.call("run_test_class", className="SoftBreakTest")
+    assert module.SoftBreakTest.ran == ["test_a_runs"]

@@ -6,6 +6,13 @@ class named Test* with no __init__ of its own and test* methods, run the way
 pytest runs them (a fresh instance per test; setup_method/teardown_method and
 setup_class/teardown_class when defined). A bare `assert` that fails is
 reported with its message, or with the assert statement when it has none.
+
+Whatever a test's setUp, test method, tearDown or cleanups raise is that test's
+error, KeyboardInterrupt included (unittest would end the run on it), and the run
+goes on; only the worker's own break (SoftBreak, HardBreak) ends a run. A class or
+module fixture (setUpClass, setup_class, setUpModule...) is unittest's: what it
+raises outside Exception (KeyboardInterrupt, SystemExit) ends the run, and the call
+answers that error.
 """
 
 from __future__ import annotations
@@ -17,9 +24,13 @@ from contextlib import redirect_stderr, redirect_stdout
 
 from gsmcpd.image import catalog
 from gsmcpd.worker.registry import Tool
-from gsmcpd.worker.toolset import (HardBreak, ToolError, Toolset, array_prop, object_schema, sendable,
-                                   string_prop)
+from gsmcpd.worker.toolset import (BREAKS, HardBreak, ToolError, Toolset, array_prop, object_schema,
+                                   sendable, string_prop)
 from gsmcpd.worker.toolsets.browsing import CLASS_NAME, SELECTOR
+
+# This module's frames are the runner's (the test-part guard's, _run_plain's): unittest
+# leaves them out of a test's traceback as it does its own.
+__unittest = True
 
 
 class _Result(unittest.TestResult):
@@ -52,10 +63,12 @@ class _Result(unittest.TestResult):
     def addError(self, test, err):
         if issubclass(err[0], HardBreak):
             raise err[1]
+        err = _as_raised(err)
         super().addError(test, err)
         self._record(test, "error", err)
 
-    def addFailure(self, test, err):
+    def addFailure(self, test, err):   # an interrupt comes here if failureException is Exception
+        err = _as_raised(err)
         super().addFailure(test, err)
         self._record(test, "failure", err)
 
@@ -83,6 +96,43 @@ class _Result(unittest.TestResult):
         if err is not None:
             failed = issubclass(err[0], test.failureException)
             self._record(subtest, "failure" if failed else "error", err)
+
+
+class _Interrupted(Exception):
+    """Carries a KeyboardInterrupt a test part raised past unittest, which records
+    only what it does not re-raise; the result reports the interrupt itself."""
+
+    def __init__(self, interrupt: KeyboardInterrupt):
+        super().__init__(interrupt)
+        self.interrupt = interrupt
+
+
+def _as_raised(err):
+    if not issubclass(err[0], _Interrupted):
+        return err
+    interrupt = err[1].interrupt
+    return type(interrupt), interrupt, interrupt.__traceback__
+
+
+# The TestCase methods unittest runs each test part through (setUp, the test method,
+# tearDown, each cleanup); IsolatedAsyncioTestCase runs its coroutines inside them too.
+TEST_PARTS = ("_callSetUp", "_callTestMethod", "_callTearDown", "_callCleanup")
+
+
+def _guard_parts(test: unittest.TestCase) -> None:
+    for name in TEST_PARTS:
+        setattr(test, name, _guarded(getattr(test, name)))
+
+
+def _guarded(part):
+    def run_part(*args, **kwargs):
+        try:
+            return part(*args, **kwargs)
+        except BREAKS:
+            raise
+        except KeyboardInterrupt as interrupt:
+            raise _Interrupted(interrupt) from None
+    return run_part
 
 
 MESSAGE_CAP = 10_000       # characters of a failure message each test's entry keeps
@@ -207,7 +257,9 @@ class TestingToolset(Toolset):
                           "subclasses and pytest-style Test* classes.",
                           object_schema(), self.list_test_classes))
         registry.add(Tool("run_test_class", "Run a test class: summary and failures, with "
-                          "progress per test.", object_schema(CLASS_NAME, ["className"]),
+                          "progress per test. Whatever a test raises is its error, "
+                          "KeyboardInterrupt and SystemExit included, and the run goes on.",
+                          object_schema(CLASS_NAME, ["className"]),
                           self.run_test_class))
         registry.add(Tool("run_test_method", "Run one test method (one the class's runner would "
                           "collect: test*).", one_test, self.run_test_method))
@@ -254,6 +306,8 @@ class TestingToolset(Toolset):
             if report_progress:
                 self.progress(len(done), len(tests), message=test.id())
 
+        for test in tests:
+            _guard_parts(test)
         result = _Result(test_done)
         output = io.StringIO()
         with redirect_stdout(output), redirect_stderr(output):
