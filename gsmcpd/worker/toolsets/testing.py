@@ -121,7 +121,9 @@ TEST_PARTS = ("_callSetUp", "_callTestMethod", "_callTearDown", "_callCleanup")
 
 def _guard_parts(test: unittest.TestCase) -> None:
     for name in TEST_PARTS:
-        setattr(test, name, _guarded(getattr(test, name)))
+        part = getattr(test, name, None)
+        if part is not None:   # private to unittest: a Python without one runs unguarded, as before
+            setattr(test, name, _guarded(part))
 
 
 def _guarded(part):
