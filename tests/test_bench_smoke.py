@@ -3,6 +3,7 @@ tiny counts, no peer venv. Asserts that every server answered and that the resul
 has every field, never a speed."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -282,3 +283,36 @@ def test_replay_drives_the_real_router_path_and_times_it(capsys):
     assert total > harness > 0
     assert replay.main(["--calls", "30"]) == 0
     assert "the router's code per call" in capsys.readouterr().out
+
+
+def test_ab_runs_each_checkouts_own_gsmcpd_and_pairs_the_rounds(tmp_path, capsys):
+    from bench import ab
+    repo = str(Path(ab.__file__).resolve().parent.parent)
+    assert ab.main(["base=" + repo, "same=" + repo, "--rounds", "2", "--duration", "0.3",
+                    "--workdir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("round ") == 4
+    assert "base     median" in out and "same     median" in out
+    assert "same / base router CPU per round:" in out and "same / base req/s per round:" in out
+    # a checkout whose gsmcpd cannot serve: the arm fails to start, it does not fall
+    # back to another gsmcpd
+    fake = tmp_path / "fake"
+    (fake / "gsmcpd").mkdir(parents=True)
+    (fake / "gsmcpd" / "__init__.py").write_text("")
+    arm = ab.Arm("fake", fake, tmp_path)
+    with pytest.raises(RuntimeError, match="exited"):
+        arm.start(timeout=20)
+
+
+@pytest.mark.parametrize("arms, said", [
+    (["b", "a=."], "an arm is NAME=CHECKOUT"),
+    (["=.", "a=."], "an arm is NAME=CHECKOUT"),
+    (["a=/nonexistent-checkout", "b=/nonexistent-checkout"], "has no gsmcpd package"),
+    (["a=."], "two or more arms"),
+    (["a=.", "a=."], "two or more arms with different names"),
+])
+def test_ab_refuses_what_is_not_two_named_checkouts(arms, said, monkeypatch):
+    from bench import ab
+    monkeypatch.chdir(Path(ab.__file__).resolve().parent.parent)
+    with pytest.raises(SystemExit, match=said):
+        ab.parse_arms(arms)
