@@ -337,3 +337,19 @@ def test_describe_class_lists_methods_not_the_instance_attribute_descriptors(c):
     described = structured(c, "describe_class", className="Product")
     assert described["methods"] == ["__init__", "describe", "price"]
     assert "methods: __init__, describe, price" in tool_text(ok(c, "describe_class", className="Product"))
+
+
+# -- a module whose import raises what is not an Exception ------------------------------
+
+def test_a_module_raising_keyboard_interrupt_at_import_is_its_import_error_only(daemon, image):
+    (image / "interrupted.py").write_text("class Stopper:\n    pass\n\nraise KeyboardInterrupt('at import')\n")
+    try:
+        client = open_session(daemon)   # a new session's view has the file
+        # the image-wide tools import every module: they answer, the module's error aside
+        assert "shop.test_models.CartTest" in structured(client, "list_test_classes")["testClasses"]
+        assert "interrupted.Stopper" in structured(client, "list_all_classes")["classes"]
+        said = error(client, "run_test_class", "other", className="interrupted.Stopper")
+        assert "image module interrupted failed to import: KeyboardInterrupt: at import" in said
+        client.close()
+    finally:
+        (image / "interrupted.py").unlink()

@@ -275,3 +275,32 @@ def test_abort_undoes_what_code_did_to_live_modules(image, views):
     assert fresh.Dog("r").noise() == "woof" and not hasattr(fresh, "EXTRA")
     # Importers see the fresh module too, not the one the patch was made on.
     assert view.module("zoo.keeper").Keeper().feed() == ["a says woof"]
+
+
+@pytest.mark.parametrize("raised, recorded", [
+    ("ValueError('bad')", "ValueError: bad"),
+    ("SystemExit(3)", "SystemExit: 3"),
+    ("KeyboardInterrupt('at import')", "KeyboardInterrupt: at import"),
+    ("GeneratorExit('closed')", "GeneratorExit: closed"),
+])
+def test_whatever_a_modules_import_raises_is_its_import_error(image, views, raised, recorded):
+    (image / "zoo/broken.py").write_text("raise %s\n" % raised)
+    view = views(image)
+    try:
+        module = view.module("zoo.broken")
+    except BaseException as escaped:   # fail this test, not end the pytest run (KeyboardInterrupt)
+        pytest.fail("the import's %s escaped View.module" % type(escaped).__name__)
+    assert module is None
+    assert view.import_errors["zoo.broken"] == recorded
+    assert "zoo.broken" not in sys.modules
+    assert view.module("zoo.animals") is not None   # the others still load
+
+
+@pytest.mark.parametrize("kind", ["SoftBreak", "HardBreak"])
+def test_a_break_during_an_import_is_not_taken_for_the_modules_error(image, views, kind):
+    (image / "zoo/broken.py").write_text("from gsmcpd.worker.toolset import %s\nraise %s('break')\n" % (kind, kind))
+    view = views(image)
+    with pytest.raises(BaseException) as raised:
+        view.module("zoo.broken")
+    assert type(raised.value).__name__ == kind
+    assert "zoo.broken" not in view.import_errors
