@@ -153,6 +153,22 @@ def test_a_commit_that_cannot_be_written_says_nothing_was_written_and_keeps_the_
     assert "def shown(self)" in (image / "fix/models.py").read_text()
 
 
+def test_a_commit_that_cannot_be_written_leaves_no_directory_it_made(image, c):
+    # A new package's directories are made first ("aaa" sorts before "fix"), then the
+    # blocked temp file fails the commit: nothing of it may stay, directories included.
+    blocker = image / "fix" / (".models.py.tmp-%d" % structured(c, "status")["pid"])
+    blocker.mkdir()
+    try:
+        error(c, "compile_method", "other", className="Banner", source="def gone(self):\n    return 1\n")
+        message = error(c, "add_dictionary", "other", dictionaryName="aaa.made")
+    finally:
+        blocker.rmdir()
+    assert "nothing was written and your changes are kept uncommitted" in message
+    assert not (image / "aaa").exists()
+    assert sorted(structured(c, "commit")["committed"]) == ["aaa", "aaa.made", "fix.models"]
+    assert (image / "aaa" / "made.py").exists()
+
+
 # -- methods and class attributes share the class namespace ------------------------
 
 def test_compile_method_refuses_to_replace_a_class_attribute(image, c):

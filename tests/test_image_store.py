@@ -427,3 +427,19 @@ def test_the_store_keeps_plain_string_paths_resolved_and_gives_its_directories_a
     assert store.state_dir == image.resolve() / ".gsmcpd"
     assert store.intent_file == str(image.resolve() / ".gsmcpd" / "commit.intent")
     assert store.journal_file.endswith("/.gsmcpd/journal.jsonl") and store.count_file.endswith("/.gsmcpd/journal.count")
+
+
+def test_a_commit_failing_before_its_commit_point_leaves_no_directory_it_made(tmp_path, monkeypatch):
+    store = make_image(tmp_path, {"a.py": "a = 1\n", "kept/__init__.py": ""})
+    base = {rel: sha256(data) for rel, data in store.read_snapshot().files.items()}
+    changes = {"a.py": b"a = 2\n", "new/deep/mod.py": b"m = 1\n", "kept/more/mod.py": b"k = 1\n"}
+    with monkeypatch.context() as patch:
+        _fail_when(patch, "replace", lambda src, dst: str(dst).endswith("commit.intent"))
+        with pytest.raises(OSError, match="injected"):
+            store.commit(changes, {rel: base.get(rel) for rel in changes}, user="u", session_id="s")
+    # what the commit made for its new files is gone; what was there before stays
+    assert not (tmp_path / "new").exists() and not (tmp_path / "kept" / "more").exists()
+    assert (tmp_path / "kept" / "__init__.py").exists()
+    assert _leftovers(tmp_path) == [] and store.journal() == []
+    assert store.commit(changes, {rel: base.get(rel) for rel in changes}, user="u", session_id="s") == 1
+    assert (tmp_path / "new" / "deep" / "mod.py").read_bytes() == b"m = 1\n"

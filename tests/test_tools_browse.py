@@ -154,7 +154,7 @@ def test_search_method_source(client):
 def test_a_commit_the_disk_refuses_says_nothing_was_written(image, views, monkeypatch):
     from gsmcpd.image.store import ImageStore
 
-    def disk_full(self, rel, data):
+    def disk_full(self, rel, data, made):
         raise OSError(errno.ENOSPC, "No space left on device", rel)
 
     client = Client(views(image))

@@ -289,16 +289,20 @@ class ImageStore:
                 "writes": {},
                 "removes": sorted(rel for rel, data in changes.items() if data is None),
             }
+            made = []   # directories this commit created for its new files, outermost first
             try:
                 for rel in sorted(changes):
                     if changes[rel] is not None:
-                        intent["writes"][rel] = self._write_temp(rel, changes[rel])
+                        intent["writes"][rel] = self._write_temp(rel, changes[rel], made)
                 self._write_intent(intent)
             except BaseException:
                 if not os.path.exists(self.intent_file):   # not committed: leave no trace
                     for temp in intent["writes"].values():
                         with contextlib.suppress(OSError):
                             os.unlink(self.image_dir / temp)
+                    for directory in reversed(made):
+                        with contextlib.suppress(OSError):   # not empty: someone else's now
+                            directory.rmdir()
                 raise
             try:   # past the commit point: what fails now is finished later, not undone
                 _fsync_dir(self.state_dir)
@@ -452,11 +456,12 @@ class ImageStore:
         except FileNotFoundError:
             return None
 
-    def _write_temp(self, rel: str, data: bytes) -> str:
+    def _write_temp(self, rel: str, data: bytes, made: list) -> str:
         """`data` in a fsynced temp file beside `rel` (its mode kept: a commit never
-        widens who may read); returns the temp's path relative to the image."""
+        widens who may read); returns the temp's path relative to the image. The
+        directories created for it are added to `made`."""
         target = self.image_dir / rel
-        self._make_dirs(target.parent)
+        self._make_dirs(target.parent, made)
         temp = target.parent / f".{target.name}.tmp-{os.getpid()}"
         try:
             mode = stat.S_IMODE(os.stat(target).st_mode)
@@ -475,13 +480,14 @@ class ImageStore:
         os.close(fd)
         return str(temp.relative_to(self.image_dir))
 
-    def _make_dirs(self, directory: Path) -> None:
+    def _make_dirs(self, directory: Path, made: list) -> None:
         missing = []
         while not directory.exists():
             missing.append(directory)
             directory = directory.parent
         for path in reversed(missing):
             path.mkdir()
+            made.append(path)
             _fsync_dir(path.parent)
 
     def _remove(self, rel: str) -> None:
