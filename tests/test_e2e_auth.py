@@ -507,12 +507,13 @@ def test_a_jwks_uri_that_fails_does_not_hold_the_daemon_and_its_keys_load_once_i
     daemon = daemon_on_jwks_uri(tmp_path, server)
     try:
         with daemon:
-            # Startup gives up on the fetch (at its deadline, for a drip) and serves.
+            # The daemon serves at once; its first key load meets the failure in the
+            # background (at the fetch's deadline, for a drip).
             client = Client(daemon.port, timeout=60)
             assert client.request("GET", path="/.well-known/oauth-protected-resource").status == 200
             client.close()
             assert "listening on" in daemon.log_text()
-            # A refresh meeting the failure ends too: the parked request is answered.
+            # A load or refresh meeting the failure ends too: the parked request is answered.
             resp = post_initialize(daemon, "Bearer " + server.idp.mint())
             assert resp.status == 401
             assert resp.header("www-authenticate") == unknown_key_challenge(daemon)
@@ -526,6 +527,54 @@ def test_a_jwks_uri_that_fails_does_not_hold_the_daemon_and_its_keys_load_once_i
     if refreshed:
         assert "JWKS refresh failed: " + failed in log
     assert "Traceback" not in log and "gsmcpd failed" not in log
+
+
+def held_first_key_load(tmp_path, server):
+    """A daemon whose first JWKS fetch is held by the IdP (its gate closed): started, and
+    that fetch arrived."""
+    server.jwks_gate.clear()
+    daemon = daemon_on_jwks_uri(tmp_path, server).start()
+    assert wait_until(lambda: server.fetches[server.JWKS_PATH] == 1), daemon.log_text()
+    return daemon
+
+
+def test_the_daemon_serves_while_its_first_key_load_is_held_and_a_token_waits_for_it(tmp_path):
+    server = JwksServer(tmp_path / "idp")
+    daemon = held_first_key_load(tmp_path, server)
+    try:
+        # the loop runs: answered while the keys are still loading
+        client = Client(daemon.port, timeout=60)
+        assert client.request("GET", path="/.well-known/oauth-protected-resource").status == 200
+        client.close()
+        assert "could not load signing keys" not in daemon.log_text()   # the fetch is in flight
+        answered = []
+        waiting = threading.Thread(target=lambda: answered.append(
+            post_initialize(daemon, "Bearer " + server.idp.mint())))
+        waiting.start()
+        waiting.join(0.5)
+        assert waiting.is_alive() and not answered   # parked on the load, not refused
+        server.jwks_gate.set()
+        waiting.join(30)
+        assert answered and answered[0].status == 200
+        assert server.fetches[server.JWKS_PATH] == 1   # it joined the first load, no second fetch
+    finally:
+        server.close()
+        daemon.stop()
+    log = daemon.log_text()
+    assert "could not load signing keys" not in log and "Traceback" not in log
+
+
+def test_sigterm_while_the_first_key_load_is_held_stops_the_daemon_at_once(tmp_path):
+    server = JwksServer(tmp_path / "idp")
+    daemon = held_first_key_load(tmp_path, server)
+    try:
+        assert daemon.stop() == 0
+    finally:
+        server.close()
+    # it stopped with the fetch still held: the load never ended, so it said nothing of it
+    log = daemon.log_text()
+    assert "could not load signing keys" not in log and "JWKS refresh failed" not in log
+    assert "Traceback" not in log
 
 
 def test_a_token_for_the_advertised_resource_passes_the_audience_check(tmp_path):

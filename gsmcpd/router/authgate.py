@@ -9,7 +9,7 @@ import logging
 import os
 
 from gsmcpd.auth import tokens
-from gsmcpd.auth.jwks import JwksError, KeySource
+from gsmcpd.auth.jwks import KeySource
 from gsmcpd.auth.settings import settings_from_config
 from gsmcpd.auth.usermap import AccountRefused, AccountResolver
 from gsmcpd.router.app import Principal
@@ -41,12 +41,15 @@ class AuthGate:
                 self.accounts = AccountResolver.from_file(path)
 
     def start(self):
-        try:
-            self.keys.load_now()
-        except JwksError as exc:
-            # Not fatal: the IdP may come up after us; requests get 401 until it does.
-            log.error("could not load signing keys yet: %s", exc)
-        self._schedule_refresh()
+        """Load the signing keys in the background: the loop runs meanwhile (a slow or
+        dead IdP holds neither the port nor a SIGTERM), and a request with a token joins
+        the load in flight, as it would join any refresh (see check)."""
+        def loaded(result):
+            if not result.ok:
+                # Not fatal: the IdP may come up after us; requests get 401 until it does.
+                log.error("could not load signing keys yet: %s", result.error)
+            self._schedule_refresh()
+        self.keys.refresh(loaded)
 
     def _schedule_refresh(self):
         delay = max(1.0, self.keys.next_refresh_at - self.loop.time())
