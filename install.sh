@@ -7,6 +7,7 @@
 #   ./install.sh --stamp-ok exit 0 if the install is current (the stamp matches), else 1
 # Idempotent: pip is skipped while setup.cfg and pyproject.toml hash to the recorded stamp.
 set -euo pipefail
+CALLER=$PWD   # --check reads relative paths in settings from here, as run-server.sh does
 cd "$(dirname "$0")"
 ROOT=$PWD
 VENV=$ROOT/.venv
@@ -18,7 +19,7 @@ SITE_DIR=/etc/gsmcpd
 
 die() { echo "install.sh: $*" >&2; exit 1; }
 
-usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,8p' "$ROOT/$(basename "$0")" | sed 's/^# \{0,1\}//'; }   # $0 may be relative to the caller
 
 ensure_venv() {
     [[ -x $VENV/bin/python ]] && return 0
@@ -79,6 +80,8 @@ check_environment() {
         echo "PROBLEM: no .venv; run ./install.sh"
         exit 1
     fi
+    cd "$CALLER"
+    export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH}
     exec "$VENV/bin/python" -m gsmcpd check
 }
 

@@ -497,6 +497,22 @@ def test_install_check_runs_gsmcpd_check_and_changes_nothing(fake_checkout):
     assert not (fake_checkout / ".venv").exists()
 
 
+def test_install_check_reads_relative_paths_from_the_callers_directory(fake_checkout, tmp_path):
+    # As run-server.sh does: GS_MCP_STATE_DIR=state or GS_MCP_CONFIG=my.conf given from
+    # elsewhere must name the caller's files, so --check checks what run-server.sh would run.
+    fake = fake_checkout / ".venv" / "bin" / "python"
+    fake.write_text(f'#!/bin/sh\necho "$PWD $PYTHONPATH $*" >> {fake_checkout}/calls\n'
+                    'echo "OK: fake"; exit 0\n')
+    caller = tmp_path / "elsewhere"
+    caller.mkdir()
+    result = subprocess.run([str(fake_checkout / "install.sh"), "--check"], cwd=caller,
+                            capture_output=True, text=True)
+    assert result.returncode == 0 and "OK: fake" in result.stdout, result.stderr
+    cwd, pythonpath, *argv = calls(fake_checkout)[-1].split(" ")
+    assert (cwd, argv) == (str(caller), ["-m", "gsmcpd", "check"])
+    assert pythonpath.split(":")[0] == str(fake_checkout)   # its examples/, as run-server.sh
+
+
 def test_install_test_installs_the_extra_then_runs_pytest(fake_checkout):
     result = subprocess.run(["./install.sh", "--test"], cwd=fake_checkout,
                             capture_output=True, text=True)
@@ -527,6 +543,17 @@ def test_unknown_install_option(fake_checkout):
     result = subprocess.run(["./install.sh", "--frobnicate"], cwd=fake_checkout,
                             capture_output=True, text=True)
     assert result.returncode == 1 and "unknown option: --frobnicate" in result.stderr
+
+
+def test_install_help_works_when_called_by_a_relative_path_from_elsewhere(fake_checkout):
+    # install.sh cds into the checkout; its usage must still find its own text there.
+    relative = os.path.join(fake_checkout.name, "install.sh")
+    helped = subprocess.run([relative, "--help"], cwd=fake_checkout.parent,
+                            capture_output=True, text=True)
+    assert helped.returncode == 0 and "./install.sh --check" in helped.stdout, helped.stderr
+    unknown = subprocess.run([relative, "--frobnicate"], cwd=fake_checkout.parent,
+                             capture_output=True, text=True)
+    assert unknown.returncode == 1 and "unknown option: --frobnicate" in unknown.stderr
 
 
 def test_run_server_reinstalls_when_the_packaging_files_changed(fake_checkout):
