@@ -6,6 +6,7 @@ worker must run as its mapped account, so the kernel's own permission checks
 apply to what that session reads; an unmapped user gets no worker at all.
 """
 
+import ctypes
 import json
 import os
 import pwd
@@ -84,8 +85,43 @@ def image(accounts):
         shutil.rmtree(top, ignore_errors=True)
 
 
-@pytest.fixture(scope="module")
-def env(tmp_path_factory, accounts, image):
+# What systemd/per-user-workers.conf leaves the root router (its CapabilityBoundingSet),
+# read from the shipped file: the daemon is run with exactly that set too.
+DROP_IN = Path(__file__).resolve().parent.parent / "systemd" / "per-user-workers.conf"
+CAPABILITY_NUMBERS = {"CAP_KILL": 5, "CAP_SETGID": 6, "CAP_SETUID": 7}   # linux/capability.h
+PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 24, 38
+
+
+def unit_capabilities():
+    for line in DROP_IN.read_text().splitlines():
+        if line.startswith("CapabilityBoundingSet="):
+            return [CAPABILITY_NUMBERS[name] for name in line.split("=", 1)[1].split()]
+    raise AssertionError("%s sets no CapabilityBoundingSet" % DROP_IN)
+
+
+def as_the_unit_runs_it(keep):
+    """In the daemon's process before exec: the bounding set `keep` and no_new_privs, as
+    systemd applies the unit and its drop-in (root then holds only `keep`)."""
+    def apply():
+        libc = ctypes.CDLL(None, use_errno=True)
+        last = int(Path("/proc/sys/kernel/cap_last_cap").read_text())
+        for cap in range(last + 1):
+            if cap not in keep and libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+                raise OSError(ctypes.get_errno(), "cannot drop capability %d" % cap)
+        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "cannot set no_new_privs")
+    return apply
+
+
+def effective_capabilities(pid):
+    for line in Path("/proc/%d/status" % pid).read_text().splitlines():
+        if line.startswith("CapEff:"):
+            return int(line.split()[1], 16)
+    raise AssertionError("no CapEff line for pid %d" % pid)
+
+
+@pytest.fixture(scope="module", params=["root", "the unit's capabilities"])
+def env(request, tmp_path_factory, accounts, image):
     (first, second), _ = accounts
     tmp = tmp_path_factory.mktemp("peruser")
     port = free_port()
@@ -97,7 +133,12 @@ def env(tmp_path_factory, accounts, image):
     daemon = Daemon(tmp, port=port, env={
         "GS_MCP_AUTH": "1", "MCP_ISSUER": idp.issuer, "MCP_AUDIENCE": audience, "MCP_JWKS_FILE": str(jwks),
         "MCP_USER_MAP": str(user_map), "GS_MCP_IMAGE": str(image), "GS_MCP_SPARE_WORKERS": "1"})
+    if request.param != "root":
+        keep = unit_capabilities()
+        daemon.preexec = as_the_unit_runs_it(keep)
     daemon.start()
+    if request.param != "root":   # it runs with those capabilities and no others
+        assert effective_capabilities(daemon.proc.pid) == sum(1 << cap for cap in keep)
     yield daemon, idp
     daemon.stop()
 
@@ -271,3 +312,23 @@ def test_a_users_workers_own_log_records_reach_the_daemons_log_marked_as_its(env
     said = " WARNING worker %d session %s user ann logged: internal trouble %s\\nWARNING forged" % (
         pid, client.session[:8], tag)
     assert wait_until(lambda: said in daemon.log_text())
+
+
+def test_under_the_units_capabilities_a_users_runaway_call_is_broken(tmp_path, accounts, image):
+    # The break is a signal from the root router to a worker running as another user:
+    # without CAP_KILL it would be refused (EPERM) and the call would run on.
+    first = accounts[0][0]
+    port = free_port()
+    audience = "http://127.0.0.1:%d/mcp" % port
+    idp = Idp(issuer="https://idp.test", audience=audience, kinds=("rsa",))
+    jwks = idp.write_jwks(tmp_path / "jwks.json")
+    daemon = Daemon(tmp_path, port=port, preexec=as_the_unit_runs_it(unit_capabilities()), env={
+        "GS_MCP_AUTH": "1", "MCP_ISSUER": idp.issuer, "MCP_AUDIENCE": audience, "MCP_JWKS_FILE": str(jwks),
+        "MCP_USER_MAP": "identity", "GS_MCP_IMAGE": str(image), "GS_MCP_SPARE_WORKERS": "0",
+        "GS_MCP_REQUEST_TIMEOUT": "1"})
+    with daemon:
+        client = session_for(daemon, idp, first.pw_name)
+        reply = client.call("tools/call", {"name": "execute_code", "arguments": {"code": "while True: pass"}})
+        assert reply.status == 200
+        assert reply.json()["error"] == {"code": -32001, "message": "request interrupted: soft break"}
+        assert run(client, "6 * 7") == ("42", False)   # the same worker, still serving

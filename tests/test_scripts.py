@@ -431,6 +431,17 @@ def test_systemd_unit_verifies(tmp_path):
     result = subprocess.run(["systemd-analyze", "verify", "--man=no", str(instance)],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
+    # The per-user drop-in, read beside the unit as from gsmcpd@.service.d/: no complaint
+    # about it (an unknown key is only a warning naming the file, so one is looked for).
+    drop_in = tmp_path / "gsmcpd@.service.d" / "per-user-workers.conf"
+    drop_in.parent.mkdir()
+    text = (REPO / "systemd" / "per-user-workers.conf").read_text()
+    assert "CapabilityBoundingSet=CAP_SETUID CAP_SETGID CAP_KILL" in text.splitlines()
+    for extra, complaint in (("", False), ("NoSuchKey=1\n", True)):
+        drop_in.write_text(text + extra)
+        result = subprocess.run(["systemd-analyze", "verify", "--man=no", str(instance)],
+                                capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0 and (str(drop_in) in result.stderr) == complaint, result.stderr
 
 
 # --- install.sh ------------------------------------------------------------------------
