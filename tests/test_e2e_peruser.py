@@ -120,22 +120,28 @@ def effective_capabilities(pid):
     raise AssertionError("no CapEff line for pid %d" % pid)
 
 
-@pytest.fixture(scope="module", params=["root", "the unit's capabilities"])
-def env(request, tmp_path_factory, accounts, image):
-    (first, second), _ = accounts
-    tmp = tmp_path_factory.mktemp("peruser")
+def peruser_daemon(tmp, image, user_map, *, preexec=None, **env):
+    """(daemon, idp): a daemon not yet started, with auth from a fresh IdP, per-user
+    workers by `user_map` (a path or "identity") on the shared image; `env` adds knobs."""
     port = free_port()
     audience = "http://127.0.0.1:%d/mcp" % port
     idp = Idp(issuer="https://idp.test", audience=audience, kinds=("rsa",))
     jwks = idp.write_jwks(tmp / "jwks.json")
+    daemon = Daemon(tmp, port=port, preexec=preexec, env=dict({
+        "GS_MCP_AUTH": "1", "MCP_ISSUER": idp.issuer, "MCP_AUDIENCE": audience, "MCP_JWKS_FILE": str(jwks),
+        "MCP_USER_MAP": str(user_map), "GS_MCP_IMAGE": str(image), "GS_MCP_SPARE_WORKERS": "0"}, **env))
+    return daemon, idp
+
+
+@pytest.fixture(scope="module", params=["root", "the unit's capabilities"])
+def env(request, tmp_path_factory, accounts, image):
+    (first, second), _ = accounts
+    tmp = tmp_path_factory.mktemp("peruser")
     user_map = tmp / "users.map"
     user_map.write_text("# claim  account\nann %s\nben %s\nrooted root\n" % (first.pw_name, second.pw_name))
-    daemon = Daemon(tmp, port=port, env={
-        "GS_MCP_AUTH": "1", "MCP_ISSUER": idp.issuer, "MCP_AUDIENCE": audience, "MCP_JWKS_FILE": str(jwks),
-        "MCP_USER_MAP": str(user_map), "GS_MCP_IMAGE": str(image), "GS_MCP_SPARE_WORKERS": "1"})
-    if request.param != "root":
-        keep = unit_capabilities()
-        daemon.preexec = as_the_unit_runs_it(keep)
+    keep = unit_capabilities()
+    daemon, idp = peruser_daemon(tmp, image, user_map, GS_MCP_SPARE_WORKERS="1",
+                                 preexec=None if request.param == "root" else as_the_unit_runs_it(keep))
     daemon.start()
     if request.param != "root":   # it runs with those capabilities and no others
         assert effective_capabilities(daemon.proc.pid) == sum(1 << cap for cap in keep)
@@ -251,13 +257,9 @@ def test_one_accounts_commit_is_seen_by_the_other(env, accounts, image):
 
 def test_identity_mapping_runs_the_claim_as_the_account_of_that_name(tmp_path, accounts, image):
     first = accounts[0][0]
-    port = free_port()
-    audience = "http://127.0.0.1:%d/mcp" % port
-    idp = Idp(issuer="https://idp.test", audience=audience, kinds=("rsa",))
-    jwks = idp.write_jwks(tmp_path / "jwks.json")
-    with Daemon(tmp_path, port=port, env={
-            "GS_MCP_AUTH": "1", "MCP_ISSUER": idp.issuer, "MCP_AUDIENCE": audience, "MCP_JWKS_FILE": str(jwks),
-            "MCP_USER_MAP": "identity", "GS_MCP_IMAGE": str(image), "GS_MCP_SPARE_WORKERS": "0"}) as daemon:
+    daemon, idp = peruser_daemon(tmp_path, image, "identity")
+    port = daemon.port
+    with daemon:
         client = session_for(daemon, idp, first.pw_name)
         text, failed = run(client, "import os; os.getuid()")
         assert not failed and text.strip().splitlines()[-1] == str(first.pw_uid)
@@ -318,14 +320,8 @@ def test_under_the_units_capabilities_a_users_runaway_call_is_broken(tmp_path, a
     # The break is a signal from the root router to a worker running as another user:
     # without CAP_KILL it would be refused (EPERM) and the call would run on.
     first = accounts[0][0]
-    port = free_port()
-    audience = "http://127.0.0.1:%d/mcp" % port
-    idp = Idp(issuer="https://idp.test", audience=audience, kinds=("rsa",))
-    jwks = idp.write_jwks(tmp_path / "jwks.json")
-    daemon = Daemon(tmp_path, port=port, preexec=as_the_unit_runs_it(unit_capabilities()), env={
-        "GS_MCP_AUTH": "1", "MCP_ISSUER": idp.issuer, "MCP_AUDIENCE": audience, "MCP_JWKS_FILE": str(jwks),
-        "MCP_USER_MAP": "identity", "GS_MCP_IMAGE": str(image), "GS_MCP_SPARE_WORKERS": "0",
-        "GS_MCP_REQUEST_TIMEOUT": "1"})
+    daemon, idp = peruser_daemon(tmp_path, image, "identity", GS_MCP_REQUEST_TIMEOUT="1",
+                                 preexec=as_the_unit_runs_it(unit_capabilities()))
     with daemon:
         client = session_for(daemon, idp, first.pw_name)
         reply = client.call("tools/call", {"name": "execute_code", "arguments": {"code": "while True: pass"}})
