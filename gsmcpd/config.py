@@ -97,8 +97,10 @@ def parse_list(text: str) -> tuple[str, ...]:
 
 
 def parse_allowed_origins(text: str) -> tuple[str, ...]:
-    """The hosts of bare hosts or origins (app.example, https://app.example:8443), lower-case:
-    the Origin gate matches hosts, as wire/hosts.py reads them."""
+    """Browser origins (https://app.example:8443) as a browser writes them (lower-case,
+    without the scheme's default port), and bare hosts (app.example) lower-case. The
+    Origin gate matches their hosts; CORS (router/cors.py) matches an origin exactly and
+    a bare host on any scheme and port."""
     text = text.strip()
     found = []
     for entry in re.split(r"\s*,\s*|\s+", text) if text else ():
@@ -106,11 +108,16 @@ def parse_allowed_origins(text: str) -> tuple[str, ...]:
             raise ValueError(f"empty entry in {text!r}")
         if entry in ("*", "null"):
             raise ValueError(f"{entry!r} would let pages of any site in; list each origin")
-        host, port = (hosts.origin(entry) if "://" in entry else hosts.authority(entry)) or ("", None)
-        if not host or port is not None and not 0 < int(port or 0) < 65536:
+        if "://" in entry:
+            key = hosts.origin_key(entry)
+            normal = key and hosts.serialise_origin(*key)
+        else:
+            host, port = hosts.authority(entry) or ("", None)
+            normal = host if port is None or 0 < int(port or 0) < 65536 else None
+        if not normal:
             raise ValueError(f"expected a host (app.example) or an origin (https://app.example:8443), "
                              f"got {entry!r}")
-        found.append(host)
+        found.append(normal)
     return tuple(dict.fromkeys(found))
 
 
@@ -257,7 +264,7 @@ class Config:
     server_name: str | None = None  # None: the worker class's own default
     server_version: str | None = None
     server_title: str | None = None
-    allowed_origins: tuple[str, ...] = ()   # hosts, lower-case
+    allowed_origins: tuple[str, ...] = ()   # origins and bare hosts, normalised (parse_allowed_origins)
     trace: str = "off"
     trace_limit: int | None = 4096
     max_body: int = 16 * MIB

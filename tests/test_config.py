@@ -146,7 +146,7 @@ def test_value_forms():
     assert config.toolsets == ("browsing", "search", "listing")
     assert config.idle_timeout is None and config.probe_after == 2.5
     assert config.request_timeout == 0.25 and config.max_body == 2 * 1024 * 1024
-    assert config.allowed_origins == ("app.example.com", "other.example")
+    assert config.allowed_origins == ("app.example.com", "other.example")   # bare hosts
     assert config.worker_class == "mypkg.server:MyServer" and config.log_level == "debug"
     assert config.extra_scopes == ("a", "b") and config.userid_claim == "email"
     assert config.trace == "both" and config.trace_inbound and config.trace_outbound
@@ -154,13 +154,16 @@ def test_value_forms():
     assert load_config({}, {"GS_MCP_TRACE": "0"}).trace_inbound is False
 
 
-def test_allowed_origins_are_hosts_or_origins_kept_as_hosts(tmp_path):
+def test_allowed_origins_are_origins_as_a_browser_writes_them_or_bare_hosts(tmp_path):
     env = {"GS_MCP_ALLOWED_ORIGINS": "http://App.Example, https://app.example:8443 other.example:99 "
-                                     "[FE80::1] http://[::1]:3000 vscode-webview://abc"}
-    assert load_config({}, env).allowed_origins == ("app.example", "other.example", "fe80::1", "::1", "abc")
+                                     "[FE80::1] http://[::1]:3000 vscode-webview://abc HTTPS://b.example:443 "
+                                     "http://c.example:0080 http://c.example"}
+    assert load_config({}, env).allowed_origins == (
+        "http://app.example", "https://app.example:8443", "other.example", "fe80::1", "http://[::1]:3000",
+        "vscode-webview://abc", "https://b.example", "http://c.example")
     conf = tmp_path / "o.conf"
     conf.write_text("allowed_origins = https://app.example\n")
-    assert load_config({}, {}, conf).allowed_origins == ("app.example",)
+    assert load_config({}, {}, conf).allowed_origins == ("https://app.example",)
     assert load_config({}, {"GS_MCP_ALLOWED_ORIGINS": " "}).allowed_origins == ()
 
 

@@ -408,3 +408,28 @@ def test_a_stream_to_an_http_1_0_client_is_not_chunked_and_ends_with_the_connect
     head, _, body = raw.partition(b"\r\n\r\n")
     assert b"transfer-encoding" not in head.lower() and b"Connection: close" in head
     assert body == b"data: 1\n\n"
+
+
+# -- headers the app adds to every reply to one request (CORS) -------------------
+
+def test_reply_headers_go_on_every_reply_to_their_request_and_no_further(harness):
+    # Three pipelined requests: the first's headers reach its plain reply, the second's
+    # its stream's head; the third, which set none, gets none of theirs.
+    def handle(h, conn, request):
+        if request.target == "/a":
+            conn.reply_headers = (("Vary", "Origin"),)
+            conn.respond(200, [("Content-Type", "text/plain")], b"a")
+        elif request.target == "/b":
+            conn.reply_headers = (("X-B", "1"),)
+            conn.start_stream(200, [("Content-Type", "text/event-stream")])
+            conn.stream_write(b"data: b\n\n")
+            conn.end_stream()
+        else:
+            conn.respond(200, (), b"c")
+    h = harness(handle)
+    h.client.sendall(b"".join(b"GET /%s HTTP/1.1\r\nHost: x\r\n\r\n" % t for t in (b"a", b"b", b"c")))
+    h.client.shutdown(socket.SHUT_WR)
+    a, b, c = h.read_until_closed().split(b"HTTP/1.1 ")[1:]
+    assert b"\r\nContent-Type: text/plain\r\nVary: Origin\r\n" in a and b"X-B" not in a
+    assert b"\r\nContent-Type: text/event-stream\r\nX-B: 1\r\n" in b and b"Vary" not in b
+    assert b"Vary" not in c and b"X-B" not in c and c.endswith(b"\r\n\r\nc")

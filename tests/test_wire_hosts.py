@@ -52,3 +52,26 @@ def test_malformed_origins_have_no_host(value):
 ])
 def test_absolute_authority(target, authority):
     assert hosts.absolute_authority(target) == authority
+
+
+@pytest.mark.parametrize("value,key", [
+    ("http://localhost:6274", ("http", "localhost", 6274)),
+    ("HTTPS://App.Example:443", ("https", "app.example", None)),    # the scheme's default port
+    ("http://app.example:80", ("http", "app.example", None)), ("http://app.example:0080", ("http", "app.example", None)),
+    ("https://app.example:80", ("https", "app.example", 80)), ("http://[::1]:3000", ("http", "::1", 3000)),
+    ("vscode-webview://abc", ("vscode-webview", "abc", None)), ("http://app.example:", ("http", "app.example", None)),
+])
+def test_origin_key_is_the_origin_as_a_browser_serialises_it(value, key):
+    assert hosts.origin_key(value) == key
+    assert hosts.origin_key(hosts.serialise_origin(*key)) == key
+
+
+@pytest.mark.parametrize("value", ["null", "http://", "http://:80", "http://app.example:0", "http://app.example:65536",
+                                   "http://app.example/", "http://user@app.example", "app.example", "1http://a.example"])
+def test_what_is_no_origin_has_no_origin_key(value):
+    assert hosts.origin_key(value) is None
+
+
+def test_serialise_origin_brackets_an_ipv6_host_and_omits_no_port():
+    assert hosts.serialise_origin("http", "::1", 3000) == "http://[::1]:3000"
+    assert hosts.serialise_origin("https", "app.example", None) == "https://app.example"

@@ -9,6 +9,7 @@ import functools
 import logging
 
 from gsmcpd import protocol
+from gsmcpd.router.cors import Cors
 from gsmcpd.wire import hosts, jsonrpc
 
 log = logging.getLogger("gsmcpd.app")
@@ -16,6 +17,7 @@ log = logging.getLogger("gsmcpd.app")
 JSON = ("Content-Type", "application/json")
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})   # as hosts.authority() gives them
 MCP_PATH = "/mcp"
+MCP_METHODS = "GET, POST, DELETE"
 METADATA_PATH = "/.well-known/oauth-protected-resource"
 
 
@@ -70,7 +72,10 @@ class App:
         self.router = router
         self.config = router.config
         self.sessions = router.sessions
-        self.allowed_hosts = LOOPBACK_HOSTS | frozenset(self.config.allowed_origins)
+        listed = self.config.allowed_origins
+        self.allowed_hosts = LOOPBACK_HOSTS | frozenset(
+            hosts.origin_key(entry)[1] if "://" in entry else entry for entry in listed)
+        self.cors = Cors(listed)
         self.check_host = self.router.bound_to_loopback
 
     # -- entry -------------------------------------------------------------
@@ -86,10 +91,18 @@ class App:
             status, message = refusal
             conn.respond(status, [JSON], error_body(jsonrpc.INVALID_REQUEST, message))
             return
+        if self.cors:
+            conn.reply_headers = self.cors.reply_headers(request.header("origin"))
         if request.path == MCP_PATH:
-            self.router.authenticate(conn, request, self._handle_mcp)
+            if request.method == "OPTIONS":   # a preflight carries no credentials
+                self._options(conn, request, MCP_METHODS)
+            else:
+                self.router.authenticate(conn, request, self._handle_mcp)
         elif request.path == METADATA_PATH or request.path.startswith(METADATA_PATH + "/"):
-            self.router.serve_metadata(conn, request)
+            if request.method == "OPTIONS":
+                self._options(conn, request, "GET")
+            else:
+                self.router.serve_metadata(conn, request)
         else:
             conn.respond(404, [("Content-Type", "text/plain")], b"not found: the MCP endpoint is /mcp\n")
 
@@ -113,6 +126,19 @@ class App:
                 return 403, "Forbidden: %s %r is not this server" % (what, host)
         return None
 
+    def _options(self, conn, request, methods):
+        """A CORS preflight (Origin and Access-Control-Request-Method), granted to the
+        listed origins only; any other OPTIONS gets the methods this path has."""
+        origin = request.header("origin")
+        if origin is None or request.header("access-control-request-method") is None:
+            conn.respond(204, [("Allow", methods + ", OPTIONS")])
+        elif self.cors.allows(origin):
+            conn.respond(204, self.cors.preflight_headers(methods, request.header("access-control-request-headers")))
+        else:
+            conn.respond(403, [JSON], error_body(
+                jsonrpc.INVALID_REQUEST, "Forbidden: cross-origin requests from %r are not enabled; "
+                "list the origin in GS_MCP_ALLOWED_ORIGINS" % origin))
+
     def _handle_mcp(self, conn, request, principal):
         method = request.method
         if method == "POST":
@@ -122,7 +148,7 @@ class App:
         elif method == "DELETE":
             self._delete(conn, request, principal)
         else:
-            conn.respond(405, [("Allow", "GET, POST, DELETE"), JSON],
+            conn.respond(405, [("Allow", MCP_METHODS + ", OPTIONS"), JSON],
                          error_body(jsonrpc.INVALID_REQUEST, "Method not allowed: %s" % method))
 
     # -- gates shared by every verb ----------------------------------------

@@ -49,6 +49,7 @@ class Connection:
         self._closing = False
         self._write_stalled_since = None
         self.current = None  # the request being answered
+        self.reply_headers = ()  # headers the app adds to every reply to it (CORS)
         sock.setblocking(False)
         self._update_interest()
         if tls is None:
@@ -187,6 +188,8 @@ class Connection:
             return
         current = self.current
         keep = keep_alive and current is not None and current.keep_alive
+        if self.reply_headers:
+            headers = (*headers, *self.reply_headers)
         self.router.trace_response(current, status, headers, body)
         self.write(http.response(status, headers, body, keep_alive=keep,
                                  head=current is not None and current.method == "HEAD"))
@@ -197,6 +200,8 @@ class Connection:
             return
         self.streaming = True
         self._chunked = self.current is None or self.current.version != "HTTP/1.0"
+        if self.reply_headers:
+            headers = (*headers, *self.reply_headers)
         self.write(http.stream_head(status, headers, chunked=self._chunked))
         self._update_interest()
 
@@ -225,6 +230,7 @@ class Connection:
     def _finish(self, keep_alive):
         self.busy = False
         self.current = None
+        self.reply_headers = ()
         if not keep_alive:
             self._close_when_flushed = True
             self._maybe_close()

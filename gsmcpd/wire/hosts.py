@@ -12,7 +12,8 @@ _HOST_CHARS = r"A-Za-z0-9\-._~!$&'()*+,;=%"   # RFC 3986 unreserved, sub-delims,
 # uri-host [":" port] (RFC 9110 7.2): an IP literal in brackets, or a reg-name / IPv4
 # address; nothing else (no userinfo, path, scheme) and only digits after the colon.
 _AUTHORITY = re.compile(r"(\[[%s:]+\]|[%s]*)(?::([0-9]*))?" % (_HOST_CHARS, _HOST_CHARS))
-_ORIGIN = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://(.*)")   # RFC 6454 7.1: scheme "://" host [":" port]
+_ORIGIN = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*)://(.*)")   # RFC 6454 7.1: scheme "://" host [":" port]
+DEFAULT_PORTS = {"http": 80, "https": 443}
 _ABSOLUTE_FORM = re.compile(r"https?://([^/?#]*)", re.IGNORECASE)   # the forms wire/http.py takes a path from
 
 
@@ -29,7 +30,30 @@ def origin(value):
     """(host, port) of an Origin value, as authority(); None for "null" and anything
     that is not `scheme://host[:port]`."""
     match = _ORIGIN.fullmatch(value)
-    return authority(match.group(1)) if match else None
+    return authority(match.group(2)) if match else None
+
+
+@functools.lru_cache(maxsize=256)
+def origin_key(value):
+    """The origin an Origin value names, as a browser serialises it (RFC 6454 6.2):
+    (scheme, host, port), lower-case, the port an int or None when it is the scheme's
+    default. None for "null" and anything that is not `scheme://host[:port]`, or whose
+    host is empty or port out of range."""
+    match = _ORIGIN.fullmatch(value)
+    parsed = match and authority(match.group(2))
+    if not parsed or not parsed[0]:
+        return None
+    scheme, (host, port) = match.group(1).lower(), parsed
+    port = int(port) if port else None
+    if port is not None and not 0 < port < 65536:
+        return None
+    return scheme, host, None if port == DEFAULT_PORTS.get(scheme) else port
+
+
+def serialise_origin(scheme, host, port):
+    """An origin_key() as a browser writes it in an Origin header."""
+    host = "[%s]" % host if ":" in host else host
+    return "%s://%s" % (scheme, host) if port is None else "%s://%s:%d" % (scheme, host, port)
 
 
 def absolute_authority(target):

@@ -1,0 +1,55 @@
+"""CORS for the browser origins listed in GS_MCP_ALLOWED_ORIGINS.
+
+A page of another origin may read a reply only if the reply names its origin, and may
+send a JSON POST, a DELETE, or an MCP or Authorization header only after a preflight
+OPTIONS says so. Only listed origins are granted either: a loopback page passes the
+Origin gate, as the spec has it, but is not granted CORS unless listed, since any page
+served from this machine could otherwise drive every tool of an unauthenticated server.
+A listed origin matches exactly; a listed bare host matches its every scheme and port.
+"""
+
+import functools
+import re
+
+from gsmcpd.wire import hosts
+
+# What a browser client must read off a reply: the session id after initialize, the
+# auth challenge (its resource_metadata), when to retry a 503.
+EXPOSED = "Mcp-Session-Id, WWW-Authenticate, Retry-After"
+# What an MCP client sends; any other requested headers are granted as asked (the
+# gates, not CORS, decide what a request may do).
+ALLOWED_HEADERS = "Authorization, Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID"
+MAX_AGE = "600"   # seconds a browser may reuse a preflight's answer: a config change shows soon
+_HEADER_LIST = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+(?:[ \t]*,[ \t]*[!#$%&'*+\-.^_`|~0-9A-Za-z]+)*")
+
+
+class Cors:
+    def __init__(self, allowed_origins):
+        """`allowed_origins`: the config's entries, as parse_allowed_origins gives them."""
+        self._origins = frozenset(hosts.origin_key(entry) for entry in allowed_origins if "://" in entry)
+        self._hosts = frozenset(entry for entry in allowed_origins if "://" not in entry)
+        self.allows = functools.lru_cache(maxsize=256)(self._allows)   # a client repeats its Origin
+
+    def __bool__(self):
+        return bool(self._origins or self._hosts)
+
+    def _allows(self, origin):
+        """Whether a page of this Origin value is granted CORS."""
+        key = hosts.origin_key(origin)
+        return key is not None and (key in self._origins or key[1] in self._hosts)
+
+    def reply_headers(self, origin):
+        """The headers every reply to a request with this Origin (None: none) carries."""
+        if origin is None or not self.allows(origin):
+            return ()
+        return (("Access-Control-Allow-Origin", origin), ("Access-Control-Expose-Headers", EXPOSED),
+                ("Vary", "Origin"))
+
+    @staticmethod
+    def preflight_headers(methods, requested_headers):
+        """A granted preflight's own headers, besides reply_headers()."""
+        headers = requested_headers.strip() if requested_headers else ""
+        if not _HEADER_LIST.fullmatch(headers):
+            headers = ALLOWED_HEADERS
+        return [("Access-Control-Allow-Methods", methods), ("Access-Control-Allow-Headers", headers),
+                ("Access-Control-Max-Age", MAX_AGE)]

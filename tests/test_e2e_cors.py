@@ -1,0 +1,170 @@
+"""End-to-end: CORS for the browser origins listed in GS_MCP_ALLOWED_ORIGINS, through the
+real daemon, as a browser client (the MCP Inspector's direct mode) would meet it: the
+preflight, then a whole session whose every reply names the page's origin.
+
+No browser runs here; these check the headers a browser's CORS check reads.
+"""
+
+import json
+
+import pytest
+
+from helpers import Client, Daemon
+from test_e2e_auth import AuthClient, start_auth_daemon
+from test_e2e_lifetime import Exchange
+
+INSPECTOR = "http://localhost:6274"        # listed as an origin: this scheme, host and port only
+LISTED = "http://LOCALHOST:6274, app.example"   # app.example: a bare host, any scheme and port
+ASKED = "content-type, mcp-protocol-version, mcp-session-id"
+STEPS_CODE = "for step in range(1, 3):\n    progress(step, 2)\n'done'"
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    d = Daemon(tmp_path_factory.mktemp("cors"), env={"GS_MCP_SPARE_WORKERS": "1", "GS_MCP_ALLOWED_ORIGINS": LISTED})
+    d.start()
+    yield d
+    d.stop()
+
+
+def preflight(port, origin, method="POST", path="/mcp"):
+    return Client(port).request("OPTIONS", path=path, headers={
+        "Origin": origin, "Access-Control-Request-Method": method, "Access-Control-Request-Headers": ASKED,
+        "Accept": None})
+
+
+def assert_granted(resp, origin):
+    assert resp.header("access-control-allow-origin") == origin, resp.headers
+    assert resp.header("vary") == "Origin"
+    exposed = [name.strip().lower() for name in resp.header("access-control-expose-headers").split(",")]
+    assert "mcp-session-id" in exposed and "www-authenticate" in exposed
+
+
+def assert_not_granted(resp):
+    assert not any(name.startswith("access-control-") for name in resp.headers), resp.headers
+
+
+@pytest.mark.parametrize("origin", [INSPECTOR, "http://app.example", "https://app.example:8443"])
+def test_a_listed_origins_preflight_is_granted(daemon, origin):
+    resp = preflight(daemon.port, origin)
+    assert (resp.status, resp.body) == (204, b"")
+    assert_granted(resp, origin)
+    assert resp.header("access-control-allow-methods") == "GET, POST, DELETE"
+    assert resp.header("access-control-allow-headers") == ASKED
+    assert resp.header("access-control-max-age") == "600"
+
+
+def test_a_session_from_a_listed_origin_has_its_origin_on_every_reply(daemon):
+    c = Client(daemon.port)
+    origin = {"Origin": INSPECTOR}
+    init = c.post({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                   "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                              "clientInfo": {"name": "browser", "version": "0"}}}, origin)
+    assert init.status == 200 and init.header("mcp-session-id")
+    assert_granted(init, INSPECTOR)
+    c.session = init.header("mcp-session-id")
+    assert_granted(c.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, origin), INSPECTOR)
+    listed = c.call("tools/list", headers=origin)
+    assert listed.status == 200 and listed.json()["result"]["tools"]
+    assert_granted(listed, INSPECTOR)
+    assert_granted(c.call("ping", headers=origin), INSPECTOR)
+    # A reply streamed as SSE (progress first) and the session's GET stream: their heads.
+    call = Exchange(daemon.port, "POST", c.session, headers=origin, accept="application/json, text/event-stream",
+                    body={"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                          "params": {"name": "execute_code", "arguments": {"code": STEPS_CODE},
+                                     "_meta": {"progressToken": "p"}}})
+    try:
+        assert call.wait_head() == 200 and call.headers["content-type"] == "text/event-stream"
+        assert call.headers["access-control-allow-origin"] == INSPECTOR and call.headers["vary"] == "Origin"
+        assert [call.message()["method"] for _ in range(2)] == ["notifications/progress"] * 2
+        assert call.message()["result"]["structuredContent"]["result"] == "'done'"
+    finally:
+        call.close()
+    stream = Exchange(daemon.port, "GET", c.session, headers=origin)
+    try:
+        assert stream.wait_head() == 200
+        assert stream.headers["access-control-allow-origin"] == INSPECTOR
+    finally:
+        stream.close()
+    assert_granted(c.request("DELETE", headers=origin), INSPECTOR)
+    gone = c.call("ping", headers=origin)   # the 404 a browser client must read to start afresh
+    assert gone.status == 404
+    assert_granted(gone, INSPECTOR)
+    c.close()
+
+
+@pytest.mark.parametrize("origin", ["http://localhost:5173", "http://127.0.0.1:6274",   # loopback, not listed
+                                    "http://localhost:6275", "https://localhost:6274"])  # not the listed origin
+def test_an_unlisted_origin_passes_the_gate_but_gets_no_cors(daemon, origin):
+    refused = preflight(daemon.port, origin)
+    assert refused.status == 403
+    assert json.loads(refused.body)["error"]["message"] == (
+        "Forbidden: cross-origin requests from %r are not enabled; list the origin in GS_MCP_ALLOWED_ORIGINS" % origin)
+    assert_not_granted(refused)
+    c = Client(daemon.port)
+    c.initialize()
+    pinged = c.call("ping", headers={"Origin": origin})
+    assert pinged.status == 200
+    assert_not_granted(pinged)
+    c.close()
+
+
+def test_a_foreign_origins_preflight_meets_the_origin_gate(daemon):
+    resp = preflight(daemon.port, "https://evil.example")
+    assert resp.status == 403 and "Origin 'https://evil.example' is not allowed" in resp.json()["error"]["message"]
+    assert_not_granted(resp)
+
+
+def test_an_options_request_that_is_no_preflight_is_told_the_methods(daemon):
+    c = Client(daemon.port)
+    plain = c.request("OPTIONS", headers={"Accept": None})
+    assert (plain.status, plain.header("allow"), plain.body) == (204, "GET, POST, DELETE, OPTIONS", b"")
+    assert_not_granted(plain)
+    # An Origin alone (no Access-Control-Request-Method) is no preflight either.
+    with_origin = c.request("OPTIONS", headers={"Origin": INSPECTOR, "Accept": None})
+    assert (with_origin.status, with_origin.header("allow")) == (204, "GET, POST, DELETE, OPTIONS")
+    metadata = c.request("OPTIONS", path="/.well-known/oauth-protected-resource", headers={"Accept": None})
+    assert (metadata.status, metadata.header("allow")) == (204, "GET, OPTIONS")
+    assert c.request("PUT", "{}").header("allow") == "GET, POST, DELETE, OPTIONS"
+    assert c.request("OPTIONS", path="/other", headers={"Accept": None}).status == 404
+    c.close()
+
+
+def test_with_nothing_listed_no_origin_is_granted_cors(tmp_path):
+    with Daemon(tmp_path, env={"GS_MCP_SPARE_WORKERS": "1"}) as d:
+        refused = preflight(d.port, INSPECTOR)
+        assert refused.status == 403 and "GS_MCP_ALLOWED_ORIGINS" in refused.json()["error"]["message"]
+        c = Client(d.port)
+        init = c.post({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                       "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                                  "clientInfo": {"name": "browser", "version": "0"}}}, {"Origin": INSPECTOR})
+        assert init.status == 200
+        assert_not_granted(init)
+        c.close()
+
+
+def test_under_auth_a_preflight_needs_no_token_and_the_challenge_is_readable(tmp_path):
+    server, daemon = start_auth_daemon(tmp_path, GS_MCP_ALLOWED_ORIGINS=INSPECTOR)
+    try:
+        granted = preflight(daemon.port, INSPECTOR)
+        assert granted.status == 204
+        assert_granted(granted, INSPECTOR)
+        assert preflight(daemon.port, INSPECTOR, "GET", "/.well-known/oauth-protected-resource").header(
+            "access-control-allow-methods") == "GET"
+        challenged = Client(daemon.port).call("ping", headers={"Origin": INSPECTOR})
+        assert challenged.status == 401 and "resource_metadata=" in challenged.header("www-authenticate")
+        assert_granted(challenged, INSPECTOR)
+        metadata = Client(daemon.port).request("GET", path="/.well-known/oauth-protected-resource",
+                                               headers={"Origin": INSPECTOR})
+        assert metadata.status == 200 and metadata.json()["authorization_servers"] == [server.url]
+        assert_granted(metadata, INSPECTOR)
+        client = AuthClient(daemon.port, server.idp.mint())
+        init = client.post({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                                       "clientInfo": {"name": "browser", "version": "0"}}}, {"Origin": INSPECTOR})
+        assert init.status == 200
+        assert_granted(init, INSPECTOR)
+        client.close()
+    finally:
+        daemon.stop()
+        server.close()
