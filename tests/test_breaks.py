@@ -1,6 +1,10 @@
+import json
+
+import pytest
+
 from gsmcpd.router.breaks import (BREAK, CANCELLED, DEADLINE, DROP, HARD_BREAK, IGNORE,
                                   SOFT_BREAK, STOP, Breaks, CallBreaker, cancel_decision,
-                                  cancelled_request_id, id_key)
+                                  cancelled_request_id, deadline_reply, id_key)
 from gsmcpd.router.lifetime import LifetimeSettings
 
 
@@ -126,3 +130,32 @@ def test_cancelled_request_id_and_id_key():
     assert cancelled_request_id(None) is None
     assert id_key(1) == id_key(1.0) != id_key("1")
     assert id_key(None) is None
+
+
+# -- the words of a reply to a call broken for its deadline ------------------------
+
+def _error(message, code=-32001):
+    return json.dumps({"jsonrpc": "2.0", "id": 7, "error": {"code": code, "message": message}}).encode()
+
+
+@pytest.mark.parametrize("worker_said,client_reads", [
+    ("request interrupted: soft break", "request timed out after 0.25s (GS_MCP_REQUEST_TIMEOUT) and was interrupted: "
+                                        "soft break"),
+    ("request interrupted: hard break; it came too late to stop the commit this call made, which stands",
+     "request timed out after 0.25s (GS_MCP_REQUEST_TIMEOUT) and was interrupted: hard break; it came too late to "
+     "stop the commit this call made, which stands"),
+    ("something else", "request timed out after 0.25s (GS_MCP_REQUEST_TIMEOUT): something else"),
+])
+def test_a_deadline_breaks_reply_says_it_timed_out(worker_said, client_reads):
+    reply = json.loads(deadline_reply(_error(worker_said), 0.25))
+    assert reply == {"jsonrpc": "2.0", "id": 7, "error": {"code": -32001, "message": client_reads}}
+
+
+@pytest.mark.parametrize("body", [
+    b'{"jsonrpc":"2.0","id":7,"result":{"content":[]}}',      # code that caught the break answered
+    _error("request interrupted: soft break", code=-32603),    # or failed in its own words
+    b'{"jsonrpc":"2.0","id":7,"error":{"code":-32001,"message":3}}', b'{"jsonrpc":"2.0","id":7,"error":"x"}',
+    b"[1]", b"not json",
+])
+def test_any_other_reply_to_a_deadline_break_is_relayed_as_it_came(body):
+    assert deadline_reply(body, 1) is body

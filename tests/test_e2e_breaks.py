@@ -55,6 +55,8 @@ BROKEN = {  # shape: (code, the break that ends it)
     "swallows_keyboard_interrupt": (SPIN_CATCHING % "KeyboardInterrupt", "hard break"),
 }
 
+TIMED_OUT = "request timed out after 1s (GS_MCP_REQUEST_TIMEOUT) and was interrupted: "
+
 STOPPED = {
     "swallows_base_exception": SPIN_CATCHING % "BaseException",
     # one C call that never returns to the eval loop, so no signal handler runs
@@ -73,7 +75,7 @@ def test_a_runaway_call_is_broken_and_the_session_survives(deadlines, shape):
     body = reply.json()
     assert body["id"] == "runaway-" + shape
     assert body["error"]["code"] == REQUEST_TIMEOUT
-    assert body["error"]["message"] == "request interrupted: " + step
+    assert body["error"]["message"] == TIMED_OUT + step
     assert tool_text(c.tool("execute_code", code="6 * 7")) == "42"
     assert worker_pid(c) == pid
 
@@ -109,7 +111,7 @@ def test_code_that_silenced_the_break_signals_leaves_later_calls_breakable(deadl
     pid = worker_pid(c)
     c.tool("execute_code", code=SILENCE_BREAKS)
     body = c.post(execute("after", "while True:\n    pass")).json()
-    assert body["error"] == {"code": REQUEST_TIMEOUT, "message": "request interrupted: soft break"}
+    assert body["error"] == {"code": REQUEST_TIMEOUT, "message": TIMED_OUT + "soft break"}
     assert worker_pid(c) == pid
 
 
@@ -121,7 +123,7 @@ def test_a_deadline_on_a_streaming_call_ends_its_stream_with_the_error(deadlines
                     accept="application/json, text/event-stream")
     assert call.message()["method"] == "notifications/progress"
     error = call.message()
-    assert error["id"] == "spin" and error["error"]["code"] == REQUEST_TIMEOUT
+    assert error["id"] == "spin" and error["error"] == {"code": REQUEST_TIMEOUT, "message": TIMED_OUT + "soft break"}
     assert call.next() == ("end",)
     assert tool_text(c.tool("execute_code", code="6 * 7")) == "42"
 
@@ -152,7 +154,7 @@ def test_a_test_raising_keyboard_interrupt_is_its_error_but_a_break_ends_a_run(d
                               "exception": "KeyboardInterrupt", "message": "pressed"}]
     body = c.post({"jsonrpc": "2.0", "id": "runaway", "method": "tools/call", "params": {
         "name": "run_test_class", "arguments": {"className": "TestRunaway"}}}).json()
-    assert body["error"] == {"code": REQUEST_TIMEOUT, "message": "request interrupted: soft break"}
+    assert body["error"] == {"code": REQUEST_TIMEOUT, "message": TIMED_OUT + "soft break"}
     assert c.tool("run_test_class", className="TestInterrupts")["structuredContent"]["passed"] == 2
     assert worker_pid(c) == pid
 

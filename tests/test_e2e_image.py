@@ -414,12 +414,13 @@ def test_a_break_during_a_commit_says_whether_the_commit_stands(tmp_path, step):
         seen_by_others = tool_text(session(daemon).tool("execute_code", code=SOUND))
         a.tool("execute_code", code=RESTORE_STEP % {"step": step})
         if step == "_write_intent":   # nothing was written: the change is still the session's own
-            assert error["message"] == "request interrupted: soft break"
+            assert error["message"] == "request timed out after 1s (GS_MCP_REQUEST_TIMEOUT) and was interrupted: soft break"
             assert status["changedModules"] == ["pets"] and seen_by_others == "'woof'"
             assert a.tool("commit")["structuredContent"]["committed"] == ["pets"]
         else:                         # decided: every view reads it as done, the answer says so
             assert error["message"] == (
-                "request interrupted: soft break; it came too late to stop the commit this call "
+                "request timed out after 1s (GS_MCP_REQUEST_TIMEOUT) and was interrupted: soft break; "
+                "it came too late to stop the commit this call "
                 "made, which stands (committed pets; view version %d)" % status["viewVersion"])
             assert status["changedModules"] == [] and seen_by_others == "'meow'"
             assert a.tool("commit")["structuredContent"]["committed"] == []

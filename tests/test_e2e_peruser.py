@@ -326,5 +326,6 @@ def test_under_the_units_capabilities_a_users_runaway_call_is_broken(tmp_path, a
         client = session_for(daemon, idp, first.pw_name)
         reply = client.call("tools/call", {"name": "execute_code", "arguments": {"code": "while True: pass"}})
         assert reply.status == 200
-        assert reply.json()["error"] == {"code": -32001, "message": "request interrupted: soft break"}
+        assert reply.json()["error"] == {"code": -32001, "message":
+                                       "request timed out after 1s (GS_MCP_REQUEST_TIMEOUT) and was interrupted: soft break"}
         assert run(client, "6 * 7") == ("42", False)   # the same worker, still serving

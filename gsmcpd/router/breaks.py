@@ -12,6 +12,10 @@ Pure: every method takes ``now``. The router asks ``next_wakeup()``, calls
 ``poll(now)`` then, and drops the breaker when the call's reply arrives.
 """
 
+import json
+
+from gsmcpd.wire import jsonrpc
+
 SOFT_BREAK = "soft_break"
 HARD_BREAK = "hard_break"
 STOP = "stop"
@@ -25,6 +29,28 @@ UNCANCELLABLE = frozenset({"initialize"})
 BREAK = "break"            # cancel_decision outcomes
 DROP = "drop"
 IGNORE = "ignore"
+
+
+INTERRUPTED = "request interrupted: "   # how a worker's -32001 after a break begins
+
+
+def deadline_reply(body, request_timeout):
+    """The reply to a call broken for its deadline, saying so: the worker saw only a
+    break, and cannot tell a deadline from a cancel. Any other reply is left as it is
+    (code that caught the break may have answered, or failed, in its own words)."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return body
+    error = message.get("error") if isinstance(message, dict) else None
+    if not isinstance(error, dict) or error.get("code") != jsonrpc.REQUEST_TIMEOUT \
+            or not isinstance(error.get("message"), str):
+        return body
+    text = error["message"]
+    said = "request timed out after %gs (GS_MCP_REQUEST_TIMEOUT)" % request_timeout
+    error["message"] = said + " and was interrupted: " + text[len(INTERRUPTED):] \
+        if text.startswith(INTERRUPTED) else said + ": " + text
+    return jsonrpc.dumps(message)
 
 
 def id_key(request_id):

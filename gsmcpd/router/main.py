@@ -194,7 +194,7 @@ class Router:
         self.supervisor.call_started(session, call)
 
     def call_finished(self, session, call):
-        self.supervisor.call_finished(session, call)
+        return self.supervisor.call_finished(session, call)
 
     def call_cancelled(self, session, call):
         self.supervisor.call_cancelled(session, call)

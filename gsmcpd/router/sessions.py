@@ -268,10 +268,13 @@ class SessionManager:
                 return
             session.inflight = None
             self.calls_at_workers -= 1
-            self.router.call_finished(session, call)
+            outran = self.router.call_finished(session, call)
             session.last_activity = self.loop.time()
             if not call.cancelled:
-                self._deliver(session, call, relayed(frame))
+                body = relayed(frame)
+                if outran is not None and body is not None:
+                    body = breaks.deadline_reply(body, outran)
+                self._deliver(session, call, body)
             self._pump(session)
         elif op == "notify":
             call = session.inflight

@@ -109,9 +109,13 @@ class Supervisor:
             self._soon(self.breaks.call_started(session.id, call.id, call.method, now).next_wakeup())
 
     def call_finished(self, session, call):
+        """The call's reply arrived: the deadline it outran (seconds), or None."""
         self.lifetime.call_finished(session.id, self.loop.time())
-        self.breaks.call_finished(session.id)
+        breaker = self.breaks.call_finished(session.id)
         self._soon(self.lifetime.deadline(session.id))
+        if breaker is not None and breaker.cause == breaks_mod.DEADLINE:
+            return self.breaks.request_timeout
+        return None
 
     def call_cancelled(self, session, call):
         now = self.loop.time()
