@@ -40,8 +40,11 @@ def assert_granted(resp, origin):
     assert "mcp-session-id" in exposed and "www-authenticate" in exposed
 
 
-def assert_not_granted(resp):
+def assert_not_granted(resp, varies=True):
     assert not any(name.startswith("access-control-") for name in resp.headers), resp.headers
+    # With origins listed, every reply past the gate varies by Origin (a cache must not
+    # mix them up); with none listed, nothing does.
+    assert resp.header("vary") == ("Origin" if varies else None)
 
 
 @pytest.mark.parametrize("origin", [INSPECTOR, "http://app.example", "https://app.example:8443"])
@@ -112,14 +115,14 @@ def test_an_unlisted_origin_passes_the_gate_but_gets_no_cors(daemon, origin):
 def test_a_foreign_origins_preflight_meets_the_origin_gate(daemon):
     resp = preflight(daemon.port, "https://evil.example")
     assert resp.status == 403 and "Origin 'https://evil.example' is not allowed" in resp.json()["error"]["message"]
-    assert_not_granted(resp)
+    assert_not_granted(resp, varies=False)   # refused before CORS is asked
 
 
 def test_an_options_request_that_is_no_preflight_is_told_the_methods(daemon):
     c = Client(daemon.port)
     plain = c.request("OPTIONS", headers={"Accept": None})
     assert (plain.status, plain.header("allow"), plain.body) == (204, "GET, POST, DELETE, OPTIONS", b"")
-    assert_not_granted(plain)
+    assert_not_granted(plain)   # no Origin: no CORS, and the answer varies by Origin
     # An Origin alone (no Access-Control-Request-Method) is no preflight either.
     with_origin = c.request("OPTIONS", headers={"Origin": INSPECTOR, "Accept": None})
     assert (with_origin.status, with_origin.header("allow")) == (204, "GET, POST, DELETE, OPTIONS")
@@ -139,7 +142,7 @@ def test_with_nothing_listed_no_origin_is_granted_cors(tmp_path):
                        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
                                   "clientInfo": {"name": "browser", "version": "0"}}}, {"Origin": INSPECTOR})
         assert init.status == 200
-        assert_not_granted(init)
+        assert_not_granted(init, varies=False)
         c.close()
 
 

@@ -19,6 +19,7 @@ EXPOSED = "Mcp-Session-Id, WWW-Authenticate, Retry-After"
 # What an MCP client sends; any other requested headers are granted as asked (the
 # gates, not CORS, decide what a request may do).
 ALLOWED_HEADERS = "Authorization, Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID"
+VARY = (("Vary", "Origin"),)
 MAX_AGE = "600"   # seconds a browser may reuse a preflight's answer: a config change shows soon
 _HEADER_LIST = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+(?:[ \t]*,[ \t]*[!#$%&'*+\-.^_`|~0-9A-Za-z]+)*")
 
@@ -39,11 +40,12 @@ class Cors:
         return key is not None and (key in self._origins or key[1] in self._hosts)
 
     def reply_headers(self, origin):
-        """The headers every reply to a request with this Origin (None: none) carries."""
+        """The headers every reply to a request with this Origin (None: none) carries.
+        Vary on every reply, granted or not: a cache in between (the metadata document
+        may be kept an hour) must not hand one origin's answer to another."""
         if origin is None or not self.allows(origin):
-            return ()
-        return (("Access-Control-Allow-Origin", origin), ("Access-Control-Expose-Headers", EXPOSED),
-                ("Vary", "Origin"))
+            return VARY
+        return (("Access-Control-Allow-Origin", origin), ("Access-Control-Expose-Headers", EXPOSED)) + VARY
 
     @staticmethod
     def preflight_headers(methods, requested_headers):
