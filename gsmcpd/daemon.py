@@ -41,10 +41,12 @@ class PidfileError(Exception):
 
 def startup_line(config: Config) -> str:
     """The one line that says what this server is: the router logs it once listening."""
+    origins = " ".join(config.allowed_origins) + " (CORS)" if config.allowed_origins else "loopback only, no CORS"
     return (f"gsmcpd {__version__} listening on {config.url} "
             f"(host {config.host}, port {config.port}, pid {os.getpid()}); "
             f"image {config.image}; read-only {'yes' if config.readonly else 'no'}; "
             f"toolsets {' '.join(config.toolsets)}; auth {'on' if config.auth else 'off'}; "
+            f"browser origins {origins}; "
             f"{trace.startup_line(config.trace, config.trace_limit)}")
 
 

@@ -353,8 +353,11 @@ def test_startup_line_states_the_essentials(tmp_path):
     line = daemon.startup_line(config)
     for part in ("listening on http://127.0.0.1:8400/mcp", "host 127.0.0.1", "port 8400",
                  f"image {tmp_path / 'image'}", "read-only yes", "toolsets browsing search",
+                 "browser origins loopback only, no CORS",
                  "message trace: ON (inbound) -- bodies capped at 4096 chars"):
         assert part in line
+    listed = load_config({"state_dir": str(tmp_path)}, {"GS_MCP_ALLOWED_ORIGINS": "http://localhost:6274 app.example"})
+    assert "; browser origins http://localhost:6274 app.example (CORS); " in daemon.startup_line(listed)
 
 
 # --- check -----------------------------------------------------------------------------
