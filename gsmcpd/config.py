@@ -9,6 +9,7 @@ two in step.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import ipaddress
 import re
 from dataclasses import dataclass
@@ -364,7 +365,7 @@ def parse_conf_text(text: str, source: str = "conf",
         if only is not None and key not in only:
             continue
         if key not in KNOBS_BY_KEY:
-            raise ConfigError(key, f"{source} line {number}: unknown key")
+            raise ConfigError(key, f"{source} line {number}: unknown key{_did_you_mean(key, KNOBS_BY_KEY)}")
         values[key] = _strip_quotes(value.strip())
     return values
 
@@ -375,15 +376,32 @@ def _strip_quotes(value: str) -> str:
     return value
 
 
+def _did_you_mean(name: str, known, cutoff: float = 0.8) -> str:
+    near = difflib.get_close_matches(name, list(known), n=1, cutoff=cutoff)
+    return f"; did you mean {near[0]}?" if near else ""
+
+
+# MCP_* is no prefix of ours alone (other MCP software reads MCP_TIMEOUT and the like), so
+# only a near miss of one of our MCP_* names is refused: a mistyped MCP_WRITE_SCOPE would
+# otherwise leave every session read-write without a word.
+_MCP_NAMES = tuple(name for name in KNOBS_BY_ENV if name.startswith("MCP_"))
+NEAR_MISS_RATIO = 0.85   # difflib ratio: MCP_WRTIE_SCOPE 0.93, MCP_AUDIENCES 0.96; MCP_TIMEOUT < 0.6
+
+
 def env_values(environ: Mapping[str, str]) -> dict[str, str]:
-    """Knob values from the environment; an unknown GS_MCP_* name is refused (typos)."""
+    """Knob values from the environment; an unknown GS_MCP_* name is refused, and so is an
+    MCP_* name that is a near miss of one of ours (typos)."""
     values: dict[str, str] = {}
     for name, value in environ.items():
         knob = KNOBS_BY_ENV.get(name)
         if knob is not None:
             values[knob.key] = value
         elif name.startswith("GS_MCP_") and name not in NON_KNOB_ENV:
-            raise ConfigError(name, "unknown GS_MCP_* environment variable")
+            raise ConfigError(name, "unknown GS_MCP_* environment variable" + _did_you_mean(name, KNOBS_BY_ENV))
+        elif name.startswith("MCP_"):
+            near = _did_you_mean(name, _MCP_NAMES, NEAR_MISS_RATIO)
+            if near:
+                raise ConfigError(name, "unknown MCP_* environment variable" + near)
     return values
 
 

@@ -254,7 +254,28 @@ def test_unknown_keys_are_refused(tmp_path):
 
 
 def test_unrelated_environment_is_ignored():
-    assert load_config({}, {"PATH": "/bin", "MCP_SOMETHING_ELSE": "x"}).port == 8000
+    # MCP_* is not ours alone: other MCP software's names pass, near none of ours.
+    env = {"PATH": "/bin", "MCP_SOMETHING_ELSE": "x", "MCP_TIMEOUT": "5", "MCP_TOOL_TIMEOUT": "9",
+           "MAX_MCP_OUTPUT_TOKENS": "1", "MCP_SERVER_URL": "u", "MCP_ISSUER_URL": "u"}
+    assert load_config({}, env).port == 8000
+
+
+@pytest.mark.parametrize("name, meant", [
+    ("MCP_WRTIE_SCOPE", "MCP_WRITE_SCOPE"), ("MCP_AUDIENCES", "MCP_AUDIENCE"), ("MCP_JWKS_URL", "MCP_JWKS_URI"),
+    ("MCP_REQUIRED_SCOPE", "MCP_REQUIRED_SCOPES"), ("MCP_RESOURCE", "MCP_RESOURCE_URL"),
+])
+def test_a_near_miss_of_an_mcp_name_is_refused_naming_the_one_meant(name, meant):
+    # A mistyped MCP_WRITE_SCOPE would otherwise leave every session read-write, silently.
+    assert refused(name, environ={name: "x"}) == f"unknown MCP_* environment variable; did you mean {meant}?"
+
+
+def test_an_unknown_name_or_key_says_which_was_meant_when_one_is_near(tmp_path):
+    assert refused("GS_MCP_READ_ONLY", environ={"GS_MCP_READ_ONLY": "1"}) == \
+        "unknown GS_MCP_* environment variable; did you mean GS_MCP_READONLY?"
+    assert refused("GS_MCP_ZZZ", environ={"GS_MCP_ZZZ": "1"}) == "unknown GS_MCP_* environment variable"
+    conf = tmp_path / "typo.conf"
+    conf.write_text("idle_timout = 60\n")
+    assert refused("idle_timout", conf_path=conf).endswith("line 1: unknown key; did you mean idle_timeout?")
 
 
 def test_unknown_toolset_is_refused():

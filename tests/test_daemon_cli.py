@@ -24,7 +24,12 @@ def test_a_refused_configuration_exits_2_naming_the_key(tmp_path):
     result = gsmcpd("serve", "--state-dir", str(tmp_path), env={"GS_MCP_READ_ONLY": "1"})
     assert result.returncode == 2
     assert result.stderr.strip() == \
-        "gsmcpd: configuration refused: GS_MCP_READ_ONLY: unknown GS_MCP_* environment variable"
+        "gsmcpd: configuration refused: GS_MCP_READ_ONLY: unknown GS_MCP_* environment variable; " \
+        "did you mean GS_MCP_READONLY?"
+    result = gsmcpd("serve", "--state-dir", str(tmp_path), env={"GS_MCP_AUTH": "1", "MCP_WRTIE_SCOPE": "mcp:write"})
+    assert result.returncode == 2
+    assert result.stderr.strip() == "gsmcpd: configuration refused: MCP_WRTIE_SCOPE: unknown MCP_* environment " \
+        "variable; did you mean MCP_WRITE_SCOPE?"
     result = gsmcpd("start", "--port", "80800", "--state-dir", str(tmp_path))
     assert result.returncode == 2 and "refused: port: must be between 1 and 65535" in result.stderr
     assert not list(tmp_path.iterdir())  # nothing was started or written
