@@ -15,12 +15,14 @@ def test_calls_are_answered_with_and_without_the_poll_and_long_waits_are_slept_t
             client.initialize()
             for i in range(50):
                 assert client.tool("echo", text="n%d" % i)["content"][0]["text"] == "n%d" % i
-            # A call that takes seconds, and a client that pauses for seconds, are slept
-            # through, not busy-waited for (which would use the whole 1.5 s); the policy
-            # itself (one poll, its bounds, the back-off, when it is asked for) is tested
-            # in test_router_loop.py and test_router_sessions_poll.py.
+            if poll == "0":
+                continue   # nothing polls: the waits below would test nothing
+            # A call that takes a second, and a client that pauses for a second, are slept
+            # through, not busy-waited for (which would use the whole second, each); the
+            # policy itself (one poll, its bounds, the back-off, when it is asked for) is
+            # tested in test_router_loop.py and test_router_sessions_poll.py.
             before = cpu_seconds(daemon.proc.pid)
-            assert tool_text(client.tool("execute_code", code="import time; time.sleep(1.5); 7")) == "7"
-            time.sleep(1.5)
+            assert tool_text(client.tool("execute_code", code="import time; time.sleep(1.0); 7")) == "7"
+            time.sleep(1.0)
             assert client.tool("echo", text="after")["content"][0]["text"] == "after"
-            assert cpu_seconds(daemon.proc.pid) - before < 1.0
+            assert cpu_seconds(daemon.proc.pid) - before < 0.6
