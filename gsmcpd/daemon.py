@@ -39,14 +39,18 @@ class PidfileError(Exception):
 
 # --- startup line ------------------------------------------------------------------
 
+def browser_origins(config: Config) -> str:
+    """What the startup line and `check` say of GS_MCP_ALLOWED_ORIGINS."""
+    return " ".join(config.allowed_origins) + " (CORS)" if config.allowed_origins else "loopback only, no CORS"
+
+
 def startup_line(config: Config) -> str:
     """The one line that says what this server is: the router logs it once listening."""
-    origins = " ".join(config.allowed_origins) + " (CORS)" if config.allowed_origins else "loopback only, no CORS"
     return (f"gsmcpd {__version__} listening on {config.url} "
             f"(host {config.host}, port {config.port}, pid {os.getpid()}); "
             f"image {config.image}; read-only {'yes' if config.readonly else 'no'}; "
             f"toolsets {' '.join(config.toolsets)}; auth {'on' if config.auth else 'off'}; "
-            f"browser origins {origins}; "
+            f"browser origins {browser_origins(config)}; "
             f"{trace.startup_line(config.trace, config.trace_limit)}")
 
 
@@ -588,6 +592,7 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
     report("auth", "on" if config.auth else "off (loopback only)")
     report("read-only", "yes" if config.readonly else "no")
     report("toolsets", " ".join(config.toolsets))
+    report("origins", browser_origins(config))
     if problems:
         print(f"PROBLEM: {problems[0]}", file=out)
         return 1

@@ -368,6 +368,7 @@ def test_check_reports_ok_then_the_first_problem(tmp_path):
     assert daemon.check(config, out=out) == 0
     assert out.getvalue().rstrip().endswith(f"OK: ready to serve {config.url}")
     assert "import         gsmcpd.router.main" in out.getvalue()
+    assert "origins        loopback only, no CORS" in out.getvalue()
 
     bad = load_config({"port": free_port(), "state_dir": str(tmp_path),
                        "image": str(tmp_path / "no-such-image")},
