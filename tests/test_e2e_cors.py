@@ -27,10 +27,10 @@ def daemon(tmp_path_factory):
     d.stop()
 
 
-def preflight(port, origin, method="POST", path="/mcp"):
+def preflight(port, origin, method="POST", path="/mcp", **extra):
     return Client(port).request("OPTIONS", path=path, headers={
         "Origin": origin, "Access-Control-Request-Method": method, "Access-Control-Request-Headers": ASKED,
-        "Accept": None})
+        "Accept": None, **extra})
 
 
 def assert_granted(resp, origin):
@@ -55,6 +55,16 @@ def test_a_listed_origins_preflight_is_granted(daemon, origin):
     assert resp.header("access-control-allow-methods") == "GET, POST, DELETE"
     assert resp.header("access-control-allow-headers") == ASKED
     assert resp.header("access-control-max-age") == "600"
+    assert resp.header("access-control-allow-private-network") is None   # not asked
+
+
+def test_a_listed_origin_asking_for_private_network_access_is_granted_it(daemon):
+    # Chrome's Private Network Access: a public page (https://app.example) calling a
+    # server on this machine asks for it in its preflight.
+    resp = preflight(daemon.port, "https://app.example", **{"Access-Control-Request-Private-Network": "true"})
+    assert resp.status == 204 and resp.header("access-control-allow-private-network") == "true"
+    refused = preflight(daemon.port, "http://localhost:5173", **{"Access-Control-Request-Private-Network": "true"})
+    assert refused.status == 403 and refused.header("access-control-allow-private-network") is None
 
 
 def test_a_session_from_a_listed_origin_has_its_origin_on_every_reply(daemon):

@@ -49,3 +49,9 @@ def test_a_preflight_grants_the_requested_headers_when_they_are_header_names(req
     assert Cors.preflight_headers("GET, POST, DELETE", requested) == [
         ("Access-Control-Allow-Methods", "GET, POST, DELETE"), ("Access-Control-Allow-Headers", allowed),
         ("Access-Control-Max-Age", "600")]
+
+
+def test_a_preflight_that_asks_for_private_network_access_is_granted_it():
+    granted = dict(Cors.preflight_headers("GET", None, private_network=True))
+    assert granted["Access-Control-Allow-Private-Network"] == "true"
+    assert "Access-Control-Allow-Private-Network" not in dict(Cors.preflight_headers("GET", None))

@@ -133,7 +133,9 @@ class App:
         if origin is None or request.header("access-control-request-method") is None:
             conn.respond(204, [("Allow", methods + ", OPTIONS")])
         elif self.cors.allows(origin):
-            conn.respond(204, self.cors.preflight_headers(methods, request.header("access-control-request-headers")))
+            private = (request.header("access-control-request-private-network") or "").lower() == "true"
+            conn.respond(204, self.cors.preflight_headers(
+                methods, request.header("access-control-request-headers"), private))
         else:
             conn.respond(403, [JSON], error_body(
                 jsonrpc.INVALID_REQUEST, "Forbidden: cross-origin requests from %r are not enabled; "

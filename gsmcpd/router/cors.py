@@ -48,10 +48,15 @@ class Cors:
         return (("Access-Control-Allow-Origin", origin), ("Access-Control-Expose-Headers", EXPOSED)) + VARY
 
     @staticmethod
-    def preflight_headers(methods, requested_headers):
-        """A granted preflight's own headers, besides reply_headers()."""
+    def preflight_headers(methods, requested_headers, private_network=False):
+        """A granted preflight's own headers, besides reply_headers(). `private_network`:
+        it asked, as Chrome's Private Network Access does for a public page calling a
+        server on this machine, and a listed origin is granted that too."""
         headers = requested_headers.strip() if requested_headers else ""
         if not _HEADER_LIST.fullmatch(headers):
             headers = ALLOWED_HEADERS
-        return [("Access-Control-Allow-Methods", methods), ("Access-Control-Allow-Headers", headers),
-                ("Access-Control-Max-Age", MAX_AGE)]
+        granted = [("Access-Control-Allow-Methods", methods), ("Access-Control-Allow-Headers", headers),
+                   ("Access-Control-Max-Age", MAX_AGE)]
+        if private_network:
+            granted.append(("Access-Control-Allow-Private-Network", "true"))
+        return granted
