@@ -133,7 +133,8 @@ def parse_trace(text: str) -> str:
     raise ValueError(f"expected 0, 1 or both, got {text!r}")
 
 
-def parse_trace_limit(text: str) -> int | None:
+def parse_optional_count(text: str) -> int | None:
+    """A count of at least 1, or none (no limit)."""
     if text.strip().lower() in _NONE:
         return None
     return parse_int(text, lo=1)
@@ -201,7 +202,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("server_title", "GS_MCP_SERVER_TITLE", parse_optional_str),
     Knob("allowed_origins", "GS_MCP_ALLOWED_ORIGINS", parse_allowed_origins),
     Knob("trace", "GS_MCP_TRACE", parse_trace),
-    Knob("trace_limit", "GS_MCP_TRACE_LIMIT", parse_trace_limit),
+    Knob("trace_limit", "GS_MCP_TRACE_LIMIT", parse_optional_count),
     Knob("max_body", "GS_MCP_MAX_BODY", parse_size),
     Knob("read_timeout", "GS_MCP_READ_TIMEOUT", parse_positive_seconds),
     Knob("keepalive_interval", "GS_MCP_KEEPALIVE_INTERVAL", parse_positive_seconds),
@@ -218,6 +219,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("worker_nice", "GS_MCP_WORKER_NICE", lambda t: parse_int(t, lo=0, hi=19)),
     Knob("poll_us", "GS_MCP_POLL_US", lambda t: parse_int(t, lo=0, hi=10000)),
     Knob("max_sessions", "GS_MCP_MAX_SESSIONS", lambda t: parse_int(t, lo=1)),
+    Knob("max_sessions_per_user", "GS_MCP_MAX_SESSIONS_PER_USER", parse_optional_count),
     Knob("log_file", "GS_MCP_LOG_FILE", parse_optional_path),
     Knob("log_level", "GS_MCP_LOG_LEVEL", parse_log_level),
     Knob("auth", "GS_MCP_AUTH", parse_bool),
@@ -284,6 +286,7 @@ class Config:
     worker_nice: int = 10
     poll_us: int = 200
     max_sessions: int = 2000
+    max_sessions_per_user: int | None = None   # None: only max_sessions bounds a user
     log_file: Path | None = None
     log_level: str = "info"
     auth: bool = False

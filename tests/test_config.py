@@ -44,6 +44,9 @@ def test_defaults_match_the_issue():
         (1800.0, 1500.0, 60.0)
     assert config.max_session_lifetime is None and config.request_timeout is None
     assert (config.spare_workers, config.max_sessions, config.jwt_leeway) == (2, 2000, 30.0)
+    assert config.max_sessions_per_user is None
+    assert load_config({}, {"GS_MCP_MAX_SESSIONS_PER_USER": "25"}).max_sessions_per_user == 25
+    assert load_config({}, {"GS_MCP_MAX_SESSIONS_PER_USER": "none"}).max_sessions_per_user is None
     assert config.worker_nice == 10 and config.poll_us == 200
     assert config.log_file is None and config.log_level == "info"
     assert config.url == "http://127.0.0.1:8000/mcp"
@@ -236,6 +239,8 @@ def test_flags_may_arrive_typed():
     ("GS_MCP_POLL_US", "-1", "poll_us", "between 0 and 10000"),
     ("GS_MCP_POLL_US", "0.5ms", "poll_us", "an integer"),
     ("GS_MCP_MAX_SESSIONS", "0", "max_sessions", "at least 1"),
+    ("GS_MCP_MAX_SESSIONS_PER_USER", "0", "max_sessions_per_user", "at least 1"),
+    ("GS_MCP_MAX_SESSIONS_PER_USER", "many", "max_sessions_per_user", "expected an integer"),
     ("MCP_JWT_LEEWAY", "soon", "jwt_leeway", "seconds"),
 ])
 def test_bad_values_are_refused_naming_the_key(env_name, value, key, words):

@@ -196,6 +196,14 @@ class App:
                     jsonrpc.INTERNAL_ERROR, "Service Unavailable: %d sessions open or opening, the configured maximum"
                     % self.config.max_sessions, message.id))
                 return
+            per_user = self.config.max_sessions_per_user
+            if per_user is not None and self.sessions.sessions_of(principal.user) >= per_user:
+                # No Retry-After: waiting frees nothing unless the user's own sessions end.
+                conn.respond(429, [JSON], error_body(
+                    jsonrpc.INVALID_REQUEST, "Too Many Requests: %s has %d sessions open or opening, the "
+                    "configured maximum per user (GS_MCP_MAX_SESSIONS_PER_USER); end one with DELETE, or "
+                    "let an idle one be reaped" % (principal.user, per_user), message.id))
+                return
             self.sessions.open(conn, message.raw, request.body, accepts_sse, principal)
             return
         session = self._session(conn, request, principal)

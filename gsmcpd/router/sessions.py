@@ -104,6 +104,7 @@ class SessionManager:
         self.config = router.config
         self.by_id = {}
         self.opening = 0   # initialize requests waiting for a worker
+        self._per_user = collections.Counter()   # sessions open or opening, by user
         self._by_worker = {}
         self._seq = itertools.count(1)
         self.calls_at_workers = 0   # sessions with a call in flight
@@ -116,6 +117,7 @@ class SessionManager:
         that closes its side meanwhile still gets the reply, as for every request (a
         half-closed one may read it; one that is gone leaves a session to idle out)."""
         self.opening += 1
+        self._per_user[principal.user] += 1
 
         def start(worker):
             self.opening -= 1
@@ -123,6 +125,7 @@ class SessionManager:
 
         def fail(reason):
             self.opening -= 1
+            self._forget_user(principal.user)
             log.error("cannot start a worker for a new session: %s", reason)
             conn.respond(503, [JSON, ("Retry-After", "5")], jsonrpc.dumps(jsonrpc.error(
                 message.get("id"), jsonrpc.INTERNAL_ERROR,
@@ -146,10 +149,20 @@ class SessionManager:
         log.info("session %s opened for %s (worker %d%s)", session.short, session.user, worker.pid,
                  ", read-only" if session.read_only else "")
 
+    def sessions_of(self, user):
+        """How many sessions `user` has open or opening."""
+        return self._per_user[user]
+
+    def _forget_user(self, user):
+        self._per_user[user] -= 1
+        if self._per_user[user] <= 0:
+            del self._per_user[user]
+
     def end(self, session, reason):
         if session.ended:
             return
         session.ended = True
+        self._forget_user(session.user)
         self.by_id.pop(session.id, None)
         self._by_worker.pop(session.worker, None)
         busy = session.inflight is not None
