@@ -1,4 +1,4 @@
-"""`python -m gsmcpd serve|start|stop|status|check|cert`."""
+"""`python -m gsmcpd serve|start|stop|status|end|check|cert`."""
 
 from __future__ import annotations
 
@@ -87,6 +87,12 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             sub.add_argument("--json", action="store_true", help="machine-readable output")
 
+    end = commands.add_parser("end", help="end one session of the server on PORT (as its client's DELETE would)")
+    end.add_argument("session", help="the session's id, or its first 8 or more hex digits (as status shows)")
+    end.add_argument("port", nargs="?", help="default GS_MCP_PORT or 8000")
+    end.add_argument("--state-dir", dest="state_dir")
+    end.add_argument("--config")
+
     check = commands.add_parser("check", help="verify the environment; change nothing")
     _server_flags(check)
 
@@ -113,7 +119,7 @@ def _run(args: argparse.Namespace) -> int:
         cert_path, key_path = write_self_signed(Path(args.self_signed))
         print(f"certificate: {cert_path}\nkey:         {key_path}")
         return 0
-    if args.command in ("stop", "status"):
+    if args.command in ("stop", "status", "end"):
         flags = {"state_dir": args.state_dir, "port": args.port, "config": args.config}
         config = load_config({k: v for k, v in flags.items() if v is not None}, os.environ,
                              validate=False, only=("state_dir", "port"))
@@ -124,6 +130,8 @@ def _run(args: argparse.Namespace) -> int:
             except daemon.PidfileError as exc:
                 print(f"{exc}; nothing was signalled")
                 return 1
+        if args.command == "end":
+            return _end(config, args.session)
         return _status(config, args.json)
     if args.command == "check":
         try:
@@ -153,6 +161,19 @@ def _status(config, as_json: bool) -> int:
             print(f"gsmcpd status: {exc}", file=sys.stderr)
         return 1
     print(control.render_status(reply, config.port, as_json))
+    return 0
+
+
+def _end(config, session: str) -> int:
+    from gsmcpd.router import control
+    try:
+        ended = control.query(config.state_dir, config.port, {"op": "end", "session": session})["ended"]
+    except control.ControlError as exc:
+        print(f"gsmcpd end: {exc}", file=sys.stderr)
+        return 1
+    print(f"ended session {ended['id_prefix']} of {ended['user']} (worker {ended['worker_pid']}, "
+          f"open {control.format_duration(ended['age'])}"
+          + (f", its call {ended['in_flight']} answered 'session ended'" if ended["in_flight"] else "") + ")")
     return 0
 
 

@@ -128,3 +128,28 @@ def test_open_listener_replaces_a_leftover_file(tmp_path):
         assert stat.S_ISSOCK(os.stat(path).st_mode)
     finally:
         listener.close()
+
+
+# -- ending a session ----------------------------------------------------------------
+
+def test_end_names_a_session_by_its_id_or_a_prefix_of_eight_or_more_hex_digits():
+    asked = []
+
+    def end(prefix):
+        asked.append(prefix)
+        return SESSIONS[0]
+    reply = control.handle_request({"op": "end", "session": "71FF1F5C"}, lambda: [], end)
+    assert reply == {"ok": True, "ended": SESSIONS[0]} and asked == ["71ff1f5c"]
+    for bad in ("71ff1f5", "71ff1f5cz", "", None, 7, "a" * 33):
+        refused = json.loads(control.handle_line(json.dumps({"op": "end", "session": bad}).encode(), lambda: [], end))
+        assert refused["ok"] is False and "first 8 or more hex digits" in refused["error"], bad
+    assert asked == ["71ff1f5c"]   # nothing malformed reached the router
+
+
+def test_a_session_end_cannot_make_is_refused_in_its_words():
+    def end(prefix):
+        raise control.ControlError("no open session %s" % prefix)
+    reply = json.loads(control.handle_line(b'{"op":"end","session":"0a1b2c3d"}', lambda: [], end))
+    assert reply == {"ok": False, "error": "no open session 0a1b2c3d"}
+    # A server with nothing to end with does not know the op.
+    assert "unknown op 'end'" in control.handle_request({"op": "end", "session": "0a1b2c3d"}, lambda: [])["error"]

@@ -5,11 +5,12 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 from gsmcpd.__main__ import _passthrough, build_parser
-from helpers import REPO, Daemon, free_port, wait_until
+from helpers import REPO, Client, Daemon, free_port, pid_alive, wait_until
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -164,3 +165,39 @@ def test_sigterm_as_soon_as_the_pidfile_is_written_ends_serve_cleanly(tmp_path):
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+
+
+def test_end_ends_one_session_as_its_delete_would_and_says_why(tmp_path):
+    with Daemon(tmp_path, env={"GS_MCP_SPARE_WORKERS": "1"}) as d:
+        state = ["--state-dir", str(d.state)]
+        busy, idle = Client(d.port), Client(d.port)
+        busy.initialize()
+        idle.initialize()
+        pid = int(busy.tool("execute_code", code="import os\nos.getpid()")["structuredContent"]["result"])
+        answered = {}
+        call = threading.Thread(target=lambda: answered.setdefault("reply", busy.call(
+            "tools/call", {"name": "execute_code", "arguments": {"code": "import time\ntime.sleep(30)"}})))
+        call.start()
+        assert wait_until(lambda: "execute_code" in gsmcpd("status", str(d.port), *state).stdout)
+        ended = gsmcpd("end", busy.session[:8], str(d.port), *state)
+        assert ended.returncode == 0, ended.stderr
+        assert ended.stdout.startswith("ended session %s of " % busy.session[:8])
+        assert "its call tools/call execute_code answered 'session ended'" in ended.stdout
+        call.join(10)
+        error = answered["reply"].json()["error"]
+        assert error["message"] == "session ended: ended by the server's administrator (gsmcpd end)"
+        assert wait_until(lambda: not pid_alive(pid))
+        assert busy.call("ping").status == 404              # its client starts afresh
+        assert idle.call("ping").status == 200              # nobody else is touched
+        again = gsmcpd("end", busy.session, str(d.port), *state)
+        assert again.returncode == 1 and again.stderr.strip() == \
+            "gsmcpd end: server refused: no open session %s" % busy.session
+        short = gsmcpd("end", "abc", str(d.port), *state)
+        assert short.returncode == 1 and "first 8 or more hex digits" in short.stderr
+        assert busy.session[:8] not in gsmcpd("status", str(d.port), *state).stdout
+        assert "ending it, as asked on the control socket" in d.log_text()
+
+
+def test_end_without_a_server(tmp_path):
+    result = gsmcpd("end", "0a1b2c3d", "8999", "--state-dir", str(tmp_path))
+    assert result.returncode == 1 and "is a server running on port 8999?" in result.stderr

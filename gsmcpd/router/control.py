@@ -3,6 +3,9 @@
 One JSON request line -> one JSON reply line, then the server closes.  Requests:
   {"op": "status"} -> {"ok": true, "pid": N, "sessions": [session dict, ...]}
   {"op": "ping"}   -> {"ok": true, "pid": N}
+  {"op": "end", "session": "<id or its first 8+ hex digits>"}
+                   -> {"ok": true, "ended": session dict}: the session is ended as a DELETE
+                      would, its call in flight answered "session ended: ..."
 Anything else    -> {"ok": false, "error": "..."}.
 A session dict: id_prefix, user, worker_pid, age, idle (seconds), in_flight (method or
 tool name, or null), stream_attached, read_only.
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 from pathlib import Path
 from typing import Callable, Iterable
@@ -22,6 +26,7 @@ from typing import Callable, Iterable
 from gsmcpd.config import control_socket_path
 
 MAX_LINE = 64 * 1024
+_HEX = re.compile(r"[0-9a-fA-F]+")
 SESSION_FIELDS = ("id_prefix", "user", "worker_pid", "age", "idle", "in_flight",
                   "stream_attached", "read_only")
 
@@ -44,19 +49,33 @@ def decode(line: bytes) -> dict:
     return obj
 
 
-def handle_request(request: dict, snapshot_fn: Callable[[], list[dict]]) -> dict:
+def session_prefix(text) -> str:
+    """A session id or its first 8 or more hex digits, lower-case; ControlError if not."""
+    if not isinstance(text, str) or not 8 <= len(text) <= 32 or not _HEX.fullmatch(text):
+        raise ControlError(f"expected a session id or its first 8 or more hex digits "
+                           f"(as status shows them), got {text!r}")
+    return text.lower()
+
+
+def handle_request(request: dict, snapshot_fn: Callable[[], list[dict]],
+                   end_fn: Callable[[str], dict] | None = None) -> dict:
+    """`end_fn(prefix)`: end the one session whose id starts with `prefix`, returning its
+    session dict; ControlError (no such session, or more than one) otherwise."""
     op = request.get("op")
     if op == "ping":
         return {"ok": True, "pid": os.getpid()}
     if op == "status":
         return {"ok": True, "pid": os.getpid(), "sessions": list(snapshot_fn())}
-    return {"ok": False, "error": f"unknown op {op!r} (known: status, ping)"}
+    if op == "end" and end_fn is not None:
+        return {"ok": True, "ended": end_fn(session_prefix(request.get("session")))}
+    return {"ok": False, "error": f"unknown op {op!r} (known: status, ping, end)"}
 
 
-def handle_line(line: bytes, snapshot_fn: Callable[[], list[dict]]) -> bytes:
+def handle_line(line: bytes, snapshot_fn: Callable[[], list[dict]],
+                end_fn: Callable[[str], dict] | None = None) -> bytes:
     """The whole server side: one request line in, one encoded reply line out."""
     try:
-        reply = handle_request(decode(line.strip()), snapshot_fn)
+        reply = handle_request(decode(line.strip()), snapshot_fn, end_fn)
     except ControlError as exc:
         reply = {"ok": False, "error": str(exc)}
     return encode(reply)

@@ -1,4 +1,4 @@
-"""The router's end of the local control socket (`python -m gsmcpd status PORT`).
+"""The router's end of the local control socket (`python -m gsmcpd status|end`).
 
 Each control client sends one JSON line and gets one back; the protocol itself is
 pure and lives in control.py. Here we only accept, read a bounded line without
@@ -54,7 +54,7 @@ class ControlEndpoint:
             buf.extend(data)
             if data and b"\n" not in buf and len(buf) < control.MAX_LINE:
                 return
-            out.extend(control.handle_line(bytes(buf).split(b"\n", 1)[0], self.snapshot))
+            out.extend(control.handle_line(bytes(buf).split(b"\n", 1)[0], self.snapshot, self.end_session))
             # the reply goes out as the peer reads it; the timer still bounds the exchange
             self.loop.set_interest(client, None, writable)
         self.loop.add_reader(client, readable)
@@ -64,21 +64,33 @@ class ControlEndpoint:
         client.close()
 
     def snapshot(self):
+        return [self._row(session) for session in self.router.sessions.by_id.values()]
+
+    def _row(self, session):
         now = self.loop.time()
-        rows = []
-        for session in self.router.sessions.by_id.values():
-            call = session.inflight
-            rows.append({
-                "id_prefix": session.short,
-                "user": session.user,
-                "worker_pid": session.worker.pid,
-                "age": now - session.created,
-                "idle": now - session.last_activity,
-                "in_flight": call.describe() if call is not None else None,
-                "stream_attached": session.stream is not None,
-                "read_only": session.read_only,
-            })
-        return rows
+        call = session.inflight
+        return {
+            "id_prefix": session.short,
+            "user": session.user,
+            "worker_pid": session.worker.pid,
+            "age": now - session.created,
+            "idle": now - session.last_activity,
+            "in_flight": call.describe() if call is not None else None,
+            "stream_attached": session.stream is not None,
+            "read_only": session.read_only,
+        }
+
+    def end_session(self, prefix):
+        """`gsmcpd end`: the one session whose id starts with `prefix`, ended as a DELETE
+        would end it; its row as it was."""
+        found = [s for s in self.router.sessions.by_id.values() if s.id.startswith(prefix)]
+        if len(found) != 1:
+            raise control.ControlError(f"no open session {prefix}" if not found else
+                                       f"{len(found)} sessions start with {prefix}: give more of the id")
+        row = self._row(found[0])
+        log.warning("session %s of %s: ending it, as asked on the control socket", row["id_prefix"], row["user"])
+        self.router.sessions.end(found[0], "ended by the server's administrator (gsmcpd end)")
+        return row
 
     def close(self):
         self.loop.remove(self.sock)
