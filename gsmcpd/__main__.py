@@ -173,7 +173,7 @@ def _end(config, session: str) -> int:
         return 1
     print(f"ended session {ended['id_prefix']} of {ended['user']} (worker {ended['worker_pid']}, "
           f"open {control.format_duration(ended['age'])}"
-          + (f", its call {ended['in_flight']} answered 'session ended'" if ended["in_flight"] else "") + ")")
+          + (f", its call {ended['in_flight']} answered 'session ended'" if ended.get("answered") else "") + ")")
     return 0
 
 

@@ -195,6 +195,9 @@ def test_end_ends_one_session_as_its_delete_would_and_says_why(tmp_path):
         short = gsmcpd("end", "abc", str(d.port), *state)
         assert short.returncode == 1 and "first 8 or more hex digits" in short.stderr
         assert busy.session[:8] not in gsmcpd("status", str(d.port), *state).stdout
+        quiet = gsmcpd("end", idle.session, str(d.port), *state)   # the whole id works too
+        assert quiet.returncode == 0 and "its call" not in quiet.stdout   # nothing was running
+        assert idle.call("ping").status == 404
         assert "ending it, as asked on the control socket" in d.log_text()
 
 

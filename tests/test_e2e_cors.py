@@ -6,10 +6,14 @@ No browser runs here; these check the headers a browser's CORS check reads.
 """
 
 import json
+import signal
+import socket
+import subprocess
+import sys
 
 import pytest
 
-from helpers import Client, Daemon
+from helpers import Client, Daemon, body_of, recv_all, wait_until
 from test_e2e_auth import AuthClient, start_auth_daemon
 from test_e2e_lifetime import Exchange
 
@@ -42,7 +46,7 @@ def assert_granted(resp, origin):
 
 def assert_not_granted(resp, varies=True):
     assert not any(name.startswith("access-control-") for name in resp.headers), resp.headers
-    # With origins listed, every reply past the gate varies by Origin (a cache must not
+    # With origins listed, every reply the app makes varies by Origin (a cache must not
     # mix them up); with none listed, nothing does.
     assert resp.header("vary") == ("Origin" if varies else None)
 
@@ -125,7 +129,7 @@ def test_an_unlisted_origin_passes_the_gate_but_gets_no_cors(daemon, origin):
 def test_a_foreign_origins_preflight_meets_the_origin_gate(daemon):
     resp = preflight(daemon.port, "https://evil.example")
     assert resp.status == 403 and "Origin 'https://evil.example' is not allowed" in resp.json()["error"]["message"]
-    assert_not_granted(resp, varies=False)   # refused before CORS is asked
+    assert_not_granted(resp)
 
 
 def test_an_options_request_that_is_no_preflight_is_told_the_methods(daemon):
@@ -136,8 +140,8 @@ def test_an_options_request_that_is_no_preflight_is_told_the_methods(daemon):
     # An Origin alone (no Access-Control-Request-Method) is no preflight either.
     with_origin = c.request("OPTIONS", headers={"Origin": INSPECTOR, "Accept": None})
     assert (with_origin.status, with_origin.header("allow")) == (204, "GET, POST, DELETE, OPTIONS")
-    metadata = c.request("OPTIONS", path="/.well-known/oauth-protected-resource", headers={"Accept": None})
-    assert (metadata.status, metadata.header("allow")) == (204, "GET, OPTIONS")
+    # Without auth there is no metadata document: OPTIONS finds nothing there either.
+    assert c.request("OPTIONS", path="/.well-known/oauth-protected-resource", headers={"Accept": None}).status == 404
     assert c.request("PUT", "{}").header("allow") == "GET, POST, DELETE, OPTIONS"
     assert c.request("OPTIONS", path="/other", headers={"Accept": None}).status == 404
     c.close()
@@ -164,6 +168,9 @@ def test_under_auth_a_preflight_needs_no_token_and_the_challenge_is_readable(tmp
         assert_granted(granted, INSPECTOR)
         assert preflight(daemon.port, INSPECTOR, "GET", "/.well-known/oauth-protected-resource").header(
             "access-control-allow-methods") == "GET"
+        plain = Client(daemon.port).request("OPTIONS", path="/.well-known/oauth-protected-resource",
+                                            headers={"Accept": None})
+        assert (plain.status, plain.header("allow")) == (204, "GET, OPTIONS")
         challenged = Client(daemon.port).call("ping", headers={"Origin": INSPECTOR})
         assert challenged.status == 401 and "resource_metadata=" in challenged.header("www-authenticate")
         assert_granted(challenged, INSPECTOR)
@@ -181,3 +188,35 @@ def test_under_auth_a_preflight_needs_no_token_and_the_challenge_is_readable(tmp
     finally:
         daemon.stop()
         server.close()
+
+
+def test_the_shutdown_503_names_a_listed_origin_so_its_page_can_read_retry_after(tmp_path):
+    # A request waiting behind a running call when SIGTERM comes is answered 503 by the
+    # app before any gate: a listed page must still be able to read it.
+    d = Daemon(tmp_path, env={"GS_MCP_ALLOWED_ORIGINS": INSPECTOR, "GS_MCP_SPARE_WORKERS": "1"}).start()
+    try:
+        c = Client(d.port)
+        c.initialize()
+        slow = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "execute_code", "arguments": {"code": "import time\ntime.sleep(30)"}}})
+        init = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {}})
+        head = "POST /mcp HTTP/1.1\r\nHost: localhost\r\nOrigin: %s\r\n%sContent-Length: %d\r\n\r\n%s"
+        with socket.create_connection(("127.0.0.1", d.port), timeout=15) as s:
+            s.sendall((head % (INSPECTOR, "MCP-Session-Id: %s\r\n" % c.session, len(slow), slow)
+                       + head % (INSPECTOR, "", len(init), init)).encode())
+            assert wait_until(lambda: b"execute_code" in _status(d), timeout=10)   # the call runs
+            d.proc.send_signal(signal.SIGTERM)
+            raw = recv_all(s)
+        _, _, refused = raw.partition(b"HTTP/1.1 503")
+        head_lines = refused.split(b"\r\n\r\n", 1)[0].lower()
+        assert b"access-control-allow-origin: " + INSPECTOR.encode() in head_lines
+        assert b"retry-after: 5" in head_lines and b"shutting down" in body_of(b"HTTP/1.1 503" + refused)
+        assert d.proc.wait(10) == 0
+    finally:
+        if d.proc.poll() is None:
+            d.stop()
+
+
+def _status(daemon):
+    return subprocess.run([sys.executable, "-m", "gsmcpd", "status", str(daemon.port), "--json",
+                           "--state-dir", str(daemon.state)], capture_output=True).stdout

@@ -81,6 +81,8 @@ class App:
     # -- entry -------------------------------------------------------------
     def handle(self, conn, request):
         self.router.trace_inbound(request)
+        if self.cors:   # on every reply the app makes, refusals included (a listed page reads them)
+            conn.reply_headers = self.cors.reply_headers(request.header("origin"))
         if self.router.stopping:
             conn.respond(503, [JSON, ("Retry-After", "5")],
                          error_body(jsonrpc.INTERNAL_ERROR, "Service Unavailable: the server is shutting down"),
@@ -91,15 +93,13 @@ class App:
             status, message = refusal
             conn.respond(status, [JSON], error_body(jsonrpc.INVALID_REQUEST, message))
             return
-        if self.cors:
-            conn.reply_headers = self.cors.reply_headers(request.header("origin"))
         if request.path == MCP_PATH:
             if request.method == "OPTIONS":   # a preflight carries no credentials
                 self._options(conn, request, MCP_METHODS)
             else:
                 self.router.authenticate(conn, request, self._handle_mcp)
         elif request.path == METADATA_PATH or request.path.startswith(METADATA_PATH + "/"):
-            if request.method == "OPTIONS":
+            if request.method == "OPTIONS" and self.router.auth is not None:   # else 404, as for GET
                 self._options(conn, request, "GET")
             else:
                 self.router.serve_metadata(conn, request)

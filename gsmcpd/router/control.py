@@ -8,7 +8,8 @@ One JSON request line -> one JSON reply line, then the server closes.  Requests:
                       would, its call in flight answered "session ended: ..."
 Anything else    -> {"ok": false, "error": "..."}.
 A session dict: id_prefix, user, worker_pid, age, idle (seconds), in_flight (method or
-tool name, or null), stream_attached, read_only.
+tool name, or null), stream_attached, read_only, id (whole: the socket is its owner's
+alone); `end`'s adds answered (whether a call in flight was answered "session ended").
 
 The encode/decode/handle functions are pure; `open_listener` (non-blocking, for the
 router's selector) and `query` (blocking, for `python -m gsmcpd status`) do the I/O.
@@ -28,7 +29,7 @@ from gsmcpd.config import control_socket_path
 MAX_LINE = 64 * 1024
 _HEX = re.compile(r"[0-9a-fA-F]+")
 SESSION_FIELDS = ("id_prefix", "user", "worker_pid", "age", "idle", "in_flight",
-                  "stream_attached", "read_only")
+                  "stream_attached", "read_only", "id")
 
 
 class ControlError(Exception):

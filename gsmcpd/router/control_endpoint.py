@@ -78,6 +78,7 @@ class ControlEndpoint:
             "in_flight": call.describe() if call is not None else None,
             "stream_attached": session.stream is not None,
             "read_only": session.read_only,
+            "id": session.id,   # whole, for `gsmcpd end` when two ids share a prefix (0600 socket)
         }
 
     def end_session(self, prefix):
@@ -86,10 +87,14 @@ class ControlEndpoint:
         found = [s for s in self.router.sessions.by_id.values() if s.id.startswith(prefix)]
         if len(found) != 1:
             raise control.ControlError(f"no open session {prefix}" if not found else
-                                       f"{len(found)} sessions start with {prefix}: give more of the id")
-        row = self._row(found[0])
+                                       f"{len(found)} sessions start with {prefix}: give more of the id "
+                                       f"(status --json shows each whole)")
+        session = found[0]
+        row = self._row(session)
+        # Whether the end answers a call: a cancelled one (or one being stopped) gets no reply.
+        row["answered"] = session.inflight is not None and not session.inflight.cancelled
         log.warning("session %s of %s: ending it, as asked on the control socket", row["id_prefix"], row["user"])
-        self.router.sessions.end(found[0], "ended by the server's administrator (gsmcpd end)")
+        self.router.sessions.end(session, "ended by the server's administrator (gsmcpd end)")
         return row
 
     def close(self):
