@@ -236,6 +236,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("user_map", "MCP_USER_MAP", parse_optional_str),
     Knob("jwt_leeway", "MCP_JWT_LEEWAY", parse_seconds),
     Knob("jwks_min_refresh", "MCP_JWKS_MIN_REFRESH", parse_positive_seconds),
+    Knob("jwks_timeout", "MCP_JWKS_TIMEOUT", parse_positive_seconds),
     Knob("tls_cert", "GS_MCP_TLS_CERT", parse_optional_path),
     Knob("tls_key", "GS_MCP_TLS_KEY", parse_optional_path),
     Knob("behind_tls_proxy", "GS_MCP_BEHIND_TLS_PROXY", parse_bool),
@@ -303,6 +304,7 @@ class Config:
     user_map: str | None = None
     jwt_leeway: float = 30.0
     jwks_min_refresh: float = 10.0
+    jwks_timeout: float = 10.0
     tls_cert: Path | None = None
     tls_key: Path | None = None
     behind_tls_proxy: bool = False

@@ -80,15 +80,16 @@ def test_settings_from_config():
     config = Config(auth=True, issuer="https://kc.example/realms/mcp", audience="https://mcp.example/mcp",
                     required_scopes=("mcp:use",), write_scope="mcp:write",
                     extra_scopes=("profile", "offline_access"), userid_claim="preferred_username",
-                    jwt_leeway=5.0, jwks_uri="https://kc.example/certs")
+                    jwt_leeway=5.0, jwks_uri="https://kc.example/certs", jwks_timeout=2.5)
     settings = settings_from_config(config)
+    assert settings.fetch_timeout == 2.5
     assert settings.resource == "https://mcp.example/mcp"
     assert settings.expected_audience == "https://mcp.example/mcp"
     assert settings.supported_scopes == ("mcp:use", "mcp:write", "profile", "offline_access")
     assert (settings.userid_claim, settings.leeway, settings.jwks_url) == ("preferred_username", 5.0,
                                                                          "https://kc.example/certs")
     client_id = settings_from_config(Config(auth=True, issuer="https://kc", audience="gsmcpd", port=8443))
-    assert client_id.resource == "http://127.0.0.1:8443/mcp"
+    assert client_id.resource == "http://127.0.0.1:8443/mcp" and client_id.fetch_timeout == 10.0
     assert client_id.expected_audience == "gsmcpd"
 
 

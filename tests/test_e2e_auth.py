@@ -483,19 +483,19 @@ def test_a_deeply_nested_jwks_file_at_startup_is_not_fatal(tmp_path):
     assert "Traceback" not in log and "gsmcpd failed" not in log
 
 
-def daemon_on_jwks_uri(tmp_path, server):
+def daemon_on_jwks_uri(tmp_path, server, **env):
     """A daemon taking its keys from `server`'s JWKS URL, refreshed at most every 0.2 s."""
     port = free_port()
     server.idp = Idp(issuer=server.url, audience="http://127.0.0.1:%d/mcp" % port, kinds=("rsa",))
     return Daemon(tmp_path, port=port, env=auth_env(server, server.idp.audience, MCP_JWKS_URI=server.jwks_url,
-                                                    MCP_JWKS_MIN_REFRESH="0.2"))
+                                                    MCP_JWKS_MIN_REFRESH="0.2", **env))
 
 
 # How the JWKS server fails: its attribute broken and healthy, the log's words, and whether
 # the 401's refresh meets the failure too (a drip outlasts the 0.2 s refresh pause).
 JWKS_FAILURES = {
     "not HTTP": ("raw_answer", NOT_HTTP, None, "not an HTTP answer", False),
-    "a drip": ("drip", True, False, "no complete answer within 10 s", True),  # a header line every 0.2 s
+    "a drip": ("drip", True, False, "no complete answer within 2 s", True),  # a header line every 0.2 s
 }
 
 
@@ -504,7 +504,7 @@ def test_a_jwks_uri_that_fails_does_not_hold_the_daemon_and_its_keys_load_once_i
     attribute, broken, healthy, said, refreshed = JWKS_FAILURES[failure]
     server = JwksServer(tmp_path / "idp")
     setattr(server, attribute, broken)
-    daemon = daemon_on_jwks_uri(tmp_path, server)
+    daemon = daemon_on_jwks_uri(tmp_path, server, MCP_JWKS_TIMEOUT="2")   # a drip is cut off at 2 s
     try:
         with daemon:
             # The daemon serves at once; its first key load meets the failure in the

@@ -106,4 +106,4 @@ def settings_from_config(config) -> AuthSettings:
         leeway=config.jwt_leeway,
         jwks_file=str(config.jwks_file) if config.jwks_file else None,
         jwks_url=config.jwks_uri or None,
-        min_refresh_interval=config.jwks_min_refresh)
+        min_refresh_interval=config.jwks_min_refresh, fetch_timeout=config.jwks_timeout)
