@@ -33,6 +33,11 @@ def test_no_origin_or_an_unlisted_one_gets_no_cors_but_every_reply_varies_by_ori
     assert cors.reply_headers(None) == cors.reply_headers("http://localhost:5173") == (("Vary", "Origin"),)
 
 
+def test_the_hosts_listed_are_every_origins_host_and_every_bare_host():
+    assert Cors(LISTED).listed_hosts == {"localhost", "app.example", "bare.example"}
+    assert Cors(()).listed_hosts == frozenset()
+
+
 def test_nothing_listed_grants_nothing():
     cors = Cors(())
     assert not cors and not cors.allows("http://localhost:6274")

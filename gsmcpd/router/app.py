@@ -72,10 +72,8 @@ class App:
         self.router = router
         self.config = router.config
         self.sessions = router.sessions
-        listed = self.config.allowed_origins
-        self.allowed_hosts = LOOPBACK_HOSTS | frozenset(
-            hosts.origin_key(entry)[1] if "://" in entry else entry for entry in listed)
-        self.cors = Cors(listed)
+        self.cors = Cors(self.config.allowed_origins)
+        self.allowed_hosts = LOOPBACK_HOSTS | self.cors.listed_hosts
         self.check_host = self.router.bound_to_loopback
 
     # -- entry -------------------------------------------------------------

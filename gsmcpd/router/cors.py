@@ -29,6 +29,8 @@ class Cors:
         """`allowed_origins`: the config's entries, as parse_allowed_origins gives them."""
         self._origins = frozenset(hosts.origin_key(entry) for entry in allowed_origins if "://" in entry)
         self._hosts = frozenset(entry for entry in allowed_origins if "://" not in entry)
+        # Every host the list names: the Origin gate lets their pages in (by host alone).
+        self.listed_hosts = self._hosts | {key[1] for key in self._origins}
         self.allows = functools.lru_cache(maxsize=256)(self._allows)   # a client repeats its Origin
 
     def __bool__(self):
