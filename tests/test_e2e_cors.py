@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from helpers import Client, Daemon, body_of, recv_all, wait_until
+from helpers import Client, Daemon, body_of, raw_exchange, recv_all, wait_until
 from test_e2e_auth import AuthClient, start_auth_daemon
 from test_e2e_lifetime import Exchange
 
@@ -107,6 +107,20 @@ def test_a_session_from_a_listed_origin_has_its_origin_on_every_reply(daemon):
     gone = c.call("ping", headers=origin)   # the 404 a browser client must read to start afresh
     assert gone.status == 404
     assert_granted(gone, INSPECTOR)
+    c.close()
+
+
+def test_a_body_too_large_is_refused_readably_for_a_listed_page_only(daemon):
+    head = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: %s\r\nContent-Type: application/json\r\n" \
+           "Content-Length: %d\r\n\r\n"
+    too_large = 16 * 1024 * 1024 + 1   # GS_MCP_MAX_BODY's default, and one more
+    listed = raw_exchange(daemon.port, (head % (INSPECTOR, too_large)).encode())
+    assert listed.startswith(b"HTTP/1.1 413 ")
+    assert b"\r\naccess-control-allow-origin: http://localhost:6274\r\n" in listed.lower()
+    unlisted = raw_exchange(daemon.port, (head % ("http://localhost:5173", too_large)).encode())
+    assert unlisted.startswith(b"HTTP/1.1 413 ") and b"access-control-allow-origin" not in unlisted.lower()
+    c = Client(daemon.port)
+    c.initialize()   # and the daemon serves on
     c.close()
 
 

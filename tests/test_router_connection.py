@@ -14,16 +14,18 @@ import pytest
 
 from gsmcpd.router import connection
 from gsmcpd.router.connection import PIPELINE_BUFFER, RECV_SIZE, Connection
+from gsmcpd.router.cors import Cors
 from gsmcpd.router.loop import Loop
 from helpers import bodies_of
 
 
 class Harness:
-    def __init__(self, handle, max_body=1 << 20, tcp=False):
+    def __init__(self, handle, max_body=1 << 20, tcp=False, allowed_origins=()):
         self.loop = Loop()
         self.unreadable = []
         self.closed = []
-        self.app = SimpleNamespace(handle=lambda conn, request: handle(self, conn, request))
+        self.app = SimpleNamespace(handle=lambda conn, request: handle(self, conn, request),
+                                   cors=Cors(allowed_origins))
         self.router = SimpleNamespace(
             loop=self.loop, app=self.app, config=SimpleNamespace(max_body=max_body, read_timeout=30),
             trace_response=lambda *a: None, trace_unreadable=self.unreadable.append,
@@ -263,6 +265,49 @@ def test_an_http_error_while_a_reply_is_awaited_closes_without_answering_out_of_
         assert h.client.recv(65536) == b""     # no 413 read as the reply to the POST
     except ConnectionResetError:
         pass
+
+
+# -- what the HTTP layer refuses, for a browser page granted CORS -----------------
+
+LISTED = "https://app.example"
+
+
+@pytest.mark.parametrize("request_bytes, status", [
+    (b"POST /mcp HTTP/1.1\r\nHost: x\r\nOrigin: %s\r\nContent-Length: 2000\r\n\r\n", b"413"),
+    (b"POST /mcp HTTP/1.1\r\nHost: x\r\nOrigin: %s\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", b"400"),
+    (b"POST /mcp HTTP/1.1\r\nHost: x\r\nOrigin: %s\r\nTransfer-Encoding: gzip\r\n\r\n", b"501"),
+], ids=["body too large", "bad chunk", "unknown coding"])
+def test_a_refusal_after_the_head_names_a_listed_origin(harness, request_bytes, status):
+    h = harness(lambda h, conn, request: None, max_body=1024, allowed_origins=(LISTED,))
+    h.client.sendall(request_bytes % LISTED.encode())
+    data = h.read_until_closed()
+    assert data.startswith(b"HTTP/1.1 " + status)
+    head = data.split(b"\r\n\r\n")[0].lower()
+    assert b"access-control-allow-origin: https://app.example\r\n" in head
+    assert b"access-control-expose-headers:" in head and b"vary: origin" in head
+
+
+def test_a_refusal_names_no_unlisted_origin_nor_one_from_a_head_it_could_not_read(harness):
+    unlisted = harness(lambda h, conn, request: None, max_body=1024, allowed_origins=(LISTED,))
+    unlisted.client.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nOrigin: https://other.example\r\n"
+                            b"Content-Length: 2000\r\n\r\n")
+    data = unlisted.read_until_closed()
+    assert data.startswith(b"HTTP/1.1 413") and b"access-control-allow-origin" not in data.lower()
+    assert b"vary: origin" in data.lower()
+    broken = harness(lambda h, conn, request: None, allowed_origins=(LISTED,))
+    broken.client.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nOrigin: %s\r\nBad Header: 1\r\n\r\n"
+                          % LISTED.encode())
+    data = broken.read_until_closed()
+    assert data.startswith(b"HTTP/1.1 400") and b"access-control-allow-origin" not in data.lower()
+
+
+def test_with_no_origin_listed_a_refusal_carries_no_cors_headers(harness):
+    h = harness(lambda h, conn, request: None, max_body=1024)
+    h.client.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nOrigin: %s\r\nContent-Length: 2000\r\n\r\n"
+                     % LISTED.encode())
+    data = h.read_until_closed()
+    assert data.startswith(b"HTTP/1.1 413")
+    assert b"access-control" not in data.lower() and b"vary" not in data.lower()
 
 
 # -- HEAD -----------------------------------------------------------------------

@@ -457,6 +457,21 @@ def test_chunked_before_another_coding_is_a_framing_error(feeding, lines):
     assert refused(post(b"Transfer-Encoding: gzip, chunked", body=b"0\r\n\r\n"), feeding).status == 501
 
 
+def test_a_refusal_once_the_head_is_read_carries_its_origin(feeding):
+    origin = b"Origin: https://app.example"
+    assert refused(post(origin, b"Content-Length: 11", body=b"x" * 11), feeding,
+                   max_body=10).origin == "https://app.example"
+    bad_chunk = post(origin, b"Transfer-Encoding: chunked", body=b"zz\r\n")
+    assert refused(bad_chunk, feeding).origin == "https://app.example"
+    assert refused(post(origin, b"Transfer-Encoding: gzip"), feeding).origin == "https://app.example"
+    # a head it could not read names nothing, and neither does a request without one
+    assert refused(post(origin, b"Bad Header: 1"), feeding).origin is None
+    assert refused(post(b"Content-Length: 11", body=b"x" * 11), feeding, max_body=10).origin is None
+    # nor a refusal of a later head, after a request whose head named one
+    pipelined = post(origin, b"Content-Length: 0") + b"NOT HTTP\r\n\r\n"
+    assert refused(pipelined, feeding).origin is None
+
+
 def test_small_limits_give_431_and_413(feeding):
     assert refused(b"GET / HTTP/1.1\r\nHost: x\r\nX: " + b"a" * 100 + b"\r\n\r\n", feeding,
                    max_head=64).status == 431

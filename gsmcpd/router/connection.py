@@ -177,7 +177,11 @@ class Connection:
             return
         self.busy = True
         body = ("%d %s\n" % (exc.status, exc.message)).encode()
-        self.write(http.response(exc.status, [("Content-Type", "text/plain")], body, keep_alive=False))
+        headers = [("Content-Type", "text/plain")]
+        cors = self.router.app.cors
+        if cors:   # a listed page can read why (its head was parsed: its Origin is known)
+            headers.extend(cors.reply_headers(exc.origin))
+        self.write(http.response(exc.status, headers, body, keep_alive=False))
         self._close_when_flushed = True
         self._maybe_close()
 

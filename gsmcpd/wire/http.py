@@ -51,6 +51,7 @@ class HttpError(Exception):
         super().__init__(f"{status} {message}")
         self.status = status
         self.message = message
+        self.origin = None   # the request's Origin, when its head was parsed (for CORS)
 
 
 class Request:
@@ -161,6 +162,8 @@ class RequestParser:
         try:
             request = self._advance()
         except HttpError as err:
+            if self._pending is not None:   # refused in its body: the head is known
+                err.origin = self._pending[5].get("origin")
             self._fail(err)
             raise
         if request is None and self._eof and self.in_progress:
@@ -278,6 +281,14 @@ class RequestParser:
         if fields is None:
             fields = _header_fields(_block_lines(block), checked=True)
         headers, by_name = fields
+        try:
+            return self._framing(method, target, version, headers, by_name)
+        except HttpError as err:
+            err.origin = by_name.get("origin")
+            raise
+
+    def _framing(self, method, target, version, headers, by_name):
+        """_parsed's result for a head whose lines are read: how its body is framed."""
         if version == "HTTP/1.1" and "host" not in by_name:
             raise HttpError(400, "missing Host header")   # RFC 9112 3.2
 
