@@ -24,6 +24,8 @@ DEFAULT_STATE_DIR = CHECKOUT / "var"
 CORE_TOOLSETS = ("execution", "session", "listing", "browsing", "search", "mutation", "testing")
 TRACE_MODES = ("off", "inbound", "both")
 LOG_LEVELS = ("debug", "info", "warning", "error")
+# What a GET stream does when the token that opened it expires (MCP_TOKEN_EXPIRY).
+TOKEN_EXPIRY_POLICIES = ("end-stream", "keep-stream")
 
 
 class ConfigError(Exception):
@@ -140,11 +142,14 @@ def parse_optional_count(text: str) -> int | None:
     return parse_int(text, lo=1)
 
 
-def parse_log_level(text: str) -> str:
-    word = text.strip().lower()
-    if word not in LOG_LEVELS:
-        raise ValueError(f"expected one of {', '.join(LOG_LEVELS)}, got {text!r}")
-    return word
+def one_of(choices: tuple[str, ...]) -> Callable[[str], str]:
+    """A parser of one word from `choices`, in any case."""
+    def parse(text: str) -> str:
+        word = text.strip().lower()
+        if word not in choices:
+            raise ValueError(f"expected one of {', '.join(choices)}, got {text!r}")
+        return word
+    return parse
 
 
 def parse_worker_class(text: str) -> str | None:
@@ -221,7 +226,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("max_sessions", "GS_MCP_MAX_SESSIONS", lambda t: parse_int(t, lo=1)),
     Knob("max_sessions_per_user", "GS_MCP_MAX_SESSIONS_PER_USER", parse_optional_count),
     Knob("log_file", "GS_MCP_LOG_FILE", parse_optional_path),
-    Knob("log_level", "GS_MCP_LOG_LEVEL", parse_log_level),
+    Knob("log_level", "GS_MCP_LOG_LEVEL", one_of(LOG_LEVELS)),
     Knob("auth", "GS_MCP_AUTH", parse_bool),
     Knob("issuer", "MCP_ISSUER", parse_optional_str),
     Knob("audience", "MCP_AUDIENCE", parse_optional_str),
@@ -237,6 +242,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("jwt_leeway", "MCP_JWT_LEEWAY", parse_seconds),
     Knob("jwks_min_refresh", "MCP_JWKS_MIN_REFRESH", parse_positive_seconds),
     Knob("jwks_timeout", "MCP_JWKS_TIMEOUT", parse_positive_seconds),
+    Knob("token_expiry", "MCP_TOKEN_EXPIRY", one_of(TOKEN_EXPIRY_POLICIES)),
     Knob("tls_cert", "GS_MCP_TLS_CERT", parse_optional_path),
     Knob("tls_key", "GS_MCP_TLS_KEY", parse_optional_path),
     Knob("behind_tls_proxy", "GS_MCP_BEHIND_TLS_PROXY", parse_bool),
@@ -305,6 +311,7 @@ class Config:
     jwt_leeway: float = 30.0
     jwks_min_refresh: float = 10.0
     jwks_timeout: float = 10.0
+    token_expiry: str = "end-stream"
     tls_cert: Path | None = None
     tls_key: Path | None = None
     behind_tls_proxy: bool = False

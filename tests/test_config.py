@@ -145,13 +145,14 @@ def test_value_forms():
         "GS_MCP_REQUEST_TIMEOUT": "0.25", "GS_MCP_MAX_BODY": "2MiB",
         "GS_MCP_ALLOWED_ORIGINS": "app.example.com other.example",
         "GS_MCP_WORKER_CLASS": "mypkg.server:MyServer", "GS_MCP_LOG_LEVEL": "DEBUG",
-        "MCP_EXTRA_SCOPES": "a b", "MCP_USERID_CLAIM": "email"})
+        "MCP_EXTRA_SCOPES": "a b", "MCP_USERID_CLAIM": "email", "MCP_TOKEN_EXPIRY": "Keep-Stream"})
     assert config.toolsets == ("browsing", "search", "listing")
     assert config.idle_timeout is None and config.probe_after == 2.5
     assert config.request_timeout == 0.25 and config.max_body == 2 * 1024 * 1024
     assert config.allowed_origins == ("app.example.com", "other.example")   # bare hosts
     assert config.worker_class == "mypkg.server:MyServer" and config.log_level == "debug"
     assert config.extra_scopes == ("a", "b") and config.userid_claim == "email"
+    assert config.token_expiry == "keep-stream" and load_config({}, {}).token_expiry == "end-stream"
     assert config.trace == "both" and config.trace_inbound and config.trace_outbound
     assert load_config({}, {"GS_MCP_TRACE": "1"}).trace == "inbound"
     assert load_config({}, {"GS_MCP_TRACE": "0"}).trace_inbound is False
@@ -242,6 +243,7 @@ def test_flags_may_arrive_typed():
     ("GS_MCP_MAX_SESSIONS_PER_USER", "0", "max_sessions_per_user", "at least 1"),
     ("GS_MCP_MAX_SESSIONS_PER_USER", "many", "max_sessions_per_user", "expected an integer"),
     ("MCP_JWT_LEEWAY", "soon", "jwt_leeway", "seconds"),
+    ("MCP_TOKEN_EXPIRY", "end-session", "token_expiry", "one of end-stream, keep-stream"),
 ])
 def test_bad_values_are_refused_naming_the_key(env_name, value, key, words):
     assert words in refused(key, environ={env_name: value})

@@ -408,6 +408,31 @@ def test_a_stream_ends_when_the_token_that_opened_it_expires(daemon, idp):
     assert client.call("ping").status == 200   # a fresh token for the same user keeps the session
 
 
+def test_with_keep_stream_a_stream_outlives_its_token_and_requests_still_need_a_valid_one(tmp_path):
+    import http.client
+    server, daemon = start_auth_daemon(tmp_path, MCP_TOKEN_EXPIRY="keep-stream",
+                                       GS_MCP_KEEPALIVE_INTERVAL="0.5", GS_MCP_STREAM_LOSS_GRACE="0")
+    try:
+        expires = time.time() + 1.5   # exp plus the leeway
+        client = AuthClient(daemon.port, server.idp.mint(sub="erin", exp=int(expires) - LEEWAY))
+        client.initialize()
+        conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=10)
+        conn.request("GET", "/mcp", headers={"Accept": "text/event-stream", "MCP-Session-Id": client.session,
+                                             "Authorization": "Bearer " + client.token})
+        stream = conn.getresponse()
+        assert stream.status == 200
+        while time.time() < expires + 2:   # keepalives go on arriving after the token's end
+            assert stream.readline() != b"", "the stream ended"
+        assert client.call("ping").status == 401   # the expired token is refused all the same
+        client.token = server.idp.mint(sub="erin")
+        assert client.call("ping").status == 200   # and the session lives: no grace ran out
+        assert "the token behind it expired" not in daemon.log_text()
+        conn.close()
+    finally:
+        daemon.stop()
+        server.close()
+
+
 # -- a misbehaving key source: a bad answer is a failed fetch, never a wedged one ----------
 
 NOT_HTTP = b"SSH-2.0-OpenSSH\r\n\r\n"

@@ -231,7 +231,8 @@ class App:
         session = self._session(conn, request, principal)
         if session is not None:
             self.router.attach_stream(session, conn)
-            if principal.exp is not None and session.stream is conn:
+            if (principal.exp is not None and session.stream is conn
+                    and self.config.token_expiry == "end-stream"):
                 self.router.supervisor.end_stream_at(session, conn, principal.exp)
 
     def _delete(self, conn, request, principal):
