@@ -314,6 +314,7 @@ def test_browsing_tools(c):
     hierarchy = structured(c, "get_class_hierarchy", className="Product")
     assert hierarchy["superclasses"] == ["object", "shop.models.Product"]
     assert hierarchy["subclasses"] == ["shop.models.DiscountedProduct"]
+    assert structured(c, "get_class_hierarchy", className="type")["superclasses"] == ["object", "type"]
     method = structured(c, "get_method_source", className="Cart", selector="of", meta=True)
     assert method["kind"] == "class" and method["source"].startswith("@classmethod\ndef of(")
     methods = structured(c, "list_methods", className="DiscountedProduct")["methods"]

@@ -118,6 +118,17 @@ def test_hierarchy_and_list_methods(client):
                                                   "inherited": True}
 
 
+def test_hierarchy_of_a_metaclass_and_of_type(client):
+    # type.__subclasses__ is a method of type itself, so a metaclass's own lookup
+    # finds it unbound: Meta.__subclasses__() raised TypeError.
+    client.view.add_module("zoo.meta", "class Meta(type):\n    pass\n\n\nclass SubMeta(Meta):\n    pass\n")
+    hierarchy = client.ok("get_class_hierarchy", className="Meta")["structuredContent"]
+    assert hierarchy["superclasses"] == ["object", "type", "zoo.meta.Meta"]
+    assert hierarchy["subclasses"] == ["zoo.meta.SubMeta"]
+    hierarchy = client.ok("get_class_hierarchy", className="type")["structuredContent"]
+    assert hierarchy["subclasses"] == ["zoo.meta.Meta"]
+
+
 # -- search ----------------------------------------------------------------------
 
 def test_find_implementors_in_image_and_builtins(client):

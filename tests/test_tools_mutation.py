@@ -94,6 +94,14 @@ def test_shape_change_refused_with_subclasses_allowed_without(client, image):
     assert keeper.feed() == ["a says woof"]
 
 
+def test_shape_change_of_a_metaclass_with_subclasses_is_refused(client, image):
+    client.view.add_module("zoo.meta", "class Meta(type):\n    pass\n\n\nclass SubMeta(Meta):\n    pass\n")
+    client.ok("commit")
+    message = client.error("compile_class_definition", "refused",
+                           source="class Meta(type, metaclass=type):\n    __slots__ = ()\n")
+    assert "zoo.meta.SubMeta" in message and not client.view.has_changes
+
+
 def test_compile_class_definition_new_class_and_errors(client, image):
     client.error("compile_class_definition", "invalidParams", source="class Fresh:\n    pass\n")
     client.error("compile_class_definition", "refused", source="class int:\n    pass\n")

@@ -154,7 +154,9 @@ def mutable_class(view: View, name: str) -> tuple[ClassRef, type | None]:
 
 
 def image_subclasses(view: View, cls: type) -> list[str]:
-    return sorted(f"{sub.__module__}.{sub.__qualname__}" for sub in cls.__subclasses__()
+    # type.__subclasses__(cls), not cls.__subclasses__(): on a metaclass (type included)
+    # the lookup finds type's own method unbound.
+    return sorted(f"{sub.__module__}.{sub.__qualname__}" for sub in type.__subclasses__(cls)
                   if view.defines(sub))
 
 
