@@ -169,6 +169,16 @@ def test_a_commit_that_cannot_be_written_leaves_no_directory_it_made(image, c):
     assert (image / "aaa" / "made.py").exists()
 
 
+def test_a_dictionary_name_too_long_for_a_file_is_refused_and_the_session_still_commits(image, c):
+    # Added anyway, the module could never be written: the tool's own commit, and every
+    # later mutation's, would fail with "File name too long" until an abort.
+    message = error(c, "add_dictionary", "invalidParams", dictionaryName="a" * 250)
+    assert "too long" in message and "choose a shorter name" in message
+    assert structured(c, "status")["uncommittedChanges"] is False
+    ok(c, "set_class_comment", className="Banner", comment="Still commits.")
+    assert not list(image.glob("a" * 250 + "*"))
+
+
 # -- methods and class attributes share the class namespace ------------------------
 
 def test_compile_method_refuses_to_replace_a_class_attribute(image, c):

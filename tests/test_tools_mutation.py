@@ -170,6 +170,17 @@ def test_add_and_remove_dictionary(client, image):
     client.error("remove_dictionary", "refused", dictionaryName="json")
 
 
+def test_a_dictionary_name_too_long_for_a_file_is_refused_and_leaves_nothing_to_commit(client, image):
+    # Refused before the view changes: added, it could never be committed, and every
+    # later mutation of the session (each one commits) would fail on it too.
+    for name in ("a" * 250, "p" * 256 + ".leaf", ".".join(["d" * 200] * 21)):
+        message = client.error("add_dictionary", "invalidParams", dictionaryName=name)
+        assert "too long" in message and not client.view.has_changes
+    client.ok("set_class_comment", className="Dog", comment="Still commits.")
+    client.ok("add_dictionary", dictionaryName="b" * 200)
+    assert (image / ("b" * 200 + ".py")).exists()
+
+
 def test_a_conflicting_mutation_stays_uncommitted_and_says_so(image, views):
     a, b = Client(views(image, "a")), views(image, "b", install=False)
     b.set_source("zoo.animals", b.source("zoo.animals").replace('class Dog(Animal):\n',

@@ -38,6 +38,7 @@ COUNT_NAME = "journal.count"
 INTENT_NAME = "commit.intent"
 JOURNAL_TAIL = 256 * 1024  # how far back has_commit looks for a record just written
 TEMP_NAME = re.compile(r"\..+\.tmp-\d+")   # _write_temp's temp files
+PID_DIGITS = 7   # a Linux pid is at most 4194304 (pid_max's ceiling), in a temp file's name
 
 
 def sha256(data: bytes | None) -> str | None:
@@ -110,6 +111,24 @@ class ImageStore:
     @property
     def image_dir(self) -> Path:
         return Path(self.root)
+
+    def name_problem(self, rel: str) -> str | None:
+        """Why the file `rel` could never be written into the image (a name or path too
+        long for its file system, counting the temp file a commit writes beside it),
+        or None."""
+        name_max = os.pathconf(self.root, "PC_NAME_MAX")
+        path_max = os.pathconf(self.root, "PC_PATH_MAX")
+        *dirs, leaf = rel.split("/")
+        temp = f".{leaf}.tmp-{'9' * PID_DIGITS}"   # as _write_temp names it
+        for part in dirs:
+            if len(os.fsencode(part)) > name_max:
+                return f"a directory name is longer than the image's file system allows ({name_max} bytes)"
+        if len(os.fsencode(temp)) > name_max:
+            return (f"the file name, with the affixes of the temp file a commit writes, is longer "
+                    f"than the image's file system allows ({name_max} bytes)")
+        if len(os.fsencode(os.path.join(self.root, *dirs, temp))) >= path_max:
+            return f"the path is longer than the image's file system allows ({path_max - 1} bytes)"
+        return None
 
     @property
     def state_dir(self) -> Path:

@@ -15,6 +15,7 @@ import keyword
 import sys
 
 from gsmcpd.image import catalog, live, splice
+from gsmcpd.image.store import relpath_of
 from gsmcpd.image.view import KERNEL
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset, bool_prop, object_schema, string_prop
@@ -337,11 +338,19 @@ class MutationToolset(Toolset):
             parent = ".".join(parts[:depth])
             rel = view.relpath(parent)
             if rel is None:
-                view.add_module(parent, "", package=True)
                 created.append(parent)
             elif not rel.endswith("__init__.py"):
                 raise ToolError("refused", f"{parent} is a module, not a package, so {name} "
                                 "cannot live under it")
+        # Checked before the view changes: a file that cannot be written would fail this
+        # commit and every later one of the session.
+        for rel in [relpath_of(parent, package=True) for parent in created] + [relpath_of(name)]:
+            problem = view.store.name_problem(rel)
+            if problem is not None:
+                raise ToolError("invalidParams", f"dictionary name {name!r} is too long: {problem}; "
+                                "choose a shorter name")
+        for parent in created:
+            view.add_module(parent, "", package=True)
         view.add_module(name, f'"""The {name} dictionary."""\n')
         created.append(name)
         return self._finish(f"added dictionary {name}", {"dictionary": name, "created": created})
