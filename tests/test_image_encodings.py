@@ -41,3 +41,8 @@ def test_a_file_that_does_not_decode_breaks_only_what_needs_it(image, views):
         "broken does not compile, so its classes cannot be listed")
     client.ok("compile_method", className="Dog", source="def wag(self):\n    return 1\n")
     assert (image / "broken.py").read_bytes() == BROKEN
+    # A class cannot be spliced into it: said as for its own classes, not as a codec error.
+    message = client.error("compile_class_definition", "other", source="class New:\n    pass\n",
+                           dictionaryName="broken")
+    assert message.startswith("image module broken does not compile: line 3: byte b'\\xe9' is not valid")
+    assert (image / "broken.py").read_bytes() == BROKEN and not client.view.has_changes

@@ -170,6 +170,15 @@ def test_add_and_remove_dictionary(client, image):
     client.error("remove_dictionary", "refused", dictionaryName="json")
 
 
+def test_a_class_cannot_be_added_to_a_module_that_does_not_compile(client, image):
+    (image / "zoo" / "typo.py").write_text("x = 1\n\n\nclass Typo(:\n    pass\n")
+    client.ok("refresh")
+    message = client.error("compile_class_definition", "other", source="class New:\n    pass\n",
+                           dictionaryName="zoo.typo")
+    assert message == "image module zoo.typo does not compile: line 4: invalid syntax"
+    assert not client.view.has_changes
+
+
 def test_a_dictionary_name_too_long_for_a_file_is_refused_and_leaves_nothing_to_commit(client, image):
     # Refused before the view changes: added, it could never be committed, and every
     # later mutation of the session (each one commits) would fail on it too.

@@ -105,6 +105,12 @@ def live_class(view: View, ref: ClassRef) -> type:
     return obj
 
 
+def require_compiles(view: View, module: str) -> None:
+    """An image module's text must parse before anything is spliced into it."""
+    if view.syntax_error(module) is not None:
+        raise ToolError("other", _unloadable(view, module))
+
+
 def _unloadable(view: View, module: str) -> str:
     if view.shadowed(module):
         return (f"image module {module} is shadowed by the already-loaded kernel module of "
@@ -142,8 +148,7 @@ def mutable_class(view: View, name: str) -> tuple[ClassRef, type | None]:
                         f"already-loaded kernel module, so it cannot be modified; {remedy}")
     module = view.module(ref.module)
     if module is None:
-        if view.syntax_error(ref.module) is not None:
-            raise ToolError("other", _unloadable(view, ref.module))
+        require_compiles(view, ref.module)
         return ref, None
     obj = module.__dict__.get(ref.name)
     if not (isinstance(obj, type) and view.defines(obj)):

@@ -234,6 +234,7 @@ class MutationToolset(Toolset):
             catalog.require_module(view, module_name)
             if view.shadowed(module_name):
                 raise ToolError("refused", f"{module_name} is shadowed by a kernel module of that name")
+            catalog.require_compiles(view, module_name)
             return module_name, any(r.name == name for r in catalog.classes_in(view, module_name))
         candidates = [ref for ref in catalog.image_classes(view) if ref.name == name]
         if len(candidates) > 1:
