@@ -28,6 +28,7 @@ class Priced:
         return f"{self.cents / 100:.2f} {self.currency}"
 ''',
     "fix/plain.py": 'class Plain:\n    kind = "plain"\n\n    def describe(self):\n        return self.kind\n',
+    "fix/levels.py": "import enum\n\n\nclass Level(enum.Enum):\n    LOW = 1\n",
     "gone/__init__.py": "",
     "gone/parts.py": "class Part:\n    pass\n",
     "gone/test_parts.py": '''\
@@ -177,6 +178,15 @@ def test_a_dictionary_name_too_long_for_a_file_is_refused_and_the_session_still_
     assert structured(c, "status")["uncommittedChanges"] is False
     ok(c, "set_class_comment", className="Banner", comment="Still commits.")
     assert not list(image.glob("a" * 250 + "*"))
+
+
+def test_an_enum_redefined_with_a_new_member_is_replaced_and_has_it(image, c):
+    # An Enum's metaclass refuses reassigning a member: no in-place copy, which failed
+    # half done ("cannot reassign member 'LOW'").
+    result = structured(c, "compile_class_definition", source="class Level(enum.Enum):\n    LOW = 1\n    HIGH = 2\n")
+    assert result["outcome"] == "replaced"
+    assert run(c, "from fix.levels import Level\n[m.name for m in Level]") == repr(["LOW", "HIGH"])
+    assert "    HIGH = 2\n" in (image / "fix/levels.py").read_text()
 
 
 # -- methods and class attributes share the class namespace ------------------------

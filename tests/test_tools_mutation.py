@@ -94,6 +94,21 @@ def test_shape_change_refused_with_subclasses_allowed_without(client, image):
     assert keeper.feed() == ["a says woof"]
 
 
+def test_an_enum_redefined_is_replaced_with_its_new_members(client, image):
+    # EnumType guards its members against setattr: copied in place, the new namespace
+    # half-landed (the member list replaced, then "cannot reassign member 'RED'", kind
+    # other) in the live class, while the source stayed as it was.
+    client.view.add_module("zoo.colors", "import enum\n\n\nclass Color(enum.Enum):\n    RED = 1\n\n"
+                                         "    def label(self):\n        return self.name\n")
+    client.ok("commit")
+    result = client.ok("compile_class_definition",
+                       source="class Color(enum.Enum):\n    RED = 1\n    BLUE = 3\n")
+    assert result["structuredContent"]["outcome"] == "replaced"
+    color = client.view.module("zoo.colors").Color
+    assert [m.name for m in color] == ["RED", "BLUE"] and color.BLUE.label() == "BLUE"
+    assert "    BLUE = 3\n" in (image / "zoo" / "colors.py").read_text()
+
+
 def test_shape_change_of_a_metaclass_with_subclasses_is_refused(client, image):
     client.view.add_module("zoo.meta", "class Meta(type):\n    pass\n\n\nclass SubMeta(Meta):\n    pass\n")
     client.ok("commit")

@@ -212,8 +212,9 @@ class MutationToolset(Toolset):
             self.view.reload_importers_of(module_name)
         message = {"defined": f"defined {module_name}.{name}",
                    "updated": f"redefined {module_name}.{name} in place",
-                   "replaced": f"redefined {module_name}.{name} with a new shape (bases or "
-                               "__slots__); existing instances keep the old class",
+                   "replaced": f"redefined {module_name}.{name} with a new shape (bases, "
+                               "__slots__, or a metaclass such as an Enum's, which guards its "
+                               "members); existing instances keep the old class",
                    "source": f"changed {module_name}.{name} in source only ({module_name} "
                              "does not import)"}[outcome]
         carried_names = [m.name for m in carried if m.name not in failed]
