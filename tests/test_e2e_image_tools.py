@@ -189,6 +189,15 @@ def test_an_enum_redefined_with_a_new_member_is_replaced_and_has_it(image, c):
     assert "    HIGH = 2\n" in (image / "fix/levels.py").read_text()
 
 
+def test_a_comment_with_a_nul_byte_is_escaped_and_the_module_still_compiles(daemon, image, c):
+    # Written raw, the NUL left fix/plain.py a text Python refuses: every class in it gone.
+    ok(c, "set_class_comment", className="Plain", comment="before\x00after")
+    assert "    'before\\x00after'\n" in (image / "fix/plain.py").read_text()
+    other = open_session(daemon)
+    assert run(other, "from fix.plain import Plain\nPlain.__doc__") == repr("before\x00after")
+    other.close()
+
+
 # -- methods and class attributes share the class namespace ------------------------
 
 def test_compile_method_refuses_to_replace_a_class_attribute(image, c):

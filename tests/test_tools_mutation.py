@@ -67,6 +67,14 @@ def test_set_class_comment_and_delete_method(client, image):
     client.error("delete_method", "notFound", className="Animal", selector="speak", meta=True)
 
 
+
+def test_a_comment_with_a_nul_byte_leaves_the_module_compiling(client, image):
+    client.ok("set_class_comment", className="Dog", comment="nul\x00here")
+    assert client.view.module("zoo.animals").Dog.__doc__ == "nul\x00here"
+    assert "class Dog(Animal):\n    'nul\\x00here'\n" in disk(image)
+    assert "Dog" in client.ok("list_classes", dictionaryName="zoo.animals")["structuredContent"]["classes"]
+
+
 def test_compile_class_definition_in_place_carries_methods(client, image):
     animals = client.view.module("zoo.animals")
     old_dog_class = animals.Dog

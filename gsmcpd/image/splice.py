@@ -227,8 +227,9 @@ def set_class_docstring(source: str, class_name: str, comment: str) -> str:
 
 def docstring_literal(comment: str) -> str:
     """A string literal whose value is exactly `comment`, triple-quoted when safe."""
+    # A NUL cannot be written raw: Python refuses a source text holding one.
     if ('"""' not in comment and "\\" not in comment and not comment.endswith('"')
-            and "\r" not in comment):
+            and "\r" not in comment and "\0" not in comment):
         return '"""' + comment + '"""'
     return repr(comment)
 
