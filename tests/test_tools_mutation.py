@@ -31,6 +31,8 @@ def test_compile_method_appends_and_meta_makes_it_class_side(client, image):
 
 def test_compile_method_errors(client):
     assert "line 1" in client.error("compile_method", "compileError", className="Dog", source="def (:")
+    assert client.error("compile_method", "compileError", className="Dog",   # no "line None: "
+                        source="def f(self):\n    return '\x00'\n") == "source code string cannot contain null bytes"
     assert "execute_code" in client.error("compile_method", "refused", className="Dog", source="x = 1")
     client.error("compile_method", "compileError", className="Dog",
                  source="@undefined_decorator\ndef noise(self):\n    pass\n")

@@ -31,8 +31,9 @@ def parse_single(source: str, wanted, what: str):
     text = splice.dedent_code(source).strip("\r\n") + "\n"
     try:
         tree = ast.parse(text)
-    except SyntaxError as error:
-        raise ToolError("compileError", f"line {error.lineno}: {error.msg}") from None
+    except SyntaxError as error:   # one about the whole text (a NUL byte) has no line
+        where = f"line {error.lineno}: " if error.lineno else ""
+        raise ToolError("compileError", where + error.msg) from None
     if len(tree.body) != 1 or not isinstance(tree.body[0], wanted):
         raise ToolError("refused", f"the source must be a single {what} and nothing else; "
                         "use execute_code to run other code")
