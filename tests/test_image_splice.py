@@ -83,7 +83,8 @@ def test_docstring_set_replace_and_remove():
     assert removed == "class C:\n    pass\n"
 
 
-@pytest.mark.parametrize("comment", ["a\x00b", "a\\", 'a"', '"""', "a\rb", "line\nline", "\x0b\x1c\u2028\x85", "é𝄞"])
+@pytest.mark.parametrize("comment", ["a\x00b", "a\\", 'a"', '"""', "a\rb", "line\nline",
+                                     "\x0b\x1c\u2028\x85", "é𝄞"])
 def test_a_docstring_is_a_literal_of_exactly_the_comment(comment):
     # A NUL byte, written raw, made the module text Python refuses to compile at all.
     added = splice.set_class_docstring("class C:\n    x = 1\n", "C", comment)
