@@ -276,6 +276,19 @@ def test_identity_mapping_runs_the_claim_as_the_account_of_that_name(tmp_path, a
         assert not failed and text.strip().splitlines()[-1] == str(pwd.getpwnam("nobody").pw_uid)
 
 
+def test_an_image_the_account_may_not_use_fails_its_open_naming_the_fix(tmp_path, accounts):
+    first = accounts[0][0]
+    private = default.ensure_default_image(tmp_path / "root-only")   # root's, 0755: as a state dir's
+    daemon, idp = peruser_daemon(tmp_path, private, "identity")
+    with daemon:
+        resp = Client(daemon.port).post(INIT, headers={"Authorization": "Bearer " + idp.mint(sub=first.pw_name)})
+        message = resp.json()["error"]["message"]
+        assert "PermissionError" in message and str(private) in message, message
+        assert ("account %s may not use the image: per-user workers need GS_MCP_IMAGE outside the daemon's "
+                "state directory and group-writable by the users' accounts" % first.pw_name) in message
+        assert "account %s may not use the image" % first.pw_name in daemon.log_text()
+
+
 @pytest.mark.parametrize("end", ["DELETE", "worker killed"])
 def test_what_a_users_code_moved_out_of_its_group_ends_with_its_session(env, accounts, end):
     # The worker runs as the account and kills its own descendants at its end; one killed

@@ -236,8 +236,13 @@ class WorkerLoop:
                 # Fixed now, read after the initialize reply (_read_view): a session
                 # open waits for the lock, not for the read. (The path stays a string:
                 # the store makes no Path on this path, see ImageStore.__init__.)
-                view = View.reserve(session["image"], user=session.get("user"),
-                                    session_id=session.get("session_id"))
+                try:
+                    view = View.reserve(session["image"], user=session.get("user"),
+                                        session_id=session.get("session_id"))
+                except PermissionError as error:
+                    if not session.get("account"):
+                        raise
+                    raise ValueError(_image_refused(error, session["account"])) from None
             try:
                 self.server = build_server(session, view)
             except BaseException:
@@ -389,6 +394,13 @@ def _process_exists(pid: int) -> bool:
 
 
 # -- output ------------------------------------------------------------
+
+def _image_refused(error: PermissionError, account: str) -> str:
+    """Why a per-user worker cannot use the image, and the deployment's fix."""
+    return (f"PermissionError: {error}; account {account} may not use the image: per-user "
+            "workers need GS_MCP_IMAGE outside the daemon's state directory and group-writable "
+            "by the users' accounts (README: systemd)")
+
 
 def _detach_stdio() -> None:
     """Point fds 0-2 at /dev/null: they are the daemon's log, and a user's code could
