@@ -42,6 +42,7 @@ class PartTest(unittest.TestCase):
         self.assertTrue(Part())
 ''',
     "gone/base.py": "class Base:\n    pass\n",
+    "gone/meta.py": "class Meta(type):\n    pass\n\n\nclass Made(metaclass=Meta):\n    pass\n",
     "gone/user.py": "from gone.base import Base\n\n\nclass TestUser:\n    def test_base(self):\n        assert Base()\n",
     "fix/test_odd.py": ODD_TESTS,
     "fix/test_kinds.py": '''\
@@ -290,6 +291,11 @@ def test_after_delete_class_its_importers_fail_to_import_here_as_in_a_new_sessio
         assert "cannot import name 'Part'" in error(session, "run_test_class", "other",
                                                     className="gone.test_parts.PartTest")
     other.close()
+
+
+def test_delete_class_of_a_metaclass_in_use_names_the_classes_it_makes(c):
+    deleted = tool_text(ok(c, "delete_class", className="gone.meta.Meta"))
+    assert deleted.startswith("deleted class gone.meta.Meta (it is still the metaclass of gone.meta.Made)")
 
 
 def test_after_remove_dictionary_its_importers_fail_to_import_here_as_in_a_new_session(daemon, c):

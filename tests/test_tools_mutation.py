@@ -160,6 +160,19 @@ def test_delete_class(client, image):
     client.error("delete_class", "refused", className="ValueError")
 
 
+def test_delete_class_names_the_classes_still_built_on_it(client, image):
+    (image / "zoo" / "meta.py").write_text(
+        "class Meta(type):\n    pass\n\n\nclass Made(metaclass=Meta):\n    pass\n\n\n"
+        "class Child(Made):\n    pass\n")
+    client.ok("refresh")
+    said = text(client.ok("delete_class", className="zoo.meta.Meta"))
+    assert "(it is still the metaclass of zoo.meta.Child, zoo.meta.Made)" in said, said
+    said = text(client.ok("delete_class", className="zoo.meta.Made"))
+    assert "(its subclasses zoo.meta.Child still name it)" in said, said
+    said = text(client.ok("delete_class", className="zoo.meta.Child"))
+    assert "still" not in said, said
+
+
 def test_delete_class_re_imports_its_importers(client):
     client.ok("run_test_class", className="ZooTest")          # zoo.test_zoo imports Dog
     result = client.ok("delete_class", className="Dog")

@@ -165,6 +165,20 @@ def image_subclasses(view: View, cls: type) -> list[str]:
                   if view.defines(sub))
 
 
+def image_classes_made_by(view: View, meta: type) -> list[str]:
+    """The image's classes that have `meta` (or a metaclass derived from it) as their
+    metaclass; none unless `meta` is a metaclass."""
+    if not issubclass(meta, type):
+        return []
+    made = set()
+    for name in view.module_names():
+        module = view.module(name)
+        for obj in vars(module).values() if module is not None else ():
+            if isinstance(obj, meta) and obj is not meta and view.defines(obj):
+                made.add(f"{obj.__module__}.{obj.__qualname__}")
+    return sorted(made)
+
+
 def entry_kind(obj) -> str:
     if isinstance(obj, type):
         return "class"

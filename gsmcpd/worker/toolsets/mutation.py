@@ -304,9 +304,15 @@ class MutationToolset(Toolset):
         note = ""
         if cls is not None:
             self.view.load_all()
+            users = []
             subclasses = catalog.image_subclasses(self.view, cls)
             if subclasses:
-                note = f" (its subclasses {', '.join(subclasses)} still name it)"
+                users.append(f"its subclasses {', '.join(subclasses)} still name it")
+            made = catalog.image_classes_made_by(self.view, cls)
+            if made:
+                users.append(f"it is still the metaclass of {', '.join(made)}")
+            if users:
+                note = f" ({'; '.join(users)})"
             vars(self.view.module(ref.module)).pop(ref.name, None)
         new_source = self._splice(splice.remove_class, self.view.source(ref.module), ref.name)
         self.view.set_source(ref.module, new_source, live=cls is not None)
