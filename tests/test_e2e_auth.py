@@ -393,15 +393,21 @@ def test_an_unreachable_idp_at_startup_is_not_fatal_and_tokens_get_401(tmp_path)
     assert "could not load signing keys yet" in daemon.log_text()
 
 
-def test_a_stream_ends_when_the_token_that_opened_it_expires(daemon, idp):
+def open_stream(client, timeout):
+    """(the connection, the response) of a GET stream opened with the client's token."""
     import http.client
-    client = AuthClient(daemon.port, idp.mint(sub="erin", exp=int(time.time()) + 2 - LEEWAY))
-    client.initialize()
-    conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=15)
+    conn = http.client.HTTPConnection("127.0.0.1", client.port, timeout=timeout)
     conn.request("GET", "/mcp", headers={"Accept": "text/event-stream", "MCP-Session-Id": client.session,
                                          "Authorization": "Bearer " + client.token})
     resp = conn.getresponse()
     assert resp.status == 200
+    return conn, resp
+
+
+def test_a_stream_ends_when_the_token_that_opened_it_expires(daemon, idp):
+    client = AuthClient(daemon.port, idp.mint(sub="erin", exp=int(time.time()) + 2 - LEEWAY))
+    client.initialize()
+    _, resp = open_stream(client, timeout=15)
     assert resp.read() == b""   # the server ends the stream by itself once the token runs out
     assert wait_until(lambda: "stream ended, the token behind it expired" in daemon.log_text())
     client.token = idp.mint(sub="erin")
@@ -409,18 +415,13 @@ def test_a_stream_ends_when_the_token_that_opened_it_expires(daemon, idp):
 
 
 def test_with_keep_stream_a_stream_outlives_its_token_and_requests_still_need_a_valid_one(tmp_path):
-    import http.client
     server, daemon = start_auth_daemon(tmp_path, MCP_TOKEN_EXPIRY="keep-stream",
                                        GS_MCP_KEEPALIVE_INTERVAL="0.5", GS_MCP_STREAM_LOSS_GRACE="0")
     try:
         expires = time.time() + 1.5   # exp plus the leeway
         client = AuthClient(daemon.port, server.idp.mint(sub="erin", exp=int(expires) - LEEWAY))
         client.initialize()
-        conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=10)
-        conn.request("GET", "/mcp", headers={"Accept": "text/event-stream", "MCP-Session-Id": client.session,
-                                             "Authorization": "Bearer " + client.token})
-        stream = conn.getresponse()
-        assert stream.status == 200
+        conn, stream = open_stream(client, timeout=10)
         while time.time() < expires + 2:   # keepalives go on arriving after the token's end
             assert stream.readline() != b"", "the stream ended"
         assert client.call("ping").status == 401   # the expired token is refused all the same
