@@ -176,21 +176,28 @@ def test_two_requests_on_one_session_are_answered_in_order(daemon, client):
     assert "['slow-start', 'slow-end', 'fast']" in tool_text(fast)
 
 
-def test_one_session_does_not_wait_for_another(daemon):
+def test_one_session_does_not_wait_for_another(daemon, tmp_path):
+    # A's call runs until the test lets it go, which it does only once B's call is
+    # answered (or after 20 s, if B waits behind A: then A ends first and the order
+    # says so).
     a, b = Client(daemon.port), Client(daemon.port)
     a.initialize()
     b.initialize()
+    started, release = tmp_path / "started", tmp_path / "release"
     order = []
 
     def long_call():
-        a.tool("execute_code", code="import time\ntime.sleep(5)\n'A'")
+        a.tool("execute_code", code="import os, time\nopen(%r, 'w').close()\nend = time.monotonic() + 20\n"
+                                    "while not os.path.exists(%r) and time.monotonic() < end:\n"
+                                    "    time.sleep(0.02)\n'A'" % (str(started), str(release)))
         order.append("A")
 
     t = threading.Thread(target=long_call)
     t.start()
-    time.sleep(0.5)
+    assert wait_until(started.exists)   # A's call is running in its worker
     b.tool("execute_code", code="'B'")
     order.append("B")
+    release.touch()
     t.join()
     assert order == ["B", "A"]
 
