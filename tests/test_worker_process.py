@@ -26,9 +26,9 @@ SESSION = {"session_id": "sid-1", "user": "tester", "read_only": False,
 class Channel:
     """The router's end: one worker process and its frame socket."""
 
-    def __init__(self, router_pid=None):
+    def __init__(self, router_pid=None, target=worker_main.run):
         self.sock, theirs = socket.socketpair()
-        self.process = CONTEXT.Process(target=worker_main.run,
+        self.process = CONTEXT.Process(target=target,
                                        args=(theirs, router_pid or os.getpid()), daemon=True)
         self.process.start()
         theirs.close()
@@ -339,9 +339,15 @@ def test_stop_frame_ends_the_worker():
     channel.close()
 
 
+def _run_with_a_quick_watchdog(sock, router_pid):
+    """worker_main.run with the router pid checked every 0.3 s instead of every 3 s."""
+    worker_main.WATCHDOG_INTERVAL = 0.3
+    worker_main.run(sock, router_pid)
+
+
 def test_watchdog_ends_the_worker_when_the_router_is_gone():
     router = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
-    channel = Channel(router_pid=router.pid)
+    channel = Channel(router_pid=router.pid, target=_run_with_a_quick_watchdog)
     try:
         assert channel.prepare()["ok"] is True
         router.kill()
