@@ -153,7 +153,7 @@ def is_released(client, pid):
 @pytest.fixture(scope="module")
 def probing(tmp_path_factory):
     d = Daemon(tmp_path_factory.mktemp("probing"), env={
-        "GS_MCP_IDLE_TIMEOUT": "none", "GS_MCP_PROBE_AFTER": "1", "GS_MCP_PING_TIMEOUT": "1.5",
+        "GS_MCP_IDLE_TIMEOUT": "none", "GS_MCP_PROBE_AFTER": "0.5", "GS_MCP_PING_TIMEOUT": "1.5",
         "GS_MCP_MAINTENANCE_INTERVAL": "0.25", "GS_MCP_SPARE_WORKERS": "2"})
     d.start()
     yield d
@@ -205,7 +205,7 @@ def test_a_probe_answered_keeps_the_session_an_unanswered_one_releases_it(probin
     assert silent_stream.next(timeout=10) == ("end",)
     assert wait_until(lambda: is_released(silent, silent_pid), timeout=10)
     # The live one, answering each probe, outlives that point by more rounds.
-    time.sleep(2.0)
+    time.sleep(1.5)
     answerer.stop()
     assert len(answerer.pings) >= 2
     for kind, ping in answerer.pings:
@@ -237,7 +237,8 @@ def test_the_mcp_sdk_client_answers_probes_and_keeps_its_session(probing):
             async with ClientSession(read, write) as session:
                 await session.initialize()
                 before = await session.call_tool("execute_code", {"code": "import os\nos.getpid()"})
-                await anyio.sleep(3.5)  # past the first probe's timeout, had it gone unanswered
+                # past the first probe's timeout (0.5-0.75 s + 1.5 s), had it gone unanswered
+                await anyio.sleep(3.0)
                 after = await session.call_tool("execute_code", {"code": "import os\nos.getpid()"})
                 return before.structured_content["result"], after.structured_content["result"]
 
@@ -247,8 +248,8 @@ def test_the_mcp_sdk_client_answers_probes_and_keeps_its_session(probing):
 
 # -- streams and streamless sessions ---------------------------------------------
 
-GRACE = 2.0
-STREAMLESS = 4.0
+GRACE = 1.5
+STREAMLESS = 3.0
 
 
 @pytest.fixture(scope="module")
@@ -267,7 +268,7 @@ def test_a_streamless_session_is_reaped_counting_from_its_last_request(streams):
     c.initialize()
     pid = worker_pid(c)
     first = time.monotonic()
-    time.sleep(STREAMLESS - 1.5)
+    time.sleep(STREAMLESS - 1.0)
     assert c.call("ping").status == 200  # a request: the count starts again
     time.sleep(first + STREAMLESS + 1.0 - time.monotonic())
     assert pid_alive(pid), "reaped counting from an earlier request"
@@ -297,7 +298,7 @@ def test_a_stream_reattached_within_the_grace_keeps_the_session_and_the_newest_g
     newest = open_stream(streams.port, c.session)
     assert again.next(timeout=5) == ("end",)  # superseded: it ends
     again.close()  # and its end is no loss: no grace starts
-    time.sleep(GRACE + 1.5)
+    time.sleep(GRACE + 1.0)
     assert pid_alive(pid)
     assert newest.comments >= 1 and newest.items.empty()  # still open, keepalives flowing
     assert worker_pid(c) == pid
