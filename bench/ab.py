@@ -66,7 +66,7 @@ def parse_arms(texts):
     return arms
 
 
-def measure(arms, rounds, duration, concurrency, workdir, log=print):
+def measure(arms, rounds, duration, concurrency, workdir, log=print, warmup=0.5):
     """{name: [(req/s, p99 ms, router µs per call), ...] one per round}."""
     started = [Arm(name, checkout, workdir) for name, checkout in arms]
     results = {arm.name: [] for arm in started}
@@ -79,7 +79,8 @@ def measure(arms, rounds, duration, concurrency, workdir, log=print):
 
                 def sample(edge, pid=arm.pid):
                     edges[edge] = procs.cpu_seconds(pid)
-                run = load.run_load(arm.url, concurrency, duration, params=ECHO, on_window=sample)
+                run = load.run_load(arm.url, concurrency, duration, params=ECHO, warmup=warmup,
+                                    on_window=sample)
                 if run["errors"] or not run["requests"]:
                     raise RuntimeError("%s: %d errors in %d calls; see %s"
                                        % (arm.name, run["errors"], run["requests"], arm.log_path))
@@ -122,11 +123,12 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--duration", type=float, default=3.0, help="seconds per arm per round")
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--warmup", type=float, default=0.5, help="seconds per run before the measured window")
     parser.add_argument("--workdir", type=Path, default=Path(__file__).resolve().parent / "results" / "ab")
     args = parser.parse_args(argv)
     arms = parse_arms(args.arms)
     os.makedirs(args.workdir, exist_ok=True)
-    results = measure(arms, args.rounds, args.duration, args.concurrency, args.workdir)
+    results = measure(arms, args.rounds, args.duration, args.concurrency, args.workdir, warmup=args.warmup)
     print(report(results))
     return 0
 

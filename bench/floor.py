@@ -37,6 +37,7 @@ HEAD = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: f
 REPLY = HEAD % len(BODY) + BODY
 RECV_SIZE = 65536
 BACKEND_NICE = 10  # gsmcpd's default GS_MCP_WORKER_NICE
+STOP_POLL = 0.05  # seconds an idle loop waits before looking at the SIGTERM flag again
 
 
 def _content_length(head):
@@ -78,7 +79,7 @@ def serve(port, host="127.0.0.1"):
     sel, listener, running = _listen(port, host)
     buffers = {}
     while running[0]:
-        for key, _ in sel.select(0.5):
+        for key, _ in sel.select(STOP_POLL):
             if key.data is None:
                 conn = _accept(listener)
                 if conn is None:
@@ -218,7 +219,7 @@ def serve_hop(port, host="127.0.0.1"):
     sel, listener, running = _listen(port, host)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # backends are reaped by the kernel
     while running[0]:
-        for key, _ in sel.select(0.5):
+        for key, _ in sel.select(STOP_POLL):
             if key.data is None:
                 accepted = _accept_with_backend(sel, listener, _canned_reply)
                 if accepted is None:
@@ -366,7 +367,7 @@ def serve_min(port, host="127.0.0.1"):
     # it up again per request is what a router's session map costs per call.
     sessions = {}
     while running[0]:
-        for key, _ in sel.select(0.5):
+        for key, _ in sel.select(STOP_POLL):
             if key.data is None:
                 accepted = _accept_with_backend(sel, listener, min_reply_frame)
                 if accepted is None:

@@ -288,7 +288,7 @@ def test_replay_drives_the_real_router_path_and_times_it(capsys):
 def test_ab_runs_each_checkouts_own_gsmcpd_and_pairs_the_rounds(tmp_path, capsys):
     from bench import ab
     repo = str(Path(ab.__file__).resolve().parent.parent)
-    assert ab.main(["base=" + repo, "same=" + repo, "--rounds", "2", "--duration", "0.3",
+    assert ab.main(["base=" + repo, "same=" + repo, "--rounds", "2", "--duration", "0.3", "--warmup", "0.1",
                     "--workdir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert out.count("round ") == 4
