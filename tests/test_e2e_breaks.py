@@ -25,6 +25,17 @@ def deadlines(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def stopping(tmp_path_factory):
+    """The deadline of `deadlines`, with its break steps 0.3 s apart: for calls no break
+    reaches, where the steps' spacing decides nothing but how long the test waits."""
+    d = Daemon(tmp_path_factory.mktemp("stopping"), env={
+        "GS_MCP_REQUEST_TIMEOUT": "1", "GS_MCP_BREAK_GRACE": "0.3", "GS_MCP_SPARE_WORKERS": "2"})
+    d.start()
+    yield d
+    d.stop()
+
+
+@pytest.fixture(scope="module")
 def cancels(tmp_path_factory):
     d = Daemon(tmp_path_factory.mktemp("cancels"), env={"GS_MCP_SPARE_WORKERS": "2",
                                                          "GS_MCP_KEEPALIVE_INTERVAL": "0.3"})
@@ -81,11 +92,11 @@ def test_a_runaway_call_is_broken_and_the_session_survives(deadlines, shape):
 
 
 @pytest.mark.parametrize("shape", sorted(STOPPED))
-def test_a_call_no_break_reaches_is_stopped_and_its_session_finished(deadlines, shape):
-    c = Client(deadlines.port, timeout=15)
+def test_a_call_no_break_reaches_is_stopped_and_its_session_finished(stopping, shape):
+    c = Client(stopping.port, timeout=15)
     c.initialize()
     pid = worker_pid(c)
-    stream = open_stream(deadlines.port, c.session)
+    stream = open_stream(stopping.port, c.session)
     reply = c.post(execute(7, STOPPED[shape]))
     assert reply.status == 200
     body = reply.json()
@@ -161,6 +172,12 @@ def test_a_test_raising_keyboard_interrupt_is_its_error_but_a_break_ends_a_run(d
 
 # -- cancellation ----------------------------------------------------------------
 
+# A call that runs until the test touches its release file (at most 20 s), so the test,
+# not a sleep, decides when it ends.
+RUNS_UNTIL = ("import os, time\nopen(%r, 'w').close()\nend = time.monotonic() + 20\n"
+              "while not os.path.exists(%r) and time.monotonic() < end:\n    time.sleep(0.02)\n'finished'")
+
+
 def test_cancelling_a_running_call_answers_202_and_frees_the_session(cancels, tmp_path):
     c = Client(cancels.port, timeout=10)  # bounds "promptly": the call itself sleeps 30 s
     c.initialize()
@@ -195,15 +212,15 @@ def test_cancelling_a_streaming_call_ends_its_stream_without_a_response(cancels,
 def test_cancelling_a_queued_call_drops_it_unrun(cancels, tmp_path):
     c = Client(cancels.port, timeout=10)
     c.initialize()
-    started, ran = tmp_path / "started", tmp_path / "ran"
-    running = Exchange(cancels.port, "POST", c.session,
-                       execute(1, "open(%r, 'w').close()\nimport time\ntime.sleep(1.5)" % str(started)))
+    started, ran, release = tmp_path / "started", tmp_path / "ran", tmp_path / "release"
+    running = Exchange(cancels.port, "POST", c.session, execute(1, RUNS_UNTIL % (str(started), str(release))))
     assert wait_until(started.exists)
     queued = Exchange(cancels.port, "POST", c.session, execute(2, "open(%r, 'w').close()" % str(ran)))
     time.sleep(0.3)  # let it reach the session's queue
     assert c.post(cancel(2)).status == 202
     assert queued.wait_head() == 202
     assert queued.next() == ("body", b"")
+    release.touch()
     assert running.wait_head() == 200
     assert "result" in running.json()
     assert tool_text(c.tool("execute_code", code="6 * 7")) == "42"  # the queue has drained
@@ -242,11 +259,11 @@ def test_a_cancelled_calls_late_progress_goes_nowhere(cancels):
 def test_a_cancel_must_name_the_id_exactly(cancels, tmp_path):
     c = Client(cancels.port, timeout=10)
     c.initialize()
-    started = tmp_path / "started"
-    call = Exchange(cancels.port, "POST", c.session,
-                    execute(1, "open(%r, 'w').close()\nimport time\ntime.sleep(1)\n'finished'" % str(started)))
+    started, release = tmp_path / "started", tmp_path / "release"
+    call = Exchange(cancels.port, "POST", c.session, execute(1, RUNS_UNTIL % (str(started), str(release))))
     assert wait_until(started.exists)
     for near_miss in (True, "1", [1]):  # true == 1 in Python, but it is not the id 1
         assert c.post(cancel(near_miss)).status == 202
+    release.touch()   # the call runs on to its end only now, after every near miss
     assert call.wait_head() == 200
     assert call.json()["result"]["structuredContent"]["result"] == "'finished'"
