@@ -6,7 +6,8 @@ import resource
 import signal
 import socket
 
-from helpers import LIST_FDS, Client, Daemon, _children, pid_alive, tool_text, wait_until, worker_pids
+from helpers import (LIST_FDS, Client, Daemon, _children, pid_alive, tool_text, wait_for_port, wait_until,
+                     worker_pids)
 from helpers import open_session as session
 
 
@@ -69,9 +70,20 @@ def test_workers_run_nicer_than_the_router_by_the_configured_step(tmp_path):
     def worker_of(client):
         return eval(tool_text(client.tool("execute_code", code=parent_and_niceness)))
 
-    for env, step in (({}, 10), ({"GS_MCP_WORKER_NICE": "3"}, 3), ({"GS_MCP_WORKER_NICE": "0"}, 0)):
-        env = dict(env, GS_MCP_TOOLSETS="execution", GS_MCP_SPARE_WORKERS="1")
-        with Daemon(tmp_path, env=env) as daemon:
+    # The three daemons start side by side, each in a directory of its own; each is then
+    # checked on its own.
+    daemons = []
+    with contextlib.ExitStack() as stack:
+        for env, step in (({}, 10), ({"GS_MCP_WORKER_NICE": "3"}, 3), ({"GS_MCP_WORKER_NICE": "0"}, 0)):
+            env = dict(env, GS_MCP_TOOLSETS="execution", GS_MCP_SPARE_WORKERS="1")
+            home = tmp_path / ("nice-%d" % step)
+            home.mkdir()
+            daemon = Daemon(home, env=env).start(wait=False)
+            stack.callback(daemon.stop)
+            daemons.append((daemon, step))
+        for daemon, _ in daemons:
+            wait_for_port(daemon.port, proc=daemon.proc)
+        for daemon, step in daemons:
             router = os.getpriority(os.PRIO_PROCESS, daemon.proc.pid)
             first = spawner_of(daemon)
             assert worker_of(session(daemon)) == (first, min(19, router + step))
