@@ -222,19 +222,20 @@ def test_pipelined_requests_on_one_connection_are_answered_in_order(client, daem
     assert ids == [1, 2, 3]
 
 
-def test_kill_9_of_a_worker_mid_call_answers_with_an_error_then_404(daemon):
+def test_kill_9_of_a_worker_mid_call_answers_with_an_error_then_404(daemon, tmp_path):
     c = Client(daemon.port)
     c.initialize()
     pid = json.loads(tool_text(c.tool("execute_code", code="import os, json\njson.dumps(os.getpid())")).strip("'"))
     holder = {}
+    started = tmp_path / "started"
 
     def victim():
-        holder["resp"] = c.call("tools/call", {"name": "execute_code",
-                                               "arguments": {"code": "import time\ntime.sleep(30)"}})
+        holder["resp"] = c.call("tools/call", {"name": "execute_code", "arguments": {
+            "code": "open(%r, 'w').close()\nimport time\ntime.sleep(30)" % str(started)}})
 
     t = threading.Thread(target=victim)
     t.start()
-    time.sleep(0.5)
+    assert wait_until(started.exists)   # mid-call
     os.kill(pid, signal.SIGKILL)
     t.join(15)
     reply = holder["resp"].json()
