@@ -34,7 +34,7 @@ def wait_for_port(port, timeout=20.0, proc=None, host="127.0.0.1"):
             with socket.create_connection((host, port), timeout=0.5):
                 return
         except OSError:
-            time.sleep(0.05)
+            time.sleep(0.01)   # a refused loopback connect costs next to nothing
     raise TimeoutError("nothing listening on port %d after %ss" % (port, timeout))
 
 
