@@ -382,15 +382,25 @@ def test_a_client_writing_on_its_open_stream_is_not_read_without_limit(tmp_path)
                        "MCP-Session-Id: %s\r\n\r\n" % c.session).encode())
             streams.append(s)
         block = b"x" * 65536
-        for s in streams:                # each writes on until the router stops reading
-            s.settimeout(0.5)
+
+        def write_on(s):
             sent = 0
             try:
                 while sent < 17 << 20:
                     sent += s.send(block)
             except socket.timeout:
                 pass
-            assert sent < 17 << 20
+            return sent
+
+        for s in streams:
+            s.settimeout(0.5)
+        sent = {}                        # each writes on until the router stops reading,
+        writers = [threading.Thread(target=lambda s=s: sent.__setitem__(s, write_on(s))) for s in streams]
+        for writer in writers:           # all four at once
+            writer.start()
+        for writer in writers:
+            writer.join(60)
+        assert len(sent) == len(streams) and all(n < 17 << 20 for n in sent.values()), sent
         assert _rss_kib(d.proc.pid) - before < 16 * 1024
         for s in streams:                # and each stream goes on, with nothing inside it
             s.settimeout(5)
