@@ -71,8 +71,10 @@ def measure(arms, rounds, duration, concurrency, workdir, log=print, warmup=0.5)
     started = [Arm(name, checkout, workdir) for name, checkout in arms]
     results = {arm.name: [] for arm in started}
     try:
+        for arm in started:     # side by side
+            arm.launch()
         for arm in started:
-            arm.start()
+            arm.wait_listening()
         for number in range(rounds):
             for arm in started if number % 2 == 0 else started[::-1]:
                 edges = {}

@@ -127,9 +127,13 @@ class Bench:
         return server
 
     def _start_all(self):
+        # Side by side: each is launched, then each waited for, then one pause for all.
         for name in self.s.servers:
             self.log("bench: starting %s" % name)
-            self.running[name] = self._start(name)
+            self.running[name] = servers.make(name, self.s.workdir, self.peer_python).launch()
+        for server in self.running.values():
+            server.wait_listening()
+        time.sleep(0.5 if not self.s.smoke else 0.2)  # spares forked, imports done
 
     def _stop_all(self):
         for server in self.running.values():

@@ -64,11 +64,20 @@ class Server:
         raise NotImplementedError
 
     def start(self, timeout=60.0):
+        self.launch()
+        return self.wait_listening(timeout)
+
+    def launch(self):
+        """Start the process and return at once (wait_listening waits for its port), so
+        several servers can start side by side."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(self.command(), env=self.env(), cwd=str(REPO), stdout=self._log,
                                      stderr=subprocess.STDOUT, start_new_session=True,
                                      preexec_fn=_raise_nofile)
+        return self
+
+    def wait_listening(self, timeout=60.0):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -78,7 +87,7 @@ class Server:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
                     return self
             except OSError:
-                time.sleep(0.05)
+                time.sleep(0.01)
         self.stop()
         raise TimeoutError("%s not listening after %ss" % (self.name, timeout))
 
