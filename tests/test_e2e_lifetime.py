@@ -204,8 +204,9 @@ def test_a_probe_answered_keeps_the_session_an_unanswered_one_releases_it(probin
     # The silent client is let go once its probe times out: stream ended, worker gone, 404.
     assert silent_stream.next(timeout=10) == ("end",)
     assert wait_until(lambda: is_released(silent, silent_pid), timeout=10)
-    # The live one, answering each probe, outlives that point by more rounds.
-    time.sleep(1.5)
+    # The live one, answering each probe, outlives that point by two more rounds.
+    seen = len(answerer.replies)
+    assert wait_until(lambda: len(answerer.replies) >= seen + 2, timeout=10), answerer.pings
     answerer.stop()
     assert len(answerer.pings) >= 2
     for kind, ping in answerer.pings:
