@@ -417,6 +417,58 @@ def test_a_client_writing_on_its_open_stream_is_not_read_without_limit(tmp_path)
         assert clients[0].call("ping").status == 200
 
 
+# Progress floods a reply stream its client never reads: past STREAM_BACKLOG (16 MiB)
+# or the write budget, the router drops the connection.
+FLOOD = "for step in range(300):\n    progress(step + 1, None, 'p' * 100_000)\n"
+
+
+def _flood_unread_streams(d, clients, code):
+    """Each client's session runs `code` with its reply on an SSE stream the client
+    never reads, until the router drops each; returns the unread sockets."""
+    socks = []
+    for c in clients:
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "execute_code", "arguments": {"code": code}, "_meta": {"progressToken": 1}}}).encode()
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect(("127.0.0.1", d.port))
+        s.sendall(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: application/json, text/event-stream\r\n"
+                  b"Content-Type: application/json\r\nMCP-Session-Id: %s\r\nContent-Length: %d\r\n\r\n%s"
+                  % (c.session.encode(), len(body), body))
+        socks.append(s)
+    assert wait_until(lambda: d.log_text().count("dropping connection from") == len(clients), timeout=60)
+    return socks
+
+
+def test_a_reply_stream_dropped_for_not_reading_frees_its_backlog(tmp_path):
+    # Its connection's idle timer, cancelled at the close, waits minutes in the
+    # timer heap: it must not keep the connection and its unsent megabytes alive.
+    with Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution"}) as d:
+        clients = [Client(d.port) for _ in range(2)]
+        for c in clients:
+            c.initialize()
+        before = _rss_kib(d.proc.pid)
+        socks = _flood_unread_streams(d, clients, FLOOD + "'done'")
+        for c in clients:
+            assert c.delete().status == 200
+        assert wait_until(lambda: _rss_kib(d.proc.pid) - before < 16 * 1024, timeout=10), _rss_kib(d.proc.pid) - before
+        for s in socks:
+            s.close()
+
+
+def test_a_client_gone_mid_body_leaves_none_of_it_behind(tmp_path):
+    # What the parser held of the body goes with the connection, not minutes later.
+    with Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution", "GS_MCP_TRACE": "1"}) as d:
+        assert Client(d.port).call("ping").status == 400    # warmed up: one request served
+        before = _rss_kib(d.proc.pid)
+        for _ in range(2):
+            with socket.create_connection(("127.0.0.1", d.port), timeout=10) as s:
+                s.sendall(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                          b"Content-Length: 15000000\r\n\r\n" + b" " * 12_000_000)
+        assert wait_until(lambda: d.log_text().count("client closed mid-request") == 2, timeout=30)
+        assert wait_until(lambda: _rss_kib(d.proc.pid) - before < 12 * 1024, timeout=10), _rss_kib(d.proc.pid) - before
+
+
 def test_a_client_that_expects_100_continue_gets_it_before_sending_its_body(client, daemon):
     body = json.dumps({"jsonrpc": "2.0", "id": 11, "method": "ping"}).encode()
     head = ("POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"

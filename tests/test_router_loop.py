@@ -289,3 +289,27 @@ def test_a_timer_months_away_is_slept_for_an_hour_at_a_time(delay):
         assert loop.selector.asked == [MAX_SLEEP]
     finally:
         loop.close()
+
+
+def test_a_cancelled_timer_keeps_nothing_alive_while_it_waits_in_the_heap():
+    # A connection's idle timer waits minutes in the heap after the connection closes:
+    # it must not keep the connection, and the output it never sent, alive meanwhile.
+    import gc
+    import weakref
+
+    class Held:
+        def fire(self):
+            raise AssertionError("a cancelled timer ran")
+
+    loop = Loop()
+    try:
+        held = Held()
+        gone = weakref.ref(held)
+        timer = loop.call_later(300, held.fire)
+        del held
+        timer.cancel()
+        gc.collect()
+        assert gone() is None
+        assert len(loop._timers) == 1      # still in the heap until its time; harmless
+    finally:
+        loop.close()

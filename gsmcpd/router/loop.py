@@ -54,7 +54,11 @@ class Timer:
         self.cancelled = False
 
     def cancel(self):
+        # It stays in the heap until its time (a connection's idle timer: minutes);
+        # meanwhile it must not keep what its callback holds (a closed connection's
+        # unsent output) alive.
         self.cancelled = True
+        self.callback = None
 
 
 class Loop:
