@@ -469,6 +469,20 @@ def test_a_client_gone_mid_body_leaves_none_of_it_behind(tmp_path):
         assert wait_until(lambda: _rss_kib(d.proc.pid) - before < 12 * 1024, timeout=10), _rss_kib(d.proc.pid) - before
 
 
+def test_a_reply_stream_dropped_while_its_call_runs_on_frees_its_backlog(tmp_path):
+    # The call still in flight holds its connection, to answer on; not what it never sent.
+    with Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution"}) as d:
+        clients = [Client(d.port) for _ in range(2)]
+        for c in clients:
+            c.initialize()
+        before = _rss_kib(d.proc.pid)
+        socks = _flood_unread_streams(d, clients, FLOOD + "import time\ntime.sleep(600)")
+        assert wait_until(lambda: _rss_kib(d.proc.pid) - before < 16 * 1024, timeout=10), _rss_kib(d.proc.pid) - before
+        assert clients[0].call("ping").status == 200     # the sessions, calls and all, go on
+        for s in socks:
+            s.close()
+
+
 def test_a_client_that_expects_100_continue_gets_it_before_sending_its_body(client, daemon):
     body = json.dumps({"jsonrpc": "2.0", "id": 11, "method": "ping"}).encode()
     head = ("POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"

@@ -442,6 +442,17 @@ def test_a_stream_whose_reader_falls_too_far_behind_is_dropped(harness, monkeypa
     assert len(h.conn.out) <= (1 << 20) + 2 * len(event)
 
 
+def test_a_connection_dropped_with_output_unsent_lets_it_go(harness, monkeypatch):
+    # A call still running holds its connection after the drop: not the backlog too.
+    monkeypatch.setattr(connection, "STREAM_BACKLOG", 1 << 20)
+    h = harness(stream_app)
+    h.client.sendall(b"GET /mcp HTTP/1.1\r\nHost: x\r\n\r\n")
+    h.run_until(lambda: h.conn.streaming)
+    while not h.conn.closed:
+        h.conn.stream_write(b"data: " + b"p" * 1000 + b"\n\n")
+    assert len(h.conn.out) == 0
+
+
 def test_a_stream_to_an_http_1_0_client_is_not_chunked_and_ends_with_the_connection(harness):
     # RFC 9112 6.1: an HTTP/1.0 client cannot read chunks; its stream's end is the close.
     h = harness(stream_app)

@@ -390,6 +390,9 @@ class Connection:
             self.sock.close()
         except OSError:
             pass
+        # What was never sent never will be: a call still running holds this connection
+        # (its reply's destination), and must not hold a dropped reader's backlog too.
+        self.out = bytearray()
         self.router.connection_closed(self)
         if lost is not None:
             lost()
