@@ -483,6 +483,30 @@ def test_a_reply_stream_dropped_while_its_call_runs_on_frees_its_backlog(tmp_pat
             s.close()
 
 
+def test_one_shot_connections_leave_nothing_behind_in_the_router(tmp_path):
+    # Each closed connection leaves its idle timer, cancelled, in the heap for minutes:
+    # a client that opens a connection per request (curl in a loop) must not grow the
+    # router by it (about 175 bytes each, a million at 4000 a second).
+    request = (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+               b"Connection: close\r\nContent-Length: 40\r\n\r\n" + b'{"jsonrpc":"2.0","id":1,"method":"ping"}')
+
+    def one_shots(count):
+        for _ in range(count):
+            with socket.create_connection(("127.0.0.1", d.port), timeout=10) as s:
+                s.sendall(request)
+                assert status_of(recv_all(s)) == 400    # no session: answered all the same
+
+    with Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution"}) as d:
+        one_shots(2000)     # warmed up
+        before = _rss_kib(d.proc.pid)
+        threads = [threading.Thread(target=one_shots, args=(5000,)) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert _rss_kib(d.proc.pid) - before < 1536
+
+
 def test_a_client_that_expects_100_continue_gets_it_before_sending_its_body(client, daemon):
     body = json.dumps({"jsonrpc": "2.0", "id": 11, "method": "ping"}).encode()
     head = ("POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"

@@ -5,7 +5,7 @@ import socket
 
 import pytest
 
-from gsmcpd.router.loop import MAX_SLEEP, Loop
+from gsmcpd.router.loop import COMPACT_MIN, MAX_SLEEP, Loop
 
 
 class NoisySocket(socket.socket):
@@ -311,5 +311,24 @@ def test_a_cancelled_timer_keeps_nothing_alive_while_it_waits_in_the_heap():
         gc.collect()
         assert gone() is None
         assert len(loop._timers) == 1      # still in the heap until its time; harmless
+    finally:
+        loop.close()
+
+
+def test_cancelled_timers_do_not_fill_the_heap_and_live_ones_still_fire_in_order():
+    # Every closed connection leaves its idle timer cancelled in the heap for minutes:
+    # under churn they are swept out, and what is still due runs as it would have.
+    loop = Loop()
+    try:
+        fired = []
+        for n in range(3):
+            loop.call_later(n * 0.001, lambda n=n: fired.append(n))
+        for _ in range(100_000):
+            loop.call_later(300, lambda: fired.append("cancelled")).cancel()
+        assert len(loop._timers) <= 2 * COMPACT_MIN
+        loop.call_later(0.003, lambda: fired.append("last"))
+        while len(fired) < 4:
+            loop._run_once()
+        assert fired == [0, 1, 2, "last"]
     finally:
         loop.close()

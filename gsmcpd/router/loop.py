@@ -23,6 +23,7 @@ POLL_BACKOFF = 6  # after polls that missed, poll again on one event due in at m
 # set far off (a maintenance interval of months) must not overflow it; waking once an
 # hour to find nothing due costs nothing.
 MAX_SLEEP = 3600.0
+COMPACT_MIN = 1024  # timers in the heap before cancelled ones are swept out (Loop._compact)
 
 
 def send_some(sock, data):
@@ -78,6 +79,7 @@ class Loop:
         self._poll_skips = 0      # events due to sleep for at once, after those misses
         self._clock = time.perf_counter
         self._timers = []
+        self._compact_at = COMPACT_MIN
         self._seq = itertools.count()
         self._soon = collections.deque()
         self._stopping = False
@@ -105,7 +107,18 @@ class Loop:
     def call_at(self, when, callback):
         timer = Timer(when, callback)
         heapq.heappush(self._timers, (when, next(self._seq), timer))
+        if len(self._timers) > self._compact_at:
+            self._compact()
         return timer
+
+    def _compact(self):
+        # A cancelled timer waits in the heap until its time: a closed connection's idle
+        # timer, minutes. Under connection churn those would fill it (a one-shot client
+        # at 4000/s: a million); sweep them out whenever it has doubled since the last
+        # sweep, which costs O(1) per timer over time.
+        self._timers = [entry for entry in self._timers if not entry[2].cancelled]
+        heapq.heapify(self._timers)
+        self._compact_at = max(COMPACT_MIN, 2 * len(self._timers))
 
     def call_later(self, delay, callback):
         return self.call_at(self.time() + delay, callback)
