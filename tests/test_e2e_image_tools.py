@@ -29,6 +29,8 @@ class Priced:
 ''',
     "fix/plain.py": 'class Plain:\n    kind = "plain"\n\n    def describe(self):\n        return self.kind\n',
     "fix/levels.py": "import enum\n\n\nclass Level(enum.Enum):\n    LOW = 1\n",
+    "fix/tones.py": "import enum\n\n\nclass Base(enum.Enum):\n    def label(self):\n        return self.name\n\n\n"
+                    "class Tone(Base):\n    LOW = 1\n",
     "gone/__init__.py": "",
     "gone/parts.py": "class Part:\n    pass\n",
     "gone/test_parts.py": '''\
@@ -188,6 +190,13 @@ def test_an_enum_redefined_with_a_new_member_is_replaced_and_has_it(image, c):
     assert result["outcome"] == "replaced"
     assert run(c, "from fix.levels import Level\n[m.name for m in Level]") == repr(["LOW", "HIGH"])
     assert "    HIGH = 2\n" in (image / "fix/levels.py").read_text()
+
+
+def test_a_memberless_enum_base_is_redefined_in_place_under_its_subclass(c):
+    result = structured(c, "compile_class_definition", dictionaryName="fix.tones",
+                        source="class Base(enum.Enum):\n    def label(self):\n        return self.name.lower()\n")
+    assert result["outcome"] == "updated"
+    assert run(c, "from fix.tones import Tone\nTone.LOW.label()") == repr("low")
 
 
 def test_a_comment_with_a_nul_byte_is_escaped_and_the_module_still_compiles(daemon, image, c):

@@ -119,6 +119,17 @@ def test_an_enum_redefined_is_replaced_with_its_new_members(client, image):
     assert "    BLUE = 3\n" in (image / "zoo" / "colors.py").read_text()
 
 
+def test_a_memberless_enum_base_is_redefined_in_place_and_its_subclasses_see_it(client, image):
+    client.view.add_module("zoo.tones", "import enum\n\n\nclass Base(enum.Enum):\n"
+                                        "    def label(self):\n        return self.name\n\n\n"
+                                        "class Tone(Base):\n    LOW = 1\n")
+    client.ok("commit")
+    result = client.ok("compile_class_definition", source="class Base(enum.Enum):\n"
+                       "    def label(self):\n        return self.name.lower()\n")
+    assert result["structuredContent"]["outcome"] == "updated"
+    assert client.view.module("zoo.tones").Tone.LOW.label() == "low"
+
+
 def test_shape_change_of_a_metaclass_with_subclasses_is_refused(client, image):
     client.view.add_module("zoo.meta", "class Meta(type):\n    pass\n\n\nclass SubMeta(Meta):\n    pass\n")
     client.ok("commit")

@@ -4,14 +4,15 @@ A method is compiled inside a synthetic class body taken from the *edited
 module's* AST (so line numbers and tracebacks match the new text), then set on
 the existing class object; its `__class__` cell is pointed at that class so
 zero-argument super() works. A class redefinition with unchanged bases and
-`__slots__` (and a metaclass that does not guard its attributes, as an Enum's does)
-is copied onto the existing class object (instances and subclasses keep working);
-otherwise the module is rebound to the new class.
+`__slots__`, and no Enum members (an Enum refuses to have them reassigned), is copied
+onto the existing class object (instances and subclasses keep working); otherwise the
+module is rebound to the new class.
 """
 
 from __future__ import annotations
 
 import ast
+import enum
 import functools
 from types import FunctionType, ModuleType
 
@@ -78,13 +79,12 @@ def evaluate_class(module: ModuleType, filename: str, source: str, class_name: s
 
 
 def same_shape(old: type, new: type) -> bool:
-    """Whether `new` can be copied onto `old` (update_in_place). Not when a metaclass
-    guards its classes' attributes (an Enum's refuses to reassign a member): the copy
-    would stop half done."""
-    meta = type(old)
-    return (old.__bases__ == new.__bases__ and meta is type(new)
+    """Whether `new` can be copied onto `old` (update_in_place). Not for an Enum with
+    members: it refuses to have them reassigned, so the copy would stop half done. (A
+    memberless Enum, the usual base of others, takes methods like any class.)"""
+    return (old.__bases__ == new.__bases__ and type(old) is type(new)
             and old.__dict__.get("__slots__") == new.__dict__.get("__slots__")
-            and meta.__setattr__ is type.__setattr__ and meta.__delattr__ is type.__delattr__)
+            and not (isinstance(old, enum.EnumType) and old._member_map_))
 
 
 def update_in_place(old: type, new: type, old_member_names: set[str]) -> None:

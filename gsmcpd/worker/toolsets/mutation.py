@@ -214,8 +214,8 @@ class MutationToolset(Toolset):
         message = {"defined": f"defined {module_name}.{name}",
                    "updated": f"redefined {module_name}.{name} in place",
                    "replaced": f"redefined {module_name}.{name} with a new shape (bases, "
-                               "__slots__, or a metaclass such as an Enum's, which guards its "
-                               "members); existing instances keep the old class",
+                               "__slots__, or an Enum's members); existing instances keep the "
+                               "old class",
                    "source": f"changed {module_name}.{name} in source only ({module_name} "
                              "does not import)"}[outcome]
         carried_names = [m.name for m in carried if m.name not in failed]
