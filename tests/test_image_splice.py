@@ -84,11 +84,13 @@ def test_docstring_set_replace_and_remove():
 
 
 @pytest.mark.parametrize("comment", ["a\x00b", "a\\", 'a"', '"""', "a\rb", "line\nline",
-                                     "\x0b\x1c\u2028\x85", "é𝄞"])
+                                     "\x0b\x1c\u2028\x85", "é𝄞", "a\ud800b"])
 def test_a_docstring_is_a_literal_of_exactly_the_comment(comment):
-    # A NUL byte, written raw, made the module text Python refuses to compile at all.
+    # A NUL byte, written raw, made the module text Python refuses to compile at all;
+    # a lone surrogate (JSON's "\ud800"), one no file encoding can carry.
     added = splice.set_class_docstring("class C:\n    x = 1\n", "C", comment)
     assert ast.get_docstring(ast.parse(added).body[0], clean=False) == comment
+    added.encode("utf-8")   # and the module can be written
 
 
 def test_class_definition_has_header_and_assignments_but_no_methods():

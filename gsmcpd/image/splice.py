@@ -227,11 +227,17 @@ def set_class_docstring(source: str, class_name: str, comment: str) -> str:
 
 def docstring_literal(comment: str) -> str:
     """A string literal whose value is exactly `comment`, triple-quoted when safe."""
-    # A NUL cannot be written raw: Python refuses a source text holding one.
     if ('"""' not in comment and "\\" not in comment and not comment.endswith('"')
-            and "\r" not in comment and "\0" not in comment):
+            and "\r" not in comment and _writable_raw(comment)):
         return '"""' + comment + '"""'
     return repr(comment)
+
+
+def _writable_raw(text: str) -> bool:
+    """Whether `text` can stand raw in a module's source: not a NUL (Python refuses a
+    source holding one), nor a lone surrogate (no file encoding carries it; repr
+    escapes both)."""
+    return "\0" not in text and not any("\ud800" <= ch <= "\udfff" for ch in text)
 
 
 def class_definition(source: str, name: str) -> str:
