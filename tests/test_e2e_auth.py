@@ -418,7 +418,7 @@ def test_with_keep_stream_a_stream_outlives_its_token_and_requests_still_need_a_
     server, daemon = start_auth_daemon(tmp_path, MCP_TOKEN_EXPIRY="keep-stream",
                                        GS_MCP_KEEPALIVE_INTERVAL="0.5", GS_MCP_STREAM_LOSS_GRACE="0")
     try:
-        expires = time.time() + 1.5   # exp plus the leeway
+        expires = time.time() + 2.5   # exp plus the leeway
         client = AuthClient(daemon.port, server.idp.mint(sub="erin", exp=int(expires) - LEEWAY))
         client.initialize()
         conn, stream = open_stream(client, timeout=10)
