@@ -69,7 +69,6 @@ def test_set_class_comment_and_delete_method(client, image):
     client.error("delete_method", "notFound", className="Animal", selector="speak", meta=True)
 
 
-
 def test_a_comment_with_a_nul_byte_leaves_the_module_compiling(client, image):
     client.ok("set_class_comment", className="Dog", comment="nul\x00here")
     assert client.view.module("zoo.animals").Dog.__doc__ == "nul\x00here"

@@ -37,7 +37,12 @@ JOURNAL_NAME = "journal.jsonl"
 COUNT_NAME = "journal.count"
 INTENT_NAME = "commit.intent"
 JOURNAL_TAIL = 256 * 1024  # how far back has_commit looks for a record just written
-TEMP_NAME = re.compile(r"\..+\.tmp-\d+")   # _write_temp's temp files
+TEMP_NAME = re.compile(r"\..+\.tmp-\d+")   # what temp_name makes
+
+
+def temp_name(name: str, pid: int | str) -> str:
+    """The temp file a writer `pid` writes `name` as, beside it, before renaming it."""
+    return f".{name}.tmp-{pid}"
 PID_DIGITS = 7   # a Linux pid is at most 4194304 (pid_max's ceiling), in a temp file's name
 
 
@@ -119,7 +124,7 @@ class ImageStore:
         name_max = os.pathconf(self.root, "PC_NAME_MAX")
         path_max = os.pathconf(self.root, "PC_PATH_MAX")
         *dirs, leaf = rel.split("/")
-        temp = f".{leaf}.tmp-{'9' * PID_DIGITS}"   # as _write_temp names it
+        temp = temp_name(leaf, "9" * PID_DIGITS)
         for part in dirs:
             if len(os.fsencode(part)) > name_max:
                 return f"a directory name is longer than the image's file system allows ({name_max} bytes)"
@@ -392,7 +397,7 @@ class ImageStore:
         return True
 
     def _write_intent(self, intent: dict) -> None:
-        temp = self.state_dir / f".{INTENT_NAME}.tmp-{os.getpid()}"
+        temp = self.state_dir / temp_name(INTENT_NAME, os.getpid())
         fd = _create_shared(temp, os.O_WRONLY | os.O_TRUNC)   # every account reads it
         try:
             try:
@@ -481,7 +486,7 @@ class ImageStore:
         directories created for it are added to `made`."""
         target = self.image_dir / rel
         self._make_dirs(target.parent, made)
-        temp = target.parent / f".{target.name}.tmp-{os.getpid()}"
+        temp = target.parent / temp_name(target.name, os.getpid())
         try:
             mode = stat.S_IMODE(os.stat(target).st_mode)
         except FileNotFoundError:
