@@ -440,18 +440,28 @@ def _flood_unread_streams(d, clients, code):
     return socks
 
 
+def _flooded_sessions(d, code):
+    """Two sessions whose calls run `code` into streams nobody reads, until each is
+    dropped: (their clients, the router's RSS before, the unread sockets)."""
+    clients = [Client(d.port) for _ in range(2)]
+    for c in clients:
+        c.initialize()
+    before = _rss_kib(d.proc.pid)
+    return clients, before, _flood_unread_streams(d, clients, code)
+
+
+def _rss_settles_under(d, before, kib):
+    assert wait_until(lambda: _rss_kib(d.proc.pid) - before < kib, timeout=10), _rss_kib(d.proc.pid) - before
+
+
 def test_a_reply_stream_dropped_for_not_reading_frees_its_backlog(tmp_path):
     # Its connection's idle timer, cancelled at the close, waits minutes in the
     # timer heap: it must not keep the connection and its unsent megabytes alive.
     with Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution"}) as d:
-        clients = [Client(d.port) for _ in range(2)]
-        for c in clients:
-            c.initialize()
-        before = _rss_kib(d.proc.pid)
-        socks = _flood_unread_streams(d, clients, FLOOD + "'done'")
+        clients, before, socks = _flooded_sessions(d, FLOOD + "'done'")
         for c in clients:
             assert c.delete().status == 200
-        assert wait_until(lambda: _rss_kib(d.proc.pid) - before < 16 * 1024, timeout=10), _rss_kib(d.proc.pid) - before
+        _rss_settles_under(d, before, 16 * 1024)
         for s in socks:
             s.close()
 
@@ -468,18 +478,14 @@ def test_a_client_gone_mid_body_leaves_none_of_it_behind(tmp_path):
                 s.sendall(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                           b"Content-Length: 15000000\r\n\r\n" + b" " * 12_000_000)
         assert wait_until(lambda: d.log_text().count("client closed mid-request") == 2, timeout=30)
-        assert wait_until(lambda: _rss_kib(d.proc.pid) - before < 4 * 1024, timeout=10), _rss_kib(d.proc.pid) - before
+        _rss_settles_under(d, before, 4 * 1024)
 
 
 def test_a_reply_stream_dropped_while_its_call_runs_on_frees_its_backlog(tmp_path):
     # The call still in flight holds its connection, to answer on; not what it never sent.
     with Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution"}) as d:
-        clients = [Client(d.port) for _ in range(2)]
-        for c in clients:
-            c.initialize()
-        before = _rss_kib(d.proc.pid)
-        socks = _flood_unread_streams(d, clients, FLOOD + "import time\ntime.sleep(600)")
-        assert wait_until(lambda: _rss_kib(d.proc.pid) - before < 16 * 1024, timeout=10), _rss_kib(d.proc.pid) - before
+        clients, before, socks = _flooded_sessions(d, FLOOD + "import time\ntime.sleep(600)")
+        _rss_settles_under(d, before, 16 * 1024)
         assert clients[0].call("ping").status == 200     # the sessions, calls and all, go on
         for s in socks:
             s.close()
