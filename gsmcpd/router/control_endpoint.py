@@ -91,10 +91,7 @@ class ControlEndpoint:
                                        f"(status --json shows each whole)")
         session = found[0]
         row = self._row(session)
-        # Whether the end answers a call: a cancelled one, or one whose client has gone,
-        # gets no reply (SessionManager._fail).
-        call = session.inflight
-        row["answered"] = call is not None and not call.cancelled and not call.conn.closed
+        row["answered"] = session.inflight is not None and session.inflight.awaited   # as SessionManager._fail
         log.warning("session %s of %s: ending it, as asked on the control socket", row["id_prefix"], row["user"])
         self.router.sessions.end(session, "ended by the server's administrator (gsmcpd end)")
         return row

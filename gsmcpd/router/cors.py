@@ -8,7 +8,6 @@ served from this machine could otherwise drive every tool of an unauthenticated 
 A listed origin matches exactly; a listed bare host matches its every scheme and port.
 """
 
-import functools
 import re
 
 from gsmcpd.wire import hosts
@@ -31,13 +30,13 @@ class Cors:
         self._hosts = frozenset(entry for entry in allowed_origins if "://" not in entry)
         # Every host the list names: the Origin gate lets their pages in (by host alone).
         self.listed_hosts = self._hosts | {key[1] for key in self._origins}
-        self.allows = functools.lru_cache(maxsize=256)(self._allows)   # a client repeats its Origin
 
     def __bool__(self):
         return bool(self._origins or self._hosts)
 
-    def _allows(self, origin):
-        """Whether a page of this Origin value is granted CORS."""
+    def allows(self, origin):
+        """Whether a page of this Origin value is granted CORS. (origin_key keeps the
+        parses: a client repeats its Origin.)"""
         key = hosts.origin_key(origin)
         return key is not None and (key in self._origins or key[1] in self._hosts)
 

@@ -63,6 +63,11 @@ class Call:
         return self.message.get("method")
 
     @property
+    def awaited(self):
+        """Whether its client still waits for an answer: not cancelled, not gone."""
+        return not self.cancelled and not self.conn.closed
+
+    @property
     def progress_token(self):
         params = self.message.get("params")
         meta = params.get("_meta") if isinstance(params, dict) else None
@@ -341,7 +346,7 @@ class SessionManager:
             self.router.push_to_stream(session, body)  # traced as it is written
 
     def _fail(self, call, code, text):
-        if call.cancelled or call.conn.closed:
+        if not call.awaited:
             return
         body = jsonrpc.dumps(jsonrpc.error(call.id, code, text))
         if call.streaming:
