@@ -38,12 +38,12 @@ COUNT_NAME = "journal.count"
 INTENT_NAME = "commit.intent"
 JOURNAL_TAIL = 256 * 1024  # how far back has_commit looks for a record just written
 TEMP_NAME = re.compile(r"\..+\.tmp-\d+")   # what temp_name makes
+PID_DIGITS = 7   # a Linux pid is at most 4194304 (pid_max's ceiling), in a temp file's name
 
 
 def temp_name(name: str, pid: int | str) -> str:
     """The temp file a writer `pid` writes `name` as, beside it, before renaming it."""
     return f".{name}.tmp-{pid}"
-PID_DIGITS = 7   # a Linux pid is at most 4194304 (pid_max's ceiling), in a temp file's name
 
 
 def sha256(data: bytes | None) -> str | None:
