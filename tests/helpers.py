@@ -291,6 +291,15 @@ def pid_alive(pid):
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
+def runs_until(started, release, result="finished"):
+    """execute_code source of a call that touches `started`, then runs until the test
+    touches `release` (at most 20 s), so the test, not a sleep, decides when it ends;
+    its value is `result`."""
+    return ("import os, time\nopen(%r, 'w').close()\nend = time.monotonic() + 20\n"
+            "while not os.path.exists(%r) and time.monotonic() < end:\n    time.sleep(0.02)\n%r"
+            % (str(started), str(release), result))
+
+
 # execute_code source whose value is [(fd, target), ...]: what a worker's code holds open
 # (but the listing's own descriptor).
 LIST_FDS = """

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from helpers import Client, Daemon, pid_alive, tool_text, wait_until
+from helpers import Client, Daemon, pid_alive, runs_until, tool_text, wait_until
 from test_e2e_lifetime import Exchange, open_stream, worker_pid
 
 REQUEST_TIMEOUT = -32001
@@ -172,12 +172,6 @@ def test_a_test_raising_keyboard_interrupt_is_its_error_but_a_break_ends_a_run(d
 
 # -- cancellation ----------------------------------------------------------------
 
-# A call that runs until the test touches its release file (at most 20 s), so the test,
-# not a sleep, decides when it ends.
-RUNS_UNTIL = ("import os, time\nopen(%r, 'w').close()\nend = time.monotonic() + 20\n"
-              "while not os.path.exists(%r) and time.monotonic() < end:\n    time.sleep(0.02)\n'finished'")
-
-
 def test_cancelling_a_running_call_answers_202_and_frees_the_session(cancels, tmp_path):
     c = Client(cancels.port, timeout=10)  # bounds "promptly": the call itself sleeps 30 s
     c.initialize()
@@ -213,7 +207,7 @@ def test_cancelling_a_queued_call_drops_it_unrun(cancels, tmp_path):
     c = Client(cancels.port, timeout=10)
     c.initialize()
     started, ran, release = tmp_path / "started", tmp_path / "ran", tmp_path / "release"
-    running = Exchange(cancels.port, "POST", c.session, execute(1, RUNS_UNTIL % (str(started), str(release))))
+    running = Exchange(cancels.port, "POST", c.session, execute(1, runs_until(started, release)))
     assert wait_until(started.exists)
     queued = Exchange(cancels.port, "POST", c.session, execute(2, "open(%r, 'w').close()" % str(ran)))
     time.sleep(0.3)  # let it reach the session's queue
@@ -260,7 +254,7 @@ def test_a_cancel_must_name_the_id_exactly(cancels, tmp_path):
     c = Client(cancels.port, timeout=10)
     c.initialize()
     started, release = tmp_path / "started", tmp_path / "release"
-    call = Exchange(cancels.port, "POST", c.session, execute(1, RUNS_UNTIL % (str(started), str(release))))
+    call = Exchange(cancels.port, "POST", c.session, execute(1, runs_until(started, release)))
     assert wait_until(started.exists)
     for near_miss in (True, "1", [1]):  # true == 1 in Python, but it is not the id 1
         assert c.post(cancel(near_miss)).status == 202

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from helpers import (REPO, Client, Daemon, bodies_of, body_of, free_port, pid_alive, raw_exchange, recv_all,
-                     status_of, tool_text, wait_for_port, wait_until, worker_pids)
+                     runs_until, status_of, tool_text, wait_for_port, wait_until, worker_pids)
 from test_e2e_lifetime import Exchange, worker_pid
 
 
@@ -187,9 +187,7 @@ def test_one_session_does_not_wait_for_another(daemon, tmp_path):
     order = []
 
     def long_call():
-        a.tool("execute_code", code="import os, time\nopen(%r, 'w').close()\nend = time.monotonic() + 20\n"
-                                    "while not os.path.exists(%r) and time.monotonic() < end:\n"
-                                    "    time.sleep(0.02)\n'A'" % (str(started), str(release)))
+        a.tool("execute_code", code=runs_until(started, release, "A"))
         order.append("A")
 
     t = threading.Thread(target=long_call)
