@@ -31,6 +31,33 @@ class Priced:
     "fix/levels.py": "import enum\n\n\nclass Level(enum.Enum):\n    LOW = 1\n",
     "fix/tones.py": "import enum\n\n\nclass Base(enum.Enum):\n    def label(self):\n        return self.name\n\n\n"
                     "class Tone(Base):\n    LOW = 1\n",
+    "fix/spaced.py": '''\
+# -*- coding: utf-8 -*-
+class Spaced:
+    """Doc."""
+
+    x = 1
+
+    def first(self):
+        return 1
+
+    # About middle: it goes with middle.
+    @staticmethod
+    def middle():
+        return 2
+
+    def last(self):
+        return 3
+
+
+# About Gone.
+class Gone:
+    pass
+
+
+def tail():
+    pass
+''',
     "gone/__init__.py": "",
     "gone/parts.py": "class Part:\n    pass\n",
     "gone/test_parts.py": '''\
@@ -230,6 +257,29 @@ def test_deleting_a_method_that_shadowed_an_attribute_brings_the_attribute_back(
     assert run(other, code) == repr("1.50 EUR")
     other.close()
 
+
+
+def test_delete_method_and_delete_class_leave_the_source_as_if_never_written(daemon, image, c):
+    path = image / "fix/spaced.py"
+    original = path.read_text()
+    for _ in range(2):   # an add and delete cycle gives back the same text
+        ok(c, "compile_method", className="fix.spaced.Spaced", source="def extra(self):\n    return 4\n")
+        ok(c, "delete_method", className="fix.spaced.Spaced", selector="extra")
+        assert path.read_text() == original
+    ok(c, "delete_method", className="fix.spaced.Spaced", selector="middle")
+    ok(c, "delete_method", className="fix.spaced.Spaced", selector="first")
+    ok(c, "delete_class", className="fix.spaced.Gone")
+    expected = ('# -*- coding: utf-8 -*-\nclass Spaced:\n    """Doc."""\n\n    x = 1\n\n'
+                '    def last(self):\n        return 3\n\n\ndef tail():\n    pass\n')
+    assert path.read_text() == expected
+    ok(c, "delete_method", className="fix.spaced.Spaced", selector="last")
+    assert path.read_text() == ('# -*- coding: utf-8 -*-\nclass Spaced:\n    """Doc."""\n\n'
+                                '    x = 1\n\n\ndef tail():\n    pass\n')
+    assert "defines no method last" in error(c, "delete_method", "notFound",
+                                        className="fix.spaced.Spaced", selector="last")
+    other = open_session(daemon)   # the committed text imports in a new session
+    assert run(other, "from fix.spaced import Spaced\nSpaced.x") == "1"
+    other.close()
 
 # -- abort undoes what code did to live objects, not only source changes ---------------
 

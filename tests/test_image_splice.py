@@ -228,3 +228,94 @@ def test_attribute_nodes_finds_non_def_bindings_of_a_name():
     assert splice.attribute_nodes(classdef, "b") == []      # an annotation alone binds nothing
     assert [n.lineno for n in splice.attribute_nodes(classdef, "c")] == [4]
     assert splice.attribute_nodes(classdef, "f") == []
+
+
+# -- a removal reads as if the method or class had never been written ---------------
+
+SPACED = '''\
+# -*- coding: utf-8 -*-
+class Spaced(Base):
+    """Doc."""
+
+    x = 1
+
+    def first(self):
+        return 1
+
+    # About middle: it goes with middle.
+    @staticmethod
+    def middle():
+        return 2
+
+    def last(self):
+        return 3
+
+
+def tail():
+    pass
+'''
+
+
+@pytest.mark.parametrize("selector, expected", [
+    ("first", SPACED.replace("    def first(self):\n        return 1\n\n", "")),
+    ("middle", SPACED.replace("    # About middle: it goes with middle.\n    @staticmethod\n"
+                              "    def middle():\n        return 2\n\n", "")),
+    ("last", SPACED.replace("\n    def last(self):\n        return 3\n", "")),
+])
+def test_removing_a_method_first_middle_or_last_leaves_pep8_spacing(selector, expected):
+    assert splice.remove_method(SPACED, "Spaced", selector) == expected
+
+
+def test_removing_every_method_leaves_the_docstring_and_statements_spaced():
+    source = SPACED
+    for selector in ("middle", "first", "last"):
+        source = splice.remove_method(source, "Spaced", selector)
+    assert source == ('# -*- coding: utf-8 -*-\nclass Spaced(Base):\n    """Doc."""\n\n'
+                      '    x = 1\n\n\ndef tail():\n    pass\n')
+    doc_only = 'class D:\n    """Doc."""\n\n    def m(self):\n        pass\n\n\nx = 1\n'
+    assert splice.remove_method(doc_only, "D", "m") == 'class D:\n    """Doc."""\n\n\nx = 1\n'
+    compile(splice.remove_method(doc_only, "D", "m"), "d.py", "exec")
+
+
+@pytest.mark.parametrize("source, expected", [
+    # The first statement after the header: the next one moves up to the header.
+    ("class C:\n    def a(self):\n        pass\n\n    def b(self):\n        pass\n",
+     "class C:\n    def b(self):\n        pass\n"),
+    # Duplicates go together.
+    ("class C:\n    def m(self):\n        pass\n\n    def m(self):\n        pass\n\n"
+     "    def n(self):\n        pass\n", "class C:\n    def n(self):\n        pass\n"),
+    # The only statement, under a header written on several lines, with a comment.
+    ("class C(\n    Base,\n):\n    # about m\n    def m(self):\n        pass\n\n\nx = 1\n",
+     "class C(\n    Base,\n):\n    pass\n\n\nx = 1\n"),
+    ("class C:\n\n    def m(self):\n        pass\n\n\nx = 1\n", "class C:\n\n    pass\n\n\nx = 1\n"),
+    # A comment set off by a blank line is not the method's, nor one at another indentation.
+    ("class C:\n    x = 1\n\n    # section\n\n    def m(self):\n        pass\n        # inner\n"
+     "    def n(self):\n        pass\n",
+     "class C:\n    x = 1\n\n    # section\n\n    def m(self):\n        pass\n        # inner\n"),
+])
+def test_removing_a_method_in_other_layouts(source, expected):
+    selector = "n" if "# inner" in source else "a" if "def a" in source else "m"
+    removed = splice.remove_method(source, "C", selector)
+    assert removed == expected
+    compile(removed, "c.py", "exec")
+
+
+def test_add_and_delete_cycles_give_back_the_source_byte_for_byte():
+    for source in (SPACED, SPACED.split("\n\n\ndef tail")[0] + "\n", SPACED + "\n\nclass Z:\n    pass\n"):
+        for _ in range(3):
+            source_after, _ = splice.put_method(source, "Spaced", "def extra(self):\n    pass\n")
+            assert splice.remove_method(source_after, "Spaced", "extra") == source
+            with_class = splice.put_class(source, "Extra", "class Extra:\n    pass\n")
+            assert splice.remove_class(with_class, "Extra") == source
+
+
+def test_removing_a_class_takes_its_comments_but_never_the_encoding_declaration():
+    source = ("# -*- coding: latin-1 -*-\nclass A:\n    pass\n\n\n"
+              "# About B.\n@decorated\nclass B:\n    pass\n\n\nclass C:\n    pass\n")
+    assert splice.remove_class(source, "B") == (
+        "# -*- coding: latin-1 -*-\nclass A:\n    pass\n\n\nclass C:\n    pass\n")
+    assert splice.remove_class(source, "A") == (
+        "# -*- coding: latin-1 -*-\n# About B.\n@decorated\nclass B:\n    pass\n\n\n"
+        "class C:\n    pass\n")
+    shebang = "#!/usr/bin/env python\nclass A:\n    pass\n\n\nclass B:\n    pass\n"
+    assert splice.remove_class(shebang, "A") == "#!/usr/bin/env python\nclass B:\n    pass\n"

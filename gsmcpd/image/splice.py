@@ -10,9 +10,12 @@ from __future__ import annotations
 import ast
 import io
 import os
+import re
 import tokenize
 
 FunctionNode = (ast.FunctionDef, ast.AsyncFunctionDef)
+# PEP 263's pattern for the line that declares a source file's encoding.
+CODING_DECLARATION = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 
 
 class SpliceError(Exception):
@@ -160,10 +163,11 @@ def put_class(source: str, name: str, class_text: str) -> str:
 
 
 def remove_class(source: str, name: str) -> str:
-    node = top_level_class(ast.parse(source), name)
+    tree = ast.parse(source)
+    node = top_level_class(tree, name)
     if node is None:
         raise SpliceError(f"no class {name} in the module")
-    return _tidy_blanks(_replace(source, first_line(node), node.end_lineno, ""), first_line(node))
+    return _remove_statement(source, node, tree.body)
 
 
 def put_method(source: str, class_name: str, method_text: str) -> tuple[str, bool]:
@@ -192,19 +196,20 @@ def put_method(source: str, class_name: str, method_text: str) -> tuple[str, boo
 
 
 def remove_method(source: str, class_name: str, selector: str) -> str:
-    tree = ast.parse(source)
-    classdef = _class_or_error(tree, class_name)
-    nodes = method_nodes(classdef, selector)
-    if not nodes:
+    """Remove the method(s) with the comments written right above them, so the
+    source reads as if they had never been there; a class left with no
+    statement gets `pass`."""
+    classdef = _class_or_error(ast.parse(source), class_name)
+    if not method_nodes(classdef, selector):
         raise SpliceError(f"{class_name} defines no method {selector}")
-    lines = lines_of(source)
-    indent = _body_indent(lines, classdef)
-    remaining = [node for node in classdef.body if node not in nodes]
-    for node in reversed(nodes):
-        source = _tidy_blanks(_replace(source, first_line(node), node.end_lineno, ""),
-                              first_line(node))
-    if not remaining:
-        source = _insert_after(source, classdef.lineno, indent + "pass" + newline_of(source))
+    while nodes := method_nodes(classdef, selector):
+        node = nodes[-1]        # from the last, reparsing, as each removal moves lines
+        if len(classdef.body) == 1:
+            lines = lines_of(source)
+            pass_line = _body_indent(lines, classdef) + "pass" + newline_of(source)
+            return _replace(source, _block_start(lines, node), node.end_lineno, pass_line)
+        source = _remove_statement(source, node, classdef.body)
+        classdef = _class_or_error(ast.parse(source), class_name)
     return source
 
 
@@ -348,10 +353,40 @@ def _append_block(source: str, text: str, blank_lines: int) -> str:
     return stripped + nl * (blank_lines + 1) + text
 
 
-def _tidy_blanks(source: str, at: int) -> str:
-    """After removing lines at `at`, collapse the blank run there to what it
-    was on the larger side, so a removal leaves no widening gap; a run that
-    now starts or ends the file goes."""
+def _remove_statement(source: str, node: ast.stmt, body: list[ast.stmt]) -> str:
+    """Remove `node` (one of `body`, with its decorators and the comments right
+    above it) and join the blank lines around it as PEP 8 spacing had them."""
+    start = _block_start(lines_of(source), node)
+    keep = "above" if node is body[0] else "below" if node is body[-1] else "larger"
+    return _tidy_blanks(_replace(source, start, node.end_lineno, ""), start, keep)
+
+
+def _block_start(lines: list[str], node: ast.stmt) -> int:
+    """The first line of `node` counting the comment lines written right above
+    it at its indentation, but not a shebang or encoding declaration."""
+    indent = _indent_of(lines[node.lineno - 1])
+    inside = string_lines("".join(lines))
+    start = first_line(node)
+    while start > 1 and start - 1 not in inside and not _is_file_header(lines, start - 1):
+        above = lines[start - 2]
+        if not above.strip().startswith("#") or _indent_of(above) != indent:
+            break
+        start -= 1
+    return start
+
+
+def _is_file_header(lines: list[str], number: int) -> bool:
+    """Line `number` (1-based) is the shebang or encoding declaration Python reads."""
+    line = lines[number - 1]
+    return (number == 1 and line.startswith("#!")) or (
+        number <= 2 and CODING_DECLARATION.match(line) is not None)
+
+
+def _tidy_blanks(source: str, at: int, keep: str = "larger") -> str:
+    """After removing lines at `at`, the blank runs that met there become one:
+    the run `above` (a first statement went: the gap after the header stays),
+    `below` (a last one went: the gap before what follows the block stays) or
+    the `larger` (between siblings). A run that now starts or ends the file goes."""
     lines = lines_of(source)
     index = at - 1
     start = index
@@ -361,7 +396,9 @@ def _tidy_blanks(source: str, at: int) -> str:
     while end < len(lines) and not lines[end].strip():
         end += 1
     above, below = index - start, end - index
-    keep = 0 if start == 0 or end == len(lines) else max(above, below)
-    if above + below > keep:
-        del lines[start + keep:end]
+    if start == 0 or end == len(lines):
+        kept = 0
+    else:
+        kept = {"above": above, "below": below}.get(keep, max(above, below))
+    del lines[start + kept:end]
     return "".join(lines)
