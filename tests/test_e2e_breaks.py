@@ -170,6 +170,53 @@ def test_a_test_raising_keyboard_interrupt_is_its_error_but_a_break_ends_a_run(d
     assert worker_pid(c) == pid
 
 
+CAUGHT_BREAK = ("class TestCaughtBreak:\n"
+                "    def test_exits(self):\n        try:\n            while True:\n                pass\n"
+                "        except KeyboardInterrupt:\n            raise SystemExit(130)\n"
+                "    def test_swallows(self):\n        try:\n            while True:\n                pass\n"
+                "        except KeyboardInterrupt:\n            pass\n"
+                "    def test_passes(self):\n        pass\n")
+
+
+def call_tool(client, name, **arguments):
+    return client.post({"jsonrpc": "2.0", "id": name, "method": "tools/call", "params": {
+        "name": name, "arguments": arguments}}).json()
+
+
+def test_a_test_that_catches_the_deadlines_break_still_has_its_run_ended(deadlines):
+    # Its exit (or nothing) after catching the break is not the test's outcome: the
+    # call ends with the break, as one the test did not catch.
+    c = Client(deadlines.port, timeout=15)
+    c.initialize()
+    pid = worker_pid(c)
+    assert not c.tool("add_dictionary", dictionaryName="caught").get("isError")
+    compiled = c.tool("compile_class_definition", source=CAUGHT_BREAK, dictionaryName="caught")
+    assert not compiled.get("isError"), compiled
+    for selector in ("test_exits", "test_swallows"):
+        body = call_tool(c, "run_test_method", className="caught.TestCaughtBreak", selector=selector)
+        assert body["error"] == {"code": REQUEST_TIMEOUT, "message": TIMED_OUT + "soft break"}
+    ran = c.tool("run_test_method", className="caught.TestCaughtBreak", selector="test_passes")
+    assert ran["structuredContent"]["passed"] == 1
+    assert worker_pid(c) == pid
+
+
+def test_a_module_that_turns_the_deadlines_break_into_an_exit_is_broken_not_failing(deadlines):
+    # Written into the image for the sessions opened after it; gone again at the end, so
+    # no other test's import meets it.
+    path = deadlines.state / "image" / "exits_on_break.py"
+    path.write_text("try:\n    while True:\n        pass\nexcept KeyboardInterrupt:\n"
+                    "    raise SystemExit(1)\n\n\nclass TestExits:\n    def test_a(self):\n"
+                    "        pass\n")
+    try:
+        c = Client(deadlines.port, timeout=15)
+        c.initialize()
+        body = call_tool(c, "run_test_class", className="exits_on_break.TestExits")
+        assert body["error"] == {"code": REQUEST_TIMEOUT, "message": TIMED_OUT + "soft break"}
+        assert tool_text(c.tool("execute_code", code="6 * 7")) == "42"
+    finally:
+        path.unlink()
+
+
 # -- cancellation ----------------------------------------------------------------
 
 def test_cancelling_a_running_call_answers_202_and_frees_the_session(cancels, tmp_path):

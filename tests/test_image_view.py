@@ -304,3 +304,22 @@ def test_a_break_during_an_import_is_not_taken_for_the_modules_error(image, view
         view.module("zoo.broken")
     assert type(raised.value).__name__ == kind
     assert "zoo.broken" not in view.import_errors
+
+
+@pytest.mark.parametrize("made_of_it", ["raise SystemExit(130)", "raise KeyboardInterrupt('own')",
+                                        "raise GeneratorExit"])
+def test_what_an_import_made_of_a_soft_break_is_the_break_not_the_modules_error(image, views, made_of_it):
+    # The module caught the break (the worker's handler marked the call) and raised its own.
+    from gsmcpd.worker.toolset import SoftBreak, mark_soft_break
+    (image / "zoo/broken.py").write_text(
+        "from gsmcpd.worker.toolset import SoftBreak, mark_soft_break\ntry:\n"
+        "    mark_soft_break()\n    raise SoftBreak('soft break')\n"
+        "except KeyboardInterrupt:\n    %s\n" % made_of_it)
+    view = views(image)
+    try:
+        with pytest.raises(SoftBreak):
+            view.module("zoo.broken")
+    finally:
+        mark_soft_break(False)
+    assert "zoo.broken" not in view.import_errors and "zoo.broken" not in sys.modules
+    assert view.module("zoo.animals") is not None

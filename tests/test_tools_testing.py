@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from gsmcpd.worker.toolset import HardBreak, SoftBreak
+from gsmcpd.worker.toolset import HardBreak, SoftBreak, mark_soft_break
 
 from test_tools_support import FILES, Client, text, views, write_image  # noqa: F401  (fixtures)
 
@@ -182,7 +182,7 @@ def test_an_outlandish_failure_does_not_cost_the_run_its_answer(tmp_path, views)
 INTERRUPTS = '''\
 import unittest
 
-from gsmcpd.worker.toolset import HardBreak, SoftBreak
+from gsmcpd.worker.toolset import HardBreak, SoftBreak, mark_soft_break
 
 
 def interrupt(where):
@@ -310,6 +310,49 @@ class BreakTest(unittest.TestCase):
         raise SoftBreak("soft break")
 
 
+def land_soft_break():
+    """What the worker's SIGINT handler does in a call."""
+    mark_soft_break()
+    raise SoftBreak("soft break")
+
+
+class CaughtBreakTest(unittest.TestCase):
+    ran = []
+
+    def test_a_exits(self):
+        try:
+            land_soft_break()
+        except KeyboardInterrupt:
+            raise SystemExit(130)
+
+    def test_a_raises_its_own(self):
+        try:
+            land_soft_break()
+        except KeyboardInterrupt:
+            raise KeyboardInterrupt("stopped") from None
+
+    def test_a_swallows(self):
+        try:
+            land_soft_break()
+        except KeyboardInterrupt:
+            pass
+
+    def test_z_after(self):
+        self.ran.append("test_z_after")
+
+
+class CaughtInSetUpClassTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        try:
+            land_soft_break()
+        except KeyboardInterrupt:
+            raise SystemExit(130)
+
+    def test_one(self):
+        pass
+
+
 class SoftBreakTest(unittest.TestCase):
     ran = []
 
@@ -327,7 +370,8 @@ class SoftBreakTest(unittest.TestCase):
 @pytest.fixture
 def interrupts(tmp_path, views):
     image = write_image(tmp_path / "image", {**FILES, "zoo/test_interrupts.py": INTERRUPTS})
-    return Client(views(image))
+    yield Client(views(image))
+    mark_soft_break(False)     # as the worker does at the next call's start
 
 
 def failed_by_name(result):
@@ -418,3 +462,25 @@ def test_a_soft_break_stops_the_tests_after_it(interrupts):
     with pytest.raises(SoftBreak):
         interrupts.call("run_test_class", className="SoftBreakTest")
     assert module.SoftBreakTest.ran == ["test_a_runs"]
+
+
+@pytest.mark.parametrize("selector, cause", [
+    ("test_a_exits", SystemExit), ("test_a_raises_its_own", KeyboardInterrupt),
+    ("test_a_swallows", type(None))])
+def test_a_test_that_caught_the_soft_break_still_ends_the_run(interrupts, selector, cause):
+    # Its SystemExit or own KeyboardInterrupt after the break is not the test's error:
+    # the run ends as the break asked, and the tests after it do not run.
+    module = interrupts.view.module("zoo.test_interrupts")
+    with pytest.raises(SoftBreak) as raised:
+        interrupts.call("run_test_method", className="CaughtBreakTest", selector=selector)
+    assert type(raised.value.__cause__) is cause
+    mark_soft_break(False)
+    with pytest.raises(SoftBreak):
+        interrupts.call("list_failing_tests", classNames=["CaughtBreakTest"])
+    assert module.CaughtBreakTest.ran == []
+
+
+def test_a_class_fixture_that_caught_the_soft_break_still_ends_the_run(interrupts):
+    with pytest.raises(SoftBreak) as raised:
+        interrupts.call("run_test_class", className="CaughtInSetUpClassTest")
+    assert isinstance(raised.value.__cause__, SystemExit)

@@ -24,7 +24,7 @@ from types import ModuleType
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gsmcpd.worker.toolset import BREAKS, ToolError
+from gsmcpd.worker.toolset import ToolError, raise_if_break
 from gsmcpd.image.store import CommitConflict, CommitPending, ImageStore, module_name_of, relpath_of, sha256
 
 KERNEL = "builtins"
@@ -264,9 +264,8 @@ class View:
         self.install()
         try:
             module = importlib.import_module(name)
-        except BREAKS:
-            raise                              # the call is being broken, not the import
         except BaseException as error:         # the module's own KeyboardInterrupt, GeneratorExit...
+            raise_if_break(error)              # ...unless the call is being broken, not the import
             self.import_errors[name] = f"{type(error).__name__}: {error}"
             return None
         self.import_errors.pop(name, None)

@@ -22,7 +22,7 @@ import threading
 from gsmcpd.wire import frames, jsonrpc
 from gsmcpd.worker import reaper
 from gsmcpd.worker.server import build_server, error_result
-from gsmcpd.worker.toolset import BREAKS, HardBreak, SoftBreak
+from gsmcpd.worker.toolset import BREAKS, HardBreak, SoftBreak, mark_soft_break
 
 __all__ = ["run", "HardBreak", "WorkerLoop"]
 
@@ -121,6 +121,8 @@ class WorkerLoop:
         def on_signal(signum, frame):
             if not self.in_call:
                 return                # idle: nothing to break
+            if exception_class is SoftBreak:
+                mark_soft_break()
             if self._writing:
                 self._pending_break = exception_class(label)
                 return
@@ -304,6 +306,7 @@ class WorkerLoop:
         view = self.server.view
         commits_before = view.commit_count if view is not None else 0
         self._restore_breaks()
+        mark_soft_break(False)        # a break of an earlier call is not this one's
         try:
             self.in_call = True
             try:

@@ -46,6 +46,26 @@ class HardBreak(BaseException):
 
 BREAKS = (SoftBreak, HardBreak)   # what a handler catching BaseException must re-raise
 
+# Set by the worker's soft-break handler when the signal lands in a call, cleared as each
+# call starts: code can catch the SoftBreak and raise something else (sys.exit(130) in an
+# `except KeyboardInterrupt:`) or nothing at all, and it was still the break that ended it.
+_soft_break_landed = False
+
+
+def mark_soft_break(landed: bool = True) -> None:
+    global _soft_break_landed
+    _soft_break_landed = landed
+
+
+def raise_if_break(error: BaseException | None = None) -> None:
+    """Re-raise `error` if it is a break, and raise SoftBreak if one landed in this
+    call whatever the code made of it. A handler catching BaseException calls this
+    first; code that returned is checked with no `error`."""
+    if isinstance(error, BREAKS):
+        raise error
+    if _soft_break_landed:
+        raise SoftBreak("soft break") from error
+
 
 def sendable(text: str, what: str, cap: int, keeper: str) -> str:
     """`text` cut to `cap` characters, saying so (a frame to the router has a cap), with

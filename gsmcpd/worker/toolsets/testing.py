@@ -9,7 +9,9 @@ reported with its message, or with the assert statement when it has none.
 
 Whatever a test's setUp, test method, tearDown or cleanups raise is that test's
 error, KeyboardInterrupt included (unittest would end the run on it), and the run
-goes on; only the worker's own break (SoftBreak, HardBreak) ends a run. A class or
+goes on; only the worker's own break (SoftBreak, HardBreak) ends a run, and so does
+whatever a test raised, or did not, after a soft break landed in it (code that
+catches the break and exits, say: see raise_if_break). A class or
 module fixture (setUpClass, setup_class, setUpModule...) is unittest's: what it
 raises outside Exception (KeyboardInterrupt, SystemExit) ends the run, and the call
 answers that error.
@@ -24,8 +26,8 @@ from contextlib import redirect_stderr, redirect_stdout
 
 from gsmcpd.image import catalog
 from gsmcpd.worker.registry import Tool
-from gsmcpd.worker.toolset import (BREAKS, HardBreak, ToolError, Toolset, array_prop, object_schema,
-                                   sendable, string_prop)
+from gsmcpd.worker.toolset import (HardBreak, ToolError, Toolset, array_prop, object_schema,
+                                   raise_if_break, sendable, string_prop)
 from gsmcpd.worker.toolsets.browsing import CLASS_NAME, SELECTOR
 
 # This module's frames are the runner's (the test-part guard's, _run_plain's): unittest
@@ -129,11 +131,14 @@ def _guard_parts(test: unittest.TestCase) -> None:
 def _guarded(part):
     def run_part(*args, **kwargs):
         try:
-            return part(*args, **kwargs)
-        except BREAKS:
+            done = part(*args, **kwargs)
+        except BaseException as error:
+            raise_if_break(error)
+            if isinstance(error, KeyboardInterrupt):
+                raise _Interrupted(error) from None
             raise
-        except KeyboardInterrupt as interrupt:
-            raise _Interrupted(interrupt) from None
+        raise_if_break()              # a part that caught the break still ends the run
+        return done
     return run_part
 
 
@@ -313,7 +318,12 @@ class TestingToolset(Toolset):
         result = _Result(test_done)
         output = io.StringIO()
         with redirect_stdout(output), redirect_stderr(output):
-            unittest.TestSuite(tests).run(result)
+            try:
+                unittest.TestSuite(tests).run(result)
+            except BaseException as error:   # a class or module fixture's, or the break
+                raise_if_break(error)
+                raise
+        raise_if_break()    # a fixture that caught the break
         return result
 
     @staticmethod
