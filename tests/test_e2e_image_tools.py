@@ -379,6 +379,26 @@ def test_a_latin_1_module_is_browsed_and_committed_in_its_own_encoding(daemon, i
     other.close()
 
 
+
+@pytest.mark.parametrize("tool, arguments", [
+    ("compile_method", {"className": "Latin", "source": "def euro(self):\n    return '€'\n"}),
+    ("set_class_comment", {"className": "Latin", "comment": "costs 5 €"}),
+])
+def test_a_character_a_latin_1_module_cannot_carry_is_refused_before_anything_changes(
+        image, c, tool, arguments):
+    before = (image / "latin.py").read_bytes()
+    message = error(c, tool, "invalidParams", **arguments)
+    assert message.startswith("latin.py declares the encoding iso-8859-1, which cannot carry '€'")
+    assert "nothing was changed" in message
+    assert (image / "latin.py").read_bytes() == before
+    assert structured(c, "status")["uncommittedChanges"] is False
+    assert run(c, "import latin\n(hasattr(latin.Latin, 'euro'), latin.Latin.__doc__)") == "(False, None)"
+    # No abort needed: the session's next edit commits.
+    ok(c, "compile_method", className="Latin", source="def euro(self):\n    return '\\u20ac'\n")
+    assert run(c, "import latin\nlatin.Latin().euro()") == repr("€")
+    ok(c, "delete_method", className="Latin", selector="euro")
+    assert (image / "latin.py").read_bytes() == before
+
 def test_a_module_that_does_not_decode_leaves_the_image_wide_tools_working(c):
     assert "shop.models.Product" in structured(c, "list_all_classes")["classes"]
     assert "shop.models.Product.describe" in tool_text(ok(c, "find_senders", selector="price"))

@@ -1,6 +1,8 @@
 """Module files that are not plain UTF-8: a coding declaration is honoured both ways,
 and a file whose bytes do not decode breaks only the tools that need that file."""
 
+import pytest
+
 from test_tools_support import Client, image, text, views  # noqa: F401  (fixtures)
 
 LATIN = b'# -*- coding: latin-1 -*-\n# caf\xe9 stays as it is\n\n\nclass Latin:\n    def f(self):\n        return "caf\xe9"\n'
@@ -20,12 +22,36 @@ def test_a_module_with_a_coding_declaration_is_read_and_committed_in_it(image, v
         "structuredContent"]["result"] == repr("thé")
 
 
-def test_text_its_declared_encoding_cannot_carry_is_refused_and_kept_uncommitted(image, views):
+@pytest.mark.parametrize("tool, arguments, line", [
+    ("compile_method", {"className": "Latin", "source": "def euro(self):\n    return '€'\n"}, 10),
+    ("compile_method", {"className": "Latin", "source": "def f(self):\n    return '€'\n"}, 7),
+    ("compile_class_definition", {"source": "class Latin:\n    sign = '€'\n"}, 6),
+    ("set_class_comment", {"className": "Latin", "comment": "costs 5 €"}, 6),
+])
+def test_text_its_declared_encoding_cannot_carry_is_refused_before_anything_changes(
+        image, views, tool, arguments, line):
     (image / "latin.py").write_bytes(LATIN)
     client = Client(views(image))
-    message = client.error("compile_method", "refused", className="Latin",
-                           source="def euro(self):\n    return '€'\n")
-    assert "latin.py declares the encoding iso-8859-1, which cannot carry '€' (line 10)" in message
+    live = client.view.module("latin").Latin
+    message = client.error(tool, "invalidParams", **arguments)
+    assert message.startswith(f"latin.py declares the encoding iso-8859-1, which cannot carry '€' "
+                              f"(line {line}); nothing was changed")
+    # Nothing half-applied: not the file, not the view's text, not the live class.
+    assert (image / "latin.py").read_bytes() == LATIN and client.view.changed_modules() == []
+    assert client.view.module("latin").Latin is live
+    assert not hasattr(live, "euro") and not hasattr(live, "sign") and live.__doc__ is None
+    assert live().f() == "café"
+    # The session needs no abort: the next edit commits.
+    client.ok("compile_method", className="Latin", source="def euro(self):\n    return '\\u20ac'\n")
+    assert live().euro() == "€" and b"return '\\u20ac'" in (image / "latin.py").read_bytes()
+
+
+def test_text_set_other_than_by_the_tools_is_still_refused_at_commit(image, views):
+    (image / "latin.py").write_bytes(LATIN)
+    client = Client(views(image))
+    client.view.set_source("latin", LATIN.decode("latin-1") + "EURO = '€'\n", live=False)
+    message = client.error("commit", "refused")
+    assert "latin.py declares the encoding iso-8859-1, which cannot carry '€' (line 8)" in message
     assert (image / "latin.py").read_bytes() == LATIN
     assert client.view.changed_modules() == ["latin"]
 

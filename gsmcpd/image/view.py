@@ -359,17 +359,29 @@ class View:
         return modules
 
     def _encoded(self, rel: str) -> bytes:
-        """The text's bytes in the codec the file was read in (its coding declaration)."""
+        """The text's bytes in the codec the file was read in (its coding declaration).
+        The mutation tools refuse such text up front (check_encodable); this is for
+        text set otherwise (code calling set_source)."""
         encoding = self.encodings.get(rel, "utf-8")
         text = self.texts[rel]
         try:
             return text.encode(encoding, "surrogateescape")
         except UnicodeEncodeError as error:
-            raise ToolError("refused", f"{rel} declares the encoding {encoding}, which cannot "
-                            f"carry {text[error.start:error.end]!r} (line "
-                            f"{text.count(chr(10), 0, error.start) + 1}); nothing was written "
-                            "and the change stays uncommitted: change its coding declaration "
-                            "or the text, or abort") from None
+            raise ToolError("refused", _cannot_carry(rel, encoding, text, error)
+                            + "; nothing was written and the change stays uncommitted: change "
+                            "its coding declaration or the text, or abort") from None
+
+    def check_encodable(self, module: str, text: str) -> None:
+        """Refuse (invalidParams) a new text for `module` that its file's encoding
+        cannot carry, before anything changes: the commit could not write it."""
+        rel = self.relpath(module)
+        encoding = self.encodings.get(rel, "utf-8")
+        try:
+            text.encode(encoding, "surrogateescape")
+        except UnicodeEncodeError as error:
+            raise ToolError("invalidParams", _cannot_carry(rel, encoding, text, error)
+                            + "; nothing was changed: write the character as an escape in a "
+                            "string (\\u...) or change the module's coding declaration") from None
 
     def abort(self) -> RefreshReport:
         """Back to the committed image: the texts, and every loaded image module
@@ -509,3 +521,8 @@ def _unparseable(text: str, error: ValueError) -> SyntaxError:
 
 
 __all__ = ["View", "RefreshReport", "CommitConflict", "KERNEL"]
+
+
+def _cannot_carry(rel: str, encoding: str, text: str, error: UnicodeEncodeError) -> str:
+    return (f"{rel} declares the encoding {encoding}, which cannot carry "
+            f"{text[error.start:error.end]!r} (line {text.count(chr(10), 0, error.start) + 1})")

@@ -151,6 +151,7 @@ class MutationToolset(Toolset):
         module_name = ref.module
         new_source, replaced = self._splice(splice.put_method, self.view.source(module_name),
                                             ref.name, text)
+        self.view.check_encodable(module_name, new_source)
         if cls is not None:
             module = self.view.module(module_name)
             filename = self.view.filename(self.view.relpath(module_name))
@@ -190,6 +191,7 @@ class MutationToolset(Toolset):
             return self._splice(splice.put_class, old_source, name, class_text)
 
         new_source, failed = build(carried), []
+        self.view.check_encodable(module_name, new_source)   # a rebuild below only drops methods
         new_class = None
         if module is not None:
             try:
@@ -325,6 +327,7 @@ class MutationToolset(Toolset):
         comment = arguments["comment"]
         new_source = self._splice(splice.set_class_docstring, self.view.source(ref.module),
                                   ref.name, comment)
+        self.view.check_encodable(ref.module, new_source)
         if cls is not None:
             cls.__doc__ = comment or None
         self.view.set_source(ref.module, new_source, live=cls is not None)
