@@ -139,6 +139,26 @@ def test_a_deadline_on_a_streaming_call_ends_its_stream_with_the_error(deadlines
     assert tool_text(c.tool("execute_code", code="6 * 7")) == "42"
 
 
+CATCHES_THE_BREAK = {  # what code made of the deadline's break it caught
+    "exits": "try:\n    while True:\n        pass\nexcept KeyboardInterrupt:\n    raise SystemExit(1)\n",
+    "carries_on": "try:\n    while True:\n        pass\nexcept KeyboardInterrupt:\n    pass\n'finished'",
+}
+
+
+@pytest.mark.parametrize("shape", sorted(CATCHES_THE_BREAK))
+def test_code_that_catches_the_deadlines_break_still_answers_the_break(deadlines, shape):
+    # Past its deadline the call answers -32001, not an exit's error result or the
+    # value computed after the break; the session goes on in the same worker.
+    c = Client(deadlines.port, timeout=15)
+    c.initialize()
+    pid = worker_pid(c)
+    body = c.post(execute("caught", CATCHES_THE_BREAK[shape])).json()
+    assert body["id"] == "caught"
+    assert body["error"] == {"code": REQUEST_TIMEOUT, "message": TIMED_OUT + "soft break"}
+    assert tool_text(c.tool("execute_code", code="6 * 7")) == "42"
+    assert worker_pid(c) == pid
+
+
 # -- test runs -------------------------------------------------------------------
 
 TEST_CLASSES = {

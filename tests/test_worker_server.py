@@ -11,7 +11,8 @@ from gsmcpd.protocol import LATEST_VERSION
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.server import McpServer, build_server, resolve_worker_class
 from gsmcpd.worker.toolset import (
-    ERROR_KINDS, HardBreak, SoftBreak, ToolError, Toolset, bool_prop, object_schema, string_prop,
+    ERROR_KINDS, HardBreak, SoftBreak, ToolError, Toolset, bool_prop, mark_soft_break, object_schema,
+    string_prop,
 )
 
 
@@ -379,6 +380,42 @@ def test_break_exceptions_pass_through_the_dispatcher():
     with pytest.raises(HardBreak):
         call(server, "stop", {})
 
+
+@pytest.mark.parametrize("after_break, answer", [
+    ("returns", {"isError": False, "text": "carried on"}),
+    ("exits", {"isError": True, "text": "SystemExit: 130"}),
+    ("tool_error", {"isError": True, "text": "wrapped what it caught"}),
+])
+def test_a_call_a_soft_break_landed_in_ends_with_the_break_whatever_the_code_made_of_it(
+        after_break, answer):
+    # The worker's SIGINT handler marks the call; code that caught the KeyboardInterrupt
+    # and went on must not turn the deadline's break into an answer. Unmarked, the same
+    # code answers as it would.
+    def handler(arguments):
+        if arguments["landed"]:
+            mark_soft_break()
+        if after_break == "exits":
+            raise SystemExit(130)
+        if after_break == "tool_error":
+            raise ToolError("other", "wrapped what it caught")
+        return "carried on"
+
+    class Catching(Toolset):
+        name = "catching"
+        tool_names = ("catch",)
+
+        def register(self, registry):
+            registry.add(Tool("catch", "catch", object_schema({"landed": bool_prop("l")}, ["landed"]),
+                              handler))
+
+    server = McpServer([Catching])
+    try:
+        with pytest.raises(SoftBreak):
+            call(server, "catch", {"landed": True})
+    finally:
+        mark_soft_break(False)
+    result = call(server, "catch", {"landed": False})["result"]
+    assert {"isError": result.get("isError", False), "text": result["content"][0]["text"]} == answer
 
 # -- toolset declarations are checked at build -------------------------------
 

@@ -18,7 +18,7 @@ from gsmcpd.protocol import negotiate_version
 from gsmcpd.wire import jsonrpc
 from gsmcpd.wire.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND
 from gsmcpd.worker.registry import ToolRegistry
-from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset
+from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset, raise_if_break
 
 
 class CallContext:
@@ -247,15 +247,20 @@ class McpServer:
         except ToolError as error:
             return error_result(error.kind, error.message)
         self.context = context or CallContext()
+        # A soft break that landed ends the call as a break, whatever the user's code made
+        # of it (caught it and exited, or returned): the deadline or cancel still holds.
         try:
             outcome = tool.handler(arguments)
+            raise_if_break()
             return success_result(outcome)
         except ToolError as error:
+            raise_if_break(error)
             return error_result(error.kind, error.message)
         except BREAKS:
             raise
         except BaseException as error:   # a handler bug or the user's SystemExit, GeneratorExit,
             # own KeyboardInterrupt...: an answer, not a dead worker
+            raise_if_break(error)
             return error_result("other", f"{type(error).__name__}: {error}")
         finally:
             self.context = IDLE_CONTEXT
