@@ -489,6 +489,34 @@ def test_a_reply_stream_dropped_while_its_call_runs_on_frees_its_backlog(tmp_pat
             s.close()
 
 
+def test_a_stream_closed_while_its_call_runs_on_lets_go_of_what_was_pipelined_behind_it(tmp_path):
+    # The call holds its connection to answer on; not the requests read behind it, which
+    # a closed connection will never answer. (Fixed mmap threshold: see above.)
+    pipelined = 240_000           # under PIPELINE_BUFFER: read in full while the call runs
+    with Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution", "GS_MCP_TRACE": "1",
+                               "MALLOC_MMAP_THRESHOLD_": "131072"}) as d:
+        clients = [Client(d.port) for _ in range(2)]
+        for c in clients:
+            c.initialize()
+        before = _rss_kib(d.proc.pid)
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "execute_code", "_meta": {"progressToken": 1},
+            "arguments": {"code": "progress(1, None, 'started')\nimport time\ntime.sleep(600)"}}}).encode()
+        for c in clients:
+            with socket.create_connection(("127.0.0.1", d.port), timeout=10) as s:
+                s.sendall(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: application/json, text/event-stream\r\n"
+                          b"Content-Type: application/json\r\nMCP-Session-Id: %s\r\nContent-Length: %d\r\n\r\n%s"
+                          % (c.session.encode(), len(body), body) + _post_bytes(b" " * pipelined))
+                got = b""
+                while b"started" not in got:     # the reply is a stream: closing it loses it
+                    chunk = s.recv(65536)
+                    assert chunk, got
+                    got += chunk
+        assert wait_until(lambda: d.log_text().count("client closed mid-request") == 2, timeout=30)
+        _rss_settles_under(d, before, 128)    # one kept is ~235 KiB (measured: 476 for both)
+        assert clients[0].call("ping").status == 200
+
+
 def test_one_shot_connections_leave_nothing_behind_in_the_router(tmp_path):
     # Each closed connection leaves its idle timer, cancelled, in the heap for minutes:
     # a client that opens a connection per request (curl in a loop) must not grow the

@@ -221,6 +221,34 @@ def test_a_stream_whose_client_hangs_up_is_lost_at_once(harness):
     assert h.lost == [h.conn]
 
 
+def test_a_closed_connection_lets_go_of_its_pipelined_input_while_its_call_runs_on(harness):
+    # The call answering on it still holds the connection: not what was pipelined behind.
+    h = harness(stream_app)
+    h.client.sendall(b"GET /mcp HTTP/1.1\r\nHost: x\r\n\r\n" + post(b"x" * 200_000))
+    h.run_until(lambda: h.conn.streaming and h.conn.parser.buffered > 100_000)
+    h.client.shutdown(socket.SHUT_WR)
+    h.run_until(lambda: h.conn.closed)
+    assert h.lost == [h.conn] and h.closed == [h.conn]
+    assert h.conn.parser.buffered == 0 and not h.conn.parser.in_progress
+    h.conn.stream_write(b"late")      # what the call still sends goes nowhere, harmlessly
+    h.conn.end_stream()
+    h.conn.respond(200, [], b"late")
+    h.conn.drain_and_close()
+    h.step()
+    assert h.closed == [h.conn] and h.conn.parser.buffered == 0
+
+
+def test_a_connection_closed_awaiting_a_reply_lets_go_of_its_pipelined_input(harness):
+    h = harness(lambda h, conn, request: None)    # the reply comes after the close
+    h.client.sendall(post(b"call") + post(b"y" * 100_000) + post(b"z"))
+    h.run_until(lambda: h.conn.busy and h.conn.parser.buffered > 100_000)
+    h.conn.close()                     # as a write failure or stall closes it
+    assert h.conn.parser.buffered == 0
+    h.conn.respond(200, [], b"call")   # the call ends: nothing is written, nothing taken
+    h.step()
+    assert h.closed == [h.conn] and h.conn.parser.buffered == 0 and h.unreadable == []
+
+
 def test_an_http_error_while_streaming_closes_without_a_second_response(harness):
     # A small body limit makes the parser's own cap (one request + 64 KiB) lower than
     # PIPELINE_BUFFER: the 413 comes while the stream runs.

@@ -522,6 +522,29 @@ def test_parser_stays_dead_after_an_error():
     assert parser.in_progress is False
 
 
+def test_discard_drops_what_is_buffered_and_ignores_what_comes():
+    parser = RequestParser()
+    parser.feed(b"GET / HTTP/1.1\r\nHost: x\r\n\r\nPOST / HTTP/1.1\r\nHost: x\r\nContent-Length: 9\r\n\r\nxx")
+    assert parser.next_request().path == "/"
+    assert parser.next_request() is None and parser.in_progress   # mid-body
+    parser.discard()
+    assert parser.buffered == 0 and not parser.in_progress
+    parser.feed(b"x" * 7 + b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert parser.next_request() is None and parser.buffered == 0
+    assert parser.pop_expect_continue() is False
+
+
+def test_discard_keeps_a_dead_parser_dead():
+    parser = RequestParser()
+    parser.feed(b"GET / HTTP/9.9\r\n\r\n")
+    with pytest.raises(HttpError):
+        parser.next_request()
+    parser.discard()
+    with pytest.raises(HttpError) as again:
+        parser.next_request()
+    assert again.value.status == 505 and parser.buffered == 0
+
+
 def test_error_in_a_later_pipelined_request_keeps_earlier_ones():
     parser = RequestParser()
     parser.feed(b"GET /ok HTTP/1.1\r\nHost: x\r\n\r\nGET /bad HTTP/1.1\r\nHost: x\r\nBad Header: x\r\n\r\n")

@@ -390,9 +390,11 @@ class Connection:
             self.sock.close()
         except OSError:
             pass
-        # What was never sent never will be: a call still running holds this connection
-        # (its reply's destination), and must not hold a dropped reader's backlog too.
+        # What was never sent never will be, nor what was never read answered: a call
+        # still running holds this connection (its reply's destination), and must not
+        # hold a dropped reader's backlog or pipelined input too.
         self.out = bytearray()
+        self.parser.discard()
         self.router.connection_closed(self)
         if lost is not None:
             lost()

@@ -146,6 +146,17 @@ class RequestParser:
     def feed_eof(self):
         self._eof = True
 
+    def discard(self):
+        """Drop what is buffered and ignore what comes: its connection is closed, and
+        whatever still holds the parser (a call answering on it) must not hold that too."""
+        if self._state != _DEAD:   # a dead parser keeps raising its error
+            self._state = _CLOSED
+        self._buf = bytearray()
+        self._body = bytearray()
+        self._pending = None
+        self._expect_continue = False
+        self._last_head = self._last_parsed = None
+
     def pop_expect_continue(self):
         """True once when a request with ``Expect: 100-continue`` awaits its body.
 
