@@ -6,8 +6,8 @@ import resource
 import signal
 import socket
 
-from helpers import (LIST_FDS, Client, Daemon, _children, pid_alive, tool_text, wait_for_port, wait_until,
-                     worker_pids)
+from helpers import (LIST_FDS, Client, Daemon, _children, parent_of, pid_alive, tool_text, wait_for_port,
+                     wait_until, worker_pids)
 from helpers import open_session as session
 
 
@@ -17,9 +17,25 @@ def forkserver_of(daemon):
     return forkserver
 
 
+def spawners(daemon):
+    """The forkserver's children that lead no process group: its spawners (every worker
+    leads its own group, and a killed spawner's workers are the forkserver's children too)."""
+    def leads_a_group(pid):
+        try:
+            return os.getpgid(pid) == pid
+        except ProcessLookupError:
+            return True   # gone: no spawner either way
+    return [c for c in _children(forkserver_of(daemon)) if not leads_a_group(c)]
+
+
 def spawner_of(daemon):
-    [spawner] = _children(forkserver_of(daemon))
+    [spawner] = spawners(daemon)
     return spawner
+
+
+def spawner_after(daemon, dead):
+    """The spawner started to replace `dead`, once it runs."""
+    return wait_until(lambda: next((pid for pid in spawners(daemon) if pid != dead), None))
 
 
 def test_each_worker_logs_under_its_own_pid_and_a_killed_spawner_is_replaced(tmp_path):
@@ -44,6 +60,32 @@ def test_each_worker_logs_under_its_own_pid_and_a_killed_spawner_is_replaced(tmp
         assert spawner_of(daemon) != spawner
         # The sessions opened before still answer: their workers never needed the spawner.
         assert tool_text(first.tool("execute_code", code="1 + 1")) == "2"
+
+
+def test_a_spawner_killed_by_user_code_leaves_no_spare_behind(tmp_path):
+    # The spawner is every worker's parent: user code can kill it.
+    with Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution", "GS_MCP_SPARE_WORKERS": "2"}) as daemon:
+        killer = session(daemon)
+        worker = int(tool_text(killer.tool("execute_code", code="import os; os.getpid()")))
+        spawner, forkserver = spawner_of(daemon), forkserver_of(daemon)
+        assert wait_until(lambda: len(worker_pids(daemon.proc.pid)) == 3)     # its worker, 2 spares
+        spares = set(worker_pids(daemon.proc.pid)) - {worker}
+        said = killer.tool("execute_code", code="import os; os.kill(os.getppid(), 9); 'killed'")
+        assert tool_text(said) == "'killed'"
+        # The dead spawner's spares are ended and reaped, not left running under init...
+        assert wait_until(lambda: not any(os.path.exists("/proc/%d" % pid) for pid in spares), 20), \
+            [(pid, parent_of(pid)) for pid in spares]
+        # ...and replaced by the new spawner's, which a new session gets.
+        new_spawner = spawner_after(daemon, spawner)
+        fresh = session(daemon)
+        fresh_worker = int(tool_text(fresh.tool("execute_code", code="import os; os.getpid()")))
+        assert parent_of(fresh_worker) == new_spawner
+        # The killer's session goes on, its worker adopted by the forkserver (not init).
+        assert tool_text(killer.tool("execute_code", code="6 * 7")) == "42"
+        assert parent_of(worker) == forkserver
+        assert "ending 2 spare worker(s) of the dead spawner" in daemon.log_text()
+    assert wait_until(lambda: not any(os.path.exists("/proc/%d" % pid)
+                                      for pid in spares | {worker, fresh_worker, new_spawner}))
 
 
 # What a worker's user code sees of its descriptors, and its resource tracker's pipe.
@@ -87,21 +129,13 @@ def test_workers_run_nicer_than_the_router_by_the_configured_step(tmp_path):
             router = os.getpriority(os.PRIO_PROCESS, daemon.proc.pid)
             first = spawner_of(daemon)
             assert worker_of(session(daemon)) == (first, min(19, router + step))
-            # A spawner started to replace a dead one applies the same step: its own
-            # workers (not the spare the dead one left) run at it.
+            # A spawner started to replace a dead one applies the same step to its workers
+            # (the spare the dead one left is ended, never handed out).
             os.kill(first, signal.SIGKILL)
-            assert wait_until(lambda: set(_children(forkserver_of(daemon))) - {first})
-            replacement = spawner_of(daemon)
+            replacement = spawner_after(daemon, first)
             # (It lowers its priority only once started: wait, the test may be quicker.)
             assert wait_until(lambda: os.getpriority(os.PRIO_PROCESS, replacement) == min(19, router + step))
-            parents = []
-            for _ in range(4):
-                parent, niceness = worker_of(session(daemon))
-                parents.append(parent)
-                if parent == replacement:
-                    assert niceness == min(19, router + step)
-                    break
-            assert replacement in parents, (replacement, parents)
+            assert worker_of(session(daemon)) == (replacement, min(19, router + step))
             assert os.getpriority(os.PRIO_PROCESS, daemon.proc.pid) == router
 
 
@@ -218,17 +252,15 @@ def test_a_new_spawner_that_is_slow_to_start_never_stalls_the_router(tmp_path):
         with stopped(forkserver_of(daemon)):   # a new spawner cannot start meanwhile
             os.kill(spawner, signal.SIGKILL)
             assert wait_until(lambda: "the worker spawner is gone" in daemon.log_text())
-            # The router starts the new one off its loop, and serves everyone meanwhile.
-            second = session(daemon)           # the spare forked before
-            for client in (first, second):
-                assert tool_text(client.tool("execute_code", code="6 * 7")) == "42"
-                assert client.call("ping").status == 200
+            # The router starts the new one off its loop, and serves everyone meanwhile. A
+            # new session waits for it: the spare forked before was ended with its spawner.
             waiting = waiting_initialize(daemon)
-            assert tool_text(first.tool("execute_code", code="1 + 1")) == "2"
+            assert tool_text(first.tool("execute_code", code="6 * 7")) == "42"
+            assert first.call("ping").status == 200
             assert not waiting.head_read.is_set()   # no worker to be had yet
-        third = opened(daemon, waiting)
-        assert tool_text(third.tool("execute_code", code="7 * 6")) == "42"
-        assert spawner_of(daemon) != spawner
+        second = opened(daemon, waiting)
+        assert tool_text(second.tool("execute_code", code="7 * 6")) == "42"
+        assert spawner_after(daemon, spawner)
 
 
 def test_a_half_closed_client_still_gets_its_session_once_a_worker_comes(tmp_path):

@@ -16,7 +16,7 @@ from gsmcpd.router import workers
 from gsmcpd.router.loop import Loop
 from gsmcpd.router.workers import Spawner, WorkerPool, has_descriptors
 from gsmcpd.wire import frames
-from helpers import pid_alive, wait_until
+from helpers import parent_of, pid_alive, wait_until
 
 
 @pytest.fixture
@@ -417,6 +417,53 @@ def test_claims_take_the_oldest_spare_first(hand_pool):
         pool.claim(got.on_worker, got.on_failure)
         taken.append(got.worker.pid)
     assert taken == made[1:]
+
+
+def test_a_dead_spawners_spares_are_ended_and_never_handed_out(hand_pool, monkeypatch):
+    monkeypatch.setattr(WorkerPool, "STARVED_PAUSE", 60.0)   # no restart within the test
+    loop, make = hand_pool
+    pool = make(2)
+    for _ in range(2):
+        pool.spawner.spare()
+    assert run_until(loop, lambda: len(pool.spares) == 2)
+    made = [p for p in pool.spawner.kept if isinstance(p, subprocess.Popen)]
+    pool.spawner.peer.close()            # the spawner dies: EOF on its control socket
+    assert run_until(loop, lambda: pool._relaunching is not None)
+    assert pool.spares == []
+    assert [p.wait(10) for p in made] == [-signal.SIGKILL] * 2
+    waiting = Outcome()
+    pool.claim(waiting.on_worker, waiting.on_failure)
+    run_until(loop, lambda: waiting.done, 0.3)
+    assert not waiting.done              # it waits for the new spawner's spares
+    pool.close()
+    assert waiting.failure == "the server is shutting down"
+
+
+def test_a_killed_spawners_spares_are_replaced_and_reaped_not_left_to_init():
+    loop = Loop()
+    pool = WorkerPool(loop, 2)
+    pool.start()
+    try:
+        assert run_until(loop, lambda: len(pool.spares) == 2, 20)
+        old_spawner = pool.spawner.process.pid
+        old = [w.pid for w in pool.spares]
+        forkserver = parent_of(old_spawner)
+        os.kill(old_spawner, signal.SIGKILL)
+        # Orphaned, they go to the forkserver (a subreaper), not to init, which may not reap;
+        # the loop, not turned yet, has not ended them.
+        assert wait_until(lambda: [parent_of(pid) for pid in old] == [forkserver] * 2)
+        # Ended, and reaped: none is left behind.
+        assert run_until(loop, lambda: not any(os.path.exists("/proc/%d" % pid) for pid in old), 20), \
+            [(pid, parent_of(pid)) for pid in old]
+        assert run_until(loop, lambda: len(pool.spares) == 2 and pool.spawner.process is not None, 20)
+        new_spawner = pool.spawner.process.pid
+        assert new_spawner != old_spawner
+        assert [parent_of(w.pid) for w in pool.spares] == [new_spawner] * 2
+        assert not set(old) & {w.pid for w in pool.spares}
+    finally:
+        for worker in pool.close():
+            worker.end()
+        pool.stop_spawner()
 
 
 def test_a_claim_after_close_is_refused_at_once(hand_pool):

@@ -27,7 +27,7 @@ from gsmcpd.wire import frames
 log = logging.getLogger("gsmcpd.workers")
 relayed_log = logging.getLogger("gsmcpd.worker_log")   # workers' own records, prefixed
 
-PRELOAD = ["gsmcpd.worker.preload"]
+PRELOAD = ["gsmcpd.worker.forkserver_reaper", "gsmcpd.worker.preload"]
 SPAWNER_TIMEOUT = 30.0  # seconds a new session waits for its worker before it is refused
 SPAWNER_STOP_WAIT = 5.0  # seconds shutdown waits for a spawner still being started
 SPAWNER_HELLO_WAIT = 30.0  # seconds a started spawner may take to say hello (its first act)
@@ -238,6 +238,10 @@ class Worker:
     def reject(self, why):
         """A worker that speaks garbage is ended; the router never is."""
         log.error("worker %d sent a bad frame (%s); stopping it", self.pid, why)
+        self.end()
+
+    def end(self):
+        """Kill it and be done with it now, not once its exit is seen."""
         self.kill()
         self._on_exit()
 
@@ -496,6 +500,7 @@ class WorkerPool:
         if kind == "eof":
             log.error("the worker spawner is gone (%s); starting a new one", detail or "EOF")
             self.loop.remove(self.spawner.control)
+            self._end_orphaned_spares()
             # One that dies as soon as it starts is not restarted more than once a pause.
             self._relaunching = "the worker spawner is being restarted"
             delay = max(0.0, self._adopted_at + self.STARVED_PAUSE - self.loop.time())
@@ -515,6 +520,17 @@ class WorkerPool:
         worker.listener = _SpareListener(self)
         self.spares.append(worker)
         self._serve_claims()
+
+    def _end_orphaned_spares(self):
+        """A dead spawner's spares are not a spawner's children any more (the forkserver
+        adopted them: gsmcpd.worker.forkserver_reaper), so what one left if it died on its
+        own would outlive its session. None is claimed yet: they end, and the new
+        spawner's replace them."""
+        spares, self.spares = self.spares, []
+        if spares:
+            log.warning("ending %d spare worker(s) of the dead spawner", len(spares))
+        for worker in spares:
+            worker.end()
 
     def close(self):
         self.closed = True

@@ -112,7 +112,8 @@ def serve(control: socket.socket, worker_nice: int = 0) -> None:
                     router_end.close()
     finally:
         # The router is done with every worker, or gone: none may outlive this spawner
-        # (its orphans would go to init), and nor may what they leave.
+        # (its orphans would go to the forkserver, which never kills them), and nor may
+        # what they leave.
         sweeper.end(wakeup, END_WAIT)
 
 
