@@ -515,7 +515,9 @@ def validate_config(config: Config) -> None:
     """Refuse unworkable combinations, naming the key to change."""
     if not config.host:
         raise ConfigError("host", "empty host")
-    if config.idle_timeout is not None and config.probe_after >= config.idle_timeout:
+    # idle_timeout 0 is left to _validate_lifetime, whose refusal says to write none:
+    # "probe_after must be less than 0" would send the user to the wrong knob.
+    if config.idle_timeout and config.probe_after >= config.idle_timeout:
         raise ConfigError("probe_after", f"probe_after ({config.probe_after:g}s) must be less "
                           f"than idle_timeout ({config.idle_timeout:g}s), or the probe never runs")
     _validate_lifetime(config)

@@ -305,6 +305,13 @@ def test_probe_must_come_before_idle_deadline():
     assert load_config({}, {"GS_MCP_IDLE_TIMEOUT": "none", "GS_MCP_PROBE_AFTER": "5000"})
 
 
+def test_a_zero_idle_timeout_is_refused_as_zero_pointing_to_none():
+    # Not as "probe_after must be less than idle_timeout (0s)": no probe_after could be.
+    message = refused("idle_timeout", environ={"GS_MCP_IDLE_TIMEOUT": "0"})
+    assert "must be greater than 0 (use none for no limit)" in message
+    assert "probe_after" not in message
+
+
 def test_tls_needs_both_halves():
     assert "tls_cert is set" in refused("tls_key", environ={"GS_MCP_TLS_CERT": "/c.pem"})
     assert "tls_key is set" in refused("tls_cert", environ={"GS_MCP_TLS_KEY": "/k.pem"})

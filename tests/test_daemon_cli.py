@@ -36,6 +36,15 @@ def test_a_refused_configuration_exits_2_naming_the_key(tmp_path):
     assert not list(tmp_path.iterdir())  # nothing was started or written
 
 
+def test_a_zero_idle_timeout_is_refused_naming_it_and_the_word_for_never(tmp_path):
+    result = gsmcpd("start", "--port", str(free_port()), "--state-dir", str(tmp_path),
+                    env={"GS_MCP_IDLE_TIMEOUT": "0"})
+    assert result.returncode == 2
+    assert result.stderr.strip() == "gsmcpd: configuration refused: idle_timeout: GS_MCP_IDLE_TIMEOUT " \
+        "(idle_timeout) must be greater than 0 (use none for no limit)"
+    assert not list(tmp_path.iterdir())  # nothing was started or written
+
+
 def test_check_of_a_running_deployment_finds_its_own_server_on_the_port_no_problem(tmp_path):
     with Daemon(tmp_path) as running:
         done = subprocess.run([sys.executable, "-m", "gsmcpd", "check", "--port", str(running.port)],
