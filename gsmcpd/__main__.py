@@ -12,19 +12,25 @@ from gsmcpd import __version__
 from gsmcpd.config import ConfigError, load_config, parse_optional_path, parse_seconds
 
 
+STATE_DIR_HELP = "pidfiles, logs, control sockets, default image (GS_MCP_STATE_DIR, default var/ in the checkout)"
+# stop, status and end read only the state directory and the port from it
+CONTROL_CONFIG_HELP = "conf file (GS_MCP_CONFIG); only its state_dir and port are read"
+
+
 def _server_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", help="TCP port (GS_MCP_PORT, default 8000)")
     parser.add_argument("--host", help="bind address (GS_MCP_HOST, default 127.0.0.1)")
     parser.add_argument("--config", help="conf file (GS_MCP_CONFIG); see etc/gsmcpd.conf")
-    parser.add_argument("--image", help="image directory (GS_MCP_IMAGE)")
-    parser.add_argument("--state-dir", dest="state_dir", help="pidfiles, logs, default image")
+    parser.add_argument("--image", help="image directory (GS_MCP_IMAGE, default <state dir>/image)")
+    parser.add_argument("--state-dir", dest="state_dir", help=STATE_DIR_HELP)
     parser.add_argument("--readonly", action="store_const", const=True, default=None,
                         help="read-only sessions (GS_MCP_READONLY=1)")
-    parser.add_argument("--toolsets", help="space/comma separated toolset names")
+    parser.add_argument("--toolsets", help="space/comma separated toolset names (GS_MCP_TOOLSETS)")
     parser.add_argument("--trace", nargs="?", const="1", default=None,
                         help="message trace: 1 (inbound) or both (GS_MCP_TRACE)")
     parser.add_argument("--behind-tls-proxy", dest="behind_tls_proxy", action="store_const",
-                        const=True, default=None, help="TLS ends at a proxy in front of us")
+                        const=True, default=None,
+                        help="TLS ends at a proxy in front of us (GS_MCP_BEHIND_TLS_PROXY=1)")
     parser.add_argument("--log-file", dest="log_file", help=argparse.SUPPRESS)
 
 
@@ -79,8 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
                        ("status", "list the sessions of the server on PORT")):
         sub = commands.add_parser(name, help=text)
         sub.add_argument("port", nargs="?", help="default GS_MCP_PORT or 8000")
-        sub.add_argument("--state-dir", dest="state_dir")
-        sub.add_argument("--config")
+        sub.add_argument("--state-dir", dest="state_dir", help=STATE_DIR_HELP)
+        sub.add_argument("--config", help=CONTROL_CONFIG_HELP)
         if name == "stop":
             sub.add_argument("--timeout", type=_seconds, default=None,
                              help="seconds before SIGKILL (default 10)")
@@ -90,8 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
     end = commands.add_parser("end", help="end one session of the server on PORT (as its client's DELETE would)")
     end.add_argument("session", help="the session's id, or its first 8 or more hex digits (as status shows)")
     end.add_argument("port", nargs="?", help="default GS_MCP_PORT or 8000")
-    end.add_argument("--state-dir", dest="state_dir")
-    end.add_argument("--config")
+    end.add_argument("--state-dir", dest="state_dir", help=STATE_DIR_HELP)
+    end.add_argument("--config", help=CONTROL_CONFIG_HELP)
 
     check = commands.add_parser("check", help="verify the environment; change nothing")
     _server_flags(check)

@@ -45,6 +45,28 @@ def test_a_zero_idle_timeout_is_refused_naming_it_and_the_word_for_never(tmp_pat
     assert not list(tmp_path.iterdir())  # nothing was started or written
 
 
+def test_every_option_of_every_command_says_what_it_is_and_its_environment_name():
+    import argparse
+    from gsmcpd.config import KNOBS_BY_KEY
+    subcommands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for name, sub in subcommands.choices.items():
+        for action in sub._actions:
+            if not action.option_strings or action.help in ("==SUPPRESS==", argparse.SUPPRESS) \
+                    or action.dest == "help":
+                continue
+            assert action.help, f"{name} {action.option_strings[0]} has no help"
+            env = "GS_MCP_CONFIG" if action.dest == "config" else \
+                KNOBS_BY_KEY[action.dest].env if action.dest in KNOBS_BY_KEY else None
+            if env:
+                assert env in action.help, f"{name} {action.option_strings[0]}: {action.help!r}"
+
+
+def test_stop_help_names_the_state_directory_setting_and_its_default():
+    result = gsmcpd("stop", "--help")
+    assert result.returncode == 0
+    assert "GS_MCP_STATE_DIR, default var/ in the checkout" in " ".join(result.stdout.split())
+
+
 def test_check_of_a_running_deployment_finds_its_own_server_on_the_port_no_problem(tmp_path):
     with Daemon(tmp_path) as running:
         done = subprocess.run([sys.executable, "-m", "gsmcpd", "check", "--port", str(running.port)],
