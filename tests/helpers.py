@@ -5,6 +5,7 @@ own process group, exactly as systemd runs it; clients are plain http.client or 
 sockets, so nothing in the way a request reaches the server is simulated.
 """
 
+import contextlib
 import http.client
 import json
 import os
@@ -335,6 +336,33 @@ def exclusive_lock_free(image_dir):
         return False
     finally:
         os.close(fd)
+
+
+@contextlib.contextmanager
+def unwritable_dir(path, fill):
+    """`path`, made and filled by `fill(path)`, then unwritable for this account: mode 0555
+    for an ordinary one; for root, whom modes do not stop, a read-only tmpfs (skipped
+    where mounting is not allowed)."""
+    import pytest
+    path.mkdir()
+    as_root = os.geteuid() == 0
+    if as_root:
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(path)],
+                                 capture_output=True, text=True)
+        if mounted.returncode != 0:
+            pytest.skip(f"root cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        fill(path)
+        if as_root:
+            subprocess.run(["mount", "-o", "remount,ro", str(path)], check=True)
+        else:
+            os.chmod(path, 0o555)
+        yield path
+    finally:
+        if as_root:
+            subprocess.run(["umount", "-l", str(path)], check=True)
+        else:
+            os.chmod(path, 0o755)
 
 
 def open_session(daemon):

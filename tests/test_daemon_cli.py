@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from gsmcpd.__main__ import _passthrough, build_parser
-from helpers import REPO, Client, Daemon, free_port, pid_alive, wait_until
+from helpers import REPO, Client, Daemon, free_port, open_session, pid_alive, unwritable_dir, wait_until
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -155,6 +155,34 @@ def test_an_image_that_is_a_regular_file_is_refused_as_not_a_directory(tmp_path)
     assert started.returncode == 1
     assert started.stdout.startswith(f"gsmcpd failed to start: image {image} is not a directory (log: ")
     assert not (tmp_path / "state" / f"gsmcpd-{flags[1]}.pid").exists()
+
+
+def test_an_image_it_cannot_write_its_lock_into_is_refused_and_one_with_its_lock_serves(tmp_path):
+    flags = ("--port", str(free_port()), "--state-dir", str(tmp_path / "state"))
+    why = "is not writable and has no .gsmcpd/lock yet: every session reads the image under that lock"
+
+    def shop(image, lock=False):
+        (image / "shop").mkdir()
+        (image / "shop" / "__init__.py").write_text("")
+        (image / "shop" / "models.py").write_text("class Cart:\n    pass\n")
+        if lock:
+            (image / ".gsmcpd").mkdir()
+            (image / ".gsmcpd" / "lock").touch()
+
+    with unwritable_dir(tmp_path / "bare", shop) as image:
+        checked = gsmcpd("check", *flags, "--image", str(image))
+        assert checked.returncode == 1
+        assert checked.stdout.splitlines()[-1].startswith(f"PROBLEM: image: {why}")
+        started = gsmcpd("start", *flags, "--image", str(image), "--readonly")
+        assert started.returncode == 1, started.stdout
+        assert started.stdout.startswith(f"gsmcpd failed to start: image {image} {why}")
+        assert not (tmp_path / "state" / f"gsmcpd-{flags[1]}.pid").exists()
+    with unwritable_dir(tmp_path / "locked", lambda image: shop(image, lock=True)) as image:
+        with Daemon(tmp_path, args=["--image", str(image), "--readonly"]) as daemon:
+            client = open_session(daemon)
+            listed = client.tool("list_classes", dictionaryName="shop.models")
+            assert listed["structuredContent"]["classes"] == ["Cart"]
+            client.close()
 
 
 def session_members(sid):

@@ -13,7 +13,7 @@ import pytest
 from gsmcpd.image import store as store_module
 from gsmcpd.image.default import EXAMPLE_FILES, ensure_default_image
 from gsmcpd.image.store import CommitConflict, ImageStore, module_name_of, sha256
-from helpers import exclusive_lock_free
+from helpers import exclusive_lock_free, unwritable_dir
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -355,6 +355,25 @@ def test_an_unusable_count_file_means_counting_the_whole_journal(tmp_path, conte
     _commit_n(store, 1)                      # and the next commit mends it
     assert Path(store.count_file).read_text().split()[0] == "3"
     assert store.read_snapshot().version == 3
+
+
+def _shop(image, lock):
+    make_image(image, {"shop/__init__.py": "", "shop/models.py": "class Cart:\n    pass\n"})
+    if lock:
+        ImageStore(image).read_snapshot()   # a first session, while the image was writable
+
+
+def test_an_unwritable_image_without_its_lock_is_a_problem_and_with_it_serves(tmp_path):
+    from gsmcpd.image.default import image_dir_problem
+    with unwritable_dir(tmp_path / "bare", lambda image: _shop(image, lock=False)) as image:
+        problem = image_dir_problem(image)
+        assert problem.startswith("is not writable and has no .gsmcpd/lock yet: every session reads")
+        with pytest.raises(OSError):
+            ImageStore(image).read_snapshot()   # what each session would meet
+    with unwritable_dir(tmp_path / "locked", lambda image: _shop(image, lock=True)) as image:
+        assert image_dir_problem(image) is None
+        assert sorted(ImageStore(image).read_snapshot().files) == ["shop/__init__.py", "shop/models.py"]
+    assert image_dir_problem(make_image(tmp_path / "writable", {"m.py": ""}).image_dir) is None
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to read the image as another account")

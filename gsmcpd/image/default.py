@@ -7,6 +7,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from gsmcpd.image.store import LOCK_NAME, STATE_DIR
+
 IMAGE_SUBDIR = "image"
 
 EXAMPLE_FILES = {
@@ -102,7 +104,21 @@ def image_dir_problem(image: Path) -> str | None:
         return "is not a directory"
     if not os.access(image, os.R_OK | os.X_OK):
         return "is not readable (no permission to list it)"
+    if not _lock_possible(image):
+        return (f"is not writable and has no {STATE_DIR}/{LOCK_NAME} yet: every session reads the "
+                f"image under that lock, so gsmcpd must be able to create it once (make the "
+                f"directory writable; under systemd, list it in ReadWritePaths=)")
     return None
+
+
+def _lock_possible(image: Path) -> bool:
+    """Whether a session can take the image's lock: the file exists (a read-only image
+    serves once it has one), or the directory it goes in can be written. os.access
+    also says no for a read-only file system, root included."""
+    state = image / STATE_DIR
+    if (state / LOCK_NAME).exists():
+        return True
+    return os.access(state if state.is_dir() else image, os.W_OK | os.X_OK)
 
 
 def ensure_default_image(state_dir: Path) -> Path:
