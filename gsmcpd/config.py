@@ -518,8 +518,10 @@ def validate_config(config: Config) -> None:
     # idle_timeout 0 is left to _validate_lifetime, whose refusal says to write none:
     # "probe_after must be less than 0" would send the user to the wrong knob.
     if config.idle_timeout and config.probe_after >= config.idle_timeout:
-        raise ConfigError("probe_after", f"probe_after ({config.probe_after:g}s) must be less "
-                          f"than idle_timeout ({config.idle_timeout:g}s), or the probe never runs")
+        raise ConfigError("probe_after", f"probe_after (GS_MCP_PROBE_AFTER, {config.probe_after:g}s) "
+                          f"must be less than idle_timeout (GS_MCP_IDLE_TIMEOUT, "
+                          f"{config.idle_timeout:g}s), or the probe never runs: lower it "
+                          "with idle_timeout")
     _validate_lifetime(config)
     if config.spare_workers > config.max_sessions:
         raise ConfigError("spare_workers", f"{config.spare_workers} spare workers is more than "

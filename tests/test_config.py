@@ -301,7 +301,8 @@ def test_toolset_validation_uses_the_worker_resolver(monkeypatch):
 def test_probe_must_come_before_idle_deadline():
     message = refused("probe_after", environ={"GS_MCP_IDLE_TIMEOUT": "100",
                                               "GS_MCP_PROBE_AFTER": "100"})
-    assert "less than idle_timeout" in message
+    assert message == ("probe_after (GS_MCP_PROBE_AFTER, 100s) must be less than idle_timeout "
+                       "(GS_MCP_IDLE_TIMEOUT, 100s), or the probe never runs: lower it with idle_timeout")
     assert load_config({}, {"GS_MCP_IDLE_TIMEOUT": "none", "GS_MCP_PROBE_AFTER": "5000"})
 
 

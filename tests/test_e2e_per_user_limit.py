@@ -1,6 +1,8 @@
 """End-to-end: GS_MCP_MAX_SESSIONS_PER_USER through the real daemon. Under auth each
 token's user has its own share; without auth every session is the daemon's own user's."""
 
+import getpass
+
 from helpers import Client, Daemon
 from test_e2e_auth import AuthClient, start_auth_daemon
 
@@ -8,8 +10,9 @@ INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"nam
 
 
 def refused_message(user, limit):
-    return ("Too Many Requests: %s has %d sessions open or opening, the configured maximum per user "
-            "(GS_MCP_MAX_SESSIONS_PER_USER); end one with DELETE, or let an idle one be reaped" % (user, limit))
+    return ("Too Many Requests: %s has %d session%s open or opening, the configured maximum per user "
+            "(GS_MCP_MAX_SESSIONS_PER_USER); end one with DELETE, or let an idle one be reaped"
+            % (user, limit, "" if limit == 1 else "s"))
 
 
 def test_each_user_may_hold_only_their_share_of_sessions(tmp_path):
@@ -38,7 +41,8 @@ def test_without_auth_the_limit_bounds_every_session_together(tmp_path):
         first, second = Client(d.port), Client(d.port)
         first.initialize()
         refused = second.call("initialize", INIT)
-        assert refused.status == 429 and "GS_MCP_MAX_SESSIONS_PER_USER" in refused.json()["error"]["message"]
+        assert refused.status == 429
+        assert refused.json()["error"]["message"] == refused_message(getpass.getuser(), 1)
         assert first.delete().status == 200
         second.initialize()
 

@@ -38,6 +38,10 @@ def error_body(code, message, id=None):
     return jsonrpc.dumps(jsonrpc.error(id, code, message))
 
 
+def sessions_count(n):
+    return "1 session" if n == 1 else "%d sessions" % n
+
+
 def accepts(request, media_type):
     accept = request.header("accept")
     return bool(accept) and _accept_lists(accept, media_type)
@@ -191,16 +195,16 @@ class App:
                 return
             if len(self.sessions.by_id) + self.sessions.opening >= self.config.max_sessions:
                 conn.respond(503, [JSON, ("Retry-After", "5")], error_body(
-                    jsonrpc.INTERNAL_ERROR, "Service Unavailable: %d sessions open or opening, the configured maximum"
-                    % self.config.max_sessions, message.id))
+                    jsonrpc.INTERNAL_ERROR, "Service Unavailable: %s open or opening, the configured maximum"
+                    % sessions_count(self.config.max_sessions), message.id))
                 return
             per_user = self.config.max_sessions_per_user
             if per_user is not None and self.sessions.sessions_of(principal.user) >= per_user:
                 # No Retry-After: waiting frees nothing unless the user's own sessions end.
                 conn.respond(429, [JSON], error_body(
-                    jsonrpc.INVALID_REQUEST, "Too Many Requests: %s has %d sessions open or opening, the "
+                    jsonrpc.INVALID_REQUEST, "Too Many Requests: %s has %s open or opening, the "
                     "configured maximum per user (GS_MCP_MAX_SESSIONS_PER_USER); end one with DELETE, or "
-                    "let an idle one be reaped" % (principal.user, per_user), message.id))
+                    "let an idle one be reaped" % (principal.user, sessions_count(per_user)), message.id))
                 return
             self.sessions.open(conn, message.raw, request.body, accepts_sse, principal)
             return
