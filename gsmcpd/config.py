@@ -556,6 +556,7 @@ def validate_config(config: Config) -> None:
             raise ConfigError("host", f"{config.host} is not a loopback address; a network-facing "
                               "server needs TLS (tls_cert/tls_key) or behind_tls_proxy")
     _validate_toolsets(config.toolsets)
+    _validate_worker_class(config.worker_class)
 
 
 def _validate_lifetime(config: Config) -> None:
@@ -579,6 +580,21 @@ def _validate_toolsets(names: tuple[str, ...]) -> None:
         resolve_toolsets(list(names))
     except Exception as exc:  # its own error type is not part of the contract
         raise ConfigError("toolsets", str(exc)) from None
+
+
+def _validate_worker_class(spec: str | None) -> None:
+    # Resolved here as the toolsets are, so a typo refuses startup instead of failing
+    # every initialize; a worker that still cannot (another account's) says so there.
+    if spec is None:
+        return
+    try:
+        from gsmcpd.worker.server import resolve_worker_class
+    except ImportError:
+        return  # as for the toolsets
+    try:
+        resolve_worker_class(spec)
+    except ValueError as exc:
+        raise ConfigError("worker_class", str(exc)) from None
 
 
 def describe(config: Config) -> dict[str, Any]:

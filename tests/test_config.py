@@ -144,13 +144,13 @@ def test_value_forms():
         "GS_MCP_IDLE_TIMEOUT": "none", "GS_MCP_PROBE_AFTER": "2.5",
         "GS_MCP_REQUEST_TIMEOUT": "0.25", "GS_MCP_MAX_BODY": "2MiB",
         "GS_MCP_ALLOWED_ORIGINS": "app.example.com other.example",
-        "GS_MCP_WORKER_CLASS": "mypkg.server:MyServer", "GS_MCP_LOG_LEVEL": "DEBUG",
+        "GS_MCP_WORKER_CLASS": "gsmcpd.worker.server:McpServer", "GS_MCP_LOG_LEVEL": "DEBUG",
         "MCP_EXTRA_SCOPES": "a b", "MCP_USERID_CLAIM": "email", "MCP_TOKEN_EXPIRY": "Keep-Stream"})
     assert config.toolsets == ("browsing", "search", "listing")
     assert config.idle_timeout is None and config.probe_after == 2.5
     assert config.request_timeout == 0.25 and config.max_body == 2 * 1024 * 1024
     assert config.allowed_origins == ("app.example.com", "other.example")   # bare hosts
-    assert config.worker_class == "mypkg.server:MyServer" and config.log_level == "debug"
+    assert config.worker_class == "gsmcpd.worker.server:McpServer" and config.log_level == "debug"
     assert config.extra_scopes == ("a", "b") and config.userid_claim == "email"
     assert config.token_expiry == "keep-stream" and load_config({}, {}).token_expiry == "end-stream"
     assert config.trace == "both" and config.trace_inbound and config.trace_outbound
@@ -283,6 +283,18 @@ def test_an_unknown_name_or_key_says_which_was_meant_when_one_is_near(tmp_path):
     conf = tmp_path / "typo.conf"
     conf.write_text("idle_timout = 60\n")
     assert refused("idle_timout", conf_path=conf).endswith("line 1: unknown key; did you mean idle_timeout?")
+
+
+@pytest.mark.parametrize("spec, said", [
+    ("no_such_module_xyz:Server", "worker class 'no_such_module_xyz:Server': cannot import module "
+                                  "'no_such_module_xyz' (ModuleNotFoundError: No module named 'no_such_module_xyz')"),
+    ("gsmcpd.worker.server:NoSuchServer", "worker class 'gsmcpd.worker.server:NoSuchServer': module "
+                                          "'gsmcpd.worker.server' has no 'NoSuchServer'"),
+    ("gsmcpd.worker.toolsets.bench:BenchToolset", "worker class 'gsmcpd.worker.toolsets.bench:BenchToolset' "
+                                                  "is not an McpServer subclass"),
+])
+def test_a_worker_class_that_cannot_be_resolved_is_refused(spec, said):
+    assert refused("worker_class", environ={"GS_MCP_WORKER_CLASS": spec}) == said
 
 
 def test_unknown_toolset_is_refused():

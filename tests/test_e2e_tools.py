@@ -436,13 +436,10 @@ def test_worker_class_and_a_third_party_toolset_composed_with_browsing(image, tm
         assert structured(client, "describe_class", className="Cart")["class"] == "shop.models.Cart"
 
 
-def test_a_bad_worker_class_fails_initialize_saying_what_to_fix(image, tmp_path):
+def test_a_bad_worker_class_refuses_startup_saying_what_to_fix(image, tmp_path):
     env = {"GS_MCP_IMAGE": str(image), "PYTHONPATH": "%s:%s/tests" % (REPO, REPO),
            "GS_MCP_WORKER_CLASS": "test_e2e_tools:NoSuchServer"}
-    with Daemon(tmp_path, env=env) as daemon:
-        client = Client(daemon.port)
-        reply = client.call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                                           "clientInfo": {"name": "t", "version": "0"}})
-        error = reply.json()["error"]
-        assert "test_e2e_tools" in error["message"] and "NoSuchServer" in error["message"], error
-        assert reply.header("mcp-session-id") is None
+    daemon = Daemon(tmp_path, env=env)
+    assert daemon.refusal() == 2
+    assert ("configuration refused: worker_class: worker class 'test_e2e_tools:NoSuchServer': "
+            "module 'test_e2e_tools' has no 'NoSuchServer'") in daemon.log_text()
