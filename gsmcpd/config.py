@@ -116,7 +116,13 @@ def parse_allowed_origins(text: str) -> tuple[str, ...]:
             normal = key and hosts.serialise_origin(*key)
         else:
             host, port = hosts.authority(entry) or ("", None)
-            normal = host if port is None or 0 < int(port or 0) < 65536 else None
+            if host and port:
+                # A bare host matches every scheme and port; the port written would
+                # silently widen to all of them.
+                raise ValueError(f"{entry!r} has a port but no scheme: write the origin "
+                                 f"(http://{entry} or https://{entry}) for that port alone, or "
+                                 f"the bare host ({host}) for any")
+            normal = host if port is None else None
         if not normal:
             raise ValueError(f"expected a host (app.example) or an origin (https://app.example:8443), "
                              f"got {entry!r}")

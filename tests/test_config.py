@@ -159,7 +159,7 @@ def test_value_forms():
 
 
 def test_allowed_origins_are_origins_as_a_browser_writes_them_or_bare_hosts(tmp_path):
-    env = {"GS_MCP_ALLOWED_ORIGINS": "http://App.Example, https://app.example:8443 other.example:99 "
+    env = {"GS_MCP_ALLOWED_ORIGINS": "http://App.Example, https://app.example:8443 other.example "
                                      "[FE80::1] http://[::1]:3000 vscode-webview://abc HTTPS://b.example:443 "
                                      "http://c.example:0080 http://c.example"}
     assert load_config({}, env).allowed_origins == (
@@ -176,6 +176,10 @@ def test_allowed_origins_are_origins_as_a_browser_writes_them_or_bare_hosts(tmp_
     ("http://app.example/", "got 'http://app.example/'"), ("app.example/mcp", "an origin (https://"),
     ("http://app.example:https", "got"), ("http://app.example:99999", "got"), ("app.example:", "got"),
     ("http://", "got"), ("http://user@app.example", "got"), ("::1", "a host (app.example)"),
+    ("other.example:99", "'other.example:99' has a port but no scheme: write the origin "
+                         "(http://other.example:99 or https://other.example:99) for that port alone, "
+                         "or the bare host (other.example) for any"),
+    ("[::1]:3000", "has a port but no scheme"),
 ])
 def test_bad_allowed_origins_are_refused(value, words):
     assert words in refused("allowed_origins", environ={"GS_MCP_ALLOWED_ORIGINS": value})

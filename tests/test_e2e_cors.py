@@ -234,3 +234,12 @@ def test_the_shutdown_503_names_a_listed_origin_so_its_page_can_read_retry_after
 def _status(daemon):
     return subprocess.run([sys.executable, "-m", "gsmcpd", "status", str(daemon.port), "--json",
                            "--state-dir", str(daemon.state)], capture_output=True).stdout
+
+
+def test_a_host_with_a_port_but_no_scheme_refuses_startup(tmp_path):
+    # Matched as a bare host it would grant every scheme and port, not the one written.
+    d = Daemon(tmp_path, env={"GS_MCP_ALLOWED_ORIGINS": "app.example:8080"})
+    assert d.refusal() == 2
+    assert ("configuration refused: allowed_origins: 'app.example:8080' has a port but no scheme: "
+            "write the origin (http://app.example:8080 or https://app.example:8080) for that port "
+            "alone, or the bare host (app.example) for any") in d.log_text()
