@@ -66,6 +66,13 @@ class Channel:
             params["_meta"] = {"progressToken": token}
         return self.start_call("tools/call", params)
 
+    def running(self, code):
+        """The call's seq once `code` has called progress(1), where the test wants a
+        break to land."""
+        seq = self.execute(code, token="t")
+        assert self.notified(seq)["progress"] == 1
+        return seq
+
     def reply(self, seq):
         frame = self.receive()
         assert frame["op"] == "reply" and frame["seq"] == seq, frame
@@ -240,8 +247,7 @@ def test_a_tool_result_that_cannot_be_sent_is_a_tool_error(worker):
 
 
 def test_soft_break_interrupts_a_busy_loop_and_worker_stays_usable(worker):
-    seq = worker.execute("progress(1)\nwhile True:\n    pass", token="t")
-    assert worker.notified(seq)["progress"] == 1       # the loop is running
+    seq = worker.running("progress(1)\nwhile True:\n    pass")
     worker.signal(signal.SIGINT)
     response = worker.reply(seq)
     assert response["id"] == f"r{seq}"
@@ -255,8 +261,7 @@ def test_break_signals_a_previous_call_ignored_and_blocked_work_again_in_the_nex
                "    signal.signal(signum, signal.SIG_IGN)\n"
                "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGUSR1})")
     worker.reply(worker.execute(silence))
-    seq = worker.execute("progress(1)\nwhile True:\n    pass", token="t")
-    assert worker.notified(seq)["progress"] == 1
+    seq = worker.running("progress(1)\nwhile True:\n    pass")
     worker.signal(signal.SIGINT)
     assert worker.reply(seq)["error"]["message"] == "request interrupted: soft break"
 
@@ -266,8 +271,7 @@ def test_hard_break_stops_code_that_swallows_keyboard_interrupt(worker):
     # raised as it returns, and must meet the same handler as one landing in the loop.
     code = ("n = 0\nwhile True:\n    try:\n        n += 1\n        progress(n)\n"
             "        while True:\n            pass\n    except KeyboardInterrupt:\n        pass\n")
-    seq = worker.execute(code, token="t")
-    assert worker.notified(seq)["progress"] == 1
+    seq = worker.running(code)
     worker.signal(signal.SIGINT)
     assert worker.notified(seq)["progress"] == 2       # the soft break was swallowed
     worker.signal(signal.SIGUSR1)
@@ -279,8 +283,7 @@ def test_hard_break_stops_code_that_swallows_keyboard_interrupt(worker):
 def test_code_catching_base_exception_survives_both_breaks_until_killed(worker):
     code = ("n = 0\nwhile True:\n    try:\n        n += 1\n        progress(n)\n"
             "        while True:\n            pass\n    except BaseException:\n        pass\n")
-    seq = worker.execute(code, token="t")
-    assert worker.notified(seq)["progress"] == 1
+    seq = worker.running(code)
     worker.signal(signal.SIGINT)
     assert worker.notified(seq)["progress"] == 2
     worker.signal(signal.SIGUSR1)
@@ -293,8 +296,7 @@ def test_code_catching_base_exception_survives_both_breaks_until_killed(worker):
 def test_a_soft_break_stops_code_that_catches_exception(worker):
     code = "while True:\n    try:\n        progress(1)\n        while True:\n            pass\n" \
            "    except Exception:\n        pass\n"
-    seq = worker.execute(code, token="t")
-    assert worker.notified(seq)["progress"] == 1
+    seq = worker.running(code)
     worker.signal(signal.SIGINT)
     assert worker.reply(seq)["error"] == {"code": -32001, "message": "request interrupted: soft break"}
 
@@ -317,8 +319,7 @@ def test_a_soft_break_is_known_to_have_landed_whatever_the_code_made_of_it(worke
     # answered as broken (raise_if_break), not with what it computed after.
     code = ("progress(1)\n"
             "try:\n    while True:\n        pass\nexcept KeyboardInterrupt:\n    pass\n'carried on'")
-    seq = worker.execute(code, token="t")
-    assert worker.notified(seq)["progress"] == 1
+    seq = worker.running(code)
     worker.signal(signal.SIGINT)
     assert worker.reply(seq)["error"]["message"] == "request interrupted: soft break"
     # The next call starts unmarked: the code's own exit is its own again.
@@ -502,15 +503,13 @@ def test_a_break_after_commits_in_the_call_says_they_stand(tmp_path):
                 "view.set_source('pets', \"SOUND = 'meow'\\n\", live=False)\nview.commit()\n"
                 "view.set_source('toys', 'BALL = 2\\n', live=False)\nview.commit()\n"
                 "progress(1)\nwhile True:\n    pass")
-        seq = channel.execute(code, token="t")
-        assert channel.notified(seq)["progress"] == 1      # both commits are made
+        seq = channel.running(code)                   # both commits are made
         channel.signal(signal.SIGINT)
         assert channel.reply(seq)["error"] == {"code": -32001, "message": (
             "request interrupted: soft break; it came too late to stop the 2 commits this call "
             "made, which stand (the last committed toys; view version 2)")}
         # a later break in a call that commits nothing says nothing of them
-        seq = channel.execute("progress(1)\nwhile True:\n    pass", token="t")
-        assert channel.notified(seq)["progress"] == 1
+        seq = channel.running("progress(1)\nwhile True:\n    pass")
         channel.signal(signal.SIGINT)
         assert channel.reply(seq)["error"]["message"] == "request interrupted: soft break"
     finally:
