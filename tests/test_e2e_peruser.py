@@ -342,3 +342,41 @@ def test_under_the_units_capabilities_a_users_runaway_call_is_broken(tmp_path, a
         assert reply.json()["error"] == {"code": -32001, "message":
                                        "request timed out after 1s (GS_MCP_REQUEST_TIMEOUT) and was interrupted: soft break"}
         assert run(client, "6 * 7") == ("42", False)   # the same worker, still serving
+
+
+def test_links_one_account_plants_in_the_shared_image_do_not_make_anothers_commit_write_its_files(
+        env, accounts, image):
+    # ann may create entries in the shared image (it is group-writable); ben's worker, running
+    # as ben, must not follow one to write into ben's own files when ben commits.
+    daemon, idp = env
+    ben_account = accounts[0][1]
+    bens = Path(tempfile.mkdtemp(prefix="gsmcpd-bens-", dir="/tmp"))
+    try:
+        os.chown(bens, ben_account.pw_uid, ben_account.pw_gid)
+        os.chmod(bens, 0o700)                                # ann cannot look in, ben's worker can
+        notes = bens / "notes"
+        notes.write_text("ben's own\n")
+        os.chown(notes, ben_account.pw_uid, ben_account.pw_gid)
+        ann, ben = session_for(daemon, idp, "ann"), session_for(daemon, idp, "ben")
+        text, failed = run(ben, "import os; os.getpid()")
+        ben_pid = int(text.strip().splitlines()[-1])
+        plant = ("import os\n"
+                 "def plant(at, to):\n"
+                 "    try:\n        os.unlink(at)\n    except FileNotFoundError:\n        pass\n"
+                 "    os.symlink(to, at)\n"
+                 "plant(%r, %r)\nplant(%r, %r)\nprint('planted')" % (
+                     str(image / "shop" / (".models.py.tmp-%d" % ben_pid)), str(bens / "planted"),
+                     str(image / ".gsmcpd" / "journal.count"), str(notes)))
+        text, failed = run(ann, plant)
+        assert not failed and "planted" in text, text
+        result = ben.tool("set_class_comment", className="shop.models.Product", comment="Ben, safely.")
+        assert not result.get("isError"), result
+        assert not (bens / "planted").exists() and not (bens / "planted").is_symlink()
+        assert notes.read_text() == "ben's own\n"
+        assert not (image / "shop" / "models.py").is_symlink()
+        assert "Ben, safely." in (image / "shop" / "models.py").read_text()
+    finally:
+        for link in (image / ".gsmcpd" / "journal.count", *image.glob("shop/.models.py.tmp-*")):
+            if link.is_symlink():
+                link.unlink()
+        shutil.rmtree(bens, ignore_errors=True)

@@ -1,6 +1,7 @@
 """The committed image: atomic commits, conflicts, the journal, crash safety, the default image."""
 
 import ast
+import errno
 import os
 import signal
 import subprocess
@@ -462,3 +463,66 @@ def test_a_commit_failing_before_its_commit_point_leaves_no_directory_it_made(tm
     assert _leftovers(tmp_path) == [] and store.journal() == []
     assert store.commit(changes, {rel: base.get(rel) for rel in changes}, user="u", session_id="s") == 1
     assert (tmp_path / "new" / "deep" / "mod.py").read_bytes() == b"m = 1\n"
+
+
+# -- links another account planted in a shared image (per-user workers) -----------------
+# Every account sharing the image may create entries in its directories; a link at a name
+# a commit writes must never make the committing account's process write where it points.
+
+def _committed(store, changes):
+    base = {rel: sha256(data) for rel, data in store.read_snapshot().files.items()}
+    return store.commit(changes, {rel: base.get(rel) for rel in changes}, user="ben", session_id="s")
+
+
+def test_a_link_planted_at_a_commits_temp_name_is_not_followed(tmp_path):
+    store = make_image(tmp_path / "image", {"a.py": "a = 1\n"})
+    victim = tmp_path / "bens" / "planted"
+    victim.parent.mkdir()
+    link = store.image_dir / store_module.temp_name("a.py", os.getpid())
+    link.symlink_to(victim)                       # dangling: the temp's open would create it
+    _committed(store, {"a.py": b"a = 2\n"})
+    assert not victim.exists()
+    assert (store.image_dir / "a.py").read_bytes() == b"a = 2\n" and not (store.image_dir / "a.py").is_symlink()
+
+
+@pytest.mark.parametrize("name", [store_module.COUNT_NAME, store_module.JOURNAL_NAME,
+                                  store_module.temp_name(store_module.INTENT_NAME, os.getpid())])
+def test_a_link_planted_at_a_state_file_is_not_written_through(tmp_path, name):
+    store = make_image(tmp_path / "image", {"a.py": "a = 1\n"})
+    _committed(store, {"a.py": b"a = 2\n"})       # the state directory and its files exist
+    victim = tmp_path / "bens-file"
+    victim.write_text("ben's own\n")
+    (store.state_dir / name).unlink(missing_ok=True)
+    (store.state_dir / name).symlink_to(victim)
+    try:
+        _committed(store, {"a.py": b"a = 3\n"})
+    except OSError as error:                      # refusing is fine; writing through is not
+        assert error.errno == errno.ELOOP or isinstance(error.__cause__, OSError), error
+    assert victim.read_text() == "ben's own\n"
+
+
+def test_a_linked_cache_in_a_package_a_commit_empties_goes_without_what_it_points_to(tmp_path):
+    store = make_image(tmp_path / "image", {"pkg/__init__.py": "", "pkg/m.py": "m = 1\n"})
+    bens = tmp_path / "bens-home"
+    bens.mkdir()
+    (bens / "notes.txt").write_text("keep me\n")
+    (store.image_dir / "pkg" / "__pycache__").symlink_to(bens)
+    _committed(store, {"pkg/__init__.py": None, "pkg/m.py": None})
+    assert not (store.image_dir / "pkg").exists()
+    assert (bens / "notes.txt").read_text() == "keep me\n"
+
+
+@pytest.mark.parametrize("rel", ["linked/new.py", "linked/m.py", "linked/deeper/new.py"])
+def test_a_commit_through_a_linked_directory_is_refused_and_writes_nothing(tmp_path, rel):
+    store = make_image(tmp_path / "image", {"a.py": "a = 1\n"})
+    bens = tmp_path / "bens-dir"
+    bens.mkdir()
+    (bens / "__init__.py").write_text("")
+    (bens / "m.py").write_text("m = 1\n")
+    (store.image_dir / "linked").symlink_to(bens, target_is_directory=True)
+    before = sorted(p.name for p in bens.rglob("*"))
+    with pytest.raises(store_module.UnsafePath, match="symbolic link") as refused:
+        _committed(store, {rel: b"x = 1\n", "a.py": b"a = 2\n"})
+    assert refused.value.errno == errno.ELOOP
+    assert sorted(p.name for p in bens.rglob("*")) == before and (bens / "m.py").read_text() == "m = 1\n"
+    assert (store.image_dir / "a.py").read_text() == "a = 1\n"     # all or nothing

@@ -20,6 +20,7 @@ Each file is replaced by rename, so no file is ever seen torn.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
@@ -100,6 +101,16 @@ class CommitPending(OSError):
                                       f"(the next commit finishes it): {error}")
 
 
+class UnsafePath(OSError):
+    """A commit would write or remove through a symbolic link to a directory: with
+    per-user workers another account can plant one in the shared image, and this
+    account's process must not write where it points. Nothing was written."""
+
+    def __init__(self, rel: str):
+        super().__init__(errno.ELOOP, f"{rel}: its directory in the image is (or lies under) a "
+                                      f"symbolic link; a commit writes only inside the image")
+
+
 class ImageStore:
     def __init__(self, image_dir: Path | str):
         # Plain strings; image_dir and state_dir are Paths only when asked for. Every
@@ -147,7 +158,7 @@ class ImageStore:
         # flock works on a read-only descriptor too, so an account that may only
         # read the image can still take the shared lock another account created.
         try:
-            fd = os.open(self.lock_file, os.O_RDONLY)
+            fd = os.open(self.lock_file, os.O_RDONLY | os.O_NOFOLLOW)
         except FileNotFoundError:
             with contextlib.suppress(FileExistsError):
                 os.mkdir(self._state)
@@ -253,7 +264,7 @@ class ImageStore:
         """(lines, size) from the count file when it describes a prefix of this
         journal that ends at a line boundary, else (0, 0): count from the start."""
         try:
-            lines, size = (int(field) for field in _file_bytes(self.count_file).split())
+            lines, size = (int(field) for field in _file_bytes(self.count_file, follow=False).split())
         except (OSError, ValueError):
             return 0, 0
         if lines < 0 or size <= 0 or size > os.fstat(journal.fileno()).st_size:
@@ -297,6 +308,9 @@ class ImageStore:
         exception, `has_commit(commit_id)` tells whether the commit stands."""
         with self._locked(fcntl.LOCK_EX):
             self._finish_pending()
+            for rel in sorted(changes):
+                if not self._inside(rel):
+                    raise UnsafePath(rel)
             conflicts = [rel for rel in sorted(changes)
                          if self._disk_hash(rel) != base_hashes.get(rel)]
             if conflicts:
@@ -398,7 +412,9 @@ class ImageStore:
 
     def _write_intent(self, intent: dict) -> None:
         temp = self.state_dir / temp_name(INTENT_NAME, os.getpid())
-        fd = _create_shared(temp, os.O_WRONLY | os.O_TRUNC)   # every account reads it
+        fd = _create_own(temp, 0o664)   # every account reads it
+        with contextlib.suppress(PermissionError):
+            os.fchmod(fd, 0o664)   # whatever the umask
         try:
             try:
                 _write_all(fd, json.dumps(intent, sort_keys=True).encode())
@@ -463,14 +479,20 @@ class ImageStore:
             except ValueError:
                 return None
 
+    def _inside(self, rel: str) -> bool:
+        """Whether `rel`'s directory is where it seems: no symbolic link on the way,
+        so what is written or removed there stays inside the image."""
+        parent = os.path.dirname(os.path.join(self.root, rel))
+        return os.path.realpath(parent) == os.path.normpath(parent)
+
     def _sweep_temps(self, directories) -> None:
-        """Temp files a killed commit left behind; under the exclusive lock no
-        other commit is writing, so every one of them is stale."""
+        """Temp files a killed commit left behind (or links planted in their place);
+        under the exclusive lock no other commit is writing, so every one is stale."""
         for directory in directories:
-            if not directory.is_dir():
+            if directory.is_symlink() or not directory.is_dir():
                 continue
             for entry in directory.iterdir():
-                if TEMP_NAME.fullmatch(entry.name) and entry.is_file():
+                if TEMP_NAME.fullmatch(entry.name) and (entry.is_symlink() or entry.is_file()):
                     with contextlib.suppress(FileNotFoundError):
                         entry.unlink()
 
@@ -491,7 +513,7 @@ class ImageStore:
             mode = stat.S_IMODE(os.stat(target).st_mode)
         except FileNotFoundError:
             mode = 0o644
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd = _create_own(temp)
         try:
             os.fchmod(fd, mode)
             _write_all(fd, data)
@@ -534,7 +556,7 @@ class ImageStore:
     def _append_journal(self, record: dict) -> None:
         line = (json.dumps(record, sort_keys=True) + "\n").encode()
         try:
-            fd = os.open(self.journal_file, os.O_RDWR | os.O_APPEND)
+            fd = os.open(self.journal_file, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW)
         except FileNotFoundError:
             fd = _create_shared(self.journal_file, os.O_RDWR | os.O_APPEND)
         try:
@@ -573,8 +595,11 @@ class _Held:
     __del__ = close
 
 
-def _file_bytes(path: str) -> bytes:
-    with open(path, "rb", buffering=0) as file:
+def _file_bytes(path: str, follow: bool = True) -> bytes:
+    if follow:
+        with open(path, "rb", buffering=0) as file:
+            return file.readall()
+    with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb", buffering=0) as file:
         return file.readall()
 
 
@@ -600,10 +625,21 @@ def _entry_name(entry: os.DirEntry) -> str:
 def _create_shared(path: Path | str, flags: int) -> int:
     """Create a state file group-writable whatever the umask: with per-user workers,
     every account sharing the image (through a group) must be able to use it."""
-    fd = os.open(path, flags | os.O_CREAT, 0o664)
+    # O_NOFOLLOW: the state directory is shared, and a link planted at one of these
+    # names would have this account's process write wherever it points.
+    fd = os.open(path, flags | os.O_CREAT | os.O_NOFOLLOW, 0o664)
     with contextlib.suppress(PermissionError):
         os.fchmod(fd, 0o664)  # fails only if another account created it first
     return fd
+
+
+def _create_own(path: Path | str, mode: int = 0o600) -> int:
+    """A new file at `path` for this writer alone, never through a link: whatever is
+    there (a temp left by a killed commit, or a link another account planted) is
+    removed first, and O_EXCL refuses anything that takes its place meanwhile."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -621,7 +657,7 @@ def _fsync_dir(directory: Path) -> None:
 
 
 def _remove_tree(path: Path) -> None:
-    if path.is_dir():
+    if path.is_dir() and not path.is_symlink():   # a link goes, never what it points to
         for child in path.iterdir():
             _remove_tree(child)
         path.rmdir()
