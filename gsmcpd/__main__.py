@@ -177,9 +177,10 @@ def _end(config, session: str) -> int:
     except control.ControlError as exc:
         print(f"gsmcpd end: {exc}", file=sys.stderr)
         return 1
-    print(f"ended session {ended['id_prefix']} of {ended['user']} (worker {ended['worker_pid']}, "
+    user, in_flight = control.cell(ended, "user"), control.cell(ended, "in_flight")   # escaped, cut
+    print(f"ended session {ended['id_prefix']} of {user} (worker {ended['worker_pid']}, "
           f"open {control.format_duration(ended['age'])}"
-          + (f", its call {ended['in_flight']} answered 'session ended'" if ended.get("answered") else "") + ")")
+          + (f", its call {in_flight} answered 'session ended'" if ended.get("answered") else "") + ")")
     return 0
 
 

@@ -56,6 +56,20 @@ def test_table_is_aligned_like_gslist():
     assert control.format_table([]) == "no open sessions"
 
 
+def test_a_user_claim_or_tool_name_with_control_characters_reaches_the_table_escaped_and_cut():
+    # Both are chosen by a client (a token's claim, a tools/call name): the table goes to
+    # the administrator's terminal, where an escape sequence would act and a newline forge a row.
+    forged = dict(SESSIONS[0], user="eve\x1b]52;c;cm0gLXJmIH4K\x07\nfffffff mallory",
+                  in_flight="tools/call \x1b[2J" + "x" * 500)
+    table = control.format_table([forged])
+    assert "\x1b" not in table and "\x07" not in table and len(table.splitlines()) == 2
+    row = table.splitlines()[1]
+    assert "eve\\x1b]52;c;cm0gLXJmIH4K\\x07\\nfffffff mallory" in row
+    assert row.endswith("tools/call \\x1b[2J" + "x" * (control.CELL_CAP - 15) + "...")
+    data = json.loads(control.render_status({"ok": True, "pid": 99, "sessions": [forged]}, 8000, as_json=True))
+    assert data["sessions"][0]["user"] == forged["user"]       # JSON escapes it, whole
+
+
 def test_render_status_text_and_json():
     text = control.render_status({"ok": True, "pid": 99, "sessions": SESSIONS}, 8000)
     assert text.splitlines()[0] == "gsmcpd on port 8000 (pid 99): 2 session(s)"

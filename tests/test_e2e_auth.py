@@ -643,3 +643,28 @@ def test_a_resource_url_that_is_not_an_absolute_http_url_is_refused_at_start(tmp
     daemon.env.update({"MCP_AUDIENCE": "api://gsmcpd", "MCP_RESOURCE_URL": "mcp.example/mcp"})
     assert daemon.refusal() == 2
     assert "resource_url: resource must be an absolute http(s) URL, got 'mcp.example/mcp'" in daemon.log_text()
+
+
+def test_a_user_claim_with_control_characters_reaches_the_log_status_and_end_escaped(daemon, idp):
+    # The claim is the IdP's, but it is a user's name: what an administrator reads of it
+    # (the log, `gsmcpd status`, `gsmcpd end`) must not carry a terminal escape or a forged line.
+    import subprocess
+    import sys
+    sub = "eve\x1b]0;owned\x07\nfffffff  mallory"
+    client = AuthClient(daemon.port, idp.mint(sub=sub))
+    client.initialize()
+    escaped = "eve\\x1b]0;owned\\x07\\nfffffff  mallory"
+    assert wait_until(lambda: "opened for %s (worker" % escaped in daemon.log_text())
+
+    def cli(*args):
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("GS_MCP_", "MCP_"))}
+        return subprocess.run([sys.executable, "-m", "gsmcpd", *args, str(daemon.port), "--state-dir",
+                               str(daemon.state)], env=env, capture_output=True, text=True, timeout=60)
+    status = cli("status")
+    assert status.returncode == 0 and escaped in status.stdout, status
+    assert json.loads(cli("status", "--json").stdout)["sessions"]    # JSON carries it JSON-escaped
+    ended = cli("end", client.session[:8])
+    assert ended.returncode == 0 and ended.stdout.startswith(
+        "ended session %s of %s (worker" % (client.session[:8], escaped)), ended
+    for output in (status.stdout, ended.stdout, daemon.log_text()):
+        assert "\x1b" not in output and "\x07" not in output and "\nfffffff" not in output

@@ -100,3 +100,21 @@ def test_a_malformed_log_frame_ends_that_worker_as_any_bad_frame_and_others_go_o
     assert wait_until(lambda: "sent a bad frame (log frame without a level name); stopping it"
                       in daemon.log_text())
     assert tool_text(other.tool("execute_code", code="'still here'")) == "'still here'"
+
+
+def test_a_forged_prepare_refusal_from_the_users_code_cannot_forge_a_log_line(daemon):
+    # The frame socket is the user's code's to write on: a "prepared" refusal it sends ends
+    # its own session, and its text reaches the log escaped and cut, one line.
+    client, other, tag = session(daemon), session(daemon), secrets.token_hex(4)
+    forged = "2026-01-01 00:00:00,000 WARNING gsmcpd.auth forged %s" % tag
+    code = ("import os, socket, json\nfor fd in range(3, 64):\n    try:\n"
+            "        s = socket.socket(fileno=os.dup(fd))\n    except OSError:\n        continue\n"
+            "    if s.family == socket.AF_UNIX:\n"
+            "        body = json.dumps({'op': 'prepared', 'ok': False, 'error': %r}).encode()\n"
+            "        s.sendall(len(body).to_bytes(4, 'big') + body)\n"
+            "    s.close()\n" % ("x\n" + forged + "\x1b[2J" + "y" * 5000))
+    client.call("tools/call", {"name": "execute_code", "arguments": {"code": code}})
+    assert wait_until(lambda: "worker refused to prepare: x\\n" + forged + "\\x1b[2J" in daemon.log_text())
+    text = daemon.log_text()
+    assert "\n" + forged not in text and "\x1b" not in text and "y" * 1100 not in text
+    assert tool_text(other.tool("execute_code", code="'still here'")) == "'still here'"

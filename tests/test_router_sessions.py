@@ -1,5 +1,8 @@
 """The session manager's frames to a new session's worker (with the fakes of the poll tests)."""
 
+from gsmcpd.router.app import Principal
+from gsmcpd.router.sessions import REASON_CAP
+from gsmcpd.router.trace import escape
 from gsmcpd.wire import frames
 from test_router_sessions_poll import FakeConn, PRINCIPAL, call, manager_for, reply
 
@@ -67,3 +70,21 @@ def test_progress_for_a_call_no_longer_in_flight_is_dropped_quietly(caplog):
     reply(manager, session, session.inflight.seq, 1)
     assert conn.answers == [(200, b'{"jsonrpc":"2.0","id":1,"result":{}}')]
     assert session.id in manager.by_id and not caplog.records
+
+
+def test_a_workers_prepare_refusal_and_a_user_claim_reach_the_log_escaped_and_cut(caplog):
+    # The worker runs the user's code, which can send any frame: its text must not forge lines.
+    caplog.set_level("INFO", logger="gsmcpd.sessions")
+    manager, router = manager_for()
+    user = "eve\n2026-01-01 00:00:00,000 INFO gsmcpd.auth forged"
+    manager.open(FakeConn(), {"jsonrpc": "2.0", "id": 0, "method": "initialize"}, b"{}", False,
+                 Principal(user, False))
+    session = next(iter(manager.by_id.values()))
+    forged = "no\n2026-01-01 00:00:00,000 WARNING gsmcpd.auth forged \x1b[2J" + "y" * 5000
+    manager.on_worker_frame(session.worker, {"op": "prepared", "ok": False, "error": forged})
+    assert session.id not in manager.by_id                      # the refusal still ends it
+    messages = [record.getMessage() for record in caplog.records]
+    assert messages and not any(c in m for m in messages for c in "\n\x1b")
+    assert any("opened for eve\\n2026-01-01 00:00:00,000 INFO gsmcpd.auth forged" in m for m in messages)
+    refused = [m for m in messages if "worker refused to prepare" in m]
+    assert refused and refused[0].endswith(": " + escape(forged[:REASON_CAP]) + "...")

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from gsmcpd.config import control_socket_path
+from gsmcpd.router.trace import shown
 
 MAX_LINE = 64 * 1024
 _HEX = re.compile(r"[0-9a-fA-F]+")
@@ -95,15 +96,18 @@ def format_duration(seconds: float | None) -> str:
     return f"{total // 3600}h{total % 3600 // 60:02d}m"
 
 
-def _cell(session: dict, field: str) -> str:
+def cell(session: dict, field: str) -> str:
+    """One field of a session dict as the table (and `gsmcpd end`) shows it."""
     value = session.get(field)
     if field in ("age", "idle"):
         return format_duration(value)
     if field in ("stream_attached", "read_only"):
         return "yes" if value else "no"
-    return "-" if value is None else str(value)
+    # A user claim or a client's method or tool name: never raw to the admin's terminal.
+    return "-" if value is None else shown(value, CELL_CAP)
 
 
+CELL_CAP = 64   # characters of a client-chosen value a row shows
 _COLUMNS = (("Session", "id_prefix"), ("User", "user"), ("Pid", "worker_pid"),
             ("Age", "age"), ("Idle", "idle"), ("Stream", "stream_attached"),
             ("RO", "read_only"), ("In flight", "in_flight"))
@@ -112,7 +116,7 @@ _COLUMNS = (("Session", "id_prefix"), ("User", "user"), ("Pid", "worker_pid"),
 def format_table(sessions: Iterable[dict]) -> str:
     """A gslist-style table, one row per session, columns aligned."""
     rows = [[title for title, _ in _COLUMNS]]
-    rows += [[_cell(session, field) for _, field in _COLUMNS] for session in sessions]
+    rows += [[cell(session, field) for _, field in _COLUMNS] for session in sessions]
     if len(rows) == 1:
         return "no open sessions"
     widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]

@@ -9,6 +9,8 @@ import logging
 
 from gsmcpd.config import control_socket_path
 from gsmcpd.router import control
+from gsmcpd.router.trace import shown
+from gsmcpd.router.worker_log import USER_CAP
 
 log = logging.getLogger("gsmcpd.control")
 
@@ -92,7 +94,7 @@ class ControlEndpoint:
         session = found[0]
         row = self._row(session)
         row["answered"] = session.inflight is not None and session.inflight.awaited   # as SessionManager._fail
-        log.warning("session %s of %s: ending it, as asked on the control socket", row["id_prefix"], row["user"])
+        log.warning("session %s of %s: ending it, as asked on the control socket", row["id_prefix"], shown(row["user"], USER_CAP))
         self.router.sessions.end(session, "ended by the server's administrator (gsmcpd end)")
         return row
 

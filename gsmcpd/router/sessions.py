@@ -11,12 +11,16 @@ import logging
 import secrets
 
 from gsmcpd.router import breaks
+from gsmcpd.router.trace import shown
+from gsmcpd.router.worker_log import USER_CAP
 from gsmcpd.wire import frames, jsonrpc, sse
 
 log = logging.getLogger("gsmcpd.sessions")
 
 JSON = ("Content-Type", "application/json")
 SSE_HEADERS = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")]
+# What a log line shows of a worker's own reason (the user's code can send any text).
+REASON_CAP = 1024
 # How long after a session opens or ends the loop does not poll: the replacement spare
 # forks and boots, the ended worker exits (~2 ms of CPU each, longer on a busy
 # machine), and a polling router would hold a CPU they need.
@@ -151,7 +155,7 @@ class SessionManager:
         # One write for the prepare and the initialize: the worker wakes once and finds
         # both, and answers initialize before it reads its view (worker.main).
         self.submit(session, conn, message, body, accepts_sse, ahead=prepare)
-        log.info("session %s opened for %s (worker %d%s)", session.short, session.user, worker.pid,
+        log.info("session %s opened for %s (worker %d%s)", session.short, shown(session.user, USER_CAP), worker.pid,
                  ", read-only" if session.read_only else "")
 
     def sessions_of(self, user):
@@ -276,7 +280,7 @@ class SessionManager:
         op = frame.get("op")
         if op == "prepared":
             if not frame.get("ok"):
-                error = frame.get("error") or "worker could not be prepared"
+                error = shown(frame.get("error") or "worker could not be prepared", REASON_CAP)
                 log.error("session %s: worker refused to prepare: %s", session.short, error)
                 self.end(session, "worker could not be prepared: %s" % error)
         elif op == "reply":

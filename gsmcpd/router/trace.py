@@ -30,6 +30,13 @@ def escape(text: str) -> str:
     return _CONTROL.sub(_escaped, text)
 
 
+def shown(text, cap: int) -> str:
+    """A value a client or a worker chose (a user claim, a tool name, an error), as a log
+    line or a terminal may show it: cut at `cap` characters, then escaped."""
+    text = str(text)
+    return escape(text if len(text) <= cap else text[:cap] + "...")
+
+
 def short_id(session_id: str | None) -> str:
     """The session id as logs show it: `-` for none, else its first 8 chars + `...`."""
     if not session_id:

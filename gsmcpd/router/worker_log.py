@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 
-from gsmcpd.router.trace import escape
+from gsmcpd.router.trace import escape, shown
 from gsmcpd.wire.frames import LOG_MESSAGE_CAP, cut_log_message
 
 __all__ = ["LEVELS", "BURST", "RATE", "USER_CAP", "BadLogFrame", "TokenBucket", "LogGate",
@@ -47,8 +47,7 @@ def label(pid: int, session_short: str | None = None, user: str | None = None) -
     if session_short is not None:
         text += " session %s" % escape(session_short)
     if user is not None:
-        shown = user if len(user) <= USER_CAP else user[:USER_CAP] + "..."
-        text += " user %s" % escape(shown)
+        text += " user %s" % shown(user, USER_CAP)
     return text
 
 
