@@ -12,6 +12,7 @@ import os
 import pwd
 import secrets
 import shutil
+import stat
 import subprocess
 import tempfile
 from pathlib import Path
@@ -380,3 +381,28 @@ def test_links_one_account_plants_in_the_shared_image_do_not_make_anothers_commi
             if link.is_symlink():
                 link.unlink()
         shutil.rmtree(bens, ignore_errors=True)
+
+
+def test_a_package_one_account_adds_stays_usable_by_the_others_under_the_units_umask(tmp_path, accounts, image):
+    # The unit sets UMask=0077, which every worker inherits: a directory a commit creates
+    # takes its parent's mode, or the other accounts could not read the image (every
+    # session open scans it) nor commit to the new package.
+    (first, second), _ = accounts
+    user_map = tmp_path / "users.map"
+    user_map.write_text("ann %s\nben %s\n" % (first.pw_name, second.pw_name))
+    daemon, idp = peruser_daemon(tmp_path, image, user_map, preexec=lambda: os.umask(0o077))
+    name = "pkg%s" % secrets.token_hex(3)
+    try:
+        with daemon:
+            ann = session_for(daemon, idp, "ann")
+            result = ann.tool("add_dictionary", dictionaryName=name + ".tools")
+            assert not result.get("isError"), result
+            made = image / name
+            ben = session_for(daemon, idp, "ben")
+            result = ben.tool("compile_class_definition", dictionaryName=name + ".tools",
+                              source="class Wrench:\n    \"\"\"Ben's.\"\"\"\n")
+            assert not result.get("isError"), result
+            assert "Ben's." in (made / "tools.py").read_text()
+            assert stat.S_IMODE(made.stat().st_mode) == stat.S_IMODE(made.parent.stat().st_mode)
+    finally:
+        shutil.rmtree(image / name, ignore_errors=True)

@@ -4,6 +4,7 @@ import ast
 import errno
 import os
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
@@ -526,3 +527,15 @@ def test_a_commit_through_a_linked_directory_is_refused_and_writes_nothing(tmp_p
     assert refused.value.errno == errno.ELOOP
     assert sorted(p.name for p in bens.rglob("*")) == before and (bens / "m.py").read_text() == "m = 1\n"
     assert (store.image_dir / "a.py").read_text() == "a = 1\n"     # all or nothing
+
+
+def test_a_directory_a_commit_makes_takes_its_parents_mode_whatever_the_umask(tmp_path):
+    store = make_image(tmp_path / "image", {"a.py": "a = 1\n"})
+    os.chmod(store.image_dir, 0o2775)              # a shared image: group-writable, setgid
+    old_umask = os.umask(0o077)                    # the unit's
+    try:
+        _committed(store, {"pkg/__init__.py": b"", "pkg/sub/__init__.py": b"", "pkg/sub/m.py": b"m = 1\n"})
+    finally:
+        os.umask(old_umask)
+    for made in (store.image_dir / "pkg", store.image_dir / "pkg" / "sub"):
+        assert stat.S_IMODE(made.stat().st_mode) == 0o2775, oct(made.stat().st_mode)

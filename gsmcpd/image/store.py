@@ -534,6 +534,7 @@ class ImageStore:
         for path in reversed(missing):
             path.mkdir()
             made.append(path)
+            _take_parents_mode(path)
             _fsync_dir(path.parent)
 
     def _remove(self, rel: str) -> None:
@@ -640,6 +641,18 @@ def _create_own(path: Path | str, mode: int = 0o600) -> int:
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
     return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+
+
+def _take_parents_mode(directory: Path) -> None:
+    """Give a directory a commit made its parent's mode, whatever the umask (the unit's
+    is 0077): with per-user workers every account sharing the image must read it and
+    commit into it. Through a descriptor, never a link put in its place meanwhile."""
+    mode = stat.S_IMODE(os.stat(directory.parent).st_mode)
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
 
 
 def _write_all(fd: int, data: bytes) -> None:
