@@ -65,6 +65,22 @@ class _LogState:
 _log_state = _LogState()
 
 
+class _PrivateFileHandler(logging.FileHandler):
+    """A log file created 0600 whatever the umask (and on every reopen): it holds user
+    names and, with the message trace on, every argument every client sent. A file
+    that is already there keeps the mode its owner gave it."""
+
+    def _open(self):
+        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        return open(fd, self.mode, encoding=self.encoding, errors=self.errors)
+
+
+def make_private_dir(path: Path) -> None:
+    """The state directory (or a log's), created 0700 when missing: it holds the log,
+    the pidfile and the control socket. One that exists keeps its mode."""
+    Path(path).mkdir(mode=0o700, parents=True, exist_ok=True)
+
+
 def configure_logging(level: str, path: Path | None, *, redirect_stdio: bool = False) -> None:
     """Log to `path` (append) or stderr, one line per event with time and level.
 
@@ -78,8 +94,8 @@ def configure_logging(level: str, path: Path | None, *, redirect_stdio: bool = F
     if path is None:
         handler: logging.Handler = logging.StreamHandler(sys.stderr)
     else:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handler = logging.FileHandler(path, encoding="utf-8")
+        make_private_dir(path.parent)
+        handler = _PrivateFileHandler(path, encoding="utf-8")
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
     root.addHandler(handler)
     root.setLevel(level.upper())
@@ -89,7 +105,7 @@ def configure_logging(level: str, path: Path | None, *, redirect_stdio: bool = F
 
 
 def _point_stdio_at(path: Path) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
         os.dup2(fd, 1)
         os.dup2(fd, 2)
@@ -218,7 +234,7 @@ def claim_pidfile(path: Path, port: int) -> str | None:
     Raises AlreadyRunning when the file names another live gsmcpd on this port.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dir(path.parent)
     note = None
     existing = read_pidfile(path)
     if existing is not None and existing != os.getpid() and is_gsmcpd(existing, port, path.parent):
@@ -397,7 +413,7 @@ def start(config: Config, serve_args: list[str], out: TextIO = sys.stdout,
     so its command line names gsmcpd and the port (what `stop` checks).
     """
     try:
-        config.state_dir.mkdir(parents=True, exist_ok=True)
+        make_private_dir(config.state_dir)
     except OSError as exc:
         print(f"cannot create the state directory {config.state_dir}: {exc.strerror or exc}", file=out)
         return 1
@@ -444,7 +460,7 @@ def _detach_and_exec(argv: list[str], read_end: int, write_end: int, log_path: P
         os.dup2(devnull, 0)
         os.close(devnull)
         try:
-            log_path.parent.mkdir(parents=True, exist_ok=True)
+            make_private_dir(log_path.parent)
             _point_stdio_at(log_path)   # anything before logging starts lands in the log
         except OSError as exc:          # the starter reads this line instead of "see <log>"
             os.write(write_end, f"ERROR cannot open the log file {log_path}: "

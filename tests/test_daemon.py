@@ -5,6 +5,7 @@ import io
 import logging
 import os
 import signal
+import stat
 import socket
 import subprocess
 import sys
@@ -413,3 +414,27 @@ def test_check_notices_a_busy_port(tmp_path):
         out = io.StringIO()
         assert daemon.check(config, out=out) == 1
     assert out.getvalue().rstrip().endswith("PROBLEM: port: already in use")
+
+
+def test_the_log_and_the_state_directory_are_created_private_whatever_the_umask(tmp_path):
+    # The log holds user names and, traced, every argument every client sent.
+    old_umask = os.umask(0o022)
+    try:
+        path = tmp_path / "new-state" / "gsmcpd.log"
+        daemon.configure_logging("info", path)
+        logging.getLogger("gsmcpd.test").info("private")
+        assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        path.rename(tmp_path / "gsmcpd.log.1")
+        daemon.reopen_log()                       # logrotate moved it: the new one is private too
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        kept = tmp_path / "kept.log"
+        kept.touch(mode=0o640)                    # an operator's own choice stands
+        daemon.configure_logging("info", kept)
+        assert stat.S_IMODE(kept.stat().st_mode) == 0o640
+        pidfile = tmp_path / "other-state" / "gsmcpd-8000.pid"
+        daemon.claim_pidfile(pidfile, 8000)
+        assert stat.S_IMODE(pidfile.parent.stat().st_mode) == 0o700
+    finally:
+        os.umask(old_umask)
+        daemon.configure_logging("info", None)

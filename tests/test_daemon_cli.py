@@ -3,6 +3,7 @@
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -263,3 +264,20 @@ def test_end_ends_one_session_as_its_delete_would_and_says_why(tmp_path):
 def test_end_without_a_server(tmp_path):
     result = gsmcpd("end", "0a1b2c3d", "8999", "--state-dir", str(tmp_path))
     assert result.returncode == 1 and "is a server running on port 8999?" in result.stderr
+
+
+def test_start_makes_the_state_directory_and_its_log_private_whatever_the_umask(tmp_path):
+    port, state = free_port(), tmp_path / "state"
+    old_umask = os.umask(0o022)                   # run-server.sh's, not the unit's 0077
+    try:
+        started = gsmcpd("start", "--port", str(port), "--state-dir", str(state), env={"GS_MCP_TRACE": "1"})
+    finally:
+        os.umask(old_umask)
+    try:
+        assert started.returncode == 0, started.stdout
+        assert stat.S_IMODE(state.stat().st_mode) == 0o700
+        assert stat.S_IMODE((state / ("gsmcpd-%d.log" % port)).stat().st_mode) == 0o600
+        assert stat.S_IMODE((state / ("gsmcpd-%d.ctl" % port)).stat().st_mode) == 0o600
+    finally:
+        stopped = gsmcpd("stop", str(port), "--state-dir", str(state))
+        assert stopped.returncode == 0, stopped.stdout + stopped.stderr

@@ -127,7 +127,7 @@ def ensure_default_image(state_dir: Path) -> Path:
     image_dir = Path(state_dir) / IMAGE_SUBDIR
     if image_dir.exists():
         return image_dir
-    Path(state_dir).mkdir(parents=True, exist_ok=True)
+    Path(state_dir).mkdir(mode=0o700, parents=True, exist_ok=True)   # as the daemon makes it
     # Built aside and renamed into place, so a crash never leaves half an image.
     staging = Path(tempfile.mkdtemp(prefix=".image-", dir=state_dir))
     try:
