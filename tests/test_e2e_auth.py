@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from gsmcpd.router.authgate import one_account_warning
 from gsmcpd.worker.toolsets import CORE_READ_ONLY_SAFE
 from helpers import Client, Daemon, free_port, raw_exchange, status_of, wait_until
 from idp import Idp, JwksServer
@@ -374,7 +375,17 @@ def test_a_slow_jwks_refresh_does_not_block_other_clients(rotating):
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the warning is about a daemon running as root")
 def test_a_root_daemon_without_a_user_map_warns_that_workers_run_as_root(daemon):
-    assert "running as root without MCP_USER_MAP" in daemon.log_text()
+    assert one_account_warning(0, "root") in daemon.log_text()
+
+
+def test_without_a_user_map_the_warning_names_the_account_every_worker_shares():
+    assert one_account_warning(1000, "dev") == (
+        "running as dev without MCP_USER_MAP: every authenticated user's worker runs as dev, so a "
+        "user allowed to write can run code as that account (read this log, the state directory "
+        "and the TLS key; signal its processes); on a shared host map each user to their own "
+        "account (MCP_USER_MAP)")
+    assert one_account_warning(0, "ignored").startswith("running as root without MCP_USER_MAP: "
+                                                        "every authenticated user's worker runs as root,")
 
 
 def test_an_unreachable_idp_at_startup_is_not_fatal_and_tokens_get_401(tmp_path):

@@ -5,6 +5,7 @@ pure (gsmcpd.auth.tokens); a token signed by a key we have not seen parks its
 request while the JWKS is refetched on a worker thread, and the loop carries on.
 """
 
+import getpass
 import logging
 import os
 
@@ -22,6 +23,15 @@ JSON = ("Content-Type", "application/json")
 IDENTITY_MAP = "identity"
 
 
+def one_account_warning(euid: int, account: str) -> str:
+    """What a daemon without MCP_USER_MAP says at start: every user's code shares its account."""
+    who = "root" if euid == 0 else account
+    return (f"running as {who} without MCP_USER_MAP: every authenticated user's worker runs as "
+            f"{who}, so a user allowed to write can run code as that account (read this log, the "
+            f"state directory and the TLS key; signal its processes); on a shared host map each "
+            f"user to their own account (MCP_USER_MAP)")
+
+
 class AuthGate:
     def __init__(self, router):
         self.router = router
@@ -31,8 +41,8 @@ class AuthGate:
         self.settings = settings_from_config(config)
         self.keys = KeySource.from_settings(self.settings, post=self.loop.call_soon_threadsafe)
         self.accounts = None
-        if not config.user_map and os.geteuid() == 0:
-            log.warning("running as root without MCP_USER_MAP: every authenticated user's worker runs as root")
+        if not config.user_map:
+            log.warning("%s", one_account_warning(os.geteuid(), getpass.getuser()))
         if config.user_map:
             if os.geteuid() != 0:
                 log.warning("MCP_USER_MAP is set but the daemon is not root: workers run as this user")
