@@ -315,6 +315,15 @@ fds
 """
 
 
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return int([line.split()[1] for line in f if line.startswith("VmRSS:")][0])
+
+
+def rss_settles_under(daemon, before, kib):
+    assert wait_until(lambda: rss_kib(daemon.proc.pid) - before < kib, timeout=10), rss_kib(daemon.proc.pid) - before
+
+
 def wait_until(predicate, timeout=10.0, interval=0.05):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

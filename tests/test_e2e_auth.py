@@ -7,6 +7,7 @@ MCP_ISSUER, exactly as it would from a real authorization server.
 
 import json
 import os
+import socket
 import threading
 import time
 
@@ -14,7 +15,8 @@ import pytest
 
 from gsmcpd.router.authgate import one_account_warning
 from gsmcpd.worker.toolsets import CORE_READ_ONLY_SAFE
-from helpers import Client, Daemon, free_port, raw_exchange, status_of, wait_until
+from helpers import (Client, Daemon, body_of, free_port, raw_exchange, recv_all, rss_kib, status_of,
+                     wait_until)
 from idp import Idp, JwksServer
 
 REQUIRED, WRITE, EXTRA = "mcp:use", "mcp:write", "profile"
@@ -152,6 +154,80 @@ def test_every_bad_credential_is_refused_with_its_challenge(daemon, idp, case, a
     assert resp.header("mcp-session-id") is None
     if error:
         assert resp.json() == {"error": error, "error_description": description}
+
+
+BIG = 16_000_000   # under GS_MCP_MAX_BODY (16 MiB): a body the router would take
+
+
+def big_head(authorization=None, extra=b""):
+    auth = b"Authorization: %s\r\n" % authorization.encode() if authorization else b""
+    return (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" + auth + extra
+            + b"Content-Length: %d\r\n\r\n" % BIG)
+
+
+def head_fields(raw):
+    lines = raw.partition(b"\r\n\r\n")[0].decode().split("\r\n")[1:]
+    return {name.lower(): value.strip() for name, _, value in (line.partition(":") for line in lines)}
+
+
+@pytest.mark.parametrize("authorization", [None, "Bearer not-a-jwt"])
+def test_a_head_announcing_a_big_body_without_a_valid_token_is_refused_before_the_body(daemon, authorization):
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=5) as s:
+        s.sendall(big_head(authorization))   # the head alone: no byte of the body
+        raw = recv_all(s)   # the router answers, then closes
+    assert status_of(raw) == 401
+    fields = head_fields(raw)
+    assert fields["connection"] == "close"
+    if authorization is None:
+        assert fields["www-authenticate"] == challenge(daemon)
+        assert json.loads(body_of(raw)) == {"error": "unauthorized"}
+    else:
+        assert fields["www-authenticate"] == challenge(daemon, "invalid_token", "token is not a well-formed JWT")
+
+
+def test_big_bodies_sent_without_a_token_do_not_grow_the_router(daemon):
+    # Each connection keeps its socket open, its body all but the last byte sent: a router
+    # that read bodies before the gate would hold them all (until GS_MCP_READ_TIMEOUT).
+    before = rss_kib(daemon.proc.pid)
+    body = b" " * (BIG - 1)
+    socks = []
+    try:
+        for _ in range(12):
+            s = socket.create_connection(("127.0.0.1", daemon.port), timeout=10)
+            socks.append(s)
+            try:
+                s.sendall(big_head() + body)
+            except OSError:   # refused and closed after the head: the rest is not taken
+                pass
+        assert rss_kib(daemon.proc.pid) - before < 16 * 1024
+    finally:
+        for s in socks:
+            s.close()
+    assert Client(daemon.port).request("GET", path="/.well-known/oauth-protected-resource/mcp").status == 200
+
+
+def test_with_expect_continue_a_valid_token_gets_100_and_its_big_body_is_served(daemon, idp):
+    client = AuthClient(daemon.port, idp.mint())
+    client.initialize()
+    pad = "x" * 8_000_000
+    body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "ping", "params": {"pad": pad}}).encode()
+    head = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Authorization: Bearer %s\r\nMCP-Session-Id: %s\r\nExpect: 100-continue\r\n"
+            b"Content-Length: %d\r\n\r\n" % (client.token.encode(), client.session.encode(), len(body)))
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as s:
+        s.sendall(head)
+        assert s.recv(25) == b"HTTP/1.1 100 Continue\r\n\r\n"
+        s.sendall(body)
+        raw = b""
+        while not body_of(raw).endswith(b"}"):
+            raw += s.recv(65536)
+    assert status_of(raw) == 200 and json.loads(body_of(raw)) == {"jsonrpc": "2.0", "id": 7, "result": {}}
+    # and a bad token's head is refused instead of invited
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=5) as s:
+        s.sendall(big_head("Bearer " + idp.expired(), b"Expect: 100-continue\r\n"))
+        raw = recv_all(s)
+    assert status_of(raw) == 401 and b"100 Continue" not in raw
+    assert client.call("ping").status == 200   # the session serves on
 
 
 def test_a_refusal_is_one_response_with_one_content_type(daemon):

@@ -14,7 +14,8 @@ import time
 import pytest
 
 from helpers import (REPO, Client, Daemon, bodies_of, body_of, free_port, pid_alive, raw_exchange, recv_all,
-                     runs_until, status_of, tool_text, wait_for_port, wait_until, worker_pids)
+                     rss_kib, rss_settles_under, runs_until, status_of, tool_text, wait_for_port, wait_until,
+                     worker_pids)
 from test_e2e_lifetime import Exchange, worker_pid
 
 
@@ -362,11 +363,6 @@ def test_head_requests_get_a_head_alone_on_a_connection_that_goes_on(daemon):
     assert third.startswith(b"404 ") and third.endswith(b"not found: the MCP endpoint is /mcp\n")
 
 
-def _rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        return int([line.split()[1] for line in f if line.startswith("VmRSS:")][0])
-
-
 def test_a_client_writing_on_its_open_stream_is_not_read_without_limit(tmp_path):
     with Daemon(tmp_path, env={"GS_MCP_KEEPALIVE_INTERVAL": "0.2"}) as d:
         clients, streams = [], []
@@ -374,7 +370,7 @@ def test_a_client_writing_on_its_open_stream_is_not_read_without_limit(tmp_path)
             c = Client(d.port)
             c.initialize()
             clients.append(c)
-        before = _rss_kib(d.proc.pid)
+        before = rss_kib(d.proc.pid)
         for c in clients:
             s = socket.create_connection(("127.0.0.1", d.port), timeout=10)
             s.sendall(("GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\n"
@@ -400,7 +396,7 @@ def test_a_client_writing_on_its_open_stream_is_not_read_without_limit(tmp_path)
         for writer in writers:
             writer.join(60)
         assert len(sent) == len(streams) and all(n < 17 << 20 for n in sent.values()), sent
-        assert _rss_kib(d.proc.pid) - before < 16 * 1024
+        assert rss_kib(d.proc.pid) - before < 16 * 1024
         for s in streams:                # and each stream goes on, with nothing inside it
             s.settimeout(5)
             got = b""
@@ -445,12 +441,8 @@ def _flooded_sessions(d, code):
     clients = [Client(d.port) for _ in range(2)]
     for c in clients:
         c.initialize()
-    before = _rss_kib(d.proc.pid)
+    before = rss_kib(d.proc.pid)
     return clients, before, _flood_unread_streams(d, clients, code)
-
-
-def _rss_settles_under(d, before, kib):
-    assert wait_until(lambda: _rss_kib(d.proc.pid) - before < kib, timeout=10), _rss_kib(d.proc.pid) - before
 
 
 def test_a_reply_stream_dropped_for_not_reading_frees_its_backlog(tmp_path):
@@ -460,7 +452,7 @@ def test_a_reply_stream_dropped_for_not_reading_frees_its_backlog(tmp_path):
         clients, before, socks = _flooded_sessions(d, FLOOD + "'done'")
         for c in clients:
             assert c.delete().status == 200
-        _rss_settles_under(d, before, 16 * 1024)
+        rss_settles_under(d, before, 16 * 1024)
         for s in socks:
             s.close()
 
@@ -471,20 +463,20 @@ def test_a_client_gone_mid_body_leaves_none_of_it_behind(tmp_path):
     with Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution", "GS_MCP_TRACE": "1",
                                "MALLOC_MMAP_THRESHOLD_": "131072"}) as d:
         assert Client(d.port).call("ping").status == 400    # warmed up: one request served
-        before = _rss_kib(d.proc.pid)
+        before = rss_kib(d.proc.pid)
         for _ in range(2):
             with socket.create_connection(("127.0.0.1", d.port), timeout=10) as s:
                 s.sendall(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                           b"Content-Length: 15000000\r\n\r\n" + b" " * 12_000_000)
         assert wait_until(lambda: d.log_text().count("client closed mid-request") == 2, timeout=30)
-        _rss_settles_under(d, before, 4 * 1024)
+        rss_settles_under(d, before, 4 * 1024)
 
 
 def test_a_reply_stream_dropped_while_its_call_runs_on_frees_its_backlog(tmp_path):
     # The call still in flight holds its connection, to answer on; not what it never sent.
     with Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution"}) as d:
         clients, before, socks = _flooded_sessions(d, FLOOD + "import time\ntime.sleep(600)")
-        _rss_settles_under(d, before, 16 * 1024)
+        rss_settles_under(d, before, 16 * 1024)
         assert clients[0].call("ping").status == 200     # the sessions, calls and all, go on
         for s in socks:
             s.close()
@@ -499,7 +491,7 @@ def test_a_stream_closed_while_its_call_runs_on_lets_go_of_what_was_pipelined_be
         clients = [Client(d.port) for _ in range(2)]
         for c in clients:
             c.initialize()
-        before = _rss_kib(d.proc.pid)
+        before = rss_kib(d.proc.pid)
         body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
             "name": "execute_code", "_meta": {"progressToken": 1},
             "arguments": {"code": "progress(1, None, 'started')\nimport time\ntime.sleep(600)"}}}).encode()
@@ -514,7 +506,7 @@ def test_a_stream_closed_while_its_call_runs_on_lets_go_of_what_was_pipelined_be
                     assert chunk, got
                     got += chunk
         assert wait_until(lambda: d.log_text().count("client closed mid-request") == 2, timeout=30)
-        _rss_settles_under(d, before, 128)    # one kept is ~235 KiB (measured: 476 for both)
+        rss_settles_under(d, before, 128)    # one kept is ~235 KiB (measured: 476 for both)
         assert clients[0].call("ping").status == 200
 
 
@@ -533,13 +525,13 @@ def test_one_shot_connections_leave_nothing_behind_in_the_router(tmp_path):
 
     with Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution"}) as d:
         one_shots(2000)     # warmed up
-        before = _rss_kib(d.proc.pid)
+        before = rss_kib(d.proc.pid)
         threads = [threading.Thread(target=one_shots, args=(5000,)) for _ in range(4)]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
-        assert _rss_kib(d.proc.pid) - before < 1536
+        assert rss_kib(d.proc.pid) - before < 1536
 
 
 def test_a_client_that_expects_100_continue_gets_it_before_sending_its_body(client, daemon):

@@ -1,8 +1,14 @@
-"""Unit tests for the pure parts of the per-request gates (gsmcpd/router/app.py)."""
+"""Unit tests for the per-request gates (gsmcpd/router/app.py): their pure parts, and
+the answer a head gets before its body is read (a recording connection, no daemon)."""
+
+from types import SimpleNamespace
 
 import pytest
 
-from gsmcpd.router.app import _accept_lists
+from gsmcpd.config import Config
+from gsmcpd.router.app import App, _accept_lists
+from gsmcpd.router.main import Router
+from gsmcpd.wire.http import RequestParser
 
 SSE = "text/event-stream"
 
@@ -23,3 +29,73 @@ def test_acceptable(accept):
 ])
 def test_not_acceptable(accept):
     assert _accept_lists(accept, SSE) is False
+
+
+# -- the gates a head meets before its body is read ----------------------------
+
+
+class RecordingConn:
+    """What the app answered (status) or that it asked for the body ("read body")."""
+
+    def __init__(self):
+        self.answers = []
+        self.reply_headers = ()
+
+    def respond(self, status, headers=(), body=b"", keep_alive=True):
+        self.answers.append(status)
+
+    def read_body(self):
+        self.answers.append("read body")
+
+
+def unauthenticated_router():
+    router = SimpleNamespace(config=Config(), sessions=SimpleNamespace(by_id={"known": SimpleNamespace(user="u")}),
+                             bound_to_loopback=True, stopping=False, auth=None, user="u",
+                             trace_inbound=lambda request: None)
+    router.authenticate = lambda conn, request, then: Router.authenticate(router, conn, request, then)
+    router.owns_session = lambda session, principal: Router.owns_session(router, session, principal)
+    router.serve_metadata = lambda conn, request: Router.serve_metadata(router, conn, request)
+    return router
+
+
+def head_and_whole(head_bytes):
+    """The head the parser offers while a 16 MB body is to come, and the request it
+    would be with a body (an empty one: these gates never read it)."""
+    parser = RequestParser()
+    parser.feed(head_bytes + b"Content-Length: 16000000\r\n\r\n")
+    assert parser.next_request() is None
+    head = parser.pop_waiting_head()
+    whole = RequestParser()
+    whole.feed(head_bytes + b"Content-Length: 0\r\n\r\n")
+    return head, whole.next_request()
+
+
+@pytest.mark.parametrize("head_bytes, answer", [
+    (b"POST /elsewhere HTTP/1.1\r\nHost: localhost\r\n", 404),
+    (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nOrigin: https://evil.example\r\n", 403),
+    (b"POST /mcp HTTP/1.1\r\nHost: evil.example\r\n", 403),
+    (b"PUT /mcp HTTP/1.1\r\nHost: localhost\r\n", 405),
+    (b"GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\nMcp-Session-Id: gone\r\n", 404),
+    (b"GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\nMcp-Session-Id: known\r\n", 406),
+    (b"DELETE /mcp HTTP/1.1\r\nHost: localhost\r\n", 400),
+    (b"POST /.well-known/oauth-protected-resource HTTP/1.1\r\nHost: localhost\r\n", 404),
+    (b"OPTIONS /mcp HTTP/1.1\r\nHost: localhost\r\n", 204),
+])
+def test_a_head_the_gates_refuse_is_answered_as_the_whole_request_would_be(head_bytes, answer):
+    app = App(unauthenticated_router())
+    head, whole = head_and_whole(head_bytes)
+    early, late = RecordingConn(), RecordingConn()
+    app.handle_head(early, head)
+    app.handle(late, whole)
+    assert early.answers == late.answers == [answer]
+
+
+@pytest.mark.parametrize("head_bytes", [
+    b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nMcp-Session-Id: gone\r\n",   # initialize ignores it
+    b"GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\nMcp-Session-Id: known\r\n",
+    b"DELETE /mcp HTTP/1.1\r\nHost: localhost\r\nMcp-Session-Id: known\r\n",
+])
+def test_a_head_that_passes_the_gates_has_its_body_read(head_bytes):
+    conn = RecordingConn()
+    App(unauthenticated_router()).handle_head(conn, head_and_whole(head_bytes)[0])
+    assert conn.answers == ["read body"]

@@ -20,11 +20,16 @@ from helpers import bodies_of
 
 
 class Harness:
-    def __init__(self, handle, max_body=1 << 20, tcp=False, allowed_origins=()):
+    def __init__(self, handle, max_body=1 << 20, tcp=False, allowed_origins=(), handle_head=None):
         self.loop = Loop()
         self.unreadable = []
         self.closed = []
+        self.heads = []   # heads gated before their bodies were read
+        if handle_head is None:
+            handle_head = lambda harness, conn, head: conn.read_body()   # every head passes
         self.app = SimpleNamespace(handle=lambda conn, request: handle(self, conn, request),
+                                   handle_head=lambda conn, head: (self.heads.append(head),
+                                                                   handle_head(self, conn, head)),
                                    cors=Cors(allowed_origins))
         self.router = SimpleNamespace(
             loop=self.loop, app=self.app, config=SimpleNamespace(max_body=max_body, read_timeout=30),
@@ -520,3 +525,56 @@ def test_reply_headers_go_on_every_reply_to_their_request_and_no_further(harness
     assert b"\r\nContent-Type: text/plain\r\nVary: Origin\r\n" in a and b"X-B" not in a
     assert b"\r\nContent-Type: text/event-stream\r\nX-B: 1\r\n" in b and b"Vary" not in b
     assert b"Vary" not in c and b"X-B" not in c and c.endswith(b"\r\n\r\nc")
+
+
+# -- a head gated before its body ----------------------------------------------
+
+def refuse_head(h, conn, head):
+    conn.respond(401, [("WWW-Authenticate", "Bearer")], b"no token")
+
+
+def test_a_head_refused_is_answered_before_its_body_and_the_connection_closes(harness):
+    h = harness(answer_at_once, handle_head=refuse_head, max_body=16_000_000)
+    h.client.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 16000000\r\n\r\n")
+    h.run_until(lambda: h.conn.closed)   # no byte of the body was sent
+    raw = h.client.recv(65536)
+    assert statuses(raw) == [401] and b"Connection: close\r\n" in raw and raw.endswith(b"no token")
+    assert [head.path for head in h.heads] == ["/mcp"] and h.conn.parser.buffered == 0
+
+
+def test_a_body_sent_while_a_refusal_waits_to_be_read_is_not_buffered(harness):
+    # The client reads nothing: the 401 waits in the output, and what it sends meanwhile
+    # is dropped, not kept in the parser (up to GS_MCP_MAX_BODY) until the stall check.
+    h = harness(answer_at_once, handle_head=lambda h, conn, head: conn.respond(401, [], b"x" * 4_000_000),
+                max_body=16_000_000, tcp=True)
+    h.client.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 16000000\r\n\r\n")
+    h.run_until(lambda: h.heads and h.conn.out)
+    h.client.setblocking(False)
+    sent = 0
+    for _ in range(200):
+        try:
+            sent += h.client.send(b"b" * 65536)
+        except BlockingIOError:
+            pass
+        h.step()
+    assert sent > 0 and not h.conn.closed and h.conn.parser.buffered == 0
+
+
+def test_a_head_that_passes_has_its_body_read_and_the_whole_request_handled(harness):
+    def pass_later(h, conn, head):   # as the auth gate does after refetching keys
+        h.loop.call_later(0.02, conn.read_body)
+    h = harness(answer_at_once, handle_head=pass_later)
+    h.client.sendall(post(b"", b"Expect: 100-continue\r\n").replace(b"Length: 0", b"Length: 5"))
+    h.run_until(lambda: h.heads and not h.conn.busy)
+    assert h.client.recv(100) == b"HTTP/1.1 100 Continue\r\n\r\n"
+    h.client.sendall(b"hello" + post(b"next"))
+    h.client.shutdown(socket.SHUT_WR)
+    assert bodies_of(h.read_until_closed()) == [b"hello", b"next"]
+    assert len(h.heads) == 1   # the second came whole: never gated by its head
+
+
+def test_a_request_read_with_its_body_is_never_gated_by_its_head(harness):
+    h = harness(answer_at_once, handle_head=refuse_head)
+    h.client.sendall(post(b"small"))
+    h.client.shutdown(socket.SHUT_WR)
+    assert bodies_of(h.read_until_closed()) == [b"small"] and h.heads == []

@@ -271,12 +271,14 @@ def test_eof_in_the_middle_of_a_request_is_an_error():
         parser.feed(b"more")
 
 
-def test_expect_continue_is_reported_once():
+def test_a_waiting_head_is_offered_once_and_tells_expect_continue():
     parser = RequestParser()
-    parser.feed(b"POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n")
+    parser.feed(b"POST /mcp HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n")
     assert parser.next_request() is None
-    assert parser.pop_expect_continue() is True
-    assert parser.pop_expect_continue() is False
+    head = parser.pop_waiting_head()
+    assert (head.method, head.path, head.header("host"), head.body, head.keep_alive) == ("POST", "/mcp", "x", None, False)
+    assert head.expects_continue()
+    assert parser.pop_waiting_head() is None
     parser.feed(b"abc")
     assert parser.next_request().body == b"abc"
     assert CONTINUE == b"HTTP/1.1 100 Continue\r\n\r\n"
@@ -331,16 +333,37 @@ def test_a_repeated_expect_continue_head_is_reported_for_each_request():
     head = b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n"
     for body in (b"ab", b"cd"):
         parser.feed(head)
-        assert parser.next_request() is None and parser.pop_expect_continue()
+        assert parser.next_request() is None and parser.pop_waiting_head().expects_continue()
         parser.feed(body)
         assert parser.next_request().body == body
 
 
-def test_expect_continue_not_reported_without_a_body():
+def test_no_waiting_head_without_a_body():
     parser = RequestParser()
     parser.feed(b"GET / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n\r\n")
     assert parser.next_request() is not None
-    assert parser.pop_expect_continue() is False
+    assert parser.pop_waiting_head() is None
+
+
+def test_no_waiting_head_when_the_body_came_with_it():
+    # The hot path: a request read whole is handed out whole, never gated by its head.
+    parser = RequestParser()
+    parser.feed(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc")
+    assert parser.next_request().body == b"abc"
+    assert parser.pop_waiting_head() is None
+
+
+def test_a_waiting_head_is_offered_for_a_length_or_chunked_body_not_yet_read():
+    for head, rest in ((b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 16000000\r\n\r\n", b"ab"),
+                       (b"POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", b"2\r\nab\r\n")):
+        parser = RequestParser()
+        parser.feed(head)
+        assert parser.next_request() is None
+        waiting = parser.pop_waiting_head()
+        assert waiting.body is None and not waiting.keep_alive and not waiting.expects_continue()
+        parser.feed(rest)   # more body: the same head is not offered again
+        assert parser.next_request() is None and parser.pop_waiting_head() is None
+        assert parser.in_progress
 
 
 def test_head_exactly_at_the_limit_is_accepted(feeding):
@@ -531,7 +554,7 @@ def test_discard_drops_what_is_buffered_and_ignores_what_comes():
     assert parser.buffered == 0 and not parser.in_progress
     parser.feed(b"x" * 7 + b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
     assert parser.next_request() is None and parser.buffered == 0
-    assert parser.pop_expect_continue() is False
+    assert parser.pop_waiting_head() is None
 
 
 def test_discard_keeps_a_dead_parser_dead():

@@ -3,6 +3,10 @@
 Order matters and is the seed's: trace first (so refused requests are traced too),
 then Host and Origin (DNS rebinding), then credentials, then the method, the
 protocol-version header and the session. Only then does a message reach a session.
+
+The gates that need no body run on a head whose body is still to come too
+(handle_head), the same code in the same order: a request they refuse is answered
+before its body is read, so an unauthenticated client cannot make the router buffer one.
 """
 
 import functools
@@ -81,8 +85,18 @@ class App:
         self.check_host = self.router.bound_to_loopback
 
     # -- entry -------------------------------------------------------------
-    def handle(self, conn, request):
-        self.router.trace_inbound(request)
+    def handle_head(self, conn, head):
+        """A head whose body is still to come (head.body is None): answered now when the
+        body would change nothing (a refusal, a preflight, the metadata), which closes the
+        connection; else conn.read_body(), and the whole request comes to handle()."""
+        self.handle(conn, head, self._mcp_head)
+
+    def handle(self, conn, request, mcp=None):
+        """One request: the gates and answers that need no body, then
+        `mcp(conn, request, principal)` takes an authenticated /mcp request on."""
+        if mcp is None:   # a whole request (a head is traced with its body, once it is read)
+            self.router.trace_inbound(request)
+            mcp = self._handle_mcp
         if self.cors:   # on every reply the app makes, refusals included (a listed page reads them)
             conn.reply_headers = self.cors.reply_headers(request.header("origin"))
         if self.router.stopping:
@@ -99,7 +113,7 @@ class App:
             if request.method == "OPTIONS":   # a preflight carries no credentials
                 self._options(conn, request, MCP_METHODS)
             else:
-                self.router.authenticate(conn, request, self._handle_mcp)
+                self.router.authenticate(conn, request, mcp)
         elif request.path == METADATA_PATH or request.path.startswith(METADATA_PATH + "/"):
             if request.method == "OPTIONS" and self.router.auth is not None:   # else 404, as for GET
                 self._options(conn, request, "GET")
@@ -148,12 +162,34 @@ class App:
         if method == "POST":
             self._post(conn, request, principal)
         elif method == "GET":
-            self._get(conn, request, principal)
+            session = self._stream_session(conn, request, principal)
+            if session is not None:
+                self._get(conn, session, principal)
         elif method == "DELETE":
-            self._delete(conn, request, principal)
+            session = self._session(conn, request, principal)
+            if session is not None:
+                self._delete(conn, session)
         else:
-            conn.respond(405, [("Allow", MCP_METHODS + ", OPTIONS"), JSON],
-                         error_body(jsonrpc.INVALID_REQUEST, "Method not allowed: %s" % method))
+            self._method_not_allowed(conn, method)
+
+    def _mcp_head(self, conn, head, principal):
+        """_handle_mcp's gates for a head, its body still to come: what passes them is
+        read whole. A POST's gates need its body (initialize or not, which session)."""
+        method = head.method
+        if method == "POST":
+            conn.read_body()
+        elif method == "GET":
+            if self._stream_session(conn, head, principal) is not None:
+                conn.read_body()
+        elif method == "DELETE":
+            if self._session(conn, head, principal) is not None:
+                conn.read_body()
+        else:
+            self._method_not_allowed(conn, method)
+
+    def _method_not_allowed(self, conn, method):
+        conn.respond(405, [("Allow", MCP_METHODS + ", OPTIONS"), JSON],
+                     error_body(jsonrpc.INVALID_REQUEST, "Method not allowed: %s" % method))
 
     # -- gates shared by every verb ----------------------------------------
     def _version_refusal(self, request):
@@ -227,20 +263,20 @@ class App:
         else:
             self.sessions.submit(session, conn, message.raw, request.body, accepts_sse)
 
-    def _get(self, conn, request, principal):
+    def _stream_session(self, conn, request, principal):
+        """A GET's gates: the session its stream is for, or None after answering 406/400/404."""
         if not accepts(request, "text/event-stream"):
             conn.respond(406, [JSON], error_body(jsonrpc.INVALID_REQUEST,
                                                  "Not Acceptable: GET needs Accept: text/event-stream"))
-            return
-        session = self._session(conn, request, principal)
-        if session is not None:
-            self.router.attach_stream(session, conn)
-            if (principal.exp is not None and session.stream is conn
-                    and self.config.token_expiry == "end-stream"):
-                self.router.supervisor.end_stream_at(session, conn, principal.exp)
+            return None
+        return self._session(conn, request, principal)
 
-    def _delete(self, conn, request, principal):
-        session = self._session(conn, request, principal)
-        if session is not None:
-            self.sessions.end(session, "client sent DELETE")
-            conn.respond(200, [JSON], b"{}")
+    def _get(self, conn, session, principal):
+        self.router.attach_stream(session, conn)
+        if (principal.exp is not None and session.stream is conn
+                and self.config.token_expiry == "end-stream"):
+            self.router.supervisor.end_stream_at(session, conn, principal.exp)
+
+    def _delete(self, conn, session):
+        self.sessions.end(session, "client sent DELETE")
+        conn.respond(200, [JSON], b"{}")

@@ -127,10 +127,12 @@ class Connection:
                 self._close_when_flushed = True
                 self._maybe_close()
                 return
-            # The head is parsed by now (here, not at feed): a client that asked waits
-            # for this before sending its body (curl: a second, then sends it anyway).
-            if self.parser.pop_expect_continue():
-                self.write(http.CONTINUE)
+            # A head parsed and its body still to come (only then: a body that came with
+            # its head costs nothing here) is gated before the body is read.
+            head = self.parser.pop_waiting_head()
+            if head is not None:
+                self._gate_head(head)
+                return
             if self.parser.in_progress:
                 self._arm_read_timeout()
             else:
@@ -145,6 +147,38 @@ class Connection:
         except Exception:
             log.exception("handling %r from %s failed", request, self.peer)
             self._handling_failed(request)
+
+    def _gate_head(self, head):
+        """Run the app's head-only gates while the body waits: a refused request is
+        answered now and the connection closed, its body never read (an unauthenticated
+        client must not make the router buffer up to GS_MCP_MAX_BODY); one that passes
+        reads on (read_body)."""
+        self.busy = True   # reading stops PIPELINE_BUFFER into the body meanwhile
+        self.current = head   # keep_alive False: an answer now closes the connection
+        self._update_interest()
+        try:
+            self.router.app.handle_head(self, head)
+        except Exception:
+            log.exception("gating %r from %s failed", head, self.peer)
+            self._handling_failed(head)
+
+    def read_body(self):
+        """The app's answer to a head that passed its gates: read the body, then the
+        whole request is handled (and gated again, the same way)."""
+        head = self.current
+        if self.closed or head is None or head.body is not None:
+            return
+        self.busy = False
+        self.current = None
+        self.reply_headers = ()
+        # A client that asked waits for this before sending its body (curl: a second,
+        # then sends it anyway).
+        if head.expects_continue():
+            self.write(http.CONTINUE)
+        self._arm_read_timeout()
+        self._update_interest()
+        if self.parser.buffered or self._closing or self._peer_eof:
+            self.loop.call_soon(self._next_request)
 
     def _handling_failed(self, request):
         """A bug in request handling must never leak the connection: answer 500 if
@@ -236,6 +270,9 @@ class Connection:
         self.current = None
         self.reply_headers = ()
         if not keep_alive:
+            # Nothing more is read into the parser while the reply flushes (an unread
+            # body after an early refusal, requests pipelined behind this one).
+            self.parser.discard()
             self._close_when_flushed = True
             self._maybe_close()
             return

@@ -55,7 +55,8 @@ class HttpError(Exception):
 
 
 class Request:
-    """One parsed request. Header names are lower-case, values latin-1 and stripped."""
+    """One parsed request. Header names are lower-case, values latin-1 and stripped.
+    body is None for a head whose body is still to come (RequestParser.pop_waiting_head)."""
 
     __slots__ = ("method", "target", "path", "query", "version", "headers", "body", "keep_alive",
                  "_by_name")
@@ -70,13 +71,19 @@ class Request:
         self.keep_alive = keep_alive
         self._by_name = by_name   # lower-case name -> value, repeated headers joined
 
+    def expects_continue(self):
+        """Whether the client waits for ``100 Continue`` before sending its body."""
+        expect = self._by_name.get("expect")
+        return self.version == "HTTP/1.1" and expect is not None and expect.lower() == "100-continue"
+
     def header(self, name):
         """The value of header ``name``; repeated headers are joined with ", "
         (those allowed once are refused by the parser)."""
         return self._by_name.get(name.lower())
 
     def __repr__(self):
-        return f"<Request {self.method} {self.path} {self.version} body={len(self.body)}B>"
+        body = "to come" if self.body is None else "%dB" % len(self.body)
+        return f"<Request {self.method} {self.path} {self.version} body={body}>"
 
 
 def _origin_form(target):
@@ -113,7 +120,7 @@ class RequestParser:
         self._remaining = 0        # bytes still due for a fixed body or the current chunk
         self._trailer_bytes = 0
         self._blank_bytes = 0
-        self._expect_continue = False
+        self._head_waiting = False  # a head is parsed and its body still to come (pop_waiting_head)
         self._last_head = None     # the last head parsed, and what it parsed to
         self._last_parsed = None
 
@@ -154,17 +161,24 @@ class RequestParser:
         self._buf = bytearray()
         self._body = bytearray()
         self._pending = None
-        self._expect_continue = False
+        self._head_waiting = False
         self._last_head = self._last_parsed = None
 
-    def pop_expect_continue(self):
-        """True once when a request with ``Expect: 100-continue`` awaits its body.
+    def pop_waiting_head(self):
+        """Once per request whose head is parsed and whose body is still to come
+        (next_request() gave None): its head, as a Request with body None and
+        keep_alive False (an answer before the body closes the connection); else None.
 
-        The caller then writes ``CONTINUE``; clients like curl otherwise stall
-        for a second before sending a larger body.
+        The caller may answer from the head alone, refusing a body it would only
+        discard, or write ``CONTINUE`` to a head that ``expects_continue()``
+        (clients like curl otherwise stall for a second before sending a body).
+        A request whose body came with its head is never offered here.
         """
-        wanted, self._expect_continue = self._expect_continue, False
-        return wanted
+        if not self._head_waiting:
+            return None
+        self._head_waiting = False
+        method, target, version, headers, _keep_alive, by_name = self._pending
+        return Request(method, target, version, headers, by_name, None, False)
 
     def next_request(self):
         """The next complete request, or None when more bytes are needed."""
@@ -210,7 +224,7 @@ class RequestParser:
         request = Request(method, target, version, headers, by_name, bytes(self._body), keep_alive)
         self._pending = None
         self._body = bytearray()
-        self._expect_continue = False
+        self._head_waiting = False
         self._blank_bytes = 0
         self._state = _HEAD if keep_alive else _CLOSED
         if not keep_alive:
@@ -256,13 +270,13 @@ class RequestParser:
         if head != self._last_head:
             self._last_parsed = self._parsed(head)
             self._last_head = head
-        self._pending, self._state, self._remaining, self._expect_continue = self._last_parsed
+        self._pending, self._state, self._remaining, self._head_waiting = self._last_parsed
         self._body = bytearray()
         self._trailer_bytes = 0
 
     def _parsed(self, head):
         """What a head sets up: (the request's fields, the body state, its length,
-        whether to send 100 Continue); HttpError for a head refused."""
+        whether a body is to come); HttpError for a head refused."""
         if not head.isascii():
             raise HttpError(400, "non-ASCII byte in request head")
         text = head.decode("latin-1")
@@ -330,10 +344,7 @@ class RequestParser:
             if length > self.max_body:
                 raise HttpError(413, "request body too large")
             state, remaining = _FIXED, length
-        expect = by_name.get("expect")
-        expect_continue = (version == "HTTP/1.1" and expect is not None and expect.lower() == "100-continue"
-                           and (state != _FIXED or remaining > 0))
-        return pending, state, remaining, expect_continue
+        return pending, state, remaining, state != _FIXED or remaining > 0
 
     # ---- chunked body ---------------------------------------------------
 
