@@ -231,6 +231,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("poll_us", "GS_MCP_POLL_US", lambda t: parse_int(t, lo=0, hi=10000)),
     Knob("max_sessions", "GS_MCP_MAX_SESSIONS", lambda t: parse_int(t, lo=1)),
     Knob("max_sessions_per_user", "GS_MCP_MAX_SESSIONS_PER_USER", parse_optional_count),
+    Knob("max_connections", "GS_MCP_MAX_CONNECTIONS", lambda t: parse_int(t, lo=1)),
     Knob("log_file", "GS_MCP_LOG_FILE", parse_optional_path),
     Knob("log_level", "GS_MCP_LOG_LEVEL", one_of(LOG_LEVELS)),
     Knob("auth", "GS_MCP_AUTH", parse_bool),
@@ -300,6 +301,9 @@ class Config:
     poll_us: int = 200
     max_sessions: int = 2000
     max_sessions_per_user: int | None = None   # None: only max_sessions bounds a user
+    # Two per session (a stream and a POST connection) at the default max_sessions, with
+    # room to spare; each costs a descriptor and, unauthenticated, up to ~0.3 MiB buffered.
+    max_connections: int = 4096
     log_file: Path | None = None
     log_level: str = "info"
     auth: bool = False

@@ -230,6 +230,31 @@ def test_with_expect_continue_a_valid_token_gets_100_and_its_big_body_is_served(
     assert client.call("ping").status == 200   # the session serves on
 
 
+def test_beyond_the_connection_cap_a_new_connection_gets_503_and_open_sessions_serve_on(tmp_path):
+    server, daemon = start_auth_daemon(tmp_path, GS_MCP_MAX_CONNECTIONS="4")
+    idle = []
+    try:
+        client = AuthClient(daemon.port, server.idp.mint())
+        client.initialize()   # its keep-alive connection is one of the four
+        for _ in range(3):    # unauthenticated, and idle: they hold a place all the same
+            idle.append(socket.create_connection(("127.0.0.1", daemon.port), timeout=5))
+        with socket.create_connection(("127.0.0.1", daemon.port), timeout=5) as fifth:
+            raw = recv_all(fifth)
+        assert status_of(raw) == 503
+        assert head_fields(raw)["retry-after"] == "1" and head_fields(raw)["connection"] == "close"
+        assert "GS_MCP_MAX_CONNECTIONS" in json.loads(body_of(raw))["error"]["message"]
+        assert client.call("ping").status == 200   # the session open keeps serving
+        assert "GS_MCP_MAX_CONNECTIONS" in daemon.log_text()
+        idle.pop().close()   # a place freed is a connection served
+        assert wait_until(lambda: status_of(raw_exchange(
+            daemon.port, b"GET /.well-known/oauth-protected-resource HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")) == 200)
+    finally:
+        for s in idle:
+            s.close()
+        daemon.stop()
+        server.close()
+
+
 def test_a_refusal_is_one_response_with_one_content_type(daemon):
     raw = raw_exchange(daemon.port, b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer x.y\r\n"
                                     b"Content-Length: 2\r\nConnection: close\r\n\r\n{}")

@@ -17,16 +17,26 @@ from gsmcpd.router import trace
 from gsmcpd.router.app import App, Principal
 from gsmcpd.router.control_endpoint import ControlEndpoint
 from gsmcpd.router.connection import Connection
-from gsmcpd.router.loop import Loop
+from gsmcpd.router.loop import Loop, send_some
 from gsmcpd.router.sessions import SessionManager
 from gsmcpd.router.supervision import Supervisor
 from gsmcpd.router.workers import WorkerPool
+from gsmcpd.wire import http, jsonrpc
 
 log = logging.getLogger("gsmcpd.router")
 trace_log = logging.getLogger("gsmcpd.trace")
 
 SHUTDOWN_GRACE = 3.0  # seconds workers get to exit before SIGKILL
 ACCEPT_PAUSE = 0.1  # seconds without accepting after accept() fails (e.g. out of descriptors)
+
+
+def connections_full_response(limit):
+    """What a connection beyond GS_MCP_MAX_CONNECTIONS is sent before it is closed."""
+    body = jsonrpc.dumps(jsonrpc.error(None, jsonrpc.INTERNAL_ERROR, (
+        "Service Unavailable: %d client connections open, the configured maximum "
+        "(GS_MCP_MAX_CONNECTIONS)" % limit)))
+    return http.response(503, [("Content-Type", "application/json"), ("Retry-After", "1")], body,
+                         keep_alive=False)
 
 
 def raise_descriptor_limit():
@@ -62,6 +72,8 @@ class Router:
         self.bound_to_loopback = _is_loopback(config.host)
         self.app = App(self)
         self.connections = set()
+        self._connections_full = connections_full_response(config.max_connections)
+        self._refusing_connections = False   # logged once per spell at the cap
         self.listener = None
         self.port = None
         self.stopping = False
@@ -140,9 +152,31 @@ class Router:
                 self.loop.remove(self.listener)
                 self.loop.call_later(ACCEPT_PAUSE, self._resume_accepting)
                 return
+            if len(self.connections) >= self.config.max_connections:
+                self._refuse_connection(sock, peer)
+                continue
+            if self._refusing_connections:
+                self._refusing_connections = False
+                log.info("accepting connections again: %d open", len(self.connections))
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             conn = Connection(self, sock, peer, tls=self.new_tls())
             self.connections.add(conn)
+
+    def _refuse_connection(self, sock, peer):
+        """At the cap, a new connection is told so and closed at once: the connections
+        open (the sessions they serve) are untouched, and the client learns why, where
+        a listener left unwatched would leave it hanging in the backlog."""
+        if not self._refusing_connections:
+            self._refusing_connections = True
+            log.warning("%d client connections open, GS_MCP_MAX_CONNECTIONS: answering new ones 503 "
+                        "(first: %s)", len(self.connections), peer)
+        try:
+            sock.setblocking(False)
+            if self.ssl_context is None:   # a TLS client could not read it before a handshake
+                send_some(sock, self._connections_full)
+        except OSError:
+            pass
+        sock.close()
 
     def _resume_accepting(self):
         if not self.stopping:
@@ -273,9 +307,10 @@ def serve(config, *, on_ready=None, on_stopping=None, on_reload=None, stop_reque
     """Run the router in the foreground; returns the exit code.  stop_requested: whether
     a SIGTERM/SIGINT came before the loop's own handlers were set (then it stops at once)."""
     limit = raise_descriptor_limit()
-    if limit < config.max_sessions * 3:
-        log.warning("descriptor limit %d is low for GS_MCP_MAX_SESSIONS=%d (about 3 per session)",
-                    limit, config.max_sessions)
+    if limit < config.max_sessions * 3 + config.max_connections:
+        log.warning("descriptor limit %d is low for GS_MCP_MAX_SESSIONS=%d and GS_MCP_MAX_CONNECTIONS=%d "
+                    "(about 3 per session and 1 per connection)",
+                    limit, config.max_sessions, config.max_connections)
     router = Router(config)
     router.prepare_image()
     # The spawner first (its preload and rehearsal take a moment): once the port
