@@ -6,7 +6,7 @@ import http.client
 import pytest
 
 from gsmcpd.wire.http import (
-    CONTINUE, LAST_CHUNK, HttpError, RequestParser, chunk, response, stream_head,
+    CONTINUE, LAST_CHUNK, SMALL_BODY, HttpError, RequestParser, chunk, response, stream_head,
 )
 
 
@@ -351,6 +351,20 @@ def test_no_waiting_head_when_the_body_came_with_it():
     parser.feed(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc")
     assert parser.next_request().body == b"abc"
     assert parser.pop_waiting_head() is None
+
+
+def test_a_small_body_written_apart_from_its_head_is_read_before_the_heads_gates():
+    # httpx writes head and body apart: a body no longer than SMALL_BODY costs no more to
+    # buffer than a head, so its request is gated once, whole, not head first then again.
+    for length in (3, SMALL_BODY):
+        parser = RequestParser()
+        parser.feed(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % length)
+        assert parser.next_request() is None and parser.pop_waiting_head() is None
+        parser.feed(b"a" * length)
+        assert len(parser.next_request().body) == length
+    parser = RequestParser()
+    parser.feed(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % (SMALL_BODY + 1))
+    assert parser.next_request() is None and parser.pop_waiting_head().body is None
 
 
 def test_a_waiting_head_is_offered_for_a_length_or_chunked_body_not_yet_read():

@@ -37,6 +37,7 @@ _QUOTED = rb'"(?:[\t \x21\x23-\x5b\x5d-\x7e]|\\[\t \x21-\x7e])*"'
 _CHUNK_EXT = (rb"(?:[ \t]*;[ \t]*%s(?:[ \t]*=[ \t]*(?:%s|%s))?)*"
               % (_TOKEN_BYTES.pattern, _TOKEN_BYTES.pattern, _QUOTED))
 _CHUNK_LINE = re.compile(rb"([0-9A-Fa-f]{1,16})" + _CHUNK_EXT + rb"[ \t]*")
+SMALL_BODY = 64 * 1024                   # bytes of body read before the head's gates run (pop_waiting_head)
 _MAX_BLANK = 1024                        # empty lines tolerated before a request line
 _MAX_CHUNK_LINE = 4096                   # size + extensions; anything longer is abuse
 
@@ -73,8 +74,7 @@ class Request:
 
     def expects_continue(self):
         """Whether the client waits for ``100 Continue`` before sending its body."""
-        expect = self._by_name.get("expect")
-        return self.version == "HTTP/1.1" and expect is not None and expect.lower() == "100-continue"
+        return _expects_continue(self.version, self._by_name)
 
     def header(self, name):
         """The value of header ``name``; repeated headers are joined with ", "
@@ -84,6 +84,11 @@ class Request:
     def __repr__(self):
         body = "to come" if self.body is None else "%dB" % len(self.body)
         return f"<Request {self.method} {self.path} {self.version} body={body}>"
+
+
+def _expects_continue(version, by_name):
+    expect = by_name.get("expect")
+    return version == "HTTP/1.1" and expect is not None and expect.lower() == "100-continue"
 
 
 def _origin_form(target):
@@ -344,7 +349,11 @@ class RequestParser:
             if length > self.max_body:
                 raise HttpError(413, "request body too large")
             state, remaining = _FIXED, length
-        return pending, state, remaining, state != _FIXED or remaining > 0
+        # A body up to SMALL_BODY costs no more to buffer than a head: only a longer one
+        # (or one of unknown length) waits for its head's gates, so a client writing
+        # head and body apart (httpx) is not gated twice per request.
+        head_waits = state != _FIXED or remaining > SMALL_BODY or (remaining > 0 and _expects_continue(version, by_name))
+        return pending, state, remaining, head_waits
 
     # ---- chunked body ---------------------------------------------------
 
