@@ -58,6 +58,8 @@ class Gone:
 def tail():
     pass
 ''',
+    "fix/decorated.py": "class Decorated:\n    @classmethod\n    def make(cls):\n        return cls()\n",
+    "fix/inline.py": "class Inline(object\n             ): kind = 'inline'\n",
     "gone/__init__.py": "",
     "gone/parts.py": "class Part:\n    pass\n",
     "gone/test_parts.py": '''\
@@ -120,6 +122,9 @@ class KindsTest(unittest.TestCase):
 ENCODED_FILES = {
     "latin.py": b'# -*- coding: latin-1 -*-\nclass Latin:\n    def f(self):\n        return "caf\xe9"\n',
     "undecodable.py": b'class Undecodable:\n    def f(self):\n        return "caf\xe9"\n',
+    "fix/crlf.py": b"class Windows:\r\n    @property\r\n    def size(self):\r\n        return self._size\r\n\r\n"
+                   b"    @size.setter\r\n    def size(self, value):\r\n        self._size = value\r\n\r\n"
+                   b"    def banner(self):\r\n        return '''a\r\nb'''\r\n",
 }
 
 
@@ -280,6 +285,49 @@ def test_delete_method_and_delete_class_leave_the_source_as_if_never_written(dae
     other = open_session(daemon)   # the committed text imports in a new session
     assert run(other, "from fix.spaced import Spaced\nSpaced.x") == "1"
     other.close()
+
+# -- splices the randomized edits found wrong (test_image_splice_properties.py) -----
+
+def test_set_class_comment_on_a_class_opening_with_a_decorated_method_commits_a_module_that_imports(
+        daemon, image, c):
+    # The docstring went in between @classmethod and its def: the committed module no
+    # longer compiled, and every class in it was gone for every session.
+    ok(c, "set_class_comment", className="fix.decorated.Decorated", comment="Made by make.")
+    assert (image / "fix/decorated.py").read_bytes() == (
+        b'class Decorated:\n    """Made by make."""\n    @classmethod\n    def make(cls):\n'
+        b'        return cls()\n')
+    other = open_session(daemon)
+    assert run(other, "from fix.decorated import Decorated\n(Decorated.__doc__, "
+                      "type(Decorated.make()).__name__)") == repr(("Made by make.", "Decorated"))
+    other.close()
+
+
+def test_a_crlf_class_redefined_keeps_its_property_and_methods_byte_for_byte(daemon, image, c):
+    # The carried methods came out with "\r\r\n" (a blank line more after each line, a
+    # string's value changed), and the property's setter replaced its getter.
+    result = structured(c, "compile_class_definition",
+                        source="class Windows:\r\n    kind = 'crlf'\r\n")
+    assert result["carried"] == ["size", "banner"] and result["failed"] == []
+    assert (image / "fix/crlf.py").read_bytes() == (
+        b"class Windows:\r\n    kind = 'crlf'\r\n\r\n    @property\r\n    def size(self):\r\n"
+        b"        return self._size\r\n\r\n    @size.setter\r\n    def size(self, value):\r\n"
+        b"        self._size = value\r\n\r\n    def banner(self):\r\n        return '''a\r\nb'''\r\n")
+    other = open_session(daemon)
+    assert run(other, "from fix.crlf import Windows\nw = Windows()\nw.size = 3\n"
+                      "(w.size, w.banner(), w.kind)") == repr((3, "a\nb", "crlf"))
+    other.close()
+
+
+def test_a_class_whose_body_shares_its_headers_last_line_is_refused_and_left_alone(image, c):
+    # The method went in at the body line's indentation: a module that did not compile.
+    before = (image / "fix/inline.py").read_bytes()
+    message = error(c, "compile_method", "refused", className="fix.inline.Inline",
+                    source="def m(self):\n    return 1\n")
+    assert "written on one line with its header" in message
+    error(c, "set_class_comment", "refused", className="fix.inline.Inline", comment="Doc.")
+    assert (image / "fix/inline.py").read_bytes() == before
+    assert structured(c, "status")["changedModules"] == []
+
 
 # -- abort undoes what code did to live objects, not only source changes ---------------
 

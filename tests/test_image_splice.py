@@ -319,3 +319,104 @@ def test_removing_a_class_takes_its_comments_but_never_the_encoding_declaration(
         "class C:\n    pass\n")
     shebang = "#!/usr/bin/env python\nclass A:\n    pass\n\n\nclass B:\n    pass\n"
     assert splice.remove_class(shebang, "A") == "#!/usr/bin/env python\nclass B:\n    pass\n"
+
+
+# -- found by the randomized edits (test_image_splice_properties.py) ---------------
+
+def test_a_docstring_goes_above_a_decorated_first_statement_and_its_comments():
+    # Inserted at the def's line, it stood between the decorator and the def: a module
+    # Python refuses, committed by set_class_comment.
+    source = "class C:\n    # about m\n    @staticmethod\n    def m():\n        pass\n"
+    added = splice.set_class_docstring(source, "C", "Doc.")
+    assert added == ('class C:\n    """Doc."""\n    # about m\n    @staticmethod\n'
+                     '    def m():\n        pass\n')
+    assert splice.set_class_docstring(added, "C", "") == source
+
+
+@pytest.mark.parametrize("source, comment, expected", [
+    # What shares the docstring's line stays: replacing the lines lost `x = 1`.
+    ('class C:\n    """d"""; x = 1\n', "New.", 'class C:\n    """New."""; x = 1\n'),
+    ('class C:\n    """d"""; x = 1\n', "", "class C:\n    x = 1\n"),
+    ('class C:\n    """d"""  # about d\n    x = 1\n', "New.", 'class C:\n    """New."""  # about d\n    x = 1\n'),
+    ('class C:\n    ("d é"\n    ); x = 1\n', "New.", 'class C:\n    """New."""; x = 1\n'),
+    ('class C:\n    "d"; pass\n', "", "class C:\n    pass\n"),
+])
+def test_replacing_or_removing_a_docstring_keeps_what_shares_its_lines(source, comment, expected):
+    assert splice.set_class_docstring(source, "C", comment) == expected
+
+
+def test_filling_a_class_keeps_a_docstring_that_shares_the_placeholders_line():
+    # `pass` was replaced with its whole line, the docstring with it.
+    new, _ = splice.put_method('class C:\n    """Doc."""; pass\n', "C", "def m(self):\n    return 1\n")
+    assert new == 'class C:\n    """Doc."""; pass\n\n    def m(self):\n        return 1\n'
+
+
+@pytest.mark.parametrize("client_newline", ["\r\n", "\r"])
+@pytest.mark.parametrize("module_newline", ["\n", "\r\n", "\r"])
+def test_a_clients_newlines_become_the_modules_own(client_newline, module_newline):
+    # A CRLF text spliced into a CRLF module came out with "\r\r\n": a blank line more
+    # after every line, and inside a string literal a changed value.
+    source = "class C:\n    x = 1\n".replace("\n", module_newline)
+    method = "def m(self):\n    return '''a\nb'''\n".replace("\n", client_newline)
+    new, _ = splice.put_method(source, "C", method)
+    assert new == source + ("\n    def m(self):\n        return '''a\nb'''\n").replace("\n", module_newline)
+    assert value_of(new, "C", "m") == "a\nb"
+    documented = splice.set_class_docstring(source, "C", "two\nlines")
+    assert documented == 'class C:\n    """two\nlines"""\n    x = 1\n'.replace("\n", module_newline)
+    redefined = splice.put_class(source, "C", "class C:\n    y = 2\n".replace("\n", client_newline))
+    assert redefined == "class C:\n    y = 2\n".replace("\n", module_newline)
+
+
+def test_a_class_carried_over_from_a_crlf_module_keeps_its_methods_exactly():
+    # compile_class_definition's path: the old methods (CRLF) into the client's text (LF),
+    # then into the module (CRLF).
+    source = "class C:\r\n    def m(self):\r\n        return '''a\r\nb'''\r\n"
+    old = splice.top_level_class(ast.parse(source), "C")
+    class_text = splice.with_methods("class C:\n    y = 2\n", "C", source, splice.methods_of(old))
+    new = splice.put_class(source, "C", class_text)
+    assert new == "class C:\r\n    y = 2\r\n\r\n    def m(self):\r\n        return '''a\r\nb'''\r\n"
+
+
+def test_a_property_getter_and_setter_are_carried_over_together():
+    # One by one, the setter replaced the getter: a redefined class lost its property.
+    source = ("class C:\n    @property\n    def p(self):\n        return 1\n\n"
+              "    @p.setter\n    def p(self, value):\n        pass\n\n    def q(self):\n        pass\n")
+    old = splice.top_level_class(ast.parse(source), "C")
+    class_text = splice.with_methods("class C:\n    pass\n", "C", source, splice.methods_of(old))
+    assert class_text == source
+
+
+@pytest.mark.parametrize("source", [
+    "class C(Base\n        ): x = 1\n",
+    "class C(\n    Base,\n): pass\n",
+])
+def test_a_class_whose_body_is_on_its_headers_last_line_is_refused(source):
+    # The method went in at the indentation of the body's line: an unexpected indent.
+    for edit in (lambda: splice.put_method(source, "C", "def m(self):\n    pass\n"),
+                 lambda: splice.set_class_docstring(source, "C", "Doc."),
+                 lambda: splice.remove_method(source, "C", "m")):
+        with pytest.raises(splice.SpliceError, match="header"):
+            edit()
+    assert splice.class_definition(source, "C") == source
+
+
+@pytest.mark.parametrize("source", [
+    "class C:\n    def a(self):\n        pass",
+    "x = 1\n\n\nclass C:\n    pass",
+    "class C:\r\n    def a(self):\r\n        pass",
+])
+def test_a_module_without_a_final_newline_keeps_none_through_add_and_delete(source):
+    added, _ = splice.put_method(source, "C", "def extra(self):\n    pass\n")
+    assert added.endswith("    def extra(self):" + splice.newline_of(source) + "        pass")
+    assert splice.remove_method(added, "C", "extra") == source
+    appended = splice.put_class(source, "Extra", "class Extra:\n    pass\n")
+    assert appended.endswith("class Extra:" + splice.newline_of(source) + "    pass")
+    assert splice.remove_class(appended, "Extra") == source
+
+
+def test_blank_lines_kept_by_a_removal_are_kept_as_written():
+    # Spaces on a blank line, or the blank line that ended the module, came back changed.
+    for source in ("class C:\n    x = 1\n  \n    def a(self):\n        pass\n\n\n\ny = 2\n",
+                   "class C:\n    def a(self):\n        pass\n\n"):
+        added, _ = splice.put_method(source, "C", "def extra(self):\n    pass\n")
+        assert splice.remove_method(added, "C", "extra") == source

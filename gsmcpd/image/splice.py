@@ -29,8 +29,9 @@ def lines_of(source: str) -> list[str]:
 
 def newline_of(source: str) -> str:
     lines = lines_of(source)
-    if lines and lines[0].endswith("\r\n"):
-        return "\r\n"
+    for ending in ("\r\n", "\r"):
+        if lines and lines[0].endswith(ending):
+            return ending
     return "\n"
 
 
@@ -174,7 +175,7 @@ def put_method(source: str, class_name: str, method_text: str) -> tuple[str, boo
     """Replace the same-named method(s) of the class, or append the method.
     Returns (new source, replaced?)."""
     tree = ast.parse(source)
-    classdef = _class_or_error(tree, class_name)
+    classdef = _class_or_error(source, tree, class_name)
     method_text = dedent_code(method_text).strip("\r\n") + "\n"
     method = ast.parse(method_text).body[0]
     lines = lines_of(source)
@@ -188,18 +189,31 @@ def put_method(source: str, class_name: str, method_text: str) -> tuple[str, boo
         first = existing[0]
         return _replace(source, first_line(first), first.end_lineno, text), True
     body = classdef.body
-    placeholder = [node for node in body if _is_placeholder(node)]
+    # A placeholder that shares no line (`"""Doc."""; pass`) gives its lines to the method.
+    placeholder = [node for node in body if _is_placeholder(node) and not any(
+        other is not node and other.lineno <= node.end_lineno and other.end_lineno >= node.lineno
+        for other in body)]
     if placeholder and all(_is_placeholder(n) or n is docstring_node(classdef) for n in body):
         node = placeholder[0]
         return _replace(source, node.lineno, node.end_lineno, text), False
     return _insert_after(source, body[-1].end_lineno, nl + text), False
 
 
+def with_methods(class_text: str, class_name: str, source: str, methods: list) -> str:
+    """`class_text` with `methods` (nodes of `source`, of names it does not define) added
+    as written there. Methods of one name (a property's getter and setter) go in
+    together: one by one, each would replace the one before."""
+    for name in dict.fromkeys(method.name for method in methods):
+        text = "\n".join(segment(source, method) for method in methods if method.name == name)
+        class_text = put_method(class_text, class_name, text)[0]
+    return class_text
+
+
 def remove_method(source: str, class_name: str, selector: str) -> str:
     """Remove the method(s) with the comments written right above them, so the
     source reads as if they had never been there; a class left with no
     statement gets `pass`."""
-    classdef = _class_or_error(ast.parse(source), class_name)
+    classdef = _class_or_error(source, ast.parse(source), class_name)
     if not method_nodes(classdef, selector):
         raise SpliceError(f"{class_name} defines no method {selector}")
     while nodes := method_nodes(classdef, selector):
@@ -209,25 +223,35 @@ def remove_method(source: str, class_name: str, selector: str) -> str:
             pass_line = _body_indent(lines, classdef) + "pass" + newline_of(source)
             return _replace(source, _block_start(lines, node), node.end_lineno, pass_line)
         source = _remove_statement(source, node, classdef.body)
-        classdef = _class_or_error(ast.parse(source), class_name)
+        classdef = _class_or_error(source, ast.parse(source), class_name)
     return source
 
 
 def set_class_docstring(source: str, class_name: str, comment: str) -> str:
     tree = ast.parse(source)
-    classdef = _class_or_error(tree, class_name)
+    classdef = _class_or_error(source, tree, class_name)
     lines = lines_of(source)
     indent = _body_indent(lines, classdef)
     nl = newline_of(source)
     current = docstring_node(classdef)
-    text = indent + docstring_literal(comment) + nl if comment else ""
+    literal = _with_newlines(docstring_literal(comment), nl)
     if current is not None:
-        if not text and len(classdef.body) == 1:
-            text = indent + "pass" + nl
+        # What shares the docstring's first and last lines stays: `"""d"""; x = 1`.
+        before = _before_column(lines[current.lineno - 1], current.col_offset)
+        last = lines[current.end_lineno - 1]
+        after = last[len(_before_column(last, current.end_col_offset)):]
+        body = classdef.body
+        if comment:
+            text = before + literal + after
+        elif len(body) > 1 and body[1].lineno == current.end_lineno:
+            text = before + last[len(_before_column(last, body[1].col_offset)):]
+        else:
+            text = indent + "pass" + nl if len(body) == 1 else ""
         return _replace(source, current.lineno, current.end_lineno, text)
-    if not text:
+    if not comment:
         return source
-    return _insert_before(source, classdef.body[0].lineno, text)
+    # Above the first statement's decorators and the comments that go with it.
+    return _insert_before(source, _block_start(lines, classdef.body[0]), indent + literal + nl)
 
 
 def docstring_literal(comment: str) -> str:
@@ -253,7 +277,7 @@ def class_definition(source: str, name: str) -> str:
     if classdef is None:
         raise SpliceError(f"no class {name} in the module")
     lines = lines_of(source)
-    if classdef.body[0].lineno == classdef.lineno:
+    if _body_on_header_line(lines, classdef):
         return segment(source, classdef)
     header = lines[first_line(classdef) - 1:first_line(classdef.body[0]) - 1]
     # Trailing blank or comment-only lines of that slice are the first statement's gap.
@@ -279,14 +303,26 @@ def class_definition(source: str, name: str) -> str:
 
 # -- line helpers --------------------------------------------------------
 
-def _class_or_error(tree: ast.Module, name: str) -> ast.ClassDef:
+def _class_or_error(source: str, tree: ast.Module, name: str) -> ast.ClassDef:
     classdef = top_level_class(tree, name)
     if classdef is None:
         raise SpliceError(f"no class {name} in the module")
-    if classdef.body[0].lineno == classdef.lineno:
-        raise SpliceError(f"class {name} is written on one line; redefine it with "
-                          "compile_class_definition first")
+    if _body_on_header_line(lines_of(source), classdef):
+        raise SpliceError(f"the body of class {name} is written on one line with its "
+                          "header; redefine it with compile_class_definition first")
     return classdef
+
+
+def _body_on_header_line(lines: list[str], classdef: ast.ClassDef) -> bool:
+    """`class C: x = 1`, or the same after a header on several lines
+    (`class C(\\n  Base): x = 1`): the body has no lines of its own."""
+    first = classdef.body[0]
+    return bool(_before_column(lines[first.lineno - 1], first.col_offset).strip())
+
+
+def _before_column(line: str, col_offset: int) -> str:
+    """The text of `line` before an AST column, which counts UTF-8 bytes."""
+    return line.encode("utf-8", "surrogatepass")[:col_offset].decode("utf-8", "surrogatepass")
 
 
 def _is_gap_line(line: str) -> bool:
@@ -322,7 +358,10 @@ def _strip_indent(lines: list[str], indent: str) -> str:
 
 
 def _with_newlines(text: str, nl: str) -> str:
-    return text if nl == "\n" else text.replace("\n", nl)
+    """`text` with every line ending (\\n, \\r\\n or \\r, as a client may send any)
+    made the module's own; Python reads all three alike, so no value changes."""
+    return "".join(line.rstrip("\r\n") + nl if line.endswith(("\n", "\r")) else line
+                   for line in lines_of(text))
 
 
 def _replace(source: str, first: int, last: int, text: str) -> str:
@@ -337,6 +376,7 @@ def _insert_after(source: str, line: int, text: str) -> str:
     before = lines[:line]
     if before and not before[-1].endswith(("\n", "\r")):
         before[-1] += newline_of(source)
+        text = text.rstrip("\r\n")     # the module still ends without one
     return "".join(before) + text + "".join(lines[line:])
 
 
@@ -350,15 +390,28 @@ def _append_block(source: str, text: str, blank_lines: int) -> str:
     if not source.strip():
         return text
     stripped = source.rstrip("\r\n")
+    if not source.endswith(("\n", "\r")):
+        text = text.rstrip("\r\n")     # the module still ends without a newline
     return stripped + nl * (blank_lines + 1) + text
 
 
 def _remove_statement(source: str, node: ast.stmt, body: list[ast.stmt]) -> str:
     """Remove `node` (one of `body`, with its decorators and the comments right
     above it) and join the blank lines around it as PEP 8 spacing had them."""
-    start = _block_start(lines_of(source), node)
+    lines = lines_of(source)
+    start = _block_start(lines, node)
     keep = "above" if node is body[0] else "below" if node is body[-1] else "larger"
-    return _tidy_blanks(_replace(source, start, node.end_lineno, ""), start, keep)
+    removed = _tidy_blanks(_replace(source, start, node.end_lineno, ""), start, keep)
+    if node.end_lineno == len(lines) and not source.endswith(("\n", "\r")):
+        return _without_last_newline(removed)   # the module still ends without one
+    return removed
+
+
+def _without_last_newline(text: str) -> str:
+    for ending in ("\r\n", "\n", "\r"):
+        if text.endswith(ending):
+            return text[:-len(ending)]
+    return text
 
 
 def _block_start(lines: list[str], node: ast.stmt) -> int:
@@ -386,7 +439,8 @@ def _tidy_blanks(source: str, at: int, keep: str = "larger") -> str:
     """After removing lines at `at`, the blank runs that met there become one:
     the run `above` (a first statement went: the gap after the header stays),
     `below` (a last one went: the gap before what follows the block stays) or
-    the `larger` (between siblings). A run that now starts or ends the file goes."""
+    the `larger` (between siblings). At the start or end of the file, the run that
+    was there before stays, as written (a blank line may hold spaces)."""
     lines = lines_of(source)
     index = at - 1
     start = index
@@ -395,10 +449,12 @@ def _tidy_blanks(source: str, at: int, keep: str = "larger") -> str:
     end = index
     while end < len(lines) and not lines[end].strip():
         end += 1
-    above, below = index - start, end - index
-    if start == 0 or end == len(lines):
-        kept = 0
+    above, below = lines[start:index], lines[index:end]
+    if start == 0:
+        kept = above
+    elif end == len(lines):
+        kept = below
     else:
-        kept = {"above": above, "below": below}.get(keep, max(above, below))
-    del lines[start + kept:end]
+        kept = {"above": above, "below": below}.get(keep, max(above, below, key=len))
+    lines[start:end] = kept
     return "".join(lines)

@@ -184,10 +184,7 @@ class MutationToolset(Toolset):
         filename = self.view.filename(self.view.relpath(module_name))
 
         def build(methods):
-            class_text = text
-            for method in methods:
-                class_text = self._splice(splice.put_method, class_text, name,
-                                          splice.segment(old_source, method))[0]
+            class_text = self._splice(splice.with_methods, text, name, old_source, methods)
             return self._splice(splice.put_class, old_source, name, class_text)
 
         new_source, failed = build(carried), []
@@ -220,7 +217,7 @@ class MutationToolset(Toolset):
                                "old class",
                    "source": f"changed {module_name}.{name} in source only ({module_name} "
                              "does not import)"}[outcome]
-        carried_names = [m.name for m in carried if m.name not in failed]
+        carried_names = list(dict.fromkeys(m.name for m in carried if m.name not in failed))
         if carried_names:
             message += f"; carried over {', '.join(carried_names)}"
         if failed:
