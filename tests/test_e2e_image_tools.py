@@ -60,6 +60,8 @@ def tail():
 ''',
     "fix/decorated.py": "class Decorated:\n    @classmethod\n    def make(cls):\n        return cls()\n",
     "fix/inline.py": "class Inline(object\n             ): kind = 'inline'\n",
+    "fix/licensed.py": "# Copyright ACME.\n# SPDX-License-Identifier: MIT\nclass First:\n    pass\n\n\n"
+                       "class Second:\n    pass\n",
     "gone/__init__.py": "",
     "gone/parts.py": "class Part:\n    pass\n",
     "gone/test_parts.py": '''\
@@ -327,6 +329,19 @@ def test_a_class_whose_body_shares_its_headers_last_line_is_refused_and_left_alo
     error(c, "set_class_comment", "refused", className="fix.inline.Inline", comment="Doc.")
     assert (image / "fix/inline.py").read_bytes() == before
     assert structured(c, "status")["changedModules"] == []
+
+
+def test_delete_class_of_the_first_class_keeps_the_licence_that_opens_the_file(daemon, image, c):
+    # The comment lines right above the class went with it: here the file's licence header.
+    ok(c, "delete_class", className="fix.licensed.First")
+    assert (image / "fix/licensed.py").read_bytes() == (
+        b"# Copyright ACME.\n# SPDX-License-Identifier: MIT\nclass Second:\n    pass\n")
+    assert "fix.licensed defines no class First" in error(c, "delete_class", "notFound",
+                                                          className="fix.licensed.First")
+    other = open_session(daemon)   # the committed module imports in a new session
+    assert run(other, "import fix.licensed as m\n(hasattr(m, 'First'), m.Second.__name__)") == repr(
+        (False, "Second"))
+    other.close()
 
 
 # -- abort undoes what code did to live objects, not only source changes ---------------

@@ -420,3 +420,16 @@ def test_blank_lines_kept_by_a_removal_are_kept_as_written():
                    "class C:\n    def a(self):\n        pass\n\n"):
         added, _ = splice.put_method(source, "C", "def extra(self):\n    pass\n")
         assert splice.remove_method(added, "C", "extra") == source
+
+
+@pytest.mark.parametrize("header", ["", "#!/usr/bin/env python\n", "# -*- coding: utf-8 -*-\n"])
+def test_the_comment_lines_that_open_the_file_stay_when_the_first_class_goes(header):
+    # They went with the class under them: a deleted first class took the licence with it.
+    source = (header + "# Copyright ACME.\n# SPDX-License-Identifier: MIT\nclass A:\n    pass\n\n\n"
+              "class B:\n    pass\n")
+    assert splice.remove_class(source, "A") == (
+        header + "# Copyright ACME.\n# SPDX-License-Identifier: MIT\nclass B:\n    pass\n")
+    # Below anything else, comment lines right above a class still go with it.
+    assert splice.remove_class(source, "B") == (
+        header + "# Copyright ACME.\n# SPDX-License-Identifier: MIT\nclass A:\n    pass\n")
+    assert splice.remove_class("x = 1\n# About A.\nclass A:\n    pass\n", "A") == "x = 1\n"

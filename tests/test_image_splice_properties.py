@@ -266,10 +266,14 @@ def comments_going_with(source: str, node: ast.stmt) -> Counter:
     lines, own = splice.lines_of(source), comment_lines(source)
     indent = splice._indent_of(lines[node.lineno - 1])
     start = splice.first_line(node)
+    header = {1} if lines[0].startswith("#!") else set()
+    header |= {n for n in (1, 2)
+               if n <= len(lines) and splice.CODING_DECLARATION.match(lines[n - 1])}
     while (start - 1 in own and splice._indent_of(lines[start - 2]) == indent
-           and not (start - 1 == 1 and lines[0].startswith("#!"))
-           and not (start - 1 <= 2 and splice.CODING_DECLARATION.match(lines[start - 2]))):
+           and start - 1 not in header):
         start -= 1
+    if set(range(1, start)) <= header:     # comments that open the file are the module's
+        start = splice.first_line(node)
     return comments(source, start, node.end_lineno)
 
 

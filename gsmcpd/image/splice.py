@@ -416,7 +416,9 @@ def _without_last_newline(text: str) -> str:
 
 def _block_start(lines: list[str], node: ast.stmt) -> int:
     """The first line of `node` counting the comment lines written right above
-    it at its indentation, but not a shebang or encoding declaration."""
+    it at its indentation, but not a shebang or encoding declaration, nor the
+    comment lines that open the file (a licence or copyright header): those are
+    the module's."""
     indent = _indent_of(lines[node.lineno - 1])
     inside = string_lines("".join(lines))
     start = first_line(node)
@@ -425,6 +427,8 @@ def _block_start(lines: list[str], node: ast.stmt) -> int:
         if not above.strip().startswith("#") or _indent_of(above) != indent:
             break
         start -= 1
+    if all(_is_file_header(lines, number) for number in range(1, start)):
+        return first_line(node)
     return start
 
 
