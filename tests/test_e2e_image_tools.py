@@ -62,6 +62,8 @@ def tail():
     "fix/inline.py": "class Inline(object\n             ): kind = 'inline'\n",
     "fix/licensed.py": "# Copyright ACME.\n# SPDX-License-Identifier: MIT\nclass First:\n    pass\n\n\n"
                        "class Second:\n    pass\n",
+    "fix/props.py": "class Boxed:\n    @property\n    def size(self):\n        return self._size\n\n"
+                    "    @size.setter\n    def size(self, value):\n        self._size = value\n",
     "gone/__init__.py": "",
     "gone/parts.py": "class Part:\n    pass\n",
     "gone/test_parts.py": '''\
@@ -341,6 +343,21 @@ def test_delete_class_of_the_first_class_keeps_the_licence_that_opens_the_file(d
     other = open_session(daemon)   # the committed module imports in a new session
     assert run(other, "import fix.licensed as m\n(hasattr(m, 'First'), m.Second.__name__)") == repr(
         (False, "Second"))
+    other.close()
+
+
+def test_a_propertys_getter_edited_from_get_method_source_keeps_its_setter(daemon, image, c):
+    # compile_method took one def only, so the getter went alone and replaced the setter.
+    shown = structured(c, "get_method_source", className="fix.props.Boxed", selector="size")["source"]
+    ok(c, "compile_method", className="fix.props.Boxed", source=shown.replace("return self._size",
+                                                                              "return self._size * 2"))
+    assert (image / "fix/props.py").read_bytes() == (
+        b"class Boxed:\n    @property\n    def size(self):\n        return self._size * 2\n\n"
+        b"    @size.setter\n    def size(self, value):\n        self._size = value\n")
+    assert "the defs of one property" in error(c, "compile_method", "refused", className="fix.props.Boxed",
+                                               source="def a(self):\n    pass\n\ndef b(self):\n    pass\n")
+    other = open_session(daemon)
+    assert run(other, "from fix.props import Boxed\nb = Boxed()\nb.size = 2\nb.size") == "4"
     other.close()
 
 

@@ -433,3 +433,14 @@ def test_the_comment_lines_that_open_the_file_stay_when_the_first_class_goes(hea
     assert splice.remove_class(source, "B") == (
         header + "# Copyright ACME.\n# SPDX-License-Identifier: MIT\nclass A:\n    pass\n")
     assert splice.remove_class("x = 1\n# About A.\nclass A:\n    pass\n", "A") == "x = 1\n"
+
+
+@pytest.mark.parametrize("after", ["", "\n    def q(self):\n        pass\n"])
+def test_replacing_a_propertys_defs_with_its_defs_leaves_no_stray_blank_lines(after):
+    # The later def went but the blank line that set it off stayed, one more per edit.
+    pair = ("    @property\n    def p(self):\n        return {}\n\n"
+            "    @p.setter\n    def p(self, value):\n        pass\n")
+    source = "class C:\n" + pair.format(1) + after
+    text = "@property\ndef p(self):\n    return 2\n\n@p.setter\ndef p(self, value):\n    pass\n"
+    new, replaced = splice.put_method(source, "C", text)
+    assert replaced and new == "class C:\n" + pair.format(2) + after

@@ -289,3 +289,29 @@ def test_tests_run_against_the_sessions_uncommitted_changes(client):
     assert len(client.progress) == 3
     named = client.ok("list_failing_tests", classNames=["zoo.test_zoo.ZooTest"])["structuredContent"]
     assert named["run"] == 3
+
+
+PROPERTY = ("@property\ndef age(self):\n    return self._age\n\n"
+            "@age.setter\ndef age(self, value):\n    self._age = value\n")
+
+
+def test_compile_method_takes_a_propertys_defs_together(client, image):
+    # One def only was accepted: a getter compiled from get_method_source's text (getter and
+    # setter) had to go alone, and replaced the setter with it.
+    client.ok("compile_method", className="Dog", source=PROPERTY)
+    shown = client.ok("get_method_source", className="Dog", selector="age")["structuredContent"]["source"]
+    assert shown == PROPERTY
+    client.ok("compile_method", className="Dog",
+              source=shown.replace("return self._age", "return self._age + 1"))
+    dog = client.view.module("zoo.animals").Dog("rex")
+    dog.age = 3
+    assert dog.age == 4
+    assert ("    @property\n    def age(self):\n        return self._age + 1\n\n"
+            "    @age.setter\n    def age(self, value):\n        self._age = value\n") in disk(image)
+    for source in ("def a(self):\n    pass\n\ndef b(self):\n    pass\n",
+                   "def a(self):\n    pass\n\nx = 1\n"):
+        assert "the defs of one property" in client.error("compile_method", "refused",
+                                                          className="Dog", source=source)
+    assert "meta makes one def a classmethod" in client.error("compile_method", "refused",
+                                                              className="Dog", source=PROPERTY, meta=True)
+    assert not client.view.has_changes

@@ -183,9 +183,11 @@ def put_method(source: str, class_name: str, method_text: str) -> tuple[str, boo
     text = _with_newlines(indent_code(method_text, _body_indent(lines, classdef)), nl)
     existing = method_nodes(classdef, method.name)
     if existing:
-        # Later duplicates go first so earlier line numbers stay valid.
+        # Later duplicates go first so earlier line numbers stay valid; the blank lines
+        # that set one off go with it (a property's getter and setter become the text).
         for node in reversed(existing[1:]):
-            source = _replace(source, first_line(node), node.end_lineno, "")
+            start = first_line(node)
+            source = _tidy_blanks(_replace(source, start, node.end_lineno, ""), start)
         first = existing[0]
         return _replace(source, first_line(first), first.end_lineno, text), True
     body = classdef.body

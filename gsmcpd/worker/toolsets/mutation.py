@@ -28,16 +28,32 @@ DICTIONARY = {"dictionaryName": string_prop("an image module, dotted name (e.g. 
 
 def parse_single(source: str, wanted, what: str):
     """Parse `source`, which must be exactly one statement of type `wanted`."""
+    text, body = _parse_statements(source)
+    if len(body) != 1 or not isinstance(body[0], wanted):
+        raise ToolError("refused", f"the source must be a single {what} and nothing else; "
+                        "use execute_code to run other code")
+    return text, body[0]
+
+
+def parse_method(source: str):
+    """Parse a method's source: one def, or the defs of one name that make a property
+    (getter, setter, deleter), as get_method_source gives them. Returns (text, defs)."""
+    text, body = _parse_statements(source)
+    if not body or not all(isinstance(node, splice.FunctionNode) for node in body) or len(
+            {node.name for node in body}) != 1:
+        raise ToolError("refused", "the source must be a single def or async def (or the defs "
+                        "of one property, as get_method_source gives them) and nothing else; "
+                        "use execute_code to run other code")
+    return text, body
+
+
+def _parse_statements(source: str) -> tuple[str, list[ast.stmt]]:
     text = splice.dedent_code(source).strip("\r\n") + "\n"
     try:
-        tree = ast.parse(text)
+        return text, ast.parse(text).body
     except SyntaxError as error:   # one about the whole text (a NUL byte) has no line
         where = f"line {error.lineno}: " if error.lineno else ""
         raise ToolError("compileError", where + error.msg) from None
-    if len(tree.body) != 1 or not isinstance(tree.body[0], wanted):
-        raise ToolError("refused", f"the source must be a single {what} and nothing else; "
-                        "use execute_code to run other code")
-    return text, tree.body[0]
 
 
 def dictionary_name_parts(name: str) -> list[str]:
@@ -82,8 +98,9 @@ class MutationToolset(Toolset):
                                 "recompileMethods": bool_prop("carry the existing methods over (default true)"),
                                 **{"dictionaryName": string_prop("the image module for a new class")}},
                                ["source"]), self.compile_class_definition))
-        add(Tool("compile_method", "Add or replace one method (a single def, decorators allowed) "
-                 "on a class, live and in source, commit. A name the class binds to an attribute "
+        add(Tool("compile_method", "Add or replace one method (a single def, decorators allowed, "
+                 "or a property's defs of one name together) on a class, live and in source, "
+                 "commit. A name the class binds to an attribute "
                  "is refused. category is accepted and ignored (Python has no method categories).",
                  object_schema({**CLASS_NAME, "source": string_prop("one def / async def"),
                                 "category": string_prop("ignored"), **META},
@@ -137,9 +154,14 @@ class MutationToolset(Toolset):
 
     def compile_method(self, arguments):
         ref, cls = self._guarded(arguments["className"])
-        text, node = parse_single(arguments["source"], splice.FunctionNode, "def or async def")
+        # A property's defs come together: compiling its getter alone would drop its setter.
+        text, defs = parse_method(arguments["source"])
+        node = defs[0]
         meta = arguments.get("meta")
-        if meta and splice.method_kind(node) not in ("class", "static"):
+        if meta and any(splice.method_kind(item) not in ("class", "static") for item in defs):
+            if len(defs) > 1:
+                raise ToolError("refused", f"meta makes one def a classmethod; {node.name} "
+                                f"is {len(defs)} defs (a property is not class-side)")
             text = "@classmethod\n" + text
         attributes = splice.attribute_nodes(catalog.class_node(self.view, ref), node.name)
         if attributes:
