@@ -139,28 +139,26 @@ class Connection:
                 self._arm_idle()
             return
         self._cancel_timer()
+        self._hand_over(request, self.router.app.handle)
+
+    def _gate_head(self, head):
+        """Run the app's head-only gates while the body waits: a refused request is
+        answered now and the connection closed (head.keep_alive is False), its body never
+        read (an unauthenticated client must not make the router buffer up to
+        GS_MCP_MAX_BODY); one that passes reads on (read_body)."""
+        self._hand_over(head, self.router.app.handle_head)
+
+    def _hand_over(self, request, handle):
+        """The app takes `request` (whole, or a head whose body waits): reading stops
+        PIPELINE_BUFFER ahead until it answers, and a bug in it never leaks the connection."""
         self.busy = True
         self.current = request
         self._update_interest()
         try:
-            self.router.app.handle(self, request)
+            handle(self, request)
         except Exception:
             log.exception("handling %r from %s failed", request, self.peer)
             self._handling_failed(request)
-
-    def _gate_head(self, head):
-        """Run the app's head-only gates while the body waits: a refused request is
-        answered now and the connection closed, its body never read (an unauthenticated
-        client must not make the router buffer up to GS_MCP_MAX_BODY); one that passes
-        reads on (read_body)."""
-        self.busy = True   # reading stops PIPELINE_BUFFER into the body meanwhile
-        self.current = head   # keep_alive False: an answer now closes the connection
-        self._update_interest()
-        try:
-            self.router.app.handle_head(self, head)
-        except Exception:
-            log.exception("gating %r from %s failed", head, self.peer)
-            self._handling_failed(head)
 
     def read_body(self):
         """The app's answer to a head that passed its gates: read the body, then the
