@@ -430,3 +430,19 @@ def test_a_break_during_a_commit_says_whether_the_commit_stands(tmp_path, step):
         assert b.tool("commit")["structuredContent"]["committed"] == ["pets"]
         assert (image / "pets.py").read_text() == "SOUND = 'purr'\n"
         assert not (image / ".gsmcpd" / "commit.intent").exists()
+
+
+def test_an_intent_planted_to_write_outside_the_image_is_refused_and_nothing_moves(shop, tmp_path):
+    # With per-user workers another account can write the intent; the next commit would
+    # apply it with the committer's rights: it may name only the image's module files.
+    victim = tmp_path / "victim.py"
+    victim.write_text("mine\n")
+    client = session(shop)
+    intent = shop.image / ".gsmcpd" / "commit.intent"
+    intent.write_text(json.dumps({"writes": {str(victim): "shop/__init__.py"}, "removes": [],
+                                  "record": {"id": "planted"}}))
+    reply = client.call("tools/call", {"name": "compile_method", "arguments": {
+        "className": "shop.models.Product", "source": SHOUT}}).json()
+    said = json.dumps(reply)
+    assert "is not a commit intent" in said and "not a module file of the image" in said, reply
+    assert victim.read_text() == "mine\n" and (shop.image / "shop" / "__init__.py").exists()

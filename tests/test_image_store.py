@@ -14,7 +14,7 @@ import pytest
 
 from gsmcpd.image import store as store_module
 from gsmcpd.image.default import EXAMPLE_FILES, ensure_default_image
-from gsmcpd.image.store import CommitConflict, ImageStore, module_name_of, sha256
+from gsmcpd.image.store import CommitConflict, ImageStore, _intent_shape_problem, module_name_of, sha256
 from helpers import exclusive_lock_free, unwritable_dir
 
 REPO = Path(__file__).resolve().parent.parent
@@ -240,6 +240,44 @@ def test_a_garbled_intent_is_named_in_the_error(tmp_path, text, says):
     with pytest.raises(ValueError, match="commit.intent is not a commit intent") as refused:
         store.read_snapshot()
     assert says in str(refused.value)
+
+
+REC = '"record": {"id": "1"}'
+
+
+@pytest.mark.parametrize("text,says", [
+    ('{"writes": {"/tmp/victim.py": "a.py"}, "removes": [], %s}' % REC, "/outside/victim.py', not a module file"),
+    ('{"writes": {"../victim.py": ".victim.py.tmp-1"}, "removes": [], %s}' % REC, "'../victim.py', not a module"),
+    ('{"writes": {"a.py": "../../x"}, "removes": [], %s}' % REC, "'../../x', not a temporary file beside 'a.py'"),
+    ('{"writes": {"a.py": "pkg/.a.py.tmp-1"}, "removes": [], %s}' % REC, "not a temporary file beside"),
+    ('{"writes": {".gsmcpd/journal.py": ".gsmcpd/.journal.py.tmp-1"}, "removes": [], %s}' % REC,
+     "not a module file"),
+    ('{"writes": {}, "removes": ["../../home/b/notes.py"], %s}' % REC, "'../../home/b/notes.py', not a module"),
+    ('{"writes": {}, "removes": ["pkg//a.py"], %s}' % REC, "not a module file"),
+])
+def test_an_intent_naming_a_path_outside_the_image_is_refused_and_nothing_applied(tmp_path, text, says):
+    # With per-user workers another account can write the intent: the next committer
+    # would apply it with its own rights.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    victim = outside / "victim.py"
+    victim.write_text("mine\n")
+    store = make_image(tmp_path / "image", {"a.py": "a = 1\n", "pkg/__init__.py": ""})
+    store.read_snapshot()
+    text = text.replace("/tmp/victim.py", str(victim))
+    (tmp_path / "image" / ".gsmcpd" / "commit.intent").write_text(text)
+    with pytest.raises(ValueError, match="commit.intent is not a commit intent") as refused:
+        store.commit({"a.py": b"a = 2\n"}, {"a.py": sha256(b"a = 1\n")}, user="u", session_id="t")
+    assert says in str(refused.value)
+    assert victim.read_text() == "mine\n" and (tmp_path / "image" / "a.py").read_text() == "a = 1\n"
+
+
+def test_an_intent_written_by_a_commit_passes_the_path_checks(tmp_path):
+    store = make_image(tmp_path, {"pkg/__init__.py": "", "pkg/m.py": "x = 1\n"})
+    store.read_snapshot()
+    intent = {"writes": {"pkg/m.py": "pkg/.m.py.tmp-4194304"}, "removes": ["pkg/old.py"],
+              "record": {"id": "1"}}
+    assert _intent_shape_problem(intent) is None
 
 
 CRASHER = textwrap.dedent('''

@@ -25,6 +25,7 @@ import fcntl
 import hashlib
 import json
 import os
+import posixpath
 import stat
 import re
 import secrets
@@ -62,7 +63,33 @@ def _intent_shape_problem(intent) -> str | None:
         return '"removes" is not a list of file names'
     if not (isinstance(intent.get("record"), dict) and "id" in intent["record"]):
         return '"record" is not a journal record with an id'
+    # Applied by whichever account commits next: with per-user workers another account
+    # can write this file, so it may name only module files of the image and temps
+    # beside them, never a path outside it ("/home/b/.bashrc", "../../x").
+    for rel, temp in intent["writes"].items():
+        if not _is_module_path(rel):
+            return f'"writes" names {rel!r}, not a module file of the image'
+        if not _is_temp_of(temp, rel):
+            return f'"writes" names {temp!r}, not a temporary file beside {rel!r}'
+    for rel in intent["removes"]:
+        if not _is_module_path(rel):
+            return f'"removes" names {rel!r}, not a module file of the image'
     return None
+
+
+def _is_module_path(rel: str) -> bool:
+    """A relative, normalised path of a .py file, as the image names its files."""
+    parts = rel.split("/")
+    return (rel.endswith(".py") and posixpath.normpath(rel) == rel and "\\" not in rel
+            and "\0" not in rel and not rel.startswith("/") and parts[0] != STATE_DIR
+            and all(part not in ("", ".", "..") for part in parts))
+
+
+def _is_temp_of(temp: str, rel: str) -> bool:
+    directory, name = posixpath.split(rel)
+    temp_dir, temp_leaf = posixpath.split(temp)
+    return (temp_dir == directory and temp_leaf.startswith(f".{name}.tmp-")
+            and temp_leaf[len(name) + 6:].isdigit())
 
 
 def module_name_of(relpath: str) -> str:
@@ -429,6 +456,9 @@ class ImageStore:
 
     def _apply(self, intent: dict) -> int:
         """Make the disk what the intent says; safe to repeat after a kill at any step."""
+        for rel in sorted({*intent["writes"], *intent["removes"]}):
+            if not self._inside(rel):   # a link planted since the commit checked (or never did)
+                raise UnsafePath(rel)
         for rel, temp in sorted(intent["writes"].items()):
             target = self.image_dir / rel
             with contextlib.suppress(FileNotFoundError):   # moved by an earlier attempt
