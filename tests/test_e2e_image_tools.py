@@ -356,6 +356,10 @@ def test_a_propertys_getter_edited_from_get_method_source_keeps_its_setter(daemo
         b"    @size.setter\n    def size(self, value):\n        self._size = value\n")
     assert "the defs of one property" in error(c, "compile_method", "refused", className="fix.props.Boxed",
                                                source="def a(self):\n    pass\n\ndef b(self):\n    pass\n")
+    before = (image / "fix/props.py").read_bytes()
+    assert "is written as 2 defs" in error(c, "compile_method", "refused", className="fix.props.Boxed",
+                                           source="@property\ndef size(self):\n    return 0\n")
+    assert (image / "fix/props.py").read_bytes() == before
     other = open_session(daemon)
     assert run(other, "from fix.props import Boxed\nb = Boxed()\nb.size = 2\nb.size") == "4"
     other.close()

@@ -314,4 +314,11 @@ def test_compile_method_takes_a_propertys_defs_together(client, image):
                                                           className="Dog", source=source)
     assert "meta makes one def a classmethod" in client.error("compile_method", "refused",
                                                               className="Dog", source=PROPERTY, meta=True)
+    # The getter alone would replace the setter too: refused, nothing changed.
+    before = disk(image)
+    getter_alone = "@property\ndef age(self):\n    return 0\n"
+    assert ("zoo.animals.Dog.age is written as 2 defs (a property's getter, setter...) and the "
+            "source has 1; send them together") in client.error("compile_method", "refused",
+                                                                 className="Dog", source=getter_alone)
+    assert disk(image) == before
     assert not client.view.has_changes

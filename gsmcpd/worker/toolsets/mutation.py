@@ -163,7 +163,15 @@ class MutationToolset(Toolset):
                 raise ToolError("refused", f"meta makes one def a classmethod; {node.name} "
                                 f"is {len(defs)} defs (a property is not class-side)")
             text = "@classmethod\n" + text
-        attributes = splice.attribute_nodes(catalog.class_node(self.view, ref), node.name)
+        classdef = catalog.class_node(self.view, ref)
+        existing = splice.method_nodes(classdef, node.name)
+        if len(existing) > len(defs):
+            # A property's getter alone would replace its setter and deleter too.
+            raise ToolError("refused", f"{ref.qualified}.{node.name} is written as "
+                            f"{len(existing)} defs (a property's getter, setter...) and the source "
+                            f"has {len(defs)}; send them together, as get_method_source gives "
+                            "them, so none is dropped")
+        attributes = splice.attribute_nodes(classdef, node.name)
         if attributes:
             # Methods and attributes share the class namespace: the def would replace it.
             raise ToolError("refused", f"{ref.qualified}.{node.name} is a class attribute, not a "
