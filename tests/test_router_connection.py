@@ -591,3 +591,17 @@ def test_a_small_body_written_after_its_head_is_read_before_any_gate(harness):
     h.client.sendall(request[split:])
     h.client.shutdown(socket.SHUT_WR)
     assert bodies_of(h.read_until_closed()) == [b"x" * 100] and h.heads == []
+
+
+def test_a_head_passed_late_gives_its_body_a_whole_read_window(harness):
+    # Time spent in the gates (a key refetch) is not the client's: the body's read
+    # deadline starts when the head passes, even when one was armed before.
+    def pass_after_a_while(h, conn, head):
+        conn._set_deadline("read", -100)     # as if armed long ago, while the head arrived
+        h.passed_at = h.loop.time()
+        conn.read_body()
+    h = harness(answer_at_once, handle_head=pass_after_a_while)
+    h.client.sendall(post(b"", b"Expect: 100-continue\r\n").replace(b"Length: 0", b"Length: 5"))
+    h.run_until(lambda: h.heads and not h.conn.busy)
+    assert h.conn._deadline_kind == "read"
+    assert h.conn._deadline == h.passed_at + h.conn.read_timeout

@@ -173,7 +173,8 @@ class Connection:
         # then sends it anyway).
         if head.expects_continue():
             self.write(http.CONTINUE)
-        self._arm_read_timeout()
+        # The body's own window: the gates' time (a key refetch) is not the client's.
+        self._set_deadline("read", self.read_timeout)
         self._update_interest()
         if self.parser.buffered or self._closing or self._peer_eof:
             self.loop.call_soon(self._next_request)

@@ -228,7 +228,8 @@ class MutationToolset(Toolset):
             except BaseException as error:   # the user's code may raise SystemExit too
                 if not carried:
                     raise definition_error(error) from None
-                failed = [m.name for m in carried if _fails(module, filename, new_source, name, m.name)]
+                failed = list(dict.fromkeys(m.name for m in carried
+                                             if _fails(module, filename, new_source, name, m.name)))
                 new_source = build([m for m in carried if m.name not in failed])
                 try:
                     new_class = live.evaluate_class(module, filename, new_source, name)
