@@ -446,3 +446,20 @@ def test_an_intent_planted_to_write_outside_the_image_is_refused_and_nothing_mov
     said = json.dumps(reply)
     assert "is not a commit intent" in said and "not a module file of the image" in said, reply
     assert victim.read_text() == "mine\n" and (shop.image / "shop" / "__init__.py").exists()
+
+
+def test_a_package_linked_in_by_the_daemons_own_account_is_committed_through(tmp_path):
+    # A single-user layout: image/shop -> ~/src/shop, a link the user made themselves.
+    src = write_image(tmp_path / "src", EXAMPLE_FILES)
+    image = tmp_path / "image"
+    image.mkdir()
+    (image / "shop").symlink_to(src / "shop", target_is_directory=True)
+    assert os.lstat(image / "shop").st_uid == os.geteuid()
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
+        client = session(daemon)
+        done = client.tool("compile_method", className="shop.models.Product", source=SHOUT)
+        assert not done.get("isError"), done
+        assert done["structuredContent"]["committed"] == ["shop.models"]
+    assert "def shout(self):" in (src / "shop" / "models.py").read_text()
+    assert (image / "shop").is_symlink()
+    assert [f["file"] for record in journal(image) for f in record["files"]] == ["shop/models.py"]

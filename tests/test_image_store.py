@@ -551,20 +551,67 @@ def test_a_linked_cache_in_a_package_a_commit_empties_goes_without_what_it_point
     assert (bens / "notes.txt").read_text() == "keep me\n"
 
 
+OTHER_UID = 1234
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="making a link another account's "
+                                "(lchown to another uid) needs root")
+
+
+@needs_root
 @pytest.mark.parametrize("rel", ["linked/new.py", "linked/m.py", "linked/deeper/new.py"])
-def test_a_commit_through_a_linked_directory_is_refused_and_writes_nothing(tmp_path, rel):
+def test_a_commit_through_a_linked_directory_another_account_owns_is_refused_and_writes_nothing(
+        tmp_path, rel):
     store = make_image(tmp_path / "image", {"a.py": "a = 1\n"})
     bens = tmp_path / "bens-dir"
     bens.mkdir()
     (bens / "__init__.py").write_text("")
     (bens / "m.py").write_text("m = 1\n")
     (store.image_dir / "linked").symlink_to(bens, target_is_directory=True)
+    os.lchown(store.image_dir / "linked", OTHER_UID, OTHER_UID)     # ben planted it
     before = sorted(p.name for p in bens.rglob("*"))
     with pytest.raises(store_module.UnsafePath, match="symbolic link") as refused:
         _committed(store, {rel: b"x = 1\n", "a.py": b"a = 2\n"})
     assert refused.value.errno == errno.ELOOP
     assert sorted(p.name for p in bens.rglob("*")) == before and (bens / "m.py").read_text() == "m = 1\n"
     assert (store.image_dir / "a.py").read_text() == "a = 1\n"     # all or nothing
+
+
+@needs_root
+def test_a_link_another_account_owns_deeper_on_the_way_or_at_a_links_target_is_refused(tmp_path):
+    store = make_image(tmp_path / "image", {"pkg/__init__.py": "", "pkg/m.py": "m = 1\n"})
+    bens = tmp_path / "bens-dir"
+    bens.mkdir()
+    (store.image_dir / "pkg" / "sub").symlink_to(bens, target_is_directory=True)
+    os.lchown(store.image_dir / "pkg" / "sub", OTHER_UID, OTHER_UID)
+    (store.image_dir / "mine").symlink_to("pkg/sub", target_is_directory=True)  # mine, to ben's
+    for rel in ("pkg/sub/new.py", "mine/new.py"):
+        with pytest.raises(store_module.UnsafePath, match="symbolic link"):
+            _committed(store, {rel: b"x = 1\n"})
+    assert list(bens.iterdir()) == []
+
+
+def test_a_link_this_account_made_to_a_package_outside_the_image_is_committed_through(tmp_path):
+    # image/mypkg -> ~/src/mypkg, a link the user made: no other account is involved
+    store = make_image(tmp_path / "image", {"a.py": "a = 1\n"})
+    src = tmp_path / "src" / "mypkg"
+    src.mkdir(parents=True)
+    (src / "__init__.py").write_text("")
+    (src / "m.py").write_text("m = 1\n")
+    (src / "sub").mkdir()
+    (store.image_dir / "mypkg").symlink_to(src, target_is_directory=True)
+    assert os.lstat(store.image_dir / "mypkg").st_uid == os.geteuid()
+    assert "mypkg/m.py" in store.read_snapshot().files
+    assert _committed(store, {"mypkg/m.py": b"m = 2\n", "mypkg/sub/new.py": b"n = 1\n",
+                              "mypkg/deeper/new.py": b"d = 1\n"}) == 1
+    assert (src / "m.py").read_bytes() == b"m = 2\n"
+    assert (src / "sub" / "new.py").read_bytes() == b"n = 1\n"
+    assert (src / "deeper" / "new.py").read_bytes() == b"d = 1\n"
+    assert (store.image_dir / "mypkg").is_symlink()                 # the link stays a link
+    gone = {"mypkg/__init__.py": b"", "mypkg/m.py": b"m = 2\n", "mypkg/sub/new.py": b"n = 1\n",
+            "mypkg/deeper/new.py": b"d = 1\n"}
+    assert store.commit(dict.fromkeys(gone), {rel: sha256(data) for rel, data in gone.items()},
+                        user="u", session_id="s") == 2
+    assert (store.image_dir / "mypkg").is_symlink() and src.is_dir()   # emptied, not removed
+    assert not (src / "m.py").exists() and not (src / "deeper").exists()
 
 
 def test_a_directory_a_commit_makes_takes_its_parents_mode_whatever_the_umask(tmp_path):

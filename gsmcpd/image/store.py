@@ -129,9 +129,10 @@ class CommitPending(OSError):
 
 
 class UnsafePath(OSError):
-    """A commit would write or remove through a symbolic link to a directory: with
-    per-user workers another account can plant one in the shared image, and this
-    account's process must not write where it points. Nothing was written."""
+    """A commit would write or remove through a symbolic link to a directory that
+    another account (not this process's, not root) owns: with per-user workers one can
+    be planted in the shared image, and this account's process must not write where
+    it points. Nothing was written. A link this account or root made is followed."""
 
     def __init__(self, rel: str):
         super().__init__(errno.ELOOP, f"{rel}: its directory in the image is (or lies under) a "
@@ -510,10 +511,40 @@ class ImageStore:
                 return None
 
     def _inside(self, rel: str) -> bool:
-        """Whether `rel`'s directory is where it seems: no symbolic link on the way,
-        so what is written or removed there stays inside the image."""
-        parent = os.path.dirname(os.path.join(self.root, rel))
-        return os.path.realpath(parent) == os.path.normpath(parent)
+        """Whether `rel`'s directory may be written: no symbolic link on the way (each
+        component from the image root down, and each link's own target, checked with
+        lstat) that another account made. A link this process's account or root owns
+        (say image/mypkg -> ~/src/mypkg, made by the user) is trusted and followed;
+        with per-user workers one another account planted in the shared image is not."""
+        trusted = {os.geteuid(), 0}
+        parent = os.path.dirname(os.path.normpath(os.path.join(self.root, rel)))
+        if os.path.commonpath([self.root, parent]) != self.root:
+            return os.path.realpath(parent) == parent   # not below the root: as before
+        pending = os.path.relpath(parent, self.root).split(os.sep)[::-1]
+        resolved, hops = self.root, 0
+        while pending:
+            name = pending.pop()
+            if name in ("", os.curdir):
+                continue
+            if name == os.pardir:
+                resolved = os.path.dirname(resolved)
+                continue
+            path = os.path.join(resolved, name)
+            try:
+                info = os.lstat(path)
+            except (FileNotFoundError, NotADirectoryError):
+                return True    # the rest does not exist yet: the commit makes it, no link
+            if not stat.S_ISLNK(info.st_mode):
+                resolved = path
+                continue
+            hops += 1
+            if info.st_uid not in trusted or hops > 40:
+                return False
+            target = os.readlink(path)
+            if os.path.isabs(target):
+                resolved = os.sep
+            pending.extend(target.split(os.sep)[::-1])
+        return True
 
     def _sweep_temps(self, directories) -> None:
         """Temp files a killed commit left behind (or links planted in their place);
@@ -575,8 +606,9 @@ class ImageStore:
             target.unlink()
         _fsync_dir(target.parent)
         parent = target.parent
-        # A package directory left with nothing but caches goes too.
-        while parent != self.image_dir and not any(
+        # A package directory left with nothing but caches goes too (a linked one
+        # stays: the link is the user's, and so is what it points to).
+        while parent != self.image_dir and not parent.is_symlink() and not any(
                 p.name != "__pycache__" for p in parent.iterdir()):
             for cache in parent.iterdir():
                 _remove_tree(cache)
