@@ -7,6 +7,7 @@ MCP_ISSUER, exactly as it would from a real authorization server.
 
 import json
 import os
+import select
 import socket
 import threading
 import time
@@ -230,26 +231,54 @@ def test_with_expect_continue_a_valid_token_gets_100_and_its_big_body_is_served(
     assert client.call("ping").status == 200   # the session serves on
 
 
-def test_beyond_the_connection_cap_a_new_connection_gets_503_and_open_sessions_serve_on(tmp_path):
+def test_at_the_connection_cap_idle_connections_make_room_for_a_real_client(tmp_path):
     server, daemon = start_auth_daemon(tmp_path, GS_MCP_MAX_CONNECTIONS="4")
     idle = []
     try:
+        for _ in range(4):    # connected, and sent nothing: they hold every place
+            idle.append(socket.create_connection(("127.0.0.1", daemon.port), timeout=10))
         client = AuthClient(daemon.port, server.idp.mint())
-        client.initialize()   # its keep-alive connection is one of the four
-        for _ in range(3):    # unauthenticated, and idle: they hold a place all the same
-            idle.append(socket.create_connection(("127.0.0.1", daemon.port), timeout=5))
+        assert "result" in client.initialize()   # the one idle longest is closed to admit it
+        assert client.call("ping").status == 200
+        # Those closed for room (any of the four: accepted together, idle as long as each
+        # other) were closed unanswered, none refused 503.
+        closed, _, _ = select.select(idle, [], [], 10)
+        assert closed and all(recv_all(s) == b"" for s in closed)
+        assert "GS_MCP_MAX_CONNECTIONS" in daemon.log_text()
+    finally:
+        for s in idle:
+            s.close()
+        daemon.stop()
+        server.close()
+
+
+def test_beyond_the_connection_cap_with_none_idle_a_new_connection_gets_503_and_sessions_serve_on(tmp_path):
+    server, daemon = start_auth_daemon(tmp_path, GS_MCP_MAX_CONNECTIONS="4", GS_MCP_READ_TIMEOUT="120")
+    reading = []
+    try:
+        client = AuthClient(daemon.port, server.idp.mint())
+        client.initialize()   # its keep-alive connection, idle, is closed to admit the fourth below
+        head = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                b"Authorization: Bearer %s\r\nMCP-Session-Id: %s\r\nExpect: 100-continue\r\n"
+                b"Content-Length: 1000000\r\n\r\n" % (client.token.encode(), client.session.encode()))
+        for _ in range(4):    # each invited to send its body, and reading it: none is idle
+            s = socket.create_connection(("127.0.0.1", daemon.port), timeout=10)
+            reading.append(s)
+            s.sendall(head)
+            assert s.recv(25) == b"HTTP/1.1 100 Continue\r\n\r\n"
         with socket.create_connection(("127.0.0.1", daemon.port), timeout=5) as fifth:
             raw = recv_all(fifth)
         assert status_of(raw) == 503
         assert head_fields(raw)["retry-after"] == "1" and head_fields(raw)["connection"] == "close"
         assert "GS_MCP_MAX_CONNECTIONS" in json.loads(body_of(raw))["error"]["message"]
-        assert client.call("ping").status == 200   # the session open keeps serving
-        assert "GS_MCP_MAX_CONNECTIONS" in daemon.log_text()
-        idle.pop().close()   # a place freed is a connection served
+        assert "answering new ones 503" in daemon.log_text()
+        reading.pop().close()   # a place freed is a connection served
         assert wait_until(lambda: status_of(raw_exchange(
             daemon.port, b"GET /.well-known/oauth-protected-resource HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")) == 200)
+        client.close()   # its connection was closed for room: the session serves on over a new one
+        assert client.call("ping").status == 200
     finally:
-        for s in idle:
+        for s in reading:
             s.close()
         daemon.stop()
         server.close()

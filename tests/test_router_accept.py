@@ -56,9 +56,75 @@ def read_all(client):
     return data
 
 
-def test_connections_beyond_the_cap_get_503_and_close_while_those_open_stay(router):
+def connection_of(router, client):
+    return next(conn for conn in router.connections if conn.peer == client.getsockname())
+
+
+def hold(router, monkeypatch, stream=False):
+    """The app takes each request and keeps it unanswered (busy), or starts a stream on it."""
+    def handle(conn, request):
+        if stream:
+            conn.start_stream(200, [("Content-Type", "text/event-stream")])
+    monkeypatch.setattr(router.app, "handle", handle)
+
+
+def send(router, client, data, until):
+    """Send `data` on `client` and let its connection read it, until `until(conn)`."""
+    client.sendall(data)
+    conn = connection_of(router, client)
+    for _ in range(10000):
+        conn._on_readable()
+        if until(conn):
+            return conn
+    raise AssertionError("the connection never read it")
+
+
+REQUEST = b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+
+
+def working(router, monkeypatch, client, how):
+    """Make `client`'s connection busy with a request, streaming, or mid-request."""
+    if how == "reading":
+        return send(router, client, b"POST /mcp HTTP/1.1\r\nHost: 1", lambda conn: conn.parser.in_progress)
+    hold(router, monkeypatch, stream=how == "streaming")
+    return send(router, client, REQUEST, lambda conn: conn.busy)
+
+
+def closed_by_router(client):
+    client.settimeout(5)
+    try:
+        return read_all(client) == b""   # EOF, unanswered
+    except ConnectionResetError:
+        return True
+
+
+@pytest.mark.parametrize("how", ["busy", "streaming", "reading"])
+def test_at_the_cap_an_idle_connection_is_closed_to_admit_a_new_one_and_a_working_one_kept(
+        router, monkeypatch, how):
+    idle = router.connect()
+    accept(router, idle, lambda: len(router.connections) == 1)
+    other = router.connect()
+    accept(router, other, lambda: len(router.connections) == 2)
+    kept = working(router, monkeypatch, other, how)
+    third = router.connect()
+    accept(router, third, lambda: any(conn.peer == third.getsockname() for conn in router.connections))
+    assert len(router.connections) == 2 and kept in router.connections and not kept.closed
+    assert closed_by_router(idle) and not answered(third)
+    # The new one, idle in its turn, makes room for the next: the working one never does.
+    fourth = router.connect()
+    accept(router, fourth, lambda: any(conn.peer == fourth.getsockname() for conn in router.connections))
+    assert len(router.connections) == 2 and kept in router.connections and not kept.closed
+    assert closed_by_router(third) and not answered(fourth)
+
+
+def test_connections_beyond_the_cap_get_503_and_close_while_those_open_stay(router, monkeypatch):
+    # None of those open is idle (one answering a request, one reading one): none is closed.
+    opened = []
     for count in (1, 2):
-        accept(router, router.connect(), lambda: len(router.connections) == count)
+        opened.append(router.connect())
+        accept(router, opened[-1], lambda: len(router.connections) == count)
+    working(router, monkeypatch, opened[0], "reading")
+    working(router, monkeypatch, opened[1], "busy")
     third = router.connect()
     accept(router, third, lambda: answered(third))
     raw = read_all(third)   # closed by the router: EOF after the answer

@@ -376,6 +376,18 @@ class Connection:
     def _arm_idle(self):
         self._set_deadline("idle", IDLE_KEEPALIVE_SECONDS)
 
+    def idle_since(self):
+        """When this connection began waiting, between requests, for its next one (its
+        keep-alive wait), or None while it does anything at all: answers a request,
+        streams, holds input or output not yet dealt with, reads a request or its TLS
+        handshake, or is closing. Only an idle connection may be closed to make room for
+        a new one at GS_MCP_MAX_CONNECTIONS (Router._evict_idlest)."""
+        if (self._deadline_kind != "idle" or self.closed or self.busy or self.streaming
+                or self.current is not None or self.parser.buffered or self.parser.in_progress
+                or self.out or self._close_when_flushed or self._closing or self._peer_eof):
+            return None
+        return self._deadline - IDLE_KEEPALIVE_SECONDS
+
     def _set_deadline(self, kind, delay):
         self._deadline_kind = kind
         self._deadline = self.loop.time() + delay

@@ -74,6 +74,7 @@ class Router:
         self.connections = set()
         self._connections_full = connections_full_response(config.max_connections)
         self._refusing_connections = False   # logged once per spell at the cap
+        self._evicting_connections = False   # likewise
         self.listener = None
         self.port = None
         self.stopping = False
@@ -153,22 +154,45 @@ class Router:
                 self.loop.call_later(ACCEPT_PAUSE, self._resume_accepting)
                 return
             if len(self.connections) >= self.config.max_connections:
-                self._refuse_connection(sock, peer)
-                continue
-            if self._refusing_connections:
-                self._refusing_connections = False
+                if not self._evict_idlest(peer):
+                    self._refuse_connection(sock, peer)
+                    continue
+            elif self._refusing_connections or self._evicting_connections:
+                self._refusing_connections = self._evicting_connections = False
                 log.info("accepting connections again: %d open", len(self.connections))
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             conn = Connection(self, sock, peer, tls=self.new_tls())
             self.connections.add(conn)
 
+    def _evict_idlest(self, peer):
+        """At the cap, make room for a new connection by closing the one idle longest
+        (waiting between requests: not answering, streaming, or reading one; see
+        Connection.idle_since). Connections held open and silent cannot then lock
+        everyone else out for the keep-alive timeout. False when none is idle. The scan
+        is linear, and runs only at the cap."""
+        idlest, since = None, None
+        for conn in self.connections:
+            began = conn.idle_since()
+            if began is not None and (since is None or began < since):
+                idlest, since = conn, began
+        if idlest is None:
+            return False
+        if not self._evicting_connections:
+            self._evicting_connections = True
+            log.warning("%d client connections open, GS_MCP_MAX_CONNECTIONS: closing the one idle "
+                        "longest to admit each new one (first: %s idle %.0fs, for %s)",
+                        len(self.connections), idlest.peer, self.loop.time() - since, peer)
+        idlest.close()
+        return True
+
     def _refuse_connection(self, sock, peer):
-        """At the cap, a new connection is told so and closed at once: the connections
+        """At the cap with no connection idle (every one answering, streaming or reading
+        a request), a new connection is told so and closed at once: the connections
         open (the sessions they serve) are untouched, and the client learns why, where
         a listener left unwatched would leave it hanging in the backlog."""
         if not self._refusing_connections:
             self._refusing_connections = True
-            log.warning("%d client connections open, GS_MCP_MAX_CONNECTIONS: answering new ones 503 "
+            log.warning("%d client connections open, none idle, GS_MCP_MAX_CONNECTIONS: answering new ones 503 "
                         "(first: %s)", len(self.connections), peer)
         try:
             sock.setblocking(False)
