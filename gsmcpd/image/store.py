@@ -86,10 +86,11 @@ def _is_module_path(rel: str) -> bool:
 
 
 def _is_temp_of(temp: str, rel: str) -> bool:
+    """Whether `temp` is a temp file a commit writes `rel` as (temp_name, any pid)."""
     directory, name = posixpath.split(rel)
     temp_dir, temp_leaf = posixpath.split(temp)
-    return (temp_dir == directory and temp_leaf.startswith(f".{name}.tmp-")
-            and temp_leaf[len(name) + 6:].isdigit())
+    prefix = temp_name(name, "")
+    return temp_dir == directory and temp_leaf.startswith(prefix) and temp_leaf[len(prefix):].isdigit()
 
 
 def module_name_of(relpath: str) -> str:
