@@ -360,10 +360,10 @@ def test_the_daemon_finishes_a_commit_killed_past_its_commit_point_when_it_start
     base = {rel: sha256(data) for rel, data in store.read_snapshot().files.items()}
     real_replace = os.replace
 
-    def replace_all_but_b(src, dst):   # the disk fails once a.py is in place
+    def replace_all_but_b(src, dst, **dir_fds):   # the disk fails once a.py is in place
         if str(dst).endswith("b.py"):
             raise OSError("injected failure")
-        real_replace(src, dst)
+        real_replace(src, dst, **dir_fds)
 
     monkeypatch.setattr(store_module.os, "replace", replace_all_but_b)
     with pytest.raises(CommitPending):

@@ -204,10 +204,10 @@ def test_a_failure_making_the_commit_point_durable_is_a_pending_commit_not_a_fai
     store = make_image(tmp_path, {"a.py": "a = 1\n"})
     real = store_module._fsync_dir
 
-    def failing_fsync_dir(directory):
-        if directory == store.state_dir:
+    def failing_fsync_dir(fd):   # the store fsyncs directories it holds by descriptor
+        if os.path.samestat(os.fstat(fd), os.stat(store.state_dir)):
             raise OSError(5, "injected failure")
-        real(directory)
+        real(fd)
 
     monkeypatch.setattr(store_module, "_fsync_dir", failing_fsync_dir)
     with pytest.raises(store_module.CommitPending):

@@ -29,9 +29,12 @@ import posixpath
 import stat
 import re
 import secrets
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from gsmcpd.image.dirfd import ImageDirs, UntrustedLink, fsync_dir as _fsync_dir, is_entry, readable
 
 STATE_DIR = ".gsmcpd"
 LOCK_NAME = "lock"
@@ -140,6 +143,16 @@ class UnsafePath(OSError):
                                       f"symbolic link; a commit writes only inside the image")
 
 
+class DirectoryMoved(OSError):
+    """A directory a commit wrote its temp files in was moved or replaced (by another
+    account sharing the image) before the commit point: the commit is refused, and
+    what it wrote removed, rather than committed where the image no longer shows it."""
+
+    def __init__(self, rel: str):
+        super().__init__(errno.EAGAIN, f"{rel}: its directory in the image was moved or replaced "
+                                       f"while this commit wrote it; nothing was committed")
+
+
 class ImageStore:
     def __init__(self, image_dir: Path | str):
         # Plain strings; image_dir and state_dir are Paths only when asked for. Every
@@ -152,6 +165,7 @@ class ImageStore:
         self.journal_file = os.path.join(self._state, JOURNAL_NAME)
         self.count_file = os.path.join(self._state, COUNT_NAME)
         self.intent_file = os.path.join(self._state, INTENT_NAME)
+        self._dirs: ImageDirs | None = None   # held while the exclusive lock is (_exclusive)
 
     @property
     def image_dir(self) -> Path:
@@ -199,6 +213,18 @@ class ImageStore:
             os.close(fd)
             raise
         return _Held(fd)
+
+    @contextlib.contextmanager
+    def _exclusive(self):
+        """The exclusive lock, and while it is held the image's directories reached by
+        descriptor (dirfd.ImageDirs, also in self._dirs): every write of a commit or a
+        recovery goes through them, never through a path resolved again."""
+        with self._locked(fcntl.LOCK_EX), ImageDirs(self.root) as dirs:
+            self._dirs = dirs
+            try:
+                yield dirs
+            finally:
+                self._dirs = None
 
     # -- reading ---------------------------------------------------------
 
@@ -301,11 +327,11 @@ class ImageStore:
         journal.seek(size - 1)
         return (lines, size) if journal.read(1) == b"\n" else (0, 0)
 
-    def _remember_count(self, lines: int) -> None:
+    def _remember_count(self, lines: int, state: int) -> None:
         # Only a cache of the journal: a commit never fails for want of writing it.
         with contextlib.suppress(OSError):
-            size = os.stat(self.journal_file).st_size
-            fd = _create_shared(self.count_file, os.O_WRONLY | os.O_TRUNC)
+            size = os.stat(JOURNAL_NAME, dir_fd=state, follow_symlinks=False).st_size
+            fd = _create_shared(COUNT_NAME, os.O_WRONLY | os.O_TRUNC, dir_fd=state)
             try:
                 _write_all(fd, b"%d %d\n" % (lines, size))
             finally:
@@ -335,16 +361,19 @@ class ImageStore:
         nothing, or OSError (see CommitPending for a failure past the commit point).
         `commit_id` names the journal record (random if not given): after any other
         exception, `has_commit(commit_id)` tells whether the commit stands."""
-        with self._locked(fcntl.LOCK_EX):
+        # Every directory is reached through `dirs` (see dirfd.py): checked once, then
+        # held, so no write follows a link swapped in after the check.
+        with self._exclusive() as dirs:
             self._finish_pending()
             for rel in sorted(changes):
-                if not self._inside(rel):
-                    raise UnsafePath(rel)
+                self._check(rel, dirs)
             conflicts = [rel for rel in sorted(changes)
-                         if self._disk_hash(rel) != base_hashes.get(rel)]
+                         if self._disk_hash(rel, dirs) != base_hashes.get(rel)]
             if conflicts:
                 raise CommitConflict(conflicts)
-            self._sweep_temps({(self.image_dir / rel).parent for rel in changes} | {self.state_dir})
+            state = dirs.open(STATE_DIR)
+            self._sweep_temps([state] + [fd for fd in {dirs.held(_dir_of(rel)) for rel in changes}
+                                         if fd is not None])
             intent = {
                 "record": {
                     "id": commit_id or secrets.token_hex(8),
@@ -356,23 +385,22 @@ class ImageStore:
                 "writes": {},
                 "removes": sorted(rel for rel, data in changes.items() if data is None),
             }
-            made = []   # directories this commit created for its new files, outermost first
             try:
                 for rel in sorted(changes):
                     if changes[rel] is not None:
-                        intent["writes"][rel] = self._write_temp(rel, changes[rel], made)
+                        intent["writes"][rel] = self._write_temp(rel, changes[rel], dirs)
+                for rel in sorted(changes):   # the last moment a move can still be refused
+                    self._check_unmoved(rel, dirs)
                 self._write_intent(intent)
             except BaseException:
-                if not os.path.exists(self.intent_file):   # not committed: leave no trace
+                if not _exists(INTENT_NAME, state):   # not committed: leave no trace
                     for temp in intent["writes"].values():
-                        with contextlib.suppress(OSError):
-                            os.unlink(self.image_dir / temp)
-                    for directory in reversed(made):
-                        with contextlib.suppress(OSError):   # not empty: someone else's now
-                            directory.rmdir()
+                        with contextlib.suppress(OSError):   # its directory is held: it was written there
+                            os.unlink(posixpath.basename(temp), dir_fd=dirs.open(_dir_of(temp)))
+                    dirs.unmake()   # a directory no longer empty is someone else's now: it stays
                 raise
             try:   # past the commit point: what fails now is finished later, not undone
-                _fsync_dir(self.state_dir)
+                _fsync_dir(state)
                 return self._apply(intent)
             except OSError as error:
                 raise CommitPending(error) from error
@@ -400,18 +428,15 @@ class ImageStore:
         """Finish a commit that was killed past its commit point (True if there was
         one), and remove the temp files of any killed before it, image-wide (a commit
         sweeps only the directories it writes to)."""
-        with self._locked(fcntl.LOCK_EX):
+        with self._exclusive() as dirs:
             finished = self._finish_pending()
-            self._sweep_temps([self.state_dir] + self._source_dirs())
+            self._sweep_temps([dirs.open(STATE_DIR)])
+            # Every directory of the image but hidden ones (.gsmcpd among them) and caches;
+            # fwalk holds each by descriptor and descends into no link.
+            for _, subdirs, _, fd in os.fwalk(".", dir_fd=dirs.root_fd):
+                subdirs[:] = [name for name in subdirs if not name.startswith(".") and name != "__pycache__"]
+                self._sweep_temps([fd])
             return finished
-
-    def _source_dirs(self) -> list[Path]:
-        """Every directory of the image but hidden ones (.gsmcpd among them) and caches."""
-        found = []
-        for root, dirs, _ in os.walk(self.image_dir):
-            dirs[:] = [name for name in dirs if not name.startswith(".") and name != "__pycache__"]
-            found.append(Path(root))
-        return found
 
     # -- the intent --------------------------------------------------------
 
@@ -440,8 +465,9 @@ class ImageStore:
         return True
 
     def _write_intent(self, intent: dict) -> None:
-        temp = self.state_dir / temp_name(INTENT_NAME, os.getpid())
-        fd = _create_own(temp, 0o664)   # every account reads it
+        state = self._dirs.open(STATE_DIR)
+        temp = temp_name(INTENT_NAME, os.getpid())
+        fd = _create_own(temp, 0o664, dir_fd=state)   # every account reads it
         with contextlib.suppress(PermissionError):
             os.fchmod(fd, 0o664)   # whatever the umask
         try:
@@ -450,30 +476,32 @@ class ImageStore:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-            os.replace(temp, self.intent_file)   # the commit point (made durable by the caller)
+            # the commit point (made durable by the caller)
+            os.replace(temp, INTENT_NAME, src_dir_fd=state, dst_dir_fd=state)
         except BaseException:
             with contextlib.suppress(OSError):
-                os.unlink(temp)
+                os.unlink(temp, dir_fd=state)
             raise
 
     def _apply(self, intent: dict) -> int:
         """Make the disk what the intent says; safe to repeat after a kill at any step."""
+        dirs = self._dirs
         for rel in sorted({*intent["writes"], *intent["removes"]}):
-            if not self._inside(rel):   # a link planted since the commit checked (or never did)
-                raise UnsafePath(rel)
+            self._check(rel, dirs)   # a link planted since the commit checked (or never did)
         for rel, temp in sorted(intent["writes"].items()):
-            target = self.image_dir / rel
+            fd = dirs.open(_dir_of(rel))   # the temp is beside its target (_intent_shape_problem)
             with contextlib.suppress(FileNotFoundError):   # moved by an earlier attempt
-                os.replace(self.image_dir / temp, target)
-            _fsync_dir(target.parent)
+                os.replace(posixpath.basename(temp), posixpath.basename(rel), src_dir_fd=fd, dst_dir_fd=fd)
+            _fsync_dir(fd)
         for rel in intent["removes"]:
-            self._remove(rel)
+            self._remove(rel, dirs)
+        state = dirs.open(STATE_DIR)
         if not self._journaled(intent):
-            self._append_journal(intent["record"])
+            self._append_journal(intent["record"], state)
         version = self._journal_length()
-        self._remember_count(version)
-        os.unlink(self.intent_file)
-        _fsync_dir(self.state_dir)
+        self._remember_count(version, state)
+        os.unlink(INTENT_NAME, dir_fd=state)
+        _fsync_dir(state)
         return version
 
     def _pending_bytes(self, rel: str, temp: str) -> bytes | None:
@@ -511,118 +539,109 @@ class ImageStore:
             except ValueError:
                 return None
 
-    def _inside(self, rel: str) -> bool:
-        """Whether `rel`'s directory may be written: no symbolic link on the way (each
-        component from the image root down, and each link's own target, checked with
-        lstat) that another account made. A link this process's account or root owns
-        (say image/mypkg -> ~/src/mypkg, made by the user) is trusted and followed;
-        with per-user workers one another account planted in the shared image is not."""
-        trusted = {os.geteuid(), 0}
-        parent = os.path.dirname(os.path.normpath(os.path.join(self.root, rel)))
-        if os.path.commonpath([self.root, parent]) != self.root:
-            return os.path.realpath(parent) == parent   # not below the root: as before
-        pending = os.path.relpath(parent, self.root).split(os.sep)[::-1]
-        resolved, hops = self.root, 0
-        while pending:
-            name = pending.pop()
-            if name in ("", os.curdir):
-                continue
-            if name == os.pardir:
-                resolved = os.path.dirname(resolved)
-                continue
-            path = os.path.join(resolved, name)
-            try:
-                info = os.lstat(path)
-            except (FileNotFoundError, NotADirectoryError):
-                return True    # the rest does not exist yet: the commit makes it, no link
-            if not stat.S_ISLNK(info.st_mode):
-                resolved = path
-                continue
-            hops += 1
-            if info.st_uid not in trusted or hops > 40:
-                return False
-            target = os.readlink(path)
-            if os.path.isabs(target):
-                resolved = os.sep
-            pending.extend(target.split(os.sep)[::-1])
-        return True
+    def _check(self, rel: str, dirs: ImageDirs) -> None:
+        """Open `rel`'s directory into `dirs`, refusing (UnsafePath) a symbolic link on
+        the way that another account made; a link this process's account or root owns
+        (say image/mypkg -> ~/src/mypkg, made by the user) is trusted and followed. A
+        directory not there yet is made, and checked, when a temp file is written."""
+        try:
+            dirs.open(_dir_of(rel))
+        except UntrustedLink as error:
+            raise UnsafePath(rel) from error
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+
+    def _check_unmoved(self, rel: str, dirs: ImageDirs) -> None:
+        """Refuse the commit if `rel`'s held directory is no longer the one its path
+        reaches (swapped for a link, or moved, by another account since it was opened)."""
+        if dirs.held(_dir_of(rel)) is None:
+            return   # a removal from a directory that is not there: nothing held, nothing written
+        try:
+            unmoved = dirs.unmoved(_dir_of(rel))
+        except UntrustedLink as error:
+            raise UnsafePath(rel) from error
+        if not unmoved:
+            raise DirectoryMoved(rel)
 
     def _sweep_temps(self, directories) -> None:
-        """Temp files a killed commit left behind (or links planted in their place);
-        under the exclusive lock no other commit is writing, so every one is stale."""
+        """Temp files a killed commit left behind (or links planted in their place) in
+        the held `directories`; under the exclusive lock no other commit is writing, so
+        every one is stale."""
         for directory in directories:
-            if directory.is_symlink() or not directory.is_dir():
-                continue
-            for entry in directory.iterdir():
-                if TEMP_NAME.fullmatch(entry.name) and (entry.is_symlink() or entry.is_file()):
-                    with contextlib.suppress(FileNotFoundError):
-                        entry.unlink()
+            with readable(directory) as reading, os.scandir(reading) as entries:
+                stale = [entry.name for entry in entries if TEMP_NAME.fullmatch(entry.name)
+                         and (entry.is_symlink() or entry.is_file(follow_symlinks=False))]
+            for name in stale:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(name, dir_fd=directory)
 
-    def _disk_hash(self, rel: str) -> str | None:
+    def _disk_hash(self, rel: str, dirs: ImageDirs) -> str | None:
         try:
-            return sha256((self.image_dir / rel).read_bytes())
-        except FileNotFoundError:
+            return sha256(_file_bytes(posixpath.basename(rel), dir_fd=dirs.open(_dir_of(rel))))
+        except (FileNotFoundError, NotADirectoryError):
             return None
 
-    def _write_temp(self, rel: str, data: bytes, made: list) -> str:
+    def _write_temp(self, rel: str, data: bytes, dirs: ImageDirs) -> str:
         """`data` in a fsynced temp file beside `rel` (its mode kept: a commit never
-        widens who may read); returns the temp's path relative to the image. The
-        directories created for it are added to `made`."""
-        target = self.image_dir / rel
-        self._make_dirs(target.parent, made)
-        temp = target.parent / temp_name(target.name, os.getpid())
+        widens who may read); returns the temp's path relative to the image. Missing
+        directories are made (dirs.made lists them)."""
+        directory, name = posixpath.split(rel)
         try:
-            mode = stat.S_IMODE(os.stat(target).st_mode)
+            fd = dirs.open(directory, make=True)
+        except UntrustedLink as error:   # planted where a directory was missing at the check
+            raise UnsafePath(rel) from error
+        temp = temp_name(name, os.getpid())
+        try:
+            mode = stat.S_IMODE(os.stat(name, dir_fd=fd).st_mode)
         except FileNotFoundError:
             mode = 0o644
-        fd = _create_own(temp)
+        out = _create_own(temp, dir_fd=fd)
         try:
-            os.fchmod(fd, mode)
-            _write_all(fd, data)
-            os.fsync(fd)
+            os.fchmod(out, mode)
+            _write_all(out, data)
+            os.fsync(out)
         except BaseException:
-            os.close(fd)
+            os.close(out)
             with contextlib.suppress(OSError):
-                os.unlink(temp)
+                os.unlink(temp, dir_fd=fd)
             raise
-        os.close(fd)
-        return str(temp.relative_to(self.image_dir))
+        os.close(out)
+        return posixpath.join(directory, temp)
 
-    def _make_dirs(self, directory: Path, made: list) -> None:
-        missing = []
-        while not directory.exists():
-            missing.append(directory)
-            directory = directory.parent
-        for path in reversed(missing):
-            path.mkdir()
-            made.append(path)
-            _take_parents_mode(path)
-            _fsync_dir(path.parent)
-
-    def _remove(self, rel: str) -> None:
-        target = self.image_dir / rel
-        if not target.parent.is_dir():   # removed with its package by an earlier attempt
+    def _remove(self, rel: str, dirs: ImageDirs) -> None:
+        directory = _dir_of(rel)
+        try:
+            fd = dirs.open(directory)
+        except (FileNotFoundError, NotADirectoryError):   # removed with its package by an earlier attempt
             return
         with contextlib.suppress(FileNotFoundError):
-            target.unlink()
-        _fsync_dir(target.parent)
-        parent = target.parent
-        # A package directory left with nothing but caches goes too (a linked one
-        # stays: the link is the user's, and so is what it points to).
-        while parent != self.image_dir and not parent.is_symlink() and not any(
-                p.name != "__pycache__" for p in parent.iterdir()):
-            for cache in parent.iterdir():
-                _remove_tree(cache)
-            parent.rmdir()
-            _fsync_dir(parent.parent)
-            parent = parent.parent
+            os.unlink(posixpath.basename(rel), dir_fd=fd)
+        _fsync_dir(fd)
+        # A package directory left with nothing but caches goes too. A linked one stays
+        # (the link is the user's, and so is what it points to), and so does one that
+        # is no longer the entry its parent names (moved, or swapped for a link).
+        while directory:
+            parent_path, name = posixpath.split(directory)
+            fd, parent = dirs.open(directory), dirs.open(parent_path)
+            if not is_entry(parent, name, fd):
+                return
+            with readable(fd) as reading:
+                names = os.listdir(reading)
+            if any(entry != "__pycache__" for entry in names):
+                return
+            for cache in names:
+                _remove_tree(fd, cache)
+            os.rmdir(name, dir_fd=parent)
+            dirs.forget(directory)
+            _fsync_dir(parent)
+            directory = parent_path
 
-    def _append_journal(self, record: dict) -> None:
+    def _append_journal(self, record: dict, state: int) -> None:
         line = (json.dumps(record, sort_keys=True) + "\n").encode()
         try:
-            fd = os.open(self.journal_file, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW)
+            fd = os.open(JOURNAL_NAME, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW, dir_fd=state)
         except FileNotFoundError:
-            fd = _create_shared(self.journal_file, os.O_RDWR | os.O_APPEND)
+            fd = _create_shared(JOURNAL_NAME, os.O_RDWR | os.O_APPEND, dir_fd=state)
         try:
             size = os.fstat(fd).st_size
             complete = _complete_length(fd, size)
@@ -659,12 +678,23 @@ class _Held:
     __del__ = close
 
 
-def _file_bytes(path: str, follow: bool = True) -> bytes:
-    if follow:
-        with open(path, "rb", buffering=0) as file:
-            return file.readall()
-    with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb", buffering=0) as file:
+def _file_bytes(path: str, follow: bool = True, dir_fd: int | None = None) -> bytes:
+    flags = os.O_RDONLY | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    with open(os.open(path, flags, dir_fd=dir_fd), "rb", buffering=0) as file:
         return file.readall()
+
+
+def _dir_of(rel: str) -> str:
+    """The image directory a module file (or its temp) is in: "" for the root."""
+    return posixpath.dirname(rel)
+
+
+def _exists(name: str, dir_fd: int) -> bool:
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def _complete_length(fd: int, size: int) -> int:
@@ -686,36 +716,25 @@ def _entry_name(entry: os.DirEntry) -> str:
     return entry.name
 
 
-def _create_shared(path: Path | str, flags: int) -> int:
+def _create_shared(path: Path | str, flags: int, dir_fd: int | None = None) -> int:
     """Create a state file group-writable whatever the umask: with per-user workers,
     every account sharing the image (through a group) must be able to use it."""
     # O_NOFOLLOW: the state directory is shared, and a link planted at one of these
     # names would have this account's process write wherever it points.
-    fd = os.open(path, flags | os.O_CREAT | os.O_NOFOLLOW, 0o664)
+    fd = os.open(path, flags | os.O_CREAT | os.O_NOFOLLOW, 0o664, dir_fd=dir_fd)
     with contextlib.suppress(PermissionError):
         os.fchmod(fd, 0o664)  # fails only if another account created it first
     return fd
 
 
-def _create_own(path: Path | str, mode: int = 0o600) -> int:
-    """A new file at `path` for this writer alone, never through a link: whatever is
-    there (a temp left by a killed commit, or a link another account planted) is
-    removed first, and O_EXCL refuses anything that takes its place meanwhile."""
+def _create_own(name: str, mode: int = 0o600, *, dir_fd: int) -> int:
+    """A new file `name` in the directory `dir_fd` for this writer alone, never through
+    a link: whatever is there (a temp left by a killed commit, or a link another account
+    planted) is removed first, and O_EXCL refuses anything that takes its place meanwhile."""
     with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)
-    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
-
-
-def _take_parents_mode(directory: Path) -> None:
-    """Give a directory a commit made its parent's mode, whatever the umask (the unit's
-    is 0077): with per-user workers every account sharing the image must read it and
-    commit into it. Through a descriptor, never a link put in its place meanwhile."""
-    mode = stat.S_IMODE(os.stat(directory.parent).st_mode)
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    try:
-        os.fchmod(fd, mode)
-    finally:
-        os.close(fd)
+        os.unlink(name, dir_fd=dir_fd)
+    return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode,
+                   dir_fd=dir_fd)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -724,18 +743,10 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+def _remove_tree(dir_fd: int, name: str) -> None:
+    """Remove `name` from the held directory `dir_fd`: a file or link goes (never what
+    a link points to), a directory with all below it (rmtree by descriptor)."""
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _remove_tree(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():   # a link goes, never what it points to
-        for child in path.iterdir():
-            _remove_tree(child)
-        path.rmdir()
-    else:
-        path.unlink()
+        os.unlink(name, dir_fd=dir_fd)
+    except IsADirectoryError:
+        shutil.rmtree(name, dir_fd=dir_fd)

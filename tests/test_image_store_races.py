@@ -1,0 +1,249 @@
+"""The image store's link checks are atomic: a directory swapped for a symbolic link
+between a commit's check and its writes is never written, removed or swept through.
+
+Each test makes the race deterministic: a hook at a step the commit takes after its
+check (and the code before dirfd.py took too) swaps a package directory of the image
+for a link to a directory outside it, the victim's. As root the link is chowned to
+another account, as a planted one would be; otherwise it is this account's, which
+changes nothing here: whoever owns it, a write must land in the directory checked.
+"""
+
+import errno
+import os
+
+import pytest
+
+from gsmcpd.image import store as store_module
+from gsmcpd.image.dirfd import MAX_LINKS, ImageDirs, UntrustedLink
+from gsmcpd.image.store import ImageStore, sha256
+from test_image_store import OTHER_UID, _committed, _pending, make_image, needs_root
+
+
+def _victim(tmp_path, files):
+    """A directory outside the image, another account's, holding `files`."""
+    victim = tmp_path / "victims"
+    victim.mkdir()
+    for name, text in files.items():
+        (victim / name).write_text(text)
+    return victim
+
+
+def _contents(directory):
+    """Each entry's text ("<directory>" for a directory)."""
+    return {path.name: "<directory>" if path.is_dir() else path.read_text() for path in directory.iterdir()}
+
+
+def _swap_once(directory, target):
+    """A hook's action: move `directory` aside (to NAME.moved, still in the image) and
+    put a link to `target` in its place, the first time only."""
+    done = []
+
+    def swap():
+        if not done:
+            done.append(True)
+            directory.rename(directory.with_name(directory.name + ".moved"))
+            directory.symlink_to(target, target_is_directory=True)
+            if os.geteuid() == 0:
+                os.lchown(directory, OTHER_UID, OTHER_UID)   # planted by another account
+    return swap
+
+
+def _refused_as_moved(error):
+    """How the commit refuses once it sees its directory swapped: the fresh walk meets
+    another account's link (as root), or this account's link to another directory."""
+    if os.geteuid() == 0:
+        return isinstance(error, store_module.UnsafePath) and error.errno == errno.ELOOP
+    return isinstance(error, store_module.DirectoryMoved) and "moved or replaced" in str(error)
+
+
+def _commit_catching(store, changes, base):
+    try:
+        return store.commit(changes, {rel: base.get(rel) for rel in changes}, user="u", session_id="s")
+    except OSError as error:
+        return error
+
+
+def test_a_package_swapped_for_a_link_before_the_temp_is_written_gets_nothing_written_through_it(
+        tmp_path, monkeypatch):
+    store = make_image(tmp_path / "image", {"pkg/__init__.py": "", "pkg/m.py": "m = 1\n"})
+    victim = _victim(tmp_path, {"m.py": "the victim's\n"})
+    base = {rel: sha256(data) for rel, data in store.read_snapshot().files.items()}
+    swap, real = _swap_once(store.image_dir / "pkg", victim), store_module._create_own
+
+    def swap_then_create(*args, **kwargs):   # the temp file: the first write after the check
+        swap()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(store_module, "_create_own", swap_then_create)
+    outcome = _commit_catching(store, {"pkg/m.py": b"m = 2\n"}, base)
+    monkeypatch.undo()
+    assert _contents(victim) == {"m.py": "the victim's\n"}           # no file, no temp
+    assert _refused_as_moved(outcome), outcome                        # before its commit point
+    assert _contents(store.image_dir / "pkg.moved") == {"__init__.py": "", "m.py": "m = 1\n"}
+    assert store.journal() == []
+
+
+def test_a_package_swapped_for_a_link_while_its_directories_are_made_gets_none_made_through_it(
+        tmp_path, monkeypatch):
+    store = make_image(tmp_path / "image", {"a.py": ""})
+    victim = _victim(tmp_path, {"notes.txt": "keep\n"})
+    swap, real = _swap_once(store.image_dir / "newpkg", victim), os.mkdir
+
+    def swap_then_mkdir(path, *args, **kwargs):   # newpkg is made; sub, inside it, next
+        if str(path).endswith("sub"):
+            swap()
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(store_module.os, "mkdir", swap_then_mkdir)
+    outcome = _commit_catching(store, {"newpkg/__init__.py": b"", "newpkg/sub/__init__.py": b"",
+                                       "newpkg/sub/m.py": b"m = 1\n"}, {})
+    monkeypatch.undo()
+    assert _contents(victim) == {"notes.txt": "keep\n"}
+    assert _refused_as_moved(outcome), outcome
+    # What the commit made and wrote in the directory it held is gone again; that
+    # directory itself, moved by someone else, stays where they put it.
+    assert list((store.image_dir / "newpkg.moved").iterdir()) == []
+    assert store.journal() == []
+
+
+@pytest.mark.parametrize("removed", [["pkg/gone.py"], ["pkg/__init__.py", "pkg/gone.py"]])
+def test_a_package_swapped_for_a_link_before_a_removal_gets_nothing_removed_through_it(
+        tmp_path, monkeypatch, removed):
+    store = make_image(tmp_path / "image", {"pkg/__init__.py": "", "pkg/gone.py": "g = 1\n"})
+    victim = _victim(tmp_path, {"__init__.py": "", "gone.py": "the victim's\n"})
+    base = {rel: sha256(data) for rel, data in store.read_snapshot().files.items()}
+    swap, real = _swap_once(store.image_dir / "pkg", victim), os.unlink
+
+    def swap_then_unlink(path, *args, **kwargs):   # past every check, the commit point too
+        if str(path).endswith("gone.py"):
+            swap()
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(store_module.os, "unlink", swap_then_unlink)
+    outcome = _commit_catching(store, dict.fromkeys(removed), base)
+    monkeypatch.undo()
+    assert _contents(victim) == {"__init__.py": "", "gone.py": "the victim's\n"}
+    assert outcome == 1                        # committed, in the directory it checked
+    moved = store.image_dir / "pkg.moved"
+    assert sorted(_contents(moved)) == sorted({"__init__.py", "gone.py"} - {rel[4:] for rel in removed})
+    assert (store.image_dir / "pkg").is_symlink()      # the link is not removed either
+
+
+def test_a_package_swapped_for_a_link_before_the_temp_sweep_gets_nothing_swept_through_it(
+        tmp_path, monkeypatch):
+    store = make_image(tmp_path / "image", {"pkg/__init__.py": "", "pkg/m.py": "m = 1\n"})
+    stale = store_module.temp_name("m.py", 4242)
+    (store.image_dir / "pkg" / stale).write_text("left by a killed commit\n")
+    victim = _victim(tmp_path, {stale: "the victim's, named like a temp\n"})
+    base = {rel: sha256(data) for rel, data in store.read_snapshot().files.items()}
+    pkg = store.image_dir / "pkg"
+    swap, real_scandir, real_listdir = _swap_once(pkg, victim), os.scandir, os.listdir
+
+    def is_pkg(where):   # by descriptor (the sweep now) or by path (the sweep before)
+        if isinstance(where, int):
+            return not pkg.is_symlink() and os.path.samestat(os.fstat(where), os.stat(pkg))
+        return str(where).endswith("/pkg")
+
+    def listing(real):
+        def swap_then_list(where=".", *args):
+            if is_pkg(where):
+                swap()
+            return real(where, *args)
+        return swap_then_list
+
+    monkeypatch.setattr(store_module.os, "scandir", listing(real_scandir))
+    monkeypatch.setattr(store_module.os, "listdir", listing(real_listdir))
+    outcome = _commit_catching(store, {"pkg/m.py": b"m = 2\n"}, base)
+    monkeypatch.undo()
+    assert _contents(victim) == {stale: "the victim's, named like a temp\n"}
+    assert _refused_as_moved(outcome), outcome
+    assert _contents(store.image_dir / "pkg.moved") == {"__init__.py": "", "m.py": "m = 1\n"}  # swept
+
+
+def test_recovery_removes_in_the_directory_it_checked_not_through_a_link_swapped_in_meanwhile(
+        tmp_path, monkeypatch):
+    store = make_image(tmp_path / "image", {"pkg/__init__.py": "", "pkg/m.py": "m = 1\n",
+                                            "pkg/gone.py": "g = 1\n"})
+    _pending(store, {"pkg/m.py": b"m = 2\n", "pkg/gone.py": None}, monkeypatch)   # killed past its commit point
+    victim = _victim(tmp_path, {"gone.py": "the victim's\n"})
+    swap, real = _swap_once(store.image_dir / "pkg", victim), os.unlink
+
+    def swap_then_unlink(path, *args, **kwargs):
+        if str(path).endswith("gone.py"):
+            swap()
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(store_module.os, "unlink", swap_then_unlink)
+    assert ImageStore(store.image_dir).recover() is True
+    monkeypatch.undo()
+    assert _contents(victim) == {"gone.py": "the victim's\n"}
+    assert _contents(store.image_dir / "pkg.moved") == {"__init__.py": "", "m.py": "m = 2\n"}
+
+
+def test_the_owner_checked_is_the_owner_of_the_link_whose_target_is_followed(tmp_path, monkeypatch):
+    # image/mypkg -> ~/src/mypkg is this account's; between examining it and reading its
+    # target, it is replaced by a link (another account's, as root) to the victim's.
+    store = make_image(tmp_path / "image", {"a.py": ""})
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "__init__.py").write_text("")
+    (src / "m.py").write_text("m = 1\n")
+    (store.image_dir / "mypkg").symlink_to(src, target_is_directory=True)
+    victim = _victim(tmp_path, {"__init__.py": "", "m.py": "the victim's\n"})
+    base = {rel: sha256(data) for rel, data in store.read_snapshot().files.items()}
+    real, done = os.readlink, []
+
+    def replace_then_read(path, *args, **kwargs):
+        if not done:
+            done.append(True)
+            planted = store.image_dir / ".planted"
+            planted.symlink_to(victim, target_is_directory=True)
+            if os.geteuid() == 0:
+                os.lchown(planted, OTHER_UID, OTHER_UID)
+            planted.replace(store.image_dir / "mypkg")
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(store_module.os, "readlink", replace_then_read)
+    outcome = _commit_catching(store, {"mypkg/new.py": b"n = 1\n"}, base)   # no conflict, either way
+    monkeypatch.undo()
+    assert done, "the hook never ran"
+    assert _contents(victim) == {"__init__.py": "", "m.py": "the victim's\n"}
+    assert _refused_as_moved(outcome), outcome
+    assert _contents(src) == {"__init__.py": "", "m.py": "m = 1\n"}       # no temp left either
+
+
+# -- the walk itself --------------------------------------------------------------------
+
+def test_links_are_followed_from_their_own_directory_or_from_the_root_and_only_so_far(tmp_path):
+    image = make_image(tmp_path / "image", {"pkg/deep/__init__.py": ""}).image_dir
+    (tmp_path / "elsewhere").mkdir()
+    (image / "pkg" / "up").symlink_to("../pkg/deep")                  # relative: from pkg/
+    (image / "abs").symlink_to(tmp_path / "elsewhere")
+    (image / "loop_a").symlink_to("loop_b")
+    (image / "loop_b").symlink_to("loop_a")
+    (image / "file.py").write_text("")
+    with ImageDirs(str(image)) as dirs:
+        assert os.path.samestat(os.fstat(dirs.open("pkg/up")), os.stat(image / "pkg" / "deep"))
+        assert os.path.samestat(os.fstat(dirs.open("abs")), os.stat(tmp_path / "elsewhere"))
+        with pytest.raises(OSError) as looped:
+            dirs.open("loop_a")
+        assert looped.value.errno == errno.ELOOP and not isinstance(looped.value, UntrustedLink)
+        with pytest.raises(NotADirectoryError):
+            dirs.open("file.py")
+        with pytest.raises(FileNotFoundError):
+            dirs.open("missing/deeper")
+        with pytest.raises(ValueError):
+            dirs.open("../outside")
+    assert MAX_LINKS == 40
+
+
+@needs_root
+def test_a_pending_commit_through_a_link_another_account_planted_since_is_not_recovered_through_it(
+        tmp_path, monkeypatch):
+    store = make_image(tmp_path / "image", {"pkg/__init__.py": "", "pkg/m.py": "m = 1\n"})
+    _pending(store, {"pkg/m.py": b"m = 2\n"}, monkeypatch)
+    victim = _victim(tmp_path, {"m.py": "the victim's\n"})
+    _swap_once(store.image_dir / "pkg", victim)()
+    with pytest.raises(store_module.UnsafePath, match="symbolic link"):
+        ImageStore(store.image_dir).recover()
+    assert _contents(victim) == {"m.py": "the victim's\n"}
