@@ -463,3 +463,44 @@ def test_a_package_linked_in_by_the_daemons_own_account_is_committed_through(tmp
     assert "def shout(self):" in (src / "shop" / "models.py").read_text()
     assert (image / "shop").is_symlink()
     assert [f["file"] for record in journal(image) for f in record["files"]] == ["shop/models.py"]
+
+
+# Runs in the session's worker: the first temp file its next commit writes finds the
+# package swapped for a link to a victim's directory (another account's link, as root),
+# as an account sharing the image could do between the commit's check and its writes.
+SWAP_AT_FIRST_WRITE = '''
+import os
+import gsmcpd.image.store as store
+real_create_own = store._create_own
+def swap_then_create(*args, **kwargs):
+    store._create_own = real_create_own
+    os.rename(%(pkg)r, %(pkg)r + ".moved")
+    os.symlink(%(victim)r, %(pkg)r)
+    if os.geteuid() == 0:
+        os.lchown(%(pkg)r, 1234, 1234)
+    return real_create_own(*args, **kwargs)
+store._create_own = swap_then_create
+'''
+
+
+def test_a_package_swapped_for_a_link_while_a_session_commits_gets_nothing_written_through_it(shop, tmp_path):
+    victim = tmp_path / "victims"
+    victim.mkdir()
+    (victim / "models.py").write_text("the victim's\n")
+    client = session(shop)
+    client.tool("execute_code", code=SWAP_AT_FIRST_WRITE % {"pkg": str(shop.image / "shop"),
+                                                            "victim": str(victim)})
+    refused = client.tool("compile_method", className="shop.models.Product", source=SHOUT)
+    assert error_kind(refused) == "other"
+    said = tool_text(refused)
+    assert said.startswith("commit failed: the image could not be written ([Errno ")
+    assert "shop/models.py: its directory in the image " in said
+    assert "nothing was written and your changes are kept uncommitted (shop.models)" in said
+    assert {path.name: path.read_text() for path in victim.iterdir()} == {"models.py": "the victim's\n"}
+    assert "def shout" not in (shop.image / "shop.moved" / "models.py").read_text()
+    assert journal(shop.image) == []
+    # Put back, the image takes the session's change, which it kept.
+    (shop.image / "shop").unlink()
+    (shop.image / "shop.moved").rename(shop.image / "shop")
+    assert client.tool("commit")["structuredContent"]["committed"] == ["shop.models"]
+    assert "def shout(self):" in (shop.image / "shop" / "models.py").read_text()
