@@ -247,3 +247,26 @@ def test_a_pending_commit_through_a_link_another_account_planted_since_is_not_re
     with pytest.raises(store_module.UnsafePath, match="symbolic link"):
         ImageStore(store.image_dir).recover()
     assert _contents(victim) == {"m.py": "the victim's\n"}
+
+
+@needs_root
+def test_a_state_directory_another_account_planted_as_a_link_gets_no_lock_made_through_it(tmp_path):
+    image = tmp_path / "image"
+    make_image(image, {"a.py": "a = 1\n"})
+    victim = _victim(tmp_path, {"notes.txt": "mine\n"})
+    (image / ".gsmcpd").symlink_to(victim, target_is_directory=True)
+    os.lchown(image / ".gsmcpd", OTHER_UID, OTHER_UID)
+    with pytest.raises(store_module.UnsafePath) as refused:
+        ImageStore(image).hold_shared()
+    assert refused.value.errno == errno.ELOOP and ".gsmcpd" in str(refused.value)
+    assert _contents(victim) == {"notes.txt": "mine\n"}
+
+
+def test_a_state_directory_linked_by_this_account_is_followed_to_make_the_lock(tmp_path):
+    image = tmp_path / "image"
+    make_image(image, {"a.py": "a = 1\n"})
+    elsewhere = tmp_path / "state-elsewhere"
+    elsewhere.mkdir()
+    (image / ".gsmcpd").symlink_to(elsewhere, target_is_directory=True)
+    with ImageStore(image).hold_shared():
+        assert (elsewhere / "lock").is_file()

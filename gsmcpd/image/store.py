@@ -34,7 +34,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from gsmcpd.image.dirfd import ImageDirs, UntrustedLink, fsync_dir as _fsync_dir, is_entry, readable
+from gsmcpd.image.dirfd import (ImageDirs, UntrustedLink, fsync_dir as _fsync_dir, is_entry, open_dir, readable,
+                                trusted_owners)
 
 STATE_DIR = ".gsmcpd"
 LOCK_NAME = "lock"
@@ -203,16 +204,33 @@ class ImageStore:
         try:
             fd = os.open(self.lock_file, os.O_RDONLY | os.O_NOFOLLOW)
         except FileNotFoundError:
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(self._state)
-                os.chmod(self._state, 0o775)  # shared by the accounts sharing the image
-            fd = _create_shared(self.lock_file, os.O_RDONLY)
+            fd = self._create_lock()
         try:
             fcntl.flock(fd, mode)
         except BaseException:
             os.close(fd)
             raise
         return _Held(fd)
+
+    def _create_lock(self) -> int:
+        """The state directory and its lock file, made on first use. The directory is
+        reached as a commit reaches the image's (dirfd.open_dir): a link another account
+        planted in its place is refused, not followed to create a file where it points."""
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(self._state)
+            os.chmod(self._state, 0o775)  # shared by the accounts sharing the image
+        root = os.open(self.root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)   # trusted as configured
+        try:
+            try:
+                state = open_dir(root, STATE_DIR, trusted_owners())
+            except UntrustedLink as error:
+                raise UnsafePath(os.path.join(STATE_DIR, LOCK_NAME)) from error
+        finally:
+            os.close(root)
+        try:
+            return _create_shared(LOCK_NAME, os.O_RDONLY, dir_fd=state)
+        finally:
+            os.close(state)
 
     @contextlib.contextmanager
     def _exclusive(self):
