@@ -232,6 +232,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("max_sessions", "GS_MCP_MAX_SESSIONS", lambda t: parse_int(t, lo=1)),
     Knob("max_sessions_per_user", "GS_MCP_MAX_SESSIONS_PER_USER", parse_optional_count),
     Knob("max_connections", "GS_MCP_MAX_CONNECTIONS", lambda t: parse_int(t, lo=1)),
+    Knob("max_queued", "GS_MCP_MAX_QUEUED", lambda t: parse_int(t, lo=0)),
     Knob("log_file", "GS_MCP_LOG_FILE", parse_optional_path),
     Knob("log_level", "GS_MCP_LOG_LEVEL", one_of(LOG_LEVELS)),
     Knob("auth", "GS_MCP_AUTH", parse_bool),
@@ -304,6 +305,11 @@ class Config:
     # Two per session (a stream and a POST connection) at the default max_sessions, with
     # room to spare; each costs a descriptor and, unauthenticated, up to ~0.3 MiB buffered.
     max_connections: int = 4096
+    # Requests that may wait behind a session's call in flight. Each holds its connection
+    # and its whole body (up to max_body); a client sends a few at once (parallel tool
+    # calls), so 32 is far above any real one and bounds what one session makes the
+    # router hold at 32 bodies.
+    max_queued: int = 32
     log_file: Path | None = None
     log_level: str = "info"
     auth: bool = False

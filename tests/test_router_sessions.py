@@ -1,10 +1,12 @@
 """The session manager's frames to a new session's worker (with the fakes of the poll tests)."""
 
+import json
+
 from gsmcpd.router.app import Principal
 from gsmcpd.router.sessions import REASON_CAP
 from gsmcpd.router.trace import escape
-from gsmcpd.wire import frames
-from test_router_sessions_poll import FakeConn, PRINCIPAL, call, manager_for, reply
+from gsmcpd.wire import frames, jsonrpc
+from test_router_sessions_poll import FakeConn, PRINCIPAL, call, manager_for, open_session, reply
 
 
 def test_a_new_sessions_prepare_and_initialize_leave_in_one_write_and_later_calls_alone():
@@ -88,3 +90,67 @@ def test_a_workers_prepare_refusal_and_a_user_claim_reach_the_log_escaped_and_cu
     assert any("opened for eve\\n2026-01-01 00:00:00,000 INFO gsmcpd.auth forged" in m for m in messages)
     refused = [m for m in messages if "worker refused to prepare" in m]
     assert refused and refused[0].endswith(": " + escape(forged[:REASON_CAP]) + "...")
+
+
+def busy_session(max_queued):
+    """A session whose call 1 is in flight, on a manager allowing `max_queued` to wait."""
+    manager, router = manager_for()
+    router.config.max_queued = max_queued
+    session = open_session(manager, router)
+    running = call(manager, session, 1)
+    return manager, session, running
+
+
+def refusal(conn, request_id):
+    """The error a call's connection was answered with at once; its id must be the call's own."""
+    [(status, body)] = conn.answers
+    reply = json.loads(body)
+    assert status == 200 and reply["id"] == request_id, reply
+    return reply["error"]
+
+
+def test_a_request_over_the_queue_bound_is_refused_at_once_and_the_queued_ones_run():
+    manager, session, running = busy_session(2)
+    waiting = [call(manager, session, n) for n in (2, 3)]
+    sent = len(session.worker.sent)
+    over = call(manager, session, 4)
+    error = refusal(over, 4)
+    assert error["code"] == jsonrpc.SESSION_BUSY == -32004
+    assert "2 requests already wait" in error["message"] and "GS_MCP_MAX_QUEUED" in error["message"]
+    assert len(session.worker.sent) == sent and len(session.queue) == 2   # never queued, never sent
+    for n, conn in zip((1, 2, 3), [running] + waiting):
+        reply(manager, session, session.inflight.seq, n)
+        assert conn.answers == [(200, b'{"jsonrpc":"2.0","id":%d,"result":{}}' % n)]
+    assert session.inflight is None and not session.queue
+    assert not call(manager, session, 5).answers and session.inflight is not None   # room again
+
+
+def test_a_cancelled_queued_request_no_longer_counts_against_the_bound():
+    manager, session, running = busy_session(2)
+    call(manager, session, 2)
+    dropped = call(manager, session, 3)
+    assert manager.cancel(session, 3) == "dropped"
+    assert dropped.answers == [(202, b"")]
+    admitted = call(manager, session, 4)
+    assert not admitted.answers and [c.id for c in session.queue] == [2, 4]
+    assert refusal(call(manager, session, 5), 5)["code"] == jsonrpc.SESSION_BUSY
+
+
+def test_with_no_room_to_queue_only_an_idle_session_takes_a_request():
+    manager, session, running = busy_session(0)
+    assert "0 requests already wait" in refusal(call(manager, session, 2), 2)["message"]
+    reply(manager, session, session.inflight.seq, 1)
+    assert not call(manager, session, 3).answers and session.inflight.id == 3
+
+
+def test_a_full_queue_is_logged_once_a_spell(caplog):
+    caplog.set_level("WARNING", logger="gsmcpd.sessions")
+    manager, session, running = busy_session(1)
+    call(manager, session, 2)
+    for n in range(3, 13):
+        refusal(call(manager, session, n), n)
+    assert len(caplog.records) == 1 and "GS_MCP_MAX_QUEUED" in caplog.records[0].getMessage()
+    reply(manager, session, session.inflight.seq, 1)   # call 2 starts: the spell is over
+    call(manager, session, 13)
+    refusal(call(manager, session, 14), 14)
+    assert len(caplog.records) == 2

@@ -5,6 +5,7 @@ connection asking for it, are tested in test_router_loop.py, end to end in test_
 
 import types
 
+from gsmcpd.config import Config
 from gsmcpd.router.sessions import CHURN_QUIET, SessionManager
 from gsmcpd.wire import frames
 
@@ -59,7 +60,7 @@ class FakeConn:
 class FakeRouter:
     def __init__(self, cpus=2):
         self.loop = FakeLoop(cpus)
-        self.config = types.SimpleNamespace(break_grace=1.0)
+        self.config = types.SimpleNamespace(break_grace=1.0, max_queued=Config.max_queued)
         self.pool = types.SimpleNamespace(claim=lambda start, fail: start(FakeWorker(len(self.workers) + 1)))
         self.workers = []
 
@@ -110,7 +111,6 @@ def settled(router):
 
 
 def test_the_router_gives_the_loop_this_rule():
-    from gsmcpd.config import Config
     from gsmcpd.router.main import Router
 
     router = Router(Config())

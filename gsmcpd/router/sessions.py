@@ -98,6 +98,7 @@ class Session:
         self.stream = None  # the Connection carrying the standalone GET stream
         self.stream_generation = None  # its outbox generation
         self.outbox = None  # server-initiated messages waiting for the stream
+        self.refusing = False  # its queue was full; logged once until a call starts
 
     @property
     def short(self):
@@ -209,12 +210,31 @@ class SessionManager:
     # -- requests ----------------------------------------------------------
     def submit(self, session, conn, message, body, accepts_sse, ahead=b""):
         """Queue a call, sent at once if the worker is free; `ahead`: frames written
-        before it in the same write (a new session's prepare, which is free)."""
+        before it in the same write (a new session's prepare, which is free). None,
+        answered at once, when GS_MCP_MAX_QUEUED requests already wait behind a call."""
         session.last_activity = self.loop.time()
+        if session.inflight is not None and len(session.queue) >= self.config.max_queued:
+            self._refuse_busy(session, conn, message)
+            return None
         call = Call(next(self._seq), message, body, conn, accepts_sse)
         session.queue.append(call)
         self._pump(session, ahead)
         return call
+
+    def _refuse_busy(self, session, conn, message):
+        # 200 and a JSON-RPC error, as for every other call that fails in a live session
+        # (deadline, session ended): a non-2xx to a POSTed request ends the whole
+        # transport of the Python SDK's 1.x clients, the call in flight with it.
+        limit = self.config.max_queued
+        conn.respond(200, [JSON], jsonrpc.dumps(jsonrpc.error(
+            message.get("id"), jsonrpc.SESSION_BUSY,
+            "Session busy: %s already wait%s behind this session's call in flight, the most "
+            "GS_MCP_MAX_QUEUED allows; send more once earlier ones are answered"
+            % ("1 request" if limit == 1 else "%d requests" % limit, "s" if limit == 1 else ""))))
+        if not session.refusing:   # once a spell: a client looping on it cannot flood the log
+            session.refusing = True
+            log.warning("session %s: %d requests wait behind its call in flight (GS_MCP_MAX_QUEUED); "
+                        "refusing more", session.short, limit)
 
     def _pump(self, session, ahead=b""):
         # No wait for the worker's "prepared": it reads frames in order, so a call
@@ -222,17 +242,15 @@ class SessionManager:
         # open, and a worker that fails to prepare answers it with an error.
         if session.inflight is not None or session.ended:
             return
-        while session.queue:
+        if session.queue:   # cancelled calls left the queue at their cancel
             call = session.queue.popleft()
-            if call.cancelled:
-                continue
+            session.refusing = False
             session.inflight = call
             self.calls_at_workers += 1
             call.started = self.loop.time()
             session.worker.send_bytes(ahead + frames.message_frame("call", call.seq, call.body))
             self.loop.event_due()
             self.router.call_started(session, call)
-            return
 
     def may_poll(self):
         """Whether the loop may poll for an event due now (Loop.may_poll), or would
@@ -247,7 +265,7 @@ class SessionManager:
         Ids are matched as breaks.id_key does (exactly: `true` is not the id 1)."""
         inflight = session.inflight
         running = (inflight.id, inflight.method) if inflight is not None and not inflight.cancelled else None
-        waiting = [call for call in session.queue if not call.cancelled]
+        waiting = session.queue
         decision = breaks.cancel_decision(request_id, running, [(c.id, c.method) for c in waiting])
         if decision == breaks.BREAK:
             inflight.cancelled = True
@@ -258,6 +276,7 @@ class SessionManager:
             key = breaks.id_key(request_id)
             call = next(c for c in waiting if breaks.id_key(c.id) == key)
             call.cancelled = True
+            waiting.remove(call)   # so it no longer counts against GS_MCP_MAX_QUEUED
             self._answer_cancelled(call)
             return "dropped"
         return None

@@ -18,6 +18,7 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 REQUEST_TIMEOUT = -32001   # deadline passed or the call was broken
 WORKER_GONE = -32003       # the session's worker process died
+SESSION_BUSY = -32004      # the session's request queue is full (GS_MCP_MAX_QUEUED)
 
 # Deeper than any MCP message needs (serde_json's default), and far from the depth at
 # which json, or a worker walking the arguments on a deeper stack, would recurse out.

@@ -1,0 +1,82 @@
+"""End-to-end: the bounds one session's client meets on a shared router. Requests
+waiting behind a session's call in flight are bounded (GS_MCP_MAX_QUEUED): one over is
+answered at once with its own id, never queued. A call's notifications are paced
+(router/pacing.py): a tool reporting progress in a tight loop reaches its client as a
+bounded number of events, its last value still before its result."""
+
+import json
+
+import pytest
+
+from helpers import Client, Daemon, open_session, runs_until, tool_text, wait_until
+from test_e2e_breaks import cancel, execute
+from test_e2e_lifetime import Exchange
+
+MAX_QUEUED = 2
+SESSION_BUSY = -32004
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    d = Daemon(tmp_path_factory.mktemp("bounds"), env={"GS_MCP_MAX_QUEUED": str(MAX_QUEUED),
+                                                       "GS_MCP_SPARE_WORKERS": "2"})
+    d.start()
+    yield d
+    d.stop()
+
+
+def post(daemon, session, message):
+    return Exchange(daemon.port, "POST", session, message, accept="application/json, text/event-stream")
+
+
+def fill_queue(daemon, c, first_id):
+    """One more request than may wait, sent at once behind a call in flight: whichever
+    the router reads last is refused, which shows the others wait in the queue then.
+    (the refused id, its reply, {id: Exchange} of the requests waiting)"""
+    racing = {n: post(daemon, c.session, execute(n, repr(n))) for n in range(first_id, first_id + MAX_QUEUED + 1)}
+    assert wait_until(lambda: any(e.head_read.is_set() for e in racing.values()))
+    [refused_id] = [n for n, e in racing.items() if e.head_read.is_set()]
+    refused = racing.pop(refused_id)
+    assert refused.wait_head() == 200
+    return refused_id, refused.json(), racing
+
+
+def test_a_request_over_the_queue_bound_is_refused_at_once_and_the_queued_ones_still_run(daemon, c, tmp_path):
+    started, release = tmp_path / "started", tmp_path / "release"
+    running = post(daemon, c.session, execute(1, runs_until(started, release, "first")))
+    assert wait_until(started.exists)
+    refused_id, error, waiting = fill_queue(daemon, c, 2)
+    assert error["id"] == refused_id and error["error"]["code"] == SESSION_BUSY
+    assert "%d requests already wait" % MAX_QUEUED in error["error"]["message"]
+    assert "GS_MCP_MAX_QUEUED" in error["error"]["message"]
+    # while the queue is full, the next request is refused at once too, and the router
+    # goes on answering this session's ping and another session's call
+    late = c.post(execute("late", "'never run'")).json()
+    assert late["id"] == "late" and late["error"]["code"] == SESSION_BUSY
+    assert c.call("ping").json()["result"] == {}
+    other = open_session(daemon)
+    assert tool_text(other.tool("execute_code", code="6 * 7")) == "42"
+    other.close()
+    assert not any(e.head_read.is_set() for e in waiting.values())
+    release.touch()
+    assert running.json()["result"]["structuredContent"]["result"] == "'first'"
+    for n, queued in waiting.items():
+        reply = queued.json()
+        assert reply["id"] == n and reply["result"]["structuredContent"]["result"] == repr(n)
+    assert tool_text(c.tool("execute_code", code="6 * 7")) == "42"   # drained: room again
+
+
+def test_a_cancelled_queued_request_frees_its_place(daemon, c, tmp_path):
+    started, release = tmp_path / "started", tmp_path / "release"
+    running = post(daemon, c.session, execute(1, runs_until(started, release)))
+    assert wait_until(started.exists)
+    refused_id, error, waiting = fill_queue(daemon, c, 2)
+    assert error["error"]["code"] == SESSION_BUSY
+    dropped, kept = sorted(waiting)
+    assert c.post(cancel(dropped)).status == 202
+    assert waiting[dropped].wait_head() == 202
+    admitted = post(daemon, c.session, execute(9, "9"))   # in the place the cancel freed
+    release.touch()
+    assert running.json()["result"]["structuredContent"]["result"] == "'finished'"
+    assert waiting[kept].json()["result"]["structuredContent"]["result"] == repr(kept)
+    assert admitted.json()["result"]["structuredContent"]["result"] == "9"
