@@ -4,10 +4,11 @@ answered at once with its own id, never queued. A call's notifications are paced
 (router/pacing.py): a tool reporting progress in a tight loop reaches its client as a
 bounded number of events, its last value still before its result."""
 
-import json
+import time
 
 import pytest
 
+from gsmcpd.router.pacing import NOTIFY_BURST, NOTIFY_RATE
 from helpers import Client, Daemon, open_session, runs_until, tool_text, wait_until
 from test_e2e_breaks import cancel, execute
 from test_e2e_lifetime import Exchange
@@ -80,3 +81,39 @@ def test_a_cancelled_queued_request_frees_its_place(daemon, c, tmp_path):
     assert running.json()["result"]["structuredContent"]["result"] == "'finished'"
     assert waiting[kept].json()["result"]["structuredContent"]["result"] == repr(kept)
     assert admitted.json()["result"]["structuredContent"]["result"] == "9"
+
+
+def progress_flood(started, release, least=3000):
+    """execute_code source reporting progress 1, 2, 3, ... as fast as it can, until the
+    test touches `release` (and `least` are sent; at most 20 s); its value is the last."""
+    return ("import os, time\nn, end = 0, time.monotonic() + 20\n"
+            "while (n < %d or not os.path.exists(%r)) and time.monotonic() < end:\n"
+            "    n += 1\n    progress(n)\n    if n == 1:\n        open(%r, 'w').close()\nn"
+            % (least, str(release), str(started)))
+
+
+def test_progress_in_a_tight_loop_reaches_the_client_thinned_with_its_last_value_before_the_result(
+        daemon, c, tmp_path):
+    started, release = tmp_path / "started", tmp_path / "release"
+    began = time.monotonic()
+    call = post(daemon, c.session, execute("flood", progress_flood(started, release), _meta={"progressToken": "f"}))
+    assert wait_until(started.exists)
+    other = open_session(daemon)   # served while the flood runs
+    assert tool_text(other.tool("execute_code", code="6 * 7")) == "42"
+    other.close()
+    assert call.wait_head() == 200 and call.headers["content-type"] == "text/event-stream"
+    events = []
+    while (item := call.next(timeout=30)) != ("end",):
+        assert item[0] == "message", item
+        events.append(item[1])
+        if len(events) == NOTIFY_BURST + 1:   # one paced after the burst, while the flood runs
+            release.touch()
+    elapsed = time.monotonic() - began
+    *notes, final = events
+    sent = int(final["result"]["structuredContent"]["result"])
+    values = [note["params"]["progress"] for note in notes]
+    assert final["id"] == "flood" and sent >= 3000
+    assert values[-1] == sent and values == sorted(set(values))   # the last one, in order
+    # the burst, the rate over the call's whole time, the last one held back
+    assert len(values) <= NOTIFY_BURST + NOTIFY_RATE * elapsed + 1, (len(values), elapsed)
+    assert tool_text(c.tool("execute_code", code="6 * 7")) == "42"

@@ -3,6 +3,7 @@
 import json
 
 from gsmcpd.router.app import Principal
+from gsmcpd.router.pacing import NOTIFY_BURST
 from gsmcpd.router.sessions import REASON_CAP
 from gsmcpd.router.trace import escape
 from gsmcpd.wire import frames, jsonrpc
@@ -154,3 +155,92 @@ def test_a_full_queue_is_logged_once_a_spell(caplog):
     call(manager, session, 13)
     refusal(call(manager, session, 14), 14)
     assert len(caplog.records) == 2
+
+
+class StreamConn(FakeConn):
+    """A call's connection that takes an SSE reply: what was written, in order."""
+
+    def __init__(self):
+        super().__init__()
+        self.events = []
+
+    def start_stream(self, status, headers):
+        self.streaming = True
+
+    def stream_write(self, data):
+        self.events.append(json.loads(data.decode().split("data: ", 1)[1]))
+
+    def end_stream(self):
+        self.events.append("end")
+
+
+def progress(manager, session, seq, value):
+    raw = b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":%d}}' % value
+    frame = frames.FrameDecoder(raw_messages=True).feed(frames.message_frame("notify", seq, raw))[0]
+    manager.on_worker_frame(session.worker, frame)
+
+
+def streaming_call(manager, router, n):
+    session = open_session(manager, router)
+    conn = StreamConn()
+    body = b'{"jsonrpc":"2.0","id":%d,"method":"tools/call"}' % n
+    manager.submit(session, conn, {"jsonrpc": "2.0", "id": n, "method": "tools/call"}, body, True)
+    return session, conn
+
+
+def progress_values(conn):
+    return [e["params"]["progress"] for e in conn.events if isinstance(e, dict) and "method" in e]
+
+
+def test_a_tight_loop_of_progress_is_thinned_and_its_last_value_comes_before_the_reply():
+    manager, router = manager_for()
+    session, conn = streaming_call(manager, router, 7)
+    seq = session.inflight.seq
+    for value in range(1, 1001):
+        progress(manager, session, seq, value)
+    assert progress_values(conn) == list(range(1, NOTIFY_BURST + 1))   # the burst, then held
+    assert len(router.loop.timers) == 1                               # one wake-up for all held
+    router.loop.now = router.loop.timers[0][0]
+    router.loop.fire_due()
+    assert progress_values(conn)[-1] == 1000                          # the latest, not the next
+    for value in range(1001, 1101):
+        progress(manager, session, seq, value)
+    reply(manager, session, seq, 7)
+    assert progress_values(conn)[-1] == 1100 and conn.events[-2]["id"] == 7 and conn.events[-1] == "end"
+    assert len(conn.events) == NOTIFY_BURST + 4
+    router.loop.now += 1
+    router.loop.fire_due()                      # the wake-up after the reply finds nothing
+    assert len(conn.events) == NOTIFY_BURST + 4
+
+
+def test_a_call_without_notifications_gets_no_pacer_and_no_timer():
+    manager, router = manager_for()
+    session, conn = streaming_call(manager, router, 8)
+    call = session.inflight
+    reply(manager, session, call.seq, 8)
+    assert call.pacer is None and not router.loop.timers
+    assert conn.answers == [(200, b'{"jsonrpc":"2.0","id":8,"result":{}}')]
+
+
+def test_a_deadlines_error_comes_after_the_last_progress_held_back():
+    manager, router = manager_for()
+    session, conn = streaming_call(manager, router, 9)
+    for value in range(1, 50):
+        progress(manager, session, session.inflight.seq, value)
+    manager.fail_inflight(session, jsonrpc.REQUEST_TIMEOUT, "request timed out")
+    assert progress_values(conn)[-1] == 49
+    assert conn.events[-2]["error"]["code"] == jsonrpc.REQUEST_TIMEOUT and conn.events[-1] == "end"
+    router.loop.now += 1
+    router.loop.fire_due()
+    assert conn.events[-1] == "end"
+
+
+def test_a_cancelled_calls_held_progress_is_dropped():
+    manager, router = manager_for()
+    session, conn = streaming_call(manager, router, 10)
+    for value in range(1, 50):
+        progress(manager, session, session.inflight.seq, value)
+    assert manager.cancel(session, 10) == "breaking"
+    router.loop.now += 1
+    router.loop.fire_due()
+    assert progress_values(conn) == list(range(1, NOTIFY_BURST + 1)) and conn.events[-1] == "end"

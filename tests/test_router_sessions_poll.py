@@ -15,6 +15,7 @@ class FakeLoop:
         self.cpus = cpus
         self.now = 1000.0
         self.due = 0
+        self.timers = []   # (when, callback), for a test to fire
 
     def time(self):
         return self.now
@@ -23,7 +24,13 @@ class FakeLoop:
         self.due += 1
 
     def call_later(self, delay, callback):
-        return None
+        self.timers.append((self.now + delay, callback))
+
+    def fire_due(self):
+        due = [callback for when, callback in self.timers if when <= self.now]
+        self.timers = [(when, callback) for when, callback in self.timers if when > self.now]
+        for callback in due:
+            callback()
 
 
 class FakeWorker:

@@ -11,6 +11,7 @@ import logging
 import secrets
 
 from gsmcpd.router import breaks
+from gsmcpd.router.pacing import Pacer
 from gsmcpd.router.trace import shown
 from gsmcpd.router.worker_log import USER_CAP
 from gsmcpd.wire import frames, jsonrpc, sse
@@ -45,7 +46,7 @@ class Call:
     """One client request on its way to, through, or back from the worker."""
 
     __slots__ = ("seq", "message", "body", "conn", "accepts_sse", "streaming", "started", "cancelled",
-                 "breaker")
+                 "breaker", "pacer")
 
     def __init__(self, seq, message, body, conn, accepts_sse):
         self.seq = seq
@@ -57,6 +58,7 @@ class Call:
         self.started = None
         self.cancelled = False
         self.breaker = None  # deadline/cancel escalation while in flight
+        self.pacer = None  # its notifications' rate bound, from the first one it sends
 
     @property
     def id(self):
@@ -315,13 +317,15 @@ class SessionManager:
                 body = relayed(frame)
                 if outran is not None and body is not None:
                     body = breaks.deadline_reply(body, outran)
+                if call.pacer is not None:
+                    self._flush_notify(session, call)
                 self._deliver(session, call, body)
             self._pump(session)
         elif op == "notify":
             call = session.inflight
             message = relayed(frame)
             if call is not None and call.seq == frame.get("seq") and message is not None:
-                self._notify(session, call, message)
+                self._paced_notify(session, call, message)
         elif op == "log":
             worker.relay_log(frame)
         else:
@@ -349,6 +353,37 @@ class SessionManager:
         if call.method == "initialize":
             headers.append(("MCP-Session-Id", session.id))
         conn.respond(200, headers, body)
+
+    def _paced_notify(self, session, call, body):
+        """A tool's notification, within its call's rate (pacing.Pacer): user code can
+        send them in a tight loop, and each costs the shared router and the client's
+        bandwidth. One over the rate waits, replaced by newer ones, for the timer."""
+        if call.cancelled:
+            return
+        now = self.loop.time()
+        if call.pacer is None:
+            call.pacer = Pacer(now)
+        send, wake = call.pacer.offer(body, now)
+        if send is not None:
+            self._notify(session, call, send)
+        elif wake is not None:
+            self.loop.call_later(wake, lambda: self._notify_due(session, call))
+
+    def _notify_due(self, session, call):
+        if call is not session.inflight:   # answered (its pending one went first), or ended
+            return
+        send, wake = call.pacer.due(self.loop.time())
+        if send is not None:
+            self._notify(session, call, send)
+        elif wake is not None:
+            self.loop.call_later(wake, lambda: self._notify_due(session, call))
+
+    def _flush_notify(self, session, call):
+        """Before the call's answer: the last notification held back, so the client's
+        last progress is not lost."""
+        pending = call.pacer.flush()
+        if pending is not None:
+            self._notify(session, call, pending)
 
     def _notify(self, session, call, body):
         """Progress from inside a tool: on the call's own SSE reply if it may have one,
@@ -382,5 +417,7 @@ class SessionManager:
         """Answer the call in flight with an error now (deadline): the worker's late reply is dropped."""
         call = session.inflight
         if call is not None and not call.cancelled:
+            if call.pacer is not None:
+                self._flush_notify(session, call)
             self._fail(call, code, text)
             call.cancelled = True

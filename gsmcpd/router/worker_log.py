@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 
+from gsmcpd.router.pacing import TokenBucket
 from gsmcpd.router.trace import escape, shown
 from gsmcpd.wire.frames import LOG_MESSAGE_CAP, cut_log_message
 
@@ -59,26 +60,6 @@ def line(who: str, message: str, cap: int = LOG_MESSAGE_CAP) -> str:
 def dropped_line(who: str, count: int, burst: int = BURST, rate: float = RATE) -> str:
     return "%s: %d log record%s dropped (more than %d at once, then %g a second)" % (
         who, count, "" if count == 1 else "s", burst, rate)
-
-
-class TokenBucket:
-    """`burst` tokens, refilled at `rate` a second; `take(now)` spends one if it can."""
-
-    __slots__ = ("rate", "burst", "tokens", "last")
-
-    def __init__(self, rate: float, burst: int, now: float):
-        self.rate, self.burst = rate, burst
-        self.tokens = float(burst)
-        self.last = now
-
-    def take(self, now: float) -> bool:
-        if now > self.last:   # a clock that stepped back refills nothing
-            self.tokens = min(self.burst, self.tokens + (now - self.last) * self.rate)
-            self.last = now
-        if self.tokens >= 1.0:
-            self.tokens -= 1.0
-            return True
-        return False
 
 
 class LogGate:
