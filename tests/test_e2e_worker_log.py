@@ -87,18 +87,23 @@ def test_a_flood_is_rate_limited_counted_and_the_router_serves_others_meanwhile(
     assert wait_until(lambda: len(written) + dropped() == sent), (len(written), dropped(), sent)
 
 
-def test_a_malformed_log_frame_ends_that_worker_as_any_bad_frame_and_others_go_on(daemon):
+@pytest.mark.parametrize("frame, why", [
+    ({"op": "log", "level": 30, "message": "m"}, "log frame without a level name"),
+    # Frames only the user's code sends, perhaps in a loop: never a log line each.
+    ({"op": "reply", "seq": 999999, "message": {}}, "a reply for no call in flight"),
+    ({"op": "bogus"}, "unknown op 'bogus'"),
+])
+def test_a_malformed_frame_ends_that_worker_as_any_bad_frame_and_others_go_on(daemon, frame, why):
     client, other = session(daemon), session(daemon)
     code = ("import os, socket, json, time\nfor fd in range(3, 64):\n    try:\n"
             "        s = socket.socket(fileno=os.dup(fd))\n    except OSError:\n        continue\n"
             "    if s.family == socket.AF_UNIX:\n"
-            "        body = json.dumps({'op': 'log', 'level': 30, 'message': 'm'}).encode()\n"
+            "        body = json.dumps(%r).encode()\n"
             "        s.sendall(len(body).to_bytes(4, 'big') + body)\n"
-            "    s.close()\ntime.sleep(5)\n")
+            "    s.close()\ntime.sleep(5)\n" % (frame,))
     reply = client.call("tools/call", {"name": "execute_code", "arguments": {"code": code}}).json()
     assert reply["error"]["code"] == -32003
-    assert wait_until(lambda: "sent a bad frame (log frame without a level name); stopping it"
-                      in daemon.log_text())
+    assert wait_until(lambda: "sent a bad frame (%s); stopping it" % why in daemon.log_text())
     assert tool_text(other.tool("execute_code", code="'still here'")) == "'still here'"
 
 

@@ -244,3 +244,17 @@ def test_a_cancelled_calls_held_progress_is_dropped():
     router.loop.now += 1
     router.loop.fire_due()
     assert progress_values(conn) == list(range(1, NOTIFY_BURST + 1)) and conn.events[-1] == "end"
+
+
+def test_a_reply_for_no_call_in_flight_or_an_unknown_op_ends_the_worker_not_a_log_line_each(caplog):
+    # Only the user's code writing on the frame socket sends these, and it can send them
+    # in a loop: a line logged per frame would flood the router's log.
+    manager, router = manager_for()
+    session = open_session(manager, router)
+    stray = frames.FrameDecoder(raw_messages=True).feed(frames.message_frame("reply", 99, b'{}'))[0]
+    manager.on_worker_frame(session.worker, stray)
+    assert session.worker.rejected == ["a reply for no call in flight"] and not caplog.records
+    other = open_session(manager, router)
+    manager.on_worker_frame(other.worker, {"op": "x\n" * 100})
+    assert other.worker.rejected == ["unknown op " + escape(repr("x\n" * 100)[:64]) + "..."]
+    assert not caplog.records

@@ -39,6 +39,11 @@ class FakeWorker:
         self.alive = True
         self.listener = None
         self.sent = []
+        self.rejected = []
+
+    def reject(self, why):
+        self.rejected.append(why)
+        self.alive = False
 
     def send(self, message):
         self.sent.append(message)

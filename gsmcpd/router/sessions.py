@@ -22,6 +22,7 @@ JSON = ("Content-Type", "application/json")
 SSE_HEADERS = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")]
 # What a log line shows of a worker's own reason (the user's code can send any text).
 REASON_CAP = 1024
+OP_CAP = 64   # and of a frame's unknown op
 # How long after a session opens or ends the loop does not poll: the replacement spare
 # forks and boots, the ended worker exits (~2 ms of CPU each, longer on a busy
 # machine), and a polling router would hold a CPU they need.
@@ -307,7 +308,10 @@ class SessionManager:
         elif op == "reply":
             call = session.inflight
             if call is None or call.seq != frame.get("seq"):
-                log.warning("session %s: reply for a call not in flight", session.short)
+                # Ours never sends one (a call stays in flight until its reply, however it
+                # was broken): the user's code wrote it, perhaps in a loop, so it is ended
+                # as any worker speaking garbage, not logged once a frame.
+                worker.reject("a reply for no call in flight")
                 return
             session.inflight = None
             self.calls_at_workers -= 1
@@ -329,7 +333,7 @@ class SessionManager:
         elif op == "log":
             worker.relay_log(frame)
         else:
-            log.warning("session %s: unknown frame op %r", session.short, op)
+            worker.reject("unknown op %s" % shown(repr(op), OP_CAP))
 
     def on_worker_exit(self, worker):
         session = self._by_worker.get(worker)
