@@ -64,6 +64,11 @@ BROKEN = {  # shape: (code, the break that ends it)
     "regex_backtracking": ("import re\nre.match(r'(a+)+$', 'a' * 40 + 'b')", "soft break"),
     "swallows_exception": (SPIN_CATCHING % "Exception", "soft break"),
     "swallows_keyboard_interrupt": (SPIN_CATCHING % "KeyboardInterrupt", "hard break"),
+    # the breaks are the router's own signals, not SIGINT or SIGUSR1: code that ignores those
+    # (a tool shielding its clean-up from Ctrl-C) is broken all the same
+    "ignores_sigint_and_sigusr1": ("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                                   "signal.signal(signal.SIGUSR1, signal.SIG_IGN)\nwhile True:\n    pass",
+                                   "soft break"),
 }
 
 TIMED_OUT = "request timed out after 1s (GS_MCP_REQUEST_TIMEOUT) and was interrupted: "
@@ -108,9 +113,9 @@ def test_a_call_no_break_reaches_is_stopped_and_its_session_finished(stopping, s
     assert stream.next() == ("end",)  # the finished session's stream closes too
 
 
-SILENCE_BREAKS = ("import signal\nfor signum in (signal.SIGINT, signal.SIGUSR1):\n"
-                  "    signal.signal(signum, signal.SIG_IGN)\n"
-                  "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGUSR1})")
+SILENCE_BREAKS = ("import signal\nfrom gsmcpd.wire.break_signals import BREAK_SIGNALS\n"
+                  "for signum in BREAK_SIGNALS:\n    signal.signal(signum, signal.SIG_IGN)\n"
+                  "signal.pthread_sigmask(signal.SIG_BLOCK, BREAK_SIGNALS)")
 
 
 def test_code_that_silenced_the_break_signals_leaves_later_calls_breakable(deadlines):

@@ -9,7 +9,7 @@ import signal
 
 import pytest
 
-from helpers import Client, Daemon, parent_of, pid_alive, tool_text, wait_until
+from helpers import Client, Daemon, open_session, parent_of, pid_alive, tool_text, wait_until
 from test_e2e_lifetime import worker_pid
 
 
@@ -56,6 +56,87 @@ def test_a_class_body_raising_system_exit_is_a_compile_error(keeps_its_work):
     text = failed(keeps_its_work.tool("compile_class_definition", dictionaryName="shop.models",
                             source="class Boom:\n    raise SystemExit(1)"), "compileError")
     assert "SystemExit: 1" in text
+
+
+# -- signals the code sends itself ------------------------------------------------------
+# The router breaks a call with real-time signals of its own (gsmcpd.wire.break_signals): a
+# SIGINT the code sends itself is Python's KeyboardInterrupt, and the call ends with what
+# the code made of it, never -32001 "soft break".
+
+SEND_SIGINT = {
+    "os.kill": "import os, signal\nos.kill(os.getpid(), signal.SIGINT)",
+    "raise_signal": "import signal\nsignal.raise_signal(signal.SIGINT)",
+    "interrupt_main": "import _thread\n_thread.interrupt_main()",
+}
+LANDS = "\nfor _ in range(10 ** 7):\n    pass\n"   # where it lands, if not in the call that sent it
+
+
+def catching(code):
+    body = "".join("    " + line + "\n" for line in code.splitlines())
+    return ("try:\n" + body + "    outcome = 'not interrupted'\n"
+            "except KeyboardInterrupt:\n    outcome = 'interrupted'\noutcome")
+
+
+@pytest.mark.parametrize("how", sorted(SEND_SIGINT))
+def test_a_sigint_the_code_sends_itself_is_its_own_keyboard_interrupt(keeps_its_work, how):
+    sent = SEND_SIGINT[how] + LANDS
+    assert tool_text(keeps_its_work.tool("execute_code", code=catching(sent))) == "'interrupted'"
+    text = failed(keeps_its_work.tool("execute_code", code=sent), "other")
+    assert text.startswith("Traceback") and text.endswith("\nKeyboardInterrupt"), text
+
+
+OWN_SIGINT_TESTS = """import _thread, os, signal, unittest
+
+
+def cli_main():
+    # a command line tool's Ctrl-C handling: exit status 130
+    try:
+        signal.raise_signal(signal.SIGINT)
+        for _ in range(10 ** 7):
+            pass
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+class TestCtrlC(unittest.TestCase):
+    def test_the_handlers_are_pythons_defaults(self):
+        self.assertIs(signal.getsignal(signal.SIGINT), signal.default_int_handler)
+        self.assertEqual(signal.getsignal(signal.SIGUSR1), signal.SIG_DFL)
+
+    def test_sigint_of_itself_raises_keyboard_interrupt(self):
+        with self.assertRaises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(10 ** 7):
+                pass
+
+    def test_interrupt_main_raises_keyboard_interrupt(self):
+        with self.assertRaises(KeyboardInterrupt):
+            _thread.interrupt_main()
+            for _ in range(10 ** 7):
+                pass
+
+    def test_the_cli_exits_130_on_ctrl_c(self):
+        self.assertEqual(cli_main(), 130)
+"""
+
+
+def test_a_unittest_of_ctrl_c_handling_passes_under_the_test_runner(daemon):
+    # Written into the image for the session opened after it; gone again at the end.
+    path = daemon.state / "image" / "own_sigint.py"
+    path.write_text(OWN_SIGINT_TESTS)
+    try:
+        c = open_session(daemon)
+        pid = worker_pid(c)
+        ran = c.tool("run_test_class", className="own_sigint.TestCtrlC")["structuredContent"]
+        assert (ran["run"], ran["passed"], ran["failed"]) == (4, 4, []), ran
+        one = c.tool("run_test_method", className="own_sigint.TestCtrlC",
+                     selector="test_sigint_of_itself_raises_keyboard_interrupt")
+        assert one["structuredContent"]["passed"] == 1, one
+        assert worker_pid(c) == pid
+        c.close()
+    finally:
+        path.unlink()
 
 
 def sse_messages(response):
@@ -214,6 +295,8 @@ def test_what_left_the_group_lives_with_its_session_and_ends_with_it(c):
 CRASHES = {  # a worker that dies on its own, mid-call, by the user's code
     "os._exit": "import os\nos._exit(3)",
     "kill -9 of itself": "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)",
+    # Python's default for SIGUSR1 ends the process: the code's own, not the router's hard break
+    "SIGUSR1 of itself": "import os, signal\nos.kill(os.getpid(), signal.SIGUSR1)",
     "segfault": "import ctypes\nctypes.string_at(0)",
 }
 

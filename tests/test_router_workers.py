@@ -16,6 +16,7 @@ from gsmcpd.router import workers
 from gsmcpd.router.loop import Loop
 from gsmcpd.router.workers import Spawner, WorkerPool, has_descriptors
 from gsmcpd.wire import frames
+from gsmcpd.wire.break_signals import BREAK_SIGNALS
 from helpers import parent_of, pid_alive, wait_until
 
 
@@ -47,8 +48,21 @@ def prepare_and_ping(sock):
                                 "message": {"jsonrpc": "2.0", "id": 1, "method": "ping"}}))
     decoder, got = frames.FrameDecoder(), []
     while len(got) < 2:
-        got += decoder.feed(sock.recv(65536))
+        data = sock.recv(65536)
+        assert data, "the worker closed its socket (it died) before answering"
+        got += decoder.feed(data)
     return got
+
+
+def signal_mask(status, field):
+    """The set of signals a /proc/PID/status mask line (SigIgn, SigCgt, ...) names."""
+    mask = int(status.split(field + ":")[1].split()[0], 16)
+    return {signum for signum in range(1, signal.NSIG) if mask & (1 << (signum - 1))}
+
+
+def proc_status(pid):
+    with open("/proc/%d/status" % pid) as status:
+        return status.read()
 
 
 def test_spares_answer_exit_on_eof_and_their_pidfds_say_so(spawner):
@@ -88,10 +102,33 @@ def test_a_spare_gets_a_clean_start(spawner):
             except FileNotFoundError:
                 pass
         assert sum(t.startswith("socket:") for t in targets) <= 2, targets
-        status = open("/proc/%d/status" % pid).read()
-        ignored = int(status.split("SigIgn:")[1].split()[0], 16)
-        assert not ignored & (1 << (signal.SIGCHLD - 1))
+        status = proc_status(pid)
+        assert signal.SIGCHLD not in signal_mask(status, "SigIgn")
+        # The break signals handled by its loop; SIGINT Python's (default_int_handler) and
+        # SIGUSR1 at its default, both the user's code's
+        handled = signal_mask(status, "SigCgt")
+        assert set(BREAK_SIGNALS) <= handled and signal.SIGINT in handled
+        assert signal.SIGUSR1 not in handled | signal_mask(status, "SigIgn")
         assert os.sched_getscheduler(pid) == os.SCHED_BATCH
+    finally:
+        sock.close()
+        select.select([pidfd], [], [], 20)
+        os.close(pidfd)
+
+
+def test_a_break_sent_to_a_spare_still_starting_does_not_kill_it(spawner):
+    # A break signal's default action ends a process: the spawner ignores them, so a
+    # spare is born ignoring them until its loop handles them. Sent through the pidfd as
+    # the router sends them, from the moment the spawner says the spare exists.
+    assert set(BREAK_SIGNALS) <= signal_mask(proc_status(spawner.process.pid), "SigIgn")
+    spawner.ask(1)
+    kind, (pid, pidfd, sock) = received(spawner)
+    try:
+        for _ in range(20):
+            for signum in BREAK_SIGNALS:
+                signal.pidfd_send_signal(pidfd, signum)
+        assert prepare_and_ping(sock)[0]["ok"] is True
+        assert pid_alive(pid)
     finally:
         sock.close()
         select.select([pidfd], [], [], 20)

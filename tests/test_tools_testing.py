@@ -311,7 +311,7 @@ class BreakTest(unittest.TestCase):
 
 
 def land_soft_break():
-    """What the worker's SIGINT handler does in a call."""
+    """What the worker's soft-break handler does in a call."""
     mark_soft_break()
     raise SoftBreak("soft break")
 

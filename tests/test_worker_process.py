@@ -12,6 +12,7 @@ import time
 import pytest
 
 from gsmcpd.wire import frames
+from gsmcpd.wire.break_signals import HARD_BREAK_SIGNAL, SOFT_BREAK_SIGNAL
 from gsmcpd.worker import main as worker_main
 from helpers import wait_until
 
@@ -248,7 +249,7 @@ def test_a_tool_result_that_cannot_be_sent_is_a_tool_error(worker):
 
 def test_soft_break_interrupts_a_busy_loop_and_worker_stays_usable(worker):
     seq = worker.running("progress(1)\nwhile True:\n    pass")
-    worker.signal(signal.SIGINT)
+    worker.signal(SOFT_BREAK_SIGNAL)
     response = worker.reply(seq)
     assert response["id"] == f"r{seq}"
     assert response["error"]["code"] == -32001
@@ -257,12 +258,12 @@ def test_soft_break_interrupts_a_busy_loop_and_worker_stays_usable(worker):
 
 
 def test_break_signals_a_previous_call_ignored_and_blocked_work_again_in_the_next(worker):
-    silence = ("import signal\nfor signum in (signal.SIGINT, signal.SIGUSR1):\n"
-               "    signal.signal(signum, signal.SIG_IGN)\n"
-               "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGUSR1})")
+    silence = ("import signal\nfrom gsmcpd.wire.break_signals import BREAK_SIGNALS\n"
+               "for signum in BREAK_SIGNALS:\n    signal.signal(signum, signal.SIG_IGN)\n"
+               "signal.pthread_sigmask(signal.SIG_BLOCK, BREAK_SIGNALS)")
     worker.reply(worker.execute(silence))
     seq = worker.running("progress(1)\nwhile True:\n    pass")
-    worker.signal(signal.SIGINT)
+    worker.signal(SOFT_BREAK_SIGNAL)
     assert worker.reply(seq)["error"]["message"] == "request interrupted: soft break"
 
 
@@ -272,9 +273,9 @@ def test_hard_break_stops_code_that_swallows_keyboard_interrupt(worker):
     code = ("n = 0\nwhile True:\n    try:\n        n += 1\n        progress(n)\n"
             "        while True:\n            pass\n    except KeyboardInterrupt:\n        pass\n")
     seq = worker.running(code)
-    worker.signal(signal.SIGINT)
+    worker.signal(SOFT_BREAK_SIGNAL)
     assert worker.notified(seq)["progress"] == 2       # the soft break was swallowed
-    worker.signal(signal.SIGUSR1)
+    worker.signal(HARD_BREAK_SIGNAL)
     response = worker.reply(seq)
     assert response["error"] == {"code": -32001, "message": "request interrupted: hard break"}
     assert text_of(worker.reply(worker.execute("n"))) == "2"
@@ -284,9 +285,9 @@ def test_code_catching_base_exception_survives_both_breaks_until_killed(worker):
     code = ("n = 0\nwhile True:\n    try:\n        n += 1\n        progress(n)\n"
             "        while True:\n            pass\n    except BaseException:\n        pass\n")
     seq = worker.running(code)
-    worker.signal(signal.SIGINT)
+    worker.signal(SOFT_BREAK_SIGNAL)
     assert worker.notified(seq)["progress"] == 2
-    worker.signal(signal.SIGUSR1)
+    worker.signal(HARD_BREAK_SIGNAL)
     assert worker.notified(seq)["progress"] == 3       # still running after the hard break
     worker.signal(signal.SIGKILL)
     worker.process.join(WAIT)
@@ -297,7 +298,7 @@ def test_a_soft_break_stops_code_that_catches_exception(worker):
     code = "while True:\n    try:\n        progress(1)\n        while True:\n            pass\n" \
            "    except Exception:\n        pass\n"
     seq = worker.running(code)
-    worker.signal(signal.SIGINT)
+    worker.signal(SOFT_BREAK_SIGNAL)
     assert worker.reply(seq)["error"] == {"code": -32001, "message": "request interrupted: soft break"}
 
 
@@ -320,7 +321,7 @@ def test_a_soft_break_is_known_to_have_landed_whatever_the_code_made_of_it(worke
     code = ("progress(1)\n"
             "try:\n    while True:\n        pass\nexcept KeyboardInterrupt:\n    pass\n'carried on'")
     seq = worker.running(code)
-    worker.signal(signal.SIGINT)
+    worker.signal(SOFT_BREAK_SIGNAL)
     assert worker.reply(seq)["error"]["message"] == "request interrupted: soft break"
     # The next call starts unmarked: the code's own exit is its own again.
     code = ("from gsmcpd.worker.toolset import raise_if_break\n"
@@ -328,15 +329,48 @@ def test_a_soft_break_is_known_to_have_landed_whatever_the_code_made_of_it(worke
     assert text_of(worker.reply(worker.execute(code))) == "'unmarked'"
 
 
-def test_breaks_while_idle_are_ignored(worker):
-    assert text_of(worker.reply(worker.execute("'warm'"))) == "'warm'"
-    worker.signal(signal.SIGINT)
-    worker.signal(signal.SIGUSR1)
+def test_breaks_and_sigint_while_idle_are_ignored(worker):
+    # SIGINT too (the user's code's, from a thread or a child), sent the moment each reply
+    # arrives, while the worker is still in its own code after the write, or waiting.
+    for _ in range(5):
+        assert text_of(worker.reply(worker.execute("'warm'"))) == "'warm'"
+        for _ in range(3):
+            worker.signal(signal.SIGINT)
+    worker.signal(SOFT_BREAK_SIGNAL)
+    worker.signal(HARD_BREAK_SIGNAL)
     # Frames are handled in order, so this answer comes after both signals were handled.
     assert text_of(worker.reply(worker.start_call("tools/call",
                                                   {"name": "echo", "arguments": {"text": "alive"}}))) \
         == "alive"
     assert worker.process.is_alive()
+
+
+def test_a_sigint_in_a_call_is_the_codes_own_keyboard_interrupt_not_a_break(worker):
+    # The router breaks with signals of its own: a SIGINT (a child's, a thread's, another
+    # process's) is Python's KeyboardInterrupt in the code, and the call its own outcome.
+    assert text_of(worker.reply(worker.execute(
+        "import signal\n(signal.getsignal(signal.SIGINT) is signal.default_int_handler, "
+        "signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL)"))) == "(True, True)"
+    seq = worker.running("progress(1)\nwhile True:\n    pass")
+    worker.signal(signal.SIGINT)
+    result = worker.reply(seq)["result"]
+    assert result["isError"] is True and result["content"][0]["text"].endswith("KeyboardInterrupt")
+    code = ("try:\n    progress(1)\n    while True:\n        pass\nexcept KeyboardInterrupt:\n"
+            "    pass\n'carried on'")
+    seq = worker.running(code)
+    worker.signal(signal.SIGINT)
+    assert text_of(worker.reply(seq)) == "'carried on'"
+    assert text_of(worker.reply(worker.execute("'after'"))) == "'after'"
+
+
+def test_a_sigint_handler_the_code_set_is_its_handler_in_later_calls(worker):
+    # Held between calls, SIGINT is handed back to whatever handler the code left.
+    worker.reply(worker.execute("import os, signal\nhits = []\n"
+                                "signal.signal(signal.SIGINT, lambda signum, frame: hits.append(signum))"))
+    assert text_of(worker.reply(worker.execute(
+        "os.kill(os.getpid(), signal.SIGINT)\nfor _ in range(10 ** 6):\n    pass\nhits"))) == "[2]"
+    assert text_of(worker.reply(worker.execute(
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n'restored'"))) == "'restored'"
 
 
 def test_eof_on_the_frame_socket_ends_the_worker():
@@ -504,13 +538,13 @@ def test_a_break_after_commits_in_the_call_says_they_stand(tmp_path):
                 "view.set_source('toys', 'BALL = 2\\n', live=False)\nview.commit()\n"
                 "progress(1)\nwhile True:\n    pass")
         seq = channel.running(code)                   # both commits are made
-        channel.signal(signal.SIGINT)
+        channel.signal(SOFT_BREAK_SIGNAL)
         assert channel.reply(seq)["error"] == {"code": -32001, "message": (
             "request interrupted: soft break; it came too late to stop the 2 commits this call "
             "made, which stand (the last committed toys; view version 2)")}
         # a later break in a call that commits nothing says nothing of them
         seq = channel.running("progress(1)\nwhile True:\n    pass")
-        channel.signal(signal.SIGINT)
+        channel.signal(SOFT_BREAK_SIGNAL)
         assert channel.reply(seq)["error"]["message"] == "request interrupted: soft break"
     finally:
         channel.close()

@@ -388,7 +388,7 @@ def test_break_exceptions_pass_through_the_dispatcher():
 ])
 def test_a_call_a_soft_break_landed_in_ends_with_the_break_whatever_the_code_made_of_it(
         after_break, answer):
-    # The worker's SIGINT handler marks the call; code that caught the KeyboardInterrupt
+    # The worker's soft-break handler marks the call; code that caught the KeyboardInterrupt
     # and went on must not turn the deadline's break into an answer. Unmarked, the same
     # code answers as it would.
     def handler(arguments):

@@ -4,9 +4,12 @@ A call that outruns ``request_timeout``, or that the client cancels with
 ``notifications/cancelled``, is broken in steps, each ``break_grace`` after the
 previous one and only while the call is still running::
 
-    soft_break  (SIGINT: SoftBreak, a KeyboardInterrupt, in the tool; worker answers, stays usable)
-    hard_break  (SIGUSR1: HardBreak; worker answers -32001, stays usable)
+    soft_break  (SIGRTMIN+6: SoftBreak, a KeyboardInterrupt, in the tool; worker answers, stays usable)
+    hard_break  (SIGRTMIN+7: HardBreak; worker answers -32001, stays usable)
     stop        (SIGKILL: the session is finished)
+
+The break signals are real-time ones (gsmcpd.wire.break_signals), sent to the worker
+alone: a SIGINT or SIGUSR1 the user's code sends itself is its own, never a break.
 
 Pure: every method takes ``now``. The router asks ``next_wakeup()``, calls
 ``poll(now)`` then, and drops the breaker when the call's reply arrives.

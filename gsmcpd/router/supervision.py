@@ -7,7 +7,6 @@ server-initiated messages onto each session's current GET stream.
 """
 
 import logging
-import signal
 import time
 
 from gsmcpd.router import breaks as breaks_mod
@@ -16,10 +15,11 @@ from gsmcpd.router.lifetime import Lifetime
 from gsmcpd.router.outbox import Outbox, OutboxClosed
 from gsmcpd.router.sessions import SSE_HEADERS
 from gsmcpd.wire import jsonrpc, sse
+from gsmcpd.wire.break_signals import HARD_BREAK_SIGNAL, SOFT_BREAK_SIGNAL
 
 log = logging.getLogger("gsmcpd.lifetime")
 
-BREAK_SIGNALS = {breaks_mod.SOFT_BREAK: signal.SIGINT, breaks_mod.HARD_BREAK: signal.SIGUSR1}
+BREAK_SIGNALS = {breaks_mod.SOFT_BREAK: SOFT_BREAK_SIGNAL, breaks_mod.HARD_BREAK: HARD_BREAK_SIGNAL}
 
 
 class Supervisor:

@@ -2,9 +2,12 @@
 
 `run(sock, router_pid)` is the multiprocessing target. The worker serves one
 call at a time over its frame socket (see docs/internals.md, "Router ↔ worker
-frames"). Breaks are signals: SIGINT raises SoftBreak (a KeyboardInterrupt) in
-the tool, SIGUSR1 raises HardBreak; either way the call is answered with -32001 and the
-worker stays usable. A break that arrives while idle is ignored.
+frames"). Breaks are signals of the router's own (gsmcpd.wire.break_signals): the soft
+one raises SoftBreak (a KeyboardInterrupt) in the tool, the hard one HardBreak; either
+way the call is answered with -32001 and the worker stays usable. A break that arrives
+while idle is ignored. SIGINT and SIGUSR1 keep Python's defaults for the user's code:
+its own SIGINT is its own KeyboardInterrupt, its own SIGUSR1 ends the process. Between
+calls the loop holds SIGINT with a handler that does nothing (see _run).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import sys
 import threading
 
 from gsmcpd.wire import frames, jsonrpc
+from gsmcpd.wire.break_signals import HARD_BREAK_SIGNAL, SOFT_BREAK_SIGNAL
 from gsmcpd.worker import reaper
 from gsmcpd.worker.server import build_server, error_result
 from gsmcpd.worker.toolset import BREAKS, HardBreak, SoftBreak, mark_soft_break
@@ -88,6 +92,7 @@ class WorkerLoop:
         self._view_error = None       # why it could not be read: every later call says so
         self.is_fork = False          # a child the user's code forked (see forked)
         self._breaks = {}             # signal -> our handler (install_breaks)
+        self._code_sigint = None      # the user's code's SIGINT handler, held between calls
 
     def forked(self) -> None:
         """In a child the user's code forked: it never writes to the router, and one
@@ -99,10 +104,13 @@ class WorkerLoop:
     # -- breaks ----------------------------------------------------------
 
     def install_breaks(self) -> None:
-        self._breaks = {signal.SIGINT: self.break_handler(SoftBreak, "soft break"),
-                        signal.SIGUSR1: self.break_handler(HardBreak, "hard break")}
+        self._breaks = {SOFT_BREAK_SIGNAL: self.break_handler(SoftBreak, "soft break"),
+                        HARD_BREAK_SIGNAL: self.break_handler(HardBreak, "hard break")}
         for signum, handler in self._breaks.items():
             signal.signal(signum, handler)
+        self._code_sigint = signal.signal(signal.SIGINT, _between_calls)
+        if self._code_sigint is None:     # not set from Python: the default it would have had
+            self._code_sigint = signal.default_int_handler
 
     def _restore_breaks(self) -> None:
         """Before each call: a previous call's code (or a library it imported) may have
@@ -310,8 +318,16 @@ class WorkerLoop:
         try:
             self.in_call = True
             try:
+                # SIGINT is the code's while it runs (Python's KeyboardInterrupt, or the
+                # handler the code set), and held between calls: one the code's threads or
+                # children send later must not raise KeyboardInterrupt into the loop's own
+                # frame writes (a frame cut short) or its wait (the session lost).
+                if self._breaks:
+                    _signal.signal(signal.SIGINT, self._code_sigint)
                 return self.server.handle(message, notify)
             finally:
+                if self._breaks:      # one C call: no handler runs between take and swap
+                    self._code_sigint = _signal.signal(signal.SIGINT, _between_calls)
                 self.in_call = False
         except BREAKS as interruption:
             text = f"request interrupted: {interruption or type(interruption).__name__}"
@@ -325,6 +341,11 @@ class WorkerLoop:
         except BaseException as error:   # a dispatcher bug answers this call, not the whole session
             log.exception("worker %d: dispatch failed", os.getpid())
             return _error_for(message, jsonrpc.INTERNAL_ERROR, f"{type(error).__name__}: {error}")
+
+
+def _between_calls(signum, frame):
+    """SIGINT's handler while no call runs: no call of the code's to interrupt. A Python
+    handler, not SIG_IGN, so what a thread of the code's execs meanwhile gets the default."""
 
 
 def _commits_stand(view, made: int) -> str:

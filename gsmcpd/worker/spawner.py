@@ -34,6 +34,7 @@ import select
 import signal
 import socket
 
+from gsmcpd.wire.break_signals import BREAK_SIGNALS
 from gsmcpd.worker import main as worker_main
 from gsmcpd.worker import reaper
 
@@ -47,6 +48,11 @@ def serve(control: socket.socket, worker_nice: int = 0) -> None:
     `worker_nice` nicer than the router. Also kills what a dead worker left (the
     spawner is a subreaper, see gsmcpd.worker.reaper), and at its end every child."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)    # a terminal's ^C is the router's to handle
+    # A break signal's default action ends a process: every worker is born ignoring them
+    # (a fork keeps dispositions) until its loop handles them, so a break sent to one still
+    # starting (claimed at once, a deadline shorter than its start) cannot kill it.
+    for signum in BREAK_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
     # SIGCHLD is handled, not ignored: the sweeper reaps, so an unreaped child's pid is
     # never reused under it (reaper.Sweeper). The handler does nothing; the wake-up
     # pipe's byte is what wakes the loop below.
@@ -177,8 +183,9 @@ def _fork(forking, router_pid):
 def _worker(sock: socket.socket, router_pid: int) -> None:
     # A fork inherits the spawner's descriptors and dispositions: keep only stdio and
     # our own socket, and give tools back a normal SIGCHLD and SIGINT (subprocess needs
-    # the first). The spawner's wake-up fd first: a signal with a Python handler would
-    # write to whatever reuses its number.
+    # the first; SIGINT is the user's code's, the router breaks with signals of its own,
+    # ignored until worker_main.run handles them). The spawner's wake-up fd first: a
+    # signal with a Python handler would write to whatever reuses its number.
     signal.set_wakeup_fd(-1)
     _close_inherited(sock.fileno())
     # A process group of its own: what the user's code starts is in it, and ends with it

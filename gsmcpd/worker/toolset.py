@@ -27,16 +27,17 @@ class ToolError(Exception):
 
 
 class SoftBreak(KeyboardInterrupt):
-    """Raised in the worker's main thread by the soft-break signal (SIGINT).
+    """Raised in the worker's main thread by the router's soft-break signal (a real-time
+    one: gsmcpd.wire.break_signals).
 
     A KeyboardInterrupt, so code written to stop on Ctrl-C stops on it; its own
-    class tells it from a KeyboardInterrupt the user's code raises itself, which
-    is an ordinary tool error.
+    class tells it from a KeyboardInterrupt the user's code raises itself (or gets from
+    a SIGINT it sent itself), which is an ordinary tool error.
     """
 
 
 class HardBreak(BaseException):
-    """Raised in the worker's main thread by the hard-break signal (SIGUSR1).
+    """Raised in the worker's main thread by the router's hard-break signal.
 
     A BaseException outside KeyboardInterrupt, so code that swallows the soft
     break still gets stopped. Code that catches BaseException generically (a
