@@ -284,6 +284,14 @@ def parent_of(pid):
     return int(stat.rsplit(")", 1)[1].split()[1])
 
 
+def signals_of(pid, field):
+    """The signals a process's /proc status mask names: field "SigIgn" (ignored),
+    "SigCgt" (handled), "SigBlk" (blocked)."""
+    with open("/proc/%d/status" % pid) as status:
+        mask = int(status.read().split(field + ":")[1].split()[0], 16)
+    return {signum for signum in range(1, signal.NSIG) if mask & (1 << (signum - 1))}
+
+
 def pid_alive(pid):
     try:
         stat = Path("/proc/%d/stat" % pid).read_text()

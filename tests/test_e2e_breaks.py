@@ -5,11 +5,14 @@ runaway below meets the step that stops it, and the session survives unless the
 last step (SIGKILL) was needed.
 """
 
+import os
 import time
 
 import pytest
 
-from helpers import Client, Daemon, pid_alive, runs_until, tool_text, wait_until
+from gsmcpd.wire.break_signals import BREAK_SIGNALS
+from helpers import (Client, Daemon, parent_of, pid_alive, runs_until, signals_of, tool_text,
+                     wait_for_port, wait_until, worker_pids)
 from test_e2e_lifetime import Exchange, open_stream, worker_pid
 
 REQUEST_TIMEOUT = -32001
@@ -240,6 +243,34 @@ def test_a_module_that_turns_the_deadlines_break_into_an_exit_is_broken_not_fail
         assert tool_text(c.tool("execute_code", code="6 * 7")) == "42"
     finally:
         path.unlink()
+
+
+def test_breaks_reaching_spares_as_they_start_do_not_kill_them(tmp_path):
+    # A spare still starting has no handlers yet: it lives through a break only if it was
+    # born ignoring the break signals (a real-time signal's default action ends a
+    # process), that is if the spawner that forks it ignores them. From the daemon's launch
+    # on, each worker is also sent both the moment it is seen (a spare is seldom seen that
+    # soon: the spawner's mask is what pins the order).
+    d = Daemon(tmp_path, env={"GS_MCP_SPARE_WORKERS": "2"})
+    d.start(wait=False)
+    try:
+        hit, deadline = set(), time.monotonic() + 30
+        while len(hit) < 2 and time.monotonic() < deadline:
+            for pid in set(worker_pids(d.proc.pid)) - hit:
+                for signum in BREAK_SIGNALS:
+                    os.kill(pid, signum)
+                hit.add(pid)
+        wait_for_port(d.port, proc=d.proc)
+        assert len(hit) == 2 and all(pid_alive(pid) for pid in hit), hit
+        spawners = {parent_of(pid) for pid in hit}
+        assert len(spawners) == 1 and set(BREAK_SIGNALS) <= signals_of(spawners.pop(), "SigIgn")
+        for _ in hit:            # each spare serves a session
+            c = Client(d.port, timeout=15)
+            c.initialize()
+            assert worker_pid(c) in hit
+            assert tool_text(c.tool("execute_code", code="6 * 7")) == "42"
+    finally:
+        d.stop()
 
 
 # -- cancellation ----------------------------------------------------------------

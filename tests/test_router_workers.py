@@ -17,7 +17,7 @@ from gsmcpd.router.loop import Loop
 from gsmcpd.router.workers import Spawner, WorkerPool, has_descriptors
 from gsmcpd.wire import frames
 from gsmcpd.wire.break_signals import BREAK_SIGNALS
-from helpers import parent_of, pid_alive, wait_until
+from helpers import parent_of, pid_alive, signals_of, wait_until
 
 
 @pytest.fixture
@@ -52,17 +52,6 @@ def prepare_and_ping(sock):
         assert data, "the worker closed its socket (it died) before answering"
         got += decoder.feed(data)
     return got
-
-
-def signal_mask(status, field):
-    """The set of signals a /proc/PID/status mask line (SigIgn, SigCgt, ...) names."""
-    mask = int(status.split(field + ":")[1].split()[0], 16)
-    return {signum for signum in range(1, signal.NSIG) if mask & (1 << (signum - 1))}
-
-
-def proc_status(pid):
-    with open("/proc/%d/status" % pid) as status:
-        return status.read()
 
 
 def test_spares_answer_exit_on_eof_and_their_pidfds_say_so(spawner):
@@ -102,13 +91,12 @@ def test_a_spare_gets_a_clean_start(spawner):
             except FileNotFoundError:
                 pass
         assert sum(t.startswith("socket:") for t in targets) <= 2, targets
-        status = proc_status(pid)
-        assert signal.SIGCHLD not in signal_mask(status, "SigIgn")
-        # The break signals handled by its loop; SIGINT Python's (default_int_handler) and
-        # SIGUSR1 at its default, both the user's code's
-        handled = signal_mask(status, "SigCgt")
+        ignored = signals_of(pid, "SigIgn")
+        assert signal.SIGCHLD not in ignored
+        # The break signals handled by its loop; SIGINT by Python, SIGUSR1 at its default
+        handled = signals_of(pid, "SigCgt")
         assert set(BREAK_SIGNALS) <= handled and signal.SIGINT in handled
-        assert signal.SIGUSR1 not in handled | signal_mask(status, "SigIgn")
+        assert signal.SIGUSR1 not in handled | ignored
         assert os.sched_getscheduler(pid) == os.SCHED_BATCH
     finally:
         sock.close()
@@ -120,7 +108,7 @@ def test_a_break_sent_to_a_spare_still_starting_does_not_kill_it(spawner):
     # A break signal's default action ends a process: the spawner ignores them, so a
     # spare is born ignoring them until its loop handles them. Sent through the pidfd as
     # the router sends them, from the moment the spawner says the spare exists.
-    assert set(BREAK_SIGNALS) <= signal_mask(proc_status(spawner.process.pid), "SigIgn")
+    assert set(BREAK_SIGNALS) <= signals_of(spawner.process.pid, "SigIgn")
     spawner.ask(1)
     kind, (pid, pidfd, sock) = received(spawner)
     try:
