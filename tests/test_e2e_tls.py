@@ -18,6 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from helpers import REPO, Daemon, free_port, recv_all, wait_for_port
 from idp import Idp, JwksServer
+from test_e2e_auth import WRITTEN_ON
 
 READ_TIMEOUT = 1.0
 
@@ -101,6 +102,20 @@ def test_https_without_a_token_gets_the_https_challenge(tls_env):
         'Bearer resource_metadata="https://127.0.0.1:%d/.well-known/oauth-protected-resource/mcp", '
         'scope="mcp:use mcp:write"' % daemon.port)
     assert meta.json()["resource"] == "https://127.0.0.1:%d/mcp" % daemon.port
+
+
+def test_https_a_big_body_without_a_token_is_written_whole_and_its_401_read(tls_env):
+    # The lingering close over TLS: the 401's records, a close_notify and the FIN, then the
+    # rest of the body is dropped as it comes, undecrypted. Without it: a reset.
+    daemon, _, cert, _ = tls_env
+    body = b" " * WRITTEN_ON
+    head = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n" % len(body))
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=30) as raw, \
+            trusting(cert).wrap_socket(raw, server_hostname="127.0.0.1", suppress_ragged_eofs=False) as tls:
+        tls.sendall(head + body)
+        reply = recv_all(tls)   # an EOF without close_notify would raise SSLEOFError
+    assert reply.startswith(b"HTTP/1.1 401 ") and b"\r\nWWW-Authenticate: Bearer resource_metadata=" in reply
 
 
 def test_a_client_that_does_not_trust_the_cert_fails_the_handshake(tls_env):

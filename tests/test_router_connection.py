@@ -6,6 +6,7 @@ and the loop is run pass by pass until what a test waits for has happened.
 
 import json
 import logging
+import select
 import socket
 import time
 from types import SimpleNamespace
@@ -25,6 +26,7 @@ class Harness:
         self.unreadable = []
         self.closed = []
         self.heads = []   # heads gated before their bodies were read
+        self.traced_heads = []   # heads answered before their bodies were read
         if handle_head is None:
             handle_head = lambda harness, conn, head: conn.read_body()   # every head passes
         self.app = SimpleNamespace(handle=lambda conn, request: handle(self, conn, request),
@@ -34,6 +36,7 @@ class Harness:
         self.router = SimpleNamespace(
             loop=self.loop, app=self.app, config=SimpleNamespace(max_body=max_body, read_timeout=30),
             trace_response=lambda *a: None, trace_unreadable=self.unreadable.append,
+            trace_head=lambda head: self.traced_heads.append(head),
             connection_closed=self.closed.append)
         if tcp:
             listener = socket.create_server(("127.0.0.1", 0))
@@ -57,8 +60,17 @@ class Harness:
             self.step()
 
     def read_until_closed(self):
-        """What the connection wrote, until it closed (running the loop meanwhile)."""
-        self.run_until(lambda: self.conn.closed)
+        """What the connection wrote, until it closed (running the loop meanwhile). One
+        that lingers (its write side shut, the client's input unread) is closed as a
+        client closes it: at the end of what it reads, it closes its own side."""
+        self.run_until(lambda: self.conn.closed or self.conn.lingering_since is not None)
+        data = self.read_to_eof()
+        if not self.conn.closed:
+            self.client.shutdown(socket.SHUT_WR)
+            self.run_until(lambda: self.conn.closed)
+        return data
+
+    def read_to_eof(self):
         self.client.settimeout(2)
         data = b""
         while True:
@@ -536,10 +548,106 @@ def refuse_head(h, conn, head):
 def test_a_head_refused_is_answered_before_its_body_and_the_connection_closes(harness):
     h = harness(answer_at_once, handle_head=refuse_head, max_body=16_000_000)
     h.client.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 16000000\r\n\r\n")
-    h.run_until(lambda: h.conn.closed)   # no byte of the body was sent
-    raw = h.client.recv(65536)
+    raw = h.read_until_closed()   # no byte of the body was sent
     assert statuses(raw) == [401] and b"Connection: close\r\n" in raw and raw.endswith(b"no token")
     assert [head.path for head in h.heads] == ["/mcp"] and h.conn.parser.buffered == 0
+    assert h.traced_heads == h.heads   # traced inbound, though its body never was read
+
+
+# -- lingering close -----------------------------------------------------------
+
+BIG_HEAD = b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 16000000\r\n\r\n"
+
+
+def flood_while_running(h, limit, passes=400):
+    """The client writes up to `limit` bytes of body as the router takes them; the count
+    written, or None once the router reset the connection."""
+    sent = 0
+    for _ in range(passes):
+        try:
+            sent += flood(h.client, limit - sent)
+        except (BrokenPipeError, ConnectionResetError):
+            return None
+        if sent >= limit or h.conn.closed:
+            break
+        h.step()
+    return sent
+
+
+def test_a_refused_head_lingers_dropping_the_body_until_the_clients_eof(harness):
+    h = harness(answer_at_once, handle_head=refuse_head, max_body=16_000_000, tcp=True)
+    h.client.sendall(BIG_HEAD)
+    h.run_until(lambda: h.conn.lingering_since is not None)
+    assert h.read_to_eof().endswith(b"no token")     # the reply, then the write side's FIN
+    assert flood_while_running(h, 3 << 20) == 3 << 20   # the body goes on, dropped unread
+    assert not h.conn.closed and h.conn.parser.buffered == 0 and h.conn.eviction_order()[0] == 0
+    h.client.shutdown(socket.SHUT_WR)
+    h.run_until(lambda: h.conn.closed)
+    assert h.closed == [h.conn] and h.unreadable == [] and h.heads == h.traced_heads
+
+
+def test_a_lingering_client_that_sends_on_is_cut_off_at_the_byte_bound(harness, monkeypatch):
+    monkeypatch.setattr(connection, "LINGER_BYTES", 1 << 20)
+    monkeypatch.setattr(connection, "LINGER_SECONDS", 600)   # only the byte bound can end it
+    h = harness(answer_at_once, handle_head=refuse_head, max_body=16_000_000, tcp=True)
+    h.client.sendall(BIG_HEAD)
+    h.run_until(lambda: h.conn.lingering_since is not None)
+    flood_while_running(h, 64 << 20)
+    h.run_until(lambda: h.conn.closed)
+    assert h.closed == [h.conn]
+
+
+def test_a_lingering_client_that_sends_nothing_more_is_closed_at_the_time_bound(harness, monkeypatch):
+    monkeypatch.setattr(connection, "LINGER_SECONDS", 0.2)
+    h = harness(answer_at_once, handle_head=refuse_head, max_body=16_000_000)
+    h.client.sendall(BIG_HEAD)
+    h.run_until(lambda: h.conn.lingering_since is not None)
+    h.run_until(lambda: h.conn.closed)
+    assert h.read_to_eof().endswith(b"no token") and h.closed == [h.conn]
+
+
+def test_a_413_lingers_too(harness):
+    h = harness(answer_at_once, max_body=1024, tcp=True)
+    h.client.sendall(post(b"x" * 2048))
+    h.run_until(lambda: h.conn.lingering_since is not None)
+    assert statuses(h.read_to_eof()) == [413] and h.unreadable == ["HTTP 413 request body too large"]
+    h.client.close()
+    h.run_until(lambda: h.conn.closed)
+
+
+def test_a_close_with_nothing_unread_does_not_linger(harness):
+    h = harness(answer_at_once)
+    h.client.sendall(post(b"last", b"Connection: close\r\n"))
+    h.run_until(lambda: h.conn.closed)
+    assert bodies_of(h.read_to_eof()) == [b"last"] and h.conn.lingering_since is None
+
+
+def test_a_refusal_to_a_client_that_already_half_closed_does_not_linger(harness):
+    def refuse_later(h, conn, head):
+        h.loop.call_later(0.1, lambda: refuse_head(h, conn, head))
+    h = harness(answer_at_once, handle_head=refuse_later, max_body=16_000_000)
+    h.client.sendall(BIG_HEAD)
+    h.client.shutdown(socket.SHUT_WR)   # it sends no more: a close resets nothing
+    h.run_until(lambda: h.conn.closed)
+    assert statuses(h.read_to_eof()) == [401] and h.conn.lingering_since is None
+
+
+def test_an_idle_connection_drained_for_shutdown_closes_at_once(harness):
+    h = harness(answer_at_once)
+    h.client.sendall(post(b"a"))
+    h.run_until(lambda: select.select([h.client], [], [], 0)[0])
+    assert bodies_of(h.client.recv(65536)) == [b"a"]
+    assert h.conn.eviction_order()[0] == 1   # idle: evictable after any lingering one
+    h.conn.drain_and_close()
+    assert h.conn.closed and h.conn.lingering_since is None
+
+
+def test_a_head_that_passes_is_traced_whole_not_as_a_head(harness):
+    h = harness(answer_at_once, max_body=16_000_000)
+    h.client.sendall(post(b"x" * 100_000))
+    h.client.shutdown(socket.SHUT_WR)
+    assert bodies_of(h.read_until_closed()) == [b"x" * 100_000]
+    assert len(h.heads) == 1 and h.traced_heads == []
 
 
 def test_a_body_sent_while_a_refusal_waits_to_be_read_is_not_buffered(harness):

@@ -81,6 +81,13 @@ def test_unreadable_request():
     assert trace.format_unreadable("bad\nreason") == "--> (unreadable request: bad\\nreason)"
 
 
+def test_a_request_answered_from_its_head_shows_its_framing_not_a_body():
+    assert trace.format_head("POST", "/mcp", "71FF1F5C-aaaa", "Content-Length 9000000") == \
+        "--> POST /mcp session 71FF1F5C... (body not read: answered from its head; Content-Length 9000000)"
+    assert trace.format_head("POST\n", "/mcp\r", None, "chunked") == \
+        "--> POST\\n /mcp\\r session - (body not read: answered from its head; chunked)"
+
+
 def test_outbound_lines():
     body = b'{"jsonrpc":"2.0","id":1,"result":{}}'
     assert trace.format_outbound(200, "0123456789", body, 4096) == \

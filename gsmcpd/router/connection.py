@@ -8,6 +8,7 @@ means is `app`'s business.
 """
 
 import logging
+import socket
 
 from gsmcpd.auth.tls import PlaintextHttpError, TlsError
 from gsmcpd.router.loop import recv_some, send_some
@@ -20,6 +21,17 @@ IDLE_KEEPALIVE_SECONDS = 300  # an idle keep-alive connection costs a socket; fr
 STREAM_WRITE_BUDGET = 5.0  # seconds a client may read nothing of what waits for it
 STREAM_BACKLOG = 16 << 20  # bytes a stream may run ahead of its reader (a reply may exceed it)
 PIPELINE_BUFFER = 256 * 1024  # a reader that stops reading loses its stream, never the loop
+# A connection closed with its client's input unread (a refusal from the head, a 413)
+# lingers: its reply flushed and its write side shut, what the client still sends is read
+# and dropped, so a client still writing its body gets to read the refusal, not a reset
+# (closing with unread input sends RST). Bounded, so lingering holds nothing for long:
+# a client that will read its reply finishes writing within seconds on any link fit to
+# send a big body (16 MiB is 3 s at 50 Mbit/s), and 16 MiB, the default GS_MCP_MAX_BODY,
+# lets a body the router would have taken be written whole. Dropping costs one recv per
+# RECV_SIZE into one shared buffer, no memory; past a bound the client gets the reset.
+LINGER_SECONDS = 5.0
+LINGER_BYTES = 16 << 20
+_DROPPED = bytearray(RECV_SIZE)   # where lingering input goes (the loop is single-threaded)
 INTERNAL_ERROR_BODY = jsonrpc.dumps(jsonrpc.error(None, jsonrpc.INTERNAL_ERROR,
                                                   "Internal error: the server failed to handle this request"))
 
@@ -48,6 +60,9 @@ class Connection:
         self._peer_eof = False
         self._closing = False
         self._write_stalled_since = None
+        self._input_unread = False  # the last reply leaves input unread: linger before closing
+        self.lingering_since = None  # when lingering began (_linger)
+        self._linger_left = 0  # bytes still to drop before the client is cut off
         self.current = None  # the request being answered
         self.reply_headers = ()  # headers the app adds to every reply to it (CORS)
         sock.setblocking(False)
@@ -196,6 +211,7 @@ class Connection:
             return
         self.busy = True  # no further request is taken, and reading stays bounded
         self.streaming = False  # a stream begun is cut short: its reader sees it unterminated
+        self._note_unread_input()
         self._close_when_flushed = True
         self._update_interest()
         self._maybe_close()
@@ -215,6 +231,7 @@ class Connection:
         if cors:   # a listed page can read why (its head was parsed: its Origin is known)
             headers.extend(cors.reply_headers(exc.origin))
         self.write(http.response(exc.status, headers, body, keep_alive=False))
+        self._input_unread = True  # a request refused as read: the client may be mid-body
         self._close_when_flushed = True
         self._maybe_close()
 
@@ -227,6 +244,8 @@ class Connection:
         keep = keep_alive and current is not None and current.keep_alive
         if self.reply_headers:
             headers = (*headers, *self.reply_headers)
+        if current is not None and current.body is None:
+            self.router.trace_head(current)   # answered from its head: traced, as its body never is
         self.router.trace_response(current, status, headers, body)
         self.write(http.response(status, headers, body, keep_alive=keep,
                                  head=current is not None and current.method == "HEAD"))
@@ -271,6 +290,7 @@ class Connection:
         if not keep_alive:
             # Nothing more is read into the parser while the reply flushes (an unread
             # body after an early refusal, requests pipelined behind this one).
+            self._note_unread_input()
             self.parser.discard()
             self._close_when_flushed = True
             self._maybe_close()
@@ -348,12 +368,62 @@ class Connection:
         self.loop.call_at(since + STREAM_WRITE_BUDGET, self._check_stall)
 
     def _maybe_close(self):
-        if self._close_when_flushed and not self.out:
+        if not self._close_when_flushed or self.out or self.lingering_since is not None:
+            return
+        if not self._input_unread or self._peer_eof:
+            self.close()   # the client sent all it will: a close now resets nothing
+            return
+        if self.tls is not None and not self.closed:
+            # A write side is shut after a close_notify (RFC 8446 6.1): the client reads
+            # the reply's end as a clean one.
+            try:
+                self.tls.close()
+            except TlsError:
+                pass
+            self._flush_tls()
+            if self.out or self.closed:
+                return   # _on_writable comes back once it is written
+        self._linger()
+
+    # -- lingering close ---------------------------------------------------
+    def _note_unread_input(self):
+        """Before the last reply's parser discard: whether the client may still be sending."""
+        self._input_unread = self._input_unread or self.parser.in_progress or self.parser.buffered > 0
+
+    def _linger(self):
+        """The last reply is flushed and the client's input unread: shut the write side
+        (the client reads the reply, then EOF), then drop what it still sends, unparsed
+        (on TLS, undecrypted), until its EOF, LINGER_BYTES or LINGER_SECONDS, and close."""
+        try:
+            self.sock.shutdown(socket.SHUT_WR)
+        except OSError:   # the client is gone already
             self.close()
+            return
+        self.parser.discard()
+        self.lingering_since = self.loop.time()
+        self._linger_left = LINGER_BYTES
+        self._set_deadline("linger", LINGER_SECONDS)
+        self._update_interest()
+
+    def _drop_input(self):
+        try:
+            count = self.sock.recv_into(_DROPPED)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            count = 0
+        self._linger_left -= count
+        if not count or self._linger_left <= 0:
+            self.close()   # the client's EOF, or it is cut off: it had LINGER_BYTES
 
     # -- lifecycle ---------------------------------------------------------
     def _update_interest(self):
         if self.closed:
+            return
+        if self.lingering_since is not None:   # its input is dropped, nothing more written
+            if self._interest != "lingering":
+                self._interest = "lingering"
+                self.loop.set_interest(self.sock, self._drop_input, None)
             return
         # Keep reading while a request is answered (a hang-up is seen at once), but a
         # client gets no more than PIPELINE_BUFFER ahead of its replies, whether it
@@ -381,12 +451,24 @@ class Connection:
         keep-alive wait), or None while it does anything at all: answers a request,
         streams, holds input or output not yet dealt with, reads a request or its TLS
         handshake, or is closing. Only an idle connection may be closed to make room for
-        a new one at GS_MCP_MAX_CONNECTIONS (Router._evict_idlest)."""
+        a new one at GS_MCP_MAX_CONNECTIONS (Router._evict_idlest), after any lingering one."""
         if (self._deadline_kind != "idle" or self.closed or self.busy or self.streaming
                 or self.current is not None or self.parser.buffered or self.parser.in_progress
                 or self.out or self._close_when_flushed or self._closing or self._peer_eof):
             return None
         return self._deadline - IDLE_KEEPALIVE_SECONDS
+
+    def eviction_order(self):
+        """What Router._evict_idlest closes first at GS_MCP_MAX_CONNECTIONS, least first:
+        (0, since) for a lingering connection (its reply is written; closing it costs its
+        client at most the reset lingering spares it), (1, since) for an idle one; None
+        for any other, which is never closed for room."""
+        if self.closed:
+            return None
+        if self.lingering_since is not None:
+            return 0, self.lingering_since
+        since = self.idle_since()
+        return None if since is None else (1, since)
 
     def _set_deadline(self, kind, delay):
         self._deadline_kind = kind
@@ -408,6 +490,9 @@ class Connection:
             return
         kind = self._deadline_kind
         self._deadline = self._deadline_kind = None
+        if kind == "linger":
+            self.close()   # the client had LINGER_SECONDS to finish writing
+            return
         if self.busy:
             return
         if kind == "read":

@@ -165,24 +165,26 @@ class Router:
             self.connections.add(conn)
 
     def _evict_idlest(self, peer):
-        """At the cap, make room for a new connection by closing the one idle longest
-        (waiting between requests: not answering, streaming, or reading one; see
-        Connection.idle_since). Connections held open and silent cannot then lock
-        everyone else out for the keep-alive timeout. False when none is idle. The scan
-        is linear, and runs only at the cap."""
-        idlest, since = None, None
+        """At the cap, make room for a new connection by closing one that is lingering
+        (its last reply written), else the one idle longest (waiting between requests:
+        not answering, streaming, or reading one; see Connection.eviction_order).
+        Connections held open and silent cannot then lock everyone else out for the
+        keep-alive timeout. False when none is either. The scan is linear, and runs only
+        at the cap."""
+        chosen, order = None, None
         for conn in self.connections:
-            began = conn.idle_since()
-            if began is not None and (since is None or began < since):
-                idlest, since = conn, began
-        if idlest is None:
+            rank = conn.eviction_order()
+            if rank is not None and (order is None or rank < order):
+                chosen, order = conn, rank
+        if chosen is None:
             return False
         if not self._evicting_connections:
             self._evicting_connections = True
-            log.warning("%d client connections open, GS_MCP_MAX_CONNECTIONS: closing the one idle "
-                        "longest to admit each new one (first: %s idle %.0fs, for %s)",
-                        len(self.connections), idlest.peer, self.loop.time() - since, peer)
-        idlest.close()
+            log.warning("%d client connections open, GS_MCP_MAX_CONNECTIONS: closing a lingering one, else "
+                        "the one idle longest, to admit each new one (first: %s %s %.0fs, for %s)",
+                        len(self.connections), chosen.peer, "lingering" if order[0] == 0 else "idle",
+                        self.loop.time() - order[1], peer)
+        chosen.close()
         return True
 
     def _refuse_connection(self, sock, peer):
@@ -286,6 +288,13 @@ class Router:
     def trace_outbound(self, label, session_id, body):
         if self._trace_out:
             trace_log.info(trace.format_outbound(label, session_id, body, self.config.trace_limit))
+
+    def trace_head(self, head):
+        """A request answered from its head alone, its body never read (Connection.respond)."""
+        if self._trace_in:
+            length = head.header("content-length")   # else the parser took it as chunked
+            framing = "Content-Length %s" % length if length is not None else "chunked"
+            trace_log.info(trace.format_head(head.method, head.path, head.header("mcp-session-id"), framing))
 
     def trace_unreadable(self, reason):
         if self._trace_in:

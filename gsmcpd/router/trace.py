@@ -71,6 +71,14 @@ def format_inbound(method: str, path: str, session_id: str | None,
            f"{format_body(body, limit)}"
 
 
+def format_head(method: str, path: str, session_id: str | None, framing: str) -> str:
+    """`--> POST /mcp session - (body not read: answered from its head; Content-Length 9000000)`
+    for a request answered from its head alone (a refusal, a preflight): its body was
+    never read, so only its framing can be shown."""
+    return f"--> {escape(method)} {escape(path)} session {short_id(session_id)} " \
+           f"(body not read: answered from its head; {escape(framing)})"
+
+
 def format_unreadable(reason: str) -> str:
     """`--> (unreadable request: <reason>)` for a request that never parsed."""
     return f"--> (unreadable request: {escape(reason)})"
