@@ -134,6 +134,36 @@ def test_connections_beyond_the_cap_get_503_and_close_while_those_open_stay(rout
     assert len(router.connections) == 2 and not any(conn.closed for conn in router.connections)
 
 
+def test_beyond_the_cap_a_client_that_sent_its_request_before_being_accepted_reads_the_503(
+        router, monkeypatch):
+    # Its request waits unread when the router refuses it: a plain close would be a reset,
+    # which discards the 503 the client has not read yet.
+    opened = []
+    for count in (1, 2):
+        opened.append(router.connect())
+        accept(router, opened[-1], lambda: len(router.connections) == count)
+        working(router, monkeypatch, opened[-1], "busy")
+    third = router.connect()
+    third.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 30000\r\n\r\n" + b" " * 30000)
+    accept(router, third, lambda: answered(third))
+    assert read_all(third).startswith(b"HTTP/1.1 503 ")   # then EOF, no ECONNRESET
+    assert len(router.connections) == 2
+
+
+def test_a_lingering_connection_is_closed_before_an_idle_one_to_admit_a_new_one(router, monkeypatch):
+    idle = router.connect()
+    accept(router, idle, lambda: len(router.connections) == 1)
+    refused = router.connect()
+    accept(router, refused, lambda: len(router.connections) == 2)
+    monkeypatch.setattr(router.app, "handle_head", lambda conn, head: conn.respond(401, [], b"no"))
+    lingering = send(router, refused, b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000\r\n\r\n",
+                     lambda conn: conn.lingering_since is not None)
+    third = router.connect()
+    accept(router, third, lambda: lingering.closed)
+    assert not answered(idle) and not any(conn.closed for conn in router.connections)
+    assert read_all(refused).startswith(b"HTTP/1.1 401 ")
+
+
 def test_a_connection_closed_makes_room_for_the_next(router):
     for count in (1, 2):
         accept(router, router.connect(), lambda: len(router.connections) == count)

@@ -36,6 +36,22 @@ INTERNAL_ERROR_BODY = jsonrpc.dumps(jsonrpc.error(None, jsonrpc.INTERNAL_ERROR,
                                                   "Internal error: the server failed to handle this request"))
 
 
+def drop_arrived(sock, limit=PIPELINE_BUFFER):
+    """Read and drop what a non-blocking socket holds now, up to `limit` bytes, waiting
+    for nothing: a close after it is a FIN, not a reset, if that was all the client sent."""
+    dropped = 0
+    while dropped < limit:
+        try:
+            count = sock.recv_into(_DROPPED)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            return
+        if not count:
+            return
+        dropped += count
+
+
 class Connection:
     def __init__(self, router, sock, peer, tls=None):
         self.router = router

@@ -16,7 +16,7 @@ from pathlib import Path
 from gsmcpd.router import trace
 from gsmcpd.router.app import App, Principal
 from gsmcpd.router.control_endpoint import ControlEndpoint
-from gsmcpd.router.connection import Connection
+from gsmcpd.router.connection import Connection, drop_arrived
 from gsmcpd.router.loop import Loop, send_some
 from gsmcpd.router.sessions import SessionManager
 from gsmcpd.router.supervision import Supervisor
@@ -200,6 +200,11 @@ class Router:
             sock.setblocking(False)
             if self.ssl_context is None:   # a TLS client could not read it before a handshake
                 send_some(sock, self._connections_full)
+            # What the client sent before it was accepted (its request, often) is dropped, so
+            # the close does not reset the 503 away; it cannot linger (Connection._linger):
+            # at the cap nothing more is held, and what comes later still meets a reset.
+            sock.shutdown(socket.SHUT_WR)
+            drop_arrived(sock)
         except OSError:
             pass
         sock.close()
