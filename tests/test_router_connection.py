@@ -575,12 +575,23 @@ def flood_while_running(h, limit, passes=400):
 
 
 def test_a_refused_head_lingers_dropping_the_body_until_the_clients_eof(harness):
-    h = harness(answer_at_once, handle_head=refuse_head, max_body=16_000_000, tcp=True)
+    handled = []
+    h = harness(lambda h, conn, request: handled.append(request), handle_head=refuse_head,
+                max_body=16_000_000, tcp=True)
     h.client.sendall(BIG_HEAD)
     h.run_until(lambda: h.conn.lingering_since is not None)
     assert h.read_to_eof().endswith(b"no token")     # the reply, then the write side's FIN
     assert flood_while_running(h, 3 << 20) == 3 << 20   # the body goes on, dropped unread
+    rest = memoryview(b"x" * (16_000_000 - (3 << 20)) + post(b"behind"))   # nor is a request behind it taken
+    while rest:
+        try:
+            rest = rest[h.client.send(rest):]
+        except BlockingIOError:
+            h.step()
+    for _ in range(20):
+        h.step()
     assert not h.conn.closed and h.conn.parser.buffered == 0 and h.conn.eviction_order()[0] == 0
+    assert handled == [] and len(h.heads) == 1
     h.client.shutdown(socket.SHUT_WR)
     h.run_until(lambda: h.conn.closed)
     assert h.closed == [h.conn] and h.unreadable == [] and h.heads == h.traced_heads
