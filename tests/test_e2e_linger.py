@@ -62,8 +62,9 @@ def test_a_client_that_sends_forever_is_cut_off_at_the_bound_and_others_are_serv
                 if served is None and sent > LINGER_BYTES // 2:   # meanwhile, another client
                     served = Client(daemon.port).request(
                         "POST", {"jsonrpc": "2.0", "id": 1, "method": "ping"}).status
-    # It had LINGER_BYTES (the rest of what it sent sat in the buffers), then the reset.
-    assert LINGER_BYTES <= sent < LINGER_BYTES + (32 << 20)
+    # It had LINGER_BYTES, then the reset; the rest of what it sent sat in the kernel's
+    # buffers (loopback's receive buffer may grow to 32 MiB while the router reads).
+    assert LINGER_BYTES <= sent < LINGER_BYTES + (64 << 20)
     assert served == 400   # a ping outside any session, answered while the flood was dropped
     assert Client(daemon.port).request("POST", {"jsonrpc": "2.0", "id": 2, "method": "ping"}).status == 400
 
