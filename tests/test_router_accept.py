@@ -164,6 +164,16 @@ def test_a_lingering_connection_is_closed_before_an_idle_one_to_admit_a_new_one(
     assert read_all(refused).startswith(b"HTTP/1.1 401 ")
 
 
+def test_shutdown_does_not_wait_for_a_lingering_connection(router, monkeypatch):
+    client = router.connect()
+    accept(router, client, lambda: len(router.connections) == 1)
+    monkeypatch.setattr(router.app, "handle_head", lambda conn, head: conn.respond(401, [], b"no"))
+    lingering = send(router, client, b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000\r\n\r\n",
+                     lambda conn: conn.lingering_since is not None)
+    router.shutdown()   # no worker to wait for: every connection is closed at once
+    assert lingering.closed and not router.connections and router.loop._stopping
+
+
 def test_a_connection_closed_makes_room_for_the_next(router):
     for count in (1, 2):
         accept(router, router.connect(), lambda: len(router.connections) == count)
