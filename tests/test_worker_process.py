@@ -11,12 +11,16 @@ import time
 
 import pytest
 
+from gsmcpd.router.workers import PRELOAD
 from gsmcpd.wire import frames
 from gsmcpd.wire.break_signals import HARD_BREAK_SIGNAL, SOFT_BREAK_SIGNAL
 from gsmcpd.worker import main as worker_main
 from helpers import wait_until
 
 CONTEXT = multiprocessing.get_context("forkserver")
+# The forkserver is one per test process: whichever module starts it first, it must be
+# the router's (a subreaper, preloaded), or a later module's tests of orphans fail.
+CONTEXT.set_forkserver_preload(PRELOAD)
 WAIT = 20   # seconds before a test gives up on an expected frame (never asserted on)
 
 SESSION = {"session_id": "sid-1", "user": "tester", "read_only": False,
