@@ -71,6 +71,13 @@ class Daemon:
     def log_text(self):
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
+    def status(self):
+        """`gsmcpd status --json` of this daemon, as an administrator runs it ({} if none answered)."""
+        out = subprocess.run([sys.executable, "-m", "gsmcpd", "status", str(self.port), "--json",
+                              "--state-dir", str(self.state)], capture_output=True, text=True,
+                             env=self.env, cwd=str(self.tmp))
+        return json.loads(out.stdout) if out.returncode == 0 else {}
+
     def stop(self, timeout=10):
         if self.proc is None or self.proc.poll() is not None:
             return self.proc.returncode if self.proc else None

@@ -13,9 +13,9 @@ from gsmcpd.router import control
 
 SESSIONS = [
     {"id_prefix": "71ff1f5c", "user": "alice", "worker_pid": 4242, "age": 3725.5, "idle": 12.9,
-     "in_flight": "tools/call execute_code", "stream_attached": True, "read_only": False},
+     "in_flight": "tools/call execute_code", "queued": 3, "stream_attached": True, "read_only": False},
     {"id_prefix": "0a1b2c3d", "user": "bob", "worker_pid": 4343, "age": 75, "idle": 75,
-     "in_flight": None, "stream_attached": False, "read_only": True},
+     "in_flight": None, "queued": 0, "stream_attached": False, "read_only": True},
 ]
 
 
@@ -46,11 +46,11 @@ def test_durations():
 
 def test_table_is_aligned_like_gslist():
     lines = control.format_table(SESSIONS).splitlines()
-    assert lines[0].split() == ["Session", "User", "Pid", "Age", "Idle", "Stream", "RO", "In",
-                                "flight"]
-    assert lines[1].split()[:7] == ["71ff1f5c", "alice", "4242", "1h02m", "12s", "yes", "no"]
+    assert lines[0].split() == ["Session", "User", "Pid", "Age", "Idle", "Stream", "RO", "Queued",
+                                "In", "flight"]
+    assert lines[1].split()[:8] == ["71ff1f5c", "alice", "4242", "1h02m", "12s", "yes", "no", "3"]
     assert lines[1].endswith("tools/call execute_code")
-    assert lines[2].split() == ["0a1b2c3d", "bob", "4343", "1m15s", "1m15s", "no", "yes", "-"]
+    assert lines[2].split() == ["0a1b2c3d", "bob", "4343", "1m15s", "1m15s", "no", "yes", "0", "-"]
     column = lines[0].index("User")
     assert lines[1][column:].startswith("alice") and lines[2][column:].startswith("bob")
     assert control.format_table([]) == "no open sessions"

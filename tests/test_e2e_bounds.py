@@ -59,6 +59,8 @@ def test_a_request_over_the_queue_bound_is_refused_at_once_and_the_queued_ones_s
     assert tool_text(other.tool("execute_code", code="6 * 7")) == "42"
     other.close()
     assert not any(e.head_read.is_set() for e in waiting.values())
+    [row] = [row for row in daemon.status()["sessions"] if row["id"] == c.session]
+    assert row["queued"] == MAX_QUEUED and row["in_flight"] == "tools/call execute_code"
     release.touch()
     assert running.json()["result"]["structuredContent"]["result"] == "'first'"
     for n, queued in waiting.items():

@@ -563,20 +563,13 @@ def test_during_shutdown_a_waiting_request_gets_503_not_a_session(tmp_path):
     with socket.create_connection(("127.0.0.1", d.port), timeout=15) as s:
         s.sendall((head % (c.session, len(slow), slow)).encode() +
                   ("POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: %d\r\n\r\n%s" % (len(init), init)).encode())
-        assert wait_until(lambda: "tools/call" in json.dumps(_status(d)), timeout=10)
+        assert wait_until(lambda: "tools/call" in json.dumps(d.status()), timeout=10)
         d.proc.send_signal(signal.SIGTERM)
         raw = recv_all(s)
     first, _, rest = raw.partition(b"HTTP/1.1 503")
     assert json.loads(body_of(first))["error"]["code"] == -32003   # its session ended under it
     assert b"shutting down" in rest
     assert d.proc.wait(10) == 0
-
-
-def _status(daemon):
-    out = subprocess.run([sys.executable, "-m", "gsmcpd", "status", str(daemon.port), "--json",
-                          "--state-dir", str(daemon.state)], capture_output=True, text=True,
-                         env=daemon.env, cwd=str(daemon.tmp))
-    return json.loads(out.stdout) if out.returncode == 0 else {}
 
 
 def test_a_worker_that_sends_a_garbage_frame_is_ended_and_the_router_serves_on(daemon):

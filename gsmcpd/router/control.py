@@ -8,8 +8,8 @@ One JSON request line -> one JSON reply line, then the server closes.  Requests:
                       would, its call in flight answered "session ended: ..."
 Anything else    -> {"ok": false, "error": "..."}.
 A session dict: id_prefix, user, worker_pid, age, idle (seconds), in_flight (method or
-tool name, or null), stream_attached, read_only, id (whole: the socket is its owner's
-alone); `end`'s adds answered (whether a call in flight was answered "session ended").
+tool name, or null), queued (requests waiting behind it, at most GS_MCP_MAX_QUEUED),
+stream_attached, read_only, id (whole: the socket is its owner's alone); `end`'s adds answered (whether a call in flight was answered "session ended").
 
 The encode/decode/handle functions are pure; `open_listener` (non-blocking, for the
 router's selector) and `query` (blocking, for `python -m gsmcpd status`) do the I/O.
@@ -29,7 +29,7 @@ from gsmcpd.router.trace import shown
 
 MAX_LINE = 64 * 1024
 _HEX = re.compile(r"[0-9a-fA-F]+")
-SESSION_FIELDS = ("id_prefix", "user", "worker_pid", "age", "idle", "in_flight",
+SESSION_FIELDS = ("id_prefix", "user", "worker_pid", "age", "idle", "in_flight", "queued",
                   "stream_attached", "read_only", "id")
 
 
@@ -103,6 +103,8 @@ def cell(session: dict, field: str) -> str:
         return format_duration(value)
     if field in ("stream_attached", "read_only"):
         return "yes" if value else "no"
+    if field == "queued":
+        return str(value) if isinstance(value, int) else "-"
     # A user claim or a client's method or tool name: never raw to the admin's terminal.
     return "-" if value is None else shown(value, CELL_CAP)
 
@@ -110,7 +112,7 @@ def cell(session: dict, field: str) -> str:
 CELL_CAP = 64   # characters of a client-chosen value a row shows
 _COLUMNS = (("Session", "id_prefix"), ("User", "user"), ("Pid", "worker_pid"),
             ("Age", "age"), ("Idle", "idle"), ("Stream", "stream_attached"),
-            ("RO", "read_only"), ("In flight", "in_flight"))
+            ("RO", "read_only"), ("Queued", "queued"), ("In flight", "in_flight"))
 
 
 def format_table(sessions: Iterable[dict]) -> str:

@@ -78,6 +78,7 @@ class ControlEndpoint:
             "age": now - session.created,
             "idle": now - session.last_activity,
             "in_flight": call.describe() if call is not None else None,
+            "queued": len(session.queue),
             "stream_attached": session.stream is not None,
             "read_only": session.read_only,
             "id": session.id,   # whole, for `gsmcpd end` when two ids share a prefix (0600 socket)
