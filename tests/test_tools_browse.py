@@ -180,3 +180,29 @@ def test_a_commit_the_disk_refuses_says_nothing_was_written(image, views, monkey
     monkeypatch.undo()
     assert client.ok("commit")["structuredContent"]["committed"] == ["zoo.keeper"]
     assert "def count(self)" in (image / "zoo/keeper.py").read_text()
+
+
+# -- what a class name finds, said plainly --------------------------------------
+
+def test_a_class_in_a_module_that_does_not_compile_is_not_found_and_the_answer_says_why(client):
+    client.view.add_module("zoo.broken", "class Broken:\n    def a(self)\n        return 1\n")
+    for name in ("Broken", "zoo.broken.Broken"):
+        message = client.error("describe_class", "notFound", className=name)
+        assert "zoo.broken does not compile: line 2" in message, message
+    # A name no module writes gets no such hint.
+    assert "does not compile" not in client.error("describe_class", "notFound", className="Unicorn")
+
+
+def test_a_nested_class_name_points_at_its_top_level_class(client):
+    client.view.add_module("zoo.nest", "class Outer:\n    class Inner:\n        pass\n")
+    message = client.error("describe_class", "notFound", className="zoo.nest.Outer.Inner")
+    assert "nested in the class zoo.nest.Outer" in message and "export_class_source zoo.nest.Outer" in message
+
+
+def test_a_huge_name_is_not_echoed_whole(client):
+    huge = "A" * 100_000
+    for tool, kind, arguments in [("describe_class", "notFound", {"className": huge}),
+                                  ("describe_class", "invalidParams", {"className": huge + " x"}),
+                                  ("list_classes", "notFound", {"dictionaryName": huge})]:
+        message = client.error(tool, kind, **arguments)
+        assert len(message) < 1000 and "characters)" in message, (tool, len(message))

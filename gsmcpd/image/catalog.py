@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import re
 from dataclasses import dataclass
 
 from gsmcpd.image import splice
@@ -58,7 +59,7 @@ def image_classes(view: View) -> list[ClassRef]:
 
 def require_module(view: View, module: str) -> None:
     if module != KERNEL and not view.has_module(module):
-        raise ToolError("notFound", f"no dictionary (image module) named {module!r}; "
+        raise ToolError("notFound", f"no dictionary (image module) named {shown(module)!r}; "
                         "list_dictionaries shows them")
 
 
@@ -66,7 +67,7 @@ def resolve_class(view: View, name: str) -> ClassRef:
     """A bare name resolves if unique across the image (then builtins);
     `module.Class` always resolves."""
     if not name or not all(part.isidentifier() for part in name.split(".")):
-        raise ToolError("invalidParams", f"{name!r} is not a class name")
+        raise ToolError("invalidParams", f"{shown(name)!r} is not a class name")
     if "." in name:
         module, _, short = name.rpartition(".")
         if module == KERNEL:
@@ -75,9 +76,13 @@ def resolve_class(view: View, name: str) -> ClassRef:
         elif view.has_module(module):
             if any(ref.name == short for ref in classes_in(view, module)):
                 return ClassRef(module, short)
+            if view.tree(module) is None:
+                raise ToolError("notFound", f"no class {short} can be read: "
+                                + _unloadable(view, module))
         else:
-            raise ToolError("notFound", f"no dictionary named {module!r} (for class {name})")
-        raise ToolError("notFound", f"{module} defines no class {short}")
+            raise ToolError("notFound", f"no dictionary named {shown(module)} (for class "
+                            f"{shown(name)})" + _nested_hint(view, name))
+        raise ToolError("notFound", f"{module} defines no class {shown(short)}")
     candidates = [ref for ref in image_classes(view) if ref.name == name]
     if len(candidates) == 1:
         return candidates[0]
@@ -87,8 +92,37 @@ def resolve_class(view: View, name: str) -> ClassRef:
                         "pass the qualified name (module.Class)")
     if isinstance(getattr(builtins, name, None), type):
         return ClassRef(KERNEL, name)
-    raise ToolError("notFound", f"no class named {name} in the image or builtins; "
-                    "list_all_classes shows them")
+    raise ToolError("notFound", f"no class named {shown(name)} in the image or builtins; "
+                    "list_all_classes shows them" + _uncompiled_hint(view, name))
+
+
+def shown(text: str, limit: int = 200) -> str:
+    """`text` as an answer echoes it: cut, so a huge argument never makes a huge error."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def _nested_hint(view: View, name: str) -> str:
+    """For `module.Class.Inner`: the tools show top-level classes; say where Inner is."""
+    parts = name.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        module = ".".join(parts[:cut])
+        if view.has_module(module):
+            outer = parts[cut]
+            if any(ref.name == outer for ref in classes_in(view, module)):
+                return (f"; {'.'.join(parts[cut:])} is nested in the class {module}.{outer}, and the "
+                        f"tools work on an image module's top-level classes: export_class_source "
+                        f"{module}.{outer} shows it")
+            return ""
+    return ""
+
+
+def _uncompiled_hint(view: View, name: str) -> str:
+    """Name the image modules that write `class Name` but do not compile: their
+    classes are invisible until they are fixed, and the answer should say why."""
+    header = re.compile(rf"^class[ \t]+{re.escape(name)}\b", re.MULTILINE)
+    broken = [module for module in view.module_names()
+              if view.tree(module) is None and header.search(view.source(module))]
+    return "".join(f"; {_unloadable(view, module)}, and it writes a class {name}" for module in broken)
 
 
 def live_class(view: View, ref: ClassRef) -> type:
