@@ -206,3 +206,22 @@ def test_a_huge_name_is_not_echoed_whole(client):
                                   ("list_classes", "notFound", {"dictionaryName": huge})]:
         message = client.error(tool, kind, **arguments)
         assert len(message) < 1000 and "characters)" in message, (tool, len(message))
+
+
+def test_a_selector_or_name_that_could_never_be_found_is_invalid_not_absent(client):
+    for selector in ("", " ", "a b", "x.y", "1st"):
+        for tool, arguments in [("get_method_source", {"className": "Dog"}),
+                                ("find_senders", {}), ("find_implementors", {})]:
+            client.error(tool, "invalidParams", selector=selector, **arguments)
+    for name in (" ", "a b", "zoo..Dog", "Dog."):
+        client.error("find_references_to", "invalidParams", name=name)
+    for tool in ("list_classes", "list_dictionary_entries"):
+        client.error(tool, "invalidParams", dictionaryName="")
+    client.error("search_method_source", "invalidParams", pattern="x", dictionaryName="")
+    # A pattern is any text: spaces and dots are what a search may well look for.
+    assert client.ok("search_method_source", pattern="self.name = ")["structuredContent"]["results"] == [
+        "zoo.animals.Animal.__init__"]
+    huge = "a" * 100_000
+    for tool in ("find_senders", "find_implementors"):
+        assert len(text(client.ok(tool, selector=huge))) < 1000
+    assert len(text(client.ok("search_method_source", pattern=huge))) < 1000

@@ -322,3 +322,8 @@ def test_compile_method_takes_a_propertys_defs_together(client, image):
                                                                  className="Dog", source=getter_alone)
     assert disk(image) == before
     assert not client.view.has_changes
+
+
+def test_delete_method_refuses_a_selector_that_is_no_method_name(client):
+    for selector in ("", "a b", "noise()"):
+        client.error("delete_method", "invalidParams", className="Dog", selector=selector)

@@ -96,6 +96,14 @@ def resolve_class(view: View, name: str) -> ClassRef:
                     "list_all_classes shows them" + _uncompiled_hint(view, name))
 
 
+def require_selector(selector: str) -> str:
+    """A method name is a Python identifier; anything else could never be found."""
+    if not selector.isidentifier():
+        raise ToolError("invalidParams", f"{shown(selector)!r} is not a method name "
+                        "(a Python identifier)")
+    return selector
+
+
 def shown(text: str, limit: int = 200) -> str:
     """`text` as an answer echoes it: cut, so a huge argument never makes a huge error."""
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"

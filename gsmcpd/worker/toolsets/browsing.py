@@ -11,7 +11,7 @@ from gsmcpd.worker.toolset import ToolError, Toolset, bool_prop, object_schema, 
 
 CLASS_NAME = {"className": string_prop("a class: bare name if unique, or module.Class",
                                           min_length=1)}
-SELECTOR = {"selector": string_prop("the method name")}
+SELECTOR = {"selector": string_prop("the method name", min_length=1)}
 META = {"meta": bool_prop("true selects the class side (classmethod/staticmethod)")}
 
 
@@ -168,12 +168,12 @@ class BrowsingToolset(Toolset):
 
     def get_method_source(self, arguments):
         ref, cls, node = self._resolve(arguments)
-        selector, meta = arguments["selector"], arguments.get("meta")
+        selector, meta = catalog.require_selector(arguments["selector"]), arguments.get("meta")
         if ref.is_kernel:
             raise ToolError("notFound", f"{ref.name}.{selector} is a kernel method: no Python source")
         found = splice.method_nodes(node, selector)
         if not found:
-            raise ToolError("notFound", f"{ref.qualified} defines no method {selector}"
+            raise ToolError("notFound", f"{ref.qualified} defines no method {catalog.shown(selector)}"
                             + self._inherited_hint(cls, selector))
         found = filter_by_meta(found, meta, ref.qualified, selector)
         source = self.view.source(ref.module)

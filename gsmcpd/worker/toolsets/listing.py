@@ -10,7 +10,8 @@ from gsmcpd.image.view import KERNEL
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import Toolset, object_schema, string_prop
 
-_DICTIONARY = {"dictionaryName": string_prop("an image module (dotted name) or builtins")}
+_DICTIONARY = {"dictionaryName": string_prop("an image module (dotted name) or builtins",
+                                             min_length=1)}
 
 
 class ListingToolset(Toolset):

@@ -300,10 +300,10 @@ class MutationToolset(Toolset):
 
     def delete_method(self, arguments):
         ref, cls = self._guarded(arguments["className"])
-        selector = arguments["selector"]
+        selector = catalog.require_selector(arguments["selector"])
         nodes = splice.method_nodes(catalog.class_node(self.view, ref), selector)
         if not nodes:
-            raise ToolError("notFound", f"{ref.qualified} defines no method {selector}")
+            raise ToolError("notFound", f"{ref.qualified} defines no method {catalog.shown(selector)}")
         filter_by_meta(nodes, arguments.get("meta"), ref.qualified, selector)
         new_source = self._splice(splice.remove_method, self.view.source(ref.module), ref.name, selector)
         if cls is not None:

@@ -32,12 +32,12 @@ def code_units(view, module_filter: str | None = None):
 
 def capped(hits: list[str], what: str) -> dict:
     """`what` names the hits for the empty answer: "no {what}"."""
-    shown = hits[:CAP]
+    first = hits[:CAP]
     note = f"showing {CAP} of {len(hits)}" if len(hits) > CAP else None
-    text = "\n".join(shown) if shown else f"no {what}"
+    text = "\n".join(first) if first else f"no {what}"
     if note:
         text += f"\n(note: {note}; the true total is {len(hits)})"
-    structured = {"results": shown, "total": len(hits)}
+    structured = {"results": first, "total": len(hits)}
     if note:
         structured["note"] = note
     return {"text": text, "structured": structured}
@@ -69,11 +69,12 @@ class SearchToolset(Toolset):
         registry.add(Tool("search_method_source", "Functions and methods whose source contains "
                           f"the substring (capped at {CAP}).",
                           object_schema({"pattern": string_prop("substring to find", min_length=1),
-                                         "dictionaryName": string_prop("limit to one image module")},
+                                         "dictionaryName": string_prop("limit to one image module",
+                                                                       min_length=1)},
                                         ["pattern"]), self.search_method_source))
 
     def find_implementors(self, arguments):
-        selector = required_text(arguments, "selector")
+        selector = catalog.require_selector(required_text(arguments, "selector"))
         hits = []
         for module, label, node in code_units(self.view):
             if node.name == selector and label.count(".") > module.count(".") + 1:
@@ -81,10 +82,13 @@ class SearchToolset(Toolset):
         for name in catalog.kernel_classes():
             if selector in vars(getattr(builtins, name)):
                 hits.append(f"{KERNEL}.{name}")
-        return capped(hits, f"implementors of {selector}")
+        return capped(hits, f"implementors of {catalog.shown(selector)}")
 
     def find_references_to(self, arguments):
         name = required_text(arguments, "name")
+        if not all(part.isidentifier() for part in name.split(".")):
+            raise ToolError("invalidParams", f"{catalog.shown(name)!r} is not a global name "
+                            "(a Python identifier, or a dotted one: module.Class)")
         short = name.rpartition(".")[2]
         hits = []
         for module, label, node in code_units(self.view):
@@ -94,10 +98,10 @@ class SearchToolset(Toolset):
                         and ast.unparse(sub) == name):
                     hits.append(label)
                     break
-        return capped(hits, f"references to {name}")
+        return capped(hits, f"references to {catalog.shown(name)}")
 
     def find_senders(self, arguments):
-        selector = required_text(arguments, "selector")
+        selector = catalog.require_selector(required_text(arguments, "selector"))
         hits = []
         for module, label, node in code_units(self.view):
             for sub in ast.walk(node):
@@ -106,7 +110,7 @@ class SearchToolset(Toolset):
                         or (isinstance(sub.func, ast.Name) and sub.func.id == selector)):
                     hits.append(label)
                     break
-        return capped(hits, f"senders of {selector}")
+        return capped(hits, f"senders of {catalog.shown(selector)}")
 
     def search_method_source(self, arguments):
         pattern = required_text(arguments, "pattern")
@@ -115,4 +119,4 @@ class SearchToolset(Toolset):
             catalog.require_module(self.view, module_filter)
         hits = [label for module, label, node in code_units(self.view, module_filter)
                 if pattern in splice.segment(self.view.source(module), node)]
-        return capped(hits, f"methods containing {pattern!r}")
+        return capped(hits, f"methods containing {catalog.shown(pattern)!r}")
