@@ -225,3 +225,17 @@ def test_a_selector_or_name_that_could_never_be_found_is_invalid_not_absent(clie
     for tool in ("find_senders", "find_implementors"):
         assert len(text(client.ok(tool, selector=huge))) < 1000
     assert len(text(client.ok("search_method_source", pattern=huge))) < 1000
+
+
+def test_a_private_method_is_found_as_written_and_as_list_methods_shows_it(client):
+    client.view.add_module("zoo.vault", "class Vault:\n    def __secret(self):\n        return 1\n\n"
+                                        "    def open(self):\n        return self.__secret()\n")
+    listed = client.ok("list_methods", className="Vault")["structuredContent"]["methods"]["instance"]
+    assert {"name": "_Vault__secret", "definedIn": "zoo.vault.Vault"} in listed
+    for selector in ("__secret", "_Vault__secret"):
+        assert text(client.ok("get_method_source", className="Vault", selector=selector)).startswith(
+            "def __secret(self):")
+        assert client.ok("find_implementors", selector=selector)["structuredContent"]["results"] == [
+            "zoo.vault.Vault"]
+        assert client.ok("find_senders", selector=selector)["structuredContent"]["results"] == [
+            "zoo.vault.Vault.open"]

@@ -327,3 +327,41 @@ def test_compile_method_takes_a_propertys_defs_together(client, image):
 def test_delete_method_refuses_a_selector_that_is_no_method_name(client):
     for selector in ("", "a b", "noise()"):
         client.error("delete_method", "invalidParams", className="Dog", selector=selector)
+
+
+VAULT = '''\
+class Vault:
+    def __secret(self):
+        return "old"
+
+    def open(self):
+        return self.__secret()
+
+
+class _Hidden:
+    def __key(self):
+        return 1
+'''
+
+
+def test_a_private_method_is_changed_and_deleted_live_under_either_spelling(client, image):
+    client.view.add_module("zoo.vault", VAULT)
+    vault_class = client.view.module("zoo.vault").Vault
+    vault = vault_class()
+    client.ok("compile_method", className="Vault", source="def __secret(self):\n    return 'new'\n")
+    assert vault.open() == "new"                       # the live class, as its source now says
+    assert "return 'new'" in disk(image, "zoo/vault.py")
+    client.ok("compile_method", className="Vault", source="def _Vault__secret(self):\n    return 'newer'\n")
+    assert vault.open() == "newer" and disk(image, "zoo/vault.py").count("__secret(self)") == 1
+    client.ok("delete_method", className="Vault", selector="_Vault__secret")   # as list_methods shows it
+    assert not hasattr(vault_class, "_Vault__secret") and "__secret(self)" not in disk(image, "zoo/vault.py")
+    # Python strips a class name's leading underscores before mangling.
+    client.ok("delete_method", className="_Hidden", selector="_Hidden__key")
+    assert not hasattr(client.view.module("zoo.vault")._Hidden, "_Hidden__key")
+
+
+def test_a_class_redefined_without_its_private_method_loses_it_live(client):
+    client.view.add_module("zoo.vault", VAULT)
+    vault_class = client.view.module("zoo.vault").Vault
+    client.ok("compile_class_definition", source="class Vault:\n    pass\n", recompileMethods=False)
+    assert not hasattr(vault_class, "_Vault__secret")

@@ -29,6 +29,8 @@ def compile_members(module: ModuleType, filename: str, source: str, class_name: 
     classdef = splice.top_level_class(ast.parse(source), class_name)
     body = [node for node in classdef.body
             if isinstance(node, splice.FunctionNode) and node.name in names]
+    # Keyed by the name the class binds: `__secret` is set as `_Kitchen__secret`.
+    names = [splice.mangled(class_name, name) for name in names]
     stub = ast.ClassDef(name=class_name, bases=[], keywords=[], body=body, decorator_list=[])
     ast.copy_location(stub, classdef)
     stub.end_lineno, stub.end_col_offset = classdef.end_lineno, classdef.end_col_offset
@@ -109,6 +111,11 @@ def _is_slot_descriptor(value, owner: type) -> bool:
 
 
 def class_member_names(classdef: ast.ClassDef) -> set[str]:
+    """The names the class body binds, as bound (private names mangled)."""
+    return {splice.mangled(classdef.name, name) for name in _written_member_names(classdef)}
+
+
+def _written_member_names(classdef: ast.ClassDef) -> set[str]:
     names = set()
     for node in classdef.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):

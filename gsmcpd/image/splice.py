@@ -105,7 +105,19 @@ def methods_of(classdef: ast.ClassDef) -> list[ast.FunctionDef | ast.AsyncFuncti
 
 
 def method_nodes(classdef: ast.ClassDef, name: str) -> list:
-    return [node for node in methods_of(classdef) if node.name == name]
+    """The defs of `name`, spelled as written (`__secret`) or as the class binds it
+    (`_Kitchen__secret`, what list_methods shows)."""
+    return [node for node in methods_of(classdef)
+            if name in (node.name, mangled(classdef.name, node.name))]
+
+
+def mangled(class_name: str, name: str) -> str:
+    """The name a class body binds for `name`: a private `__name` is mangled
+    to `_Class__name`, as Python does; any other name is itself."""
+    owner = class_name.lstrip("_")
+    if name.startswith("__") and not name.endswith("__") and owner:
+        return f"_{owner}{name}"
+    return name
 
 
 def attribute_nodes(classdef: ast.ClassDef, name: str) -> list[ast.stmt]:

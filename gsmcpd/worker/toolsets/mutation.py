@@ -323,11 +323,12 @@ class MutationToolset(Toolset):
                 evaluated = live.evaluate_class(module, filename, new_source, ref.name)
             except Exception as error:
                 raise definition_error(error) from None
-            value = vars(evaluated).get(selector, missing)
+            value = vars(evaluated).get(splice.mangled(ref.name, selector), missing)
+        bound = splice.mangled(ref.name, selector)     # `__secret` is bound as `_Kitchen__secret`
         if value is not missing:
-            live.set_members(cls, {selector: value})
-        elif selector in vars(cls):
-            delattr(cls, selector)
+            live.set_members(cls, {bound: value})
+        elif bound in vars(cls):
+            delattr(cls, bound)
 
     def delete_class(self, arguments):
         ref, cls = self._guarded(arguments["className"])

@@ -14,8 +14,8 @@ CAP = 200
 
 
 def code_units(view, module_filter: str | None = None):
-    """(module, label, node) for every top-level function and every method of a
-    top-level class, in the view's current source."""
+    """(module, label, node, class) for every top-level function (class None) and
+    every method of a top-level class, in the view's current source."""
     for module in view.module_names():
         if module_filter is not None and module != module_filter:
             continue
@@ -24,10 +24,17 @@ def code_units(view, module_filter: str | None = None):
             continue
         for node in tree.body:
             if isinstance(node, splice.FunctionNode):
-                yield module, f"{module}.{node.name}", node
+                yield module, f"{module}.{node.name}", node, None
             elif isinstance(node, ast.ClassDef):
                 for method in splice.methods_of(node):
-                    yield module, f"{module}.{node.name}.{method.name}", method
+                    yield module, f"{module}.{node.name}.{method.name}", method, node.name
+
+
+def spelled(selector: str, name: str, class_name: str | None) -> bool:
+    """`name`, written in class `class_name`, is `selector` as written or as bound
+    (a private `__name` in class C is `_C__name`)."""
+    return selector == name or (class_name is not None
+                                and selector == splice.mangled(class_name, name))
 
 
 def capped(hits: list[str], what: str) -> dict:
@@ -76,8 +83,8 @@ class SearchToolset(Toolset):
     def find_implementors(self, arguments):
         selector = catalog.require_selector(required_text(arguments, "selector"))
         hits = []
-        for module, label, node in code_units(self.view):
-            if node.name == selector and label.count(".") > module.count(".") + 1:
+        for module, label, node, owner in code_units(self.view):
+            if owner is not None and spelled(selector, node.name, owner):
                 hits.append(label.rpartition(".")[0])
         for name in catalog.kernel_classes():
             if selector in vars(getattr(builtins, name)):
@@ -91,7 +98,7 @@ class SearchToolset(Toolset):
                             "(a Python identifier, or a dotted one: module.Class)")
         short = name.rpartition(".")[2]
         hits = []
-        for module, label, node in code_units(self.view):
+        for module, label, node, _ in code_units(self.view):
             for sub in ast.walk(node):
                 if (isinstance(sub, ast.Name) and sub.id == short) or (
                         "." in name and isinstance(sub, ast.Attribute) and sub.attr == short
@@ -103,10 +110,10 @@ class SearchToolset(Toolset):
     def find_senders(self, arguments):
         selector = catalog.require_selector(required_text(arguments, "selector"))
         hits = []
-        for module, label, node in code_units(self.view):
+        for module, label, node, owner in code_units(self.view):
             for sub in ast.walk(node):
                 if isinstance(sub, ast.Call) and (
-                        (isinstance(sub.func, ast.Attribute) and sub.func.attr == selector)
+                        (isinstance(sub.func, ast.Attribute) and spelled(selector, sub.func.attr, owner))
                         or (isinstance(sub.func, ast.Name) and sub.func.id == selector)):
                     hits.append(label)
                     break
@@ -117,6 +124,6 @@ class SearchToolset(Toolset):
         module_filter = arguments.get("dictionaryName")
         if module_filter is not None:
             catalog.require_module(self.view, module_filter)
-        hits = [label for module, label, node in code_units(self.view, module_filter)
+        hits = [label for module, label, node, _ in code_units(self.view, module_filter)
                 if pattern in splice.segment(self.view.source(module), node)]
         return capped(hits, f"methods containing {catalog.shown(pattern)!r}")
