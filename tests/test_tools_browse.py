@@ -239,3 +239,29 @@ def test_a_private_method_is_found_as_written_and_as_list_methods_shows_it(clien
             "zoo.vault.Vault"]
         assert client.ok("find_senders", selector=selector)["structuredContent"]["results"] == [
             "zoo.vault.Vault.open"]
+
+
+def test_a_method_written_as_several_defs_has_one_implementor(client):
+    client.view.add_module("zoo.shapes", '''\
+from typing import overload
+
+
+class Box:
+    @property
+    def size(self):
+        return 1
+
+    @size.setter
+    def size(self, value):
+        pass
+
+    @overload
+    def fit(self, x: int) -> int: ...
+    @overload
+    def fit(self, x: str) -> str: ...
+    def fit(self, x):
+        return x
+''')
+    for selector in ("size", "fit"):
+        result = client.ok("find_implementors", selector=selector)["structuredContent"]
+        assert result == {"results": ["zoo.shapes.Box"], "total": 1}, selector

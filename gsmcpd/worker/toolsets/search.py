@@ -86,6 +86,7 @@ class SearchToolset(Toolset):
         for module, label, node, owner in code_units(self.view):
             if owner is not None and spelled(selector, node.name, owner):
                 hits.append(label.rpartition(".")[0])
+        hits = list(dict.fromkeys(hits))    # a property's defs, or overloads: one implementor
         for name in catalog.kernel_classes():
             if selector in vars(getattr(builtins, name)):
                 hits.append(f"{KERNEL}.{name}")
