@@ -444,3 +444,38 @@ def test_replacing_a_propertys_defs_with_its_defs_leaves_no_stray_blank_lines(af
     text = "@property\ndef p(self):\n    return 2\n\n@p.setter\ndef p(self, value):\n    pass\n"
     new, replaced = splice.put_method(source, "C", text)
     assert replaced and new == "class C:\n" + pair.format(2) + after
+
+
+OVERLOADED = '''\
+import typing
+
+
+class Conv:
+    @typing.overload
+    def conv(self, x: int) -> int: ...
+    @typing.overload
+    def conv(self, x: str) -> str: ...
+    def conv(self, x):
+        return x
+
+    def other(self):
+        return 1
+'''
+
+
+def test_a_plain_def_replaces_an_overloaded_methods_implementation_and_keeps_its_signatures():
+    source, replaced = splice.put_method(OVERLOADED, "Conv", "def conv(self, x):\n    return [x]\n")
+    assert replaced and source == OVERLOADED.replace("        return x\n", "        return [x]\n")
+
+
+def test_overloads_sent_together_replace_every_def_of_the_name():
+    text = "@typing.overload\ndef conv(self, x: int) -> int: ...\ndef conv(self, x):\n    return 0\n"
+    source, replaced = splice.put_method(OVERLOADED, "Conv", text)
+    assert replaced and "x: str" not in source and source.count("def conv") == 2
+    assert "        return 0\n\n    def other(self):" in source
+
+
+def test_an_implementation_for_signatures_alone_goes_right_after_them():
+    stubs_only = OVERLOADED.replace("    def conv(self, x):\n        return x\n", "")
+    source, replaced = splice.put_method(stubs_only, "Conv", "def conv(self, x):\n    return x\n")
+    assert not replaced and source == OVERLOADED

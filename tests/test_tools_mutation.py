@@ -365,3 +365,16 @@ def test_a_class_redefined_without_its_private_method_loses_it_live(client):
     vault_class = client.view.module("zoo.vault").Vault
     client.ok("compile_class_definition", source="class Vault:\n    pass\n", recompileMethods=False)
     assert not hasattr(vault_class, "_Vault__secret")
+
+
+def test_compile_method_of_an_overloaded_name_replaces_the_implementation_live(client, image):
+    client.view.add_module("zoo.conv", "from typing import overload\n\n\nclass Conv:\n"
+                                       "    @overload\n    def conv(self, x: int) -> int: ...\n"
+                                       "    @overload\n    def conv(self, x: str) -> str: ...\n"
+                                       "    def conv(self, x):\n        return x\n")
+    conv = client.view.module("zoo.conv").Conv()
+    client.ok("compile_method", className="Conv", source="def conv(self, x):\n    return [x]\n")
+    assert conv.conv(1) == [1]
+    assert disk(image, "zoo/conv.py").count("@overload") == 2
+    client.ok("delete_method", className="Conv", selector="conv")    # the name goes, signatures too
+    assert "conv" not in disk(image, "zoo/conv.py").partition("class Conv")[2]

@@ -151,8 +151,7 @@ def docstring_node(classdef: ast.ClassDef) -> ast.Expr | None:
 def method_kind(node) -> str:
     """'instance', 'class', 'static' or 'property', from the decorators."""
     for decorator in node.decorator_list:
-        name = decorator.id if isinstance(decorator, ast.Name) else (
-            decorator.attr if isinstance(decorator, ast.Attribute) else None)
+        name = _decorator_name(decorator)
         if name == "classmethod":
             return "class"
         if name == "staticmethod":
@@ -160,6 +159,12 @@ def method_kind(node) -> str:
         if name in ("property", "cached_property", "setter", "getter", "deleter"):
             return "property"
     return "instance"
+
+
+def _decorator_name(decorator: ast.expr) -> str | None:
+    """`name` for `@name` and `@module.name`."""
+    return decorator.id if isinstance(decorator, ast.Name) else (
+        decorator.attr if isinstance(decorator, ast.Attribute) else None)
 
 
 # -- edits ---------------------------------------------------------------
@@ -189,11 +194,12 @@ def put_method(source: str, class_name: str, method_text: str) -> tuple[str, boo
     tree = ast.parse(source)
     classdef = _class_or_error(source, tree, class_name)
     method_text = dedent_code(method_text).strip("\r\n") + "\n"
-    method = ast.parse(method_text).body[0]
+    defs = ast.parse(method_text).body
+    method = defs[0]
     lines = lines_of(source)
     nl = newline_of(source)
     text = _with_newlines(indent_code(method_text, _body_indent(lines, classdef)), nl)
-    existing = method_nodes(classdef, method.name)
+    existing = replaced_by(classdef, method.name, defs)
     if existing:
         # Later duplicates go first so earlier line numbers stay valid; the blank lines
         # that set one off go with it (a property's getter and setter become the text).
@@ -202,6 +208,9 @@ def put_method(source: str, class_name: str, method_text: str) -> tuple[str, boo
             source = _tidy_blanks(_replace(source, start, node.end_lineno, ""), start)
         first = existing[0]
         return _replace(source, first_line(first), first.end_lineno, text), True
+    stubs = method_nodes(classdef, method.name)
+    if stubs:       # only @overload signatures: the implementation goes right after them
+        return _insert_after(source, stubs[-1].end_lineno, text), False
     body = classdef.body
     # A placeholder that shares no line (`"""Doc."""; pass`) gives its lines to the method.
     placeholder = [node for node in body if _is_placeholder(node) and not any(
@@ -211,6 +220,20 @@ def put_method(source: str, class_name: str, method_text: str) -> tuple[str, boo
         node = placeholder[0]
         return _replace(source, node.lineno, node.end_lineno, text), False
     return _insert_after(source, body[-1].end_lineno, nl + text), False
+
+
+def is_overload(node) -> bool:
+    """A `typing.overload` signature: it documents a call, the implementation is another def."""
+    return any(_decorator_name(decorator) == "overload" for decorator in node.decorator_list)
+
+
+def replaced_by(classdef: ast.ClassDef, name: str, defs: list) -> list:
+    """The defs of `name` that new `defs` replace: all of them, except that defs with
+    no @overload among them are an implementation, which leaves the signatures be."""
+    existing = method_nodes(classdef, name)
+    if not any(is_overload(node) for node in defs):
+        existing = [node for node in existing if not is_overload(node)]
+    return existing
 
 
 def with_methods(class_text: str, class_name: str, source: str, methods: list) -> str:

@@ -164,7 +164,7 @@ class MutationToolset(Toolset):
                                 f"is {len(defs)} defs (a property is not class-side)")
             text = "@classmethod\n" + text
         classdef = catalog.class_node(self.view, ref)
-        existing = splice.method_nodes(classdef, node.name)
+        existing = splice.replaced_by(classdef, node.name, defs)
         if len(existing) > len(defs):
             # A property's getter alone would replace its setter and deleter too.
             raise ToolError("refused", f"{ref.qualified}.{node.name} is written as "
