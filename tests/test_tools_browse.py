@@ -265,3 +265,39 @@ class Box:
     for selector in ("size", "fit"):
         result = client.ok("find_implementors", selector=selector)["structuredContent"]
         assert result == {"results": ["zoo.shapes.Box"], "total": 1}, selector
+
+
+GUARDED = '''\
+from typing import TYPE_CHECKING
+
+
+class Guarded:
+    if TYPE_CHECKING:
+        def typed(self) -> int: ...
+
+    try:
+        def tried(self):
+            return self.helper()
+    except Exception:
+        pass
+
+    def helper(self):
+        return 1
+'''
+
+
+def test_a_def_inside_a_class_level_if_or_try_is_shown_and_searched(client):
+    client.view.add_module("zoo.guarded", GUARDED)
+    listed = client.ok("list_methods", className="Guarded")["structuredContent"]["methods"]["instance"]
+    assert "tried" in {m["name"] for m in listed}      # live, it is a method like any other
+    result = client.ok("get_method_source", className="Guarded", selector="tried")
+    assert result["structuredContent"]["source"] == "def tried(self):\n    return self.helper()\n"
+    assert "class-level try statement at line 8" in text(result)
+    assert "class-level if statement at line 5" in text(
+        client.ok("get_method_source", className="Guarded", selector="typed"))
+    assert client.ok("find_implementors", selector="tried")["structuredContent"]["results"] == [
+        "zoo.guarded.Guarded"]
+    assert client.ok("find_senders", selector="helper")["structuredContent"]["results"] == [
+        "zoo.guarded.Guarded.tried"]
+    assert client.ok("search_method_source", pattern="self.helper()")["structuredContent"]["results"] == [
+        "zoo.guarded.Guarded.tried"]

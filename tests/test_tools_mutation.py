@@ -378,3 +378,16 @@ def test_compile_method_of_an_overloaded_name_replaces_the_implementation_live(c
     assert disk(image, "zoo/conv.py").count("@overload") == 2
     client.ok("delete_method", className="Conv", selector="conv")    # the name goes, signatures too
     assert "conv" not in disk(image, "zoo/conv.py").partition("class Conv")[2]
+
+
+def test_a_def_inside_a_class_level_try_is_not_deleted_out_of_it(client, image):
+    from test_tools_browse import GUARDED
+    client.view.add_module("zoo.guarded", GUARDED)
+    client.ok("commit")
+    message = client.error("delete_method", "refused", className="Guarded", selector="tried")
+    assert "class-level try statement at zoo.guarded line 8" in message
+    assert disk(image, "zoo/guarded.py") == GUARDED
+    # A def compiled for that name goes in the class body, after it: the class has the new one.
+    result = client.ok("compile_method", className="Guarded", source="def tried(self):\n    return 2\n")
+    assert "try statement at line 8 stays" in text(result)
+    assert client.view.module("zoo.guarded").Guarded().tried() == 2

@@ -111,6 +111,48 @@ def method_nodes(classdef: ast.ClassDef, name: str) -> list:
             if name in (node.name, mangled(classdef.name, node.name))]
 
 
+def guarded_methods(classdef: ast.ClassDef) -> list[tuple[ast.stmt, object]]:
+    """(statement, def) for each def written inside a class-level `if`, `try`, `with`
+    or loop (`if TYPE_CHECKING:`, `try: ... except ImportError:`): the class gets the
+    def only when that branch runs, so it is no plain method of the class body."""
+    found = []
+
+    def walk(statement, block):
+        for child in _child_statements(block):
+            if isinstance(child, FunctionNode):
+                found.append((statement, child))
+            elif not isinstance(child, ast.ClassDef):
+                walk(statement, child)
+
+    for statement in classdef.body:
+        if not isinstance(statement, FunctionNode + (ast.ClassDef,)):
+            walk(statement, statement)
+    return found
+
+
+def _child_statements(node: ast.AST) -> list[ast.stmt]:
+    children = []
+    for field in ("body", "orelse", "finalbody"):
+        value = getattr(node, field, None)
+        if isinstance(value, list):
+            children += [item for item in value if isinstance(item, ast.stmt)]
+    for part in getattr(node, "handlers", []) + getattr(node, "cases", []):
+        children += part.body
+    return children
+
+
+def guarded_method_nodes(classdef: ast.ClassDef, name: str) -> list[tuple[ast.stmt, object]]:
+    """guarded_methods of `name` (either spelling, as method_nodes)."""
+    return [(statement, node) for statement, node in guarded_methods(classdef)
+            if name in (node.name, mangled(classdef.name, node.name))]
+
+
+def statement_kind(statement: ast.stmt) -> str:
+    """`try`, `if`, `with`... as the statement is written."""
+    return {"AsyncWith": "async with", "AsyncFor": "async for", "TryStar": "try"}.get(
+        type(statement).__name__, type(statement).__name__.lower())
+
+
 def mangled(class_name: str, name: str) -> str:
     """The name a class body binds for `name`: a private `__name` is mangled
     to `_Class__name`, as Python does; any other name is itself."""

@@ -171,15 +171,26 @@ class BrowsingToolset(Toolset):
         selector, meta = catalog.require_selector(arguments["selector"]), arguments.get("meta")
         if ref.is_kernel:
             raise ToolError("notFound", f"{ref.name}.{selector} is a kernel method: no Python source")
-        found = splice.method_nodes(node, selector)
+        found, note = splice.method_nodes(node, selector), None
+        if not found:
+            guarded = splice.guarded_method_nodes(node, selector)
+            found = [item for _, item in guarded]
+            if guarded:
+                statement = guarded[0][0]
+                note = (f"written inside the class-level {splice.statement_kind(statement)} "
+                        f"statement at line {statement.lineno}: the class has it when that "
+                        "branch runs")
         if not found:
             raise ToolError("notFound", f"{ref.qualified} defines no method {catalog.shown(selector)}"
                             + self._inherited_hint(cls, selector))
         found = filter_by_meta(found, meta, ref.qualified, selector)
         source = self.view.source(ref.module)
         text = "\n".join(splice.segment(source, item) for item in found)
-        return {"text": text, "structured": {"class": ref.qualified, "selector": selector,
-                                             "kind": splice.method_kind(found[0]), "source": text}}
+        structured = {"class": ref.qualified, "selector": selector,
+                      "kind": splice.method_kind(found[0]), "source": text}
+        if note:
+            structured["note"] = note
+        return {"text": text + (f"\n({note})" if note else ""), "structured": structured}
 
     def _inherited_hint(self, cls, selector) -> str:
         if cls is None:

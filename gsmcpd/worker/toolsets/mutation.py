@@ -194,7 +194,14 @@ class MutationToolset(Toolset):
             live.set_members(cls, members)
         self.view.set_source(module_name, new_source, live=cls is not None)
         verb = "replaced" if replaced else "added"
-        return self._finish(f"{verb} {ref.qualified}.{node.name}",
+        note = ""
+        guarded = splice.guarded_method_nodes(classdef, node.name)
+        if guarded and not existing:
+            statement = guarded[0][0]
+            note = (f" (the def written inside the class-level {splice.statement_kind(statement)} "
+                    f"statement at line {statement.lineno} stays; this one, after it in the "
+                    "class body, is what the class has)")
+        return self._finish(f"{verb} {ref.qualified}.{node.name}{note}",
                             {"class": ref.qualified, "selector": node.name, "replaced": replaced})
 
     def compile_class_definition(self, arguments):
@@ -301,7 +308,16 @@ class MutationToolset(Toolset):
     def delete_method(self, arguments):
         ref, cls = self._guarded(arguments["className"])
         selector = catalog.require_selector(arguments["selector"])
-        nodes = splice.method_nodes(catalog.class_node(self.view, ref), selector)
+        classdef = catalog.class_node(self.view, ref)
+        nodes = splice.method_nodes(classdef, selector)
+        guarded = splice.guarded_method_nodes(classdef, selector)
+        if not nodes and guarded:
+            statement = guarded[0][0]
+            raise ToolError("refused", f"{ref.qualified}.{selector} is written inside the class-level "
+                            f"{splice.statement_kind(statement)} statement at {ref.module} line "
+                            f"{statement.lineno}, not as a method of the class body; removing it "
+                            "from there could leave that block empty or change what it means: "
+                            "edit the class with compile_class_definition")
         if not nodes:
             raise ToolError("notFound", f"{ref.qualified} defines no method {catalog.shown(selector)}")
         filter_by_meta(nodes, arguments.get("meta"), ref.qualified, selector)

@@ -26,7 +26,8 @@ def code_units(view, module_filter: str | None = None):
             if isinstance(node, splice.FunctionNode):
                 yield module, f"{module}.{node.name}", node, None
             elif isinstance(node, ast.ClassDef):
-                for method in splice.methods_of(node):
+                guarded = [method for _, method in splice.guarded_methods(node)]
+                for method in sorted(splice.methods_of(node) + guarded, key=lambda m: m.lineno):
                     yield module, f"{module}.{node.name}.{method.name}", method, node.name
 
 
