@@ -301,3 +301,14 @@ def test_a_def_inside_a_class_level_if_or_try_is_shown_and_searched(client):
         "zoo.guarded.Guarded.tried"]
     assert client.ok("search_method_source", pattern="self.helper()")["structuredContent"]["results"] == [
         "zoo.guarded.Guarded.tried"]
+
+
+def test_a_method_bound_by_assignment_is_not_a_def_and_the_answer_says_where_it_is(client):
+    client.view.add_module("zoo.alias", "class Greeter:\n    def greet(self):\n        return 1\n\n"
+                                        "    hello = greet\n\n    class Inner:\n        pass\n")
+    listed = client.ok("list_methods", className="Greeter")["structuredContent"]["methods"]["instance"]
+    assert "hello" in {m["name"] for m in listed}
+    message = client.error("get_method_source", "notFound", className="Greeter", selector="hello")
+    assert "'hello = greet' at line 5" in message and "get_class_definition" in message
+    assert "'class Inner' at line 7" in client.error("get_method_source", "notFound",
+                                                     className="Greeter", selector="Inner")

@@ -182,7 +182,8 @@ class BrowsingToolset(Toolset):
                         "branch runs")
         if not found:
             raise ToolError("notFound", f"{ref.qualified} defines no method {catalog.shown(selector)}"
-                            + self._inherited_hint(cls, selector))
+                            + (self._attribute_hint(ref, node, selector)
+                               or self._inherited_hint(cls, selector)))
         found = filter_by_meta(found, meta, ref.qualified, selector)
         source = self.view.source(ref.module)
         text = "\n".join(splice.segment(source, item) for item in found)
@@ -191,6 +192,20 @@ class BrowsingToolset(Toolset):
         if note:
             structured["note"] = note
         return {"text": text + (f"\n({note})" if note else ""), "structured": structured}
+
+    def _attribute_hint(self, ref, node, selector) -> str:
+        """`alias = greet` makes a method no def names: say where the class binds it."""
+        bound = splice.attribute_nodes(node, selector)
+        if not bound:
+            return ""
+        statement = bound[-1]
+        written = splice.segment(self.view.source(ref.module), statement).strip()
+        if isinstance(statement, ast.ClassDef):
+            written = f"class {statement.name}"
+        elif "\n" in written:
+            written = written.splitlines()[0] + " ..."
+        return (f" (it binds {selector} by a class-level statement, {written!r} at line "
+                f"{statement.lineno}; get_class_definition shows it)")
 
     def _inherited_hint(self, cls, selector) -> str:
         if cls is None:
