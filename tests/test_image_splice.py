@@ -479,3 +479,48 @@ def test_an_implementation_for_signatures_alone_goes_right_after_them():
     stubs_only = OVERLOADED.replace("    def conv(self, x):\n        return x\n", "")
     source, replaced = splice.put_method(stubs_only, "Conv", "def conv(self, x):\n    return x\n")
     assert not replaced and source == OVERLOADED
+
+
+USED_AT_CLASS_LEVEL = '''\
+class K:
+    limit = 3
+
+    class Inner:
+        pass
+
+    def greet(self):
+        return "hi"
+
+    alias = greet
+
+    def get_limit(self):
+        return self.limit
+
+    limit_prop = property(get_limit)
+
+    def other(self):
+        return 1
+'''
+
+
+def test_redefining_a_class_from_its_definition_keeps_methods_its_statements_use_and_nested_classes():
+    old = splice.top_level_class(ast.parse(USED_AT_CLASS_LEVEL), "K")
+    definition = splice.class_definition(USED_AT_CLASS_LEVEL, "K").replace("limit = 3", "limit = 4")
+    new = ast.parse(definition).body[0]
+    carried = splice.carried_members(old, new)
+    assert [node.name for node in carried] == ["Inner", "greet", "get_limit", "other"]
+    class_text = splice.with_methods(definition, "K", USED_AT_CLASS_LEVEL, carried)
+    namespace = {}
+    exec(class_text, namespace)          # greet and get_limit exist before the statements using them
+    k = namespace["K"]()
+    assert k.alias() == "hi" and k.limit_prop == 4 and namespace["K"].Inner and k.other() == 1
+    assert class_text == ("class K:\n    limit = 4\n\n    def greet(self):\n        return \"hi\"\n\n"
+                          "    alias = greet\n\n    def get_limit(self):\n        return self.limit\n\n"
+                          "    limit_prop = property(get_limit)\n\n    class Inner:\n        pass\n\n"
+                          "    def other(self):\n        return 1\n")
+
+
+def test_a_name_the_new_class_text_binds_itself_is_not_carried():
+    old = splice.top_level_class(ast.parse(USED_AT_CLASS_LEVEL), "K")
+    new = ast.parse("class K:\n    greet = None\n\n    def other(self):\n        return 2\n").body[0]
+    assert [node.name for node in splice.carried_members(old, new)] == ["Inner", "get_limit"]

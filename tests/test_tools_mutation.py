@@ -391,3 +391,24 @@ def test_a_def_inside_a_class_level_try_is_not_deleted_out_of_it(client, image):
     result = client.ok("compile_method", className="Guarded", source="def tried(self):\n    return 2\n")
     assert "try statement at line 8 stays" in text(result)
     assert client.view.module("zoo.guarded").Guarded().tried() == 2
+
+
+def test_a_class_redefined_from_get_class_definition_keeps_everything_it_left_out(client, image):
+    from test_image_splice import USED_AT_CLASS_LEVEL
+    client.view.add_module("zoo.kitchen", USED_AT_CLASS_LEVEL)
+    k_class = client.view.module("zoo.kitchen").K
+    k = k_class()
+    definition = text(client.ok("get_class_definition", className="K"))
+    result = client.ok("compile_class_definition", source=definition.replace("limit = 3", "limit = 4"))
+    assert result["structuredContent"]["carried"] == ["Inner", "greet", "get_limit", "other"]
+    assert k.alias() == "hi" and k.limit_prop == 4 and k_class.Inner.__qualname__ == "K.Inner"
+    assert "    class Inner:\n        pass\n" in disk(image, "zoo/kitchen.py")
+
+
+def test_a_nested_class_left_out_of_a_redefinition_is_carried_over_not_lost(client, image):
+    client.view.add_module("zoo.nest", "class Outer:\n    x = 1\n\n    class Inner:\n        y = 2\n")
+    client.ok("compile_class_definition", source="class Outer:\n    x = 5\n")
+    assert client.view.module("zoo.nest").Outer.Inner.y == 2
+    assert disk(image, "zoo/nest.py") == "class Outer:\n    x = 5\n\n    class Inner:\n        y = 2\n"
+    client.ok("compile_class_definition", source="class Outer:\n    x = 6\n", recompileMethods=False)
+    assert not hasattr(client.view.module("zoo.nest").Outer, "Inner")

@@ -278,14 +278,72 @@ def replaced_by(classdef: ast.ClassDef, name: str, defs: list) -> list:
     return existing
 
 
+def carried_members(old: ast.ClassDef, new: ast.ClassDef) -> list[ast.stmt]:
+    """The methods and nested classes of `old` that a redefinition `new` leaves out:
+    get_class_definition shows neither, so a class text made from it must keep them.
+    A name `new` binds itself (a def, a nested class, an assignment) is not carried."""
+    bound = {node.name for node in new.body if isinstance(node, FunctionNode + (ast.ClassDef,))}
+    bound |= {name for node in new.body for name in _assigned_names(node)}
+    return [node for node in old.body
+            if isinstance(node, FunctionNode + (ast.ClassDef,)) and node.name not in bound]
+
+
 def with_methods(class_text: str, class_name: str, source: str, methods: list) -> str:
-    """`class_text` with `methods` (nodes of `source`, of names it does not define) added
-    as written there. Methods of one name (a property's getter and setter) go in
-    together: one by one, each would replace the one before."""
+    """`class_text` with `methods` (defs or nested classes of `source`, of names it does
+    not define) added as written there. Methods of one name (a property's getter and
+    setter) go in together: one by one, each would replace the one before. One that a
+    class-level statement of `class_text` uses (`alias = greet`, `p = property(get_p)`)
+    goes right above that statement, which would otherwise run before it exists."""
     for name in dict.fromkeys(method.name for method in methods):
         text = "\n".join(segment(source, method) for method in methods if method.name == name)
-        class_text = put_method(class_text, class_name, text)[0]
+        user = _first_user_of(class_text, class_name, name)
+        if user is None:
+            class_text = put_method(class_text, class_name, text)[0]
+        else:
+            lines = lines_of(class_text)
+            classdef = top_level_class(ast.parse(class_text), class_name)
+            nl = newline_of(class_text)
+            indented = indent_code(dedent_code(text).strip("\r\n") + "\n", _body_indent(lines, classdef))
+            class_text = _insert_before(class_text, _block_start(lines, user),
+                                        _with_newlines(indented, nl) + nl)
     return class_text
+
+
+def _first_user_of(class_text: str, class_name: str, name: str) -> ast.stmt | None:
+    """The first class-level statement of the class that reads `name` as it runs
+    (not in a def or lambda body, which run later), or None."""
+    classdef = _class_or_error(class_text, ast.parse(class_text), class_name)
+    for statement in classdef.body:
+        if isinstance(statement, FunctionNode + (ast.ClassDef,)):
+            continue
+        if name in _names_read_now(statement):
+            return statement
+    return None
+
+
+def _names_read_now(node: ast.AST) -> set[str]:
+    names = set()
+    pending = [node]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, ast.Name) and isinstance(item.ctx, ast.Load):
+            names.add(item.id)
+        if isinstance(item, FunctionNode + (ast.Lambda,)):    # only these run now
+            pending += item.args.defaults + [d for d in item.args.kw_defaults if d is not None]
+            pending += getattr(item, "decorator_list", [])
+            continue
+        pending += ast.iter_child_nodes(item)
+    return names
+
+
+def _assigned_names(node: ast.stmt) -> set[str]:
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+        targets = [node.target]
+    else:
+        return set()
+    return {sub.id for target in targets for sub in ast.walk(target) if isinstance(sub, ast.Name)}
 
 
 def remove_method(source: str, class_name: str, selector: str) -> str:

@@ -89,8 +89,9 @@ class MutationToolset(Toolset):
         add(Tool("add_dictionary", "Create an image module (parent packages as needed), commit.",
                  object_schema(DICTIONARY, ["dictionaryName"]), self.add_dictionary))
         add(Tool("compile_class_definition",
-                 "Define or redefine a class from a single class statement, commit. Methods of an "
-                 "existing class that the source leaves out are carried over unless "
+                 "Define or redefine a class from a single class statement, commit. Methods (and "
+                 "nested classes) of an existing class that the source leaves out are carried "
+                 "over, as get_class_definition leaves them out, unless "
                  "recompileMethods is false; failures are reported. A change of bases or __slots__ "
                  "is refused while the class has subclasses in the image. A new class needs "
                  "dictionaryName.",
@@ -214,8 +215,7 @@ class MutationToolset(Toolset):
             old_node = catalog.class_node(self.view, ref)
         carried = []
         if old_node is not None and arguments.get("recompileMethods", True):
-            defined = {m.name for m in splice.methods_of(node)}
-            carried = [m for m in splice.methods_of(old_node) if m.name not in defined]
+            carried = splice.carried_members(old_node, node)
         old_source = self.view.source(module_name)
         module = self.view.module(module_name)
         filename = self.view.filename(self.view.relpath(module_name))
