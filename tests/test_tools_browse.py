@@ -312,3 +312,20 @@ def test_a_method_bound_by_assignment_is_not_a_def_and_the_answer_says_where_it_
     assert "'hello = greet' at line 5" in message and "get_class_definition" in message
     assert "'class Inner' at line 7" in client.error("get_method_source", "notFound",
                                                      className="Greeter", selector="Inner")
+
+
+def test_answers_about_the_whole_image_say_which_modules_do_not_compile(client):
+    client.view.add_module("zoo.broken", "class Broken:\n    def a(self)\n        return 1\n\n\n"
+                                         "def sender():\n    return x.speak()\n")
+    reason = "image module zoo.broken does not compile: line 2: expected ':'"
+    everything = client.ok("list_all_classes")
+    assert everything["structuredContent"]["notListed"] == [reason]
+    assert text(everything).endswith(f"\n(not listed: {reason})")
+    for tool, arguments in [("find_senders", {"selector": "speak"}), ("find_implementors", {"selector": "a"}),
+                            ("find_references_to", {"name": "x"}), ("search_method_source", {"pattern": "x"})]:
+        result = client.ok(tool, **arguments)
+        assert result["structuredContent"]["notSearched"] == [reason], tool
+        assert text(result).endswith(f"\n(not searched: {reason})"), tool
+    # One other module searched: nothing left out, nothing said.
+    result = client.ok("search_method_source", pattern="x", dictionaryName="zoo.animals")
+    assert "notSearched" not in result["structuredContent"] and "not searched" not in text(result)

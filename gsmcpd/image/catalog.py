@@ -57,6 +57,13 @@ def image_classes(view: View) -> list[ClassRef]:
     return [ref for module in view.module_names() for ref in classes_in(view, module)]
 
 
+def uncompiled(view: View, module_filter: str | None = None) -> list[str]:
+    """Why each image module that does not compile (its classes and methods cannot be
+    read) is left out of an answer about the whole image (or the one module)."""
+    return [_unloadable(view, module) for module in view.module_names()
+            if module_filter in (None, module) and view.tree(module) is None]
+
+
 def require_module(view: View, module: str) -> None:
     if module != KERNEL and not view.has_module(module):
         raise ToolError("notFound", f"no dictionary (image module) named {shown(module)!r}; "

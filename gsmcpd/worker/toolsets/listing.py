@@ -34,8 +34,12 @@ class ListingToolset(Toolset):
     def list_all_classes(self, arguments):
         image = [ref.qualified for ref in catalog.image_classes(self.view)]
         kernel = [f"{KERNEL}.{name}" for name in catalog.kernel_classes()]
-        text = "\n".join(image + kernel)
-        return {"text": text, "structured": {"classes": image + kernel, "imageCount": len(image)}}
+        unlisted = catalog.uncompiled(self.view)
+        text = "\n".join(image + kernel + [f"(not listed: {reason})" for reason in unlisted])
+        structured = {"classes": image + kernel, "imageCount": len(image)}
+        if unlisted:
+            structured["notListed"] = unlisted
+        return {"text": text, "structured": structured}
 
     def list_classes(self, arguments):
         module = arguments["dictionaryName"]

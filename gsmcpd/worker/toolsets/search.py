@@ -38,16 +38,20 @@ def spelled(selector: str, name: str, class_name: str | None) -> bool:
                                 and selector == splice.mangled(class_name, name))
 
 
-def capped(hits: list[str], what: str) -> dict:
-    """`what` names the hits for the empty answer: "no {what}"."""
+def capped(hits: list[str], what: str, unsearched: list[str] = ()) -> dict:
+    """`what` names the hits for the empty answer: "no {what}"; `unsearched` says
+    why modules were left out (they do not compile), so "no ..." is not taken as all."""
     first = hits[:CAP]
     note = f"showing {CAP} of {len(hits)}" if len(hits) > CAP else None
     text = "\n".join(first) if first else f"no {what}"
     if note:
         text += f"\n(note: {note}; the true total is {len(hits)})"
+    text += "".join(f"\n(not searched: {reason})" for reason in unsearched)
     structured = {"results": first, "total": len(hits)}
     if note:
         structured["note"] = note
+    if unsearched:
+        structured["notSearched"] = list(unsearched)
     return {"text": text, "structured": structured}
 
 
@@ -91,7 +95,7 @@ class SearchToolset(Toolset):
         for name in catalog.kernel_classes():
             if selector in vars(getattr(builtins, name)):
                 hits.append(f"{KERNEL}.{name}")
-        return capped(hits, f"implementors of {catalog.shown(selector)}")
+        return capped(hits, f"implementors of {catalog.shown(selector)}", catalog.uncompiled(self.view))
 
     def find_references_to(self, arguments):
         name = required_text(arguments, "name")
@@ -107,7 +111,7 @@ class SearchToolset(Toolset):
                         and ast.unparse(sub) == name):
                     hits.append(label)
                     break
-        return capped(hits, f"references to {catalog.shown(name)}")
+        return capped(hits, f"references to {catalog.shown(name)}", catalog.uncompiled(self.view))
 
     def find_senders(self, arguments):
         selector = catalog.require_selector(required_text(arguments, "selector"))
@@ -119,7 +123,7 @@ class SearchToolset(Toolset):
                         or (isinstance(sub.func, ast.Name) and sub.func.id == selector)):
                     hits.append(label)
                     break
-        return capped(hits, f"senders of {catalog.shown(selector)}")
+        return capped(hits, f"senders of {catalog.shown(selector)}", catalog.uncompiled(self.view))
 
     def search_method_source(self, arguments):
         pattern = required_text(arguments, "pattern")
@@ -128,4 +132,5 @@ class SearchToolset(Toolset):
             catalog.require_module(self.view, module_filter)
         hits = [label for module, label, node, _ in code_units(self.view, module_filter)
                 if pattern in splice.segment(self.view.source(module), node)]
-        return capped(hits, f"methods containing {catalog.shown(pattern)!r}")
+        return capped(hits, f"methods containing {catalog.shown(pattern)!r}",
+                      catalog.uncompiled(self.view, module_filter))
