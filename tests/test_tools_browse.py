@@ -329,3 +329,14 @@ def test_answers_about_the_whole_image_say_which_modules_do_not_compile(client):
     # One other module searched: nothing left out, nothing said.
     result = client.ok("search_method_source", pattern="x", dictionaryName="zoo.animals")
     assert "notSearched" not in result["structuredContent"] and "not searched" not in text(result)
+
+
+def test_a_c_types_computed_attributes_are_properties_and_its_classmethods_class_side(client):
+    methods = client.ok("list_methods", className="int")["structuredContent"]["methods"]
+    assert {"real", "imag", "numerator", "denominator"} <= {m["name"] for m in methods["property"]}
+    assert "from_bytes" in {m["name"] for m in methods["class"]}
+    assert not {"real", "from_bytes"} & {m["name"] for m in methods["instance"]}
+    client.view.add_module("zoo.meta", "class Meta(type):\n    def __call__(cls):\n        return 1\n")
+    inherited = client.ok("list_methods", className="Meta")["structuredContent"]["methods"]
+    assert "__name__" not in {m["name"] for m in inherited["instance"]}
+    assert {"name": "__name__", "definedIn": "type", "inherited": True} in inherited["property"]

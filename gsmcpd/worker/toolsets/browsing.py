@@ -27,13 +27,16 @@ def member_kind(value) -> str | None:
     """'instance', 'class', 'static', 'property', or None for a plain attribute."""
     if isinstance(value, staticmethod):
         return "static"
-    if isinstance(value, classmethod):
+    # A C type's classmethod (int.from_bytes) and computed attribute (int.real, type.__name__)
+    # are what classmethod and property are in Python.
+    if isinstance(value, classmethod) or type(value).__name__ == "classmethod_descriptor":
         return "class"
-    if isinstance(value, (property, functools.cached_property)):
+    if isinstance(value, (property, functools.cached_property)) or type(
+            value).__name__ == "getset_descriptor":
         return "property"
     if callable(value) and not isinstance(value, type):
         return "instance"
-    if type(value).__name__ in ("method_descriptor", "wrapper_descriptor", "getset_descriptor"):
+    if type(value).__name__ in ("method_descriptor", "wrapper_descriptor"):
         return "instance"
     return None
 
