@@ -524,3 +524,8 @@ def test_a_name_the_new_class_text_binds_itself_is_not_carried():
     old = splice.top_level_class(ast.parse(USED_AT_CLASS_LEVEL), "K")
     new = ast.parse("class K:\n    greet = None\n\n    def other(self):\n        return 2\n").body[0]
     assert [node.name for node in splice.carried_members(old, new)] == ["Inner", "get_limit"]
+
+
+def test_removing_a_class_written_twice_removes_both_definitions():
+    source = "class T:\n    a = 1\n\n\nclass U:\n    pass\n\n\nclass T:\n    b = 2\n"
+    assert splice.remove_class(source, "T") == "class U:\n    pass\n"

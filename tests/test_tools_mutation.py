@@ -412,3 +412,13 @@ def test_a_nested_class_left_out_of_a_redefinition_is_carried_over_not_lost(clie
     assert disk(image, "zoo/nest.py") == "class Outer:\n    x = 5\n\n    class Inner:\n        y = 2\n"
     client.ok("compile_class_definition", source="class Outer:\n    x = 6\n", recompileMethods=False)
     assert not hasattr(client.view.module("zoo.nest").Outer, "Inner")
+
+
+def test_delete_class_of_a_class_written_twice_leaves_no_definition_behind(client, image):
+    client.view.add_module("zoo.twice", "class Twice:\n    def first(self):\n        return 1\n\n\n"
+                                        "class Twice:\n    def second(self):\n        return 2\n")
+    client.view.module("zoo.twice")
+    client.ok("delete_class", className="Twice")
+    assert "Twice" not in disk(image, "zoo/twice.py")
+    assert client.ok("list_classes", dictionaryName="zoo.twice")["structuredContent"]["classes"] == []
+    client.error("describe_class", "notFound", className="Twice")

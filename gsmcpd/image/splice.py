@@ -223,11 +223,15 @@ def put_class(source: str, name: str, class_text: str) -> str:
 
 
 def remove_class(source: str, name: str) -> str:
+    """Remove every top-level `class name`: with only the last gone, an earlier
+    definition would be what the module binds on its next import."""
     tree = ast.parse(source)
-    node = top_level_class(tree, name)
-    if node is None:
+    if top_level_class(tree, name) is None:
         raise SpliceError(f"no class {name} in the module")
-    return _remove_statement(source, node, tree.body)
+    while (node := top_level_class(tree, name)) is not None:
+        source = _remove_statement(source, node, tree.body)     # the last first, reparsing
+        tree = ast.parse(source)
+    return source
 
 
 def put_method(source: str, class_name: str, method_text: str) -> tuple[str, bool]:
