@@ -340,3 +340,12 @@ def test_a_c_types_computed_attributes_are_properties_and_its_classmethods_class
     inherited = client.ok("list_methods", className="Meta")["structuredContent"]["methods"]
     assert "__name__" not in {m["name"] for m in inherited["instance"]}
     assert {"name": "__name__", "definedIn": "type", "inherited": True} in inherited["property"]
+
+
+def test_a_class_its_module_rebinds_is_browsed_from_source_saying_what_the_name_is_bound_to(client):
+    client.view.add_module("zoo.rebound", "class Gone:\n    def a(self):\n        return 1\n\n\nGone = None\n")
+    described = text(client.ok("describe_class", className="Gone"))
+    assert "methods: a" in described
+    assert "(from source: zoo.rebound.Gone is not bound to a class once zoo.rebound is imported " \
+           "(found NoneType))" in described and "unknown error" not in described
+    assert "found NoneType" in client.error("get_class_hierarchy", "other", className="Gone")

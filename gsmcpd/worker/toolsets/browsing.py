@@ -101,15 +101,18 @@ class BrowsingToolset(Toolset):
     # -- helpers ---------------------------------------------------------
 
     def _resolve(self, arguments):
+        """(ref, live class or None, class node or None, why the class is not live)."""
         ref = catalog.resolve_class(self.view, arguments["className"])
+        not_live = None
         try:
             cls = catalog.live_class(self.view, ref)
-        except ToolError:
+        except ToolError as error:
             if ref.is_kernel:
                 raise
             cls = None      # a module that will not import is browsed from source
+            not_live = error.message     # ...and why: that, or the name bound to no class
         node = None if ref.is_kernel else catalog.class_node(self.view, ref)
-        return ref, cls, node
+        return ref, cls, node, not_live
 
     def _source(self, ref) -> str:
         if ref.is_kernel:
@@ -120,7 +123,7 @@ class BrowsingToolset(Toolset):
     # -- tools -----------------------------------------------------------
 
     def describe_class(self, arguments):
-        ref, cls, node = self._resolve(arguments)
+        ref, cls, node, not_live = self._resolve(arguments)
         if cls is not None:
             bases = [qualname(b) for b in cls.__bases__]
             mro = [qualname(c) for c in cls.__mro__]
@@ -143,7 +146,7 @@ class BrowsingToolset(Toolset):
         if doc:
             lines.append(f"doc: {doc}")
         if cls is None:
-            lines.append("(from source: " + catalog._unloadable(self.view, ref.module) + ")")
+            lines.append(f"(from source: {not_live})")
         return {"text": "\n".join(lines), "structured": structured}
 
     def export_class_source(self, arguments):
@@ -158,9 +161,9 @@ class BrowsingToolset(Toolset):
         return {"text": text, "structured": {"class": ref.qualified, "definition": text}}
 
     def get_class_hierarchy(self, arguments):
-        ref, cls, node = self._resolve(arguments)
+        ref, cls, node, not_live = self._resolve(arguments)
         if cls is None:
-            raise ToolError("other", catalog._unloadable(self.view, ref.module))
+            raise ToolError("other", not_live)
         self.view.load_all()
         chain = [qualname(c) for c in reversed(cls.__mro__)]
         subclasses = catalog.image_subclasses(self.view, cls)
@@ -170,7 +173,7 @@ class BrowsingToolset(Toolset):
                                              "subclasses": subclasses}}
 
     def get_method_source(self, arguments):
-        ref, cls, node = self._resolve(arguments)
+        ref, cls, node, not_live = self._resolve(arguments)
         selector, meta = catalog.require_selector(arguments["selector"]), arguments.get("meta")
         if ref.is_kernel:
             raise ToolError("notFound", f"{ref.name}.{selector} is a kernel method: no Python source")
@@ -219,7 +222,7 @@ class BrowsingToolset(Toolset):
         return ""
 
     def list_methods(self, arguments):
-        ref, cls, node = self._resolve(arguments)
+        ref, cls, node, not_live = self._resolve(arguments)
         groups: dict[str, list[dict]] = {"instance": [], "class": [], "static": [], "property": []}
         if cls is None:
             for method in splice.methods_of(node):
