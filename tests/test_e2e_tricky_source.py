@@ -1,0 +1,270 @@
+"""The image tools on tricky but ordinary Python, end to end through the real daemon:
+private names, overloads, properties, defs under a class-level `try`, methods bound by
+assignment, nested classes, a class written twice, a module that does not compile, and
+arguments that could never name anything. Each answer is checked against the source and,
+after a mutation, against the live objects (`execute_code`).
+
+One daemon per module on a throwaway image; each test works on classes of its own.
+"""
+
+import pytest
+
+from helpers import Daemon, tool_text
+from test_e2e_tools import error, ok, structured
+
+TRICKY = '''\
+"""Tricky but ordinary Python."""
+import functools
+from typing import TYPE_CHECKING, overload
+
+
+def deco(f):
+    @functools.wraps(f)
+    def wrapper(*a, **k):
+        return f(*a, **k)
+    return wrapper
+
+
+class Base:
+    def greet(self):
+        return "base"
+
+
+class Kitchen(Base):
+    """Kitchen sink."""
+
+    limit = 3
+
+    class Inner:
+        def inner_method(self):
+            return "inner"
+
+    async def fetch(self, x):
+        return x
+
+    @property
+    def size(self):
+        return self._size
+
+    @size.setter
+    def size(self, value):
+        self._size = value
+
+    @classmethod
+    @deco
+    def build(cls):
+        return cls()
+
+    def greet(self):
+        return "kitchen " + super().greet()
+
+    alias = greet
+
+    def get_limit(self):
+        return self.limit
+
+    limit_prop = property(get_limit)
+
+    if TYPE_CHECKING:
+        def typed_only(self) -> int: ...
+
+    try:
+        def tried(self):
+            return "tried"
+    except Exception:
+        pass
+
+    @overload
+    def conv(self, x: int) -> int: ...
+    @overload
+    def conv(self, x: str) -> str: ...
+    def conv(self, x):
+        return x
+
+    def __secret(self):
+        return "secret"
+
+    def use_secret(self):
+        return self.__secret()
+
+    def callers(self, items=sorted([3, 1])):
+        f = lambda v: v.shout()
+        ys = [i.whisper() for i in items]
+        g = getattr(self, "only_by_getattr")
+        return f, ys, g
+
+
+class Twice:
+    def first(self):
+        return 1
+
+
+class Twice:
+    def second(self):
+        return 2
+
+
+class Gone:
+    def a(self):
+        return 1
+
+
+Gone = None
+'''
+
+FILES = {
+    "tricky.py": TRICKY,
+    "broken.py": "class Broken:\n    def a(self)\n        return 1\n\n\ndef sender():\n    return x.greet()\n",
+    "crlf.py": "class Crlf:\r\n    def __hidden(self):\r\n        return 1\r\n",
+}
+
+BROKEN = "image module broken does not compile: line 2: expected ':'"
+
+
+@pytest.fixture(scope="module")
+def image(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tricky") / "image"
+    root.mkdir()
+    for rel, text in FILES.items():
+        (root / rel).write_bytes(text.encode())
+    return root
+
+
+@pytest.fixture(scope="module")
+def daemon(image, tmp_path_factory):
+    with Daemon(tmp_path_factory.mktemp("daemon"), env={"GS_MCP_IMAGE": str(image)}) as running:
+        yield running
+
+
+def run(client, code):
+    return structured(client, "execute_code", code=code)["result"]
+
+
+# -- a module that does not compile is named, never silently missing -------------------
+
+def test_a_module_that_does_not_compile_is_named_by_the_answers_that_leave_it_out(c):
+    message = error(c, "describe_class", "notFound", className="Broken")
+    assert f"{BROKEN}, and it writes a class Broken" in message
+    assert BROKEN in error(c, "get_method_source", "notFound", className="broken.Broken", selector="a")
+    assert structured(c, "list_all_classes")["notListed"] == [BROKEN]
+    senders = structured(c, "find_senders", selector="greet")
+    assert senders["results"] == ["tricky.Kitchen.greet"] and senders["notSearched"] == [BROKEN]
+    assert tool_text(ok(c, "search_method_source", pattern="zzqq")) == (
+        f"no methods containing 'zzqq'\n(not searched: {BROKEN})")
+
+
+# -- names: what each spelling finds ---------------------------------------------------
+
+def test_a_private_method_answers_to_the_name_list_methods_shows(c):
+    instance = {m["name"] for m in structured(c, "list_methods", className="Kitchen")["methods"]["instance"]}
+    assert "_Kitchen__secret" in instance and "__secret" not in instance
+    for selector in ("__secret", "_Kitchen__secret"):
+        assert structured(c, "get_method_source", className="Kitchen",
+                          selector=selector)["source"] == 'def __secret(self):\n    return "secret"\n'
+        assert structured(c, "find_senders", selector=selector)["results"] == ["tricky.Kitchen.use_secret"]
+    assert structured(c, "find_implementors", selector="_Kitchen__secret")["results"] == ["tricky.Kitchen"]
+
+
+def test_a_nested_class_name_and_a_method_bound_by_assignment_are_explained(c):
+    assert "export_class_source tricky.Kitchen shows it" in error(
+        c, "describe_class", "notFound", className="tricky.Kitchen.Inner")
+    message = error(c, "get_method_source", "notFound", className="Kitchen", selector="alias")
+    assert "'alias = greet' at line" in message
+
+
+def test_a_def_under_a_class_level_if_or_try_is_shown_and_searched(c):
+    result = ok(c, "get_method_source", className="Kitchen", selector="tried")
+    assert result["structuredContent"]["source"] == 'def tried(self):\n    return "tried"\n'
+    assert "class-level try statement" in tool_text(result)
+    assert "class-level if statement" in tool_text(ok(c, "get_method_source", className="Kitchen",
+                                                      selector="typed_only"))
+    assert structured(c, "find_implementors", selector="tried")["results"] == ["tricky.Kitchen"]
+
+
+def test_a_method_of_several_defs_has_one_implementor(c):
+    for selector in ("size", "conv"):
+        assert structured(c, "find_implementors", selector=selector)["results"] == ["tricky.Kitchen"]
+
+
+def test_senders_are_calls_as_written_wherever_they_are_and_not_getattr(c):
+    # In a lambda, a comprehension, a default argument; not a getattr with a string.
+    assert structured(c, "find_senders", selector="shout")["results"] == ["tricky.Kitchen.callers"]
+    assert structured(c, "find_senders", selector="whisper")["results"] == ["tricky.Kitchen.callers"]
+    assert structured(c, "find_senders", selector="sorted")["results"] == ["tricky.Kitchen.callers"]
+    assert structured(c, "find_senders", selector="only_by_getattr")["results"] == []
+    assert structured(c, "find_references_to", name="deco")["results"] == ["tricky.Kitchen.build"]
+
+
+def test_a_kernel_types_computed_attributes_are_properties(c):
+    methods = structured(c, "list_methods", className="int")["methods"]
+    assert "real" in {m["name"] for m in methods["property"]}
+    assert "from_bytes" in {m["name"] for m in methods["class"]}
+
+
+def test_a_rebound_class_is_browsed_from_source_saying_so(c):
+    described = tool_text(ok(c, "describe_class", className="Gone"))
+    assert "methods: a" in described and "found NoneType" in described
+
+
+# -- arguments that could never name anything ------------------------------------------
+
+@pytest.mark.parametrize("tool, arguments", [
+    ("get_method_source", {"className": "Kitchen", "selector": "a b"}),
+    ("get_method_source", {"className": "Kitchen", "selector": ""}),
+    ("delete_method", {"className": "Kitchen", "selector": "greet()"}),
+    ("find_senders", {"selector": "x.y"}),
+    ("find_implementors", {"selector": " "}),
+    ("find_references_to", {"name": "tricky..Kitchen"}),
+    ("list_classes", {"dictionaryName": ""}),
+    ("describe_class", {"className": "Kit chen"}),
+])
+def test_an_argument_that_could_never_name_anything_is_invalid(c, tool, arguments):
+    error(c, tool, "invalidParams", **arguments)
+
+
+def test_a_huge_name_is_not_echoed_back_whole(c):
+    message = error(c, "describe_class", "notFound", className="A" * 1_000_000)
+    assert len(message) < 1000 and "(1000000 characters)" in message
+
+
+# -- mutations on those shapes, checked against the live objects -------------------------
+
+def test_compile_and_delete_a_private_method_change_the_live_class(c, image):
+    run(c, "import crlf\nold = crlf.Crlf()")
+    ok(c, "compile_method", className="Crlf", source="def __hidden(self):\n    return 2")
+    assert run(c, "old._Crlf__hidden()") == "2"
+    assert (image / "crlf.py").read_bytes() == b"class Crlf:\r\n    def __hidden(self):\r\n        return 2\r\n"
+    ok(c, "delete_method", className="Crlf", selector="_Crlf__hidden")
+    assert run(c, "hasattr(crlf.Crlf, '_Crlf__hidden')") == "False"
+
+
+def test_compile_method_on_an_overloaded_name_replaces_the_implementation(c, image):
+    run(c, "import tricky\nk = tricky.Kitchen()")
+    ok(c, "compile_method", className="Kitchen", source="def conv(self, x):\n    return [x]")
+    assert run(c, "k.conv(1)") == "[1]"
+    assert (image / "tricky.py").read_text().count("    @overload\n    def conv") == 2
+
+
+def test_a_def_under_a_class_level_try_is_not_deleted_out_of_it(c, image):
+    before = (image / "tricky.py").read_text()
+    assert "class-level try statement" in error(c, "delete_method", "refused", className="Kitchen",
+                                                selector="tried")
+    assert (image / "tricky.py").read_text() == before
+
+
+def test_get_class_definition_compiles_back_keeping_nested_classes_and_aliases(c, image):
+    run(c, "import tricky\nk = tricky.Kitchen()")
+    definition = structured(c, "get_class_definition", className="Kitchen")["definition"]
+    assert "class Inner" not in definition and "alias = greet" in definition
+    ok(c, "compile_class_definition", source=definition.replace("limit = 3", "limit = 4"))
+    assert run(c, "k.alias(), k.limit_prop, tricky.Kitchen.Inner().inner_method()") == repr(
+        ("kitchen base", 4, "inner"))
+    assert run(c, "import asyncio\nasyncio.run(k.fetch(5))") == "5"
+    assert "    class Inner:\n" in (image / "tricky.py").read_text()
+
+
+def test_delete_class_of_a_class_written_twice_leaves_neither(c, image):
+    ok(c, "delete_class", className="Twice")
+    assert "class Twice" not in (image / "tricky.py").read_text()
+    assert "Twice" not in structured(c, "list_classes", dictionaryName="tricky")["classes"]
+    assert run(c, "import tricky\nhasattr(tricky, 'Twice')") == "False"
