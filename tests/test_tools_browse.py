@@ -349,3 +349,14 @@ def test_a_class_its_module_rebinds_is_browsed_from_source_saying_what_the_name_
     assert "(from source: zoo.rebound.Gone is not bound to a class once zoo.rebound is imported " \
            "(found NoneType))" in described and "unknown error" not in described
     assert "found NoneType" in client.error("get_class_hierarchy", "other", className="Gone")
+
+
+def test_private_instance_variables_are_listed_as_they_are_stored(client):
+    client.view.add_module("zoo.token", "class Token:\n    __slots__ = ('__raw', 'kind')\n\n"
+                                        "    def __init__(self):\n        self.__raw = 1\n        self.kind = 2\n\n\n"
+                                        "class Plain:\n    def __init__(self):\n        self.__dict__.update()\n"
+                                        "        self.__hidden = 3\n")
+    assert client.ok("describe_class", className="Token")["structuredContent"]["instanceVariables"] == [
+        "_Token__raw", "kind"]
+    assert client.ok("describe_class", className="Plain")["structuredContent"]["instanceVariables"] == [
+        "_Plain__hidden"]

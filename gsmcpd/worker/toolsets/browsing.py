@@ -43,9 +43,13 @@ def member_kind(value) -> str | None:
 
 def instance_variables(cls: type | None, node: ast.ClassDef | None) -> list[str]:
     names: list[str] = []
+    class_name = cls.__name__ if cls is not None else node.name
 
     def add(name):
-        if name not in names and not name.startswith("__"):
+        # A private `self.__token` is stored as `_Class__token`, as list_methods names
+        # a private method; a dunder is Python's, not the class's.
+        name = splice.mangled(class_name, name)
+        if name not in names and not (name.startswith("__") and name.endswith("__")):
             names.append(name)
 
     if cls is not None:
