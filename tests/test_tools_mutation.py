@@ -422,3 +422,18 @@ def test_delete_class_of_a_class_written_twice_leaves_no_definition_behind(clien
     assert "Twice" not in disk(image, "zoo/twice.py")
     assert client.ok("list_classes", dictionaryName="zoo.twice")["structuredContent"]["classes"] == []
     client.error("describe_class", "notFound", className="Twice")
+
+
+def test_a_def_named_like_a_slot_is_refused_so_the_module_still_imports(client, image):
+    source = "class Made:\n    __slots__ = ('a', '__b')\n\n    def __init__(self):\n        self.a = 1\n"
+    client.view.add_module("zoo.slots", source)
+    client.ok("commit")
+    for name in ("a", "__b", "_Made__b"):
+        message = client.error("compile_method", "refused", className="Made",
+                               source=f"def {name}(self):\n    return 5\n")
+        assert "__slots__" in message
+    assert disk(image, "zoo/slots.py") == source and client.view.module("zoo.slots").Made().a == 1
+    # From source too, when the module does not import.
+    client.view.add_module("zoo.unslotted", source.replace("Made", "Unmade") + "raise RuntimeError('no')\n")
+    assert "__slots__" in client.error("compile_method", "refused", className="Unmade",
+                                       source="def a(self):\n    return 5\n")

@@ -179,6 +179,12 @@ class MutationToolset(Toolset):
                             f"method ({ref.module} line {attributes[0].lineno}); a def of that "
                             "name would replace it. Name the method otherwise, or change the "
                             "attribute with compile_class_definition.")
+        if splice.mangled(ref.name, node.name) in _slots_of(cls, classdef):
+            # Python refuses to build the class: the module would no longer import.
+            raise ToolError("refused", f"{ref.qualified}.{node.name} is in the class's __slots__ "
+                            "(an instance variable); a def of that name makes the class fail to "
+                            f"build ('{node.name}' in __slots__ conflicts with class variable). Name "
+                            "the method otherwise, or change __slots__ with compile_class_definition.")
         module_name = ref.module
         new_source, replaced = self._splice(splice.put_method, self.view.source(module_name),
                                             ref.name, text)
@@ -424,6 +430,25 @@ class MutationToolset(Toolset):
         imported, data = self._reimport_importers(removed)
         return self._finish(f"removed dictionary {', '.join(removed)}{imported}",
                             {"removed": removed, **data})
+
+
+def _slots_of(cls: type | None, classdef: ast.ClassDef) -> set[str]:
+    """The names the class's __slots__ make (mangled, as bound): the live class's, or,
+    for a module that does not import, its source's literal."""
+    if cls is not None:
+        slots = cls.__dict__.get("__slots__", ())
+    else:
+        slots = ()
+        for node in splice.attribute_nodes(classdef, "__slots__"):
+            try:
+                slots = ast.literal_eval(node.value)
+            except (ValueError, TypeError, SyntaxError, AttributeError):
+                slots = ()
+    names = [slots] if isinstance(slots, str) else slots
+    try:
+        return {splice.mangled(classdef.name, name) for name in names if isinstance(name, str)}
+    except TypeError:          # __slots__ bound to something odd: nothing to compare
+        return set()
 
 
 def _fails(module, filename, source, class_name, method_name) -> bool:
