@@ -360,3 +360,12 @@ def test_private_instance_variables_are_listed_as_they_are_stored(client):
         "_Token__raw", "kind"]
     assert client.ok("describe_class", className="Plain")["structuredContent"]["instanceVariables"] == [
         "_Plain__hidden"]
+
+
+def test_names_are_read_as_python_reads_identifiers(client):
+    # Python folds identifiers to NFKC: the source's `ﬁnd` (a ligature) is bound as `find`.
+    client.view.add_module("zoo.folded", "class Ｋ:\n    def ﬁnd(self):\n        return 1\n")
+    for class_name, selector in [("Ｋ", "ﬁnd"), ("K", "find"), ("zoo.folded.Ｋ", "find")]:
+        result = client.ok("get_method_source", className=class_name, selector=selector)
+        assert result["structuredContent"]["class"] == "zoo.folded.K"
+    assert "zoo.folded.K" in client.ok("find_implementors", selector="ﬁnd")["structuredContent"]["results"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from gsmcpd.image import splice
@@ -75,6 +76,7 @@ def resolve_class(view: View, name: str) -> ClassRef:
     `module.Class` always resolves."""
     if not name or not all(part.isidentifier() for part in name.split(".")):
         raise ToolError("invalidParams", f"{shown(name)!r} is not a class name")
+    name = unicodedata.normalize("NFKC", name)     # as Python reads identifiers: `Ｋ` is `K`
     if "." in name:
         module, _, short = name.rpartition(".")
         if module == KERNEL:
@@ -104,11 +106,12 @@ def resolve_class(view: View, name: str) -> ClassRef:
 
 
 def require_selector(selector: str) -> str:
-    """A method name is a Python identifier; anything else could never be found."""
+    """A method name is a Python identifier; anything else could never be found.
+    Returned as Python reads it (NFKC: `ﬁnd` is `find`)."""
     if not selector.isidentifier():
         raise ToolError("invalidParams", f"{shown(selector)!r} is not a method name "
                         "(a Python identifier)")
-    return selector
+    return unicodedata.normalize("NFKC", selector)
 
 
 def shown(text: str, limit: int = 200) -> str:
