@@ -437,3 +437,9 @@ def test_a_def_named_like_a_slot_is_refused_so_the_module_still_imports(client, 
     client.view.add_module("zoo.unslotted", source.replace("Made", "Unmade") + "raise RuntimeError('no')\n")
     assert "__slots__" in client.error("compile_method", "refused", className="Unmade",
                                        source="def a(self):\n    return 5\n")
+
+
+def test_a_huge_dictionary_name_is_not_echoed_whole(client):
+    for name in ("a" * 100_000, "a b" * 50_000):
+        message = client.error("add_dictionary", "invalidParams", dictionaryName=name)
+        assert len(message) < 1000 and "characters)" in message
