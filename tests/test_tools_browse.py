@@ -369,3 +369,16 @@ def test_names_are_read_as_python_reads_identifiers(client):
         result = client.ok("get_method_source", className=class_name, selector=selector)
         assert result["structuredContent"]["class"] == "zoo.folded.K"
     assert "zoo.folded.K" in client.ok("find_implementors", selector="ﬁnd")["structuredContent"]["results"]
+
+
+def test_search_sees_the_definition_a_name_is_bound_to_not_an_earlier_one(client):
+    client.view.add_module("zoo.twice", "class Twice:\n    def first(self):\n        return helper()\n\n\n"
+                                        "class Twice:\n    def second(self):\n        return helper()\n\n\n"
+                                        "def helper():\n    return 0\n\n\ndef helper():\n    return later()\n")
+    assert client.ok("find_implementors", selector="first")["structuredContent"]["results"] == []
+    client.error("get_method_source", "notFound", className="Twice", selector="first")   # alike
+    assert client.ok("find_implementors", selector="second")["structuredContent"]["results"] == [
+        "zoo.twice.Twice"]
+    assert client.ok("find_senders", selector="helper")["structuredContent"]["results"] == [
+        "zoo.twice.Twice.second"]
+    assert client.ok("find_senders", selector="later")["structuredContent"]["results"] == ["zoo.twice.helper"]

@@ -22,7 +22,13 @@ def code_units(view, module_filter: str | None = None):
         tree = view.tree(module)
         if tree is None:
             continue
+        # A name written twice (`class T` ... `class T`) is bound to its last definition;
+        # the earlier one is dead code no other tool shows, so search skips it too.
+        last = {node.name: node for node in tree.body
+                if isinstance(node, splice.FunctionNode + (ast.ClassDef,))}
         for node in tree.body:
+            if last.get(getattr(node, "name", None)) is not node:
+                continue
             if isinstance(node, splice.FunctionNode):
                 yield module, f"{module}.{node.name}", node, None
             elif isinstance(node, ast.ClassDef):
