@@ -382,3 +382,17 @@ def test_search_sees_the_definition_a_name_is_bound_to_not_an_earlier_one(client
     assert client.ok("find_senders", selector="helper")["structuredContent"]["results"] == [
         "zoo.twice.Twice.second"]
     assert client.ok("find_senders", selector="later")["structuredContent"]["results"] == ["zoo.twice.helper"]
+
+
+def test_the_defs_of_one_name_are_shown_as_the_source_spaces_them(client):
+    source = ("from typing import overload\n\n\nclass Conv:\n    @overload\n    def conv(self, x: int) -> int: ...\n"
+              "    @overload\n    def conv(self, x: str) -> str: ...\n    def conv(self, x):\n        return x\n\n"
+              "    @property\n    def p(self):\n        return 1\n\n    @p.setter\n    def p(self, value):\n"
+              "        pass\n")
+    client.view.add_module("zoo.conv", source)
+    assert text(client.ok("get_method_source", className="Conv", selector="conv")) == (
+        "@overload\ndef conv(self, x: int) -> int: ...\n@overload\ndef conv(self, x: str) -> str: ...\n"
+        "def conv(self, x):\n    return x\n")
+    assert text(client.ok("get_method_source", className="Conv", selector="p")) == (
+        "@property\ndef p(self):\n    return 1\n\n@p.setter\ndef p(self, value):\n    pass\n")
+

@@ -47,6 +47,19 @@ def segment(source: str, node: ast.AST) -> str:
     return _strip_indent(chunk, _indent_of(lines[node.lineno - 1]))
 
 
+def segments(source: str, nodes: list) -> str:
+    """The segments of several defs of one name (a property's getter and setter,
+    overloads), set apart by a blank line only where the source sets them apart."""
+    lines = lines_of(source)
+    text = ""
+    for previous, node in zip([None] + nodes, nodes):
+        if previous is not None and any(
+                not line.strip() for line in lines[previous.end_lineno:first_line(node) - 1]):
+            text += "\n"
+        text += segment(source, node)
+    return text
+
+
 def string_lines(text: str) -> set[int]:
     """Numbers (1-based) of the lines that begin inside a string literal, the
     second to last lines of a multi-line string or f-string: their leading

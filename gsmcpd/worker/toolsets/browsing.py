@@ -195,8 +195,7 @@ class BrowsingToolset(Toolset):
                             + (self._attribute_hint(ref, node, selector)
                                or self._inherited_hint(cls, selector)))
         found = filter_by_meta(found, meta, ref.qualified, selector)
-        source = self.view.source(ref.module)
-        text = "\n".join(splice.segment(source, item) for item in found)
+        text = splice.segments(self.view.source(ref.module), found)
         structured = {"class": ref.qualified, "selector": selector,
                       "kind": splice.method_kind(found[0]), "source": text}
         if note:
