@@ -396,3 +396,10 @@ def test_the_defs_of_one_name_are_shown_as_the_source_spaces_them(client):
     assert text(client.ok("get_method_source", className="Conv", selector="p")) == (
         "@property\ndef p(self):\n    return 1\n\n@p.setter\ndef p(self, value):\n    pass\n")
 
+
+
+def test_search_method_source_matches_lines_whatever_the_modules_line_endings(client):
+    client.view.add_module("zoo.crlf", "class Crlf:\r\n    def a(self):\r\n        x = 1\r\n        return x\r\n")
+    for pattern in ("x = 1\n    return", "x = 1\r\n    return"):
+        assert client.ok("search_method_source", pattern=pattern)["structuredContent"]["results"] == [
+            "zoo.crlf.Crlf.a"], repr(pattern)

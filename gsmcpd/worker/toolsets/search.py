@@ -67,6 +67,10 @@ def required_text(arguments: dict, key: str) -> str:
     return arguments[key]
 
 
+def _lf(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 class SearchToolset(Toolset):
     name = "search"
     tool_names = ("find_implementors", "find_references_to", "find_senders", "search_method_source")
@@ -136,7 +140,10 @@ class SearchToolset(Toolset):
         module_filter = arguments.get("dictionaryName")
         if module_filter is not None:
             catalog.require_module(self.view, module_filter)
+        # Lines end in \n here whatever the module's own endings (CRLF, CR), as they do
+        # in the pattern a client writes.
+        pattern = _lf(pattern)
         hits = [label for module, label, node, _ in code_units(self.view, module_filter)
-                if pattern in splice.segment(self.view.source(module), node)]
+                if pattern in _lf(splice.segment(self.view.source(module), node))]
         return capped(hits, f"methods containing {catalog.shown(pattern)!r}",
                       catalog.uncompiled(self.view, module_filter))
