@@ -403,3 +403,43 @@ def test_search_method_source_matches_lines_whatever_the_modules_line_endings(cl
     for pattern in ("x = 1\n    return", "x = 1\r\n    return"):
         assert client.ok("search_method_source", pattern=pattern)["structuredContent"]["results"] == [
             "zoo.crlf.Crlf.a"], repr(pattern)
+
+
+STACKED = '''\
+import functools
+
+
+def wrapping(f):
+    @functools.wraps(f)
+    def wrapper(*args):
+        return f.__func__(type(args[0]))
+    return wrapper
+
+
+def registering(f):
+    return f
+
+
+class Stacked:
+    @wrapping
+    @classmethod
+    def wrapped(cls):
+        return cls
+
+    @registering
+    @classmethod
+    def registered(cls):
+        return cls
+'''
+
+
+def test_meta_is_judged_by_what_the_live_class_binds_under_stacked_decorators(client):
+    client.view.add_module("zoo.stacked", STACKED)
+    methods = client.ok("list_methods", className="Stacked")["structuredContent"]["methods"]
+    assert [m["name"] for m in methods["instance"]] == ["wrapped"]       # a plain function, live
+    assert [m["name"] for m in methods["class"]] == ["registered"]
+    result = client.ok("get_method_source", className="Stacked", selector="wrapped", meta=False)
+    assert result["structuredContent"]["kind"] == "instance"
+    client.error("get_method_source", "notFound", className="Stacked", selector="wrapped", meta=True)
+    assert client.ok("get_method_source", className="Stacked", selector="registered",
+                     meta=True)["structuredContent"]["kind"] == "class"

@@ -194,10 +194,11 @@ class BrowsingToolset(Toolset):
             raise ToolError("notFound", f"{ref.qualified} defines no method {catalog.shown(selector)}"
                             + (self._attribute_hint(ref, node, selector)
                                or self._inherited_hint(cls, selector)))
-        found = filter_by_meta(found, meta, ref.qualified, selector)
+        kind = live_kind(cls, ref.name, selector)
+        found = filter_by_meta(found, meta, ref.qualified, selector, kind)
         text = splice.segments(self.view.source(ref.module), found)
         structured = {"class": ref.qualified, "selector": selector,
-                      "kind": splice.method_kind(found[0]), "source": text}
+                      "kind": kind or splice.method_kind(found[0]), "source": text}
         if note:
             structured["note"] = note
         return {"text": text + (f"\n({note})" if note else ""), "structured": structured}
@@ -254,11 +255,22 @@ class BrowsingToolset(Toolset):
                 "structured": {"class": ref.qualified, "methods": groups}}
 
 
-def filter_by_meta(nodes, meta, owner: str, selector: str):
-    """meta true keeps class-side methods, false instance-side; None keeps all."""
+def live_kind(cls: type | None, class_name: str, selector: str) -> str | None:
+    """The kind of what the live class binds to the method's name, if it binds it:
+    what decorators stacked over a classmethod (`@deco @classmethod`) made of it is
+    only known there."""
+    if cls is None:
+        return None
+    value = vars(cls).get(splice.mangled(class_name, selector))
+    return None if value is None else member_kind(value)
+
+
+def filter_by_meta(nodes, meta, owner: str, selector: str, kind: str | None = None):
+    """meta true keeps class-side methods, false instance-side; None keeps all.
+    `kind` is the live class's (live_kind), which decides for every def of the name."""
     if meta is None:
         return nodes
-    kept = [n for n in nodes if (splice.method_kind(n) in ("class", "static")) == bool(meta)]
+    kept = [n for n in nodes if ((kind or splice.method_kind(n)) in ("class", "static")) == bool(meta)]
     if not kept:
         side = "an instance-side" if meta else "a class-side"
         raise ToolError("notFound", f"{owner}.{selector} is {side} method; "

@@ -19,7 +19,7 @@ from gsmcpd.image.store import relpath_of
 from gsmcpd.image.view import KERNEL
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset, bool_prop, object_schema, string_prop
-from gsmcpd.worker.toolsets.browsing import CLASS_NAME, META, SELECTOR, filter_by_meta
+from gsmcpd.worker.toolsets.browsing import CLASS_NAME, META, SELECTOR, filter_by_meta, live_kind
 from gsmcpd.worker.toolsets.session import commit_view
 
 DICTIONARY = {"dictionaryName": string_prop("an image module, dotted name (e.g. shop.models)",
@@ -326,7 +326,8 @@ class MutationToolset(Toolset):
                             "edit the class with compile_class_definition")
         if not nodes:
             raise ToolError("notFound", f"{ref.qualified} defines no method {catalog.shown(selector)}")
-        filter_by_meta(nodes, arguments.get("meta"), ref.qualified, selector)
+        filter_by_meta(nodes, arguments.get("meta"), ref.qualified, selector,
+                       live_kind(cls, ref.name, selector))
         new_source = self._splice(splice.remove_method, self.view.source(ref.module), ref.name, selector)
         if cls is not None:
             self._unset_method(ref, cls, new_source, selector)
