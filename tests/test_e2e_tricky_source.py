@@ -116,6 +116,8 @@ FILES = {
     "tricky.py": TRICKY,
     "broken.py": "class Broken:\n    def a(self)\n        return 1\n\n\ndef sender():\n    return x.greet()\n",
     "crlf.py": "class Crlf:\r\n    def __hidden(self):\r\n        return 1\r\n",
+    "slots.py": "class Slotted:\n    __slots__ = ('a', '__b')\n\n    def __init__(self):\n        self.a = 1\n"
+                "        self.__b = 2\n",
 }
 
 BROKEN = "image module broken does not compile: line 2: expected ':'"
@@ -199,6 +201,27 @@ def test_a_kernel_types_computed_attributes_are_properties(c):
     methods = structured(c, "list_methods", className="int")["methods"]
     assert "real" in {m["name"] for m in methods["property"]}
     assert "from_bytes" in {m["name"] for m in methods["class"]}
+
+
+def test_search_and_browsing_agree_on_a_class_written_twice(c):
+    assert structured(c, "find_implementors", selector="first")["results"] == []
+    error(c, "get_method_source", "notFound", className="Twice", selector="first")
+    assert structured(c, "find_implementors", selector="second")["results"] == ["tricky.Twice"]
+
+
+def test_meta_follows_the_live_class_and_the_overloads_read_as_written(c):
+    assert structured(c, "get_method_source", className="Kitchen", selector="build",
+                      meta=True)["kind"] == "class"
+    assert structured(c, "get_method_source", className="Kitchen", selector="conv")["source"] == (
+        "@overload\ndef conv(self, x: int) -> int: ...\n@overload\ndef conv(self, x: str) -> str: ...\n"
+        "def conv(self, x):\n    return x\n")
+
+
+def test_a_slotted_classs_private_slot_is_listed_and_its_slots_are_not_replaced_by_defs(c, image):
+    assert structured(c, "describe_class", className="Slotted")["instanceVariables"] == ["a", "_Slotted__b"]
+    assert "__slots__" in error(c, "compile_method", "refused", className="Slotted",
+                                source="def a(self):\n    return 5")
+    assert run(c, "import slots\nslots.Slotted().a") == "1"
 
 
 def test_a_rebound_class_is_browsed_from_source_saying_so(c):
