@@ -443,3 +443,17 @@ def test_meta_is_judged_by_what_the_live_class_binds_under_stacked_decorators(cl
     client.error("get_method_source", "notFound", className="Stacked", selector="wrapped", meta=True)
     assert client.ok("get_method_source", className="Stacked", selector="registered",
                      meta=True)["structuredContent"]["kind"] == "class"
+
+
+def test_a_class_browsed_from_source_names_its_private_methods_as_the_live_one_would(client):
+    client.view.add_module("zoo.unloaded", "class Vault:\n    def __secret(self):\n        return 1\n\n\n"
+                                           "raise RuntimeError('not today')\n")
+    assert client.ok("describe_class", className="Vault")["structuredContent"]["methods"] == ["_Vault__secret"]
+    listed = client.ok("list_methods", className="Vault")["structuredContent"]["methods"]["instance"]
+    assert listed == [{"name": "_Vault__secret", "definedIn": "zoo.unloaded.Vault"}]
+
+
+def test_find_references_to_reads_a_name_as_python_does(client):
+    client.view.add_module("zoo.folded", "def f():\n    return ﬁle\n")
+    for name in ("ﬁle", "file"):
+        assert client.ok("find_references_to", name=name)["structuredContent"]["results"] == ["zoo.folded.f"]

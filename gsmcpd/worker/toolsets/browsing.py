@@ -137,7 +137,7 @@ class BrowsingToolset(Toolset):
         else:
             bases = [ast.unparse(b) for b in node.bases]
             mro = []
-            methods = sorted(m.name for m in splice.methods_of(node))
+            methods = sorted(splice.mangled(node.name, m.name) for m in splice.methods_of(node))
             doc = ast.get_docstring(node)
         variables = instance_variables(cls, node)
         structured = {"class": ref.qualified, "dictionary": ref.module, "bases": bases, "mro": mro,
@@ -230,7 +230,8 @@ class BrowsingToolset(Toolset):
         groups: dict[str, list[dict]] = {"instance": [], "class": [], "static": [], "property": []}
         if cls is None:
             for method in splice.methods_of(node):
-                groups[splice.method_kind(method)].append({"name": method.name, "definedIn": ref.qualified})
+                groups[splice.method_kind(method)].append(
+                    {"name": splice.mangled(node.name, method.name), "definedIn": ref.qualified})
         else:
             seen = set()
             for owner in cls.__mro__:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import unicodedata
 
 from gsmcpd.image import catalog, splice
 from gsmcpd.image.view import KERNEL
@@ -112,6 +113,7 @@ class SearchToolset(Toolset):
         if not all(part.isidentifier() for part in name.split(".")):
             raise ToolError("invalidParams", f"{catalog.shown(name)!r} is not a global name "
                             "(a Python identifier, or a dotted one: module.Class)")
+        name = unicodedata.normalize("NFKC", name)     # as Python reads identifiers
         short = name.rpartition(".")[2]
         hits = []
         for module, label, node, _ in code_units(self.view):
