@@ -67,7 +67,7 @@ def uncompiled(view: View, module_filter: str | None = None) -> list[str]:
 
 def require_module(view: View, module: str) -> None:
     if module != KERNEL and not view.has_module(module):
-        raise ToolError("notFound", f"no dictionary (image module) named {shown(module)!r}; "
+        raise ToolError("notFound", f"no dictionary (image module) named {echoed(module)!r}; "
                         "list_dictionaries shows them")
 
 
@@ -75,7 +75,7 @@ def resolve_class(view: View, name: str) -> ClassRef:
     """A bare name resolves if unique across the image (then builtins);
     `module.Class` always resolves."""
     if not name or not all(part.isidentifier() for part in name.split(".")):
-        raise ToolError("invalidParams", f"{shown(name)!r} is not a class name")
+        raise ToolError("invalidParams", f"{echoed(name)!r} is not a class name")
     name = unicodedata.normalize("NFKC", name)     # as Python reads identifiers: `Ｋ` is `K`
     if "." in name:
         module, _, short = name.rpartition(".")
@@ -89,9 +89,9 @@ def resolve_class(view: View, name: str) -> ClassRef:
                 raise ToolError("notFound", f"no class {short} can be read: "
                                 + _unloadable(view, module))
         else:
-            raise ToolError("notFound", f"no dictionary named {shown(module)} (for class "
-                            f"{shown(name)})" + _nested_hint(view, name))
-        raise ToolError("notFound", f"{module} defines no class {shown(short)}")
+            raise ToolError("notFound", f"no dictionary named {echoed(module)} (for class "
+                            f"{echoed(name)})" + _nested_hint(view, name))
+        raise ToolError("notFound", f"{module} defines no class {echoed(short)}")
     candidates = [ref for ref in image_classes(view) if ref.name == name]
     if len(candidates) == 1:
         return candidates[0]
@@ -101,7 +101,7 @@ def resolve_class(view: View, name: str) -> ClassRef:
                         "pass the qualified name (module.Class)")
     if isinstance(getattr(builtins, name, None), type):
         return ClassRef(KERNEL, name)
-    raise ToolError("notFound", f"no class named {shown(name)} in the image or builtins; "
+    raise ToolError("notFound", f"no class named {echoed(name)} in the image or builtins; "
                     "list_all_classes shows them" + _uncompiled_hint(view, name))
 
 
@@ -109,12 +109,12 @@ def require_selector(selector: str) -> str:
     """A method name is a Python identifier; anything else could never be found.
     Returned as Python reads it (NFKC: `ﬁnd` is `find`)."""
     if not selector.isidentifier():
-        raise ToolError("invalidParams", f"{shown(selector)!r} is not a method name "
+        raise ToolError("invalidParams", f"{echoed(selector)!r} is not a method name "
                         "(a Python identifier)")
     return unicodedata.normalize("NFKC", selector)
 
 
-def shown(text: str, limit: int = 200) -> str:
+def echoed(text: str, limit: int = 200) -> str:
     """`text` as an answer echoes it: cut, so a huge argument never makes a huge error."""
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 

@@ -191,7 +191,7 @@ class BrowsingToolset(Toolset):
                         f"statement at line {statement.lineno}: the class has it when that "
                         "branch runs")
         if not found:
-            raise ToolError("notFound", f"{ref.qualified} defines no method {catalog.shown(selector)}"
+            raise ToolError("notFound", f"{ref.qualified} defines no method {catalog.echoed(selector)}"
                             + (self._attribute_hint(ref, node, selector)
                                or self._inherited_hint(cls, selector)))
         kind = live_kind(cls, ref.name, selector)

@@ -60,7 +60,7 @@ def dictionary_name_parts(name: str) -> list[str]:
     """The parts of a dotted module name that can be imported, or invalidParams."""
     parts = name.split(".")
     if not all(part.isidentifier() for part in parts):
-        raise ToolError("invalidParams", f"{catalog.shown(name)!r} is not a dotted module name")
+        raise ToolError("invalidParams", f"{catalog.echoed(name)!r} is not a dotted module name")
     for part in parts:
         if keyword.iskeyword(part):
             raise ToolError("invalidParams", f"{name!r}: {part} is a Python keyword, so the "
@@ -325,7 +325,7 @@ class MutationToolset(Toolset):
                             "from there could leave that block empty or change what it means: "
                             "edit the class with compile_class_definition")
         if not nodes:
-            raise ToolError("notFound", f"{ref.qualified} defines no method {catalog.shown(selector)}")
+            raise ToolError("notFound", f"{ref.qualified} defines no method {catalog.echoed(selector)}")
         filter_by_meta(nodes, arguments.get("meta"), ref.qualified, selector,
                        live_kind(cls, ref.name, selector))
         new_source = self._splice(splice.remove_method, self.view.source(ref.module), ref.name, selector)
@@ -411,7 +411,7 @@ class MutationToolset(Toolset):
         for rel in [relpath_of(parent, package=True) for parent in created] + [relpath_of(name)]:
             problem = view.store.name_problem(rel)
             if problem is not None:
-                raise ToolError("invalidParams", f"dictionary name {catalog.shown(name)!r} is too long: {problem}; "
+                raise ToolError("invalidParams", f"dictionary name {catalog.echoed(name)!r} is too long: {problem}; "
                                 "choose a shorter name")
         for parent in created:
             view.add_module(parent, "", package=True)

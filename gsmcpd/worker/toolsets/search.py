@@ -106,12 +106,12 @@ class SearchToolset(Toolset):
         for name in catalog.kernel_classes():
             if selector in vars(getattr(builtins, name)):
                 hits.append(f"{KERNEL}.{name}")
-        return capped(hits, f"implementors of {catalog.shown(selector)}", catalog.uncompiled(self.view))
+        return capped(hits, f"implementors of {catalog.echoed(selector)}", catalog.uncompiled(self.view))
 
     def find_references_to(self, arguments):
         name = required_text(arguments, "name")
         if not all(part.isidentifier() for part in name.split(".")):
-            raise ToolError("invalidParams", f"{catalog.shown(name)!r} is not a global name "
+            raise ToolError("invalidParams", f"{catalog.echoed(name)!r} is not a global name "
                             "(a Python identifier, or a dotted one: module.Class)")
         name = unicodedata.normalize("NFKC", name)     # as Python reads identifiers
         short = name.rpartition(".")[2]
@@ -123,7 +123,7 @@ class SearchToolset(Toolset):
                         and ast.unparse(sub) == name):
                     hits.append(label)
                     break
-        return capped(hits, f"references to {catalog.shown(name)}", catalog.uncompiled(self.view))
+        return capped(hits, f"references to {catalog.echoed(name)}", catalog.uncompiled(self.view))
 
     def find_senders(self, arguments):
         selector = catalog.require_selector(required_text(arguments, "selector"))
@@ -135,7 +135,7 @@ class SearchToolset(Toolset):
                         or (isinstance(sub.func, ast.Name) and sub.func.id == selector)):
                     hits.append(label)
                     break
-        return capped(hits, f"senders of {catalog.shown(selector)}", catalog.uncompiled(self.view))
+        return capped(hits, f"senders of {catalog.echoed(selector)}", catalog.uncompiled(self.view))
 
     def search_method_source(self, arguments):
         pattern = required_text(arguments, "pattern")
@@ -147,5 +147,5 @@ class SearchToolset(Toolset):
         pattern = _lf(pattern)
         hits = [label for module, label, node, _ in code_units(self.view, module_filter)
                 if pattern in _lf(splice.segment(self.view.source(module), node))]
-        return capped(hits, f"methods containing {catalog.shown(pattern)!r}",
+        return capped(hits, f"methods containing {catalog.echoed(pattern)!r}",
                       catalog.uncompiled(self.view, module_filter))
