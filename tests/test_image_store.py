@@ -186,7 +186,8 @@ def _pending(store, changes, monkeypatch):
     with monkeypatch.context() as patch:
         _fail_when(patch, "replace", lambda src, dst: not str(dst).endswith("commit.intent"))
         with pytest.raises(store_module.CommitPending):
-            store.commit(changes, {rel: base.get(rel) for rel in changes}, user="u", session_id="s")
+            store.commit(changes, base, user="u", session_id="s")   # the whole base: a removed
+            # package's modules are checked too, and one that stays is left where it was
 
 
 def test_a_pending_commit_that_makes_or_unmakes_a_package_is_read_with_its_modules(tmp_path, monkeypatch):
@@ -624,3 +625,11 @@ def test_a_directory_a_commit_makes_takes_its_parents_mode_whatever_the_umask(tm
         os.umask(old_umask)
     for made in (store.image_dir / "pkg", store.image_dir / "pkg" / "sub"):
         assert stat.S_IMODE(made.stat().st_mode) == 0o2775, oct(made.stat().st_mode)
+
+
+def test_the_packages_a_file_lies_in_and_its_modules_other_form():
+    assert store_module.packages_of("a/b/m.py") == ["a/__init__.py", "a/b/__init__.py"]
+    assert store_module.packages_of("a/b/__init__.py") == ["a/__init__.py"]
+    assert store_module.packages_of("m.py") == [] == store_module.packages_of("a/__init__.py")
+    assert store_module.other_form("a/q.py") == "a/q/__init__.py"
+    assert store_module.other_form("a/q/__init__.py") == "a/q.py"

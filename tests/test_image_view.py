@@ -323,3 +323,58 @@ def test_what_an_import_made_of_a_soft_break_is_the_break_not_the_modules_error(
         mark_soft_break(False)
     assert "zoo.broken" not in view.import_errors and "zoo.broken" not in sys.modules
     assert view.module("zoo.animals") is not None
+
+
+# -- packages: a commit or refresh must never leave a module in no package, or one
+#    module in two files (found by test_image_transactions_properties.py) -------------
+
+def test_a_module_added_to_a_package_removed_meanwhile_conflicts_naming_the_package(image, views):
+    a = views(image, "a", install=False)
+    b = views(image, "b", install=False)
+    a.remove_module("zoo")
+    b.add_module("zoo.birds", "class Bird:\n    pass\n")
+    a.commit()
+    with pytest.raises(CommitConflict) as raised:
+        b.commit()     # written, zoo/birds.py would be in no package: in no view, b's own neither
+    assert raised.value.files == ["zoo/__init__.py"]
+    assert not (image / "zoo").exists()
+    assert b.changed_modules() == ["zoo.birds"] and b.has_module("zoo")
+
+
+def test_removing_a_package_a_module_was_added_to_meanwhile_conflicts_naming_that_module(image, views):
+    a = views(image, "a", install=False)
+    b = views(image, "b", install=False)
+    a.remove_module("zoo")
+    b.add_module("zoo.birds", "class Bird:\n    pass\n")
+    b.commit()
+    with pytest.raises(CommitConflict) as raised:
+        a.commit()     # the package's other files gone, zoo/birds.py would be left in none
+    assert raised.value.files == ["zoo/birds.py"]
+    assert "zoo.birds" in views(image, "c", install=False).module_names()
+    assert (image / "zoo/__init__.py").exists() and (image / "zoo/animals.py").exists()
+
+
+@pytest.mark.parametrize("first", ["module", "package"])
+def test_one_module_made_meanwhile_in_the_other_form_conflicts(image, views, first):
+    as_module = views(image, "a", install=False)
+    as_package = views(image, "b", install=False)
+    as_module.add_module("birds", "KIND = 'module'\n")
+    as_package.add_module("birds", "", package=True)
+    as_package.add_module("birds.owl", "class Owl:\n    pass\n")
+    winner, loser, theirs = ((as_module, as_package, "birds.py") if first == "module"
+                             else (as_package, as_module, "birds/__init__.py"))
+    winner.commit()
+    with pytest.raises(CommitConflict) as raised:
+        loser.commit()     # birds.py beside birds/__init__.py: one module, two files
+    assert raised.value.files == [theirs]
+    assert (image / "birds.py").exists() != (image / "birds" / "__init__.py").exists()
+
+
+def test_a_package_whose_init_changed_meanwhile_still_takes_a_new_module(image, views):
+    a = views(image, "a", install=False)
+    b = views(image, "b", install=False)
+    a.set_source("zoo", '"""The zoo."""\n', live=False)
+    a.commit()
+    b.add_module("zoo.birds", "class Bird:\n    pass\n")
+    assert b.commit() == ["zoo.birds"]     # the package is there: no conflict
+    assert "zoo.birds" in views(image, "c", install=False).module_names()

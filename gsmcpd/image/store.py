@@ -110,6 +110,20 @@ def relpath_of(module_name: str, *, package: bool = False) -> str:
     return base + "/__init__.py" if package else base + ".py"
 
 
+def packages_of(relpath: str) -> list[str]:
+    """The `__init__.py` of each package the file lies in, outermost first: 'a/b/m.py' ->
+    ['a/__init__.py', 'a/b/__init__.py']; 'a/b/__init__.py' -> ['a/__init__.py']."""
+    parts = relpath.split("/")[:-2 if relpath.endswith("/__init__.py") else -1]
+    return ["/".join(parts[:depth]) + "/__init__.py" for depth in range(1, len(parts) + 1)]
+
+
+def other_form(relpath: str) -> str:
+    """The file the same module would be in the other form: 'q.py' <-> 'q/__init__.py'."""
+    if relpath.endswith("/__init__.py"):
+        return relpath[:-len("/__init__.py")] + ".py"
+    return relpath[:-len(".py")] + "/__init__.py"
+
+
 @dataclass
 class Snapshot:
     files: dict[str, bytes]      # relpath -> content
@@ -374,9 +388,11 @@ class ImageStore:
     def commit(self, changes: dict[str, bytes | None], base_hashes: dict[str, str | None],
                *, user: str, session_id: str, commit_id: str | None = None) -> int:
         """Write `changes` (relpath -> new bytes, None = delete) if every file
-        still hashes to `base_hashes[relpath]` (None = must not exist), all or
-        nothing. Returns the new journal length; raises CommitConflict, writing
-        nothing, or OSError (see CommitPending for a failure past the commit point).
+        still hashes to `base_hashes[relpath]` (None = must not exist), and so does
+        what those stand on (see _conflicts: `base_hashes` is the committer's whole
+        base, a module it lacks is one it never saw), all or nothing. Returns the new
+        journal length; raises CommitConflict, writing nothing, or OSError (see
+        CommitPending for a failure past the commit point).
         `commit_id` names the journal record (random if not given): after any other
         exception, `has_commit(commit_id)` tells whether the commit stands."""
         # Every directory is reached through `dirs` (see dirfd.py): checked once, then
@@ -385,8 +401,7 @@ class ImageStore:
             self._finish_pending()
             for rel in sorted(changes):
                 self._check(rel, dirs)
-            conflicts = [rel for rel in sorted(changes)
-                         if self._disk_hash(rel, dirs) != base_hashes.get(rel)]
+            conflicts = self._conflicts(changes, base_hashes, dirs)
             if conflicts:
                 raise CommitConflict(conflicts)
             state = dirs.open(STATE_DIR)
@@ -422,6 +437,36 @@ class ImageStore:
                 return self._apply(intent)
             except OSError as error:
                 raise CommitPending(error) from error
+
+    def _conflicts(self, changes: dict[str, bytes | None], base_hashes: dict[str, str | None],
+                   dirs: ImageDirs) -> list[str]:
+        """The files on disk that are not as the commit's base had them, among those it
+        changes and those its new or removed modules stand on (call under the lock): the
+        `__init__.py` of each package it writes into (removed since, the module would be
+        in no package: no view would see it), each module in a package it removes (one
+        added or changed since would be left in no package), and a module it creates
+        made meanwhile in the other form (`q.py` beside a new `q/__init__.py`, or the
+        other way round: two files for one module)."""
+        conflicts = {rel for rel in changes if self._disk_hash(rel, dirs) != base_hashes.get(rel)}
+        modules = None   # scanned once, for the first package removed
+        for rel, data in changes.items():
+            if data is None:
+                if rel.endswith("/__init__.py"):
+                    package = rel[:-len("__init__.py")]
+                    modules = self._scan() if modules is None else modules
+                    conflicts.update(other for other in modules if other.startswith(package)
+                                     and other not in changes
+                                     and sha256(self._read(other)) != base_hashes.get(other))
+                continue
+            for init in packages_of(rel):
+                if (init not in changes and base_hashes.get(init) is not None
+                        and not os.path.isfile(os.path.join(self.root, init))):
+                    conflicts.add(init)
+            twin = other_form(rel)
+            if (base_hashes.get(rel) is None and twin not in changes and base_hashes.get(twin) is None
+                    and os.path.isfile(os.path.join(self.root, twin))):
+                conflicts.add(twin)
+        return sorted(conflicts)
 
     def has_commit(self, commit_id: str) -> bool:
         """True once the commit named `commit_id` is decided (applied or pending).
