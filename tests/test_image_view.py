@@ -378,3 +378,48 @@ def test_a_package_whose_init_changed_meanwhile_still_takes_a_new_module(image, 
     b.add_module("zoo.birds", "class Bird:\n    pass\n")
     assert b.commit() == ["zoo.birds"]     # the package is there: no conflict
     assert "zoo.birds" in views(image, "c", install=False).module_names()
+
+
+def test_refresh_keeps_ours_where_their_module_lies_in_a_package_ours_removed(image, views):
+    a = views(image, "a", install=False)
+    b = views(image, "b", install=False)
+    a.remove_module("zoo")
+    b.add_module("zoo.birds", "class Bird:\n    pass\n")
+    b.commit()
+    report = a.refresh()
+    assert report.kept_ours == ["zoo.birds"] and not a.has_module("zoo.birds")
+    with pytest.raises(CommitConflict) as raised:
+        a.commit()
+    assert raised.value.files == ["zoo/birds.py"] and (image / "zoo/__init__.py").exists()
+    a.abort()
+    assert a.has_module("zoo.birds") and not a.has_changes
+
+
+def test_refresh_keeps_the_package_ours_write_into_where_they_removed_it(image, views):
+    a = views(image, "a", install=False)
+    b = views(image, "b", install=False)
+    a.add_module("zoo.birds", "class Bird:\n    pass\n")
+    b.remove_module("zoo")
+    b.commit()
+    report = a.refresh()
+    assert report.kept_ours == ["zoo"]
+    assert report.brought_in == ["zoo.animals", "zoo.keeper", "zoo.test_zoo"]
+    assert a.has_module("zoo") and a.changed_modules() == ["zoo.birds"]
+    with pytest.raises(CommitConflict) as raised:
+        a.commit()
+    assert raised.value.files == ["zoo/__init__.py"] and not (image / "zoo").exists()
+
+
+def test_refresh_keeps_ours_where_they_made_our_new_module_in_the_other_form(image, views):
+    a = views(image, "a", install=False)
+    b = views(image, "b", install=False)
+    a.add_module("birds", "", package=True)
+    a.add_module("birds.owl", "class Owl:\n    pass\n")
+    b.add_module("birds", "KIND = 'module'\n")
+    b.commit()
+    report = a.refresh()
+    assert report.kept_ours == ["birds"] and "birds.py" not in a.texts
+    assert a.relpath("birds") == "birds/__init__.py"
+    with pytest.raises(CommitConflict) as raised:
+        a.commit()
+    assert raised.value.files == ["birds.py"] and not (image / "birds").exists()

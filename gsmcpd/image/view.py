@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gsmcpd.worker.toolset import ToolError, raise_if_break
-from gsmcpd.image.store import CommitConflict, CommitPending, ImageStore, module_name_of, relpath_of, sha256
+from gsmcpd.image.store import (CommitConflict, CommitPending, ImageStore, module_name_of, other_form,
+                                packages_of, relpath_of, sha256)
 
 KERNEL = "builtins"
 log = logging.getLogger("gsmcpd.image")
@@ -398,14 +399,17 @@ class View:
     def refresh(self) -> RefreshReport:
         """Bring in others' commits, keeping this view's changes. A file changed
         both here and there keeps ours and its old base, so committing it
-        conflicts until the session aborts."""
+        conflicts until the session aborts. So does a file of theirs that ours
+        stands on (see _entangled): brought in, it would leave a module of the
+        view in no package, or one module in two files."""
         snapshot = self.store.read_snapshot()
         decoded = {rel: _decode(data) for rel, data in snapshot.files.items()}
         fresh = {rel: text for rel, (text, _) in decoded.items()}
         fresh_hashes = {rel: sha256(data) for rel, data in snapshot.files.items()}
         report = RefreshReport()
+        ours_changed = set(self.changed_files())
         for rel in sorted(set(fresh) | set(self.base_texts) | set(self.texts)):
-            ours = self.texts.get(rel) != self.base_texts.get(rel)
+            ours = rel in ours_changed or _entangled(rel, ours_changed, self.texts, fresh)
             theirs = fresh.get(rel) != self.base_texts.get(rel)
             if theirs and ours:
                 report.kept_ours.append(module_name_of(rel))
@@ -497,6 +501,23 @@ class View:
                     delattr(sys.modules[parent], child)
             self.live_texts.pop(name, None)
             self.import_errors.pop(name, None)
+
+
+def _entangled(rel: str, ours: set[str], texts: dict[str, str], fresh: dict[str, str]) -> bool:
+    """Whether their change to `rel` would clash with our changes `ours` (the view's
+    texts `texts`, the image now `fresh`) though ours leave `rel` alone: it lies in a
+    package ours removes, or it is a package's `__init__.py` they removed while ours
+    write into that package, or it is a module they made where ours made the same
+    module in the other form (`q.py`, `q/__init__.py`). The commit's check conflicts
+    on the same files (ImageStore._conflicts)."""
+    if any(init in ours and init not in texts for init in packages_of(rel)):
+        return True
+    if rel.endswith("/__init__.py") and rel not in fresh:
+        package = rel[:-len("__init__.py")]
+        if any(other in texts and other.startswith(package) for other in ours):
+            return True
+    twin = other_form(rel)
+    return twin in ours and twin in texts and rel in fresh
 
 
 def _decode(data: bytes) -> tuple[str, str]:
