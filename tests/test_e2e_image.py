@@ -504,3 +504,37 @@ def test_a_package_swapped_for_a_link_while_a_session_commits_gets_nothing_writt
     (shop.image / "shop.moved").rename(shop.image / "shop")
     assert client.tool("commit")["structuredContent"]["committed"] == ["shop.models"]
     assert "def shout(self):" in (shop.image / "shop" / "models.py").read_text()
+
+
+def dictionaries(client):
+    return client.tool("list_dictionaries")["structuredContent"]["dictionaries"]
+
+
+def test_a_module_is_never_committed_into_a_package_another_session_removed_or_left_behind_by_one(shop):
+    # Per-file checks let both through: a module "committed" into no package (in no
+    # session, its own neither), and a package removed around a module added meanwhile.
+    a, b = session(shop), session(shop)
+    assert a.tool("remove_dictionary", dictionaryName="shop")["structuredContent"]["committed"][0] == "shop"
+    added = b.tool("add_dictionary", dictionaryName="shop.orders")
+    assert error_kind(added) == "conflict"
+    assert "shop/__init__.py changed on disk" in tool_text(added) and "kept uncommitted" in tool_text(added)
+    assert not (shop.image / "shop").exists()
+    assert b.tool("status")["structuredContent"]["changedModules"] == ["shop.orders"]
+    refreshed = b.tool("refresh")["structuredContent"]
+    assert refreshed["keptOurs"] == ["shop"] and "shop.models" in refreshed["broughtIn"]
+    assert "shop.orders" in dictionaries(b)
+    assert error_kind(b.tool("commit")) == "conflict"           # until it aborts
+    assert b.tool("abort")["structuredContent"]["discarded"] == ["shop.orders"]
+    assert not any(name.startswith("shop") for name in dictionaries(b))
+    assert len(journal(shop.image)) == 1
+
+    assert b.tool("add_dictionary", dictionaryName="mall.shops")["structuredContent"]["committed"] == [
+        "mall", "mall.shops"]
+    c, d = session(shop), session(shop)
+    added = c.tool("add_dictionary", dictionaryName="mall.food")
+    assert added["structuredContent"]["committed"] == ["mall.food"]
+    removed = d.tool("remove_dictionary", dictionaryName="mall")
+    assert error_kind(removed) == "conflict" and "mall/food.py changed on disk" in tool_text(removed)
+    assert (shop.image / "mall/__init__.py").exists() and (shop.image / "mall/food.py").exists()
+    assert {"mall", "mall.food", "mall.shops"} <= set(dictionaries(session(shop)))
+    assert [len(entry["files"]) for entry in journal(shop.image)][1:] == [2, 1]
