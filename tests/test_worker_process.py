@@ -15,7 +15,7 @@ from gsmcpd.router.workers import PRELOAD
 from gsmcpd.wire import frames
 from gsmcpd.wire.break_signals import HARD_BREAK_SIGNAL, SOFT_BREAK_SIGNAL
 from gsmcpd.worker import main as worker_main
-from helpers import wait_until
+from helpers import REPO, wait_until
 
 CONTEXT = multiprocessing.get_context("forkserver")
 # The forkserver is one per test process: whichever module starts it first, it must be
@@ -649,3 +649,57 @@ def test_a_view_that_cannot_be_read_after_initialize_fails_every_later_call_with
             assert error["message"] == "worker could not be prepared: OSError: [Errno 5] Input/output error"
     finally:
         worker.close()
+
+
+# A signal caught in the instant a call ends: CPython's signal.signal runs the handlers
+# of signals already caught before it swaps, so the loop's swap back to the do-nothing
+# SIGINT handler meets them. Made deterministic by sending the signal (caught in C,
+# handled at the next check) right before the loop's own swap.
+SWAP_RACE = """
+import json, os, signal, _signal, socket, sys
+from gsmcpd.worker import main
+from gsmcpd.wire.break_signals import SOFT_BREAK_SIGNAL
+
+class Server:
+    view = None
+    def handle(self, message, notify):
+        return {"jsonrpc": "2.0", "id": 1, "result": {"done": True}}
+
+pending = {"at": None, "signal": None}
+
+class Shim:
+    def __getattr__(self, name):
+        return getattr(_signal, name)
+    def signal(self, signum, handler):
+        if pending["at"] == ("out" if handler is main._between_calls else "in"):
+            pending["at"] = None
+            os.kill(os.getpid(), pending["signal"])   # caught now, handled by the swap's check
+        return _signal.signal(signum, handler)
+
+main._signal = Shim()
+loop = main.WorkerLoop(socket.socketpair()[0])
+loop.server = Server()
+loop.install_breaks()
+code_handler = loop._code_sigint
+out = {}
+for case, at, signum in (("break as the call ends", "out", SOFT_BREAK_SIGNAL),
+                         ("own SIGINT as the call ends", "out", signal.SIGINT),
+                         ("break as the call begins", "in", SOFT_BREAK_SIGNAL)):
+    pending.update(at=at, signal=signum)
+    reply = loop._run(1, {"jsonrpc": "2.0", "id": 1, "method": "tools/call"})
+    out[case] = {"reply": reply.get("result") or reply["error"]["message"], "in_call": loop.in_call,
+                 "between_calls": _signal.getsignal(signal.SIGINT) is main._between_calls,
+                 "code_handler_kept": loop._code_sigint is code_handler}
+print(json.dumps(out))
+"""
+
+
+def test_a_signal_caught_as_a_call_ends_or_begins_leaves_the_loop_idle_and_the_codes_handler_kept():
+    done = subprocess.run([sys.executable, "-c", SWAP_RACE], capture_output=True, text=True, timeout=WAIT,
+                          env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    idle = {"in_call": False, "between_calls": True, "code_handler_kept": True}
+    assert out["break as the call ends"] == {"reply": {"done": True}, **idle}
+    assert out["own SIGINT as the call ends"] == {"reply": {"done": True}, **idle}
+    assert out["break as the call begins"] == {"reply": "request interrupted: soft break", **idle}

@@ -125,6 +125,24 @@ class WorkerLoop:
                 signal.signal(signum, handler)
         _signal.pthread_sigmask(signal.SIG_UNBLOCK, self._breaks)
 
+    def _hold_sigint(self) -> None:
+        """After a call: SIGINT to the do-nothing handler, keeping the code's to give back.
+        signal.signal first runs the handlers of signals already caught, and one of them
+        may raise (the code's own SIGINT, caught as the call ended: too late for it), so
+        it is tried again (each try runs what was caught before it; a flood of signals
+        sent meanwhile ends the tries, raising as the last did); the handler found then is
+        the code's, unless the call never got that far (a break landed as it began)."""
+        for tries_left in reversed(range(SWAP_TRIES)):
+            try:
+                found = _signal.signal(signal.SIGINT, _between_calls)
+            except BaseException:     # a handler raised; the swap did not happen
+                if not tries_left:
+                    raise
+                continue
+            if found is not _between_calls:
+                self._code_sigint = found
+            return
+
     def break_handler(self, exception_class, label):
         def on_signal(signum, frame):
             if not self.in_call:
@@ -326,9 +344,9 @@ class WorkerLoop:
                     _signal.signal(signal.SIGINT, self._code_sigint)
                 return self.server.handle(message, notify)
             finally:
-                if self._breaks:      # one C call: no handler runs between take and swap
-                    self._code_sigint = _signal.signal(signal.SIGINT, _between_calls)
-                self.in_call = False
+                self.in_call = False  # first: a break landing from here on finds the call over
+                if self._breaks:
+                    self._hold_sigint()
         except BREAKS as interruption:
             text = f"request interrupted: {interruption or type(interruption).__name__}"
             if view is not None and view.commit_count > commits_before:
@@ -341,6 +359,9 @@ class WorkerLoop:
         except BaseException as error:   # a dispatcher bug answers this call, not the whole session
             log.exception("worker %d: dispatch failed", os.getpid())
             return _error_for(message, jsonrpc.INTERNAL_ERROR, f"{type(error).__name__}: {error}")
+
+
+SWAP_TRIES = 8   # each runs every handler caught before it: a few signals, not a flood
 
 
 def _between_calls(signum, frame):
