@@ -270,3 +270,35 @@ def test_a_state_directory_linked_by_this_account_is_followed_to_make_the_lock(t
     (image / ".gsmcpd").symlink_to(elsewhere, target_is_directory=True)
     with ImageStore(image).hold_shared():
         assert (elsewhere / "lock").is_file()
+
+
+@needs_root
+def test_a_state_directory_swapped_for_a_link_as_it_is_made_gets_no_mode_or_lock_through_it(tmp_path, monkeypatch):
+    image = tmp_path / "image"
+    make_image(image, {"a.py": "a = 1\n"})
+    victim = _victim(tmp_path, {"notes.txt": "mine\n"})
+    victim.chmod(0o700)
+    real_mkdir = os.mkdir
+
+    def mkdir_then_swap(path, *args, **kwargs):
+        real_mkdir(path, *args, **kwargs)
+        if os.fspath(path).endswith(".gsmcpd"):   # another account's move, right after it is made
+            _swap_once(image / ".gsmcpd", victim)()
+
+    monkeypatch.setattr(os, "mkdir", mkdir_then_swap)
+    with pytest.raises(store_module.UnsafePath):
+        ImageStore(image).hold_shared()
+    assert victim.stat().st_mode & 0o777 == 0o700
+    assert _contents(victim) == {"notes.txt": "mine\n"}
+
+
+def test_a_state_directory_made_on_first_use_is_shared_whatever_the_umask(tmp_path):
+    image = tmp_path / "image"
+    make_image(image, {"a.py": "a = 1\n"})
+    old = os.umask(0o077)
+    try:
+        with ImageStore(image).hold_shared():
+            pass
+    finally:
+        os.umask(old)
+    assert (image / ".gsmcpd").stat().st_mode & 0o777 == 0o775

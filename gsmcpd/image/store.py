@@ -227,14 +227,17 @@ class ImageStore:
         return _Held(fd)
 
     def _create_lock(self) -> int:
-        """The state directory and its lock file, made on first use. The directory is
-        reached as a commit reaches the image's (dirfd.open_dir): a link another account
-        planted in its place is refused, not followed to create a file where it points."""
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(self._state)
-            os.chmod(self._state, 0o775)  # shared by the accounts sharing the image
+        """The state directory and its lock file, made on first use, every step through
+        descriptors: the directory is reached as a commit reaches the image's
+        (dirfd.open_dir), so a link another account planted in its place is refused, not
+        followed to create a file or change a mode where it points."""
         root = os.open(self.root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)   # trusted as configured
         try:
+            try:
+                os.mkdir(STATE_DIR, 0o775, dir_fd=root)
+                made = True
+            except FileExistsError:
+                made = False
             try:
                 state = open_dir(root, STATE_DIR, trusted_owners())
             except UntrustedLink as error:
@@ -242,6 +245,12 @@ class ImageStore:
         finally:
             os.close(root)
         try:
+            if made:
+                with readable(state) as fd:
+                    # Shared by the accounts sharing the image, whatever the umask; only if
+                    # still ours (another account may have put its own in its place).
+                    if os.fstat(fd).st_uid == os.geteuid():
+                        os.fchmod(fd, 0o775)
             return _create_shared(LOCK_NAME, os.O_RDONLY, dir_fd=state)
         finally:
             os.close(state)
