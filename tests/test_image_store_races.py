@@ -9,13 +9,20 @@ changes nothing here: whoever owns it, a write must land in the directory checke
 """
 
 import errno
+import json
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
 from gsmcpd.image import store as store_module
 from gsmcpd.image.dirfd import MAX_LINKS, ImageDirs, UntrustedLink
 from gsmcpd.image.store import ImageStore, sha256
+from helpers import REPO
 from test_image_store import OTHER_UID, _committed, _pending, make_image, needs_root
 
 
@@ -302,3 +309,61 @@ def test_a_state_directory_made_on_first_use_is_shared_whatever_the_umask(tmp_pa
     finally:
         os.umask(old)
     assert (image / ".gsmcpd").stat().st_mode & 0o777 == 0o775
+
+
+UNREADABLE_COMMIT = """
+import json, os, sys
+from gsmcpd.image.store import CommitConflict, ImageStore, sha256
+os.setgid(65534); os.setuid(65534)     # an account that may not read root's 0600 module
+store = ImageStore(sys.argv[1])
+snapshot = store.read_snapshot()
+base = {rel: sha256(data) for rel, data in snapshot.files.items()}
+try:
+    changes = {rel: None if text is None else text.encode() for rel, text in json.loads(sys.argv[2]).items()}
+    store.commit(changes, base, user="nobody", session_id="s")
+    print(json.dumps({"committed": True}))
+except CommitConflict as error:
+    print(json.dumps({"files": error.files, "unreadable": error.unreadable}))
+"""
+
+
+@needs_root
+@pytest.mark.parametrize("changes, unreadable", [
+    ({"pkg/__init__.py": None, "pkg/mine.py": None}, ["pkg/theirs.py"]),   # the package removed
+    ({"theirs/__init__.py": "x = 1\n"}, ["theirs.py"]),                   # its other form made
+])
+def test_a_commit_that_would_strand_or_twin_a_module_this_account_cannot_read_conflicts(changes, unreadable):
+    root = tempfile.mkdtemp(prefix="gsmcpd-unreadable-")   # under /tmp: every account may pass
+    try:
+        _commit_as_nobody(root, changes, unreadable)
+    finally:
+        shutil.rmtree(root)
+
+
+def _commit_as_nobody(root, changes, unreadable):
+    os.chmod(root, 0o755)
+    image = os.path.join(root, "image")
+    make_image(Path(image), {"pkg/__init__.py": "", "pkg/mine.py": "m = 1\n", "pkg/theirs.py": "t = 1\n",
+                             "theirs.py": "t = 2\n"})
+    for directory, _, _ in os.walk(image):
+        os.chmod(directory, 0o777)
+    for rel in ("pkg/__init__.py", "pkg/mine.py"):
+        os.chmod(os.path.join(image, rel), 0o666)
+    for rel in ("pkg/theirs.py", "theirs.py"):
+        os.chmod(os.path.join(image, rel), 0o600)        # root's alone
+    done = subprocess.run([sys.executable, "-c", UNREADABLE_COMMIT, image, json.dumps(changes)],
+                          capture_output=True, text=True, timeout=30, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"files": [], "unreadable": unreadable}
+    assert os.path.exists(os.path.join(image, "pkg/__init__.py"))      # nothing written
+    assert not os.path.exists(os.path.join(image, "theirs/__init__.py"))
+
+
+def test_the_conflict_answer_says_which_files_this_account_cannot_read_and_what_to_do():
+    from gsmcpd.image.store import CommitConflict
+    from gsmcpd.worker.toolsets.session import conflict_error
+    changed = conflict_error(CommitConflict(["a.py"]), kept=" and your changes are kept")
+    assert changed.kind == "conflict" and "a.py changed on disk since this session read it" in str(changed)
+    both = str(conflict_error(CommitConflict(["a.py"], ["pkg/theirs.py"])))
+    assert both.startswith("commit failed: pkg/theirs.py cannot be read by this account")
+    assert "a.py also changed on disk" in both and "Its owner must move or remove it first" in both

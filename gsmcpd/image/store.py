@@ -131,11 +131,14 @@ class Snapshot:
 
 
 class CommitConflict(Exception):
-    """Files changed on disk since the view read them; nothing was written."""
+    """Files changed on disk since the view read them, or (`unreadable`) that the commit
+    stands on but this account may not read (per-user workers: another account's
+    module, which the view never saw); nothing was written."""
 
-    def __init__(self, files: list[str]):
-        super().__init__(", ".join(files))
+    def __init__(self, files: list[str], unreadable: list[str] = ()):
+        super().__init__(", ".join([*files, *unreadable]))
         self.files = files
+        self.unreadable = list(unreadable)
 
 
 class CommitPending(OSError):
@@ -410,9 +413,9 @@ class ImageStore:
             self._finish_pending()
             for rel in sorted(changes):
                 self._check(rel, dirs)
-            conflicts = self._conflicts(changes, base_hashes, dirs)
-            if conflicts:
-                raise CommitConflict(conflicts)
+            conflicts, unreadable = self._conflicts(changes, base_hashes, dirs)
+            if conflicts or unreadable:
+                raise CommitConflict(conflicts, unreadable)
             state = dirs.open(STATE_DIR)
             self._sweep_temps([state] + [fd for fd in {dirs.held(_dir_of(rel)) for rel in changes}
                                          if fd is not None])
@@ -448,24 +451,29 @@ class ImageStore:
                 raise CommitPending(error) from error
 
     def _conflicts(self, changes: dict[str, bytes | None], base_hashes: dict[str, str | None],
-                   dirs: ImageDirs) -> list[str]:
+                   dirs: ImageDirs) -> tuple[list[str], list[str]]:
         """The files on disk that are not as the commit's base had them, among those it
         changes and those its new or removed modules stand on (call under the lock): the
         `__init__.py` of each package it writes into (removed since, the module would be
         in no package: no view would see it), each module in a package it removes (one
         added or changed since would be left in no package), and a module it creates
         made meanwhile in the other form (`q.py` beside a new `q/__init__.py`, or the
-        other way round: two files for one module)."""
+        other way round: two files for one module). And, apart, such files this account
+        may not read: the view never saw them, so no refresh brings them in."""
         conflicts = {rel for rel in changes if self._disk_hash(rel, dirs) != base_hashes.get(rel)}
+        unreadable = set()
         modules = None   # scanned once, for the first package removed
         for rel, data in changes.items():
             if data is None:
                 if rel.endswith("/__init__.py"):
                     package = rel[:-len("__init__.py")]
                     modules = self._scan() if modules is None else modules
-                    conflicts.update(other for other in modules if other.startswith(package)
-                                     and other not in changes
-                                     and sha256(self._read(other)) != base_hashes.get(other))
+                    for other in modules:
+                        if other.startswith(package) and other not in changes:
+                            if self._unreadable(other):
+                                unreadable.add(other)
+                            elif sha256(self._read(other)) != base_hashes.get(other):
+                                conflicts.add(other)
                 continue
             for init in packages_of(rel):
                 if (init not in changes and base_hashes.get(init) is not None
@@ -474,8 +482,18 @@ class ImageStore:
             twin = other_form(rel)
             if (base_hashes.get(rel) is None and twin not in changes and base_hashes.get(twin) is None
                     and os.path.isfile(os.path.join(self.root, twin))):
-                conflicts.add(twin)
-        return sorted(conflicts)
+                (unreadable if self._unreadable(twin) else conflicts).add(twin)
+        return sorted(conflicts), sorted(unreadable)
+
+    def _unreadable(self, rel: str) -> bool:
+        """Whether `rel` is there but this account may not read it (_read says None)."""
+        try:
+            _file_bytes(os.path.join(self.root, rel))
+        except PermissionError:
+            return True
+        except OSError:
+            return False
+        return False
 
     def has_commit(self, commit_id: str) -> bool:
         """True once the commit named `commit_id` is decided (applied or pending).
