@@ -139,7 +139,8 @@ def test_a_cancelled_queued_request_no_longer_counts_against_the_bound():
 
 def test_with_no_room_to_queue_only_an_idle_session_takes_a_request():
     manager, session, running = busy_session(0)
-    assert "0 requests already wait" in refusal(call(manager, session, 2), 2)["message"]
+    assert "no request may wait behind this session's call in flight (GS_MCP_MAX_QUEUED is 0)" in \
+        refusal(call(manager, session, 2), 2)["message"]
     reply(manager, session, session.inflight.seq, 1)
     assert not call(manager, session, 3).answers and session.inflight.id == 3
 
@@ -233,6 +234,16 @@ def test_a_deadlines_error_comes_after_the_last_progress_held_back():
     router.loop.now += 1
     router.loop.fire_due()
     assert conn.events[-1] == "end"
+
+
+def test_a_session_ending_under_a_call_sends_its_last_progress_held_back_first():
+    manager, router = manager_for()
+    session, conn = streaming_call(manager, router, 11)
+    for value in range(1, 50):
+        progress(manager, session, session.inflight.seq, value)
+    manager.end(session, "worker 1 exited")
+    assert progress_values(conn)[-1] == 49
+    assert conn.events[-2]["error"]["code"] == jsonrpc.WORKER_GONE and conn.events[-1] == "end"
 
 
 def test_a_cancelled_calls_held_progress_is_dropped():

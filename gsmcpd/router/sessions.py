@@ -186,6 +186,8 @@ class SessionManager:
         session.inflight = None
         self._churned_at = self.loop.time()
         session.queue.clear()
+        if busy and gone[0].pacer is not None:   # its last progress, before "session ended"
+            self._flush_notify(session, gone[0])
         for call in gone:
             try:
                 self._fail(call, jsonrpc.WORKER_GONE, "session ended: %s" % reason)
@@ -229,11 +231,14 @@ class SessionManager:
         # (deadline, session ended): a non-2xx to a POSTed request ends the whole
         # transport of the Python SDK's 1.x clients, the call in flight with it.
         limit = self.config.max_queued
-        conn.respond(200, [JSON], jsonrpc.dumps(jsonrpc.error(
-            message.get("id"), jsonrpc.SESSION_BUSY,
-            "Session busy: %s already wait%s behind this session's call in flight, the most "
-            "GS_MCP_MAX_QUEUED allows; send more once earlier ones are answered"
-            % ("1 request" if limit == 1 else "%d requests" % limit, "s" if limit == 1 else ""))))
+        if limit == 0:
+            busy = ("Session busy: no request may wait behind this session's call in flight "
+                    "(GS_MCP_MAX_QUEUED is 0); send it once that call is answered")
+        else:
+            busy = ("Session busy: %s already wait%s behind this session's call in flight, the most "
+                    "GS_MCP_MAX_QUEUED allows; send more once earlier ones are answered"
+                    % ("1 request" if limit == 1 else "%d requests" % limit, "s" if limit == 1 else ""))
+        conn.respond(200, [JSON], jsonrpc.dumps(jsonrpc.error(message.get("id"), jsonrpc.SESSION_BUSY, busy)))
         if not session.refusing:   # once a spell: a client looping on it cannot flood the log
             session.refusing = True
             log.warning("session %s: %d requests wait behind its call in flight (GS_MCP_MAX_QUEUED); "
