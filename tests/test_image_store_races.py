@@ -367,3 +367,13 @@ def test_the_conflict_answer_says_which_files_this_account_cannot_read_and_what_
     both = str(conflict_error(CommitConflict(["a.py"], ["pkg/theirs.py"])))
     assert both.startswith("commit failed: pkg/theirs.py cannot be read by this account")
     assert "a.py also changed on disk" in both and "Its owner must move or remove it first" in both
+
+
+def test_a_commit_walks_afresh_once_a_directory_not_once_a_file(tmp_path, monkeypatch):
+    store = make_image(tmp_path / "image", {"pkg/__init__.py": "", "pkg/a.py": "a = 1\n", "b.py": "b = 1\n"})
+    walked = []
+    real = ImageDirs.unmoved
+    monkeypatch.setattr(ImageDirs, "unmoved", lambda self, path: walked.append(path) or real(self, path))
+    _committed(store, {"pkg/a.py": b"a = 2\n", "pkg/n1.py": b"n = 1\n", "pkg/n2.py": b"n = 2\n",
+                       "b.py": b"b = 2\n", "c.py": b"c = 1\n"})
+    assert sorted(walked) == ["", "pkg"]

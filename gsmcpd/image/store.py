@@ -434,7 +434,8 @@ class ImageStore:
                 for rel in sorted(changes):
                     if changes[rel] is not None:
                         intent["writes"][rel] = self._write_temp(rel, changes[rel], dirs)
-                for rel in sorted(changes):   # the last moment a move can still be refused
+                # The last moment a move can still be refused: one fresh walk a directory.
+                for rel in {_dir_of(rel): rel for rel in sorted(changes, reverse=True)}.values():
                     self._check_unmoved(rel, dirs)
                 self._write_intent(intent)
             except BaseException:
