@@ -120,6 +120,16 @@ def test_statements_only_answer_no_output(executing):
     assert result["structuredContent"]["result"] is None
 
 
+def test_what_the_workspace_defines_is_found_through_its_module_like_a_repls(executing):
+    # pickle, dataclasses (string annotations) and typing look the class's module up in
+    # sys.modules, as they find a REPL's __main__.
+    code = ("from __future__ import annotations\nimport dataclasses, pickle, typing\n"
+            "@dataclasses.dataclass\nclass Point:\n    x: int\n    tag: typing.ClassVar[str] = 't'\n"
+            "(pickle.loads(pickle.dumps(Point(3))), typing.get_type_hints(Point)['x'], __name__)")
+    result = run(executing, code)
+    assert result["content"][0]["text"] == "(Point(x=3), <class 'int'>, '__workspace__')", result
+
+
 def test_workspaces_are_per_server(executing):
     run(executing, "secret = 1")
     result = run(McpServer([ExecutionToolset]), "secret")

@@ -11,13 +11,16 @@ import ast
 import io
 import itertools
 import linecache
+import sys
 import traceback
+import types
 from contextlib import redirect_stderr, redirect_stdout
 
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset, object_schema, sendable, string_prop
 
 _FILENAME_PREFIX = "<workspace-"
+WORKSPACE = "__workspace__"   # the workspace's module name, as a REPL's is __main__
 OUTPUT_CAP = 1_000_000   # characters kept of each of stdout, stderr, the value, a traceback
 
 
@@ -28,8 +31,13 @@ class ExecutionToolset(Toolset):
 
     def __init__(self, server=None):
         super().__init__(server)
+        # A module, importable while its code runs as a REPL's __main__ is: pickle, a
+        # dataclass with string annotations, typing.get_type_hints, a Pool's function
+        # find what the workspace defines through sys.modules[cls.__module__].
+        self.module = types.ModuleType(WORKSPACE)
+        self.namespace: dict = self.module.__dict__
         # `progress` lets long-running workspace code report to a client that asked.
-        self.namespace: dict = {"__name__": "__workspace__", "progress": self.progress}
+        self.namespace["progress"] = self.progress
         self._call_numbers = itertools.count(1)
 
     def register(self, registry):
@@ -54,6 +62,7 @@ class ExecutionToolset(Toolset):
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
         stdout, stderr = io.StringIO(), io.StringIO()
         has_value, value = False, None
+        sys.modules[WORKSPACE] = self.module   # this server's (a test process may hold several)
         try:
             with redirect_stdout(stdout), redirect_stderr(stderr):
                 exec(body, self.namespace)
