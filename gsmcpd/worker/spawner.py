@@ -33,6 +33,7 @@ import resource
 import select
 import signal
 import socket
+import sys
 
 from gsmcpd.wire.break_signals import BREAK_SIGNALS
 from gsmcpd.worker import main as worker_main
@@ -188,6 +189,7 @@ def _worker(sock: socket.socket, router_pid: int) -> None:
     # signal with a Python handler would write to whatever reuses its number.
     signal.set_wakeup_fd(-1)
     _close_inherited(sock.fileno())
+    _stdin_from_devnull()
     # A process group of its own: what the user's code starts is in it, and ends with it
     # (worker_main.end_process; the router's kill takes the group too). And a subreaper:
     # what leaves the group stays below us, not init, and ends with us too (reaper).
@@ -196,6 +198,18 @@ def _worker(sock: socket.socket, router_pid: int) -> None:
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     worker_main.run(sock, router_pid)
+
+
+def _stdin_from_devnull() -> None:
+    """multiprocessing left sys.stdin reading a /dev/null descriptor of the spawner's that
+    _close_inherited has just closed: the next file the code opened would take its number,
+    and input() would read that file. Stdin is /dev/null at fd 0, as for a daemon's child
+    (never the terminal a foreground daemon was started from): reading it is EOF."""
+    null = os.open(os.devnull, os.O_RDONLY)
+    if null != 0:
+        os.dup2(null, 0)
+        os.close(null)
+    sys.stdin = sys.__stdin__ = open(0, encoding="utf-8", closefd=False)
 
 
 def _close_inherited(keep: int) -> None:
