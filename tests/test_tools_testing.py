@@ -484,3 +484,106 @@ def test_a_class_fixture_that_caught_the_soft_break_still_ends_the_run(interrupt
     with pytest.raises(SoftBreak) as raised:
         interrupts.call("run_test_class", className="CaughtInSetUpClassTest")
     assert isinstance(raised.value.__cause__, SystemExit)
+
+
+# -- class and module fixtures are no tests: the counts still add up --------------------
+
+FIXTURES = '''\
+import unittest
+
+
+class SetUpClassFails(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        raise RuntimeError("setUpClass boom")
+
+    def test_a(self):
+        pass
+
+    def test_b(self):
+        pass
+
+
+class TearDownClassFails(unittest.TestCase):
+    @classmethod
+    def tearDownClass(cls):
+        raise RuntimeError("tearDownClass boom")
+
+    def test_a(self):
+        pass
+
+
+class SetUpClassSkips(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        raise unittest.SkipTest("no database here")
+
+    def test_a(self):
+        pass
+
+
+class TearDownFails(unittest.TestCase):
+    def tearDown(self):
+        raise RuntimeError("tearDown boom")
+
+    def test_b(self):
+        self.fail("the body fails first")
+
+    def test_subtests(self):
+        for i in range(4):
+            with self.subTest(i=i):
+                self.assertLess(i, 2)
+'''
+
+MODULE_FIXTURE = '''\
+import unittest
+
+
+def setUpModule():
+    raise RuntimeError("setUpModule boom")
+
+
+class InBrokenModule(unittest.TestCase):
+    def test_a(self):
+        pass
+'''
+
+PER_TEST = ("passed", "failures", "errors", "skipped", "expectedFailures", "unexpectedSuccesses")
+
+
+@pytest.fixture
+def fixtures(tmp_path, views):
+    image = write_image(tmp_path / "image", {**FILES, "zoo/test_fixtures.py": FIXTURES,
+                                             "zoo/test_module_fixture.py": MODULE_FIXTURE})
+    return Client(views(image))
+
+
+@pytest.mark.parametrize("class_name, counts, first_line", [
+    ("SetUpClassFails", {"run": 0, "notRun": 2, "fixtureErrors": 1},
+     "zoo.test_fixtures.SetUpClassFails: 0 run, 0 passed, 0 failed, 0 errors, 0 skipped, "
+     "2 not run, 1 class/module fixture errors"),
+    ("TearDownClassFails", {"run": 1, "passed": 1, "notRun": 0, "fixtureErrors": 1},
+     "zoo.test_fixtures.TearDownClassFails: 1 run, 1 passed, 0 failed, 0 errors, 0 skipped, "
+     "1 class/module fixture errors"),
+    ("SetUpClassSkips", {"run": 0, "notRun": 1, "fixtureErrors": 0},
+     "zoo.test_fixtures.SetUpClassSkips: 0 run, 0 passed, 0 failed, 0 errors, 0 skipped, 1 not run"),
+    ("InBrokenModule", {"run": 0, "notRun": 1, "fixtureErrors": 1},
+     "zoo.test_module_fixture.InBrokenModule: 0 run, 0 passed, 0 failed, 0 errors, 0 skipped, "
+     "1 not run, 1 class/module fixture errors"),
+])
+def test_a_failing_class_or_module_fixture_is_counted_apart_from_the_tests(
+        fixtures, class_name, counts, first_line):
+    result = fixtures.ok("run_test_class", className=class_name)
+    ran = result["structuredContent"]
+    assert sum(ran[key] for key in PER_TEST) == ran["run"], ran
+    assert {key: ran[key] for key in counts} == {**counts}, ran
+    assert text(result).splitlines()[0] == first_line
+    # The fixture's failure (or skip) is listed: it says why tests did not run.
+    [fixture] = ran["failed"]
+    assert fixture["test"].split(" ")[0] in ("setUpClass", "tearDownClass", "setUpModule"), fixture
+
+
+def test_list_failing_tests_says_how_many_tests_a_fixture_kept_from_running(fixtures):
+    listed = fixtures.ok("list_failing_tests", classNames=["SetUpClassSkips"])
+    assert listed["structuredContent"] == {"run": 0, "notRun": 1, "failing": []}
+    assert text(listed) == "no failing tests (0 run, 1 not run)"

@@ -53,6 +53,8 @@ class _Result(unittest.TestResult):
         # lone surrogate must not make the whole run's answer unsendable.
         entry = {"test": _shown(test.id(), "the test id"), "outcome": outcome,
                  "of": getattr(test, "test_case", test).id()}   # a subtest's own test
+        if not isinstance(test, unittest.TestCase):   # unittest's stand-in for a class or module fixture
+            entry["fixture"] = True
         if err is not None:
             entry["exception"] = _shown(err[0].__name__, "the exception name")
             entry["message"] = _shown(failure_message(err), "the message")
@@ -152,7 +154,9 @@ def _shown(text: str, what: str, cap: int = MESSAGE_CAP) -> str:
 
 FAILED = ("failure", "error", "unexpectedSuccess")
 # One outcome per test, so the counts add up to the tests run: a test with failing
-# subtests counts once, as its worst (the failing subtests are each listed).
+# subtests counts once, as its worst (the failing subtests are each listed). A class or
+# module fixture (setUpClass, tearDownModule...) is no test: what it raises is counted
+# apart, and the tests it kept from running are counted as not run.
 WORST_FIRST = ("error", "failure", "unexpectedSuccess", "expectedFailure", "skipped", "pass")
 COUNTS = {"pass": "passed", "failure": "failures", "error": "errors", "skipped": "skipped",
           "expectedFailure": "expectedFailures", "unexpectedSuccess": "unexpectedSuccesses"}
@@ -327,15 +331,20 @@ class TestingToolset(Toolset):
         return result
 
     @staticmethod
-    def _summary(result: _Result) -> dict:
+    def _summary(result: _Result, collected: int) -> dict:
         worst: dict[str, str] = {}
+        fixture_errors = 0
         for entry in result.outcomes:
+            if entry.get("fixture"):
+                fixture_errors += entry["outcome"] in FAILED
+                continue
             now = worst.get(entry["of"], "pass")
             worst[entry["of"]] = min(now, entry["outcome"], key=WORST_FIRST.index)
         counts = {key: 0 for key in COUNTS.values()}
         for outcome in worst.values():
             counts[COUNTS[outcome]] += 1
-        return {"run": result.testsRun, **counts}
+        return {"run": result.testsRun, **counts, "notRun": collected - result.testsRun,
+                "fixtureErrors": fixture_errors}
 
     # -- tools -----------------------------------------------------------
 
@@ -346,20 +355,24 @@ class TestingToolset(Toolset):
 
     def run_test_class(self, arguments):
         qualified, cls = self._test_class(arguments["className"])
-        result = self._run(self._tests_of(cls), report_progress=True)
-        return self._report(qualified, result)
+        tests = self._tests_of(cls)
+        result = self._run(tests, report_progress=True)
+        return self._report(qualified, result, len(tests))
 
     def run_test_method(self, arguments):
         qualified, cls = self._test_class(arguments["className"])
-        result = self._run(self._tests_of(cls, arguments["selector"]), report_progress=False)
-        return self._report(qualified, result)
+        tests = self._tests_of(cls, arguments["selector"])
+        result = self._run(tests, report_progress=False)
+        return self._report(qualified, result, len(tests))
 
-    def _report(self, qualified: str, result: _Result) -> dict:
-        summary = self._summary(result)
-        failed = [e for e in result.outcomes if e["outcome"] in FAILED]
+    def _report(self, qualified: str, result: _Result, collected: int) -> dict:
+        summary = self._summary(result, collected)
+        # A fixture that skipped its class or module is listed too: it says why tests did not run.
+        failed = [e for e in result.outcomes
+                  if e["outcome"] in FAILED or (e.get("fixture") and e["outcome"] == "skipped")]
         extra = "".join(f", {summary[key]} {label}" for key, label in (
-            ("expectedFailures", "expected failures"), ("unexpectedSuccesses", "unexpected successes"))
-            if summary[key])
+            ("expectedFailures", "expected failures"), ("unexpectedSuccesses", "unexpected successes"),
+            ("notRun", "not run"), ("fixtureErrors", "class/module fixture errors")) if summary[key])
         lines = [f"{qualified}: {summary['run']} run, {summary['passed']} passed, "
                  f"{summary['failures']} failed, {summary['errors']} errors, "
                  f"{summary['skipped']} skipped{extra}"]
@@ -377,11 +390,13 @@ class TestingToolset(Toolset):
                    else self._test_classes())
         tests = [test for _, cls in classes for test in self._tests_of(cls)]
         result = self._run(tests, report_progress=True)
+        not_run = len(tests) - result.testsRun   # kept from running by a class or module fixture
         failed = [e for e in result.outcomes if e["outcome"] in FAILED]
         lines = [f"{e['test']} ({e['outcome']}): {e.get('exception', '')}: {e.get('message', '')}"
                  .rstrip(": ") for e in failed]
-        return {"text": "\n".join(lines) or f"no failing tests ({result.testsRun} run)",
-                "structured": {"run": result.testsRun,
+        ran = f"{result.testsRun} run" + (f", {not_run} not run" if not_run else "")
+        return {"text": "\n".join(lines) or f"no failing tests ({ran})",
+                "structured": {"run": result.testsRun, "notRun": not_run,
                                "failing": [{k: e[k] for k in ("test", "outcome", "exception", "message")
                                             if k in e} for e in failed]}}
 
