@@ -587,3 +587,29 @@ def test_list_failing_tests_says_how_many_tests_a_fixture_kept_from_running(fixt
     listed = fixtures.ok("list_failing_tests", classNames=["SetUpClassSkips"])
     assert listed["structuredContent"] == {"run": 0, "notRun": 1, "failing": []}
     assert text(listed) == "no failing tests (0 run, 1 not run)"
+
+
+def test_describe_test_failure_describes_the_first_failure_and_names_the_others(fixtures):
+    detail = fixtures.ok("describe_test_failure", className="TearDownFails", selector="test_b")
+    described = detail["structuredContent"]
+    assert (described["exception"], described["message"]) == ("AssertionError", "the body fails first")
+    assert described["also"] == [{"test": "zoo.test_fixtures.TearDownFails.test_b", "outcome": "error",
+                                  "exception": "RuntimeError", "message": "tearDown boom"}]
+    assert text(detail).splitlines()[-1] == (
+        "also error: zoo.test_fixtures.TearDownFails.test_b: RuntimeError: tearDown boom")
+    subtests = fixtures.ok("describe_test_failure", className="TearDownFails",
+                           selector="test_subtests")["structuredContent"]
+    assert subtests["test"] == "zoo.test_fixtures.TearDownFails.test_subtests (i=2)"
+    assert [e["test"] for e in subtests["also"]] == [
+        "zoo.test_fixtures.TearDownFails.test_subtests (i=3)", "zoo.test_fixtures.TearDownFails.test_subtests"]
+
+
+def test_describe_test_failure_of_a_passing_test_says_it_passed_when_its_class_fixture_failed(fixtures):
+    detail = fixtures.ok("describe_test_failure", className="TearDownClassFails", selector="test_a")
+    assert text(detail).splitlines()[:2] == [
+        "zoo.test_fixtures.TearDownClassFails.test_a: pass, but a class or module fixture failed:",
+        "tearDownClass (zoo.test_fixtures.TearDownClassFails): error"]
+    assert detail["structuredContent"]["message"] == "tearDownClass boom"
+    skipped = fixtures.ok("describe_test_failure", className="SetUpClassSkips", selector="test_a")
+    assert skipped["structuredContent"] == {"test": "zoo.test_fixtures.SetUpClassSkips.test_a",
+                                            "outcome": "skipped", "message": "no database here"}

@@ -403,16 +403,34 @@ class TestingToolset(Toolset):
     def describe_test_failure(self, arguments):
         qualified, cls = self._test_class(arguments["className"])
         result = self._run(self._tests_of(cls, arguments["selector"]), report_progress=False)
-        entry = result.outcomes[-1] if result.outcomes else {"outcome": "notRun"}
-        if entry["outcome"] not in FAILED:
-            return {"text": f"{qualified}.{arguments['selector']}: {entry['outcome']} (no failure)",
-                    "structured": {"test": f"{qualified}.{arguments['selector']}", **_public(entry)}}
-        lines = [f"{entry['test']}: {entry['outcome']}"]
+        name = f"{qualified}.{arguments['selector']}"
+        own = [e for e in result.outcomes if not e.get("fixture")]
+        fixtures = [e for e in result.outcomes if e.get("fixture")]
+        # The first failure is the one to read (the body's before its tearDown's, the first
+        # failing subtest); a class or module fixture's when the test's own run had none.
+        failures = ([e for e in own if e["outcome"] in FAILED]
+                    + [e for e in fixtures if e["outcome"] in FAILED])
+        if not failures:
+            entry = (own or fixtures or [{"outcome": "notRun"}])[-1]
+            return {"text": f"{name}: {entry['outcome']} (no failure)",
+                    "structured": {**_public(entry), "test": name}}
+        entry, others = failures[0], failures[1:]
+        lines = []
+        if entry.get("fixture"):
+            mine = own[-1]["outcome"] if own else "not run"
+            lines.append(f"{name}: {mine}, but a class or module fixture failed:")
+        lines.append(f"{entry['test']}: {entry['outcome']}")
         if "exception" in entry:
             lines.append(f"exception: {entry['exception']}")
-        lines += [f"message: {entry.get('message', '')}", "", entry.get("traceback", "")]
-        return {"text": "\n".join(lines).rstrip(), "structured": _public(entry)}
+        lines += [f"message: {entry.get('message', '')}", "", entry.get("traceback", "").rstrip()]
+        lines += [f"also {e['outcome']}: {e['test']}: {e.get('exception', '')}: {e.get('message', '')}"
+                  .rstrip(": ") for e in others]
+        structured = _public(entry)
+        if others:
+            structured["also"] = [{k: e[k] for k in ("test", "outcome", "exception", "message") if k in e}
+                                  for e in others]
+        return {"text": "\n".join(lines).rstrip(), "structured": structured}
 
 
 def _public(entry: dict) -> dict:
-    return {key: value for key, value in entry.items() if key != "of"}
+    return {key: value for key, value in entry.items() if key not in ("of", "fixture")}
