@@ -613,3 +613,42 @@ def test_describe_test_failure_of_a_passing_test_says_it_passed_when_its_class_f
     skipped = fixtures.ok("describe_test_failure", className="SetUpClassSkips", selector="test_a")
     assert skipped["structuredContent"] == {"test": "zoo.test_fixtures.SetUpClassSkips.test_a",
                                             "outcome": "skipped", "message": "no database here"}
+
+
+# -- a test module that cannot be loaded is named, never silently green -----------------
+
+def test_a_test_module_that_cannot_be_loaded_is_named_by_the_listing_and_the_failing_tests(
+        tmp_path, views):
+    zoo = {rel: source for rel, source in FILES.items() if rel.startswith("zoo/")}
+    image = write_image(tmp_path / "image", {
+        **zoo, "zoo/test_missing.py": "import unittest\nimport no_such_module_xyz\n\n\n"
+        "class MissingTest(unittest.TestCase):\n    def test_a(self):\n        pass\n",
+        "zoo/test_typo.py": "import unittest\n\n\nclass TypoTest(unittest.TestCase)\n    pass\n"})
+    client = Client(views(image))
+    listed = client.ok("list_test_classes")
+    assert listed["structuredContent"] == {"testClasses": ["zoo.test_zoo.ZooTest"], "notLoaded": [
+        "image module zoo.test_missing failed to import: ModuleNotFoundError: "
+        "No module named 'no_such_module_xyz'",
+        "image module zoo.test_typo does not compile: line 4: expected ':'"]}
+    assert text(listed).splitlines()[1] == (
+        "(not loaded, so its tests are unknown and were not run: image module zoo.test_missing "
+        "failed to import: ModuleNotFoundError: No module named 'no_such_module_xyz')")
+    failing = client.ok("list_failing_tests")
+    assert failing["structuredContent"]["notLoaded"] == listed["structuredContent"]["notLoaded"]
+    assert text(failing).startswith("zoo.test_zoo.ZooTest.test_error (error)")
+    assert [line.split(": image module ")[1].split()[0] for line in text(failing).splitlines()[-2:]] == [
+        "zoo.test_missing", "zoo.test_typo"]
+    # Naming the classes runs only those: nothing about the rest of the image.
+    assert "notLoaded" not in client.ok("list_failing_tests", classNames=["ZooTest"])["structuredContent"]
+
+
+def test_list_failing_tests_with_nothing_failing_still_names_what_could_not_be_loaded(tmp_path, views):
+    image = write_image(tmp_path / "image", {
+        "ok_test.py": "import unittest\n\n\nclass GreenTest(unittest.TestCase):\n"
+        "    def test_a(self):\n        pass\n",
+        "broken_test.py": "raise RuntimeError('no')\n"})
+    answer = text(Client(views(image)).ok("list_failing_tests"))
+    assert answer.splitlines() == [
+        "no failing tests among those run (1 run), but 1 image modules could not be loaded:",
+        "(not loaded, so its tests are unknown and were not run: image module broken_test "
+        "failed to import: RuntimeError: no)"]

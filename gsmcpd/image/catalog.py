@@ -65,6 +65,14 @@ def uncompiled(view: View, module_filter: str | None = None) -> list[str]:
             if module_filter in (None, module) and view.tree(module) is None]
 
 
+def unloaded(view: View) -> list[str]:
+    """Why each image module that is not loaded (it does not compile, fails to import or
+    is shadowed) is left out of an answer about the image's live objects, such as its
+    test classes. Call it after view.load_all()."""
+    return [_unloadable(view, module) for module in view.module_names()
+            if not view.owns_module(module)]
+
+
 def require_module(view: View, module: str) -> None:
     if module != KERNEL and not view.has_module(module):
         raise ToolError("notFound", f"no dictionary (image module) named {echoed(module)!r}; "

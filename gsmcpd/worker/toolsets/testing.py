@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import io
 import linecache
+import sys
 import unittest
 from contextlib import redirect_stderr, redirect_stdout
 
@@ -277,15 +278,17 @@ class TestingToolset(Toolset):
 
     # -- helpers ---------------------------------------------------------
 
-    def _test_classes(self) -> list[tuple[str, type]]:
+    def _test_classes(self) -> tuple[list[tuple[str, type]], list[str]]:
+        """The image's test classes, and why each module that could not be loaded (whose
+        test classes are unknown) is left out: a broken test module is never silently green."""
         self.view.load_all()
         found = []
         for ref in catalog.image_classes(self.view):
-            module = self.view.module(ref.module)
+            module = sys.modules.get(ref.module) if self.view.owns_module(ref.module) else None
             cls = None if module is None else vars(module).get(ref.name)
             if is_test_class(cls) and self.view.defines(cls):
                 found.append((ref.qualified, cls))
-        return found
+        return found, catalog.unloaded(self.view)
 
     def _test_class(self, name: str) -> tuple[str, type]:
         ref = catalog.resolve_class(self.view, name)
@@ -349,9 +352,13 @@ class TestingToolset(Toolset):
     # -- tools -----------------------------------------------------------
 
     def list_test_classes(self, arguments):
-        names = [name for name, _ in self._test_classes()]
-        return {"text": "\n".join(names) or "no test classes in the image",
-                "structured": {"testClasses": names}}
+        classes, unloaded = self._test_classes()
+        names = [name for name, _ in classes]
+        structured = {"testClasses": names}
+        if unloaded:
+            structured["notLoaded"] = unloaded
+        return {"text": "\n".join(names + _not_loaded_lines(unloaded)) or "no test classes in the image",
+                "structured": structured}
 
     def run_test_class(self, arguments):
         qualified, cls = self._test_class(arguments["className"])
@@ -386,8 +393,8 @@ class TestingToolset(Toolset):
 
     def list_failing_tests(self, arguments):
         names = arguments.get("classNames")
-        classes = ([self._test_class(name) for name in names] if names is not None
-                   else self._test_classes())
+        classes, unloaded = (([self._test_class(name) for name in names], []) if names is not None
+                             else self._test_classes())
         tests = [test for _, cls in classes for test in self._tests_of(cls)]
         result = self._run(tests, report_progress=True)
         not_run = len(tests) - result.testsRun   # kept from running by a class or module fixture
@@ -395,10 +402,15 @@ class TestingToolset(Toolset):
         lines = [f"{e['test']} ({e['outcome']}): {e.get('exception', '')}: {e.get('message', '')}"
                  .rstrip(": ") for e in failed]
         ran = f"{result.testsRun} run" + (f", {not_run} not run" if not_run else "")
-        return {"text": "\n".join(lines) or f"no failing tests ({ran})",
-                "structured": {"run": result.testsRun, "notRun": not_run,
-                               "failing": [{k: e[k] for k in ("test", "outcome", "exception", "message")
-                                            if k in e} for e in failed]}}
+        structured = {"run": result.testsRun, "notRun": not_run,
+                      "failing": [{k: e[k] for k in ("test", "outcome", "exception", "message")
+                                   if k in e} for e in failed]}
+        if unloaded:
+            structured["notLoaded"] = unloaded
+        text = "\n".join(lines) or (f"no failing tests ({ran})" if not unloaded else
+                                    f"no failing tests among those run ({ran}), but "
+                                    f"{len(unloaded)} image modules could not be loaded:")
+        return {"text": "\n".join([text] + _not_loaded_lines(unloaded)), "structured": structured}
 
     def describe_test_failure(self, arguments):
         qualified, cls = self._test_class(arguments["className"])
@@ -430,6 +442,10 @@ class TestingToolset(Toolset):
             structured["also"] = [{k: e[k] for k in ("test", "outcome", "exception", "message") if k in e}
                                   for e in others]
         return {"text": "\n".join(lines).rstrip(), "structured": structured}
+
+
+def _not_loaded_lines(unloaded: list[str]) -> list[str]:
+    return [f"(not loaded, so its tests are unknown and were not run: {reason})" for reason in unloaded]
 
 
 def _public(entry: dict) -> dict:
