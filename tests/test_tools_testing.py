@@ -652,3 +652,21 @@ def test_list_failing_tests_with_nothing_failing_still_names_what_could_not_be_l
         "no failing tests among those run (1 run), but 1 image modules could not be loaded:",
         "(not loaded, so its tests are unknown and were not run: image module broken_test "
         "failed to import: RuntimeError: no)"]
+
+
+def test_a_run_with_thousands_of_long_failures_is_answered_with_whole_counts(tmp_path, views):
+    # Listed whole, 3,000 failures of 10,000 characters were more than a frame can carry:
+    # the run's answer, counts and all, was lost.
+    body = "".join(f"    def test_{i:04d}(self):\n        self.fail('x' * 20000)\n\n" for i in range(3000))
+    image = write_image(tmp_path / "image", {
+        "many_test.py": f"import unittest\n\n\nclass ManyTest(unittest.TestCase):\n{body}"})
+    client = Client(views(image))
+    result = client.ok("run_test_class", className="ManyTest")
+    ran = result["structuredContent"]
+    assert (ran["run"], ran["failures"], ran["failedTotal"], len(ran["failed"])) == (3000, 3000, 3000, 200)
+    assert ran["failed"][0]["test"] == "many_test.ManyTest.test_0000"
+    assert text(result).splitlines()[-1] == ("(note: listing 200 of 3000 failing entries; "
+                                             "run_test_method or describe_test_failure shows any one)")
+    assert len(json.dumps(result)) < 10_000_000
+    failing = client.ok("list_failing_tests")["structuredContent"]
+    assert (failing["run"], failing["failingTotal"], len(failing["failing"])) == (3000, 3000, 200)

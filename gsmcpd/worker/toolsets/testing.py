@@ -146,6 +146,7 @@ def _guarded(part):
 
 
 MESSAGE_CAP = 10_000       # characters of a failure message each test's entry keeps
+LISTED_CAP = 200           # failing entries a run's answer lists: 200 capped messages always fit a frame
 TRACEBACK_CAP = 1_000_000  # of its traceback (only describe_test_failure shows one)
 
 
@@ -383,13 +384,12 @@ class TestingToolset(Toolset):
         lines = [f"{qualified}: {summary['run']} run, {summary['passed']} passed, "
                  f"{summary['failures']} failed, {summary['errors']} errors, "
                  f"{summary['skipped']} skipped{extra}"]
-        for entry in failed:
+        for entry in failed[:LISTED_CAP]:
             lines.append(f"{entry['outcome'].upper()}: {entry['test']}: "
                          f"{entry.get('exception', '')}: {entry.get('message', '')}".rstrip(": "))
-        return {"text": "\n".join(lines), "structured": {
-            "class": qualified, **summary,
-            "failed": [{k: e[k] for k in ("test", "outcome", "exception", "message") if k in e}
-                       for e in failed]}}
+        structured = {"class": qualified, **summary, "failed": _listed(failed)}
+        lines += _cap_note(failed, structured, "failedTotal")
+        return {"text": "\n".join(lines), "structured": structured}
 
     def list_failing_tests(self, arguments):
         names = arguments.get("classNames")
@@ -400,11 +400,10 @@ class TestingToolset(Toolset):
         not_run = len(tests) - result.testsRun   # kept from running by a class or module fixture
         failed = [e for e in result.outcomes if e["outcome"] in FAILED]
         lines = [f"{e['test']} ({e['outcome']}): {e.get('exception', '')}: {e.get('message', '')}"
-                 .rstrip(": ") for e in failed]
+                 .rstrip(": ") for e in failed[:LISTED_CAP]]
         ran = f"{result.testsRun} run" + (f", {not_run} not run" if not_run else "")
-        structured = {"run": result.testsRun, "notRun": not_run,
-                      "failing": [{k: e[k] for k in ("test", "outcome", "exception", "message")
-                                   if k in e} for e in failed]}
+        structured = {"run": result.testsRun, "notRun": not_run, "failing": _listed(failed)}
+        lines += _cap_note(failed, structured, "failingTotal")
         if unloaded:
             structured["notLoaded"] = unloaded
         text = "\n".join(lines) or (f"no failing tests ({ran})" if not unloaded else
@@ -442,6 +441,22 @@ class TestingToolset(Toolset):
             structured["also"] = [{k: e[k] for k in ("test", "outcome", "exception", "message") if k in e}
                                   for e in others]
         return {"text": "\n".join(lines).rstrip(), "structured": structured}
+
+
+def _listed(failed: list[dict]) -> list[dict]:
+    return [{k: e[k] for k in ("test", "outcome", "exception", "message") if k in e}
+            for e in failed[:LISTED_CAP]]
+
+
+def _cap_note(failed: list[dict], structured: dict, total_key: str) -> list[str]:
+    """Past LISTED_CAP, say how many there are: the counts stay whole, and one run's
+    thousands of failures never make its answer too big to send."""
+    if len(failed) <= LISTED_CAP:
+        return []
+    structured[total_key] = len(failed)
+    structured["note"] = (f"listing {LISTED_CAP} of {len(failed)} failing entries; "
+                          "run_test_method or describe_test_failure shows any one")
+    return [f"(note: {structured['note']})"]
 
 
 def _not_loaded_lines(unloaded: list[str]) -> list[str]:
