@@ -670,3 +670,44 @@ def test_a_run_with_thousands_of_long_failures_is_answered_with_whole_counts(tmp
     assert len(json.dumps(result)) < 10_000_000
     failing = client.ok("list_failing_tests")["structuredContent"]
     assert (failing["run"], failing["failingTotal"], len(failing["failing"])) == (3000, 3000, 200)
+
+
+# -- selectors and class names as a client may send them --------------------------------
+
+UNICODE_TEST = '''\
+import unittest
+
+
+class UnicodeTest(unittest.TestCase):
+    def test_\u00fcber(self):
+        pass
+
+    def test_find(self):
+        self.fail("found")
+'''
+
+
+@pytest.fixture
+def named(tmp_path, views):
+    return Client(views(write_image(tmp_path / "image", {**FILES, "uni_test.py": UNICODE_TEST})))
+
+
+@pytest.mark.parametrize("selector, test_id", [
+    ("test_u\u0308ber", "uni_test.UnicodeTest.test_\u00fcber"),   # decomposed, as some clients send it
+    ("test_\ufb01nd", "uni_test.UnicodeTest.test_find"),           # the ligature Python reads as fi
+])
+def test_a_selector_is_read_as_python_reads_identifiers(named, selector, test_id):
+    ran = named.ok("run_test_method", className="UnicodeTest", selector=selector)["structuredContent"]
+    assert ran["run"] == 1, ran
+    detail = named.ok("describe_test_failure", className="UnicodeTest", selector=selector)
+    assert detail["structuredContent"]["test"] == test_id
+
+
+def test_a_huge_selector_is_echoed_cut(named):
+    message = named.error("run_test_method", "notFound", className="UnicodeTest", selector="test" * 50_000)
+    assert len(message) < 1000 and "(200000 characters)" in message, message[:300]
+
+
+def test_list_failing_tests_runs_a_class_named_twice_once(named):
+    failing = named.ok("list_failing_tests", classNames=["UnicodeTest", "uni_test.UnicodeTest"])
+    assert (failing["structuredContent"]["run"], len(failing["structuredContent"]["failing"])) == (2, 1)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import io
 import linecache
 import sys
+import unicodedata
 import unittest
 from contextlib import redirect_stderr, redirect_stdout
 
@@ -305,10 +306,7 @@ class TestingToolset(Toolset):
         # Only what the class's runner would collect: setUp, run or a helper is no test.
         names = test_method_names(cls) if plain else unittest.TestLoader().getTestCaseNames(cls)
         if selector is not None:
-            if selector not in names:
-                raise ToolError("notFound", f"{cls.__qualname__} has no test method {selector} "
-                                f"(its test methods: {', '.join(names) or 'none'})")
-            names = [selector]
+            names = [_test_named(cls, names, selector)]
         case_class = PlainTestCase.for_class(cls) if plain else cls
         return [case_class(name) for name in names]
 
@@ -393,8 +391,9 @@ class TestingToolset(Toolset):
 
     def list_failing_tests(self, arguments):
         names = arguments.get("classNames")
-        classes, unloaded = (([self._test_class(name) for name in names], []) if names is not None
-                             else self._test_classes())
+        # A class named twice (or by its bare and qualified names) runs once.
+        classes, unloaded = ((list(dict(self._test_class(name) for name in names).items()), [])
+                             if names is not None else self._test_classes())
         tests = [test for _, cls in classes for test in self._tests_of(cls)]
         result = self._run(tests, report_progress=True)
         not_run = len(tests) - result.testsRun   # kept from running by a class or module fixture
@@ -413,8 +412,9 @@ class TestingToolset(Toolset):
 
     def describe_test_failure(self, arguments):
         qualified, cls = self._test_class(arguments["className"])
-        result = self._run(self._tests_of(cls, arguments["selector"]), report_progress=False)
-        name = f"{qualified}.{arguments['selector']}"
+        tests = self._tests_of(cls, arguments["selector"])
+        result = self._run(tests, report_progress=False)
+        name = tests[0].id()
         own = [e for e in result.outcomes if not e.get("fixture")]
         fixtures = [e for e in result.outcomes if e.get("fixture")]
         # The first failure is the one to read (the body's before its tearDown's, the first
@@ -441,6 +441,16 @@ class TestingToolset(Toolset):
             structured["also"] = [{k: e[k] for k in ("test", "outcome", "exception", "message") if k in e}
                                   for e in others]
         return {"text": "\n".join(lines).rstrip(), "structured": structured}
+
+
+def _test_named(cls: type, names: list[str], selector: str) -> str:
+    """The test method `selector` names, read as Python reads identifiers (NFKC: a
+    decomposed `ü` or `ﬁ` names the method the source spells composed), else notFound."""
+    for name in (selector, unicodedata.normalize("NFKC", selector)):
+        if name in names:
+            return name
+    raise ToolError("notFound", f"{cls.__qualname__} has no test method {catalog.echoed(selector)} "
+                    f"(its test methods: {catalog.echoed(', '.join(names) or 'none', 2000)})")
 
 
 def _listed(failed: list[dict]) -> list[dict]:
