@@ -130,6 +130,18 @@ def test_what_the_workspace_defines_is_found_through_its_module_like_a_repls(exe
     assert result["content"][0]["text"] == "(Point(x=3), <class 'int'>, '__workspace__')", result
 
 
+def test_what_a_thread_left_by_an_earlier_call_prints_is_not_a_later_calls_output(executing, capsys):
+    run(executing, "import threading\ngo, done = threading.Event(), threading.Event()\n"
+                   "def chatter():\n    go.wait(5)\n    print('from the thread left behind')\n    done.set()\n"
+                   "threading.Thread(target=chatter).start()")
+    later = run(executing, "go.set()\ndone.wait(5)\nprint('mine')")
+    assert later["structuredContent"]["stdout"] == "mine\n", later
+    assert "from the thread left behind" in capsys.readouterr().out   # where it goes between calls
+    # A thread the call starts is the call's.
+    joined = run(executing, "t = threading.Thread(target=print, args=('joined',))\nt.start()\nt.join()")
+    assert joined["structuredContent"]["stdout"] == "joined\n"
+
+
 def test_workspaces_are_per_server(executing):
     run(executing, "secret = 1")
     result = run(McpServer([ExecutionToolset]), "secret")

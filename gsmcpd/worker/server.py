@@ -32,7 +32,7 @@ class CallContext:
         self._order = threading.Lock()  # checked and sent together, so sent values increase
         # The threads already running as the call starts, this one aside: one left by an
         # earlier call reads `server.context` too, and its progress is not this call's.
-        self._earlier = _other_threads() if progress_token is not None else frozenset()
+        self._earlier = other_threads() if progress_token is not None else frozenset()
 
     def progress(self, progress, total=None, message=None) -> bool:
         """Send notifications/progress now, if the request carried a progressToken; whether
@@ -74,7 +74,7 @@ class CallContext:
 IDLE_CONTEXT = CallContext()
 
 
-def _other_threads() -> frozenset:
+def other_threads() -> frozenset:
     """The kernel ids of this process's other threads, those `_thread` started
     included. Not Python's idents: a new thread takes the ident of one just ended, so a
     thread started during the call could pass for one that was running before it."""

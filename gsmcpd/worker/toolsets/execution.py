@@ -12,11 +12,13 @@ import io
 import itertools
 import linecache
 import sys
+import threading
 import traceback
 import types
 from contextlib import redirect_stderr, redirect_stdout
 
 from gsmcpd.worker.registry import Tool
+from gsmcpd.worker.server import other_threads
 from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset, object_schema, sendable, string_prop
 
 _FILENAME_PREFIX = "<workspace-"
@@ -60,7 +62,8 @@ class ExecutionToolset(Toolset):
         body, final_expression = self._compile(code, filename)
         # Keep the source where tracebacks look for it.
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
-        stdout, stderr = io.StringIO(), io.StringIO()
+        earlier = other_threads()
+        stdout, stderr = _CallOutput(earlier, sys.stdout), _CallOutput(earlier, sys.stderr)
         has_value, value = False, None
         sys.modules[WORKSPACE] = self.module   # this server's (a test process may hold several)
         try:
@@ -98,6 +101,22 @@ class ExecutionToolset(Toolset):
         except SyntaxError as error:
             detail = "".join(traceback.format_exception_only(type(error), error)).rstrip()
             raise ToolError("compileError", detail) from None
+
+
+class _CallOutput(io.StringIO):
+    """What a call printed: its own thread's writes and those of threads it started. A
+    thread an earlier call left running is not this call's: what it prints goes where it
+    goes between calls (the worker's log), not into this call's answer."""
+
+    def __init__(self, earlier: frozenset, elsewhere):
+        super().__init__()
+        self._earlier = earlier
+        self._elsewhere = elsewhere
+
+    def write(self, text: str) -> int:
+        if self._earlier and threading.get_native_id() in self._earlier:
+            return self._elsewhere.write(text)
+        return super().write(text)
 
 
 def _traceback(error: BaseException) -> str:
