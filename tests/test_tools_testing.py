@@ -711,3 +711,41 @@ def test_a_huge_selector_is_echoed_cut(named):
 def test_list_failing_tests_runs_a_class_named_twice_once(named):
     failing = named.ok("list_failing_tests", classNames=["UnicodeTest", "uni_test.UnicodeTest"])
     assert (failing["structuredContent"]["run"], len(failing["structuredContent"]["failing"])) == (2, 1)
+
+
+# -- what tests print ----------------------------------------------------------------
+
+PRINTING = '''\
+import sys
+import unittest
+
+
+class PrintingTest(unittest.TestCase):
+    def test_debugged(self):
+        print("value is", 41)
+        print("warned", file=sys.stderr)
+        self.assertEqual(41, 42)
+
+    def test_floods(self):
+        for _ in range(300):
+            sys.stdout.write("y" * 10_000)
+'''
+
+
+@pytest.fixture
+def printing(tmp_path, views):
+    return Client(views(write_image(tmp_path / "image", {**FILES, "printing_test.py": PRINTING})))
+
+
+def test_describe_test_failure_shows_what_the_test_printed(printing):
+    detail = printing.ok("describe_test_failure", className="PrintingTest", selector="test_debugged")
+    assert detail["structuredContent"]["output"] == "value is 41\nwarned\n"
+    assert text(detail).splitlines()[-3:] == ["printed (stdout and stderr):", "value is 41", "warned"]
+
+
+def test_what_a_test_prints_is_kept_up_to_a_cap_and_the_rest_counted(printing):
+    detail = printing.ok("describe_test_failure", className="PrintingTest", selector="test_floods")
+    output = detail["structuredContent"]["output"]
+    assert output == "y" * 1_000_000 + ("\n[... 2,000,000 more characters of the output cut: a test's "
+                                        "report keeps the first 1,000,000]\n")
+    assert printing.ok("run_test_class", className="PrintingTest")["structuredContent"]["failures"] == 1

@@ -44,6 +44,7 @@ class _Result(unittest.TestResult):
         super().__init__()
         self.outcomes: list[dict] = []
         self._on_test_done = on_test_done
+        self.output = None   # what the tests printed (_Printed), set by the run
 
     def stopTest(self, test):
         super().stopTest(test)
@@ -104,6 +105,26 @@ class _Result(unittest.TestResult):
             self._record(subtest, "failure" if failed else "error", err)
 
 
+class _Printed(io.StringIO):
+    """What the tests print: the first `cap` characters kept, the rest only counted, so
+    a test that prints gigabytes does not fill the worker's memory."""
+
+    def __init__(self, cap: int):
+        super().__init__()
+        self.cap = cap
+        self.cut = 0
+
+    def write(self, text: str) -> int:
+        room = max(0, self.cap - self.tell())
+        self.cut += max(0, len(text) - room)
+        return super().write(text[:room]) + max(0, len(text) - room)
+
+    def shown(self) -> str:
+        note = (f"\n[... {self.cut:,} more characters of the output cut: a test's report keeps "
+                f"the first {self.cap:,}]\n" if self.cut else "")
+        return sendable(self.getvalue() + note, "the output", self.cap + len(note), "a test's report")
+
+
 class _Interrupted(Exception):
     """Carries a KeyboardInterrupt a test part raised past unittest, which records
     only what it does not re-raise; the result reports the interrupt itself."""
@@ -147,6 +168,7 @@ def _guarded(part):
 
 
 MESSAGE_CAP = 10_000       # characters of a failure message each test's entry keeps
+OUTPUT_CAP = 1_000_000     # of what the tests printed (only describe_test_failure shows it)
 LISTED_CAP = 200           # failing entries a run's answer lists: 200 capped messages always fit a frame
 TRACEBACK_CAP = 1_000_000  # of its traceback (only describe_test_failure shows one)
 
@@ -322,7 +344,7 @@ class TestingToolset(Toolset):
         for test in tests:
             _guard_parts(test)
         result = _Result(test_done)
-        output = io.StringIO()
+        result.output = output = _Printed(OUTPUT_CAP)
         with redirect_stdout(output), redirect_stderr(output):
             try:
                 unittest.TestSuite(tests).run(result)
@@ -421,10 +443,11 @@ class TestingToolset(Toolset):
         # failing subtest); a class or module fixture's when the test's own run had none.
         failures = ([e for e in own if e["outcome"] in FAILED]
                     + [e for e in fixtures if e["outcome"] in FAILED])
+        printed = result.output.shown()
         if not failures:
             entry = (own or fixtures or [{"outcome": "notRun"}])[-1]
-            return {"text": f"{name}: {entry['outcome']} (no failure)",
-                    "structured": {**_public(entry), "test": name}}
+            return {"text": "\n".join([f"{name}: {entry['outcome']} (no failure)"] + _printed_lines(printed)),
+                    "structured": {**_public(entry), "test": name, **({"output": printed} if printed else {})}}
         entry, others = failures[0], failures[1:]
         lines = []
         if entry.get("fixture"):
@@ -436,10 +459,13 @@ class TestingToolset(Toolset):
         lines += [f"message: {entry.get('message', '')}", "", entry.get("traceback", "").rstrip()]
         lines += [f"also {e['outcome']}: {e['test']}: {e.get('exception', '')}: {e.get('message', '')}"
                   .rstrip(": ") for e in others]
+        lines += _printed_lines(printed)
         structured = _public(entry)
         if others:
             structured["also"] = [{k: e[k] for k in ("test", "outcome", "exception", "message") if k in e}
                                   for e in others]
+        if printed:
+            structured["output"] = printed
         return {"text": "\n".join(lines).rstrip(), "structured": structured}
 
 
@@ -451,6 +477,10 @@ def _test_named(cls: type, names: list[str], selector: str) -> str:
             return name
     raise ToolError("notFound", f"{cls.__qualname__} has no test method {catalog.echoed(selector)} "
                     f"(its test methods: {catalog.echoed(', '.join(names) or 'none', 2000)})")
+
+
+def _printed_lines(printed: str) -> list[str]:
+    return ["", "printed (stdout and stderr):", printed.rstrip("\n")] if printed else []
 
 
 def _listed(failed: list[dict]) -> list[dict]:
