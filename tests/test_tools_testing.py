@@ -749,3 +749,14 @@ def test_what_a_test_prints_is_kept_up_to_a_cap_and_the_rest_counted(printing):
     assert output == "y" * 1_000_000 + ("\n[... 2,000,000 more characters of the output cut: a test's "
                                         "report keeps the first 1,000,000]\n")
     assert printing.ok("run_test_class", className="PrintingTest")["structuredContent"]["failures"] == 1
+
+
+def test_a_test_case_with_only_run_test_runs_it_as_unittest_does(tmp_path, views):
+    image = write_image(tmp_path / "image", {
+        "single_test.py": "import unittest\n\n\nclass SingleTest(unittest.TestCase):\n"
+        "    def runTest(self):\n        self.fail('the one test')\n"})
+    client = Client(views(image))
+    ran = client.ok("run_test_class", className="SingleTest")["structuredContent"]
+    assert (ran["run"], ran["failures"]) == (1, 1), ran
+    assert client.ok("describe_test_failure", className="SingleTest",
+                     selector="runTest")["structuredContent"]["message"] == "the one test"

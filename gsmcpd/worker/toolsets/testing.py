@@ -327,6 +327,8 @@ class TestingToolset(Toolset):
         plain = not issubclass(cls, unittest.TestCase)
         # Only what the class's runner would collect: setUp, run or a helper is no test.
         names = test_method_names(cls) if plain else unittest.TestLoader().getTestCaseNames(cls)
+        if not plain and not names and hasattr(cls, "runTest"):
+            names = ["runTest"]   # unittest's loader runs a TestCase's runTest when it has no test*
         if selector is not None:
             names = [_test_named(cls, names, selector)]
         case_class = PlainTestCase.for_class(cls) if plain else cls
