@@ -31,6 +31,22 @@ def test_commit_abort_refresh_and_conflict(image, views):
     assert "Nothing to commit" in text(b.ok("commit"))
 
 
+def test_a_commit_says_which_modules_others_commits_brought_in(image, views):
+    a, b = Client(views(image, "a")), Client(views(image, "b", install=False))
+    a.view.set_source("zoo.keeper", "x = 'a'\n", live=False)
+    a.ok("commit")
+    nothing = b.ok("commit")
+    assert nothing["structuredContent"]["broughtIn"] == ["zoo.keeper"]
+    assert text(nothing) == ("Nothing to commit; view refreshed; brought in others' commits to "
+                             "zoo.keeper (view version 1)")
+    a.view.set_source("zoo.animals", "y = 'a'\n", live=False)
+    a.ok("commit")
+    b.view.set_source("zoo.keeper", "x = 'b'\n", live=False)
+    ours = b.ok("commit")["structuredContent"]
+    assert (ours["committed"], ours["broughtIn"]) == (["zoo.keeper"], ["zoo.animals"])
+    assert a.ok("commit")["structuredContent"]["broughtIn"] == ["zoo.keeper"]
+
+
 # -- listing ---------------------------------------------------------------------
 
 def test_list_dictionaries_in_lookup_order_then_builtins(client):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from gsmcpd.image.store import CommitConflict
+from gsmcpd.image.store import CommitConflict, module_name_of
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import ToolError, Toolset, object_schema
 
@@ -74,10 +74,18 @@ class SessionToolset(Toolset):
             "importErrors": report.import_errors}}
 
     def commit(self, arguments):
+        base = dict(self.view.base_hashes)
         committed = commit_view(self.view)
+        # A commit also brings in others' commits (the view re-reads the image): say which,
+        # as refresh does, so a module changing under the session is never a surprise.
+        brought_in = sorted({module_name_of(rel) for rel in set(base) | set(self.view.base_hashes)
+                             if base.get(rel) != self.view.base_hashes.get(rel)} - set(committed))
         text = (f"Committed {', '.join(committed)}" if committed else "Nothing to commit; view refreshed")
+        if brought_in:
+            text += f"; brought in others' commits to {', '.join(brought_in)}"
         return {"text": f"{text} (view version {self.view.version})",
-                "structured": {"committed": committed, "version": self.view.version}}
+                "structured": {"committed": committed, "broughtIn": brought_in,
+                               "version": self.view.version}}
 
     def refresh(self, arguments):
         report = self.view.refresh()
