@@ -41,11 +41,24 @@ class TearDownFails(unittest.TestCase):
         raise RuntimeError("tearDown boom")
 
     def test_b(self):
+        print("debugging test_b")
         self.fail("the body fails first")
+
+
+class UnicodeTest(unittest.TestCase):
+    def test_\u00fcber(self):
+        pass
 '''
+
+MANY = "import unittest\n\n\nclass ManyTest(unittest.TestCase):\n" + "".join(
+    f"    def test_{i:03d}(self):\n        self.fail('number {i}')\n\n" for i in range(300))
 
 IMAGE = {
     "t_fixtures.py": FIXTURES,
+    "t_many.py": MANY,
+    "t_missing.py": "import unittest\nimport no_such_module_xyz\n\n\nclass MissingTest(unittest.TestCase):\n"
+                    "    def test_a(self):\n        pass\n",
+    "other.py": "VALUE = 1\n",
 }
 
 
@@ -79,3 +92,75 @@ def test_code_reading_stdin_reads_dev_null_whatever_files_it_opened(c):
            "kept = [open(written.name) for _ in range(20)]")
     assert run(c, "import sys\n(sys.stdin.fileno(), sys.stdin.read())") == "(0, '')"
     assert "EOFError" in error(c, "execute_code", "other", code="input('name? ')")
+
+
+def test_what_the_workspace_defines_pickles_and_makes_dataclasses(c):
+    code = ("from __future__ import annotations\nimport dataclasses, pickle\n"
+            "@dataclasses.dataclass\nclass Point:\n    x: int\n"
+            "pickle.loads(pickle.dumps(Point(2)))")
+    assert run(c, code) == "Point(x=2)"
+
+
+def test_a_thread_left_running_prints_into_no_later_calls_answer(c):
+    run(c, "import threading\ngo, done = threading.Event(), threading.Event()\n"
+           "def chatter():\n    go.wait(10)\n    print('stray line')\n    done.set()\n"
+           "threading.Thread(target=chatter).start()")
+    later = structured(c, "execute_code", code="go.set()\ndone.wait(10)\nprint('mine')")
+    assert later["stdout"] == "mine\n"
+
+
+# -- testing --------------------------------------------------------------------------
+
+PER_TEST = ("passed", "failures", "errors", "skipped", "expectedFailures", "unexpectedSuccesses")
+
+
+def test_a_failing_set_up_class_is_counted_apart_and_the_counts_add_up(c):
+    ran = structured(c, "run_test_class", className="SetUpClassFails")
+    assert (ran["run"], ran["notRun"], ran["fixtureErrors"]) == (0, 2, 1)
+    assert sum(ran[key] for key in PER_TEST) == ran["run"]
+    assert ran["failed"] == [{"test": "setUpClass (t_fixtures.SetUpClassFails)", "outcome": "error",
+                              "exception": "RuntimeError", "message": "setUpClass boom"}]
+    after = structured(c, "run_test_class", className="TearDownClassFails")
+    assert (after["run"], after["passed"], after["errors"], after["fixtureErrors"]) == (1, 1, 0, 1)
+
+
+def test_describe_test_failure_gives_the_first_failure_and_what_the_test_printed(c):
+    detail = structured(c, "describe_test_failure", className="TearDownFails", selector="test_b")
+    assert (detail["exception"], detail["message"]) == ("AssertionError", "the body fails first")
+    assert [(e["exception"], e["message"]) for e in detail["also"]] == [("RuntimeError", "tearDown boom")]
+    assert detail["output"] == "debugging test_b\n"
+    passed = tool_text(c.tool("describe_test_failure", className="TearDownClassFails", selector="test_a"))
+    assert passed.startswith("t_fixtures.TearDownClassFails.test_a: pass, but a class or module fixture failed:")
+
+
+def test_a_test_module_that_cannot_be_imported_is_named_not_left_out(c):
+    reason = ("image module t_missing failed to import: ModuleNotFoundError: "
+              "No module named 'no_such_module_xyz'")
+    assert structured(c, "list_test_classes")["notLoaded"] == [reason]
+    failing = c.tool("list_failing_tests")
+    assert failing["structuredContent"]["notLoaded"] == [reason]
+    assert tool_text(failing).endswith(f"(not loaded, so its tests are unknown and were not run: {reason})")
+
+
+def test_a_run_with_hundreds_of_failures_lists_two_hundred_and_counts_them_all(c):
+    ran = structured(c, "run_test_class", className="ManyTest")
+    assert (ran["run"], ran["failures"], ran["failedTotal"], len(ran["failed"])) == (300, 300, 300, 200)
+    assert "listing 200 of 300 failing entries" in ran["note"]
+
+
+def test_a_decomposed_selector_finds_the_test(c):
+    assert structured(c, "run_test_method", className="UnicodeTest", selector="test_u\u0308ber")["passed"] == 1
+
+
+# -- session --------------------------------------------------------------------------
+
+def test_commit_names_what_another_sessions_commit_brought_in(daemon, c):
+    other = open_session(daemon)
+    try:
+        assert "committed" in tool_text(other.tool(
+            "compile_class_definition", dictionaryName="other", source="class Marker:\n    pass\n"))
+    finally:
+        other.close()
+    nothing = structured(c, "commit")
+    assert (nothing["committed"], nothing["broughtIn"]) == ([], ["other"])
+    assert run(c, "import other\nhasattr(other, 'Marker')") == "True"
