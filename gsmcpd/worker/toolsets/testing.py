@@ -213,9 +213,11 @@ def test_method_names(cls: type) -> list[str]:
 
 
 def is_plain_test_class(cls) -> bool:
-    """pytest's rule: a class named Test*, not a TestCase, with no __init__ of its own."""
+    """pytest's rule: a class named Test*, not a TestCase, with no __init__ of its own,
+    and not marked `__test__ = False` (a helper named like a test class)."""
     return (isinstance(cls, type) and cls.__name__.startswith("Test")
             and not issubclass(cls, unittest.TestCase) and cls.__init__ is object.__init__
+            and getattr(cls, "__test__", True) is not False
             and bool(test_method_names(cls)))
 
 
@@ -320,7 +322,7 @@ class TestingToolset(Toolset):
         if ref.is_kernel or not is_test_class(cls):
             raise ToolError("notFound", f"{ref.qualified} is not a test class in the image (a "
                             "unittest.TestCase subclass, or a pytest-style Test* class with "
-                            "test* methods and no __init__)")
+                            "test* methods, no __init__ and no __test__ = False)")
         return ref.qualified, cls
 
     def _tests_of(self, cls: type, selector: str | None = None) -> list[unittest.TestCase]:
