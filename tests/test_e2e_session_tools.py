@@ -101,6 +101,12 @@ def test_what_the_workspace_defines_pickles_and_makes_dataclasses(c):
     assert run(c, code) == "Point(x=2)"
 
 
+def test_binary_written_to_stdout_is_shown_with_undecodable_bytes_escaped(c):
+    answer = structured(c, "execute_code", code="import sys\nsys.stdout.buffer.write(b'\\x89PNG\\xff ok')\n"
+                                                 "sys.stdout.encoding")
+    assert (answer["stdout"], answer["result"]) == ("\\x89PNG\\xff ok", "'utf-8'")
+
+
 def test_a_thread_left_running_prints_into_no_later_calls_answer(c):
     run(c, "import threading\ngo, done = threading.Event(), threading.Event()\n"
            "def chatter():\n    go.wait(10)\n    print('stray line')\n    done.set()\n"

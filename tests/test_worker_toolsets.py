@@ -142,6 +142,15 @@ def test_what_a_thread_left_by_an_earlier_call_prints_is_not_a_later_calls_outpu
     assert joined["structuredContent"]["stdout"] == "joined\n"
 
 
+def test_bytes_written_to_stdouts_buffer_are_shown_in_order_undecodable_ones_escaped(executing):
+    code = ("import sys\nprint('text', end=' ')\nsys.stdout.buffer.write(b'caf\\xc3\\xa9 \\xff\\n')\n"
+            "sys.stdout.buffer.flush()\nsys.stderr.buffer.write(b'\\xe2\\x82')\n"
+            "(sys.stdout.encoding, sys.stderr.encoding)")
+    result = run(executing, code)
+    assert result["structuredContent"] == {"result": "('utf-8', 'utf-8')", "stdout": "text caf\u00e9 \\xff\n",
+                                           "stderr": "\\xe2\\x82"}, result
+
+
 def test_workspaces_are_per_server(executing):
     run(executing, "secret = 1")
     result = run(McpServer([ExecutionToolset]), "secret")

@@ -8,6 +8,7 @@ import hook.
 from __future__ import annotations
 
 import ast
+import codecs
 import io
 import itertools
 import linecache
@@ -76,11 +77,11 @@ class ExecutionToolset(Toolset):
         except BREAKS:
             raise
         except BaseException as error:   # SystemExit, GeneratorExit, a KeyboardInterrupt of its own...
-            printed = _join(_sendable(stdout.getvalue(), "stdout"), _sendable(stderr.getvalue(), "stderr"))
+            printed = _join(_sendable(stdout.text(), "stdout"), _sendable(stderr.text(), "stderr"))
             raise ToolError("other", _join(printed, _sendable(_traceback(error), "the traceback"))) from None
         if has_value and value is not None:
             self.namespace["_"] = value
-        out, err = _sendable(stdout.getvalue(), "stdout"), _sendable(stderr.getvalue(), "stderr")
+        out, err = _sendable(stdout.text(), "stdout"), _sendable(stderr.text(), "stderr")
         shown = _sendable(shown, "the value's repr") if has_value else None
         # A None value says nothing after output (a print() is often the last line).
         told = shown if value is not None or not (out or err) else None
@@ -108,15 +109,46 @@ class _CallOutput(io.StringIO):
     thread an earlier call left running is not this call's: what it prints goes where it
     goes between calls (the worker's log), not into this call's answer."""
 
+    encoding = "utf-8"   # as a terminal's stream says (StringIO's is None: `.encoding.lower()` failed)
+
     def __init__(self, earlier: frozenset, elsewhere):
         super().__init__()
         self._earlier = earlier
         self._elsewhere = elsewhere
+        self.buffer = _BytesOutput(self)
 
     def write(self, text: str) -> int:
         if self._earlier and threading.get_native_id() in self._earlier:
             return self._elsewhere.write(text)
         return super().write(text)
+
+    def text(self) -> str:
+        """All it was given, bytes the buffer holds back (a cut UTF-8 sequence) included."""
+        self.buffer.finish()
+        return self.getvalue()
+
+
+class _BytesOutput:
+    """The call's `sys.stdout.buffer`: bytes written to it are shown as UTF-8 text, in order
+    with what was printed, and a byte that is not UTF-8 as its escape (`\\xff`)."""
+
+    def __init__(self, text_stream: _CallOutput):
+        self._text = text_stream
+        self._decode = codecs.getincrementaldecoder("utf-8")("backslashreplace").decode
+
+    def write(self, data) -> int:
+        data = bytes(data)
+        self._text.write(self._decode(data))
+        return len(data)
+
+    def finish(self) -> None:
+        self._text.write(self._decode(b"", final=True))
+
+    def flush(self) -> None:
+        pass
+
+    def writable(self) -> bool:
+        return True
 
 
 def _traceback(error: BaseException) -> str:
