@@ -769,3 +769,14 @@ def test_a_pytest_style_class_marked_not_a_test_is_not_one(tmp_path, views):
     client = Client(views(image))
     assert client.ok("list_test_classes")["structuredContent"]["testClasses"] == ["helpers_test.TestReal"]
     assert "not a test class" in client.error("run_test_class", "notFound", className="TestData")
+
+
+def test_a_test_writing_bytes_to_stdout_passes_and_its_output_is_shown(tmp_path, views):
+    image = write_image(tmp_path / "image", {
+        "binary_test.py": "import sys\nimport unittest\n\n\nclass BinaryTest(unittest.TestCase):\n"
+        "    def test_writes_bytes(self):\n        sys.stdout.buffer.write(b'\\x89PNG\\xff')\n"
+        "        self.assertEqual(sys.stdout.encoding.lower(), 'utf-8')\n"})
+    client = Client(views(image))
+    detail = client.ok("describe_test_failure", className="BinaryTest", selector="test_writes_bytes")
+    assert detail["structuredContent"] == {"test": "binary_test.BinaryTest.test_writes_bytes",
+                                           "outcome": "pass", "output": "\\x89PNG\\xff"}

@@ -8,16 +8,14 @@ import hook.
 from __future__ import annotations
 
 import ast
-import codecs
-import io
 import itertools
 import linecache
 import sys
-import threading
 import traceback
 import types
 from contextlib import redirect_stderr, redirect_stdout
 
+from gsmcpd.worker.capture import Capture
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.server import other_threads
 from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset, object_schema, sendable, string_prop
@@ -64,7 +62,9 @@ class ExecutionToolset(Toolset):
         # Keep the source where tracebacks look for it.
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
         earlier = other_threads()
-        stdout, stderr = _CallOutput(earlier, sys.stdout), _CallOutput(earlier, sys.stderr)
+        # What a thread an earlier call left running prints is not this call's output.
+        stdout = Capture(earlier=earlier, elsewhere=sys.stdout)
+        stderr = Capture(earlier=earlier, elsewhere=sys.stderr)
         has_value, value = False, None
         sys.modules[WORKSPACE] = self.module   # this server's (a test process may hold several)
         try:
@@ -102,53 +102,6 @@ class ExecutionToolset(Toolset):
         except SyntaxError as error:
             detail = "".join(traceback.format_exception_only(type(error), error)).rstrip()
             raise ToolError("compileError", detail) from None
-
-
-class _CallOutput(io.StringIO):
-    """What a call printed: its own thread's writes and those of threads it started. A
-    thread an earlier call left running is not this call's: what it prints goes where it
-    goes between calls (the worker's log), not into this call's answer."""
-
-    encoding = "utf-8"   # as a terminal's stream says (StringIO's is None: `.encoding.lower()` failed)
-
-    def __init__(self, earlier: frozenset, elsewhere):
-        super().__init__()
-        self._earlier = earlier
-        self._elsewhere = elsewhere
-        self.buffer = _BytesOutput(self)
-
-    def write(self, text: str) -> int:
-        if self._earlier and threading.get_native_id() in self._earlier:
-            return self._elsewhere.write(text)
-        return super().write(text)
-
-    def text(self) -> str:
-        """All it was given, bytes the buffer holds back (a cut UTF-8 sequence) included."""
-        self.buffer.finish()
-        return self.getvalue()
-
-
-class _BytesOutput:
-    """The call's `sys.stdout.buffer`: bytes written to it are shown as UTF-8 text, in order
-    with what was printed, and a byte that is not UTF-8 as its escape (`\\xff`)."""
-
-    def __init__(self, text_stream: _CallOutput):
-        self._text = text_stream
-        self._decode = codecs.getincrementaldecoder("utf-8")("backslashreplace").decode
-
-    def write(self, data) -> int:
-        data = bytes(data)
-        self._text.write(self._decode(data))
-        return len(data)
-
-    def finish(self) -> None:
-        self._text.write(self._decode(b"", final=True))
-
-    def flush(self) -> None:
-        pass
-
-    def writable(self) -> bool:
-        return True
 
 
 def _traceback(error: BaseException) -> str:

@@ -19,7 +19,6 @@ answers that error.
 
 from __future__ import annotations
 
-import io
 import linecache
 import sys
 import unicodedata
@@ -27,7 +26,9 @@ import unittest
 from contextlib import redirect_stderr, redirect_stdout
 
 from gsmcpd.image import catalog
+from gsmcpd.worker.capture import Capture
 from gsmcpd.worker.registry import Tool
+from gsmcpd.worker.server import other_threads
 from gsmcpd.worker.toolset import (HardBreak, ToolError, Toolset, array_prop, object_schema,
                                    raise_if_break, sendable, string_prop)
 from gsmcpd.worker.toolsets.browsing import CLASS_NAME, SELECTOR
@@ -44,7 +45,7 @@ class _Result(unittest.TestResult):
         super().__init__()
         self.outcomes: list[dict] = []
         self._on_test_done = on_test_done
-        self.output = None   # what the tests printed (_Printed), set by the run
+        self.output = None   # what the tests printed (a Capture), set by the run
 
     def stopTest(self, test):
         super().stopTest(test)
@@ -103,26 +104,6 @@ class _Result(unittest.TestResult):
         if err is not None:
             failed = issubclass(err[0], test.failureException)
             self._record(subtest, "failure" if failed else "error", err)
-
-
-class _Printed(io.StringIO):
-    """What the tests print: the first `cap` characters kept, the rest only counted, so
-    a test that prints gigabytes does not fill the worker's memory."""
-
-    def __init__(self, cap: int):
-        super().__init__()
-        self.cap = cap
-        self.cut = 0
-
-    def write(self, text: str) -> int:
-        room = max(0, self.cap - self.tell())
-        self.cut += max(0, len(text) - room)
-        return super().write(text[:room]) + max(0, len(text) - room)
-
-    def shown(self) -> str:
-        note = (f"\n[... {self.cut:,} more characters of the output cut: a test's report keeps "
-                f"the first {self.cap:,}]\n" if self.cut else "")
-        return sendable(self.getvalue() + note, "the output", self.cap + len(note), "a test's report")
 
 
 class _Interrupted(Exception):
@@ -348,7 +329,8 @@ class TestingToolset(Toolset):
         for test in tests:
             _guard_parts(test)
         result = _Result(test_done)
-        result.output = output = _Printed(OUTPUT_CAP)
+        # What a thread an earlier call left running prints is not the tests' output.
+        result.output = output = Capture(OUTPUT_CAP, earlier=other_threads(), elsewhere=sys.stdout)
         with redirect_stdout(output), redirect_stderr(output):
             try:
                 unittest.TestSuite(tests).run(result)
@@ -447,7 +429,7 @@ class TestingToolset(Toolset):
         # failing subtest); a class or module fixture's when the test's own run had none.
         failures = ([e for e in own if e["outcome"] in FAILED]
                     + [e for e in fixtures if e["outcome"] in FAILED])
-        printed = result.output.shown()
+        printed = _shown_output(result.output)
         if not failures:
             entry = (own or fixtures or [{"outcome": "notRun"}])[-1]
             return {"text": "\n".join([f"{name}: {entry['outcome']} (no failure)"] + _printed_lines(printed)),
@@ -481,6 +463,12 @@ def _test_named(cls: type, names: list[str], selector: str) -> str:
             return name
     raise ToolError("notFound", f"{cls.__qualname__} has no test method {catalog.echoed(selector)} "
                     f"(its test methods: {catalog.echoed(', '.join(names) or 'none', 2000)})")
+
+
+def _shown_output(output: Capture) -> str:
+    note = (f"\n[... {output.cut:,} more characters of the output cut: a test's report keeps "
+            f"the first {output.cap:,}]\n" if output.cut else "")
+    return sendable(output.text() + note, "the output", output.cap + len(note), "a test's report")
 
 
 def _printed_lines(printed: str) -> list[str]:

@@ -1,0 +1,62 @@
+"""What a tool call's code prints: a text stream that stands in for sys.stdout and
+sys.stderr while execute_code or the testing tools run it, as a terminal's would."""
+
+from __future__ import annotations
+
+import codecs
+import io
+import threading
+
+
+class Capture(io.StringIO):
+    """Keeps the first `cap` characters written and counts the rest (None: keeps all), so
+    code printing gigabytes does not fill the worker's memory. A thread in `earlier`
+    (one an earlier call left running) is not this call's: what it writes goes to
+    `elsewhere`, where it goes between calls (the worker's log)."""
+
+    encoding = "utf-8"   # as a terminal's stream says (StringIO's is None: `.encoding.lower()` fails)
+
+    def __init__(self, cap: int | None = None, earlier: frozenset = frozenset(), elsewhere=None):
+        super().__init__()
+        self.cap = cap
+        self.cut = 0
+        self._earlier = earlier
+        self._elsewhere = elsewhere
+        self.buffer = BytesOutput(self)
+
+    def write(self, text: str) -> int:
+        if self._earlier and threading.get_native_id() in self._earlier:
+            return self._elsewhere.write(text)
+        if self.cap is None:
+            return super().write(text)
+        room = max(0, self.cap - self.tell())
+        self.cut += max(0, len(text) - room)
+        return super().write(text[:room]) + max(0, len(text) - room)
+
+    def text(self) -> str:
+        """All it kept, bytes the buffer held back (a cut UTF-8 sequence) included."""
+        self.buffer.finish()
+        return self.getvalue()
+
+
+class BytesOutput:
+    """The stream's `buffer`: bytes written to it are shown as UTF-8 text, in order with
+    what was printed, and a byte that is not UTF-8 as its escape (`\\xff`)."""
+
+    def __init__(self, text_stream: Capture):
+        self._text = text_stream
+        self._decode = codecs.getincrementaldecoder("utf-8")("backslashreplace").decode
+
+    def write(self, data) -> int:
+        data = bytes(data)
+        self._text.write(self._decode(data))
+        return len(data)
+
+    def finish(self) -> None:
+        self._text.write(self._decode(b"", final=True))
+
+    def flush(self) -> None:
+        pass
+
+    def writable(self) -> bool:
+        return True
