@@ -780,3 +780,19 @@ def test_a_test_writing_bytes_to_stdout_passes_and_its_output_is_shown(tmp_path,
     detail = client.ok("describe_test_failure", className="BinaryTest", selector="test_writes_bytes")
     assert detail["structuredContent"] == {"test": "binary_test.BinaryTest.test_writes_bytes",
                                            "outcome": "pass", "output": "\\x89PNG\\xff"}
+
+
+def test_a_failure_line_says_what_the_entry_has_and_keeps_the_message_whole(tmp_path, views):
+    image = write_image(tmp_path / "image", {
+        "said_test.py": "import unittest\n\n\nclass SaidTest(unittest.TestCase):\n"
+        "    @unittest.expectedFailure\n    def test_passes(self):\n        pass\n\n"
+        "    def test_colon(self):\n        self.fail('expected one of: ')\n"})
+    client = Client(views(image))
+    assert text(client.ok("run_test_class", className="SaidTest")).splitlines()[1:] == [
+        "FAILURE: said_test.SaidTest.test_colon: AssertionError: expected one of: ",
+        "UNEXPECTEDSUCCESS: said_test.SaidTest.test_passes: the test passed, but it is marked "
+        "@expectedFailure"]
+    assert text(client.ok("list_failing_tests")).splitlines() == [
+        "said_test.SaidTest.test_colon (failure): AssertionError: expected one of: ",
+        "said_test.SaidTest.test_passes (unexpectedSuccess): the test passed, but it is marked "
+        "@expectedFailure"]

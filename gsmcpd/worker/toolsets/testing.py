@@ -391,8 +391,7 @@ class TestingToolset(Toolset):
                  f"{summary['failures']} failed, {summary['errors']} errors, "
                  f"{summary['skipped']} skipped{extra}"]
         for entry in failed[:LISTED_CAP]:
-            lines.append(f"{entry['outcome'].upper()}: {entry['test']}: "
-                         f"{entry.get('exception', '')}: {entry.get('message', '')}".rstrip(": "))
+            lines.append(_with_said(f"{entry['outcome'].upper()}: {entry['test']}", entry))
         structured = {"class": qualified, **summary, "failed": _listed(failed)}
         lines += _cap_note(failed, structured, "failedTotal")
         return {"text": "\n".join(lines), "structured": structured}
@@ -406,8 +405,7 @@ class TestingToolset(Toolset):
         result = self._run(tests, report_progress=True)
         not_run = len(tests) - result.testsRun   # kept from running by a class or module fixture
         failed = [e for e in result.outcomes if e["outcome"] in FAILED]
-        lines = [f"{e['test']} ({e['outcome']}): {e.get('exception', '')}: {e.get('message', '')}"
-                 .rstrip(": ") for e in failed[:LISTED_CAP]]
+        lines = [_with_said(f"{e['test']} ({e['outcome']})", e) for e in failed[:LISTED_CAP]]
         ran = f"{result.testsRun} run" + (f", {not_run} not run" if not_run else "")
         structured = {"run": result.testsRun, "notRun": not_run, "failing": _listed(failed)}
         lines += _cap_note(failed, structured, "failingTotal")
@@ -443,8 +441,7 @@ class TestingToolset(Toolset):
         if "exception" in entry:
             lines.append(f"exception: {entry['exception']}")
         lines += [f"message: {entry.get('message', '')}", "", entry.get("traceback", "").rstrip()]
-        lines += [f"also {e['outcome']}: {e['test']}: {e.get('exception', '')}: {e.get('message', '')}"
-                  .rstrip(": ") for e in others]
+        lines += [_with_said(f"also {e['outcome']}: {e['test']}", e) for e in others]
         lines += _printed_lines(printed)
         structured = _public(entry)
         if others:
@@ -463,6 +460,13 @@ def _test_named(cls: type, names: list[str], selector: str) -> str:
             return name
     raise ToolError("notFound", f"{cls.__qualname__} has no test method {catalog.echoed(selector)} "
                     f"(its test methods: {catalog.echoed(', '.join(names) or 'none', 2000)})")
+
+
+def _with_said(head: str, entry: dict) -> str:
+    """`head: Exception: message`, leaving out what the entry lacks (an unexpected success
+    has no exception), and the message whole, a trailing colon or space included."""
+    said = ": ".join(part for part in (entry.get("exception"), entry.get("message")) if part)
+    return f"{head}: {said}" if said else head
 
 
 def _shown_output(output: Capture) -> str:
