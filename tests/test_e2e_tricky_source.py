@@ -1,8 +1,9 @@
 """The image tools on tricky but ordinary Python, end to end through the real daemon:
 private names, overloads, properties, defs under a class-level `try`, methods bound by
-assignment, nested classes, a class written twice, a module that does not compile, and
-arguments that could never name anything. Each answer is checked against the source and,
-after a mutation, against the live objects (`execute_code`).
+assignment, nested classes, a helper decorating methods of its class, a class written twice,
+a module that does not compile, and arguments that could never name anything. Each answer
+is checked against the source and, after a mutation, against the live objects
+(`execute_code`).
 
 One daemon per module on a throwaway image; each test works on classes of its own.
 """
@@ -118,6 +119,9 @@ FILES = {
     "crlf.py": "class Crlf:\r\n    def __hidden(self):\r\n        return 1\r\n",
     "slots.py": "class Slotted:\n    __slots__ = ('a', '__b')\n\n    def __init__(self):\n        self.a = 1\n"
                 "        self.__b = 2\n",
+    "wrapped.py": "class Wrapped:\n    def _twice(f):\n        return lambda self: 2 * f(self)\n\n"
+                  "    @_twice\n    def value(self):\n        return 1\n\n"
+                  "    def other(self):\n        return 'other'\n",
 }
 
 BROKEN = "image module broken does not compile: line 2: expected ':'"
@@ -284,6 +288,18 @@ def test_get_class_definition_compiles_back_keeping_nested_classes_and_aliases(c
         ("kitchen base", 4, "inner"))
     assert run(c, "import asyncio\nasyncio.run(k.fetch(5))") == "5"
     assert "    class Inner:\n" in (image / "tricky.py").read_text()
+
+
+def test_a_class_redefined_without_the_helper_its_methods_are_decorated_with_keeps_it(c, image):
+    # The helper was carried over after the def it decorates: the redefinition was refused
+    # with "name '_twice' is not defined" although the class has _twice.
+    run(c, "import wrapped\nw = wrapped.Wrapped()")
+    answer = structured(c, "compile_class_definition",
+                        source="class Wrapped:\n    @_twice\n    def value(self):\n        return 5\n")
+    assert answer["carried"] == ["_twice", "other"] and answer["failed"] == []
+    assert run(c, "w.value(), w.other(), wrapped.Wrapped().value()") == repr((10, "other", 10))
+    source = (image / "wrapped.py").read_text()
+    assert source.index("def _twice(f):") < source.index("@_twice") < source.index("def other")
 
 
 def test_delete_class_of_a_class_written_twice_leaves_neither(c, image):

@@ -520,6 +520,57 @@ def test_redefining_a_class_from_its_definition_keeps_methods_its_statements_use
                           "    def other(self):\n        return 1\n")
 
 
+WRAPPING = '''\
+class A:
+    def _wrap(f):
+        return f
+
+    @_wrap
+    def g(self):
+        return 1
+
+    def h(self):
+        return "h"
+'''
+
+
+@pytest.mark.parametrize("user", [
+    "@_wrap\n    def g(self):\n        return 2\n",                    # decorator
+    "@_wrap\n    async def g(self):\n        return 2\n",
+    "def g(self, x=_wrap):\n        return 2\n",                        # default
+    "def g(self, *, x=_wrap):\n        return 2\n",
+    "def g(self, x: _wrap(int)) -> None:\n        return 2\n",          # annotations
+    "def g(self) -> _wrap(int):\n        return 2\n",
+    "class g(_wrap(object)):\n        pass\n",                          # a nested class's base
+    "class g(metaclass=_wrap(type)):\n        pass\n",
+    "@_wrap\n    class g:\n        pass\n",
+])
+def test_a_carried_member_a_def_or_nested_class_statement_uses_goes_above_it(user):
+    # Defs and nested classes were not looked at as users: _wrap went after its user, and
+    # the class failed to build with "name '_wrap' is not defined".
+    new_text = "class A:\n    x = 1\n\n    " + user
+    old = splice.top_level_class(ast.parse(WRAPPING), "A")
+    carried = splice.carried_members(old, ast.parse(new_text).body[0])
+    assert [node.name for node in carried] == ["_wrap", "h"]
+    class_text = splice.with_methods(new_text, "A", WRAPPING, carried)
+    assert class_text == ("class A:\n    x = 1\n\n    def _wrap(f):\n        return f\n\n    " + user
+                          + "\n    def h(self):\n        return \"h\"\n")
+    namespace = {}
+    exec(class_text, namespace)
+    assert namespace["A"]().h() == "h"
+
+
+def test_a_name_only_a_def_body_or_a_nested_class_body_reads_is_no_user():
+    # Those run later, or (a nested class's body) look the name up in the module, not the class.
+    for user in ("def g(self):\n        return _wrap\n",
+                 "class g:\n        y = _wrap\n\n        def k(self, v=_wrap):\n            pass\n"):
+        new_text = "class A:\n    x = 1\n\n    " + user
+        old = splice.top_level_class(ast.parse(WRAPPING), "A")
+        carried = splice.carried_members(old, ast.parse(new_text).body[0])
+        class_text = splice.with_methods(new_text, "A", WRAPPING, carried)
+        assert class_text.startswith(new_text + "\n    def _wrap(f):"), class_text
+
+
 def test_a_name_the_new_class_text_binds_itself_is_not_carried():
     old = splice.top_level_class(ast.parse(USED_AT_CLASS_LEVEL), "K")
     new = ast.parse("class K:\n    greet = None\n\n    def other(self):\n        return 2\n").body[0]

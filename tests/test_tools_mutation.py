@@ -380,6 +380,24 @@ def test_compile_method_of_an_overloaded_name_replaces_the_implementation_live(c
     assert "conv" not in disk(image, "zoo/conv.py").partition("class Conv")[2]
 
 
+def test_a_helper_a_redefined_class_decorates_with_is_carried_above_its_user(client, image):
+    # The helper went after the def it decorates: "name '_twice' is not defined", refused.
+    client.view.add_module("zoo.wrapped", "class Wrapped:\n    def _twice(f):\n"
+                                          "        return lambda self: 2 * f(self)\n\n"
+                                          "    @_twice\n    def value(self):\n        return 1\n\n"
+                                          "    def other(self):\n        return 'other'\n")
+    wrapped = client.view.module("zoo.wrapped").Wrapped()
+    result = client.ok("compile_class_definition",
+                       source="class Wrapped:\n    @_twice\n    def value(self):\n        return 5\n")
+    assert result["structuredContent"]["carried"] == ["_twice", "other"]
+    assert result["structuredContent"]["failed"] == []
+    assert wrapped.value() == 10 and wrapped.other() == "other"
+    assert disk(image, "zoo/wrapped.py") == (
+        "class Wrapped:\n    def _twice(f):\n        return lambda self: 2 * f(self)\n\n"
+        "    @_twice\n    def value(self):\n        return 5\n\n"
+        "    def other(self):\n        return 'other'\n")
+
+
 def test_a_def_inside_a_class_level_try_is_not_deleted_out_of_it(client, image):
     from test_tools_browse import GUARDED
     client.view.add_module("zoo.guarded", GUARDED)

@@ -309,8 +309,9 @@ def with_methods(class_text: str, class_name: str, source: str, methods: list) -
     """`class_text` with `methods` (defs or nested classes of `source`, of names it does
     not define) added as written there. Methods of one name (a property's getter and
     setter) go in together: one by one, each would replace the one before. One that a
-    class-level statement of `class_text` uses (`alias = greet`, `p = property(get_p)`)
-    goes right above that statement, which would otherwise run before it exists."""
+    class-level statement of `class_text` uses as it runs (`alias = greet`,
+    `p = property(get_p)`, `@wrap` above a def, a def's default value, a nested class's
+    base) goes right above that statement, which would otherwise run before it exists."""
     for name in dict.fromkeys(method.name for method in methods):
         text = "\n".join(segment(source, method) for method in methods if method.name == name)
         user = _first_user_of(class_text, class_name, name)
@@ -328,26 +329,38 @@ def with_methods(class_text: str, class_name: str, source: str, methods: list) -
 
 def _first_user_of(class_text: str, class_name: str, name: str) -> ast.stmt | None:
     """The first class-level statement of the class that reads `name` as it runs
-    (not in a def or lambda body, which run later), or None."""
+    (a def or nested class statement included, for what it evaluates), or None."""
     classdef = _class_or_error(class_text, ast.parse(class_text), class_name)
     for statement in classdef.body:
-        if isinstance(statement, FunctionNode + (ast.ClassDef,)):
-            continue
         if name in _names_read_now(statement):
             return statement
     return None
 
 
 def _names_read_now(node: ast.AST) -> set[str]:
+    """The names a class-level statement reads in the class body's namespace as it runs."""
     names = set()
     pending = [node]
     while pending:
         item = pending.pop()
         if isinstance(item, ast.Name) and isinstance(item.ctx, ast.Load):
             names.add(item.id)
-        if isinstance(item, FunctionNode + (ast.Lambda,)):    # only these run now
-            pending += item.args.defaults + [d for d in item.args.kw_defaults if d is not None]
+        if isinstance(item, FunctionNode + (ast.Lambda,)):
+            # A def or lambda evaluates these now; its body runs when called. Annotations
+            # run with the def unless `from __future__ import annotations`, which the live
+            # compile (live.evaluate_class) does not apply: they count either way.
+            arguments = item.args
+            pending += arguments.defaults + [d for d in arguments.kw_defaults if d is not None]
             pending += getattr(item, "decorator_list", [])
+            pending += [a.annotation for a in arguments.posonlyargs + arguments.args
+                        + arguments.kwonlyargs + [arguments.vararg, arguments.kwarg]
+                        if a is not None and a.annotation is not None]
+            pending += [item.returns] if getattr(item, "returns", None) is not None else []
+            continue
+        if isinstance(item, ast.ClassDef):
+            # Its body is a scope of its own whose names skip the enclosing class's
+            # namespace (class scopes do not nest): only these read that namespace.
+            pending += item.decorator_list + item.bases + [k.value for k in item.keywords]
             continue
         pending += ast.iter_child_nodes(item)
     return names
