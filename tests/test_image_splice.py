@@ -571,6 +571,19 @@ def test_a_name_only_a_def_body_or_a_nested_class_body_reads_is_no_user():
         assert class_text.startswith(new_text + "\n    def _wrap(f):"), class_text
 
 
+def test_the_defs_of_one_name_are_set_apart_by_the_sources_own_newline():
+    # A CRLF module's overloads came back with a bare "\n" between them: mixed newlines.
+    source = ("class A:\n    @overload\n    def f(self, x: int) -> int: ...\n"
+              "    @overload\n    def f(self, x: str) -> str: ...\n\n    def f(self, x):\n"
+              "        return x")
+    expected = ("@overload\ndef f(self, x: int) -> int: ...\n@overload\ndef f(self, x: str) -> str: ...\n"
+                "\ndef f(self, x):\n    return x")
+    for newline in ("\n", "\r\n", "\r"):
+        text = source.replace("\n", newline)
+        nodes = splice.method_nodes(splice.top_level_class(ast.parse(text), "A"), "f")
+        assert splice.segments(text, nodes) == expected.replace("\n", newline)
+
+
 def test_a_name_the_new_class_text_binds_itself_is_not_carried():
     old = splice.top_level_class(ast.parse(USED_AT_CLASS_LEVEL), "K")
     new = ast.parse("class K:\n    greet = None\n\n    def other(self):\n        return 2\n").body[0]

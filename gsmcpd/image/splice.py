@@ -55,7 +55,7 @@ def segments(source: str, nodes: list) -> str:
     for previous, node in zip([None] + nodes, nodes):
         if previous is not None and any(
                 not line.strip() for line in lines[previous.end_lineno:first_line(node) - 1]):
-            text += "\n"
+            text += newline_of(source)     # the source's own: a CRLF module's defs stay CRLF
         text += segment(source, node)
     return text
 
