@@ -380,6 +380,35 @@ def test_compile_method_of_an_overloaded_name_replaces_the_implementation_live(c
     assert "conv" not in disk(image, "zoo/conv.py").partition("class Conv")[2]
 
 
+def test_fewer_defs_than_an_overloaded_name_has_are_refused_naming_the_overloads(client, image):
+    # The refusal spoke only of "a property's getter, setter...".
+    conv = ("from typing import overload\n\n\nclass Conv:\n"
+            "    @overload\n    def conv(self, x: int) -> int: ...\n"
+            "    @overload\n    def conv(self, x: str) -> str: ...\n"
+            "    def conv(self, x):\n        return x\n")
+    client.view.add_module("zoo.conv", conv)
+    client.ok("commit")
+    one_signature = "@overload\ndef conv(self, x: int) -> int: ...\n"
+    assert client.error("compile_method", "refused", className="Conv", source=one_signature) == (
+        "zoo.conv.Conv.conv is written as 3 defs (2 @overload signatures and the implementation) "
+        "and the source has 1, which would replace all 3; send the overloads and the "
+        "implementation together, as get_method_source gives them, or a def without @overload "
+        "alone to replace only the implementation and keep the signatures")
+    assert disk(image, "zoo/conv.py") == conv and not client.view.has_changes
+    # Signatures with no implementation yet: a def without @overload adds it.
+    client.view.add_module("zoo.stubs", conv.replace("    def conv(self, x):\n        return x\n", ""))
+    assert client.error("compile_method", "refused", className="zoo.stubs.Conv", source=one_signature) == (
+        "zoo.stubs.Conv.conv is written as 2 defs (2 @overload signatures) and the source has 1, "
+        "which would replace all 2; send the overloads together, as get_method_source gives them, "
+        "or a def without @overload alone to add the implementation and keep the signatures")
+    # A name written twice as plain defs is no property.
+    client.view.add_module("zoo.dup", "class Dup:\n    def d(self):\n        return 1\n\n"
+                                      "    def d(self):\n        return 2\n")
+    assert client.error("compile_method", "refused", className="Dup", source="def d(self):\n    pass\n") == (
+        "zoo.dup.Dup.d is written as 2 defs and the source has 1; send them together, as "
+        "get_method_source gives them, so none is dropped")
+
+
 def test_a_helper_a_redefined_class_decorates_with_is_carried_above_its_user(client, image):
     # The helper went after the def it decorates: "name '_twice' is not defined", refused.
     client.view.add_module("zoo.wrapped", "class Wrapped:\n    def _twice(f):\n"

@@ -167,11 +167,8 @@ class MutationToolset(Toolset):
         classdef = catalog.class_node(self.view, ref)
         existing = splice.replaced_by(classdef, node.name, defs)
         if len(existing) > len(defs):
-            # A property's getter alone would replace its setter and deleter too.
-            raise ToolError("refused", f"{ref.qualified}.{node.name} is written as "
-                            f"{len(existing)} defs (a property's getter, setter...) and the source "
-                            f"has {len(defs)}; send them together, as get_method_source gives "
-                            "them, so none is dropped")
+            # A property's getter alone would replace its setter too; one @overload, the rest.
+            raise ToolError("refused", _fewer_defs(f"{ref.qualified}.{node.name}", existing, defs))
         attributes = splice.attribute_nodes(classdef, node.name)
         if attributes:
             # Methods and attributes share the class namespace: the def would replace it.
@@ -431,6 +428,25 @@ class MutationToolset(Toolset):
         imported, data = self._reimport_importers(removed)
         return self._finish(f"removed dictionary {', '.join(removed)}{imported}",
                             {"removed": removed, **data})
+
+
+def _fewer_defs(qualified: str, existing: list, defs: list) -> str:
+    """Why `defs`, fewer than the `existing` defs of their name, are refused (all of
+    those would go), in the terms of what those are, with what to send instead."""
+    head = f"{qualified} is written as {len(existing)} defs"
+    signatures = sum(splice.is_overload(node) for node in existing)
+    if not signatures:
+        kind = (" (a property's getter, setter...)"
+                if any(splice.method_kind(node) == "property" for node in existing) else "")
+        return (f"{head}{kind} and the source has {len(defs)}; send them together, as "
+                "get_method_source gives them, so none is dropped")
+    plural = "s" if signatures > 1 else ""
+    implemented = " and the implementation" if signatures < len(existing) else ""
+    alone = "replace only the implementation" if implemented else "add the implementation"
+    return (f"{head} ({signatures} @overload signature{plural}{implemented}) and the source has "
+            f"{len(defs)}, which would replace all {len(existing)}; send the overload{plural}"
+            f"{implemented} together, as get_method_source gives them, or a def without "
+            f"@overload alone to {alone} and keep the signature{plural}")
 
 
 def _slots_of(cls: type | None, classdef: ast.ClassDef) -> set[str]:
