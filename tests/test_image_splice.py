@@ -560,6 +560,36 @@ def test_a_carried_member_a_def_or_nested_class_statement_uses_goes_above_it(use
     assert namespace["A"]().h() == "h"
 
 
+CHAINED = '''\
+class A:
+    def _wrap(f):
+        return f
+
+    @_wrap
+    def h(self):
+        return "h"
+
+    alias = h
+
+    def other(self):
+        return 1
+'''
+
+
+def test_a_carried_member_that_another_carried_member_uses_goes_above_that_ones_user():
+    # _wrap, used only by the carried h, was appended at the end while h went above
+    # `alias = h`: get_class_definition's text did not compile back (NameError).
+    definition = splice.class_definition(CHAINED, "A")
+    assert definition == "class A:\n    alias = h\n"
+    old = splice.top_level_class(ast.parse(CHAINED), "A")
+    carried = splice.carried_members(old, ast.parse(definition).body[0])
+    class_text = splice.with_methods(definition, "A", CHAINED, carried)
+    assert class_text == CHAINED
+    namespace = {}
+    exec(class_text, namespace)
+    assert namespace["A"]().alias() == "h"
+
+
 def test_a_name_only_a_def_body_or_a_nested_class_body_reads_is_no_user():
     # Those run later, or (a nested class's body) look the name up in the module, not the class.
     for user in ("def g(self):\n        return _wrap\n",

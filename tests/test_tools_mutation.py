@@ -427,6 +427,20 @@ def test_a_helper_a_redefined_class_decorates_with_is_carried_above_its_user(cli
         "    def other(self):\n        return 'other'\n")
 
 
+def test_a_class_whose_carried_method_is_decorated_by_a_carried_helper_compiles_back(client, image):
+    # get_class_definition gives `alias = h` alone; h went above it, its decorator _wrap at
+    # the end, after it: the definition did not compile back as it was given.
+    from test_image_splice import CHAINED
+    client.view.add_module("zoo.chained", CHAINED)
+    a = client.view.module("zoo.chained").A()
+    definition = text(client.ok("get_class_definition", className="A"))
+    result = client.ok("compile_class_definition", source=definition)
+    assert result["structuredContent"]["carried"] == ["_wrap", "h", "other"]
+    assert result["structuredContent"]["failed"] == []
+    assert a.alias() == "h" and a.other() == 1
+    assert disk(image, "zoo/chained.py") == CHAINED
+
+
 def test_a_def_inside_a_class_level_try_is_not_deleted_out_of_it(client, image):
     from test_tools_browse import GUARDED
     client.view.add_module("zoo.guarded", GUARDED)

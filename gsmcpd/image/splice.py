@@ -311,10 +311,11 @@ def with_methods(class_text: str, class_name: str, source: str, methods: list) -
     setter) go in together: one by one, each would replace the one before. One that a
     class-level statement of `class_text` uses as it runs (`alias = greet`,
     `p = property(get_p)`, `@wrap` above a def, a def's default value, a nested class's
-    base) goes right above that statement, which would otherwise run before it exists."""
+    base) goes right above that statement, which would otherwise run before it exists,
+    and so above the user of another carried member that uses it (`@_wrap` on one)."""
     for name in dict.fromkeys(method.name for method in methods):
         text = "\n".join(segment(source, method) for method in methods if method.name == name)
-        user = _first_user_of(class_text, class_name, name)
+        user = _first_user_of(class_text, class_name, _needing(name, methods))
         if user is None:
             class_text = put_method(class_text, class_name, text)[0]
         else:
@@ -327,12 +328,22 @@ def with_methods(class_text: str, class_name: str, source: str, methods: list) -
     return class_text
 
 
-def _first_user_of(class_text: str, class_name: str, name: str) -> ast.stmt | None:
-    """The first class-level statement of the class that reads `name` as it runs
-    (a def or nested class statement included, for what it evaluates), or None."""
+def _needing(name: str, members: list) -> set[str]:
+    """`name` and the names of the `members` that read it as they run, directly or through
+    one another: a statement using any of them runs after it, once they are in place."""
+    needing = {name}
+    while more := {member.name for member in members
+                   if member.name not in needing and needing & _names_read_now(member)}:
+        needing |= more
+    return needing
+
+
+def _first_user_of(class_text: str, class_name: str, names: set[str]) -> ast.stmt | None:
+    """The first class-level statement of the class that reads one of `names` as it
+    runs (a def or nested class statement included, for what it evaluates), or None."""
     classdef = _class_or_error(class_text, ast.parse(class_text), class_name)
     for statement in classdef.body:
-        if name in _names_read_now(statement):
+        if names & _names_read_now(statement):
             return statement
     return None
 
