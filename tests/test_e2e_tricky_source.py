@@ -119,6 +119,8 @@ FILES = {
     "crlf.py": "class Crlf:\r\n    def __hidden(self):\r\n        return 1\r\n",
     "slots.py": "class Slotted:\n    __slots__ = ('a', '__b')\n\n    def __init__(self):\n        self.a = 1\n"
                 "        self.__b = 2\n",
+    "later.py": '"""Forward references."""\nfrom __future__ import annotations\n\n\n'
+                "class Node:\n    def child(self) -> Node:\n        return self\n",
     "wrapped.py": "class Wrapped:\n    def _twice(f):\n        return lambda self: 2 * f(self)\n\n"
                   "    @_twice\n    def value(self):\n        return 1\n\n"
                   "    def other(self):\n        return 'other'\n",
@@ -307,3 +309,11 @@ def test_delete_class_of_a_class_written_twice_leaves_neither(c, image):
     assert "class Twice" not in (image / "tricky.py").read_text()
     assert "Twice" not in structured(c, "list_classes", dictionaryName="tricky")["classes"]
     assert run(c, "import tricky\nhasattr(tricky, 'Twice')") == "False"
+
+
+def test_a_method_annotated_with_a_forward_reference_compiles_in_a_future_annotations_module(c, image):
+    # Compiled alone, the def took none of its module's __future__ imports: NameError live.
+    run(c, "import later\nn = later.Node()")
+    ok(c, "compile_method", className="later.Node", source="def parent(self) -> Later | None:\n    return None\n")
+    assert run(c, "n.parent(), later.Node.parent.__annotations__") == repr((None, {"return": "Later | None"}))
+    assert "def parent(self) -> Later | None:" in (image / "later.py").read_text()

@@ -504,3 +504,20 @@ def test_a_huge_dictionary_name_is_not_echoed_whole(client):
     for name in ("a" * 100_000, "a b" * 50_000):
         message = client.error("add_dictionary", "invalidParams", dictionaryName=name)
         assert len(message) < 1000 and "characters)" in message
+
+
+@pytest.mark.parametrize("docstring", ["", '"""Forward references in annotations."""\n'])
+def test_a_module_with_future_annotations_compiles_its_methods_and_classes_as_its_import_does(
+        client, image, docstring):
+    # Compiled alone, a method or class took none of its module's __future__ imports: a
+    # forward reference in an annotation, fine at import, raised NameError live.
+    client.view.add_module("zoo.later", docstring + "from __future__ import annotations\n\n\n"
+                           "class Node:\n    def child(self) -> Node:\n        return self\n")
+    node = client.view.module("zoo.later").Node()
+    client.ok("compile_method", className="zoo.later.Node",
+              source="def parent(self) -> Later | None:\n    return None\n")
+    assert node.parent() is None and node.parent.__annotations__ == {"return": "Later | None"}
+    client.ok("compile_class_definition", dictionaryName="zoo.later",
+              source="class Node:\n    weight: Later = 0\n")
+    assert client.view.module("zoo.later").Node.__annotations__ == {"weight": "Later"}
+    assert node.parent() is None                       # carried over, in place

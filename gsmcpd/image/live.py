@@ -11,6 +11,7 @@ module is rebound to the new class.
 
 from __future__ import annotations
 
+import __future__
 import ast
 import enum
 import functools
@@ -26,7 +27,8 @@ def compile_members(module: ModuleType, filename: str, source: str, class_name: 
     """Evaluate the named members of `class_name` in `source` (module globals),
     without re-running the class's own bases or decorators. Raises what the
     definitions raise."""
-    classdef = splice.top_level_class(ast.parse(source), class_name)
+    tree = ast.parse(source)
+    classdef = splice.top_level_class(tree, class_name)
     body = [node for node in classdef.body
             if isinstance(node, splice.FunctionNode) and node.name in names]
     # Keyed by the name the class binds: `__secret` is set as `_Kitchen__secret`.
@@ -34,11 +36,28 @@ def compile_members(module: ModuleType, filename: str, source: str, class_name: 
     stub = ast.ClassDef(name=class_name, bases=[], keywords=[], body=body, decorator_list=[])
     ast.copy_location(stub, classdef)
     stub.end_lineno, stub.end_col_offset = classdef.end_lineno, classdef.end_col_offset
-    code = compile(ast.Module(body=[stub], type_ignores=[]), filename, "exec", dont_inherit=True)
+    code = compile(ast.Module(body=[stub], type_ignores=[]), filename, "exec",
+                   flags=future_flags(tree), dont_inherit=True)
     namespace: dict = {}
     exec(code, module.__dict__, namespace)
     temp = namespace[class_name]
     return {name: temp.__dict__[name] for name in names if name in temp.__dict__}
+
+
+def future_flags(tree: ast.Module) -> int:
+    """The compiler flags of the module's own `from __future__ import ...` (they lead
+    it, after its docstring): a class or method compiled alone must be compiled as its
+    module is (with `annotations`, a forward reference in an annotation is no NameError)."""
+    flags = 0
+    for index, node in enumerate(tree.body):
+        if index == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue   # the docstring
+        if not (isinstance(node, ast.ImportFrom) and node.module == "__future__"):
+            break
+        for alias in node.names:
+            feature = getattr(__future__, alias.name, None)
+            flags |= getattr(feature, "compiler_flag", 0)
+    return flags
 
 
 def set_members(cls: type, members: dict[str, object]) -> None:
@@ -72,9 +91,10 @@ def _functions_in(value, depth=0):
 
 def evaluate_class(module: ModuleType, filename: str, source: str, class_name: str) -> type:
     """Run the class statement from `source` in the module's globals, binding nothing."""
-    classdef = splice.top_level_class(ast.parse(source), class_name)
+    tree = ast.parse(source)
+    classdef = splice.top_level_class(tree, class_name)
     code = compile(ast.Module(body=[classdef], type_ignores=[]), filename, "exec",
-                   dont_inherit=True)
+                   flags=future_flags(tree), dont_inherit=True)
     namespace: dict = {}
     exec(code, module.__dict__, namespace)
     return namespace[class_name]
