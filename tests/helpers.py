@@ -394,3 +394,23 @@ def open_session(daemon):
     client = Client(daemon.port)
     client.initialize()
     return client
+
+
+def sweep_seeds(run_case, argv, path, detail=300):
+    """A property test file run as a script: `python FILE FIRST COUNT` runs that many
+    more seeds than the suite does, printing each failing seed and where it failed (the
+    whole traceback when COUNT is 1)."""
+    import traceback
+    import pytest
+    first, count = int(argv[1]), int(argv[2])
+    failed = 0
+    for seed in range(first, first + count):
+        try:
+            run_case(seed)
+        except (Exception, pytest.fail.Exception) as error:
+            failed += 1
+            where = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == path][-1]
+            print(f"seed {seed}: line {where.lineno} {type(error).__name__}: {str(error)[:detail]!r}")
+            if count == 1:
+                traceback.print_exception(error)
+    print(f"{failed} of {count} seeds failed")

@@ -8,8 +8,10 @@ One daemon per module on a throwaway image; each test works on classes of its ow
 
 import pytest
 
-from helpers import Daemon, open_session, tool_text
+from helpers import open_session, tool_text
+from test_e2e_image_tools import daemon, run  # noqa: F401  (the daemon fixture: on this module's image)
 from test_e2e_tools import error, structured
+from test_tools_support import write_image
 
 FIXTURES = '''\
 import unittest
@@ -64,22 +66,7 @@ IMAGE = {
 
 @pytest.fixture(scope="module")
 def image(tmp_path_factory):
-    root = tmp_path_factory.mktemp("image")
-    for rel, text in IMAGE.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
-
-
-@pytest.fixture(scope="module")
-def daemon(image, tmp_path_factory):
-    with Daemon(tmp_path_factory.mktemp("daemon"), env={"GS_MCP_IMAGE": str(image)}) as running:
-        yield running
-
-
-def run(client, code):
-    return structured(client, "execute_code", code=code)["result"]
+    return write_image(tmp_path_factory.mktemp("image"), IMAGE)
 
 
 # -- execute_code ---------------------------------------------------------------------

@@ -10,8 +10,10 @@ One daemon per module on a throwaway image; each test works on classes of its ow
 
 import pytest
 
-from helpers import Daemon, tool_text
+from helpers import tool_text
+from test_e2e_image_tools import daemon, run  # noqa: F401  (the daemon fixture: on this module's image)
 from test_e2e_tools import error, ok, structured
+from test_tools_support import write_image
 
 TRICKY = '''\
 """Tricky but ordinary Python."""
@@ -131,21 +133,7 @@ BROKEN = "image module broken does not compile: line 2: expected ':'"
 
 @pytest.fixture(scope="module")
 def image(tmp_path_factory):
-    root = tmp_path_factory.mktemp("tricky") / "image"
-    root.mkdir()
-    for rel, text in FILES.items():
-        (root / rel).write_bytes(text.encode())
-    return root
-
-
-@pytest.fixture(scope="module")
-def daemon(image, tmp_path_factory):
-    with Daemon(tmp_path_factory.mktemp("daemon"), env={"GS_MCP_IMAGE": str(image)}) as running:
-        yield running
-
-
-def run(client, code):
-    return structured(client, "execute_code", code=code)["result"]
+    return write_image(tmp_path_factory.mktemp("tricky") / "image", FILES)
 
 
 # -- a module that does not compile is named, never silently missing -------------------

@@ -17,12 +17,12 @@ import io
 import random
 import sys
 import tokenize
-import traceback
 from collections import Counter
 
 import pytest
 
 from gsmcpd.image import splice
+from helpers import sweep_seeds
 
 SEEDS = range(60)
 STEPS = 8
@@ -473,13 +473,4 @@ def test_random_edits_change_only_what_they_target(seed):
 
 
 if __name__ == "__main__":     # many more seeds locally: python this_file.py FIRST COUNT
-    first, count = int(sys.argv[1]), int(sys.argv[2])
-    failed = 0
-    for seed in range(first, first + count):
-        try:
-            run_case(seed)
-        except (Exception, pytest.fail.Exception) as error:
-            failed += 1
-            where = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == __file__][-1]
-            print(f"seed {seed}: line {where.lineno} {type(error).__name__}: {str(error)[:200]!r}")
-    print(f"{failed} of {count} seeds failed")
+    sweep_seeds(run_case, sys.argv, __file__, detail=200)

@@ -38,7 +38,6 @@ import os
 import random
 import sys
 import tempfile
-import traceback
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -47,6 +46,7 @@ import pytest
 from gsmcpd.image import store as store_module
 from gsmcpd.image.store import CommitConflict, ImageStore, module_name_of, relpath_of, sha256
 from gsmcpd.image.view import View
+from helpers import sweep_seeds
 
 SEEDS = range(50)
 STEPS = 30
@@ -477,15 +477,4 @@ def test_random_sessions_keep_the_transaction_rules(seed):
 if __name__ == "__main__":     # many more seeds locally (see the docstring)
     store_module.os.fsync = lambda fd: None
     logging.getLogger("gsmcpd.image").setLevel(logging.ERROR)   # the pending commits' warnings
-    first, count = int(sys.argv[1]), int(sys.argv[2])
-    failed = 0
-    for seed in range(first, first + count):
-        try:
-            run_case(seed)
-        except (Exception, pytest.fail.Exception) as error:
-            failed += 1
-            where = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == __file__][-1]
-            print(f"seed {seed}: line {where.lineno} {type(error).__name__}: {str(error)[:300]!r}")
-            if count == 1:
-                traceback.print_exception(error)
-    print(f"{failed} of {count} seeds failed")
+    sweep_seeds(run_case, sys.argv, __file__)
