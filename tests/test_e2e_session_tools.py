@@ -102,6 +102,16 @@ def test_a_thread_left_running_prints_into_no_later_calls_answer(c):
     assert later["stdout"] == "mine\n"
 
 
+def test_code_printing_in_a_loop_is_cut_with_an_exact_note_and_not_held_whole(c):
+    # sys.stdout is the call's stream while the code runs: what it holds after
+    # 20,000,000 characters printed is what the worker keeps in memory of them.
+    answer = structured(c, "execute_code", code=(
+        "import sys\nfor i in range(20_000):\n    print('x' * 999)\nsys.stdout.tell()"))
+    assert answer["stdout"] == ("x" * 999 + "\n") * 1000 + (
+        "\n[... 19,000,000 more characters of stdout cut: execute_code keeps the first 1,000,000]\n")
+    assert answer["result"] == "1000000"
+
+
 # -- testing --------------------------------------------------------------------------
 
 PER_TEST = ("passed", "failures", "errors", "skipped", "expectedFailures", "unexpectedSuccesses")

@@ -209,6 +209,31 @@ def test_output_past_the_cap_is_cut_with_a_note(executing, monkeypatch):
     assert failed.startswith("Traceback") and "more characters of the traceback cut" in failed
 
 
+def test_output_printed_in_a_loop_is_cut_as_it_comes_not_kept_whole(executing, monkeypatch):
+    made = []
+
+    class Recorded(execution.Capture):   # the streams the call prints to, to see what they held
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(execution, "Capture", Recorded)
+    line = "x" * 999 + "\n"
+    result = run(executing, "for i in range(5000):\n    print('x' * 999)")
+    assert result["structuredContent"]["stdout"] == line * 1000 + (
+        "\n[... 4,000,000 more characters of stdout cut: execute_code keeps the first 1,000,000]\n")
+    assert [len(stream.getvalue()) for stream in made] == [1_000_000, 0]
+    made.clear()
+    failed = run(executing, "import sys\nfor i in range(5000):\n    print('y' * 999, file=sys.stderr)\n"
+                            "raise ValueError('after')")
+    assert failed["isError"] is True
+    assert failed["content"][0]["text"].startswith(("y" * 999 + "\n") * 1000 + (
+        "\n[... 4,000,000 more characters of stderr cut: execute_code keeps the first 1,000,000]\n"
+        "Traceback"))
+    assert failed["content"][0]["text"].endswith("ValueError: after")
+    assert [len(stream.getvalue()) for stream in made] == [0, 1_000_000]
+
+
 def test_hard_break_passes_through_execute_code(executing):
     executing.toolsets[0].namespace["HardBreak"] = HardBreak
     with pytest.raises(HardBreak):

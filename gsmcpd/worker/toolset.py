@@ -68,12 +68,14 @@ def raise_if_break(error: BaseException | None = None) -> None:
         raise SoftBreak("soft break") from error
 
 
-def sendable(text: str, what: str, cap: int, keeper: str) -> str:
+def sendable(text: str, what: str, cap: int, keeper: str, cut: int = 0) -> str:
     """`text` cut to `cap` characters, saying so (a frame to the router has a cap), with
     what UTF-8 cannot carry (lone surrogates) shown as escapes: text a user's code
-    made can go to the client whatever it holds."""
-    if len(text) > cap:
-        text = (f"{text[:cap]}\n[... {len(text) - cap:,} more characters of {what} "
+    made can go to the client whatever it holds. `cut`: characters already cut before
+    `text` came here (a Capture's count), told in the same note."""
+    more = max(0, len(text) - cap) + cut
+    if more:
+        text = (f"{text[:cap]}\n[... {more:,} more characters of {what} "
                 f"cut: {keeper} keeps the first {cap:,}]\n")
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 

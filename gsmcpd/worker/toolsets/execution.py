@@ -63,8 +63,10 @@ class ExecutionToolset(Toolset):
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
         earlier = other_threads()
         # What a thread an earlier call left running prints is not this call's output.
-        stdout = Capture(earlier=earlier, elsewhere=sys.stdout)
-        stderr = Capture(earlier=earlier, elsewhere=sys.stderr)
+        # Past OUTPUT_CAP a stream only counts what it is given: code printing in a loop
+        # until the deadline must not fill the worker's memory with what is cut anyway.
+        stdout = Capture(OUTPUT_CAP, earlier=earlier, elsewhere=sys.stdout)
+        stderr = Capture(OUTPUT_CAP, earlier=earlier, elsewhere=sys.stderr)
         has_value, value = False, None
         sys.modules[WORKSPACE] = self.module   # this server's (a test process may hold several)
         try:
@@ -77,11 +79,11 @@ class ExecutionToolset(Toolset):
         except BREAKS:
             raise
         except BaseException as error:   # SystemExit, GeneratorExit, a KeyboardInterrupt of its own...
-            printed = _join(_sendable(stdout.text(), "stdout"), _sendable(stderr.text(), "stderr"))
+            printed = _join(_printed(stdout, "stdout"), _printed(stderr, "stderr"))
             raise ToolError("other", _join(printed, _sendable(_traceback(error), "the traceback"))) from None
         if has_value and value is not None:
             self.namespace["_"] = value
-        out, err = _sendable(stdout.text(), "stdout"), _sendable(stderr.text(), "stderr")
+        out, err = _printed(stdout, "stdout"), _printed(stderr, "stderr")
         shown = _sendable(shown, "the value's repr") if has_value else None
         # A None value says nothing after output (a print() is often the last line).
         told = shown if value is not None or not (out or err) else None
@@ -114,6 +116,11 @@ def _traceback(error: BaseException) -> str:
 
 def _sendable(text: str, what: str) -> str:
     return sendable(text, what, OUTPUT_CAP, "execute_code")
+
+
+def _printed(capture: Capture, what: str) -> str:
+    """What the code printed to one stream, with a note counting what the Capture cut."""
+    return sendable(capture.text(), what, capture.cap, "execute_code", capture.cut)
 
 
 def _join(*parts: str) -> str:

@@ -470,9 +470,7 @@ def _with_said(head: str, entry: dict) -> str:
 
 
 def _shown_output(output: Capture) -> str:
-    note = (f"\n[... {output.cut:,} more characters of the output cut: a test's report keeps "
-            f"the first {output.cap:,}]\n" if output.cut else "")
-    return sendable(output.text() + note, "the output", output.cap + len(note), "a test's report")
+    return sendable(output.text(), "the output", output.cap, "a test's report", output.cut)
 
 
 def _printed_lines(printed: str) -> list[str]:
