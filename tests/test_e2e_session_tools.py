@@ -167,3 +167,21 @@ def test_commit_names_what_another_sessions_commit_brought_in(daemon, c):
     nothing = structured(c, "commit")
     assert (nothing["committed"], nothing["broughtIn"]) == ([], ["other"])
     assert run(c, "import other\nhasattr(other, 'Marker')") == "True"
+
+
+def test_a_mutation_tool_names_what_another_sessions_commit_brought_in(daemon, c):
+    other = open_session(daemon)
+    try:
+        structured(other, "add_dictionary", dictionaryName="elsewhere")
+        structured(other, "compile_class_definition", dictionaryName="elsewhere",
+                   source="class Theirs:\n    pass\n")
+    finally:
+        other.close()
+    answer = c.tool("add_dictionary", dictionaryName="mine_here")
+    assert not answer.get("isError"), answer
+    assert (answer["structuredContent"]["committed"], answer["structuredContent"]["broughtIn"]) == (
+        ["mine_here"], ["elsewhere"])
+    assert tool_text(answer).endswith("\nbrought in others' commits to elsewhere")
+    assert run(c, "import elsewhere\nelsewhere.Theirs.__name__") == "'Theirs'"
+    quiet = structured(c, "compile_class_definition", dictionaryName="mine_here", source="class Ours:\n    pass\n")
+    assert "broughtIn" not in quiet

@@ -250,6 +250,27 @@ def test_a_conflicting_mutation_stays_uncommitted_and_says_so(image, views):
     assert '"""From b."""' in disk(image)
 
 
+def test_a_mutation_names_the_modules_others_commits_brought_in(image, views):
+    a, b = Client(views(image, "a")), views(image, "b", install=False)
+    b.set_source("zoo.keeper", b.source("zoo.keeper") + "KEPT_BY_B = 1\n", live=False)
+    b.commit()
+    compiled = a.ok("compile_method", className="Dog", source="def noise(self):\n    return 'grr'\n")
+    assert (compiled["structuredContent"]["committed"], compiled["structuredContent"]["broughtIn"]) == (
+        ["zoo.animals"], ["zoo.keeper"])
+    assert text(compiled).endswith("\nbrought in others' commits to zoo.keeper")
+    assert "KEPT_BY_B = 1" in a.view.source("zoo.keeper")
+    # Nothing new from others: neither the key nor the line.
+    quiet = a.ok("set_class_comment", className="Dog", comment="Quiet.")
+    assert "broughtIn" not in quiet["structuredContent"] and "brought in" not in text(quiet)
+    b.refresh()
+    b.add_module("zoo.extra", "X = 1\n")
+    b.set_source("zoo.keeper", b.source("zoo.keeper") + "AGAIN = 2\n", live=False)
+    b.commit()
+    added = a.ok("add_dictionary", dictionaryName="zoo.mine")
+    assert added["structuredContent"]["broughtIn"] == ["zoo.extra", "zoo.keeper"]
+    assert text(added).endswith("\nbrought in others' commits to zoo.extra, zoo.keeper")
+
+
 def test_read_only_session_has_no_mutation_tools(image, views):
     reader = Client(views(image), read_only=True)
     response = reader.server.handle({"jsonrpc": "2.0", "id": 1, "method": "tools/call",

@@ -20,7 +20,7 @@ from gsmcpd.image.view import KERNEL
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset, bool_prop, object_schema, string_prop
 from gsmcpd.worker.toolsets.browsing import CLASS_NAME, META, SELECTOR, filter_by_meta, live_kind
-from gsmcpd.worker.toolsets.session import commit_view
+from gsmcpd.worker.toolsets.session import brought_in_text, commit_view
 
 DICTIONARY = {"dictionaryName": string_prop("an image module, dotted name (e.g. shop.models)",
                                              min_length=1)}
@@ -127,10 +127,13 @@ class MutationToolset(Toolset):
         return ref, cls
 
     def _finish(self, message: str, structured: dict) -> dict:
-        committed = commit_view(self.view)
+        committed, brought_in = commit_view(self.view)
         structured = {**structured, "committed": committed, "version": self.view.version}
-        return {"text": f"{message}; committed (view version {self.view.version})",
-                "structured": structured}
+        text = f"{message}; committed (view version {self.view.version})"
+        if brought_in:   # only then, as commit's answer does
+            structured["broughtIn"] = brought_in
+            text += "\n" + brought_in_text(brought_in)
+        return {"text": text, "structured": structured}
 
     def _reimport_importers(self, modules) -> tuple[str, dict]:
         """Re-import the loaded image modules that import `modules` (a class or module

@@ -24,12 +24,13 @@ def conflict_error(error: CommitConflict, *, kept: str = "") -> ToolError:
                      "Its owner must move or remove it first; or abort to discard your changes.")
 
 
-def commit_view(view) -> list[str]:
-    """Commit, turning a conflict or a failure to write (disk full, a read-only or
-    unwritable image) into the tool error that says whether anything was written."""
-    commits_before = view.commit_count
+def commit_view(view) -> tuple[list[str], list[str]]:
+    """Commit: the modules committed and those others' commits brought in. A conflict or
+    a failure to write (disk full, a read-only or unwritable image) is the tool error
+    that says whether anything was written."""
+    commits_before, base = view.commit_count, dict(view.base_hashes)
     try:
-        return view.commit()
+        committed = view.commit()
     except CommitConflict as error:
         raise conflict_error(error, kept=" and your changes are kept uncommitted "
                              f"({', '.join(view.changed_modules())})") from None
@@ -41,6 +42,17 @@ def commit_view(view) -> list[str]:
                         "nothing was written and your changes are kept uncommitted "
                         f"({', '.join(view.changed_modules())}). Make room or fix the "
                         "permissions and commit again, or abort to discard them.") from None
+    # A commit also brings in others' commits (the view re-reads the image): every tool
+    # that commits says which, as refresh does, so a module never changes under the
+    # session unsaid.
+    after = view.base_hashes
+    brought_in = sorted({module_name_of(rel) for rel in set(base) | set(after)
+                         if base.get(rel) != after.get(rel)} - set(committed))
+    return committed, brought_in
+
+
+def brought_in_text(brought_in: list[str]) -> str:
+    return f"brought in others' commits to {', '.join(brought_in)}"
 
 
 class SessionToolset(Toolset):
@@ -74,15 +86,10 @@ class SessionToolset(Toolset):
             "importErrors": report.import_errors}}
 
     def commit(self, arguments):
-        base = dict(self.view.base_hashes)
-        committed = commit_view(self.view)
-        # A commit also brings in others' commits (the view re-reads the image): say which,
-        # as refresh does, so a module changing under the session is never a surprise.
-        brought_in = sorted({module_name_of(rel) for rel in set(base) | set(self.view.base_hashes)
-                             if base.get(rel) != self.view.base_hashes.get(rel)} - set(committed))
+        committed, brought_in = commit_view(self.view)
         text = (f"Committed {', '.join(committed)}" if committed else "Nothing to commit; view refreshed")
         if brought_in:
-            text += f"; brought in others' commits to {', '.join(brought_in)}"
+            text += "; " + brought_in_text(brought_in)
         return {"text": f"{text} (view version {self.view.version})",
                 "structured": {"committed": committed, "broughtIn": brought_in,
                                "version": self.view.version}}
