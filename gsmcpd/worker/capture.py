@@ -5,28 +5,23 @@ from __future__ import annotations
 
 import codecs
 import io
-import threading
 
 
 class Capture(io.StringIO):
     """Keeps the first `cap` characters written and counts the rest (None: keeps all), so
-    code printing gigabytes does not fill the worker's memory. A thread in `earlier`
-    (one an earlier call left running) is not this call's: what it writes goes to
-    `elsewhere`, where it goes between calls (the worker's log)."""
+    code printing gigabytes does not fill the worker's memory. Every thread's writes are
+    the call's while it runs, as a notebook's running cell takes them: a thread pool or
+    consumer an earlier call made does this call's work."""
 
     encoding = "utf-8"   # as a terminal's stream says (StringIO's is None: `.encoding.lower()` fails)
 
-    def __init__(self, cap: int | None = None, earlier: frozenset = frozenset(), elsewhere=None):
+    def __init__(self, cap: int | None = None):
         super().__init__()
         self.cap = cap
         self.cut = 0
-        self._earlier = earlier
-        self._elsewhere = elsewhere
         self.buffer = BytesOutput(self)
 
     def write(self, text: str) -> int:
-        if self._earlier and threading.get_native_id() in self._earlier:
-            return self._elsewhere.write(text)
         if self.cap is None:
             return super().write(text)
         room = max(0, self.cap - self.tell())

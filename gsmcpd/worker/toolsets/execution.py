@@ -17,7 +17,6 @@ from contextlib import redirect_stderr, redirect_stdout
 
 from gsmcpd.worker.capture import Capture
 from gsmcpd.worker.registry import Tool
-from gsmcpd.worker.server import other_threads
 from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset, object_schema, sendable, string_prop
 
 _FILENAME_PREFIX = "<workspace-"
@@ -61,12 +60,9 @@ class ExecutionToolset(Toolset):
         body, final_expression = self._compile(code, filename)
         # Keep the source where tracebacks look for it.
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
-        earlier = other_threads()
-        # What a thread an earlier call left running prints is not this call's output.
         # Past OUTPUT_CAP a stream only counts what it is given: code printing in a loop
         # until the deadline must not fill the worker's memory with what is cut anyway.
-        stdout = Capture(OUTPUT_CAP, earlier=earlier, elsewhere=sys.stdout)
-        stderr = Capture(OUTPUT_CAP, earlier=earlier, elsewhere=sys.stderr)
+        stdout, stderr = Capture(OUTPUT_CAP), Capture(OUTPUT_CAP)
         has_value, value = False, None
         sys.modules[WORKSPACE] = self.module   # this server's (a test process may hold several)
         try:

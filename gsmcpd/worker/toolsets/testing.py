@@ -28,7 +28,6 @@ from contextlib import redirect_stderr, redirect_stdout
 from gsmcpd.image import catalog
 from gsmcpd.worker.capture import Capture
 from gsmcpd.worker.registry import Tool
-from gsmcpd.worker.server import other_threads
 from gsmcpd.worker.toolset import (HardBreak, ToolError, Toolset, array_prop, object_schema,
                                    raise_if_break, sendable, string_prop)
 from gsmcpd.worker.toolsets.browsing import CLASS_NAME, SELECTOR
@@ -329,8 +328,7 @@ class TestingToolset(Toolset):
         for test in tests:
             _guard_parts(test)
         result = _Result(test_done)
-        # What a thread an earlier call left running prints is not the tests' output.
-        result.output = output = Capture(OUTPUT_CAP, earlier=other_threads(), elsewhere=sys.stdout)
+        result.output = output = Capture(OUTPUT_CAP)
         with redirect_stdout(output), redirect_stderr(output):
             try:
                 unittest.TestSuite(tests).run(result)
