@@ -672,6 +672,21 @@ def test_a_run_with_thousands_of_long_failures_is_answered_with_whole_counts(tmp
     assert (failing["run"], failing["failingTotal"], len(failing["failing"])) == (3000, 3000, 200)
 
 
+def test_a_test_with_thousands_of_failing_subtests_is_described_with_its_others_capped(tmp_path, views):
+    # describe_test_failure listed every other failure under `also`: 4,000 failing
+    # subtests made an answer too big to send.
+    image = write_image(tmp_path / "image", {"sub_test.py": (
+        "import unittest\n\n\nclass SubTest(unittest.TestCase):\n    def test_many(self):\n"
+        "        for i in range(4000):\n            with self.subTest(i=i):\n"
+        "                self.fail('x' * 20000)\n")})
+    detail = Client(views(image)).ok("describe_test_failure", className="SubTest", selector="test_many")
+    described = detail["structuredContent"]
+    assert (described["alsoTotal"], len(described["also"])) == (3999, 200)
+    assert "Traceback" in described["traceback"]                 # the first failure's, whole
+    assert "(note: listing 200 of 3999 failing entries;" in text(detail)
+    assert len(json.dumps(detail)) < 10_000_000
+
+
 # -- selectors and class names as a client may send them --------------------------------
 
 UNICODE_TEST = '''\

@@ -40,10 +40,13 @@ __unittest = True
 class _Result(unittest.TestResult):
     """Collects one outcome per test; a hard break is re-raised, never recorded."""
 
-    def __init__(self, on_test_done=None):
+    def __init__(self, on_test_done=None, tracebacks=False):
         super().__init__()
         self.outcomes: list[dict] = []
         self._on_test_done = on_test_done
+        # Only describe_test_failure shows one; a run's thousands of failures must not
+        # each hold a traceback of up to TRACEBACK_CAP characters for nothing.
+        self._tracebacks = tracebacks
         self.output = None   # what the tests printed (a Capture), set by the run
 
     def stopTest(self, test):
@@ -61,8 +64,9 @@ class _Result(unittest.TestResult):
         if err is not None:
             entry["exception"] = _shown(err[0].__name__, "the exception name")
             entry["message"] = _shown(failure_message(err), "the message")
-            entry["traceback"] = _shown(self._exc_info_to_string(err, test), "the traceback",
-                                        TRACEBACK_CAP)
+            if self._tracebacks:
+                entry["traceback"] = _shown(self._exc_info_to_string(err, test), "the traceback",
+                                            TRACEBACK_CAP)
         if reason:
             entry["message"] = _shown(reason, "the reason")
         self.outcomes.append(entry)
@@ -316,7 +320,8 @@ class TestingToolset(Toolset):
         case_class = PlainTestCase.for_class(cls) if plain else cls
         return [case_class(name) for name in names]
 
-    def _run(self, tests: list[unittest.TestCase], *, report_progress: bool) -> _Result:
+    def _run(self, tests: list[unittest.TestCase], *, report_progress: bool,
+             tracebacks: bool = False) -> _Result:
         """Run as one suite, so class-level fixtures (setUpClass, setup_class) run once."""
         done = []
 
@@ -327,7 +332,7 @@ class TestingToolset(Toolset):
 
         for test in tests:
             _guard_parts(test)
-        result = _Result(test_done)
+        result = _Result(test_done, tracebacks)
         result.output = output = Capture(OUTPUT_CAP)
         with redirect_stdout(output), redirect_stderr(output):
             try:
@@ -417,7 +422,7 @@ class TestingToolset(Toolset):
     def describe_test_failure(self, arguments):
         qualified, cls = self._test_class(arguments["className"])
         tests = self._tests_of(cls, arguments["selector"])
-        result = self._run(tests, report_progress=False)
+        result = self._run(tests, report_progress=False, tracebacks=True)
         name = tests[0].id()
         own = [e for e in result.outcomes if not e.get("fixture")]
         fixtures = [e for e in result.outcomes if e.get("fixture")]
@@ -439,12 +444,12 @@ class TestingToolset(Toolset):
         if "exception" in entry:
             lines.append(f"exception: {entry['exception']}")
         lines += [f"message: {entry.get('message', '')}", "", entry.get("traceback", "").rstrip()]
-        lines += [_with_said(f"also {e['outcome']}: {e['test']}", e) for e in others]
-        lines += _printed_lines(printed)
+        lines += [_with_said(f"also {e['outcome']}: {e['test']}", e) for e in others[:LISTED_CAP]]
         structured = _public(entry)
-        if others:
-            structured["also"] = [{k: e[k] for k in ("test", "outcome", "exception", "message") if k in e}
-                                  for e in others]
+        if others:   # capped as a run's list is: thousands of failing subtests must still send
+            structured["also"] = _listed(others)
+            lines += _cap_note(others, structured, "alsoTotal")
+        lines += _printed_lines(printed)
         if printed:
             structured["output"] = printed
         return {"text": "\n".join(lines).rstrip(), "structured": structured}
