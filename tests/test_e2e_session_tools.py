@@ -186,3 +186,9 @@ def test_a_mutation_tool_names_what_another_sessions_commit_brought_in(daemon, c
     assert run(c, "import elsewhere\nelsewhere.Theirs.__name__") == "'Theirs'"
     quiet = structured(c, "compile_class_definition", dictionaryName="mine_here", source="class Ours:\n    pass\n")
     assert "broughtIn" not in quiet
+
+
+def test_code_is_compiled_as_its_own_and_closing_its_stdout_keeps_the_answer(c):
+    assert run(c, "def f(x: int):\n    pass\nf.__annotations__") == "{'x': <class 'int'>}"
+    closed = structured(c, "execute_code", code="import sys\nprint('before')\nsys.stdout.close()\n6 * 7")
+    assert (closed["stdout"], closed["result"]) == ("before\n", "42")

@@ -142,6 +142,24 @@ def test_what_any_thread_prints_while_a_call_runs_is_that_calls_output(executing
     assert joined["structuredContent"]["stdout"] == "joined\n"
 
 
+def test_the_code_is_compiled_as_its_own_not_with_the_workers_future_imports(executing):
+    # It inherited execution.py's `from __future__ import annotations`: strings.
+    result = run(executing, "def f(x: int) -> str:\n    pass\nf.__annotations__")
+    assert result["structuredContent"]["result"] == "{'x': <class 'int'>, 'return': <class 'str'>}"
+    own = run(executing, "from __future__ import annotations\ndef g(x: int):\n    pass\ng.__annotations__")
+    assert own["structuredContent"]["result"] == "{'x': 'int'}"      # the code's own choice stands
+
+
+def test_code_closing_its_stdout_or_rewrapping_its_buffer_keeps_its_answer(executing):
+    closed = run(executing, "import sys\nprint('before')\nsys.stdout.close()\n6 * 7")
+    assert closed["structuredContent"]["stdout"] == "before\n", closed
+    assert closed["structuredContent"]["result"] == "42"
+    wrapped = run(executing, "import io, sys\n"
+                             "out = io.TextIOWrapper(sys.stdout.buffer, encoding='utf-8', write_through=True)\n"
+                             "out.write('é wrapped\\n')\nout.close()\nprint('after')")
+    assert wrapped["structuredContent"]["stdout"] == "é wrapped\nafter\n", wrapped
+
+
 def test_bytes_written_to_stdouts_buffer_are_shown_in_order_undecodable_ones_escaped(executing):
     code = ("import sys\nprint('text', end=' ')\nsys.stdout.buffer.write(b'caf\\xc3\\xa9 \\xff\\n')\n"
             "sys.stdout.buffer.flush()\nsys.stderr.buffer.write(b'\\xe2\\x82')\n"

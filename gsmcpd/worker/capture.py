@@ -33,12 +33,18 @@ class Capture(io.StringIO):
         self.buffer.finish()
         return self.getvalue()
 
+    def close(self) -> None:
+        """Nothing: code that closes sys.stdout (as a script may, at its end) must not
+        lose what it printed, nor the call its answer."""
 
-class BytesOutput:
+
+class BytesOutput(io.RawIOBase):
     """The stream's `buffer`: bytes written to it are shown as UTF-8 text, in order with
-    what was printed, and a byte that is not UTF-8 as its escape (`\\xff`)."""
+    what was printed, and a byte that is not UTF-8 as its escape (`\\xff`). A raw binary
+    stream, so `io.TextIOWrapper(sys.stdout.buffer, ...)` (re-encoding) works on it."""
 
     def __init__(self, text_stream: Capture):
+        super().__init__()
         self._text = text_stream
         self._decode = codecs.getincrementaldecoder("utf-8")("backslashreplace").decode
 
@@ -50,8 +56,8 @@ class BytesOutput:
     def finish(self) -> None:
         self._text.write(self._decode(b"", final=True))
 
-    def flush(self) -> None:
-        pass
-
     def writable(self) -> bool:
         return True
+
+    def close(self) -> None:
+        """Nothing, as for the text stream (a TextIOWrapper closes its buffer with it)."""

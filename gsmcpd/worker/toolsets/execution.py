@@ -95,8 +95,11 @@ class ExecutionToolset(Toolset):
             final_expression = None
             if tree.body and isinstance(tree.body[-1], ast.Expr):
                 last = tree.body.pop()
-                final_expression = compile(ast.Expression(last.value), filename, "eval")
-            return compile(tree, filename, "exec"), final_expression
+                final_expression = compile(ast.Expression(last.value), filename, "eval",
+                                           dont_inherit=True)
+            # dont_inherit: the code is compiled as its own, never with this module's
+            # `from __future__ import annotations` (its annotations would turn to strings).
+            return compile(tree, filename, "exec", dont_inherit=True), final_expression
         except SyntaxError as error:
             detail = "".join(traceback.format_exception_only(type(error), error)).rstrip()
             raise ToolError("compileError", detail) from None
