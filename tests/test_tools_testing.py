@@ -777,9 +777,10 @@ def test_a_test_case_with_only_run_test_runs_it_as_unittest_does(tmp_path, views
                      selector="runTest")["structuredContent"]["message"] == "the one test"
 
 
-def test_a_pytest_style_class_marked_not_a_test_is_not_one(tmp_path, views):
+@pytest.mark.parametrize("marked", ["False", "0", "None"])   # pytest leaves out any false value
+def test_a_pytest_style_class_marked_not_a_test_is_not_one(tmp_path, views, marked):
     image = write_image(tmp_path / "image", {
-        "helpers_test.py": "class TestData:\n    __test__ = False\n\n    def test_shape(self):\n"
+        "helpers_test.py": f"class TestData:\n    __test__ = {marked}\n\n    def test_shape(self):\n"
         "        return 'a helper, not a test'\n\n\nclass TestReal:\n    def test_a(self):\n        pass\n"})
     client = Client(views(image))
     assert client.ok("list_test_classes")["structuredContent"]["testClasses"] == ["helpers_test.TestReal"]

@@ -358,8 +358,9 @@ def _names_read_now(node: ast.AST) -> set[str]:
             names.add(item.id)
         if isinstance(item, FunctionNode + (ast.Lambda,)):
             # A def or lambda evaluates these now; its body runs when called. Annotations
-            # run with the def unless `from __future__ import annotations`, which the live
-            # compile (live.evaluate_class) does not apply: they count either way.
+            # run with the def unless the module has `from __future__ import annotations`
+            # (the live compile applies it, live.future_flags): they count either way,
+            # which at worst places a carried member higher than it needs to be.
             arguments = item.args
             pending += arguments.defaults + [d for d in arguments.kw_defaults if d is not None]
             pending += getattr(item, "decorator_list", [])

@@ -186,10 +186,10 @@ class SessionManager:
         session.inflight = None
         self._churned_at = self.loop.time()
         session.queue.clear()
-        if busy and gone[0].pacer is not None:   # its last progress, before "session ended"
-            self._flush_notify(session, gone[0])
         for call in gone:
             try:
+                if call.pacer is not None:   # its last progress, before "session ended"
+                    self._flush_notify(session, call)
                 self._fail(call, jsonrpc.WORKER_GONE, "session ended: %s" % reason)
             except Exception:
                 # The worker must still be stopped below: one call that cannot be

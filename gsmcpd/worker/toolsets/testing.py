@@ -198,10 +198,10 @@ def test_method_names(cls: type) -> list[str]:
 
 def is_plain_test_class(cls) -> bool:
     """pytest's rule: a class named Test*, not a TestCase, with no __init__ of its own,
-    and not marked `__test__ = False` (a helper named like a test class)."""
+    and not marked `__test__ = False` (or any false value: a helper named like a test class)."""
     return (isinstance(cls, type) and cls.__name__.startswith("Test")
             and not issubclass(cls, unittest.TestCase) and cls.__init__ is object.__init__
-            and getattr(cls, "__test__", True) is not False
+            and bool(getattr(cls, "__test__", True))
             and bool(test_method_names(cls)))
 
 
