@@ -665,14 +665,14 @@ class Server:
     def handle(self, message, notify):
         return {"jsonrpc": "2.0", "id": 1, "result": {"done": True}}
 
-pending = {"at": None, "signal": None}
+pending = {"at": None, "signal": None, "times": 0}
 
 class Shim:
     def __getattr__(self, name):
         return getattr(_signal, name)
     def signal(self, signum, handler):
-        if pending["at"] == ("out" if handler is main._between_calls else "in"):
-            pending["at"] = None
+        if pending["times"] and pending["at"] == ("out" if handler is main._between_calls else "in"):
+            pending["times"] -= 1
             os.kill(os.getpid(), pending["signal"])   # caught now, handled by the swap's check
         return _signal.signal(signum, handler)
 
@@ -682,14 +682,17 @@ loop.server = Server()
 loop.install_breaks()
 code_handler = loop._code_sigint
 out = {}
-for case, at, signum in (("break as the call ends", "out", SOFT_BREAK_SIGNAL),
-                         ("own SIGINT as the call ends", "out", signal.SIGINT),
-                         ("break as the call begins", "in", SOFT_BREAK_SIGNAL)):
-    pending.update(at=at, signal=signum)
+for case, at, signum, times in (("break as the call ends", "out", SOFT_BREAK_SIGNAL, 1),
+                                ("own SIGINT as the call ends", "out", signal.SIGINT, 1),
+                                ("own SIGINTs at every try", "out", signal.SIGINT, 2000),
+                                ("break as the call begins", "in", SOFT_BREAK_SIGNAL, 1)):
+    pending.update(at=at, signal=signum, times=times)
     reply = loop._run(1, {"jsonrpc": "2.0", "id": 1, "method": "tools/call"})
     out[case] = {"reply": reply.get("result") or reply["error"]["message"], "in_call": loop.in_call,
                  "between_calls": _signal.getsignal(signal.SIGINT) is main._between_calls,
                  "code_handler_kept": loop._code_sigint is code_handler}
+    pending["times"] = 0
+    _signal.signal(signal.SIGINT, main._between_calls)   # as the flood left it: the code's
 print(json.dumps(out))
 """
 
@@ -703,3 +706,7 @@ def test_a_signal_caught_as_a_call_ends_or_begins_leaves_the_loop_idle_and_the_c
     assert out["break as the call ends"] == {"reply": {"done": True}, **idle}
     assert out["own SIGINT as the call ends"] == {"reply": {"done": True}, **idle}
     assert out["break as the call begins"] == {"reply": "request interrupted: soft break", **idle}
+    # A flood outlasting every try: the answer still stands; SIGINT keeps the code's handler.
+    assert out["own SIGINTs at every try"] == {"reply": {"done": True}, **idle, "between_calls": False}
+    assert "a SIGINT handler raised KeyboardInterrupt as its call ended; dropped" in done.stderr
+    assert "SIGINT kept coming as a call ended (1000 tries)" in done.stderr

@@ -129,19 +129,25 @@ class WorkerLoop:
         """After a call: SIGINT to the do-nothing handler, keeping the code's to give back.
         signal.signal first runs the handlers of signals already caught, and one of them
         may raise (the code's own SIGINT, caught as the call ended: too late for it), so
-        it is tried again (each try runs what was caught before it; a flood of signals
-        sent meanwhile ends the tries, raising as the last did); the handler found then is
-        the code's, unless the call never got that far (a break landed as it began)."""
-        for tries_left in reversed(range(SWAP_TRIES)):
+        it is tried again, what was raised logged and dropped: the call's answer stands.
+        Each try runs what was caught before it; only a flood sent all the while outlasts
+        SWAP_TRIES, and then SIGINT keeps the code's handler, logged too. The handler
+        found is the code's, unless the call never got that far (a break landed as it
+        began)."""
+        raised = None
+        for _ in range(SWAP_TRIES):
             try:
                 found = _signal.signal(signal.SIGINT, _between_calls)
-            except BaseException:     # a handler raised; the swap did not happen
-                if not tries_left:
-                    raise
+            except BaseException as error:   # a handler raised; the swap did not happen
+                raised = raised or error
                 continue
             if found is not _between_calls:
                 self._code_sigint = found
+            if raised is not None:
+                log.warning("a SIGINT handler raised %s as its call ended; dropped", type(raised).__name__)
             return
+        log.error("SIGINT kept coming as a call ended (%d tries): its handler stays the code's between "
+                  "calls", SWAP_TRIES)
 
     def break_handler(self, exception_class, label):
         def on_signal(signum, frame):
@@ -361,7 +367,7 @@ class WorkerLoop:
             return _error_for(message, jsonrpc.INTERNAL_ERROR, f"{type(error).__name__}: {error}")
 
 
-SWAP_TRIES = 8   # each runs every handler caught before it: a few signals, not a flood
+SWAP_TRIES = 1000   # each runs every handler caught before it: a few signals, not a flood
 
 
 def _between_calls(signum, frame):
