@@ -467,6 +467,23 @@ def test_prepare_opens_the_image_view_and_the_workspace_imports_from_it(tmp_path
         channel.close()
 
 
+def test_what_a_thread_writes_between_calls_is_logged_bytes_and_unended_lines_too():
+    # A thread left running writes to the worker's own streams: bytes through .buffer
+    # (an AttributeError before), and a line it never ends (a progress bar redrawn with
+    # \r) logged in pieces, not held whole and rebuilt on every write.
+    script = ("import sys\nfrom gsmcpd.worker.main import PARTIAL_CAP, _configure_output\n_configure_output()\n"
+              "sys.stderr.buffer.write(b'bytes \\xff\\n')\n"
+              "for i in range(3 * PARTIAL_CAP // 10):\n    sys.stderr.write('\\r progress')\n"
+              "print(len(sys.stderr._partial) <= PARTIAL_CAP, file=sys.__stdout__)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=WAIT,
+                          env=dict(os.environ, PYTHONPATH=str(REPO)))   # bytes: \r kept
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == b"True\n"
+    lines = done.stderr.decode().rstrip("\n").split("\n")
+    assert "WARNING output: bytes \\xff" in lines[0]
+    assert len(lines) >= 3 and all("WARNING output: \r progress" in line for line in lines[1:])
+
+
 def test_worker_output_goes_only_through_logging():
     script = ("import sys\nfrom gsmcpd.worker.main import _configure_output\n_configure_output()\n"
               "print('stray stdout')\nprint('stray stderr', file=sys.stderr)\n")

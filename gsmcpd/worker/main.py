@@ -25,6 +25,7 @@ import threading
 from gsmcpd.wire import frames, jsonrpc
 from gsmcpd.wire.break_signals import HARD_BREAK_SIGNAL, SOFT_BREAK_SIGNAL
 from gsmcpd.worker import reaper
+from gsmcpd.worker.capture import BytesOutput
 from gsmcpd.worker.server import build_server, error_result
 from gsmcpd.worker.toolset import BREAKS, HardBreak, SoftBreak, mark_soft_break
 
@@ -464,6 +465,9 @@ def _detach_stdio() -> None:
         os.close(null)
 
 
+PARTIAL_CAP = 8192   # characters of an unended line a _LoggedStream holds before logging it
+
+
 class _LoggedStream:
     """Stands in for stdout/stderr: the worker writes to its inherited streams only via logging."""
 
@@ -473,10 +477,14 @@ class _LoggedStream:
     def __init__(self, level: int):
         self.level = level
         self._partial = ""
+        self.buffer = BytesOutput(self)   # bytes a thread writes between calls, as in a call
 
     def write(self, text: str) -> int:
         lines = (self._partial + text).split("\n")
         self._partial = lines.pop()
+        if len(self._partial) > PARTIAL_CAP:   # a progress bar redrawn with \r never ends its line
+            lines.append(self._partial)
+            self._partial = ""
         for line in lines:
             log.log(self.level, "output: %s", line)
         return len(text)
