@@ -12,6 +12,7 @@ import errno
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -377,3 +378,31 @@ def test_a_commit_walks_afresh_once_a_directory_not_once_a_file(tmp_path, monkey
     _committed(store, {"pkg/a.py": b"a = 2\n", "pkg/n1.py": b"n = 1\n", "pkg/n2.py": b"n = 2\n",
                        "b.py": b"b = 2\n", "c.py": b"c = 1\n"})
     assert sorted(walked) == ["", "pkg"]
+
+
+@pytest.mark.parametrize("planted", ["the changed module", "a module of the removed package"])
+def test_a_fifo_put_in_a_modules_place_never_stalls_a_commit(tmp_path, planted):
+    # Opened blocking, a FIFO stalled the commit under the exclusive lock until someone
+    # wrote to it, and with it every other commit on the image.
+    import threading
+    store = make_image(tmp_path / "image", {"a.py": "a = 1\n", "pkg/__init__.py": "", "pkg/b.py": "b = 1\n"})
+    base = {rel: sha256(data) for rel, data in store.read_snapshot().files.items()}
+    fifo = "a.py" if planted == "the changed module" else "pkg/b.py"
+    (tmp_path / "image" / fifo).unlink()
+    os.mkfifo(tmp_path / "image" / fifo)
+    changes = {"a.py": b"a = 2\n"} if fifo == "a.py" else {"pkg/__init__.py": None}
+    outcome = []
+
+    def commit():
+        try:
+            outcome.append(store.commit(changes, base, user="u", session_id="s"))
+        except Exception as error:
+            outcome.append(error)
+    worker = threading.Thread(target=commit, daemon=True)
+    worker.start()
+    worker.join(10)
+    assert not worker.is_alive(), "the commit is stuck on the FIFO"
+    if fifo == "a.py":   # no module file any more: the change conflicts
+        assert isinstance(outcome[0], store_module.CommitConflict) and outcome[0].files == [fifo]
+    else:                # no module either: the package goes, the FIFO stays where it was
+        assert outcome == [1] and stat.S_ISFIFO((tmp_path / "image" / fifo).lstat().st_mode)

@@ -770,8 +770,15 @@ class _Held:
 
 
 def _file_bytes(path: str, follow: bool = True, dir_fd: int | None = None) -> bytes:
-    flags = os.O_RDONLY | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
-    with open(os.open(path, flags, dir_fd=dir_fd), "rb", buffering=0) as file:
+    """A regular file's bytes. Anything else at `path` (a FIFO another account put in a
+    module's place, a device) reads as missing: opened non-blocking and refused, it can
+    never stall a read under the image's lock, and every commit waiting on it."""
+    flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW)
+    fd = os.open(path, flags, dir_fd=dir_fd)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise FileNotFoundError(errno.ENOENT, "not a regular file", path)
+    with open(fd, "rb", buffering=0) as file:
         return file.readall()
 
 
