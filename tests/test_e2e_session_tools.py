@@ -12,40 +12,10 @@ from helpers import open_session, tool_text
 from test_e2e_image_tools import daemon, run  # noqa: F401  (the daemon fixture: on this module's image)
 from test_e2e_tools import error, structured
 from test_tools_support import write_image
+from test_tools_testing import FIXTURES as UNIT_FIXTURES
 
-FIXTURES = '''\
-import unittest
-
-
-class SetUpClassFails(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        raise RuntimeError("setUpClass boom")
-
-    def test_a(self):
-        pass
-
-    def test_b(self):
-        pass
-
-
-class TearDownClassFails(unittest.TestCase):
-    @classmethod
-    def tearDownClass(cls):
-        raise RuntimeError("tearDownClass boom")
-
-    def test_a(self):
-        pass
-
-
-class TearDownFails(unittest.TestCase):
-    def tearDown(self):
-        raise RuntimeError("tearDown boom")
-
-    def test_b(self):
-        print("debugging test_b")
-        self.fail("the body fails first")
-
+# The unit tests' fixture classes (test_tools_testing), and a test named in Unicode.
+FIXTURES = UNIT_FIXTURES + '''
 
 class UnicodeTest(unittest.TestCase):
     def test_\u00fcber(self):
