@@ -121,6 +121,8 @@ FILES = {
     "crlf.py": "class Crlf:\r\n    def __hidden(self):\r\n        return 1\r\n",
     "slots.py": "class Slotted:\n    __slots__ = ('a', '__b')\n\n    def __init__(self):\n        self.a = 1\n"
                 "        self.__b = 2\n",
+    "shadow.py": "import json\n\n\nclass Shadow:\n    def g(self, x=json.dumps):\n        return x\n\n"
+                 "    def json(self):\n        return 'the method'\n",
     "later.py": '"""Forward references."""\nfrom __future__ import annotations\n\n\n'
                 "class Node:\n    def child(self) -> Node:\n        return self\n",
     "wrapped.py": "class Wrapped:\n    def _twice(f):\n        return lambda self: 2 * f(self)\n\n"
@@ -305,3 +307,13 @@ def test_a_method_annotated_with_a_forward_reference_compiles_in_a_future_annota
     ok(c, "compile_method", className="later.Node", source="def parent(self) -> Later | None:\n    return None\n")
     assert run(c, "n.parent(), later.Node.parent.__annotations__") == repr((None, {"return": "Later | None"}))
     assert "def parent(self) -> Later | None:" in (image / "later.py").read_text()
+
+
+def test_a_carried_method_named_like_a_module_global_does_not_shadow_it_for_a_default(c, image):
+    # Placed above the def whose default reads the module's json, the carried method json
+    # shadowed it there, and the redefinition was refused.
+    answer = structured(c, "compile_class_definition",
+                        source="class Shadow:\n    def g(self, x=json.dumps):\n        return x\n")
+    assert answer["carried"] == ["json"] and answer["failed"] == []
+    assert run(c, "import json, shadow\ns = shadow.Shadow()\ns.g() is json.dumps, s.json()") == \
+        repr((True, "the method"))

@@ -601,6 +601,33 @@ def test_a_name_only_a_def_body_or_a_nested_class_body_reads_is_no_user():
         assert class_text.startswith(new_text + "\n    def _wrap(f):"), class_text
 
 
+SHADOWING = '''\
+import json
+
+
+class A:
+    def g(self, x=json.dumps):
+        return x
+
+    def json(self):
+        return "the method"
+'''
+
+
+def test_a_carried_member_named_like_a_global_stays_after_the_class_level_reader_of_that_global():
+    # Moved above `def g(self, x=json.dumps)`, the carried method json shadowed the
+    # module json there: the class failed to build ('function' has no attribute 'dumps').
+    new_text = "class A:\n    def g(self, x=json.dumps):\n        return x\n"
+    old = splice.top_level_class(ast.parse(SHADOWING), "A")
+    carried = splice.carried_members(old, ast.parse(new_text).body[0])
+    class_text = splice.with_methods(new_text, "A", SHADOWING, carried)
+    assert class_text == SHADOWING.partition("\n\n\n")[2]
+    namespace = {}
+    exec("import json\n" + class_text, namespace)
+    assert namespace["A"]().g() is namespace["json"].dumps
+    assert namespace["A"]().json() == "the method"
+
+
 def test_the_defs_of_one_name_are_set_apart_by_the_sources_own_newline():
     # A CRLF module's overloads came back with a bare "\n" between them: mixed newlines.
     source = ("class A:\n    @overload\n    def f(self, x: int) -> int: ...\n"

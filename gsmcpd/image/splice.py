@@ -8,6 +8,7 @@ in the module stay byte-identical. Functions here are pure: text in, text out.
 from __future__ import annotations
 
 import ast
+import builtins
 import io
 import os
 import re
@@ -313,9 +314,13 @@ def with_methods(class_text: str, class_name: str, source: str, methods: list) -
     `p = property(get_p)`, `@wrap` above a def, a def's default value, a nested class's
     base) goes right above that statement, which would otherwise run before it exists,
     and so above the user of another carried member that uses it (`@_wrap` on one)."""
+    outside = _bound_outside_the_class(source)
     for name in dict.fromkeys(method.name for method in methods):
         text = "\n".join(segment(source, method) for method in methods if method.name == name)
-        user = _first_user_of(class_text, class_name, _needing(name, methods))
+        # A name the module or builtins bind (`json`, `property`) resolves there without
+        # the member, as it did wherever the class read it before the member's def: moved
+        # up, the member would shadow it for those readers.
+        user = None if name in outside else _first_user_of(class_text, class_name, _needing(name, methods))
         if user is None:
             class_text = put_method(class_text, class_name, text)[0]
         else:
@@ -326,6 +331,20 @@ def with_methods(class_text: str, class_name: str, source: str, methods: list) -
             class_text = _insert_before(class_text, _block_start(lines, user),
                                         _with_newlines(indented, nl) + nl)
     return class_text
+
+
+def _bound_outside_the_class(source: str) -> set[str]:
+    """The names a class body can read without binding them itself: what the module binds
+    at its top level (defs, classes, imports, assignments) and the builtins."""
+    bound = set(dir(builtins))
+    for node in ast.parse(source).body:
+        if isinstance(node, FunctionNode + (ast.ClassDef,)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((alias.asname or alias.name).partition(".")[0] for alias in node.names)
+        else:
+            bound |= _assigned_names(node)
+    return bound
 
 
 def _needing(name: str, members: list) -> set[str]:
