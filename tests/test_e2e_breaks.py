@@ -175,7 +175,10 @@ TEST_CLASSES = {
                       "    def test_b(self):\n        raise KeyboardInterrupt('pressed')\n"
                       "    def test_c(self):\n        pass\n",
     "TestRunaway": "class TestRunaway:\n"
-                   "    def test_spin(self):\n        while True:\n            pass\n",
+                   "    def test_a_passes(self):\n        pass\n"
+                   "    def test_b_fails(self):\n        assert False, 'no'\n"
+                   "    def test_c_spin(self):\n        while True:\n            pass\n"
+                   "    def test_d_never(self):\n        pass\n",
 }
 
 
@@ -193,7 +196,13 @@ def test_a_test_raising_keyboard_interrupt_is_its_error_but_a_break_ends_a_run(d
                               "exception": "KeyboardInterrupt", "message": "pressed"}]
     body = c.post({"jsonrpc": "2.0", "id": "runaway", "method": "tools/call", "params": {
         "name": "run_test_class", "arguments": {"className": "TestRunaway"}}}).json()
-    assert body["error"] == {"code": REQUEST_TIMEOUT, "message": TIMED_OUT + "soft break"}
+    assert body["error"]["message"] == TIMED_OUT + (
+        "soft break; the results of the tests that finished before it are in the error's data (partial)")
+    partial = body["error"]["data"]["partial"]    # what the deadline did not throw away
+    assert (partial["run"], partial["passed"], partial["failures"], partial["notRun"]) == (2, 1, 1, 1)
+    assert partial["interrupted"] == "interrupts.TestRunaway.test_c_spin"
+    assert partial["failed"] == [{"test": "interrupts.TestRunaway.test_b_fails", "outcome": "failure",
+                                  "exception": "AssertionError", "message": "no"}]
     assert c.tool("run_test_class", className="TestInterrupts")["structuredContent"]["passed"] == 2
     assert worker_pid(c) == pid
 
@@ -222,7 +231,9 @@ def test_a_test_that_catches_the_deadlines_break_still_has_its_run_ended(deadlin
     assert not compiled.get("isError"), compiled
     for selector in ("test_exits", "test_swallows"):
         body = call_tool(c, "run_test_method", className="caught.TestCaughtBreak", selector=selector)
-        assert body["error"] == {"code": REQUEST_TIMEOUT, "message": TIMED_OUT + "soft break"}
+        assert (body["error"]["code"], body["error"]["message"]) == (REQUEST_TIMEOUT, TIMED_OUT + (
+            "soft break; the results of the tests that finished before it are in the error's data (partial)"))
+        assert body["error"]["data"]["partial"]["class"] == "caught.TestCaughtBreak"
     ran = c.tool("run_test_method", className="caught.TestCaughtBreak", selector="test_passes")
     assert ran["structuredContent"]["passed"] == 1
     assert worker_pid(c) == pid

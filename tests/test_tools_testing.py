@@ -457,11 +457,20 @@ def test_a_break_during_a_test_ends_the_run_and_reaches_the_break_machinery(
         interrupts.call("run_test_method", className="BreakTest", selector=selector)
 
 
-def test_a_soft_break_stops_the_tests_after_it(interrupts):
+def test_a_soft_break_stops_the_tests_after_it_and_carries_what_finished_before_it(interrupts):
     module = interrupts.view.module("zoo.test_interrupts")
-    with pytest.raises(SoftBreak):
+    with pytest.raises(SoftBreak) as broken:
         interrupts.call("run_test_class", className="SoftBreakTest")
     assert module.SoftBreakTest.ran == ["test_a_runs"]
+    # A deadline no longer throws away what the run had done (the worker puts it in the
+    # -32001 error's data): test_a passed, test_b was broken, test_c never ran.
+    partial = broken.value.partial
+    assert (partial["run"], partial["passed"], partial["notRun"]) == (1, 1, 1)
+    assert partial["interrupted"] == "zoo.test_interrupts.SoftBreakTest.test_b_soft"
+    with pytest.raises(SoftBreak) as listed:
+        interrupts.call("list_failing_tests", classNames=["SoftBreakTest"])
+    assert listed.value.partial == {"run": 1, "notRun": 1, "failing": [],
+                                    "interrupted": "zoo.test_interrupts.SoftBreakTest.test_b_soft"}
 
 
 @pytest.mark.parametrize("selector, cause", [

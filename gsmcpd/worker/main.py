@@ -358,7 +358,11 @@ class WorkerLoop:
             text = f"request interrupted: {interruption or type(interruption).__name__}"
             if view is not None and view.commit_count > commits_before:
                 text += _commits_stand(view, view.commit_count - commits_before)
-            return _error_for(message, jsonrpc.REQUEST_TIMEOUT, text)
+            partial = getattr(interruption, "partial", None)   # a test run's finished part
+            if partial is not None:
+                text += "; the results of the tests that finished before it are in the error's data (partial)"
+            return _error_for(message, jsonrpc.REQUEST_TIMEOUT, text,
+                              None if partial is None else {"partial": partial})
         except frames.FrameError as error:
             return _error_for(message, jsonrpc.INTERNAL_ERROR, f"cannot send a notification: {error}")
         except OSError:
@@ -392,11 +396,11 @@ def _unsendable(message, text: str):
     return _error_for(message, jsonrpc.INTERNAL_ERROR, text)
 
 
-def _error_for(message, code: int, text: str):
+def _error_for(message, code: int, text: str, data=None):
     """An error response for a request; None for a notification (nothing to answer)."""
     if not isinstance(message, dict) or "id" not in message:
         return None
-    return jsonrpc.error(message["id"], code, text)
+    return jsonrpc.error(message["id"], code, text, data)
 
 
 # -- router watchdog ---------------------------------------------------

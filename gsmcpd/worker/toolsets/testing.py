@@ -19,6 +19,7 @@ answers that error.
 
 from __future__ import annotations
 
+import contextlib
 import linecache
 import sys
 import unicodedata
@@ -28,7 +29,7 @@ from contextlib import redirect_stderr, redirect_stdout
 from gsmcpd.image import catalog
 from gsmcpd.worker.capture import Capture
 from gsmcpd.worker.registry import Tool
-from gsmcpd.worker.toolset import (HardBreak, ToolError, Toolset, array_prop, object_schema,
+from gsmcpd.worker.toolset import (BREAKS, HardBreak, ToolError, Toolset, array_prop, object_schema,
                                    raise_if_break, sendable, string_prop)
 from gsmcpd.worker.toolsets.browsing import CLASS_NAME, SELECTOR
 
@@ -48,6 +49,17 @@ class _Result(unittest.TestResult):
         # each hold a traceback of up to TRACEBACK_CAP characters for nothing.
         self._tracebacks = tracebacks
         self.output = None   # what the tests printed (a Capture), set by the run
+
+    started = None       # the last test started
+    interrupted = None   # the test a break landed in (_run): it has no outcome
+
+    def startTest(self, test):
+        super().startTest(test)
+        self.started = test
+
+    def break_landed(self) -> None:
+        if self.started is not None and not any(e["of"] == self.started.id() for e in self.outcomes):
+            self.interrupted = self.started
 
     def stopTest(self, test):
         super().stopTest(test)
@@ -334,13 +346,18 @@ class TestingToolset(Toolset):
             _guard_parts(test)
         result = _Result(test_done, tracebacks)
         result.output = output = Capture(OUTPUT_CAP)
-        with redirect_stdout(output), redirect_stderr(output):
-            try:
-                unittest.TestSuite(tests).run(result)
-            except BaseException as error:   # a class or module fixture's, or the break
-                raise_if_break(error)
-                raise
-        raise_if_break()    # a fixture that caught the break
+        try:
+            with redirect_stdout(output), redirect_stderr(output):
+                try:
+                    unittest.TestSuite(tests).run(result)
+                except BaseException as error:   # a class or module fixture's, or the break
+                    raise_if_break(error)
+                    raise
+            raise_if_break()    # a fixture that caught the break
+        except BREAKS as interruption:
+            result.break_landed()
+            interruption.result = result   # what finished before it (see _partial_on_break)
+            raise
         return result
 
     @staticmethod
@@ -356,8 +373,10 @@ class TestingToolset(Toolset):
         counts = {key: 0 for key in COUNTS.values()}
         for outcome in worst.values():
             counts[COUNTS[outcome]] += 1
-        return {"run": result.testsRun, **counts, "notRun": collected - result.testsRun,
-                "fixtureErrors": fixture_errors}
+        # A test a break landed in has no outcome: neither run nor not run, but named.
+        interrupted = {} if result.interrupted is None else {"interrupted": result.interrupted.id()}
+        return {"run": result.testsRun - len(interrupted), **counts, "notRun": collected - result.testsRun,
+                "fixtureErrors": fixture_errors, **interrupted}
 
     # -- tools -----------------------------------------------------------
 
@@ -373,13 +392,15 @@ class TestingToolset(Toolset):
     def run_test_class(self, arguments):
         qualified, cls = self._test_class(arguments["className"])
         tests = self._tests_of(cls)
-        result = self._run(tests, report_progress=True)
+        with _partial_on_break(lambda result: self._report(qualified, result, len(tests))):
+            result = self._run(tests, report_progress=True)
         return self._report(qualified, result, len(tests))
 
     def run_test_method(self, arguments):
         qualified, cls = self._test_class(arguments["className"])
         tests = self._tests_of(cls, arguments["selector"])
-        result = self._run(tests, report_progress=False)
+        with _partial_on_break(lambda result: self._report(qualified, result, len(tests))):
+            result = self._run(tests, report_progress=False)
         return self._report(qualified, result, len(tests))
 
     def _report(self, qualified: str, result: _Result, collected: int) -> dict:
@@ -405,12 +426,20 @@ class TestingToolset(Toolset):
         classes, unloaded = ((list(dict(self._test_class(name) for name in names).items()), [])
                              if names is not None else self._test_classes())
         tests = [test for _, cls in classes for test in self._tests_of(cls)]
-        result = self._run(tests, report_progress=True)
-        not_run = len(tests) - result.testsRun   # kept from running by a class or module fixture
+        with _partial_on_break(lambda result: self._failing_report(result, len(tests), unloaded)):
+            result = self._run(tests, report_progress=True)
+        return self._failing_report(result, len(tests), unloaded)
+
+    @staticmethod
+    def _failing_report(result: _Result, collected: int, unloaded: list[str]) -> dict:
+        not_run = collected - result.testsRun   # kept from running by a class or module fixture
+        run = result.testsRun - (result.interrupted is not None)   # one a break landed in: neither
         failed = [e for e in result.outcomes if e["outcome"] in FAILED]
         lines = [_with_said(f"{e['test']} ({e['outcome']})", e) for e in failed[:LISTED_CAP]]
-        ran = f"{result.testsRun} run" + (f", {not_run} not run" if not_run else "")
-        structured = {"run": result.testsRun, "notRun": not_run, "failing": _listed(failed)}
+        ran = f"{run} run" + (f", {not_run} not run" if not_run else "")
+        structured = {"run": run, "notRun": not_run, "failing": _listed(failed)}
+        if result.interrupted is not None:
+            structured["interrupted"] = result.interrupted.id()
         lines += _cap_note(failed, structured, "failingTotal")
         if unloaded:
             structured["notLoaded"] = unloaded
@@ -453,6 +482,20 @@ class TestingToolset(Toolset):
         if printed:
             structured["output"] = printed
         return {"text": "\n".join(lines).rstrip(), "structured": structured}
+
+
+@contextlib.contextmanager
+def _partial_on_break(report):
+    """A break ending a run carries the answer for the tests that finished before it
+    (`report(result)`'s structured content, as its `partial`): the worker puts it in the
+    -32001 error's data, so a deadline does not throw away a long run's results."""
+    try:
+        yield
+    except BREAKS as interruption:
+        result = getattr(interruption, "result", None)
+        if result is not None:
+            interruption.partial = report(result)["structured"]
+        raise
 
 
 def _test_named(cls: type, names: list[str], selector: str) -> str:
