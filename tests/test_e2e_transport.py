@@ -417,6 +417,9 @@ def test_a_client_writing_on_its_open_stream_is_not_read_without_limit(tmp_path)
 # router passes a call's progress on at most NOTIFY_BURST at once (then paced): those
 # alone must run past the backlog.
 FLOOD = "for step in range(15):\n    progress(step + 1, None, 'p' * 2_000_000)\n"
+# A fixed mmap threshold: glibc's moving one keeps freed 2 MB buffers on the heap once
+# one has been freed, so RSS would say nothing of what the router still holds.
+FLOOD_ENV = {"GS_MCP_TOOLSETS": "execution", "MALLOC_MMAP_THRESHOLD_": "131072"}
 
 
 def _flood_unread_streams(d, clients, code):
@@ -450,7 +453,7 @@ def _flooded_sessions(d, code):
 def test_a_reply_stream_dropped_for_not_reading_frees_its_backlog(tmp_path):
     # Its connection's idle timer, cancelled at the close, waits minutes in the
     # timer heap: it must not keep the connection and its unsent megabytes alive.
-    with Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution"}) as d:
+    with Daemon(tmp_path, env=FLOOD_ENV) as d:
         clients, before, socks = _flooded_sessions(d, FLOOD + "'done'")
         for c in clients:
             assert c.delete().status == 200
@@ -476,7 +479,7 @@ def test_a_client_gone_mid_body_leaves_none_of_it_behind(tmp_path):
 
 def test_a_reply_stream_dropped_while_its_call_runs_on_frees_its_backlog(tmp_path):
     # The call still in flight holds its connection, to answer on; not what it never sent.
-    with Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution"}) as d:
+    with Daemon(tmp_path, env=FLOOD_ENV) as d:
         clients, before, socks = _flooded_sessions(d, FLOOD + "import time\ntime.sleep(600)")
         rss_settles_under(d, before, 16 * 1024)
         assert clients[0].call("ping").status == 200     # the sessions, calls and all, go on
