@@ -84,7 +84,7 @@ def resolve_class(view: View, name: str) -> ClassRef:
     `module.Class` always resolves."""
     if not name or not all(part.isidentifier() for part in name.split(".")):
         raise ToolError("invalidParams", f"{echoed(name)!r} is not a class name")
-    name = unicodedata.normalize("NFKC", name)     # as Python reads identifiers: `Ｋ` is `K`
+    name = python_name(name)
     if "." in name:
         module, _, short = name.rpartition(".")
         if module == KERNEL:
@@ -119,7 +119,13 @@ def require_selector(selector: str) -> str:
     if not selector.isidentifier():
         raise ToolError("invalidParams", f"{echoed(selector)!r} is not a method name "
                         "(a Python identifier)")
-    return unicodedata.normalize("NFKC", selector)
+    return python_name(selector)
+
+
+def python_name(name: str) -> str:
+    """A (dotted) identifier as Python reads it, and so binds it: NFKC (`ﬁnd` is `find`,
+    `Ｋ` is `K`, a decomposed `ü` the composed one)."""
+    return unicodedata.normalize("NFKC", name)
 
 
 def echoed(text: str, limit: int = 200) -> str:

@@ -121,8 +121,7 @@ def methods_of(classdef: ast.ClassDef) -> list[ast.FunctionDef | ast.AsyncFuncti
 def method_nodes(classdef: ast.ClassDef, name: str) -> list:
     """The defs of `name`, spelled as written (`__secret`) or as the class binds it
     (`_Kitchen__secret`, what list_methods shows)."""
-    return [node for node in methods_of(classdef)
-            if name in (node.name, mangled(classdef.name, node.name))]
+    return [node for node in methods_of(classdef) if spelled(name, node.name, classdef.name)]
 
 
 def guarded_methods(classdef: ast.ClassDef) -> list[tuple[ast.stmt, object]]:
@@ -158,13 +157,19 @@ def _child_statements(node: ast.AST) -> list[ast.stmt]:
 def guarded_method_nodes(classdef: ast.ClassDef, name: str) -> list[tuple[ast.stmt, object]]:
     """guarded_methods of `name` (either spelling, as method_nodes)."""
     return [(statement, node) for statement, node in guarded_methods(classdef)
-            if name in (node.name, mangled(classdef.name, node.name))]
+            if spelled(name, node.name, classdef.name)]
 
 
 def statement_kind(statement: ast.stmt) -> str:
     """`try`, `if`, `with`... as the statement is written."""
     return {"AsyncWith": "async with", "AsyncFor": "async for", "TryStar": "try"}.get(
         type(statement).__name__, type(statement).__name__.lower())
+
+
+def spelled(selector: str, name: str, class_name: str | None) -> bool:
+    """Whether `selector` names `name`, written in class `class_name` (None: outside any
+    class): as written, or as the class binds it (a private `__name` in C is `_C__name`)."""
+    return selector == name or (class_name is not None and selector == mangled(class_name, name))
 
 
 def mangled(class_name: str, name: str) -> str:
@@ -230,7 +235,7 @@ def put_class(source: str, name: str, class_text: str) -> str:
     tree = ast.parse(source)
     node = top_level_class(tree, name)
     nl = newline_of(source)
-    text = _with_newlines(dedent_code(class_text).strip("\r\n") + "\n", nl)
+    text = with_newlines(dedent_code(class_text).strip("\r\n") + "\n", nl)
     if node is None:
         return _append_block(source, text, blank_lines=2)
     return _replace(source, first_line(node), node.end_lineno, text)
@@ -258,7 +263,7 @@ def put_method(source: str, class_name: str, method_text: str) -> tuple[str, boo
     method = defs[0]
     lines = lines_of(source)
     nl = newline_of(source)
-    text = _with_newlines(indent_code(method_text, _body_indent(lines, classdef)), nl)
+    text = with_newlines(indent_code(method_text, _body_indent(lines, classdef)), nl)
     existing = replaced_by(classdef, method.name, defs)
     if existing:
         # Later duplicates go first so earlier line numbers stay valid; the blank lines
@@ -329,7 +334,7 @@ def with_methods(class_text: str, class_name: str, source: str, methods: list) -
             nl = newline_of(class_text)
             indented = indent_code(dedent_code(text).strip("\r\n") + "\n", _body_indent(lines, classdef))
             class_text = _insert_before(class_text, _block_start(lines, user),
-                                        _with_newlines(indented, nl) + nl)
+                                        with_newlines(indented, nl) + nl)
     return class_text
 
 
@@ -432,7 +437,7 @@ def set_class_docstring(source: str, class_name: str, comment: str) -> str:
     indent = _body_indent(lines, classdef)
     nl = newline_of(source)
     current = docstring_node(classdef)
-    literal = _with_newlines(docstring_literal(comment), nl)
+    literal = with_newlines(docstring_literal(comment), nl)
     if current is not None:
         # What shares the docstring's first and last lines stays: `"""d"""; x = 1`.
         before = _before_column(lines[current.lineno - 1], current.col_offset)
@@ -555,7 +560,7 @@ def _strip_indent(lines: list[str], indent: str) -> str:
                    for n, line in enumerate(lines, 1))
 
 
-def _with_newlines(text: str, nl: str) -> str:
+def with_newlines(text: str, nl: str) -> str:
     """`text` with every line ending (\\n, \\r\\n or \\r, as a client may send any)
     made the module's own; Python reads all three alike, so no value changes."""
     return "".join(line.rstrip("\r\n") + nl if line.endswith(("\n", "\r")) else line

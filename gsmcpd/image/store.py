@@ -38,6 +38,7 @@ from gsmcpd.image.dirfd import (ImageDirs, UntrustedLink, fsync_dir as _fsync_di
                                 trusted_owners)
 
 STATE_DIR = ".gsmcpd"
+UNREADABLE = object()   # ImageStore._contents: there, but this account may not read it
 LOCK_NAME = "lock"
 JOURNAL_NAME = "journal.jsonl"
 COUNT_NAME = "journal.count"
@@ -298,10 +299,17 @@ class ImageStore:
     def _read(self, rel: str) -> bytes | None:
         """A file's bytes; None if it is missing or this account may not read it
         (per-user workers: what an account may not read, it does not see)."""
+        data = self._contents(rel)
+        return None if data is UNREADABLE else data
+
+    def _contents(self, rel: str) -> bytes | None | object:
+        """A file's bytes, None if it is missing, UNREADABLE if this account may not read it."""
         try:
             return _file_bytes(os.path.join(self.root, rel))
-        except (FileNotFoundError, PermissionError):
+        except FileNotFoundError:
             return None
+        except PermissionError:
+            return UNREADABLE
 
     def _scan(self, intent: dict | None = None) -> list[str]:
         """Relative paths of importable module files: hidden dirs, caches and
@@ -471,9 +479,10 @@ class ImageStore:
                     modules = self._scan() if modules is None else modules
                     for other in modules:
                         if other.startswith(package) and other not in changes:
-                            if self._unreadable(other):
+                            data = self._contents(other)
+                            if data is UNREADABLE:
                                 unreadable.add(other)
-                            elif sha256(self._read(other)) != base_hashes.get(other):
+                            elif sha256(data) != base_hashes.get(other):
                                 conflicts.add(other)
                 continue
             for init in packages_of(rel):
@@ -481,20 +490,11 @@ class ImageStore:
                         and not os.path.isfile(os.path.join(self.root, init))):
                     conflicts.add(init)
             twin = other_form(rel)
-            if (base_hashes.get(rel) is None and twin not in changes and base_hashes.get(twin) is None
-                    and os.path.isfile(os.path.join(self.root, twin))):
-                (unreadable if self._unreadable(twin) else conflicts).add(twin)
+            if base_hashes.get(rel) is None and twin not in changes and base_hashes.get(twin) is None:
+                data = self._contents(twin)
+                if data is not None:
+                    (unreadable if data is UNREADABLE else conflicts).add(twin)
         return sorted(conflicts), sorted(unreadable)
-
-    def _unreadable(self, rel: str) -> bool:
-        """Whether `rel` is there but this account may not read it (_read says None)."""
-        try:
-            _file_bytes(os.path.join(self.root, rel))
-        except PermissionError:
-            return True
-        except OSError:
-            return False
-        return False
 
     def has_commit(self, commit_id: str) -> bool:
         """True once the commit named `commit_id` is decided (applied or pending).

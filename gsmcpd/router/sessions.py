@@ -372,16 +372,15 @@ class SessionManager:
         now = self.loop.time()
         if call.pacer is None:
             call.pacer = Pacer(now)
-        send, wake = call.pacer.offer(body, now)
-        if send is not None:
-            self._notify(session, call, send)
-        elif wake is not None:
-            self.loop.call_later(wake, lambda: self._notify_due(session, call))
+        self._paced(session, call, *call.pacer.offer(body, now))
 
     def _notify_due(self, session, call):
         if call is not session.inflight:   # answered (its pending one went first), or ended
             return
-        send, wake = call.pacer.due(self.loop.time())
+        self._paced(session, call, *call.pacer.due(self.loop.time()))
+
+    def _paced(self, session, call, send, wake):
+        """What the pacer said: send one now, or come back in `wake` seconds (or neither)."""
         if send is not None:
             self._notify(session, call, send)
         elif wake is not None:

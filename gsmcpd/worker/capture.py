@@ -8,22 +8,20 @@ import io
 
 
 class Capture(io.StringIO):
-    """Keeps the first `cap` characters written and counts the rest (None: keeps all), so
+    """Keeps the first `cap` characters written and counts the rest, so
     code printing gigabytes does not fill the worker's memory. Every thread's writes are
     the call's while it runs, as a notebook's running cell takes them: a thread pool or
     consumer an earlier call made does this call's work."""
 
     encoding = "utf-8"   # as a terminal's stream says (StringIO's is None: `.encoding.lower()` fails)
 
-    def __init__(self, cap: int | None = None):
+    def __init__(self, cap: int):
         super().__init__()
         self.cap = cap
         self.cut = 0
         self.buffer = BytesOutput(self)
 
     def write(self, text: str) -> int:
-        if self.cap is None:
-            return super().write(text)
         room = max(0, self.cap - self.tell())
         self.cut += max(0, len(text) - room)
         return super().write(text[:room]) + max(0, len(text) - room)

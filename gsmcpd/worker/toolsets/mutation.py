@@ -339,6 +339,7 @@ class MutationToolset(Toolset):
         """Make the live class lose the method, keeping what the source still binds
         to that name (a class attribute the def shadowed)."""
         value = missing = object()
+        bound = splice.mangled(ref.name, selector)     # `__secret` is bound as `_Kitchen__secret`
         if splice.attribute_nodes(splice.top_level_class(ast.parse(new_source), ref.name), selector):
             module = self.view.module(ref.module)
             filename = self.view.filename(self.view.relpath(ref.module))
@@ -346,8 +347,7 @@ class MutationToolset(Toolset):
                 evaluated = live.evaluate_class(module, filename, new_source, ref.name)
             except Exception as error:
                 raise definition_error(error) from None
-            value = vars(evaluated).get(splice.mangled(ref.name, selector), missing)
-        bound = splice.mangled(ref.name, selector)     # `__secret` is bound as `_Kitchen__secret`
+            value = vars(evaluated).get(bound, missing)
         if value is not missing:
             live.set_members(cls, {bound: value})
         elif bound in vars(cls):

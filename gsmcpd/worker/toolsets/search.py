@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import unicodedata
 
 from gsmcpd.image import catalog, splice
 from gsmcpd.image.view import KERNEL
@@ -38,13 +37,6 @@ def code_units(view, module_filter: str | None = None):
                     yield module, f"{module}.{node.name}.{method.name}", method, node.name
 
 
-def spelled(selector: str, name: str, class_name: str | None) -> bool:
-    """`name`, written in class `class_name`, is `selector` as written or as bound
-    (a private `__name` in class C is `_C__name`)."""
-    return selector == name or (class_name is not None
-                                and selector == splice.mangled(class_name, name))
-
-
 def capped(hits: list[str], what: str, unsearched: list[str] = ()) -> dict:
     """`what` names the hits for the empty answer: "no {what}"; `unsearched` says
     why modules were left out (they do not compile), so "no ..." is not taken as all."""
@@ -66,10 +58,6 @@ def required_text(arguments: dict, key: str) -> str:
     if not arguments[key]:
         raise ToolError("invalidParams", f"{key} must not be empty")
     return arguments[key]
-
-
-def _lf(text: str) -> str:
-    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 class SearchToolset(Toolset):
@@ -100,7 +88,7 @@ class SearchToolset(Toolset):
         selector = catalog.require_selector(required_text(arguments, "selector"))
         hits = []
         for module, label, node, owner in code_units(self.view):
-            if owner is not None and spelled(selector, node.name, owner):
+            if owner is not None and splice.spelled(selector, node.name, owner):
                 hits.append(label.rpartition(".")[0])
         hits = list(dict.fromkeys(hits))    # a property's defs, or overloads: one implementor
         for name in catalog.kernel_classes():
@@ -113,7 +101,7 @@ class SearchToolset(Toolset):
         if not all(part.isidentifier() for part in name.split(".")):
             raise ToolError("invalidParams", f"{catalog.echoed(name)!r} is not a global name "
                             "(a Python identifier, or a dotted one: module.Class)")
-        name = unicodedata.normalize("NFKC", name)     # as Python reads identifiers
+        name = catalog.python_name(name)
         short = name.rpartition(".")[2]
         hits = []
         for module, label, node, _ in code_units(self.view):
@@ -131,7 +119,7 @@ class SearchToolset(Toolset):
         for module, label, node, owner in code_units(self.view):
             for sub in ast.walk(node):
                 if isinstance(sub, ast.Call) and (
-                        (isinstance(sub.func, ast.Attribute) and spelled(selector, sub.func.attr, owner))
+                        (isinstance(sub.func, ast.Attribute) and splice.spelled(selector, sub.func.attr, owner))
                         or (isinstance(sub.func, ast.Name) and sub.func.id == selector)):
                     hits.append(label)
                     break
@@ -144,8 +132,8 @@ class SearchToolset(Toolset):
             catalog.require_module(self.view, module_filter)
         # Lines end in \n here whatever the module's own endings (CRLF, CR), as they do
         # in the pattern a client writes.
-        pattern = _lf(pattern)
+        pattern = splice.with_newlines(pattern, "\n")
         hits = [label for module, label, node, _ in code_units(self.view, module_filter)
-                if pattern in _lf(splice.segment(self.view.source(module), node))]
+                if pattern in splice.with_newlines(splice.segment(self.view.source(module), node), "\n")]
         return capped(hits, f"methods containing {catalog.echoed(pattern)!r}",
                       catalog.uncompiled(self.view, module_filter))

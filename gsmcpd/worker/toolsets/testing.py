@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import linecache
 import sys
-import unicodedata
 import unittest
 from contextlib import redirect_stderr, redirect_stdout
 
@@ -60,6 +59,12 @@ class _Result(unittest.TestResult):
     def break_landed(self) -> None:
         if self.started is not None and not any(e["of"] == self.started.id() for e in self.outcomes):
             self.interrupted = self.started
+
+    def tally(self, collected: int) -> dict:
+        """run, notRun of the `collected` tests (kept from running by a class or module
+        fixture, or by a break), and the one a break landed in: neither, but named."""
+        interrupted = {} if self.interrupted is None else {"interrupted": self.interrupted.id()}
+        return {"run": self.testsRun - len(interrupted), "notRun": collected - self.testsRun, **interrupted}
 
     def stopTest(self, test):
         super().stopTest(test)
@@ -373,10 +378,8 @@ class TestingToolset(Toolset):
         counts = {key: 0 for key in COUNTS.values()}
         for outcome in worst.values():
             counts[COUNTS[outcome]] += 1
-        # A test a break landed in has no outcome: neither run nor not run, but named.
-        interrupted = {} if result.interrupted is None else {"interrupted": result.interrupted.id()}
-        return {"run": result.testsRun - len(interrupted), **counts, "notRun": collected - result.testsRun,
-                "fixtureErrors": fixture_errors, **interrupted}
+        tally = result.tally(collected)
+        return {"run": tally.pop("run"), **counts, **tally, "fixtureErrors": fixture_errors}
 
     # -- tools -----------------------------------------------------------
 
@@ -432,14 +435,11 @@ class TestingToolset(Toolset):
 
     @staticmethod
     def _failing_report(result: _Result, collected: int, unloaded: list[str]) -> dict:
-        not_run = collected - result.testsRun   # kept from running by a class or module fixture
-        run = result.testsRun - (result.interrupted is not None)   # one a break landed in: neither
+        tally = result.tally(collected)
         failed = [e for e in result.outcomes if e["outcome"] in FAILED]
         lines = [_with_said(f"{e['test']} ({e['outcome']})", e) for e in failed[:LISTED_CAP]]
-        ran = f"{run} run" + (f", {not_run} not run" if not_run else "")
-        structured = {"run": run, "notRun": not_run, "failing": _listed(failed)}
-        if result.interrupted is not None:
-            structured["interrupted"] = result.interrupted.id()
+        ran = f"{tally['run']} run" + (f", {tally['notRun']} not run" if tally["notRun"] else "")
+        structured = {**tally, "failing": _listed(failed)}
         lines += _cap_note(failed, structured, "failingTotal")
         if unloaded:
             structured["notLoaded"] = unloaded
@@ -501,7 +501,7 @@ def _partial_on_break(report):
 def _test_named(cls: type, names: list[str], selector: str) -> str:
     """The test method `selector` names, read as Python reads identifiers (NFKC: a
     decomposed `ü` or `ﬁ` names the method the source spells composed), else notFound."""
-    for name in (selector, unicodedata.normalize("NFKC", selector)):
+    for name in (selector, catalog.python_name(selector)):
         if name in names:
             return name
     raise ToolError("notFound", f"{cls.__qualname__} has no test method {catalog.echoed(selector)} "
