@@ -95,14 +95,17 @@ import multiprocessing.resource_tracker as tracker
 """
 
 
-def test_a_worker_holds_only_stdio_and_its_own_socket(tmp_path):
+def test_a_worker_holds_only_stdio_its_own_socket_and_the_routers_pidfd(tmp_path):
     # The spawner's tree holds multiprocessing's pipes (the forkserver's alive pipe,
     # the resource tracker's) and the control socket: none may reach user code.
     with Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution", "GS_MCP_SPARE_WORKERS": "1"}) as daemon:
         fds, tracker_fd = eval(tool_text(session(daemon).tool("execute_code", code=LIST_FDS_AND_TRACKER)))
         assert [fd for fd, _ in fds][:3] == [0, 1, 2]
-        others = [target for fd, target in fds if fd > 2]
-        assert len(others) == 1 and others[0].startswith("socket:"), fds
+        # Its frame socket, and the watchdog's pidfd of the router (nothing opened now
+        # and then: a file the watchdog read the router's state from was seen here).
+        others = sorted(target for fd, target in fds if fd > 2)
+        assert len(others) == 2 and others[0] == "anon_inode:[pidfd]", fds
+        assert others[1].startswith("socket:"), fds
         assert tracker_fd is None
 
 

@@ -393,21 +393,41 @@ def test_stop_frame_ends_the_worker():
     channel.close()
 
 
-def _run_with_a_quick_watchdog(sock, router_pid):
-    """worker_main.run with the router pid checked every 0.3 s instead of every 3 s."""
+def _run_without_pidfds(sock, router_pid):
+    """worker_main.run as on a kernel without pidfds, the router's pid checked every 0.3 s."""
+    del os.pidfd_open
     worker_main.WATCHDOG_INTERVAL = 0.3
     worker_main.run(sock, router_pid)
 
 
-def test_watchdog_ends_the_worker_when_the_router_is_gone():
+@pytest.mark.parametrize("target", [worker_main.run, _run_without_pidfds], ids=["pidfd", "pid-check"])
+@pytest.mark.parametrize("reaped", [True, False], ids=["reaped", "zombie"])
+def test_watchdog_ends_the_worker_when_the_router_is_gone(target, reaped):
     router = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
-    channel = Channel(router_pid=router.pid, target=_run_with_a_quick_watchdog)
+    channel = Channel(router_pid=router.pid, target=target)
     try:
         assert channel.prepare()["ok"] is True
         router.kill()
-        router.wait()
+        if reaped:
+            router.wait()
+        # Our socket end is still open: the watchdog did it, also while the router
+        # is dead but not yet reaped (kill(pid, 0) still finds it then).
         channel.process.join(WAIT)
-        assert channel.process.exitcode == 0     # our socket end is still open: the watchdog did it
+        assert channel.process.exitcode == 0
+    finally:
+        router.kill()
+        router.wait()
+        channel.close()
+
+
+def test_the_watchdog_does_not_end_a_worker_whose_router_lives():
+    router = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    channel = Channel(router_pid=router.pid, target=_run_without_pidfds)
+    try:
+        assert channel.prepare()["ok"] is True
+        time.sleep(1)                             # a few of the 0.3 s pid checks
+        assert channel.process.is_alive()
+        assert text_of(channel.reply(channel.execute("6 * 7"))) == "42"
     finally:
         router.kill()
         router.wait()

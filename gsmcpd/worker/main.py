@@ -33,7 +33,7 @@ __all__ = ["run", "HardBreak", "WorkerLoop"]
 
 log = logging.getLogger("gsmcpd.worker")
 
-WATCHDOG_INTERVAL = 3.0   # seconds between pid checks; a closed socket is seen at once
+WATCHDOG_INTERVAL = 3.0   # seconds between pid checks where there is no pidfd
 LOG_SEND_WAIT = 1.0       # seconds a log record waits for the socket before going to stderr
 RECV_SIZE = 64 * 1024  # bigger recv buffers cost an mmap/munmap per call (~25 us)
 
@@ -421,15 +421,24 @@ def _watch_router(sock: socket.socket, router_pid: int) -> None:
     """End the worker when its router is gone, even while a tool runs.
 
     The kernel closes a dead router's end of the socketpair, which poll reports as
-    POLLRDHUP at once, with no wake-ups in between (a thousand idle workers must
-    not poll the CPU awake). The pid check every few seconds covers a router that
-    is gone while something else still holds its end of the socket.
+    POLLRDHUP at once; a pidfd of the router becomes readable when it exits, which
+    covers a router gone while something else still holds its end of the socket.
+    Neither wakes the thread until then (a thousand idle workers must not poll the
+    CPU awake). Where pidfds are missing (Linux before 5.3), the router's pid is
+    checked every few seconds instead.
     """
     poller = select.poll()
     poller.register(sock.fileno(), select.POLLRDHUP)
-    while _process_exists(router_pid):
-        if poller.poll(WATCHDOG_INTERVAL * 1000):
-            break
+    try:
+        poller.register(os.pidfd_open(router_pid), select.POLLIN)
+    except ProcessLookupError:
+        pass                                    # gone already
+    except (AttributeError, OSError):
+        while _process_exists(router_pid):
+            if poller.poll(WATCHDOG_INTERVAL * 1000):
+                break
+    else:
+        poller.poll()
     end_process()
 
 
