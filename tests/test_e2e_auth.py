@@ -424,11 +424,14 @@ def test_another_users_token_on_a_session_is_404_and_logged(daemon, idp):
 
 
 def test_an_expired_token_mid_session_is_401_and_a_fresh_one_keeps_the_session(daemon, idp):
-    client = AuthClient(daemon.port, idp.mint(sub="carol", exp=int(time.time()) + 2 - LEEWAY))
+    client = AuthClient(daemon.port, idp.mint(sub="carol"))
     client.initialize()
+    # A token good for 2-3 s more (exp + leeway), taken after the initialize, whose worker
+    # may take a while on a busy machine: the ping it must pass is all the window holds.
+    client.token = idp.mint(sub="carol", exp=int(time.time()) + 3 - LEEWAY)
     assert client.call("ping").status == 200
-    # The token that opened the session runs out (exp + leeway passes) while the session lives.
-    assert wait_until(lambda: client.call("ping").status == 401, timeout=5, interval=0.2)
+    # That token runs out (exp + leeway passes) while the session lives.
+    assert wait_until(lambda: client.call("ping").status == 401, timeout=15, interval=0.2)
     resp = client.call("ping")
     assert resp.header("www-authenticate") == challenge(daemon, "invalid_token", "token expired")
     client.token = idp.mint(sub="carol")
@@ -567,8 +570,11 @@ def open_stream(client, timeout):
 
 
 def test_a_stream_ends_when_the_token_that_opened_it_expires(daemon, idp):
-    client = AuthClient(daemon.port, idp.mint(sub="erin", exp=int(time.time()) + 2 - LEEWAY))
+    client = AuthClient(daemon.port, idp.mint(sub="erin"))
     client.initialize()
+    # The stream's token is good for 2-3 s more, minted after the initialize (whose worker
+    # may take a while on a busy machine), so that only the GET must fit in that window.
+    client.token = idp.mint(sub="erin", exp=int(time.time()) + 3 - LEEWAY)
     _, resp = open_stream(client, timeout=15)
     assert resp.read() == b""   # the server ends the stream by itself once the token runs out
     assert wait_until(lambda: "stream ended, the token behind it expired" in daemon.log_text())
@@ -580,9 +586,12 @@ def test_with_keep_stream_a_stream_outlives_its_token_and_requests_still_need_a_
     server, daemon = start_auth_daemon(tmp_path, MCP_TOKEN_EXPIRY="keep-stream",
                                        GS_MCP_KEEPALIVE_INTERVAL="0.5", GS_MCP_STREAM_LOSS_GRACE="0")
     try:
-        expires = time.time() + 2.5   # exp plus the leeway
-        client = AuthClient(daemon.port, server.idp.mint(sub="erin", exp=int(expires) - LEEWAY))
+        client = AuthClient(daemon.port, server.idp.mint(sub="erin"))
         client.initialize()
+        # The stream's token, minted after the initialize (whose worker may take a while
+        # on a busy machine): only the GET must fit in the 1.5-2.5 s it has left.
+        expires = time.time() + 2.5   # exp plus the leeway
+        client.token = server.idp.mint(sub="erin", exp=int(expires) - LEEWAY)
         conn, stream = open_stream(client, timeout=10)
         while time.time() < expires + 2:   # keepalives go on arriving after the token's end
             assert stream.readline() != b"", "the stream ended"

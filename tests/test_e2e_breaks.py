@@ -324,7 +324,9 @@ def test_cancelling_a_queued_call_drops_it_unrun(cancels, tmp_path):
     running = Exchange(cancels.port, "POST", c.session, execute(1, runs_until(started, release)))
     assert wait_until(started.exists)
     queued = Exchange(cancels.port, "POST", c.session, execute(2, "open(%r, 'w').close()" % str(ran)))
-    time.sleep(0.3)  # let it reach the session's queue
+    # It waits in the session's queue (a cancel that came first would name no call yet).
+    assert wait_until(lambda: [row["queued"] for row in cancels.status().get("sessions", ())
+                               if row["id"] == c.session] == [1], timeout=30)
     assert c.post(cancel(2)).status == 202
     assert queued.wait_head() == 202
     assert queued.next() == ("body", b"")

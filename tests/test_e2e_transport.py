@@ -155,20 +155,21 @@ def test_get_opens_an_sse_stream_with_keepalives(daemon):
     conn.close()
 
 
-def test_two_requests_on_one_session_are_answered_in_order(daemon, client):
+def test_two_requests_on_one_session_are_answered_in_order(daemon, client, tmp_path):
     # The worker's own record of what ran when: the second request, sent on another
     # connection while the first runs, must run after it, never beside it.
     client.tool("execute_code", code="ran = []")
     results = {}
+    started = tmp_path / "started"
 
     def slow():
         results["slow"] = client.tool("execute_code",
-                                      code="import time\nran.append('slow-start')\ntime.sleep(1)\n"
-                                           "ran.append('slow-end')\n'slow'")
+                                      code="import time\nran.append('slow-start')\nopen(%r, 'w').close()\n"
+                                           "time.sleep(1)\nran.append('slow-end')\n'slow'" % str(started))
 
     t = threading.Thread(target=slow)
     t.start()
-    time.sleep(0.3)
+    assert wait_until(started.exists, timeout=30)   # it runs: the second is sent behind it
     second = Client(daemon.port)
     second.session = client.session
     fast = second.tool("execute_code", code="ran.append('fast')\nlist(ran)")
@@ -720,7 +721,9 @@ def test_delete_stops_a_running_call_at_once(daemon, tmp_path):
     c.initialize()
     pid = worker_pid(c)
     started, finished = tmp_path / "started", tmp_path / "finished"
-    code = "open(%r, 'w').close()\nimport time\ntime.sleep(1)\nopen(%r, 'w').close()" % (str(started), str(finished))
+    # 5 s: time enough for the DELETE to arrive on a busy machine, and a call left to run on
+    # would still finish (and be seen) within the wait for its worker's end below.
+    code = "open(%r, 'w').close()\nimport time\ntime.sleep(5)\nopen(%r, 'w').close()" % (str(started), str(finished))
     call = Exchange(daemon.port, "POST", c.session, {"jsonrpc": "2.0", "id": "doomed", "method": "tools/call",
                     "params": {"name": "execute_code", "arguments": {"code": code}}}, accept="application/json")
     assert wait_until(started.exists)
