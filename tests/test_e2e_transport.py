@@ -273,8 +273,8 @@ def test_router_death_takes_its_workers_with_it(tmp_path):
     assert wait_until(lambda: len(worker_pids(d.proc.pid)) >= 2)
     pids = worker_pids(d.proc.pid)
     os.kill(d.proc.pid, signal.SIGKILL)
-    d.proc.wait(5)
-    assert wait_until(lambda: not any(pid_alive(p) for p in pids), timeout=10), pids
+    d.proc.wait(30)
+    assert wait_until(lambda: not any(pid_alive(p) for p in pids), timeout=30), pids
 
 
 def test_sigterm_stops_everything_and_exits_0(tmp_path):
@@ -284,8 +284,8 @@ def test_sigterm_stops_everything_and_exits_0(tmp_path):
     assert wait_until(lambda: worker_pids(d.proc.pid))
     pids = worker_pids(d.proc.pid)
     d.proc.send_signal(signal.SIGTERM)
-    assert d.proc.wait(5) == 0
-    assert wait_until(lambda: not any(pid_alive(p) for p in pids), timeout=5)
+    assert d.proc.wait(30) == 0      # bounds for a busy machine: each wait ends on success
+    assert wait_until(lambda: not any(pid_alive(p) for p in pids), timeout=30)
 
 
 def test_sessions_beyond_the_maximum_are_refused_with_503(tmp_path):

@@ -134,9 +134,9 @@ def test_what_any_thread_prints_while_a_call_runs_is_that_calls_output(executing
     # A thread an earlier call started (a pool, a consumer) works for the call running
     # now, as a notebook's running cell takes what any thread prints.
     run(executing, "import threading\ngo, done = threading.Event(), threading.Event()\n"
-                   "def chatter():\n    go.wait(5)\n    print('from the earlier thread')\n    done.set()\n"
+                   "def chatter():\n    go.wait(30)\n    print('from the earlier thread')\n    done.set()\n"
                    "threading.Thread(target=chatter).start()")
-    later = run(executing, "go.set()\ndone.wait(5)\nprint('mine')")
+    later = run(executing, "go.set()\ndone.wait(30)\nprint('mine')")
     assert later["structuredContent"]["stdout"] == "from the earlier thread\nmine\n", later
     joined = run(executing, "t = threading.Thread(target=print, args=('joined',))\nt.start()\nt.join()")
     assert joined["structuredContent"]["stdout"] == "joined\n"

@@ -52,8 +52,10 @@ def run(sock: socket.socket, router_pid: int) -> None:
     os.register_at_fork(after_in_child=loop.forked)
     # A bare thread: threading.Thread's bookkeeping and start handshake were two
     # thirds of this thread's cost to every new worker (80 page faults against 28),
-    # and the watchdog needs none of it (it ends the process with os._exit).
-    _thread.start_new_thread(_watch_router, (sock, router_pid))
+    # and the watchdog needs none of it (it ends the process with os._exit). Its pidfd
+    # is opened here, not in the thread: the worker's descriptors are then the same
+    # whenever the user's code looks, however late the thread first runs.
+    _thread.start_new_thread(_watch_router, (sock, router_pid, _open_pidfd(router_pid)))
     loop.serve()
     # Nothing is left to clean up that the kernel does not: skipping interpreter and
     # multiprocessing teardown frees the CPU for the sessions still running.
@@ -417,7 +419,20 @@ def _batch_scheduling() -> None:
         log.info("worker %d: SCHED_BATCH unavailable (%s)", os.getpid(), error)
 
 
-def _watch_router(sock: socket.socket, router_pid: int) -> None:
+GONE = -1   # what _open_pidfd says of a process that has exited already
+
+
+def _open_pidfd(pid: int) -> int | None:
+    """A pidfd of `pid`; GONE if it has exited already; None where there are no pidfds."""
+    try:
+        return os.pidfd_open(pid)
+    except ProcessLookupError:
+        return GONE
+    except (AttributeError, OSError):
+        return None
+
+
+def _watch_router(sock: socket.socket, router_pid: int, pidfd: int | None) -> None:
     """End the worker when its router is gone, even while a tool runs.
 
     The kernel closes a dead router's end of the socketpair, which poll reports as
@@ -429,15 +444,12 @@ def _watch_router(sock: socket.socket, router_pid: int) -> None:
     """
     poller = select.poll()
     poller.register(sock.fileno(), select.POLLRDHUP)
-    try:
-        poller.register(os.pidfd_open(router_pid), select.POLLIN)
-    except ProcessLookupError:
-        pass                                    # gone already
-    except (AttributeError, OSError):
+    if pidfd is None:
         while _process_exists(router_pid):
             if poller.poll(WATCHDOG_INTERVAL * 1000):
                 break
-    else:
+    elif pidfd != GONE:
+        poller.register(pidfd, select.POLLIN)
         poller.poll()
     end_process()
 
