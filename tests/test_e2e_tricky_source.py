@@ -184,6 +184,15 @@ def test_a_method_of_several_defs_has_one_implementor(c):
         assert structured(c, "find_implementors", selector=selector)["results"] == ["tricky.Kitchen"]
 
 
+def test_a_method_of_several_defs_is_one_hit_of_each_search(c):
+    # Each matching def was a hit: the getter and setter both read _size, both overload
+    # signatures are decorated @overload.
+    assert structured(c, "search_method_source", pattern="self._size", dictionaryName="tricky") == {
+        "results": ["tricky.Kitchen.size"], "total": 1}
+    assert structured(c, "find_references_to", name="overload") == {
+        "results": ["tricky.Kitchen.conv"], "total": 1, "notSearched": [BROKEN]}
+
+
 def test_senders_are_calls_as_written_wherever_they_are_and_not_getattr(c):
     # In a lambda, a comprehension, a default argument; not a getattr with a string.
     assert structured(c, "find_senders", selector="shout")["results"] == ["tricky.Kitchen.callers"]

@@ -283,6 +283,40 @@ class Box:
         assert result == {"results": ["zoo.shapes.Box"], "total": 1}, selector
 
 
+def test_a_method_written_as_several_defs_is_one_sender_reference_and_match(client):
+    # Each def that matched was listed: a property's getter and setter both sending
+    # compute() came back as Box.size twice, and the total counted it twice.
+    client.view.add_module("zoo.sizes", '''\
+from typing import TYPE_CHECKING
+
+
+class Box:
+    @property
+    def size(self):
+        return compute(self._size)
+
+    @size.setter
+    def size(self, value):
+        self._size = compute(value)
+
+    if TYPE_CHECKING:
+        def fit(self) -> int: return compute(0)
+    else:
+        def fit(self):
+            return compute(1)
+
+
+def compute(x):
+    return x
+''')
+    expected = {"results": ["zoo.sizes.Box.size", "zoo.sizes.Box.fit"], "total": 2}
+    assert client.ok("find_senders", selector="compute")["structuredContent"] == expected
+    assert client.ok("find_references_to", name="compute")["structuredContent"] == expected
+    assert client.ok("search_method_source", pattern="compute(",
+                     dictionaryName="zoo.sizes")["structuredContent"] == {
+        "results": expected["results"] + ["zoo.sizes.compute"], "total": 3}
+
+
 GUARDED = '''\
 from typing import TYPE_CHECKING
 

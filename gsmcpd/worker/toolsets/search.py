@@ -39,7 +39,10 @@ def code_units(view, module_filter: str | None = None):
 
 def capped(hits: list[str], what: str, unsearched: list[str] = ()) -> dict:
     """`what` names the hits for the empty answer: "no {what}"; `unsearched` says
-    why modules were left out (they do not compile), so "no ..." is not taken as all."""
+    why modules were left out (they do not compile), so "no ..." is not taken as all.
+    A method written as several defs (a property's getter and setter, overloads, defs
+    under a class-level if/else) is one hit, however many of its defs match."""
+    hits = list(dict.fromkeys(hits))
     first = hits[:CAP]
     note = f"showing {CAP} of {len(hits)}" if len(hits) > CAP else None
     text = "\n".join(first) if first else f"no {what}"
@@ -90,7 +93,6 @@ class SearchToolset(Toolset):
         for module, label, node, owner in code_units(self.view):
             if owner is not None and splice.spelled(selector, node.name, owner):
                 hits.append(label.rpartition(".")[0])
-        hits = list(dict.fromkeys(hits))    # a property's defs, or overloads: one implementor
         for name in catalog.kernel_classes():
             if selector in vars(getattr(builtins, name)):
                 hits.append(f"{KERNEL}.{name}")
@@ -129,6 +131,7 @@ class SearchToolset(Toolset):
         pattern = required_text(arguments, "pattern")
         module_filter = arguments.get("dictionaryName")
         if module_filter is not None:
+            module_filter = catalog.python_name(module_filter)
             catalog.require_module(self.view, module_filter)
         # Lines end in \n here whatever the module's own endings (CRLF, CR), as they do
         # in the pattern a client writes.
