@@ -418,6 +418,31 @@ def test_an_init_file_at_the_image_root_names_no_dictionary(image, daemon):
         (image / "__init__.py").unlink()
 
 
+def test_a_dictionary_name_is_read_as_an_import_statement_reads_it(image, c):
+    # `import ｗide.ｍod` imports wide.mod (NFKC); add_dictionary made ｗide/ｍod.py, which
+    # no import statement could reach, and listed it as a dictionary of its own.
+    ok(c, "add_dictionary", dictionaryName="ｗide.ｍod")
+    assert (image / "wide/mod.py").exists() and not list(image.glob("ｗide*"))
+    ok(c, "compile_class_definition", source="class Wide:\n    pass\n", dictionaryName="ｗide.mod")
+    assert run(c, "import ｗide.ｍod\nｗide.ｍod.Wide.__module__") == "'wide.mod'"
+    assert structured(c, "list_classes", dictionaryName="wide.ｍod")["classes"] == ["Wide"]
+    assert [n for n in structured(c, "list_dictionaries")["dictionaries"] if "ide" in n] == [
+        "wide", "wide.mod"]
+    ok(c, "remove_dictionary", dictionaryName="ｗide")
+    assert not (image / "wide").exists()
+
+
+def test_a_module_file_no_import_statement_reaches_is_no_dictionary(image, daemon):
+    (image / "ｆolded.py").write_text("class Folded:\n    pass\n")
+    try:
+        client = open_session(daemon)
+        listed = structured(client, "list_dictionaries")["dictionaries"]
+        client.close()
+        assert "ｆolded" not in listed and "folded" not in listed and "shop" in listed
+    finally:
+        (image / "ｆolded.py").unlink()
+
+
 def test_remove_dictionary_refuses_a_dunder_name(c):
     assert "__init__ is a dunder name" in error(c, "remove_dictionary", "invalidParams",
                                                 dictionaryName="__init__")

@@ -218,6 +218,34 @@ def test_add_and_remove_dictionary(client, image):
     client.error("remove_dictionary", "refused", dictionaryName="json")
 
 
+def test_a_dictionary_name_is_read_as_import_reads_it(client, image):
+    # `import ｐkg.wide` imports pkg.wide (NFKC): a file named ｐkg/wide.py no import
+    # statement could reach was created and listed as dictionary ｐkg.wide.
+    client.ok("add_dictionary", dictionaryName="ｚoo.ｗide")
+    assert (image / "zoo/wide.py").exists() and not (image / "ｚoo").exists()
+    assert client.ok("list_dictionaries")["structuredContent"]["dictionaries"].count("zoo.wide") == 1
+    client.ok("compile_class_definition", source="class Wide:\n    pass\n", dictionaryName="ｚoo.wide")
+    assert client.ok("list_classes", dictionaryName="zoo.ｗide")["structuredContent"] == {
+        "dictionary": "zoo.wide", "classes": ["Wide"]}
+    assert client.ok("list_dictionary_entries", dictionaryName="ｚoo.wide")["structuredContent"]["dictionary"] == "zoo.wide"
+    assert client.ok("search_method_source", pattern="woof",
+                     dictionaryName="zoo.ａnimals")["structuredContent"]["total"] == 1
+    # ｉｆ is `if`, a keyword: no module can be named so.
+    client.error("add_dictionary", "invalidParams", dictionaryName="zoo.ｉｆ")
+    client.ok("remove_dictionary", dictionaryName="ｚoo.wide")
+    assert not (image / "zoo/wide.py").exists()
+
+
+def test_a_file_no_import_statement_reaches_is_no_dictionary(client, image):
+    # `import ｐkg` looks for pkg, never for the file ｐkg.py: it is no image module.
+    (image / "ｗide.py").write_text("class Wide:\n    pass\n")
+    (image / "ｗider").mkdir()
+    (image / "ｗider" / "__init__.py").write_text("")
+    client.ok("refresh")
+    names = client.ok("list_dictionaries")["structuredContent"]["dictionaries"]
+    assert not [name for name in names if "ide" in name]
+
+
 def test_a_class_cannot_be_added_to_a_module_that_does_not_compile(client, image):
     (image / "zoo" / "typo.py").write_text("x = 1\n\n\nclass Typo(:\n    pass\n")
     client.ok("refresh")

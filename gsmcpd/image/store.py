@@ -31,6 +31,7 @@ import re
 import secrets
 import shutil
 import time
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -338,10 +339,10 @@ class ImageStore:
                 if name.startswith(".") or name == "__pycache__":
                     continue
                 if entry.is_dir():
-                    if name.isidentifier() and is_package(entry.path, prefix + name):
+                    if _importable(name) and is_package(entry.path, prefix + name):
                         walked.add(prefix + name + "/")
                         walk(entry.path, prefix + name + "/")
-                elif (name.endswith(".py") and name[:-3].isidentifier() and prefix + name not in removed
+                elif (name.endswith(".py") and _importable(name[:-3]) and prefix + name not in removed
                       and prefix + name != "__init__.py"   # the root is no package: no module ""
                       and entry.is_file()):   # a FIFO or socket would hang the read forever
                     found.append(prefix + name)
@@ -808,6 +809,12 @@ def _complete_length(fd: int, size: int) -> int:
             return start + newline + 1
         end = start
     return 0
+
+
+def _importable(stem: str) -> bool:
+    """A file or directory name an import statement can reach: an identifier as Python
+    reads it (NFKC), since `import ｐkg` looks for `pkg`, never for `ｐkg`."""
+    return stem.isidentifier() and (stem.isascii() or unicodedata.normalize("NFKC", stem) == stem)
 
 
 def _entry_name(entry: os.DirEntry) -> str:

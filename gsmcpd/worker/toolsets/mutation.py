@@ -273,6 +273,7 @@ class MutationToolset(Toolset):
         """(module, exists) for the class a class statement (re)defines."""
         view = self.view
         if module_name is not None:
+            module_name = catalog.python_name(module_name)
             if module_name == KERNEL:
                 raise ToolError("refused", "builtins is the kernel dictionary; classes cannot "
                                 "be added to or changed in it")
@@ -386,7 +387,8 @@ class MutationToolset(Toolset):
         return self._finish(f"set the comment of {ref.qualified}", {"class": ref.qualified})
 
     def add_dictionary(self, arguments):
-        name = arguments["dictionaryName"]
+        # As `import` reads it: a file named `ｐkg.py` no import statement would reach.
+        name = catalog.python_name(arguments["dictionaryName"])
         view = self.view
         parts = dictionary_name_parts(name)
         if name == KERNEL or parts[0] == KERNEL:
@@ -420,7 +422,7 @@ class MutationToolset(Toolset):
         return self._finish(f"added dictionary {name}", {"dictionary": name, "created": created})
 
     def remove_dictionary(self, arguments):
-        name = arguments["dictionaryName"]
+        name = catalog.python_name(arguments["dictionaryName"])
         if name == KERNEL:
             raise ToolError("refused", "builtins is the kernel dictionary and cannot be removed")
         dictionary_name_parts(name)
