@@ -64,6 +64,11 @@ def tail():
                        "class Second:\n    pass\n",
     "fix/props.py": "class Boxed:\n    @property\n    def size(self):\n        return self._size\n\n"
                     "    @size.setter\n    def size(self, value):\n        self._size = value\n",
+    "fix/shapes.py": "import abc\n\n\nclass Shape(abc.ABC):\n    @abc.abstractmethod\n"
+                     "    def area(self):\n        ...\n\n\nclass Circle(Shape):\n    pass\n",
+    "fix/test_shapes.py": "import unittest\n\nfrom fix.shapes import Circle\n\n\n"
+                          "class CircleTest(unittest.TestCase):\n    def test_area(self):\n"
+                          "        self.assertEqual(Circle().area(), 3)\n",
     "gone/__init__.py": "",
     "gone/parts.py": "class Part:\n    pass\n",
     "gone/test_parts.py": '''\
@@ -391,6 +396,22 @@ def test_a_pytest_style_helper_is_not_a_test_method(c):
     assert error(c, "run_test_method", "notFound", className="TestPlain", selector="helper") == (
         "TestPlain has no test method helper (its test methods: test_helped)")
     assert structured(c, "run_test_method", className="TestPlain", selector="test_helped")["passed"] == 1
+
+
+# -- abstract base classes ---------------------------------------------------------
+
+def test_implementing_an_abstract_method_makes_the_class_instantiable_here_as_in_a_new_session(daemon, c):
+    # Python reckons an ABC's abstract methods as the class is made: the test kept failing
+    # with "Can't instantiate abstract class Circle" after area() was compiled.
+    assert "abstract method area" in structured(c, "run_test_class", className="CircleTest")["failed"][0]["message"]
+    ok(c, "compile_method", className="fix.shapes.Circle", source="def area(self):\n    return 3")
+    assert structured(c, "run_test_class", className="CircleTest")["passed"] == 1
+    ok(c, "compile_method", className="fix.shapes.Shape", source="@abc.abstractmethod\ndef size(self):\n    ...")
+    other = open_session(daemon)
+    for session in (c, other):
+        assert "abstract method size" in structured(session, "run_test_class",
+                                                    className="CircleTest")["failed"][0]["message"]
+    other.close()
 
 
 # -- dictionary names that could never be imported -----------------------------------

@@ -29,6 +29,48 @@ def test_compile_method_appends_and_meta_makes_it_class_side(client, image):
     assert "    @classmethod\n    def create(cls):\n" in disk(image)
 
 
+SHAPES = '''\
+import abc
+
+
+class Shape(abc.ABC):
+    @abc.abstractmethod
+    def area(self):
+        ...
+
+
+class Circle(Shape):
+    pass
+
+
+class Ring(Circle):
+    pass
+'''
+
+
+def test_an_abc_is_abstract_as_its_source_now_says_whatever_tool_changed_it(client):
+    # Python reckons an ABC's abstract methods once, as the class is made: Circle given
+    # area() still could not be instantiated, and Ring lost nothing when Shape gained
+    # an abstract method, though a new session read them as their source says.
+    client.view.add_module("zoo.shapes", SHAPES)
+    shapes = client.view.module("zoo.shapes")
+
+    def abstract():
+        return {name: set(vars(shapes)[name].__abstractmethods__) for name in ("Shape", "Circle", "Ring")}
+
+    client.ok("compile_method", className="Circle", source="def area(self):\n    return 1\n")
+    assert abstract() == {"Shape": {"area"}, "Circle": set(), "Ring": set()}
+    assert shapes.Ring().area() == 1
+    client.ok("compile_method", className="Shape", source="@abc.abstractmethod\ndef size(self):\n    ...\n")
+    assert abstract() == {"Shape": {"area", "size"}, "Circle": {"size"}, "Ring": {"size"}}
+    client.ok("compile_class_definition", source="class Circle(Shape):\n    def size(self):\n        return 2\n")
+    assert abstract() == {"Shape": {"area", "size"}, "Circle": set(), "Ring": set()}
+    client.ok("delete_method", className="Circle", selector="area")
+    assert abstract() == {"Shape": {"area", "size"}, "Circle": {"area"}, "Ring": {"area"}}
+    with pytest.raises(TypeError, match="abstract method area"):
+        shapes.Ring()
+
+
 def test_compile_method_errors(client):
     assert "line 1" in client.error("compile_method", "compileError", className="Dog", source="def (:")
     assert client.error("compile_method", "compileError", className="Dog",   # no "line None: "

@@ -12,6 +12,7 @@ module is rebound to the new class.
 from __future__ import annotations
 
 import __future__
+import abc
 import ast
 import enum
 import functools
@@ -64,6 +65,22 @@ def set_members(cls: type, members: dict[str, object]) -> None:
     for name, value in members.items():
         point_class_cell(value, cls)
         setattr(cls, name, value)
+    settle_abstract_methods(cls)
+
+
+def settle_abstract_methods(cls: type) -> None:
+    """Recompute the abstract methods of an ABC whose members changed, and of its
+    subclasses (bases first): Python computes them once, as a class is made, so an
+    implementation added later still left the class refusing to be instantiated, and
+    an abstract method added to a base left its subclasses instantiable."""
+    family, todo = {cls}, [cls]
+    while todo:
+        for sub in type.__subclasses__(todo.pop()):
+            if sub not in family:
+                family.add(sub)
+                todo.append(sub)
+    for member in sorted(family, key=lambda c: len(c.__mro__)):
+        abc.update_abstractmethods(member)   # a class that is no ABC is left as it is
 
 
 def point_class_cell(value, cls: type) -> None:
@@ -123,6 +140,7 @@ def update_in_place(old: type, new: type, old_member_names: set[str]) -> None:
     # Any function in the new body shares the one __class__ cell; point it home.
     for value in new.__dict__.values():
         point_class_cell(value, old)
+    settle_abstract_methods(old)
 
 
 def _is_slot_descriptor(value, owner: type) -> bool:

@@ -353,6 +353,7 @@ class MutationToolset(Toolset):
             live.set_members(cls, {bound: value})
         elif bound in vars(cls):
             delattr(cls, bound)
+            live.settle_abstract_methods(cls)
 
     def delete_class(self, arguments):
         ref, cls = self._guarded(arguments["className"])
