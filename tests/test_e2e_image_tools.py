@@ -69,6 +69,7 @@ def tail():
     "fix/test_shapes.py": "import unittest\n\nfrom fix.shapes import Circle\n\n\n"
                           "class CircleTest(unittest.TestCase):\n    def test_area(self):\n"
                           "        self.assertEqual(Circle().area(), 3)\n",
+    "fix/points.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Point:\n    x: int = 0\n",
     "gone/__init__.py": "",
     "gone/parts.py": "class Part:\n    pass\n",
     "gone/test_parts.py": '''\
@@ -412,6 +413,18 @@ def test_implementing_an_abstract_method_makes_the_class_instantiable_here_as_in
         assert "abstract method size" in structured(session, "run_test_class",
                                                     className="CircleTest")["failed"][0]["message"]
     other.close()
+
+
+def test_a_dataclass_given_post_init_runs_it_here_as_in_a_new_session(daemon, c):
+    # The __init__ dataclass made never called a __post_init__ compiled after it.
+    assert run(c, "from fix.points import Point\nPoint(-2)") == "Point(x=-2)"
+    ok(c, "compile_method", className="fix.points.Point", source="def __post_init__(self):\n    self.x = abs(self.x)")
+    other = open_session(daemon)
+    for session in (c, other):
+        assert run(session, "from fix.points import Point\nPoint(-2)") == "Point(x=2)"
+    other.close()
+    ok(c, "delete_method", className="fix.points.Point", selector="__post_init__")
+    assert run(c, "Point(-2)") == "Point(x=-2)"
 
 
 # -- dictionary names that could never be imported -----------------------------------

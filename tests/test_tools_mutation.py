@@ -71,6 +71,25 @@ def test_an_abc_is_abstract_as_its_source_now_says_whatever_tool_changed_it(clie
         shapes.Ring()
 
 
+def test_a_dataclass_is_made_again_when_its_methods_change(client):
+    # Its generated __init__ calls __post_init__ only if the class had one when it was
+    # made: one compiled later never ran here, though it did in a new session.
+    client.view.add_module("zoo.points", "import dataclasses\n\n\n@dataclasses.dataclass\n"
+                                         "class Point:\n    x: int = 0\n\n    def norm(self):\n"
+                                         "        return abs(self.x)\n")
+    point_class = client.view.module("zoo.points").Point
+    old = point_class(-1)
+    client.ok("compile_method", className="Point",
+              source="def __post_init__(self):\n    self.x = abs(self.x)\n")
+    assert point_class(-3).x == 3 and old.norm() == 1 and client.view.module("zoo.points").Point is point_class
+    client.ok("compile_method", className="Point", source="def norm(self):\n    return -self.x\n")
+    assert point_class(-3).norm() == -3 and old.norm() == 1   # old.x is -1
+    client.ok("delete_method", className="Point", selector="__post_init__")
+    assert point_class(-3).x == -3 and not hasattr(point_class, "__post_init__")
+    client.ok("compile_method", className="Point", source="def __eq__(self, other):\n    return True\n")
+    assert point_class(1) == point_class(2) and point_class.__hash__ is None   # as Python makes it
+
+
 def test_compile_method_errors(client):
     assert "line 1" in client.error("compile_method", "compileError", className="Dog", source="def (:")
     assert client.error("compile_method", "compileError", className="Dog",   # no "line None: "

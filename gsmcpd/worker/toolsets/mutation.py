@@ -198,7 +198,8 @@ class MutationToolset(Toolset):
                 raise
             except BaseException as error:   # the user's code may raise SystemExit too
                 raise definition_error(error) from None
-            live.set_members(cls, members)
+            if not self._rebuilt_dataclass(ref, cls, new_source, classdef):
+                live.set_members(cls, members)
         self.view.set_source(module_name, new_source, live=cls is not None)
         verb = "replaced" if replaced else "added"
         note = ""
@@ -330,11 +331,32 @@ class MutationToolset(Toolset):
         filter_by_meta(nodes, arguments.get("meta"), ref.qualified, selector,
                        live_kind(cls, ref.name, selector))
         new_source = self._splice(splice.remove_method, self.view.source(ref.module), ref.name, selector)
-        if cls is not None:
+        if cls is not None and not self._rebuilt_dataclass(ref, cls, new_source, classdef):
             self._unset_method(ref, cls, new_source, selector)
         self.view.set_source(ref.module, new_source, live=cls is not None)
         return self._finish(f"deleted {ref.qualified}.{selector}",
                             {"class": ref.qualified, "selector": selector})
+
+    def _rebuilt_dataclass(self, ref, cls, new_source: str, old_node: ast.ClassDef) -> bool:
+        """A dataclass's generated methods depend on its own (`__init__` calls a
+        `__post_init__` only if the class had one when it was made; `__hash__` follows
+        `__eq__`), so one whose methods change is made again from the new source, its
+        decorators run, and copied onto the live class, as compile_class_definition does.
+        False when it is no dataclass or its new shape cannot be copied in place."""
+        if "__dataclass_fields__" not in vars(cls):
+            return False
+        module = self.view.module(ref.module)
+        filename = self.view.filename(self.view.relpath(ref.module))
+        try:
+            new_class = live.evaluate_class(module, filename, new_source, ref.name)
+        except BREAKS:
+            raise
+        except BaseException as error:   # the user's code may raise SystemExit too
+            raise definition_error(error) from None
+        if not live.same_shape(cls, new_class):
+            return False
+        live.update_in_place(cls, new_class, live.class_member_names(old_node))
+        return True
 
     def _unset_method(self, ref, cls, new_source: str, selector: str) -> None:
         """Make the live class lose the method, keeping what the source still binds
