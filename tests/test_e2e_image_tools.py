@@ -70,6 +70,7 @@ def tail():
                           "class CircleTest(unittest.TestCase):\n    def test_area(self):\n"
                           "        self.assertEqual(Circle().area(), 3)\n",
     "fix/points.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Point:\n    x: int = 0\n",
+    "fix/keys.py": "class Key:\n    def __init__(self, k):\n        self.k = k\n",
     "gone/__init__.py": "",
     "gone/parts.py": "class Part:\n    pass\n",
     "gone/test_parts.py": '''\
@@ -425,6 +426,15 @@ def test_a_dataclass_given_post_init_runs_it_here_as_in_a_new_session(daemon, c)
     other.close()
     ok(c, "delete_method", className="fix.points.Point", selector="__post_init__")
     assert run(c, "Point(-2)") == "Point(x=-2)"
+
+
+def test_a_class_given_eq_is_unhashable_here_as_in_a_new_session(daemon, c):
+    ok(c, "compile_method", className="fix.keys.Key", source="def __eq__(self, other):\n    return self.k == other.k")
+    other = open_session(daemon)
+    for session in (c, other):
+        assert "unhashable type: 'Key'" in error(session, "execute_code", "other",
+                                                 code="from fix.keys import Key\n{Key(1)}")
+    other.close()
 
 
 # -- dictionary names that could never be imported -----------------------------------

@@ -90,6 +90,15 @@ def test_a_dataclass_is_made_again_when_its_methods_change(client):
     assert point_class(1) == point_class(2) and point_class.__hash__ is None   # as Python makes it
 
 
+def test_a_class_given_eq_and_no_hash_is_unhashable_as_python_makes_it(client):
+    client.view.add_module("zoo.keys", "class Key:\n    def __init__(self, k):\n        self.k = k\n")
+    key_class = client.view.module("zoo.keys").Key
+    client.ok("compile_method", className="Key", source="def __eq__(self, other):\n    return self.k == other.k\n")
+    assert key_class(1) == key_class(1) and key_class.__hash__ is None
+    client.ok("delete_method", className="Key", selector="__eq__")
+    assert "__hash__" not in vars(key_class) and hash(key_class(1))
+
+
 def test_compile_method_errors(client):
     assert "line 1" in client.error("compile_method", "compileError", className="Dog", source="def (:")
     assert client.error("compile_method", "compileError", className="Dog",   # no "line None: "

@@ -65,6 +65,8 @@ def set_members(cls: type, members: dict[str, object]) -> None:
     for name, value in members.items():
         point_class_cell(value, cls)
         setattr(cls, name, value)
+    if "__eq__" in members and "__hash__" not in vars(cls):
+        cls.__hash__ = None   # as type() makes a class that defines __eq__ and no __hash__
     settle_abstract_methods(cls)
 
 

@@ -375,6 +375,10 @@ class MutationToolset(Toolset):
             live.set_members(cls, {bound: value})
         elif bound in vars(cls):
             delattr(cls, bound)
+            if (bound == "__eq__" and "__hash__" in vars(cls) and cls.__hash__ is None
+                    and not splice.attribute_nodes(splice.top_level_class(ast.parse(new_source),
+                                                                          ref.name), "__hash__")):
+                del cls.__hash__   # the None type() set for that __eq__
             live.settle_abstract_methods(cls)
 
     def delete_class(self, arguments):
