@@ -72,6 +72,9 @@ def tail():
     "fix/points.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Point:\n    x: int = 0\n",
     "fix/keys.py": "class Key:\n    def __init__(self, k):\n        self.k = k\n",
     "gone/__init__.py": "",
+    "gone/kinds.py": "class Kind:\n    pass\n\n\nclass Sort(Kind):\n    pass\n",
+    "gone/test_kinds.py": "import unittest\n\nfrom gone.kinds import Sort\n\n\n"
+                          "class SortTest(unittest.TestCase):\n    def test_sort(self):\n        Sort()\n",
     "gone/parts.py": "class Part:\n    pass\n",
     "gone/test_parts.py": '''\
 import unittest
@@ -502,6 +505,19 @@ def test_after_delete_class_its_importers_fail_to_import_here_as_in_a_new_sessio
     for session in (c, other):   # not passing here against the class that is gone
         assert "cannot import name 'Part'" in error(session, "run_test_class", "other",
                                                     className="gone.test_parts.PartTest")
+    other.close()
+
+
+def test_after_delete_class_its_own_module_still_needing_it_fails_to_import_here_as_in_a_new_session(daemon, c):
+    # Sort(Kind) runs as gone.kinds is imported: the module was left live here, its test
+    # passing, while it failed to import in every new session.
+    assert structured(c, "run_test_class", className="SortTest")["passed"] == 1
+    deleted = tool_text(ok(c, "delete_class", className="gone.kinds.Kind"))
+    assert "gone.kinds now fails to import: NameError: name 'Kind' is not defined" in deleted
+    other = open_session(daemon)
+    for session in (c, other):
+        assert "name 'Kind' is not defined" in error(session, "run_test_class", "other",
+                                                     className="gone.test_kinds.SortTest")
     other.close()
 
 

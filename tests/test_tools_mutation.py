@@ -241,16 +241,40 @@ def test_delete_class(client, image):
 
 
 def test_delete_class_names_the_classes_still_built_on_it(client, image):
-    (image / "zoo" / "meta.py").write_text(
-        "class Meta(type):\n    pass\n\n\nclass Made(metaclass=Meta):\n    pass\n\n\n"
-        "class Child(Made):\n    pass\n")
-    client.ok("refresh")
-    said = text(client.ok("delete_class", className="zoo.meta.Meta"))
+    def deleted(name):
+        (image / "zoo" / "meta.py").write_text(
+            "class Meta(type):\n    pass\n\n\nclass Made(metaclass=Meta):\n    pass\n\n\n"
+            "class Child(Made):\n    pass\n")
+        client.ok("refresh")
+        return text(client.ok("delete_class", className=name))
+
+    said = deleted("zoo.meta.Meta")
     assert "(it is still the metaclass of zoo.meta.Child, zoo.meta.Made)" in said, said
-    said = text(client.ok("delete_class", className="zoo.meta.Made"))
+    said = deleted("zoo.meta.Made")
     assert "(its subclasses zoo.meta.Child still name it)" in said, said
-    said = text(client.ok("delete_class", className="zoo.meta.Child"))
+    said = deleted("zoo.meta.Child")
     assert "still" not in said, said
+
+
+def test_delete_class_its_own_module_still_needs_fails_to_import_here_as_in_a_new_session(client, image):
+    # The module was left live with the class in it: its tests still passed here, while
+    # every new session found the module failing to import (Square(Shape): NameError).
+    (image / "zoo" / "shapes.py").write_text(
+        "class Shape:\n    pass\n\n\nclass Square(Shape):\n    pass\n\n\nclass Other:\n    pass\n")
+    (image / "zoo" / "test_shapes.py").write_text(
+        "import unittest\n\nfrom zoo.shapes import Square\n\n\n"
+        "class ShapesTest(unittest.TestCase):\n    def test_square(self):\n        Square()\n")
+    client.ok("refresh")
+    assert client.ok("run_test_class", className="ShapesTest")["structuredContent"]["passed"] == 1
+    result = client.ok("delete_class", className="zoo.shapes.Shape")["structuredContent"]
+    assert result["reimported"] == ["zoo.shapes", "zoo.test_shapes"]
+    assert result["importErrors"]["zoo.shapes"] == "NameError: name 'Shape' is not defined"
+    assert "NameError: name 'Shape' is not defined" in client.error(
+        "run_test_class", "other", className="zoo.test_shapes.ShapesTest")
+    # A class its module does not need as it runs leaves the module live as it was.
+    animals = client.view.module("zoo.animals")
+    result = client.ok("delete_class", className="zoo.animals.Dog")["structuredContent"]
+    assert "zoo.animals" not in result["reimported"] and client.view.module("zoo.animals") is animals
 
 
 def test_delete_class_re_imports_its_importers(client):

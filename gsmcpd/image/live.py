@@ -166,3 +166,37 @@ def _written_member_names(classdef: ast.ClassDef) -> set[str]:
             if node.value is not None:
                 names.add(node.target.id)
     return names
+
+
+def needed_on_import(tree: ast.Module, name: str) -> bool:
+    """Whether running the module reads the global `name` that nothing at its top level
+    binds any more (a base, metaclass, decorator or default naming a deleted class): it
+    then fails to import, NameError. Function bodies do not run on import."""
+    if any(_binds(node, name) for node in tree.body):
+        return False
+    lazy_annotations = bool(future_flags(tree) & __future__.annotations.compiler_flag)
+    return any(_reads(node, name, lazy_annotations) for node in tree.body)
+
+
+def _binds(node: ast.stmt, name: str) -> bool:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return node.name == name
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return any((alias.asname or alias.name.split(".")[0]) in (name, "*") for alias in node.names)
+    return any(isinstance(sub, ast.Name) and sub.id == name and isinstance(sub.ctx, ast.Store)
+               for sub in ast.walk(node))
+
+
+def _reads(node: ast.AST, name: str, lazy_annotations: bool) -> bool:
+    if isinstance(node, ast.Name):
+        return node.id == name and isinstance(node.ctx, ast.Load)
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        args = node.args
+        run = list(getattr(node, "decorator_list", [])) + args.defaults + [d for d in args.kw_defaults if d]
+        if not lazy_annotations and not isinstance(node, ast.Lambda):
+            every = args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
+            run += [a.annotation for a in every if a.annotation] + ([node.returns] if node.returns else [])
+        return any(_reads(sub, name, lazy_annotations) for sub in run)
+    if isinstance(node, ast.AnnAssign) and lazy_annotations:
+        return any(_reads(sub, name, lazy_annotations) for sub in (node.target, node.value) if sub)
+    return any(_reads(sub, name, lazy_annotations) for sub in ast.iter_child_nodes(node))

@@ -450,9 +450,13 @@ class View:
                 reloaded.append(name)
         return reloaded
 
-    def reload_importers_of(self, module: str) -> list[str]:
-        """Re-import modules that import `module` (after a class was replaced)."""
-        importers = self._importers_of({module}, self.loaded_modules()) - {module}
+    def reload_importers_of(self, module: str, itself: bool = False) -> list[str]:
+        """Re-import modules that import `module` (after a class was replaced), and
+        `module` too if `itself` (its own source no longer runs as its live copy did)."""
+        loaded = self.loaded_modules()
+        importers = self._importers_of({module}, loaded)
+        if not (itself and module in loaded):
+            importers.discard(module)
         self._forget_live(importers)
         for name in sorted(importers):
             self.module(name)

@@ -135,12 +135,13 @@ class MutationToolset(Toolset):
             text += "\n" + brought_in_text(brought_in)
         return {"text": text, "structured": structured}
 
-    def _reimport_importers(self, modules) -> tuple[str, dict]:
+    def _reimport_importers(self, modules, itself: bool = False) -> tuple[str, dict]:
         """Re-import the loaded image modules that import `modules` (a class or module
         just removed), so this session sees what a fresh one would: an importer that
-        names what is gone now fails to import here too. Returns a note and its data."""
+        names what is gone now fails to import here too; so does the class's own module
+        (`itself`) when it still needs the class as it runs. Returns a note and its data."""
         reimported = sorted({name for module in modules
-                             for name in self.view.reload_importers_of(module)})
+                             for name in self.view.reload_importers_of(module, itself)})
         errors = {name: self.view.import_errors[name] for name in reimported
                   if name in self.view.import_errors}
         note = f"; re-imported {', '.join(reimported)}" if reimported else ""
@@ -398,7 +399,8 @@ class MutationToolset(Toolset):
             vars(self.view.module(ref.module)).pop(ref.name, None)
         new_source = self._splice(splice.remove_class, self.view.source(ref.module), ref.name)
         self.view.set_source(ref.module, new_source, live=cls is not None)
-        imported, data = self._reimport_importers([ref.module]) if cls is not None else ("", {})
+        itself = live.needed_on_import(ast.parse(new_source), ref.name)
+        imported, data = self._reimport_importers([ref.module], itself) if cls is not None else ("", {})
         return self._finish(f"deleted class {ref.qualified}{note}{imported}",
                             {"class": ref.qualified, **data})
 
