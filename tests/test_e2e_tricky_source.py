@@ -273,6 +273,16 @@ def test_compile_method_on_an_overloaded_name_replaces_the_implementation(c, ima
     assert (image / "tricky.py").read_text().count("    @overload\n    def conv") == 2
 
 
+def test_delete_method_refuses_a_method_the_class_body_uses_as_it_runs(c, image):
+    # Deleted, `limit_prop = property(get_limit)` raised NameError: tricky imported nowhere.
+    before = (image / "tricky.py").read_text()
+    for selector, used in (("get_limit", "limit_prop = property(get_limit)"), ("greet", "alias = greet")):
+        message = error(c, "delete_method", "refused", className="Kitchen", selector=selector)
+        assert f"tricky.Kitchen.{selector} is used by the class body as it runs ({used!r})" in message
+    assert (image / "tricky.py").read_text() == before
+    assert run(c, "import tricky\ntricky.Kitchen().limit_prop") == "3"
+
+
 def test_a_def_under_a_class_level_try_is_not_deleted_out_of_it(c, image):
     before = (image / "tricky.py").read_text()
     assert "class-level try statement" in error(c, "delete_method", "refused", className="Kitchen",

@@ -256,6 +256,23 @@ def test_delete_class_names_the_classes_still_built_on_it(client, image):
     assert "still" not in said, said
 
 
+def test_delete_method_refuses_a_method_the_class_body_uses_as_it_runs(client, image):
+    # Deleted, `x = property(getx)` was a NameError: the module imported in no new session.
+    source = ("import json\n\n\nclass Used:\n    def getx(self):\n        return 1\n\n"
+              "    x = property(getx)\n\n    def _deco(f):\n        return f\n\n    @_deco\n"
+              "    def m(self):\n        return 2\n\n    def json(self):\n        return 3\n\n"
+              "    j = json\n\n    def late(self):\n        return 4\n\n    late = late\n")
+    (image / "zoo" / "used.py").write_text(source)
+    client.ok("refresh")
+    message = client.error("delete_method", "refused", className="Used", selector="getx")
+    assert "zoo.used.Used.getx is used by the class body as it runs ('x = property(getx)')" in message
+    assert "'@_deco'" in client.error("delete_method", "refused", className="Used", selector="_deco")
+    assert (image / "zoo" / "used.py").read_text() == source and not client.view.has_changes
+    client.ok("delete_method", className="Used", selector="json")   # the module's json then
+    client.ok("delete_method", className="Used", selector="m")
+    client.ok("delete_method", className="Used", selector="_deco")  # no longer used
+
+
 def test_delete_class_its_own_module_still_needs_fails_to_import_here_as_in_a_new_session(client, image):
     # The module was left live with the class in it: its tests still passed here, while
     # every new session found the module failing to import (Square(Shape): NameError).

@@ -352,6 +352,22 @@ def _bound_outside_the_class(source: str) -> set[str]:
     return bound
 
 
+def unbound_reader(source: str, class_name: str, name: str) -> ast.stmt | None:
+    """The first class-level statement of the class that reads `name` as it runs
+    (`x = property(name)`, `@name` above a def) while nothing binds it there: neither the
+    class body above it, nor the module, nor the builtins. Running it is a NameError."""
+    if name in _bound_outside_the_class(source):
+        return None
+    for statement in _class_or_error(source, ast.parse(source), class_name).body:
+        if name in _names_read_now(statement):
+            return statement
+        bound = ({statement.name} if isinstance(statement, FunctionNode + (ast.ClassDef,))
+                 else _assigned_names(statement))
+        if name in bound:
+            return None
+    return None
+
+
 def _needing(name: str, members: list) -> set[str]:
     """`name` and the names of the `members` that read it as they run, directly or through
     one another: a statement using any of them runs after it, once they are in place."""

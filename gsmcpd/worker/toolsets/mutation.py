@@ -332,6 +332,15 @@ class MutationToolset(Toolset):
         filter_by_meta(nodes, arguments.get("meta"), ref.qualified, selector,
                        live_kind(cls, ref.name, selector))
         new_source = self._splice(splice.remove_method, self.view.source(ref.module), ref.name, selector)
+        reader = splice.unbound_reader(new_source, ref.name, selector)
+        if reader is not None:
+            # Deleted, the class could not be made: its module would import nowhere.
+            first = min([reader.lineno] + [d.lineno for d in getattr(reader, "decorator_list", [])])
+            used = new_source.splitlines()[first - 1].strip()
+            raise ToolError("refused", f"{ref.qualified}.{selector} is used by the class body "
+                            f"as it runs ({used!r}); deleted, the class could not be made and "
+                            f"{ref.module} would no longer import. Change that statement first "
+                            "(compile_class_definition).")
         if cls is not None and not self._rebuilt_dataclass(ref, cls, new_source, classdef):
             self._unset_method(ref, cls, new_source, selector)
         self.view.set_source(ref.module, new_source, live=cls is not None)
