@@ -179,12 +179,18 @@ def needed_on_import(tree: ast.Module, name: str) -> bool:
 
 
 def _binds(node: ast.stmt, name: str) -> bool:
+    """Whether a top-level statement may bind `name` (under an `if` or `try` too)."""
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return node.name == name
-    if isinstance(node, (ast.Import, ast.ImportFrom)):
-        return any((alias.asname or alias.name.split(".")[0]) in (name, "*") for alias in node.names)
-    return any(isinstance(sub, ast.Name) and sub.id == name and isinstance(sub.ctx, ast.Store)
-               for sub in ast.walk(node))
+    for sub in ast.walk(node):
+        if isinstance(sub, (ast.Import, ast.ImportFrom)) and any(
+                (alias.asname or alias.name.split(".")[0]) in (name, "*") for alias in sub.names):
+            return True
+        if isinstance(sub, ast.Name) and sub.id == name and isinstance(sub.ctx, ast.Store):
+            return True
+        if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and sub.name == name:
+            return True
+    return False
 
 
 def _reads(node: ast.AST, name: str, lazy_annotations: bool) -> bool:

@@ -1,0 +1,30 @@
+"""live.needed_on_import: whether running a module still reads a name nothing binds."""
+
+import ast
+
+import pytest
+
+from gsmcpd.image.live import needed_on_import
+
+
+@pytest.mark.parametrize("source, needed", [
+    ("class B(A):\n    pass\n", True),
+    ("class B(metaclass=A):\n    pass\n", True),
+    ("@A\ndef f():\n    pass\n", True),
+    ("def f(x=A()):\n    pass\n", True),
+    ("def f(x: A):\n    pass\n", True),
+    ("class C:\n    x: A = 1\n", True),
+    ("class C:\n    def m(self, d=A):\n        pass\n", True),
+    ("X = [A for _ in range(1)]\n", True),
+    ("def f():\n    return A\n", False),                      # runs when called
+    ("f = lambda: A\n", False),
+    ("class C:\n    def m(self):\n        return A\n", False),
+    ("from __future__ import annotations\ndef f(x: A):\n    pass\n", False),
+    ("from __future__ import annotations\nclass C:\n    x: A = 1\n", False),
+    ("from m import A\nclass B(A):\n    pass\n", False),        # bound otherwise
+    ("if X:\n    from m import A\nclass B(A):\n    pass\n", False),
+    ("A = object\nclass B(A):\n    pass\n", False),
+    ("from m import *\nclass B(A):\n    pass\n", False),
+])
+def test_needed_on_import(source, needed):
+    assert needed_on_import(ast.parse(source), "A") is needed
