@@ -193,6 +193,13 @@ def test_a_method_of_several_defs_is_one_hit_of_each_search(c):
         "results": ["tricky.Kitchen.conv"], "total": 1, "notSearched": [BROKEN]}
 
 
+def test_references_to_a_dotted_name_are_to_that_modules_global(c):
+    # `later.deco` matched tricky's own deco (later has none): only the last part was read.
+    assert structured(c, "find_references_to", name="tricky.deco")["results"] == ["tricky.Kitchen.build"]
+    assert structured(c, "find_references_to", name="later.deco")["results"] == []
+    assert structured(c, "find_references_to", name="functools.wraps")["results"] == ["tricky.deco"]
+
+
 def test_senders_are_calls_as_written_wherever_they_are_and_not_getattr(c):
     # In a lambda, a comprehension, a default argument; not a getattr with a string.
     assert structured(c, "find_senders", selector="shout")["results"] == ["tricky.Kitchen.callers"]

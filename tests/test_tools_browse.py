@@ -503,6 +503,48 @@ def test_a_class_browsed_from_source_names_its_private_methods_as_the_live_one_w
     assert listed == [{"name": "_Vault__secret", "definedIn": "zoo.unloaded.Vault"}]
 
 
+def test_find_references_to_a_dotted_name_is_to_that_modules_global(client):
+    # `zoo.animals.Dog` matched every bare Dog, another module's own included, and missed
+    # `animals.Dog` and `a.Dog` where the module was imported.
+    client.view.add_module("zoo.kennel", '''\
+import zoo.animals as a
+from zoo import animals
+from .animals import Dog as Hound
+
+
+class Dog:
+    pass
+
+
+def own():
+    return Dog()
+
+
+def by_module():
+    return animals.Dog("a")
+
+
+def by_alias():
+    return a.Dog("b")
+
+
+def by_name():
+    return Hound("c")
+
+
+def by_path():
+    import zoo.animals
+    return zoo.animals.Dog("d")
+''')
+    refs = client.ok("find_references_to", name="zoo.animals.Dog")["structuredContent"]["results"]
+    assert set(refs) == {"zoo.animals.make_dog", "zoo.kennel.by_alias", "zoo.kennel.by_module",
+                         "zoo.kennel.by_name", "zoo.kennel.by_path", "zoo.keeper.Keeper.__init__",
+                         "zoo.test_zoo.ZooTest.test_fail", "zoo.test_zoo.ZooTest.test_pass"}
+    assert client.ok("find_references_to", name="zoo.kennel.Dog")["structuredContent"]["results"] == [
+        "zoo.kennel.own"]
+    assert "zoo.kennel.own" in client.ok("find_references_to", name="Dog")["structuredContent"]["results"]
+
+
 def test_find_references_to_reads_a_name_as_python_does(client):
     client.view.add_module("zoo.folded", "def f():\n    return ﬁle\n")
     for name in ("ﬁle", "file"):

@@ -104,13 +104,15 @@ class SearchToolset(Toolset):
             raise ToolError("invalidParams", f"{catalog.echoed(name)!r} is not a global name "
                             "(a Python identifier, or a dotted one: module.Class)")
         name = catalog.python_name(name)
-        short = name.rpartition(".")[2]
         hits = []
+        spellings = {}   # module -> (bare names, dotted chains) that mean `name` there
         for module, label, node, _ in code_units(self.view):
+            if module not in spellings:
+                spellings[module] = _spellings(self.view, module, name)
+            names, chains = spellings[module]
             for sub in ast.walk(node):
-                if (isinstance(sub, ast.Name) and sub.id == short) or (
-                        "." in name and isinstance(sub, ast.Attribute) and sub.attr == short
-                        and ast.unparse(sub) == name):
+                if (isinstance(sub, ast.Name) and sub.id in names) or (
+                        isinstance(sub, ast.Attribute) and ast.unparse(sub) in chains):
                     hits.append(label)
                     break
         return capped(hits, f"references to {catalog.echoed(name)}", catalog.uncompiled(self.view))
@@ -140,3 +142,32 @@ class SearchToolset(Toolset):
                 if pattern in splice.with_newlines(splice.segment(self.view.source(module), node), "\n")]
         return capped(hits, f"methods containing {catalog.echoed(pattern)!r}",
                       catalog.uncompiled(self.view, module_filter))
+
+
+def _spellings(view, module: str, name: str) -> tuple[set[str], set[str]]:
+    """The bare names and dotted chains by which `module`'s code refers to the global
+    `name`. A bare name is any global of that name; `pkg.mod.Class` is `Class` only in
+    pkg.mod itself or where it is imported from there (`from .mod import Class as C`: `C`),
+    and `pkg.mod.Class` or `m.Class` where the module is (`import pkg.mod as m`), so
+    another module's own `Class` is no reference to it."""
+    if "." not in name:
+        return {name}, set()
+    target, _, short = name.rpartition(".")
+    names = {short} if module == target else set()
+    chains = {name}
+    package = module if view.relpath(module).endswith("__init__.py") else module.rpartition(".")[0]
+    for node in ast.walk(view.tree(module)):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(p for p in parts[: len(parts) - (node.level - 1)] + [base] if p)
+            for alias in node.names:
+                if base == target and alias.name in (short, "*"):
+                    names.add(alias.asname or short)
+                elif f"{base}.{alias.name}" == target:
+                    chains.add(f"{alias.asname or alias.name}.{short}")
+        elif isinstance(node, ast.Import):
+            chains.update(f"{alias.asname}.{short}" for alias in node.names
+                          if alias.asname and alias.name == target)
+    return names, chains
