@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Callable, TextIO
 
 from gsmcpd import __version__
-from gsmcpd.config import CHECKOUT, DEFAULT_STATE_DIR, Config, control_socket_path, pidfile_path
+from gsmcpd.config import (CHECKOUT, DEFAULT_STATE_DIR, Config, control_socket_path, parse_int,
+                           pidfile_path)
 from gsmcpd.router import trace
 
 log = logging.getLogger("gsmcpd.daemon")
@@ -201,6 +202,15 @@ def _ports_named(argv: list[str]) -> list[str]:
             if (arg == "--port" and i + 1 < len(argv)) or arg.startswith("--port=")]
 
 
+def _port_served(ports: list[str]) -> int | None:
+    """The port a command line's --port flags make it serve: the last one, as argparse
+    takes it, read as the config reads a port (`--port 08000` serves 8000)."""
+    try:
+        return parse_int(ports[-1], lo=1, hi=65535)
+    except ValueError:
+        return None   # such a serve refuses to start: it serves no port
+
+
 def is_gsmcpd(pid: int, port: int, state_dir: Path | None = None) -> bool:
     """True only if `pid` is a gsmcpd serving `port`: its command line names gsmcpd and
     the port; or, when it names no port (a `serve` that took it from GS_MCP_PORT or a
@@ -210,7 +220,7 @@ def is_gsmcpd(pid: int, port: int, state_dir: Path | None = None) -> bool:
         return False
     ports = _ports_named(argv)
     if ports:
-        return str(port) in ports
+        return _port_served(ports) == port
     return state_dir is not None and _control_pid(state_dir, port) == pid
 
 

@@ -138,13 +138,13 @@ def fake_gsmcpd(tmp_path):
     """A live process whose command line looks like a gsmcpd on port 8765.
 
     It ignores SIGTERM when asked to, so stop's SIGKILL fallback can be seen."""
-    def spawn(ignore_term=False, port_arg=True):
+    def spawn(ignore_term=False, port_arg=True, port_args=("--port", "8765")):
         code = ("import signal, time, sys\n"
                 + ("signal.signal(signal.SIGTERM, signal.SIG_IGN)\n" if ignore_term else "")
                 + "sys.stdout.write('up\\n'); sys.stdout.flush()\ntime.sleep(30)\n")
         script = tmp_path / "gsmcpd"
         script.write_text(code)
-        proc = subprocess.Popen([sys.executable, str(script), "serve"] + (["--port", "8765"] if port_arg else []),
+        proc = subprocess.Popen([sys.executable, str(script), "serve"] + (list(port_args) if port_arg else []),
                                 stdout=subprocess.PIPE)
         assert proc.stdout.readline() == b"up\n"
         procs.append(proc)
@@ -162,6 +162,27 @@ def test_is_gsmcpd_needs_the_name_and_the_port(fake_gsmcpd):
     assert daemon.is_gsmcpd(proc.pid, 8766) is False
     assert daemon.is_gsmcpd(os.getpid(), 8765) is False
     assert daemon.process_cmdline(2 ** 22 + 12345) is None
+
+
+@pytest.mark.parametrize("port_args", [("--port", "08765"), ("--port=+8765",), ("--port", " 8765"),
+                                       ("--port", "8766", "--port", "8765")])
+def test_the_port_a_command_line_serves_is_read_as_serve_reads_it(tmp_path, fake_gsmcpd, port_args):
+    # `serve --port 08765` serves 8765, and of two --port flags the last one counts: stop
+    # must neither take that live server's pidfile for a stale one nor leave it running.
+    proc = fake_gsmcpd(port_args=port_args)
+    _reap_when_signalled(proc)
+    assert daemon.is_gsmcpd(proc.pid, 8765) is True
+    assert daemon.is_gsmcpd(proc.pid, 8766) is False
+    (tmp_path / "gsmcpd-8765.pid").write_text(f"{proc.pid}\n")
+    out = io.StringIO()
+    assert daemon.stop(tmp_path, 8765, timeout=5, out=out) == 0, out.getvalue()
+    assert f"stopped gsmcpd on port 8765 (pid {proc.pid})" in out.getvalue()
+    assert proc.wait(5) == -signal.SIGTERM
+
+
+def test_a_command_line_whose_port_cannot_be_read_serves_no_port(fake_gsmcpd):
+    proc = fake_gsmcpd(port_args=("--port", "87x65"))
+    assert daemon.is_gsmcpd(proc.pid, 8765) is False
 
 
 def test_a_gsmcpd_naming_no_port_is_never_judged_stale_without_its_control_socket(tmp_path, fake_gsmcpd):

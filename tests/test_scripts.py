@@ -163,6 +163,31 @@ def test_stop_stops_a_serve_that_took_its_port_from_the_environment(tmp_path):
         log.close()
 
 
+def test_stop_stops_a_serve_whose_port_flag_has_a_leading_zero(tmp_path):
+    # `serve --port 0N` serves port N: stop once took its live pidfile for a stale one,
+    # removed it and said nothing was running, and the server ran on unreachable by stop.
+    port, state = free_port(), tmp_path / "state"
+    env = clean_env(GS_MCP_STATE_DIR=str(state))
+    log = open(tmp_path / "serve.log", "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "gsmcpd", "serve", "--port", "0%d" % port],
+                            env=env, cwd=str(REPO), stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        wait_for(lambda: not port_free(port), "the daemon to listen")
+        again = run("run-server.sh", "--port", str(port), env=env)
+        assert again.returncode == 1 and f"already running on port {port} (pid {proc.pid}" in again.stdout
+        stopped = run("stop-server.sh", str(port), env=env)
+        assert stopped.returncode == 0, stopped.stdout
+        assert f"stopped gsmcpd on port {port} (pid {proc.pid})" in stopped.stdout
+        assert proc.wait(15) == 0
+        assert not (state / f"gsmcpd-{port}.pid").exists()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.close()
+
+
 def test_scripts_run_from_elsewhere_read_relative_paths_from_the_callers_directory(tmp_path):
     # Flags and settings name paths as the caller sees them, not as the checkout does; the
     # stop command start prints works as printed, from there, with the state dir it used.
