@@ -80,8 +80,12 @@ def test_render_status_text_and_json():
 
 @pytest.fixture
 def served(tmp_path):
+    yield from _serving(tmp_path)
+
+
+def _serving(state_dir):
     """A tiny blocking server over control.open_listener, answering with handle_line."""
-    path = control.control_socket_path(tmp_path, 8123)
+    path = control.control_socket_path(state_dir, 8123)
     listener = control.open_listener(path)
     listener.setblocking(True)
     stop = threading.Event()
@@ -121,6 +125,24 @@ def test_client_queries_a_live_server(served, tmp_path):
     assert control.query(tmp_path, 8123, {"op": "ping"}) == {"ok": True, "pid": os.getpid()}
     with pytest.raises(control.ControlError, match="server refused: unknown op"):
         control.query(tmp_path, 8123, {"op": "nope"})
+
+
+def test_a_state_dir_too_deep_for_a_socket_address_still_serves_and_is_queried(tmp_path):
+    # sun_path holds 108 bytes: a socket path longer than that cannot be bound or
+    # connected to by name (the server refused to start, blaming its TCP address).
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    assert len(os.fsencode(control.control_socket_path(deep, 8123))) > 108
+    server = _serving(deep)
+    path = next(server)
+    try:
+        mode = os.stat(path).st_mode
+        assert stat.S_ISSOCK(mode) and stat.S_IMODE(mode) == 0o600
+        assert control.query(deep, 8123, {"op": "ping"}) == {"ok": True, "pid": os.getpid()}
+    finally:
+        next(server, None)
+    with pytest.raises(control.ControlError, match="stale socket"):
+        control.query(deep, 8123)
 
 
 def test_client_without_a_server(tmp_path):

@@ -188,6 +188,28 @@ def test_stop_stops_a_serve_whose_port_flag_has_a_leading_zero(tmp_path):
         log.close()
 
 
+def test_a_deep_state_dir_serves_and_the_cli_reaches_it(tmp_path):
+    # Its control socket's path is past the 108 bytes a unix socket address holds: start
+    # once failed with "cannot serve on 127.0.0.1:PORT: AF_UNIX path too long".
+    port, state = free_port(), tmp_path / ("d" * 60) / ("e" * 60)
+    env = clean_env(GS_MCP_PORT=str(port), GS_MCP_STATE_DIR=str(state))
+    started = run("run-server.sh", env=env)
+    try:
+        assert started.returncode == 0, started.stdout + started.stderr
+        session = open_session(port)
+        status = subprocess.run([sys.executable, "-m", "gsmcpd", "status", "--json"], env=env,
+                                capture_output=True, text=True, cwd=str(REPO), timeout=30)
+        assert status.returncode == 0, status.stderr
+        assert [s["id"] for s in json.loads(status.stdout)["sessions"]] == [session]
+        ended = subprocess.run([sys.executable, "-m", "gsmcpd", "end", session], env=env,
+                               capture_output=True, text=True, cwd=str(REPO), timeout=30)
+        assert ended.returncode == 0 and f"ended session {session[:8]}" in ended.stdout, ended.stderr
+    finally:
+        stopped = run("stop-server.sh", env=env)
+    assert stopped.returncode == 0 and "stopped gsmcpd on port" in stopped.stdout, stopped.stdout
+    assert port_free(port) and not (state / f"gsmcpd-{port}.ctl").exists()
+
+
 def test_scripts_run_from_elsewhere_read_relative_paths_from_the_callers_directory(tmp_path):
     # Flags and settings name paths as the caller sees them, not as the checkout does; the
     # stop command start prints works as printed, from there, with the state dir it used.

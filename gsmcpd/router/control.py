@@ -17,6 +17,7 @@ router's selector) and `query` (blocking, for `python -m gsmcpd status`) do the 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -28,6 +29,7 @@ from gsmcpd.config import control_socket_path
 from gsmcpd.router.trace import shown
 
 MAX_LINE = 64 * 1024
+SUN_PATH_MAX = 107   # sockaddr_un's sun_path holds 108 bytes, the last one a NUL
 _HEX = re.compile(r"[0-9a-fA-F]+")
 SESSION_FIELDS = ("id_prefix", "user", "worker_pid", "age", "idle", "in_flight", "queued",
                   "stream_attached", "read_only", "id")
@@ -129,6 +131,22 @@ def format_table(sessions: Iterable[dict]) -> str:
 
 # --- I/O -----------------------------------------------------------------------------
 
+@contextlib.contextmanager
+def _address(path: Path):
+    """`path` as an AF_UNIX address. A state directory deep enough to push the socket's
+    path past sun_path's 108 bytes (a checkout's var/ deep in a home directory) is
+    reached through a descriptor of the directory instead (Linux /proc/self/fd), so
+    such a server still starts and `status`, `end` and `stop` still reach it."""
+    if len(os.fsencode(path)) <= SUN_PATH_MAX:
+        yield str(path)
+        return
+    fd = os.open(path.parent, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        yield f"/proc/self/fd/{fd}/{path.name}"
+    finally:
+        os.close(fd)
+
+
 def open_listener(path: Path) -> socket.socket:
     """A non-blocking listening unix socket at `path`, mode 0600 from birth.
 
@@ -141,7 +159,8 @@ def open_listener(path: Path) -> socket.socket:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old_umask = os.umask(0o177)  # no window in which another user could connect
     try:
-        sock.bind(str(path))
+        with _address(path) as address:
+            sock.bind(address)
     finally:
         os.umask(old_umask)
     os.chmod(path, 0o600)
@@ -160,7 +179,8 @@ def query(state_dir: Path, port: int, request: dict | None = None,
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(timeout)
         try:
-            sock.connect(str(path))
+            with _address(path) as address:
+                sock.connect(address)
             sock.sendall(encode(request or {"op": "status"}))
             data = _read_line(sock)
         except ConnectionRefusedError:
