@@ -130,6 +130,17 @@ def test_server_context_reports_bad_files(tmp_path):
         server_context(tmp_path / "missing.pem", tmp_path / "missing.key")
 
 
+def test_an_encrypted_key_is_refused_naming_its_passphrase_never_prompted_for(self_signed, tmp_path):
+    from cryptography.hazmat.primitives import serialization
+    cert_path, key_path = self_signed
+    key = serialization.load_pem_private_key(key_path.read_bytes(), None)
+    encrypted = tmp_path / "encrypted.key"
+    encrypted.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                            serialization.BestAvailableEncryption(b"secret")))
+    with pytest.raises(TlsError, match="the key is encrypted and gsmcpd cannot ask for its passphrase"):
+        server_context(cert_path, encrypted)
+
+
 def test_self_signed_files(self_signed):
     cert_path, key_path = self_signed
     assert stat.S_IMODE(key_path.stat().st_mode) == 0o600

@@ -211,3 +211,58 @@ def test_behind_a_tls_proxy_a_network_facing_host_with_auth_starts(tmp_path):
     assert raw.startswith(b"HTTP/1.1 200 "), raw
     # Behind the proxy the public name is the audience, so that is what the metadata names.
     assert b'"resource":"https://mcp.test/mcp"' in raw
+
+
+def _in_a_terminal(argv, env, timeout=30):
+    """Run argv with a pty as its controlling terminal (as an admin's shell runs it):
+    (exit status, or None if it still ran at the deadline and was killed; its output)."""
+    import os
+    import pty
+    import select
+    import signal
+    import time
+    pid, fd = pty.fork()
+    if pid == 0:
+        try:
+            os.chdir(str(REPO))
+            os.execve(argv[0], argv, env)
+        finally:
+            os._exit(127)
+    output, deadline = b"", time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            if select.select([fd], [], [], 0.2)[0]:
+                try:
+                    chunk = os.read(fd, 4096)
+                except OSError:   # EIO: the child closed the terminal
+                    break
+                if not chunk:
+                    break
+                output += chunk
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if not done:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return None, output.decode(errors="replace")
+        return os.waitstatus_to_exitcode(status), output.decode(errors="replace")
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("command", ["serve", "check"])
+def test_an_encrypted_key_is_refused_in_a_terminal_without_a_passphrase_prompt(tmp_path, command):
+    # OpenSSL asked for the passphrase on /dev/tty: serve and check hung at the prompt.
+    from cryptography.hazmat.primitives import serialization
+    from gsmcpd.auth.tls import write_self_signed
+    cert, key = write_self_signed(tmp_path / "tls")
+    encrypted = tmp_path / "tls" / "encrypted.key"
+    encrypted.write_bytes(serialization.load_pem_private_key(key.read_bytes(), None).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(b"secret")))
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "GS_MCP_STATE_DIR": str(tmp_path / "state"),
+           "GS_MCP_TLS_CERT": str(cert), "GS_MCP_TLS_KEY": str(encrypted), "GS_MCP_SPARE_WORKERS": "1"}
+    status, output = _in_a_terminal([sys.executable, "-m", "gsmcpd", command, "--port", str(free_port())],
+                                    env, timeout=20)
+    assert status == 1, output
+    assert "pass phrase" not in output.lower()
+    assert "tls_cert/tls_key" in output and "the key is encrypted and gsmcpd cannot ask for its passphrase" in output

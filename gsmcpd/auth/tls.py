@@ -42,9 +42,16 @@ def server_context(cert: str | os.PathLike, key: str | os.PathLike) -> ssl.SSLCo
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.set_alpn_protocols(["http/1.1"])
+
+    def no_passphrase():
+        # Without this OpenSSL asks on /dev/tty: `serve` and `check` in a terminal hang
+        # at a prompt, and with no terminal (start, systemd) fail with "Invalid argument".
+        raise TlsError("the key is encrypted and gsmcpd cannot ask for its passphrase: give "
+                       "it an unencrypted key, readable only by the daemon's account")
+
     try:
-        context.load_cert_chain(os.fspath(cert), os.fspath(key))
-    except (OSError, ssl.SSLError) as exc:
+        context.load_cert_chain(os.fspath(cert), os.fspath(key), password=no_passphrase)
+    except (TlsError, OSError, ssl.SSLError) as exc:
         raise TlsError(f"cannot load TLS certificate {cert} / key {key}: {exc}") from None
     return context
 
