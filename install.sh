@@ -82,7 +82,7 @@ check_environment() {
     fi
     cd "$CALLER"
     export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH}
-    exec "$VENV/bin/python" -m gsmcpd check
+    exec "$VENV/bin/python" -P -m gsmcpd check   # -P: not a gsmcpd in the caller's directory
 }
 
 install_systemd() {

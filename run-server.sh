@@ -19,6 +19,8 @@ elif ! "$ROOT/install.sh" --stamp-ok; then
     echo "setup.cfg or pyproject.toml changed since the last install: running ./install.sh first" >&2
     "$ROOT/install.sh"
 fi
-# The checkout first on the path, as if run from it (its examples/ and its gsmcpd).
+# The checkout first on the path, as if run from it (its examples/ and its gsmcpd); -P keeps
+# the caller's directory off it, where another checkout's gsmcpd (or any directory named
+# gsmcpd) would otherwise be run instead of this one.
 export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH}
-exec "$ROOT/.venv/bin/python" -m gsmcpd start "$@"
+exec "$ROOT/.venv/bin/python" -P -m gsmcpd start "$@"

@@ -5,5 +5,6 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")" && pwd)
 [[ -x $ROOT/.venv/bin/python ]] || { echo "stop-server.sh: no $ROOT/.venv; nothing was started from this checkout (run ./run-server.sh)" >&2; exit 1; }
+# -P: this checkout's gsmcpd and its state dir, never a gsmcpd in the caller's directory.
 export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH}
-exec "$ROOT/.venv/bin/python" -m gsmcpd stop "$@"
+exec "$ROOT/.venv/bin/python" -P -m gsmcpd stop "$@"

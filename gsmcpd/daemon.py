@@ -437,7 +437,7 @@ def start(config: Config, serve_args: list[str], out: TextIO = sys.stdout,
               f"(not a gsmcpd with a pidfile in {config.state_dir})", file=out)
         return 1
     log_path = config.log_file or config.default_log_file
-    argv = [sys.executable, "-m", "gsmcpd", "serve", "--port", str(config.port),
+    argv = [sys.executable, "-P", "-m", "gsmcpd", "serve", "--port", str(config.port),
             "--log-file", str(log_path), *serve_args]
     read_end, write_end = os.pipe()
     child = os.fork()
@@ -477,9 +477,22 @@ def _detach_and_exec(argv: list[str], read_end: int, write_end: int, log_path: P
                                 f"{exc.strerror or exc}\n".encode())
             os._exit(1)
         os.set_inheritable(write_end, True)
-        os.execv(argv[0], [*argv, "--ready-fd", str(write_end)])
+        os.execve(argv[0], [*argv, "--ready-fd", str(write_end)], _serve_environ())
     finally:
         os._exit(127)                   # exec failed: the starter sees EOF and says so
+
+
+def _serve_environ() -> dict[str, str]:
+    """The detached serve's environment. It runs `python -P`, so the caller's directory
+    is not on its path: a gsmcpd there (another checkout, any directory of that name)
+    would be run instead of this one. This gsmcpd's own directory goes first on
+    PYTHONPATH when only the caller's directory made it importable."""
+    import gsmcpd
+    root = Path(gsmcpd.__file__).resolve().parent.parent
+    environ = dict(os.environ)
+    if root not in {Path(entry).resolve() for entry in sys.path[1:] if entry}:
+        environ["PYTHONPATH"] = os.pathsep.join(filter(None, (str(root), environ.get("PYTHONPATH"))))
+    return environ
 
 
 def _read_ready_line(fd: int, timeout: float) -> str | None:

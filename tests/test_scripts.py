@@ -210,6 +210,33 @@ def test_a_deep_state_dir_serves_and_the_cli_reaches_it(tmp_path):
     assert port_free(port) and not (state / f"gsmcpd-{port}.ctl").exists()
 
 
+def test_scripts_run_their_own_gsmcpd_whatever_the_callers_directory_holds(tmp_path):
+    # `python -m` puts the caller's directory first on the path: run from another checkout
+    # (or any directory holding a gsmcpd package), the scripts ran that gsmcpd instead,
+    # with its state dir, and reported on a server that was not this checkout's.
+    decoy = tmp_path / "elsewhere"
+    (decoy / "gsmcpd").mkdir(parents=True)
+    (decoy / "gsmcpd" / "__init__.py").write_text("")
+    (decoy / "gsmcpd" / "__main__.py").write_text("print('the decoy gsmcpd ran')\n")
+    port, state = free_port(), tmp_path / "state"
+    env = clean_env(GS_MCP_PORT=str(port), GS_MCP_STATE_DIR=str(state))
+
+    def script(name, *args):
+        return subprocess.run([str(REPO / name), *args], env=env, cwd=str(decoy),
+                              capture_output=True, text=True, timeout=60)
+    started = script("run-server.sh")
+    try:
+        assert started.returncode == 0 and "decoy" not in started.stdout, started.stdout
+        assert f"listening on http://127.0.0.1:{port}/mcp" in started.stdout
+        assert open_session(port)
+        checked = script("install.sh", "--check")
+        assert "decoy" not in checked.stdout and f"served by this deployment's gsmcpd" in checked.stdout
+    finally:
+        stopped = script("stop-server.sh")
+    assert stopped.returncode == 0 and "decoy" not in stopped.stdout, stopped.stdout
+    assert f"stopped gsmcpd on port {port}" in stopped.stdout and port_free(port)
+
+
 def test_scripts_run_from_elsewhere_read_relative_paths_from_the_callers_directory(tmp_path):
     # Flags and settings name paths as the caller sees them, not as the checkout does; the
     # stop command start prints works as printed, from there, with the state dir it used.
@@ -536,18 +563,18 @@ def test_run_server_finishes_an_install_that_never_completed(fake_checkout):
                             text=True, env=clean_env())
     assert result.returncode == 0, result.stderr
     made = calls(fake_checkout)
-    assert any("pip install" in call for call in made) and made[-1] == "-m gsmcpd start"
+    assert any("pip install" in call for call in made) and made[-1] == "-P -m gsmcpd start"
     assert (fake_checkout / ".venv" / ".gsmcpd-install-stamp").exists()
     again = subprocess.run(["./run-server.sh"], cwd=fake_checkout, capture_output=True,
                            text=True, env=clean_env())
-    assert again.returncode == 0 and calls(fake_checkout)[len(made):] == ["-m gsmcpd start"]
+    assert again.returncode == 0 and calls(fake_checkout)[len(made):] == ["-P -m gsmcpd start"]
 
 
 def test_install_check_runs_gsmcpd_check_and_changes_nothing(fake_checkout):
     result = subprocess.run(["./install.sh", "--check"], cwd=fake_checkout,
                             capture_output=True, text=True)
     assert result.returncode == 0 and "OK: fake" in result.stdout
-    assert calls(fake_checkout) == ["-m gsmcpd check"]
+    assert calls(fake_checkout) == ["-P -m gsmcpd check"]
     shutil.rmtree(fake_checkout / ".venv")
     missing = subprocess.run(["./install.sh", "--check"], cwd=fake_checkout,
                              capture_output=True, text=True)
@@ -567,7 +594,7 @@ def test_install_check_reads_relative_paths_from_the_callers_directory(fake_chec
                             capture_output=True, text=True)
     assert result.returncode == 0 and "OK: fake" in result.stdout, result.stderr
     cwd, pythonpath, *argv = calls(fake_checkout)[-1].split(" ")
-    assert (cwd, argv) == (str(caller), ["-m", "gsmcpd", "check"])
+    assert (cwd, argv) == (str(caller), ["-P", "-m", "gsmcpd", "check"])
     assert pythonpath.split(":")[0] == str(fake_checkout)   # its examples/, as run-server.sh
 
 
@@ -629,7 +656,7 @@ def test_run_server_reinstalls_when_the_packaging_files_changed(fake_checkout):
         return result, calls(fake_checkout)[before:]
 
     current, made = start()   # the stamp matches: no pip, nothing said
-    assert made == ["-m gsmcpd start"] and current.stdout == current.stderr == ""
+    assert made == ["-P -m gsmcpd start"] and current.stdout == current.stderr == ""
     for name in ("setup.cfg", "pyproject.toml"):
         with open(fake_checkout / name, "a") as packaging:
             packaging.write("\n# a dependency changed\n")
@@ -638,9 +665,9 @@ def test_run_server_reinstalls_when_the_packaging_files_changed(fake_checkout):
                                   "running ./install.sh first\n")
         assert [call for call in made if "pip" in call] == [
             "-m pip install --quiet --disable-pip-version-check --no-build-isolation -e ."]
-        assert made[-1] == "-m gsmcpd start" and "installing gsmcpd (base)" in changed.stdout
+        assert made[-1] == "-P -m gsmcpd start" and "installing gsmcpd (base)" in changed.stdout
         again, made = start()
-        assert made == ["-m gsmcpd start"] and again.stdout == again.stderr == ""
+        assert made == ["-P -m gsmcpd start"] and again.stdout == again.stderr == ""
 
 
 def test_install_stamp_ok_says_whether_the_install_is_current(fake_checkout):
