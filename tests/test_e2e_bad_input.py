@@ -148,6 +148,25 @@ def test_a_slow_client_is_dropped_and_wedges_nothing(daemon):
     slow.close()
 
 
+def test_https_to_the_plain_port_gets_a_plain_400_at_once_not_silence_until_the_timeout(daemon):
+    # A ClientHello never ends a head: the client waited out the read timeout, then read
+    # EOF (curl: "SSL_ERROR_SYSCALL"). Now it reads why, and TLS says "wrong version number".
+    import ssl
+    hello = b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + bytes(32)
+    raw = raw_exchange(daemon.port, hello)
+    assert status_of(raw) == 400, raw
+    assert body_of(raw) == b"400 this port speaks plain HTTP, not TLS: use http:// to connect\n"
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as sock:
+        with pytest.raises(ssl.SSLError) as caught:
+            context.wrap_socket(sock, server_hostname="localhost")
+    assert caught.value.reason == "WRONG_VERSION_NUMBER", caught.value
+    c = Client(daemon.port)
+    c.initialize()
+    assert c.call("ping").json()["result"] == {}
+
+
 def test_the_router_still_serves_after_all_of_that(daemon):
     for _, data, _ in HTTP_CASES:
         raw_exchange(daemon.port, data)

@@ -251,6 +251,22 @@ def test_in_progress_tracks_incomplete_requests():
     assert parser.in_progress is False
 
 
+CLIENT_HELLO_START = b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"   # no CRLF for many bytes
+
+
+@pytest.mark.parametrize("before", [b"", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"])
+def test_a_tls_client_hello_on_the_plain_port_is_refused_at_its_first_byte(before):
+    # https:// to a plain port: no head end ever comes, so it waited for the read timeout.
+    parser = RequestParser()
+    parser.feed(before + CLIENT_HELLO_START[:1])
+    if before:
+        assert parser.next_request().path == "/"
+    with pytest.raises(HttpError) as caught:
+        parser.next_request()
+    assert caught.value.status == 400
+    assert caught.value.message == "this port speaks plain HTTP, not TLS: use http:// to connect"
+
+
 def test_eof_between_requests_is_clean():
     parser = RequestParser()
     parser.feed(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")

@@ -39,6 +39,7 @@ _CHUNK_EXT = (rb"(?:[ \t]*;[ \t]*%s(?:[ \t]*=[ \t]*(?:%s|%s))?)*"
 _CHUNK_LINE = re.compile(rb"([0-9A-Fa-f]{1,16})" + _CHUNK_EXT + rb"[ \t]*")
 SMALL_BODY = 64 * 1024                   # bytes of body read before the head's gates run (pop_waiting_head)
 _MAX_BLANK = 1024                        # empty lines tolerated before a request line
+_TLS_HANDSHAKE = 0x16                    # a TLS record's first byte: a ClientHello
 _MAX_CHUNK_LINE = 4096                   # size + extensions; anything longer is abuse
 
 # parser states
@@ -251,6 +252,10 @@ class RequestParser:
             # endless CRLFs would otherwise keep a connection busy for free
             if self._blank_bytes > _MAX_BLANK:
                 raise HttpError(400, "too many empty lines before a request")
+        # https:// to this plain port: a ClientHello holds no CRLF to wait for, so say so
+        # at once (the client reads "wrong version number") instead of at the read timeout
+        if buf and buf[0] == _TLS_HANDSHAKE:
+            raise HttpError(400, "this port speaks plain HTTP, not TLS: use http:// to connect")
         # never look past max_head: the rest may be a large pipelined body
         found = _head_end(buf, max(0, self._scanned - 3), self.max_head + 4)
         if found is None:
