@@ -393,9 +393,20 @@ def parse_conf_text(text: str, source: str = "conf",
         if only is not None and key not in only:
             continue
         if key not in KNOBS_BY_KEY:
-            raise ConfigError(key, f"{source} line {number}: unknown key{_did_you_mean(key, KNOBS_BY_KEY)}")
+            raise ConfigError(key, f"{source} line {number}: unknown key{_conf_key_hint(key)}")
         values[key] = _strip_quotes(value.strip())
     return values
+
+
+def _conf_key_hint(key: str) -> str:
+    """An environment name (GS_MCP_PORT) or a capitalised key (Port) is a knob the conf
+    file spells as its key: name that key."""
+    if key in KNOBS_BY_ENV:
+        knob = KNOBS_BY_ENV[key]
+        return f"; did you mean {knob.key}? ({key} is its environment name; a conf file names its key)"
+    if key.lower() in KNOBS_BY_KEY:
+        return f"; did you mean {key.lower()}? (keys are lower case)"
+    return _did_you_mean(key, KNOBS_BY_KEY)
 
 
 def _strip_quotes(value: str) -> str:
@@ -461,7 +472,7 @@ def load_config(argv_flags: Mapping[str, Any] | None = None,
     path = conf_file_path(argv_flags, environ, conf_path)
     if path is not None:
         try:
-            text = path.read_text(encoding="utf-8")
+            text = path.read_text(encoding="utf-8-sig")   # a BOM (Windows editors) is no key's
         except OSError as exc:
             raise ConfigError("config", f"cannot read {path}: {exc.strerror or exc}") from None
         except UnicodeDecodeError as exc:

@@ -289,6 +289,29 @@ def test_an_unknown_name_or_key_says_which_was_meant_when_one_is_near(tmp_path):
     assert refused("idle_timout", conf_path=conf).endswith("line 1: unknown key; did you mean idle_timeout?")
 
 
+def test_a_conf_file_saved_with_a_bom_reads_its_first_key(tmp_path):
+    # Windows editors start UTF-8 with a BOM: it was read into the first key, refused as
+    # "unknown key; did you mean port?" for a line that says port.
+    conf = tmp_path / "bom.conf"
+    conf.write_bytes(b"\xef\xbb\xbfport = 8931\nreadonly = yes\n")
+    config = load_config({}, {}, conf)
+    assert (config.port, config.readonly) == (8931, True)
+    assert load_config({}, {}, conf, validate=False, only=("state_dir", "port")).port == 8931
+
+
+@pytest.mark.parametrize("line, key, hint", [
+    ("GS_MCP_PORT = 8931", "GS_MCP_PORT",
+     "; did you mean port? (GS_MCP_PORT is its environment name; a conf file names its key)"),
+    ("MCP_ISSUER = https://idp.test", "MCP_ISSUER",
+     "; did you mean issuer? (MCP_ISSUER is its environment name; a conf file names its key)"),
+    ("Idle_Timeout = 60", "Idle_Timeout", "; did you mean idle_timeout? (keys are lower case)"),
+])
+def test_a_conf_key_written_as_its_environment_name_or_capitalised_names_the_key(tmp_path, line, key, hint):
+    conf = tmp_path / "names.conf"
+    conf.write_text(line + "\n")
+    assert refused(key, conf_path=conf).endswith("line 1: unknown key" + hint)
+
+
 @pytest.mark.parametrize("spec, said", [
     ("no_such_module_xyz:Server", "worker class 'no_such_module_xyz:Server': cannot import module "
                                   "'no_such_module_xyz' (ModuleNotFoundError: No module named 'no_such_module_xyz')"),

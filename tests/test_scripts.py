@@ -309,6 +309,22 @@ def test_run_server_refuses_a_config_that_is_not_text_and_reads_trailing_comment
         run("stop-server.sh", str(port), env=env)
 
 
+def test_a_config_saved_with_a_bom_starts_and_stops_on_its_port(tmp_path):
+    # Notepad's UTF-8: start refused "unknown key; did you mean port?", and stop, which
+    # passes over unknown keys, looked on the default port.
+    port = free_port()
+    conf = tmp_path / "bom.conf"
+    conf.write_bytes(f"\ufeffport = {port}\r\nspare_workers = 1\r\n".encode())
+    env = clean_env(GS_MCP_CONFIG=str(conf), GS_MCP_STATE_DIR=str(tmp_path / "state"))
+    started = run("run-server.sh", env=env)
+    try:
+        assert started.returncode == 0, started.stdout + started.stderr
+        assert f"listening on http://127.0.0.1:{port}/mcp" in started.stdout
+    finally:
+        stopped = run("stop-server.sh", env=env)
+    assert stopped.returncode == 0 and f"stopped gsmcpd on port {port}" in stopped.stdout, stopped.stdout
+
+
 def test_stop_and_start_say_what_is_wrong_with_a_pidfile_they_cannot_read(tmp_path):
     port = free_port()
     env = clean_env(GS_MCP_PORT=str(port), GS_MCP_STATE_DIR=str(tmp_path))
