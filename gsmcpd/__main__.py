@@ -115,6 +115,11 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"gsmcpd: configuration refused: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # `gsmcpd status | head -3`: the reader took what it wanted. No traceback, and
+        # none at exit either, when Python flushes stdout once more.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -409,6 +409,16 @@ def test_status_lists_open_sessions(server):
     assert delete(port, second) == 200
 
 
+def test_status_into_a_pipe_its_reader_closed_ends_without_a_traceback(server):
+    # `gsmcpd status | head -1`: a reader gone before status writes raised BrokenPipeError.
+    proc = subprocess.Popen([sys.executable, "-m", "gsmcpd", "status", str(server["port"]),
+                             "--state-dir", str(server["state"])], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=server["env"], cwd=REPO)
+    proc.stdout.close()   # before it has the reply to write
+    err = proc.stderr.read().decode()
+    assert proc.wait(30) == 1 and err == "", err
+
+
 def test_a_traced_body_with_unicode_line_breaks_is_still_one_line(server):
     marker = uuid.uuid4().hex
     body = ('{"jsonrpc":"2.0","id":9,"method":"tools/list","x":"%s a\u0085b\u2028c\u2029d\x1ce"}'
