@@ -233,8 +233,11 @@ def _control_pid(state_dir: Path, port: int) -> int | None:
 
 
 def running_pid(state_dir: Path, port: int) -> int | None:
-    """The pid of the live gsmcpd serving `port` per its pidfile, else None."""
+    """The pid of the live gsmcpd serving `port` per its pidfile (or, that lost, per its
+    control socket), else None."""
     pid = read_pidfile(pidfile_path(state_dir, port))
+    if pid is None:
+        pid = _control_pid(state_dir, port)
     return pid if pid is not None and is_gsmcpd(pid, port, state_dir) else None
 
 
@@ -544,13 +547,18 @@ def stop(state_dir: Path, port: int, timeout: float = STOP_TIMEOUT,
     path = pidfile_path(state_dir, port)
     pid = read_pidfile(path)
     if pid is None:
-        if path.exists():
+        lost = path.exists()
+        if lost:
             path.unlink()
-            print(f"removed unreadable pidfile {path}; nothing was running on port {port}",
-                  file=out)
-        else:
-            print(f"no gsmcpd running on port {port} (no pidfile at {path})", file=out)
-        return 1
+        # A pidfile gone (deleted by hand, a tmp cleaner) while its server runs: the port's
+        # control socket still names it, and it is confirmed as any pid is before a signal.
+        pid = _control_pid(state_dir, port)
+        if pid is None or not is_gsmcpd(pid, port, state_dir):
+            print(f"removed unreadable pidfile {path}; nothing was running on port {port}" if lost
+                  else f"no gsmcpd running on port {port} (no pidfile at {path})", file=out)
+            return 1
+        print(f"{'removed unreadable' if lost else 'no'} pidfile {path}, but the port's control "
+              f"socket names pid {pid}, its gsmcpd", file=out)
     if not is_gsmcpd(pid, port, state_dir):
         argv = process_cmdline(pid)
         if _names_gsmcpd(argv) and not _ports_named(argv):

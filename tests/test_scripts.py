@@ -237,6 +237,32 @@ def test_scripts_run_their_own_gsmcpd_whatever_the_callers_directory_holds(tmp_p
     assert f"stopped gsmcpd on port {port}" in stopped.stdout and port_free(port)
 
 
+@pytest.mark.parametrize("pidfile", ["deleted", "emptied"])
+def test_a_server_whose_pidfile_was_lost_is_still_found_by_start_and_stopped_by_stop(tmp_path, pidfile):
+    # Deleted by hand or a tmp cleaner while the server runs: stop said nothing was running
+    # (and removed an emptied one), start blamed "another process"; the control socket knows.
+    port, state = free_port(), tmp_path / "state"
+    env = clean_env(GS_MCP_PORT=str(port), GS_MCP_STATE_DIR=str(state))
+    started = run("run-server.sh", env=env)
+    assert started.returncode == 0, started.stdout + started.stderr
+    pid = int(started.stdout.split("(pid ")[1].split(")")[0])
+    try:
+        if pidfile == "deleted":
+            (state / f"gsmcpd-{port}.pid").unlink()
+        else:
+            (state / f"gsmcpd-{port}.pid").write_text("")
+        again = run("run-server.sh", env=env)
+        assert again.returncode == 1 and f"already running on port {port} (pid {pid}" in again.stdout, again.stdout
+        stopped = run("stop-server.sh", env=env)
+        assert stopped.returncode == 0, stopped.stdout
+        assert f"control socket names pid {pid}" in stopped.stdout
+        assert f"stopped gsmcpd on port {port} (pid {pid})" in stopped.stdout
+        assert port_free(port)
+    finally:
+        if not port_free(port):
+            os.kill(pid, signal.SIGKILL)
+
+
 def test_scripts_run_from_elsewhere_read_relative_paths_from_the_callers_directory(tmp_path):
     # Flags and settings name paths as the caller sees them, not as the checkout does; the
     # stop command start prints works as printed, from there, with the state dir it used.
