@@ -143,6 +143,7 @@ def test_an_unlisted_origin_passes_the_gate_but_gets_no_cors(daemon, origin):
 def test_a_foreign_origins_preflight_meets_the_origin_gate(daemon):
     resp = preflight(daemon.port, "https://evil.example")
     assert resp.status == 403 and "Origin 'https://evil.example' is not allowed" in resp.json()["error"]["message"]
+    assert "listing it in GS_MCP_ALLOWED_ORIGINS" in resp.json()["error"]["message"]   # what admits it
     assert_not_granted(resp)
 
 

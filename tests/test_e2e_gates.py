@@ -49,6 +49,7 @@ def test_a_loopback_host_is_served(daemon, session, host):
 def test_a_foreign_host_is_forbidden(daemon, session, host):
     status, reply = ping(daemon, session, b"Host: " + host + b"\r\n")
     assert status == 403 and "is not this server" in reply["error"]["message"]
+    assert "listed in GS_MCP_ALLOWED_ORIGINS" in reply["error"]["message"]   # what admits it
 
 
 @pytest.mark.parametrize("host", [b"[::1]evil.example", b"http://127.0.0.1", b"127.0.0.1/mcp",

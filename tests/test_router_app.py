@@ -90,6 +90,20 @@ def test_a_head_the_gates_refuse_is_answered_as_the_whole_request_would_be(head_
     assert early.answers == late.answers == [answer]
 
 
+@pytest.mark.parametrize("head_bytes, said", [
+    (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nOrigin: https://app.example\r\n",
+     "Forbidden: Origin 'https://app.example' is not allowed (a browser app's origin is let in by "
+     "listing it in GS_MCP_ALLOWED_ORIGINS)"),
+    (b"POST /mcp HTTP/1.1\r\nHost: proxy.example:8443\r\n",
+     "Forbidden: Host header 'proxy.example:8443' is not this server (a name a proxy in front passes "
+     "is accepted once listed in GS_MCP_ALLOWED_ORIGINS)"),
+])
+def test_a_foreign_origin_or_host_is_refused_naming_the_knob_that_admits_it(head_bytes, said):
+    parser = RequestParser()
+    parser.feed(head_bytes + b"Content-Length: 0\r\n\r\n")
+    assert App(unauthenticated_router())._gate_host_origin(parser.next_request()) == (403, said)
+
+
 @pytest.mark.parametrize("head_bytes", [
     b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nMcp-Session-Id: gone\r\n",   # initialize ignores it
     b"GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\nMcp-Session-Id: known\r\n",

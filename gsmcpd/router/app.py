@@ -128,7 +128,8 @@ class App:
         if origin is not None:
             parsed = hosts.origin(origin)
             if parsed is None or parsed[0] not in self.allowed_hosts:
-                return 403, "Forbidden: Origin %r is not allowed" % origin
+                return 403, ("Forbidden: Origin %r is not allowed (a browser app's origin is "
+                             "let in by listing it in GS_MCP_ALLOWED_ORIGINS)" % origin)
         what, host = "Host header", request.header("host")
         if request.target[:1] != "/":   # absolute-form: its authority replaces Host (RFC 9112 3.2.2)
             authority = hosts.absolute_authority(request.target)
@@ -139,7 +140,8 @@ class App:
             if parsed is None:   # RFC 9112 3.2: an invalid Host is a bad request
                 return 400, "Bad Request: malformed %s %r" % (what, host)
             if self.check_host and parsed[0] not in self.allowed_hosts:
-                return 403, "Forbidden: %s %r is not this server" % (what, host)
+                return 403, ("Forbidden: %s %r is not this server (a name a proxy in front "
+                             "passes is accepted once listed in GS_MCP_ALLOWED_ORIGINS)" % (what, host))
         return None
 
     def _options(self, conn, request, methods):
