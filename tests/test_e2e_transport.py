@@ -297,7 +297,7 @@ def test_sessions_beyond_the_maximum_are_refused_with_503(tmp_path):
                                         "clientInfo": {"name": "t", "version": "0"}})
         assert refused.status == 503
         assert refused.json()["error"]["message"] == \
-            "Service Unavailable: 2 sessions open or opening, the configured maximum"
+            "Service Unavailable: 2 sessions open or opening, the configured maximum (GS_MCP_MAX_SESSIONS)"
         assert a.delete().status == 200
         c.initialize()  # room again
 

@@ -233,8 +233,8 @@ class App:
                 return
             if len(self.sessions.by_id) + self.sessions.opening >= self.config.max_sessions:
                 conn.respond(503, [JSON, ("Retry-After", "5")], error_body(
-                    jsonrpc.INTERNAL_ERROR, "Service Unavailable: %s open or opening, the configured maximum"
-                    % sessions_count(self.config.max_sessions), message.id))
+                    jsonrpc.INTERNAL_ERROR, "Service Unavailable: %s open or opening, the configured "
+                    "maximum (GS_MCP_MAX_SESSIONS)" % sessions_count(self.config.max_sessions), message.id))
                 return
             per_user = self.config.max_sessions_per_user
             if per_user is not None and self.sessions.sessions_of(principal.user) >= per_user:
