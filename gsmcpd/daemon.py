@@ -13,6 +13,7 @@ import select
 import shlex
 import signal
 import socket
+import stat
 import sys
 import time
 from pathlib import Path
@@ -114,15 +115,20 @@ def _point_stdio_at(path: Path) -> None:
         os.close(fd)
 
 
-def reopen_log() -> None:
-    """SIGHUP (logrotate): close and reopen the log file by name, and say so.
+def reopen_log() -> bool:
+    """SIGHUP (logrotate): close and reopen the log file by name, and say so. True when
+    the server should stop instead: it logs to a terminal that hung up (a `serve` whose
+    terminal or ssh session closed), where it would serve on with every line lost.
 
     Call it from the loop, not from inside a signal handler: it takes the handler lock.
     """
     handler, path = _log_state.handler, _log_state.path
     if not isinstance(handler, logging.FileHandler) or path is None:
+        if hung_up_terminal(sys.stderr.fileno()):
+            log.warning("SIGHUP: the terminal this server logs to hung up; stopping")
+            return True
         log.info("SIGHUP: logging to stderr, nothing to reopen")
-        return
+        return False
     # The new file first: one that cannot be opened (its directory gone, a directory in
     # its place) leaves logging where it was, and says so there, not nowhere.
     try:
@@ -141,6 +147,20 @@ def reopen_log() -> None:
     if _log_state.redirect_stdio:
         _point_stdio_at(path)
     log.info("SIGHUP: log file reopened (%s)", path)
+    return False
+
+
+def hung_up_terminal(fd: int) -> bool:
+    """Whether `fd` is a terminal that hung up. A `kill -HUP` leaves a live terminal (and
+    a journal's socket, a pipe or a file) alone: only a tty polls as hung up."""
+    try:
+        if not stat.S_ISCHR(os.fstat(fd).st_mode):
+            return False
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        return any(events & select.POLLHUP for _, events in poller.poll(0))
+    except (OSError, ValueError):
+        return False
 
 
 # --- systemd notify ------------------------------------------------------------------

@@ -327,6 +327,32 @@ def test_serve_main_reports_an_exit_before_ready(tmp_path):
 
 # --- logging ---------------------------------------------------------------------------
 
+def test_only_a_terminal_that_hung_up_reads_as_hung_up(tmp_path):
+    import pty
+    master, slave = pty.openpty()
+    try:
+        assert daemon.hung_up_terminal(slave) is False       # a kill -HUP: the terminal lives
+        os.close(master)
+        master = None
+        assert daemon.hung_up_terminal(slave) is True        # its terminal window closed
+    finally:
+        os.close(slave)
+        if master is not None:
+            os.close(master)
+    reader, writer = os.pipe()
+    os.close(reader)
+    a, b = socket.socketpair()
+    b.close()
+    try:   # a pipe or a journal's socket whose reader left is no terminal hang-up
+        assert daemon.hung_up_terminal(writer) is False and daemon.hung_up_terminal(a.fileno()) is False
+    finally:
+        os.close(writer)
+        a.close()
+    with open(tmp_path / "log", "w") as log_file:
+        assert daemon.hung_up_terminal(log_file.fileno()) is False
+    assert daemon.hung_up_terminal(9999) is False
+
+
 def test_reopen_log_follows_a_rotated_file(tmp_path):
     path = tmp_path / "gsmcpd.log"
     daemon.configure_logging("info", path)

@@ -263,6 +263,43 @@ def test_a_server_whose_pidfile_was_lost_is_still_found_by_start_and_stopped_by_
             os.kill(pid, signal.SIGKILL)
 
 
+def test_a_serve_in_a_terminal_stops_when_its_terminal_hangs_up(tmp_path):
+    # It logs to that terminal: closed (a window, an ssh session), the server served on
+    # as a ghost, every log line lost, holding its port until someone found and killed it.
+    import pty
+    import select
+    port, state = free_port(), tmp_path / "state"
+    env = clean_env(GS_MCP_STATE_DIR=str(state), PYTHONPATH=str(REPO))
+    pid, master = pty.fork()
+    if pid == 0:
+        try:
+            os.chdir(str(REPO))
+            os.execve(sys.executable, [sys.executable, "-P", "-m", "gsmcpd", "serve", "--port", str(port)], env)
+        finally:
+            os._exit(127)
+    try:
+        output = b""
+        deadline = time.monotonic() + 30
+        while b"listening on" not in output and time.monotonic() < deadline:
+            if select.select([master], [], [], 0.2)[0]:
+                output += os.read(master, 65536)
+        assert b"listening on" in output, output
+        assert open_session(port)
+        os.kill(pid, signal.SIGHUP)          # a kill -HUP (logrotate) with the terminal there
+        assert open_session(port)            # ... is no hang-up: it serves on
+        os.close(master)                     # the terminal goes away
+        master = None
+        wait_for(lambda: os.waitpid(pid, os.WNOHANG)[0] == pid, "the server to stop", timeout=30)
+        pid = None
+        assert port_free(port) and not (state / f"gsmcpd-{port}.pid").exists()
+    finally:
+        if master is not None:
+            os.close(master)
+        if pid is not None:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+
+
 def test_scripts_run_from_elsewhere_read_relative_paths_from_the_callers_directory(tmp_path):
     # Flags and settings name paths as the caller sees them, not as the checkout does; the
     # stop command start prints works as printed, from there, with the state dir it used.

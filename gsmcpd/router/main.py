@@ -359,7 +359,10 @@ def serve(config, *, on_ready=None, on_stopping=None, on_reload=None, stop_reque
     router.loop.add_signal_handler(signal.SIGTERM, router.shutdown)
     router.loop.add_signal_handler(signal.SIGINT, router.shutdown)
     if on_reload is not None:
-        router.loop.add_signal_handler(signal.SIGHUP, on_reload)
+        def reload():
+            if on_reload():   # its log, a terminal, hung up: stop, as a foreground program does
+                router.shutdown()
+        router.loop.add_signal_handler(signal.SIGHUP, reload)
     router.control = ControlEndpoint(router)
     if router.auth is not None:
         router.auth.start()
