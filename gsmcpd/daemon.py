@@ -656,6 +656,10 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
         report("tls cert", f"{config.tls_cert} (key {config.tls_key})", _tls_problem(config))
     if config.jwks_file is not None:
         report("jwks file", str(config.jwks_file), _jwks_file_problem(config.jwks_file))
+    if config.auth and config.user_map and os.geteuid() == 0:   # serve reads it only as root
+        from gsmcpd.auth.usermap import user_map_problem
+        problem = user_map_problem(config.user_map)
+        report("user map", config.user_map, f"user_map: {problem}" if problem else None)
     report("auth", "on" if config.auth else "off (loopback only)")
     report("read-only", "yes" if config.readonly else "no")
     report("toolsets", " ".join(config.toolsets))

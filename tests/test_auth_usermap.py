@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gsmcpd.auth.usermap import (NOT_MAPPED, SYSTEM_ACCOUNT, AccountRefused, AccountResolver, UserMapError,
-                                 load_user_map, login_uid_min, parse_user_map)
+                                 load_user_map, login_uid_min, parse_user_map, user_map_problem)
 
 
 def test_parse_with_comments_and_blank_lines():
@@ -57,6 +57,20 @@ def refusal(resolver, user):
     with pytest.raises(AccountRefused) as refused:
         resolver.resolve(user)
     return refused.value.reason
+
+
+def test_user_map_problem_names_what_is_wrong_with_the_setting(tmp_path):
+    good = tmp_path / "good.map"
+    good.write_text("alice nobody\n")
+    binary = tmp_path / "binary.map"
+    binary.write_bytes(b"\xff\xfe")
+    assert user_map_problem("identity") is None and user_map_problem(str(good)) is None
+    assert user_map_problem(str(tmp_path / "gone.map")) == \
+        f"cannot read the MCP_USER_MAP file {tmp_path / 'gone.map'}: No such file or directory"
+    assert user_map_problem(str(tmp_path)) == f"cannot read the MCP_USER_MAP file {tmp_path}: Is a directory"
+    assert user_map_problem(str(binary)) == f"the MCP_USER_MAP file {binary} is not UTF-8 text (byte 0)"
+    good.write_text("alice\n")
+    assert user_map_problem(str(good)) == f"MCP_USER_MAP {good}:1: expected 'claim-value account', got 1 fields"
 
 
 def test_resolve_with_map():

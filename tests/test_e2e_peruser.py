@@ -14,6 +14,7 @@ import secrets
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -280,6 +281,26 @@ def test_identity_mapping_runs_the_claim_as_the_account_of_that_name(tmp_path, a
         client = session_for(daemon, idp, "nobody")          # uid 65534: an ordinary account
         text, failed = run(client, "import os; os.getuid()")
         assert not failed and text.strip().splitlines()[-1] == str(pwd.getpwnam("nobody").pw_uid)
+
+
+@pytest.mark.parametrize("contents, said", [
+    (None, "user_map: cannot read the MCP_USER_MAP file {path}: No such file or directory"),
+    ("ann\n", "user_map: MCP_USER_MAP {path}:1: expected 'claim-value account', got 1 fields"),
+])
+def test_a_user_map_that_cannot_be_used_is_refused_naming_it_by_serve_and_check(tmp_path, image, contents, said):
+    # A missing map made serve exit "cannot serve on 127.0.0.1:PORT: No such file or
+    # directory", a malformed one with a traceback's "gsmcpd failed: UserMapError"; check said OK.
+    path = tmp_path / "users.map"
+    if contents is not None:
+        path.write_text(contents)
+    said = said.format(path=path)
+    daemon, _ = peruser_daemon(tmp_path, image, path)
+    assert daemon.refusal() == 1
+    assert f"ERROR gsmcpd: {said}" in daemon.log_text() and "Traceback" not in daemon.log_text()
+    assert "cannot serve on" not in daemon.log_text()
+    checked = subprocess.run([sys.executable, "-m", "gsmcpd", "check", "--port", str(daemon.port)],
+                             env=daemon.env, cwd=str(daemon.tmp), capture_output=True, text=True, timeout=60)
+    assert checked.returncode == 1 and checked.stdout.splitlines()[-1] == f"PROBLEM: user map: {said}", checked.stdout
 
 
 def test_an_image_the_account_may_not_use_fails_its_open_naming_the_fix(tmp_path, accounts):

@@ -12,6 +12,8 @@ import pwd
 import re
 from pathlib import Path
 
+# MCP_USER_MAP=identity: the claim value itself names the local account.
+IDENTITY_MAP = "identity"
 # POSIX-portable user names (plus the `$` some systems allow at the end).
 _ACCOUNT = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}\$?")
 
@@ -47,6 +49,21 @@ def parse_user_map(text: str, source: str = "<user map>") -> dict[str, str]:
 def load_user_map(path: str | os.PathLike) -> dict[str, str]:
     path = Path(path)
     return parse_user_map(path.read_text(encoding="utf-8"), str(path))
+
+
+def user_map_problem(setting: str) -> str | None:
+    """What a root daemon meets loading MCP_USER_MAP (`identity`, or a map file), else None."""
+    if setting == IDENTITY_MAP:
+        return None
+    try:
+        load_user_map(setting)
+    except OSError as exc:
+        return f"cannot read the MCP_USER_MAP file {setting}: {exc.strerror or exc}"
+    except UnicodeDecodeError as exc:
+        return f"the MCP_USER_MAP file {setting} is not UTF-8 text (byte {exc.start})"
+    except UserMapError as exc:
+        return f"MCP_USER_MAP {exc}"
+    return None
 
 
 DEFAULT_UID_MIN = 1000

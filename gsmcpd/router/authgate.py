@@ -12,16 +12,13 @@ import os
 from gsmcpd.auth import tokens
 from gsmcpd.auth.jwks import KeySource
 from gsmcpd.auth.settings import settings_from_config
-from gsmcpd.auth.usermap import AccountRefused, AccountResolver
+from gsmcpd.auth.usermap import IDENTITY_MAP, AccountRefused, AccountResolver, user_map_problem
 from gsmcpd.router.app import Principal
 from gsmcpd.wire import jsonrpc
 
 log = logging.getLogger("gsmcpd.auth")
 
 JSON = ("Content-Type", "application/json")
-# MCP_USER_MAP=identity: the claim value itself names the local account.
-IDENTITY_MAP = "identity"
-
 
 def one_account_warning(euid: int, account: str) -> str:
     """What a daemon without MCP_USER_MAP says at start: every user's code shares its account."""
@@ -47,6 +44,9 @@ class AuthGate:
             if os.geteuid() != 0:
                 log.warning("MCP_USER_MAP is set but the daemon is not root: workers run as this user")
             else:
+                problem = user_map_problem(config.user_map)
+                if problem:   # a refusal of the configuration: one line naming the knob
+                    raise SystemExit(f"gsmcpd: user_map: {problem}")
                 path = None if config.user_map == IDENTITY_MAP else config.user_map
                 self.accounts = AccountResolver.from_file(path)
 
