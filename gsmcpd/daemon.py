@@ -642,6 +642,8 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
         report("import", module, _import_problem(module))
     report("image", str(config.image), _image_problem(config))
     report("state dir", str(config.state_dir), _writable_problem(config.state_dir))
+    if config.log_file is not None:
+        report("log file", str(config.log_file), _log_file_problem(config.log_file))
     try:
         busy = port_in_use(config.host, config.port)
         # Checking a running deployment (after editing its config, before a restart)
@@ -708,6 +710,16 @@ def _image_problem(config: Config) -> str | None:
     if not config.image.exists() and config.image == config.state_dir / "image":
         return None  # the default image is created on first start
     return image_dir_problem(config.image)
+
+
+def _log_file_problem(path: Path) -> str | None:
+    """What serve would meet opening GS_MCP_LOG_FILE for appending (created if missing)."""
+    if path.is_dir():
+        return f"log_file: {path} is a directory"
+    if path.exists():
+        return None if os.access(path, os.W_OK) else f"log_file: {path} is not writable"
+    problem = _writable_problem(path.parent)
+    return f"log_file: {problem}" if problem else None
 
 
 def _writable_problem(directory: Path) -> str | None:

@@ -453,6 +453,22 @@ def test_check_loads_the_tls_pair_and_the_jwks_file_as_serve_would(tmp_path):
     assert check() == (1, "PROBLEM: jwks file: jwks_file: JWKS holds no usable signature key")
 
 
+def test_check_opens_the_log_file_as_serve_would(tmp_path):
+    # serve refused "cannot open the log file ..." where check had said OK.
+    def check(log_file):
+        config = load_config({"port": free_port(), "state_dir": str(tmp_path / "state")},
+                             {"GS_MCP_LOG_FILE": str(log_file)})
+        out = io.StringIO()
+        return daemon.check(config, out=out), out.getvalue().rstrip().splitlines()[-1]
+
+    (tmp_path / "a-file").write_text("")
+    assert check(tmp_path / "logs" / "new.log")[0] == 0          # its directory is made
+    assert check(tmp_path) == (1, f"PROBLEM: log file: log_file: {tmp_path} is a directory")
+    assert check(tmp_path / "a-file" / "x.log") == \
+        (1, f"PROBLEM: log file: log_file: {tmp_path / 'a-file'} is not a directory")
+    assert not (tmp_path / "logs").exists()                     # check changes nothing
+
+
 def test_check_notices_a_busy_port(tmp_path):
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

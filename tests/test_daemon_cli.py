@@ -85,6 +85,16 @@ def test_check_reports_a_refused_configuration_as_the_problem(tmp_path):
         "needs auth (GS_MCP_AUTH=1)")
 
 
+def test_check_and_serve_agree_on_a_log_file_that_cannot_be_opened(tmp_path):
+    env = {"GS_MCP_LOG_FILE": str(tmp_path), "GS_MCP_STATE_DIR": str(tmp_path / "state")}
+    port = str(free_port())
+    served = gsmcpd("serve", "--port", port, env=env)
+    assert served.returncode == 1 and f"cannot open the log file {tmp_path}" in served.stderr
+    checked = gsmcpd("check", "--port", port, env=env)
+    assert checked.returncode == 1
+    assert checked.stdout.splitlines()[-1] == f"PROBLEM: log file: log_file: {tmp_path} is a directory"
+
+
 def test_status_without_a_server(tmp_path):
     result = gsmcpd("status", "8999", "--state-dir", str(tmp_path))
     assert result.returncode == 1
