@@ -240,6 +240,9 @@ def _in_a_terminal(argv, env, timeout=30):
                     break
                 output += chunk
         done, status = os.waitpid(pid, os.WNOHANG)
+        while not done and time.monotonic() < deadline:   # its terminal closes as it exits
+            time.sleep(0.05)
+            done, status = os.waitpid(pid, os.WNOHANG)
         if not done:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
