@@ -364,6 +364,8 @@ def _serve_main(config: Config, ready_fd: int | None, detached: bool, serve: Cal
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
             message = f"port {config.port} on {config.host} is already in use"
+        elif exc.filename is not None:   # a file it needs, not the address
+            message = f"cannot serve: {exc.filename}: {exc.strerror or exc}"
         else:
             message = f"cannot serve on {config.host}:{config.port}: {exc.strerror or exc}"
         log.error("%s", message)
@@ -607,7 +609,10 @@ def stop(state_dir: Path, port: int, timeout: float = STOP_TIMEOUT,
     release_pidfile(path, pid)
     ctl = control_socket_path(state_dir, port)
     if ctl.exists() and not _names_gsmcpd(process_cmdline(pid)):
-        ctl.unlink(missing_ok=True)
+        try:
+            ctl.unlink(missing_ok=True)
+        except OSError:   # not a socket of ours after all (a directory): never a traceback
+            pass
     print(f"stopped gsmcpd on port {port} (pid {pid})", file=out)
     return 0
 

@@ -95,6 +95,16 @@ def test_check_and_serve_agree_on_a_log_file_that_cannot_be_opened(tmp_path):
     assert checked.stdout.splitlines()[-1] == f"PROBLEM: log file: log_file: {tmp_path} is a directory"
 
 
+def test_a_file_serve_cannot_use_is_named_not_blamed_on_the_address(tmp_path):
+    # A directory where the control socket goes: "cannot serve on 127.0.0.1:PORT: Is a directory".
+    port = free_port()
+    (tmp_path / f"gsmcpd-{port}.ctl" / "x").mkdir(parents=True)
+    served = gsmcpd("serve", "--port", str(port), env={"GS_MCP_STATE_DIR": str(tmp_path)})
+    assert served.returncode == 1
+    assert f"cannot serve: {tmp_path / f'gsmcpd-{port}.ctl'}: " in served.stderr, served.stderr
+    assert "cannot serve on" not in served.stderr
+
+
 def test_status_without_a_server(tmp_path):
     result = gsmcpd("status", "8999", "--state-dir", str(tmp_path))
     assert result.returncode == 1
