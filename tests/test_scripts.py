@@ -583,7 +583,8 @@ def test_systemd_ready_only_once_listening_then_stopping(tmp_path):
 
 def test_systemd_unit_verifies(tmp_path):
     unit = (REPO / "systemd" / "gsmcpd@.service").read_text()
-    for line in ("Type=notify", "Restart=on-failure", "ExecReload=/bin/kill -HUP $MAINPID",
+    for line in ("Type=notify", "Restart=on-failure", "RestartPreventExitStatus=2",
+                 "ExecReload=/bin/kill -HUP $MAINPID",
                  "User=gsmcpd", "EnvironmentFile=-/etc/gsmcpd/gsmcpd.env",
                  "ExecStart=/opt/gsmcpd/.venv/bin/python -m gsmcpd serve --port %i"):
         assert line in unit.splitlines()
