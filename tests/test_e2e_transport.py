@@ -141,6 +141,11 @@ def test_undeclared_capabilities_are_method_not_found(client):
     for method in ("resources/list", "prompts/list", "logging/setLevel", "completion/complete"):
         reply = client.call(method, {}).json()
         assert reply["error"]["code"] == -32601, (method, reply)
+    # A client's huge method name comes back cut, not whole.
+    reply = client.call("m" * 100_000, {}).json()
+    assert reply["error"]["code"] == -32601
+    assert reply["error"]["message"].endswith("... (100000 characters)"), reply
+    assert len(reply["error"]["message"]) < 300
 
 
 def test_get_opens_an_sse_stream_with_keepalives(daemon):

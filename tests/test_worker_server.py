@@ -107,6 +107,17 @@ def test_undeclared_methods_are_method_not_found(method):
     assert response["error"]["code"] == -32601
 
 
+def test_a_huge_method_or_tool_name_is_echoed_cut():
+    # A name is the client's: echoed whole, a 1 MB name made a 1 MB error.
+    server = McpServer([ReaderToolset])
+    name = "x" * 1_000_000
+    for response in (server.handle(request(name, {})),
+                     server.handle(request("tools/call", {"name": name}))):
+        message = response["error"]["message"]
+        assert len(message) < 300 and "x" * 200 in message and "(1000000 characters)" in message
+    assert server.handle(request("bogus", {}))["error"]["message"] == "method not found: bogus"
+
+
 def test_notifications_and_responses_get_no_answer():
     server = McpServer([ReaderToolset])
     assert server.handle({"jsonrpc": "2.0", "method": "notifications/initialized"}) is None

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from gsmcpd.image import splice
 from gsmcpd.image.view import KERNEL, View
+from gsmcpd.wire.jsonrpc import echoed
 from gsmcpd.worker.toolset import ToolError
 
 
@@ -126,11 +127,6 @@ def python_name(name: str) -> str:
     """A (dotted) identifier as Python reads it, and so binds it: NFKC (`ﬁnd` is `find`,
     `Ｋ` is `K`, a decomposed `ü` the composed one)."""
     return unicodedata.normalize("NFKC", name)
-
-
-def echoed(text: str, limit: int = 200) -> str:
-    """`text` as an answer echoes it: cut, so a huge argument never makes a huge error."""
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def _nested_hint(view: View, name: str) -> str:

@@ -9,6 +9,7 @@ __all__ = [
     "PARSE_ERROR", "INVALID_REQUEST", "METHOD_NOT_FOUND", "INVALID_PARAMS", "INTERNAL_ERROR",
     "REQUEST_TIMEOUT", "WORKER_GONE",
     "JsonRpcError", "Message", "parse", "result", "error", "notification", "request", "dumps",
+    "echoed",
 ]
 
 PARSE_ERROR = -32700
@@ -212,6 +213,11 @@ def parse(body):
 
 def result(id, result):
     return {"jsonrpc": "2.0", "id": id, "result": result}
+
+
+def echoed(text: str, limit: int = 200) -> str:
+    """`text` as an answer echoes it: cut, so a huge argument never makes a huge error."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def error(id, code, message, data=None):

@@ -199,7 +199,7 @@ class McpServer:
             return jsonrpc.result(request_id, {"tools": self.list_tools()})
         if method == "tools/call":
             return self._tools_call(request_id, params, notify)
-        return jsonrpc.error(request_id, METHOD_NOT_FOUND, f"method not found: {method}")
+        return jsonrpc.error(request_id, METHOD_NOT_FOUND, f"method not found: {jsonrpc.echoed(method)}")
 
     def initialize_result(self, params: dict) -> dict:
         return {
@@ -225,9 +225,9 @@ class McpServer:
         tool = self.registry.get(name)
         if name in self.gated_tools or (tool is not None and not self.is_visible(name)):
             return jsonrpc.error(request_id, METHOD_NOT_FOUND,
-                          f"tool {name!r} is not available in a read-only session", {"kind": "readOnly"})
+                          f"tool {jsonrpc.echoed(name)!r} is not available in a read-only session", {"kind": "readOnly"})
         if tool is None:
-            return jsonrpc.error(request_id, INVALID_PARAMS, f"unknown tool: {name}", {"kind": "notFound"})
+            return jsonrpc.error(request_id, INVALID_PARAMS, f"unknown tool: {jsonrpc.echoed(name)}", {"kind": "notFound"})
         meta = params.get("_meta")
         if meta is None:
             meta = {}
