@@ -115,9 +115,9 @@ def _point_stdio_at(path: Path) -> None:
         os.close(fd)
 
 
-def reopen_log() -> bool:
-    """SIGHUP (logrotate): close and reopen the log file by name, and say so. True when
-    the server should stop instead: it logs to a terminal that hung up (a `serve` whose
+def reopen_log(signame: str = "SIGHUP") -> bool:
+    """SIGHUP or SIGUSR1 (logrotate): close and reopen the log file by name, and say so
+    in a line naming `signame`. True when the server should stop instead: it logs to a terminal that hung up (a `serve` whose
     terminal or ssh session closed), where it would serve on with every line lost.
 
     Call it from the loop, not from inside a signal handler: it takes the handler lock.
@@ -125,18 +125,18 @@ def reopen_log() -> bool:
     handler, path = _log_state.handler, _log_state.path
     if not isinstance(handler, logging.FileHandler) or path is None:
         if hung_up_terminal(sys.stderr.fileno()):
-            log.warning("SIGHUP: the terminal this server logs to hung up; stopping")
+            log.warning("%s: the terminal this server logs to hung up; stopping", signame)
             return True
-        log.info("SIGHUP: logging to stderr, nothing to reopen")
+        log.info("%s: logging to stderr, nothing to reopen", signame)
         return False
     # The new file first: one that cannot be opened (its directory gone, a directory in
     # its place) leaves logging where it was, and says so there, not nowhere.
     try:
         stream = handler._open()
     except OSError as error:
-        log.error("SIGHUP: cannot reopen the log file %s (%s); still writing to the old one",
-                  path, error.strerror or error)
-        return
+        log.error("%s: cannot reopen the log file %s (%s); still writing to the old one",
+                  signame, path, error.strerror or error)
+        return False
     handler.acquire()
     try:
         old, handler.stream = handler.stream, stream
@@ -146,7 +146,7 @@ def reopen_log() -> bool:
         handler.release()
     if _log_state.redirect_stdio:
         _point_stdio_at(path)
-    log.info("SIGHUP: log file reopened (%s)", path)
+    log.info("%s: log file reopened (%s)", signame, path)
     return False
 
 

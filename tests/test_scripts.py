@@ -525,16 +525,18 @@ def test_trace_lines_for_accepted_forbidden_and_bad_requests(server):
     assert f"<-- 200 session {session[:8]}..." in text
 
 
-def test_sighup_reopens_a_rotated_log(server):
+@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGUSR1], ids=["HUP", "USR1"])
+def test_sighup_or_sigusr1_reopens_a_rotated_log(server, signum):
+    # SIGUSR1 as nginx takes it: its default action ended the server, pidfile left behind.
     log, port = server["log"], server["port"]
     pid = int(server["pidfile"].read_text())
-    rotated = log.with_name(log.name + ".1")
+    rotated = log.with_name(log.name + "." + signum.name)
     log.rename(rotated)
-    os.kill(pid, signal.SIGHUP)
+    os.kill(pid, signum)
     wait_for(log.exists, "the reopened log file")
     session = open_session(port)
     wait_for(lambda: session[:8] in log.read_text(), "a session line in the new log")
-    assert "SIGHUP: log file reopened" in log.read_text()
+    assert f"{signum.name}: log file reopened" in log.read_text()
     assert session[:8] not in rotated.read_text()
     delete(port, session)
 

@@ -359,10 +359,13 @@ def serve(config, *, on_ready=None, on_stopping=None, on_reload=None, stop_reque
     router.loop.add_signal_handler(signal.SIGTERM, router.shutdown)
     router.loop.add_signal_handler(signal.SIGINT, router.shutdown)
     if on_reload is not None:
-        def reload():
-            if on_reload():   # its log, a terminal, hung up: stop, as a foreground program does
-                router.shutdown()
-        router.loop.add_signal_handler(signal.SIGHUP, reload)
+        # SIGUSR1 too, as nginx takes it: a logrotate rule written for nginx's habit
+        # must not end the server (USR1's default action).
+        for signum in (signal.SIGHUP, signal.SIGUSR1):
+            def reload(signame=signal.Signals(signum).name):
+                if on_reload(signame):   # its log, a terminal, hung up: stop, as a foreground program does
+                    router.shutdown()
+            router.loop.add_signal_handler(signum, reload)
     router.control = ControlEndpoint(router)
     if router.auth is not None:
         router.auth.start()
