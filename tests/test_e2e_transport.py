@@ -13,6 +13,9 @@ import time
 
 import pytest
 
+from gsmcpd.config import control_socket_path
+from gsmcpd.router import control
+
 from helpers import (REPO, Client, Daemon, bodies_of, body_of, free_port, pid_alive, raw_exchange, recv_all,
                      rss_kib, rss_settles_under, runs_until, status_of, tool_text, wait_for_port, wait_until,
                      worker_pids)
@@ -621,15 +624,30 @@ def test_out_of_descriptors_pauses_accepting_and_recovers(tmp_path):
         for _ in range(120):  # more than the daemon has descriptors for
             hogs.append(socket.create_connection(("127.0.0.1", port), timeout=5))
         assert wait_until(lambda: b"pausing accepts" in (tmp_path / "log").read_bytes())
+        # `gsmcpd status` meanwhile: its accept fails too, paused alike (it was a traceback
+        # logged on every turn of the loop, spinning, for as long as it lasted).
+        status = socket.socket(socket.AF_UNIX)
+        status.connect(str(control_socket_path(tmp_path / "state", port)))
+        assert wait_until(lambda: b"control socket: accept failed" in (tmp_path / "log").read_bytes())
+        status.close()
         for hog in hogs:
             hog.close()
         c = Client(port, timeout=10)
         assert wait_until(lambda: _serves(c), timeout=15)
+        assert wait_until(lambda: _status_answers(tmp_path / "state", port), timeout=15)
         assert proc.poll() is None
+        assert b"router callback failed" not in (tmp_path / "log").read_bytes()
     finally:
         proc.terminate()
         proc.wait(10)
         log.close()
+
+
+def _status_answers(state_dir, port):
+    try:
+        return isinstance(control.query(state_dir, port), dict)
+    except (OSError, control.ControlError):
+        return False
 
 
 def _serves(client):

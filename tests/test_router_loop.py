@@ -59,6 +59,29 @@ def test_a_failing_callback_is_logged_and_the_loop_goes_on(caplog):
 
 
 
+@pytest.mark.parametrize("closed", [False, True], ids=["open", "closed-meanwhile"])
+def test_a_paused_reader_is_watched_again_after_the_pause_unless_closed(closed):
+    loop = Loop()
+    ours, theirs = socket.socketpair()
+    theirs.send(b"x")                     # readable throughout, as a listener out of descriptors
+    calls = []
+    loop.add_reader(ours, lambda: calls.append("read"))
+    loop.pause_reader(ours, lambda: calls.append("again"), 0.05)
+    if closed:
+        ours.close()
+    loop.call_later(0.1, lambda: calls.append("later"))   # bounds the passes below
+    while "later" not in calls:
+        loop._run_once()
+    assert "read" not in calls            # unwatched from the pause on
+    if closed:
+        assert calls == ["later"] and ours not in loop._registered
+    else:
+        assert calls[0] == "again" and ours in loop._registered
+        ours.close()
+    loop.close()
+    theirs.close()
+
+
 def test_a_failed_interest_change_leaves_the_object_unregistered():
     loop = Loop()
     a, b = socket.socketpair()

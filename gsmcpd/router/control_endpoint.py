@@ -9,6 +9,7 @@ import logging
 
 from gsmcpd.config import control_socket_path
 from gsmcpd.router import control
+from gsmcpd.router.loop import ACCEPT_PAUSE
 from gsmcpd.router.trace import shown
 from gsmcpd.router.worker_log import USER_CAP
 
@@ -29,6 +30,12 @@ class ControlEndpoint:
         try:
             client, _ = self.sock.accept()
         except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            # Out of descriptors: raised out of the callback each turn, it was a traceback
+            # logged in a spin for as long as it lasted.
+            log.warning("control socket: accept failed: %s; pausing for %gs", exc, ACCEPT_PAUSE)
+            self.loop.pause_reader(self.sock, self._accept, ACCEPT_PAUSE)
             return
         client.setblocking(False)
         buf = bytearray()

@@ -23,6 +23,7 @@ POLL_BACKOFF = 6  # after polls that missed, poll again on one event due in at m
 # set far off (a maintenance interval of months) must not overflow it; waking once an
 # hour to find nothing due costs nothing.
 MAX_SLEEP = 3600.0
+ACCEPT_PAUSE = 0.1  # seconds a listener goes unwatched after accept() fails (Loop.pause_reader)
 COMPACT_MIN = 1024  # timers in the heap before cancelled ones are swept out (Loop._compact)
 
 
@@ -162,6 +163,17 @@ class Loop:
         else:
             self.selector.register(fileobj, events, data)
             self._registered.add(fileobj)
+
+    def pause_reader(self, sock, callback, seconds):
+        """Stop watching `sock` for `seconds`, then watch it again unless it was closed
+        meanwhile: a listener accept() fails on (out of descriptors) stays readable, and
+        the loop would spin on it, logging each turn."""
+        self.remove(sock)
+
+        def resume():
+            if sock.fileno() >= 0:
+                self.add_reader(sock, callback)
+        self.call_later(seconds, resume)
 
     def remove(self, fileobj):
         if fileobj in self._registered:

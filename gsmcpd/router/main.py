@@ -17,7 +17,7 @@ from gsmcpd.router import trace
 from gsmcpd.router.app import App, Principal
 from gsmcpd.router.control_endpoint import ControlEndpoint
 from gsmcpd.router.connection import Connection, drop_arrived
-from gsmcpd.router.loop import Loop, send_some
+from gsmcpd.router.loop import ACCEPT_PAUSE, Loop, send_some
 from gsmcpd.router.sessions import SessionManager
 from gsmcpd.router.supervision import Supervisor
 from gsmcpd.router.workers import WorkerPool
@@ -27,7 +27,6 @@ log = logging.getLogger("gsmcpd.router")
 trace_log = logging.getLogger("gsmcpd.trace")
 
 SHUTDOWN_GRACE = 3.0  # seconds workers get to exit before SIGKILL
-ACCEPT_PAUSE = 0.1  # seconds without accepting after accept() fails (e.g. out of descriptors)
 
 
 def connections_full_response(limit):
@@ -150,8 +149,7 @@ class Router:
                 # Out of descriptors (EMFILE/ENFILE) or the like: the listener stays
                 # readable, so stop watching it for a moment rather than spin on it.
                 log.warning("accept failed: %s; pausing accepts for %gs", exc, ACCEPT_PAUSE)
-                self.loop.remove(self.listener)
-                self.loop.call_later(ACCEPT_PAUSE, self._resume_accepting)
+                self.loop.pause_reader(self.listener, self._accept, ACCEPT_PAUSE)
                 return
             if len(self.connections) >= self.config.max_connections:
                 if not self._evict_idlest(peer):
@@ -208,10 +206,6 @@ class Router:
         except OSError:
             pass
         sock.close()
-
-    def _resume_accepting(self):
-        if not self.stopping:
-            self.loop.add_reader(self.listener, self._accept)
 
     def new_tls(self):
         if self.ssl_context is None:
