@@ -515,7 +515,9 @@ def _serve_environ() -> dict[str, str]:
     import gsmcpd
     root = Path(gsmcpd.__file__).resolve().parent.parent
     environ = dict(os.environ)
-    if root not in {Path(entry).resolve() for entry in sys.path[1:] if entry}:
+    # sys.path[0] is the caller's directory, unless -P (safe_path) left it out
+    searched = sys.path if sys.flags.safe_path else sys.path[1:]
+    if root not in {Path(entry).resolve() for entry in searched if entry}:
         environ["PYTHONPATH"] = os.pathsep.join(filter(None, (str(root), environ.get("PYTHONPATH"))))
     return environ
 

@@ -17,6 +17,8 @@ from gsmcpd import config as config_module
 from gsmcpd import daemon
 from gsmcpd.config import load_config
 
+from helpers import REPO
+
 
 @pytest.fixture(autouse=True)
 def _no_toolset_imports(monkeypatch):
@@ -501,3 +503,13 @@ def test_the_log_and_the_state_directory_are_created_private_whatever_the_umask(
     finally:
         os.umask(old_umask)
         daemon.configure_logging("info", None)
+
+
+@pytest.mark.parametrize("flags", [["-P"], []], ids=["safe-path", "plain"])
+def test_the_detached_serve_gets_this_gsmcpd_first_on_its_path_once(tmp_path, flags):
+    # Run as run-server.sh does (-P, the checkout on PYTHONPATH): nothing to add. Run
+    # from another directory with the checkout only on PYTHONPATH: nothing to add either.
+    code = "from gsmcpd import daemon; print(daemon._serve_environ().get('PYTHONPATH'))"
+    shown = subprocess.run([sys.executable, *flags, "-c", code], cwd=tmp_path, capture_output=True,
+                           text=True, env=dict(os.environ, PYTHONPATH=str(REPO)), check=True).stdout
+    assert shown.strip() == str(REPO)
