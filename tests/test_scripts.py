@@ -139,39 +139,20 @@ def test_start_on_a_port_taken_by_something_else(server, tmp_path):
     assert f"port {port} on 127.0.0.1 is already in use by another process" in refused.stdout
 
 
-def test_stop_stops_a_serve_that_took_its_port_from_the_environment(tmp_path):
-    # Its command line names no port: stop confirms it by its control socket, and neither
-    # takes its live pidfile for a stale one nor lets a second start think the port free.
-    port, state = free_port(), tmp_path / "state"
-    env = clean_env(GS_MCP_PORT=str(port), GS_MCP_STATE_DIR=str(state))
-    log = open(tmp_path / "serve.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "gsmcpd", "serve"], env=env, cwd=str(REPO),
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        wait_for(lambda: not port_free(port), "the daemon to listen")
-        again = run("run-server.sh", env=env)
-        assert again.returncode == 1 and f"already running on port {port} (pid {proc.pid}" in again.stdout
-        stopped = run("stop-server.sh", str(port), env=env)
-        assert stopped.returncode == 0, stopped.stdout
-        assert f"stopped gsmcpd on port {port} (pid {proc.pid})" in stopped.stdout
-        assert proc.wait(15) == 0
-        assert not (state / f"gsmcpd-{port}.pid").exists()
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        log.close()
-
-
-def test_stop_stops_a_serve_whose_port_flag_has_a_leading_zero(tmp_path):
-    # `serve --port 0N` serves port N: stop once took its live pidfile for a stale one,
+@pytest.mark.parametrize("how", ["environment", "leading-zero flag"])
+def test_stop_stops_a_serve_however_it_was_given_its_port(tmp_path, how):
+    # From the environment its command line names no port: stop confirms it by its control
+    # socket. `--port 0N` serves port N: stop once took its live pidfile for a stale one,
     # removed it and said nothing was running, and the server ran on unreachable by stop.
+    # Neither takes a live pidfile for a stale one, nor lets a second start think the port free.
     port, state = free_port(), tmp_path / "state"
-    env = clean_env(GS_MCP_STATE_DIR=str(state))
+    if how == "environment":
+        env, flags = clean_env(GS_MCP_PORT=str(port), GS_MCP_STATE_DIR=str(state)), []
+    else:
+        env, flags = clean_env(GS_MCP_STATE_DIR=str(state)), ["--port", "0%d" % port]
     log = open(tmp_path / "serve.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "gsmcpd", "serve", "--port", "0%d" % port],
-                            env=env, cwd=str(REPO), stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    proc = subprocess.Popen([sys.executable, "-m", "gsmcpd", "serve", *flags], env=env, cwd=str(REPO),
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         wait_for(lambda: not port_free(port), "the daemon to listen")
         again = run("run-server.sh", "--port", str(port), env=env)
