@@ -76,6 +76,7 @@ def tail():
     "gone/test_kinds.py": "import unittest\n\nfrom gone.kinds import Sort\n\n\n"
                           "class SortTest(unittest.TestCase):\n    def test_sort(self):\n        Sort()\n",
     "gone/parts.py": "class Part:\n    pass\n",
+    "gone/scoped.py": "class Root:\n    pass\n\n\nclass Leaf(Root):\n    pass\n\n\nxs = [Root for Root in range(3)]\n",
     "gone/test_parts.py": '''\
 import unittest
 
@@ -518,6 +519,17 @@ def test_after_delete_class_its_own_module_still_needing_it_fails_to_import_here
     for session in (c, other):
         assert "name 'Kind' is not defined" in error(session, "run_test_class", "other",
                                                      className="gone.test_kinds.SortTest")
+    other.close()
+
+
+def test_a_name_a_comprehension_binds_is_no_module_binding_of_a_deleted_class(daemon, c):
+    # `[Root for Root in ...]` was read as binding Root: gone.scoped stayed live here
+    # with Leaf, while it failed to import in every new session.
+    result = structured(c, "delete_class", className="gone.scoped.Root")
+    assert result["importErrors"] == {"gone.scoped": "NameError: name 'Root' is not defined"}
+    other = open_session(daemon)
+    for session in (c, other):
+        assert "name 'Root' is not defined" in error(session, "execute_code", "other", code="import gone.scoped")
     other.close()
 
 

@@ -25,6 +25,14 @@ from gsmcpd.image.live import needed_on_import
     ("if X:\n    from m import A\nclass B(A):\n    pass\n", False),
     ("A = object\nclass B(A):\n    pass\n", False),
     ("from m import *\nclass B(A):\n    pass\n", False),
+    # Names bound in a scope of their own are not the module's.
+    ("class B(A):\n    pass\nxs = [A for A in range(3)]\n", True),
+    ("class B(A):\n    pass\nxs = {A: 1 for A in range(3)}\n", True),
+    ("class B(A):\n    pass\nf = lambda A=1: A\n", True),
+    ("if X:\n    def f():\n        A = 1\nclass B(A):\n    pass\n", True),
+    ("try:\n    class C:\n        A = 1\nexcept E:\n    pass\nclass B(A):\n    pass\n", True),
+    ("if X:\n    def A():\n        pass\nclass B(A):\n    pass\n", False),
+    ("for A in []:\n    pass\nclass B(A):\n    pass\n", False),
 ])
 def test_needed_on_import(source, needed):
     assert needed_on_import(ast.parse(source), "A") is needed

@@ -178,19 +178,20 @@ def needed_on_import(tree: ast.Module, name: str) -> bool:
     return any(_reads(node, name, lazy_annotations) for node in tree.body)
 
 
-def _binds(node: ast.stmt, name: str) -> bool:
-    """Whether a top-level statement may bind `name` (under an `if` or `try` too)."""
+def _binds(node: ast.AST, name: str) -> bool:
+    """Whether a top-level statement may bind `name` in the module (under an `if` or `try`
+    too). A def, class or lambda binds only its own name here; the names in its body, and a
+    comprehension's, are its own scope's. (A `:=` in a comprehension does bind here: not
+    counted, which at worst re-imports a module that still imports.)"""
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return node.name == name
-    for sub in ast.walk(node):
-        if isinstance(sub, (ast.Import, ast.ImportFrom)) and any(
-                (alias.asname or alias.name.split(".")[0]) in (name, "*") for alias in sub.names):
-            return True
-        if isinstance(sub, ast.Name) and sub.id == name and isinstance(sub.ctx, ast.Store):
-            return True
-        if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and sub.name == name:
-            return True
-    return False
+    if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+        return False
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return any((alias.asname or alias.name.split(".")[0]) in (name, "*") for alias in node.names)
+    if isinstance(node, ast.Name):
+        return node.id == name and isinstance(node.ctx, ast.Store)
+    return any(_binds(sub, name) for sub in ast.iter_child_nodes(node))
 
 
 def _reads(node: ast.AST, name: str, lazy_annotations: bool) -> bool:
