@@ -128,6 +128,8 @@ FILES = {
     "wrapped.py": "class Wrapped:\n    def _twice(f):\n        return lambda self: 2 * f(self)\n\n"
                   "    @_twice\n    def value(self):\n        return 1\n\n"
                   "    def other(self):\n        return 'other'\n",
+    "ordered.py": "class Ordered:\n    def getx(self):\n        return 1\n\n    x = property(getx)\n\n\n"
+                  "def getx():\n    return 2\n",
 }
 
 BROKEN = "image module broken does not compile: line 2: expected ':'"
@@ -288,6 +290,15 @@ def test_delete_method_refuses_a_method_the_class_body_uses_as_it_runs(c, image)
         assert f"tricky.Kitchen.{selector} is used by the class body as it runs ({used!r})" in message
     assert (image / "tricky.py").read_text() == before
     assert run(c, "import tricky\ntricky.Kitchen().limit_prop") == "3"
+
+
+def test_delete_method_refuses_it_when_the_module_binds_the_name_only_after_the_class(c, image):
+    # The class body runs before the module's `def getx` below it: deleted, ordered
+    # imported in no new session (NameError).
+    before = (image / "ordered.py").read_text()
+    assert "('x = property(getx)')" in error(c, "delete_method", "refused", className="Ordered", selector="getx")
+    assert (image / "ordered.py").read_text() == before
+    assert run(c, "import ordered\nordered.Ordered().x") == "1"
 
 
 def test_a_def_under_a_class_level_try_is_not_deleted_out_of_it(c, image):

@@ -273,6 +273,20 @@ def test_delete_method_refuses_a_method_the_class_body_uses_as_it_runs(client, i
     client.ok("delete_method", className="Used", selector="_deco")  # no longer used
 
 
+def test_a_module_binding_after_the_class_does_not_bind_what_its_body_reads(client, image):
+    # The class body runs before the module's later `def getx`: deleted, A.getx was a
+    # NameError, committed, and the module imported in no new session.
+    source = ("class A:\n    def getx(self):\n        return 1\n\n    x = property(getx)\n\n\n"
+              "def getx():\n    return 2\n")
+    (image / "zoo" / "later.py").write_text(source)
+    client.ok("refresh")
+    assert "('x = property(getx)')" in client.error("delete_method", "refused", className="A", selector="getx")
+    assert (image / "zoo" / "later.py").read_text() == source and not client.view.has_changes
+    # Redefined without getx, it is carried back above its user, not after it.
+    client.ok("compile_class_definition", source="class A:\n    x = property(getx)\n")
+    assert client.view.module("zoo.later").A().x == 1
+
+
 def test_delete_class_its_own_module_still_needs_fails_to_import_here_as_in_a_new_session(client, image):
     # The module was left live with the class in it: its tests still passed here, while
     # every new session found the module failing to import (Square(Shape): NameError).

@@ -319,7 +319,7 @@ def with_methods(class_text: str, class_name: str, source: str, methods: list) -
     `p = property(get_p)`, `@wrap` above a def, a def's default value, a nested class's
     base) goes right above that statement, which would otherwise run before it exists,
     and so above the user of another carried member that uses it (`@_wrap` on one)."""
-    outside = _bound_outside_the_class(source)
+    outside = _bound_before_the_class(source, class_name)
     for name in dict.fromkeys(method.name for method in methods):
         text = "\n".join(segment(source, method) for method in methods if method.name == name)
         # A name the module or builtins bind (`json`, `property`) resolves there without
@@ -338,11 +338,16 @@ def with_methods(class_text: str, class_name: str, source: str, methods: list) -
     return class_text
 
 
-def _bound_outside_the_class(source: str) -> set[str]:
+def _bound_before_the_class(source: str, class_name: str) -> set[str]:
     """The names a class body can read without binding them itself: what the module binds
-    at its top level (defs, classes, imports, assignments) and the builtins."""
+    at its top level (defs, classes, imports, assignments) before the class statement, as
+    the body runs then, and the builtins."""
     bound = set(dir(builtins))
-    for node in ast.parse(source).body:
+    tree = ast.parse(source)
+    classdef = top_level_class(tree, class_name)
+    for node in tree.body:
+        if node is classdef:
+            break
         if isinstance(node, FunctionNode + (ast.ClassDef,)):
             bound.add(node.name)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -355,8 +360,9 @@ def _bound_outside_the_class(source: str) -> set[str]:
 def unbound_reader(source: str, class_name: str, name: str) -> ast.stmt | None:
     """The first class-level statement of the class that reads `name` as it runs
     (`x = property(name)`, `@name` above a def) while nothing binds it there: neither the
-    class body above it, nor the module, nor the builtins. Running it is a NameError."""
-    if name in _bound_outside_the_class(source):
+    class body above it, nor the module above the class, nor the builtins. Running it is a
+    NameError."""
+    if name in _bound_before_the_class(source, class_name):
         return None
     for statement in _class_or_error(source, ast.parse(source), class_name).body:
         if name in _names_read_now(statement):
