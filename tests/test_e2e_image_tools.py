@@ -70,6 +70,9 @@ def tail():
                           "class CircleTest(unittest.TestCase):\n    def test_area(self):\n"
                           "        self.assertEqual(Circle().area(), 3)\n",
     "fix/points.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Point:\n    x: int = 0\n",
+    "fix/stated.py": "import dataclasses\nfrom typing import ClassVar\n\n\n@dataclasses.dataclass\nclass Stated:\n"
+                     "    registry: ClassVar[list] = []\n    x: int = 0\n\n    def norm(self):\n        return self.x\n\n\n"
+                     "@dataclasses.dataclass(frozen=True)\nclass Still:\n    y: int = 0\n",
     "fix/keys.py": "class Key:\n    def __init__(self, k):\n        self.k = k\n",
     "gone/__init__.py": "",
     "gone/kinds.py": "class Kind:\n    pass\n\n\nclass Sort(Kind):\n    pass\n",
@@ -430,6 +433,18 @@ def test_a_dataclass_given_post_init_runs_it_here_as_in_a_new_session(daemon, c)
     other.close()
     ok(c, "delete_method", className="fix.points.Point", selector="__post_init__")
     assert run(c, "Point(-2)") == "Point(x=-2)"
+
+
+def test_a_dataclass_made_again_keeps_its_class_state_and_stays_frozen(c):
+    # The registry was emptied by compiling norm; the frozen class's assignment (to a
+    # name that is no field) raised TypeError: super(type, obj): obj must be an instance...
+    run(c, "from fix.stated import Stated, Still\nStated.registry.append('state')")
+    ok(c, "compile_method", className="fix.stated.Stated", source="def norm(self):\n    return -self.x")
+    assert run(c, "Stated.registry, Stated(2).norm()") == "(['state'], -2)"
+    ok(c, "compile_method", className="fix.stated.Still", source="def double(self):\n    return 2 * self.y")
+    assert run(c, "Still(2).double()") == "4"
+    assert "FrozenInstanceError: cannot assign to field 'z'" in error(c, "execute_code", "other",
+                                                                       code="Still(2).z = 3")
 
 
 def test_a_class_given_eq_is_unhashable_here_as_in_a_new_session(daemon, c):

@@ -1,5 +1,7 @@
 """mutation and testing tool handlers: source edits, live updates, commits, the kernel guard."""
 
+import dataclasses
+
 import pytest
 
 from test_tools_support import Client, client, image, text, views  # noqa: F401  (fixtures)
@@ -88,6 +90,38 @@ def test_a_dataclass_is_made_again_when_its_methods_change(client):
     assert point_class(-3).x == -3 and not hasattr(point_class, "__post_init__")
     client.ok("compile_method", className="Point", source="def __eq__(self, other):\n    return True\n")
     assert point_class(1) == point_class(2) and point_class.__hash__ is None   # as Python makes it
+
+
+def test_a_dataclass_made_again_keeps_the_state_its_class_attributes_hold(client):
+    # Every value of the class body made again was copied: a registry the session had
+    # filled was emptied by compiling an unrelated method.
+    client.view.add_module("zoo.kept", "import dataclasses\nfrom typing import ClassVar\n\n\n"
+                                       "@dataclasses.dataclass\nclass Kept:\n    registry: ClassVar[list] = []\n"
+                                       "    count = 0\n    x: int = 0\n\n    def norm(self):\n"
+                                       "        return abs(self.x)\n")
+    kept = client.view.module("zoo.kept").Kept
+    kept.registry.append("state")
+    kept.count = 5
+    client.ok("compile_method", className="Kept", source="def norm(self):\n    return -abs(self.x)\n")
+    assert kept.registry == ["state"] and kept.count == 5 and kept(3).norm() == -3
+    client.ok("compile_method", className="Kept", source="def __post_init__(self):\n    self.x += 1\n")
+    client.ok("delete_method", className="Kept", selector="norm")
+    assert kept.registry == ["state"] and kept.count == 5 and kept(3).x == 4 and not hasattr(kept, "norm")
+
+
+def test_a_frozen_dataclass_made_again_is_still_frozen(client):
+    # Its __setattr__, made for the throwaway class, raised TypeError (super(type, obj))
+    # for a name that is no field.
+    client.view.add_module("zoo.frozen", "import dataclasses\n\n\n@dataclasses.dataclass(frozen=True)\n"
+                                         "class Frozen:\n    y: int = 0\n")
+    frozen_class = client.view.module("zoo.frozen").Frozen
+    client.ok("compile_method", className="Frozen", source="def double(self):\n    return 2 * self.y\n")
+    frozen = frozen_class(2)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        frozen.z = 3
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del frozen.z
+    assert frozen.double() == 4
 
 
 def test_a_class_given_eq_and_no_hash_is_unhashable_as_python_makes_it(client):

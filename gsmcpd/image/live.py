@@ -85,12 +85,20 @@ def settle_abstract_methods(cls: type) -> None:
         abc.update_abstractmethods(member)   # a class that is no ABC is left as it is
 
 
-def point_class_cell(value, cls: type) -> None:
-    """Make zero-argument super() in `value` refer to `cls`."""
+def point_class_cell(value, cls: type, made: type | None = None) -> None:
+    """Make zero-argument super() in `value` refer to `cls`, and any other closure cell
+    holding `made`, the class `value` was made for (a frozen dataclass's `__setattr__`
+    names its class: left on a throwaway one, it raised TypeError, not FrozenInstanceError)."""
     for function in _functions_in(value):
-        code = function.__code__
-        if "__class__" in code.co_freevars and function.__closure__:
-            function.__closure__[code.co_freevars.index("__class__")].cell_contents = cls
+        for name, cell in zip(function.__code__.co_freevars, function.__closure__ or ()):
+            if name == "__class__":
+                cell.cell_contents = cls
+            elif made is not None:
+                try:
+                    if cell.cell_contents is made:
+                        cell.cell_contents = cls
+                except ValueError:   # an empty cell
+                    pass
 
 
 def _functions_in(value, depth=0):
@@ -128,20 +136,21 @@ def same_shape(old: type, new: type) -> bool:
             and not (isinstance(old, enum.EnumType) and old._member_map_))
 
 
-def update_in_place(old: type, new: type, old_member_names: set[str]) -> None:
-    """Copy `new`'s namespace onto `old`; members the old source defined and
-    the new one does not are removed."""
+def update_in_place(old: type, new: type, old_member_names: set[str],
+                    only: set[str] | None = None) -> None:
+    """Copy `new`'s namespace (only the names in `only`, if given) onto `old`; members
+    the old source defined and the new one does not are removed."""
     for name, value in new.__dict__.items():
-        if name in _NOT_COPIED or _is_slot_descriptor(value, new):
+        if name in _NOT_COPIED or _is_slot_descriptor(value, new) or (only is not None and name not in only):
             continue
-        point_class_cell(value, old)
+        point_class_cell(value, old, new)
         setattr(old, name, value)
     for name in old_member_names - set(new.__dict__):
         if name in old.__dict__ and name not in _NOT_COPIED:
             delattr(old, name)
     # Any function in the new body shares the one __class__ cell; point it home.
     for value in new.__dict__.values():
-        point_class_cell(value, old)
+        point_class_cell(value, old, new)
     settle_abstract_methods(old)
 
 

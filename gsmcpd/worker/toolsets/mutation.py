@@ -199,7 +199,7 @@ class MutationToolset(Toolset):
                 raise
             except BaseException as error:   # the user's code may raise SystemExit too
                 raise definition_error(error) from None
-            if not self._rebuilt_dataclass(ref, cls, new_source, classdef):
+            if not self._rebuilt_dataclass(ref, cls, new_source, classdef, node.name):
                 live.set_members(cls, members)
         self.view.set_source(module_name, new_source, live=cls is not None)
         verb = "replaced" if replaced else "added"
@@ -341,18 +341,21 @@ class MutationToolset(Toolset):
                             f"as it runs ({used!r}); deleted, the class could not be made and "
                             f"{ref.module} would no longer import. Change that statement first "
                             "(compile_class_definition).")
-        if cls is not None and not self._rebuilt_dataclass(ref, cls, new_source, classdef):
+        if cls is not None and not self._rebuilt_dataclass(ref, cls, new_source, classdef, selector):
             self._unset_method(ref, cls, new_source, selector)
         self.view.set_source(ref.module, new_source, live=cls is not None)
         return self._finish(f"deleted {ref.qualified}.{selector}",
                             {"class": ref.qualified, "selector": selector})
 
-    def _rebuilt_dataclass(self, ref, cls, new_source: str, old_node: ast.ClassDef) -> bool:
+    def _rebuilt_dataclass(self, ref, cls, new_source: str, old_node: ast.ClassDef,
+                           selector: str) -> bool:
         """A dataclass's generated methods depend on its own (`__init__` calls a
         `__post_init__` only if the class had one when it was made; `__hash__` follows
-        `__eq__`), so one whose methods change is made again from the new source, its
-        decorators run, and copied onto the live class, as compile_class_definition does.
-        False when it is no dataclass or its new shape cannot be copied in place."""
+        `__eq__`), so one whose method `selector` changes is made again from the new
+        source, its decorators run, and that method and what the decorators made are
+        copied onto the live class; the attributes its body writes keep what the session
+        made of them (a registry filled, a counter). False when it is no dataclass or its
+        new shape cannot be copied in place."""
         if "__dataclass_fields__" not in vars(cls):
             return False
         module = self.view.module(ref.module)
@@ -365,7 +368,9 @@ class MutationToolset(Toolset):
             raise definition_error(error) from None
         if not live.same_shape(cls, new_class):
             return False
-        live.update_in_place(cls, new_class, live.class_member_names(old_node))
+        written = live.class_member_names(splice.top_level_class(ast.parse(new_source), ref.name))
+        made = (set(vars(new_class)) - written) | {splice.mangled(ref.name, selector)}
+        live.update_in_place(cls, new_class, live.class_member_names(old_node), only=made)
         return True
 
     def _unset_method(self, ref, cls, new_source: str, selector: str) -> None:
