@@ -506,6 +506,15 @@ def test_a_module_file_no_import_statement_reaches_is_no_dictionary(image, daemo
         (image / "ｆolded.py").unlink()
 
 
+def test_a_dot_nfkc_makes_of_another_character_separates_no_dictionary_name(image, c):
+    # NFKC reads U+FE52 and U+2024 as `.`: add_dictionary made fix/odd.py of fix﹒odd, and
+    # remove_dictionary would have removed fix.plain, named as no import statement names it.
+    assert "not a dotted module name" in error(c, "add_dictionary", "invalidParams", dictionaryName="fix\ufe52odd")
+    assert "not a dotted module name" in error(c, "remove_dictionary", "invalidParams",
+                                               dictionaryName="fix\u2024plain")
+    assert not (image / "fix/odd.py").exists() and (image / "fix/plain.py").exists()
+
+
 def test_remove_dictionary_refuses_a_dunder_name(c):
     assert "__init__ is a dunder name" in error(c, "remove_dictionary", "invalidParams",
                                                 dictionaryName="__init__")

@@ -395,6 +395,22 @@ def test_a_dictionary_name_is_read_as_import_reads_it(client, image):
     assert not (image / "zoo/wide.py").exists()
 
 
+@pytest.mark.parametrize("dot", ["\ufe52", "\u2024"])   # small full stop, one dot leader
+def test_a_dot_only_nfkc_makes_is_no_dictionary_name_separator(client, image, dot):
+    # NFKC turns both into `.`: add_dictionary made zoo/x.py from a name no import
+    # statement spells, and remove_dictionary removed zoo.animals so named.
+    for tool, arguments in [("add_dictionary", {}), ("remove_dictionary", {}), ("list_classes", {}),
+                            ("list_dictionary_entries", {}), ("search_method_source", {"pattern": "woof"}),
+                            ("compile_class_definition", {"source": "class Dotted:\n    pass\n"})]:
+        name = f"zoo{dot}x" if tool == "add_dictionary" else f"zoo{dot}animals"
+        message = client.error(tool, "invalidParams", dictionaryName=name, **arguments)
+        assert f"{name!r} is not a dotted module name" in message
+    assert not (image / "zoo/x.py").exists() and (image / "zoo/animals.py").exists()
+    assert not client.view.has_changes
+    assert "is not a class name" in client.error("describe_class", "invalidParams", className=f"zoo{dot}animals.Dog")
+    assert "is not a global name" in client.error("find_references_to", "invalidParams", name=f"zoo{dot}Dog")
+
+
 def test_a_file_no_import_statement_reaches_is_no_dictionary(client, image):
     # `import ｐkg` looks for pkg, never for the file ｐkg.py: it is no image module.
     (image / "ｗide.py").write_text("class Wide:\n    pass\n")

@@ -83,9 +83,7 @@ def require_module(view: View, module: str) -> None:
 def resolve_class(view: View, name: str) -> ClassRef:
     """A bare name resolves if unique across the image (then builtins);
     `module.Class` always resolves."""
-    if not name or not all(part.isidentifier() for part in name.split(".")):
-        raise ToolError("invalidParams", f"{echoed(name)!r} is not a class name")
-    name = python_name(name)
+    name = dotted_name(name, "a class name")
     if "." in name:
         module, _, short = name.rpartition(".")
         if module == KERNEL:
@@ -121,6 +119,19 @@ def require_selector(selector: str) -> str:
         raise ToolError("invalidParams", f"{echoed(selector)!r} is not a method name "
                         "(a Python identifier)")
     return python_name(selector)
+
+
+def dotted_name(name: str, what: str) -> str:
+    """A (dotted) name as Python reads it, refused (invalidParams: not `what`) unless each
+    part is an identifier as written: NFKC makes `.` of `﹒` and `․`, so `zoo﹒x`, which no
+    import statement spells, would otherwise name zoo.x."""
+    if not name or not all(part.isidentifier() for part in name.split(".")):
+        raise ToolError("invalidParams", f"{echoed(name)!r} is not {what}")
+    return python_name(name)
+
+
+def dictionary_name(name: str) -> str:
+    return dotted_name(name, "a dotted module name")
 
 
 def python_name(name: str) -> str:

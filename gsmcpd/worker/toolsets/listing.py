@@ -42,7 +42,7 @@ class ListingToolset(Toolset):
         return {"text": text, "structured": structured}
 
     def list_classes(self, arguments):
-        module = catalog.python_name(arguments["dictionaryName"])
+        module = catalog.dictionary_name(arguments["dictionaryName"])
         names = [ref.name for ref in catalog.classes_in(self.view, module)]
         note = ""
         if module != KERNEL and self.view.tree(module) is None:
@@ -55,7 +55,7 @@ class ListingToolset(Toolset):
         return {"text": "\n".join(names), "structured": {"dictionaries": names}}
 
     def list_dictionary_entries(self, arguments):
-        module = catalog.python_name(arguments["dictionaryName"])
+        module = catalog.dictionary_name(arguments["dictionaryName"])
         catalog.require_module(self.view, module)
         if module == KERNEL:
             namespace = vars(builtins)

@@ -57,10 +57,9 @@ def _parse_statements(source: str) -> tuple[str, list[ast.stmt]]:
 
 
 def dictionary_name_parts(name: str) -> list[str]:
-    """The parts of a dotted module name that can be imported, or invalidParams."""
+    """The parts of a dotted module name (catalog.dictionary_name) that can be imported,
+    or invalidParams."""
     parts = name.split(".")
-    if not all(part.isidentifier() for part in parts):
-        raise ToolError("invalidParams", f"{catalog.echoed(name)!r} is not a dotted module name")
     for part in parts:
         if keyword.iskeyword(part):
             raise ToolError("invalidParams", f"{name!r}: {part} is a Python keyword, so the "
@@ -275,7 +274,7 @@ class MutationToolset(Toolset):
         """(module, exists) for the class a class statement (re)defines."""
         view = self.view
         if module_name is not None:
-            module_name = catalog.python_name(module_name)
+            module_name = catalog.dictionary_name(module_name)
             if module_name == KERNEL:
                 raise ToolError("refused", "builtins is the kernel dictionary; classes cannot "
                                 "be added to or changed in it")
@@ -431,7 +430,7 @@ class MutationToolset(Toolset):
 
     def add_dictionary(self, arguments):
         # As `import` reads it: a file named `ｐkg.py` no import statement would reach.
-        name = catalog.python_name(arguments["dictionaryName"])
+        name = catalog.dictionary_name(arguments["dictionaryName"])
         view = self.view
         parts = dictionary_name_parts(name)
         if name == KERNEL or parts[0] == KERNEL:
@@ -465,7 +464,7 @@ class MutationToolset(Toolset):
         return self._finish(f"added dictionary {name}", {"dictionary": name, "created": created})
 
     def remove_dictionary(self, arguments):
-        name = catalog.python_name(arguments["dictionaryName"])
+        name = catalog.dictionary_name(arguments["dictionaryName"])
         if name == KERNEL:
             raise ToolError("refused", "builtins is the kernel dictionary and cannot be removed")
         dictionary_name_parts(name)

@@ -99,11 +99,8 @@ class SearchToolset(Toolset):
         return capped(hits, f"implementors of {catalog.echoed(selector)}", catalog.uncompiled(self.view))
 
     def find_references_to(self, arguments):
-        name = required_text(arguments, "name")
-        if not all(part.isidentifier() for part in name.split(".")):
-            raise ToolError("invalidParams", f"{catalog.echoed(name)!r} is not a global name "
-                            "(a Python identifier, or a dotted one: module.Class)")
-        name = catalog.python_name(name)
+        name = catalog.dotted_name(required_text(arguments, "name"), "a global name "
+                                   "(a Python identifier, or a dotted one: module.Class)")
         hits = []
         spellings = {}   # module -> (bare names, dotted chains) that mean `name` there
         for module, label, node, _ in code_units(self.view):
@@ -133,7 +130,7 @@ class SearchToolset(Toolset):
         pattern = required_text(arguments, "pattern")
         module_filter = arguments.get("dictionaryName")
         if module_filter is not None:
-            module_filter = catalog.python_name(module_filter)
+            module_filter = catalog.dictionary_name(module_filter)
             catalog.require_module(self.view, module_filter)
         # Lines end in \n here whatever the module's own endings (CRLF, CR), as they do
         # in the pattern a client writes.
