@@ -200,6 +200,8 @@ def test_references_to_a_dotted_name_are_to_that_modules_global(c):
     assert structured(c, "find_references_to", name="tricky.deco")["results"] == ["tricky.Kitchen.build"]
     assert structured(c, "find_references_to", name="later.deco")["results"] == []
     assert structured(c, "find_references_to", name="functools.wraps")["results"] == ["tricky.deco"]
+    # A kernel name, as find_implementors gives one, is the builtin: it found nothing.
+    assert structured(c, "find_references_to", name="builtins.getattr")["results"] == ["tricky.Kitchen.callers"]
 
 
 def test_senders_are_calls_as_written_wherever_they_are_and_not_getattr(c):

@@ -545,6 +545,17 @@ def by_path():
     assert "zoo.kennel.own" in client.ok("find_references_to", name="Dog")["structuredContent"]["results"]
 
 
+def test_find_references_to_a_kernel_name_is_to_the_builtin_wherever_not_rebound(client):
+    # `builtins.len` (as find_implementors names kernel classes) found nothing: no image
+    # module is named builtins.
+    client.view.add_module("zoo.counts", "import builtins\nfrom zoo.animals import *\n\n\n"
+                                         "def bare(x):\n    return len(x)\n\n\n"
+                                         "def dotted(x):\n    return builtins.len(x)\n")
+    client.view.add_module("zoo.ownlen", "def len(x):\n    return 0\n\n\ndef mine(x):\n    return len(x)\n")
+    refs = client.ok("find_references_to", name="builtins.len")["structuredContent"]["results"]
+    assert refs == ["zoo.counts.bare", "zoo.counts.dotted"]
+
+
 def test_find_references_to_reads_a_name_as_python_does(client):
     client.view.add_module("zoo.folded", "def f():\n    return ﬁle\n")
     for name in ("ﬁle", "file"):

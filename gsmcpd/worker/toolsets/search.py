@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import builtins
 
-from gsmcpd.image import catalog, splice
+from gsmcpd.image import catalog, live, splice
 from gsmcpd.image.view import KERNEL
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import ToolError, Toolset, object_schema, string_prop
@@ -146,11 +146,15 @@ def _spellings(view, module: str, name: str) -> tuple[set[str], set[str]]:
     `name`. A bare name is any global of that name; `pkg.mod.Class` is `Class` only in
     pkg.mod itself or where it is imported from there (`from .mod import Class as C`: `C`),
     and `pkg.mod.Class` or `m.Class` where the module is (`import pkg.mod as m`), so
-    another module's own `Class` is no reference to it."""
+    another module's own `Class` is no reference to it. `builtins.len` is `len` in every
+    module that does not bind `len` itself (a `*` import is not taken to)."""
     if "." not in name:
         return {name}, set()
     target, _, short = name.rpartition(".")
-    names = {short} if module == target else set()
+    if target == KERNEL:
+        names = set() if live.binds(view.tree(module), short, star=False) else {short}
+    else:
+        names = {short} if module == target else set()
     chains = {name}
     package = module if view.relpath(module).endswith("__init__.py") else module.rpartition(".")[0]
     for node in ast.walk(view.tree(module)):
