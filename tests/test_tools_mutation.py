@@ -124,6 +124,18 @@ def test_a_frozen_dataclass_made_again_is_still_frozen(client):
     assert frozen.double() == 4
 
 
+def test_a_dataclass_subclass_follows_its_bases_post_init_once_made_again_itself(client):
+    # The limit README states: B is not made again with A (that would run class
+    # statements the change did not touch); compiling one of B's methods makes it again.
+    client.view.add_module("zoo.sub", "import dataclasses\n\n\n@dataclasses.dataclass\nclass A:\n"
+                                      "    x: int = 0\n\n\n@dataclasses.dataclass\nclass B(A):\n    y: int = 0\n")
+    sub = client.view.module("zoo.sub")
+    client.ok("compile_method", className="A", source="def __post_init__(self):\n    self.x = 7\n")
+    assert sub.A().x == 7 and sub.B().x == 0
+    client.ok("compile_method", className="B", source="def twice(self):\n    return 2 * self.y\n")
+    assert sub.B().x == 7
+
+
 def test_a_class_given_eq_and_no_hash_is_unhashable_as_python_makes_it(client):
     client.view.add_module("zoo.keys", "class Key:\n    def __init__(self, k):\n        self.k = k\n")
     key_class = client.view.module("zoo.keys").Key
