@@ -130,6 +130,7 @@ FILES = {
                   "    def other(self):\n        return 'other'\n",
     "ordered.py": "class Ordered:\n    def getx(self):\n        return 1\n\n    x = property(getx)\n\n\n"
                   "def getx():\n    return 2\n",
+    "handled.py": "class Handled:\n    def run(self):\n        return 1\n\n\nhandler = Handled.run\n",
 }
 
 BROKEN = "image module broken does not compile: line 2: expected ':'"
@@ -301,6 +302,15 @@ def test_delete_method_refuses_it_when_the_module_binds_the_name_only_after_the_
     assert "('x = property(getx)')" in error(c, "delete_method", "refused", className="Ordered", selector="getx")
     assert (image / "ordered.py").read_text() == before
     assert run(c, "import ordered\nordered.Ordered().x") == "1"
+
+
+def test_delete_method_refuses_a_method_the_module_reads_as_it_runs(c, image):
+    # Deleted, `handler = Handled.run` raised AttributeError: handled imported nowhere.
+    before = (image / "handled.py").read_text()
+    assert "('handler = Handled.run'); deleted, handled would no longer import (AttributeError)" in error(
+        c, "delete_method", "refused", className="Handled", selector="run")
+    assert (image / "handled.py").read_text() == before
+    assert run(c, "import handled\nhandled.handler(None)") == "1"
 
 
 def test_a_def_under_a_class_level_try_is_not_deleted_out_of_it(c, image):

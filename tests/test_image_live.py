@@ -1,10 +1,10 @@
-"""live.needed_on_import: whether running a module still reads a name nothing binds."""
+"""live.needed_on_import and attribute_reader: what running a module still reads."""
 
 import ast
 
 import pytest
 
-from gsmcpd.image.live import needed_on_import
+from gsmcpd.image.live import attribute_reader, needed_on_import
 
 
 @pytest.mark.parametrize("source, needed", [
@@ -36,3 +36,19 @@ from gsmcpd.image.live import needed_on_import
 ])
 def test_needed_on_import(source, needed):
     assert needed_on_import(ast.parse(source), "A") is needed
+
+
+@pytest.mark.parametrize("below, line", [
+    ("handler = A.run\n", 4),
+    ("@A.run\ndef f():\n    pass\n", 5),
+    ("def f(x=A.run):\n    pass\n", 4),
+    ("if X:\n    class B:\n        h = A.run\n", 4),
+    ("def f():\n    return A.run\n", None),                   # runs when called
+    ("f = lambda: A.run\n", None),
+    ("A.run = print\n", None),
+    ("handler = A.other\n", None),
+])
+def test_attribute_reader(below, line):
+    tree = ast.parse("class A:\n    pass\n\n" + below)
+    reader = attribute_reader(tree, "A", "run")
+    assert (reader and reader.lineno) == line

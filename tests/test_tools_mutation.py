@@ -333,6 +333,22 @@ def test_a_module_binding_after_the_class_does_not_bind_what_its_body_reads(clie
     assert client.view.module("zoo.later").A().x == 1
 
 
+def test_delete_method_refuses_a_method_the_module_reads_as_it_runs(client, image):
+    # Deleted, `handler = Job.run` was an AttributeError: committed, the module imported
+    # in no new session.
+    source = ("class Base:\n    def stop(self):\n        return 0\n\n\nclass Job(Base):\n"
+              "    def run(self):\n        return 1\n\n    def stop(self):\n        return 2\n\n"
+              "    def idle(self):\n        return 3\n\n\nhandler = Job.run\nstopper = Job.stop\n\n\n"
+              "def later():\n    return Job.idle\n")
+    (image / "zoo" / "jobs.py").write_text(source)
+    client.ok("refresh")
+    message = client.error("delete_method", "refused", className="Job", selector="run")
+    assert "zoo.jobs.Job.run is read as zoo.jobs runs ('handler = Job.run')" in message
+    assert (image / "zoo" / "jobs.py").read_text() == source and not client.view.has_changes
+    client.ok("delete_method", className="Job", selector="stop")   # Base's then
+    client.ok("delete_method", className="Job", selector="idle")   # read only when called
+
+
 def test_delete_class_its_own_module_still_needs_fails_to_import_here_as_in_a_new_session(client, image):
     # The module was left live with the class in it: its tests still passed here, while
     # every new session found the module failing to import (Square(Shape): NameError).

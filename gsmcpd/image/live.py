@@ -184,7 +184,22 @@ def needed_on_import(tree: ast.Module, name: str) -> bool:
     if binds(tree, name):
         return False
     lazy_annotations = bool(future_flags(tree) & __future__.annotations.compiler_flag)
-    return any(_reads(node, name, lazy_annotations) for node in tree.body)
+    return any(_reads(node, lambda sub: isinstance(sub, ast.Name) and sub.id == name
+                      and isinstance(sub.ctx, ast.Load), lazy_annotations) for node in tree.body)
+
+
+def attribute_reader(tree: ast.Module, class_name: str, attribute: str) -> ast.stmt | None:
+    """The first top-level statement below the class that reads `Class.attribute` as the
+    module runs (`handler = A.run`, `@A.run` above a def): without that attribute, an
+    AttributeError as the module is imported. Function bodies do not run then."""
+    classdef = splice.top_level_class(tree, class_name)
+    lazy_annotations = bool(future_flags(tree) & __future__.annotations.compiler_flag)
+
+    def wanted(sub):
+        return (isinstance(sub, ast.Attribute) and sub.attr == attribute and isinstance(sub.ctx, ast.Load)
+                and isinstance(sub.value, ast.Name) and sub.value.id == class_name)
+    below = tree.body[tree.body.index(classdef) + 1:]
+    return next((node for node in below if _reads(node, wanted, lazy_annotations)), None)
 
 
 def binds(tree: ast.Module, name: str, star: bool = True) -> bool:
@@ -210,16 +225,17 @@ def _binds(node: ast.AST, name: str, star: bool) -> bool:
     return any(_binds(sub, name, star) for sub in ast.iter_child_nodes(node))
 
 
-def _reads(node: ast.AST, name: str, lazy_annotations: bool) -> bool:
-    if isinstance(node, ast.Name):
-        return node.id == name and isinstance(node.ctx, ast.Load)
+def _reads(node: ast.AST, wanted, lazy_annotations: bool) -> bool:
+    """Whether running `node` at the module's top level evaluates a node `wanted` picks."""
+    if wanted(node):
+        return True
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
         args = node.args
         run = list(getattr(node, "decorator_list", [])) + args.defaults + [d for d in args.kw_defaults if d]
         if not lazy_annotations and not isinstance(node, ast.Lambda):
             every = args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
             run += [a.annotation for a in every if a.annotation] + ([node.returns] if node.returns else [])
-        return any(_reads(sub, name, lazy_annotations) for sub in run)
+        return any(_reads(sub, wanted, lazy_annotations) for sub in run)
     if isinstance(node, ast.AnnAssign) and lazy_annotations:
-        return any(_reads(sub, name, lazy_annotations) for sub in (node.target, node.value) if sub)
-    return any(_reads(sub, name, lazy_annotations) for sub in ast.iter_child_nodes(node))
+        return any(_reads(sub, wanted, lazy_annotations) for sub in (node.target, node.value) if sub)
+    return any(_reads(sub, wanted, lazy_annotations) for sub in ast.iter_child_nodes(node))

@@ -334,12 +334,20 @@ class MutationToolset(Toolset):
         reader = splice.unbound_reader(new_source, ref.name, selector)
         if reader is not None:
             # Deleted, the class could not be made: its module would import nowhere.
-            first = min([reader.lineno] + [d.lineno for d in getattr(reader, "decorator_list", [])])
-            used = new_source.splitlines()[first - 1].strip()
             raise ToolError("refused", f"{ref.qualified}.{selector} is used by the class body "
-                            f"as it runs ({used!r}); deleted, the class could not be made and "
-                            f"{ref.module} would no longer import. Change that statement first "
-                            "(compile_class_definition).")
+                            f"as it runs ({_first_line(new_source, reader)!r}); deleted, the class "
+                            f"could not be made and {ref.module} would no longer import. Change "
+                            "that statement first (compile_class_definition).")
+        bound, tree = splice.mangled(ref.name, selector), ast.parse(new_source)
+        reader = live.attribute_reader(tree, ref.name, bound)
+        # Not when the class still has it: as a class attribute of that name, or a base's.
+        kept = splice.attribute_nodes(splice.top_level_class(tree, ref.name), selector) or (
+            cls is not None and any(bound in vars(owner) for owner in cls.__mro__[1:] + type(cls).__mro__))
+        if reader is not None and not kept:
+            raise ToolError("refused", f"{ref.qualified}.{selector} is read as {ref.module} runs "
+                            f"({_first_line(new_source, reader)!r}); deleted, "
+                            f"{ref.module} would no longer import (AttributeError). Change that "
+                            "statement first.")
         if cls is not None and not self._rebuilt_dataclass(ref, cls, new_source, classdef, selector):
             self._unset_method(ref, cls, new_source, selector)
         self.view.set_source(ref.module, new_source, live=cls is not None)
@@ -475,6 +483,12 @@ class MutationToolset(Toolset):
         imported, data = self._reimport_importers(removed)
         return self._finish(f"removed dictionary {', '.join(removed)}{imported}",
                             {"removed": removed, **data})
+
+
+def _first_line(source: str, statement: ast.stmt) -> str:
+    """The line a statement starts on (its first decorator's), as a refusal quotes it."""
+    first = min([statement.lineno] + [d.lineno for d in getattr(statement, "decorator_list", [])])
+    return source.splitlines()[first - 1].strip()
 
 
 def _fewer_defs(qualified: str, existing: list, defs: list) -> str:
