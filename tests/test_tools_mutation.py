@@ -122,6 +122,10 @@ def test_a_frozen_dataclass_made_again_is_still_frozen(client):
     with pytest.raises(dataclasses.FrozenInstanceError):
         del frozen.z
     assert frozen.double() == 4
+    client.ok("compile_class_definition", source="@dataclasses.dataclass(frozen=True)\n"
+                                                 "class Frozen:\n    y: int = 1\n")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        frozen_class().z = 3
 
 
 def test_a_dataclass_subclass_follows_its_bases_post_init_once_made_again_itself(client):
