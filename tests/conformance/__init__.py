@@ -7,8 +7,10 @@ tests/conformance/package.json.
 """
 
 import json
+import os
 import re
 import subprocess
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +24,7 @@ NODE = CACHE / "node_modules" / NODE_PACKAGE / "bin" / "node"
 SUITE_JS = CACHE / "node_modules" / SUITE_PACKAGE / "dist" / "index.js"
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_SPAWNING = threading.Lock()   # see run_scenario
 
 
 def installed_version(package):
@@ -80,21 +83,22 @@ def run_scenario(url, scenario, spec_version, out_dir, force=False, timeout_ms=3
            "--spec-version", spec_version, "--timeout", str(timeout_ms), "-o", str(out_dir)]
     if force:
         cmd.append("--force")
-    try:
-        proc = subprocess.run(cmd, cwd=str(CACHE), capture_output=True, text=True,
-                              timeout=timeout_ms / 1000 + 30)
-        returncode, output = proc.returncode, proc.stdout + proc.stderr
-    except subprocess.TimeoutExpired as expired:
-        returncode = "timeout"
-        output = "suite did not finish in time\n" + _text(expired.stdout) + _text(expired.stderr)
+    # Runs go side by side in threads. Once one run's spawn failed, exec'ing node with
+    # EFAULT ("Bad address"), a fault in the child of a vfork sharing the test process's
+    # memory; so spawns take turns, each with an environment of its own rather than the
+    # process-wide `environ` array (the runs themselves still overlap).
+    with _SPAWNING:
+        proc = subprocess.Popen(cmd, cwd=str(CACHE), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    with proc:
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout_ms / 1000 + 30)
+            returncode, output = proc.returncode, stdout + stderr
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            stdout, stderr = proc.communicate()
+            returncode, output = "timeout", "suite did not finish in time\n" + stdout + stderr
     checks = []
     for path in sorted(out_dir.rglob("checks.json")):
         checks.extend(json.loads(path.read_text()))
     return ScenarioRun(scenario, spec_version, returncode, _ANSI.sub("", output), checks)
-
-
-def _text(data):
-    # TimeoutExpired carries bytes even when the run asked for text.
-    if isinstance(data, bytes):
-        return data.decode(errors="replace")
-    return data or ""
