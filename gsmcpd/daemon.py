@@ -360,7 +360,7 @@ def _serve_main(config: Config, ready_fd: int | None, detached: bool, serve: Cal
         if serve is None:
             from gsmcpd.router.main import serve
         code = serve(config, on_ready=on_ready, on_stopping=on_stopping, on_reload=reopen_log,
-                     stop_requested=held.requested)
+                     stop_requested=held.requested, reload_requested=held.reload_requested)
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
             message = f"port {config.port} on {config.host} is already in use"
@@ -390,23 +390,34 @@ def _serve_main(config: Config, ready_fd: int | None, detached: bool, serve: Cal
 class _HeldStop:
     """SIGTERM/SIGINT from before the pidfile is written until the router's loop takes
     them over: remembered instead of killing us, so the pidfile is still released and
-    the spawner stopped; the router stops as soon as its loop runs.  On leaving, the
-    handlers it set are put back as they were, unless something took them over since."""
+    the spawner stopped; the router stops as soon as its loop runs. A SIGHUP/SIGUSR1
+    (logrotate) then is remembered too, its log reopen done once the loop runs (their
+    default action ended the server). On leaving, the handlers it set are put back as
+    they were, unless something took them over since."""
 
     SIGNALS = (signal.SIGTERM, signal.SIGINT)
+    RELOADS = (signal.SIGHUP, signal.SIGUSR1)
 
     def __init__(self):
         self.signum: int | None = None
+        self.reload_signame: str | None = None
         self._previous: dict[int, object] = {}
 
     def requested(self) -> bool:
         return self.signum is not None
 
+    def reload_requested(self) -> str | None:
+        return self.reload_signame
+
     def _hold(self, signum: int, frame: object) -> None:
-        self.signum = signum
+        if signum in self.RELOADS:
+            self.reload_signame = signal.Signals(signum).name
+        else:
+            self.signum = signum
 
     def __enter__(self) -> "_HeldStop":
-        self._previous = {signum: signal.signal(signum, self._hold) for signum in self.SIGNALS}
+        self._previous = {signum: signal.signal(signum, self._hold)
+                          for signum in self.SIGNALS + self.RELOADS}
         return self
 
     def __exit__(self, *exc: object) -> None:

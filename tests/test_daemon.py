@@ -273,8 +273,11 @@ def test_serve_main_tells_systemd_and_the_starter(tmp_path, monkeypatch):
                           "log_file": str(tmp_path / "d.log")}, {})
     seen = {}
 
-    def fake_serve(cfg, *, on_ready, on_stopping, on_reload, stop_requested):
+    def fake_serve(cfg, *, on_ready, on_stopping, on_reload, stop_requested, reload_requested):
         seen["pid_during"] = daemon.read_pidfile(cfg.pidfile)
+        assert not stop_requested() and reload_requested() is None
+        os.kill(os.getpid(), signal.SIGUSR1)   # a logrotate's, before the loop took it over:
+        assert reload_requested() == "SIGUSR1" and not stop_requested()   # held, not fatal
         os.kill(os.getpid(), signal.SIGTERM)   # before a loop took SIGTERM over: held, not fatal
         assert stop_requested()
         seen["before_ready"] = listener.recv(4096) if _ready(listener) else None
@@ -285,10 +288,11 @@ def test_serve_main_tells_systemd_and_the_starter(tmp_path, monkeypatch):
         return 0
 
     read_end, write_end = os.pipe()
-    ours = signal.getsignal(signal.SIGTERM)
+    ours = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGUSR1)
     with notify_listener(notify_path) as listener:
         assert daemon.serve_main(config, ready_fd=write_end, serve=fake_serve) == 0
-    assert signal.getsignal(signal.SIGTERM) == ours   # its early hold on SIGTERM is given back
+    # its early holds are given back
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGUSR1)) == ours
     assert seen["pid_during"] == os.getpid()
     assert seen["before_ready"] is None
     assert seen["after_ready"].startswith(b"READY=1\nSTATUS=listening on http://127.0.0.1:8321")

@@ -98,6 +98,30 @@ def server(tmp_path_factory):
         run("stop-server.sh", str(port), env=env)
 
 
+def test_a_logrotate_signal_during_start_up_is_held_and_its_reopen_done_once_serving(tmp_path):
+    # Sent as soon as the pidfile names the server (a logrotate run at that moment), before
+    # the spawner's preload is done and the loop has its handlers: it ended the server.
+    port, state = free_port(), tmp_path / "state"
+    log = tmp_path / "serve.log"
+    env = clean_env(GS_MCP_STATE_DIR=str(state), GS_MCP_LOG_FILE=str(log))
+    proc = subprocess.Popen([sys.executable, "-m", "gsmcpd", "serve", "--port", str(port)], env=env,
+                            cwd=str(REPO), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        pidfile = state / f"gsmcpd-{port}.pid"
+        wait_for(lambda: pidfile.exists() and pidfile.read_text().strip(), "the pidfile")
+        os.kill(proc.pid, signal.SIGUSR1)
+        wait_for(lambda: not port_free(port) or proc.poll() is not None, "the daemon to listen")
+        assert proc.poll() is None
+        wait_for(lambda: "SIGUSR1: log file reopened" in log.read_text(), "the held reopen")
+        proc.terminate()
+        assert proc.wait(15) == 0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
 def test_run_server_returns_once_listening_and_says_how_to_stop(server):
     started, port = server["started"], server["port"]
     assert started.returncode == 0, started.stdout + started.stderr

@@ -5,6 +5,7 @@ and never blocks: every socket is non-blocking on one selector (router.loop), an
 everything time-based is a timer on that loop.
 """
 
+import functools
 import getpass
 import ipaddress
 import logging
@@ -335,9 +336,12 @@ class Router:
         self.loop.stop()
 
 
-def serve(config, *, on_ready=None, on_stopping=None, on_reload=None, stop_requested=None):
+def serve(config, *, on_ready=None, on_stopping=None, on_reload=None, stop_requested=None,
+          reload_requested=None):
     """Run the router in the foreground; returns the exit code.  stop_requested: whether
-    a SIGTERM/SIGINT came before the loop's own handlers were set (then it stops at once)."""
+    a SIGTERM/SIGINT came before the loop's own handlers were set (then it stops at once);
+    reload_requested: the name of a SIGHUP/SIGUSR1 that came then, or None (its reload
+    is done once the loop runs)."""
     limit = raise_descriptor_limit()
     if limit < config.max_sessions * 3 + config.max_connections:
         log.warning("descriptor limit %d is low for GS_MCP_MAX_SESSIONS=%d and GS_MCP_MAX_CONNECTIONS=%d "
@@ -353,13 +357,16 @@ def serve(config, *, on_ready=None, on_stopping=None, on_reload=None, stop_reque
     router.loop.add_signal_handler(signal.SIGTERM, router.shutdown)
     router.loop.add_signal_handler(signal.SIGINT, router.shutdown)
     if on_reload is not None:
+        def reload(signame):
+            if on_reload(signame):   # its log, a terminal, hung up: stop, as a foreground program does
+                router.shutdown()
         # SIGUSR1 too, as nginx takes it: a logrotate rule written for nginx's habit
         # must not end the server (USR1's default action).
         for signum in (signal.SIGHUP, signal.SIGUSR1):
-            def reload(signame=signal.Signals(signum).name):
-                if on_reload(signame):   # its log, a terminal, hung up: stop, as a foreground program does
-                    router.shutdown()
-            router.loop.add_signal_handler(signum, reload)
+            router.loop.add_signal_handler(signum, functools.partial(reload, signal.Signals(signum).name))
+        held = reload_requested() if reload_requested is not None else None
+        if held:
+            router.loop.call_soon(functools.partial(reload, held))
     router.control = ControlEndpoint(router)
     if router.auth is not None:
         router.auth.start()
