@@ -304,13 +304,15 @@ def test_delete_method_refuses_it_when_the_module_binds_the_name_only_after_the_
     assert run(c, "import ordered\nordered.Ordered().x") == "1"
 
 
-def test_delete_method_refuses_a_method_the_module_reads_as_it_runs(c, image):
-    # Deleted, `handler = Handled.run` raised AttributeError: handled imported nowhere.
-    before = (image / "handled.py").read_text()
-    assert "('handler = Handled.run'); deleted, handled would no longer import (AttributeError)" in error(
-        c, "delete_method", "refused", className="Handled", selector="run")
-    assert (image / "handled.py").read_text() == before
-    assert run(c, "import handled\nhandled.handler(None)") == "1"
+def test_delete_method_notes_a_method_the_module_reads_as_it_runs(c, image):
+    # Deleted, `handler = Handled.run` raises AttributeError in a new session's import:
+    # deleted all the same (a guarded read is fine, and no tool edits that statement), noted.
+    result = ok(c, "delete_method", className="Handled", selector="run")
+    assert ("; note: handled reads Handled.run as it runs ('handler = Handled.run'), so unless "
+            "that read is guarded, a new session's import of handled fails (AttributeError)"
+            ) in tool_text(result)
+    assert result["structuredContent"]["readAsItRuns"] == "handler = Handled.run"
+    assert "def run" not in (image / "handled.py").read_text()
 
 
 def test_a_def_under_a_class_level_try_is_not_deleted_out_of_it(c, image):

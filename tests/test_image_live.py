@@ -42,7 +42,8 @@ def test_needed_on_import(source, needed):
     ("handler = A.run\n", 4),
     ("@A.run\ndef f():\n    pass\n", 5),
     ("def f(x=A.run):\n    pass\n", 4),
-    ("if X:\n    class B:\n        h = A.run\n", 4),
+    ("if X:\n    class B:\n        h = A.run\n", 6),                 # the innermost statement
+    ("@A.run\ndef f():\n    h = A.run\n", 5),
     ("def f():\n    return A.run\n", None),                   # runs when called
     ("f = lambda: A.run\n", None),
     ("A.run = print\n", None),

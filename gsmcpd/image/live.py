@@ -189,9 +189,10 @@ def needed_on_import(tree: ast.Module, name: str) -> bool:
 
 
 def attribute_reader(tree: ast.Module, class_name: str, attribute: str) -> ast.stmt | None:
-    """The first top-level statement below the class that reads `Class.attribute` as the
-    module runs (`handler = A.run`, `@A.run` above a def): without that attribute, an
-    AttributeError as the module is imported. Function bodies do not run then."""
+    """The first statement below the class that reads `Class.attribute` as the module
+    runs (`handler = A.run`, `@A.run` above a def): without that attribute, an
+    AttributeError as the module is imported, unless the read is guarded (try, hasattr),
+    which this does not judge. Function bodies do not run then."""
     classdef = splice.top_level_class(tree, class_name)
     lazy_annotations = bool(future_flags(tree) & __future__.annotations.compiler_flag)
 
@@ -199,7 +200,15 @@ def attribute_reader(tree: ast.Module, class_name: str, attribute: str) -> ast.s
         return (isinstance(sub, ast.Attribute) and sub.attr == attribute and isinstance(sub.ctx, ast.Load)
                 and isinstance(sub.value, ast.Name) and sub.value.id == class_name)
     below = tree.body[tree.body.index(classdef) + 1:]
-    return next((node for node in below if _reads(node, wanted, lazy_annotations)), None)
+    reader = next((node for node in below if _reads(node, wanted, lazy_annotations)), None)
+    # The innermost statement, as quoted: `h = A.run`, not the `try:` around it.
+    while reader is not None and not isinstance(reader, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        inner = next((sub for sub in ast.iter_child_nodes(reader) if isinstance(sub, ast.stmt)
+                      and _reads(sub, wanted, lazy_annotations)), None)
+        if inner is None:
+            break
+        reader = inner
+    return reader
 
 
 def binds(tree: ast.Module, name: str, star: bool = True) -> bool:

@@ -343,16 +343,20 @@ class MutationToolset(Toolset):
         # Not when the class still has it: as a class attribute of that name, or a base's.
         kept = splice.attribute_nodes(splice.top_level_class(tree, ref.name), selector) or (
             cls is not None and any(bound in vars(owner) for owner in cls.__mro__[1:] + type(cls).__mro__))
+        note, data = "", {}
         if reader is not None and not kept:
-            raise ToolError("refused", f"{ref.qualified}.{selector} is read as {ref.module} runs "
-                            f"({_first_line(new_source, reader)!r}); deleted, "
-                            f"{ref.module} would no longer import (AttributeError). Change that "
-                            "statement first.")
+            # A note, not a refusal: a guarded read (try/hasattr) is fine, and no tool
+            # edits a module-level statement, so a refusal would leave no way through.
+            read = _first_line(new_source, reader)
+            note = (f"; note: {ref.module} reads {ref.name}.{bound} as it runs ({read!r}), so "
+                    f"unless that read is guarded, a new session's import of {ref.module} "
+                    "fails (AttributeError)")
+            data = {"readAsItRuns": read}
         if cls is not None and not self._rebuilt_dataclass(ref, cls, new_source, classdef, selector):
             self._unset_method(ref, cls, new_source, selector)
         self.view.set_source(ref.module, new_source, live=cls is not None)
-        return self._finish(f"deleted {ref.qualified}.{selector}",
-                            {"class": ref.qualified, "selector": selector})
+        return self._finish(f"deleted {ref.qualified}.{selector}{note}",
+                            {"class": ref.qualified, "selector": selector, **data})
 
     def _rebuilt_dataclass(self, ref, cls, new_source: str, old_node: ast.ClassDef,
                            selector: str) -> bool:
@@ -486,7 +490,7 @@ class MutationToolset(Toolset):
 
 
 def _first_line(source: str, statement: ast.stmt) -> str:
-    """The line a statement starts on (its first decorator's), as a refusal quotes it."""
+    """The line a statement starts on (its first decorator's), as an answer quotes it."""
     first = min([statement.lineno] + [d.lineno for d in getattr(statement, "decorator_list", [])])
     return source.splitlines()[first - 1].strip()
 
