@@ -131,6 +131,9 @@ FILES = {
     "ordered.py": "class Ordered:\n    def getx(self):\n        return 1\n\n    x = property(getx)\n\n\n"
                   "def getx():\n    return 2\n",
     "handled.py": "class Handled:\n    def run(self):\n        return 1\n\n\nhandler = Handled.run\n",
+    "aliased.py": "import dataclasses\n\n\nclass Base:\n    def go(self):\n        return super().__repr__()[:5]\n\n\n"
+                  "@dataclasses.dataclass\nclass Aliasing:\n    x: int = 0\n    go = Base.go\n\n"
+                  "    def norm(self):\n        return 1\n",
 }
 
 BROKEN = "image module broken does not compile: line 2: expected ':'"
@@ -313,6 +316,12 @@ def test_delete_method_notes_a_method_the_module_reads_as_it_runs(c, image):
             ) in tool_text(result)
     assert result["structuredContent"]["readAsItRuns"] == "handler = Handled.run"
     assert "def run" not in (image / "handled.py").read_text()
+
+
+def test_a_method_another_class_s_attribute_aliases_keeps_its_super(c, image):
+    # Aliasing made again, Base.go's __class__ cell was pointed at it: Base().go() raised TypeError.
+    ok(c, "compile_method", className="Aliasing", source="def norm(self):\n    return 2")
+    assert run(c, "import aliased\naliased.Base().go(), aliased.Aliasing().norm()") == repr(("<alia", 2))
 
 
 def test_a_def_under_a_class_level_try_is_not_deleted_out_of_it(c, image):

@@ -128,6 +128,24 @@ def test_a_frozen_dataclass_made_again_is_still_frozen(client):
         frozen_class().z = 3
 
 
+def test_a_class_attribute_aliasing_another_class_s_method_keeps_that_method_s_super(client):
+    # Every __class__ cell in the copied namespace was pointed at the live class: Base.go,
+    # aliased as A.go, then had A as its super() class, and Base().go() raised TypeError.
+    base = "class Base:\n    def go(self):\n        return super().__repr__()[:5]\n\n\n"
+    client.view.add_module("zoo.alias", base + "import dataclasses\n\n\n@dataclasses.dataclass\n"
+                           "class A:\n    x: int = 0\n    go = Base.go\n\n    def norm(self):\n"
+                           "        return 1\n")
+    client.view.add_module("zoo.plain", base + "class P:\n    go = Base.go\n\n    def go(self):\n"
+                           "        return 2\n")
+    alias, plain = client.view.module("zoo.alias"), client.view.module("zoo.plain")
+    client.ok("compile_method", className="A", source="def norm(self):\n    return 2\n")
+    assert alias.Base().go() == "<zoo." and alias.A().norm() == 2
+    client.ok("compile_class_definition", source="class A:\n    go = Base.go\n", dictionaryName="zoo.alias")
+    assert alias.Base().go() == "<zoo."
+    client.ok("delete_method", className="P", selector="go")   # the attribute is what P has then
+    assert plain.Base().go() == "<zoo." and plain.P.go is plain.Base.go
+
+
 def test_a_dataclass_subclass_follows_its_bases_post_init_once_made_again_itself(client):
     # The limit README states: B is not made again with A (that would run class
     # statements the change did not touch); compiling one of B's methods makes it again.

@@ -24,10 +24,10 @@ _NOT_COPIED = {"__dict__", "__weakref__", "__module__", "__qualname__"}
 
 
 def compile_members(module: ModuleType, filename: str, source: str, class_name: str,
-                    names: list[str]) -> dict[str, object]:
+                    names: list[str]) -> tuple[type, dict[str, object]]:
     """Evaluate the named members of `class_name` in `source` (module globals),
-    without re-running the class's own bases or decorators. Raises what the
-    definitions raise."""
+    without re-running the class's own bases or decorators: (the throwaway class
+    they were made in, the members). Raises what the definitions raise."""
     tree = ast.parse(source)
     classdef = splice.top_level_class(tree, class_name)
     body = [node for node in classdef.body
@@ -42,7 +42,7 @@ def compile_members(module: ModuleType, filename: str, source: str, class_name: 
     namespace: dict = {}
     exec(code, module.__dict__, namespace)
     temp = namespace[class_name]
-    return {name: temp.__dict__[name] for name in names if name in temp.__dict__}
+    return temp, {name: temp.__dict__[name] for name in names if name in temp.__dict__}
 
 
 def future_flags(tree: ast.Module) -> int:
@@ -61,9 +61,10 @@ def future_flags(tree: ast.Module) -> int:
     return flags
 
 
-def set_members(cls: type, members: dict[str, object]) -> None:
+def set_members(cls: type, members: dict[str, object], made: type) -> None:
+    """Set `members`, made in the throwaway class `made`, on `cls`."""
     for name, value in members.items():
-        point_class_cell(value, cls)
+        point_class_cell(value, cls, made)
         setattr(cls, name, value)
     if "__eq__" in members and "__hash__" not in vars(cls):
         cls.__hash__ = None   # as type() makes a class that defines __eq__ and no __hash__
@@ -85,20 +86,19 @@ def settle_abstract_methods(cls: type) -> None:
         abc.update_abstractmethods(member)   # a class that is no ABC is left as it is
 
 
-def point_class_cell(value, cls: type, made: type | None = None) -> None:
-    """Make zero-argument super() in `value` refer to `cls`, and any other closure cell
-    holding `made`, the class `value` was made for (a frozen dataclass's `__setattr__`
-    names its class: left on a throwaway one, it raised TypeError, not FrozenInstanceError)."""
+def point_class_cell(value, cls: type, made: type) -> None:
+    """Point every closure cell in `value` holding `made`, the throwaway class it was
+    made in, at `cls`: zero-argument super()'s `__class__`, and a frozen dataclass's
+    `__setattr__`, which names its class (left on a throwaway one, it raised TypeError,
+    not FrozenInstanceError). A cell holding another class is left: `go = Base.go` in
+    the body is Base's own function, its super() Base's."""
     for function in _functions_in(value):
-        for name, cell in zip(function.__code__.co_freevars, function.__closure__ or ()):
-            if name == "__class__":
-                cell.cell_contents = cls
-            elif made is not None:
-                try:
-                    if cell.cell_contents is made:
-                        cell.cell_contents = cls
-                except ValueError:   # an empty cell
-                    pass
+        for cell in function.__closure__ or ():
+            try:
+                if cell.cell_contents is made:
+                    cell.cell_contents = cls
+            except ValueError:   # an empty cell
+                pass
 
 
 def _functions_in(value, depth=0):
@@ -148,9 +148,6 @@ def update_in_place(old: type, new: type, old_member_names: set[str],
     for name in old_member_names - set(new.__dict__):
         if name in old.__dict__ and name not in _NOT_COPIED:
             delattr(old, name)
-    # Any function in the new body shares the one __class__ cell; point it home.
-    for value in new.__dict__.values():
-        point_class_cell(value, old, new)
     settle_abstract_methods(old)
 
 

@@ -193,13 +193,13 @@ class MutationToolset(Toolset):
             module = self.view.module(module_name)
             filename = self.view.filename(self.view.relpath(module_name))
             try:
-                members = live.compile_members(module, filename, new_source, ref.name, [node.name])
+                made, members = live.compile_members(module, filename, new_source, ref.name, [node.name])
             except BREAKS:
                 raise
             except BaseException as error:   # the user's code may raise SystemExit too
                 raise definition_error(error) from None
             if not self._rebuilt_dataclass(ref, cls, new_source, classdef, node.name):
-                live.set_members(cls, members)
+                live.set_members(cls, members, made)
         self.view.set_source(module_name, new_source, live=cls is not None)
         verb = "replaced" if replaced else "added"
         note = ""
@@ -388,6 +388,7 @@ class MutationToolset(Toolset):
         """Make the live class lose the method, keeping what the source still binds
         to that name (a class attribute the def shadowed)."""
         value = missing = object()
+        evaluated = None
         bound = splice.mangled(ref.name, selector)     # `__secret` is bound as `_Kitchen__secret`
         if splice.attribute_nodes(splice.top_level_class(ast.parse(new_source), ref.name), selector):
             module = self.view.module(ref.module)
@@ -398,7 +399,7 @@ class MutationToolset(Toolset):
                 raise definition_error(error) from None
             value = vars(evaluated).get(bound, missing)
         if value is not missing:
-            live.set_members(cls, {bound: value})
+            live.set_members(cls, {bound: value}, evaluated)
         elif bound in vars(cls):
             delattr(cls, bound)
             if (bound == "__eq__" and "__hash__" in vars(cls) and cls.__hash__ is None
