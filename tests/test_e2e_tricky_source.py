@@ -134,6 +134,8 @@ FILES = {
     "aliased.py": "import dataclasses\n\n\nclass Base:\n    def go(self):\n        return super().__repr__()[:5]\n\n\n"
                   "@dataclasses.dataclass\nclass Aliasing:\n    x: int = 0\n    go = Base.go\n\n"
                   "    def norm(self):\n        return 1\n",
+    "stateful.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Stateful:\n"
+                   "    registry, count = [], 0\n    x: int = 0\n\n    def norm(self):\n        return 1\n",
 }
 
 BROKEN = "image module broken does not compile: line 2: expected ':'"
@@ -322,6 +324,13 @@ def test_a_method_another_class_s_attribute_aliases_keeps_its_super(c, image):
     # Aliasing made again, Base.go's __class__ cell was pointed at it: Base().go() raised TypeError.
     ok(c, "compile_method", className="Aliasing", source="def norm(self):\n    return 2")
     assert run(c, "import aliased\naliased.Base().go(), aliased.Aliasing().norm()") == repr(("<alia", 2))
+
+
+def test_a_dataclass_made_again_keeps_what_a_tuple_assignment_in_its_body_holds(c, image):
+    # `registry, count = [], 0` was taken for what the decorator made, and emptied.
+    run(c, "import stateful\nstateful.Stateful.registry.append(1)\nstateful.Stateful.count = 5")
+    ok(c, "compile_method", className="Stateful", source="def norm(self):\n    return 2")
+    assert run(c, "S = stateful.Stateful\nS.registry, S.count, S().norm()") == repr(([1], 5, 2))
 
 
 def test_a_def_under_a_class_level_try_is_not_deleted_out_of_it(c, image):

@@ -109,6 +109,34 @@ def test_a_dataclass_made_again_keeps_the_state_its_class_attributes_hold(client
     assert kept.registry == ["state"] and kept.count == 5 and kept(3).x == 4 and not hasattr(kept, "norm")
 
 
+def test_a_dataclass_made_again_keeps_state_its_body_writes_however_written(client):
+    # What the class body does not write plainly (a tuple target, a class-level `if`), and
+    # what __init_subclass__ sets, was taken for what the decorator made, and emptied.
+    client.view.add_module("zoo.stateful", "import dataclasses\n\n\nclass Hooked:\n"
+                           "    def __init_subclass__(cls):\n        cls.seen = []\n\n\n"
+                           "@dataclasses.dataclass\nclass Stateful(Hooked):\n    registry, count = [], 0\n"
+                           "    if True:\n        cache = {}\n    x: int = 0\n\n    def norm(self):\n"
+                           "        return 1\n")
+    stateful = client.view.module("zoo.stateful").Stateful
+    stateful.registry.append("r")
+    stateful.count, stateful.cache["k"] = 5, "v"
+    stateful.seen.append("s")
+    client.ok("compile_method", className="Stateful", source="def norm(self):\n    return 2\n")
+    assert (stateful.registry, stateful.count, stateful.cache, stateful.seen) == (["r"], 5, {"k": "v"}, ["s"])
+    assert stateful().norm() == 2
+
+
+def test_a_dataclass_made_again_loses_what_the_decorator_no_longer_makes(client):
+    # eq=False with an __eq__ of its own: type() set __hash__ = None; that __eq__ deleted,
+    # the None stayed on the live class, so hash() raised here and not in a new session.
+    client.view.add_module("zoo.uneq", "import dataclasses\n\n\n@dataclasses.dataclass(eq=False)\n"
+                           "class P:\n    x: int = 0\n\n    def __eq__(self, other):\n        return True\n")
+    p_class = client.view.module("zoo.uneq").P
+    assert p_class.__hash__ is None
+    client.ok("delete_method", className="P", selector="__eq__")
+    assert "__hash__" not in vars(p_class) and hash(p_class(1)) and p_class(1) != p_class(1)
+
+
 def test_a_frozen_dataclass_made_again_is_still_frozen(client):
     # Its __setattr__, made for the throwaway class, raised TypeError (super(type, obj))
     # for a name that is no field.

@@ -139,13 +139,14 @@ def same_shape(old: type, new: type) -> bool:
 def update_in_place(old: type, new: type, old_member_names: set[str],
                     only: set[str] | None = None) -> None:
     """Copy `new`'s namespace (only the names in `only`, if given) onto `old`; members
-    the old source defined and the new one does not are removed."""
+    the old source defined and the new one does not are removed, and so are names in
+    `only` that `new` lacks."""
     for name, value in new.__dict__.items():
         if name in _NOT_COPIED or _is_slot_descriptor(value, new) or (only is not None and name not in only):
             continue
         point_class_cell(value, old, new)
         setattr(old, name, value)
-    for name in old_member_names - set(new.__dict__):
+    for name in (old_member_names | (only or set())) - set(new.__dict__):
         if name in old.__dict__ and name not in _NOT_COPIED:
             delattr(old, name)
     settle_abstract_methods(old)

@@ -363,10 +363,12 @@ class MutationToolset(Toolset):
         """A dataclass's generated methods depend on its own (`__init__` calls a
         `__post_init__` only if the class had one when it was made; `__hash__` follows
         `__eq__`), so one whose method `selector` changes is made again from the new
-        source, its decorators run, and that method and what the decorators made are
-        copied onto the live class; the attributes its body writes keep what the session
-        made of them (a registry filled, a counter). False when it is no dataclass or its
-        new shape cannot be copied in place."""
+        source, its decorators run, and that method and what the dataclass decorator
+        makes are copied onto the live class (or removed from it, when no longer made:
+        the `__hash__ = None` type() gave an `__eq__` now deleted); every other attribute
+        keeps what the session made of it (a registry filled, a counter, what
+        `__init_subclass__` set). False when it is no dataclass or its new shape cannot be
+        copied in place."""
         if "__dataclass_fields__" not in vars(cls):
             return False
         module = self.view.module(ref.module)
@@ -379,8 +381,7 @@ class MutationToolset(Toolset):
             raise definition_error(error) from None
         if not live.same_shape(cls, new_class):
             return False
-        written = live.class_member_names(splice.top_level_class(ast.parse(new_source), ref.name))
-        made = (set(vars(new_class)) - written) | {splice.mangled(ref.name, selector)}
+        made = _DATACLASS_MADE | {splice.mangled(ref.name, selector)}
         live.update_in_place(cls, new_class, live.class_member_names(old_node), only=made)
         return True
 
@@ -488,6 +489,15 @@ class MutationToolset(Toolset):
         imported, data = self._reimport_importers(removed)
         return self._finish(f"removed dictionary {', '.join(removed)}{imported}",
                             {"removed": removed, **data})
+
+
+# What the dataclass decorator may make (with type()'s `__hash__ = None` for an `__eq__`).
+# Named, not reckoned as what the class body does not write: tuple targets, class-level
+# `if` blocks, and what a metaclass or `__init_subclass__` sets were taken for made.
+_DATACLASS_MADE = {"__init__", "__repr__", "__eq__", "__hash__", "__lt__", "__le__", "__gt__",
+                   "__ge__", "__setattr__", "__delattr__", "__match_args__", "__dataclass_fields__",
+                   "__dataclass_params__", "__doc__", "__annotations__", "__getstate__",
+                   "__setstate__"}
 
 
 def _first_line(source: str, statement: ast.stmt) -> str:
