@@ -136,6 +136,8 @@ FILES = {
                   "    def norm(self):\n        return 1\n",
     "stateful.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Stateful:\n"
                    "    registry, count = [], 0\n    x: int = 0\n\n    def norm(self):\n        return 1\n",
+    "blocked.py": "if True:\n    def getx(self):\n        return 1\n\n\n"
+                  "class Blocked:\n    def getx(self):\n        return 2\n\n    x = property(getx)\n",
 }
 
 BROKEN = "image module broken does not compile: line 2: expected ':'"
@@ -307,6 +309,12 @@ def test_delete_method_refuses_it_when_the_module_binds_the_name_only_after_the_
     assert "('x = property(getx)')" in error(c, "delete_method", "refused", className="Ordered", selector="getx")
     assert (image / "ordered.py").read_text() == before
     assert run(c, "import ordered\nordered.Ordered().x") == "1"
+
+
+def test_delete_method_deletes_a_method_the_module_binds_under_an_if_above_the_class(c, image):
+    # The module's `def getx` under `if True:` was not counted: refused as used by the class body.
+    ok(c, "delete_method", className="Blocked", selector="getx")
+    assert "return 2" not in (image / "blocked.py").read_text()
 
 
 def test_delete_method_notes_a_method_the_module_reads_as_it_runs(c, image):

@@ -650,3 +650,24 @@ def test_a_name_the_new_class_text_binds_itself_is_not_carried():
 def test_removing_a_class_written_twice_removes_both_definitions():
     source = "class T:\n    a = 1\n\n\nclass U:\n    pass\n\n\nclass T:\n    b = 2\n"
     assert splice.remove_class(source, "T") == "class U:\n    pass\n"
+
+
+@pytest.mark.parametrize("above, read", [
+    ("", True),
+    ("def getx(self):\n    return 1\n", False),
+    # Under a top-level if/try/with/for it is bound too: only plain statements counted,
+    # delete_method refused a method the module still imported without.
+    ("if True:\n    def getx(self):\n        return 1\n", False),
+    ("try:\n    from m import getx\nexcept ImportError:\n    getx = None\n", False),
+    ("with open(__file__) as getx:\n    pass\n", False),
+    ("for getx in [property]:\n    pass\n", False),
+    # A scope of its own binds nothing in the module.
+    ("def f():\n    getx = 1\n", True),
+    ("xs = [getx for getx in range(3)]\n", True),
+    ("if True:\n    class C:\n        getx = 1\n", True),
+    ("from m import *\n", True),
+])
+def test_unbound_reader_counts_what_the_module_binds_above_the_class(above, read):
+    source = above + "\n\nclass A:\n    x = property(getx)\n"
+    reader = splice.unbound_reader(source, "A", "getx")
+    assert (reader is not None) is read

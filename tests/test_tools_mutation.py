@@ -383,6 +383,19 @@ def test_a_module_binding_after_the_class_does_not_bind_what_its_body_reads(clie
     assert client.view.module("zoo.later").A().x == 1
 
 
+def test_delete_method_deletes_a_method_the_module_binds_under_a_block_above_the_class(client, image):
+    # The module's `def getx` under a top-level `if` was not counted: refused, though
+    # the class body then reads the module's getx and the module imports.
+    (image / "zoo" / "blocked.py").write_text(
+        "if True:\n    def getx(self):\n        return 1\n\n\n"
+        "class A:\n    def getx(self):\n        return 2\n\n    x = property(getx)\n")
+    client.ok("refresh")
+    client.ok("delete_method", className="A", selector="getx")
+    namespace = {}
+    exec(disk(image, "zoo/blocked.py"), namespace)   # as a new session's import runs it
+    assert "getx" not in vars(namespace["A"]) and namespace["A"]().x == 1
+
+
 def test_delete_method_notes_a_method_the_module_reads_as_it_runs(client, image):
     # Deleted, `handler = Job.run` is an AttributeError in a new session's import unless
     # guarded: noted, not refused (no tool edits a module-level statement, so a refusal,

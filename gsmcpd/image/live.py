@@ -179,7 +179,7 @@ def needed_on_import(tree: ast.Module, name: str) -> bool:
     """Whether running the module reads the global `name` that nothing at its top level
     binds any more (a base, metaclass, decorator or default naming a deleted class): it
     then fails to import, NameError. Function bodies do not run on import."""
-    if binds(tree, name):
+    if splice.binds(tree.body, name):
         return False
     lazy_annotations = bool(future_flags(tree) & __future__.annotations.compiler_flag)
     return any(_reads(node, lambda sub: isinstance(sub, ast.Name) and sub.id == name
@@ -207,29 +207,6 @@ def attribute_reader(tree: ast.Module, class_name: str, attribute: str) -> ast.s
             break
         reader = inner
     return reader
-
-
-def binds(tree: ast.Module, name: str, star: bool = True) -> bool:
-    """Whether the module's top level may bind `name` (a `*` import may, unless `star`
-    is false)."""
-    return any(_binds(node, name, star) for node in tree.body)
-
-
-def _binds(node: ast.AST, name: str, star: bool) -> bool:
-    """Whether a top-level statement may bind `name` in the module (under an `if` or `try`
-    too). A def, class or lambda binds only its own name here; the names in its body, and a
-    comprehension's, are its own scope's. (A `:=` in a comprehension does bind here: not
-    counted, which at worst re-imports a module that still imports.)"""
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return node.name == name
-    if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-        return False
-    if isinstance(node, (ast.Import, ast.ImportFrom)):
-        return any((alias.asname or alias.name.split(".")[0]) in (name, "*" if star else name)
-                   for alias in node.names)
-    if isinstance(node, ast.Name):
-        return node.id == name and isinstance(node.ctx, ast.Store)
-    return any(_binds(sub, name, star) for sub in ast.iter_child_nodes(node))
 
 
 def _reads(node: ast.AST, wanted, lazy_annotations: bool) -> bool:

@@ -319,13 +319,14 @@ def with_methods(class_text: str, class_name: str, source: str, methods: list) -
     `p = property(get_p)`, `@wrap` above a def, a def's default value, a nested class's
     base) goes right above that statement, which would otherwise run before it exists,
     and so above the user of another carried member that uses it (`@_wrap` on one)."""
-    outside = _bound_before_the_class(source, class_name)
     for name in dict.fromkeys(method.name for method in methods):
         text = "\n".join(segment(source, method) for method in methods if method.name == name)
         # A name the module or builtins bind (`json`, `property`) resolves there without
         # the member, as it did wherever the class read it before the member's def: moved
         # up, the member would shadow it for those readers.
-        user = None if name in outside else _first_user_of(class_text, class_name, _needing(name, methods))
+        user = None
+        if not _bound_before_the_class(source, class_name, name):
+            user = _first_user_of(class_text, class_name, _needing(name, methods))
         if user is None:
             class_text = put_method(class_text, class_name, text)[0]
         else:
@@ -338,23 +339,36 @@ def with_methods(class_text: str, class_name: str, source: str, methods: list) -
     return class_text
 
 
-def _bound_before_the_class(source: str, class_name: str) -> set[str]:
-    """The names a class body can read without binding them itself: what the module binds
-    at its top level (defs, classes, imports, assignments) before the class statement, as
-    the body runs then, and the builtins."""
-    bound = set(dir(builtins))
+def _bound_before_the_class(source: str, class_name: str, name: str) -> bool:
+    """Whether a class body can read `name` without binding it itself: the module binds
+    it before the class statement (under an `if`/`try`/`with` too), as the body runs
+    then, or the builtins do. A `*` import is not taken to."""
     tree = ast.parse(source)
     classdef = top_level_class(tree, class_name)
-    for node in tree.body:
-        if node is classdef:
-            break
-        if isinstance(node, FunctionNode + (ast.ClassDef,)):
-            bound.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            bound.update((alias.asname or alias.name).partition(".")[0] for alias in node.names)
-        else:
-            bound |= _assigned_names(node)
-    return bound
+    return name in dir(builtins) or binds(tree.body[:tree.body.index(classdef)], name, star=False)
+
+
+def binds(statements: list[ast.stmt], name: str, star: bool = True) -> bool:
+    """Whether `statements`, run at a module's top level, may bind `name` (a `*` import
+    may, unless `star` is false)."""
+    return any(_binds(node, name, star) for node in statements)
+
+
+def _binds(node: ast.AST, name: str, star: bool) -> bool:
+    """Whether a top-level statement may bind `name` in the module (under an `if` or `try`
+    too). A def, class or lambda binds only its own name here; the names in its body, and a
+    comprehension's, are its own scope's. (A `:=` in a comprehension does bind here: not
+    counted, which at worst re-imports a module that still imports.)"""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return node.name == name
+    if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+        return False
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return any((alias.asname or alias.name.split(".")[0]) in (name, "*" if star else name)
+                   for alias in node.names)
+    if isinstance(node, ast.Name):
+        return node.id == name and isinstance(node.ctx, ast.Store)
+    return any(_binds(sub, name, star) for sub in ast.iter_child_nodes(node))
 
 
 def unbound_reader(source: str, class_name: str, name: str) -> ast.stmt | None:
@@ -362,7 +376,7 @@ def unbound_reader(source: str, class_name: str, name: str) -> ast.stmt | None:
     (`x = property(name)`, `@name` above a def) while nothing binds it there: neither the
     class body above it, nor the module above the class, nor the builtins. Running it is a
     NameError."""
-    if name in _bound_before_the_class(source, class_name):
+    if _bound_before_the_class(source, class_name, name):
         return None
     for statement in _class_or_error(source, ast.parse(source), class_name).body:
         if name in _names_read_now(statement):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import builtins
 
-from gsmcpd.image import catalog, live, splice
+from gsmcpd.image import catalog, splice
 from gsmcpd.image.view import KERNEL
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import ToolError, Toolset, object_schema, string_prop
@@ -152,7 +152,7 @@ def _spellings(view, module: str, name: str) -> tuple[set[str], set[str]]:
         return {name}, set()
     target, _, short = name.rpartition(".")
     if target == KERNEL:
-        names = set() if live.binds(view.tree(module), short, star=False) else {short}
+        names = set() if splice.binds(view.tree(module).body, short, star=False) else {short}
     else:
         names = {short} if module == target else set()
     chains = {name}
