@@ -131,7 +131,8 @@ FILES = {
     "ordered.py": "class Ordered:\n    def getx(self):\n        return 1\n\n    x = property(getx)\n\n\n"
                   "def getx():\n    return 2\n",
     "handled.py": "class Handled:\n    def run(self):\n        return 1\n\n\nhandler = Handled.run\n",
-    "aliased.py": "import dataclasses\n\n\nclass Base:\n    def go(self):\n        return super().__repr__()[:5]\n\n\n"
+    "aliased.py": "import dataclasses\n\n\nclass Base:\n    def go(self):\n"
+                  "        return super().__repr__()[:5]\n\n\n"
                   "@dataclasses.dataclass\nclass Aliasing:\n    x: int = 0\n    go = Base.go\n\n"
                   "    def norm(self):\n        return 1\n",
     "stateful.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Stateful:\n"
