@@ -655,12 +655,20 @@ def test_removing_a_class_written_twice_removes_both_definitions():
 @pytest.mark.parametrize("above, read", [
     ("", True),
     ("def getx(self):\n    return 1\n", False),
-    # Under a top-level if/try/with/for it is bound too: only plain statements counted,
-    # delete_method refused a method the module still imported without.
+    # Under a top-level if/try/with it is bound too when surely run: only plain statements
+    # counted, delete_method refused a method the module still imported without.
     ("if True:\n    def getx(self):\n        return 1\n", False),
+    ("if X:\n    def getx(self):\n        return 1\nelse:\n    getx = None\n", False),
     ("try:\n    from m import getx\nexcept ImportError:\n    getx = None\n", False),
+    ("try:\n    pass\nfinally:\n    getx = None\n", False),
     ("with open(__file__) as getx:\n    pass\n", False),
-    ("for getx in [property]:\n    pass\n", False),
+    # ...and not where it may not be: a class body reading it fails then. `if TYPE_CHECKING`
+    # bound it for the check, and delete_method committed a module importing nowhere.
+    ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from os.path import getx\n", True),
+    ("if False:\n    def getx(self):\n        return 1\n", True),
+    ("try:\n    from m import getx\nexcept ImportError:\n    pass\n", True),
+    ("for getx in []:\n    pass\n", True),
+    ("getx: object\n", True),
     # A scope of its own binds nothing in the module.
     ("def f():\n    getx = 1\n", True),
     ("xs = [getx for getx in range(3)]\n", True),

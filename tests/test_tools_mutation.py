@@ -396,6 +396,22 @@ def test_delete_method_deletes_a_method_the_module_binds_under_a_block_above_the
     assert "getx" not in vars(namespace["A"]) and namespace["A"]().x == 1
 
 
+def test_a_binding_only_a_type_checker_sees_binds_nothing_for_the_class_body(client, image):
+    # `if TYPE_CHECKING: from os.path import getx` binds no getx as the module runs: it
+    # was counted as binding it, the delete committed a module importing nowhere, and
+    # compile_class_definition no longer carried getx above its user.
+    source = ("from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from os.path import getx\n\n\n"
+              "class A:\n    def getx(self):\n        return 1\n\n    x = property(getx)\n")
+    (image / "zoo" / "typed.py").write_text(source)
+    client.ok("refresh")
+    assert "('x = property(getx)')" in client.error("delete_method", "refused", className="A", selector="getx")
+    assert disk(image, "zoo/typed.py") == source and not client.view.has_changes
+    client.ok("compile_class_definition", source="class A:\n    y = 2\n    x = property(getx)\n")
+    namespace = {}
+    exec(disk(image, "zoo/typed.py"), namespace)   # as a new session's import runs it
+    assert namespace["A"]().x == 1 and client.view.module("zoo.typed").A().x == 1
+
+
 def test_delete_method_notes_a_method_the_module_reads_as_it_runs(client, image):
     # Deleted, `handler = Job.run` is an AttributeError in a new session's import unless
     # guarded: noted, not refused (no tool edits a module-level statement, so a refusal,

@@ -319,13 +319,14 @@ def with_methods(class_text: str, class_name: str, source: str, methods: list) -
     `p = property(get_p)`, `@wrap` above a def, a def's default value, a nested class's
     base) goes right above that statement, which would otherwise run before it exists,
     and so above the user of another carried member that uses it (`@_wrap` on one)."""
+    before = _statements_before(source, class_name)
     for name in dict.fromkeys(method.name for method in methods):
         text = "\n".join(segment(source, method) for method in methods if method.name == name)
         # A name the module or builtins bind (`json`, `property`) resolves there without
         # the member, as it did wherever the class read it before the member's def: moved
         # up, the member would shadow it for those readers.
         user = None
-        if not _bound_before_the_class(source, class_name, name):
+        if not _bound_before(before, name):
             user = _first_user_of(class_text, class_name, _needing(name, methods))
         if user is None:
             class_text = put_method(class_text, class_name, text)[0]
@@ -339,13 +340,48 @@ def with_methods(class_text: str, class_name: str, source: str, methods: list) -
     return class_text
 
 
-def _bound_before_the_class(source: str, class_name: str, name: str) -> bool:
-    """Whether a class body can read `name` without binding it itself: the module binds
-    it before the class statement (under an `if`/`try`/`with` too), as the body runs
-    then, or the builtins do. A `*` import is not taken to."""
+def _statements_before(source: str, class_name: str) -> list[ast.stmt]:
+    """The module's top-level statements above the class statement: they have run
+    when its body runs (all of them for a class it does not have yet)."""
     tree = ast.parse(source)
     classdef = top_level_class(tree, class_name)
-    return name in dir(builtins) or binds(tree.body[:tree.body.index(classdef)], name, star=False)
+    return tree.body if classdef is None else tree.body[:tree.body.index(classdef)]
+
+
+def _bound_before(statements: list[ast.stmt], name: str) -> bool:
+    """Whether a class body below `statements` can read `name` without binding it
+    itself: they surely bind it, or the builtins do."""
+    return name in vars(builtins) or surely_binds(statements, name)
+
+
+def surely_binds(statements: list[ast.stmt], name: str) -> bool:
+    """Whether running `statements` at a module's top level surely binds `name`: a def,
+    class, import or assignment of it, an `if` each of whose branches does (a constant
+    test takes its one branch: `if True:`), a `with` body, a `try` whose body and every
+    handler do, or its `finally`. So `if TYPE_CHECKING: from m import f` binds no `f`
+    (a class body reading it then fails), nor does a `*` import (its names are unknown
+    here). Where unsure, no: a refusal or a carried member's move is then the safe side."""
+    return any(_surely_binds(node, name) for node in statements)
+
+
+def _surely_binds(node: ast.stmt, name: str) -> bool:
+    if isinstance(node, FunctionNode + (ast.ClassDef,)):
+        return node.name == name
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return any((alias.asname or alias.name.split(".")[0]) == name for alias in node.names)
+    if isinstance(node, ast.If):
+        if isinstance(node.test, ast.Constant):
+            return surely_binds(node.body if node.test.value else node.orelse, name)
+        return surely_binds(node.body, name) and surely_binds(node.orelse, name)
+    if isinstance(node, (ast.With, ast.AsyncWith)):
+        return any(item.optional_vars is not None and name in _target_names(item.optional_vars)
+                   for item in node.items) or surely_binds(node.body, name)
+    if isinstance(node, (ast.Try, ast.TryStar)):
+        return surely_binds(node.finalbody, name) or (
+            surely_binds(node.body, name) and all(surely_binds(h.body, name) for h in node.handlers))
+    if isinstance(node, ast.AnnAssign) and node.value is None:
+        return False                     # `x: int` annotates, binds nothing
+    return name in _assigned_names(node)
 
 
 def binds(statements: list[ast.stmt], name: str, star: bool = True) -> bool:
@@ -376,9 +412,10 @@ def unbound_reader(source: str, class_name: str, name: str) -> ast.stmt | None:
     (`x = property(name)`, `@name` above a def) while nothing binds it there: neither the
     class body above it, nor the module above the class, nor the builtins. Running it is a
     NameError."""
-    if _bound_before_the_class(source, class_name, name):
+    classdef = _class_or_error(source, ast.parse(source), class_name)
+    if _bound_before(_statements_before(source, class_name), name):
         return None
-    for statement in _class_or_error(source, ast.parse(source), class_name).body:
+    for statement in classdef.body:
         if name in _names_read_now(statement):
             return statement
         bound = ({statement.name} if isinstance(statement, FunctionNode + (ast.ClassDef,))
@@ -445,7 +482,11 @@ def _assigned_names(node: ast.stmt) -> set[str]:
         targets = [node.target]
     else:
         return set()
-    return {sub.id for target in targets for sub in ast.walk(target) if isinstance(sub, ast.Name)}
+    return {name for target in targets for name in _target_names(target)}
+
+
+def _target_names(target: ast.expr) -> set[str]:
+    return {sub.id for sub in ast.walk(target) if isinstance(sub, ast.Name)}
 
 
 def remove_method(source: str, class_name: str, selector: str) -> str:
