@@ -44,6 +44,7 @@ def test_needed_on_import(source, needed):
     ("def f(x=A.run):\n    pass\n", 4),
     ("if X:\n    class B:\n        h = A.run\n", 6),                 # the innermost statement
     ("@A.run\ndef f():\n    h = A.run\n", 5),
+    ("try:\n    import x\nexcept ImportError:\n    h = A.run\n", 7),   # in a handler: not `try:`
     ("def f():\n    return A.run\n", None),                   # runs when called
     ("f = lambda: A.run\n", None),
     ("A.run = print\n", None),

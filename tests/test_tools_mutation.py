@@ -137,6 +137,19 @@ def test_a_dataclass_made_again_loses_what_the_decorator_no_longer_makes(client)
     assert "__hash__" not in vars(p_class) and hash(p_class(1)) and p_class(1) != p_class(1)
 
 
+def test_a_dataclass_made_again_keeps_what_the_module_set_on_it_below_the_class(client, image):
+    # eq=False: the decorator makes no __eq__/__hash__, the module's lines below set them.
+    # Made again for an unrelated method, both were deleted as "no longer made".
+    (image / "zoo" / "patched.py").write_text(
+        "import dataclasses\n\n\n@dataclasses.dataclass(eq=False)\nclass E:\n    x: int = 0\n\n"
+        "    def m(self):\n        return 1\n\n\nE.__eq__ = lambda a, b: a.x == b.x\n"
+        "E.__hash__ = lambda a: 7\n")
+    client.ok("refresh")
+    client.ok("compile_method", className="E", source="def m(self):\n    return 2\n")
+    e_class = client.view.module("zoo.patched").E
+    assert e_class() == e_class() and hash(e_class()) == 7 and e_class().m() == 2
+
+
 def test_a_frozen_dataclass_made_again_is_still_frozen(client):
     # Its __setattr__, made for the throwaway class, raised TypeError (super(type, obj))
     # for a name that is no field.

@@ -139,14 +139,13 @@ def same_shape(old: type, new: type) -> bool:
 def update_in_place(old: type, new: type, old_member_names: set[str],
                     only: set[str] | None = None) -> None:
     """Copy `new`'s namespace (only the names in `only`, if given) onto `old`; members
-    the old source defined and the new one does not are removed, and so are names in
-    `only` that `new` lacks."""
+    the old source defined and the new one does not are removed."""
     for name, value in new.__dict__.items():
         if name in _NOT_COPIED or _is_slot_descriptor(value, new) or (only is not None and name not in only):
             continue
         point_class_cell(value, old, new)
         setattr(old, name, value)
-    for name in (old_member_names | (only or set())) - set(new.__dict__):
+    for name in old_member_names - set(new.__dict__):
         if name in old.__dict__ and name not in _NOT_COPIED:
             delattr(old, name)
     settle_abstract_methods(old)
@@ -201,12 +200,20 @@ def attribute_reader(tree: ast.Module, class_name: str, attribute: str) -> ast.s
     reader = next((node for node in below if _reads(node, wanted, lazy_annotations)), None)
     # The innermost statement, as quoted: `h = A.run`, not the `try:` around it.
     while reader is not None and not isinstance(reader, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        inner = next((sub for sub in ast.iter_child_nodes(reader) if isinstance(sub, ast.stmt)
-                      and _reads(sub, wanted, lazy_annotations)), None)
+        inner = next((sub for sub in _inner_statements(reader)
+                      if _reads(sub, wanted, lazy_annotations)), None)
         if inner is None:
             break
         reader = inner
     return reader
+
+
+def _inner_statements(statement: ast.stmt) -> list[ast.stmt]:
+    """The statements a compound one holds, its `except` handlers' and `case`s' too."""
+    inner = [sub for sub in ast.iter_child_nodes(statement) if isinstance(sub, ast.stmt)]
+    for block in getattr(statement, "handlers", []) + getattr(statement, "cases", []):
+        inner += block.body
+    return inner
 
 
 def _reads(node: ast.AST, wanted, lazy_annotations: bool) -> bool:

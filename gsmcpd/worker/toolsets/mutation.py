@@ -383,6 +383,11 @@ class MutationToolset(Toolset):
             return False
         made = _DATACLASS_MADE | {splice.mangled(ref.name, selector)}
         live.update_in_place(cls, new_class, live.class_member_names(old_node), only=made)
+        # The None type() set for an `__eq__` now deleted (eq=False, the class's own): a
+        # name of the list the new class lacks is otherwise left, as something other than
+        # the class statement (`E.__eq__ = ...` below it) may have set it.
+        if "__hash__" not in vars(new_class) and vars(cls).get("__hash__", ...) is None:
+            del cls.__hash__
         return True
 
     def _unset_method(self, ref, cls, new_source: str, selector: str) -> None:
