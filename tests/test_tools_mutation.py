@@ -23,6 +23,26 @@ def test_compile_method_updates_live_instances_source_and_commits(client, image)
     assert not client.view.has_changes
 
 
+@pytest.mark.parametrize("decorator", [
+    "def _deco(f):\n    def wrapper(self):\n        return 'D>' + f(self)\n    return wrapper\n",
+    "import functools\n_deco = functools.cache\n",
+], ids=["plain-wrapper", "functools.cache"])
+def test_a_compiled_method_behind_a_decorator_keeps_its_zero_argument_super(client, image, decorator):
+    # Its super() cell is reached only through the wrapper's closure or `__wrapped__` on a
+    # non-function: left on the throwaway class, super() raised TypeError here, not in a
+    # new session.
+    (image / "zoo" / "wrapped.py").write_text(
+        decorator + "\n\nclass Base:\n    def m(self):\n        return 'base'\n\n\n"
+        "class A(Base):\n    @_deco\n    def m(self):\n        return 'old'\n")
+    client.ok("refresh")
+    client.ok("compile_method", className="A",
+              source="@_deco\ndef m(self):\n    return 'new>' + super().m()\n")
+    namespace = {}
+    exec(disk(image, "zoo/wrapped.py"), namespace)   # as a new session's import runs it
+    assert client.view.module("zoo.wrapped").A().m() == namespace["A"]().m()
+    assert namespace["A"]().m().endswith("new>base")
+
+
 def test_compile_method_appends_and_meta_makes_it_class_side(client, image):
     client.ok("compile_method", className="Animal", source="def create(cls):\n    return cls('new')\n",
               meta=True, category="ignored")

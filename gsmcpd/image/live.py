@@ -16,6 +16,7 @@ import abc
 import ast
 import enum
 import functools
+import inspect
 from types import FunctionType, ModuleType
 
 from gsmcpd.image import splice
@@ -102,11 +103,20 @@ def point_class_cell(value, cls: type, made: type) -> None:
 
 
 def _functions_in(value, depth=0):
+    """The functions a class attribute holds: itself, what it wraps (`__wrapped__`:
+    functools.wraps, functools.cache), a static/class method's, a property's parts, and
+    what a plain decorator's wrapper closes over (the method whose super() it calls)."""
     if depth > 8 or value is None:
         return
     if isinstance(value, FunctionType):
         yield value
-        yield from _functions_in(getattr(value, "__wrapped__", None), depth + 1)
+        for cell in value.__closure__ or ():
+            try:
+                inner = cell.cell_contents
+            except ValueError:   # an empty cell
+                continue
+            if isinstance(inner, FunctionType):
+                yield from _functions_in(inner, depth + 1)
     elif isinstance(value, (staticmethod, classmethod)):
         yield from _functions_in(value.__func__, depth + 1)
     elif isinstance(value, property):
@@ -114,6 +124,8 @@ def _functions_in(value, depth=0):
             yield from _functions_in(part, depth + 1)
     elif isinstance(value, functools.cached_property):
         yield from _functions_in(value.func, depth + 1)
+    # Looked up statically: a user object's __getattr__ runs no code here.
+    yield from _functions_in(inspect.getattr_static(value, "__wrapped__", None), depth + 1)
 
 
 def evaluate_class(module: ModuleType, filename: str, source: str, class_name: str) -> type:
