@@ -99,6 +99,27 @@ def test_a_runaway_call_is_broken_and_the_session_survives(deadlines, shape):
     assert worker_pid(c) == pid
 
 
+PRINTS = "import sys\nfor i in range(3):\n    print('step', i)\nprint('warned', file=sys.stderr)\n"
+
+
+@pytest.mark.parametrize("step, runaway", [
+    ("soft break", "try:\n    while True:\n        pass\nexcept KeyboardInterrupt:\n    pass\n"),
+    ("hard break", SPIN_CATCHING % "KeyboardInterrupt")], ids=["carried_on", "swallowed_the_soft"])
+def test_a_broken_execute_code_carries_what_it_printed_before_the_break(deadlines, step, runaway):
+    # A loop printing as it goes, then past the deadline: what it printed is the error's
+    # data, not lost with the answer (the code carried on after the soft break, or
+    # swallowed it and met the hard one).
+    c = Client(deadlines.port, timeout=15)
+    c.initialize()
+    pid = worker_pid(c)
+    body = c.post(execute("printing", PRINTS + runaway)).json()
+    assert body["error"]["message"] == TIMED_OUT + step + (
+        "; what the code printed before it is in the error's data (partial)")
+    assert body["error"]["data"]["partial"] == {"stdout": "step 0\nstep 1\nstep 2\n", "stderr": "warned\n"}
+    assert tool_text(c.tool("execute_code", code="6 * 7")) == "42"
+    assert worker_pid(c) == pid
+
+
 @pytest.mark.parametrize("shape", sorted(STOPPED))
 def test_a_call_no_break_reaches_is_stopped_and_its_session_finished(stopping, shape):
     c = Client(stopping.port, timeout=15)

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from gsmcpd.worker.server import McpServer
-from gsmcpd.worker.toolset import HardBreak, SoftBreak, Toolset
+from gsmcpd.worker.toolset import HardBreak, SoftBreak, Toolset, mark_soft_break
 from gsmcpd.worker.toolsets import (
     CORE_READ_ONLY_SAFE, CORE_TOOLSETS, DEFAULT_TOOLSETS, resolve_toolsets,
 )
@@ -269,6 +269,31 @@ def test_a_soft_break_is_a_break_not_a_tool_error(executing):
     with pytest.raises(SoftBreak):
         run(executing, "raise SoftBreak('soft break')")
     assert run(executing, "'still usable'")["content"][0]["text"] == "'still usable'"
+
+
+@pytest.mark.parametrize("code", [
+    "raise SoftBreak('soft break')",
+    # code that caught the break and carried on is still ended by it (mark_soft_break)
+    "mark_soft_break()\ntry:\n    raise SoftBreak('soft break')\nexcept KeyboardInterrupt:\n    pass"],
+    ids=["raised", "caught_and_carried_on"])
+def test_a_break_carries_what_the_code_printed_before_it(executing, code):
+    # The break's error answers the call: without `partial` a deadline threw away all
+    # that a long loop had printed.
+    executing.toolsets[0].namespace.update(SoftBreak=SoftBreak, mark_soft_break=mark_soft_break)
+    try:
+        with pytest.raises(SoftBreak) as broken:
+            run(executing, "import sys\nprint('step 1')\nprint('warned', file=sys.stderr)\n" + code)
+    finally:
+        mark_soft_break(False)
+    assert broken.value.partial == {"stdout": "step 1\n", "stderr": "warned\n"}
+    assert broken.value.partial_said == "what the code printed before it is"
+
+
+def test_a_break_before_anything_was_printed_carries_nothing(executing):
+    executing.toolsets[0].namespace["HardBreak"] = HardBreak
+    with pytest.raises(HardBreak) as broken:
+        run(executing, "raise HardBreak")
+    assert not hasattr(broken.value, "partial")
 
 
 def test_execute_code_is_gated_in_read_only():

@@ -360,9 +360,9 @@ class WorkerLoop:
             text = f"request interrupted: {interruption or type(interruption).__name__}"
             if view is not None and view.commit_count > commits_before:
                 text += _commits_stand(view, view.commit_count - commits_before)
-            partial = getattr(interruption, "partial", None)   # a test run's finished part
+            partial = getattr(interruption, "partial", None)   # see toolset.carry_partial
             if partial is not None:
-                text += "; the results of the tests that finished before it are in the error's data (partial)"
+                text += f"; {interruption.partial_said} in the error's data (partial)"
             return _error_for(message, jsonrpc.REQUEST_TIMEOUT, text,
                               None if partial is None else {"partial": partial})
         except frames.FrameError as error:

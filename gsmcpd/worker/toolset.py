@@ -68,6 +68,14 @@ def raise_if_break(error: BaseException | None = None) -> None:
         raise SoftBreak("soft break") from error
 
 
+def carry_partial(interruption: BaseException, partial: dict, said: str) -> None:
+    """Have a break carry what the call did before it: the worker puts `partial` in the
+    -32001 error's data and adds "; {said} in the error's data (partial)" to its message,
+    so a deadline or cancel does not throw away a long call's work."""
+    interruption.partial = partial
+    interruption.partial_said = said
+
+
 def sendable(text: str, what: str, cap: int, keeper: str, cut: int = 0) -> str:
     """`text` cut to `cap` characters, saying so (a frame to the router has a cap), with
     what UTF-8 cannot carry (lone surrogates) shown as escapes: text a user's code

@@ -17,7 +17,8 @@ from contextlib import redirect_stderr, redirect_stdout
 
 from gsmcpd.worker.capture import Capture
 from gsmcpd.worker.registry import Tool
-from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset, object_schema, sendable, string_prop
+from gsmcpd.worker.toolset import (BREAKS, ToolError, Toolset, carry_partial, object_schema, raise_if_break,
+                                   sendable, string_prop)
 
 _FILENAME_PREFIX = "<workspace-"
 WORKSPACE = "__workspace__"   # the workspace's module name, as a REPL's is __main__
@@ -72,11 +73,11 @@ class ExecutionToolset(Toolset):
                     value = eval(final_expression, self.namespace)
                     has_value = True
                     shown = repr(value)
-        except BREAKS:
-            raise
         except BaseException as error:   # SystemExit, GeneratorExit, a KeyboardInterrupt of its own...
+            _raise_if_break(error, stdout, stderr)
             printed = _join(_printed(stdout, "stdout"), _printed(stderr, "stderr"))
             raise ToolError("other", _join(printed, _sendable(_traceback(error), "the traceback"))) from None
+        _raise_if_break(None, stdout, stderr)   # code that caught the break and carried on
         if has_value and value is not None:
             self.namespace["_"] = value
         out, err = _printed(stdout, "stdout"), _printed(stderr, "stderr")
@@ -103,6 +104,18 @@ class ExecutionToolset(Toolset):
         except SyntaxError as error:
             detail = "".join(traceback.format_exception_only(type(error), error)).rstrip()
             raise ToolError("compileError", detail) from None
+
+
+def _raise_if_break(error: BaseException | None, stdout: Capture, stderr: Capture) -> None:
+    """A break ending the call (a deadline, a cancel) carries what the code printed
+    before it, which would otherwise be lost with the call's answer."""
+    try:
+        raise_if_break(error)
+    except BREAKS as interruption:
+        out, err = _printed(stdout, "stdout"), _printed(stderr, "stderr")
+        if out or err:
+            carry_partial(interruption, {"stdout": out, "stderr": err}, "what the code printed before it is")
+        raise
 
 
 def _traceback(error: BaseException) -> str:

@@ -28,8 +28,8 @@ from contextlib import redirect_stderr, redirect_stdout
 from gsmcpd.image import catalog
 from gsmcpd.worker.capture import Capture
 from gsmcpd.worker.registry import Tool
-from gsmcpd.worker.toolset import (BREAKS, HardBreak, ToolError, Toolset, array_prop, object_schema,
-                                   raise_if_break, sendable, string_prop)
+from gsmcpd.worker.toolset import (BREAKS, HardBreak, ToolError, Toolset, array_prop, carry_partial,
+                                   object_schema, raise_if_break, sendable, string_prop)
 from gsmcpd.worker.toolsets.browsing import CLASS_NAME, SELECTOR
 
 # This module's frames are the runner's (the test-part guard's, _run_plain's): unittest
@@ -494,7 +494,8 @@ def _partial_on_break(report):
     except BREAKS as interruption:
         result = getattr(interruption, "result", None)
         if result is not None:
-            interruption.partial = report(result)["structured"]
+            carry_partial(interruption, report(result)["structured"],
+                          "the results of the tests that finished before it are")
         raise
 
 
