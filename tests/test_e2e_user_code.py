@@ -139,6 +139,52 @@ def test_a_unittest_of_ctrl_c_handling_passes_under_the_test_runner(daemon):
         path.unlink()
 
 
+PYTEST_OUTCOMES = """\
+import pytest
+
+
+class TestOutcomes:
+    def test_skips(self):
+        pytest.skip("not on this host")
+
+    def test_fails(self):
+        pytest.fail("explicitly")
+
+    def test_passes(self):
+        pass
+
+
+class TestSkippedClass:
+    @classmethod
+    def setup_class(cls):
+        pytest.skip("no database")
+
+    def test_a(self):
+        pass
+"""
+
+
+def test_pytest_skip_and_fail_in_a_test_are_a_skip_and_a_failure(daemon):
+    # As pytest reports them, not as errors; a class skipped in setup_class is skipped,
+    # not the end of the whole run.
+    path = daemon.state / "image" / "pytest_outcomes.py"
+    path.write_text(PYTEST_OUTCOMES)
+    try:
+        c = open_session(daemon)
+        ran = c.tool("run_test_class", className="pytest_outcomes.TestOutcomes")["structuredContent"]
+        assert (ran["run"], ran["passed"], ran["failures"], ran["errors"], ran["skipped"]) == (3, 1, 1, 0, 1)
+        failing = c.tool("list_failing_tests")["structuredContent"]
+        assert [(f["test"], f["outcome"]) for f in failing["failing"]
+                if f["test"].startswith("pytest_outcomes")] == [
+            ("pytest_outcomes.TestOutcomes.test_fails", "failure")]
+        skipped = c.tool("run_test_class", className="pytest_outcomes.TestSkippedClass")
+        assert (skipped["structuredContent"]["notRun"], skipped["structuredContent"]["fixtureErrors"]) == (1, 0)
+        assert "no database" in tool_text(skipped)
+        c.close()
+    finally:
+        path.unlink()
+
+
 def sse_messages(response):
     assert response.status == 200, response
     assert response.header("content-type") == "text/event-stream", response

@@ -127,6 +127,68 @@ def test_run_method_describe_failure_and_list_failing_on_pytest_style(client):
         "zoo.test_zoo.ZooTest.test_error", "zoo.test_zoo.ZooTest.test_fail"]
 
 
+PYTEST_OUTCOMES = {"zoo/test_outcomes.py": """\
+import unittest
+
+import pytest
+
+
+class TestOutcomes:
+    def test_skips(self):
+        pytest.skip("not on this host")
+
+    def test_fails(self):
+        pytest.fail("explicitly")
+
+    def test_xfails(self):
+        pytest.xfail("known bug")
+
+    def test_passes(self):
+        pass
+
+
+class TestSkippedClass:
+    @classmethod
+    def setup_class(cls):
+        pytest.skip("no database")
+
+    def test_a(self):
+        pass
+
+
+class OutcomesInUnittest(unittest.TestCase):
+    def test_skips(self):
+        pytest.skip("in a TestCase too")
+
+    def test_subtest_fails(self):
+        with self.subTest(i=1):
+            pytest.fail("in a subtest")
+"""}
+
+
+@pytest.fixture
+def outcomes(tmp_path, views):
+    return Client(views(write_image(tmp_path / "image", {**FILES, **PYTEST_OUTCOMES})))
+
+
+def test_pytest_skip_fail_and_xfail_are_the_outcomes_pytest_gives_them(outcomes):
+    # They raise BaseExceptions of pytest's own, which unittest counts as errors: a
+    # skipped test was reported as an error, and a class skipped in setup_class ended
+    # the whole run.
+    result = outcomes.ok("run_test_class", className="TestOutcomes")["structuredContent"]
+    counts = ("run", "passed", "failures", "errors", "skipped", "expectedFailures")
+    assert {k: result[k] for k in counts} == dict(zip(counts, (4, 1, 1, 0, 1, 1)))
+    assert [(f["test"].rpartition(".")[2], f["outcome"], f["message"]) for f in result["failed"]] == [
+        ("test_fails", "failure", "explicitly")]
+    skipped = outcomes.ok("describe_test_failure", className="TestOutcomes", selector="test_skips")
+    assert skipped["structuredContent"]["outcome"] == "skipped"
+    in_class = outcomes.ok("run_test_class", className="TestSkippedClass")["structuredContent"]
+    assert (in_class["run"], in_class["notRun"], in_class["skipped"], in_class["fixtureErrors"]) == (0, 1, 0, 0)
+    assert "no database" in text(outcomes.ok("run_test_class", className="TestSkippedClass"))
+    in_unittest = outcomes.ok("run_test_class", className="OutcomesInUnittest")["structuredContent"]
+    assert (in_unittest["skipped"], in_unittest["failures"], in_unittest["errors"]) == (1, 1, 0)
+
+
 def test_a_pytest_style_tests_traceback_starts_at_the_test_not_the_runner(client):
     detail = client.ok("describe_test_failure", className="TestPlain",
                        selector="test_error")["structuredContent"]

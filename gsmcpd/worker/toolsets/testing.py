@@ -92,6 +92,13 @@ class _Result(unittest.TestResult):
         if issubclass(err[0], HardBreak):
             raise err[1]
         err = _as_raised(err)
+        outcome = pytest_outcome(err[0])
+        if outcome == "skipped":
+            return self.addSkip(test, str(err[1]))
+        if outcome == "failure":
+            return self.addFailure(test, err)
+        if outcome == "expectedFailure":
+            return self.addExpectedFailure(test, err)
         super().addError(test, err)
         self._record(test, "error", err)
 
@@ -122,8 +129,24 @@ class _Result(unittest.TestResult):
             raise err[1]
         super().addSubTest(test, subtest, err)
         if err is not None:
-            failed = issubclass(err[0], test.failureException)
+            failed = issubclass(err[0], test.failureException) or pytest_outcome(err[0]) == "failure"
             self._record(subtest, "failure" if failed else "error", err)
+
+
+def pytest_outcome(exc_type: type) -> str | None:
+    """The outcome pytest gives a test that raised this (pytest.skip, pytest.fail,
+    pytest.xfail and importorskip raise BaseExceptions of pytest's own, which unittest
+    would count as errors); None for any other exception. Told by name, so the worker
+    needs no pytest: only tests that use it raise them (Skipped and Failed say their
+    module is builtins; their base is _pytest.outcomes.OutcomeException)."""
+    names = {c.__name__ for c in exc_type.__mro__}
+    if not any(c.__module__ == "_pytest.outcomes" and c.__name__ == "OutcomeException"
+               for c in exc_type.__mro__):
+        return None
+    for name, outcome in (("XFailed", "expectedFailure"), ("Failed", "failure"), ("Skipped", "skipped")):
+        if name in names:
+            return outcome
+    return None
 
 
 class _Interrupted(Exception):
@@ -247,7 +270,14 @@ class PlainTestCase(unittest.TestCase):
     def setUpClass(cls):
         hook = getattr(cls.plain_class, "setup_class", None)
         if hook is not None:
-            hook()
+            try:
+                hook()
+            except BaseException as error:
+                # unittest skips a class whose setUpClass raised SkipTest; pytest's
+                # skip, a BaseException, would end the whole run instead
+                if pytest_outcome(type(error)) == "skipped":
+                    raise unittest.SkipTest(str(error)) from error
+                raise
 
     @classmethod
     def tearDownClass(cls):
