@@ -161,12 +161,17 @@ class TestSkippedClass:
 
     def test_a(self):
         pass
+
+
+class TestAsync:
+    async def test_async(self):
+        assert False, "never run"
 """
 
 
-def test_pytest_skip_and_fail_in_a_test_are_a_skip_and_a_failure(daemon):
-    # As pytest reports them, not as errors; a class skipped in setup_class is skipped,
-    # not the end of the whole run.
+def test_pytest_style_outcomes_are_the_ones_pytest_gives(daemon):
+    # pytest.skip and pytest.fail are a skip and a failure, not errors; a class skipped in
+    # setup_class is skipped, not the end of the whole run.
     path = daemon.state / "image" / "pytest_outcomes.py"
     path.write_text(PYTEST_OUTCOMES)
     try:
@@ -176,10 +181,15 @@ def test_pytest_skip_and_fail_in_a_test_are_a_skip_and_a_failure(daemon):
         failing = c.tool("list_failing_tests")["structuredContent"]
         assert [(f["test"], f["outcome"]) for f in failing["failing"]
                 if f["test"].startswith("pytest_outcomes")] == [
-            ("pytest_outcomes.TestOutcomes.test_fails", "failure")]
+            ("pytest_outcomes.TestOutcomes.test_fails", "failure"),
+            ("pytest_outcomes.TestAsync.test_async", "error")]
         skipped = c.tool("run_test_class", className="pytest_outcomes.TestSkippedClass")
         assert (skipped["structuredContent"]["notRun"], skipped["structuredContent"]["fixtureErrors"]) == (1, 0)
         assert "no database" in tool_text(skipped)
+        # an async def test is never awaited: no pass that ran nothing
+        unawaited = c.tool("run_test_class", className="pytest_outcomes.TestAsync")["structuredContent"]
+        assert (unawaited["passed"], unawaited["errors"]) == (0, 1)
+        assert "is an async def test, which is not run" in unawaited["failed"][0]["message"]
         c.close()
     finally:
         path.unlink()

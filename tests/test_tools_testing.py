@@ -156,6 +156,13 @@ class TestSkippedClass:
         pass
 
 
+class TestAsync:
+    ran = []
+
+    async def test_async(self):
+        TestAsync.ran.append("body")
+
+
 class OutcomesInUnittest(unittest.TestCase):
     def test_skips(self):
         pytest.skip("in a TestCase too")
@@ -187,6 +194,15 @@ def test_pytest_skip_fail_and_xfail_are_the_outcomes_pytest_gives_them(outcomes)
     assert "no database" in text(outcomes.ok("run_test_class", className="TestSkippedClass"))
     in_unittest = outcomes.ok("run_test_class", className="OutcomesInUnittest")["structuredContent"]
     assert (in_unittest["skipped"], in_unittest["failures"], in_unittest["errors"]) == (1, 1, 0)
+
+
+def test_an_async_pytest_style_test_is_an_error_not_a_pass_that_ran_nothing(outcomes):
+    # Its coroutine was never awaited: the test passed with its body never run.
+    result = outcomes.ok("run_test_class", className="TestAsync")["structuredContent"]
+    assert (result["passed"], result["errors"]) == (0, 1)
+    assert result["failed"][0]["message"].startswith(
+        "TestAsync.test_async is an async def test, which is not run")
+    assert outcomes.view.module("zoo.test_outcomes").TestAsync.ran == []
 
 
 def test_a_pytest_style_tests_traceback_starts_at_the_test_not_the_runner(client):

@@ -20,6 +20,7 @@ answers that error.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import linecache
 import sys
 import unittest
@@ -298,11 +299,21 @@ class PlainTestCase(unittest.TestCase):
         if setup is not None:
             setup(method)
         try:
-            method()
+            _not_awaited(method())
         finally:
             teardown = getattr(instance, "teardown_method", None)
             if teardown is not None:
                 teardown(method)
+
+
+def _not_awaited(returned) -> None:
+    """An `async def` test called returns its coroutine, its body never run: a pass
+    that tested nothing. pytest fails it unless a plugin runs it; so does this runner."""
+    if inspect.iscoroutine(returned):
+        returned.close()   # no "never awaited" warning on top
+        raise TypeError(f"{returned.__qualname__} is an async def test, which is not run: pytest-style "
+                        "classes run no event loop (pytest needs a plugin for one); use a "
+                        "unittest.IsolatedAsyncioTestCase, or asyncio.run() in a plain def test")
 
 
 class TestingToolset(Toolset):
