@@ -384,3 +384,16 @@ def test_what_the_code_started_ends_with_the_daemon(tmp_path):
         pids = start(client, START_SLEEP) + start(client, START_ESCAPERS)
     for pid in pids:
         assert wait_until(lambda: not pid_alive(pid)), "%d outlived the daemon" % pid
+
+
+def test_abort_undoes_a_patch_seen_through_the_workspaces_own_import(daemon):
+    # The abort re-imports the module as a new object; the workspace's `models` and
+    # `Cart` named the old one, the patch the abort had undone still showing through them.
+    c = open_session(daemon)
+    c.tool("execute_code", code="import sys\nimport shop.models as models\nfrom shop.models import Cart\n"
+                                "models.Cart.patched = True")
+    c.tool("abort")
+    after = c.tool("execute_code", code="(hasattr(models.Cart, 'patched'), hasattr(Cart, 'patched'), "
+                                        "models is sys.modules['shop.models'])")
+    assert tool_text(after) == "(False, False, True)"
+    c.close()

@@ -902,3 +902,17 @@ def test_a_module_with_future_annotations_compiles_its_methods_and_classes_as_it
               source="class Node:\n    weight: Later = 0\n")
     assert client.view.module("zoo.later").Node.__annotations__ == {"weight": "Later"}
     assert node.parent() is None                       # carried over, in place
+
+
+def test_after_abort_the_workspaces_names_for_image_modules_and_classes_are_the_live_ones(client):
+    # abort re-imports the modules as new objects: `animals.Dog` read through the
+    # workspace's earlier import was still the patched class the abort had undone.
+    client.ok("execute_code", code="import zoo.animals as animals\nfrom zoo.animals import Dog, make_dog\n"
+                                   "import zoo\nkept = Dog('rex')\nanimals.Dog.noise = lambda self: 'patched'\n"
+                                   "animals.ADDED = 1")
+    client.ok("abort")
+    shown = client.ok("execute_code", code="(animals.Dog('a').noise(), Dog('b').noise(), "
+                                           "make_dog is animals.make_dog, hasattr(animals, 'ADDED'), "
+                                           "zoo.animals is animals, kept.noise())")
+    # an object the workspace holds keeps the class it was made from
+    assert text(shown) == "('woof', 'woof', True, False, True, 'patched')"

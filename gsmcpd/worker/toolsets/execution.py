@@ -66,6 +66,7 @@ class ExecutionToolset(Toolset):
         stdout, stderr = Capture(OUTPUT_CAP), Capture(OUTPUT_CAP)
         has_value, value = False, None
         sys.modules[WORKSPACE] = self.module   # this server's (a test process may hold several)
+        self._rebind_reimported()
         try:
             with redirect_stdout(stdout), redirect_stderr(stderr):
                 exec(body, self.namespace)
@@ -88,6 +89,19 @@ class ExecutionToolset(Toolset):
             "text": _join(out, err, told or "") or "(no output)",
             "structured": {"result": shown, "stdout": out, "stderr": err},
         }
+
+    def _rebind_reimported(self) -> None:
+        """Names the workspace binds to an image module, or to a class or function at
+        its top level, are bound to the module's live copy: abort, refresh and a
+        commit re-import modules as new objects, and `shop.Cart` read through an
+        earlier `import shop` would still be what the abort undid."""
+        view = self.view
+        if view is None:
+            return
+        for name, value in list(self.namespace.items()):
+            fresh = _reimported(view, value)
+            if fresh is not None:
+                self.namespace[name] = fresh
 
     @staticmethod
     def _compile(code: str, filename: str):
@@ -116,6 +130,25 @@ def _raise_if_break(error: BaseException | None, stdout: Capture, stderr: Captur
         if out or err:
             carry_partial(interruption, {"stdout": out, "stderr": err}, "what the code printed before it is")
         raise
+
+
+def _reimported(view, value):
+    """The live object standing for `value` if `value` is a copy an image module's
+    re-import left behind (the module, or a class or function at its top level), else None."""
+    if isinstance(value, types.ModuleType):
+        module_name, attribute, kind = value.__name__, None, types.ModuleType
+    elif isinstance(value, (type, types.FunctionType)) and value.__qualname__ == value.__name__:
+        module_name, attribute = value.__module__, value.__name__
+        kind = type if isinstance(value, type) else types.FunctionType
+    else:
+        return None
+    if not isinstance(module_name, str) or not view.owns_module(module_name):
+        return None
+    live = sys.modules[module_name]
+    if attribute is None and getattr(value.__spec__, "loader", None) is not live.__spec__.loader:
+        return None   # a module of that name the view never made
+    fresh = live if attribute is None else getattr(live, attribute, None)
+    return fresh if fresh is not value and isinstance(fresh, kind) else None
 
 
 def _traceback(error: BaseException) -> str:
