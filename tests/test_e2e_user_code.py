@@ -166,12 +166,22 @@ class TestSkippedClass:
 class TestAsync:
     async def test_async(self):
         assert False, "never run"
+
+
+class TestMarks:
+    @pytest.mark.skip(reason="wipes the disk")
+    def test_skip(self):
+        raise SystemExit("ran")
+
+    @pytest.mark.xfail(reason="known bug")
+    def test_xfail(self):
+        assert False
 """
 
 
 def test_pytest_style_outcomes_are_the_ones_pytest_gives(daemon):
     # pytest.skip and pytest.fail are a skip and a failure, not errors; a class skipped in
-    # setup_class is skipped, not the end of the whole run.
+    # setup_class is skipped, not the end of the whole run; skip and xfail marks are kept.
     path = daemon.state / "image" / "pytest_outcomes.py"
     path.write_text(PYTEST_OUTCOMES)
     try:
@@ -190,6 +200,9 @@ def test_pytest_style_outcomes_are_the_ones_pytest_gives(daemon):
         unawaited = c.tool("run_test_class", className="pytest_outcomes.TestAsync")["structuredContent"]
         assert (unawaited["passed"], unawaited["errors"]) == (0, 1)
         assert "is an async def test, which is not run" in unawaited["failed"][0]["message"]
+        # marked to skip: not run; marked xfail: an expected failure
+        marked = c.tool("run_test_class", className="pytest_outcomes.TestMarks")["structuredContent"]
+        assert (marked["run"], marked["skipped"], marked["expectedFailures"], marked["failed"]) == (2, 1, 1, [])
         c.close()
     finally:
         path.unlink()

@@ -156,6 +156,44 @@ class TestSkippedClass:
         pass
 
 
+class TestMarks:
+    ran = []
+
+    @pytest.mark.skip(reason="breaks the database")
+    def test_skip(self):
+        TestMarks.ran.append("skip")
+
+    @pytest.mark.skipif("sys.platform != 'nowhere'", reason="not here")
+    def test_skipif_string(self):
+        TestMarks.ran.append("skipif")
+
+    @pytest.mark.skipif(False, reason="never")
+    def test_skipif_false_runs(self):
+        TestMarks.ran.append("ran")
+
+    @pytest.mark.xfail(reason="known bug")
+    def test_xfail(self):
+        assert False
+
+    @pytest.mark.xfail(raises=KeyError)
+    def test_xfail_other_error(self):
+        raise ValueError("not the expected one")
+
+    @pytest.mark.xfail(strict=True)
+    def test_xpass_strict(self):
+        pass
+
+    @pytest.mark.xfail
+    def test_xpass(self):
+        pass
+
+
+@pytest.mark.skip(reason="whole class")
+class TestSkippedByMark:
+    def test_a(self):
+        TestMarks.ran.append("class")
+
+
 class TestAsync:
     ran = []
 
@@ -194,6 +232,21 @@ def test_pytest_skip_fail_and_xfail_are_the_outcomes_pytest_gives_them(outcomes)
     assert "no database" in text(outcomes.ok("run_test_class", className="TestSkippedClass"))
     in_unittest = outcomes.ok("run_test_class", className="OutcomesInUnittest")["structuredContent"]
     assert (in_unittest["skipped"], in_unittest["failures"], in_unittest["errors"]) == (1, 1, 0)
+
+
+def test_pytest_skip_skipif_and_xfail_marks_are_kept_as_pytest_keeps_them(outcomes):
+    # Marks were ignored: a test marked to skip ran (side effects and all) and an xfail
+    # one counted as a failure.
+    result = outcomes.ok("run_test_class", className="TestMarks")["structuredContent"]
+    counts = ("run", "passed", "failures", "errors", "skipped", "expectedFailures", "unexpectedSuccesses")
+    assert {k: result[k] for k in counts} == dict(zip(counts, (7, 2, 0, 1, 2, 1, 1)))
+    assert sorted((f["test"].rpartition(".")[2], f["outcome"]) for f in result["failed"]) == [
+        ("test_xfail_other_error", "error"), ("test_xpass_strict", "unexpectedSuccess")]
+    skipped = outcomes.ok("describe_test_failure", className="TestMarks", selector="test_skip")
+    assert skipped["structuredContent"]["message"] == "breaks the database"
+    whole = outcomes.ok("run_test_class", className="TestSkippedByMark")["structuredContent"]
+    assert (whole["run"], whole["skipped"]) == (1, 1)
+    assert outcomes.view.module("zoo.test_outcomes").TestMarks.ran == ["ran"]
 
 
 def test_an_async_pytest_style_test_is_an_error_not_a_pass_that_ran_nothing(outcomes):

@@ -22,7 +22,10 @@ from __future__ import annotations
 import contextlib
 import inspect
 import linecache
+import os
+import platform
 import sys
+import types
 import unittest
 from contextlib import redirect_stderr, redirect_stdout
 
@@ -93,7 +96,9 @@ class _Result(unittest.TestResult):
         if issubclass(err[0], HardBreak):
             raise err[1]
         err = _as_raised(err)
-        outcome = pytest_outcome(err[0])
+        if issubclass(err[0], _MarkedXPass):
+            return self.addUnexpectedSuccess(test)
+        outcome = "expectedFailure" if issubclass(err[0], _MarkedXFail) else pytest_outcome(err[0])
         if outcome == "skipped":
             return self.addSkip(test, str(err[1]))
         if outcome == "failure":
@@ -293,6 +298,12 @@ class PlainTestCase(unittest.TestCase):
         return f"{self.plain_method} ({self.plain_class.__module__}.{self.plain_class.__qualname__})"
 
     def _run_plain(self):
+        marks = PytestMarks(self.plain_class, self.plain_method)
+        marks.skip_if_marked()
+        with marks.xfail():
+            self._run_plain_unmarked()
+
+    def _run_plain_unmarked(self):
         instance = self.plain_class()
         method = getattr(instance, self.plain_method)
         setup = getattr(instance, "setup_method", None)
@@ -304,6 +315,80 @@ class PlainTestCase(unittest.TestCase):
             teardown = getattr(instance, "teardown_method", None)
             if teardown is not None:
                 teardown(method)
+
+
+class PytestMarks:
+    """pytest's skip, skipif and xfail marks on a pytest-style test (its method, its
+    class, its module's `pytestmark`), kept as pytest keeps them: a test marked to skip
+    is not run. Read by name, so the worker needs no pytest; other marks do nothing."""
+
+    def __init__(self, plain_class: type, method_name: str):
+        self.module = sys.modules.get(plain_class.__module__)
+        found = [*_marks_of(getattr(plain_class, method_name)), *_marks_of(plain_class),
+                 *_marks_of(self.module)]
+        self.marks = [(mark.name, mark.args, mark.kwargs) for mark in found]
+
+    def _held(self, args, kwargs):
+        """The condition of a skipif or xfail that holds (True for one with none), or None."""
+        conditions = args or ((kwargs["condition"],) if "condition" in kwargs else ())
+        if not conditions:
+            return True
+        # a string is evaluated as pytest does: with the module's globals, os, sys, platform
+        namespace = {"os": os, "sys": sys, "platform": platform, **vars(self.module or _NO_MODULE)}
+        for condition in conditions:
+            if eval(condition, namespace) if isinstance(condition, str) else condition:
+                return condition
+        return None
+
+    def skip_if_marked(self) -> None:
+        for name, args, kwargs in self.marks:
+            if name == "skip":
+                raise unittest.SkipTest(kwargs.get("reason", args[0] if args else "unconditional skip"))
+            if name == "skipif":
+                held = self._held(args, kwargs)
+                if held is not None:
+                    raise unittest.SkipTest(kwargs.get("reason") or f"condition: {held}")
+
+    @contextlib.contextmanager
+    def xfail(self):
+        """A failure is an expected failure (of the exceptions `raises` names, if it
+        does); a pass is an unexpected success if `strict`, else a pass, as pytest's XPASS."""
+        marked = [(args, kwargs) for name, args, kwargs in self.marks
+                  if name == "xfail" and self._held(args, kwargs) is not None]
+        if not marked:
+            yield
+            return
+        args, kwargs = marked[0]
+        if not kwargs.get("run", True):
+            raise _MarkedXFail(kwargs.get("reason", "") or "not run")
+        try:
+            yield
+        except BaseException as error:   # a break, or pytest.skip, is no failure
+            failed = isinstance(error, Exception) or pytest_outcome(type(error)) in ("failure", "expectedFailure")
+            raises = kwargs.get("raises")
+            if failed and (raises is None or isinstance(error, raises)):
+                raise _MarkedXFail(kwargs.get("reason", "")) from error
+            raise
+        if kwargs.get("strict", False):
+            raise _MarkedXPass()
+
+
+_NO_MODULE = types.ModuleType("_")
+
+
+def _marks_of(obj) -> list:
+    marks = getattr(obj, "pytestmark", [])
+    marks = marks if isinstance(marks, list) else [marks]
+    # a MarkDecorator (pytestmark = pytest.mark.skip) carries its Mark
+    return [getattr(mark, "mark", mark) for mark in marks if hasattr(getattr(mark, "mark", mark), "name")]
+
+
+class _MarkedXFail(Exception):
+    """A test marked xfail failed: an expected failure (see _Result.addError)."""
+
+
+class _MarkedXPass(Exception):
+    """A test marked xfail(strict=True) passed: an unexpected success."""
 
 
 def _not_awaited(returned) -> None:
