@@ -228,6 +228,23 @@ def test_a_test_raising_keyboard_interrupt_is_its_error_but_a_break_ends_a_run(d
     assert worker_pid(c) == pid
 
 
+def test_describing_a_test_the_deadline_breaks_carries_what_it_printed(deadlines):
+    # describe_test_failure of a hanging test: what it printed shows how far it got,
+    # and the deadline threw it away.
+    c = Client(deadlines.port, timeout=15)
+    c.initialize()
+    assert not c.tool("add_dictionary", dictionaryName="hangs").get("isError")
+    compiled = c.tool("compile_class_definition", dictionaryName="hangs", source=(
+        "class TestHangs:\n    def test_waits(self):\n        print('connected')\n"
+        "        while True:\n            pass\n"))
+    assert not compiled.get("isError"), compiled
+    body = call_tool(c, "describe_test_failure", className="hangs.TestHangs", selector="test_waits")
+    assert body["error"]["message"] == TIMED_OUT + (
+        "soft break; what the test printed before it is in the error's data (partial)")
+    assert body["error"]["data"]["partial"] == {
+        "test": "hangs.TestHangs.test_waits", "interrupted": "hangs.TestHangs.test_waits", "output": "connected\n"}
+
+
 CAUGHT_BREAK = ("class TestCaughtBreak:\n"
                 "    def test_exits(self):\n        try:\n            while True:\n                pass\n"
                 "        except KeyboardInterrupt:\n            raise SystemExit(130)\n"

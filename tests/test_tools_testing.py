@@ -495,6 +495,12 @@ class SoftBreakTest(unittest.TestCase):
 
     def test_c_after(self):
         self.ran.append("test_c_after")
+
+
+class HangsTest(unittest.TestCase):
+    def test_hangs(self):
+        print("connected")
+        raise SoftBreak("soft break")   # as a deadline's would, in a wait that never ends
 '''
 
 
@@ -602,6 +608,16 @@ def test_a_soft_break_stops_the_tests_after_it_and_carries_what_finished_before_
         interrupts.call("list_failing_tests", classNames=["SoftBreakTest"])
     assert listed.value.partial == {"run": 1, "notRun": 1, "failing": [],
                                     "interrupted": "zoo.test_interrupts.SoftBreakTest.test_b_soft"}
+
+
+def test_describing_a_test_a_break_ends_carries_what_it_printed_before_it(interrupts):
+    # What a hanging test printed shows how far it got; the break threw it away.
+    with pytest.raises(SoftBreak) as broken:
+        interrupts.call("describe_test_failure", className="HangsTest", selector="test_hangs")
+    assert broken.value.partial == {"test": "zoo.test_interrupts.HangsTest.test_hangs",
+                                    "interrupted": "zoo.test_interrupts.HangsTest.test_hangs",
+                                    "output": "connected\n"}
+    assert broken.value.partial_said == "what the test printed before it is"
 
 
 @pytest.mark.parametrize("selector, cause", [

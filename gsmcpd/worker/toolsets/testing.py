@@ -577,8 +577,10 @@ class TestingToolset(Toolset):
     def describe_test_failure(self, arguments):
         qualified, cls = self._test_class(arguments["className"])
         tests = self._tests_of(cls, arguments["selector"])
-        result = self._run(tests, report_progress=False, tracebacks=True)
         name = tests[0].id()
+        with _partial_on_break(lambda result: _interrupted_report(name, result),
+                               "what the test printed before it is"):
+            result = self._run(tests, report_progress=False, tracebacks=True)
         own = [e for e in result.outcomes if not e.get("fixture")]
         fixtures = [e for e in result.outcomes if e.get("fixture")]
         # The first failure is the one to read (the body's before its tearDown's, the first
@@ -611,7 +613,7 @@ class TestingToolset(Toolset):
 
 
 @contextlib.contextmanager
-def _partial_on_break(report):
+def _partial_on_break(report, said="the results of the tests that finished before it are"):
     """A break ending a run carries the answer for the tests that finished before it
     (`report(result)`'s structured content, as its `partial`): the worker puts it in the
     -32001 error's data, so a deadline does not throw away a long run's results."""
@@ -620,9 +622,15 @@ def _partial_on_break(report):
     except BREAKS as interruption:
         result = getattr(interruption, "result", None)
         if result is not None:
-            carry_partial(interruption, report(result)["structured"],
-                          "the results of the tests that finished before it are")
+            carry_partial(interruption, report(result)["structured"], said)
         raise
+
+
+def _interrupted_report(name: str, result: _Result) -> dict:
+    """describe_test_failure's answer when a break ended the test: what it printed
+    before it, where a test that hangs shows how far it got."""
+    printed = _shown_output(result.output)
+    return {"structured": {"test": name, "interrupted": name, **({"output": printed} if printed else {})}}
 
 
 def _test_named(cls: type, names: list[str], selector: str) -> str:
