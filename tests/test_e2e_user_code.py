@@ -168,6 +168,17 @@ class TestAsync:
         assert False, "never run"
 
 
+class TestHooksWithoutArgument:
+    def setup_method(self):
+        self.ready = True
+
+    def teardown_method(self):
+        pass
+
+    def test_ready(self):
+        assert self.ready
+
+
 class TestMarks:
     @pytest.mark.skip(reason="wipes the disk")
     def test_skip(self):
@@ -181,7 +192,8 @@ class TestMarks:
 
 def test_pytest_style_outcomes_are_the_ones_pytest_gives(daemon):
     # pytest.skip and pytest.fail are a skip and a failure, not errors; a class skipped in
-    # setup_class is skipped, not the end of the whole run; skip and xfail marks are kept.
+    # setup_class is skipped, not the end of the whole run; skip and xfail marks are kept;
+    # setup_method may take no argument.
     path = daemon.state / "image" / "pytest_outcomes.py"
     path.write_text(PYTEST_OUTCOMES)
     try:
@@ -203,6 +215,9 @@ def test_pytest_style_outcomes_are_the_ones_pytest_gives(daemon):
         # marked to skip: not run; marked xfail: an expected failure
         marked = c.tool("run_test_class", className="pytest_outcomes.TestMarks")["structuredContent"]
         assert (marked["run"], marked["skipped"], marked["expectedFailures"], marked["failed"]) == (2, 1, 1, [])
+        # setup_method/teardown_method may leave out the method argument, as pytest allows
+        hooks = c.tool("run_test_class", className="pytest_outcomes.TestHooksWithoutArgument")
+        assert (hooks["structuredContent"]["passed"], hooks["structuredContent"]["failed"]) == (1, []), hooks
         c.close()
     finally:
         path.unlink()

@@ -194,6 +194,19 @@ class TestSkippedByMark:
         TestMarks.ran.append("class")
 
 
+class TestHooksWithoutArgument:
+    calls = []
+
+    def setup_method(self):
+        self.calls.append("setup")
+
+    def teardown_method(self):
+        self.calls.append("teardown")
+
+    def test_a(self):
+        assert self.calls == ["setup"]
+
+
 class TestAsync:
     ran = []
 
@@ -247,6 +260,14 @@ def test_pytest_skip_skipif_and_xfail_marks_are_kept_as_pytest_keeps_them(outcom
     whole = outcomes.ok("run_test_class", className="TestSkippedByMark")["structuredContent"]
     assert (whole["run"], whole["skipped"]) == (1, 1)
     assert outcomes.view.module("zoo.test_outcomes").TestMarks.ran == ["ran"]
+
+
+def test_setup_and_teardown_method_without_the_method_argument_run_as_pytest_runs_them(outcomes):
+    # pytest passes the test method only to a hook that takes it; it was passed always,
+    # so every test of a class writing `def setup_method(self):` was a TypeError.
+    result = outcomes.ok("run_test_class", className="TestHooksWithoutArgument")["structuredContent"]
+    assert (result["passed"], result["failed"]) == (1, [])
+    assert outcomes.view.module("zoo.test_outcomes").TestHooksWithoutArgument.calls == ["setup", "teardown"]
 
 
 def test_an_async_pytest_style_test_is_an_error_not_a_pass_that_ran_nothing(outcomes):

@@ -308,13 +308,24 @@ class PlainTestCase(unittest.TestCase):
         method = getattr(instance, self.plain_method)
         setup = getattr(instance, "setup_method", None)
         if setup is not None:
-            setup(method)
+            _call_with_optional_argument(setup, method)
         try:
             _not_awaited(method())
         finally:
             teardown = getattr(instance, "teardown_method", None)
             if teardown is not None:
-                teardown(method)
+                _call_with_optional_argument(teardown, method)
+
+
+def _call_with_optional_argument(hook, argument) -> None:
+    """pytest's rule for setup_method/teardown_method: the test method is passed only
+    to a hook that takes an argument (`def setup_method(self):` is as common)."""
+    code = getattr(hook, "__code__", None)
+    takes = code is None or code.co_argcount - inspect.ismethod(hook) > 0
+    if takes:
+        hook(argument)
+    else:
+        hook()
 
 
 class PytestMarks:
