@@ -179,6 +179,14 @@ class TestHooksWithoutArgument:
         assert self.ready
 
 
+class TestPlainDefSetupClass:
+    def setup_class(cls):
+        cls.ready = True
+
+    def test_ready(self):
+        assert self.ready
+
+
 class TestMarks:
     @pytest.mark.skip(reason="wipes the disk")
     def test_skip(self):
@@ -193,7 +201,7 @@ class TestMarks:
 def test_pytest_style_outcomes_are_the_ones_pytest_gives(daemon):
     # pytest.skip and pytest.fail are a skip and a failure, not errors; a class skipped in
     # setup_class is skipped, not the end of the whole run; skip and xfail marks are kept;
-    # setup_method may take no argument.
+    # setup_method may take no argument, setup_class may be a plain def.
     path = daemon.state / "image" / "pytest_outcomes.py"
     path.write_text(PYTEST_OUTCOMES)
     try:
@@ -218,6 +226,9 @@ def test_pytest_style_outcomes_are_the_ones_pytest_gives(daemon):
         # setup_method/teardown_method may leave out the method argument, as pytest allows
         hooks = c.tool("run_test_class", className="pytest_outcomes.TestHooksWithoutArgument")
         assert (hooks["structuredContent"]["passed"], hooks["structuredContent"]["failed"]) == (1, []), hooks
+        # and setup_class may be a plain def, given the class
+        plain = c.tool("run_test_class", className="pytest_outcomes.TestPlainDefSetupClass")
+        assert (plain["structuredContent"]["passed"], plain["structuredContent"]["fixtureErrors"]) == (1, 0), plain
         c.close()
     finally:
         path.unlink()

@@ -207,6 +207,17 @@ class TestHooksWithoutArgument:
         assert self.calls == ["setup"]
 
 
+class TestPlainDefSetupClass:
+    def setup_class(cls):
+        cls.ready = True
+
+    def teardown_class(cls):
+        cls.ready = "torn down"
+
+    def test_ready(self):
+        assert self.ready is True
+
+
 class TestAsync:
     ran = []
 
@@ -262,12 +273,16 @@ def test_pytest_skip_skipif_and_xfail_marks_are_kept_as_pytest_keeps_them(outcom
     assert outcomes.view.module("zoo.test_outcomes").TestMarks.ran == ["ran"]
 
 
-def test_setup_and_teardown_method_without_the_method_argument_run_as_pytest_runs_them(outcomes):
+def test_setup_and_teardown_hooks_are_called_as_pytest_calls_them(outcomes):
     # pytest passes the test method only to a hook that takes it; it was passed always,
     # so every test of a class writing `def setup_method(self):` was a TypeError.
     result = outcomes.ok("run_test_class", className="TestHooksWithoutArgument")["structuredContent"]
     assert (result["passed"], result["failed"]) == (1, [])
     assert outcomes.view.module("zoo.test_outcomes").TestHooksWithoutArgument.calls == ["setup", "teardown"]
+    # setup_class/teardown_class written as plain defs get the class, as pytest gives it
+    plain = outcomes.ok("run_test_class", className="TestPlainDefSetupClass")["structuredContent"]
+    assert (plain["passed"], plain["fixtureErrors"], plain["failed"]) == (1, 0, [])
+    assert outcomes.view.module("zoo.test_outcomes").TestPlainDefSetupClass.ready == "torn down"
 
 
 def test_an_async_pytest_style_test_is_an_error_not_a_pass_that_ran_nothing(outcomes):

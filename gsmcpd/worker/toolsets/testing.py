@@ -274,22 +274,27 @@ class PlainTestCase(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        hook = getattr(cls.plain_class, "setup_class", None)
-        if hook is not None:
-            try:
-                hook()
-            except BaseException as error:
-                # unittest skips a class whose setUpClass raised SkipTest; pytest's
-                # skip, a BaseException, would end the whole run instead
-                if pytest_outcome(type(error)) == "skipped":
-                    raise unittest.SkipTest(str(error)) from error
-                raise
+        try:
+            cls._class_hook("setup_class")
+        except BaseException as error:
+            # unittest skips a class whose setUpClass raised SkipTest; pytest's
+            # skip, a BaseException, would end the whole run instead
+            if pytest_outcome(type(error)) == "skipped":
+                raise unittest.SkipTest(str(error)) from error
+            raise
 
     @classmethod
     def tearDownClass(cls):
-        hook = getattr(cls.plain_class, "teardown_class", None)
+        cls._class_hook("teardown_class")
+
+    @classmethod
+    def _class_hook(cls, name: str) -> None:
+        """As pytest calls setup_class/teardown_class: its function given the class
+        if it takes an argument, so a plain `def setup_class(cls):` works as a
+        classmethod does."""
+        hook = getattr(cls.plain_class, name, None)
         if hook is not None:
-            hook()
+            _call_with_optional_argument(getattr(hook, "__func__", hook), cls.plain_class)
 
     def id(self):
         return f"{self.plain_class.__module__}.{self.plain_class.__qualname__}.{self.plain_method}"
