@@ -64,6 +64,9 @@ HTTP_CASES = [
     ("head too large", b"GET /mcp HTTP/1.1\r\nHost: localhost\r\nX-Big: " + b"a" * 70000 + b"\r\n\r\n", 431),
     ("unknown transfer-encoding", b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: gzip\r\n\r\n", 501),
     ("space before colon", b"POST /mcp HTTP/1.1\r\nHost : localhost\r\nContent-Length: 2\r\n\r\n{}", 400),
+    ("latin-1 digit in content-length", post(b"{}", length=b"\xb2"), 400),
+    ("non-ascii request target", b"POST /caf\xc3\xa9 HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\n\r\n{}", 400),
+    ("non-ascii header name", post(b"{}", extra=b"X-Caf\xc3\xa9: 1\r\n"), 400),
 ]
 
 
@@ -111,6 +114,21 @@ def test_host_missing_or_repeated_and_headers_sent_twice_get_400_naming_them(dae
         assert (status_of(raw), body_of(raw)) == (400, b"400 " + message + b"\n"), raw
         assert b"\r\nconnection: close\r\n" in raw.lower()
     assert c.call("ping").status == 200   # the session itself is fine
+
+
+def test_header_values_beyond_ascii_are_opaque_data_and_http_1_2_is_served_as_1_1(daemon):
+    # RFC 9110 5.5 and 2.5. Python's http.client sends a str value as latin-1 bytes, so
+    # headers={"X-User": "José"} reached gsmcpd as obs-text and was refused with a 400.
+    c = Client(daemon.port)
+    c.conn._http_vsn_str = "HTTP/1.2"
+    c.initialize()
+    for value in ("Jos\u00e9", "caf\u00e9 \u2713".encode("utf-8")):
+        reply = c.post({"jsonrpc": "2.0", "id": 7, "method": "ping"}, headers={"User-Agent": value, "X-User": value})
+        assert (reply.status, reply.json()["result"]) == (200, {}), reply
+    # opaque, not trusted: a Host beyond ASCII is no host name
+    raw = raw_exchange(daemon.port, b"POST /mcp HTTP/1.1\r\nHost: caf\xc3\xa9\r\nContent-Length: 2\r\n\r\n{}")
+    assert status_of(raw) == 400, raw
+    assert "malformed Host header" in json.loads(body_of(raw))["error"]["message"]
 
 
 def test_chunked_request_body_is_accepted(daemon):

@@ -24,9 +24,13 @@ _TOKEN = re.compile(_TCHAR + "+")
 _TOKEN_BYTES = re.compile(_TCHAR.encode() + b"+")
 _REQUEST_LINE = re.compile(r"(" + _TCHAR + r"+) ([\x21-\x7e]+) ([\x21-\x7e]+)")
 _VERSION_SHAPE = re.compile(r"HTTP/[0-9]+(?:\.[0-9]+)?")
+_LATER_HTTP_1 = re.compile(r"HTTP/1\.[2-9]")
 # Heads with bare LFs are validated as a block by one regex (see _split_head).
-_HEADER_BLOCK_OK = re.compile(r"(?:" + _TCHAR + r"+:[\t\x20-\x7e]*\r?\n)*")
-_HEADER_LINE = re.compile(r"(" + _TCHAR + r"+):([\t\x20-\x7e]*)")
+# A value may hold obs-text (bytes 0x80-0xff, read as latin-1 and kept opaque, RFC 9110
+# 5.5): a UTF-8 User-Agent is no reason to refuse a request. Names stay tokens.
+_FIELD_VALUE = r"[\t\x20-\x7e\x80-\xff]*"
+_HEADER_BLOCK_OK = re.compile(r"(?:" + _TCHAR + r"+:" + _FIELD_VALUE + r"\r?\n)*")
+_HEADER_LINE = re.compile(r"(" + _TCHAR + r"+):(" + _FIELD_VALUE + ")")
 _CONTROL = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
 _DIGITS = re.compile(r"[0-9]{1,18}")      # 19+ digits is no real body, just an attack
 _HEX_SIZE = re.compile(rb"[0-9A-Fa-f]{1,16}")
@@ -287,8 +291,8 @@ class RequestParser:
     def _parsed(self, head):
         """What a head sets up: (the request's fields, the body state, its length,
         whether a body is to come); HttpError for a head refused."""
-        if not head.isascii():
-            raise HttpError(400, "non-ASCII byte in request head")
+        if not head.isascii() and not head.partition(b"\n")[0].isascii():
+            raise HttpError(400, "non-ASCII byte in request line")
         text = head.decode("latin-1")
         if text.endswith("\r") and "\n" in text:   # a bare CR right before the terminating CRLF
             raise HttpError(400, "bare CR in request head")
@@ -305,9 +309,12 @@ class RequestParser:
             raise HttpError(400, "malformed request line")
         method, target, version = parts.groups()
         if version not in ("HTTP/1.1", "HTTP/1.0"):
-            if _VERSION_SHAPE.fullmatch(version):
+            if _LATER_HTTP_1.fullmatch(version):   # RFC 9110 2.5: read as the latest 1.x known
+                version = "HTTP/1.1"
+            elif _VERSION_SHAPE.fullmatch(version):
                 raise HttpError(505, f"HTTP version {version} not supported")
-            raise HttpError(400, "malformed HTTP version")
+            else:
+                raise HttpError(400, "malformed HTTP version")
         fields = None
         if block is None:
             fields = _header_fields(rest.split("\r\n")) if crlf else ([], {})
@@ -328,7 +335,9 @@ class RequestParser:
             raise HttpError(400, "missing Host header")   # RFC 9112 3.2
 
         connection = by_name.get("connection")
-        tokens = [t.strip().lower() for t in connection.split(",")] if connection is not None else ()
+        # List items here and below lose only OWS (RFC 9110 5.6.1): str.strip() would take a
+        # latin-1 NBSP or NEL too, reading "chunked\xa0" as chunked where a proxy may not.
+        tokens = [t.strip(" \t").lower() for t in connection.split(",")] if connection is not None else ()
         transfer_encoding = by_name.get("transfer-encoding")
         if version == "HTTP/1.1":
             keep_alive = "close" not in tokens
@@ -341,7 +350,7 @@ class RequestParser:
         if transfer_encoding is not None:
             if "content-length" in by_name:
                 raise HttpError(400, "both Content-Length and Transfer-Encoding")
-            codings = [c.strip().lower() for c in transfer_encoding.split(",")]
+            codings = [c.strip(" \t").lower() for c in transfer_encoding.split(",")]
             if codings.count("chunked") > 1:   # a framing error, not an unknown coding
                 raise HttpError(400, "Transfer-Encoding chunked given more than once")
             if "chunked" in codings and codings[-1] != "chunked":   # RFC 9112 6.3: no length known
@@ -418,8 +427,6 @@ class RequestParser:
                     raise HttpError(431, "chunked trailers too large")
                 if not line:
                     return True
-                if not line.isascii():
-                    raise HttpError(400, "non-ASCII byte in trailer")
                 # validated, then dropped: trailers carry nothing we use
                 _parse_header_line(line.decode("latin-1"))
 
@@ -525,7 +532,7 @@ def _content_length(value):
     listed values are not all the same number."""
     if value is None:
         return 0
-    if value.isdigit() and len(value) < 19:   # the usual single value (the head is ASCII)
+    if value.isascii() and value.isdigit() and len(value) < 19:   # the usual single value ("²" is a digit too)
         return int(value)
     lengths = set()
     for item in value.split(","):
