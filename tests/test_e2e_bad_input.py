@@ -131,6 +131,25 @@ def test_header_values_beyond_ascii_are_opaque_data_and_http_1_2_is_served_as_1_
     assert "malformed Host header" in json.loads(body_of(raw))["error"]["message"]
 
 
+def test_a_body_behind_a_utf8_byte_order_mark_is_read_as_json(daemon):
+    # RFC 8259 8.1 lets a parser ignore the mark, and Windows editors write it (curl -d
+    # @request.json). The body is relayed to the worker, so the mark must not reach it.
+    bom = b"\xef\xbb\xbf"
+    raw = raw_exchange(daemon.port, post(bom + b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}',
+                                          extra=b"Connection: close\r\n"))
+    assert status_of(raw) == 200 and json.loads(body_of(raw))["result"]["serverInfo"]["name"] == "gsmcpd", raw
+    c = Client(daemon.port)
+    c.initialize()
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "list_all_classes", "arguments": {}}}
+    reply = c.post(bom + json.dumps(call).encode())
+    assert reply.status == 200 and not reply.json()["result"].get("isError"), reply
+    assert "shop.models.Cart" in reply.json()["result"]["content"][0]["text"]
+    assert c.post(bom + b'{"jsonrpc":"2.0","id":3,"method":"ping"}').json()["result"] == {}
+    refused = c.post(bom + bom + b'{"jsonrpc":"2.0","id":4,"method":"ping"}')
+    assert refused.status == 400 and refused.json()["error"]["code"] == -32700, refused
+
+
 def test_chunked_request_body_is_accepted(daemon):
     body = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}'
     data = (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n" +

@@ -86,6 +86,16 @@ def test_parse_errors(raw):
     assert err.message
 
 
+def test_a_leading_byte_order_mark_is_dropped_before_parsing_and_only_there():
+    body = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+    assert jsonrpc.without_bom(b"\xef\xbb\xbf" + body) == body
+    assert parse(jsonrpc.without_bom(b"\xef\xbb\xbf" + body)).method == "ping"
+    assert jsonrpc.without_bom(body) is body
+    assert jsonrpc.without_bom(b"\xef\xbb\xbf" * 2 + body) == b"\xef\xbb\xbf" + body   # one mark, not any
+    assert jsonrpc.without_bom(b" \xef\xbb\xbf" + body) == b" \xef\xbb\xbf" + body
+    assert refused(jsonrpc.without_bom(b"\xef\xbb\xbf")).message == "Parse error: empty body"
+
+
 def nested(depth):
     """A request whose params hold arrays nested so the whole message is `depth` deep."""
     inner = b"[" * (depth - 2) + b"]" * (depth - 2)

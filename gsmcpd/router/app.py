@@ -220,8 +220,9 @@ class App:
     # -- verbs -------------------------------------------------------------
     def _post(self, conn, request, principal):
         # Content-Type is not checked: the seed's own `curl -d` sends a form type.
+        body = jsonrpc.without_bom(request.body)
         try:
-            message = jsonrpc.parse(request.body)
+            message = jsonrpc.parse(body)
         except jsonrpc.JsonRpcError as exc:
             conn.respond(400, [JSON], jsonrpc.dumps(exc.response()))
             return
@@ -244,7 +245,7 @@ class App:
                     "configured maximum per user (GS_MCP_MAX_SESSIONS_PER_USER); end one with DELETE, or "
                     "let an idle one be reaped" % (principal.user, sessions_count(per_user)), message.id))
                 return
-            self.sessions.open(conn, message.raw, request.body, accepts_sse, principal)
+            self.sessions.open(conn, message.raw, body, accepts_sse, principal)
             return
         session = self._session(conn, request, principal)
         if session is None:
@@ -263,7 +264,7 @@ class App:
         elif message.method == "ping":
             conn.respond(200, [JSON], jsonrpc.dumps(jsonrpc.result(message.id, {})))
         else:
-            self.sessions.submit(session, conn, message.raw, request.body, accepts_sse)
+            self.sessions.submit(session, conn, message.raw, body, accepts_sse)
 
     def _stream_session(self, conn, request, principal):
         """A GET's gates: the session its stream is for, or None after answering 406/400/404."""
