@@ -170,6 +170,24 @@ def test_missing_user_claim(idp, settings, keys):
     assert rejected(check(f"Bearer {idp.mint(sub=None)}", settings, keys)) == invalid("token has no sub claim")
 
 
+@pytest.mark.parametrize("sub, description", [
+    (42, "token sub claim is not a string"), (["alice"], "token sub claim is not a string"),
+    (True, "token sub claim is not a string"), ("", "token sub claim is not a non-empty string"),
+])
+def test_a_user_claim_of_the_wrong_kind_is_named_as_such_not_as_missing(idp, settings, keys, sub, description):
+    # (PyJWT 2.10 and later refuse a non-string sub themselves, as a malformed token)
+    assert rejected(check(f"Bearer {idp.mint(sub=sub)}", settings, keys)) == invalid(description)
+
+
+def test_sub_must_be_a_string_even_when_another_claim_names_the_user(idp, keys):
+    settings = AuthSettings(resource=RESOURCE, issuer=ISSUER, userid_claim="preferred_username")
+    outcome = check(f"Bearer {idp.mint(preferred_username='bob', sub=7)}", settings, keys)
+    assert outcome.www_authenticate.endswith('error_description="token sub claim is not a string"')
+    outcome = check(f"Bearer {idp.mint(preferred_username=7)}", settings, keys)
+    assert outcome.www_authenticate.endswith(
+        'error_description="token preferred_username claim is not a non-empty string"')
+
+
 def test_userid_claim_is_configurable(idp, keys):
     settings = AuthSettings(resource=RESOURCE, issuer=ISSUER, userid_claim="preferred_username")
     outcome = check(f"Bearer {idp.mint(preferred_username='bob')}", settings, keys)
@@ -256,12 +274,15 @@ def test_non_numeric_exp_is_refused(idp, settings, keys, exp):
     signing_input = f"{head}.{jwt.utils.base64url_encode(raw.encode()).decode()}"
     signature = jwt.get_algorithm_by_name("RS256").sign(signing_input.encode(), key)
     forged = f"{signing_input}.{jwt.utils.base64url_encode(signature).decode()}"
-    assert rejected(check(f"Bearer {forged}", settings, keys)) == invalid("token has no exp claim")
+    assert rejected(check(f"Bearer {forged}", settings, keys)) == invalid(NOT_A_TIME)
+
+
+NOT_A_TIME = "token exp claim is not a finite number of seconds since the epoch"
 
 
 @pytest.mark.parametrize("claim, value, description", [
-    ("exp", 10**400, "token has no exp claim"),      # beyond a double: OverflowError in float()
-    ("exp", -10**400, "token has no exp claim"),
+    ("exp", 10**400, NOT_A_TIME),      # beyond a double: OverflowError in float()
+    ("exp", -10**400, NOT_A_TIME),
     ("nbf", 10**400, "token is not valid yet"),
 ], ids=["exp 10**400", "exp -10**400", "nbf 10**400"])
 def test_a_time_claim_beyond_a_double_is_refused(idp, settings, keys, claim, value, description):

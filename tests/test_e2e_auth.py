@@ -131,10 +131,11 @@ REJECTIONS = [
      "invalid_token", "signing key does not match the token algorithm"),
     ("no exp", lambda idp: "Bearer " + idp.mint(exp=None), "invalid_token", "token has no exp claim"),
     ("exp beyond a double", lambda idp: "Bearer " + idp.mint(exp=10**400), "invalid_token",
-     "token has no exp claim"),
+     "token exp claim is not a finite number of seconds since the epoch"),
     ("nbf beyond a double", lambda idp: "Bearer " + idp.mint(nbf=10**400), "invalid_token",
      "token is not valid yet"),
     ("no sub", lambda idp: "Bearer " + idp.mint(sub=None), "invalid_token", "token has no sub claim"),
+    ("sub a number", lambda idp: "Bearer " + idp.mint(sub=42), "invalid_token", "token sub claim is not a string"),
 ]
 
 

@@ -132,7 +132,7 @@ def authenticate(authorization: str | None, settings: AuthSettings, keys: KeySou
     try:
         claims = jwt.decode(token, key.key, algorithms=[alg], options={
             "verify_exp": False, "verify_nbf": False, "verify_iat": False,
-            "verify_aud": False, "verify_iss": False})
+            "verify_aud": False, "verify_iss": False, "verify_sub": False})
     except jwt.InvalidSignatureError:
         return _invalid(settings, "token signature is invalid")
     except jwt.InvalidTokenError:
@@ -152,10 +152,16 @@ def _timestamp(value: Any) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def _claim_problem(claims: dict, name: str, should_be: str) -> str:
+    """Why a claim cannot be used: absent, or present with a value of the wrong kind
+    (an issuer sending "sub": 42 needs to hear that, not that sub is missing)."""
+    return f"token has no {name} claim" if name not in claims else f"token {name} claim is not {should_be}"
+
+
 def _check_claims(claims: dict, settings: AuthSettings, now: float) -> Outcome:
     exp = _timestamp(claims.get("exp"))
     if exp is None:
-        return _invalid(settings, "token has no exp claim")
+        return _invalid(settings, _claim_problem(claims, "exp", "a finite number of seconds since the epoch"))
     if now > exp + settings.leeway:
         return _invalid(settings, "token expired")
     nbf = claims.get("nbf")
@@ -169,9 +175,11 @@ def _check_claims(claims: dict, settings: AuthSettings, now: float) -> Outcome:
     audiences = [aud] if isinstance(aud, str) else aud if isinstance(aud, list) else []
     if not any(accepted in audiences for accepted in settings.accepted_audiences):
         return _invalid(settings, "token audience is not this resource")
+    if "sub" in claims and not isinstance(claims["sub"], str):   # RFC 7519 4.1.2, whichever claim names the user
+        return _invalid(settings, "token sub claim is not a string")
     user = claims.get(settings.userid_claim)
     if not isinstance(user, str) or not user:
-        return _invalid(settings, f"token has no {settings.userid_claim} claim")
+        return _invalid(settings, _claim_problem(claims, settings.userid_claim, "a non-empty string"))
     scopes = token_scopes(claims)
     missing = [s for s in settings.required_scopes if s not in scopes]
     if missing:
