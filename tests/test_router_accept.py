@@ -150,6 +150,22 @@ def test_beyond_the_cap_a_client_that_sent_its_request_before_being_accepted_rea
     assert len(router.connections) == 2
 
 
+def test_a_request_sent_with_the_connect_is_read_at_accept_so_its_connection_is_not_taken_for_idle(
+        router, monkeypatch):
+    # Unread, it passed for idle, and the next client to arrive had it closed for room.
+    first = router.connect()
+    accept(router, first, lambda: len(router.connections) == 1)
+    working(router, monkeypatch, first, "busy")
+    second = router.connect()
+    second.sendall(REQUEST)
+    accept(router, second, lambda: len(router.connections) == 2)
+    assert all(conn.busy for conn in router.connections)
+    third = router.connect()
+    accept(router, third, lambda: answered(third))
+    assert read_all(third).startswith(b"HTTP/1.1 503 ")
+    assert len(router.connections) == 2 and not answered(second)
+
+
 def test_a_lingering_connection_is_closed_before_an_idle_one_to_admit_a_new_one(router, monkeypatch):
     idle = router.connect()
     accept(router, idle, lambda: len(router.connections) == 1)

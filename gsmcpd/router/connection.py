@@ -89,6 +89,12 @@ class Connection:
             self._arm_read_timeout()  # a stalled handshake is an unfinished request
 
     # -- reading -----------------------------------------------------------
+    def read_arrived(self):
+        """Read, at accept, what the client sent with its connect: until it is read, a
+        connection whose request is already here would pass for an idle one, and be
+        closed to make room for the next (Router._evict_idlest) before the loop polled it."""
+        self._on_readable()
+
     def _on_readable(self):
         data = recv_some(self.sock, RECV_SIZE)
         if data is None:

@@ -5,6 +5,7 @@ and never blocks: every socket is non-blocking on one selector (router.loop), an
 everything time-based is a timer on that loop.
 """
 
+import errno
 import functools
 import getpass
 import ipaddress
@@ -141,35 +142,50 @@ class Router:
 
     # -- connections -------------------------------------------------------
     def _accept(self):
-        for _ in range(64):  # bounded, so a connection storm cannot starve timers
+        made_room = False   # descriptors ran out and a connection was closed for this accept
+        for attempt in range(64):  # bounded, so a connection storm cannot starve timers
             try:
                 sock, peer = self.listener.accept()
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as exc:
-                # Out of descriptors (EMFILE/ENFILE) or the like: the listener stays
-                # readable, so stop watching it for a moment rather than spin on it.
+                if exc.errno in (errno.EMFILE, errno.ENFILE):
+                    # Linux fails accept() for want of a descriptor before it looks at
+                    # the backlog, so only the first attempt, made because the listener
+                    # polled readable, surely has a client waiting. For it a lingering
+                    # or idle connection makes room, as at GS_MCP_MAX_CONNECTIONS (the
+                    # descriptor limit may be below it). Later, a client still waiting
+                    # keeps the listener readable, and the loop calls again.
+                    if attempt > 0 and not made_room:
+                        return
+                    if not made_room and self._evict_idlest("a connection waiting", "out of file descriptors"):
+                        made_room = True
+                        continue
+                # Else the listener stays readable: stop watching it for a moment
+                # rather than spin on it.
                 log.warning("accept failed: %s; pausing accepts for %gs", exc, ACCEPT_PAUSE)
                 self.loop.pause_reader(self.listener, self._accept, ACCEPT_PAUSE)
                 return
             if len(self.connections) >= self.config.max_connections:
-                if not self._evict_idlest(peer):
+                if not self._evict_idlest(peer, "GS_MCP_MAX_CONNECTIONS"):
                     self._refuse_connection(sock, peer)
                     continue
-            elif self._refusing_connections or self._evicting_connections:
+            elif (self._refusing_connections or self._evicting_connections) and not made_room:
                 self._refusing_connections = self._evicting_connections = False
                 log.info("accepting connections again: %d open", len(self.connections))
+            made_room = False
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             conn = Connection(self, sock, peer, tls=self.new_tls())
             self.connections.add(conn)
+            conn.read_arrived()
 
-    def _evict_idlest(self, peer):
-        """At the cap, make room for a new connection by closing one that is lingering
-        (its last reply written), else the one idle longest (waiting between requests:
-        not answering, streaming, or reading one; see Connection.eviction_order).
-        Connections held open and silent cannot then lock everyone else out for the
-        keep-alive timeout. False when none is either. The scan is linear, and runs only
-        at the cap."""
+    def _evict_idlest(self, peer, why):
+        """At the cap, or out of descriptors (`why`, for the log), make room for a new
+        connection by closing one that is lingering (its last reply written), else the
+        one idle longest (waiting between requests: not answering, streaming, or reading
+        one; see Connection.eviction_order). Connections held open and silent cannot
+        then lock everyone else out for the keep-alive timeout. False when none is
+        either. The scan is linear, and runs only at the cap or out of descriptors."""
         chosen, order = None, None
         for conn in self.connections:
             rank = conn.eviction_order()
@@ -179,9 +195,9 @@ class Router:
             return False
         if not self._evicting_connections:
             self._evicting_connections = True
-            log.warning("%d client connections open, GS_MCP_MAX_CONNECTIONS: closing a lingering one, else "
+            log.warning("%d client connections open, %s: closing a lingering one, else "
                         "the one idle longest, to admit each new one (first: %s %s %.0fs, for %s)",
-                        len(self.connections), chosen.peer, "lingering" if order[0] == 0 else "idle",
+                        len(self.connections), why, chosen.peer, "lingering" if order[0] == 0 else "idle",
                         self.loop.time() - order[1], peer)
         chosen.close()
         return True
