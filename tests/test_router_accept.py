@@ -166,6 +166,21 @@ def test_a_request_sent_with_the_connect_is_read_at_accept_so_its_connection_is_
     assert len(router.connections) == 2 and not answered(second)
 
 
+def test_an_idle_connection_whose_next_request_came_unpolled_is_answered_and_another_closed(router):
+    # The loop had not polled it since the request came: closed as idle, its client read a reset.
+    first = router.connect()
+    accept(router, first, lambda: len(router.connections) == 1)
+    router.loop._now += 1   # `second` is idle for less time: `first` is the one to go
+    second = router.connect()
+    accept(router, second, lambda: len(router.connections) == 2)
+    first.sendall(REQUEST)
+    router.loop._now += 1   # answered, `first` is idle for less time than `second`
+    third = router.connect()
+    accept(router, third, lambda: any(conn.peer == third.getsockname() for conn in router.connections))
+    assert first.recv(65536).startswith(b"HTTP/1.1 ")   # answered, not reset
+    assert closed_by_router(second) and not answered(third) and len(router.connections) == 2
+
+
 def test_a_lingering_connection_is_closed_before_an_idle_one_to_admit_a_new_one(router, monkeypatch):
     idle = router.connect()
     accept(router, idle, lambda: len(router.connections) == 1)

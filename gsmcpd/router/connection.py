@@ -90,9 +90,10 @@ class Connection:
 
     # -- reading -----------------------------------------------------------
     def read_arrived(self):
-        """Read, at accept, what the client sent with its connect: until it is read, a
-        connection whose request is already here would pass for an idle one, and be
-        closed to make room for the next (Router._evict_idlest) before the loop polled it."""
+        """Read what the client sent that the loop has not polled yet: at accept, what
+        came with the connect, and before an idle connection is closed for room
+        (Router._evict_idlest). Unread, a request already here would pass for idleness,
+        and closing the connection would reset its client."""
         self._on_readable()
 
     def _on_readable(self):
@@ -473,7 +474,8 @@ class Connection:
         keep-alive wait), or None while it does anything at all: answers a request,
         streams, holds input or output not yet dealt with, reads a request or its TLS
         handshake, or is closing. Only an idle connection may be closed to make room for
-        a new one at GS_MCP_MAX_CONNECTIONS (Router._evict_idlest), after any lingering one."""
+        a new one at GS_MCP_MAX_CONNECTIONS or out of descriptors (Router._evict_idlest),
+        after any lingering one."""
         if (self._deadline_kind != "idle" or self.closed or self.busy or self.streaming
                 or self.current is not None or self.parser.buffered or self.parser.in_progress
                 or self.out or self._close_when_flushed or self._closing or self._peer_eof):
@@ -481,7 +483,7 @@ class Connection:
         return self._deadline - IDLE_KEEPALIVE_SECONDS
 
     def eviction_order(self):
-        """What Router._evict_idlest closes first at GS_MCP_MAX_CONNECTIONS, least first:
+        """What Router._evict_idlest closes first for room, least first:
         (0, since) for a lingering connection (its reply is written; closing it costs its
         client at most the reset lingering spares it), (1, since) for an idle one; None
         for any other, which is never closed for room."""

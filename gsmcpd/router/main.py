@@ -149,13 +149,14 @@ class Router:
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as exc:
-                if exc.errno in (errno.EMFILE, errno.ENFILE):
+                if exc.errno == errno.EMFILE:
                     # Linux fails accept() for want of a descriptor before it looks at
                     # the backlog, so only the first attempt, made because the listener
                     # polled readable, surely has a client waiting. For it a lingering
                     # or idle connection makes room, as at GS_MCP_MAX_CONNECTIONS (the
                     # descriptor limit may be below it). Later, a client still waiting
-                    # keeps the listener readable, and the loop calls again.
+                    # keeps the listener readable, and the loop calls again. (Not for
+                    # ENFILE: a descriptor freed then may go to any process.)
                     if attempt > 0 and not made_room:
                         return
                     if not made_room and self._evict_idlest("a connection waiting", "out of file descriptors"):
@@ -186,13 +187,29 @@ class Router:
         one; see Connection.eviction_order). Connections held open and silent cannot
         then lock everyone else out for the keep-alive timeout. False when none is
         either. The scan is linear, and runs only at the cap or out of descriptors."""
-        chosen, order = None, None
-        for conn in self.connections:
-            rank = conn.eviction_order()
-            if rank is not None and (order is None or rank < order):
-                chosen, order = conn, rank
-        if chosen is None:
-            return False
+        for _ in range(len(self.connections)):   # a turn closes one, or finds one no longer idle
+            chosen, order = None, None
+            for conn in self.connections:
+                rank = conn.eviction_order()
+                if rank is not None and (order is None or rank < order):
+                    chosen, order = conn, rank
+            if chosen is None:
+                return False
+            if order[0] == 1:
+                # Its next request may have come since the loop last polled it: closed
+                # unread, its client would get a reset. Read it first; a connection it
+                # makes busy (or answered, so newly idle) is passed over.
+                chosen.read_arrived()
+                if chosen.closed:   # it had hung up: room made
+                    return True
+                if chosen.eviction_order() != order:
+                    continue
+            self._evict(chosen, order, peer, why)
+            return True
+        return False
+
+    def _evict(self, chosen, order, peer, why):
+        """Close `chosen` for room; the first of a spell is logged."""
         if not self._evicting_connections:
             self._evicting_connections = True
             log.warning("%d client connections open, %s: closing a lingering one, else "
@@ -200,7 +217,6 @@ class Router:
                         len(self.connections), why, chosen.peer, "lingering" if order[0] == 0 else "idle",
                         self.loop.time() - order[1], peer)
         chosen.close()
-        return True
 
     def _refuse_connection(self, sock, peer):
         """At the cap with no connection idle (every one answering, streaming or reading
