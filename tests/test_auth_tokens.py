@@ -103,6 +103,15 @@ def test_malformed_bearer_credentials(settings, keys, header):
     assert rejected(check(header, settings, keys)) == invalid("malformed Bearer credentials", "invalid_request")
 
 
+def test_only_spaces_and_tabs_surround_the_credentials(idp, settings, keys):
+    # A header value may carry latin-1 bytes; NBSP and NEL are not whitespace in HTTP.
+    token = idp.mint()
+    assert isinstance(check(f" \t Bearer {token} \t", settings, keys), Accepted)
+    for header in (f"Bearer \x85{token}", f"Bearer {token}\xa0"):
+        assert rejected(check(header, settings, keys)) == invalid("malformed Bearer credentials", "invalid_request")
+    assert rejected(check(f"\xa0Bearer {token}", settings, keys)) == NO_TOKEN   # no Bearer scheme
+
+
 @pytest.mark.parametrize("token", ["garbage", "a.b.c", "eyJhbGciOiJSUzI1NiJ9.e30"])
 def test_unparseable_token(settings, keys, token):
     assert rejected(check(f"Bearer {token}", settings, keys)) == invalid("token is not a well-formed JWT")
@@ -177,6 +186,12 @@ def test_missing_user_claim(idp, settings, keys):
 def test_a_user_claim_of_the_wrong_kind_is_named_as_such_not_as_missing(idp, settings, keys, sub, description):
     # (PyJWT 2.10 and later refuse a non-string sub themselves, as a malformed token)
     assert rejected(check(f"Bearer {idp.mint(sub=sub)}", settings, keys)) == invalid(description)
+
+
+def test_a_jti_claim_must_be_a_string(idp, settings, keys):
+    # (PyJWT 2.10 and later refuse it themselves, as a malformed token; 2.8 does not)
+    assert isinstance(check(f"Bearer {idp.mint(jti='a1')}", settings, keys), Accepted)
+    assert rejected(check(f"Bearer {idp.mint(jti=7)}", settings, keys)) == invalid("token jti claim is not a string")
 
 
 def test_sub_must_be_a_string_even_when_another_claim_names_the_user(idp, keys):

@@ -136,6 +136,9 @@ REJECTIONS = [
      "token is not valid yet"),
     ("no sub", lambda idp: "Bearer " + idp.mint(sub=None), "invalid_token", "token has no sub claim"),
     ("sub a number", lambda idp: "Bearer " + idp.mint(sub=42), "invalid_token", "token sub claim is not a string"),
+    ("jti a number", lambda idp: "Bearer " + idp.mint(jti=42), "invalid_token", "token jti claim is not a string"),
+    ("latin-1 NBSP after the token", lambda idp: "Bearer " + idp.mint() + "\xa0", "invalid_request",
+     "malformed Bearer credentials"),
 ]
 
 

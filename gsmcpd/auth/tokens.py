@@ -103,13 +103,16 @@ def _invalid(settings, description):
 def authenticate(authorization: str | None, settings: AuthSettings, keys: KeySource, *,
                  may_refresh: bool = True, now: float | None = None) -> Outcome:
     """Validate one `Authorization` header value (None if the header is absent)."""
-    if authorization is None or not authorization.strip():
+    # Only OWS is stripped: a header value may hold latin-1 (obs-text), whose NBSP and
+    # NEL str.strip() would take for spaces.
+    authorization = authorization.strip(" \t") if authorization is not None else ""
+    if not authorization:
         return unauthorized(settings)
-    scheme, _, credentials = authorization.strip().partition(" ")
+    scheme, _, credentials = authorization.partition(" ")
     if scheme.lower() != "bearer":
         # RFC 6750 §3.1: an unsupported scheme counts as "no authentication info".
         return unauthorized(settings)
-    token = credentials.strip()
+    token = credentials.strip(" \t")
     if not _B64TOKEN.fullmatch(token):
         return unauthorized(settings, INVALID_REQUEST, "malformed Bearer credentials")
     try:
@@ -132,7 +135,7 @@ def authenticate(authorization: str | None, settings: AuthSettings, keys: KeySou
     try:
         claims = jwt.decode(token, key.key, algorithms=[alg], options={
             "verify_exp": False, "verify_nbf": False, "verify_iat": False,
-            "verify_aud": False, "verify_iss": False, "verify_sub": False})
+            "verify_aud": False, "verify_iss": False, "verify_sub": False, "verify_jti": False})
     except jwt.InvalidSignatureError:
         return _invalid(settings, "token signature is invalid")
     except jwt.InvalidTokenError:
@@ -175,8 +178,9 @@ def _check_claims(claims: dict, settings: AuthSettings, now: float) -> Outcome:
     audiences = [aud] if isinstance(aud, str) else aud if isinstance(aud, list) else []
     if not any(accepted in audiences for accepted in settings.accepted_audiences):
         return _invalid(settings, "token audience is not this resource")
-    if "sub" in claims and not isinstance(claims["sub"], str):   # RFC 7519 4.1.2, whichever claim names the user
-        return _invalid(settings, "token sub claim is not a string")
+    for name in ("sub", "jti"):   # RFC 7519 4.1.2 and 4.1.7, whichever claim names the user
+        if name in claims and not isinstance(claims[name], str):
+            return _invalid(settings, f"token {name} claim is not a string")
     user = claims.get(settings.userid_claim)
     if not isinstance(user, str) or not user:
         return _invalid(settings, _claim_problem(claims, settings.userid_claim, "a non-empty string"))
