@@ -638,7 +638,7 @@ def test_out_of_descriptors_an_idle_connection_makes_room_for_a_new_one(tmp_path
     # in the backlog for the 300 s keep-alive, as they did at the cap before eviction.
     with _serving_with_few_descriptors(tmp_path, limit=64) as (port, _):
         opened = Client(port, timeout=10)
-        opened.initialize()   # before the flood: opens need descriptors no eviction frees
+        opened.initialize()
         served = []
         for _ in range(100):   # more connections than the daemon has descriptors for
             sock = socket.create_connection(("127.0.0.1", port), timeout=5)
@@ -659,6 +659,11 @@ def test_out_of_descriptors_an_idle_connection_makes_room_for_a_new_one(tmp_path
         again = Client(port, timeout=10)
         again.session = opened.session
         assert again.call("ping").json()["result"] == {}
+        # New sessions' workers need descriptors too: idle connections make room. (The
+        # first may find a spare taken before the flood; the second needs a new one.)
+        for _ in range(2):
+            assert _serves(Client(port, timeout=10))
+        assert b"out of file descriptors: closing a lingering one" in (tmp_path / "log").read_bytes()
         for sock in served:
             sock.close()
 

@@ -7,6 +7,7 @@ import socket
 import pytest
 
 from gsmcpd.config import Config
+from gsmcpd.router import main
 from gsmcpd.router.main import Router
 
 
@@ -213,3 +214,22 @@ def test_a_connection_closed_makes_room_for_the_next(router):
     third = router.connect()
     accept(router, third, lambda: len(router.connections) == 2)
     assert not answered(third)
+
+
+def test_room_for_workers_is_made_by_closing_idle_connections_and_a_request_read_meanwhile_cannot_recurse(
+        router, monkeypatch):
+    first = router.connect()
+    accept(router, first, lambda: len(router.connections) == 1)
+    router.loop._now += 1
+    second = router.connect()
+    accept(router, second, lambda: len(router.connections) == 2)
+    # `first`'s request is read before it would be closed; its handling (a session open,
+    # say) asks for room again, and is refused instead of recursing
+    nested = []
+    monkeypatch.setattr(router.app, "handle", lambda conn, request: nested.append(router._make_room_for_workers(1)))
+    monkeypatch.setattr(main, "has_descriptors", lambda count: len(router.connections) < 2)
+    first.sendall(REQUEST)
+    assert router._make_room_for_workers(1) is True
+    assert nested == [False]
+    assert closed_by_router(second) and [conn.peer for conn in router.connections] == [first.getsockname()]
+    assert router._make_room_for_workers(1) is False   # the one left is busy: nothing to close

@@ -606,3 +606,24 @@ def test_shutdown_during_a_spawner_restart_stops_the_new_spawner(monkeypatch):
     # Started before the close was seen, or not at all after it; never left running.
     assert len(launched) <= 1 and new.process is None and new.control is None
     assert all(wait_until(lambda: not pid_alive(pid)) for pid in launched)
+
+
+@pytest.mark.parametrize("room", [True, False])
+def test_short_of_descriptors_the_pool_asks_the_router_for_room_before_it_starves(monkeypatch, room):
+    loop = Loop()
+    try:
+        pool = WorkerPool(loop, 1)
+        asked, wanted = [], []
+        monkeypatch.setattr(pool.spawner, "ask", asked.append)
+        monkeypatch.setattr(workers, "has_descriptors", lambda count: False)
+        pool.make_room = lambda needed: wanted.append(needed) or room
+        if room:
+            pool._ask(2)
+            assert asked == [2] and pool._asked == 2
+        else:
+            with pytest.raises(OSError, match="too few file descriptors"):
+                pool._ask(2)
+            assert asked == [] and pool._paused_until > loop.time()
+        assert wanted == [workers.DESCRIPTOR_HEADROOM + 4]
+    finally:
+        loop.close()

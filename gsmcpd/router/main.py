@@ -22,7 +22,7 @@ from gsmcpd.router.connection import Connection, drop_arrived
 from gsmcpd.router.loop import ACCEPT_PAUSE, Loop, send_some
 from gsmcpd.router.sessions import SessionManager
 from gsmcpd.router.supervision import Supervisor
-from gsmcpd.router.workers import WorkerPool
+from gsmcpd.router.workers import WorkerPool, has_descriptors
 from gsmcpd.wire import http, jsonrpc
 
 log = logging.getLogger("gsmcpd.router")
@@ -67,6 +67,7 @@ class Router:
         self.config = config
         self.loop = Loop(poll=config.poll_us / 1e6)
         self.pool = WorkerPool(self.loop, config.spare_workers, worker_nice=config.worker_nice)
+        self.pool.make_room = self._make_room_for_workers
         self.sessions = SessionManager(self)
         self.loop.may_poll = self.sessions.may_poll
         self.supervisor = Supervisor(self)
@@ -76,6 +77,7 @@ class Router:
         self._connections_full = connections_full_response(config.max_connections)
         self._refusing_connections = False   # logged once per spell at the cap
         self._evicting_connections = False   # likewise
+        self._making_room = False   # closing connections for the workers' descriptors
         self.listener = None
         self.port = None
         self.stopping = False
@@ -207,6 +209,24 @@ class Router:
             self._evict(chosen, order, peer, why)
             return True
         return False
+
+    def _make_room_for_workers(self, needed):
+        """Close lingering or idle client connections, one at a time, until `needed`
+        descriptors are free for the workers the pool asks for: connections held open
+        between requests must not lock new sessions out (their clients reconnect, their
+        sessions untouched). True once they are free; False with none left to close, or
+        when a request read from a connection about to be closed asks again (a session
+        open it carried): that one is refused rather than recurse."""
+        if self._making_room:
+            return False
+        self._making_room = True
+        try:
+            while self._evict_idlest("the workers of new sessions", "out of file descriptors"):
+                if has_descriptors(needed):
+                    return True
+            return False
+        finally:
+            self._making_room = False
 
     def _evict(self, chosen, order, peer, why):
         """Close `chosen` for room; the first of a spell is logged."""

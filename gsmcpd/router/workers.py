@@ -348,6 +348,9 @@ class WorkerPool:
         self._retry = None          # the timer of the next start
         self._launcher = None       # the thread starting it
         self._adopted_at = 0.0
+        # The router's: close idle client connections until `needed` descriptors are
+        # free; True once they are (Router._make_room_for_workers).
+        self.make_room = lambda needed: False
 
     def start(self):
         self.spawner.launch()   # before the port is bound: there is no one to keep waiting yet
@@ -477,7 +480,8 @@ class WorkerPool:
                 log.debug("no spares asked for: %s", error)
 
     def _ask(self, count):
-        if not has_descriptors(DESCRIPTOR_HEADROOM + 2 * (self._asked + count)):
+        needed = DESCRIPTOR_HEADROOM + 2 * (self._asked + count)
+        if not has_descriptors(needed) and not self.make_room(needed):
             self._starved("out of file descriptors")
             raise OSError(errno.EMFILE, "too few file descriptors left to take a worker")
         self.spawner.ask(count)
