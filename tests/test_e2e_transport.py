@@ -663,7 +663,7 @@ def test_out_of_descriptors_an_idle_connection_makes_room_for_a_new_one(tmp_path
         # first may find a spare taken before the flood; the second needs a new one.)
         for _ in range(2):
             assert _serves(Client(port, timeout=10))
-        assert b"out of file descriptors: closing a lingering one" in (tmp_path / "log").read_bytes()
+        assert b"out of file descriptors for the worker of a new session: closed" in (tmp_path / "log").read_bytes()
         for sock in served:
             sock.close()
 

@@ -167,19 +167,20 @@ def test_a_request_sent_with_the_connect_is_read_at_accept_so_its_connection_is_
     assert len(router.connections) == 2 and not answered(second)
 
 
-def test_an_idle_connection_whose_next_request_came_unpolled_is_answered_and_another_closed(router):
+def test_an_idle_connection_whose_next_request_came_unpolled_is_kept_for_the_loop_and_another_closed(router):
     # The loop had not polled it since the request came: closed as idle, its client read a reset.
     first = router.connect()
     accept(router, first, lambda: len(router.connections) == 1)
-    router.loop._now += 1   # `second` is idle for less time: `first` is the one to go
+    router.loop._now += 1   # `second` is idle for less time: `first` would be the one to go
     second = router.connect()
     accept(router, second, lambda: len(router.connections) == 2)
     first.sendall(REQUEST)
-    router.loop._now += 1   # answered, `first` is idle for less time than `second`
     third = router.connect()
     accept(router, third, lambda: any(conn.peer == third.getsockname() for conn in router.connections))
-    assert first.recv(65536).startswith(b"HTTP/1.1 ")   # answered, not reset
     assert closed_by_router(second) and not answered(third) and len(router.connections) == 2
+    assert not answered(first)   # left unread for the loop: nothing ran inside the eviction
+    connection_of(router, first)._on_readable()   # the loop's read
+    assert first.recv(65536).startswith(b"HTTP/1.1 ")   # answered, not reset
 
 
 def test_a_lingering_connection_is_closed_before_an_idle_one_to_admit_a_new_one(router, monkeypatch):
@@ -216,20 +217,21 @@ def test_a_connection_closed_makes_room_for_the_next(router):
     assert not answered(third)
 
 
-def test_room_for_workers_is_made_by_closing_idle_connections_and_a_request_read_meanwhile_cannot_recurse(
+def test_room_for_workers_is_made_by_closing_idle_connections_never_one_with_a_request_unread(
         router, monkeypatch):
     first = router.connect()
     accept(router, first, lambda: len(router.connections) == 1)
     router.loop._now += 1
     second = router.connect()
     accept(router, second, lambda: len(router.connections) == 2)
-    # `first`'s request is read before it would be closed; its handling (a session open,
-    # say) asks for room again, and is refused instead of recursing
-    nested = []
-    monkeypatch.setattr(router.app, "handle", lambda conn, request: nested.append(router._make_room_for_workers(1)))
+    # `first`, idle longest, has a request unread: it is passed over, and the request is
+    # not run here (a session open in it would ask for room from inside this)
+    handled = []
+    monkeypatch.setattr(router.app, "handle", lambda conn, request: handled.append(request))
     monkeypatch.setattr(main, "has_descriptors", lambda count: len(router.connections) < 2)
     first.sendall(REQUEST)
     assert router._make_room_for_workers(1) is True
-    assert nested == [False]
     assert closed_by_router(second) and [conn.peer for conn in router.connections] == [first.getsockname()]
-    assert router._make_room_for_workers(1) is False   # the one left is busy: nothing to close
+    assert handled == []
+    assert router._make_room_for_workers(1) is False   # the one left has a request waiting: kept
+    assert handled == [] and len(router.connections) == 1

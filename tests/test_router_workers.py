@@ -609,7 +609,7 @@ def test_shutdown_during_a_spawner_restart_stops_the_new_spawner(monkeypatch):
 
 
 @pytest.mark.parametrize("room", [True, False])
-def test_short_of_descriptors_the_pool_asks_the_router_for_room_before_it_starves(monkeypatch, room):
+def test_short_of_descriptors_with_a_session_waiting_the_pool_asks_the_router_for_room(monkeypatch, room):
     loop = Loop()
     try:
         pool = WorkerPool(loop, 1)
@@ -617,6 +617,11 @@ def test_short_of_descriptors_the_pool_asks_the_router_for_room_before_it_starve
         monkeypatch.setattr(pool.spawner, "ask", asked.append)
         monkeypatch.setattr(workers, "has_descriptors", lambda count: False)
         pool.make_room = lambda needed: wanted.append(needed) or room
+        with pytest.raises(OSError, match="too few file descriptors"):
+            pool._ask(1)   # for a spare alone, no connection is closed
+        assert wanted == [] and asked == []
+        pool.claims.append(workers.Claim(lambda worker: None, lambda reason: None))
+        pool._paused_until = 0.0
         if room:
             pool._ask(2)
             assert asked == [2] and pool._asked == 2

@@ -90,11 +90,20 @@ class Connection:
 
     # -- reading -----------------------------------------------------------
     def read_arrived(self):
-        """Read what the client sent that the loop has not polled yet: at accept, what
-        came with the connect, and before an idle connection is closed for room
-        (Router._evict_idlest). Unread, a request already here would pass for idleness,
-        and closing the connection would reset its client."""
+        """Read, at accept, what the client sent with its connect: unread, a request
+        already here would pass for idleness (Router._evict_idlest)."""
         self._on_readable()
+
+    def has_unread_input(self):
+        """Whether bytes (or the client's close) wait unread in the socket: a peek, which
+        leaves them to the loop, and runs no request (Router._evict_idlest asks)."""
+        try:
+            self.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)   # b"" at the close
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError:
+            pass   # an error the next read will meet
+        return True
 
     def _on_readable(self):
         data = recv_some(self.sock, RECV_SIZE)

@@ -77,7 +77,6 @@ class Router:
         self._connections_full = connections_full_response(config.max_connections)
         self._refusing_connections = False   # logged once per spell at the cap
         self._evicting_connections = False   # likewise
-        self._making_room = False   # closing connections for the workers' descriptors
         self.listener = None
         self.port = None
         self.stopping = False
@@ -182,61 +181,52 @@ class Router:
             self.connections.add(conn)
             conn.read_arrived()
 
-    def _evict_idlest(self, peer, why):
+    def _evict_idlest(self, peer, why, log_spell=True):
         """At the cap, or out of descriptors (`why`, for the log), make room for a new
         connection by closing one that is lingering (its last reply written), else the
         one idle longest (waiting between requests: not answering, streaming, or reading
         one; see Connection.eviction_order). Connections held open and silent cannot
         then lock everyone else out for the keep-alive timeout. False when none is
         either. The scan is linear, and runs only at the cap or out of descriptors."""
-        for _ in range(len(self.connections)):   # a turn closes one, or finds one no longer idle
+        passed_over = set()
+        while True:
             chosen, order = None, None
             for conn in self.connections:
                 rank = conn.eviction_order()
-                if rank is not None and (order is None or rank < order):
+                if rank is not None and (order is None or rank < order) and conn not in passed_over:
                     chosen, order = conn, rank
             if chosen is None:
                 return False
-            if order[0] == 1:
-                # Its next request may have come since the loop last polled it: closed
-                # unread, its client would get a reset. Read it first; a connection it
-                # makes busy (or answered, so newly idle) is passed over.
-                chosen.read_arrived()
-                if chosen.closed:   # it had hung up: room made
-                    return True
-                if chosen.eviction_order() != order:
-                    continue
-            self._evict(chosen, order, peer, why)
+            if order[0] == 1 and chosen.has_unread_input():
+                # Its next request (or its close) came since the loop last polled it:
+                # closed unread, its client would get a reset. The loop reads it this
+                # pass; it is not read here, where its request could ask for room again.
+                passed_over.add(chosen)
+                continue
+            if log_spell and not self._evicting_connections:
+                self._evicting_connections = True
+                log.warning("%d client connections open, %s: closing a lingering one, else "
+                            "the one idle longest, to admit each new one (first: %s %s %.0fs, for %s)",
+                            len(self.connections), why, chosen.peer, "lingering" if order[0] == 0 else "idle",
+                            self.loop.time() - order[1], peer)
+            chosen.close()
             return True
-        return False
 
     def _make_room_for_workers(self, needed):
         """Close lingering or idle client connections, one at a time, until `needed`
-        descriptors are free for the workers the pool asks for: connections held open
-        between requests must not lock new sessions out (their clients reconnect, their
-        sessions untouched). True once they are free; False with none left to close, or
-        when a request read from a connection about to be closed asks again (a session
-        open it carried): that one is refused rather than recurse."""
-        if self._making_room:
-            return False
-        self._making_room = True
-        try:
-            while self._evict_idlest("the workers of new sessions", "out of file descriptors"):
-                if has_descriptors(needed):
-                    return True
-            return False
-        finally:
-            self._making_room = False
-
-    def _evict(self, chosen, order, peer, why):
-        """Close `chosen` for room; the first of a spell is logged."""
-        if not self._evicting_connections:
-            self._evicting_connections = True
-            log.warning("%d client connections open, %s: closing a lingering one, else "
-                        "the one idle longest, to admit each new one (first: %s %s %.0fs, for %s)",
-                        len(self.connections), why, chosen.peer, "lingering" if order[0] == 0 else "idle",
-                        self.loop.time() - order[1], peer)
-        chosen.close()
+        descriptors are free for the workers a waiting session open needs: connections
+        held open between requests must not lock new sessions out (their clients
+        reconnect, their sessions untouched). True once they are free; False with none
+        left to close."""
+        closed, enough = 0, False
+        while not enough and self._evict_idlest("a new session's worker", "out of file descriptors",
+                                                log_spell=False):
+            closed += 1
+            enough = has_descriptors(needed)
+        if closed:
+            log.warning("out of file descriptors for the worker of a new session: closed %d lingering or idle "
+                        "client connection(s)", closed)
+        return enough
 
     def _refuse_connection(self, sock, peer):
         """At the cap with no connection idle (every one answering, streaming or reading

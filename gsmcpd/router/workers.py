@@ -349,7 +349,8 @@ class WorkerPool:
         self._launcher = None       # the thread starting it
         self._adopted_at = 0.0
         # The router's: close idle client connections until `needed` descriptors are
-        # free; True once they are (Router._make_room_for_workers).
+        # free; True once they are (Router._make_room_for_workers). Asked only while a
+        # claim waits.
         self.make_room = lambda needed: False
 
     def start(self):
@@ -481,7 +482,8 @@ class WorkerPool:
 
     def _ask(self, count):
         needed = DESCRIPTOR_HEADROOM + 2 * (self._asked + count)
-        if not has_descriptors(needed) and not self.make_room(needed):
+        # Connections are closed for room only when a session open waits, not for spares.
+        if not has_descriptors(needed) and not (self.claims and self.make_room(needed)):
             self._starved("out of file descriptors")
             raise OSError(errno.EMFILE, "too few file descriptors left to take a worker")
         self.spawner.ask(count)
