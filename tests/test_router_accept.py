@@ -2,6 +2,7 @@
 workers (nothing here opens a session)."""
 
 import json
+import select
 import socket
 
 import pytest
@@ -91,6 +92,12 @@ def working(router, monkeypatch, client, how):
     return send(router, client, REQUEST, lambda conn: conn.busy)
 
 
+def arrived(router, client):
+    """Wait until what `client` sent is in its connection's socket (loopback delivery
+    may be deferred to a softirq on a loaded machine)."""
+    assert select.select([connection_of(router, client).sock], [], [], 5)[0]
+
+
 def closed_by_router(client):
     client.settimeout(5)
     try:
@@ -175,6 +182,7 @@ def test_an_idle_connection_whose_next_request_came_unpolled_is_kept_for_the_loo
     second = router.connect()
     accept(router, second, lambda: len(router.connections) == 2)
     first.sendall(REQUEST)
+    arrived(router, first)
     third = router.connect()
     accept(router, third, lambda: any(conn.peer == third.getsockname() for conn in router.connections))
     assert closed_by_router(second) and not answered(third) and len(router.connections) == 2
@@ -217,6 +225,22 @@ def test_a_connection_closed_makes_room_for_the_next(router):
     assert not answered(third)
 
 
+def test_a_connection_whose_client_has_closed_is_the_one_closed_for_room(router):
+    # Its close waits unread: it was passed over as if a request waited, and a live
+    # idle connection closed in its place.
+    first = router.connect()
+    accept(router, first, lambda: len(router.connections) == 1)
+    router.loop._now += 1
+    second = router.connect()
+    accept(router, second, lambda: len(router.connections) == 2)
+    gone = connection_of(router, first)
+    first.close()
+    assert select.select([gone.sock], [], [], 5)[0]   # its FIN is there, unread
+    third = router.connect()
+    accept(router, third, lambda: any(conn.peer == third.getsockname() for conn in router.connections))
+    assert gone.closed and len(router.connections) == 2 and not answered(second) and not answered(third)
+
+
 def test_room_for_workers_is_made_by_closing_idle_connections_never_one_with_a_request_unread(
         router, monkeypatch):
     first = router.connect()
@@ -230,6 +254,7 @@ def test_room_for_workers_is_made_by_closing_idle_connections_never_one_with_a_r
     monkeypatch.setattr(router.app, "handle", lambda conn, request: handled.append(request))
     monkeypatch.setattr(main, "has_descriptors", lambda count: len(router.connections) < 2)
     first.sendall(REQUEST)
+    arrived(router, first)
     assert router._make_room_for_workers(1) is True
     assert closed_by_router(second) and [conn.peer for conn in router.connections] == [first.getsockname()]
     assert handled == []

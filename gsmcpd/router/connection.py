@@ -95,15 +95,13 @@ class Connection:
         self._on_readable()
 
     def has_unread_input(self):
-        """Whether bytes (or the client's close) wait unread in the socket: a peek, which
-        leaves them to the loop, and runs no request (Router._evict_idlest asks)."""
+        """Whether bytes wait unread in the socket: a peek, which leaves them to the
+        loop, and runs no request (Router._evict_idlest asks). Not the client's close
+        or a reset: closing such a connection loses nothing."""
         try:
-            self.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)   # b"" at the close
-        except (BlockingIOError, InterruptedError):
+            return bool(self.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+        except OSError:   # nothing there yet (BlockingIOError), or reset
             return False
-        except OSError:
-            pass   # an error the next read will meet
-        return True
 
     def _on_readable(self):
         data = recv_some(self.sock, RECV_SIZE)

@@ -482,10 +482,14 @@ class WorkerPool:
 
     def _ask(self, count):
         needed = DESCRIPTOR_HEADROOM + 2 * (self._asked + count)
-        # Connections are closed for room only when a session open waits, not for spares.
-        if not has_descriptors(needed) and not (self.claims and self.make_room(needed)):
-            self._starved("out of file descriptors")
-            raise OSError(errno.EMFILE, "too few file descriptors left to take a worker")
+        if not has_descriptors(needed):
+            # Connections are closed for room only for session opens that wait, not
+            # for spares: short, ask for no more workers than there are such opens.
+            count = min(count, len(self.claims))
+            needed = DESCRIPTOR_HEADROOM + 2 * (self._asked + count)
+            if not count or not self.make_room(needed):
+                self._starved("out of file descriptors")
+                raise OSError(errno.EMFILE, "too few file descriptors left to take a worker")
         self.spawner.ask(count)
         self._asked += count
 
