@@ -198,9 +198,9 @@ class Router:
             if chosen is None:
                 return False
             if order[0] == 1 and chosen.has_unread_input():
-                # Its next request (or its close) came since the loop last polled it:
-                # closed unread, its client would get a reset. The loop reads it this
-                # pass; it is not read here, where its request could ask for room again.
+                # Its next request came since the loop last polled it: closed unread,
+                # its client would get a reset. The loop reads it this pass; it is not
+                # read here, where its request could ask for room again.
                 passed_over.add(chosen)
                 continue
             if log_spell and not self._evicting_connections:
