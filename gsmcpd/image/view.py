@@ -473,21 +473,27 @@ class View:
                     grew = True
         return found
 
+    def imported_from(self, module: str, node: ast.ImportFrom) -> str:
+        """The absolute name of the module a `from ... import` in `module` reads: a
+        relative one (`from .m import x`) is resolved against `module`'s package."""
+        base = node.module or ""
+        if not node.level:
+            return base
+        package = module if self.relpath(module).endswith("__init__.py") else module.rpartition(".")[0]
+        parts = package.split(".")
+        parts = parts[: len(parts) - (node.level - 1)]
+        return ".".join(p for p in parts + [base] if p)
+
     def _imports(self, module: str) -> set[str]:
         tree = self.tree(module)
         if tree is None:
             return set()
-        package = module if self.relpath(module).endswith("__init__.py") else module.rpartition(".")[0]
         names = set()
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 names.update(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    parts = package.split(".")
-                    parts = parts[: len(parts) - (node.level - 1)]
-                    base = ".".join(p for p in parts + [base] if p)
+                base = self.imported_from(module, node)
                 names.add(base)
                 names.update(f"{base}.{alias.name}" for alias in node.names)
         expanded = set()

@@ -507,8 +507,7 @@ _DATACLASS_MADE = {"__init__", "__repr__", "__eq__", "__hash__", "__lt__", "__le
 
 def _first_line(source: str, statement: ast.stmt) -> str:
     """The line a statement starts on (its first decorator's), as an answer quotes it."""
-    first = min([statement.lineno] + [d.lineno for d in getattr(statement, "decorator_list", [])])
-    return source.splitlines()[first - 1].strip()
+    return splice.lines_of(source)[splice.first_line(statement) - 1].strip()
 
 
 def _fewer_defs(qualified: str, existing: list, defs: list) -> str:

@@ -156,13 +156,9 @@ def _spellings(view, module: str, name: str) -> tuple[set[str], set[str]]:
     else:
         names = {short} if module == target else set()
     chains = {name}
-    package = module if view.relpath(module).endswith("__init__.py") else module.rpartition(".")[0]
     for node in ast.walk(view.tree(module)):
         if isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")
-                base = ".".join(p for p in parts[: len(parts) - (node.level - 1)] + [base] if p)
+            base = view.imported_from(module, node)
             for alias in node.names:
                 if base == target and alias.name in (short, "*"):
                     names.add(alias.asname or short)
