@@ -230,15 +230,4 @@ def _inner_statements(statement: ast.stmt) -> list[ast.stmt]:
 
 def _reads(node: ast.AST, wanted, lazy_annotations: bool) -> bool:
     """Whether running `node` at the module's top level evaluates a node `wanted` picks."""
-    if wanted(node):
-        return True
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-        args = node.args
-        run = list(getattr(node, "decorator_list", [])) + args.defaults + [d for d in args.kw_defaults if d]
-        if not lazy_annotations and not isinstance(node, ast.Lambda):
-            every = args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
-            run += [a.annotation for a in every if a.annotation] + ([node.returns] if node.returns else [])
-        return any(_reads(sub, wanted, lazy_annotations) for sub in run)
-    if isinstance(node, ast.AnnAssign) and lazy_annotations:
-        return any(_reads(sub, wanted, lazy_annotations) for sub in (node.target, node.value) if sub)
-    return any(_reads(sub, wanted, lazy_annotations) for sub in ast.iter_child_nodes(node))
+    return any(wanted(sub) for sub in splice.evaluated_now(node, lazy_annotations))

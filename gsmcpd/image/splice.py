@@ -446,33 +446,40 @@ def _first_user_of(class_text: str, class_name: str, names: set[str]) -> ast.stm
 
 
 def _names_read_now(node: ast.AST) -> set[str]:
-    """The names a class-level statement reads in the class body's namespace as it runs."""
-    names = set()
+    """The names a class-level statement reads in the class body's namespace as it runs.
+    Annotations count even under `from __future__ import annotations` (the live compile
+    applies it, live.future_flags), which at worst places a carried member higher than
+    it needs to be; a nested class's body reads the module's names, not these."""
+    return {item.id for item in evaluated_now(node, class_bodies=False)
+            if isinstance(item, ast.Name) and isinstance(item.ctx, ast.Load)}
+
+
+def evaluated_now(node: ast.AST, lazy_annotations: bool = False, class_bodies: bool = True):
+    """The nodes running `node` evaluates as it runs, itself first. A def or lambda
+    evaluates its decorators, defaults and (unless `lazy_annotations`: `from __future__
+    import annotations`) its annotations now, its body when called; with lazy ones, an
+    annotated assignment evaluates its target and value only. A class statement runs
+    its body too, unless `class_bodies` is false (its decorators, bases and keywords
+    then: a nested class's body does not read the enclosing class's namespace)."""
     pending = [node]
     while pending:
         item = pending.pop()
-        if isinstance(item, ast.Name) and isinstance(item.ctx, ast.Load):
-            names.add(item.id)
+        yield item
         if isinstance(item, FunctionNode + (ast.Lambda,)):
-            # A def or lambda evaluates these now; its body runs when called. Annotations
-            # run with the def unless the module has `from __future__ import annotations`
-            # (the live compile applies it, live.future_flags): they count either way,
-            # which at worst places a carried member higher than it needs to be.
             arguments = item.args
-            pending += arguments.defaults + [d for d in arguments.kw_defaults if d is not None]
-            pending += getattr(item, "decorator_list", [])
-            pending += [a.annotation for a in arguments.posonlyargs + arguments.args
-                        + arguments.kwonlyargs + [arguments.vararg, arguments.kwarg]
-                        if a is not None and a.annotation is not None]
-            pending += [item.returns] if getattr(item, "returns", None) is not None else []
-            continue
-        if isinstance(item, ast.ClassDef):
-            # Its body is a scope of its own whose names skip the enclosing class's
-            # namespace (class scopes do not nest): only these read that namespace.
+            pending += getattr(item, "decorator_list", []) + arguments.defaults
+            pending += [d for d in arguments.kw_defaults if d is not None]
+            if not lazy_annotations:
+                pending += [a.annotation for a in arguments.posonlyargs + arguments.args
+                            + arguments.kwonlyargs + [arguments.vararg, arguments.kwarg]
+                            if a is not None and a.annotation is not None]
+                pending += [item.returns] if getattr(item, "returns", None) is not None else []
+        elif isinstance(item, ast.ClassDef) and not class_bodies:
             pending += item.decorator_list + item.bases + [k.value for k in item.keywords]
-            continue
-        pending += ast.iter_child_nodes(item)
-    return names
+        elif isinstance(item, ast.AnnAssign) and lazy_annotations:
+            pending += [sub for sub in (item.target, item.value) if sub is not None]
+        else:
+            pending += ast.iter_child_nodes(item)
 
 
 def _assigned_names(node: ast.stmt) -> set[str]:
