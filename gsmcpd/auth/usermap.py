@@ -51,19 +51,24 @@ def load_user_map(path: str | os.PathLike) -> dict[str, str]:
     return parse_user_map(path.read_text(encoding="utf-8"), str(path))
 
 
+def read_user_map_setting(setting: str) -> tuple[dict[str, str] | None, str | None]:
+    """(the map MCP_USER_MAP names, None for `identity`; None) or (None, what a root
+    daemon meets loading it)."""
+    if setting == IDENTITY_MAP:
+        return None, None
+    try:
+        return load_user_map(setting), None
+    except OSError as exc:
+        return None, f"cannot read the MCP_USER_MAP file {setting}: {exc.strerror or exc}"
+    except UnicodeDecodeError as exc:
+        return None, f"the MCP_USER_MAP file {setting} is not UTF-8 text (byte {exc.start})"
+    except UserMapError as exc:
+        return None, f"MCP_USER_MAP {exc}"
+
+
 def user_map_problem(setting: str) -> str | None:
     """What a root daemon meets loading MCP_USER_MAP (`identity`, or a map file), else None."""
-    if setting == IDENTITY_MAP:
-        return None
-    try:
-        load_user_map(setting)
-    except OSError as exc:
-        return f"cannot read the MCP_USER_MAP file {setting}: {exc.strerror or exc}"
-    except UnicodeDecodeError as exc:
-        return f"the MCP_USER_MAP file {setting} is not UTF-8 text (byte {exc.start})"
-    except UserMapError as exc:
-        return f"MCP_USER_MAP {exc}"
-    return None
+    return read_user_map_setting(setting)[1]
 
 
 DEFAULT_UID_MIN = 1000

@@ -12,7 +12,7 @@ import os
 from gsmcpd.auth import tokens
 from gsmcpd.auth.jwks import KeySource
 from gsmcpd.auth.settings import settings_from_config
-from gsmcpd.auth.usermap import IDENTITY_MAP, AccountRefused, AccountResolver, user_map_problem
+from gsmcpd.auth.usermap import AccountRefused, AccountResolver, read_user_map_setting
 from gsmcpd.router.app import Principal
 from gsmcpd.wire import jsonrpc
 
@@ -44,11 +44,10 @@ class AuthGate:
             if os.geteuid() != 0:
                 log.warning("MCP_USER_MAP is set but the daemon is not root: workers run as this user")
             else:
-                problem = user_map_problem(config.user_map)
+                user_map, problem = read_user_map_setting(config.user_map)   # read once
                 if problem:   # a refusal of the configuration: one line naming the knob
                     raise SystemExit(f"gsmcpd: user_map: {problem}")
-                path = None if config.user_map == IDENTITY_MAP else config.user_map
-                self.accounts = AccountResolver.from_file(path)
+                self.accounts = AccountResolver(user_map)
 
     def start(self):
         """Load the signing keys in the background: the loop runs meanwhile (a slow or
