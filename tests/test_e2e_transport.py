@@ -608,12 +608,12 @@ def test_a_worker_that_sends_a_garbage_frame_is_ended_and_the_router_serves_on(d
 
 
 @contextlib.contextmanager
-def _serving_with_few_descriptors(tmp_path, limit=96):
+def _serving_with_few_descriptors(tmp_path, limit=96, spares=1):
     """(port, process) of a daemon whose descriptor limit is `limit`, soft and hard;
     its log is tmp_path / "log"."""
     port = free_port()
     env = dict(os.environ, GS_MCP_STATE_DIR=str(tmp_path / "state"), PYTHONPATH=str(REPO),
-               GS_MCP_TOOLSETS="bench", GS_MCP_SPARE_WORKERS="1", GS_MCP_MAX_SESSIONS="10")
+               GS_MCP_TOOLSETS="bench", GS_MCP_SPARE_WORKERS=str(spares), GS_MCP_MAX_SESSIONS="10")
 
     def low_limit():
         resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
@@ -667,6 +667,40 @@ def test_out_of_descriptors_an_idle_connection_makes_room_for_a_new_one(tmp_path
         assert b"out of file descriptors for the worker of a new session: closed" in (tmp_path / "log").read_bytes()
         for sock in served:
             sock.close()
+
+
+def test_out_of_descriptors_clients_connecting_cannot_take_those_freed_for_a_new_sessions_worker(tmp_path):
+    # Idle connections closed to make room for a session's worker freed descriptors that
+    # clients connecting before the worker arrived took: the open got a 503.
+    with _serving_with_few_descriptors(tmp_path, limit=64, spares=0) as (port, _):
+        flooding, held = threading.Event(), []
+
+        def flood():   # clients connecting all along, each holding its connection open
+            while not flooding.is_set():
+                try:
+                    sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+                    sock.sendall(b"GET /nope HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                    sock.recv(4096)
+                except OSError:
+                    continue
+                held.append(sock)
+
+        flooder = threading.Thread(target=flood)
+        flooder.start()
+        try:
+            assert wait_until(lambda: len(held) > 100)   # more than the daemon has descriptors for
+            opened = []
+            for _ in range(5):
+                client = Client(port, timeout=10)
+                opened.append(_serves(client))
+                client.close()
+        finally:
+            flooding.set()
+            flooder.join()
+            for sock in held:
+                sock.close()
+        assert opened == [True] * 5
+        assert b"out of file descriptors for the worker of a new session: closed" in (tmp_path / "log").read_bytes()
 
 
 def _closed_by_peer(sock):

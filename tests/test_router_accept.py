@@ -1,6 +1,7 @@
 """The router's accept path, in process: a real listener and loop, no daemon and no
 workers (nothing here opens a session)."""
 
+import dataclasses
 import json
 import select
 import socket
@@ -252,11 +253,36 @@ def test_room_for_workers_is_made_by_closing_idle_connections_never_one_with_a_r
     # not run here (a session open in it would ask for room from inside this)
     handled = []
     monkeypatch.setattr(router.app, "handle", lambda conn, request: handled.append(request))
-    monkeypatch.setattr(main, "has_descriptors", lambda count: len(router.connections) < 2)
+    # one descriptor short while two connections are open
+    monkeypatch.setattr(main, "free_descriptors", lambda count: count - (len(router.connections) >= 2))
     first.sendall(REQUEST)
     arrived(router, first)
     assert router._make_room_for_workers(1) is True
     assert closed_by_router(second) and [conn.peer for conn in router.connections] == [first.getsockname()]
     assert handled == []
+    monkeypatch.setattr(main, "free_descriptors", lambda count: count - 1)   # short again
     assert router._make_room_for_workers(1) is False   # the one left has a request waiting: kept
     assert handled == [] and len(router.connections) == 1
+
+
+def test_room_for_workers_closes_as_many_connections_as_descriptors_are_short_counted_once(
+        router, monkeypatch):
+    router.config = dataclasses.replace(router.config, max_connections=5)
+    clients = []
+    for count in range(1, 6):
+        clients.append(router.connect())
+        accept(router, clients[-1], lambda count=count: len(router.connections) == count)
+        router.loop._now += 1
+    probes = []
+
+    def free_descriptors(count):   # three short while all five are open
+        probes.append(count)
+        return count - max(0, len(router.connections) - 2)
+
+    monkeypatch.setattr(main, "free_descriptors", free_descriptors)
+    assert router._make_room_for_workers(18) is True
+    # the three idle longest, found with one probe before and one after (a probe takes
+    # up to all it asks for: one after each close cost a probe a connection)
+    assert all(closed_by_router(client) for client in clients[:3])
+    assert {conn.peer for conn in router.connections} == {client.getsockname() for client in clients[3:]}
+    assert probes == [18, 18]

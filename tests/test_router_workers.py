@@ -2,6 +2,7 @@
 
 import multiprocessing
 import os
+import resource
 import select
 import signal
 import socket
@@ -632,3 +633,58 @@ def test_short_of_descriptors_with_a_session_waiting_the_pool_asks_the_router_fo
         assert wanted == [workers.DESCRIPTOR_HEADROOM + 2]
     finally:
         loop.close()
+
+
+@pytest.fixture
+def few_descriptors():
+    """This process's descriptor limit brought down to a few above those open, and a
+    list for the test's own placeholders, all closed after it."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    taken = []
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(map(int, os.listdir("/proc/self/fd"))) + 64, hard))
+    try:
+        yield taken
+    finally:
+        workers.release_descriptors(taken)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def _closing(connections):
+    """A make_room that does what the router's does: closes idle connections."""
+    def make_room(needed):
+        workers.release_descriptors([connections.pop() for _ in range(needed)])
+        return True
+    return make_room
+
+
+def test_descriptors_freed_for_a_waiting_sessions_worker_are_held_for_it(hand_pool, few_descriptors):
+    loop, make = hand_pool
+    pool = make(0)
+    few_descriptors += workers.take_descriptors(10 ** 6)   # every one, as if clients held them
+    pool.make_room = _closing(few_descriptors)
+    waiting = Outcome()
+    pool.claim(waiting.on_worker, waiting.on_failure)
+    assert pool.spawner.asked == 1 and len(pool._held) == 2
+    pool.spawner.spare()
+    # Clients connecting before the spare arrives take every descriptor left free...
+    few_descriptors += workers.take_descriptors(10 ** 6)
+    assert run_until(loop, lambda: waiting.done)
+    # ...but not those held for it: the spare is received, and the session has it.
+    assert waiting.failure is None and waiting.worker is not None
+    assert pool._held == []
+    waiting.worker.kill()
+
+
+def test_held_descriptors_are_given_back_when_the_session_waiting_goes(hand_pool, few_descriptors):
+    loop, make = hand_pool
+    pool = make(0)
+    few_descriptors += workers.take_descriptors(10 ** 6)
+    pool.make_room = _closing(few_descriptors)
+    first, second = Outcome(), Outcome()
+    pool.claim(first.on_worker, first.on_failure)
+    pool.claim(second.on_worker, second.on_failure)
+    assert pool.spawner.asked == 2 and len(pool._held) == 4
+    pool._fail_claim(pool.claims[1], "timed out")   # as a claim's timer does
+    assert len(pool._held) == 2 and second.failure == "timed out"
+    pool.close()
+    assert pool._held == [] and first.failure == "the server is shutting down"

@@ -22,7 +22,7 @@ from gsmcpd.router.connection import Connection, drop_arrived
 from gsmcpd.router.loop import ACCEPT_PAUSE, Loop, send_some
 from gsmcpd.router.sessions import SessionManager
 from gsmcpd.router.supervision import Supervisor
-from gsmcpd.router.workers import WorkerPool, has_descriptors
+from gsmcpd.router.workers import WorkerPool, free_descriptors
 from gsmcpd.wire import http, jsonrpc
 
 log = logging.getLogger("gsmcpd.router")
@@ -213,20 +213,24 @@ class Router:
             return True
 
     def _make_room_for_workers(self, needed):
-        """Close lingering or idle client connections, one at a time, until `needed`
-        descriptors are free for the workers a waiting session open needs: connections
+        """Close lingering or idle client connections, as many as descriptors are short
+        (each frees one), until `needed` descriptors are free for the workers a waiting session open needs: connections
         held open between requests must not lock new sessions out (their clients
         reconnect, their sessions untouched). True once they are free; False with none
         left to close."""
-        closed, enough = 0, False
-        while not enough and self._evict_idlest("a new session's worker", "out of file descriptors",
-                                                log_spell=False):
-            closed += 1
-            enough = has_descriptors(needed)
+        closed = 0
+        while (short := needed - free_descriptors(needed)) > 0:
+            evicted = 0
+            while evicted < short and self._evict_idlest("a new session's worker", "out of file descriptors",
+                                                         log_spell=False):
+                evicted += 1
+            if not evicted:
+                break
+            closed += evicted
         if closed:
             log.warning("out of file descriptors for the worker of a new session: closed %d lingering or idle "
                         "client connection(s)", closed)
-        return enough
+        return short <= 0
 
     def _refuse_connection(self, sock, peer):
         """At the cap with no connection idle (every one answering, streaming or reading

@@ -157,19 +157,33 @@ DESCRIPTOR_HEADROOM = 16  # kept free beyond what the spares asked for will take
 MAX_ASK = 16              # spares asked for in one message
 
 
-def has_descriptors(count):
-    """True if `count` more descriptors can be opened now: a probe that takes and
-    gives them back (listing /proc/self/fd cost milliseconds at 1000 sessions)."""
+def take_descriptors(count):
+    """Up to `count` descriptors, as many as can be opened now (copies of stderr:
+    placeholders that anyone's close frees for the next open)."""
     taken = []
     try:
         for _ in range(count):
             taken.append(os.dup(2))
-        return True
     except OSError:
-        return False
-    finally:
-        for fd in taken:
-            os.close(fd)
+        pass
+    return taken
+
+
+def release_descriptors(fds):
+    for fd in fds:
+        os.close(fd)
+
+
+def free_descriptors(count):
+    """How many of `count` more descriptors can be opened now: a probe that takes and
+    gives them back (listing /proc/self/fd cost milliseconds at 1000 sessions)."""
+    taken = take_descriptors(count)
+    release_descriptors(taken)
+    return len(taken)
+
+
+def has_descriptors(count):
+    return free_descriptors(count) == count
 
 
 class Worker:
@@ -352,6 +366,10 @@ class WorkerPool:
         # free; True once they are (Router._make_room_for_workers). Asked only while a
         # claim waits.
         self.make_room = lambda needed: False
+        # Descriptors held for the workers asked for after room was made, two each, so
+        # clients connecting meanwhile cannot take them: freed as the spawner's next
+        # messages are read (_on_spawner).
+        self._held = []
 
     def start(self):
         self.spawner.launch()   # before the port is bound: there is no one to keep waiting yet
@@ -467,6 +485,7 @@ class WorkerPool:
             self.claims.remove(claim)
             if claim.timer is not None:
                 claim.timer.cancel()
+            self._trim_held()
             claim.on_failure(reason)
 
     def replenish(self):
@@ -490,6 +509,7 @@ class WorkerPool:
             if not count or not self.make_room(needed):
                 self._starved("out of file descriptors")
                 raise OSError(errno.EMFILE, "too few file descriptors left to take a worker")
+            self._held += take_descriptors(2 * count)
         self.spawner.ask(count)
         self._asked += count
 
@@ -499,11 +519,35 @@ class WorkerPool:
         self.loop.call_later(self.STARVED_PAUSE, self.replenish)
 
     def _on_spawner(self):
-        while not self.closed and not self._relaunching:   # until EOF
-            received = self.spawner.receive()
-            if received is None:
-                return
-            self._take(*received)
+        # What arrives now needs the held descriptors (_hold_again keeps the rest).
+        held = self._release_held()
+        try:
+            while not self.closed and not self._relaunching:   # until EOF
+                received = self.spawner.receive()
+                if received is None:
+                    return
+                self._take(*received)
+        finally:
+            self._hold_again(held)
+
+    def _release_held(self):
+        """Frees the held descriptors; how many workers they were held for."""
+        held, self._held = self._held, []
+        release_descriptors(held)
+        return len(held) // 2
+
+    def _hold_again(self, workers):
+        """Holds again for up to `workers` of those still asked for while sessions wait
+        for them: freed in this loop turn, no client can have taken them."""
+        if not self.closed and not self._relaunching:
+            wanted = min(workers, self._asked, len(self.claims)) - len(self._held) // 2
+            self._held += take_descriptors(2 * max(0, wanted))
+
+    def _trim_held(self):
+        """No more held than for the workers still asked for while sessions wait."""
+        keep = 2 * min(len(self._held) // 2, self._asked, len(self.claims))
+        release_descriptors(self._held[keep:])
+        del self._held[keep:]
 
     def _take(self, kind, detail):
         """One message from the spawner."""
@@ -544,6 +588,7 @@ class WorkerPool:
 
     def close(self):
         self.closed = True
+        self._release_held()
         if self._retry is not None:
             self._retry.cancel()
         if self.spawner.control is not None:
