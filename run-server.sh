@@ -2,7 +2,8 @@
 # Fork a detached gsmcpd on GS_MCP_PORT (default 8000) and return once it listens.
 # Every GS_MCP_* / MCP_* setting in the environment passes through; extra arguments are
 # `python -m gsmcpd start` flags (--port, --host, --readonly, --trace, ...).  Relative
-# paths in them are read from the caller's directory, wherever the script lives.
+# paths in them are read from the caller's directory, wherever the script lives (those in
+# a conf file, from the conf file's directory).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")" && pwd)
 # install.sh writes its stamp only once pip succeeded: without it the install is missing

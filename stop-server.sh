@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Stop the gsmcpd on PORT (default GS_MCP_PORT, else 8000) by its pidfile: SIGTERM, then
 # SIGKILL if it has not exited after 10 s (--timeout SECONDS to change).  Exit 0 when
-# stopped, 1 when nothing was running there.  Relative paths are the caller's.
+# stopped, 1 when nothing was running there.  Relative paths in flags and
+# the environment are the caller's; in a conf file, the conf file's directory's.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")" && pwd)
 [[ -x $ROOT/.venv/bin/python ]] || { echo "stop-server.sh: no $ROOT/.venv; nothing was started from this checkout (run ./run-server.sh)" >&2; exit 1; }

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from gsmcpd.auth.usermap import IDENTITY_MAP
 from gsmcpd.router.lifetime import LifetimeSettings
 from gsmcpd.wire import hosts
 
@@ -444,6 +445,25 @@ def env_values(environ: Mapping[str, str]) -> dict[str, str]:
     return values
 
 
+# Knobs naming a file or directory; user_map's other value is the word `identity`.
+PATH_KEYS = frozenset({knob.key for knob in KNOBS if knob.parse is parse_optional_path} | {"user_map"})
+
+
+def anchor_conf_paths(values: dict[str, str], conf_dir: Path) -> dict[str, str]:
+    """A relative path in a conf file is relative to the file's own directory, as a
+    daemon's include is: so `start`, `stop` and a systemd unit, each run from its own
+    directory, all read the same state directory from the same file. (A relative path
+    in the environment or a flag stays the caller's.)"""
+    anchored = dict(values)
+    for key, text in values.items():
+        if key not in PATH_KEYS or key == "user_map" and text.strip() == IDENTITY_MAP:
+            continue
+        path = parse_optional_path(text)
+        if path is not None and not path.is_absolute():
+            anchored[key] = str(conf_dir / path)
+    return anchored
+
+
 def conf_file_path(argv_flags: Mapping[str, Any], environ: Mapping[str, str],
                    conf_path: str | Path | None = None) -> Path | None:
     chosen = conf_path or argv_flags.get("config") or environ.get("GS_MCP_CONFIG")
@@ -478,7 +498,8 @@ def load_config(argv_flags: Mapping[str, Any] | None = None,
         except UnicodeDecodeError as exc:
             raise ConfigError("config", f"{path} is not UTF-8 text (byte {exc.start}): "
                               "not a config file?") from None
-        raw.update(parse_conf_text(text, source=str(path), only=only))
+        raw.update(anchor_conf_paths(parse_conf_text(text, source=str(path), only=only),
+                                     path.absolute().parent.resolve()))
     raw.update(env_values(environ))
     for key, value in argv_flags.items():
         if key == "config" or value is None:

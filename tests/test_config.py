@@ -221,6 +221,48 @@ def test_a_none_word_unsets_a_path_knob_from_every_source(tmp_path):
     assert load_config({}, {}, conf).log_file == Path("/var/log/x.log")
 
 
+def test_a_relative_path_in_a_conf_file_is_relative_to_the_conf_files_directory(tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    site.mkdir()
+    site = site.resolve()
+    conf = site / "gsmcpd.conf"
+    conf.write_text("state_dir = state\nimage = ../img\nlog_file = logs/g.log\njwks_file = ./keys.json\n"
+                    "tls_cert = tls/cert.pem\ntls_key = /etc/ssl/key.pem\nuser_map = users.map\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)   # the caller's directory plays no part
+    for named in (str(conf), "../site/gsmcpd.conf"):   # the conf file itself is named from the cwd
+        config = load_config({"config": named}, {}, validate=False)
+        assert config.state_dir == site / "state"
+        assert config.image == site / "../img"   # as written: the kernel reads the ..
+        assert (config.log_file, config.jwks_file) == (site / "logs/g.log", site / "keys.json")
+        assert (config.tls_cert, config.tls_key) == (site / "tls/cert.pem", Path("/etc/ssl/key.pem"))
+        assert config.user_map == str(site / "users.map")
+    # stop/status read only state_dir and port, and find the same directory
+    assert load_config({"config": str(conf)}, {}, validate=False, only=("state_dir", "port")) \
+        .state_dir == site / "state"
+
+
+def test_a_relative_path_from_the_environment_or_a_flag_stays_the_callers(tmp_path, monkeypatch):
+    conf = tmp_path / "site.conf"
+    conf.write_text("state_dir = state\nlog_file = g.log\n")
+    monkeypatch.chdir(tmp_path.parent)
+    cwd = Path.cwd()
+    config = load_config({"state_dir": "flagged"}, {"GS_MCP_LOG_FILE": "env.log"}, conf, validate=False)
+    assert config.state_dir == cwd / "flagged"
+    assert config.log_file == Path("env.log")   # read from the cwd, as it always was
+
+
+def test_a_conf_files_none_word_user_map_identity_and_home_paths_are_not_anchored(tmp_path, monkeypatch):
+    conf = tmp_path / "site.conf"
+    conf.write_text("tls_cert = none\nlog_file = ~/g.log\nuser_map = identity\nimage = ./none\n")
+    monkeypatch.setenv("HOME", "/home/someone")
+    config = load_config({}, {}, conf, validate=False)
+    assert config.tls_cert is None and config.user_map == "identity"
+    assert config.log_file == Path("/home/someone/g.log")
+    assert config.image == tmp_path.resolve() / "none"   # a file so named, beside the conf file
+
+
 def test_flags_may_arrive_typed():
     config = load_config({"port": 8123, "readonly": True, "toolsets": ["search"]}, {})
     assert (config.port, config.readonly, config.toolsets) == (8123, True, ("search",))

@@ -329,6 +329,40 @@ def test_scripts_run_from_elsewhere_read_relative_paths_from_the_callers_directo
         shutil.rmtree(REPO / "state", ignore_errors=True)
 
 
+def test_a_relative_state_dir_in_a_conf_file_is_the_conf_files_from_any_directory(tmp_path):
+    # Started from one directory and stopped from another with the same conf file: both
+    # read its state_dir relative to the file, so stop finds the pidfile start wrote.
+    port, site, here, there = free_port(), tmp_path / "site", tmp_path / "here", tmp_path / "there"
+    for directory in (site, here, there):
+        directory.mkdir()
+    conf = site / "gsmcpd.conf"
+    conf.write_text(f"port = {port}\nstate_dir = relative/dir\n")
+    pidfile = site / "relative" / "dir" / f"gsmcpd-{port}.pid"
+    env = clean_env()
+
+    def script(name, cwd, *args):
+        return subprocess.run([str(REPO / name), *args], cwd=cwd, env=env, capture_output=True,
+                              text=True, timeout=60)
+
+    started = script("run-server.sh", here, "--config", "../site/gsmcpd.conf")
+    try:
+        assert started.returncode == 0, started.stdout + started.stderr
+        assert pidfile.exists() and not (here / "relative").exists()
+        assert f"log: {pidfile.with_suffix('.log')}" in started.stdout
+        status = subprocess.run([str(REPO / ".venv/bin/python"), "-P", "-m", "gsmcpd", "status",
+                                 "--config", str(conf), "--json"], cwd=there,
+                                env={**env, "PYTHONPATH": str(REPO)}, capture_output=True,
+                                text=True, timeout=60)
+        assert status.returncode == 0, status.stdout + status.stderr
+        stopped = script("stop-server.sh", there, "--config", "../site/gsmcpd.conf")
+        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+        assert f"stopped gsmcpd on port {port}" in stopped.stdout and not pidfile.exists()
+    finally:
+        for cwd in (here, there):   # here/relative/dir: where start put it before the fix
+            if (cwd / "relative" / "dir" / f"gsmcpd-{port}.pid").exists():
+                script("stop-server.sh", cwd, "--config", str(conf))
+
+
 def free_port_in_range(lo=8850, hi=8899):
     """A port of the range these tests may use while other work measures the machine."""
     for port in range(lo, hi + 1):
