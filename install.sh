@@ -5,6 +5,7 @@
 #   ./install.sh --check    verify the environment, change nothing, print OK or the problem
 #   ./install.sh --systemd  install the gsmcpd@.service unit and a service user (root)
 #   ./install.sh --stamp-ok exit 0 if the install is current (the stamp matches), else 1
+#   ./install.sh --check-service-user [USER]  can USER (default gsmcpd) run the unit? (root)
 # Idempotent: pip is skipped while setup.cfg and pyproject.toml hash to the recorded stamp.
 set -euo pipefail
 CALLER=$PWD   # --check reads relative paths in settings from here, as run-server.sh does
@@ -19,7 +20,7 @@ SITE_DIR=/etc/gsmcpd
 
 die() { echo "install.sh: $*" >&2; exit 1; }
 
-usage() { sed -n '2,8p' "$ROOT/$(basename "$0")" | sed 's/^# \{0,1\}//'; }   # $0 may be relative to the caller
+usage() { sed -n '2,9p' "$ROOT/$(basename "$0")" | sed 's/^# \{0,1\}//'; }   # $0 may be relative to the caller
 
 ensure_venv() {
     [[ -x $VENV/bin/python ]] && return 0
@@ -85,6 +86,65 @@ check_environment() {
     exec "$VENV/bin/python" -P -m gsmcpd check   # -P: not a gsmcpd in the caller's directory
 }
 
+# $1: a user, $2: a path. "PATH: why" for the first step on the way to running $2 that
+# the user cannot take (a directory it cannot search, the file it cannot execute), each
+# symbolic link followed as the kernel does; nothing when it can run it.
+exec_blocker() {
+    local user=$1 dir="" part links=0
+    local -a rest parts
+    IFS=/ read -ra rest <<< "$2"
+    while (( ${#rest[@]} )); do
+        part=${rest[0]}
+        rest=("${rest[@]:1}")
+        case $part in
+            ""|.) continue ;;
+            ..)   dir=${dir%/*}; continue ;;
+        esac
+        if [[ -L $dir/$part ]]; then
+            (( ++links <= 40 )) || { echo "$dir/$part: too many levels of symbolic links"; return; }
+            local target
+            target=$(readlink "$dir/$part")
+            [[ $target == /* ]] && dir=""
+            IFS=/ read -ra parts <<< "$target"
+            rest=("${parts[@]}" "${rest[@]}")
+            continue
+        fi
+        dir=$dir/$part
+        if [[ ! -e $dir ]]; then
+            echo "$dir: missing"
+            return
+        fi
+        if (( ${#rest[@]} )) && ! runuser -u "$user" -- test -x "$dir"; then
+            echo "$dir: a directory $user cannot search"
+            return
+        fi
+    done
+    runuser -u "$user" -- test -x "$dir" || echo "$dir: not executable by $user"
+}
+
+# $1: the service user. Whether it can read the checkout and run .venv/bin/python (the
+# unit's ExecStart), saying what stops it on stderr. The venv's python is a link to the
+# python that made it, often in a home directory only its owner may enter: the unit
+# would fail at start with status 203/EXEC, naming nothing.
+check_service_user() {
+    local user=$1 ok=0 blocker
+    id -u "$user" >/dev/null 2>&1 || { echo "warning: no user $user" >&2; return 1; }
+    if ! runuser -u "$user" -- test -r "$ROOT/gsmcpd/__init__.py"; then
+        echo "warning: $user cannot read $ROOT; install the checkout somewhere it can (e.g. /opt/gsmcpd)" >&2
+        ok=1
+    fi
+    if ! runuser -u "$user" -- test -x "$VENV/bin/python"; then
+        blocker=$(exec_blocker "$user" "$VENV/bin/python")
+        echo "warning: $user cannot run $VENV/bin/python, so the unit would fail at start" \
+             "(status 203/EXEC): ${blocker:-$VENV/bin/python: not executable by $user}. Let $user" \
+             "reach it, or make the venv again from a python (3.11 or newer) it can run:" \
+             "rm -r $VENV && PYTHON=/usr/bin/python3.11 $ROOT/install.sh --systemd" >&2
+        ok=1
+    fi
+    (( ok == 0 )) && echo "$user can read $ROOT and run $VENV/bin/python"
+    return $ok
+}
+
 install_systemd() {
     [[ $(id -u) -eq 0 ]] || die "--systemd needs root: it creates the '$SERVICE_USER' user and installs $UNIT_DIR/gsmcpd@.service"
     command -v systemctl >/dev/null || die "systemctl not found: this host does not run systemd"
@@ -110,9 +170,7 @@ install_systemd() {
         chgrp "$SERVICE_USER" "$SITE_DIR/gsmcpd.env"
         echo "created $SITE_DIR/gsmcpd.env"
     fi
-    if ! runuser -u "$SERVICE_USER" -- test -r "$ROOT/gsmcpd/__init__.py"; then
-        echo "warning: $SERVICE_USER cannot read $ROOT; install the checkout somewhere it can (e.g. /opt/gsmcpd)" >&2
-    fi
+    check_service_user "$SERVICE_USER" || true   # said; the unit is installed all the same
     systemctl daemon-reload
     echo "start it with: systemctl enable --now gsmcpd@8000   (the instance is the port)"
 }
@@ -123,6 +181,9 @@ case "${1:-}" in
     --check)   check_environment ;;
     --systemd) install_systemd ;;
     --stamp-ok) [[ -x $VENV/bin/python ]] && stamp_ok base ;;
+    --check-service-user)
+        [[ $(id -u) -eq 0 ]] || die "--check-service-user needs root: it runs checks as that user"
+        check_service_user "${2:-$SERVICE_USER}" ;;
     -h|--help) usage ;;
     *)         usage >&2; die "unknown option: $1" ;;
 esac

@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -753,6 +754,57 @@ def test_install_systemd_refuses_without_root(fake_checkout):
     assert result.returncode == 1
     assert "--systemd needs root" in result.stderr
     assert calls(fake_checkout) == []
+
+
+@pytest.fixture
+def reachable_dir():
+    """A scratch directory another user can reach (pytest's own are root's alone)."""
+    with tempfile.TemporaryDirectory(prefix="gsmcpd-service-user-") as name:
+        os.chmod(name, 0o755)
+        yield Path(name)
+
+
+def test_install_names_what_keeps_the_service_user_from_running_the_venvs_python(reachable_dir):
+    # The venv's python links to the python that made it; one in a home directory only
+    # its owner may enter makes the unit fail with 203/EXEC, so install.sh names it.
+    if os.geteuid() != 0:
+        pytest.skip("runs checks as another user: needs root")
+    checkout, home = reachable_dir / "checkout", reachable_dir / "home"
+    (checkout / "gsmcpd").mkdir(parents=True)
+    (checkout / "gsmcpd" / "__init__.py").write_text("")
+    for name in ("install.sh", "setup.cfg", "pyproject.toml"):
+        shutil.copy(REPO / name, checkout / name)
+    python = home / "pyenv" / "bin" / "python3.11"
+    python.parent.mkdir(parents=True)
+    python.write_text("#!/bin/sh\n")
+    python.chmod(0o755)
+    (checkout / ".venv" / "bin").mkdir(parents=True)
+    (checkout / ".venv" / "bin" / "python3").symlink_to(python)
+    (checkout / ".venv" / "bin" / "python").symlink_to("python3")   # as venv makes them
+
+    def check():
+        return subprocess.run([str(checkout / "install.sh"), "--check-service-user", "nobody"],
+                              capture_output=True, text=True)
+
+    home.chmod(0o700)
+    blocked = check()
+    assert blocked.returncode == 1
+    assert f"nobody cannot run {checkout}/.venv/bin/python, so the unit would fail at start " \
+           f"(status 203/EXEC): {home}: a directory nobody cannot search." in blocked.stderr
+    assert "cannot read" not in blocked.stderr   # the checkout itself is readable
+    home.chmod(0o755)
+    python.chmod(0o744)
+    unexecutable = check()
+    assert unexecutable.returncode == 1
+    assert f"(status 203/EXEC): {python}: not executable by nobody." in unexecutable.stderr
+    python.chmod(0o755)
+    runs = check()
+    assert runs.returncode == 0 and runs.stderr == "", runs.stderr
+    assert runs.stdout == f"nobody can read {checkout} and run {checkout}/.venv/bin/python\n"
+    checkout.chmod(0o700)
+    private = check()
+    assert f"nobody cannot read {checkout}; install the checkout somewhere it can" in private.stderr
+    assert f"(status 203/EXEC): {checkout}: a directory nobody cannot search." in private.stderr
 
 
 def test_unknown_install_option(fake_checkout):
