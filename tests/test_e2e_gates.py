@@ -16,7 +16,7 @@ ALLOWED = "http://App.Example, https://other.example:8443"
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
-    d = Daemon(tmp_path_factory.mktemp("gates"), env={"GS_MCP_SPARE_WORKERS": "1",
+    d = Daemon(tmp_path_factory.mktemp("gates"), env={"GS_MCP_SPARE_WORKERS": "1", "GS_MCP_TRACE": "1",
                                                                 "GS_MCP_ALLOWED_ORIGINS": ALLOWED})
     d.start()
     yield d
@@ -66,6 +66,25 @@ def test_a_malformed_host_is_a_bad_request(daemon, session, host):
                                            (b"http://other.example", 200), (b"http://app.example.evil", 403)])
 def test_origin(daemon, session, origin, status):
     assert ping(daemon, session, b"Host: 127.0.0.1\r\nOrigin: " + origin + b"\r\n")[0] == status
+
+
+@pytest.mark.parametrize("head, said", [
+    (b"Host: 127.0.0.1\r\nOrigin: https://caf\xc3\xa9.example\r\n",   # UTF-8: as sent, not 'cafÃ©'
+     (403, "Forbidden: Origin 'https://café.example' is not allowed")),
+    (b"Host: caf\xc3\xa9.example\r\n", (400, "Bad Request: malformed Host header 'café.example'")),
+    (b"Host: 127.0.0.1\r\nOrigin: http://caf\xe9\xff.example\r\n",       # no UTF-8: its bytes escaped
+     (403, "Forbidden: Origin 'http://caf\\xe9\\xff.example' is not allowed")),
+])
+def test_a_refused_header_value_is_named_as_the_client_sent_it(daemon, session, head, said):
+    status, reply = ping(daemon, session, head)
+    assert (status, reply["error"]["message"][:len(said[1])]) == said
+
+
+def test_the_trace_shows_a_session_id_header_as_the_client_sent_it(daemon):
+    raw = raw_exchange(daemon.port, b"DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                       b"MCP-Session-Id: \xc3\xa9t\xc3\xa9-0123456789\r\nConnection: close\r\n\r\n")
+    assert status_of(raw) == 404
+    assert "--> DELETE /mcp session été-0123... " in daemon.log_text()
 
 
 @pytest.mark.parametrize("target,host,status", [

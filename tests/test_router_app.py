@@ -104,6 +104,28 @@ def test_a_foreign_origin_or_host_is_refused_naming_the_knob_that_admits_it(head
     assert App(unauthenticated_router())._gate_host_origin(parser.next_request()) == (403, said)
 
 
+@pytest.mark.parametrize("head_bytes, said", [
+    (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nOrigin: https://caf\xc3\xa9.example\r\n",
+     (403, "Forbidden: Origin 'https://café.example' is not allowed")),
+    (b"POST /mcp HTTP/1.1\r\nHost: caf\xc3\xa9.example\r\n",   # a Host is ASCII (punycode)
+     (400, "Bad Request: malformed Host header 'café.example'")),
+    (b"POST /mcp HTTP/1.1\r\nHost: caf\xff/x\r\n", (400, "Bad Request: malformed Host header 'caf\\xff/x'")),
+])
+def test_a_refused_header_value_is_named_as_the_client_wrote_it_not_as_latin_1(head_bytes, said):
+    parser = RequestParser()
+    parser.feed(head_bytes + b"Content-Length: 0\r\n\r\n")
+    status, message = App(unauthenticated_router())._gate_host_origin(parser.next_request())
+    assert (status, message[:len(said[1])]) == said
+
+
+def test_an_unsupported_protocol_version_is_named_as_the_client_wrote_it():
+    parser = RequestParser()
+    parser.feed(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nMCP-Protocol-Version: 2025-\xc3\xa9t\xc3\xa9\r\n"
+                b"Content-Length: 0\r\n\r\n")
+    assert App(unauthenticated_router())._version_refusal(parser.next_request()).startswith(
+        "Bad Request: unsupported MCP-Protocol-Version '2025-été' (supported: ")
+
+
 @pytest.mark.parametrize("head_bytes", [
     b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nMcp-Session-Id: gone\r\n",   # initialize ignores it
     b"GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\nMcp-Session-Id: known\r\n",

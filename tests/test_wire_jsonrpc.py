@@ -242,3 +242,26 @@ def test_loads_is_json_decode_with_its_messages(text):
         except ValueError as exc:
             return type(exc).__name__, str(exc)
     assert outcome(jsonrpc.loads) == outcome(jsonrpc._DECODER.decode)
+
+
+# ---- echoes -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("sent, shown", [
+    (b"caf\xc3\xa9.example", "café.example"),   # UTF-8: decoded, not 'cafÃ©.example'
+    (b"caf\xff", "caf\\xff"),                    # no UTF-8: the byte, escaped
+    (b"\xc3", "\\xc3"),                          # a sequence cut short
+    (b"a\\xff", "a\\\\xff"),                     # a backslash sent is told from an escape
+    (b"it's", "it\\'s"),                         # and a quote from the echo's own
+    (b"\xc2\x85x\xe2\x80\xa8\t", "\\x85x\\u2028\\t"),   # NEL, LINE SEPARATOR, tab: escaped as repr does
+    (b"plain.example:8000", "plain.example:8000"),
+])
+def test_a_header_value_is_echoed_as_the_client_wrote_it(sent, shown):
+    # The HTTP parser carries a value's bytes as latin-1 characters, one per byte.
+    assert jsonrpc.echoed(sent.decode("latin-1"), header=True) == shown
+
+
+def test_a_header_value_is_cut_by_characters_as_any_echo_is():
+    long = ("é" * 300).encode("utf-8").decode("latin-1")   # 600 bytes, 300 characters
+    assert jsonrpc.echoed(long, header=True) == "é" * 200 + "... (300 characters)"
+    assert jsonrpc.echoed("x" * 300) == "x" * 200 + "... (300 characters)"   # text as before
+    assert jsonrpc.echoed("it's \\") == "it's \\"   # text is echoed unescaped: its callers quote with !r

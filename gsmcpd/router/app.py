@@ -128,8 +128,8 @@ class App:
         if origin is not None:
             parsed = hosts.origin(origin)
             if parsed is None or parsed[0] not in self.allowed_hosts:
-                return 403, ("Forbidden: Origin %r is not allowed (a browser app's origin is "
-                             "let in by listing it in GS_MCP_ALLOWED_ORIGINS)" % origin)
+                return 403, ("Forbidden: Origin '%s' is not allowed (a browser app's origin is "
+                             "let in by listing it in GS_MCP_ALLOWED_ORIGINS)" % jsonrpc.echoed(origin, header=True))
         what, host = "Host header", request.header("host")
         if request.target[:1] != "/":   # absolute-form: its authority replaces Host (RFC 9112 3.2.2)
             authority = hosts.absolute_authority(request.target)
@@ -138,10 +138,11 @@ class App:
         if host is not None:
             parsed = hosts.authority(host)
             if parsed is None:   # RFC 9112 3.2: an invalid Host is a bad request
-                return 400, "Bad Request: malformed %s %r" % (what, host)
+                return 400, "Bad Request: malformed %s '%s'" % (what, jsonrpc.echoed(host, header=True))
             if self.check_host and parsed[0] not in self.allowed_hosts:
-                return 403, ("Forbidden: %s %r is not this server (a name a proxy in front "
-                             "passes is accepted once listed in GS_MCP_ALLOWED_ORIGINS)" % (what, host))
+                return 403, ("Forbidden: %s '%s' is not this server (a name a proxy in front "
+                             "passes is accepted once listed in GS_MCP_ALLOWED_ORIGINS)"
+                             % (what, jsonrpc.echoed(host, header=True)))
         return None
 
     def _options(self, conn, request, methods):
@@ -156,8 +157,8 @@ class App:
                 methods, request.header("access-control-request-headers"), private))
         else:
             conn.respond(403, [JSON], error_body(
-                jsonrpc.INVALID_REQUEST, "Forbidden: cross-origin requests from %r are not enabled; "
-                "list the origin in GS_MCP_ALLOWED_ORIGINS" % origin))
+                jsonrpc.INVALID_REQUEST, "Forbidden: cross-origin requests from '%s' are not enabled; "
+                "list the origin in GS_MCP_ALLOWED_ORIGINS" % jsonrpc.echoed(origin, header=True)))
 
     def _handle_mcp(self, conn, request, principal):
         method = request.method
@@ -197,8 +198,8 @@ class App:
     def _version_refusal(self, request):
         version = request.header("mcp-protocol-version")
         if version is not None and version not in protocol.SUPPORTED_VERSIONS:
-            return "Bad Request: unsupported MCP-Protocol-Version %r (supported: %s)" % (
-                version, ", ".join(protocol.SUPPORTED_VERSIONS))
+            return "Bad Request: unsupported MCP-Protocol-Version '%s' (supported: %s)" % (
+                jsonrpc.echoed(version, header=True), ", ".join(protocol.SUPPORTED_VERSIONS))
         return None
 
     def _session(self, conn, request, principal):

@@ -62,6 +62,12 @@ def _is_loopback(host):
         return False
 
 
+def _session_id_sent(request):
+    """The MCP-Session-Id header as the client wrote it, for the trace (None: none)."""
+    sid = request.header("mcp-session-id")
+    return None if sid is None else jsonrpc.echoed(sid, header=True)
+
+
 class Router:
     def __init__(self, config):
         self.config = config
@@ -323,12 +329,12 @@ class Router:
     # -- trace -------------------------------------------------------------
     def trace_inbound(self, request):
         if self._trace_in:
-            trace_log.info(trace.format_inbound(request.method, request.path, request.header("mcp-session-id"),
+            trace_log.info(trace.format_inbound(request.method, request.path, _session_id_sent(request),
                                                 request.body, self.config.trace_limit))
 
     def trace_response(self, request, status, headers, body):
         if self._trace_out:
-            sid = dict(headers).get("MCP-Session-Id") or (request.header("mcp-session-id") if request else None)
+            sid = dict(headers).get("MCP-Session-Id") or (_session_id_sent(request) if request else None)
             trace_log.info(trace.format_outbound(status, sid, body, self.config.trace_limit))
 
     def trace_outbound(self, label, session_id, body):
@@ -340,7 +346,7 @@ class Router:
         if self._trace_in:
             length = head.header("content-length")   # else the parser took it as chunked
             framing = "Content-Length %s" % length if length is not None else "chunked"
-            trace_log.info(trace.format_head(head.method, head.path, head.header("mcp-session-id"), framing))
+            trace_log.info(trace.format_head(head.method, head.path, _session_id_sent(head), framing))
 
     def trace_unreadable(self, reason):
         if self._trace_in:

@@ -225,9 +225,29 @@ def result(id, result):
     return {"jsonrpc": "2.0", "id": id, "result": result}
 
 
-def echoed(text: str, limit: int = 200) -> str:
-    """`text` as an answer echoes it: cut, so a huge argument never makes a huge error."""
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+def echoed(text: str, limit: int = 200, *, header: bool = False) -> str:
+    """`text` as an answer echoes it: cut, so a huge argument never makes a huge error.
+
+    header: `text` is a header value as the HTTP parser carries it, one latin-1 character
+    per byte (wire/http.py). It is echoed as the client wrote it: bytes that are UTF-8
+    decoded (café, not cafÃ©), any other byte as \\xNN; a backslash, a quote and what
+    is not printable escaped as repr escapes them, so the result reads unambiguously
+    between the quotes its caller puts around it ('%s', never %r: the escapes are made)."""
+    if header:
+        text = text.encode("latin-1").decode("utf-8", "surrogateescape")
+    text = text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+    if header and not (text.isascii() and text.isprintable() and "\\" not in text and "'" not in text):
+        text = "".join(map(_header_char_shown, text))
+    return text
+
+
+def _header_char_shown(char):
+    code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:   # a byte that is no UTF-8 (surrogateescape's stand-in)
+        return f"\\x{code - 0xDC00:02x}"
+    if char in "\\'":
+        return "\\" + char
+    return char if char.isprintable() else repr(char)[1:-1]
 
 
 def error(id, code, message, data=None):
