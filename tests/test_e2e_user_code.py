@@ -234,6 +234,65 @@ def test_pytest_style_outcomes_are_the_ones_pytest_gives(daemon):
         path.unlink()
 
 
+MODULE_HOOKS = """\
+import unittest
+
+calls = []
+
+
+def setup_module(module):
+    calls.append("setup_module " + module.__name__)
+
+
+def teardown_module():
+    calls.append("teardown_module")
+
+
+class TestFirst:
+    def test_a(self):
+        calls.append("TestFirst.test_a")
+
+
+class CaseInSameModule(unittest.TestCase):
+    def test_b(self):
+        calls.append("CaseInSameModule.test_b")
+"""
+
+MODULE_SETUP_FAILS = """\
+def setup_module():
+    raise RuntimeError("no database")
+
+
+class TestNeedsDatabase:
+    def test_a(self):
+        pass
+"""
+
+
+def test_setup_module_and_teardown_module_run_once_around_the_modules_tests(daemon):
+    # They were never called: only unittest's setUpModule/tearDownModule were.
+    image = daemon.state / "image"
+    (image / "module_hooks.py").write_text(MODULE_HOOKS)
+    (image / "module_setup_fails.py").write_text(MODULE_SETUP_FAILS)
+    try:
+        c = open_session(daemon)
+        listed = c.tool("list_failing_tests", classNames=[
+            "module_hooks.TestFirst", "module_setup_fails.TestNeedsDatabase",
+            "module_hooks.CaseInSameModule"])["structuredContent"]
+        assert (listed["run"], listed["notRun"]) == (2, 1), listed
+        calls = c.tool("execute_code", code="import module_hooks\nmodule_hooks.calls")
+        assert ast.literal_eval(tool_text(calls)) == [
+            "setup_module module_hooks", "TestFirst.test_a", "CaseInSameModule.test_b", "teardown_module"]
+        failed_setup = c.tool("run_test_class", className="module_setup_fails.TestNeedsDatabase")
+        ran = failed_setup["structuredContent"]
+        assert (ran["run"], ran["notRun"], ran["fixtureErrors"]) == (0, 1, 1), ran
+        assert "ERROR: setup_module (module_setup_fails): RuntimeError: no database" in tool_text(failed_setup)
+        c.close()
+    finally:
+        (image / "module_hooks.py").unlink()
+        (image / "module_setup_fails.py").unlink()
+
+
 def sse_messages(response):
     assert response.status == 200, response
     assert response.header("content-type") == "text/event-stream", response

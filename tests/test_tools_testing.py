@@ -809,6 +809,204 @@ def test_describe_test_failure_of_a_passing_test_says_it_passed_when_its_class_f
                                             "outcome": "skipped", "message": "no database here"}
 
 
+# -- a module's fixture is pytest's: setUpModule or setup_module, for all its classes ---
+
+MODULE_HOOKS = {
+    "zoo/test_module_hooks.py": '''\
+import unittest
+
+calls = []
+
+
+def setup_module(module):
+    calls.append(("setup_module", module.__name__))
+
+
+def teardown_module():
+    calls.append("teardown_module")
+
+
+class TestFirst:
+    def test_a(self):
+        calls.append("TestFirst.test_a")
+
+
+class TestSecond:
+    def setup_class(cls):
+        calls.append("setup_class")
+
+    def test_b(self):
+        calls.append("TestSecond.test_b")
+
+
+class CaseInSameModule(unittest.TestCase):
+    def test_c(self):
+        calls.append("CaseInSameModule.test_c")
+''',
+    "zoo/test_both_setups.py": '''\
+calls = []
+
+
+def setUpModule():
+    calls.append("setUpModule")
+
+
+def setup_module():
+    calls.append("setup_module")
+
+
+def teardown_module(module):
+    calls.append("teardown_module")
+
+
+class TestBoth:
+    def test_a(self):
+        calls.append("test_a")
+''',
+    "zoo/test_setup_module_fails.py": '''\
+calls = []
+
+
+def setup_module():
+    raise RuntimeError("no database")
+
+
+def teardown_module():
+    calls.append("teardown_module")
+
+
+class TestNeedsDatabase:
+    def test_a(self):
+        calls.append("test_a")
+
+    def test_b(self):
+        calls.append("test_b")
+''',
+    "zoo/test_setup_module_skips.py": '''\
+import pytest
+
+
+def setup_module():
+    pytest.skip("no network here")
+
+
+class TestNeedsNetwork:
+    def test_a(self):
+        pass
+''',
+    "zoo/test_set_up_module_skips.py": '''\
+import unittest
+
+import pytest
+
+
+def setUpModule():
+    pytest.skip("no printer here")
+
+
+class NeedsPrinter(unittest.TestCase):
+    def test_a(self):
+        pass
+''',
+    "zoo/test_teardown_module_fails.py": '''\
+def teardown_module():
+    raise RuntimeError("could not clean up")
+
+
+class TestTornDown:
+    def test_a(self):
+        pass
+''',
+    "zoo/test_counted_module.py": '''\
+import unittest
+
+setups = []
+
+
+def setUpModule():
+    setups.append("setUpModule")
+
+
+class FirstCountedCase(unittest.TestCase):
+    def test_a(self):
+        pass
+
+
+class SecondCountedCase(unittest.TestCase):
+    def test_b(self):
+        pass
+''',
+}
+
+
+@pytest.fixture
+def module_hooks(tmp_path, views):
+    return Client(views(write_image(tmp_path / "image", {**FILES, **MODULE_HOOKS})))
+
+
+def test_setup_module_and_teardown_module_wrap_a_pytest_style_class(module_hooks):
+    # They were never called: only unittest's setUpModule/tearDownModule were.
+    ran = module_hooks.ok("run_test_class", className="TestFirst")["structuredContent"]
+    assert (ran["run"], ran["passed"], ran["fixtureErrors"]) == (1, 1, 0)
+    assert module_hooks.view.module("zoo.test_module_hooks").calls == [
+        ("setup_module", "zoo.test_module_hooks"), "TestFirst.test_a", "teardown_module"]
+
+
+def test_a_modules_fixture_runs_once_around_all_its_classes_of_either_style(module_hooks):
+    # Named apart, with another module's class between them: still one setup, one teardown.
+    listed = module_hooks.ok("list_failing_tests", classNames=[
+        "TestFirst", "zoo.test_zoo.ZooTest", "CaseInSameModule", "TestSecond"])["structuredContent"]
+    assert (listed["run"], listed["notRun"]) == (6, 0)
+    assert module_hooks.view.module("zoo.test_module_hooks").calls == [
+        ("setup_module", "zoo.test_module_hooks"), "TestFirst.test_a", "CaseInSameModule.test_c",
+        "setup_class", "TestSecond.test_b", "teardown_module"]
+
+
+def test_unittests_set_up_module_runs_once_when_its_classes_are_named_apart(module_hooks):
+    module_hooks.ok("list_failing_tests", classNames=["FirstCountedCase", "ZooTest", "SecondCountedCase"])
+    assert module_hooks.view.module("zoo.test_counted_module").setups == ["setUpModule"]
+
+
+def test_of_set_up_module_and_setup_module_only_the_first_is_called_as_pytest_calls_it(module_hooks):
+    ran = module_hooks.ok("run_test_class", className="TestBoth")["structuredContent"]
+    assert (ran["passed"], ran["fixtureErrors"]) == (1, 0)
+    # teardown_module is called, given the module: there is no tearDownModule before it
+    assert module_hooks.view.module("zoo.test_both_setups").calls == [
+        "setUpModule", "test_a", "teardown_module"]
+
+
+def test_what_setup_module_raises_keeps_its_tests_from_running_and_is_listed(module_hooks):
+    result = module_hooks.ok("run_test_class", className="TestNeedsDatabase")
+    ran = result["structuredContent"]
+    assert {k: ran[k] for k in ("run", "notRun", "fixtureErrors")} == {"run": 0, "notRun": 2, "fixtureErrors": 1}
+    assert ran["failed"] == [{"test": "setup_module (zoo.test_setup_module_fails)", "outcome": "error",
+                              "exception": "RuntimeError", "message": "no database"}]
+    assert text(result).splitlines()[1] == (
+        "ERROR: setup_module (zoo.test_setup_module_fails): RuntimeError: no database")
+    # as after a failed setUpModule (and as pytest does): no teardown of what was not set up
+    assert module_hooks.view.module("zoo.test_setup_module_fails").calls == []
+
+
+@pytest.mark.parametrize("class_name, hook, reason", [
+    ("TestNeedsNetwork", "setup_module (zoo.test_setup_module_skips)", "no network here"),
+    # pytest.skip in setUpModule ended the whole run: it is a BaseException
+    ("NeedsPrinter", "setUpModule (zoo.test_set_up_module_skips)", "no printer here")])
+def test_pytest_skip_in_a_module_setup_skips_its_tests_and_the_run_goes_on(
+        module_hooks, class_name, hook, reason):
+    listed = module_hooks.ok("list_failing_tests", classNames=[class_name, "TestFirst"])["structuredContent"]
+    assert (listed["run"], listed["notRun"], listed["failing"]) == (1, 1, [])
+    ran = module_hooks.ok("run_test_class", className=class_name)["structuredContent"]
+    assert {k: ran[k] for k in ("run", "notRun", "fixtureErrors")} == {"run": 0, "notRun": 1, "fixtureErrors": 0}
+    assert ran["failed"] == [{"test": hook, "outcome": "skipped", "message": reason}]
+
+
+def test_what_teardown_module_raises_is_a_fixture_error_after_the_tests_passed(module_hooks):
+    ran = module_hooks.ok("run_test_class", className="TestTornDown")["structuredContent"]
+    assert {k: ran[k] for k in ("run", "passed", "fixtureErrors")} == {"run": 1, "passed": 1, "fixtureErrors": 1}
+    assert ran["failed"] == [{"test": "teardown_module (zoo.test_teardown_module_fails)", "outcome": "error",
+                              "exception": "RuntimeError", "message": "could not clean up"}]
+
+
 # -- a test module that cannot be loaded is named, never silently green -----------------
 
 def test_a_test_module_that_cannot_be_loaded_is_named_by_the_listing_and_the_failing_tests(

@@ -6,15 +6,23 @@ class named Test* with no __init__ of its own and test* methods, run the way
 pytest runs them (a fresh instance per test; setup_method/teardown_method and
 setup_class/teardown_class when defined). A bare `assert` that fails is
 reported with its message, or with the assert statement when it has none.
+Module-level test functions are not run, so setup_function/teardown_function never are.
+
+A module's fixture is pytest's, for all its test classes of either style: setUpModule,
+else setup_module, once before its first test, and tearDownModule, else teardown_module,
+once after its last (not after a setup that failed); a module with both names of a pair
+has only the unittest one called, as pytest calls only the first it finds. A run's tests
+are grouped by module, so this holds however its classes are named (see ModuleFixtureSuite).
 
 Whatever a test's setUp, test method, tearDown or cleanups raise is that test's
 error, KeyboardInterrupt included (unittest would end the run on it), and the run
 goes on; only the worker's own break (SoftBreak, HardBreak) ends a run, and so does
 whatever a test raised, or did not, after a soft break landed in it (code that
 catches the break and exits, say: see raise_if_break). A class or
-module fixture (setUpClass, setup_class, setUpModule...) is unittest's: what it
-raises outside Exception (KeyboardInterrupt, SystemExit) ends the run, and the call
-answers that error.
+module fixture (setUpClass, setup_class, setUpModule, setup_module...) is unittest's:
+what it raises is an entry of its own (the tests it would have set up are not run),
+pytest.skip raised in it skips them as SkipTest does, and what it raises outside
+Exception (KeyboardInterrupt, SystemExit) ends the run, and the call answers that error.
 """
 
 from __future__ import annotations
@@ -274,14 +282,7 @@ class PlainTestCase(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        try:
-            cls._class_hook("setup_class")
-        except BaseException as error:
-            # unittest skips a class whose setUpClass raised SkipTest; pytest's
-            # skip, a BaseException, would end the whole run instead
-            if pytest_outcome(type(error)) == "skipped":
-                raise unittest.SkipTest(str(error)) from error
-            raise
+        cls._class_hook("setup_class")
 
     @classmethod
     def tearDownClass(cls):
@@ -294,7 +295,7 @@ class PlainTestCase(unittest.TestCase):
         classmethod does."""
         hook = getattr(cls.plain_class, name, None)
         if hook is not None:
-            _call_with_optional_argument(getattr(hook, "__func__", hook), cls.plain_class)
+            _call_fixture(getattr(hook, "__func__", hook), cls.plain_class)
 
     def id(self):
         return f"{self.plain_class.__module__}.{self.plain_class.__qualname__}.{self.plain_method}"
@@ -320,6 +321,89 @@ class PlainTestCase(unittest.TestCase):
             teardown = getattr(instance, "teardown_method", None)
             if teardown is not None:
                 _call_with_optional_argument(teardown, method)
+
+
+def _call_fixture(hook, argument) -> None:
+    """A class or module fixture, called as pytest calls it (given `argument` if it takes
+    one). unittest skips what a fixture raising SkipTest would set up; pytest's skip, a
+    BaseException, would end the whole run instead, so it is made a SkipTest."""
+    try:
+        _call_with_optional_argument(hook, argument)
+    except BaseException as error:
+        if pytest_outcome(type(error)) == "skipped":
+            raise unittest.SkipTest(str(error)) from error
+        raise
+
+
+# pytest's module fixture: the first of each pair the module has, for all its tests.
+MODULE_SETUPS = ("setUpModule", "setup_module")
+MODULE_TEARDOWNS = ("tearDownModule", "teardown_module")
+
+
+class ModuleFixtureSuite(unittest.TestSuite):
+    """unittest's suite, with the module fixture pytest calls: setUpModule or else
+    setup_module before the module's first test, tearDownModule or else teardown_module
+    after its last (and not when the setup failed), each given the module if it takes an
+    argument; for every test class of the module, TestCase and pytest-style alike, as
+    pytest's one autouse module fixture is. unittest itself knows only setUpModule and
+    tearDownModule; these two methods are the ones its run calls as the module changes,
+    kept otherwise as unittest has them (a failure is an entry of its own, the module's
+    cleanups run, the module's tests are not run after a failed setup)."""
+
+    def _handleModuleFixture(self, test, result):
+        name = test.__class__.__module__
+        if name == self._get_previous_module(result):
+            return
+        self._handleModuleTearDown(result)
+        result._moduleSetUpFailed = False
+        hook_name, hook = _module_hook(name, MODULE_SETUPS)
+        if hook is None:
+            return
+        try:
+            _call_fixture(hook, sys.modules[name])
+        except Exception as error:
+            result._moduleSetUpFailed = True
+            self._createClassOrModuleLevelException(result, error, hook_name, name)
+            self._run_module_cleanups(result, hook_name, name)
+
+    def _handleModuleTearDown(self, result):
+        name = self._get_previous_module(result)
+        if name is None or result._moduleSetUpFailed or name not in sys.modules:
+            return
+        hook_name, hook = _module_hook(name, MODULE_TEARDOWNS)
+        if hook is not None:
+            try:
+                _call_fixture(hook, sys.modules[name])
+            except Exception as error:
+                self._createClassOrModuleLevelException(result, error, hook_name, name)
+        self._run_module_cleanups(result, hook_name or "tearDownModule", name)
+
+    def _run_module_cleanups(self, result, hook_name: str, module_name: str) -> None:
+        try:
+            unittest.doModuleCleanups()
+        except Exception as error:
+            self._createClassOrModuleLevelException(result, error, hook_name, module_name)
+
+
+def _module_hook(module_name: str, names: tuple[str, ...]):
+    """(name, function) of the first of `names` the module has, else (None, None)."""
+    module = sys.modules.get(module_name)
+    for name in names:
+        hook = getattr(module, name, None)
+        if hook is not None:
+            return name, hook
+    return None, None
+
+
+def grouped_by_module(tests: list[unittest.TestCase]) -> list[unittest.TestCase]:
+    """The tests with each module's together (in the order the modules first come,
+    each module's in their own order), so its module fixture runs once per run, as
+    pytest runs a module's tests together: unittest sets a module up again each time
+    its tests come back after another module's."""
+    first = {}
+    for test in tests:
+        first.setdefault(test.__class__.__module__, len(first))
+    return sorted(tests, key=lambda test: first[test.__class__.__module__])
 
 
 def _call_with_optional_argument(hook, argument) -> None:
@@ -489,6 +573,7 @@ class TestingToolset(Toolset):
             if report_progress:
                 self.progress(len(done), len(tests), message=test.id())
 
+        tests = grouped_by_module(tests)
         for test in tests:
             _guard_parts(test)
         result = _Result(test_done, tracebacks)
@@ -496,7 +581,7 @@ class TestingToolset(Toolset):
         try:
             with redirect_stdout(output), redirect_stderr(output):
                 try:
-                    unittest.TestSuite(tests).run(result)
+                    ModuleFixtureSuite(tests).run(result)
                 except BaseException as error:   # a class or module fixture's, or the break
                     raise_if_break(error)
                     raise
