@@ -46,6 +46,21 @@ def test_execute_code_raising_a_base_exception_is_an_error_result(keeps_its_work
     assert failed(keeps_its_work.tool("execute_code", code=code), "other").endswith(shown)
 
 
+@pytest.mark.parametrize("code", ["-" * 100_000 + "1", "x = 1" + " + 1" * 100_000],
+                         ids=["parser stack", "recursion limit"])
+def test_code_nested_too_deeply_is_a_compile_error_saying_so(keeps_its_work, code):
+    # It was a MemoryError with no message, or a RecursionError, of kind other.
+    text = failed(keeps_its_work.tool("execute_code", code=code), "compileError")
+    assert text.startswith("code is nested too deeply to compile (") and text.endswith(
+        "); split the deepest expression into named parts"), text
+
+
+def test_recursion_without_end_is_a_recursion_error_and_the_worker_goes_on(keeps_its_work):
+    text = failed(keeps_its_work.tool("execute_code", code="def f(n):\n    return f(n + 1)\nf(0)"), "other")
+    assert "[Previous line repeated" in text
+    assert text.endswith("\nRecursionError: maximum recursion depth exceeded"), text
+
+
 def test_compile_method_whose_decorator_exits_is_a_compile_error(keeps_its_work):
     text = failed(keeps_its_work.tool("compile_method", className="Cart",
                             source="@exit\ndef g(self): pass"), "compileError")

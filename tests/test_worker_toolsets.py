@@ -1,6 +1,7 @@
 """Toolset resolution, the read-only audit list, execution, bench and the worked example."""
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -190,6 +191,69 @@ def test_syntax_error_is_kind_compile_error(executing):
     assert result["isError"] is True
     assert result["structuredContent"]["error"]["kind"] == "compileError"
     assert "SyntaxError" in result["content"][0]["text"]
+
+
+NESTED_TOO_DEEPLY = {
+    # the parser's stack overflows: a MemoryError, with no message on Python 3.11
+    "unary minus": "-" * 100_000 + "1",
+    "not": "not " * 100_000 + "True",
+    "conditional": "1 if x else " * 100_000 + "1",
+    # building the AST meets the recursion limit: a RecursionError
+    "a chain of +": "x = 1" + " + 1" * 1_000_000,
+    "a chain of subscripts": "x" + "[0]" * 100_000,
+}
+
+
+@pytest.mark.parametrize("code", NESTED_TOO_DEEPLY.values(), ids=NESTED_TOO_DEEPLY)
+def test_code_nested_too_deeply_is_a_compile_error_saying_so(executing, code):
+    # It was a MemoryError with no message, or a RecursionError, of kind other.
+    run(executing, "kept = 'still here'")
+    result = run(executing, code)
+    assert result["isError"] is True
+    assert result["structuredContent"]["error"]["kind"] == "compileError"
+    assert result["content"][0]["text"] in (
+        "code is nested too deeply to compile (MemoryError: the parser's stack overflowed); "
+        "split the deepest expression into named parts",
+        "code is nested too deeply to compile (MemoryError: Parser stack overflowed - Python source "
+        "too complex to parse); split the deepest expression into named parts",
+        "code is nested too deeply to compile (RecursionError: maximum recursion depth exceeded "
+        "during ast construction); split the deepest expression into named parts")
+    assert run(executing, "kept")["structuredContent"]["result"] == "'still here'"
+
+
+def test_brackets_nested_too_deeply_stay_the_parsers_syntax_error(executing):
+    for code in ("(" * 5000 + ")" * 5000, "[" * 100_000 + "]" * 100_000):
+        result = run(executing, code)
+        assert result["structuredContent"]["error"]["kind"] == "compileError"
+        assert result["content"][0]["text"].endswith("SyntaxError: too many nested parentheses")
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.12's parser says what overflowed")
+def test_eval_of_code_nested_too_deeply_is_said_to_be_what_its_bare_memory_error_may_be(executing):
+    result = run(executing, "eval('-' * 100_000 + '1')")
+    text = result["content"][0]["text"]
+    assert result["structuredContent"]["error"]["kind"] == "other"
+    assert text.endswith("\nMemoryError\n(a MemoryError with no message is also how Python 3.11's "
+                         "parser says code given to eval, exec, compile or ast.parse is nested "
+                         "too deeply to parse)"), text
+    assert run(executing, "1 + 1")["structuredContent"]["result"] == "2"
+
+
+def test_recursion_without_end_is_a_recursion_error_and_the_workspace_goes_on(executing):
+    run(executing, "def f(n):\n    return f(n + 1)")
+    result = run(executing, "f(0)")
+    text = result["content"][0]["text"]
+    assert result["structuredContent"]["error"]["kind"] == "other"
+    assert "[Previous line repeated" in text and text.endswith("\nRecursionError: maximum recursion depth exceeded")
+    assert run(executing, "f.__name__")["structuredContent"]["result"] == "'f'"
+
+
+def test_a_value_nested_too_deeply_to_show_is_an_error_without_the_workers_frames(executing):
+    # Its traceback was the worker's own frame, repr(value) in execution.py.
+    result = run(executing, "x = []\nfor _ in range(100_000):\n    x = [x]\nx")
+    assert result["content"][0]["text"] == (
+        "RecursionError: maximum recursion depth exceeded while getting the repr of an object")
+    assert run(executing, "len(x)")["structuredContent"]["result"] == "1"
 
 
 def test_system_exit_answers_instead_of_ending_the_worker(executing):

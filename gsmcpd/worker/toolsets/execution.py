@@ -118,6 +118,15 @@ class ExecutionToolset(Toolset):
         except SyntaxError as error:
             detail = "".join(traceback.format_exception_only(type(error), error)).rstrip()
             raise ToolError("compileError", detail) from None
+        except (MemoryError, RecursionError) as error:
+            # Not a SyntaxError for code nested too deeply (`-` * 100000 + `1`, a chain of a
+            # million `+1`): the parser's stack overflows (a MemoryError) or building or
+            # compiling the AST meets the recursion limit.
+            said = "".join(traceback.format_exception_only(type(error), error)).strip()
+            if isinstance(error, MemoryError) and not str(error):
+                said = "MemoryError: the parser's stack overflowed"   # Python 3.11 says nothing
+            raise ToolError("compileError", f"code is nested too deeply to compile ({said}); "
+                            "split the deepest expression into named parts") from None
 
 
 def _raise_if_break(error: BaseException | None, stdout: Capture, stderr: Capture) -> None:
@@ -151,12 +160,23 @@ def _reimported(view, value):
     return fresh if fresh is not value and isinstance(fresh, kind) else None
 
 
+# Python 3.11's parser overflowing its stack raises a MemoryError that says nothing, and
+# nothing tells it from memory running out: the answer says what it may be.
+PARSER_OVERFLOW_NOTE = ("(a MemoryError with no message is also how Python 3.11's parser says code "
+                        "given to eval, exec, compile or ast.parse is nested too deeply to parse)")
+
+
 def _traceback(error: BaseException) -> str:
-    """The traceback from the workspace code down, without this module's frames."""
+    """The traceback from the workspace code down, without this module's frames (none
+    but the exception when the workspace has no frame in it: repr of the final value
+    raised, a list nested too deeply to show, say)."""
     tb = error.__traceback__
     while tb is not None and not tb.tb_frame.f_code.co_filename.startswith(_FILENAME_PREFIX):
         tb = tb.tb_next
-    return "".join(traceback.format_exception(type(error), error, tb or error.__traceback__)).rstrip()
+    shown = "".join(traceback.format_exception(type(error), error, tb)).rstrip()
+    if isinstance(error, MemoryError) and not str(error) and sys.version_info < (3, 12):
+        shown += "\n" + PARSER_OVERFLOW_NOTE
+    return shown
 
 
 def _sendable(text: str, what: str) -> str:
