@@ -423,3 +423,19 @@ def test_refresh_keeps_ours_where_they_made_our_new_module_in_the_other_form(ima
     with pytest.raises(CommitConflict) as raised:
         a.commit()
     assert raised.value.files == ["birds.py"] and not (image / "birds").exists()
+
+
+@pytest.mark.parametrize("text", [
+    "x = " + "-" * 100000 + "1\n",           # the parser's stack overflows: a bare MemoryError
+    "x = 1" + " + 1" * 5000 + "\n",         # building the AST meets the recursion limit
+], ids=["unary", "chain"])
+def test_a_module_nested_too_deeply_to_parse_is_one_that_does_not_compile(image, views, text):
+    # What Python cannot compile either: it raised out of View.tree into every image-wide tool.
+    (image / "zoo/deep.py").write_text(text)
+    view = views(image)
+    assert view.tree("zoo.deep") is None
+    error = view.syntax_error("zoo.deep")
+    assert error.msg.startswith("code is nested too deeply to compile (") and error.lineno is None
+    assert error.msg.endswith("); split the deepest expression into named parts")
+    assert ": )" not in error.msg    # a MemoryError that says nothing is named
+    assert view.tree("zoo.animals") is not None

@@ -916,3 +916,17 @@ def test_after_abort_the_workspaces_names_for_image_modules_and_classes_are_the_
                                            "zoo.animals is animals, kept.noise())")
     # an object the workspace holds keeps the class it was made from
     assert text(shown) == "('woof', 'woof', True, False, True, 'patched')"
+
+
+def test_source_nested_too_deeply_to_compile_is_a_compile_error(client, image):
+    message = client.error("compile_method", "compileError", className="Dog",
+                           source="def f(self):\n    return " + "-" * 100000 + "1\n")
+    assert message.startswith("code is nested too deeply to compile (")
+    assert "def f" not in disk(image)
+
+
+def test_a_module_whose_whole_text_does_not_parse_is_named_without_a_line(client, image):
+    (image / "zoo/nul.py").write_text("x = 1\n\x00\n")
+    client.ok("refresh")
+    assert client.ok("list_all_classes")["structuredContent"]["notListed"] == [
+        "image module zoo.nul does not compile: source code string cannot contain null bytes"]

@@ -190,7 +190,8 @@ def _unloadable(view: View, module: str) -> str:
                 "that name; rename the image module")
     error = view.syntax_error(module)
     if error is not None:
-        return f"image module {module} does not compile: line {error.lineno}: {error.msg}"
+        where = f"line {error.lineno}: " if error.lineno else ""   # none for the whole text
+        return f"image module {module} does not compile: {where}{error.msg}"
     reason = view.import_errors.get(module, "unknown error")
     return f"image module {module} failed to import: {reason}"
 

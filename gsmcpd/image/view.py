@@ -206,6 +206,8 @@ class View:
                 parsed = error
             except ValueError as error:   # one unparseable file must not break image-wide tools
                 parsed = _unparseable(text, error)
+            except NESTED_TOO_DEEPLY as error:   # nor one Python itself could not compile
+                parsed = SyntaxError(nested_too_deeply(error), (None, None, None, None))
             cached = (text, parsed)
             self._trees[module] = cached
         return cached[1] if isinstance(cached[1], ast.Module) else None
@@ -539,6 +541,20 @@ def _decode(data: bytes) -> tuple[str, str]:
         return data.decode(encoding, errors="surrogateescape"), encoding
     except (SyntaxError, UnicodeError, LookupError):   # a declaration Python would refuse too
         return data.decode("utf-8", errors="surrogateescape"), "utf-8"
+
+
+# What parsing or compiling code nested too deeply raises instead of a SyntaxError
+# (`-` * 100000 + `1`, a chain of thousands of `+`): the parser's stack overflows, or
+# building or compiling the AST meets the recursion limit.
+NESTED_TOO_DEEPLY = (MemoryError, RecursionError)
+
+
+def nested_too_deeply(error: BaseException) -> str:
+    """What one of NESTED_TOO_DEEPLY from a parse or compile means, as a tool says it."""
+    said = f"{type(error).__name__}: {error}"
+    if isinstance(error, MemoryError) and not str(error):
+        said = "MemoryError: the parser's stack overflowed"   # Python 3.11 says nothing
+    return f"code is nested too deeply to compile ({said}); split the deepest expression into named parts"
 
 
 def _unparseable(text: str, error: ValueError) -> SyntaxError:

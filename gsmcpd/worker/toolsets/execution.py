@@ -15,6 +15,7 @@ import traceback
 import types
 from contextlib import redirect_stderr, redirect_stdout
 
+from gsmcpd.image.view import NESTED_TOO_DEEPLY, nested_too_deeply
 from gsmcpd.worker.capture import Capture
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import (BREAKS, ToolError, Toolset, carry_partial, object_schema, raise_if_break,
@@ -118,15 +119,8 @@ class ExecutionToolset(Toolset):
         except SyntaxError as error:
             detail = "".join(traceback.format_exception_only(type(error), error)).rstrip()
             raise ToolError("compileError", detail) from None
-        except (MemoryError, RecursionError) as error:
-            # Not a SyntaxError for code nested too deeply (`-` * 100000 + `1`, a chain of a
-            # million `+1`): the parser's stack overflows (a MemoryError) or building or
-            # compiling the AST meets the recursion limit.
-            said = "".join(traceback.format_exception_only(type(error), error)).strip()
-            if isinstance(error, MemoryError) and not str(error):
-                said = "MemoryError: the parser's stack overflowed"   # Python 3.11 says nothing
-            raise ToolError("compileError", f"code is nested too deeply to compile ({said}); "
-                            "split the deepest expression into named parts") from None
+        except NESTED_TOO_DEEPLY as error:
+            raise ToolError("compileError", nested_too_deeply(error)) from None
 
 
 def _raise_if_break(error: BaseException | None, stdout: Capture, stderr: Capture) -> None:

@@ -16,7 +16,7 @@ import sys
 
 from gsmcpd.image import catalog, live, splice
 from gsmcpd.image.store import relpath_of
-from gsmcpd.image.view import KERNEL
+from gsmcpd.image.view import KERNEL, NESTED_TOO_DEEPLY, nested_too_deeply
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset, bool_prop, object_schema, string_prop
 from gsmcpd.worker.toolsets.browsing import CLASS_NAME, META, SELECTOR, filter_by_meta, live_kind
@@ -54,6 +54,8 @@ def _parse_statements(source: str) -> tuple[str, list[ast.stmt]]:
     except SyntaxError as error:   # one about the whole text (a NUL byte) has no line
         where = f"line {error.lineno}: " if error.lineno else ""
         raise ToolError("compileError", where + error.msg) from None
+    except NESTED_TOO_DEEPLY as error:
+        raise ToolError("compileError", nested_too_deeply(error)) from None
 
 
 def dictionary_name_parts(name: str) -> list[str]:
