@@ -74,6 +74,7 @@ def tail():
                      "    registry: ClassVar[list] = []\n    x: int = 0\n\n    def norm(self):\n        return self.x\n\n\n"
                      "@dataclasses.dataclass(frozen=True)\nclass Still:\n    y: int = 0\n",
     "fix/keys.py": "class Key:\n    def __init__(self, k):\n        self.k = k\n",
+    "fix/tabbed.py": "class Tabbed:\n\tdef first(self):\n\t\treturn 1\n",
     "gone/__init__.py": "",
     "gone/kinds.py": "class Kind:\n    pass\n\n\nclass Sort(Kind):\n    pass\n",
     "gone/test_kinds.py": "import unittest\n\nfrom gone.kinds import Sort\n\n\n"
@@ -695,3 +696,17 @@ def test_a_module_raising_keyboard_interrupt_at_import_is_its_import_error_only(
         client.close()
     finally:
         (image / "interrupted.py").unlink()
+
+
+def test_a_method_goes_into_a_tab_indented_module_with_tabs_and_it_still_imports(daemon, image, c):
+    # Sent with spaces, its lines were written "\t    ...": two styles in one file.
+    ok(c, "compile_method", className="Tabbed", source="def second(self):\n    if self:\n        return 2\n")
+    ok(c, "compile_method", className="Tabbed", source="\tdef third(self):\n\t\treturn 3\n")
+    ok(c, "compile_class_definition", dictionaryName="fix.tabbed", source="class Made:\n  y = 4\n")
+    assert (image / "fix/tabbed.py").read_text() == (
+        "class Tabbed:\n\tdef first(self):\n\t\treturn 1\n\n\tdef second(self):\n\t\tif self:\n"
+        "\t\t\treturn 2\n\n\tdef third(self):\n\t\treturn 3\n\n\nclass Made:\n\ty = 4\n")
+    check = "from fix.tabbed import Made, Tabbed\n(Tabbed().second(), Tabbed().third(), Made.y)"
+    assert run(c, check) == repr((2, 3, 4))
+    ok(c, "abort")                       # the session now reads the file as committed
+    assert run(c, check) == repr((2, 3, 4))

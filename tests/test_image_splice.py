@@ -679,3 +679,69 @@ def test_unbound_reader_counts_what_the_module_binds_above_the_class(above, read
     source = above + "\n\nclass A:\n    x = property(getx)\n"
     reader = splice.unbound_reader(source, "A", "getx")
     assert (reader is not None) is read
+
+
+TAB_INDENTED = "class Tabbed:\n\tdef first(self):\n\t\treturn 1\n"
+SPACE_INDENTED = "class Spaced:\n    def first(self):\n        return 1\n"
+
+
+@pytest.mark.parametrize("text", [
+    "def second(self):\n\tif self:\n\t\treturn 2\n",
+    "\tdef second(self):\n\t\tif self:\n\t\t\treturn 2\n",
+    "def second(self):\n    if self:\n        return 2\n",
+    "    def second(self):\n      if self:\n         return 2\n",
+], ids=["tabs", "tabs-indented", "spaces", "spaces-indented-oddly"])
+def test_a_method_goes_into_a_tab_indented_class_indented_with_tabs(text):
+    # Prefixed as sent, a spaced method left lines like "\t    return" in a tabbed module.
+    new, _ = splice.put_method(TAB_INDENTED, "Tabbed", text)
+    assert new == TAB_INDENTED + "\n\tdef second(self):\n\t\tif self:\n\t\t\treturn 2\n"
+
+
+def test_a_one_line_method_goes_into_a_tab_indented_class_at_its_level():
+    new, _ = splice.put_method(TAB_INDENTED, "Tabbed", "def second(self): return 2")
+    assert new == TAB_INDENTED + "\n\tdef second(self): return 2\n"
+
+
+def test_a_tab_indented_method_goes_into_a_space_indented_class_indented_with_spaces():
+    text = ('def first(self):\n\t"""Doc.\n\n\tkept as written: the string\'s own."""\n'
+            "\tvalue = (1,\n\t         2)  # aligned\n\t# about the return\n\treturn value\n")
+    new, replaced = splice.put_method(SPACE_INDENTED, "Spaced", text)
+    assert replaced
+    assert new == ('class Spaced:\n    def first(self):\n        """Doc.\n\n\tkept as written: '
+                   'the string\'s own."""\n        value = (1,\n                 2)  # aligned\n'
+                   "        # about the return\n        return value\n")
+
+
+def test_a_comment_line_takes_the_level_of_the_block_it_is_written_at():
+    text = "def m(self):\n\tif self:\n\t\tpass\n\t# after the if\n\t\t# still in it\n\treturn 1\n"
+    new, _ = splice.put_method(SPACE_INDENTED, "Spaced", text)
+    assert ("            pass\n        # after the if\n            # still in it\n"
+            "        return 1\n") in new
+
+
+def test_a_class_goes_into_a_tab_indented_module_indented_with_tabs():
+    spaced_class = "class New:\n    def m(self):\n        return 1\n"
+    assert splice.put_class(TAB_INDENTED, "New", spaced_class) == (
+        TAB_INDENTED + "\n\nclass New:\n\tdef m(self):\n\t\treturn 1\n")
+    # Redefined from a spaced text, the class keeps its tabs and its carried method as written.
+    text = splice.with_methods("class Tabbed:\n    x = 1\n", "Tabbed", TAB_INDENTED,
+                               splice.methods_of(splice.top_level_class(ast.parse(TAB_INDENTED), "Tabbed")))
+    assert splice.put_class(TAB_INDENTED, "Tabbed", text) == "class Tabbed:\n\tx = 1\n\n" + TAB_INDENTED[14:]
+    # Its own class, written with tabs in a spaced module, keeps them: it is consistent.
+    assert splice.class_indent_unit(SPACE_INDENTED + "\n\nclass T:\n\tx = 1\n", "T") == "\t"
+    assert splice.class_indent_unit("x = 1\n", "New") == ""    # nothing indented: any style fits
+
+
+def test_a_form_feed_before_the_class_body_does_not_count_as_its_indentation():
+    # Python resets its column at a form feed: "\f\t" indents by a tab, not by "\f\t".
+    source = "class F:\n\x0c\tx = 1\n\tdef m(self):\n\t\treturn 1\n"
+    new, _ = splice.put_method(source, "F", "def n(self):\n    return 2\n")
+    assert new.endswith("\n\tdef n(self):\n\t\treturn 2\n") and ast.parse(new)
+
+
+def test_an_edit_python_would_read_as_misindented_is_refused_saying_why():
+    # No edit above is known to reach it; the check keeps any that does from being written.
+    with pytest.raises(splice.IndentationMismatch, match=r"method m cannot be indented to fit "
+                       r"the module: written in, Python would read line 3 as misindented "
+                       r"\(unindent does not match any outer indentation level\); nothing was changed"):
+        splice._importable("class C:\n\tx = 1\n    def m(self): pass\n", "method m")

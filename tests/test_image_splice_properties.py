@@ -5,7 +5,9 @@ Modules are generated from a fixed set of seeds (deterministic, a few hundred
 cases): classes with and without bases, decorators and docstrings, class
 attributes, nested classes, comments and blank runs, decorated and async
 methods, multi-line strings whose lines look like defs or comments, CRLF, tabs,
-a shebang and a coding line, no newline at EOF, `if`-guarded code at the end.
+a shebang and a coding line, no newline at EOF, `if`-guarded code at the end. A
+client's method or class text has its own indentation (tabs into a module indented
+with spaces, or the reverse): what is written in must be that code in the module's.
 Run this file as a script with a number of seeds to try many more locally.
 """
 
@@ -279,14 +281,51 @@ def comments_going_with(source: str, node: ast.stmt) -> Counter:
 
 # -- the operations ---------------------------------------------------------------------
 
+def assert_written_as(got: str, client_text: str, unit: str):
+    """`got` (a def's or class's lines, as written into the module) is the client's text
+    as sent, or, where that text indents with a character the class's or module's
+    indentation `unit` lacks (tabs against spaces), the same code with every statement's
+    line indented by `unit`'s characters alone."""
+    want = without_trailing_comments(lf(splice.dedent_code(client_text)))
+    got = lf(got).rstrip("\n")
+    inside = splice.string_lines(want)
+    used = {char for number, line in enumerate(splice.lines_of(want), 1)
+            if number not in inside and line.strip() for char in line[:len(line) - len(line.lstrip())]}
+    if not unit or used <= set(unit):
+        assert_same(got, want)
+        return
+    assert ast.dump(parse(got)) == ast.dump(parse(want)), (got, want)
+    statements = {node.lineno for node in ast.walk(parse(got)) if isinstance(node, ast.stmt)}
+    for number, line in enumerate(splice.lines_of(got), 1):
+        if number in statements:
+            assert set(line[:len(line) - len(line.lstrip())]) <= set(unit), (unit, got)
+
+
+def class_unit(source: str, name: str) -> str:
+    return splice._body_indent(splice.lines_of(source), splice.top_level_class(parse(source), name))
+
+
 def new_method_text(gen: Gen, name: str) -> str:
     """A client's text: its own indentation unit and newlines, maybe indented as a whole."""
-    unit, gen.unit = gen.unit, gen.rng.choice(["    ", "  ", "\t"])
+    unit, gen.unit = gen.unit, client_unit(gen)
     lines = gen.method("", name, in_module=False)
     gen.unit = unit
     indent = gen.rng.choice(["", "", "    "])
     text = "\n".join(indent + line if line else line for line in lines)
     return text.replace("\n", gen.rng.choice(["\n", "\n", "\r\n"])) + gen.rng.choice(["", "\n"])
+
+
+def client_unit(gen: Gen) -> str:
+    return gen.rng.choice(["    ", "  ", "\t"])
+
+
+def client_class_text(gen: Gen, name: str) -> str:
+    """A client's class statement, in its own indentation unit."""
+    unit, gen.unit = gen.unit, client_unit(gen) if gen.chance(0.5) else gen.unit
+    # (A client's text ends at its last statement: comments after it would outlive a removal.)
+    text = without_trailing_comments("\n".join(gen.klass(name, above=False)))
+    gen.unit = unit
+    return text
 
 
 def editable(source: str, name: str) -> bool:
@@ -355,8 +394,7 @@ def do_put_method(gen: Gen, source: str, class_name: str) -> str:
     assert top_items(after, class_name) == top_items(source, class_name)
     classdef = splice.top_level_class(parse(after), class_name)
     (node,) = splice.method_nodes(classdef, method)
-    assert_same(lf(splice.segment(after, node)).rstrip("\n"),
-                without_trailing_comments(lf(splice.dedent_code(text))))
+    assert_written_as(splice.segment(after, node), text, class_unit(after, class_name))
     replaced_nodes = splice.method_nodes(
         splice.top_level_class(parse(source), class_name), method) or [
         node for node in splice.top_level_class(parse(source), class_name).body
@@ -391,15 +429,13 @@ def do_remove_method(gen: Gen, source: str, class_name: str) -> str:
 
 
 def do_put_class(gen: Gen, source: str, class_name: str) -> str:
-    # (A client's text ends at its last statement: comments after it would outlive a removal.)
-    text = without_trailing_comments("\n".join(gen.klass(class_name, above=False)))
+    text = client_class_text(gen, class_name)
     existing = splice.top_level_class(parse(source), class_name)
     after = splice.put_class(source, class_name, text)
     check_common(before=source, after=after)
     assert_same(top_items(after, class_name), top_items(source, class_name))
     node = splice.top_level_class(parse(after), class_name)
-    assert_same(lf(whole_lines(after, node)).rstrip("\n"),
-                without_trailing_comments(splice.dedent_code(text)))
+    assert_written_as(whole_lines(after, node), text, splice.class_indent_unit(source, class_name))
     check_comments(source, after, Counter() if existing is None else comments(
         source, splice.first_line(existing), existing.end_lineno), text)
     if existing is None:    # (blank lines that ended the module stay gone: PEP 8's W391)
@@ -411,8 +447,7 @@ def do_redefine_class(gen: Gen, source: str, class_name: str) -> str:
     """compile_class_definition's splice: a client's class text (any newlines, any
     indentation), the old methods it does not define carried over by segment."""
     old = splice.top_level_class(parse(source), class_name)
-    text = without_trailing_comments("\n".join(gen.klass(class_name, above=False)))
-    text = text.replace("\n", gen.rng.choice(["\n", "\r\n"]))
+    text = client_class_text(gen, class_name).replace("\n", gen.rng.choice(["\n", "\r\n"]))
     defined = {m.name for m in splice.methods_of(ast.parse(text).body[0])}
     carried = [m for m in splice.methods_of(old) if m.name not in defined]
     after = splice.put_class(source, class_name, splice.with_methods(text, class_name, source, carried))

@@ -228,6 +228,24 @@ def test_a_class_given_eq_and_no_hash_is_unhashable_as_python_makes_it(client):
     assert "__hash__" not in vars(key_class) and hash(key_class(1))
 
 
+def test_methods_and_classes_go_into_a_module_in_its_own_indentation(client, image):
+    # A method sent with spaces into a tab-indented class was prefixed as sent ("\t    return"),
+    # and a tab-indented one into a spaced class the reverse: both styles in one file.
+    (image / "zoo" / "tabbed.py").write_text("class Tabbed:\n\tdef first(self):\n\t\treturn 1\n")
+    client.ok("refresh")
+    client.ok("compile_method", className="Tabbed", source="def second(self):\n    if self:\n        return 2\n")
+    client.ok("compile_class_definition", dictionaryName="zoo.tabbed",
+              source="class Made:\n    def m(self):\n        return Tabbed().second()\n")
+    client.ok("compile_class_definition", source="class Tabbed:\n    x = 3\n")
+    assert disk(image, "zoo/tabbed.py") == (
+        "class Tabbed:\n\tx = 3\n\n\tdef first(self):\n\t\treturn 1\n\n\tdef second(self):\n"
+        "\t\tif self:\n\t\t\treturn 2\n\n\nclass Made:\n\tdef m(self):\n\t\treturn Tabbed().second()\n")
+    assert client.view.module("zoo.tabbed").Made().m() == 2
+    client.ok("compile_method", className="Dog", source="def noise(self):\n\tif self:\n\t\treturn 'grr'\n")
+    assert "    def noise(self):\n        if self:\n            return 'grr'\n" in disk(image)
+    assert client.view.module("zoo.animals").Dog("d").noise() == "grr"
+
+
 def test_compile_method_errors(client):
     assert "line 1" in client.error("compile_method", "compileError", className="Dog", source="def (:")
     assert client.error("compile_method", "compileError", className="Dog",   # no "line None: "

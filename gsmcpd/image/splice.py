@@ -23,6 +23,10 @@ class SpliceError(Exception):
     """The edit cannot be made at line granularity (e.g. a one-line class)."""
 
 
+class IndentationMismatch(SpliceError):
+    """The text, indented to fit, would still leave the module unreadable to Python."""
+
+
 def lines_of(source: str) -> list[str]:
     """Split like the tokenizer does (\\n, \\r\\n, \\r), keeping the endings."""
     return io.StringIO(source, newline="").readlines()
@@ -96,6 +100,65 @@ def dedent_code(text: str) -> str:
         else:
             out.append(line.lstrip(" \t"))
     return "".join(out)
+
+
+def fit_indentation(text: str, unit: str) -> str:
+    """`text` (code at margin 0) with each block level indented by `unit`, when its own
+    indentation uses a character `unit` does not (tabs into a class indented with spaces,
+    or the reverse): prefixed as it was, it would mix both in the module. What a
+    continuation or comment line has beyond its block's level stays (alignment), and
+    lines inside a string literal are left alone (their whitespace is the string's)."""
+    lines, inside = lines_of(text), string_lines(text)
+    used = {char for n, line in enumerate(lines, 1) if n not in inside and line.strip()
+            for char in _leading_whitespace(line)}
+    if not unit or used <= set(unit):
+        return text
+    levels = _block_levels(text)
+    out = []
+    for n, line in enumerate(lines, 1):
+        if n in inside or n not in levels:
+            out.append(line)
+            continue
+        depth, level = max(((depth, level) for depth, level in levels[n] if line.startswith(level)),
+                           key=lambda pair: len(pair[1]))
+        out.append(unit * depth + line[len(level):])
+    return "".join(out)
+
+
+def _block_levels(text: str) -> dict[int, list[tuple[int, str]]]:
+    """For each line (1-based) holding a token: the (depth, indentation) of the blocks
+    its line may be indented to, as the tokenizer's INDENT tokens spell them. A
+    comment-only line may be at the level of the block above it or of the statement
+    below it (the tokenizer dedents only at that statement), so it gets both's."""
+    levels: dict[int, list[tuple[int, str]]] = {}
+    pending: dict[int, list[str]] = {}     # comment-only lines, until the next statement
+    stack = [""]
+
+    def settle(now: list[str]) -> None:
+        for number, then in pending.items():
+            levels[number] = list(dict.fromkeys(list(enumerate(then)) + list(enumerate(now))))
+        pending.clear()
+
+    for token in tokenize.generate_tokens(io.StringIO(text, newline="").readline):
+        number = token.start[0]
+        if token.type == tokenize.INDENT:
+            stack.append(token.string)
+        elif token.type == tokenize.DEDENT:
+            stack.pop()
+        elif token.type == tokenize.ENDMARKER or number in levels or number in pending:
+            continue
+        elif token.type == tokenize.COMMENT and not token.line[:token.start[1]].strip():
+            pending[number] = list(stack)
+        elif token.type != tokenize.NL or token.line.strip():
+            settle(stack)
+            levels[number] = list(enumerate(stack))
+    settle(stack)
+    return levels
+
+
+def _leading_whitespace(line: str) -> str:
+    """What Python reads as a line's indentation: spaces, tabs and form feeds."""
+    return line[:len(line) - len(line.lstrip(" \t\x0c"))]
 
 
 def indent_code(text: str, prefix: str) -> str:
@@ -235,10 +298,39 @@ def put_class(source: str, name: str, class_text: str) -> str:
     tree = ast.parse(source)
     node = top_level_class(tree, name)
     nl = newline_of(source)
-    text = with_newlines(dedent_code(class_text).strip("\r\n") + "\n", nl)
+    text = dedent_code(class_text).strip("\r\n") + "\n"
+    text = with_newlines(fit_indentation(text, class_indent_unit(source, name)), nl)
     if node is None:
-        return _append_block(source, text, blank_lines=2)
-    return _replace(source, first_line(node), node.end_lineno, text)
+        return _importable(_append_block(source, text, blank_lines=2), f"class {name}")
+    return _importable(_replace(source, first_line(node), node.end_lineno, text), f"class {name}")
+
+
+def class_indent_unit(source: str, name: str) -> str:
+    """The indentation a class statement `name` written into `source` gets per block level:
+    the class's own, if the module has it, else the module's first indented block's ('' when
+    it has none: any is consistent with it)."""
+    node = top_level_class(ast.parse(source), name)
+    if node is not None:
+        return _body_indent(lines_of(source), node)
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source, newline="").readline):
+            if token.type == tokenize.INDENT:
+                return token.string.rpartition("\x0c")[2]
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return ""
+
+
+def _importable(source: str, what: str) -> str:
+    """`source`, unless Python would refuse its indentation: refused, with why."""
+    try:
+        ast.parse(source)
+    except IndentationError as error:   # TabError too
+        raise IndentationMismatch(
+            f"{what} cannot be indented to fit the module: written in, Python would read "
+            f"line {error.lineno} as misindented ({error.msg}); nothing was changed. Send the "
+            "whole class, in one indentation style, to compile_class_definition") from None
+    return source
 
 
 def remove_class(source: str, name: str) -> str:
@@ -261,9 +353,8 @@ def put_method(source: str, class_name: str, method_text: str) -> tuple[str, boo
     method_text = dedent_code(method_text).strip("\r\n") + "\n"
     defs = ast.parse(method_text).body
     method = defs[0]
-    lines = lines_of(source)
-    nl = newline_of(source)
-    text = with_newlines(indent_code(method_text, _body_indent(lines, classdef)), nl)
+    text = with_newlines(_as_body_text(method_text, lines_of(source), classdef), newline_of(source))
+    what = f"method {method.name}"
     existing = replaced_by(classdef, method.name, defs)
     if existing:
         # Later duplicates go first so earlier line numbers stay valid; the blank lines
@@ -272,10 +363,10 @@ def put_method(source: str, class_name: str, method_text: str) -> tuple[str, boo
             start = first_line(node)
             source = _tidy_blanks(_replace(source, start, node.end_lineno, ""), start)
         first = existing[0]
-        return _replace(source, first_line(first), first.end_lineno, text), True
+        return _importable(_replace(source, first_line(first), first.end_lineno, text), what), True
     stubs = method_nodes(classdef, method.name)
     if stubs:       # only @overload signatures: the implementation goes right after them
-        return _insert_after(source, stubs[-1].end_lineno, text), False
+        return _importable(_insert_after(source, stubs[-1].end_lineno, text), what), False
     body = classdef.body
     # A placeholder that shares no line (`"""Doc."""; pass`) gives its lines to the method.
     placeholder = [node for node in body if _is_placeholder(node) and not any(
@@ -283,8 +374,15 @@ def put_method(source: str, class_name: str, method_text: str) -> tuple[str, boo
         for other in body)]
     if placeholder and all(_is_placeholder(n) or n is docstring_node(classdef) for n in body):
         node = placeholder[0]
-        return _replace(source, node.lineno, node.end_lineno, text), False
-    return _insert_after(source, body[-1].end_lineno, nl + text), False
+        return _importable(_replace(source, node.lineno, node.end_lineno, text), what), False
+    return _importable(_insert_after(source, body[-1].end_lineno, newline_of(source) + text), what), False
+
+
+def _as_body_text(text: str, lines: list[str], classdef: ast.ClassDef) -> str:
+    """Code `text` (at any margin) as the class body holds it: indented by the class's
+    body indentation, its own block levels in the class's style (fit_indentation)."""
+    indent = _body_indent(lines, classdef)
+    return indent_code(fit_indentation(dedent_code(text).strip("\r\n") + "\n", indent), indent)
 
 
 def is_overload(node) -> bool:
@@ -320,6 +418,8 @@ def with_methods(class_text: str, class_name: str, source: str, methods: list) -
     base) goes right above that statement, which would otherwise run before it exists,
     and so above the user of another carried member that uses it (`@_wrap` on one)."""
     before = _statements_before(source, class_name)
+    # In the class's own style first, so the carried members go in as written.
+    class_text = fit_indentation(dedent_code(class_text), class_indent_unit(source, class_name))
     for name in dict.fromkeys(method.name for method in methods):
         text = "\n".join(segment(source, method) for method in methods if method.name == name)
         # A name the module or builtins bind (`json`, `property`) resolves there without
@@ -334,7 +434,7 @@ def with_methods(class_text: str, class_name: str, source: str, methods: list) -
             lines = lines_of(class_text)
             classdef = top_level_class(ast.parse(class_text), class_name)
             nl = newline_of(class_text)
-            indented = indent_code(dedent_code(text).strip("\r\n") + "\n", _body_indent(lines, classdef))
+            indented = _as_body_text(text, lines, classdef)
             class_text = _insert_before(class_text, _block_start(lines, user),
                                         with_newlines(indented, nl) + nl)
     return class_text
@@ -635,7 +735,8 @@ def _indent_of(line: str) -> str:
 
 
 def _body_indent(lines: list[str], classdef: ast.ClassDef) -> str:
-    return _indent_of(lines[classdef.body[0].lineno - 1]) or "    "
+    # A form feed resets the tokenizer's column: what follows it is the indentation.
+    return _leading_whitespace(lines[classdef.body[0].lineno - 1]).rpartition("\x0c")[2] or "    "
 
 
 def _strip_indent(lines: list[str], indent: str) -> str:

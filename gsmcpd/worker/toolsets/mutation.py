@@ -153,6 +153,8 @@ class MutationToolset(Toolset):
     def _splice(self, function, *args):
         try:
             return function(*args)
+        except splice.IndentationMismatch as error:
+            raise ToolError("invalidParams", str(error)) from None
         except splice.SpliceError as error:
             raise ToolError("refused", str(error)) from None
 
