@@ -4,6 +4,7 @@ import ast
 
 import pytest
 
+from gsmcpd.image import live
 from gsmcpd.image.live import attribute_reader, needed_on_import
 
 
@@ -54,3 +55,28 @@ def test_attribute_reader(below, line):
     tree = ast.parse("class A:\n    pass\n\n" + below)
     reader = attribute_reader(tree, "A", "run")
     assert (reader and reader.lineno) == line
+
+
+def test_a_dataclass_basis_changes_with_fields_post_init_or_frozen_and_runs_no_user_eq():
+    import dataclasses
+
+    class Loud:
+        def __eq__(self, other):
+            raise AssertionError("user code ran")
+
+        __hash__ = object.__hash__     # (an unhashable default is refused as mutable)
+
+    def make(extra="", frozen=False, default=0):
+        namespace = {"dataclasses": dataclasses, "default": default}
+        exec(f"@dataclasses.dataclass(frozen={frozen})\nclass A:\n    x: int = default\n"
+             f"    t: tuple = (1, 'a')\n{extra}", namespace)
+        return live.dataclass_basis(namespace["A"])
+
+    same = live.same_dataclass_basis
+    assert same(make(), make())                     # made again from the same text
+    assert not same(make(), make("    y: int = 1\n"))
+    assert not same(make(), make("    def __post_init__(self):\n        pass\n"))
+    assert not same(make(), make(frozen=True))
+    assert not same(make(), make(default=1))
+    assert not same(make(default=Loud()), make(default=Loud()))   # not compared: counted changed
+    assert live.dataclass_basis(int) == ([], False, None)

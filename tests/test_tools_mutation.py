@@ -219,6 +219,58 @@ def test_a_dataclass_subclass_follows_its_bases_post_init_once_made_again_itself
     assert sub.B().x == 7
 
 
+FAMILY = """\
+import dataclasses
+
+
+@dataclasses.dataclass
+class A:
+    x: int = 0
+
+    def norm(self):
+        return abs(self.x)
+
+
+@dataclasses.dataclass
+class B(A):
+    y: int = 1
+
+
+class Plain(A):
+    pass
+
+
+@dataclasses.dataclass
+class C(Plain):
+    z: int = 2
+"""
+
+
+def test_the_answer_names_the_dataclass_subclasses_a_change_of_their_base_leaves_stale(client):
+    # B and C were made from A's old fields and __post_init__ and are not made again with
+    # A; nothing said so, and B() silently lacked the field A gained.
+    client.view.add_module("zoo.family", FAMILY)
+    family = client.view.module("zoo.family")
+    result = client.ok("compile_class_definition",
+                       source="@dataclasses.dataclass\nclass A:\n    x: int = 0\n    w: int = 5\n")
+    assert result["structuredContent"]["staleSubclasses"] == ["zoo.family.B", "zoo.family.C"]
+    assert ("note: the dataclass subclasses zoo.family.B, zoo.family.C were made from zoo.family.A's "
+            "old fields and __post_init__") in text(result) and "abort to re-import" in text(result)
+    assert repr(family.A()) == "A(x=0, w=5)" and repr(family.B()) == "B(x=0, y=1)"   # the limit noted
+    for tool, arguments in [("compile_method", {"source": "def __post_init__(self):\n    self.x = 7\n"}),
+                            ("delete_method", {"selector": "__post_init__"})]:
+        result = client.ok(tool, className="A", **arguments)
+        assert result["structuredContent"]["staleSubclasses"] == ["zoo.family.B", "zoo.family.C"]
+    for tool, arguments in [("compile_method", {"source": "def norm(self):\n    return -self.x\n"}),
+                            ("delete_method", {"selector": "norm"}),
+                            ("compile_method", {"source": "def norm(self):\n    return 0\n"})]:
+        result = client.ok(tool, className="A", **arguments)      # nothing B or C is made from
+        assert "staleSubclasses" not in result["structuredContent"] and "note" not in text(result)
+    client.ok("abort")
+    family = client.view.module("zoo.family")
+    assert repr(family.B()) == "B(x=0, w=5, y=1)" and repr(family.C()) == "C(x=0, w=5, z=2)"
+
+
 def test_a_class_given_eq_and_no_hash_is_unhashable_as_python_makes_it(client):
     client.view.add_module("zoo.keys", "class Key:\n    def __init__(self, k):\n        self.k = k\n")
     key_class = client.view.module("zoo.keys").Key

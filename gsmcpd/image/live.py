@@ -77,14 +77,63 @@ def settle_abstract_methods(cls: type) -> None:
     subclasses (bases first): Python computes them once, as a class is made, so an
     implementation added later still left the class refusing to be instantiated, and
     an abstract method added to a base left its subclasses instantiable."""
+    for member in [cls] + subclasses_of(cls):
+        abc.update_abstractmethods(member)   # a class that is no ABC is left as it is
+
+
+def subclasses_of(cls: type) -> list[type]:
+    """Every live subclass of `cls`, through any depth, bases before their subclasses."""
+    # type.__subclasses__(cls), not cls.__subclasses__(): on a metaclass the lookup
+    # finds type's own method unbound.
     family, todo = {cls}, [cls]
     while todo:
         for sub in type.__subclasses__(todo.pop()):
             if sub not in family:
                 family.add(sub)
                 todo.append(sub)
-    for member in sorted(family, key=lambda c: len(c.__mro__)):
-        abc.update_abstractmethods(member)   # a class that is no ABC is left as it is
+    return sorted(family - {cls}, key=lambda c: len(c.__mro__))
+
+
+def dataclass_basis(cls: type) -> tuple:
+    """What the dataclass decorator reads of `cls` as it makes a subclass: its fields,
+    whether it has a `__post_init__` (the subclass's `__init__` calls one only if so),
+    and whether it is frozen. Compare two with same_dataclass_basis."""
+    fields = inspect.getattr_static(cls, "__dataclass_fields__", None)
+    params = inspect.getattr_static(cls, "__dataclass_params__", None)
+    return (list(fields.values()) if isinstance(fields, dict) else [],
+            inspect.getattr_static(cls, "__post_init__", None) is not None, getattr(params, "frozen", None))
+
+
+_FIELD_PARTS = ("name", "type", "default", "default_factory", "init", "repr", "hash", "compare",
+                "metadata", "kw_only", "_field_type")
+
+
+def same_dataclass_basis(old: tuple, new: tuple) -> bool:
+    """Whether a subclass made from `old` (a dataclass_basis) is what one made from `new`
+    would be. A value made again (a default `[1]` list, a lambda factory) counts as
+    changed unless it is a plain immutable equal one: no user code runs to compare."""
+    (old_fields, *old_rest), (new_fields, *new_rest) = old, new
+    return old_rest == new_rest and len(old_fields) == len(new_fields) and all(
+        _same_value(getattr(a, part, None), getattr(b, part, None))
+        for a, b in zip(old_fields, new_fields) for part in _FIELD_PARTS)
+
+
+def _same_value(a, b) -> bool:
+    if a is b:
+        return True
+    if type(a) is not type(b) or not _plain(a):
+        return False
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
+def _plain(value) -> bool:
+    """A value of Python's own types (`0`, `"s"`, `list[int]`), its items too for a tuple."""
+    if type(value).__module__ not in ("builtins", "types", "typing"):
+        return False
+    return not isinstance(value, (tuple, frozenset)) or all(_plain(item) for item in value)
 
 
 def point_class_cell(value, cls: type, made: type) -> None:

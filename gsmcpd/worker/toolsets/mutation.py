@@ -193,6 +193,7 @@ class MutationToolset(Toolset):
         new_source, replaced = self._splice(splice.put_method, self.view.source(module_name),
                                             ref.name, text)
         self.view.check_encodable(module_name, new_source)
+        basis = live.dataclass_basis(cls) if cls is not None else None
         if cls is not None:
             module = self.view.module(module_name)
             filename = self.view.filename(self.view.relpath(module_name))
@@ -213,8 +214,9 @@ class MutationToolset(Toolset):
             note = (f" (the def written inside the class-level {splice.statement_kind(statement)} "
                     f"statement at line {statement.lineno} stays; this one, after it in the "
                     "class body, is what the class has)")
-        return self._finish(f"{verb} {ref.qualified}.{node.name}{note}",
-                            {"class": ref.qualified, "selector": node.name, "replaced": replaced})
+        stale, data = self._stale_dataclass_subclasses(ref.qualified, cls, basis)
+        return self._finish(f"{verb} {ref.qualified}.{node.name}{note}{stale}",
+                            {"class": ref.qualified, "selector": node.name, "replaced": replaced, **data})
 
     def compile_class_definition(self, arguments):
         text, node = parse_single(arguments["source"], ast.ClassDef, "class statement")
@@ -255,6 +257,7 @@ class MutationToolset(Toolset):
                     raise
                 except BaseException as again:
                     raise definition_error(again) from None
+        basis = live.dataclass_basis(cls) if cls is not None else None
         outcome = self._apply_class(module, module_name, name, cls, old_node, new_class)
         self.view.set_source(module_name, new_source, live=module is not None)
         if outcome == "replaced":
@@ -271,8 +274,10 @@ class MutationToolset(Toolset):
             message += f"; carried over {', '.join(carried_names)}"
         if failed:
             message += f"; could not carry over (dropped): {', '.join(failed)}"
-        return self._finish(message, {"class": f"{module_name}.{name}", "outcome": outcome,
-                                      "carried": carried_names, "failed": failed})
+        stale, data = self._stale_dataclass_subclasses(
+            f"{module_name}.{name}", cls if outcome == "updated" else None, basis)
+        return self._finish(message + stale, {"class": f"{module_name}.{name}", "outcome": outcome,
+                                              "carried": carried_names, "failed": failed, **data})
 
     def _class_target(self, name: str, module_name: str | None) -> tuple[str, bool]:
         """(module, exists) for the class a class statement (re)defines."""
@@ -356,11 +361,13 @@ class MutationToolset(Toolset):
                     f"unless that read is guarded, a new session's import of {ref.module} "
                     "fails (AttributeError)")
             data = {"readAsItRuns": read}
+        basis = live.dataclass_basis(cls) if cls is not None else None
         if cls is not None and not self._rebuilt_dataclass(ref, cls, new_source, classdef, selector):
             self._unset_method(ref, cls, new_source, selector)
         self.view.set_source(ref.module, new_source, live=cls is not None)
-        return self._finish(f"deleted {ref.qualified}.{selector}{note}",
-                            {"class": ref.qualified, "selector": selector, **data})
+        stale, stale_data = self._stale_dataclass_subclasses(ref.qualified, cls, basis)
+        return self._finish(f"deleted {ref.qualified}.{selector}{note}{stale}",
+                            {"class": ref.qualified, "selector": selector, **data, **stale_data})
 
     def _rebuilt_dataclass(self, ref, cls, new_source: str, old_node: ast.ClassDef,
                            selector: str) -> bool:
@@ -393,6 +400,25 @@ class MutationToolset(Toolset):
         if "__hash__" not in vars(new_class) and vars(cls).get("__hash__", ...) is None:
             del cls.__hash__
         return True
+
+    def _stale_dataclass_subclasses(self, qualified: str, cls, basis) -> tuple[str, dict]:
+        """A note and its data naming the image's live dataclass subclasses of `cls` that
+        were made from what the change altered (dataclass_basis `basis`, from before it).
+        They are not made again with it (that would run class statements, and
+        `__init_subclass__` hooks, the change did not touch): what the decorator generated
+        for them (`__init__`, `__repr__`, `__eq__`...) still follows the old fields and
+        `__post_init__`. ('', {}) when none is."""
+        if cls is None or live.same_dataclass_basis(basis, live.dataclass_basis(cls)):
+            return "", {}
+        stale = [f"{sub.__module__}.{sub.__qualname__}" for sub in live.subclasses_of(cls)
+                 if "__dataclass_fields__" in vars(sub) and self.view.defines(sub)]
+        if not stale:
+            return "", {}
+        return (f"; note: the dataclass subclasses {', '.join(stale)} were made from {qualified}'s "
+                "old fields and __post_init__ and keep what the dataclass decorator generated "
+                "then (__init__, __repr__, __eq__...) until made again: compile_class_definition "
+                "on each (its definition as it stands), or abort to re-import the committed "
+                "image (it discards uncommitted changes)", {"staleSubclasses": stale})
 
     def _unset_method(self, ref, cls, new_source: str, selector: str) -> None:
         """Make the live class lose the method, keeping what the source still binds
