@@ -76,6 +76,7 @@ def tail():
     "fix/keys.py": "class Key:\n    def __init__(self, k):\n        self.k = k\n",
     "fix/family.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Parent:\n    x: int = 0\n\n\n"
                      "@dataclasses.dataclass\nclass Child(Parent):\n    y: int = 1\n",
+    "fix/nest.py": "class Holder:\n    class Inner:\n        pass\n",
     "fix/tabbed.py": "class Tabbed:\n\tdef first(self):\n\t\treturn 1\n",
     "gone/__init__.py": "",
     "gone/kinds.py": "class Kind:\n    pass\n\n\nclass Sort(Kind):\n    pass\n",
@@ -726,3 +727,10 @@ def test_a_dataclass_base_given_a_field_names_its_subclasses_left_with_the_old_f
     assert run(c, check) == repr("Child(x=0, y=1)")
     ok(c, "abort")
     assert run(c, check) == repr("Child(x=0, w=5, y=1)")
+
+
+def test_a_nested_class_named_without_its_module_points_at_its_top_level_class(c):
+    # "Holder.Inner" was taken for the module Holder's class Inner: "no dictionary named Holder".
+    message = error(c, "compile_method", "notFound", className="Holder.Inner", source="def m(self):\n    pass\n")
+    assert "Holder.Inner is nested in the class fix.nest.Holder" in message
+    assert "export_class_source fix.nest.Holder" in message

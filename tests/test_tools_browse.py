@@ -213,6 +213,12 @@ def test_a_nested_class_name_points_at_its_top_level_class(client):
     client.view.add_module("zoo.nest", "class Outer:\n    class Inner:\n        pass\n")
     message = client.error("describe_class", "notFound", className="zoo.nest.Outer.Inner")
     assert "nested in the class zoo.nest.Outer" in message and "export_class_source zoo.nest.Outer" in message
+    # Without its module, the class name was taken for a module's: "no dictionary named Outer".
+    message = client.error("compile_method", "notFound", className="Outer.Inner",
+                           source="def m(self):\n    pass\n")
+    assert message.endswith("; Outer.Inner is nested in the class zoo.nest.Outer, and the tools work "
+                            "on an image module's top-level classes: export_class_source zoo.nest.Outer "
+                            "shows it")
 
 
 def test_a_huge_name_is_not_echoed_whole(client):

@@ -141,18 +141,23 @@ def python_name(name: str) -> str:
 
 
 def _nested_hint(view: View, name: str) -> str:
-    """For `module.Class.Inner`: the tools show top-level classes; say where Inner is."""
+    """For `module.Class.Inner` or `Class.Inner`: the tools show top-level classes; say
+    where Inner is."""
     parts = name.split(".")
     for cut in range(len(parts) - 1, 0, -1):
         module = ".".join(parts[:cut])
         if view.has_module(module):
             outer = parts[cut]
             if any(ref.name == outer for ref in classes_in(view, module)):
-                return (f"; {'.'.join(parts[cut:])} is nested in the class {module}.{outer}, and the "
-                        f"tools work on an image module's top-level classes: export_class_source "
-                        f"{module}.{outer} shows it")
+                return _nested_in(".".join(parts[cut:]), f"{module}.{outer}")
             return ""
-    return ""
+    outers = [ref.qualified for ref in image_classes(view) if ref.name == parts[0]]
+    return _nested_in(name, " or ".join(outers)) if outers else ""
+
+
+def _nested_in(nested: str, outer: str) -> str:
+    return (f"; {nested} is nested in the class {outer}, and the tools work on an image "
+            f"module's top-level classes: export_class_source {outer} shows it")
 
 
 def _uncompiled_hint(view: View, name: str) -> str:
