@@ -77,6 +77,7 @@ def tail():
     "fix/family.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Parent:\n    x: int = 0\n\n\n"
                      "@dataclasses.dataclass\nclass Child(Parent):\n    y: int = 1\n",
     "fix/nest.py": "class Holder:\n    class Inner:\n        pass\n",
+    "fix/derived.py": "class Derived:\n    def get_x(self):\n        return 1\n\n    x = property(get_x)\n",
     "fix/tabbed.py": "class Tabbed:\n\tdef first(self):\n\t\treturn 1\n",
     "gone/__init__.py": "",
     "gone/kinds.py": "class Kind:\n    pass\n\n\nclass Sort(Kind):\n    pass\n",
@@ -734,3 +735,14 @@ def test_a_nested_class_named_without_its_module_points_at_its_top_level_class(c
     message = error(c, "compile_method", "notFound", className="Holder.Inner", source="def m(self):\n    pass\n")
     assert "Holder.Inner is nested in the class fix.nest.Holder" in message
     assert "export_class_source fix.nest.Holder" in message
+
+
+def test_compiling_a_method_the_class_body_used_says_what_still_holds_the_old_one(c):
+    # `x = property(get_x)` kept the old get_x in the session, silently.
+    result = ok(c, "compile_method", className="Derived", source="def get_x(self):\n    return 2\n")
+    assert result["structuredContent"]["stillOld"] == ["x"]
+    assert "x still hold the old get_x in this session until the class is made again" in tool_text(result)
+    check = "from fix.derived import Derived\nDerived().x"
+    assert run(c, check) == "1"
+    ok(c, "abort")
+    assert run(c, check) == "2"

@@ -745,3 +745,13 @@ def test_an_edit_python_would_read_as_misindented_is_refused_saying_why():
                        r"the module: written in, Python would read line 3 as misindented "
                        r"\(unindent does not match any outer indentation level\); nothing was changed"):
         splice._importable("class C:\n\tx = 1\n    def m(self): pass\n", "method m")
+
+
+def test_class_level_readers_are_the_statements_below_a_def_that_read_it_as_the_class_runs():
+    classdef = ast.parse(
+        "class C:\n    early = get_x  # the module's, above the def\n\n    def get_x(self):\n        return 1\n\n"
+        "    x = property(get_x)\n    @property\n    def p(self):\n        return get_x\n\n"
+        "    @p.setter\n    def p(self, v):\n        pass\n\n    @get_x.register\n    def h(self):\n        pass\n").body[0]
+    readers = splice.class_level_readers(classdef, "get_x")
+    assert [(splice.first_line(node), splice.bound_names(node)) for node in readers] == [(7, {"x"}), (16, {"h"})]
+    assert splice.class_level_readers(classdef, "p") == []    # its own setter is one of its defs

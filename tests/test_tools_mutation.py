@@ -271,6 +271,23 @@ def test_the_answer_names_the_dataclass_subclasses_a_change_of_their_base_leaves
     assert repr(family.B()) == "B(x=0, w=5, y=1)" and repr(family.C()) == "C(x=0, w=5, z=2)"
 
 
+def test_the_answer_says_what_the_class_body_made_from_a_compiled_method_still_holds(client):
+    # Only the def is compiled: `x = property(get_x)` kept the old get_x here while a new
+    # session's had the new one, and nothing said so.
+    client.view.add_module("zoo.derived", "class P:\n    def get_x(self):\n        return 1\n\n"
+                                          "    x = property(get_x)\n    alias = get_x\n")
+    result = client.ok("compile_method", className="P", source="def get_x(self):\n    return 2\n")
+    assert result["structuredContent"]["stillOld"] == ["alias", "x"]
+    assert ("note: the class body read get_x as the class was made ('x = property(get_x)', "
+            "'alias = get_x'), so alias, x still hold the old get_x in this session") in text(result)
+    p_class = client.view.module("zoo.derived").P
+    assert (p_class().get_x(), p_class().x) == (2, 1)          # the limit the note states
+    client.ok("compile_class_definition", source="class P:\n    x = property(get_x)\n    alias = get_x\n")
+    assert (p_class().x, p_class().alias()) == (2, 2)
+    result = client.ok("compile_method", className="P", source="def other(self):\n    return 3\n")
+    assert "stillOld" not in result["structuredContent"] and "note" not in text(result)
+
+
 def test_a_class_given_eq_and_no_hash_is_unhashable_as_python_makes_it(client):
     client.view.add_module("zoo.keys", "class Key:\n    def __init__(self, k):\n        self.k = k\n")
     key_class = client.view.module("zoo.keys").Key

@@ -525,6 +525,25 @@ def unbound_reader(source: str, class_name: str, name: str) -> ast.stmt | None:
     return None
 
 
+def class_level_readers(classdef: ast.ClassDef, name: str) -> list[ast.stmt]:
+    """The class-level statements below a def of `name` that read it as the class body
+    runs (`x = property(get_x)`, `alias = get_x`, `@get_x.register` above another def):
+    what they bound holds that def as it was when the class was made."""
+    defs = method_nodes(classdef, name)
+    if not defs:
+        return []
+    below = classdef.body[classdef.body.index(defs[0]) + 1:]
+    return [statement for statement in below
+            if statement not in defs and defs[0].name in _names_read_now(statement)]
+
+
+def bound_names(statement: ast.stmt) -> set[str]:
+    """The names a class-level statement binds: a def's or class's own, or its targets."""
+    if isinstance(statement, FunctionNode + (ast.ClassDef,)):
+        return {statement.name}
+    return _assigned_names(statement)
+
+
 def _needing(name: str, members: list) -> set[str]:
     """`name` and the names of the `members` that read it as they run, directly or through
     one another: a statement using any of them runs after it, once they are in place."""

@@ -215,6 +215,9 @@ class MutationToolset(Toolset):
                     f"statement at line {statement.lineno} stays; this one, after it in the "
                     "class body, is what the class has)")
         stale, data = self._stale_dataclass_subclasses(ref.qualified, cls, basis)
+        if cls is not None:
+            captured, captured_data = _captured_note(new_source, ref.name, node.name)
+            stale, data = stale + captured, {**data, **captured_data}
         return self._finish(f"{verb} {ref.qualified}.{node.name}{note}{stale}",
                             {"class": ref.qualified, "selector": node.name, "replaced": replaced, **data})
 
@@ -533,6 +536,22 @@ _DATACLASS_MADE = {"__init__", "__repr__", "__eq__", "__hash__", "__lt__", "__le
                    "__ge__", "__setattr__", "__delattr__", "__match_args__", "__dataclass_fields__",
                    "__dataclass_params__", "__doc__", "__annotations__", "__getstate__",
                    "__setstate__"}
+
+
+def _captured_note(source: str, class_name: str, name: str) -> tuple[str, dict]:
+    """A note and its data for the class-level statements that read method `name` as the
+    class was made (`x = property(get_x)`): what they bound still holds the old def here,
+    as only the def is compiled (running them again would run the whole class body)."""
+    readers = splice.class_level_readers(splice.top_level_class(ast.parse(source), class_name), name)
+    if not readers:
+        return "", {}
+    bound = sorted({bound for statement in readers for bound in splice.bound_names(statement)})
+    quoted = ", ".join(repr(_first_line(source, statement)) for statement in readers)
+    return (f"; note: the class body read {name} as the class was made ({quoted}), so "
+            f"{', '.join(bound)} still hold the old {name} in this session until the class is "
+            "made again: compile_class_definition with its definition as it stands, or abort to "
+            "re-import the committed image (it discards uncommitted changes); a new session "
+            "has the new one", {"stillOld": bound})
 
 
 def _first_line(source: str, statement: ast.stmt) -> str:
