@@ -274,6 +274,16 @@ def test_compile_method_refuses_to_replace_a_class_attribute(image, c):
     assert run(c, "from fix.models import Priced\nPriced(150).describe()") == repr("1.50 EUR")
 
 
+def test_a_class_side_method_that_takes_no_class_is_refused_and_the_module_left_alone(image, c):
+    before = (image / "fix/models.py").read_text()
+    message = error(c, "compile_method", "refused", className="Priced", meta=True,
+                    source="def default():\n    return Priced(0)\n")
+    assert "meta makes default a classmethod" in message and "def default(cls, ...)" in message
+    assert (image / "fix/models.py").read_text() == before
+    ok(c, "compile_method", className="Priced", meta=True, source="def default(cls):\n    return cls(0)\n")
+    assert run(c, "from fix.models import Priced\nPriced.default().describe()") == repr("0.00 EUR")
+
+
 def test_deleting_a_method_that_shadowed_an_attribute_brings_the_attribute_back(daemon, c):
     ok(c, "compile_class_definition", source='class Priced:\n    currency = "EUR"\n\n'
                                              '    def currency(self):\n        return "X"\n')

@@ -51,6 +51,19 @@ def test_compile_method_appends_and_meta_makes_it_class_side(client, image):
     assert "    @classmethod\n    def create(cls):\n" in disk(image)
 
 
+@pytest.mark.parametrize("signature", ["()", "(*, key=None)"])
+def test_meta_refuses_a_def_that_could_not_take_the_class(client, image, signature):
+    # Written in as @classmethod, it raised TypeError at every call.
+    before = disk(image)
+    message = client.error("compile_method", "refused", className="Animal",
+                           source=f"def create{signature}:\n    return 1\n", meta=True)
+    assert "takes no positional argument; write def create(cls, ...), or mark it @staticmethod" in message
+    assert disk(image) == before
+    for taking in ("(*args)", "(klass, /)"):   # the class is passed to either
+        client.ok("compile_method", className="Animal", source=f"def made{taking}:\n    return 1\n", meta=True)
+        assert client.view.module("zoo.animals").Animal.made() == 1
+
+
 SHAPES = '''\
 import abc
 

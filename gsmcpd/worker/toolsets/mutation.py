@@ -170,6 +170,12 @@ class MutationToolset(Toolset):
             if len(defs) > 1:
                 raise ToolError("refused", f"meta makes one def a classmethod; {node.name} "
                                 f"is {len(defs)} defs (a property is not class-side)")
+            if not (node.args.posonlyargs or node.args.args or node.args.vararg):
+                # Written in, it would fail at every call: the class is always passed.
+                raise ToolError("refused", f"meta makes {node.name} a classmethod, which is called "
+                                f"with the class as its first argument, and {node.name} takes no "
+                                f"positional argument; write def {node.name}(cls, ...), or mark "
+                                "it @staticmethod")
             text = "@classmethod\n" + text
         classdef = catalog.class_node(self.view, ref)
         existing = splice.replaced_by(classdef, node.name, defs)
