@@ -249,6 +249,53 @@ def test_pytest_style_outcomes_are_the_ones_pytest_gives(daemon):
         path.unlink()
 
 
+ASYNC_CASES = """\
+import asyncio
+import unittest
+
+
+class AsyncInPlainCase(unittest.TestCase):
+    async def test_never_run(self):
+        self.fail("its body ran")
+
+
+class AsyncCase(unittest.IsolatedAsyncioTestCase):
+    async def test_passes(self):
+        await asyncio.sleep(0)
+
+    async def test_fails(self):
+        await asyncio.sleep(0)
+        self.assertEqual(1, 2)
+"""
+
+
+def test_an_async_test_of_a_plain_test_case_is_an_error_and_isolated_asyncio_ones_still_run(daemon):
+    # unittest calls it, gets its coroutine and only warns: it passed, its body never run.
+    path = daemon.state / "image" / "async_cases.py"
+    path.write_text(ASYNC_CASES)
+    try:
+        c = open_session(daemon)
+        # first in this worker: a warning unittest or the collector gave would be printed here
+        detail = c.tool("describe_test_failure", className="async_cases.AsyncInPlainCase",
+                        selector="test_never_run")["structuredContent"]
+        assert (detail["outcome"], detail.get("output")) == ("error", None), detail
+        ran = c.tool("run_test_class", className="async_cases.AsyncInPlainCase")
+        assert (ran["structuredContent"]["passed"], ran["structuredContent"]["errors"]) == (0, 1), ran
+        assert ("ERROR: async_cases.AsyncInPlainCase.test_never_run: TypeError: AsyncInPlainCase."
+                "test_never_run is an async def test, which is not run: a unittest.TestCase runs no "
+                "event loop, so its coroutine was never run; make the class a "
+                "unittest.IsolatedAsyncioTestCase") in tool_text(ran)
+        run_async = c.tool("run_test_class", className="async_cases.AsyncCase")["structuredContent"]
+        assert (run_async["run"], run_async["passed"], run_async["failures"]) == (2, 1, 1), run_async
+        assert run_async["failed"][0]["message"] == "1 != 2"
+        c.tool("execute_code", code="import gc\ngc.collect()")
+        c.close()
+        # the coroutine is closed, never left for the collector to warn of
+        assert "was never awaited" not in daemon.log_text()
+    finally:
+        path.unlink()
+
+
 MODULE_HOOKS = """\
 import unittest
 

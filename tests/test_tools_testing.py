@@ -2,7 +2,9 @@
 ones: listing, running, fixtures, bare-assert messages; a test that raises
 KeyboardInterrupt (an error of its own) and a break during a run (the end of it)."""
 
+import gc
 import json
+import warnings
 
 import pytest
 
@@ -128,6 +130,7 @@ def test_run_method_describe_failure_and_list_failing_on_pytest_style(client):
 
 
 PYTEST_OUTCOMES = {"zoo/test_outcomes.py": """\
+import asyncio
 import unittest
 
 import pytest
@@ -225,6 +228,32 @@ class TestAsync:
         TestAsync.ran.append("body")
 
 
+class AsyncInPlainCase(unittest.TestCase):
+    ran = []
+
+    async def test_never_run(self):
+        AsyncInPlainCase.ran.append("body")
+
+    def test_sync(self):
+        pass
+
+
+class AsyncCase(unittest.IsolatedAsyncioTestCase):
+    ran = []
+
+    async def asyncSetUp(self):
+        await asyncio.sleep(0)
+        AsyncCase.ran.append("asyncSetUp")
+
+    async def test_passes(self):
+        await asyncio.sleep(0)
+        AsyncCase.ran.append("test_passes")
+
+    async def test_fails(self):
+        await asyncio.sleep(0)
+        self.assertEqual(1, 2)
+
+
 class OutcomesInUnittest(unittest.TestCase):
     def test_skips(self):
         pytest.skip("in a TestCase too")
@@ -289,9 +318,43 @@ def test_an_async_pytest_style_test_is_an_error_not_a_pass_that_ran_nothing(outc
     # Its coroutine was never awaited: the test passed with its body never run.
     result = outcomes.ok("run_test_class", className="TestAsync")["structuredContent"]
     assert (result["passed"], result["errors"]) == (0, 1)
-    assert result["failed"][0]["message"].startswith(
-        "TestAsync.test_async is an async def test, which is not run")
+    assert result["failed"][0]["message"] == (
+        "TestAsync.test_async is an async def test, which is not run: a pytest-style class runs "
+        "no event loop, so its coroutine was never run; make the class a "
+        "unittest.IsolatedAsyncioTestCase, or call asyncio.run() in a plain def test (pytest "
+        "needs a plugin to run it)")
     assert outcomes.view.module("zoo.test_outcomes").TestAsync.ran == []
+
+
+def test_an_async_test_of_a_plain_test_case_is_an_error_not_a_pass_that_ran_nothing(outcomes):
+    # unittest calls it, gets its coroutine and only warns: it passed, its body never run.
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        result = outcomes.ok("run_test_class", className="AsyncInPlainCase")["structuredContent"]
+        gc.collect()
+    assert (result["run"], result["passed"], result["errors"], result["failures"]) == (2, 1, 1, 0)
+    assert result["failed"] == [{
+        "test": "zoo.test_outcomes.AsyncInPlainCase.test_never_run", "outcome": "error",
+        "exception": "TypeError",
+        "message": "AsyncInPlainCase.test_never_run is an async def test, which is not run: a "
+                   "unittest.TestCase runs no event loop, so its coroutine was never run; make the "
+                   "class a unittest.IsolatedAsyncioTestCase, which runs async def tests (and "
+                   "asyncSetUp/asyncTearDown) in an event loop"}]
+    assert outcomes.view.module("zoo.test_outcomes").AsyncInPlainCase.ran == []
+    # no "coroutine ... was never awaited" on top, nor unittest's DeprecationWarning
+    assert [str(w.message) for w in warned] == []
+    detail = outcomes.ok("describe_test_failure", className="AsyncInPlainCase",
+                         selector="test_never_run")["structuredContent"]
+    assert detail["outcome"] == "error" and "output" not in detail   # nor a warning printed
+
+
+def test_an_isolated_asyncio_test_case_still_runs_its_async_tests(outcomes):
+    result = outcomes.ok("run_test_class", className="AsyncCase")["structuredContent"]
+    assert (result["run"], result["passed"], result["failures"], result["errors"]) == (2, 1, 1, 0)
+    assert [(f["test"].rpartition(".")[2], f["message"]) for f in result["failed"]] == [
+        ("test_fails", "1 != 2")]
+    assert outcomes.view.module("zoo.test_outcomes").AsyncCase.ran == [
+        "asyncSetUp", "asyncSetUp", "test_passes"]
 
 
 def test_a_pytest_style_tests_traceback_starts_at_the_test_not_the_runner(client):

@@ -8,6 +8,10 @@ setup_class/teardown_class when defined). A bare `assert` that fails is
 reported with its message, or with the assert statement when it has none.
 Module-level test functions are not run, so setup_function/teardown_function never are.
 
+An `async def` test runs in a class that runs coroutines (unittest.IsolatedAsyncioTestCase);
+in a plain TestCase or a pytest-style class it is an error saying its coroutine was never
+run and how to run it, not the pass that ran nothing unittest makes of it (see _not_awaited).
+
 A module's fixture is pytest's, for all its test classes of either style: setUpModule,
 else setup_module, once before its first test, and tearDownModule, else teardown_module,
 once after its last (not after a setup that failed); a module with both names of a pair
@@ -182,9 +186,12 @@ def _as_raised(err):
 # The TestCase methods unittest runs each test part through (setUp, the test method,
 # tearDown, each cleanup); IsolatedAsyncioTestCase runs its coroutines inside them too.
 TEST_PARTS = ("_callSetUp", "_callTestMethod", "_callTearDown", "_callCleanup")
+# How unittest.TestCase calls a test method: it runs no coroutine (see _refuse_unrun_coroutine).
+_UNITTEST_CALL = getattr(unittest.TestCase, "_callTestMethod", None)
 
 
 def _guard_parts(test: unittest.TestCase) -> None:
+    _refuse_unrun_coroutine(test)
     for name in TEST_PARTS:
         part = getattr(test, name, None)
         if part is not None:   # private to unittest: a Python without one runs unguarded, as before
@@ -203,6 +210,26 @@ def _guarded(part):
         raise_if_break()              # a part that caught the break still ends the run
         return done
     return run_part
+
+
+def _refuse_unrun_coroutine(test: unittest.TestCase) -> None:
+    """A TestCase calling its test methods as unittest.TestCase does (not as
+    IsolatedAsyncioTestCase, which runs them in its event loop) gets an `async def` test's
+    coroutine back and only warns (a DeprecationWarning, 3.11 to 3.14 alike): a pass whose
+    body never ran. Here it is the test's error (see _not_awaited)."""
+    call = getattr(test, "_callTestMethod", None)
+    if call is None or getattr(type(test), "_callTestMethod", None) is not _UNITTEST_CALL:
+        return
+
+    def call_test_method(method):
+        def checked():
+            returned = method()
+            _not_awaited(returned, "a unittest.TestCase", "make the class a "
+                         "unittest.IsolatedAsyncioTestCase, which runs async def tests (and "
+                         "asyncSetUp/asyncTearDown) in an event loop")
+            return returned   # another value than None unittest still warns of
+        return call(checked)
+    test._callTestMethod = call_test_method
 
 
 MESSAGE_CAP = 10_000       # characters of a failure message each test's entry keeps
@@ -316,7 +343,9 @@ class PlainTestCase(unittest.TestCase):
         if setup is not None:
             _call_with_optional_argument(setup, method)
         try:
-            _not_awaited(method())
+            _not_awaited(method(), "a pytest-style class", "make the class a "
+                         "unittest.IsolatedAsyncioTestCase, or call asyncio.run() in a plain def "
+                         "test (pytest needs a plugin to run it)")
         finally:
             teardown = getattr(instance, "teardown_method", None)
             if teardown is not None:
@@ -491,14 +520,14 @@ class _MarkedXPass(Exception):
     """A test marked xfail(strict=True) passed: an unexpected success."""
 
 
-def _not_awaited(returned) -> None:
-    """An `async def` test called returns its coroutine, its body never run: a pass
-    that tested nothing. pytest fails it unless a plugin runs it; so does this runner."""
+def _not_awaited(returned, runner: str, fix: str) -> None:
+    """An `async def` test called returns its coroutine, its body never run: a pass that
+    tested nothing. pytest fails it unless a plugin runs it; here, in either style, it is
+    an error (the test did not fail: it never ran), saying why and how to run it."""
     if inspect.iscoroutine(returned):
-        returned.close()   # no "never awaited" warning on top
-        raise TypeError(f"{returned.__qualname__} is an async def test, which is not run: pytest-style "
-                        "classes run no event loop (pytest needs a plugin for one); use a "
-                        "unittest.IsolatedAsyncioTestCase, or asyncio.run() in a plain def test")
+        returned.close()   # never started: no "coroutine was never awaited" RuntimeWarning on top
+        raise TypeError(f"{returned.__qualname__} is an async def test, which is not run: "
+                        f"{runner} runs no event loop, so its coroutine was never run; {fix}")
 
 
 class TestingToolset(Toolset):
