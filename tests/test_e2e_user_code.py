@@ -249,6 +249,56 @@ def test_pytest_style_outcomes_are_the_ones_pytest_gives(daemon):
         path.unlink()
 
 
+PYTEST_FIXTURE_FAILS = """\
+import unittest
+
+import pytest
+
+
+class TestNeedsDatabase:
+    @classmethod
+    def setup_class(cls):
+        pytest.fail("no database")
+
+    def test_a(self):
+        pass
+
+
+class NeedsPrinter(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        pytest.fail("no printer")
+
+    def test_a(self):
+        pass
+
+
+class TestRuns:
+    def test_a(self):
+        pass
+"""
+
+
+def test_pytest_fail_in_a_class_setup_is_its_error_and_the_run_goes_on(daemon):
+    # It is a BaseException of pytest's: it ended the whole run, the call answering it.
+    path = daemon.state / "image" / "pytest_fixture_fails.py"
+    path.write_text(PYTEST_FIXTURE_FAILS)
+    try:
+        c = open_session(daemon)
+        listed = c.tool("list_failing_tests", classNames=[
+            "pytest_fixture_fails.TestNeedsDatabase", "pytest_fixture_fails.NeedsPrinter",
+            "pytest_fixture_fails.TestRuns"])
+        assert (listed["structuredContent"]["run"], listed["structuredContent"]["notRun"]) == (1, 2), listed
+        assert tool_text(listed).splitlines() == [
+            "setUpClass (pytest_fixture_fails.TestNeedsDatabase) (error): Failed: no database",
+            "setUpClass (pytest_fixture_fails.NeedsPrinter) (error): Failed: no printer"]
+        ran = c.tool("run_test_class", className="pytest_fixture_fails.NeedsPrinter")["structuredContent"]
+        assert (ran["run"], ran["notRun"], ran["fixtureErrors"]) == (0, 1, 1), ran
+        c.close()
+    finally:
+        path.unlink()
+
+
 ASYNC_CASES = """\
 import asyncio
 import unittest

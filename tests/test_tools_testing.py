@@ -228,6 +228,62 @@ class TestAsync:
         TestAsync.ran.append("body")
 
 
+class TestFailedClass:
+    calls = []
+
+    @classmethod
+    def setup_class(cls):
+        pytest.fail("no database")
+
+    @classmethod
+    def teardown_class(cls):
+        cls.calls.append("teardown_class")
+
+    def test_a(self):
+        self.calls.append("test_a")
+
+    def test_b(self):
+        self.calls.append("test_b")
+
+
+class TestXfailedClass:
+    @classmethod
+    def setup_class(cls):
+        pytest.xfail("known bug")
+
+    def test_a(self):
+        pass
+
+
+class TestFailedTeardown:
+    def teardown_class(cls):
+        pytest.fail("could not clean up")
+
+    def test_a(self):
+        pass
+
+
+class FailedCase(unittest.TestCase):
+    calls = []
+
+    @classmethod
+    def setUpClass(cls):
+        cls.addClassCleanup(cls.calls.append, "class cleanup")
+        pytest.fail("no printer")
+
+    def test_a(self):
+        self.calls.append("test_a")
+
+
+class SkippedCase(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        pytest.skip("no scanner")
+
+    def test_a(self):
+        pass
+
+
 class AsyncInPlainCase(unittest.TestCase):
     ran = []
 
@@ -285,6 +341,54 @@ def test_pytest_skip_fail_and_xfail_are_the_outcomes_pytest_gives_them(outcomes)
     assert "no database" in text(outcomes.ok("run_test_class", className="TestSkippedClass"))
     in_unittest = outcomes.ok("run_test_class", className="OutcomesInUnittest")["structuredContent"]
     assert (in_unittest["skipped"], in_unittest["failures"], in_unittest["errors"]) == (1, 1, 0)
+
+
+@pytest.mark.parametrize("class_name, tests, hook, message", [
+    ("TestFailedClass", 2, "setUpClass (zoo.test_outcomes.TestFailedClass)", "no database"),
+    ("FailedCase", 1, "setUpClass (zoo.test_outcomes.FailedCase)", "no printer")])
+def test_pytest_fail_in_a_class_setup_is_its_error_and_the_run_goes_on(
+        outcomes, class_name, tests, hook, message):
+    # It is a BaseException of pytest's: it ended the whole run, the call answering it.
+    ran = outcomes.ok("run_test_class", className=class_name)
+    result = ran["structuredContent"]
+    assert {k: result[k] for k in ("run", "notRun", "fixtureErrors")} == {
+        "run": 0, "notRun": tests, "fixtureErrors": 1}
+    assert result["failed"] == [{"test": hook, "outcome": "error", "exception": "Failed",
+                                 "message": message}]
+    assert f"ERROR: {hook}: Failed: {message}" in text(ran).splitlines()
+    listed = outcomes.ok("list_failing_tests", classNames=[class_name, "TestOutcomes"])["structuredContent"]
+    assert (listed["run"], [f["test"] for f in listed["failing"]]) == (
+        4, [hook, "zoo.test_outcomes.TestOutcomes.test_fails"])
+    detail = outcomes.ok("describe_test_failure", className=class_name, selector="test_a")
+    assert detail["structuredContent"]["traceback"].splitlines()[-1] == f"Failed: {message}"
+
+
+def test_a_failed_class_setup_runs_no_test_nor_teardown_but_its_class_cleanups(outcomes):
+    module = outcomes.view.module("zoo.test_outcomes")
+    assert outcomes.ok("run_test_class", className="TestFailedClass")["structuredContent"]["notRun"] == 2
+    assert module.TestFailedClass.calls == []   # as after any error in setup_class
+    outcomes.ok("run_test_class", className="FailedCase")
+    assert module.FailedCase.calls == ["class cleanup"]
+    # the class's own fixtures are back in place after the run
+    assert isinstance(vars(module.FailedCase)["setUpClass"], classmethod)
+    assert "tearDownClass" not in vars(module.FailedCase)
+
+
+def test_pytest_fail_in_a_class_teardown_is_its_error_after_the_tests_passed(outcomes):
+    result = outcomes.ok("run_test_class", className="TestFailedTeardown")["structuredContent"]
+    assert {k: result[k] for k in ("run", "passed", "fixtureErrors")} == {"run": 1, "passed": 1, "fixtureErrors": 1}
+    assert result["failed"] == [{"test": "tearDownClass (zoo.test_outcomes.TestFailedTeardown)",
+                                 "outcome": "error", "exception": "Failed", "message": "could not clean up"}]
+
+
+@pytest.mark.parametrize("class_name, reason", [
+    ("SkippedCase", "no scanner"),          # a TestCase's own setUpClass: it ended the run
+    ("TestXfailedClass", "xfail: known bug")])   # pytest reports the tests xfailed, not failed
+def test_pytest_skip_or_xfail_in_a_class_setup_skips_its_tests(outcomes, class_name, reason):
+    result = outcomes.ok("run_test_class", className=class_name)["structuredContent"]
+    assert {k: result[k] for k in ("run", "notRun", "fixtureErrors")} == {"run": 0, "notRun": 1, "fixtureErrors": 0}
+    assert result["failed"] == [{"test": f"setUpClass (zoo.test_outcomes.{class_name})",
+                                 "outcome": "skipped", "message": reason}]
 
 
 def test_pytest_skip_skipif_and_xfail_marks_are_kept_as_pytest_keeps_them(outcomes):
@@ -971,6 +1075,56 @@ class NeedsPrinter(unittest.TestCase):
     def test_a(self):
         pass
 ''',
+    "zoo/test_setup_module_fails_pytest.py": '''\
+import pytest
+
+calls = []
+
+
+def setup_module():
+    pytest.fail("no network here")
+
+
+def teardown_module():
+    calls.append("teardown_module")
+
+
+class TestNeedsNetworkOrFails:
+    def test_a(self):
+        calls.append("test_a")
+''',
+    "zoo/test_set_up_module_fails_pytest.py": '''\
+import unittest
+
+import pytest
+
+calls = []
+
+
+def setUpModule():
+    pytest.fail("no printer here")
+
+
+def tearDownModule():
+    calls.append("tearDownModule")
+
+
+class NeedsPrinterOrFails(unittest.TestCase):
+    def test_a(self):
+        calls.append("test_a")
+''',
+    "zoo/test_teardown_module_fails_pytest.py": '''\
+import pytest
+
+
+def teardown_module():
+    pytest.fail("could not clean up")
+
+
+class TestTornDownByPytest:
+    def test_a(self):
+        pass
+''',
     "zoo/test_teardown_module_fails.py": '''\
 def teardown_module():
     raise RuntimeError("could not clean up")
@@ -1061,6 +1215,29 @@ def test_pytest_skip_in_a_module_setup_skips_its_tests_and_the_run_goes_on(
     ran = module_hooks.ok("run_test_class", className=class_name)["structuredContent"]
     assert {k: ran[k] for k in ("run", "notRun", "fixtureErrors")} == {"run": 0, "notRun": 1, "fixtureErrors": 0}
     assert ran["failed"] == [{"test": hook, "outcome": "skipped", "message": reason}]
+
+
+@pytest.mark.parametrize("class_name, module, hook_name, message", [
+    ("TestNeedsNetworkOrFails", "zoo.test_setup_module_fails_pytest", "setup_module", "no network here"),
+    ("NeedsPrinterOrFails", "zoo.test_set_up_module_fails_pytest", "setUpModule", "no printer here")])
+def test_pytest_fail_in_a_module_setup_is_its_error_and_the_run_goes_on(
+        module_hooks, class_name, module, hook_name, message):
+    # It is a BaseException of pytest's: it ended the whole run, the call answering it.
+    hook = f"{hook_name} ({module})"
+    listed = module_hooks.ok("list_failing_tests", classNames=[class_name, "TestFirst"])["structuredContent"]
+    assert (listed["run"], listed["notRun"]) == (1, 1)
+    assert listed["failing"] == [{"test": hook, "outcome": "error", "exception": "Failed", "message": message}]
+    ran = module_hooks.ok("run_test_class", className=class_name)["structuredContent"]
+    assert {k: ran[k] for k in ("run", "notRun", "fixtureErrors")} == {"run": 0, "notRun": 1, "fixtureErrors": 1}
+    # as after any failed module setup: no test and no teardown of what was not set up
+    assert module_hooks.view.module(module).calls == []
+
+
+def test_pytest_fail_in_teardown_module_is_its_error_after_the_tests_passed(module_hooks):
+    ran = module_hooks.ok("run_test_class", className="TestTornDownByPytest")["structuredContent"]
+    assert {k: ran[k] for k in ("run", "passed", "fixtureErrors")} == {"run": 1, "passed": 1, "fixtureErrors": 1}
+    assert ran["failed"] == [{"test": "teardown_module (zoo.test_teardown_module_fails_pytest)",
+                              "outcome": "error", "exception": "Failed", "message": "could not clean up"}]
 
 
 def test_what_teardown_module_raises_is_a_fixture_error_after_the_tests_passed(module_hooks):

@@ -25,7 +25,8 @@ whatever a test raised, or did not, after a soft break landed in it (code that
 catches the break and exits, say: see raise_if_break). A class or
 module fixture (setUpClass, setup_class, setUpModule, setup_module...) is unittest's:
 what it raises is an entry of its own (the tests it would have set up are not run),
-pytest.skip raised in it skips them as SkipTest does, and what it raises outside
+pytest.fail included; pytest.skip raised in it skips them as SkipTest does, and so does
+pytest.xfail (pytest reports them xfailed, not failed); what else it raises outside
 Exception (KeyboardInterrupt, SystemExit) ends the run, and the call answers that error.
 """
 
@@ -111,6 +112,8 @@ class _Result(unittest.TestResult):
         if issubclass(err[0], _MarkedXPass):
             return self.addUnexpectedSuccess(test)
         outcome = "expectedFailure" if issubclass(err[0], _MarkedXFail) else pytest_outcome(err[0])
+        if not isinstance(test, unittest.TestCase):   # a class or module fixture (see _fixture_outcomes)
+            outcome = None   # its pytest.fail is its error, as pytest reports it ("ERROR at setup")
         if outcome == "skipped":
             return self.addSkip(test, str(err[1]))
         if outcome == "failure":
@@ -167,20 +170,21 @@ def pytest_outcome(exc_type: type) -> str | None:
     return None
 
 
-class _Interrupted(Exception):
-    """Carries a KeyboardInterrupt a test part raised past unittest, which records
-    only what it does not re-raise; the result reports the interrupt itself."""
+class _Carried(Exception):
+    """Carries past unittest, which records only Exceptions and lets the others end the run,
+    a BaseException that is no end of it: a KeyboardInterrupt a test part raised, pytest.fail
+    in a class or module fixture. The result reports the carried exception itself."""
 
-    def __init__(self, interrupt: KeyboardInterrupt):
-        super().__init__(interrupt)
-        self.interrupt = interrupt
+    def __init__(self, carried: BaseException):
+        super().__init__(carried)
+        self.carried = carried
 
 
 def _as_raised(err):
-    if not issubclass(err[0], _Interrupted):
+    if not issubclass(err[0], _Carried):
         return err
-    interrupt = err[1].interrupt
-    return type(interrupt), interrupt, interrupt.__traceback__
+    carried = err[1].carried
+    return type(carried), carried, carried.__traceback__
 
 
 # The TestCase methods unittest runs each test part through (setUp, the test method,
@@ -205,7 +209,7 @@ def _guarded(part):
         except BaseException as error:
             raise_if_break(error)
             if isinstance(error, KeyboardInterrupt):
-                raise _Interrupted(error) from None
+                raise _Carried(error) from None
             raise
         raise_if_break()              # a part that caught the break still ends the run
         return done
@@ -321,8 +325,8 @@ class PlainTestCase(unittest.TestCase):
         if it takes an argument, so a plain `def setup_class(cls):` works as a
         classmethod does."""
         hook = getattr(cls.plain_class, name, None)
-        if hook is not None:
-            _call_fixture(getattr(hook, "__func__", hook), cls.plain_class)
+        if hook is not None:   # pytest.skip or .fail in it: see ModuleFixtureSuite._handleClassSetUp
+            _call_with_optional_argument(getattr(hook, "__func__", hook), cls.plain_class)
 
     def id(self):
         return f"{self.plain_class.__module__}.{self.plain_class.__qualname__}.{self.plain_method}"
@@ -353,15 +357,56 @@ class PlainTestCase(unittest.TestCase):
 
 
 def _call_fixture(hook, argument) -> None:
-    """A class or module fixture, called as pytest calls it (given `argument` if it takes
-    one). unittest skips what a fixture raising SkipTest would set up; pytest's skip, a
-    BaseException, would end the whole run instead, so it is made a SkipTest."""
-    try:
+    """A module fixture, called as pytest calls it (given `argument` if it takes one)."""
+    with _fixture_outcomes():
         _call_with_optional_argument(hook, argument)
+
+
+@contextlib.contextmanager
+def _fixture_outcomes():
+    """pytest's outcomes raised in a class or module fixture, as pytest reports them
+    (BaseExceptions, they would end unittest's whole run): pytest.skip skips what the fixture
+    sets up, as SkipTest does, and so does pytest.xfail (pytest reports those tests xfailed,
+    not failed); pytest.fail is the fixture's error, as any Exception is, its tests not run.
+    Other BaseExceptions (KeyboardInterrupt, SystemExit) still end the run."""
+    try:
+        yield
     except BaseException as error:
-        if pytest_outcome(type(error)) == "skipped":
+        outcome = pytest_outcome(type(error))
+        if outcome == "skipped":
             raise unittest.SkipTest(str(error)) from error
+        if outcome == "expectedFailure":
+            raise unittest.SkipTest(f"xfail: {error}") from error
+        if outcome == "failure":
+            raise _Carried(error) from None
         raise
+
+
+_INHERITED = object()
+
+
+@contextlib.contextmanager
+def _called_with_fixture_outcomes(cls, name: str):
+    """unittest calls a class's setUpClass or tearDownClass itself, catching Exceptions
+    only: while it does, the class's own is called through _fixture_outcomes (and put
+    back after, the class being the image's)."""
+    hook = getattr(cls, name, None)   # cls None: no class to set up or tear down
+    if hook is None:
+        yield
+        return
+    own = vars(cls).get(name, _INHERITED)
+
+    def called():
+        with _fixture_outcomes():
+            hook()
+    setattr(cls, name, staticmethod(called))
+    try:
+        yield
+    finally:
+        if own is _INHERITED:
+            delattr(cls, name)
+        else:
+            setattr(cls, name, own)
 
 
 # pytest's module fixture: the first of each pair the module has, for all its tests.
@@ -377,7 +422,19 @@ class ModuleFixtureSuite(unittest.TestSuite):
     pytest's one autouse module fixture is. unittest itself knows only setUpModule and
     tearDownModule; these two methods are the ones its run calls as the module changes,
     kept otherwise as unittest has them (a failure is an entry of its own, the module's
-    cleanups run, the module's tests are not run after a failed setup)."""
+    cleanups run, the module's tests are not run after a failed setup). A class or module
+    fixture raising pytest's skip, xfail or fail is handled as pytest does (_fixture_outcomes)."""
+
+    def _handleClassSetUp(self, test, result):
+        starts = test.__class__ is not getattr(result, "_previousTestClass", None)
+        with _called_with_fixture_outcomes(test.__class__ if starts else None, "setUpClass"):
+            super()._handleClassSetUp(test, result)
+
+    def _tearDownPreviousClass(self, test, result):
+        previous = getattr(result, "_previousTestClass", None)
+        ends = previous is not None and previous is not test.__class__
+        with _called_with_fixture_outcomes(previous if ends else None, "tearDownClass"):
+            super()._tearDownPreviousClass(test, result)
 
     def _handleModuleFixture(self, test, result):
         name = test.__class__.__module__
