@@ -234,7 +234,7 @@ def test_pytest_style_outcomes_are_the_ones_pytest_gives(daemon):
         # an async def test is never awaited: no pass that ran nothing
         unawaited = c.tool("run_test_class", className="pytest_outcomes.TestAsync")["structuredContent"]
         assert (unawaited["passed"], unawaited["errors"]) == (0, 1)
-        assert "is an async def test, which is not run" in unawaited["failed"][0]["message"]
+        assert "is an async def, which is not run" in unawaited["failed"][0]["message"]
         # marked to skip: not run; marked xfail: an expected failure
         marked = c.tool("run_test_class", className="pytest_outcomes.TestMarks")["structuredContent"]
         assert (marked["run"], marked["skipped"], marked["expectedFailures"], marked["failed"]) == (2, 1, 1, [])
@@ -309,6 +309,14 @@ class AsyncInPlainCase(unittest.TestCase):
         self.fail("its body ran")
 
 
+class AsyncSetUpInPlainCase(unittest.TestCase):
+    async def setUp(self):
+        self.ready = True
+
+    def test_yields(self):
+        yield self.ready
+
+
 class AsyncCase(unittest.IsolatedAsyncioTestCase):
     async def test_passes(self):
         await asyncio.sleep(0)
@@ -332,9 +340,17 @@ def test_an_async_test_of_a_plain_test_case_is_an_error_and_isolated_asyncio_one
         ran = c.tool("run_test_class", className="async_cases.AsyncInPlainCase")
         assert (ran["structuredContent"]["passed"], ran["structuredContent"]["errors"]) == (0, 1), ran
         assert ("ERROR: async_cases.AsyncInPlainCase.test_never_run: TypeError: AsyncInPlainCase."
-                "test_never_run is an async def test, which is not run: a unittest.TestCase runs no "
+                "test_never_run is an async def, which is not run: a unittest.TestCase runs no "
                 "event loop, so its coroutine was never run; make the class a "
                 "unittest.IsolatedAsyncioTestCase") in tool_text(ran)
+        set_up = c.tool("run_test_class", className="async_cases.AsyncSetUpInPlainCase")
+        assert ("AsyncSetUpInPlainCase.setUp is an async def, which is not run: a unittest.TestCase "
+                "runs no event loop") in tool_text(set_up)
+        c.tool("compile_method", className="async_cases.AsyncSetUpInPlainCase",
+               source="def setUp(self):\n    self.ready = True\n")
+        yielded = c.tool("run_test_class", className="async_cases.AsyncSetUpInPlainCase")
+        assert ("AsyncSetUpInPlainCase.test_yields yields, so calling it ran none of its body"
+                in tool_text(yielded)), tool_text(yielded)
         run_async = c.tool("run_test_class", className="async_cases.AsyncCase")["structuredContent"]
         assert (run_async["run"], run_async["passed"], run_async["failures"]) == (2, 1, 1), run_async
         assert run_async["failed"][0]["message"] == "1 != 2"

@@ -294,6 +294,40 @@ class AsyncInPlainCase(unittest.TestCase):
         pass
 
 
+class AsyncSetUpInPlainCase(unittest.TestCase):
+    ran = []
+
+    async def setUp(self):
+        AsyncSetUpInPlainCase.ran.append("setUp")
+
+    def test_needs_set_up(self):
+        AsyncSetUpInPlainCase.ran.append("test")
+
+
+class AsyncTearDownInPlainCase(unittest.TestCase):
+    async def tearDown(self):
+        pass
+
+    def test_passes(self):
+        pass
+
+
+class YieldingCase(unittest.TestCase):
+    ran = []
+
+    def test_yields(self):
+        YieldingCase.ran.append("body")
+        yield 1
+
+
+class TestYielding:
+    ran = []
+
+    def test_yields(self):
+        TestYielding.ran.append("body")
+        yield 1
+
+
 class AsyncCase(unittest.IsolatedAsyncioTestCase):
     ran = []
 
@@ -423,7 +457,7 @@ def test_an_async_pytest_style_test_is_an_error_not_a_pass_that_ran_nothing(outc
     result = outcomes.ok("run_test_class", className="TestAsync")["structuredContent"]
     assert (result["passed"], result["errors"]) == (0, 1)
     assert result["failed"][0]["message"] == (
-        "TestAsync.test_async is an async def test, which is not run: a pytest-style class runs "
+        "TestAsync.test_async is an async def, which is not run: a pytest-style class runs "
         "no event loop, so its coroutine was never run; make the class a "
         "unittest.IsolatedAsyncioTestCase, or call asyncio.run() in a plain def test (pytest "
         "needs a plugin to run it)")
@@ -440,7 +474,7 @@ def test_an_async_test_of_a_plain_test_case_is_an_error_not_a_pass_that_ran_noth
     assert result["failed"] == [{
         "test": "zoo.test_outcomes.AsyncInPlainCase.test_never_run", "outcome": "error",
         "exception": "TypeError",
-        "message": "AsyncInPlainCase.test_never_run is an async def test, which is not run: a "
+        "message": "AsyncInPlainCase.test_never_run is an async def, which is not run: a "
                    "unittest.TestCase runs no event loop, so its coroutine was never run; make the "
                    "class a unittest.IsolatedAsyncioTestCase, which runs async def tests (and "
                    "asyncSetUp/asyncTearDown) in an event loop"}]
@@ -450,6 +484,34 @@ def test_an_async_test_of_a_plain_test_case_is_an_error_not_a_pass_that_ran_noth
     detail = outcomes.ok("describe_test_failure", className="AsyncInPlainCase",
                          selector="test_never_run")["structuredContent"]
     assert detail["outcome"] == "error" and "output" not in detail   # nor a warning printed
+
+
+@pytest.mark.parametrize("name, part, fix", [
+    ("AsyncSetUpInPlainCase", "setUp", "name it asyncSetUp, which it runs before each test in an event loop"),
+    ("AsyncTearDownInPlainCase", "tearDown", "name it asyncTearDown, which it runs after each test in an event loop"),
+])
+def test_an_async_set_up_or_tear_down_of_a_plain_test_case_is_the_tests_error(outcomes, name, part, fix):
+    # unittest calls it and drops its coroutine without a word: the test ran unset-up.
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        result = outcomes.ok("run_test_class", className=name)["structuredContent"]
+        gc.collect()
+    assert (result["run"], result["passed"], result["errors"]) == (1, 0, 1)
+    assert result["failed"][0]["message"] == (
+        f"{name}.{part} is an async def, which is not run: a unittest.TestCase runs no event loop, "
+        f"so its coroutine was never run; make the class a unittest.IsolatedAsyncioTestCase and {fix}")
+    assert [str(w.message) for w in warned] == []
+    assert outcomes.view.module("zoo.test_outcomes").AsyncSetUpInPlainCase.ran == []
+
+
+@pytest.mark.parametrize("name", ["YieldingCase", "TestYielding"])
+def test_a_test_that_yields_is_an_error_not_a_pass_whose_body_never_ran(outcomes, name):
+    result = outcomes.ok("run_test_class", className=name)["structuredContent"]
+    assert (result["run"], result["passed"], result["errors"]) == (1, 0, 1)
+    assert result["failed"][0]["message"] == (
+        f"{name}.test_yields yields, so calling it ran none of its body: a test, setUp or tearDown "
+        "is not a generator (pytest dropped yield tests in 4.0); take the yield out")
+    assert outcomes.view.module("zoo.test_outcomes").__dict__[name].ran == []
 
 
 def test_an_isolated_asyncio_test_case_still_runs_its_async_tests(outcomes):

@@ -10,7 +10,7 @@ Module-level test functions are not run, so setup_function/teardown_function nev
 
 An `async def` test runs in a class that runs coroutines (unittest.IsolatedAsyncioTestCase);
 in a plain TestCase or a pytest-style class it is an error saying its coroutine was never
-run and how to run it, not the pass that ran nothing unittest makes of it (see _not_awaited).
+run and how to run it, not the pass that ran nothing unittest makes of it (see _never_ran).
 
 A module's fixture is pytest's, for all its test classes of either style: setUpModule,
 else setup_module, once before its first test, and tearDownModule, else teardown_module,
@@ -190,12 +190,10 @@ def _as_raised(err):
 # The TestCase methods unittest runs each test part through (setUp, the test method,
 # tearDown, each cleanup); IsolatedAsyncioTestCase runs its coroutines inside them too.
 TEST_PARTS = ("_callSetUp", "_callTestMethod", "_callTearDown", "_callCleanup")
-# How unittest.TestCase calls a test method: it runs no coroutine (see _refuse_unrun_coroutine).
-_UNITTEST_CALL = getattr(unittest.TestCase, "_callTestMethod", None)
 
 
 def _guard_parts(test: unittest.TestCase) -> None:
-    _refuse_unrun_coroutine(test)
+    _refuse_unrun_bodies(test)
     for name in TEST_PARTS:
         part = getattr(test, name, None)
         if part is not None:   # private to unittest: a Python without one runs unguarded, as before
@@ -216,24 +214,44 @@ def _guarded(part):
     return run_part
 
 
-def _refuse_unrun_coroutine(test: unittest.TestCase) -> None:
-    """A TestCase calling its test methods as unittest.TestCase does (not as
-    IsolatedAsyncioTestCase, which runs them in its event loop) gets an `async def` test's
-    coroutine back and only warns (a DeprecationWarning, 3.11 to 3.14 alike): a pass whose
-    body never ran. Here it is the test's error (see _not_awaited)."""
-    call = getattr(test, "_callTestMethod", None)
-    if call is None or getattr(type(test), "_callTestMethod", None) is not _UNITTEST_CALL:
-        return
+# How unittest.TestCase calls a test's setUp, test method and tearDown: it runs no
+# coroutine (IsolatedAsyncioTestCase has its own), and what they return it ignores, or
+# only warns of (see _refuse_unrun_bodies).
+_UNITTEST_CALLS = {name: getattr(unittest.TestCase, name, None)
+                   for name in ("_callSetUp", "_callTestMethod", "_callTearDown")}
+_ASYNC_FIX = "make the class a unittest.IsolatedAsyncioTestCase"
 
-    def call_test_method(method):
-        def checked():
-            returned = method()
-            _not_awaited(returned, "a unittest.TestCase", "make the class a "
-                         "unittest.IsolatedAsyncioTestCase, which runs async def tests (and "
-                         "asyncSetUp/asyncTearDown) in an event loop")
-            return returned   # another value than None unittest still warns of
-        return call(checked)
-    test._callTestMethod = call_test_method
+
+def _refuse_unrun_bodies(test: unittest.TestCase) -> None:
+    """A TestCase calling its setUp, test method or tearDown as unittest.TestCase does gets
+    an `async def`'s coroutine, or a generator function's generator, back and ignores it,
+    or only warns (a DeprecationWarning for a test, 3.11 to 3.14 alike): a pass whose body,
+    or whose set-up, never ran. Here it is the test's error (see _never_ran)."""
+    def unittests(name):
+        return getattr(test, name, None) is not None and getattr(type(test), name, None) is _UNITTEST_CALLS[name]
+
+    if unittests("_callTestMethod"):
+        call = test._callTestMethod
+
+        def call_test_method(method):
+            def checked():
+                returned = method()
+                _never_ran(returned, "a unittest.TestCase", _ASYNC_FIX + ", which runs async def "
+                           "tests (and asyncSetUp/asyncTearDown) in an event loop")
+                return returned   # another value than None unittest still warns of
+            return call(checked)
+        test._callTestMethod = call_test_method
+    for name, hook, async_name, when in (("_callSetUp", "setUp", "asyncSetUp", "before"),
+                                         ("_callTearDown", "tearDown", "asyncTearDown", "after")):
+        if unittests(name):
+            setattr(test, name, _checked_hook(getattr(test, hook), _ASYNC_FIX + f" and name it "
+                                              f"{async_name}, which it runs {when} each test in an event loop"))
+
+
+def _checked_hook(hook, fix: str):
+    def call():
+        _never_ran(hook(), "a unittest.TestCase", fix)
+    return call
 
 
 MESSAGE_CAP = 10_000       # characters of a failure message each test's entry keeps
@@ -347,9 +365,9 @@ class PlainTestCase(unittest.TestCase):
         if setup is not None:
             _call_with_optional_argument(setup, method)
         try:
-            _not_awaited(method(), "a pytest-style class", "make the class a "
-                         "unittest.IsolatedAsyncioTestCase, or call asyncio.run() in a plain def "
-                         "test (pytest needs a plugin to run it)")
+            _never_ran(method(), "a pytest-style class", "make the class a "
+                       "unittest.IsolatedAsyncioTestCase, or call asyncio.run() in a plain def "
+                       "test (pytest needs a plugin to run it)")
         finally:
             teardown = getattr(instance, "teardown_method", None)
             if teardown is not None:
@@ -577,14 +595,19 @@ class _MarkedXPass(Exception):
     """A test marked xfail(strict=True) passed: an unexpected success."""
 
 
-def _not_awaited(returned, runner: str, fix: str) -> None:
-    """An `async def` test called returns its coroutine, its body never run: a pass that
-    tested nothing. pytest fails it unless a plugin runs it; here, in either style, it is
-    an error (the test did not fail: it never ran), saying why and how to run it."""
+def _never_ran(returned, runner: str, fix: str) -> None:
+    """An `async def` test (or setUp) called returns its coroutine, a generator function
+    its generator, the body never run: a pass that tested nothing. pytest fails an async
+    test unless a plugin runs it, and dropped yield tests (4.0); here, in either style, it
+    is an error (the test did not fail: it never ran), saying why and how to run it."""
     if inspect.iscoroutine(returned):
         returned.close()   # never started: no "coroutine was never awaited" RuntimeWarning on top
-        raise TypeError(f"{returned.__qualname__} is an async def test, which is not run: "
+        raise TypeError(f"{returned.__qualname__} is an async def, which is not run: "
                         f"{runner} runs no event loop, so its coroutine was never run; {fix}")
+    if inspect.isgenerator(returned) or inspect.isasyncgen(returned):
+        raise TypeError(f"{returned.__qualname__} yields, so calling it ran none of its body: "
+                        "a test, setUp or tearDown is not a generator (pytest dropped yield "
+                        "tests in 4.0); take the yield out")
 
 
 class TestingToolset(Toolset):
