@@ -405,6 +405,32 @@ def test_abort_undoes_what_execute_code_did_to_image_classes_and_modules(c):
     assert run(c, look) == repr(("plain", False))
 
 
+def test_abort_imports_through_the_view_again_what_code_imported_around_it(image, c):
+    # The image module imported from its file, and then the view's import hook taken out:
+    # the session took its own image modules for kernel ones, refused to change them, and
+    # read them from the disk, not its view, and abort undid neither.
+    from_file = ("import importlib.util, sys\n"
+                 f"spec = importlib.util.spec_from_file_location('fix.plain', {str(image / 'fix/plain.py')!r})\n"
+                 "m = importlib.util.module_from_spec(spec)\nsys.modules['fix.plain'] = m\n"
+                 "spec.loader.exec_module(m)")
+    run(c, from_file)
+    method = "def describe(self):\n    return 'described ' + self.kind\n"
+    assert "kernel module" in error(c, "compile_method", "refused", className="fix.plain.Plain", source=method)
+    assert "fix.plain" in structured(c, "abort")["reloaded"]
+    ok(c, "compile_method", className="fix.plain.Plain", source=method)
+    assert run(c, "import fix.plain\nfix.plain.Plain().describe()") == repr("described plain")
+
+    unhooked = ("import sys\nsys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != '_SnapshotLoader']\n"
+                f"sys.path.insert(0, {str(image)!r})\n"
+                "[sys.modules.pop(name) for name in list(sys.modules) if name.startswith('fix')]")
+    run(c, unhooked)
+    look = "import fix.plain\n(type(fix.plain.__spec__.loader).__name__, fix.plain.Plain().describe())"
+    assert run(c, look) == repr(("SourceFileLoader", "described plain"))
+    structured(c, "abort")
+    assert run(c, look) == repr(("_SnapshotLoader", "described plain"))
+    ok(c, "compile_method", className="fix.plain.Plain", source='def describe(self):\n    return self.kind\n')
+
+
 # -- only test methods run as tests --------------------------------------------------
 
 @pytest.mark.parametrize("selector", ["setUp", "tearDown", "__init__", "__class__", "run",

@@ -277,6 +277,49 @@ def test_abort_undoes_what_code_did_to_live_modules(image, views):
     assert view.module("zoo.keeper").Keeper().feed() == ["a says woof"]
 
 
+def _import_from_disk(image, name, rel):
+    """As execute_code could: the image module's file imported around the view's hook."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name, image / rel)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_abort_imports_again_through_the_view_an_image_module_code_imported_from_its_file(image, views):
+    import json as stdlib_json
+    view = views(image)
+    view.module("zoo.keeper")
+    around = _import_from_disk(image, "zoo.keeper", "zoo/keeper.py")
+    try:
+        assert view.module("zoo.keeper") is None   # taken for a kernel module of that name
+        report = view.abort()
+        keeper = view.module("zoo.keeper")
+        assert keeper is not None and keeper is not around and view.owns_module("zoo.keeper")
+        assert "zoo.keeper" in report.reloaded
+        assert keeper.Keeper().feed() == ["a says woof"]
+        # A kernel module an image module shadows is no image file: it stays.
+        assert sys.modules["json"] is stdlib_json and view.shadowed("json")
+    finally:
+        if sys.modules.get("zoo.keeper") is around:
+            del sys.modules["zoo.keeper"]
+
+
+def test_abort_puts_back_the_views_import_hook_code_took_out_or_went_before(image, views):
+    view = views(image)
+    view.module("zoo.keeper")
+    sys.meta_path.remove(view._loader)
+    before = type("Before", (), {"find_spec": staticmethod(lambda *args: None)})()
+    sys.meta_path.insert(0, before)
+    try:
+        view.abort()
+        assert sys.meta_path.index(view._loader) == 0
+        assert view.module("zoo.keeper").Keeper().feed() == ["a says woof"]
+    finally:
+        sys.meta_path.remove(before)
+
+
 @pytest.mark.parametrize("raised, recorded", [
     ("ValueError('bad')", "ValueError: bad"),
     ("SystemExit(3)", "SystemExit: 3"),

@@ -102,6 +102,7 @@ class View:
         self._trees: dict[str, tuple[str, object]] = {}
         self._loader = _SnapshotLoader(self)
         self._installed = False
+        self._before_hook: frozenset[str] = frozenset()   # sys.modules as the hook went in
 
     @classmethod
     def open(cls, image_dir: Path | str, *, user: str, session_id: str, install: bool = True) -> "View":
@@ -137,6 +138,7 @@ class View:
 
     def install(self) -> None:
         if not self._installed:
+            self._before_hook = frozenset(sys.modules)
             sys.meta_path.insert(0, self._loader)
             self._installed = True
 
@@ -393,10 +395,42 @@ class View:
         already holds keep the classes they were made from."""
         discarded = self.changed_modules()
         self._load_snapshot()
+        around = self._reclaim_imports()
         report = RefreshReport(brought_in=discarded)
         report.reloaded = self._reload(everything=True)
+        for name in around:
+            if self.has_module(name) and name not in report.reloaded and self.module(name) is not None:
+                report.reloaded.append(name)
+        report.reloaded.sort()
         report.import_errors = dict(self.import_errors)
         return report
+
+    def _reclaim_imports(self) -> list[str]:
+        """Undo what code did to how the session imports image modules: the view's hook
+        goes back first in sys.meta_path (code may have taken it out, or put a finder
+        before it), and image modules code imported from the image's files around it
+        (importlib.util.spec_from_file_location, a sys.path entry into the image) are
+        forgotten, to be imported from the view again. Returns those modules."""
+        if self._loader in sys.meta_path:
+            sys.meta_path.remove(self._loader)
+        sys.meta_path.insert(0, self._loader)
+        self._installed = True
+        around = [name for name in self.module_names() if self.imported_around(name)]
+        for name in around:
+            _unbind(name)
+        return around
+
+    def imported_around(self, module: str) -> bool:
+        """Loaded from one of the image's own files since the view's hook went in, but not
+        by the view: code imported it around the hook. (A kernel module an image module
+        shadows never is, nor one loaded before the hook, from an image holding the
+        daemon's own code, say.)"""
+        loaded = sys.modules.get(module)
+        if loaded is None or module in self._before_hook or self.owns_module(module):
+            return False
+        spec = getattr(loaded, "__spec__", None)
+        origin = getattr(spec, "origin", None) or getattr(loaded, "__file__", None)
+        return isinstance(origin, str) and os.path.realpath(origin).startswith(self.store.root + os.sep)
 
     def refresh(self) -> RefreshReport:
         """Bring in others' commits, keeping this view's changes. A file changed
@@ -507,12 +541,17 @@ class View:
     def _forget_live(self, names) -> None:
         for name in names:
             if self.owns_module(name):
-                del sys.modules[name]
-                parent, _, child = name.rpartition(".")
-                if parent in sys.modules and isinstance(getattr(sys.modules[parent], child, None), ModuleType):
-                    delattr(sys.modules[parent], child)
+                _unbind(name)
             self.live_texts.pop(name, None)
             self.import_errors.pop(name, None)
+
+
+def _unbind(name: str) -> None:
+    """Forget a loaded module: its sys.modules entry and its package's attribute for it."""
+    del sys.modules[name]
+    parent, _, child = name.rpartition(".")
+    if parent in sys.modules and isinstance(getattr(sys.modules[parent], child, None), ModuleType):
+        delattr(sys.modules[parent], child)
 
 
 def _entangled(rel: str, ours: set[str], texts: dict[str, str], fresh: dict[str, str]) -> bool:
