@@ -407,15 +407,17 @@ def test_abort_undoes_what_execute_code_did_to_image_classes_and_modules(c):
 
 def test_abort_imports_through_the_view_again_what_code_imported_around_it(image, c):
     # The image module imported from its file, and then the view's import hook taken out:
-    # the session took its own image modules for kernel ones, refused to change them, and
-    # read them from the disk, not its view, and abort undid neither.
+    # the session took its own image modules for kernel ones, refused to change them (saying
+    # "kernel module"), and read them from the disk, not its view, and abort undid neither.
     from_file = ("import importlib.util, sys\n"
                  f"spec = importlib.util.spec_from_file_location('fix.plain', {str(image / 'fix/plain.py')!r})\n"
                  "m = importlib.util.module_from_spec(spec)\nsys.modules['fix.plain'] = m\n"
                  "spec.loader.exec_module(m)")
     run(c, from_file)
     method = "def describe(self):\n    return 'described ' + self.kind\n"
-    assert "kernel module" in error(c, "compile_method", "refused", className="fix.plain.Plain", source=method)
+    refused = error(c, "compile_method", "refused", className="fix.plain.Plain", source=method)
+    assert "fix.plain was imported from its file by code run in this session" in refused
+    assert "abort imports it from the view again" in refused
     assert "fix.plain" in structured(c, "abort")["reloaded"]
     ok(c, "compile_method", className="fix.plain.Plain", source=method)
     assert run(c, "import fix.plain\nfix.plain.Plain().describe()") == repr("described plain")

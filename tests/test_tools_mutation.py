@@ -1030,3 +1030,29 @@ def test_a_module_whose_whole_text_does_not_parse_is_named_without_a_line(client
     client.ok("refresh")
     assert client.ok("list_all_classes")["structuredContent"]["notListed"] == [
         "image module zoo.nul does not compile: source code string cannot contain null bytes"]
+
+
+def test_an_image_module_code_imported_around_the_view_is_refused_as_such_not_as_a_kernel_module(client, image):
+    import importlib.util
+    import sys
+    spec = importlib.util.spec_from_file_location("zoo.keeper", image / "zoo/keeper.py")
+    around = importlib.util.module_from_spec(spec)
+    sys.modules["zoo.keeper"] = around   # as execute_code could
+    spec.loader.exec_module(around)
+    try:
+        said = "image module zoo.keeper was imported from its file by code run in this session"
+        refusals = [
+            client.error("compile_method", "refused", className="Keeper", source="def feed(self):\n    return []\n"),
+            client.error("compile_class_definition", "refused", source="class Other:\n    pass\n",
+                         dictionaryName="zoo.keeper"),
+            client.error("remove_dictionary", "refused", dictionaryName="zoo.keeper"),
+        ]
+        for refusal in refusals:
+            assert said in refusal and "abort imports it from the view again" in refusal, refusal
+            assert "kernel" not in refusal, refusal
+        client.ok("abort")
+        client.ok("compile_method", className="Keeper", source="def feed(self):\n    return []\n")
+        assert "return []" in disk(image, "zoo/keeper.py")
+    finally:
+        if sys.modules.get("zoo.keeper") is around:
+            del sys.modules["zoo.keeper"]

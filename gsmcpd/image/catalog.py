@@ -189,7 +189,22 @@ def require_compiles(view: View, module: str) -> None:
         raise ToolError("other", _unloadable(view, module))
 
 
+def refuse_if_imported_around(view: View, module: str) -> None:
+    """An image module code imported around the view is neither the view's to change
+    nor a kernel module (View.shadowed takes it for one): say what it is, and the way back."""
+    if view.imported_around(module):
+        raise ToolError("refused", _imported_around(module))
+
+
+def _imported_around(module: str) -> str:
+    return (f"image module {module} was imported from its file by code run in this session, "
+            "around the session's view, so the view cannot change or load it; abort imports "
+            "it from the view again")
+
+
 def _unloadable(view: View, module: str) -> str:
+    if view.imported_around(module):
+        return _imported_around(module)
     if view.shadowed(module):
         return (f"image module {module} is shadowed by the already-loaded kernel module of "
                 "that name; rename the image module")
@@ -222,6 +237,7 @@ def mutable_class(view: View, name: str) -> tuple[ClassRef, type | None]:
     if ref.is_kernel:
         raise ToolError("refused", f"{ref.name} is a kernel class (builtins) and cannot be "
                         f"modified; {remedy}")
+    refuse_if_imported_around(view, ref.module)
     if view.shadowed(ref.module):
         raise ToolError("refused", f"{ref.qualified}: the name {ref.module} belongs to an "
                         f"already-loaded kernel module, so it cannot be modified; {remedy}")

@@ -297,6 +297,7 @@ class MutationToolset(Toolset):
                 raise ToolError("refused", "builtins is the kernel dictionary; classes cannot "
                                 "be added to or changed in it")
             catalog.require_module(view, module_name)
+            catalog.refuse_if_imported_around(view, module_name)
             if view.shadowed(module_name):
                 raise ToolError("refused", f"{module_name} is shadowed by a kernel module of that name")
             catalog.require_compiles(view, module_name)
@@ -527,6 +528,7 @@ class MutationToolset(Toolset):
             raise ToolError("refused", "builtins is the kernel dictionary and cannot be removed")
         dictionary_name_parts(name)
         catalog.require_module(self.view, name)
+        catalog.refuse_if_imported_around(self.view, name)
         if self.view.shadowed(name):
             raise ToolError("refused", f"{name} names an already-loaded kernel module")
         removed = self.view.remove_module(name)
