@@ -91,6 +91,25 @@ def test_two_sessions_changing_one_module_conflict_and_nothing_is_lost(shop):
     assert b.tool("status")["structuredContent"]["uncommittedChanges"] is False
 
 
+def test_a_conflict_says_whether_the_file_was_changed_created_or_removed_since_the_session_read_it(shop):
+    # Each was "changed on disk since this session read it", one it never read.
+    a, b = session(shop), session(shop)
+    a.tool("add_dictionary", dictionaryName="birds")
+    created = b.tool("add_dictionary", dictionaryName="birds")
+    assert error_kind(created) == "conflict"
+    assert tool_text(created).startswith("commit failed: birds.py was created on disk since this session "
+                                         "read the image (by another session's commit or an edit)")
+    b.tool("abort")
+    a.tool("remove_dictionary", dictionaryName="birds")
+    b.tool("compile_class_definition", source="class Bird:\n    pass\n", dictionaryName="birds")
+    removed = tool_text(b.tool("commit"))
+    assert removed.startswith("commit failed: birds.py was removed on disk since this session read the image")
+    a.tool("compile_method", className="Product", source=SHOUT)
+    b.tool("compile_method", className="Cart", source="def size(self):\n    return len(self.lines)\n")
+    both = tool_text(b.tool("commit"))
+    assert both.startswith("commit failed: birds.py was removed, shop/models.py was changed on disk"), both
+
+
 # Workspace code that changes the image through the view API without committing:
 # Product.price doubles, and a new test module tests that (both styles).
 UNCOMMITTED_CHANGE = '''
@@ -517,7 +536,7 @@ def test_a_module_is_never_committed_into_a_package_another_session_removed_or_l
     assert a.tool("remove_dictionary", dictionaryName="shop")["structuredContent"]["committed"][0] == "shop"
     added = b.tool("add_dictionary", dictionaryName="shop.orders")
     assert error_kind(added) == "conflict"
-    assert "shop/__init__.py changed on disk" in tool_text(added) and "kept uncommitted" in tool_text(added)
+    assert "shop/__init__.py was removed on disk" in tool_text(added) and "kept uncommitted" in tool_text(added)
     assert not (shop.image / "shop").exists()
     assert b.tool("status")["structuredContent"]["changedModules"] == ["shop.orders"]
     refreshed = b.tool("refresh")["structuredContent"]
@@ -534,7 +553,7 @@ def test_a_module_is_never_committed_into_a_package_another_session_removed_or_l
     added = c.tool("add_dictionary", dictionaryName="mall.food")
     assert added["structuredContent"]["committed"] == ["mall.food"]
     removed = d.tool("remove_dictionary", dictionaryName="mall")
-    assert error_kind(removed) == "conflict" and "mall/food.py changed on disk" in tool_text(removed)
+    assert error_kind(removed) == "conflict" and "mall/food.py was created on disk" in tool_text(removed)
     assert (shop.image / "mall/__init__.py").exists() and (shop.image / "mall/food.py").exists()
     assert {"mall", "mall.food", "mall.shops"} <= set(dictionaries(session(shop)))
     assert [len(entry["files"]) for entry in journal(shop.image)][1:] == [2, 1]

@@ -62,7 +62,7 @@ def test_conflict_writes_nothing_and_names_the_file(tmp_path):
     (tmp_path / "a.py").write_text("x = 'someone else'\n")
     with pytest.raises(CommitConflict) as raised:
         store.commit({"a.py": b"x = 2\n", "b.py": b"y = 2\n"}, base, user="u", session_id="s")
-    assert raised.value.files == ["a.py"]
+    assert raised.value.files == ["a.py"] and raised.value.how == {"a.py": "changed"}
     assert (tmp_path / "a.py").read_text() == "x = 'someone else'\n"
     assert (tmp_path / "b.py").read_text() == "y = 1\n"
     assert store.journal() == []
@@ -71,8 +71,33 @@ def test_conflict_writes_nothing_and_names_the_file(tmp_path):
 def test_adding_a_file_that_appeared_meanwhile_conflicts(tmp_path):
     store = make_image(tmp_path, {"a.py": ""})
     (tmp_path / "c.py").write_text("theirs\n")
-    with pytest.raises(CommitConflict):
+    with pytest.raises(CommitConflict) as raised:
         store.commit({"c.py": b"ours\n"}, {}, user="u", session_id="s")
+    assert raised.value.how == {"c.py": "created"}
+
+
+def test_a_conflict_says_of_each_file_whether_it_was_changed_created_or_removed(tmp_path):
+    # All were "changed on disk since this session read it", one the session never read.
+    store = make_image(tmp_path, {"a.py": "a = 1\n", "b.py": "b = 1\n", "p/__init__.py": "", "p/m.py": "m = 1\n"})
+    base = {rel: sha256(data) for rel, data in store.read_snapshot().files.items()}
+    (tmp_path / "a.py").write_text("a = 'theirs'\n")
+    (tmp_path / "b.py").unlink()
+    (tmp_path / "c.py").write_text("theirs\n")
+    (tmp_path / "q").mkdir()
+    (tmp_path / "q/__init__.py").write_text("")                 # q.py's other form
+    (tmp_path / "p/new.py").write_text("")                      # into the package ours removes
+    changes = {"a.py": b"a = 2\n", "b.py": b"b = 2\n", "c.py": b"ours\n", "q.py": b"",
+               "p/__init__.py": None, "p/m.py": None}
+    with pytest.raises(CommitConflict) as raised:
+        store.commit(changes, base, user="u", session_id="s")
+    assert raised.value.how == {"a.py": "changed", "b.py": "removed", "c.py": "created",
+                                "q/__init__.py": "created", "p/new.py": "created"}
+    assert raised.value.files == sorted(raised.value.how)
+    (tmp_path / "p/new.py").unlink()
+    (tmp_path / "p/__init__.py").unlink()
+    with pytest.raises(CommitConflict) as raised:
+        store.commit({"p/m2.py": b""}, base, user="u", session_id="s")
+    assert raised.value.how == {"p/__init__.py": "removed"}
 
 
 def _fail_when(monkeypatch, name, should_fail):

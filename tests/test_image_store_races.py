@@ -364,10 +364,10 @@ def test_the_conflict_answer_says_which_files_this_account_cannot_read_and_what_
     from gsmcpd.image.store import CommitConflict
     from gsmcpd.worker.toolsets.session import conflict_error
     changed = conflict_error(CommitConflict(["a.py"]), kept=" and your changes are kept")
-    assert changed.kind == "conflict" and "a.py changed on disk since this session read it" in str(changed)
+    assert changed.kind == "conflict" and "a.py was changed on disk since this session read the image" in str(changed)
     both = str(conflict_error(CommitConflict(["a.py"], ["pkg/theirs.py"])))
     assert both.startswith("commit failed: pkg/theirs.py cannot be read by this account")
-    assert "a.py also changed on disk" in both and "Its owner must move or remove it first" in both
+    assert "a.py was also changed on disk" in both and "Its owner must move or remove it first" in both
 
 
 def test_a_commit_walks_afresh_once_a_directory_not_once_a_file(tmp_path, monkeypatch):

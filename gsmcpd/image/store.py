@@ -137,10 +137,18 @@ class CommitConflict(Exception):
     stands on but this account may not read (per-user workers: another account's
     module, which the view never saw); nothing was written."""
 
-    def __init__(self, files: list[str], unreadable: list[str] = ()):
+    def __init__(self, files: list[str], unreadable: list[str] = (), how: dict[str, str] | None = None):
         super().__init__(", ".join([*files, *unreadable]))
         self.files = files
         self.unreadable = list(unreadable)
+        # file -> what happened to it on disk since the base: "changed", "created", "removed"
+        self.how = {rel: (how or {}).get(rel, "changed") for rel in files}
+
+
+def _how(base: str | None, there: bool) -> str:
+    """What happened on disk to a file the commit's base had with hash `base` (None: it
+    had none) and that is now `there` or not, given it is not as the base had it."""
+    return "created" if base is None else "changed" if there else "removed"
 
 
 class CommitPending(OSError):
@@ -424,7 +432,7 @@ class ImageStore:
                 self._check(rel, dirs)
             conflicts, unreadable = self._conflicts(changes, base_hashes, dirs)
             if conflicts or unreadable:
-                raise CommitConflict(conflicts, unreadable)
+                raise CommitConflict(sorted(conflicts), unreadable, how=conflicts)
             state = dirs.open(STATE_DIR)
             self._sweep_temps([state] + [fd for fd in {dirs.held(_dir_of(rel)) for rel in changes}
                                          if fd is not None])
@@ -461,7 +469,7 @@ class ImageStore:
                 raise CommitPending(error) from error
 
     def _conflicts(self, changes: dict[str, bytes | None], base_hashes: dict[str, str | None],
-                   dirs: ImageDirs) -> tuple[list[str], list[str]]:
+                   dirs: ImageDirs) -> tuple[dict[str, str], list[str]]:
         """The files on disk that are not as the commit's base had them, among those it
         changes and those its new or removed modules stand on (call under the lock): the
         `__init__.py` of each package it writes into (removed since, the module would be
@@ -469,8 +477,13 @@ class ImageStore:
         added or changed since would be left in no package), and a module it creates
         made meanwhile in the other form (`q.py` beside a new `q/__init__.py`, or the
         other way round: two files for one module). And, apart, such files this account
-        may not read: the view never saw them, so no refresh brings them in."""
-        conflicts = {rel for rel in changes if self._disk_hash(rel, dirs) != base_hashes.get(rel)}
+        may not read: the view never saw them, so no refresh brings them in. The conflicts
+        are a dict: file -> what happened to it (see _how)."""
+        conflicts = {}
+        for rel in changes:
+            disk = self._disk_hash(rel, dirs)
+            if disk != base_hashes.get(rel):
+                conflicts[rel] = _how(base_hashes.get(rel), disk is not None)
         unreadable = set()
         modules = None   # scanned once, for the first package removed
         for rel, data in changes.items():
@@ -484,18 +497,20 @@ class ImageStore:
                             if data is UNREADABLE:
                                 unreadable.add(other)
                             elif sha256(data) != base_hashes.get(other):
-                                conflicts.add(other)
+                                conflicts[other] = _how(base_hashes.get(other), data is not None)
                 continue
             for init in packages_of(rel):
                 if (init not in changes and base_hashes.get(init) is not None
                         and not os.path.isfile(os.path.join(self.root, init))):
-                    conflicts.add(init)
+                    conflicts[init] = "removed"
             twin = other_form(rel)
             if base_hashes.get(rel) is None and twin not in changes and base_hashes.get(twin) is None:
                 data = self._contents(twin)
-                if data is not None:
-                    (unreadable if data is UNREADABLE else conflicts).add(twin)
-        return sorted(conflicts), sorted(unreadable)
+                if data is UNREADABLE:
+                    unreadable.add(twin)
+                elif data is not None:
+                    conflicts[twin] = "created"
+        return conflicts, sorted(unreadable)
 
     def has_commit(self, commit_id: str) -> bool:
         """True once the commit named `commit_id` is decided (applied or pending).

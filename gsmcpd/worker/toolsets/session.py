@@ -11,17 +11,22 @@ from gsmcpd.worker.toolset import ToolError, Toolset, object_schema
 
 def conflict_error(error: CommitConflict, *, kept: str = "") -> ToolError:
     if not error.unreadable:
-        files = ", ".join(error.files)
-        return ToolError("conflict", f"commit failed: {files} changed on disk since this session "
-                         f"read it; nothing was written{kept}. Use abort to discard your changes and "
-                         "take the committed version, or refresh to see which modules both changed.")
-    changed = (f" ({', '.join(error.files)} also changed on disk since this session read it)"
-               if error.files else "")
+        return ToolError("conflict", f"commit failed: {_happened(error)}; nothing was written{kept}. "
+                         "Use abort to discard your changes and take the committed version, or "
+                         "refresh to see which modules both changed.")
+    changed = f" ({_happened(error, 'also ')})" if error.files else ""
     return ToolError("conflict", f"commit failed: {', '.join(error.unreadable)} cannot be read by "
                      f"this account (another account's module, in a package this commit removes or "
                      f"in the other form of a module it creates: the commit would leave it in no "
                      f"package, or make two files of one module){changed}; nothing was written{kept}. "
                      "Its owner must move or remove it first; or abort to discard your changes.")
+
+
+def _happened(error: CommitConflict, also: str = "") -> str:
+    """'a.py was changed, b.py was created on disk since...': a file the session never
+    read (created) or that is gone (removed) is not said to have changed."""
+    files = ", ".join(f"{rel} was {also}{error.how[rel]}" for rel in error.files)
+    return f"{files} on disk since this session read the image (by another session's commit or an edit)"
 
 
 def commit_view(view) -> tuple[list[str], list[str]]:
