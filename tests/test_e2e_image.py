@@ -484,6 +484,30 @@ def test_a_package_linked_in_by_the_daemons_own_account_is_committed_through(tmp
     assert [f["file"] for record in journal(image) for f in record["files"]] == ["shop/models.py"]
 
 
+def test_a_change_to_a_module_whose_file_is_a_link_is_refused_at_its_commit_and_kept(tmp_path):
+    # The commit's rename replaced the link with a file: what it pointed to never got the
+    # change, and later edits to it no longer reached the image.
+    image = write_image(tmp_path / "image", EXAMPLE_FILES)
+    outside = tmp_path / "src" / "models.py"
+    outside.parent.mkdir()
+    (image / "shop" / "models.py").rename(outside)
+    (image / "shop" / "models.py").symlink_to(outside)
+    before = outside.read_text()
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
+        client = session(daemon)
+        refused = client.tool("compile_method", className="shop.models.Product", source=SHOUT)
+        assert error_kind(refused) == "refused", refused
+        assert tool_text(refused).startswith(
+            f"commit refused: shop/models.py is a symbolic link (to {outside}): a commit would replace "
+            "the link with a file")
+        assert "your changes are kept uncommitted (shop.models)" in tool_text(refused)
+        assert (image / "shop" / "models.py").is_symlink() and outside.read_text() == before
+        assert journal(image) == []
+        assert "shop.models" in tool_text(client.tool("status"))
+        assert "def shout" in tool_text(client.tool("get_method_source", className="shop.models.Product",
+                                                    selector="shout"))
+
+
 # Runs in the session's worker: the first temp file its next commit writes finds the
 # package swapped for a link to a victim's directory (another account's link, as root),
 # as an account sharing the image could do between the commit's check and its writes.

@@ -615,6 +615,31 @@ def test_a_link_another_account_owns_deeper_on_the_way_or_at_a_links_target_is_r
     assert list(bens.iterdir()) == []
 
 
+def test_a_commit_to_a_module_whose_file_is_a_link_is_refused_and_writes_nothing(tmp_path):
+    # The rename over it replaced the link with a file: what it pointed to never got the
+    # change, and later edits to it no longer reached the image.
+    store = make_image(tmp_path / "image", {"a.py": "a = 1\n", "pkg/__init__.py": ""})
+    outside = tmp_path / "src" / "tool.py"
+    outside.parent.mkdir()
+    outside.write_text("t = 1\n")
+    (store.image_dir / "pkg" / "tool.py").symlink_to(outside)
+    assert "pkg/tool.py" in store.read_snapshot().files   # read through it, as ever
+    with pytest.raises(store_module.LinkedModule) as refused:
+        store.commit({"a.py": b"a = 2\n", "pkg/tool.py": b"t = 2\n"},
+                     {"a.py": sha256(b"a = 1\n"), "pkg/tool.py": sha256(b"t = 1\n")}, user="u", session_id="s")
+    assert str(refused.value).endswith(f"pkg/tool.py is a symbolic link (to {outside}): a commit would "
+                                       "replace the link with a file, leaving what it points to unchanged, "
+                                       "so nothing was written; link the module's directory instead (a "
+                                       "commit follows a linked directory), or put the file itself in the image")
+    assert (store.image_dir / "pkg" / "tool.py").is_symlink() and outside.read_text() == "t = 1\n"
+    assert (store.image_dir / "a.py").read_text() == "a = 1\n" and store.journal() == []
+    assert sorted(os.listdir(store.image_dir / "pkg")) == ["__init__.py", "tool.py"]   # no temp left
+    # removing it removes the link, not what it points to
+    assert store.commit({"pkg/tool.py": None}, {"pkg/tool.py": sha256(b"t = 1\n")},
+                        user="u", session_id="s") == 1
+    assert not (store.image_dir / "pkg" / "tool.py").exists() and outside.read_text() == "t = 1\n"
+
+
 def test_a_link_this_account_made_to_a_package_outside_the_image_is_committed_through(tmp_path):
     # image/mypkg -> ~/src/mypkg, a link the user made: no other account is involved
     store = make_image(tmp_path / "image", {"a.py": "a = 1\n"})

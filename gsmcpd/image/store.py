@@ -181,6 +181,19 @@ class DirectoryMoved(OSError):
                                        f"while this commit wrote it; nothing was committed")
 
 
+class LinkedModule(OSError):
+    """A commit would write a module whose file in the image is a symbolic link: the
+    rename that makes a commit all or nothing would replace the link with a file, and the
+    file it points to would never get the change. Nothing was written."""
+
+    def __init__(self, rel: str, target: str):
+        super().__init__(errno.ELOOP, f"{rel} is a symbolic link (to {target}): a commit would "
+                                      "replace the link with a file, leaving what it points to "
+                                      "unchanged, so nothing was written; link the module's "
+                                      "directory instead (a commit follows a linked directory), "
+                                      "or put the file itself in the image")
+
+
 class ImageStore:
     def __init__(self, image_dir: Path | str):
         # Plain strings; image_dir and state_dir are Paths only when asked for. Every
@@ -430,6 +443,8 @@ class ImageStore:
             self._finish_pending()
             for rel in sorted(changes):
                 self._check(rel, dirs)
+                if changes[rel] is not None:
+                    self._refuse_linked_file(rel, dirs)
             conflicts, unreadable = self._conflicts(changes, base_hashes, dirs)
             if conflicts or unreadable:
                 raise CommitConflict(sorted(conflicts), unreadable, how=conflicts)
@@ -657,6 +672,19 @@ class ImageStore:
             raise UnsafePath(rel) from error
         except (FileNotFoundError, NotADirectoryError):
             pass
+
+    def _refuse_linked_file(self, rel: str, dirs: ImageDirs) -> None:
+        """LinkedModule if `rel` is a symbolic link in its (held) directory."""
+        held = dirs.held(_dir_of(rel))
+        if held is None:
+            return   # its directory is made by this commit: nothing in it yet
+        name = posixpath.basename(rel)
+        try:
+            linked = stat.S_ISLNK(os.stat(name, dir_fd=held, follow_symlinks=False).st_mode)
+        except FileNotFoundError:
+            return
+        if linked:
+            raise LinkedModule(rel, os.readlink(name, dir_fd=held))
 
     def _check_unmoved(self, rel: str, dirs: ImageDirs) -> None:
         """Refuse the commit if `rel`'s held directory is no longer the one its path

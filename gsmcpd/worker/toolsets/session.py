@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from gsmcpd.image.store import CommitConflict, module_name_of
+from gsmcpd.image.store import CommitConflict, LinkedModule, module_name_of
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import ToolError, Toolset, object_schema
 
@@ -39,6 +39,9 @@ def commit_view(view) -> tuple[list[str], list[str]]:
     except CommitConflict as error:
         raise conflict_error(error, kept=" and your changes are kept uncommitted "
                              f"({', '.join(view.changed_modules())})") from None
+    except LinkedModule as error:
+        raise ToolError("refused", f"commit refused: {error.strerror}; your changes are kept "
+                        f"uncommitted ({', '.join(view.changed_modules())})") from None
     except OSError as error:
         if view.commit_count > commits_before:   # failed past the commit point: it stands
             raise ToolError("other", f"the commit of {', '.join(view.last_commit)} stands, but "
