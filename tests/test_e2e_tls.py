@@ -5,6 +5,7 @@ would make one; the MCP flow runs through the official MCP Python SDK client wit
 httpx client that trusts exactly that certificate.
 """
 
+import select
 import socket
 import ssl
 import subprocess
@@ -30,9 +31,9 @@ def self_signed(directory):
     return directory / "cert.pem", directory / "key.pem"
 
 
-@pytest.fixture(scope="module")
-def tls_env(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("tls")
+def start_tls_daemon(tmp, **extra):
+    """A JWKS server and an HTTPS daemon trusting it: (daemon, idp, cert, server); the caller
+    stops the daemon and closes the server."""
     cert, key = self_signed(tmp / "cert")
     server = JwksServer(tmp / "idp")
     port = free_port()
@@ -43,14 +44,20 @@ def tls_env(tmp_path_factory):
            "MCP_JWKS_URI": server.jwks_url,
            "SSL_CERT_FILE": server.ca_file, "MCP_REQUIRED_SCOPES": "mcp:use", "MCP_WRITE_SCOPE": "mcp:write",
            "GS_MCP_TLS_CERT": str(cert), "GS_MCP_TLS_KEY": str(key),
-           "GS_MCP_READ_TIMEOUT": str(READ_TIMEOUT), "GS_MCP_SPARE_WORKERS": "1"}
+           "GS_MCP_READ_TIMEOUT": str(READ_TIMEOUT), "GS_MCP_SPARE_WORKERS": "1", **extra}
     daemon = Daemon(tmp, env=env, port=port)
     try:
         daemon.start()
     except Exception:
         server.close()
         raise
-    yield daemon, server.idp, cert, server
+    return daemon, server.idp, cert, server
+
+
+@pytest.fixture(scope="module")
+def tls_env(tmp_path_factory):
+    daemon, idp, cert, server = start_tls_daemon(tmp_path_factory.mktemp("tls"))
+    yield daemon, idp, cert, server
     daemon.stop()
     server.close()
 
@@ -163,6 +170,31 @@ def test_a_stalled_handshake_blocks_nobody_and_is_dropped_after_the_read_timeout
         # The stalled peer gets nothing but the close, once the read timeout passes.
         stalled.settimeout(READ_TIMEOUT * 10)
         assert recv_all(stalled) == b""
+
+
+def test_at_the_connection_cap_silent_connections_make_room_for_a_https_client(tmp_path):
+    # Read timeout long, so that only closing one for room can admit the client in time.
+    daemon, idp, cert, server = start_tls_daemon(tmp_path, GS_MCP_MAX_CONNECTIONS="4",
+                                                 GS_MCP_READ_TIMEOUT="120")
+    silent = []
+    try:
+        for _ in range(4):    # connected, and sent nothing (not even a ClientHello)
+            silent.append(socket.create_connection(("127.0.0.1", daemon.port), timeout=10))
+        with httpx2.Client(verify=trusting(cert), timeout=30) as client:
+            resp = client.post("https://127.0.0.1:%d/mcp" % daemon.port,
+                               headers={"Authorization": "Bearer " + idp.mint(),
+                                        "Accept": "application/json, text/event-stream"},
+                               json={"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                     "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                                                "clientInfo": {"name": "t", "version": "0"}}})
+        assert resp.status_code == 200, resp.text
+        closed, _, _ = select.select(silent, [], [], 10)   # closed for room, unanswered
+        assert closed and all(recv_all(s) == b"" for s in closed)
+    finally:
+        for s in silent:
+            s.close()
+        daemon.stop()
+        server.close()
 
 
 # -- startup refusals -------------------------------------------------------------------

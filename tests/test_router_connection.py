@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from gsmcpd.auth.tls import TlsConnection, server_context, write_self_signed
 from gsmcpd.router import connection
 from gsmcpd.router.connection import PIPELINE_BUFFER, RECV_SIZE, Connection
 from gsmcpd.router.cors import Cors
@@ -21,7 +22,7 @@ from helpers import bodies_of
 
 
 class Harness:
-    def __init__(self, handle, max_body=1 << 20, tcp=False, allowed_origins=(), handle_head=None):
+    def __init__(self, handle, max_body=1 << 20, tcp=False, allowed_origins=(), handle_head=None, tls=None):
         self.loop = Loop()
         self.unreadable = []
         self.closed = []
@@ -46,7 +47,7 @@ class Harness:
         else:
             ours, self.client = socket.socketpair()
         self.client.settimeout(5)
-        self.conn = Connection(self.router, ours, "test")
+        self.conn = Connection(self.router, ours, "test", tls=tls)
 
     def step(self):
         """One loop pass, never blocking in select for long."""
@@ -651,6 +652,16 @@ def test_an_idle_connection_drained_for_shutdown_closes_at_once(harness):
     assert h.conn.eviction_order()[0] == 1   # idle: evictable after any lingering one
     h.conn.drain_and_close()
     assert h.conn.closed and h.conn.lingering_since is None
+
+
+def test_a_silent_tls_connection_is_idle_and_one_that_began_its_handshake_is_reading(harness, tmp_path):
+    # A TLS connection that sent nothing must be closable for room like a plain one, or
+    # silent connections lock everyone out at GS_MCP_MAX_CONNECTIONS for the read timeout.
+    h = harness(answer_at_once, tls=TlsConnection(server_context(*write_self_signed(tmp_path))))
+    assert h.conn.eviction_order()[0] == 1
+    h.client.sendall(b"\x16\x03\x01")   # the start of a ClientHello record
+    h.run_until(lambda: h.conn.eviction_order() is None)
+    assert not h.conn.closed
 
 
 def test_a_head_that_passes_is_traced_whole_not_as_a_head(harness):

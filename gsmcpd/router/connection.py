@@ -83,10 +83,9 @@ class Connection:
         self.reply_headers = ()  # headers the app adds to every reply to it (CORS)
         sock.setblocking(False)
         self._update_interest()
-        if tls is None:
-            self._arm_idle()
-        else:
-            self._arm_read_timeout()  # a stalled handshake is an unfinished request
+        # Silent, a TLS connection is as idle as a plain one (closed for room at the cap);
+        # its first handshake byte starts the read timeout (_on_readable).
+        self._arm_idle()
 
     # -- reading -----------------------------------------------------------
     def read_arrived(self):
@@ -113,8 +112,12 @@ class Connection:
         if self.tls is not None:
             data = self._tls_receive(data)
             if not data:  # handshake bytes only, or the connection was refused
-                if not self.closed and self.tls.handshake_done and not self.busy:
+                if self.closed or self.busy:
+                    return
+                if self.tls.handshake_done:
                     self._arm_idle()
+                else:
+                    self._arm_read_timeout()  # a stalled handshake is an unfinished request
                 return
         try:
             self.parser.feed(data)
