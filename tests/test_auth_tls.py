@@ -191,3 +191,37 @@ def test_real_socket_pair_with_a_real_ssl_client(server_ctx, client_ctx):
     server_sock.close()
     assert replies == [b"pong\n"]
     assert conn.peer_closed is True
+
+
+def _serves(context, cert):
+    """Whether a client trusting exactly `cert` completes a handshake with `context`."""
+    try:
+        _, client = connected(context, ssl.create_default_context(cafile=str(cert)))
+    except TlsError:
+        return False
+    return client.handshake_done
+
+
+def test_a_reload_serves_a_pair_renewed_in_place_and_keeps_the_old_one_if_the_new_does_not_load(
+        tmp_path, caplog):
+    from gsmcpd.config import Config
+    from gsmcpd.router.main import Router
+    caplog.set_level("INFO", logger="gsmcpd.router")
+    cert, key = write_self_signed(tmp_path)
+    router = Router(Config(port=0, tls_cert=cert, tls_key=key))
+    try:
+        old_cert = cert.read_bytes()
+        write_self_signed(tmp_path)                    # renewed under the same names
+        router.reload_tls("SIGHUP")
+        assert _serves(router.ssl_context, cert)
+        assert "SIGHUP: TLS certificate and key reloaded (%s)" % cert in caplog.text
+        renewed = router.ssl_context
+        key.write_text("not a key\n")                  # a renewal caught half written
+        router.reload_tls("SIGHUP")
+        assert router.ssl_context is renewed
+        assert "SIGHUP: tls_cert/tls_key: cannot load TLS certificate" in caplog.text
+        assert "still serving the pair loaded before" in caplog.text
+        (tmp_path / "old.pem").write_bytes(old_cert)
+        assert not _serves(router.ssl_context, tmp_path / "old.pem")
+    finally:
+        router.loop.close()

@@ -6,6 +6,7 @@ httpx client that trusts exactly that certificate.
 """
 
 import select
+import signal
 import socket
 import ssl
 import subprocess
@@ -17,7 +18,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from helpers import REPO, Daemon, free_port, recv_all, wait_for_port
+from helpers import REPO, Daemon, free_port, recv_all, wait_for_port, wait_until
 from idp import Idp, JwksServer
 from test_e2e_auth import WRITTEN_ON
 
@@ -193,6 +194,48 @@ def test_at_the_connection_cap_silent_connections_make_room_for_a_https_client(t
     finally:
         for s in silent:
             s.close()
+        daemon.stop()
+        server.close()
+
+
+def _served_certificate(port):
+    """The certificate (DER) a new connection to `port` is shown."""
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, context.wrap_socket(raw) as tls:
+        return tls.getpeercert(binary_form=True)
+
+
+def _mcp_post(cert, port, token, message, session=None):
+    headers = {"Authorization": "Bearer " + token, "Accept": "application/json, text/event-stream"}
+    if session:
+        headers["MCP-Session-Id"] = session
+    with httpx2.Client(verify=trusting(cert), timeout=30) as client:
+        return client.post("https://127.0.0.1:%d/mcp" % port, headers=headers, json=message)
+
+
+def test_sighup_serves_a_certificate_renewed_in_place_to_new_connections_and_sessions_serve_on(tmp_path):
+    daemon, idp, cert, server = start_tls_daemon(tmp_path)
+    try:
+        opened = _mcp_post(cert, daemon.port, idp.mint(), {
+            "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+        session = opened.headers["mcp-session-id"]
+        cert, key = self_signed(tmp_path / "cert")     # renewed under the same names
+        renewed = ssl.PEM_cert_to_DER_cert(cert.read_text())
+        assert _served_certificate(daemon.port) != renewed
+        daemon.proc.send_signal(signal.SIGHUP)         # `systemctl reload`, the unit's ExecReload
+        assert wait_until(lambda: _served_certificate(daemon.port) == renewed)
+        assert "SIGHUP: TLS certificate and key reloaded" in daemon.log_text()
+        ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+        assert _mcp_post(cert, daemon.port, idp.mint(), ping, session).status_code == 200   # its session serves on
+
+        key.write_text("not a key\n")                 # a renewal caught half written
+        daemon.proc.send_signal(signal.SIGHUP)
+        assert wait_until(lambda: "still serving the pair loaded before" in daemon.log_text())
+        assert _served_certificate(daemon.port) == renewed
+        assert _mcp_post(cert, daemon.port, idp.mint(), ping, session).status_code == 200
+    finally:
         daemon.stop()
         server.close()
 

@@ -260,6 +260,21 @@ class Router:
             pass
         sock.close()
 
+    def reload_tls(self, signame):
+        """SIGHUP/SIGUSR1: load the certificate and key again, renewed in place, for the
+        connections accepted from now on (the open ones, their sessions, are untouched):
+        a restart would end every session. A pair that does not load leaves the one in use."""
+        if self.ssl_context is None:
+            return
+        from gsmcpd.auth.tls import TlsError, server_context
+
+        try:
+            self.ssl_context = server_context(self.config.tls_cert, self.config.tls_key)
+        except TlsError as exc:
+            log.error("%s: tls_cert/tls_key: %s; still serving the pair loaded before", signame, exc)
+            return
+        log.info("%s: TLS certificate and key reloaded (%s)", signame, self.config.tls_cert)
+
     def new_tls(self):
         if self.ssl_context is None:
             return None
@@ -412,6 +427,8 @@ def serve(config, *, on_ready=None, on_stopping=None, on_reload=None, stop_reque
         def reload(signame):
             if on_reload(signame):   # its log, a terminal, hung up: stop, as a foreground program does
                 router.shutdown()
+                return
+            router.reload_tls(signame)
         # SIGUSR1 too, as nginx takes it: a logrotate rule written for nginx's habit
         # must not end the server (USR1's default action).
         for signum in (signal.SIGHUP, signal.SIGUSR1):
