@@ -8,7 +8,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from gsmcpd.auth import Accepted, AuthSettings, KeySource, NeedRefresh, Rejected, authenticate
 from gsmcpd.auth import jwks as jwks_module
-from gsmcpd.auth.jwks import JwksError, parse_jwks
+from gsmcpd.auth.jwks import MAX_DOCUMENT, JwksError, parse_jwks
 from idp import Clock, Idp, JwksServer
 
 RESOURCE = "https://127.0.0.1:8443/mcp"
@@ -191,6 +191,17 @@ def test_a_deeply_nested_file_is_a_failed_fetch(tmp_path, loop):
     keys = KeySource(post=loop.post, jwks_file=str(path))
     result = refresh_and_wait(keys, loop)
     assert result.ok is False and result.error.startswith("JWKS is not JSON")
+
+
+def test_a_file_larger_than_a_document_may_be_is_refused_saying_so(tmp_path, loop):
+    path = tmp_path / "k.json"
+    document = Idp(kinds=("rsa",)).jwks()
+    document["padding"] = "x" * MAX_DOCUMENT          # valid JSON, keys first: only its size is wrong
+    path.write_text(json.dumps(document))
+    keys = KeySource(post=loop.post, jwks_file=str(path))
+    result = refresh_and_wait(keys, loop)
+    assert result.ok is False
+    assert result.error == "JWKS file %s is larger than %d bytes" % (path, MAX_DOCUMENT)
 
 
 # -- refresh rate limit ----------------------------------------------------------------

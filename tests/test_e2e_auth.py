@@ -687,6 +687,18 @@ def test_a_deeply_nested_jwks_file_at_startup_is_not_fatal(tmp_path):
     assert "Traceback" not in log and "gsmcpd failed" not in log
 
 
+def test_a_jwks_file_too_large_is_logged_as_such_and_its_keys_load_once_it_is_fixed(tmp_path):
+    idp = Idp(issuer="https://idp.test", kinds=("rsa",))
+    daemon, path = file_source_daemon(tmp_path, idp, dict(idp.jwks(), padding="x" * (1 << 20)))
+    with daemon:
+        resp = post_initialize(daemon, "Bearer " + idp.mint())
+        assert resp.status == 401
+        assert resp.header("www-authenticate") == unknown_key_challenge(daemon)
+        idp.write_jwks(path)                       # the operator fixes the file
+        assert accepted_soon(daemon, idp.mint())
+    assert "could not load signing keys yet: JWKS file %s is larger than 1048576 bytes" % path in daemon.log_text()
+
+
 def daemon_on_jwks_uri(tmp_path, server, **env):
     """A daemon taking its keys from `server`'s JWKS URL, refreshed at most every 0.2 s."""
     port = free_port()

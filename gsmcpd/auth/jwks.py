@@ -326,9 +326,12 @@ class KeySource:
         if self._file is not None:
             try:
                 with open(self._file, "rb") as fh:
-                    return parse_jwks(fh.read(MAX_DOCUMENT + 1))
+                    document = fh.read(MAX_DOCUMENT + 1)
             except OSError as exc:
                 raise JwksError(f"cannot read JWKS file {self._file}: {exc.strerror}") from None
+            if len(document) > MAX_DOCUMENT:   # cut short, it would read as broken JSON
+                raise JwksError(f"JWKS file {self._file} is larger than {MAX_DOCUMENT} bytes")
+            return parse_jwks(document)
         url = self._url or discover_jwks_uri(self._issuer, ca_file=self._ca_file, timeout=self._timeout)
         return parse_jwks(fetch_https_json(url, ca_file=self._ca_file, timeout=self._timeout))
 
