@@ -106,6 +106,36 @@ def test_a_configured_resource_url_is_the_resource_and_an_accepted_audience():
     assert derived.accepted_audiences == ("api://gsmcpd",)
 
 
+@pytest.mark.parametrize("where,why", [
+    ({"host": "0.0.0.0"}, "0.0.0.0 is a wildcard bind, no address to connect to"),
+    ({"host": "::"}, ":: is a wildcard bind, no address to connect to"),
+    ({"host": "10.1.2.3", "behind_tls_proxy": True}, "behind a TLS proxy clients use the proxy's https URL"),
+    ({"behind_tls_proxy": True}, "behind a TLS proxy clients use the proxy's https URL"),
+])
+def test_a_resource_derived_from_a_bind_address_clients_cannot_use_is_warned_of(where, why):
+    from gsmcpd.auth.settings import settings_from_config, unreachable_resource_warning
+    from gsmcpd.config import Config
+    config = Config(auth=True, issuer="https://kc", audience="api://gsmcpd", port=8000, **where)
+    warning = unreachable_resource_warning(config, settings_from_config(config).resource)
+    assert warning == ("the resource published in the RFC 9728 metadata and the WWW-Authenticate challenge "
+                       "is %s, derived from the bind address, which names no URL clients reach: %s; set "
+                       "MCP_RESOURCE_URL to the /mcp URL clients use, or make MCP_AUDIENCE that URL"
+                       % (config.url, why))
+
+
+@pytest.mark.parametrize("config", [
+    {"host": "0.0.0.0", "resource_url": "https://mcp.example/mcp"},   # configured
+    {"host": "0.0.0.0", "behind_tls_proxy": True, "audience": "https://mcp.example/mcp"},   # a URL audience
+    {"host": "10.1.2.3", "tls_cert": "c.pem", "tls_key": "k.pem"},    # its own https address
+    {},                                                                # loopback, no proxy
+])
+def test_a_resource_configured_or_reachable_is_not_warned_of(config):
+    from gsmcpd.auth.settings import settings_from_config, unreachable_resource_warning
+    from gsmcpd.config import Config
+    config = Config(**{"auth": True, "issuer": "https://kc", "audience": "api://gsmcpd", **config})
+    assert unreachable_resource_warning(config, settings_from_config(config).resource) is None
+
+
 def test_the_advertised_resource_is_the_audience_verbatim(tmp_path):
     from gsmcpd.auth import Accepted, KeySource, authenticate, settings_from_config
     from gsmcpd.config import Config

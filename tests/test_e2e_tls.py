@@ -288,6 +288,23 @@ def test_behind_a_tls_proxy_a_network_facing_host_with_auth_starts(tmp_path):
     assert b'"resource":"https://mcp.test/mcp"' in raw
 
 
+def test_behind_a_tls_proxy_a_resource_derived_from_the_bind_address_is_warned_of_at_start(tmp_path):
+    jwks = tmp_path / "jwks.json"
+    Idp().write_jwks(jwks)
+    daemon = Daemon(tmp_path, env=dict(AUTH, MCP_AUDIENCE="api://gsmcpd", MCP_JWKS_FILE=str(jwks)),
+                    args=["--host", "0.0.0.0", "--behind-tls-proxy"])
+    with daemon:
+        with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as sock:
+            sock.sendall(b"GET /.well-known/oauth-protected-resource/mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                         b"Connection: close\r\n\r\n")
+            raw = recv_all(sock)
+    resource = "http://0.0.0.0:%d/mcp" % daemon.port
+    assert b'"resource":"%s"' % resource.encode() in raw   # what no client behind the proxy uses
+    assert ("WARNING the resource published in the RFC 9728 metadata and the WWW-Authenticate challenge is "
+            "%s, derived from the bind address, which names no URL clients reach: behind a TLS proxy clients "
+            "use the proxy's https URL; set MCP_RESOURCE_URL" % resource) in daemon.log_text()
+
+
 def _in_a_terminal(argv, env, timeout=30):
     """Run argv with a pty as its controlling terminal (as an admin's shell runs it):
     (exit status, or None if it still ran at the deadline and was killed; its output)."""

@@ -1,6 +1,7 @@
 """Resource-server settings: one frozen value the router builds from Config."""
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass, field
 
 from .metadata import metadata_document, metadata_json, metadata_paths, metadata_url, supported_scopes
@@ -78,6 +79,32 @@ class AuthSettings:
             doc = metadata_document(self.resource, servers, self.supported_scopes)
             self._derived["body"] = metadata_json(doc)
         return self._derived["body"]
+
+
+def unreachable_resource_warning(config, resource: str) -> str | None:
+    """What to warn at start when the published resource is the bind address's own URL and
+    clients cannot reach the server by it: behind a TLS proxy (they use the proxy's https
+    URL) or on a wildcard bind (0.0.0.0, ::). Clients check the metadata's `resource`
+    against the URL they used (RFC 9728 3.3), so OAuth discovery fails; tokens already
+    held for the audience still pass. None when the resource is configured or fits."""
+    if resource != config.url:
+        return None
+    if config.behind_tls_proxy:
+        why = "behind a TLS proxy clients use the proxy's https URL"
+    elif _is_wildcard(config.host):
+        why = f"{config.host} is a wildcard bind, no address to connect to"
+    else:
+        return None
+    return (f"the resource published in the RFC 9728 metadata and the WWW-Authenticate challenge is "
+            f"{resource}, derived from the bind address, which names no URL clients reach: {why}; "
+            f"set MCP_RESOURCE_URL to the /mcp URL clients use, or make MCP_AUDIENCE that URL")
+
+
+def _is_wildcard(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_unspecified
+    except ValueError:
+        return False
 
 
 def settings_from_config(config) -> AuthSettings:

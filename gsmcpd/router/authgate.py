@@ -11,7 +11,7 @@ import os
 
 from gsmcpd.auth import tokens
 from gsmcpd.auth.jwks import KeySource
-from gsmcpd.auth.settings import settings_from_config
+from gsmcpd.auth.settings import settings_from_config, unreachable_resource_warning
 from gsmcpd.auth.usermap import AccountRefused, AccountResolver, read_user_map_setting
 from gsmcpd.router.app import Principal
 from gsmcpd.wire import jsonrpc
@@ -36,6 +36,9 @@ class AuthGate:
         config = router.config
         self.readonly = config.readonly
         self.settings = settings_from_config(config)
+        unreachable = unreachable_resource_warning(config, self.settings.resource)
+        if unreachable:
+            log.warning("%s", unreachable)
         self.keys = KeySource.from_settings(self.settings, post=self.loop.call_soon_threadsafe)
         self.accounts = None
         if not config.user_map:
