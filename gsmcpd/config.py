@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
+from urllib.parse import urlsplit
 
 from gsmcpd.auth.usermap import IDENTITY_MAP
 from gsmcpd.router.lifetime import LifetimeSettings
@@ -592,10 +593,14 @@ def validate_config(config: Config) -> None:
                 metadata_paths(config.resource_url)
             except ValueError as exc:
                 raise ConfigError("resource_url", str(exc)) from None
-        discoverable = config.issuer.startswith(("https://", "http://"))
+        if config.jwks_uri:
+            _validate_jwks_uri(config.jwks_uri)
+        # Keys are fetched over https only (gsmcpd.auth.jwks): over http they could be
+        # swapped in transit, and every token signed with the swapped ones accepted.
+        discoverable = config.issuer.lower().startswith("https://")
         if config.jwks_file is None and not config.jwks_uri and not discoverable:
             raise ConfigError("jwks_file", "auth is on but there is no key source: set jwks_file "
-                              "or jwks_uri, or use an http(s) issuer for discovery")
+                              "or jwks_uri, or use an https issuer for discovery")
     if not is_loopback(config.host):
         if not config.auth:
             raise ConfigError("host", f"{config.host} is not a loopback address; a network-facing "
@@ -605,6 +610,20 @@ def validate_config(config: Config) -> None:
                               "server needs TLS (tls_cert/tls_key) or behind_tls_proxy")
     _validate_toolsets(config.toolsets)
     _validate_worker_class(config.worker_class)
+
+
+def _validate_jwks_uri(uri: str) -> None:
+    try:
+        parts = urlsplit(uri)
+    except ValueError as exc:   # e.g. an unclosed IPv6 bracket
+        raise ConfigError("jwks_uri", f"not a URL: {exc}") from None
+    if parts.username is not None or parts.password is not None:
+        # Not echoed: it holds a password, and this line goes to the log.
+        raise ConfigError("jwks_uri", "must not carry a user name or password (a JWKS is public, "
+                          "fetched without credentials)")
+    if parts.scheme.lower() != "https" or not parts.hostname:
+        raise ConfigError("jwks_uri", f"must be an https URL (keys fetched over http could be swapped "
+                          f"in transit), got {uri!r}")
 
 
 def _validate_lifetime(config: Config) -> None:

@@ -409,6 +409,28 @@ def test_auth_needs_issuer_audience_and_a_key_source():
                             "MCP_JWKS_FILE": "/etc/jwks.json"}).jwks_file == Path("/etc/jwks.json")
 
 
+@pytest.mark.parametrize("uri", ["http://idp.example/jwks", "ftp://idp.example/jwks", "idp.example/jwks",
+                                 "https:///jwks"])
+def test_a_jwks_uri_that_is_not_https_is_refused_naming_it(uri):
+    message = refused("jwks_uri", environ={**AUTH_ENV, "MCP_JWKS_URI": uri})
+    assert message == ("must be an https URL (keys fetched over http could be swapped in transit), got %r" % uri)
+
+
+def test_a_jwks_uri_with_credentials_is_refused_without_echoing_them():
+    message = refused("jwks_uri", environ={**AUTH_ENV, "MCP_JWKS_URI": "https://kid:s3cret@idp.example/jwks"})
+    assert message == "must not carry a user name or password (a JWKS is public, fetched without credentials)"
+    assert load_config({}, {**AUTH_ENV, "MCP_JWKS_URI": "https://idp.example/keys?p=B2C_1_signin"}).jwks_uri
+
+
+def test_discovery_needs_an_https_issuer():
+    message = refused("jwks_file", environ={"GS_MCP_AUTH": "1", "MCP_ISSUER": "http://idp.example",
+                                            "MCP_AUDIENCE": "x"})
+    assert message == ("auth is on but there is no key source: set jwks_file or jwks_uri, or use an https "
+                       "issuer for discovery")
+    assert load_config({}, {"GS_MCP_AUTH": "1", "MCP_ISSUER": "http://idp.example", "MCP_AUDIENCE": "x",
+                            "MCP_JWKS_URI": "https://idp.example/jwks"}).auth
+
+
 def test_network_facing_host_needs_auth_and_tls():
     assert "needs auth" in refused("host", flags={"host": "0.0.0.0"})
     assert "needs TLS" in refused("host", flags={"host": "0.0.0.0"}, environ=AUTH_ENV)

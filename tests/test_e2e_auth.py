@@ -835,6 +835,34 @@ def test_a_resource_url_that_is_not_an_absolute_http_url_is_refused_at_start(tmp
     assert "resource_url: resource must be an absolute http(s) URL, got 'mcp.example/mcp'" in daemon.log_text()
 
 
+# (environment, the refusal's words): each was a traceback ("gsmcpd failed"), the credentials
+# of a JWKS URL logged in the clear with every failed fetch before that.
+KEY_SOURCE_REFUSALS = {
+    "an http JWKS URL": ({"MCP_JWKS_URI": "http://idp.test/jwks"},
+                         "jwks_uri: must be an https URL (keys fetched over http could be swapped in "
+                         "transit), got 'http://idp.test/jwks'"),
+    "a JWKS URL with credentials": ({"MCP_JWKS_URI": "https://kid:s3cret@idp.test/jwks"},
+                                    "jwks_uri: must not carry a user name or password"),
+    "discovery from an http issuer": ({"MCP_ISSUER": "http://idp.test", "MCP_JWKS_FILE": ""},
+                                      "jwks_file: auth is on but there is no key source: set jwks_file or "
+                                      "jwks_uri, or use an https issuer for discovery"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(KEY_SOURCE_REFUSALS))
+def test_a_key_source_that_cannot_be_used_is_refused_at_start_naming_it(tmp_path, case):
+    env, said = KEY_SOURCE_REFUSALS[case]
+    idp = Idp(issuer="https://idp.test", kinds=("rsa",))
+    daemon, _path = file_source_daemon(tmp_path, idp, idp.jwks())
+    daemon.env.update(env)
+    if "MCP_JWKS_URI" in env:
+        del daemon.env["MCP_JWKS_FILE"]
+    assert daemon.refusal() == 2
+    log = daemon.log_text()
+    assert "configuration refused: " + said in log
+    assert "Traceback" not in log and "s3cret" not in log
+
+
 def test_a_user_claim_with_control_characters_reaches_the_log_status_and_end_escaped(daemon, idp):
     # The claim is the IdP's, but it is a user's name: what an administrator reads of it
     # (the log, `gsmcpd status`, `gsmcpd end`) must not carry a terminal escape or a forged line.
