@@ -251,6 +251,29 @@ def test_unknown_kid_asks_for_refresh_then_rejects(idp, settings, keys, clock):
     assert rejected(check(token, settings, keys, may_refresh=False)) == invalid("token signing key is not known")
 
 
+def _without_kid(idp, kid):
+    alg, key = idp.keys[kid]
+    return jwt.encode(idp.claims(), key, algorithm=alg)   # PyJWT writes no kid unless told
+
+
+def test_a_token_without_a_kid_is_checked_with_the_one_key_for_its_algorithm(idp, settings, keys):
+    assert "kid" not in jwt.get_unverified_header(_without_kid(idp, "rsa-1"))
+    assert isinstance(check(f"Bearer {_without_kid(idp, 'rsa-1')}", settings, keys), Accepted)
+
+
+def test_a_token_without_a_kid_among_several_keys_for_its_algorithm_is_named_as_such(settings, tmp_path, clock):
+    # It was "token signing key is not known", after a refresh that could not help.
+    two = Idp(issuer=ISSUER, audience=RESOURCE)
+    two.add_key("rsa", "rsa-2")
+    keys = KeySource(post=ManualLoop().post, jwks_file=str(two.write_jwks(tmp_path / "jwks.json")),
+                     spawn=lambda fn: fn(), clock=clock, min_refresh_interval=10)
+    keys.load_now()
+    clock.now += 10   # a refresh would be allowed: none is asked for
+    assert rejected(check(f"Bearer {_without_kid(two, 'rsa-2')}", settings, keys)) == invalid(
+        "token names no signing key (no kid header) and several keys of the JWKS can verify RS256: "
+        "the identity provider must name the one it signed with")
+
+
 def test_unknown_kid_when_rate_limited_rejects_at_once(idp, settings, keys, clock):
     clock.now += 9.5   # load_now ran 9.5 s ago: a refresh is not allowed yet
     assert rejected(check(f"Bearer {idp.unknown_kid()}", settings, keys)) == invalid("token signing key is not known")

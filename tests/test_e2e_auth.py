@@ -12,6 +12,7 @@ import socket
 import threading
 import time
 
+import jwt
 import pytest
 
 from gsmcpd.router.authgate import one_account_warning
@@ -886,3 +887,25 @@ def test_a_user_claim_with_control_characters_reaches_the_log_status_and_end_esc
         "ended session %s of %s (worker" % (client.session[:8], escaped)), ended
     for output in (status.stdout, ended.stdout, daemon.log_text()):
         assert "\x1b" not in output and "\x07" not in output and "\nfffffff" not in output
+
+
+def test_a_token_naming_no_key_among_several_that_fit_is_refused_saying_so(tmp_path):
+    # It was "token signing key is not known", after a key refresh that could not help.
+    server, daemon = start_auth_daemon(tmp_path, MCP_JWKS_MIN_REFRESH="0.2")
+    try:
+        idp = server.idp
+        idp.add_key("rsa", "rsa-2")               # two RS256 keys published
+        # both loaded: by the first load, or by the refresh a kid it lacks asks for
+        assert wait_until(lambda: post_initialize(daemon, "Bearer " + idp.mint("rsa-2")).status == 200)
+        alg, key = idp.keys["rsa-2"]
+        kidless = jwt.encode(idp.claims(), key, algorithm=alg)
+        fetched = server.fetches["/jwks.json"]
+        resp = post_initialize(daemon, "Bearer " + kidless)
+        assert resp.status == 401
+        assert resp.header("www-authenticate") == challenge(
+            daemon, "invalid_token", "token names no signing key (no kid header) and several keys of "
+            "the JWKS can verify RS256: the identity provider must name the one it signed with")
+        assert server.fetches["/jwks.json"] == fetched   # no refresh for it
+    finally:
+        daemon.stop()
+        server.close()

@@ -278,12 +278,16 @@ class KeySource:
         Without a kid, a key is used only when exactly one loaded key fits `alg`.
         """
         if kid is None:
-            fitting = [k for k in self._keys if k.can_verify(alg)]
+            fitting = self.fitting(alg)
             return fitting[0] if len(fitting) == 1 else None
         for key in self._keys:
             if key.kid == kid:
                 return key if key.can_verify(alg) else False
         return None
+
+    def fitting(self, alg: str) -> list[VerificationKey]:
+        """The loaded keys that can verify `alg`."""
+        return [k for k in self._keys if k.can_verify(alg)]
 
     def can_refresh(self) -> bool:
         """True if a refresh is running or one may start now (not rate-limited)."""

@@ -129,6 +129,10 @@ def authenticate(authorization: str | None, settings: AuthSettings, keys: KeySou
     if key is False:
         return _invalid(settings, "signing key does not match the token algorithm")
     if key is None:
+        if kid is None and len(keys.fitting(alg)) > 1:   # no refresh makes it less so
+            return _invalid(settings, f"token names no signing key (no kid header) and several keys "
+                            f"of the JWKS can verify {alg}: the identity provider must name the one "
+                            "it signed with")
         if may_refresh and keys.can_refresh():
             return NeedRefresh(kid)
         return _invalid(settings, "token signing key is not known")
