@@ -8,6 +8,14 @@ import pytest
 from helpers import Client, Daemon, body_of, raw_exchange, recv_all, status_of
 
 
+def refusal_of(raw):
+    """The message of an HTTP-layer refusal: a JSON-RPC error with no id, as MCP allows."""
+    assert b"\r\ncontent-type: application/json\r\n" in raw.lower(), raw
+    reply = json.loads(body_of(raw))
+    assert reply["id"] is None and reply["error"]["code"] == -32600, reply
+    return reply["error"]["message"]
+
+
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
     d = Daemon(tmp_path_factory.mktemp("badinput"),
@@ -94,7 +102,7 @@ FRAMING_400_CASES = [
 @pytest.mark.parametrize("name,data,message", FRAMING_400_CASES, ids=[c[0] for c in FRAMING_400_CASES])
 def test_bad_framing_gets_400_saying_what_is_wrong(daemon, name, data, message):
     raw = raw_exchange(daemon.port, data)
-    assert (status_of(raw), body_of(raw)) == (400, b"400 " + message + b"\n"), raw
+    assert (status_of(raw), refusal_of(raw)) == (400, "400 " + message.decode()), raw
     assert b"\r\nconnection: close\r\n" in raw.lower()
 
 
@@ -111,7 +119,7 @@ def test_host_missing_or_repeated_and_headers_sent_twice_get_400_naming_them(dae
     ]
     for data, message in cases:
         raw = raw_exchange(daemon.port, data)
-        assert (status_of(raw), body_of(raw)) == (400, b"400 " + message + b"\n"), raw
+        assert (status_of(raw), refusal_of(raw)) == (400, "400 " + message.decode()), raw
         assert b"\r\nconnection: close\r\n" in raw.lower()
     assert c.call("ping").status == 200   # the session itself is fine
 
@@ -192,7 +200,7 @@ def test_https_to_the_plain_port_gets_a_plain_400_at_once_not_silence_until_the_
     hello = b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + bytes(32)
     raw = raw_exchange(daemon.port, hello)
     assert status_of(raw) == 400, raw
-    assert body_of(raw) == b"400 this port speaks plain HTTP, not TLS: use http:// to connect\n"
+    assert refusal_of(raw) == "400 this port speaks plain HTTP, not TLS: use http:// to connect"
     context = ssl.create_default_context()
     context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
     with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as sock:

@@ -11,7 +11,11 @@ import re
 import select
 import socket
 
+import anyio
 import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from gsmcpd.router.connection import LINGER_BYTES
 from helpers import Client, Daemon, body_of, recv_all, status_of
@@ -41,8 +45,28 @@ def daemon(tmp_path_factory):
 
 def test_a_client_writing_a_body_over_the_limit_reads_its_413_not_a_reset(daemon):
     raw = write_whole_then_read(daemon.port, post_head(WRITTEN_ON) + b" " * WRITTEN_ON)
-    assert status_of(raw) == 413 and body_of(raw) == b"413 request body too large\n"
+    assert status_of(raw) == 413 and json.loads(body_of(raw))["error"] == {
+        "code": -32600, "message": "413 request body too large: over 1048576 bytes, the most GS_MCP_MAX_BODY allows"}
     assert head_fields(raw)["connection"] == "close"
+
+
+def test_the_mcp_sdk_sending_a_body_over_the_limit_is_told_why_and_its_session_goes_on(daemon):
+    async def conversation():
+        async with streamable_http_client(daemon.url) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                with pytest.raises(MCPError) as refused:
+                    await session.call_tool("execute_code", {"code": "'x'  # " + "y" * (2 << 20)})
+                after = await session.call_tool("execute_code", {"code": "'after'"})
+                return refused.value, after
+
+    async def bounded():
+        with anyio.fail_after(30):
+            return await conversation()
+    refused, after = anyio.run(bounded)
+    assert refused.code == -32600, refused
+    assert refused.message == "413 request body too large: over 1048576 bytes, the most GS_MCP_MAX_BODY allows"
+    assert after.content[0].text == "'after'"
 
 
 def test_a_client_refused_from_its_head_reads_the_refusal_not_a_reset(daemon):

@@ -333,6 +333,17 @@ def test_a_refusal_after_the_head_names_a_listed_origin(harness, request_bytes, 
     assert b"access-control-expose-headers:" in head and b"vary: origin" in head
 
 
+def test_a_refusal_of_the_http_layer_is_a_json_rpc_error_an_mcp_client_can_show(harness):
+    # SDKs surface the JSON-RPC error of a non-2xx reply; any other body they replace
+    # with a stand-in ("Server returned an error response"), and the client never learns why.
+    h = harness(lambda h, conn, request: None, max_body=1024)
+    h.client.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n")
+    head, _, body = h.read_until_closed().partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 413 ") and b"\r\nContent-Type: application/json\r\n" in head
+    assert json.loads(body) == {"jsonrpc": "2.0", "id": None, "error": {
+        "code": -32600, "message": "413 request body too large: over 1024 bytes, the most GS_MCP_MAX_BODY allows"}}
+
+
 def test_a_refusal_names_no_unlisted_origin_nor_one_from_a_head_it_could_not_read(harness):
     unlisted = harness(lambda h, conn, request: None, max_body=1024, allowed_origins=(LISTED,))
     unlisted.client.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nOrigin: https://other.example\r\n"
@@ -622,7 +633,8 @@ def test_a_413_lingers_too(harness):
     h = harness(answer_at_once, max_body=1024, tcp=True)
     h.client.sendall(post(b"x" * 2048))
     h.run_until(lambda: h.conn.lingering_since is not None)
-    assert statuses(h.read_to_eof()) == [413] and h.unreadable == ["HTTP 413 request body too large"]
+    assert statuses(h.read_to_eof()) == [413]
+    assert h.unreadable == ["HTTP 413 request body too large: over 1024 bytes, the most GS_MCP_MAX_BODY allows"]
     h.client.close()
     h.run_until(lambda: h.conn.closed)
 

@@ -578,6 +578,13 @@ def test_small_limits_give_431_and_413(feeding):
     assert refused(trailers, feeding, max_head=64).status == 431
 
 
+def test_a_body_over_the_limit_is_refused_naming_the_limit_and_its_knob(feeding):
+    message = "request body too large: over 10 bytes, the most GS_MCP_MAX_BODY allows"
+    assert refused(post(b"Content-Length: 11", body=b"x" * 11), feeding, max_body=10).message == message
+    chunked = post(b"Transfer-Encoding: chunked", body=b"6\r\n012345\r\n6\r\n678901\r\n0\r\n\r\n")
+    assert refused(chunked, feeding, max_body=10).message == message
+
+
 def test_oversize_content_length_is_refused_before_the_body_arrives():
     parser = RequestParser(max_body=1000)
     parser.feed(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1001\r\n\r\n")

@@ -258,8 +258,10 @@ class Connection:
             self.close()
             return
         self.busy = True
-        body = ("%d %s\n" % (exc.status, exc.message)).encode()
-        headers = [("Content-Type", "text/plain")]
+        # A JSON-RPC error with no id, as MCP allows: SDKs show its message, and put a
+        # stand-in ("Server returned an error response") in place of any other body.
+        body = jsonrpc.dumps(jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "%d %s" % (exc.status, exc.message)))
+        headers = [("Content-Type", "application/json")]
         cors = self.router.app.cors
         if cors:   # a listed page can read why (its head was parsed: its Origin is known)
             headers.extend(cors.reply_headers(exc.origin))

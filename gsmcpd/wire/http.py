@@ -163,6 +163,9 @@ class RequestParser:
     def feed_eof(self):
         self._eof = True
 
+    def _body_too_large(self):
+        return HttpError(413, f"request body too large: over {self.max_body} bytes, the most GS_MCP_MAX_BODY allows")
+
     def discard(self):
         """Drop what is buffered and ignore what comes: its connection is closed, and
         whatever still holds the parser (a call answering on it) must not hold that too."""
@@ -361,7 +364,7 @@ class RequestParser:
         else:
             length = _content_length(by_name.get("content-length"))
             if length > self.max_body:
-                raise HttpError(413, "request body too large")
+                raise self._body_too_large()
             state, remaining = _FIXED, length
         # A body up to SMALL_BODY costs no more to buffer than a head: only a longer one
         # (or one of unknown length) waits for its head's gates, so a client writing
@@ -392,7 +395,7 @@ class RequestParser:
                     self._state = _TRAILERS
                     continue
                 if len(self._body) + size > self.max_body:
-                    raise HttpError(413, "request body too large")
+                    raise self._body_too_large()
                 self._remaining = size
                 self._state = _CHUNK_DATA
             elif self._state == _CHUNK_DATA:
