@@ -1,6 +1,7 @@
 """Unit tests for the per-request gates (gsmcpd/router/app.py): their pure parts, and
 the answer a head gets before its body is read (a recording connection, no daemon)."""
 
+import json
 from types import SimpleNamespace
 
 import pytest
@@ -88,6 +89,25 @@ def test_a_head_the_gates_refuse_is_answered_as_the_whole_request_would_be(head_
     app.handle_head(early, head)
     app.handle(late, whole)
     assert early.answers == late.answers == [answer]
+
+
+class BodyConn(RecordingConn):
+    def respond(self, status, headers=(), body=b"", keep_alive=True):
+        self.answers.append((status, json.loads(body)))
+
+
+@pytest.mark.parametrize("verb", [b"POST", b"GET", b"DELETE"])
+def test_an_unknown_session_is_404_telling_the_client_to_initialize_a_new_one(verb):
+    # What an SDK shows its caller after a restart or a reap: the spec's 404, and what to do.
+    parser = RequestParser()
+    body = b'{"jsonrpc":"2.0","id":7,"method":"ping"}' if verb == b"POST" else b""
+    parser.feed(verb + b" /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: application/json, text/event-stream\r\n"
+                b"Mcp-Session-Id: gone\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    conn = BodyConn()
+    App(unauthenticated_router()).handle(conn, parser.next_request())
+    assert conn.answers == [(404, {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": (
+        "Session not found: it has ended (DELETE, reaped, its worker gone, or the server restarted) or "
+        "never existed; initialize a new session, without MCP-Session-Id")}})]
 
 
 @pytest.mark.parametrize("head_bytes, said", [

@@ -161,6 +161,35 @@ def test_a_cursor_the_server_never_gave_is_invalid_params_to_the_sdk(daemon):
     assert listed.tools and listed.next_cursor is None
 
 
+def test_after_a_server_restart_the_sdk_is_told_its_session_is_gone_and_a_new_one_works(tmp_path):
+    """A connected SDK client whose server restarted (every session gone): its next call
+    gets the spec's 404, whose message says to initialize anew; a new session works."""
+    server = Daemon(tmp_path).start()
+
+    async def conversation():
+        async with streamable_http_client(server.url, terminate_on_close=False) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                await execute(session, "'before'")
+                server.stop()
+                server.start()
+                with pytest.raises(MCPError) as gone:
+                    await execute(session, "'after'")
+        async with streamable_http_client(server.url) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                return gone.value, await execute(session, "'anew'")
+
+    try:
+        gone, anew = run(conversation)
+    finally:
+        server.stop()
+    assert gone.code == -32600, gone
+    assert gone.message == ("Session not found: it has ended (DELETE, reaped, its worker gone, or the server "
+                            "restarted) or never existed; initialize a new session, without MCP-Session-Id")
+    assert anew == "'anew'"
+
+
 # Arguments that let each tool run without changing the image (no such class, a source
 # that does not compile); progress() makes execute_code's reply an SSE stream.
 HARMLESS = {"className": "NoSuchClassZz", "selector": "zz_none", "source": "class (",

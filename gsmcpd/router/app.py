@@ -42,6 +42,13 @@ def error_body(code, message, id=None):
     return jsonrpc.dumps(jsonrpc.error(id, code, message))
 
 
+# The spec's 404 for an ended session: the client is to start anew, so say so, as the
+# router no longer knows why it ended (and an SDK shows this message to its caller).
+SESSION_NOT_FOUND = error_body(jsonrpc.INVALID_REQUEST, (
+    "Session not found: it has ended (DELETE, reaped, its worker gone, or the server restarted) or "
+    "never existed; initialize a new session, without MCP-Session-Id"))
+
+
 def sessions_count(n):
     return "1 session" if n == 1 else "%d sessions" % n
 
@@ -210,7 +217,7 @@ class App:
             return None
         session = self.sessions.by_id.get(sid)
         if session is None or not self.router.owns_session(session, principal):
-            conn.respond(404, [JSON], error_body(jsonrpc.INVALID_REQUEST, "Session not found"))
+            conn.respond(404, [JSON], SESSION_NOT_FOUND)
             return None
         refusal = self._version_refusal(request)
         if refusal:

@@ -10,6 +10,7 @@ import logging
 import time
 
 from gsmcpd.router import breaks as breaks_mod
+from gsmcpd.router.app import JSON, SESSION_NOT_FOUND
 from gsmcpd.router.breaks import Breaks
 from gsmcpd.router.lifetime import Lifetime
 from gsmcpd.router.outbox import Outbox, OutboxClosed
@@ -143,8 +144,7 @@ class Supervisor:
         try:
             generation = session.outbox.attach()
         except OutboxClosed:
-            conn.respond(404, [("Content-Type", "application/json")], b'{"jsonrpc":"2.0","id":null,'
-                         b'"error":{"code":-32600,"message":"Session not found"}}')
+            conn.respond(404, [JSON], SESSION_NOT_FOUND)
             return
         old = session.stream
         session.stream = conn
