@@ -56,6 +56,17 @@ def test_refused_with_parse_error_and_the_session_keeps_its_work(session, name, 
     assert not kept.get("isError") and "42" in tool_text(kept)
 
 
+@pytest.mark.parametrize("params, message", [
+    ({"name": 7}, "tools/call needs a tool name: params.name must be a string, got integer"),
+    ({"arguments": {"code": "1"}}, "tools/call needs a tool name: params.name is missing"),
+    ({"name": "execute_code", "arguments": "1 + 1"}, "tools/call arguments must be an object, got string"),
+])
+def test_a_tool_call_without_a_usable_name_or_arguments_says_what_it_got(session, params, message):
+    daemon, client = session
+    reply = client.call("tools/call", params).json()
+    assert reply["error"] == {"code": -32602, "message": message, "data": {"kind": "invalidParams"}}
+
+
 def test_an_escaped_surrogate_pair_is_one_character_and_echoed(session):
     daemon, client = session
     resp = client.post(r'{"jsonrpc":"2.0","id":"\ud83d\ude00","method":"tools/list"}'.encode())

@@ -176,12 +176,20 @@ def test_missing_arguments_count_as_empty():
     assert result["structuredContent"]["error"]["kind"] == "invalidParams"
 
 
-@pytest.mark.parametrize("params", [{}, {"name": ""}, {"name": 5}, {"name": "peek", "arguments": [1]},
-                                    {"name": "peek", "arguments": "what=x"}])
-def test_malformed_tool_call_is_jsonrpc_invalid_params(params):
+MALFORMED_CALLS = [
+    ({}, "tools/call needs a tool name: params.name is missing"),
+    ({"name": ""}, "tools/call needs a tool name: params.name is empty"),
+    ({"name": 5}, "tools/call needs a tool name: params.name must be a string, got integer"),
+    ({"name": None}, "tools/call needs a tool name: params.name must be a string, got null"),
+    ({"name": "peek", "arguments": [1]}, "tools/call arguments must be an object, got array"),
+    ({"name": "peek", "arguments": "what=x"}, "tools/call arguments must be an object, got string"),
+]
+
+
+@pytest.mark.parametrize("params, message", MALFORMED_CALLS)
+def test_malformed_tool_call_is_jsonrpc_invalid_params_saying_what_was_sent(params, message):
     response = McpServer([ReaderToolset]).handle(request("tools/call", params))
-    assert response["error"]["code"] == -32602
-    assert response["error"]["data"]["kind"] == "invalidParams"
+    assert response["error"] == {"code": -32602, "message": message, "data": {"kind": "invalidParams"}}
 
 
 def test_unknown_tool_is_invalid_params_kind_not_found():

@@ -96,7 +96,7 @@ def schema_errors(schema: dict, value, where: str) -> list[str]:
     if expected is not None:
         types = expected if isinstance(expected, list) else [expected]
         if not any(_TYPE_CHECKS[t](value) for t in types):
-            return [f"{where} must be {' or '.join(types)}, got {_json_type(value)}"]
+            return [f"{where} must be {' or '.join(types)}, got {json_type(value)}"]
     if "enum" in schema and value not in schema["enum"]:
         return [f"{where} must be one of {schema['enum']}, got {value!r}"]
     if isinstance(value, str) and len(value) < schema.get("minLength", 0):
@@ -140,7 +140,8 @@ def _child(where: str, name: str) -> str:
     return f"argument {name!r}" if where == "arguments" else f"{where}.{name}"
 
 
-def _json_type(value) -> str:
+def json_type(value) -> str:
+    """The JSON Schema type name of a decoded JSON value, for messages."""
     for name in ("boolean", "null", "string", "integer", "number", "array", "object"):
         if _TYPE_CHECKS[name](value):
             return name

@@ -17,7 +17,7 @@ import gsmcpd
 from gsmcpd.protocol import negotiate_version
 from gsmcpd.wire import jsonrpc
 from gsmcpd.wire.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND
-from gsmcpd.worker.registry import ToolRegistry
+from gsmcpd.worker.registry import ToolRegistry, json_type
 from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset, raise_if_break
 
 
@@ -214,14 +214,14 @@ class McpServer:
     def _tools_call(self, request_id, params: dict, notify) -> dict:
         name = params.get("name")
         if not isinstance(name, str) or not name:
-            return jsonrpc.error(request_id, INVALID_PARAMS, "tools/call needs a tool name",
-                          {"kind": "invalidParams"})
+            return jsonrpc.error(request_id, INVALID_PARAMS, "tools/call needs a tool name: params.name "
+                                 + _what_name_is(params), {"kind": "invalidParams"})
         arguments = params.get("arguments")
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, dict):
-            return jsonrpc.error(request_id, INVALID_PARAMS, "tools/call arguments must be an object",
-                          {"kind": "invalidParams"})
+            return jsonrpc.error(request_id, INVALID_PARAMS, "tools/call arguments must be an object, got "
+                                 + json_type(arguments), {"kind": "invalidParams"})
         tool = self.registry.get(name)
         if name in self.gated_tools or (tool is not None and not self.is_visible(name)):
             return jsonrpc.error(request_id, METHOD_NOT_FOUND,
@@ -266,6 +266,14 @@ class McpServer:
             self.context = IDLE_CONTEXT
             if context is not None:
                 context.end()
+
+
+def _what_name_is(params: dict) -> str:
+    """What is wrong with a tools/call's params.name, which is not a non-empty string."""
+    if "name" not in params:
+        return "is missing"
+    name = params["name"]
+    return "is empty" if name == "" else "must be a string, got " + json_type(name)
 
 
 def _valid_progress_token(token) -> bool:
