@@ -161,6 +161,28 @@ def test_a_cursor_the_server_never_gave_is_invalid_params_to_the_sdk(daemon):
     assert listed.tools and listed.next_cursor is None
 
 
+def test_a_progress_call_answer_over_the_sdks_sse_event_limit_needs_the_limit_raised(daemon):
+    """README, 'Every answer can be sent': an answer on an SSE reply is one event, which the
+    SDK refuses over its max_sse_event_size (1 MiB by default); raised, the answer comes whole."""
+    printed = "progress(1, 2)\nprint('x' * 600_000)"
+
+    async def heard(progress, total, message):
+        pass
+
+    async def call(limit):
+        async with streamable_http_client(daemon.url, **limit) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                try:
+                    return await execute(session, printed, progress_callback=heard)
+                except MCPError as refused:
+                    return refused
+
+    refused = run(call, {})
+    assert isinstance(refused, MCPError) and "exceeded the 1048576 byte limit" in refused.message, refused
+    assert run(call, {"max_sse_event_size": None}) == "x" * 600_000
+
+
 def test_after_a_server_restart_the_sdk_is_told_its_session_is_gone_and_a_new_one_works(tmp_path):
     """A connected SDK client whose server restarted (every session gone): its next call
     gets the spec's 404, whose message says to initialize anew; a new session works."""
