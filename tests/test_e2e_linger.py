@@ -50,6 +50,14 @@ def test_a_client_writing_a_body_over_the_limit_reads_its_413_not_a_reset(daemon
     assert head_fields(raw)["connection"] == "close"
 
 
+def test_a_client_writing_a_body_far_over_the_lingering_bound_reads_its_413_not_a_reset(daemon):
+    # Past LINGER_BYTES of it, the client was cut off mid-write (the MCP SDK's transport
+    # died of the reset at 40 MB) and never read why.
+    length = 3 * LINGER_BYTES
+    raw = write_whole_then_read(daemon.port, post_head(length) + b" " * length)
+    assert status_of(raw) == 413 and "GS_MCP_MAX_BODY" in json.loads(body_of(raw))["error"]["message"]
+
+
 def test_the_mcp_sdk_sending_a_body_over_the_limit_is_told_why_and_its_session_goes_on(daemon):
     async def conversation():
         async with streamable_http_client(daemon.url) as (read, write):

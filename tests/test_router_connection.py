@@ -188,7 +188,7 @@ def flood(sock, limit):
     block = b"x" * 65536
     try:
         while sent < limit:
-            sent += sock.send(block)
+            sent += sock.send(block[:limit - sent])
     except BlockingIOError:
         pass
     return sent
@@ -627,6 +627,27 @@ def test_a_lingering_client_that_sends_nothing_more_is_closed_at_the_time_bound(
     h.run_until(lambda: h.conn.lingering_since is not None)
     h.run_until(lambda: h.conn.closed)
     assert h.read_to_eof().endswith(b"no token") and h.closed == [h.conn]
+
+
+@pytest.mark.parametrize("declared, dropped", [(4 << 20, 4 << 20), (64 << 20, 2 << 20)],
+                         ids=["to-its-end", "to-the-declared-bound"])
+def test_a_body_refused_for_its_declared_length_is_dropped_to_its_end(harness, monkeypatch, declared, dropped):
+    # Cut off at LINGER_BYTES, a client writing its whole body before reading (as the MCP
+    # SDKs do) read a reset, never the 413.
+    monkeypatch.setattr(connection, "LINGER_BYTES", 1 << 20)
+    monkeypatch.setattr(connection, "LINGER_DECLARED_MAX", 2 << 20)
+    monkeypatch.setattr(connection, "LINGER_SECONDS", 600)   # only the byte bounds can end it
+    h = harness(answer_at_once, max_body=1024, tcp=True)
+    h.client.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % declared)
+    h.run_until(lambda: h.conn.lingering_since is not None)
+    sent = flood_while_running(h, declared, passes=4000)
+    if declared == dropped:
+        assert sent == declared and not h.conn.closed   # all of it taken, still lingering
+        h.client.shutdown(socket.SHUT_WR)
+        h.run_until(lambda: h.conn.closed)
+        assert statuses(h.read_to_eof()) == [413]
+    else:
+        assert h.conn.closed   # cut off past the bound, as a client sending forever is
 
 
 def test_a_413_lingers_too(harness):

@@ -29,8 +29,12 @@ PIPELINE_BUFFER = 256 * 1024  # a reader that stops reading loses its stream, ne
 # send a big body (16 MiB is 3 s at 50 Mbit/s), and 16 MiB, the default GS_MCP_MAX_BODY,
 # lets a body the router would have taken be written whole. Dropping costs one recv per
 # RECV_SIZE into one shared buffer, no memory; past a bound the client gets the reset.
+# A body refused for its declared Content-Length is dropped to its declared end, up to
+# LINGER_DECLARED_MAX: an HTTP client writes the whole body before it reads the reply
+# (the MCP SDKs do), so cut off at LINGER_BYTES it read a reset, never the 413.
 LINGER_SECONDS = 5.0
 LINGER_BYTES = 16 << 20
+LINGER_DECLARED_MAX = 256 << 20
 _DROPPED = bytearray(RECV_SIZE)   # where lingering input goes (the loop is single-threaded)
 INTERNAL_ERROR_BODY = jsonrpc.dumps(jsonrpc.error(None, jsonrpc.INTERNAL_ERROR,
                                                   "Internal error: the server failed to handle this request"))
@@ -79,6 +83,7 @@ class Connection:
         self._input_unread = False  # the last reply leaves input unread: linger before closing
         self.lingering_since = None  # when lingering began (_linger)
         self._linger_left = 0  # bytes still to drop before the client is cut off
+        self._linger_bytes = LINGER_BYTES   # what lingering drops at most
         self.current = None  # the request being answered
         self.reply_headers = ()  # headers the app adds to every reply to it (CORS)
         sock.setblocking(False)
@@ -267,6 +272,7 @@ class Connection:
             headers.extend(cors.reply_headers(exc.origin))
         self.write(http.response(exc.status, headers, body, keep_alive=False))
         self._input_unread = True  # a request refused as read: the client may be mid-body
+        self._linger_bytes = max(LINGER_BYTES, min(exc.unread_body, LINGER_DECLARED_MAX))
         self._close_when_flushed = True
         self._maybe_close()
 
@@ -436,7 +442,7 @@ class Connection:
             return
         self.parser.discard()
         self.lingering_since = self.loop.time()
-        self._linger_left = LINGER_BYTES
+        self._linger_left = self._linger_bytes
         self._set_deadline("linger", LINGER_SECONDS)
         self._update_interest()
 
@@ -449,7 +455,7 @@ class Connection:
             count = 0
         self._linger_left -= count
         if not count or self._linger_left <= 0:
-            self.close()   # the client's EOF, or it is cut off: it had LINGER_BYTES
+            self.close()   # the client's EOF, or it is cut off: it had its _linger_bytes
 
     # -- lifecycle ---------------------------------------------------------
     def _update_interest(self):

@@ -58,6 +58,7 @@ class HttpError(Exception):
         self.status = status
         self.message = message
         self.origin = None   # the request's Origin, when its head was parsed (for CORS)
+        self.unread_body = 0   # bytes of the refused request's body its client declared
 
 
 class Request:
@@ -163,8 +164,10 @@ class RequestParser:
     def feed_eof(self):
         self._eof = True
 
-    def _body_too_large(self):
-        return HttpError(413, f"request body too large: over {self.max_body} bytes, the most GS_MCP_MAX_BODY allows")
+    def _body_too_large(self, declared=0):
+        error = HttpError(413, f"request body too large: over {self.max_body} bytes, the most GS_MCP_MAX_BODY allows")
+        error.unread_body = declared
+        return error
 
     def discard(self):
         """Drop what is buffered and ignore what comes: its connection is closed, and
@@ -364,7 +367,7 @@ class RequestParser:
         else:
             length = _content_length(by_name.get("content-length"))
             if length > self.max_body:
-                raise self._body_too_large()
+                raise self._body_too_large(length)
             state, remaining = _FIXED, length
         # A body up to SMALL_BODY costs no more to buffer than a head: only a longer one
         # (or one of unknown length) waits for its head's gates, so a client writing
