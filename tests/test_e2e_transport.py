@@ -211,6 +211,34 @@ def test_one_session_does_not_wait_for_another(daemon, tmp_path):
     assert order == ["B", "A"]
 
 
+def test_tools_list_does_not_wait_behind_the_sessions_running_call_once_listed(daemon, tmp_path):
+    # The MCP SDK lists the tools after a call's result, to check it against the tool's
+    # outputSchema: that waited behind every call running or queued in the session.
+    a = Client(daemon.port)
+    a.initialize()
+    first = a.call("tools/list").json()["result"]        # the worker's answer
+    started, release = tmp_path / "started", tmp_path / "release"
+    order = []
+
+    def long_call():
+        a.tool("execute_code", code=runs_until(started, release, "A"))
+        order.append("A")
+
+    t = threading.Thread(target=long_call)
+    t.start()
+    assert wait_until(started.exists)   # A's call is running in the session's worker
+    b = Client(daemon.port)
+    b.session = a.session
+    listed = b.post({"jsonrpc": "2.0", "id": "again", "method": "tools/list", "params": {"_meta": {}}})
+    order.append("listed")
+    release.touch()
+    t.join()
+    assert order == ["listed", "A"]
+    assert listed.status == 200 and listed.json() == {"jsonrpc": "2.0", "id": "again", "result": first}
+    paged = b.call("tools/list", {"cursor": "next"}).json()   # a page is the worker's to refuse
+    assert paged["error"]["code"] == -32602 and "invalid cursor" in paged["error"]["message"]
+
+
 def test_pipelined_requests_on_one_connection_are_answered_in_order(client, daemon):
     bodies = [json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call",
                           "params": {"name": "execute_code", "arguments": {"code": "%d" % i}}}).encode()

@@ -4,7 +4,7 @@ import json
 
 from gsmcpd.router.app import Principal
 from gsmcpd.router.pacing import NOTIFY_BURST
-from gsmcpd.router.sessions import REASON_CAP
+from gsmcpd.router.sessions import REASON_CAP, asks_all_tools
 from gsmcpd.router.trace import escape
 from gsmcpd.wire import frames, jsonrpc
 from test_router_sessions_poll import FakeConn, PRINCIPAL, call, manager_for, open_session, reply
@@ -269,3 +269,33 @@ def test_a_reply_for_no_call_in_flight_or_an_unknown_op_ends_the_worker_not_a_lo
     manager.on_worker_frame(other.worker, {"op": "x\n" * 100})
     assert other.worker.rejected == ["unknown op " + escape(repr("x\n" * 100)[:64]) + "..."]
     assert not caplog.records
+
+
+def list_tools(manager, session, n, params=None, answer=b'"result":{"tools":[{"name":"echo"}]}'):
+    """A tools/list the worker answers with `answer`; the client's connection."""
+    conn = FakeConn()
+    message = {"jsonrpc": "2.0", "id": n, "method": "tools/list"}
+    if params is not None:
+        message["params"] = params
+    manager.submit(session, conn, message, json.dumps(message).encode(), False)
+    raw = b'{"jsonrpc":"2.0","id":%d,%s}' % (n, answer)
+    frame = frames.FrameDecoder(raw_messages=True).feed(frames.message_frame("reply", session.inflight.seq, raw))[0]
+    manager.on_worker_frame(session.worker, frame)
+    return conn
+
+
+def test_the_workers_list_of_all_its_tools_is_kept_for_the_router_to_answer_from():
+    manager, router = manager_for()
+    session = open_session(manager, router)
+    list_tools(manager, session, 1, answer=b'"error":{"code":-32603,"message":"no"}')
+    list_tools(manager, session, 2, params={"cursor": "x"})
+    assert session.tools_listed is None     # an error, or one page asked for, is not the list
+    list_tools(manager, session, 3, params={"_meta": {"progressToken": 1}})
+    assert session.tools_listed == {"tools": [{"name": "echo"}]}
+
+
+def test_only_a_tools_list_with_no_cursor_asks_for_all_tools():
+    assert asks_all_tools("tools/list", None) and asks_all_tools("tools/list", {"_meta": {}})
+    assert asks_all_tools("tools/list", {"cursor": None})
+    assert not asks_all_tools("tools/list", {"cursor": "x"}) and not asks_all_tools("tools/list", [])
+    assert not asks_all_tools("tools/call", None)

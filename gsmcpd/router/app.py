@@ -14,6 +14,7 @@ import logging
 
 from gsmcpd import protocol
 from gsmcpd.router.cors import Cors
+from gsmcpd.router.sessions import asks_all_tools
 from gsmcpd.wire import hosts, jsonrpc
 
 log = logging.getLogger("gsmcpd.app")
@@ -271,6 +272,10 @@ class App:
             conn.respond(202)
         elif message.method == "ping":
             conn.respond(200, [JSON], jsonrpc.dumps(jsonrpc.result(message.id, {})))
+        elif session.tools_listed is not None and asks_all_tools(message.method, message.params):
+            # Never behind a running call: the MCP SDK lists tools after a call's result
+            # to check it against the tool's outputSchema.
+            conn.respond(200, [JSON], jsonrpc.dumps(jsonrpc.result(message.id, session.tools_listed)))
         else:
             self.sessions.submit(session, conn, message.raw, body, accepts_sse)
 

@@ -7,6 +7,7 @@ the worker and are turned into HTTP answers on the connection each call came in 
 
 import collections
 import itertools
+import json
 import logging
 import secrets
 
@@ -36,6 +37,23 @@ def relayed(frame):
         message = frame.get("message")
         return None if message is None else jsonrpc.dumps(message)
     return None if raw.strip() == b"null" else raw
+
+
+def asks_all_tools(method, params):
+    """A tools/list with no cursor: what the router answers once a session's worker has
+    (the list never changes in a session: its toolsets and read-only mode are fixed at
+    its open, and no list_changed is announced)."""
+    return method == "tools/list" and (params is None or isinstance(params, dict) and params.get("cursor") is None)
+
+
+def listed_tools(body):
+    """The result of a worker's answer to such a tools/list; None for an error."""
+    try:
+        reply = json.loads(body)
+    except ValueError:
+        return None
+    listed = reply.get("result") if isinstance(reply, dict) else None
+    return listed if isinstance(listed, dict) and isinstance(listed.get("tools"), list) else None
 
 
 def new_session_id():
@@ -102,6 +120,7 @@ class Session:
         self.stream_generation = None  # its outbox generation
         self.outbox = None  # server-initiated messages waiting for the stream
         self.refusing = False  # its queue was full; logged once until a call starts
+        self.tools_listed = None  # the worker's tools/list result: the router answers from it
 
     @property
     def short(self):
@@ -326,6 +345,8 @@ class SessionManager:
                 body = relayed(frame)
                 if outran is not None and body is not None:
                     body = breaks.deadline_reply(body, outran)
+                elif body is not None and asks_all_tools(call.method, call.message.get("params")):
+                    session.tools_listed = listed_tools(body)
                 if call.pacer is not None:
                     self._flush_notify(session, call)
                 self._deliver(session, call, body)
