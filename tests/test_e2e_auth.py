@@ -674,15 +674,21 @@ def test_a_jwks_file_entry_with_alg_none_is_skipped_at_startup_and_on_refresh(tm
     assert "Traceback" not in log and "gsmcpd failed" not in log
 
 
-def test_a_deeply_nested_jwks_file_at_startup_is_not_fatal(tmp_path):
-    idp = Idp(issuer="https://idp.test", kinds=("rsa",))
-    daemon, path = file_source_daemon(tmp_path, idp, '{"keys":' + "[" * 100000 + "]" * 100000 + "}")
+def refused_until_the_file_is_fixed(daemon, idp, path):
+    """A token gets the unknown-key 401 while the JWKS file is bad; once the operator
+    writes a good one, it is accepted."""
     with daemon:
         resp = post_initialize(daemon, "Bearer " + idp.mint())
         assert resp.status == 401
         assert resp.header("www-authenticate") == unknown_key_challenge(daemon)
-        idp.write_jwks(path)                       # the operator fixes the file
+        idp.write_jwks(path)
         assert accepted_soon(daemon, idp.mint())
+
+
+def test_a_deeply_nested_jwks_file_at_startup_is_not_fatal(tmp_path):
+    idp = Idp(issuer="https://idp.test", kinds=("rsa",))
+    daemon, path = file_source_daemon(tmp_path, idp, '{"keys":' + "[" * 100000 + "]" * 100000 + "}")
+    refused_until_the_file_is_fixed(daemon, idp, path)
     log = daemon.log_text()
     assert "could not load signing keys yet: JWKS is not JSON" in log
     assert "Traceback" not in log and "gsmcpd failed" not in log
@@ -691,12 +697,7 @@ def test_a_deeply_nested_jwks_file_at_startup_is_not_fatal(tmp_path):
 def test_a_jwks_file_too_large_is_logged_as_such_and_its_keys_load_once_it_is_fixed(tmp_path):
     idp = Idp(issuer="https://idp.test", kinds=("rsa",))
     daemon, path = file_source_daemon(tmp_path, idp, dict(idp.jwks(), padding="x" * (1 << 20)))
-    with daemon:
-        resp = post_initialize(daemon, "Bearer " + idp.mint())
-        assert resp.status == 401
-        assert resp.header("www-authenticate") == unknown_key_challenge(daemon)
-        idp.write_jwks(path)                       # the operator fixes the file
-        assert accepted_soon(daemon, idp.mint())
+    refused_until_the_file_is_fixed(daemon, idp, path)
     assert "could not load signing keys yet: JWKS file %s is larger than 1048576 bytes" % path in daemon.log_text()
 
 

@@ -143,6 +143,18 @@ def test_plaintext_http_on_the_tls_port_is_a_clear_400(tls_env):
     assert body == b"This port speaks HTTPS: use https:// to connect.\n"
 
 
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+
+
+def _mcp_post(cert, port, token, message, session=None):
+    headers = {"Authorization": "Bearer " + token, "Accept": "application/json, text/event-stream"}
+    if session:
+        headers["MCP-Session-Id"] = session
+    with httpx2.Client(verify=trusting(cert), timeout=30) as client:
+        return client.post("https://127.0.0.1:%d/mcp" % port, headers=headers, json=message)
+
+
 def _half_client_hello():
     """The first half of a real ClientHello, from a memory-BIO TLS client."""
     incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
@@ -160,13 +172,7 @@ def test_a_stalled_handshake_blocks_nobody_and_is_dropped_after_the_read_timeout
     with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as stalled:
         stalled.sendall(_half_client_hello())
         # Meanwhile a whole HTTPS request from another client is answered.
-        with httpx2.Client(verify=trusting(cert)) as client:
-            resp = client.post("https://127.0.0.1:%d/mcp" % daemon.port,
-                               headers={"Authorization": "Bearer " + idp.mint(),
-                                        "Accept": "application/json, text/event-stream"},
-                               json={"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                                     "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                                                "clientInfo": {"name": "t", "version": "0"}}})
+        resp = _mcp_post(cert, daemon.port, idp.mint(), INITIALIZE)
         assert resp.status_code == 200, resp.text
         # The stalled peer gets nothing but the close, once the read timeout passes.
         stalled.settimeout(READ_TIMEOUT * 10)
@@ -181,13 +187,7 @@ def test_at_the_connection_cap_silent_connections_make_room_for_a_https_client(t
     try:
         for _ in range(4):    # connected, and sent nothing (not even a ClientHello)
             silent.append(socket.create_connection(("127.0.0.1", daemon.port), timeout=10))
-        with httpx2.Client(verify=trusting(cert), timeout=30) as client:
-            resp = client.post("https://127.0.0.1:%d/mcp" % daemon.port,
-                               headers={"Authorization": "Bearer " + idp.mint(),
-                                        "Accept": "application/json, text/event-stream"},
-                               json={"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                                     "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                                                "clientInfo": {"name": "t", "version": "0"}}})
+        resp = _mcp_post(cert, daemon.port, idp.mint(), INITIALIZE)
         assert resp.status_code == 200, resp.text
         closed, _, _ = select.select(silent, [], [], 10)   # closed for room, unanswered
         assert closed and all(recv_all(s) == b"" for s in closed)
@@ -206,20 +206,10 @@ def _served_certificate(port):
         return tls.getpeercert(binary_form=True)
 
 
-def _mcp_post(cert, port, token, message, session=None):
-    headers = {"Authorization": "Bearer " + token, "Accept": "application/json, text/event-stream"}
-    if session:
-        headers["MCP-Session-Id"] = session
-    with httpx2.Client(verify=trusting(cert), timeout=30) as client:
-        return client.post("https://127.0.0.1:%d/mcp" % port, headers=headers, json=message)
-
-
 def test_sighup_serves_a_certificate_renewed_in_place_to_new_connections_and_sessions_serve_on(tmp_path):
     daemon, idp, cert, server = start_tls_daemon(tmp_path)
     try:
-        opened = _mcp_post(cert, daemon.port, idp.mint(), {
-            "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+        opened = _mcp_post(cert, daemon.port, idp.mint(), INITIALIZE)
         session = opened.headers["mcp-session-id"]
         cert, key = self_signed(tmp_path / "cert")     # renewed under the same names
         renewed = ssl.PEM_cert_to_DER_cert(cert.read_text())
