@@ -91,6 +91,14 @@ def test_describe_class(client):
     assert client.ok("describe_class", className="int")["structuredContent"]["bases"] == ["object"]
 
 
+def test_describe_class_of_a_class_whose_annotations_are_a_descriptor(client):
+    # type's __dict__ holds a descriptor for its instances' __annotations__, not its own:
+    # describe_class answered kind other, "'getset_descriptor' object is not iterable".
+    described = client.ok("describe_class", className="type")["structuredContent"]
+    assert (described["bases"], described["instanceVariables"]) == (["object"], [])
+    assert "mro" in described["methods"]
+
+
 def test_class_resolution_errors(client, image, views):
     client.error("describe_class", "notFound", className="Unicorn")
     client.error("describe_class", "notFound", className="zoo.animals.Unicorn")

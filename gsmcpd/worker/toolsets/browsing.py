@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import inspect
 
 from gsmcpd.image import catalog, splice
 from gsmcpd.worker.registry import Tool
@@ -56,7 +57,8 @@ def instance_variables(cls: type | None, node: ast.ClassDef | None) -> list[str]
         slots = cls.__dict__.get("__slots__", ())
         for name in ([slots] if isinstance(slots, str) else slots):
             add(name)
-        for name in cls.__dict__.get("__annotations__", {}):
+        # Not cls.__dict__["__annotations__"]: type's is the descriptor for its instances'.
+        for name in inspect.get_annotations(cls):
             add(name)
     if node is not None:
         for item in node.body:

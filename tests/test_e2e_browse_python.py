@@ -1,0 +1,29 @@
+"""The read-side tools (listing, browsing, search) end to end, through the real daemon, on
+Python that is more than plain classes and defs. Each answer is checked against what
+Python itself says (inspect, the class's __mro__, the source).
+
+One daemon per module on a throwaway image.
+"""
+
+import pytest
+
+from test_e2e_image_tools import daemon  # noqa: F401  (the daemon fixture: on this module's image)
+from test_e2e_tools import structured
+from test_tools_support import write_image
+
+FILES = {
+    "kinds/__init__.py": "",
+}
+
+
+@pytest.fixture(scope="module")
+def image(tmp_path_factory):
+    return write_image(tmp_path_factory.mktemp("browse") / "image", FILES)
+
+
+def test_describe_class_of_the_kernel_metaclass(c):
+    described = structured(c, "describe_class", className="builtins.type")
+    assert described["mro"] == [cls.__qualname__ for cls in type.__mro__]
+    assert described["instanceVariables"] == []
+    assert set(described["methods"]) >= {"mro", "__call__", "__prepare__", "__name__"}
+
