@@ -9,10 +9,12 @@ import pytest
 
 from test_e2e_image_tools import daemon  # noqa: F401  (the daemon fixture: on this module's image)
 from test_e2e_tools import structured
+from test_tools_browse import DISPATCHING
 from test_tools_support import write_image
 
 FILES = {
     "kinds/__init__.py": "",
+    "kinds/dispatching.py": DISPATCHING,
 }
 
 
@@ -27,3 +29,12 @@ def test_describe_class_of_the_kernel_metaclass(c):
     assert described["instanceVariables"] == []
     assert set(described["methods"]) >= {"mro", "__call__", "__prepare__", "__name__"}
 
+
+def test_methods_made_by_functools_descriptors_are_listed_and_found(c):
+    methods = structured(c, "list_methods", className="Dispatching")["methods"]
+    assert [m["name"] for m in methods["instance"]] == ["_", "double", "scale", "show"]
+    assert [m["name"] for m in methods["class"]] == ["parse"]
+    assert structured(c, "describe_class", className="Dispatching")["methods"] == [
+        "_", "double", "parse", "scale", "show"]
+    assert structured(c, "get_method_source", className="Dispatching", selector="parse",
+                      meta=True)["kind"] == "class"

@@ -509,6 +509,45 @@ def test_meta_is_judged_by_what_the_live_class_binds_under_stacked_decorators(cl
                      meta=True)["structuredContent"]["kind"] == "class"
 
 
+DISPATCHING = '''\
+import functools
+
+
+class Dispatching:
+    @functools.singledispatchmethod
+    def show(self, arg):
+        return "object"
+
+    @show.register
+    def _(self, arg: int):
+        return "int"
+
+    @functools.singledispatchmethod
+    @classmethod
+    def parse(cls, arg):
+        return cls
+
+    def scale(self, factor, x):
+        return factor * x
+
+    double = functools.partialmethod(scale, 2)
+'''
+
+
+def test_methods_made_by_singledispatchmethod_and_partialmethod_are_listed(client):
+    # Neither descriptor is callable itself, so both were left out as plain attributes,
+    # though the class binds a method to each name (inspect.classify_class_attrs: method).
+    client.view.add_module("zoo.dispatching", DISPATCHING)
+    methods = client.ok("list_methods", className="Dispatching")["structuredContent"]["methods"]
+    assert [m["name"] for m in methods["instance"]] == ["_", "double", "scale", "show"]
+    assert [m["name"] for m in methods["class"]] == ["parse"]
+    described = client.ok("describe_class", className="Dispatching")["structuredContent"]
+    assert described["methods"] == ["_", "double", "parse", "scale", "show"]
+    assert client.ok("get_method_source", className="Dispatching", selector="parse",
+                     meta=True)["structuredContent"]["kind"] == "class"
+    client.error("get_method_source", "notFound", className="Dispatching", selector="show", meta=True)
+
+
 def test_a_class_browsed_from_source_names_its_private_methods_as_the_live_one_would(client):
     client.view.add_module("zoo.unloaded", "class Vault:\n    def __secret(self):\n        return 1\n\n\n"
                                            "raise RuntimeError('not today')\n")

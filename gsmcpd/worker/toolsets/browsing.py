@@ -26,6 +26,9 @@ NOT_METHODS = frozenset({"__dict__", "__weakref__"})
 
 def member_kind(value) -> str | None:
     """'instance', 'class', 'static', 'property', or None for a plain attribute."""
+    # Not callable themselves, these bind a method made of what they wrap.
+    if isinstance(value, (functools.singledispatchmethod, functools.partialmethod)):
+        return member_kind(value.func)
     if isinstance(value, staticmethod):
         return "static"
     # A C type's classmethod (int.from_bytes) and computed attribute (int.real, type.__name__)
