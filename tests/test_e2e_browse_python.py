@@ -15,6 +15,8 @@ from test_tools_support import write_image
 FILES = {
     "kinds/__init__.py": "",
     "kinds/dispatching.py": DISPATCHING,
+    "kinds/huge.py": "class Huge:\n" + "".join(f"    def m{i}(self):\n        return self.base + {i}\n"
+                                               for i in range(3000)),
 }
 
 
@@ -38,3 +40,12 @@ def test_methods_made_by_functools_descriptors_are_listed_and_found(c):
         "_", "double", "parse", "scale", "show"]
     assert structured(c, "get_method_source", className="Dispatching", selector="parse",
                       meta=True)["kind"] == "class"
+
+
+def test_a_huge_class_is_listed_whole_and_searched_capped(c):
+    methods = structured(c, "list_methods", className="Huge")["methods"]["instance"]
+    assert [m["name"] for m in methods] == sorted(f"m{i}" for i in range(3000))
+    found = structured(c, "search_method_source", pattern="self.base + ", dictionaryName="kinds.huge")
+    assert found["total"] == 3000 and found["results"] == [f"kinds.huge.Huge.m{i}" for i in range(200)]
+    assert structured(c, "search_method_source", pattern="return self.base + 2999\n")["results"] == [
+        "kinds.huge.Huge.m2999"]

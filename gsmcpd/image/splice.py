@@ -45,9 +45,10 @@ def first_line(node: ast.AST) -> int:
     return min([node.lineno] + [d.lineno for d in decorators])
 
 
-def segment(source: str, node: ast.AST) -> str:
-    """The node's whole lines (decorators included), its own indentation removed."""
-    lines = lines_of(source)
+def segment(source: str, node: ast.AST, lines: list[str] | None = None) -> str:
+    """The node's whole lines (decorators included), its own indentation removed.
+    `lines`, the source's lines_of, spares splitting it again for each of many nodes."""
+    lines = lines_of(source) if lines is None else lines
     chunk = lines[first_line(node) - 1:node.end_lineno]
     return _strip_indent(chunk, _indent_of(lines[node.lineno - 1]))
 
@@ -61,7 +62,7 @@ def segments(source: str, nodes: list) -> str:
         if previous is not None and any(
                 not line.strip() for line in lines[previous.end_lineno:first_line(node) - 1]):
             text += newline_of(source)     # the source's own: a CRLF module's defs stay CRLF
-        text += segment(source, node)
+        text += segment(source, node, lines)
     return text
 
 

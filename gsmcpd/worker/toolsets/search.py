@@ -135,8 +135,14 @@ class SearchToolset(Toolset):
         # Lines end in \n here whatever the module's own endings (CRLF, CR), as they do
         # in the pattern a client writes.
         pattern = splice.with_newlines(pattern, "\n")
-        hits = [label for module, label, node, _ in code_units(self.view, module_filter)
-                if pattern in splice.with_newlines(splice.segment(self.view.source(module), node), "\n")]
+        lines = {}   # each module split once, not once per def: quadratic in a big module
+        hits = []
+        for module, label, node, _ in code_units(self.view, module_filter):
+            if module not in lines:
+                lines[module] = splice.lines_of(self.view.source(module))
+            text = splice.segment(self.view.source(module), node, lines[module])
+            if pattern in splice.with_newlines(text, "\n"):
+                hits.append(label)
         return capped(hits, f"methods containing {catalog.echoed(pattern)!r}",
                       catalog.uncompiled(self.view, module_filter))
 
