@@ -9,12 +9,13 @@ import pytest
 
 from test_e2e_image_tools import daemon  # noqa: F401  (the daemon fixture: on this module's image)
 from test_e2e_tools import structured
-from test_tools_browse import DISPATCHING
+from test_tools_browse import DISPATCHING, SCOPED
 from test_tools_support import write_image
 
 FILES = {
     "kinds/__init__.py": "",
     "kinds/dispatching.py": DISPATCHING,
+    "kinds/scoped.py": SCOPED,
     "kinds/huge.py": "class Huge:\n" + "".join(f"    def m{i}(self):\n        return self.base + {i}\n"
                                                for i in range(3000)),
 }
@@ -49,3 +50,10 @@ def test_a_huge_class_is_listed_whole_and_searched_capped(c):
     assert found["total"] == 3000 and found["results"] == [f"kinds.huge.Huge.m{i}" for i in range(200)]
     assert structured(c, "search_method_source", pattern="return self.base + 2999\n")["results"] == [
         "kinds.huge.Huge.m2999"]
+
+
+def test_references_to_a_global_are_not_its_namesakes_in_a_def_s_own_scope(c):
+    found = structured(c, "find_references_to", name="kinds.scoped.textwrap")["results"]
+    assert found == ["kinds.scoped.global_read", "kinds.scoped.declared_global",
+                     "kinds.scoped.default_runs_in_the_module", "kinds.scoped.nested_global_read",
+                     "kinds.scoped.Holder.method_global"]

@@ -623,6 +623,62 @@ def test_find_references_to_a_kernel_name_is_to_the_builtin_wherever_not_rebound
     assert refs == ["zoo.counts.bare", "zoo.counts.dotted"]
 
 
+SCOPED = '''\
+import textwrap
+
+
+def global_read(text):
+    return textwrap.dedent(text)
+
+
+def parameter(textwrap):
+    return textwrap
+
+
+def enclosing_local():
+    textwrap = 1
+
+    def inner():
+        return textwrap
+    return inner
+
+
+def comprehension_own(items):
+    return [textwrap for textwrap in items] + list(map(lambda textwrap: textwrap, items))
+
+
+def declared_global():
+    global textwrap
+    textwrap = None
+
+
+def default_runs_in_the_module(x=textwrap):
+    return x
+
+
+def nested_global_read():
+    return [lambda: textwrap.fill(s) for s in "ab"]
+
+
+class Holder:
+    def method_parameter(self, textwrap):
+        return textwrap
+
+    def method_global(self):
+        return textwrap.indent("a", " ")
+'''
+
+
+def test_find_references_to_a_bare_name_leaves_out_parameters_and_locals_of_that_name(client):
+    # A parameter, local, or comprehension variable named textwrap was taken for the global.
+    client.view.add_module("zoo.scoped", SCOPED)
+    expected = ["zoo.scoped.global_read", "zoo.scoped.declared_global",
+                "zoo.scoped.default_runs_in_the_module", "zoo.scoped.nested_global_read",
+                "zoo.scoped.Holder.method_global"]
+    for name in ("textwrap", "zoo.scoped.textwrap"):
+        assert client.ok("find_references_to", name=name)["structuredContent"]["results"] == expected
+
+
 def test_find_references_to_reads_a_name_as_python_does(client):
     client.view.add_module("zoo.folded", "def f():\n    return ﬁle\n")
     for name in ("ﬁle", "file"):

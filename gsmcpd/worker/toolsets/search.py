@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import symtable
 
 from gsmcpd.image import catalog, splice
 from gsmcpd.image.view import KERNEL
@@ -103,15 +104,23 @@ class SearchToolset(Toolset):
                                    "(a Python identifier, or a dotted one: module.Class)")
         hits = []
         spellings = {}   # module -> (bare names, dotted chains) that mean `name` there
+        scopes = {}      # module -> _globals_of_defs, for the modules with a bare name to find
         for module, label, node, _ in code_units(self.view):
             if module not in spellings:
                 spellings[module] = _spellings(self.view, module, name)
             names, chains = spellings[module]
-            for sub in ast.walk(node):
-                if (isinstance(sub, ast.Name) and sub.id in names) or (
-                        isinstance(sub, ast.Attribute) and ast.unparse(sub) in chains):
-                    hits.append(label)
-                    break
+            if names and module not in scopes:
+                scopes[module] = _globals_of_defs(self.view.source(module))
+            used = scopes.get(module, {}).get((node.name, node.lineno))
+            if used is None:    # not known: every mention counts
+                found = _mentions([node], names, chains)
+            else:
+                # A def's decorators, defaults and annotations run where it is written; its
+                # body is a scope of its own, where a parameter or local of the name is no global.
+                found = (bool(names & used) or _mentions(node.body, set(), chains)
+                         or _mentions(node.decorator_list + [node.args, node.returns], names, chains))
+            if found:
+                hits.append(label)
         return capped(hits, f"references to {catalog.echoed(name)}", catalog.uncompiled(self.view))
 
     def find_senders(self, arguments):
@@ -145,6 +154,38 @@ class SearchToolset(Toolset):
                 hits.append(label)
         return capped(hits, f"methods containing {catalog.echoed(pattern)!r}",
                       catalog.uncompiled(self.view, module_filter))
+
+
+def _mentions(nodes, names: set[str], chains: set[str]) -> bool:
+    """Whether the code of `nodes` has a Name in `names` or spells a dotted name in `chains`."""
+    return any((isinstance(sub, ast.Name) and sub.id in names)
+               or (chains and isinstance(sub, ast.Attribute) and ast.unparse(sub) in chains)
+               for node in nodes if node is not None for sub in ast.walk(node))
+
+
+def _globals_of_defs(source: str) -> dict[tuple[str, int], set[str]]:
+    """For each top-level function and method, by (name, line of its def): the names its
+    body and the scopes nested in it use as globals, as Python's symbol table resolves
+    them. Empty when the table cannot be made (`nonlocal` at top level parses but does
+    not compile): then every mention counts."""
+    try:
+        top = symtable.symtable(source, "<image module>", "exec")
+    except (SyntaxError, ValueError, RecursionError):
+        return {}
+    found = {}
+    for table in top.get_children():
+        for scope in table.get_children() if table.get_type() == "class" else [table]:
+            if scope.get_type() == "function":
+                found[(scope.get_name(), scope.get_lineno())] = _globals_used(scope)
+    return found
+
+
+def _globals_used(table) -> set[str]:
+    used = {symbol.get_name() for symbol in table.get_symbols()
+            if symbol.is_global() and (symbol.is_referenced() or symbol.is_assigned())}
+    for child in table.get_children():
+        used |= _globals_used(child)
+    return used
 
 
 def _spellings(view, module: str, name: str) -> tuple[set[str], set[str]]:
