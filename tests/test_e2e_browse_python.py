@@ -9,13 +9,14 @@ import pytest
 
 from test_e2e_image_tools import daemon  # noqa: F401  (the daemon fixture: on this module's image)
 from test_e2e_tools import structured
-from test_tools_browse import DISPATCHING, SCOPED
+from test_tools_browse import DISPATCHING, PROXIED, SCOPED
 from test_tools_support import write_image
 
 FILES = {
     "kinds/__init__.py": "",
     "kinds/dispatching.py": DISPATCHING,
     "kinds/scoped.py": SCOPED,
+    "kinds/proxied.py": PROXIED,
     "kinds/huge.py": "class Huge:\n" + "".join(f"    def m{i}(self):\n        return self.base + {i}\n"
                                                for i in range(3000)),
 }
@@ -57,3 +58,10 @@ def test_references_to_a_global_are_not_its_namesakes_in_a_def_s_own_scope(c):
     assert found == ["kinds.scoped.global_read", "kinds.scoped.declared_global",
                      "kinds.scoped.default_runs_in_the_module", "kinds.scoped.nested_global_read",
                      "kinds.scoped.Holder.method_global"]
+
+
+def test_dictionary_entries_are_tagged_without_running_a_global_s_own_code(c):
+    entries = structured(c, "list_dictionary_entries", dictionaryName="kinds.proxied")["entries"]
+    assert {e["name"]: e["kind"] for e in entries} == {
+        "Proxy": "class", "request": "global", "part": "global", "cached": "function",
+        "join": "function", "functools": "module"}

@@ -77,6 +77,41 @@ def test_list_dictionary_entries_tags_kinds(client):
     assert "RuntimeError" in result["structuredContent"]["note"]
 
 
+PROXIED = '''\
+import functools
+from os.path import join
+
+
+class Proxy:
+    """As a web framework's `request` outside a request: every attribute lookup raises."""
+
+    def __call__(self):
+        return 1
+
+    def __getattr__(self, name):
+        raise RuntimeError("working outside of a request")
+
+
+request = Proxy()
+part = functools.partial(join, "a")
+
+
+@functools.cache
+def cached(x):
+    return x
+'''
+
+
+def test_list_dictionary_entries_tags_kinds_without_running_a_global_s_own_code(client):
+    # A proxy's __getattr__ raised through the tagging (kind other), and a def wrapped by
+    # @functools.cache was tagged global.
+    client.view.add_module("zoo.proxied", PROXIED)
+    result = client.ok("list_dictionary_entries", dictionaryName="zoo.proxied")
+    assert {e["name"]: e["kind"] for e in result["structuredContent"]["entries"]} == {
+        "Proxy": "class", "request": "global", "part": "global", "cached": "function",
+        "join": "function", "functools": "module"}
+
+
 # -- browsing --------------------------------------------------------------------
 
 def test_describe_class(client):

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import ast
 import builtins
+import inspect
 import re
+import types
 import unicodedata
 from dataclasses import dataclass
 
@@ -277,9 +279,10 @@ def image_classes_made_by(view: View, meta: type) -> list[str]:
 def entry_kind(obj) -> str:
     if isinstance(obj, type):
         return "class"
-    if callable(obj) and hasattr(obj, "__code__") or type(obj).__name__ in (
-            "builtin_function_or_method", "function"):
+    # Looked up statically: a proxy's __getattr__ (a web framework's `request` outside a
+    # request) raises. A def under @functools.cache is a wrapper of a function.
+    if inspect.isroutine(obj) or inspect.isroutine(inspect.getattr_static(obj, "__wrapped__", None)):
         return "function"
-    if type(obj).__name__ == "module":
+    if isinstance(obj, types.ModuleType):
         return "module"
     return "global"
