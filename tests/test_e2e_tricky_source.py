@@ -122,6 +122,8 @@ FILES = {
     # thousands of `+` meets the recursion limit instead)
     "deep.py": "class Deep:\n    def a(self):\n        return x.greet()\n\n\nx = " + "-" * 100000 + "1\n",
     "crlf.py": "class Crlf:\r\n    def __hidden(self):\r\n        return 1\r\n",
+    "nested.py": "class Outer:\n    class Mid:\n        class Leaf:\n            def ring(self):\n"
+                 "                return bell.chime()\n",
     "slots.py": "class Slotted:\n    __slots__ = ('a', '__b')\n\n    def __init__(self):\n        self.a = 1\n"
                 "        self.__b = 2\n",
     "shadow.py": "import json\n\n\nclass Shadow:\n    def g(self, x=json.dumps):\n        return x\n\n"
@@ -185,6 +187,12 @@ def test_a_module_nested_too_deeply_to_compile_is_named_and_breaks_no_image_wide
 
 
 # -- names: what each spelling finds ---------------------------------------------------
+
+def test_a_method_of_a_nested_class_is_searched(c):
+    # Never searched before: "no senders of chime" was wrong.
+    assert structured(c, "find_senders", selector="chime")["results"] == ["nested.Outer.Mid.Leaf.ring"]
+    assert structured(c, "find_implementors", selector="ring")["results"] == ["nested.Outer.Mid.Leaf"]
+
 
 def test_a_private_method_answers_to_the_name_list_methods_shows(c):
     instance = {m["name"] for m in structured(c, "list_methods", className="Kitchen")["methods"]["instance"]}

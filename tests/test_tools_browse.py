@@ -718,3 +718,36 @@ def test_find_references_to_reads_a_name_as_python_does(client):
     client.view.add_module("zoo.folded", "def f():\n    return ﬁle\n")
     for name in ("ﬁle", "file"):
         assert client.ok("find_references_to", name=name)["structuredContent"]["results"] == ["zoo.folded.f"]
+
+
+NESTED = '''\
+class Outer:
+    def top(self):
+        return 1
+
+    class Mid:
+        class Leaf:
+            def __hidden(self):
+                return target.greet()
+
+            def leaf(self):
+                return self.__hidden() + helper(1)
+
+
+def helper(n):
+    return n
+'''
+
+
+def test_methods_of_nested_classes_are_searched_too(client):
+    # Their calls were never searched: "no senders of greet" was wrong.
+    client.view.add_module("zoo.nested", NESTED)
+    assert client.ok("find_senders", selector="greet")["structuredContent"]["results"] == [
+        "zoo.nested.Outer.Mid.Leaf.__hidden"]
+    assert "zoo.nested.Outer.Mid.Leaf.leaf" in client.ok("find_references_to", name="zoo.nested.helper")[
+        "structuredContent"]["results"]
+    assert client.ok("search_method_source", pattern="target.greet()")["structuredContent"]["results"] == [
+        "zoo.nested.Outer.Mid.Leaf.__hidden"]
+    # a private is mangled with its own class's name, as Python mangles it
+    assert "zoo.nested.Outer.Mid.Leaf" in client.ok("find_implementors", selector="_Leaf__hidden")[
+        "structuredContent"]["results"]

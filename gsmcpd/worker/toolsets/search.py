@@ -16,7 +16,8 @@ CAP = 200
 
 def code_units(view, module_filter: str | None = None):
     """(module, label, node, class) for every top-level function (class None) and
-    every method of a top-level class, in the view's current source."""
+    every method of a top-level class, or of a class nested in one (`module.Outer.Inner.m`,
+    class `Inner`: the name its privates are mangled with), in the view's current source."""
     for module in view.module_names():
         if module_filter is not None and module != module_filter:
             continue
@@ -33,9 +34,16 @@ def code_units(view, module_filter: str | None = None):
             if isinstance(node, splice.FunctionNode):
                 yield module, f"{module}.{node.name}", node, None
             elif isinstance(node, ast.ClassDef):
-                guarded = [method for _, method in splice.guarded_methods(node)]
-                for method in sorted(splice.methods_of(node) + guarded, key=lambda m: m.lineno):
-                    yield module, f"{module}.{node.name}.{method.name}", method, node.name
+                yield from _methods(module, f"{module}.{node.name}", node)
+
+
+def _methods(module: str, qualified: str, classdef: ast.ClassDef):
+    guarded = [method for _, method in splice.guarded_methods(classdef)]
+    for method in sorted(splice.methods_of(classdef) + guarded, key=lambda m: m.lineno):
+        yield module, f"{qualified}.{method.name}", method, classdef.name
+    for inner in classdef.body:   # their calls are sends too: "no senders" must mean none
+        if isinstance(inner, ast.ClassDef):
+            yield from _methods(module, f"{qualified}.{inner.name}", inner)
 
 
 def capped(hits: list[str], what: str, unsearched: list[str] = ()) -> dict:
@@ -164,19 +172,23 @@ def _mentions(nodes, names: set[str], chains: set[str]) -> bool:
 
 
 def _globals_of_defs(source: str) -> dict[tuple[str, int], set[str]]:
-    """For each top-level function and method, by (name, line of its def): the names its
-    body and the scopes nested in it use as globals, as Python's symbol table resolves
-    them. Empty when the table cannot be made (`nonlocal` at top level parses but does
+    """For each top-level function and method (of nested classes too), by (name, line of
+    its def): the names its body and the scopes nested in it use as globals, as Python's
+    symbol table resolves them. Empty when the table cannot be made (`nonlocal` at top level parses but does
     not compile): then every mention counts."""
     try:
         top = symtable.symtable(source, "<image module>", "exec")
     except (SyntaxError, ValueError, RecursionError):
         return {}
     found = {}
-    for table in top.get_children():
-        for scope in table.get_children() if table.get_type() == "class" else [table]:
-            if scope.get_type() == "function":
-                found[(scope.get_name(), scope.get_lineno())] = _globals_used(scope)
+
+    def collect(tables):
+        for table in tables:
+            if table.get_type() == "function":
+                found[(table.get_name(), table.get_lineno())] = _globals_used(table)
+            elif table.get_type() == "class":   # its methods, and those of classes in it
+                collect(table.get_children())
+    collect(top.get_children())
     return found
 
 
