@@ -658,20 +658,25 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
     for module in ("jwt", "cryptography", "gsmcpd.wire.http", "gsmcpd.router.main",
                    "gsmcpd.worker.server", "gsmcpd.image"):
         report("import", module, _import_problem(module))
-    report("image", str(config.image), _image_problem(config))
-    report("state dir", str(config.state_dir), _writable_problem(config.state_dir))
+    report("image", str(config.image), _unreachable(_image_problem, config))
+    report("state dir", str(config.state_dir), _unreachable(_writable_problem, config.state_dir))
     if config.log_file is not None:
-        report("log file", str(config.log_file), _log_file_problem(config.log_file))
+        report("log file", str(config.log_file), _unreachable(_log_file_problem, config.log_file))
     try:
         busy = port_in_use(config.host, config.port)
-        # Checking a running deployment (after editing its config, before a restart)
-        # finds its own server on the port: that is no problem.
-        serving = running_pid(config.state_dir, config.port) if busy else None
-        report("port", f"{config.host}:{config.port}" + (
-            f" (served by this deployment's gsmcpd, pid {serving})" if serving else ""),
-               "already in use" if busy and not serving else None)
     except OSError as exc:
         report("port", f"{config.host}:{config.port}", f"cannot bind: {exc.strerror or exc}")
+    else:
+        # Checking a running deployment (after editing its config, before a restart)
+        # finds its own server on the port: that is no problem.
+        serving, problem = None, "already in use" if busy else None
+        try:
+            serving = running_pid(config.state_dir, config.port) if busy else None
+        except PidfileError as exc:   # whose server it is cannot be told
+            problem = f"already in use; {exc}"
+        report("port", f"{config.host}:{config.port}" + (
+            f" (served by this deployment's gsmcpd, pid {serving})" if serving else ""),
+               None if serving else problem)
     if config.tls_cert is not None and config.tls_key is not None:
         report("tls cert", f"{config.tls_cert} (key {config.tls_key})", _tls_problem(config))
     if config.jwks_file is not None:
@@ -689,6 +694,15 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
         return 1
     print(f"OK: ready to serve {config.url}", file=out)
     return 0
+
+
+def _unreachable(problem: Callable, subject) -> str | None:
+    """`problem(subject)`, or the OSError it met on the way (a directory of another
+    account's that this one may not enter) as the problem."""
+    try:
+        return problem(subject)
+    except OSError as exc:
+        return f"{exc.filename or subject}: {exc.strerror or exc}"
 
 
 def _import_problem(module: str) -> str | None:

@@ -3,6 +3,7 @@
 import json
 import os
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -301,3 +302,52 @@ def test_start_makes_the_state_directory_and_its_log_private_whatever_the_umask(
     finally:
         stopped = gsmcpd("stop", str(port), "--state-dir", str(state))
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+
+
+# The commands as an account that is not the state directory's owner: everything they
+# use is imported first, then (as root) the account becomes nobody, whom neither the
+# checkout nor the venv's python need admit once running.
+AS_ANOTHER_ACCOUNT = """\
+import os, sys
+import jwt, cryptography
+import gsmcpd.__main__, gsmcpd.daemon, gsmcpd.router.control, gsmcpd.router.main
+import gsmcpd.worker.server, gsmcpd.wire.http, gsmcpd.image, gsmcpd.image.default
+gsmcpd.config.load_config({"state_dir": "/"}, {})   # imports the toolsets it validates
+if os.geteuid() == 0:
+    import pwd
+    nobody = pwd.getpwnam("nobody")
+    os.setgroups([])
+    os.setgid(nobody.pw_gid)
+    os.setuid(nobody.pw_uid)
+sys.exit(gsmcpd.__main__.main(sys.argv[1:]))
+"""
+
+
+def test_status_end_and_check_of_a_state_directory_another_account_owns_say_so(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    state.chmod(0o000)   # root's own 0700 already shuts nobody out; this shuts out its owner too
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("GS_MCP_", "MCP_"))}
+    try:
+        def run(*args):
+            return subprocess.run([sys.executable, "-c", AS_ANOTHER_ACCOUNT, *args], cwd="/",
+                                  env={**base, "PYTHONPATH": str(REPO)}, capture_output=True,
+                                  text=True, timeout=60)
+        ctl = state / "gsmcpd-8999.ctl"
+        where = ("8999", "--state-dir", str(state))
+        for argv in (("status", *where), ("status", *where, "--json"), ("end", "0a1b2c3d", *where)):
+            result = run(*argv)
+            assert result.returncode == 1, result
+            assert "Traceback" not in result.stderr, result.stderr
+            said = json.loads(result.stdout)["error"] if "--json" in argv else result.stderr
+            assert f"no permission to reach {ctl}" in said, said
+        with socket.create_server(("127.0.0.1", 0)) as held:   # whose, it cannot tell
+            port = held.getsockname()[1]
+            checked = run("check", "--port", str(port), "--state-dir", str(state))
+        assert checked.returncode == 1 and "Traceback" not in checked.stderr, checked.stderr
+        lines = checked.stdout.splitlines()
+        assert lines[-1] == f"PROBLEM: image: {state / 'image'}: Permission denied", checked.stdout
+        assert f"already in use; cannot read the pidfile {state}/gsmcpd-{port}.pid: " \
+            "Permission denied" in next(line for line in lines if line.startswith("port")), lines
+    finally:
+        state.chmod(0o700)

@@ -173,9 +173,14 @@ def query(state_dir: Path, port: int, request: dict | None = None,
           timeout: float = 5.0) -> dict:
     """Ask the daemon on `port`; raises ControlError with a sentence a user can act on."""
     path = control_socket_path(state_dir, port)
-    if not path.exists():
+    try:
+        path.stat()
+    except PermissionError:   # another account's state directory, which only it may enter
+        raise ControlError(f"no permission to reach {path}: run this as the account the "
+                           f"server on port {port} runs as, or as root") from None
+    except OSError:
         raise ControlError(f"no gsmcpd control socket at {path} "
-                           f"(is a server running on port {port}?)")
+                           f"(is a server running on port {port}?)") from None
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(timeout)
         try:
