@@ -492,6 +492,7 @@ def load_config(argv_flags: Mapping[str, Any] | None = None,
     raw: dict[str, Any] = {}
     path = conf_file_path(argv_flags, environ, conf_path)
     if path is not None:
+        conf_dir = _absolute(path, "config").parent.resolve()
         try:
             text = path.read_text(encoding="utf-8-sig")   # a BOM (Windows editors) is no key's
         except OSError as exc:
@@ -500,7 +501,7 @@ def load_config(argv_flags: Mapping[str, Any] | None = None,
             raise ConfigError("config", f"{path} is not UTF-8 text (byte {exc.start}): "
                               "not a config file?") from None
         raw.update(anchor_conf_paths(parse_conf_text(text, source=str(path), only=only),
-                                     path.absolute().parent.resolve()))
+                                     conf_dir))
     raw.update(env_values(environ))
     for key, value in argv_flags.items():
         if key == "config" or value is None:
@@ -509,15 +510,24 @@ def load_config(argv_flags: Mapping[str, Any] | None = None,
             raise ConfigError(key, "unknown flag")
         raw[key] = value
     values = {key: _parse(KNOBS_BY_KEY[key], value) for key, value in raw.items()}  # the rest: Config's
-    state_dir = Path(values.get("state_dir") or Config.state_dir).absolute()
+    state_dir = _absolute(Path(values.get("state_dir") or Config.state_dir), "state_dir")
     values["state_dir"] = state_dir
-    values["image"] = Path(values.get("image") or state_dir / "image").absolute()
+    values["image"] = _absolute(Path(values.get("image") or state_dir / "image"), "image")
     if "toolsets" in values and not values["toolsets"]:
         raise ConfigError("toolsets", "empty list; name at least one toolset")
     config = Config(**values)
     if validate:
         validate_config(config)
     return config
+
+
+def _absolute(path: Path, key: str) -> Path:
+    try:
+        return path.absolute()
+    except FileNotFoundError:   # os.getcwd() in a directory deleted since
+        raise ConfigError(key, f"{path} is relative to the current directory, which no longer "
+                          "exists (deleted?): give the path whole, or run this from a "
+                          "directory that exists") from None
 
 
 def _parse(knob: Knob, value: Any) -> Any:

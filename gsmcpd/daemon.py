@@ -490,7 +490,11 @@ def stop_command(config: Config) -> str:
     """The stop command as the user can paste it here: the script by a path that works
     from this directory, and the state dir when it is not the default one."""
     script = CHECKOUT / "stop-server.sh"
-    argv = ["./stop-server.sh" if Path.cwd() == CHECKOUT else str(script), str(config.port)]
+    try:
+        here = Path.cwd()
+    except FileNotFoundError:   # run in a directory deleted since
+        here = None
+    argv = ["./stop-server.sh" if here == CHECKOUT else str(script), str(config.port)]
     if config.state_dir != DEFAULT_STATE_DIR:
         argv += ["--state-dir", str(config.state_dir)]
     return shlex.join(argv)

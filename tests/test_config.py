@@ -253,6 +253,19 @@ def test_a_relative_path_from_the_environment_or_a_flag_stays_the_callers(tmp_pa
     assert config.log_file == Path("env.log")   # read from the cwd, as it always was
 
 
+def test_a_relative_path_read_in_a_directory_deleted_since_is_refused_naming_it(tmp_path, monkeypatch):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    for key, flags in (("state_dir", {"state_dir": "state"}), ("image", {"image": "img"}),
+                       ("config", {"config": "site.conf"})):
+        assert refused(key, flags) == (
+            f"{flags[key]} is relative to the current directory, which no longer exists "
+            "(deleted?): give the path whole, or run this from a directory that exists")
+    assert load_config({"state_dir": str(tmp_path)}, {}).state_dir == tmp_path   # whole paths need none
+
+
 def test_a_conf_files_none_word_user_map_identity_and_home_paths_are_not_anchored(tmp_path, monkeypatch):
     conf = tmp_path / "site.conf"
     conf.write_text("tls_cert = none\nlog_file = ~/g.log\nuser_map = identity\nimage = ./none\n")

@@ -351,3 +351,36 @@ def test_status_end_and_check_of_a_state_directory_another_account_owns_say_so(t
             "Permission denied" in next(line for line in lines if line.startswith("port")), lines
     finally:
         state.chmod(0o700)
+
+
+def test_start_status_and_stop_run_in_a_directory_deleted_since_and_sessions_still_open(tmp_path):
+    # Each command runs in a directory removed just before it starts (as after
+    # `rm -rf` of the directory a shell sits in); the daemon's workers need one that exists.
+    state, port = tmp_path / "state", free_port()
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("GS_MCP_", "MCP_"))}
+
+    def in_a_deleted_directory(*args):
+        gone = tmp_path / f"gone-{args[0]}"
+        gone.mkdir()
+
+        def leave_it_deleted():
+            os.chdir(gone)
+            os.rmdir(gone)
+        return subprocess.run([sys.executable, "-m", "gsmcpd", *args], timeout=60,
+                              env={**base, "PYTHONPATH": str(REPO)}, preexec_fn=leave_it_deleted,
+                              capture_output=True, text=True)
+
+    started = in_a_deleted_directory("start", "--port", str(port), "--state-dir", str(state))
+    try:
+        assert started.returncode == 0, started.stdout + started.stderr
+        assert f"stop it with: {REPO / 'stop-server.sh'} {port} --state-dir {state}" in started.stdout
+        client = Client(port)
+        client.initialize()
+        cwd = client.tool("execute_code", code="import os; os.getcwd()")["structuredContent"]
+        assert cwd["result"] == "'/'", cwd
+        listed = in_a_deleted_directory("status", str(port), "--state-dir", str(state))
+        assert listed.returncode == 0 and "1 session(s)" in listed.stdout, listed.stdout + listed.stderr
+    finally:
+        stopped = in_a_deleted_directory("stop", str(port), "--state-dir", str(state))
+        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    assert "worker spawner" not in (state / f"gsmcpd-{port}.log").read_text()

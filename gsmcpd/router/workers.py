@@ -33,6 +33,17 @@ SPAWNER_STOP_WAIT = 5.0  # seconds shutdown waits for a spawner still being star
 SPAWNER_HELLO_WAIT = 30.0  # seconds a started spawner may take to say hello (its first act)
 
 
+def _leave_a_deleted_directory():
+    """multiprocessing hands a new process the router's working directory by name
+    (os.getcwd()), which fails once that directory is deleted (the one `start` was run
+    in, removed since): no spawner, and so no session, could start again. Work in /."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        os.chdir("/")
+        log.warning("the directory this server was started in is gone: its workers now run in /")
+
+
 class Spawner:
     """The router's handle on the spawner process and its control socket."""
 
@@ -43,6 +54,7 @@ class Spawner:
         self.control = None
 
     def launch(self):
+        _leave_a_deleted_directory()
         context = multiprocessing.get_context("forkserver")
         # Imported once in the forkserver, inherited by the spawner and shared
         # copy-on-write by every worker, so preparing a session costs no imports.
