@@ -378,12 +378,14 @@ def control_socket_path(state_dir: Path, port: int) -> Path:
 _TRAILING_COMMENT = re.compile(r"\s+#.*$")   # "#" after whitespace; not inside a value
 
 
-def parse_conf_text(text: str, source: str = "conf",
-                    only: tuple[str, ...] | None = None) -> dict[str, str]:
+def parse_conf_text(text: str, source: str = "conf", only: tuple[str, ...] | None = None,
+                    lines: dict[str, int] | None = None) -> dict[str, str]:
     """`key = value` lines, `#` comments (whole lines, or after a value and whitespace),
     blank lines; unknown keys are refused.  `only`: keep just these keys and pass over
-    every other, unknown ones too (a line that is not `key = value` is still refused)."""
+    every other, unknown ones too (a line that is not `key = value` is still refused).
+    `lines`, when given, gets each key's line number, for refusing its value later."""
     values: dict[str, str] = {}
+    lines = {} if lines is None else lines
     for number, raw in enumerate(text.splitlines(), 1):
         line = _TRAILING_COMMENT.sub("", raw).strip()
         if not line or line.startswith("#"):
@@ -397,6 +399,7 @@ def parse_conf_text(text: str, source: str = "conf",
         if key not in KNOBS_BY_KEY:
             raise ConfigError(key, f"{source} line {number}: unknown key{_conf_key_hint(key)}")
         values[key] = _strip_quotes(value.strip())
+        lines[key] = number
     return values
 
 
@@ -490,6 +493,7 @@ def load_config(argv_flags: Mapping[str, Any] | None = None,
         wanted = {KNOBS_BY_KEY[key].env for key in only} | NON_KNOB_ENV
         environ = {name: value for name, value in environ.items() if name in wanted}
     raw: dict[str, Any] = {}
+    where: dict[str, str] = {}   # the conf file line a value was read from, to name it if refused
     path = conf_file_path(argv_flags, environ, conf_path)
     if path is not None:
         conf_dir = _absolute(path, "config").parent.resolve()
@@ -500,16 +504,22 @@ def load_config(argv_flags: Mapping[str, Any] | None = None,
         except UnicodeDecodeError as exc:
             raise ConfigError("config", f"{path} is not UTF-8 text (byte {exc.start}): "
                               "not a config file?") from None
-        raw.update(anchor_conf_paths(parse_conf_text(text, source=str(path), only=only),
-                                     conf_dir))
-    raw.update(env_values(environ))
+        lines: dict[str, int] = {}
+        raw.update(anchor_conf_paths(parse_conf_text(text, source=str(path), only=only,
+                                                     lines=lines), conf_dir))
+        where = {key: f"{path} line {number}" for key, number in lines.items()}
+    env = env_values(environ)
+    raw.update(env)
     for key, value in argv_flags.items():
         if key == "config" or value is None:
             continue
         if key not in KNOBS_BY_KEY:
             raise ConfigError(key, "unknown flag")
         raw[key] = value
-    values = {key: _parse(KNOBS_BY_KEY[key], value) for key, value in raw.items()}  # the rest: Config's
+    for key in (*env, *argv_flags):   # set again: the conf file's value is not the one read
+        where.pop(key, None)
+    values = {key: _parse(KNOBS_BY_KEY[key], value, where.get(key))
+              for key, value in raw.items()}  # the rest: Config's
     state_dir = _absolute(Path(values.get("state_dir") or Config.state_dir), "state_dir")
     values["state_dir"] = state_dir
     values["image"] = _absolute(Path(values.get("image") or state_dir / "image"), "image")
@@ -530,7 +540,7 @@ def _absolute(path: Path, key: str) -> Path:
                           "directory that exists") from None
 
 
-def _parse(knob: Knob, value: Any) -> Any:
+def _parse(knob: Knob, value: Any, where: str | None = None) -> Any:
     if not isinstance(value, str):
         value = _typed_flag(knob, value)
         if not isinstance(value, str):
@@ -538,7 +548,7 @@ def _parse(knob: Knob, value: Any) -> Any:
     try:
         return knob.parse(value)
     except ValueError as exc:
-        raise ConfigError(knob.key, str(exc)) from None
+        raise ConfigError(knob.key, f"{where}: {exc}" if where else str(exc)) from None
 
 
 def _typed_flag(knob: Knob, value: Any) -> Any:

@@ -130,7 +130,7 @@ def test_only_the_knobs_asked_for_are_read_from_the_conf_file_too(tmp_path):
     with pytest.raises(ConfigError, match=f"{conf} line 2: expected 'key = value'"):
         load_config({"config": str(conf)}, {}, validate=False, only=("state_dir", "port"))
     conf.write_text("port = 99999\n")   # a knob stop needs, badly set: still refused
-    with pytest.raises(ConfigError, match="port: must be between 1 and 65535"):
+    with pytest.raises(ConfigError, match=re.escape(f"port: {conf} line 1: must be between 1 and 65535")):
         load_config({"config": str(conf)}, {}, validate=False, only=("state_dir", "port"))
 
 
@@ -306,6 +306,19 @@ def test_flags_may_arrive_typed():
 ])
 def test_bad_values_are_refused_naming_the_key(env_name, value, key, words):
     assert words in refused(key, environ={env_name: value})
+
+
+def test_a_bad_value_in_a_conf_file_is_refused_naming_its_file_and_line(tmp_path):
+    conf = tmp_path / "site.conf"
+    conf.write_text("# site\nport = 8001\n\nidle_timeout = 1O   # minutes?\nreadonly = maybe\n")
+    assert refused("idle_timeout", conf_path=conf) == \
+        f"{conf} line 4: expected a number of seconds, got '1O'"
+    conf.write_text("readonly = maybe\n")
+    assert refused("readonly", conf_path=conf).startswith(f"{conf} line 1: expected a boolean")
+    # set again in the environment or a flag, the conf file's value is not the one read
+    assert refused("readonly", environ={"GS_MCP_READONLY": "perhaps"}, conf_path=conf) == \
+        "expected a boolean (1/0, true/false, yes/no, on/off), got 'perhaps'"
+    assert load_config({"readonly": True}, {}, conf).readonly is True
 
 
 def test_unknown_keys_are_refused(tmp_path):
