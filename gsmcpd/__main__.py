@@ -166,10 +166,13 @@ def _status(config, as_json: bool) -> int:
     try:
         reply = control.query(config.state_dir, config.port)
     except control.ControlError as exc:
+        from gsmcpd.daemon import serving_elsewhere
+        elsewhere = serving_elsewhere(config.port, config.state_dir)
+        error = f"{exc}; but {elsewhere}" if elsewhere else str(exc)
         if as_json:
-            print(json.dumps({"port": config.port, "error": str(exc)}))
+            print(json.dumps({"port": config.port, "error": error}))
         else:
-            print(f"gsmcpd status: {exc}", file=sys.stderr)
+            print(f"gsmcpd status: {error}", file=sys.stderr)
         return 1
     print(control.render_status(reply, config.port, as_json))
     return 0

@@ -252,6 +252,29 @@ def _control_pid(state_dir: Path, port: int) -> int | None:
         return None
 
 
+def serving_elsewhere(port: int, state_dir: Path) -> str | None:
+    """A sentence naming the live gsmcpd that serves `port` though `state_dir` holds no
+    pidfile of it (started with another --state-dir or conf file, or its files removed),
+    and how to stop it; None when there is none. Found by command line, as `stop`
+    confirms any pid."""
+    for entry in Path("/proc").iterdir():
+        argv = process_cmdline(int(entry.name)) if entry.name.isdigit() else None
+        if not (_names_gsmcpd(argv) and "serve" in argv
+                and _port_served(_ports_named(argv) or ["0"]) == port):
+            continue
+        theirs = [argv[i + 1] for i, arg in enumerate(argv[:-1]) if arg == "--state-dir"]
+        if theirs and Path(theirs[-1]) != state_dir:
+            return (f"pid {entry.name}, a gsmcpd serving port {port} from the state directory "
+                    f"{theirs[-1]}, is running: stop it with {_stop_command(port, Path(theirs[-1]))}")
+        if theirs:   # its own state directory, but its pidfile and socket are gone
+            return (f"pid {entry.name}, a gsmcpd serving port {port}, is running without its "
+                    f"pidfile and control socket in {state_dir} (removed?): stop it with "
+                    f"kill {entry.name}")
+        return (f"pid {entry.name}, a gsmcpd serving port {port}, is running: give the "
+                f"--state-dir or --config it was started with, or kill {entry.name}")
+    return None
+
+
 def running_pid(state_dir: Path, port: int) -> int | None:
     """The pid of the live gsmcpd serving `port` per its pidfile (or, that lost, per its
     control socket), else None."""
@@ -469,7 +492,9 @@ def start(config: Config, serve_args: list[str], out: TextIO = sys.stdout,
               f"{config.pidfile}); stop it with {stop_command(config)}", file=out)
         return 1
     if port_in_use(config.host, config.port):
-        print(f"port {config.port} on {config.host} is already in use by another process "
+        elsewhere = serving_elsewhere(config.port, config.state_dir)
+        print(f"port {config.port} on {config.host} is already in use: {elsewhere}" if elsewhere
+              else f"port {config.port} on {config.host} is already in use by another process "
               f"(not a gsmcpd with a pidfile in {config.state_dir})", file=out)
         return 1
     log_path = config.log_file or config.default_log_file
@@ -489,14 +514,18 @@ def start(config: Config, serve_args: list[str], out: TextIO = sys.stdout,
 def stop_command(config: Config) -> str:
     """The stop command as the user can paste it here: the script by a path that works
     from this directory, and the state dir when it is not the default one."""
+    return _stop_command(config.port, config.state_dir)
+
+
+def _stop_command(port: int, state_dir: Path) -> str:
     script = CHECKOUT / "stop-server.sh"
     try:
         here = Path.cwd()
     except FileNotFoundError:   # run in a directory deleted since
         here = None
-    argv = ["./stop-server.sh" if here == CHECKOUT else str(script), str(config.port)]
-    if config.state_dir != DEFAULT_STATE_DIR:
-        argv += ["--state-dir", str(config.state_dir)]
+    argv = ["./stop-server.sh" if here == CHECKOUT else str(script), str(port)]
+    if state_dir != DEFAULT_STATE_DIR:
+        argv += ["--state-dir", str(state_dir)]
     return shlex.join(argv)
 
 
@@ -593,8 +622,13 @@ def stop(state_dir: Path, port: int, timeout: float = STOP_TIMEOUT,
         # control socket still names it, and it is confirmed as any pid is before a signal.
         pid = _control_pid(state_dir, port)
         if pid is None or not is_gsmcpd(pid, port, state_dir):
-            print(f"removed unreadable pidfile {path}; nothing was running on port {port}" if lost
-                  else f"no gsmcpd running on port {port} (no pidfile at {path})", file=out)
+            elsewhere = serving_elsewhere(port, state_dir)
+            if elsewhere:
+                print(f"no gsmcpd of {state_dir} runs on port {port} (no pidfile at {path}); "
+                      f"but {elsewhere}", file=out)
+            else:
+                print(f"removed unreadable pidfile {path}; nothing was running on port {port}"
+                      if lost else f"no gsmcpd running on port {port} (no pidfile at {path})", file=out)
             return 1
         print(f"{'removed unreadable' if lost else 'no'} pidfile {path}, but the port's control "
               f"socket names pid {pid}, its gsmcpd", file=out)

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import signal
 import socket
 import stat
@@ -384,3 +385,41 @@ def test_start_status_and_stop_run_in_a_directory_deleted_since_and_sessions_sti
         stopped = in_a_deleted_directory("stop", str(port), "--state-dir", str(state))
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
     assert "worker spawner" not in (state / f"gsmcpd-{port}.log").read_text()
+
+
+def test_stop_and_status_in_another_state_directory_name_the_gsmcpd_serving_the_port(tmp_path):
+    # Started with one --state-dir (or conf file), asked about with another: not "no gsmcpd
+    # running", while one is, but which one and how to reach it.
+    port, ours, other = free_port(), tmp_path / "ours", tmp_path / "other"
+    started = gsmcpd("start", "--port", str(port), "--state-dir", str(ours))
+    assert started.returncode == 0, started.stdout + started.stderr
+    pid = int((ours / f"gsmcpd-{port}.pid").read_text())
+    try:
+        hint = (f"pid {pid}, a gsmcpd serving port {port} from the state directory {ours}, "
+                f"is running: stop it with ./stop-server.sh {port} --state-dir {ours}")   # run in REPO
+        stopped = gsmcpd("stop", str(port), "--state-dir", str(other))
+        assert stopped.returncode == 1 and hint in stopped.stdout, stopped.stdout
+        assert pid_alive(pid)
+        listed = gsmcpd("status", str(port), "--state-dir", str(other))
+        assert listed.returncode == 1 and f"pid {pid}, a gsmcpd serving port {port} from the " \
+            f"state directory {ours}, is running" in listed.stderr, listed.stderr
+        again = gsmcpd("start", "--port", str(port), "--state-dir", str(other))
+        assert again.returncode == 1 and hint in again.stdout, again.stdout
+    finally:
+        assert gsmcpd("stop", str(port), "--state-dir", str(ours)).returncode == 0
+
+
+def test_stop_of_a_gsmcpd_whose_state_directory_was_removed_names_its_pid(tmp_path):
+    port, state = free_port(), tmp_path / "state"
+    started = gsmcpd("start", "--port", str(port), "--state-dir", str(state))
+    assert started.returncode == 0, started.stdout + started.stderr
+    pid = int((state / f"gsmcpd-{port}.pid").read_text())
+    try:
+        shutil.rmtree(state)
+        stopped = gsmcpd("stop", str(port), "--state-dir", str(state))
+        assert stopped.returncode == 1 and stopped.stdout.strip().endswith(
+            f"but pid {pid}, a gsmcpd serving port {port}, is running without its pidfile and "
+            f"control socket in {state} (removed?): stop it with kill {pid}"), stopped.stdout
+    finally:
+        os.kill(pid, signal.SIGTERM)
+        assert wait_until(lambda: not pid_alive(pid))
