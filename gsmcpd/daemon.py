@@ -80,7 +80,10 @@ class _PrivateFileHandler(logging.FileHandler):
 def make_private_dir(path: Path) -> None:
     """The state directory (or a log's), created 0700 when missing: it holds the log,
     the pidfile and the control socket. One that exists keeps its mode."""
-    Path(path).mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        Path(path).mkdir(mode=0o700, parents=True, exist_ok=True)
+    except FileExistsError:   # a file in its place: "File exists" would not say what is wrong
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path)) from None
 
 
 def configure_logging(level: str, path: Path | None, *, redirect_stdio: bool = False) -> None:

@@ -423,3 +423,19 @@ def test_stop_of_a_gsmcpd_whose_state_directory_was_removed_names_its_pid(tmp_pa
     finally:
         os.kill(pid, signal.SIGTERM)
         assert wait_until(lambda: not pid_alive(pid))
+
+
+def test_a_file_where_the_state_or_log_directory_goes_is_called_not_a_directory(tmp_path):
+    in_the_way = tmp_path / "in-the-way"
+    in_the_way.write_text("")
+    port = str(free_port())
+    started = gsmcpd("start", "--port", port, "--state-dir", str(in_the_way))
+    assert started.returncode == 1
+    assert started.stdout.strip() == f"cannot create the state directory {in_the_way}: Not a directory"
+    served = gsmcpd("serve", "--port", port, "--state-dir", str(in_the_way))
+    assert served.returncode == 1
+    assert f"cannot write the pidfile {in_the_way}/gsmcpd-{port}.pid: Not a directory" in served.stderr
+    logged = gsmcpd("start", "--port", port, "--state-dir", str(tmp_path / "state"),
+                    env={"GS_MCP_LOG_FILE": str(in_the_way / "g.log")})
+    assert logged.returncode == 1
+    assert f"cannot open the log file {in_the_way / 'g.log'}: Not a directory" in logged.stdout
