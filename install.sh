@@ -22,8 +22,18 @@ die() { echo "install.sh: $*" >&2; exit 1; }
 
 usage() { sed -n '2,9p' "$ROOT/$(basename "$0")" | sed 's/^# \{0,1\}//'; }   # $0 may be relative to the caller
 
+# Another account's .venv (a checkout run by someone not its owner) whose python this one
+# cannot run, often a link into its owner's home: never made again over, but said.
+foreign_venv_problem() {
+    [[ ! -x $VENV/bin/python && ( -e $VENV || -L $VENV ) && ! -O $VENV ]] || return 1
+    echo "$VENV/bin/python is another account's, and $(id -un) cannot run it: run this as" \
+         "that account (or root), or from a checkout of your own"
+}
+
 ensure_venv() {
     [[ -x $VENV/bin/python ]] && return 0
+    local foreign
+    foreign=$(foreign_venv_problem) && die "$foreign"
     "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null \
         || die "$PYTHON is missing or older than 3.11 (set PYTHON=/path/to/python3.11)"
     echo "creating $VENV"
@@ -76,6 +86,12 @@ run_tests() {
 }
 
 check_environment() {
+    local foreign
+    if foreign=$(foreign_venv_problem); then
+        echo "venv           $VENV   <-- $foreign"
+        echo "PROBLEM: venv: $foreign"
+        exit 1
+    fi
     if [[ ! -x $VENV/bin/python ]]; then
         echo "venv           $VENV missing"
         echo "PROBLEM: no .venv; run ./install.sh"

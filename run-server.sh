@@ -11,7 +11,7 @@ ROOT=$(cd "$(dirname "$0")" && pwd)
 # A stamp that no longer matches setup.cfg and pyproject.toml (a pull changed the
 # dependencies; install.sh --stamp-ok compares them) is reinstalled over the same way.
 if [[ ! -x $ROOT/.venv/bin/python ]]; then
-    echo "no .venv yet: running ./install.sh first" >&2
+    echo "no .venv this account can run yet: running ./install.sh first" >&2
     "$ROOT/install.sh"
 elif [[ ! -f $ROOT/.venv/.gsmcpd-install-stamp ]]; then
     echo "the .venv install never completed: running ./install.sh first" >&2

@@ -5,6 +5,11 @@
 # the environment are the caller's; in a conf file, the conf file's directory's.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")" && pwd)
+if [[ ! -x $ROOT/.venv/bin/python && -e $ROOT/.venv && ! -O $ROOT/.venv ]]; then
+    echo "stop-server.sh: $ROOT/.venv/bin/python is another account's, and $(id -un) cannot run it:" \
+         "run this as that account (or root), or from a checkout of your own" >&2
+    exit 1
+fi
 [[ -x $ROOT/.venv/bin/python ]] || { echo "stop-server.sh: no $ROOT/.venv; nothing was started from this checkout (run ./run-server.sh)" >&2; exit 1; }
 # -P: this checkout's gsmcpd and its state dir, never a gsmcpd in the caller's directory.
 export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH}

@@ -875,3 +875,29 @@ def test_install_stamp_ok_says_whether_the_install_is_current(fake_checkout):
     assert stamp_ok() == 1
     shutil.rmtree(fake_checkout / ".venv")
     assert stamp_ok() == 1 and not (fake_checkout / ".venv").exists()
+
+
+def test_the_scripts_run_by_an_account_that_cannot_run_the_venvs_python_say_so(fake_checkout):
+    # Another account's checkout, whose .venv python links into a home only its owner may
+    # enter: not "no .venv yet" (and an attempt to make one over it), but what is wrong.
+    if os.geteuid() != 0:
+        pytest.skip("needs root, to run the scripts as another account")
+    checkout = Path(tempfile.mkdtemp(prefix="checkout-"))   # in /tmp, which every account may search
+    try:
+        shutil.copytree(fake_checkout, checkout, dirs_exist_ok=True)
+        for script in ("run-server.sh", "stop-server.sh"):
+            shutil.copy(REPO / script, checkout / script)
+        venv_python = checkout / ".venv" / "bin" / "python"
+        venv_python.chmod(0o700)   # root's alone
+        checkout.chmod(0o755)
+        for argv in (["run-server.sh"], ["stop-server.sh"], ["install.sh", "--check"]):
+            result = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                                     "bash", f"./{argv[0]}", *argv[1:]], cwd=checkout,
+                                    capture_output=True, text=True, env={**clean_env(), "PYTHON": "false"})
+            said = result.stdout + result.stderr
+            assert result.returncode == 1, said
+            assert f"{venv_python} is another account's, and nobody cannot run it: run this as " \
+                "that account (or root), or from a checkout of your own" in said, said
+        assert calls(checkout) == []
+    finally:
+        shutil.rmtree(checkout)
