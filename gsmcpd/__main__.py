@@ -69,6 +69,18 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _port_argument(sub: argparse.ArgumentParser) -> None:
+    """PORT, or --port PORT as start takes it (one of the two)."""
+    sub.add_argument("port", nargs="?", help="default GS_MCP_PORT or 8000")
+    sub.add_argument("--port", dest="port_flag", metavar="PORT", help="the same as PORT")
+
+
+def _port_given(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str | None:
+    if args.port is not None and args.port_flag is not None and args.port != args.port_flag:
+        parser.exit(2, f"gsmcpd {args.command}: error: two ports given: {args.port} and --port {args.port_flag}\n")
+    return args.port if args.port is not None else args.port_flag
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gsmcpd", description="MCP server daemon")
     parser.add_argument("--version", action="version", version=f"gsmcpd {__version__}")
@@ -84,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, text in (("stop", "stop the server on PORT (by its pidfile)"),
                        ("status", "list the sessions of the server on PORT")):
         sub = commands.add_parser(name, help=text)
-        sub.add_argument("port", nargs="?", help="default GS_MCP_PORT or 8000")
+        _port_argument(sub)
         sub.add_argument("--state-dir", dest="state_dir", help=STATE_DIR_HELP)
         sub.add_argument("--config", help=CONTROL_CONFIG_HELP)
         if name == "stop":
@@ -95,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     end = commands.add_parser("end", help="end one session of the server on PORT (as its client's DELETE would)")
     end.add_argument("session", help="the session's id, or its first 8 or more hex digits (as status shows)")
-    end.add_argument("port", nargs="?", help="default GS_MCP_PORT or 8000")
+    _port_argument(end)
     end.add_argument("--state-dir", dest="state_dir", help=STATE_DIR_HELP)
     end.add_argument("--config", help=CONTROL_CONFIG_HELP)
 
@@ -109,7 +121,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command in ("stop", "status", "end"):
+        args.port = _port_given(args, parser)
     try:
         return _run(args)
     except ConfigError as exc:

@@ -123,6 +123,24 @@ def test_stop_uses_gs_mcp_port_when_no_port_is_given(tmp_path):
         f"no gsmcpd running on port 8777 (no pidfile at {tmp_path / 'gsmcpd-8777.pid'})"
 
 
+def test_stop_status_and_end_take_the_port_as_start_does_with_port_too(tmp_path):
+    # `stop-server.sh --port 8000`, written as run-server.sh's start takes it, was refused.
+    port, state = free_port(), tmp_path / "state"
+    started = gsmcpd("start", "--port", str(port), "--state-dir", str(state))
+    try:
+        assert started.returncode == 0, started.stdout
+        status = gsmcpd("status", "--port", str(port), "--state-dir", str(state), "--json")
+        assert status.returncode == 0 and json.loads(status.stdout)["port"] == port, status.stderr
+        ended = gsmcpd("end", "0a1b2c3d", "--port", str(port), "--state-dir", str(state))
+        assert ended.returncode == 1 and "0a1b2c3d" in ended.stdout + ended.stderr
+        both = gsmcpd("stop", str(port + 1), "--port", str(port), "--state-dir", str(state))
+        assert both.returncode == 2
+        assert both.stderr.strip() == f"gsmcpd stop: error: two ports given: {port + 1} and --port {port}"
+    finally:
+        stopped = gsmcpd("stop", "--port", str(port), "--state-dir", str(state))
+        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+
+
 def test_cert_writes_a_self_signed_pair(tmp_path):
     result = gsmcpd("cert", "--self-signed", str(tmp_path / "certs"))
     assert result.returncode == 0, result.stderr
