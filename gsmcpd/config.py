@@ -411,7 +411,8 @@ def _conf_key_hint(key: str) -> str:
         return f"; did you mean {knob.key}? ({key} is its environment name; a conf file names its key)"
     if key.lower() in KNOBS_BY_KEY:
         return f"; did you mean {key.lower()}? (keys are lower case)"
-    return _did_you_mean(key, KNOBS_BY_KEY)
+    # Looser than for names: a short key with two letters swapped (prot, hots) is 0.75.
+    return _did_you_mean(key, KNOBS_BY_KEY, cutoff=0.7)
 
 
 def _strip_quotes(value: str) -> str:

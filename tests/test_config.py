@@ -355,6 +355,8 @@ def test_an_unknown_name_or_key_says_which_was_meant_when_one_is_near(tmp_path):
     conf = tmp_path / "typo.conf"
     conf.write_text("idle_timout = 60\n")
     assert refused("idle_timout", conf_path=conf).endswith("line 1: unknown key; did you mean idle_timeout?")
+    conf.write_text("prot = 8931\n")   # two letters of a short key swapped
+    assert refused("prot", conf_path=conf).endswith("line 1: unknown key; did you mean port?")
 
 
 def test_a_conf_file_saved_with_a_bom_reads_its_first_key(tmp_path):
