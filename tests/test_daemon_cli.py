@@ -37,6 +37,12 @@ def test_a_refused_configuration_exits_2_naming_the_key(tmp_path):
     result = gsmcpd("start", "--port", "80800", "--state-dir", str(tmp_path))
     assert result.returncode == 2 and "refused: port: must be between 1 and 65535" in result.stderr
     assert not list(tmp_path.iterdir())  # nothing was started or written
+    conf = tmp_path.parent / "typo.conf"
+    conf.write_text("prot = 8931\n")
+    result = gsmcpd("start", "--config", str(conf), "--state-dir", str(tmp_path))
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"gsmcpd: configuration refused: prot: {conf} line 1: unknown key; did you mean port?"
+    assert not list(tmp_path.iterdir())
 
 
 def test_a_zero_idle_timeout_is_refused_naming_it_and_the_word_for_never(tmp_path):
