@@ -335,6 +335,12 @@ def rss_kib(pid):
         return int([line.split()[1] for line in f if line.startswith("VmRSS:")][0])
 
 
+def peak_rss_kib(pid):
+    """The most memory the process has held at once (VmHWM)."""
+    with open("/proc/%d/status" % pid) as f:
+        return int([line.split()[1] for line in f if line.startswith("VmHWM:")][0])
+
+
 def rss_settles_under(daemon, before, kib):
     assert wait_until(lambda: rss_kib(daemon.proc.pid) - before < kib, timeout=10), rss_kib(daemon.proc.pid) - before
 

@@ -1,6 +1,7 @@
 """Unit tests for JSON-RPC parsing, classification and builders (gsmcpd/wire/jsonrpc.py)."""
 
 import json
+import sys
 
 import pytest
 
@@ -111,6 +112,54 @@ def test_nesting_is_limited_where_the_router_can_still_answer():
     # many brackets side by side are not depth
     wide = b'{"jsonrpc":"2.0","id":1,"method":"m","params":{"x":[' + b"[]," * 500 + b"{}]}}"
     assert len(parse(wide).params["x"]) == 501
+
+
+
+def python_calls_while_parsing(raw):
+    calls = 0
+
+    def count(frame, event, arg):
+        nonlocal calls
+        calls += event == "call"
+    sys.setprofile(count)
+    try:
+        parse(raw)
+    finally:
+        sys.setprofile(None)
+    return calls
+
+
+def test_the_nesting_check_runs_no_python_code_per_array():
+    # Walking the parsed arrays one by one held the router's one thread over 5 s for a
+    # 16 MiB body of "[],", every other client waiting.
+    few, many = (b'{"jsonrpc":"2.0","id":1,"method":"m","params":{"x":[' + b"[]," * n + b"{}]}}"
+                 for n in (200, 20000))
+    assert python_calls_while_parsing(many) == python_calls_while_parsing(few)
+
+
+def depth_of(value):
+    if isinstance(value, dict):
+        value = list(value.values())
+    elif not isinstance(value, list):
+        return 0
+    return 1 + max(map(depth_of, value), default=0)
+
+
+@pytest.mark.parametrize("value", [
+    {"s": "[[[[", "t": "]]]]"}, {"s": "\\", "t": [[]]}, {"s": '\\"[', "t": ['"', [']']]},
+    ["\\\\", "\\[", {"\\": "{"}], {"caf\u00e9 [": ["\u2603]", "\\\""]}, [[], {}, [[{}]], ""], "[", 7, [],
+])
+@pytest.mark.parametrize("ensure_ascii", [True, False])
+def test_nesting_is_read_from_the_bytes_as_the_parsed_value_nests(value, ensure_ascii):
+    raw = json.dumps(value, ensure_ascii=ensure_ascii).encode("utf-8")
+    assert jsonrpc._nesting(raw) == depth_of(value)
+
+
+def test_brackets_in_strings_are_no_nesting():
+    deep_text = '"%s"' % ("[" * 300)
+    msg = parse(b'{"jsonrpc":"2.0","id":1,"method":"m","params":{"x":%s,"y":"\\\\","z":"\\"%s"}}'
+                % (deep_text.encode(), b"{" * 200))
+    assert msg.params["x"] == "[" * 300 and msg.params["z"] == '"' + "{" * 200
 
 
 @pytest.mark.parametrize("raw", [
