@@ -70,6 +70,7 @@ HTTP_CASES = [
     ("malformed request line", b"POST\r\nHost: localhost\r\n\r\n", 400),
     ("unsupported http version", b"POST /mcp HTTP/2.0\r\nHost: localhost\r\nContent-Length: 2\r\n\r\n{}", 505),
     ("head too large", b"GET /mcp HTTP/1.1\r\nHost: localhost\r\nX-Big: " + b"a" * 70000 + b"\r\n\r\n", 431),
+    ("request line too long", b"GET /mcp?" + b"a" * 70000 + b" HTTP/1.1\r\nHost: localhost\r\n\r\n", 414),
     ("unknown transfer-encoding", b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: gzip\r\n\r\n", 501),
     ("space before colon", b"POST /mcp HTTP/1.1\r\nHost : localhost\r\nContent-Length: 2\r\n\r\n{}", 400),
     ("latin-1 digit in content-length", post(b"{}", length=b"\xb2"), 400),

@@ -520,6 +520,8 @@ REFUSALS = {
     "endless-empty-lines": (b"\r\n" * 600, 400),
     "head-too-large": (b"GET / HTTP/1.1\r\nHost: x\r\nX: " + b"a" * 70000 + b"\r\n\r\n", 431),
     "head-too-large-unterminated": (b"GET / HTTP/1.1\r\nHost: x\r\nX: " + b"a" * 70000, 431),
+    "request-line-too-long": (b"GET /mcp?" + b"a" * 70000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414),
+    "request-line-too-long-unterminated": (b"GET /mcp?" + b"a" * 70000, 414),
 }
 
 
@@ -576,6 +578,14 @@ def test_small_limits_give_431_and_413(feeding):
     assert refused(chunked, feeding, max_body=10).status == 413
     trailers = post(b"Transfer-Encoding: chunked", body=b"0\r\nX-T: " + b"t" * 100 + b"\r\n\r\n")
     assert refused(trailers, feeding, max_head=64).status == 431
+
+
+def test_a_request_line_past_the_head_limit_is_414_not_431(feeding):
+    # RFC 9112 3: a target longer than the server reads MUST get 414; a long header is 431
+    err = refused(b"GET /mcp?" + b"a" * 100 + b" HTTP/1.1\r\nHost: x\r\n\r\n", feeding, max_head=64)
+    assert (err.status, err.message) == (414, "request line too long: over 64 bytes, the most a request head may take")
+    line = b"GET /mcp?" + b"a" * 40 + b" HTTP/1.1\r\n"
+    assert refused(line + b"Host: x\r\nX: " + b"b" * 30 + b"\r\n\r\n", feeding, max_head=64).status == 431
 
 
 def test_a_body_over_the_limit_is_refused_naming_the_limit_and_its_knob(feeding):

@@ -271,16 +271,24 @@ class RequestParser:
         if found is None:
             self._scanned = min(len(buf), self.max_head + 4)
             if len(buf) > self.max_head:
-                raise HttpError(431, "request head too large")
+                raise self._head_too_large()
             return False
         start, end = found
         if end > self.max_head:
-            raise HttpError(431, "request head too large")
+            raise self._head_too_large()
         head = bytes(buf[:start])
         del buf[:end]
         self._scanned = 0
         self._parse_head(head)
         return True
+
+    def _head_too_large(self):
+        # RFC 9112 3: a request-target longer than the server reads MUST get 414, and
+        # only the request line can tell (a long header is 431's business)
+        if self._buf.find(b"\n", 0, self.max_head) < 0:
+            return HttpError(414, f"request line too long: over {self.max_head} bytes, "
+                                  "the most a request head may take")
+        return HttpError(431, "request head too large")
 
     def _parse_head(self, head):
         # A keep-alive client sends the same head again and again (the SDKs change
