@@ -4,12 +4,13 @@ answered at once with its own id, never queued. A call's notifications are paced
 (router/pacing.py): a tool reporting progress in a tight loop reaches its client as a
 bounded number of events, its last value still before its result."""
 
+import json
 import time
 
 import pytest
 
 from gsmcpd.router.pacing import NOTIFY_BURST, NOTIFY_RATE
-from helpers import Client, Daemon, open_session, runs_until, tool_text, wait_until
+from helpers import Client, Daemon, open_session, rss_kib, runs_until, tool_text, wait_until
 from test_e2e_breaks import cancel, execute
 from test_e2e_lifetime import Exchange
 
@@ -83,6 +84,27 @@ def test_a_cancelled_queued_request_frees_its_place(daemon, c, tmp_path):
     assert running.json()["result"]["structuredContent"]["result"] == "'finished'"
     assert waiting[kept].json()["result"]["structuredContent"]["result"] == repr(kept)
     assert admitted.json()["result"]["structuredContent"]["result"] == "9"
+
+
+def test_requests_waiting_behind_a_call_hold_their_bodies_not_their_parsed_arguments(daemon, c, tmp_path):
+    # Parsed, 4 MiB of "[]," take 100 MB: each waiting call held that much of the router,
+    # 32 per session by default, where its body, what the worker gets, is all it needs.
+    started, release = tmp_path / "started", tmp_path / "release"
+    running = post(daemon, c.session, execute(1, runs_until(started, release)))
+    assert wait_until(started.exists)
+    before = rss_kib(daemon.proc.pid)
+    arrays = (4 << 20) // 3
+    bodies = [json.dumps(execute(n, repr(n), x=[])).encode().replace(b'"x": []', b'"x": [' + b"[]," * arrays + b"0]")
+              for n in range(2, 2 + MAX_QUEUED)]
+    waiting = {n: post(daemon, c.session, body) for n, body in zip(range(2, 2 + MAX_QUEUED), bodies)}
+    assert wait_until(lambda: [row["queued"] for row in daemon.status()["sessions"]
+                               if row["id"] == c.session] == [MAX_QUEUED], timeout=30)
+    grown = (rss_kib(daemon.proc.pid) - before) * 1024
+    assert grown < 4 * sum(map(len, bodies)), grown
+    release.touch()
+    assert running.json()["result"]["structuredContent"]["result"] == "'finished'"
+    for n, queued in waiting.items():   # the worker got each whole
+        assert queued.json()["result"]["structuredContent"]["result"] == repr(n)
 
 
 def progress_flood(started, release, least=3000):

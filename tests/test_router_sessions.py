@@ -299,3 +299,23 @@ def test_only_a_tools_list_with_no_cursor_asks_for_all_tools():
     assert asks_all_tools("tools/list", {"cursor": None})
     assert not asks_all_tools("tools/list", {"cursor": "x"}) and not asks_all_tools("tools/list", [])
     assert not asks_all_tools("tools/call", None)
+
+
+def test_a_waiting_call_holds_what_the_router_reads_of_its_message_not_its_arguments():
+    # Parsed arguments take up to 25 times their bytes: each queued call of 16 MiB of
+    # "[]," held 400 MB of the router (32 may wait per session), though the worker gets
+    # the body as received.
+    manager, session, running = busy_session(2)
+    message = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "execute_code", "arguments": {"code": "1", "x": [[]] * 1000},
+                          "_meta": {"progressToken": "p", "other": [1]}}}
+    manager.submit(session, FakeConn(), message, json.dumps(message).encode(), True)
+    listing = {"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"cursor": ["odd"]}}
+    manager.submit(session, FakeConn(), listing, json.dumps(listing).encode(), False)
+    waiting, listed = session.queue
+    assert waiting.message == {"id": 2, "method": "tools/call",
+                               "params": {"name": "execute_code", "_meta": {"progressToken": "p"}}}
+    assert (waiting.id, waiting.progress_token, waiting.describe()) == (2, "p", "tools/call execute_code")
+    assert listed.message == {"id": 3, "method": "tools/list", "params": {"cursor": []}}
+    assert not asks_all_tools(listed.method, listed.message["params"])   # a cursor, if an odd one
+    assert json.loads(waiting.body) == message   # the worker's copy is whole
