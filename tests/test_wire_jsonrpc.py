@@ -1,5 +1,6 @@
 """Unit tests for JSON-RPC parsing, classification and builders (gsmcpd/wire/jsonrpc.py)."""
 
+import gc
 import json
 import sys
 
@@ -314,3 +315,14 @@ def test_a_header_value_is_cut_by_characters_as_any_echo_is():
     assert jsonrpc.echoed(long, header=True) == "é" * 200 + "... (300 characters)"
     assert jsonrpc.echoed("x" * 300) == "x" * 200 + "... (300 characters)"   # text as before
     assert jsonrpc.echoed("it's \\") == "it's \\"   # text is echoed unescaped: its callers quote with !r
+
+
+def test_the_collector_pause_nests_and_ends_even_when_its_block_raises():
+    assert gc.isenabled()
+    with pytest.raises(JsonRpcError):
+        with jsonrpc.collector_paused():
+            with jsonrpc.collector_paused():
+                assert not gc.isenabled()
+            assert not gc.isenabled()   # the inner pause leaves the outer one's to it
+            parse(b"[")
+    assert gc.isenabled()

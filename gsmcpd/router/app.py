@@ -228,6 +228,12 @@ class App:
 
     # -- verbs -------------------------------------------------------------
     def _post(self, conn, request, principal):
+        # What is kept of the message parsed here is what the router reads of it (sessions.
+        # what_the_router_reads), so the tree is freed by the end.
+        with jsonrpc.collector_paused():
+            self._post_message(conn, request, principal)
+
+    def _post_message(self, conn, request, principal):
         # Content-Type is not checked: the seed's own `curl -d` sends a form type.
         body = jsonrpc.without_bom(request.body)
         try:
