@@ -94,7 +94,8 @@ def test_the_nesting_check_of_a_body_of_a_million_arrays_costs_no_memory_per_arr
         head = b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: %d\r\n\r\n"
         raw = raw_exchange(daemon.port, head % len(wide) + wide)
         assert (status_of(raw), b"MCP-Session-Id" in body_of(raw)) == (400, True), raw[-300:]
-        assert (peak_rss_kib(daemon.proc.pid) - before) * 1024 / arrays < 110
+        # (malloc varies: the bound sits between the ~80 the parse takes and the ~150 before)
+        assert (peak_rss_kib(daemon.proc.pid) - before) * 1024 / arrays < 120
         raw = raw_exchange(daemon.port, head % len(deep) + deep)
         assert b'"message":"Parse error: nested deeper than 128 levels"' in body_of(raw), raw[-300:]
 
