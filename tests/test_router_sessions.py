@@ -307,10 +307,10 @@ def test_a_waiting_call_holds_what_the_router_reads_of_its_message_not_its_argum
     # the body as received.
     manager, session, running = busy_session(2)
     message = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-               "params": {"name": "execute_code", "arguments": {"code": "1", "x": [[]] * 1000},
+               "params": {"name": "execute_code", "arguments": {"code": "1", "x": [[]] * 30000},
                           "_meta": {"progressToken": "p", "other": [1]}}}
     manager.submit(session, FakeConn(), message, json.dumps(message).encode(), True)
-    listing = {"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"cursor": ["odd"]}}
+    listing = {"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"cursor": ["odd"] * 30000}}
     manager.submit(session, FakeConn(), listing, json.dumps(listing).encode(), False)
     waiting, listed = session.queue
     assert waiting.message == {"id": 2, "method": "tools/call",

@@ -228,6 +228,9 @@ class App:
 
     # -- verbs -------------------------------------------------------------
     def _post(self, conn, request, principal):
+        if len(request.body) <= jsonrpc.BIG_MESSAGE:
+            self._post_message(conn, request, principal)
+            return
         # What is kept of the message parsed here is what the router reads of it (sessions.
         # what_the_router_reads), so the tree is freed by the end.
         with jsonrpc.collector_paused():

@@ -59,9 +59,10 @@ def listed_tools(body):
 def what_the_router_reads(message):
     """Of a request relayed to a worker, what the router reads: its id and method, and of
     its params the tool's name, a cursor and the progress token (a container among them
-    emptied, as only its type matters here). A call waits holding this, not the parsed
-    message: the worker gets the body as received, and parsed arguments take up to 25
-    times their bytes (each queued call of 16 MiB of `[],` held 400 MB of the router)."""
+    emptied, as only its type matters here). A call of a big message (jsonrpc.BIG_MESSAGE)
+    waits holding this, not the parsed message: the worker gets the body as received, and
+    parsed arguments take up to 25 times their bytes (each queued call of 16 MiB of `[],`
+    held 400 MB of the router)."""
     view = {"id": message.get("id"), "method": message.get("method")}
     params = message.get("params")
     if isinstance(params, dict):
@@ -89,7 +90,8 @@ class Call:
 
     def __init__(self, seq, message, body, conn, accepts_sse):
         self.seq = seq
-        self.message = what_the_router_reads(message)
+        # parsed: what the router reads (id, method, _meta); of a big one, only that
+        self.message = message if len(body) <= jsonrpc.BIG_MESSAGE else what_the_router_reads(message)
         self.body = body  # as received: what the worker gets, never re-serialised
         self.conn = conn
         self.accepts_sse = accepts_sse
