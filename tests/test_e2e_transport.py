@@ -187,28 +187,33 @@ def test_two_requests_on_one_session_are_answered_in_order(daemon, client, tmp_p
     assert "['slow-start', 'slow-end', 'fast']" in tool_text(fast)
 
 
-def test_one_session_does_not_wait_for_another(daemon, tmp_path):
-    # A's call runs until the test lets it go, which it does only once B's call is
-    # answered (or after 20 s, if B waits behind A: then A ends first and the order
-    # says so).
-    a, b = Client(daemon.port), Client(daemon.port)
-    a.initialize()
-    b.initialize()
+def answered_while_a_call_runs(a, tmp_path, request):
+    """The order in which `a`'s call and `request()` were answered: the call runs until
+    the test lets it go, which it does only once `request()` is answered (or after 20 s,
+    if it waits behind the call: then the call ends first and the order says so)."""
     started, release = tmp_path / "started", tmp_path / "release"
     order = []
 
     def long_call():
         a.tool("execute_code", code=runs_until(started, release, "A"))
-        order.append("A")
+        order.append("call")
 
     t = threading.Thread(target=long_call)
     t.start()
-    assert wait_until(started.exists)   # A's call is running in its worker
-    b.tool("execute_code", code="'B'")
-    order.append("B")
+    assert wait_until(started.exists)   # a's call is running in its worker
+    request()
+    order.append("request")
     release.touch()
     t.join()
-    assert order == ["B", "A"]
+    return order
+
+
+def test_one_session_does_not_wait_for_another(daemon, tmp_path):
+    a, b = Client(daemon.port), Client(daemon.port)
+    a.initialize()
+    b.initialize()
+    assert answered_while_a_call_runs(a, tmp_path, lambda: b.tool("execute_code", code="'B'")) == [
+        "request", "call"]
 
 
 def test_tools_list_does_not_wait_behind_the_sessions_running_call_once_listed(daemon, tmp_path):
@@ -217,24 +222,13 @@ def test_tools_list_does_not_wait_behind_the_sessions_running_call_once_listed(d
     a = Client(daemon.port)
     a.initialize()
     first = a.call("tools/list").json()["result"]        # the worker's answer
-    started, release = tmp_path / "started", tmp_path / "release"
-    order = []
-
-    def long_call():
-        a.tool("execute_code", code=runs_until(started, release, "A"))
-        order.append("A")
-
-    t = threading.Thread(target=long_call)
-    t.start()
-    assert wait_until(started.exists)   # A's call is running in the session's worker
     b = Client(daemon.port)
     b.session = a.session
-    listed = b.post({"jsonrpc": "2.0", "id": "again", "method": "tools/list", "params": {"_meta": {}}})
-    order.append("listed")
-    release.touch()
-    t.join()
-    assert order == ["listed", "A"]
-    assert listed.status == 200 and listed.json() == {"jsonrpc": "2.0", "id": "again", "result": first}
+    listed = []
+    request = {"jsonrpc": "2.0", "id": "again", "method": "tools/list", "params": {"_meta": {}}}
+    assert answered_while_a_call_runs(a, tmp_path, lambda: listed.append(b.post(request))) == [
+        "request", "call"]
+    assert listed[0].status == 200 and listed[0].json() == {"jsonrpc": "2.0", "id": "again", "result": first}
     paged = b.call("tools/list", {"cursor": "next"}).json()   # a page is the worker's to refuse
     assert paged["error"]["code"] == -32602 and "invalid cursor" in paged["error"]["message"]
 
