@@ -83,6 +83,12 @@ HTTP_CASES = [
 def test_bad_http_requests(daemon, name, data, status):
     raw = raw_exchange(daemon.port, data)
     assert status_of(raw) == status, raw[:300]
+
+
+def test_a_long_method_not_allowed_gets_a_405_that_does_not_echo_it_whole(daemon):
+    raw = raw_exchange(daemon.port, b"Y" * 50000 + b" /mcp HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+    assert status_of(raw) == 405 and len(raw) < 2000, len(raw)
+    assert b"(50000 characters)" in raw
     assert b"connection: close" in raw.lower()
 
 

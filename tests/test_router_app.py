@@ -97,6 +97,16 @@ class BodyConn(RecordingConn):
         self.answers.append((status, json.loads(body)))
 
 
+def test_a_long_method_not_allowed_is_echoed_cut():
+    # A method is a token of any length up to the head limit: it was echoed whole.
+    parser = RequestParser()
+    parser.feed(b"X" * 60000 + b" /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n")
+    conn = BodyConn()
+    App(unauthenticated_router()).handle(conn, parser.next_request())
+    [(status, body)] = conn.answers
+    assert status == 405 and body["error"]["message"] == "Method not allowed: %s... (60000 characters)" % ("X" * 200)
+
+
 @pytest.mark.parametrize("verb", [b"POST", b"GET", b"DELETE"])
 def test_an_unknown_session_is_404_telling_the_client_to_initialize_a_new_one(verb):
     # What an SDK shows its caller after a restart or a reap: the spec's 404, and what to do.

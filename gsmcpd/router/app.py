@@ -200,7 +200,7 @@ class App:
 
     def _method_not_allowed(self, conn, method):
         conn.respond(405, [("Allow", MCP_METHODS + ", OPTIONS"), JSON],
-                     error_body(jsonrpc.INVALID_REQUEST, "Method not allowed: %s" % method))
+                     error_body(jsonrpc.INVALID_REQUEST, "Method not allowed: %s" % jsonrpc.echoed(method)))
 
     # -- gates shared by every verb ----------------------------------------
     def _version_refusal(self, request):
