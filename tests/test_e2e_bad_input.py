@@ -68,6 +68,8 @@ HTTP_CASES = [
     ("garbage chunk size", b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", 400),
     ("header line without colon", b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nNoColonHere\r\nContent-Length: 2\r\n\r\n{}", 400),
     ("malformed request line", b"POST\r\nHost: localhost\r\n\r\n", 400),
+    ("asterisk target of a GET", b"GET * HTTP/1.1\r\nHost: localhost\r\n\r\n", 400),
+    ("target with no slash", b"POST mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\n\r\n{}", 400),
     ("unsupported http version", b"POST /mcp HTTP/2.0\r\nHost: localhost\r\nContent-Length: 2\r\n\r\n{}", 505),
     ("head too large", b"GET /mcp HTTP/1.1\r\nHost: localhost\r\nX-Big: " + b"a" * 70000 + b"\r\n\r\n", 431),
     ("request line too long", b"GET /mcp?" + b"a" * 70000 + b" HTTP/1.1\r\nHost: localhost\r\n\r\n", 414),

@@ -226,6 +226,20 @@ def test_absolute_form_target(feeding):
     assert (req.path, req.query) == ("/mcp", "q=1")
 
 
+@pytest.mark.parametrize("line", [b"GET * HTTP/1.1", b"POST mcp HTTP/1.1", b"GET example.com:443 HTTP/1.1",
+                                  b"GET ftp://example.com/mcp HTTP/1.1", b"GET ?x=1 HTTP/1.1"])
+def test_a_target_in_no_form_a_server_takes_is_a_bad_request_not_a_path(line):
+    # It was taken for a path, and answered 404 (RFC 9112 3.2: SHOULD be 400).
+    error = refused(line + b"\r\nHost: x\r\n\r\n", whole)
+    assert (error.status, error.message) == (400, "malformed request target: neither a path (/mcp) nor "
+                                                  "an absolute http(s) URL, nor * for OPTIONS")
+
+
+def test_options_takes_the_asterisk_form(feeding):
+    _, [req] = run(b"OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n", feeding)
+    assert (req.method, req.target) == ("OPTIONS", "*")
+
+
 @pytest.mark.parametrize("version, connection, keep_alive", [
     ("HTTP/1.1", None, True),
     ("HTTP/1.1", "close", False),

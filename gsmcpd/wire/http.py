@@ -97,6 +97,12 @@ def _expects_continue(version, by_name):
     return version == "HTTP/1.1" and expect is not None and expect.lower() == "100-continue"
 
 
+def _other_target_form(method, target):
+    """Absolute-form (http://host/mcp), or asterisk-form for OPTIONS (RFC 9112 3.2); the
+    authority-form of CONNECT is no method this server allows, and is refused as malformed."""
+    return target[:8].lower().startswith(("http://", "https://")) or (target == "*" and method == "OPTIONS")
+
+
 def _origin_form(target):
     # absolute-form ("http://host/mcp?x") must be accepted by servers (RFC 9112 3.2.2)
     lowered = target[:8].lower()
@@ -329,6 +335,10 @@ class RequestParser:
                 raise HttpError(505, f"HTTP version {version} not supported")
             else:
                 raise HttpError(400, "malformed HTTP version")
+        if target[0] != "/" and not _other_target_form(method, target):
+            # RFC 9112 3.2: a target in no form a server takes is a bad request, not a path
+            raise HttpError(400, "malformed request target: neither a path (/mcp) nor an "
+                                 "absolute http(s) URL, nor * for OPTIONS")
         fields = None
         if block is None:
             fields = _header_fields(rest.split("\r\n")) if crlf else ([], {})
