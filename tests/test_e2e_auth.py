@@ -370,6 +370,18 @@ def test_rfc9728_metadata_needs_no_token(env, path):
                            "bearer_methods_supported": ["header"]}
 
 
+def test_the_metadata_answers_head_as_get_and_other_methods_405(daemon):
+    # HEAD (RFC 9110 9.3.2: as GET, without the body) and POST were answered 404, as if
+    # there were no metadata.
+    client = Client(daemon.port)
+    got = client.request("GET", path="/.well-known/oauth-protected-resource/mcp")
+    head = client.request("HEAD", path="/.well-known/oauth-protected-resource/mcp")
+    assert head.status == 200 and head.body == b""
+    assert head.header("content-length") == got.header("content-length") == str(len(got.body))
+    posted = client.request("POST", body={}, path="/.well-known/oauth-protected-resource/mcp")
+    assert posted.status == 405 and posted.header("allow") == "GET, HEAD, OPTIONS"
+
+
 def test_metadata_for_another_resource_is_404(daemon):
     resp = Client(daemon.port).request("GET", path="/.well-known/oauth-protected-resource/other")
     assert resp.status == 404

@@ -128,7 +128,10 @@ class AuthGate:
         return False
 
     def serve_metadata(self, conn, request):
-        if request.method != "GET" or request.path not in self.settings.metadata_paths:
+        if request.path not in self.settings.metadata_paths:
             conn.respond(404, [("Content-Type", "text/plain")], b"not found\n")
-            return
-        conn.respond(200, [JSON, ("Cache-Control", "max-age=3600")], self.settings.metadata_body)
+        elif request.method not in ("GET", "HEAD"):   # HEAD: the head alone (Connection.respond)
+            conn.respond(405, [("Allow", "GET, HEAD, OPTIONS"), ("Content-Type", "text/plain")],
+                         b"method not allowed: the metadata is read with GET\n")
+        else:
+            conn.respond(200, [JSON, ("Cache-Control", "max-age=3600")], self.settings.metadata_body)
