@@ -6,6 +6,7 @@ import jwt
 import pytest
 
 from gsmcpd.auth import Accepted, AuthSettings, KeySource, NeedRefresh, Rejected, authenticate
+import idp as idp_module
 from idp import Clock, Idp
 
 RESOURCE = "https://127.0.0.1:8443/mcp"
@@ -130,6 +131,24 @@ def test_token_signed_by_another_key_under_a_known_kid(idp, settings, keys):
     impostor.add_key("rsa", "impostor-rsa")
     token = impostor.mint("impostor-rsa", headers={"kid": "rsa-1"})
     assert rejected(check(f"Bearer {token}", settings, keys)) == invalid("token signature is invalid")
+
+
+def test_a_signature_its_kids_key_does_not_verify_asks_for_a_refresh_when_one_may_run(settings, tmp_path, clock):
+    # An identity provider may rotate a key under the same kid: that was "signature is
+    # invalid" until the periodic refresh, up to an hour.
+    idp = Idp(issuer=ISSUER, audience=RESOURCE, kinds=("rsa",))
+    keys = KeySource(post=ManualLoop().post, jwks_file=str(idp.write_jwks(tmp_path / "jwks.json")),
+                     spawn=lambda fn: fn(), clock=clock, min_refresh_interval=10)
+    keys.load_now()
+    idp.keys["rsa-1"] = ("RS256", idp_module._generate("rsa"))   # a new key, the same kid
+    token = f"Bearer {idp.mint('rsa-1')}"
+    assert rejected(check(token, settings, keys)) == invalid("token signature is invalid")   # rate-limited
+    clock.now += 10
+    assert check(token, settings, keys) == NeedRefresh("rsa-1")
+    assert rejected(check(token, settings, keys, may_refresh=False)) == invalid("token signature is invalid")
+    idp.write_jwks(tmp_path / "jwks.json")
+    keys.load_now()
+    assert isinstance(check(token, settings, keys, may_refresh=False), Accepted)
 
 
 def test_expired(idp, settings, keys):

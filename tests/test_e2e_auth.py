@@ -19,6 +19,7 @@ from gsmcpd.router.authgate import one_account_warning
 from gsmcpd.worker.toolsets import CORE_READ_ONLY_SAFE
 from helpers import (Client, Daemon, body_of, free_port, raw_exchange, recv_all, rss_kib, status_of,
                      wait_until)
+import idp as idp_module
 from idp import Idp, JwksServer
 
 REQUIRED, WRITE, EXTRA = "mcp:use", "mcp:write", "profile"
@@ -516,6 +517,19 @@ def test_key_rotation_picks_up_a_new_kid_and_drops_a_removed_one(rotating):
     assert resp.header("www-authenticate") == challenge(daemon, "invalid_token", "token signing key is not known")
     client.token = idp.mint("rsa-2", sub="erin")
     assert client.call("ping").status == 200
+
+
+def test_a_key_rotated_under_the_same_kid_is_fetched_at_its_first_token(rotating):
+    # Its tokens were "signature is invalid" until the periodic refresh, up to an hour.
+    server, daemon = rotating
+    idp = server.idp
+    idp.add_key("rsa", "rsa-same")
+    assert wait_until(lambda: post_initialize(daemon, "Bearer " + idp.mint("rsa-same")).status == 200)
+    time.sleep(0.3)                                # past MCP_JWKS_MIN_REFRESH since the last fetch
+    fetched = server.fetches["/jwks.json"]
+    idp.keys["rsa-same"] = ("RS256", idp_module._generate("rsa"))   # rotated, kid kept
+    assert post_initialize(daemon, "Bearer " + idp.mint("rsa-same")).status == 200
+    assert server.fetches["/jwks.json"] == fetched + 1
 
 
 def test_a_slow_jwks_refresh_does_not_block_other_clients(rotating):

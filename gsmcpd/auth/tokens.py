@@ -5,7 +5,8 @@ Pure apart from reading the key cache: no I/O, no blocking. The router calls
 
 * `Accepted(principal)` — go on; `principal.read_only` / `.user` / `.exp`.
 * `Rejected` — answer `status` with `headers` and `body`, do nothing else.
-* `NeedRefresh` — the signing key is unknown; park the request, call
+* `NeedRefresh` — the signing key is unknown (or did not verify the signature: a kid
+  reused for a new key); park the request, call
   `keys.refresh(on_done)`, and in `on_done` call `authenticate(...,
   may_refresh=False)` once more (still unknown → Rejected 401).
 """
@@ -141,6 +142,10 @@ def authenticate(authorization: str | None, settings: AuthSettings, keys: KeySou
             "verify_exp": False, "verify_nbf": False, "verify_iat": False,
             "verify_aud": False, "verify_iss": False, "verify_sub": False, "verify_jti": False})
     except jwt.InvalidSignatureError:
+        if may_refresh and keys.can_refresh():
+            # An identity provider may sign with a new key under an old kid: the keys
+            # fetched again (rate-limited, as for an unknown kid) may hold it.
+            return NeedRefresh(kid)
         return _invalid(settings, "token signature is invalid")
     except jwt.InvalidTokenError:
         return _invalid(settings, "token is not a well-formed JWT")
