@@ -739,6 +739,14 @@ def test_a_form_feed_before_the_class_body_does_not_count_as_its_indentation():
     assert new.endswith("\n\tdef n(self):\n\t\treturn 2\n") and ast.parse(new)
 
 
+def test_a_form_feed_in_a_sent_methods_indentation_is_no_part_of_its_level():
+    # "\f\t" opens a line indented by the tab alone, the level of the "\t" lines below it:
+    # matched against "\f\t", those lines kept their tab in a spaced class, a TabError refused.
+    for body in ("\x0c\tx = 1\n\treturn x\n", "\tx = 1\n\x0c\treturn x\n"):
+        new, _ = splice.put_method(SPACE_INDENTED, "Spaced", "def n(self):\n" + body)
+        assert new.endswith("\n    def n(self):\n        x = 1\n        return x\n"), repr(new)
+
+
 def test_an_edit_python_would_read_as_misindented_is_refused_saying_why():
     # No edit above is known to reach it; the check keeps any that does from being written.
     with pytest.raises(splice.IndentationMismatch, match=r"method m cannot be indented to fit "

@@ -120,6 +120,7 @@ def fit_indentation(text: str, unit: str) -> str:
         if n in inside or n not in levels:
             out.append(line)
             continue
+        line = line[_leading_whitespace(line).rfind("\x0c") + 1:]   # a form feed resets the column
         depth, level = max(((depth, level) for depth, level in levels[n] if line.startswith(level)),
                            key=lambda pair: len(pair[1]))
         out.append(unit * depth + line[len(level):])
@@ -143,7 +144,7 @@ def _block_levels(text: str) -> dict[int, list[tuple[int, str]]]:
     for token in tokenize.generate_tokens(io.StringIO(text, newline="").readline):
         number = token.start[0]
         if token.type == tokenize.INDENT:
-            stack.append(token.string)
+            stack.append(token.string.rpartition("\x0c")[2])   # what follows a form feed counts
         elif token.type == tokenize.DEDENT:
             stack.pop()
         elif token.type == tokenize.ENDMARKER or number in levels or number in pending:
