@@ -747,6 +747,13 @@ def test_a_form_feed_in_a_sent_methods_indentation_is_no_part_of_its_level():
         assert new.endswith("\n    def n(self):\n        x = 1\n        return x\n"), repr(new)
 
 
+def test_a_one_line_class_redefined_takes_the_indentation_of_the_module():
+    # Its body on the header line has no indentation of its own: not four spaces in a tabbed module.
+    source = TAB_INDENTED + "\n\nclass One: pass\n"
+    assert splice.class_indent_unit(source, "One") == "\t"
+    assert splice.put_class(source, "One", "class One:\n    x = 1\n") == TAB_INDENTED + "\n\nclass One:\n\tx = 1\n"
+
+
 def test_an_edit_python_would_read_as_misindented_is_refused_saying_why():
     # No edit above is known to reach it; the check keeps any that does from being written.
     with pytest.raises(splice.IndentationMismatch, match=r"method m cannot be indented to fit "

@@ -309,10 +309,10 @@ def put_class(source: str, name: str, class_text: str) -> str:
 
 def class_indent_unit(source: str, name: str) -> str:
     """The indentation a class statement `name` written into `source` gets per block level:
-    the class's own, if the module has it, else the module's first indented block's ('' when
-    it has none: any is consistent with it)."""
+    the class's own, if the module has it (with a body below its header), else the module's
+    first indented block's ('' when it has none: any is consistent with it)."""
     node = top_level_class(ast.parse(source), name)
-    if node is not None:
+    if node is not None and not _body_on_header_line(lines_of(source), node):
         return _body_indent(lines_of(source), node)
     try:
         for token in tokenize.generate_tokens(io.StringIO(source, newline="").readline):
