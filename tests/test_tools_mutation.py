@@ -1056,3 +1056,31 @@ def test_an_image_module_code_imported_around_the_view_is_refused_as_such_not_as
     finally:
         if sys.modules.get("zoo.keeper") is around:
             del sys.modules["zoo.keeper"]
+
+
+def test_a_linked_image_module_code_imported_around_the_view_is_refused_as_such(client, image, tmp_path):
+    # Its file is a link out of the image (as a linked directory's modules are): imported
+    # through it, the module's origin resolves outside, and it was taken for a kernel module.
+    import importlib.util
+    import os
+    import sys
+    target = tmp_path / "elsewhere" / "keeper.py"
+    target.parent.mkdir()
+    target.write_text(disk(image, "zoo/keeper.py"))
+    (image / "zoo/keeper.py").unlink()
+    os.symlink(target, image / "zoo/keeper.py")
+    client.ok("refresh")
+    spec = importlib.util.spec_from_file_location("zoo.keeper", image / "zoo/keeper.py")
+    around = importlib.util.module_from_spec(spec)
+    sys.modules["zoo.keeper"] = around   # as execute_code could
+    spec.loader.exec_module(around)
+    try:
+        refusal = client.error("compile_method", "refused", className="Keeper",
+                               source="def feed(self):\n    return []\n")
+        assert "image module zoo.keeper was imported from its file by code run in this session" in refusal
+        assert "kernel" not in refusal
+        client.ok("abort")
+        assert client.view.owns_module("zoo.keeper")
+    finally:
+        if sys.modules.get("zoo.keeper") is around:
+            del sys.modules["zoo.keeper"]

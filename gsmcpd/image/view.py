@@ -430,7 +430,12 @@ class View:
             return False
         spec = getattr(loaded, "__spec__", None)
         origin = getattr(spec, "origin", None) or getattr(loaded, "__file__", None)
-        return isinstance(origin, str) and os.path.realpath(origin).startswith(self.store.root + os.sep)
+        if not isinstance(origin, str):
+            return False
+        # Its own file may be a link out of the image (a linked module, or directory).
+        origin, rel = os.path.realpath(origin), self.relpath(module)
+        return origin.startswith(self.store.root + os.sep) or (
+            rel is not None and origin == os.path.realpath(self.filename(rel)))
 
     def refresh(self) -> RefreshReport:
         """Bring in others' commits, keeping this view's changes. A file changed
