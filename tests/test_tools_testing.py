@@ -408,6 +408,37 @@ def test_a_failed_class_setup_runs_no_test_nor_teardown_but_its_class_cleanups(o
     assert "tearDownClass" not in vars(module.FailedCase)
 
 
+LOCKED = '''\
+import unittest
+
+
+class Locked(type):
+    """Lets no one change a class's methods once it is made (unittest sets none)."""
+
+    def __setattr__(cls, name, value):
+        if callable(getattr(cls, name, None)):
+            raise TypeError(f"{cls.__name__}.{name} is locked")
+        super().__setattr__(name, value)
+
+
+class LockedCase(unittest.TestCase, metaclass=Locked):
+    @classmethod
+    def setUpClass(cls):
+        cls._ready = True
+
+    def test_ready(self):
+        self.assertTrue(self._ready)
+'''
+
+
+def test_a_class_that_refuses_its_fixture_being_wrapped_runs_as_unittest_runs_it(tmp_path, views):
+    # Its setUpClass, set in place for the run to call it through pytest's outcomes, raised
+    # out of the whole run (kind other: "TypeError: LockedCase.setUpClass is locked"); unittest runs it.
+    client = Client(views(write_image(tmp_path / "image", {"test_locked.py": LOCKED})))
+    result = client.ok("run_test_class", className="LockedCase")["structuredContent"]
+    assert (result["run"], result["passed"], result["fixtureErrors"]) == (1, 1, 0)
+
+
 def test_pytest_fail_in_a_class_teardown_is_its_error_after_the_tests_passed(outcomes):
     result = outcomes.ok("run_test_class", className="TestFailedTeardown")["structuredContent"]
     assert {k: result[k] for k in ("run", "passed", "fixtureErrors")} == {"run": 1, "passed": 1, "fixtureErrors": 1}
