@@ -80,3 +80,23 @@ def test_a_dataclass_basis_changes_with_fields_post_init_or_frozen_and_runs_no_u
     assert not same(make(), make(default=1))
     assert not same(make(default=Loud()), make(default=Loud()))   # not compared: counted changed
     assert live.dataclass_basis(int) == ([], False, None)
+
+
+def test_a_dataclass_basis_made_again_with_the_same_lambda_factory_is_the_same():
+    # A method's compile makes a dataclass again from its text: its `default_factory=lambda: []`
+    # is a new function, and every dataclass subclass was named stale (staleSubclasses).
+    import dataclasses
+
+    namespace = {"dataclasses": dataclasses}
+
+    def make(factory):
+        exec(f"@dataclasses.dataclass\nclass A:\n    x: list = dataclasses.field(default_factory={factory})\n",
+             namespace)
+        return live.dataclass_basis(namespace["A"])
+
+    same = live.same_dataclass_basis
+    assert same(make("lambda: []"), make("lambda: []"))
+    assert not same(make("lambda: []"), make("lambda: [0]"))
+    assert not same(make("lambda: []"), make("lambda n=1: [n]"))
+    assert same(make("lambda n=1: [n]"), make("lambda n=1: [n]"))
+    assert not same(make("lambda n=1: [n]"), make("lambda n=2: [n]"))

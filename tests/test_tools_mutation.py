@@ -284,6 +284,15 @@ def test_the_answer_names_the_dataclass_subclasses_a_change_of_their_base_leaves
     assert repr(family.B()) == "B(x=0, w=5, y=1)" and repr(family.C()) == "C(x=0, w=5, z=2)"
 
 
+def test_a_dataclass_made_again_with_its_lambda_factory_leaves_no_subclass_stale(client):
+    # The method's compile makes A again: its new lambda was taken for a changed field.
+    client.view.add_module("zoo.factory", FAMILY.replace(
+        "    x: int = 0\n", "    x: int = 0\n    xs: list = dataclasses.field(default_factory=lambda: [])\n"))
+    client.view.module("zoo.factory")
+    result = client.ok("compile_method", className="zoo.factory.A", source="def norm(self):\n    return 0\n")
+    assert "staleSubclasses" not in result["structuredContent"] and "note" not in text(result)
+
+
 def test_the_answer_says_what_the_class_body_made_from_a_compiled_method_still_holds(client):
     # Only the def is compiled: `x = property(get_x)` kept the old get_x here while a new
     # session's had the new one, and nothing said so.

@@ -110,8 +110,9 @@ _FIELD_PARTS = ("name", "type", "default", "default_factory", "init", "repr", "h
 
 def same_dataclass_basis(old: tuple, new: tuple) -> bool:
     """Whether a subclass made from `old` (a dataclass_basis) is what one made from `new`
-    would be. A value made again (a default `[1]` list, a lambda factory) counts as
-    changed unless it is a plain immutable equal one: no user code runs to compare."""
+    would be. A value made again (a default `Decimal(1)`, a factory closing over a name)
+    counts as changed unless it is a plain immutable equal one, or a function of the same
+    code (a lambda factory): no user code runs to compare."""
     (old_fields, *old_rest), (new_fields, *new_rest) = old, new
     return old_rest == new_rest and len(old_fields) == len(new_fields) and all(
         _same_value(getattr(a, part, None), getattr(b, part, None))
@@ -121,12 +122,23 @@ def same_dataclass_basis(old: tuple, new: tuple) -> bool:
 def _same_value(a, b) -> bool:
     if a is b:
         return True
-    if type(a) is not type(b) or not _plain(a):
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, FunctionType):   # a factory the class statement made again (lambda: [])
+        return _same_function(a, b)
+    if not _plain(a):
         return False
     try:
         return bool(a == b)
     except Exception:
         return False
+
+
+def _same_function(a, b) -> bool:
+    """Made from equal code in the same globals, with no closure and the same defaults."""
+    return (a.__code__ == b.__code__ and a.__globals__ is b.__globals__
+            and a.__closure__ is None and b.__closure__ is None
+            and _same_value(a.__defaults__, b.__defaults__) and _same_value(a.__kwdefaults__, b.__kwdefaults__))
 
 
 def _plain(value) -> bool:
