@@ -278,6 +278,17 @@ def test_a_nested_class_name_points_at_its_top_level_class(client):
                             "shows it")
 
 
+def test_a_method_or_unknown_name_under_a_class_is_not_said_to_be_a_nested_class(client):
+    # "Dog.noise is nested in the class zoo.animals.Dog": noise is a method, and a name
+    # the class does not have at all was said to be nested in it too.
+    for name in ("Dog.noise", "zoo.animals.Dog.noise", "Dog.Nowhere", "zoo.animals.Dog.Nowhere"):
+        message = client.error("describe_class", "notFound", className=name)
+        assert "nested" not in message, message
+    client.view.add_module("zoo.nest", "class Outer:\n    class Inner:\n        class Deep:\n            pass\n")
+    message = client.error("describe_class", "notFound", className="Outer.Inner.Deep")
+    assert "Outer.Inner.Deep is nested in the class zoo.nest.Outer" in message
+
+
 def test_a_huge_name_is_not_echoed_whole(client):
     huge = "A" * 100_000
     for tool, kind, arguments in [("describe_class", "notFound", {"className": huge}),

@@ -149,12 +149,25 @@ def _nested_hint(view: View, name: str) -> str:
     for cut in range(len(parts) - 1, 0, -1):
         module = ".".join(parts[:cut])
         if view.has_module(module):
-            outer = parts[cut]
-            if any(ref.name == outer for ref in classes_in(view, module)):
-                return _nested_in(".".join(parts[cut:]), f"{module}.{outer}")
+            if _nests(view, module, parts[cut:]):
+                return _nested_in(".".join(parts[cut:]), f"{module}.{parts[cut]}")
             return ""
-    outers = [ref.qualified for ref in image_classes(view) if ref.name == parts[0]]
+    outers = [ref.qualified for ref in image_classes(view)
+              if ref.name == parts[0] and _nests(view, ref.module, parts)]
     return _nested_in(name, " or ".join(outers)) if outers else ""
+
+
+def _nests(view: View, module: str, path: list[str]) -> bool:
+    """Whether `path` (Outer, Inner...) names a class written in the body of the module's
+    top-level class Outer (of Inner, and so on), not a method or a name it lacks."""
+    tree = view.tree(module)
+    body = [] if tree is None or len(path) < 2 else tree.body
+    for part in path:
+        found = [node for node in body if isinstance(node, ast.ClassDef) and node.name == part]
+        if not found:
+            return False
+        body = found[-1].body
+    return True
 
 
 def _nested_in(nested: str, outer: str) -> str:
