@@ -256,6 +256,16 @@ def test_a_value_nested_too_deeply_to_show_is_an_error_without_the_workers_frame
     assert run(executing, "len(x)")["structuredContent"]["result"] == "1"
 
 
+def test_a_final_value_whose_repr_raises_outside_the_workspace_shows_where(executing):
+    # An image module's __repr__ raising: its frames were dropped with the worker's, the
+    # answer a bare "ValueError: in repr" with no word of where.
+    run(executing, "ns = {}\nexec(compile('class Bad:\\n    def __repr__(self):\\n        "
+                   "raise ValueError(\"in repr\")\\n', 'helper.py', 'exec'), ns)\nBad = ns['Bad']")
+    text = run(executing, "Bad()")["content"][0]["text"]
+    assert text.startswith("Traceback") and 'File "helper.py", line 3, in __repr__' in text, text
+    assert "execution.py" not in text and text.endswith("ValueError: in repr"), text
+
+
 def test_system_exit_answers_instead_of_ending_the_worker(executing):
     result = run(executing, "raise SystemExit(3)")
     assert result["isError"] is True and "SystemExit: 3" in result["content"][0]["text"]

@@ -161,12 +161,17 @@ PARSER_OVERFLOW_NOTE = ("(a MemoryError with no message is also how Python 3.11'
 
 
 def _traceback(error: BaseException) -> str:
-    """The traceback from the workspace code down, without this module's frames (none
-    but the exception when the workspace has no frame in it: repr of the final value
-    raised, a list nested too deeply to show, say)."""
+    """The traceback from the workspace code down, without this module's frames (when the
+    workspace has no frame in it, repr of the final value raised: the frames below this
+    module's, an image module's __repr__, say, or none but the exception for a list nested
+    too deeply to show)."""
     tb = error.__traceback__
     while tb is not None and not tb.tb_frame.f_code.co_filename.startswith(_FILENAME_PREFIX):
         tb = tb.tb_next
+    if tb is None:   # what ran below this module's frames (an image module's __repr__), if any
+        tb = error.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename == _traceback.__code__.co_filename:
+            tb = tb.tb_next
     shown = "".join(traceback.format_exception(type(error), error, tb)).rstrip()
     if isinstance(error, MemoryError) and not str(error) and sys.version_info < (3, 12):
         shown += "\n" + PARSER_OVERFLOW_NOTE
