@@ -535,6 +535,35 @@ def test_an_async_set_up_or_tear_down_of_a_plain_test_case_is_the_tests_error(ou
     assert outcomes.view.module("zoo.test_outcomes").AsyncSetUpInPlainCase.ran == []
 
 
+NEVER_RUN_BUT_EXPECTED_TO_FAIL = '''\
+import unittest
+
+import pytest
+
+
+class AsyncExpectedToFail(unittest.TestCase):
+    @unittest.expectedFailure
+    async def test_never_run(self):
+        raise AssertionError("never reached")
+
+
+class TestAsyncMarkedXfail:
+    @pytest.mark.xfail
+    async def test_never_run(self):
+        raise AssertionError("never reached")
+'''
+
+
+@pytest.mark.parametrize("name", ["AsyncExpectedToFail", "TestAsyncMarkedXfail"])
+def test_a_test_that_never_ran_is_an_error_even_where_a_failure_is_expected(tmp_path, views, name):
+    # "Its coroutine was never run" was taken for the failure expected: an expected failure,
+    # a test that ran nothing counted as fine (unittest itself called it an unexpected success).
+    client = Client(views(write_image(tmp_path / "image", {"test_never.py": NEVER_RUN_BUT_EXPECTED_TO_FAIL})))
+    result = client.ok("run_test_class", className=name)["structuredContent"]
+    assert (result["run"], result["errors"], result["expectedFailures"]) == (1, 1, 0), result
+    assert "is an async def, which is not run" in result["failed"][0]["message"]
+
+
 @pytest.mark.parametrize("name", ["YieldingCase", "TestYielding"])
 def test_a_test_that_yields_is_an_error_not_a_pass_whose_body_never_ran(outcomes, name):
     result = outcomes.ok("run_test_class", className=name)["structuredContent"]

@@ -137,6 +137,8 @@ class _Result(unittest.TestResult):
         self._record(test, "skipped", reason=reason)
 
     def addExpectedFailure(self, test, err):
+        if getattr(err[1], NEVER_RAN, False):   # no failure: the test's body never ran (_never_ran)
+            return self.addError(test, err)
         super().addExpectedFailure(test, err)
         self._record(test, "expectedFailure")
 
@@ -572,7 +574,8 @@ class PytestMarks:
         try:
             yield
         except BaseException as error:   # a break, or pytest.skip, is no failure
-            failed = isinstance(error, Exception) or pytest_outcome(type(error)) in ("failure", "expectedFailure")
+            failed = (isinstance(error, Exception) and not getattr(error, NEVER_RAN, False)
+                      or pytest_outcome(type(error)) in ("failure", "expectedFailure"))
             raises = kwargs.get("raises")
             if failed and (raises is None or isinstance(error, raises)):
                 raise _MarkedXFail(kwargs.get("reason", "")) from error
@@ -606,12 +609,23 @@ def _never_ran(returned, runner: str, fix: str) -> None:
     is an error (the test did not fail: it never ran), saying why and how to run it."""
     if inspect.iscoroutine(returned):
         returned.close()   # never started: no "coroutine was never awaited" RuntimeWarning on top
-        raise TypeError(f"{returned.__qualname__} is an async def, which is not run: "
-                        f"{runner} runs no event loop, so its coroutine was never run; {fix}")
+        raise _not_run_error(f"{returned.__qualname__} is an async def, which is not run: "
+                             f"{runner} runs no event loop, so its coroutine was never run; {fix}")
     if inspect.isgenerator(returned) or inspect.isasyncgen(returned):
-        raise TypeError(f"{returned.__qualname__} yields, so calling it ran none of its body: "
-                        "a test, setUp or tearDown is not a generator (pytest dropped yield "
-                        "tests in 4.0); take the yield out")
+        raise _not_run_error(f"{returned.__qualname__} yields, so calling it ran none of its body: "
+                             "a test, setUp or tearDown is not a generator (pytest dropped yield "
+                             "tests in 4.0); take the yield out")
+
+
+# Set on _never_ran's TypeError: the test is an error even where a failure is expected
+# (@expectedFailure, an xfail mark), as the failure expected is of a body that ran.
+NEVER_RAN = "_gsmcpd_never_ran"
+
+
+def _not_run_error(message: str) -> TypeError:
+    error = TypeError(message)
+    setattr(error, NEVER_RAN, True)
+    return error
 
 
 class TestingToolset(Toolset):
