@@ -82,6 +82,30 @@ def test_a_dataclass_basis_changes_with_fields_post_init_or_frozen_and_runs_no_u
     assert live.dataclass_basis(int) == ([], False, None)
 
 
+def test_a_dataclass_basis_compares_no_metadata_value_with_user_code():
+    # A field's metadata is a mapping of Python's own type, so it was compared with `==`,
+    # which ran the __eq__ of the values in it.
+    import dataclasses
+
+    compared = []
+
+    class Recorded:
+        def __eq__(self, other):
+            compared.append(self)
+            return True
+
+        __hash__ = object.__hash__
+
+    def make():
+        namespace = {"dataclasses": dataclasses, "Recorded": Recorded}
+        exec("@dataclasses.dataclass\nclass A:\n    x: int = dataclasses.field(default=0, "
+             "metadata={'doc': 'x', 'check': Recorded()})\n", namespace)
+        return live.dataclass_basis(namespace["A"])
+
+    assert not live.same_dataclass_basis(make(), make())   # not compared: counted changed
+    assert compared == []
+
+
 def test_a_dataclass_basis_made_again_with_the_same_lambda_factory_is_the_same():
     # A method's compile makes a dataclass again from its text: its `default_factory=lambda: []`
     # is a new function, and every dataclass subclass was named stale (staleSubclasses).

@@ -17,7 +17,7 @@ import ast
 import enum
 import functools
 import inspect
-from types import FunctionType, ModuleType
+from types import FunctionType, MappingProxyType, ModuleType
 
 from gsmcpd.image import splice
 
@@ -142,10 +142,13 @@ def _same_function(a, b) -> bool:
 
 
 def _plain(value) -> bool:
-    """A value of Python's own types (`0`, `"s"`, `list[int]`), its items too for a tuple."""
+    """A value of Python's own types (`0`, `"s"`, `list[int]`), its items too for a tuple,
+    and its keys and values for a mapping (a field's metadata): `==` compares them."""
     if type(value).__module__ not in ("builtins", "types", "typing"):
         return False
-    return not isinstance(value, (tuple, frozenset)) or all(_plain(item) for item in value)
+    if isinstance(value, (dict, MappingProxyType)):
+        return all(_plain(key) and _plain(item) for key, item in value.items())
+    return not isinstance(value, (tuple, frozenset, list, set)) or all(_plain(item) for item in value)
 
 
 def point_class_cell(value, cls: type, made: type) -> None:
