@@ -520,9 +520,7 @@ def unbound_reader(source: str, class_name: str, name: str) -> ast.stmt | None:
     for statement in classdef.body:
         if name in _names_read_now(statement):
             return statement
-        bound = ({statement.name} if isinstance(statement, FunctionNode + (ast.ClassDef,))
-                 else _assigned_names(statement))
-        if name in bound:
+        if name in bound_names(statement):
             return None
     return None
 
