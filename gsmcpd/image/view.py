@@ -409,7 +409,8 @@ class View:
         """Undo what code did to how the session imports image modules: the view's hook
         goes back first in sys.meta_path (code may have taken it out, or put a finder
         before it), and image modules code imported from the image's files around it
-        (importlib.util.spec_from_file_location, a sys.path entry into the image) are
+        (importlib.util.spec_from_file_location, or a sys.path entry into the image
+        with the hook out of the way) are
         forgotten, to be imported from the view again. Returns those modules."""
         if self._loader in sys.meta_path:
             sys.meta_path.remove(self._loader)
