@@ -8,6 +8,7 @@ import json
 import logging
 import select
 import socket
+import ssl
 import time
 from types import SimpleNamespace
 
@@ -648,6 +649,59 @@ def test_a_body_refused_for_its_declared_length_is_dropped_to_its_end(harness, m
         assert statuses(h.read_to_eof()) == [413]
     else:
         assert h.conn.closed   # cut off past the bound, as a client sending forever is
+
+
+def tls_client_of(h, cert):
+    """A TLS client (memory buffers) over h.client, its handshake with h.conn done."""
+    context = ssl.create_default_context(cafile=str(cert))
+    client = TlsConnection(context, server_side=False, server_hostname="localhost")
+    end = time.monotonic() + 5
+    while not client.handshake_done:
+        assert time.monotonic() < end, "timed out"
+        h.client.sendall(client.pending_output())
+        h.step()
+        if select.select([h.client], [], [], 0)[0]:
+            client.receive(h.client.recv(65536))
+    h.client.sendall(client.pending_output())   # its Finished
+    return client
+
+
+def test_a_body_refused_for_its_declared_length_over_tls_is_dropped_to_its_records_end(harness, monkeypatch,
+                                                                                        tmp_path):
+    # Lingering drops TLS records undecrypted: each adds its header and tag to the body it
+    # carries, so a budget of the declared length cut a client off before its body's end,
+    # and it read a reset, not the 413 (over HTTPS at 200 MiB, against 256 MiB allowed).
+    monkeypatch.setattr(connection, "LINGER_BYTES", 256 << 10)
+    monkeypatch.setattr(connection, "LINGER_SECONDS", 600)   # only the byte bounds can end it
+    # Dropped a KiB a read, as the records' own bytes (~1.4 KiB for 1 MiB) outrun one read:
+    # a 64 KiB read took them in with its last one, up to ~48 MiB of body.
+    monkeypatch.setattr(connection, "_DROPPED", bytearray(1024))
+    cert, key = write_self_signed(tmp_path)
+    h = harness(answer_at_once, max_body=1024, tcp=True, tls=TlsConnection(server_context(cert, key)))
+    client = tls_client_of(h, cert)
+    declared = 1 << 20
+    client.send(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % declared)
+    h.client.sendall(client.pending_output())
+    h.run_until(lambda: h.conn.lingering_since is not None)
+    client.send(b" " * declared)
+    records = client.pending_output()
+    assert len(records) > declared
+    h.client.setblocking(False)
+    rest = memoryview(records)[:-100]    # all but the end of the last record
+    for _ in range(20000):
+        try:
+            rest = rest[h.client.send(rest):]
+        except BlockingIOError:
+            pass
+        h.step()
+        if h.conn.closed or not rest and not select.select([h.conn.sock], [], [], 0)[0]:
+            break   # cut off, or all of it written and dropped
+    assert not rest and not h.conn.closed     # still lingering: the client is mid-body
+    h.client.setblocking(True)
+    h.client.sendall(records[-100:])     # the rest is written, no reset
+    h.client.shutdown(socket.SHUT_WR)
+    h.run_until(lambda: h.conn.closed)
+    assert statuses(client.receive(h.read_to_eof())) == [413]
 
 
 def test_a_413_lingers_too(harness):

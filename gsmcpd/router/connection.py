@@ -35,6 +35,10 @@ PIPELINE_BUFFER = 256 * 1024  # a reader that stops reading loses its stream, ne
 LINGER_SECONDS = 5.0
 LINGER_BYTES = 16 << 20
 LINGER_DECLARED_MAX = 256 << 20
+# On TLS what lingering drops is the body's records, undecrypted: each adds its header,
+# tag and padding (22 to ~85 bytes to a full 16 KiB record), so the declared length is
+# given this share more, or the client is cut off before its body's end (at 200 MiB).
+TLS_RECORDS_SHARE = 32
 _DROPPED = bytearray(RECV_SIZE)   # where lingering input goes (the loop is single-threaded)
 INTERNAL_ERROR_BODY = jsonrpc.dumps(jsonrpc.error(None, jsonrpc.INTERNAL_ERROR,
                                                   "Internal error: the server failed to handle this request"))
@@ -272,7 +276,10 @@ class Connection:
             headers.extend(cors.reply_headers(exc.origin))
         self.write(http.response(exc.status, headers, body, keep_alive=False))
         self._input_unread = True  # a request refused as read: the client may be mid-body
-        self._linger_bytes = max(LINGER_BYTES, min(exc.unread_body, LINGER_DECLARED_MAX))
+        declared = min(exc.unread_body, LINGER_DECLARED_MAX)
+        if self.tls is not None:
+            declared += declared // TLS_RECORDS_SHARE
+        self._linger_bytes = max(LINGER_BYTES, declared)
         self._close_when_flushed = True
         self._maybe_close()
 
