@@ -3,6 +3,7 @@
 import gc
 import json
 import sys
+import tracemalloc
 
 import pytest
 
@@ -154,6 +155,27 @@ def depth_of(value):
 def test_nesting_is_read_from_the_bytes_as_the_parsed_value_nests(value, ensure_ascii):
     raw = json.dumps(value, ensure_ascii=ensure_ascii).encode("utf-8")
     assert jsonrpc._nesting(raw) == depth_of(value)
+
+
+def test_the_nesting_check_of_short_strings_between_brackets_makes_no_object_per_string():
+    # Split whole at its quotes, `["["],` over and over made a bytes object a string:
+    # 140 bytes of peak memory each, more than the parse's own tree of them.
+    body = b'{"jsonrpc":"2.0","id":1,"method":"m","params":{"x":[' + b'["["],' * 100_000 + b"0]}}"
+    tracemalloc.start()
+    try:
+        depth = jsonrpc._nesting(body)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert depth == 4 and peak < 6 * len(body)
+
+
+@pytest.mark.parametrize("slice_size", [1, 2, 3, 5])
+def test_strings_are_told_from_structure_across_the_slices_the_check_reads(monkeypatch, slice_size):
+    monkeypatch.setattr(jsonrpc, "_SLICE", slice_size)
+    for value in ({"s": '[[[', "t": [["]]", {"u": "{"}]]}, ['"', [']'], "\\[", [[{}]]], [["[", "]"], "]]"]):
+        raw = json.dumps(value).encode("utf-8")
+        assert jsonrpc._nesting(raw) == depth_of(value), raw
 
 
 def test_brackets_in_strings_are_no_nesting():

@@ -135,8 +135,23 @@ def _nesting(body):
         body = body.replace(b"\\\\", b"").replace(b'\\"', b"")
     kept = body.translate(None, _NOT_STRUCTURE).replace(b'""', b"")   # strings without brackets
     if b'"' in kept:
-        kept = b"".join(kept.split(b'"')[::2])
+        kept = _outside_strings(kept)
     return max(accumulate(array("b", kept.translate(_STEPS))), default=0)
+
+
+_SLICE = 64 * 1024
+
+
+def _outside_strings(kept):
+    """`kept` without what lies between its quote pairs, split a slice at a time: split
+    whole, short strings between brackets (`["["],` over and over) made a bytes object
+    each, 140 bytes a string, more than the parse's own tree of them."""
+    parts, inside = [], 0
+    for start in range(0, len(kept), _SLICE):
+        pieces = kept[start:start + _SLICE].split(b'"')
+        parts.append(b"".join(pieces[inside::2]))   # a string open at the slice's start goes on
+        inside ^= (len(pieces) - 1) & 1
+    return b"".join(parts)
 
 
 # A body past this many bytes parses into a tree worth minding: the collector is paused
