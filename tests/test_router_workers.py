@@ -675,6 +675,28 @@ def test_descriptors_freed_for_a_waiting_sessions_worker_are_held_for_it(hand_po
     waiting.worker.kill()
 
 
+def test_descriptors_held_for_a_worker_asked_for_count_as_its_own(hand_pool, few_descriptors):
+    # Room for a second waiting session was reckoned as if the first's worker still needed
+    # its two: held for it, they were not free, so two more connections were closed, and
+    # with no more to close the second session was refused though room enough was held.
+    loop, make = hand_pool
+    pool = make(0)
+    few_descriptors += workers.take_descriptors(10 ** 6)   # every one, as if clients held them
+    closed = []
+
+    def make_room(needed):   # as the router's: closes as many as descriptors are short
+        short = needed - workers.free_descriptors(needed)
+        closed.append(short)
+        workers.release_descriptors([few_descriptors.pop() for _ in range(short)])
+        return True
+    pool.make_room = make_room
+    first, second = Outcome(), Outcome()
+    pool.claim(first.on_worker, first.on_failure)
+    assert closed == [workers.DESCRIPTOR_HEADROOM + 2] and len(pool._held) == 2
+    pool.claim(second.on_worker, second.on_failure)
+    assert closed[1:] == [2] and pool.spawner.asked == 2 and len(pool._held) == 4
+
+
 def test_held_descriptors_are_given_back_when_the_session_waiting_goes(hand_pool, few_descriptors):
     loop, make = hand_pool
     pool = make(0)

@@ -512,12 +512,13 @@ class WorkerPool:
                 log.debug("no spares asked for: %s", error)
 
     def _ask(self, count):
-        needed = DESCRIPTOR_HEADROOM + 2 * (self._asked + count)
+        # Those held are the asked-for workers' own: taken already, not to be free too.
+        needed = DESCRIPTOR_HEADROOM + 2 * (self._asked + count) - len(self._held)
         if not has_descriptors(needed):
             # Connections are closed for room only for session opens that wait, not
             # for spares: short, ask for no more workers than there are such opens.
             count = min(count, len(self.claims))
-            needed = DESCRIPTOR_HEADROOM + 2 * (self._asked + count)
+            needed = DESCRIPTOR_HEADROOM + 2 * (self._asked + count) - len(self._held)
             if not count or not self.make_room(needed):
                 self._starved("out of file descriptors")
                 raise OSError(errno.EMFILE, "too few file descriptors left to take a worker")
