@@ -11,6 +11,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import time
 
 import anyio
 import httpx2
@@ -177,6 +178,42 @@ def test_a_stalled_handshake_blocks_nobody_and_is_dropped_after_the_read_timeout
         # The stalled peer gets nothing but the close, once the read timeout passes.
         stalled.settimeout(READ_TIMEOUT * 10)
         assert recv_all(stalled) == b""
+
+
+def test_a_request_trickled_in_parts_of_tls_records_is_dropped_at_the_read_timeout(tls_env):
+    # Each part of a record decrypted to nothing and set the connection idle (300 s), so a
+    # client sending a byte of a record now and then held a request half read for good.
+    daemon, _, cert, _ = tls_env
+    tls = ssl.create_default_context(cafile=str(cert)).wrap_bio(
+        incoming := ssl.MemoryBIO(), outgoing := ssl.MemoryBIO(), server_hostname="127.0.0.1")
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as raw:
+        while True:   # the handshake, through the memory BIOs
+            try:
+                tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                raw.sendall(outgoing.read())
+                incoming.write(raw.recv(65536))
+        raw.sendall(outgoing.read())
+        tls.write(b"POST /mcp HTTP/1.1\r\nHo")
+        raw.sendall(outgoing.read())            # a head half sent: the read timeout runs
+        tls.write(b"st: 127.0.0.1\r\n" * 20)
+        trickle = outgoing.read()               # then a record a byte at a time
+        raw.setblocking(False)
+        closed_at = None
+        for at in range(min(len(trickle), int(READ_TIMEOUT * 10 / 0.1))):
+            try:
+                raw.send(trickle[at:at + 1])
+                if raw.recv(1) == b"":
+                    closed_at = at
+                    break
+            except BlockingIOError:
+                pass
+            except OSError:   # reset: closed too
+                closed_at = at
+                break
+            time.sleep(0.1)
+        assert closed_at is not None, "a trickled request outlived ten read timeouts"
 
 
 def test_at_the_connection_cap_silent_connections_make_room_for_a_https_client(tmp_path):

@@ -751,6 +751,25 @@ def test_a_silent_tls_connection_is_idle_and_one_that_began_its_handshake_is_rea
     assert not h.conn.closed
 
 
+def test_a_tls_record_that_brings_no_request_bytes_leaves_a_request_half_read_under_its_read_timeout(
+        harness, tmp_path):
+    # Part of a record (or one with no application data) decrypted to nothing, and the
+    # connection was armed idle (300 s) though a request's head was half read: a client
+    # trickling records held it past the read timeout, as plain slowloris cannot.
+    cert, key = write_self_signed(tmp_path)
+    h = harness(answer_at_once, tls=TlsConnection(server_context(cert, key)))
+    client = tls_client_of(h, cert)
+    client.send(b"POST /mcp HTTP/1.1\r\nHo")
+    h.client.sendall(client.pending_output())
+    h.run_until(lambda: h.conn.parser.in_progress)
+    assert h.conn._deadline_kind == "read"
+    client.send(b"st: x\r\n")
+    h.client.sendall(client.pending_output()[:5])   # a record's header, its payload still to come
+    for _ in range(20):
+        h.step()
+    assert h.conn._deadline_kind == "read" and not h.conn.closed
+
+
 def test_a_head_that_passes_is_traced_whole_not_as_a_head(harness):
     h = harness(answer_at_once, max_body=16_000_000)
     h.client.sendall(post(b"x" * 100_000))

@@ -120,13 +120,13 @@ class Connection:
             return
         if self.tls is not None:
             data = self._tls_receive(data)
-            if not data:  # handshake bytes only, or the connection was refused
+            if not data:  # handshake bytes, part of a record, or the connection was refused
                 if self.closed or self.busy:
                     return
-                if self.tls.handshake_done:
+                if self.tls.handshake_done and not self.parser.in_progress:
                     self._arm_idle()
-                else:
-                    self._arm_read_timeout()  # a stalled handshake is an unfinished request
+                else:   # a stalled handshake, or a request half read, is an unfinished request
+                    self._arm_read_timeout()
                 return
         try:
             self.parser.feed(data)
