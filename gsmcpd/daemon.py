@@ -219,10 +219,15 @@ def _names_gsmcpd(argv: list[str] | None) -> bool:
     return bool(argv) and any(arg == "gsmcpd" or arg.endswith("/gsmcpd") for arg in argv)
 
 
-def _ports_named(argv: list[str]) -> list[str]:
-    return [argv[i + 1] if arg == "--port" else arg[len("--port="):]
+def _flag_values(argv: list[str], flag: str) -> list[str]:
+    """The values a command line gives `flag`, as `--flag V` or `--flag=V`, in order."""
+    return [argv[i + 1] if arg == flag else arg[len(flag) + 1:]
             for i, arg in enumerate(argv)
-            if (arg == "--port" and i + 1 < len(argv)) or arg.startswith("--port=")]
+            if (arg == flag and i + 1 < len(argv)) or arg.startswith(flag + "=")]
+
+
+def _ports_named(argv: list[str]) -> list[str]:
+    return _flag_values(argv, "--port")
 
 
 def _port_served(ports: list[str]) -> int | None:
@@ -265,10 +270,10 @@ def serving_elsewhere(port: int, state_dir: Path) -> str | None:
         if not (_names_gsmcpd(argv) and "serve" in argv
                 and _port_served(_ports_named(argv) or ["0"]) == port):
             continue
-        theirs = [argv[i + 1] for i, arg in enumerate(argv[:-1]) if arg == "--state-dir"]
-        if theirs and Path(theirs[-1]) != state_dir:
+        theirs = [_as_seen_by(entry, path) for path in _flag_values(argv, "--state-dir")]
+        if theirs and theirs[-1] != state_dir:
             return (f"pid {entry.name}, a gsmcpd serving port {port} from the state directory "
-                    f"{theirs[-1]}, is running: stop it with {_stop_command(port, Path(theirs[-1]))}")
+                    f"{theirs[-1]}, is running: stop it with {_stop_command(port, theirs[-1])}")
         if theirs:   # its own state directory, but its pidfile and socket are gone
             return (f"pid {entry.name}, a gsmcpd serving port {port}, is running without its "
                     f"pidfile and control socket in {state_dir} (removed?): stop it with "
@@ -276,6 +281,14 @@ def serving_elsewhere(port: int, state_dir: Path) -> str | None:
         return (f"pid {entry.name}, a gsmcpd serving port {port}, is running: give the "
                 f"--state-dir or --config it was started with, or kill {entry.name}")
     return None
+
+
+def _as_seen_by(process: Path, path: str) -> Path:
+    """`path` from a process's command line, read from the directory it runs in."""
+    try:
+        return Path(os.path.normpath(Path(os.readlink(process / "cwd")) / path))
+    except OSError:   # gone, or another account's: the path as written
+        return Path(path)
 
 
 def running_pid(state_dir: Path, port: int) -> int | None:

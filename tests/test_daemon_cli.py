@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from gsmcpd.__main__ import _passthrough, build_parser
-from helpers import REPO, Client, Daemon, free_port, open_session, pid_alive, unwritable_dir, wait_until
+from helpers import REPO, Client, Daemon, free_port, open_session, pid_alive, unwritable_dir, wait_for_port, wait_until
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -431,6 +431,24 @@ def test_stop_and_status_in_another_state_directory_name_the_gsmcpd_serving_the_
         assert again.returncode == 1 and hint in again.stdout, again.stdout
     finally:
         assert gsmcpd("stop", str(port), "--state-dir", str(ours)).returncode == 0
+
+
+def test_a_gsmcpd_serving_the_port_with_a_relative_state_dir_flag_is_named_with_its_directory(tmp_path):
+    # Its --state-dir=rel (the = form was not read) is its own directory's rel, not the asker's.
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GS_MCP_", "MCP_"))}
+    serving = subprocess.Popen([sys.executable, "-m", "gsmcpd", "serve", f"--port={port}", "--state-dir=rel"],
+                               cwd=tmp_path, env=dict(env, PYTHONPATH=str(REPO)),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port, proc=serving)
+        stopped = gsmcpd("stop", str(port), "--state-dir", str(tmp_path / "other"))
+        assert stopped.returncode == 1, stopped.stdout
+        assert (f"pid {serving.pid}, a gsmcpd serving port {port} from the state directory "
+                f"{tmp_path / 'rel'}, is running") in stopped.stdout, stopped.stdout
+    finally:
+        serving.terminate()
+        serving.wait(10)
 
 
 def test_stop_of_a_gsmcpd_whose_state_directory_was_removed_names_its_pid(tmp_path):
