@@ -614,6 +614,10 @@ def validate_config(config: Config) -> None:
                 metadata_paths(config.resource_url)
             except ValueError as exc:
                 raise ConfigError("resource_url", str(exc)) from None
+        if _has_userinfo(config.issuer):
+            # Not echoed: it holds a password, and this line goes to the log.
+            raise ConfigError("issuer", "must not carry a user name or password: it is published in "
+                              "the RFC 9728 metadata and compared with each token's iss")
         if config.jwks_uri:
             _validate_jwks_uri(config.jwks_uri)
         # Keys are fetched over https only (gsmcpd.auth.jwks): over http they could be
@@ -633,12 +637,20 @@ def validate_config(config: Config) -> None:
     _validate_worker_class(config.worker_class)
 
 
+def _has_userinfo(url: str) -> bool:
+    try:
+        parts = urlsplit(url)
+    except ValueError:   # no URL at all (an issuer may be any string)
+        return False
+    return parts.username is not None or parts.password is not None
+
+
 def _validate_jwks_uri(uri: str) -> None:
     try:
         parts = urlsplit(uri)
     except ValueError as exc:   # e.g. an unclosed IPv6 bracket
         raise ConfigError("jwks_uri", f"not a URL: {exc}") from None
-    if parts.username is not None or parts.password is not None:
+    if _has_userinfo(uri):
         # Not echoed: it holds a password, and this line goes to the log.
         raise ConfigError("jwks_uri", "must not carry a user name or password (a JWKS is public, "
                           "fetched without credentials)")

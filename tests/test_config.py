@@ -450,6 +450,15 @@ def test_a_jwks_uri_with_credentials_is_refused_without_echoing_them():
     assert load_config({}, {**AUTH_ENV, "MCP_JWKS_URI": "https://idp.example/keys?p=B2C_1_signin"}).jwks_uri
 
 
+def test_an_issuer_with_credentials_is_refused_without_echoing_them():
+    # It is published in the metadata (authorization_servers), and logged.
+    message = refused("issuer", environ={**AUTH_ENV, "MCP_ISSUER": "https://admin:s3cret@idp.example"})
+    assert message == ("must not carry a user name or password: it is published in the RFC 9728 "
+                       "metadata and compared with each token's iss")
+    assert load_config({}, {**AUTH_ENV, "MCP_ISSUER": "urn:example:issuer",
+                            "MCP_JWKS_URI": "https://idp.example/jwks"}).issuer == "urn:example:issuer"
+
+
 def test_discovery_needs_an_https_issuer():
     message = refused("jwks_file", environ={"GS_MCP_AUTH": "1", "MCP_ISSUER": "http://idp.example",
                                             "MCP_AUDIENCE": "x"})

@@ -34,6 +34,10 @@ def test_a_refused_configuration_exits_2_naming_the_key(tmp_path):
     assert result.returncode == 2
     assert result.stderr.strip() == "gsmcpd: configuration refused: MCP_WRTIE_SCOPE: unknown MCP_* environment " \
         "variable; did you mean MCP_WRITE_SCOPE?"
+    result = gsmcpd("serve", "--state-dir", str(tmp_path), env={
+        "GS_MCP_AUTH": "1", "MCP_ISSUER": "https://admin:s3cret@idp.example", "MCP_AUDIENCE": "x"})
+    assert result.returncode == 2 and "refused: issuer: must not carry a user name or password" in result.stderr
+    assert "s3cret" not in result.stderr + result.stdout
     result = gsmcpd("start", "--port", "80800", "--state-dir", str(tmp_path))
     assert result.returncode == 2 and "refused: port: must be between 1 and 65535" in result.stderr
     assert not list(tmp_path.iterdir())  # nothing was started or written
