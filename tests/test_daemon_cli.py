@@ -146,9 +146,10 @@ def test_stop_status_and_end_take_the_port_as_start_does_with_port_too(tmp_path)
         both = gsmcpd("stop", str(port + 1), "--port", str(port), "--state-dir", str(state))
         assert both.returncode == 2
         assert both.stderr.strip() == f"gsmcpd stop: error: two ports given: {port + 1} and --port {port}"
-    finally:
         stopped = gsmcpd("stop", "--port", str(port), "--state-dir", str(state))
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    finally:   # stopped whatever failed above (positional, as every version takes it)
+        gsmcpd("stop", str(port), "--state-dir", str(state))
 
 
 def test_cert_writes_a_self_signed_pair(tmp_path):
