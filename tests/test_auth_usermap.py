@@ -81,6 +81,20 @@ def test_resolve_with_map():
     assert refusal(resolver, "eve") == NOT_MAPPED                # never root
 
 
+@pytest.mark.parametrize("user, logged", [
+    ("carol", "user 'carol' has no local account mapping"),
+    ("bob", "user 'bob' is mapped to account 'no-such-account-xyz', which does not exist"),
+    ("eve", "user 'eve' names root account 'root' (uid 0), which never runs a worker"),
+])
+def test_the_log_says_why_a_user_gets_no_account_the_client_only_that_it_has_none(user, logged):
+    # All three read "has no local account mapping" in the log: an administrator whose
+    # map names a mistyped account, or root, was told the user is not in the map.
+    resolver = AccountResolver({"alice": "nobody", "bob": "no-such-account-xyz", "eve": "root"})
+    with pytest.raises(AccountRefused) as refused:
+        resolver.resolve(user)
+    assert (refused.value.reason, str(refused.value)) == (NOT_MAPPED, logged)
+
+
 def test_resolve_without_map_uses_the_claim_as_account():
     resolver = AccountResolver.from_file(None)
     assert resolver.resolve("nobody") == "nobody"

@@ -140,7 +140,8 @@ def env(request, tmp_path_factory, accounts, image):
     (first, second), _ = accounts
     tmp = tmp_path_factory.mktemp("peruser")
     user_map = tmp / "users.map"
-    user_map.write_text("# claim  account\nann %s\nben %s\nrooted root\n" % (first.pw_name, second.pw_name))
+    user_map.write_text("# claim  account\nann %s\nben %s\nrooted root\nghost %s\n"
+                        % (first.pw_name, second.pw_name, MISSING_ACCOUNT))
     keep = unit_capabilities()
     daemon, idp = peruser_daemon(tmp, image, user_map, GS_MCP_SPARE_WORKERS="1",
                                  preexec=None if request.param == "root" else as_the_unit_runs_it(keep))
@@ -235,15 +236,24 @@ def test_both_accounts_browse_the_shared_image(env):
         assert "Product" in str(classes)
 
 
-@pytest.mark.parametrize("sub", ["nobody-we-know", "rooted"])
-def test_an_unmapped_user_or_a_root_mapping_is_403_and_gets_no_worker(env, sub):
+MISSING_ACCOUNT = "gsmcpd-no-such-account"
+
+
+@pytest.mark.parametrize("sub, logged", [
+    ("nobody-we-know", "user 'nobody-we-know' has no local account mapping"),
+    ("rooted", "user 'rooted' names root account 'root' (uid 0), which never runs a worker"),
+    ("ghost", "user 'ghost' is mapped to account %r, which does not exist" % MISSING_ACCOUNT),
+])
+def test_an_unmapped_user_or_a_root_mapping_is_403_and_gets_no_worker(env, sub, logged):
+    # The client hears only that it is not mapped; the log tells the administrator which
+    # map line to fix (a missing account and root read "no mapping" there too).
     daemon, idp = env
     client = Client(daemon.port)
     resp = client.post(INIT, headers={"Authorization": "Bearer " + idp.mint(sub=sub)})
     assert resp.status == 403, resp
     assert resp.header("mcp-session-id") is None
     assert "not mapped to a local account" in resp.json()["error"]["message"]
-    assert "user %r has no local account mapping" % sub in daemon.log_text()
+    assert logged in daemon.log_text()
 
 
 def test_one_accounts_commit_is_seen_by_the_other(env, accounts, image):

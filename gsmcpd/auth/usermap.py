@@ -128,7 +128,14 @@ class AccountResolver:
     def resolve(self, user: str) -> str:
         name = user if self.user_map is None else self.user_map.get(user)
         entry = _account(name) if name else None
-        if entry is None or entry.pw_uid == 0:
+        # The client hears only "not mapped"; the log says which, for the administrator
+        # (a map line naming a missing account or root is theirs to fix).
+        if self.user_map is not None and name and entry is None:
+            raise AccountRefused(NOT_MAPPED, f"user {user!r} is mapped to account {name!r}, which does not exist")
+        if entry is not None and entry.pw_uid == 0:
+            raise AccountRefused(NOT_MAPPED, f"user {user!r} names root account {entry.pw_name!r} (uid 0), "
+                                             f"which never runs a worker")
+        if entry is None:
             raise AccountRefused(NOT_MAPPED, f"user {user!r} has no local account mapping")
         if entry.pw_uid < self.uid_min:
             raise AccountRefused(SYSTEM_ACCOUNT, f"user {user!r} names system account {entry.pw_name!r} "
