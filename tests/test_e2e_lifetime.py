@@ -6,7 +6,9 @@ also used by test_e2e_breaks.py and test_e2e_progress.py.
 """
 
 import json
+import os
 import queue
+import signal
 import socket
 import threading
 import time
@@ -245,6 +247,34 @@ def test_the_mcp_sdk_client_answers_probes_and_keeps_its_session(probing):
 
     before, after = anyio.run(run)
     assert before == after
+
+
+def test_a_request_after_a_probe_is_not_forgotten_when_a_stall_is_forgiven(tmp_path):
+    # The client shows itself right after a probe, then the router stalls (a host
+    # suspend, here SIGSTOP) past three maintenance intervals: the stall is forgiven,
+    # and the probe, though never answered, must not release a client that spoke since.
+    env = {"GS_MCP_IDLE_TIMEOUT": "none", "GS_MCP_PROBE_AFTER": "0.5", "GS_MCP_PING_TIMEOUT": "1.5",
+           "GS_MCP_MAINTENANCE_INTERVAL": "1", "GS_MCP_SPARE_WORKERS": "1"}
+    with Daemon(tmp_path, env=env) as d:
+        c = Client(d.port)
+        c.initialize()
+        pid = worker_pid(c)
+        stream = open_stream(d.port, c.session)
+        assert stream.message(timeout=5)["method"] == "ping"  # left unanswered
+        assert c.call("ping").status == 200                  # but the client speaks
+        os.kill(d.proc.pid, signal.SIGSTOP)
+        try:
+            time.sleep(3.5)
+        finally:
+            os.kill(d.proc.pid, signal.SIGCONT)
+        assert wait_until(lambda: "idle clocks forgiven" in d.log_text())
+        answerer = PingAnswerer(d.port, c.session, stream)   # answers the later probes
+        answerer.start()
+        assert wait_until(lambda: len(answerer.replies) >= 1, timeout=10), answerer.pings
+        answerer.stop()
+        assert pid_alive(pid) and "probe_unanswered" not in d.log_text()
+        assert worker_pid(c) == pid
+        stream.close()
 
 
 # -- streams and streamless sessions ---------------------------------------------

@@ -392,6 +392,19 @@ def test_outstanding_probe_survives_a_forgiven_stall():
     assert kinds(run(lt, 6000.0), "reap") == [(5810.0, ("reap", "s", IDLE))]
 
 
+def test_a_request_after_a_probe_still_counts_when_a_stall_is_forgiven():
+    # Probe sent at the pass of 1500, the client's request just after it, then the loop
+    # stalls. Shifting both clocks by the gap (clamped to now) must not make the request
+    # look no later than the probe: the client showed itself since.
+    lt = new(idle_timeout=None)
+    open_streamed(lt)
+    assert [a[0] for _, a in run(lt, 1500.0)] == ["ping"]
+    lt.request_arrived("s", 1500.5)
+    assert lt.tick(5500.0) == [("forgiven", 4000.0)]
+    assert kinds(run(lt, 5600.0), "reap") == []
+    assert "s" in lt
+
+
 def test_wired_with_an_outbox_the_newest_get_decides():
     from gsmcpd.router.outbox import Outbox
     box = Outbox()

@@ -144,18 +144,26 @@ def _check_one(name, raw):
 
 
 class _Session:
-    __slots__ = ("created", "last_activity", "busy", "stream", "highest", "lost_at",
+    __slots__ = ("created", "last_activity", "activity", "busy", "stream", "highest", "lost_at",
                  "last_answer", "probe")
 
     def __init__(self, now):
         self.created = now
         self.last_activity = now
+        # counts activity: "since the probe" is decided by order, not by clocks a
+        # forgiven stall shifts (and may clamp to the same instant)
+        self.activity = 0
         self.busy = False
         self.stream = None        # current stream generation, None when no stream
         self.highest = 0          # newest generation seen: an older one never wins
         self.lost_at = None       # stream-loss verdict pending since (grace running)
         self.last_answer = None   # last answered probe
         self.probe = None         # request id of the outstanding probe
+
+
+def _active(s, now):
+    s.last_activity = max(s.last_activity, now)
+    s.activity += 1
 
 
 class Lifetime:
@@ -182,14 +190,14 @@ class Lifetime:
         """A POSTed JSON-RPC request or notification (not a response, GET or DELETE)."""
         s = self._sessions.get(session_id)
         if s is not None:
-            s.last_activity = max(s.last_activity, now)
+            _active(s, now)
             s.lost_at = None
 
     def call_started(self, session_id, now):
         s = self._sessions.get(session_id)
         if s is not None:
             s.busy = True
-            s.last_activity = max(s.last_activity, now)
+            _active(s, now)
             s.lost_at = None
 
     def call_finished(self, session_id, now):
@@ -197,7 +205,7 @@ class Lifetime:
         s = self._sessions.get(session_id)
         if s is not None:
             s.busy = False
-            s.last_activity = max(s.last_activity, now)
+            _active(s, now)
 
     def stream_attached(self, session_id, generation, now):
         """A GET stream of ``generation`` (from Outbox.attach) is now the session's.
@@ -266,7 +274,8 @@ class Lifetime:
             self._next_pass = now + self.settings.maintenance_interval
             for session_id, s in self._sessions.items():
                 if self._probe_due(s, now):
-                    entry = self.pending.add(PROBE, session_id, now, generation=s.stream)
+                    entry = self.pending.add(PROBE, session_id, now, generation=s.stream,
+                                             activity=s.activity)
                     s.probe = entry.request_id
                     actions.append(("ping", session_id, entry.request_id, s.stream))
         return actions
@@ -343,7 +352,7 @@ class Lifetime:
             s.probe = None
         if entry.generation is None or entry.generation != s.stream:
             return []        # went down a superseded stream: no verdict, re-probe next pass
-        if s.busy or s.last_activity > entry.sent_at:
+        if s.busy or s.activity != entry.data["activity"]:
             return []        # the client showed itself since: live whatever the ping says
         self.session_ended(entry.session_id)
         return [("reap", entry.session_id, PROBE_UNANSWERED)]
