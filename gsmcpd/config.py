@@ -517,8 +517,8 @@ def load_config(argv_flags: Mapping[str, Any] | None = None,
         if key not in KNOBS_BY_KEY:
             raise ConfigError(key, "unknown flag")
         raw[key] = value
-    for key in (*env, *argv_flags):   # set again: the conf file's value is not the one read
-        where.pop(key, None)
+    for key in (*env, *(key for key, value in argv_flags.items() if value is not None)):
+        where.pop(key, None)   # set again: the conf file's value is not the one read
     values = {key: _parse(KNOBS_BY_KEY[key], value, where.get(key))
               for key, value in raw.items()}  # the rest: Config's
     state_dir = _absolute(Path(values.get("state_dir") or Config.state_dir), "state_dir")

@@ -319,6 +319,8 @@ def test_a_bad_value_in_a_conf_file_is_refused_naming_its_file_and_line(tmp_path
     assert refused("readonly", environ={"GS_MCP_READONLY": "perhaps"}, conf_path=conf) == \
         "expected a boolean (1/0, true/false, yes/no, on/off), got 'perhaps'"
     assert load_config({"readonly": True}, {}, conf).readonly is True
+    # a flag not given (None, as the command line passes every one) leaves the file named
+    assert refused("readonly", flags={"readonly": None}, conf_path=conf).startswith(f"{conf} line 1: ")
 
 
 def test_unknown_keys_are_refused(tmp_path):

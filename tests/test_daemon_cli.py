@@ -41,6 +41,10 @@ def test_a_refused_configuration_exits_2_naming_the_key(tmp_path):
     result = gsmcpd("start", "--port", "80800", "--state-dir", str(tmp_path))
     assert result.returncode == 2 and "refused: port: must be between 1 and 65535" in result.stderr
     assert not list(tmp_path.iterdir())  # nothing was started or written
+    conf = tmp_path.parent / "bad.conf"
+    conf.write_text("# site\nreadonly = maybe\n")   # a knob with a flag of its own, not given
+    result = gsmcpd("serve", "--config", str(conf), "--state-dir", str(tmp_path))
+    assert result.returncode == 2 and f"refused: readonly: {conf} line 2: expected a boolean" in result.stderr
     conf = tmp_path.parent / "typo.conf"
     conf.write_text("prot = 8931\n")
     result = gsmcpd("start", "--config", str(conf), "--state-dir", str(tmp_path))
