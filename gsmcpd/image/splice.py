@@ -120,7 +120,7 @@ def fit_indentation(text: str, unit: str) -> str:
         if n in inside or n not in levels:
             out.append(line)
             continue
-        line = line[_leading_whitespace(line).rfind("\x0c") + 1:]   # a form feed resets the column
+        line = _indentation(line) + line.lstrip(" \t\x0c")
         depth, level = max(((depth, level) for depth, level in levels[n] if line.startswith(level)),
                            key=lambda pair: len(pair[1]))
         out.append(unit * depth + line[len(level):])
@@ -144,7 +144,7 @@ def _block_levels(text: str) -> dict[int, list[tuple[int, str]]]:
     for token in tokenize.generate_tokens(io.StringIO(text, newline="").readline):
         number = token.start[0]
         if token.type == tokenize.INDENT:
-            stack.append(token.string.rpartition("\x0c")[2])   # what follows a form feed counts
+            stack.append(_indentation(token.string))
         elif token.type == tokenize.DEDENT:
             stack.pop()
         elif token.type == tokenize.ENDMARKER or number in levels or number in pending:
@@ -159,8 +159,14 @@ def _block_levels(text: str) -> dict[int, list[tuple[int, str]]]:
 
 
 def _leading_whitespace(line: str) -> str:
-    """What Python reads as a line's indentation: spaces, tabs and form feeds."""
+    """A line's leading spaces, tabs and form feeds."""
     return line[:len(line) - len(line.lstrip(" \t\x0c"))]
+
+
+def _indentation(line: str) -> str:
+    """What Python reads as a line's indentation: its leading whitespace after the last
+    form feed (a form feed resets the tokenizer's column)."""
+    return _leading_whitespace(line).rpartition("\x0c")[2]
 
 
 def indent_code(text: str, prefix: str) -> str:
@@ -317,7 +323,7 @@ def class_indent_unit(source: str, name: str) -> str:
     try:
         for token in tokenize.generate_tokens(io.StringIO(source, newline="").readline):
             if token.type == tokenize.INDENT:
-                return token.string.rpartition("\x0c")[2]
+                return _indentation(token.string)
     except (tokenize.TokenError, SyntaxError):
         pass
     return ""
@@ -754,8 +760,7 @@ def _indent_of(line: str) -> str:
 
 
 def _body_indent(lines: list[str], classdef: ast.ClassDef) -> str:
-    # A form feed resets the tokenizer's column: what follows it is the indentation.
-    return _leading_whitespace(lines[classdef.body[0].lineno - 1]).rpartition("\x0c")[2] or "    "
+    return _indentation(lines[classdef.body[0].lineno - 1]) or "    "
 
 
 def _strip_indent(lines: list[str], indent: str) -> str:
