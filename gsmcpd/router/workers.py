@@ -497,7 +497,7 @@ class WorkerPool:
             self.claims.remove(claim)
             if claim.timer is not None:
                 claim.timer.cancel()
-            self._trim_held()
+            self._hold_for(len(self._held) // 2)
             claim.on_failure(reason)
 
     def replenish(self):
@@ -532,7 +532,7 @@ class WorkerPool:
         self.loop.call_later(self.STARVED_PAUSE, self.replenish)
 
     def _on_spawner(self):
-        # What arrives now needs the held descriptors (_hold_again keeps the rest).
+        # What arrives now needs the held descriptors (_hold_for keeps the rest).
         held = self._release_held()
         try:
             while not self.closed and not self._relaunching:   # until EOF
@@ -541,7 +541,7 @@ class WorkerPool:
                     return
                 self._take(*received)
         finally:
-            self._hold_again(held)
+            self._hold_for(held)
 
     def _release_held(self):
         """Frees the held descriptors; how many workers they were held for."""
@@ -549,18 +549,16 @@ class WorkerPool:
         release_descriptors(held)
         return len(held) // 2
 
-    def _hold_again(self, workers):
-        """Holds again for up to `workers` of those still asked for while sessions wait
-        for them: freed in this loop turn, no client can have taken them."""
-        if not self.closed and not self._relaunching:
-            wanted = min(workers, self._asked, len(self.claims)) - len(self._held) // 2
-            self._held += take_descriptors(2 * max(0, wanted))
-
-    def _trim_held(self):
-        """No more held than for the workers still asked for while sessions wait."""
-        keep = 2 * min(len(self._held) // 2, self._asked, len(self.claims))
+    def _hold_for(self, workers):
+        """Descriptors held for up to `workers` of those still asked for while sessions
+        wait for them, two each: what no waiting session needs is given back; what is
+        missing is taken again (not while closing or restarting the spawner), freed in
+        this loop turn, so no client can have taken it."""
+        keep = 2 * min(workers, self._asked, len(self.claims))
         release_descriptors(self._held[keep:])
         del self._held[keep:]
+        if not self.closed and not self._relaunching:
+            self._held += take_descriptors(keep - len(self._held))
 
     def _take(self, kind, detail):
         """One message from the spawner."""
