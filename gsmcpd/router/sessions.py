@@ -73,6 +73,12 @@ def what_the_router_reads(message):
     return view
 
 
+def kept_while_waiting(message, body):
+    """What a request waiting in the router keeps of its parsed message: all of a small
+    one, only what the router reads of a big one (jsonrpc.BIG_MESSAGE)."""
+    return message if len(body) <= jsonrpc.BIG_MESSAGE else what_the_router_reads(message)
+
+
 def _scalar(value):
     return type(value)() if isinstance(value, (dict, list)) else value
 
@@ -91,7 +97,7 @@ class Call:
     def __init__(self, seq, message, body, conn, accepts_sse):
         self.seq = seq
         # parsed: what the router reads (id, method, _meta); of a big one, only that
-        self.message = message if len(body) <= jsonrpc.BIG_MESSAGE else what_the_router_reads(message)
+        self.message = kept_while_waiting(message, body)
         self.body = body  # as received: what the worker gets, never re-serialised
         self.conn = conn
         self.accepts_sse = accepts_sse
@@ -172,7 +178,7 @@ class SessionManager:
         half-closed one may read it; one that is gone leaves a session to idle out)."""
         self.opening += 1
         self._per_user[principal.user] += 1
-        message = what_the_router_reads(message)   # it may wait for a worker
+        message = kept_while_waiting(message, body)   # it may wait for a worker
 
         def start(worker):
             self.opening -= 1
