@@ -97,16 +97,19 @@ def _expects_continue(version, by_name):
     return version == "HTTP/1.1" and expect is not None and expect.lower() == "100-continue"
 
 
+def _is_absolute_form(target):
+    # absolute-form ("http://host/mcp?x") must be accepted by servers (RFC 9112 3.2.2)
+    return target[:8].lower().startswith(("http://", "https://"))
+
+
 def _other_target_form(method, target):
     """Absolute-form (http://host/mcp), or asterisk-form for OPTIONS (RFC 9112 3.2); the
     authority-form of CONNECT is no method this server allows, and is refused as malformed."""
-    return target[:8].lower().startswith(("http://", "https://")) or (target == "*" and method == "OPTIONS")
+    return _is_absolute_form(target) or (target == "*" and method == "OPTIONS")
 
 
 def _origin_form(target):
-    # absolute-form ("http://host/mcp?x") must be accepted by servers (RFC 9112 3.2.2)
-    lowered = target[:8].lower()
-    if lowered.startswith("http://") or lowered.startswith("https://"):
+    if _is_absolute_form(target):
         rest = target.split("//", 1)[1]
         slash = rest.find("/")
         query = rest.find("?")
