@@ -5,7 +5,7 @@ import socket
 
 import pytest
 
-from helpers import Client, Daemon, body_of, raw_exchange, recv_all, status_of
+from helpers import PROTOCOL, Client, Daemon, body_of, raw_exchange, recv_all, status_of
 
 
 def refusal_of(raw):
@@ -103,6 +103,9 @@ FRAMING_400_CASES = [
      b"Transfer-Encoding chunked given more than once"),
     ("chunked not last", chunked(b"Transfer-Encoding: gzip\r\n\r\n0\r\n\r\n"),
      b"Transfer-Encoding chunked must be the last coding"),
+    ("transfer-encoding naming no coding",
+     b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: , \r\n\r\n0\r\n\r\n",
+     b"Transfer-Encoding names no coding"),
     ("chunk extension with control bytes", chunked(b"\r\n5;a=\x00\x01\xff\rz\r\nhello\r\n0\r\n\r\n"),
      b"malformed chunk extension"),
 ]
@@ -113,6 +116,19 @@ def test_bad_framing_gets_400_saying_what_is_wrong(daemon, name, data, message):
     raw = raw_exchange(daemon.port, data)
     assert (status_of(raw), refusal_of(raw)) == (400, "400 " + message.decode()), raw
     assert b"\r\nconnection: close\r\n" in raw.lower()
+
+
+def test_a_transfer_encoding_with_an_empty_element_is_chunked(daemon):
+    # RFC 9110 5.6.1: ",chunked" had been refused with 501 as an unsupported coding
+    init = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                       "params": {"protocolVersion": PROTOCOL, "capabilities": {},
+                                  "clientInfo": {"name": "t", "version": "0"}}}).encode()
+    body = b"%x\r\n%s\r\n0\r\n\r\n" % (len(init), init)
+    raw = raw_exchange(daemon.port, b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: ,chunked\r\n"
+                                    b"Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+                                    b"Connection: close\r\n\r\n" + body)
+    assert status_of(raw) == 200, raw[:400]
+    assert json.loads(body_of(raw))["result"]["protocolVersion"] == PROTOCOL
 
 
 def test_host_missing_or_repeated_and_headers_sent_twice_get_400_naming_them(daemon):

@@ -568,6 +568,19 @@ def test_chunked_before_another_coding_is_a_framing_error(feeding, lines):
     assert refused(post(b"Transfer-Encoding: gzip, chunked", body=b"0\r\n\r\n"), feeding).status == 501
 
 
+@pytest.mark.parametrize("value", [b",chunked", b"chunked,", b" , chunked , ,"])
+def test_empty_transfer_coding_elements_are_ignored(feeding, value):
+    # RFC 9110 5.6.1: ",chunked" had been refused as an unsupported coding (501)
+    _, requests = run(post(b"Transfer-Encoding: " + value, body=b"2\r\n{}\r\n0\r\n\r\n"), feeding)
+    assert [r.body for r in requests] == [b"{}"]
+
+
+@pytest.mark.parametrize("value", [b"", b",", b" , ,"])
+def test_a_transfer_encoding_naming_no_coding_is_a_framing_error(feeding, value):
+    err = refused(post(b"Transfer-Encoding: " + value, body=b"0\r\n\r\n"), feeding)
+    assert (err.status, err.message) == (400, "Transfer-Encoding names no coding")
+
+
 def test_a_refusal_once_the_head_is_read_carries_its_origin(feeding):
     origin = b"Origin: https://app.example"
     assert refused(post(origin, b"Content-Length: 11", body=b"x" * 11), feeding,

@@ -377,7 +377,10 @@ class RequestParser:
         if transfer_encoding is not None:
             if "content-length" in by_name:
                 raise HttpError(400, "both Content-Length and Transfer-Encoding")
-            codings = [c.strip(" \t").lower() for c in transfer_encoding.split(",")]
+            # RFC 9110 5.6.1: empty list elements are ignored, so ",chunked" is chunked.
+            codings = [c for c in (c.strip(" \t").lower() for c in transfer_encoding.split(",")) if c]
+            if not codings:
+                raise HttpError(400, "Transfer-Encoding names no coding")
             if codings.count("chunked") > 1:   # a framing error, not an unknown coding
                 raise HttpError(400, "Transfer-Encoding chunked given more than once")
             if "chunked" in codings and codings[-1] != "chunked":   # RFC 9112 6.3: no length known
