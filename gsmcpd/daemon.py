@@ -263,12 +263,14 @@ def _control_pid(state_dir: Path, port: int) -> int | None:
 def serving_elsewhere(port: int, state_dir: Path) -> str | None:
     """A sentence naming the live gsmcpd that serves `port` though `state_dir` holds no
     pidfile of it (started with another --state-dir or conf file, or its files removed),
-    and how to stop it; None when there is none. Found by command line, as `stop`
-    confirms any pid."""
+    and how to stop it; None when there is none. Found by the listening socket it holds,
+    however it was given the port (--port, GS_MCP_PORT, a conf file)."""
+    listening = _listening_sockets(port)
+    if listening == set():
+        return None   # the table lists every account's sockets: nothing serves the port
     for entry in Path("/proc").iterdir():
         argv = process_cmdline(int(entry.name)) if entry.name.isdigit() else None
-        if not (_names_gsmcpd(argv) and "serve" in argv
-                and _port_served(_ports_named(argv) or ["0"]) == port):
+        if not (_names_gsmcpd(argv) and "serve" in argv and _serves(entry, argv, port, listening)):
             continue
         theirs = [_as_seen_by(entry, path) for path in _flag_values(argv, "--state-dir")]
         if theirs and theirs[-1] != state_dir:
@@ -281,6 +283,53 @@ def serving_elsewhere(port: int, state_dir: Path) -> str | None:
         return (f"pid {entry.name}, a gsmcpd serving port {port}, is running: give the "
                 f"--state-dir or --config it was started with, or kill {entry.name}")
     return None
+
+
+def _listening_sockets(port: int) -> set[str] | None:
+    """The TCP sockets listening on `port` (any address, IPv4 or IPv6), named as a
+    /proc/PID/fd link names them (`socket:[INODE]`); None when /proc/net cannot be read."""
+    found, read = set(), False
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:   # a kernel without IPv6, say
+            continue
+        read = True
+        for row in rows:
+            # sl local_address rem_address st ... inode; the address ends :PORT in hex, st 0A is LISTEN
+            fields = row.split()
+            if len(fields) > 9 and fields[3] == "0A" and fields[1].endswith(f":{port:04X}"):
+                found.add(f"socket:[{fields[9]}]")
+    return found if read else None
+
+
+def _serves(process: Path, argv: list[str], port: int, listening: set[str] | None) -> bool:
+    """Whether `process` holds one of the `listening` sockets. Where its descriptors are
+    not this account's to read (or /proc/net was not), its command line's --port decides."""
+    held = None if listening is None else _holds_any(process, listening)
+    if held is None:
+        return _port_served(_ports_named(argv) or ["0"]) == port
+    return held
+
+
+def _holds_any(process: Path, sockets: set[str]) -> bool | None:
+    """Whether `process` has one of `sockets` open; None when that cannot be told."""
+    unreadable = False
+    try:
+        with os.scandir(process / "fd") as descriptors:
+            for fd in descriptors:
+                try:
+                    if os.readlink(fd.path) in sockets:
+                        return True
+                except PermissionError:
+                    unreadable = True
+                except OSError:   # closed meanwhile
+                    continue
+    except PermissionError:
+        return None
+    except OSError:   # it has exited
+        return False
+    return None if unreadable else False
 
 
 def _as_seen_by(process: Path, path: str) -> Path:

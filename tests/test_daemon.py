@@ -139,10 +139,13 @@ def test_stop_with_nothing_running(tmp_path):
 def fake_gsmcpd(tmp_path):
     """A live process whose command line looks like a gsmcpd on port 8765.
 
-    It ignores SIGTERM when asked to, so stop's SIGKILL fallback can be seen."""
-    def spawn(ignore_term=False, port_arg=True, port_args=("--port", "8765")):
-        code = ("import signal, time, sys\n"
+    It ignores SIGTERM when asked to, so stop's SIGKILL fallback can be seen; it listens
+    on `listens_on` (host, port) when given, as a serve does."""
+    def spawn(ignore_term=False, port_arg=True, port_args=("--port", "8765"), listens_on=None):
+        code = ("import signal, socket, time, sys\n"
                 + ("signal.signal(signal.SIGTERM, signal.SIG_IGN)\n" if ignore_term else "")
+                + (f"s = socket.create_server({listens_on!r}, family=socket.AF_INET6 if ':' in "
+                   f"{listens_on[0]!r} else socket.AF_INET)\n" if listens_on else "")
                 + "sys.stdout.write('up\\n'); sys.stdout.flush()\ntime.sleep(30)\n")
         script = tmp_path / "gsmcpd"
         script.write_text(code)
@@ -198,6 +201,53 @@ def test_a_gsmcpd_naming_no_port_is_never_judged_stale_without_its_control_socke
     assert daemon.stop(tmp_path, 8765, timeout=1, out=out) == 1
     assert "whose port could not be confirmed" in out.getvalue()
     assert (tmp_path / "gsmcpd-8765.pid").exists() and proc.poll() is None
+
+
+def test_the_listening_sockets_of_a_port_are_named_as_a_descriptor_link_names_them():
+    with socket.create_server(("127.0.0.1", 0)) as four, \
+            socket.create_server(("::1", 0), family=socket.AF_INET6) as six, socket.socket() as bound:
+        for listener in (four, six):
+            port = listener.getsockname()[1]
+            assert daemon._listening_sockets(port) == {f"socket:[{os.fstat(listener.fileno()).st_ino}]"}
+        bound.bind(("127.0.0.1", 0))   # bound, not listening: serves nothing
+        assert daemon._listening_sockets(bound.getsockname()[1]) == set()
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1"])
+def test_the_gsmcpd_serving_a_port_is_found_by_its_socket_however_it_was_given_the_port(
+        tmp_path, fake_gsmcpd, host):
+    # A serve that took its port from GS_MCP_PORT or a conf file names none on its command line.
+    port = free_port()
+    proc = fake_gsmcpd(port_arg=False, listens_on=(host, port))
+    assert daemon.serving_elsewhere(port, tmp_path / "other") == (
+        f"pid {proc.pid}, a gsmcpd serving port {port}, is running: give the --state-dir or "
+        f"--config it was started with, or kill {proc.pid}")
+
+
+def test_a_gsmcpd_naming_a_port_it_does_not_listen_on_serves_none(tmp_path, fake_gsmcpd):
+    # Its --port says what it meant to serve; the socket someone else holds says who serves it.
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+        fake_gsmcpd(port_args=("--port", str(port)))
+        assert daemon.serving_elsewhere(port, tmp_path) is None
+
+
+def test_a_gsmcpd_whose_descriptors_cannot_be_read_is_judged_by_its_command_line(
+        tmp_path, fake_gsmcpd, monkeypatch):
+    # Another account's gsmcpd: its /proc/PID/fd links are not ours to read.
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+        proc = fake_gsmcpd(port_args=("--port", str(port)))
+        readlink = os.readlink
+
+        def denied(path, *args, **kwargs):
+            if str(path).startswith(f"/proc/{proc.pid}/fd/"):
+                raise PermissionError(13, "Permission denied", str(path))
+            return readlink(path, *args, **kwargs)
+        monkeypatch.setattr(os, "readlink", denied)
+        assert daemon.serving_elsewhere(port, tmp_path) == (
+            f"pid {proc.pid}, a gsmcpd serving port {port}, is running: give the --state-dir or "
+            f"--config it was started with, or kill {proc.pid}")
 
 
 def test_a_binary_pidfile_holds_no_pid_and_a_directory_is_never_guessed_at(tmp_path):

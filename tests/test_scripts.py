@@ -194,6 +194,38 @@ def test_stop_stops_a_serve_however_it_was_given_its_port(tmp_path, how):
         log.close()
 
 
+def test_a_serve_given_its_port_by_the_environment_is_named_from_another_state_dir(tmp_path):
+    # Its command line names no port (GS_MCP_PORT here; a conf file's port the same): the
+    # listening socket it holds says it serves the port, to stop, status and start alike.
+    port, ours, other = free_port(), tmp_path / "ours", tmp_path / "other"
+    proc = subprocess.Popen([sys.executable, "-m", "gsmcpd", "serve"], cwd=str(REPO),
+                            env=clean_env(GS_MCP_PORT=str(port), GS_MCP_STATE_DIR=str(ours)),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_for(lambda: not port_free(port) or proc.poll() is not None, "the daemon to listen")
+        assert proc.poll() is None
+        hint = (f"pid {proc.pid}, a gsmcpd serving port {port}, is running: give the --state-dir "
+                f"or --config it was started with, or kill {proc.pid}")
+        asked = clean_env(GS_MCP_STATE_DIR=str(other))
+        stopped = run("stop-server.sh", str(port), env=asked)
+        assert stopped.returncode == 1 and stopped.stdout.strip().endswith(f"but {hint}"), stopped.stdout
+        listed = subprocess.run([sys.executable, "-m", "gsmcpd", "status", str(port)], cwd=str(REPO),
+                                env=asked, capture_output=True, text=True, timeout=60)
+        assert listed.returncode == 1 and listed.stderr.strip().endswith(f"but {hint}"), listed.stderr
+        started = run("run-server.sh", "--port", str(port), env=asked)
+        assert started.returncode == 1, started.stdout + started.stderr
+        assert started.stdout.strip() == f"port {port} on 127.0.0.1 is already in use: {hint}"
+        assert proc.poll() is None   # named, never signalled
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
 def test_a_deep_state_dir_serves_and_the_cli_reaches_it(tmp_path):
     # Its control socket's path is past the 108 bytes a unix socket address holds: start
     # once failed with "cannot serve on 127.0.0.1:PORT: AF_UNIX path too long".
