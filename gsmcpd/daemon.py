@@ -706,8 +706,10 @@ def stop(state_dir: Path, port: int, timeout: float = STOP_TIMEOUT,
                   f"control socket did not answer); left it and its pidfile alone", file=out)
             return 1
         path.unlink(missing_ok=True)
+        elsewhere = serving_elsewhere(port, state_dir)   # named, never signalled: not the pidfile's
         print(f"stale pidfile {path}: pid {pid} is not a gsmcpd serving port {port}; "
-              f"removed it without signalling anything. Nothing was running on port {port}.",
+              f"removed it without signalling anything. "
+              + (f"But {elsewhere}" if elsewhere else f"Nothing was running on port {port}."),
               file=out)
         return 1
     print(f"stopping gsmcpd on port {port} (pid {pid}): SIGTERM, SIGKILL if still running "

@@ -141,7 +141,7 @@ def fake_gsmcpd(tmp_path):
 
     It ignores SIGTERM when asked to, so stop's SIGKILL fallback can be seen; it listens
     on `listens_on` (host, port) when given, as a serve does."""
-    def spawn(ignore_term=False, port_arg=True, port_args=("--port", "8765"), listens_on=None):
+    def spawn(ignore_term=False, port_arg=True, port_args=("--port", "8765"), listens_on=None, args=()):
         code = ("import signal, socket, time, sys\n"
                 + ("signal.signal(signal.SIGTERM, signal.SIG_IGN)\n" if ignore_term else "")
                 + (f"s = socket.create_server({listens_on!r}, family=socket.AF_INET6 if ':' in "
@@ -149,8 +149,8 @@ def fake_gsmcpd(tmp_path):
                 + "sys.stdout.write('up\\n'); sys.stdout.flush()\ntime.sleep(30)\n")
         script = tmp_path / "gsmcpd"
         script.write_text(code)
-        proc = subprocess.Popen([sys.executable, str(script), "serve"] + (list(port_args) if port_arg else []),
-                                stdout=subprocess.PIPE)
+        proc = subprocess.Popen([sys.executable, str(script), "serve"] + (list(port_args) if port_arg else [])
+                                + list(args), stdout=subprocess.PIPE)
         assert proc.stdout.readline() == b"up\n"
         procs.append(proc)
         return proc
@@ -248,6 +248,23 @@ def test_a_gsmcpd_whose_descriptors_cannot_be_read_is_judged_by_its_command_line
         assert daemon.serving_elsewhere(port, tmp_path) == (
             f"pid {proc.pid}, a gsmcpd serving port {port}, is running: give the --state-dir or "
             f"--config it was started with, or kill {proc.pid}")
+
+
+def test_stop_of_a_stale_pidfile_names_the_gsmcpd_serving_the_port_from_elsewhere(
+        tmp_path, sleeper, fake_gsmcpd):
+    port, theirs = free_port(), tmp_path / "theirs"
+    proc = fake_gsmcpd(port_arg=False, listens_on=("127.0.0.1", port), args=("--state-dir", str(theirs)))
+    path = tmp_path / f"gsmcpd-{port}.pid"
+    path.write_text(f"{sleeper.pid}\n")
+    out = io.StringIO()
+    assert daemon.stop(tmp_path, port, timeout=1, out=out) == 1
+    assert out.getvalue() == (
+        f"stale pidfile {path}: pid {sleeper.pid} is not a gsmcpd serving port {port}; removed it "
+        f"without signalling anything. But pid {proc.pid}, a gsmcpd serving port {port} from the "
+        f"state directory {theirs}, is running: stop it with "
+        f"{daemon._stop_command(port, theirs)}\n")
+    assert not path.exists()
+    assert sleeper.poll() is None and proc.poll() is None   # neither was signalled
 
 
 def test_a_binary_pidfile_holds_no_pid_and_a_directory_is_never_guessed_at(tmp_path):

@@ -36,9 +36,9 @@ def clean_env(**settings):
     return env
 
 
-def run(script, *args, env, timeout=60):
+def run(script, *args, env, timeout=60, cwd=None):
     return subprocess.run([str(REPO / script), *args], env=env, capture_output=True,
-                          text=True, timeout=timeout)
+                          text=True, timeout=timeout, cwd=cwd)
 
 
 def wait_for(predicate, what, timeout=15.0):
@@ -224,6 +224,33 @@ def test_a_serve_given_its_port_by_the_environment_is_named_from_another_state_d
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+
+
+def test_stop_of_a_stale_pidfile_names_the_gsmcpd_serving_the_port_from_another_state_dir(tmp_path):
+    # The pidfile asked about names a process that is no gsmcpd (its server gone, the pid
+    # reused): removed, nothing signalled, and the gsmcpd on the port named, not left unsaid.
+    port, ours, other = free_port(), tmp_path / "ours", tmp_path / "other"
+    unrelated = subprocess.Popen(["sleep", "60"])
+    started = run("run-server.sh", "--port", str(port), "--state-dir", str(ours), env=clean_env())
+    try:
+        assert started.returncode == 0, started.stdout + started.stderr
+        pid = int((ours / f"gsmcpd-{port}.pid").read_text())
+        other.mkdir()
+        stale = other / f"gsmcpd-{port}.pid"
+        stale.write_text(f"{unrelated.pid}\n")
+        stopped = run("stop-server.sh", str(port), "--state-dir", str(other), env=clean_env(), cwd=REPO)
+        assert stopped.returncode == 1, stopped.stdout + stopped.stderr
+        assert stopped.stdout.strip() == (
+            f"stale pidfile {stale}: pid {unrelated.pid} is not a gsmcpd serving port {port}; "
+            f"removed it without signalling anything. But pid {pid}, a gsmcpd serving port {port} "
+            f"from the state directory {ours}, is running: stop it with ./stop-server.sh {port} "
+            f"--state-dir {ours}")
+        assert not stale.exists() and unrelated.poll() is None and not port_free(port)
+    finally:
+        unrelated.kill()
+        unrelated.wait()
+        run("stop-server.sh", str(port), "--state-dir", str(ours), env=clean_env())
+    assert port_free(port)
 
 
 def test_a_deep_state_dir_serves_and_the_cli_reaches_it(tmp_path):
