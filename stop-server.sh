@@ -5,7 +5,9 @@
 # the environment are the caller's; in a conf file, the conf file's directory's.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")" && pwd)
-if [[ ! -x $ROOT/.venv/bin/python && -e $ROOT/.venv && ! -O $ROOT/.venv ]]; then
+# As install.sh's foreign_venv_problem (this script runs no python to share it): the .venv
+# itself may be a link into a home this account cannot enter.
+if [[ ! -x $ROOT/.venv/bin/python && ( -e $ROOT/.venv || -L $ROOT/.venv ) && ! -O $ROOT/.venv ]]; then
     echo "stop-server.sh: $ROOT/.venv/bin/python is another account's, and $(id -un) cannot run it:" \
          "run this as that account (or root), or from a checkout of your own" >&2
     exit 1

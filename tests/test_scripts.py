@@ -936,18 +936,25 @@ def test_install_stamp_ok_says_whether_the_install_is_current(fake_checkout):
     assert stamp_ok() == 1 and not (fake_checkout / ".venv").exists()
 
 
-def test_the_scripts_run_by_an_account_that_cannot_run_the_venvs_python_say_so(fake_checkout):
+@pytest.mark.parametrize("private", ["its python", "the .venv a link into a home"])
+def test_the_scripts_run_by_an_account_that_cannot_run_the_venvs_python_say_so(fake_checkout, private):
     # Another account's checkout, whose .venv python links into a home only its owner may
-    # enter: not "no .venv yet" (and an attempt to make one over it), but what is wrong.
+    # enter (or whose .venv is such a link): not "no .venv yet" (and an attempt to make one
+    # over it), but what is wrong.
     if os.geteuid() != 0:
         pytest.skip("needs root, to run the scripts as another account")
     checkout = Path(tempfile.mkdtemp(prefix="checkout-"))   # in /tmp, which every account may search
+    home = Path(tempfile.mkdtemp(prefix="home-"))   # 0700: root's alone
     try:
         shutil.copytree(fake_checkout, checkout, dirs_exist_ok=True)
         for script in ("run-server.sh", "stop-server.sh"):
             shutil.copy(REPO / script, checkout / script)
         venv_python = checkout / ".venv" / "bin" / "python"
-        venv_python.chmod(0o700)   # root's alone
+        if private == "its python":
+            venv_python.chmod(0o700)   # root's alone
+        else:
+            (checkout / ".venv").rename(home / "venv")
+            (checkout / ".venv").symlink_to(home / "venv")
         checkout.chmod(0o755)
         for argv in (["run-server.sh"], ["stop-server.sh"], ["install.sh", "--check"]):
             result = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
@@ -960,3 +967,4 @@ def test_the_scripts_run_by_an_account_that_cannot_run_the_venvs_python_say_so(f
         assert calls(checkout) == []
     finally:
         shutil.rmtree(checkout)
+        shutil.rmtree(home)
