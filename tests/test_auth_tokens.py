@@ -99,9 +99,24 @@ def test_non_bearer_scheme_counts_as_no_token(settings, keys):
     assert rejected(check("Basic YWxpY2U6cGFzcw==", settings, keys)) == NO_TOKEN
 
 
-@pytest.mark.parametrize("header", ["Bearer", "Bearer ", "Bearer a b", "Bearer ä"])
-def test_malformed_bearer_credentials(settings, keys, header):
-    assert rejected(check(header, settings, keys)) == invalid("malformed Bearer credentials", "invalid_request")
+MALFORMED = ("malformed Bearer credentials: expected one token of b64token characters "
+             "(A-Z a-z 0-9 - . _ ~ + / then = padding, RFC 6750 2.1)")
+
+
+@pytest.mark.parametrize("header", ["Bearer", "Bearer ", "Bearer \t "])
+def test_an_empty_bearer_credential_counts_as_no_token(settings, keys, header):
+    # RFC 6750 3.1: no token is no authentication information; the bare 401 sends the client for one.
+    outcome = check(header, settings, keys)
+    assert rejected(outcome) == NO_TOKEN
+    assert outcome.body == b'{"error":"unauthorized"}'
+
+
+@pytest.mark.parametrize("header", ["Bearer a b", "Bearer ä", "Bearer {json}", "Bearer a==b",
+                                    "Bearer abc, Bearer def"])
+def test_a_malformed_bearer_credential_is_400_invalid_request(settings, keys, header):
+    outcome = check(header, settings, keys)
+    assert rejected(outcome, status=400) == invalid(MALFORMED, "invalid_request")
+    assert json.loads(outcome.body) == {"error": "invalid_request", "error_description": MALFORMED}
 
 
 def test_only_spaces_and_tabs_surround_the_credentials(idp, settings, keys):
@@ -109,7 +124,7 @@ def test_only_spaces_and_tabs_surround_the_credentials(idp, settings, keys):
     token = idp.mint()
     assert isinstance(check(f" \t Bearer {token} \t", settings, keys), Accepted)
     for header in (f"Bearer \x85{token}", f"Bearer {token}\xa0"):
-        assert rejected(check(header, settings, keys)) == invalid("malformed Bearer credentials", "invalid_request")
+        assert rejected(check(header, settings, keys), status=400) == invalid(MALFORMED, "invalid_request")
     assert rejected(check(f"\xa0Bearer {token}", settings, keys)) == NO_TOKEN   # no Bearer scheme
 
 

@@ -110,9 +110,7 @@ def other_signature(token, other):
 # (case, authorization header builder, error, error_description); no error → no token sent
 REJECTIONS = [
     ("non-Bearer scheme", lambda idp: "Basic YWxpY2U6c2VjcmV0", None, None),
-    ("empty Bearer", lambda idp: "Bearer ", "invalid_request", "malformed Bearer credentials"),
-    ("two credentials", lambda idp: "Bearer abc def", "invalid_request", "malformed Bearer credentials"),
-    ("not a b64token", lambda idp: "Bearer {json}", "invalid_request", "malformed Bearer credentials"),
+    ("empty Bearer", lambda idp: "Bearer ", None, None),   # no token: the client is sent to fetch one
     ("unparseable", lambda idp: "Bearer not-a-jwt", "invalid_token", "token is not a well-formed JWT"),
     ("badly signed", lambda idp: "Bearer " + other_signature(idp.mint(), idp.mint(sub="mallory")),
      "invalid_token", "token signature is invalid"),
@@ -139,9 +137,33 @@ REJECTIONS = [
     ("no sub", lambda idp: "Bearer " + idp.mint(sub=None), "invalid_token", "token has no sub claim"),
     ("sub a number", lambda idp: "Bearer " + idp.mint(sub=42), "invalid_token", "token sub claim is not a string"),
     ("jti a number", lambda idp: "Bearer " + idp.mint(jti=42), "invalid_token", "token jti claim is not a string"),
-    ("latin-1 NBSP after the token", lambda idp: "Bearer " + idp.mint() + "\xa0", "invalid_request",
-     "malformed Bearer credentials"),
 ]
+
+
+MALFORMED = ("malformed Bearer credentials: expected one token of b64token characters "
+             "(A-Z a-z 0-9 - . _ ~ + / then = padding, RFC 6750 2.1)")
+# (case, Authorization value): credentials no new token would repair → 400 invalid_request
+MALFORMED_CREDENTIALS = [
+    ("two credentials", lambda idp: b"Bearer abc def"),
+    ("two schemes in one value", lambda idp: b"Bearer abc, Bearer def"),
+    ("not a b64token", lambda idp: b"Bearer {json}"),
+    ("latin-1 NBSP after the token", lambda idp: b"Bearer " + idp.mint().encode() + b"\xa0"),
+]
+
+
+@pytest.mark.parametrize("case,authorization", MALFORMED_CREDENTIALS, ids=[m[0] for m in MALFORMED_CREDENTIALS])
+def test_a_malformed_bearer_credential_is_a_400_invalid_request_with_the_challenge(daemon, idp, case,
+                                                                                  authorization):
+    body = json.dumps(INIT).encode()   # raw: a client library would not send a latin-1 byte
+    raw = raw_exchange(daemon.port, b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                       b"Authorization: " + authorization(idp) + b"\r\n" +
+                       b"Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+                       b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
+    fields = head_fields(raw)
+    assert status_of(raw) == 400, raw
+    assert fields["www-authenticate"] == challenge(daemon, "invalid_request", MALFORMED)
+    assert "mcp-session-id" not in fields
+    assert json.loads(body_of(raw)) == {"error": "invalid_request", "error_description": MALFORMED}
 
 
 def test_a_request_without_a_token_gets_the_bare_challenge(daemon):

@@ -27,6 +27,8 @@ from .settings import AuthSettings
 
 # RFC 6750 §2.1 b64token
 _B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+MALFORMED_CREDENTIALS = ("malformed Bearer credentials: expected one token of b64token characters "
+                         "(A-Z a-z 0-9 - . _ ~ + / then = padding, RFC 6750 2.1)")
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,7 @@ class Accepted:
 
 @dataclass(frozen=True)
 class Rejected:
-    status: int                     # 401 or 403
+    status: int                     # 400, 401 or 403
     error: str | None               # RFC 6750 error code; None when no token was sent
     description: str | None
     www_authenticate: str
@@ -87,6 +89,14 @@ def unauthorized(settings: AuthSettings, error: str | None = None,
     return Rejected(401, error, description if error else None, header)
 
 
+def malformed(settings: AuthSettings) -> Rejected:
+    """A 400 for a Bearer credential that is not one b64token (RFC 6750 §3.1 invalid_request):
+    a new token would not repair it, so no 401 sends the client to fetch one."""
+    header = bearer_challenge(settings.metadata_url, settings.supported_scopes, INVALID_REQUEST,
+                              MALFORMED_CREDENTIALS)
+    return Rejected(400, INVALID_REQUEST, MALFORMED_CREDENTIALS, header)
+
+
 def insufficient_scope(settings: AuthSettings, granted: frozenset[str], missing: list[str]) -> Rejected:
     # Ask for what this request needs plus what the client already holds (step-up).
     wanted = list(settings.required_scopes) + list(missing) + sorted(
@@ -114,8 +124,12 @@ def authenticate(authorization: str | None, settings: AuthSettings, keys: KeySou
         # RFC 6750 §3.1: an unsupported scheme counts as "no authentication info".
         return unauthorized(settings)
     token = credentials.strip(" \t")
+    if not token:
+        # No token is no authentication information (RFC 6750 §3.1): the bare 401 sends a
+        # client that holds none (the TypeScript SDK sends `Bearer ` then) to fetch one.
+        return unauthorized(settings)
     if not _B64TOKEN.fullmatch(token):
-        return unauthorized(settings, INVALID_REQUEST, "malformed Bearer credentials")
+        return malformed(settings)
     try:
         header = jwt.get_unverified_header(token)
     except jwt.InvalidTokenError:
