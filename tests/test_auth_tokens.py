@@ -186,6 +186,25 @@ def test_nbf_within_leeway_is_accepted(idp, settings, keys):
     assert isinstance(check(f"Bearer {idp.mint(nbf=int(now) + 10)}", settings, keys, now=now), Accepted)
 
 
+def test_a_token_issued_beyond_the_leeway_in_the_future_is_refused_naming_its_iat(idp, settings, keys):
+    now = 1_767_225_600.0
+    token = f"Bearer {idp.mint(iat=int(now) + 3600, exp=int(now) + 7200)}"
+    assert rejected(check(token, settings, keys, now=now)) == invalid(
+        "token issued in the future (iat 1767229200, 3600 s ahead of this server's clock, beyond the 30 s leeway)")
+
+
+def test_a_token_issued_within_the_leeway_in_the_future_or_without_iat_is_accepted(idp, settings, keys):
+    now = time.time()
+    assert isinstance(check(f"Bearer {idp.mint(iat=int(now) + 29)}", settings, keys, now=now), Accepted)
+    assert isinstance(check(f"Bearer {idp.mint(iat=None)}", settings, keys, now=now), Accepted)
+
+
+@pytest.mark.parametrize("iat", ["soon", True, 10**400, [1]], ids=["string", "true", "10**400", "list"])
+def test_an_iat_that_is_not_a_time_is_refused(idp, settings, keys, iat):
+    assert rejected(check(f"Bearer {idp.mint(iat=iat)}", settings, keys)) == invalid(
+        "token iat claim is not a finite number of seconds since the epoch")
+
+
 def test_missing_exp(idp, settings, keys):
     assert rejected(check(f"Bearer {idp.mint(exp=None)}", settings, keys)) == invalid("token has no exp claim")
 

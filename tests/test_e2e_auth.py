@@ -185,6 +185,17 @@ def test_every_bad_credential_is_refused_with_its_challenge(daemon, idp, case, a
         assert resp.json() == {"error": error, "error_description": description}
 
 
+def test_a_token_issued_in_the_future_is_refused_naming_its_iat_and_the_leeway(daemon, idp):
+    iat = int(time.time()) + 3600
+    resp = post_initialize(daemon, "Bearer " + idp.mint(iat=iat, exp=iat + 300))
+    assert resp.status == 401, resp
+    description = resp.json()["error_description"]
+    assert description.startswith("token issued in the future (iat %d, " % iat), description
+    assert description.endswith(" s ahead of this server's clock, beyond the %d s leeway)" % LEEWAY)
+    assert resp.header("www-authenticate") == challenge(daemon, "invalid_token", description)
+    assert resp.header("mcp-session-id") is None
+
+
 BIG = 16_000_000   # under GS_MCP_MAX_BODY (16 MiB): a body the router would take
 
 

@@ -21,7 +21,7 @@ class AuthSettings:
     write_scope: str | None = None             # present → read-write session, absent → read-only
     extra_scopes: tuple[str, ...] = ()         # advertised only (e.g. "profile offline_access")
     userid_claim: str = "sub"
-    leeway: float = 30.0                       # seconds of clock skew allowed on exp/nbf
+    leeway: float = 30.0                       # seconds of clock skew allowed on exp/nbf/iat
     algorithms: tuple[str, ...] = ALLOWED_ALGORITHMS
     jwks_file: str | None = None               # key source: a file, …
     jwks_url: str | None = None                # … or an https URL, …

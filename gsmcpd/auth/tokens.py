@@ -29,6 +29,7 @@ from .settings import AuthSettings
 _B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
 MALFORMED_CREDENTIALS = ("malformed Bearer credentials: expected one token of b64token characters "
                          "(A-Z a-z 0-9 - . _ ~ + / then = padding, RFC 6750 2.1)")
+_SECONDS = "a finite number of seconds since the epoch"   # what a time claim must be
 
 
 @dataclass(frozen=True)
@@ -178,6 +179,18 @@ def _timestamp(value: Any) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def _iat_problem(iat: Any, leeway: float, now: float) -> str | None:
+    """Why an `iat` refuses its token: not a time, or later than the clock and leeway allow
+    (a token minted ahead of our clock is a forged or mis-clocked issuer's; PyJWT refuses it too)."""
+    issued = _timestamp(iat)
+    if issued is None:
+        return f"token iat claim is not {_SECONDS}"
+    if issued > now + leeway:
+        return (f"token issued in the future (iat {iat}, {issued - now:.0f} s ahead of this server's "
+                f"clock, beyond the {leeway:g} s leeway)")
+    return None
+
+
 def _claim_problem(claims: dict, name: str, should_be: str) -> str:
     """Why a claim cannot be used: absent, or present with a value of the wrong kind
     (an issuer sending "sub": 42 needs to hear that, not that sub is missing)."""
@@ -187,7 +200,7 @@ def _claim_problem(claims: dict, name: str, should_be: str) -> str:
 def _check_claims(claims: dict, settings: AuthSettings, now: float) -> Outcome:
     exp = _timestamp(claims.get("exp"))
     if exp is None:
-        return _invalid(settings, _claim_problem(claims, "exp", "a finite number of seconds since the epoch"))
+        return _invalid(settings, _claim_problem(claims, "exp", _SECONDS))
     if now > exp + settings.leeway:
         return _invalid(settings, "token expired")
     nbf = claims.get("nbf")
@@ -195,6 +208,10 @@ def _check_claims(claims: dict, settings: AuthSettings, now: float) -> Outcome:
         nbf = _timestamp(nbf)
         if nbf is None or now + settings.leeway < nbf:
             return _invalid(settings, "token is not valid yet")
+    if claims.get("iat") is not None:
+        problem = _iat_problem(claims["iat"], settings.leeway, now)
+        if problem:
+            return _invalid(settings, problem)
     if claims.get("iss") != settings.issuer:
         return _invalid(settings, "token issuer is not accepted")
     aud = claims.get("aud")
