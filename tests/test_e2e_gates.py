@@ -59,6 +59,30 @@ def test_a_malformed_host_is_a_bad_request(daemon, session, host):
     assert status == 400 and reply["error"]["message"] == "Bad Request: malformed Host header %r" % host.decode()
 
 
+@pytest.mark.parametrize("host", [b"localhost:99999", b"localhost:65536", b"127.0.0.1:0", b"[::1]:000",
+                                  b"localhost:" + b"9" * 5000])
+def test_a_host_whose_port_is_outside_1_to_65535_is_a_bad_request(daemon, session, host):
+    status, reply = ping(daemon, session, b"Host: " + host + b"\r\n")
+    # (a long value is echoed shortened)
+    assert status == 400 and reply["error"]["message"].startswith("Bad Request: malformed Host header '%s"
+                                                                  % host[:40].decode()), reply
+    target_status, _ = ping(daemon, session, b"Host: 127.0.0.1\r\n", b"http://" + host + b"/mcp")
+    assert target_status == 400
+
+
+@pytest.mark.parametrize("origin", [b"http://localhost:99999", b"http://127.0.0.1:0",
+                                    b"http://app.example:" + b"9" * 5000])   # listed host: CORS reads the port
+def test_an_origin_whose_port_is_outside_1_to_65535_is_forbidden(daemon, session, origin):
+    status, reply = ping(daemon, session, b"Host: 127.0.0.1\r\nOrigin: " + origin + b"\r\n")
+    assert status == 403, reply
+    assert reply["error"]["message"].startswith("Forbidden: Origin '%s" % origin[:40].decode())
+
+
+def test_a_port_with_leading_zeros_is_the_port_it_names(daemon, session):
+    assert ping(daemon, session, b"Host: localhost:" + b"0" * 5000 + b"8000\r\nOrigin: http://app.example:"
+                + b"0" * 5000 + b"80\r\n")[0] == 200
+
+
 @pytest.mark.parametrize("origin,status", [(b"http://127.0.0.1:3000", 200), (b"http://evil.example", 403),
                                            (b"http://evil.example@127.0.0.1", 403), (b"null", 403),
                                            # configured as origins; matched by host

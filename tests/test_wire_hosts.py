@@ -10,6 +10,8 @@ from gsmcpd.wire import hosts
     ("127.0.0.1:8000", ("127.0.0.1", "8000")), ("[::1]", ("::1", None)), ("[::1]:8000", ("::1", "8000")),
     ("evil.example", ("evil.example", None)), ("localhost:", ("localhost", "")),   # port = *DIGIT
     ("", ("", None)),   # an empty Host is well-formed (and names no loopback host)
+    ("localhost:65535", ("localhost", "65535")), ("localhost:1", ("localhost", "1")),
+    ("localhost:0080", ("localhost", "80")), ("localhost:" + "0" * 5000 + "80", ("localhost", "80")),
 ])
 def test_authority_of_a_host_value(value, parsed):
     assert hosts.authority(value) == parsed
@@ -21,6 +23,8 @@ def test_authority_of_a_host_value(value, parsed):
     "evil.example@127.0.0.1", "user@localhost",                            # nor is userinfo
     "localhost:80a", "localhost:-1", "localhost:8000:1", "::1",            # a port is digits only
     "127.0.0.1, 127.0.0.1", "local host", "localhost\t",                   # two Host lines joined
+    "localhost:99999", "localhost:65536", "localhost:0", "[::1]:000",        # a port is 1..65535
+    "localhost:" + "9" * 5000,                                             # beyond int()'s 4300 digits
 ])
 def test_malformed_host_values_have_no_authority(value):
     assert hosts.authority(value) is None
@@ -38,7 +42,7 @@ def test_origin_host(value, host):
 @pytest.mark.parametrize("value", [
     "null", "localhost", "127.0.0.1:8000", "http://", "://localhost",
     "http://localhost/", "http://localhost/app", "http://evil.example@127.0.0.1",
-    "http://[::1]evil.example", "http://localhost:x",
+    "http://[::1]evil.example", "http://localhost:x", "http://localhost:99999", "http://localhost:0",
 ])
 def test_malformed_origins_have_no_host(value):
     parsed = hosts.origin(value)
@@ -60,6 +64,7 @@ def test_absolute_authority(target, authority):
     ("http://app.example:80", ("http", "app.example", None)), ("http://app.example:0080", ("http", "app.example", None)),
     ("https://app.example:80", ("https", "app.example", 80)), ("http://[::1]:3000", ("http", "::1", 3000)),
     ("vscode-webview://abc", ("vscode-webview", "abc", None)), ("http://app.example:", ("http", "app.example", None)),
+    ("http://app.example:" + "0" * 5000 + "8080", ("http", "app.example", 8080)),
 ])
 def test_origin_key_is_the_origin_as_a_browser_serialises_it(value, key):
     assert hosts.origin_key(value) == key
@@ -67,7 +72,8 @@ def test_origin_key_is_the_origin_as_a_browser_serialises_it(value, key):
 
 
 @pytest.mark.parametrize("value", ["null", "http://", "http://:80", "http://app.example:0", "http://app.example:65536",
-                                   "http://app.example/", "http://user@app.example", "app.example", "1http://a.example"])
+                                   "http://app.example/", "http://user@app.example", "app.example", "1http://a.example",
+                                   "http://app.example:" + "9" * 5000])
 def test_what_is_no_origin_has_no_origin_key(value):
     assert hosts.origin_key(value) is None
 

@@ -20,9 +20,18 @@ _ABSOLUTE_FORM = re.compile(r"https?://([^/?#]*)", re.IGNORECASE)   # the forms 
 @functools.lru_cache(maxsize=256)
 def authority(value):
     """(host, port) of a Host value: host lower-cased without brackets, port a digit
-    string or None. None when the value is not `uri-host [":" port]`."""
+    string without leading zeros, "" for an empty one (RFC 3986 port = *DIGIT), or None.
+    None when the value is not `uri-host [":" port]` or the port is not 1..65535."""
     match = _AUTHORITY.fullmatch(value)
-    return (match.group(1).lower().strip("[]"), match.group(2)) if match else None
+    if not match:
+        return None
+    port = match.group(2)
+    if port:
+        port = port.lstrip("0")
+        # Length first: int() of over 4300 digits raises, and no port has more than 5.
+        if not 0 < len(port) <= 5 or int(port) > 65535:
+            return None
+    return match.group(1).lower().strip("[]"), port
 
 
 @functools.lru_cache(maxsize=256)
@@ -45,8 +54,6 @@ def origin_key(value):
         return None
     scheme, (host, port) = match.group(1).lower(), parsed
     port = int(port) if port else None
-    if port is not None and not 0 < port < 65536:
-        return None
     return scheme, host, None if port == DEFAULT_PORTS.get(scheme) else port
 
 
