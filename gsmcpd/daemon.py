@@ -751,11 +751,16 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
     """Verify the environment without changing anything; print findings, then OK or the
     first problem."""
     problems: list[str] = []
+    warnings: list[str] = []
 
     def report(label: str, value: str, problem: str | None = None) -> None:
         print(f"{label:<14} {value}{'   <-- ' + problem if problem else ''}", file=out)
         if problem:
             problems.append(f"{label}: {problem}")
+
+    def warn(text: str) -> None:   # serve runs, but something will be refused at use
+        print(f"{'  warning':<14} {text}", file=out)
+        warnings.append(text)
 
     version = sys.version.split()[0]
     report("python", f"{version} ({sys.executable})",
@@ -787,9 +792,11 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
     if config.jwks_file is not None:
         report("jwks file", str(config.jwks_file), _jwks_file_problem(config.jwks_file))
     if config.auth and config.user_map and os.geteuid() == 0:   # serve reads it only as root
-        from gsmcpd.auth.usermap import user_map_problem
-        problem = user_map_problem(config.user_map)
+        from gsmcpd.auth.usermap import lines_never_served, read_user_map_setting
+        user_map, problem = read_user_map_setting(config.user_map)
         report("user map", config.user_map, f"user_map: {problem}" if problem else None)
+        for line in lines_never_served(user_map) if user_map else ():
+            warn(f"{line}: that user gets 403")
     report("auth", "on" if config.auth else "off (loopback only)")
     report("read-only", "yes" if config.readonly else "no")
     report("toolsets", " ".join(config.toolsets))
@@ -797,7 +804,8 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
     if problems:
         print(f"PROBLEM: {problems[0]}", file=out)
         return 1
-    print(f"OK: ready to serve {config.url}", file=out)
+    noted = f" ({len(warnings)} warning{'s' if len(warnings) > 1 else ''} above)" if warnings else ""
+    print(f"OK: ready to serve {config.url}{noted}", file=out)
     return 0
 
 

@@ -12,7 +12,12 @@ from pathlib import Path
 import pytest
 
 from gsmcpd.auth.usermap import (NOT_MAPPED, SYSTEM_ACCOUNT, AccountRefused, AccountResolver, UserMapError,
-                                 load_user_map, login_uid_min, parse_user_map, user_map_problem)
+                                 lines_never_served, load_user_map, login_uid_min, parse_user_map,
+                                 read_user_map_setting)
+
+
+def user_map_problem(setting):
+    return read_user_map_setting(setting)[1]
 
 
 def test_parse_with_comments_and_blank_lines():
@@ -71,6 +76,14 @@ def test_user_map_problem_names_what_is_wrong_with_the_setting(tmp_path):
     assert user_map_problem(str(binary)) == f"the MCP_USER_MAP file {binary} is not UTF-8 text (byte 0)"
     good.write_text("alice\n")
     assert user_map_problem(str(good)) == f"MCP_USER_MAP {good}:1: expected 'claim-value account', got 1 fields"
+
+
+def test_the_lines_whose_account_never_runs_a_worker_are_named_by_file_and_line():
+    text = ("# claim  account\nann nobody\nsys daemon\n\nrooted root\nghost no-such-account-xyz\n")
+    assert lines_never_served(parse_user_map(text, "/etc/gsmcpd/users.map")) == [
+        "/etc/gsmcpd/users.map:5: user 'rooted' names root account 'root' (uid 0), which never runs a worker",
+        "/etc/gsmcpd/users.map:6: user 'ghost' is mapped to account 'no-such-account-xyz', which does not exist"]
+    assert lines_never_served(parse_user_map("ann nobody\nsys daemon\n")) == []   # a system account is allowed
 
 
 def test_resolve_with_map():

@@ -313,6 +313,22 @@ def test_a_user_map_that_cannot_be_used_is_refused_naming_it_by_serve_and_check(
     assert checked.returncode == 1 and checked.stdout.splitlines()[-1] == f"PROBLEM: user map: {said}", checked.stdout
 
 
+def test_check_warns_of_map_lines_naming_root_or_a_missing_account_by_file_and_line(tmp_path, image, accounts):
+    # serve takes such a map, and said so only in a log line when the user came.
+    path = tmp_path / "users.map"
+    path.write_text("# claim  account\nann %s\nrooted root\n\nghost no-such-account-here\n" % accounts[0][0].pw_name)
+    daemon, _ = peruser_daemon(tmp_path, image, path)
+    checked = subprocess.run([sys.executable, "-m", "gsmcpd", "check", "--port", str(daemon.port)],
+                             env=daemon.env, cwd=str(daemon.tmp), capture_output=True, text=True, timeout=60)
+    lines = checked.stdout.splitlines()
+    assert checked.returncode == 0, checked.stdout
+    assert lines[-1] == "OK: ready to serve http://127.0.0.1:%d/mcp (2 warnings above)" % daemon.port
+    warnings = [line.split(None, 1)[1] for line in lines if line.startswith("  warning ")]
+    assert warnings == [
+        f"{path}:3: user 'rooted' names root account 'root' (uid 0), which never runs a worker: that user gets 403",
+        f"{path}:5: user 'ghost' is mapped to account 'no-such-account-here', which does not exist: that user gets 403"]
+
+
 def test_an_image_the_account_may_not_use_fails_its_open_naming_the_fix(tmp_path, accounts):
     first = accounts[0][0]
     private = default.ensure_default_image(tmp_path / "root-only")   # root's, 0755: as a state dir's

@@ -28,8 +28,17 @@ class AccountSwitchError(RuntimeError):
     """The worker could not (verifiably) drop to the mapped account."""
 
 
-def parse_user_map(text: str, source: str = "<user map>") -> dict[str, str]:
-    mapping: dict[str, str] = {}
+class UserMap(dict):
+    """claim value → account, remembering the file and line of each entry (for `gsmcpd check`)."""
+
+    def __init__(self, source: str):
+        super().__init__()
+        self.source = source
+        self.lines: dict[str, int] = {}
+
+
+def parse_user_map(text: str, source: str = "<user map>") -> UserMap:
+    mapping = UserMap(source)
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -43,15 +52,16 @@ def parse_user_map(text: str, source: str = "<user map>") -> dict[str, str]:
         if user in mapping:
             raise UserMapError(source, number, f"{user!r} is mapped twice")
         mapping[user] = account
+        mapping.lines[user] = number
     return mapping
 
 
-def load_user_map(path: str | os.PathLike) -> dict[str, str]:
+def load_user_map(path: str | os.PathLike) -> UserMap:
     path = Path(path)
     return parse_user_map(path.read_text(encoding="utf-8"), str(path))
 
 
-def read_user_map_setting(setting: str) -> tuple[dict[str, str] | None, str | None]:
+def read_user_map_setting(setting: str) -> tuple[UserMap | None, str | None]:
     """(the map MCP_USER_MAP names, None for `identity`; None) or (None, what a root
     daemon meets loading it)."""
     if setting == IDENTITY_MAP:
@@ -64,11 +74,6 @@ def read_user_map_setting(setting: str) -> tuple[dict[str, str] | None, str | No
         return None, f"the MCP_USER_MAP file {setting} is not UTF-8 text (byte {exc.start})"
     except UserMapError as exc:
         return None, f"MCP_USER_MAP {exc}"
-
-
-def user_map_problem(setting: str) -> str | None:
-    """What a root daemon meets loading MCP_USER_MAP (`identity`, or a map file), else None."""
-    return read_user_map_setting(setting)[1]
 
 
 DEFAULT_UID_MIN = 1000
@@ -141,6 +146,19 @@ class AccountResolver:
             raise AccountRefused(SYSTEM_ACCOUNT, f"user {user!r} names system account {entry.pw_name!r} "
                                                  f"(uid {entry.pw_uid}, below UID_MIN {self.uid_min})")
         return entry.pw_name
+
+
+def lines_never_served(user_map: UserMap) -> list[str]:
+    """`file:line: why` for each entry whose account never runs a worker (root, or no such
+    account): serve loads such a map and refuses the user only when they come, in a log line."""
+    resolver = AccountResolver(user_map)
+    found = []
+    for user, line in user_map.lines.items():
+        try:
+            resolver.resolve(user)
+        except AccountRefused as refusal:
+            found.append(f"{user_map.source}:{line}: {refusal}")
+    return found
 
 
 def become(account: str) -> bool:
