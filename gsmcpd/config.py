@@ -381,8 +381,9 @@ _TRAILING_COMMENT = re.compile(r"\s+#.*$")   # "#" after whitespace; not inside 
 def parse_conf_text(text: str, source: str = "conf", only: tuple[str, ...] | None = None,
                     lines: dict[str, int] | None = None) -> dict[str, str]:
     """`key = value` lines, `#` comments (whole lines, or after a value and whitespace),
-    blank lines; unknown keys are refused.  `only`: keep just these keys and pass over
-    every other, unknown ones too (a line that is not `key = value` is still refused).
+    blank lines; unknown keys are refused, and so is a key set twice (which line was
+    meant is the admin's to say).  `only`: keep just these keys and pass over every
+    other, unknown ones too (a line that is not `key = value` is still refused).
     `lines`, when given, gets each key's line number, for refusing its value later."""
     values: dict[str, str] = {}
     lines = {} if lines is None else lines
@@ -398,6 +399,9 @@ def parse_conf_text(text: str, source: str = "conf", only: tuple[str, ...] | Non
             continue
         if key not in KNOBS_BY_KEY:
             raise ConfigError(key, f"{source} line {number}: unknown key{_conf_key_hint(key)}")
+        if key in lines:
+            raise ConfigError(key, f"set twice in {source} (lines {lines[key]} and {number}): "
+                              "keep one of them")
         values[key] = _strip_quotes(value.strip())
         lines[key] = number
     return values

@@ -323,6 +323,22 @@ def test_a_bad_value_in_a_conf_file_is_refused_naming_its_file_and_line(tmp_path
     assert refused("readonly", flags={"readonly": None}, conf_path=conf).startswith(f"{conf} line 1: ")
 
 
+def test_a_key_set_twice_in_a_conf_file_is_refused_naming_the_file_and_both_lines(tmp_path):
+    # The last value used to win silently: which one the admin meant is theirs to say.
+    conf = tmp_path / "site.conf"
+    conf.write_text("# site\nport = 8001\nreadonly = yes\n\nport = 8002   # moved\n")
+    message = f"set twice in {conf} (lines 2 and 5): keep one of them"
+    assert refused("port", conf_path=conf) == message
+    # stop and status, which read just the port and the state directory, too: which
+    # port to stop is just as unclear
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_config({}, {}, conf, validate=False, only=("state_dir", "port"))
+    conf.write_text("readonly = yes\nreadonly = yes\n")   # the same value twice: still a slip
+    assert refused("readonly", conf_path=conf) == f"set twice in {conf} (lines 1 and 2): keep one of them"
+    conf.write_text("port = 8001\nreadonly = yes\nreadonly = no\n")   # a key stop does not read
+    assert load_config({}, {}, conf, validate=False, only=("state_dir", "port")).port == 8001
+
+
 def test_unknown_keys_are_refused(tmp_path):
     conf = tmp_path / "bad.conf"
     conf.write_text("# fine\nport = 8001\nread_only = 1\n")

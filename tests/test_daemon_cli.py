@@ -53,6 +53,19 @@ def test_a_refused_configuration_exits_2_naming_the_key(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+def test_a_key_set_twice_in_the_conf_file_is_refused_by_start_and_check_naming_both_lines(tmp_path):
+    conf = tmp_path.parent / "twice.conf"
+    conf.write_text(f"port = {free_port()}\nstate_dir = {tmp_path}\nreadonly = yes\nport = {free_port()}\n")
+    said = f"port: set twice in {conf} (lines 1 and 4): keep one of them"
+    started = gsmcpd("start", "--config", str(conf))
+    assert started.returncode == 2
+    assert started.stderr.strip() == f"gsmcpd: configuration refused: {said}"
+    assert not list(tmp_path.iterdir())   # nothing was started or written
+    checked = gsmcpd("check", "--config", str(conf))
+    assert checked.returncode == 1
+    assert checked.stdout.splitlines()[-1] == f"PROBLEM: config: {said}"
+
+
 def test_a_zero_idle_timeout_is_refused_naming_it_and_the_word_for_never(tmp_path):
     result = gsmcpd("start", "--port", str(free_port()), "--state-dir", str(tmp_path),
                     env={"GS_MCP_IDLE_TIMEOUT": "0"})
