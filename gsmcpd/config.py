@@ -55,7 +55,15 @@ def parse_bool(text: str) -> bool:
     raise ValueError(f"expected a boolean (1/0, true/false, yes/no, on/off), got {text!r}")
 
 
+def _refuse_off(text: str, expected: str) -> None:
+    """A none word where no none is taken: say so, not just that it is no number."""
+    word = text.strip().lower()
+    if word in _NONE:
+        raise ValueError(f"cannot be {word}: it must be {expected}")
+
+
 def parse_int(text: str, lo: int | None = None, hi: int | None = None) -> int:
+    _refuse_off(text, "an integer")
     try:
         value = int(text.strip())
     except ValueError:
@@ -67,6 +75,7 @@ def parse_int(text: str, lo: int | None = None, hi: int | None = None) -> int:
 
 
 def parse_seconds(text: str) -> float:
+    _refuse_off(text, "a number of seconds")
     try:
         value = float(text.strip())
     except ValueError:
@@ -589,13 +598,6 @@ def validate_config(config: Config) -> None:
     """Refuse unworkable combinations, naming the key to change."""
     if not config.host:
         raise ConfigError("host", "empty host")
-    # idle_timeout 0 is left to _validate_lifetime, whose refusal says to write none:
-    # "probe_after must be less than 0" would send the user to the wrong knob.
-    if config.idle_timeout and config.probe_after >= config.idle_timeout:
-        raise ConfigError("probe_after", f"probe_after (GS_MCP_PROBE_AFTER, {config.probe_after:g}s) "
-                          f"must be less than idle_timeout (GS_MCP_IDLE_TIMEOUT, "
-                          f"{config.idle_timeout:g}s), or the probe never runs: lower it "
-                          "with idle_timeout")
     _validate_lifetime(config)
     if config.spare_workers > config.max_sessions:
         raise ConfigError("spare_workers", f"{config.spare_workers} spare workers is more than "

@@ -426,11 +426,31 @@ def test_toolset_validation_uses_the_worker_resolver(monkeypatch):
 
 
 def test_probe_must_come_before_idle_deadline():
+    # One check, the lifetime policy's (it was made here too, worded otherwise).
     message = refused("probe_after", environ={"GS_MCP_IDLE_TIMEOUT": "100",
                                               "GS_MCP_PROBE_AFTER": "100"})
-    assert message == ("probe_after (GS_MCP_PROBE_AFTER, 100s) must be less than idle_timeout "
-                       "(GS_MCP_IDLE_TIMEOUT, 100s), or the probe never runs: lower it with idle_timeout")
+    assert message == ("GS_MCP_PROBE_AFTER (probe_after) must be less than GS_MCP_IDLE_TIMEOUT "
+                       "(idle_timeout), or the probe never runs: 100 >= 100")
+    assert refused("probe_after", environ={"GS_MCP_IDLE_TIMEOUT": "100", "GS_MCP_PROBE_AFTER": "150"}) \
+        == message.replace("100 >= 100", "150 >= 100")
     assert load_config({}, {"GS_MCP_IDLE_TIMEOUT": "none", "GS_MCP_PROBE_AFTER": "5000"})
+
+
+@pytest.mark.parametrize("key", ["probe_after", "ping_timeout", "streamless_idle_timeout", "stream_loss_grace",
+                                 "break_grace", "maintenance_interval", "read_timeout", "jwt_leeway"])
+@pytest.mark.parametrize("word", ["none", "off", "Never"])
+def test_none_for_a_seconds_knob_that_cannot_be_off_says_so(key, word):
+    # Not "expected a number of seconds, got 'none'": the admin wrote a word we know.
+    env = config_module.KNOBS_BY_KEY[key].env
+    assert refused(key, environ={env: word}) == f"cannot be {word.lower()}: it must be a number of seconds"
+
+
+def test_none_for_a_count_that_cannot_be_off_says_so(tmp_path):
+    assert refused("max_sessions", environ={"GS_MCP_MAX_SESSIONS": "none"}) == \
+        "cannot be none: it must be an integer"
+    conf = tmp_path / "site.conf"
+    conf.write_text("port = 8001\nprobe_after = none\n")
+    assert refused("probe_after", conf_path=conf) == f"{conf} line 2: cannot be none: it must be a number of seconds"
 
 
 def test_a_zero_idle_timeout_is_refused_as_zero_pointing_to_none():

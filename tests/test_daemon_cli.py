@@ -75,6 +75,20 @@ def test_a_zero_idle_timeout_is_refused_naming_it_and_the_word_for_never(tmp_pat
     assert not list(tmp_path.iterdir())  # nothing was started or written
 
 
+def test_a_lifetime_knob_that_cannot_be_off_and_a_probe_after_the_deadline_are_refused_once_each(tmp_path):
+    started = gsmcpd("start", "--port", str(free_port()), "--state-dir", str(tmp_path),
+                     env={"GS_MCP_PROBE_AFTER": "none"})
+    assert started.returncode == 2
+    assert started.stderr.strip() == "gsmcpd: configuration refused: probe_after: cannot be none: " \
+        "it must be a number of seconds"
+    assert not list(tmp_path.iterdir())
+    checked = gsmcpd("check", "--port", str(free_port()), "--state-dir", str(tmp_path),
+                     env={"GS_MCP_IDLE_TIMEOUT": "1800", "GS_MCP_PROBE_AFTER": "1800"})
+    assert checked.returncode == 1
+    assert checked.stdout.splitlines()[-1] == "PROBLEM: config: probe_after: GS_MCP_PROBE_AFTER (probe_after) " \
+        "must be less than GS_MCP_IDLE_TIMEOUT (idle_timeout), or the probe never runs: 1800 >= 1800"
+
+
 def test_every_option_of_every_command_says_what_it_is_and_its_environment_name():
     import argparse
     from gsmcpd.config import KNOBS_BY_KEY

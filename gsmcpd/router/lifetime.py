@@ -65,29 +65,14 @@ def _label(name):
     return f"{ENV_NAMES[name]} ({name})"
 
 
-def parse_knob(name, text):
-    """Parse one knob's text form (env/conf): seconds, fractions allowed;
-    ``none`` for a knob that can be off. Raises ValueError naming the knob."""
-    if name not in ENV_NAMES:
-        raise ValueError(f"unknown lifetime knob {name!r}")
-    value = str(text).strip()
-    if value.lower() == "none":
-        if name in OPTIONAL:
-            return None
-        raise ValueError(f"{_label(name)} cannot be none")
-    try:
-        return float(value)
-    except ValueError:
-        raise ValueError(f"{_label(name)} must be a number of seconds, got {text!r}") from None
-
-
 def validate(settings=None):
     """Check every knob and refuse unworkable combinations at startup.
 
     ``settings`` may be a LifetimeSettings, a mapping, or any object with the
     knob names as attributes (e.g. the daemon's Config); missing knobs take
-    their defaults. Returns a normalised LifetimeSettings; raises ValueError
-    naming the knob at fault.
+    their defaults. Values are numbers or None: text (a conf file, the
+    environment) is gsmcpd.config's to parse. Returns a normalised
+    LifetimeSettings; raises ValueError naming the knob at fault.
     """
     defaults = LifetimeSettings()
     values = {}
@@ -102,8 +87,8 @@ def validate(settings=None):
     idle = s.idle_timeout
     if idle is not None:
         if s.probe_after >= idle:
-            raise ValueError(f"{_label('probe_after')} must be less than {_label('idle_timeout')}:"
-                             f" {s.probe_after:g} >= {idle:g}")
+            raise ValueError(f"{_label('probe_after')} must be less than {_label('idle_timeout')},"
+                             f" or the probe never runs: {s.probe_after:g} >= {idle:g}")
         if s.probe_after + s.ping_timeout > idle:
             raise ValueError(f"{_label('ping_timeout')} leaves no time for a probe to be answered"
                              f" before {_label('idle_timeout')}: probe_after {s.probe_after:g}"
@@ -122,14 +107,8 @@ def validate(settings=None):
 
 
 def _check_one(name, raw):
-    if raw is None:
-        if name in OPTIONAL:
-            return None
-        raise ValueError(f"{_label(name)} cannot be none")
-    if isinstance(raw, str):
-        raw = parse_knob(name, raw)
-        if raw is None:
-            return None
+    if raw is None and name in OPTIONAL:
+        return None
     if isinstance(raw, bool) or not isinstance(raw, (int, float)):
         raise ValueError(f"{_label(name)} must be a number of seconds, got {raw!r}")
     value = float(raw)
