@@ -116,7 +116,6 @@ def test_handover_discards_old_probe_and_reprobes_next_pass():
     assert lt.stream_attached("s", 2, 1510.0)          # reattached as generation 2
     timeline = run(lt, 1559.0)
     assert timeline == []                              # old probe timed out at 1530: discarded
-    assert lt.info("s", 1559.0)["probe"] is None
     timeline = run(lt, 5000.0)
     assert timeline == [(1560.0, ("ping", "s", "srv-2", 2)),
                         (1590.0, ("reap", "s", PROBE_UNANSWERED))]
@@ -181,7 +180,7 @@ def test_grace_retracted_by_a_new_stream():
     assert lt.stream_attached("s", 2, 105.0)
     timeline = run(lt, 1000.0)
     assert timeline == []
-    assert lt.info("s", 1000.0)["stream"] == 2
+    assert lt.stream_detached("s", 2, 1000.0)          # generation 2 was the current stream
 
 
 def test_grace_retracted_by_a_call_in_flight():
@@ -211,8 +210,8 @@ def test_superseded_stream_detach_is_no_news_and_old_attach_loses():
     assert lt.stream_attached("s", 2, 10.0)
     assert lt.stream_detached("s", 1, 20.0) is False   # the superseded one ended
     assert lt.stream_attached("s", 1, 21.0) is False   # an older generation never wins
-    assert lt.info("s", 30.0)["stream"] == 2
     assert run(lt, 1000.0) == []
+    assert lt.stream_detached("s", 2, 1000.0)          # generation 2 is still the current stream
 
 
 # ---- late passes, indefinite sessions, the cap, busy sessions ---------------
@@ -288,7 +287,7 @@ def test_busy_session_never_reaped():
     lt.call_started("busy", 1.0)
     timeline = run(lt, 10000.0)
     assert timeline == [(60.0, ("reap", "quiet", STREAMLESS))]
-    assert lt.info("busy", 10000.0)["busy"] is True
+    assert lt.deadline("busy") is None                 # still busy: no rule applies
     lt.call_finished("busy", 10000.0)           # probe due 11500, pass 11520, timeout 11550
     assert kinds(run(lt, 20000.0), "reap") == [(11550.0, ("reap", "busy", PROBE_UNANSWERED))]
 
@@ -321,7 +320,7 @@ def test_session_ended_forgets_everything_and_events_for_unknown_are_ignored():
     lt.call_started("s", 1600.0)
     assert lt.stream_attached("s", 3, 1600.0) is False
     assert lt.stream_detached("s", 3, 1600.0) is False
-    assert lt.info("s", 1600.0) is None
+    assert "s" not in lt and lt.deadline("s") is None
     assert run(lt, 3000.0) == []
 
 
@@ -453,12 +452,15 @@ def test_deadline_is_the_earliest_rule_and_none_while_busy_or_unknown():
     (dict(max_session_lifetime=None, idle_timeout=None), 1, None, (None, None)),
 ])
 def test_deadline_names_the_earliest_rule_and_the_first_listed_on_a_tie(settings, stream, lost_at, expected):
-    life = Lifetime(LifetimeSettings(**dict(dict(probe_after=10, maintenance_interval=5), **settings)), 0)
+    # No pass before the deadline (and no stall forgiven at it): the tick there reaps alone.
+    life = Lifetime(LifetimeSettings(**dict(dict(probe_after=10, maintenance_interval=50), **settings)), 0)
     life.session_opened("s", 0)
     if stream is not None:
         assert life.stream_attached("s", stream, 0)
     if lost_at is not None:
         life.stream_attached("s", 1, 0)
         life.stream_detached("s", 1, lost_at)
-    info = life.info("s", 0)
-    assert (info["deadline"], info["reason"]) == expected
+    when, reason = expected
+    assert life.deadline("s") == when
+    if when is not None:
+        assert life.tick(when) == [("reap", "s", reason)]

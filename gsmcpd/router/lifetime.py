@@ -276,18 +276,6 @@ class Lifetime:
         s = self._sessions.get(session_id)
         return None if s is None else self._deadline(s)[0]
 
-    def info(self, session_id, now):
-        """A snapshot for status output and logs, or None for an unknown session."""
-        s = self._sessions.get(session_id)
-        if s is None:
-            return None
-        deadline, reason = self._deadline(s)
-        return {
-            "idle": now - s.last_activity, "age": now - s.created, "busy": s.busy,
-            "stream": s.stream, "grace": s.lost_at is not None, "probe": s.probe,
-            "last_answer": s.last_answer, "deadline": deadline, "reason": reason,
-        }
-
     # ---- rules ---------------------------------------------------------------
 
     def _deadline(self, s):

@@ -214,7 +214,3 @@ class Supervisor:
             session.stream = None
             conn.on_stream_lost = None
             conn.end_stream()
-
-    # -- status ------------------------------------------------------------------
-    def info(self, session):
-        return self.lifetime.info(session.id, self.loop.time())
