@@ -73,7 +73,9 @@ class Supervisor:
             if session is not None:
                 self.router.sessions.end(session, "reaped (%s)" % reason)
         elif kind == "forgiven":
-            log.warning("maintenance ran %.0fs late (host suspended?); idle clocks forgiven", action[1])
+            # The gap is both what was measured and what the clocks were shifted by.
+            log.warning("lifetime timers last ran %.0fs ago (host suspended, or the loop stalled?); "
+                        "idle clocks forgiven that long", action[1])
 
     def _break_action(self, step, sid, request_id, cause):
         session = self.router.sessions.by_id.get(sid)
