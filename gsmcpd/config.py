@@ -62,12 +62,31 @@ def _refuse_off(text: str, expected: str) -> None:
         raise ValueError(f"cannot be {word}: it must be {expected}")
 
 
+# Numbers as the docs write them: ASCII digits, a sign, and for seconds a fraction (and
+# an exponent, as a float flag's str() has one). int() and float() also take 1_800 and
+# other scripts' digits, which no knob documents: every numeric knob refuses them alike.
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_SIZE = re.compile(r"\s*([0-9]+)\s*([a-zA-Z]*)\s*")
+
+
+def _grouping_hint(text: str, form: re.Pattern) -> str:
+    """For 1_800 (Python's digit grouping): the number meant, without the _."""
+    plain = text.replace("_", "")
+    grouped = re.search(r"[0-9]_+[0-9]", text) and form.fullmatch(plain)
+    return f" (digits are not grouped with _: write {plain.strip()})" if grouped else ""
+
+
+def _number_text(text: str, form: re.Pattern, expected: str) -> str:
+    written = text.strip()
+    if not form.fullmatch(written):
+        raise ValueError(f"expected {expected}, got {text!r}{_grouping_hint(written, form)}")
+    return written
+
+
 def parse_int(text: str, lo: int | None = None, hi: int | None = None) -> int:
     _refuse_off(text, "an integer")
-    try:
-        value = int(text.strip())
-    except ValueError:
-        raise ValueError(f"expected an integer, got {text!r}") from None
+    value = int(_number_text(text, _INTEGER, "an integer"))
     if lo is not None and value < lo or hi is not None and value > hi:
         bounds = f"between {lo} and {hi}" if hi is not None else f"at least {lo}"
         raise ValueError(f"must be {bounds}, got {value}")
@@ -76,10 +95,7 @@ def parse_int(text: str, lo: int | None = None, hi: int | None = None) -> int:
 
 def parse_seconds(text: str) -> float:
     _refuse_off(text, "a number of seconds")
-    try:
-        value = float(text.strip())
-    except ValueError:
-        raise ValueError(f"expected a number of seconds, got {text!r}") from None
+    value = float(_number_text(text, _DECIMAL, "a number of seconds"))
     if not value >= 0 or value == float("inf"):
         raise ValueError(f"must be a finite number of seconds >= 0, got {text!r}")
     return value
@@ -97,9 +113,10 @@ _SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024,
 
 
 def parse_size(text: str) -> int:
-    match = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", text)
+    match = _SIZE.fullmatch(text)
     if not match or match.group(2).lower() not in _SIZE_UNITS:
-        raise ValueError(f"expected a size in bytes (e.g. 16777216 or 16MiB), got {text!r}")
+        raise ValueError(f"expected a size in bytes (e.g. 16777216 or 16MiB), got {text!r}"
+                         f"{_grouping_hint(text, _SIZE)}")
     value = int(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]
     if value < 1:
         raise ValueError("must be at least 1 byte")

@@ -453,6 +453,42 @@ def test_none_for_a_count_that_cannot_be_off_says_so(tmp_path):
     assert refused("probe_after", conf_path=conf) == f"{conf} line 2: cannot be none: it must be a number of seconds"
 
 
+@pytest.mark.parametrize("key, written, expected, meant", [
+    ("port", "8_001", "an integer", "8001"),
+    ("max_sessions", "2_000", "an integer", "2000"),
+    ("trace_limit", "4_096", "an integer", "4096"),
+    ("idle_timeout", "1_800", "a number of seconds", "1800"),
+    ("read_timeout", "1_000.5", "a number of seconds", "1000.5"),
+    ("max_body", "16_777_216", "a size in bytes (e.g. 16777216 or 16MiB)", "16777216"),
+    ("max_body", "1_6MiB", "a size in bytes (e.g. 16777216 or 16MiB)", "16MiB"),
+])
+def test_digits_grouped_with_underscores_are_refused_for_every_numeric_knob(key, written, expected, meant):
+    # Python's int() and float() read 1_800 as 1800; no knob documents it.
+    env = config_module.KNOBS_BY_KEY[key].env
+    assert refused(key, environ={env: written}) == \
+        f"expected {expected}, got {written!r} (digits are not grouped with _: write {meant})"
+    assert getattr(load_config({}, {env: meant}), key) is not None
+
+
+@pytest.mark.parametrize("key, written", [("port", "\u0668\u0660\u0660\u0661"), ("idle_timeout", "\uff11\uff18\uff10\uff10"),
+                                          ("max_body", "\u0661\u0666MiB"), ("port", "_8001"), ("idle_timeout", "inf")])
+def test_only_ascii_decimal_digits_make_a_number(key, written):
+    assert f"got {written!r}" in refused(key, environ={config_module.KNOBS_BY_KEY[key].env: written})
+    assert "grouped" not in refused(key, environ={config_module.KNOBS_BY_KEY[key].env: written})
+
+
+def test_numbers_as_the_docs_write_them_are_read(tmp_path):
+    conf = tmp_path / "site.conf"
+    conf.write_text("port = +8001\nidle_timeout = 1800.\nread_timeout = .5\njwt_leeway = 1e1\nmax_body = 16 MiB\n")
+    config = load_config({}, {}, conf)
+    assert (config.port, config.idle_timeout, config.read_timeout, config.jwt_leeway, config.max_body) == \
+        (8001, 1800.0, 0.5, 10.0, 16 * 1024 * 1024)
+    assert load_config({"read_timeout": 1e-05}, {}).read_timeout == 1e-05   # a typed flag: str() is 1e-05
+    conf.write_text("port = 8001\nidle_timeout = 1_800\n")
+    assert refused("idle_timeout", conf_path=conf) == \
+        f"{conf} line 2: expected a number of seconds, got '1_800' (digits are not grouped with _: write 1800)"
+
+
 def test_a_zero_idle_timeout_is_refused_as_zero_pointing_to_none():
     # Not as "probe_after must be less than idle_timeout (0s)": no probe_after could be.
     message = refused("idle_timeout", environ={"GS_MCP_IDLE_TIMEOUT": "0"})

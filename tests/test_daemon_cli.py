@@ -89,6 +89,24 @@ def test_a_lifetime_knob_that_cannot_be_off_and_a_probe_after_the_deadline_are_r
         "must be less than GS_MCP_IDLE_TIMEOUT (idle_timeout), or the probe never runs: 1800 >= 1800"
 
 
+def test_digits_grouped_with_an_underscore_are_refused_by_start_and_check(tmp_path):
+    conf = tmp_path.parent / "grouped.conf"
+    conf.write_text(f"state_dir = {tmp_path}\nidle_timeout = 1_800\n")
+    said = f"idle_timeout: {conf} line 2: expected a number of seconds, got '1_800' " \
+        "(digits are not grouped with _: write 1800)"
+    started = gsmcpd("start", "--config", str(conf), "--port", str(free_port()))
+    assert started.returncode == 2
+    assert started.stderr.strip() == f"gsmcpd: configuration refused: {said}"
+    assert not list(tmp_path.iterdir())
+    checked = gsmcpd("check", "--config", str(conf), "--port", str(free_port()))
+    assert checked.returncode == 1
+    assert checked.stdout.splitlines()[-1] == f"PROBLEM: config: {said}"
+    checked = gsmcpd("check", "--port", "8_001", "--state-dir", str(tmp_path))   # a flag alike
+    assert checked.returncode == 1
+    assert checked.stdout.splitlines()[-1] == "PROBLEM: config: port: expected an integer, got '8_001' " \
+        "(digits are not grouped with _: write 8001)"
+
+
 def test_every_option_of_every_command_says_what_it_is_and_its_environment_name():
     import argparse
     from gsmcpd.config import KNOBS_BY_KEY
