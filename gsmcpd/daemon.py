@@ -422,8 +422,11 @@ def _serve_main(config: Config, ready_fd: int | None, detached: bool, serve: Cal
         configure_logging(config.log_level, config.log_file, redirect_stdio=detached)
     except OSError as exc:   # nowhere to log yet: say it where start or the terminal reads
         message = f"cannot open the log file {config.log_file}: {exc.strerror or exc}"
-        print(f"gsmcpd: {message}", file=sys.stderr)
         reporter.error(message)
+        try:
+            print(f"gsmcpd: {message}", file=sys.stderr)
+        except OSError:   # detached, stderr is that file: it may open yet refuse writes (/proc)
+            pass
         return 1
     try:
         note = claim_pidfile(config.pidfile, config.port)
@@ -862,9 +865,24 @@ def _log_file_problem(path: Path) -> str | None:
     if path.is_dir():
         return f"log_file: {path} is a directory"
     if path.exists():
-        return None if os.access(path, os.W_OK) else f"log_file: {path} is not writable"
+        return _append_problem(path)
     problem = _writable_problem(path.parent)
     return f"log_file: {problem}" if problem else None
+
+
+def _append_problem(path: Path) -> str | None:
+    """Whether the file opens for appending as the log handler opens it, writing nothing.
+    Permission is not all: a file under /proc may open and then refuse the seek to its end."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK)   # a FIFO: no wait for a reader
+        try:
+            with open(fd, "a", closefd=False):   # seeks to the end, as the handler's file does
+                pass
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        return f"log_file: cannot open {path} for appending: {exc.strerror or exc}"
+    return None
 
 
 def _writable_problem(directory: Path) -> str | None:

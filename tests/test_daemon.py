@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -398,6 +399,25 @@ def test_serve_main_reports_an_exit_before_ready(tmp_path):
     os.close(read_end)
 
 
+def test_serve_main_reports_a_log_file_it_cannot_open_though_its_stderr_is_that_file_too(tmp_path, monkeypatch):
+    # Detached, fds 1 and 2 already point at the log file: /proc/self/status opened there,
+    # then refused writes, so the print of the reason raised before the starter was told,
+    # and `start` said only "exited during startup".
+    config = load_config({"port": 8324, "state_dir": str(tmp_path), "log_file": "/proc/self/status"}, {})
+    with io.TextIOWrapper(open("/dev/full", "wb", buffering=0), write_through=True) as refusing:   # refuses writes
+        monkeypatch.setattr(sys, "stderr", refusing)
+
+        def must_not_run(cfg, **callbacks):
+            raise AssertionError("served without its log file")
+
+        read_end, write_end = os.pipe()
+        assert daemon.serve_main(config, ready_fd=write_end, serve=must_not_run) == 1
+    line = os.read(read_end, 4096).decode()
+    os.close(read_end)
+    assert line.startswith("ERROR cannot open the log file /proc/self/status: ") and line.endswith("\n")
+    assert not config.pidfile.exists()
+
+
 # --- logging ---------------------------------------------------------------------------
 
 def test_only_a_terminal_that_hung_up_reads_as_hung_up(tmp_path):
@@ -540,6 +560,11 @@ def test_check_opens_the_log_file_as_serve_would(tmp_path):
     assert check(tmp_path / "a-file" / "x.log") == \
         (1, f"PROBLEM: log file: log_file: {tmp_path / 'a-file'} is not a directory")
     assert not (tmp_path / "logs").exists()                     # check changes nothing
+    # Writable by its mode (to root), yet no log file: it refuses the seek to its end.
+    code, last = check(Path("/proc/self/status"))
+    assert code == 1 and last.startswith("PROBLEM: log file: log_file: cannot open /proc/self/status for appending: ")
+    (tmp_path / "kept.log").write_text("as it was\n")
+    assert check(tmp_path / "kept.log")[0] == 0 and (tmp_path / "kept.log").read_text() == "as it was\n"
 
 
 def test_check_notices_a_busy_port(tmp_path):

@@ -156,6 +156,22 @@ def test_check_and_serve_agree_on_a_log_file_that_cannot_be_opened(tmp_path):
     assert checked.stdout.splitlines()[-1] == f"PROBLEM: log file: log_file: {tmp_path} is a directory"
 
 
+def test_start_and_check_name_why_a_log_file_under_proc_cannot_be_used(tmp_path):
+    # /proc/self/status opens for writing (to root) and then refuses: start said only
+    # "gsmcpd exited during startup; see /proc/self/status", and check said OK.
+    env = {"GS_MCP_LOG_FILE": "/proc/self/status", "GS_MCP_STATE_DIR": str(tmp_path)}
+    port = str(free_port())
+    started = gsmcpd("start", "--port", port, env=env)
+    assert started.returncode == 1
+    assert started.stdout.startswith("gsmcpd failed to start: cannot open the log file /proc/self/status: "), \
+        started.stdout
+    assert started.stdout.rstrip().endswith("(log: /proc/self/status)")
+    checked = gsmcpd("check", "--port", port, env=env)
+    assert checked.returncode == 1
+    assert checked.stdout.splitlines()[-1].startswith(
+        "PROBLEM: log file: log_file: cannot open /proc/self/status for appending: ")
+
+
 def test_a_file_serve_cannot_use_is_named_not_blamed_on_the_address(tmp_path):
     # A directory where the control socket goes: "cannot serve on 127.0.0.1:PORT: Is a directory".
     port = free_port()
