@@ -156,9 +156,24 @@ def test_a_foreign_origin_or_host_is_refused_naming_the_knob_that_admits_it(head
     assert App(unauthenticated_router())._gate_host_origin(parser.next_request()) == (403, said)
 
 
+@pytest.mark.parametrize("origin, said", [
+    (b"null", "Forbidden: Origin 'null' is not allowed"),   # well-formed (RFC 6454 7.3), only not listed
+    (b"http://[::1", "Forbidden: malformed Origin 'http://[::1' (an origin is scheme://host[:port]"),
+    (b"app.example", "Forbidden: malformed Origin 'app.example' (an origin"),
+    (b"http://app.example:99999", "Forbidden: malformed Origin 'http://app.example:99999' (an origin"),
+])
+def test_a_malformed_origin_is_named_as_such_not_sent_to_the_allow_list(origin, said):
+    # it had been told to list the origin in GS_MCP_ALLOWED_ORIGINS, which refuses such a value
+    parser = RequestParser()
+    parser.feed(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nOrigin: " + origin + b"\r\nContent-Length: 0\r\n\r\n")
+    status, message = App(unauthenticated_router())._gate_host_origin(parser.next_request())
+    assert (status, message[:len(said)]) == (403, said)
+
+
 @pytest.mark.parametrize("head_bytes, said", [
     (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nOrigin: https://caf\xc3\xa9.example\r\n",
-     (403, "Forbidden: Origin 'https://café.example' is not allowed")),
+     (403, "Forbidden: malformed Origin 'https://café.example' (an origin is scheme://host[:port], "
+           "the host ASCII")),
     (b"POST /mcp HTTP/1.1\r\nHost: caf\xc3\xa9.example\r\n",   # a Host is ASCII (punycode)
      (400, "Bad Request: malformed Host header 'café.example'")),
     (b"POST /mcp HTTP/1.1\r\nHost: caf\xff/x\r\n", (400, "Bad Request: malformed Host header 'caf\\xff/x'")),

@@ -135,6 +135,9 @@ class App:
         origin = request.header("origin")
         if origin is not None:
             parsed = hosts.origin(origin)
+            if parsed is None and origin != "null":   # listing it would not help: say what is wrong
+                return 403, ("Forbidden: malformed Origin '%s' (an origin is scheme://host[:port], "
+                             "the host ASCII, the port 1-65535)" % jsonrpc.echoed(origin, header=True))
             if parsed is None or parsed[0] not in self.allowed_hosts:
                 return 403, ("Forbidden: Origin '%s' is not allowed (a browser app's origin is "
                              "let in by listing it in GS_MCP_ALLOWED_ORIGINS)" % jsonrpc.echoed(origin, header=True))
