@@ -74,7 +74,11 @@ class _PrivateFileHandler(logging.FileHandler):
 
     def _open(self):
         fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        return open(fd, self.mode, encoding=self.encoding, errors=self.errors)
+        try:
+            return open(fd, self.mode, encoding=self.encoding, errors=self.errors)
+        except BaseException:   # a file that opens but refuses the seek (/proc): one fd per SIGHUP
+            os.close(fd)
+            raise
 
 
 def make_private_dir(path: Path) -> None:

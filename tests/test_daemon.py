@@ -609,3 +609,14 @@ def test_the_detached_serve_gets_this_gsmcpd_first_on_its_path_once(tmp_path, fl
     shown = subprocess.run([sys.executable, *flags, "-c", code], cwd=tmp_path, capture_output=True,
                            text=True, env=dict(os.environ, PYTHONPATH=str(REPO)), check=True).stdout
     assert shown.strip() == str(REPO)
+
+
+def test_a_log_file_that_opens_but_refuses_appending_leaves_no_descriptor_open():
+    # /proc/self/comm opens for writing (its owner's) and then refuses the seek to its end;
+    # the descriptor had stayed open, one more on every SIGHUP reopen that failed so.
+    from gsmcpd.daemon import _PrivateFileHandler
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(3):
+        with pytest.raises(OSError):
+            _PrivateFileHandler("/proc/self/comm")
+    assert len(os.listdir("/proc/self/fd")) == before

@@ -640,6 +640,28 @@ def test_sighup_or_sigusr1_reopens_a_rotated_log(server, signum):
     delete(port, session)
 
 
+def test_a_log_that_cannot_be_reopened_leaves_no_descriptor_open_in_the_daemon(server):
+    # A log path that opens for writing and then refuses the seek to its end (here a link to
+    # the daemon's own /proc/PID/comm) had left one descriptor open per failed SIGHUP reopen.
+    log = server["log"]
+    pid = int(server["pidfile"].read_text())
+    rotated = log.with_name(log.name + ".unreopenable")
+    log.rename(rotated)
+    log.symlink_to("/proc/self/comm")
+    try:
+        for count in range(1, 4):
+            os.kill(pid, signal.SIGHUP)
+            wait_for(lambda: rotated.read_text().count("SIGHUP: cannot reopen the log file") == count,
+                     f"reopen failure {count} in the old log")
+        held = [fd for fd in os.listdir(f"/proc/{pid}/fd")
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == f"/proc/{pid}/comm"]
+        assert held == []
+    finally:
+        log.unlink()
+        os.kill(pid, signal.SIGHUP)   # the log back where the module's other tests read it
+        wait_for(log.exists, "the reopened log file")
+
+
 def test_stop_server_stops_it_and_cleans_up(server):
     port, env = server["port"], server["env"]
     pid = int(server["pidfile"].read_text())
