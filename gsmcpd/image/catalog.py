@@ -1,8 +1,9 @@
 """Names in a view: dictionaries, classes, methods; resolution and the kernel guard.
 
-Image classes are found from source (top-level `class` statements), so a
-module that fails to import can still be browsed; their live objects come from
-the view's import hook. `builtins` is the kernel dictionary, last in lookup order.
+Image classes are found from source (`class` statements at a module's top level or
+in its top-level `if`/`try`/`with` blocks), so a module that fails to import can still
+be browsed; their live objects come from the view's import hook. `builtins` is the
+kernel dictionary, last in lookup order.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def classes_in(view: View, module: str) -> list[ClassRef]:
     if tree is None:
         return []
     seen: dict[str, ClassRef] = {}
-    for node in splice.top_level_classes(tree):
+    for node in splice.module_level_classes(tree):
         seen[node.name] = ClassRef(module, node.name)
     return list(seen.values())
 
@@ -159,9 +160,9 @@ def _nested_hint(view: View, name: str) -> str:
 
 def _nests(view: View, module: str, path: list[str]) -> bool:
     """Whether `path` (Outer, Inner...) names a class written in the body of the module's
-    top-level class Outer (of Inner, and so on), not a method or a name it lacks."""
+    module-level class Outer (of Inner, and so on), not a method or a name it lacks."""
     tree = view.tree(module)
-    body = [] if tree is None or len(path) < 2 else tree.body
+    body = [] if tree is None or len(path) < 2 else splice.module_level_classes(tree)
     for part in path:
         found = [node for node in body if isinstance(node, ast.ClassDef) and node.name == part]
         if not found:
@@ -191,11 +192,22 @@ def live_class(view: View, ref: ClassRef) -> type:
     module = view.module(ref.module)
     if module is None:
         raise ToolError("other", _unloadable(view, ref.module))
+    if not_run(view, ref, module):
+        raise ToolError("other", f"{ref.qualified} is not bound once {ref.module} is imported: "
+                        "its class statement is in a block that did not run")
     obj = module.__dict__.get(ref.name)
     if not isinstance(obj, type):
         raise ToolError("other", f"{ref.qualified} is not bound to a class once "
                         f"{ref.module} is imported (found {type(obj).__name__})")
     return obj
+
+
+def not_run(view: View, ref: ClassRef, module: types.ModuleType) -> bool:
+    """Whether the loaded `module` binds no `ref.name` because the block its class statement
+    is written in did not run (`if TYPE_CHECKING:`): the class exists in source only."""
+    tree = view.tree(ref.module)
+    return ref.name not in vars(module) and tree is not None and any(
+        block is not None for block, _ in splice.class_statements(tree, ref.name))
 
 
 def require_compiles(view: View, module: str) -> None:
@@ -232,12 +244,64 @@ def _unloadable(view: View, module: str) -> str:
 
 
 def class_node(view: View, ref: ClassRef) -> ast.ClassDef:
+    """The class statement of an image class (splice.class_statement); where which one binds
+    it is unsure (`if ...: class A` / `else: class A`), the one its live class was made from,
+    else the last."""
     tree = view.tree(ref.module) if not ref.is_kernel else None
-    node = None if tree is None else splice.top_level_class(tree, ref.name)
+    node = None if tree is None else splice.class_statement(tree, ref.name)
+    if node is None and tree is not None:
+        found = [statement for _, statement in splice.class_statements(tree, ref.name)]
+        node = _made_from(view, ref, found) or (found[-1] if found else None)
     if node is None:
         raise ToolError("notFound", f"no source for {ref.qualified}"
                         + (" (a kernel class)" if ref.is_kernel else ""))
     return node
+
+
+def _made_from(view: View, ref: ClassRef, nodes: list[ast.ClassDef]) -> ast.ClassDef | None:
+    """Which of the class statements `nodes` the live class was made from, told by where
+    its methods' code starts; None if it cannot be loaded or has no method to tell by."""
+    try:
+        cls = live_class(view, ref)
+    except ToolError:
+        return None
+    filename = view.filename(view.relpath(ref.module))
+    for value in vars(cls).values():
+        code = getattr(getattr(value, "__func__", value), "__code__", None)
+        if isinstance(code, types.CodeType) and code.co_filename == filename:
+            for node in nodes:
+                if node.lineno <= code.co_firstlineno <= node.end_lineno:
+                    return node
+    return None
+
+
+def class_note(view: View, ref: ClassRef) -> str | None:
+    """Where a class written in a module-level block is, as the browsing tools note it
+    (None for one written only at the top level): the module has it when that branch
+    runs; written more than once, which statement the answer shows."""
+    tree = None if ref.is_kernel else view.tree(ref.module)
+    found = [] if tree is None else splice.class_statements(tree, ref.name)
+    if all(block is None for block, _ in found):
+        return None
+    if len(found) == 1:
+        block = found[0][0]
+        return (f"written inside the module-level {splice.statement_kind(block)} statement at "
+                f"line {block.lineno}: the module has it when that branch runs")
+    node = class_node(view, ref)
+    which = ("the one its live class was made from" if _made_from(view, ref, [n for _, n in found])
+             is node else "the last; which one the module binds depends on how it runs")
+    return (f"{ref.name} is written {len(found)} times in {ref.module} "
+            f"({splice.where_written(found)}); shown: line {node.lineno}, {which}")
+
+
+def _refuse_if_unsure(view: View, ref: ClassRef) -> None:
+    """An edit needs the one class statement that binds the name (splice.class_statement)."""
+    tree = view.tree(ref.module)
+    found = [] if tree is None else splice.class_statements(tree, ref.name)
+    if found and splice.class_statement(tree, ref.name) is None:
+        raise ToolError("refused", f"{ref.qualified}: {splice.unsure_statement(ref.name, found)}; "
+                        "leave one class statement of it in the module's file (a class-level "
+                        "`if` for what differs) by other means, then refresh")
 
 
 def mutable_class(view: View, name: str) -> tuple[ClassRef, type | None]:
@@ -245,13 +309,15 @@ def mutable_class(view: View, name: str) -> tuple[ClassRef, type | None]:
 
     Refused (by name and identity) unless the object bound in the image module
     is the very class its own `class` statement made. Returns (ref, live class),
-    the class None only when the module fails to import (a source-only edit)."""
+    the class None only when the module fails to import or its class statement did
+    not run (not_run): a source-only edit."""
     ref = resolve_class(view, name)
     remedy = ("define your own class in an image module (compile_class_definition) "
               "or use execute_code deliberately")
     if ref.is_kernel:
         raise ToolError("refused", f"{ref.name} is a kernel class (builtins) and cannot be "
                         f"modified; {remedy}")
+    _refuse_if_unsure(view, ref)
     refuse_if_imported_around(view, ref.module)
     if view.shadowed(ref.module):
         raise ToolError("refused", f"{ref.qualified}: the name {ref.module} belongs to an "
@@ -259,6 +325,8 @@ def mutable_class(view: View, name: str) -> tuple[ClassRef, type | None]:
     module = view.module(ref.module)
     if module is None:
         require_compiles(view, ref.module)
+        return ref, None
+    if not_run(view, ref, module):
         return ref, None
     obj = module.__dict__.get(ref.name)
     if not (isinstance(obj, type) and view.defines(obj)):

@@ -30,7 +30,7 @@ def compile_members(module: ModuleType, filename: str, source: str, class_name: 
     without re-running the class's own bases or decorators: (the throwaway class
     they were made in, the members). Raises what the definitions raise."""
     tree = ast.parse(source)
-    classdef = splice.top_level_class(tree, class_name)
+    classdef = splice.class_statement(tree, class_name)
     body = [node for node in classdef.body
             if isinstance(node, splice.FunctionNode) and node.name in names]
     # Keyed by the name the class binds: `__secret` is set as `_Kitchen__secret`.
@@ -195,7 +195,7 @@ def _functions_in(value, depth=0):
 def evaluate_class(module: ModuleType, filename: str, source: str, class_name: str) -> type:
     """Run the class statement from `source` in the module's globals, binding nothing."""
     tree = ast.parse(source)
-    classdef = splice.top_level_class(tree, class_name)
+    classdef = splice.class_statement(tree, class_name)
     code = compile(ast.Module(body=[classdef], type_ignores=[]), filename, "exec",
                    flags=future_flags(tree), dont_inherit=True)
     namespace: dict = {}
@@ -266,13 +266,13 @@ def attribute_reader(tree: ast.Module, class_name: str, attribute: str) -> ast.s
     runs (`handler = A.run`, `@A.run` above a def): without that attribute, an
     AttributeError as the module is imported, unless the read is guarded (try, hasattr),
     which this does not judge. Function bodies do not run then."""
-    classdef = splice.top_level_class(tree, class_name)
+    classdef = splice.class_statement(tree, class_name)
     lazy_annotations = bool(future_flags(tree) & __future__.annotations.compiler_flag)
 
     def wanted(sub):
         return (isinstance(sub, ast.Attribute) and sub.attr == attribute and isinstance(sub.ctx, ast.Load)
                 and isinstance(sub.value, ast.Name) and sub.value.id == class_name)
-    below = tree.body[tree.body.index(classdef) + 1:]
+    below = splice.statements_below(tree, classdef)
     reader = next((node for node in below if _reads(node, wanted, lazy_annotations)), None)
     # The innermost statement, as quoted: `h = A.run`, not the `try:` around it.
     while reader is not None and not isinstance(reader, (ast.FunctionDef, ast.AsyncFunctionDef)):

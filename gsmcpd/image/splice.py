@@ -185,6 +185,48 @@ def top_level_class(tree: ast.Module, name: str) -> ast.ClassDef | None:
     return found[-1] if found else None     # the last binding is the live one
 
 
+def defs_in_blocks(body: list[ast.stmt]) -> list[tuple[ast.stmt | None, ast.stmt]]:
+    """(block, statement) for each def and class statement that running `body` runs: block
+    None for one of `body` itself, else the statement of `body` whose `if`/`try`/`with`/loop
+    /`match` block it is written in (`try: ... except ImportError: class X: ...`); in
+    source order. A def's or class's own body is its own, not searched."""
+    found = []
+
+    def walk(block, statements):
+        for statement in statements:
+            if isinstance(statement, FunctionNode + (ast.ClassDef,)):
+                found.append((block, statement))
+            else:
+                walk(block or statement, _child_statements(statement))
+
+    walk(None, body)
+    return sorted(found, key=lambda pair: pair[1].lineno)
+
+
+def module_level_classes(tree: ast.Module) -> list[ast.ClassDef]:
+    """The class statements a module runs as it is imported: at its top level, and in its
+    top-level `if`/`try`/`with`/loop blocks (those bind module globals too); in source order."""
+    return [node for _, node in defs_in_blocks(tree.body) if isinstance(node, ast.ClassDef)]
+
+
+def class_statements(tree: ast.Module, name: str) -> list[tuple[ast.stmt | None, ast.ClassDef]]:
+    """(block, class statement) for each module-level class statement of `name`
+    (defs_in_blocks: block None at the top level); in source order."""
+    return [(block, node) for block, node in defs_in_blocks(tree.body)
+            if isinstance(node, ast.ClassDef) and node.name == name]
+
+
+def class_statement(tree: ast.Module, name: str) -> ast.ClassDef | None:
+    """The class statement the module's `name` is bound to, as far as its source says: the
+    last top-level one (the last binding is the live one) when no block writes one too, else
+    the only one. None when there is none, or when a block writes one and there are others
+    (`if ...: class A` / `else: class A`): which binds depends on how the module runs."""
+    found = class_statements(tree, name)
+    if all(block is None for block, _ in found):
+        return top_level_class(tree, name)
+    return found[0][1] if len(found) == 1 else None
+
+
 def methods_of(classdef: ast.ClassDef) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
     return [node for node in classdef.body if isinstance(node, FunctionNode)]
 
@@ -199,19 +241,8 @@ def guarded_methods(classdef: ast.ClassDef) -> list[tuple[ast.stmt, object]]:
     """(statement, def) for each def written inside a class-level `if`, `try`, `with`
     or loop (`if TYPE_CHECKING:`, `try: ... except ImportError:`): the class gets the
     def only when that branch runs, so it is no plain method of the class body."""
-    found = []
-
-    def walk(statement, block):
-        for child in _child_statements(block):
-            if isinstance(child, FunctionNode):
-                found.append((statement, child))
-            elif not isinstance(child, ast.ClassDef):
-                walk(statement, child)
-
-    for statement in classdef.body:
-        if not isinstance(statement, FunctionNode + (ast.ClassDef,)):
-            walk(statement, statement)
-    return found
+    return [(block, node) for block, node in defs_in_blocks(classdef.body)
+            if block is not None and isinstance(node, FunctionNode)]
 
 
 def _child_statements(node: ast.AST) -> list[ast.stmt]:
@@ -302,24 +333,46 @@ def _decorator_name(decorator: ast.expr) -> str | None:
 # -- edits ---------------------------------------------------------------
 
 def put_class(source: str, name: str, class_text: str) -> str:
-    """Replace the top-level class `name` with `class_text`, or append it."""
+    """Replace the class statement `name` (class_statement: one in a module-level block
+    keeps its place and indentation there) with `class_text`, or append it."""
     tree = ast.parse(source)
-    node = top_level_class(tree, name)
+    node = class_statement(tree, name)
+    if node is None and class_statements(tree, name):
+        raise SpliceError(unsure_statement(name, class_statements(tree, name)))
     nl = newline_of(source)
     text = dedent_code(class_text).strip("\r\n") + "\n"
     text = with_newlines(fit_indentation(text, class_indent_unit(source, name)), nl)
     if node is None:
         return _importable(_append_block(source, text, blank_lines=2), f"class {name}")
+    text = indent_code(text, _indent_of(lines_of(source)[node.lineno - 1]))
     return _importable(_replace(source, first_line(node), node.end_lineno, text), f"class {name}")
+
+
+def unsure_statement(name: str, found: list[tuple[ast.stmt | None, ast.ClassDef]]) -> str:
+    """Why an edit of class `name`, written as the class_statements `found`, is refused:
+    which statement binds the name depends on how the module runs."""
+    return (f"class {name} is written {len(found)} times in its module ({where_written(found)}): "
+            "which one binds the name depends on how the module runs, so no tool can tell which "
+            "to change")
+
+
+def where_written(found: list[tuple[ast.stmt | None, ast.ClassDef]]) -> str:
+    """Where class_statements `found` are, as an answer says it."""
+    return "; ".join(f"line {node.lineno}" + (
+        f", in the {statement_kind(block)} statement at line {block.lineno}" if block else "")
+        for block, node in found)
 
 
 def class_indent_unit(source: str, name: str) -> str:
     """The indentation a class statement `name` written into `source` gets per block level:
     the class's own, if the module has it (with a body below its header), else the module's
     first indented block's ('' when it has none: any is consistent with it)."""
-    node = top_level_class(ast.parse(source), name)
-    if node is not None and not _body_on_header_line(lines_of(source), node):
-        return _body_indent(lines_of(source), node)
+    node = class_statement(ast.parse(source), name)
+    lines = lines_of(source)
+    if node is not None and not _body_on_header_line(lines, node):
+        # What the body has beyond the class's own indentation (in a module-level block).
+        own, body = _indent_of(lines[node.lineno - 1]), _body_indent(lines, node)
+        return body[len(own):] if body.startswith(own) else body
     try:
         for token in tokenize.generate_tokens(io.StringIO(source, newline="").readline):
             if token.type == tokenize.INDENT:
@@ -343,14 +396,44 @@ def _importable(source: str, what: str) -> str:
 
 def remove_class(source: str, name: str) -> str:
     """Remove every top-level `class name`: with only the last gone, an earlier
-    definition would be what the module binds on its next import."""
+    definition would be what the module binds on its next import. One written in a
+    module-level block (class_statement) goes alone; a block it leaves empty gets `pass`."""
     tree = ast.parse(source)
-    if top_level_class(tree, name) is None:
-        raise SpliceError(f"no class {name} in the module")
-    while (node := top_level_class(tree, name)) is not None:
-        source = _remove_statement(source, node, tree.body)     # the last first, reparsing
+    _class_or_error(source, tree, name, one_line_body=True)
+    while (node := class_statement(tree, name)) is not None:
+        body = _enclosing_body(tree, node)
+        if len(body) == 1 and body is not tree.body:
+            lines = lines_of(source)
+            pass_line = _indent_of(lines[node.lineno - 1]) + "pass" + newline_of(source)
+            source = _replace(source, _block_start(lines, node), node.end_lineno, pass_line)
+        else:
+            source = _remove_statement(source, node, body)     # the last first, reparsing
         tree = ast.parse(source)
     return source
+
+
+def _enclosing_body(tree: ast.Module, node: ast.stmt) -> list[ast.stmt]:
+    """The statement list `node` is written in: the module's body or a block's."""
+    for parent in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(parent, field, None)
+            if isinstance(block, list) and any(item is node for item in block):
+                return block
+    raise ValueError(f"{node!r} is not in the tree")
+
+
+def statements_below(tree: ast.Module, node: ast.stmt) -> list[ast.stmt]:
+    """The statements the module runs after statement `node`: those after it in its block
+    (one in a module-level block), then the top-level ones after it (or its block)."""
+    body = _enclosing_body(tree, node)
+    after = body[body.index(node) + 1:] if body is not tree.body else []
+    return after + tree.body[tree.body.index(_top_statement(tree, node)) + 1:]
+
+
+def _top_statement(tree: ast.Module, node: ast.stmt) -> ast.stmt:
+    """The statement of the module's body that `node` is, or is written in."""
+    return next(statement for statement in tree.body
+                if first_line(statement) <= node.lineno <= statement.end_lineno)
 
 
 def put_method(source: str, class_name: str, method_text: str) -> tuple[str, bool]:
@@ -440,7 +523,7 @@ def with_methods(class_text: str, class_name: str, source: str, methods: list) -
             class_text = put_method(class_text, class_name, text)[0]
         else:
             lines = lines_of(class_text)
-            classdef = top_level_class(ast.parse(class_text), class_name)
+            classdef = class_statement(ast.parse(class_text), class_name)
             nl = newline_of(class_text)
             indented = _as_body_text(text, lines, classdef)
             class_text = _insert_before(class_text, _block_start(lines, user),
@@ -449,11 +532,14 @@ def with_methods(class_text: str, class_name: str, source: str, methods: list) -
 
 
 def _statements_before(source: str, class_name: str) -> list[ast.stmt]:
-    """The module's top-level statements above the class statement: they have run
-    when its body runs (all of them for a class it does not have yet)."""
+    """The module's top-level statements above the class statement (above the block it is
+    written in, if any): they have run when its body runs (all of them for a class it does
+    not have yet)."""
     tree = ast.parse(source)
-    classdef = top_level_class(tree, class_name)
-    return tree.body if classdef is None else tree.body[:tree.body.index(classdef)]
+    classdef = class_statement(tree, class_name)
+    if classdef is None:
+        return tree.body
+    return tree.body[:tree.body.index(_top_statement(tree, classdef))]
 
 
 def _bound_before(statements: list[ast.stmt], name: str) -> bool:
@@ -681,13 +767,13 @@ def _writable_raw(text: str) -> bool:
     return "\0" not in text and not any("\ud800" <= ch <= "\udfff" for ch in text)
 
 
-def class_definition(source: str, name: str) -> str:
+def class_definition(source: str, name: str, classdef: ast.ClassDef | None = None) -> str:
     """The class header and class-level statements, without methods or nested
     classes, in the source's own layout: the blank lines and comments before
-    each kept statement stay; those before a dropped method go with it."""
-    classdef = top_level_class(ast.parse(source), name)
+    each kept statement stay; those before a dropped method go with it. `classdef`,
+    one of the class's statements in `source`, is the one shown, else class_statement."""
     if classdef is None:
-        raise SpliceError(f"no class {name} in the module")
+        classdef = _class_or_error(source, ast.parse(source), name, one_line_body=True)
     lines = lines_of(source)
     if _body_on_header_line(lines, classdef):
         return segment(source, classdef)
@@ -715,11 +801,15 @@ def class_definition(source: str, name: str) -> str:
 
 # -- line helpers --------------------------------------------------------
 
-def _class_or_error(source: str, tree: ast.Module, name: str) -> ast.ClassDef:
-    classdef = top_level_class(tree, name)
+def _class_or_error(source: str, tree: ast.Module, name: str,
+                    one_line_body: bool = False) -> ast.ClassDef:
+    """The class_statement `name`, or SpliceError: there is none, which one binds it is
+    unsure, or (unless `one_line_body` is allowed) its body shares its header's line."""
+    classdef = class_statement(tree, name)
     if classdef is None:
-        raise SpliceError(f"no class {name} in the module")
-    if _body_on_header_line(lines_of(source), classdef):
+        found = class_statements(tree, name)
+        raise SpliceError(unsure_statement(name, found) if found else f"no class {name} in the module")
+    if not one_line_body and _body_on_header_line(lines_of(source), classdef):
         raise SpliceError(f"the body of class {name} is written on one line with its "
                           "header; redefine it with compile_class_definition first")
     return classdef

@@ -24,6 +24,7 @@ from types import ModuleType
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gsmcpd.image import splice
 from gsmcpd.worker.toolset import ToolError, raise_if_break
 from gsmcpd.image.store import (CommitConflict, CommitPending, ImageStore, module_name_of, other_form,
                                 packages_of, relpath_of, sha256)
@@ -282,7 +283,8 @@ class View:
 
     def defines(self, obj, name: str | None = None) -> bool:
         """True iff `obj` is a class or function bound at top level of an image
-        module by that module's own source (by identity, not by name)."""
+        module by that module's own source (by identity, not by name), a class or def
+        statement at its top level or in a module-level block."""
         module_name = getattr(obj, "__module__", None)
         qualname = getattr(obj, "__qualname__", None)
         if not (isinstance(module_name, str) and isinstance(qualname, str) and "." not in qualname):
@@ -294,9 +296,9 @@ class View:
         if sys.modules[module_name].__dict__.get(qualname) is not obj:
             return False
         tree = self.tree(module_name)
+        # Written in a module-level `if`/`try` block too: the module's own source made it.
         return tree is not None and any(
-            isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-            and node.name == qualname for node in tree.body)
+            node.name == qualname for _, node in splice.defs_in_blocks(tree.body))
 
     def assert_mutable(self, obj, name: str) -> None:
         """The kernel guard (McpServer.assert_mutable forwards here): only what

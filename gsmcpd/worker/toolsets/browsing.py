@@ -156,18 +156,20 @@ class BrowsingToolset(Toolset):
             lines.append(f"doc: {doc}")
         if cls is None:
             lines.append(f"(from source: {not_live})")
-        return {"text": "\n".join(lines), "structured": structured}
+        return with_class_note(self.view, ref, {"text": "\n".join(lines), "structured": structured})
 
     def export_class_source(self, arguments):
         ref = catalog.resolve_class(self.view, arguments["className"])
         source = self._source(ref)
         text = splice.segment(source, catalog.class_node(self.view, ref))
-        return {"text": text, "structured": {"class": ref.qualified, "source": text}}
+        return with_class_note(self.view, ref, {"text": text, "structured": {
+            "class": ref.qualified, "source": text}})
 
     def get_class_definition(self, arguments):
         ref = catalog.resolve_class(self.view, arguments["className"])
-        text = splice.class_definition(self._source(ref), ref.name)
-        return {"text": text, "structured": {"class": ref.qualified, "definition": text}}
+        text = splice.class_definition(self._source(ref), ref.name, catalog.class_node(self.view, ref))
+        return with_class_note(self.view, ref, {"text": text, "structured": {
+            "class": ref.qualified, "definition": text}})
 
     def get_class_hierarchy(self, arguments):
         ref, cls, node, not_live = self._resolve(arguments)
@@ -259,6 +261,14 @@ class BrowsingToolset(Toolset):
                                               if e.get("inherited") else "") for e in entries]
         return {"text": "\n".join(lines) or f"{ref.qualified} has no methods",
                 "structured": {"class": ref.qualified, "methods": groups}}
+
+
+def with_class_note(view, ref, answer: dict) -> dict:
+    """`answer` with catalog.class_note, if the class has one, as its `note` and a last line."""
+    note = catalog.class_note(view, ref)
+    if note is None:
+        return answer
+    return {"text": f"{answer['text']}\n({note})", "structured": {**answer["structured"], "note": note}}
 
 
 def live_kind(cls: type | None, class_name: str, selector: str) -> str | None:

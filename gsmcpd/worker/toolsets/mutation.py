@@ -277,7 +277,8 @@ class MutationToolset(Toolset):
                                "__slots__, or an Enum's members); existing instances keep the "
                                "old class",
                    "source": f"changed {module_name}.{name} in source only ({module_name} "
-                             "does not import)"}[outcome]
+                             + ("does not import)" if module is None else "ran no class statement "
+                                "of it as it was imported: it is in a block that did not run)")}[outcome]
         carried_names = list(dict.fromkeys(m.name for m in carried if m.name not in failed))
         if carried_names:
             message += f"; carried over {', '.join(carried_names)}"
@@ -315,8 +316,8 @@ class MutationToolset(Toolset):
                         "which image module it belongs in")
 
     def _apply_class(self, module, module_name, name, cls, old_node, new_class) -> str:
-        if module is None:
-            return "source"
+        if module is None or (cls is None and old_node is not None):
+            return "source"     # a class the module, as it ran, did not bind is not bound now
         if cls is None:
             setattr(module, name, new_class)
             return "defined"
@@ -360,7 +361,7 @@ class MutationToolset(Toolset):
         bound, tree = splice.mangled(ref.name, selector), ast.parse(new_source)
         reader = live.attribute_reader(tree, ref.name, bound)
         # Not when the class still has it: as a class attribute of that name, or a base's.
-        kept = splice.attribute_nodes(splice.top_level_class(tree, ref.name), selector) or (
+        kept = splice.attribute_nodes(splice.class_statement(tree, ref.name), selector) or (
             cls is not None and any(bound in vars(owner) for owner in cls.__mro__[1:] + type(cls).__mro__))
         note, data = "", {}
         if reader is not None and not kept:
@@ -436,7 +437,7 @@ class MutationToolset(Toolset):
         value = missing = object()
         evaluated = None
         bound = splice.mangled(ref.name, selector)     # `__secret` is bound as `_Kitchen__secret`
-        if splice.attribute_nodes(splice.top_level_class(ast.parse(new_source), ref.name), selector):
+        if splice.attribute_nodes(splice.class_statement(ast.parse(new_source), ref.name), selector):
             module = self.view.module(ref.module)
             filename = self.view.filename(self.view.relpath(ref.module))
             try:
@@ -449,7 +450,7 @@ class MutationToolset(Toolset):
         elif bound in vars(cls):
             delattr(cls, bound)
             if (bound == "__eq__" and "__hash__" in vars(cls) and cls.__hash__ is None
-                    and not splice.attribute_nodes(splice.top_level_class(ast.parse(new_source),
+                    and not splice.attribute_nodes(splice.class_statement(ast.parse(new_source),
                                                                           ref.name), "__hash__")):
                 del cls.__hash__   # the None type() set for that __eq__
             live.settle_abstract_methods(cls)
@@ -550,7 +551,7 @@ def _captured_note(source: str, class_name: str, name: str) -> tuple[str, dict]:
     """A note and its data for the class-level statements that read method `name` as the
     class was made (`x = property(get_x)`): what they bound still holds the old def here,
     as only the def is compiled (running them again would run the whole class body)."""
-    readers = splice.class_level_readers(splice.top_level_class(ast.parse(source), class_name), name)
+    readers = splice.class_level_readers(splice.class_statement(ast.parse(source), class_name), name)
     if not readers:
         return "", {}
     bound = sorted({bound for statement in readers for bound in splice.bound_names(statement)})

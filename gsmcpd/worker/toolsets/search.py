@@ -15,21 +15,23 @@ CAP = 200
 
 
 def code_units(view, module_filter: str | None = None):
-    """(module, label, node, class) for every top-level function (class None) and
-    every method of a top-level class, or of a class nested in one (`module.Outer.Inner.m`,
-    class `Inner`: the name its privates are mangled with), in the view's current source."""
+    """(module, label, node, class) for every module-level function (class None) and
+    every method of a module-level class, or of a class nested in one (`module.Outer.Inner.m`,
+    class `Inner`: the name its privates are mangled with), in the view's current source.
+    Module-level: at the top level, or in a top-level `if`/`try`/`with` block."""
     for module in view.module_names():
         if module_filter is not None and module != module_filter:
             continue
         tree = view.tree(module)
         if tree is None:
             continue
-        # A name written twice (`class T` ... `class T`) is bound to its last definition;
-        # the earlier one is dead code no other tool shows, so search skips it too.
+        # A name written twice at the top level (`class T` ... `class T`) is bound to its
+        # last definition; the earlier one is dead code no other tool shows, so search skips
+        # it too. One in a block (`if ...: class T` / `else: class T`) may be what runs.
         last = {node.name: node for node in tree.body
                 if isinstance(node, splice.FunctionNode + (ast.ClassDef,))}
-        for node in tree.body:
-            if last.get(getattr(node, "name", None)) is not node:
+        for block, node in splice.defs_in_blocks(tree.body):
+            if block is None and last.get(node.name) is not node:
                 continue
             if isinstance(node, splice.FunctionNode):
                 yield module, f"{module}.{node.name}", node, None

@@ -1,0 +1,38 @@
+"""Classes written in a module-level `if`/`try` block, end to
+end through the real daemon: browsed, searched and edited as a client sees it.
+
+One daemon per module on a throwaway image.
+"""
+
+import pytest
+
+from test_e2e_image_tools import daemon  # noqa: F401  (the daemon fixture: on this module's image)
+from test_e2e_tools import error, ok, structured
+from test_tools_guarded_classes import SHAPES
+from test_tools_support import write_image
+
+
+@pytest.fixture(scope="module")
+def image(tmp_path_factory):
+    return write_image(tmp_path_factory.mktemp("guarded") / "image",
+                       {"guard/__init__.py": "", "guard/shapes.py": SHAPES})
+
+
+def test_classes_in_blocks_are_listed_browsed_and_searched(c):
+    assert structured(c, "list_classes", dictionaryName="guard.shapes")["classes"] == ["Fast", "Twice"]
+    described = structured(c, "describe_class", className="Fast")
+    assert described["methods"] == ["run"] and "module-level try statement at line 3" in described["note"]
+    assert "shown: line 13, the one its live class was made from" in structured(
+        c, "export_class_source", className="Twice")["note"]
+    assert structured(c, "find_implementors", selector="which")["results"] == ["guard.shapes.Twice"]
+    assert structured(c, "search_method_source", pattern='"old"')["results"] == ["guard.shapes.Twice.which"]
+
+
+def test_a_class_in_one_block_is_edited_in_place_and_one_in_two_branches_refused(c, image):
+    ok(c, "compile_method", className="Fast", source="def fast(self):\n    return False\n")
+    assert "\n        def fast(self):\n            return False\n\nif sys" in (
+        image / "guard/shapes.py").read_text()
+    assert structured(c, "execute_code", code="from guard.shapes import Fast\nFast().fast()")[
+        "result"] == "False"
+    message = error(c, "compile_method", "refused", className="Twice", source="def f(self):\n    pass\n")
+    assert "class Twice is written 2 times in its module (line 16" in message   # 3 lines added above

@@ -1,0 +1,191 @@
+"""Classes written in a module-level `if`/`try`/`with` block:
+what the listing, browsing, search and mutation tools make of them."""
+
+import ast
+
+import pytest
+
+from gsmcpd.image import splice
+from test_tools_support import Client, text, views, write_image  # noqa: F401  (fixtures)
+
+SHAPES = '''\
+import sys
+
+try:
+    from _no_such_speedups import Fast
+except ImportError:
+    class Fast:
+        """Pure Python."""
+
+        def run(self):
+            return "slow"
+
+if sys.version_info >= (3, 0):
+    class Twice:
+        def which(self):
+            return "new"
+else:
+    class Twice:
+        def which(self):
+            return "old"
+
+
+Made = type("Made", (), {})
+
+
+def use():
+    return Fast().run()
+'''
+
+
+TYPING = """\
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:
+    class Proto:
+        def speak(self):
+            ...
+"""
+
+
+@pytest.fixture
+def image(tmp_path):
+    return write_image(tmp_path / "image", {"guard/__init__.py": "", "guard/shapes.py": SHAPES,
+                                            "guard/typing_only.py": TYPING})
+
+
+@pytest.fixture
+def client(image, views):
+    return Client(views(image))
+
+
+def disk(image) -> str:
+    return (image / "guard/shapes.py").read_text()
+
+
+# -- splice ------------------------------------------------------------------------
+
+def test_class_statement_is_the_one_binding_the_name_or_none_when_unsure():
+    tree = ast.parse(SHAPES)
+    assert splice.class_statement(tree, "Fast").lineno == 6
+    assert splice.class_statement(tree, "Twice") is None
+    assert [(block.lineno, node.lineno) for block, node in splice.class_statements(tree, "Twice")] == [
+        (12, 13), (12, 17)]
+    top = ast.parse("class A:\n    x = 1\n\n\nclass A:\n    x = 2\n")
+    assert splice.class_statement(top, "A").lineno == 5     # the last top-level one, as before
+    assert [node.name for node in splice.module_level_classes(tree)] == ["Fast", "Twice", "Twice"]
+
+
+def test_a_class_in_a_block_is_replaced_and_removed_in_place():
+    replaced = splice.put_class(SHAPES, "Fast", "class Fast:\n    kind = 1\n")
+    assert "except ImportError:\n    class Fast:\n        kind = 1\n\nif sys" in replaced
+    removed = splice.remove_class(SHAPES, "Fast")
+    assert "except ImportError:\n    pass\n\nif sys" in removed
+    ast.parse(removed)
+
+
+def test_an_edit_of_a_class_written_in_two_branches_is_refused_naming_the_lines():
+    for edit in (lambda: splice.put_class(SHAPES, "Twice", "class Twice:\n    pass\n"),
+                 lambda: splice.remove_class(SHAPES, "Twice"),
+                 lambda: splice.put_method(SHAPES, "Twice", "def f(self):\n    pass\n")):
+        with pytest.raises(splice.SpliceError, match="written 2 times in its module .line 13, "
+                           "in the if statement at line 12; line 17, in the if statement at line 12"):
+            edit()
+
+
+# -- listing, browsing, search --------------------------------------------------------
+
+def test_classes_in_blocks_are_listed_once_each(client):
+    assert client.ok("list_classes", dictionaryName="guard.shapes")["structuredContent"]["classes"] == [
+        "Fast", "Twice"]
+    assert "guard.shapes.Fast" in client.ok("list_all_classes")["structuredContent"]["classes"]
+
+
+def test_a_class_in_a_block_is_browsed_with_a_note_saying_where(client):
+    where = ("written inside the module-level try statement at line 3: the module has it when "
+             "that branch runs")
+    described = client.ok("describe_class", className="Fast")["structuredContent"]
+    assert (described["methods"], described["doc"], described["note"]) == (["run"], "Pure Python.", where)
+    exported = client.ok("export_class_source", className="guard.shapes.Fast")
+    assert exported["structuredContent"]["source"] == (
+        'class Fast:\n    """Pure Python."""\n\n    def run(self):\n        return "slow"\n')
+    assert text(exported).endswith(f"\n({where})")
+    assert client.ok("get_method_source", className="Fast", selector="run")["structuredContent"][
+        "source"] == 'def run(self):\n    return "slow"\n'
+    assert [m["name"] for m in client.ok("list_methods", className="Fast")["structuredContent"][
+        "methods"]["instance"]] == ["run"]
+
+
+def test_a_class_written_in_two_branches_is_browsed_in_the_one_the_module_bound(client):
+    definition = client.ok("get_class_definition", className="Twice")["structuredContent"]
+    assert definition["note"] == (
+        "Twice is written 2 times in guard.shapes (line 13, in the if statement at line 12; "
+        "line 17, in the if statement at line 12); shown: line 13, the one its live class was "
+        "made from")
+    assert client.ok("get_method_source", className="Twice", selector="which")["structuredContent"][
+        "source"] == 'def which(self):\n    return "new"\n'
+
+
+def test_search_reads_the_methods_of_classes_in_blocks(client):
+    def results(tool, **arguments):
+        return client.ok(tool, **arguments)["structuredContent"]["results"]
+    assert results("find_implementors", selector="which") == ["guard.shapes.Twice"]
+    assert results("find_implementors", selector="run") == ["guard.shapes.Fast"]
+    assert results("search_method_source", pattern='"old"') == ["guard.shapes.Twice.which"]
+    assert results("find_senders", selector="run") == ["guard.shapes.use"]
+
+
+# -- mutation ---------------------------------------------------------------------------
+
+def test_a_class_in_a_block_is_edited_in_place_re_indented(client, image):
+    client.ok("compile_method", className="Fast", source="def fast(self):\n    return False\n")
+    client.ok("set_class_comment", className="Fast", comment="Slow path.")
+    assert disk(image).startswith(
+        'import sys\n\ntry:\n    from _no_such_speedups import Fast\nexcept ImportError:\n'
+        '    class Fast:\n        """Slow path."""\n\n        def run(self):\n            return "slow"\n\n'
+        '        def fast(self):\n            return False\n\nif sys')
+    client.ok("compile_class_definition", source="class Fast:\n    kind = 'k'\n")
+    client.ok("delete_method", className="Fast", selector="run")
+    assert disk(image).startswith(
+        "import sys\n\ntry:\n    from _no_such_speedups import Fast\nexcept ImportError:\n"
+        "    class Fast:\n        kind = 'k'\n\n        def fast(self):\n            return False\n\nif sys")
+    live = client.view.module("guard.shapes").Fast
+    assert (live.kind, live().fast(), hasattr(live, "run")) == ("k", False, False)
+    client.ok("delete_class", className="Fast")
+    assert "except ImportError:\n    pass\n\nif sys" in disk(image)
+
+
+@pytest.mark.parametrize("tool, arguments", [
+    ("compile_method", {"source": "def f(self):\n    pass\n"}),
+    ("set_class_comment", {"comment": "x"}),
+    ("delete_method", {"selector": "which"}),
+    ("delete_class", {}),
+])
+def test_an_edit_of_a_class_written_in_two_branches_is_refused_naming_the_lines(
+        client, image, tool, arguments):
+    message = client.error(tool, "refused", className="Twice", **arguments)
+    assert message.startswith(
+        "guard.shapes.Twice: class Twice is written 2 times in its module (line 13, in the if "
+        "statement at line 12; line 17, in the if statement at line 12): which one binds the name "
+        "depends on how the module runs, so no tool can tell which to change; leave one class")
+    message = client.error("compile_class_definition", "refused", source="class Twice:\n    pass\n")
+    assert "written 2 times" in message
+    assert disk(image) == SHAPES
+
+
+def test_a_class_whose_block_did_not_run_is_browsed_and_edited_in_source_only(client, image):
+    described = client.ok("describe_class", className="Proto")
+    assert described["structuredContent"]["methods"] == ["speak"]
+    assert text(described).endswith(
+        "(from source: guard.typing_only.Proto is not bound once guard.typing_only is imported: "
+        "its class statement is in a block that did not run)\n(written inside the module-level "
+        "if statement at line 3: the module has it when that branch runs)")
+    client.ok("compile_method", className="Proto", source="def name(self):\n    ...\n")
+    answer = client.ok("compile_class_definition", source="class Proto:\n    kind: str\n")
+    assert text(answer).startswith(
+        "changed guard.typing_only.Proto in source only (guard.typing_only ran no class statement "
+        "of it as it was imported: it is in a block that did not run); carried over speak, name")
+    assert (image / "guard/typing_only.py").read_text() == (
+        "TYPE_CHECKING = False\n\nif TYPE_CHECKING:\n    class Proto:\n        kind: str\n\n"
+        "        def speak(self):\n            ...\n\n        def name(self):\n            ...\n")
+    assert "Proto" not in vars(client.view.module("guard.typing_only"))
