@@ -1,4 +1,4 @@
-"""Classes written in a module-level `if`/`try` block, end to
+"""Classes written in a module-level `if`/`try` block, and a class made at run time, end to
 end through the real daemon: browsed, searched and edited as a client sees it.
 
 One daemon per module on a throwaway image.
@@ -26,6 +26,11 @@ def test_classes_in_blocks_are_listed_browsed_and_searched(c):
         c, "export_class_source", className="Twice")["note"]
     assert structured(c, "find_implementors", selector="which")["results"] == ["guard.shapes.Twice"]
     assert structured(c, "search_method_source", pattern='"old"')["results"] == ["guard.shapes.Twice.which"]
+
+
+def test_a_class_made_at_run_time_is_named_as_such(c):
+    assert "guard.shapes.Made is a class made at run time (bound at line 22)" in error(
+        c, "describe_class", "notFound", className="Made")
 
 
 def test_a_class_in_one_block_is_edited_in_place_and_one_in_two_branches_refused(c, image):

@@ -1,4 +1,4 @@
-"""Classes written in a module-level `if`/`try`/`with` block:
+"""Classes written in a module-level `if`/`try`/`with` block, and classes made at run time:
 what the listing, browsing, search and mutation tools make of them."""
 
 import ast
@@ -133,6 +133,17 @@ def test_search_reads_the_methods_of_classes_in_blocks(client):
     assert results("find_implementors", selector="run") == ["guard.shapes.Fast"]
     assert results("search_method_source", pattern='"old"') == ["guard.shapes.Twice.which"]
     assert results("find_senders", selector="run") == ["guard.shapes.use"]
+
+
+def test_a_class_made_at_run_time_is_named_as_such_not_just_missing(client):
+    message = client.error("describe_class", "notFound", className="Made")
+    assert message.endswith("; guard.shapes.Made is a class made at run time (bound at line 22) by "
+                            "no class statement, so its source cannot be browsed or edited")
+    message = client.error("export_class_source", "notFound", className="guard.shapes.Made")
+    assert message == ("guard.shapes defines no class Made; guard.shapes.Made is a class made at "
+                       "run time (bound at line 22) by no class statement, so its source cannot "
+                       "be browsed or edited")
+    assert "made at run time" not in client.error("describe_class", "notFound", className="use")
 
 
 # -- mutation ---------------------------------------------------------------------------

@@ -101,7 +101,8 @@ def resolve_class(view: View, name: str) -> ClassRef:
         else:
             raise ToolError("notFound", f"no dictionary named {echoed(module)} (for class "
                             f"{echoed(name)})" + _nested_hint(view, name))
-        raise ToolError("notFound", f"{module} defines no class {echoed(short)}")
+        raise ToolError("notFound", f"{module} defines no class {echoed(short)}"
+                        + _made_at_run_time(view, [module], short))
     candidates = [ref for ref in image_classes(view) if ref.name == name]
     if len(candidates) == 1:
         return candidates[0]
@@ -112,7 +113,8 @@ def resolve_class(view: View, name: str) -> ClassRef:
     if isinstance(getattr(builtins, name, None), type):
         return ClassRef(KERNEL, name)
     raise ToolError("notFound", f"no class named {echoed(name)} in the image or builtins; "
-                    "list_all_classes shows them" + _uncompiled_hint(view, name))
+                    "list_all_classes shows them" + _uncompiled_hint(view, name)
+                    + _made_at_run_time(view, view.module_names(), name))
 
 
 def require_selector(selector: str) -> str:
@@ -183,6 +185,26 @@ def _uncompiled_hint(view: View, name: str) -> str:
     broken = [module for module in view.module_names()
               if view.tree(module) is None and header.search(view.source(module))]
     return "".join(f"; {_unloadable(view, module)}, and it writes a class {name}" for module in broken)
+
+
+def _made_at_run_time(view: View, modules: list[str], name: str) -> str:
+    """Name the image modules (of `modules`) that bind `name`, once imported, to a class
+    they made as they ran (`X = type("X", ...)`, `namedtuple`, a factory's): no class
+    statement writes it, so the tools cannot show or change its source. Only the modules
+    whose source binds the name are imported to find out."""
+    hints = []
+    for module in modules:
+        tree = view.tree(module)
+        if tree is None or not splice.binds(tree.body, name, star=False):
+            continue
+        loaded = view.module(module)
+        obj = None if loaded is None else vars(loaded).get(name)
+        if isinstance(obj, type) and obj.__module__ == module:
+            line = next(statement.lineno for statement in tree.body
+                        if splice.binds([statement], name, star=False))
+            hints.append(f"; {module}.{name} is a class made at run time (bound at line {line}) "
+                         "by no class statement, so its source cannot be browsed or edited")
+    return "".join(hints)
 
 
 def live_class(view: View, ref: ClassRef) -> type:
