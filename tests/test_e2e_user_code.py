@@ -55,6 +55,12 @@ def test_code_nested_too_deeply_is_a_compile_error_saying_so(keeps_its_work, cod
         "); split the deepest expression into named parts"), text
 
 
+def test_code_nested_as_deeply_as_python_compiles_text_runs(keeps_its_work):
+    # Compiled from its AST, it met the recursion limit (1000) at about 990 levels.
+    code = "x = 1" + " + 1" * 2000 + "\n" + "-" * 2000 + "x"
+    assert tool_text(keeps_its_work.tool("execute_code", code=code)) == "2001"
+
+
 def test_recursion_without_end_is_a_recursion_error_and_the_worker_goes_on(keeps_its_work):
     text = failed(keeps_its_work.tool("execute_code", code="def f(n):\n    return f(n + 1)\nf(0)"), "other")
     assert "[Previous line repeated" in text

@@ -221,6 +221,42 @@ def test_code_nested_too_deeply_is_a_compile_error_saying_so(executing, code):
     assert run(executing, "kept")["structuredContent"]["result"] == "'still here'"
 
 
+DEEP_BUT_VALID = {
+    "unary minus": ("-" * 2001 + "1", "-1"),
+    "a chain of +": ("x = 1" + " + 1" * 2000 + "\nx", "2001"),
+    "attributes": ("class A:\n    pass\na = A()\na.a = a\n" + "a" + ".a" * 2000 + " is a", "True"),
+}
+
+
+@pytest.mark.parametrize("code, value", DEEP_BUT_VALID.values(), ids=DEEP_BUT_VALID)
+def test_code_nested_as_deeply_as_python_compiles_text_runs(executing, code, value):
+    # Compiled from its AST, it met the recursion limit (1000) at about 990 levels.
+    compile(code, "<text>", "exec")      # Python's own compile takes it
+    result = run(executing, code)
+    assert "isError" not in result, result
+    assert result["structuredContent"]["result"] == value
+
+
+@pytest.mark.parametrize("code, value", [
+    ("a = 1; a + 1", "2"),
+    ("x = 2\n\n  # a comment\nx * 3  # trailing\n", "6"),
+    ("x = [1]\n*x, 2", "(1, 2)"),
+    ("*[1], 2", "(1, 2)"),
+    ("a = 1\r\nb = 2\r\n(a,\r\n b)", "(1, 2)"),
+    ("a = 1\rb = 2\ra + b", "3"),
+    ("é = 'é'; é + 'ü'", "'éü'"),
+    ("x = 5\nx;", "5"),
+    ("\\\n1", "1"),
+])
+def test_the_final_expression_is_answered_however_it_is_written(executing, code, value):
+    assert run(executing, code)["structuredContent"]["result"] == value
+
+
+def test_a_traceback_points_into_the_final_expression_as_written(executing):
+    text = run(executing, "é = 0; 'ü'\n(é\n +\n 1/é)")["content"][0]["text"]
+    assert 'line 4, in <module>\n    1/é)\n' in text and text.endswith("ZeroDivisionError: division by zero")
+
+
 def test_brackets_nested_too_deeply_stay_the_parsers_syntax_error(executing):
     for code in ("(" * 5000 + ")" * 5000, "[" * 100_000 + "]" * 100_000):
         result = run(executing, code)

@@ -10,11 +10,13 @@ from __future__ import annotations
 import ast
 import itertools
 import linecache
+import re
 import sys
 import traceback
 import types
 from contextlib import redirect_stderr, redirect_stdout
 
+from gsmcpd.image import splice
 from gsmcpd.image.view import NESTED_TOO_DEEPLY, nested_too_deeply
 from gsmcpd.worker.capture import Capture
 from gsmcpd.worker.registry import Tool
@@ -106,21 +108,56 @@ class ExecutionToolset(Toolset):
 
     @staticmethod
     def _compile(code: str, filename: str):
+        """(the code, its final expression or None), compiled from text: compiling the AST
+        meets the recursion limit at about a third of the nesting Python's compile of the
+        text takes."""
         try:
             tree = ast.parse(code, filename, "exec")
-            final_expression = None
+            body, final_expression = code, None
             if tree.body and isinstance(tree.body[-1], ast.Expr):
-                last = tree.body.pop()
-                final_expression = compile(ast.Expression(last.value), filename, "eval",
-                                           dont_inherit=True)
+                body, expression = _split_final_expression(code, tree.body[-1])
+                final_expression = compile(expression, filename, "eval", dont_inherit=True)
             # dont_inherit: the code is compiled as its own, never with this module's
             # `from __future__ import annotations` (its annotations would turn to strings).
-            return compile(tree, filename, "exec", dont_inherit=True), final_expression
+            return compile(body, filename, "exec", dont_inherit=True), final_expression
         except SyntaxError as error:
             detail = "".join(traceback.format_exception_only(type(error), error)).rstrip()
             raise ToolError("compileError", detail) from None
         except NESTED_TOO_DEEPLY as error:
             raise ToolError("compileError", nested_too_deeply(error)) from None
+
+
+def _split_final_expression(code: str, last: ast.Expr) -> tuple[str, str]:
+    """(`code` with its final expression statement `last` blanked out, that expression as
+    eval source): each keeps the lines and columns the code gives it, so a traceback
+    points into the code as written. eval takes no indentation before the expression,
+    nor a bare `*a, b`: the blanked text before it opens a parenthesis at its very start
+    (where there is none, only a `*a, b` is wrapped, moving its columns by one)."""
+    lines = [line.encode() for line in splice.lines_of(code)]
+    starts = list(itertools.accumulate([len(line) for line in lines], initial=0))
+    data = b"".join(lines)
+    start = starts[last.lineno - 1] + last.col_offset
+    end = starts[last.end_lineno - 1] + last.end_col_offset
+    before, after = _blanked(data[:start]), b")"
+    if before:      # its first byte, a blank, becomes the "(" (a line ending gets it before it)
+        before = b"(" + (before[1:] if before.startswith(b" ") else before)
+    elif _bare_starred(last.value):
+        before = b"("
+    else:
+        after = b""
+    body = data[:start] + _blanked(data[start:])
+    return body.decode(), (before + data[start:end] + after).decode()
+
+
+def _bare_starred(expression: ast.expr) -> bool:
+    """`*a, b`: a statement, but no eval source unless in parentheses."""
+    return isinstance(expression, ast.Tuple) and any(
+        isinstance(item, ast.Starred) for item in expression.elts)
+
+
+def _blanked(data: bytes) -> bytes:
+    """`data` with every byte but a line ending's a space: its lines stay where they were."""
+    return re.sub(rb"[^\r\n]", b" ", data)
 
 
 def _raise_if_break(error: BaseException | None, stdout: Capture, stderr: Capture) -> None:
