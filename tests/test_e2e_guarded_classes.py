@@ -15,7 +15,9 @@ from test_tools_support import write_image
 @pytest.fixture(scope="module")
 def image(tmp_path_factory):
     return write_image(tmp_path_factory.mktemp("guarded") / "image",
-                       {"guard/__init__.py": "", "guard/shapes.py": SHAPES})
+                       {"guard/__init__.py": "", "guard/shapes.py": SHAPES,
+                        "guard/broken.py": "try:\n    import _no_such\nexcept ImportError:\n"
+                                           "    class Fallback:\n        pass\n\nraise RuntimeError\n"})
 
 
 def test_classes_in_blocks_are_listed_browsed_and_searched(c):
@@ -41,3 +43,8 @@ def test_a_class_in_one_block_is_edited_in_place_and_one_in_two_branches_refused
         "result"] == "False"
     message = error(c, "compile_method", "refused", className="Twice", source="def f(self):\n    pass\n")
     assert "class Twice is written 2 times in its module (line 16" in message   # 3 lines added above
+
+
+def test_a_module_that_does_not_import_lists_the_classes_in_its_blocks(c):
+    entries = structured(c, "list_dictionary_entries", dictionaryName="guard.broken")["entries"]
+    assert {e["name"]: e["kind"] for e in entries} == {"Fallback": "class"}

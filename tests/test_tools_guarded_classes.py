@@ -101,6 +101,14 @@ def test_classes_in_blocks_are_listed_once_each(client):
     assert "guard.shapes.Fast" in client.ok("list_all_classes")["structuredContent"]["classes"]
 
 
+def test_defs_in_blocks_are_entries_of_a_module_listed_from_source(client):
+    client.view.set_source("guard.shapes", SHAPES + "raise RuntimeError('no import')\n", live=False)
+    entries = client.ok("list_dictionary_entries", dictionaryName="guard.shapes")["structuredContent"]
+    assert {e["name"]: e["kind"] for e in entries["entries"]} == {
+        "Fast": "class", "Made": "global", "Twice": "class", "sys": "module", "use": "function"}
+    assert "RuntimeError: no import" in entries["note"]
+
+
 def test_a_class_in_a_block_is_browsed_with_a_note_saying_where(client):
     where = ("written inside the module-level try statement at line 3: the module has it when "
              "that branch runs")

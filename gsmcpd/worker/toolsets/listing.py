@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import builtins
 
-from gsmcpd.image import catalog
+from gsmcpd.image import catalog, splice
 from gsmcpd.image.view import KERNEL
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import Toolset, object_schema, string_prop
@@ -76,7 +76,9 @@ class ListingToolset(Toolset):
         reason = catalog._unloadable(self.view, module)
         if tree is None:
             return {"text": reason, "structured": {"dictionary": module, "entries": [], "note": reason}}
-        entries = {}
+        # A def or class in a top-level `if`/`try` block binds a module global too.
+        entries = {node.name: "class" if isinstance(node, ast.ClassDef) else "function"
+                   for block, node in splice.defs_in_blocks(tree.body) if block is not None}
         for node in tree.body:
             if isinstance(node, ast.ClassDef):
                 entries[node.name] = "class"
