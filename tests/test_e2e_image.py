@@ -508,6 +508,33 @@ def test_a_change_to_a_module_whose_file_is_a_link_is_refused_at_its_commit_and_
                                                     selector="shout"))
 
 
+ADD_Q = "import shop\nshop.__spec__.loader.view.add_module('q', 'Q = 1\\n')"
+
+
+def test_a_new_module_whose_path_a_directory_took_is_refused_and_the_image_stays_committable(shop):
+    # The rename onto the directory once failed past the commit point: the session was
+    # told "Committed q", every other session saw a module q no file held, and every
+    # later commit failed on it, whoever made it, until the directory went.
+    (shop.image / "q.py").mkdir()   # made behind gsmcpd's back
+    a, b = session(shop), session(shop)
+    a.tool("execute_code", code=ADD_Q)
+    refused = a.tool("commit")
+    assert error_kind(refused) == "refused", refused
+    assert tool_text(refused) == (
+        "commit refused: q.py is a directory in the image, not a module's file: a commit cannot put "
+        "the module's file in its place, so nothing was written; move the directory away and commit "
+        "again; your changes are kept uncommitted (q)")
+    assert (shop.image / "q.py").is_dir() and journal(shop.image) == []
+    assert not (shop.image / ".gsmcpd" / "commit.intent").exists()
+    assert not [p.name for p in shop.image.iterdir() if ".tmp-" in p.name]
+    assert "q" not in session(shop).tool("list_dictionaries")["structuredContent"]["dictionaries"]
+    done = b.tool("compile_method", className="shop.models.Product", source=SHOUT)   # others commit on
+    assert done["structuredContent"]["committed"] == ["shop.models"], done
+    (shop.image / "q.py").rmdir()
+    assert a.tool("commit")["structuredContent"]["committed"] == ["q"]
+    assert (shop.image / "q.py").read_text() == "Q = 1\n"
+
+
 # Runs in the session's worker: the first temp file its next commit writes finds the
 # package swapped for a link to a victim's directory (another account's link, as root),
 # as an account sharing the image could do between the commit's check and its writes.

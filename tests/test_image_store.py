@@ -640,6 +640,29 @@ def test_a_commit_to_a_module_whose_file_is_a_link_is_refused_and_writes_nothing
     assert not (store.image_dir / "pkg" / "tool.py").exists() and outside.read_text() == "t = 1\n"
 
 
+@pytest.mark.parametrize("rel", ["q.py", "pkg/__init__.py"])
+def test_a_new_module_whose_path_is_a_directory_is_refused_before_the_commit_point(tmp_path, rel):
+    # Past the commit point the rename onto the directory failed (EISDIR): the commit
+    # was read as made by every session, yet could never be finished, and every later
+    # commit failed finishing it first.
+    store = make_image(tmp_path / "image", {"a.py": "a = 1\n"})
+    (store.image_dir / rel).mkdir(parents=True)   # made behind gsmcpd's back
+    with pytest.raises(store_module.DirectoryInTheWay) as refused:
+        store.commit({"a.py": b"a = 2\n", rel: b"q = 1\n"}, {"a.py": sha256(b"a = 1\n")},
+                     user="u", session_id="s")
+    assert refused.value.errno == errno.EISDIR
+    assert str(refused.value).endswith(f"{rel} is a directory in the image, not a module's file: a commit "
+                                       "cannot put the module's file in its place, so nothing was written; "
+                                       "move the directory away and commit again")
+    assert not (store.state_dir / "commit.intent").exists() and store.journal() == []
+    assert (store.image_dir / "a.py").read_text() == "a = 1\n"
+    assert not [p for p in store.image_dir.rglob(".*.tmp-*")]
+    assert sorted(store.read_snapshot().files) == ["a.py"]
+    (store.image_dir / rel).rmdir()
+    assert _committed(store, {"a.py": b"a = 2\n", rel: b"q = 1\n"}) == 1   # once it is moved away
+    assert (store.image_dir / rel).read_bytes() == b"q = 1\n"
+
+
 def test_a_link_this_account_made_to_a_package_outside_the_image_is_committed_through(tmp_path):
     # image/mypkg -> ~/src/mypkg, a link the user made: no other account is involved
     store = make_image(tmp_path / "image", {"a.py": "a = 1\n"})

@@ -194,6 +194,19 @@ class LinkedModule(OSError):
                                       "or put the file itself in the image")
 
 
+class DirectoryInTheWay(OSError):
+    """A commit would write a module whose path in the image is a directory (made there
+    behind gsmcpd's back): no rename can put a file in its place, so, past the commit
+    point, the commit could never be finished and every later one would fail on it.
+    Refused before that point; nothing was written."""
+
+    def __init__(self, rel: str):
+        super().__init__(errno.EISDIR, f"{rel} is a directory in the image, not a module's file: "
+                                       "a commit cannot put the module's file in its place, so "
+                                       "nothing was written; move the directory away and commit "
+                                       "again")
+
+
 class ImageStore:
     def __init__(self, image_dir: Path | str):
         # Plain strings; image_dir and state_dir are Paths only when asked for. Every
@@ -444,7 +457,7 @@ class ImageStore:
             for rel in sorted(changes):
                 self._check(rel, dirs)
                 if changes[rel] is not None:
-                    self._refuse_linked_file(rel, dirs)
+                    self._refuse_unreplaceable(rel, dirs)
             conflicts, unreadable = self._conflicts(changes, base_hashes, dirs)
             if conflicts or unreadable:
                 raise CommitConflict(sorted(conflicts), unreadable, how=conflicts)
@@ -673,18 +686,22 @@ class ImageStore:
         except (FileNotFoundError, NotADirectoryError):
             pass
 
-    def _refuse_linked_file(self, rel: str, dirs: ImageDirs) -> None:
-        """LinkedModule if `rel` is a symbolic link in its (held) directory."""
+    def _refuse_unreplaceable(self, rel: str, dirs: ImageDirs) -> None:
+        """LinkedModule if `rel` is a symbolic link in its (held) directory,
+        DirectoryInTheWay if it is a directory: what the commit's rename must not or
+        cannot replace."""
         held = dirs.held(_dir_of(rel))
         if held is None:
             return   # its directory is made by this commit: nothing in it yet
         name = posixpath.basename(rel)
         try:
-            linked = stat.S_ISLNK(os.stat(name, dir_fd=held, follow_symlinks=False).st_mode)
+            mode = os.stat(name, dir_fd=held, follow_symlinks=False).st_mode
         except FileNotFoundError:
             return
-        if linked:
+        if stat.S_ISLNK(mode):
             raise LinkedModule(rel, os.readlink(name, dir_fd=held))
+        if stat.S_ISDIR(mode):
+            raise DirectoryInTheWay(rel)
 
     def _check_unmoved(self, rel: str, dirs: ImageDirs) -> None:
         """Refuse the commit if `rel`'s held directory is no longer the one its path

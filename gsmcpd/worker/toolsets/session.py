@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from gsmcpd.image.store import CommitConflict, LinkedModule, module_name_of
+from gsmcpd.image.store import CommitConflict, DirectoryInTheWay, LinkedModule, module_name_of
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import ToolError, Toolset, object_schema
 
@@ -39,7 +39,7 @@ def commit_view(view) -> tuple[list[str], list[str]]:
     except CommitConflict as error:
         raise conflict_error(error, kept=" and your changes are kept uncommitted "
                              f"({', '.join(view.changed_modules())})") from None
-    except LinkedModule as error:
+    except (LinkedModule, DirectoryInTheWay) as error:   # a path no commit can replace
         raise ToolError("refused", f"commit refused: {error.strerror}; your changes are kept "
                         f"uncommitted ({', '.join(view.changed_modules())})") from None
     except OSError as error:
