@@ -3,6 +3,7 @@ workers (nothing here opens a session)."""
 
 import dataclasses
 import json
+import os
 import select
 import socket
 
@@ -214,6 +215,38 @@ def test_shutdown_does_not_wait_for_a_lingering_connection(router, monkeypatch):
                      lambda conn: conn.lingering_since is not None)
     router.shutdown()   # no worker to wait for: every connection is closed at once
     assert lingering.closed and not router.connections and router.loop._stopping
+
+
+def test_shutdown_finishes_on_disk_a_commit_left_half_applied_and_sweeps_temps(router, tmp_path, monkeypatch):
+    # A call in flight is ended by killing its worker, maybe mid-commit; its files were
+    # left half-renamed (and temps lying about) until the next start.
+    from gsmcpd.image import store as store_module
+    from gsmcpd.image.store import CommitPending, ImageStore, sha256
+
+    image = tmp_path / "image"
+    (image / "pkg").mkdir(parents=True)
+    for rel, text in {"a.py": "A = 1\n", "b.py": "B = 1\n", "pkg/__init__.py": ""}.items():
+        (image / rel).write_text(text)
+    store = ImageStore(image)
+    base = {rel: sha256(data) for rel, data in store.read_snapshot().files.items()}
+    real_replace = os.replace
+
+    def replace_all_but_b(src, dst, **dir_fds):   # killed once a.py is in place
+        if str(dst).endswith("b.py"):
+            raise OSError("injected failure")
+        real_replace(src, dst, **dir_fds)
+
+    monkeypatch.setattr(store_module.os, "replace", replace_all_but_b)
+    with pytest.raises(CommitPending):
+        store.commit({"a.py": b"A = 2\n", "b.py": b"B = 2\n"}, base, user="u", session_id="s")
+    monkeypatch.undo()
+    (image / "pkg" / ".m.py.tmp-4242").write_text("M = 1\n")   # one killed before its commit point
+    router.image = str(image)
+    router.shutdown()
+    assert (image / "a.py").read_text() == "A = 2\n" and (image / "b.py").read_text() == "B = 2\n"
+    assert not (image / ".gsmcpd" / "commit.intent").exists()
+    assert sorted(p.name for p in image.rglob("*") if ".tmp-" in p.name) == []
+    assert [record["user"] for record in store.journal()] == ["u"]
 
 
 def test_a_connection_closed_makes_room_for_the_next(router):

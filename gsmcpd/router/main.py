@@ -134,8 +134,8 @@ class Router:
 
     def _recover_image(self, image):
         """Snapshots read a commit killed past its commit point as finished; on disk
-        it is finished by the next commit, or here, so other tools see it too. Temp
-        files of commits killed before that point go here too."""
+        it is finished by the next commit, or here (at start and at stop), so other
+        tools see it too. Temp files of commits killed before that point go here too."""
         from gsmcpd.image.store import ImageStore
 
         store = ImageStore(image)
@@ -400,6 +400,11 @@ class Router:
         self.pool.stop_spawner()
         for conn in list(self.connections):
             conn.close()
+        if self.image is not None:
+            # A call in flight was ended by killing its worker, maybe mid-commit: its
+            # files would stay half-renamed until the next start. (The lock waits for
+            # the killed worker's to be released.)
+            self._recover_image(Path(self.image))
         self.loop.stop()
 
 
