@@ -539,6 +539,29 @@ def _committed(store, changes):
     return store.commit(changes, {rel: base.get(rel) for rel in changes}, user="ben", session_id="s")
 
 
+def test_the_temps_directories_are_fsynced_before_the_intent_names_the_temps(tmp_path, monkeypatch):
+    # POSIX makes a new file's name durable by its directory's fsync, not the file's: an
+    # intent that outlived a power cut its temps did not would be applied without them
+    # (_apply takes a missing temp for one moved already), the files old, the journal new.
+    store = make_image(tmp_path / "image", {"a.py": "a = 1\n", "pkg/__init__.py": "", "pkg/b.py": "b = 1\n"})
+    events = []
+    real_fsync_dir, real_write_intent = store_module._fsync_dir, ImageStore._write_intent
+
+    def fsync_dir(fd):
+        events.append(("fsync", os.path.relpath(os.readlink(f"/proc/self/fd/{fd}"), store.image_dir)))
+        real_fsync_dir(fd)
+
+    def write_intent(self, intent):
+        events.append(("intent", None))
+        real_write_intent(self, intent)
+
+    monkeypatch.setattr(store_module, "_fsync_dir", fsync_dir)
+    monkeypatch.setattr(ImageStore, "_write_intent", write_intent)
+    _committed(store, {"a.py": b"a = 2\n", "pkg/b.py": b"b = 2\n", "new/c.py": b"c = 1\n"})
+    before_intent = {name for kind, name in events[:events.index(("intent", None))] if kind == "fsync"}
+    assert {".", "pkg", "new"} <= before_intent, events
+
+
 def test_a_link_planted_at_a_commits_temp_name_is_not_followed(tmp_path):
     store = make_image(tmp_path / "image", {"a.py": "a = 1\n"})
     victim = tmp_path / "bens" / "planted"

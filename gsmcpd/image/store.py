@@ -479,6 +479,11 @@ class ImageStore:
                 for rel in sorted(changes):
                     if changes[rel] is not None:
                         intent["writes"][rel] = self._write_temp(rel, changes[rel], dirs)
+                # The temps' names made durable before the intent naming them: a temp lost
+                # to a power cut the intent survived is taken by _apply for one moved
+                # already, and its file never gets the commit.
+                for directory in sorted({_dir_of(temp) for temp in intent["writes"].values()}):
+                    _fsync_dir(dirs.open(directory))
                 # The last moment a move can still be refused: one fresh walk a directory.
                 for rel in {_dir_of(rel): rel for rel in sorted(changes, reverse=True)}.values():
                     self._check_unmoved(rel, dirs)
