@@ -78,6 +78,14 @@ def test_an_origin_whose_port_is_outside_1_to_65535_is_forbidden(daemon, session
     assert reply["error"]["message"].startswith("Forbidden: malformed Origin '%s" % origin[:40].decode())
 
 
+@pytest.mark.parametrize("origin", [b"http://", b"http://:8080"])
+def test_an_origin_naming_no_host_is_forbidden_as_malformed(daemon, session, origin):
+    # it was told to be listed in GS_MCP_ALLOWED_ORIGINS, which refuses an empty host at startup
+    status, reply = ping(daemon, session, b"Host: 127.0.0.1\r\nOrigin: " + origin + b"\r\n")
+    assert status == 403 and reply["error"]["message"].startswith(
+        "Forbidden: malformed Origin '%s' (an origin is scheme://host[:port]" % origin.decode()), reply
+
+
 def test_a_port_with_leading_zeros_is_the_port_it_names(daemon, session):
     assert ping(daemon, session, b"Host: localhost:" + b"0" * 5000 + b"8000\r\nOrigin: http://app.example:"
                 + b"0" * 5000 + b"80\r\n")[0] == 200

@@ -161,6 +161,8 @@ def test_a_foreign_origin_or_host_is_refused_naming_the_knob_that_admits_it(head
     (b"http://[::1", "Forbidden: malformed Origin 'http://[::1' (an origin is scheme://host[:port]"),
     (b"app.example", "Forbidden: malformed Origin 'app.example' (an origin"),
     (b"http://app.example:99999", "Forbidden: malformed Origin 'http://app.example:99999' (an origin"),
+    (b"http://", "Forbidden: malformed Origin 'http://' (an origin"),   # no host: none to list
+    (b"http://:8080", "Forbidden: malformed Origin 'http://:8080' (an origin"),
 ])
 def test_a_malformed_origin_is_named_as_such_not_sent_to_the_allow_list(origin, said):
     # it had been told to list the origin in GS_MCP_ALLOWED_ORIGINS, which refuses such a value

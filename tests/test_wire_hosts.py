@@ -45,8 +45,14 @@ def test_origin_host(value, host):
     "http://[::1]evil.example", "http://localhost:x", "http://localhost:99999", "http://localhost:0",
 ])
 def test_malformed_origins_have_no_host(value):
-    parsed = hosts.origin(value)
-    assert parsed is None or parsed[0] == ""
+    assert hosts.origin(value) is None
+
+
+@pytest.mark.parametrize("value", ["http://", "http://:8080", "https://:"])
+def test_an_origin_with_an_empty_host_is_malformed(value):
+    # An origin names a host (RFC 6454 7.1), and the allow list refuses an empty one: its
+    # refusal must not send the client to list it.
+    assert hosts.origin(value) is None and hosts.origin_key(value) is None
 
 
 @pytest.mark.parametrize("target,authority", [

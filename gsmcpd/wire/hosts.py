@@ -37,9 +37,10 @@ def authority(value):
 @functools.lru_cache(maxsize=256)
 def origin(value):
     """(host, port) of an Origin value, as authority(); None for "null" and anything
-    that is not `scheme://host[:port]`."""
+    that is not `scheme://host[:port]`, an empty host too (no allow list can name it)."""
     match = _ORIGIN.fullmatch(value)
-    return authority(match.group(2)) if match else None
+    parsed = match and authority(match.group(2))
+    return parsed if parsed and parsed[0] else None
 
 
 @functools.lru_cache(maxsize=256)
@@ -48,11 +49,10 @@ def origin_key(value):
     (scheme, host, port), lower-case, the port an int or None when it is the scheme's
     default. None for "null" and anything that is not `scheme://host[:port]`, or whose
     host is empty or port out of range."""
-    match = _ORIGIN.fullmatch(value)
-    parsed = match and authority(match.group(2))
-    if not parsed or not parsed[0]:
+    parsed = origin(value)
+    if parsed is None:
         return None
-    scheme, (host, port) = match.group(1).lower(), parsed
+    scheme, (host, port) = _ORIGIN.fullmatch(value).group(1).lower(), parsed
     port = int(port) if port else None
     return scheme, host, None if port == DEFAULT_PORTS.get(scheme) else port
 
