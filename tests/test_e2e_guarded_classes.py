@@ -8,14 +8,14 @@ import pytest
 
 from test_e2e_image_tools import daemon  # noqa: F401  (the daemon fixture: on this module's image)
 from test_e2e_tools import error, ok, structured
-from test_tools_guarded_classes import SHAPES
+from test_tools_guarded_classes import REBOUND, SHAPES
 from test_tools_support import write_image
 
 
 @pytest.fixture(scope="module")
 def image(tmp_path_factory):
     return write_image(tmp_path_factory.mktemp("guarded") / "image",
-                       {"guard/__init__.py": "", "guard/shapes.py": SHAPES,
+                       {"guard/__init__.py": "", "guard/shapes.py": SHAPES, "guard/rebound.py": REBOUND,
                         "guard/broken.py": "try:\n    import _no_such\nexcept ImportError:\n"
                                            "    class Fallback:\n        pass\n\nraise RuntimeError\n"})
 
@@ -33,6 +33,9 @@ def test_classes_in_blocks_are_listed_browsed_and_searched(c):
 def test_a_class_made_at_run_time_is_named_as_such(c):
     assert "guard.shapes.Made is a class made at run time (bound at line 22)" in error(
         c, "describe_class", "notFound", className="Made")
+    # named at the assignment that binds it last, not a placeholder above it
+    assert "guard.rebound.Point is a class made at run time (bound at line 5)" in error(
+        c, "describe_class", "notFound", className="Point")
 
 
 def test_a_class_in_one_block_is_edited_in_place_and_one_in_two_branches_refused(c, image):

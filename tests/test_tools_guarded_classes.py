@@ -48,10 +48,19 @@ if TYPE_CHECKING:
 """
 
 
+REBOUND = """\
+from collections import namedtuple
+
+Point = None    # a placeholder, then the class the module binds
+
+Point = namedtuple("Point", "x y")
+"""
+
+
 @pytest.fixture
 def image(tmp_path):
     return write_image(tmp_path / "image", {"guard/__init__.py": "", "guard/shapes.py": SHAPES,
-                                            "guard/typing_only.py": TYPING})
+                                            "guard/typing_only.py": TYPING, "guard/rebound.py": REBOUND})
 
 
 @pytest.fixture
@@ -152,6 +161,13 @@ def test_a_class_made_at_run_time_is_named_as_such_not_just_missing(client):
                        "run time (bound at line 22) by no class statement, so its source cannot "
                        "be browsed or edited")
     assert "made at run time" not in client.error("describe_class", "notFound", className="use")
+
+
+def test_a_class_made_at_run_time_is_named_at_the_line_that_binds_it_last(client):
+    # the module's name is bound by its last assignment, not by the placeholder above it
+    assert client.error("describe_class", "notFound", className="guard.rebound.Point").endswith(
+        "; guard.rebound.Point is a class made at run time (bound at line 5) by no class "
+        "statement, so its source cannot be browsed or edited")
 
 
 # -- mutation ---------------------------------------------------------------------------

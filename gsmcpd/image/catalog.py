@@ -200,8 +200,9 @@ def _made_at_run_time(view: View, modules: list[str], name: str) -> str:
         loaded = view.module(module)
         obj = None if loaded is None else vars(loaded).get(name)
         if isinstance(obj, type) and obj.__module__ == module:
-            line = next(statement.lineno for statement in tree.body
-                        if splice.binds([statement], name, star=False))
+            # The last statement binding it is the one the module's name holds.
+            line = [statement.lineno for statement in tree.body
+                    if splice.binds([statement], name, star=False)][-1]
             hints.append(f"; {module}.{name} is a class made at run time (bound at line {line}) "
                          "by no class statement, so its source cannot be browsed or edited")
     return "".join(hints)
