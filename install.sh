@@ -22,10 +22,21 @@ die() { echo "install.sh: $*" >&2; exit 1; }
 
 usage() { sed -n '2,9p' "$ROOT/$(basename "$0")" | sed 's/^# \{0,1\}//'; }   # $0 may be relative to the caller
 
+# Whether link $1 leads past a directory this account cannot search (another account's
+# home), not to nothing (a removed venv): the nearest of its target's directories that
+# exists decides. stop-server.sh has its copy.
+closed_link() {
+    local path
+    path=$(readlink -m -- "$1") || return 1
+    while [[ ! -e $path && $path != / ]]; do path=$(dirname -- "$path"); done
+    [[ ! -x $path ]]
+}
+
 # Another account's .venv (a checkout run by someone not its owner) whose python this one
 # cannot run, often a link into its owner's home: never made again over, but said.
 foreign_venv_problem() {
-    [[ ! -x $VENV/bin/python && ( -e $VENV || -L $VENV ) && ! -O $VENV ]] || return 1
+    [[ ! -x $VENV/bin/python && ! -O $VENV ]] || return 1
+    [[ -e $VENV ]] || { [[ -L $VENV ]] && closed_link "$VENV"; } || return 1
     echo "$VENV/bin/python is another account's, and $(id -un) cannot run it: run this as" \
          "that account (or root), or from a checkout of your own"
 }

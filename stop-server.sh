@@ -6,8 +6,16 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")" && pwd)
 # As install.sh's foreign_venv_problem (this script runs no python to share it): the .venv
-# itself may be a link into a home this account cannot enter.
-if [[ ! -x $ROOT/.venv/bin/python && ( -e $ROOT/.venv || -L $ROOT/.venv ) && ! -O $ROOT/.venv ]]; then
+# itself may be a link into a home this account cannot enter (not a link to nothing: the
+# nearest of its target's directories that exists is one this account cannot search).
+closed_link() {
+    local path
+    path=$(readlink -m -- "$1") || return 1
+    while [[ ! -e $path && $path != / ]]; do path=$(dirname -- "$path"); done
+    [[ ! -x $path ]]
+}
+if [[ ! -x $ROOT/.venv/bin/python && ! -O $ROOT/.venv ]] \
+        && { [[ -e $ROOT/.venv ]] || { [[ -L $ROOT/.venv ]] && closed_link "$ROOT/.venv"; }; }; then
     echo "stop-server.sh: $ROOT/.venv/bin/python is another account's, and $(id -un) cannot run it:" \
          "run this as that account (or root), or from a checkout of your own" >&2
     exit 1

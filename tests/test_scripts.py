@@ -958,6 +958,22 @@ def test_install_stamp_ok_says_whether_the_install_is_current(fake_checkout):
     assert stamp_ok() == 1 and not (fake_checkout / ".venv").exists()
 
 
+def test_a_venv_link_to_nothing_is_no_venv_not_another_accounts(fake_checkout):
+    # A .venv link whose target was removed (a worktree's link to a deleted venv) is
+    # reachable by every account and there is nothing behind it: it was called "another
+    # account's, and root cannot run it: run this as that account (or root)".
+    for script in ("run-server.sh", "stop-server.sh"):
+        shutil.copy(REPO / script, fake_checkout / script)
+    shutil.rmtree(fake_checkout / ".venv")
+    (fake_checkout / ".venv").symlink_to(fake_checkout / "removed-venv")
+    for argv, said in ((["stop-server.sh"], f"stop-server.sh: no {fake_checkout}/.venv; nothing was started"),
+                       (["install.sh", "--check"], "PROBLEM: no .venv; run ./install.sh")):
+        result = subprocess.run(["bash", f"./{argv[0]}", *argv[1:]], cwd=fake_checkout,
+                                capture_output=True, text=True, env={**clean_env(), "PYTHON": "false"})
+        assert result.returncode == 1 and said in result.stdout + result.stderr, result
+        assert "another account's" not in result.stdout + result.stderr
+
+
 @pytest.mark.parametrize("private", ["its python", "the .venv a link into a home"])
 def test_the_scripts_run_by_an_account_that_cannot_run_the_venvs_python_say_so(fake_checkout, private):
     # Another account's checkout, whose .venv python links into a home only its owner may
