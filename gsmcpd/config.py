@@ -67,7 +67,6 @@ def _refuse_off(text: str, expected: str) -> None:
 # other scripts' digits, which no knob documents: every numeric knob refuses them alike.
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_SIZE = re.compile(r"\s*([0-9]+)\s*([a-zA-Z]*)\s*")
 
 
 def _grouping_hint(text: str, form: re.Pattern) -> str:
@@ -110,11 +109,14 @@ def parse_optional_seconds(text: str) -> float | None:
 _SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024,
                "m": 1024 ** 2, "mb": 1024 ** 2, "mib": 1024 ** 2,
                "g": 1024 ** 3, "gb": 1024 ** 3, "gib": 1024 ** 3}
+# The units in the pattern: a grouping hint then names only a size the parser takes.
+_SIZE = re.compile(r"\s*([0-9]+)\s*(%s)\s*" % "|".join(sorted(_SIZE_UNITS, key=len, reverse=True)),
+                   re.IGNORECASE)
 
 
 def parse_size(text: str) -> int:
     match = _SIZE.fullmatch(text)
-    if not match or match.group(2).lower() not in _SIZE_UNITS:
+    if not match:
         raise ValueError(f"expected a size in bytes (e.g. 16777216 or 16MiB), got {text!r}"
                          f"{_grouping_hint(text, _SIZE)}")
     value = int(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]

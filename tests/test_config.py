@@ -471,7 +471,8 @@ def test_digits_grouped_with_underscores_are_refused_for_every_numeric_knob(key,
 
 
 @pytest.mark.parametrize("key, written", [("port", "\u0668\u0660\u0660\u0661"), ("idle_timeout", "\uff11\uff18\uff10\uff10"),
-                                          ("max_body", "\u0661\u0666MiB"), ("port", "_8001"), ("idle_timeout", "inf")])
+                                          ("max_body", "\u0661\u0666MiB"), ("port", "_8001"), ("idle_timeout", "inf"),
+                                          ("max_body", "16_000 XB")])   # no hint to write 16000 XB, refused too
 def test_only_ascii_decimal_digits_make_a_number(key, written):
     assert f"got {written!r}" in refused(key, environ={config_module.KNOBS_BY_KEY[key].env: written})
     assert "grouped" not in refused(key, environ={config_module.KNOBS_BY_KEY[key].env: written})
