@@ -5,6 +5,7 @@
 #   ./install.sh --check    verify the environment, change nothing, print OK or the problem
 #   ./install.sh --systemd  install the gsmcpd@.service unit and a service user (root)
 #   ./install.sh --stamp-ok exit 0 if the install is current (the stamp matches), else 1
+#   ./install.sh --foreign-venv  exit 0 saying why if .venv is another account's, else 1
 #   ./install.sh --check-service-user [USER]  can USER (default gsmcpd) run the unit? (root)
 # Idempotent: pip is skipped while setup.cfg and pyproject.toml hash to the recorded stamp.
 set -euo pipefail
@@ -20,11 +21,11 @@ SITE_DIR=/etc/gsmcpd
 
 die() { echo "install.sh: $*" >&2; exit 1; }
 
-usage() { sed -n '2,9p' "$ROOT/$(basename "$0")" | sed 's/^# \{0,1\}//'; }   # $0 may be relative to the caller
+usage() { sed -n '2,10p' "$ROOT/$(basename "$0")" | sed 's/^# \{0,1\}//'; }   # $0 may be relative to the caller
 
 # Whether link $1 leads past a directory this account cannot search (another account's
 # home), not to nothing (a removed venv): the nearest of its target's directories that
-# exists decides. stop-server.sh has its copy.
+# exists decides.
 closed_link() {
     local path
     path=$(readlink -m -- "$1") || return 1
@@ -208,6 +209,7 @@ case "${1:-}" in
     --check)   check_environment ;;
     --systemd) install_systemd ;;
     --stamp-ok) [[ -x $VENV/bin/python ]] && stamp_ok base ;;
+    --foreign-venv) foreign_venv_problem ;;   # stop-server.sh asks, having no python to ask
     --check-service-user)
         [[ $(id -u) -eq 0 ]] || die "--check-service-user needs root: it runs checks as that user"
         check_service_user "${2:-$SERVICE_USER}" ;;

@@ -5,19 +5,10 @@
 # the environment are the caller's; in a conf file, the conf file's directory's.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")" && pwd)
-# As install.sh's foreign_venv_problem (this script runs no python to share it): the .venv
-# itself may be a link into a home this account cannot enter (not a link to nothing: the
-# nearest of its target's directories that exists is one this account cannot search).
-closed_link() {
-    local path
-    path=$(readlink -m -- "$1") || return 1
-    while [[ ! -e $path && $path != / ]]; do path=$(dirname -- "$path"); done
-    [[ ! -x $path ]]
-}
-if [[ ! -x $ROOT/.venv/bin/python && ! -O $ROOT/.venv ]] \
-        && { [[ -e $ROOT/.venv ]] || { [[ -L $ROOT/.venv ]] && closed_link "$ROOT/.venv"; }; }; then
-    echo "stop-server.sh: $ROOT/.venv/bin/python is another account's, and $(id -un) cannot run it:" \
-         "run this as that account (or root), or from a checkout of your own" >&2
+# Another account's .venv (or a link into a home this one cannot enter) is said as that,
+# by install.sh's one check, not called missing.
+if [[ ! -x $ROOT/.venv/bin/python ]] && problem=$("$ROOT/install.sh" --foreign-venv); then
+    echo "stop-server.sh: $problem" >&2
     exit 1
 fi
 [[ -x $ROOT/.venv/bin/python ]] || { echo "stop-server.sh: no $ROOT/.venv; nothing was started from this checkout (run ./run-server.sh)" >&2; exit 1; }
