@@ -2,6 +2,7 @@
 workers (nothing here opens a session)."""
 
 import dataclasses
+import fcntl
 import json
 import os
 import select
@@ -217,9 +218,10 @@ def test_shutdown_does_not_wait_for_a_lingering_connection(router, monkeypatch):
     assert lingering.closed and not router.connections and router.loop._stopping
 
 
-def test_shutdown_finishes_on_disk_a_commit_left_half_applied_and_sweeps_temps(router, tmp_path, monkeypatch):
-    # A call in flight is ended by killing its worker, maybe mid-commit; its files were
-    # left half-renamed (and temps lying about) until the next start.
+def test_recovery_at_stop_finishes_a_commit_left_half_applied_sweeps_temps_and_never_waits(router, tmp_path, monkeypatch):
+    # A call in flight is ended at stop by killing its worker, maybe mid-commit; its files
+    # were left half-renamed (and temps lying about) until the next start. The stop itself
+    # (with such a call) is tested end to end in test_e2e_image.py.
     from gsmcpd.image import store as store_module
     from gsmcpd.image.store import CommitPending, ImageStore, sha256
 
@@ -241,8 +243,15 @@ def test_shutdown_finishes_on_disk_a_commit_left_half_applied_and_sweeps_temps(r
         store.commit({"a.py": b"A = 2\n", "b.py": b"B = 2\n"}, base, user="u", session_id="s")
     monkeypatch.undo()
     (image / "pkg" / ".m.py.tmp-4242").write_text("M = 1\n")   # one killed before its commit point
-    router.image = str(image)
-    router.shutdown()
+    # At stop the lock is not waited for: another process holding it leaves the work to them.
+    held = os.open(store.lock_file, os.O_RDONLY)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        router._recover_image(image, wait=False)    # returns at once, not blocked
+    finally:
+        os.close(held)
+    assert (image / ".gsmcpd" / "commit.intent").exists() and (image / "b.py").read_text() == "B = 1\n"
+    router._recover_image(image, wait=False)
     assert (image / "a.py").read_text() == "A = 2\n" and (image / "b.py").read_text() == "B = 2\n"
     assert not (image / ".gsmcpd" / "commit.intent").exists()
     assert sorted(p.name for p in image.rglob("*") if ".tmp-" in p.name) == []

@@ -295,11 +295,11 @@ class ImageStore:
             os.close(state)
 
     @contextlib.contextmanager
-    def _exclusive(self):
+    def _exclusive(self, wait: bool = True):
         """The exclusive lock, and while it is held the image's directories reached by
         descriptor (dirfd.ImageDirs, also in self._dirs): every write of a commit or a
         recovery goes through them, never through a path resolved again."""
-        with self._locked(fcntl.LOCK_EX), ImageDirs(self.root) as dirs:
+        with self._locked(fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB)), ImageDirs(self.root) as dirs:
             self._dirs = dirs
             try:
                 yield dirs
@@ -564,11 +564,12 @@ class ImageStore:
                 os.close(fd)
             return json.dumps({"id": commit_id})[1:-1].encode() in tail   # as _append_journal writes it
 
-    def recover(self) -> bool:
+    def recover(self, wait: bool = True) -> bool:
         """Finish a commit that was killed past its commit point (True if there was
         one), and remove the temp files of any killed before it, image-wide (a commit
-        sweeps only the directories it writes to)."""
-        with self._exclusive() as dirs:
+        sweeps only the directories it writes to). `wait=False`: BlockingIOError at once
+        if another process holds the lock."""
+        with self._exclusive(wait) as dirs:
             finished = self._finish_pending()
             self._sweep_temps([dirs.open(STATE_DIR)])
             # Every directory of the image but hidden ones (.gsmcpd among them) and caches;

@@ -86,6 +86,7 @@ class Router:
         self.listener = None
         self.port = None
         self.stopping = False
+        self._calls_cut = False   # shutdown ended a call in flight (killing its worker)
         self.exit_code = 0
         self.user = getpass.getuser()
         self.image = None
@@ -132,17 +133,18 @@ class Router:
         self.image = str(image.absolute())
         self._recover_image(image)
 
-    def _recover_image(self, image):
+    def _recover_image(self, image, wait=True):
         """Snapshots read a commit killed past its commit point as finished; on disk
         it is finished by the next commit, or here (at start and at stop), so other
-        tools see it too. Temp files of commits killed before that point go here too."""
+        tools see it too. Temp files of commits killed before that point go here too.
+        `wait=False` (at stop): a lock another process holds leaves it to them."""
         from gsmcpd.image.store import ImageStore
 
         store = ImageStore(image)
         if not store.state_dir.is_dir():
             return  # never committed to: nothing to finish or tidy
         try:
-            if store.recover():
+            if store.recover(wait):
                 log.warning("finished a commit to %s that was interrupted", image)
         except (OSError, ValueError) as exc:
             log.warning("cannot finish or tidy commits to %s now (the next commit will): %s", image, exc)
@@ -381,6 +383,8 @@ class Router:
         if self.control is not None:
             self.control.close()
         workers = [s.worker for s in self.sessions.by_id.values()]
+        # Ending a session kills the worker of its call in flight, maybe mid-commit.
+        self._calls_cut = any(s.inflight is not None for s in self.sessions.by_id.values())
         for session in list(self.sessions.by_id.values()):
             self.sessions.end(session, "server shutting down")
         workers += self.pool.close()
@@ -400,11 +404,12 @@ class Router:
         self.pool.stop_spawner()
         for conn in list(self.connections):
             conn.close()
-        if self.image is not None:
-            # A call in flight was ended by killing its worker, maybe mid-commit: its
-            # files would stay half-renamed until the next start. (The lock waits for
-            # the killed worker's to be released.)
-            self._recover_image(Path(self.image))
+        if self.image is not None and (self._calls_cut or alive):
+            # A worker killed mid-call may have been committing: its files would stay
+            # half-renamed until the next start. Not waited for: a lock another process
+            # holds is a commit of theirs, which finishes its own (and a killed worker's
+            # lock is gone with it).
+            self._recover_image(Path(self.image), wait=False)
         self.loop.stop()
 
 
