@@ -885,6 +885,8 @@ def _append_problem(path: Path) -> str | None:
         finally:
             os.close(fd)
     except OSError as exc:
+        if exc.errno == errno.ENXIO and stat.S_ISFIFO(path.stat().st_mode):
+            return f"log_file: {path} is a FIFO with no reader: serve would wait for one to open it"
         return f"log_file: cannot open {path} for appending: {exc.strerror or exc}"
     return None
 

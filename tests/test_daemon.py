@@ -565,6 +565,9 @@ def test_check_opens_the_log_file_as_serve_would(tmp_path):
     assert code == 1 and last.startswith("PROBLEM: log file: log_file: cannot open /proc/self/status for appending: ")
     (tmp_path / "kept.log").write_text("as it was\n")
     assert check(tmp_path / "kept.log")[0] == 0 and (tmp_path / "kept.log").read_text() == "as it was\n"
+    os.mkfifo(tmp_path / "fifo.log")   # it said "No such device or address"
+    assert check(tmp_path / "fifo.log") == (1, f"PROBLEM: log file: log_file: {tmp_path / 'fifo.log'} is a FIFO "
+                                               "with no reader: serve would wait for one to open it")
 
 
 def test_check_notices_a_busy_port(tmp_path):

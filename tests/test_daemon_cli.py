@@ -170,6 +170,12 @@ def test_start_and_check_name_why_a_log_file_under_proc_cannot_be_used(tmp_path)
     assert checked.returncode == 1
     assert checked.stdout.splitlines()[-1].startswith(
         "PROBLEM: log file: log_file: cannot open /proc/self/status for appending: ")
+    fifo = tmp_path / "fifo.log"   # serve would wait for a reader; check said "No such device"
+    os.mkfifo(fifo)
+    checked = gsmcpd("check", "--port", port, env={**env, "GS_MCP_LOG_FILE": str(fifo)})
+    assert checked.returncode == 1
+    assert checked.stdout.splitlines()[-1] == (f"PROBLEM: log file: log_file: {fifo} is a FIFO with no reader: "
+                                               "serve would wait for one to open it")
 
 
 def test_a_file_serve_cannot_use_is_named_not_blamed_on_the_address(tmp_path):
