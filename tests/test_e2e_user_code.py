@@ -305,6 +305,55 @@ def test_pytest_fail_in_a_class_setup_is_its_error_and_the_run_goes_on(daemon):
         path.unlink()
 
 
+PYTEST_IN_CLEANUPS = """\
+import unittest
+
+import pytest
+
+
+def setUpModule():
+    unittest.addModuleCleanup(pytest.skip, "nothing mounted")
+
+
+class ClassCleanupFails(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.addClassCleanup(pytest.fail, "could not drop the table")
+
+    def test_a(self):
+        pass
+
+
+class TestRuns:
+    def test_a(self):
+        pass
+"""
+
+
+def test_pytest_fail_or_skip_in_a_class_or_module_cleanup_is_reported_and_the_run_goes_on(daemon):
+    # unittest runs cleanups catching Exceptions only: pytest's BaseException ended the
+    # whole run, the call answering "Failed: could not drop the table".
+    path = daemon.state / "image" / "pytest_in_cleanups.py"
+    path.write_text(PYTEST_IN_CLEANUPS)
+    try:
+        c = open_session(daemon)
+        ran = c.tool("run_test_class", className="pytest_in_cleanups.ClassCleanupFails")
+        assert tool_text(ran).splitlines() == [
+            "pytest_in_cleanups.ClassCleanupFails: 1 run, 1 passed, 0 failed, 0 errors, 0 skipped, "
+            "1 class/module fixture errors",
+            "ERROR: tearDownClass (pytest_in_cleanups.ClassCleanupFails): Failed: could not drop the table",
+            "SKIPPED: tearDownModule (pytest_in_cleanups): nothing mounted"]
+        listed = c.tool("list_failing_tests", classNames=[
+            "pytest_in_cleanups.ClassCleanupFails", "pytest_in_cleanups.TestRuns"])["structuredContent"]
+        assert (listed["run"], listed["notRun"]) == (2, 0), listed
+        assert listed["failing"] == [{"test": "tearDownClass (pytest_in_cleanups.ClassCleanupFails)",
+                                      "outcome": "error", "exception": "Failed",
+                                      "message": "could not drop the table"}]
+        c.close()
+    finally:
+        path.unlink()
+
+
 ASYNC_CASES = """\
 import asyncio
 import unittest

@@ -1369,6 +1369,122 @@ def test_what_teardown_module_raises_is_a_fixture_error_after_the_tests_passed(m
                               "exception": "RuntimeError", "message": "could not clean up"}]
 
 
+# -- pytest's outcomes in a class or module cleanup: that cleanup's error or skip ---------
+
+CLEANUPS = {
+    "zoo/test_class_cleanups.py": '''\
+import unittest
+
+import pytest
+
+
+class ClassCleanupFails(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.addClassCleanup(pytest.fail, "could not drop the table")
+
+    def test_a(self):
+        pass
+
+
+class ClassCleanupSkips(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.addClassCleanup(pytest.skip, "nothing to drop")
+
+    def test_a(self):
+        pass
+
+
+class ClassCleanupAfterFailedSetUp(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.addClassCleanup(pytest.fail, "could not close the socket")
+        raise RuntimeError("no network")
+
+    def test_a(self):
+        pass
+''',
+    "zoo/test_module_cleanup_fails.py": '''\
+import unittest
+
+import pytest
+
+
+def setUpModule():
+    unittest.addModuleCleanup(pytest.fail, "could not unmount")
+
+
+class ModuleCleanupFails(unittest.TestCase):
+    def test_a(self):
+        pass
+''',
+    "zoo/test_module_cleanup_skips.py": '''\
+import unittest
+
+import pytest
+
+
+def setup_module():
+    unittest.addModuleCleanup(pytest.skip, "nothing mounted")
+
+
+def teardown_module():
+    pass
+
+
+class TestModuleCleanupSkips:
+    def test_a(self):
+        pass
+''',
+}
+
+
+@pytest.fixture
+def cleanups(tmp_path, views):
+    return Client(views(write_image(tmp_path / "image", {**FILES, **CLEANUPS})))
+
+
+@pytest.mark.parametrize("class_name, fixture, outcome, said", [
+    ("ClassCleanupFails", "tearDownClass (zoo.test_class_cleanups.ClassCleanupFails)",
+     {"outcome": "error", "exception": "Failed"}, "could not drop the table"),
+    ("ClassCleanupSkips", "tearDownClass (zoo.test_class_cleanups.ClassCleanupSkips)",
+     {"outcome": "skipped"}, "nothing to drop"),
+    ("ModuleCleanupFails", "tearDownModule (zoo.test_module_cleanup_fails)",
+     {"outcome": "error", "exception": "Failed"}, "could not unmount"),
+    ("TestModuleCleanupSkips", "teardown_module (zoo.test_module_cleanup_skips)",
+     {"outcome": "skipped"}, "nothing mounted")])
+def test_pytest_fail_or_skip_in_a_class_or_module_cleanup_is_that_cleanups_error_or_skip(
+        cleanups, class_name, fixture, outcome, said):
+    # unittest runs cleanups catching Exceptions only: pytest's BaseException ended the
+    # whole run, the call answering it ("Failed: could not drop the table").
+    ran = cleanups.ok("run_test_class", className=class_name)["structuredContent"]
+    errors = 1 if outcome["outcome"] == "error" else 0
+    assert {k: ran[k] for k in ("run", "passed", "fixtureErrors")} == {"run": 1, "passed": 1, "fixtureErrors": errors}
+    assert ran["failed"] == [{"test": fixture, **outcome, "message": said}]
+    # and the run goes on to the tests after it
+    listed = cleanups.ok("list_failing_tests", classNames=[class_name, "ZooTest"])["structuredContent"]
+    assert (listed["run"], listed["notRun"]) == (4, 0)
+    assert [f["test"] for f in listed["failing"]] == [fixture] * errors + [
+        "zoo.test_zoo.ZooTest.test_error", "zoo.test_zoo.ZooTest.test_fail"]
+
+
+def test_pytest_fail_in_the_class_cleanup_of_a_failed_class_setup_is_listed_after_it(cleanups):
+    ran = cleanups.ok("run_test_class", className="ClassCleanupAfterFailedSetUp")["structuredContent"]
+    assert {k: ran[k] for k in ("run", "notRun", "fixtureErrors")} == {"run": 0, "notRun": 1, "fixtureErrors": 2}
+    assert [(f["test"], f["exception"], f["message"]) for f in ran["failed"]] == [
+        ("setUpClass (zoo.test_class_cleanups.ClassCleanupAfterFailedSetUp)", "RuntimeError", "no network"),
+        ("setUpClass (zoo.test_class_cleanups.ClassCleanupAfterFailedSetUp)", "Failed",
+         "could not close the socket")]
+
+
+def test_the_class_cleanups_runner_is_the_classs_own_again_after_the_run(cleanups):
+    cleanups.ok("run_test_class", className="ClassCleanupFails")
+    module = cleanups.view.module("zoo.test_class_cleanups")
+    assert "doClassCleanups" not in vars(module.ClassCleanupFails)
+    assert module.ClassCleanupFails._class_cleanups == []
+
+
 # -- a test module that cannot be loaded is named, never silently green -----------------
 
 def test_a_test_module_that_cannot_be_loaded_is_named_by_the_listing_and_the_failing_tests(

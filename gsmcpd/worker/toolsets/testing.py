@@ -26,7 +26,9 @@ catches the break and exits, say: see raise_if_break). A class or
 module fixture (setUpClass, setup_class, setUpModule, setup_module...) is unittest's:
 what it raises is an entry of its own (the tests it would have set up are not run),
 pytest.fail included; pytest.skip raised in it skips them as SkipTest does, and so does
-pytest.xfail (pytest reports them xfailed, not failed); what else it raises outside
+pytest.xfail (pytest reports them xfailed, not failed); a class or module cleanup
+(addClassCleanup, addModuleCleanup) raising pytest.fail or pytest.skip is that cleanup's
+error or skip, as unittest reports its other errors; what else they raise outside
 Exception (KeyboardInterrupt, SystemExit) ends the run, and the call answers that error.
 """
 
@@ -406,22 +408,48 @@ _INHERITED = object()
 _REFUSED = object()
 
 
+def _with_fixture_outcomes(function):
+    def called(*args, **kwargs):
+        with _fixture_outcomes():
+            return function(*args, **kwargs)
+    return called
+
+
+def _cleanups_with_fixture_outcomes(cleanups: list) -> None:
+    """unittest's class or module cleanups, (function, args, kwargs) each, called through
+    _fixture_outcomes: unittest runs them catching Exceptions only, so pytest.fail or
+    pytest.skip in one ended the whole run, not reported as that cleanup's error or skip."""
+    cleanups[:] = [(_with_fixture_outcomes(function), args, kwargs) for function, args, kwargs in cleanups]
+
+
 @contextlib.contextmanager
-def _called_with_fixture_outcomes(cls, name: str):
-    """unittest calls a class's setUpClass or tearDownClass itself, catching Exceptions
-    only: while it does, the class's own is called through _fixture_outcomes (and put
-    back after, the class being the image's)."""
-    hook = getattr(cls, name, None)   # cls None: no class to set up or tear down
-    if hook is None:
+def _class_fixture_with_outcomes(cls, name: str):
+    """unittest calls a class's setUpClass or tearDownClass, and then its class cleanups,
+    itself, catching Exceptions only: while it does, each is called through _fixture_outcomes."""
+    if cls is None:   # no class to set up or tear down
+        yield
+        return
+    hook = getattr(cls, name, None)
+    run_cleanups = getattr(cls, "doClassCleanups", None)
+
+    def do_class_cleanups():
+        _cleanups_with_fixture_outcomes(getattr(cls, "_class_cleanups", []))
+        run_cleanups()
+    with _put_in_place(cls, name, hook and _with_fixture_outcomes(hook)), \
+            _put_in_place(cls, "doClassCleanups", run_cleanups and do_class_cleanups):
+        yield
+
+
+@contextlib.contextmanager
+def _put_in_place(cls, name: str, function):
+    """cls.name is `function` while unittest calls it, and the class's own again after
+    (the class is the image's); nothing is put in place for a None `function`."""
+    if function is None:
         yield
         return
     own = vars(cls).get(name, _INHERITED)
-
-    def called():
-        with _fixture_outcomes():
-            hook()
     try:
-        setattr(cls, name, staticmethod(called))
+        setattr(cls, name, staticmethod(function))
     except (TypeError, AttributeError):   # its metaclass refuses it: unittest calls the class's own
         own = _REFUSED
     try:
@@ -447,17 +475,18 @@ class ModuleFixtureSuite(unittest.TestSuite):
     tearDownModule; these two methods are the ones its run calls as the module changes,
     kept otherwise as unittest has them (a failure is an entry of its own, the module's
     cleanups run, the module's tests are not run after a failed setup). A class or module
-    fixture raising pytest's skip, xfail or fail is handled as pytest does (_fixture_outcomes)."""
+    fixture, or cleanup, raising pytest's skip, xfail or fail is handled as pytest does
+    (_fixture_outcomes)."""
 
     def _handleClassSetUp(self, test, result):
         starts = test.__class__ is not getattr(result, "_previousTestClass", None)
-        with _called_with_fixture_outcomes(test.__class__ if starts else None, "setUpClass"):
+        with _class_fixture_with_outcomes(test.__class__ if starts else None, "setUpClass"):
             super()._handleClassSetUp(test, result)
 
     def _tearDownPreviousClass(self, test, result):
         previous = getattr(result, "_previousTestClass", None)
         ends = previous is not None and previous is not test.__class__
-        with _called_with_fixture_outcomes(previous if ends else None, "tearDownClass"):
+        with _class_fixture_with_outcomes(previous if ends else None, "tearDownClass"):
             super()._tearDownPreviousClass(test, result)
 
     def _handleModuleFixture(self, test, result):
@@ -489,6 +518,7 @@ class ModuleFixtureSuite(unittest.TestSuite):
         self._run_module_cleanups(result, hook_name or "tearDownModule", name)
 
     def _run_module_cleanups(self, result, hook_name: str, module_name: str) -> None:
+        _cleanups_with_fixture_outcomes(getattr(unittest.case, "_module_cleanups", []))
         try:
             unittest.doModuleCleanups()
         except Exception as error:
