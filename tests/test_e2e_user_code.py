@@ -287,6 +287,7 @@ class TestRuns:
 
 def test_pytest_fail_in_a_class_setup_is_its_error_and_the_run_goes_on(daemon):
     # It is a BaseException of pytest's: it ended the whole run, the call answering it.
+    # A pytest-style class's setup_class is listed by that name, not as unittest's setUpClass.
     path = daemon.state / "image" / "pytest_fixture_fails.py"
     path.write_text(PYTEST_FIXTURE_FAILS)
     try:
@@ -296,7 +297,7 @@ def test_pytest_fail_in_a_class_setup_is_its_error_and_the_run_goes_on(daemon):
             "pytest_fixture_fails.TestRuns"])
         assert (listed["structuredContent"]["run"], listed["structuredContent"]["notRun"]) == (1, 2), listed
         assert tool_text(listed).splitlines() == [
-            "setUpClass (pytest_fixture_fails.TestNeedsDatabase) (error): Failed: no database",
+            "setup_class (pytest_fixture_fails.TestNeedsDatabase) (error): Failed: no database",
             "setUpClass (pytest_fixture_fails.NeedsPrinter) (error): Failed: no printer"]
         ran = c.tool("run_test_class", className="pytest_fixture_fails.NeedsPrinter")["structuredContent"]
         assert (ran["run"], ran["notRun"], ran["fixtureErrors"]) == (0, 1, 1), ran

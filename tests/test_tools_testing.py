@@ -378,7 +378,7 @@ def test_pytest_skip_fail_and_xfail_are_the_outcomes_pytest_gives_them(outcomes)
 
 
 @pytest.mark.parametrize("class_name, tests, hook, message", [
-    ("TestFailedClass", 2, "setUpClass (zoo.test_outcomes.TestFailedClass)", "no database"),
+    ("TestFailedClass", 2, "setup_class (zoo.test_outcomes.TestFailedClass)", "no database"),
     ("FailedCase", 1, "setUpClass (zoo.test_outcomes.FailedCase)", "no printer")])
 def test_pytest_fail_in_a_class_setup_is_its_error_and_the_run_goes_on(
         outcomes, class_name, tests, hook, message):
@@ -442,17 +442,17 @@ def test_a_class_that_refuses_its_fixture_being_wrapped_runs_as_unittest_runs_it
 def test_pytest_fail_in_a_class_teardown_is_its_error_after_the_tests_passed(outcomes):
     result = outcomes.ok("run_test_class", className="TestFailedTeardown")["structuredContent"]
     assert {k: result[k] for k in ("run", "passed", "fixtureErrors")} == {"run": 1, "passed": 1, "fixtureErrors": 1}
-    assert result["failed"] == [{"test": "tearDownClass (zoo.test_outcomes.TestFailedTeardown)",
+    assert result["failed"] == [{"test": "teardown_class (zoo.test_outcomes.TestFailedTeardown)",
                                  "outcome": "error", "exception": "Failed", "message": "could not clean up"}]
 
 
-@pytest.mark.parametrize("class_name, reason", [
-    ("SkippedCase", "no scanner"),          # a TestCase's own setUpClass: it ended the run
-    ("TestXfailedClass", "xfail: known bug")])   # pytest reports the tests xfailed, not failed
-def test_pytest_skip_or_xfail_in_a_class_setup_skips_its_tests(outcomes, class_name, reason):
+@pytest.mark.parametrize("class_name, hook, reason", [
+    ("SkippedCase", "setUpClass", "no scanner"),          # a TestCase's own setUpClass: it ended the run
+    ("TestXfailedClass", "setup_class", "xfail: known bug")])   # pytest reports the tests xfailed, not failed
+def test_pytest_skip_or_xfail_in_a_class_setup_skips_its_tests(outcomes, class_name, hook, reason):
     result = outcomes.ok("run_test_class", className=class_name)["structuredContent"]
     assert {k: result[k] for k in ("run", "notRun", "fixtureErrors")} == {"run": 0, "notRun": 1, "fixtureErrors": 0}
-    assert result["failed"] == [{"test": f"setUpClass (zoo.test_outcomes.{class_name})",
+    assert result["failed"] == [{"test": f"{hook} (zoo.test_outcomes.{class_name})",
                                  "outcome": "skipped", "message": reason}]
 
 
@@ -1367,6 +1367,52 @@ def test_what_teardown_module_raises_is_a_fixture_error_after_the_tests_passed(m
     assert {k: ran[k] for k in ("run", "passed", "fixtureErrors")} == {"run": 1, "passed": 1, "fixtureErrors": 1}
     assert ran["failed"] == [{"test": "teardown_module (zoo.test_teardown_module_fails)", "outcome": "error",
                               "exception": "RuntimeError", "message": "could not clean up"}]
+
+
+# -- a pytest-style class's fixture is listed under the name it is written with ----------
+
+PLAIN_FIXTURES = {"zoo/test_plain_fixtures.py": '''\
+class TestSetupClassFails:
+    def setup_class(cls):
+        raise RuntimeError("no database")
+
+    def test_a(self):
+        pass
+
+
+class TestTeardownClassFails:
+    @classmethod
+    def teardown_class(cls):
+        raise RuntimeError("could not drop the table")
+
+    def test_a(self):
+        pass
+
+
+class TestSetupMethodFails:
+    def setup_method(self):
+        raise RuntimeError("no fixture")
+
+    def test_a(self):
+        pass
+'''}
+
+
+@pytest.mark.parametrize("class_name, listed, message", [
+    ("TestSetupClassFails", "setup_class (zoo.test_plain_fixtures.TestSetupClassFails)", "no database"),
+    ("TestTeardownClassFails", "teardown_class (zoo.test_plain_fixtures.TestTeardownClassFails)",
+     "could not drop the table"),
+    # a failing setup_method is the test's own error, as a failing setUp is in unittest
+    ("TestSetupMethodFails", "zoo.test_plain_fixtures.TestSetupMethodFails.test_a", "no fixture")])
+def test_a_pytest_style_classs_fixture_is_listed_by_the_name_the_class_writes(
+        tmp_path, views, class_name, listed, message):
+    # It was listed under unittest's name for it: "setUpClass (...)", a method the class has not.
+    client = Client(views(write_image(tmp_path / "image", {**FILES, **PLAIN_FIXTURES})))
+    ran = client.ok("run_test_class", className=class_name)
+    assert [(f["test"], f["message"]) for f in ran["structuredContent"]["failed"]] == [(listed, message)]
+    assert f"ERROR: {listed}: RuntimeError: {message}" in text(ran).splitlines()
+    failing = client.ok("list_failing_tests", classNames=[class_name])["structuredContent"]["failing"]
+    assert [f["test"] for f in failing] == [listed]
 
 
 # -- pytest's outcomes in a class or module cleanup: that cleanup's error or skip ---------

@@ -24,9 +24,10 @@ goes on; only the worker's own break (SoftBreak, HardBreak) ends a run, and so d
 whatever a test raised, or did not, after a soft break landed in it (code that
 catches the break and exits, say: see raise_if_break). A class or
 module fixture (setUpClass, setup_class, setUpModule, setup_module...) is unittest's:
-what it raises is an entry of its own (the tests it would have set up are not run),
-pytest.fail included; pytest.skip raised in it skips them as SkipTest does, and so does
-pytest.xfail (pytest reports them xfailed, not failed); a class or module cleanup
+what it raises is an entry of its own, named after the fixture as written (a pytest-style
+class's "setup_class (module.Class)", not unittest's setUpClass), the tests it would have
+set up not run, pytest.fail included; pytest.skip raised in it skips them as SkipTest
+does, and so does pytest.xfail (pytest reports them xfailed, not failed); a class or module cleanup
 (addClassCleanup, addModuleCleanup) raising pytest.fail or pytest.skip is that cleanup's
 error or skip, as unittest reports its other errors; what else they raise outside
 Exception (KeyboardInterrupt, SystemExit) ends the run, and the call answers that error.
@@ -322,6 +323,9 @@ class PlainTestCase(unittest.TestCase):
     the suite runs setup_class/teardown_class once per class."""
 
     plain_class: type = object
+    # What unittest lists as the class's setUpClass (tearDownClass) is the setup_class
+    # (teardown_class) the class has: named as it is written (see ModuleFixtureSuite).
+    FIXTURE_NAMES = {"setUpClass": "setup_class", "tearDownClass": "teardown_class"}
 
     def __init__(self, method_name: str):
         super().__init__("_run_plain")
@@ -478,16 +482,33 @@ class ModuleFixtureSuite(unittest.TestSuite):
     fixture, or cleanup, raising pytest's skip, xfail or fail is handled as pytest does
     (_fixture_outcomes)."""
 
+    _fixture_names: dict = {}   # the FIXTURE_NAMES of the class whose fixture unittest calls
+
     def _handleClassSetUp(self, test, result):
         starts = test.__class__ is not getattr(result, "_previousTestClass", None)
-        with _class_fixture_with_outcomes(test.__class__ if starts else None, "setUpClass"):
+        with self._class_fixture(test.__class__ if starts else None, "setUpClass"):
             super()._handleClassSetUp(test, result)
 
     def _tearDownPreviousClass(self, test, result):
         previous = getattr(result, "_previousTestClass", None)
         ends = previous is not None and previous is not test.__class__
-        with _class_fixture_with_outcomes(previous if ends else None, "tearDownClass"):
+        with self._class_fixture(previous if ends else None, "tearDownClass"):
             super()._tearDownPreviousClass(test, result)
+
+    @contextlib.contextmanager
+    def _class_fixture(self, cls, name: str):
+        plain = cls is not None and issubclass(cls, PlainTestCase)   # not a name a TestCase may have
+        self._fixture_names = PlainTestCase.FIXTURE_NAMES if plain else {}
+        try:
+            with _class_fixture_with_outcomes(cls, name):
+                yield
+        finally:
+            self._fixture_names = {}
+
+    def _createClassOrModuleLevelException(self, result, exc, method_name, parent, info=None):
+        # unittest names the entry after the method it called: a pytest-style class's is its setup_class
+        super()._createClassOrModuleLevelException(
+            result, exc, self._fixture_names.get(method_name, method_name), parent, info)
 
     def _handleModuleFixture(self, test, result):
         name = test.__class__.__module__
