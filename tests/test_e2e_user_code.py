@@ -355,6 +355,39 @@ def test_pytest_fail_or_skip_in_a_class_or_module_cleanup_is_reported_and_the_ru
         path.unlink()
 
 
+SET_UP_PUT_IN_PLACE = """\
+import unittest
+
+
+class SetUpPutInPlace(unittest.TestCase):
+    def setUp(self):
+        self.ready = "as written"
+
+    @classmethod
+    def setUpClass(cls):
+        def set_up(self):
+            self.ready = "put in place"
+        cls.setUp = set_up
+
+    def test_ready(self):
+        self.assertEqual(self.ready, "put in place")
+"""
+
+
+def test_the_set_up_a_set_up_class_puts_in_place_is_the_one_called(daemon):
+    # The setUp was taken when the tests were prepared, before setUpClass ran: the
+    # test failed with 'as written' != 'put in place', where unittest passes it.
+    path = daemon.state / "image" / "set_up_put_in_place.py"
+    path.write_text(SET_UP_PUT_IN_PLACE)
+    try:
+        c = open_session(daemon)
+        ran = c.tool("run_test_class", className="set_up_put_in_place.SetUpPutInPlace")
+        assert (ran["structuredContent"]["passed"], ran["structuredContent"]["failed"]) == (1, []), ran
+        c.close()
+    finally:
+        path.unlink()
+
+
 ASYNC_CASES = """\
 import asyncio
 import unittest

@@ -535,6 +535,54 @@ def test_an_async_set_up_or_tear_down_of_a_plain_test_case_is_the_tests_error(ou
     assert outcomes.view.module("zoo.test_outcomes").AsyncSetUpInPlainCase.ran == []
 
 
+HOOKS_PUT_IN_PLACE = '''\
+import unittest
+
+
+class HooksPutInPlaceBySetUpClass(unittest.TestCase):
+    calls = []
+
+    def setUp(self):
+        self.calls.append("setUp as written")
+
+    def tearDown(self):
+        self.calls.append("tearDown as written")
+
+    @classmethod
+    def setUpClass(cls):
+        cls.setUp = lambda self: self.calls.append("setUp put in place")
+        cls.tearDown = lambda self: self.calls.append("tearDown put in place")
+
+    def test_a(self):
+        self.calls.append("test_a")
+
+
+class AsyncSetUpPutInPlace(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        async def set_up(self):
+            pass
+        cls.setUp = set_up
+
+    def test_a(self):
+        pass
+'''
+
+
+def test_the_set_up_and_tear_down_called_are_the_ones_in_place_when_the_test_runs(tmp_path, views):
+    # They were taken when the tests were prepared, before setUpClass ran: the setUp and
+    # tearDown it put in place were never called, and the ones it replaced were.
+    client = Client(views(write_image(tmp_path / "image", {"test_hooks.py": HOOKS_PUT_IN_PLACE})))
+    result = client.ok("run_test_class", className="HooksPutInPlaceBySetUpClass")["structuredContent"]
+    assert (result["run"], result["passed"]) == (1, 1), result
+    assert client.view.module("test_hooks").HooksPutInPlaceBySetUpClass.calls == [
+        "setUp put in place", "test_a", "tearDown put in place"]
+    # and one put in place is checked as one written is: an async def setUp is never run
+    refused = client.ok("run_test_class", className="AsyncSetUpPutInPlace")["structuredContent"]
+    assert (refused["run"], refused["errors"]) == (1, 1), refused
+    assert "set_up is an async def, which is not run" in refused["failed"][0]["message"]
+
+
 NEVER_RUN_BUT_EXPECTED_TO_FAIL = '''\
 import unittest
 

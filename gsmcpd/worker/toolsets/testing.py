@@ -249,13 +249,15 @@ def _refuse_unrun_bodies(test: unittest.TestCase) -> None:
     for name, hook, async_name, when in (("_callSetUp", "setUp", "asyncSetUp", "before"),
                                          ("_callTearDown", "tearDown", "asyncTearDown", "after")):
         if unittests(name):
-            setattr(test, name, _checked_hook(getattr(test, hook), _ASYNC_FIX + f" and name it "
+            setattr(test, name, _checked_hook(test, hook, _ASYNC_FIX + f" and name it "
                                               f"{async_name}, which it runs {when} each test in an event loop"))
 
 
-def _checked_hook(hook, fix: str):
+def _checked_hook(test: unittest.TestCase, name: str, fix: str):
+    # Looked up when called, as unittest does, not when the test is prepared: a setUpClass,
+    # a setUpModule or an earlier test of the run may have put another setUp in place since.
     def call():
-        _never_ran(hook(), "a unittest.TestCase", fix)
+        _never_ran(getattr(test, name)(), "a unittest.TestCase", fix)
     return call
 
 
