@@ -66,18 +66,24 @@ def segments(source: str, nodes: list) -> str:
     return text
 
 
+# Python 3.12+ tokenizes f-strings in parts (before it, None: no token is of either type).
+# Looked up once: per token, the lookups were a quarter of a source search's time.
+_FSTRING_START = getattr(tokenize, "FSTRING_START", None)
+_FSTRING_END = getattr(tokenize, "FSTRING_END", None)
+
+
 def string_lines(text: str) -> set[int]:
     """Numbers (1-based) of the lines that begin inside a string literal, the
     second to last lines of a multi-line string or f-string: their leading
     whitespace is the string's, so re-indenting must leave them alone.
     Empty if `text` does not tokenize."""
     inside: set[int] = set()
-    fstring_starts: list[int] = []      # Python 3.12+ tokenizes f-strings in parts
+    fstring_starts: list[int] = []
     try:
         for token in tokenize.generate_tokens(io.StringIO(text, newline="").readline):
-            if token.type == getattr(tokenize, "FSTRING_START", None):
+            if token.type == _FSTRING_START:
                 fstring_starts.append(token.start[0])
-            elif token.type == getattr(tokenize, "FSTRING_END", None):
+            elif token.type == _FSTRING_END:
                 inside.update(range(fstring_starts.pop() + 1, token.end[0] + 1))
             elif token.type == tokenize.STRING:
                 inside.update(range(token.start[0] + 1, token.end[0] + 1))
