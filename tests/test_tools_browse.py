@@ -3,6 +3,8 @@
 import errno
 import os
 
+from gsmcpd.image import splice
+from gsmcpd.worker.toolsets.search import code_units
 from test_tools_support import Client, client, image, text, views  # noqa: F401  (fixtures)
 
 
@@ -233,6 +235,19 @@ def test_search_method_source_splits_each_module_into_lines_once(client, monkeyp
     result = client.ok("search_method_source", pattern="return 299\n", dictionaryName="zoo.many")
     assert result["structuredContent"]["results"] == ["zoo.many.Many.m299"]
     assert split.count(True) == 1
+
+
+def test_search_method_source_tokenizes_only_the_defs_that_may_hold_the_pattern(client, monkeypatch):
+    # Every def was tokenized (to keep its strings' lines whole as its indentation is cut):
+    # 1.5 s a megabyte of source, whatever the pattern. A def, or a module, whose source
+    # lacks a line's piece of the pattern cannot hold it.
+    source = "class Many:\n" + "".join(f"    def m{i}(self):\n        return {i}\n" for i in range(300))
+    client.view.add_module("zoo.many", source)
+    tokenized, string_lines = [], splice.string_lines
+    monkeypatch.setattr(splice, "string_lines", lambda text: tokenized.append(text) or string_lines(text))
+    result = client.ok("search_method_source", pattern="(self):\n    return 299\n")
+    assert result["structuredContent"]["results"] == ["zoo.many.Many.m299"]
+    assert tokenized == ["    def m299(self):\n        return 299\n"]
 
 
 def test_a_commit_the_disk_refuses_says_nothing_was_written(image, views, monkeypatch):
@@ -527,6 +542,95 @@ def test_search_method_source_matches_lines_whatever_the_modules_line_endings(cl
     for pattern in ("x = 1\n    return", "x = 1\r\n    return"):
         assert client.ok("search_method_source", pattern=pattern)["structuredContent"]["results"] == [
             "zoo.crlf.Crlf.a"], repr(pattern)
+
+
+SEARCHED = """\
+\"\"\"A module docstring with def fake(): inside.\"\"\"
+import functools
+
+
+def top(x):
+    \"\"\"Top-level docstring.
+        indented inside the docstring
+    back.\"\"\"
+    text = ("implicit "
+            "concatenation")
+    # a comment: return self.value
+    joined = 'continued \\
+    string'
+    return f\"\"\"{x}
+    f-string line {text!r:>{10}}\"\"\" + joined
+
+
+class Outer:
+    attribute = \"\"\"class-level
+        string\"\"\"
+
+    @functools.lru_cache(maxsize=None)
+    def cached(self, y="default\\tvalue"):
+        def nested(z):
+            return \"\"\"nested
+  string\"\"\" + z
+        return nested(y)
+
+    class Inner:
+        def method(self):
+            if True:
+                return {"key": 'value'}  # trailing comment
+
+    @property
+    def value(self):
+        return 1
+
+    @value.setter
+    def value(self, new):
+        self._value = new
+
+
+async def coroutine():
+	await something(
+		\"\"\"tab-indented
+	string\"\"\")
+"""
+
+
+def searched_def_by_def(view, pattern):
+    """search_method_source's answer as it was before it ruled defs out: every def's
+    segment made (tokenized, to keep its strings' lines whole) and searched."""
+    pattern = splice.with_newlines(pattern, "\n")
+    return list(dict.fromkeys(
+        label for module, label, node, _ in code_units(view)
+        if pattern in splice.with_newlines(splice.segment(view.source(module), node), "\n")))
+
+
+def test_search_method_source_answers_as_searching_every_defs_segment_does(client):
+    # Each def was tokenized to cut its indentation (1.5 s a megabyte of source); now a
+    # def whose source lacks a piece of the pattern is ruled out first. The answers are
+    # the same: patterns cut from each def's segment and from its source, across lines,
+    # strings, comments and nested defs, whatever the module's line endings.
+    modules = {"zoo.searched": SEARCHED, "zoo.searched_crlf": SEARCHED.replace("\n", "\r\n"),
+               "zoo.searched_cr": SEARCHED.replace("\n", "\r")}
+    for name, source in modules.items():
+        client.view.add_module(name, source)
+    patterns = {"zz_nowhere", "\n", "    ", "\t", "self", "string", "return", "\"\"\"", "\\\n"}
+    segments = [splice.segment(SEARCHED, node) for _, _, node, _ in code_units(client.view, "zoo.searched")]
+    for text in [SEARCHED] + segments:   # the source, indentation and all, and each def as the search sees it
+        lines = splice.lines_of(text)
+        for i, line in enumerate(lines):
+            patterns.update({line, line.strip(), line[:12], line[-12:], "".join(lines[i:i + 2]),
+                             line[-6:] + "".join(lines[i + 1:i + 2])[:14]})
+    patterns.discard("")
+    answered = 0
+    for pattern in sorted(patterns):
+        result = client.ok("search_method_source", pattern=pattern)["structuredContent"]
+        assert result["results"] == searched_def_by_def(client.view, pattern), repr(pattern)
+        answered += bool(result["results"])
+    # the corpus is one where the patterns tell the answers apart
+    assert len(patterns) > 250 and 0 < answered < len(patterns)
+    # the indentation a string keeps is found; the one a def's segment cuts is not
+    found = client.ok("search_method_source", pattern="nested\n  string")["structuredContent"]["results"]
+    assert sorted(found) == sorted(f"{module}.Outer.cached" for module in modules)
+    assert client.ok("search_method_source", pattern="\n        def nested")["structuredContent"]["results"] == []
 
 
 STACKED = '''\

@@ -868,8 +868,12 @@ def _strip_indent(lines: list[str], indent: str) -> str:
 def with_newlines(text: str, nl: str) -> str:
     """`text` with every line ending (\\n, \\r\\n or \\r, as a client may send any)
     made the module's own; Python reads all three alike, so no value changes."""
-    return "".join(line.rstrip("\r\n") + nl if line.endswith(("\n", "\r")) else line
-                   for line in lines_of(text))
+    return "".join(lines_with_newline(lines_of(text), nl))
+
+
+def lines_with_newline(lines: list[str], nl: str) -> list[str]:
+    """with_newlines of text already split (lines_of), line for line."""
+    return [line.rstrip("\r\n") + nl if line.endswith(("\n", "\r")) else line for line in lines]
 
 
 def _replace(source: str, first: int, last: int, text: str) -> str:

@@ -154,16 +154,40 @@ class SearchToolset(Toolset):
         # Lines end in \n here whatever the module's own endings (CRLF, CR), as they do
         # in the pattern a client writes.
         pattern = splice.with_newlines(pattern, "\n")
-        lines = {}   # each module split once, not once per def: quadratic in a big module
+        pieces = pattern.split("\n")
+        modules = {}   # module -> its _SourceLines, or None when it cannot hold the pattern
         hits = []
         for module, label, node, _ in code_units(self.view, module_filter):
-            if module not in lines:
-                lines[module] = splice.lines_of(self.view.source(module))
-            text = splice.segment(self.view.source(module), node, lines[module])
-            if pattern in splice.with_newlines(text, "\n"):
+            if module not in modules:
+                source = _SourceLines(self.view.source(module))
+                modules[module] = source if source.may_hold(pieces) else None
+            source = modules[module]
+            if source is None or not source.may_hold(pieces, node):
+                continue
+            if pattern in splice.with_newlines(splice.segment(source.text, node, source.lines), "\n"):
                 hits.append(label)
         return capped(hits, f"methods containing {catalog.echoed(pattern)!r}",
                       catalog.uncompiled(self.view, module_filter))
+
+
+class _SourceLines:
+    """A module's source split once (not once per def: quadratic in a big module), and
+    with \\n line endings, to rule out cheaply the defs that cannot hold a pattern."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.lines = splice.lines_of(text)
+        self._plain = splice.lines_with_newline(self.lines, "\n")
+
+    def may_hold(self, pieces: list[str], node=None) -> bool:
+        """False when the def's text (the whole module's, for no `node`) cannot hold the
+        pattern split at its newlines into `pieces`: each piece lies in one line of the
+        def's segment, which is a line of its source with some leading whitespace cut, so
+        a def whose source lacks a piece is ruled out without tokenizing it (what
+        splice.segment does to keep its string literals' lines whole)."""
+        lines = self._plain if node is None else self._plain[splice.first_line(node) - 1:node.end_lineno]
+        text = "".join(lines)
+        return all(piece in text for piece in pieces)
 
 
 def _mentions(nodes, names: set[str], chains: set[str]) -> bool:
