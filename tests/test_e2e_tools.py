@@ -219,8 +219,9 @@ def test_every_input_schema_is_json_schema_2020_12_with_an_object_root(c):
 
 
 # A value for each argument that lets every tool run without changing the image (an
-# unknown class or a source that does not compile), so only the argument tried matters.
-HARMLESS = {"className": "NoSuchClassZz", "selector": "zz_none", "source": "class (",
+# unknown class, or a new one for a dictionary that does not exist), so only the argument
+# tried matters: a source that does not compile would be refused before a dictionaryName.
+HARMLESS = {"className": "NoSuchClassZz", "selector": "zz_none", "source": "class NewZz:\n    pass\n",
             "dictionaryName": "no_such_dictionary_zz", "name": "zz_none", "pattern": "zz_none",
             "comment": "c", "category": "c", "code": "None", "meta": False,
             "recompileMethods": False, "classNames": ["NoSuchClassZz"]}

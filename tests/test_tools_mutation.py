@@ -453,6 +453,10 @@ def test_compile_class_definition_new_class_and_errors(client, image):
     client.error("compile_class_definition", "compileError", source="class Broken(Undefined):\n    pass\n",
                  dictionaryName="zoo.keeper")
     client.error("compile_class_definition", "refused", source="class X:\n    pass\n", dictionaryName="builtins")
+    # refused by the schema (minLength), as every other tool's dictionaryName is
+    assert client.error("compile_class_definition", "invalidParams", source="class Fresh:\n    pass\n",
+                        dictionaryName="") == ("compile_class_definition: argument 'dictionaryName' "
+                                               "must not be empty")
     client.ok("compile_class_definition", source="class Fresh:\n    pass\n", dictionaryName="zoo.keeper")
     assert client.view.module("zoo.keeper").Fresh
     assert disk(image, "zoo/keeper.py").endswith("\n\n\nclass Fresh:\n    pass\n")
