@@ -144,6 +144,8 @@ FILES = {
                    "    registry, count = [], 0\n    x: int = 0\n\n    def norm(self):\n        return 1\n",
     "blocked.py": "if True:\n    def getx(self):\n        return 1\n\n\n"
                   "class Blocked:\n    def getx(self):\n        return 2\n\n    x = property(getx)\n",
+    "trailing.py": "class Trailing:\n    x = 1\n\n    def lines(self):\n        return 1\n"
+                   "        # else:\n        #     return 2\n",
 }
 
 BROKEN = "image module broken does not compile: line 2: expected ':'"
@@ -389,6 +391,18 @@ def test_get_class_definition_compiles_back_keeping_nested_classes_and_aliases(c
         ("kitchen base", 4, "inner"))
     assert run(c, "import asyncio\nasyncio.run(k.fetch(5))") == "5"
     assert "    class Inner:\n" in (image / "tricky.py").read_text()
+
+
+def test_a_methods_trailing_comments_are_shown_and_kept_by_a_redefinition(c, image):
+    # email.generator's _write_lines ends in a commented-out else: redefining its class
+    # with get_class_definition's text dropped it from the file, as no tool showed it.
+    before = (image / "trailing.py").read_text()
+    assert structured(c, "get_method_source", className="Trailing", selector="lines")["source"] == (
+        "def lines(self):\n    return 1\n    # else:\n    #     return 2\n")
+    definition = structured(c, "get_class_definition", className="Trailing")["definition"]
+    assert definition == "class Trailing:\n    x = 1\n"
+    ok(c, "compile_class_definition", source=definition)
+    assert (image / "trailing.py").read_text() == before
 
 
 def test_a_class_redefined_without_the_helper_its_methods_are_decorated_with_keeps_it(c, image):

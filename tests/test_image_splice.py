@@ -770,3 +770,42 @@ def test_class_level_readers_are_the_statements_below_a_def_that_read_it_as_the_
     readers = splice.class_level_readers(classdef, "get_x")
     assert [(splice.first_line(node), splice.bound_names(node)) for node in readers] == [(7, {"x"}), (16, {"h"})]
     assert splice.class_level_readers(classdef, "p") == []    # its own setter is one of its defs
+
+
+TRAILING = '''\
+class Gen:
+    def write_lines(self, lines):
+        if lines:
+            self.write(lines)
+        # XXX logic tells me this else should be needed
+        #else:
+        #    self.write(self._NL)
+
+    # Comment above last.
+    def last(self):
+        return 1
+        # last's own note
+'''
+
+
+def test_a_methods_trailing_comments_are_its_own():
+    # email.generator's _write_lines ends in a commented-out else: a class redefined with
+    # its methods carried over lost it, as get_method_source never showed it.
+    classdef = splice.top_level_class(ast.parse(TRAILING), "Gen")
+    first, last = splice.methods_of(classdef)
+    assert splice.segment(TRAILING, first).endswith("\n    #else:\n    #    self.write(self._NL)\n")
+    assert splice.segment(TRAILING, last) == "def last(self):\n    return 1\n    # last's own note\n"
+    assert splice.with_methods("class Gen:\n    pass\n", "Gen", TRAILING, [first, last]) == (
+        TRAILING.replace("    # Comment above last.\n", ""))
+
+
+def test_replacing_or_removing_a_method_takes_its_trailing_comments_with_it():
+    replaced, _ = splice.put_method(TRAILING, "Gen", "def write_lines(self, lines):\n    pass\n")
+    assert replaced == TRAILING.replace(TRAILING[TRAILING.index("        if lines"):
+                                                 TRAILING.index("\n    # Comment above")],
+                                        "        pass\n")
+    assert "# XXX" not in splice.remove_method(TRAILING, "Gen", "write_lines")
+    assert splice.remove_method(TRAILING, "Gen", "last").endswith("#    self.write(self._NL)\n")
+    # a new method goes below the last one's trailing comments, not between
+    added, _ = splice.put_method(TRAILING, "Gen", "def more(self):\n    return 2\n")
+    assert added == TRAILING + "\n    def more(self):\n        return 2\n"

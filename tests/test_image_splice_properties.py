@@ -191,6 +191,20 @@ def whole_lines(source: str, node: ast.AST) -> str:
     return "".join(lines[splice.first_line(node) - 1:node.end_lineno])
 
 
+def own_end(source: str, node: ast.stmt) -> int:
+    """The node's last line, and the comment lines below it indented deeper than it
+    (blank lines between them too): a def's body may end in comments that are its own."""
+    lines = splice.lines_of(source)
+    depth, end = len(splice._indent_of(lines[node.lineno - 1])), node.end_lineno
+    for number in range(node.end_lineno + 1, len(lines) + 1):
+        line = lines[number - 1]
+        if line.strip() and not (line.lstrip().startswith("#")
+                                 and len(splice._indent_of(line)) > depth):
+            break
+        end = number if line.strip() else end
+    return end
+
+
 def node_text(source: str, node: ast.stmt) -> str:
     """A statement's own text: whole lines for a def or class (decorators included),
     the exact segment for a simple statement (it may share its line)."""
@@ -263,8 +277,8 @@ def comment_lines(source: str) -> set[int]:
 
 
 def comments_going_with(source: str, node: ast.stmt) -> Counter:
-    """The comments a removal may take: the node's own, and the comment lines right
-    above it at its indentation (but not a shebang or coding line)."""
+    """The comments a removal may take: the node's own (those ending its body too), and
+    the comment lines right above it at its indentation (but not a shebang or coding line)."""
     lines, own = splice.lines_of(source), comment_lines(source)
     indent = splice._indent_of(lines[node.lineno - 1])
     start = splice.first_line(node)
@@ -276,7 +290,7 @@ def comments_going_with(source: str, node: ast.stmt) -> Counter:
         start -= 1
     if set(range(1, start)) <= header:     # comments that open the file are the module's
         start = splice.first_line(node)
-    return comments(source, start, node.end_lineno)
+    return comments(source, start, own_end(source, node))
 
 
 # -- the operations ---------------------------------------------------------------------
@@ -399,7 +413,7 @@ def do_put_method(gen: Gen, source: str, class_name: str) -> str:
         splice.top_level_class(parse(source), class_name), method) or [
         node for node in splice.top_level_class(parse(source), class_name).body
         if splice._is_placeholder(node)][:1]
-    check_comments(source, after, sum((comments(source, splice.first_line(node), node.end_lineno)
+    check_comments(source, after, sum((comments(source, splice.first_line(node), own_end(source, node))
                                        for node in replaced_nodes), Counter()), text)
     if not replaced and not placeholders:   # a placeholder is replaced for good
         assert_same(splice.remove_method(after, class_name, method), source)
@@ -437,7 +451,7 @@ def do_put_class(gen: Gen, source: str, class_name: str) -> str:
     node = splice.top_level_class(parse(after), class_name)
     assert_written_as(whole_lines(after, node), text, splice.class_indent_unit(source, class_name))
     check_comments(source, after, Counter() if existing is None else comments(
-        source, splice.first_line(existing), existing.end_lineno), text)
+        source, splice.first_line(existing), own_end(source, existing)), text)
     if existing is None:    # (blank lines that ended the module stay gone: PEP 8's W391)
         assert_same(splice.remove_class(after, class_name), without_blank_end(source))
     return after

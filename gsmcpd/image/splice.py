@@ -45,11 +45,28 @@ def first_line(node: ast.AST) -> int:
     return min([node.lineno] + [d.lineno for d in decorators])
 
 
+def last_line(lines: list[str], node: ast.AST) -> int:
+    """The node's last line, counting the comment lines right below it indented deeper
+    than its first (blank lines between them too): a def's body may end in comments
+    (a commented-out `else:`), its own though the AST ends at its last statement."""
+    indent = len(_indent_of(lines[node.lineno - 1]))
+    last = node.end_lineno
+    for number in range(node.end_lineno + 1, len(lines) + 1):
+        line = lines[number - 1]
+        if not line.strip():
+            continue
+        if not line.lstrip().startswith("#") or len(_indent_of(line)) <= indent:
+            break
+        last = number
+    return last
+
+
 def segment(source: str, node: ast.AST, lines: list[str] | None = None) -> str:
-    """The node's whole lines (decorators included), its own indentation removed.
-    `lines`, the source's lines_of, spares splitting it again for each of many nodes."""
+    """The node's whole lines (decorators and trailing comments included), its own
+    indentation removed. `lines`, the source's lines_of, spares splitting it again for
+    each of many nodes."""
     lines = lines_of(source) if lines is None else lines
-    chunk = lines[first_line(node) - 1:node.end_lineno]
+    chunk = lines[first_line(node) - 1:last_line(lines, node)]
     return _strip_indent(chunk, _indent_of(lines[node.lineno - 1]))
 
 
@@ -60,7 +77,7 @@ def segments(source: str, nodes: list) -> str:
     text = ""
     for previous, node in zip([None] + nodes, nodes):
         if previous is not None and any(
-                not line.strip() for line in lines[previous.end_lineno:first_line(node) - 1]):
+                not line.strip() for line in lines[last_line(lines, previous):first_line(node) - 1]):
             text += newline_of(source)     # the source's own: a CRLF module's defs stay CRLF
         text += segment(source, node, lines)
     return text
@@ -351,7 +368,8 @@ def put_class(source: str, name: str, class_text: str) -> str:
     if node is None:
         return _importable(_append_block(source, text, blank_lines=2), f"class {name}")
     text = indent_code(text, _indent_of(lines_of(source)[node.lineno - 1]))
-    return _importable(_replace(source, first_line(node), node.end_lineno, text), f"class {name}")
+    return _importable(_replace(source, first_line(node), last_line(lines_of(source), node), text),
+                       f"class {name}")
 
 
 def unsure_statement(name: str, found: list[tuple[ast.stmt | None, ast.ClassDef]]) -> str:
@@ -458,12 +476,13 @@ def put_method(source: str, class_name: str, method_text: str) -> tuple[str, boo
         # that set one off go with it (a property's getter and setter become the text).
         for node in reversed(existing[1:]):
             start = first_line(node)
-            source = _tidy_blanks(_replace(source, start, node.end_lineno, ""), start)
+            source = _tidy_blanks(_replace(source, start, last_line(lines_of(source), node), ""), start)
         first = existing[0]
-        return _importable(_replace(source, first_line(first), first.end_lineno, text), what), True
+        return _importable(_replace(source, first_line(first), last_line(lines_of(source), first), text),
+                           what), True
     stubs = method_nodes(classdef, method.name)
     if stubs:       # only @overload signatures: the implementation goes right after them
-        return _importable(_insert_after(source, stubs[-1].end_lineno, text), what), False
+        return _importable(_insert_after(source, last_line(lines_of(source), stubs[-1]), text), what), False
     body = classdef.body
     # A placeholder that shares no line (`"""Doc."""; pass`) gives its lines to the method.
     placeholder = [node for node in body if _is_placeholder(node) and not any(
@@ -472,7 +491,8 @@ def put_method(source: str, class_name: str, method_text: str) -> tuple[str, boo
     if placeholder and all(_is_placeholder(n) or n is docstring_node(classdef) for n in body):
         node = placeholder[0]
         return _importable(_replace(source, node.lineno, node.end_lineno, text), what), False
-    return _importable(_insert_after(source, body[-1].end_lineno, newline_of(source) + text), what), False
+    return _importable(_insert_after(source, last_line(lines_of(source), body[-1]), newline_of(source) + text),
+                       what), False
 
 
 def _as_body_text(text: str, lines: list[str], classdef: ast.ClassDef) -> str:
@@ -725,7 +745,7 @@ def remove_method(source: str, class_name: str, selector: str) -> str:
         if len(classdef.body) == 1:
             lines = lines_of(source)
             pass_line = _body_indent(lines, classdef) + "pass" + newline_of(source)
-            return _replace(source, _block_start(lines, node), node.end_lineno, pass_line)
+            return _replace(source, _block_start(lines, node), last_line(lines, node), pass_line)
         source = _remove_statement(source, node, classdef.body)
         classdef = _class_or_error(source, ast.parse(source), class_name)
     return source
@@ -794,12 +814,12 @@ def class_definition(source: str, name: str, classdef: ast.ClassDef | None = Non
     for node in classdef.body:
         if previous_end is not None:
             gap = lines[previous_end:first_line(node) - 1]
-        previous_end = node.end_lineno
+        previous_end = last_line(lines, node)
         if isinstance(node, FunctionNode + (ast.ClassDef,)):
             continue
         if not body:
             gap = _drop_leading_blanks(gap)
-        body += gap + lines[first_line(node) - 1:node.end_lineno]
+        body += gap + lines[first_line(node) - 1:previous_end]
     if not body:
         body = [_body_indent(lines, classdef) + "pass" + newline_of(source)]
     return _strip_indent(header + body, _indent_of(lines[classdef.lineno - 1]))
@@ -911,10 +931,10 @@ def _remove_statement(source: str, node: ast.stmt, body: list[ast.stmt]) -> str:
     """Remove `node` (one of `body`, with its decorators and the comments right
     above it) and join the blank lines around it as PEP 8 spacing had them."""
     lines = lines_of(source)
-    start = _block_start(lines, node)
+    start, end = _block_start(lines, node), last_line(lines, node)
     keep = "above" if node is body[0] else "below" if node is body[-1] else "larger"
-    removed = _tidy_blanks(_replace(source, start, node.end_lineno, ""), start, keep)
-    if node.end_lineno == len(lines) and not source.endswith(("\n", "\r")):
+    removed = _tidy_blanks(_replace(source, start, end, ""), start, keep)
+    if end == len(lines) and not source.endswith(("\n", "\r")):
         return _without_last_newline(removed)   # the module still ends without one
     return removed
 
