@@ -146,6 +146,10 @@ FILES = {
                   "class Blocked:\n    def getx(self):\n        return 2\n\n    x = property(getx)\n",
     "trailing.py": "class Trailing:\n    x = 1\n\n    def lines(self):\n        return 1\n"
                    "        # else:\n        #     return 2\n",
+    "sections.py": 'class Sections:\n    """Doc."""\n\n    size = 1\n\n    #\n    # Public interface\n    #\n\n'
+                   "    def feed(self, data):\n        return data\n\n"
+                   "    # Non-public interface for the headersonly flag\n    def _set_headersonly(self):\n"
+                   "        self._headersonly = True\n    # only during unicode parsing\n",
 }
 
 BROKEN = "image module broken does not compile: line 2: expected ':'"
@@ -403,6 +407,16 @@ def test_a_methods_trailing_comments_are_shown_and_kept_by_a_redefinition(c, ima
     assert definition == "class Trailing:\n    x = 1\n"
     ok(c, "compile_class_definition", source=definition)
     assert (image / "trailing.py").read_text() == before
+
+
+def test_a_class_compiled_back_from_its_definition_keeps_its_comments(c, image):
+    # email.generator's "# Public interface" block and email.feedparser's comment above
+    # _set_headersonly were lost: get_class_definition leaves them out with their methods.
+    before = (image / "sections.py").read_text()
+    definition = structured(c, "get_class_definition", className="Sections")["definition"]
+    assert "Public interface" not in definition and "unicode parsing" in definition
+    ok(c, "compile_class_definition", source=definition)
+    assert (image / "sections.py").read_text() == before
 
 
 def test_a_class_redefined_without_the_helper_its_methods_are_decorated_with_keeps_it(c, image):

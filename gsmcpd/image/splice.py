@@ -535,10 +535,11 @@ def with_methods(class_text: str, class_name: str, source: str, methods: list) -
     base) goes right above that statement, which would otherwise run before it exists,
     and so above the user of another carried member that uses it (`@_wrap` on one)."""
     before = _statements_before(source, class_name)
+    source_lines, inside = lines_of(source), string_lines(source)
     # In the class's own style first, so the carried members go in as written.
     class_text = fit_indentation(dedent_code(class_text), class_indent_unit(source, class_name))
     for name in dict.fromkeys(method.name for method in methods):
-        text = "\n".join(segment(source, method) for method in methods if method.name == name)
+        text = "\n".join(_carried_text(source_lines, inside, method) for method in methods if method.name == name)
         # A name the module or builtins bind (`json`, `property`) resolves there without
         # the member, as it did wherever the class read it before the member's def: moved
         # up, the member would shadow it for those readers.
@@ -555,6 +556,22 @@ def with_methods(class_text: str, class_name: str, source: str, methods: list) -
             class_text = _insert_before(class_text, _block_start(lines, user),
                                         with_newlines(indented, nl) + nl)
     return class_text
+
+
+def _carried_text(lines: list[str], inside: set[int], node: ast.stmt) -> str:
+    """A carried member's segment, with the comment lines above it at its indentation
+    (blank lines between them too) that class_definition leaves out with it: without
+    them, `# Public interface` above a def was lost by a redefinition. Deeper ones end
+    the member above (last_line). `inside`: the source's string_lines."""
+    indent = _indent_of(lines[node.lineno - 1])
+    start = first_line(node)
+    for number in range(first_line(node) - 1, 0, -1):
+        line = lines[number - 1]
+        if number in inside or line.strip() and not (
+                line.lstrip().startswith("#") and _indent_of(line) == indent):
+            break
+        start = number if line.strip() else start
+    return _strip_indent(lines[start - 1:last_line(lines, node)], indent)
 
 
 def _statements_before(source: str, class_name: str) -> list[ast.stmt]:
@@ -822,6 +839,8 @@ def class_definition(source: str, name: str, classdef: ast.ClassDef | None = Non
         body += gap + lines[first_line(node) - 1:previous_end]
     if not body:
         body = [_body_indent(lines, classdef) + "pass" + newline_of(source)]
+    # The comments that end the body are the class's, whatever statement is last.
+    body += lines[previous_end:last_line(lines, classdef)]
     return _strip_indent(header + body, _indent_of(lines[classdef.lineno - 1]))
 
 
