@@ -150,6 +150,7 @@ FILES = {
                    "    def feed(self, data):\n        return data\n\n"
                    "    # Non-public interface for the headersonly flag\n    def _set_headersonly(self):\n"
                    "        self._headersonly = True\n    # only during unicode parsing\n",
+    "lazy.py": "def late():\n    from nested import Outer\n    return Outer\n",
 }
 
 BROKEN = "image module broken does not compile: line 2: expected ':'"
@@ -248,6 +249,11 @@ def test_references_to_a_dotted_name_are_to_that_modules_global(c):
     assert structured(c, "find_references_to", name="functools.wraps")["results"] == ["tricky.deco"]
     # A kernel name, as find_implementors gives one, is the builtin: it found nothing.
     assert structured(c, "find_references_to", name="builtins.getattr")["results"] == ["tricky.Kitchen.callers"]
+
+
+def test_a_def_importing_a_dotted_name_in_its_body_references_it(c):
+    # email.feedparser's `from email.message import Message` inside FeedParser.__init__.
+    assert structured(c, "find_references_to", name="nested.Outer")["results"] == ["lazy.late"]
 
 
 def test_senders_are_calls_as_written_wherever_they_are_and_not_getattr(c):

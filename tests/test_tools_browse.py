@@ -866,3 +866,78 @@ def test_methods_of_nested_classes_are_searched_too(client):
     # a private is mangled with its own class's name, as Python mangles it
     assert "zoo.nested.Outer.Mid.Leaf" in client.ok("find_implementors", selector="_Leaf__hidden")[
         "structuredContent"]["results"]
+
+
+TOP_LEVEL_GUARDED = '''\
+import sys
+
+try:
+    import ssl
+except ImportError:
+    def fallback():
+        return make_plain()
+else:
+    class Secure:
+        def connect(self):
+            return ssl.wrap_socket(self)
+
+if sys.platform == "win32":
+    def pick():
+        return "win"
+else:
+    def pick():
+        return helper()
+
+with open(__file__) as f:
+    def opened():
+        return f.read()
+
+for _ in range(1):
+    def looped():
+        return helper()
+
+if sys.version_info > (3,):
+    def shadowed():
+        return helper()
+
+
+def shadowed():
+    return 0
+'''
+
+
+def test_defs_and_classes_under_a_top_level_if_try_with_or_loop_are_searched(client):
+    # `try: import ssl ... else: class HTTPSConnection` (http.client): search said
+    # "no methods containing 'wrap_socket'" while the module's class called it.
+    client.view.add_module("zoo.toplevel", TOP_LEVEL_GUARDED)
+    search = lambda tool, **arguments: client.ok(tool, **arguments)["structuredContent"]["results"]
+    assert search("find_implementors", selector="connect") == ["zoo.toplevel.Secure"]
+    assert search("find_senders", selector="wrap_socket") == ["zoo.toplevel.Secure.connect"]
+    assert search("search_method_source", pattern="ssl.wrap_socket") == ["zoo.toplevel.Secure.connect"]
+    assert search("find_references_to", name="ssl") == ["zoo.toplevel.Secure.connect"]
+    assert search("find_senders", selector="make_plain") == ["zoo.toplevel.fallback"]
+    # both branches' defs of one name are one hit; a def under `with` or a loop is found too
+    assert search("find_senders", selector="helper") == ["zoo.toplevel.pick", "zoo.toplevel.looped"]
+    assert search("search_method_source", pattern="f.read()") == ["zoo.toplevel.opened"]
+    # a plain top-level def below rebinds the name whatever the branch did
+    assert search("search_method_source", pattern="return 0") == ["zoo.toplevel.shadowed"]
+
+
+def test_a_subclass_a_top_level_try_defines_is_a_subclass_in_the_hierarchy(client):
+    # http.client's HTTPConnection had "subclasses: -", HTTPSConnection under its try's else.
+    client.view.add_module("zoo.conn", "class Conn:\n    pass\n\n\ntry:\n    import ssl\nexcept ImportError:\n"
+                                       "    pass\nelse:\n    class SecureConn(Conn):\n        pass\n")
+    assert client.ok("get_class_hierarchy", className="Conn")["structuredContent"]["subclasses"] == [
+        "zoo.conn.SecureConn"]
+
+
+def test_a_def_importing_a_dotted_name_in_its_own_body_references_it(client):
+    # email.feedparser's FeedParser.__init__ does `from email.message import Message`
+    # (an import cycle broken): find_references_to email.message.Message left it out,
+    # the name being a local of the def.
+    client.view.add_module("zoo.lazy", "def make():\n    from zoo.animals import Dog\n    return Dog('x')\n\n\n"
+                                       "def other():\n    from zoo.keeper import Dog\n    return Dog\n\n\n"
+                                       "class Pen:\n    def fill(self):\n        from .animals import Dog as D\n"
+                                       "        return D\n")
+    hits = client.ok("find_references_to", name="zoo.animals.Dog")["structuredContent"]["results"]
+    assert {"zoo.lazy.make", "zoo.lazy.Pen.fill"} <= set(hits) and "zoo.lazy.other" not in hits

@@ -27,11 +27,13 @@ def code_units(view, module_filter: str | None = None):
             continue
         # A name written twice at the top level (`class T` ... `class T`) is bound to its
         # last definition; the earlier one is dead code no other tool shows, so search skips
-        # it too. One in a block (`if ...: class T` / `else: class T`) may be what runs.
+        # it too. One in a block (`if ...: class T` / `else: class T`) may be what runs,
+        # unless a top-level one below rebinds the name whatever the block did.
         last = {node.name: node for node in tree.body
                 if isinstance(node, splice.FunctionNode + (ast.ClassDef,))}
         for block, node in splice.defs_in_blocks(tree.body):
-            if block is None and last.get(node.name) is not node:
+            final = last.get(node.name)
+            if final is not None and (final.lineno > node.lineno if block else final is not node):
                 continue
             if isinstance(node, splice.FunctionNode):
                 yield module, f"{module}.{node.name}", node, None
@@ -129,7 +131,7 @@ class SearchToolset(Toolset):
                 # body is a scope of its own, where a parameter or local of the name is no global.
                 found = (bool(names & used) or _mentions(node.body, set(), chains)
                          or _mentions(node.decorator_list + [node.args, node.returns], names, chains))
-            if found:
+            if found or _imports(self.view, module, node, name):
                 hits.append(label)
         return capped(hits, f"references to {catalog.echoed(name)}", catalog.uncompiled(self.view))
 
@@ -188,6 +190,16 @@ class _SourceLines:
         lines = self._plain if node is None else self._plain[splice.first_line(node) - 1:node.end_lineno]
         text = "".join(lines)
         return all(piece in text for piece in pieces)
+
+
+def _imports(view, module: str, node, name: str) -> bool:
+    """Whether the def's own code imports the dotted `name` (`from email.message import
+    Message` in a body, as code breaking an import cycle does): a reference, though the
+    name it binds there is a local, no global."""
+    target, _, short = name.rpartition(".")
+    return bool(target) and any(
+        isinstance(sub, ast.ImportFrom) and view.imported_from(module, sub) == target
+        and any(alias.name == short for alias in sub.names) for sub in ast.walk(node))
 
 
 def _mentions(nodes, names: set[str], chains: set[str]) -> bool:
