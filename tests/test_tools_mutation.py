@@ -1097,3 +1097,11 @@ def test_a_linked_image_module_code_imported_around_the_view_is_refused_as_such(
     finally:
         if sys.modules.get("zoo.keeper") is around:
             del sys.modules["zoo.keeper"]
+
+
+@pytest.mark.parametrize("tool", ["add_dictionary", "remove_dictionary"])
+@pytest.mark.parametrize("name", ["zoo" * 100_000 + ".class", "zoo.__" + "x" * 100_000 + "__"])
+def test_a_refused_dictionary_name_is_echoed_cut(client, tool, name):
+    # A keyword or dunder part refused the name echoing it whole: 300,000 characters back.
+    message = client.error(tool, "invalidParams", dictionaryName=name)
+    assert len(message) < 1000 and f"({len(name)} characters)" in message

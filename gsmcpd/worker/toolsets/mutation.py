@@ -64,11 +64,12 @@ def dictionary_name_parts(name: str) -> list[str]:
     parts = name.split(".")
     for part in parts:
         if keyword.iskeyword(part):
-            raise ToolError("invalidParams", f"{name!r}: {part} is a Python keyword, so the "
-                            "module could never be imported; choose another name")
+            raise ToolError("invalidParams", f"{catalog.echoed(name)!r}: {part} is a Python keyword, "
+                            "so the module could never be imported; choose another name")
         if part.startswith("__") and part.endswith("__"):
-            raise ToolError("invalidParams", f"{name!r}: {part} is a dunder name (__init__ "
-                            "and __main__ are special to Python's packages); choose another name")
+            raise ToolError("invalidParams", f"{catalog.echoed(name)!r}: {catalog.echoed(part)} is a "
+                            "dunder name (__init__ and __main__ are special to Python's packages); "
+                            "choose another name")
     return parts
 
 
