@@ -321,6 +321,14 @@ def test_a_huge_name_is_not_echoed_back_whole(c):
     assert len(message) < 1000 and "(1000006 characters)" in message
 
 
+def test_a_dictionary_name_nested_too_deep_to_import_is_refused_changing_nothing(c, image):
+    # It failed its commit, "RecursionError: maximum recursion depth exceeded" (kind other),
+    # and left the session holding a thousand uncommitted packages.
+    message = error(c, "add_dictionary", "invalidParams", dictionaryName="a." * 999 + "b")
+    assert "is nested 1000 deep: at most 100 parts" in message
+    assert structured(c, "status")["uncommittedChanges"] is False and not (image / "a").exists()
+
+
 # -- mutations on those shapes, checked against the live objects -------------------------
 
 def test_compile_and_delete_a_private_method_change_the_live_class(c, image):

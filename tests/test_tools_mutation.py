@@ -1105,3 +1105,17 @@ def test_a_refused_dictionary_name_is_echoed_cut(client, tool, name):
     # A keyword or dunder part refused the name echoing it whole: 300,000 characters back.
     message = client.error(tool, "invalidParams", dictionaryName=name)
     assert len(message) < 1000 and f"({len(name)} characters)" in message
+
+
+def test_a_dictionary_name_nested_deeper_than_import_manages_is_refused(client, image):
+    # 300 parts made 300 packages and committed a module no import could load
+    # (RecursionError); 1000 failed its commit with "RecursionError: maximum recursion
+    # depth exceeded", kind other, and left the session 1000 uncommitted modules.
+    for parts in (300, 1000):
+        message = client.error("add_dictionary", "invalidParams", dictionaryName="deep." * (parts - 1) + "end")
+        assert f"is nested {parts} deep: at most 100 parts" in message
+    assert not client.view.has_changes and not (image / "deep").exists()
+    name = "deep." * 99 + "end"
+    client.ok("add_dictionary", dictionaryName=name)
+    assert client.ok("execute_code", code=f"import {name}\n{name}.__name__")["structuredContent"][
+        "result"] == repr(name)

@@ -58,6 +58,12 @@ def _parse_statements(source: str) -> tuple[str, list[ast.stmt]]:
         raise ToolError("compileError", nested_too_deeply(error)) from None
 
 
+# Python imports each package of a dotted name by recursing into its parent's import:
+# a module nested a few hundred deep fails to import (RecursionError), and a commit
+# walking its directories failed the same way. No real package comes near this.
+MAX_DICTIONARY_PARTS = 100
+
+
 def dictionary_name_parts(name: str) -> list[str]:
     """The parts of a dotted module name (catalog.dictionary_name) that can be imported,
     or invalidParams."""
@@ -494,6 +500,10 @@ class MutationToolset(Toolset):
         name = catalog.dictionary_name(arguments["dictionaryName"])
         view = self.view
         parts = dictionary_name_parts(name)
+        if len(parts) > MAX_DICTIONARY_PARTS:
+            raise ToolError("invalidParams", f"dictionary name {catalog.echoed(name)!r} is nested "
+                            f"{len(parts)} deep: at most {MAX_DICTIONARY_PARTS} parts, as Python could "
+                            "not import a module nested much deeper; choose a shallower name")
         if name == KERNEL or parts[0] == KERNEL:
             raise ToolError("refused", "builtins is the kernel dictionary")
         if view.has_module(name):
