@@ -316,6 +316,9 @@ def test_an_argument_that_could_never_name_anything_is_invalid(c, tool, argument
 def test_a_huge_name_is_not_echoed_back_whole(c):
     message = error(c, "describe_class", "notFound", className="A" * 1_000_000)
     assert len(message) < 1000 and "(1000000 characters)" in message
+    # a long dotted one had each of its prefixes looked up, O(n^2): this one took hours
+    message = error(c, "get_method_source", "notFound", className="a." * 300_000 + "B", selector="m")
+    assert message.startswith("no dictionary named a.a.") and "(600001 characters)" in message
     # a dictionary name refused for a keyword part came back whole
     message = error(c, "add_dictionary", "invalidParams", dictionaryName="a" * 1_000_000 + ".class")
     assert len(message) < 1000 and "(1000006 characters)" in message

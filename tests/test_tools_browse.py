@@ -941,3 +941,18 @@ def test_a_def_importing_a_dotted_name_in_its_own_body_references_it(client):
                                        "        return D\n")
     hits = client.ok("find_references_to", name="zoo.animals.Dog")["structuredContent"]["results"]
     assert {"zoo.lazy.make", "zoo.lazy.Pen.fill"} <= set(hits) and "zoo.lazy.other" not in hits
+
+
+def test_a_long_dotted_class_name_looks_up_only_prefixes_that_could_be_modules(client, monkeypatch):
+    # Each of its n prefixes was joined and looked up, O(n^2): an 80 KB name took 6 s of
+    # the worker, a 1 MB one most of an hour.
+    looked_up = []
+    has_module = client.view.has_module
+    monkeypatch.setattr(client.view, "has_module", lambda name: looked_up.append(name) or has_module(name))
+    message = client.error("describe_class", "notFound", className="a." * 10_000 + "B")
+    assert message.startswith("no dictionary named a.a.") and "(20001 characters)" in message
+    assert len(looked_up) < 10
+    # a nested class is still pointed at its top-level class
+    client.view.add_module("zoo.nest", "class Outer:\n    class Inner:\n        pass\n")
+    assert "export_class_source zoo.nest.Outer" in client.error("describe_class", "notFound",
+                                                               className="zoo.nest.Outer.Inner")

@@ -149,7 +149,10 @@ def _nested_hint(view: View, name: str) -> str:
     """For `module.Class.Inner` or `Class.Inner`: the tools show top-level classes; say
     where Inner is."""
     parts = name.split(".")
-    for cut in range(len(parts) - 1, 0, -1):
+    # Only a prefix no longer than the image's deepest module can be one: each of a huge
+    # name's prefixes joined was O(n^2), minutes of the worker for a megabyte.
+    deepest = max((module.count(".") + 1 for module in view.module_names()), default=0)
+    for cut in range(min(len(parts) - 1, deepest), 0, -1):
         module = ".".join(parts[:cut])
         if view.has_module(module):
             if _nests(view, module, parts[cut:]):
