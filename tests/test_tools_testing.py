@@ -1776,3 +1776,58 @@ def test_a_failure_line_says_what_the_entry_has_and_keeps_the_message_whole(tmp_
         "said_test.SaidTest.test_colon (failure): AssertionError: expected one of: ",
         "said_test.SaidTest.test_passes (unexpectedSuccess): the test passed, but it is marked "
         "@expectedFailure"]
+
+
+GUARDED_TESTS = '''\
+import sys
+import unittest
+
+if sys.version_info >= (3,):
+    class ModernTest(unittest.TestCase):
+        def test_ok(self):
+            pass
+
+        def test_bad(self):
+            self.assertEqual(1, 2)
+
+try:
+    import json
+except ImportError:
+    pass
+else:
+    class TestWithJson:
+        def test_dumps(self):
+            assert json.dumps(1) == "2"
+'''
+
+
+def test_test_classes_under_a_top_level_if_or_try_are_listed_and_run(tmp_path, views):
+    # A class under `if sys.version_info...:` was never collected: list_failing_tests
+    # answered "no failing tests" while one of its tests failed.
+    client = Client(views(write_image(tmp_path / "image", {**FILES, "zoo/test_guarded.py": GUARDED_TESTS})))
+    assert set(client.ok("list_test_classes")["structuredContent"]["testClasses"]) >= {
+        "zoo.test_guarded.ModernTest", "zoo.test_guarded.TestWithJson"}
+    failing = {f["test"] for f in client.ok("list_failing_tests")["structuredContent"]["failing"]}
+    assert {"zoo.test_guarded.ModernTest.test_bad", "zoo.test_guarded.TestWithJson.test_dumps"} <= failing
+    for name in ("ModernTest", "zoo.test_guarded.ModernTest"):
+        result = client.ok("run_test_class", className=name)["structuredContent"]
+        assert (result["class"], result["run"], result["failures"]) == ("zoo.test_guarded.ModernTest", 2, 1)
+    assert client.ok("run_test_method", className="TestWithJson",
+                     selector="test_dumps")["structuredContent"]["failures"] == 1
+    assert client.ok("describe_test_failure", className="ModernTest",
+                     selector="test_bad")["structuredContent"]["exception"] == "AssertionError"
+    assert client.ok("list_failing_tests", classNames=["ModernTest"])["structuredContent"]["run"] == 2
+
+
+def test_each_distinct_class_name_given_to_list_failing_tests_is_resolved_once(tmp_path, views, monkeypatch):
+    # A class named twice runs once, but every name was resolved: 10,000 copies of one
+    # bare name held the worker for seconds, each scanning the whole image.
+    from gsmcpd.image import catalog
+    client = Client(views(write_image(tmp_path / "image", FILES)))
+    once = client.ok("run_test_class", className="ZooTest")["structuredContent"]["run"]
+    resolved = []
+    resolve = catalog.resolve_class
+    monkeypatch.setattr(catalog, "resolve_class", lambda *a, **k: resolved.append(a[1]) or resolve(*a, **k))
+    listed = client.ok("list_failing_tests", classNames=["ZooTest"] * 1000 + ["zoo.test_zoo.ZooTest"])
+    assert listed["structuredContent"]["run"] == once     # the bare and the qualified name: one class
+    assert sorted(resolved) == ["ZooTest", "zoo.test_zoo.ZooTest"]

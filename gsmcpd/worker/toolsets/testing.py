@@ -832,9 +832,12 @@ class TestingToolset(Toolset):
 
     def list_failing_tests(self, arguments):
         names = arguments.get("classNames")
-        # A class named twice (or by its bare and qualified names) runs once.
-        classes, unloaded = ((list(dict(self._test_class(name) for name in names).items()), [])
-                             if names is not None else self._test_classes())
+        # A class named twice (or by its bare and qualified names) runs once; each name
+        # is resolved once, as resolving scans the image.
+        if names is not None:
+            classes, unloaded = list(dict(self._test_class(name) for name in dict.fromkeys(names)).items()), []
+        else:
+            classes, unloaded = self._test_classes()
         tests = [test for _, cls in classes for test in self._tests_of(cls)]
         with _partial_on_break(lambda result: self._failing_report(result, len(tests), unloaded)):
             result = self._run(tests, report_progress=True)
