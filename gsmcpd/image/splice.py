@@ -478,11 +478,12 @@ def put_method(source: str, class_name: str, method_text: str) -> tuple[str, boo
             start = first_line(node)
             source = _tidy_blanks(_replace(source, start, last_line(lines_of(source), node), ""), start)
         first = existing[0]
-        return _importable(_replace(source, first_line(first), last_line(lines_of(source), first), text),
-                           what), True
+        end = last_line(lines_of(source), first)
+        return _importable(_replace(source, first_line(first), end, text), what), True
+    lines = lines_of(source)
     stubs = method_nodes(classdef, method.name)
     if stubs:       # only @overload signatures: the implementation goes right after them
-        return _importable(_insert_after(source, last_line(lines_of(source), stubs[-1]), text), what), False
+        return _importable(_insert_after(source, last_line(lines, stubs[-1]), text), what), False
     body = classdef.body
     # A placeholder that shares no line (`"""Doc."""; pass`) gives its lines to the method.
     placeholder = [node for node in body if _is_placeholder(node) and not any(
@@ -491,8 +492,8 @@ def put_method(source: str, class_name: str, method_text: str) -> tuple[str, boo
     if placeholder and all(_is_placeholder(n) or n is docstring_node(classdef) for n in body):
         node = placeholder[0]
         return _importable(_replace(source, node.lineno, node.end_lineno, text), what), False
-    return _importable(_insert_after(source, last_line(lines_of(source), body[-1]), newline_of(source) + text),
-                       what), False
+    end = last_line(lines, body[-1])
+    return _importable(_insert_after(source, end, newline_of(source) + text), what), False
 
 
 def _as_body_text(text: str, lines: list[str], classdef: ast.ClassDef) -> str:
@@ -539,7 +540,8 @@ def with_methods(class_text: str, class_name: str, source: str, methods: list) -
     # In the class's own style first, so the carried members go in as written.
     class_text = fit_indentation(dedent_code(class_text), class_indent_unit(source, class_name))
     for name in dict.fromkeys(method.name for method in methods):
-        text = "\n".join(_carried_text(source_lines, inside, method) for method in methods if method.name == name)
+        text = "\n".join(_carried_text(source_lines, inside, method)
+                         for method in methods if method.name == name)
         # A name the module or builtins bind (`json`, `property`) resolves there without
         # the member, as it did wherever the class read it before the member's def: moved
         # up, the member would shadow it for those readers.
