@@ -105,7 +105,8 @@ class MutationToolset(Toolset):
                  "dictionaryName.",
                  object_schema({"source": string_prop("one class statement"),
                                 "recompileMethods": bool_prop("carry the existing methods over (default true)"),
-                                **{"dictionaryName": string_prop("the image module for a new class", min_length=1)}},
+                                "dictionaryName": string_prop("the image module for a new class",
+                                                              min_length=1)},
                                ["source"]), self.compile_class_definition))
         add(Tool("compile_method", "Add or replace one method (a single def, decorators allowed, "
                  "or a property's defs of one name together) on a class, live and in source, "
