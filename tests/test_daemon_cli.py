@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -12,16 +13,42 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from gsmcpd.__main__ import _passthrough, build_parser
 from helpers import REPO, Client, Daemon, free_port, open_session, pid_alive, unwritable_dir, wait_for_port, wait_until
 
 REPO = Path(__file__).resolve().parent.parent
 
 
+STARTED = re.compile(r"gsmcpd listening on \S+ \(pid (\d+)\)")
+_started_pids = []   # every daemon a `start` here left running, stopped after its test
+
+
 def gsmcpd(*args, env=None):
     base = {k: v for k, v in os.environ.items() if not k.startswith(("GS_MCP_", "MCP_"))}
-    return subprocess.run([sys.executable, "-m", "gsmcpd", *args], cwd=REPO, timeout=60,
-                          env={**base, **(env or {})}, capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-m", "gsmcpd", *args], cwd=REPO, timeout=60,
+                            env={**base, **(env or {})}, capture_output=True, text=True)
+    started = STARTED.search(result.stdout) if args[:1] == ("start",) else None
+    if started:
+        _started_pids.append(int(started.group(1)))
+    return result
+
+
+@pytest.fixture(autouse=True)
+def _no_daemon_outlives_its_test():
+    """A test expecting `start` to refuse leaked a detached daemon when it started after all
+    (as on the code before a fix); one that stops its own is not signalled again."""
+    yield
+    while _started_pids:
+        pid = _started_pids.pop()
+        try:
+            ours = b"gsmcpd" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:   # stopped already
+            continue
+        if ours:
+            os.kill(pid, signal.SIGTERM)
+            wait_until(lambda: not pid_alive(pid))
 
 
 def test_a_refused_configuration_exits_2_naming_the_key(tmp_path):
