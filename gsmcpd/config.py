@@ -92,11 +92,16 @@ def parse_int(text: str, lo: int | None = None, hi: int | None = None) -> int:
     return value
 
 
-def parse_seconds(text: str) -> float:
+def parse_seconds(text: str, least: str = ">= 0") -> float:
+    """Seconds, 0 or more; `least` "> 0" for a knob that cannot be 0 (the one message
+    for a negative number then: it is not greater than 0 either)."""
     _refuse_off(text, "a number of seconds")
     value = float(_number_text(text, _DECIMAL, "a number of seconds"))
-    if not value >= 0 or value == float("inf"):
-        raise ValueError(f"must be a finite number of seconds >= 0, got {text!r}")
+    if value == float("inf"):
+        raise ValueError(f"must be a finite number of seconds, got {text!r}")
+    if value < 0 or least == "> 0" and value == 0:
+        raise ValueError(f"must be greater than 0, got {text!r}" if least == "> 0"
+                         else f"must be a finite number of seconds >= 0, got {text!r}")
     return value
 
 
@@ -215,10 +220,7 @@ def parse_port(text: str) -> int:
 
 
 def parse_positive_seconds(text: str) -> float:
-    value = parse_seconds(text)
-    if value <= 0:
-        raise ValueError(f"must be greater than 0, got {text!r}")
-    return value
+    return parse_seconds(text, least="> 0")
 
 
 @dataclass(frozen=True)
@@ -692,8 +694,12 @@ def _validate_lifetime(config: Config) -> None:
         validate(config)
     except ValueError as exc:
         message = str(exc)
-        named = [key for key, env in ENV_NAMES.items() if message.startswith(env)]
-        raise ConfigError(named[0] if named else "session lifetime", message) from None
+        named = [key for key, env in ENV_NAMES.items() if message.startswith(f"{env} ({key}) ")]
+        if not named:
+            raise ConfigError("session lifetime", message) from None
+        # "probe_after: must be less than ...": the key leads every refusal, named once.
+        key = named[0]
+        raise ConfigError(key, message[len(f"{ENV_NAMES[key]} ({key}) "):]) from None
 
 
 def _validate_toolsets(names: tuple[str, ...]) -> None:

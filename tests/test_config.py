@@ -289,6 +289,9 @@ def test_flags_may_arrive_typed():
     ("GS_MCP_TRACE_LIMIT", "0", "trace_limit", "at least 1"),
     ("GS_MCP_IDLE_TIMEOUT", "-5", "idle_timeout", ">= 0"),
     ("GS_MCP_READ_TIMEOUT", "0", "read_timeout", "greater than 0"),
+    # one message for a knob that cannot be 0, negative or not ("finite ... >= 0" said otherwise)
+    ("GS_MCP_READ_TIMEOUT", "-1", "read_timeout", "must be greater than 0, got '-1'"),
+    ("GS_MCP_READ_TIMEOUT", "1e999", "read_timeout", "must be a finite number of seconds, got '1e999'"),
     ("GS_MCP_MAX_BODY", "16 parsecs", "max_body", "size in bytes"),
     ("GS_MCP_LOG_LEVEL", "chatty", "log_level", "one of"),
     ("GS_MCP_WORKER_CLASS", "not a class", "worker_class", "module:Class"),
@@ -429,8 +432,9 @@ def test_probe_must_come_before_idle_deadline():
     # One check, the lifetime policy's (it was made here too, worded otherwise).
     message = refused("probe_after", environ={"GS_MCP_IDLE_TIMEOUT": "100",
                                               "GS_MCP_PROBE_AFTER": "100"})
-    assert message == ("GS_MCP_PROBE_AFTER (probe_after) must be less than GS_MCP_IDLE_TIMEOUT "
-                       "(idle_timeout), or the probe never runs: 100 >= 100")
+    # the key is named once, as every refusal names it, not "probe_after: GS_MCP_PROBE_AFTER (probe_after)"
+    assert message == ("must be less than GS_MCP_IDLE_TIMEOUT (idle_timeout), or the probe never runs: "
+                       "100 >= 100")
     assert refused("probe_after", environ={"GS_MCP_IDLE_TIMEOUT": "100", "GS_MCP_PROBE_AFTER": "150"}) \
         == message.replace("100 >= 100", "150 >= 100")
     assert load_config({}, {"GS_MCP_IDLE_TIMEOUT": "none", "GS_MCP_PROBE_AFTER": "5000"})
