@@ -78,7 +78,7 @@ def test_a_cancelled_queued_request_frees_its_place(daemon, c, tmp_path):
     assert error["error"]["code"] == SESSION_BUSY
     dropped, kept = sorted(waiting)
     assert c.post(cancel(dropped)).status == 202
-    assert waiting[dropped].wait_head() == 202
+    assert waiting[dropped].wait_head() == 200 and waiting[dropped].next() == ("end",)
     admitted = post(daemon, c.session, execute(9, "9"))   # in the place the cancel freed
     release.touch()
     assert running.json()["result"]["structuredContent"]["result"] == "'finished'"

@@ -324,7 +324,7 @@ def test_breaks_reaching_spares_as_they_start_do_not_kill_them(tmp_path):
 
 # -- cancellation ----------------------------------------------------------------
 
-def test_cancelling_a_running_call_answers_202_and_frees_the_session(cancels, tmp_path):
+def test_cancelling_a_running_call_ends_its_sse_reply_empty_and_frees_the_session(cancels, tmp_path):
     c = Client(cancels.port, timeout=10)  # bounds "promptly": the call itself sleeps 30 s
     c.initialize()
     pid = worker_pid(c)
@@ -335,8 +335,9 @@ def test_cancelling_a_running_call_answers_202_and_frees_the_session(cancels, tm
     assert wait_until(started.exists)
     note = c.post(cancel("long"))
     assert (note.status, note.body) == (202, b"")
-    assert call.wait_head() == 202
-    assert call.next() == ("body", b"")
+    # a request is answered as one (text/event-stream), never 202; with no message, as cancelled
+    assert call.wait_head() == 200 and call.headers["content-type"] == "text/event-stream"
+    assert call.next() == ("end",)
     assert tool_text(c.tool("execute_code", code="6 * 7")) == "42"
     assert worker_pid(c) == pid
     assert not finished.exists()
@@ -366,13 +367,28 @@ def test_cancelling_a_queued_call_drops_it_unrun(cancels, tmp_path):
     assert wait_until(lambda: [row["queued"] for row in cancels.status().get("sessions", ())
                                if row["id"] == c.session] == [1], timeout=30)
     assert c.post(cancel(2)).status == 202
-    assert queued.wait_head() == 202
-    assert queued.next() == ("body", b"")
+    assert queued.wait_head() == 200 and queued.headers["content-type"] == "text/event-stream"
+    assert queued.next() == ("end",)
     release.touch()
     assert running.wait_head() == 200
     assert "result" in running.json()
     assert tool_text(c.tool("execute_code", code="6 * 7")) == "42"  # the queue has drained
     assert not ran.exists()
+
+
+def test_a_cancelled_call_of_a_client_taking_no_sse_gets_202(cancels, tmp_path):
+    # No JSON body can say "no answer", and this client refuses a stream (it breaks
+    # MCP's rule to accept both): 202, the one empty answer left.
+    c = Client(cancels.port, timeout=10)
+    c.initialize()
+    started = tmp_path / "started"
+    code = "open(%r, 'w').close()\nimport time\ntime.sleep(30)" % str(started)
+    call = Exchange(cancels.port, "POST", c.session, execute("json-only", code), accept="application/json")
+    assert wait_until(started.exists)
+    assert c.post(cancel("json-only")).status == 202
+    assert call.wait_head() == 202
+    assert call.next() == ("body", b"")
+    assert tool_text(c.tool("execute_code", code="6 * 7")) == "42"
 
 
 def test_a_cancel_naming_no_call_is_a_harmless_no_op(cancels):

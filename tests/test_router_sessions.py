@@ -137,6 +137,33 @@ def test_a_cancelled_queued_request_no_longer_counts_against_the_bound():
     assert refusal(call(manager, session, 5), 5)["code"] == jsonrpc.SESSION_BUSY
 
 
+class RecordingConn(FakeConn):
+    """A call's connection recording how it was answered: respond, or a stream's head and end."""
+
+    def start_stream(self, status, headers):
+        self.streaming = True
+        self.answers.append(("stream", status, dict(headers)["Content-Type"]))
+
+    def end_stream(self):
+        self.streaming = False
+        self.answers.append("end")
+
+
+def test_a_cancelled_request_is_answered_as_a_request_with_no_message_not_202():
+    # MCP's transport answers a POSTed request text/event-stream or application/json,
+    # 202 being for notifications and responses: an SSE stream ended with no event.
+    manager, router = manager_for()
+    session = open_session(manager, router)
+    running, queued = RecordingConn(), RecordingConn()
+    for n, conn in ((1, running), (2, queued)):
+        body = b'{"jsonrpc":"2.0","id":%d,"method":"ping"}' % n
+        manager.submit(session, conn, {"jsonrpc": "2.0", "id": n, "method": "ping"}, body, True)
+    assert manager.cancel(session, 2) == "dropped"
+    assert manager.cancel(session, 1) == "breaking"
+    for conn in (queued, running):
+        assert conn.answers == [("stream", 200, "text/event-stream"), "end"]
+
+
 def test_with_no_room_to_queue_only_an_idle_session_takes_a_request():
     manager, session, running = busy_session(0)
     assert "no request may wait behind this session's call in flight (GS_MCP_MAX_QUEUED is 0)" in \

@@ -338,12 +338,19 @@ class SessionManager:
         return None
 
     def _answer_cancelled(self, call):
-        # The spec asks a receiver not to answer a request the client has stopped
-        # waiting for; its HTTP exchange still needs closing, so: 202, no body.
-        if not call.conn.closed and not call.streaming:
-            call.conn.respond(202)
-        elif call.streaming:
+        # MCP asks a receiver not to answer a cancelled request, yet its POST must still
+        # be answered as a request's is (text/event-stream or application/json, never
+        # 202): an SSE stream ended with no event says both. 202 only for a client that
+        # accepts no SSE, to which no JSON body could say "nothing".
+        if call.streaming:
             call.conn.end_stream()
+        elif call.conn.closed:
+            return
+        elif call.accepts_sse:
+            call.conn.start_stream(200, SSE_HEADERS)
+            call.conn.end_stream()
+        else:
+            call.conn.respond(202)
 
     # -- worker callbacks --------------------------------------------------
     def on_worker_frame(self, worker, frame):
