@@ -10,7 +10,9 @@ The worker classes below are imported by the daemon's workers from this module
 import pytest
 
 from gsmcpd.image.default import EXAMPLE_FILES
+from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.server import McpServer
+from gsmcpd.worker.toolset import Toolset, object_schema
 from helpers import REPO, Client, Daemon, open_session, tool_text
 
 
@@ -19,6 +21,15 @@ class NamedServer(McpServer):
     default_server_name = "acme-image"
     default_server_version = "9.9.9"
     default_server_title = "Acme Image Server"
+
+
+class SpacedNameToolset(Toolset):
+    """A third-party toolset naming a tool as MCP says no tool should be named."""
+    name = "spaced"
+    tool_names = ("print label",)
+
+    def register(self, registry):
+        registry.add(Tool("print label", "Print a label.", object_schema(), lambda arguments: "printed"))
 
 
 SEED_TOOLS = {
@@ -435,6 +446,20 @@ def test_worker_class_and_a_third_party_toolset_composed_with_browsing(image, tm
         assert tool_text(ok(client, "print_label", text="x", copies=1.0)) == "printed 1 x 'x'"
         assert structured(client, "list_labels")["labels"] == ["fragile", "fragile", "x"]
         assert structured(client, "describe_class", className="Cart")["class"] == "shop.models.Cart"
+
+
+def test_a_toolset_naming_a_tool_as_mcp_allows_no_client_to_call_it_fails_initialize_naming_it(image, tmp_path):
+    env = {"GS_MCP_IMAGE": str(image), "PYTHONPATH": "%s:%s/tests" % (REPO, REPO),
+           "GS_MCP_TOOLSETS": "test_e2e_tools:SpacedNameToolset browsing"}
+    with Daemon(tmp_path, env=env) as daemon:
+        client = Client(daemon.port)
+        reply = client.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+        error = reply.json()["error"]
+        assert reply.status == 200 and reply.header("mcp-session-id") is None
+        assert error["code"] == -32003 and (
+            "worker could not be prepared: tool 'print label': a tool name must be 1 to 128 characters"
+            in error["message"])
 
 
 def test_a_bad_worker_class_refuses_startup_saying_what_to_fix(image, tmp_path):

@@ -113,6 +113,19 @@ def test_registry_refuses_open_schemas(schema):
         ToolRegistry().add(make_tool("open", schema))
 
 
+@pytest.mark.parametrize("name", ["", "my tool", "a,b", "café", "x" * 129, "ns/tool", "tool\n", 7, None])
+def test_registry_refuses_a_tool_name_mcp_says_clients_may_not_take(name):
+    with pytest.raises(ValueError, match="1 to 128 characters"):
+        ToolRegistry().add(make_tool(name))
+
+
+@pytest.mark.parametrize("name", ["a", "x" * 128, "admin.tools.list", "DATA_EXPORT_v2", "get-user"])
+def test_registry_takes_every_tool_name_mcp_allows(name):
+    registry = ToolRegistry()
+    registry.add(make_tool(name))
+    assert registry.names() == [name]
+
+
 def test_descriptor_carries_schema_and_annotations():
     tool = make_tool("t", object_schema())
     assert tool.descriptor() == {"name": "t", "description": "a tool", "inputSchema": object_schema()}

@@ -7,6 +7,7 @@ properties, required, additionalProperties: false and items.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -43,6 +44,7 @@ class ToolRegistry:
     def add(self, tool: Tool) -> None:
         if not isinstance(tool, Tool):
             raise TypeError(f"not a Tool: {tool!r}")
+        check_name(tool.name)
         if tool.name in self._tools:
             raise ValueError(f"tool {tool.name!r} registered twice")
         check_closed(tool.name, tool.input_schema)
@@ -65,6 +67,16 @@ class ToolRegistry:
 
     def __len__(self) -> int:
         return len(self._tools)
+
+
+# MCP 2025-11-25: what a tool name should be, so any client can call it and show it
+TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+
+
+def check_name(tool_name) -> None:
+    if not (isinstance(tool_name, str) and TOOL_NAME.fullmatch(tool_name)):
+        raise ValueError(f"tool {tool_name!r}: a tool name must be 1 to 128 characters, each a letter "
+                         "A-Z or a-z, a digit, '_', '-' or '.' (MCP 2025-11-25)")
 
 
 def check_closed(tool_name: str, schema: dict) -> None:
