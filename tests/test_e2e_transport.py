@@ -17,7 +17,7 @@ import pytest
 from gsmcpd.config import control_socket_path
 from gsmcpd.router import control
 
-from helpers import (REPO, Client, Daemon, bodies_of, body_of, free_port, pid_alive, raw_exchange, recv_all,
+from helpers import (PROTOCOL, REPO, Client, Daemon, bodies_of, body_of, free_port, pid_alive, raw_exchange, recv_all,
                      rss_kib, rss_settles_under, runs_until, status_of, tool_text, wait_for_port, wait_until,
                      worker_pids)
 from test_e2e_lifetime import Exchange, worker_pid
@@ -114,6 +114,15 @@ def test_missing_unknown_and_ended_sessions(daemon):
     assert c.delete().status == 200
     assert c.call("tools/list").status == 404
     assert c.delete().status == 404
+    # initialize too: every request naming an ended session gets 404 (MCP), none opens one
+    ended = c.session
+    reply = c.call("initialize", {"protocolVersion": PROTOCOL, "capabilities": {},
+                                  "clientInfo": {"name": "t", "version": "0"}})
+    assert reply.status == 404 and reply.header("mcp-session-id") is None
+    assert "initialize a new session, without MCP-Session-Id" in reply.json()["error"]["message"]
+    c.session = None
+    c.initialize()
+    assert c.session != ended and c.call("ping").status == 200
 
 
 def test_other_methods_and_paths(daemon):

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from gsmcpd.config import Config
-from gsmcpd.router.app import App, _accept_lists
+from gsmcpd.router.app import SESSION_NOT_FOUND, App, _accept_lists
 from gsmcpd.router.main import Router
 from gsmcpd.wire.http import RequestParser
 
@@ -119,6 +119,28 @@ def test_an_unknown_session_is_404_telling_the_client_to_initialize_a_new_one(ve
     assert conn.answers == [(404, {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": (
         "Session not found: it has ended (DELETE, reaped, its worker gone, or the server restarted) or "
         "never existed; initialize a new session, without MCP-Session-Id")}})]
+
+
+@pytest.mark.parametrize("sid, answer", [("gone", 404), ("known", "opened"), (None, "opened")])
+def test_an_initialize_naming_an_ended_session_is_404_as_every_request_naming_it_is(sid, answer):
+    # MCP: once a session ends, requests containing its id get 404; the client
+    # re-initializes without it. A live session's id (or none) opens a session.
+    router = unauthenticated_router()
+    opened = []
+    router.sessions.opening = 0
+    router.sessions.open = lambda *args: opened.append("opened")
+    body = (b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
+            b'"capabilities":{},"clientInfo":{"name":"t","version":"0"}}}')
+    header = b"Mcp-Session-Id: %s\r\n" % sid.encode() if sid else b""
+    parser = RequestParser()
+    parser.feed(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: application/json, text/event-stream\r\n"
+                + header + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    conn = BodyConn()
+    App(router).handle(conn, parser.next_request())
+    if answer == 404:
+        assert conn.answers == [(404, json.loads(SESSION_NOT_FOUND))] and not opened
+    else:
+        assert opened == ["opened"] and not conn.answers
 
 
 def test_a_post_is_handled_with_no_cyclic_collection_walking_its_parsed_message():

@@ -213,14 +213,20 @@ class App:
                 jsonrpc.echoed(version, header=True), ", ".join(protocol.SUPPORTED_VERSIONS))
         return None
 
+    def _owned_session(self, sid, principal):
+        """The live session `sid` names if it is this principal's, else None (ended, never
+        was, or another user's: all alike to this client)."""
+        session = self.sessions.by_id.get(sid)
+        return session if session is not None and self.router.owns_session(session, principal) else None
+
     def _session(self, conn, request, principal):
         """The session named by the header, or None after answering 400/404."""
         sid = request.header("mcp-session-id")
         if not sid:
             conn.respond(400, [JSON], error_body(jsonrpc.INVALID_REQUEST, "Bad Request: missing MCP-Session-Id header"))
             return None
-        session = self.sessions.by_id.get(sid)
-        if session is None or not self.router.owns_session(session, principal):
+        session = self._owned_session(sid, principal)
+        if session is None:
             conn.respond(404, [JSON], SESSION_NOT_FOUND)
             return None
         refusal = self._version_refusal(request)
@@ -249,6 +255,12 @@ class App:
             return
         accepts_sse = accepts(request, "text/event-stream")
         if message.kind == "request" and message.method == "initialize":
+            sid = request.header("mcp-session-id")
+            if sid and self._owned_session(sid, principal) is None:
+                # MCP: an ended session's id gets 404 on every request, initialize too;
+                # the client re-initializes without it (the answer says so).
+                conn.respond(404, [JSON], SESSION_NOT_FOUND)
+                return
             refusal = self._version_refusal(request)
             if refusal:
                 conn.respond(400, [JSON], error_body(jsonrpc.INVALID_REQUEST, refusal, message.id))
