@@ -458,3 +458,35 @@ def test_a_package_one_account_adds_stays_usable_by_the_others_under_the_units_u
             assert stat.S_IMODE(made.stat().st_mode) == stat.S_IMODE(made.parent.stat().st_mode)
     finally:
         shutil.rmtree(image / name, ignore_errors=True)
+
+
+def test_a_package_one_account_makes_unlistable_neither_stops_the_others_sessions_nor_takes_their_commits(
+        tmp_path, accounts, image):
+    # ann's package at mode 0311 (ben may enter it, not list it) made every new session of
+    # ben's fail: "worker could not be prepared: PermissionError ... image/<it>".
+    (first, second), _ = accounts
+    user_map = tmp_path / "users.map"
+    user_map.write_text("ann %s\nben %s\n" % (first.pw_name, second.pw_name))
+    daemon, idp = peruser_daemon(tmp_path, image, user_map)
+    name = "hid%s" % secrets.token_hex(3)
+    try:
+        with daemon:
+            ann = session_for(daemon, idp, "ann")
+            assert not ann.tool("add_dictionary", dictionaryName=name + ".inner").get("isError")
+            text, failed = run(ann, "import os; os.chmod(%r, 0o311)" % str(image / name))
+            assert not failed, text
+            ben = session_for(daemon, idp, "ben")
+            dictionaries = ben.tool("list_dictionaries")["structuredContent"]["dictionaries"]
+            assert "shop.models" in dictionaries and name not in dictionaries
+            assert ben.tool("status")["structuredContent"]["unlisted"] == [name + "/"]
+            refused = ben.tool("add_dictionary", dictionaryName=name + ".mine")
+            assert refused["structuredContent"]["error"]["kind"] == "refused"
+            assert "".join(item["text"] for item in refused["content"]).startswith(
+                "commit refused: %s/ is a directory of the image this account may not list or enter" % name)
+            assert not (image / name / "mine.py").exists()
+            assert not ben.tool("abort").get("isError")
+            result = ben.tool("set_class_comment", className="shop.models.Product", comment="Ben's still.")
+            assert not result.get("isError"), result
+            assert "unlisted" not in ann.tool("status")["structuredContent"]   # ann lists it
+    finally:
+        shutil.rmtree(image / name, ignore_errors=True)

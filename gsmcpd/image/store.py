@@ -130,6 +130,7 @@ def other_form(relpath: str) -> str:
 class Snapshot:
     files: dict[str, bytes]      # relpath -> content
     version: int                 # journal length when read
+    unlisted: list[str] = ()     # directories this account may not list or enter (see _scan)
 
 
 class CommitConflict(Exception):
@@ -205,6 +206,19 @@ class DirectoryInTheWay(OSError):
                                        "a commit cannot put the module's file in its place, so "
                                        "nothing was written; move the directory away and commit "
                                        "again")
+
+
+class UnlistedDirectory(OSError):
+    """A commit would write or remove in a directory of the image this account may not
+    list or enter (another account's, mode 0311 or 0700): the view never saw what is in
+    it, so the commit could overwrite it, or leave it in no package. Nothing was written."""
+
+    def __init__(self, directory: str):
+        super().__init__(errno.EACCES, f"{directory}/ is a directory of the image this account "
+                                       "may not list or enter, so this session never saw what is in "
+                                       "it and a commit must not write or remove there; nothing was "
+                                       "written; its owner must make it readable (or move it away)")
+        self.directory = directory
 
 
 class ImageStore:
@@ -321,15 +335,15 @@ class ImageStore:
         with held if held is not None else self._locked(fcntl.LOCK_SH):
             intent = self._pending_intent()
             writes = intent["writes"] if intent is not None else {}
-            files = {}
-            for rel in self._scan(intent):
+            files, unlisted = {}, []
+            for rel in self._scan(intent, unlisted):
                 data = self._pending_bytes(rel, writes[rel]) if rel in writes else self._read(rel)
                 if data is not None:
                     files[rel] = data
             version = self._journal_length()
             if intent is not None and not self._journaled(intent):
                 version += 1   # its journal line, not written yet
-            return Snapshot(files, version)
+            return Snapshot(files, version, unlisted)
 
     def _read(self, rel: str) -> bytes | None:
         """A file's bytes; None if it is missing or this account may not read it
@@ -346,28 +360,44 @@ class ImageStore:
         except PermissionError:
             return UNREADABLE
 
-    def _scan(self, intent: dict | None = None) -> list[str]:
+    def _scan(self, intent: dict | None = None, unlisted: list[str] | None = None) -> list[str]:
         """Relative paths of importable module files: hidden dirs, caches and
         directories that are not regular packages are left out. With a pending
         commit's intent, as they will be once it is applied: its new files are in,
         its removed files out, and so are the modules of the packages it makes or
-        unmakes (an `__init__.py` written or removed). (os.scandir and plain
+        unmakes (an `__init__.py` written or removed). A directory this account may not
+        list or enter is left out, whole, and named in `unlisted`: what an account may not
+        read, it does not see (its sessions open all the same). (os.scandir and plain
         strings, not pathlib: this runs in every new worker, where each object
         touched for the first time copies a shared page.)"""
         written = intent["writes"] if intent is not None else {}
         removed = frozenset(intent["removes"]) if intent is not None else frozenset()
         found = []
         walked = {""}
+        unlisted = [] if unlisted is None else unlisted
 
         def is_package(path: str, package: str) -> bool:
             init = package + "/__init__.py"
             if init in written or init in removed:
                 return init in written
-            return os.path.isfile(os.path.join(path, "__init__.py"))
+            try:
+                return stat.S_ISREG(os.stat(os.path.join(path, "__init__.py")).st_mode)
+            except PermissionError:   # may not enter it: a package, for all it knows
+                unlisted.append(package)
+            except OSError:
+                pass
+            return False
 
         def walk(directory: str, prefix: str) -> None:
-            with os.scandir(directory) as scan:
-                entries = sorted(scan, key=_entry_name)
+            try:
+                with os.scandir(directory) as scan:
+                    entries = sorted(scan, key=_entry_name)
+            except PermissionError:
+                if not prefix:
+                    raise   # the image itself: no snapshot at all
+                unlisted.append(prefix[:-1])
+                walked.discard(prefix)
+                return
             for entry in entries:
                 name = entry.name
                 if name.startswith(".") or name == "__pycache__":
@@ -455,6 +485,9 @@ class ImageStore:
         with self._exclusive() as dirs:
             self._finish_pending()
             for rel in sorted(changes):
+                self._refuse_unlisted(rel, dirs)
+                if base_hashes.get(rel) is None:   # nor made where its other form may be
+                    self._refuse_unlisted(other_form(rel), dirs)
                 self._check(rel, dirs)
                 if changes[rel] is not None:
                     self._refuse_unreplaceable(rel, dirs)
@@ -518,12 +551,15 @@ class ImageStore:
             if disk != base_hashes.get(rel):
                 conflicts[rel] = _how(base_hashes.get(rel), disk is not None)
         unreadable = set()
-        modules = None   # scanned once, for the first package removed
+        modules, unlisted = None, []   # scanned once, for the first package removed
         for rel, data in changes.items():
             if data is None:
                 if rel.endswith("/__init__.py"):
                     package = rel[:-len("__init__.py")]
-                    modules = self._scan() if modules is None else modules
+                    modules = self._scan(None, unlisted) if modules is None else modules
+                    for directory in unlisted:   # what it holds would be left in no package
+                        if (directory + "/").startswith(package):
+                            raise UnlistedDirectory(directory)
                     for other in modules:
                         if other.startswith(package) and other not in changes:
                             data = self._contents(other)
@@ -679,6 +715,20 @@ class ImageStore:
                 return json.loads(lines[-1]).get("id") if lines[-1].strip() else None
             except ValueError:
                 return None
+
+    def _refuse_unlisted(self, rel: str, dirs: ImageDirs) -> None:
+        """UnlistedDirectory for the outermost directory `rel` lies in that is there but
+        this account may not list or enter: the session's view left it out (see _scan)."""
+        parts = rel.split("/")[:-1]
+        for depth in range(1, len(parts) + 1):
+            directory = "/".join(parts[:depth])
+            try:
+                with readable(dirs.open(directory)):
+                    pass
+            except (FileNotFoundError, NotADirectoryError, UntrustedLink):
+                return   # made by this commit, or refused by _check
+            except PermissionError:
+                raise UnlistedDirectory(directory) from None
 
     def _check(self, rel: str, dirs: ImageDirs) -> None:
         """Open `rel`'s directory into `dirs`, refusing (UnsafePath) a symbolic link on

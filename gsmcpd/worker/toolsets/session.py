@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 
-from gsmcpd.image.store import CommitConflict, DirectoryInTheWay, LinkedModule, module_name_of
+from gsmcpd.image.store import (CommitConflict, DirectoryInTheWay, LinkedModule, UnlistedDirectory,
+                                module_name_of)
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import ToolError, Toolset, object_schema
 
@@ -39,7 +40,7 @@ def commit_view(view) -> tuple[list[str], list[str]]:
     except CommitConflict as error:
         raise conflict_error(error, kept=" and your changes are kept uncommitted "
                              f"({', '.join(view.changed_modules())})") from None
-    except (LinkedModule, DirectoryInTheWay) as error:   # a path no commit can replace
+    except (LinkedModule, DirectoryInTheWay, UnlistedDirectory) as error:   # no commit may write there
         raise ToolError("refused", f"commit refused: {error.strerror}; your changes are kept "
                         f"uncommitted ({', '.join(view.changed_modules())})") from None
     except OSError as error:
@@ -136,6 +137,10 @@ class SessionToolset(Toolset):
             f"view version: {structured['viewVersion']}",
             "uncommitted changes: " + (", ".join(changed) if changed else "none"),
         ])
+        if view.unlisted:   # left out of the view; a commit there is refused
+            structured["unlisted"] = [f"{directory}/" for directory in view.unlisted]
+            text += ("\nnot seen (directories this account may not list or enter; a commit "
+                     "into them is refused): " + ", ".join(structured["unlisted"]))
         return {"text": text, "structured": structured}
 
 
