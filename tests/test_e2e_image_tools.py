@@ -205,7 +205,8 @@ def test_a_commit_that_cannot_be_written_says_nothing_was_written_and_keeps_the_
                         source="def shown(self):\n    return self.n\n")
     finally:
         blocker.rmdir()
-    assert message.startswith("commit failed: the image could not be written ([Errno 21] Is a directory")
+    assert message.startswith("commit failed: the image could not be written ([Errno 21] Is a directory: "
+                              f"'fix/{blocker.name}')")   # where in the image, not the bare name
     assert "nothing was written and your changes are kept uncommitted (fix.models)" in message
     assert (image / "fix/models.py").read_text() == before
     assert structured(c, "commit")["committed"] == ["fix.models"]

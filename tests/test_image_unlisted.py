@@ -106,6 +106,13 @@ def test_removing_a_package_holding_a_directory_it_may_not_list_is_refused(image
     assert (image / "pkg/__init__.py").exists() and (image / "pkg/seen.py").exists()
 
 
+def test_a_commit_into_a_directory_it_may_not_write_names_the_directory(image):
+    # It said "Permission denied: '.new.py.tmp-123'", not where.
+    out = as_nobody(image, "out['answer'] = commit({'readonly/new.py': b'y = 2\\n'})")
+    assert out["answer"].startswith("PermissionError: [Errno 13] Permission denied: 'readonly/.new.py.tmp-")
+    assert not (image / "readonly/new.py").exists()
+
+
 def test_the_rest_of_the_image_commits_as_usual(image):
     out = as_nobody(image, "out['answer'] = commit({'shop/cart.py': b'class Cart:\\n    n = 1\\n'})")
     assert out["answer"] == "committed"

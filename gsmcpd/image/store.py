@@ -803,7 +803,10 @@ class ImageStore:
             mode = stat.S_IMODE(os.stat(name, dir_fd=fd).st_mode)
         except FileNotFoundError:
             mode = 0o644
-        out = _create_own(temp, dir_fd=fd)
+        try:
+            out = _create_own(temp, dir_fd=fd)
+        except OSError as error:   # named in the image: the bare name says not where
+            raise OSError(error.errno, error.strerror, posixpath.join(directory, temp)) from None
         try:
             os.fchmod(out, mode)
             _write_all(out, data)
