@@ -1,5 +1,6 @@
 """Views: snapshot isolation, the import hook, commit/conflict/refresh/abort, reloading."""
 
+import importlib
 import inspect
 import os
 import sys
@@ -9,7 +10,7 @@ import pytest
 
 from gsmcpd.image.store import CommitConflict
 from helpers import exclusive_lock_free
-from test_tools_support import image, views  # noqa: F401  (fixtures)
+from test_tools_support import image, views, write_image  # noqa: F401  (fixtures)
 
 NOISE_V2 = '    def noise(self):  # dogs bark\n        return "WOOF"\n'
 
@@ -139,6 +140,37 @@ def test_shadowed_kernel_module_is_not_the_views(image, views):
     assert view.module("json") is None
     import json
     assert not view.defines(json.JSONDecoder)
+
+
+def test_a_package_the_kernel_holds_gets_none_of_the_images_modules(tmp_path, views, monkeypatch):
+    # `import json.tool` loaded the image's json/tool.py under the standard library's json.
+    import json
+    import json.tool as stdlib_tool
+    image = write_image(tmp_path / "image", {"json/__init__.py": "", "json/tool.py": "MARK = 'image'\n",
+                                             "json/extra.py": "MARK = 'image'\n"})
+    monkeypatch.delitem(sys.modules, "json.tool")   # restored after the test
+    view = views(image)
+    assert view.shadowing("json.tool") == view.shadowing("json.extra") == "json"
+    assert view.module("json.tool") is None and view.module("json.extra") is None
+    tool = importlib.import_module("json.tool")
+    assert tool.__file__ == stdlib_tool.__file__ and not hasattr(tool, "MARK")
+    with pytest.raises(ModuleNotFoundError):   # the kernel's json has no extra
+        importlib.import_module("json.extra")
+    assert sys.modules["json"] is json
+
+
+def test_a_package_the_image_holds_is_the_images_whole(tmp_path, views):
+    # A standard-library name no module has imported yet: the image's package is that name,
+    # and the standard library's modules of it are not mixed in.
+    if any(name == "wsgiref" or name.startswith("wsgiref.") for name in sys.modules):
+        pytest.skip("wsgiref is loaded in this process already")
+    image = write_image(tmp_path / "image", {"wsgiref/__init__.py": "class Mine:\n    pass\n",
+                                             "wsgiref/extra.py": "MARK = 'image'\n"})
+    view = views(image)
+    assert view.module("wsgiref").Mine and view.module("wsgiref.extra").MARK == "image"
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("wsgiref.util")   # the standard library's, not the image's
+    assert not view.shadowed("wsgiref.extra")
 
 
 @pytest.mark.parametrize("where", ["before", "past"])

@@ -256,11 +256,16 @@ def _imported_around(module: str) -> str:
 
 
 def _unloadable(view: View, module: str) -> str:
-    if view.imported_around(module):
-        return _imported_around(module)
-    if view.shadowed(module):
+    holder = view.shadowing(module)
+    if holder is not None and view.imported_around(holder):
+        return _imported_around(holder)
+    if holder == module:
         return (f"image module {module} is shadowed by the already-loaded kernel module of "
                 "that name; rename the image module")
+    if holder is not None:
+        return (f"image module {module} is shadowed: its package's name {holder} belongs to the "
+                "already-loaded kernel module of that name, whose own modules are imported by "
+                f"that name; rename the image package {holder}")
     error = view.syntax_error(module)
     if error is not None:
         where = f"line {error.lineno}: " if error.lineno else ""   # none for the whole text

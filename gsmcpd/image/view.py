@@ -49,7 +49,8 @@ class _SnapshotLoader(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def find_spec(self, fullname, path=None, target=None):
         rel = self.view.relpath(fullname)
-        if rel is None:
+        if rel is None or self.view.shadowed(fullname):
+            # A package is one side's whole: the kernel's json gets no json.tool of the image.
             return None
         is_package = rel.endswith("/__init__.py")
         spec = importlib.util.spec_from_loader(
@@ -256,10 +257,20 @@ class View:
     def loaded_modules(self) -> list[str]:
         return sorted(name for name in list(sys.modules) if self.owns_module(name))
 
+    def shadowing(self, module: str) -> str | None:
+        """The already-loaded module, not the view's, that holds `module`'s name or its
+        package's (outermost first): `json` for an image's json and json.tool, as the
+        worker has loaded the standard library's; None if the name is the view's."""
+        parts = module.split(".")
+        for depth in range(1, len(parts) + 1):
+            name = ".".join(parts[:depth])
+            if name in sys.modules and not self.owns_module(name):
+                return name
+        return None
+
     def shadowed(self, module: str) -> bool:
-        """A module of this name that is not the view's is already loaded
-        (e.g. an image module named `json`): its name belongs to the kernel."""
-        return module in sys.modules and not self.owns_module(module)
+        """Its name belongs to the kernel (see shadowing): the view neither imports nor changes it."""
+        return self.shadowing(module) is not None
 
     def module(self, name: str):
         """The live image module, imported from the snapshot; None if it is

@@ -1,0 +1,55 @@
+"""End to end: image packages named like standard-library ones. The worker has loaded the
+standard library's `json`, so the image's json/ is shadowed; it has not loaded `email`,
+so the image's email/ is that name for the session. Either way a package is one side's
+whole: no module of the other is imported into it.
+"""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from helpers import Daemon
+from test_e2e_tools import structured
+
+STDLIB_JSON = Path(json.__file__).parent
+
+
+@pytest.fixture(scope="module")
+def image(tmp_path_factory):
+    root = tmp_path_factory.mktemp("shadowed") / "image"
+    shutil.copytree(STDLIB_JSON, root / "json", ignore=shutil.ignore_patterns("__pycache__"))
+    with open(root / "json" / "tool.py", "a") as tool:
+        tool.write("\nMARK = 'the image'\n")
+    (root / "email").mkdir()
+    (root / "email" / "__init__.py").write_text('"""The image\'s email."""\n')
+    (root / "email" / "extra.py").write_text("MARK = 'the image'\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def daemon(image, tmp_path_factory):
+    with Daemon(tmp_path_factory.mktemp("daemon"), env={"GS_MCP_IMAGE": str(image)}) as running:
+        yield running
+
+
+def run(client, code):
+    return structured(client, "execute_code", code=code)["result"]
+
+
+def test_a_shadowed_package_is_the_standard_librarys_whole(c, image):
+    # `import json.tool` loaded the image's json/tool.py under the standard library's json.
+    found = run(c, "import json.tool\njson.tool.__file__, getattr(json.tool, 'MARK', None)")
+    assert found == repr((str(STDLIB_JSON / "tool.py"), None))
+    not_loaded = structured(c, "list_test_classes")["notLoaded"]
+    assert ("image module json.tool is shadowed: its package's name json belongs to the "
+            "already-loaded kernel module of that name, whose own modules are imported by that "
+            "name; rename the image package json") in not_loaded
+
+
+def test_a_package_the_image_holds_is_the_images_whole(c, image):
+    assert run(c, "import email.extra\nemail.__file__, email.extra.MARK") == repr(
+        (str(image / "email" / "__init__.py"), "the image"))
+    said = run(c, "try:\n    import email.utils\nexcept ModuleNotFoundError as e:\n    r = str(e)\nr")
+    assert said == repr("No module named 'email.utils'")
