@@ -53,3 +53,19 @@ def test_a_package_the_image_holds_is_the_images_whole(c, image):
         (str(image / "email" / "__init__.py"), "the image"))
     said = run(c, "try:\n    import email.utils\nexcept ModuleNotFoundError as e:\n    r = str(e)\nr")
     assert said == repr("No module named 'email.utils'")
+
+
+def test_every_browsing_tool_answers_a_shadowed_class_from_source_saying_so(c):
+    # get_class_hierarchy answered kind other ("shadowed") where describe_class answered from source.
+    said = ("image module json.decoder is shadowed: its package's name json belongs to the "
+            "already-loaded kernel module of that name, whose own modules are imported by that "
+            "name; rename the image package json")
+    hierarchy = structured(c, "get_class_hierarchy", className="JSONDecodeError")
+    assert (hierarchy["bases"], hierarchy["subclasses"], hierarchy["fromSource"]) == (["ValueError"], [], said)
+    described = structured(c, "describe_class", className="JSONDecodeError")
+    assert (described["bases"], described["fromSource"]) == (["ValueError"], said)
+    methods = structured(c, "list_methods", className="JSONDecodeError")
+    assert methods["fromSource"] == said and {"name": "__reduce__", "definedIn": "json.decoder.JSONDecodeError"} \
+        in methods["methods"]["instance"]
+    assert "class JSONDecodeError(ValueError):" in structured(c, "export_class_source",
+                                                               className="JSONDecodeError")["source"]

@@ -487,7 +487,31 @@ def test_a_class_its_module_rebinds_is_browsed_from_source_saying_what_the_name_
     assert "methods: a" in described
     assert "(from source: zoo.rebound.Gone is not bound to a class once zoo.rebound is imported " \
            "(found NoneType))" in described and "unknown error" not in described
-    assert "found NoneType" in client.error("get_class_hierarchy", "other", className="Gone")
+    hierarchy = client.ok("get_class_hierarchy", className="Gone")["structuredContent"]
+    assert "found NoneType" in hierarchy["fromSource"] and hierarchy["bases"] == []
+
+
+def test_a_class_of_a_shadowed_module_is_browsed_from_source_by_every_tool_saying_so(client):
+    # get_class_hierarchy answered kind other ("shadowed") where describe_class answered
+    # from source; list_methods answered from source saying nothing.
+    client.view.add_module("zoo.users", "import json\nfrom json import JSONDecoder as D\n\n\n"
+                                        "class Strict(json.JSONDecoder):\n    pass\n\n\n"
+                                        "class Loose(D):\n    pass\n\n\nclass Own:\n    pass\n")
+    client.view.add_module("json", "class JSONDecoder(dict):\n    def decode(self):\n        pass\n")
+    said = ("image module json is shadowed by the already-loaded kernel module of that name; "
+            "rename the image module")
+    hierarchy = client.ok("get_class_hierarchy", className="json.JSONDecoder")
+    assert hierarchy["structuredContent"] == {
+        "class": "json.JSONDecoder", "superclasses": [], "bases": ["dict"],
+        "subclasses": ["zoo.users.Loose", "zoo.users.Strict"], "fromSource": said}
+    assert text(hierarchy) == ("bases (as written): dict\nsubclasses: zoo.users.Loose, zoo.users.Strict\n"
+                               f"(from source: {said})")
+    for tool in ("describe_class", "list_methods"):
+        answer = client.ok(tool, className="json.JSONDecoder")
+        assert answer["structuredContent"]["fromSource"] == said
+        assert text(answer).endswith(f"(from source: {said})")
+    assert client.ok("list_methods", className="json.JSONDecoder")["structuredContent"]["methods"][
+        "instance"] == [{"name": "decode", "definedIn": "json.JSONDecoder"}]
 
 
 def test_private_instance_variables_are_listed_as_they_are_stored(client):

@@ -9,6 +9,7 @@ import inspect
 from gsmcpd.image import catalog, splice
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import ToolError, Toolset, bool_prop, object_schema, string_prop
+from gsmcpd.worker.toolsets.search import spellings_of
 
 CLASS_NAME = {"className": string_prop("a class: bare name if unique, or module.Class",
                                           min_length=1)}
@@ -156,6 +157,7 @@ class BrowsingToolset(Toolset):
             lines.append(f"doc: {doc}")
         if cls is None:
             lines.append(f"(from source: {not_live})")
+            structured["fromSource"] = not_live
         return with_class_note(self.view, ref, {"text": "\n".join(lines), "structured": structured})
 
     def export_class_source(self, arguments):
@@ -174,7 +176,7 @@ class BrowsingToolset(Toolset):
     def get_class_hierarchy(self, arguments):
         ref, cls, node, not_live = self._resolve(arguments)
         if cls is None:
-            raise ToolError("other", not_live)
+            return self._hierarchy_from_source(ref, node, not_live)
         self.view.load_all()
         chain = [qualname(c) for c in reversed(cls.__mro__)]
         subclasses = catalog.image_subclasses(self.view, cls)
@@ -182,6 +184,25 @@ class BrowsingToolset(Toolset):
                           "subclasses: " + (", ".join(subclasses) or "-")])
         return {"text": text, "structured": {"class": ref.qualified, "superclasses": chain,
                                              "subclasses": subclasses}}
+
+    def _hierarchy_from_source(self, ref, node, not_live):
+        """A class whose module cannot be loaded (shadowed, fails to import): its bases as
+        written, and the image's class statements that name it as a base, as their module's
+        code spells it (no chain: that needs the live classes)."""
+        bases = [ast.unparse(base) for base in node.bases]
+        subclasses = []
+        for module in self.view.module_names():
+            tree = self.view.tree(module)
+            if tree is None:
+                continue
+            names, chains = spellings_of(self.view, module, ref.qualified)
+            subclasses += [f"{module}.{sub.name}" for sub in splice.module_level_classes(tree)
+                           if any(ast.unparse(base) in names | chains for base in sub.bases)]
+        subclasses = sorted(set(subclasses))
+        text = "\n".join([f"bases (as written): {', '.join(bases) or '-'}",
+                          "subclasses: " + (", ".join(subclasses) or "-"), f"(from source: {not_live})"])
+        return {"text": text, "structured": {"class": ref.qualified, "superclasses": [], "bases": bases,
+                                             "subclasses": subclasses, "fromSource": not_live}}
 
     def get_method_source(self, arguments):
         ref, cls, node, not_live = self._resolve(arguments)
@@ -259,8 +280,11 @@ class BrowsingToolset(Toolset):
                 lines.append(f"{kind}:")
                 lines += [f"  {e['name']}" + (f"  (inherited from {e['definedIn']})"
                                               if e.get("inherited") else "") for e in entries]
-        return {"text": "\n".join(lines) or f"{ref.qualified} has no methods",
-                "structured": {"class": ref.qualified, "methods": groups}}
+        text, structured = "\n".join(lines) or f"{ref.qualified} has no methods", {
+            "class": ref.qualified, "methods": groups}
+        if cls is None:   # its own defs only: what it inherits needs the live class
+            text, structured["fromSource"] = f"{text}\n(from source: {not_live})", not_live
+        return {"text": text, "structured": structured}
 
 
 def with_class_note(view, ref, answer: dict) -> dict:

@@ -119,7 +119,7 @@ class SearchToolset(Toolset):
         scopes = {}      # module -> _globals_of_defs, for the modules with a bare name to find
         for module, label, node, _ in code_units(self.view):
             if module not in spellings:
-                spellings[module] = _spellings(self.view, module, name)
+                spellings[module] = spellings_of(self.view, module, name)
             names, chains = spellings[module]
             if names and module not in scopes:
                 scopes[module] = _globals_of_defs(self.view.source(module))
@@ -238,7 +238,7 @@ def _globals_used(table) -> set[str]:
     return used
 
 
-def _spellings(view, module: str, name: str) -> tuple[set[str], set[str]]:
+def spellings_of(view, module: str, name: str) -> tuple[set[str], set[str]]:
     """The bare names and dotted chains by which `module`'s code refers to the global
     `name`. A bare name is any global of that name; `pkg.mod.Class` is `Class` only in
     pkg.mod itself or where it is imported from there (`from .mod import Class as C`: `C`),
