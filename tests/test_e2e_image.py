@@ -453,10 +453,11 @@ def test_a_break_during_a_commit_says_whether_the_commit_stands(tmp_path, step):
 
 @pytest.mark.parametrize("step", ["_write_intent", "_apply"])
 def test_a_stop_during_a_commit_leaves_the_image_files_whole(tmp_path, step):
-    # SIGTERM ends the call in flight by killing its worker, here mid-commit: before its
-    # commit point (temps written) or past it (renames pending). The files were left so
-    # (half the commit renamed, temps about) until the next start; a stopped server's
-    # image is what git, editors and backups read.
+    # A call still in flight when the stop's grace ends (GS_MCP_BREAK_GRACE, 2 s here) is
+    # ended by killing its worker, here mid-commit: before its commit point (temps
+    # written) or past it (renames pending). The files were left so (half the commit
+    # renamed, temps about) until the next start; a stopped server's image is what git,
+    # editors and backups read. A commit that finishes within the grace: test_e2e_shutdown.py.
     image = write_image(tmp_path / "image", {"pets.py": "SOUND = 'woof'\n"})
     with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
         a = session(daemon)
@@ -470,7 +471,8 @@ def test_a_stop_during_a_commit_leaves_the_image_files_whole(tmp_path, step):
         assert wait_until((intent if step == "_apply" else temp).exists, timeout=15)
         assert daemon.stop() == 0
         caller.join(15)
-    assert answers[0]["error"]["message"] == "session ended: server shutting down"
+    assert answers[0]["error"]["message"] == (
+        "session ended: server shutting down (its call in flight still ran after the 2s grace, GS_MCP_BREAK_GRACE)")
     assert not intent.exists() and not temp.exists()
     if step == "_write_intent":   # not decided: nothing of it
         assert (image / "pets.py").read_text() == "SOUND = 'woof'\n" and journal(image) == []

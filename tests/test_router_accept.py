@@ -247,11 +247,11 @@ def test_recovery_at_stop_finishes_a_commit_left_half_applied_sweeps_temps_and_n
     held = os.open(store.lock_file, os.O_RDONLY)
     try:
         fcntl.flock(held, fcntl.LOCK_EX)
-        router._recover_image(image, wait=False)    # returns at once, not blocked
+        router.recover_image(image, wait=False)    # returns at once, not blocked
     finally:
         os.close(held)
     assert (image / ".gsmcpd" / "commit.intent").exists() and (image / "b.py").read_text() == "B = 1\n"
-    router._recover_image(image, wait=False)
+    router.recover_image(image, wait=False)
     assert (image / "a.py").read_text() == "A = 2\n" and (image / "b.py").read_text() == "B = 2\n"
     assert not (image / ".gsmcpd" / "commit.intent").exists()
     assert sorted(p.name for p in image.rglob("*") if ".tmp-" in p.name) == []

@@ -21,14 +21,13 @@ from gsmcpd.router.control_endpoint import ControlEndpoint
 from gsmcpd.router.connection import Connection, drop_arrived
 from gsmcpd.router.loop import ACCEPT_PAUSE, Loop, send_some
 from gsmcpd.router.sessions import SessionManager
+from gsmcpd.router.shutdown import Shutdown
 from gsmcpd.router.supervision import Supervisor
 from gsmcpd.router.workers import WorkerPool, free_descriptors
 from gsmcpd.wire import http, jsonrpc
 
 log = logging.getLogger("gsmcpd.router")
 trace_log = logging.getLogger("gsmcpd.trace")
-
-SHUTDOWN_GRACE = 3.0  # seconds workers get to exit before SIGKILL
 
 
 def connections_full_response(limit):
@@ -86,7 +85,7 @@ class Router:
         self.listener = None
         self.port = None
         self.stopping = False
-        self._calls_cut = False   # shutdown ended a call in flight (killing its worker)
+        self._shutdown = None
         self.exit_code = 0
         self.user = getpass.getuser()
         self.image = None
@@ -131,9 +130,9 @@ class Router:
         if problem:
             raise SystemExit("gsmcpd: image %s %s" % (image, problem))
         self.image = str(image.absolute())
-        self._recover_image(image)
+        self.recover_image(image)
 
-    def _recover_image(self, image, wait=True):
+    def recover_image(self, image, wait=True):
         """Snapshots read a commit killed past its commit point as finished; on disk
         it is finished by the next commit, or here (at start and at stop), so other
         tools see it too. Temp files of commits killed before that point go here too.
@@ -342,6 +341,8 @@ class Router:
 
     def session_ended(self, session):
         self.supervisor.session_ended(session)
+        if self._shutdown is not None:
+            self._shutdown.session_ended()
 
     # -- trace -------------------------------------------------------------
     def trace_inbound(self, request):
@@ -369,48 +370,15 @@ class Router:
         if self._trace_in:
             trace_log.info(trace.format_unreadable(reason))
 
-    # -- shutdown ----------------------------------------------------------
+    # -- shutdown: router.shutdown's ----------------------------------------
     def shutdown(self):
-        if self.stopping:
+        """SIGTERM/SIGINT: the graceful stop; a second one stops at once."""
+        if self._shutdown is not None:
+            self._shutdown.again()
             return
         self.stopping = True
-        log.info("shutting down: %d session(s)", len(self.sessions.by_id))
-        if self.on_stopping:
-            self.on_stopping()
-        if self.listener is not None:
-            self.loop.remove(self.listener)
-            self.listener.close()
-        if self.control is not None:
-            self.control.close()
-        workers = [s.worker for s in self.sessions.by_id.values()]
-        # Ending a session kills the worker of its call in flight, maybe mid-commit.
-        self._calls_cut = any(s.inflight is not None for s in self.sessions.by_id.values())
-        for session in list(self.sessions.by_id.values()):
-            self.sessions.end(session, "server shutting down")
-        workers += self.pool.close()
-        for conn in list(self.connections):
-            if conn.streaming:
-                conn.end_stream()
-            conn.drain_and_close()
-        self._await_workers(workers, self.loop.time() + SHUTDOWN_GRACE)
-
-    def _await_workers(self, workers, deadline):
-        alive = [w for w in workers if w.alive]
-        if alive and self.loop.time() < deadline:
-            self.loop.call_later(0.05, lambda: self._await_workers(alive, deadline))
-            return
-        for worker in alive:
-            worker.kill()
-        self.pool.stop_spawner()
-        for conn in list(self.connections):
-            conn.close()
-        if self.image is not None and (self._calls_cut or alive):
-            # A worker killed mid-call may have been committing: its files would stay
-            # half-renamed until the next start. Not waited for: a lock another process
-            # holds is a commit of theirs, which finishes its own (and a killed worker's
-            # lock is gone with it).
-            self._recover_image(Path(self.image), wait=False)
-        self.loop.stop()
+        self._shutdown = Shutdown(self)
+        self._shutdown.begin()
 
 
 def serve(config, *, on_ready=None, on_stopping=None, on_reload=None, stop_requested=None,

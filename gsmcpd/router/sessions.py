@@ -149,6 +149,7 @@ class Session:
         self.outbox = None  # server-initiated messages waiting for the stream
         self.refusing = False  # its queue was full; logged once until a call starts
         self.tools_listed = None  # the worker's tools/list result: the router answers from it
+        self.draining = None  # why it ends once its call in flight is answered (shutdown)
 
     @property
     def short(self):
@@ -235,20 +236,9 @@ class SessionManager:
         self._churned_at = self.loop.time()
         session.queue.clear()
         for call in gone:
-            try:
-                if call.pacer is not None:   # its last progress, before "session ended"
-                    self._flush_notify(session, call)
-                self._fail(call, jsonrpc.WORKER_GONE, "session ended: %s" % reason)
-            except Exception:
-                # The worker must still be stopped below: one call that cannot be
-                # answered loses its connection, not the session's cleanup.
-                log.exception("session %s: could not answer a call while ending", session.short)
-                call.conn.close()
+            self._fail_gone(session, call, "session ended: %s" % reason)
         self.router.session_ended(session)  # last flush of its outbox
-        if session.stream is not None:
-            stream, session.stream = session.stream, None
-            stream.on_stream_lost = None
-            stream.end_stream()
+        self._end_get_stream(session)
         worker = session.worker
         if worker.alive and busy:
             # Its call was just answered "session ended": it must not go on running
@@ -259,6 +249,37 @@ class SessionManager:
             # A worker that does not go when asked is made to.
             self.loop.call_later(self.config.break_grace, worker.kill)
         log.info("session %s ended: %s", session.short, reason)
+
+    def drain(self, session, reason):
+        """At shutdown, a session with a call in flight: the calls queued behind it are
+        answered now (they never ran), the call is left to finish, and the session ends
+        with `reason` once it is answered (Shutdown bounds the wait)."""
+        session.draining = reason
+        waiting = list(session.queue)
+        session.queue.clear()
+        for call in waiting:
+            self._fail_gone(session, call, (
+                "%s: this request waited behind the session's call in flight and was not run; "
+                "send it again in a new session once the server is back" % reason))
+        self._end_get_stream(session)
+
+    def _fail_gone(self, session, call, text):
+        """Answer a call its session will not run -32003 (WORKER_GONE), its last progress first."""
+        try:
+            if call.pacer is not None:
+                self._flush_notify(session, call)
+            self._fail(call, jsonrpc.WORKER_GONE, text)
+        except Exception:
+            # The session's worker must still be stopped: one call that cannot be
+            # answered loses its connection, not the session's cleanup.
+            log.exception("session %s: could not answer a call while ending", session.short)
+            call.conn.close()
+
+    def _end_get_stream(self, session):
+        if session.stream is not None:
+            stream, session.stream = session.stream, None
+            stream.on_stream_lost = None
+            stream.end_stream()
 
     # -- requests ----------------------------------------------------------
     def submit(self, session, conn, message, body, accepts_sse, ahead=b""):
@@ -386,7 +407,10 @@ class SessionManager:
                 if call.pacer is not None:
                     self._flush_notify(session, call)
                 self._deliver(session, call, body)
-            self._pump(session)
+            if session.draining:
+                self.end(session, session.draining)
+            else:
+                self._pump(session)
         elif op == "notify":
             call = session.inflight
             message = relayed(frame)

@@ -1,0 +1,137 @@
+"""The graceful stop (SIGTERM/SIGINT), in timers on the router's loop, never a sleep.
+
+1. The listener and control socket close; from now on every request on an open
+   connection is answered 503 with Retry-After (App.handle).
+2. A session with no call in flight ends now. A call queued behind a running one is
+   answered at once: it never ran. A running call gets the call grace (GS_MCP_BREAK_GRACE,
+   at most CALL_GRACE_CAP) to finish, is answered with its real result, and its session
+   then ends: a commit in flight lands and its client is told so.
+3. At the grace's end a call still running is answered "session ended: server shutting
+   down (...)" and its worker killed, as every call in flight was before the grace.
+4. The workers get SHUTDOWN_GRACE to exit and are killed; connections are closed once
+   their replies are written (within the same bound), the image is tidied after a killed
+   call, and the loop stops.
+
+A second signal skips the waits: what still runs is ended and every worker killed at once;
+the router exits as soon as they are gone.
+"""
+
+import logging
+from pathlib import Path
+
+log = logging.getLogger("gsmcpd.router")
+
+# The call grace is capped so the whole stop, this and SHUTDOWN_GRACE, stays within
+# `gsmcpd stop`'s 10 s before its SIGKILL (systemd's TimeoutStopSec is 20).
+CALL_GRACE_CAP = 5.0
+SHUTDOWN_GRACE = 3.0   # seconds workers get to exit before SIGKILL
+POLL = 0.05            # how often the last phase looks at workers and connections
+
+STOPPING = "server shutting down"
+
+
+def call_grace(config):
+    return min(config.break_grace, CALL_GRACE_CAP)
+
+
+class Shutdown:
+    def __init__(self, router):
+        self.router = router
+        self.loop = router.loop
+        self.sessions = router.sessions
+        self.grace = call_grace(router.config)
+        self.workers = []
+        self.draining = False      # calls in flight are being waited for
+        self.hurry = False         # a second signal: no more waiting
+        self.calls_cut = False     # a call in flight was ended by killing its worker
+        self._grace_timer = None
+        self._deadline = None      # the last phase's
+
+    def begin(self):
+        router, sessions = self.router, self.sessions
+        running = [s for s in sessions.by_id.values() if s.inflight is not None]
+        calls = ("; %d call(s) in flight get up to %gs to finish (GS_MCP_BREAK_GRACE)" % (len(running), self.grace)
+                 if running else "")
+        log.info("shutting down: %d session(s)%s", len(sessions.by_id), calls)
+        if router.on_stopping:
+            router.on_stopping()
+        if router.listener is not None:
+            self.loop.remove(router.listener)
+            router.listener.close()
+        if router.control is not None:
+            router.control.close()
+        self.workers = [s.worker for s in sessions.by_id.values()]
+        replying = set()
+        for session in list(sessions.by_id.values()):
+            if session.inflight is None:
+                sessions.end(session, STOPPING)
+            else:
+                replying.add(session.inflight.conn)
+                sessions.drain(session, STOPPING)
+        self.workers += router.pool.close()
+        for conn in list(router.connections):
+            if conn.streaming and conn not in replying:   # a call's own SSE reply is still to end
+                conn.end_stream()
+            conn.drain_and_close()
+        if sessions.by_id:
+            self.draining = True
+            self._grace_timer = self.loop.call_later(self.grace, self._grace_over)
+        else:
+            self._drained()
+
+    def again(self):
+        """A second SIGTERM/SIGINT: no more waiting for calls or for workers to exit."""
+        if self.hurry:
+            return
+        self.hurry = True
+        log.warning("a second stop signal: ending what still runs now")
+        if self.draining:
+            self._end_running("%s (a second stop signal: its call in flight was not waited for)" % STOPPING)
+        for worker in self.workers:
+            worker.kill()   # the last phase then ends as soon as they are reaped
+
+    def session_ended(self):
+        # Not from inside SessionManager.end: it has its worker still to stop.
+        if self.draining and not self.sessions.by_id:
+            self.draining = False
+            self.loop.call_soon(self._drained)
+
+    def _grace_over(self):
+        self._grace_timer = None
+        if self.draining:
+            self._end_running("%s (its call in flight still ran after the %gs grace, GS_MCP_BREAK_GRACE)"
+                              % (STOPPING, self.grace))
+
+    def _end_running(self, reason):
+        for session in list(self.sessions.by_id.values()):
+            self.calls_cut = self.calls_cut or session.inflight is not None
+            self.sessions.end(session, reason)   # kills its worker: session_ended ends the drain
+
+    def _drained(self):
+        self.draining = False
+        if self._grace_timer is not None:
+            self._grace_timer.cancel()
+            self._grace_timer = None
+        self._deadline = self.loop.time() + SHUTDOWN_GRACE
+        self._await_workers()
+
+    def _await_workers(self):
+        router = self.router
+        self.workers = [w for w in self.workers if w.alive]
+        # A reply written late in the drain may still be on its way out.
+        writing = any(conn.out for conn in router.connections)
+        if (self.workers or writing) and self.loop.time() < self._deadline:
+            self.loop.call_later(POLL, self._await_workers)
+            return
+        for worker in self.workers:
+            worker.kill()
+        router.pool.stop_spawner()
+        for conn in list(router.connections):
+            conn.close()
+        if router.image is not None and (self.calls_cut or self.workers):
+            # A worker killed mid-call may have been committing: its files would stay
+            # half-renamed until the next start. Not waited for: a lock another process
+            # holds is a commit of theirs, which finishes its own (and a killed worker's
+            # lock is gone with it).
+            router.recover_image(Path(router.image), wait=False)
+        self.loop.stop()

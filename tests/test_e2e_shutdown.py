@@ -1,0 +1,143 @@
+"""The graceful stop through the running daemon: a call in flight at SIGTERM gets its
+grace (GS_MCP_BREAK_GRACE) and its real answer, one queued behind it an error at once, one
+outrunning the grace is ended, and a second SIGTERM stops at once. The sequence itself is
+tested in process in test_router_shutdown.py."""
+
+import signal
+import socket
+import threading
+
+import pytest
+
+from helpers import Client, Daemon, pid_alive, wait_until
+from helpers import open_session as session
+from test_e2e_image import journal
+from test_e2e_lifetime import Exchange
+from test_tools_support import write_image
+
+# A commit held just before its commit point (its temps written) until the test lets it go.
+HELD_COMMIT = '''
+import os, time
+import gsmcpd.image.store as store
+import pets
+pets.__spec__.loader.view.set_source("pets", "SOUND = 'meow'\\n", live=False)
+real_write_intent = store.ImageStore._write_intent
+def held(self, intent):
+    open(%(held)r, "w").close()
+    end = time.monotonic() + 20
+    while not os.path.exists(%(release)r) and time.monotonic() < end:
+        time.sleep(0.02)
+    return real_write_intent(self, intent)
+store.ImageStore._write_intent = held
+'''
+
+
+# A call streaming its progress on its own SSE reply, held between two steps.
+HELD_STEPS = '''
+import os, time
+progress(1, 2, "half")
+end = time.monotonic() + 20
+while not os.path.exists(%(release)r) and time.monotonic() < end:
+    time.sleep(0.02)
+progress(2, 2, "all")
+"done"
+'''
+
+
+def long_run(started):
+    return "import time\nopen(%r, 'w').close()\ntime.sleep(60)" % str(started)
+
+
+def in_thread(answers, key, send):
+    thread = threading.Thread(target=lambda: answers.__setitem__(key, send().json()), daemon=True)
+    thread.start()
+    return thread
+
+
+def sigterm_seen(daemon):
+    daemon.proc.send_signal(signal.SIGTERM)
+    assert wait_until(lambda: "shutting down:" in daemon.log_text(), timeout=10)
+
+
+def test_a_commit_in_flight_at_a_stop_is_answered_with_its_success_and_stands(tmp_path):
+    image = write_image(tmp_path / "image", {"pets.py": "SOUND = 'woof'\n"})
+    held, release = tmp_path / "held", tmp_path / "release"
+    answers = {}
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image), "GS_MCP_BREAK_GRACE": "5"}) as daemon:
+        a = session(daemon)
+        a.tool("execute_code", code=HELD_COMMIT % {"held": str(held), "release": str(release)})
+        committing = in_thread(answers, "commit", lambda: a.call("tools/call", {"name": "commit", "arguments": {}}))
+        assert wait_until(held.exists, timeout=15)
+        behind = Client(daemon.port)
+        behind.session = a.session
+        queued = in_thread(answers, "queued", lambda: behind.call("tools/call", {"name": "status", "arguments": {}}))
+        assert wait_until(lambda: [s["queued"] for s in daemon.status().get("sessions", [])] == [1], timeout=10)
+        sigterm_seen(daemon)
+        queued.join(15)   # answered while the commit is still held
+        with pytest.raises(ConnectionRefusedError):   # the listener is closed
+            socket.create_connection(("127.0.0.1", daemon.port), timeout=5)
+        release.touch()
+        committing.join(15)
+        assert daemon.proc.wait(10) == 0
+    assert answers["queued"]["error"] == {"code": -32003, "message": (
+        "server shutting down: this request waited behind the session's call in flight and was not run; "
+        "send it again in a new session once the server is back")}
+    assert answers["commit"]["result"]["structuredContent"]["committed"] == ["pets"]
+    assert (image / "pets.py").read_text() == "SOUND = 'meow'\n"
+    assert [entry["session"] for entry in journal(image)] == [a.session]
+
+
+def test_a_call_outrunning_the_grace_is_ended_and_the_daemon_exits_within_the_stop_timeout(tmp_path):
+    started = tmp_path / "started"
+    answers = {}
+    with Daemon(tmp_path, env={"GS_MCP_BREAK_GRACE": "1"}) as daemon:
+        a = session(daemon)
+        pid = a.tool("status")["structuredContent"]["pid"]
+        running = in_thread(answers, "run", lambda: a.call(
+            "tools/call", {"name": "execute_code", "arguments": {"code": long_run(started)}}))
+        assert wait_until(started.exists, timeout=15)
+        sigterm_seen(daemon)
+        running.join(15)
+        # `gsmcpd stop` (stop-server.sh) sends SIGKILL after 10 s: the stop ends well before.
+        assert daemon.proc.wait(10) == 0
+    assert answers["run"]["error"] == {"code": -32003, "message": (
+        "session ended: server shutting down (its call in flight still ran after the 1s grace, GS_MCP_BREAK_GRACE)")}
+    assert not pid_alive(pid)
+    assert "1 call(s) in flight get up to 1s to finish" in daemon.log_text()
+
+
+def test_a_second_sigterm_during_the_grace_stops_at_once(tmp_path):
+    started = tmp_path / "started"
+    answers = {}
+    with Daemon(tmp_path, env={"GS_MCP_BREAK_GRACE": "5"}) as daemon:
+        a = session(daemon)
+        running = in_thread(answers, "run", lambda: a.call(
+            "tools/call", {"name": "execute_code", "arguments": {"code": long_run(started)}}))
+        assert wait_until(started.exists, timeout=15)
+        sigterm_seen(daemon)
+        daemon.proc.send_signal(signal.SIGTERM)
+        running.join(15)
+        assert daemon.proc.wait(10) == 0
+    # Not the grace's end: the second signal's.
+    assert answers["run"]["error"]["message"] == (
+        "session ended: server shutting down (a second stop signal: its call in flight was not waited for)")
+    assert "a second stop signal: ending what still runs now" in daemon.log_text()
+
+
+def test_a_call_streaming_progress_at_a_stop_ends_its_stream_with_its_result(tmp_path):
+    # Streams were ended at the stop: this one is the call's own reply, still to come.
+    release = tmp_path / "release"
+    with Daemon(tmp_path, env={"GS_MCP_BREAK_GRACE": "5"}) as daemon:
+        a = session(daemon)
+        call = Exchange(daemon.port, "POST", a.session, {
+            "jsonrpc": "2.0", "id": "s", "method": "tools/call", "params": {
+                "name": "execute_code", "arguments": {"code": HELD_STEPS % {"release": str(release)}},
+                "_meta": {"progressToken": "t"}}}, accept="application/json, text/event-stream")
+        assert call.wait_head() == 200 and call.message()["params"]["progress"] == 1
+        sigterm_seen(daemon)
+        release.touch()
+        rest = [call.message(timeout=15) for _ in range(2)]
+        assert call.next() == ("end",)
+        assert daemon.proc.wait(10) == 0
+    assert rest[0]["params"]["progress"] == 2
+    assert rest[1]["id"] == "s" and rest[1]["result"]["structuredContent"]["result"] == "'done'", rest[1]

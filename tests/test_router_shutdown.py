@@ -1,0 +1,125 @@
+"""The graceful stop's sequence (router.shutdown), in process: a real Router and loop, its
+sessions' workers the fakes of the poll tests. End to end, with real workers and a
+commit, in test_e2e_shutdown.py."""
+
+import json
+
+import pytest
+
+from gsmcpd.config import Config
+from gsmcpd.router.app import Principal
+from gsmcpd.router.main import Router
+from gsmcpd.router.shutdown import CALL_GRACE_CAP, call_grace
+from gsmcpd.wire import jsonrpc
+from test_router_sessions_poll import FakeConn, FakeWorker, call, reply
+
+
+class RecordingWorker(FakeWorker):
+    def __init__(self, pid):
+        super().__init__(pid)
+        self.ended_by = None
+
+    def stop(self):
+        self.ended_by = self.ended_by or "stop"
+        self.alive = False
+
+    def kill(self):
+        self.ended_by = self.ended_by or "kill"
+        self.alive = False
+
+
+def router_with_grace(grace):
+    made = Router(Config(port=0, break_grace=grace))
+    made.pool.claim = lambda start, fail: start(RecordingWorker(100 + len(made.sessions.by_id)))
+    return made
+
+
+@pytest.fixture
+def router():
+    made = router_with_grace(0.05)
+    yield made
+    made.loop.close()
+
+
+@pytest.fixture
+def patient_router():
+    made = router_with_grace(CALL_GRACE_CAP)   # a grace the test never waits out
+    yield made
+    made.loop.close()
+
+
+def open_session(router):
+    router.sessions.open(FakeConn(), {"jsonrpc": "2.0", "id": 0, "method": "initialize"}, b"{}", False,
+                         Principal("alice", False))
+    session = router.sessions.by_id[next(reversed(router.sessions.by_id))]
+    reply(router.sessions, session, session.inflight.seq, 0)
+    return session
+
+
+def run_until_stopped(router):
+    """Run the loop until the shutdown stops it (a watchdog fails a stop that never comes)."""
+    def watchdog():
+        router.loop.stop()
+        raise AssertionError("the shutdown never stopped the loop")
+    router.loop.call_later(30, watchdog)
+    router.loop.run()
+
+
+def answer(conn):
+    [(status, body)] = conn.answers
+    assert status == 200
+    return json.loads(body)
+
+
+def test_a_call_in_flight_is_answered_with_its_result_and_the_calls_queued_behind_it_at_once(router):
+    idle, busy = open_session(router), open_session(router)
+    running, queued = call(router.sessions, busy, 1), call(router.sessions, busy, 2)
+    router.shutdown()
+    assert idle.ended and idle.worker.ended_by == "stop"
+    error = answer(queued)["error"]
+    assert error["code"] == jsonrpc.WORKER_GONE and error["message"] == (
+        "server shutting down: this request waited behind the session's call in flight and was not run; "
+        "send it again in a new session once the server is back")
+    assert not running.answers and busy.worker.alive and not busy.ended   # left to finish
+    reply(router.sessions, busy, busy.inflight.seq, 1)
+    assert answer(running) == {"jsonrpc": "2.0", "id": 1, "result": {}}   # its own answer
+    assert busy.ended and busy.worker.ended_by == "stop"
+    run_until_stopped(router)
+    assert not router.sessions.by_id and not router._shutdown.calls_cut
+
+
+def test_a_call_still_running_when_the_grace_ends_is_answered_so_and_its_worker_killed(router):
+    busy = open_session(router)
+    running = call(router.sessions, busy, 1)
+    router.shutdown()
+    run_until_stopped(router)
+    assert answer(running)["error"] == {"code": jsonrpc.WORKER_GONE, "message": (
+        "session ended: server shutting down (its call in flight still ran after the 0.05s grace, "
+        "GS_MCP_BREAK_GRACE)")}
+    assert busy.ended and busy.worker.ended_by == "kill" and router._shutdown.calls_cut
+
+
+def test_a_second_stop_signal_ends_the_call_in_flight_and_every_worker_at_once(patient_router):
+    router = patient_router
+    idle, busy = open_session(router), open_session(router)
+    idle.worker.stop = lambda: None    # it does not go when asked
+    running = call(router.sessions, busy, 1)
+    router.shutdown()
+    assert not running.answers and idle.worker.alive
+    router.shutdown()
+    assert answer(running)["error"]["message"] == (
+        "session ended: server shutting down (a second stop signal: its call in flight was not waited for)")
+    assert busy.worker.ended_by == idle.worker.ended_by == "kill"
+    run_until_stopped(router)
+
+
+def test_a_stop_with_no_call_in_flight_waits_for_nothing(router):
+    session = open_session(router)
+    router.shutdown()
+    assert session.ended and router._shutdown._grace_timer is None
+    run_until_stopped(router)
+
+
+def test_the_call_grace_is_the_break_grace_capped_so_the_stop_fits_in_stops_timeout():
+    assert call_grace(Config(break_grace=2.0)) == 2.0
+    assert call_grace(Config(break_grace=60.0)) == CALL_GRACE_CAP == 5.0
