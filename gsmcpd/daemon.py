@@ -799,11 +799,11 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
     if config.jwks_file is not None:
         report("jwks file", str(config.jwks_file), _jwks_file_problem(config.jwks_file))
     if config.auth and config.user_map and os.geteuid() == 0:   # serve reads it only as root
-        from gsmcpd.auth.usermap import lines_never_served, read_user_map_setting
+        from gsmcpd.auth.usermap import never_served_warnings, read_user_map_setting
         user_map, problem = read_user_map_setting(config.user_map)
         report("user map", config.user_map, f"user_map: {problem}" if problem else None)
-        for line in lines_never_served(user_map) if user_map else ():
-            warn(f"{line}: that user gets 403")
+        for warning in never_served_warnings(user_map):
+            warn(warning)
     report("auth", "on" if config.auth else "off (loopback only)")
     report("read-only", "yes" if config.readonly else "no")
     report("toolsets", " ".join(config.toolsets))

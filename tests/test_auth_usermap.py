@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from gsmcpd.auth.usermap import (NOT_MAPPED, SYSTEM_ACCOUNT, AccountRefused, AccountResolver, UserMapError,
-                                 lines_never_served, load_user_map, login_uid_min, parse_user_map,
-                                 read_user_map_setting)
+                                 lines_never_served, load_user_map, login_uid_min, never_served_warnings,
+                                 parse_user_map, read_user_map_setting)
 
 
 def user_map_problem(setting):
@@ -84,6 +84,13 @@ def test_the_lines_whose_account_never_runs_a_worker_are_named_by_file_and_line(
         "/etc/gsmcpd/users.map:5: user 'rooted' names root account 'root' (uid 0), which never runs a worker",
         "/etc/gsmcpd/users.map:6: user 'ghost' is mapped to account 'no-such-account-xyz', which does not exist"]
     assert lines_never_served(parse_user_map("ann nobody\nsys daemon\n")) == []   # a system account is allowed
+
+
+def test_check_and_serve_warn_of_those_lines_in_the_same_words():
+    text = "ann nobody\nrooted root\n"
+    assert never_served_warnings(parse_user_map(text, "users.map")) == [
+        "users.map:2: user 'rooted' names root account 'root' (uid 0), which never runs a worker: that user gets 403"]
+    assert never_served_warnings(parse_user_map("ann nobody\n")) == never_served_warnings(None) == []
 
 
 def test_resolve_with_map():

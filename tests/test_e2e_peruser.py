@@ -329,6 +329,22 @@ def test_check_warns_of_map_lines_naming_root_or_a_missing_account_by_file_and_l
         f"{path}:5: user 'ghost' is mapped to account 'no-such-account-here', which does not exist: that user gets 403"]
 
 
+def test_serve_warns_at_start_of_map_lines_naming_root_or_a_missing_account(tmp_path, image, accounts):
+    # It took such a map silently: the administrator heard of a typo only when its user
+    # came and was refused (403, a log line), unless they had run check.
+    path = tmp_path / "users.map"
+    path.write_text("# claim  account\nann %s\nrooted root\n\nghost no-such-account-here\n" % accounts[0][0].pw_name)
+    daemon, _ = peruser_daemon(tmp_path, image, path)
+    with daemon:
+        warned = [line.split(" WARNING ", 1)[1] for line in daemon.log_text().splitlines()
+                  if " WARNING MCP_USER_MAP " in line]
+    assert warned == [
+        f"MCP_USER_MAP {path}:3: user 'rooted' names root account 'root' (uid 0), which never runs a worker: "
+        "that user gets 403",
+        f"MCP_USER_MAP {path}:5: user 'ghost' is mapped to account 'no-such-account-here', which does not exist: "
+        "that user gets 403"]
+
+
 def test_an_image_the_account_may_not_use_fails_its_open_naming_the_fix(tmp_path, accounts):
     first = accounts[0][0]
     private = default.ensure_default_image(tmp_path / "root-only")   # root's, 0755: as a state dir's

@@ -161,6 +161,12 @@ def lines_never_served(user_map: UserMap) -> list[str]:
     return found
 
 
+def never_served_warnings(user_map: UserMap | None) -> list[str]:
+    """What `check` lists and `serve` logs at start of those lines, in the same words
+    (`user_map` None: `identity`, which has no lines)."""
+    return [f"{line}: that user gets 403" for line in lines_never_served(user_map)] if user_map else []
+
+
 def become(account: str) -> bool:
     """Drop this (worker) process to `account`; False if not root (nothing to do).
 

@@ -12,7 +12,7 @@ import os
 from gsmcpd.auth import tokens
 from gsmcpd.auth.jwks import KeySource
 from gsmcpd.auth.settings import settings_from_config, unreachable_resource_warning
-from gsmcpd.auth.usermap import AccountRefused, AccountResolver, read_user_map_setting
+from gsmcpd.auth.usermap import AccountRefused, AccountResolver, never_served_warnings, read_user_map_setting
 from gsmcpd.router.app import Principal
 from gsmcpd.wire import jsonrpc
 
@@ -51,6 +51,9 @@ class AuthGate:
                 if problem:   # a refusal of the configuration: one line naming the knob
                     raise SystemExit(f"gsmcpd: user_map: {problem}")
                 self.accounts = AccountResolver(user_map)
+                # Else the administrator hears of such a line only when its user comes.
+                for warning in never_served_warnings(user_map):
+                    log.warning("MCP_USER_MAP %s", warning)
 
     def start(self):
         """Load the signing keys in the background: the loop runs meanwhile (a slow or
