@@ -1,8 +1,8 @@
-"""Fixtures shared by the end-to-end modules."""
+"""Fixtures shared by the test modules."""
 
 import pytest
 
-from helpers import open_session
+from helpers import open_session, remove_tree
 
 
 @pytest.fixture
@@ -11,3 +11,14 @@ def c(daemon):
     client = open_session(daemon)
     yield client
     client.close()
+
+
+@pytest.fixture
+def deep_dir(tmp_path):
+    """A directory for a tree nested past the recursion limit, removed after the test by
+    helpers.remove_tree: left in tmp_path, pytest's own cleanup of old runs (shutil.rmtree)
+    would fail on it with a RecursionError at the end of every later session."""
+    path = tmp_path / "deep"
+    path.mkdir()
+    yield path
+    remove_tree(path)

@@ -420,3 +420,29 @@ def sweep_seeds(run_case, argv, path, detail=300):
             if count == 1:
                 traceback.print_exception(error)
     print(f"{failed} of {count} seeds failed")
+
+
+def nested_packages(root, depth):
+    """`root/p/p/.../p`, `depth` levels each a package; returns the deepest's path in `root`.
+    Made one level at a time: Path.mkdir(parents=True) recurses per level. Remove it with
+    remove_tree: shutil.rmtree (pytest's too) recurses per level as well."""
+    for level in range(1, depth + 1):
+        package = Path(root, *["p"] * level)
+        package.mkdir()
+        (package / "__init__.py").write_text("")
+    return "/".join(["p"] * depth)
+
+
+def remove_tree(path):
+    """Remove the directory `path` and all below it without recursing (no link followed)."""
+    stack = [str(path)]
+    while stack:
+        with os.scandir(stack[-1]) as scan:
+            entries = list(scan)
+        subdirs = [entry.path for entry in entries if entry.is_dir(follow_symlinks=False)]
+        if subdirs:
+            stack += subdirs
+            continue
+        for entry in entries:
+            os.unlink(entry.path)
+        os.rmdir(stack.pop())

@@ -12,13 +12,14 @@ import json
 import os
 import random
 import signal
+import sys
 import threading
 import time
 
 import pytest
 
 from gsmcpd.image.default import EXAMPLE_FILES
-from helpers import Client, Daemon, pid_alive, tool_text, wait_until
+from helpers import Client, Daemon, nested_packages, pid_alive, tool_text, wait_until
 from helpers import open_session as session
 from test_tools_support import write_image
 
@@ -639,3 +640,23 @@ def test_a_module_is_never_committed_into_a_package_another_session_removed_or_l
     assert (shop.image / "mall/__init__.py").exists() and (shop.image / "mall/food.py").exists()
     assert {"mall", "mall.food", "mall.shops"} <= set(dictionaries(session(shop)))
     assert [len(entry["files"]) for entry in journal(shop.image)][1:] == [2, 1]
+
+
+
+def test_a_package_tree_nested_past_the_recursion_limit_is_served_and_committed_into(tmp_path, deep_dir):
+    # Made outside gsmcpd: reading the image walked it, and a commit opened its directories,
+    # one recursion per level; every session's read failed, and the daemon's start.
+    image = write_image(deep_dir, EXAMPLE_FILES)
+    depth = sys.getrecursionlimit() + 100
+    deepest = nested_packages(image, depth)
+    (image / deepest / "leaf.py").write_text("class Leaf:\n    pass\n")
+    (image / ".gsmcpd").mkdir()   # committed to before: the daemon's start tidies the image
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
+        client = session(daemon)
+        leaf = ".".join(["p"] * depth) + ".leaf"
+        assert leaf in tool_text(client.tool("list_dictionaries")).split()
+        done = client.tool("compile_method", className=f"{leaf}.Leaf",
+                           source="def size(self):\n    return 1\n")
+        assert done["structuredContent"]["committed"] == [leaf], done
+        assert "def size(self):" in (image / deepest / "leaf.py").read_text()
+        assert f"{leaf}.Leaf" in tool_text(session(daemon).tool("find_implementors", selector="size")).split()

@@ -14,8 +14,9 @@ import pytest
 
 from gsmcpd.image import store as store_module
 from gsmcpd.image.default import EXAMPLE_FILES, ensure_default_image
+from gsmcpd.image.dirfd import ImageDirs
 from gsmcpd.image.store import CommitConflict, ImageStore, _intent_shape_problem, module_name_of, sha256
-from helpers import exclusive_lock_free, unwritable_dir
+from helpers import exclusive_lock_free, nested_packages, unwritable_dir
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -729,3 +730,46 @@ def test_the_packages_a_file_lies_in_and_its_modules_other_form():
     assert store_module.packages_of("m.py") == [] == store_module.packages_of("a/__init__.py")
     assert store_module.other_form("a/q.py") == "a/q/__init__.py"
     assert store_module.other_form("a/q/__init__.py") == "a/q.py"
+
+
+
+def _past_the_recursion_limit():
+    return sys.getrecursionlimit() + 100
+
+
+def test_a_package_tree_nested_past_the_recursion_limit_is_read_whole(deep_dir):
+    deepest = nested_packages(deep_dir, _past_the_recursion_limit())
+    (deep_dir / deepest / "leaf.py").write_text("x = 1\n")
+    (deep_dir / "a.py").write_text("")
+    files = ImageStore(deep_dir).read_snapshot().files
+    assert f"{deepest}/leaf.py" in files and "a.py" in files
+    assert len(files) == _past_the_recursion_limit() + 2
+
+
+def test_a_commit_into_a_package_nested_past_the_recursion_limit_is_written(deep_dir):
+    deepest = nested_packages(deep_dir, _past_the_recursion_limit())
+    store = ImageStore(deep_dir)
+    _committed(store, {f"{deepest}/leaf.py": b"x = 2\n", f"{deepest}/new/__init__.py": b""})
+    assert (deep_dir / deepest / "leaf.py").read_bytes() == b"x = 2\n"
+    assert (deep_dir / deepest / "new" / "__init__.py").exists()
+
+
+def test_recovery_sweeps_temp_files_in_a_tree_nested_past_the_recursion_limit(deep_dir):
+    deepest = nested_packages(deep_dir, _past_the_recursion_limit())
+    store = make_image(deep_dir, {"a.py": ""})
+    _committed(store, {"a.py": b"a = 1\n"})   # the state directory, as at a daemon's start
+    stale = deep_dir / deepest / ".m.py.tmp-4242"
+    stale.write_text("left by a killed commit")
+    assert store.recover() is False
+    assert not stale.exists()
+
+
+def test_image_dirs_open_and_make_directories_nested_past_the_recursion_limit(deep_dir):
+    deepest = nested_packages(deep_dir, _past_the_recursion_limit())
+    with ImageDirs(str(deep_dir)) as dirs:
+        assert os.path.samestat(os.fstat(dirs.open(deepest)), os.stat(deep_dir / deepest))
+        made = "q/" + deepest
+        dirs.open(made, make=True)
+        assert (deep_dir / made).is_dir() and len(dirs.made) == _past_the_recursion_limit() + 1
+        with pytest.raises(ValueError, match=r"'p/\./p' is not a directory path inside the image"):
+            dirs.open("p/./p")

@@ -35,6 +35,7 @@ import errno
 import os
 import posixpath
 import stat
+from typing import Callable, Iterator
 
 MAX_LINKS = 40   # the kernel's own bound on links in one path resolution
 _HANDLE = os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC   # names an entry, link or not; reads nothing
@@ -120,6 +121,36 @@ def is_entry(dir_fd: int, name: str, fd: int) -> bool:
         return False
 
 
+def walk_held(root_fd: int, descend: Callable[[str], bool]) -> Iterator[int]:
+    """A descriptor (readable) of each directory below `root_fd` and of itself, outermost
+    first, held while it is yielded: into no link, and into a subdirectory only if
+    `descend(name)`. One gone or swapped for a link meanwhile is skipped. A loop, not a
+    recursion as os.fwalk is (Python 3.11): a tree may be nested deeper than the
+    recursion limit. The directories on the way down stay open meanwhile."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    walking = []   # (descriptor, the names of its subdirectories still to walk)
+    try:
+        fd = os.open(".", flags, dir_fd=root_fd)
+        while fd is not None:
+            with os.scandir(fd) as scan:
+                names = [entry.name for entry in scan
+                         if entry.is_dir(follow_symlinks=False) and descend(entry.name)]
+            walking.append((fd, iter(sorted(names))))
+            yield fd
+            fd = None
+            while walking and fd is None:
+                parent, names = walking[-1]
+                name = next(names, None)
+                if name is None:
+                    os.close(walking.pop()[0])
+                    continue
+                with contextlib.suppress(OSError):   # gone, or a link now (ELOOP)
+                    fd = os.open(name, flags, dir_fd=parent)
+    finally:
+        for held, _ in walking:
+            os.close(held)
+
+
 class ImageDirs:
     """The image's directories one commit (or recovery) works in, each opened once with
     open_dir, from the root down, and held until close(): every later step acts on the
@@ -147,21 +178,27 @@ class ImageDirs:
         """The held O_PATH descriptor of the image's directory `path`, walked to now if
         not held yet (UntrustedLink, FileNotFoundError, NotADirectoryError as open_dir).
         With `make`, missing directories are made, each taking its parent's mode."""
-        if path in self._held:
-            return self._held[path]
-        parent_path, name = posixpath.split(path)
-        if name in ("", ".", "..") or parent_path.startswith("/"):
-            raise ValueError(f"{path!r} is not a directory path inside the image")
-        parent = self.open(parent_path, make=make)
-        try:
-            fd = open_dir(parent, name, self.trusted)
-        except FileNotFoundError:
-            if not make:
-                raise
-            self._make(parent, name, path)
-            fd = open_dir(parent, name, self.trusted)   # examined like any other entry
-        self._held[path] = fd
-        return fd
+        # The missing directories from `path` up to the nearest held one, then opened
+        # outermost first: a loop, not a recursion per level (a tree may be nested deeper
+        # than the recursion limit).
+        missing, walked = [], path
+        while walked not in self._held:
+            parent_path, name = posixpath.split(walked)
+            if name in ("", ".", "..") or parent_path.startswith("/"):
+                raise ValueError(f"{path!r} is not a directory path inside the image")
+            missing.append((parent_path, name, walked))
+            walked = parent_path
+        for parent_path, name, walked in reversed(missing):
+            parent = self._held[parent_path]
+            try:
+                fd = open_dir(parent, name, self.trusted)
+            except FileNotFoundError:
+                if not make:
+                    raise
+                self._make(parent, name, walked)
+                fd = open_dir(parent, name, self.trusted)   # examined like any other entry
+            self._held[walked] = fd
+        return self._held[path]
 
     def _make(self, parent: int, name: str, path: str) -> None:
         try:

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gsmcpd.image.dirfd import (ImageDirs, UntrustedLink, fsync_dir as _fsync_dir, is_entry, open_dir, readable,
-                                trusted_owners)
+                                trusted_owners, walk_held)
 
 STATE_DIR = ".gsmcpd"
 UNREADABLE = object()   # ImageStore._contents: there, but this account may not read it
@@ -388,30 +388,41 @@ class ImageStore:
                 pass
             return False
 
-        def walk(directory: str, prefix: str) -> None:
+        def entries_of(directory: str, prefix: str):
+            """_sorted_entries, or None for a directory this account may not list (named
+            in `unlisted`)."""
             try:
-                with os.scandir(directory) as scan:
-                    entries = sorted(scan, key=_entry_name)
+                return _sorted_entries(directory)
             except PermissionError:
                 if not prefix:
                     raise   # the image itself: no snapshot at all
                 unlisted.append(prefix[:-1])
                 walked.discard(prefix)
-                return
-            for entry in entries:
-                name = entry.name
-                if name.startswith(".") or name == "__pycache__":
-                    continue
-                if entry.is_dir():
-                    if _importable(name) and is_package(entry.path, prefix + name):
-                        walked.add(prefix + name + "/")
-                        walk(entry.path, prefix + name + "/")
-                elif (name.endswith(".py") and _importable(name[:-3]) and prefix + name not in removed
-                      and prefix + name != "__init__.py"   # the root is no package: no module ""
-                      and entry.is_file()):   # a FIFO or socket would hang the read forever
-                    found.append(prefix + name)
+                return None
 
-        walk(self.root, "")
+        # A stack of the directories being walked, each with its entries still to see,
+        # not a recursion: a package tree nested past the recursion limit is read too.
+        walking = [(entries_of(self.root, ""), "")]
+        while walking:
+            entries, prefix = walking[-1]
+            entry = next(entries, None)
+            if entry is None:
+                walking.pop()
+                continue
+            name = entry.name
+            if name.startswith(".") or name == "__pycache__":
+                continue
+            if entry.is_dir():
+                if _importable(name) and is_package(entry.path, prefix + name):
+                    walked.add(prefix + name + "/")
+                    inner = entries_of(entry.path, prefix + name + "/")
+                    if inner is not None:
+                        walking.append((inner, prefix + name + "/"))
+            elif (name.endswith(".py") and _importable(name[:-3]) and prefix + name not in removed
+                  and prefix + name != "__init__.py"   # the root is no package: no module ""
+                  and entry.is_file()):   # a FIFO or socket would hang the read forever
+                found.append(prefix + name)
+
         if written:   # files only the pending commit has, in packages that are there
             present = set(found)
             found += sorted(rel for rel in written
@@ -609,9 +620,8 @@ class ImageStore:
             finished = self._finish_pending()
             self._sweep_temps([dirs.open(STATE_DIR)])
             # Every directory of the image but hidden ones (.gsmcpd among them) and caches;
-            # fwalk holds each by descriptor and descends into no link.
-            for _, subdirs, _, fd in os.fwalk(".", dir_fd=dirs.root_fd):
-                subdirs[:] = [name for name in subdirs if not name.startswith(".") and name != "__pycache__"]
+            # walk_held holds each by descriptor and descends into no link.
+            for fd in walk_held(dirs.root_fd, lambda name: not name.startswith(".") and name != "__pycache__"):
                 self._sweep_temps([fd])
             return finished
 
@@ -938,6 +948,13 @@ def _importable(stem: str) -> bool:
 
 def _entry_name(entry: os.DirEntry) -> str:
     return entry.name
+
+
+def _sorted_entries(directory: str):
+    """An iterator over the directory's entries by name (read whole now: no scandir is
+    left open while the walk is deeper)."""
+    with os.scandir(directory) as scan:
+        return iter(sorted(scan, key=_entry_name))
 
 
 def _create_shared(path: Path | str, flags: int, dir_fd: int | None = None) -> int:
