@@ -660,3 +660,27 @@ def test_a_package_tree_nested_past_the_recursion_limit_is_served_and_committed_
         assert done["structuredContent"]["committed"] == [leaf], done
         assert "def size(self):" in (image / deepest / "leaf.py").read_text()
         assert f"{leaf}.Leaf" in tool_text(session(daemon).tool("find_implementors", selector="size")).split()
+
+
+def test_searches_see_a_sessions_edits_refresh_and_abort_however_often_repeated(shop):
+    # What search derives from a module is kept per view and text: a search repeated after
+    # the module's text changed must answer from the new text, never the old.
+    def senders(client):
+        return client.tool("find_senders", selector="shout")["structuredContent"]["results"]
+
+    a, b = session(shop), session(shop)
+    assert senders(a) == [] == senders(a)
+    b.tool("compile_method", className="Cart", source="def loud(self):\n    return self.shout()\n")
+    assert senders(a) == []                           # not refreshed: b's commit is not in a's view
+    a.tool("refresh")
+    assert senders(a) == ["shop.models.Cart.loud"] == senders(b)
+
+    b.tool("compile_method", className="Product", source=SHOUT)
+    kept = a.tool("compile_method", className="Cart", source="def quiet(self):\n    return self.shout()\n")
+    assert error_kind(kept) == "conflict"             # a's change stays, uncommitted
+    assert senders(a) == ["shop.models.Cart.loud", "shop.models.Cart.quiet"]
+    assert a.tool("search_method_source", pattern="self.shout()")["structuredContent"]["results"] == [
+        "shop.models.Cart.loud", "shop.models.Cart.quiet"]
+    a.tool("abort")
+    assert senders(a) == ["shop.models.Cart.loud"] == senders(session(shop))
+    assert a.tool("find_implementors", selector="shout")["structuredContent"]["results"] == ["shop.models.Product"]

@@ -102,7 +102,7 @@ class View:
         self.commit_count = 0
         self.last_commit: list[str] = []
         self._reserved = None                   # the shared lock held until load()
-        self._trees: dict[str, tuple[str, object]] = {}
+        self._derived: dict[tuple[str, str], tuple[str, object]] = {}   # see derived()
         self._loader = _SnapshotLoader(self)
         self._installed = False
         self._before_hook: frozenset[str] = frozenset()   # sys.modules as the hook went in
@@ -202,25 +202,27 @@ class View:
 
     def tree(self, module: str) -> ast.Module | None:
         """The module's AST, or None if its current text does not parse."""
-        text = self.source(module)
-        cached = self._trees.get(module)
-        if cached is None or cached[0] is not text:
-            try:
-                parsed = ast.parse(text)
-            except SyntaxError as error:
-                parsed = error
-            except ValueError as error:   # one unparseable file must not break image-wide tools
-                parsed = _unparseable(text, error)
-            except NESTED_TOO_DEEPLY as error:   # nor one Python itself could not compile
-                parsed = SyntaxError(nested_too_deeply(error), (None, None, None, None))
-            cached = (text, parsed)
-            self._trees[module] = cached
-        return cached[1] if isinstance(cached[1], ast.Module) else None
+        parsed = self.derived(module, "tree", _parsed)
+        return parsed if isinstance(parsed, ast.Module) else None
 
     def syntax_error(self, module: str) -> SyntaxError | None:
-        self.tree(module)
-        parsed = self._trees[module][1]
+        parsed = self.derived(module, "tree", _parsed)
         return parsed if isinstance(parsed, SyntaxError) else None
+
+    def derived(self, module: str, kind: str, compute):
+        """`compute(text)` for the module's current text, made once and kept while the
+        module has that very text: the image-wide tools ask for a module's tree (and what
+        they find in it) on every call, and most modules did not change in between. An
+        edit, refresh or abort gives a module a new text object, so nothing made from an
+        older text is served (held by identity: an equal text read again is made again).
+        What `compute` makes must follow from the module's name and text alone (its tree
+        does), nothing else of the view: no import resolved, no live object."""
+        text = self.source(module)
+        cached = self._derived.get((module, kind))
+        if cached is None or cached[0] is not text:
+            cached = (text, compute(text))
+            self._derived[(module, kind)] = cached
+        return cached[1]
 
     def set_source(self, module: str, text: str, *, live: bool = True) -> None:
         """Change a module's text in this view; `live` says the live objects
@@ -589,6 +591,18 @@ def _entangled(rel: str, ours: set[str], texts: dict[str, str], fresh: dict[str,
             return True
     twin = other_form(rel)
     return twin in ours and twin in texts and rel in fresh
+
+
+def _parsed(text: str) -> ast.Module | SyntaxError:
+    """The text's AST, or the SyntaxError the tools report for it."""
+    try:
+        return ast.parse(text)
+    except SyntaxError as error:
+        return error
+    except ValueError as error:   # one unparseable file must not break image-wide tools
+        return _unparseable(text, error)
+    except NESTED_TOO_DEEPLY as error:   # nor one Python itself could not compile
+        return SyntaxError(nested_too_deeply(error), (None, None, None, None))
 
 
 def _decode(data: bytes) -> tuple[str, str]:

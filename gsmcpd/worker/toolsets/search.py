@@ -20,25 +20,32 @@ def code_units(view, module_filter: str | None = None):
     class `Inner`: the name its privates are mangled with), in the view's current source.
     Module-level: at the top level, or in a top-level `if`/`try`/`with` block."""
     for module in view.module_names():
-        if module_filter is not None and module != module_filter:
+        if module_filter is None or module == module_filter:
+            yield from _units(view, module)
+
+
+def _units(view, module: str) -> list[tuple]:
+    """code_units of one module, found once per text of it (View.derived)."""
+    return view.derived(module, "search.units", lambda _: list(_units_in(module, view.tree(module))))
+
+
+def _units_in(module: str, tree: ast.Module | None):
+    if tree is None:
+        return
+    # A name written twice at the top level (`class T` ... `class T`) is bound to its
+    # last definition; the earlier one is dead code no other tool shows, so search skips
+    # it too. One in a block (`if ...: class T` / `else: class T`) may be what runs,
+    # unless a top-level one below rebinds the name whatever the block did.
+    last = {node.name: node for node in tree.body
+            if isinstance(node, splice.FunctionNode + (ast.ClassDef,))}
+    for block, node in splice.defs_in_blocks(tree.body):
+        final = last.get(node.name)
+        if final is not None and (final.lineno > node.lineno if block else final is not node):
             continue
-        tree = view.tree(module)
-        if tree is None:
-            continue
-        # A name written twice at the top level (`class T` ... `class T`) is bound to its
-        # last definition; the earlier one is dead code no other tool shows, so search skips
-        # it too. One in a block (`if ...: class T` / `else: class T`) may be what runs,
-        # unless a top-level one below rebinds the name whatever the block did.
-        last = {node.name: node for node in tree.body
-                if isinstance(node, splice.FunctionNode + (ast.ClassDef,))}
-        for block, node in splice.defs_in_blocks(tree.body):
-            final = last.get(node.name)
-            if final is not None and (final.lineno > node.lineno if block else final is not node):
-                continue
-            if isinstance(node, splice.FunctionNode):
-                yield module, f"{module}.{node.name}", node, None
-            elif isinstance(node, ast.ClassDef):
-                yield from _methods(module, f"{module}.{node.name}", node)
+        if isinstance(node, splice.FunctionNode):
+            yield module, f"{module}.{node.name}", node, None
+        elif isinstance(node, ast.ClassDef):
+            yield from _methods(module, f"{module}.{node.name}", node)
 
 
 def _methods(module: str, qualified: str, classdef: ast.ClassDef):
@@ -115,36 +122,34 @@ class SearchToolset(Toolset):
         name = catalog.dotted_name(required_text(arguments, "name"), "a global name "
                                    "(a Python identifier, or a dotted one: module.Class)")
         hits = []
-        spellings = {}   # module -> (bare names, dotted chains) that mean `name` there
-        scopes = {}      # module -> _globals_of_defs, for the modules with a bare name to find
-        for module, label, node, _ in code_units(self.view):
-            if module not in spellings:
-                spellings[module] = spellings_of(self.view, module, name)
-            names, chains = spellings[module]
-            if names and module not in scopes:
-                scopes[module] = _globals_of_defs(self.view.source(module))
-            used = scopes.get(module, {}).get((node.name, node.lineno))
-            if used is None:    # not known: every mention counts
-                found = _mentions([node], names, chains)
-            else:
-                # A def's decorators, defaults and annotations run where it is written; its
-                # body is a scope of its own, where a parameter or local of the name is no global.
-                found = (bool(names & used) or _mentions(node.body, set(), chains)
-                         or _mentions(node.decorator_list + [node.args, node.returns], names, chains))
-            if found or _imports(self.view, module, node, name):
-                hits.append(label)
+        for module in self.view.module_names():
+            units = _units(self.view, module)
+            if not units:
+                continue
+            names, chains = spellings_of(self.view, module, name)   # what means `name` there
+            scopes = _globals_of_defs(self.view, module) if names else {}
+            for (_, label, node, _), mentions in zip(units, _mentions_in(self.view, module)):
+                used = scopes.get((node.name, node.lineno))
+                if used is None:    # not known: every mention counts
+                    found = mentions.has("all", names, chains)
+                else:
+                    # A def's decorators, defaults and annotations run where it is written; its
+                    # body is a scope of its own, where a parameter or local of the name is no global.
+                    found = (bool(names & used) or mentions.has("body", set(), chains)
+                             or mentions.has("outer", names, chains))
+                if found or _imports(self.view, module, mentions.imports_from, name):
+                    hits.append(label)
         return capped(hits, f"references to {catalog.echoed(name)}", catalog.uncompiled(self.view))
 
     def find_senders(self, arguments):
         selector = catalog.require_selector(required_text(arguments, "selector"))
         hits = []
-        for module, label, node, owner in code_units(self.view):
-            for sub in ast.walk(node):
-                if isinstance(sub, ast.Call) and (
-                        (isinstance(sub.func, ast.Attribute) and splice.spelled(selector, sub.func.attr, owner))
-                        or (isinstance(sub.func, ast.Name) and sub.func.id == selector)):
+        for module in self.view.module_names():
+            for (_, label, _, owner), (attributes, names) in zip(_units(self.view, module),
+                                                                 _calls_in(self.view, module)):
+                if selector in names or any(splice.spelled(selector, attribute, owner)
+                                            for attribute in attributes):
                     hits.append(label)
-                    break
         return capped(hits, f"senders of {catalog.echoed(selector)}", catalog.uncompiled(self.view))
 
     def search_method_source(self, arguments):
@@ -161,12 +166,12 @@ class SearchToolset(Toolset):
         hits = []
         for module, label, node, _ in code_units(self.view, module_filter):
             if module not in modules:
-                source = _SourceLines(self.view.source(module))
+                source = self.view.derived(module, "search.lines", _SourceLines)
                 modules[module] = source if source.may_hold(pieces) else None
             source = modules[module]
             if source is None or not source.may_hold(pieces, node):
                 continue
-            if pattern in splice.with_newlines(splice.segment(source.text, node, source.lines), "\n"):
+            if pattern in source.segment(node):
                 hits.append(label)
         return capped(hits, f"methods containing {catalog.echoed(pattern)!r}",
                       catalog.uncompiled(self.view, module_filter))
@@ -174,12 +179,21 @@ class SearchToolset(Toolset):
 
 class _SourceLines:
     """A module's source split once (not once per def: quadratic in a big module), and
-    with \\n line endings, to rule out cheaply the defs that cannot hold a pattern."""
+    with \\n line endings, to rule out cheaply the defs that cannot hold a pattern; and
+    the defs' segments, each cut once. Kept per text of the module (View.derived)."""
 
     def __init__(self, text: str):
         self.text = text
         self.lines = splice.lines_of(text)
         self._plain = splice.lines_with_newline(self.lines, "\n")
+        self._segments = {}   # a def's position -> its segment, with \n line endings
+
+    def segment(self, node) -> str:
+        """The def's source as splice.segment cuts it (tokenizing it), with \\n line endings."""
+        where = (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)
+        if where not in self._segments:
+            self._segments[where] = splice.with_newlines(splice.segment(self.text, node, self.lines), "\n")
+        return self._segments[where]
 
     def may_hold(self, pieces: list[str], node=None) -> bool:
         """False when the def's text (the whole module's, for no `node`) cannot hold the
@@ -192,28 +206,99 @@ class _SourceLines:
         return all(piece in text for piece in pieces)
 
 
-def _imports(view, module: str, node, name: str) -> bool:
-    """Whether the def's own code imports the dotted `name` (`from email.message import
-    Message` in a body, as code breaking an import cycle does): a reference, though the
-    name it binds there is a local, no global."""
+def _imports(view, module: str, imports_from: list[ast.ImportFrom], name: str) -> bool:
+    """Whether the def's own code (its `imports_from`) imports the dotted `name` (`from
+    email.message import Message` in a body, as code breaking an import cycle does): a
+    reference, though the name it binds there is a local, no global."""
     target, _, short = name.rpartition(".")
     return bool(target) and any(
-        isinstance(sub, ast.ImportFrom) and view.imported_from(module, sub) == target
-        and any(alias.name == short for alias in sub.names) for sub in ast.walk(node))
+        view.imported_from(module, node) == target and any(alias.name == short for alias in node.names)
+        for node in imports_from)
 
 
-def _mentions(nodes, names: set[str], chains: set[str]) -> bool:
-    """Whether the code of `nodes` has a Name in `names` or spells a dotted name in `chains`."""
-    return any((isinstance(sub, ast.Name) and sub.id in names)
-               or (chains and isinstance(sub, ast.Attribute) and ast.unparse(sub) in chains)
-               for node in nodes if node is not None for sub in ast.walk(node))
+def _calls_in(view, module: str) -> list[tuple[set[str], set[str]]]:
+    """For each of the module's code units (in code_units' order), the names its code calls:
+    as an attribute (`x.name(...)`) and bare (`name(...)`). Found once per text of it."""
+    def find(_):
+        found = []
+        for _, _, node, _ in _units(view, module):
+            attributes, names = set(), set()
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Call):
+                    if isinstance(sub.func, ast.Attribute):
+                        attributes.add(sub.func.attr)
+                    elif isinstance(sub.func, ast.Name):
+                        names.add(sub.func.id)
+            found.append((attributes, names))
+        return found
+    return view.derived(module, "search.calls", find)
 
 
-def _globals_of_defs(source: str) -> dict[tuple[str, int], set[str]]:
+class _Mentions:
+    """The names (Name nodes) and dotted chains (`a.b.c`: Attributes down to a Name) a def's
+    code spells, in its whole code ("all"), its body ("body") and its decorators, arguments
+    and return annotation ("outer"); and the `from ... import`s in it."""
+
+    def __init__(self, node):
+        outer_nodes = node.decorator_list + [node.args, node.returns]
+        # Each part walked once; "all" is their union with the def's other parts (type_params).
+        walked = {id(part) for part in node.body + outer_nodes}
+        rest_nodes = [child for child in ast.iter_child_nodes(node) if id(child) not in walked]
+        body, outer, rest = _spelled(node.body), _spelled(outer_nodes), _spelled(rest_nodes)
+        self._regions = {"body": body[:2], "outer": outer[:2],
+                         "all": (body[0] | outer[0] | rest[0], body[1] | outer[1] | rest[1])}
+        self.imports_from = body[2] + outer[2] + rest[2]
+
+    def has(self, region: str, names: set[str], chains: set[str]) -> bool:
+        """Whether the region's code has a Name in `names` or spells a chain in `chains`."""
+        spelled_names, spelled_chains = self._regions[region]
+        return not (names.isdisjoint(spelled_names) and chains.isdisjoint(spelled_chains))
+
+
+def _spelled(nodes) -> tuple[set[str], set[str], list[ast.ImportFrom]]:
+    """The names, dotted chains and `from ... import`s in the code of `nodes`."""
+    names, chains, imports_from = set(), set(), []
+    for node in nodes:
+        for sub in ast.walk(node) if node is not None else ():
+            if isinstance(sub, ast.Name):
+                names.add(sub.id)
+            elif isinstance(sub, ast.Attribute):
+                chain = _chain(sub)
+                if chain is not None:
+                    chains.add(chain)
+            elif isinstance(sub, ast.ImportFrom):
+                imports_from.append(sub)
+    return names, chains, imports_from
+
+
+def _chain(node: ast.Attribute) -> str | None:
+    """`a.b.c` for Attributes down to a Name, as ast.unparse writes it; None for any other
+    (`f().b`, `x[0].b`): no dotted global name is spelled so."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _mentions_in(view, module: str) -> list[_Mentions]:
+    """_Mentions of each of the module's code units (in code_units' order), found once per text."""
+    return view.derived(module, "search.mentions",
+                        lambda _: [_Mentions(node) for _, _, node, _ in _units(view, module)])
+
+
+def _globals_of_defs(view, module: str) -> dict[tuple[str, int], set[str]]:
     """For each top-level function and method (of nested classes too), by (name, line of
     its def): the names its body and the scopes nested in it use as globals, as Python's
     symbol table resolves them. Empty when the table cannot be made (`nonlocal` at top level parses but does
-    not compile): then every mention counts."""
+    not compile): then every mention counts. Made once per text of the module."""
+    return view.derived(module, "search.globals", _symbol_globals)
+
+
+def _symbol_globals(source: str) -> dict[tuple[str, int], set[str]]:
     try:
         top = symtable.symtable(source, "<image module>", "exec")
     except (SyntaxError, ValueError, RecursionError):
@@ -253,7 +338,7 @@ def spellings_of(view, module: str, name: str) -> tuple[set[str], set[str]]:
     else:
         names = {short} if module == target else set()
     chains = {name}
-    for node in ast.walk(view.tree(module)):
+    for node in _import_statements(view, module):
         if isinstance(node, ast.ImportFrom):
             base = view.imported_from(module, node)
             for alias in node.names:
@@ -265,3 +350,9 @@ def spellings_of(view, module: str, name: str) -> tuple[set[str], set[str]]:
             chains.update(f"{alias.asname}.{short}" for alias in node.names
                           if alias.asname and alias.name == target)
     return names, chains
+
+
+def _import_statements(view, module: str) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement in the module, anywhere in it; found once per text."""
+    return view.derived(module, "search.imports", lambda _: [
+        node for node in ast.walk(view.tree(module)) if isinstance(node, (ast.Import, ast.ImportFrom))])
