@@ -429,6 +429,12 @@ def test_a_methods_trailing_comments_are_shown_and_kept_by_a_redefinition(c, ima
     assert (image / "trailing.py").read_text() == before
 
 
+def test_search_method_source_finds_a_pattern_in_a_methods_trailing_comments(c):
+    # Its prefilter stopped at the def's last statement, so the comments shown as the
+    # method's own were never searched.
+    assert structured(c, "search_method_source", pattern="#     return 2")["results"] == ["trailing.Trailing.lines"]
+
+
 def test_a_class_compiled_back_from_its_definition_keeps_its_comments(c, image):
     # email.generator's "# Public interface" block and email.feedparser's comment above
     # _set_headersonly were lost: get_class_definition leaves them out with their methods.

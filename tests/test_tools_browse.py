@@ -250,6 +250,17 @@ def test_search_method_source_tokenizes_only_the_defs_that_may_hold_the_pattern(
     assert tokenized == ["    def m299(self):\n        return 299\n"]
 
 
+def test_search_method_source_finds_a_pattern_in_the_comments_that_end_a_def(client):
+    # The prefilter looked at the def's lines down to its last statement, while its
+    # segment (what the pattern is matched in) runs on through the comments ending it.
+    client.view.add_module("zoo.tail", "class T:\n    def f(self):\n        x = 1\n        # TODO marker\n"
+                           "\n    def g(self):\n        pass\n")
+    assert client.ok("search_method_source", pattern="TODO marker")["structuredContent"]["results"] == [
+        "zoo.tail.T.f"]
+    assert client.ok("search_method_source", pattern="x = 1\n    # TODO")["structuredContent"]["results"] == [
+        "zoo.tail.T.f"]
+
+
 def test_a_commit_the_disk_refuses_says_nothing_was_written(image, views, monkeypatch):
     from gsmcpd.image.store import ImageStore
 

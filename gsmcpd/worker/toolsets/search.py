@@ -200,8 +200,10 @@ class _SourceLines:
         pattern split at its newlines into `pieces`: each piece lies in one line of the
         def's segment, which is a line of its source with some leading whitespace cut, so
         a def whose source lacks a piece is ruled out without tokenizing it (what
-        splice.segment does to keep its string literals' lines whole)."""
-        lines = self._plain if node is None else self._plain[splice.first_line(node) - 1:node.end_lineno]
+        splice.segment does to keep its string literals' lines whole). The same lines as
+        the segment's: down to the comments that end the def (splice.last_line)."""
+        lines = self._plain if node is None else self._plain[
+            splice.first_line(node) - 1:splice.last_line(self.lines, node)]
         text = "".join(lines)
         return all(piece in text for piece in pieces)
 
