@@ -123,3 +123,37 @@ def test_a_stop_with_no_call_in_flight_waits_for_nothing(router):
 def test_the_call_grace_is_the_break_grace_capped_so_the_stop_fits_in_stops_timeout():
     assert call_grace(Config(break_grace=2.0)) == 2.0
     assert call_grace(Config(break_grace=60.0)) == CALL_GRACE_CAP == 5.0
+
+
+class SlowToDieWorker(RecordingWorker):
+    """Ignores the polite stop; killed, it is gone only once the loop reaps it, as a real
+    worker's SIGKILL lands and its sentinel is read on a later turn."""
+
+    def __init__(self, pid, loop):
+        super().__init__(pid)
+        self.loop = loop
+
+    def stop(self):
+        pass
+
+    def kill(self):
+        self.ended_by = self.ended_by or "kill"
+        self.loop.call_soon(lambda: setattr(self, "alive", False))
+
+
+def test_the_image_is_tidied_only_once_the_workers_killed_at_the_last_deadline_are_gone(router, tmp_path,
+                                                                                       monkeypatch):
+    # A worker killed mid-commit holds the image lock until it is gone: recovery (which no
+    # longer waits for the lock) ran right after the SIGKILL and found the lock still held,
+    # so the half-applied commit stayed as it was until the next start.
+    from gsmcpd.router import shutdown as shutdown_module
+
+    monkeypatch.setattr(shutdown_module, "SHUTDOWN_GRACE", 0.05)
+    router.pool.claim = lambda start, fail: start(SlowToDieWorker(100 + len(router.sessions.by_id), router.loop))
+    session = open_session(router)
+    router.image = str(tmp_path)
+    alive_at_recovery = []
+    router.recover_image = lambda image, wait=True: alive_at_recovery.append(session.worker.alive)
+    router.shutdown()
+    run_until_stopped(router)
+    assert session.worker.ended_by == "kill" and alive_at_recovery == [False]

@@ -10,7 +10,7 @@
    down (...)" and its worker killed, as every call in flight was before the grace.
 4. The workers get SHUTDOWN_GRACE to exit and are killed; connections are closed once
    their replies are written (within the same bound), the image is tidied after a killed
-   call, and the loop stops.
+   call or worker once the killed are gone (at most REAP_GRACE more), and the loop stops.
 
 A second signal skips the waits: what still runs is ended and every worker killed at once;
 the router exits as soon as they are gone.
@@ -21,10 +21,13 @@ from pathlib import Path
 
 log = logging.getLogger("gsmcpd.router")
 
-# The call grace is capped so the whole stop, this and SHUTDOWN_GRACE, stays within
+# The call grace is capped so the whole stop, this, SHUTDOWN_GRACE and REAP_GRACE, stays within
 # `gsmcpd stop`'s 10 s before its SIGKILL (systemd's TimeoutStopSec is 20).
 CALL_GRACE_CAP = 5.0
 SHUTDOWN_GRACE = 3.0   # seconds workers get to exit before SIGKILL
+# Seconds workers killed at SHUTDOWN_GRACE's end get to be gone before the image is tidied:
+# one killed mid-commit holds the image lock until then, and recovery does not wait for it.
+REAP_GRACE = 0.5
 POLL = 0.05            # how often the last phase looks at workers and connections
 
 STOPPING = "server shutting down"
@@ -44,6 +47,7 @@ class Shutdown:
         self.draining = False      # calls in flight are being waited for
         self.hurry = False         # a second signal: no more waiting
         self.calls_cut = False     # a call in flight was ended by killing its worker
+        self.killed_late = False   # workers still there at SHUTDOWN_GRACE's end were killed
         self._grace_timer = None
         self._deadline = None      # the last phase's
 
@@ -123,15 +127,20 @@ class Shutdown:
         if (self.workers or writing) and self.loop.time() < self._deadline:
             self.loop.call_later(POLL, self._await_workers)
             return
-        for worker in self.workers:
-            worker.kill()
+        if self.workers and not self.killed_late:
+            self.killed_late = True
+            for worker in self.workers:
+                worker.kill()
+            self._deadline = self.loop.time() + REAP_GRACE
+            self.loop.call_later(POLL, self._await_workers)
+            return
         router.pool.stop_spawner()
         for conn in list(router.connections):
             conn.close()
-        if router.image is not None and (self.calls_cut or self.workers):
+        if router.image is not None and (self.calls_cut or self.killed_late):
             # A worker killed mid-call may have been committing: its files would stay
             # half-renamed until the next start. Not waited for: a lock another process
-            # holds is a commit of theirs, which finishes its own (and a killed worker's
-            # lock is gone with it).
+            # holds is a commit of theirs, which finishes its own (a killed worker's lock
+            # went with it, reaped above).
             router.recover_image(Path(router.image), wait=False)
         self.loop.stop()
