@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from helpers import Daemon
-from test_e2e_tools import structured
+from test_e2e_tools import error, structured
 
 STDLIB_JSON = Path(json.__file__).parent
 
@@ -69,3 +69,16 @@ def test_every_browsing_tool_answers_a_shadowed_class_from_source_saying_so(c):
         in methods["methods"]["instance"]
     assert "class JSONDecodeError(ValueError):" in structured(c, "export_class_source",
                                                                className="JSONDecodeError")["source"]
+
+
+def test_a_change_to_a_module_of_a_shadowed_package_is_refused_naming_the_package(c, image):
+    # It said "json.tool is shadowed by a kernel module of that name" (remove_dictionary: "names
+    # an already-loaded kernel module"): the kernel has no json.tool loaded; its json holds the name.
+    why = ("image module json.tool is shadowed: its package's name json belongs to the already-loaded "
+           "kernel module of that name, whose own modules are imported by that name; rename the image "
+           "package json")
+    assert error(c, "compile_class_definition", "refused", source="class Tool:\n    pass\n",
+                 dictionaryName="json.tool") == f"no class can be defined in json.tool: {why}"
+    assert error(c, "remove_dictionary", "refused", dictionaryName="json.tool") == (
+        f"json.tool cannot be removed in a session: {why}")
+    assert structured(c, "status")["uncommittedChanges"] is False

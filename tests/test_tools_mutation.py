@@ -1119,3 +1119,26 @@ def test_a_dictionary_name_nested_deeper_than_import_manages_is_refused(client, 
     client.ok("add_dictionary", dictionaryName=name)
     assert client.ok("execute_code", code=f"import {name}\n{name}.__name__")["structuredContent"][
         "result"] == repr(name)
+
+
+def test_a_shadowed_module_is_refused_naming_the_kernel_module_that_holds_its_name(client):
+    # An image module in a package whose name the kernel's holds (unittest.extra, the kernel
+    # having loaded unittest) was refused as "an already-loaded kernel module" itself, which
+    # it is not: the rename the answer must point at is the package's.
+    import sys
+    assert "unittest" in sys.modules and "unittest.extra" not in sys.modules
+    client.view.add_module("unittest", "", package=True)
+    client.view.add_module("unittest.extra", "class Extra:\n    def m(self):\n        return 1\n")
+    why = ("image module unittest.extra is shadowed: its package's name unittest belongs to the already-"
+           "loaded kernel module of that name, whose own modules are imported by that name; rename the "
+           "image package unittest")
+    assert client.error("compile_class_definition", "refused", source="class Extra:\n    pass\n",
+                        dictionaryName="unittest.extra") == f"no class can be defined in unittest.extra: {why}"
+    assert client.error("compile_method", "refused", className="unittest.extra.Extra",
+                        source="def m(self):\n    return 2\n") == f"unittest.extra.Extra cannot be modified: {why}"
+    assert client.error("remove_dictionary", "refused", dictionaryName="unittest.extra") == (
+        f"unittest.extra cannot be removed in a session: {why}")
+    # Its own name the kernel's: said so.
+    assert client.error("remove_dictionary", "refused", dictionaryName="json") == (
+        "json cannot be removed in a session: image module json is shadowed by the already-loaded kernel "
+        "module of that name; rename the image module")

@@ -255,17 +255,26 @@ def _imported_around(module: str) -> str:
             "it from the view again")
 
 
+def shadowed_why(view: View, module: str) -> str | None:
+    """Why the image module is not the view's, naming the kernel module holding its name or
+    its package's (View.shadowing); None if the name is the view's."""
+    holder = view.shadowing(module)
+    if holder is None:
+        return None
+    if holder == module:
+        return (f"image module {module} is shadowed by the already-loaded kernel module of "
+                "that name; rename the image module")
+    return (f"image module {module} is shadowed: its package's name {holder} belongs to the "
+            "already-loaded kernel module of that name, whose own modules are imported by "
+            f"that name; rename the image package {holder}")
+
+
 def _unloadable(view: View, module: str) -> str:
     holder = view.shadowing(module)
     if holder is not None and view.imported_around(holder):
         return _imported_around(holder)
-    if holder == module:
-        return (f"image module {module} is shadowed by the already-loaded kernel module of "
-                "that name; rename the image module")
     if holder is not None:
-        return (f"image module {module} is shadowed: its package's name {holder} belongs to the "
-                "already-loaded kernel module of that name, whose own modules are imported by "
-                f"that name; rename the image package {holder}")
+        return shadowed_why(view, module)
     error = view.syntax_error(module)
     if error is not None:
         where = f"line {error.lineno}: " if error.lineno else ""   # none for the whole text
@@ -350,9 +359,9 @@ def mutable_class(view: View, name: str) -> tuple[ClassRef, type | None]:
                         f"modified; {remedy}")
     _refuse_if_unsure(view, ref)
     refuse_if_imported_around(view, ref.module)
-    if view.shadowed(ref.module):
-        raise ToolError("refused", f"{ref.qualified}: the name {ref.module} belongs to an "
-                        f"already-loaded kernel module, so it cannot be modified; {remedy}")
+    shadowed = shadowed_why(view, ref.module)
+    if shadowed:
+        raise ToolError("refused", f"{ref.qualified} cannot be modified: {shadowed}")
     module = view.module(ref.module)
     if module is None:
         require_compiles(view, ref.module)

@@ -307,8 +307,9 @@ class MutationToolset(Toolset):
                                 "be added to or changed in it")
             catalog.require_module(view, module_name)
             catalog.refuse_if_imported_around(view, module_name)
-            if view.shadowed(module_name):
-                raise ToolError("refused", f"{module_name} is shadowed by a kernel module of that name")
+            shadowed = catalog.shadowed_why(view, module_name)
+            if shadowed:
+                raise ToolError("refused", f"no class can be defined in {module_name}: {shadowed}")
             catalog.require_compiles(view, module_name)
             return module_name, any(r.name == name for r in catalog.classes_in(view, module_name))
         candidates = [ref for ref in catalog.image_classes(view) if ref.name == name]
@@ -542,8 +543,9 @@ class MutationToolset(Toolset):
         dictionary_name_parts(name)
         catalog.require_module(self.view, name)
         catalog.refuse_if_imported_around(self.view, name)
-        if self.view.shadowed(name):
-            raise ToolError("refused", f"{name} names an already-loaded kernel module")
+        shadowed = catalog.shadowed_why(self.view, name)
+        if shadowed:
+            raise ToolError("refused", f"{name} cannot be removed in a session: {shadowed}")
         removed = self.view.remove_module(name)
         imported, data = self._reimport_importers(removed)
         return self._finish(f"removed dictionary {', '.join(removed)}{imported}",
