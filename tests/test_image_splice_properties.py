@@ -299,9 +299,10 @@ def assert_written_as(got: str, client_text: str, unit: str):
     """`got` (a def's or class's lines, as written into the module) is the client's text
     as sent, or, where that text indents with a character the class's or module's
     indentation `unit` lacks (tabs against spaces), the same code with every statement's
-    line indented by `unit`'s characters alone."""
+    line indented by `unit`'s characters alone (a blank line's whitespace aside)."""
     want = without_trailing_comments(lf(splice.dedent_code(client_text)))
-    got = lf(got).rstrip("\n")
+    # A blank line where the module had one keeps the module's whitespace (as_written).
+    got = "\n".join(splice.comparable(splice.lines_of(lf(got)))).rstrip("\n")
     inside = splice.string_lines(want)
     used = {char for number, line in enumerate(splice.lines_of(want), 1)
             if number not in inside and line.strip() for char in line[:len(line) - len(line.lstrip())]}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import difflib
 import io
 import os
 import re
@@ -367,9 +368,11 @@ def put_class(source: str, name: str, class_text: str) -> str:
     text = with_newlines(fit_indentation(text, class_indent_unit(source, name)), nl)
     if node is None:
         return _importable(_append_block(source, text, blank_lines=2), f"class {name}")
-    text = indent_code(text, _indent_of(lines_of(source)[node.lineno - 1]))
-    return _importable(_replace(source, first_line(node), last_line(lines_of(source), node), text),
-                       f"class {name}")
+    lines = lines_of(source)
+    start, end = first_line(node), last_line(lines, node)
+    text = indent_code(text, _indent_of(lines[node.lineno - 1]))
+    text = "".join(as_written(lines[start - 1:end], lines_of(text)))
+    return _importable(_replace(source, start, end, text), f"class {name}")
 
 
 def unsure_statement(name: str, found: list[tuple[ast.stmt | None, ast.ClassDef]]) -> str:
@@ -477,9 +480,10 @@ def put_method(source: str, class_name: str, method_text: str) -> tuple[str, boo
         for node in reversed(existing[1:]):
             start = first_line(node)
             source = _tidy_blanks(_replace(source, start, last_line(lines_of(source), node), ""), start)
-        first = existing[0]
-        end = last_line(lines_of(source), first)
-        return _importable(_replace(source, first_line(first), end, text), what), True
+        first, lines = existing[0], lines_of(source)
+        start, end = first_line(first), last_line(lines, first)
+        text = "".join(as_written(lines[start - 1:end], lines_of(text)))
+        return _importable(_replace(source, start, end, text), what), True
     lines = lines_of(source)
     stubs = method_nodes(classdef, method.name)
     if stubs:       # only @overload signatures: the implementation goes right after them
@@ -822,28 +826,38 @@ def class_definition(source: str, name: str, classdef: ast.ClassDef | None = Non
     lines = lines_of(source)
     if _body_on_header_line(lines, classdef):
         return segment(source, classdef)
-    header = lines[first_line(classdef) - 1:first_line(classdef.body[0]) - 1]
-    # Trailing blank or comment-only lines of that slice are the first statement's gap.
-    gap_start = len(header)
-    while gap_start and _is_gap_line(header[gap_start - 1]):
+    shown = [lines[number - 1] if number else _body_indent(lines, classdef) + "pass" + newline_of(source)
+             for number in definition_line_numbers(lines, classdef)]
+    return _strip_indent(shown, _indent_of(lines[classdef.lineno - 1]))
+
+
+def definition_line_numbers(lines: list[str], classdef: ast.ClassDef) -> list[int | None]:
+    """The numbers (1-based) of the source lines class_definition shows, in order; None
+    for the `pass` it shows for a body of methods only. `classdef`'s body has lines of
+    its own (not _body_on_header_line)."""
+    def numbers(first: int, last: int) -> list[int]:
+        return list(range(first, last + 1))
+
+    header_end = first_line(classdef.body[0]) - 1
+    # Trailing blank or comment-only lines of the header are the first statement's gap.
+    gap_start = header_end
+    while gap_start >= first_line(classdef) and _is_gap_line(lines[gap_start - 1]):
         gap_start -= 1
-    header, gap = header[:gap_start], header[gap_start:]
-    body: list[str] = []
+    shown = numbers(first_line(classdef), gap_start)
+    gap = numbers(gap_start + 1, header_end)
+    body: list[int | None] = []
     previous_end = None
     for node in classdef.body:
         if previous_end is not None:
-            gap = lines[previous_end:first_line(node) - 1]
+            gap = numbers(previous_end + 1, first_line(node) - 1)
         previous_end = last_line(lines, node)
         if isinstance(node, FunctionNode + (ast.ClassDef,)):
             continue
         if not body:
-            gap = _drop_leading_blanks(gap)
-        body += gap + lines[first_line(node) - 1:previous_end]
-    if not body:
-        body = [_body_indent(lines, classdef) + "pass" + newline_of(source)]
+            gap = gap[len(gap) - len(_drop_leading_blanks([lines[n - 1] for n in gap])):]
+        body += gap + numbers(first_line(node), previous_end)
     # The comments that end the body are the class's, whatever statement is last.
-    body += lines[previous_end:last_line(lines, classdef)]
-    return _strip_indent(header + body, _indent_of(lines[classdef.lineno - 1]))
+    return shown + (body or [None]) + numbers(previous_end + 1, last_line(lines, classdef))
 
 
 # -- line helpers --------------------------------------------------------
@@ -904,6 +918,29 @@ def _strip_indent(lines: list[str], indent: str) -> str:
     inside = string_lines("".join(lines))
     return "".join(line[len(indent):] if line.startswith(indent) and n not in inside else line
                    for n, line in enumerate(lines, 1))
+
+
+def as_written(old: list[str], new: list[str]) -> list[str]:
+    """`new`, lines replacing `old`, with each that is `old`'s line but for its ending or, on
+    a blank line, its whitespace (what re-indenting sent text normalizes) as `old` has it:
+    a text sent back as it was shown leaves its lines byte for byte."""
+    matcher = difflib.SequenceMatcher(None, comparable(old), comparable(new), autojunk=False)
+    kept = list(new)
+    for i, j, size in matcher.get_matching_blocks():
+        for offset in range(size):
+            line, sent = old[i + offset], new[j + offset]
+            if not line.endswith(("\n", "\r")):   # a module's last line, now going on above others
+                line += sent[len(sent.rstrip("\r\n")):]
+            kept[j + offset] = line
+    return kept
+
+
+def comparable(lines: list[str]) -> list[str]:
+    """The lines as as_written compares them: without their endings, a blank one empty,
+    unless it is inside a string literal (there its whitespace is the string's)."""
+    inside = string_lines("".join(lines))
+    return [line.rstrip("\r\n") if line.strip() or number in inside else ""
+            for number, line in enumerate(lines, 1)]
 
 
 def with_newlines(text: str, nl: str) -> str:

@@ -14,7 +14,7 @@ import importlib.util
 import keyword
 import sys
 
-from gsmcpd.image import catalog, live, splice
+from gsmcpd.image import catalog, live, overlay, splice
 from gsmcpd.image.store import relpath_of
 from gsmcpd.image.view import KERNEL, NESTED_TOO_DEEPLY, nested_too_deeply
 from gsmcpd.worker.registry import Tool
@@ -251,7 +251,11 @@ class MutationToolset(Toolset):
         filename = self.view.filename(self.view.relpath(module_name))
 
         def build(methods):
-            class_text = self._splice(splice.with_methods, text, name, old_source, methods)
+            # Written over the class's own lines, what the text leaves as it was stays byte
+            # for byte, the carried members in their places.
+            class_text = overlay.written_over(text, name, old_source, methods) if exists else None
+            if class_text is None:
+                class_text = self._splice(splice.with_methods, text, name, old_source, methods)
             return self._splice(splice.put_class, old_source, name, class_text)
 
         new_source, failed = build(carried), []

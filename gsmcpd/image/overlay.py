@@ -1,0 +1,114 @@
+"""A class definition, as get_class_definition gives it and a client sends it back
+(changed or not), written over the class's own lines.
+
+Its changes, line by line against the definition the class has now, are made to the
+class's lines, so the carried methods keep their places and the blank and comment lines
+around them, and every line the client did not change stays byte for byte: a definition
+sent back unchanged leaves the module as it was.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+
+from gsmcpd.image import splice
+
+
+def written_over(class_text: str, class_name: str, source: str, methods: list) -> str | None:
+    """The class text `class_text` (the class statement `class_name` of `source`, redefined)
+    makes with the carried `methods` (defs or nested classes of that statement) in their
+    places, as put_class takes it; None where that cannot be told or would not do (the
+    class's body shares its header's line, the changes leave no class statement, or one
+    puts a carried method below a statement that reads it as the class body runs):
+    splice.with_methods places them then."""
+    classdef = splice.class_statement(ast.parse(source), class_name)
+    lines = splice.lines_of(source)
+    if classdef is None or splice._body_on_header_line(lines, classdef):
+        return None
+    shown = splice.definition_line_numbers(lines, classdef)
+    first, last = splice.first_line(classdef), splice.last_line(lines, classdef)
+    own = splice.lines_of(splice._strip_indent(lines[first - 1:last],
+                                               splice._indent_of(lines[classdef.lineno - 1])))
+    if not own[-1].endswith(("\n", "\r")):
+        own[-1] += "\n"     # the module's last line, which lines may now follow (put_class ends it)
+    kept = _kept_lines(lines, classdef, set(shown), {node.lineno for node in methods})
+    definition = splice.lines_of(splice.class_definition(source, class_name, classdef))
+    new = splice.lines_of(splice.fit_indentation(splice.dedent_code(class_text),
+                                                 splice.class_indent_unit(source, class_name)))
+    matcher = difflib.SequenceMatcher(None, splice.comparable(definition), splice.comparable(new),
+                                      autojunk=False)
+    # What each line of the definition becomes: its own line, the lines replacing it, or
+    # none; and the lines inserted right after it (-1: above the class).
+    becomes: dict[int, list[str]] = {}
+    after: dict[int, list[str]] = {}
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            for offset in range(i2 - i1):
+                becomes[i1 + offset] = [definition[i1 + offset]]
+        elif tag == "insert":
+            after.setdefault(i1 - 1, []).extend(new[j1:j2])
+        else:
+            becomes[i1] = new[j1:j2]
+    text = after.get(-1, [])
+    previous = first - 1
+    for index, number in enumerate(shown):
+        if number is not None:
+            text += [own[n - first] for n in range(previous + 1, number) if n in kept]
+            previous = number
+            text += [own[number - first] if line == definition[index] else line
+                     for line in becomes.get(index, [])]
+        elif not kept or becomes.get(index) != [definition[index]]:
+            # The `pass` shown for a body of methods only: what replaces it is set apart
+            # from the first of them, as a new statement above a def is.
+            text += becomes.get(index, [])
+            below = min((n for n in kept if n > previous), default=None)
+            if becomes.get(index) and below is not None and own[below - first].strip():
+                text.append("\n")
+        text += after.get(index, [])
+    text += [own[n - first] for n in range(previous + 1, last + 1) if n in kept]
+    merged = "".join(text)
+    return merged if _members_in_order(merged, class_name, source, methods) else None
+
+
+def _kept_lines(lines: list[str], classdef: ast.ClassDef, shown: set[int],
+                carried: set[int]) -> set[int]:
+    """The numbers of the class's lines the definition does not show that stay: those of a
+    carried member (with the blank and comment lines above it), and the blank lines the
+    definition drops above its first statement, unless a member is above them that is not
+    carried (they set that member apart)."""
+    kept = set()
+    members = [node for node in classdef.body if isinstance(node, splice.FunctionNode + (ast.ClassDef,))]
+    first_gone = min((splice.first_line(node) for node in members if node.lineno not in carried),
+                     default=None)
+    for number in range(splice.first_line(classdef), splice.last_line(lines, classdef) + 1):
+        if number in shown:
+            continue
+        owner = next((node for node in classdef.body if splice.last_line(lines, node) >= number), None)
+        if owner is None:
+            continue
+        if isinstance(owner, splice.FunctionNode + (ast.ClassDef,)):
+            if owner.lineno in carried:
+                kept.add(number)
+        elif first_gone is None or first_gone > number:
+            kept.add(number)
+    return kept
+
+
+def _members_in_order(merged: str, class_name: str, source: str, methods: list) -> bool:
+    """Whether `merged` is one class statement `class_name` none of whose class-level
+    statements reads a carried member as it runs above that member's def (where the module
+    or the builtins do not bind the name: there it resolves as it did)."""
+    try:
+        body = ast.parse(merged).body
+    except (SyntaxError, ValueError):
+        return False
+    if len(body) != 1 or not isinstance(body[0], ast.ClassDef) or body[0].name != class_name:
+        return False
+    before = splice._statements_before(source, class_name)
+    pending = {node.name for node in methods if not splice._bound_before(before, node.name)}
+    for statement in body[0].body:
+        if pending & splice._names_read_now(statement):
+            return False
+        pending -= splice.bound_names(statement)
+    return True

@@ -1,0 +1,44 @@
+"""Round trips end to end through the real daemon: a class's get_class_definition and a
+method's get_method_source, sent back unchanged, leave the committed module byte for byte;
+a one-line change changes that line alone (the shapes: test_tools_roundtrip)."""
+
+import pytest
+
+from test_e2e_image_tools import daemon, run  # noqa: F401  (the daemon fixture: on this module's image)
+from test_e2e_tools import ok, structured
+from test_tools_roundtrip import SHAPES, changed_lines
+from test_tools_support import write_image
+
+CHOSEN = ("blank_after_header", "interleaved", "crlf", "whitespace_blank_lines")
+
+
+@pytest.fixture(scope="module")
+def image(tmp_path_factory):
+    return write_image(tmp_path_factory.mktemp("roundtrip") / "image",
+                       {"rt/__init__.py": "", **{f"rt/{shape}.py": SHAPES[shape] for shape in CHOSEN}})
+
+
+def disk(image, shape) -> str:
+    return (image / "rt" / f"{shape}.py").read_bytes().decode()
+
+
+@pytest.mark.parametrize("shape", CHOSEN)
+def test_definitions_and_methods_sent_back_unchanged_leave_the_module_as_it_was(image, c, shape):
+    # From the shape as written, whatever another test of the module changed.
+    (image / "rt" / f"{shape}.py").write_bytes(SHAPES[shape].encode())
+    ok(c, "refresh")
+    definition = structured(c, "get_class_definition", className=f"rt.{shape}.A")["definition"]
+    ok(c, "compile_class_definition", source=definition, dictionaryName=f"rt.{shape}")
+    assert disk(image, shape) == SHAPES[shape]
+    source = structured(c, "get_method_source", className=f"rt.{shape}.A", selector="m")["source"]
+    ok(c, "compile_method", className=f"rt.{shape}.A", source=source)
+    assert disk(image, shape) == SHAPES[shape]
+
+
+def test_one_line_changed_in_a_definition_changes_that_line_alone(image, c):
+    definition = structured(c, "get_class_definition", className="rt.interleaved.A")["definition"]
+    ok(c, "compile_class_definition", source=definition.replace("y = 2", "y = 3"),
+       dictionaryName="rt.interleaved")
+    assert changed_lines(SHAPES["interleaved"], disk(image, "interleaved")) == [
+        "-     y = 2  # why\n", "+     y = 3  # why\n"]
+    assert run(c, "from rt.interleaved import A\n(A.y, A().m())") == repr((3, 1))

@@ -1,0 +1,130 @@
+"""Round trips through the browse and mutation tools: a class's get_class_definition sent
+back to compile_class_definition, a method's get_method_source sent back to compile_method,
+leave the module byte for byte; one line changed changes that line alone.
+
+One synthetic case per shape a sweep over the standard library's classes found changed
+(or that the same code paths handle): each names the stdlib class it stands for."""
+
+import difflib
+
+import pytest
+
+from test_tools_support import Client, views  # noqa: F401  (fixtures)
+
+SHAPES = {
+    # argparse._StoreAction: a blank line after the header, above the first (carried) method.
+    "blank_after_header": "class A:\n\n    def m(self):\n        return 1\n\n"
+                          "    def n(self):\n        return 2\n",
+    # asyncio.selector_events._SelectorSocketTransport: a blank line after the header, above
+    # a class-level statement.
+    "blank_above_a_statement": "class A:\n\n    x = 1\n\n    def m(self):\n        return 1\n",
+    # ast.Index: no blank line between the docstring and the first method.
+    "docstring_then_def": 'class A:\n    """Doc."""\n    def m(self):\n        return 1\n',
+    # ast._Unparser: class-level statements between the methods, and comments ending the body.
+    "interleaved": "class A:\n    x = 1\n\n    def m(self):\n        return 1\n\n"
+                   "    y = 2  # why\n\n\n    def n(self):\n        pass\n\n    # trailing\n",
+    # argparse.BooleanOptionalAction: two blank lines between two methods.
+    "two_blank_lines": "class A:\n    def m(self):\n        return 1\n\n\n"
+                       "    def n(self):\n        return 2\n",
+    "crlf": "class A:\r\n\r\n    def m(self):\r\n        return 1\r\n    z = 3\r\n",
+    "cr": "class A:\r\r    def m(self):\r        return 1\r    z = 3\r",
+    "tabs_and_nested_class": "class A:\n\tx = 1\n\n\tdef m(self, a,\n\t      b):\n\t\treturn a   \n\n\n"
+                             "\tclass Inner:\n\t\tpass\n",
+    # Blank lines holding the indentation's spaces, in a statement and in a method.
+    "whitespace_blank_lines": "class A:\n    x = [\n        1,\n    \n        2]\n    \n    def m(self):\n"
+                              "        a = 1\n        \n        return a\n",
+    "comments_and_decorators": "class A:  \n    x = 1   \n\n    # about m\n    @staticmethod\n    # between\n"
+                               "    def m():\n        return 1\n        # else:\n        #     return 2\n",
+    "class_level_try_and_property": "class A:\n    try:\n        import os\n    except ImportError:\n"
+                                    "        os = None\n    @property\n    def p(self):\n        return 1\n"
+                                    "    @p.setter\n    def p(self, v):\n        pass\n\n    q = p\n",
+    "form_feed_no_final_newline": "class A:\n    x = 1\n\x0c\n    def m(self):\n        return 1",
+}
+
+
+@pytest.fixture
+def shapes(tmp_path, views):  # noqa: F811
+    image = tmp_path / "image"
+    (image / "rt").mkdir(parents=True)
+    (image / "rt" / "__init__.py").write_text("")
+    for name, text in SHAPES.items():
+        (image / "rt" / f"{name}.py").write_bytes(text.encode())
+    return image, Client(views(image))
+
+
+def disk(image, shape) -> str:
+    return (image / "rt" / f"{shape}.py").read_bytes().decode()
+
+
+def definition_of(client, shape) -> str:
+    return client.ok("get_class_definition", className=f"rt.{shape}.A")["structuredContent"]["definition"]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_class_definition_sent_back_unchanged_leaves_the_module_byte_for_byte(shapes, shape):
+    image, client = shapes
+    client.ok("compile_class_definition", source=definition_of(client, shape), dictionaryName=f"rt.{shape}")
+    assert disk(image, shape) == SHAPES[shape]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_method_source_sent_back_unchanged_leaves_the_module_byte_for_byte(shapes, shape):
+    image, client = shapes
+    for selector in ("m", "n", "p"):
+        if f"def {selector}(" in SHAPES[shape]:
+            source = client.ok("get_method_source", className=f"rt.{shape}.A",
+                               selector=selector)["structuredContent"]["source"]
+            client.ok("compile_method", className=f"rt.{shape}.A", source=source)
+            assert disk(image, shape) == SHAPES[shape], selector
+
+
+def changed_lines(before: str, after: str) -> list[str]:
+    return [line for line in difflib.ndiff(before.splitlines(True), after.splitlines(True))
+            if line[:1] in "+-"]
+
+
+def test_one_line_changed_in_a_class_definition_changes_that_line_alone(shapes):
+    image, client = shapes
+    changed = definition_of(client, "interleaved").replace("y = 2", "y = 3")
+    client.ok("compile_class_definition", source=changed, dictionaryName="rt.interleaved")
+    assert changed_lines(SHAPES["interleaved"], disk(image, "interleaved")) == [
+        "-     y = 2  # why\n", "+     y = 3  # why\n"]
+    assert client.view.module("rt.interleaved").A.y == 3
+
+
+def test_one_line_changed_in_a_method_changes_that_line_alone(shapes):
+    image, client = shapes
+    source = client.ok("get_method_source", className="rt.whitespace_blank_lines.A",
+                       selector="m")["structuredContent"]["source"]
+    client.ok("compile_method", className="rt.whitespace_blank_lines.A",
+              source=source.replace("a = 1", "a = 2"))
+    assert changed_lines(SHAPES["whitespace_blank_lines"], disk(image, "whitespace_blank_lines")) == [
+        "-         a = 1\n", "+         a = 2\n"]
+
+
+def test_a_blank_line_inside_a_string_is_written_as_sent(shapes):
+    # Only a blank line outside a string keeps the module's whitespace: inside, it is the value.
+    image, client = shapes
+    (image / "rt" / "text.py").write_text('class A:\n    def m(self):\n        return """\n    \n"""\n')
+    client.ok("refresh")
+    client.ok("compile_method", className="rt.text.A", source='def m(self):\n    return """\n\n"""\n')
+    assert (image / "rt" / "text.py").read_text() == 'class A:\n    def m(self):\n        return """\n\n"""\n'
+    assert client.view.module("rt.text").A().m() == "\n\n"
+
+
+def test_a_statement_replacing_the_pass_shown_for_methods_only_is_set_apart_from_them(shapes):
+    image, client = shapes
+    assert definition_of(client, "two_blank_lines") == "class A:\n    pass\n"
+    client.ok("compile_class_definition", source="class A:\n    x = 1\n",
+              dictionaryName="rt.two_blank_lines")
+    methods = SHAPES["two_blank_lines"][len("class A:\n"):]
+    assert disk(image, "two_blank_lines") == "class A:\n    x = 1\n\n" + methods
+
+
+def test_a_statement_added_at_the_end_of_a_module_without_a_final_newline_stays_on_its_line(shapes):
+    image, client = shapes
+    (image / "rt" / "open_end.py").write_text("class A:\n    def m(self):\n        return 1\n    x = 1")
+    client.ok("refresh")
+    client.ok("compile_class_definition", source="class A:\n    x = 1\n    y = 2\n", dictionaryName="rt.open_end")
+    assert (image / "rt" / "open_end.py").read_text() == (
+        "class A:\n    def m(self):\n        return 1\n    x = 1\n    y = 2")
