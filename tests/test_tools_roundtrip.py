@@ -38,6 +38,8 @@ SHAPES = {
     "class_level_try_and_property": "class A:\n    try:\n        import os\n    except ImportError:\n"
                                     "        os = None\n    @property\n    def p(self):\n        return 1\n"
                                     "    @p.setter\n    def p(self, v):\n        pass\n\n    q = p\n",
+    # pathlib._PosixFlavour.splitroot: a default read from the class body (`sep=sep`).
+    "class_level_default": 'class A:\n    sep = "/"\n\n    def m(self, part, sep=sep):\n        return sep\n',
     "form_feed_no_final_newline": "class A:\n    x = 1\n\x0c\n    def m(self):\n        return 1",
 }
 
@@ -69,6 +71,7 @@ def test_a_class_definition_sent_back_unchanged_leaves_the_module_byte_for_byte(
 
 @pytest.mark.parametrize("shape", SHAPES)
 def test_a_method_source_sent_back_unchanged_leaves_the_module_byte_for_byte(shapes, shape):
+    # (and compiles: a default read from the class body was a NameError)
     image, client = shapes
     for selector in ("m", "n", "p"):
         if f"def {selector}(" in SHAPES[shape]:
@@ -128,3 +131,19 @@ def test_a_statement_added_at_the_end_of_a_module_without_a_final_newline_stays_
     client.ok("compile_class_definition", source="class A:\n    x = 1\n    y = 2\n", dictionaryName="rt.open_end")
     assert (image / "rt" / "open_end.py").read_text() == (
         "class A:\n    def m(self):\n        return 1\n    x = 1\n    y = 2")
+
+
+def test_a_compiled_method_reads_the_class_body_as_the_live_class_holds_it(shapes):
+    image, client = shapes
+    (image / "rt" / "named.py").write_text(
+        "class Tracked:\n    owners = []\n\n    def __set_name__(self, owner, name):\n"
+        "        self.owners.append(owner.__name__)\n\n\nclass A:\n    t = Tracked()\n\n"
+        "    def m(self, t=t):\n        return t\n")
+    client.ok("refresh")
+    client.ok("compile_method", className="rt.class_level_default.A",
+              source="def m(self, part, sep=sep):\n    return part + sep\n")
+    assert client.view.module("rt.class_level_default").A().m("x") == "x/"
+    client.ok("compile_method", className="rt.named.A", source="def m(self, t=t):\n    return [t]\n")
+    named = client.view.module("rt.named")
+    assert named.A().m() == [named.A.t]
+    assert named.Tracked.owners == ["A"]   # read, not bound again in the class it was compiled in

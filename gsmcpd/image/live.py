@@ -25,8 +25,9 @@ _NOT_COPIED = {"__dict__", "__weakref__", "__module__", "__qualname__"}
 
 
 def compile_members(module: ModuleType, filename: str, source: str, class_name: str,
-                    names: list[str]) -> tuple[type, dict[str, object]]:
-    """Evaluate the named members of `class_name` in `source` (module globals),
+                    names: list[str], cls: type | None = None) -> tuple[type, dict[str, object]]:
+    """Evaluate the named members of `class_name` in `source` (module globals, and what
+    the live class `cls` binds of the names they read as they run: `sep=sep`, `@_wrap`),
     without re-running the class's own bases or decorators: (the throwaway class
     they were made in, the members). Raises what the definitions raise."""
     tree = ast.parse(source)
@@ -36,14 +37,44 @@ def compile_members(module: ModuleType, filename: str, source: str, class_name: 
     # Keyed by the name the class binds: `__secret` is set as `_Kitchen__secret`.
     names = [splice.mangled(class_name, name) for name in names]
     stub = ast.ClassDef(name=class_name, bases=[], keywords=[], body=body, decorator_list=[])
+    namespace: dict = {}
+    # Keyed as the class body reads them: `__x` there is `_Class__x`, as the stub's name is the class's.
+    readable = {} if cls is None else {
+        key: vars(cls)[key] for node in body for name in splice.names_read_now(node)
+        if (key := splice.mangled(class_name, name)) in vars(cls)}
+    if readable:
+        namespace[_PREFILLED] = _prefilled(readable)
+        stub.keywords = [ast.keyword(arg="metaclass", value=ast.Name(id=_PREFILLED, ctx=ast.Load()))]
     ast.copy_location(stub, classdef)
     stub.end_lineno, stub.end_col_offset = classdef.end_lineno, classdef.end_col_offset
-    code = compile(ast.Module(body=[stub], type_ignores=[]), filename, "exec",
-                   flags=future_flags(tree), dont_inherit=True)
-    namespace: dict = {}
+    code = compile(ast.fix_missing_locations(ast.Module(body=[stub], type_ignores=[])), filename,
+                   "exec", flags=future_flags(tree), dont_inherit=True)
     exec(code, module.__dict__, namespace)
     temp = namespace[class_name]
     return temp, {name: temp.__dict__[name] for name in names if name in temp.__dict__}
+
+
+# The name the throwaway class's metaclass has where its class statement runs (exec's
+# locals, not the module's globals); no module's own name.
+_PREFILLED = "__gsmcpd_prefilled__"
+
+
+def _prefilled(values: dict[str, object]) -> type:
+    """A metaclass whose class body starts with `values` bound, as the live class's body
+    had them, and whose class is a plain one holding only what the body bound itself:
+    `values` not rebound are left out, so no descriptor's `__set_name__` sees the
+    throwaway class."""
+    class Prefilled(type):
+        @classmethod
+        def __prepare__(mcs, name, bases, **keywords):
+            return dict(values)
+
+        def __new__(mcs, name, bases, namespace, **keywords):
+            own = {key: value for key, value in namespace.items()
+                   if not (key in values and values[key] is value)}
+            return type.__new__(type, name, bases, own)
+
+    return Prefilled
 
 
 def future_flags(tree: ast.Module) -> int:

@@ -108,7 +108,7 @@ def _members_in_order(merged: str, class_name: str, source: str, methods: list) 
     before = splice._statements_before(source, class_name)
     pending = {node.name for node in methods if not splice._bound_before(before, node.name)}
     for statement in body[0].body:
-        if pending & splice._names_read_now(statement):
+        if pending & splice.names_read_now(statement):
             return False
         pending -= splice.bound_names(statement)
     return True

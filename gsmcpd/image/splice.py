@@ -659,7 +659,7 @@ def unbound_reader(source: str, class_name: str, name: str) -> ast.stmt | None:
     if _bound_before(_statements_before(source, class_name), name):
         return None
     for statement in classdef.body:
-        if name in _names_read_now(statement):
+        if name in names_read_now(statement):
             return statement
         if name in bound_names(statement):
             return None
@@ -675,7 +675,7 @@ def class_level_readers(classdef: ast.ClassDef, name: str) -> list[ast.stmt]:
         return []
     below = classdef.body[classdef.body.index(defs[0]) + 1:]
     return [statement for statement in below
-            if statement not in defs and defs[0].name in _names_read_now(statement)]
+            if statement not in defs and defs[0].name in names_read_now(statement)]
 
 
 def bound_names(statement: ast.stmt) -> set[str]:
@@ -690,7 +690,7 @@ def _needing(name: str, members: list) -> set[str]:
     one another: a statement using any of them runs after it, once they are in place."""
     needing = {name}
     while more := {member.name for member in members
-                   if member.name not in needing and needing & _names_read_now(member)}:
+                   if member.name not in needing and needing & names_read_now(member)}:
         needing |= more
     return needing
 
@@ -700,12 +700,12 @@ def _first_user_of(class_text: str, class_name: str, names: set[str]) -> ast.stm
     runs (a def or nested class statement included, for what it evaluates), or None."""
     classdef = _class_or_error(class_text, ast.parse(class_text), class_name)
     for statement in classdef.body:
-        if names & _names_read_now(statement):
+        if names & names_read_now(statement):
             return statement
     return None
 
 
-def _names_read_now(node: ast.AST) -> set[str]:
+def names_read_now(node: ast.AST) -> set[str]:
     """The names a class-level statement reads in the class body's namespace as it runs.
     Annotations count even under `from __future__ import annotations` (the live compile
     applies it, live.future_flags), which at worst places a carried member higher than

@@ -212,7 +212,8 @@ class MutationToolset(Toolset):
             module = self.view.module(module_name)
             filename = self.view.filename(self.view.relpath(module_name))
             try:
-                made, members = live.compile_members(module, filename, new_source, ref.name, [node.name])
+                made, members = live.compile_members(module, filename, new_source, ref.name,
+                                                     [node.name], cls)
             except BREAKS:
                 raise
             except BaseException as error:   # the user's code may raise SystemExit too
