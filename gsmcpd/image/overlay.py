@@ -10,6 +10,7 @@ sent back unchanged leaves the module as it was.
 from __future__ import annotations
 
 import ast
+import bisect
 import difflib
 
 from gsmcpd.image import splice
@@ -81,12 +82,12 @@ def _kept_lines(lines: list[str], classdef: ast.ClassDef, shown: set[int],
     members = [node for node in classdef.body if isinstance(node, splice.FunctionNode + (ast.ClassDef,))]
     first_gone = min((splice.first_line(node) for node in members if node.lineno not in carried),
                      default=None)
+    ends = [splice.last_line(lines, node) for node in classdef.body]
     for number in range(splice.first_line(classdef), splice.last_line(lines, classdef) + 1):
-        if number in shown:
+        at = bisect.bisect_left(ends, number)     # the statement the line is in or above
+        if number in shown or at == len(ends):
             continue
-        owner = next((node for node in classdef.body if splice.last_line(lines, node) >= number), None)
-        if owner is None:
-            continue
+        owner = classdef.body[at]
         if isinstance(owner, splice.FunctionNode + (ast.ClassDef,)):
             if owner.lineno in carried:
                 kept.add(number)
