@@ -195,11 +195,11 @@ def own_end(source: str, node: ast.stmt) -> int:
     """The node's last line, and the comment lines below it indented deeper than it
     (blank lines between them too): a def's body may end in comments that are its own."""
     lines = splice.lines_of(source)
-    depth, end = len(splice._indent_of(lines[node.lineno - 1])), node.end_lineno
+    depth, end = len(splice.indent_of(lines[node.lineno - 1])), node.end_lineno
     for number in range(node.end_lineno + 1, len(lines) + 1):
         line = lines[number - 1]
         if line.strip() and not (line.lstrip().startswith("#")
-                                 and len(splice._indent_of(line)) > depth):
+                                 and len(splice.indent_of(line)) > depth):
             break
         end = number if line.strip() else end
     return end
@@ -280,12 +280,12 @@ def comments_going_with(source: str, node: ast.stmt) -> Counter:
     """The comments a removal may take: the node's own (those ending its body too), and
     the comment lines right above it at its indentation (but not a shebang or coding line)."""
     lines, own = splice.lines_of(source), comment_lines(source)
-    indent = splice._indent_of(lines[node.lineno - 1])
+    indent = splice.indent_of(lines[node.lineno - 1])
     start = splice.first_line(node)
     header = {1} if lines[0].startswith("#!") else set()
     header |= {n for n in (1, 2)
                if n <= len(lines) and splice.CODING_DECLARATION.match(lines[n - 1])}
-    while (start - 1 in own and splice._indent_of(lines[start - 2]) == indent
+    while (start - 1 in own and splice.indent_of(lines[start - 2]) == indent
            and start - 1 not in header):
         start -= 1
     if set(range(1, start)) <= header:     # comments that open the file are the module's

@@ -25,12 +25,12 @@ def written_over(class_text: str, class_name: str, source: str, methods: list) -
     splice.with_methods places them then."""
     classdef = splice.class_statement(ast.parse(source), class_name)
     lines = splice.lines_of(source)
-    if classdef is None or splice._body_on_header_line(lines, classdef):
+    if classdef is None or splice.body_on_header_line(lines, classdef):
         return None
     shown = splice.definition_line_numbers(lines, classdef)
     first, last = splice.first_line(classdef), splice.last_line(lines, classdef)
-    own = splice.lines_of(splice._strip_indent(lines[first - 1:last],
-                                               splice._indent_of(lines[classdef.lineno - 1])))
+    own = splice.lines_of(splice.strip_indent(lines[first - 1:last],
+                                              splice.indent_of(lines[classdef.lineno - 1])))
     if not own[-1].endswith(("\n", "\r")):
         own[-1] += "\n"     # the module's last line, which lines may now follow (put_class ends it)
     kept = _kept_lines(lines, classdef, set(shown), {node.lineno for node in methods})
@@ -106,8 +106,8 @@ def _members_in_order(merged: str, class_name: str, source: str, methods: list) 
         return False
     if len(body) != 1 or not isinstance(body[0], ast.ClassDef) or body[0].name != class_name:
         return False
-    before = splice._statements_before(source, class_name)
-    pending = {node.name for node in methods if not splice._bound_before(before, node.name)}
+    before = splice.statements_before(source, class_name)
+    pending = {node.name for node in methods if not splice.bound_before(before, node.name)}
     for statement in body[0].body:
         if pending & splice.names_read_now(statement):
             return False

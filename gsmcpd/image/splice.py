@@ -50,13 +50,13 @@ def last_line(lines: list[str], node: ast.AST) -> int:
     """The node's last line, counting the comment lines right below it indented deeper
     than its first (blank lines between them too): a def's body may end in comments
     (a commented-out `else:`), its own though the AST ends at its last statement."""
-    indent = len(_indent_of(lines[node.lineno - 1]))
+    indent = len(indent_of(lines[node.lineno - 1]))
     last = node.end_lineno
     for number in range(node.end_lineno + 1, len(lines) + 1):
         line = lines[number - 1]
         if not line.strip():
             continue
-        if not line.lstrip().startswith("#") or len(_indent_of(line)) <= indent:
+        if not line.lstrip().startswith("#") or len(indent_of(line)) <= indent:
             break
         last = number
     return last
@@ -68,7 +68,7 @@ def segment(source: str, node: ast.AST, lines: list[str] | None = None) -> str:
     each of many nodes."""
     lines = lines_of(source) if lines is None else lines
     chunk = lines[first_line(node) - 1:last_line(lines, node)]
-    return _strip_indent(chunk, _indent_of(lines[node.lineno - 1]))
+    return strip_indent(chunk, indent_of(lines[node.lineno - 1]))
 
 
 def segments(source: str, nodes: list) -> str:
@@ -115,7 +115,7 @@ def dedent_code(text: str) -> str:
     count towards the common margin nor lose any of their whitespace."""
     lines, inside = lines_of(text), string_lines(text)
     code = [n for n, line in enumerate(lines, 1) if n not in inside and line.strip()]
-    margin = os.path.commonprefix([_indent_of(lines[n - 1]) for n in code])
+    margin = os.path.commonprefix([indent_of(lines[n - 1]) for n in code])
     out = []
     for n, line in enumerate(lines, 1):
         if n in inside:
@@ -370,7 +370,7 @@ def put_class(source: str, name: str, class_text: str) -> str:
         return _importable(_append_block(source, text, blank_lines=2), f"class {name}")
     lines = lines_of(source)
     start, end = first_line(node), last_line(lines, node)
-    text = indent_code(text, _indent_of(lines[node.lineno - 1]))
+    text = indent_code(text, indent_of(lines[node.lineno - 1]))
     text = "".join(as_written(lines[start - 1:end], lines_of(text)))
     return _importable(_replace(source, start, end, text), f"class {name}")
 
@@ -396,9 +396,9 @@ def class_indent_unit(source: str, name: str) -> str:
     first indented block's ('' when it has none: any is consistent with it)."""
     node = class_statement(ast.parse(source), name)
     lines = lines_of(source)
-    if node is not None and not _body_on_header_line(lines, node):
+    if node is not None and not body_on_header_line(lines, node):
         # What the body has beyond the class's own indentation (in a module-level block).
-        own, body = _indent_of(lines[node.lineno - 1]), _body_indent(lines, node)
+        own, body = indent_of(lines[node.lineno - 1]), _body_indent(lines, node)
         return body[len(own):] if body.startswith(own) else body
     try:
         for token in tokenize.generate_tokens(io.StringIO(source, newline="").readline):
@@ -431,7 +431,7 @@ def remove_class(source: str, name: str) -> str:
         body = _enclosing_body(tree, node)
         if len(body) == 1 and body is not tree.body:
             lines = lines_of(source)
-            pass_line = _indent_of(lines[node.lineno - 1]) + "pass" + newline_of(source)
+            pass_line = indent_of(lines[node.lineno - 1]) + "pass" + newline_of(source)
             source = _replace(source, _block_start(lines, node), node.end_lineno, pass_line)
         else:
             source = _remove_statement(source, node, body)     # the last first, reparsing
@@ -539,7 +539,7 @@ def with_methods(class_text: str, class_name: str, source: str, methods: list) -
     `p = property(get_p)`, `@wrap` above a def, a def's default value, a nested class's
     base) goes right above that statement, which would otherwise run before it exists,
     and so above the user of another carried member that uses it (`@_wrap` on one)."""
-    before = _statements_before(source, class_name)
+    before = statements_before(source, class_name)
     source_lines, inside = lines_of(source), string_lines(source)
     # In the class's own style first, so the carried members go in as written.
     class_text = fit_indentation(dedent_code(class_text), class_indent_unit(source, class_name))
@@ -550,7 +550,7 @@ def with_methods(class_text: str, class_name: str, source: str, methods: list) -
         # the member, as it did wherever the class read it before the member's def: moved
         # up, the member would shadow it for those readers.
         user = None
-        if not _bound_before(before, name):
+        if not bound_before(before, name):
             user = _first_user_of(class_text, class_name, _needing(name, methods))
         if user is None:
             class_text = put_method(class_text, class_name, text)[0]
@@ -569,18 +569,18 @@ def _carried_text(lines: list[str], inside: set[int], node: ast.stmt) -> str:
     (blank lines between them too) that class_definition leaves out with it: without
     them, `# Public interface` above a def was lost by a redefinition. Deeper ones end
     the member above (last_line). `inside`: the source's string_lines."""
-    indent = _indent_of(lines[node.lineno - 1])
+    indent = indent_of(lines[node.lineno - 1])
     start = first_line(node)
     for number in range(first_line(node) - 1, 0, -1):
         line = lines[number - 1]
         if number in inside or line.strip() and not (
-                line.lstrip().startswith("#") and _indent_of(line) == indent):
+                line.lstrip().startswith("#") and indent_of(line) == indent):
             break
         start = number if line.strip() else start
-    return _strip_indent(lines[start - 1:last_line(lines, node)], indent)
+    return strip_indent(lines[start - 1:last_line(lines, node)], indent)
 
 
-def _statements_before(source: str, class_name: str) -> list[ast.stmt]:
+def statements_before(source: str, class_name: str) -> list[ast.stmt]:
     """The module's top-level statements above the class statement (above the block it is
     written in, if any): they have run when its body runs (all of them for a class it does
     not have yet)."""
@@ -591,7 +591,7 @@ def _statements_before(source: str, class_name: str) -> list[ast.stmt]:
     return tree.body[:tree.body.index(_top_statement(tree, classdef))]
 
 
-def _bound_before(statements: list[ast.stmt], name: str) -> bool:
+def bound_before(statements: list[ast.stmt], name: str) -> bool:
     """Whether a class body below `statements` can read `name` without binding it
     itself: they surely bind it, or the builtins do."""
     return name in vars(builtins) or surely_binds(statements, name)
@@ -656,7 +656,7 @@ def unbound_reader(source: str, class_name: str, name: str) -> ast.stmt | None:
     class body above it, nor the module above the class, nor the builtins. Running it is a
     NameError."""
     classdef = _class_or_error(source, ast.parse(source), class_name)
-    if _bound_before(_statements_before(source, class_name), name):
+    if bound_before(statements_before(source, class_name), name):
         return None
     for statement in classdef.body:
         if name in names_read_now(statement):
@@ -824,17 +824,17 @@ def class_definition(source: str, name: str, classdef: ast.ClassDef | None = Non
     if classdef is None:
         classdef = _class_or_error(source, ast.parse(source), name, one_line_body=True)
     lines = lines_of(source)
-    if _body_on_header_line(lines, classdef):
+    if body_on_header_line(lines, classdef):
         return segment(source, classdef)
     shown = [lines[number - 1] if number else _body_indent(lines, classdef) + "pass" + newline_of(source)
              for number in definition_line_numbers(lines, classdef)]
-    return _strip_indent(shown, _indent_of(lines[classdef.lineno - 1]))
+    return strip_indent(shown, indent_of(lines[classdef.lineno - 1]))
 
 
 def definition_line_numbers(lines: list[str], classdef: ast.ClassDef) -> list[int | None]:
     """The numbers (1-based) of the source lines class_definition shows, in order; None
     for the `pass` it shows for a body of methods only. `classdef`'s body has lines of
-    its own (not _body_on_header_line)."""
+    its own (not body_on_header_line)."""
     def numbers(first: int, last: int) -> list[int]:
         return list(range(first, last + 1))
 
@@ -870,13 +870,13 @@ def _class_or_error(source: str, tree: ast.Module, name: str,
     if classdef is None:
         found = class_statements(tree, name)
         raise SpliceError(unsure_statement(name, found) if found else f"no class {name} in the module")
-    if not one_line_body and _body_on_header_line(lines_of(source), classdef):
+    if not one_line_body and body_on_header_line(lines_of(source), classdef):
         raise SpliceError(f"the body of class {name} is written on one line with its "
                           "header; redefine it with compile_class_definition first")
     return classdef
 
 
-def _body_on_header_line(lines: list[str], classdef: ast.ClassDef) -> bool:
+def body_on_header_line(lines: list[str], classdef: ast.ClassDef) -> bool:
     """`class C: x = 1`, or the same after a header on several lines
     (`class C(\\n  Base): x = 1`): the body has no lines of its own."""
     first = classdef.body[0]
@@ -906,7 +906,7 @@ def _is_placeholder(node: ast.AST) -> bool:
         and node.value.value is Ellipsis)
 
 
-def _indent_of(line: str) -> str:
+def indent_of(line: str) -> str:
     return line[:len(line) - len(line.lstrip(" \t"))]
 
 
@@ -914,7 +914,7 @@ def _body_indent(lines: list[str], classdef: ast.ClassDef) -> str:
     return _indentation(lines[classdef.body[0].lineno - 1]) or "    "
 
 
-def _strip_indent(lines: list[str], indent: str) -> str:
+def strip_indent(lines: list[str], indent: str) -> str:
     inside = string_lines("".join(lines))
     return "".join(line[len(indent):] if line.startswith(indent) and n not in inside else line
                    for n, line in enumerate(lines, 1))
@@ -1009,12 +1009,12 @@ def _block_start(lines: list[str], node: ast.stmt) -> int:
     it at its indentation, but not a shebang or encoding declaration, nor the
     comment lines that open the file (a licence or copyright header): those are
     the module's."""
-    indent = _indent_of(lines[node.lineno - 1])
+    indent = indent_of(lines[node.lineno - 1])
     inside = string_lines("".join(lines))
     start = first_line(node)
     while start > 1 and start - 1 not in inside and not _is_file_header(lines, start - 1):
         above = lines[start - 2]
-        if not above.strip().startswith("#") or _indent_of(above) != indent:
+        if not above.strip().startswith("#") or indent_of(above) != indent:
             break
         start -= 1
     if all(_is_file_header(lines, number) for number in range(1, start)):
