@@ -151,6 +151,11 @@ FILES = {
                    "    # Non-public interface for the headersonly flag\n    def _set_headersonly(self):\n"
                    "        self._headersonly = True\n    # only during unicode parsing\n",
     "lazy.py": "def late():\n    from nested import Outer\n    return Outer\n",
+    # As unittest.mock.NonCallableMock passes for its spec's class
+    "masquerade.py": "class Masquerade:\n    def __init__(self, spec=None):\n        self._spec = spec\n\n"
+                     "    @property\n    def __class__(self):\n"
+                     "        return type(self) if self._spec is None else self._spec\n\n\n"
+                     "class Child(Masquerade):\n    pass\n",
 }
 
 BROKEN = "image module broken does not compile: line 2: expected ':'"
@@ -480,3 +485,20 @@ def test_a_carried_method_named_like_a_module_global_does_not_shadow_it_for_a_de
     assert answer["carried"] == ["json"] and answer["failed"] == []
     assert run(c, "import json, shadow\ns = shadow.Shadow()\ns.g() is json.dumps, s.json()") == \
         repr((True, "the method"))
+
+
+
+def test_a_class_whose_body_binds_dunder_class_is_changed_in_place(c, image):
+    # The in-place update set the body's `__class__` property with setattr, which takes it
+    # for the class's own class: TypeError "__class__ must be set to a class".
+    before = (image / "masquerade.py").read_text()
+    run(c, "import masquerade\nm, child = masquerade.Masquerade(int), masquerade.Child(float)")
+    passes_for = "[k.__name__ for k in (m.__class__, child.__class__, type(m).__class__)]"
+    definition = structured(c, "get_class_definition", className="Masquerade")["definition"]
+    assert structured(c, "compile_class_definition", source=definition)["outcome"] == "updated"
+    assert (image / "masquerade.py").read_text() == before
+    assert run(c, passes_for) == repr(["int", "float", "type"])
+    ok(c, "compile_method", className="Masquerade", source="@property\ndef __class__(self):\n    return str")
+    assert run(c, passes_for) == repr(["str", "str", "type"])
+    ok(c, "delete_method", className="Masquerade", selector="__class__")
+    assert run(c, passes_for) == repr(["Masquerade", "Child", "type"])

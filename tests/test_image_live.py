@@ -1,4 +1,5 @@
-"""live.needed_on_import and attribute_reader: what running a module still reads."""
+"""live.needed_on_import and attribute_reader: what running a module still reads; the
+dataclass basis; and members set on a live class as its body binds them."""
 
 import ast
 
@@ -124,3 +125,53 @@ def test_a_dataclass_basis_made_again_with_the_same_lambda_factory_is_the_same()
     assert not same(make("lambda: []"), make("lambda n=1: [n]"))
     assert same(make("lambda n=1: [n]"), make("lambda n=1: [n]"))
     assert not same(make("lambda n=1: [n]"), make("lambda n=2: [n]"))
+
+
+MASQUERADE = """
+class Proxy:
+    def __init__(self, spec=None):
+        self._spec = spec
+
+    @property
+    def __class__(self):
+        return type(self) if self._spec is None else self._spec
+"""
+
+
+def made(source, name):
+    namespace = {}
+    exec(source, namespace)
+    return namespace[name]
+
+
+def test_a_class_body_binding_dunder_class_is_copied_in_place_as_the_body_binds_it():
+    # unittest.mock.NonCallableMock's: setattr took the property for the class's own new
+    # class (TypeError "__class__ must be set to a class"), the copy stopped half done.
+    proxy_class = made(MASQUERADE, "Proxy")
+    child_class = type("Child", (proxy_class,), {})
+    proxy, child = proxy_class(int), child_class(float)
+    assert (proxy.__class__, child.__class__) == (int, float)   # looked up, so cached
+    live.update_in_place(proxy_class, made(MASQUERADE.replace("else self._spec", "else str"), "Proxy"),
+                         {"__init__", "__class__"})
+    assert (proxy.__class__, child.__class__, proxy_class().__class__) == (str, str, proxy_class)
+    assert type(proxy_class) is proxy_class.__class__ is type
+    evaluated = made(MASQUERADE.replace("else self._spec", "else bytes"), "Proxy")
+    live.set_members(proxy_class, {"__class__": vars(evaluated)["__class__"]}, evaluated)
+    assert (proxy.__class__, child.__class__) == (bytes, bytes)
+    live.remove_member(proxy_class, "__class__")
+    assert (proxy.__class__, child.__class__) == (proxy_class, child_class)
+
+
+def test_a_class_body_binding_dunder_name_or_bases_leaves_the_class_its_own():
+    # setattr renamed the class, and rebased it.
+    source = "class Q(dict):\n    __name__ = 'alias'\n    __bases__ = ()\n"
+    cls = made(source, "Q")
+    live.update_in_place(cls, made(source.replace("alias", "other"), "Q"), {"__name__", "__bases__"})
+    assert (cls.__name__, cls.__bases__) == ("Q", (dict,))
+    assert (vars(cls)["__name__"], vars(cls)["__bases__"]) == ("other", ())
+
+
+def test_a_docstring_is_still_set_as_type_sets_it():
+    cls = made("class D:\n    'old'\n", "D")
+    live.update_in_place(cls, made("class D:\n    'new'\n", "D"), {"__doc__"})
+    assert cls.__doc__ == vars(cls)["__doc__"] == "new"

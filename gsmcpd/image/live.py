@@ -14,14 +14,18 @@ from __future__ import annotations
 import __future__
 import abc
 import ast
+import ctypes
 import enum
 import functools
+import gc
 import inspect
 from types import FunctionType, MappingProxyType, ModuleType
 
 from gsmcpd.image import splice
 
 _NOT_COPIED = {"__dict__", "__weakref__", "__module__", "__qualname__"}
+# type's data descriptors whose setter binds the name in the class's namespace.
+_BOUND_BY_TYPE = {"__doc__", "__annotations__", "__abstractmethods__", "__module__", "__type_params__"}
 
 
 def compile_members(module: ModuleType, filename: str, source: str, class_name: str,
@@ -97,10 +101,53 @@ def set_members(cls: type, members: dict[str, object], made: type) -> None:
     """Set `members`, made in the throwaway class `made`, on `cls`."""
     for name, value in members.items():
         point_class_cell(value, cls, made)
-        setattr(cls, name, value)
+        set_member(cls, name, value)
     if "__eq__" in members and "__hash__" not in vars(cls):
         cls.__hash__ = None   # as type() makes a class that defines __eq__ and no __hash__
     settle_abstract_methods(cls)
+
+
+def set_member(cls: type, name: str, value) -> None:
+    """Bind `name` in the namespace of `cls`, as its class body does. setattr does not
+    for a name its metaclass has a data descriptor for: it runs that instead, so a body's
+    `__class__` property (unittest.mock.NonCallableMock's) raised TypeError, and a body's
+    `__name__` would have renamed the class."""
+    if _metaclass_data_descriptor(cls, name):
+        _namespace(cls)[name] = value
+        _type_modified(cls)
+    else:
+        setattr(cls, name, value)
+
+
+def remove_member(cls: type, name: str) -> None:
+    """Unbind `name` from the namespace of `cls` (set_member's reverse)."""
+    if _metaclass_data_descriptor(cls, name):
+        del _namespace(cls)[name]
+        _type_modified(cls)
+    else:
+        delattr(cls, name)
+
+
+def _metaclass_data_descriptor(cls: type, name: str) -> bool:
+    """Whether setattr(cls, name, ...) runs a data descriptor of the metaclass that binds
+    nothing in the namespace of `cls` (type's own for _BOUND_BY_TYPE do, with their
+    bookkeeping)."""
+    for owner in type(cls).__mro__:   # as attribute lookup goes: the first found decides
+        if name in vars(owner):
+            return (owner is not type or name not in _BOUND_BY_TYPE) and hasattr(type(vars(owner)[name]), "__set__")
+    return False
+
+
+def _namespace(cls: type) -> dict:
+    """The dict behind `cls.__dict__` (a read-only proxy of it)."""
+    [namespace] = gc.get_referents(vars(cls))
+    return namespace
+
+
+def _type_modified(cls: type) -> None:
+    # What the C API asks after changing a type's dict by hand: attribute lookups of
+    # `cls` and its subclasses are cached by type version.
+    ctypes.pythonapi.PyType_Modified(ctypes.py_object(cls))
 
 
 def settle_abstract_methods(cls: type) -> None:
@@ -251,10 +298,10 @@ def update_in_place(old: type, new: type, old_member_names: set[str],
         if name in _NOT_COPIED or _is_slot_descriptor(value, new) or (only is not None and name not in only):
             continue
         point_class_cell(value, old, new)
-        setattr(old, name, value)
+        set_member(old, name, value)
     for name in old_member_names - set(new.__dict__):
         if name in old.__dict__ and name not in _NOT_COPIED:
-            delattr(old, name)
+            remove_member(old, name)
     settle_abstract_methods(old)
 
 

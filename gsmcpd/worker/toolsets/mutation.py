@@ -462,7 +462,7 @@ class MutationToolset(Toolset):
         if value is not missing:
             live.set_members(cls, {bound: value}, evaluated)
         elif bound in vars(cls):
-            delattr(cls, bound)
+            live.remove_member(cls, bound)
             if (bound == "__eq__" and "__hash__" in vars(cls) and cls.__hash__ is None
                     and not splice.attribute_nodes(splice.class_statement(ast.parse(new_source),
                                                                           ref.name), "__hash__")):
