@@ -33,6 +33,13 @@ def test_bad_requests_get_an_error_reply():
         assert answer["ok"] is False and answer["error"]
 
 
+def test_a_line_nested_past_the_interpreters_limit_gets_an_error_reply():
+    # It raised RecursionError out of the router's callback: a traceback, and no reply.
+    line = b"[" * (control.MAX_LINE - 1) + b"\n"
+    assert json.loads(control.handle_line(line, lambda: [])) == {
+        "ok": False, "error": "not a JSON line: nested too deeply"}
+
+
 def test_handle_line_round_trip():
     out = control.handle_line(b'{"op":"status"}\n', lambda: SESSIONS[:1])
     assert out.endswith(b"\n") and out.count(b"\n") == 1

@@ -777,6 +777,24 @@ def test_out_of_descriptors_with_no_connection_idle_pauses_accepting_and_recover
         assert wait_until(lambda: _status_answers(tmp_path / "state", port), timeout=15)
 
 
+def test_a_control_line_nested_too_deeply_is_answered_and_the_router_serves_on(daemon):
+    # It was a RecursionError out of the router's callback: a traceback in the log, and the
+    # control client got no reply until the read timeout closed its connection.
+    with socket.socket(socket.AF_UNIX) as status:
+        status.settimeout(30)
+        status.connect(str(control_socket_path(daemon.state, daemon.port)))
+        status.sendall(b"[" * (control.MAX_LINE - 1) + b"\n")
+        reply = recv_all(status)
+    assert json.loads(reply) == {"ok": False, "error": "not a JSON line: nested too deeply"}
+    assert _status_answers(daemon.state, daemon.port)
+    c = Client(daemon.port, timeout=10)
+    c.initialize()
+    assert c.call("ping").json()["result"] == {}
+    assert c.delete().status == 200
+    c.close()
+    assert "Traceback" not in daemon.log_text()
+
+
 def _status_answers(state_dir, port):
     try:
         return isinstance(control.query(state_dir, port), dict)

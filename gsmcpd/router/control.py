@@ -48,6 +48,8 @@ def decode(line: bytes) -> dict:
         obj = json.loads(line.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise ControlError(f"not a JSON line: {exc}") from None
+    except RecursionError:   # a line within MAX_LINE nests far past the interpreter's limit
+        raise ControlError("not a JSON line: nested too deeply") from None
     if not isinstance(obj, dict):
         raise ControlError("not a JSON object")
     return obj
