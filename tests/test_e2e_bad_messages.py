@@ -2,9 +2,12 @@
 surrogate escape, nesting past the worker's reach, out-of-range numbers) is refused
 with -32700 on a live session, which goes on working, and nothing fails in the router."""
 
+import threading
+
 import pytest
 
-from helpers import Client, Daemon, body_of, peak_rss_kib, raw_exchange, status_of, tool_text
+from helpers import (Client, Daemon, body_of, peak_rss_kib, raw_exchange, runs_until, status_of, tool_text,
+                     wait_until)
 
 DEPTH_OVER = 129   # jsonrpc.MAX_DEPTH + 1
 
@@ -71,6 +74,32 @@ def test_an_escaped_surrogate_pair_is_one_character_and_echoed(session):
     daemon, client = session
     resp = client.post(r'{"jsonrpc":"2.0","id":"\ud83d\ude00","method":"tools/list"}'.encode())
     assert resp.status == 200 and resp.json()["id"] == "\U0001F600"
+
+
+def test_a_notification_sent_with_an_id_is_refused_at_once_not_queued_behind_the_call(session, tmp_path):
+    # It was relayed as a request: queued behind the session's call in flight, and told
+    # "method not found" only once that call ended, so a cancel sent with an id waited for
+    # the very call it named and cancelled nothing.
+    daemon, client = session
+    started, release = tmp_path / "started", tmp_path / "release"
+    running = {}
+    call = threading.Thread(target=lambda: running.update(
+        result=client.tool("execute_code", code=runs_until(started, release))))
+    call.start()
+    try:
+        assert wait_until(started.exists)
+        other = Client(daemon.port)
+        other.session = client.session
+        resp = other.post({"jsonrpc": "2.0", "id": 77, "method": "notifications/cancelled",
+                           "params": {"requestId": 1}})
+        other.close()
+    finally:
+        release.touch()
+        call.join(30)
+    assert resp.status == 400, resp
+    assert resp.json() == {"jsonrpc": "2.0", "id": 77, "error": {
+        "code": -32600, "message": 'Invalid Request: notifications/cancelled is a notification: send it without an "id"'}}
+    assert "finished" in tool_text(running["result"])   # the call ran to its end, uncancelled
 
 
 def test_the_image_stays_readable_for_a_new_session(session):

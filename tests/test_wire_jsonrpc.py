@@ -273,6 +273,15 @@ def test_invalid_request_keeps_a_readable_id_for_the_answer():
     assert refused(body({"jsonrpc": "2.0", "id": 1.5, "method": "m"})).id is None
 
 
+@pytest.mark.parametrize("method", ["notifications/cancelled", "notifications/initialized", "notifications/x"])
+def test_a_notification_sent_with_an_id_is_refused_bearing_it(method):
+    err = refused(body({"jsonrpc": "2.0", "id": 4, "method": method, "params": {"requestId": 3}}))
+    assert (err.code, err.id) == (INVALID_REQUEST, 4)
+    assert err.message == f'Invalid Request: {method} is a notification: send it without an "id"'
+    assert parse(body({"jsonrpc": "2.0", "method": method})).kind == "notification"
+    assert parse(body({"jsonrpc": "2.0", "id": 4, "method": "notify/x"})).kind == "request"
+
+
 # ---- builders ----------------------------------------------------------------------
 
 def test_builders():

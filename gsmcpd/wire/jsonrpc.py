@@ -249,6 +249,11 @@ def parse(body):
             return Message("notification", obj)
         if not _valid_id(msg_id):
             raise invalid('"id" must be a string or an integer')
+        if obj["method"].startswith("notifications/"):
+            # MCP reserves the prefix for notifications, which carry no id. As a request
+            # it was queued behind the session's call, to be told "method not found" at its
+            # end: a cancel so sent waited for the very call it named, and cancelled nothing.
+            raise invalid(f'{echoed(obj["method"])} is a notification: send it without an "id"')
         return Message("request", obj)
 
     if has_result and has_error:
