@@ -196,3 +196,10 @@ def test_a_session_end_cannot_make_is_refused_in_its_words():
     assert reply == {"ok": False, "error": "no open session 0a1b2c3d"}
     # A server with nothing to end with does not know the op.
     assert "unknown op 'end'" in control.handle_request({"op": "end", "session": "0a1b2c3d"}, lambda: [])["error"]
+
+
+def test_a_line_of_the_limit_or_more_is_refused_as_too_long_not_as_bad_json():
+    # It was "not a JSON line: Expecting value ..." for a line the endpoint cut at 64 KiB.
+    reply = json.loads(control.handle_line(b"x" * control.MAX_LINE, lambda: []))
+    assert reply == {"ok": False, "error": "request line longer than 64 KiB"}
+    assert json.loads(control.handle_line(b'{"op":"ping"}' + b" " * (control.MAX_LINE - 20), lambda: []))["ok"]

@@ -795,6 +795,19 @@ def test_a_control_line_nested_too_deeply_is_answered_and_the_router_serves_on(d
     assert "Traceback" not in daemon.log_text()
 
 
+def test_a_control_line_over_the_limit_gets_its_error_reply_not_a_reset(daemon):
+    # The router answered after 64 KiB and closed with the rest unread: the client's
+    # connection was reset and its reply lost.
+    with socket.socket(socket.AF_UNIX) as status:
+        status.settimeout(30)
+        status.connect(str(control_socket_path(daemon.state, daemon.port)))
+        status.sendall(b"x" * (3 * control.MAX_LINE))
+        status.shutdown(socket.SHUT_WR)
+        reply = recv_all(status)
+    assert json.loads(reply) == {"ok": False, "error": "request line longer than 64 KiB"}
+    assert _status_answers(daemon.state, daemon.port)
+
+
 def _status_answers(state_dir, port):
     try:
         return isinstance(control.query(state_dir, port), dict)

@@ -79,8 +79,11 @@ def handle_request(request: dict, snapshot_fn: Callable[[], list[dict]],
 
 def handle_line(line: bytes, snapshot_fn: Callable[[], list[dict]],
                 end_fn: Callable[[str], dict] | None = None) -> bytes:
-    """The whole server side: one request line in, one encoded reply line out."""
+    """The whole server side: one request line in, one encoded reply line out (a line of
+    MAX_LINE bytes or more is all the endpoint reads of one with no newline in reach)."""
     try:
+        if len(line.rstrip(b"\r\n")) >= MAX_LINE:
+            raise ControlError(f"request line longer than {MAX_LINE // 1024} KiB")
         reply = handle_request(decode(line.strip()), snapshot_fn, end_fn)
     except ControlError as exc:
         reply = {"ok": False, "error": str(exc)}

@@ -6,6 +6,7 @@ blocking, answer and close.
 """
 
 import logging
+import socket
 
 from gsmcpd.config import control_socket_path
 from gsmcpd.router import control
@@ -50,6 +51,23 @@ class ControlEndpoint:
             except OSError:
                 out.clear()
             if not out:
+                # The reply is out: say so (EOF), and read what the peer still sends until
+                # it closes (the timer bounds it). Closed with input unread, the socket
+                # would reset, and a peer that sent a line too long lose its reply.
+                try:
+                    client.shutdown(socket.SHUT_WR)
+                except OSError:
+                    pass
+                self.loop.set_interest(client, discard, None)
+
+        def discard():
+            try:
+                data = client.recv(65536)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                data = b""
+            if not data:
                 timer.cancel()
                 self._drop(client)
 
