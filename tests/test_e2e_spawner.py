@@ -275,3 +275,16 @@ def test_a_half_closed_client_still_gets_its_session_once_a_worker_comes(tmp_pat
             assert not waiting.head_read.is_set()
         client = opened(daemon, waiting)
         assert tool_text(client.tool("execute_code", code="6 * 7")) == "42"
+
+
+def test_workers_and_what_their_code_starts_are_the_oom_killers_choice_before_the_router(tmp_path):
+    # Code that allocates without bound must cost its own session: its worker (or what the
+    # code started) is what the kernel's OOM killer ends, never the router.
+    code = ("import subprocess\n"
+            "(int(open('/proc/self/oom_score_adj').read()),\n"
+            " int(subprocess.run(['cat', '/proc/self/oom_score_adj'], capture_output=True).stdout))")
+    with Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution", "GS_MCP_SPARE_WORKERS": "1"}) as daemon:
+        with open("/proc/%d/oom_score_adj" % daemon.proc.pid) as adj:
+            router = int(adj.read())
+        raised = min(1000, router + 500)
+        assert eval(tool_text(session(daemon).tool("execute_code", code=code))) == (raised, raised)

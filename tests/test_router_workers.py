@@ -710,3 +710,36 @@ def test_held_descriptors_are_given_back_when_the_session_waiting_goes(hand_pool
     assert len(pool._held) == 2 and second.failure == "timed out"
     pool.close()
     assert pool._held == [] and first.failure == "the server is shutting down"
+
+
+def oom_score_adj(pid):
+    with open("/proc/%d/oom_score_adj" % pid) as adj:
+        return int(adj.read())
+
+
+def test_spares_are_the_oom_killers_choice_before_the_router():
+    # A session allocating without bound must cost that session: its worker, not the
+    # router, is the one the kernel's OOM killer ends.
+    ours = oom_score_adj(os.getpid())
+    spawner = Spawner()
+    spawner.launch()
+    try:
+        [(pid, pidfd, sock)] = spares(spawner, 1)
+        assert prepare_and_ping(sock)[0]["ok"] is True
+        assert oom_score_adj(pid) == oom_score_adj(spawner.process.pid) == min(1000, ours + 500)
+        sock.close()
+        os.close(pidfd)
+    finally:
+        spawner.stop()
+    assert oom_score_adj(os.getpid()) == ours      # the router's own is untouched
+
+
+def test_the_oom_step_stops_at_1000():
+    code = ("from gsmcpd.worker import spawner\n"
+            "open('/proc/self/oom_score_adj', 'w').write('800')\n"
+            "spawner._offer_to_oom_killer(500)\n"
+            "print(open('/proc/self/oom_score_adj').read().strip())\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "1000"

@@ -42,6 +42,8 @@ from gsmcpd.worker import reaper
 REQUEST_SIZE = 64
 MAX_BATCH = 64  # spares asked for at once; more is a confused router
 END_WAIT = 3.0  # seconds the spawner's end waits for its children to die (the router waits 5)
+OOM_STEP = 500  # how far above the router's oom_score_adj every worker runs (1000 at most)
+OOM_SCORE_ADJ = "/proc/self/oom_score_adj"
 
 
 def serve(control: socket.socket, worker_nice: int = 0) -> None:
@@ -76,6 +78,7 @@ def serve(control: socket.socket, worker_nice: int = 0) -> None:
             "what user code moves out of its worker's process group may outlive its session: %s",
             not_subreaper)
     _yield_to_router(worker_nice)
+    _offer_to_oom_killer(OOM_STEP)
     forking = multiprocessing.get_context("fork")
     waiting = select.poll()
     waiting.register(control, select.POLLIN)
@@ -147,6 +150,23 @@ def _yield_to_router(increment: int) -> None:
         if after - before < increment:    # the kernel stops at 19 without a word
             log.warning("workers run %d nicer than the router, not %d: nice 19 is the lowest "
                         "priority", after - before, increment)
+
+
+def _offer_to_oom_killer(step: int) -> None:
+    """Make this process, and so every worker and what its code starts, the kernel OOM
+    killer's choice before the router: a session whose code allocates without bound
+    must cost that session, not every session. Raising the value needs no privilege;
+    lowering it again does (CAP_SYS_RESOURCE), so a per-user worker's code cannot undo
+    it. Taken here, once, for all workers."""
+    try:
+        with open(OOM_SCORE_ADJ, "rb") as adj:
+            before = int(adj.read())
+        with open(OOM_SCORE_ADJ, "wb", buffering=0) as adj:
+            adj.write(b"%d" % min(1000, before + step))
+    except (OSError, ValueError) as error:
+        logging.getLogger("gsmcpd.worker").warning(
+            "workers are no likelier than the router to be the OOM killer's choice: cannot "
+            "raise their oom_score_adj (%s)", error)
 
 
 def _parse(request):
