@@ -130,6 +130,20 @@ def parse_size(text: str) -> int:
     return value
 
 
+WORKER_MEMORY_LEAST = 64 * 1024 * 1024
+
+
+def parse_worker_memory(text: str) -> int | None:
+    """A worker's data limit, or none. Below the least a worker could not even start."""
+    if text.strip().lower() in _NONE:
+        return None
+    value = parse_size(text)
+    if value < WORKER_MEMORY_LEAST:
+        raise ValueError(f"must be at least 64MiB (a worker holds about 30 MiB before any code "
+                         f"runs), got {text.strip()!r}")
+    return value
+
+
 def parse_list(text: str) -> tuple[str, ...]:
     return tuple(word for word in re.split(r"[\s,]+", text.strip()) if word)
 
@@ -260,6 +274,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("ping_timeout", "GS_MCP_PING_TIMEOUT", parse_positive_seconds),
     Knob("spare_workers", "GS_MCP_SPARE_WORKERS", lambda t: parse_int(t, lo=0)),
     Knob("worker_nice", "GS_MCP_WORKER_NICE", lambda t: parse_int(t, lo=0, hi=19)),
+    Knob("worker_memory", "GS_MCP_WORKER_MEMORY", parse_worker_memory),
     Knob("poll_us", "GS_MCP_POLL_US", lambda t: parse_int(t, lo=0, hi=10000)),
     Knob("max_sessions", "GS_MCP_MAX_SESSIONS", lambda t: parse_int(t, lo=1)),
     Knob("max_sessions_per_user", "GS_MCP_MAX_SESSIONS_PER_USER", parse_optional_count),
@@ -331,6 +346,7 @@ class Config:
     ping_timeout: float = LIFETIME_DEFAULTS.ping_timeout
     spare_workers: int = 2
     worker_nice: int = 10
+    worker_memory: int | None = None   # bytes of data (RLIMIT_DATA) per worker; None: no limit
     poll_us: int = 200
     max_sessions: int = 2000
     max_sessions_per_user: int | None = None   # None: only max_sessions bounds a user

@@ -48,6 +48,9 @@ def test_defaults_match_the_issue():
     assert load_config({}, {"GS_MCP_MAX_SESSIONS_PER_USER": "25"}).max_sessions_per_user == 25
     assert load_config({}, {"GS_MCP_MAX_SESSIONS_PER_USER": "none"}).max_sessions_per_user is None
     assert config.worker_nice == 10 and config.poll_us == 200
+    assert config.worker_memory is None
+    assert load_config({}, {"GS_MCP_WORKER_MEMORY": "512MiB"}).worker_memory == 512 * 1024 * 1024
+    assert load_config({}, {"GS_MCP_WORKER_MEMORY": "none"}).worker_memory is None
     assert config.log_file is None and config.log_level == "info"
     assert config.url == "http://127.0.0.1:8000/mcp"
     assert config.pidfile == REPO / "var" / "gsmcpd-8000.pid"
@@ -299,6 +302,9 @@ def test_flags_may_arrive_typed():
     ("GS_MCP_WORKER_NICE", "-1", "worker_nice", "between 0 and 19"),
     ("GS_MCP_WORKER_NICE", "20", "worker_nice", "between 0 and 19"),
     ("GS_MCP_WORKER_NICE", "low", "worker_nice", "an integer"),
+    ("GS_MCP_WORKER_MEMORY", "lots", "worker_memory", "size in bytes"),
+    ("GS_MCP_WORKER_MEMORY", "32MiB", "worker_memory",
+     "must be at least 64MiB (a worker holds about 30 MiB before any code runs), got '32MiB'"),
     ("GS_MCP_POLL_US", "-1", "poll_us", "between 0 and 10000"),
     ("GS_MCP_POLL_US", "0.5ms", "poll_us", "an integer"),
     ("GS_MCP_MAX_SESSIONS", "0", "max_sessions", "at least 1"),

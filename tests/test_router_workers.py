@@ -261,8 +261,9 @@ def test_a_spawner_whose_start_outlasts_shutdown_is_stopped_by_its_starter(monke
     started, release, stopped = threading.Event(), threading.Event(), []
 
     class SlowSpawner:
-        def __init__(self, worker_nice=0):
+        def __init__(self, worker_nice=0, worker_memory=None):
             self.worker_nice = worker_nice
+            self.worker_memory = worker_memory
             self.control = None
 
         def launch(self):
@@ -743,3 +744,27 @@ def test_the_oom_step_stops_at_1000():
                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "1000"
+
+
+def data_limits(pid):
+    """(soft, hard) of a process's RLIMIT_DATA, as /proc shows it ("unlimited" as None)."""
+    with open("/proc/%d/limits" % pid) as limits:
+        [line] = [line for line in limits if line.startswith("Max data size")]
+    return tuple(None if word == "unlimited" else int(word) for word in line.split()[3:5])
+
+
+def test_spares_hold_no_more_data_than_asked():
+    ours = data_limits(os.getpid())
+    for asked, expected in ((None, ours), (128 << 20, (128 << 20, 128 << 20))):
+        spawner = Spawner(worker_memory=asked)
+        spawner.launch()
+        try:
+            [(pid, pidfd, sock)] = spares(spawner, 1)
+            assert prepare_and_ping(sock)[0]["ok"] is True
+            assert data_limits(pid) == expected
+            sock.close()
+            os.close(pidfd)
+        finally:
+            spawner.stop()
+    assert data_limits(os.getpid()) == ours      # the router's own is untouched
+

@@ -193,6 +193,29 @@ def test_syntax_error_is_kind_compile_error(executing):
     assert "SyntaxError" in result["content"][0]["text"]
 
 
+@pytest.fixture
+def data_limited():
+    """This process under a generous RLIMIT_DATA (64 GiB), as GS_MCP_WORKER_MEMORY sets a worker's."""
+    import resource
+    before = resource.getrlimit(resource.RLIMIT_DATA)
+    resource.setrlimit(resource.RLIMIT_DATA, (64 << 30, before[1]))
+    yield
+    resource.setrlimit(resource.RLIMIT_DATA, before)
+
+
+def test_a_memory_error_under_a_data_limit_names_the_limit(executing, data_limited):
+    text = run(executing, "raise MemoryError('out')")["content"][0]["text"]
+    assert text.endswith("MemoryError: out\n(this worker may hold 65536 MiB of data, its RLIMIT_DATA: "
+                         "GS_MCP_WORKER_MEMORY sets it; what the workspace holds counts, `del` what it "
+                         "no longer needs)"), text
+
+
+def test_a_memory_error_without_a_data_limit_names_none(executing):
+    import resource
+    assert resource.getrlimit(resource.RLIMIT_DATA)[0] == resource.RLIM_INFINITY
+    assert run(executing, "raise MemoryError('out')")["content"][0]["text"].endswith("MemoryError: out")
+
+
 NESTED_TOO_DEEPLY = {
     # the parser's stack overflows: a MemoryError, with no message on Python 3.11
     "unary minus": "-" * 100_000 + "1",

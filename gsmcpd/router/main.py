@@ -71,7 +71,8 @@ class Router:
     def __init__(self, config):
         self.config = config
         self.loop = Loop(poll=config.poll_us / 1e6)
-        self.pool = WorkerPool(self.loop, config.spare_workers, worker_nice=config.worker_nice)
+        self.pool = WorkerPool(self.loop, config.spare_workers, worker_nice=config.worker_nice,
+                               worker_memory=config.worker_memory)
         self.pool.make_room = self._make_room_for_workers
         self.sessions = SessionManager(self)
         self.loop.may_poll = self.sessions.may_poll

@@ -47,8 +47,9 @@ def _leave_a_deleted_directory():
 class Spawner:
     """The router's handle on the spawner process and its control socket."""
 
-    def __init__(self, worker_nice=0):
+    def __init__(self, worker_nice=0, worker_memory=None):
         self.worker_nice = worker_nice
+        self.worker_memory = worker_memory
         self.process = None
         self.pidfd = None     # stop() signals through it: the pid may be reaped and reused
         self.control = None
@@ -63,7 +64,7 @@ class Spawner:
 
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            process = context.Process(target=spawner.serve, args=(theirs, self.worker_nice),
+            process = context.Process(target=spawner.serve, args=(theirs, self.worker_nice, self.worker_memory),
                                       name="gsmcpd-spawner")
             process.start()
             # Ours to end (EOF on its socket, see stop()), not multiprocessing's to
@@ -361,13 +362,13 @@ class WorkerPool:
 
     STARVED_PAUSE = 1.0  # seconds without asking after running out of descriptors or a failed fork
 
-    def __init__(self, loop, spares, *, worker_nice=0):
+    def __init__(self, loop, spares, *, worker_nice=0, worker_memory=None):
         self.loop = loop
         self.target = spares
         self.spares = []
         self.claims = collections.deque()   # sessions waiting for a worker, oldest first
         self.closed = False
-        self.spawner = Spawner(worker_nice)
+        self.spawner = Spawner(worker_nice, worker_memory)
         self._asked = 0             # spares asked for and not yet arrived
         self._paused_until = 0.0
         self._relaunching = None    # why no spawner is running, while a new one is started
@@ -401,7 +402,8 @@ class WorkerPool:
         self._retry = None
         if self.closed:
             return
-        old, new = self.spawner, Spawner(self.spawner.worker_nice)
+        old = self.spawner
+        new = Spawner(old.worker_nice, old.worker_memory)
         self.spawner = new
         if self._relaunching is None:
             self._relaunching = "the worker spawner is being restarted"

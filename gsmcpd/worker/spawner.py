@@ -46,9 +46,10 @@ OOM_STEP = 500  # how far above the router's oom_score_adj every worker runs (10
 OOM_SCORE_ADJ = "/proc/self/oom_score_adj"
 
 
-def serve(control: socket.socket, worker_nice: int = 0) -> None:
+def serve(control: socket.socket, worker_nice: int = 0, worker_memory: int | None = None) -> None:
     """Fork the spares asked for, until the router closes its end. Each runs
-    `worker_nice` nicer than the router. Also kills what a dead worker left (the
+    `worker_nice` nicer than the router, and may hold `worker_memory` bytes of data
+    (None: no limit of ours). Also kills what a dead worker left (the
     spawner is a subreaper, see gsmcpd.worker.reaper), and at its end every child."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)    # a terminal's ^C is the router's to handle
     # A break signal's default action ends a process: every worker is born ignoring them
@@ -79,6 +80,7 @@ def serve(control: socket.socket, worker_nice: int = 0) -> None:
             not_subreaper)
     _yield_to_router(worker_nice)
     _offer_to_oom_killer(OOM_STEP)
+    _limit_data(worker_memory)
     forking = multiprocessing.get_context("fork")
     waiting = select.poll()
     waiting.register(control, select.POLLIN)
@@ -167,6 +169,24 @@ def _offer_to_oom_killer(step: int) -> None:
         logging.getLogger("gsmcpd.worker").warning(
             "workers are no likelier than the router to be the OOM killer's choice: cannot "
             "raise their oom_score_adj (%s)", error)
+
+
+def _limit_data(limit: int | None) -> None:
+    """Bound each worker's data (RLIMIT_DATA: its heap, thread stacks and private
+    mappings, what Python allocates), so code allocating without bound gets a
+    MemoryError in its own call long before the host runs out. Not RLIMIT_AS: glibc
+    reserves 64 MiB of address space per thread that allocates, so a thread pool would
+    meet an address-space limit with next to nothing in use. The hard limit too: a
+    per-user worker's code cannot raise it. Set here, once, and inherited."""
+    if limit is None:
+        return
+    hard = resource.getrlimit(resource.RLIMIT_DATA)[1]
+    if hard != resource.RLIM_INFINITY and hard < limit:
+        logging.getLogger("gsmcpd.worker").warning(
+            "workers may hold %d bytes of data, not the %d GS_MCP_WORKER_MEMORY asks: the "
+            "daemon's own hard limit (RLIMIT_DATA) is lower", hard, limit)
+        limit = hard
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
 
 
 def _parse(request):

@@ -11,6 +11,7 @@ import ast
 import itertools
 import linecache
 import re
+import resource
 import sys
 import traceback
 import types
@@ -196,6 +197,10 @@ def _reimported(view, value):
 PARSER_OVERFLOW_NOTE = ("(a MemoryError with no message is also how Python 3.11's parser says code "
                         "given to eval, exec, compile or ast.parse is nested too deeply to parse)")
 
+# Said first: with a limit in force, that is the likelier cause by far.
+DATA_LIMIT_NOTE = ("(this worker may hold %.0f MiB of data, its RLIMIT_DATA: GS_MCP_WORKER_MEMORY "
+                   "sets it; what the workspace holds counts, `del` what it no longer needs)")
+
 
 def _traceback(error: BaseException) -> str:
     """The traceback from the workspace code down, without this module's frames (when the
@@ -210,8 +215,12 @@ def _traceback(error: BaseException) -> str:
         while tb is not None and tb.tb_frame.f_code.co_filename == _traceback.__code__.co_filename:
             tb = tb.tb_next
     shown = "".join(traceback.format_exception(type(error), error, tb)).rstrip()
-    if isinstance(error, MemoryError) and not str(error) and sys.version_info < (3, 12):
-        shown += "\n" + PARSER_OVERFLOW_NOTE
+    if isinstance(error, MemoryError):
+        limit = resource.getrlimit(resource.RLIMIT_DATA)[0]
+        if limit != resource.RLIM_INFINITY:
+            shown += "\n" + DATA_LIMIT_NOTE % (limit / (1 << 20))
+        if not str(error) and sys.version_info < (3, 12):
+            shown += "\n" + PARSER_OVERFLOW_NOTE
     return shown
 
 
