@@ -692,6 +692,44 @@ def test_what_the_code_started_ends_with_a_worker_that_died_on_its_own(daemon, d
     client.close()
 
 
+# A chain of sleepers in the worker's group, each the parent of the next: as deep as a
+# fork bomb's tree, in processes this host can spare. Its pgid once it stands.
+START_CHAIN = r"""
+import os, subprocess, time
+link = 'n=$1; if [ "$n" -gt 0 ]; then sh -c "$0" "$0" $((n - 1)) & fi; exec sleep 300'
+subprocess.Popen(['sh', '-c', link, link, '150'])
+os.getpgrp()
+"""
+
+
+def test_a_deep_tree_the_code_started_ends_with_a_worker_killed_from_outside(daemon):
+    # As the kernel's OOM killer would kill it. The spawner killed what it adopted one
+    # generation per sweep (spaced to spare the CPU): 150 deep took seconds, a fork bomb
+    # could outrun it. Now the worker's group goes at once.
+    client = Client(daemon.port)
+    client.initialize()
+    group = int(tool_text(client.tool("execute_code", code=START_CHAIN)))
+    assert wait_until(lambda: len(members_of(group)) > 150)
+    os.kill(group, signal.SIGKILL)
+    assert wait_until(lambda: not members_of(group), timeout=5), "%d outlived their worker" % len(
+        members_of(group))
+    client.close()
+
+
+def members_of(group):
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open("/proc/%s/stat" % name) as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == group and fields[0] != "Z":
+                found.append(int(name))
+    return found
+
+
 def test_what_the_code_started_ends_with_the_daemon(tmp_path):
     with Daemon(tmp_path, env={"GS_MCP_SPARE_WORKERS": "1"}) as daemon:
         client = Client(daemon.port)

@@ -193,7 +193,7 @@ class Sweeper:
         """Reap, then kill every child that is not a worker; how many were killed."""
         self.pending = False
         started = time.monotonic()
-        self.workers.difference_update(reap())
+        self._reap_workers_groups_first()
         killed = 0
         me = os.getpid()
         for pid in children(me):
@@ -214,6 +214,8 @@ class Sweeper:
         seconds have passed. Safe for the same reason as sweep."""
         deadline = time.monotonic() + wait
         me = os.getpid()
+        for pid in self.workers:   # each unreaped, live or not: its group id is its own
+            _kill_group(pid)
         waiting = select.poll()
         waiting.register(wakeup_fd, select.POLLIN)
         while True:
@@ -231,6 +233,30 @@ class Sweeper:
                 return
             if waiting.poll(min(left, 0.1) * 1000):   # a SIGCHLD, or 0.1 s
                 drain(wakeup_fd)
+
+    def _reap_workers_groups_first(self) -> None:
+        """Reap every child that has exited; a worker's process group is killed first,
+        while its zombie still holds the group's id (no new process can take it until
+        the reap): what its code started there goes at once, a fork bomb or a chain of
+        hundreds included, not one generation per sweep as each is adopted in turn."""
+        while True:
+            try:
+                exited = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:
+                return
+            if exited is None:
+                return
+            if exited.si_pid in self.workers:
+                self.workers.discard(exited.si_pid)
+                _kill_group(exited.si_pid)
+            os.waitpid(exited.si_pid, 0)     # it has exited: this does not wait
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass                                 # no one left in it
 
 
 def drain(fd: int) -> None:

@@ -1,0 +1,63 @@
+"""The spawner's Sweeper: what a worker's code started ends with the worker."""
+
+import subprocess
+import sys
+
+import pytest
+
+from helpers import REPO
+
+# Run in a process of its own: a Sweeper reaps and kills every child of its process.
+# A "worker" leads its own group (as the spawner's do), with a chain of two sleepers in
+# it; it then dies, or lives on for `end`. Prints how many of the chain one sweep (or an
+# end given no time to wait) leaves alive.
+SCENARIO = r"""
+import os, select, signal, sys, time
+from gsmcpd.worker import reaper
+assert reaper.become_subreaper() is None
+r, w = os.pipe()
+worker = os.fork()
+if worker == 0:
+    os.setpgid(0, 0)
+    if os.fork() == 0:
+        if os.fork() == 0:
+            os.write(w, b"%d\n" % os.getpid())
+            time.sleep(60)
+            os._exit(0)
+        os.write(w, b"%d\n" % os.getpid())
+        time.sleep(60)
+        os._exit(0)
+    time.sleep(60 if sys.argv[1] == "end" else 0.2)
+    os._exit(0)
+os.close(w)
+chain = []
+with os.fdopen(r) as lines:
+    for _ in range(2):
+        chain.append(int(lines.readline()))
+pidfds = [os.pidfd_open(pid) for pid in chain]
+sweeper = reaper.Sweeper()
+sweeper.forked(worker)
+if sys.argv[1] == "sweep":
+    os.waitid(os.P_PID, worker, os.WEXITED | os.WNOWAIT)   # it has died: a zombie now
+    sweeper.sweep()
+else:
+    wakeup, _ = os.pipe2(os.O_NONBLOCK)
+    sweeper.end(wakeup, 0.0)
+alive = [pidfd for pidfd in pidfds if not select.select([pidfd], [], [], 5)[0]]
+for pid in chain:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+print(len(alive))
+"""
+
+
+@pytest.mark.parametrize("how", ["sweep", "end"])
+def test_a_workers_whole_group_ends_with_it_not_a_generation_at_a_time(how):
+    # Killed a generation per sweep as each was adopted, a chain of hundreds (or a fork
+    # bomb) took seconds to end, or outran the spawner's end and outlived the daemon.
+    out = subprocess.run([sys.executable, "-c", SCENARIO, how], capture_output=True, text=True,
+                         timeout=60, cwd=str(REPO))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "0"
