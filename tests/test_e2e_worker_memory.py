@@ -74,3 +74,15 @@ def test_without_the_knob_workers_have_the_daemons_limit(tmp_path):
     with Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution", "GS_MCP_SPARE_WORKERS": "1"}) as plain:
         assert eval(tool_text(session(plain).tool("execute_code", code=DATA_LIMIT))) == \
             resource.getrlimit(resource.RLIMIT_DATA)
+
+
+def test_a_workspace_filled_to_the_last_page_leaves_the_session_its_next_call(daemon):
+    # The worker's receive buffer for the next call was a MemoryError: the worker died,
+    # and the session with it (-32003). Its code now meets the limit 8 MiB early.
+    c = session(daemon)
+    pid = worker_pid(c)
+    fill = ("held = []\nfor size in (1 << 20, 1 << 12):\n    try:\n        while True:\n"
+            "            held.append(bytearray(size))\n    except MemoryError:\n        pass\n'full'")
+    assert tool_text(c.tool("execute_code", code=fill)) == "'full'"
+    assert tool_text(c.tool("execute_code", code="del held\n'room again'")) == "'room again'"
+    assert worker_pid(c) == pid

@@ -747,3 +747,31 @@ def test_a_signal_caught_as_a_call_ends_or_begins_leaves_the_loop_idle_and_the_c
     assert out["own SIGINTs at every try"] == {"reply": {"done": True}, **idle, "between_calls": False}
     assert "a SIGINT handler raised KeyboardInterrupt as its call ended; dropped" in done.stderr
     assert "SIGINT kept coming as a call ended (1000 tries)" in done.stderr
+
+
+def _run_under_a_data_limit(sock, router_pid):
+    """worker_main.run as the spawner starts it under GS_MCP_WORKER_MEMORY=128MiB."""
+    import resource
+    resource.setrlimit(resource.RLIMIT_DATA, (128 << 20, 128 << 20))
+    worker_main.run(sock, router_pid)
+
+
+# Appends until MemoryError and keeps it all: the workspace then holds the limit.
+FILL_AND_KEEP = ("held = []\ntry:\n    while True:\n        held.append(bytearray(1 << 20))\n"
+                 "except MemoryError:\n    pass\ntry:\n    while True:\n        held.append(bytearray(1 << 12))\n"
+                 "except MemoryError:\n    pass\n'full'")
+
+
+@pytest.fixture
+def limited_worker():
+    channel = Channel(target=_run_under_a_data_limit)
+    assert channel.prepare()["ok"] is True
+    yield channel
+    channel.close()
+
+
+def test_a_workspace_holding_the_data_limit_leaves_the_worker_room_for_the_next_call(limited_worker):
+    # Its receive buffer for the next call was a MemoryError: the worker died, and the session.
+    assert text_of(limited_worker.reply(limited_worker.execute(FILL_AND_KEEP))) == "'full'"
+    assert text_of(limited_worker.reply(limited_worker.execute("del held\n'room again'"))) == "'room again'"
+

@@ -26,6 +26,7 @@ from gsmcpd.wire import frames, jsonrpc
 from gsmcpd.wire.break_signals import HARD_BREAK_SIGNAL, SOFT_BREAK_SIGNAL
 from gsmcpd.worker import reaper
 from gsmcpd.worker.capture import BytesOutput
+from gsmcpd.worker.memory_limit import MemoryReserve
 from gsmcpd.worker.server import build_server, error_result
 from gsmcpd.worker.toolset import BREAKS, HardBreak, SoftBreak, mark_soft_break
 
@@ -96,6 +97,7 @@ class WorkerLoop:
         self.is_fork = False          # a child the user's code forked (see forked)
         self._breaks = {}             # signal -> our handler (install_breaks)
         self._code_sigint = None      # the user's code's SIGINT handler, held between calls
+        self.reserve = MemoryReserve()   # room the loop gets back from each call's code
 
     def forked(self) -> None:
         """In a child the user's code forked: it never writes to the router, and one
@@ -342,6 +344,7 @@ class WorkerLoop:
         commits_before = view.commit_count if view is not None else 0
         self._restore_breaks()
         mark_soft_break(False)        # a break of an earlier call is not this one's
+        self.reserve.hold()
         try:
             self.in_call = True
             try:
@@ -356,6 +359,7 @@ class WorkerLoop:
                 self.in_call = False  # first: a break landing from here on finds the call over
                 if self._breaks:
                     self._hold_sigint()
+                self.reserve.release()   # before the answer is made and sent
         except BREAKS as interruption:
             text = f"request interrupted: {interruption or type(interruption).__name__}"
             if view is not None and view.commit_count > commits_before:

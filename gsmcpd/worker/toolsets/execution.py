@@ -11,7 +11,6 @@ import ast
 import itertools
 import linecache
 import re
-import resource
 import sys
 import traceback
 import types
@@ -20,6 +19,7 @@ from contextlib import redirect_stderr, redirect_stdout
 from gsmcpd.image import splice
 from gsmcpd.image.view import NESTED_TOO_DEEPLY, nested_too_deeply
 from gsmcpd.worker.capture import Capture
+from gsmcpd.worker.memory_limit import data_limit_note
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import (BREAKS, ToolError, Toolset, carry_partial, object_schema, raise_if_break,
                                    sendable, string_prop)
@@ -197,10 +197,6 @@ def _reimported(view, value):
 PARSER_OVERFLOW_NOTE = ("(a MemoryError with no message is also how Python 3.11's parser says code "
                         "given to eval, exec, compile or ast.parse is nested too deeply to parse)")
 
-# Said first: with a limit in force, that is the likelier cause by far.
-DATA_LIMIT_NOTE = ("(this worker may hold %.0f MiB of data, its RLIMIT_DATA: GS_MCP_WORKER_MEMORY "
-                   "sets it; what the workspace holds counts, `del` what it no longer needs)")
-
 
 def _traceback(error: BaseException) -> str:
     """The traceback from the workspace code down, without this module's frames (when the
@@ -216,9 +212,9 @@ def _traceback(error: BaseException) -> str:
             tb = tb.tb_next
     shown = "".join(traceback.format_exception(type(error), error, tb)).rstrip()
     if isinstance(error, MemoryError):
-        limit = resource.getrlimit(resource.RLIMIT_DATA)[0]
-        if limit != resource.RLIM_INFINITY:
-            shown += "\n" + DATA_LIMIT_NOTE % (limit / (1 << 20))
+        note = data_limit_note()
+        if note is not None:          # said first: with a limit in force, the likelier cause
+            shown += "\n" + note
         if not str(error) and sys.version_info < (3, 12):
             shown += "\n" + PARSER_OVERFLOW_NOTE
     return shown
