@@ -639,7 +639,13 @@ def test_short_of_descriptors_with_a_session_waiting_the_pool_asks_the_router_fo
 @pytest.fixture
 def few_descriptors():
     """This process's descriptor limit brought down to a few above those open, and a
-    list for the test's own placeholders, all closed after it."""
+    list for the test's own placeholders, all closed after it. Threads an earlier test
+    left running (a spawner's starter finishing its start) are waited for first: a
+    descriptor one of them opens or closes meanwhile is one the test counted on (it was
+    seen to leave the test no placeholder to hold, on a loaded machine)."""
+    for thread in threading.enumerate():
+        if thread.name == "gsmcpd-spawner-launch":
+            thread.join(30)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     taken = []
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(map(int, os.listdir("/proc/self/fd"))) + 64, hard))
