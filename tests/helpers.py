@@ -424,25 +424,55 @@ def sweep_seeds(run_case, argv, path, detail=300):
 
 def nested_packages(root, depth):
     """`root/p/p/.../p`, `depth` levels each a package; returns the deepest's path in `root`.
-    Made one level at a time: Path.mkdir(parents=True) recurses per level. Remove it with
+    Made one level at a time, each from its parent's descriptor: Path.mkdir(parents=True)
+    recurses per level, and a path per level costs depth² name lookups. Remove it with
     remove_tree: shutil.rmtree (pytest's too) recurses per level as well."""
-    for level in range(1, depth + 1):
-        package = Path(root, *["p"] * level)
-        package.mkdir()
-        (package / "__init__.py").write_text("")
+    fd = os.open(root, _DIRECTORY)
+    try:
+        for _ in range(depth):
+            os.mkdir("p", dir_fd=fd)
+            fd = _descend(fd, "p")
+            os.close(os.open("__init__.py", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd))
+    finally:
+        os.close(fd)
     return "/".join(["p"] * depth)
 
 
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+
+
+def _descend(fd, name):
+    """The descriptor of directory `name` in the one `fd` names, which is then closed."""
+    child = os.open(name, _DIRECTORY, dir_fd=fd)
+    os.close(fd)
+    return child
+
+
 def remove_tree(path):
-    """Remove the directory `path` and all below it without recursing (no link followed)."""
-    stack = [str(path)]
-    while stack:
-        with os.scandir(stack[-1]) as scan:
-            entries = list(scan)
-        subdirs = [entry.path for entry in entries if entry.is_dir(follow_symlinks=False)]
-        if subdirs:
-            stack += subdirs
-            continue
-        for entry in entries:
-            os.unlink(entry.path)
-        os.rmdir(stack.pop())
+    """Remove the directory `path` and all below it without recursing (no link followed).
+    It walks by descriptor, one directory open at a time, so a step looks up one name, not
+    a path as long as the tree is deep."""
+    path = os.path.abspath(path)
+    top = os.open(os.path.dirname(path), _DIRECTORY)
+    fd, names = os.open(os.path.basename(path), _DIRECTORY, dir_fd=top), []
+    try:
+        while True:
+            with os.scandir(fd) as scan:
+                entries = list(scan)
+            subdir = next((entry.name for entry in entries if entry.is_dir(follow_symlinks=False)), None)
+            if subdir is not None:
+                fd = _descend(fd, subdir)
+                names.append(subdir)
+                continue
+            for entry in entries:
+                os.unlink(entry.name, dir_fd=fd)
+            if not names:
+                break
+            fd = _descend(fd, "..")
+            os.rmdir(names.pop(), dir_fd=fd)
+    finally:
+        os.close(fd)
+    try:
+        os.rmdir(os.path.basename(path), dir_fd=top)
+    finally:
+        os.close(top)
