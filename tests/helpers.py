@@ -345,13 +345,18 @@ def rss_settles_under(daemon, before, kib):
     assert wait_until(lambda: rss_kib(daemon.proc.pid) - before < kib, timeout=10), rss_kib(daemon.proc.pid) - before
 
 
-def wait_until(predicate, timeout=10.0, interval=0.05):
+def wait_until(predicate, timeout=10.0, interval=None):
+    """predicate's first true value, or its last false one at the timeout. Polled every
+    `interval` s when given; else 5 ms apart at first, as most conditions hold within a
+    few, doubling to 50 ms, so a long wait does not spin beside the daemon it waits on."""
     deadline = time.monotonic() + timeout
+    pause = interval or 0.005
     while time.monotonic() < deadline:
         value = predicate()
         if value:
             return value
-        time.sleep(interval)
+        time.sleep(pause)
+        pause = interval or min(pause * 2, 0.05)
     return predicate()
 
 

@@ -16,17 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from helpers import free_port, wait_until
+
 REPO = Path(__file__).resolve().parent.parent
 PROTOCOL = "2025-06-18"
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
               "params": {"protocolVersion": PROTOCOL, "capabilities": {},
                          "clientInfo": {"name": "test_scripts", "version": "1"}}}
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def clean_env(**settings):
@@ -42,11 +38,8 @@ def run(script, *args, env, timeout=60, cwd=None):
 
 
 def wait_for(predicate, what, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
+    if not wait_until(predicate, timeout):
+        raise AssertionError(f"timed out waiting for {what}")
 
 
 def post(port, body, session=None, headers=()):
