@@ -481,3 +481,28 @@ def remove_tree(path):
         os.rmdir(os.path.basename(path), dir_fd=top)
     finally:
         os.close(top)
+
+
+def commit_left_half_applied(image, monkeypatch):
+    """`image` (with a.py "A = 1" and b.py "B = 1") as a commit of both to 2 leaves it when
+    killed past its commit point between its renames: a.py new, b.py old, the intent
+    pending (the disk fails the second rename). Returns the ImageStore."""
+    from gsmcpd.image import store as store_module
+    from gsmcpd.image.store import CommitPending, ImageStore, sha256
+
+    store = ImageStore(image)
+    base = {rel: sha256(data) for rel, data in store.read_snapshot().files.items()}
+    real_replace = os.replace
+
+    def replace_all_but_b(src, dst, **dir_fds):
+        if str(dst).endswith("b.py"):
+            raise OSError("injected failure")
+        real_replace(src, dst, **dir_fds)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(store_module.os, "replace", replace_all_but_b)
+        try:
+            store.commit({"a.py": b"A = 2\n", "b.py": b"B = 2\n"}, base, user="u", session_id="s")
+        except CommitPending:
+            return store
+    raise AssertionError("the commit was not left pending")

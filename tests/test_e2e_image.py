@@ -19,7 +19,7 @@ import time
 import pytest
 
 from gsmcpd.image.default import EXAMPLE_FILES
-from helpers import Client, Daemon, nested_packages, pid_alive, tool_text, wait_until
+from helpers import Client, Daemon, commit_left_half_applied, nested_packages, pid_alive, tool_text, wait_until
 from helpers import open_session as session
 from test_tools_support import write_image
 
@@ -372,23 +372,8 @@ def test_a_json_intent_of_the_wrong_shape_at_start_is_named_and_the_daemon_serve
 
 
 def test_the_daemon_finishes_a_commit_killed_past_its_commit_point_when_it_starts(tmp_path, monkeypatch):
-    from gsmcpd.image import store as store_module
-    from gsmcpd.image.store import CommitPending, ImageStore, sha256
-
     image = write_image(tmp_path / "image", {"a.py": "A = 1\n", "b.py": "B = 1\n"})
-    store = ImageStore(image)
-    base = {rel: sha256(data) for rel, data in store.read_snapshot().files.items()}
-    real_replace = os.replace
-
-    def replace_all_but_b(src, dst, **dir_fds):   # the disk fails once a.py is in place
-        if str(dst).endswith("b.py"):
-            raise OSError("injected failure")
-        real_replace(src, dst, **dir_fds)
-
-    monkeypatch.setattr(store_module.os, "replace", replace_all_but_b)
-    with pytest.raises(CommitPending):
-        store.commit({"a.py": b"A = 2\n", "b.py": b"B = 2\n"}, base, user="u", session_id="s")
-    monkeypatch.undo()
+    commit_left_half_applied(image, monkeypatch)
     assert (image / "b.py").read_text() == "B = 1\n"
 
     with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:

@@ -13,6 +13,7 @@ import pytest
 from gsmcpd.config import Config
 from gsmcpd.router import main
 from gsmcpd.router.main import Router
+from helpers import commit_left_half_applied
 
 
 @pytest.fixture
@@ -222,26 +223,11 @@ def test_recovery_at_stop_finishes_a_commit_left_half_applied_sweeps_temps_and_n
     # A call in flight is ended at stop by killing its worker, maybe mid-commit; its files
     # were left half-renamed (and temps lying about) until the next start. The stop itself
     # (with such a call) is tested end to end in test_e2e_image.py.
-    from gsmcpd.image import store as store_module
-    from gsmcpd.image.store import CommitPending, ImageStore, sha256
-
     image = tmp_path / "image"
     (image / "pkg").mkdir(parents=True)
     for rel, text in {"a.py": "A = 1\n", "b.py": "B = 1\n", "pkg/__init__.py": ""}.items():
         (image / rel).write_text(text)
-    store = ImageStore(image)
-    base = {rel: sha256(data) for rel, data in store.read_snapshot().files.items()}
-    real_replace = os.replace
-
-    def replace_all_but_b(src, dst, **dir_fds):   # killed once a.py is in place
-        if str(dst).endswith("b.py"):
-            raise OSError("injected failure")
-        real_replace(src, dst, **dir_fds)
-
-    monkeypatch.setattr(store_module.os, "replace", replace_all_but_b)
-    with pytest.raises(CommitPending):
-        store.commit({"a.py": b"A = 2\n", "b.py": b"B = 2\n"}, base, user="u", session_id="s")
-    monkeypatch.undo()
+    store = commit_left_half_applied(image, monkeypatch)
     (image / "pkg" / ".m.py.tmp-4242").write_text("M = 1\n")   # one killed before its commit point
     # At stop the lock is not waited for: another process holding it leaves the work to them.
     held = os.open(store.lock_file, os.O_RDONLY)

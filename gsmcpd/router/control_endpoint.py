@@ -61,23 +61,14 @@ class ControlEndpoint:
                 self.loop.set_interest(client, discard, None)
 
         def discard():
-            try:
-                data = client.recv(65536)
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError:
-                data = b""
-            if not data:
+            if _received(client, 65536) == b"":
                 timer.cancel()
                 self._drop(client)
 
         def readable():
-            try:
-                data = client.recv(4096)
-            except (BlockingIOError, InterruptedError):
+            data = _received(client, 4096)
+            if data is None:
                 return
-            except OSError:
-                data = b""
             buf.extend(data)
             if data and b"\n" not in buf and len(buf) < control.MAX_LINE:
                 return
@@ -131,3 +122,13 @@ class ControlEndpoint:
             self.path.unlink()
         except OSError:
             pass
+
+
+def _received(client, size):
+    """What the peer sent; b"" at its end (or a failed read), None when nothing is there yet."""
+    try:
+        return client.recv(size)
+    except (BlockingIOError, InterruptedError):
+        return None
+    except OSError:
+        return b""
