@@ -10,7 +10,7 @@ import socket
 
 from gsmcpd.config import control_socket_path
 from gsmcpd.router import control
-from gsmcpd.router.loop import ACCEPT_PAUSE
+from gsmcpd.router.loop import ACCEPT_PAUSE, recv_some
 from gsmcpd.router.trace import shown
 from gsmcpd.router.worker_log import USER_CAP
 
@@ -61,12 +61,12 @@ class ControlEndpoint:
                 self.loop.set_interest(client, discard, None)
 
         def discard():
-            if _received(client, 65536) == b"":
+            if recv_some(client, 65536) == b"":
                 timer.cancel()
                 self._drop(client)
 
         def readable():
-            data = _received(client, 4096)
+            data = recv_some(client, 4096)
             if data is None:
                 return
             buf.extend(data)
@@ -123,12 +123,3 @@ class ControlEndpoint:
         except OSError:
             pass
 
-
-def _received(client, size):
-    """What the peer sent; b"" at its end (or a failed read), None when nothing is there yet."""
-    try:
-        return client.recv(size)
-    except (BlockingIOError, InterruptedError):
-        return None
-    except OSError:
-        return b""
