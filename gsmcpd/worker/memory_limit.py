@@ -21,16 +21,21 @@ DATA_LIMIT_NOTE = ("(this worker may hold %.0f MiB of data, its RLIMIT_DATA: GS_
                    "sets it; what the workspace holds counts, `del` what it no longer needs)")
 
 
+def data_limit() -> int | None:
+    """This worker's data limit in bytes (its soft RLIMIT_DATA); None without one."""
+    limit = resource.getrlimit(resource.RLIMIT_DATA)[0]
+    return None if limit == resource.RLIM_INFINITY else limit
+
+
 def data_limit_note() -> str | None:
     """What a MemoryError should add under a data limit; None without one."""
-    limit = resource.getrlimit(resource.RLIMIT_DATA)[0]
-    return None if limit == resource.RLIM_INFINITY else DATA_LIMIT_NOTE % (limit / (1 << 20))
+    limit = data_limit()
+    return None if limit is None else DATA_LIMIT_NOTE % (limit / (1 << 20))
 
 
 class MemoryReserve:
     def __init__(self):
-        limit = resource.getrlimit(resource.RLIMIT_DATA)[0]
-        self.size = 0 if limit == resource.RLIM_INFINITY else RESERVE
+        self.size = 0 if data_limit() is None else RESERVE
         self._held = None
 
     def hold(self) -> None:
