@@ -92,16 +92,17 @@ def parse_int(text: str, lo: int | None = None, hi: int | None = None) -> int:
     return value
 
 
-def parse_seconds(text: str, least: str = ">= 0") -> float:
-    """Seconds, 0 or more; `least` "> 0" for a knob that cannot be 0 (the one message
-    for a negative number then: it is not greater than 0 either)."""
+def parse_seconds(text: str, positive: bool = False) -> float:
+    """Seconds, 0 or more; `positive` for a knob that cannot be 0 (the one message for a
+    negative number then: it is not greater than 0 either)."""
     _refuse_off(text, "a number of seconds")
     value = float(_number_text(text, _DECIMAL, "a number of seconds"))
     if value == float("inf"):
         raise ValueError(f"must be a finite number of seconds, got {text!r}")
-    if value < 0 or least == "> 0" and value == 0:
-        raise ValueError(f"must be greater than 0, got {text!r}" if least == "> 0"
-                         else f"must be a finite number of seconds >= 0, got {text!r}")
+    if positive and value <= 0:
+        raise ValueError(f"must be greater than 0, got {text!r}")
+    if value < 0:
+        raise ValueError(f"must be a finite number of seconds >= 0, got {text!r}")
     return value
 
 
@@ -234,7 +235,7 @@ def parse_port(text: str) -> int:
 
 
 def parse_positive_seconds(text: str) -> float:
-    return parse_seconds(text, least="> 0")
+    return parse_seconds(text, positive=True)
 
 
 @dataclass(frozen=True)
