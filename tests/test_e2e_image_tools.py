@@ -98,6 +98,11 @@ class PartTest(unittest.TestCase):
     "gone/base.py": "class Base:\n    pass\n",
     "gone/meta.py": "class Meta(type):\n    pass\n\n\nclass Made(metaclass=Meta):\n    pass\n",
     "gone/user.py": "from gone.base import Base\n\n\nclass TestUser:\n    def test_base(self):\n        assert Base()\n",
+    "generic/__init__.py": "",
+    "generic/box.py": "import typing\n\nT = typing.TypeVar('T')\n\n\nclass Box(typing.Generic[T]):\n    pass\n\n\n"
+                      "class IntBox(Box[int]):\n    pass\n\n\nraise ImportError('not yet')\n",
+    "generic/users.py": "from generic.box import Box\n\n\nclass StrBox(Box[str]):\n    pass\n\n\n"
+                        "class Unsized(Box):\n    pass\n",
     "fix/test_odd.py": ODD_TESTS,
     "fix/test_kinds.py": '''\
 import unittest
@@ -767,6 +772,15 @@ def test_a_dataclass_base_given_a_field_names_its_subclasses_left_with_the_old_f
     assert run(c, check) == repr("Child(x=0, y=1)")
     ok(c, "abort")
     assert run(c, check) == repr("Child(x=0, w=5, y=1)")
+
+
+def test_the_hierarchy_of_a_generic_class_from_source_names_its_subscripted_subclasses(c):
+    # Only `class Unsized(Box)` was named: `Box[int]` was matched as written, not as the Box
+    # the live class statement subclasses.
+    hierarchy = structured(c, "get_class_hierarchy", className="generic.box.Box")
+    assert hierarchy["fromSource"] == "image module generic.box failed to import: ImportError: not yet"
+    assert hierarchy["bases"] == ["typing.Generic[T]"]
+    assert hierarchy["subclasses"] == ["generic.box.IntBox", "generic.users.StrBox", "generic.users.Unsized"]
 
 
 def test_a_nested_class_named_without_its_module_points_at_its_top_level_class(c):

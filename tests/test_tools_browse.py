@@ -3,6 +3,8 @@
 import errno
 import os
 
+import pytest
+
 from gsmcpd.image import splice
 from gsmcpd.worker.toolsets.search import code_units
 from test_tools_support import Client, client, image, text, views  # noqa: F401  (fixtures)
@@ -964,6 +966,30 @@ def test_a_subclass_a_top_level_try_defines_is_a_subclass_in_the_hierarchy(clien
                                        "    pass\nelse:\n    class SecureConn(Conn):\n        pass\n")
     assert client.ok("get_class_hierarchy", className="Conn")["structuredContent"]["subclasses"] == [
         "zoo.conn.SecureConn"]
+
+
+GENERIC = ("import typing\n\nT = typing.TypeVar('T')\n\n\nclass Box(typing.Generic[T]):\n    pass\n\n\n"
+           "class IntBox(Box[int]):\n    pass\n")
+GENERIC_USERS = ("import typing\n\nfrom zoo.generic import Box, T\nimport zoo.generic as g\n\n\n"
+                 "class StrBox(Box[str]):\n    pass\n\n\nclass Pair(g.Box[T], typing.Generic[T]):\n    pass\n\n\n"
+                 "class Nested(Box[T][int]):\n    pass\n\n\nclass Plain(Box):\n    pass\n")
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_subclass_of_a_subscripted_base_is_a_subclass_from_source_as_live(client, broken):
+    # From source (the module failing to import) only `class Plain(Box)` was one: `Box[int]`
+    # was matched as written, where the live class statement subclasses Box all the same.
+    client.view.add_module("zoo.generic", GENERIC + ("raise ImportError('broken')\n" if broken else ""))
+    client.view.add_module("zoo.generic_users", GENERIC_USERS)
+    hierarchy = client.ok("get_class_hierarchy", className="zoo.generic.Box")["structuredContent"]
+    assert ("fromSource" in hierarchy) is broken
+    assert hierarchy["subclasses"] == ["zoo.generic.IntBox", "zoo.generic_users.Nested",
+                                       "zoo.generic_users.Pair", "zoo.generic_users.Plain",
+                                       "zoo.generic_users.StrBox"]
+    # Its own bases from source are as written, as describe_class shows them from source.
+    if broken:
+        assert hierarchy["bases"] == ["typing.Generic[T]"]
+        assert client.ok("describe_class", className="IntBox")["structuredContent"]["bases"] == ["Box[int]"]
 
 
 def test_a_def_importing_a_dotted_name_in_its_own_body_references_it(client):

@@ -188,7 +188,8 @@ class BrowsingToolset(Toolset):
     def _hierarchy_from_source(self, ref, node, not_live):
         """A class whose module cannot be loaded (shadowed, fails to import): its bases as
         written, and the image's class statements that name it as a base, as their module's
-        code spells it (no chain: that needs the live classes)."""
+        code spells it, subscripted or not (`Base[int]`, see named_class; no chain: that
+        needs the live classes)."""
         bases = [ast.unparse(base) for base in node.bases]
         subclasses = []
         for module in self.view.module_names():
@@ -197,7 +198,7 @@ class BrowsingToolset(Toolset):
                 continue
             names, chains = spellings_of(self.view, module, ref.qualified)
             subclasses += [f"{module}.{sub.name}" for sub in splice.module_level_classes(tree)
-                           if any(ast.unparse(base) in names | chains for base in sub.bases)]
+                           if any(ast.unparse(named_class(base)) in names | chains for base in sub.bases)]
         subclasses = sorted(set(subclasses))
         text = "\n".join([f"bases (as written): {', '.join(bases) or '-'}",
                           "subclasses: " + (", ".join(subclasses) or "-"), f"(from source: {not_live})"])
@@ -285,6 +286,15 @@ class BrowsingToolset(Toolset):
         if cls is None:   # its own defs only: what it inherits needs the live class
             text, structured["fromSource"] = f"{text}\n(from source: {not_live})", not_live
         return {"text": text, "structured": structured}
+
+
+def named_class(base: ast.expr) -> ast.expr:
+    """The class a base expression names: `Base[int]` (a generic's alias) makes a subclass
+    of Base, as its __mro_entries__ tells the class statement, and the live class's
+    __bases__ holds Base; so does `Base[T][int]`."""
+    while isinstance(base, ast.Subscript):
+        base = base.value
+    return base
 
 
 def with_class_note(view, ref, answer: dict) -> dict:
