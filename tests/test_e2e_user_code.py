@@ -61,6 +61,26 @@ def test_code_nested_as_deeply_as_python_compiles_text_runs(keeps_its_work):
     assert tool_text(keeps_its_work.tool("execute_code", code=code)) == "2001"
 
 
+def test_a_class_and_a_method_nested_as_deeply_as_python_compiles_text_are_compiled(daemon, keeps_its_work):
+    # Compiled from their AST, both met the recursion limit at about 1000 levels: "evaluating
+    # the definition raised RecursionError", though the module imports in a new session.
+    c, deep = keeps_its_work, "-" * 2000 + "1"
+    for tool, arguments in [
+            ("compile_class_definition", {"source": f"class Nested:\n    depth = {deep}\n",
+                                          "dictionaryName": "shop.models"}),
+            ("compile_method", {"className": "Nested", "source": f"def depth_of(self):\n    return {deep}\n"})]:
+        result = c.tool(tool, **arguments)
+        assert not result.get("isError"), result
+    check = "from shop.models import Nested\n(Nested.depth, Nested().depth_of())"
+    assert tool_text(c.tool("execute_code", code=check)) == "(1, 1)"
+    fresh = open_session(daemon)
+    try:
+        assert tool_text(fresh.tool("execute_code", code=check)) == "(1, 1)"
+    finally:
+        fresh.close()
+    assert not c.tool("delete_class", className="Nested").get("isError")
+
+
 def test_recursion_without_end_is_a_recursion_error_and_the_worker_goes_on(keeps_its_work):
     text = failed(keeps_its_work.tool("execute_code", code="def f(n):\n    return f(n + 1)\nf(0)"), "other")
     assert "[Previous line repeated" in text

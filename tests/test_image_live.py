@@ -2,11 +2,14 @@
 dataclass basis; and members set on a live class as its body binds them."""
 
 import ast
+import sys
+import types
 
 import pytest
 
 from gsmcpd.image import live
 from gsmcpd.image.live import attribute_reader, needed_on_import
+from gsmcpd.worker.toolset import ToolError
 
 
 @pytest.mark.parametrize("source, needed", [
@@ -175,3 +178,23 @@ def test_a_docstring_is_still_set_as_type_sets_it():
     cls = made("class D:\n    'old'\n", "D")
     live.update_in_place(cls, made("class D:\n    'new'\n", "D"), {"__doc__"})
     assert cls.__doc__ == vars(cls)["__doc__"] == "new"
+
+
+@pytest.mark.parametrize("depth", [2000, 100_000])
+def test_a_class_nested_deeply_is_compiled_as_its_text_is_or_refused_saying_so(depth):
+    # Compiled from the AST, 2000 levels met the recursion limit; 100000, past what Python's
+    # parser manages at all, raised its MemoryError as if the class body had.
+    source = "import sys\n\nif sys:\n    class Deep:\n        def f(self):\n            return " + "-" * depth + "1\n"
+    module = types.ModuleType("deep")
+    module.sys = sys
+    if depth > 10_000:
+        for compiling in (lambda: live.evaluate_class(module, "deep.py", source, "Deep"),
+                          lambda: live.compile_members(module, "deep.py", source, "Deep", ["f"])):
+            with pytest.raises(ToolError) as refused:
+                compiling()
+            assert refused.value.kind == "compileError"
+            assert refused.value.message.startswith("code is nested too deeply to compile (")
+        return
+    assert live.evaluate_class(module, "deep.py", source, "Deep")().f() == 1
+    made, members = live.compile_members(module, "deep.py", source, "Deep", ["f"])
+    assert members["f"](None) == 1 and members["f"].__code__.co_firstlineno == 5

@@ -1038,6 +1038,23 @@ def test_source_nested_too_deeply_to_compile_is_a_compile_error(client, image):
     assert "def f" not in disk(image)
 
 
+def test_a_class_and_a_method_nested_as_deeply_as_python_compiles_text_are_compiled(client, image):
+    # Compiled from their AST, both met the recursion limit at about 1000 levels: "evaluating
+    # the definition raised RecursionError", where Python's compile of the module manages it.
+    deep = "-" * 2000 + "1"
+    client.ok("compile_class_definition", source=f"class Nested:\n    depth = {deep}\n",
+              dictionaryName="zoo.animals")
+    client.ok("compile_method", className="Nested", source=f"def depth_of(self):\n    return {deep}\n")
+    client.ok("compile_class_definition", source=f"class Nested:\n    depth = -{deep}\n")
+    shown = client.ok("execute_code", code="from zoo.animals import Nested\n(Nested.depth, Nested().depth_of())")
+    assert text(shown) == "(-1, 1)"
+    assert f"    def depth_of(self):\n        return {deep}\n" in disk(image)
+    # Written in a module-level block, the class is compiled indented as it stands.
+    client.view.add_module("zoo.blocked", "import sys\n\nif sys:\n    class Guarded:\n        depth = 0\n")
+    client.ok("compile_class_definition", source=f"class Guarded:\n    depth = {deep}\n")
+    assert text(client.ok("execute_code", code="from zoo.blocked import Guarded\nGuarded.depth")) == "1"
+
+
 def test_a_module_whose_whole_text_does_not_parse_is_named_without_a_line(client, image):
     (image / "zoo/nul.py").write_text("x = 1\n\x00\n")
     client.ok("refresh")

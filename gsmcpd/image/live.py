@@ -1,7 +1,7 @@
 """Updating live objects from edited source, in place where Python allows.
 
-A method is compiled inside a synthetic class body taken from the *edited
-module's* AST (so line numbers and tracebacks match the new text), then set on
+A method is compiled inside a synthetic class body made of the *edited
+module's* text (its other lines blank, so line numbers and tracebacks match it), then set on
 the existing class object; its `__class__` cell is pointed at that class so
 zero-argument super() works. A class redefinition with unchanged bases and
 `__slots__`, and no Enum members (an Enum refuses to have them reassigned), is copied
@@ -14,6 +14,7 @@ from __future__ import annotations
 import __future__
 import abc
 import ast
+import contextlib
 import ctypes
 import enum
 import functools
@@ -22,6 +23,8 @@ import inspect
 from types import FunctionType, MappingProxyType, ModuleType
 
 from gsmcpd.image import splice
+from gsmcpd.image.view import NESTED_TOO_DEEPLY, nested_too_deeply
+from gsmcpd.worker.toolset import ToolError
 
 _NOT_COPIED = {"__dict__", "__weakref__", "__module__", "__qualname__"}
 # type's data descriptors whose setter binds the name in the class's namespace.
@@ -34,25 +37,25 @@ def compile_members(module: ModuleType, filename: str, source: str, class_name: 
     the live class `cls` binds of the names they read as they run: `sep=sep`, `@_wrap`),
     without re-running the class's own bases or decorators: (the throwaway class
     they were made in, the members). Raises what the definitions raise."""
-    tree = ast.parse(source)
+    with _compiling():
+        tree = ast.parse(source)
     classdef = splice.class_statement(tree, class_name)
     body = [node for node in classdef.body
             if isinstance(node, splice.FunctionNode) and node.name in names]
     # Keyed by the name the class binds: `__secret` is set as `_Kitchen__secret`.
     names = [splice.mangled(class_name, name) for name in names]
-    stub = ast.ClassDef(name=class_name, bases=[], keywords=[], body=body, decorator_list=[])
     namespace: dict = {}
     # Keyed as the class body reads them: `__x` there is `_Class__x`, as the stub's name is the class's.
     readable = {} if cls is None else {
         key: vars(cls)[key] for node in body for name in splice.names_read_now(node)
         if (key := splice.mangled(class_name, name)) in vars(cls)}
+    header = f"class {class_name}:"
     if readable:
         namespace[_PREFILLED] = _prefilled(readable)
-        stub.keywords = [ast.keyword(arg="metaclass", value=ast.Name(id=_PREFILLED, ctx=ast.Load()))]
-    ast.copy_location(stub, classdef)
-    stub.end_lineno, stub.end_col_offset = classdef.end_lineno, classdef.end_col_offset
-    code = compile(ast.fix_missing_locations(ast.Module(body=[stub], type_ignores=[])), filename,
-                   "exec", flags=future_flags(tree), dont_inherit=True)
+        header = f"class {class_name}(metaclass={_PREFILLED}):"
+    with _compiling():
+        code = compile(_alone(source, body, header, classdef.lineno), filename, "exec",
+                       flags=future_flags(tree), dont_inherit=True)
     exec(code, module.__dict__, namespace)
     temp = namespace[class_name]
     return temp, {name: temp.__dict__[name] for name in names if name in temp.__dict__}
@@ -272,13 +275,43 @@ def _functions_in(value, depth=0):
 
 def evaluate_class(module: ModuleType, filename: str, source: str, class_name: str) -> type:
     """Run the class statement from `source` in the module's globals, binding nothing."""
-    tree = ast.parse(source)
-    classdef = splice.class_statement(tree, class_name)
-    code = compile(ast.Module(body=[classdef], type_ignores=[]), filename, "exec",
-                   flags=future_flags(tree), dont_inherit=True)
+    with _compiling():
+        tree = ast.parse(source)
+        classdef = splice.class_statement(tree, class_name)
+        # In a module-level block (`if TYPE_CHECKING:`), the class is indented: a block opens it.
+        opened = "if True:" if classdef.col_offset else None
+        text = _alone(source, [classdef], opened, splice.first_line(classdef) - 1)
+        code = compile(text, filename, "exec", flags=future_flags(tree), dont_inherit=True)
     namespace: dict = {}
     exec(code, module.__dict__, namespace)
     return namespace[class_name]
+
+
+@contextlib.contextmanager
+def _compiling():
+    """Python refusing code nested too deeply (as it parses or compiles it, a few frames
+    deeper than the tool's own parse of it) is a compileError saying so, not an error
+    the definition raised as it ran."""
+    try:
+        yield
+    except NESTED_TOO_DEEPLY as error:
+        raise ToolError("compileError", nested_too_deeply(error)) from None
+
+
+def _alone(source: str, statements: list[ast.stmt], header: str | None, at: int) -> str:
+    """`source` with every line blank but the statements' own (decorators included), and
+    `header` written on line `at`: their code keeps the lines and columns the module gives
+    it, and compiled from this text, it nests as deeply as Python's compile of the module
+    does (a compiled AST meets the recursion limit at a third of that; execute_code
+    compiles text for the same reason)."""
+    lines = splice.lines_of(source)
+    kept = [""] * len(lines)
+    for statement in statements:
+        first, last = splice.first_line(statement), statement.end_lineno
+        kept[first - 1:last] = lines[first - 1:last]
+    if header is not None:
+        kept[at - 1] = header
+    return "".join(line if line.endswith(("\n", "\r")) else line + "\n" for line in kept)
 
 
 def same_shape(old: type, new: type) -> bool:

@@ -80,6 +80,8 @@ def dictionary_name_parts(name: str) -> list[str]:
 
 
 def definition_error(error: BaseException) -> ToolError:
+    if isinstance(error, ToolError):   # said already: live's code nested too deeply to compile
+        return error
     return ToolError("compileError", f"evaluating the definition raised "
                      f"{type(error).__name__}: {error}")
 
