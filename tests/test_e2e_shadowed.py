@@ -1,9 +1,11 @@
 """End to end: image packages named like standard-library ones. The worker has loaded the
 standard library's `json`, so the image's json/ is shadowed; it has not loaded `email`,
 so the image's email/ is that name for the session. Either way a package is one side's
-whole: no module of the other is imported into it.
+whole: no module of the other is imported into it. A standard-library module the image
+holds a copy of under another name (vendored.enum) is the image's.
 """
 
+import enum
 import json
 import shutil
 from pathlib import Path
@@ -25,6 +27,11 @@ def image(tmp_path_factory):
     (root / "email").mkdir()
     (root / "email" / "__init__.py").write_text('"""The image\'s email."""\n')
     (root / "email" / "extra.py").write_text("MARK = 'the image'\n")
+    (root / "vendored").mkdir()
+    (root / "vendored" / "__init__.py").write_text("")
+    shutil.copy(enum.__file__, root / "vendored" / "enum.py")
+    (root / "vendored" / "levels.py").write_text("from vendored import enum\n\n\nclass Level(enum.Enum):\n"
+                                                  "    LOW = 1\n\n    def label(self):\n        return self.name\n")
     return root
 
 
@@ -82,3 +89,15 @@ def test_a_change_to_a_module_of_a_shadowed_package_is_refused_naming_the_packag
     assert error(c, "remove_dictionary", "refused", dictionaryName="json.tool") == (
         f"json.tool cannot be removed in a session: {why}")
     assert structured(c, "status")["uncommittedChanges"] is False
+
+
+def test_an_enum_of_the_images_copy_of_enum_redefined_is_replaced_as_a_standard_librarys_is(c, image):
+    # Its metaclass, the copy's EnumType, is no enum.EnumType: it was copied in place, which
+    # stopped half done ("cannot reassign member 'LOW'", kind other), the live class given
+    # the new member list while the source stayed as it was.
+    redefined = structured(c, "compile_class_definition",
+                           source="class Level(enum.Enum):\n    LOW = 1\n    HIGH = 2\n")
+    assert (redefined["outcome"], redefined["carried"]) == ("replaced", ["label"])
+    assert run(c, "from vendored.levels import Level\n[m.label() for m in Level], type(Level).__module__") == repr(
+        (["LOW", "HIGH"], "vendored.enum"))
+    assert "    HIGH = 2\n" in (image / "vendored" / "levels.py").read_text()

@@ -2,8 +2,10 @@
 dataclass basis; and members set on a live class as its body binds them."""
 
 import ast
+import enum
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -198,3 +200,17 @@ def test_a_class_nested_deeply_is_compiled_as_its_text_is_or_refused_saying_so(d
     assert live.evaluate_class(module, "deep.py", source, "Deep")().f() == 1
     made, members = live.compile_members(module, "deep.py", source, "Deep", ["f"])
     assert members["f"](None) == 1 and members["f"].__code__.co_firstlineno == 5
+
+
+def test_an_enum_of_a_copy_of_the_enum_module_has_its_members_copied_by_no_one():
+    # Its EnumType is no enum.EnumType: same_shape said yes, and the copy in place stopped
+    # half done at "cannot reassign member 'RED'".
+    copy = types.ModuleType("zenum")
+    exec(compile(Path(enum.__file__).read_text(), "zenum.py", "exec"), vars(copy))
+    source = "class Color(zenum.Enum):\n    RED = 1\n"
+    module = types.ModuleType("colors")
+    module.zenum = copy
+    old, new = (live.evaluate_class(module, "colors.py", source, "Color") for _ in range(2))
+    assert not isinstance(old, enum.EnumType) and not live.same_shape(old, new)
+    memberless = "class Base(zenum.Enum):\n    def label(self):\n        return 1\n"
+    assert live.same_shape(*(live.evaluate_class(module, "colors.py", memberless, "Base") for _ in range(2)))

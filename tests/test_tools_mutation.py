@@ -1,6 +1,8 @@
 """mutation and testing tool handlers: source edits, live updates, commits, the kernel guard."""
 
 import dataclasses
+import enum
+from pathlib import Path
 
 import pytest
 
@@ -411,11 +413,22 @@ def test_shape_change_refused_with_subclasses_allowed_without(client, image):
     assert keeper.feed() == ["a says woof"]
 
 
-def test_an_enum_redefined_is_replaced_with_its_new_members(client, image):
+@pytest.fixture(params=["enum", "zoo.zenum"], ids=["standard library", "image's copy"])
+def importing_enum(request, client):
+    """The import statement giving a module `enum`: the standard library's, or a copy of it
+    the image holds under another name, whose EnumType is no enum.EnumType."""
+    if request.param == "enum":
+        return "import enum"
+    client.view.add_module("zoo.zenum", Path(enum.__file__).read_text())
+    return "from zoo import zenum as enum"
+
+
+def test_an_enum_redefined_is_replaced_with_its_new_members(client, image, importing_enum):
     # EnumType guards its members against setattr: copied in place, the new namespace
     # half-landed (the member list replaced, then "cannot reassign member 'RED'", kind
-    # other) in the live class, while the source stayed as it was.
-    client.view.add_module("zoo.colors", "import enum\n\n\nclass Color(enum.Enum):\n    RED = 1\n\n"
+    # other) in the live class, while the source stayed as it was; so it did for an Enum
+    # of the image's copy of the enum module, after the standard library's was replaced.
+    client.view.add_module("zoo.colors", f"{importing_enum}\n\n\nclass Color(enum.Enum):\n    RED = 1\n\n"
                                          "    def label(self):\n        return self.name\n")
     client.ok("commit")
     result = client.ok("compile_class_definition",
@@ -426,8 +439,8 @@ def test_an_enum_redefined_is_replaced_with_its_new_members(client, image):
     assert "    BLUE = 3\n" in (image / "zoo" / "colors.py").read_text()
 
 
-def test_a_memberless_enum_base_is_redefined_in_place_and_its_subclasses_see_it(client, image):
-    client.view.add_module("zoo.tones", "import enum\n\n\nclass Base(enum.Enum):\n"
+def test_a_memberless_enum_base_is_redefined_in_place_and_its_subclasses_see_it(client, image, importing_enum):
+    client.view.add_module("zoo.tones", f"{importing_enum}\n\n\nclass Base(enum.Enum):\n"
                                         "    def label(self):\n        return self.name\n\n\n"
                                         "class Tone(Base):\n    LOW = 1\n")
     client.ok("commit")

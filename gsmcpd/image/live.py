@@ -16,7 +16,6 @@ import abc
 import ast
 import contextlib
 import ctypes
-import enum
 import functools
 import gc
 import inspect
@@ -320,7 +319,16 @@ def same_shape(old: type, new: type) -> bool:
     memberless Enum, the usual base of others, takes methods like any class.)"""
     return (old.__bases__ == new.__bases__ and type(old) is type(new)
             and old.__dict__.get("__slots__") == new.__dict__.get("__slots__")
-            and not (isinstance(old, enum.EnumType) and old._member_map_))
+            and not _enum_members(old))
+
+
+def _enum_members(cls: type) -> dict:
+    """The members an Enum's metaclass refuses to reassign, kept where it looks for them
+    (`_member_map_` in the class's own namespace): the standard library's EnumType, and a
+    copy of its module the image holds (`vendored.enum`), whose EnumType is no
+    enum.EnumType; {} for any other class."""
+    members = vars(cls).get("_member_map_")
+    return members if isinstance(members, dict) else {}
 
 
 def update_in_place(old: type, new: type, old_member_names: set[str],
