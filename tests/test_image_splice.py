@@ -742,9 +742,20 @@ def test_a_form_feed_before_the_class_body_does_not_count_as_its_indentation():
 def test_a_form_feed_in_a_sent_methods_indentation_is_no_part_of_its_level():
     # "\f\t" opens a line indented by the tab alone, the level of the "\t" lines below it:
     # matched against "\f\t", those lines kept their tab in a spaced class, a TabError refused.
-    for body in ("\x0c\tx = 1\n\treturn x\n", "\tx = 1\n\x0c\treturn x\n"):
+    # Why _leading_whitespace counts a form feed where indent_of does not: a spaced line
+    # after one ("\f    x = 1") has its level re-made, as a prefix before the form feed is void.
+    for body in ("\x0c\tx = 1\n\treturn x\n", "\tx = 1\n\x0c\treturn x\n", "\x0c    x = 1\n    return x\n"):
         new, _ = splice.put_method(SPACE_INDENTED, "Spaced", "def n(self):\n" + body)
         assert new.endswith("\n    def n(self):\n        x = 1\n        return x\n"), repr(new)
+
+
+def test_a_comment_after_a_form_feed_at_column_0_is_the_modules_not_the_class_above():
+    # Why indent_of stops at a form feed where _leading_whitespace does not: counted in a
+    # comment's indentation, "\f" made this section comment deeper than the class, so it
+    # went with it, shown and removed.
+    source = "class A:\n    pass\n\x0c# Section two\nclass B:\n    pass\n"
+    assert splice.segment(source, splice.top_level_class(ast.parse(source), "A")) == "class A:\n    pass\n"
+    assert splice.remove_class(source, "A") == "\x0c# Section two\nclass B:\n    pass\n"
 
 
 def test_a_one_line_class_redefined_takes_the_indentation_of_the_module():

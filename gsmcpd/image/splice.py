@@ -183,7 +183,9 @@ def _block_levels(text: str) -> dict[int, list[tuple[int, str]]]:
 
 
 def _leading_whitespace(line: str) -> str:
-    """A line's leading spaces, tabs and form feeds."""
+    """A line's leading spaces, tabs and form feeds: fit_indentation re-makes the level of
+    a line whose indentation holds a form feed, as a prefix written before it is void (a
+    form feed resets the tokenizer's column). Not indent_of, which stops at one."""
     return line[:len(line) - len(line.lstrip(" \t\x0c"))]
 
 
@@ -907,6 +909,9 @@ def _is_placeholder(node: ast.AST) -> bool:
 
 
 def indent_of(line: str) -> str:
+    """A line's leading spaces and tabs, up to a form feed: the prefix an edit strips or
+    adds, and a comment's depth. Counting the form feed (_leading_whitespace), a section's
+    comment written after one at column 0 would be taken for the class above's."""
     return line[:len(line) - len(line.lstrip(" \t"))]
 
 
