@@ -136,6 +136,8 @@ FILES = {
     "ordered.py": "class Ordered:\n    def getx(self):\n        return 1\n\n    x = property(getx)\n\n\n"
                   "def getx():\n    return 2\n",
     "handled.py": "class Handled:\n    def run(self):\n        return 1\n\n\nhandler = Handled.run\n",
+    "finally_read.py": "try:\n    class Late:\n        def run(self):\n            return 1\nfinally:\n"
+                       "    handler = Late.run\n",
     "aliased.py": "import dataclasses\n\n\nclass Base:\n    def go(self):\n"
                   "        return super().__repr__()[:5]\n\n\n"
                   "@dataclasses.dataclass\nclass Aliasing:\n    x: int = 0\n    go = Base.go\n\n"
@@ -389,6 +391,14 @@ def test_delete_method_notes_a_method_the_module_reads_as_it_runs(c, image):
             ) in tool_text(result)
     assert result["structuredContent"]["readAsItRuns"] == "handler = Handled.run"
     assert "def run" not in (image / "handled.py").read_text()
+
+
+def test_delete_method_notes_a_read_in_the_finally_of_the_try_holding_the_class(c, image):
+    # Only what followed the class in its own block and at the top level was looked at:
+    # deleted with no note, and every new session's import of finally_read failed.
+    result = ok(c, "delete_method", className="Late", selector="run")
+    assert result["structuredContent"]["readAsItRuns"] == "handler = Late.run"
+    assert "; note: finally_read reads Late.run as it runs ('handler = Late.run')" in tool_text(result)
 
 
 def test_a_method_another_class_s_attribute_aliases_keeps_its_super(c, image):

@@ -63,6 +63,27 @@ def test_attribute_reader(below, line):
     assert (reader and reader.lineno) == line
 
 
+@pytest.mark.parametrize("source, line", [
+    ("try:\n    class A:\n        pass\nfinally:\n    h = A.run\n", 5),
+    ("try:\n    class A:\n        pass\nexcept E:\n    pass\nelse:\n    h = A.run\n", 7),
+    ("try:\n    import x\nexcept E:\n    class A:\n        pass\nfinally:\n    h = A.run\n", 7),
+    ("try:\n    pass\nexcept E:\n    pass\nelse:\n    class A:\n        pass\nfinally:\n    h = A.run\n", 9),
+    ("try:\n    if X:\n        class A:\n            pass\n    h = A.run\nexcept E:\n    pass\n", 5),
+    ("for _ in []:\n    class A:\n        pass\nelse:\n    h = A.run\n", 5),
+    ("while X:\n    class A:\n        pass\n    X = 0\nelse:\n    h = A.run\n", 6),
+    # What runs only when the class's own clause did not, or failed: not after it.
+    ("if X:\n    class A:\n        pass\nelse:\n    h = A.run\n", None),
+    ("try:\n    import x\nexcept E:\n    class A:\n        pass\nelse:\n    h = A.run\n", None),
+    ("try:\n    class A:\n        pass\nexcept E:\n    h = A.run\n", None),
+])
+def test_attribute_reader_of_a_class_in_a_block_looks_at_the_clauses_that_run_after_it(source, line):
+    # Only the statements after the class in its own block and at the top level were looked
+    # at: a read in the try's `finally` or `else`, or in the try's body below an `if`
+    # holding the class, was not noted, and a new session's import failed unannounced.
+    reader = attribute_reader(ast.parse(source), "A", "run")
+    assert (reader and reader.lineno) == line
+
+
 def test_a_dataclass_basis_changes_with_fields_post_init_or_frozen_and_runs_no_user_eq():
     import dataclasses
 

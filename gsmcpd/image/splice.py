@@ -442,21 +442,52 @@ def remove_class(source: str, name: str) -> str:
 
 
 def _enclosing_body(tree: ast.Module, node: ast.stmt) -> list[ast.stmt]:
-    """The statement list `node` is written in: the module's body or a block's."""
-    for parent in ast.walk(tree):
-        for field in ("body", "orelse", "finalbody"):
-            block = getattr(parent, field, None)
-            if isinstance(block, list) and any(item is node for item in block):
-                return block
-    raise ValueError(f"{node!r} is not in the tree")
+    """The statement list module-level `node` is written in: the module's body or a block's."""
+    return _blocks_to(tree.body, node)[-1][2]
 
 
 def statements_below(tree: ast.Module, node: ast.stmt) -> list[ast.stmt]:
-    """The statements the module runs after statement `node`: those after it in its block
-    (one in a module-level block), then the top-level ones after it (or its block)."""
-    body = _enclosing_body(tree, node)
-    after = body[body.index(node) + 1:] if body is not tree.body else []
-    return after + tree.body[tree.body.index(_top_statement(tree, node)) + 1:]
+    """The statements the module may run after statement `node`, in the order it runs
+    them: those after it in its block, then the clauses that run after that block (a
+    try's `else` and `finally` after its body, its `finally` after a handler or its
+    `else`, a loop's `else` after its body) and those after the block's statement, and
+    so on out to the top level. Not a clause that runs only when `node`'s did not run or
+    failed: an `if`'s `else`, a try's handlers."""
+    below, inner = [], node
+    for owner, field, block in reversed(_blocks_to(tree.body, node)):
+        index = next(number for number, item in enumerate(block) if item is inner)
+        below += block[index + 1:] + _run_after(owner, field)
+        inner = owner
+    return below
+
+
+def _blocks_to(body: list[ast.stmt], node: ast.stmt, owner: ast.stmt | None = None,
+               field: str = "body") -> list[tuple[ast.stmt | None, str, list[ast.stmt]]]:
+    """(the statement whose clause it is, None for the module's body; the clause's field;
+    the block) for each block from `body` in to the one `node` is written in; [] if it is
+    in none. A def's or class's own body is not looked in."""
+    if any(item is node for item in body):
+        return [(owner, field, body)]
+    for statement in body:
+        if isinstance(statement, FunctionNode + (ast.ClassDef,)):
+            continue
+        clauses = [(name, getattr(statement, name, None)) for name in ("body", "orelse", "finalbody")]
+        clauses += [(name, part.body) for name in ("handlers", "cases") for part in getattr(statement, name, [])]
+        for name, block in clauses:
+            found = _blocks_to(block, node, statement, name) if isinstance(block, list) else []
+            if found:
+                return [(owner, field, body)] + found
+    return []
+
+
+def _run_after(owner: ast.stmt | None, field: str) -> list[ast.stmt]:
+    """The clauses of `owner` that run after its clause `field` has run."""
+    if isinstance(owner, (ast.Try, ast.TryStar)):
+        return {"body": owner.orelse + owner.finalbody, "handlers": owner.finalbody,
+                "orelse": owner.finalbody}.get(field, [])
+    if isinstance(owner, (ast.For, ast.AsyncFor, ast.While)) and field == "body":
+        return owner.orelse   # unless a break ends the loop
+    return []
 
 
 def _top_statement(tree: ast.Module, node: ast.stmt) -> ast.stmt:
