@@ -102,6 +102,29 @@ def test_a_notification_sent_with_an_id_is_refused_at_once_not_queued_behind_the
     assert "finished" in tool_text(running["result"])   # the call ran to its end, uncancelled
 
 
+def test_a_tool_call_sent_without_an_id_is_refused_and_not_run(session):
+    # Without an id it is a notification in JSON-RPC's terms, and got a bare 202: the
+    # client was never told that its call, a commit perhaps, had not run.
+    daemon, client = session
+    resp = client.post({"jsonrpc": "2.0", "method": "tools/call",
+                        "params": {"name": "execute_code", "arguments": {"code": "sent_without_id = 1"}}})
+    assert resp.status == 400, resp
+    assert resp.json() == {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": (
+        'Invalid Request: tools/call is a request: send it with an "id" '
+        '(only notifications/... methods go without one); it was not run')}}
+    ran = client.tool("execute_code", code="'sent_without_id' in globals()")
+    assert tool_text(ran).strip() == "False", ran
+
+
+@pytest.mark.parametrize("method", ["notifications/initialized", "notifications/roots/list_changed",
+                                    "notifications/cancelled", "notifications/no_such_one"])
+def test_notifications_without_an_id_are_still_accepted(session, method):
+    daemon, client = session
+    resp = client.post({"jsonrpc": "2.0", "method": method, "params": {"requestId": 12345}})
+    assert (resp.status, resp.body) == (202, b"")
+    assert client.call("ping").json()["result"] == {}
+
+
 def test_the_image_stays_readable_for_a_new_session(session):
     daemon, _ = session
     other = Client(daemon.port)

@@ -143,6 +143,19 @@ def test_an_initialize_naming_an_ended_session_is_404_as_every_request_naming_it
         assert opened == ["opened"] and not conn.answers
 
 
+def test_a_request_method_without_an_id_is_refused_400_and_logged_once_at_debug(caplog):
+    body = b'{"jsonrpc":"2.0","method":"tools/call","params":{"name":"execute_code","arguments":{"code":"1"}}}'
+    parser = RequestParser()
+    parser.feed(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: application/json, text/event-stream\r\n"
+                b"Mcp-Session-Id: known\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    conn = BodyConn()
+    with caplog.at_level("DEBUG", logger="gsmcpd.app"):
+        App(unauthenticated_router()).handle(conn, parser.next_request())
+    said = 'Invalid Request: tools/call is a request: send it with an "id" (only notifications/... methods go without one); it was not run'
+    assert conn.answers == [(400, {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": said}})]
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [("DEBUG", "POST refused, 400: " + said)]
+
+
 def test_a_post_is_handled_with_no_cyclic_collection_walking_its_parsed_message():
     # The collector, run while a parse piles up arrays (which hold no cycle), walked them
     # again and again: 16 MiB of "[]," held the router's one thread 2 s longer.

@@ -282,6 +282,23 @@ def test_a_notification_sent_with_an_id_is_refused_bearing_it(method):
     assert parse(body({"jsonrpc": "2.0", "id": 4, "method": "notify/x"})).kind == "request"
 
 
+@pytest.mark.parametrize("method", ["tools/call", "ping", "initialize", "no/such/method", "notification"])
+def test_a_request_method_sent_without_an_id_is_refused_not_taken_for_a_notification(method):
+    # MCP names every notification notifications/...: without an id, a tools/call was a
+    # notification, answered a bare 202 that never said the tool had not run.
+    err = refused(body({"jsonrpc": "2.0", "method": method, "params": {"name": "execute_code"}}))
+    assert (err.code, err.id) == (INVALID_REQUEST, None)
+    assert err.message == (f'Invalid Request: {method} is a request: send it with an "id" '
+                           '(only notifications/... methods go without one); it was not run')
+
+
+@pytest.mark.parametrize("method", ["notifications/initialized", "notifications/cancelled",
+                                    "notifications/roots/list_changed", "notifications/progress",
+                                    "notifications/no_such_one"])
+def test_every_notifications_method_without_an_id_is_a_notification(method):
+    assert parse(body({"jsonrpc": "2.0", "method": method, "params": {}})).kind == "notification"
+
+
 # ---- builders ----------------------------------------------------------------------
 
 def test_builders():
@@ -301,7 +318,7 @@ def test_builders():
 
 def test_built_messages_parse_back_with_their_kind():
     assert parse(dumps(jsonrpc.request(1, "ping"))).kind == "request"
-    assert parse(dumps(jsonrpc.notification("n"))).kind == "notification"
+    assert parse(dumps(jsonrpc.notification("notifications/n"))).kind == "notification"
     assert parse(dumps(jsonrpc.result(1, {}))).kind == "response"
     assert parse(dumps(jsonrpc.error(1, INTERNAL_ERROR, "boom"))).kind == "response"
 

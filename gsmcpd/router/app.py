@@ -251,6 +251,7 @@ class App:
         try:
             message = jsonrpc.parse(body)
         except jsonrpc.JsonRpcError as exc:
+            log.debug("POST refused, 400: %s", exc.message)   # the client is told; the log only if asked
             conn.respond(400, [JSON], jsonrpc.dumps(exc.response()))
             return
         accepts_sse = accepts(request, "text/event-stream")

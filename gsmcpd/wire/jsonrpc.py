@@ -246,6 +246,12 @@ def parse(body):
         if "params" in obj and not isinstance(obj["params"], dict):
             raise invalid('"params" must be an object')
         if not has_id:
+            if not obj["method"].startswith("notifications/"):
+                # MCP names every notification notifications/...: any other method is a
+                # request that lost its id. Taken as a notification, it was dropped with a
+                # bare 202, and the client never learnt its call had not run.
+                raise invalid(f'{echoed(obj["method"])} is a request: send it with an "id" '
+                              f'(only notifications/... methods go without one); it was not run')
             return Message("notification", obj)
         if not _valid_id(msg_id):
             raise invalid('"id" must be a string or an integer')
