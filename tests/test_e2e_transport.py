@@ -125,6 +125,24 @@ def test_missing_unknown_and_ended_sessions(daemon):
     assert c.session != ended and c.call("ping").status == 200
 
 
+def test_an_initialize_naming_the_clients_live_session_is_refused_and_opens_nothing(daemon):
+    # A session begins with initialize, and MCP has a new one asked for without an id:
+    # this opened a second session beside the first.
+    c = Client(daemon.port)
+    c.initialize()
+    assert c.tool("execute_code", code="kept = 41")
+    sessions = {row["id"] for row in daemon.status()["sessions"]}
+    reply = c.post({"jsonrpc": "2.0", "id": 99, "method": "initialize", "params": {
+        "protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+    assert reply.status == 400 and reply.header("mcp-session-id") is None, reply
+    assert reply.json() == {"jsonrpc": "2.0", "id": 99, "error": {"code": -32600, "message": (
+        "Invalid Request: the session MCP-Session-Id names is already initialized; "
+        "to open another, send initialize without MCP-Session-Id")}}
+    assert tool_text(c.tool("execute_code", code="kept + 1")).strip() == "42"   # the session goes on
+    assert {row["id"] for row in daemon.status()["sessions"]} <= sessions   # none opened
+    c.close()
+
+
 def test_other_methods_and_paths(daemon):
     c = Client(daemon.port)
     assert c.request("PUT", "{}").status == 405

@@ -121,10 +121,16 @@ def test_an_unknown_session_is_404_telling_the_client_to_initialize_a_new_one(ve
         "never existed; initialize a new session, without MCP-Session-Id")}})]
 
 
-@pytest.mark.parametrize("sid, answer", [("gone", 404), ("known", "opened"), (None, "opened")])
-def test_an_initialize_naming_an_ended_session_is_404_as_every_request_naming_it_is(sid, answer):
+ALREADY_INITIALIZED = {"jsonrpc": "2.0", "id": 1, "error": {"code": -32600, "message": (
+    "Invalid Request: the session MCP-Session-Id names is already initialized; "
+    "to open another, send initialize without MCP-Session-Id")}}
+
+
+@pytest.mark.parametrize("sid, answer", [("gone", 404), ("known", 400), (None, "opened")])
+def test_an_initialize_naming_an_ended_session_is_404_a_live_one_400(sid, answer):
     # MCP: once a session ends, requests containing its id get 404; the client
-    # re-initializes without it. A live session's id (or none) opens a session.
+    # re-initializes without it. A session begins with initialize: a live one's id on
+    # another opened a second session beside it (the TypeScript SDK refuses it too).
     router = unauthenticated_router()
     opened = []
     router.sessions.opening = 0
@@ -139,6 +145,8 @@ def test_an_initialize_naming_an_ended_session_is_404_as_every_request_naming_it
     App(router).handle(conn, parser.next_request())
     if answer == 404:
         assert conn.answers == [(404, json.loads(SESSION_NOT_FOUND))] and not opened
+    elif answer == 400:
+        assert conn.answers == [(400, ALREADY_INITIALIZED)] and not opened
     else:
         assert opened == ["opened"] and not conn.answers
 

@@ -257,10 +257,16 @@ class App:
         accepts_sse = accepts(request, "text/event-stream")
         if message.kind == "request" and message.method == "initialize":
             sid = request.header("mcp-session-id")
-            if sid and self._owned_session(sid, principal) is None:
-                # MCP: an ended session's id gets 404 on every request, initialize too;
-                # the client re-initializes without it (the answer says so).
-                conn.respond(404, [JSON], SESSION_NOT_FOUND)
+            if sid:
+                # MCP: an ended session's id gets 404 on every request, initialize too, and the
+                # client re-initializes without it (the answer says so). A live one began with
+                # its own initialize: this one opened a second session beside it.
+                if self._owned_session(sid, principal) is None:
+                    conn.respond(404, [JSON], SESSION_NOT_FOUND)
+                else:
+                    conn.respond(400, [JSON], error_body(jsonrpc.INVALID_REQUEST, (
+                        "Invalid Request: the session MCP-Session-Id names is already initialized; "
+                        "to open another, send initialize without MCP-Session-Id"), message.id))
                 return
             refusal = self._version_refusal(request)
             if refusal:
