@@ -150,6 +150,30 @@ def test_other_methods_and_paths(daemon):
     assert c.request("POST", "{}", path="/other").status == 404
 
 
+def test_a_requests_refusal_for_its_session_or_version_header_bears_its_id(daemon):
+    # JSON-RPC: an error's id is the request's, null only when it could not be read.
+    c = Client(daemon.port)
+    c.initialize()
+    ended = Client(daemon.port)
+    ended.initialize()
+    assert ended.delete().status == 200
+    init = {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
+    for method, params, headers, status in [
+            ("tools/list", None, {"MCP-Session-Id": None}, 400),
+            ("tools/list", None, {"MCP-Session-Id": ended.session}, 404),
+            ("initialize", init, {"MCP-Session-Id": ended.session}, 404),
+            ("ping", None, {"MCP-Protocol-Version": "2099-01-01"}, 400)]:
+        message = {"jsonrpc": "2.0", "id": "mine-7", "method": method}
+        if params:
+            message["params"] = params
+        reply = c.post(message, headers)
+        assert (reply.status, reply.json()["id"]) == (status, "mine-7"), (method, headers, reply)
+    note = c.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, {"MCP-Session-Id": ended.session})
+    assert (note.status, note.json()["id"]) == (404, None)
+    c.close()
+    ended.close()
+
+
 def test_unsupported_protocol_version_header_is_400(client):
     resp = client.call("tools/list", headers={"MCP-Protocol-Version": "2099-01-01"})
     assert resp.status == 400

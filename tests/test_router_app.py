@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from gsmcpd.config import Config
-from gsmcpd.router.app import SESSION_NOT_FOUND, App, _accept_lists
+from gsmcpd.router.app import SESSION_NOT_FOUND_MESSAGE, App, _accept_lists
 from gsmcpd.router.main import Router
 from gsmcpd.wire.http import RequestParser
 
@@ -116,9 +116,35 @@ def test_an_unknown_session_is_404_telling_the_client_to_initialize_a_new_one(ve
                 b"Mcp-Session-Id: gone\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
     conn = BodyConn()
     App(unauthenticated_router()).handle(conn, parser.next_request())
-    assert conn.answers == [(404, {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": (
-        "Session not found: it has ended (DELETE, reaped, its worker gone, or the server restarted) or "
-        "never existed; initialize a new session, without MCP-Session-Id")}})]
+    assert conn.answers == [(404, {"jsonrpc": "2.0", "id": 7 if verb == b"POST" else None, "error": {
+        "code": -32600, "message": (
+            "Session not found: it has ended (DELETE, reaped, its worker gone, or the server restarted) or "
+            "never existed; initialize a new session, without MCP-Session-Id")}})]
+
+
+def post(body, headers=b""):
+    parser = RequestParser()
+    parser.feed(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: application/json, text/event-stream\r\n"
+                + headers + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    conn = BodyConn()
+    App(unauthenticated_router()).handle(conn, parser.next_request())
+    [(status, reply)] = conn.answers
+    return status, reply["id"], reply["error"]["message"]
+
+
+@pytest.mark.parametrize("headers, status, said", [
+    (b"", 400, "Bad Request: missing MCP-Session-Id header"),
+    (b"Mcp-Session-Id: gone\r\n", 404, SESSION_NOT_FOUND_MESSAGE),
+    (b"Mcp-Session-Id: known\r\nMCP-Protocol-Version: 1999-01-01\r\n", 400,
+     "Bad Request: unsupported MCP-Protocol-Version '1999-01-01' (supported: 2025-11-25, 2025-06-18)"),
+])
+def test_a_posted_requests_refusal_at_the_session_gates_bears_its_id(headers, status, said):
+    # JSON-RPC: an error's id is the request's, null only when it could not be read; the
+    # client matches the answer by it. Every one of these had id null.
+    assert post(b'{"jsonrpc":"2.0","id":"r-8","method":"tools/list"}', headers) == (status, "r-8", said)
+    # a notification has no id to bear, nor has a client's response an id of its own
+    assert post(b'{"jsonrpc":"2.0","method":"notifications/initialized"}', headers) == (status, None, said)
+    assert post(b'{"jsonrpc":"2.0","id":"s1","result":{}}', headers) == (status, None, said)
 
 
 ALREADY_INITIALIZED = {"jsonrpc": "2.0", "id": 1, "error": {"code": -32600, "message": (
@@ -144,7 +170,8 @@ def test_an_initialize_naming_an_ended_session_is_404_a_live_one_400(sid, answer
     conn = BodyConn()
     App(router).handle(conn, parser.next_request())
     if answer == 404:
-        assert conn.answers == [(404, json.loads(SESSION_NOT_FOUND))] and not opened
+        assert conn.answers == [(404, {"jsonrpc": "2.0", "id": 1, "error": {
+            "code": -32600, "message": SESSION_NOT_FOUND_MESSAGE}})] and not opened
     elif answer == 400:
         assert conn.answers == [(400, ALREADY_INITIALIZED)] and not opened
     else:

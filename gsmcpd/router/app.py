@@ -45,9 +45,10 @@ def error_body(code, message, id=None):
 
 # The spec's 404 for an ended session: the client is to start anew, so say so, as the
 # router no longer knows why it ended (and an SDK shows this message to its caller).
-SESSION_NOT_FOUND = error_body(jsonrpc.INVALID_REQUEST, (
+SESSION_NOT_FOUND_MESSAGE = (
     "Session not found: it has ended (DELETE, reaped, its worker gone, or the server restarted) or "
-    "never existed; initialize a new session, without MCP-Session-Id"))
+    "never existed; initialize a new session, without MCP-Session-Id")
+SESSION_NOT_FOUND = error_body(jsonrpc.INVALID_REQUEST, SESSION_NOT_FOUND_MESSAGE)   # no request id to bear
 
 
 def sessions_count(n):
@@ -219,19 +220,21 @@ class App:
         session = self.sessions.by_id.get(sid)
         return session if session is not None and self.router.owns_session(session, principal) else None
 
-    def _session(self, conn, request, principal):
-        """The session named by the header, or None after answering 400/404."""
+    def _session(self, conn, request, principal, id=None):
+        """The session named by the header, or None after answering 400/404, the error
+        bearing `id`: a POSTed request's (JSON-RPC: null only when it could not be read)."""
         sid = request.header("mcp-session-id")
         if not sid:
-            conn.respond(400, [JSON], error_body(jsonrpc.INVALID_REQUEST, "Bad Request: missing MCP-Session-Id header"))
+            conn.respond(400, [JSON], error_body(
+                jsonrpc.INVALID_REQUEST, "Bad Request: missing MCP-Session-Id header", id))
             return None
         session = self._owned_session(sid, principal)
         if session is None:
-            conn.respond(404, [JSON], SESSION_NOT_FOUND)
+            conn.respond(404, [JSON], error_body(jsonrpc.INVALID_REQUEST, SESSION_NOT_FOUND_MESSAGE, id))
             return None
         refusal = self._version_refusal(request)
         if refusal:
-            conn.respond(400, [JSON], error_body(jsonrpc.INVALID_REQUEST, refusal))
+            conn.respond(400, [JSON], error_body(jsonrpc.INVALID_REQUEST, refusal, id))
             return None
         return session
 
@@ -262,7 +265,8 @@ class App:
                 # client re-initializes without it (the answer says so). A live one began with
                 # its own initialize: this one opened a second session beside it.
                 if self._owned_session(sid, principal) is None:
-                    conn.respond(404, [JSON], SESSION_NOT_FOUND)
+                    conn.respond(404, [JSON], error_body(
+                        jsonrpc.INVALID_REQUEST, SESSION_NOT_FOUND_MESSAGE, message.id))
                 else:
                     conn.respond(400, [JSON], error_body(jsonrpc.INVALID_REQUEST, (
                         "Invalid Request: the session MCP-Session-Id names is already initialized; "
@@ -287,7 +291,7 @@ class App:
                 return
             self.sessions.open(conn, message.raw, body, accepts_sse, principal)
             return
-        session = self._session(conn, request, principal)
+        session = self._session(conn, request, principal, message.id if message.kind == "request" else None)
         if session is None:
             return
         session.last_activity = self.router.loop.time()
