@@ -263,7 +263,7 @@ class App:
             if sid:
                 # MCP: an ended session's id gets 404 on every request, initialize too, and the
                 # client re-initializes without it (the answer says so). A live one began with
-                # its own initialize: this one opened a second session beside it.
+                # its own initialize: this one would open a second session beside it.
                 if self._owned_session(sid, principal) is None:
                     conn.respond(404, [JSON], error_body(
                         jsonrpc.INVALID_REQUEST, SESSION_NOT_FOUND_MESSAGE, message.id))
