@@ -572,6 +572,7 @@ def load_config(argv_flags: Mapping[str, Any] | None = None,
         where.pop(key, None)   # set again: the conf file's value is not the one read
     values = {key: _parse(KNOBS_BY_KEY[key], value, where.get(key))
               for key, value in raw.items()}  # the rest: Config's
+    _absolute_paths(values)
     state_dir = _absolute(Path(values.get("state_dir") or Config.state_dir), "state_dir")
     values["state_dir"] = state_dir
     values["image"] = _absolute(Path(values.get("image") or state_dir / "image"), "image")
@@ -581,6 +582,18 @@ def load_config(argv_flags: Mapping[str, Any] | None = None,
     if validate:
         validate_config(config)
     return config
+
+
+def _absolute_paths(values: dict[str, Any]) -> None:
+    """Every path knob given, made whole from the caller's directory now: the log file,
+    TLS pair and JWKS file are opened again later (SIGHUP, refreshes), by when the router
+    may work in / (router/workers.py), and one read in a deleted directory is refused here."""
+    for key in (knob.key for knob in KNOBS if knob.key in PATH_KEYS):   # the first named first
+        value = values.get(key)
+        if value is None or key == "user_map" and value == IDENTITY_MAP:
+            continue
+        path = _absolute(Path(value).expanduser(), key)   # user_map's is a str
+        values[key] = str(path) if key == "user_map" else path
 
 
 def _absolute(path: Path, key: str) -> Path:

@@ -251,9 +251,16 @@ def test_a_relative_path_from_the_environment_or_a_flag_stays_the_callers(tmp_pa
     conf.write_text("state_dir = state\nlog_file = g.log\n")
     monkeypatch.chdir(tmp_path.parent)
     cwd = Path.cwd()
-    config = load_config({"state_dir": "flagged"}, {"GS_MCP_LOG_FILE": "env.log"}, conf, validate=False)
+    config = load_config({"state_dir": "flagged"}, {"GS_MCP_LOG_FILE": "env.log", "MCP_JWKS_FILE": "k.json",
+                                                    "GS_MCP_TLS_CERT": "c.pem", "GS_MCP_TLS_KEY": "~/k.pem",
+                                                    "MCP_USER_MAP": "users.map"}, conf, validate=False)
     assert config.state_dir == cwd / "flagged"
-    assert config.log_file == Path("env.log")   # read from the cwd, as it always was
+    # whole from the start: a SIGHUP reopens the log (and reloads TLS) by name, and the
+    # router may have moved to / by then (its directory deleted)
+    assert (config.log_file, config.jwks_file) == (cwd / "env.log", cwd / "k.json")
+    assert (config.tls_cert, config.tls_key) == (cwd / "c.pem", Path("~/k.pem").expanduser())
+    assert config.user_map == str(cwd / "users.map")
+    assert load_config({}, {"MCP_USER_MAP": "identity"}, validate=False).user_map == "identity"
 
 
 def test_a_relative_path_read_in_a_directory_deleted_since_is_refused_naming_it(tmp_path, monkeypatch):
@@ -262,10 +269,16 @@ def test_a_relative_path_read_in_a_directory_deleted_since_is_refused_naming_it(
     monkeypatch.chdir(gone)
     gone.rmdir()
     for key, flags in (("state_dir", {"state_dir": "state"}), ("image", {"image": "img"}),
-                       ("config", {"config": "site.conf"})):
+                       ("config", {"config": "site.conf"}), ("log_file", {"log_file": "g.log"})):
         assert refused(key, flags) == (
             f"{flags[key]} is relative to the current directory, which no longer exists "
             "(deleted?): give the path whole, or run this from a directory that exists")
+    for key, env_name in (("log_file", "GS_MCP_LOG_FILE"), ("jwks_file", "MCP_JWKS_FILE"),
+                          ("tls_cert", "GS_MCP_TLS_CERT"), ("tls_key", "GS_MCP_TLS_KEY"),
+                          ("user_map", "MCP_USER_MAP")):
+        assert refused(key, environ={env_name: "rel"}).startswith(
+            "rel is relative to the current directory, which no longer exists (deleted?)")
+    assert load_config({}, {"MCP_USER_MAP": "identity"}, validate=False).user_map == "identity"
     assert load_config({"state_dir": str(tmp_path)}, {}).state_dir == tmp_path   # whole paths need none
 
 

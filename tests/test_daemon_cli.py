@@ -481,22 +481,31 @@ def test_status_end_and_check_of_a_state_directory_another_account_owns_say_so(t
         state.chmod(0o700)
 
 
-def test_start_status_and_stop_run_in_a_directory_deleted_since_and_sessions_still_open(tmp_path):
-    # Each command runs in a directory removed just before it starts (as after
-    # `rm -rf` of the directory a shell sits in); the daemon's workers need one that exists.
-    state, port = tmp_path / "state", free_port()
+def gsmcpd_in_a_deleted_directory(tmp_path, *args, env=None):
+    """`python -m gsmcpd ARGS` run in a directory removed just before it starts (as after
+    `rm -rf` of the directory a shell sits in)."""
     base = {k: v for k, v in os.environ.items() if not k.startswith(("GS_MCP_", "MCP_"))}
+    gone = tmp_path / f"gone-{args[0]}"
+    gone.mkdir()
+
+    def leave_it_deleted():
+        os.chdir(gone)
+        os.rmdir(gone)
+    result = subprocess.run([sys.executable, "-m", "gsmcpd", *args], timeout=60,
+                            env={**base, **(env or {}), "PYTHONPATH": str(REPO)},
+                            preexec_fn=leave_it_deleted, capture_output=True, text=True)
+    started = STARTED.search(result.stdout) if args[:1] == ("start",) else None
+    if started:
+        _started_pids.append(int(started.group(1)))
+    return result
+
+
+def test_start_status_and_stop_run_in_a_directory_deleted_since_and_sessions_still_open(tmp_path):
+    # The daemon's workers need a directory that exists.
+    state, port = tmp_path / "state", free_port()
 
     def in_a_deleted_directory(*args):
-        gone = tmp_path / f"gone-{args[0]}"
-        gone.mkdir()
-
-        def leave_it_deleted():
-            os.chdir(gone)
-            os.rmdir(gone)
-        return subprocess.run([sys.executable, "-m", "gsmcpd", *args], timeout=60,
-                              env={**base, "PYTHONPATH": str(REPO)}, preexec_fn=leave_it_deleted,
-                              capture_output=True, text=True)
+        return gsmcpd_in_a_deleted_directory(tmp_path, *args)
 
     started = in_a_deleted_directory("start", "--port", str(port), "--state-dir", str(state))
     try:
@@ -512,6 +521,25 @@ def test_start_status_and_stop_run_in_a_directory_deleted_since_and_sessions_sti
         stopped = in_a_deleted_directory("stop", str(port), "--state-dir", str(state))
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
     assert "worker spawner" not in (state / f"gsmcpd-{port}.log").read_text()
+
+
+def test_every_relative_path_read_in_a_directory_deleted_since_is_refused_naming_its_knob(tmp_path):
+    # Not only state_dir and image: a log file was "cannot open ... No such file or
+    # directory" (exit 1), and a JWKS file, TLS pair or user map was looked for later
+    # from wherever the router then worked (/, once it left the deleted directory).
+    state, port = tmp_path / "state", free_port()
+    refusal = ("is relative to the current directory, which no longer exists (deleted?): "
+               "give the path whole, or run this from a directory that exists")
+    started = gsmcpd_in_a_deleted_directory(tmp_path, "start", "--port", str(port), "--state-dir",
+                                            str(state), env={"GS_MCP_LOG_FILE": "g.log"})
+    assert started.returncode == 2, started.stdout + started.stderr
+    assert started.stderr.strip() == f"gsmcpd: configuration refused: log_file: g.log {refusal}"
+    auth = {"GS_MCP_AUTH": "1", "MCP_ISSUER": "https://idp.example", "MCP_AUDIENCE": "gsmcpd",
+            "MCP_JWKS_FILE": "keys.json"}
+    checked = gsmcpd_in_a_deleted_directory(tmp_path, "check", "--port", str(port), "--state-dir",
+                                            str(state), env=auth)
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert checked.stdout.splitlines()[-1] == f"PROBLEM: config: jwks_file: keys.json {refusal}"
 
 
 def test_stop_and_status_in_another_state_directory_name_the_gsmcpd_serving_the_port(tmp_path):
