@@ -163,6 +163,21 @@ def test_failed_refresh_keeps_the_old_keys(tmp_path, loop, clock):
     assert keys.next_refresh_at == clock.now + 60      # retried sooner than the full period
 
 
+def test_a_failed_fetch_whose_starter_reports_it_is_not_logged_twice(tmp_path, loop, clock, caplog):
+    # The router's first load logs "could not load signing keys yet: ..." itself: the
+    # source's own "JWKS refresh failed" line for that fetch said the same thing again.
+    keys = KeySource(post=loop.post, jwks_file=str(tmp_path / "missing.json"), clock=clock)
+    results = []
+    keys.refresh(results.append, reported=True)
+    keys.refresh(results.append)                    # joins that fetch: its starter reports it
+    loop.run_one()
+    assert [result.ok for result in results] == [False, False]
+    assert "JWKS refresh failed" not in caplog.text
+    clock.now += 10
+    assert not refresh_and_wait(keys, loop).ok      # a fetch nobody else reports is logged
+    assert caplog.text.count("JWKS refresh failed: cannot read JWKS file") == 1
+
+
 def test_an_unexpected_failure_is_a_failed_fetch_and_the_next_refresh_works(tmp_path, loop, clock,
                                                                              monkeypatch, caplog):
     idp = Idp(kinds=("rsa",))

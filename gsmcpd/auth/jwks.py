@@ -252,6 +252,7 @@ class KeySource:
         self.refresh_interval = refresh_interval
         self._keys: list[VerificationKey] = []
         self._waiters: list[Callable[[RefreshResult], None]] | None = None  # None: idle
+        self._failure_reported = False   # the fetch in flight's failure is logged by its starter
         self._last_attempt: float | None = None
         self.next_refresh_at: float = clock()      # monotonic time the periodic refresh is due
         self.last_error: str | None = None
@@ -296,8 +297,11 @@ class KeySource:
         return self._last_attempt is None or self._clock() - self._last_attempt >= self.min_refresh_interval
 
     # -- refresh -----------------------------------------------------------------------
-    def refresh(self, on_done: Callable[[RefreshResult], None] | None = None) -> None:
-        """Start (or join) a background reload; `on_done` runs later on the loop thread."""
+    def refresh(self, on_done: Callable[[RefreshResult], None] | None = None, *,
+                reported: bool = False) -> None:
+        """Start (or join) a background reload; `on_done` runs later on the loop thread.
+        `reported`: `on_done` logs a failure itself, so a failed fetch it starts is not
+        logged here too (one line per failure)."""
         callback = on_done or (lambda result: None)
         if self._waiters is not None:
             self._waiters.append(callback)
@@ -306,6 +310,7 @@ class KeySource:
             self._post(lambda: callback(RefreshResult(ok=False, attempted=False, error="rate limited")))
             return
         self._waiters = [callback]
+        self._failure_reported = reported
         self._last_attempt = self._clock()
         self._spawn(self._fetch_in_thread)
 
@@ -357,7 +362,8 @@ class KeySource:
             self._install(keys)
             result = RefreshResult(ok=True, attempted=True)
         else:
-            log.warning("JWKS refresh failed: %s", error)
+            if not self._failure_reported:
+                log.warning("JWKS refresh failed: %s", error)
             self.last_error = error
             # Retry a failed source sooner than the full period, but not in a tight loop.
             self.next_refresh_at = self._clock() + min(self.refresh_interval, 6 * self.min_refresh_interval)

@@ -64,7 +64,7 @@ class AuthGate:
                 # Not fatal: the IdP may come up after us; requests get 401 until it does.
                 log.error("could not load signing keys yet: %s", result.error)
             self._schedule_refresh()
-        self.keys.refresh(loaded)
+        self.keys.refresh(loaded, reported=True)
 
     def _schedule_refresh(self):
         delay = max(1.0, self.keys.next_refresh_at - self.loop.time())
