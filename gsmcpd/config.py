@@ -24,6 +24,9 @@ from gsmcpd.wire import hosts
 CHECKOUT = Path(__file__).resolve().parent.parent
 DEFAULT_STATE_DIR = CHECKOUT / "var"
 CORE_TOOLSETS = ("execution", "session", "listing", "browsing", "search", "mutation", "testing")
+# The GemStone server's class names for the same toolsets: its README launches with
+# GS_MCP_TOOLSETS="McpBrowsingToolset McpSearchToolset", which is read as "browsing search".
+SEED_TOOLSET_NAMES = {f"Mcp{name.capitalize()}Toolset": name for name in CORE_TOOLSETS}
 TRACE_MODES = ("off", "inbound", "both")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 # What a GET stream does when the token that opened it expires (MCP_TOKEN_EXPIRY).
@@ -149,6 +152,16 @@ def parse_list(text: str) -> tuple[str, ...]:
     return tuple(word for word in re.split(r"[\s,]+", text.strip()) if word)
 
 
+def parse_toolsets(text: str) -> tuple[str, ...]:
+    """Toolset names, the GemStone server's (McpBrowsingToolset) read as ours (browsing)."""
+    names = parse_list(text)
+    if "McpGrailToolset" in names:
+        raise ValueError("McpGrailToolset (the GemStone server's Python toolset) has no "
+                         "counterpart here: the image is Python already; name a toolset "
+                         "of your own as module:Class")
+    return tuple(SEED_TOOLSET_NAMES.get(name, name) for name in names)
+
+
 def parse_allowed_origins(text: str) -> tuple[str, ...]:
     """Browser origins (https://app.example:8443) as a browser writes them (lower-case,
     without the scheme's default port), and bare hosts (app.example) lower-case. The
@@ -253,7 +266,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("state_dir", "GS_MCP_STATE_DIR", parse_optional_path),
     Knob("image", "GS_MCP_IMAGE", parse_optional_path),
     Knob("readonly", "GS_MCP_READONLY", parse_bool),
-    Knob("toolsets", "GS_MCP_TOOLSETS", parse_list),
+    Knob("toolsets", "GS_MCP_TOOLSETS", parse_toolsets),
     Knob("worker_class", "GS_MCP_WORKER_CLASS", parse_worker_class),
     Knob("server_name", "GS_MCP_SERVER_NAME", parse_optional_str),
     Knob("server_version", "GS_MCP_SERVER_VERSION", parse_optional_str),

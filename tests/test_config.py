@@ -440,6 +440,24 @@ def test_unknown_toolset_is_refused():
     assert "empty" in refused("toolsets", environ={"GS_MCP_TOOLSETS": " , "})
 
 
+def test_the_gemstone_servers_toolset_names_are_read_as_ours(tmp_path):
+    # The seed's own launch line, GS_MCP_TOOLSETS="McpBrowsingToolset McpSearchToolset".
+    config = load_config({}, {"GS_MCP_TOOLSETS": "McpBrowsingToolset McpSearchToolset"})
+    assert config.toolsets == ("browsing", "search")
+    seed_names = ("McpExecutionToolset McpSessionToolset McpListingToolset McpBrowsingToolset "
+                  "McpSearchToolset McpMutationToolset McpTestingToolset")
+    assert load_config({"toolsets": seed_names}, {}).toolsets == CORE_TOOLSETS
+    conf = tmp_path / "seed.conf"
+    conf.write_text("toolsets = McpTestingToolset, listing\n")
+    assert load_config({}, {}, conf).toolsets == ("testing", "listing")
+
+
+def test_the_gemstone_servers_python_toolset_is_refused_saying_it_has_no_counterpart():
+    message = refused("toolsets", environ={"GS_MCP_TOOLSETS": "McpBrowsingToolset McpGrailToolset"})
+    assert message == ("McpGrailToolset (the GemStone server's Python toolset) has no counterpart "
+                       "here: the image is Python already; name a toolset of your own as module:Class")
+
+
 def test_toolset_validation_uses_the_worker_resolver(monkeypatch):
     monkeypatch.undo()  # the real _validate_toolsets, which asks gsmcpd.worker.toolsets
     with pytest.raises(ConfigError) as info:

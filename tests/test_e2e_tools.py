@@ -427,6 +427,16 @@ def test_toolsets_select_a_subset_and_an_unknown_name_stops_startup(image, tmp_p
     assert "nosuchset" in refused.log_text()
 
 
+def test_the_gemstone_servers_toolset_names_select_the_same_subset(image, tmp_path):
+    # The seed's launch line, verbatim: GS_MCP_TOOLSETS="McpBrowsingToolset McpSearchToolset".
+    env = {"GS_MCP_IMAGE": str(image), "GS_MCP_TOOLSETS": "McpBrowsingToolset McpSearchToolset"}
+    with Daemon(tmp_path, env=env) as daemon:
+        client = open_session(daemon)
+        assert set(tool_names(client)) == SEED_TOOLS["browsing"] | SEED_TOOLS["search"]
+        assert structured(client, "find_senders", selector="price")["total"] == 2
+    assert "toolsets browsing search;" in daemon.log_text()
+
+
 def test_worker_class_and_a_third_party_toolset_composed_with_browsing(image, tmp_path):
     env = {"GS_MCP_IMAGE": str(image), "PYTHONPATH": "%s:%s/tests" % (REPO, REPO),
            "GS_MCP_WORKER_CLASS": "test_e2e_tools:NamedServer",
