@@ -104,6 +104,9 @@ class PartTest(unittest.TestCase):
     "generic/users.py": "from generic.box import Box\n\n\nclass StrBox(Box[str]):\n    pass\n\n\n"
                         "class Unsized(Box):\n    pass\n",
     "fix/test_odd.py": ODD_TESTS,
+    "fix/test_moved.py": "import unittest\n\n\nclass MovedTest(unittest.TestCase):\n"
+                         "    def helper(self):\n        return 1\n\n"
+                         "    def test_fails(self):\n        self.assertEqual(self.helper(), 2)\n",
     "fix/test_kinds.py": '''\
 import unittest
 
@@ -661,6 +664,22 @@ def test_a_module_that_does_not_decode_leaves_the_image_wide_tools_working(c):
     message = error(c, "compile_class_definition", "other", source="class New:\n    pass\n",
                     dictionaryName="undecodable")
     assert message.startswith("image module undecodable does not compile: line ")
+
+
+# -- line numbers after an edit -----------------------------------------------------
+
+def test_a_test_an_edit_moved_fails_at_its_own_line_as_in_a_new_session(daemon, c):
+    # helper made two lines longer moves test_fails down: the session that made the edit
+    # must quote test_fails's own line, not the one now where it used to be.
+    ok(c, "compile_method", className="MovedTest",
+       source="def helper(self):\n    one = 1\n    two = one + one\n    return one\n")
+    here = structured(c, "describe_test_failure", className="MovedTest", selector="test_fails")
+    fresh = structured(open_session(daemon), "describe_test_failure", className="MovedTest",
+                       selector="test_fails")
+    assert 'line 11, in test_fails\n    self.assertEqual(self.helper(), 2)\n' in fresh["traceback"]
+    assert here["traceback"] == fresh["traceback"]
+    assert run(c, "import inspect, fix.test_moved as t\n"
+                  "inspect.getsource(t.MovedTest.test_fails).splitlines()[0]") == "'    def test_fails(self):'"
 
 
 # -- test outcomes add up ------------------------------------------------------------

@@ -237,7 +237,7 @@ def point_class_cell(value, cls: type, made: type) -> None:
     `__setattr__`, which names its class (left on a throwaway one, it raised TypeError,
     not FrozenInstanceError). A cell holding another class is left: `go = Base.go` in
     the body is Base's own function, its super() Base's."""
-    for function in _functions_in(value):
+    for function in functions_in(value):
         for cell in function.__closure__ or ():
             try:
                 if cell.cell_contents is made:
@@ -246,7 +246,7 @@ def point_class_cell(value, cls: type, made: type) -> None:
                 pass
 
 
-def _functions_in(value, depth=0):
+def functions_in(value, depth=0):
     """The functions a class attribute holds: itself, what it wraps (`__wrapped__`:
     functools.wraps, functools.cache), a static/class method's, a property's parts, and
     what a plain decorator's wrapper closes over (the method whose super() it calls)."""
@@ -260,16 +260,16 @@ def _functions_in(value, depth=0):
             except ValueError:   # an empty cell
                 continue
             if isinstance(inner, FunctionType):
-                yield from _functions_in(inner, depth + 1)
+                yield from functions_in(inner, depth + 1)
     elif isinstance(value, (staticmethod, classmethod)):
-        yield from _functions_in(value.__func__, depth + 1)
+        yield from functions_in(value.__func__, depth + 1)
     elif isinstance(value, property):
         for part in (value.fget, value.fset, value.fdel):
-            yield from _functions_in(part, depth + 1)
+            yield from functions_in(part, depth + 1)
     elif isinstance(value, functools.cached_property):
-        yield from _functions_in(value.func, depth + 1)
+        yield from functions_in(value.func, depth + 1)
     # Looked up statically: a user object's __getattr__ runs no code here.
-    yield from _functions_in(inspect.getattr_static(value, "__wrapped__", None), depth + 1)
+    yield from functions_in(inspect.getattr_static(value, "__wrapped__", None), depth + 1)
 
 
 def evaluate_class(module: ModuleType, filename: str, source: str, class_name: str) -> type:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gsmcpd.image import splice
+from gsmcpd.image.renumber import renumber_moved_code
 from gsmcpd.worker.toolset import ToolError, raise_if_break
 from gsmcpd.image.store import (CommitConflict, CommitPending, ImageStore, module_name_of, other_form,
                                 packages_of, relpath_of, sha256)
@@ -230,8 +231,13 @@ class View:
         rel = self.relpath(module)
         self.texts[rel] = text
         if live and self.owns_module(module):
+            reflected = self.live_texts.get(module)
             self.live_texts[module] = text
             self.cache_lines(rel)
+            # Last: a break landing in it costs line numbers, not the view's state.
+            tree = self.tree(module) if reflected is not None and reflected != text else None
+            if tree is not None:
+                renumber_moved_code(sys.modules[module], self.filename(rel), reflected, text, tree)
 
     def add_module(self, module: str, text: str, *, package: bool = False) -> None:
         self.texts[relpath_of(module, package=package)] = text
