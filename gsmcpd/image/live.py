@@ -22,7 +22,7 @@ import inspect
 from types import FunctionType, MappingProxyType, ModuleType
 
 from gsmcpd.image import splice
-from gsmcpd.image.view import NESTED_TOO_DEEPLY, nested_too_deeply
+from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
 from gsmcpd.worker.toolset import ToolError
 
 _NOT_COPIED = {"__dict__", "__weakref__", "__module__", "__qualname__"}

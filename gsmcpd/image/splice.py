@@ -1088,3 +1088,17 @@ def _tidy_blanks(source: str, at: int, keep: str = "larger") -> str:
         kept = {"above": above, "below": below}.get(keep, max(above, below, key=len))
     lines[start:end] = kept
     return "".join(lines)
+
+
+# What parsing or compiling code nested too deeply raises instead of a SyntaxError
+# (`-` * 100000 + `1`, a chain of thousands of `+`): the parser's stack overflows, or
+# building or compiling the AST meets the recursion limit.
+NESTED_TOO_DEEPLY = (MemoryError, RecursionError)
+
+
+def nested_too_deeply(error: BaseException) -> str:
+    """What one of NESTED_TOO_DEEPLY from a parse or compile means, as a tool says it."""
+    said = f"{type(error).__name__}: {error}"
+    if isinstance(error, MemoryError) and not str(error):
+        said = "MemoryError: the parser's stack overflowed"   # Python 3.11 says nothing
+    return f"code is nested too deeply to compile ({said}); split the deepest expression into named parts"

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gsmcpd.image import splice
+from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
 from gsmcpd.image.renumber import renumber_moved_code
 from gsmcpd.worker.toolset import ToolError, raise_if_break
 from gsmcpd.image.store import (CommitConflict, CommitPending, ImageStore, module_name_of, other_form,
@@ -620,20 +621,6 @@ def _decode(data: bytes) -> tuple[str, str]:
         return data.decode(encoding, errors="surrogateescape"), encoding
     except (SyntaxError, UnicodeError, LookupError):   # a declaration Python would refuse too
         return data.decode("utf-8", errors="surrogateescape"), "utf-8"
-
-
-# What parsing or compiling code nested too deeply raises instead of a SyntaxError
-# (`-` * 100000 + `1`, a chain of thousands of `+`): the parser's stack overflows, or
-# building or compiling the AST meets the recursion limit.
-NESTED_TOO_DEEPLY = (MemoryError, RecursionError)
-
-
-def nested_too_deeply(error: BaseException) -> str:
-    """What one of NESTED_TOO_DEEPLY from a parse or compile means, as a tool says it."""
-    said = f"{type(error).__name__}: {error}"
-    if isinstance(error, MemoryError) and not str(error):
-        said = "MemoryError: the parser's stack overflowed"   # Python 3.11 says nothing
-    return f"code is nested too deeply to compile ({said}); split the deepest expression into named parts"
 
 
 def _unparseable(text: str, error: ValueError) -> SyntaxError:

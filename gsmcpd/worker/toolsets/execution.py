@@ -17,7 +17,7 @@ import types
 from contextlib import redirect_stderr, redirect_stdout
 
 from gsmcpd.image import splice
-from gsmcpd.image.view import NESTED_TOO_DEEPLY, nested_too_deeply
+from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
 from gsmcpd.worker.capture import Capture
 from gsmcpd.worker.memory_limit import data_limit_note
 from gsmcpd.worker.registry import Tool

@@ -16,7 +16,8 @@ import sys
 
 from gsmcpd.image import catalog, live, overlay, splice
 from gsmcpd.image.store import relpath_of
-from gsmcpd.image.view import KERNEL, NESTED_TOO_DEEPLY, nested_too_deeply
+from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
+from gsmcpd.image.view import KERNEL
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset, bool_prop, object_schema, string_prop
 from gsmcpd.worker.toolsets.browsing import CLASS_NAME, META, SELECTOR, filter_by_meta, live_kind
