@@ -34,26 +34,25 @@ def renumber_moved_code(module: ModuleType, filename: str, old_text: str, new_te
 
 def def_lines(tree: ast.Module) -> dict[int, set[str]]:
     """Line → qualnames of the functions whose code starts there (a decorated def at its
-    first decorator, as co_firstlineno counts it)."""
+    first decorator, as co_firstlineno counts it). A loop, not recursion: a module nested
+    as deeply as Python compiles (thousands of levels) is walked too."""
     found: dict[int, set[str]] = {}
-
-    def walk(node: ast.AST, prefix: str) -> None:
+    stack: list[tuple[ast.AST, str]] = [(tree, "")]
+    while stack:
+        node, prefix = stack.pop()
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if isinstance(child, ast.ClassDef):
+                stack.append((child, prefix + child.name + "."))
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 qualname = prefix + child.name
-                if isinstance(child, ast.ClassDef):
-                    walk(child, qualname + ".")
-                    continue
                 first = min([decorator.lineno for decorator in child.decorator_list] + [child.lineno])
                 found.setdefault(first, set()).add(qualname)
-                walk(child, qualname + ".<locals>.")
+                stack.append((child, qualname + ".<locals>."))
             elif isinstance(child, ast.Lambda):
                 found.setdefault(child.lineno, set()).add(prefix + "<lambda>")
-                walk(child, prefix + "<lambda>.<locals>.")
+                stack.append((child, prefix + "<lambda>.<locals>."))
             else:
-                walk(child, prefix)
-
-    walk(tree, "")
+                stack.append((child, prefix))
     return found
 
 
