@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import importlib
 
+from gsmcpd.config import CORE_TOOLSETS   # named once: the config's default and the check of names
 from gsmcpd.worker.server import import_spec
 from gsmcpd.worker.toolset import Toolset
 
-CORE_TOOLSETS = ("execution", "session", "listing", "browsing", "search", "mutation", "testing")
 OPTIONAL_TOOLSETS = ("bench",)   # named explicitly, never in the default surface
 DEFAULT_TOOLSETS = CORE_TOOLSETS
 
