@@ -5,6 +5,7 @@ runaway below meets the step that stops it, and the session survives unless the
 last step (SIGKILL) was needed.
 """
 
+import json
 import os
 import time
 
@@ -431,3 +432,37 @@ def test_a_cancel_must_name_the_id_exactly(cancels, tmp_path):
     release.touch()   # the call runs on to its end only now, after every near miss
     assert call.wait_head() == 200
     assert call.json()["result"]["structuredContent"]["result"] == "'finished'"
+
+
+def test_a_request_reusing_the_id_of_a_call_running_or_waiting_is_refused_and_neither_is_disturbed(cancels, tmp_path):
+    # MCP: an id is not reused within a session. A second call with the id of one running
+    # was queued behind it: both answers bore the id, and a cancel naming it broke the
+    # first and let the second run.
+    c = Client(cancels.port, timeout=10)
+    c.initialize()
+    started, release, reran = tmp_path / "started", tmp_path / "release", tmp_path / "reran"
+    running = Exchange(cancels.port, "POST", c.session, execute("same", runs_until(started, release)))
+    assert wait_until(started.exists)
+    waiting = Exchange(cancels.port, "POST", c.session, execute(2, "'second'"))
+    assert wait_until(lambda: [row["queued"] for row in cancels.status().get("sessions", ())
+                               if row["id"] == c.session] == [1], timeout=30)
+    rerun = "open(%r, 'w').close()" % str(reran)
+    for request_id, state, message in (("same", "still running", execute("same", rerun)),
+                                       (2, "still waiting to run", execute(2, rerun)),
+                                       (2, "still waiting to run", {"jsonrpc": "2.0", "id": 2, "method": "ping"})):
+        resp = c.post(message)
+        assert resp.status == 200, resp   # not 400: a 1.x Python SDK client would drop its call in flight
+        assert resp.json() == {"jsonrpc": "2.0", "id": request_id, "error": {"code": -32600, "message": (
+            "Invalid Request: the id %s is in use by a request %s in this session (a request id must not "
+            "be reused within a session); this one was not run: send it with a new id"
+            % (json.dumps(request_id), state))}}
+    assert not running.head_read.is_set() and not waiting.head_read.is_set()
+    release.touch()
+    first, second = running.json(), waiting.json()
+    assert first["id"] == "same" and first["result"]["structuredContent"]["result"] == "'finished'"
+    assert second["id"] == 2 and second["result"]["structuredContent"]["result"] == "'second'"
+    assert not reran.exists()
+    # answered, an id may be used again: only ids in flight or waiting are held
+    assert c.call("ping").json()["result"] == {}
+    again = c.post(execute("same", "6 * 7")).json()
+    assert again["id"] == "same" and again["result"]["structuredContent"]["result"] == "42"

@@ -185,6 +185,66 @@ def test_a_full_queue_is_logged_once_a_spell(caplog):
     assert len(caplog.records) == 2
 
 
+def reused(manager, session, request_id):
+    """A request with `request_id` as App takes it: refused if a call holds the id, else submitted."""
+    conn = FakeConn()
+    message = {"jsonrpc": "2.0", "id": request_id, "method": "ping"}
+    if request_id in session.ids_in_use:
+        manager.refuse_reused_id(session, conn, request_id)
+    else:
+        manager.submit(session, conn, message, json.dumps(message).encode(), False)
+    return conn
+
+
+def test_a_request_reusing_the_id_of_a_call_running_or_waiting_is_refused_and_neither_is_disturbed():
+    # MCP: an id is not reused within a session. Queued, the second answer bore the same
+    # id as the first, and a cancel naming it broke the first and let the second run.
+    manager, session, running = busy_session(2)
+    waiting = call(manager, session, 2)
+    sent = len(session.worker.sent)
+    for request_id, state in ((1, "still running"), (2, "still waiting to run")):
+        error = refusal(reused(manager, session, request_id), request_id)
+        assert error == {"code": jsonrpc.INVALID_REQUEST, "message": (
+            "Invalid Request: the id %d is in use by a request %s in this session (a request id must not "
+            "be reused within a session); this one was not run: send it with a new id" % (request_id, state))}
+    assert len(session.worker.sent) == sent and [c.id for c in session.queue] == [2]
+    assert not running.answers and not waiting.answers
+    assert not reused(manager, session, "1").answers   # another id: "1" is not 1
+    for n, conn in ((1, running), (2, waiting)):
+        reply(manager, session, session.inflight.seq, n)
+        assert conn.answers == [(200, b'{"jsonrpc":"2.0","id":%d,"result":{}}' % n)]
+
+
+def test_an_id_is_free_again_once_its_call_is_answered_however_it_ends():
+    manager, session, running = busy_session(4)
+    for n in (2, 3, 4):
+        call(manager, session, n)
+    assert manager.cancel(session, 3) == "dropped"
+    assert sorted(session.ids_in_use) == [1, 2, 4]
+    reply(manager, session, session.inflight.seq, 1)                     # answered
+    manager.fail_inflight(session, jsonrpc.REQUEST_TIMEOUT, "timed out")   # 2: its deadline
+    assert sorted(session.ids_in_use) == [4]
+    for n in (1, 2, 3):
+        assert not reused(manager, session, n).answers
+    assert sorted(session.ids_in_use) == [1, 2, 3, 4]
+    manager.drain(session, "server shutting down")   # the waiting ones are answered
+    assert list(session.ids_in_use) == []
+    reply(manager, session, session.inflight.seq, 2)   # the broken call 2's late reply
+    assert session.ended
+
+
+def test_a_cancelled_calls_late_reply_leaves_the_id_to_the_request_that_took_it():
+    manager, session, running = busy_session(2)
+    assert manager.cancel(session, 1) == "breaking"   # still running, its client answered
+    again = reused(manager, session, 1)
+    assert not again.answers and session.ids_in_use[1] is session.queue[0]
+    reply(manager, session, session.inflight.seq, 1)    # the broken call ends
+    assert session.ids_in_use[1] is session.inflight    # the new call 1 holds it, running
+    assert refusal(reused(manager, session, 1), 1)["code"] == jsonrpc.INVALID_REQUEST
+    manager.end(session, "client sent DELETE")
+    assert session.ids_in_use == {}
+
+
 class StreamConn(FakeConn):
     """A call's connection that takes an SSE reply: what was written, in order."""
 

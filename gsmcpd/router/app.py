@@ -305,6 +305,9 @@ class App:
                 params = message.params or {}
                 self.sessions.cancel(session, params.get("requestId"))
             conn.respond(202)
+        elif message.id in session.ids_in_use:
+            # Before ping and tools/list, which the router answers at once bearing the id too.
+            self.sessions.refuse_reused_id(session, conn, message.id)
         elif message.method == "ping":
             conn.respond(200, [JSON], jsonrpc.dumps(jsonrpc.result(message.id, {})))
         elif session.tools_listed is not None and asks_all_tools(message.method, message.params):

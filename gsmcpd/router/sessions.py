@@ -143,6 +143,9 @@ class Session:
         self.last_activity = now
         self.queue = collections.deque()
         self.inflight = None
+        # id -> Call, of the calls in flight or waiting whose answer is still to come: a
+        # request reusing one is refused (App). Bounded by the queue, unlike every id ever used.
+        self.ids_in_use = {}
         self.ended = False
         self.stream = None  # the Connection carrying the standalone GET stream
         self.stream_generation = None  # its outbox generation
@@ -154,6 +157,13 @@ class Session:
     @property
     def short(self):
         return self.id[:8]
+
+    def release_id(self, call):
+        """`call` is answered, or will never run: its id is free for a new request. Not a
+        newer call's: one answered early (cancelled, past its deadline) runs on, and a new
+        request may have taken its id before it ends."""
+        if self.ids_in_use.get(call.id) is call:
+            del self.ids_in_use[call.id]
 
 
 class SessionManager:
@@ -235,6 +245,7 @@ class SessionManager:
         session.inflight = None
         self._churned_at = self.loop.time()
         session.queue.clear()
+        session.ids_in_use.clear()
         for call in gone:
             self._fail_gone(session, call, "session ended: %s" % reason)
         self.router.session_ended(session)  # last flush of its outbox
@@ -258,6 +269,7 @@ class SessionManager:
         waiting = list(session.queue)
         session.queue.clear()
         for call in waiting:
+            session.release_id(call)
             self._fail_gone(session, call, (
                 "%s: this request waited behind the session's call in flight and was not run; "
                 "send it again in a new session once the server is back" % reason))
@@ -285,13 +297,17 @@ class SessionManager:
     def submit(self, session, conn, message, body, accepts_sse, ahead=b""):
         """Queue a call, sent at once if the worker is free; `ahead`: frames written
         before it in the same write (a new session's prepare, which is free). None,
-        answered at once, when GS_MCP_MAX_QUEUED requests already wait behind a call."""
+        answered at once, when GS_MCP_MAX_QUEUED requests already wait behind a call.
+        Its id is not in use in the session (App asks ids_in_use first)."""
         session.last_activity = self.loop.time()
         if session.inflight is not None and len(session.queue) >= self.config.max_queued:
             self._refuse_busy(session, conn, message)
             return None
         call = Call(next(self._seq), message, body, conn, accepts_sse)
         session.queue.append(call)
+        # Ids are strings or integers (jsonrpc.parse): as dict keys they match as
+        # breaks.id_key does, 1 and "1" apart, and a bool never gets here.
+        session.ids_in_use[call.id] = call
         self._pump(session, ahead)
         return call
 
@@ -312,6 +328,18 @@ class SessionManager:
             session.refusing = True
             log.warning("session %s: %d requests wait behind its call in flight (GS_MCP_MAX_QUEUED); "
                         "refusing more", session.short, limit)
+
+    def refuse_reused_id(self, session, conn, request_id):
+        """Answer at once a request whose id a call of the session still holds (MCP: an id
+        is not reused within a session): the two answers could not be told apart, nor a
+        cancel naming the id aimed. The call holding it goes on undisturbed."""
+        holder = session.ids_in_use[request_id]
+        state = "still running" if holder is session.inflight else "still waiting to run"
+        text = ("Invalid Request: the id %s is in use by a request %s in this session (a request id "
+                "must not be reused within a session); this one was not run: send it with a new id"
+                % (jsonrpc.echoed(jsonrpc.dumps(request_id).decode("utf-8")), state))
+        # 200, not 400: why in _refuse_busy.
+        conn.respond(200, [JSON], jsonrpc.dumps(jsonrpc.error(request_id, jsonrpc.INVALID_REQUEST, text)))
 
     def _pump(self, session, ahead=b""):
         # No wait for the worker's "prepared": it reads frames in order, so a call
@@ -346,6 +374,7 @@ class SessionManager:
         decision = breaks.cancel_decision(request_id, running, [(c.id, c.method) for c in waiting])
         if decision == breaks.BREAK:
             inflight.cancelled = True
+            session.release_id(inflight)
             self._answer_cancelled(inflight)
             self.router.call_cancelled(session, inflight)
             return "breaking"
@@ -354,6 +383,7 @@ class SessionManager:
             call = next(c for c in waiting if breaks.id_key(c.id) == key)
             call.cancelled = True
             waiting.remove(call)   # so it no longer counts against GS_MCP_MAX_QUEUED
+            session.release_id(call)
             self._answer_cancelled(call)
             return "dropped"
         return None
@@ -395,6 +425,7 @@ class SessionManager:
                 worker.reject("a reply for no call in flight")
                 return
             session.inflight = None
+            session.release_id(call)
             self.calls_at_workers -= 1
             outran = self.router.call_finished(session, call)
             session.last_activity = self.loop.time()
@@ -510,3 +541,4 @@ class SessionManager:
                 self._flush_notify(session, call)
             self._fail(call, code, text)
             call.cancelled = True
+            session.release_id(call)
