@@ -116,6 +116,15 @@ def test_a_tool_call_sent_without_an_id_is_refused_and_not_run(session):
     assert tool_text(ran).strip() == "False", ran
 
 
+def test_a_request_without_an_id_or_a_method_name_is_refused_naming_the_empty_method(session):
+    daemon, client = session
+    resp = client.post({"jsonrpc": "2.0", "method": ""})
+    assert resp.status == 400, resp
+    assert resp.json()["error"] == {"code": -32600, "message": (
+        'Invalid Request: the empty method "" is a request: send it with an "id" '
+        '(only notifications/... methods go without one); it was not run')}
+
+
 @pytest.mark.parametrize("method", ["notifications/initialized", "notifications/roots/list_changed",
                                     "notifications/cancelled", "notifications/no_such_one"])
 def test_notifications_without_an_id_are_still_accepted(session, method):

@@ -292,6 +292,14 @@ def test_a_request_method_sent_without_an_id_is_refused_not_taken_for_a_notifica
                            '(only notifications/... methods go without one); it was not run')
 
 
+@pytest.mark.parametrize("method, named", [("", 'the empty method ""'), (" \t", 'the blank method " \\t"')])
+def test_a_request_without_an_id_whose_method_shows_nothing_is_named_clearly(method, named):
+    # echoed as is, "" made 'Invalid Request:  is a request'
+    err = refused(body({"jsonrpc": "2.0", "method": method}))
+    assert err.message == (f'Invalid Request: {named} is a request: send it with an "id" '
+                           '(only notifications/... methods go without one); it was not run')
+
+
 @pytest.mark.parametrize("method", ["notifications/initialized", "notifications/cancelled",
                                     "notifications/roots/list_changed", "notifications/progress",
                                     "notifications/no_such_one"])

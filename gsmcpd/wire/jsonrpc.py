@@ -250,7 +250,7 @@ def parse(body):
                 # MCP names every notification notifications/...: any other method is a
                 # request that lost its id. Taken as a notification, it was dropped with a
                 # bare 202, and the client never learnt its call had not run.
-                raise invalid(f'{echoed(obj["method"])} is a request: send it with an "id" '
+                raise invalid(f'{_method_named(obj["method"])} is a request: send it with an "id" '
                               f'(only notifications/... methods go without one); it was not run')
             return Message("notification", obj)
         if not _valid_id(msg_id):
@@ -279,6 +279,14 @@ def parse(body):
     if not _valid_id(msg_id):
         raise invalid('"id" must be a string or an integer')
     return Message("response", obj)
+
+
+def _method_named(method):
+    """A method as a refusal names it: one with nothing visible to echo, quoted and said to be
+    so, else the message read 'Invalid Request:  is a request'."""
+    if method.strip():
+        return echoed(method)
+    return "the %s method %s" % ("blank" if method else "empty", _ENCODER.encode(method))
 
 
 def result(id, result):
