@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 from gsmcpd.auth.usermap import IDENTITY_MAP
 from gsmcpd.router.lifetime import LifetimeSettings
 from gsmcpd.wire import hosts
+from gsmcpd.worker.environment import ACCOUNT_NAMES, NAME as ENV_NAME
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 DEFAULT_STATE_DIR = CHECKOUT / "var"
@@ -162,6 +163,21 @@ def parse_toolsets(text: str) -> tuple[str, ...]:
     return tuple(SEED_TOOLSET_NAMES.get(name, name) for name in names)
 
 
+def parse_env_names(text: str) -> tuple[str, ...]:
+    """Environment variable names, as GS_MCP_WORKER_ENV lists them."""
+    names = parse_list(text)
+    for name in names:
+        if "=" in name:
+            raise ValueError(f"{name!r} gives a value: list names only (the daemon's own value "
+                             f"is passed), e.g. {name.split('=', 1)[0]!r}")
+        if not ENV_NAME.fullmatch(name):
+            raise ValueError(f"not an environment variable name: {name!r} (letters, digits and _, "
+                             f"not starting with a digit)")
+        if name in ACCOUNT_NAMES:
+            raise ValueError(f"{name} cannot be passed: a per-user worker's {name} is its account's own")
+    return names
+
+
 def parse_allowed_origins(text: str) -> tuple[str, ...]:
     """Browser origins (https://app.example:8443) as a browser writes them (lower-case,
     without the scheme's default port), and bare hosts (app.example) lower-case. The
@@ -289,6 +305,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("spare_workers", "GS_MCP_SPARE_WORKERS", lambda t: parse_int(t, lo=0)),
     Knob("worker_nice", "GS_MCP_WORKER_NICE", lambda t: parse_int(t, lo=0, hi=19)),
     Knob("worker_memory", "GS_MCP_WORKER_MEMORY", parse_worker_memory),
+    Knob("worker_env", "GS_MCP_WORKER_ENV", parse_env_names),
     Knob("poll_us", "GS_MCP_POLL_US", lambda t: parse_int(t, lo=0, hi=10000)),
     Knob("max_sessions", "GS_MCP_MAX_SESSIONS", lambda t: parse_int(t, lo=1)),
     Knob("max_sessions_per_user", "GS_MCP_MAX_SESSIONS_PER_USER", parse_optional_count),
@@ -361,6 +378,7 @@ class Config:
     spare_workers: int = 2
     worker_nice: int = 10
     worker_memory: int | None = None   # bytes of data (RLIMIT_DATA) per worker; None: no limit
+    worker_env: tuple[str, ...] = ()   # names a per-user worker keeps beyond the allow-list
     poll_us: int = 200
     max_sessions: int = 2000
     max_sessions_per_user: int | None = None   # None: only max_sessions bounds a user

@@ -329,6 +329,26 @@ for fd in sorted(int(name) for name in os.listdir('/proc/self/fd')):
 fds
 """
 
+# Python source: `regions_holding(head, tail)` lists the regions of the running process's
+# memory that hold head + tail, a string it never builds itself (else it would find that).
+SEARCH_OWN_MEMORY = """
+import ctypes, re
+def regions_holding(head, tail):
+    found = []
+    with open('/proc/self/maps') as maps:
+        for line in maps:
+            fields = line.split()
+            low, high = (int(end, 16) for end in fields[0].split('-'))
+            name = fields[5] if len(fields) > 5 else hex(low)
+            if 'r' not in fields[1] or name.startswith(('[vvar', '[vsyscall')):
+                continue
+            memory = memoryview((ctypes.c_char * (high - low)).from_address(low)).cast('B')
+            if any(memory[at.end():at.end() + len(tail)] == tail
+                   for at in re.finditer(re.escape(head), memory)):
+                found.append(name)
+    return found
+"""
+
 
 def rss_kib(pid):
     with open("/proc/%d/status" % pid) as f:

@@ -51,6 +51,9 @@ def test_defaults_match_the_issue():
     assert config.worker_memory is None
     assert load_config({}, {"GS_MCP_WORKER_MEMORY": "512MiB"}).worker_memory == 512 * 1024 * 1024
     assert load_config({}, {"GS_MCP_WORKER_MEMORY": "none"}).worker_memory is None
+    assert config.worker_env == ()
+    assert load_config({}, {"GS_MCP_WORKER_ENV": "AWS_REGION, HTTPS_PROXY"}).worker_env == \
+        ("AWS_REGION", "HTTPS_PROXY")
     assert config.log_file is None and config.log_level == "info"
     assert config.url == "http://127.0.0.1:8000/mcp"
     assert config.pidfile == REPO / "var" / "gsmcpd-8000.pid"
@@ -318,6 +321,14 @@ def test_flags_may_arrive_typed():
     ("GS_MCP_WORKER_MEMORY", "lots", "worker_memory", "size in bytes"),
     ("GS_MCP_WORKER_MEMORY", "32MiB", "worker_memory",
      "must be at least 64MiB (a worker holds about 30 MiB before any code runs), got '32MiB'"),
+    ("GS_MCP_WORKER_ENV", "HTTPS_PROXY=http://proxy:3128", "worker_env",
+     "'HTTPS_PROXY=http://proxy:3128' gives a value: list names only (the daemon's own value is "
+     "passed), e.g. 'HTTPS_PROXY'"),
+    ("GS_MCP_WORKER_ENV", "AWS_REGION, 2FA_SEED", "worker_env",
+     "not an environment variable name: '2FA_SEED' (letters, digits and _, not starting with a digit)"),
+    ("GS_MCP_WORKER_ENV", "AWS-REGION", "worker_env", "not an environment variable name: 'AWS-REGION'"),
+    ("GS_MCP_WORKER_ENV", "HOME", "worker_env",
+     "HOME cannot be passed: a per-user worker's HOME is its account's own"),
     ("GS_MCP_POLL_US", "-1", "poll_us", "between 0 and 10000"),
     ("GS_MCP_POLL_US", "0.5ms", "poll_us", "an integer"),
     ("GS_MCP_MAX_SESSIONS", "0", "max_sessions", "at least 1"),
@@ -633,7 +644,8 @@ def test_a_body_cap_beyond_what_a_frame_carries_is_refused():
 
 # The README's "most used" table: descriptive defaults that are no literal value.
 README_DESCRIBED_DEFAULTS = {"state_dir": "`var/` in the checkout", "image": "`<state_dir>/image`",
-                             "worker_class": "the built-in server", "log_file": "see above"}
+                             "worker_class": "the built-in server", "log_file": "see above",
+                             "worker_env": "empty"}
 
 
 def readme_knob_rows():

@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from gsmcpd.image import default
-from helpers import LIST_FDS, Client, Daemon, free_port, wait_until
+from gsmcpd.worker.environment import worker_environ
+from helpers import LIST_FDS, SEARCH_OWN_MEMORY, Client, Daemon, free_port, wait_until
 from idp import Idp
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="per-user workers need a root daemon "
@@ -135,6 +136,13 @@ def peruser_daemon(tmp, image, user_map, *, preexec=None, **env):
     return daemon, idp
 
 
+# What a site sets for the daemon (its unit, gsmcpd.env): a credential, written in
+# halves so that no test code holding it is searched for; and a name GS_MCP_WORKER_ENV lists.
+SITE_SECRET = ("cloud-credential-", secrets.token_hex(8))
+LISTED_NAME, LISTED_VALUE = "GSMCPD_TEST_REGION", "eu-west-%s" % secrets.token_hex(2)
+SITE_ENVIRONMENT = {"GSMCPD_TEST_SECRET": "".join(SITE_SECRET), LISTED_NAME: LISTED_VALUE}
+
+
 @pytest.fixture(scope="module", params=["root", "the unit's capabilities"])
 def env(request, tmp_path_factory, accounts, image):
     (first, second), _ = accounts
@@ -144,7 +152,8 @@ def env(request, tmp_path_factory, accounts, image):
                         % (first.pw_name, second.pw_name, MISSING_ACCOUNT))
     keep = unit_capabilities()
     daemon, idp = peruser_daemon(tmp, image, user_map, GS_MCP_SPARE_WORKERS="1",
-                                 preexec=None if request.param == "root" else as_the_unit_runs_it(keep))
+                                 preexec=None if request.param == "root" else as_the_unit_runs_it(keep),
+                                 GS_MCP_WORKER_ENV=LISTED_NAME, **SITE_ENVIRONMENT)
     daemon.start()
     if request.param != "root":   # it runs with those capabilities and no others
         assert effective_capabilities(daemon.proc.pid) == sum(1 << cap for cap in keep)
@@ -213,6 +222,35 @@ def test_a_users_worker_holds_none_of_the_daemons_descriptors(env):
                        % ((forged + "\n").encode(), forged + "\n"))
     assert not failed, text
     assert forged not in daemon.log_text()   # written before the reply: nothing to wait for
+
+
+READ_OWN_ENVIRONMENT = SEARCH_OWN_MEMORY + """
+import ctypes, os
+ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)   # PR_SET_DUMPABLE: /proc/self is then the account's to read
+with open('/proc/self/environ', 'rb') as block:
+    exec_block = block.read()
+(dict(os.environ), exec_block.count(0) == len(exec_block), regions_holding(%r, %r))
+"""
+
+
+def test_a_users_worker_keeps_only_the_allow_listed_environment_and_the_names_listed(env, accounts):
+    # It kept the daemon's whole environment: a site's credential and the daemon's own
+    # GS_MCP_*/MCP_* settings were every user's code's to read, in os.environ, in
+    # /proc/self/environ and in its memory (unsetenv leaves the strings where they were).
+    daemon, idp = env
+    account = accounts[0][0]
+    text, failed = run(session_for(daemon, idp, "ann"), READ_OWN_ENVIRONMENT % tuple(
+        half.encode() for half in SITE_SECRET))
+    assert not failed, text
+    environ, exec_block_wiped, holding = eval(text.strip().splitlines()[-1])   # a repr of literals
+    assert "GSMCPD_TEST_SECRET" not in environ
+    assert holding == [] and exec_block_wiped
+    assert environ[LISTED_NAME] == LISTED_VALUE
+    assert not [name for name in environ if name.startswith(("GS_MCP_", "MCP_"))], environ
+    assert (environ["HOME"], environ["USER"], environ["LOGNAME"]) == (account.pw_dir, account.pw_name,
+                                                                       account.pw_name)
+    assert environ["PATH"] == daemon.env["PATH"] and environ["PYTHONPATH"] == daemon.env["PYTHONPATH"]
+    assert set(environ) <= set(worker_environ(daemon.env, [LISTED_NAME])) | {"HOME", "USER", "LOGNAME"}
 
 
 def test_the_kernel_enforces_the_accounts_file_permissions(env, image):

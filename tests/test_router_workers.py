@@ -261,9 +261,10 @@ def test_a_spawner_whose_start_outlasts_shutdown_is_stopped_by_its_starter(monke
     started, release, stopped = threading.Event(), threading.Event(), []
 
     class SlowSpawner:
-        def __init__(self, worker_nice=0, worker_memory=None):
+        def __init__(self, worker_nice=0, worker_memory=None, worker_env=None):
             self.worker_nice = worker_nice
             self.worker_memory = worker_memory
+            self.worker_env = worker_env
             self.control = None
 
         def launch(self):

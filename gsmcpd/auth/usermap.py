@@ -171,7 +171,8 @@ def become(account: str) -> bool:
     """Drop this (worker) process to `account`; False if not root (nothing to do).
 
     Call before the worker reads the image. Sets supplementary groups, gid and
-    uid (real, effective, saved) and HOME/USER/LOGNAME, then proves the switch
+    uid (real, effective, saved) and HOME/USER/LOGNAME (the rest of the environment is
+    the spawner's allow-listed one, gsmcpd.worker.environment), then proves the switch
     took and that root cannot be regained.
     """
     if os.geteuid() != 0:

@@ -71,8 +71,17 @@ class Router:
     def __init__(self, config):
         self.config = config
         self.loop = Loop(poll=config.poll_us / 1e6)
+        self.auth = None
+        if config.auth:
+            from gsmcpd.router.authgate import AuthGate
+
+            self.auth = AuthGate(self)
+        # Workers switched to users' accounts keep only an allow-listed environment
+        # (gsmcpd.worker.environment); the daemon's own account's keep all of it.
+        per_user = self.auth is not None and self.auth.accounts is not None
         self.pool = WorkerPool(self.loop, config.spare_workers, worker_nice=config.worker_nice,
-                               worker_memory=config.worker_memory)
+                               worker_memory=config.worker_memory,
+                               worker_env=config.worker_env if per_user else None)
         self.pool.make_room = self._make_room_for_workers
         self.sessions = SessionManager(self)
         self.loop.may_poll = self.sessions.may_poll
@@ -94,11 +103,6 @@ class Router:
         self.control = None
         self._trace_in = config.trace in ("inbound", "both")
         self._trace_out = config.trace == "both"
-        self.auth = None
-        if config.auth:
-            from gsmcpd.router.authgate import AuthGate
-
-            self.auth = AuthGate(self)
         self.ssl_context = None
         if config.tls_cert:
             from gsmcpd.auth.tls import TlsError, server_context

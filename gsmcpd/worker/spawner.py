@@ -36,6 +36,7 @@ import socket
 import sys
 
 from gsmcpd.wire.break_signals import BREAK_SIGNALS
+from gsmcpd.worker import environment
 from gsmcpd.worker import main as worker_main
 from gsmcpd.worker import reaper
 
@@ -46,11 +47,17 @@ OOM_STEP = 500  # how far above the router's oom_score_adj every worker runs (10
 OOM_SCORE_ADJ = "/proc/self/oom_score_adj"
 
 
-def serve(control: socket.socket, worker_nice: int = 0, worker_memory: int | None = None) -> None:
+def serve(control: socket.socket, worker_nice: int = 0, worker_memory: int | None = None,
+          worker_env: tuple[str, ...] | None = None) -> None:
     """Fork the spares asked for, until the router closes its end. Each runs
     `worker_nice` nicer than the router, and may hold `worker_memory` bytes of data
-    (None: no limit of ours). Also kills what a dead worker left (the
-    spawner is a subreaper, see gsmcpd.worker.reaper), and at its end every child."""
+    (None: no limit of ours). Per-user workers get only the allow-listed environment
+    and the `worker_env` names (None: they run as the daemon's account and keep it all).
+    Also kills what a dead worker left (the spawner is a subreaper, see
+    gsmcpd.worker.reaper), and at its end every child."""
+    if worker_env is not None:
+        # Before the hello: a spawner that did not scrub never forks a worker.
+        environment.scrub(worker_env)
     signal.signal(signal.SIGINT, signal.SIG_IGN)    # a terminal's ^C is the router's to handle
     # A break signal's default action ends a process: every worker is born ignoring them
     # (a fork keeps dispositions) until its loop handles them, so a break sent to one still
