@@ -23,6 +23,7 @@ from gsmcpd import __version__
 from gsmcpd.config import (CHECKOUT, DEFAULT_STATE_DIR, Config, control_socket_path, parse_int,
                            pidfile_path)
 from gsmcpd.router import trace
+from gsmcpd.worker.environment import unused_list_warning
 
 log = logging.getLogger("gsmcpd.daemon")
 
@@ -804,6 +805,9 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
         report("user map", config.user_map, f"user_map: {problem}" if problem else None)
         for warning in never_served_warnings(user_map):
             warn(warning)
+    unused = unused_list_warning(config.worker_env, bool(config.auth and config.user_map and os.geteuid() == 0))
+    if unused:
+        warn(unused)
     report("auth", "on" if config.auth else "off (loopback only)")
     report("read-only", "yes" if config.readonly else "no")
     report("toolsets", " ".join(config.toolsets))

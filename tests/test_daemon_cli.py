@@ -612,3 +612,21 @@ def test_a_file_where_the_state_or_log_directory_goes_is_called_not_a_directory(
                     env={"GS_MCP_LOG_FILE": str(in_the_way / "g.log")})
     assert logged.returncode == 1
     assert f"cannot open the log file {in_the_way / 'g.log'}: Not a directory" in logged.stdout
+
+
+def test_worker_env_without_per_user_workers_is_a_warning_of_check_and_serve(tmp_path):
+    # Workers on the daemon's own account keep its whole environment: the list did nothing,
+    # silently.
+    said = ("GS_MCP_WORKER_ENV is set, but workers run as the daemon's own account and keep its "
+            "whole environment, so it has no effect")
+    checked = gsmcpd("check", "--port", str(free_port()), "--state-dir", str(tmp_path),
+                     env={"GS_MCP_WORKER_ENV": "DJANGO_SETTINGS_MODULE"})
+    lines = checked.stdout.splitlines()
+    assert checked.returncode == 0 and lines[-1].endswith("(1 warning above)"), checked.stdout
+    assert [line for line in lines if line.startswith("  warning ")][0].split(None, 1)[1].startswith(said)
+    (tmp_path / "served").mkdir()
+    (tmp_path / "unset").mkdir()
+    with Daemon(tmp_path / "served", env={"GS_MCP_WORKER_ENV": "DJANGO_SETTINGS_MODULE"}) as running:
+        assert said in running.log_text()
+    with Daemon(tmp_path / "unset") as running:
+        assert "GS_MCP_WORKER_ENV" not in running.log_text()

@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-from gsmcpd.worker.environment import worker_environ
+from gsmcpd.worker.environment import unused_list_warning, worker_environ
 from helpers import REPO, SEARCH_OWN_MEMORY
 
 DAEMONS = {
@@ -45,6 +45,12 @@ print(json.dumps({
     'child': sorted(subprocess.run(['env'], capture_output=True, text=True).stdout.splitlines()),
     'exec_block_wiped': exec_block.count(0) == len(exec_block)}))
 """
+
+
+def test_a_list_is_said_to_do_nothing_only_where_no_worker_is_scrubbed():
+    assert unused_list_warning(("FOO",), per_user=False).startswith("GS_MCP_WORKER_ENV is set, but")
+    assert unused_list_warning(("FOO",), per_user=True) is None
+    assert unused_list_warning((), per_user=False) is None
 
 
 def test_scrub_leaves_the_kept_names_and_no_trace_of_the_rest_in_memory():

@@ -25,6 +25,7 @@ from gsmcpd.router.shutdown import Shutdown
 from gsmcpd.router.supervision import Supervisor
 from gsmcpd.router.workers import WorkerPool, free_descriptors
 from gsmcpd.wire import http, jsonrpc
+from gsmcpd.worker.environment import unused_list_warning
 
 log = logging.getLogger("gsmcpd.router")
 trace_log = logging.getLogger("gsmcpd.trace")
@@ -79,6 +80,9 @@ class Router:
         # Workers switched to users' accounts keep only an allow-listed environment
         # (gsmcpd.worker.environment); the daemon's own account's keep all of it.
         per_user = self.auth is not None and self.auth.accounts is not None
+        unused = unused_list_warning(config.worker_env, per_user)
+        if unused:
+            log.warning("%s", unused)
         self.pool = WorkerPool(self.loop, config.spare_workers, worker_nice=config.worker_nice,
                                worker_memory=config.worker_memory,
                                worker_env=config.worker_env if per_user else None)

@@ -37,6 +37,16 @@ NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BYTES_DATA = bytes.__basicsize__ - 1
 
 
+def unused_list_warning(listed: Iterable[str], per_user: bool) -> str | None:
+    """What start and check say of GS_MCP_WORKER_ENV set where no worker is scrubbed:
+    workers on the daemon's own account keep its whole environment, so the list does nothing."""
+    if not listed or per_user:
+        return None
+    return ("GS_MCP_WORKER_ENV is set, but workers run as the daemon's own account and keep its "
+            "whole environment, so it has no effect: only workers a root daemon switches to "
+            "users' accounts (MCP_USER_MAP) are given the allow-list and the names it lists")
+
+
 def worker_environ(environ: Mapping[str, str], listed: Iterable[str] = ()) -> dict[str, str]:
     """What of `environ` a per-user worker keeps: the allow-list and the `listed` names."""
     listed = frozenset(listed)
