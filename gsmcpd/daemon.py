@@ -22,6 +22,7 @@ from typing import Callable, TextIO
 from gsmcpd import __version__
 from gsmcpd.config import (CHECKOUT, DEFAULT_STATE_DIR, Config, control_socket_path, parse_int,
                            pidfile_path)
+from gsmcpd.logfile import PrivateFileHandler, RefusesWrites, no_space_left, open_for_appending
 from gsmcpd.router import trace
 from gsmcpd.worker.environment import unused_list_warning
 
@@ -68,20 +69,6 @@ class _LogState:
 _log_state = _LogState()
 
 
-class _PrivateFileHandler(logging.FileHandler):
-    """A log file created 0600 whatever the umask (and on every reopen): it holds user
-    names and, with the message trace on, every argument every client sent. A file
-    that is already there keeps the mode its owner gave it."""
-
-    def _open(self):
-        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            return open(fd, self.mode, encoding=self.encoding, errors=self.errors)
-        except BaseException:   # a file that opens but refuses the seek (/proc): one fd per SIGHUP
-            os.close(fd)
-            raise
-
-
 def make_private_dir(path: Path) -> None:
     """The state directory (or a log's), created 0700 when missing: it holds the log,
     the pidfile and the control socket. One that exists keeps its mode."""
@@ -105,7 +92,7 @@ def configure_logging(level: str, path: Path | None, *, redirect_stdio: bool = F
         handler: logging.Handler = logging.StreamHandler(sys.stderr)
     else:
         make_private_dir(path.parent)
-        handler = _PrivateFileHandler(path, encoding="utf-8")
+        handler = PrivateFileHandler(path, encoding="utf-8")
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
     root.addHandler(handler)
     root.setLevel(level.upper())
@@ -426,7 +413,8 @@ def _serve_main(config: Config, ready_fd: int | None, detached: bool, serve: Cal
     try:
         configure_logging(config.log_level, config.log_file, redirect_stdio=detached)
     except OSError as exc:   # nowhere to log yet: say it where start or the terminal reads
-        message = f"cannot open the log file {config.log_file}: {exc.strerror or exc}"
+        verb = "write to" if isinstance(exc, RefusesWrites) else "open"
+        message = f"cannot {verb} the log file {config.log_file}: {exc.strerror or exc}"
         reporter.error(message)
         try:
             print(f"gsmcpd: {message}", file=sys.stderr)
@@ -875,19 +863,19 @@ def _log_file_problem(path: Path) -> str | None:
     if path.exists():
         return _append_problem(path)
     problem = _writable_problem(path.parent)
+    if problem is None and no_space_left(_nearest_existing(path.parent)):
+        problem = f"cannot write to {path}: {os.strerror(errno.ENOSPC)}"
     return f"log_file: {problem}" if problem else None
 
 
 def _append_problem(path: Path) -> str | None:
     """Whether the file opens for appending as the log handler opens it, writing nothing.
-    Permission is not all: a file under /proc may open and then refuse the seek to its end."""
+    Permission is not all: a file under /proc may open and then refuse the seek to its
+    end, and /dev/full or a file on a full filesystem opens and then refuses every line."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK)   # a FIFO: no wait for a reader
-        try:
-            with open(fd, "a", closefd=False):   # seeks to the end, as the handler's file does
-                pass
-        finally:
-            os.close(fd)
+        os.close(open_for_appending(path, create=False, nonblocking=True))   # a FIFO: no wait for a reader
+    except RefusesWrites as exc:
+        return f"log_file: cannot write to {path}: {exc.strerror}"
     except OSError as exc:
         if exc.errno == errno.ENXIO and stat.S_ISFIFO(path.stat().st_mode):
             return f"log_file: {path} is a FIFO with no reader: serve would wait for one to open it"
@@ -895,10 +883,14 @@ def _append_problem(path: Path) -> str | None:
     return None
 
 
+def _nearest_existing(path: Path) -> Path:
+    while not path.exists():
+        path = path.parent   # would be created: the nearest existing parent decides
+    return path
+
+
 def _writable_problem(directory: Path) -> str | None:
-    probe = directory
-    while not probe.exists():
-        probe = probe.parent  # would be created: the nearest existing parent decides
+    probe = _nearest_existing(directory)
     if not probe.is_dir():
         return f"{probe} is not a directory"
     if not os.access(probe, os.W_OK | os.X_OK):

@@ -9,6 +9,7 @@ import stat
 import socket
 import subprocess
 import sys
+import types
 import uuid
 from pathlib import Path
 
@@ -476,6 +477,19 @@ def test_a_log_file_that_cannot_be_reopened_leaves_logging_where_it_was(tmp_path
     assert "back in place" in path.read_text()
 
 
+def test_a_reopen_onto_a_file_that_would_refuse_writes_keeps_the_old_one(tmp_path):
+    # logrotate's new file a link to /dev/full: it opened, and every line after was lost.
+    path = tmp_path / "gsmcpd.log"
+    daemon.configure_logging("info", path)
+    path.rename(tmp_path / "gsmcpd.log.1")
+    path.symlink_to("/dev/full")
+    daemon.reopen_log()
+    logging.getLogger("gsmcpd.test").info("still logged")
+    old = (tmp_path / "gsmcpd.log.1").read_text()
+    assert (f"ERROR SIGHUP: cannot reopen the log file {path} (No space left on device); "
+            "still writing to the old one") in old and "still logged" in old
+
+
 def test_log_lines_have_time_and_level(tmp_path):
     path = tmp_path / "gsmcpd.log"
     daemon.configure_logging("warning", path)
@@ -570,6 +584,20 @@ def test_check_opens_the_log_file_as_serve_would(tmp_path):
                                                "with no reader: serve would wait for one to open it")
 
 
+def test_check_names_a_log_file_on_a_full_filesystem_new_or_not(tmp_path, monkeypatch):
+    # It opens (or would be created) and then refuses every line: serve refuses it at start.
+    (tmp_path / "old.log").write_text("")
+    for path in (tmp_path / "logs" / "new.log", tmp_path / "old.log"):
+        config = load_config({"port": free_port(), "state_dir": str(tmp_path / "state")},
+                             {"GS_MCP_LOG_FILE": str(path)})
+        out = io.StringIO()
+        with monkeypatch.context() as full:
+            full.setattr(os, "statvfs", lambda target: types.SimpleNamespace(f_blocks=9, f_bfree=0, f_bavail=0))
+            assert daemon.check(config, out=out) == 1
+        assert out.getvalue().rstrip().splitlines()[-1] == \
+            f"PROBLEM: log file: log_file: cannot write to {path}: No space left on device"
+
+
 def test_check_notices_a_busy_port(tmp_path):
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
@@ -617,9 +645,9 @@ def test_the_detached_serve_gets_this_gsmcpd_first_on_its_path_once(tmp_path, fl
 def test_a_log_file_that_opens_but_refuses_appending_leaves_no_descriptor_open():
     # /proc/self/comm opens for writing (its owner's) and then refuses the seek to its end;
     # the descriptor had stayed open, one more on every SIGHUP reopen that failed so.
-    from gsmcpd.daemon import _PrivateFileHandler
+    from gsmcpd.logfile import PrivateFileHandler
     before = len(os.listdir("/proc/self/fd"))
     for _ in range(3):
         with pytest.raises(OSError):
-            _PrivateFileHandler("/proc/self/comm")
+            PrivateFileHandler("/proc/self/comm")
     assert len(os.listdir("/proc/self/fd")) == before

@@ -205,6 +205,23 @@ def test_start_and_check_name_why_a_log_file_under_proc_cannot_be_used(tmp_path)
                                                "serve would wait for one to open it")
 
 
+def test_start_and_check_name_a_log_file_that_opens_but_refuses_every_write(tmp_path):
+    # /dev/full opens and seeks: start said "gsmcpd listening", check said OK, and the
+    # daemon served on with every log line lost.
+    env = {"GS_MCP_LOG_FILE": "/dev/full", "GS_MCP_STATE_DIR": str(tmp_path)}
+    port = str(free_port())
+    started = gsmcpd("start", "--port", port, env=env)
+    assert (started.returncode, started.stdout) == (1, "gsmcpd failed to start: cannot write to the log "
+                                                       "file /dev/full: No space left on device (log: /dev/full)\n")
+    served = gsmcpd("serve", "--port", port, env=env)
+    assert (served.returncode, served.stderr) == (1, "gsmcpd: cannot write to the log file /dev/full: "
+                                                     "No space left on device\n")
+    checked = gsmcpd("check", "--port", port, env=env)
+    assert checked.returncode == 1
+    assert checked.stdout.splitlines()[-1] == \
+        "PROBLEM: log file: log_file: cannot write to /dev/full: No space left on device"
+
+
 def test_a_file_serve_cannot_use_is_named_not_blamed_on_the_address(tmp_path):
     # A directory where the control socket goes: "cannot serve on 127.0.0.1:PORT: Is a directory".
     port = free_port()
