@@ -463,6 +463,24 @@ def nested_packages(root, depth):
     return "/".join(["p"] * depth)
 
 
+def too_long_tree(root):
+    """Packages p/p/.../p in `root`, the deepest whose __init__.py fits in PATH_MAX holding
+    leaf.py and a module whose long name does not fit, and one package more, whose
+    __init__.py does not fit either. Returns (deepest that fits, long module, package past)."""
+    path_max = os.pathconf(root, "PC_PATH_MAX")
+    depth = (path_max - 1 - len(os.fsencode(os.path.realpath(root))) - len("/__init__.py")) // 2
+    nested_packages(root, depth + 1)
+    deepest = "/".join(["p"] * depth)
+    (Path(root) / deepest / "leaf.py").write_text("class Leaf:\n    pass\n")
+    long_name = "m" * 60 + ".py"
+    fd = os.open(os.path.join(root, deepest), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.close(os.open(long_name, os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd))
+    finally:
+        os.close(fd)
+    return deepest, f"{deepest}/{long_name}", f"{deepest}/p/"
+
+
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
 
 

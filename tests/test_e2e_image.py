@@ -19,7 +19,8 @@ import time
 import pytest
 
 from gsmcpd.image.default import EXAMPLE_FILES
-from helpers import Client, Daemon, commit_left_half_applied, nested_packages, pid_alive, tool_text, wait_until
+from helpers import (Client, Daemon, commit_left_half_applied, nested_packages, pid_alive, too_long_tree, tool_text,
+                     wait_until)
 from helpers import open_session as session
 from test_tools_support import write_image
 
@@ -645,6 +646,24 @@ def test_a_package_tree_nested_past_the_recursion_limit_is_served_and_committed_
         assert done["structuredContent"]["committed"] == [leaf], done
         assert "def size(self):" in (image / deepest / "leaf.py").read_text()
         assert f"{leaf}.Leaf" in tool_text(session(daemon).tool("find_implementors", selector="size")).split()
+
+
+def test_image_paths_past_path_max_are_named_to_the_client_and_the_rest_served(tmp_path, deep_dir):
+    # A package past PATH_MAX was left out without a word; a module file past it failed
+    # every session's read of the image (File name too long).
+    image = write_image(deep_dir, EXAMPLE_FILES)
+    deepest, long_module, package_past = too_long_tree(image)
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
+        client = session(daemon)
+        listed = client.tool("list_dictionaries")
+        assert ".".join(["p"] * deepest.count("/")) + ".p.leaf" in listed["structuredContent"]["dictionaries"]
+        reason = "left out of the view, its path being longer than the system can open (PATH_MAX, the image's own path counted)"
+        assert listed["structuredContent"]["notListed"] == [f"{long_module}: {reason}", f"{package_past}: {reason}"]
+        assert tool_text(listed).endswith(f"(not listed: {package_past}: {reason})")
+        status = client.tool("status")
+        assert status["structuredContent"]["tooLong"] == [long_module, package_past]
+        assert tool_text(status).endswith("\nnot seen (paths longer than the system can open, PATH_MAX, the "
+                                          f"image's own path counted): {long_module}, {package_past}")
 
 
 def test_searches_see_a_sessions_edits_refresh_and_abort_however_often_repeated(shop):

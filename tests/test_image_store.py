@@ -16,7 +16,7 @@ from gsmcpd.image import store as store_module
 from gsmcpd.image.default import EXAMPLE_FILES, ensure_default_image
 from gsmcpd.image.dirfd import ImageDirs
 from gsmcpd.image.store import CommitConflict, ImageStore, _intent_shape_problem, module_name_of, sha256
-from helpers import exclusive_lock_free, nested_packages, unwritable_dir
+from helpers import exclusive_lock_free, nested_packages, too_long_tree, unwritable_dir
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -773,3 +773,14 @@ def test_image_dirs_open_and_make_directories_nested_past_the_recursion_limit(de
         assert (deep_dir / made).is_dir() and len(dirs.made) == _past_the_recursion_limit() + 1
         with pytest.raises(ValueError, match=r"'p/\./p' is not a directory path inside the image"):
             dirs.open("p/./p")
+
+
+def test_files_and_packages_whose_path_passes_path_max_are_left_out_and_named(deep_dir):
+    # A package past PATH_MAX was left out silently; a module file past it failed the
+    # whole read (File name too long), so no session could open on the image.
+    deepest, long_module, package_past = too_long_tree(deep_dir)
+    (deep_dir / "a.py").write_text("")
+    snapshot = ImageStore(deep_dir).read_snapshot()
+    assert f"{deepest}/leaf.py" in snapshot.files and "a.py" in snapshot.files
+    assert snapshot.too_long == sorted([long_module, package_past])
+    assert not any(rel.startswith(package_past) for rel in snapshot.files)

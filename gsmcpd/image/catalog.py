@@ -62,6 +62,13 @@ def image_classes(view: View) -> list[ClassRef]:
     return [ref for module in view.module_names() for ref in classes_in(view, module)]
 
 
+def too_long(view: View) -> list[str]:
+    """Why each image file or directory the view left out for the length of its path is
+    not there: no file at such a path can be opened (nor a module in it imported)."""
+    return [f"{rel}: left out of the view, its path being longer than the system can open "
+            "(PATH_MAX, the image's own path counted)" for rel in view.too_long]
+
+
 def uncompiled(view: View, module_filter: str | None = None) -> list[str]:
     """Why each image module that does not compile (its classes and methods cannot be
     read) is left out of an answer about the whole image (or the one module)."""

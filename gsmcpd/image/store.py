@@ -131,6 +131,7 @@ class Snapshot:
     files: dict[str, bytes]      # relpath -> content
     version: int                 # journal length when read
     unlisted: list[str] = ()     # directories this account may not list or enter (see _scan)
+    too_long: list[str] = ()     # files and directories ("d/") left out: paths over PATH_MAX
 
 
 class CommitConflict(Exception):
@@ -335,15 +336,21 @@ class ImageStore:
         with held if held is not None else self._locked(fcntl.LOCK_SH):
             intent = self._pending_intent()
             writes = intent["writes"] if intent is not None else {}
-            files, unlisted = {}, []
-            for rel in self._scan(intent, unlisted):
-                data = self._pending_bytes(rel, writes[rel]) if rel in writes else self._read(rel)
+            files, unlisted, too_long = {}, [], []
+            for rel in self._scan(intent, unlisted, too_long):
+                try:
+                    data = self._pending_bytes(rel, writes[rel]) if rel in writes else self._read(rel)
+                except OSError as error:
+                    if error.errno != errno.ENAMETOOLONG:
+                        raise
+                    too_long.append(rel)
+                    continue
                 if data is not None:
                     files[rel] = data
             version = self._journal_length()
             if intent is not None and not self._journaled(intent):
                 version += 1   # its journal line, not written yet
-            return Snapshot(files, version, unlisted)
+            return Snapshot(files, version, unlisted, sorted(too_long))
 
     def _read(self, rel: str) -> bytes | None:
         """A file's bytes; None if it is missing or this account may not read it
@@ -360,14 +367,17 @@ class ImageStore:
         except PermissionError:
             return UNREADABLE
 
-    def _scan(self, intent: dict | None = None, unlisted: list[str] | None = None) -> list[str]:
+    def _scan(self, intent: dict | None = None, unlisted: list[str] | None = None,
+              too_long: list[str] | None = None) -> list[str]:
         """Relative paths of importable module files: hidden dirs, caches and
         directories that are not regular packages are left out. With a pending
         commit's intent, as they will be once it is applied: its new files are in,
         its removed files out, and so are the modules of the packages it makes or
         unmakes (an `__init__.py` written or removed). A directory this account may not
         list or enter is left out, whole, and named in `unlisted`: what an account may not
-        read, it does not see (its sessions open all the same). (os.scandir and plain
+        read, it does not see (its sessions open all the same). A directory whose path is
+        too long for the system to open (PATH_MAX) is left out the same way, named in
+        `too_long` with a trailing "/". (os.scandir and plain
         strings, not pathlib: this runs in every new worker, where each object
         touched for the first time copies a shared page.)"""
         written = intent["writes"] if intent is not None else {}
@@ -375,6 +385,7 @@ class ImageStore:
         found = []
         walked = {""}
         unlisted = [] if unlisted is None else unlisted
+        too_long = [] if too_long is None else too_long
 
         def is_package(path: str, package: str) -> bool:
             init = package + "/__init__.py"
@@ -384,21 +395,26 @@ class ImageStore:
                 return stat.S_ISREG(os.stat(os.path.join(path, "__init__.py")).st_mode)
             except PermissionError:   # may not enter it: a package, for all it knows
                 unlisted.append(package)
-            except OSError:
-                pass
+            except OSError as error:
+                if error.errno == errno.ENAMETOOLONG:
+                    too_long.append(package + "/")
             return False
 
         def entries_of(directory: str, prefix: str):
             """_sorted_entries, or None for a directory this account may not list (named
-            in `unlisted`)."""
+            in `unlisted`) or whose path is too long to open (in `too_long`)."""
             try:
                 return _sorted_entries(directory)
             except PermissionError:
                 if not prefix:
                     raise   # the image itself: no snapshot at all
                 unlisted.append(prefix[:-1])
-                walked.discard(prefix)
-                return None
+            except OSError as error:
+                if not prefix or error.errno != errno.ENAMETOOLONG:
+                    raise
+                too_long.append(prefix)
+            walked.discard(prefix)
+            return None
 
         # A stack of the directories being walked, each with its entries still to see,
         # not a recursion: a package tree nested past the recursion limit is read too.

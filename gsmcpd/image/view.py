@@ -98,6 +98,7 @@ class View:
         self.import_errors: dict[str, str] = {}
         self.encodings: dict[str, str] = {}     # relpath -> the codec its bytes are in (PEP 263)
         self.unlisted: list[str] = []           # image directories this account may not list or enter
+        self.too_long: list[str] = []           # image files and directories ("d/") past PATH_MAX
         self.version = 0
         # Commits of this view that stand, and the modules of the last: a break that
         # lands past a commit point is answered with what it did not stop.
@@ -171,8 +172,9 @@ class View:
         hashes = {rel: sha256(data) for rel, data in snapshot.files.items()}
         # One statement of plain stores: a break (raised at a call or a loop) lands
         # before it or after it, so the view is never half the old and half the new.
-        self.texts, self.base_texts, self.base_hashes, self.encodings, self.version, self.unlisted = (
-            texts, dict(texts), hashes, encodings, snapshot.version, list(snapshot.unlisted))
+        (self.texts, self.base_texts, self.base_hashes, self.encodings, self.version, self.unlisted,
+         self.too_long) = (texts, dict(texts), hashes, encodings, snapshot.version,
+                           list(snapshot.unlisted), list(snapshot.too_long))
 
     def filename(self, rel: str) -> str:
         return os.path.join(self.store.root, rel)
@@ -490,7 +492,8 @@ class View:
             else:
                 self.base_texts.pop(rel, None)
                 self.base_hashes.pop(rel, None)
-        self.version, self.unlisted = snapshot.version, list(snapshot.unlisted)
+        self.version, self.unlisted, self.too_long = (snapshot.version, list(snapshot.unlisted),
+                                                      list(snapshot.too_long))
         report.reloaded = self._reload()
         report.import_errors = dict(self.import_errors)
         return report

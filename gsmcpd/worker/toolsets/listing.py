@@ -52,7 +52,12 @@ class ListingToolset(Toolset):
 
     def list_dictionaries(self, arguments):
         names = catalog.dictionaries(self.view)
-        return {"text": "\n".join(names), "structured": {"dictionaries": names}}
+        structured = {"dictionaries": names}
+        left_out = catalog.too_long(self.view)
+        if left_out:
+            structured["notListed"] = left_out
+        return {"text": "\n".join(names + [f"(not listed: {reason})" for reason in left_out]),
+                "structured": structured}
 
     def list_dictionary_entries(self, arguments):
         module = catalog.dictionary_name(arguments["dictionaryName"])

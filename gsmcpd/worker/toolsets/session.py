@@ -141,6 +141,10 @@ class SessionToolset(Toolset):
             structured["unlisted"] = [f"{directory}/" for directory in view.unlisted]
             text += ("\nnot seen (directories this account may not list or enter; a commit "
                      "into them is refused): " + ", ".join(structured["unlisted"]))
+        if view.too_long:   # left out of the view: no file there can be opened
+            structured["tooLong"] = list(view.too_long)
+            text += ("\nnot seen (paths longer than the system can open, PATH_MAX, the image's "
+                     "own path counted): " + ", ".join(view.too_long))
         return {"text": text, "structured": structured}
 
 
