@@ -123,3 +123,38 @@ def test_searches_answer_as_a_fresh_view_after_edits_commits_refresh_and_abort(i
     assert answers(a) == fresh(image, views, "both", {"zoo.keeper": keeper})
     a.ok("abort")
     assert answers(a) == answers(b)
+
+
+def test_what_was_derived_from_a_module_that_left_the_view_is_not_kept(image, views):
+    # It was never served again, yet held for the view's whole life: a module another
+    # session's commit removed (brought in by a refresh), or one removed or added here.
+    def kept(client):
+        return {module for module, _ in client.view._derived}
+
+    def stale(client):   # what no module of the view has the text of: never to be served
+        view = client.view
+        return [key for key, (text, _) in view._derived.items()
+                if not view.has_module(key[0]) or view.source(key[0]) is not text]
+
+    a, b = Client(views(image, "a", install=False)), Client(views(image, "b", install=False))
+    b.ok("add_dictionary", dictionaryName="zoo.pens")
+    a.ok("refresh")
+    answers(a)
+    assert "zoo.pens" in kept(a) and kept(a) == set(a.view.module_names())
+    size = len(a.view._derived)
+
+    b.ok("remove_dictionary", dictionaryName="zoo.pens")
+    a.ok("refresh")                                   # zoo.pens leaves a's view; the rest is as it was
+    assert kept(a) == set(a.view.module_names()) and stale(a) == []
+    assert len(a.view._derived) < size
+
+    a.view.add_module("zoo.cage", "class Cage:\n    pass\n")   # uncommitted
+    answers(a)
+    assert "zoo.cage" in kept(a)
+    a.view.remove_module("zoo.cage")
+    assert kept(a) == set(a.view.module_names()) and stale(a) == []
+    a.view.add_module("zoo.cage", "class Cage:\n    pass\n")
+    answers(a)
+    a.ok("abort")                                     # every text read anew
+    assert stale(a) == [] and "zoo.cage" not in kept(a)
+    assert answers(a) == answers(b)

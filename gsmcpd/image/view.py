@@ -175,6 +175,7 @@ class View:
         (self.texts, self.base_texts, self.base_hashes, self.encodings, self.version, self.unlisted,
          self.too_long) = (texts, dict(texts), hashes, encodings, snapshot.version,
                            list(snapshot.unlisted), list(snapshot.too_long))
+        self._drop_stale_derived()
 
     def filename(self, rel: str) -> str:
         return os.path.join(self.store.root, rel)
@@ -228,6 +229,15 @@ class View:
             self._derived[(module, kind)] = cached
         return cached[1]
 
+    def _drop_stale_derived(self) -> None:
+        """Forget what derived() made from a text no module of the view has any more (the
+        module removed, or its text replaced by a refresh or an abort): never served
+        again, it would only be held, a removed module's for the view's whole life."""
+        for key, (text, _) in list(self._derived.items()):
+            rel = self.relpath(key[0])
+            if rel is None or self.texts[rel] is not text:
+                del self._derived[key]
+
     def set_source(self, module: str, text: str, *, live: bool = True) -> None:
         """Change a module's text in this view; `live` says the live objects
         already reflect it (so a later reload leaves them alone)."""
@@ -256,6 +266,7 @@ class View:
         for r in removed:
             del self.texts[r]
         self._forget_live(names)
+        self._drop_stale_derived()
         return names
 
     # -- live modules ----------------------------------------------------
@@ -494,6 +505,7 @@ class View:
                 self.base_hashes.pop(rel, None)
         self.version, self.unlisted, self.too_long = (snapshot.version, list(snapshot.unlisted),
                                                       list(snapshot.too_long))
+        self._drop_stale_derived()
         report.reloaded = self._reload()
         report.import_errors = dict(self.import_errors)
         return report
