@@ -1,5 +1,6 @@
 """The router's side of worker starts: real spares forked by the real spawner."""
 
+import contextlib
 import multiprocessing
 import os
 import resource
@@ -284,7 +285,7 @@ def test_a_spawner_whose_start_outlasts_shutdown_is_stopped_by_its_starter(monke
         assert started.wait(20)
         new = pool.spawner
         pool.close()
-        pool.stop_spawner()                  # gives up waiting: the start is still running
+        stop_spawner(loop, pool)             # gives up waiting: the start is still running
         assert stopped == [old]
         release.set()
         pool._launcher.join(20)
@@ -322,6 +323,14 @@ def test_a_garbled_message_from_the_spawner_is_an_error_and_its_descriptors_are_
 
 
 # -- the pool: claims and spawner restarts, on a real loop -------------------------
+
+def stop_spawner(loop, pool):
+    """What shutdown does last, the loop turned until the spawner has ended."""
+    ended = []
+    pool.stop_spawner(lambda: ended.append(True))
+    assert run_until(loop, lambda: ended, 30)
+    assert ended == [True]
+
 
 def run_until(loop, done, timeout=10.0):
     """Turn the loop (a pass at most every 50 ms) until done() or the timeout."""
@@ -491,7 +500,7 @@ def test_a_killed_spawners_spares_are_replaced_and_reaped_not_left_to_init():
     finally:
         for worker in pool.close():
             worker.end()
-        pool.stop_spawner()
+        stop_spawner(loop, pool)
 
 
 def test_a_claim_after_close_is_refused_at_once(hand_pool):
@@ -538,7 +547,7 @@ def test_a_spawner_restart_that_fails_is_retried_until_it_works_but_not_after_cl
         run_until(loop, lambda: False, 1.0)
         assert len(starts) == 1
     finally:
-        pool.stop_spawner()
+        stop_spawner(loop, pool)
 
 
 def test_a_claim_that_times_out_during_a_restart_names_the_restart(monkeypatch):
@@ -584,7 +593,7 @@ def test_a_spawner_that_keeps_dying_is_restarted_at_most_once_a_pause(monkeypatc
         assert 2 <= len(started) <= elapsed / 0.3 + 1, (started, elapsed)
     finally:
         pool.close()
-        pool.stop_spawner()
+        stop_spawner(loop, pool)
 
 
 def test_shutdown_during_a_spawner_restart_stops_the_new_spawner(monkeypatch):
@@ -605,7 +614,7 @@ def test_shutdown_during_a_spawner_restart_stops_the_new_spawner(monkeypatch):
     assert run_until(loop, lambda: pool._launcher is not None)
     new = pool.spawner
     pool.close()            # what shutdown does, then (its workers gone) stop_spawner
-    pool.stop_spawner()     # and the loop stops: the launch's callback never runs
+    stop_spawner(loop, pool)
     # Started before the close was seen, or not at all after it; never left running.
     assert len(launched) <= 1 and new.process is None and new.control is None
     assert all(wait_until(lambda: not pid_alive(pid)) for pid in launched)
@@ -775,3 +784,42 @@ def test_spares_hold_no_more_data_than_asked():
             spawner.stop()
     assert data_limits(os.getpid()) == ours      # the router's own is untouched
 
+
+
+def test_a_spawner_that_does_not_end_is_waited_for_by_the_loop_not_in_it_and_killed(monkeypatch, caplog):
+    # The stop waited in the loop's own call, up to 5 s before its SIGKILL (and 5 more after):
+    # the router did nothing else meanwhile, a second stop signal included.
+    monkeypatch.setattr(workers, "SPAWNER_END_GRACE", 0.2)
+    loop = Loop()
+    pool = WorkerPool(loop, 0)
+    pool.start()
+    spawner = pool.spawner.process.pid
+    try:
+        os.kill(spawner, signal.SIGSTOP)       # it cannot read its EOF, as a hung one would not
+        pool.close()
+        order = []
+        pool.stop_spawner(lambda: order.append("ended"))
+        assert order == [] and pid_alive(spawner)   # returned at once, the spawner still there
+        loop.call_soon(lambda: order.append("the loop ran on"))
+        assert run_until(loop, lambda: "ended" in order, 20)
+        assert order == ["the loop ran on", "ended"]
+        assert wait_until(lambda: not pid_alive(spawner))
+        assert "the worker spawner did not end within 0.2s of being told to stop; killed it" in caplog.text
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(spawner, signal.SIGKILL)
+        loop.close()
+
+
+def test_a_spawner_that_ends_when_told_is_neither_killed_nor_warned_of(caplog):
+    loop = Loop()
+    pool = WorkerPool(loop, 0)
+    pool.start()
+    spawner = pool.spawner.process.pid
+    try:
+        pool.close()
+        stop_spawner(loop, pool)
+        assert wait_until(lambda: not pid_alive(spawner))
+        assert "did not end" not in caplog.text and pool.spawner.control is None
+    finally:
+        loop.close()

@@ -9,8 +9,10 @@
 3. At the grace's end a call still running is answered "session ended: server shutting
    down (...)" and its worker killed, as every call in flight was before the grace.
 4. The workers get SHUTDOWN_GRACE to exit and are killed; connections are closed once
-   their replies are written (within the same bound), the image is tidied after a killed
-   call or worker once the killed are gone (at most REAP_GRACE more), and the loop stops.
+   their replies are written (within the same bound), and the worker spawner is stopped
+   (watched from the loop: it ends once its children have, or is killed after
+   SPAWNER_END_GRACE). Then the image is tidied after a killed call or worker once the
+   killed are gone (at most REAP_GRACE more), and the loop stops.
 
 A second signal skips the waits: what still runs is ended and every worker killed at once;
 the router exits as soon as they are gone.
@@ -134,7 +136,10 @@ class Shutdown:
             self._deadline = self.loop.time() + REAP_GRACE
             self.loop.call_later(POLL, self._await_workers)
             return
-        router.pool.stop_spawner()
+        router.pool.stop_spawner(self._finish)   # the loop runs on while it ends
+
+    def _finish(self):
+        router = self.router
         for conn in list(router.connections):
             conn.close()
         if router.image is not None and (self.calls_cut or self.killed_late):

@@ -11,6 +11,7 @@ never waits for either.
 
 import collections
 import errno
+import functools
 import logging
 import multiprocessing
 import os
@@ -30,6 +31,9 @@ relayed_log = logging.getLogger("gsmcpd.worker_log")   # workers' own records, p
 PRELOAD = ["gsmcpd.worker.forkserver_reaper", "gsmcpd.worker.preload"]
 SPAWNER_TIMEOUT = 30.0  # seconds a new session waits for its worker before it is refused
 SPAWNER_STOP_WAIT = 5.0  # seconds shutdown waits for a spawner still being started
+SPAWNER_END_GRACE = 5.0  # seconds a spawner told to stop gets to end (its own END_WAIT is 3) before SIGKILL
+SPAWNER_KILL_WAIT = 5.0  # seconds a killed spawner is waited for
+LAUNCH_POLL = 0.05       # how often shutdown looks whether a spawner's start has ended
 SPAWNER_HELLO_WAIT = 30.0  # seconds a started spawner may take to say hello (its first act)
 
 
@@ -107,21 +111,68 @@ class Spawner:
             return "error", "unexpected message from the spawner: %r" % message[:60]
         return "error", rest.decode("utf-8", "replace")
 
-    def stop(self, grace=5.0):
-        """EOF on its socket ends the spawner; its workers are the router's to stop."""
+    def stop(self, grace=SPAWNER_END_GRACE):
+        """EOF on its socket ends the spawner; its workers are the router's to stop.
+        Waits for it to end, killing it after `grace`."""
+        pidfd = self._let_go()
+        if pidfd is not None:
+            try:
+                if not _ends_within(pidfd, grace):
+                    _kill(pidfd)
+                    _ends_within(pidfd, SPAWNER_KILL_WAIT)
+            finally:
+                os.close(pidfd)
+
+    def stop_on(self, loop, then):
+        """stop() with `loop` watching it end, so the loop waits for nothing: `then()` is
+        called from it once the spawner has ended (or, killed, is still not gone after
+        SPAWNER_KILL_WAIT)."""
+        pidfd = self._let_go()
+        if pidfd is None:
+            then()
+        else:
+            _SpawnerEnd(loop, pidfd, then)
+
+    def _let_go(self):
+        """Close our end of its socket, the EOF that ends it; its pidfd (None if none),
+        the caller's to close."""
         control, pidfd = self.control, self.pidfd
         self.process = self.pidfd = self.control = None   # a second stop closes nothing
         if control is not None:
             control.close()
-        if pidfd is not None:
-            try:
-                if not _ends_within(pidfd, grace):
-                    signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-                    _ends_within(pidfd, 5)
-            except ProcessLookupError:
-                pass     # gone already
-            finally:
-                os.close(pidfd)
+        return pidfd
+
+
+class _SpawnerEnd:
+    """A spawner told to stop, watched from the loop: its pidfd is readable once it has
+    ended. Killed after SPAWNER_END_GRACE; given up on SPAWNER_KILL_WAIT after that."""
+
+    def __init__(self, loop, pidfd, then):
+        self.loop, self.pidfd, self.then = loop, pidfd, then
+        loop.add_reader(pidfd, self._ended)
+        self._timer = loop.call_later(SPAWNER_END_GRACE, self._overdue)
+
+    def _overdue(self):
+        log.warning("the worker spawner did not end within %gs of being told to stop; killed it",
+                    SPAWNER_END_GRACE)
+        _kill(self.pidfd)
+        self._timer = self.loop.call_later(SPAWNER_KILL_WAIT, self._ended)
+
+    def _ended(self):
+        if self.pidfd is None:
+            return
+        self.loop.remove(self.pidfd)
+        self._timer.cancel()
+        os.close(self.pidfd)
+        self.pidfd = None
+        self.then()
+
+
+def _kill(pidfd):
+    try:
+        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+    except ProcessLookupError:
+        pass     # gone already
 
 
 def _recv_fds(sock, size, maxfds):
@@ -614,16 +665,23 @@ class WorkerPool:
             worker.stop()
         return spares
 
-    def stop_spawner(self):
-        """At the end of shutdown: a spawner still being started is waited for (a few
-        seconds at most) and stopped; one whose start outlasts that is stopped by its
-        starting thread when the start ends (or ends itself on EOF, with the router)."""
+    def stop_spawner(self, then):
+        """At the end of shutdown, its workers gone: the spawner is stopped, and `then()`
+        called once it has ended. The loop runs on meanwhile, never blocked (a spawner
+        ends once its children have, and a stuck one is killed only after
+        SPAWNER_END_GRACE). One still being started is given SPAWNER_STOP_WAIT to be,
+        then left to its starting thread, which stops it once its start ends."""
+        self._stop_once_started(then, self.loop.time() + SPAWNER_STOP_WAIT)
+
+    def _stop_once_started(self, then, deadline):
         launcher = self._launcher
-        if launcher is not None:
-            launcher.join(SPAWNER_STOP_WAIT)
-            if launcher.is_alive():
-                return   # it stops the spawner it starts itself, once its start ends
-        self.spawner.stop()
+        if launcher is not None and launcher.is_alive():
+            if self.loop.time() < deadline:
+                self.loop.call_later(LAUNCH_POLL, functools.partial(self._stop_once_started, then, deadline))
+            else:
+                then()   # it stops the spawner it starts itself, once its start ends
+            return
+        self.spawner.stop_on(self.loop, then)
 
 
 
