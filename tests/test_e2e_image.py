@@ -688,3 +688,26 @@ def test_searches_see_a_sessions_edits_refresh_and_abort_however_often_repeated(
     a.tool("abort")
     assert senders(a) == ["shop.models.Cart.loud"] == senders(session(shop))
     assert a.tool("find_implementors", selector="shout")["structuredContent"]["results"] == ["shop.models.Product"]
+
+
+def test_a_commit_that_brings_in_a_change_breaking_a_loaded_module_names_its_import_error(shop):
+    # b deletes Cart, which shop.test_models imports. a's and c's commits bring that in and
+    # re-import the test module they had loaded, which now fails to import in their
+    # sessions, as in a new one: the answers say so, as refresh's does.
+    a, b, c = session(shop), session(shop), session(shop)
+    for client in (a, c):
+        assert client.tool("run_test_class", className="CartTest")["structuredContent"]["passed"] == 4
+    assert b.tool("delete_class", className="Cart")["structuredContent"]["committed"] == ["shop.models"]
+
+    added = a.tool("compile_method", className="CartTest", source="def test_more(self):\n    pass\n")
+    assert added["structuredContent"]["committed"] == ["shop.test_models"], added
+    failure = "ImportError: cannot import name 'Cart' from 'shop.models'"
+    assert added["structuredContent"]["importErrors"]["shop.test_models"].startswith(failure)
+    assert "\nimport error in shop.test_models: " + failure in tool_text(added)
+
+    nothing = c.tool("commit")["structuredContent"]
+    assert (nothing["committed"], nothing["broughtIn"]) == ([], ["shop.models", "shop.test_models"])
+    assert list(nothing["importErrors"]) == ["shop.test_models"]
+    assert nothing["importErrors"]["shop.test_models"].startswith(failure)
+    fresh = session(shop).tool("list_test_classes")["structuredContent"]["notLoaded"]
+    assert fresh == [f"image module shop.test_models failed to import: {nothing['importErrors']['shop.test_models']}"]

@@ -7,7 +7,7 @@ import pytest
 
 from gsmcpd.image import splice
 from gsmcpd.worker.toolsets.search import code_units
-from test_tools_support import Client, client, image, text, views  # noqa: F401  (fixtures)
+from test_tools_support import Client, client, image, text, views, without_dog  # noqa: F401  (fixtures)
 
 
 # -- session ---------------------------------------------------------------------
@@ -49,6 +49,23 @@ def test_a_commit_says_which_modules_others_commits_brought_in(image, views):
     ours = b.ok("commit")["structuredContent"]
     assert (ours["committed"], ours["broughtIn"]) == (["zoo.keeper"], ["zoo.animals"])
     assert a.ok("commit")["structuredContent"]["broughtIn"] == ["zoo.keeper"]
+
+
+
+def test_a_commit_names_the_loaded_modules_others_commits_leave_failing_to_import(image, views):
+    # Such a commit re-imports what the session loaded, as refresh does; a module that
+    # now fails to import is news the answer must carry, as refresh's does.
+    a, b = Client(views(image, "a")), views(image, "b", install=False)
+    assert a.view.module("zoo.keeper") is not None
+    without_dog(b)
+    nothing = a.ok("commit")
+    errors = nothing["structuredContent"]["importErrors"]
+    assert list(errors) == ["zoo.keeper"] and errors["zoo.keeper"].startswith(
+        "ImportError: cannot import name 'Dog' from 'zoo.animals'")
+    assert text(nothing).endswith("\nimport error in zoo.keeper: " + errors["zoo.keeper"])
+    # Said once: the next commit re-imports nothing, so it has nothing new to say.
+    again = a.ok("commit")
+    assert again["structuredContent"]["importErrors"] == {} and "import error" not in text(again)
 
 
 # -- listing ---------------------------------------------------------------------

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from test_tools_support import Client, client, image, text, views  # noqa: F401  (fixtures)
+from test_tools_support import Client, client, image, text, views, without_dog  # noqa: F401  (fixtures)
 
 
 def disk(image, rel="zoo/animals.py"):
@@ -755,6 +755,22 @@ def test_a_mutation_names_the_modules_others_commits_brought_in(image, views):
     added = a.ok("add_dictionary", dictionaryName="zoo.mine")
     assert added["structuredContent"]["broughtIn"] == ["zoo.extra", "zoo.keeper"]
     assert text(added).endswith("\nbrought in others' commits to zoo.extra, zoo.keeper")
+
+
+
+def test_a_mutation_names_the_loaded_modules_others_commits_leave_failing_to_import(image, views):
+    # The module just changed here is among them: its commit brought in the removal of
+    # a class it imports, so this session's re-import of it failed, as a new session's would.
+    a, b = Client(views(image, "a")), views(image, "b", install=False)
+    assert a.view.module("zoo.keeper") is not None
+    without_dog(b)
+    compiled = a.ok("compile_method", className="Keeper", source="def count(self):\n    return 0\n")
+    errors = compiled["structuredContent"]["importErrors"]
+    assert list(errors) == ["zoo.keeper"] and "cannot import name 'Dog'" in errors["zoo.keeper"]
+    assert text(compiled).endswith("\nbrought in others' commits to zoo.animals"
+                                   "\nimport error in zoo.keeper: " + errors["zoo.keeper"])
+    quiet = a.ok("set_class_comment", className="Animal", comment="Quiet.")
+    assert "importErrors" not in quiet["structuredContent"] and "import error" not in text(quiet)
 
 
 def test_read_only_session_has_no_mutation_tools(image, views):

@@ -117,6 +117,15 @@ def write_image(root: Path, files=None) -> Path:
     return root
 
 
+def without_dog(view):
+    """Commit, from another session's `view`, zoo.animals with its Dog class deleted
+    (zoo.keeper and zoo.test_zoo import it)."""
+    source = view.source("zoo.animals")
+    start, end = source.index("class Dog(Animal):"), source.index("def make_dog():")
+    view.set_source("zoo.animals", source[:start] + source[end:], live=False)
+    view.commit()
+
+
 @pytest.fixture
 def image(tmp_path):
     return write_image(tmp_path / "image")

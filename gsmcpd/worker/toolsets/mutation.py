@@ -21,7 +21,7 @@ from gsmcpd.image.view import KERNEL
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset, bool_prop, object_schema, string_prop
 from gsmcpd.worker.toolsets.browsing import CLASS_NAME, META, SELECTOR, filter_by_meta, live_kind
-from gsmcpd.worker.toolsets.session import brought_in_text, commit_view
+from gsmcpd.worker.toolsets.session import brought_in_text, commit_view, import_error_lines
 
 DICTIONARY = {"dictionaryName": string_prop("an image module, dotted name (e.g. shop.models)",
                                              min_length=1)}
@@ -139,12 +139,15 @@ class MutationToolset(Toolset):
         return ref, cls
 
     def _finish(self, message: str, structured: dict) -> dict:
-        committed, brought_in = commit_view(self.view)
+        committed, brought_in, broken = commit_view(self.view)
         structured = {**structured, "committed": committed, "version": self.view.version}
         text = f"{message}; committed (view version {self.view.version})"
         if brought_in:   # only then, as commit's answer does
             structured["broughtIn"] = brought_in
             text += "\n" + brought_in_text(brought_in)
+        if broken:       # what bringing them in broke here, added to what the change itself did
+            structured["importErrors"] = {**structured.get("importErrors", {}), **broken}
+            text += "\n" + "\n".join(import_error_lines(broken))
         return {"text": text, "structured": structured}
 
     def _reimport_importers(self, modules, itself: bool = False) -> tuple[str, dict]:

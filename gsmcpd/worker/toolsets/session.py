@@ -30,11 +30,13 @@ def _happened(error: CommitConflict, also: str = "") -> str:
     return f"{files} on disk since this session read the image (by another session's commit or an edit)"
 
 
-def commit_view(view) -> tuple[list[str], list[str]]:
-    """Commit: the modules committed and those others' commits brought in. A conflict or
+def commit_view(view) -> tuple[list[str], list[str], dict[str, str]]:
+    """Commit: the modules committed, those others' commits brought in, and the loaded
+    modules that re-importing them left failing to import (module -> error). A conflict or
     a failure to write (disk full, a read-only or unwritable image) is the tool error
     that says whether anything was written."""
     commits_before, base = view.commit_count, dict(view.base_hashes)
+    errors_before = dict(view.import_errors)
     try:
         committed = view.commit()
     except CommitConflict as error:
@@ -57,7 +59,15 @@ def commit_view(view) -> tuple[list[str], list[str]]:
     after = view.base_hashes
     brought_in = sorted({module_name_of(rel) for rel in set(base) | set(after)
                          if base.get(rel) != after.get(rel)} - set(committed))
-    return committed, brought_in
+    # The commit re-imports what they changed and what imports that: a loaded module
+    # their change breaks (a class it imports deleted) now fails here, unsaid otherwise.
+    broken = {name: error for name, error in sorted(view.import_errors.items())
+              if errors_before.get(name) != error}
+    return committed, brought_in, broken
+
+
+def import_error_lines(errors: dict[str, str]) -> list[str]:
+    return [f"import error in {module}: {error}" for module, error in sorted(errors.items())]
 
 
 def brought_in_text(brought_in: list[str]) -> str:
@@ -95,13 +105,14 @@ class SessionToolset(Toolset):
             "importErrors": report.import_errors}}
 
     def commit(self, arguments):
-        committed, brought_in = commit_view(self.view)
+        committed, brought_in, broken = commit_view(self.view)
         text = (f"Committed {', '.join(committed)}" if committed else "Nothing to commit; view refreshed")
         if brought_in:
             text += "; " + brought_in_text(brought_in)
-        return {"text": f"{text} (view version {self.view.version})",
+        lines = [f"{text} (view version {self.view.version})"] + import_error_lines(broken)
+        return {"text": "\n".join(lines),
                 "structured": {"committed": committed, "broughtIn": brought_in,
-                               "version": self.view.version}}
+                               "version": self.view.version, "importErrors": broken}}
 
     def refresh(self, arguments):
         report = self.view.refresh()
@@ -152,6 +163,4 @@ def _reload_lines(report) -> list[str]:
     lines = []
     if report.reloaded:
         lines.append("reloaded: " + ", ".join(report.reloaded))
-    for module, error in sorted(report.import_errors.items()):
-        lines.append(f"import error in {module}: {error}")
-    return lines
+    return lines + import_error_lines(report.import_errors)
