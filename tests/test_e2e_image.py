@@ -22,6 +22,7 @@ from gsmcpd.image.default import EXAMPLE_FILES
 from helpers import (Client, Daemon, commit_left_half_applied, nested_packages, pid_alive, too_long_tree, tool_text,
                      wait_until)
 from helpers import open_session as session
+from test_tools_browse import FORWARD
 from test_tools_support import write_image
 
 
@@ -77,6 +78,7 @@ def test_two_sessions_changing_one_module_conflict_and_nothing_is_lost(shop):
                     source="def size(self):\n    return len(self.lines)\n")
     assert error_kind(second) == "conflict"
     assert "shop/models.py" in tool_text(second) and "kept uncommitted" in tool_text(second)
+    assert tool_text(second).endswith(FORWARD)   # abort, then redo: a refresh keeps the conflict
 
     on_disk = (shop.image / "shop/models.py").read_text()
     assert "def shout(self):" in on_disk and "def size(self):" not in on_disk

@@ -22,6 +22,12 @@ def test_status_reports_identity_version_and_changes(client, image):
     assert structured["uncommittedChanges"] is True and structured["changedModules"] == ["zoo.keeper"]
 
 
+# What a conflict's answer says to do next.
+FORWARD = ("Use abort to take the committed version (discarding your changes), then make them "
+           "again on it; refresh only shows which modules both changed: it keeps yours on "
+           "their old base, so committing them still conflicts.")
+
+
 def test_commit_abort_refresh_and_conflict(image, views):
     a, b = Client(views(image, "a")), Client(views(image, "b", install=False))
     a.view.set_source("zoo.keeper", "x = 'a'\n", live=False)
@@ -29,6 +35,8 @@ def test_commit_abort_refresh_and_conflict(image, views):
     assert a.ok("commit")["structuredContent"]["committed"] == ["zoo.keeper"]
     message = b.error("commit", "conflict")
     assert "zoo/keeper.py" in message and "abort" in message and "refresh" in message
+    # The way forward, and no false one: a refresh leaves the conflict as it is.
+    assert message.endswith(FORWARD), message
     assert b.ok("refresh")["structuredContent"]["keptOurs"] == ["zoo.keeper"]
     assert b.ok("abort")["structuredContent"]["discarded"] == ["zoo.keeper"]
     assert b.view.source("zoo.keeper") == "x = 'a'\n"

@@ -12,9 +12,11 @@ from gsmcpd.worker.toolset import ToolError, Toolset, object_schema
 
 def conflict_error(error: CommitConflict, *, kept: str = "") -> ToolError:
     if not error.unreadable:
+        # Refresh is no way out: it keeps ours on the old base (View.refresh).
         return ToolError("conflict", f"commit failed: {_happened(error)}; nothing was written{kept}. "
-                         "Use abort to discard your changes and take the committed version, or "
-                         "refresh to see which modules both changed.")
+                         "Use abort to take the committed version (discarding your changes), then "
+                         "make them again on it; refresh only shows which modules both changed: "
+                         "it keeps yours on their old base, so committing them still conflicts.")
     changed = f" ({_happened(error, 'also ')})" if error.files else ""
     return ToolError("conflict", f"commit failed: {', '.join(error.unreadable)} cannot be read by "
                      f"this account (another account's module, in a package this commit removes or "
