@@ -140,6 +140,23 @@ def test_commit_names_what_another_sessions_commit_brought_in(daemon, c):
     assert run(c, "import other\nhasattr(other, 'Marker')") == "True"
 
 
+
+def test_an_abort_names_what_another_sessions_commit_brought_in(daemon, c):
+    # Its view steps onto the image as it is now, others' commits and all: which modules
+    # that changed under the session is said, as commit and refresh say it.
+    other = open_session(daemon)
+    try:
+        structured(other, "add_dictionary", dictionaryName="aborted_into")
+        structured(other, "compile_class_definition", dictionaryName="aborted_into",
+                   source="class Theirs:\n    pass\n")
+    finally:
+        other.close()
+    aborted = c.tool("abort")
+    assert aborted["structuredContent"]["broughtIn"] == ["aborted_into"], aborted
+    assert "\nbrought in others' commits to aborted_into" in tool_text(aborted)
+    assert run(c, "import aborted_into\naborted_into.Theirs.__name__") == "'Theirs'"
+
+
 def test_a_mutation_tool_names_what_another_sessions_commit_brought_in(daemon, c):
     other = open_session(daemon)
     try:

@@ -76,6 +76,23 @@ def test_a_commit_names_the_loaded_modules_others_commits_leave_failing_to_impor
     assert again["structuredContent"]["importErrors"] == {} and "import error" not in text(again)
 
 
+
+def test_an_abort_names_the_modules_others_commits_brought_in_as_refresh_does(image, views):
+    a, b = Client(views(image, "a")), views(image, "b", install=False)
+    a.view.set_source("zoo.keeper", "x = 'a'\n", live=False)
+    b.set_source("zoo.animals", b.source("zoo.animals") + "THEIRS = 1\n", live=False)
+    b.set_source("zoo.keeper", "x = 'b'\n", live=False)
+    b.commit()
+    aborted = a.ok("abort")
+    # zoo.keeper: ours discarded, theirs taken; zoo.animals: theirs, ours untouched.
+    assert (aborted["structuredContent"]["discarded"], aborted["structuredContent"]["broughtIn"]) == (
+        ["zoo.keeper"], ["zoo.animals", "zoo.keeper"])
+    assert text(aborted).startswith("Aborted: discarded changes to zoo.keeper\nview version 1\n"
+                                    "brought in others' commits to zoo.animals, zoo.keeper")
+    quiet = a.ok("abort")
+    assert quiet["structuredContent"]["broughtIn"] == [] and "brought in" not in text(quiet)
+
+
 # -- listing ---------------------------------------------------------------------
 
 def test_list_dictionaries_in_lookup_order_then_builtins(client):

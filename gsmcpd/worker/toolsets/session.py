@@ -58,14 +58,19 @@ def commit_view(view) -> tuple[list[str], list[str], dict[str, str]]:
     # A commit also brings in others' commits (the view re-reads the image): every tool
     # that commits says which, as refresh does, so a module never changes under the
     # session unsaid.
-    after = view.base_hashes
-    brought_in = sorted({module_name_of(rel) for rel in set(base) | set(after)
-                         if base.get(rel) != after.get(rel)} - set(committed))
+    brought_in = sorted(set(moved_bases(base, view)) - set(committed))
     # The commit re-imports what they changed and what imports that: a loaded module
     # their change breaks (a class it imports deleted) now fails here, unsaid otherwise.
     broken = {name: error for name, error in sorted(view.import_errors.items())
               if errors_before.get(name) != error}
     return committed, brought_in, broken
+
+
+def moved_bases(base: dict[str, str], view) -> list[str]:
+    """The modules whose committed text the view stands on is no longer what it was in
+    `base` (the view's base hashes before): others' commits it brought in, and its own."""
+    after = view.base_hashes
+    return sorted({module_name_of(rel) for rel in set(base) | set(after) if base.get(rel) != after.get(rel)})
 
 
 def import_error_lines(errors: dict[str, str]) -> list[str]:
@@ -96,15 +101,20 @@ class SessionToolset(Toolset):
                           "uncommitted changes.", empty, self.status))
 
     def abort(self, arguments):
-        discarded = self.view.changed_modules()
+        discarded, base = self.view.changed_modules(), dict(self.view.base_hashes)
         report = self.view.abort()
+        # Abort takes the image as it is now: others' commits change modules under the
+        # session as a refresh's do, and are named as refresh names them.
+        brought_in = moved_bases(base, self.view)
         lines = ["Aborted: " + (f"discarded changes to {', '.join(discarded)}" if discarded
                                 else "no uncommitted changes"),
                  f"view version {self.view.version}"]
+        if brought_in:
+            lines.append(brought_in_text(brought_in))
         lines += _reload_lines(report)
         return {"text": "\n".join(lines), "structured": {
-            "discarded": discarded, "version": self.view.version, "reloaded": report.reloaded,
-            "importErrors": report.import_errors}}
+            "discarded": discarded, "broughtIn": brought_in, "version": self.view.version,
+            "reloaded": report.reloaded, "importErrors": report.import_errors}}
 
     def commit(self, arguments):
         committed, brought_in, broken = commit_view(self.view)
