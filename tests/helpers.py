@@ -18,6 +18,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PROTOCOL = "2025-11-25"
+# The environment of a daemon a test stops with a call still running that no assertion
+# waits on to finish: the stop's call grace (GS_MCP_BREAK_GRACE, default 2 s) would pass idle.
+QUICK_STOP = {"GS_MCP_BREAK_GRACE": "0.2"}
 
 
 def free_port():

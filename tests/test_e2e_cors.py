@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from helpers import Client, Daemon, body_of, raw_exchange, recv_all, wait_until
+from helpers import QUICK_STOP, Client, Daemon, body_of, raw_exchange, recv_all, wait_until
 from test_e2e_auth import AuthClient, start_auth_daemon
 from test_e2e_lifetime import Exchange
 
@@ -208,7 +208,7 @@ def test_under_auth_a_preflight_needs_no_token_and_the_challenge_is_readable(tmp
 def test_the_shutdown_503_names_a_listed_origin_so_its_page_can_read_retry_after(tmp_path):
     # A request waiting behind a running call when SIGTERM comes is answered 503 by the
     # app before any gate: a listed page must still be able to read it.
-    d = Daemon(tmp_path, env={"GS_MCP_ALLOWED_ORIGINS": INSPECTOR, "GS_MCP_SPARE_WORKERS": "1"}).start()
+    d = Daemon(tmp_path, env={"GS_MCP_ALLOWED_ORIGINS": INSPECTOR, "GS_MCP_SPARE_WORKERS": "1", **QUICK_STOP}).start()
     try:
         c = Client(d.port)
         c.initialize()

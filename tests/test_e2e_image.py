@@ -19,7 +19,8 @@ import time
 import pytest
 
 from gsmcpd.image.default import EXAMPLE_FILES
-from helpers import (Client, Daemon, commit_left_half_applied, nested_packages, pid_alive, too_long_tree, tool_text,
+from helpers import (QUICK_STOP, Client, Daemon, commit_left_half_applied, nested_packages, pid_alive, too_long_tree,
+                     tool_text,
                      wait_until)
 from helpers import open_session as session
 from test_tools_browse import FORWARD
@@ -442,13 +443,13 @@ def test_a_break_during_a_commit_says_whether_the_commit_stands(tmp_path, step):
 
 @pytest.mark.parametrize("step", ["_write_intent", "_apply"])
 def test_a_stop_during_a_commit_leaves_the_image_files_whole(tmp_path, step):
-    # A call still in flight when the stop's grace ends (GS_MCP_BREAK_GRACE, 2 s here) is
+    # A call still in flight when the stop's grace ends (GS_MCP_BREAK_GRACE, 0.2 s here) is
     # ended by killing its worker, here mid-commit: before its commit point (temps
     # written) or past it (renames pending). The files were left so (half the commit
     # renamed, temps about) until the next start; a stopped server's image is what git,
     # editors and backups read. A commit that finishes within the grace: test_e2e_shutdown.py.
     image = write_image(tmp_path / "image", {"pets.py": "SOUND = 'woof'\n"})
-    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image), **QUICK_STOP}) as daemon:
         a = session(daemon)
         pid = a.tool("status")["structuredContent"]["pid"]
         a.tool("execute_code", code=SLOW_COMMIT_STEP % {"step": step})
@@ -461,7 +462,7 @@ def test_a_stop_during_a_commit_leaves_the_image_files_whole(tmp_path, step):
         assert daemon.stop() == 0
         caller.join(15)
     assert answers[0]["error"]["message"] == (
-        "session ended: server shutting down (its call in flight still ran after the 2s grace, GS_MCP_BREAK_GRACE)")
+        "session ended: server shutting down (its call in flight still ran after the 0.2s grace, GS_MCP_BREAK_GRACE)")
     assert not intent.exists() and not temp.exists()
     if step == "_write_intent":   # not decided: nothing of it
         assert (image / "pets.py").read_text() == "SOUND = 'woof'\n" and journal(image) == []

@@ -17,8 +17,8 @@ import pytest
 from gsmcpd.config import control_socket_path
 from gsmcpd.router import control
 
-from helpers import (PROTOCOL, REPO, Client, Daemon, bodies_of, body_of, free_port, pid_alive, raw_exchange, recv_all,
-                     rss_kib, rss_settles_under, runs_until, status_of, tool_text, wait_for_port, wait_until,
+from helpers import (PROTOCOL, QUICK_STOP, REPO, Client, Daemon, bodies_of, body_of, free_port, pid_alive, raw_exchange,
+                     recv_all, rss_kib, rss_settles_under, runs_until, status_of, tool_text, wait_for_port, wait_until,
                      worker_pids)
 from test_e2e_lifetime import Exchange, worker_pid
 
@@ -562,7 +562,7 @@ def test_a_client_gone_mid_body_leaves_none_of_it_behind(tmp_path):
 
 def test_a_reply_stream_dropped_while_its_call_runs_on_frees_its_backlog(tmp_path):
     # The call still in flight holds its connection, to answer on; not what it never sent.
-    with Daemon(tmp_path, env=FLOOD_ENV) as d:
+    with Daemon(tmp_path, env={**FLOOD_ENV, **QUICK_STOP}) as d:
         clients, before, socks = _flooded_sessions(d, FLOOD + "import time\ntime.sleep(600)")
         rss_settles_under(d, before, 16 * 1024)
         assert clients[0].call("ping").status == 200     # the sessions, calls and all, go on
@@ -575,7 +575,7 @@ def test_a_stream_closed_while_its_call_runs_on_lets_go_of_what_was_pipelined_be
     # a closed connection will never answer. (Fixed mmap threshold: see above.)
     pipelined = 240_000           # under PIPELINE_BUFFER: read in full while the call runs
     with Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution", "GS_MCP_TRACE": "1",
-                               "MALLOC_MMAP_THRESHOLD_": "131072"}) as d:
+                               "MALLOC_MMAP_THRESHOLD_": "131072", **QUICK_STOP}) as d:
         clients = [Client(d.port) for _ in range(2)]
         for c in clients:
             c.initialize()
@@ -639,7 +639,7 @@ def test_a_client_that_expects_100_continue_gets_it_before_sending_its_body(clie
 
 
 def test_during_shutdown_a_waiting_request_gets_503_not_a_session(tmp_path):
-    d = Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution"}).start()
+    d = Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution", **QUICK_STOP}).start()
     c = Client(d.port)
     c.initialize()
     slow = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
