@@ -254,7 +254,7 @@ def test_a_request_after_a_probe_is_not_forgotten_when_a_stall_is_forgiven(tmp_p
     # suspend, here SIGSTOP) past three maintenance intervals: the stall is forgiven,
     # and the probe, though never answered, must not release a client that spoke since.
     env = {"GS_MCP_IDLE_TIMEOUT": "none", "GS_MCP_PROBE_AFTER": "0.5", "GS_MCP_PING_TIMEOUT": "1.5",
-           "GS_MCP_MAINTENANCE_INTERVAL": "1", "GS_MCP_SPARE_WORKERS": "1"}
+           "GS_MCP_MAINTENANCE_INTERVAL": "0.5", "GS_MCP_SPARE_WORKERS": "1"}
     with Daemon(tmp_path, env=env) as d:
         c = Client(d.port)
         c.initialize()
@@ -264,7 +264,7 @@ def test_a_request_after_a_probe_is_not_forgotten_when_a_stall_is_forgiven(tmp_p
         assert c.call("ping").status == 200                  # but the client speaks
         os.kill(d.proc.pid, signal.SIGSTOP)
         try:
-            time.sleep(3.5)
+            time.sleep(2.0)   # past the probe's timeout and three intervals (1.5 s each)
         finally:
             os.kill(d.proc.pid, signal.SIGCONT)
         assert wait_until(lambda: "idle clocks forgiven" in d.log_text())
