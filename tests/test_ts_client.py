@@ -20,8 +20,9 @@ from helpers import Daemon
 SDK_PACKAGE = "@modelcontextprotocol/sdk"
 SDK_DIR = CACHE / "node_modules" / SDK_PACKAGE
 SCRIPT = HERE / "ts_client.mjs"
-PROBE_AFTER = 1          # the daemon pings an idle session with a stream after this
-IDLE_MS = 2500           # ...and the conversation idles this long to be pinged
+PROBE_AFTER = 0.5        # the daemon pings an idle session with a stream after this,
+PASS_EVERY = 0.25        # ...at its next maintenance pass,
+IDLE_MS = 1750           # ...and the conversation idles this long to be pinged (1 s to spare)
 
 
 def sdk_problem():
@@ -41,7 +42,7 @@ def conversation(tmp_path_factory):
         pytest.fail(problem, pytrace=False)
     daemon = Daemon(tmp_path_factory.mktemp("ts-client"),
                     env={"GS_MCP_PROBE_AFTER": str(PROBE_AFTER),
-                         "GS_MCP_MAINTENANCE_INTERVAL": "0.5"}).start()
+                         "GS_MCP_MAINTENANCE_INTERVAL": str(PASS_EVERY)}).start()
     try:
         proc = subprocess.run([str(NODE), str(SCRIPT), str(SDK_DIR), daemon.url],
                               capture_output=True, text=True, timeout=60,
