@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from helpers import Client, Daemon, pid_alive, wait_until
+from helpers import QUICK_STOP, Client, Daemon, pid_alive, wait_until
 from helpers import open_session as session
 from test_e2e_image import journal
 from test_e2e_lifetime import Exchange
@@ -90,7 +90,7 @@ def test_a_commit_in_flight_at_a_stop_is_answered_with_its_success_and_stands(tm
 def test_a_call_outrunning_the_grace_is_ended_and_the_daemon_exits_within_the_stop_timeout(tmp_path):
     started = tmp_path / "started"
     answers = {}
-    with Daemon(tmp_path, env={"GS_MCP_BREAK_GRACE": "1"}) as daemon:
+    with Daemon(tmp_path, env=QUICK_STOP) as daemon:
         a = session(daemon)
         pid = a.tool("status")["structuredContent"]["pid"]
         running = in_thread(answers, "run", lambda: a.call(
@@ -101,9 +101,9 @@ def test_a_call_outrunning_the_grace_is_ended_and_the_daemon_exits_within_the_st
         # `gsmcpd stop` (stop-server.sh) sends SIGKILL after 10 s: the stop ends well before.
         assert daemon.proc.wait(10) == 0
     assert answers["run"]["error"] == {"code": -32003, "message": (
-        "session ended: server shutting down (its call in flight still ran after the 1s grace, GS_MCP_BREAK_GRACE)")}
+        "session ended: server shutting down (its call in flight still ran after the 0.2s grace, GS_MCP_BREAK_GRACE)")}
     assert not pid_alive(pid)
-    assert "1 call(s) in flight get up to 1s to finish" in daemon.log_text()
+    assert "1 call(s) in flight get up to 0.2s to finish" in daemon.log_text()
 
 
 def test_a_second_sigterm_during_the_grace_stops_at_once(tmp_path):
