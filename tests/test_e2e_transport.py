@@ -220,22 +220,24 @@ def test_two_requests_on_one_session_are_answered_in_order(daemon, client, tmp_p
     # connection while the first runs, must run after it, never beside it.
     client.tool("execute_code", code="ran = []")
     results = {}
-    started = tmp_path / "started"
-
-    def slow():
-        results["slow"] = client.tool("execute_code",
-                                      code="import time\nran.append('slow-start')\nopen(%r, 'w').close()\n"
-                                           "time.sleep(1)\nran.append('slow-end')\n'slow'" % str(started))
-
-    t = threading.Thread(target=slow)
-    t.start()
-    assert wait_until(started.exists, timeout=30)   # it runs: the second is sent behind it
+    started, release = tmp_path / "started", tmp_path / "release"
+    # The first runs until the test lets it go, once the second waits behind it.
+    slow = "ran.append('slow-start')\n" + runs_until(started, release) + "\nran.append('slow-end')\n'slow'"
     second = Client(daemon.port)
     second.session = client.session
-    fast = second.tool("execute_code", code="ran.append('fast')\nlist(ran)")
-    t.join()
+    calls = [threading.Thread(target=lambda: results.update(slow=client.tool("execute_code", code=slow))),
+             threading.Thread(target=lambda: results.update(
+                 fast=second.tool("execute_code", code="ran.append('fast')\nlist(ran)")))]
+    calls[0].start()
+    assert wait_until(started.exists, timeout=30)   # it runs: the second is sent behind it
+    calls[1].start()
+    assert wait_until(lambda: [row["queued"] for row in daemon.status().get("sessions", ())
+                               if row["id"] == client.session] == [1], timeout=30)
+    release.touch()
+    for call in calls:
+        call.join(30)
     assert "'slow'" in tool_text(results["slow"])
-    assert "['slow-start', 'slow-end', 'fast']" in tool_text(fast)
+    assert "['slow-start', 'slow-end', 'fast']" in tool_text(results["fast"])
 
 
 def answered_while_a_call_runs(a, tmp_path, request):
