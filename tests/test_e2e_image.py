@@ -20,8 +20,7 @@ import pytest
 
 from gsmcpd.image.default import EXAMPLE_FILES
 from helpers import (QUICK_STOP, Client, Daemon, commit_left_half_applied, nested_packages, pid_alive, too_long_tree,
-                     tool_text,
-                     wait_until)
+                     tool_text, wait_until)
 from helpers import open_session as session
 from test_tools_browse import FORWARD
 from test_tools_support import write_image
