@@ -544,3 +544,35 @@ def test_a_package_one_account_makes_unlistable_neither_stops_the_others_session
             assert "unlisted" not in ann.tool("status")["structuredContent"]   # ann lists it
     finally:
         shutil.rmtree(image / name, ignore_errors=True)
+
+
+def test_a_module_its_owner_keeps_unwritable_to_others_is_refused_to_their_commit_and_a_new_one_is_shared(
+        env, accounts, image):
+    # The commit's rename needs only the group-writable directory: ben replaced ann's
+    # 0644 module (and became its owner), whatever its permissions said.
+    daemon, idp = env
+    (first, _), _ = accounts
+    name = "own%s" % secrets.token_hex(3)
+    try:
+        ann = session_for(daemon, idp, "ann")
+        assert not ann.tool("add_dictionary", dictionaryName=name + ".kept").get("isError")
+        assert not ann.tool("add_dictionary", dictionaryName=name + ".shared").get("isError")
+        kept = image / name / "kept.py"
+        assert stat.S_IMODE(kept.stat().st_mode) == 0o664      # a new module, as shared as its directory
+        text, failed = run(ann, "import os; os.chmod(%r, 0o644)" % str(kept))
+        assert not failed, text
+        ben = session_for(daemon, idp, "ben")
+        refused = ben.tool("compile_class_definition", dictionaryName=name + ".kept", source="class Bens:\n    pass\n")
+        assert refused["structuredContent"]["error"]["kind"] == "refused", refused
+        assert "".join(item["text"] for item in refused["content"]) == (
+            "commit refused: %s/kept.py may not be changed by this account (its file is not writable by it: "
+            "owner %s, mode 0644), so nothing was written; its owner must make it writable to you "
+            "(group-writable in a shared image); your changes are kept uncommitted (%s.kept)"
+            % (name, first.pw_name, name))
+        assert "Bens" not in kept.read_text() and kept.stat().st_uid == first.pw_uid
+        assert not ben.tool("abort").get("isError")
+        result = ben.tool("compile_class_definition", dictionaryName=name + ".shared", source="class Bens:\n    pass\n")
+        assert not result.get("isError"), result
+        assert "class Bens" in (image / name / "shared.py").read_text()
+    finally:
+        shutil.rmtree(image / name, ignore_errors=True)

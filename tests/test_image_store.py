@@ -784,3 +784,106 @@ def test_files_and_packages_whose_path_passes_path_max_are_left_out_and_named(de
     assert f"{deepest}/leaf.py" in snapshot.files and "a.py" in snapshot.files
     assert snapshot.too_long == sorted([long_module, package_past])
     assert not any(rel.startswith(package_past) for rel in snapshot.files)
+
+
+def _as_account(uid, gid, work):
+    """`work()` run in a child switched to uid/gid (as a per-user worker is): what it
+    returned, or the repr of what it raised."""
+    import pickle
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read)
+            os.setgroups([])
+            os.setresgid(gid, gid, gid)
+            os.setresuid(uid, uid, uid)
+            try:
+                outcome = ("returned", work())
+            except BaseException as error:
+                outcome = ("raised", "%s: %s" % (type(error).__name__, error))
+            os.write(write, pickle.dumps(outcome))
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as reading:
+        data = reading.read()
+    os.waitpid(pid, 0)
+    return pickle.loads(data)
+
+
+@pytest.fixture
+def shared_tmp():
+    """A directory other accounts may reach (pytest's tmp_path lies in a 0700 one)."""
+    import shutil
+    import tempfile
+    top = Path(tempfile.mkdtemp(prefix="gsmcpd-shared-", dir="/tmp"))
+    os.chmod(top, 0o755)
+    yield top
+    shutil.rmtree(top, ignore_errors=True)
+
+
+def _shared_image(top, files):
+    """An image group-writable (setgid) for OTHER_UID's group, as per-user workers share one."""
+    store = make_image(top / "image", files)
+    for path in [store.image_dir, *store.image_dir.rglob("*")]:
+        os.chown(path, 0, OTHER_UID)
+        os.chmod(path, 0o2775 if path.is_dir() else 0o664)
+    return store
+
+
+@needs_root
+@pytest.mark.parametrize("change", [b"a = 2\n", None])
+def test_a_commit_to_a_module_file_the_account_may_not_write_is_refused_and_writes_nothing(shared_tmp, change):
+    # The rename needs only the (group-writable) directory: another account's 0644
+    # module was replaced, or removed, whatever its own permissions said.
+    store = _shared_image(shared_tmp, {"a.py": "a = 1\n", "b.py": "b = 1\n"})
+    os.chmod(store.image_dir / "a.py", 0o644)           # root's, not group-writable
+    outcome = _as_account(OTHER_UID + 1, OTHER_UID, lambda: store.commit(
+        {"a.py": change, "b.py": b"b = 2\n"}, {"a.py": sha256(b"a = 1\n"), "b.py": sha256(b"b = 1\n")},
+        user="ben", session_id="s"))
+    assert outcome == ("raised", "UnwritableModule: [Errno 13] a.py may not be changed by this account "
+                       "(its file is not writable by it: owner root, mode 0644), so nothing was written; "
+                       "its owner must make it writable to you (group-writable in a shared image)")
+    assert (store.image_dir / "a.py").read_text() == "a = 1\n" and (store.image_dir / "b.py").read_text() == "b = 1\n"
+    assert store.journal() == [] and not list(store.image_dir.rglob(".*.tmp-*"))
+    assert os.stat(store.image_dir / "a.py").st_uid == 0
+
+
+@needs_root
+def test_in_a_sticky_directory_a_commit_to_another_accounts_module_is_refused_before_the_commit_point(shared_tmp):
+    # There the rename over it fails (EPERM) past the commit point: a commit recorded
+    # that could never be finished.
+    store = _shared_image(shared_tmp, {"pkg/__init__.py": "", "pkg/a.py": "a = 1\n"})
+    os.chmod(store.image_dir / "pkg", 0o3777)
+    outcome = _as_account(OTHER_UID + 1, OTHER_UID, lambda: store.commit(
+        {"pkg/a.py": b"a = 2\n"}, {"pkg/a.py": sha256(b"a = 1\n")}, user="ben", session_id="s"))
+    assert outcome[0] == "raised" and "pkg/a.py may not be changed by this account (its directory is " \
+        "sticky and the file another account's: owner root, mode 0664)" in outcome[1], outcome
+    assert store.journal() == [] and not (store.state_dir / "commit.intent").exists()
+
+
+@needs_root
+def test_a_group_writable_module_of_another_account_is_committed_and_a_new_one_is_left_group_writable(shared_tmp):
+    store = _shared_image(shared_tmp, {"a.py": "a = 1\n"})
+    old_umask = os.umask(0o077)                    # the unit's, inherited by every worker
+    try:
+        outcome = _as_account(OTHER_UID + 1, OTHER_UID, lambda: store.commit(
+            {"a.py": b"a = 2\n", "pkg/__init__.py": b"", "pkg/new.py": b"n = 1\n", "top.py": b"t = 1\n"},
+            {"a.py": sha256(b"a = 1\n")}, user="ben", session_id="s"))
+    finally:
+        os.umask(old_umask)
+    assert outcome == ("returned", 1)
+    assert (store.image_dir / "a.py").read_text() == "a = 2\n"
+    for new in ("pkg/__init__.py", "pkg/new.py", "top.py"):   # another account may commit to them
+        assert stat.S_IMODE((store.image_dir / new).stat().st_mode) == 0o664, new
+    outcome = _as_account(OTHER_UID + 2, OTHER_UID, lambda: store.commit(
+        {"pkg/new.py": b"n = 2\n"}, {"pkg/new.py": sha256(b"n = 1\n")}, user="cat", session_id="s"))
+    assert outcome == ("returned", 2)
+
+
+def test_a_new_module_takes_its_directorys_read_and_write_bits(tmp_path):
+    store = make_image(tmp_path / "image", {"a.py": "a = 1\n"})
+    os.chmod(store.image_dir, 0o700)               # a private image
+    _committed(store, {"new.py": b"n = 1\n"})
+    assert stat.S_IMODE((store.image_dir / "new.py").stat().st_mode) == 0o600

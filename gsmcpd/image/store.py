@@ -26,6 +26,7 @@ import hashlib
 import json
 import os
 import posixpath
+import pwd
 import stat
 import re
 import secrets
@@ -220,6 +221,19 @@ class UnlistedDirectory(OSError):
                                        "it and a commit must not write or remove there; nothing was "
                                        "written; its owner must make it readable (or move it away)")
         self.directory = directory
+
+
+class UnwritableModule(OSError):
+    """A commit would change or remove a module whose file this account may not write
+    (another account's, not group-writable; or, in a sticky directory, not its own): the
+    rename that replaces it needs only the directory's write permission, so the file's
+    own would not have been honoured. Nothing was written."""
+
+    def __init__(self, rel: str, owner: str, mode: int, why: str):
+        super().__init__(errno.EACCES, f"{rel} may not be changed by this account ({why}: owner "
+                                       f"{owner}, mode {mode:04o}), so nothing was written; its "
+                                       "owner must make it writable to you (group-writable in a "
+                                       "shared image)")
 
 
 class ImageStore:
@@ -516,6 +530,7 @@ class ImageStore:
                 if base_hashes.get(rel) is None:   # nor made where its other form may be
                     self._refuse_unlisted(other_form(rel), dirs)
                 self._check(rel, dirs)
+                self._refuse_unwritable(rel, dirs)
                 if changes[rel] is not None:
                     self._refuse_unreplaceable(rel, dirs)
             conflicts, unreadable = self._conflicts(changes, base_hashes, dirs)
@@ -785,6 +800,28 @@ class ImageStore:
         if stat.S_ISDIR(mode):
             raise DirectoryInTheWay(rel)
 
+    def _refuse_unwritable(self, rel: str, dirs: ImageDirs) -> None:
+        """UnwritableModule if `rel` is a file in its (held) directory that this account
+        could not write, or (sticky directory) not rename over: with per-user workers the
+        file's permissions are the owner's word on who may change it."""
+        held = dirs.held(_dir_of(rel))
+        if held is None:
+            return   # its directory is made by this commit: nothing in it yet
+        name = posixpath.basename(rel)
+        try:
+            info = os.stat(name, dir_fd=held, follow_symlinks=False)
+        except FileNotFoundError:
+            return
+        if not stat.S_ISREG(info.st_mode) or os.geteuid() == 0:
+            return   # a link or directory is refused (or removed) as such; root may write all
+        if not os.access(name, os.W_OK, dir_fd=held, effective_ids=True):
+            why = "its file is not writable by it"
+        elif os.fstat(held).st_mode & stat.S_ISVTX and os.geteuid() not in (info.st_uid, os.fstat(held).st_uid):
+            why = "its directory is sticky and the file another account's"   # the rename would fail: EPERM
+        else:
+            return
+        raise UnwritableModule(rel, _owner_name(info.st_uid), stat.S_IMODE(info.st_mode), why)
+
     def _check_unmoved(self, rel: str, dirs: ImageDirs) -> None:
         """Refuse the commit if `rel`'s held directory is no longer the one its path
         reaches (swapped for a link, or moved, by another account since it was opened)."""
@@ -828,7 +865,9 @@ class ImageStore:
         try:
             mode = stat.S_IMODE(os.stat(name, dir_fd=fd).st_mode)
         except FileNotFoundError:
-            mode = 0o644
+            # A new module: its directory's read and write bits, whatever the umask, so a
+            # shared (group-writable) image's other accounts may commit to it too.
+            mode = stat.S_IMODE(os.fstat(fd).st_mode) & 0o666
         try:
             out = _create_own(temp, dir_fd=fd)
         except OSError as error:   # named in the image: the bare name says not where
@@ -926,6 +965,13 @@ def _file_bytes(path: str, follow: bool = True, dir_fd: int | None = None) -> by
         raise FileNotFoundError(errno.ENOENT, "not a regular file", path)
     with open(fd, "rb", buffering=0) as file:
         return file.readall()
+
+
+def _owner_name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
 
 
 def _dir_of(rel: str) -> str:

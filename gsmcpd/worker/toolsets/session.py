@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from gsmcpd.image.store import (CommitConflict, DirectoryInTheWay, LinkedModule, UnlistedDirectory,
-                                module_name_of)
+                                UnwritableModule, module_name_of)
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import ToolError, Toolset, object_schema
 
@@ -44,7 +44,7 @@ def commit_view(view) -> tuple[list[str], list[str], dict[str, str]]:
     except CommitConflict as error:
         raise conflict_error(error, kept=" and your changes are kept uncommitted "
                              f"({', '.join(view.changed_modules())})") from None
-    except (LinkedModule, DirectoryInTheWay, UnlistedDirectory) as error:   # no commit may write there
+    except (LinkedModule, DirectoryInTheWay, UnlistedDirectory, UnwritableModule) as error:   # no commit may write there
         raise ToolError("refused", f"commit refused: {error.strerror}; your changes are kept "
                         f"uncommitted ({', '.join(view.changed_modules())})") from None
     except OSError as error:
