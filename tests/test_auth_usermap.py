@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gsmcpd.auth.usermap import (NOT_MAPPED, SYSTEM_ACCOUNT, AccountRefused, AccountResolver, UserMapError,
-                                 lines_never_served, load_user_map, login_uid_min, never_served_warnings,
+                                 lines_never_served, load_user_map, login_uid_min, mapping_changed, never_served_warnings,
                                  parse_user_map, read_user_map_setting)
 
 
@@ -113,6 +113,15 @@ def test_the_log_says_why_a_user_gets_no_account_the_client_only_that_it_has_non
     with pytest.raises(AccountRefused) as refused:
         resolver.resolve(user)
     assert (refused.value.reason, str(refused.value)) == (NOT_MAPPED, logged)
+
+
+def test_a_reloaded_map_says_which_sessions_may_serve_no_longer_and_why():
+    # Read once at start, a map could not take a user's access away without a restart
+    # ending everyone's sessions; each session's worker runs as the account it opened with.
+    reloaded = AccountResolver({"alice": "nobody", "bob": "daemon"})
+    assert mapping_changed(reloaded, "alice", "nobody") is None
+    assert mapping_changed(reloaded, "bob", "nobody") == "user 'bob' now maps to account 'daemon'"
+    assert mapping_changed(reloaded, "carol", "nobody") == "user 'carol' has no local account mapping"
 
 
 def test_resolve_without_map_uses_the_claim_as_account():

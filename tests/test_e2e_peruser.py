@@ -576,3 +576,56 @@ def test_a_module_its_owner_keeps_unwritable_to_others_is_refused_to_their_commi
         assert "class Bens" in (image / name / "shared.py").read_text()
     finally:
         shutil.rmtree(image / name, ignore_errors=True)
+
+
+def test_sighup_reloads_the_user_map_ending_only_the_sessions_whose_mapping_changed(tmp_path, accounts, image):
+    # The map was read once at start: a user taken out of it kept opening sessions, as
+    # their old account, until a restart ended every user's sessions.
+    import signal
+    import threading
+
+    (first, second), _ = accounts
+    user_map = tmp_path / "users.map"
+    user_map.write_text("ann %s\nben %s\n" % (first.pw_name, second.pw_name))
+    daemon, idp = peruser_daemon(tmp_path, image, user_map)
+
+    def reload(text, said):
+        user_map.write_text(text)
+        daemon.proc.send_signal(signal.SIGHUP)
+        assert wait_until(lambda: said in daemon.log_text()), daemon.log_text()
+
+    def uid_of(client):
+        text, failed = run(client, "import os; os.getuid()")
+        assert not failed, text
+        return int(text.strip().splitlines()[-1])
+
+    with daemon:
+        ann, ben = session_for(daemon, idp, "ann"), session_for(daemon, idp, "ben")
+        busy, answered = session_for(daemon, idp, "ben"), []
+        calling = threading.Thread(target=lambda: answered.append(busy.call("tools/call", {
+            "name": "execute_code", "arguments": {"code": "import time\nwhile True: time.sleep(0.05)"}})))
+        calling.start()
+        assert wait_until(lambda: any(row["in_flight"] for row in daemon.status().get("sessions", [])))
+        reload("ann %s\ncat %s\n" % (first.pw_name, second.pw_name),
+               "SIGHUP: MCP_USER_MAP %s reloaded: 2 user(s) mapped" % user_map)
+        calling.join(30)
+        assert answered[0].json()["error"] == {"code": -32003, "message": "session ended: SIGHUP: its user's "
+                                               "account mapping changed (MCP_USER_MAP reloaded)"}
+        assert ("session %s, whose worker runs as account %r: user 'ben' has no local account mapping; ending it"
+                % (ben.session[:8], second.pw_name)) in daemon.log_text()
+        assert ben.call("ping").status == 403                  # its token's user is no one's now
+        resp = Client(daemon.port).post(INIT, headers={"Authorization": "Bearer " + idp.mint(sub="ben")})
+        assert resp.status == 403 and "not mapped to a local account" in resp.json()["error"]["message"]
+        assert uid_of(session_for(daemon, idp, "cat")) == second.pw_uid
+        assert uid_of(ann) == first.pw_uid                     # untouched by it
+        # Moved to another account: the session's worker would go on as the old one.
+        reload("ann %s\n" % second.pw_name, "SIGHUP: MCP_USER_MAP %s reloaded: 1 user(s) mapped" % user_map)
+        assert ann.call("ping").status == 404
+        assert uid_of(session_for(daemon, idp, "ann")) == second.pw_uid
+        # A map that cannot be read then leaves the one in use.
+        user_map.write_text("ann\n")
+        daemon.proc.send_signal(signal.SIGHUP)
+        said = ("SIGHUP: user_map: MCP_USER_MAP %s:1: expected 'claim-value account', got 1 fields; "
+                "still using the map loaded before" % user_map)
+        assert wait_until(lambda: said in daemon.log_text()), daemon.log_text()
+        assert uid_of(session_for(daemon, idp, "ann")) == second.pw_uid

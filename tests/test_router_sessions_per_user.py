@@ -4,6 +4,7 @@ test_e2e_per_user_limit.py)."""
 
 import types
 
+from gsmcpd.router.app import Principal
 from gsmcpd.router.sessions import SessionManager
 from test_router_sessions_poll import FakeConn, FakeRouter, FakeWorker
 
@@ -11,7 +12,7 @@ INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize"}
 
 
 def user(name):
-    return types.SimpleNamespace(user=name, read_only=False)
+    return Principal(name, False)
 
 
 def test_a_users_sessions_are_counted_from_initialize_to_their_end():

@@ -6,6 +6,7 @@ connection asking for it, are tested in test_router_loop.py, end to end in test_
 import types
 
 from gsmcpd.config import Config
+from gsmcpd.router.app import Principal
 from gsmcpd.router.sessions import CHURN_QUIET, SessionManager
 from gsmcpd.wire import frames
 
@@ -84,7 +85,7 @@ class FakeRouter:
         return lambda *args: None
 
 
-PRINCIPAL = types.SimpleNamespace(user="alice", read_only=False)
+PRINCIPAL = Principal("alice", False)
 
 
 def manager_for(cpus=2):

@@ -148,6 +148,16 @@ class AccountResolver:
         return entry.pw_name
 
 
+def mapping_changed(resolver: AccountResolver, user: str, account: str | None) -> str | None:
+    """Why a session of `user` whose worker runs as `account` may serve no longer under
+    `resolver` (a map read again): unmapped, or mapped to another account; None if not."""
+    try:
+        now = resolver.resolve(user)
+    except AccountRefused as refusal:
+        return str(refusal)
+    return None if now == account else f"user {user!r} now maps to account {now!r}"
+
+
 def lines_never_served(user_map: UserMap) -> list[str]:
     """`file:line: why` for each entry whose account never runs a worker (root, or no such
     account): serve loads such a map and refuses the user only when they come, in a log line."""

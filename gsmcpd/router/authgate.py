@@ -12,7 +12,8 @@ import os
 from gsmcpd.auth import tokens
 from gsmcpd.auth.jwks import KeySource
 from gsmcpd.auth.settings import settings_from_config, unreachable_resource_warning
-from gsmcpd.auth.usermap import AccountRefused, AccountResolver, never_served_warnings, read_user_map_setting
+from gsmcpd.auth.usermap import (IDENTITY_MAP, AccountRefused, AccountResolver, mapping_changed,
+                                 never_served_warnings, read_user_map_setting)
 from gsmcpd.router.app import Principal
 from gsmcpd.wire import jsonrpc
 
@@ -54,6 +55,31 @@ class AuthGate:
                 # Else the administrator hears of such a line only when its user comes.
                 for warning in never_served_warnings(user_map):
                     log.warning("MCP_USER_MAP %s", warning)
+
+    def reload_user_map(self, signame):
+        """SIGHUP/SIGUSR1: read the MCP_USER_MAP file again, so a user is mapped, unmapped
+        or moved to another account without a restart (which would end every session).
+        A session whose user no longer maps to the account its worker runs as is ended:
+        its worker would go on running as the old one. A map that cannot be read leaves
+        the one in use."""
+        setting = self.router.config.user_map
+        if self.accounts is None or setting == IDENTITY_MAP:
+            return   # no map in use, or none to read: identity asks the system each time
+        user_map, problem = read_user_map_setting(setting)
+        if problem:
+            log.error("%s: user_map: %s; still using the map loaded before", signame, problem)
+            return
+        self.accounts = AccountResolver(user_map)
+        log.info("%s: MCP_USER_MAP %s reloaded: %d user(s) mapped", signame, setting, len(user_map))
+        for warning in never_served_warnings(user_map):
+            log.warning("MCP_USER_MAP %s", warning)
+        for session in list(self.router.sessions.by_id.values()):
+            changed = mapping_changed(self.accounts, session.user, session.account)
+            if changed:
+                log.warning("session %s, whose worker runs as account %r: %s; ending it",
+                            session.short, session.account, changed)
+                self.router.sessions.end(session, f"{signame}: its user's account mapping changed "
+                                                  f"(MCP_USER_MAP reloaded)")
 
     def start(self):
         """Load the signing keys in the background: the loop runs meanwhile (a slow or

@@ -416,6 +416,8 @@ def serve(config, *, on_ready=None, on_stopping=None, on_reload=None, stop_reque
                 router.shutdown()
                 return
             router.reload_tls(signame)
+            if router.auth is not None:
+                router.auth.reload_user_map(signame)
         # SIGUSR1 too, as nginx takes it: a logrotate rule written for nginx's habit
         # must not end the server (USR1's default action).
         for signum in (signal.SIGHUP, signal.SIGUSR1):

@@ -134,10 +134,11 @@ class Call:
 
 
 class Session:
-    def __init__(self, sid, worker, user, read_only, now):
+    def __init__(self, sid, worker, user, read_only, now, account=None):
         self.id = sid
         self.worker = worker
         self.user = user
+        self.account = account  # the local account its worker runs as (MCP_USER_MAP), else None
         self.read_only = read_only
         self.created = now
         self.last_activity = now
@@ -207,7 +208,7 @@ class SessionManager:
 
     def _start(self, worker, conn, message, body, accepts_sse, principal):
         sid = new_session_id()
-        session = Session(sid, worker, principal.user, principal.read_only, self.loop.time())
+        session = Session(sid, worker, principal.user, principal.read_only, self.loop.time(), principal.account)
         worker.listener = self
         worker.log_owner = (session.short, session.user)
         self.by_id[sid] = session
