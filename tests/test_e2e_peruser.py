@@ -629,3 +629,30 @@ def test_sighup_reloads_the_user_map_ending_only_the_sessions_whose_mapping_chan
                 "still using the map loaded before" % user_map)
         assert wait_until(lambda: said in daemon.log_text()), daemon.log_text()
         assert uid_of(session_for(daemon, idp, "ann")) == second.pw_uid
+
+
+def test_one_accounts_code_holding_the_image_lock_fails_the_others_opens_and_commits_naming_it(
+        tmp_path, accounts, image):
+    # Any account that may read the image may flock .gsmcpd/lock: ann's code holding it
+    # left every new session of every user waiting in initialize, for ever.
+    (first, second), _ = accounts
+    user_map = tmp_path / "users.map"
+    user_map.write_text("ann %s\nben %s\n" % (first.pw_name, second.pw_name))
+    daemon, idp = peruser_daemon(tmp_path, image, user_map, GS_MCP_IMAGE_LOCK_WAIT="1")
+    with daemon:
+        ann, ben = session_for(daemon, idp, "ann"), session_for(daemon, idp, "ben")
+        text, failed = run(ann, "import fcntl, os\nheld = open(%r)\nfcntl.flock(held, fcntl.LOCK_EX)\nos.getpid()"
+                           % str(image / ".gsmcpd" / "lock"))
+        assert not failed, text
+        holder = "held by pid %s (account %s)" % (text.strip().splitlines()[-1], first.pw_name)
+        resp = Client(daemon.port).post(INIT, headers={"Authorization": "Bearer " + idp.mint(sub="ben")})
+        message = resp.json()["error"]["message"]
+        assert "the image lock %s was not free after 1s (GS_MCP_IMAGE_LOCK_WAIT): %s" % (
+            image / ".gsmcpd" / "lock", holder) in message, message
+        refused = ben.tool("set_class_comment", className="shop.models.Product", comment="Waits no more.")
+        assert refused["structuredContent"]["error"]["kind"] == "other", refused
+        assert holder in refused["content"][0]["text"] and "nothing was written" in refused["content"][0]["text"]
+        text, failed = run(ann, "held.close()")
+        assert not failed, text
+        assert not session_for(daemon, idp, "ben").tool("status").get("isError")
+        assert not ben.tool("commit").get("isError")

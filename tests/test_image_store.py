@@ -887,3 +887,29 @@ def test_a_new_module_takes_its_directorys_read_and_write_bits(tmp_path):
     os.chmod(store.image_dir, 0o700)               # a private image
     _committed(store, {"new.py": b"n = 1\n"})
     assert stat.S_IMODE((store.image_dir / "new.py").stat().st_mode) == 0o600
+
+
+def test_a_lock_held_past_the_wait_fails_the_read_and_the_commit_naming_its_holder(tmp_path):
+    # Any account that may read the image can flock its lock: a session open, refresh
+    # or commit then waited for ever, every user's at once.
+    import fcntl
+    import pwd
+
+    make_image(tmp_path / "image", {"a.py": "a = 1\n"}).read_snapshot()   # its lock made
+    store = ImageStore(tmp_path / "image", lock_wait=0.2)
+    with open(store.lock_file) as holding:
+        fcntl.flock(holding, fcntl.LOCK_EX)
+        said = ("the image lock %s was not free after 0.2s (GS_MCP_IMAGE_LOCK_WAIT): held by pid %d (account %s); "
+                "nothing was read or written; the administrator can end the session holding it "
+                "(gsmcpd status, gsmcpd end)" % (store.lock_file, os.getpid(), pwd.getpwuid(os.geteuid()).pw_name))
+        with pytest.raises(store_module.ImageLockTimeout) as refused:
+            store.read_snapshot()
+        assert refused.value.strerror == said and refused.value.errno == errno.ETIMEDOUT
+        with pytest.raises(store_module.ImageLockTimeout):
+            _committed(store, {"a.py": b"a = 2\n"})
+        assert (store.image_dir / "a.py").read_text() == "a = 1\n"
+        fcntl.flock(holding, fcntl.LOCK_SH)              # a reader's: reads go on, a commit waits
+        assert store.read_snapshot().files == {"a.py": b"a = 1\n"}
+        with pytest.raises(store_module.ImageLockTimeout):
+            _committed(store, {"a.py": b"a = 2\n"})
+    assert _committed(store, {"a.py": b"a = 2\n"}) == 1   # once it is let go

@@ -236,8 +236,48 @@ class UnwritableModule(OSError):
                                        "shared image)")
 
 
+# Seconds a session open, refresh or commit waits for the image lock (GS_MCP_IMAGE_LOCK_WAIT):
+# any account that can read the image can hold it, so the wait must end.
+LOCK_WAIT = 30.0
+
+
+class ImageLockTimeout(OSError):
+    """The image lock was not free within the wait: a process holds it (another
+    account's code, say, flock on .gsmcpd/lock). Nothing was read or written."""
+
+    def __init__(self, lock_file: str, waited: float, holders: list[str]):
+        held = f"held by {', '.join(holders)}" if holders else "its holder not found in /proc/locks"
+        super().__init__(errno.ETIMEDOUT, f"the image lock {lock_file} was not free after {waited:g}s "
+                                          f"(GS_MCP_IMAGE_LOCK_WAIT): {held}; nothing was read or "
+                                          "written; the administrator can end the session holding it "
+                                          "(gsmcpd status, gsmcpd end)")
+
+
+def lock_holders(fd: int) -> list[str]:
+    """'pid N (account A)' for each process /proc/locks says holds a lock on `fd`'s file."""
+    info = os.fstat(fd)
+    inode = b"%02x:%02x:%d" % (os.major(info.st_dev), os.minor(info.st_dev), info.st_ino)
+    holders = []
+    try:   # bytes: a per-user worker may not be able to import a text codec it lacks
+        with open("/proc/locks", "rb") as locks:
+            for line in locks:
+                fields = line.split()
+                if b"->" in fields or len(fields) < 6 or fields[5] != inode:
+                    continue   # a waiter's line, or another file's
+                pid = fields[4].decode()
+                try:
+                    uid = os.stat("/proc/" + pid).st_uid
+                except OSError:
+                    holders.append(f"pid {pid}")
+                    continue
+                holders.append(f"pid {pid} (account {_owner_name(uid)})")
+    except OSError:
+        pass
+    return holders
+
+
 class ImageStore:
-    def __init__(self, image_dir: Path | str):
+    def __init__(self, image_dir: Path | str, lock_wait: float = LOCK_WAIT):
         # Plain strings; image_dir and state_dir are Paths only when asked for. Every
         # new worker makes one of these and takes its lock on its session open's path,
         # where each object touched for the first time copies a page shared with the
@@ -249,6 +289,7 @@ class ImageStore:
         self.count_file = os.path.join(self._state, COUNT_NAME)
         self.intent_file = os.path.join(self._state, INTENT_NAME)
         self._dirs: ImageDirs | None = None   # held while the exclusive lock is (_exclusive)
+        self.lock_wait = lock_wait
 
     @property
     def image_dir(self) -> Path:
@@ -288,11 +329,28 @@ class ImageStore:
         except FileNotFoundError:
             fd = self._create_lock()
         try:
-            fcntl.flock(fd, mode)
+            if mode & fcntl.LOCK_NB:
+                fcntl.flock(fd, mode)
+            else:
+                self._wait_for(fd, mode)
         except BaseException:
             os.close(fd)
             raise
         return _Held(fd)
+
+    def _wait_for(self, fd: int, mode: int) -> None:
+        """flock `fd` in `mode`, waiting at most lock_wait (ImageLockTimeout)."""
+        deadline, pause = time.monotonic() + self.lock_wait, 0.001
+        while True:
+            try:
+                fcntl.flock(fd, mode | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise ImageLockTimeout(self.lock_file, self.lock_wait, lock_holders(fd)) from None
+                time.sleep(min(pause, left))
+                pause = min(pause * 2, 0.01)   # a commit's wait: a few ms, not a wake-up's worth
 
     def _create_lock(self) -> int:
         """The state directory and its lock file, made on first use, every step through

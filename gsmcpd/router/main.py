@@ -148,7 +148,7 @@ class Router:
         `wait=False` (at stop): a lock another process holds leaves it to them."""
         from gsmcpd.image.store import ImageStore
 
-        store = ImageStore(image)
+        store = ImageStore(image, self.config.image_lock_wait)
         if not store.state_dir.is_dir():
             return  # never committed to: nothing to finish or tidy
         try:
@@ -324,6 +324,7 @@ class Router:
             "server_title": cfg.server_title,
             "image": self.image,
             "account": principal.account,
+            "image_lock_wait": cfg.image_lock_wait,
         }
 
     # -- lifetime, deadlines, streams: the supervisor's -----------------------

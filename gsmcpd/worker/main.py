@@ -271,13 +271,15 @@ class WorkerLoop:
                 become(session["account"])
             view = None
             if session.get("image"):
+                from gsmcpd.image.store import LOCK_WAIT
                 from gsmcpd.image.view import View
                 # Fixed now, read after the initialize reply (_read_view): a session
                 # open waits for the lock, not for the read. (The path stays a string:
                 # the store makes no Path on this path, see ImageStore.__init__.)
                 try:
                     view = View.reserve(session["image"], user=session.get("user"),
-                                        session_id=session.get("session_id"))
+                                        session_id=session.get("session_id"),
+                                        lock_wait=session.get("image_lock_wait", LOCK_WAIT))
                 except PermissionError as error:
                     if not session.get("account"):
                         raise
