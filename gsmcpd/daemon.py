@@ -793,6 +793,11 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
         report("user map", config.user_map, f"user_map: {problem}" if problem else None)
         for warning in never_served_warnings(user_map):
             warn(warning)
+        if config.tls_key is not None:
+            from gsmcpd.auth.tls import key_readable_by_every_account
+            exposed = key_readable_by_every_account(config.tls_key)
+            if exposed:
+                warn(exposed)
     unused = unused_list_warning(config.worker_env, bool(config.auth and config.user_map and os.geteuid() == 0))
     if unused:
         warn(unused)

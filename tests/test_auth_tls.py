@@ -9,7 +9,7 @@ import pytest
 from cryptography import x509
 
 from gsmcpd.auth.tls import (PLAINTEXT_HTTP_RESPONSE, PlaintextHttpError, TlsConnection, TlsError,
-                             server_context, write_self_signed)
+                             key_readable_by_every_account, server_context, write_self_signed)
 from idp import CertAuthority
 
 
@@ -225,3 +225,31 @@ def test_a_reload_serves_a_pair_renewed_in_place_and_keeps_the_old_one_if_the_ne
         assert not _serves(router.ssl_context, tmp_path / "old.pem")
     finally:
         router.loop.close()
+
+
+def test_a_key_every_account_may_read_is_named_with_its_mode(tmp_path):
+    # With per-user workers each mapped user's code runs as its own account: a key any
+    # account may read (0644 in searchable directories) is the server's private key in
+    # every user's hands; the daemon loaded it silently.
+    import os
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    top = Path(tempfile.mkdtemp(prefix="gsmcpd-key-", dir="/tmp"))
+    try:
+        os.chmod(top, 0o755)
+        key = top / "key.pem"
+        key.write_text("not parsed here\n")
+        key.chmod(0o644)
+        assert key_readable_by_every_account(key) == (
+            f"tls_key {key} is readable by every account (mode 0644): each mapped user's code "
+            "(MCP_USER_MAP) can read the server's private key; make it 0600")
+        key.chmod(0o640)                               # a group's (ssl-cert, say): not every account's
+        assert key_readable_by_every_account(key) is None
+        key.chmod(0o644)
+        os.chmod(top, 0o750)                           # behind a directory others may not search
+        assert key_readable_by_every_account(key) is None
+        assert key_readable_by_every_account(top / "missing.pem") is None   # loading it says why
+    finally:
+        shutil.rmtree(top, ignore_errors=True)

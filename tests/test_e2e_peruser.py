@@ -656,3 +656,30 @@ def test_one_accounts_code_holding_the_image_lock_fails_the_others_opens_and_com
         assert not failed, text
         assert not session_for(daemon, idp, "ben").tool("status").get("isError")
         assert not ben.tool("commit").get("isError")
+
+
+def test_a_tls_key_every_account_may_read_is_warned_of_by_serve_and_check(tmp_path, accounts, image):
+    # Each mapped user's code runs as its account: a 0644 key was theirs to read, unsaid.
+    from gsmcpd.auth.tls import write_self_signed
+
+    keys = Path(tempfile.mkdtemp(prefix="gsmcpd-keys-", dir="/tmp"))
+    try:
+        os.chmod(keys, 0o755)
+        cert, key = write_self_signed(keys)
+        key.chmod(0o644)
+        user_map = tmp_path / "users.map"
+        user_map.write_text("ann %s\n" % accounts[0][0].pw_name)
+        daemon, _ = peruser_daemon(tmp_path, image, user_map, GS_MCP_TLS_CERT=str(cert), GS_MCP_TLS_KEY=str(key))
+        said = ("tls_key %s is readable by every account (mode 0644): each mapped user's code (MCP_USER_MAP) "
+                "can read the server's private key; make it 0600" % key)
+        checked = subprocess.run([sys.executable, "-m", "gsmcpd", "check", "--port", str(daemon.port)],
+                                 env=daemon.env, cwd=str(daemon.tmp), capture_output=True, text=True, timeout=60)
+        assert checked.returncode == 0 and "  warning      " + said in checked.stdout.splitlines(), checked.stdout
+        with daemon:
+            assert wait_until(lambda: " WARNING " + said in daemon.log_text())
+        key.chmod(0o600)
+        with daemon:                                   # the same log: the first start's line alone
+            assert wait_until(lambda: daemon.log_text().count("listening on") == 2)
+            assert daemon.log_text().count(said) == 1
+    finally:
+        shutil.rmtree(keys, ignore_errors=True)

@@ -11,6 +11,7 @@ import datetime
 import ipaddress
 import os
 import ssl
+import stat
 from pathlib import Path
 
 from gsmcpd.wire import http
@@ -54,6 +55,20 @@ def server_context(cert: str | os.PathLike, key: str | os.PathLike) -> ssl.SSLCo
     except (TlsError, OSError, ssl.SSLError) as exc:
         raise TlsError(f"cannot load TLS certificate {cert} / key {key}: {exc}") from None
     return context
+
+
+def key_readable_by_every_account(key: str | os.PathLike) -> str | None:
+    """A warning if any account may read the TLS key (other-readable, each directory on
+    its path other-searchable): with per-user workers each mapped user's code could read it."""
+    path = Path(os.path.abspath(key))
+    try:
+        mode = path.stat().st_mode
+        if not mode & stat.S_IROTH or not all(d.stat().st_mode & stat.S_IXOTH for d in path.parents):
+            return None
+    except OSError:
+        return None   # what cannot be read is tls_key's own problem, named where it is loaded
+    return (f"tls_key {key} is readable by every account (mode {stat.S_IMODE(mode):04o}): each mapped "
+            f"user's code (MCP_USER_MAP) can read the server's private key; make it 0600")
 
 
 def _classify(data: bytes) -> str | None:
