@@ -611,8 +611,9 @@ def test_sighup_reloads_the_user_map_ending_only_the_sessions_whose_mapping_chan
         calling.join(30)
         assert answered[0].json()["error"] == {"code": -32003, "message": "session ended: SIGHUP: its user's "
                                                "account mapping changed (MCP_USER_MAP reloaded)"}
-        assert ("session %s, whose worker runs as account %r: user 'ben' has no local account mapping; ending it"
-                % (ben.session[:8], second.pw_name)) in daemon.log_text()
+        ending = ("session %s, whose worker runs as account %r: user 'ben' has no local account mapping; ending it"
+                  % (ben.session[:8], second.pw_name))
+        assert wait_until(lambda: ending in daemon.log_text())   # logged right after the reload's line
         assert ben.call("ping").status == 403                  # its token's user is no one's now
         resp = Client(daemon.port).post(INIT, headers={"Authorization": "Bearer " + idp.mint(sub="ben")})
         assert resp.status == 403 and "not mapped to a local account" in resp.json()["error"]["message"]
