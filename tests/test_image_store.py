@@ -913,3 +913,15 @@ def test_a_lock_held_past_the_wait_fails_the_read_and_the_commit_naming_its_hold
         with pytest.raises(store_module.ImageLockTimeout):
             _committed(store, {"a.py": b"a = 2\n"})
     assert _committed(store, {"a.py": b"a = 2\n"}) == 1   # once it is let go
+
+
+@needs_root
+def test_a_module_another_account_made_meanwhile_unwritable_is_a_conflict_first(shared_tmp):
+    # The session never saw it: "created on disk since", which a refresh shows, says more
+    # than "may not be changed".
+    store = _shared_image(shared_tmp, {"a.py": "a = 1\n"})
+    (store.image_dir / "new.py").write_text("n = 0\n")
+    os.chmod(store.image_dir / "new.py", 0o644)
+    outcome = _as_account(OTHER_UID + 1, OTHER_UID, lambda: store.commit(
+        {"new.py": b"n = 1\n"}, {"a.py": sha256(b"a = 1\n")}, user="ben", session_id="s"))
+    assert outcome == ("raised", "CommitConflict: new.py"), outcome

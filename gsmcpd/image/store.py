@@ -588,12 +588,13 @@ class ImageStore:
                 if base_hashes.get(rel) is None:   # nor made where its other form may be
                     self._refuse_unlisted(other_form(rel), dirs)
                 self._check(rel, dirs)
-                self._refuse_unwritable(rel, dirs)
                 if changes[rel] is not None:
                     self._refuse_unreplaceable(rel, dirs)
             conflicts, unreadable = self._conflicts(changes, base_hashes, dirs)
             if conflicts or unreadable:
                 raise CommitConflict(sorted(conflicts), unreadable, how=conflicts)
+            for rel in sorted(changes):   # after the conflicts: one made since is said so first
+                self._refuse_unwritable(rel, dirs)
             state = dirs.open(STATE_DIR)
             self._sweep_temps([state] + [fd for fd in {dirs.held(_dir_of(rel)) for rel in changes}
                                          if fd is not None])
