@@ -873,9 +873,10 @@ class ImageStore:
             return
         if not stat.S_ISREG(info.st_mode) or os.geteuid() == 0:
             return   # a link or directory is refused (or removed) as such; root may write all
+        directory = os.fstat(held)
         if not os.access(name, os.W_OK, dir_fd=held, effective_ids=True):
             why = "its file is not writable by it"
-        elif os.fstat(held).st_mode & stat.S_ISVTX and os.geteuid() not in (info.st_uid, os.fstat(held).st_uid):
+        elif directory.st_mode & stat.S_ISVTX and os.geteuid() not in (info.st_uid, directory.st_uid):
             why = "its directory is sticky and the file another account's"   # the rename would fail: EPERM
         else:
             return
