@@ -887,6 +887,9 @@ def test_a_new_module_takes_its_directorys_read_and_write_bits(tmp_path):
     os.chmod(store.image_dir, 0o700)               # a private image
     _committed(store, {"new.py": b"n = 1\n"})
     assert stat.S_IMODE((store.image_dir / "new.py").stat().st_mode) == 0o600
+    os.chmod(store.image_dir, 0o777)               # one every account may write to
+    _committed(store, {"open.py": b"o = 1\n"})
+    assert stat.S_IMODE((store.image_dir / "open.py").stat().st_mode) == 0o664   # not 0666
 
 
 def test_a_lock_held_past_the_wait_fails_the_read_and_the_commit_naming_its_holder(tmp_path):

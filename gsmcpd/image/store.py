@@ -926,8 +926,9 @@ class ImageStore:
             mode = stat.S_IMODE(os.stat(name, dir_fd=fd).st_mode)
         except FileNotFoundError:
             # A new module: its directory's read and write bits, whatever the umask, so a
-            # shared (group-writable) image's other accounts may commit to it too.
-            mode = stat.S_IMODE(os.fstat(fd).st_mode) & 0o666
+            # shared (group-writable) image's other accounts may commit to it too; never
+            # writable by every account, even in a directory that is.
+            mode = stat.S_IMODE(os.fstat(fd).st_mode) & 0o664
         try:
             out = _create_own(temp, dir_fd=fd)
         except OSError as error:   # named in the image: the bare name says not where
