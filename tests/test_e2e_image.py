@@ -23,15 +23,13 @@ from helpers import (QUICK_STOP, Client, Daemon, commit_left_half_applied, neste
                      tool_text, wait_until)
 from helpers import open_session as session
 from test_tools_browse import FORWARD
-from test_tools_support import write_image
+from test_tools_support import daemon_on_image, write_image
 
 
 @pytest.fixture
 def shop(tmp_path):
     """A daemon serving a throwaway copy of the example shop image."""
-    image = write_image(tmp_path / "image", EXAMPLE_FILES)
-    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
-        daemon.image = image
+    with daemon_on_image(tmp_path, EXAMPLE_FILES) as daemon:
         yield daemon
 
 

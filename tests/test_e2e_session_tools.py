@@ -140,17 +140,20 @@ def test_commit_names_what_another_sessions_commit_brought_in(daemon, c):
     assert run(c, "import other\nhasattr(other, 'Marker')") == "True"
 
 
+def theirs_committed_by_another_session(daemon, module):
+    """A new module holding class Theirs, committed by a session of its own."""
+    other = open_session(daemon)
+    try:
+        structured(other, "add_dictionary", dictionaryName=module)
+        structured(other, "compile_class_definition", dictionaryName=module, source="class Theirs:\n    pass\n")
+    finally:
+        other.close()
+
 
 def test_an_abort_names_what_another_sessions_commit_brought_in(daemon, c):
     # Its view steps onto the image as it is now, others' commits and all: which modules
     # that changed under the session is said, as commit and refresh say it.
-    other = open_session(daemon)
-    try:
-        structured(other, "add_dictionary", dictionaryName="aborted_into")
-        structured(other, "compile_class_definition", dictionaryName="aborted_into",
-                   source="class Theirs:\n    pass\n")
-    finally:
-        other.close()
+    theirs_committed_by_another_session(daemon, "aborted_into")
     aborted = c.tool("abort")
     assert aborted["structuredContent"]["broughtIn"] == ["aborted_into"], aborted
     assert "\nbrought in others' commits to aborted_into" in tool_text(aborted)
@@ -158,13 +161,7 @@ def test_an_abort_names_what_another_sessions_commit_brought_in(daemon, c):
 
 
 def test_a_mutation_tool_names_what_another_sessions_commit_brought_in(daemon, c):
-    other = open_session(daemon)
-    try:
-        structured(other, "add_dictionary", dictionaryName="elsewhere")
-        structured(other, "compile_class_definition", dictionaryName="elsewhere",
-                   source="class Theirs:\n    pass\n")
-    finally:
-        other.close()
+    theirs_committed_by_another_session(daemon, "elsewhere")
     answer = c.tool("add_dictionary", dictionaryName="mine_here")
     assert not answer.get("isError"), answer
     assert (answer["structuredContent"]["committed"], answer["structuredContent"]["broughtIn"]) == (

@@ -15,8 +15,8 @@ import threading
 
 import pytest
 
-from helpers import Daemon, open_session, tool_text
-from test_tools_support import write_image
+from helpers import open_session, tool_text
+from test_tools_support import daemon_on_image
 
 MODULES, METHODS = 3, 4
 
@@ -31,9 +31,7 @@ FILES = {f"mod{n}.py": module_text(n) for n in range(MODULES)}
 
 @pytest.fixture
 def team(tmp_path):
-    image = write_image(tmp_path / "image", FILES)
-    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
-        daemon.image = image
+    with daemon_on_image(tmp_path, FILES) as daemon:
         yield daemon
 
 

@@ -2,6 +2,7 @@
 views that are always closed (they touch sys.modules / sys.meta_path), and a
 server with the core toolsets over a view. No tests here."""
 
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -115,6 +116,17 @@ def write_image(root: Path, files=None) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     return root
+
+
+@contextlib.contextmanager
+def daemon_on_image(tmp_path: Path, files):
+    """A daemon serving a throwaway image of `files`, which it holds as `.image`."""
+    from helpers import Daemon
+
+    image = write_image(tmp_path / "image", files)
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
+        daemon.image = image
+        yield daemon
 
 
 def without_dog(view):
