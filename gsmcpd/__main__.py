@@ -101,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--config", help=CONTROL_CONFIG_HELP)
         if name == "stop":
             sub.add_argument("--timeout", type=_seconds, default=None,
-                             help="seconds before SIGKILL (default 10)")
+                             help="seconds before SIGKILL (default 30, longer than the longest graceful stop)")
         else:
             sub.add_argument("--json", action="store_true", help="machine-readable output")
 

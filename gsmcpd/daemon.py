@@ -29,7 +29,9 @@ from gsmcpd.worker.environment import unused_list_warning
 log = logging.getLogger("gsmcpd.daemon")
 
 START_TIMEOUT = 60.0      # how long `start` waits for the daemon to listen
-STOP_TIMEOUT = 10.0       # how long `stop` waits after SIGTERM before SIGKILL
+# How long `stop` waits after SIGTERM before SIGKILL: longer than the longest graceful stop
+# (router.shutdown.longest_stop, 23.5 s), whose end, the image tidied, a SIGKILL would lose.
+STOP_TIMEOUT = 30.0
 LOG_FORMAT = "%(asctime)s %(levelname)s %(message)s"
 
 

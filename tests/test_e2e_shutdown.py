@@ -3,16 +3,21 @@ grace (GS_MCP_BREAK_GRACE) and its real answer, one queued behind it an error at
 outrunning the grace is ended, and a second SIGTERM stops at once. The sequence itself is
 tested in process in test_router_shutdown.py."""
 
+import contextlib
+import os
 import signal
 import socket
+import subprocess
+import sys
 import threading
 
 import pytest
 
-from helpers import QUICK_STOP, Client, Daemon, pid_alive, wait_until
+from helpers import QUICK_STOP, REPO, Client, Daemon, pid_alive, wait_until
 from helpers import open_session as session
 from test_e2e_image import journal
 from test_e2e_lifetime import Exchange
+from test_e2e_spawner import spawner_of
 from test_tools_support import write_image
 
 # A commit held just before its commit point (its temps written) until the test lets it go.
@@ -98,7 +103,7 @@ def test_a_call_outrunning_the_grace_is_ended_and_the_daemon_exits_within_the_st
         assert wait_until(started.exists, timeout=15)
         sigterm_seen(daemon)
         running.join(15)
-        # `gsmcpd stop` (stop-server.sh) sends SIGKILL after 10 s: the stop ends well before.
+        # Well within the longest stop (longest_stop): only the call's grace ran out.
         assert daemon.proc.wait(10) == 0
     assert answers["run"]["error"] == {"code": -32003, "message": (
         "session ended: server shutting down (its call in flight still ran after the 0.2s grace, GS_MCP_BREAK_GRACE)")}
@@ -141,3 +146,41 @@ def test_a_call_streaming_progress_at_a_stop_ends_its_stream_with_its_result(tmp
         assert daemon.proc.wait(10) == 0
     assert rest[0]["params"]["progress"] == 2
     assert rest[1]["id"] == "s" and rest[1]["result"]["structuredContent"]["result"] == "'done'", rest[1]
+
+
+def test_a_stop_whose_every_grace_runs_out_ends_by_itself_before_stop_would_kill_it(tmp_path):
+    # A call outrunning the 5 s grace, a worker deaf to its stop (3 s more, then killed,
+    # then reaped) and a spawner deaf to its end (5 s more, then killed): 13.5 s, and
+    # `gsmcpd stop` sent SIGKILL at 10 s, cutting off the image's tidy-up after the kills.
+    started = tmp_path / "started"
+    answers = {}
+    # A break grace past the call grace's cap: the deaf worker's session, ended at once, would
+    # otherwise have its worker killed at the break grace, before the workers' grace runs out.
+    with Daemon(tmp_path, env={"GS_MCP_BREAK_GRACE": "10"}) as daemon:
+        deaf_worker = session(daemon).tool("status")["structuredContent"]["pid"]
+        a = session(daemon)
+        running = in_thread(answers, "run", lambda: a.call(
+            "tools/call", {"name": "execute_code", "arguments": {"code": long_run(started)}}))
+        assert wait_until(started.exists, timeout=15)
+        spawner = spawner_of(daemon)
+        try:
+            os.kill(deaf_worker, signal.SIGSTOP)
+            os.kill(spawner, signal.SIGSTOP)
+            stopped = subprocess.run([sys.executable, "-m", "gsmcpd", "stop", str(daemon.port),
+                                      "--state-dir", str(daemon.state)],
+                                     env=daemon.env, cwd=str(REPO), capture_output=True, text=True, timeout=60)
+            running.join(15)
+            assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+            assert "SIGKILL if still running after 30s" in stopped.stdout
+            assert "did not exit" not in stopped.stdout and "sent SIGKILL" not in stopped.stdout
+            assert daemon.proc.wait(5) == 0           # its own exit, not a SIGKILL's
+        finally:
+            for pid in (deaf_worker, spawner):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+    log = daemon.log_text()
+    assert answers["run"]["error"]["message"] == (
+        "session ended: server shutting down (its call in flight still ran after the 5s grace, GS_MCP_BREAK_GRACE)")
+    assert "1 worker(s) did not exit within 3s of being told to stop; killed them" in log
+    assert "the worker spawner did not end within 5s of being told to stop; killed it" in log
+    assert "exited with status 0" in log

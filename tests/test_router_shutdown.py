@@ -3,14 +3,19 @@ sessions' workers the fakes of the poll tests. End to end, with real workers and
 commit, in test_e2e_shutdown.py."""
 
 import json
+import re
 
 import pytest
 
+from gsmcpd.__main__ import build_parser
 from gsmcpd.config import Config
+from gsmcpd.daemon import STOP_TIMEOUT
 from gsmcpd.router.app import Principal
 from gsmcpd.router.main import Router
-from gsmcpd.router.shutdown import CALL_GRACE_CAP, call_grace
+from gsmcpd.router.shutdown import CALL_GRACE_CAP, REAP_GRACE, SHUTDOWN_GRACE, call_grace, longest_stop
+from gsmcpd.router.workers import SPAWNER_END_GRACE, SPAWNER_KILL_WAIT, SPAWNER_STOP_WAIT
 from gsmcpd.wire import jsonrpc
+from helpers import REPO
 from test_router_sessions_poll import FakeConn, FakeWorker, call, reply
 
 
@@ -125,6 +130,23 @@ def test_the_call_grace_is_the_break_grace_capped_so_the_stop_fits_in_stops_time
     assert call_grace(Config(break_grace=60.0)) == CALL_GRACE_CAP == 5.0
 
 
+def test_the_longest_stop_fits_in_the_wait_of_stop_and_of_systemd_before_their_sigkill():
+    # Every grace running out in turn: the calls', the workers' and their reaping, then the
+    # spawner's three. It was 10 s in `gsmcpd stop`, so a SIGKILL cut off the image's tidy-up.
+    assert longest_stop() == (CALL_GRACE_CAP + SHUTDOWN_GRACE + REAP_GRACE + SPAWNER_STOP_WAIT
+                              + SPAWNER_END_GRACE + SPAWNER_KILL_WAIT) == 23.5
+    exiting = 5.0   # after the loop: the image's recovery, the interpreter's end
+    assert STOP_TIMEOUT >= longest_stop() + exiting
+    service = (REPO / "systemd" / "gsmcpd@.service").read_text()
+    [timeout_stop_sec] = re.findall(r"^TimeoutStopSec=(\d+)$", service, re.M)
+    assert int(timeout_stop_sec) >= STOP_TIMEOUT + exiting   # stop's SIGKILL comes first
+    # What the documentation and the help say is what the code does.
+    readme = (REPO / "README.md").read_text()
+    assert f"SIGKILL after {STOP_TIMEOUT:g} seconds" in readme and f"{longest_stop():g} s" in readme
+    assert f"systemd's unit gives {timeout_stop_sec} s" in readme
+    assert f"default {STOP_TIMEOUT:g}," in _stop_help()
+
+
 class SlowToDieWorker(RecordingWorker):
     """Ignores the polite stop; killed, it is gone only once the loop reaps it, as a real
     worker's SIGKILL lands and its sentinel is read on a later turn."""
@@ -142,7 +164,7 @@ class SlowToDieWorker(RecordingWorker):
 
 
 def test_the_image_is_tidied_only_once_the_workers_killed_at_the_last_deadline_are_gone(router, tmp_path,
-                                                                                       monkeypatch):
+                                                                                       monkeypatch, caplog):
     # A worker killed mid-commit holds the image lock until it is gone: recovery (which no
     # longer waits for the lock) ran right after the SIGKILL and found the lock still held,
     # so the half-applied commit stayed as it was until the next start.
@@ -157,3 +179,10 @@ def test_the_image_is_tidied_only_once_the_workers_killed_at_the_last_deadline_a
     router.shutdown()
     run_until_stopped(router)
     assert session.worker.ended_by == "kill" and alive_at_recovery == [False]
+    assert "1 worker(s) did not exit within 0.05s of being told to stop; killed them" in caplog.text
+
+
+def _stop_help():
+    """`gsmcpd stop --help`."""
+    [commands] = [action for action in build_parser()._actions if action.choices and "stop" in action.choices]
+    return commands.choices["stop"].format_help()

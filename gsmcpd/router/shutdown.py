@@ -21,10 +21,12 @@ the router exits as soon as they are gone.
 import logging
 from pathlib import Path
 
+from gsmcpd.router.workers import SPAWNER_END_GRACE, SPAWNER_KILL_WAIT, SPAWNER_STOP_WAIT
+
 log = logging.getLogger("gsmcpd.router")
 
-# The call grace is capped so the whole stop, this, SHUTDOWN_GRACE and REAP_GRACE, stays within
-# `gsmcpd stop`'s 10 s before its SIGKILL (systemd's TimeoutStopSec is 20).
+# The call grace is capped so the whole stop (longest_stop) stays within `gsmcpd stop`'s
+# wait before its SIGKILL, and systemd's TimeoutStopSec.
 CALL_GRACE_CAP = 5.0
 SHUTDOWN_GRACE = 3.0   # seconds workers get to exit before SIGKILL
 # Seconds workers killed at SHUTDOWN_GRACE's end get to be gone before the image is tidied:
@@ -37,6 +39,15 @@ STOPPING = "server shutting down"
 
 def call_grace(config):
     return min(config.break_grace, CALL_GRACE_CAP)
+
+
+def longest_stop():
+    """Seconds from the stop signal to the loop's end when every grace runs out, one after
+    the other: the calls', the workers' and their reaping, then the spawner's (a start under
+    way, its end, the wait after its kill). `gsmcpd stop` must wait longer before its
+    SIGKILL, or the tidy-up after killed calls and workers (the image's) is what is lost."""
+    return (CALL_GRACE_CAP + SHUTDOWN_GRACE + REAP_GRACE
+            + SPAWNER_STOP_WAIT + SPAWNER_END_GRACE + SPAWNER_KILL_WAIT)
 
 
 class Shutdown:
@@ -131,6 +142,8 @@ class Shutdown:
             return
         if self.workers and not self.killed_late:
             self.killed_late = True
+            log.warning("%d worker(s) did not exit within %gs of being told to stop; killed them",
+                        len(self.workers), SHUTDOWN_GRACE)
             for worker in self.workers:
                 worker.kill()
             self._deadline = self.loop.time() + REAP_GRACE
