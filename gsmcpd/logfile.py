@@ -5,8 +5,8 @@ A file can open and seek yet refuse every write (/dev/full, a full filesystem, a
 at its size limit). `open_for_appending` finds that writing nothing, so `check` and
 `serve` name it before serving. A file that starts refusing later costs its lines,
 never the server: the first refusal is said once on stderr (unless stderr is that same
-file), and the first line the file takes again is a warning saying since when and how
-many lines were lost.
+file), `gsmcpd status` shows it for as long as it lasts (log_file_refusal), and the first
+line the file takes again is a warning saying since when and how many lines were lost.
 """
 
 from __future__ import annotations
@@ -104,6 +104,20 @@ class _Refusal:
         self.since, self.reason, self.lost = time.time(), reason, 0
 
 
+def local_time(seconds: float) -> str:
+    """A time as the log's lines and notes give it."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
+
+
+def log_file_refusal() -> dict | None:
+    """The process's log file refusing writes now, as PrivateFileHandler.refusal says it;
+    None if it takes them (or the process logs elsewhere)."""
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, PrivateFileHandler) and (refusal := handler.refusal()) is not None:
+            return refusal
+    return None
+
+
 class PrivateFileHandler(logging.FileHandler):
     """The log file: created 0600 whatever the umask (and on every reopen), as it holds
     user names and, with the message trace on, every argument every client sent; a file
@@ -117,6 +131,16 @@ class PrivateFileHandler(logging.FileHandler):
     def _open(self) -> LineStream:
         return LineStream(open_for_appending(self.baseFilename), self.encoding or "utf-8",
                           self.errors or "strict")
+
+    def refusal(self) -> dict | None:
+        """While the file refuses writes (until it takes a line again): the file, since when
+        (seconds since the epoch), why, and the lines lost so far; None while it takes them.
+        A detached daemon has no stderr to say it on: `gsmcpd status` shows this."""
+        refusal = self._refusal
+        if refusal is None:
+            return None
+        return {"file": self.baseFilename, "since": refusal.since, "reason": refusal.reason,
+                "lines_lost": refusal.lost}
 
     def emit(self, record: logging.LogRecord) -> None:
         if self._refusal is not None and not self._wrote_resumed_note():
@@ -138,7 +162,7 @@ class PrivateFileHandler(logging.FileHandler):
 
     def _wrote_resumed_note(self) -> bool:
         refusal = self._refusal
-        since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(refusal.since))
+        since = local_time(refusal.since)
         note = logging.LogRecord(__name__, logging.WARNING, __file__, 0,
                                  "the log file refused writes from %s until now (%s): %d line(s) lost",
                                  (since, refusal.reason, refusal.lost), None)

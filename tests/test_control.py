@@ -21,7 +21,7 @@ SESSIONS = [
 
 def test_status_and_ping_requests():
     reply = control.handle_request({"op": "status"}, lambda: SESSIONS)
-    assert reply == {"ok": True, "pid": os.getpid(), "sessions": SESSIONS}
+    assert reply == {"ok": True, "pid": os.getpid(), "sessions": SESSIONS, "log_refusal": None}
     assert control.handle_request({"op": "ping"}, lambda: []) == {"ok": True, "pid": os.getpid()}
 
 
@@ -82,7 +82,33 @@ def test_render_status_text_and_json():
     assert text.splitlines()[0] == "gsmcpd on port 8000 (pid 99): 2 session(s)"
     data = json.loads(control.render_status({"ok": True, "pid": 99, "sessions": []}, 8000,
                                             as_json=True))
-    assert data == {"port": 8000, "pid": 99, "sessions": []}
+    assert data == {"port": 8000, "pid": 99, "sessions": [], "log_refusal": None}
+
+
+REFUSAL = {"file": "/var/log/gsmcpd/gsmcpd-8000.log", "since": 1796115600.0, "reason": "File too large",
+           "lines_lost": 12}
+
+
+def test_a_log_file_refusing_writes_is_in_the_status_while_it_lasts():
+    # Said once on stderr, which a detached daemon does not have: status is where it shows.
+    reply = json.loads(control.handle_line(b'{"op":"status"}', lambda: [], None, lambda: REFUSAL))
+    assert reply["log_refusal"] == REFUSAL
+    assert control.handle_request({"op": "ping"}, lambda: [], None, lambda: REFUSAL) == {"ok": True, "pid": os.getpid()}
+    lines = control.render_status(reply, 8000).splitlines()
+    assert lines[0] == "gsmcpd on port 8000 (pid %d): 0 session(s)" % os.getpid()
+    assert lines[1] == ("WARNING: the log file /var/log/gsmcpd/gsmcpd-8000.log refuses writes since "
+                        f"{control.local_time(REFUSAL['since'])} (File too large): 12 line(s) lost so far")
+    assert lines[2] == "no open sessions"
+    assert json.loads(control.render_status(reply, 8000, as_json=True))["log_refusal"] == REFUSAL
+    assert "WARNING" not in control.render_status(dict(reply, log_refusal=None), 8000)
+    assert "WARNING" not in control.render_status({"ok": True, "pid": 9, "sessions": []}, 8000)   # an older server
+
+
+def test_a_log_refusal_reaches_the_terminal_escaped():
+    forged = dict(REFUSAL, file="/tmp/x\x1b[2J.log", reason="\x1b]0;owned\x07" + "y" * 200, since="soon")
+    line = control.render_status({"ok": True, "pid": 9, "sessions": [], "log_refusal": forged}, 8000).splitlines()[1]
+    assert "\x1b" not in line and "\x07" not in line
+    assert "/tmp/x\\x1b[2J.log" in line and "since ? (" in line and line.endswith("...): 12 line(s) lost so far")
 
 
 @pytest.fixture

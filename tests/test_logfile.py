@@ -6,6 +6,7 @@ import fcntl
 import logging
 import os
 import re
+import time
 import types
 
 import pytest
@@ -45,12 +46,20 @@ def test_a_log_file_that_starts_refusing_costs_its_lines_and_says_so_once(tmp_pa
     logger.addHandler(handler)
     try:
         logger.info("before")
+        assert handler.refusal() is None
+        first_refused = time.time()
         working, handler.stream = handler.stream, LineStream(os.open("/dev/full", os.O_WRONLY))
         for n in range(3):   # no exception, no traceback per line
             logger.info("refused %d", n)
+        refusal = handler.refusal()   # what `gsmcpd status` shows, while it lasts
+        assert refusal == {"file": str(path), "since": refusal["since"], "reason": "No space left on device",
+                           "lines_lost": 3}
+        assert first_refused <= refusal["since"] <= time.time()
         handler.stream.close()
         handler.stream = working   # the filesystem has room again
+        assert handler.refusal()["lines_lost"] == 3   # until a line is taken again
         logger.info("after")
+        assert handler.refusal() is None
     finally:
         logger.removeHandler(handler)
         handler.close()
@@ -61,6 +70,25 @@ def test_a_log_file_that_starts_refusing_costs_its_lines_and_says_so_once(tmp_pa
     assert lines[0] == "INFO before" and lines[2] == "INFO after" and len(lines) == 3
     assert re.fullmatch(r"WARNING the log file refused writes from \S+ \S+ until now "
                         r"\(No space left on device\): 3 line\(s\) lost", lines[1]), lines[1]
+
+
+def test_the_process_log_file_refusal_is_found_on_the_root_logger(tmp_path):
+    # The control socket's status asks it, knowing no handler.
+    assert logfile.log_file_refusal() is None
+    handler = PrivateFileHandler(tmp_path / "g.log")
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        assert logfile.log_file_refusal() is None
+        working, handler.stream = handler.stream, LineStream(os.open("/dev/full", os.O_WRONLY))
+        logging.getLogger("gsmcpd.test.root_refusal").warning("refused")
+        refusal = logfile.log_file_refusal()
+        assert refusal is not None and refusal == handler.refusal() and refusal["lines_lost"] == 1
+        handler.stream.close()
+        handler.stream = working
+    finally:
+        root.removeHandler(handler)
+        handler.close()
 
 
 def test_a_line_the_file_took_only_part_of_does_not_run_into_the_next():

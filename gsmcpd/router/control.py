@@ -1,7 +1,9 @@
 """Local control socket: `<state_dir>/gsmcpd-<port>.ctl`, a unix stream socket, mode 0600.
 
 One JSON request line -> one JSON reply line, then the server closes.  Requests:
-  {"op": "status"} -> {"ok": true, "pid": N, "sessions": [session dict, ...]}
+  {"op": "status"} -> {"ok": true, "pid": N, "sessions": [session dict, ...],
+                       "log_refusal": null, or while the log file refuses writes
+                       {"file", "since" (epoch seconds), "reason", "lines_lost"}}
   {"op": "ping"}   -> {"ok": true, "pid": N}
   {"op": "end", "session": "<id or its first 8+ hex digits>"}
                    -> {"ok": true, "ended": session dict}: the session is ended as a DELETE
@@ -26,7 +28,8 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from gsmcpd.config import control_socket_path
-from gsmcpd.router.trace import shown
+from gsmcpd.logfile import local_time
+from gsmcpd.router.trace import escape, shown
 
 MAX_LINE = 64 * 1024
 SUN_PATH_MAX = 107   # sockaddr_un's sun_path holds 108 bytes, the last one a NUL
@@ -64,27 +67,32 @@ def session_prefix(text) -> str:
 
 
 def handle_request(request: dict, snapshot_fn: Callable[[], list[dict]],
-                   end_fn: Callable[[str], dict] | None = None) -> dict:
+                   end_fn: Callable[[str], dict] | None = None,
+                   log_refusal_fn: Callable[[], dict | None] = lambda: None) -> dict:
     """`end_fn(prefix)`: end the one session whose id starts with `prefix`, returning its
-    session dict; ControlError (no such session, or more than one) otherwise."""
+    session dict; ControlError (no such session, or more than one) otherwise.
+    `log_refusal_fn()`: the log file's refusal of writes, if it refuses them now
+    (gsmcpd.logfile.log_file_refusal)."""
     op = request.get("op")
     if op == "ping":
         return {"ok": True, "pid": os.getpid()}
     if op == "status":
-        return {"ok": True, "pid": os.getpid(), "sessions": list(snapshot_fn())}
+        return {"ok": True, "pid": os.getpid(), "sessions": list(snapshot_fn()),
+                "log_refusal": log_refusal_fn()}
     if op == "end" and end_fn is not None:
         return {"ok": True, "ended": end_fn(session_prefix(request.get("session")))}
     return {"ok": False, "error": f"unknown op {op!r} (known: status, ping, end)"}
 
 
 def handle_line(line: bytes, snapshot_fn: Callable[[], list[dict]],
-                end_fn: Callable[[str], dict] | None = None) -> bytes:
+                end_fn: Callable[[str], dict] | None = None,
+                log_refusal_fn: Callable[[], dict | None] = lambda: None) -> bytes:
     """The whole server side: one request line in, one encoded reply line out (a line of
     MAX_LINE bytes or more is all the endpoint reads of one with no newline in reach)."""
     try:
         if len(line.rstrip(b"\r\n")) >= MAX_LINE:
             raise ControlError(f"request line longer than {MAX_LINE // 1024} KiB")
-        reply = handle_request(decode(line.strip()), snapshot_fn, end_fn)
+        reply = handle_request(decode(line.strip()), snapshot_fn, end_fn, log_refusal_fn)
     except ControlError as exc:
         reply = {"ok": False, "error": str(exc)}
     return encode(reply)
@@ -222,9 +230,20 @@ def _read_line(sock: socket.socket) -> bytes:
 
 def render_status(reply: dict, port: int, as_json: bool = False) -> str:
     sessions = reply.get("sessions", [])
+    refusal = reply.get("log_refusal")
     if as_json:
-        return json.dumps({"port": port, "pid": reply.get("pid"), "sessions": sessions},
-                          indent=2)
+        return json.dumps({"port": port, "pid": reply.get("pid"), "sessions": sessions,
+                           "log_refusal": refusal}, indent=2)
     head = f"gsmcpd on port {port} (pid {reply.get('pid')}): {len(sessions)} session(s)"
+    if isinstance(refusal, dict):
+        head += "\n" + format_log_refusal(refusal)
     return head + "\n" + format_table(sessions)
+
+
+def format_log_refusal(refusal: dict) -> str:
+    """The status line of a log file refusing writes (a detached daemon's only word of it)."""
+    since = refusal.get("since")
+    when = local_time(since) if isinstance(since, (int, float)) else "?"
+    return (f"WARNING: the log file {escape(str(refusal.get('file')))} refuses writes since {when} "
+            f"({shown(refusal.get('reason'), CELL_CAP)}): {refusal.get('lines_lost')} line(s) lost so far")
 
