@@ -32,7 +32,8 @@ SHUTDOWN_GRACE = 3.0   # seconds workers get to exit before SIGKILL
 # Seconds workers killed at SHUTDOWN_GRACE's end get to be gone before the image is tidied:
 # one killed mid-commit holds the image lock until then, and recovery does not wait for it.
 REAP_GRACE = 0.5
-POLL = 0.05            # how often the last phase looks at workers and connections
+POLL = 0.005           # how often the last phase looks at workers and connections: a stop waits
+                       # for them, and 50 ms was most of an idle stop (about 114 ms, now 34-64)
 
 STOPPING = "server shutting down"
 
