@@ -97,7 +97,8 @@ def test_a_conflict_says_whether_the_file_was_changed_created_or_removed_since_t
     # Each was "changed on disk since this session read it", one it never read.
     a, b = session(shop), session(shop)
     a.tool("add_dictionary", dictionaryName="birds")
-    created = b.tool("add_dictionary", dictionaryName="birds")
+    a.tool("compile_class_definition", source="class Owl:\n    pass\n", dictionaryName="birds")
+    created = b.tool("add_dictionary", dictionaryName="birds")   # not the same text: a conflict
     assert error_kind(created) == "conflict"
     assert tool_text(created).startswith("commit failed: birds.py was created on disk since this session "
                                          "read the image (by another session's commit or an edit)")
@@ -110,6 +111,36 @@ def test_a_conflict_says_whether_the_file_was_changed_created_or_removed_since_t
     b.tool("compile_method", className="Cart", source="def size(self):\n    return len(self.lines)\n")
     both = tool_text(b.tool("commit"))
     assert both.startswith("commit failed: birds.py was removed, shop/models.py was changed on disk"), both
+
+
+# Workspace code that changes the view's shop.models without committing.
+APPEND_UNCOMMITTED = """
+import shop.models
+view = shop.models.__spec__.loader.view
+view.set_source("shop.models", view.source("shop.models") + "EXTRA = 1\\n", live=False)
+"""
+
+
+def test_the_same_change_made_in_two_sessions_is_committed_once_and_conflicts_with_nothing(shop):
+    a, b = session(shop), session(shop)
+    a.tool("compile_method", className="shop.models.Product", source=SHOUT)
+    second = b.tool("compile_method", className="shop.models.Product", source=SHOUT)
+    assert not second.get("isError"), second
+    assert (second["structuredContent"]["committed"], second["structuredContent"]["alreadyCommitted"]) == (
+        [], ["shop.models"])
+    assert "already committed by another, with the same text: shop.models" in tool_text(second)
+    assert [entry["session"] for entry in journal(shop.image)] == [a.session]
+    assert b.tool("status")["structuredContent"]["uncommittedChanges"] is False
+    # Made alike, uncommitted, in both; one commits: the other's refresh takes it as committed.
+    for client in (a, b):
+        assert not client.tool("execute_code", code=APPEND_UNCOMMITTED).get("isError")
+    assert a.tool("commit")["structuredContent"]["committed"] == ["shop.models"]
+    refreshed = b.tool("refresh")["structuredContent"]
+    assert (refreshed["alreadyCommitted"], refreshed["keptOurs"], refreshed["broughtIn"]) == (
+        ["shop.models"], [], [])
+    assert b.tool("status")["structuredContent"]["uncommittedChanges"] is False
+    assert tool_text(b.tool("commit")).startswith("Nothing to commit")
+    assert len(journal(shop.image)) == 2
 
 
 # Workspace code that changes the image through the view API without committing:

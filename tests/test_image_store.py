@@ -928,3 +928,32 @@ def test_a_module_another_account_made_meanwhile_unwritable_is_a_conflict_first(
     outcome = _as_account(OTHER_UID + 1, OTHER_UID, lambda: store.commit(
         {"new.py": b"n = 1\n"}, {"a.py": sha256(b"a = 1\n")}, user="ben", session_id="s"))
     assert outcome == ("raised", "CommitConflict: new.py"), outcome
+
+
+def test_a_change_the_disk_already_holds_is_taken_as_committed_not_written_or_journalled(tmp_path):
+    # Another commit made a.py and removed c.py just as this one does: no conflict, and
+    # only b.py is written and journalled.
+    store = make_image(tmp_path, {"a.py": "a = 1\n", "b.py": "b = 1\n", "c.py": "c = 1\n"})
+    base = {rel: sha256(data) for rel, data in store.read_snapshot().files.items()}
+    store.commit({"a.py": b"a = 2\n", "c.py": None}, base, user="u", session_id="t")
+    theirs = (tmp_path / "a.py").stat().st_ino
+    already = []
+    assert store.commit({"a.py": b"a = 2\n", "b.py": b"b = 2\n", "c.py": None}, base, user="u",
+                        session_id="s", already_committed=already) == 2
+    assert already == ["a.py", "c.py"]
+    assert (tmp_path / "a.py").stat().st_ino == theirs          # not written again
+    assert [f["file"] for f in store.journal()[1]["files"]] == ["b.py"]
+    # All of it there already: no commit at all.
+    already = []
+    assert store.commit({"a.py": b"a = 2\n"}, base, user="u", session_id="s", already_committed=already) == 2
+    assert already == ["a.py"] and len(store.journal()) == 2
+
+
+def test_a_change_the_disk_holds_does_not_save_the_rest_of_the_commit_from_its_conflict(tmp_path):
+    store = make_image(tmp_path, {"a.py": "a = 1\n", "b.py": "b = 1\n"})
+    base = {rel: sha256(data) for rel, data in store.read_snapshot().files.items()}
+    store.commit({"a.py": b"a = 2\n", "b.py": b"b = 'theirs'\n"}, base, user="u", session_id="t")
+    with pytest.raises(CommitConflict) as raised:
+        store.commit({"a.py": b"a = 2\n", "b.py": b"b = 2\n"}, base, user="u", session_id="s")
+    assert raised.value.how == {"b.py": "changed"}
+    assert (tmp_path / "b.py").read_text() == "b = 'theirs'\n" and len(store.journal()) == 1

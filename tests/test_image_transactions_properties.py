@@ -11,14 +11,17 @@ image", README "Refresh" and "Commit"):
 * a view sees its base snapshot plus its own changes, nothing of another view's
   uncommitted changes and no commit made after its base until it refreshes,
   aborts or commits;
-* a commit conflicts exactly when a file it stands on differs on disk from its base:
-  a file it changes, the `__init__.py` of a package it writes into (gone), a module
-  in a package it removes, a new module's other form (`q.py`, `q/__init__.py`).
+* a commit takes a file it changes that the disk already holds as changed (another's
+  identical commit) as committed: not written, not journalled; it conflicts exactly
+  when another file it stands on differs on disk from its base (that file's base
+  being the disk's if it is already committed): a file it changes, the
+  `__init__.py` of a package it writes into (gone), a module in a package it
+  removes, a new module's other form (`q.py`, `q/__init__.py`).
   A conflict, or any failure before the commit point, writes nothing and keeps
   the view as it was;
 * refresh brings in what others committed and keeps this view's changes; a file
   changed on both sides, or one of theirs that ours stand on, keeps ours and its
-  old base (so its commit conflicts);
+  old base (so its commit conflicts), unless theirs is ours: its base moves onto it;
 * a commit killed past its commit point reads as done and is finished by the next
   store user; one killed before it changed nothing;
 * the journal has one record per commit, with its files and their old/new hashes;
@@ -115,31 +118,42 @@ class Model:
     def open(self, name: str) -> None:
         self.views[name] = ModelView(self.committed, len(self.journal))
 
+    def already(self, view: ModelView) -> list[str]:
+        """The files `view` changed that the disk already holds as it has them."""
+        return [rel for rel in view.changed() if self.committed.get(rel) == view.texts.get(rel)]
+
+    def to_write(self, view: ModelView) -> list[str]:
+        already = self.already(view)
+        return [rel for rel in view.changed() if rel not in already]
+
     def conflicts(self, view: ModelView) -> list[str]:
-        """The files a commit of `view` finds on disk not as its base had them."""
-        changed = view.changed()
-        found = {rel for rel in changed if self.committed.get(rel) != view.base.get(rel)}
+        """The files a commit of `view` finds on disk not as its base had them (once
+        those already committed are taken as its base)."""
+        changed, already = self.to_write(view), self.already(view)
+        base = {rel: text for rel, text in view.base.items() if rel not in already}
+        base.update({rel: self.committed[rel] for rel in already if rel in self.committed})
+        found = {rel for rel in changed if self.committed.get(rel) != base.get(rel)}
         modules = visible(self.committed)
         for rel in changed:
             if rel not in view.texts:        # removed; a package removed takes what is in it
                 if rel.endswith("/__init__.py"):
                     package = rel[:-len("__init__.py")]
                     found |= {other for other, text in modules.items() if other.startswith(package)
-                              and other not in changed and text != view.base.get(other)}
+                              and other not in changed and text != base.get(other)}
                 continue
             for init in enclosing_packages(rel):   # written: the packages it goes into are still there
-                if init not in changed and init in view.base and init not in self.committed:
+                if init not in changed and init in base and init not in self.committed:
                     found.add(init)
             twin = twin_of(rel)
-            if (rel not in view.base and twin not in changed and twin not in view.base
+            if (rel not in base and twin not in changed and twin not in base
                     and twin in self.committed):   # made meanwhile in the other form
                 found.add(twin)
         return sorted(found)
 
     def commit(self, name: str, session: str) -> list[str]:
-        """Apply the view's commit (no conflict); returns the files it changed."""
+        """Apply the view's commit (no conflict); returns the files it wrote."""
         view = self.views[name]
-        changed = view.changed()
+        changed = self.to_write(view)
         if changed:
             for rel in changed:
                 if rel in view.texts:
@@ -174,7 +188,7 @@ class Model:
         for rel in sorted(set(fresh) | set(view.base) | set(view.texts)):
             ours = rel in changed or stands_on(rel)
             theirs = fresh.get(rel) != view.base.get(rel)
-            if ours and theirs:
+            if ours and theirs and view.texts.get(rel) != fresh.get(rel):
                 continue                          # ours kept, on its old base
             for side in ((view.base,) if ours else (view.base, view.texts)):
                 if rel in fresh:
@@ -306,14 +320,14 @@ class Run:
                 except (Crash, KeyboardInterrupt, OSError) as error:
                     assert "injected" in str(error)
                 else:   # past its commit point, a failing disk leaves the commit pending
-                    assert not mview.changed() or crash == "disk-full past the commit point", \
+                    assert not self.model.to_write(mview) or crash == "disk-full past the commit point", \
                         "the failure was never reached"
             if how == "killed":                                # the worker is gone
                 if when == "past the commit point":
                     self.model.commit(name, name)
                 del self.model.views[name]
                 self.views.pop(name).close()
-            elif when == "past the commit point" or not mview.changed():
+            elif when == "past the commit point" or not self.model.to_write(mview):
                 self.model.commit(name, name)                  # the view is on its commit
             else:
                 assert (view.texts, view.base_texts, view.version) == before, \

@@ -514,3 +514,34 @@ def test_a_module_nested_too_deeply_to_parse_is_one_that_does_not_compile(image,
     assert error.msg.endswith("); split the deepest expression into named parts")
     assert ": )" not in error.msg    # a MemoryError that says nothing is named
     assert view.tree("zoo.animals") is not None
+
+
+def test_the_same_change_committed_by_another_is_no_conflict_and_not_written_again(image, views):
+    a = views(image, "a")
+    b = views(image, "b", install=False)
+    edited(a, "zoo.animals", 'return "woof"', 'return "WOOF"')
+    edited(b, "zoo.animals", 'return "woof"', 'return "WOOF"')
+    edited(b, "zoo.keeper", "self.dogs = [", "self.dogs = ['extra'] + [")
+    a.commit()
+    assert b.commit() == ["zoo.keeper"] and b.already_committed == ["zoo.animals"]
+    assert [[f["file"] for f in r["files"]] for r in b.store.journal()] == [["zoo/animals.py"], ["zoo/keeper.py"]]
+    assert not b.has_changes and b.commit_count == 1 and b.last_commit == ["zoo.keeper"]
+    # Nothing but what is there already: no commit, none counted.
+    a.refresh()
+    edited(a, "zoo.keeper", "self.dogs = ['extra'] + [", "self.dogs = [")
+    edited(b, "zoo.keeper", "self.dogs = ['extra'] + [", "self.dogs = [")
+    a.commit()
+    assert b.commit() == [] and b.already_committed == ["zoo.keeper"]
+    assert not b.has_changes and b.commit_count == 1 and len(b.store.journal()) == 3
+
+
+def test_refresh_takes_the_same_change_committed_by_another_as_committed(image, views):
+    a = views(image, "a")
+    b = views(image, "b", install=False)
+    edited(a, "zoo.animals", 'return "woof"', 'return "WOOF"')
+    edited(b, "zoo.animals", 'return "woof"', 'return "WOOF"')
+    a.commit()
+    report = b.refresh()
+    assert (report.already_committed, report.kept_ours, report.brought_in) == (["zoo.animals"], [], [])
+    assert not b.has_changes and 'return "WOOF"' in b.source("zoo.animals")
+    assert b.commit() == [] and b.already_committed == [] and len(b.store.journal()) == 1

@@ -43,6 +43,30 @@ def test_commit_abort_refresh_and_conflict(image, views):
     assert "Nothing to commit" in text(b.ok("commit"))
 
 
+def test_commit_and_refresh_take_the_same_change_committed_by_another_as_committed(image, views):
+    a, b = Client(views(image, "a")), Client(views(image, "b", install=False))
+    for view in (a.view, b.view):
+        view.set_source("zoo.keeper", "x = 'same'\n", live=False)
+    b.view.set_source("zoo.animals", "y = 'b'\n", live=False)
+    a.ok("commit")
+    done = b.ok("commit")
+    assert (done["structuredContent"]["committed"], done["structuredContent"]["alreadyCommitted"],
+            done["structuredContent"]["broughtIn"]) == (["zoo.animals"], ["zoo.keeper"], [])
+    assert text(done) == ("Committed zoo.animals; already committed by another, with the same text: "
+                          "zoo.keeper (view version 2)")
+    assert b.ok("status")["structuredContent"]["uncommittedChanges"] is False
+    a.ok("refresh")
+    for view in (a.view, b.view):
+        view.set_source("zoo.keeper", "x = 'again'\n", live=False)
+    a.ok("commit")
+    refreshed = b.ok("refresh")
+    assert (refreshed["structuredContent"]["alreadyCommitted"], refreshed["structuredContent"]["keptOurs"]) == (
+        ["zoo.keeper"], [])
+    assert "already committed by another, with the same text: zoo.keeper" in text(refreshed)
+    assert "kept ours" not in text(refreshed)
+    assert b.ok("status")["structuredContent"]["uncommittedChanges"] is False
+
+
 def test_a_commit_says_which_modules_others_commits_brought_in(image, views):
     a, b = Client(views(image, "a")), Client(views(image, "b", install=False))
     a.view.set_source("zoo.keeper", "x = 'a'\n", live=False)

@@ -736,6 +736,24 @@ def test_a_conflicting_mutation_stays_uncommitted_and_says_so(image, views):
     assert '"""From b."""' in disk(image)
 
 
+def test_a_mutation_says_which_of_its_changes_another_session_committed_the_same(image, views):
+    # a's change to zoo.animals conflicts with b's and stays uncommitted; c then commits
+    # exactly a's text: a's next mutation writes only its own module.
+    a, b = Client(views(image, "a")), views(image, "b", install=False)
+    b.set_source("zoo.animals", b.source("zoo.animals") + "# b\n", live=False)
+    b.commit()
+    a.error("compile_method", "conflict", className="Dog", source="def noise(self):\n    return 'grr'\n")
+    c = views(image, "c", install=False)
+    c.set_source("zoo.animals", a.view.source("zoo.animals"), live=False)
+    c.commit()
+    done = a.ok("set_class_comment", className="Keeper", comment="Kept.")
+    assert (done["structuredContent"]["committed"], done["structuredContent"]["alreadyCommitted"]) == (
+        ["zoo.keeper"], ["zoo.animals"])
+    assert "\nalready committed by another, with the same text: zoo.animals" in text(done)
+    assert not a.view.has_changes
+    assert [[f["file"] for f in r["files"]] for r in a.view.store.journal()][-1] == ["zoo/keeper.py"]
+
+
 def test_a_mutation_names_the_modules_others_commits_brought_in(image, views):
     a, b = Client(views(image, "a")), views(image, "b", install=False)
     b.set_source("zoo.keeper", b.source("zoo.keeper") + "KEPT_BY_B = 1\n", live=False)

@@ -570,11 +570,16 @@ class ImageStore:
     # -- committing ------------------------------------------------------
 
     def commit(self, changes: dict[str, bytes | None], base_hashes: dict[str, str | None],
-               *, user: str, session_id: str, commit_id: str | None = None) -> int:
+               *, user: str, session_id: str, commit_id: str | None = None,
+               already_committed: list[str] | None = None) -> int:
         """Write `changes` (relpath -> new bytes, None = delete) if every file
         still hashes to `base_hashes[relpath]` (None = must not exist), and so does
         what those stand on (see _conflicts: `base_hashes` is the committer's whole
-        base, a module it lacks is one it never saw), all or nothing. Returns the new
+        base, a module it lacks is one it never saw), all or nothing. A file the disk
+        already holds exactly as changed (another's identical commit) is no conflict:
+        it is left out, neither written nor journalled, and appended to
+        `already_committed` before anything else happens (so the caller has it whatever
+        follows); with nothing else to write, no commit is made. Returns the new
         journal length; raises CommitConflict, writing nothing, or OSError (see
         CommitPending for a failure past the commit point).
         `commit_id` names the journal record (random if not given): after any other
@@ -590,11 +595,19 @@ class ImageStore:
                 self._check(rel, dirs)
                 if changes[rel] is not None:
                     self._refuse_unreplaceable(rel, dirs)
+            already = self._already_there(changes, base_hashes, dirs)
+            if already_committed is not None:
+                already_committed.extend(sorted(already))
+            # What is already there is the base the rest stands on.
+            base_hashes = {**base_hashes, **already}
+            changes = {rel: data for rel, data in changes.items() if rel not in already}
             conflicts, unreadable = self._conflicts(changes, base_hashes, dirs)
             if conflicts or unreadable:
                 raise CommitConflict(sorted(conflicts), unreadable, how=conflicts)
             for rel in sorted(changes):   # after the conflicts: one made since is said so first
                 self._refuse_unwritable(rel, dirs)
+            if not changes:
+                return self._journal_length()
             state = dirs.open(STATE_DIR)
             self._sweep_temps([state] + [fd for fd in {dirs.held(_dir_of(rel)) for rel in changes}
                                          if fd is not None])
@@ -634,6 +647,17 @@ class ImageStore:
                 return self._apply(intent)
             except OSError as error:
                 raise CommitPending(error) from error
+
+    def _already_there(self, changes: dict[str, bytes | None], base_hashes: dict[str, str | None],
+                       dirs: ImageDirs) -> dict[str, str | None]:
+        """The changed files the disk holds exactly as changed though not as the base had
+        them (call under the lock): file -> its hash on disk (None: removed)."""
+        already = {}
+        for rel, data in changes.items():
+            disk = self._disk_hash(rel, dirs)
+            if disk != base_hashes.get(rel) and disk == sha256(data):
+                already[rel] = disk
+        return already
 
     def _conflicts(self, changes: dict[str, bytes | None], base_hashes: dict[str, str | None],
                    dirs: ImageDirs) -> tuple[dict[str, str], list[str]]:

@@ -39,6 +39,7 @@ log = logging.getLogger("gsmcpd.image")
 class RefreshReport:
     brought_in: list[str] = field(default_factory=list)     # modules others changed
     kept_ours: list[str] = field(default_factory=list)      # changed both here and there
+    already_committed: list[str] = field(default_factory=list)   # changed alike here and there
     reloaded: list[str] = field(default_factory=list)
     import_errors: dict[str, str] = field(default_factory=dict)
 
@@ -104,6 +105,7 @@ class View:
         # lands past a commit point is answered with what it did not stop.
         self.commit_count = 0
         self.last_commit: list[str] = []
+        self.already_committed: list[str] = []  # the last commit's modules another's had made so
         self._reserved = None                   # the shared lock held until load()
         self._derived: dict[tuple[str, str], tuple[str, object]] = {}   # see derived()
         self._loader = _SnapshotLoader(self)
@@ -374,18 +376,20 @@ class View:
         return bool(self.changed_files())
 
     def commit(self) -> list[str]:
-        """Write this view's changes; then the view sees every commit so far.
-        Raises CommitConflict (nothing written, changes kept)."""
+        """Write this view's changes; then the view sees every commit so far. Returns the
+        modules written: one the disk already holds exactly as changed (another's
+        identical commit) is taken as committed, not written, and named in
+        `already_committed`. Raises CommitConflict (nothing written, changes kept)."""
         changed = self.changed_files()
-        modules = [module_name_of(rel) for rel in changed]
+        self.already_committed = []
         if changed:
             changes = {rel: (self._encoded(rel) if rel in self.texts else None) for rel in changed}
             commit_id = secrets.token_hex(8)
             # The view's base once the commit stands, made ready before it: the view
-            # steps onto it by plain assignments as soon as the commit is known to
-            # stand. A break is raised at a call or a loop, so none lands between the
-            # two: the view never conflicts with its own commit, which is counted for
-            # the worker to say it stands.
+            # steps onto it (_stand) as soon as the commit is known to stand, and a
+            # break landing on the way is caught to step onto it all the same: the view
+            # never conflicts with its own commit, which is counted for the worker to
+            # say it stands.
             base_texts, base_hashes = dict(self.base_texts), dict(self.base_hashes)
             for rel, data in changes.items():
                 if data is None:
@@ -393,35 +397,56 @@ class View:
                     base_hashes.pop(rel, None)
                 else:
                     base_texts[rel], base_hashes[rel] = self.texts[rel], sha256(data)
-            count = self.commit_count + 1
+            stand = (base_texts, base_hashes, self.commit_count, changed)
+            already: list[str] = []            # filled by the store before it writes
             try:
                 self.store.commit(changes, self.base_hashes, user=self.user, session_id=self.session_id,
-                                  commit_id=commit_id)
+                                  commit_id=commit_id, already_committed=already)
+                self._stand(*stand, already)
             except CommitPending as pending:   # decided: every snapshot reads it as done
-                self.base_texts, self.base_hashes, self.commit_count, self.last_commit = (
-                    base_texts, base_hashes, count, modules)
+                self._stand(*stand, already)
                 log.warning("session %s: %s", self.session_id[:8], pending)
             except CommitConflict:
                 raise                          # refused before anything was written
             except BaseException:
                 # A break (or any failure) past the commit point: the commit stands.
                 if self.store.has_commit(commit_id):
-                    self.base_texts, self.base_hashes, self.commit_count, self.last_commit = (
-                        base_texts, base_hashes, count, modules)
+                    self._stand(*stand, already)
                     self._load_snapshot()
                 raise
-            else:
-                self.base_texts, self.base_hashes, self.commit_count, self.last_commit = (
-                    base_texts, base_hashes, count, modules)
         self._load_snapshot()
         self._reload()
-        return modules
+        return [module_name_of(rel) for rel in changed if module_name_of(rel) not in self.already_committed]
+
+    def _stand(self, base_texts: dict, base_hashes: dict, count: int, changed: list[str],
+               already: list[str]) -> None:
+        """Step onto the commit of `changed` that stands (the view's commit count was
+        `count` before it), less the files `already` on disk, which it did not write.
+        One statement of plain stores, so it is done whole or not at all, and again
+        the same if a break made it be done twice."""
+        written = [module_name_of(rel) for rel in changed if rel not in already]
+        (self.base_texts, self.base_hashes, self.commit_count, self.last_commit,
+         self.already_committed) = (base_texts, base_hashes, count + 1 if written else count,
+                                    written or self.last_commit, [module_name_of(rel) for rel in already])
+
+    def _holds(self, rel: str, digest: str | None) -> bool:
+        """Whether the view has `rel` as the bytes hashing to `digest` (None: as absent),
+        as its commit would write them."""
+        if rel not in self.texts:
+            return digest is None
+        try:
+            return sha256(self.texts[rel].encode(self._codec(rel), "surrogateescape")) == digest
+        except UnicodeEncodeError:   # the commit would refuse it: not what is there
+            return False
+
+    def _codec(self, rel: str) -> str:
+        return self.encodings.get(rel, "utf-8")
 
     def _encoded(self, rel: str) -> bytes:
         """The text's bytes in the codec the file was read in (its coding declaration).
         The mutation tools refuse such text up front (check_encodable); this is for
         text set otherwise (code calling set_source)."""
-        encoding = self.encodings.get(rel, "utf-8")
+        encoding = self._codec(rel)
         text = self.texts[rel]
         try:
             return text.encode(encoding, "surrogateescape")
@@ -434,7 +459,7 @@ class View:
         """Refuse (invalidParams) a new text for `module` that its file's encoding
         cannot carry, before anything changes: the commit could not write it."""
         rel = self.relpath(module)
-        encoding = self.encodings.get(rel, "utf-8")
+        encoding = self._codec(rel)
         try:
             text.encode(encoding, "surrogateescape")
         except UnicodeEncodeError as error:
@@ -495,7 +520,8 @@ class View:
     def refresh(self) -> RefreshReport:
         """Bring in others' commits, keeping this view's changes. A file changed
         both here and there keeps ours and its old base, so committing it
-        conflicts until the session aborts. So does a file of theirs that ours
+        conflicts until the session aborts, unless theirs is byte for byte ours: it
+        is then committed, and the base moves onto it. So does a file of theirs that ours
         stands on (see _entangled): brought in, it would leave a module of the
         view in no package, or one module in two files."""
         snapshot = self.store.read_snapshot()
@@ -508,9 +534,11 @@ class View:
             ours = rel in ours_changed or _entangled(rel, ours_changed, self.texts, fresh)
             theirs = fresh.get(rel) != self.base_texts.get(rel)
             if theirs and ours:
-                report.kept_ours.append(module_name_of(rel))
-                continue
-            if theirs:
+                if not self._holds(rel, fresh_hashes.get(rel)):
+                    report.kept_ours.append(module_name_of(rel))
+                    continue
+                report.already_committed.append(module_name_of(rel))   # theirs is ours: the base moves
+            elif theirs:
                 report.brought_in.append(module_name_of(rel))
                 if rel in fresh:
                     self.texts[rel], self.encodings[rel] = decoded[rel]

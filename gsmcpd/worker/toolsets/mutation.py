@@ -21,7 +21,8 @@ from gsmcpd.image.view import KERNEL
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset, bool_prop, object_schema, string_prop
 from gsmcpd.worker.toolsets.browsing import CLASS_NAME, META, SELECTOR, filter_by_meta, live_kind
-from gsmcpd.worker.toolsets.session import brought_in_text, commit_view, import_error_lines
+from gsmcpd.worker.toolsets.session import (already_committed_text, brought_in_text, commit_view,
+                                            import_error_lines)
 
 DICTIONARY = {"dictionaryName": string_prop("an image module, dotted name (e.g. shop.models)",
                                              min_length=1)}
@@ -142,6 +143,9 @@ class MutationToolset(Toolset):
         committed, brought_in, broken = commit_view(self.view)
         structured = {**structured, "committed": committed, "version": self.view.version}
         text = f"{message}; committed (view version {self.view.version})"
+        if self.view.already_committed:   # by another's identical commit: not written again
+            structured["alreadyCommitted"] = self.view.already_committed
+            text += "\n" + already_committed_text(self.view.already_committed)
         if brought_in:   # only then, as commit's answer does
             structured["broughtIn"] = brought_in
             text += "\n" + brought_in_text(brought_in)

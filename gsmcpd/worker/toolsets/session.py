@@ -34,7 +34,8 @@ def _happened(error: CommitConflict, also: str = "") -> str:
 
 def commit_view(view) -> tuple[list[str], list[str], dict[str, str]]:
     """Commit: the modules committed, those others' commits brought in, and the loaded
-    modules that re-importing them left failing to import (module -> error). A conflict or
+    modules that re-importing them left failing to import (module -> error); those another's
+    commit had already made as this one would are in view.already_committed. A conflict or
     a failure to write (disk full, a read-only or unwritable image) is the tool error
     that says whether anything was written."""
     commits_before, base = view.commit_count, dict(view.base_hashes)
@@ -58,7 +59,7 @@ def commit_view(view) -> tuple[list[str], list[str], dict[str, str]]:
     # A commit also brings in others' commits (the view re-reads the image): every tool
     # that commits says which, as refresh does, so a module never changes under the
     # session unsaid.
-    brought_in = sorted(set(moved_bases(base, view)) - set(committed))
+    brought_in = sorted(set(moved_bases(base, view)) - set(committed) - set(view.already_committed))
     # The commit re-imports what they changed and what imports that: a loaded module
     # their change breaks (a class it imports deleted) now fails here, unsaid otherwise.
     broken = {name: error for name, error in sorted(view.import_errors.items())
@@ -79,6 +80,11 @@ def import_error_lines(errors: dict[str, str]) -> list[str]:
 
 def brought_in_text(brought_in: list[str]) -> str:
     return f"brought in others' commits to {', '.join(brought_in)}"
+
+
+def already_committed_text(modules: list[str]) -> str:
+    """For changes the image already had, byte for byte: taken as committed, nothing written."""
+    return f"already committed by another, with the same text: {', '.join(modules)}"
 
 
 class SessionToolset(Toolset):
@@ -118,12 +124,15 @@ class SessionToolset(Toolset):
 
     def commit(self, arguments):
         committed, brought_in, broken = commit_view(self.view)
-        text = (f"Committed {', '.join(committed)}" if committed else "Nothing to commit; view refreshed")
-        if brought_in:
-            text += "; " + brought_in_text(brought_in)
+        already = self.view.already_committed
+        text = (f"Committed {', '.join(committed)}" if committed
+                else "Nothing to write" if already else "Nothing to commit; view refreshed")
+        for part, names in ((already_committed_text, already), (brought_in_text, brought_in)):
+            if names:
+                text += "; " + part(names)
         lines = [f"{text} (view version {self.view.version})"] + import_error_lines(broken)
         return {"text": "\n".join(lines),
-                "structured": {"committed": committed, "broughtIn": brought_in,
+                "structured": {"committed": committed, "alreadyCommitted": already, "broughtIn": brought_in,
                                "version": self.view.version, "importErrors": broken}}
 
     def refresh(self, arguments):
@@ -134,11 +143,13 @@ class SessionToolset(Toolset):
         if report.kept_ours:
             lines.append("changed both here and in a commit, kept ours (commit will conflict; "
                          "abort takes theirs): " + ", ".join(report.kept_ours))
+        if report.already_committed:   # no longer uncommitted here
+            lines.append(already_committed_text(report.already_committed))
         lines += _reload_lines(report)
         return {"text": "\n".join(lines), "structured": {
             "version": self.view.version, "broughtIn": report.brought_in,
-            "keptOurs": report.kept_ours, "reloaded": report.reloaded,
-            "importErrors": report.import_errors}}
+            "keptOurs": report.kept_ours, "alreadyCommitted": report.already_committed,
+            "reloaded": report.reloaded, "importErrors": report.import_errors}}
 
     def status(self, arguments):
         view = self.view
