@@ -101,7 +101,7 @@ def test_a_conflict_says_whether_the_file_was_changed_created_or_removed_since_t
     created = b.tool("add_dictionary", dictionaryName="birds")   # not the same text: a conflict
     assert error_kind(created) == "conflict"
     assert tool_text(created).startswith("commit failed: birds.py was created on disk since this session "
-                                         "read the image (by another session's commit or an edit)")
+                                         "read the image (by ")
     b.tool("abort")
     a.tool("remove_dictionary", dictionaryName="birds")
     b.tool("compile_class_definition", source="class Bird:\n    pass\n", dictionaryName="birds")
@@ -111,6 +111,26 @@ def test_a_conflict_says_whether_the_file_was_changed_created_or_removed_since_t
     b.tool("compile_method", className="Cart", source="def size(self):\n    return len(self.lines)\n")
     both = tool_text(b.tool("commit"))
     assert both.startswith("commit failed: birds.py was removed, shop/models.py was changed on disk"), both
+
+
+def test_a_conflict_names_who_made_each_file_so_a_session_or_an_edit_outside_gsmcpd(shop):
+    a, b = session(shop), session(shop)
+    a.tool("compile_method", className="Product", source=SHOUT)
+    made = journal(shop.image)[-1]
+    who = f"by {made['user']}'s session {a.session[:8]} at {made['time'][:10]} {made['time'][11:19]} UTC"
+    (shop.image / "shop/__init__.py").write_text('"""Edited in an editor."""\n')
+    b.tool("compile_method", className="Cart", source="def size(self):\n    return len(self.lines)\n")
+    b.tool("execute_code", code='import shop\nview = shop.__spec__.loader.view\n'
+                                'view.set_source("shop", "# ours\\n", live=False)')
+    conflict = b.tool("commit")
+    assert error_kind(conflict) == "conflict"
+    assert tool_text(conflict).startswith(
+        "commit failed: shop/__init__.py was changed, shop/models.py was changed on disk since this session "
+        f"read the image (shop/__init__.py by an edit outside gsmcpd; shop/models.py {who}); "), tool_text(conflict)
+    files = conflict["structuredContent"]["error"]["files"]
+    assert files == [{"file": "shop/__init__.py", "module": "shop", "how": "changed", "by": None},
+                     {"file": "shop/models.py", "module": "shop.models", "how": "changed",
+                      "by": {"user": made["user"], "session": a.session, "time": made["time"]}}]
 
 
 # Workspace code that changes the view's shop.models without committing.

@@ -2,6 +2,7 @@
 
 import ast
 import errno
+import json
 import os
 import signal
 import stat
@@ -957,3 +958,36 @@ def test_a_change_the_disk_holds_does_not_save_the_rest_of_the_commit_from_its_c
         store.commit({"a.py": b"a = 2\n", "b.py": b"b = 2\n"}, base, user="u", session_id="s")
     assert raised.value.how == {"b.py": "changed"}
     assert (tmp_path / "b.py").read_text() == "b = 'theirs'\n" and len(store.journal()) == 1
+
+
+def test_a_conflict_says_which_commit_made_each_file_as_the_disk_has_it_or_that_none_did(tmp_path):
+    store = make_image(tmp_path, {"a.py": "a = 1\n", "b.py": "b = 1\n", "c.py": "c = 1\n", "d.py": "d = 1\n"})
+    base = {rel: sha256(data) for rel, data in store.read_snapshot().files.items()}
+    store.commit({"a.py": b"a = 2\n", "d.py": None}, base, user="alice", session_id="5e55104a-long-id")
+    store.commit({"c.py": b"c = 2\n"}, {"c.py": base["c.py"]}, user="bob", session_id="b0b")
+    (tmp_path / "b.py").write_text("b = 'editor'\n")     # never committed
+    (tmp_path / "c.py").write_text("c = 'editor'\n")     # committed by bob, then edited
+    alice = {key: store.journal()[0][key] for key in ("user", "session", "time")}
+    with pytest.raises(CommitConflict) as raised:
+        store.commit({rel: b"x = 3\n" for rel in ("a.py", "b.py", "c.py", "d.py")}, base, user="u", session_id="s")
+    assert raised.value.by == {"a.py": alice, "b.py": None, "c.py": None, "d.py": alice}
+    assert alice["session"] == "5e55104a-long-id" and alice["user"] == "alice"
+    # A record another account wrote with no strings where they belong: nothing but strings.
+    with open(store.journal_file, "a") as journal:
+        journal.write(json.dumps({"id": "x", "user": 7, "session": ["s"], "files": [
+            {"file": "b.py", "old": None, "new": sha256(b"b = 'editor'\n")}]}) + "\n")
+    with pytest.raises(CommitConflict) as raised:
+        store.commit({"b.py": b"x = 3\n"}, base, user="u", session_id="s")
+    assert raised.value.by == {"b.py": {"user": None, "session": None, "time": None}}
+
+
+def test_the_journal_is_read_back_from_its_end_whole_across_chunks(tmp_path):
+    # A conflict reads the journal last record first, 64 KiB at a time: records that
+    # straddle a chunk, and one longer than a chunk, come back whole and in order.
+    store = make_image(tmp_path, {"a.py": ""})
+    records = [{"id": str(n), "files": [{"file": f"m{n}.py", "new": "x" * (n % 7) * 40}]} for n in range(3000)]
+    records[1500]["files"] *= 2000                       # ~100 KiB on one line
+    store.state_dir.mkdir(exist_ok=True)
+    (store.state_dir / "journal.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records)
+                                                   + '{"id": "cut off mid-app')
+    assert list(store._records_from_end()) == records[::-1]

@@ -43,6 +43,29 @@ def test_commit_abort_refresh_and_conflict(image, views):
     assert "Nothing to commit" in text(b.ok("commit"))
 
 
+def test_a_conflict_names_the_commit_that_made_each_file_so_or_an_edit_outside_gsmcpd(image, views):
+    a, b = Client(views(image, "a")), Client(views(image, "session-b-long-id", install=False, user="bob"))
+    b.view.set_source("zoo.keeper", "x = 'b'\n", live=False)
+    b.ok("commit")
+    made = b.view.store.journal()[-1]["time"]                # e.g. 2026-12-01T09:00:00Z
+    a.view.set_source("zoo.keeper", "x = 'a'\n", live=False)
+    result = a.call("commit")
+    when = made.replace("T", " ").removesuffix("Z") + " UTC"
+    assert text(result).startswith("commit failed: zoo/keeper.py was changed on disk since this session "
+                                   f"read the image (by bob's session session- at {when}); nothing was written")
+    assert result["structuredContent"]["error"]["files"] == [
+        {"file": "zoo/keeper.py", "module": "zoo.keeper", "how": "changed",
+         "by": {"user": "bob", "session": "session-b-long-id", "time": made}}]
+    (image / "zoo" / "animals.py").write_text("edited = 'outside'\n")
+    a.view.set_source("zoo.animals", "x = 'a'\n", live=False)
+    both = a.call("commit")
+    assert text(both).startswith("commit failed: zoo/animals.py was changed, zoo/keeper.py was changed on "
+                                 "disk since this session read the image (zoo/animals.py by an edit outside "
+                                 f"gsmcpd; zoo/keeper.py by bob's session session- at {when}); ")
+    assert [(f["file"], f["by"]) for f in both["structuredContent"]["error"]["files"]] == [
+        ("zoo/animals.py", None), ("zoo/keeper.py", {"user": "bob", "session": "session-b-long-id", "time": made})]
+
+
 def test_commit_and_refresh_take_the_same_change_committed_by_another_as_committed(image, views):
     a, b = Client(views(image, "a")), Client(views(image, "b", install=False))
     for view in (a.view, b.view):

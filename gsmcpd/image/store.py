@@ -140,12 +140,16 @@ class CommitConflict(Exception):
     stands on but this account may not read (per-user workers: another account's
     module, which the view never saw); nothing was written."""
 
-    def __init__(self, files: list[str], unreadable: list[str] = (), how: dict[str, str] | None = None):
+    def __init__(self, files: list[str], unreadable: list[str] = (), how: dict[str, str] | None = None,
+                 by: dict[str, dict | None] | None = None):
         super().__init__(", ".join([*files, *unreadable]))
         self.files = files
         self.unreadable = list(unreadable)
         # file -> what happened to it on disk since the base: "changed", "created", "removed"
         self.how = {rel: (how or {}).get(rel, "changed") for rel in files}
+        # file -> who made it as the disk has it: the last commit's {"user", "session",
+        # "time"}, or None for an edit outside gsmcpd (a file not known is left out)
+        self.by = dict(by or {})
 
 
 def _how(base: str | None, there: bool) -> str:
@@ -603,7 +607,8 @@ class ImageStore:
             changes = {rel: data for rel, data in changes.items() if rel not in already}
             conflicts, unreadable = self._conflicts(changes, base_hashes, dirs)
             if conflicts or unreadable:
-                raise CommitConflict(sorted(conflicts), unreadable, how=conflicts)
+                raise CommitConflict(sorted(conflicts), unreadable, how=conflicts,
+                                     by=self._made_by(sorted(conflicts)))
             for rel in sorted(changes):   # after the conflicts: one made since is said so first
                 self._refuse_unwritable(rel, dirs)
             if not changes:
@@ -705,6 +710,53 @@ class ImageStore:
                 elif data is not None:
                     conflicts[twin] = "created"
         return conflicts, sorted(unreadable)
+
+    def _made_by(self, files: list[str]) -> dict[str, dict | None]:
+        """Who made each file as the disk has it now (call under the lock): the journal's
+        last commit of it, {"user", "session", "time"}, if that commit left it so; None
+        if not, or if no commit names it: the disk's content came from outside gsmcpd.
+        A file this account may not read is left out."""
+        disk = {}
+        for rel in files:
+            data = self._contents(rel)
+            if data is not UNREADABLE:
+                disk[rel] = sha256(data)
+        last = {}   # file -> (record, the hash it left the file with)
+        for record in self._records_from_end():
+            for entry in record.get("files") or ():
+                rel = entry.get("file") if isinstance(entry, dict) else None
+                if rel in disk and rel not in last:
+                    last[rel] = (record, entry.get("new"))
+            if len(last) == len(disk):
+                break
+        # Strings only: another account sharing the image can write the journal.
+        return {rel: ({key: value if isinstance(value := last[rel][0].get(key), str) else None
+                       for key in ("user", "session", "time")}
+                      if rel in last and last[rel][1] == digest else None)
+                for rel, digest in disk.items()}
+
+    def _records_from_end(self):
+        """The journal's records, last first (call under the lock), read back from its end
+        a chunk at a time: a conflict asks only for the last commits of a few files."""
+        try:
+            journal = open(self.journal_file, "rb")
+        except FileNotFoundError:
+            return
+        with journal:
+            fd = journal.fileno()
+            end, rest = _complete_length(fd, os.fstat(fd).st_size), b""
+            while end > 0:
+                start = max(0, end - 65536)
+                lines = (os.pread(fd, end - start, start) + rest).split(b"\n")
+                rest = lines.pop(0) if start > 0 else b""   # its start is in the chunk before
+                for line in reversed(lines):
+                    try:
+                        record = json.loads(line) if line.strip() else None
+                    except ValueError:
+                        continue
+                    if isinstance(record, dict):
+                        yield record
+                end = start
 
     def has_commit(self, commit_id: str) -> bool:
         """True once the commit named `commit_id` is decided (applied or pending).

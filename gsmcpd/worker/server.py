@@ -245,7 +245,7 @@ class McpServer:
         try:
             tool.validate(arguments)
         except ToolError as error:
-            return error_result(error.kind, error.message)
+            return error_result(error.kind, error.message, error.details)
         self.context = context or CallContext()
         # A soft break that landed ends the call as a break, whatever the user's code made
         # of it (caught it and exited, or returned): the deadline or cancel still holds.
@@ -255,7 +255,7 @@ class McpServer:
             return success_result(outcome)
         except ToolError as error:
             raise_if_break(error)
-            return error_result(error.kind, error.message)
+            return error_result(error.kind, error.message, error.details)
         except BREAKS:
             raise
         except BaseException as error:   # a handler bug or the user's SystemExit, GeneratorExit,
@@ -316,10 +316,10 @@ def success_result(outcome) -> dict:
     raise ToolError("other", f"tool answered {type(outcome).__name__}, not str or {{'text': ...}}")
 
 
-def error_result(kind: str, message: str) -> dict:
+def error_result(kind: str, message: str, details: dict | None = None) -> dict:
     return {
         "content": [{"type": "text", "text": message}],
-        "structuredContent": {"error": {"kind": kind, "message": message}},
+        "structuredContent": {"error": {"kind": kind, "message": message, **(details or {})}},
         "isError": True,
     }
 

@@ -18,12 +18,13 @@ ERROR_KINDS = frozenset({
 class ToolError(Exception):
     """A tool failure a client can branch on: `kind` is one of ERROR_KINDS."""
 
-    def __init__(self, kind: str, message: str):
+    def __init__(self, kind: str, message: str, details: dict | None = None):
         if kind not in ERROR_KINDS:
             raise ValueError(f"unknown tool error kind {kind!r}")
         super().__init__(message)
         self.kind = kind
         self.message = message
+        self.details = details or {}   # more facts for a program, beside kind and message
 
 
 class SoftBreak(KeyboardInterrupt):

@@ -11,25 +11,50 @@ from gsmcpd.worker.toolset import ToolError, Toolset, object_schema
 
 
 def conflict_error(error: CommitConflict, *, kept: str = "") -> ToolError:
+    details = {"files": [{"file": rel, "module": module_name_of(rel), "how": error.how[rel],
+                          **({"by": error.by[rel]} if rel in error.by else {})} for rel in error.files]}
     if not error.unreadable:
         # Refresh is no way out: it keeps ours on the old base (View.refresh).
         return ToolError("conflict", f"commit failed: {_happened(error)}; nothing was written{kept}. "
                          "Use abort to take the committed version (discarding your changes), then "
                          "make them again on it; refresh only shows which modules both changed: "
-                         "it keeps yours on their old base, so committing them still conflicts.")
+                         "it keeps yours on their old base, so committing them still conflicts.", details)
     changed = f" ({_happened(error, 'also ')})" if error.files else ""
     return ToolError("conflict", f"commit failed: {', '.join(error.unreadable)} cannot be read by "
                      f"this account (another account's module, in a package this commit removes or "
                      f"in the other form of a module it creates: the commit would leave it in no "
                      f"package, or make two files of one module){changed}; nothing was written{kept}. "
-                     "Its owner must move or remove it first; or abort to discard your changes.")
+                     "Its owner must move or remove it first; or abort to discard your changes.",
+                     {**details, "unreadable": list(error.unreadable)})
 
 
 def _happened(error: CommitConflict, also: str = "") -> str:
     """'a.py was changed, b.py was created on disk since...': a file the session never
     read (created) or that is gone (removed) is not said to have changed."""
     files = ", ".join(f"{rel} was {also}{error.how[rel]}" for rel in error.files)
-    return f"{files} on disk since this session read the image (by another session's commit or an edit)"
+    return f"{files} on disk since this session read the image ({_made_by(error)})"
+
+
+def _made_by(error: CommitConflict) -> str:
+    """Who made the files as the disk has them: 'by bob's session 1a2b3c4d at ...', said
+    of each file when there are several."""
+    known = [rel for rel in error.files if rel in error.by]
+    if not known:
+        return "by another session's commit or an edit"
+    if error.files == known[:1]:
+        return _by(error.by[known[0]])
+    return "; ".join(f"{rel} {_by(error.by[rel])}" for rel in known)
+
+
+def _by(commit: dict | None) -> str:
+    """'by bob's session 1a2b3c4d at 2026-12-01 09:00:00 UTC' for a journal's commit
+    (its user if known); None is content no commit recorded."""
+    if commit is None:
+        return "by an edit outside gsmcpd"
+    user, session, when = commit.get("user"), commit.get("session"), commit.get("time")
+    name = f"session {session[:8]}" if session else "commit"
+    text = f"by {user}'s {name}" if user else f"by {name}" if session else "by a commit"
+    return text + (f" at {when.replace('T', ' ').removesuffix('Z')} UTC" if when else "")
 
 
 def commit_view(view) -> tuple[list[str], list[str], dict[str, str]]:
