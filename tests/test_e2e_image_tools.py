@@ -107,6 +107,7 @@ class PartTest(unittest.TestCase):
     "fix/test_moved.py": "import unittest\n\n\nclass MovedTest(unittest.TestCase):\n"
                          "    def helper(self):\n        return 1\n\n"
                          "    def test_fails(self):\n        self.assertEqual(self.helper(), 2)\n",
+    "fix/deep.py": "class Deep:\n    def one(self):\n        return 1\n\n\nf = " + "lambda: " * 700 + "1\n",
     "fix/test_kinds.py": '''\
 import unittest
 
@@ -680,6 +681,17 @@ def test_a_test_an_edit_moved_fails_at_its_own_line_as_in_a_new_session(daemon, 
     assert here["traceback"] == fresh["traceback"]
     assert run(c, "import inspect, fix.test_moved as t\n"
                   "inspect.getsource(t.MovedTest.test_fails).splitlines()[0]") == "'    def test_fails(self):'"
+
+
+def test_an_edit_above_lambdas_nested_700_deep_answers_ok(daemon, c):
+    # Renumbering them met the recursion limit after the method was compiled and committed:
+    # the tool answered an error for an edit that had landed. (At 1000 deep, which Python
+    # compiles, find_references_to meets it too, in the symbol table of this module.)
+    ok(c, "compile_method", className="Deep", source="def one(self):\n    one = 1\n    return one\n")
+    check = "import fix.deep\n(fix.deep.Deep().one(), fix.deep.f.__code__.co_firstlineno)"
+    fresh = open_session(daemon)
+    assert run(c, check) == run(fresh, check) == "(1, 7)"
+    fresh.close()
 
 
 # -- test outcomes add up ------------------------------------------------------------

@@ -10,6 +10,8 @@ import types
 
 import pytest
 
+from test_tools_support import Client, views  # noqa: F401  (fixtures)
+
 from gsmcpd.image.renumber import def_lines, moved_lines, renumber_moved_code, shifted
 
 OLD = '''\
@@ -153,3 +155,51 @@ def test_a_global_whose___class___raises_is_skipped_and_the_rest_renumbered(modu
     renumber_moved_code(module, module.__file__, OLD, NEW, ast.parse(NEW))
     show(module, NEW)
     assert source_of(module.tail) == "def tail():"
+
+
+def test_shifted_moves_code_nested_as_deeply_as_python_compiles():
+    # Recursing, it met the recursion limit at about 500 lambdas.
+    code = compile("f = " + "lambda: " * 1500 + "1\n", "x.py", "exec").co_consts[0]
+    moved = shifted(code, 10)
+    depth = 0
+    while moved is not None:
+        assert moved.co_firstlineno == 11
+        moved = next((const for const in moved.co_consts if isinstance(const, types.CodeType)), None)
+        depth += 1
+    assert depth == 1500
+
+
+# -- through the mutation tools --------------------------------------------------
+
+DEEP = "class Cart:\n    def total(self):\n        return 1\n\n\nf = " + "lambda: " * 1500 + "1\n"
+
+
+@pytest.fixture
+def deep_client(tmp_path, views):
+    image = tmp_path / "image"
+    (image / "shop").mkdir(parents=True)
+    (image / "shop" / "__init__.py").write_text("")
+    (image / "shop" / "deep.py").write_text(DEEP)
+    client = Client(views(image))
+    client.view.module("shop.deep")
+    return client
+
+
+def test_an_edit_above_lambdas_nested_as_deeply_as_python_compiles_answers_ok_and_moves_them(deep_client):
+    # renumber met the recursion limit after the edit had landed: compile_method answered
+    # an error, though the method was compiled and committed.
+    deep_client.ok("compile_method", className="Cart", source="def total(self):\n    one = 1\n    return one\n")
+    module = deep_client.view.module("shop.deep")
+    assert module.Cart().total() == 1
+    assert module.f.__code__.co_firstlineno == 7
+
+
+def test_a_renumber_that_fails_leaves_the_edit_standing_and_says_so_in_the_log(deep_client, monkeypatch, caplog):
+    def failing(*args):
+        raise RuntimeError("renumber failed")
+
+    monkeypatch.setattr("gsmcpd.image.view.renumber_moved_code", failing)
+    deep_client.ok("compile_method", className="Cart", source="def total(self):\n    return 2\n")
+    assert deep_client.view.module("shop.deep").Cart().total() == 2
+    assert not deep_client.view.has_changes                      # committed
+    assert "shop.deep keeps the line numbers it had before the edit" in caplog.text

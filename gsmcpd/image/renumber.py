@@ -104,7 +104,18 @@ def live_functions(module: ModuleType, filename: str) -> list[FunctionType]:
 
 def shifted(code: CodeType, delta: int) -> CodeType:
     """`code` and the code nested in it (inner defs, lambdas, comprehensions) `delta`
-    lines further down."""
-    consts = tuple(shifted(const, delta) if isinstance(const, CodeType) else const
-                   for const in code.co_consts)
-    return code.replace(co_firstlineno=code.co_firstlineno + delta, co_consts=consts)
+    lines further down. A loop, not recursion: lambdas nested as deeply as Python
+    compiles (about a thousand) met the recursion limit, and the edit answered an error."""
+    done: dict[int, CodeType] = {}
+    stack: list[tuple[CodeType, bool]] = [(code, False)]
+    while stack:
+        item, inner_done = stack.pop()
+        inner = [const for const in item.co_consts if isinstance(const, CodeType)]
+        if inner and not inner_done:
+            stack.append((item, True))
+            stack.extend((const, False) for const in inner if id(const) not in done)
+            continue
+        consts = tuple(done[id(const)] if isinstance(const, CodeType) else const
+                       for const in item.co_consts)
+        done[id(item)] = item.replace(co_firstlineno=item.co_firstlineno + delta, co_consts=consts)
+    return done[id(code)]

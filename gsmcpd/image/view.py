@@ -270,7 +270,11 @@ class View:
             # Last: a break landing in it costs line numbers, not the view's state.
             tree = self.tree(module) if reflected is not None and reflected != text else None
             if tree is not None:
-                renumber_moved_code(sys.modules[module], self.filename(rel), reflected, text, tree)
+                try:
+                    renumber_moved_code(sys.modules[module], self.filename(rel), reflected, text, tree)
+                except Exception:   # the edit has landed: wrong line numbers must not fail it
+                    log.warning("session %s: %s keeps the line numbers it had before the edit",
+                                self.session_id[:8], module, exc_info=True)
 
     def add_module(self, module: str, text: str, *, package: bool = False) -> None:
         self.texts[relpath_of(module, package=package)] = text
