@@ -108,6 +108,12 @@ class PartTest(unittest.TestCase):
                          "    def helper(self):\n        return 1\n\n"
                          "    def test_fails(self):\n        self.assertEqual(self.helper(), 2)\n",
     "fix/deep.py": "class Deep:\n    def one(self):\n        return 1\n\n\nf = " + "lambda: " * 700 + "1\n",
+    "fix/boxed.py": "import functools\n\n\ndef deco(f):\n    @functools.wraps(f)\n    def wrapper(*args):\n"
+                    "        return f(*args)\n    return wrapper\n\n\nclass Shifted:\n    def pad(self):\n"
+                    "        return 0\n\n    @property\n    def size(self):\n        return self._size\n\n"
+                    "    @size.setter\n    def size(self, value):\n        self._size = value\n\n"
+                    "    @deco\n    def a(self):\n        return 1\n\n    @deco\n    def b(self):\n"
+                    "        return 2\n",
     "fix/test_kinds.py": '''\
 import unittest
 
@@ -681,6 +687,20 @@ def test_a_test_an_edit_moved_fails_at_its_own_line_as_in_a_new_session(daemon, 
     assert here["traceback"] == fresh["traceback"]
     assert run(c, "import inspect, fix.test_moved as t\n"
                   "inspect.getsource(t.MovedTest.test_fails).splitlines()[0]") == "'    def test_fails(self):'"
+
+
+def test_a_setter_and_a_decorated_method_an_edit_moved_show_their_own_source_as_in_a_new_session(daemon, c):
+    # The setter, moved onto its getter's old line, was left there (getsource gave the
+    # getter); b, below the deleted a, kept its line (a's `@deco` was taken for its own).
+    ok(c, "compile_method", className="Shifted",
+       source="def pad(self):\n    a = 1\n    b = 2\n    c = 3\n    d = 4\n    return 0\n")
+    ok(c, "delete_method", className="Shifted", selector="a")
+    check = ("import inspect\nfrom fix.boxed import Shifted\n"
+             "(inspect.getsource(Shifted.size.fset).split(chr(10))[0], Shifted.size.fset.__code__.co_firstlineno, "
+             "inspect.getsource(Shifted.b).split(chr(10))[:2], Shifted.b.__wrapped__.__code__.co_firstlineno)")
+    fresh = open_session(daemon)
+    assert run(c, check) == run(fresh, check) == repr(("    @size.setter", 23, ["    @deco", "    def b(self):"], 27))
+    fresh.close()
 
 
 def test_an_edit_above_lambdas_nested_700_deep_answers_ok(daemon, c):

@@ -12,7 +12,7 @@ import pytest
 
 from test_tools_support import Client, views  # noqa: F401  (fixtures)
 
-from gsmcpd.image.renumber import def_lines, moved_lines, renumber_moved_code, shifted
+from gsmcpd.image.renumber import code_within, def_moves, def_spans, renumber_moved_code, shifted
 
 OLD = '''\
 import functools
@@ -68,10 +68,20 @@ def module(tmp_path):
     made = types.ModuleType("moved_under_test")
     made.__file__ = filename
     sys.modules[made.__name__] = made
-    exec(compile(OLD, filename, "exec"), vars(made))
+    code = compile(OLD, filename, "exec")
+    exec(code, vars(made))
+    COMPILED[made.__name__] = code_within([code])
     yield made
     sys.modules.pop(made.__name__, None)
     linecache.cache.pop(filename, None)
+
+
+COMPILED = {}   # module name -> the code its text was compiled to, as the view keeps it
+
+
+def renumber(module, new_text, old_text=OLD):
+    renumber_moved_code(module, module.__file__, COMPILED[module.__name__], old_text,
+                        def_spans(ast.parse(old_text)), new_text, def_spans(ast.parse(new_text)))
 
 
 def show(module, text):
@@ -83,7 +93,7 @@ def source_of(function):
 
 
 def test_every_def_below_the_edit_is_where_the_new_text_has_it(module):
-    renumber_moved_code(module, module.__file__, OLD, NEW, ast.parse(NEW))
+    renumber(module, NEW)
     show(module, NEW)
     cart = module.Cart
     assert source_of(cart.of) == "@classmethod"
@@ -97,7 +107,7 @@ def test_every_def_below_the_edit_is_where_the_new_text_has_it(module):
 
 
 def test_a_traceback_quotes_the_line_that_raised(module):
-    renumber_moved_code(module, module.__file__, OLD, NEW, ast.parse(NEW))
+    renumber(module, NEW)
     show(module, NEW)
     try:
         module.Cart().fails()
@@ -112,7 +122,7 @@ def test_defs_above_the_edit_and_code_made_from_the_new_text_are_left_alone(modu
     fresh = {}
     exec(compile(NEW, module.__file__, "exec"), fresh)
     module.Cart.total = fresh["Cart"].total          # as compile_method sets what it compiled
-    renumber_moved_code(module, module.__file__, OLD, NEW, ast.parse(NEW))
+    renumber(module, NEW)
     assert module.wrap.__code__ is wrap_code
     assert module.Cart.total.__code__ is fresh["Cart"].total.__code__
     show(module, NEW)
@@ -124,18 +134,20 @@ def test_code_is_moved_only_onto_a_def_of_its_own_name(module):
     # stands there now is Basket's, which no code compiled from OLD is.
     changed = OLD.replace("class Cart:\n", "# a line more\nclass Basket:\n")
     old_code = module.Cart.total.__code__
-    renumber_moved_code(module, module.__file__, OLD, changed, ast.parse(changed))
+    renumber(module, changed)
     assert module.Cart.total.__code__ is old_code
 
 
-def test_moved_lines_maps_lines_kept_and_not_those_changed():
-    moved = moved_lines("a\nb\nc\nd\n", "a\nB\nB2\nc\nd\n")
-    assert moved == {1: 1, 3: 4, 4: 5}
+def test_def_moves_pairs_the_defs_of_a_name_by_their_text_and_not_one_changed():
+    old = "def f():\n    return 1\n\n\ndef f():\n    return 2\n\n\ndef g():\n    pass\n"
+    new = "def f():\n    return 1\n\n\n# more\ndef f():\n    return 2\n\n\ndef g():\n    return 3\n"
+    moves = def_moves(old, def_spans(ast.parse(old)), new, def_spans(ast.parse(new)), {"f", "g"})
+    assert moves == {("f", 1): 1, ("f", 5): 6}
 
 
-def test_def_lines_counts_a_decorated_def_from_its_first_decorator():
-    lines = def_lines(ast.parse("class K:\n    @staticmethod\n    @other\n    def m():\n        f = lambda: 0\n"))
-    assert lines == {2: {"K.m"}, 5: {"K.m.<locals>.<lambda>"}}
+def test_def_spans_count_a_decorated_def_from_its_first_decorator():
+    spans = def_spans(ast.parse("class K:\n    @staticmethod\n    @other\n    def m():\n        f = lambda: 0\n"))
+    assert spans == {"K.m": [(2, 2, 5)], "K.m.<locals>.<lambda>": [(5, 5, 5)]}
 
 
 def test_shifted_moves_nested_code_too():
@@ -152,7 +164,7 @@ def test_a_global_whose___class___raises_is_skipped_and_the_rest_renumbered(modu
             raise RuntimeError("no")
 
     module.hostile = Hostile()
-    renumber_moved_code(module, module.__file__, OLD, NEW, ast.parse(NEW))
+    renumber(module, NEW)
     show(module, NEW)
     assert source_of(module.tail) == "def tail():"
 
@@ -203,3 +215,60 @@ def test_a_renumber_that_fails_leaves_the_edit_standing_and_says_so_in_the_log(d
     assert deep_client.view.module("shop.deep").Cart().total() == 2
     assert not deep_client.view.has_changes                      # committed
     assert "shop.deep keeps the line numbers it had before the edit" in caplog.text
+
+
+def edited(tmp_path, views, text):
+    """A client whose view has imported `text` as shop.edited."""
+    image = tmp_path / "edited-image"
+    (image / "shop").mkdir(parents=True)
+    (image / "shop" / "__init__.py").write_text("")
+    (image / "shop" / "edited.py").write_text(text)
+    client = Client(views(image))
+    return client, client.view.module("shop.edited")
+
+
+def test_a_setter_moved_onto_its_getters_old_line_is_moved_too(tmp_path, views):
+    # Its qualname stood at its old line in the new text (the getter's), so it was taken
+    # for code compiled from the new text and left: getsource gave the getter.
+    client, module = edited(tmp_path, views, "class Box:\n    def pad(self):\n        return 0\n\n"
+                            "    @property\n    def size(self):\n        return self._size\n\n"
+                            "    @size.setter\n    def size(self, value):\n        self._size = value\n")
+    client.ok("compile_method", className="Box",
+              source="def pad(self):\n    a = 1\n    b = 2\n    c = 3\n    d = 4\n    return 0\n")
+    assert (module.Box.size.fget.__code__.co_firstlineno, module.Box.size.fset.__code__.co_firstlineno) == (9, 13)
+    assert inspect.getsource(module.Box.size.fset).splitlines()[0] == "    @size.setter"
+
+
+def test_a_decorated_method_below_a_deleted_decorated_one_is_moved_to_its_own_decorator(tmp_path, views):
+    # The lines were diffed: the deleted method's `@deco` line was kept for the one below,
+    # whose own `@deco` then counted as removed, and its code was left at its old line.
+    client, module = edited(tmp_path, views, "import functools\n\n\ndef deco(f):\n"
+                            "    @functools.wraps(f)\n    def wrapper(*args):\n        return f(*args)\n"
+                            "    return wrapper\n\n\nclass Cart:\n    @deco\n    def a(self):\n        return 1\n\n"
+                            "    @deco\n    def b(self):\n        return 2\n")
+    client.ok("delete_method", className="Cart", selector="a")
+    assert module.Cart.b.__wrapped__.__code__.co_firstlineno == 12
+    assert inspect.getsource(module.Cart.b.__wrapped__) == "    @deco\n    def b(self):\n        return 2\n"
+
+
+def test_a_lambda_in_a_methods_decorator_is_moved_as_the_class_names_it(tmp_path, views):
+    # Taken for the method's own (`Cart.checked.<locals>.<lambda>`), it was never moved.
+    client, module = edited(tmp_path, views, "def tagged(check):\n    def wrap(f):\n"
+                            "        def wrapper(*args):\n            check()\n            return f(*args)\n"
+                            "        return wrapper\n    return wrap\n\n\nclass Cart:\n    def pad(self):\n"
+                            "        return 0\n\n    @tagged(lambda: None)\n    def checked(self):\n        return 1\n")
+    client.ok("compile_method", className="Cart", source="def pad(self):\n    a = 1\n    b = 2\n    return 0\n")
+    check = inspect.getclosurevars(module.Cart.checked).nonlocals["check"]
+    assert check.__qualname__ == "Cart.<lambda>"
+    assert check.__code__.co_firstlineno == 16
+
+
+def test_two_alike_lambdas_in_decorators_are_told_apart_by_their_defs(tmp_path, views):
+    # Alike, `lambda: None` of one method's decorator was taken for the other's.
+    client, module = edited(tmp_path, views, "def tagged(check):\n    def wrap(f):\n"
+                            "        def wrapper(*args):\n            check()\n            return f(*args)\n"
+                            "        return wrapper\n    return wrap\n\n\nclass Cart:\n    def first(self):\n"
+                            "        return 0\n\n    @tagged(lambda: None)\n    def second(self):\n        return 1\n")
+    client.ok("compile_method", className="Cart", source="@tagged(lambda: None)\ndef first(self):\n    return 0\n")
+    check = inspect.getclosurevars(module.Cart.second).nonlocals["check"]
+    assert check.__code__.co_firstlineno == 15

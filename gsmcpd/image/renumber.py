@@ -10,69 +10,123 @@ from __future__ import annotations
 
 import ast
 import difflib
+from collections.abc import Iterable, Mapping
 from types import CodeType, FunctionType, ModuleType
 
 from gsmcpd.image.live import functions_in
+from gsmcpd.image.splice import first_line, lines_of
+
+Span = tuple[int, int, int]   # a def's first line, and its statement's first and last (see def_spans)
+Defs = dict[str, list[Span]]   # qualname -> spans
 
 
-def renumber_moved_code(module: ModuleType, filename: str, old_text: str, new_text: str,
-                        new_tree: ast.Module) -> None:
-    """Point the live code of `module` that `old_text` gave its numbers at the lines its
-    def moved to in `new_text` (whose tree is `new_tree`); code compiled from `new_text`
-    already is. Code is moved only onto a def of its own qualname."""
-    new_defs = def_lines(new_tree)
-    moved = moved_lines(old_text, new_text)
-    for function in live_functions(module, filename):
+def renumber_moved_code(module: ModuleType, filename: str, old_code: Mapping[int, CodeType],
+                        old_text: str, old_defs: Defs, new_text: str, new_defs: Defs) -> dict[int, CodeType]:
+    """Point the live functions of `module` whose code is `old_code`'s (compiled from
+    `old_text`; by id) at the lines their defs stand on in `new_text` (`old_defs` and
+    `new_defs` are the texts' def_spans). Any other code is left: the tool compiled it
+    from `new_text`, numbered already. Told apart by identity, not by a def of its name
+    standing at its line: a property's setter moved onto its getter's old line stood
+    there too. Returns the code the live functions now have, the `old_code` of the next
+    edit."""
+    functions = live_functions(module, filename)
+    stale = [function for function in functions if id(function.__code__) in old_code]
+    moves = def_moves(old_text, old_defs, new_text, new_defs,
+                      {function.__code__.co_qualname for function in stale})
+    moved: dict[int, CodeType] = {}
+    for function in stale:
         code = function.__code__
-        first, name = code.co_firstlineno, code.co_qualname
-        if name in new_defs.get(first, ()):
-            continue
-        to = moved.get(first)
-        if to is not None and name in new_defs.get(to, ()):
-            function.__code__ = shifted(code, to - first)
+        to = moves.get((code.co_qualname, code.co_firstlineno), code.co_firstlineno)
+        if to != code.co_firstlineno:
+            if id(code) not in moved:
+                moved[id(code)] = shifted(code, to - code.co_firstlineno)
+            function.__code__ = moved[id(code)]
+    return code_within(function.__code__ for function in functions)
 
 
-def def_lines(tree: ast.Module) -> dict[int, set[str]]:
-    """Line → qualnames of the functions whose code starts there (a decorated def at its
-    first decorator, as co_firstlineno counts it). A loop, not recursion: a module nested
-    as deeply as Python compiles (thousands of levels) is walked too."""
-    found: dict[int, set[str]] = {}
-    stack: list[tuple[ast.AST, str]] = [(tree, "")]
+def def_moves(old_text: str, old_defs: Defs, new_text: str, new_defs: Defs,
+              names: set[str]) -> dict[tuple[str, int], int]:
+    """(qualname, first line) of a def of `names` in the old text → its first line in the
+    new one. The defs of a qualname are paired in order by the text of their statement
+    (a def's own, decorators to last line; a lambda's, with its place in it), so a def the
+    edit changed pairs with none, a line like one the edit removed (`@deco` over a deleted
+    method) is not taken for a moved def's, nor one `lambda: None` for another."""
+    old_lines, new_lines = lines_of(old_text), lines_of(new_text)
+    moves: dict[tuple[str, int], int] = {}
+    for name in names:
+        old_spans, new_spans = old_defs.get(name, []), new_defs.get(name, [])
+        old_texts = [_text(old_lines, span) for span in old_spans]
+        new_texts = [_text(new_lines, span) for span in new_spans]
+        if old_texts == new_texts:   # most names: one def, unchanged
+            pairs = [(a, a) for a in range(len(old_texts))]
+        else:
+            matcher = difflib.SequenceMatcher(None, old_texts, new_texts, autojunk=False)
+            pairs = [(a + i, b + i) for a, b, size in matcher.get_matching_blocks() for i in range(size)]
+        for a, b in pairs:
+            moves.setdefault((name, old_spans[a][0]), new_spans[b][0])
+    return moves
+
+
+def _text(lines: list[str], span: Span) -> tuple[int, str]:
+    first, statement_first, statement_last = span
+    return first - statement_first, "".join(lines[statement_first - 1:statement_last])
+
+
+# The scope a comprehension's code has: lambdas in it are named `f.<locals>.<listcomp>.<lambda>`.
+_COMPREHENSIONS = {ast.ListComp: "<listcomp>", ast.SetComp: "<setcomp>",
+                   ast.DictComp: "<dictcomp>", ast.GeneratorExp: "<genexpr>"}
+
+
+def def_spans(tree: ast.Module) -> Defs:
+    """Qualname → (first line, and the first and last line of the statement it is written
+    in) of the functions of that qualname in source order; a def is
+    its own statement, and starts at its first decorator, as co_firstlineno counts it.
+    Named as Python names their code (a lambda in a method's decorator is the class's,
+    `K.<lambda>`). A loop, not recursion: a module nested as deeply as Python compiles
+    (thousands of levels) is walked too."""
+    found: Defs = {}
+    stack: list[tuple[ast.AST, str, tuple[int, int]]] = [(tree, "", (1, 1))]
     while stack:
-        node, prefix = stack.pop()
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.ClassDef):
-                stack.append((child, prefix + child.name + "."))
-            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                qualname = prefix + child.name
-                first = min([decorator.lineno for decorator in child.decorator_list] + [child.lineno])
-                found.setdefault(first, set()).add(qualname)
-                stack.append((child, qualname + ".<locals>."))
-            elif isinstance(child, ast.Lambda):
-                found.setdefault(child.lineno, set()).add(prefix + "<lambda>")
-                stack.append((child, prefix + "<lambda>.<locals>."))
-            else:
-                stack.append((child, prefix))
+        node, prefix, statement = stack.pop()
+        if isinstance(node, ast.stmt):
+            statement = (first_line(node), node.end_lineno)
+        inner = prefix
+        if isinstance(node, ast.ClassDef):
+            stack.extend((outer, prefix, statement)
+                         for outer in node.decorator_list + node.bases + node.keywords)
+            children, inner = node.body, prefix + node.name + "."
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            name = prefix + getattr(node, "name", "<lambda>")
+            found.setdefault(name, []).append((first_line(node), *statement))
+            # Its decorators, defaults and annotations run in the enclosing scope.
+            stack.extend((outer, prefix, statement) for outer in getattr(node, "decorator_list", [])
+                         + [node.args] + ([node.returns] if getattr(node, "returns", None) else []))
+            children = node.body if isinstance(node.body, list) else [node.body]
+            inner = name + ".<locals>."
+        elif type(node) in _COMPREHENSIONS:
+            first = node.generators[0]
+            stack.append((first.iter, prefix, statement))   # evaluated before its scope is entered
+            children = [part for part in ast.iter_child_nodes(node) if part is not first]
+            children += [first.target, *first.ifs]
+            inner = prefix + _COMPREHENSIONS[type(node)] + "."
+        else:
+            children = list(ast.iter_child_nodes(node))
+        stack.extend((child, inner, statement) for child in children)
+    for spans in found.values():
+        spans.sort()
     return found
 
 
-def moved_lines(old_text: str, new_text: str) -> dict[int, int]:
-    """Old line number → new line number, for the lines the edit left as they were."""
-    old, new = old_text.splitlines(), new_text.splitlines()
-    # The lines around the edit are matched as they stand, so only what it changed is diffed.
-    head = 0
-    while head < min(len(old), len(new)) and old[head] == new[head]:
-        head += 1
-    tail = 0
-    while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
-        tail += 1
-    moved = {line: line for line in range(1, head + 1)}
-    moved.update({len(old) - k: len(new) - k for k in range(tail)})
-    matcher = difflib.SequenceMatcher(None, old[head:len(old) - tail], new[head:len(new) - tail],
-                                      autojunk=False)
-    for a, b, size in matcher.get_matching_blocks():
-        moved.update({head + a + 1 + i: head + b + 1 + i for i in range(size)})
-    return moved
+def code_within(codes: Iterable[CodeType]) -> dict[int, CodeType]:
+    """`codes` and the code nested in them (inner defs, lambdas, comprehensions), by id."""
+    found: dict[int, CodeType] = {}
+    stack = list(codes)
+    while stack:
+        code = stack.pop()
+        if id(code) not in found:
+            found[id(code)] = code
+            stack.extend(const for const in code.co_consts if isinstance(const, CodeType))
+    return found
 
 
 def live_functions(module: ModuleType, filename: str) -> list[FunctionType]:

@@ -20,13 +20,13 @@ import os
 import secrets
 import sys
 import tokenize
-from types import ModuleType
+from types import CodeType, ModuleType
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gsmcpd.image import splice
 from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
-from gsmcpd.image.renumber import renumber_moved_code
+from gsmcpd.image.renumber import code_within, def_spans, renumber_moved_code
 from gsmcpd.worker.toolset import ToolError, raise_if_break
 from gsmcpd.image.store import (LOCK_WAIT, CommitConflict, CommitPending, ImageStore, module_name_of,
                                 other_form, packages_of, relpath_of, sha256)
@@ -76,6 +76,7 @@ class _SnapshotLoader(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         self.view.cache_lines(rel)
         code = compile(text, filename, "exec", dont_inherit=True)
         self.view.live_texts[name] = text
+        self.view.live_code[name] = code_within([code])
         exec(code, module.__dict__)
 
     def get_source(self, fullname):
@@ -96,6 +97,8 @@ class View:
         self.base_hashes: dict[str, str] = {}   # relpath -> hash the view started from
         self.base_texts: dict[str, str] = {}
         self.live_texts: dict[str, str] = {}    # module -> text its live objects reflect
+        # module -> the code compiled from that text (by id): what an edit's renumber moves.
+        self.live_code: dict[str, dict[int, CodeType]] = {}
         self.import_errors: dict[str, str] = {}
         self.encodings: dict[str, str] = {}     # relpath -> the codec its bytes are in (PEP 263)
         self.unlisted: list[str] = []           # image directories this account may not list or enter
@@ -165,6 +168,7 @@ class View:
         for rel in self.texts:
             linecache.cache.pop(self.filename(rel), None)
         self.live_texts.clear()
+        self.live_code.clear()
 
     # -- snapshot --------------------------------------------------------
 
@@ -262,16 +266,21 @@ class View:
         """Change a module's text in this view; `live` says the live objects
         already reflect it (so a later reload leaves them alone)."""
         rel = self.relpath(module)
+        old_defs = self._derived.get((module, "defs"))   # the last edit's, most likely of the live text
         self.texts[rel] = text
         if live and self.owns_module(module):
             reflected = self.live_texts.get(module)
             self.live_texts[module] = text
             self.cache_lines(rel)
             # Last: a break landing in it costs line numbers, not the view's state.
-            tree = self.tree(module) if reflected is not None and reflected != text else None
-            if tree is not None:
+            old_code = self.live_code.pop(module, {})
+            if reflected is not None and self.tree(module) is not None:
                 try:
-                    renumber_moved_code(sys.modules[module], self.filename(rel), reflected, text, tree)
+                    new_defs = self.derived(module, "defs", lambda _: def_spans(self.tree(module)))
+                    if old_defs is None or old_defs[0] != reflected:
+                        old_defs = (reflected, def_spans(_parsed(reflected)))
+                    self.live_code[module] = renumber_moved_code(
+                        sys.modules[module], self.filename(rel), old_code, reflected, old_defs[1], text, new_defs)
                 except Exception:   # the edit has landed: wrong line numbers must not fail it
                     log.warning("session %s: %s keeps the line numbers it had before the edit",
                                 self.session_id[:8], module, exc_info=True)
@@ -637,6 +646,7 @@ class View:
             if self.owns_module(name):
                 _unbind(name)
             self.live_texts.pop(name, None)
+            self.live_code.pop(name, None)
             self.import_errors.pop(name, None)
 
 
