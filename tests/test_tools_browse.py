@@ -1106,3 +1106,10 @@ def test_a_long_dotted_class_name_looks_up_only_prefixes_that_could_be_modules(c
     client.view.add_module("zoo.nest", "class Outer:\n    class Inner:\n        pass\n")
     assert "export_class_source zoo.nest.Outer" in client.error("describe_class", "notFound",
                                                                className="zoo.nest.Outer.Inner")
+
+
+def test_find_references_to_reads_a_module_holding_lambdas_nested_as_deeply_as_python_compiles(client):
+    # Its walk of the nested scopes recursed once per lambda and answered RecursionError.
+    client.view.add_module("zoo.deep", "def uses_dog():\n    return Dog\n\n\nf = " + "lambda: " * 1500 + "1\n")
+    refs = client.ok("find_references_to", name="Dog")["structuredContent"]["results"]
+    assert any(ref.startswith("zoo.deep.uses_dog") for ref in map(str, refs)), refs

@@ -318,10 +318,14 @@ def _symbol_globals(source: str) -> dict[tuple[str, int], set[str]]:
 
 
 def _globals_used(table) -> set[str]:
-    used = {symbol.get_name() for symbol in table.get_symbols()
-            if symbol.is_global() and (symbol.is_referenced() or symbol.is_assigned())}
-    for child in table.get_children():
-        used |= _globals_used(child)
+    """The globals `table` and the scopes nested in it use. A loop, not recursion: a
+    chain of lambdas nested as deeply as Python compiles met the recursion limit."""
+    used, tables = set(), [table]
+    while tables:
+        table = tables.pop()
+        used |= {symbol.get_name() for symbol in table.get_symbols()
+                 if symbol.is_global() and (symbol.is_referenced() or symbol.is_assigned())}
+        tables.extend(table.get_children())
     return used
 
 
