@@ -264,7 +264,7 @@ def test_a_request_after_a_probe_is_not_forgotten_when_a_stall_is_forgiven(tmp_p
         assert c.call("ping").status == 200                  # but the client speaks
         os.kill(d.proc.pid, signal.SIGSTOP)
         try:
-            time.sleep(2.0)   # past the probe's timeout and three intervals (1.5 s each)
+            time.sleep(2.0)   # past the probe's timeout and three 0.5 s intervals (1.5 s)
         finally:
             os.kill(d.proc.pid, signal.SIGCONT)
         assert wait_until(lambda: "idle clocks forgiven" in d.log_text())
