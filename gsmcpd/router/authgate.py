@@ -43,8 +43,6 @@ class AuthGate:
             log.warning("%s", unreachable)
         self.keys = KeySource.from_settings(self.settings, post=self.loop.call_soon_threadsafe)
         self.accounts = None
-        self.map_reloads = 0          # how often reload_user_map read the map anew
-        self._reloaded_by = None      # the signal that last did
         if not config.user_map:
             log.warning("%s", one_account_warning(os.geteuid(), getpass.getuser()))
         if config.user_map:
@@ -76,24 +74,16 @@ class AuthGate:
             log.error("%s: user_map: %s; still using the map loaded before", signame, problem)
             return
         self.accounts = AccountResolver(user_map)
-        self.map_reloads += 1
-        self._reloaded_by = signame
         log.info("%s: MCP_USER_MAP %s reloaded: %d user(s) mapped", signame, setting, len(user_map))
         for warning in never_served_warnings(user_map):
             log.warning("MCP_USER_MAP %s", warning)
         for session in list(self.router.sessions.by_id.values()):
-            self.end_if_remapped(session)
-
-    def end_if_remapped(self, session):
-        """End `session` if the map in use no longer maps its user to the account its worker
-        runs as. Also for one that was still waiting for its worker at the reload
-        (SessionManager.open): its account was resolved by the map read before."""
-        changed = mapping_changed(self.accounts, session.user, session.account)
-        if changed:
-            log.warning("session %s, whose worker runs as account %r: %s; ending it",
-                        session.short, session.account, changed)
-            self.router.sessions.end(session, f"{self._reloaded_by}: its user's account mapping changed "
-                                              f"(MCP_USER_MAP reloaded)")
+            changed = mapping_changed(self.accounts, session.user, session.account)
+            if changed:
+                log.warning("session %s, whose worker runs as account %r: %s; ending it",
+                            session.short, session.account, changed)
+                self.router.sessions.end(session, f"{signame}: its user's account mapping changed "
+                                                  f"(MCP_USER_MAP reloaded)")
 
     def start(self):
         """Load the signing keys in the background: the loop runs meanwhile (a slow or

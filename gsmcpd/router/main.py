@@ -302,16 +302,6 @@ class Router:
         else:
             self.auth.check(conn, request, then)
 
-    def user_map_reloads(self):
-        """How often SIGHUP has read MCP_USER_MAP anew (None: no auth)."""
-        return None if self.auth is None else self.auth.map_reloads
-
-    def check_mapping_since(self, session, reloads):
-        """A session that waited for its worker from `reloads` (user_map_reloads) on: a map
-        read anew meanwhile, which the sessions open then were held to, holds it too."""
-        if self.auth is not None and self.auth.map_reloads != reloads:
-            self.auth.end_if_remapped(session)
-
     def owns_session(self, session, principal):
         return self.auth is None or self.auth.owns_session(session, principal)
 

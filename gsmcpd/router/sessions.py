@@ -191,12 +191,10 @@ class SessionManager:
         self.opening += 1
         self._per_user[principal.user] += 1
         message = kept_while_waiting(message, body)   # it may wait for a worker
-        reloads = self.router.user_map_reloads()
 
         def start(worker):
             self.opening -= 1
-            session = self._start(worker, conn, message, body, accepts_sse, principal)
-            self.router.check_mapping_since(session, reloads)
+            self._start(worker, conn, message, body, accepts_sse, principal)
 
         def fail(reason):
             self.opening -= 1
@@ -223,7 +221,6 @@ class SessionManager:
         self.submit(session, conn, message, body, accepts_sse, ahead=prepare)
         log.info("session %s opened for %s (worker %d%s)", session.short, shown(session.user, USER_CAP), worker.pid,
                  ", read-only" if session.read_only else "")
-        return session
 
     def sessions_of(self, user):
         """How many sessions `user` has open or opening."""
