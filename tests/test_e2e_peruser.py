@@ -12,6 +12,7 @@ import os
 import pwd
 import secrets
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from gsmcpd.image import default
 from gsmcpd.worker.environment import worker_environ
 from helpers import LIST_FDS, SEARCH_OWN_MEMORY, Client, Daemon, free_port, wait_until
 from idp import Idp
+from test_e2e_spawner import spawner_of, stopped, waiting_initialize
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="per-user workers need a root daemon "
                                 "(it switches each worker to its account); run the suite as root, as CI does")
@@ -161,15 +163,24 @@ def env(request, tmp_path_factory, accounts, image):
     daemon.stop()
 
 
-def session_for(daemon, idp, sub):
-    client = Client(daemon.port)
-    token = idp.mint(sub=sub)
+def bearer(idp, sub):
+    return {"Authorization": "Bearer " + idp.mint(sub=sub)}
+
+
+def with_token(client, idp, sub):
+    """`client`, each of its requests sent with a token of `sub`."""
+    token = bearer(idp, sub)
     original = client.request
 
-    def with_token(method, body=None, headers=None, path="/mcp"):
-        return original(method, body, dict(headers or {}, Authorization="Bearer " + token), path)
+    def request(method, body=None, headers=None, path="/mcp"):
+        return original(method, body, dict(headers or {}, **token), path)
 
-    client.request = with_token
+    client.request = request
+    return client
+
+
+def session_for(daemon, idp, sub):
+    client = with_token(Client(daemon.port), idp, sub)
     client.initialize()
     return client
 
@@ -581,7 +592,6 @@ def test_a_module_its_owner_keeps_unwritable_to_others_is_refused_to_their_commi
 def test_sighup_reloads_the_user_map_ending_only_the_sessions_whose_mapping_changed(tmp_path, accounts, image):
     # The map was read once at start: a user taken out of it kept opening sessions, as
     # their old account, until a restart ended every user's sessions.
-    import signal
     import threading
 
     (first, second), _ = accounts
@@ -630,6 +640,35 @@ def test_sighup_reloads_the_user_map_ending_only_the_sessions_whose_mapping_chan
                 "still using the map loaded before" % user_map)
         assert wait_until(lambda: said in daemon.log_text()), daemon.log_text()
         assert uid_of(session_for(daemon, idp, "ann")) == second.pw_uid
+
+
+def test_a_session_waiting_for_its_worker_through_a_sighup_starts_as_the_reloaded_map_says(
+        tmp_path, accounts, image):
+    # Not yet among the sessions the reload looks at, it started as the account its user
+    # had before: an unmapped user got a session, a moved one ran as the old account.
+    (first, second), _ = accounts
+    user_map = tmp_path / "users.map"
+    user_map.write_text("ann %s\nben %s\n" % (first.pw_name, second.pw_name))
+    daemon, idp = peruser_daemon(tmp_path, image, user_map)          # no spare worker
+    with daemon:
+        session_for(daemon, idp, "ann")                               # the signing keys are loaded
+        with stopped(spawner_of(daemon)):                             # no worker comes meanwhile
+            moved = waiting_initialize(daemon, headers=bearer(idp, "ann"))
+            unmapped = waiting_initialize(daemon, headers=bearer(idp, "ben"))
+            user_map.write_text("ann %s\n" % second.pw_name)
+            daemon.proc.send_signal(signal.SIGHUP)
+            said = "SIGHUP: MCP_USER_MAP %s reloaded: 1 user(s) mapped" % user_map
+            assert wait_until(lambda: said in daemon.log_text()), daemon.log_text()
+            assert not moved.head_read.is_set() and not unmapped.head_read.is_set()
+        assert unmapped.wait_head(timeout=20) == 403 and "mcp-session-id" not in unmapped.headers
+        assert unmapped.json()["error"]["message"] == "Forbidden: this user is not mapped to a local account"
+        assert ("user 'ben' has no local account mapping: refused as its new session was to start "
+                "(its account mapping changed while it waited for a worker)") in daemon.log_text()
+        assert moved.wait_head(timeout=20) == 200
+        client = with_token(Client(daemon.port), idp, "ann")
+        client.session = moved.headers["mcp-session-id"]
+        text, failed = run(client, "import os; os.getuid()")
+        assert not failed and text.strip().splitlines()[-1] == str(second.pw_uid)
 
 
 def test_one_accounts_code_holding_the_image_lock_fails_the_others_opens_and_commits_naming_it(

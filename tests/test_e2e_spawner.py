@@ -169,11 +169,11 @@ def read_by_the_server(sock, port):
     return False
 
 
-def waiting_initialize(daemon, half_close=False):
+def waiting_initialize(daemon, half_close=False, headers=None):
     """An initialize on its own connection, returned once the router has read it; its
     reply comes to the returned Exchange."""
     from test_e2e_lifetime import Exchange
-    exchange = Exchange(daemon.port, "POST", body=INITIALIZE, accept="application/json")
+    exchange = Exchange(daemon.port, "POST", body=INITIALIZE, accept="application/json", headers=headers)
     if half_close:
         exchange.sock.shutdown(socket.SHUT_WR)
     assert wait_until(lambda: read_by_the_server(exchange.sock, daemon.port))

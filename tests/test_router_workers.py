@@ -456,6 +456,25 @@ def test_claims_take_the_oldest_spare_first(hand_pool):
     assert taken == made[1:]
 
 
+def test_a_worker_given_back_by_a_refused_open_goes_to_the_next_claim(hand_pool):
+    # A session refused as its worker came (its user unmapped meanwhile: AuthGate.readmit)
+    # gives the worker back, unused: the open behind it waits for no other fork.
+    loop, make = hand_pool
+    pool = make(0)
+    refused, next_one = Outcome(), Outcome()
+    pool.claim(pool.give_back, refused.on_failure)
+    pool.claim(next_one.on_worker, next_one.on_failure)
+    pool.spawner.spare()
+    assert run_until(loop, lambda: next_one.done)
+    assert next_one.worker.pid == pool.spawner.kept[-1].pid and not refused.done
+    assert not pool.claims and not pool.spares
+    given = Outcome()
+    pool.give_back(next_one.worker)              # no claim waits: a spare again
+    assert pool.spares == [next_one.worker]
+    pool.claim(given.on_worker, given.on_failure)
+    assert given.worker is next_one.worker
+
+
 def test_a_dead_spawners_spares_are_ended_and_never_handed_out(hand_pool, monkeypatch):
     monkeypatch.setattr(WorkerPool, "STARVED_PAUSE", 60.0)   # no restart within the test
     loop, make = hand_pool

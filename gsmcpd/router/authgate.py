@@ -31,6 +31,12 @@ def one_account_warning(euid: int, account: str) -> str:
             f"user to their own account (MCP_USER_MAP)")
 
 
+def forbid(conn, refusal, request_id=None):
+    """Answer a user who gets no local account (AccountRefused) 403, saying only its reason."""
+    conn.respond(403, [JSON], jsonrpc.dumps(jsonrpc.error(
+        request_id, jsonrpc.INVALID_REQUEST, "Forbidden: " + refusal.reason)))
+
+
 class AuthGate:
     def __init__(self, router):
         self.router = router
@@ -134,12 +140,31 @@ class AuthGate:
                 account = self.accounts.resolve(principal.user)
             except AccountRefused as refusal:
                 log.warning("%s: refused", refusal)
-                conn.respond(403, [JSON], jsonrpc.dumps(jsonrpc.error(
-                    None, jsonrpc.INVALID_REQUEST, "Forbidden: " + refusal.reason)))
+                forbid(conn, refusal)
                 return
         # exp as the router uses it: when this credential stops being accepted
         then(conn, request, Principal(principal.user, principal.read_only or self.readonly,
                                       exp=principal.exp + self.settings.leeway, account=account))
+
+    def readmit(self, conn, message, principal):
+        """`principal` of an initialize whose worker has just come, its account resolved
+        again: it was let in under the map in use then, and a SIGHUP may have unmapped
+        its user, or moved them, while it waited for a worker (none spare). Its session
+        starts on the account the map gives now; None once its client is answered 403."""
+        if self.accounts is None:
+            return principal
+        try:
+            account = self.accounts.resolve(principal.user)
+        except AccountRefused as refusal:
+            log.warning("%s: refused as its new session was to start (its account mapping changed "
+                        "while it waited for a worker)", refusal)
+            forbid(conn, refusal, message.get("id"))
+            return None
+        if account == principal.account:
+            return principal
+        log.info("user %r now maps to account %r: its new session, which waited for a worker, runs as it",
+                 principal.user, account)
+        return Principal(principal.user, principal.read_only, exp=principal.exp, account=account)
 
     def _scope_below_session(self, request, principal):
         """A read-write session was opened with the write scope; a token without it

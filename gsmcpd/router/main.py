@@ -302,6 +302,11 @@ class Router:
         else:
             self.auth.check(conn, request, then)
 
+    def readmit(self, conn, message, principal):
+        """`principal` as its new session starts, its worker come (AuthGate.readmit), or
+        None once its client is refused."""
+        return principal if self.auth is None else self.auth.readmit(conn, message, principal)
+
     def owns_session(self, session, principal):
         return self.auth is None or self.auth.owns_session(session, principal)
 

@@ -194,7 +194,12 @@ class SessionManager:
 
         def start(worker):
             self.opening -= 1
-            self._start(worker, conn, message, body, accepts_sse, principal)
+            admitted = self.router.readmit(conn, message, principal)
+            if admitted is None:   # refused (answered): its worker is another open's
+                self._forget_user(principal.user)
+                self.router.pool.give_back(worker)
+                return
+            self._start(worker, conn, message, body, accepts_sse, admitted)
 
         def fail(reason):
             self.opening -= 1

@@ -546,6 +546,12 @@ class WorkerPool:
             self.loop.call_soon(self.replenish)
             claim.on_worker(worker)
 
+    def give_back(self, worker):
+        """A claimed worker whose session was refused before anything was sent to it: a
+        spare again, first in line (it has started), for the next claim."""
+        self.spares.insert(0, worker)
+        self._serve_claims()
+
     def _fail_claim(self, claim, reason):
         if claim in self.claims:
             self.claims.remove(claim)

@@ -1,0 +1,80 @@
+"""A new session that waits for its worker (no spare) while SIGHUP reads MCP_USER_MAP again
+starts on the account the map gives its user then, or not at all (AuthGate.readmit);
+end to end in test_e2e_peruser.py."""
+
+import json
+import types
+
+from gsmcpd.auth.usermap import AccountResolver, load_user_map
+from gsmcpd.config import Config
+from gsmcpd.router.app import Principal
+from gsmcpd.router.main import Router
+from gsmcpd.wire import frames
+from test_router_sessions_poll import FakeConn, FakeWorker
+
+INIT = {"jsonrpc": "2.0", "id": 7, "method": "initialize"}
+
+
+def router_with_map(tmp_path, text):
+    """A router with per-user workers by a map holding `text`, whose pool has no spare:
+    (router, the map's path, the opens waiting for a worker, the workers given back)."""
+    user_map = tmp_path / "users.map"
+    user_map.write_text(text)
+    router = Router(Config(auth=True, issuer="https://idp.test", audience="https://mcp.example/mcp",
+                           jwks_file=tmp_path / "jwks.json", user_map=str(user_map)))
+    # What a root router loads at start (not root, it would switch no worker).
+    router.auth.accounts = AccountResolver(load_user_map(user_map))
+    waiting, given_back = [], []
+    router.pool = types.SimpleNamespace(claim=lambda start, fail: waiting.append(start),
+                                        give_back=given_back.append)
+    return router, user_map, waiting, given_back
+
+
+def prepared_account(worker):
+    prepare = frames.FrameDecoder().feed(worker.sent[0])[0]
+    assert prepare["op"] == "prepare"
+    return prepare["session"]["account"]
+
+
+def test_a_session_waiting_for_its_worker_through_a_reload_starts_as_the_map_says_then(tmp_path):
+    # It was not among the sessions a reload looks at, so it started as the account its
+    # user had before: an unmapped user got a session, a moved one ran as the old account.
+    router, user_map, waiting, given_back = router_with_map(tmp_path, "ann nobody\nben daemon\n")
+    try:
+        ann, ben = FakeConn(), FakeConn()
+        router.sessions.open(ann, INIT, b"{}", False, Principal("ann", False, account="nobody"))
+        router.sessions.open(ben, INIT, b"{}", False, Principal("ben", False, account="daemon"))
+        user_map.write_text("ann daemon\n")
+        router.auth.reload_user_map("SIGHUP")
+        start_ann, start_ben = waiting
+        worker = FakeWorker(1)
+
+        start_ben(worker)
+        [(status, body)] = ben.answers
+        assert status == 403 and json.loads(body) == {"jsonrpc": "2.0", "id": 7, "error": {
+            "code": -32600, "message": "Forbidden: this user is not mapped to a local account"}}
+        assert given_back == [worker] and worker.sent == []      # the next open's, untouched
+        assert not router.sessions.by_id and router.sessions.sessions_of("ben") == 0
+        assert router.sessions.opening == 1
+
+        start_ann(worker)
+        [session] = router.sessions.by_id.values()
+        assert (session.user, session.account) == ("ann", "daemon")
+        assert prepared_account(worker) == "daemon"
+        assert router.sessions.opening == 0
+    finally:
+        router.loop.close()
+
+
+def test_a_session_whose_users_account_is_unchanged_starts_as_it_was_let_in(tmp_path):
+    router, _, waiting, given_back = router_with_map(tmp_path, "ann nobody\n")
+    try:
+        principal = Principal("ann", True, exp=123.0, account="nobody")
+        router.sessions.open(FakeConn(), INIT, b"{}", False, principal)
+        worker = FakeWorker(1)
+        waiting[0](worker)
+        [session] = router.sessions.by_id.values()
+        assert (session.account, session.read_only, given_back) == ("nobody", True, [])
+        assert prepared_account(worker) == "nobody"
+    finally:
+        router.loop.close()
