@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gsmcpd.auth.usermap import (NOT_MAPPED, SYSTEM_ACCOUNT, AccountRefused, AccountResolver, UserMapError,
-                                 lines_never_served, load_user_map, login_uid_min, mapping_changed, never_served_warnings,
+                                 lines_never_served, load_user_map, login_uid_range, mapping_changed, never_served_warnings,
                                  parse_user_map, read_user_map_setting)
 
 
@@ -125,30 +125,45 @@ def test_a_reloaded_map_says_which_sessions_may_serve_no_longer_and_why():
 
 
 def test_resolve_without_map_uses_the_claim_as_account():
-    resolver = AccountResolver.from_file(None)
+    nobody = pwd.getpwnam("nobody").pw_uid        # a login account where UID_MAX reaches it
+    resolver = AccountResolver(uid_range=(1, nobody))
     assert resolver.resolve("nobody") == "nobody"
     for user in ("no-such-account-xyz", "root", "../nobody", ""):
         assert refusal(resolver, user) == NOT_MAPPED, user
 
 
-def test_uid_min_comes_from_login_defs_else_1000(tmp_path):
+def test_the_login_uids_come_from_login_defs_else_1000_to_60000(tmp_path):
     defs = tmp_path / "login.defs"
-    defs.write_text("# UID_MIN 5\nSYS_UID_MIN 100\nUID_MIN\t\t\t 2000\nUID_MAX 60000\n")
-    assert login_uid_min(str(defs)) == 2000
+    defs.write_text("# UID_MIN 5\nSYS_UID_MIN 100\nUID_MIN\t\t\t 2000\nUID_MAX 59000\nSUB_UID_MAX 600100000\n")
+    assert login_uid_range(str(defs)) == (2000, 59000)
     defs.write_text("UID_MAX 60000\n")
-    assert login_uid_min(str(defs)) == 1000
-    assert login_uid_min(str(tmp_path / "missing")) == 1000
+    assert login_uid_range(str(defs)) == (1000, 60000)
+    defs.write_text("UID_MIN 500\n")
+    assert login_uid_range(str(defs)) == (500, 60000)
+    assert login_uid_range(str(tmp_path / "missing")) == (1000, 60000)
 
 
 def test_identity_mapping_refuses_system_accounts():
-    # `daemon` (uid 1 on Debian, Fedora, Alpine...) is a system account; nobody is not.
-    resolver = AccountResolver(uid_min=1000)
+    # `daemon` (uid 1 on Debian, Fedora, Alpine...) is a system account.
+    resolver = AccountResolver(uid_range=(1000, 60000))
     with pytest.raises(AccountRefused, match=r"system account 'daemon' \(uid 1, below UID_MIN 1000\)") as refused:
         resolver.resolve("daemon")
     assert refused.value.reason == SYSTEM_ACCOUNT
-    assert resolver.resolve("nobody") == "nobody"
-    assert AccountResolver(uid_min=1).resolve("daemon") == "daemon"
-    assert AccountResolver().uid_min == login_uid_min()
+    assert AccountResolver(uid_range=(1, 60000)).resolve("daemon") == "daemon"
+    assert AccountResolver().login_uids == login_uid_range()
+
+
+def test_identity_mapping_refuses_nobody_above_uid_max():
+    # nobody (65534, the overflow uid) was taken as a login account for being above
+    # UID_MIN, though README promises identity only ordinary login accounts: services
+    # drop to it, and NFS squashes root's files to it.
+    nobody = pwd.getpwnam("nobody").pw_uid
+    resolver = AccountResolver(uid_range=(1000, nobody - 1))
+    with pytest.raises(AccountRefused, match=r"^user 'nobody' names system account 'nobody' \(uid %d, "
+                                             r"above UID_MAX %d\)$" % (nobody, nobody - 1)) as refused:
+        resolver.resolve("nobody")
+    assert refused.value.reason == SYSTEM_ACCOUNT
+    assert AccountResolver({"ann": "nobody"}).resolve("ann") == "nobody"   # a map file may name it
 
 
 def test_a_map_file_may_name_a_system_account_explicitly():

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from gsmcpd.auth.usermap import login_uid_range
 from gsmcpd.image import default
 from gsmcpd.worker.environment import worker_environ
 from helpers import LIST_FDS, SEARCH_OWN_MEMORY, Client, Daemon, free_port, wait_until
@@ -337,9 +338,12 @@ def test_identity_mapping_runs_the_claim_as_the_account_of_that_name(tmp_path, a
         assert resp.status == 403 and resp.header("mcp-session-id") is None, resp
         assert "maps to a system account" in resp.json()["error"]["message"]
         assert "user 'daemon' names system account 'daemon' (uid 1" in daemon.log_text()
-        client = session_for(daemon, idp, "nobody")          # uid 65534: an ordinary account
-        text, failed = run(client, "import os; os.getuid()")
-        assert not failed and text.strip().splitlines()[-1] == str(pwd.getpwnam("nobody").pw_uid)
+        # Nor is nobody, above UID_MAX (65534, the overflow uid: services drop to it).
+        resp = Client(port).post(INIT, headers=bearer(idp, "nobody"))
+        assert resp.status == 403 and resp.header("mcp-session-id") is None, resp
+        assert "maps to a system account" in resp.json()["error"]["message"]
+        assert ("user 'nobody' names system account 'nobody' (uid %d, above UID_MAX %d)"
+                % (pwd.getpwnam("nobody").pw_uid, login_uid_range()[1])) in daemon.log_text()
 
 
 @pytest.mark.parametrize("contents, said", [

@@ -1,9 +1,9 @@
 """Which local account a token's user runs as, and the switch to it.
 
 A map file holds `claim-value account` lines (`#` comments, blank lines).
-Without a map the claim value itself must name an existing login account (uid at
-least the system's UID_MIN). Root (uid 0) is never a target: a token must not buy a
-root worker.
+Without a map the claim value itself must name an existing login account (uid from
+the system's UID_MIN to its UID_MAX). Root (uid 0) is never a target: a token must not
+buy a root worker.
 """
 from __future__ import annotations
 
@@ -76,7 +76,8 @@ def read_user_map_setting(setting: str) -> tuple[UserMap | None, str | None]:
         return None, f"MCP_USER_MAP {exc}"
 
 
-DEFAULT_UID_MIN = 1000
+# shadow's defaults, where /etc/login.defs sets none
+DEFAULT_UID_MIN, DEFAULT_UID_MAX = 1000, 60000
 NOT_MAPPED = "this user is not mapped to a local account"
 SYSTEM_ACCOUNT = "this user maps to a system account, not a login account"
 
@@ -89,17 +90,19 @@ class AccountRefused(Exception):
         self.reason = reason
 
 
-def login_uid_min(path: str = "/etc/login.defs") -> int:
-    """Where ordinary login accounts start: UID_MIN in login.defs, else 1000."""
+def login_uid_range(path: str = "/etc/login.defs") -> tuple[int, int]:
+    """The uids of ordinary login accounts: UID_MIN to UID_MAX in login.defs, each else
+    1000 and 60000."""
+    found = {"UID_MIN": DEFAULT_UID_MIN, "UID_MAX": DEFAULT_UID_MAX}
     try:
         with open(path, encoding="utf-8", errors="replace") as defs:
             for line in defs:
                 fields = line.split()
-                if len(fields) >= 2 and fields[0] == "UID_MIN" and fields[1].isdigit():
-                    return int(fields[1])
+                if len(fields) >= 2 and fields[0] in found and fields[1].isdigit():
+                    found[fields[0]] = int(fields[1])
     except OSError:
         pass
-    return DEFAULT_UID_MIN
+    return found["UID_MIN"], found["UID_MAX"]
 
 
 def _account(name: str):
@@ -114,17 +117,17 @@ def _account(name: str):
 class AccountResolver:
     """`resolve(user)` → local account name, or AccountRefused (router answers 403).
 
-    Without a map (identity) a token's claim may only name a login account (uid at
-    least UID_MIN), never a system one such as `daemon` or `postgres`; a map file's
-    accounts are the administrator's explicit choice, so any but root may be listed.
+    Without a map (identity) a token's claim may only name a login account (uid from
+    UID_MIN to UID_MAX), never a system one such as `daemon` or `postgres`, nor
+    `nobody` (the overflow uid: services drop to it, and NFS squashes root's files to
+    it, so code run as it could signal those and write these); a map file's accounts
+    are the administrator's explicit choice, so any but root may be listed.
     """
 
-    def __init__(self, user_map: dict[str, str] | None = None, uid_min: int | None = None):
+    def __init__(self, user_map: dict[str, str] | None = None, uid_range: tuple[int, int] | None = None):
         self.user_map = user_map
-        if user_map is not None:
-            self.uid_min = 1
-        else:
-            self.uid_min = login_uid_min() if uid_min is None else uid_min
+        # (UID_MIN, UID_MAX) a claim may name, without a map; None: any account but root
+        self.login_uids = None if user_map is not None else uid_range or login_uid_range()
 
     @classmethod
     def from_file(cls, path: str | os.PathLike | None) -> "AccountResolver":
@@ -142,9 +145,12 @@ class AccountResolver:
                                              f"which never runs a worker")
         if entry is None:
             raise AccountRefused(NOT_MAPPED, f"user {user!r} has no local account mapping")
-        if entry.pw_uid < self.uid_min:
-            raise AccountRefused(SYSTEM_ACCOUNT, f"user {user!r} names system account {entry.pw_name!r} "
-                                                 f"(uid {entry.pw_uid}, below UID_MIN {self.uid_min})")
+        if self.login_uids is not None:
+            uid_min, uid_max = self.login_uids
+            if not uid_min <= entry.pw_uid <= uid_max:
+                bound = f"below UID_MIN {uid_min}" if entry.pw_uid < uid_min else f"above UID_MAX {uid_max}"
+                raise AccountRefused(SYSTEM_ACCOUNT, f"user {user!r} names system account {entry.pw_name!r} "
+                                                     f"(uid {entry.pw_uid}, {bound})")
         return entry.pw_name
 
 
