@@ -78,3 +78,22 @@ def test_a_session_whose_users_account_is_unchanged_starts_as_it_was_let_in(tmp_
         assert prepared_account(worker) == "nobody"
     finally:
         router.loop.close()
+
+
+def test_a_reload_during_a_stop_leaves_the_user_map_and_the_sessions_being_drained(tmp_path):
+    # It ended a remapped user's session mid-drain, killing its worker in a call the stop
+    # did not know it had cut, so the stop did not tidy the image after it.
+    router, user_map, waiting, _ = router_with_map(tmp_path, "ann nobody\n")
+    try:
+        router.sessions.open(FakeConn(), INIT, b"{}", False, Principal("ann", False, account="nobody"))
+        waiting[0](FakeWorker(1))
+        [session] = router.sessions.by_id.values()
+        user_map.write_text("ann daemon\n")
+        router.stopping = True
+        router.reload("SIGHUP")
+        assert list(router.sessions.by_id.values()) == [session] and not session.ended
+        router.stopping = False
+        router.reload("SIGHUP")
+        assert session.ended and not router.sessions.by_id
+    finally:
+        router.loop.close()

@@ -270,6 +270,15 @@ class Router:
             pass
         sock.close()
 
+    def reload(self, signame):
+        """SIGHUP/SIGUSR1 (the log file is the caller's): the TLS pair and the user map,
+        read again. Not the map during a stop: ending a remapped user's session then would
+        kill its worker mid-call, unseen by the stop, which tidies the image only after
+        the calls it cut itself."""
+        self.reload_tls(signame)
+        if self.auth is not None and not self.stopping:
+            self.auth.reload_user_map(signame)
+
     def reload_tls(self, signame):
         """SIGHUP/SIGUSR1: load the certificate and key again, renewed in place, for the
         connections accepted from now on (the open ones, their sessions, are untouched):
@@ -421,9 +430,7 @@ def serve(config, *, on_ready=None, on_stopping=None, on_reload=None, stop_reque
             if on_reload(signame):   # its log, a terminal, hung up: stop, as a foreground program does
                 router.shutdown()
                 return
-            router.reload_tls(signame)
-            if router.auth is not None:
-                router.auth.reload_user_map(signame)
+            router.reload(signame)
         # SIGUSR1 too, as nginx takes it: a logrotate rule written for nginx's habit
         # must not end the server (USR1's default action).
         for signum in (signal.SIGHUP, signal.SIGUSR1):
