@@ -466,3 +466,28 @@ def test_a_request_reusing_the_id_of_a_call_running_or_waiting_is_refused_and_ne
     assert c.call("ping").json()["result"] == {}
     again = c.post(execute("same", "6 * 7")).json()
     assert again["id"] == "same" and again["result"]["structuredContent"]["result"] == "42"
+
+
+def test_a_commit_broken_as_it_waits_for_the_image_lock_ends_at_the_soft_break(tmp_path):
+    # It wrote nothing, yet asking whether it stood waited for the lock again (for up to
+    # GS_MCP_IMAGE_LOCK_WAIT): only the hard break ended the call.
+    from gsmcpd.image.default import EXAMPLE_FILES
+    from test_tools_support import write_image
+
+    image = write_image(tmp_path / "image", EXAMPLE_FILES)
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image), "GS_MCP_REQUEST_TIMEOUT": "1",
+                               "GS_MCP_BREAK_GRACE": "0.3", "GS_MCP_IMAGE_LOCK_WAIT": "60"}) as d:
+        holder, committer = Client(d.port, timeout=15), Client(d.port, timeout=15)
+        holder.initialize()
+        committer.initialize()
+        pid = worker_pid(committer)
+        held = holder.tool("execute_code", code="import fcntl\nheld = open(%r)\nfcntl.flock(held, fcntl.LOCK_EX)"
+                                                % str(image / ".gsmcpd" / "lock"))
+        assert not held.get("isError"), held
+        body = committer.post({"jsonrpc": "2.0", "id": "waits", "method": "tools/call", "params": {
+            "name": "set_class_comment",
+            "arguments": {"className": "shop.models.Product", "comment": "Waited."}}}).json()
+        assert body["error"]["message"] == TIMED_OUT + "soft break", body
+        assert not holder.tool("execute_code", code="held.close()").get("isError")
+        assert committer.tool("commit")["structuredContent"]["committed"] == ["shop.models"]   # kept
+        assert worker_pid(committer) == pid

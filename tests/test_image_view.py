@@ -228,6 +228,31 @@ def test_a_break_while_a_pending_commit_is_logged_still_counts_it(image, views, 
     assert (a.commit_count, a.last_commit) == (1, ["zoo.animals"])
 
 
+@pytest.mark.parametrize("how", ["timed out", "broken"])
+def test_a_commit_that_never_got_the_image_lock_is_not_asked_after_under_it_again(image, views, monkeypatch, how):
+    # It wrote nothing. Asking whether it stands (has_commit) waited for the lock once more:
+    # a commit timed out only after twice GS_MCP_IMAGE_LOCK_WAIT, and one broken while it
+    # waited (a cancel) waited on, past the break's grace, until the lock's wait was out.
+    import fcntl
+    from gsmcpd.image.store import ImageLockTimeout
+    a = views(image, "a")
+    edited(a, "zoo.animals", 'return "woof"', 'return "A"')
+    a.store.lock_wait = 0.05
+    asked = []
+    monkeypatch.setattr(a.store, "has_commit", lambda commit_id: asked.append(commit_id) or False)
+    if how == "broken":
+        def broken(fd, mode):
+            raise KeyboardInterrupt("soft break")
+        monkeypatch.setattr(a.store, "_wait_for", broken)
+    with open(a.store.lock_file) as holding:
+        fcntl.flock(holding, fcntl.LOCK_EX)
+        with pytest.raises(ImageLockTimeout if how == "timed out" else KeyboardInterrupt):
+            a.commit()
+    assert asked == []
+    assert a.changed_modules() == ["zoo.animals"] and a.commit_count == 0
+    assert 'return "woof"' in (image / "zoo/animals.py").read_text()
+
+
 def test_a_break_while_the_view_reloads_after_its_commit_leaves_it_on_the_commit(image, views, monkeypatch):
     # The commit stands; a break lands as the view re-reads the image afterwards.
     # The view stands on its commit all the same: nothing left to commit, and its

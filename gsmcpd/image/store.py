@@ -294,6 +294,7 @@ class ImageStore:
         self.intent_file = os.path.join(self._state, INTENT_NAME)
         self._dirs: ImageDirs | None = None   # held while the exclusive lock is (_exclusive)
         self.lock_wait = lock_wait
+        self.locked_for: str | None = None    # the commit_id of the last commit that took the lock
 
     @property
     def image_dir(self) -> Path:
@@ -587,10 +588,12 @@ class ImageStore:
         journal length; raises CommitConflict, writing nothing, or OSError (see
         CommitPending for a failure past the commit point).
         `commit_id` names the journal record (random if not given): after any other
-        exception, `has_commit(commit_id)` tells whether the commit stands."""
+        exception, `has_commit(commit_id)` tells whether the commit stands, if it got as
+        far as the lock (`locked_for`): one that did not wrote nothing."""
         # Every directory is reached through `dirs` (see dirfd.py): checked once, then
         # held, so no write follows a link swapped in after the check.
         with self._exclusive() as dirs:
+            self.locked_for = commit_id
             self._finish_pending()
             for rel in sorted(changes):
                 self._refuse_unlisted(rel, dirs)

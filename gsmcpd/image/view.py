@@ -422,8 +422,10 @@ class View:
             except CommitConflict:
                 raise                          # refused before anything was written
             except BaseException:
-                # A break (or any failure) past the commit point: the commit stands.
-                if self.store.has_commit(commit_id):
+                # A break (or any failure) past the commit point: the commit stands. One that
+                # never took the lock (timed out, or broken as it waited) wrote nothing, and
+                # has_commit would wait for the lock again.
+                if self.store.locked_for == commit_id and self.store.has_commit(commit_id):
                     self._stand(*stand, already)
                     self._load_snapshot()
                 raise
