@@ -107,6 +107,10 @@ class PartTest(unittest.TestCase):
     "fix/test_moved.py": "import unittest\n\n\nclass MovedTest(unittest.TestCase):\n"
                          "    def helper(self):\n        return 1\n\n"
                          "    def test_fails(self):\n        self.assertEqual(self.helper(), 2)\n",
+    # A page break (form feed) above: Python's lines, not str.splitlines's.
+    "fix/test_paged.py": "import unittest\n\x0c\nclass PagedTest(unittest.TestCase):\n"
+                         "    def helper(self):\n        return 1\n"
+                         "    def test_fails(self):\n        self.assertEqual(self.helper(), 2)\n",
     "fix/deep.py": "class Deep:\n    def one(self):\n        return 1\n\n\nf = " + "lambda: " * 1500 + "1\n",
     "fix/boxed.py": "import functools\n\n\ndef deco(f):\n    @functools.wraps(f)\n    def wrapper(*args):\n"
                     "        return f(*args)\n    return wrapper\n\n\nclass Shifted:\n    def pad(self):\n"
@@ -713,6 +717,21 @@ def test_an_edit_above_lambdas_nested_1500_deep_answers_ok(daemon, c):
     fresh = open_session(daemon)
     assert run(c, check) == run(fresh, check) == "(1, 7)"
     fresh.close()
+
+
+def test_tracebacks_below_a_page_break_quote_the_line_that_raised(daemon, c):
+    # The lines kept for tracebacks were str.splitlines's, which ends one at a form feed:
+    # every line below one was quoted from the line above it: in an image module, in the
+    # session whose edit moved the test as in a new one, and in execute_code's own code.
+    ok(c, "compile_method", className="PagedTest",
+       source="def helper(self):\n    one = 1\n    two = one + one\n    return one\n")
+    fresh = open_session(daemon)
+    for session in (c, fresh):
+        failure = structured(session, "describe_test_failure", className="PagedTest", selector="test_fails")
+        assert "in test_fails\n    self.assertEqual(self.helper(), 2)\n" in failure["traceback"], failure
+    fresh.close()
+    text = error(c, "execute_code", "other", code="x = 0\n\x0c\n1/x")
+    assert "line 3, in <module>\n    1/x\n" in text, text
 
 
 # -- test outcomes add up ------------------------------------------------------------

@@ -173,6 +173,19 @@ def test_a_package_the_image_holds_is_the_images_whole(tmp_path, views):
     assert not view.shadowed("wsgiref.extra")
 
 
+def test_tracebacks_and_getsource_number_lines_as_python_does_past_a_page_break(tmp_path, views):
+    # The view's lines were split as str.splitlines splits, which also ends one at a form
+    # feed (and \x1c-\x1e, \x85, \u2028, \u2029): below one, a traceback quoted the line
+    # above the one that raised, and inspect.getsource answered the page break.
+    image = write_image(tmp_path / "image", {"paged.py": "\x0c\ndef boom():\n    raise ValueError('here')  # \u2028\n"
+                                                         "def after():\n    return 1\n"})
+    paged = views(image).module("paged")
+    with pytest.raises(ValueError) as raised:
+        paged.boom()
+    assert traceback.extract_tb(raised.tb)[-1].line == "raise ValueError('here')  #"   # stripped
+    assert inspect.getsource(paged.after) == "def after():\n    return 1\n"
+
+
 @pytest.mark.parametrize("where", ["before", "past"])
 def test_a_break_during_commit_leaves_the_view_on_what_the_disk_decided(image, views, monkeypatch, where):
     # A soft break (KeyboardInterrupt) lands just before the commit point, or just

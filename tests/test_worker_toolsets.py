@@ -280,6 +280,13 @@ def test_a_traceback_points_into_the_final_expression_as_written(executing):
     assert 'line 4, in <module>\n    1/é)\n' in text and text.endswith("ZeroDivisionError: division by zero")
 
 
+def test_a_traceback_below_a_page_break_quotes_the_line_python_numbers(executing):
+    # The lines kept for tracebacks were split as str.splitlines splits, which also ends
+    # one at a form feed: every line below one was quoted from the line above it.
+    text = run(executing, "x = 0\n\x0c\ny = 1\n1/x")["content"][0]["text"]
+    assert 'line 4, in <module>\n    1/x\n' in text, text
+
+
 def test_brackets_nested_too_deeply_stay_the_parsers_syntax_error(executing):
     for code in ("(" * 5000 + ")" * 5000, "[" * 100_000 + "]" * 100_000):
         result = run(executing, code)

@@ -207,7 +207,8 @@ class View:
         (an mtime of None tells linecache.checkcache to leave the entry alone)."""
         text = self.texts[rel]
         filename = self.filename(rel)
-        linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+        # Split as Python numbers lines: str.splitlines also ends one at a form feed.
+        linecache.cache[filename] = (len(text), None, splice.lines_of(text), filename)
 
     # -- modules (the image's dictionaries) ------------------------------
 

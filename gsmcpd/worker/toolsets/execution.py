@@ -63,8 +63,8 @@ class ExecutionToolset(Toolset):
         code = arguments["code"]
         filename = f"{_FILENAME_PREFIX}{next(self._call_numbers)}>"
         body, final_expression = self._compile(code, filename)
-        # Keep the source where tracebacks look for it.
-        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        # Keep the source where tracebacks look for it, in the lines Python numbers.
+        linecache.cache[filename] = (len(code), None, splice.lines_of(code), filename)
         # Past OUTPUT_CAP a stream only counts what it is given: code printing in a loop
         # until the deadline must not fill the worker's memory with what is cut anyway.
         stdout, stderr = Capture(OUTPUT_CAP), Capture(OUTPUT_CAP)
