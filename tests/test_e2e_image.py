@@ -622,6 +622,27 @@ store._create_own = swap_then_create
 '''
 
 
+def test_a_commit_waiting_out_the_lock_another_sessions_code_holds_names_its_holder(tmp_path):
+    # Not "the image could not be written ... Make room or fix the permissions": the
+    # lock's holder is what to see to.
+    image = write_image(tmp_path / "image", EXAMPLE_FILES)
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image), "GS_MCP_IMAGE_LOCK_WAIT": "0.2"}) as daemon:
+        holder, committer = session(daemon), session(daemon)
+        assert not committer.tool("status").get("isError")
+        lock = image / ".gsmcpd" / "lock"
+        held = holder.tool("execute_code", code="import fcntl, os\nheld = open(%r)\n"
+                                                "fcntl.flock(held, fcntl.LOCK_EX)\nos.getpid()" % str(lock))
+        pid = tool_text(held).strip().splitlines()[-1]
+        refused = committer.tool("compile_method", className="shop.models.Product", source=SHOUT)
+        assert error_kind(refused) == "other"
+        said = tool_text(refused)
+        assert said.startswith("commit failed: the image lock %s was not free after 0.2s (GS_MCP_IMAGE_LOCK_WAIT): "
+                               "held by pid %s " % (lock, pid)), said
+        assert said.endswith("; your changes are kept uncommitted (shop.models)"), said
+        assert not holder.tool("execute_code", code="held.close()").get("isError")
+        assert committer.tool("commit")["structuredContent"]["committed"] == ["shop.models"]
+
+
 def test_a_package_swapped_for_a_link_while_a_session_commits_gets_nothing_written_through_it(shop, tmp_path):
     victim = tmp_path / "victims"
     victim.mkdir()

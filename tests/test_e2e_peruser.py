@@ -695,7 +695,8 @@ def test_one_accounts_code_holding_the_image_lock_fails_the_others_opens_and_com
             image / ".gsmcpd" / "lock", holder) in message, message
         refused = ben.tool("set_class_comment", className="shop.models.Product", comment="Waits no more.")
         assert refused["structuredContent"]["error"]["kind"] == "other", refused
-        assert holder in refused["content"][0]["text"] and "nothing was written" in refused["content"][0]["text"]
+        said = refused["content"][0]["text"]
+        assert holder in said and "nothing was read or written" in said and "Make room" not in said, said
         text, failed = run(ann, "held.close()")
         assert not failed, text
         assert not session_for(daemon, idp, "ben").tool("status").get("isError")

@@ -372,6 +372,23 @@ def test_a_commit_the_disk_refuses_says_nothing_was_written(image, views, monkey
     assert "def count(self)" in (image / "zoo/keeper.py").read_text()
 
 
+def test_a_commit_that_waited_out_the_image_lock_names_its_holder_not_a_disk_to_fix(image, views):
+    # Another process holding the lock leaves no room to make nor permissions to fix: the
+    # answer said "the image could not be written", and to do both.
+    import fcntl
+    client = Client(views(image))
+    client.view.store.lock_wait = 0.05
+    with open(client.view.store.lock_file) as holding:
+        fcntl.flock(holding, fcntl.LOCK_EX)
+        message = client.error("compile_method", "other", className="Keeper",
+                               source="def count(self):\n    return len(self.dogs)\n")
+    assert message.startswith(f"commit failed: the image lock {client.view.store.lock_file} was not free "
+                              f"after 0.05s (GS_MCP_IMAGE_LOCK_WAIT): held by pid {os.getpid()} "), message
+    assert message.endswith("nothing was read or written; the administrator can end the session holding "
+                            "it (gsmcpd status, gsmcpd end); your changes are kept uncommitted (zoo.keeper)")
+    assert client.ok("commit")["structuredContent"]["committed"] == ["zoo.keeper"]
+
+
 # -- what a class name finds, said plainly --------------------------------------
 
 def test_a_class_in_a_module_that_does_not_compile_is_not_found_and_the_answer_says_why(client):

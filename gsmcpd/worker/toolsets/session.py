@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from gsmcpd.image.store import (CommitConflict, DirectoryInTheWay, LinkedModule, UnlistedDirectory,
-                                UnwritableModule, module_name_of)
+from gsmcpd.image.store import (CommitConflict, DirectoryInTheWay, ImageLockTimeout, LinkedModule,
+                                UnlistedDirectory, UnwritableModule, module_name_of)
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import ToolError, Toolset, object_schema
 
@@ -77,6 +77,9 @@ def commit_view(view) -> tuple[list[str], list[str], dict[str, str]]:
         if view.commit_count > commits_before:   # failed past the commit point: it stands
             raise ToolError("other", f"the commit of {', '.join(view.last_commit)} stands, but "
                             f"reading the image back failed: {error}") from None
+        if isinstance(error, ImageLockTimeout):   # no room to make, nor permissions to fix: its holder
+            raise ToolError("other", f"commit failed: {error.strerror}; your changes are kept "
+                            f"uncommitted ({', '.join(view.changed_modules())})") from None
         raise ToolError("other", f"commit failed: the image could not be written ({error}); "
                         "nothing was written and your changes are kept uncommitted "
                         f"({', '.join(view.changed_modules())}). Make room or fix the "
