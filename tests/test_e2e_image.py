@@ -639,6 +639,11 @@ def test_a_commit_waiting_out_the_lock_another_sessions_code_holds_names_its_hol
         assert said.startswith("commit failed: the image lock %s was not free after 0.2s (GS_MCP_IMAGE_LOCK_WAIT): "
                                "held by pid %s " % (lock, pid)), said
         assert said.endswith("; your changes are kept uncommitted (shop.models)"), said
+        for tool in ("refresh", "abort"):   # each said "ImageLockTimeout: [Errno 110] ..."
+            refused = committer.tool(tool)
+            assert error_kind(refused) == "other"
+            assert tool_text(refused).startswith(f"{tool} failed: the image lock {lock} was not free"), refused
+            assert tool_text(refused).endswith("its uncommitted changes, are as they were"), refused
         assert not holder.tool("execute_code", code="held.close()").get("isError")
         assert committer.tool("commit")["structuredContent"]["committed"] == ["shop.models"]
 

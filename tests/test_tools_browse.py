@@ -389,6 +389,22 @@ def test_a_commit_that_waited_out_the_image_lock_names_its_holder_not_a_disk_to_
     assert client.ok("commit")["structuredContent"]["committed"] == ["zoo.keeper"]
 
 
+@pytest.mark.parametrize("tool", ["refresh", "abort"])
+def test_a_refresh_or_abort_that_waited_out_the_image_lock_says_so_and_changes_nothing(image, views, tool):
+    # It answered the bare "ImageLockTimeout: [Errno 110] ...".
+    import fcntl
+    client = Client(views(image))
+    client.view.store.lock_wait = 0.05
+    client.view.set_source("zoo.keeper", client.view.source("zoo.keeper") + "\nADDED = 1\n")
+    with open(client.view.store.lock_file) as holding:
+        fcntl.flock(holding, fcntl.LOCK_EX)
+        message = client.error(tool, "other")
+    assert message.startswith(f"{tool} failed: the image lock {client.view.store.lock_file} was not free "
+                              f"after 0.05s (GS_MCP_IMAGE_LOCK_WAIT): held by pid {os.getpid()} "), message
+    assert message.endswith("; the session's view, and its uncommitted changes, are as they were"), message
+    assert client.view.changed_modules() == ["zoo.keeper"]
+
+
 # -- what a class name finds, said plainly --------------------------------------
 
 def test_a_class_in_a_module_that_does_not_compile_is_not_found_and_the_answer_says_why(client):

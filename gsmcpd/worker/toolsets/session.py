@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 from gsmcpd.image.store import (CommitConflict, DirectoryInTheWay, ImageLockTimeout, LinkedModule,
                                 UnlistedDirectory, UnwritableModule, module_name_of)
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import ToolError, Toolset, object_schema
+
+
+@contextlib.contextmanager
+def _lock_waited_out(tool: str):
+    """A refresh or abort that waited out the image lock is answered as a tool's failure
+    naming its holder, not as the bare ImageLockTimeout: the view reads the image before
+    it changes anything, so nothing did."""
+    try:
+        yield
+    except ImageLockTimeout as error:
+        raise ToolError("other", f"{tool} failed: {error.strerror}; the session's view, and "
+                        "its uncommitted changes, are as they were") from None
 
 
 def conflict_error(error: CommitConflict, *, kept: str = "") -> ToolError:
@@ -136,7 +149,8 @@ class SessionToolset(Toolset):
 
     def abort(self, arguments):
         discarded, base = self.view.changed_modules(), dict(self.view.base_hashes)
-        report = self.view.abort()
+        with _lock_waited_out("abort"):
+            report = self.view.abort()
         # Abort takes the image as it is now: others' commits change modules under the
         # session as a refresh's do, and are named as refresh names them.
         brought_in = moved_bases(base, self.view)
@@ -164,7 +178,8 @@ class SessionToolset(Toolset):
                                "version": self.view.version, "importErrors": broken}}
 
     def refresh(self, arguments):
-        report = self.view.refresh()
+        with _lock_waited_out("refresh"):
+            report = self.view.refresh()
         lines = [f"Refreshed to view version {self.view.version}"]
         if report.brought_in:
             lines.append("brought in: " + ", ".join(report.brought_in))
