@@ -642,10 +642,9 @@ def test_a_body_cap_beyond_what_a_frame_carries_is_refused():
     assert load_config({}, {"GS_MCP_MAX_BODY": "60MiB"}).max_body == 60 * 1024 * 1024
 
 
-# The README's "most used" table: descriptive defaults that are no literal value.
+# The README's knob table: descriptive defaults that are no literal value.
 README_DESCRIBED_DEFAULTS = {"state_dir": "`var/` in the checkout", "image": "`<state_dir>/image`",
-                             "worker_class": "the built-in server", "log_file": "see above",
-                             "worker_env": "empty"}
+                             "worker_class": "the built-in server", "log_file": "see above"}
 
 
 def readme_knob_rows():
@@ -674,7 +673,17 @@ def test_readme_knob_table_names_knobs_their_environment_and_defaults():
             if value == "none":   # "unset" in the README's words, for paths too
                 assert getattr(default, key) is None, f"README default of {key}"
                 continue
+            if value == "empty":   # a list knob listing nothing
+                assert getattr(default, key) == (), f"README default of {key}"
+                continue
             assert by_key[key].parse(value) == getattr(default, key), f"README default of {key}"
+
+
+def test_readme_knob_table_lists_every_knob_once():
+    # The table was the most used knobs: a reader of the README met GS_MCP_MAX_BODY, the
+    # session-lifetime and the JWKS knobs nowhere, or only in passing.
+    listed = [key for keys, _envs, _default in readme_knob_rows() for key in keys]
+    assert sorted(listed) == sorted(knob.key for knob in KNOBS)
 
 
 def test_every_environment_name_the_docs_mention_is_a_setting():
