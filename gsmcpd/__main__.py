@@ -94,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     _server_flags(start)
 
     for name, text in (("stop", "stop the server on PORT (by its pidfile)"),
-                       ("status", "list the sessions of the server on PORT")):
+                       ("status", "list the sessions of the server on PORT, and say if its log file refuses writes")):
         sub = commands.add_parser(name, help=text)
         _port_argument(sub)
         sub.add_argument("--state-dir", dest="state_dir", help=STATE_DIR_HELP)

@@ -156,6 +156,11 @@ def test_stop_help_names_the_state_directory_setting_and_its_default():
     assert "GS_MCP_STATE_DIR, default var/ in the checkout" in " ".join(result.stdout.split())
 
 
+def test_the_command_list_says_status_shows_a_log_file_refusing_writes():
+    # status shows it (ae93cb1): a detached daemon has no stderr to say it on.
+    assert "say if its log file refuses writes" in " ".join(build_parser().format_help().split())
+
+
 def test_check_of_a_running_deployment_finds_its_own_server_on_the_port_no_problem(tmp_path):
     with Daemon(tmp_path) as running:
         done = subprocess.run([sys.executable, "-m", "gsmcpd", "check", "--port", str(running.port)],
