@@ -240,7 +240,7 @@ class UnwritableModule(OSError):
                                        "shared image)")
 
 
-# Seconds a session open, refresh or commit waits for the image lock (GS_MCP_IMAGE_LOCK_WAIT):
+# Seconds a session open, refresh, abort or commit waits for the image lock (GS_MCP_IMAGE_LOCK_WAIT):
 # any account that can read the image can hold it, so the wait must end.
 LOCK_WAIT = 30.0
 
