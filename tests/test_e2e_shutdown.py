@@ -152,6 +152,8 @@ def test_a_stop_whose_every_grace_runs_out_ends_by_itself_before_stop_would_kill
     # A call outrunning the 5 s grace, a worker deaf to its stop (3 s more, then killed,
     # then reaped) and a spawner deaf to its end (5 s more, then killed): 13.5 s, and
     # `gsmcpd stop` sent SIGKILL at 10 s, cutting off the image's tidy-up after the kills.
+    # (The deaf spawner's part: the router waited for it inside one call of its loop, then
+    # killed it without a word.)
     started = tmp_path / "started"
     answers = {}
     # A break grace past the call grace's cap: the deaf worker's session, ended at once, would
@@ -174,6 +176,7 @@ def test_a_stop_whose_every_grace_runs_out_ends_by_itself_before_stop_would_kill
             assert "SIGKILL if still running after 30s" in stopped.stdout
             assert "did not exit" not in stopped.stdout and "sent SIGKILL" not in stopped.stdout
             assert daemon.proc.wait(5) == 0           # its own exit, not a SIGKILL's
+            assert wait_until(lambda: not pid_alive(spawner))   # killed, not left behind
         finally:
             for pid in (deaf_worker, spawner):
                 with contextlib.suppress(ProcessLookupError):

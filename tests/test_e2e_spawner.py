@@ -290,16 +290,3 @@ def test_workers_and_what_their_code_starts_are_the_oom_killers_choice_before_th
         assert eval(tool_text(session(daemon).tool("execute_code", code=code))) == (raised, raised)
 
 
-def test_a_spawner_that_does_not_end_at_shutdown_is_killed_and_said_so_the_router_exiting_cleanly(tmp_path):
-    # The router waited for it inside one call of its loop, then killed it without a word.
-    daemon = Daemon(tmp_path).start()
-    spawner = spawner_of(daemon)
-    try:
-        os.kill(spawner, signal.SIGSTOP)   # deaf to the EOF that ends it, as a hung one is
-        assert daemon.stop(timeout=30) == 0
-        assert wait_until(lambda: not pid_alive(spawner))
-        assert "the worker spawner did not end within 5s of being told to stop; killed it" in daemon.log_text()
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(spawner, signal.SIGKILL)
-        daemon.stop()
