@@ -133,6 +133,21 @@ def test_a_conflict_names_who_made_each_file_so_a_session_or_an_edit_outside_gsm
                       "by": {"user": made["user"], "session": a.session, "time": made["time"]}}]
 
 
+def test_a_conflict_is_answered_as_one_whatever_else_another_account_wrote_in_the_journal(shop):
+    # Such records made the conflict's "who" a TypeError or RecursionError, answered instead.
+    a, b = session(shop), session(shop)
+    a.tool("compile_method", className="Product", source=SHOUT)
+    made = journal(shop.image)[-1]
+    with open(shop.image / ".gsmcpd" / "journal.jsonl", "a") as written:
+        written.write('{"id": "odd", "files": 7}\n{"id": "odder", "files": [{"file": ["shop/models.py"]}]}\n')
+        written.write("[" * 100000 + "]" * 100000 + "\n")
+    conflict = b.tool("compile_method", className="Cart", source="def size(self):\n    return len(self.lines)\n")
+    assert error_kind(conflict) == "conflict", conflict
+    assert conflict["structuredContent"]["error"]["files"] == [
+        {"file": "shop/models.py", "module": "shop.models", "how": "changed",
+         "by": {"user": made["user"], "session": a.session, "time": made["time"]}}]
+
+
 # Workspace code that changes the view's shop.models without committing.
 APPEND_UNCOMMITTED = """
 import shop.models

@@ -981,6 +981,24 @@ def test_a_conflict_says_which_commit_made_each_file_as_the_disk_has_it_or_that_
     assert raised.value.by == {"b.py": {"user": None, "session": None, "time": None}}
 
 
+def test_journal_records_of_another_shape_are_passed_over_when_a_conflict_names_who(tmp_path):
+    # Another account sharing the image can write the journal: a record whose "files" is
+    # no list of objects, or a line nested past the parser's depth, made the conflict a
+    # TypeError or RecursionError, answered instead of the conflict.
+    store = make_image(tmp_path, {"a.py": "a = 1\n"})
+    base = {rel: sha256(data) for rel, data in store.read_snapshot().files.items()}
+    store.commit({"a.py": b"a = 2\n"}, base, user="alice", session_id="5e55104a")
+    alice = {key: store.journal()[0][key] for key in ("user", "session", "time")}
+    odd = [{"id": "n", "files": 7}, {"id": "l", "files": [{"file": ["a.py"], "new": None}]},
+           {"id": "s", "files": ["a.py", 3]}, {"id": "f", "files": [{"file": 3}]}]
+    with open(store.journal_file, "a") as journal:
+        journal.write("".join(json.dumps(record) + "\n" for record in odd))
+        journal.write("[" * 100000 + "]" * 100000 + "\n")
+    with pytest.raises(CommitConflict) as raised:
+        store.commit({"a.py": b"a = 3\n"}, base, user="u", session_id="s")
+    assert raised.value.by == {"a.py": alice}
+
+
 def test_the_journal_is_read_back_from_its_end_whole_across_chunks(tmp_path):
     # A conflict reads the journal last record first, 64 KiB at a time: records that
     # straddle a chunk, and one longer than a chunk, come back whole and in order.

@@ -726,9 +726,11 @@ class ImageStore:
                 disk[rel] = sha256(data)
         last = {}   # file -> (record, the hash it left the file with)
         for record in self._records_from_end():
-            for entry in record.get("files") or ():
+            entries = record.get("files")
+            # Of the shape a commit writes only: another account sharing the image can write the journal.
+            for entry in entries if isinstance(entries, list) else ():
                 rel = entry.get("file") if isinstance(entry, dict) else None
-                if rel in disk and rel not in last:
+                if isinstance(rel, str) and rel in disk and rel not in last:
                     last[rel] = (record, entry.get("new"))
             if len(last) == len(disk):
                 break
@@ -755,7 +757,7 @@ class ImageStore:
                 for line in reversed(lines):
                     try:
                         record = json.loads(line) if line.strip() else None
-                    except ValueError:
+                    except (ValueError, RecursionError):   # not JSON, or nested past the parser's depth
                         continue
                     if isinstance(record, dict):
                         yield record
