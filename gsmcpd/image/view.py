@@ -536,10 +536,10 @@ class View:
     def refresh(self) -> RefreshReport:
         """Bring in others' commits, keeping this view's changes. A file changed
         both here and there keeps ours and its old base, so committing it
-        conflicts until the session aborts, unless theirs is byte for byte ours: it
-        is then committed, and the base moves onto it. So does a file of theirs that ours
+        conflicts until the session aborts. So does a file of theirs that ours
         stands on (see _entangled): brought in, it would leave a module of the
-        view in no package, or one module in two files."""
+        view in no package, or one module in two files. Unless theirs is byte for
+        byte ours: it is then committed, and the base moves onto it."""
         snapshot = self.store.read_snapshot()
         decoded = {rel: _decode(data) for rel, data in snapshot.files.items()}
         fresh_hashes = {rel: sha256(data) for rel, data in snapshot.files.items()}
