@@ -593,6 +593,27 @@ def test_a_module_its_owner_keeps_unwritable_to_others_is_refused_to_their_commi
         shutil.rmtree(image / name, ignore_errors=True)
 
 
+def test_a_commit_to_an_image_mounted_read_only_says_the_image_could_not_be_written(env, image):
+    # As under ProtectSystem=strict with the image not in ReadWritePaths=: the account's
+    # group-writable module was refused as "not writable by it ... its owner must make it
+    # writable to you", sending the administrator to the files' modes.
+    daemon, idp = env
+    ann = session_for(daemon, idp, "ann")
+    mounted = subprocess.run(["mount", "--bind", str(image), str(image)], capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip("root cannot bind-mount here: %s" % mounted.stderr.strip())
+    try:
+        _run("mount", "-o", "remount,ro,bind", str(image))
+        failed = ann.tool("set_class_comment", className="shop.models.Product", comment="Read-only.")
+    finally:
+        _run("umount", "-l", str(image))
+    assert failed["structuredContent"]["error"]["kind"] == "other", failed
+    said = "".join(item["text"] for item in failed["content"])
+    assert said.startswith("commit failed: the image could not be written ([Errno 30] Read-only file system"), said
+    assert "Read-only." not in (image / "shop" / "models.py").read_text()
+    assert not ann.tool("abort").get("isError")
+
+
 def test_sighup_reloads_the_user_map_ending_only_the_sessions_whose_mapping_changed(tmp_path, accounts, image):
     # The map was read once at start: a user taken out of it kept opening sessions, as
     # their old account, until a restart ended every user's sessions.

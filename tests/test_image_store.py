@@ -1,6 +1,7 @@
 """The committed image: atomic commits, conflicts, the journal, crash safety, the default image."""
 
 import ast
+import contextlib
 import errno
 import json
 import os
@@ -881,6 +882,35 @@ def test_a_group_writable_module_of_another_account_is_committed_and_a_new_one_i
     outcome = _as_account(OTHER_UID + 2, OTHER_UID, lambda: store.commit(
         {"pkg/new.py": b"n = 2\n"}, {"pkg/new.py": sha256(b"n = 1\n")}, user="cat", session_id="s"))
     assert outcome == ("returned", 2)
+
+
+@contextlib.contextmanager
+def _read_only(path):
+    """`path` bind-mounted read-only onto itself (skipped where mounting is not allowed):
+    an image outside a unit's ReadWritePaths= under ProtectSystem=strict."""
+    mounted = subprocess.run(["mount", "--bind", str(path), str(path)], capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"root cannot bind-mount here: {mounted.stderr.strip()}")
+    try:
+        subprocess.run(["mount", "-o", "remount,ro,bind", str(path)], check=True)
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=True)
+
+
+@needs_root
+@pytest.mark.parametrize("change", [b"a = 2\n", None])
+def test_a_commit_to_an_image_on_a_read_only_file_system_fails_as_unwritten_not_as_the_files_owners_to_fix(
+        shared_tmp, change):
+    # Its own group-writable module was refused as "not writable by it ... its owner must
+    # make it writable to you": the file system, not the file, refused (EROFS).
+    store = _shared_image(shared_tmp, {"a.py": "a = 1\n"})
+    store.read_snapshot()                               # its lock made: a read-only image serves
+    with _read_only(store.image_dir):
+        outcome = _as_account(OTHER_UID + 1, OTHER_UID, lambda: store.commit(
+            {"a.py": change}, {"a.py": sha256(b"a = 1\n")}, user="ben", session_id="s"))
+    assert outcome[0] == "raised" and outcome[1].startswith("OSError: [Errno 30] Read-only file system"), outcome
+    assert (store.image_dir / "a.py").read_text() == "a = 1\n" and store.journal() == []
 
 
 def test_a_new_module_takes_its_directorys_read_and_write_bits(tmp_path):

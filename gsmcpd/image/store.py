@@ -956,6 +956,8 @@ class ImageStore:
             return   # a link or directory is refused (or removed) as such; root may write all
         directory = os.fstat(held)
         if not os.access(name, os.W_OK, dir_fd=held, effective_ids=True):
+            if os.fstatvfs(held).f_flag & os.ST_RDONLY:
+                return   # not the owner's word: a read-only file system, whose first write fails (EROFS)
             why = "its file is not writable by it"
         elif directory.st_mode & stat.S_ISVTX and os.geteuid() not in (info.st_uid, directory.st_uid):
             why = "its directory is sticky and the file another account's"   # the rename would fail: EPERM
