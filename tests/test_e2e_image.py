@@ -133,6 +133,22 @@ def test_a_conflict_names_who_made_each_file_so_a_session_or_an_edit_outside_gsm
                       "by": {"user": made["user"], "session": a.session, "time": made["time"]}}]
 
 
+def test_a_module_made_a_package_is_answered_committed_though_another_removed_its_file_alike(shop):
+    # The old file's removal, which the disk held, is taken as committed; the package's
+    # __init__.py was written all the same, yet the answer said "Nothing to write".
+    a, b = session(shop), session(shop)
+    made_package = b.tool("execute_code", code=(
+        "import shop\nview = shop.__spec__.loader.view\nview.remove_module('shop.test_models')\n"
+        "view.add_module('shop.test_models', 'PACKAGE = True\\n', package=True)"))
+    assert not made_package.get("isError"), made_package
+    assert not a.tool("remove_dictionary", dictionaryName="shop.test_models").get("isError")
+    done = b.tool("commit")
+    assert (done["structuredContent"]["committed"], done["structuredContent"]["alreadyCommitted"]) == (
+        ["shop.test_models"], []), done
+    assert tool_text(done).startswith("Committed shop.test_models (view version"), tool_text(done)
+    assert (shop.image / "shop" / "test_models" / "__init__.py").read_text() == "PACKAGE = True\n"
+
+
 def test_a_conflict_is_answered_as_one_whatever_else_another_account_wrote_in_the_journal(shop):
     # Such records made the conflict's "who" a TypeError or RecursionError, answered instead.
     a, b = session(shop), session(shop)

@@ -90,6 +90,22 @@ def test_commit_and_refresh_take_the_same_change_committed_by_another_as_committ
     assert b.ok("status")["structuredContent"]["uncommittedChanges"] is False
 
 
+def test_a_module_made_a_package_is_committed_though_another_removed_its_old_file_alike(image, views):
+    # zoo.keeper's file removed by both is taken as committed, but its package's new
+    # __init__.py was written: the answer said "Nothing to write" and named zoo.keeper
+    # only as already committed (written and not were told apart by module name, not file).
+    a, b = Client(views(image, "a")), Client(views(image, "b", install=False))
+    a.view.remove_module("zoo.keeper")
+    b.view.remove_module("zoo.keeper")
+    b.view.add_module("zoo.keeper", "x = 'a package now'\n", package=True)
+    a.ok("commit")
+    done = b.ok("commit")
+    assert (done["structuredContent"]["committed"], done["structuredContent"]["alreadyCommitted"],
+            done["structuredContent"]["broughtIn"]) == (["zoo.keeper"], [], [])
+    assert text(done) == "Committed zoo.keeper (view version 2)"
+    assert (image / "zoo" / "keeper" / "__init__.py").read_text() == "x = 'a package now'\n"
+
+
 def test_a_commit_says_which_modules_others_commits_brought_in(image, views):
     a, b = Client(views(image, "a")), Client(views(image, "b", install=False))
     a.view.set_source("zoo.keeper", "x = 'a'\n", live=False)

@@ -396,6 +396,7 @@ class View:
         `already_committed`. Raises CommitConflict (nothing written, changes kept)."""
         changed = self.changed_files()
         self.already_committed = []
+        already: list[str] = []                # files the disk held as changed: filled by the store
         if changed:
             changes = {rel: (self._encoded(rel) if rel in self.texts else None) for rel in changed}
             commit_id = secrets.token_hex(8)
@@ -412,7 +413,6 @@ class View:
                 else:
                     base_texts[rel], base_hashes[rel] = self.texts[rel], sha256(data)
             stand = (base_texts, base_hashes, self.commit_count, changed)
-            already: list[str] = []            # filled by the store before it writes
             try:
                 self.store.commit(changes, self.base_hashes, user=self.user, session_id=self.session_id,
                                   commit_id=commit_id, already_committed=already)
@@ -432,7 +432,7 @@ class View:
                 raise
         self._load_snapshot()
         self._reload()
-        return [module_name_of(rel) for rel in changed if module_name_of(rel) not in self.already_committed]
+        return _modules_of(rel for rel in changed if rel not in already)
 
     def _stand(self, base_texts: dict, base_hashes: dict, count: int, changed: list[str],
                already: list[str]) -> None:
@@ -440,10 +440,12 @@ class View:
         `count` before it), less the files `already` on disk, which it did not write.
         One statement of plain stores, so it is done whole or not at all, and again
         the same if a break made it be done twice."""
-        written = [module_name_of(rel) for rel in changed if rel not in already]
+        written = _modules_of(rel for rel in changed if rel not in already)
+        # By file, not module name: a module made a package may have one file there, one written.
+        untouched = [module for module in _modules_of(already) if module not in written]
         (self.base_texts, self.base_hashes, self.commit_count, self.last_commit,
          self.already_committed) = (base_texts, base_hashes, count + 1 if written else count,
-                                    written or self.last_commit, [module_name_of(rel) for rel in already])
+                                    written or self.last_commit, untouched)
 
     def _holds(self, rel: str, digest: str | None) -> bool:
         """Whether the view has `rel` as the bytes hashing to `digest` (None: as absent),
@@ -651,6 +653,11 @@ class View:
             self.live_texts.pop(name, None)
             self.live_code.pop(name, None)
             self.import_errors.pop(name, None)
+
+
+def _modules_of(rels) -> list[str]:
+    """The modules of the files `rels`, each once, in order (`q.py` and `q/__init__.py` are one)."""
+    return list(dict.fromkeys(module_name_of(rel) for rel in rels))
 
 
 def _unbind(name: str) -> None:
