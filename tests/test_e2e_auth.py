@@ -95,6 +95,14 @@ def challenge(daemon, error=None, description=None, scope="mcp:use mcp:write pro
     return text
 
 
+def expiring(idp, seconds, **claims):
+    """A token that runs out (exp plus the leeway) `seconds` from now, and that moment.
+    Its exp has a fraction (a NumericDate may, RFC 7519 2), so a test waits `seconds`,
+    not up to a second more as with a whole exp."""
+    expires = time.time() + seconds
+    return idp.mint(exp=expires - LEEWAY, **claims), expires
+
+
 def post_initialize(daemon, authorization):
     client = Client(daemon.port)
     try:
@@ -477,9 +485,9 @@ def test_another_users_token_on_a_session_is_404_and_logged(daemon, idp):
 def test_an_expired_token_mid_session_is_401_and_a_fresh_one_keeps_the_session(daemon, idp):
     client = AuthClient(daemon.port, idp.mint(sub="carol"))
     client.initialize()
-    # A token good for 2-3 s more (exp + leeway), taken after the initialize, whose worker
+    # A token good for 1.5 s more (exp + leeway), taken after the initialize, whose worker
     # may take a while on a busy machine: the ping it must pass is all the window holds.
-    client.token = idp.mint(sub="carol", exp=int(time.time()) + 3 - LEEWAY)
+    client.token, _ = expiring(idp, 1.5, sub="carol")
     assert client.call("ping").status == 200
     # That token runs out (exp + leeway passes) while the session lives.
     assert wait_until(lambda: client.call("ping").status == 401, timeout=15, interval=0.2)
@@ -639,9 +647,9 @@ def open_stream(client, timeout):
 def test_a_stream_ends_when_the_token_that_opened_it_expires(daemon, idp):
     client = AuthClient(daemon.port, idp.mint(sub="erin"))
     client.initialize()
-    # The stream's token is good for 2-3 s more, minted after the initialize (whose worker
+    # The stream's token is good for 1.5 s more, minted after the initialize (whose worker
     # may take a while on a busy machine), so that only the GET must fit in that window.
-    client.token = idp.mint(sub="erin", exp=int(time.time()) + 3 - LEEWAY)
+    client.token, _ = expiring(idp, 1.5, sub="erin")
     _, resp = open_stream(client, timeout=15)
     assert resp.read() == b""   # the server ends the stream by itself once the token runs out
     assert wait_until(lambda: "stream ended, the token behind it expired" in daemon.log_text())
@@ -656,11 +664,10 @@ def test_with_keep_stream_a_stream_outlives_its_token_and_requests_still_need_a_
         client = AuthClient(daemon.port, server.idp.mint(sub="erin"))
         client.initialize()
         # The stream's token, minted after the initialize (whose worker may take a while
-        # on a busy machine): only the GET must fit in the 1.5-2.5 s it has left.
-        expires = time.time() + 2.5   # exp plus the leeway
-        client.token = server.idp.mint(sub="erin", exp=int(expires) - LEEWAY)
+        # on a busy machine): only the GET must fit in the 1.5 s it has left.
+        client.token, expires = expiring(server.idp, 1.5, sub="erin")
         conn, stream = open_stream(client, timeout=10)
-        while time.time() < expires + 2:   # keepalives go on arriving after the token's end
+        while time.time() < expires + 1:   # keepalives (every 0.5 s) go on arriving after the token's end
             assert stream.readline() != b"", "the stream ended"
         assert client.call("ping").status == 401   # the expired token is refused all the same
         client.token = server.idp.mint(sub="erin")
