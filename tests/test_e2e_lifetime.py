@@ -155,7 +155,7 @@ def is_released(client, pid):
 @pytest.fixture(scope="module")
 def probing(tmp_path_factory):
     d = Daemon(tmp_path_factory.mktemp("probing"), env={
-        "GS_MCP_IDLE_TIMEOUT": "none", "GS_MCP_PROBE_AFTER": "0.5", "GS_MCP_PING_TIMEOUT": "1.5",
+        "GS_MCP_IDLE_TIMEOUT": "none", "GS_MCP_PROBE_AFTER": "0.5", "GS_MCP_PING_TIMEOUT": "1",
         "GS_MCP_MAINTENANCE_INTERVAL": "0.25", "GS_MCP_SPARE_WORKERS": "2"})
     d.start()
     yield d
@@ -240,8 +240,8 @@ def test_the_mcp_sdk_client_answers_probes_and_keeps_its_session(probing):
             async with ClientSession(read, write) as session:
                 await session.initialize()
                 before = await session.call_tool("execute_code", {"code": "import os\nos.getpid()"})
-                # past the first probe's timeout (0.5-0.75 s + 1.5 s), had it gone unanswered
-                await anyio.sleep(3.0)
+                # past the first probe's timeout (0.5-0.75 s + 1 s), had it gone unanswered
+                await anyio.sleep(2.5)
                 after = await session.call_tool("execute_code", {"code": "import os\nos.getpid()"})
                 return before.structured_content["result"], after.structured_content["result"]
 
@@ -253,8 +253,8 @@ def test_a_request_after_a_probe_is_not_forgotten_when_a_stall_is_forgiven(tmp_p
     # The client shows itself right after a probe, then the router stalls (a host
     # suspend, here SIGSTOP) past three maintenance intervals: the stall is forgiven,
     # and the probe, though never answered, must not release a client that spoke since.
-    env = {"GS_MCP_IDLE_TIMEOUT": "none", "GS_MCP_PROBE_AFTER": "0.5", "GS_MCP_PING_TIMEOUT": "1.5",
-           "GS_MCP_MAINTENANCE_INTERVAL": "0.5", "GS_MCP_SPARE_WORKERS": "1"}
+    env = {"GS_MCP_IDLE_TIMEOUT": "none", "GS_MCP_PROBE_AFTER": "0.5", "GS_MCP_PING_TIMEOUT": "1",
+           "GS_MCP_MAINTENANCE_INTERVAL": "0.3", "GS_MCP_SPARE_WORKERS": "1"}
     with Daemon(tmp_path, env=env) as d:
         c = Client(d.port)
         c.initialize()
@@ -264,7 +264,7 @@ def test_a_request_after_a_probe_is_not_forgotten_when_a_stall_is_forgiven(tmp_p
         assert c.call("ping").status == 200                  # but the client speaks
         os.kill(d.proc.pid, signal.SIGSTOP)
         try:
-            time.sleep(2.0)   # past the probe's timeout and three 0.5 s intervals (1.5 s)
+            time.sleep(1.2)   # past the probe's timeout (1 s) and three 0.3 s intervals (0.9 s)
         finally:
             os.kill(d.proc.pid, signal.SIGCONT)
         assert wait_until(lambda: "idle clocks forgiven" in d.log_text())
@@ -280,7 +280,7 @@ def test_a_request_after_a_probe_is_not_forgotten_when_a_stall_is_forgiven(tmp_p
 # -- streams and streamless sessions ---------------------------------------------
 
 GRACE = 1.5
-STREAMLESS = 3.0
+STREAMLESS = 2.0
 
 
 @pytest.fixture(scope="module")
@@ -299,9 +299,10 @@ def test_a_streamless_session_is_reaped_counting_from_its_last_request(streams):
     c.initialize()
     pid = worker_pid(c)
     first = time.monotonic()
-    time.sleep(STREAMLESS - 1.0)
+    time.sleep(STREAMLESS - 0.5)
     assert c.call("ping").status == 200  # a request: the count starts again
-    time.sleep(first + STREAMLESS + 1.0 - time.monotonic())
+    # 0.5 s past a reap counted from the initialize, 1 s before the one counted from the ping
+    time.sleep(first + STREAMLESS + 0.5 - time.monotonic())
     assert pid_alive(pid), "reaped counting from an earlier request"
     assert wait_until(lambda: is_released(c, pid), timeout=STREAMLESS + 6)
     assert "reaped (streamless)" in streams.log_text()
@@ -329,7 +330,7 @@ def test_a_stream_reattached_within_the_grace_keeps_the_session_and_the_newest_g
     newest = open_stream(streams.port, c.session)
     assert again.next(timeout=5) == ("end",)  # superseded: it ends
     again.close()  # and its end is no loss: no grace starts
-    time.sleep(GRACE + 1.0)
+    time.sleep(GRACE + 0.5)
     assert pid_alive(pid)
     assert newest.comments >= 1 and newest.items.empty()  # still open, keepalives flowing
     assert worker_pid(c) == pid
