@@ -23,7 +23,7 @@ from helpers import REPO, Daemon, free_port, recv_all, wait_for_port, wait_until
 from idp import Idp, JwksServer
 from test_e2e_auth import WRITTEN_ON
 
-READ_TIMEOUT = 1.0
+READ_TIMEOUT = 0.5
 
 
 def self_signed(directory):
