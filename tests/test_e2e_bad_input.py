@@ -19,7 +19,7 @@ def refusal_of(raw):
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
     d = Daemon(tmp_path_factory.mktemp("badinput"),
-               env={"GS_MCP_MAX_BODY": "65536", "GS_MCP_READ_TIMEOUT": "1", "GS_MCP_SPARE_WORKERS": "1"})
+               env={"GS_MCP_MAX_BODY": "65536", "GS_MCP_READ_TIMEOUT": "0.5", "GS_MCP_SPARE_WORKERS": "1"})
     d.start()
     yield d
     d.stop()
@@ -213,7 +213,7 @@ def test_a_slow_client_is_dropped_and_wedges_nothing(daemon):
     c = Client(daemon.port)
     c.initialize()  # served while the slow one dawdles
     slow.settimeout(10)
-    # the server hangs up on it (its read timeout is 1 s here; ours, 10 s, would raise)
+    # the server hangs up on it (its read timeout is 0.5 s here; ours, 10 s, would raise)
     assert slow.recv(100) == b""
     slow.close()
 

@@ -563,7 +563,7 @@ def test_a_spawner_restart_that_fails_is_retried_until_it_works_but_not_after_cl
         starts.clear()
         assert run_until(loop, lambda: len(starts) == 1)
         pool.close()
-        run_until(loop, lambda: False, 1.0)
+        run_until(loop, lambda: False, 0.6)   # three pauses, each time enough for a retry
         assert len(starts) == 1
     finally:
         stop_spawner(loop, pool)
