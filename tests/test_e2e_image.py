@@ -149,6 +149,22 @@ def test_a_module_made_a_package_is_answered_committed_though_another_removed_it
     assert (shop.image / "shop" / "test_models" / "__init__.py").read_text() == "PACKAGE = True\n"
 
 
+def test_refresh_names_a_module_made_a_package_by_both_kept_ours_only(shop):
+    # The old file's removal is committed alike, the two __init__.py differ: refresh named
+    # the module both kept ours and already committed.
+    a, b = session(shop), session(shop)
+    for client, value in ((a, 1), (b, 2)):
+        made_package = client.tool("execute_code", code=(
+            "import shop\nview = shop.__spec__.loader.view\nview.remove_module('shop.test_models')\n"
+            f"view.add_module('shop.test_models', 'PACKAGE = {value}\\n', package=True)"))
+        assert not made_package.get("isError"), made_package
+    assert a.tool("commit")["structuredContent"]["committed"] == ["shop.test_models"]
+    refreshed = b.tool("refresh")
+    assert (refreshed["structuredContent"]["keptOurs"], refreshed["structuredContent"]["alreadyCommitted"],
+            refreshed["structuredContent"]["broughtIn"]) == (["shop.test_models"], [], []), refreshed
+    assert "already committed" not in tool_text(refreshed)
+
+
 def test_a_conflict_is_answered_as_one_whatever_else_another_account_wrote_in_the_journal(shop):
     # Such records made the conflict's "who" a TypeError or RecursionError, answered instead.
     a, b = session(shop), session(shop)

@@ -106,6 +106,33 @@ def test_a_module_made_a_package_is_committed_though_another_removed_its_old_fil
     assert (image / "zoo" / "keeper" / "__init__.py").read_text() == "x = 'a package now'\n"
 
 
+def test_refresh_names_a_module_kept_ours_not_also_already_committed(image, views):
+    # Both made zoo.keeper a package, with other texts: the old file's removal is committed
+    # alike, the __init__.py is kept ours. Refresh named zoo.keeper under both, though it is
+    # still uncommitted here (telling them apart by module name, not by file).
+    a, b = Client(views(image, "a")), Client(views(image, "b", install=False))
+    for view, text_of in ((a.view, "x = 'A'\n"), (b.view, "x = 'B'\n")):
+        view.remove_module("zoo.keeper")
+        view.add_module("zoo.keeper", text_of, package=True)
+    a.ok("commit")
+    refreshed = b.ok("refresh")
+    assert (refreshed["structuredContent"]["keptOurs"], refreshed["structuredContent"]["alreadyCommitted"],
+            refreshed["structuredContent"]["broughtIn"]) == (["zoo.keeper"], [], [])
+    assert "already committed" not in text(refreshed)
+    assert b.ok("status")["structuredContent"]["changedModules"] == ["zoo.keeper"]
+
+
+def test_refresh_names_a_module_another_made_a_package_once(image, views):
+    # Its old file removed, its __init__.py made: two files, one module.
+    a, b = Client(views(image, "a")), Client(views(image, "b", install=False))
+    a.view.remove_module("zoo.keeper")
+    a.view.add_module("zoo.keeper", "x = 'A'\n", package=True)
+    a.ok("commit")
+    refreshed = b.ok("refresh")
+    assert refreshed["structuredContent"]["broughtIn"] == ["zoo.keeper"]
+    assert "brought in: zoo.keeper\n" in text(refreshed) + "\n"
+
+
 def test_a_commit_says_which_modules_others_commits_brought_in(image, views):
     a, b = Client(views(image, "a")), Client(views(image, "b", install=False))
     a.view.set_source("zoo.keeper", "x = 'a'\n", live=False)

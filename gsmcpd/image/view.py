@@ -567,6 +567,11 @@ class View:
             else:
                 self.base_texts.pop(rel, None)
                 self.base_hashes.pop(rel, None)
+        # Each module once, though its two forms are two files; and, as commit tells them
+        # (by file, _stand), one with a file kept ours is not yet committed, whatever the other.
+        report.brought_in, report.kept_ours = _once(report.brought_in), _once(report.kept_ours)
+        report.already_committed = [module for module in _once(report.already_committed)
+                                    if module not in report.kept_ours]
         self.version, self.unlisted, self.too_long = (snapshot.version, list(snapshot.unlisted),
                                                       list(snapshot.too_long))
         self._drop_stale_derived()
@@ -657,7 +662,11 @@ class View:
 
 def _modules_of(rels) -> list[str]:
     """The modules of the files `rels`, each once, in order (`q.py` and `q/__init__.py` are one)."""
-    return list(dict.fromkeys(module_name_of(rel) for rel in rels))
+    return _once(module_name_of(rel) for rel in rels)
+
+
+def _once(names) -> list[str]:
+    return list(dict.fromkeys(names))
 
 
 def _unbind(name: str) -> None:
