@@ -432,6 +432,34 @@ def test_a_commit_that_waited_out_the_image_lock_names_its_holder_not_a_disk_to_
     assert client.ok("commit")["structuredContent"]["committed"] == ["zoo.keeper"]
 
 
+def test_a_commit_of_changes_already_on_disk_whose_read_back_fails_says_they_were_not_kept(image, views,
+                                                                                          monkeypatch):
+    # Every change was already on disk (another's identical commit): the view moved onto
+    # them, then reading the image back waited out the lock. The answer said "commit
+    # failed ...; your changes are kept uncommitted ()", with nothing left uncommitted.
+    from gsmcpd.image.store import ImageLockTimeout
+    a, b = Client(views(image, "a")), Client(views(image, "b", install=False))
+    for view in (a.view, b.view):
+        view.set_source("zoo.keeper", "x = 'same'\n", live=False)
+    a.ok("commit")
+
+    def timed_out():
+        raise ImageLockTimeout(b.view.store.lock_file, 0.05, ["pid 1"])
+
+    monkeypatch.setattr(b.view, "_load_snapshot", timed_out)
+    failed = b.call("commit")
+    assert failed["structuredContent"]["error"]["kind"] == "other"
+    assert failed["structuredContent"]["error"]["alreadyCommitted"] == ["zoo.keeper"]
+    assert text(failed).startswith(
+        "commit wrote nothing: the image already had zoo.keeper as this session changed it "
+        "(already committed by another, with the same text), so nothing is left uncommitted; "
+        f"but reading the image back failed: the image lock {b.view.store.lock_file} was not free "
+        "after 0.05s"), text(failed)
+    assert "kept uncommitted" not in text(failed)
+    monkeypatch.undo()
+    assert b.ok("status")["structuredContent"]["changedModules"] == []
+
+
 @pytest.mark.parametrize("tool", ["refresh", "abort"])
 def test_a_refresh_or_abort_that_waited_out_the_image_lock_says_so_and_changes_nothing(image, views, tool):
     # It answered the bare "ImageLockTimeout: [Errno 110] ...".

@@ -90,6 +90,13 @@ def commit_view(view) -> tuple[list[str], list[str], dict[str, str]]:
         if view.commit_count > commits_before:   # failed past the commit point: it stands
             raise ToolError("other", f"the commit of {', '.join(view.last_commit)} stands, but "
                             f"reading the image back failed: {error}") from None
+        if view.already_committed:   # nothing to write, yet the view moved onto them: none is kept
+            modules = ", ".join(view.already_committed)
+            raise ToolError("other", f"commit wrote nothing: the image already had {modules} as this "
+                            "session changed it (already committed by another, with the same text), so "
+                            f"nothing is left uncommitted; but reading the image back failed: "
+                            f"{error.strerror or error}; refresh to see the image as it is now",
+                            {"alreadyCommitted": list(view.already_committed)}) from None
         if isinstance(error, ImageLockTimeout):   # no room to make, nor permissions to fix: its holder
             raise ToolError("other", f"commit failed: {error.strerror}; your changes are kept "
                             f"uncommitted ({', '.join(view.changed_modules())})") from None
