@@ -266,6 +266,36 @@ def test_a_commit_that_never_got_the_image_lock_is_not_asked_after_under_it_agai
     assert 'return "woof"' in (image / "zoo/animals.py").read_text()
 
 
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_a_commit_that_cannot_tell_whether_it_stands_raises_what_failed_it_and_says_undecided(
+        image, views, monkeypatch, where):
+    # Asking whether it stands (has_commit) waited out the lock again: its ImageLockTimeout
+    # replaced the break, and the worker answered "commit failed ... kept uncommitted"
+    # of a commit that may stand.
+    from gsmcpd.image import store as store_module
+    a = views(image, "a")
+    edited(a, "zoo.animals", 'return "woof"', 'return "A"')
+
+    def interrupted(self, *args):
+        raise KeyboardInterrupt("soft break")
+
+    def timed_out(commit_id):
+        raise store_module.ImageLockTimeout(a.store.lock_file, 0.05, [])
+
+    monkeypatch.setattr(store_module.ImageStore, "_write_intent" if where == "before" else "_apply",
+                        interrupted)
+    monkeypatch.setattr(a.store, "has_commit", timed_out)
+    with pytest.raises(KeyboardInterrupt):
+        a.commit()
+    monkeypatch.undo()
+    assert a.undecided == ["zoo.animals"]
+    assert (a.commit_count, a.changed_modules()) == (0, ["zoo.animals"])   # not stepped onto
+    stands = where == "after"
+    assert a.commit() == ([] if stands else ["zoo.animals"])   # commit again settles it
+    assert (a.already_committed, a.undecided) == ((["zoo.animals"], []) if stands else ([], []))
+    assert 'return "A"' in (image / "zoo/animals.py").read_text() and not a.has_changes
+
+
 def test_a_break_while_the_view_reloads_after_its_commit_leaves_it_on_the_commit(image, views, monkeypatch):
     # The commit stands; a break lands as the view re-reads the image afterwards.
     # The view stands on its commit all the same: nothing left to commit, and its

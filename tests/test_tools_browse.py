@@ -460,6 +460,37 @@ def test_a_commit_of_changes_already_on_disk_whose_read_back_fails_says_they_wer
     assert b.ok("status")["structuredContent"]["changedModules"] == []
 
 
+def test_a_commit_that_cannot_tell_whether_it_stands_says_so_not_that_it_failed(image, views, monkeypatch):
+    # The disk failed once the commit was decided (its intent written), and asking whether it
+    # stands waited out the lock: that ImageLockTimeout was answered, "commit failed ...; your
+    # changes are kept uncommitted (zoo.keeper)", of a commit that stands.
+    from gsmcpd.image import store as store_module
+    client = Client(views(image))
+    write_intent = store_module.ImageStore._write_intent
+
+    def failing_once_written(self, intent):
+        write_intent(self, intent)
+        raise OSError(5, "Input/output error")
+
+    def timed_out(commit_id):
+        raise store_module.ImageLockTimeout(client.view.store.lock_file, 0.05, [])
+
+    monkeypatch.setattr(store_module.ImageStore, "_write_intent", failing_once_written)
+    monkeypatch.setattr(client.view.store, "has_commit", timed_out)
+    client.view.set_source("zoo.keeper", "x = 'mine'\n", live=False)
+    failed = client.call("commit")
+    assert failed["structuredContent"]["error"]["undecided"] == ["zoo.keeper"]
+    assert text(failed) == (
+        "the commit of zoo.keeper failed ([Errno 5] Input/output error), and whether it stands could "
+        "not be told (the journal that records it could not be read under the image lock); commit "
+        "again to settle it: what it wrote is then found on disk and taken as committed "
+        "(alreadyCommitted), and anything else written")
+    monkeypatch.undo()
+    settled = client.ok("commit")["structuredContent"]
+    assert (settled["committed"], settled["alreadyCommitted"]) == ([], ["zoo.keeper"])
+    assert (image / "zoo/keeper.py").read_text() == "x = 'mine'\n"
+
+
 @pytest.mark.parametrize("tool", ["refresh", "abort"])
 def test_a_refresh_or_abort_that_waited_out_the_image_lock_says_so_and_changes_nothing(image, views, tool):
     # It answered the bare "ImageLockTimeout: [Errno 110] ...".

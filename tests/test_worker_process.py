@@ -591,6 +591,32 @@ def test_a_break_after_commits_in_the_call_says_they_stand(tmp_path):
         channel.close()
 
 
+def test_a_break_in_a_commit_that_cannot_tell_whether_it_stands_says_so(tmp_path):
+    # Asking whether it stands waited out the lock: that ImageLockTimeout replaced the break
+    # and was answered as the code's error, saying nothing of the commit.
+    from test_tools_support import write_image
+    image = write_image(tmp_path / "image", {"pets.py": "SOUND = 'woof'\n"})
+    channel = Channel()
+    try:
+        assert channel.prepare(image=str(image))["ok"] is True
+        code = ("import pets\nfrom gsmcpd.image import store\nview = pets.__spec__.loader.view\n"
+                "def spin(self, intent):\n    progress(1)\n    while True:\n        pass\n"
+                "def timed_out(commit_id):\n    raise store.ImageLockTimeout('lock', 0.05, [])\n"
+                "store.ImageStore._apply = spin\nview.store.has_commit = timed_out\n"
+                "view.set_source('pets', \"SOUND = 'meow'\\n\", live=False)\nview.commit()\n")
+        seq = channel.running(code)                   # past the commit point
+        channel.signal(SOFT_BREAK_SIGNAL)
+        logged = channel.receive()                    # the view's warning, ahead of the reply
+        assert logged["op"] == "log" and "whether the commit of pets stands could not be told" in logged["message"]
+        assert channel.reply(seq)["error"] == {"code": -32001, "message": (
+            "request interrupted: soft break; it broke the commit of pets, and whether it stands could "
+            "not be told (the journal that records it could not be read under the image lock); commit "
+            "again to settle it: what it wrote is then found on disk and taken as committed "
+            "(alreadyCommitted), and anything else written")}
+    finally:
+        channel.close()
+
+
 class InProcessLoop:
     """A WorkerLoop served by a thread of this process, so a test can hold its steps."""
 

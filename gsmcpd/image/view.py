@@ -10,6 +10,7 @@ view's own `commit`. Mutations change the snapshot's text (and, through
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib
 import importlib.abc
 import importlib.util
@@ -109,6 +110,7 @@ class View:
         self.commit_count = 0
         self.last_commit: list[str] = []
         self.already_committed: list[str] = []  # the last commit's modules another's had made so
+        self.undecided: list[str] = []          # the last commit's, if it failed not knowing whether it stands
         self._reserved = None                   # the shared lock held until load()
         self._derived: dict[tuple[str, str], tuple[str, object]] = {}   # see derived()
         self._loader = _SnapshotLoader(self)
@@ -395,7 +397,7 @@ class View:
         identical commit) is taken as committed, not written, and named in
         `already_committed`. Raises CommitConflict (nothing written, changes kept)."""
         changed = self.changed_files()
-        self.already_committed = []
+        self.already_committed, self.undecided = [], []
         already: list[str] = []                # files the disk held as changed: filled by the store
         if changed:
             changes = {rel: (self._encoded(rel) if rel in self.texts else None) for rel in changed}
@@ -426,13 +428,26 @@ class View:
                 # A break (or any failure) past the commit point: the commit stands. One that
                 # never took the lock (timed out, or broken as it waited) wrote nothing, and
                 # has_commit would wait for the lock again.
-                if self.store.locked_for == commit_id and self.store.has_commit(commit_id):
+                if self.store.locked_for == commit_id and self._commit_stands(commit_id, changed):
                     self._stand(*stand, already)
-                    self._load_snapshot()
+                    with contextlib.suppress(OSError):   # what failed the commit is what is said
+                        self._load_snapshot()
                 raise
         self._load_snapshot()
         self._reload()
         return _modules_of(rel for rel in changed if rel not in already)
+
+    def _commit_stands(self, commit_id: str, changed: list[str]) -> bool | None:
+        """Whether the failed commit of `changed` stands; None if that could not be told (the
+        lock waited out once more, say): the modules go in `undecided`, and the failure that
+        raised the question stays the one raised, never replaced by this one."""
+        try:
+            return self.store.has_commit(commit_id)
+        except OSError as error:
+            self.undecided = _modules_of(changed)
+            log.warning("session %s: whether the commit of %s stands could not be told: %s",
+                        self.session_id[:8], ", ".join(self.undecided), error)
+            return None
 
     def _stand(self, base_texts: dict, base_hashes: dict, count: int, changed: list[str],
                already: list[str]) -> None:

@@ -29,6 +29,7 @@ from gsmcpd.worker.capture import BytesOutput
 from gsmcpd.worker.memory_limit import MemoryReserve
 from gsmcpd.worker.server import build_server, error_result
 from gsmcpd.worker.toolset import BREAKS, HardBreak, SoftBreak, mark_soft_break
+from gsmcpd.worker.toolsets.session import UNDECIDED
 
 __all__ = ["run", "HardBreak", "WorkerLoop"]
 
@@ -344,6 +345,7 @@ class WorkerLoop:
 
         view = self.server.view
         commits_before = view.commit_count if view is not None else 0
+        undecided_before = view.undecided if view is not None else None   # a commit makes a new list
         self._restore_breaks()
         mark_soft_break(False)        # a break of an earlier call is not this one's
         self.reserve.hold()
@@ -366,6 +368,8 @@ class WorkerLoop:
             text = f"request interrupted: {interruption or type(interruption).__name__}"
             if view is not None and view.commit_count > commits_before:
                 text += _commits_stand(view, view.commit_count - commits_before)
+            elif view is not None and view.undecided and view.undecided is not undecided_before:
+                text += _commit_undecided(view)
             partial = getattr(interruption, "partial", None)   # see toolset.carry_partial
             if partial is not None:
                 text += f"; {interruption.partial_said} in the error's data (partial)"
@@ -395,6 +399,11 @@ def _commits_stand(view, made: int) -> str:
     else:
         told = f"the {made} commits this call made, which stand (the last committed"
     return f"; it came too late to stop {told} {', '.join(view.last_commit)}; view version {view.version})"
+
+
+def _commit_undecided(view) -> str:
+    """A break that landed in a commit which then could not tell whether it stands (View.undecided)."""
+    return f"; it broke the commit of {', '.join(view.undecided)}, and {UNDECIDED}"
 
 
 def _unsendable(message, text: str):

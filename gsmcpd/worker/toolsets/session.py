@@ -90,6 +90,9 @@ def commit_view(view) -> tuple[list[str], list[str], dict[str, str]]:
         if view.commit_count > commits_before:   # failed past the commit point: it stands
             raise ToolError("other", f"the commit of {', '.join(view.last_commit)} stands, but "
                             f"reading the image back failed: {error}") from None
+        if view.undecided:   # neither "failed" nor "stands" would be known true
+            raise ToolError("other", f"the commit of {', '.join(view.undecided)} failed ({error}), and "
+                            f"{UNDECIDED}", {"undecided": list(view.undecided)}) from None
         if view.already_committed:   # nothing to write, yet the view moved onto them: none is kept
             modules = ", ".join(view.already_committed)
             raise ToolError("other", f"commit wrote nothing: the image already had {modules} as this "
@@ -113,6 +116,12 @@ def commit_view(view) -> tuple[list[str], list[str], dict[str, str]]:
     broken = {name: error for name, error in sorted(view.import_errors.items())
               if errors_before.get(name) != error}
     return committed, brought_in, broken
+
+
+# Of a commit that failed, or was broken, not knowing whether it stands (View.undecided).
+UNDECIDED = ("whether it stands could not be told (the journal that records it could not be read "
+             "under the image lock); commit again to settle it: what it wrote is then found on disk "
+             "and taken as committed (alreadyCommitted), and anything else written")
 
 
 def moved_bases(base: dict[str, str], view) -> list[str]:
