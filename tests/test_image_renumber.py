@@ -217,6 +217,29 @@ def test_a_renumber_that_fails_leaves_the_edit_standing_and_says_so_in_the_log(d
     assert "shop.deep keeps the line numbers it had before the edit" in caplog.text
 
 
+def test_an_edit_after_a_renumber_that_failed_still_moves_the_code_below_it(tmp_path, views, monkeypatch):
+    # The failed renumber left the module no live code to move: every later edit renumbered
+    # nothing of it until it was re-imported, and `later` kept line 5 though it stood on 7.
+    from gsmcpd.image import view as view_module
+    client, module = edited(tmp_path, views, "class Cart:\n    def total(self):\n        return 1\n\n"
+                            "    def later(self):\n        return 2\n")
+    calls, renumber = [], view_module.renumber_moved_code
+
+    def failing_once(*args):
+        calls.append(args)
+        if len(calls) == 1:
+            raise RuntimeError("renumber failed")
+        return renumber(*args)
+
+    monkeypatch.setattr(view_module, "renumber_moved_code", failing_once)
+    client.ok("compile_method", className="Cart", source="def total(self):\n    return 3\n")   # nothing moves
+    client.ok("compile_method", className="Cart", source="def total(self):\n    one = 1\n    two = 2\n"
+              "    return one + two\n")
+    assert len(calls) == 2
+    assert module.Cart.later.__code__.co_firstlineno == 7
+    assert inspect.getsource(module.Cart.later).splitlines()[0] == "    def later(self):"
+
+
 def edited(tmp_path, views, text):
     """A client whose view has imported `text` as shop.edited."""
     image = tmp_path / "edited-image"

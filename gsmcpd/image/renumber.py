@@ -44,6 +44,11 @@ def renumber_moved_code(module: ModuleType, filename: str, old_code: Mapping[int
     return code_within(function.__code__ for function in functions)
 
 
+def code_of_live_functions(module: ModuleType, filename: str) -> dict[int, CodeType]:
+    """The code the live functions of `module` compiled from `filename` now have, by id."""
+    return code_within(function.__code__ for function in live_functions(module, filename))
+
+
 def def_moves(old_text: str, old_defs: Defs, new_text: str, new_defs: Defs,
               names: set[str]) -> dict[tuple[str, int], int]:
     """(qualname, first line) of a def of `names` in the old text → its first line in the

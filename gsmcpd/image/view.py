@@ -27,7 +27,7 @@ from pathlib import Path
 
 from gsmcpd.image import splice
 from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
-from gsmcpd.image.renumber import code_within, def_spans, renumber_moved_code
+from gsmcpd.image.renumber import code_of_live_functions, code_within, def_spans, renumber_moved_code
 from gsmcpd.worker.toolset import ToolError, raise_if_break
 from gsmcpd.image.store import (LOCK_WAIT, CommitConflict, CommitPending, ImageStore, module_name_of,
                                 other_form, packages_of, relpath_of, sha256)
@@ -287,6 +287,15 @@ class View:
                 except Exception:   # the edit has landed: wrong line numbers must not fail it
                     log.warning("session %s: %s keeps the line numbers it had before the edit",
                                 self.session_id[:8], module, exc_info=True)
+                    # Else the module would have no live code for later edits to move until re-imported.
+                    self.live_code[module] = self._live_code_or(module, rel, old_code)
+
+    def _live_code_or(self, module: str, rel: str, fallback: dict[int, CodeType]) -> dict[int, CodeType]:
+        """The code the module's live functions have now, or `fallback` if they cannot be walked."""
+        try:
+            return code_of_live_functions(sys.modules[module], self.filename(rel))
+        except Exception:   # what failed the renumber may fail this too
+            return fallback
 
     def add_module(self, module: str, text: str, *, package: bool = False) -> None:
         self.texts[relpath_of(module, package=package)] = text
