@@ -593,6 +593,32 @@ def test_a_module_its_owner_keeps_unwritable_to_others_is_refused_to_their_commi
         shutil.rmtree(image / name, ignore_errors=True)
 
 
+def test_a_module_refused_in_a_directory_its_owner_keeps_unwritable_too_says_both_must_be_made_writable(
+        env, accounts, image):
+    # The answer sent ann to make the file writable only: ben's rename in her 0755
+    # directory would have been refused all the same.
+    daemon, idp = env
+    (first, _), _ = accounts
+    name = "ownd%s" % secrets.token_hex(3)
+    try:
+        ann = session_for(daemon, idp, "ann")
+        assert not ann.tool("add_dictionary", dictionaryName=name + ".kept").get("isError")
+        kept = image / name / "kept.py"
+        text, failed = run(ann, "import os; os.chmod(%r, 0o644); os.chmod(%r, 0o755)" % (str(kept), str(kept.parent)))
+        assert not failed, text
+        ben = session_for(daemon, idp, "ben")
+        refused = ben.tool("compile_class_definition", dictionaryName=name + ".kept", source="class Bens:\n    pass\n")
+        assert refused["structuredContent"]["error"]["kind"] == "refused", refused
+        assert "".join(item["text"] for item in refused["content"]) == (
+            "commit refused: %s/kept.py may not be changed by this account (its file is not writable by it: "
+            "owner %s, mode 0644), so nothing was written; its owner must make it writable to you, and its "
+            "directory %s/ (owner %s) must be made writable to you too (group-writable in a shared image); "
+            "your changes are kept uncommitted (%s.kept)" % (name, first.pw_name, name, first.pw_name, name))
+        assert "Bens" not in kept.read_text()
+    finally:
+        shutil.rmtree(image / name, ignore_errors=True)
+
+
 def test_a_commit_to_an_image_mounted_read_only_says_the_image_could_not_be_written(env, image):
     # As under ProtectSystem=strict with the image not in ReadWritePaths=: the account's
     # group-writable module was refused as "not writable by it ... its owner must make it

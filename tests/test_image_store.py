@@ -5,6 +5,7 @@ import contextlib
 import errno
 import json
 import os
+import posixpath
 import signal
 import stat
 import subprocess
@@ -853,6 +854,26 @@ def test_a_commit_to_a_module_file_the_account_may_not_write_is_refused_and_writ
 
 
 @needs_root
+@pytest.mark.parametrize("rel", ["pkg/a.py", "a.py"])
+def test_a_module_refused_in_a_directory_not_writable_either_says_the_directory_must_be_made_writable(
+        shared_tmp, rel):
+    # Only "its owner must make it writable to you": the file writable, its rename in the
+    # directory would still have been refused.
+    store = _shared_image(shared_tmp, {"pkg/__init__.py": "", "pkg/a.py": "a = 1\n", "a.py": "a = 1\n"})
+    store.read_snapshot()                                # its lock made: the account cannot make it there
+    os.chmod(store.image_dir / posixpath.dirname(rel), 0o755)   # root's, not group-writable
+    os.chmod(store.image_dir / rel, 0o644)
+    outcome = _as_account(OTHER_UID + 1, OTHER_UID, lambda: store.commit(
+        {rel: b"a = 2\n"}, {rel: sha256(b"a = 1\n")}, user="ben", session_id="s"))
+    where = "its directory pkg/" if rel == "pkg/a.py" else "the image's directory"
+    assert outcome == ("raised", f"UnwritableModule: [Errno 13] {rel} may not be changed by this account "
+                       "(its file is not writable by it: owner root, mode 0644), so nothing was written; "
+                       f"its owner must make it writable to you, and {where} (owner root) must be made "
+                       "writable to you too (group-writable in a shared image)")
+    assert (store.image_dir / rel).read_text() == "a = 1\n" and store.journal() == []
+
+
+@needs_root
 def test_in_a_sticky_directory_a_commit_to_another_accounts_module_is_refused_before_the_commit_point(shared_tmp):
     # There the rename over it fails (EPERM) past the commit point: a commit recorded
     # that could never be finished.
@@ -862,6 +883,9 @@ def test_in_a_sticky_directory_a_commit_to_another_accounts_module_is_refused_be
         {"pkg/a.py": b"a = 2\n"}, {"pkg/a.py": sha256(b"a = 1\n")}, user="ben", session_id="s"))
     assert outcome[0] == "raised" and "pkg/a.py may not be changed by this account (its directory is " \
         "sticky and the file another account's: owner root, mode 0664)" in outcome[1], outcome
+    # Its mode is no remedy there: only its owner, or the directory's, may replace it.
+    assert outcome[1].endswith("nothing was written; its owner must change it, or its directory pkg/ "
+                               "lose its sticky bit (chmod -t, by its owner root)"), outcome
     assert store.journal() == [] and not (store.state_dir / "commit.intent").exists()
 
 

@@ -233,11 +233,9 @@ class UnwritableModule(OSError):
     rename that replaces it needs only the directory's write permission, so the file's
     own would not have been honoured. Nothing was written."""
 
-    def __init__(self, rel: str, owner: str, mode: int, why: str):
+    def __init__(self, rel: str, owner: str, mode: int, why: str, remedy: str):
         super().__init__(errno.EACCES, f"{rel} may not be changed by this account ({why}: owner "
-                                       f"{owner}, mode {mode:04o}), so nothing was written; its "
-                                       "owner must make it writable to you (group-writable in a "
-                                       "shared image)")
+                                       f"{owner}, mode {mode:04o}), so nothing was written; {remedy}")
 
 
 # Seconds a session open, refresh, abort or commit waits for the image lock (GS_MCP_IMAGE_LOCK_WAIT):
@@ -955,15 +953,24 @@ class ImageStore:
         if not stat.S_ISREG(info.st_mode) or os.geteuid() == 0:
             return   # a link or directory is refused (or removed) as such; root may write all
         directory = os.fstat(held)
+        where = f"its directory {_dir_of(rel)}/" if _dir_of(rel) else "the image's directory"
         if not os.access(name, os.W_OK, dir_fd=held, effective_ids=True):
             if os.fstatvfs(held).f_flag & os.ST_RDONLY:
                 return   # not the owner's word: a read-only file system, whose first write fails (EROFS)
-            why = "its file is not writable by it"
+            why, remedy = "its file is not writable by it", "its owner must make it writable to you"
+            if not os.access(".", os.W_OK, dir_fd=held, effective_ids=True):
+                # The file is replaced by a rename there: its own mode alone would not do.
+                remedy += (f", and {where} (owner {_owner_name(directory.st_uid)}) must be made "
+                           "writable to you too")
+            remedy += " (group-writable in a shared image)"
         elif directory.st_mode & stat.S_ISVTX and os.geteuid() not in (info.st_uid, directory.st_uid):
             why = "its directory is sticky and the file another account's"   # the rename would fail: EPERM
+            # Sticky, only the file's or the directory's owner may replace it, whatever its mode.
+            remedy = (f"its owner must change it, or {where} lose its sticky bit (chmod -t, by its "
+                      f"owner {_owner_name(directory.st_uid)})")
         else:
             return
-        raise UnwritableModule(rel, _owner_name(info.st_uid), stat.S_IMODE(info.st_mode), why)
+        raise UnwritableModule(rel, _owner_name(info.st_uid), stat.S_IMODE(info.st_mode), why, remedy)
 
     def _check_unmoved(self, rel: str, dirs: ImageDirs) -> None:
         """Refuse the commit if `rel`'s held directory is no longer the one its path
