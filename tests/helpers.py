@@ -6,6 +6,7 @@ sockets, so nothing in the way a request reaches the server is simulated.
 """
 
 import contextlib
+import gc
 import http.client
 import json
 import os
@@ -394,6 +395,22 @@ def exclusive_lock_free(image_dir):
         return False
     finally:
         os.close(fd)
+
+
+@contextlib.contextmanager
+def steady_descriptors():
+    """For a test that counts this process's descriptors: what earlier tests left to the
+    garbage collector (a socket or an epoll in a reference cycle) is collected first, and
+    the collector kept off meanwhile. A collection tripping halfway through the count
+    would close them then: descriptors freed that the test counted as taken."""
+    gc.collect()
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
 
 
 @contextlib.contextmanager

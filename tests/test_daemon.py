@@ -19,7 +19,7 @@ from gsmcpd import config as config_module
 from gsmcpd import daemon
 from gsmcpd.config import load_config
 
-from helpers import REPO
+from helpers import REPO, steady_descriptors
 
 
 @pytest.fixture(autouse=True)
@@ -646,8 +646,9 @@ def test_a_log_file_that_opens_but_refuses_appending_leaves_no_descriptor_open()
     # /proc/self/comm opens for writing (its owner's) and then refuses the seek to its end;
     # the descriptor had stayed open, one more on every SIGHUP reopen that failed so.
     from gsmcpd.logfile import PrivateFileHandler
-    before = len(os.listdir("/proc/self/fd"))
-    for _ in range(3):
-        with pytest.raises(OSError):
-            PrivateFileHandler("/proc/self/comm")
-    assert len(os.listdir("/proc/self/fd")) == before
+    with steady_descriptors():
+        before = len(os.listdir("/proc/self/fd"))
+        for _ in range(3):
+            with pytest.raises(OSError):
+                PrivateFileHandler("/proc/self/comm")
+        assert len(os.listdir("/proc/self/fd")) == before

@@ -1,6 +1,7 @@
 """The router's side of worker starts: real spares forked by the real spawner."""
 
 import contextlib
+import gc
 import multiprocessing
 import os
 import resource
@@ -19,7 +20,7 @@ from gsmcpd.router.loop import Loop
 from gsmcpd.router.workers import Spawner, WorkerPool, has_descriptors
 from gsmcpd.wire import frames
 from gsmcpd.wire.break_signals import BREAK_SIGNALS
-from helpers import parent_of, pid_alive, signals_of, wait_until
+from helpers import parent_of, pid_alive, signals_of, steady_descriptors, wait_until
 
 
 @pytest.fixture
@@ -297,25 +298,27 @@ def test_a_spawner_whose_start_outlasts_shutdown_is_stopped_by_its_starter(monke
 
 
 def test_the_descriptor_probe_gives_back_what_it_takes():
-    before = len(os.listdir("/proc/self/fd"))
-    assert has_descriptors(8)
-    assert not has_descriptors(10 ** 7)
-    assert len(os.listdir("/proc/self/fd")) == before
+    with steady_descriptors():
+        before = len(os.listdir("/proc/self/fd"))
+        assert has_descriptors(8)
+        assert not has_descriptors(10 ** 7)
+        assert len(os.listdir("/proc/self/fd")) == before
 
 
 def test_a_garbled_message_from_the_spawner_is_an_error_and_its_descriptors_are_closed():
     spawner = Spawner()
     spawner.control, other = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
-        before = len(os.listdir("/proc/self/fd"))
-        for message, count in ((b"spare notapid", 2), (b"spare 12", 1), (b"hello", 0)):
-            passed = [os.dup(0) for _ in range(count)]
-            socket.send_fds(other, [message], passed)
-            for fd in passed:
-                os.close(fd)
-            kind, detail = received(spawner, 5)
-            assert kind == "error" and detail, (message, detail)
-        assert len(os.listdir("/proc/self/fd")) == before   # nothing received was kept
+        with steady_descriptors():
+            before = len(os.listdir("/proc/self/fd"))
+            for message, count in ((b"spare notapid", 2), (b"spare 12", 1), (b"hello", 0)):
+                passed = [os.dup(0) for _ in range(count)]
+                socket.send_fds(other, [message], passed)
+                for fd in passed:
+                    os.close(fd)
+                kind, detail = received(spawner, 5)
+                assert kind == "error" and detail, (message, detail)
+            assert len(os.listdir("/proc/self/fd")) == before   # nothing received was kept
         other.close()
         assert received(spawner, 5)[0] == "eof"
     finally:
@@ -393,6 +396,7 @@ class HandSpawner:
         for kept in self.kept:
             kept.kill() if isinstance(kept, subprocess.Popen) else kept.close()
         self.peer.close()
+        self.control.close()
 
 
 @pytest.fixture
@@ -413,6 +417,7 @@ def hand_pool():
         hand = pool.spawner
         pool.close()
         hand.close()
+    loop.close()
 
 
 def test_a_failed_fork_refuses_a_waiting_claim_only_when_too_few_workers_are_coming(hand_pool):
@@ -671,18 +676,20 @@ def few_descriptors():
     list for the test's own placeholders, all closed after it. Threads an earlier test
     left running (a spawner's starter finishing its start) are waited for first: a
     descriptor one of them opens or closes meanwhile is one the test counted on (it was
-    seen to leave the test no placeholder to hold, on a loaded machine)."""
+    seen to leave the test no placeholder to hold, on a loaded machine); so is what
+    earlier tests left to the garbage collector (steady_descriptors)."""
     for thread in threading.enumerate():
         if thread.name == "gsmcpd-spawner-launch":
             thread.join(30)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     taken = []
-    resource.setrlimit(resource.RLIMIT_NOFILE, (max(map(int, os.listdir("/proc/self/fd"))) + 64, hard))
-    try:
-        yield taken
-    finally:
-        workers.release_descriptors(taken)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    with steady_descriptors():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(map(int, os.listdir("/proc/self/fd"))) + 64, hard))
+        try:
+            yield taken
+        finally:
+            workers.release_descriptors(taken)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 def _closing(connections):
@@ -746,6 +753,30 @@ def test_held_descriptors_are_given_back_when_the_session_waiting_goes(hand_pool
     assert len(pool._held) == 2 and second.failure == "timed out"
     pool.close()
     assert pool._held == [] and first.failure == "the server is shutting down"
+
+
+class _ClosedWhenCollected:
+    """Garbage holding a descriptor, as a socket an earlier test left in a reference cycle."""
+
+    def __init__(self):
+        self.fd, self.cycle = os.dup(2), self
+
+    def __del__(self):
+        os.close(self.fd)
+
+
+@pytest.fixture
+def garbage_holding_a_descriptor():
+    _ClosedWhenCollected()    # unreachable at once: only a collection closes its descriptor
+
+
+def test_garbage_an_earlier_test_left_frees_none_of_the_descriptors_taken(garbage_holding_a_descriptor,
+                                                                         few_descriptors):
+    # A collection tripping mid-test closed what earlier tests of this file had left (their
+    # loops, sockets): descriptors freed after every one was taken, and counted as free.
+    few_descriptors += workers.take_descriptors(10 ** 6)
+    gc.collect()    # as one tripping now would
+    assert workers.free_descriptors(1) == 0
 
 
 def oom_score_adj(pid):
