@@ -28,10 +28,18 @@ SESSION = {"session_id": "sid-1", "user": "tester", "read_only": False,
            "server_version": None, "server_title": None, "image": None, "account": None}
 
 
+def _run_as_spawned(sock, router_pid):
+    """worker_main.run with SIGINT Python's default, as the spawner starts it
+    (spawner._worker): the forkserver otherwise passes on the disposition this test run
+    inherited, ignored when it is a background job of a script."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    worker_main.run(sock, router_pid)
+
+
 class Channel:
     """The router's end: one worker process and its frame socket."""
 
-    def __init__(self, router_pid=None, target=worker_main.run):
+    def __init__(self, router_pid=None, target=_run_as_spawned):
         self.sock, theirs = socket.socketpair()
         self.process = CONTEXT.Process(target=target,
                                        args=(theirs, router_pid or os.getpid()), daemon=True)
@@ -375,6 +383,26 @@ def test_a_sigint_handler_the_code_set_is_its_handler_in_later_calls(worker):
         "os.kill(os.getpid(), signal.SIGINT)\nfor _ in range(10 ** 6):\n    pass\nhits"))) == "[2]"
     assert text_of(worker.reply(worker.execute(
         "signal.signal(signal.SIGINT, signal.default_int_handler)\n'restored'"))) == "'restored'"
+
+
+def _run_with_sigint_ignored(sock, router_pid):
+    """worker_main.run in a process that inherited SIGINT ignored (the forkserver passes on
+    the disposition of whoever started it: a script's background job, a test run so)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    worker_main.run(sock, router_pid)
+
+
+def test_a_worker_started_with_sigint_ignored_serves_calls_and_its_code_finds_it_ignored():
+    # The disposition found was kept as signal.signal returns it, an enum, which
+    # _signal.signal (what each call gives it back with) refuses: every call was a TypeError.
+    channel = Channel(target=_run_with_sigint_ignored)
+    try:
+        assert channel.prepare()["ok"] is True
+        assert text_of(channel.reply(channel.execute(
+            "import signal\nsignal.getsignal(signal.SIGINT) is signal.SIG_IGN"))) == "True"
+        assert text_of(channel.reply(channel.execute("'again'"))) == "'again'"
+    finally:
+        channel.close()
 
 
 def test_eof_on_the_frame_socket_ends_the_worker():
@@ -722,6 +750,8 @@ SWAP_RACE = """
 import json, os, signal, _signal, socket, sys
 from gsmcpd.worker import main
 from gsmcpd.wire.break_signals import SOFT_BREAK_SIGNAL
+
+signal.signal(signal.SIGINT, signal.default_int_handler)   # as a worker has it, however this was started
 
 class Server:
     view = None

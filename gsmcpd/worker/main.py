@@ -114,7 +114,9 @@ class WorkerLoop:
                         HARD_BREAK_SIGNAL: self.break_handler(HardBreak, "hard break")}
         for signum, handler in self._breaks.items():
             signal.signal(signum, handler)
-        self._code_sigint = signal.signal(signal.SIGINT, _between_calls)
+        # _signal's, as each call gives it back with: signal.signal returns SIG_IGN and
+        # SIG_DFL as enums, which _signal.signal refuses (an inherited SIG_IGN failed every call).
+        self._code_sigint = _signal.signal(signal.SIGINT, _between_calls)
         if self._code_sigint is None:     # not set from Python: the default it would have had
             self._code_sigint = signal.default_int_handler
 
