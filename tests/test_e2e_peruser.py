@@ -561,6 +561,20 @@ def test_a_package_one_account_makes_unlistable_neither_stops_the_others_session
         shutil.rmtree(image / name, ignore_errors=True)
 
 
+def bens_commit_refused(daemon, idp, ann, package, ann_code):
+    """ann's new module package/kept.py, on which ann runs `ann_code` (`kept` its path);
+    ben's commit of a class to it is refused: (its path, ben's session, the refusal's text)."""
+    assert not ann.tool("add_dictionary", dictionaryName=package.name + ".kept").get("isError")
+    kept = package / "kept.py"
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o664      # a new module, as shared as its directory
+    text, failed = run(ann, "import os\nkept = %r\n%s" % (str(kept), ann_code))
+    assert not failed, text
+    ben = session_for(daemon, idp, "ben")
+    refused = ben.tool("compile_class_definition", dictionaryName=package.name + ".kept", source="class Bens:\n    pass\n")
+    assert refused["structuredContent"]["error"]["kind"] == "refused", refused
+    return kept, ben, "".join(item["text"] for item in refused["content"])
+
+
 def test_a_module_its_owner_keeps_unwritable_to_others_is_refused_to_their_commit_and_a_new_one_is_shared(
         env, accounts, image):
     # The commit's rename needs only the group-writable directory: ben replaced ann's
@@ -570,16 +584,9 @@ def test_a_module_its_owner_keeps_unwritable_to_others_is_refused_to_their_commi
     name = "own%s" % secrets.token_hex(3)
     try:
         ann = session_for(daemon, idp, "ann")
-        assert not ann.tool("add_dictionary", dictionaryName=name + ".kept").get("isError")
         assert not ann.tool("add_dictionary", dictionaryName=name + ".shared").get("isError")
-        kept = image / name / "kept.py"
-        assert stat.S_IMODE(kept.stat().st_mode) == 0o664      # a new module, as shared as its directory
-        text, failed = run(ann, "import os; os.chmod(%r, 0o644)" % str(kept))
-        assert not failed, text
-        ben = session_for(daemon, idp, "ben")
-        refused = ben.tool("compile_class_definition", dictionaryName=name + ".kept", source="class Bens:\n    pass\n")
-        assert refused["structuredContent"]["error"]["kind"] == "refused", refused
-        assert "".join(item["text"] for item in refused["content"]) == (
+        kept, ben, said = bens_commit_refused(daemon, idp, ann, image / name, "os.chmod(kept, 0o644)")
+        assert said == (
             "commit refused: %s/kept.py may not be changed by this account (its file is not writable by it: "
             "owner %s, mode 0644), so nothing was written; its owner must make it writable to you "
             "(group-writable in a shared image); your changes are kept uncommitted (%s.kept)"
@@ -602,14 +609,9 @@ def test_a_module_refused_in_a_directory_its_owner_keeps_unwritable_too_says_bot
     name = "ownd%s" % secrets.token_hex(3)
     try:
         ann = session_for(daemon, idp, "ann")
-        assert not ann.tool("add_dictionary", dictionaryName=name + ".kept").get("isError")
-        kept = image / name / "kept.py"
-        text, failed = run(ann, "import os; os.chmod(%r, 0o644); os.chmod(%r, 0o755)" % (str(kept), str(kept.parent)))
-        assert not failed, text
-        ben = session_for(daemon, idp, "ben")
-        refused = ben.tool("compile_class_definition", dictionaryName=name + ".kept", source="class Bens:\n    pass\n")
-        assert refused["structuredContent"]["error"]["kind"] == "refused", refused
-        assert "".join(item["text"] for item in refused["content"]) == (
+        kept, _, said = bens_commit_refused(daemon, idp, ann, image / name,
+                                            "os.chmod(kept, 0o644); os.chmod(os.path.dirname(kept), 0o755)")
+        assert said == (
             "commit refused: %s/kept.py may not be changed by this account (its file is not writable by it: "
             "owner %s, mode 0644), so nothing was written; its owner must make it writable to you, and its "
             "directory %s/ (owner %s) must be made writable to you too (group-writable in a shared image); "
