@@ -606,10 +606,9 @@ def load_config(argv_flags: Mapping[str, Any] | None = None,
         where.pop(key, None)   # set again: the conf file's value is not the one read
     values = {key: _parse(KNOBS_BY_KEY[key], value, where.get(key))
               for key, value in raw.items()}  # the rest: Config's
-    _absolute_paths(values)
-    state_dir = _absolute(Path(values.get("state_dir") or Config.state_dir), "state_dir")
-    values["state_dir"] = state_dir
-    values["image"] = _absolute(Path(values.get("image") or state_dir / "image"), "image")
+    _absolute_paths(values)   # state_dir and image among them; their defaults are whole already
+    state_dir = values["state_dir"] = values.get("state_dir") or Config.state_dir   # `none`: the default
+    values["image"] = values.get("image") or state_dir / "image"
     if "toolsets" in values and not values["toolsets"]:
         raise ConfigError("toolsets", "empty list; name at least one toolset")
     config = Config(**values)
