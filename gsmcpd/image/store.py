@@ -600,13 +600,15 @@ class ImageStore:
                 self._check(rel, dirs)
                 if changes[rel] is not None:
                     self._refuse_unreplaceable(rel, dirs)
-            already = self._already_there(changes, base_hashes, dirs)
+            # Each changed file read once: what is already there, then what conflicts.
+            on_disk = {rel: self._disk_hash(rel, dirs) for rel in changes}
+            already = _already_there(changes, base_hashes, on_disk)
             if already_committed is not None:
                 already_committed.extend(sorted(already))
             # What is already there is the base the rest stands on.
             base_hashes = {**base_hashes, **already}
             changes = {rel: data for rel, data in changes.items() if rel not in already}
-            conflicts, unreadable = self._conflicts(changes, base_hashes, dirs)
+            conflicts, unreadable = self._conflicts(changes, base_hashes, on_disk)
             if conflicts or unreadable:
                 raise CommitConflict(sorted(conflicts), unreadable, how=conflicts,
                                      by=self._made_by(sorted(conflicts)))
@@ -654,19 +656,8 @@ class ImageStore:
             except OSError as error:
                 raise CommitPending(error) from error
 
-    def _already_there(self, changes: dict[str, bytes | None], base_hashes: dict[str, str | None],
-                       dirs: ImageDirs) -> dict[str, str | None]:
-        """The changed files the disk holds exactly as changed though not as the base had
-        them (call under the lock): file -> its hash on disk (None: removed)."""
-        already = {}
-        for rel, data in changes.items():
-            disk = self._disk_hash(rel, dirs)
-            if disk != base_hashes.get(rel) and disk == sha256(data):
-                already[rel] = disk
-        return already
-
     def _conflicts(self, changes: dict[str, bytes | None], base_hashes: dict[str, str | None],
-                   dirs: ImageDirs) -> tuple[dict[str, str], list[str]]:
+                   on_disk: dict[str, str | None]) -> tuple[dict[str, str], list[str]]:
         """The files on disk that are not as the commit's base had them, among those it
         changes and those its new or removed modules stand on (call under the lock): the
         `__init__.py` of each package it writes into (removed since, the module would be
@@ -675,10 +666,11 @@ class ImageStore:
         made meanwhile in the other form (`q.py` beside a new `q/__init__.py`, or the
         other way round: two files for one module). And, apart, such files this account
         may not read: the view never saw them, so no refresh brings them in. The conflicts
-        are a dict: file -> what happened to it (see _how)."""
+        are a dict: file -> what happened to it (see _how). `on_disk`: each changed file's
+        hash as the disk has it (None: absent)."""
         conflicts = {}
         for rel in changes:
-            disk = self._disk_hash(rel, dirs)
+            disk = on_disk[rel]
             if disk != base_hashes.get(rel):
                 conflicts[rel] = _how(base_hashes.get(rel), disk is not None)
         unreadable = set()
@@ -1123,6 +1115,14 @@ def _owner_name(uid: int) -> str:
         return pwd.getpwuid(uid).pw_name
     except KeyError:
         return f"uid {uid}"
+
+
+def _already_there(changes: dict[str, bytes | None], base_hashes: dict[str, str | None],
+                   on_disk: dict[str, str | None]) -> dict[str, str | None]:
+    """The changed files the disk holds exactly as changed though not as the base had
+    them: file -> its hash on disk (`on_disk`'s; None: removed)."""
+    return {rel: on_disk[rel] for rel, data in changes.items()
+            if on_disk[rel] != base_hashes.get(rel) and on_disk[rel] == sha256(data)}
 
 
 def _dir_of(rel: str) -> str:
