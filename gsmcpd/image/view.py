@@ -477,8 +477,8 @@ class View:
         if rel not in self.texts:
             return digest is None
         try:
-            return sha256(self.texts[rel].encode(self._codec(rel), "surrogateescape")) == digest
-        except UnicodeEncodeError:   # the commit would refuse it: not what is there
+            return sha256(self._encoded(rel)) == digest
+        except ToolError:   # the commit would refuse it: not what is there
             return False
 
     def _codec(self, rel: str) -> str:
