@@ -789,7 +789,8 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
         report("tls cert", f"{config.tls_cert} (key {config.tls_key})", _tls_problem(config))
     if config.jwks_file is not None:
         report("jwks file", str(config.jwks_file), _jwks_file_problem(config.jwks_file))
-    if config.auth and config.user_map and os.geteuid() == 0:   # serve reads it only as root
+    per_user = bool(config.auth and config.user_map and os.geteuid() == 0)   # serve reads the map only as root
+    if per_user:
         from gsmcpd.auth.usermap import never_served_warnings, read_user_map_setting
         user_map, problem = read_user_map_setting(config.user_map)
         report("user map", config.user_map, f"user_map: {problem}" if problem else None)
@@ -800,7 +801,7 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
             exposed = key_readable_by_every_account(config.tls_key)
             if exposed:
                 warn(exposed)
-    unused = unused_list_warning(config.worker_env, bool(config.auth and config.user_map and os.geteuid() == 0))
+    unused = unused_list_warning(config.worker_env, per_user)
     if unused:
         warn(unused)
     report("auth", "on" if config.auth else "off (loopback only)")
