@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import Daemon
+from test_e2e_image_tools import daemon, run  # noqa: F401  (the daemon fixture: on this module's image)
 from test_e2e_tools import error, structured
 
 STDLIB_JSON = Path(json.__file__).parent
@@ -33,16 +33,6 @@ def image(tmp_path_factory):
     (root / "vendored" / "levels.py").write_text("from vendored import enum\n\n\nclass Level(enum.Enum):\n"
                                                   "    LOW = 1\n\n    def label(self):\n        return self.name\n")
     return root
-
-
-@pytest.fixture(scope="module")
-def daemon(image, tmp_path_factory):
-    with Daemon(tmp_path_factory.mktemp("daemon"), env={"GS_MCP_IMAGE": str(image)}) as running:
-        yield running
-
-
-def run(client, code):
-    return structured(client, "execute_code", code=code)["result"]
 
 
 def test_a_shadowed_package_is_the_standard_librarys_whole(c, image):
