@@ -5,6 +5,7 @@ end to end in test_e2e_peruser.py."""
 import json
 import types
 
+from gsmcpd.auth import tokens, usermap
 from gsmcpd.auth.usermap import AccountResolver, load_user_map
 from gsmcpd.config import Config
 from gsmcpd.router.app import Principal
@@ -95,5 +96,57 @@ def test_a_reload_during_a_stop_leaves_the_user_map_and_the_sessions_being_drain
         router.stopping = False
         router.reload("SIGHUP")
         assert session.ended and not router.sessions.by_id
+    finally:
+        router.loop.close()
+
+
+def let_in(router, user):
+    """What AuthGate gives App for `user`'s accepted token: the Principal its session opens with."""
+    admitted = []
+    request = types.SimpleNamespace(header=lambda name: None)
+    token = tokens.Accepted(tokens.Principal(user, frozenset(), False, 2e9, {}))
+    router.auth._finish(FakeConn(), request, lambda conn, request, principal: admitted.append(principal), token)
+    [principal] = admitted
+    return principal
+
+
+def test_a_session_start_looks_its_account_up_again_only_after_a_reload_during_its_open(tmp_path, monkeypatch):
+    # Every start made a second NSS lookup on the router's loop (getpwnam: a slow LDAP or sssd
+    # holds every session), though only a SIGHUP between the open and its worker changes a thing.
+    router, user_map, waiting, _ = router_with_map(tmp_path, "ann nobody\n")
+    lookups = []
+    real_getpwnam = usermap.pwd.getpwnam
+    monkeypatch.setattr(usermap.pwd, "getpwnam", lambda name: lookups.append(name) or real_getpwnam(name))
+    try:
+        router.sessions.open(FakeConn(), INIT, b"{}", False, let_in(router, "ann"))
+        assert lookups == ["nobody"]              # as its token was checked
+        waiting.pop()(FakeWorker(1))
+        assert lookups == ["nobody"] and len(router.sessions.by_id) == 1
+
+        router.sessions.open(FakeConn(), INIT, b"{}", False, let_in(router, "ann"))
+        router.auth.reload_user_map("SIGHUP")     # the map, read again, keeps ann as nobody
+        del lookups[:]
+        waiting.pop()(FakeWorker(2))
+        assert lookups == ["nobody"] and len(router.sessions.by_id) == 2
+
+        router.sessions.open(FakeConn(), INIT, b"{}", False, let_in(router, "ann"))
+        del lookups[:]
+        waiting.pop()(FakeWorker(3))              # let in after that reload: none since
+        assert lookups == [] and len(router.sessions.by_id) == 3
+    finally:
+        router.loop.close()
+
+
+def test_a_user_a_reload_during_the_open_unmaps_is_still_refused_as_the_session_starts(tmp_path):
+    router, user_map, waiting, given_back = router_with_map(tmp_path, "ann nobody\n")
+    try:
+        ann = FakeConn()
+        router.sessions.open(ann, INIT, b"{}", False, let_in(router, "ann"))
+        user_map.write_text("ben nobody\n")
+        router.auth.reload_user_map("SIGHUP")
+        worker = FakeWorker(1)
+        waiting.pop()(worker)
+        assert [status for status, _ in ann.answers] == [403]
+        assert given_back == [worker] and not router.sessions.by_id
     finally:
         router.loop.close()

@@ -29,14 +29,16 @@ METADATA_PATH = "/.well-known/oauth-protected-resource"
 class Principal:
     """Who is asking. Without auth, the daemon's own user, read-only as configured."""
 
-    __slots__ = ("user", "read_only", "exp", "account")
+    __slots__ = ("user", "read_only", "exp", "account", "map_generation")
 
-    # exp: epoch seconds after which the credential is no longer accepted (None: never)
-    def __init__(self, user, read_only, exp=None, account=None):
+    # exp: epoch seconds after which the credential is no longer accepted (None: never);
+    # map_generation: AuthGate.map_generation when `account` was resolved (None: unknown)
+    def __init__(self, user, read_only, exp=None, account=None, map_generation=None):
         self.user = user
         self.read_only = read_only
         self.exp = exp
         self.account = account
+        self.map_generation = map_generation
 
 
 def error_body(code, message, id=None):

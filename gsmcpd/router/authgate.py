@@ -49,6 +49,9 @@ class AuthGate:
             log.warning("%s", unreachable)
         self.keys = KeySource.from_settings(self.settings, post=self.loop.call_soon_threadsafe)
         self.accounts = None
+        # Counts the reloads of MCP_USER_MAP: an account resolved under the current count
+        # needs no second lookup as its session starts (readmit).
+        self.map_generation = 0
         if not config.user_map:
             log.warning("%s", one_account_warning(os.geteuid(), getpass.getuser()))
         if config.user_map:
@@ -80,6 +83,7 @@ class AuthGate:
             log.error("%s: user_map: %s; still using the map loaded before", signame, problem)
             return
         self.accounts = AccountResolver(user_map)
+        self.map_generation += 1
         log.info("%s: MCP_USER_MAP %s reloaded: %d user(s) mapped", signame, setting, len(user_map))
         for warning in never_served_warnings(user_map):
             log.warning("MCP_USER_MAP %s", warning)
@@ -144,14 +148,16 @@ class AuthGate:
                 return
         # exp as the router uses it: when this credential stops being accepted
         then(conn, request, Principal(principal.user, principal.read_only or self.readonly,
-                                      exp=principal.exp + self.settings.leeway, account=account))
+                                      exp=principal.exp + self.settings.leeway, account=account,
+                                      map_generation=self.map_generation))
 
     def readmit(self, conn, message, principal):
         """`principal` of an initialize whose worker has just come, its account resolved
-        again: it was let in under the map in use then, and a SIGHUP may have unmapped
-        its user, or moved them, while it waited for a worker (none spare). Its session
-        starts on the account the map gives now; None once its client is answered 403."""
-        if self.accounts is None:
+        again if a SIGHUP read the map while it waited for a worker (none spare): that may
+        have unmapped its user, or moved them. Its session starts on the account the map
+        gives now; None once its client is answered 403. Without a reload meanwhile, the
+        account resolved as it was let in stands: no second lookup (NSS) on the loop."""
+        if self.accounts is None or principal.map_generation == self.map_generation:
             return principal
         try:
             account = self.accounts.resolve(principal.user)
@@ -164,7 +170,8 @@ class AuthGate:
             return principal
         log.info("user %r now maps to account %r: its new session, which waited for a worker, runs as it",
                  principal.user, account)
-        return Principal(principal.user, principal.read_only, exp=principal.exp, account=account)
+        return Principal(principal.user, principal.read_only, exp=principal.exp, account=account,
+                         map_generation=self.map_generation)
 
     def _scope_below_session(self, request, principal):
         """A read-write session was opened with the write scope; a token without it
