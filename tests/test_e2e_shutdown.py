@@ -129,6 +129,29 @@ def test_a_second_sigterm_during_the_grace_stops_at_once(tmp_path):
     assert "a second stop signal: ending what still runs now" in daemon.log_text()
 
 
+@pytest.mark.parametrize("second", [signal.SIGTERM, signal.SIGINT])
+def test_a_second_stop_signal_cuts_a_stuck_spawners_grace_too(tmp_path, second):
+    # It cut the calls' and the workers' waits, not the spawner's: a stuck spawner still held
+    # the exit for its whole 5 s grace after "press Ctrl-C twice".
+    with Daemon(tmp_path) as daemon:
+        worker = session(daemon).tool("status")["structuredContent"]["pid"]
+        spawner = spawner_of(daemon)
+        try:
+            os.kill(spawner, signal.SIGSTOP)   # deaf to its end, as a hung one would be
+            sigterm_seen(daemon)
+            assert wait_until(lambda: not pid_alive(worker))   # the stop is at the spawner now
+            daemon.proc.send_signal(second)
+            assert daemon.proc.wait(10) == 0
+            assert wait_until(lambda: not pid_alive(spawner))   # killed, not left behind
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(spawner, signal.SIGKILL)
+    log = daemon.log_text()
+    assert "a second stop signal: ending what still runs now" in log
+    assert "the worker spawner did not end within 0.5s of a second stop signal; killed it" in log
+    assert "within 5s of being told to stop" not in log
+
+
 def test_a_call_streaming_progress_at_a_stop_ends_its_stream_with_its_result(tmp_path):
     # Streams were ended at the stop: this one is the call's own reply, still to come.
     release = tmp_path / "release"

@@ -115,6 +115,7 @@ def test_a_second_stop_signal_ends_the_call_in_flight_and_every_worker_at_once(p
     assert answer(running)["error"]["message"] == (
         "session ended: server shutting down (a second stop signal: its call in flight was not waited for)")
     assert busy.worker.ended_by == idle.worker.ended_by == "kill"
+    assert router.pool.hurried     # the spawner's stop, to come, waits the least too
     run_until_stopped(router)
 
 

@@ -873,3 +873,68 @@ def test_a_spawner_that_ends_when_told_is_neither_killed_nor_warned_of(caplog):
         assert "did not end" not in caplog.text and pool.spawner.control is None
     finally:
         loop.close()
+
+
+@pytest.mark.parametrize("hurried_while", ["waiting for its end", "before its stop"])
+def test_a_second_stop_signal_cuts_a_stuck_spawners_grace(monkeypatch, caplog, hurried_while):
+    # It cut the calls' and the workers' waits, not the spawner's: a stuck one still held
+    # the exit for its whole grace (5 s) after "press Ctrl-C twice".
+    monkeypatch.setattr(workers, "SPAWNER_END_GRACE", 60.0)   # longer than the test waits
+    loop = Loop()
+    pool = WorkerPool(loop, 0)
+    pool.start()
+    spawner = pool.spawner.process.pid
+    try:
+        os.kill(spawner, signal.SIGSTOP)       # it cannot read its EOF, as a hung one would not
+        pool.close()
+        ended = []
+        if hurried_while == "before its stop":
+            pool.hurry()
+        pool.stop_spawner(lambda: ended.append(True))
+        if hurried_while == "waiting for its end":
+            assert run_until(loop, lambda: False, 0.1) is False and not ended   # it is waited for
+            pool.hurry()
+        assert run_until(loop, lambda: ended, 20)
+        assert wait_until(lambda: not pid_alive(spawner))
+        assert ("the worker spawner did not end within %gs of a second stop signal; killed it"
+                % workers.SPAWNER_HURRIED_GRACE) in caplog.text
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(spawner, signal.SIGKILL)
+        loop.close()
+
+
+def test_a_second_stop_signal_does_not_wait_for_a_spawner_still_being_started(monkeypatch):
+    started, release, stopped = threading.Event(), threading.Event(), []
+
+    class SlowSpawner:
+        def __init__(self, worker_nice=0, worker_memory=None, worker_env=None):
+            self.worker_nice, self.worker_memory, self.worker_env = worker_nice, worker_memory, worker_env
+            self.control = None
+
+        def launch(self):
+            started.set()
+            release.wait(20)
+
+        def stop(self, grace=5.0):
+            stopped.append(self)
+
+    monkeypatch.setattr(workers, "Spawner", SlowSpawner)
+    monkeypatch.setattr(workers, "SPAWNER_STOP_WAIT", 60.0)   # longer than the test waits
+    loop = Loop()
+    try:
+        pool = WorkerPool(loop, 0)
+        pool._relaunch()
+        assert started.wait(20)
+        new = pool.spawner
+        pool.close()
+        pool.hurry()
+        ended = []
+        pool.stop_spawner(lambda: ended.append(True))
+        assert ended == [True]               # at once: its starter stops it once started
+        release.set()
+        pool._launcher.join(20)
+        assert stopped[-1] is new
+    finally:
+        release.set()
+        loop.close()

@@ -14,8 +14,9 @@
    SPAWNER_END_GRACE). Then the image is tidied after a killed call or worker once the
    killed are gone (at most REAP_GRACE more), and the loop stops.
 
-A second signal skips the waits: what still runs is ended and every worker killed at once;
-the router exits as soon as they are gone.
+A second signal skips the waits: what still runs is ended and every worker killed at once,
+and the spawner, told to stop, is killed if it has not ended within SPAWNER_HURRIED_GRACE
+(one still being started is not waited for); the router exits as soon as they are gone.
 """
 
 import logging
@@ -107,6 +108,7 @@ class Shutdown:
             self._end_running("%s (a second stop signal: its call in flight was not waited for)" % STOPPING)
         for worker in self.workers:
             worker.kill()   # the last phase then ends as soon as they are reaped
+        self.router.pool.hurry()   # and the spawner's stop, under way or to come, waits the least
 
     def session_ended(self):
         # Not from inside SessionManager.end: it has its worker still to stop.

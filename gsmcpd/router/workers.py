@@ -33,6 +33,9 @@ SPAWNER_TIMEOUT = 30.0  # seconds a new session waits for its worker before it i
 SPAWNER_STOP_WAIT = 5.0  # seconds shutdown waits for a spawner still being started
 SPAWNER_END_GRACE = 5.0  # seconds a spawner told to stop gets to end (its own END_WAIT is 3) before SIGKILL
 SPAWNER_KILL_WAIT = 5.0  # seconds a killed spawner is waited for
+# After a second stop signal: a spawner that is not stuck ends in milliseconds (it kills its
+# children, and what they left, at once), so this is only how long a stuck one holds the exit.
+SPAWNER_HURRIED_GRACE = 0.5
 LAUNCH_POLL = 0.05       # how often shutdown looks whether a spawner's start has ended
 SPAWNER_HELLO_WAIT = 30.0  # seconds a started spawner may take to say hello (its first act)
 
@@ -126,12 +129,12 @@ class Spawner:
     def stop_on(self, loop, then):
         """stop() with `loop` watching it end, so the loop waits for nothing: `then()` is
         called from it once the spawner has ended (or, killed, is still not gone after
-        SPAWNER_KILL_WAIT)."""
+        SPAWNER_KILL_WAIT). The _SpawnerEnd watching it, or None if there was none to stop."""
         pidfd = self._let_go()
         if pidfd is None:
             then()
-        else:
-            _SpawnerEnd(loop, pidfd, then)
+            return None
+        return _SpawnerEnd(loop, pidfd, then)
 
     def _let_go(self):
         """Close our end of its socket, the EOF that ends it; its pidfd (None if none),
@@ -145,16 +148,28 @@ class Spawner:
 
 class _SpawnerEnd:
     """A spawner told to stop, watched from the loop: its pidfd is readable once it has
-    ended. Killed after SPAWNER_END_GRACE; given up on SPAWNER_KILL_WAIT after that."""
+    ended. Killed after SPAWNER_END_GRACE (or hurry()); given up on SPAWNER_KILL_WAIT after that."""
 
     def __init__(self, loop, pidfd, then):
         self.loop, self.pidfd, self.then = loop, pidfd, then
+        self.killed = False
+        self._why = "%gs of being told to stop" % SPAWNER_END_GRACE
         loop.add_reader(pidfd, self._ended)
+        self._kill_at = loop.time() + SPAWNER_END_GRACE
         self._timer = loop.call_later(SPAWNER_END_GRACE, self._overdue)
 
+    def hurry(self):
+        """A second stop signal: the rest of its grace is cut to SPAWNER_HURRIED_GRACE."""
+        if self.pidfd is None or self.killed or self._kill_at <= self.loop.time() + SPAWNER_HURRIED_GRACE:
+            return
+        self._why = "%gs of a second stop signal" % SPAWNER_HURRIED_GRACE
+        self._timer.cancel()
+        self._kill_at = self.loop.time() + SPAWNER_HURRIED_GRACE
+        self._timer = self.loop.call_later(SPAWNER_HURRIED_GRACE, self._overdue)
+
     def _overdue(self):
-        log.warning("the worker spawner did not end within %gs of being told to stop; killed it",
-                    SPAWNER_END_GRACE)
+        log.warning("the worker spawner did not end within %s; killed it", self._why)
+        self.killed = True
         _kill(self.pidfd)
         self._timer = self.loop.call_later(SPAWNER_KILL_WAIT, self._ended)
 
@@ -427,6 +442,8 @@ class WorkerPool:
         self._retry = None          # the timer of the next start
         self._launcher = None       # the thread starting it
         self._adopted_at = 0.0
+        self.hurried = False        # a second stop signal: the spawner's stop waits the least
+        self._spawner_end = None    # the stopping spawner's watch, at shutdown's end
         # The router's: close idle client connections until `needed` descriptors are
         # free; True once they are (Router._make_room_for_workers). Asked only while a
         # claim waits.
@@ -676,18 +693,28 @@ class WorkerPool:
         called once it has ended. The loop runs on meanwhile, never blocked (a spawner
         ends once its children have, and a stuck one is killed only after
         SPAWNER_END_GRACE). One still being started is given SPAWNER_STOP_WAIT to be,
-        then left to its starting thread, which stops it once its start ends."""
+        then left to its starting thread, which stops it once its start ends. After
+        hurry(), a stuck spawner is killed SPAWNER_HURRIED_GRACE after its stop, and one
+        still being started is not waited for."""
         self._stop_once_started(then, self.loop.time() + SPAWNER_STOP_WAIT)
+
+    def hurry(self):
+        """A second stop signal: the spawner's stop, under way or to come, waits the least."""
+        self.hurried = True
+        if self._spawner_end is not None:
+            self._spawner_end.hurry()
 
     def _stop_once_started(self, then, deadline):
         launcher = self._launcher
         if launcher is not None and launcher.is_alive():
-            if self.loop.time() < deadline:
+            if self.loop.time() < deadline and not self.hurried:
                 self.loop.call_later(LAUNCH_POLL, functools.partial(self._stop_once_started, then, deadline))
             else:
                 then()   # it stops the spawner it starts itself, once its start ends
             return
-        self.spawner.stop_on(self.loop, then)
+        self._spawner_end = self.spawner.stop_on(self.loop, then)
+        if self.hurried:
+            self.hurry()
 
 
 
