@@ -6,7 +6,6 @@ tested in process in test_router_shutdown.py."""
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -59,6 +58,11 @@ def in_thread(answers, key, send):
     return thread
 
 
+def opened_during_the_stop(daemon):
+    return Client(daemon.port).post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "late", "version": "0"}}})
+
+
 def sigterm_seen(daemon):
     daemon.proc.send_signal(signal.SIGTERM)
     assert wait_until(lambda: "shutting down:" in daemon.log_text(), timeout=10)
@@ -79,8 +83,7 @@ def test_a_commit_in_flight_at_a_stop_is_answered_with_its_success_and_stands(tm
         assert wait_until(lambda: [s["queued"] for s in daemon.status().get("sessions", [])] == [1], timeout=10)
         sigterm_seen(daemon)
         queued.join(15)   # answered while the commit is still held
-        with pytest.raises(ConnectionRefusedError):   # the listener is closed
-            socket.create_connection(("127.0.0.1", daemon.port), timeout=5)
+        assert opened_during_the_stop(daemon).status == 503   # no new session
         release.touch()
         committing.join(15)
         assert daemon.proc.wait(10) == 0
@@ -90,6 +93,48 @@ def test_a_commit_in_flight_at_a_stop_is_answered_with_its_success_and_stands(tm
     assert answers["commit"]["result"]["structuredContent"]["committed"] == ["pets"]
     assert (image / "pets.py").read_text() == "SOUND = 'meow'\n"
     assert [entry["session"] for entry in journal(image)] == [a.session]
+
+
+def test_during_the_grace_a_client_may_cancel_its_call_or_delete_its_session_but_start_nothing(tmp_path):
+    # Both were answered 503, as every request then (or met a closed listener): a client
+    # stopping its work politely made the stop wait out the whole grace.
+    started_a, started_b = tmp_path / "a", tmp_path / "b"
+    answers = {}
+
+    def slow(client, key, started):
+        message = {"jsonrpc": "2.0", "id": key, "method": "tools/call",
+                   "params": {"name": "execute_code", "arguments": {"code": long_run(started)}}}
+        thread = threading.Thread(target=lambda: answers.__setitem__(key, client.post(message)), daemon=True)
+        thread.start()
+        return thread
+
+    def on_a_new_connection(session):
+        client = Client(daemon.port)
+        client.session = session.session
+        return client
+
+    with Daemon(tmp_path, env={"GS_MCP_BREAK_GRACE": "5"}) as daemon:
+        a, b = session(daemon), session(daemon)
+        running_a, running_b = slow(a, "slow-a", started_a), slow(b, "slow-b", started_b)
+        assert wait_until(lambda: started_a.exists() and started_b.exists(), timeout=15)
+        sigterm_seen(daemon)
+        assert opened_during_the_stop(daemon).status == 503
+        refused = on_a_new_connection(b).call("tools/call", {"name": "status", "arguments": {}})
+        assert refused.status == 503 and refused.json()["error"]["message"] == (
+            "Service Unavailable: the server is shutting down")
+        cancelled = on_a_new_connection(a).post({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                                 "params": {"requestId": "slow-a"}})
+        assert cancelled.status == 202, cancelled
+        deleted = on_a_new_connection(b).delete()
+        assert deleted.status == 200, deleted
+        running_a.join(15)
+        running_b.join(15)
+        assert daemon.proc.wait(10) == 0
+    assert answers["slow-a"].status == 200 and b"data:" not in answers["slow-a"].body   # cancelled: no answer
+    assert answers["slow-b"].json()["error"]["message"] == "session ended: client sent DELETE"
+    log = daemon.log_text()
+    assert "session %s ended: client sent DELETE" % b.session[:8] in log
+    assert "still ran after the 5s grace" not in log    # neither call was waited out
 
 
 def test_a_call_outrunning_the_grace_is_ended_and_the_daemon_exits_within_the_stop_timeout(tmp_path):

@@ -15,6 +15,7 @@ from gsmcpd.router.main import Router
 from gsmcpd.router.shutdown import CALL_GRACE_CAP, REAP_GRACE, SHUTDOWN_GRACE, call_grace, longest_stop
 from gsmcpd.router.workers import SPAWNER_END_GRACE, SPAWNER_KILL_WAIT, SPAWNER_STOP_WAIT
 from gsmcpd.wire import jsonrpc
+from gsmcpd.wire.http import RequestParser
 from helpers import REPO
 from test_router_sessions_poll import FakeConn, FakeWorker, call, reply
 
@@ -191,3 +192,76 @@ def _stop_help():
     """`gsmcpd stop --help`."""
     [commands] = [action for action in build_parser()._actions if action.choices and "stop" in action.choices]
     return commands.choices["stop"].format_help()
+
+
+# -- what a client may still send during the grace --------------------------------------
+
+class AnsweredConn(FakeConn):
+    reply_headers = ()
+
+    def respond(self, status, headers=(), body=b"", keep_alive=True):
+        self.answers.append((status, body))
+
+
+def ask(router, method, session=None, message=None):
+    """`method` /mcp for `session`, handled as the app handles a request: (status, body)."""
+    body = json.dumps(message).encode() if message is not None else b""
+    head = "%s /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: application/json, text/event-stream\r\n" % method
+    if session is not None:
+        head += "Mcp-Session-Id: %s\r\n" % session.id
+    parser = RequestParser()
+    parser.feed(head.encode() + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    conn = AnsweredConn()
+    router.app.handle(conn, parser.next_request())
+    [answer] = conn.answers
+    return answer
+
+
+def test_during_the_grace_a_client_may_delete_its_session_and_so_end_the_stop_sooner(patient_router):
+    # It was answered 503, as every request then: the stop waited out the call's grace.
+    router = patient_router
+    busy = open_session(router)
+    running = call(router.sessions, busy, 1)
+    router.shutdown()
+    assert ask(router, "DELETE", busy) == (200, b"{}")
+    assert busy.ended and busy.worker.ended_by == "kill"
+    assert answer(running)["error"]["message"] == "session ended: client sent DELETE"
+    run_until_stopped(router)     # long before the 5 s grace: its timer was cancelled
+    assert router._shutdown._grace_timer is None
+
+
+def test_during_the_grace_a_client_may_cancel_its_call(patient_router):
+    router = patient_router
+    busy = open_session(router)
+    running = call(router.sessions, busy, 1)
+    router.shutdown()
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+    assert ask(router, "POST", busy, cancel)[0] == 202
+    assert running.answers == [(202, b"")] and busy.inflight.cancelled   # answered as cancelled
+    reply(router.sessions, busy, busy.inflight.seq, 1)    # the break's: the worker stops the call
+    assert busy.ended
+    run_until_stopped(router)
+
+
+@pytest.mark.parametrize("method, message, id", [
+    ("POST", {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "status"}}, 2),
+    ("POST", {"jsonrpc": "2.0", "id": 3, "method": "initialize", "params": {}}, 3),
+    ("POST", {"jsonrpc": "2.0", "method": "notifications/initialized"}, None),
+    ("GET", None, None),
+])
+def test_during_the_grace_new_sessions_calls_and_streams_are_still_refused(patient_router, method, message, id):
+    router = patient_router
+    busy = open_session(router)
+    call(router.sessions, busy, 1)
+    router.shutdown()
+    status, body = ask(router, method, None if message and message.get("method") == "initialize" else busy, message)
+    assert status == 503 and json.loads(body) == {"jsonrpc": "2.0", "id": id, "error": {
+        "code": jsonrpc.INTERNAL_ERROR, "message": "Service Unavailable: the server is shutting down"}}
+    assert not busy.ended and not busy.queue
+
+
+def test_once_no_call_is_in_flight_a_delete_is_refused_as_every_request(router):
+    session = open_session(router)
+    router.shutdown()
+    assert session.ended
+    assert ask(router, "DELETE", session)[0] == 503

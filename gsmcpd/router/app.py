@@ -110,10 +110,8 @@ class App:
             mcp = self._handle_mcp
         if self.cors:   # on every reply the app makes, refusals included (a listed page reads them)
             conn.reply_headers = self.cors.reply_headers(request.header("origin"))
-        if self.router.stopping:
-            conn.respond(503, [JSON, ("Retry-After", "5")],
-                         error_body(jsonrpc.INTERNAL_ERROR, "Service Unavailable: the server is shutting down"),
-                         keep_alive=False)
+        if self.router.stopping and not self._may_shorten_the_stop(request):
+            self._refuse_stopping(conn)
             return
         refusal = self._gate_host_origin(request)
         if refusal:
@@ -132,6 +130,19 @@ class App:
                 self.router.serve_metadata(conn, request)
         else:
             conn.respond(404, [("Content-Type", "text/plain")], b"not found: the MCP endpoint is /mcp\n")
+
+    def _may_shorten_the_stop(self, request):
+        """During a stop's grace, calls still in flight: a DELETE, or a POST that may be a
+        notifications/cancelled (_post_message refuses any other), goes on to the gates.
+        Each ends a session or a call sooner, and so the stop."""
+        return (bool(self.sessions.by_id) and request.path == MCP_PATH
+                and request.method in ("DELETE", "POST"))
+
+    @staticmethod
+    def _refuse_stopping(conn, id=None):
+        conn.respond(503, [JSON, ("Retry-After", "5")],
+                     error_body(jsonrpc.INTERNAL_ERROR, "Service Unavailable: the server is shutting down", id),
+                     keep_alive=False)
 
     def _gate_host_origin(self, request):
         """None, or (status, message): a malformed Host, or a foreign Origin or Host (DNS rebinding)."""
@@ -258,6 +269,10 @@ class App:
         except jsonrpc.JsonRpcError as exc:
             log.debug("POST refused, 400: %s", exc.message)   # the client is told; the log only if asked
             conn.respond(400, [JSON], jsonrpc.dumps(exc.response()))
+            return
+        if self.router.stopping and not (message.kind == "notification"
+                                         and message.method == "notifications/cancelled"):
+            self._refuse_stopping(conn, message.id if message.kind == "request" else None)
             return
         accepts_sse = accepts(request, "text/event-stream")
         if message.kind == "request" and message.method == "initialize":

@@ -1,18 +1,20 @@
 """The graceful stop (SIGTERM/SIGINT), in timers on the router's loop, never a sleep.
 
-1. The listener and control socket close; from now on every request on an open
-   connection is answered 503 with Retry-After (App.handle).
+1. The control socket closes; from now on every request is answered 503 with Retry-After
+   (App.handle), but for a client's notifications/cancelled and DELETE while calls are
+   still in flight: they shorten the stop. So the listener stays open until the calls are
+   answered (step 4), and with no call in flight closes at once.
 2. A session with no call in flight ends now. A call queued behind a running one is
    answered at once: it never ran. A running call gets the call grace (GS_MCP_BREAK_GRACE,
    at most CALL_GRACE_CAP) to finish, is answered with its real result, and its session
    then ends: a commit in flight lands and its client is told so.
 3. At the grace's end a call still running is answered "session ended: server shutting
    down (...)" and its worker killed, as every call in flight was before the grace.
-4. The workers get SHUTDOWN_GRACE to exit and are killed; connections are closed once
-   their replies are written (within the same bound), and the worker spawner is stopped
-   (watched from the loop: it ends once its children have, or is killed after
-   SPAWNER_END_GRACE). Then the image is tidied after a killed call or worker once the
-   killed are gone (at most REAP_GRACE more), and the loop stops.
+4. The listener closes. The workers get SHUTDOWN_GRACE to exit and are killed;
+   connections are closed once their replies are written (within the same bound), and
+   the worker spawner is stopped (watched from the loop: it ends once its children have,
+   or is killed after SPAWNER_END_GRACE). Then the image is tidied after a killed call or
+   worker once the killed are gone (at most REAP_GRACE more), and the loop stops.
 
 A second signal skips the waits: what still runs is ended and every worker killed at once,
 and the spawner, told to stop, is killed if it has not ended within SPAWNER_HURRIED_GRACE
@@ -74,9 +76,6 @@ class Shutdown:
         log.info("shutting down: %d session(s)%s", len(sessions.by_id), calls)
         if router.on_stopping:
             router.on_stopping()
-        if router.listener is not None:
-            self.loop.remove(router.listener)
-            router.listener.close()
         if router.control is not None:
             router.control.close()
         self.workers = [s.worker for s in sessions.by_id.values()]
@@ -91,12 +90,22 @@ class Shutdown:
         for conn in list(router.connections):
             if conn.streaming and conn not in replying:   # a call's own SSE reply is still to end
                 conn.end_stream()
-            conn.drain_and_close()
         if sessions.by_id:
             self.draining = True
             self._grace_timer = self.loop.call_later(self.grace, self._grace_over)
         else:
             self._drained()
+
+    def _stop_accepting(self):
+        """No call left in flight: nothing more can be cancelled or ended by its client."""
+        router = self.router
+        if router.listener is not None:
+            self.loop.remove(router.listener)
+            router.listener.close()
+        for conn in list(router.connections):
+            if conn.streaming:   # not a call's reply: every call is answered
+                conn.end_stream()
+            conn.drain_and_close()
 
     def again(self):
         """A second SIGTERM/SIGINT: no more waiting for calls or for workers to exit."""
@@ -132,6 +141,7 @@ class Shutdown:
         if self._grace_timer is not None:
             self._grace_timer.cancel()
             self._grace_timer = None
+        self._stop_accepting()
         self._deadline = self.loop.time() + SHUTDOWN_GRACE
         self._await_workers()
 
