@@ -118,6 +118,9 @@ class PartTest(unittest.TestCase):
                     "    @size.setter\n    def size(self, value):\n        self._size = value\n\n"
                     "    @deco\n    def a(self):\n        return 1\n\n    @deco\n    def b(self):\n"
                     "        return 2\n",
+    "fix/declared.py": "class Pad:\n    def pad(self):\n        return 0\n\n\n"
+                       "def install():\n    global handler\n\n    def handler():\n        return 1 // 0\n\n\n"
+                       "install()\n",
     "fix/test_kinds.py": '''\
 import unittest
 
@@ -716,6 +719,17 @@ def test_an_edit_above_lambdas_nested_1500_deep_answers_ok(daemon, c):
     check = "import fix.deep\n(fix.deep.Deep().one(), fix.deep.f.__code__.co_firstlineno)"
     fresh = open_session(daemon)
     assert run(c, check) == run(fresh, check) == "(1, 7)"
+    fresh.close()
+
+
+def test_a_def_a_function_declares_global_raises_at_its_own_line_after_an_edit_moved_it(daemon, c):
+    # Named `install.<locals>.handler` where Python names it `handler`, it was never moved:
+    # the traceback quoted the line where it used to be.
+    ok(c, "compile_method", className="Pad", source="def pad(self):\n    a = 1\n    b = 2\n    return 0\n")
+    fresh = open_session(daemon)
+    for session in (c, fresh):
+        text = error(session, "execute_code", "other", code="import fix.declared\nfix.declared.handler()")
+        assert "line 12, in handler\n    return 1 // 0\n" in text, text
     fresh.close()
 
 

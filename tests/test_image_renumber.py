@@ -295,3 +295,33 @@ def test_two_alike_lambdas_in_decorators_are_told_apart_by_their_defs(tmp_path, 
     client.ok("compile_method", className="Cart", source="@tagged(lambda: None)\ndef first(self):\n    return 0\n")
     check = inspect.getclosurevars(module.Cart.second).nonlocals["check"]
     assert check.__code__.co_firstlineno == 15
+
+
+def compiled_spans(text):
+    """Qualname -> first lines of the functions Python compiles `text` to: what def_spans must name."""
+    found = {}
+    for code in code_within([compile(text, "x.py", "exec")]).values():
+        if code.co_flags & inspect.CO_NEWLOCALS and code.co_name not in ("<listcomp>", "<setcomp>", "<dictcomp>",
+                                                                         "<genexpr>"):
+            found.setdefault(code.co_qualname, []).append(code.co_firstlineno)
+    return {name: sorted(lines) for name, lines in found.items()}
+
+
+def test_def_spans_name_a_def_or_class_its_scope_declares_global_bare_as_python_does():
+    # Named `install.<locals>.handler`, the code Python names `handler` paired with no def.
+    text = ("def install(flag):\n    if flag:\n        try:\n            pass\n        except Exception:\n"
+            "            global handler\n    def handler():\n        return 1\n    def local():\n        pass\n"
+            "    global Made\n    class Made:\n        def m(self):\n            pass\n\n\n"
+            "class K:\n    global kf\n    def kf(self):\n        pass\n")
+    spans = {name: [span[0] for span in found] for name, found in def_spans(ast.parse(text)).items()}
+    assert spans == compiled_spans(text)
+    assert {"handler", "Made.m", "kf", "install.<locals>.local"} <= set(spans)
+
+
+def test_a_def_a_function_declares_global_is_moved_by_an_edit_above_it(tmp_path, views):
+    client, module = edited(tmp_path, views, "class Pad:\n    def pad(self):\n        return 0\n\n\n"
+                            "def install():\n    global handler\n\n    def handler():\n        return 1\n\n\n"
+                            "install()\n")
+    client.ok("compile_method", className="Pad", source="def pad(self):\n    a = 1\n    b = 2\n    return 0\n")
+    assert module.handler.__code__.co_firstlineno == 11
+    assert inspect.getsource(module.handler) == "    def handler():\n        return 1\n"

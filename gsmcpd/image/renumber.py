@@ -87,39 +87,61 @@ def def_spans(tree: ast.Module) -> Defs:
     in) of the functions of that qualname in source order; a def is
     its own statement, and starts at its first decorator, as co_firstlineno counts it.
     Named as Python names their code (a lambda in a method's decorator is the class's,
-    `K.<lambda>`). A loop, not recursion: a module nested as deeply as Python compiles
-    (thousands of levels) is walked too."""
+    `K.<lambda>`; a def its scope declares `global` is named bare). A loop, not recursion:
+    a module nested as deeply as Python compiles (thousands of levels) is walked too."""
     found: Defs = {}
-    stack: list[tuple[ast.AST, str, tuple[int, int]]] = [(tree, "", (1, 1))]
+    # (node, the qualname prefix of its scope, the names that scope declares global, its statement)
+    stack: list[tuple[ast.AST, str, frozenset[str], tuple[int, int]]] = [(tree, "", frozenset(), (1, 1))]
     while stack:
-        node, prefix, statement = stack.pop()
+        node, prefix, declared, statement = stack.pop()
         if isinstance(node, ast.stmt):
             statement = (first_line(node), node.end_lineno)
-        inner = prefix
+        inner, inner_declared = prefix, declared
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            name = getattr(node, "name", "<lambda>")
+            name = name if name in declared else prefix + name
+            inner_declared = _declared_global(node)
         if isinstance(node, ast.ClassDef):
-            stack.extend((outer, prefix, statement)
+            stack.extend((outer, prefix, declared, statement)
                          for outer in node.decorator_list + node.bases + node.keywords)
-            children, inner = node.body, prefix + node.name + "."
+            children, inner = node.body, name + "."
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            name = prefix + getattr(node, "name", "<lambda>")
             found.setdefault(name, []).append((first_line(node), *statement))
             # Its decorators, defaults and annotations run in the enclosing scope.
-            stack.extend((outer, prefix, statement) for outer in getattr(node, "decorator_list", [])
+            stack.extend((outer, prefix, declared, statement) for outer in getattr(node, "decorator_list", [])
                          + [node.args] + ([node.returns] if getattr(node, "returns", None) else []))
             children = node.body if isinstance(node.body, list) else [node.body]
             inner = name + ".<locals>."
         elif type(node) in _COMPREHENSIONS:
             first = node.generators[0]
-            stack.append((first.iter, prefix, statement))   # evaluated before its scope is entered
+            stack.append((first.iter, prefix, declared, statement))   # evaluated before its scope is entered
             children = [part for part in ast.iter_child_nodes(node) if part is not first]
             children += [first.target, *first.ifs]
             inner = prefix + _COMPREHENSIONS[type(node)] + "."
         else:
             children = list(ast.iter_child_nodes(node))
-        stack.extend((child, inner, statement) for child in children)
+        stack.extend((child, inner, inner_declared, statement) for child in children)
     for spans in found.values():
         spans.sort()
     return found
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def _declared_global(scope: ast.AST) -> frozenset[str]:
+    """The names `scope`'s own body (not a scope nested in it) declares `global`: Python
+    names a def or class bound to one by its bare name, as a top-level one."""
+    names: set[str] = set()
+    stack = list(scope.body) if isinstance(scope.body, list) else []
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Global):
+            names.update(node.names)
+        elif not isinstance(node, _SCOPES):   # a block's statements: `if`, `try`'s handlers, `case`s
+            stack.extend(child for child in ast.iter_child_nodes(node)
+                         if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)))
+    return frozenset(names)
 
 
 def code_within(codes: Iterable[CodeType]) -> dict[int, CodeType]:
