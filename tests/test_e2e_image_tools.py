@@ -121,6 +121,8 @@ class PartTest(unittest.TestCase):
     "fix/declared.py": "class Pad:\n    def pad(self):\n        return 0\n\n\n"
                        "def install():\n    global handler\n\n    def handler():\n        return 1 // 0\n\n\n"
                        "install()\n",
+    "fix/comprehended.py": "class Pad:\n    def pad(self):\n        return 0\n\n\n"
+                           "pick = [lambda: 1 // 0 for _ in '_'][0]\n",
     "fix/test_kinds.py": '''\
 import unittest
 
@@ -725,11 +727,23 @@ def test_an_edit_above_lambdas_nested_1500_deep_answers_ok(daemon, c):
 def test_a_def_a_function_declares_global_raises_at_its_own_line_after_an_edit_moved_it(daemon, c):
     # Named `install.<locals>.handler` where Python names it `handler`, it was never moved:
     # the traceback quoted the line where it used to be.
-    ok(c, "compile_method", className="Pad", source="def pad(self):\n    a = 1\n    b = 2\n    return 0\n")
+    ok(c, "compile_method", className="fix.declared.Pad", source="def pad(self):\n    a = 1\n    b = 2\n    return 0\n")
     fresh = open_session(daemon)
     for session in (c, fresh):
         text = error(session, "execute_code", "other", code="import fix.declared\nfix.declared.handler()")
         assert "line 12, in handler\n    return 1 // 0\n" in text, text
+    fresh.close()
+
+
+def test_a_lambda_made_in_a_comprehension_raises_at_its_own_line_after_an_edit_moved_it(daemon, c):
+    # Python 3.12 names it `<lambda>` (the comprehension inlined, PEP 709); taken for
+    # `<listcomp>.<lambda>`, it paired with no def and kept its old lines there.
+    ok(c, "compile_method", className="fix.comprehended.Pad",
+       source="def pad(self):\n    a = 1\n    b = 2\n    return 0\n")
+    fresh = open_session(daemon)
+    for session in (c, fresh):
+        text = error(session, "execute_code", "other", code="import fix.comprehended\nfix.comprehended.pick()")
+        assert "line 8, in <lambda>\n    pick = [lambda: 1 // 0 for _ in '_'][0]\n" in text, text
     fresh.close()
 
 

@@ -325,3 +325,15 @@ def test_a_def_a_function_declares_global_is_moved_by_an_edit_above_it(tmp_path,
     client.ok("compile_method", className="Pad", source="def pad(self):\n    a = 1\n    b = 2\n    return 0\n")
     assert module.handler.__code__.co_firstlineno == 11
     assert inspect.getsource(module.handler) == "    def handler():\n        return 1\n"
+
+
+def test_def_spans_name_lambdas_in_comprehensions_as_this_python_compiles_them():
+    # Python 3.12 inlines list, set and dict comprehensions (PEP 709): a lambda in one is
+    # `f.<locals>.<lambda>`, not `f.<locals>.<listcomp>.<lambda>`, and paired with no def.
+    text = ("fs = [lambda: i for i in range(2)]\nds = {k: (lambda: k) for k in range(2)}\n"
+            "gs = list(lambda: j for j in range(2))\n\n\nclass K:\n    ts = {lambda: i for i in range(2)}\n\n"
+            "    def m(self):\n        return [[lambda: a for a in b] for b in [(1, 2)]]\n\n\n"
+            "async def a(xs):\n    return [(lambda: x) async for x in xs if (lambda: x)]\n\n\n"
+            "def g():\n    return [(lambda y: y for y in z) for z in [()]]\n")
+    spans = {name: [span[0] for span in found] for name, found in def_spans(ast.parse(text)).items()}
+    assert spans == compiled_spans(text)

@@ -67,7 +67,8 @@ def indented(text, by=4):
 
 
 def class_text(rng, name, methods=None):
-    parts = [f"class {name}:\n", f"    LIMIT = {rng.randint(0, 9)}\n"]
+    # A lambda made in a comprehension: Python 3.12 names it `C0.<lambda>`, 3.11 `C0.<listcomp>.<lambda>`.
+    parts = [f"class {name}:\n", f"    LIMIT = {rng.randint(0, 9)}\n", "    pick = [lambda self: 1 for _ in '_'][0]\n"]
     if rng.random() < 0.5:
         parts.append("    TABLE = [i * 2 for i in range(3)]\n")
     if rng.random() < 0.5:

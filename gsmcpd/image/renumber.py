@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import sys
 from collections.abc import Iterable, Mapping
 from types import CodeType, FunctionType, ModuleType
 
@@ -80,6 +81,9 @@ def _text(lines: list[str], span: Span) -> tuple[int, str]:
 # The scope a comprehension's code has: lambdas in it are named `f.<locals>.<listcomp>.<lambda>`.
 _COMPREHENSIONS = {ast.ListComp: "<listcomp>", ast.SetComp: "<setcomp>",
                    ast.DictComp: "<dictcomp>", ast.GeneratorExp: "<genexpr>"}
+# Python 3.12 compiles these into the enclosing scope's code (PEP 709): a lambda in one
+# is named `f.<locals>.<lambda>`, as one beside it.
+_INLINED = (ast.ListComp, ast.SetComp, ast.DictComp) if sys.version_info >= (3, 12) else ()
 
 
 def def_spans(tree: ast.Module) -> Defs:
@@ -97,7 +101,7 @@ def def_spans(tree: ast.Module) -> Defs:
         if isinstance(node, ast.stmt):
             statement = (first_line(node), node.end_lineno)
         inner, inner_declared = prefix, declared
-        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        if isinstance(node, _SCOPES):
             name = getattr(node, "name", "<lambda>")
             name = name if name in declared else prefix + name
             inner_declared = _declared_global(node)
@@ -117,7 +121,7 @@ def def_spans(tree: ast.Module) -> Defs:
             stack.append((first.iter, prefix, declared, statement))   # evaluated before its scope is entered
             children = [part for part in ast.iter_child_nodes(node) if part is not first]
             children += [first.target, *first.ifs]
-            inner = prefix + _COMPREHENSIONS[type(node)] + "."
+            inner = prefix if isinstance(node, _INLINED) else prefix + _COMPREHENSIONS[type(node)] + "."
         else:
             children = list(ast.iter_child_nodes(node))
         stack.extend((child, inner, inner_declared, statement) for child in children)
