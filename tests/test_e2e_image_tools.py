@@ -123,6 +123,9 @@ class PartTest(unittest.TestCase):
                        "install()\n",
     "fix/comprehended.py": "class Pad:\n    def pad(self):\n        return 0\n\n\n"
                            "pick = [lambda: 1 // 0 for _ in '_'][0]\n",
+    "fix/registry.py": "class Pad:\n    def pad(self):\n        return 0\n\n\n"
+                       "HANDLERS = {'fail': lambda: 1 // 0}\n\n\n"
+                       "def run(check=lambda: HANDLERS['fail']()):\n    return check()\n",
     "fix/test_kinds.py": '''\
 import unittest
 
@@ -744,6 +747,19 @@ def test_a_lambda_made_in_a_comprehension_raises_at_its_own_line_after_an_edit_m
     for session in (c, fresh):
         text = error(session, "execute_code", "other", code="import fix.comprehended\nfix.comprehended.pick()")
         assert "line 8, in <lambda>\n    pick = [lambda: 1 // 0 for _ in '_'][0]\n" in text, text
+    fresh.close()
+
+
+def test_a_registrys_handler_and_a_default_raise_at_their_own_lines_after_an_edit_moved_them(daemon, c):
+    # Only the functions the module's namespace and classes held were moved: these kept
+    # their old lines, and the traceback quoted the lines above them.
+    ok(c, "compile_method", className="fix.registry.Pad",
+       source="def pad(self):\n    a = 1\n    b = 2\n    return 0\n")
+    fresh = open_session(daemon)
+    for session in (c, fresh):
+        text = error(session, "execute_code", "other", code="import fix.registry\nfix.registry.run()")
+        assert "line 11, in <lambda>\n    def run(check=lambda: HANDLERS['fail']()):\n" in text, text
+        assert "line 8, in <lambda>\n    HANDLERS = {'fail': lambda: 1 // 0}\n" in text, text
     fresh.close()
 
 

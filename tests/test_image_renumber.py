@@ -80,7 +80,7 @@ COMPILED = {}   # module name -> the code its text was compiled to, as the view 
 
 
 def renumber(module, new_text, old_text=OLD):
-    renumber_moved_code(module, module.__file__, COMPILED[module.__name__], old_text,
+    renumber_moved_code(module.__file__, COMPILED[module.__name__], old_text,
                         def_spans(ast.parse(old_text)), new_text, def_spans(ast.parse(new_text)))
 
 
@@ -337,3 +337,69 @@ def test_def_spans_name_lambdas_in_comprehensions_as_this_python_compiles_them()
             "def g():\n    return [(lambda y: y for y in z) for z in [()]]\n")
     spans = {name: [span[0] for span in found] for name, found in def_spans(ast.parse(text)).items()}
     assert spans == compiled_spans(text)
+
+
+HELD = '''\
+import functools
+import types
+
+
+class Pad:
+    def pad(self):
+        return 0
+
+
+def plain(x=lambda: 1):
+    return x
+
+
+def keyed(*, key=lambda: 2):
+    return key
+
+
+def make():
+    def made():
+        return 3
+    return made
+
+
+HANDLERS = {"a": lambda: 4}
+LISTED = [lambda: 5, make()]
+PARTIAL = functools.partial(lambda y: y, 6)
+BOUND = types.MethodType(lambda self: 7, object())
+FACTORIES = (lambda: (lambda: 8),)
+'''
+
+
+def held_elsewhere(namespace):
+    """HELD's functions the module's namespace and classes do not hold themselves: only a
+    container, a default, a partial or a bound method does (and one made after the edit)."""
+    return {"dict": namespace["HANDLERS"]["a"], "list": namespace["LISTED"][0],
+            "closure": namespace["LISTED"][1], "default": namespace["plain"].__defaults__[0],
+            "kwdefault": namespace["keyed"].__kwdefaults__["key"], "partial": namespace["PARTIAL"].func,
+            "bound": namespace["BOUND"].__func__, "made later": namespace["FACTORIES"][0]()}
+
+
+def test_functions_held_only_by_containers_defaults_partials_and_bound_methods_are_moved(tmp_path, views):
+    # Only those the namespace and its classes held were moved: a traceback from a registry's
+    # handler, or a default's, quoted the line its def had before the edit.
+    client, module = edited(tmp_path, views, HELD)
+    for lines in ("    a = 1\n    b = 2\n", "    a = 1\n"):   # the second edit moves what the first moved
+        client.ok("compile_method", className="Pad", source=f"def pad(self):\n{lines}    return 0\n")
+        fresh = {}
+        exec(compile(client.view.source("shop.edited"), module.__file__, "exec"), fresh)
+        got = {kind: function.__code__.co_firstlineno for kind, function in held_elsewhere(vars(module)).items()}
+        assert got == {kind: function.__code__.co_firstlineno for kind, function in held_elsewhere(fresh).items()}
+        assert inspect.getsource(module.HANDLERS["a"]) == 'HANDLERS = {"a": lambda: 4}\n'
+
+
+def test_code_a_tool_compiled_that_only_a_container_holds_is_moved_by_a_later_edit(tmp_path, views):
+    # The next edit moved only the code the module's namespace and classes held: the lambda
+    # of the redefined class's dict kept line 8 when the edit above moved it to 9.
+    client, module = edited(tmp_path, views, "class Pad:\n    def pad(self):\n        return 0\n\n\n"
+                            "class K:\n    OPS = {'a': lambda: 1}\n")
+    client.ok("compile_class_definition", source="class K:\n    X = 1\n    OPS = {'a': lambda: 1}\n",
+              dictionaryName="shop.edited")
+    client.ok("compile_method", className="Pad", source="def pad(self):\n    a = 1\n    return 0\n")
+    assert module.K.OPS["a"].__code__.co_firstlineno == 9
+    assert inspect.getsource(module.K.OPS["a"]) == "    OPS = {'a': lambda: 1}\n"

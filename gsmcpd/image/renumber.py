@@ -10,27 +10,27 @@ from __future__ import annotations
 
 import ast
 import difflib
+import gc
 import sys
 from collections.abc import Iterable, Mapping
-from types import CodeType, FunctionType, ModuleType
+from types import CodeType, FunctionType
 
-from gsmcpd.image.live import functions_in
 from gsmcpd.image.splice import first_line, lines_of
 
 Span = tuple[int, int, int]   # a def's first line, and its statement's first and last (see def_spans)
 Defs = dict[str, list[Span]]   # qualname -> spans
 
 
-def renumber_moved_code(module: ModuleType, filename: str, old_code: Mapping[int, CodeType],
-                        old_text: str, old_defs: Defs, new_text: str, new_defs: Defs) -> dict[int, CodeType]:
-    """Point the live functions of `module` whose code is `old_code`'s (compiled from
-    `old_text`; by id) at the lines their defs stand on in `new_text` (`old_defs` and
-    `new_defs` are the texts' def_spans). Any other code is left: the tool compiled it
-    from `new_text`, numbered already. Told apart by identity, not by a def of its name
-    standing at its line: a property's setter moved onto its getter's old line stood
-    there too. Returns the code the live functions now have, the `old_code` of the next
+def renumber_moved_code(filename: str, old_code: Mapping[int, CodeType], old_text: str, old_defs: Defs,
+                        new_text: str, new_defs: Defs) -> dict[int, CodeType]:
+    """Point every function whose code is `old_code`'s (compiled from `old_text`; by id)
+    at the lines its def stands on in `new_text` (`old_defs` and `new_defs` are the
+    texts' def_spans). Any other code is left: the tool compiled it from `new_text`,
+    numbered already. Told apart by identity, not by a def of its name standing at its
+    line: a property's setter moved onto its getter's old line stood there too. Returns
+    the code the functions compiled from `filename` now have, the `old_code` of the next
     edit."""
-    functions = live_functions(module, filename)
+    functions = functions_compiled_from(filename)
     stale = [function for function in functions if id(function.__code__) in old_code]
     moves = def_moves(old_text, old_defs, new_text, new_defs,
                       {function.__code__.co_qualname for function in stale})
@@ -45,9 +45,18 @@ def renumber_moved_code(module: ModuleType, filename: str, old_code: Mapping[int
     return code_within(function.__code__ for function in functions)
 
 
-def code_of_live_functions(module: ModuleType, filename: str) -> dict[int, CodeType]:
-    """The code the live functions of `module` compiled from `filename` now have, by id."""
-    return code_within(function.__code__ for function in live_functions(module, filename))
+def functions_compiled_from(filename: str) -> list[FunctionType]:
+    """Every function in the process whose code was compiled from `filename`, wherever it
+    is held: the module's namespace and classes, a registry dict, a default, a partial,
+    a bound method, the workspace; it runs that code, and its traceback quotes its lines.
+    `type() is`: an object's own `__class__` runs no code here."""
+    return [value for value in gc.get_objects()
+            if type(value) is FunctionType and value.__code__.co_filename == filename]
+
+
+def code_of_live_functions(filename: str) -> dict[int, CodeType]:
+    """The code the functions compiled from `filename` now have, by id."""
+    return code_within(function.__code__ for function in functions_compiled_from(filename))
 
 
 def def_moves(old_text: str, old_defs: Defs, new_text: str, new_defs: Defs,
@@ -158,33 +167,6 @@ def code_within(codes: Iterable[CodeType]) -> dict[int, CodeType]:
             found[id(code)] = code
             stack.extend(const for const in code.co_consts if isinstance(const, CodeType))
     return found
-
-
-def live_functions(module: ModuleType, filename: str) -> list[FunctionType]:
-    """The functions the module's namespace and its own classes (nested ones too) hold,
-    whose code was compiled from `filename`."""
-    found: dict[int, FunctionType] = {}
-    seen: set[int] = set()
-
-    def visit(value) -> None:
-        try:
-            is_class = isinstance(value, type)
-            functions = () if is_class else list(functions_in(value))
-        except Exception:   # a __class__ property of the object's own ran and raised
-            return
-        if is_class:
-            if id(value) not in seen and vars(value).get("__module__") == module.__name__:
-                seen.add(id(value))
-                for member in list(vars(value).values()):
-                    visit(member)
-            return
-        for function in functions:
-            if function.__code__.co_filename == filename:
-                found[id(function)] = function
-
-    for value in list(vars(module).values()):
-        visit(value)
-    return list(found.values())
 
 
 def shifted(code: CodeType, delta: int) -> CodeType:

@@ -283,17 +283,17 @@ class View:
                     if old_defs is None or old_defs[0] != reflected:
                         old_defs = (reflected, def_spans(_parsed(reflected)))
                     self.live_code[module] = renumber_moved_code(
-                        sys.modules[module], self.filename(rel), old_code, reflected, old_defs[1], text, new_defs)
+                        self.filename(rel), old_code, reflected, old_defs[1], text, new_defs)
                 except Exception:   # the edit has landed: wrong line numbers must not fail it
                     log.warning("session %s: %s keeps the line numbers it had before the edit",
                                 self.session_id[:8], module, exc_info=True)
                     # Else the module would have no live code for later edits to move until re-imported.
-                    self.live_code[module] = self._live_code_or(module, rel, old_code)
+                    self.live_code[module] = self._live_code_or(rel, old_code)
 
-    def _live_code_or(self, module: str, rel: str, fallback: dict[int, CodeType]) -> dict[int, CodeType]:
-        """The code the module's live functions have now, or `fallback` if they cannot be walked."""
+    def _live_code_or(self, rel: str, fallback: dict[int, CodeType]) -> dict[int, CodeType]:
+        """The code the functions compiled from the module's file have now, or `fallback` if that fails."""
         try:
-            return code_of_live_functions(sys.modules[module], self.filename(rel))
+            return code_of_live_functions(self.filename(rel))
         except Exception:   # what failed the renumber may fail this too
             return fallback
 
