@@ -58,7 +58,7 @@ def method(rng, name, kind=None):
                 f"@{name}.setter\ndef {name}(self, value):\n{body(rng, 4)}")
     decorator = {"plain": "", "static": "@staticmethod\n", "class": "@classmethod\n", "deco": "@deco\n",
                  "tagged": "@tagged(\n    lambda: None)\n", "cached": "@functools.cached_property\n"}[kind]
-    first = "" if kind == "static" else ("cls" if kind == "class" else "self")
+    first = "" if kind == "static" else ("cls" if kind == "class" else "self, key=lambda: 0")
     return f"{decorator}def {name}({first}):\n{body(rng, 4)}"
 
 
@@ -68,7 +68,8 @@ def indented(text, by=4):
 
 def class_text(rng, name, methods=None):
     # A lambda made in a comprehension: Python 3.12 names it `C0.<lambda>`, 3.11 `C0.<listcomp>.<lambda>`.
-    parts = [f"class {name}:\n", f"    LIMIT = {rng.randint(0, 9)}\n", "    pick = [lambda self: 1 for _ in '_'][0]\n"]
+    parts = [f"class {name}:\n", f"    LIMIT = {rng.randint(0, 9)}\n", "    pick = [lambda self: 1 for _ in '_'][0]\n",
+             "    OPS = {'k': lambda: 2, 'held': [functools.partial(lambda x: x, 3)]}\n"]
     if rng.random() < 0.5:
         parts.append("    TABLE = [i * 2 for i in range(3)]\n")
     if rng.random() < 0.5:
@@ -94,7 +95,8 @@ def module_text(rng):
 
 def reachable(namespace, module_name):
     """(path, function) for every function the module's globals and its own classes hold,
-    with what a function closes over, wraps, or a descriptor holds."""
+    with what a function closes over, wraps, takes by default, or a descriptor, a
+    container or a partial holds."""
     found = []
     seen = set()
 
@@ -116,6 +118,16 @@ def reachable(namespace, module_name):
                 except ValueError:
                     pass
             visit(path + ("__wrapped__",), vars(value).get("__wrapped__"), depth + 1)
+            for index, default in enumerate(value.__defaults__ or ()):
+                visit(path + (f"default{index}",), default, depth + 1)
+        elif isinstance(value, dict):
+            for key, item in sorted(value.items()):
+                visit(path + (key,), item, depth + 1)
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                visit(path + (index,), item, depth + 1)
+        elif isinstance(value, functools.partial):
+            visit(path + ("func",), value.func, depth + 1)
         elif isinstance(value, (staticmethod, classmethod)):
             visit(path + ("__func__",), value.__func__, depth + 1)
         elif isinstance(value, functools.cached_property):
