@@ -292,8 +292,55 @@ def test_a_commit_that_cannot_tell_whether_it_stands_raises_what_failed_it_and_s
     assert (a.commit_count, a.changed_modules()) == (0, ["zoo.animals"])   # not stepped onto
     stands = where == "after"
     assert a.commit() == ([] if stands else ["zoo.animals"])   # commit again settles it
-    assert (a.already_committed, a.undecided) == ((["zoo.animals"], []) if stands else ([], []))
+    # Its own commit, not "already committed by another".
+    assert (a.settled, a.already_committed, a.undecided) == ((["zoo.animals"] if stands else []), [], [])
     assert 'return "A"' in (image / "zoo/animals.py").read_text() and not a.has_changes
+    assert not os.path.exists(a.store.intent_file)   # finished on disk
+
+
+def _undecided_past_the_commit_point(a, monkeypatch):
+    """Commit `a`'s changes, broken past the commit point, and asking whether it stands
+    waited out the lock: the commit stands, undecided."""
+    from gsmcpd.image import store as store_module
+
+    def interrupted(self, *args):
+        raise KeyboardInterrupt("soft break")
+
+    def timed_out(commit_id):
+        raise store_module.ImageLockTimeout(a.store.lock_file, 0.05, [])
+
+    with monkeypatch.context() as patched:
+        patched.setattr(store_module.ImageStore, "_apply", interrupted)
+        patched.setattr(a.store, "has_commit", timed_out)
+        with pytest.raises(KeyboardInterrupt):
+            a.commit()
+    assert a.undecided == ["zoo.animals"]
+
+
+def test_a_change_made_after_an_undecided_commit_that_stands_commits_over_it_not_against_it(
+        image, views, monkeypatch):
+    # The next commit's base was still the one before the undecided commit: the module it
+    # changed again conflicted, "changed on disk ... (by tester's session a ...)", its own.
+    a = views(image, "a")
+    edited(a, "zoo.animals", 'return "woof"', 'return "A"')
+    _undecided_past_the_commit_point(a, monkeypatch)
+    edited(a, "zoo.animals", 'return "A"', 'return "AA"')
+    assert a.commit() == ["zoo.animals"]
+    assert (a.settled, a.already_committed) == (["zoo.animals"], [])
+    assert 'return "AA"' in (image / "zoo/animals.py").read_text() and not a.has_changes
+    assert [record["session"] for record in a.store.journal()] == ["a", "a"]
+
+
+def test_a_refresh_after_an_undecided_commit_that_stands_says_it_is_the_sessions_own(image, views, monkeypatch):
+    # It was "already committed by another, with the same text".
+    a = views(image, "a")
+    edited(a, "zoo.animals", 'return "woof"', 'return "A"')
+    _undecided_past_the_commit_point(a, monkeypatch)
+    report = a.refresh()
+    assert (report.settled, report.already_committed, report.brought_in, report.kept_ours) == (
+        ["zoo.animals"], [], [], [])
+    assert not a.has_changes
+    assert a.commit() == [] and a.settled == []   # settled once
 
 
 def test_a_break_while_the_view_reloads_after_its_commit_leaves_it_on_the_commit(image, views, monkeypatch):

@@ -483,11 +483,15 @@ def test_a_commit_that_cannot_tell_whether_it_stands_says_so_not_that_it_failed(
     assert text(failed) == (
         "the commit of zoo.keeper failed ([Errno 5] Input/output error), and whether it stands could "
         "not be told (the journal that records it could not be read under the image lock); commit "
-        "again to settle it: what it wrote is then found on disk and taken as committed "
-        "(alreadyCommitted), and anything else written")
+        "again to settle it: the answer then says whether it stands (settled), and anything else "
+        "is written")
     monkeypatch.undo()
-    settled = client.ok("commit")["structuredContent"]
-    assert (settled["committed"], settled["alreadyCommitted"]) == ([], ["zoo.keeper"])
+    answer = client.ok("commit")
+    settled = answer["structuredContent"]
+    # The session's own commit: it was "already committed by another, with the same text".
+    assert (settled["committed"], settled["alreadyCommitted"], settled["settled"]) == ([], [], ["zoo.keeper"])
+    assert text(answer).startswith("Nothing to write; this session's own earlier commit, which could "
+                                   "not tell whether it stood, stands: zoo.keeper (view version 1)")
     assert (image / "zoo/keeper.py").read_text() == "x = 'mine'\n"
 
 

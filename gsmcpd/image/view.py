@@ -41,6 +41,7 @@ class RefreshReport:
     brought_in: list[str] = field(default_factory=list)     # modules others changed
     kept_ours: list[str] = field(default_factory=list)      # changed both here and there
     already_committed: list[str] = field(default_factory=list)   # changed alike here and there
+    settled: list[str] = field(default_factory=list)   # this view's undecided commit, found standing
     reloaded: list[str] = field(default_factory=list)
     import_errors: dict[str, str] = field(default_factory=dict)
 
@@ -111,6 +112,8 @@ class View:
         self.last_commit: list[str] = []
         self.already_committed: list[str] = []  # the last commit's modules another's had made so
         self.undecided: list[str] = []          # the last commit's, if it failed not knowing whether it stands
+        self.settled: list[str] = []            # the last commit's or refresh's: an undecided one found standing
+        self._unsettled = None                  # that undecided commit: (id, what it wrote, the base it stood on)
         self._reserved = None                   # the shared lock held until load()
         self._derived: dict[tuple[str, str], tuple[str, object]] = {}   # see derived()
         self._loader = _SnapshotLoader(self)
@@ -405,10 +408,11 @@ class View:
         modules written: one the disk already holds exactly as changed (another's
         identical commit) is taken as committed, not written, and named in
         `already_committed`. Raises CommitConflict (nothing written, changes kept)."""
-        changed = self.changed_files()
         self.already_committed, self.undecided = [], []
+        self.settled = self._settle()
+        changed = self.changed_files()
         already: list[str] = []                # files the disk held as changed: filled by the store
-        if changed:
+        if changed or self.settled:   # settled: the store finishes it on disk if it is pending
             changes = {rel: (self._encoded(rel) if rel in self.texts else None) for rel in changed}
             commit_id = secrets.token_hex(8)
             # The view's base once the commit stands, made ready before it: the view
@@ -437,10 +441,16 @@ class View:
                 # A break (or any failure) past the commit point: the commit stands. One that
                 # never took the lock (timed out, or broken as it waited) wrote nothing, and
                 # has_commit would wait for the lock again.
-                if self.store.locked_for == commit_id and self._commit_stands(commit_id, changed):
-                    self._stand(*stand, already)
-                    with contextlib.suppress(OSError):   # what failed the commit is what is said
-                        self._load_snapshot()
+                if self.store.locked_for == commit_id:
+                    stands = self._commit_stands(commit_id, changed)
+                    if stands:
+                        self._stand(*stand, already)
+                        with contextlib.suppress(OSError):   # what failed the commit is what is said
+                            self._load_snapshot()
+                    elif stands is None:   # settled by the next commit or refresh (_settle)
+                        self._unsettled = (commit_id, {rel: (base_texts[rel], base_hashes[rel])
+                                                       if rel in base_hashes else None for rel in changed},
+                                           {rel: self.base_hashes.get(rel) for rel in changed})
                 raise
         self._load_snapshot()
         self._reload()
@@ -457,6 +467,38 @@ class View:
             log.warning("session %s: whether the commit of %s stands could not be told: %s",
                         self.session_id[:8], ", ".join(self.undecided), error)
             return None
+
+    def _settle(self) -> list[str]:
+        """Settle this view's earlier commit that could not tell whether it stands (see
+        `undecided`): if it does, the files whose base is still the one it stood on step
+        onto what it wrote (one a refresh moved since is already the disk's), so what the
+        session commits next neither conflicts with its own earlier write nor takes it for
+        another's. Returns that commit's modules if it stands; still not known (the lock
+        waited out again), it is left for the next commit or refresh."""
+        if self._unsettled is None:
+            return []
+        commit_id, wrote, stood_on = self._unsettled
+        try:
+            stands = self.store.has_commit(commit_id)
+        except OSError as error:
+            log.warning("session %s: whether its earlier commit stands could not be told yet: %s",
+                        self.session_id[:8], error)
+            return []
+        if not stands:
+            self._unsettled = None
+            return []
+        base_texts, base_hashes = dict(self.base_texts), dict(self.base_hashes)
+        for rel, written in wrote.items():
+            if base_hashes.get(rel) != stood_on[rel]:
+                continue
+            if written is None:
+                base_texts.pop(rel, None)
+                base_hashes.pop(rel, None)
+            else:
+                base_texts[rel], base_hashes[rel] = written
+        # One statement of plain stores, as _stand's.
+        self.base_texts, self.base_hashes, self._unsettled = base_texts, base_hashes, None
+        return _modules_of(wrote)
 
     def _stand(self, base_texts: dict, base_hashes: dict, count: int, changed: list[str],
                already: list[str]) -> None:
@@ -565,12 +607,14 @@ class View:
         conflicts until the session aborts. So does a file of theirs that ours
         stands on (see _entangled): brought in, it would leave a module of the
         view in no package, or one module in two files. Unless theirs is byte for
-        byte ours: it is then committed, and the base moves onto it."""
-        snapshot = self.store.read_snapshot()
+        byte ours: it is then committed, and the base moves onto it. This view's own
+        earlier commit that could not tell whether it stands is settled first (_settle)."""
+        snapshot = self.store.read_snapshot()   # first: if it fails, the view is as it was
+        settled = self._settle()
         decoded = {rel: _decode(data) for rel, data in snapshot.files.items()}
         fresh_hashes = {rel: sha256(data) for rel, data in snapshot.files.items()}
         fresh = self._held_if_unchanged({rel: text for rel, (text, _) in decoded.items()}, fresh_hashes)
-        report = RefreshReport()
+        report = RefreshReport(settled=settled)
         ours_changed = set(self.changed_files())
         for rel in sorted(set(fresh) | set(self.base_texts) | set(self.texts)):
             ours = rel in ours_changed or _entangled(rel, ours_changed, self.texts, fresh)

@@ -22,7 +22,7 @@ from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset, bool_prop, object_schema, string_prop
 from gsmcpd.worker.toolsets.browsing import CLASS_NAME, META, SELECTOR, filter_by_meta, live_kind
 from gsmcpd.worker.toolsets.session import (already_committed_text, brought_in_text, commit_view,
-                                            import_error_lines)
+                                            import_error_lines, settled_text)
 
 DICTIONARY = {"dictionaryName": string_prop("an image module, dotted name (e.g. shop.models)",
                                              min_length=1)}
@@ -143,6 +143,9 @@ class MutationToolset(Toolset):
         committed, brought_in, broken = commit_view(self.view)
         structured = {**structured, "committed": committed, "version": self.view.version}
         text = f"{message}; committed (view version {self.view.version})"
+        if self.view.settled:   # this session's earlier undecided commit, found standing
+            structured["settled"] = self.view.settled
+            text += "\n" + settled_text(self.view.settled)
         if self.view.already_committed:   # by another's identical commit: not written again
             structured["alreadyCommitted"] = self.view.already_committed
             text += "\n" + already_committed_text(self.view.already_committed)

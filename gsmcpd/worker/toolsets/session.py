@@ -110,7 +110,8 @@ def commit_view(view) -> tuple[list[str], list[str], dict[str, str]]:
     # A commit also brings in others' commits (the view re-reads the image): every tool
     # that commits says which, as refresh does, so a module never changes under the
     # session unsaid.
-    brought_in = sorted(set(moved_bases(base, view)) - set(committed) - set(view.already_committed))
+    brought_in = sorted(set(moved_bases(base, view)) - set(committed) - set(view.already_committed)
+                        - set(view.settled))
     # The commit re-imports what they changed and what imports that: a loaded module
     # their change breaks (a class it imports deleted) now fails here, unsaid otherwise.
     broken = {name: error for name, error in sorted(view.import_errors.items())
@@ -120,8 +121,8 @@ def commit_view(view) -> tuple[list[str], list[str], dict[str, str]]:
 
 # Of a commit that failed, or was broken, not knowing whether it stands (View.undecided).
 UNDECIDED = ("whether it stands could not be told (the journal that records it could not be read "
-             "under the image lock); commit again to settle it: what it wrote is then found on disk "
-             "and taken as committed (alreadyCommitted), and anything else written")
+             "under the image lock); commit again to settle it: the answer then says whether it "
+             "stands (settled), and anything else is written")
 
 
 def moved_bases(base: dict[str, str], view) -> list[str]:
@@ -137,6 +138,11 @@ def import_error_lines(errors: dict[str, str]) -> list[str]:
 
 def brought_in_text(brought_in: list[str]) -> str:
     return f"brought in others' commits to {', '.join(brought_in)}"
+
+
+def settled_text(modules: list[str]) -> str:
+    """For the session's own earlier commit that could not tell whether it stands, found standing."""
+    return f"this session's own earlier commit, which could not tell whether it stood, stands: {', '.join(modules)}"
 
 
 def already_committed_text(modules: list[str]) -> str:
@@ -183,20 +189,26 @@ class SessionToolset(Toolset):
     def commit(self, arguments):
         committed, brought_in, broken = commit_view(self.view)
         already = self.view.already_committed
+        settled = self.view.settled
         text = (f"Committed {', '.join(committed)}" if committed
-                else "Nothing to write" if already else "Nothing to commit; view refreshed")
-        for part, names in ((already_committed_text, already), (brought_in_text, brought_in)):
+                else "Nothing to write" if already or settled else "Nothing to commit; view refreshed")
+        for part, names in ((settled_text, settled), (already_committed_text, already),
+                            (brought_in_text, brought_in)):
             if names:
                 text += "; " + part(names)
         lines = [f"{text} (view version {self.view.version})"] + import_error_lines(broken)
-        return {"text": "\n".join(lines),
-                "structured": {"committed": committed, "alreadyCommitted": already, "broughtIn": brought_in,
-                               "version": self.view.version, "importErrors": broken}}
+        structured = {"committed": committed, "alreadyCommitted": already, "broughtIn": brought_in,
+                      "version": self.view.version, "importErrors": broken}
+        if settled:   # only then: an earlier commit's, not this one's
+            structured["settled"] = settled
+        return {"text": "\n".join(lines), "structured": structured}
 
     def refresh(self, arguments):
         with _lock_waited_out("refresh"):
             report = self.view.refresh()
         lines = [f"Refreshed to view version {self.view.version}"]
+        if report.settled:
+            lines.append(settled_text(report.settled))
         if report.brought_in:
             lines.append("brought in: " + ", ".join(report.brought_in))
         if report.kept_ours:
@@ -208,7 +220,8 @@ class SessionToolset(Toolset):
         return {"text": "\n".join(lines), "structured": {
             "version": self.view.version, "broughtIn": report.brought_in,
             "keptOurs": report.kept_ours, "alreadyCommitted": report.already_committed,
-            "reloaded": report.reloaded, "importErrors": report.import_errors}}
+            "reloaded": report.reloaded, "importErrors": report.import_errors,
+            **({"settled": report.settled} if report.settled else {})}}
 
     def status(self, arguments):
         view = self.view
