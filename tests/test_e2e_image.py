@@ -165,6 +165,25 @@ def test_refresh_names_a_module_made_a_package_by_both_kept_ours_only(shop):
     assert "already committed" not in tool_text(refreshed)
 
 
+@pytest.mark.parametrize("tool", ["refresh", "commit"])
+def test_a_module_another_made_a_package_where_ours_removed_it_is_named_brought_in_only(shop, tool):
+    # Its old file's removal is alike, its package theirs: refresh named it under both
+    # broughtIn and alreadyCommitted, commit under alreadyCommitted only (the package unsaid).
+    a, b = session(shop), session(shop)
+    removed = b.tool("execute_code", code="import shop\nshop.__spec__.loader.view.remove_module('shop.test_models')")
+    assert not removed.get("isError"), removed
+    made_package = a.tool("execute_code", code=(
+        "import shop\nview = shop.__spec__.loader.view\nview.remove_module('shop.test_models')\n"
+        "view.add_module('shop.test_models', 'PACKAGE = True\\n', package=True)"))
+    assert not made_package.get("isError"), made_package
+    assert a.tool("commit")["structuredContent"]["committed"] == ["shop.test_models"]
+    answer = b.tool(tool)
+    assert (answer["structuredContent"]["broughtIn"], answer["structuredContent"]["alreadyCommitted"]) == (
+        ["shop.test_models"], []), answer
+    assert "already committed" not in tool_text(answer) and "shop.test_models" in tool_text(answer)
+    assert b.tool("status")["structuredContent"]["uncommittedChanges"] is False
+
+
 def test_a_conflict_is_answered_as_one_whatever_else_another_account_wrote_in_the_journal(shop):
     # Such records made the conflict's "who" a TypeError or RecursionError, answered instead.
     a, b = session(shop), session(shop)

@@ -660,3 +660,32 @@ def test_refresh_takes_the_same_change_committed_by_another_as_committed(image, 
     assert (report.already_committed, report.kept_ours, report.brought_in) == (["zoo.animals"], [], [])
     assert not b.has_changes and 'return "WOOF"' in b.source("zoo.animals")
     assert b.commit() == [] and b.already_committed == [] and len(b.store.journal()) == 1
+
+
+def _their_module_made_a_package_where_ours_removed_it(image, views):
+    """b removed zoo.keeper; a, as b, removed zoo/keeper.py, but made zoo.keeper a package
+    (zoo/keeper/__init__.py), and committed: the removal is alike, the package theirs."""
+    a = views(image, "a", install=False)
+    b = views(image, "b", install=False)
+    a.remove_module("zoo.keeper")
+    a.add_module("zoo.keeper", "PACKAGE = True\n", package=True)
+    a.commit()
+    b.remove_module("zoo.keeper")
+    return b
+
+
+def test_a_refresh_names_a_module_brought_in_once_though_a_file_of_it_was_changed_alike(image, views):
+    # It was named under both: alreadyCommitted (its old file's removal, made alike) and
+    # broughtIn (its new package): two meanings for one module, whose text is now theirs.
+    b = _their_module_made_a_package_where_ours_removed_it(image, views)
+    report = b.refresh()
+    assert (report.brought_in, report.already_committed, report.kept_ours) == (["zoo.keeper"], [], [])
+    assert b.source("zoo.keeper") == "PACKAGE = True\n" and not b.has_changes
+
+
+def test_a_commit_names_a_module_brought_in_once_though_a_file_of_it_was_changed_alike(image, views):
+    # It was named "already committed by another", and the package it brought in was not named.
+    b = _their_module_made_a_package_where_ours_removed_it(image, views)
+    assert b.commit() == []
+    assert (b.brought_in, b.already_committed) == (["zoo.keeper"], [])
+    assert b.source("zoo.keeper") == "PACKAGE = True\n" and not b.has_changes

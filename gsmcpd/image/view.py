@@ -111,6 +111,7 @@ class View:
         self.commit_count = 0
         self.last_commit: list[str] = []
         self.already_committed: list[str] = []  # the last commit's modules another's had made so
+        self.brought_in: list[str] = []         # the modules others' commits the last commit brought in
         self.undecided: list[str] = []          # the last commit's, if it failed not knowing whether it stands
         self.settled: list[str] = []            # the last commit's or refresh's: an undecided one found standing
         self._unsettled = None                  # that undecided commit: (id, what it wrote, the base it stood on)
@@ -407,10 +408,13 @@ class View:
         """Write this view's changes; then the view sees every commit so far. Returns the
         modules written: one the disk already holds exactly as changed (another's
         identical commit) is taken as committed, not written, and named in
-        `already_committed`. Raises CommitConflict (nothing written, changes kept)."""
-        self.already_committed, self.undecided = [], []
+        `already_committed`; the modules others' commits it brought in are in `brought_in`,
+        and this view's earlier undecided commit, settled first, in `settled` if it stands.
+        Raises CommitConflict (nothing written, changes kept)."""
+        self.already_committed, self.undecided, self.brought_in = [], [], []
         self.settled = self._settle()
         changed = self.changed_files()
+        base = dict(self.base_hashes)
         already: list[str] = []                # files the disk held as changed: filled by the store
         if changed or self.settled:   # settled: the store finishes it on disk if it is pending
             changes = {rel: (self._encoded(rel) if rel in self.texts else None) for rel in changed}
@@ -453,8 +457,15 @@ class View:
                                            {rel: self.base_hashes.get(rel) for rel in changed})
                 raise
         self._load_snapshot()
+        written = _modules_of(rel for rel in changed if rel not in already)
+        # A module is named in one list: one with a file brought in is theirs now (its text
+        # changed under the session), though another file of it was changed alike (as refresh).
+        theirs = [rel for rel in sorted(set(base) | set(self.base_hashes))
+                  if base.get(rel) != self.base_hashes.get(rel) and rel not in changed]
+        self.brought_in = [module for module in _modules_of(theirs) if module not in written]
+        self.already_committed = [module for module in self.already_committed if module not in self.brought_in]
         self._reload()
-        return _modules_of(rel for rel in changed if rel not in already)
+        return written
 
     def _commit_stands(self, commit_id: str, changed: list[str]) -> bool | None:
         """Whether the failed commit of `changed` stands; None if that could not be told (the
@@ -635,11 +646,13 @@ class View:
             else:
                 self.base_texts.pop(rel, None)
                 self.base_hashes.pop(rel, None)
-        # Each module once, though its two forms are two files; and, as commit tells them
-        # (by file, _stand), one with a file kept ours is not yet committed, whatever the other.
+        # Each module once, in one list, though its two forms are two files: as commit tells
+        # them (by file, _stand), one with a file kept ours is not yet committed, whatever the
+        # other; and one with a file brought in is theirs now (its text changed under the
+        # session), though the other was changed alike.
         report.brought_in, report.kept_ours = _once(report.brought_in), _once(report.kept_ours)
         report.already_committed = [module for module in _once(report.already_committed)
-                                    if module not in report.kept_ours]
+                                    if module not in report.kept_ours and module not in report.brought_in]
         self.version, self.unlisted, self.too_long = (snapshot.version, list(snapshot.unlisted),
                                                       list(snapshot.too_long))
         self._drop_stale_derived()

@@ -76,7 +76,7 @@ def commit_view(view) -> tuple[list[str], list[str], dict[str, str]]:
     commit had already made as this one would are in view.already_committed. A conflict or
     a failure to write (disk full, a read-only or unwritable image) is the tool error
     that says whether anything was written."""
-    commits_before, base = view.commit_count, dict(view.base_hashes)
+    commits_before = view.commit_count
     errors_before = dict(view.import_errors)
     try:
         committed = view.commit()
@@ -110,8 +110,7 @@ def commit_view(view) -> tuple[list[str], list[str], dict[str, str]]:
     # A commit also brings in others' commits (the view re-reads the image): every tool
     # that commits says which, as refresh does, so a module never changes under the
     # session unsaid.
-    brought_in = sorted(set(moved_bases(base, view)) - set(committed) - set(view.already_committed)
-                        - set(view.settled))
+    brought_in = view.brought_in
     # The commit re-imports what they changed and what imports that: a loaded module
     # their change breaks (a class it imports deleted) now fails here, unsaid otherwise.
     broken = {name: error for name, error in sorted(view.import_errors.items())
