@@ -689,3 +689,44 @@ def test_a_commit_names_a_module_brought_in_once_though_a_file_of_it_was_changed
     assert b.commit() == []
     assert (b.brought_in, b.already_committed) == (["zoo.keeper"], [])
     assert b.source("zoo.keeper") == "PACKAGE = True\n" and not b.has_changes
+
+
+def test_a_break_landing_as_has_commit_waits_for_the_lock_ends_the_call_with_the_commit_undecided(
+        image, views, monkeypatch):
+    # The break passed through the view's wait for the lock (has_commit), leaving the view
+    # neither on the commit nor knowing it undecided: the worker's answer said nothing of
+    # it, and the next commit took the session's own write for another's.
+    import fcntl
+    import signal
+    from gsmcpd.image import store as store_module
+    from gsmcpd.worker.toolset import HardBreak
+    a = views(image, "a")
+    edited(a, "zoo.animals", 'return "woof"', 'return "A"')
+    a.store.lock_wait = 600.0   # only the break ends the wait
+    has_commit, holder = a.store.has_commit, open(a.store.lock_file)
+
+    def interrupted(self, *args):
+        raise KeyboardInterrupt("soft break")
+
+    def asked_while_another_holds_the_lock(commit_id):
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        signal.setitimer(signal.ITIMER_REAL, 0.2)   # the router's hard break, as the worker gets it
+        return has_commit(commit_id)
+
+    def hard_break(signum, frame):
+        raise HardBreak("hard break")
+
+    previous = signal.signal(signal.SIGALRM, hard_break)
+    try:
+        with monkeypatch.context() as patched:
+            patched.setattr(store_module.ImageStore, "_apply", interrupted)
+            patched.setattr(a.store, "has_commit", asked_while_another_holds_the_lock)
+            with pytest.raises(HardBreak):
+                a.commit()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        holder.close()
+    assert (a.undecided, a.commit_count) == (["zoo.animals"], 0)
+    edited(a, "zoo.animals", 'return "A"', 'return "AA"')
+    assert a.commit() == ["zoo.animals"] and a.settled == ["zoo.animals"]   # its own: no conflict

@@ -645,6 +645,40 @@ def test_a_break_in_a_commit_that_cannot_tell_whether_it_stands_says_so(tmp_path
         channel.close()
 
 
+def test_a_hard_break_as_the_broken_commit_waits_to_ask_whether_it_stands_says_it_is_undecided(tmp_path):
+    # The lock held elsewhere, has_commit waited (up to GS_MCP_IMAGE_LOCK_WAIT) after the soft
+    # break; the hard break that ended the wait passed through the view, and the answer,
+    # "request interrupted: hard break", said nothing of the commit, which may stand.
+    from test_tools_support import write_image
+    image = write_image(tmp_path / "image", {"pets.py": "SOUND = 'woof'\n"})
+    channel = Channel()
+    try:
+        assert channel.prepare(image=str(image))["ok"] is True
+        code = ("import fcntl\nimport pets\nfrom gsmcpd.image import store\nview = pets.__spec__.loader.view\n"
+                "def spin(self, intent):\n    progress(1)\n    while True:\n        pass\n"
+                "asking, holder = view.store.has_commit, open(view.store.lock_file)\n"
+                "def held_elsewhere(commit_id):\n    fcntl.flock(holder, fcntl.LOCK_EX)\n"
+                "    progress(2)\n    return asking(commit_id)\n"
+                "store.ImageStore._apply = spin\nview.store.has_commit = held_elsewhere\n"
+                "view.store.lock_wait = 600.0\n"
+                "view.set_source('pets', \"SOUND = 'meow'\\n\", live=False)\nview.commit()\n")
+        seq = channel.running(code)                   # past the commit point
+        channel.signal(SOFT_BREAK_SIGNAL)
+        assert channel.notified(seq)["progress"] == 2   # waiting for the lock, to ask
+        channel.signal(HARD_BREAK_SIGNAL)
+        frame = channel.receive()
+        while frame["op"] == "log":                   # the view's warning, ahead of the reply
+            frame = channel.receive()
+        assert frame["op"] == "reply" and frame["seq"] == seq, frame
+        assert frame["message"]["error"] == {"code": -32001, "message": (
+            "request interrupted: hard break; it broke the commit of pets, and whether it stands could "
+            "not be told (the journal that records it could not be read under the image lock); commit "
+            "again to settle it: the answer then says whether it stands (settled), and anything else "
+            "is written")}
+    finally:
+        channel.close()
+
+
 class InProcessLoop:
     """A WorkerLoop served by a thread of this process, so a test can hold its steps."""
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from gsmcpd.image import splice
 from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
 from gsmcpd.image.renumber import code_of_live_functions, code_within, def_spans, renumber_moved_code
-from gsmcpd.worker.toolset import ToolError, raise_if_break
+from gsmcpd.worker.toolset import BREAKS, ToolError, raise_if_break
 from gsmcpd.image.store import (LOCK_WAIT, CommitConflict, CommitPending, ImageStore, module_name_of,
                                 other_form, packages_of, relpath_of, sha256)
 
@@ -445,16 +445,10 @@ class View:
                 # A break (or any failure) past the commit point: the commit stands. One that
                 # never took the lock (timed out, or broken as it waited) wrote nothing, and
                 # has_commit would wait for the lock again.
-                if self.store.locked_for == commit_id:
-                    stands = self._commit_stands(commit_id, changed)
-                    if stands:
-                        self._stand(*stand, already)
-                        with contextlib.suppress(OSError):   # what failed the commit is what is said
-                            self._load_snapshot()
-                    elif stands is None:   # settled by the next commit or refresh (_settle)
-                        self._unsettled = (commit_id, {rel: (base_texts[rel], base_hashes[rel])
-                                                       if rel in base_hashes else None for rel in changed},
-                                           {rel: self.base_hashes.get(rel) for rel in changed})
+                if self.store.locked_for == commit_id and self._commit_stands(commit_id, changed, stand):
+                    self._stand(*stand, already)
+                    with contextlib.suppress(OSError):   # what failed the commit is what is said
+                        self._load_snapshot()
                 raise
         self._load_snapshot()
         written = _modules_of(rel for rel in changed if rel not in already)
@@ -467,16 +461,26 @@ class View:
         self._reload()
         return written
 
-    def _commit_stands(self, commit_id: str, changed: list[str]) -> bool | None:
+    def _commit_stands(self, commit_id: str, changed: list[str], stand: tuple) -> bool | None:
         """Whether the failed commit of `changed` stands; None if that could not be told (the
-        lock waited out once more, say): the modules go in `undecided`, and the failure that
-        raised the question stays the one raised, never replaced by this one."""
+        lock waited out once more, say): the modules go in `undecided`, the commit (`stand`:
+        the base it makes) is kept for the next commit or refresh to settle (_settle), and the
+        failure that raised the question stays the one raised, never replaced by this one;
+        but a break landing as it waits for the lock (a cancel, the deadline's hard break)
+        ends the call then, as it says, rather than leave the view neither on the commit nor
+        knowing it undecided."""
         try:
             return self.store.has_commit(commit_id)
-        except OSError as error:
-            self.undecided = _modules_of(changed)
+        except (OSError, *BREAKS) as error:
+            base_texts, base_hashes = stand[:2]
+            self.undecided, self._unsettled = _modules_of(changed), (
+                commit_id, {rel: (base_texts[rel], base_hashes[rel]) if rel in base_hashes else None
+                            for rel in changed},
+                {rel: self.base_hashes.get(rel) for rel in changed})
             log.warning("session %s: whether the commit of %s stands could not be told: %s",
-                        self.session_id[:8], ", ".join(self.undecided), error)
+                        self.session_id[:8], ", ".join(self.undecided), error or type(error).__name__)
+            if isinstance(error, BREAKS):
+                raise
             return None
 
     def _settle(self) -> list[str]:
