@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
 
 from gsmcpd.auth.usermap import IDENTITY_MAP
-from gsmcpd.image.store import LOCK_WAIT
+from gsmcpd.image.store import JOURNAL_LIMIT, LOCK_WAIT
 from gsmcpd.router.lifetime import LifetimeSettings
 from gsmcpd.wire import hosts
 from gsmcpd.worker.environment import ACCOUNT_NAMES, NAME as ENV_NAME
@@ -302,6 +302,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("request_timeout", "GS_MCP_REQUEST_TIMEOUT", parse_optional_seconds),
     Knob("break_grace", "GS_MCP_BREAK_GRACE", parse_positive_seconds),
     Knob("image_lock_wait", "GS_MCP_IMAGE_LOCK_WAIT", parse_positive_seconds),
+    Knob("journal_limit", "GS_MCP_JOURNAL_LIMIT", parse_size),
     Knob("maintenance_interval", "GS_MCP_MAINTENANCE_INTERVAL", parse_positive_seconds),
     Knob("ping_timeout", "GS_MCP_PING_TIMEOUT", parse_positive_seconds),
     Knob("spare_workers", "GS_MCP_SPARE_WORKERS", lambda t: parse_int(t, lo=0)),
@@ -376,6 +377,7 @@ class Config:
     request_timeout: float | None = LIFETIME_DEFAULTS.request_timeout
     break_grace: float = LIFETIME_DEFAULTS.break_grace
     image_lock_wait: float = LOCK_WAIT   # seconds a worker waits for the image lock
+    journal_limit: int = JOURNAL_LIMIT   # bytes past which a commit compacts the image's journal
     maintenance_interval: float = LIFETIME_DEFAULTS.maintenance_interval
     ping_timeout: float = LIFETIME_DEFAULTS.ping_timeout
     spare_workers: int = 2

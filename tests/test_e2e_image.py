@@ -184,6 +184,30 @@ def test_a_module_another_made_a_package_where_ours_removed_it_is_named_brought_
     assert b.tool("status")["structuredContent"]["uncommittedChanges"] is False
 
 
+def test_a_journal_past_its_limit_is_compacted_and_a_conflict_still_names_a_long_past_commit(tmp_path):
+    # The journal grew a line a commit, forever, and each conflict read it back under the
+    # exclusive lock. Bounded (GS_MCP_JOURNAL_LIMIT), it keeps each file's last commit.
+    image = write_image(tmp_path / "image", {"old.py": "OLD = 0\n", "hot.py": "N = 0\n"})
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image), "GS_MCP_JOURNAL_LIMIT": "4096"}) as daemon:
+        a, b = session(daemon), session(daemon)
+        many = a.tool("execute_code", code=(
+            "import old, hot\nview = old.__spec__.loader.view\n"
+            "view.set_source('old', 'OLD = 1\\n', live=False)\nview.commit()\n"
+            "for n in range(150):\n    view.set_source('hot', f'N = {n + 1}\\n', live=False)\n    view.commit()\n"))
+        assert not many.get("isError"), many
+        assert a.tool("status")["structuredContent"]["viewVersion"] == 151
+        lines = (image / ".gsmcpd" / "journal.jsonl").read_bytes().splitlines()
+        assert json.loads(lines[0])["dropped"] == 151 - (len(lines) - 1) > 0
+        mine = b.tool("execute_code", code=(
+            "import old\nold.__spec__.loader.view.set_source('old', 'OLD = 2\\n', live=False)"))
+        assert not mine.get("isError"), mine
+        conflict = b.tool("commit")
+        assert error_kind(conflict) == "conflict"
+        assert conflict["structuredContent"]["error"]["files"][0]["by"]["session"] == a.session
+        assert f"session {a.session[:8]}" in tool_text(conflict)
+        assert b.tool("abort")["structuredContent"]["version"] == 151
+
+
 def test_a_conflict_is_answered_as_one_whatever_else_another_account_wrote_in_the_journal(shop):
     # Such records made the conflict's "who" a TypeError or RecursionError, answered instead.
     a, b = session(shop), session(shop)

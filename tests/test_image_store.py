@@ -405,7 +405,8 @@ def test_the_version_is_read_from_the_count_file_not_the_whole_journal(tmp_path)
     store = make_image(tmp_path, {"m.py": "A = 0\n"})
     _commit_n(store, 3)
     count = store.state_dir / "journal.count"
-    assert count.read_text().split() == ["3", str(Path(store.journal_file).stat().st_size)]
+    journal = Path(store.journal_file).stat()
+    assert count.read_text().split() == ["3", str(journal.st_size), str(journal.st_ino)]
     # Proof the journal's remembered prefix is not read again: blank it out (same
     # size); the version still says 3, and a line appended after it is counted.
     size = Path(store.journal_file).stat().st_size
@@ -425,6 +426,115 @@ def test_an_unusable_count_file_means_counting_the_whole_journal(tmp_path, conte
     _commit_n(store, 1)                      # and the next commit mends it
     assert Path(store.count_file).read_text().split()[0] == "3"
     assert store.read_snapshot().version == 3
+
+
+def test_a_count_of_the_journal_a_compaction_replaced_is_not_taken_for_the_new_one(tmp_path):
+    # Killed between renaming the compacted journal and writing its count: the old count's
+    # size and line boundary can fit the new journal too.
+    store = make_image(tmp_path, {"m.py": "A = 0\n"})
+    _commit_n(store, 3)
+    lines, size, inode = Path(store.count_file).read_text().split()
+    Path(store.count_file).write_text(f"{int(lines) + 5} {size} {inode}\n")
+    assert store.read_snapshot().version == 8     # trusted, of this journal (its inode)
+    Path(store.count_file).write_text(f"{int(lines) + 5} {size} {int(inode) + 1}\n")
+    assert store.read_snapshot().version == 3     # of another: counted afresh
+
+
+def _commits_to(store, files, rounds):
+    """`rounds` commits to each of `files`, one file a commit, in turn; `old.py` first, once."""
+    _committed(store, {"old.py": b"old = 1\n"})
+    for round_ in range(rounds):
+        for rel in files:
+            _committed(store, {rel: b"v = %d\n" % round_})
+
+
+def test_the_journal_is_compacted_past_its_limit_keeping_each_files_last_commit_and_the_version(
+        tmp_path, monkeypatch):
+    # It grew by a line a commit, forever, and a conflict read it from the end under the
+    # exclusive lock: a file last committed long ago had the whole history read for it.
+    monkeypatch.setattr(store_module, "JOURNAL_KEEP", 10)
+    store = make_image(tmp_path / "image", {"old.py": "old = 0\n"})
+    store.journal_limit = 8 * 1024
+    files = [f"m{i}.py" for i in range(5)]
+    _commits_to(store, files, 30)             # 151 commits: ~45 KiB unbounded
+    journal = Path(store.journal_file)
+    assert journal.stat().st_size <= store.journal_limit
+    first = json.loads(journal.read_bytes().split(b"\n")[0])
+    records = store.journal()
+    assert first["dropped"] + len(records) == 151 == store.read_snapshot().version
+    assert len(records) >= 10 and records[-1]["files"][0]["file"] == "m4.py"
+    # old.py's only commit is kept: a conflict on it still names who made it so.
+    assert [record["files"][0]["file"] for record in records].count("old.py") == 1
+    with pytest.raises(CommitConflict) as conflict:
+        store.commit({"old.py": b"mine\n"}, {"old.py": sha256(b"old = 0\n")}, user="u", session_id="late")
+    assert conflict.value.by["old.py"]["user"] == "ben"
+    # The count file names the new journal: a count of the old one is never taken for it.
+    assert Path(store.count_file).read_text().split() == ["151", str(journal.stat().st_size),
+                                                          str(journal.stat().st_ino)]
+
+
+def test_a_journal_whose_kept_records_come_near_the_limit_is_not_rewritten_every_commit(tmp_path, monkeypatch):
+    store = make_image(tmp_path / "image", {"old.py": "old = 0\n"})
+    store.journal_limit = 4096
+    _commits_to(store, [f"m{i}.py" for i in range(40)], 3)   # each file's last record: > the limit
+    rewrites = []
+    replace = store_module.ImageStore._replace_state_file
+    monkeypatch.setattr(store_module.ImageStore, "_replace_state_file",
+                        lambda self, name, *args: rewrites.append(name) or replace(self, name, *args))
+    _commits_to(store, ["m0.py"], 20)
+    assert rewrites.count(store_module.JOURNAL_NAME) <= 1
+    assert store.read_snapshot().version == 1 + 40 * 3 + 1 + 20
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="sets a group this account is not in: root only")
+def test_a_compacted_journal_keeps_the_group_the_accounts_sharing_the_image_write_it_through(tmp_path, monkeypatch):
+    # Made by the compacting account, it took that account's own group: with per-user
+    # workers, another account sharing the image through a group could no longer append.
+    monkeypatch.setattr(store_module, "JOURNAL_KEEP", 3)
+    store = make_image(tmp_path / "image", {"old.py": "old = 0\n"})
+    _commits_to(store, ["a.py"], 2)
+    os.chown(store.journal_file, -1, 4242)
+    store.journal_limit = 64
+    _commits_to(store, ["a.py", "b.py"], 3)
+    assert Path(store.journal_file).read_bytes().startswith(b'{"dropped": ')
+    assert Path(store.journal_file).stat().st_gid == 4242
+
+
+@pytest.mark.parametrize("step", ["write", "rename"])
+def test_a_crash_mid_compaction_loses_no_record_and_fails_no_commit(tmp_path, monkeypatch, step):
+    # Killed as it wrote the new journal, or before renaming it over the old one: the old
+    # one is whole, the commit stands (compaction only bounds the journal), the temp swept.
+    monkeypatch.setattr(store_module, "JOURNAL_KEEP", 3)
+    store = make_image(tmp_path / "image", {"old.py": "old = 0\n"})
+    _commits_to(store, ["a.py", "b.py"], 5)
+    before = Path(store.journal_file).read_bytes()
+    store.journal_limit = len(before)          # the next commit's line passes it
+    write_all, replace = store_module._write_all, os.replace
+
+    def write_crashing(fd, data):
+        if data.startswith(b'{"dropped"'):
+            raise OSError(errno.EIO, "crash")
+        return write_all(fd, data)
+
+    def replace_crashing(source, target, **kwargs):
+        if target == store_module.JOURNAL_NAME:
+            raise OSError(errno.EIO, "crash")
+        return replace(source, target, **kwargs)
+
+    with monkeypatch.context() as patched:
+        if step == "write":
+            patched.setattr(store_module, "_write_all", write_crashing)
+        else:
+            patched.setattr(store_module.os, "replace", replace_crashing)
+        _committed(store, {"a.py": b"last\n"})
+    assert Path(store.journal_file).read_bytes().startswith(before)   # appended to, not replaced
+    assert store.read_snapshot().version == 12 and (store.image_dir / "a.py").read_bytes() == b"last\n"
+    _committed(store, {"b.py": b"last\n"})   # compacts now, and sweeps any temp left
+    assert not [name for name in os.listdir(store.state_dir) if ".tmp-" in name]
+    assert Path(store.journal_file).read_bytes().startswith(b'{"dropped": 9, ')
+    assert store.read_snapshot().version == 13
+    # old.py's last record, then the last three (a.py's last among them).
+    assert [record["files"][0]["file"] for record in store.journal()] == ["old.py", "b.py", "a.py", "b.py"]
 
 
 def _shop(image, lock):

@@ -3,9 +3,16 @@
 The image is a directory of Python source. Its state lives beside the source in
 a hidden `.gsmcpd/` directory: `lock` (fcntl.flock: shared to read a snapshot,
 exclusive to commit), `journal.jsonl` (one JSON line per commit),
-`journal.count` (how many lines the journal had at which size, so opening a view
+`journal.count` (how many records the journal had at which size, so opening a view
 does not read the whole history to learn its version) and, only while a commit
 is being applied, `commit.intent`.
+
+The journal is bounded: once past `journal_limit` bytes (and twice its size after the
+last compaction), a commit rewrites it with the last JOURNAL_KEEP records and, before
+them, each file's last record (what a conflict reads to name who made the file so),
+behind a first line `{"dropped": N, "size": S}` counting the records left out, so the
+version (the number of commits ever) goes on. Written as a temp file renamed over it:
+a crash leaves the old journal or the new one, whole.
 
 A commit is all-or-nothing. Under the exclusive lock it writes each new file as
 a fsynced temp file beside its target, then the intent (which temp goes where,
@@ -46,6 +53,8 @@ JOURNAL_NAME = "journal.jsonl"
 COUNT_NAME = "journal.count"
 INTENT_NAME = "commit.intent"
 JOURNAL_TAIL = 256 * 1024  # how far back has_commit looks for a record just written
+JOURNAL_LIMIT = 1024 * 1024   # bytes past which a commit compacts the journal (ImageStore.journal_limit)
+JOURNAL_KEEP = 100            # the last records compaction keeps whole, whatever files they name
 TEMP_NAME = re.compile(r"\..+\.tmp-\d+")   # what temp_name makes
 PID_DIGITS = 7   # a Linux pid is at most 4194304 (pid_max's ceiling), in a temp file's name
 
@@ -279,7 +288,8 @@ def lock_holders(fd: int) -> list[str]:
 
 
 class ImageStore:
-    def __init__(self, image_dir: Path | str, lock_wait: float = LOCK_WAIT):
+    def __init__(self, image_dir: Path | str, lock_wait: float = LOCK_WAIT,
+                 journal_limit: int = JOURNAL_LIMIT):
         # Plain strings; image_dir and state_dir are Paths only when asked for. Every
         # new worker makes one of these and takes its lock on its session open's path,
         # where each object touched for the first time copies a page shared with the
@@ -292,6 +302,7 @@ class ImageStore:
         self.intent_file = os.path.join(self._state, INTENT_NAME)
         self._dirs: ImageDirs | None = None   # held while the exclusive lock is (_exclusive)
         self.lock_wait = lock_wait
+        self.journal_limit = journal_limit
         self.locked_for: str | None = None    # the commit_id of the last commit that took the lock
 
     @property
@@ -531,17 +542,26 @@ class ImageStore:
         with journal:
             known, offset = self._remembered_count(journal)
             journal.seek(offset)
+            if offset == 0:   # from the start: a compacted journal's first line counts those left out
+                count = _compaction(journal.readline())
+                if count is None:
+                    journal.seek(0)
+                else:
+                    known = count[0]
             # an unterminated last line is an append that was cut off: no commit
             return known + sum(1 for line in journal if line.endswith(b"\n") and line.strip())
 
     def _remembered_count(self, journal) -> tuple[int, int]:
-        """(lines, size) from the count file when it describes a prefix of this
-        journal that ends at a line boundary, else (0, 0): count from the start."""
+        """(records, size) from the count file when it describes a prefix of this
+        journal that ends at a line boundary, else (0, 0): count from the start. Its
+        third field, the journal's inode, tells a count of the journal before a
+        compaction replaced it (one written by an older gsmcpd has none)."""
         try:
-            lines, size = (int(field) for field in _file_bytes(self.count_file, follow=False).split())
+            lines, size, *inode = (int(field) for field in _file_bytes(self.count_file, follow=False).split())
         except (OSError, ValueError):
             return 0, 0
-        if lines < 0 or size <= 0 or size > os.fstat(journal.fileno()).st_size:
+        info = os.fstat(journal.fileno())
+        if lines < 0 or size <= 0 or size > info.st_size or inode not in ([], [info.st_ino]):
             return 0, 0
         journal.seek(size - 1)
         return (lines, size) if journal.read(1) == b"\n" else (0, 0)
@@ -549,10 +569,10 @@ class ImageStore:
     def _remember_count(self, lines: int, state: int) -> None:
         # Only a cache of the journal: a commit never fails for want of writing it.
         with contextlib.suppress(OSError):
-            size = os.stat(JOURNAL_NAME, dir_fd=state, follow_symlinks=False).st_size
+            info = os.stat(JOURNAL_NAME, dir_fd=state, follow_symlinks=False)
             fd = _create_shared(COUNT_NAME, os.O_WRONLY | os.O_TRUNC, dir_fd=state)
             try:
-                _write_all(fd, b"%d %d\n" % (lines, size))
+                _write_all(fd, b"%d %d %d\n" % (lines, info.st_size, info.st_ino))
             finally:
                 os.close(fd)
 
@@ -564,7 +584,10 @@ class ImageStore:
             except FileNotFoundError:
                 data = b""
             data = data[:data.rfind(b"\n") + 1]   # a line cut off mid-append is no record
-            records = [json.loads(line) for line in data.splitlines() if line.strip()]
+            lines = data.splitlines()
+            if lines and _compaction(lines[0]) is not None:
+                lines = lines[1:]   # a compaction's count, no record
+            records = [json.loads(line) for line in lines if line.strip()]
             intent = self._pending_intent()
             if intent is not None and not (records and records[-1].get("id") == intent["record"]["id"]):
                 records.append(intent["record"])
@@ -813,23 +836,9 @@ class ImageStore:
         return True
 
     def _write_intent(self, intent: dict) -> None:
-        state = self._dirs.open(STATE_DIR)
-        temp = temp_name(INTENT_NAME, os.getpid())
-        fd = _create_own(temp, 0o664, dir_fd=state)   # every account reads it
-        with contextlib.suppress(PermissionError):
-            os.fchmod(fd, 0o664)   # whatever the umask
-        try:
-            try:
-                _write_all(fd, json.dumps(intent, sort_keys=True).encode())
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            # the commit point (made durable by the caller)
-            os.replace(temp, INTENT_NAME, src_dir_fd=state, dst_dir_fd=state)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp, dir_fd=state)
-            raise
+        # the commit point (made durable by the caller)
+        self._replace_state_file(INTENT_NAME, json.dumps(intent, sort_keys=True).encode(),
+                                 self._dirs.open(STATE_DIR))
 
     def _apply(self, intent: dict) -> int:
         """Make the disk what the intent says; safe to repeat after a kill at any step."""
@@ -847,6 +856,7 @@ class ImageStore:
         if not self._journaled(intent):
             self._append_journal(intent["record"], state)
         version = self._journal_length()
+        self._compact_journal(version, state)
         self._remember_count(version, state)
         os.unlink(INTENT_NAME, dir_fd=state)
         _fsync_dir(state)
@@ -1071,6 +1081,53 @@ class ImageStore:
         finally:
             os.close(fd)
 
+    def _compact_journal(self, version: int, state: int) -> None:
+        """Rewrite the journal (of `version` records) bounded, once it has grown past
+        journal_limit and twice its size after the last compaction (so one whose kept
+        records alone come near the limit is not rewritten on every commit): the last
+        JOURNAL_KEEP records, and before them each file's last record (what _made_by
+        reads), in their order, behind the count of those left out. A temp renamed over
+        it: a crash leaves one journal or the other, whole (a temp left is swept as a
+        commit's). Only bounds the journal: a commit never fails for want of it."""
+        with contextlib.suppress(OSError):
+            fd = os.open(JOURNAL_NAME, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=state)
+            with open(fd, "rb") as journal:
+                size = os.fstat(fd).st_size
+                header = _compaction(journal.readline())
+                if size <= max(self.journal_limit, 2 * header[1] if header else 0):
+                    return
+                data = os.pread(fd, _complete_length(fd, size), 0)
+            lines = [line for line in data.split(b"\n")[1 if header else 0:] if line.strip()]
+            kept = _worth_keeping(lines)
+            if len(kept) == len(lines):
+                return   # nothing to leave out
+            body = b"".join(line + b"\n" for line in kept)
+            count = {"dropped": version - len(kept), "size": len(body)}
+            head = json.dumps(count, sort_keys=True).encode() + b"\n"
+            self._replace_state_file(JOURNAL_NAME, head + body, state)
+            _fsync_dir(state)
+
+    def _replace_state_file(self, name: str, data: bytes, state: int) -> None:
+        """`name` in the state directory replaced, whole, by `data` (every account reads
+        it: 0664), never through a link; the rename made durable by the caller."""
+        temp = temp_name(name, os.getpid())
+        out = _create_own(temp, 0o664, dir_fd=state)
+        try:
+            try:
+                with contextlib.suppress(PermissionError):
+                    os.fchmod(out, 0o664)   # whatever the umask
+                with contextlib.suppress(OSError):   # the group of the one replaced: the sharing accounts'
+                    os.fchown(out, -1, os.stat(name, dir_fd=state, follow_symlinks=False).st_gid)
+                _write_all(out, data)
+                os.fsync(out)
+            finally:
+                os.close(out)
+            os.replace(temp, name, src_dir_fd=state, dst_dir_fd=state)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp, dir_fd=state)
+            raise
+
 
 class _Held:
     """A flock held on an open descriptor; closing the descriptor releases it. Also a
@@ -1123,6 +1180,41 @@ def _already_there(changes: dict[str, bytes | None], base_hashes: dict[str, str 
     them: file -> its hash on disk (`on_disk`'s; None: removed)."""
     return {rel: on_disk[rel] for rel, data in changes.items()
             if on_disk[rel] != base_hashes.get(rel) and on_disk[rel] == sha256(data)}
+
+
+def _compaction(line: bytes) -> tuple[int, int] | None:
+    """(records left out, size of the records kept) from a compacted journal's first
+    line; None if `line` is no such count (a record: a journal never compacted)."""
+    if not line.startswith(b'{"dropped": '):
+        return None
+    try:
+        count = json.loads(line)
+    except (ValueError, RecursionError):   # another account sharing the image can write the journal
+        return None
+    dropped, size = count.get("dropped"), count.get("size")
+    if not all(isinstance(value, int) and value >= 0 for value in (dropped, size)):
+        return None
+    return dropped, size
+
+
+def _worth_keeping(lines: list[bytes]) -> list[bytes]:
+    """The journal lines compaction keeps, in order: the last JOURNAL_KEEP, and each
+    file's last record (a record naming a file no later one names)."""
+    kept, named_later = [], set()
+    for index in range(len(lines) - 1, -1, -1):
+        try:
+            record = json.loads(lines[index])
+        except (ValueError, RecursionError):
+            record = None
+        entries = record.get("files") if isinstance(record, dict) else None
+        # Of the shape a commit writes only: another account sharing the image can write the journal.
+        named = {entry.get("file") for entry in entries if isinstance(entry, dict)
+                 and isinstance(entry.get("file"), str)} if isinstance(entries, list) else set()
+        if index >= len(lines) - JOURNAL_KEEP or not named <= named_later:
+            kept.append(lines[index])
+        named_later |= named
+    kept.reverse()
+    return kept
 
 
 def _dir_of(rel: str) -> str:

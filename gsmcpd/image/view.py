@@ -29,8 +29,8 @@ from gsmcpd.image import splice
 from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
 from gsmcpd.image.renumber import code_of_live_functions, code_within, def_spans, renumber_moved_code
 from gsmcpd.worker.toolset import BREAKS, ToolError, raise_if_break
-from gsmcpd.image.store import (LOCK_WAIT, CommitConflict, CommitPending, ImageStore, module_name_of,
-                                other_form, packages_of, relpath_of, sha256)
+from gsmcpd.image.store import (JOURNAL_LIMIT, LOCK_WAIT, CommitConflict, CommitPending, ImageStore,
+                                module_name_of, other_form, packages_of, relpath_of, sha256)
 
 KERNEL = "builtins"
 log = logging.getLogger("gsmcpd.image")
@@ -123,18 +123,19 @@ class View:
 
     @classmethod
     def open(cls, image_dir: Path | str, *, user: str, session_id: str, install: bool = True,
-             lock_wait: float = LOCK_WAIT) -> "View":
-        view = cls.reserve(image_dir, user=user, session_id=session_id, lock_wait=lock_wait)
+             lock_wait: float = LOCK_WAIT, journal_limit: int = JOURNAL_LIMIT) -> "View":
+        view = cls.reserve(image_dir, user=user, session_id=session_id, lock_wait=lock_wait,
+                           journal_limit=journal_limit)
         view.load(install=install)
         return view
 
     @classmethod
     def reserve(cls, image_dir: Path | str, *, user: str, session_id: str,
-                lock_wait: float = LOCK_WAIT) -> "View":
+                lock_wait: float = LOCK_WAIT, journal_limit: int = JOURNAL_LIMIT) -> "View":
         """A view of the image as it is now, read later by load(): the shared lock is
         taken now and held until then, so no commit can land in between. A worker
         answers its session's initialize in that gap, off the session open's path."""
-        view = cls(ImageStore(image_dir, lock_wait), user=user, session_id=session_id)
+        view = cls(ImageStore(image_dir, lock_wait, journal_limit), user=user, session_id=session_id)
         view._reserved = view.store.hold_shared()
         return view
 

@@ -148,7 +148,7 @@ class Router:
         `wait=False` (at stop): a lock another process holds leaves it to them."""
         from gsmcpd.image.store import ImageStore
 
-        store = ImageStore(image, self.config.image_lock_wait)
+        store = ImageStore(image, self.config.image_lock_wait, self.config.journal_limit)
         if not store.state_dir.is_dir():
             return  # never committed to: nothing to finish or tidy
         try:
@@ -339,6 +339,7 @@ class Router:
             "image": self.image,
             "account": principal.account,
             "image_lock_wait": cfg.image_lock_wait,
+            "journal_limit": cfg.journal_limit,
         }
 
     # -- lifetime, deadlines, streams: the supervisor's -----------------------
