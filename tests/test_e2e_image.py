@@ -208,6 +208,27 @@ def test_a_journal_past_its_limit_is_compacted_and_a_conflict_still_names_a_long
         assert b.tool("abort")["structuredContent"]["version"] == 151
 
 
+def test_a_module_an_editor_saved_with_a_bom_but_the_sessions_text_is_already_committed_bom_kept(tmp_path):
+    # The commit conflicted ("changed on disk ... by an edit outside gsmcpd") over a file
+    # holding the session's very text, and a refresh kept ours on the old base.
+    with daemon_on_image(tmp_path, {"sign.py": "SIGN = 'cafe'\n"}) as daemon:
+        client = session(daemon)
+        changed = client.tool("execute_code", code=(
+            "import sign\nsign.__spec__.loader.view.set_source('sign', \"SIGN = 'th\u00e9'\\n\", live=False)"))
+        assert not changed.get("isError"), changed
+        saved = b"\xef\xbb\xbf" + "SIGN = 'thé'\n".encode()
+        (daemon.image / "sign.py").write_bytes(saved)     # an editor's save, with a BOM
+        done = client.tool("commit")
+        assert (done["structuredContent"]["committed"], done["structuredContent"]["alreadyCommitted"]) == (
+            [], ["sign"]), done
+        assert (daemon.image / "sign.py").read_bytes() == saved
+        again = client.tool("execute_code", code=(
+            "import sign\nview = sign.__spec__.loader.view\nview.set_source('sign', \"SIGN = 'tea'\\n\", "
+            "live=False)\nview.commit()"))
+        assert not again.get("isError"), again
+        assert (daemon.image / "sign.py").read_bytes() == b"\xef\xbb\xbfSIGN = 'tea'\n"   # the BOM kept
+
+
 def test_a_conflict_is_answered_as_one_whatever_else_another_account_wrote_in_the_journal(shop):
     # Such records made the conflict's "who" a TypeError or RecursionError, answered instead.
     a, b = session(shop), session(shop)

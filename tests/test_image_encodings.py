@@ -72,3 +72,49 @@ def test_a_file_that_does_not_decode_breaks_only_what_needs_it(image, views):
                            dictionaryName="broken")
     assert message.startswith("image module broken does not compile: line 3: byte b'\\xe9' is not valid")
     assert (image / "broken.py").read_bytes() == BROKEN and not client.view.has_changes
+
+
+BOM = b"\xef\xbb\xbf"
+PLAIN = b"SIGN = 'caf\xc3\xa9'\n"
+
+
+@pytest.mark.parametrize("disk_bom", [True, False])
+def test_the_same_text_on_disk_but_for_a_bom_is_already_committed_with_the_disks_bom(image, views, disk_bom):
+    # An editor saved the session's very text, adding (or dropping) the BOM: the commit
+    # conflicted ("changed on disk ... by an edit outside gsmcpd") over bytes that hold
+    # the same text, as Python reads it.
+    (image / "sign.py").write_bytes((b"" if disk_bom else BOM) + PLAIN)
+    view = views(image)
+    view.set_source("sign", "SIGN = 'thé'\n", live=False)
+    saved = (BOM if disk_bom else b"") + "SIGN = 'thé'\n".encode()
+    (image / "sign.py").write_bytes(saved)
+    assert view.commit() == [] and view.already_committed == ["sign"]
+    assert (image / "sign.py").read_bytes() == saved and not view.has_changes
+    view.set_source("sign", "SIGN = 'tea'\n", live=False)
+    view.commit()
+    assert (image / "sign.py").read_bytes() == (BOM if disk_bom else b"") + b"SIGN = 'tea'\n"   # kept
+
+
+def test_a_refresh_takes_the_same_text_but_for_a_bom_as_committed_and_keeps_the_disks_bom(image, views):
+    # It kept ours on the old base ("commit will conflict"), and a BOM an editor put on a
+    # file whose text the session had not changed was dropped by its next commit.
+    (image / "sign.py").write_bytes(PLAIN)
+    (image / "other.py").write_bytes(PLAIN)
+    view = views(image)
+    view.set_source("sign", "SIGN = 'thé'\n", live=False)
+    (image / "sign.py").write_bytes(BOM + "SIGN = 'thé'\n".encode())
+    (image / "other.py").write_bytes(BOM + PLAIN)
+    report = view.refresh()
+    assert (report.already_committed, report.kept_ours, report.brought_in) == (["sign"], [], [])
+    assert not view.has_changes
+    view.set_source("other", "SIGN = 'tea'\n", live=False)
+    view.commit()
+    assert (image / "other.py").read_bytes() == BOM + b"SIGN = 'tea'\n"
+
+
+def test_only_utf8_source_has_a_bom_twin():
+    from gsmcpd.image.store import alike_hashes, sha256
+    assert alike_hashes(PLAIN) == {sha256(PLAIN), sha256(BOM + PLAIN)} == alike_hashes(BOM + PLAIN)
+    for data in (b"# -*- coding: latin-1 -*-\nx = 1\n", b"x = 'caf\xe9'\n"):   # another codec; not UTF-8
+        assert alike_hashes(data) == {sha256(data)}
+    assert alike_hashes(None) == {None}

@@ -30,6 +30,7 @@ import contextlib
 import errno
 import fcntl
 import hashlib
+import io
 import json
 import os
 import posixpath
@@ -39,6 +40,7 @@ import re
 import secrets
 import shutil
 import time
+import tokenize
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,6 +68,26 @@ def temp_name(name: str, pid: int | str) -> str:
 
 def sha256(data: bytes | None) -> str | None:
     return None if data is None else hashlib.sha256(data).hexdigest()
+
+
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def alike_hashes(data: bytes | None) -> set[str | None]:
+    """The hashes of the files holding the text `data` holds as Python reads source: its
+    own, and, for UTF-8 source, that of the same bytes with a BOM put on or taken off (a
+    BOM says how the file is encoded, not what it says). {None} for no file."""
+    if data is None:
+        return {None}
+    plain = data[len(UTF8_BOM):] if data.startswith(UTF8_BOM) else data
+    try:
+        plain.decode("utf-8")
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(plain).readline)
+    except (SyntaxError, UnicodeError, LookupError):
+        return {sha256(data)}
+    if encoding != "utf-8":   # another codec's declaration: a BOM would make it a SyntaxError
+        return {sha256(data)}
+    return {sha256(data), sha256(plain if plain is not data else UTF8_BOM + data)}
 
 
 def _intent_shape_problem(intent) -> str | None:
@@ -1176,10 +1198,11 @@ def _owner_name(uid: int) -> str:
 
 def _already_there(changes: dict[str, bytes | None], base_hashes: dict[str, str | None],
                    on_disk: dict[str, str | None]) -> dict[str, str | None]:
-    """The changed files the disk holds exactly as changed though not as the base had
-    them: file -> its hash on disk (`on_disk`'s; None: removed)."""
+    """The changed files the disk holds as changed (the same text, if maybe not the same
+    BOM: alike_hashes) though not as the base had them: file -> its hash on disk
+    (`on_disk`'s; None: removed)."""
     return {rel: on_disk[rel] for rel, data in changes.items()
-            if on_disk[rel] != base_hashes.get(rel) and on_disk[rel] == sha256(data)}
+            if on_disk[rel] != base_hashes.get(rel) and on_disk[rel] in alike_hashes(data)}
 
 
 def _compaction(line: bytes) -> tuple[int, int] | None:

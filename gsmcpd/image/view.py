@@ -30,7 +30,7 @@ from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
 from gsmcpd.image.renumber import code_of_live_functions, code_within, def_spans, renumber_moved_code
 from gsmcpd.worker.toolset import BREAKS, ToolError, raise_if_break
 from gsmcpd.image.store import (JOURNAL_LIMIT, LOCK_WAIT, CommitConflict, CommitPending, ImageStore,
-                                module_name_of, other_form, packages_of, relpath_of, sha256)
+                                alike_hashes, module_name_of, other_form, packages_of, relpath_of, sha256)
 
 KERNEL = "builtins"
 log = logging.getLogger("gsmcpd.image")
@@ -531,11 +531,11 @@ class View:
 
     def _holds(self, rel: str, digest: str | None) -> bool:
         """Whether the view has `rel` as the bytes hashing to `digest` (None: as absent),
-        as its commit would write them."""
+        as its commit would write them, or but for a BOM (alike_hashes)."""
         if rel not in self.texts:
             return digest is None
         try:
-            return sha256(self._encoded(rel)) == digest
+            return digest in alike_hashes(self._encoded(rel))
         except ToolError:   # the commit would refuse it: not what is there
             return False
 
@@ -646,8 +646,9 @@ class View:
                     self.texts[rel], self.encodings[rel] = decoded[rel]
                 else:
                     self.texts.pop(rel, None)
-            if rel in fresh:
+            if rel in fresh:   # the base moves, and with it the file's codec (a BOM put on or taken off)
                 self.base_texts[rel], self.base_hashes[rel] = fresh[rel], fresh_hashes[rel]
+                self.encodings[rel] = decoded[rel][1]
             else:
                 self.base_texts.pop(rel, None)
                 self.base_hashes.pop(rel, None)
