@@ -1,0 +1,189 @@
+"""Property tests for the sans-IO HTTP/1.1 parser: generated requests parse to what
+RFC 9112 says they mean, and random mutations of them either parse or raise HttpError,
+never another exception, with the same result however the bytes are split.
+
+Fixed seeds, so a failure names its input and is reproducible; fast (well under 5 s).
+"""
+
+import random
+
+import pytest
+
+from gsmcpd.wire.http import HttpError, RequestParser
+
+TCHARS = "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+VALUE_BYTES = [b"a", b"Z", b"0", b" ", b"\t", b"/", b";", b",", b"=", b'"', b"\x80", b"\xc3\xa9", b"\xff"]
+
+
+def parse(pieces, pop_heads=False):
+    """("ok", requests) or ("error", status, message, requests before it); each request
+    as a comparable tuple. Any exception but HttpError propagates and fails the test."""
+    parser = RequestParser(max_head=4096, max_body=4096)
+    got = []
+    try:
+        for piece in pieces:
+            parser.feed(piece)
+            while True:
+                if pop_heads:
+                    parser.pop_waiting_head()
+                request = parser.next_request()
+                if request is None:
+                    break
+                got.append((request.method, request.path, request.query, request.version,
+                            request.headers, request.body, request.keep_alive))
+    except HttpError as err:
+        assert isinstance(err.status, int) and 400 <= err.status < 600 and err.message, err
+        return ("error", err.status, err.message, got)
+    return ("ok", got)
+
+
+def splittings(data, rng):
+    """The ways one input is fed: whole, a byte at a time, and two random cuts."""
+    yield [data]
+    yield [data[i:i + 1] for i in range(len(data))]
+    for _ in range(2):
+        cuts = sorted(rng.sample(range(1, len(data)), min(len(data) - 1, rng.randint(1, 6)))) if len(data) > 1 else []
+        bounds = [0] + cuts + [len(data)]
+        yield [data[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+def same_however_split(data, rng):
+    results = [parse(pieces, pop_heads=i % 2 == 1) for i, pieces in enumerate(splittings(data, rng))]
+    assert all(r == results[0] for r in results), (data, results)
+    return results[0]
+
+
+# ---- generated well-formed requests ---------------------------------------------
+
+def token(rng, n=6):
+    return "".join(rng.choice(TCHARS) for _ in range(rng.randint(1, n)))
+
+
+def value(rng):
+    raw = b"".join(rng.choice(VALUE_BYTES) for _ in range(rng.randint(0, 8)))
+    return raw
+
+
+def chunked_body(body, rng):
+    """body in random chunks, with extensions and trailers in the RFC 9112 7.1 grammar."""
+    out, at = [], 0
+    while at < len(body):
+        size = rng.randint(1, len(body) - at)
+        ext = rng.choice([b"", b";a", b";a=b", b' ; n = "q \\" s"', b";x;y=1", b"\t"])
+        out.append(rng.choice([b"%x", b"%X", b"00%x"]) % size + ext + b"\r\n" + body[at:at + size] + b"\r\n")
+        at += size
+    out.append(b"0" + rng.choice([b"", b";end"]) + b"\r\n")
+    for _ in range(rng.randint(0, 2)):
+        out.append(token(rng).encode() + b": " + value(rng).strip(b" \t") + b"\r\n")
+    out.append(b"\r\n")
+    return b"".join(out)
+
+
+def generated_request(rng):
+    """(bytes, the request they mean: method, path, query, version, headers, body, keep_alive)."""
+    version = rng.choice(["HTTP/1.1", "HTTP/1.1", "HTTP/1.0"])
+    method = rng.choice(["GET", "POST", "DELETE", "PUT", "PATCH", token(rng)])
+    path = rng.choice(["/mcp", "/", "/a/b.c", "/%7Euser"])
+    query = rng.choice(["", "", "a=1&b", "x=%20"])
+    target = path + ("?" + query if query else "")
+    form = rng.random()
+    if form < 0.15:
+        target = rng.choice(["http://", "HTTPS://"]) + "h.example:8080" + target
+    elif form < 0.2 and method == "GET":
+        method, target, path, query = "OPTIONS", "*", "*", ""   # asterisk-form stays as sent
+    headers = []
+    if version == "HTTP/1.1" or rng.random() < 0.5:   # 1.0 needs no Host
+        headers.append(("Host", b"localhost:8080"))
+    for _ in range(rng.randint(0, 4)):
+        headers.append(("X-" + token(rng), value(rng)))
+    connection = rng.choice([None, b"close", b"keep-alive", b"Keep-Alive, x", b"x, CLOSE"])
+    if connection is not None:
+        headers.append(("Connection", connection))
+    tokens = [t.strip().lower() for t in connection.split(b",")] if connection else []
+    body = bytes(rng.choice(b"{}[]ab\r\n\x00\xff") for _ in range(rng.randint(0, 40)))
+    framing = rng.choice(["none", "length", "chunked"]) if body or rng.random() < 0.3 else "none"
+    if framing == "none":
+        body = b""
+    elif framing == "length":
+        headers.append(("Content-Length", b"%d" % len(body)))
+    else:
+        headers.append(("Transfer-Encoding", rng.choice([b"chunked", b"Chunked", b", chunked"])))
+    rng.shuffle(headers)
+    if version == "HTTP/1.1":
+        keep_alive = b"close" not in tokens
+    else:
+        keep_alive = b"keep-alive" in tokens and b"close" not in tokens and framing != "chunked"
+    eol = rng.choice([b"\r\n", b"\r\n", b"\n"])   # RFC 9112 2.2: a recipient may take a bare LF
+    head = [f"{method} {target} {version}".encode()] + [n.encode() + b":" + rng.choice([b"", b" ", b"\t "]) + v
+                                                         for n, v in headers]
+    data = rng.choice([b"", b"\r\n", b"\n"]) + eol.join(head) + eol + eol
+    data += chunked_body(body, rng) if framing == "chunked" else body
+    meant = (method, path, query, version,
+             [(n.lower(), v.strip(b" \t").decode("latin-1")) for n, v in headers], body, keep_alive)
+    return data, meant
+
+
+SEEDS = range(12)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_generated_pipelines_parse_to_what_they_mean_however_split(seed):
+    rng = random.Random(seed)
+    for _ in range(25):
+        data, meant = b"", []
+        for _ in range(rng.randint(1, 3)):
+            one, request = generated_request(rng)
+            data += one
+            meant.append(request)
+            if not request[-1]:
+                data += b"GET /ignored HTTP/1.1\r\n\r\n"   # after a closing request: never read
+                break
+        assert same_however_split(data, rng) == ("ok", meant), data
+
+
+# ---- mutations: refused by HttpError or parsed, the same way however split -------
+
+MUTATION_BYTES = [b"\x00", b"\r", b"\n", b"\r\n", b"\t", b" ", b":", b";", b",", b"\x7f", b"\x80", b"\xff",
+                  b"\x01", b"\x1b", b"0", b"f", b"-", b'"', b"\\", b"\x0b", b"\x0c"]
+MUTATION_LINES = [b"Content-Length: 3", b"Content-Length: 3, 4", b"Content-Length: 0", b"Transfer-Encoding: chunked",
+                  b"Transfer-Encoding: gzip", b" folded", b"\tfolded", b"Host: other", b"Expect: 100-continue",
+                  b"Connection: close", b"Connection: keep-alive", b"X: \x00", b"X\x00: 1", b"Authorization: Bearer s",
+                  b"GET / HTTP/1.1", b"0", b"5;ext", b"ffffffffffffffffff", b""]
+
+
+def mutated(data, rng):
+    data = bytearray(data)
+    for _ in range(rng.randint(1, 3)):
+        at = rng.randint(0, len(data))
+        kind = rng.random()
+        if kind < 0.35:
+            data[at:at] = rng.choice(MUTATION_BYTES)
+        elif kind < 0.55 and len(data) > 1:
+            del data[min(at, len(data) - 1)]
+        elif kind < 0.7:
+            line_end = data.find(b"\n", at)
+            if line_end >= 0:
+                data[line_end + 1:line_end + 1] = rng.choice(MUTATION_LINES) + rng.choice([b"\r\n", b"\n"])
+        elif kind < 0.85:
+            data = bytearray(bytes(data).replace(b"\r\n", b"\n", rng.randint(1, 3)))
+        else:
+            cut = rng.randint(0, len(data))
+            data[cut:cut] = bytes(data[rng.randint(0, cut):cut])   # a stretch repeated
+    return bytes(data)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_mutated_requests_parse_or_raise_http_error_the_same_however_split(seed):
+    rng = random.Random(1000 + seed)
+    for _ in range(40):
+        data = b"".join(generated_request(rng)[0] for _ in range(rng.randint(1, 2)))
+        same_however_split(mutated(data, rng), rng)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_random_bytes_parse_or_raise_http_error(seed):
+    rng = random.Random(2000 + seed)
+    alphabet = [b"GET / HTTP/1.1", b"\r\n", b"\n", b"\r", b"Host: x", b":", b" ", b"0", b"\x00", b"\xff",
+                b"Transfer-Encoding: chunked", b"Content-Length: 2", b"ab"]
+    for _ in range(40):
+        same_however_split(b"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 30))), rng)
