@@ -108,6 +108,11 @@ FRAMING_400_CASES = [
      b"Transfer-Encoding names no coding"),
     ("chunk extension with control bytes", chunked(b"\r\n5;a=\x00\x01\xff\rz\r\nhello\r\n0\r\n\r\n"),
      b"malformed chunk extension"),
+    # a bare LF ends head lines only (RFC 9112 2.2): in chunked framing it is a smuggling shape
+    ("bare LF after a chunk size", chunked(b"\r\n2\n{}\r\n0\r\n\r\n"), b"chunk size line not ended by CRLF"),
+    ("bare LF after chunk data", chunked(b"\r\n2\r\n{}\n0\r\n\r\n"), b"chunk data not followed by CRLF"),
+    ("bare LF ending the trailers", chunked(b"\r\n2\r\n{}\r\n0\r\n\n"), b"trailer line not ended by CRLF"),
+    ("obs-fold header line", chunked(b"X-Long: one\r\n two\r\n\r\n0\r\n\r\n"), b"obsolete line folding in header"),
 ]
 
 

@@ -108,6 +108,23 @@ def test_malformed_chunk_extensions_are_refused(feeding, line):
     assert (err.status, err.message) == (400, "malformed chunk extension")   # the last chunk's too
 
 
+@pytest.mark.parametrize("body,message", [
+    (b"2\nhi\r\n0\r\n\r\n", "chunk size line not ended by CRLF"),
+    (b"2;a=b\nhi\r\n0\r\n\r\n", "chunk size line not ended by CRLF"),
+    (b"2\r\nhi\r\n0\n\r\n", "chunk size line not ended by CRLF"),
+    (b"2\r\nhi\n0\r\n\r\n", "chunk data not followed by CRLF"),
+    (b"2\r\nhi\r\n0\r\nX: 1\n\r\n", "trailer line not ended by CRLF"),
+    (b"2\r\nhi\r\n0\r\n\n", "trailer line not ended by CRLF"),
+])
+def test_a_bare_lf_in_chunked_framing_is_refused(feeding, body, message):
+    # RFC 9112 2.2 lets a recipient take a bare LF as the end of the request line and
+    # header lines only; a chunked body's lines end in CRLF (7.1). A hop that reads
+    # "2\nhi" differently (h11 before 0.16 took any two bytes after chunk data) would
+    # frame the body apart from us: request smuggling.
+    err = refused(post(b"Transfer-Encoding: chunked", body=body), feeding)
+    assert (err.status, err.message) == (400, message)
+
+
 def test_chunk_writer_output_parses_back(feeding):
     body = chunk(b"first") + chunk(b"") + chunk(b"x" * 300) + LAST_CHUNK
     data = b"POST /up HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + body

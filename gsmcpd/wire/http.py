@@ -410,8 +410,7 @@ class RequestParser:
                     if len(buf) > _MAX_CHUNK_LINE:
                         raise HttpError(400, "chunk size line too long")
                     return False
-                line = bytes(buf[:newline]).removesuffix(b"\r")
-                del buf[:newline + 1]
+                line = _crlf_line(buf, newline, "chunk size line not ended by CRLF")
                 parts = _CHUNK_LINE.fullmatch(line)
                 if parts is None:
                     if _HEX_SIZE.fullmatch(line.split(b";", 1)[0].rstrip(b" \t")):
@@ -437,8 +436,6 @@ class RequestParser:
             elif self._state == _CHUNK_CRLF:
                 if buf.startswith(b"\r\n"):
                     del buf[:2]
-                elif buf.startswith(b"\n"):
-                    del buf[:1]
                 elif buf == b"\r" or not buf:
                     return False
                 else:
@@ -450,8 +447,7 @@ class RequestParser:
                     if self._trailer_bytes + len(buf) > self.max_head:
                         raise HttpError(431, "chunked trailers too large")
                     return False
-                line = bytes(buf[:newline]).removesuffix(b"\r")
-                del buf[:newline + 1]
+                line = _crlf_line(buf, newline, "trailer line not ended by CRLF")
                 self._trailer_bytes += newline + 1
                 if self._trailer_bytes > self.max_head:
                     raise HttpError(431, "chunked trailers too large")
@@ -459,6 +455,17 @@ class RequestParser:
                     return True
                 # validated, then dropped: trailers carry nothing we use
                 _parse_header_line(line.decode("latin-1"))
+
+
+def _crlf_line(buf, newline, refusal):
+    """The line of a chunked body ending at buf[newline], taken off buf. Only the head
+    may end lines with a bare LF (RFC 9112 2.2): in chunked framing a hop that ends them
+    elsewhere would frame the body apart from us (request smuggling)."""
+    if newline == 0 or buf[newline - 1] != 13:
+        raise HttpError(400, refusal)
+    line = bytes(buf[:newline - 1])
+    del buf[:newline + 1]
+    return line
 
 
 def _head_end(buf, start, stop):
