@@ -187,3 +187,59 @@ def test_random_bytes_parse_or_raise_http_error(seed):
                 b"Transfer-Encoding: chunked", b"Content-Length: 2", b"ab"]
     for _ in range(40):
         same_however_split(b"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 30))), rng)
+
+
+# ---- targeted properties ------------------------------------------------------------
+
+CONTROLS = [bytes([b]) for b in list(range(0x00, 0x09)) + list(range(0x0b, 0x20)) + [0x7f]]   # all but HTAB, LF
+
+
+@pytest.mark.parametrize("where", [b"X-Na|me: value", b"X-Name: va|lue", b"X-Name: value|", b"X-Name:| value"])
+def test_a_control_byte_in_a_header_line_is_a_400_however_split(where):
+    rng = random.Random(where)
+    for control in CONTROLS:
+        line = where.replace(b"|", control)
+        for eol in (b"\r\n", b"\n"):
+            if line.endswith(b"\r") and eol == b"\n":
+                continue   # just a CRLF line end among bare LFs (RFC 9112 2.2)
+            data = b"GET / HTTP/1.1" + eol + b"Host: h" + eol + line + eol + eol
+            result = same_however_split(data, rng)
+            assert result[:2] == ("error", 400), (data, result)
+
+
+def test_a_head_of_many_headers_parses_up_to_the_head_limit_and_is_431_past_it():
+    rng = random.Random(5)
+    lines = b"".join(b"X-%d: v\r\n" % i for i in range(600))   # ~6 KiB of headers
+    data = b"GET / HTTP/1.1\r\nHost: h\r\n" + lines + b"\r\n"
+    parser = RequestParser(max_head=len(data))
+    parser.feed(data)
+    assert len(parser.next_request().headers) == 601
+    assert same_however_split(data, rng)[:2] == ("error", 431)   # parse()'s head limit is 4 KiB
+
+
+@pytest.mark.parametrize("version,expected", [("HTTP/1.1", True), ("HTTP/1.0", False)])
+def test_expect_100_continue_is_offered_as_a_waiting_head_in_http_1_1_only(version, expected):
+    data = (f"POST http://h/mcp?q {version}\r\nHost: h\r\nExpect: 100-Continue\r\nContent-Length: 2\r\n\r\n"
+            .encode())
+    parser = RequestParser()
+    parser.feed(data)
+    assert parser.next_request() is None
+    head = parser.pop_waiting_head()
+    assert (head is not None) == expected
+    if head is not None:
+        assert (head.path, head.query, head.body, head.expects_continue()) == ("/mcp", "q", None, True)
+    parser.feed(b"{}")
+    assert parser.next_request().body == b"{}"
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_any_one_crlf_of_a_chunked_body_made_a_bare_lf_is_a_400(seed):
+    rng = random.Random(3000 + seed)
+    framing = {"chunk size line not ended by CRLF", "chunk data not followed by CRLF", "trailer line not ended by CRLF"}
+    head = b"POST /mcp HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+    body = chunked_body(bytes(rng.choice(b"ab\r\n") for _ in range(rng.randint(1, 30))), rng)
+    at = -1
+    while (at := body.find(b"\r\n", at + 1)) >= 0:
+        result = parse([head + body[:at] + body[at + 1:]])
+        # a CR taken from chunk data shifts the framing after it: refused all the same
+        assert result[:2] == ("error", 400) and result[2] in framing | {"invalid chunk size"}, result
