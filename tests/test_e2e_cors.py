@@ -159,6 +159,9 @@ def test_an_options_request_that_is_no_preflight_is_told_the_methods(daemon):
     assert c.request("OPTIONS", path="/.well-known/oauth-protected-resource", headers={"Accept": None}).status == 404
     assert c.request("PUT", "{}").header("allow") == "GET, POST, DELETE, OPTIONS"
     assert c.request("OPTIONS", path="/other", headers={"Accept": None}).status == 404
+    # "OPTIONS *" asks about the server as a whole (RFC 9110 9.3.7): it was a 404
+    server = c.request("OPTIONS", path="*", headers={"Accept": None})
+    assert (server.status, server.header("allow"), server.body) == (204, "GET, POST, DELETE, OPTIONS", b"")
     c.close()
 
 

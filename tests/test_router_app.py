@@ -82,6 +82,8 @@ def head_and_whole(head_bytes):
     (b"DELETE /mcp HTTP/1.1\r\nHost: localhost\r\n", 400),
     (b"POST /.well-known/oauth-protected-resource HTTP/1.1\r\nHost: localhost\r\n", 404),
     (b"OPTIONS /mcp HTTP/1.1\r\nHost: localhost\r\n", 204),
+    (b"OPTIONS * HTTP/1.1\r\nHost: localhost\r\n", 204),
+    (b"OPTIONS * HTTP/1.1\r\nHost: evil.example\r\n", 403),
 ])
 def test_a_head_the_gates_refuse_is_answered_as_the_whole_request_would_be(head_bytes, answer):
     app = App(unauthenticated_router())
@@ -90,6 +92,20 @@ def test_a_head_the_gates_refuse_is_answered_as_the_whole_request_would_be(head_
     app.handle_head(early, head)
     app.handle(late, whole)
     assert early.answers == late.answers == [answer]
+
+
+class HeadersConn(RecordingConn):
+    def respond(self, status, headers=(), body=b"", keep_alive=True):
+        self.answers.append((status, dict(headers), body))
+
+
+def test_options_asterisk_asks_about_the_server_and_is_told_its_methods():
+    # RFC 9110 9.3.7: "OPTIONS *" is about the server as a whole (HTTP's ping); it was 404
+    parser = RequestParser()
+    parser.feed(b"OPTIONS * HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    conn = HeadersConn()
+    App(unauthenticated_router()).handle(conn, parser.next_request())
+    assert conn.answers == [(204, {"Allow": "GET, POST, DELETE, OPTIONS"}, b"")]
 
 
 class BodyConn(RecordingConn):

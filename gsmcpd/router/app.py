@@ -123,6 +123,8 @@ class App:
                 self._options(conn, request, MCP_METHODS)
             else:
                 self.router.authenticate(conn, request, mcp)
+        elif request.path == "*":   # OPTIONS * (the parser takes * for no other method): the server as a whole
+            self._options(conn, request, MCP_METHODS)
         elif request.path == METADATA_PATH or request.path.startswith(METADATA_PATH + "/"):
             if request.method == "OPTIONS" and self.router.auth is not None:   # else 404, as for GET
                 self._options(conn, request, "GET")
