@@ -126,6 +126,8 @@ def test_the_trace_shows_a_session_id_header_as_the_client_sent_it(daemon):
     (b"http://127.0.0.1/mcp", b"evil.example", 200),          # Host is ignored (RFC 9112 3.2.2)
     (b"http://[::1]:8000/mcp", b"127.0.0.1", 200),
     (b"http://evil.example@127.0.0.1/mcp", b"127.0.0.1", 400),
+    (b"http://127.0.0.1/mcp#top", b"127.0.0.1", 200),         # a fragment is dropped, as after /mcp
+    (b"/mcp#top", b"127.0.0.1", 200),
 ])
 def test_an_absolute_form_target_names_the_host(daemon, session, target, host, status):
     assert ping(daemon, session, b"Host: " + host + b"\r\n", target)[0] == status

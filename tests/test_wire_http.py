@@ -243,6 +243,14 @@ def test_absolute_form_target(feeding):
     assert (req.path, req.query) == ("/mcp", "q=1")
 
 
+@pytest.mark.parametrize("target", [b"/mcp?q=1#top", b"http://h/mcp?q=1#top", b"HTTPS://h:1/mcp?q=1#a?b/c"])
+def test_a_fragment_a_sloppy_client_sends_is_dropped_whatever_the_target_form(feeding, target):
+    # RFC 9112 3.2: no request-target form has a fragment. The origin-form's was dropped,
+    # the absolute-form's was kept in the path, so the same request was a 404 there.
+    _, [req] = run(b"GET " + target + b" HTTP/1.1\r\nHost: h\r\n\r\n", feeding)
+    assert (req.path, req.query) == ("/mcp", "q=1")
+
+
 @pytest.mark.parametrize("line", [b"GET * HTTP/1.1", b"POST mcp HTTP/1.1", b"GET example.com:443 HTTP/1.1",
                                   b"GET ftp://example.com/mcp HTTP/1.1", b"GET ?x=1 HTTP/1.1"])
 def test_a_target_in_no_form_a_server_takes_is_a_bad_request_not_a_path(line):

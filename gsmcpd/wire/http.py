@@ -109,6 +109,8 @@ def _other_target_form(method, target):
 
 
 def _origin_form(target):
+    # no form of request-target has a fragment (RFC 9112 3.2): a sloppy client's is dropped
+    target = target.split("#", 1)[0]
     if _is_absolute_form(target):
         rest = target.split("//", 1)[1]
         slash = rest.find("/")
@@ -116,7 +118,7 @@ def _origin_form(target):
         if slash < 0 or 0 <= query < slash:
             return "/" + (rest[query:] if query >= 0 else "")
         return rest[slash:]
-    return target.split("#", 1)[0]
+    return target
 
 
 class RequestParser:
