@@ -85,7 +85,7 @@ def generated_request(rng):
     method = rng.choice(["GET", "POST", "DELETE", "PUT", "PATCH", token(rng)])
     path = rng.choice(["/mcp", "/", "/a/b.c", "/%7Euser"])
     query = rng.choice(["", "", "a=1&b", "x=%20"])
-    target = path + ("?" + query if query else "")
+    target = path + ("?" + query if query else "") + rng.choice(["", "", "", "#frag", "#a?b/c"])   # a fragment is dropped
     form = rng.random()
     if form < 0.15:
         target = rng.choice(["http://", "HTTPS://"]) + "h.example:8080" + target
