@@ -213,6 +213,17 @@ def raw_exchange(port, data, timeout=10.0):
     return b"".join(chunks)
 
 
+def closed_by_peer(sock):
+    """Whether the daemon has closed `sock`: on loopback its FIN is here once close() returned."""
+    sock.setblocking(False)
+    try:
+        return sock.recv(1) == b""
+    except BlockingIOError:
+        return False
+    except ConnectionResetError:
+        return True
+
+
 def recv_all(sock):
     """Everything the server sends until it closes the connection."""
     chunks = []

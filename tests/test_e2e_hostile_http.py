@@ -2,7 +2,9 @@
 
 Each class of malformed input gets its specific 4xx and the connection closed; the
 router keeps serving a good request on a new connection; and neither the bearer token
-nor the Authorization header reaches the daemon's log, even with tracing on.
+nor the Authorization header reaches the daemon's log, even with tracing on. A head
+trickled byte by byte is dropped at the read timeout, a body one byte over 16 MiB is a
+413, and bytes that bring no request do not keep a connection from being closed for room.
 """
 
 import json
@@ -11,7 +13,7 @@ import socket
 
 import pytest
 
-from helpers import body_of, raw_exchange, recv_all, status_of
+from helpers import Daemon, body_of, closed_by_peer, raw_exchange, recv_all, status_of
 from test_e2e_auth import INIT, AuthClient, start_auth_daemon
 
 
@@ -156,3 +158,23 @@ def test_a_body_one_byte_over_16_mib_is_413_whether_announced_or_chunked(env, to
             assert good.post(INIT).status == 200
         finally:
             good.close()
+
+
+def test_empty_lines_do_not_make_an_idle_connection_look_fresh_at_the_connection_cap(tmp_path):
+    # At GS_MCP_MAX_CONNECTIONS the connection idle longest is closed for a new one. Empty
+    # lines before a request are ignored (RFC 9112 2.2), and must not reset that clock:
+    # a client sending "\r\n" now and then kept its connection and cost another its own.
+    with Daemon(tmp_path, env={"GS_MCP_MAX_CONNECTIONS": "2", "GS_MCP_SPARE_WORKERS": "1"}) as d:
+        assert status_of(raw_exchange(d.port, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")) == 404
+        with socket.create_connection(("127.0.0.1", d.port), timeout=10) as stale, \
+                socket.create_connection(("127.0.0.1", d.port), timeout=10) as fresh:
+            for sock in (stale, fresh):   # each served, then idle: stale the longer
+                sock.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                assert status_of(sock.recv(4096)) == 404
+                select.select([], [], [], 0.1)   # the loop sleeps, so its clock (read once a pass) moves on
+            stale.sendall(b"\r\n")
+            # the router reads it long before this (it would pass over a connection with unread input)
+            select.select([], [], [], 0.3)
+            third = raw_exchange(d.port, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            assert status_of(third) == 404
+            assert (closed_by_peer(stale), closed_by_peer(fresh)) == (True, False)

@@ -17,9 +17,9 @@ import pytest
 from gsmcpd.config import control_socket_path
 from gsmcpd.router import control
 
-from helpers import (PROTOCOL, QUICK_STOP, REPO, Client, Daemon, bodies_of, body_of, free_port, pid_alive, raw_exchange,
-                     recv_all, rss_kib, rss_settles_under, runs_until, status_of, tool_text, wait_for_port, wait_until,
-                     worker_pids)
+from helpers import (PROTOCOL, QUICK_STOP, REPO, Client, Daemon, bodies_of, body_of, closed_by_peer, free_port,
+                     pid_alive, raw_exchange, recv_all, rss_kib, rss_settles_under, runs_until, status_of, tool_text,
+                     wait_for_port, wait_until, worker_pids)
 from test_e2e_lifetime import Exchange, worker_pid
 
 
@@ -723,7 +723,7 @@ def test_out_of_descriptors_an_idle_connection_makes_room_for_a_new_one(tmp_path
         # The ones idle longest went first, one for each new one: those left open are
         # the newest, as many as there are descriptors for (a needless second eviction
         # per accept left a handful).
-        still_open = [not _closed_by_peer(sock) for sock in served]
+        still_open = [not closed_by_peer(sock) for sock in served]
         assert still_open == sorted(still_open) and not still_open[0], still_open
         assert still_open.count(True) >= 20, still_open
         log = (tmp_path / "log").read_bytes()
@@ -776,17 +776,6 @@ def test_out_of_descriptors_clients_connecting_cannot_take_those_freed_for_a_new
                 sock.close()
         assert opened == [True] * 5
         assert b"out of file descriptors for the worker of a new session: closed" in (tmp_path / "log").read_bytes()
-
-
-def _closed_by_peer(sock):
-    """Whether the daemon has closed `sock`: on loopback its FIN is here once close() returned."""
-    sock.setblocking(False)
-    try:
-        return sock.recv(1) == b""
-    except BlockingIOError:
-        return False
-    except ConnectionResetError:
-        return True
 
 
 def test_out_of_descriptors_with_no_connection_idle_pauses_accepting_and_recovers(tmp_path):

@@ -741,6 +741,27 @@ def test_an_idle_connection_drained_for_shutdown_closes_at_once(harness):
     assert h.conn.closed and h.conn.lingering_since is None
 
 
+def test_empty_lines_between_requests_do_not_extend_the_idle_wait(harness):
+    # RFC 9112 2.2 has a server ignore empty lines before a request, and it did, but each
+    # one re-armed the keep-alive wait: a client sending "\r\n" now and then held its
+    # connection for 300 s more each time, and looked freshest when one is closed for room.
+    h = harness(answer_at_once)
+    h.client.sendall(post(b"a"))
+    h.run_until(lambda: select.select([h.client], [], [], 0)[0])
+    assert bodies_of(h.client.recv(65536)) == [b"a"]
+    since = h.conn.idle_since()
+    assert since is not None
+    time.sleep(0.02)
+    h.client.sendall(b"\r\n")
+    h.run_until(lambda: not h.conn.has_unread_input())
+    h.step()
+    assert h.conn.idle_since() == since
+    h.client.sendall(post(b"b"))   # and the next request is served as ever
+    h.run_until(lambda: select.select([h.client], [], [], 0)[0])
+    assert bodies_of(h.client.recv(65536)) == [b"b"]
+    assert h.conn.idle_since() > since   # a reply starts a new wait
+
+
 def test_a_silent_tls_connection_is_idle_and_one_that_began_its_handshake_is_reading(harness, tmp_path):
     # A TLS connection that sent nothing must be closable for room like a plain one, or
     # silent connections lock everyone out at GS_MCP_MAX_CONNECTIONS for the read timeout.

@@ -492,7 +492,11 @@ class Connection:
             self._set_deadline("read", self.read_timeout)
 
     def _arm_idle(self):
-        self._set_deadline("idle", IDLE_KEEPALIVE_SECONDS)
+        # The wait runs from the last reply: input that brings no request (empty lines,
+        # RFC 9112 2.2; a TLS record without data) must not extend it, nor make the
+        # connection look freshly idle to Router._evict_idlest.
+        if self._deadline_kind != "idle":
+            self._set_deadline("idle", IDLE_KEEPALIVE_SECONDS)
 
     def idle_since(self):
         """When this connection began waiting, between requests, for its next one (its
