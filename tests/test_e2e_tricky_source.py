@@ -153,6 +153,8 @@ FILES = {
                    "    # Non-public interface for the headersonly flag\n    def _set_headersonly(self):\n"
                    "        self._headersonly = True\n    # only during unicode parsing\n",
     "lazy.py": "def late():\n    from nested import Outer\n    return Outer\n",
+    "below.py": "class Early:\n    def go(self):\n        return 1\n\n\ndef later(f):\n    return f\n\n\n"
+                "class Base:\n    pass\n",
     # As unittest.mock.NonCallableMock passes for its spec's class
     "masquerade.py": "class Masquerade:\n    def __init__(self, spec=None):\n        self._spec = spec\n\n"
                      "    @property\n    def __class__(self):\n"
@@ -374,6 +376,19 @@ def test_delete_method_refuses_it_when_the_module_binds_the_name_only_after_the_
     assert "('x = property(getx)')" in error(c, "delete_method", "refused", className="Ordered", selector="getx")
     assert (image / "ordered.py").read_text() == before
     assert run(c, "import ordered\nordered.Ordered().x") == "1"
+
+
+def test_a_class_statement_reading_a_name_bound_only_below_it_is_refused(c, image):
+    # The live compile found Base and later in the session's module, so the change was
+    # committed, and every new session's import of below was a NameError.
+    before = (image / "below.py").read_text()
+    message = error(c, "compile_class_definition", "refused", source="class Early(Base):\n    pass\n")
+    assert message.startswith("below.Early would read Base as its class statement runs")
+    message = error(c, "compile_method", "refused", className="below.Early",
+                    source="@later\ndef m(self):\n    return 1\n")
+    assert "a new session's import of below would fail, NameError" in message
+    assert (image / "below.py").read_text() == before
+    assert run(c, "import below\nbelow.Early.__bases__, hasattr(below.Early, 'm')") == "((<class 'object'>,), False)"
 
 
 def test_delete_method_deletes_a_method_the_module_binds_under_an_if_above_the_class(c, image):

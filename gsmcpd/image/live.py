@@ -14,6 +14,7 @@ from __future__ import annotations
 import __future__
 import abc
 import ast
+import builtins
 import contextlib
 import ctypes
 import functools
@@ -378,6 +379,44 @@ def needed_on_import(tree: ast.Module, name: str) -> bool:
     lazy_annotations = bool(future_flags(tree) & __future__.annotations.compiler_flag)
     return any(_reads(node, lambda sub: isinstance(sub, ast.Name) and sub.id == name
                       and isinstance(sub.ctx, ast.Load), lazy_annotations) for node in tree.body)
+
+
+def read_before_bound(source: str, class_name: str) -> list[tuple[str, ast.AST]]:
+    """The globals the class statement reads as it runs (a base, metaclass or decorator
+    of it; a class-level statement's value, a def's decorator or default) that nothing
+    may have bound by then: not the class body above the read, nor the module above the
+    class (the block it is written in counts whole), nor the builtins. A live compile
+    finds them in the module as the session has it (bound below the class, or by
+    `execute_code`), but a new session's import of the module is a NameError.
+    (name, the node reading it), in the order read."""
+    tree = ast.parse(source)
+    classdef = splice.class_statement(tree, class_name)
+    if classdef is None:
+        return []
+    above = splice.statements_before(source, class_name)
+    if classdef not in tree.body:
+        above = tree.body[:len(above) + 1]
+    lazy_annotations = bool(future_flags(tree) & __future__.annotations.compiler_flag)
+    found = []
+
+    def check(node, body_above):
+        evaluated = list(splice.evaluated_now(node, lazy_annotations, class_bodies=False))
+        # A comprehension's or walrus's own names are bound as it runs.
+        stored = {sub.id for sub in evaluated if isinstance(sub, ast.Name)
+                  and isinstance(sub.ctx, ast.Store)}
+        for sub in evaluated:
+            name = getattr(sub, "id", None)
+            if (isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and name not in stored
+                    and not (name.startswith("__") and name.endswith("__"))   # module dunders
+                    and name not in vars(builtins) and not splice.binds(above, name)
+                    and not splice.binds(body_above, name)):
+                found.append((name, sub))
+
+    for expression in classdef.decorator_list + classdef.bases + [k.value for k in classdef.keywords]:
+        check(expression, [])
+    for index, statement in enumerate(classdef.body):
+        check(statement, classdef.body[:index])
+    return sorted(found, key=lambda item: (item[1].lineno, item[1].col_offset))
 
 
 def attribute_reader(tree: ast.Module, class_name: str, attribute: str) -> ast.stmt | None:

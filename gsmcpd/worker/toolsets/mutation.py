@@ -231,8 +231,9 @@ class MutationToolset(Toolset):
                 raise
             except BaseException as error:   # the user's code may raise SystemExit too
                 raise definition_error(error) from None
-            if not self._rebuilt_dataclass(ref, cls, new_source, classdef, node.name):
-                live.set_members(cls, members, made)
+        _refuse_read_before_bound(module_name, ref.name, self.view.source(module_name), new_source)
+        if cls is not None and not self._rebuilt_dataclass(ref, cls, new_source, classdef, node.name):
+            live.set_members(cls, members, made)
         self.view.set_source(module_name, new_source, live=cls is not None)
         verb = "replaced" if replaced else "added"
         note = ""
@@ -292,6 +293,7 @@ class MutationToolset(Toolset):
                     raise
                 except BaseException as again:
                     raise definition_error(again) from None
+        _refuse_read_before_bound(module_name, name, old_source if exists else None, new_source)
         basis = live.dataclass_basis(cls) if cls is not None else None
         outcome = self._apply_class(module, module_name, name, cls, old_node, new_class)
         self.view.set_source(module_name, new_source, live=module is not None)
@@ -593,6 +595,29 @@ def _captured_note(source: str, class_name: str, name: str) -> tuple[str, dict]:
             "made again: compile_class_definition with its definition as it stands, or abort to "
             "re-import the committed image (it discards uncommitted changes); a new session "
             "has the new one", {"stillOld": bound})
+
+
+def _refuse_read_before_bound(module_name: str, class_name: str, old_source: str | None,
+                              new_source: str) -> None:
+    """Refuse a class statement that would read, as it runs, a name its module binds
+    only below it (or only in this session's live module): the session's live compile
+    finds it, a new session's import is a NameError. A name the class already read so is
+    left alone (the edit does not make it worse)."""
+    before = {name for name, _ in live.read_before_bound(old_source, class_name)} if old_source else set()
+    reads = [(name, node) for name, node in live.read_before_bound(new_source, class_name)
+             if name not in before]
+    if not reads:
+        return
+    names = ", ".join(dict.fromkeys(name for name, _ in reads))
+    line = reads[0][1].lineno
+    quoted = splice.lines_of(new_source)[line - 1].strip()
+    raise ToolError("refused", f"{module_name}.{class_name} would read {names} as its class "
+                    f"statement runs (line {line}: {quoted!r}), and nothing above the class in "
+                    f"{module_name} binds it (it is bound below the class, or only in this "
+                    f"session): a new session's import of {module_name} would fail, NameError. "
+                    "Use a name bound above the class, or write the class below what it reads "
+                    "(delete_class, then compile_class_definition with dictionaryName puts the "
+                    "new class last in its module).")
 
 
 def _first_line(source: str, statement: ast.stmt) -> str:

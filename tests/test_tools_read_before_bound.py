@@ -1,0 +1,111 @@
+"""compile_method and compile_class_definition refuse a class statement that reads, as it
+runs, a name its module binds only below the class (or only in the session's live
+module): the session's live compile finds it, so the change was committed, and every new
+session's import of the module was a NameError."""
+
+import pytest
+
+from gsmcpd.image import live
+from test_tools_support import Client, views, write_image  # noqa: F401  (fixtures)
+
+BELOW = '''\
+class Early:
+    def go(self):
+        return 1
+
+
+def later(f):
+    return f
+
+
+LIMIT = 3
+
+
+class Base:
+    pass
+'''
+
+
+@pytest.fixture
+def below(tmp_path, views):
+    image = write_image(tmp_path / "image", {"below.py": BELOW})
+    return image, Client(views(image))
+
+
+def test_a_base_bound_below_the_class_is_refused_changing_nothing(below):
+    image, client = below
+    message = client.error("compile_class_definition", "refused",
+                           source="class Early(Base):\n    pass\n")
+    assert message.startswith("below.Early would read Base as its class statement runs "
+                              "(line 1: 'class Early(Base):')")
+    assert "a new session's import of below would fail, NameError" in message
+    assert (image / "below.py").read_text() == BELOW
+    assert client.view.store.journal() == []
+    assert client.view.module("below").Early.__bases__ == (object,)
+
+
+def test_a_decorator_or_default_bound_below_the_class_is_refused_changing_nothing(below):
+    image, client = below
+    message = client.error("compile_method", "refused", className="Early",
+                           source="@later\ndef m(self, k=LIMIT):\n    return k\n")
+    assert message.startswith("below.Early would read later, LIMIT as its class statement runs "
+                              "(line 5: '@later')")
+    assert (image / "below.py").read_text() == BELOW
+    assert not hasattr(client.view.module("below").Early, "m")
+
+
+def test_a_name_only_the_sessions_live_module_binds_is_refused(below):
+    image, client = below
+    client.ok("execute_code", code="import below\nbelow.EXTRA = 5")
+    client.error("compile_method", "refused", className="Early",
+                 source="def m(self, k=EXTRA):\n    return k\n")
+    assert (image / "below.py").read_text() == BELOW
+
+
+def test_a_name_bound_nowhere_is_still_the_live_compiles_error(below):
+    client = below[1]
+    assert "NameError" in client.error("compile_method", "compileError", className="Early",
+                                       source="@nowhere\ndef m(self):\n    return 1\n")
+
+
+def test_names_bound_by_then_are_accepted(below):
+    image, client = below
+    client.ok("compile_class_definition", dictionaryName="below",
+              source="class Late(Base, metaclass=type):\n    squares = [i * i for i in range(LIMIT)]\n"
+                     "    if squares:\n        first = 1\n    second = first\n\n"
+                     "    @later\n    def m(self, k=LIMIT) -> Base:\n        return k if k else Undefined\n")
+    assert client.ok("execute_code", code="import below\nbelow.Late().m(), below.Late.second")[
+        "structuredContent"]["result"] == "(3, 1)"
+    assert "class Late(Base, metaclass=type):" in (image / "below.py").read_text()
+
+
+def test_a_read_the_class_already_made_before_its_binding_does_not_block_other_edits(below):
+    # Not made worse by the edit: the module already read it so (found bound some other way).
+    image, client = below
+    source = BELOW.replace("class Early:", "class Early(Base):")
+    assert [name for name, _ in live.read_before_bound(source, "Early")] == ["Base"]
+    (image / "below.py").write_text(source)
+    client.view.refresh()
+    client.ok("compile_method", className="Early", source="def go(self):\n    return 2\n")
+
+
+@pytest.mark.parametrize("source", [
+    # an annotation is not evaluated under `from __future__ import annotations`
+    "from __future__ import annotations\n\n\nclass A:\n    x: Later = 0\n\n"
+    "    def m(self) -> Later:\n        pass\n\n\nclass Later:\n    pass\n",
+    # a `*` import may bind it
+    "from os.path import *\n\n\nclass A:\n    f = join\n",
+    # the block the class is written in may bind it above the class
+    "try:\n    from os.path import join as J\n\n    class A:\n        f = J\nexcept ImportError:\n    pass\n",
+    # a module's own dunders, a lambda's and a walrus's names
+    "class A:\n    m = __name__\n    f = lambda a, b=1: a + b + c\n    w = (q := 3) + q\n",
+])
+def test_read_before_bound_finds_nothing_where_the_name_may_be_there(source):
+    assert live.read_before_bound(source, "A") == []
+
+
+def test_read_before_bound_finds_each_read_in_order():
+    source = ("class A(B, metaclass=M):\n    @deco\n    def m(self, k=K):\n        return Body\n"
+              "    class N(NB):\n        x = nested_body\n\n\nB = M = deco = K = NB = object\n")
+    assert [(name, node.lineno) for name, node in live.read_before_bound(source, "A")] == \
+        [("B", 1), ("M", 1), ("deco", 2), ("K", 3), ("NB", 5)]
