@@ -69,6 +69,8 @@ def tail():
     "fix/test_shapes.py": "import unittest\n\nfrom fix.shapes import Circle\n\n\n"
                           "class CircleTest(unittest.TestCase):\n    def test_area(self):\n"
                           "        self.assertEqual(Circle().area(), 3)\n",
+    "fix/fields.py": "import dataclasses\nfrom typing import NamedTuple\n\n\n@dataclasses.dataclass\n"
+                     "class Needs:\n    x: int\n\n\nclass Pair(NamedTuple):\n    a: int\n",
     "fix/points.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Point:\n    x: int = 0\n",
     "fix/stated.py": "import dataclasses\nfrom typing import ClassVar\n\n\n@dataclasses.dataclass\nclass Stated:\n"
                      "    registry: ClassVar[list] = []\n    x: int = 0\n\n    def norm(self):\n        return self.x\n\n\n"
@@ -300,6 +302,20 @@ def test_compile_method_refuses_to_replace_a_class_attribute(image, c):
     assert "fix.models.Priced.currency is a class attribute, not a method (fix.models line " in message
     assert (image / "fix/models.py").read_text() == before
     assert run(c, "from fix.models import Priced\nPriced(150).describe()") == repr("1.50 EUR")
+
+
+def test_compile_method_refuses_a_def_named_like_an_annotated_field(image, c):
+    # The def became the field's default: Needs() built with x a function, Pair(a=...) optional.
+    before = (image / "fix/fields.py").read_text()
+    for class_name, field in (("Needs", "x"), ("Pair", "a")):
+        message = error(c, "compile_method", "refused", className=class_name,
+                        source=f"def {field}(self):\n    return 1\n")
+        assert (f"fix.fields.{class_name}.{field} is declared an attribute by the class body's "
+                f"annotation '{field}: int' (fix.fields line ") in message
+    assert (image / "fix/fields.py").read_text() == before
+    assert run(c, "from fix.fields import Needs, Pair\ntry:\n    Needs()\nexcept TypeError as e:\n"
+                  "    err = str(e)\nerr, Pair._field_defaults") == \
+        repr(("Needs.__init__() missing 1 required positional argument: 'x'", {}))
 
 
 def test_a_class_side_method_that_takes_no_class_is_refused_and_the_module_left_alone(image, c):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from test_tools_support import Client, client, image, text, views, without_dog  # noqa: F401  (fixtures)
+from test_tools_support import Client, client, image, text, views, without_dog, write_image  # noqa: F401  (fixtures)
 
 
 def disk(image, rel="zoo/animals.py"):
@@ -1206,3 +1206,24 @@ def test_a_shadowed_module_is_refused_naming_the_kernel_module_that_holds_its_na
     assert client.error("remove_dictionary", "refused", dictionaryName="json") == (
         "json cannot be removed in a session: image module json is shadowed by the already-loaded kernel "
         "module of that name; rename the image module")
+
+
+@pytest.mark.parametrize("source", [
+    "import dataclasses\n\n\n@dataclasses.dataclass\nclass F:\n    x: int\n    y: int = 0\n",
+    "from typing import NamedTuple\n\n\nclass F(NamedTuple):\n    x: int\n    y: int = 0\n",
+])
+def test_compile_method_refuses_a_new_def_named_like_an_annotated_field(tmp_path, views, source):
+    # Added, the def was the field's default: x no longer required, and holding a function.
+    image = write_image(tmp_path / "image", {"fields.py": source})
+    client = Client(views(image))
+    message = client.error("compile_method", "refused", className="F",
+                           source="def x(self):\n    return 1\n")
+    line = source.splitlines().index("    x: int") + 1
+    assert message.startswith("fields.F.x is declared an attribute by the class body's annotation "
+                              f"'x: int' (fields line {line}; a dataclass's or NamedTuple's field)")
+    assert (image / "fields.py").read_text() == source
+    assert "x" not in vars(client.view.module("fields").F) or not callable(client.view.module("fields").F.x)
+    # A def already written beside the annotation is replaced as any other.
+    (image / "fields.py").write_text(source + "\n    def x(self):\n        return 1\n")
+    client.view.refresh()
+    client.ok("compile_method", className="F", source="def x(self):\n    return 2\n")

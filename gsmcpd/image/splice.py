@@ -329,6 +329,13 @@ def attribute_nodes(classdef: ast.ClassDef, name: str) -> list[ast.stmt]:
     return found
 
 
+def annotation_nodes(classdef: ast.ClassDef, name: str) -> list[ast.AnnAssign]:
+    """The class-body annotations of `name` that bind nothing (`x: int`): a field of a
+    dataclass, NamedTuple or TypedDict, which a def of that name would give a default."""
+    return [node for node in classdef.body if isinstance(node, ast.AnnAssign) and node.value is None
+            and isinstance(node.target, ast.Name) and node.target.id == name]
+
+
 def docstring_node(classdef: ast.ClassDef) -> ast.Expr | None:
     first = classdef.body[0]
     if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)

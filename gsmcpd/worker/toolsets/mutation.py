@@ -210,6 +210,16 @@ class MutationToolset(Toolset):
                             f"method ({ref.module} line {attributes[0].lineno}); a def of that "
                             "name would replace it. Name the method otherwise, or change the "
                             "attribute with compile_class_definition.")
+        annotations = [] if existing else splice.annotation_nodes(classdef, node.name)
+        if annotations:
+            # The def would be the field's default: the field no longer required, a function.
+            declared = _first_line(self.view.source(ref.module), annotations[0])
+            raise ToolError("refused", f"{ref.qualified}.{node.name} is declared an attribute by the "
+                            f"class body's annotation {declared!r} ({ref.module} line "
+                            f"{annotations[0].lineno}; a dataclass's or NamedTuple's field); a def "
+                            "of that name would replace it (a field's default would become the "
+                            "function, the field no longer required). Name the method otherwise, "
+                            "or change the annotation with compile_class_definition.")
         if splice.mangled(ref.name, node.name) in _slots_of(cls, classdef):
             # Python refuses to build the class: the module would no longer import.
             raise ToolError("refused", f"{ref.qualified}.{node.name} is in the class's __slots__ "
