@@ -9,7 +9,8 @@ from test_e2e_tools import ok, structured
 from test_tools_roundtrip import SHAPES, changed_lines
 from test_tools_support import write_image
 
-CHOSEN = ("blank_after_header", "interleaved", "crlf", "whitespace_blank_lines", "class_level_default")
+CHOSEN = ("blank_after_header", "interleaved", "crlf", "whitespace_blank_lines", "class_level_default",
+          "semicolons")
 
 
 @pytest.fixture(scope="module")

@@ -206,6 +206,11 @@ def test_an_indented_method_text_is_dedented_by_its_code_lines_only():
     assert value_of(new, "C", "banner") == "\nline\n"
 
 
+def test_class_definition_shows_a_line_of_several_statements_once():
+    source = "class C:\n    x = 1; y = 2\n    z = (3,\n         4); w = 5\n\n    def m(self): return 1\n"
+    assert splice.class_definition(source, "C") == "class C:\n    x = 1; y = 2\n    z = (3,\n         4); w = 5\n"
+
+
 def test_segment_and_class_definition_keep_string_lines():
     source = 'class C:\n    text = """\n    kept\n    """\n\n    def m(self):\n        return 1\n'
     assert splice.class_definition(source, "C") == 'class C:\n    text = """\n    kept\n    """\n'

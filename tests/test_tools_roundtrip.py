@@ -41,6 +41,8 @@ SHAPES = {
     # pathlib._PosixFlavour.splitroot: a default read from the class body (`sep=sep`).
     "class_level_default": 'class A:\n    sep = "/"\n\n    def m(self, part, sep=sep):\n        return sep\n',
     "form_feed_no_final_newline": "class A:\n    x = 1\n\x0c\n    def m(self):\n        return 1",
+    # Several statements on a line: get_class_definition showed the line once per statement.
+    "semicolons": "class A:\n    x = 1; y = 2\n    z = (3,\n         4); w = 5\n\n    def m(self): return 1\n",
 }
 
 

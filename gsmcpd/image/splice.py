@@ -888,14 +888,17 @@ def definition_line_numbers(lines: list[str], classdef: ast.ClassDef) -> list[in
     body: list[int | None] = []
     previous_end = None
     for node in classdef.body:
+        start = first_line(node)
         if previous_end is not None:
-            gap = numbers(previous_end + 1, first_line(node) - 1)
-        previous_end = last_line(lines, node)
+            gap = numbers(previous_end + 1, start - 1)
+            # `x = 1; y = 2`: y's line is x's, already shown.
+            start = max(start, previous_end + 1)
+        previous_end = max(previous_end or 0, last_line(lines, node))
         if isinstance(node, FunctionNode + (ast.ClassDef,)):
             continue
         if not body:
             gap = gap[len(gap) - len(_drop_leading_blanks([lines[n - 1] for n in gap])):]
-        body += gap + numbers(first_line(node), previous_end)
+        body += gap + numbers(start, previous_end)
     # The comments that end the body are the class's, whatever statement is last.
     return shown + (body or [None]) + numbers(previous_end + 1, last_line(lines, classdef))
 
