@@ -115,8 +115,11 @@ class Gone:
 Gone = None
 '''
 
+MANGLED = "class Mangled:\n    def _Mangled__p(self):\n        return 1\n\n    def use(self):\n        return self._Mangled__p()\n"
+
 FILES = {
     "tricky.py": TRICKY,
+    "mangled.py": MANGLED,
     "broken.py": "class Broken:\n    def a(self)\n        return 1\n\n\ndef sender():\n    return x.greet()\n",
     # Python cannot compile it either: its parser's stack overflows (a chain of
     # thousands of `+` meets the recursion limit instead)
@@ -339,6 +342,22 @@ def test_a_dictionary_name_nested_too_deep_to_import_is_refused_changing_nothing
     message = error(c, "add_dictionary", "invalidParams", dictionaryName="a." * 999 + "b")
     assert "is nested 1000 deep: at most 100 parts" in message
     assert structured(c, "status")["uncommittedChanges"] is False and not (image / "a").exists()
+
+
+def test_a_private_method_written_mangled_answers_to_either_name(c, image):
+    # `def _Mangled__p` binds what `__p` names: it was found only as _Mangled__p, so
+    # compile_method of `def __p` added a second def of it and delete_method `__p` found none.
+    for selector in ("__p", "_Mangled__p"):
+        assert structured(c, "get_method_source", className="Mangled", selector=selector)["source"] == \
+            "def _Mangled__p(self):\n    return 1\n"
+    assert structured(c, "find_senders", selector="_Mangled__p")["results"] == ["mangled.Mangled.use"]
+    assert structured(c, "compile_method", className="Mangled",
+                      source="def __p(self):\n    return 2\n")["replaced"] is True
+    assert (image / "mangled.py").read_text() == MANGLED.replace("def _Mangled__p(self):\n        return 1",
+                                                                 "def __p(self):\n        return 2")
+    assert run(c, "import mangled\nmangled.Mangled().use()") == "2"
+    ok(c, "delete_method", className="Mangled", selector="__p")
+    assert (image / "mangled.py").read_text() == "class Mangled:\n    def use(self):\n        return self._Mangled__p()\n"
 
 
 # -- mutations on those shapes, checked against the live objects -------------------------

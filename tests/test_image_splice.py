@@ -865,3 +865,11 @@ def test_the_comments_ending_a_class_body_are_in_its_definition():
     assert definition == "class Other:\n    pass\n    # the end of Other\n"
     carried = splice.methods_of(splice.top_level_class(ast.parse(source), "Other"))
     assert splice.put_class(source, "Other", splice.with_methods(definition, "Other", source, carried)) == source
+
+
+def test_a_private_name_is_spelled_either_way_on_either_side():
+    for selector, name in (("__p", "__p"), ("_C__p", "__p"), ("__p", "_C__p"), ("_C__p", "_C__p")):
+        assert splice.spelled(selector, name, "C")
+    assert not splice.spelled("__p", "_D__p", "C") and not splice.spelled("__p", "_C__p", None)
+    classdef = ast.parse("class C:\n    def _C__p(self):\n        pass\n").body[0]
+    assert [node.name for node in splice.method_nodes(classdef, "__p")] == ["_C__p"]

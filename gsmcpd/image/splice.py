@@ -296,8 +296,10 @@ def statement_kind(statement: ast.stmt) -> str:
 
 def spelled(selector: str, name: str, class_name: str | None) -> bool:
     """Whether `selector` names `name`, written in class `class_name` (None: outside any
-    class): as written, or as the class binds it (a private `__name` in C is `_C__name`)."""
-    return selector == name or (class_name is not None and selector == mangled(class_name, name))
+    class): as written, or as the class binds it (a private `__name` in C is `_C__name`),
+    either of them written either way (`def _C__name` binds what `__name` names)."""
+    return selector == name or (class_name is not None
+                                and mangled(class_name, selector) == mangled(class_name, name))
 
 
 def mangled(class_name: str, name: str) -> str:
