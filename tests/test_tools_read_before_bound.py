@@ -3,6 +3,8 @@ runs, a name its module binds only below the class (or only in the session's liv
 module): the session's live compile finds it, so the change was committed, and every new
 session's import of the module was a NameError."""
 
+import sys
+
 import pytest
 
 from gsmcpd.image import live
@@ -109,3 +111,9 @@ def test_read_before_bound_finds_each_read_in_order():
               "    class N(NB):\n        x = nested_body\n\n\nB = M = deco = K = NB = object\n")
     assert [(name, node.lineno) for name, node in live.read_before_bound(source, "A")] == \
         [("B", 1), ("M", 1), ("deco", 2), ("K", 3), ("NB", 5)]
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="type parameter syntax is Python 3.12's")
+def test_read_before_bound_leaves_type_parameters_alone():
+    source = "class A[T](list[T]):\n    def m[U](self, x: U) -> T:\n        return x\n"
+    assert live.read_before_bound(source, "A") == []

@@ -398,6 +398,9 @@ def read_before_bound(source: str, class_name: str) -> list[tuple[str, ast.AST]]
         above = tree.body[:len(above) + 1]
     lazy_annotations = bool(future_flags(tree) & __future__.annotations.compiler_flag)
     found = []
+    # Python 3.12's `class A[T]` and `def m[T]`: their own scope binds T.
+    type_params = {param.name for node in ast.walk(classdef)
+                   for param in getattr(node, "type_params", None) or []}
 
     def check(node, body_above):
         evaluated = list(splice.evaluated_now(node, lazy_annotations, class_bodies=False))
@@ -406,7 +409,8 @@ def read_before_bound(source: str, class_name: str) -> list[tuple[str, ast.AST]]
                   and isinstance(sub.ctx, ast.Store)}
         for sub in evaluated:
             name = getattr(sub, "id", None)
-            if (isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and name not in stored
+            if (isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)
+                    and name not in stored and name not in type_params
                     and not (name.startswith("__") and name.endswith("__"))   # module dunders
                     and name not in vars(builtins) and not splice.binds(above, name)
                     and not splice.binds(body_above, name)):
