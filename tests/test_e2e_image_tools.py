@@ -318,6 +318,16 @@ def test_compile_method_refuses_a_def_named_like_an_annotated_field(image, c):
         repr(("Needs.__init__() missing 1 required positional argument: 'x'", {}))
 
 
+def test_compile_method_refuses_a_member_name_a_namedtuple_reserves(image, c):
+    # Compiled live, committed, and then a new session's import of fix.fields failed.
+    before = (image / "fix/fields.py").read_text()
+    message = error(c, "compile_method", "refused", className="Pair",
+                    source="def _asdict(self):\n    return {}\n")
+    assert "Cannot overwrite NamedTuple attribute _asdict" in message
+    assert (image / "fix/fields.py").read_text() == before
+    assert run(c, "from fix.fields import Pair\nPair(1)._asdict()") == "{'a': 1}"
+
+
 def test_a_class_side_method_that_takes_no_class_is_refused_and_the_module_left_alone(image, c):
     before = (image / "fix/models.py").read_text()
     message = error(c, "compile_method", "refused", className="Priced", meta=True,

@@ -1227,3 +1227,28 @@ def test_compile_method_refuses_a_new_def_named_like_an_annotated_field(tmp_path
     (image / "fields.py").write_text(source + "\n    def x(self):\n        return 1\n")
     client.view.refresh()
     client.ok("compile_method", className="F", source="def x(self):\n    return 2\n")
+
+
+@pytest.mark.parametrize("name", ["_asdict", "__init__", "_make"])
+def test_compile_method_refuses_a_name_a_namedtuples_class_statement_refuses(tmp_path, views, name):
+    # Compiled live (its class statement not run), committed, then no new session could
+    # import the module: AttributeError: Cannot overwrite NamedTuple attribute _asdict.
+    source = "from typing import NamedTuple\n\n\nclass P(NamedTuple):\n    x: int\n"
+    image = write_image(tmp_path / "image", {"tup.py": source})
+    client = Client(views(image))
+    message = client.error("compile_method", "refused", className="P",
+                           source=f"def {name}(self, *args):\n    return 1\n")
+    assert message.startswith(f"tup.P is a typing.NamedTuple, whose class statement refuses a member "
+                              f"named {name} (AttributeError: Cannot overwrite NamedTuple attribute {name})")
+    assert (image / "tup.py").read_text() == source
+    # Another name is fine, and so is a subclass of a NamedTuple, which is a plain class.
+    client.ok("compile_method", className="P", source="def norm(self):\n    return self.x\n")
+    client.ok("compile_class_definition", dictionaryName="tup", source="class Q(P):\n    pass\n")
+    client.ok("compile_method", className="Q", source="def _asdict(self):\n    return {}\n")
+
+
+def test_the_namedtuple_reserved_names_are_typings_own():
+    import typing
+
+    from gsmcpd.worker.toolsets.mutation import _NAMEDTUPLE_RESERVED
+    assert _NAMEDTUPLE_RESERVED == getattr(typing, "_prohibited", _NAMEDTUPLE_RESERVED)

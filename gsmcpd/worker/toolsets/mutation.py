@@ -13,6 +13,7 @@ import builtins
 import importlib.util
 import keyword
 import sys
+import typing
 
 from gsmcpd.image import catalog, live, overlay, splice
 from gsmcpd.image.store import relpath_of
@@ -220,6 +221,13 @@ class MutationToolset(Toolset):
                             "of that name would replace it (a field's default would become the "
                             "function, the field no longer required). Name the method otherwise, "
                             "or change the annotation with compile_class_definition.")
+        if node.name in _NAMEDTUPLE_RESERVED and typing.NamedTuple in vars(cls or object).get(
+                "__orig_bases__", ()):
+            # Only the live compile skips NamedTuple's class statement: an import runs it.
+            raise ToolError("refused", f"{ref.qualified} is a typing.NamedTuple, whose class "
+                            f"statement refuses a member named {node.name} (AttributeError: "
+                            f"Cannot overwrite NamedTuple attribute {node.name}), so "
+                            f"{ref.module} would no longer import. Name the method otherwise.")
         if splice.mangled(ref.name, node.name) in _slots_of(cls, classdef):
             # Python refuses to build the class: the module would no longer import.
             raise ToolError("refused", f"{ref.qualified}.{node.name} is in the class's __slots__ "
@@ -585,6 +593,9 @@ class MutationToolset(Toolset):
 # What the dataclass decorator may make (with type()'s `__hash__ = None` for an `__eq__`).
 # Named, not reckoned as what the class body does not write: tuple targets, class-level
 # `if` blocks, and what a metaclass or `__init_subclass__` sets were taken for made.
+# typing._prohibited: the names NamedTuple's class statement refuses to have defined.
+_NAMEDTUPLE_RESERVED = frozenset({"__new__", "__init__", "__slots__", "__getnewargs__", "_fields",
+                                  "_field_defaults", "_make", "_replace", "_asdict", "_source"})
 _DATACLASS_MADE = {"__init__", "__repr__", "__eq__", "__hash__", "__lt__", "__le__", "__gt__",
                    "__ge__", "__setattr__", "__delattr__", "__match_args__", "__dataclass_fields__",
                    "__dataclass_params__", "__doc__", "__annotations__", "__getstate__",
