@@ -318,12 +318,14 @@ def test_compile_method_refuses_a_def_named_like_an_annotated_field(image, c):
         repr(("Needs.__init__() missing 1 required positional argument: 'x'", {}))
 
 
-def test_compile_method_refuses_a_member_name_a_namedtuple_reserves(image, c):
+def test_compile_method_refuses_a_member_name_a_namedtuples_class_statement_refuses(image, c):
     # Compiled live, committed, and then a new session's import of fix.fields failed.
     before = (image / "fix/fields.py").read_text()
-    message = error(c, "compile_method", "refused", className="Pair",
+    message = error(c, "compile_method", "compileError", className="Pair",
                     source="def _asdict(self):\n    return {}\n")
-    assert "Cannot overwrite NamedTuple attribute _asdict" in message
+    assert message == ("fix.fields.Pair's class statement, run with this def as an import of fix.fields "
+                       "runs it, raised AttributeError: Cannot overwrite NamedTuple attribute _asdict; "
+                       "nothing was changed")
     assert (image / "fix/fields.py").read_text() == before
     assert run(c, "from fix.fields import Pair\nPair(1)._asdict()") == "{'a': 1}"
 

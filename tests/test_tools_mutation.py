@@ -1229,26 +1229,31 @@ def test_compile_method_refuses_a_new_def_named_like_an_annotated_field(tmp_path
     client.ok("compile_method", className="F", source="def x(self):\n    return 2\n")
 
 
-@pytest.mark.parametrize("name", ["_asdict", "__init__", "_make"])
-def test_compile_method_refuses_a_name_a_namedtuples_class_statement_refuses(tmp_path, views, name):
+@pytest.mark.parametrize("module, class_name, name, raised", [
+    ("from typing import NamedTuple\n\n\nclass P(NamedTuple):\n    x: int\n", "P", "_asdict",
+     "AttributeError: Cannot overwrite NamedTuple attribute _asdict"),
+    ("from typing import NamedTuple\n\n\nclass P(NamedTuple):\n    x: int\n", "P", "__init__",
+     "AttributeError: Cannot overwrite NamedTuple attribute __init__"),
+    ("import enum\n\n\nclass P(enum.Enum):\n    RED = 1\n", "P", "_foo_",
+     "ValueError: _sunder_ names, such as '_foo_', are reserved for future Enum use"),
+])
+def test_compile_method_refuses_a_name_the_class_statement_of_a_namedtuple_or_enum_refuses(
+        tmp_path, views, module, class_name, name, raised):
     # Compiled live (its class statement not run), committed, then no new session could
-    # import the module: AttributeError: Cannot overwrite NamedTuple attribute _asdict.
-    source = "from typing import NamedTuple\n\n\nclass P(NamedTuple):\n    x: int\n"
-    image = write_image(tmp_path / "image", {"tup.py": source})
+    # import the module.
+    image = write_image(tmp_path / "image", {"made.py": module})
     client = Client(views(image))
-    message = client.error("compile_method", "refused", className="P",
+    before = vars(client.view.module("made").P).get(name)
+    message = client.error("compile_method", "compileError", className=class_name,
                            source=f"def {name}(self, *args):\n    return 1\n")
-    assert message.startswith(f"tup.P is a typing.NamedTuple, whose class statement refuses a member "
-                              f"named {name} (AttributeError: Cannot overwrite NamedTuple attribute {name})")
-    assert (image / "tup.py").read_text() == source
-    # Another name is fine, and so is a subclass of a NamedTuple, which is a plain class.
-    client.ok("compile_method", className="P", source="def norm(self):\n    return self.x\n")
-    client.ok("compile_class_definition", dictionaryName="tup", source="class Q(P):\n    pass\n")
-    client.ok("compile_method", className="Q", source="def _asdict(self):\n    return {}\n")
+    assert message == (f"made.{class_name}'s class statement, run with this def as an import of made "
+                       f"runs it, raised {raised}; nothing was changed")
+    assert (image / "made.py").read_text() == module
+    assert vars(client.view.module("made").P).get(name) is before
+    client.ok("compile_method", className=class_name, source="def norm(self):\n    return 1\n")
 
 
-def test_the_namedtuple_reserved_names_are_typings_own():
-    import typing
-
-    from gsmcpd.worker.toolsets.mutation import _NAMEDTUPLE_RESERVED
-    assert _NAMEDTUPLE_RESERVED == getattr(typing, "_prohibited", _NAMEDTUPLE_RESERVED)
+def test_a_subclass_of_a_namedtuple_is_a_plain_class_taking_any_name(tmp_path, views):
+    image = write_image(tmp_path / "image", {"tup.py": "from typing import NamedTuple\n\n\n"
+                                             "class P(NamedTuple):\n    x: int\n\n\nclass Q(P):\n    pass\n"})
+    Client(views(image)).ok("compile_method", className="Q", source="def _asdict(self):\n    return {}\n")

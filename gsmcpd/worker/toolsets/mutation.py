@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import enum
 import importlib.util
 import keyword
 import sys
@@ -221,13 +222,6 @@ class MutationToolset(Toolset):
                             "of that name would replace it (a field's default would become the "
                             "function, the field no longer required). Name the method otherwise, "
                             "or change the annotation with compile_class_definition.")
-        if node.name in _NAMEDTUPLE_RESERVED and typing.NamedTuple in vars(cls or object).get(
-                "__orig_bases__", ()):
-            # Only the live compile skips NamedTuple's class statement: an import runs it.
-            raise ToolError("refused", f"{ref.qualified} is a typing.NamedTuple, whose class "
-                            f"statement refuses a member named {node.name} (AttributeError: "
-                            f"Cannot overwrite NamedTuple attribute {node.name}), so "
-                            f"{ref.module} would no longer import. Name the method otherwise.")
         if splice.mangled(ref.name, node.name) in _slots_of(cls, classdef):
             # Python refuses to build the class: the module would no longer import.
             raise ToolError("refused", f"{ref.qualified}.{node.name} is in the class's __slots__ "
@@ -249,6 +243,7 @@ class MutationToolset(Toolset):
                 raise
             except BaseException as error:   # the user's code may raise SystemExit too
                 raise definition_error(error) from None
+            _check_by_class_statement(ref, cls, module, filename, new_source)
         _refuse_read_before_bound(module_name, ref.name, self.view.source(module_name), new_source)
         if cls is not None and not self._rebuilt_dataclass(ref, cls, new_source, classdef, node.name):
             live.set_members(cls, members, made)
@@ -593,9 +588,6 @@ class MutationToolset(Toolset):
 # What the dataclass decorator may make (with type()'s `__hash__ = None` for an `__eq__`).
 # Named, not reckoned as what the class body does not write: tuple targets, class-level
 # `if` blocks, and what a metaclass or `__init_subclass__` sets were taken for made.
-# typing._prohibited: the names NamedTuple's class statement refuses to have defined.
-_NAMEDTUPLE_RESERVED = frozenset({"__new__", "__init__", "__slots__", "__getnewargs__", "_fields",
-                                  "_field_defaults", "_make", "_replace", "_asdict", "_source"})
 _DATACLASS_MADE = {"__init__", "__repr__", "__eq__", "__hash__", "__lt__", "__le__", "__gt__",
                    "__ge__", "__setattr__", "__delattr__", "__match_args__", "__dataclass_fields__",
                    "__dataclass_params__", "__doc__", "__annotations__", "__getstate__",
@@ -616,6 +608,23 @@ def _captured_note(source: str, class_name: str, name: str) -> tuple[str, dict]:
             "made again: compile_class_definition with its definition as it stands, or abort to "
             "re-import the committed image (it discards uncommitted changes); a new session "
             "has the new one", {"stillOld": bound})
+
+
+def _check_by_class_statement(ref, cls: type, module, filename: str, new_source: str) -> None:
+    """An Enum's or typing.NamedTuple's class statement refuses some member names
+    (`_sunder_` ones, `_asdict`...), which the live compile, not running it, would let
+    through to a module no new session could import: run it on the new source, binding
+    nothing, as its import would (a dataclass is made again anyway)."""
+    if not (isinstance(cls, enum.EnumMeta) or typing.NamedTuple in vars(cls).get("__orig_bases__", ())):
+        return
+    try:
+        live.evaluate_class(module, filename, new_source, ref.name)
+    except BREAKS:
+        raise
+    except BaseException as error:   # the user's code may raise SystemExit too
+        raise ToolError("compileError", f"{ref.qualified}'s class statement, run with this def as "
+                        f"an import of {ref.module} runs it, raised {type(error).__name__}: "
+                        f"{error}; nothing was changed") from None
 
 
 def _refuse_read_before_bound(module_name: str, class_name: str, old_source: str | None,
