@@ -99,6 +99,10 @@ def test_a_read_the_class_already_made_before_its_binding_does_not_block_other_e
     "from os.path import *\n\n\nclass A:\n    f = join\n",
     # the block the class is written in may bind it above the class
     "try:\n    from os.path import join as J\n\n    class A:\n        f = J\nexcept ImportError:\n    pass\n",
+    # a name a class-level block binds above its read (ssl.SSLContext, subprocess.Popen)
+    "import sys\n\n\nclass A:\n    if sys.platform:\n        @property\n        def p(self):\n"
+    "            return 1\n\n        @p.setter\n        def p(self, v):\n            pass\n\n"
+    "        q = p\n",
     # a module's own dunders, a lambda's and a walrus's names
     "class A:\n    m = __name__\n    f = lambda a, b=1: a + b + c\n    w = (q := 3) + q\n",
 ])

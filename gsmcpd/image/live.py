@@ -413,7 +413,8 @@ def read_before_bound(source: str, class_name: str) -> list[tuple[str, ast.AST]]
                     and name not in stored and name not in type_params
                     and not (name.startswith("__") and name.endswith("__"))   # module dunders
                     and name not in vars(builtins) and not splice.binds(above, name)
-                    and not splice.binds(body_above, name)):
+                    # A statement binding it too may do so first: `if x: def f` ... `g = f`.
+                    and not splice.binds(body_above + [node], name)):
                 found.append((name, sub))
 
     for expression in classdef.decorator_list + classdef.bases + [k.value for k in classdef.keywords]:
