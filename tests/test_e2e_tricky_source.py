@@ -120,6 +120,9 @@ MANGLED = "class Mangled:\n    def _Mangled__p(self):\n        return 1\n\n    d
 FILES = {
     "tricky.py": TRICKY,
     "mangled.py": MANGLED,
+    "implicit.py": "class Meta(type):\n    def __new__(mcls, name, bases, ns):\n        ns['tag'] = 1\n"
+                   "        return super().__new__(mcls, name, bases, ns)\n\n\nclass Made(metaclass=Meta):\n"
+                   "    pass\n",
     "broken.py": "class Broken:\n    def a(self)\n        return 1\n\n\ndef sender():\n    return x.greet()\n",
     # Python cannot compile it either: its parser's stack overflows (a chain of
     # thousands of `+` meets the recursion limit instead)
@@ -358,6 +361,17 @@ def test_a_private_method_written_mangled_answers_to_either_name(c, image):
     assert run(c, "import mangled\nmangled.Mangled().use()") == "2"
     ok(c, "delete_method", className="Mangled", selector="__p")
     assert (image / "mangled.py").read_text() == "class Mangled:\n    def use(self):\n        return self._Mangled__p()\n"
+
+
+def test_a_metaclass_new_sent_back_as_list_methods_files_it_stays_a_static_method(c, image):
+    # Listed static (class-side), sent with meta true: wrapped in @classmethod, the
+    # metaclass broke and implicit imported nowhere.
+    assert [m["name"] for m in structured(c, "list_methods", className="implicit.Meta")["methods"]["static"]] == \
+        ["__new__"]
+    source = structured(c, "get_method_source", className="implicit.Meta", selector="__new__", meta=True)["source"]
+    ok(c, "compile_method", className="implicit.Meta", meta=True, source=source.replace("= 1", "= 2"))
+    assert "classmethod" not in (image / "implicit.py").read_text()
+    assert run(c, "import implicit\nclass Again(metaclass=implicit.Meta):\n    pass\nAgain.tag") == "2"
 
 
 # -- mutations on those shapes, checked against the live objects -------------------------

@@ -873,3 +873,10 @@ def test_a_private_name_is_spelled_either_way_on_either_side():
     assert not splice.spelled("__p", "_D__p", "C") and not splice.spelled("__p", "_C__p", None)
     classdef = ast.parse("class C:\n    def _C__p(self):\n        pass\n").body[0]
     assert [node.name for node in splice.method_nodes(classdef, "__p")] == ["_C__p"]
+
+
+def test_method_kind_of_the_defs_python_makes_class_side():
+    body = ast.parse("class C:\n    def __new__(cls): pass\n    def __init_subclass__(cls): pass\n"
+                     "    def __class_getitem__(cls, item): pass\n    @staticmethod\n"
+                     "    def __init_subclass__(): pass\n    def __init__(self): pass\n").body[0].body
+    assert [splice.method_kind(node) for node in body] == ["static", "class", "class", "static", "instance"]

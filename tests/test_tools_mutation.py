@@ -1257,3 +1257,25 @@ def test_a_subclass_of_a_namedtuple_is_a_plain_class_taking_any_name(tmp_path, v
     image = write_image(tmp_path / "image", {"tup.py": "from typing import NamedTuple\n\n\n"
                                              "class P(NamedTuple):\n    x: int\n\n\nclass Q(P):\n    pass\n"})
     Client(views(image)).ok("compile_method", className="Q", source="def _asdict(self):\n    return {}\n")
+
+
+IMPLICIT = ("class Meta(type):\n    def __new__(mcls, name, bases, ns):\n        ns['tag'] = 1\n"
+            "        return super().__new__(mcls, name, bases, ns)\n\n\n"
+            "class Base:\n    def __init_subclass__(cls, **kw):\n        cls.sub = 1\n\n\n"
+            "class K(Base, metaclass=Meta):\n    pass\n")
+
+
+def test_meta_keeps_a_def_python_makes_class_side_as_written(tmp_path, views):
+    # list_methods shows __new__ static and __init_subclass__ class-side; sent back with
+    # meta true, each was wrapped in @classmethod: the metaclass then failed on every
+    # class it made, and the module imported nowhere.
+    image = write_image(tmp_path / "image", {"imp.py": IMPLICIT})
+    client = Client(views(image))
+    client.ok("compile_method", className="Meta", meta=True,
+              source="def __new__(mcls, name, bases, ns):\n    ns['tag'] = 2\n"
+                     "    return super().__new__(mcls, name, bases, ns)\n")
+    client.ok("compile_method", className="Base", meta=True,
+              source="def __init_subclass__(cls, **kw):\n    cls.sub = 2\n")
+    assert "classmethod" not in (image / "imp.py").read_text()
+    assert client.ok("execute_code", code="import imp\nclass L(imp.Base, metaclass=imp.Meta):\n"
+                                          "    pass\nL.tag, L.sub")["structuredContent"]["result"] == "(2, 2)"

@@ -346,8 +346,13 @@ def docstring_node(classdef: ast.ClassDef) -> ast.Expr | None:
     return None
 
 
+# What the class statement makes of these defs whatever their decorators (type.__new__).
+_IMPLICIT_KINDS = {"__new__": "static", "__init_subclass__": "class", "__class_getitem__": "class"}
+
+
 def method_kind(node) -> str:
-    """'instance', 'class', 'static' or 'property', from the decorators."""
+    """'instance', 'class', 'static' or 'property', from the decorators (or, for
+    `__new__`, `__init_subclass__` and `__class_getitem__`, as Python makes them)."""
     for decorator in node.decorator_list:
         name = _decorator_name(decorator)
         if name == "classmethod":
@@ -356,7 +361,7 @@ def method_kind(node) -> str:
             return "static"
         if name in ("property", "cached_property", "setter", "getter", "deleter"):
             return "property"
-    return "instance"
+    return _IMPLICIT_KINDS.get(node.name, "instance")
 
 
 def _decorator_name(decorator: ast.expr) -> str | None:
