@@ -280,6 +280,14 @@ def test_senders_are_calls_as_written_wherever_they_are_and_not_getattr(c):
     assert structured(c, "find_references_to", name="deco")["results"] == ["tricky.Kitchen.build"]
 
 
+def test_a_decorator_without_arguments_sends_its_name(c):
+    # `@deco` and `@size.setter` call deco and setter with the def, as `@functools.wraps(f)`
+    # calls wraps; only the last was found.
+    assert structured(c, "find_senders", selector="deco")["results"] == ["tricky.Kitchen.build"]
+    assert "tricky.Kitchen.size" in structured(c, "find_senders", selector="setter")["results"]
+    assert structured(c, "find_senders", selector="wraps")["results"] == ["tricky.deco"]
+
+
 def test_a_kernel_types_computed_attributes_are_properties(c):
     methods = structured(c, "list_methods", className="int")["methods"]
     assert "real" in {m["name"] for m in methods["property"]}

@@ -341,6 +341,14 @@ def test_find_references_and_senders(client):
     assert "no senders" in text(client.ok("find_senders", selector="nobody_calls_this"))
 
 
+def test_a_decorator_written_without_arguments_is_a_send(client):
+    # Python calls it with the def: @staticmethod is staticmethod(kingdom).
+    assert client.ok("find_senders", selector="staticmethod")["structuredContent"]["results"] == \
+        ["zoo.animals.Animal.kingdom"]
+    assert client.ok("find_senders", selector="classmethod")["structuredContent"]["results"] == \
+        ["zoo.animals.Animal.named"]
+
+
 def test_senders_are_capped_with_the_true_total(client):
     calls = "".join(f"def f{i}():\n    return target()\n" for i in range(230))
     client.view.set_source("zoo.keeper", calls, live=False)

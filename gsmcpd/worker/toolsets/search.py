@@ -220,17 +220,22 @@ def _imports(view, module: str, imports_from: list[ast.ImportFrom], name: str) -
 
 def _calls_in(view, module: str) -> list[tuple[set[str], set[str]]]:
     """For each of the module's code units (in code_units' order), the names its code calls:
-    as an attribute (`x.name(...)`) and bare (`name(...)`). Found once per text of it."""
+    as an attribute (`x.name(...)`) and bare (`name(...)`), a decorator written without
+    arguments (`@name`, `@x.name`) too, which Python calls with the def. Found once per
+    text of it."""
     def find(_):
         found = []
         for _, _, node, _ in _units(view, module):
             attributes, names = set(), set()
             for sub in ast.walk(node):
-                if isinstance(sub, ast.Call):
-                    if isinstance(sub.func, ast.Attribute):
-                        attributes.add(sub.func.attr)
-                    elif isinstance(sub.func, ast.Name):
-                        names.add(sub.func.id)
+                called = [sub.func] if isinstance(sub, ast.Call) else []
+                called += [decorator for decorator in getattr(sub, "decorator_list", [])
+                           if not isinstance(decorator, ast.Call)]
+                for func in called:
+                    if isinstance(func, ast.Attribute):
+                        attributes.add(func.attr)
+                    elif isinstance(func, ast.Name):
+                        names.add(func.id)
             found.append((attributes, names))
         return found
     return view.derived(module, "search.calls", find)
