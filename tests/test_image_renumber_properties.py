@@ -195,8 +195,14 @@ def step(client, rng, view):
         return f"add {name}.{new}"
     if action == "replace":
         target = rng.choice(methods)
-        kind = "property" if isinstance(vars(getattr(live, name))[target], property) else \
-            rng.choice(["plain", "static", "class", "deco", "tagged", "cached"])
+        value = vars(getattr(live, name))[target]
+        if isinstance(value, property):
+            kind = "property"
+        elif isinstance(value, (staticmethod, classmethod, functools.cached_property)):
+            # A def with no kind written over them is refused (it would replace the other side's).
+            kind = rng.choice(["static", "class", "cached"])
+        else:
+            kind = rng.choice(["plain", "static", "class", "deco", "tagged", "cached"])
         client.ok("compile_method", className=name, source=method(rng, target, kind))
         return f"replace {name}.{target}"
     if action == "delete":

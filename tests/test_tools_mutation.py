@@ -53,6 +53,48 @@ def test_compile_method_appends_and_meta_makes_it_class_side(client, image):
     assert "    @classmethod\n    def create(cls):\n" in disk(image)
 
 
+@pytest.mark.parametrize("selector, source, meta, said", [
+    ("named", "def named(cls, name):\n    return 1\n", None,
+     "zoo.animals.Animal.named is a classmethod; this def (without meta, an instance method) "
+     "would replace it, as a Python class has one namespace for both sides. To change that "
+     "method, send meta true (or the defs as get_method_source gives them) to replace it; to "
+     "make named an instance method instead, delete_method it first."),
+    ("kingdom", "def kingdom(self):\n    return 1\n", False, "is a staticmethod; this def"),
+    ("title", "def title(self):\n    return 1\n", None,
+     "is a property; this def (without meta, an instance method) would replace it, as a Python "
+     "class has one namespace for both sides. To change that method, send the defs as "
+     "get_method_source gives them to replace it"),
+    ("speak", "def speak(cls):\n    return 1\n", True,
+     "zoo.animals.Animal.speak is an instance method; this def (with meta true, a classmethod) "
+     "would replace it, as a Python class has one namespace for both sides. To change that "
+     "method, send it without meta to replace it; to make speak a classmethod instead, "
+     "delete_method it first."),
+    ("title", "def title(cls):\n    return 1\n", True, "is a property; this def (with meta true"),
+], ids=["classmethod-without-meta", "staticmethod-meta-false", "property-plain-def",
+        "instance-with-meta", "property-with-meta"])
+def test_a_def_of_the_other_side_is_refused_not_put_over_the_method(client, image, selector,
+                                                                    source, meta, said):
+    # GemStone keeps the two sides apart; in Python they share one namespace: a forgotten
+    # meta replaced the classmethod with an instance method, its decorator dropped.
+    before = disk(image)
+    arguments = {} if meta is None else {"meta": meta}
+    message = client.error("compile_method", "refused", className="Animal", source=source, **arguments)
+    assert said in message
+    assert disk(image) == before and not client.view.has_changes
+
+
+def test_a_kind_written_in_the_source_or_the_same_side_replaces_the_method(client, image):
+    client.ok("compile_method", className="Animal", meta=True, source="def named(cls, name):\n    return 1\n")
+    client.ok("compile_method", className="Animal", meta=True, source="def kingdom(cls):\n    return 2\n")
+    client.ok("compile_method", className="Animal", source="@classmethod\ndef speak(cls):\n    return 3\n")
+    client.ok("compile_method", className="Animal", source="@property\ndef noise(self):\n    return 4\n")
+    animal = client.view.module("zoo.animals").Animal
+    assert (animal.named("x"), animal.kingdom(), animal.speak(), animal("a").noise) == (1, 2, 3, 4)
+    client.ok("delete_method", className="Animal", selector="named")
+    client.ok("compile_method", className="Animal", source="def named(self):\n    return 5\n")
+    assert animal("a").named() == 5
+
+
 @pytest.mark.parametrize("signature", ["()", "(*, key=None)"])
 def test_meta_refuses_a_def_that_could_not_take_the_class(client, image, signature):
     # Written in as @classmethod, it raised TypeError at every call.

@@ -117,7 +117,8 @@ class MutationToolset(Toolset):
         add(Tool("compile_method", "Add or replace one method (a single def, decorators allowed, "
                  "or a property's defs of one name together) on a class, live and in source, "
                  "commit. A name the class binds to an attribute "
-                 "is refused. category is accepted and ignored (Python has no method categories).",
+                 "is refused, and so is a def of the other side than the method it would replace "
+                 "(no kind decorator, without meta over a classmethod). category is accepted and ignored (Python has no method categories).",
                  object_schema({**CLASS_NAME, "source": string_prop("one def / async def"),
                                 "category": string_prop("ignored"), **META},
                                ["className", "source"]), self.compile_method))
@@ -202,6 +203,12 @@ class MutationToolset(Toolset):
             text = "@classmethod\n" + text
         classdef = catalog.class_node(self.view, ref)
         existing = splice.replaced_by(classdef, node.name, defs)
+        if existing:
+            old_kind = live_kind(cls, ref.name, node.name) or splice.method_kind(existing[0])
+            refusal = _side_change(f"{ref.qualified}.{node.name}", old_kind,
+                                   splice.method_kind(node), bool(meta))
+            if refusal:
+                raise ToolError("refused", refusal)
         if len(existing) > len(defs):
             # A property's getter alone would replace its setter too; one @overload, the rest.
             raise ToolError("refused", _fewer_defs(f"{ref.qualified}.{node.name}", existing, defs))
@@ -608,6 +615,36 @@ def _captured_note(source: str, class_name: str, name: str) -> tuple[str, dict]:
             "made again: compile_class_definition with its definition as it stands, or abort to "
             "re-import the committed image (it discards uncommitted changes); a new session "
             "has the new one", {"stillOld": bound})
+
+
+_KIND_NAMES = {"instance": "an instance method", "class": "a classmethod",
+               "static": "a staticmethod", "property": "a property"}
+
+
+def _side(kind: str) -> str:
+    return "class" if kind in ("class", "static") else kind
+
+
+def _side_change(qualified: str, old_kind: str, written_kind: str, meta: bool) -> str | None:
+    """Why a def whose kind no decorator states (meta, or none: an instance method) is
+    refused over a method of another side, or None. GemStone keeps a class's two sides
+    apart; a Python class has one namespace, so the def would silently replace the other
+    side's method (a classmethod lost for a forgotten meta). A kind decorator written in
+    the source (@classmethod over an instance method) is taken as meant."""
+    if written_kind != "instance":
+        return None
+    new_kind = "class" if meta else "instance"
+    if _side(new_kind) == _side(old_kind):
+        return None
+    name = qualified.rsplit(".", 1)[1]
+    given = "with meta true, a classmethod" if meta else "without meta, an instance method"
+    keep = ("send meta true (or the defs as get_method_source gives them) to replace it"
+            if _side(old_kind) == "class" else
+            "send the defs as get_method_source gives them to replace it" if old_kind == "property"
+            else "send it without meta to replace it")
+    return (f"{qualified} is {_KIND_NAMES[old_kind]}; this def ({given}) would replace it, as "
+            f"a Python class has one namespace for both sides. To change that method, {keep}; "
+            f"to make {name} {_KIND_NAMES[new_kind]} instead, delete_method it first.")
 
 
 def _check_by_class_statement(ref, cls: type, module, filename: str, new_source: str) -> None:

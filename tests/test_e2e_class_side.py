@@ -1,0 +1,40 @@
+"""compile_method and the browsing tools on a class's two sides, end to end through the
+real daemon: a def of the other side than the method it would replace is refused (a
+Python class has one namespace for both).
+
+One daemon per module on a throwaway image; each test works on classes of its own.
+"""
+
+import pytest
+
+from test_e2e_image_tools import daemon, run  # noqa: F401  (the daemon fixture: on this module's image)
+from test_e2e_tools import error, ok
+from test_tools_support import write_image
+
+FILES = {
+    "sides.py": "class Maker:\n    @classmethod\n    def make(cls):\n        return 'class side'\n\n"
+                "    @property\n    def size(self):\n        return 1\n\n"
+                "    def use(self):\n        return 'instance side'\n",
+}
+
+
+@pytest.fixture(scope="module")
+def image(tmp_path_factory):
+    return write_image(tmp_path_factory.mktemp("sides") / "image", FILES)
+
+
+def test_a_def_of_the_other_side_is_refused_and_the_method_kept(c, image):
+    before = (image / "sides.py").read_text()
+    assert "sides.Maker.make is a classmethod; this def (without meta, an instance method) would " \
+           "replace it" in error(c, "compile_method", "refused", className="Maker",
+                                 source="def make(cls):\n    return 'lost'\n")
+    assert "sides.Maker.size is a property" in error(c, "compile_method", "refused", className="Maker",
+                                                     source="def size(self):\n    return 2\n")
+    assert "sides.Maker.use is an instance method; this def (with meta true, a classmethod)" in error(
+        c, "compile_method", "refused", className="Maker", meta=True, source="def use(cls):\n    return 3\n")
+    assert (image / "sides.py").read_text() == before
+    assert run(c, "import sides\nsides.Maker.make(), sides.Maker().size, sides.Maker().use()") == repr(
+        ("class side", 1, "instance side"))
+    ok(c, "compile_method", className="Maker", meta=True, source="def make(cls):\n    return 'new'\n")
+    assert run(c, "sides.Maker.make()") == repr("new")
+    assert "    @classmethod\n    def make(cls):\n        return 'new'\n" in (image / "sides.py").read_text()
