@@ -1,6 +1,6 @@
 """compile_method and the browsing tools on a class's two sides, end to end through the
 real daemon: a def of the other side than the method it would replace is refused (a
-Python class has one namespace for both).
+Python class has one namespace for both); a metaclass's methods are its classes' class side.
 
 One daemon per module on a throwaway image; each test works on classes of its own.
 """
@@ -8,13 +8,15 @@ One daemon per module on a throwaway image; each test works on classes of its ow
 import pytest
 
 from test_e2e_image_tools import daemon, run  # noqa: F401  (the daemon fixture: on this module's image)
-from test_e2e_tools import error, ok
+from test_e2e_tools import error, ok, structured
 from test_tools_support import write_image
 
 FILES = {
     "sides.py": "class Maker:\n    @classmethod\n    def make(cls):\n        return 'class side'\n\n"
                 "    @property\n    def size(self):\n        return 1\n\n"
                 "    def use(self):\n        return 'instance side'\n",
+    "metas.py": "class Meta(type):\n    def meta_method(cls):\n        return 'meta ' + cls.__name__\n\n\n"
+                "class WithMeta(metaclass=Meta):\n    pass\n",
 }
 
 
@@ -38,3 +40,13 @@ def test_a_def_of_the_other_side_is_refused_and_the_method_kept(c, image):
     ok(c, "compile_method", className="Maker", meta=True, source="def make(cls):\n    return 'new'\n")
     assert run(c, "sides.Maker.make()") == repr("new")
     assert "    @classmethod\n    def make(cls):\n        return 'new'\n" in (image / "sides.py").read_text()
+
+
+def test_a_metaclass_s_methods_are_shown_as_the_class_side(c):
+    assert structured(c, "describe_class", className="WithMeta")["metaclass"] == "metas.Meta"
+    assert {"name": "meta_method", "definedIn": "metas.Meta", "metaclass": True} in structured(
+        c, "list_methods", className="WithMeta")["methods"]["class"]
+    found = structured(c, "get_method_source", className="WithMeta", selector="meta_method", meta=True)
+    assert found["source"] == "def meta_method(cls):\n    return 'meta ' + cls.__name__\n"
+    assert found["definedIn"] == "metas.Meta" and "the metaclass of metas.WithMeta" in found["note"]
+    assert run(c, "import metas\nmetas.WithMeta.meta_method()") == repr("meta WithMeta")

@@ -7,7 +7,7 @@ import pytest
 
 from gsmcpd.image import splice
 from gsmcpd.worker.toolsets.search import code_units
-from test_tools_support import Client, client, image, text, views, without_dog  # noqa: F401  (fixtures)
+from test_tools_support import Client, client, image, text, views, without_dog, write_image  # noqa: F401  (fixtures)
 
 
 # -- session ---------------------------------------------------------------------
@@ -1260,3 +1260,45 @@ def test_find_references_to_reads_a_module_holding_lambdas_nested_as_deeply_as_p
     client.view.add_module("zoo.deep", "def uses_dog():\n    return Dog\n\n\nf = " + "lambda: " * 1500 + "1\n")
     refs = client.ok("find_references_to", name="Dog")["structuredContent"]["results"]
     assert any(ref.startswith("zoo.deep.uses_dog") for ref in map(str, refs)), refs
+
+
+METACLASS = '''\
+class Meta(type):
+    def meta_method(cls):
+        return "meta " + cls.__name__
+
+    def shadowed(cls):
+        return "meta"
+
+
+class WithMeta(metaclass=Meta):
+    def shadowed(self):
+        return "own"
+'''
+
+
+def test_a_metaclass_written_in_the_image_is_the_class_side_of_its_classes(tmp_path, views):
+    # In GemStone a class's class side is its metaclass: meta_method was listed nowhere for
+    # WithMeta, and get_method_source with meta true said WithMeta defined no meta_method.
+    image = write_image(tmp_path / "image", {"metas.py": METACLASS, "broken.py": "class Later(metaclass=M):\n    pass\n"})
+    client = Client(views(image))
+    described = client.ok("describe_class", className="WithMeta")
+    assert described["structuredContent"]["metaclass"] == "metas.Meta"
+    assert "metaclass: metas.Meta" in text(described)
+    assert client.ok("describe_class", className="Meta")["structuredContent"]["metaclass"] is None
+    assert client.ok("describe_class", className="Later")["structuredContent"]["metaclass"] == "M"
+    listed = client.ok("list_methods", className="WithMeta")
+    assert listed["structuredContent"]["methods"]["class"] == [
+        {"name": "meta_method", "definedIn": "metas.Meta", "metaclass": True}]
+    assert "  meta_method  (from metaclass metas.Meta)" in text(listed)
+    for meta in (True, None):
+        found = client.ok("get_method_source", className="WithMeta", selector="meta_method",
+                          **({} if meta is None else {"meta": meta}))["structuredContent"]
+        assert found["source"] == 'def meta_method(cls):\n    return "meta " + cls.__name__\n'
+        assert found["kind"] == "class" and found["definedIn"] == "metas.Meta"
+        assert found["note"] == ("defined in metas.Meta, the metaclass of metas.WithMeta: a method "
+                                 "of metas.WithMeta's class side, called with the class")
+    client.error("get_method_source", "notFound", className="WithMeta", selector="meta_method", meta=False)
+    # The class's own def is what WithMeta.shadowed reaches: the metaclass's is not its class side.
+    shadowed = client.ok("get_method_source", className="WithMeta", selector="shadowed")["structuredContent"]
+    assert "own" in shadowed["source"] and "definedIn" not in shadowed

@@ -105,7 +105,8 @@ class BrowsingToolset(Toolset):
                           object_schema({**CLASS_NAME, **SELECTOR, **META}, ["className", "selector"]),
                           self.get_method_source))
         registry.add(Tool("list_methods", "Methods grouped as instance, class, static and property; "
-                          "inherited ones are marked with their defining class.",
+                          "inherited ones are marked with their defining class; the methods of an image "
+                          "metaclass the class reaches are class-side, marked metaclass.",
                           one_class, self.list_methods))
 
     # -- helpers ---------------------------------------------------------
@@ -140,17 +141,22 @@ class BrowsingToolset(Toolset):
             methods = sorted(name for name, value in vars(cls).items()
                              if member_kind(value) and name not in NOT_METHODS)
             doc = cls.__doc__
+            metaclass = None if type(cls) is type else qualname(type(cls))
         else:
             bases = [ast.unparse(b) for b in node.bases]
             mro = []
             methods = sorted(splice.mangled(node.name, m.name) for m in splice.methods_of(node))
             doc = ast.get_docstring(node)
+            metaclass = next((ast.unparse(k.value) for k in node.keywords if k.arg == "metaclass"), None)
         variables = instance_variables(cls, node)
         structured = {"class": ref.qualified, "dictionary": ref.module, "bases": bases, "mro": mro,
-                      "instanceVariables": variables, "methods": methods, "doc": doc}
+                      "instanceVariables": variables, "methods": methods, "doc": doc,
+                      "metaclass": metaclass}
         lines = [f"class {ref.qualified}", f"bases: {', '.join(bases) or '-'}"]
         if mro:
             lines.append(f"mro: {' -> '.join(mro)}")
+        if metaclass:   # its methods are the class side (list_methods shows them)
+            lines.append(f"metaclass: {metaclass}")
         lines.append(f"instance variables: {', '.join(variables) or '-'}")
         lines.append(f"methods: {', '.join(methods) or '-'}")
         if doc:
@@ -219,6 +225,10 @@ class BrowsingToolset(Toolset):
                 note = (f"written inside the class-level {splice.statement_kind(statement)} "
                         f"statement at line {statement.lineno}: the class has it when that "
                         "branch runs")
+        if not found and meta is not False:
+            answer = self._metaclass_method_source(ref, cls, selector)
+            if answer:
+                return answer
         if not found:
             raise ToolError("notFound", f"{ref.qualified} defines no method {catalog.echoed(selector)}"
                             + (self._attribute_hint(ref, node, selector)
@@ -231,6 +241,26 @@ class BrowsingToolset(Toolset):
         if note:
             structured["note"] = note
         return {"text": text + (f"\n({note})" if note else ""), "structured": structured}
+
+    def _metaclass_method_source(self, ref, cls, selector) -> dict | None:
+        """The answer for a method of the class's metaclass (written in the image) that the
+        class reaches as its own (`WithMeta.meta_method()`): its class side, as GemStone has
+        it; None when there is none."""
+        for owner, name in metaclass_members(self.view, cls) if cls is not None else ():
+            if name != splice.mangled(owner.__name__, selector):
+                continue
+            owner_ref = catalog.resolve_class(self.view, qualname(owner))
+            nodes = splice.method_nodes(catalog.class_node(self.view, owner_ref), selector)
+            if not nodes:
+                return None
+            text = splice.segments(self.view.source(owner_ref.module), nodes)
+            note = (f"defined in {owner_ref.qualified}, the metaclass of {ref.qualified}: a method "
+                    f"of {ref.qualified}'s class side, called with the class")
+            return {"text": f"{text}\n({note})",
+                    "structured": {"class": ref.qualified, "selector": selector, "kind": "class",
+                                   "source": text, "definedIn": owner_ref.qualified,
+                                   "metaclass": True, "note": note}}
+        return None
 
     def _attribute_hint(self, ref, node, selector) -> str:
         """`alias = greet` makes a method no def names: say where the class binds it."""
@@ -275,17 +305,41 @@ class BrowsingToolset(Toolset):
                     if owner is not cls:
                         entry["inherited"] = True
                     groups[kind].append(entry)
+            for owner, name in metaclass_members(self.view, cls):
+                groups["class"].append({"name": name, "definedIn": qualname(owner), "metaclass": True})
         lines = []
         for kind, entries in groups.items():
             if entries:
                 lines.append(f"{kind}:")
-                lines += [f"  {e['name']}" + (f"  (inherited from {e['definedIn']})"
-                                              if e.get("inherited") else "") for e in entries]
+                lines += [f"  {e['name']}" + _origin(e) for e in entries]
         text, structured = "\n".join(lines) or f"{ref.qualified} has no methods", {
             "class": ref.qualified, "methods": groups}
         if cls is None:   # its own defs only: what it inherits needs the live class
             text, structured["fromSource"] = f"{text}\n(from source: {not_live})", not_live
         return {"text": text, "structured": structured}
+
+
+def _origin(entry: dict) -> str:
+    if entry.get("metaclass"):
+        return f"  (from metaclass {entry['definedIn']})"
+    return f"  (inherited from {entry['definedIn']})" if entry.get("inherited") else ""
+
+
+def metaclass_members(view, cls: type) -> list[tuple[type, str]]:
+    """(metaclass, name) for the methods of the class's image-written metaclasses that
+    the class reaches as its own (`WithMeta.meta_method`: no class of its MRO binds the
+    name): in GemStone terms its class side."""
+    found, seen = [], set()
+    for owner in type(cls).__mro__:
+        if not view.defines(owner):
+            continue
+        for name, value in sorted(vars(owner).items()):
+            if (member_kind(value) is None or name in seen or name in NOT_METHODS
+                    or any(name in vars(klass) for klass in cls.__mro__)):
+                continue
+            seen.add(name)
+            found.append((owner, name))
+    return found
 
 
 def named_class(base: ast.expr) -> ast.expr:
