@@ -1,11 +1,14 @@
 """compile_method and the browsing tools on a class's two sides, end to end through the
 real daemon: a def of the other side than the method it would replace is refused (a
-Python class has one namespace for both); a metaclass's methods are its classes' class side.
+Python class has one namespace for both); a metaclass's methods are its classes' class side;
+what wrapped a method as its class was made, not run again for a compiled def, is said.
 
 One daemon per module on a throwaway image; each test works on classes of its own.
 """
 
 import pytest
+
+from helpers import open_session, tool_text
 
 from test_e2e_image_tools import daemon, run  # noqa: F401  (the daemon fixture: on this module's image)
 from test_e2e_tools import error, ok, structured
@@ -17,6 +20,8 @@ FILES = {
                 "    def use(self):\n        return 'instance side'\n",
     "metas.py": "class Meta(type):\n    def meta_method(cls):\n        return 'meta ' + cls.__name__\n\n\n"
                 "class WithMeta(metaclass=Meta):\n    pass\n",
+    "hooked.py": "def shout(cls):\n    say = cls.say\n    cls.say = lambda self: say(self).upper()\n"
+                 "    return cls\n\n\n@shout\nclass Loud:\n    def say(self):\n        return 'hello'\n",
 }
 
 
@@ -50,3 +55,15 @@ def test_a_metaclass_s_methods_are_shown_as_the_class_side(c):
     assert found["source"] == "def meta_method(cls):\n    return 'meta ' + cls.__name__\n"
     assert found["definedIn"] == "metas.Meta" and "the metaclass of metas.WithMeta" in found["note"]
     assert run(c, "import metas\nmetas.WithMeta.meta_method()") == repr("meta WithMeta")
+
+
+def test_compile_method_says_a_class_decorator_wrapped_the_method_it_replaces(daemon, c):
+    # The session kept the def as written ('hi'), a new session had it wrapped ('HI').
+    result = ok(c, "compile_method", className="Loud", source="def say(self):\n    return 'hi'\n")
+    assert result["structuredContent"]["notRerun"] == ["class decorator @shout"]
+    assert ("they made the old say other than its def (wrapped it), so this session has say as "
+            "its def makes it while a new session's import has what they make of it") in tool_text(result)
+    assert run(c, "import hooked\nhooked.Loud().say()") == repr("hi")
+    fresh = open_session(daemon)
+    assert run(fresh, "import hooked\nhooked.Loud().say()") == repr("HI")
+    fresh.close()

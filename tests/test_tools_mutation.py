@@ -1321,3 +1321,94 @@ def test_meta_keeps_a_def_python_makes_class_side_as_written(tmp_path, views):
     assert "classmethod" not in (image / "imp.py").read_text()
     assert client.ok("execute_code", code="import imp\nclass L(imp.Base, metaclass=imp.Meta):\n"
                                           "    pass\nL.tag, L.sub")["structuredContent"]["result"] == "(2, 2)"
+
+
+HOOKED = '''\
+registry = []
+
+
+def _upper(f):
+    return lambda self: f(self).upper()
+
+
+def shout(cls):
+    cls.say = _upper(cls.say)
+    return cls
+
+
+class Meta(type):
+    def __new__(mcls, name, bases, ns):
+        ns["say"] = _upper(ns["say"])
+        return super().__new__(mcls, name, bases, ns)
+
+
+class Base:
+    def __init_subclass__(cls):
+        registry.append(cls.__name__)
+        cls.say = _upper(cls.say)
+
+
+@shout
+class ByDecorator:
+    def say(self):
+        return "hello"
+
+    def plain(self):
+        return "plain"
+
+
+class ByMetaclass(metaclass=Meta):
+    def say(self):
+        return "hello"
+
+
+class ByHook(Base):
+    def say(self):
+        return "hello"
+'''
+
+
+@pytest.mark.parametrize("class_name, hook", [
+    ("ByDecorator", "class decorator @shout"), ("ByMetaclass", "metaclass hooked.Meta"),
+    ("ByHook", "hooked.Base.__init_subclass__")])
+def test_compile_method_says_what_wrapped_the_method_it_does_not_run_again(tmp_path, views,
+                                                                            class_name, hook):
+    # The session kept the def as written ('hello'), a new session's import had it wrapped
+    # ('HELLO'), and nothing said so.
+    image = write_image(tmp_path / "image", {"hooked.py": HOOKED})
+    client = Client(views(image))
+    hooked = client.view.module("hooked")
+    result = client.ok("compile_method", className=class_name, source="def say(self):\n    return 'hi'\n")
+    assert result["structuredContent"]["notRerun"] == [hook]
+    assert (f"note: hooked.{class_name} was made by its {hook}, which are not run again for one "
+            "compiled method (that would repeat what else they do, such as a registry entry); they "
+            "made the old say other than its def (wrapped it), so this session has say as its def "
+            "makes it while a new session's import has what they make of it: "
+            "compile_class_definition with the class's definition as it stands runs them "
+            "again here") in text(result)
+    assert getattr(hooked, class_name)().say() == "hi" and hooked.registry == ["ByHook"]
+    namespace = {}
+    exec(disk(image, "hooked.py"), namespace)     # as a new session's import runs it
+    assert namespace[class_name]().say() == "HI"
+    # A new method: they may; a method they left as its def made it: nothing to say.
+    added = client.ok("compile_method", className=class_name, source="def other(self):\n    return 1\n")
+    assert "if they wrap or change methods, this session has other" in text(added)
+    replaced = client.ok("compile_method", className=class_name, source="def other(self):\n    return 2\n")
+    assert "note" not in text(replaced) and "notRerun" not in replaced["structuredContent"]
+
+
+def test_a_method_s_own_decorator_is_not_run_again_to_tell_what_hooks_did(tmp_path, views):
+    image = write_image(tmp_path / "image", {"hooked.py": HOOKED.replace(
+        "registry = []\n", "registry = []\n\n\ndef noted(f):\n    registry.append(f.__name__)\n    return f\n")
+        .replace("class ByDecorator:\n", "class ByDecorator:\n    @noted\n    def tag(self):\n        return 1\n\n")})
+    client = Client(views(image))
+    hooked = client.view.module("hooked")
+    result = client.ok("compile_method", className="ByDecorator",
+                       source="@noted\ndef tag(self):\n    return 2\n")
+    assert "if they wrap or change methods, this session has tag" in text(result)
+    assert hooked.registry == ["tag", "ByHook", "tag"]     # the import's, the new def's: no third
+
+
+def test_compile_method_on_a_class_no_hook_made_has_no_such_note(client):
+    assert "notRerun" not in client.ok("compile_method", className="Dog",
+                                       source="def fetch(self):\n    return 1\n")["structuredContent"]

@@ -222,6 +222,13 @@ def _same_function(a, b) -> bool:
             and _same_value(a.__defaults__, b.__defaults__) and _same_value(a.__kwdefaults__, b.__kwdefaults__))
 
 
+def made_alike(a, b) -> bool:
+    """Whether two class attributes are made alike from their code: of one type, holding
+    functions of equal code (not the same object: a wrapper a hook made is not a def's)."""
+    codes = [function.__code__ for function in functions_in(a)]
+    return type(a) is type(b) and codes == [function.__code__ for function in functions_in(b)]
+
+
 def _plain(value) -> bool:
     """A value of Python's own types (`0`, `"s"`, `list[int]`), its items too for a tuple,
     and its keys and values for a mapping (a field's metadata): `==` compares them."""

@@ -364,6 +364,16 @@ def method_kind(node) -> str:
     return _IMPLICIT_KINDS.get(node.name, "instance")
 
 
+_KIND_DECORATORS = {"classmethod", "staticmethod", "property", "cached_property", "setter",
+                    "getter", "deleter"}
+
+
+def only_kind_decorators(node) -> bool:
+    """Whether the def's decorators are only those that make its kind (`@classmethod`,
+    a property's): made again, it runs none of the image's code."""
+    return all(_decorator_name(decorator) in _KIND_DECORATORS for decorator in node.decorator_list)
+
+
 def _decorator_name(decorator: ast.expr) -> str | None:
     """`name` for `@name` and `@module.name`."""
     return decorator.id if isinstance(decorator, ast.Name) else (

@@ -22,7 +22,8 @@ from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
 from gsmcpd.image.view import KERNEL
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset, bool_prop, object_schema, string_prop
-from gsmcpd.worker.toolsets.browsing import CLASS_NAME, META, SELECTOR, filter_by_meta, live_kind
+from gsmcpd.worker.toolsets.browsing import (CLASS_NAME, META, SELECTOR, filter_by_meta, live_kind,
+                                              qualname)
 from gsmcpd.worker.toolsets.session import (already_committed_text, brought_in_text, commit_view,
                                             import_error_lines, settled_text)
 
@@ -252,7 +253,9 @@ class MutationToolset(Toolset):
                 raise definition_error(error) from None
             _check_by_class_statement(ref, cls, module, filename, new_source)
         _refuse_read_before_bound(module_name, ref.name, self.view.source(module_name), new_source)
+        hooks, hooks_data = "", {}
         if cls is not None and not self._rebuilt_dataclass(ref, cls, new_source, classdef, node.name):
+            hooks, hooks_data = self._hooks_note(ref, cls, classdef, node.name, existing)
             live.set_members(cls, members, made)
         self.view.set_source(module_name, new_source, live=cls is not None)
         verb = "replaced" if replaced else "added"
@@ -267,8 +270,46 @@ class MutationToolset(Toolset):
         if cls is not None:
             captured, captured_data = _captured_note(new_source, ref.name, node.name)
             stale, data = stale + captured, {**data, **captured_data}
-        return self._finish(f"{verb} {ref.qualified}.{node.name}{note}{stale}",
-                            {"class": ref.qualified, "selector": node.name, "replaced": replaced, **data})
+        return self._finish(f"{verb} {ref.qualified}.{node.name}{note}{stale}{hooks}",
+                            {"class": ref.qualified, "selector": node.name, "replaced": replaced,
+                             **data, **hooks_data})
+
+    def _hooks_note(self, ref, cls, classdef, name: str, existing: list) -> tuple[str, dict]:
+        """A note and its data naming what, as the class was made, may have wrapped its
+        methods (class decorators, the image's metaclass, a base's `__init_subclass__`):
+        only the def is compiled, so they do not run on it (running them again would
+        repeat their side effects, a registry entry). A replaced method they left as its
+        def (`existing`) made it needs none; that def is compiled again to tell, unless its
+        decorators would run user code again. Call before the new def is set. ('', {}) when
+        none is."""
+        hooks = [f"class decorator @{ast.unparse(decorator)}" for decorator in classdef.decorator_list]
+        hooks += [f"metaclass {qualname(owner)}" for owner in type(cls).__mro__
+                  if self.view.defines(owner) and _MAKING.intersection(vars(owner))]
+        hooks += [f"{qualname(owner)}.__init_subclass__" for owner in cls.__mro__[1:]
+                  if self.view.defines(owner) and "__init_subclass__" in vars(owner)]
+        if not hooks:
+            return "", {}
+        bound, as_written = splice.mangled(ref.name, name), {}
+        if existing and all(splice.only_kind_decorators(node) for node in existing):
+            module = self.view.module(ref.module)
+            filename = self.view.filename(self.view.relpath(ref.module))
+            try:
+                _, as_written = live.compile_members(module, filename, self.view.source(ref.module),
+                                                     ref.name, [name], cls)
+            except BREAKS:
+                raise
+            except BaseException:   # the old def no longer compiles alone: say what may be
+                pass
+            if as_written and live.made_alike(vars(cls).get(bound), as_written.get(bound)):
+                return "", {}
+        changed = (f"they made the old {name} other than its def (wrapped it), so " if as_written
+                   else "if they wrap or change methods, ")
+        return (f"; note: {ref.qualified} was made by its {', '.join(hooks)}, which are not run "
+                f"again for one compiled method (that would repeat what else they do, such as a "
+                f"registry entry); {changed}this session has {name} as its def makes it while a "
+                "new session's import has what they make of it: compile_class_definition with "
+                "the class's definition as it stands runs them again here, or abort re-imports "
+                "the committed image (it discards uncommitted changes)", {"notRerun": hooks})
 
     def compile_class_definition(self, arguments):
         text, node = parse_single(arguments["source"], ast.ClassDef, "class statement")
@@ -590,6 +631,10 @@ class MutationToolset(Toolset):
         imported, data = self._reimport_importers(removed)
         return self._finish(f"removed dictionary {', '.join(removed)}{imported}",
                             {"removed": removed, **data})
+
+
+# What a metaclass runs as it makes a class (and so may wrap its methods with).
+_MAKING = {"__new__", "__init__", "__prepare__"}
 
 
 # What the dataclass decorator may make (with type()'s `__hash__ = None` for an `__eq__`).
