@@ -1,7 +1,8 @@
 """compile_method and the browsing tools on a class's two sides, end to end through the
 real daemon: a def of the other side than the method it would replace is refused (a
 Python class has one namespace for both); a metaclass's methods are its classes' class side;
-what wrapped a method as its class was made, not run again for a compiled def, is said.
+what wrapped a method as its class was made, not run again for a compiled def, is said; a
+def written only inside a class-level if/try is refused, as delete_method refuses it.
 
 One daemon per module on a throwaway image; each test works on classes of its own.
 """
@@ -22,6 +23,8 @@ FILES = {
                 "class WithMeta(metaclass=Meta):\n    pass\n",
     "hooked.py": "def shout(cls):\n    say = cls.say\n    cls.say = lambda self: say(self).upper()\n"
                  "    return cls\n\n\n@shout\nclass Loud:\n    def say(self):\n        return 'hello'\n",
+    "paired.py": "import sys\n\n\nclass Pair:\n    if sys.platform == 'nowhere':\n        def go(self):\n"
+                 "            return 1\n    else:\n        def go(self):\n            return 2\n",
 }
 
 
@@ -67,3 +70,14 @@ def test_compile_method_says_a_class_decorator_wrapped_the_method_it_replaces(da
     fresh = open_session(daemon)
     assert run(fresh, "import hooked\nhooked.Loud().say()") == repr("HI")
     fresh.close()
+
+
+def test_a_def_written_in_a_class_level_if_else_is_refused_not_appended(c, image):
+    # get_method_source's text (both defs) sent back was appended after the if/else.
+    before = (image / "paired.py").read_text()
+    shown = structured(c, "get_method_source", className="Pair", selector="go")["source"]
+    assert ("paired.Pair.go is written inside the class-level if statement at paired line 5, not as "
+            "a method of the class body") in error(c, "compile_method", "refused", className="Pair",
+                                                  source=shown)
+    assert (image / "paired.py").read_text() == before
+    assert run(c, "import paired\npaired.Pair().go()") == "2"

@@ -1031,10 +1031,31 @@ def test_a_def_inside_a_class_level_try_is_not_deleted_out_of_it(client, image):
     message = client.error("delete_method", "refused", className="Guarded", selector="tried")
     assert "class-level try statement at zoo.guarded line 8" in message
     assert disk(image, "zoo/guarded.py") == GUARDED
-    # A def compiled for that name goes in the class body, after it: the class has the new one.
-    result = client.ok("compile_method", className="Guarded", source="def tried(self):\n    return 2\n")
-    assert "try statement at line 8 stays" in text(result)
-    assert client.view.module("zoo.guarded").Guarded().tried() == 2
+    # compile_method alike: appended after the block, the def was what the class had
+    # whichever branch ran; get_method_source's text of an if/else pair appended both.
+    message = client.error("compile_method", "refused", className="Guarded",
+                           source="def tried(self):\n    return 2\n")
+    assert message == ("zoo.guarded.Guarded.tried is written inside the class-level try statement "
+                       "at zoo.guarded line 8, not as a method of the class body; a def compiled "
+                       "for it would go after that statement, and the class would have it whichever "
+                       "branch ran: edit that statement with compile_class_definition "
+                       "(get_class_definition shows it), or name the method otherwise")
+    assert disk(image, "zoo/guarded.py") == GUARDED and not client.view.has_changes
+
+
+def test_get_method_source_s_text_of_an_if_else_pair_is_refused_not_appended(client, image):
+    source = ("import sys\n\n\nclass Pair:\n    if sys.platform == 'nowhere':\n        def go(self):\n"
+              "            return 1\n    else:\n        def go(self):\n            return 2\n")
+    client.view.add_module("zoo.pair", source)
+    client.ok("commit")
+    shown = client.ok("get_method_source", className="Pair", selector="go")["structuredContent"]["source"]
+    assert "if statement at zoo.pair line 5" in client.error("compile_method", "refused",
+                                                             className="Pair", source=shown)
+    assert disk(image, "zoo/pair.py") == source
+    # The way forward the refusal names: the statement, edited in the class's definition.
+    definition = client.ok("get_class_definition", className="Pair")["structuredContent"]["definition"]
+    client.ok("compile_class_definition", source=definition.replace("return 2", "return 3"))
+    assert client.view.module("zoo.pair").Pair().go() == 3
 
 
 def test_a_class_redefined_from_get_class_definition_keeps_everything_it_left_out(client, image):

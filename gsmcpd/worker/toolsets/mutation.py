@@ -204,6 +204,14 @@ class MutationToolset(Toolset):
             text = "@classmethod\n" + text
         classdef = catalog.class_node(self.view, ref)
         existing = splice.replaced_by(classdef, node.name, defs)
+        guarded = splice.guarded_method_nodes(classdef, node.name)
+        if guarded and not splice.method_nodes(classdef, node.name):
+            # Appended after the block, it would be what the class has whichever branch ran
+            # (get_method_source's text of an if/else pair, both defs): delete_method refuses too.
+            raise _written_in_block(ref, node.name, guarded[0][0], "a def compiled for it would go "
+                                    "after that statement, and the class would have it whichever "
+                                    "branch ran", "(get_class_definition shows it), or name the "
+                                    "method otherwise")
         if existing:
             old_kind = live_kind(cls, ref.name, node.name) or splice.method_kind(existing[0])
             refusal = _side_change(f"{ref.qualified}.{node.name}", old_kind,
@@ -259,18 +267,11 @@ class MutationToolset(Toolset):
             live.set_members(cls, members, made)
         self.view.set_source(module_name, new_source, live=cls is not None)
         verb = "replaced" if replaced else "added"
-        note = ""
-        guarded = splice.guarded_method_nodes(classdef, node.name)
-        if guarded and not existing:
-            statement = guarded[0][0]
-            note = (f" (the def written inside the class-level {splice.statement_kind(statement)} "
-                    f"statement at line {statement.lineno} stays; this one, after it in the "
-                    "class body, is what the class has)")
         stale, data = self._stale_dataclass_subclasses(ref.qualified, cls, basis)
         if cls is not None:
             captured, captured_data = _captured_note(new_source, ref.name, node.name)
             stale, data = stale + captured, {**data, **captured_data}
-        return self._finish(f"{verb} {ref.qualified}.{node.name}{note}{stale}{hooks}",
+        return self._finish(f"{verb} {ref.qualified}.{node.name}{stale}{hooks}",
                             {"class": ref.qualified, "selector": node.name, "replaced": replaced,
                              **data, **hooks_data})
 
@@ -430,12 +431,8 @@ class MutationToolset(Toolset):
         nodes = splice.method_nodes(classdef, selector)
         guarded = splice.guarded_method_nodes(classdef, selector)
         if not nodes and guarded:
-            statement = guarded[0][0]
-            raise ToolError("refused", f"{ref.qualified}.{selector} is written inside the class-level "
-                            f"{splice.statement_kind(statement)} statement at {ref.module} line "
-                            f"{statement.lineno}, not as a method of the class body; removing it "
-                            "from there could leave that block empty or change what it means: "
-                            "edit the class with compile_class_definition")
+            raise _written_in_block(ref, selector, guarded[0][0], "removing it from there could "
+                                    "leave that block empty or change what it means")
         if not nodes:
             raise ToolError("notFound", f"{ref.qualified} defines no method {catalog.echoed(selector)}")
         filter_by_meta(nodes, arguments.get("meta"), ref.qualified, selector,
@@ -644,6 +641,15 @@ _DATACLASS_MADE = {"__init__", "__repr__", "__eq__", "__hash__", "__lt__", "__le
                    "__ge__", "__setattr__", "__delattr__", "__match_args__", "__dataclass_fields__",
                    "__dataclass_params__", "__doc__", "__annotations__", "__getstate__",
                    "__setstate__"}
+
+
+def _written_in_block(ref, selector: str, statement: ast.stmt, why: str, more: str = "") -> ToolError:
+    """The refusal of an edit to a def written only inside a class-level if/try/with:
+    `why` the tool would get it wrong; the way forward, compile_class_definition, `more`."""
+    return ToolError("refused", f"{ref.qualified}.{selector} is written inside the class-level "
+                     f"{splice.statement_kind(statement)} statement at {ref.module} line "
+                     f"{statement.lineno}, not as a method of the class body; {why}: edit that "
+                     f"statement with compile_class_definition{' ' + more if more else ''}")
 
 
 def _captured_note(source: str, class_name: str, name: str) -> tuple[str, dict]:
