@@ -17,12 +17,15 @@ from helpers import (Client, Daemon, parent_of, pid_alive, runs_until, signals_o
 from test_e2e_lifetime import Exchange, open_stream, worker_pid
 
 REQUEST_TIMEOUT = -32001
+# Each runaway here waits out the deadline, and nothing asserted depends on its length:
+# half a second is ample for a call to reach its loop in a worker already running.
+DEADLINE = "0.5"
 
 
 @pytest.fixture(scope="module")
 def deadlines(tmp_path_factory):
     d = Daemon(tmp_path_factory.mktemp("deadlines"), env={
-        "GS_MCP_REQUEST_TIMEOUT": "1", "GS_MCP_BREAK_GRACE": "1", "GS_MCP_SPARE_WORKERS": "2"})
+        "GS_MCP_REQUEST_TIMEOUT": DEADLINE, "GS_MCP_BREAK_GRACE": "1", "GS_MCP_SPARE_WORKERS": "2"})
     d.start()
     yield d
     d.stop()
@@ -33,7 +36,7 @@ def stopping(tmp_path_factory):
     """The deadline of `deadlines`, with its break steps 0.3 s apart: for calls no break
     reaches, where the steps' spacing decides nothing but how long the test waits."""
     d = Daemon(tmp_path_factory.mktemp("stopping"), env={
-        "GS_MCP_REQUEST_TIMEOUT": "1", "GS_MCP_BREAK_GRACE": "0.3", "GS_MCP_SPARE_WORKERS": "2"})
+        "GS_MCP_REQUEST_TIMEOUT": DEADLINE, "GS_MCP_BREAK_GRACE": "0.3", "GS_MCP_SPARE_WORKERS": "2"})
     d.start()
     yield d
     d.stop()
@@ -75,7 +78,7 @@ BROKEN = {  # shape: (code, the break that ends it)
                                    "soft break"),
 }
 
-TIMED_OUT = "request timed out after 1s (GS_MCP_REQUEST_TIMEOUT) and was interrupted: "
+TIMED_OUT = "request timed out after %ss (GS_MCP_REQUEST_TIMEOUT) and was interrupted: " % DEADLINE
 
 STOPPED = {
     "swallows_base_exception": SPIN_CATCHING % "BaseException",
@@ -475,7 +478,7 @@ def test_a_commit_broken_as_it_waits_for_the_image_lock_ends_at_the_soft_break(t
     from test_tools_support import write_image
 
     image = write_image(tmp_path / "image", EXAMPLE_FILES)
-    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image), "GS_MCP_REQUEST_TIMEOUT": "1",
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image), "GS_MCP_REQUEST_TIMEOUT": DEADLINE,
                                "GS_MCP_BREAK_GRACE": "0.3", "GS_MCP_IMAGE_LOCK_WAIT": "60"}) as d:
         holder, committer = Client(d.port, timeout=15), Client(d.port, timeout=15)
         holder.initialize()
