@@ -455,14 +455,14 @@ def test_under_the_units_capabilities_a_users_runaway_call_is_broken(tmp_path, a
     # The break is a signal from the root router to a worker running as another user:
     # without CAP_KILL it would be refused (EPERM) and the call would run on.
     first = accounts[0][0]
-    daemon, idp = peruser_daemon(tmp_path, image, "identity", GS_MCP_REQUEST_TIMEOUT="1",
+    daemon, idp = peruser_daemon(tmp_path, image, "identity", GS_MCP_REQUEST_TIMEOUT="0.5",
                                  preexec=as_the_unit_runs_it(unit_capabilities()))
     with daemon:
         client = session_for(daemon, idp, first.pw_name)
         reply = client.call("tools/call", {"name": "execute_code", "arguments": {"code": "while True: pass"}})
         assert reply.status == 200
         assert reply.json()["error"] == {"code": -32001, "message":
-                                       "request timed out after 1s (GS_MCP_REQUEST_TIMEOUT) and was interrupted: soft break"}
+                                       "request timed out after 0.5s (GS_MCP_REQUEST_TIMEOUT) and was interrupted: soft break"}
         assert run(client, "6 * 7") == ("42", False)   # the same worker, still serving
 
 
@@ -731,7 +731,7 @@ def test_one_accounts_code_holding_the_image_lock_fails_the_others_opens_and_com
     (first, second), _ = accounts
     user_map = tmp_path / "users.map"
     user_map.write_text("ann %s\nben %s\n" % (first.pw_name, second.pw_name))
-    daemon, idp = peruser_daemon(tmp_path, image, user_map, GS_MCP_IMAGE_LOCK_WAIT="1")
+    daemon, idp = peruser_daemon(tmp_path, image, user_map, GS_MCP_IMAGE_LOCK_WAIT="0.5")
     with daemon:
         ann, ben = session_for(daemon, idp, "ann"), session_for(daemon, idp, "ben")
         text, failed = run(ann, "import fcntl, os\nheld = open(%r)\nfcntl.flock(held, fcntl.LOCK_EX)\nos.getpid()"
@@ -740,7 +740,7 @@ def test_one_accounts_code_holding_the_image_lock_fails_the_others_opens_and_com
         holder = "held by pid %s (account %s)" % (text.strip().splitlines()[-1], first.pw_name)
         resp = Client(daemon.port).post(INIT, headers={"Authorization": "Bearer " + idp.mint(sub="ben")})
         message = resp.json()["error"]["message"]
-        assert "the image lock %s was not free after 1s (GS_MCP_IMAGE_LOCK_WAIT): %s" % (
+        assert "the image lock %s was not free after 0.5s (GS_MCP_IMAGE_LOCK_WAIT): %s" % (
             image / ".gsmcpd" / "lock", holder) in message, message
         refused = ben.tool("set_class_comment", className="shop.models.Product", comment="Waits no more.")
         assert refused["structuredContent"]["error"]["kind"] == "other", refused
