@@ -512,9 +512,16 @@ def test_tokens_are_never_logged(env):
 
 # -- key rotation and a slow IdP: a daemon of their own, refreshes allowed often --------
 
+# The rotating daemon's least pause between JWKS fetches, and a test's sleep to be past it
+# (a test waits out the pause before each refresh it counts).
+ROTATING_MIN_REFRESH = 0.1
+PAST_MIN_REFRESH = 0.15
+
+
 @pytest.fixture(scope="module")
 def rotating(tmp_path_factory):
-    server, daemon = start_auth_daemon(tmp_path_factory.mktemp("rotating"), MCP_JWKS_MIN_REFRESH="0.2")
+    server, daemon = start_auth_daemon(tmp_path_factory.mktemp("rotating"),
+                                       MCP_JWKS_MIN_REFRESH=str(ROTATING_MIN_REFRESH))
     # The first key load runs in the background: a token waits for it. Done before the
     # tests count fetches, so that a slow one cannot land in a count as a refresh.
     assert post_initialize(daemon, "Bearer " + server.idp.mint()).status == 200
@@ -525,7 +532,7 @@ def rotating(tmp_path_factory):
 
 def test_unknown_kid_is_refused_after_exactly_one_jwks_refresh(rotating):
     server, daemon = rotating
-    time.sleep(0.3)                                # past MCP_JWKS_MIN_REFRESH since the last fetch
+    time.sleep(PAST_MIN_REFRESH)                   # past MCP_JWKS_MIN_REFRESH since the last fetch
     before = server.fetches["/jwks.json"]
     resp = post_initialize(daemon, "Bearer " + server.idp.unknown_kid("rsa-ghost"))
     assert resp.status == 401
@@ -539,7 +546,7 @@ def test_key_rotation_picks_up_a_new_kid_and_drops_a_removed_one(rotating):
     old_token = idp.mint("rsa-1", sub="erin")
     client = AuthClient(daemon.port, old_token)
     client.initialize()
-    time.sleep(0.3)                                # past MCP_JWKS_MIN_REFRESH since the last fetch
+    time.sleep(PAST_MIN_REFRESH)                   # past MCP_JWKS_MIN_REFRESH since the last fetch
     fetched = server.fetches["/jwks.json"]
 
     idp.add_key("rsa", "rsa-2")                    # the IdP rotates: new kid published
@@ -550,7 +557,7 @@ def test_key_rotation_picks_up_a_new_kid_and_drops_a_removed_one(rotating):
     assert client.call("ping").status == 200
 
     idp.remove_key("rsa-1")                        # the old key is withdrawn …
-    time.sleep(0.3)                                # (past MCP_JWKS_MIN_REFRESH)
+    time.sleep(PAST_MIN_REFRESH)                   # (past MCP_JWKS_MIN_REFRESH)
     ghost = post_initialize(daemon, "Bearer " + idp.unknown_kid("rsa-ghost"))  # … a refresh happens
     assert ghost.status == 401
     resp = client.call("ping")
@@ -566,7 +573,7 @@ def test_a_key_rotated_under_the_same_kid_is_fetched_at_its_first_token(rotating
     idp = server.idp
     idp.add_key("rsa", "rsa-same")
     assert wait_until(lambda: post_initialize(daemon, "Bearer " + idp.mint("rsa-same")).status == 200)
-    time.sleep(0.3)                                # past MCP_JWKS_MIN_REFRESH since the last fetch
+    time.sleep(PAST_MIN_REFRESH)                   # past MCP_JWKS_MIN_REFRESH since the last fetch
     fetched = server.fetches["/jwks.json"]
     idp.keys["rsa-same"] = ("RS256", idp_module._generate("rsa"))   # rotated, kid kept
     assert post_initialize(daemon, "Bearer " + idp.mint("rsa-same")).status == 200
@@ -578,7 +585,7 @@ def test_a_slow_jwks_refresh_does_not_block_other_clients(rotating):
     idp = server.idp
     other = AuthClient(daemon.port, idp.mint("ec-1", sub="frank"))   # a key no test removes
     other.initialize()
-    time.sleep(0.3)                                # past MCP_JWKS_MIN_REFRESH since the last fetch
+    time.sleep(PAST_MIN_REFRESH)                   # past MCP_JWKS_MIN_REFRESH since the last fetch
     fetched = server.fetches["/jwks.json"]
     idp.add_key("rsa", "rsa-3")
     server.jwks_gate.clear()                       # the IdP stops answering key requests
@@ -659,7 +666,7 @@ def test_a_stream_ends_when_the_token_that_opened_it_expires(daemon, idp):
 
 def test_with_keep_stream_a_stream_outlives_its_token_and_requests_still_need_a_valid_one(tmp_path):
     server, daemon = start_auth_daemon(tmp_path, MCP_TOKEN_EXPIRY="keep-stream",
-                                       GS_MCP_KEEPALIVE_INTERVAL="0.5", GS_MCP_STREAM_LOSS_GRACE="0")
+                                       GS_MCP_KEEPALIVE_INTERVAL="0.2", GS_MCP_STREAM_LOSS_GRACE="0")
     try:
         client = AuthClient(daemon.port, server.idp.mint(sub="erin"))
         client.initialize()
@@ -667,7 +674,7 @@ def test_with_keep_stream_a_stream_outlives_its_token_and_requests_still_need_a_
         # on a busy machine): only the GET must fit in the 1.5 s it has left.
         client.token, expires = expiring(server.idp, 1.5, sub="erin")
         conn, stream = open_stream(client, timeout=10)
-        while time.time() < expires + 1:   # keepalives (every 0.5 s) go on arriving after the token's end
+        while time.time() < expires + 0.5:   # keepalives (every 0.2 s) go on arriving after the token's end
             assert stream.readline() != b"", "the stream ended"
         assert client.call("ping").status == 401   # the expired token is refused all the same
         client.token = server.idp.mint(sub="erin")
@@ -697,7 +704,7 @@ def test_after_a_non_http_jwks_answer_a_new_key_still_becomes_usable(rotating):
     server, daemon = rotating
     idp = server.idp
     idp.add_key("rsa", "rsa-4")
-    time.sleep(0.3)                                # past MCP_JWKS_MIN_REFRESH since the last fetch
+    time.sleep(PAST_MIN_REFRESH)                   # past MCP_JWKS_MIN_REFRESH since the last fetch
     server.raw_answer = NOT_HTTP                   # the JWKS URI stops speaking HTTP
     try:
         resp = post_initialize(daemon, "Bearer " + idp.mint("rsa-4"))   # parked, then answered
