@@ -91,8 +91,24 @@ install_conformance_suite() {
         || echo "install.sh: MCP conformance suite not installed; tests/test_conformance.py will fail" >&2
 }
 
+# --test: the suite needs nothing from the venv, so it installs (npm) while pip does; its
+# output is held and said once pip is done, in the order a sequential install said it.
+start_conformance_install() {
+    CONFORMANCE_OUT=$(mktemp) CONFORMANCE_ERR=$(mktemp)
+    trap 'rm -f "$CONFORMANCE_OUT" "$CONFORMANCE_ERR"' EXIT   # a failed pip exits before they are said
+    install_conformance_suite > "$CONFORMANCE_OUT" 2> "$CONFORMANCE_ERR" &
+    CONFORMANCE_JOB=$!
+}
+
+finish_conformance_install() {
+    wait "$CONFORMANCE_JOB" || true   # never fatal: install_conformance_suite said why
+    cat "$CONFORMANCE_OUT"
+    cat "$CONFORMANCE_ERR" >&2
+    rm -f "$CONFORMANCE_OUT" "$CONFORMANCE_ERR"
+}
+
 run_tests() {
-    install_conformance_suite
+    finish_conformance_install
     echo "running the test suite"
     exec "$VENV/bin/python" -m pytest -q
 }
@@ -205,7 +221,7 @@ install_systemd() {
 
 case "${1:-}" in
     "")        ensure_venv; install_package base ;;
-    --test)    ensure_venv; install_package test; run_tests ;;
+    --test)    ensure_venv; start_conformance_install; install_package test; run_tests ;;
     --check)   check_environment ;;
     --systemd) install_systemd ;;
     --stamp-ok) [[ -x $VENV/bin/python ]] && stamp_ok base ;;

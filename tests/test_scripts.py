@@ -816,6 +816,27 @@ def test_install_test_installs_the_extra_then_runs_pytest(fake_checkout):
     assert "MCP conformance suite not installed" in result.stderr
 
 
+def test_install_test_installs_the_conformance_suite_while_pip_runs(fake_checkout):
+    # The suite (npm) needs nothing from the venv; installed after pip, it added its whole
+    # time to every clean CI run. This pip waits (10 s at most) to see it start.
+    suite = fake_checkout / "tests" / "conformance"
+    suite.mkdir(parents=True)
+    (suite / "install.sh").write_text(f'touch {fake_checkout}/suite-started\n'
+                                      'echo "conformance suite: installed in $1"\n')
+    (fake_checkout / ".venv" / "bin" / "python").write_text(
+        f'#!/bin/sh\ncase "$*" in *"pip install"*)\n'
+        f'    i=0; while [ ! -e {fake_checkout}/suite-started ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done\n'
+        f'    [ -e {fake_checkout}/suite-started ] && echo "pip saw the suite installing" >> {fake_checkout}/calls;;\n'
+        f'esac\necho "$*" >> {fake_checkout}/calls\nexit 0\n')
+    result = subprocess.run(["./install.sh", "--test"], cwd=fake_checkout, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "pip saw the suite installing" in calls(fake_checkout)
+    assert calls(fake_checkout)[-1] == "-m pytest -q"
+    # what the suite's install said comes after pip's, before the run, as when they ran in turn
+    assert result.stdout.endswith("conformance suite: installed in %s/.cache/conformance\n"
+                                  "running the test suite\n" % fake_checkout), result.stdout
+
+
 def test_install_systemd_refuses_without_root(fake_checkout):
     if os.geteuid() == 0:
         command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
