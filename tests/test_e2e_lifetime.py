@@ -279,7 +279,7 @@ def test_a_request_after_a_probe_is_not_forgotten_when_a_stall_is_forgiven(tmp_p
 
 # -- streams and streamless sessions ---------------------------------------------
 
-GRACE = 1.5
+GRACE = 1.0
 STREAMLESS = 2.0
 
 
