@@ -102,14 +102,14 @@ await scenario('main', async () => {
   // Cancellation: the SDK rejects at once and POSTs notifications/cancelled; the call's
   // code must not run on, and the session must answer the next call.
   const controller = new AbortController();
-  setTimeout(() => controller.abort('user cancelled'), 500);
+  setTimeout(() => controller.abort('user cancelled'), 250);
   r.cancelled = await call(c, 'execute_code',
     { code: 'import time\nfor _ in range(100):\n    time.sleep(0.1)\nfinished = True' },
     { signal: controller.signal });
   // The same through the SDK's own request timeout, on a call answering over SSE.
   r.timedOut = await call(c, 'execute_code',
     { code: 'import time\nprogress(1)\nfor _ in range(100):\n    time.sleep(0.1)\nfinished = True' },
-    { timeout: 700, onprogress: () => {} });
+    { timeout: 400, onprogress: () => {} });
   await sleep(300);
   r.afterCancel = await call(c, 'execute_code', { code: 'globals().get("finished")' });
 
