@@ -95,9 +95,10 @@ install_conformance_suite() {
 # output is held and said once pip is done, in the order a sequential install said it.
 start_conformance_install() {
     CONFORMANCE_OUT=$(mktemp) CONFORMANCE_ERR=$(mktemp)
-    trap 'rm -f "$CONFORMANCE_OUT" "$CONFORMANCE_ERR"' EXIT   # a failed pip exits before they are said
     install_conformance_suite > "$CONFORMANCE_OUT" 2> "$CONFORMANCE_ERR" &
     CONFORMANCE_JOB=$!
+    # A failed pip exits before the suite's install is said: it is not left running behind.
+    trap 'kill "$CONFORMANCE_JOB" 2>/dev/null; rm -f "$CONFORMANCE_OUT" "$CONFORMANCE_ERR"' EXIT
 }
 
 finish_conformance_install() {
