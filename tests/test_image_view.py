@@ -331,6 +331,33 @@ def test_a_change_made_after_an_undecided_commit_that_stands_commits_over_it_not
     assert [record["session"] for record in a.store.journal()] == ["a", "a"]
 
 
+def _others_commits_appended(store, size):
+    """Journal records of other sessions' commits to another module, `size` bytes of them,
+    as a busy image appends them between a session's commits."""
+    import json
+    record = {"files": [{"file": "zoo/keeper.py", "new": "0" * 64, "old": "1" * 64}],
+              "session": "b", "time": "2026-12-01T09:00:00Z", "user": "bob"}
+    lines = []
+    while sum(map(len, lines)) < size:
+        lines.append(json.dumps({**record, "id": "%016x" % len(lines)}, sort_keys=True) + "\n")
+    with open(store.journal_file, "a") as journal:
+        journal.write("".join(lines))
+
+
+def test_an_undecided_commit_is_settled_however_many_commits_others_made_since(image, views, monkeypatch):
+    # Only the journal's last 256 KiB were searched for it: past them, the session's own
+    # commit was taken for one that does not stand, and then for another's
+    # ("already committed by another, with the same text").
+    a = views(image, "a")
+    edited(a, "zoo.animals", 'return "woof"', 'return "A"')
+    _undecided_past_the_commit_point(a, monkeypatch)
+    assert a.store.recover()   # as another's next commit would: the journal has its record
+    _others_commits_appended(a.store, 400 * 1024)
+    report = a.refresh()
+    assert (report.settled, report.already_committed, report.kept_ours) == (["zoo.animals"], [], [])
+    assert not a.has_changes
+
+
 def test_a_refresh_after_an_undecided_commit_that_stands_says_it_is_the_sessions_own(image, views, monkeypatch):
     # It was "already committed by another, with the same text".
     a = views(image, "a")

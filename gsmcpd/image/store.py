@@ -54,7 +54,6 @@ LOCK_NAME = "lock"
 JOURNAL_NAME = "journal.jsonl"
 COUNT_NAME = "journal.count"
 INTENT_NAME = "commit.intent"
-JOURNAL_TAIL = 256 * 1024  # how far back has_commit looks for a record just written
 JOURNAL_LIMIT = 1024 * 1024   # bytes past which a commit compacts the journal (ImageStore.journal_limit)
 JOURNAL_KEEP = 100            # the last records compaction keeps whole, whatever files they name
 TEMP_NAME = re.compile(r"\..+\.tmp-\d+")   # what temp_name makes
@@ -799,23 +798,16 @@ class ImageStore:
                 end = start
 
     def has_commit(self, commit_id: str) -> bool:
-        """True once the commit named `commit_id` is decided (applied or pending).
-        Asked right after that commit was tried, so its record, if any, is the
-        pending intent's or among the journal's last (only the tail is read)."""
+        """True once the commit named `commit_id` is decided (applied or pending). Asked
+        right after that commit was tried (its record, if any, is then the pending intent's
+        or the journal's last), and by the session's next commit or refresh to settle one
+        that could not tell (View._settle), however many commits others made since: the
+        journal is read back from its end until the record is found."""
         with self._locked(fcntl.LOCK_SH):
             intent = self._pending_intent()
             if intent is not None and intent["record"]["id"] == commit_id:
                 return True
-            try:
-                fd = os.open(self.journal_file, os.O_RDONLY)
-            except FileNotFoundError:
-                return False
-            try:
-                size = os.fstat(fd).st_size
-                tail = os.pread(fd, min(size, JOURNAL_TAIL), max(0, size - JOURNAL_TAIL))
-            finally:
-                os.close(fd)
-            return json.dumps({"id": commit_id})[1:-1].encode() in tail   # as _append_journal writes it
+            return any(record.get("id") == commit_id for record in self._records_from_end())
 
     def recover(self, wait: bool = True) -> bool:
         """Finish a commit that was killed past its commit point (True if there was
