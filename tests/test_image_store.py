@@ -486,6 +486,27 @@ def test_a_journal_whose_kept_records_come_near_the_limit_is_not_rewritten_every
     assert store.read_snapshot().version == 1 + 40 * 3 + 1 + 20
 
 
+def test_a_journal_past_its_limit_with_no_record_to_leave_out_is_not_read_whole_every_commit(
+        tmp_path, monkeypatch):
+    # Every record some file's last (many modules, each committed once): nothing could be
+    # left out, so nothing was written, and with no count line to measure "twice its size
+    # after the last compaction" by, each commit read and parsed the whole journal again.
+    monkeypatch.setattr(store_module, "JOURNAL_KEEP", 10)
+    store = make_image(tmp_path / "image", {"old.py": "old = 0\n"})
+    store.journal_limit = 4096
+    for i in range(40):
+        _committed(store, {f"m{i}.py": b"v = 1\n"})
+    examined = []
+    worth_keeping = store_module._worth_keeping
+    monkeypatch.setattr(store_module, "_worth_keeping", lambda lines: examined.append(len(lines)) or worth_keeping(lines))
+    for i in range(40, 60):
+        _committed(store, {f"m{i}.py": b"v = 1\n"})
+    assert len(examined) <= 1
+    records = store.journal()
+    assert len(records) == 60 == store.read_snapshot().version
+    assert json.loads(Path(store.journal_file).read_bytes().split(b"\n")[0])["dropped"] == 0
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="sets a group this account is not in: root only")
 def test_a_compacted_journal_keeps_the_group_the_accounts_sharing_the_image_write_it_through(tmp_path, monkeypatch):
     # Made by the compacting account, it took that account's own group: with per-user

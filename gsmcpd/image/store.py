@@ -1098,7 +1098,7 @@ class ImageStore:
     def _compact_journal(self, version: int, state: int) -> None:
         """Rewrite the journal (of `version` records) bounded, once it has grown past
         journal_limit and twice its size after the last compaction (so one whose kept
-        records alone come near the limit is not rewritten on every commit): the last
+        records alone come near the limit is not read whole and rewritten on every commit): the last
         JOURNAL_KEEP records, and before them each file's last record (what _made_by
         reads), in their order, behind the count of those left out. A temp renamed over
         it: a crash leaves one journal or the other, whole (a temp left is swept as a
@@ -1112,9 +1112,9 @@ class ImageStore:
                     return
                 data = os.pread(fd, _complete_length(fd, size), 0)
             lines = [line for line in data.split(b"\n")[1 if header else 0:] if line.strip()]
+            # Written even with nothing left out: its count line's size is what spares the
+            # next commits reading it whole again, until it has doubled.
             kept = _worth_keeping(lines)
-            if len(kept) == len(lines):
-                return   # nothing to leave out
             body = b"".join(line + b"\n" for line in kept)
             count = {"dropped": version - len(kept), "size": len(body)}
             head = json.dumps(count, sort_keys=True).encode() + b"\n"
