@@ -455,12 +455,18 @@ class View:
         written = _modules_of(rel for rel in changed if rel not in already)
         # A module is named in one list: one with a file brought in is theirs now (its text
         # changed under the session), though another file of it was changed alike (as refresh).
-        theirs = [rel for rel in sorted(set(base) | set(self.base_hashes))
-                  if base.get(rel) != self.base_hashes.get(rel) and rel not in changed]
-        self.brought_in = [module for module in _modules_of(theirs) if module not in written]
+        self.brought_in = [module for module in self.moved_since(base, leaving_out=changed)
+                           if module not in written]
         self.already_committed = [module for module in self.already_committed if module not in self.brought_in]
         self._reload()
         return written
+
+    def moved_since(self, base: dict[str, str | None], leaving_out=()) -> list[str]:
+        """The modules whose committed text the view stands on is no longer what it was in
+        `base` (the view's base hashes before), but for the files `leaving_out`: others'
+        commits a commit or abort brought in."""
+        return _modules_of(rel for rel in sorted(set(base) | set(self.base_hashes))
+                           if base.get(rel) != self.base_hashes.get(rel) and rel not in leaving_out)
 
     def _commit_stands(self, commit_id: str, changed: list[str], stand: tuple) -> bool | None:
         """Whether the failed commit of `changed` stands; None if that could not be told (the

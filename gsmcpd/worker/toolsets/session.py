@@ -124,13 +124,6 @@ UNDECIDED = ("whether it stands could not be told (the journal that records it c
              "stands (settled), and anything else is written")
 
 
-def moved_bases(base: dict[str, str], view) -> list[str]:
-    """The modules whose committed text the view stands on is no longer what it was in
-    `base` (the view's base hashes before): others' commits it brought in, and its own."""
-    after = view.base_hashes
-    return sorted({module_name_of(rel) for rel in set(base) | set(after) if base.get(rel) != after.get(rel)})
-
-
 def import_error_lines(errors: dict[str, str]) -> list[str]:
     return [f"import error in {module}: {error}" for module, error in sorted(errors.items())]
 
@@ -174,7 +167,7 @@ class SessionToolset(Toolset):
             report = self.view.abort()
         # Abort takes the image as it is now: others' commits change modules under the
         # session as a refresh's do, and are named as refresh names them.
-        brought_in = moved_bases(base, self.view)
+        brought_in = self.view.moved_since(base)
         lines = ["Aborted: " + (f"discarded changes to {', '.join(discarded)}" if discarded
                                 else "no uncommitted changes"),
                  f"view version {self.view.version}"]
