@@ -7,6 +7,7 @@ apply to what that session reads; an unmapped user gets no worker at all.
 """
 
 import ctypes
+import grp
 import json
 import os
 import pwd
@@ -527,6 +528,57 @@ def test_a_package_one_account_adds_stays_usable_by_the_others_under_the_units_u
             assert stat.S_IMODE(made.stat().st_mode) == stat.S_IMODE(made.parent.stat().st_mode)
     finally:
         shutil.rmtree(image / name, ignore_errors=True)
+
+
+@pytest.fixture
+def accounts_in_their_own_groups():
+    """Two fresh accounts, each with its own primary group, sharing a third as a
+    supplementary one (as a site adds its users to the image's group); removed after."""
+    tag = secrets.token_hex(3)
+    group, names = "gsmg" + tag, ["gsmga" + tag, "gsmgb" + tag]
+    created = []
+    try:
+        _run("groupadd", group)
+        created.append(("groupdel", group))
+        for name in names:
+            _run("useradd", "--no-create-home", "--user-group", "--groups", group,
+                 "--shell", "/usr/sbin/nologin", "--home-dir", "/nonexistent", name)
+            created[:0] = [("userdel", name), ("groupdel", name)]
+        yield [pwd.getpwnam(name) for name in names], grp.getgrnam(group).gr_gid
+    finally:
+        for command, name in created:
+            subprocess.run([command, name], capture_output=True, timeout=60)
+
+
+def test_accounts_sharing_a_setgid_image_through_its_group_both_commit_with_no_state_prepared(
+        tmp_path, accounts_in_their_own_groups):
+    # The state directory the first session made lost the image's setgid bit: the journal
+    # took its first writer's own group, and the other account's every commit was left
+    # pending (Permission denied: 'journal.jsonl').
+    (first, second), group = accounts_in_their_own_groups
+    top = Path(tempfile.mkdtemp(prefix="gsmcpd-peruser-", dir="/tmp"))   # tmp_path is 0700
+    try:
+        image = default.ensure_default_image(top)
+        os.chmod(top, 0o755)
+        for path in [image, *image.rglob("*")]:
+            os.chown(path, 0, group)
+            os.chmod(path, 0o2775 if path.is_dir() else 0o664)
+        assert not (image / ".gsmcpd").exists()
+        user_map = tmp_path / "users.map"
+        user_map.write_text("ann %s\nben %s\n" % (first.pw_name, second.pw_name))
+        daemon, idp = peruser_daemon(tmp_path, image, user_map)
+        with daemon:
+            for sub in ("ann", "ben"):
+                result = session_for(daemon, idp, sub).tool(
+                    "set_class_comment", className="shop.models.Product", comment="Edited by %s." % sub)
+                assert not result.get("isError"), result
+                assert "committed" in result["content"][0]["text"], result
+        assert "Edited by ben." in (image / "shop" / "models.py").read_text()
+        journal = (image / ".gsmcpd" / "journal.jsonl").read_text().splitlines()
+        assert [json.loads(line)["user"] for line in journal] == ["ann", "ben"]
+        assert (image / ".gsmcpd" / "journal.jsonl").stat().st_gid == group
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
 
 
 def test_a_package_one_account_makes_unlistable_neither_stops_the_others_sessions_nor_takes_their_commits(

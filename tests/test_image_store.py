@@ -920,16 +920,16 @@ def test_files_and_packages_whose_path_passes_path_max_are_left_out_and_named(de
     assert not any(rel.startswith(package_past) for rel in snapshot.files)
 
 
-def _as_account(uid, gid, work):
-    """`work()` run in a child switched to uid/gid (as a per-user worker is): what it
-    returned, or the repr of what it raised."""
+def _as_account(uid, gid, work, groups=()):
+    """`work()` run in a child switched to uid/gid and the supplementary `groups` (as a
+    per-user worker is): what it returned, or the repr of what it raised."""
     import pickle
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
             os.close(read)
-            os.setgroups([])
+            os.setgroups(list(groups))
             os.setresgid(gid, gid, gid)
             os.setresuid(uid, uid, uid)
             try:
@@ -964,6 +964,22 @@ def _shared_image(top, files):
         os.chown(path, 0, OTHER_UID)
         os.chmod(path, 0o2775 if path.is_dir() else 0o664)
     return store
+
+
+@needs_root
+def test_accounts_sharing_a_setgid_image_through_its_group_commit_to_the_state_the_first_made(shared_tmp):
+    # The state directory the first account's session made lost the setgid bit it took
+    # from the image's (made 0775 by fchmod): the journal then had that account's own
+    # group, and another account of the image's group could not append to it, each of its
+    # commits left pending ("Permission denied: 'journal.jsonl'").
+    store = _shared_image(shared_tmp, {"a.py": "a = 1\n", "b.py": "b = 1\n"})
+    first, second = OTHER_UID + 10, OTHER_UID + 11   # each in its own group, and the image's
+    assert _as_account(first, first, lambda: _committed(store, {"a.py": b"a = 2\n"}), [OTHER_UID]) == (
+        "returned", 1)
+    assert os.stat(store.state_dir).st_mode & stat.S_ISGID and os.stat(store.journal_file).st_gid == OTHER_UID
+    assert _as_account(second, second, lambda: _committed(store, {"b.py": b"b = 2\n"}), [OTHER_UID]) == (
+        "returned", 2)
+    assert [record["files"][0]["file"] for record in store.journal()] == ["a.py", "b.py"]
 
 
 @needs_root

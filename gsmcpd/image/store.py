@@ -409,9 +409,12 @@ class ImageStore:
             if made:
                 with readable(state) as fd:
                     # Shared by the accounts sharing the image, whatever the umask; only if
-                    # still ours (another account may have put its own in its place).
-                    if os.fstat(fd).st_uid == os.geteuid():
-                        os.fchmod(fd, 0o775)
+                    # still ours (another account may have put its own in its place). The
+                    # setgid bit it took from a setgid image stays: it gives the journal
+                    # and the rest the image's group, not their first writer's own.
+                    info = os.fstat(fd)
+                    if info.st_uid == os.geteuid():
+                        os.fchmod(fd, 0o775 | (info.st_mode & stat.S_ISGID))
             return _create_shared(LOCK_NAME, os.O_RDONLY, dir_fd=state)
         finally:
             os.close(state)
