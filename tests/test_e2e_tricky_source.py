@@ -432,6 +432,15 @@ def test_a_class_statement_reading_a_name_bound_only_below_it_is_refused(c, imag
     assert run(c, "import below\nbelow.Early.__bases__, hasattr(below.Early, 'm')") == "((<class 'object'>,), False)"
 
 
+def test_a_class_naming_the_exception_its_body_handles_is_compiled_and_imports(c, image):
+    # Refused as reading `error` before anything bound it: the handler binds it.
+    ok(c, "compile_class_definition", dictionaryName="below",
+       source="class Loader:\n    try:\n        import no_such_module_here\n"
+              "    except ImportError as error:\n        why = type(error).__name__\n")
+    assert "except ImportError as error:" in (image / "below.py").read_text()
+    assert run(c, "import below\nbelow.Loader.why") == "'ModuleNotFoundError'"
+
+
 def test_delete_method_deletes_a_method_the_module_binds_under_an_if_above_the_class(c, image):
     # The module's `def getx` under `if True:` was not counted: refused as used by the class body.
     ok(c, "delete_method", className="Blocked", selector="getx")

@@ -81,6 +81,16 @@ def test_names_bound_by_then_are_accepted(below):
     assert "class Late(Base, metaclass=type):" in (image / "below.py").read_text()
 
 
+def test_a_class_naming_the_exception_its_body_handles_is_accepted(below):
+    # Refused: "would read error as its class statement runs ... nothing above binds it".
+    image, client = below
+    client.ok("compile_class_definition", dictionaryName="below",
+              source="class Loader:\n    try:\n        import no_such_module_here\n"
+                     "    except ImportError as error:\n        why = type(error).__name__\n")
+    assert client.ok("execute_code", code="import below\nbelow.Loader.why")[
+        "structuredContent"]["result"] == "'ModuleNotFoundError'"
+
+
 def test_a_read_the_class_already_made_before_its_binding_does_not_block_other_edits(below):
     # Not made worse by the edit: the module already read it so (found bound some other way).
     image, client = below
@@ -105,6 +115,12 @@ def test_a_read_the_class_already_made_before_its_binding_does_not_block_other_e
     "        q = p\n",
     # a module's own dunders, a lambda's and a walrus's names
     "class A:\n    m = __name__\n    f = lambda a, b=1: a + b + c\n    w = (q := 3) + q\n",
+    # an exception's name, bound by its handler (it was refused: "would read error")
+    "class A:\n    try:\n        import yaml\n    except ImportError as error:\n        why = str(error)\n",
+    # a match statement's capture patterns
+    "import sys\n\n\nclass A:\n    match sys.argv:\n        case [first, *rest]:\n"
+    "            head, tail = first, rest\n        case {'k': 1, **others}:\n            o = others\n"
+    "        case str() as whole:\n            w = whole\n",
 ])
 def test_read_before_bound_finds_nothing_where_the_name_may_be_there(source):
     assert live.read_before_bound(source, "A") == []

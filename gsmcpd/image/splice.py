@@ -704,6 +704,11 @@ def _binds(node: ast.AST, name: str, star: bool) -> bool:
                    for alias in node.names)
     if isinstance(node, ast.Name):
         return node.id == name and isinstance(node.ctx, ast.Store)
+    # `except E as name`, and a match statement's captures (`case [x, *rest]`, `case {**rest}`, `as x`)
+    if isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name == name:
+        return True
+    if isinstance(node, ast.MatchMapping) and node.rest == name:
+        return True
     return any(_binds(sub, name, star) for sub in ast.iter_child_nodes(node))
 
 
