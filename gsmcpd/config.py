@@ -33,6 +33,7 @@ TRACE_MODES = ("off", "inbound", "both")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 # What a GET stream does when the token that opened it expires (MCP_TOKEN_EXPIRY).
 TOKEN_EXPIRY_POLICIES = ("end-stream", "keep-stream")
+LOCAL_CLIENTS = ("own", "any")   # without auth: the daemon's own account (and root), or every account
 
 
 class ConfigError(Exception):
@@ -289,6 +290,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("server_version", "GS_MCP_SERVER_VERSION", parse_optional_str),
     Knob("server_title", "GS_MCP_SERVER_TITLE", parse_optional_str),
     Knob("allowed_origins", "GS_MCP_ALLOWED_ORIGINS", parse_allowed_origins),
+    Knob("local_clients", "GS_MCP_LOCAL_CLIENTS", one_of(LOCAL_CLIENTS)),
     Knob("trace", "GS_MCP_TRACE", parse_trace),
     Knob("trace_limit", "GS_MCP_TRACE_LIMIT", parse_optional_count),
     Knob("max_body", "GS_MCP_MAX_BODY", parse_size),
@@ -364,6 +366,8 @@ class Config:
     server_version: str | None = None
     server_title: str | None = None
     allowed_origins: tuple[str, ...] = ()   # origins and bare hosts, normalised (parse_allowed_origins)
+    # Without auth a client runs code as the daemon's account: only that account's, by default.
+    local_clients: str = "own"
     trace: str = "off"
     trace_limit: int | None = 4096
     max_body: int = 16 * MIB

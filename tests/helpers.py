@@ -194,9 +194,40 @@ def tool_text(result):
     return "".join(item.get("text", "") for item in result["content"])
 
 
-def raw_exchange(port, data, timeout=10.0):
-    """Send raw bytes, read until the server closes or goes quiet; return the bytes."""
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+def connect_as(uid, address, timeout=None):
+    """A TCP connection whose socket a child running as account `uid` made and handed
+    back (needs root): the kernel names `uid` as its owner, as for another account's
+    client, while this process talks over it."""
+    parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    pid = os.fork()
+    if pid == 0:   # the child: become the account, connect, pass the socket up
+        try:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            # No name lookup: the account may not read the codecs it would import.
+            with socket.socket(socket.AF_INET6 if ":" in address[0] else socket.AF_INET) as sock:
+                sock.connect(address)
+                socket.send_fds(child, [b"s"], [sock.fileno()])
+        finally:
+            os._exit(0)
+    child.close()   # so a child that failed ends the wait below
+    with parent:
+        _, fds, _, _ = socket.recv_fds(parent, 1, 1)
+    os.waitpid(pid, 0)
+    if not fds:
+        raise RuntimeError("no connection to %s:%d was made as uid %d" % (address[0], address[1], uid))
+    sock = socket.socket(fileno=fds[0])
+    sock.settimeout(timeout)
+    return sock
+
+
+def raw_exchange(port, data, timeout=10.0, account=None):
+    """Send raw bytes, read until the server closes or goes quiet; return the bytes.
+    `account`: a uid to connect as (connect_as)."""
+    address = ("127.0.0.1", port)
+    with (socket.create_connection(address, timeout=timeout) if account is None
+          else connect_as(account, address, timeout)) as s:
         s.sendall(data)
         chunks = []
         s.settimeout(timeout)

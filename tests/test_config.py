@@ -55,6 +55,8 @@ def test_defaults_match_the_issue():
     assert load_config({}, {"GS_MCP_WORKER_ENV": "AWS_REGION, HTTPS_PROXY"}).worker_env == \
         ("AWS_REGION", "HTTPS_PROXY")
     assert config.log_file is None and config.log_level == "info"
+    assert config.local_clients == "own"
+    assert load_config({}, {"GS_MCP_LOCAL_CLIENTS": "any"}).local_clients == "any"
     assert config.url == "http://127.0.0.1:8000/mcp"
     assert config.pidfile == REPO / "var" / "gsmcpd-8000.pid"
     assert config.control_socket == REPO / "var" / "gsmcpd-8000.ctl"

@@ -42,6 +42,7 @@ class RecordingConn:
     def __init__(self):
         self.answers = []
         self.reply_headers = ()
+        self.account_refusal = None   # a client of the daemon's own account
 
     def respond(self, status, headers=(), body=b"", keep_alive=True):
         self.answers.append(status)
@@ -111,6 +112,25 @@ def test_options_asterisk_asks_about_the_server_and_is_told_its_methods():
 class BodyConn(RecordingConn):
     def respond(self, status, headers=(), body=b"", keep_alive=True):
         self.answers.append((status, json.loads(body)))
+
+
+@pytest.mark.parametrize("head_bytes", [
+    b"POST /mcp HTTP/1.1\r\nHost: localhost\r\n",
+    b"GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\nMcp-Session-Id: known\r\n",
+    b"DELETE /mcp HTTP/1.1\r\nHost: localhost\r\nMcp-Session-Id: known\r\n",
+    b"OPTIONS /mcp HTTP/1.1\r\nHost: localhost\r\n",
+    b"GET /elsewhere HTTP/1.1\r\nHost: localhost\r\n",
+])
+def test_another_accounts_connection_is_refused_every_request_from_its_head(head_bytes):
+    app = App(unauthenticated_router())
+    head, whole = head_and_whole(head_bytes)
+    early, late = BodyConn(), BodyConn()
+    for conn in (early, late):
+        conn.account_refusal = "Forbidden: this connection is from nobody (uid 65534)."
+    app.handle_head(early, head)
+    app.handle(late, whole)
+    assert early.answers == late.answers == [(403, {"jsonrpc": "2.0", "id": None, "error": {
+        "code": -32600, "message": "Forbidden: this connection is from nobody (uid 65534)."}})]
 
 
 def test_a_long_method_not_allowed_is_echoed_cut():

@@ -14,6 +14,7 @@ import logging
 
 from gsmcpd import protocol
 from gsmcpd.router.cors import Cors
+from gsmcpd.router.peers import OwnAccounts
 from gsmcpd.router.sessions import asks_all_tools
 from gsmcpd.wire import hosts, jsonrpc
 
@@ -94,6 +95,13 @@ class App:
         self.cors = Cors(self.config.allowed_origins)
         self.allowed_hosts = LOOPBACK_HOSTS | self.cors.listed_hosts
         self.check_host = self.router.bound_to_loopback
+        # Without auth nothing but the account tells clients apart (router/peers.py).
+        self.own_accounts = (OwnAccounts() if self.router.auth is None and self.config.local_clients == "own"
+                             else None)
+
+    def account_refusal(self, sock):
+        """At accept: None, or why every request of this connection is refused (OwnAccounts)."""
+        return self.own_accounts.refusal(sock) if self.own_accounts is not None else None
 
     # -- entry -------------------------------------------------------------
     def handle_head(self, conn, head):
@@ -117,6 +125,9 @@ class App:
         if refusal:
             status, message = refusal
             conn.respond(status, [JSON], error_body(jsonrpc.INVALID_REQUEST, message))
+            return
+        if conn.account_refusal is not None:
+            conn.respond(403, [JSON], error_body(jsonrpc.INVALID_REQUEST, conn.account_refusal))
             return
         if request.path == MCP_PATH:
             if request.method == "OPTIONS":   # a preflight carries no credentials

@@ -90,6 +90,7 @@ class Connection:
         self._linger_bytes = LINGER_BYTES   # what lingering drops at most
         self.current = None  # the request being answered
         self.reply_headers = ()  # headers the app adds to every reply to it (CORS)
+        self.account_refusal = None  # why the app refuses this client's account (App.account_refusal)
         sock.setblocking(False)
         self._update_interest()
         # Silent, a TLS connection is as idle as a plain one (closed for room at the cap);

@@ -194,6 +194,7 @@ class Router:
             made_room = False
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             conn = Connection(self, sock, peer, tls=self.new_tls())
+            conn.account_refusal = self.app.account_refusal(sock)
             self.connections.add(conn)
             conn.read_arrived()
 

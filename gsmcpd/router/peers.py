@@ -1,0 +1,110 @@
+"""Which local account holds the other end of a loopback TCP connection.
+
+Without auth nothing else tells clients apart, and any account on the host can connect
+to a loopback port: the router asks the kernel who owns the client's socket (its
+sock_diag netlink interface, as `ss -tne` does), so only the daemon's own account (and
+root) drive a server that runs code as that account.
+"""
+
+import logging
+import os
+import pwd
+import socket
+import struct
+
+log = logging.getLogger("gsmcpd.peers")
+
+_NETLINK_SOCK_DIAG = 4
+_SOCK_DIAG_BY_FAMILY = 20
+_NLM_F_REQUEST = 1
+_NO_COOKIE = 0xFFFFFFFF
+_ANY_STATE = 0xFFFFFFFF
+# nlmsghdr (16 bytes), then inet_diag_msg: family, state, timer, retrans (4), the socket
+# id (48), expires, rqueue, wqueue (12), then the owner's uid and the socket's inode.
+_UID_OFFSET = 16 + 4 + 48 + 12
+
+
+def _diag_request(family, local, remote):
+    """A SOCK_DIAG_BY_FAMILY request for the one TCP socket at local, connected to remote
+    (inet_diag_req_v2 with an exact inet_diag_sockid: the kernel looks it up, no dump)."""
+    def address(ip):
+        packed = socket.inet_pton(family, ip)
+        return packed + bytes(16 - len(packed))
+    sockid = (struct.pack("!HH", local[1], remote[1]) + address(local[0]) + address(remote[0])
+              + struct.pack("=III", 0, _NO_COOKIE, _NO_COOKIE))
+    body = struct.pack("=BBBBI", family, socket.IPPROTO_TCP, 0, 0, _ANY_STATE) + sockid
+    return struct.pack("=IHHII", 16 + len(body), _SOCK_DIAG_BY_FAMILY, _NLM_F_REQUEST, 1, 0) + body
+
+
+def _mapped(address):
+    """An IPv4 (ip, port) as an IPv6 socket connected to it names it (::ffff:a.b.c.d)."""
+    return "::ffff:" + address[0], address[1]
+
+
+def peer_uid(sock, diag):
+    """The uid owning the client's end of an accepted loopback TCP socket, or None when
+    the kernel does not name it (the client already gone). `diag`: a diag_socket()."""
+    ours, theirs = sock.getsockname()[:2], sock.getpeername()[:2]
+    searches = [(sock.family, theirs, ours)]   # the client's socket: local is our peer, remote us
+    if sock.family == socket.AF_INET:   # a client's IPv6 socket may reach an IPv4 listener
+        searches.append((socket.AF_INET6, _mapped(theirs), _mapped(ours)))
+    try:
+        for family, local, remote in searches:
+            diag.send(_diag_request(family, local, remote))
+            reply = diag.recv(8192, socket.MSG_DONTWAIT)   # the kernel answers as it is asked
+            _, kind = struct.unpack_from("=IH", reply)
+            if kind == _SOCK_DIAG_BY_FAMILY:
+                uid, inode = struct.unpack_from("=II", reply, _UID_OFFSET)
+                # inode 0: no process holds it any more (the client closed at once);
+                # the kernel may have made it a TIME_WAIT one, which names uid 0
+                # (root) whoever made it.
+                return uid if inode else None
+    except (OSError, struct.error):
+        pass
+    return None
+
+
+def diag_socket():
+    """The netlink socket peer_uid asks through: one, opened at start, as a new one per
+    connection could find the descriptors all taken (the client's accept took the last)."""
+    return socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG)
+
+
+def _account(uid):
+    try:
+        return "%s (uid %d)" % (pwd.getpwuid(uid).pw_name, uid)
+    except KeyError:
+        return "uid %d" % uid
+
+
+class OwnAccounts:
+    """The gate of a server without auth: a connection from another account than the
+    daemon's own (or root) is refused, so no other account runs code as this one."""
+
+    def __init__(self):
+        self.uids = frozenset({0, os.getuid()})
+        self.owner = _account(os.getuid())
+        self.served = self.owner if os.getuid() == 0 else self.owner + " and root"
+        self._logged = set()   # uids refused: logged once each, so a loop cannot flood the log
+        self._diag = None
+        try:
+            self._diag = diag_socket()
+        except OSError as exc:   # a sandbox without AF_NETLINK: every client would be refused
+            log.warning("cannot ask the kernel which account a client connects as (sock_diag netlink: %s), "
+                        "so every connection will be refused: allow AF_NETLINK, or set "
+                        "GS_MCP_LOCAL_CLIENTS=any", exc.strerror or exc)
+
+    def refusal(self, sock):
+        """None, or the message refusing every request on this accepted connection."""
+        uid = peer_uid(sock, self._diag) if self._diag is not None else None
+        if uid in self.uids:
+            return None
+        who = "from an account the kernel does not name" if uid is None else "from " + _account(uid)
+        if uid not in self._logged:
+            self._logged.add(uid)
+            log.warning("refusing connections %s: without auth only the clients of %s are served "
+                        "(GS_MCP_LOCAL_CLIENTS)", who, self.served)
+        return ("Forbidden: this server runs without auth, so it serves only the clients of %s; "
+                "this connection is %s. Run the client as %s, or start the server with "
+                "auth (GS_MCP_AUTH=1), or with GS_MCP_LOCAL_CLIENTS=any to let every local account run "
+                "code as %s" % (self.owner, who, self.owner, self.owner))

@@ -1,0 +1,53 @@
+"""End to end: without auth, a client of another local account is refused.
+
+Such a server tells its clients apart by nothing else, and every tool runs as the
+daemon's account (`execute_code` whatever it is given): another account's client on the
+loopback port would run code as this one. Clients connect here as `nobody`, over real
+sockets that account made (helpers.connect_as), and as the test's own account.
+"""
+
+import json
+import os
+import pwd
+
+import pytest
+from helpers import Client, Daemon, body_of, raw_exchange, status_of, tool_text
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root, to connect as another account")
+
+NOBODY = 65534
+INIT_BODY = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                                   "clientInfo": {"name": "local-accounts", "version": "0"}}}).encode()
+
+
+def initialize(port, account=None):
+    """A whole initialize over one connection, as `account` (a uid; None: this process's)."""
+    head = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
+            b"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
+            % (port, len(INIT_BODY)))
+    return raw_exchange(port, head + INIT_BODY, account=account)
+
+
+def test_another_accounts_client_is_refused_and_opens_no_session(tmp_path):
+    with Daemon(tmp_path, env={"GS_MCP_SPARE_WORKERS": "1"}) as daemon:
+        raw = initialize(daemon.port, NOBODY)
+        assert status_of(raw) == 403, raw
+        assert b"mcp-session-id" not in raw.lower()
+        message = json.loads(body_of(raw))["error"]["message"]
+        assert ("this connection is from %s (uid %d)" % (pwd.getpwuid(NOBODY).pw_name, NOBODY)) in message
+        assert "GS_MCP_AUTH=1" in message and "GS_MCP_LOCAL_CLIENTS=any" in message
+        assert daemon.status()["sessions"] == []
+        assert "refusing connections from %s (uid %d)" % (pwd.getpwuid(NOBODY).pw_name, NOBODY) \
+            in daemon.log_text()
+        own = Client(daemon.port)   # this account's client is served as ever
+        own.initialize()
+        assert "user: " in tool_text(own.tool("status"))
+        own.close()
+
+
+def test_local_clients_any_serves_every_account(tmp_path):
+    with Daemon(tmp_path, env={"GS_MCP_SPARE_WORKERS": "1", "GS_MCP_LOCAL_CLIENTS": "any"}) as daemon:
+        raw = initialize(daemon.port, NOBODY)
+        assert status_of(raw) == 200, raw
+        assert b"mcp-session-id" in raw.lower()

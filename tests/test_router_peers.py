@@ -1,0 +1,85 @@
+"""router/peers.py: which local account holds a loopback client's socket, and the gate
+a server without auth keeps with it (only its own account, and root)."""
+
+import os
+import pwd
+import socket
+
+import pytest
+from helpers import connect_as
+
+from gsmcpd.router.peers import OwnAccounts, diag_socket, peer_uid
+
+NOBODY = 65534
+DIAG = diag_socket()
+as_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root, to connect as another account")
+
+
+def accepted(connect):
+    """(the accepted socket, what connect() returned) for one loopback connection."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    with listener:
+        client = connect(listener.getsockname())
+        server, _ = listener.accept()
+    return server, client
+
+
+def test_a_client_of_this_account_is_shown_as_this_account():
+    server, client = accepted(socket.create_connection)
+    with server, client:
+        assert peer_uid(server, DIAG) == os.getuid()
+
+
+def test_a_client_on_an_ipv6_socket_reaching_an_ipv4_listener_is_found_too():
+    def connect_v6(address):
+        sock = socket.socket(socket.AF_INET6)
+        sock.connect(("::ffff:" + address[0], address[1]))
+        return sock
+    server, client = accepted(connect_v6)
+    with server, client:
+        assert peer_uid(server, DIAG) == os.getuid()
+
+
+@as_root
+def test_another_accounts_client_is_shown_as_that_account():
+    server, client = accepted(lambda address: connect_as(NOBODY, address))
+    with server, client:
+        assert peer_uid(server, DIAG) == NOBODY
+
+
+@as_root
+def test_another_accounts_client_that_closed_at_once_names_no_account():
+    # Its socket, orphaned, may be a TIME_WAIT one, which the kernel shows as uid 0
+    # whoever made it: taken for root's, another account's request would get through.
+    def connect_send_and_close(address):
+        sock = connect_as(NOBODY, address)
+        sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        sock.close()
+        return socket.socket()
+    server, client = accepted(connect_send_and_close)
+    with server, client:
+        assert peer_uid(server, DIAG) is None
+
+
+def test_the_own_account_gate_lets_this_account_through():
+    server, client = accepted(socket.create_connection)
+    with server, client:
+        assert OwnAccounts().refusal(server) is None
+
+
+@as_root
+def test_the_own_account_gate_refuses_another_account_saying_who_and_what_to_do(caplog):
+    gate = OwnAccounts()
+    for _ in range(2):
+        server, client = accepted(lambda address: connect_as(NOBODY, address))
+        with server, client:
+            refusal = gate.refusal(server)
+        name = pwd.getpwuid(NOBODY).pw_name
+        assert refusal.startswith("Forbidden: this server runs without auth, so it serves only the clients "
+                                  "of root (uid 0); this connection is from %s (uid %d)." % (name, NOBODY))
+        assert "GS_MCP_AUTH=1" in refusal and "GS_MCP_LOCAL_CLIENTS=any" in refusal
+    logged = [r.getMessage() for r in caplog.records if "refusing connections" in r.getMessage()]
+    assert logged == ["refusing connections from %s (uid %d): without auth only the clients of root (uid 0) are served "
+                      "(GS_MCP_LOCAL_CLIENTS)" % (name, NOBODY)]   # once per account, not per connection
