@@ -34,7 +34,6 @@ import io
 import json
 import os
 import posixpath
-import pwd
 import stat
 import re
 import secrets
@@ -45,6 +44,7 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
+from gsmcpd.accounts import account_name
 from gsmcpd.image.dirfd import (ImageDirs, UntrustedLink, fsync_dir as _fsync_dir, is_entry, open_dir, readable,
                                 trusted_owners, walk_held)
 
@@ -302,7 +302,7 @@ def lock_holders(fd: int) -> list[str]:
                 except OSError:
                     holders.append(f"pid {pid}")
                     continue
-                holders.append(f"pid {pid} (account {_owner_name(uid)})")
+                holders.append(f"pid {pid} (account {account_name(uid)})")
     except OSError:
         pass
     return holders
@@ -979,17 +979,17 @@ class ImageStore:
             why, remedy = "its file is not writable by it", "its owner must make it writable to you"
             if not os.access(".", os.W_OK, dir_fd=held, effective_ids=True):
                 # The file is replaced by a rename there: its own mode alone would not do.
-                remedy += (f", and {where} (owner {_owner_name(directory.st_uid)}) must be made "
+                remedy += (f", and {where} (owner {account_name(directory.st_uid)}) must be made "
                            "writable to you too")
             remedy += " (group-writable in a shared image)"
         elif directory.st_mode & stat.S_ISVTX and os.geteuid() not in (info.st_uid, directory.st_uid):
             why = "its directory is sticky and the file another account's"   # the rename would fail: EPERM
             # Sticky, only the file's or the directory's owner may replace it, whatever its mode.
             remedy = (f"its owner must change it, or {where} lose its sticky bit (chmod -t, by its "
-                      f"owner {_owner_name(directory.st_uid)})")
+                      f"owner {account_name(directory.st_uid)})")
         else:
             return
-        raise UnwritableModule(rel, _owner_name(info.st_uid), stat.S_IMODE(info.st_mode), why, remedy)
+        raise UnwritableModule(rel, account_name(info.st_uid), stat.S_IMODE(info.st_mode), why, remedy)
 
     def _check_unmoved(self, rel: str, dirs: ImageDirs) -> None:
         """Refuse the commit if `rel`'s held directory is no longer the one its path
@@ -1182,13 +1182,6 @@ def _file_bytes(path: str, follow: bool = True, dir_fd: int | None = None) -> by
         raise FileNotFoundError(errno.ENOENT, "not a regular file", path)
     with open(fd, "rb", buffering=0) as file:
         return file.readall()
-
-
-def _owner_name(uid: int) -> str:
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return f"uid {uid}"
 
 
 def _already_there(changes: dict[str, bytes | None], base_hashes: dict[str, str | None],

@@ -8,9 +8,10 @@ root) drive a server that runs code as that account.
 
 import logging
 import os
-import pwd
 import socket
 import struct
+
+from gsmcpd.accounts import account_and_uid
 
 log = logging.getLogger("gsmcpd.peers")
 
@@ -70,20 +71,13 @@ def diag_socket():
     return socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG)
 
 
-def _account(uid):
-    try:
-        return "%s (uid %d)" % (pwd.getpwuid(uid).pw_name, uid)
-    except KeyError:
-        return "uid %d" % uid
-
-
 class OwnAccounts:
     """The gate of a server without auth: a connection from another account than the
     daemon's own (or root) is refused, so no other account runs code as this one."""
 
     def __init__(self):
         self.uids = frozenset({0, os.getuid()})
-        self.owner = _account(os.getuid())
+        self.owner = account_and_uid(os.getuid())
         self.served = self.owner if os.getuid() == 0 else self.owner + " and root"
         self._logged = set()   # uids refused: logged once each, so a loop cannot flood the log
         self._diag = None
@@ -99,7 +93,7 @@ class OwnAccounts:
         uid = peer_uid(sock, self._diag) if self._diag is not None else None
         if uid in self.uids:
             return None
-        who = "from an account the kernel does not name" if uid is None else "from " + _account(uid)
+        who = "from an account the kernel does not name" if uid is None else "from " + account_and_uid(uid)
         if uid not in self._logged:
             self._logged.add(uid)
             log.warning("refusing connections %s: without auth only the clients of %s are served "
