@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Callable, TextIO
 
 from gsmcpd import __version__
+from gsmcpd.accounts import account_and_uid
 from gsmcpd.config import (CHECKOUT, DEFAULT_STATE_DIR, Config, control_socket_path, parse_int,
                            pidfile_path)
 from gsmcpd.logfile import PrivateFileHandler, RefusesWrites, no_space_left, open_for_appending
@@ -73,11 +74,28 @@ _log_state = _LogState()
 
 def make_private_dir(path: Path) -> None:
     """The state directory (or a log's), created 0700 when missing: it holds the log,
-    the pidfile and the control socket. One that exists keeps its mode."""
+    the pidfile and the control socket. One that exists keeps its mode, unless another
+    account may write in it: then PermissionError, saying so."""
     try:
         Path(path).mkdir(mode=0o700, parents=True, exist_ok=True)
     except FileExistsError:   # a file in its place: "File exists" would not say what is wrong
         raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path)) from None
+    problem = _shared_dir_problem(os.stat(path))
+    if problem:
+        raise PermissionError(errno.EPERM, problem, str(path))
+
+
+def _shared_dir_problem(st: os.stat_result) -> str | None:
+    """Why another account could plant files in a directory (a link at the log's name,
+    which the daemon would then append to), or None: its owner is neither this account
+    nor root, or its mode lets its group or every account write."""
+    if st.st_uid not in (os.geteuid(), 0):
+        return (f"it is owned by another account, {account_and_uid(st.st_uid)}, who may let anyone "
+                "write in it: use a directory of this account's")
+    if st.st_mode & 0o022:
+        return (f"other accounts may write in it (mode {stat.S_IMODE(st.st_mode):04o}), and so plant a "
+                "link where gsmcpd writes its log or pidfile: make it private (chmod go-w)")
+    return None
 
 
 def configure_logging(level: str, path: Path | None, *, redirect_stdio: bool = False) -> None:

@@ -652,3 +652,38 @@ def test_a_log_file_that_opens_but_refuses_appending_leaves_no_descriptor_open()
             with pytest.raises(OSError):
                 PrivateFileHandler("/proc/self/comm")
         assert len(os.listdir("/proc/self/fd")) == before
+
+
+# -- a state or log directory another account may write in ------------------------------
+
+
+@pytest.mark.parametrize("mode", [0o700, 0o755, 0o750])
+def test_a_private_directory_of_this_account_is_used(tmp_path, mode):
+    directory = tmp_path / "state"
+    directory.mkdir(mode=mode)
+    directory.chmod(mode)
+    daemon.make_private_dir(directory)
+    assert stat.S_IMODE(directory.stat().st_mode) == mode   # kept as its owner made it
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o1777, 0o770, 0o720])
+def test_a_directory_others_may_write_in_is_refused_naming_its_mode(tmp_path, mode):
+    directory = tmp_path / "state"
+    directory.mkdir()
+    directory.chmod(mode)
+    with pytest.raises(PermissionError) as refused:
+        daemon.make_private_dir(directory)
+    assert refused.value.filename == str(directory)
+    assert refused.value.strerror == (
+        "other accounts may write in it (mode %04o), and so plant a link where gsmcpd writes its "
+        "log or pidfile: make it private (chmod go-w)" % mode)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root, to give the directory to another account")
+def test_a_directory_another_account_owns_is_refused_naming_it(tmp_path):
+    directory = tmp_path / "state"
+    directory.mkdir(mode=0o700)
+    os.chown(directory, 65534, 65534)
+    with pytest.raises(PermissionError) as refused:
+        daemon.make_private_dir(directory)
+    assert refused.value.strerror.startswith("it is owned by another account, nobody (uid 65534), ")

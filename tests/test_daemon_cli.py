@@ -636,6 +636,29 @@ def test_a_file_where_the_state_or_log_directory_goes_is_called_not_a_directory(
     assert f"cannot open the log file {in_the_way / 'g.log'}: Not a directory" in logged.stdout
 
 
+def test_a_state_directory_other_accounts_may_write_in_is_refused_and_nothing_is_written_through_it(tmp_path):
+    # Another account that may write there plants a link at the log's (or pidfile's) name:
+    # the daemon appended its log to whatever file the link named, as its own account.
+    state = tmp_path / "shared"
+    state.mkdir()
+    state.chmod(0o777)
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    port = str(free_port())
+    (state / f"gsmcpd-{port}.log").symlink_to(victim)
+    said = (f"{state}: other accounts may write in it (mode 0777), and so plant a link where gsmcpd "
+            "writes its log or pidfile: make it private (chmod go-w)")
+    started = gsmcpd("start", "--port", port, "--state-dir", str(state))
+    assert started.returncode == 1 and started.stdout.strip() == f"cannot create the state directory {said}"
+    served = gsmcpd("serve", "--port", port, "--state-dir", str(state))
+    assert served.returncode == 1 and f"cannot write the pidfile {state}/gsmcpd-{port}.pid: " in served.stderr
+    logged = gsmcpd("serve", "--port", port, "--state-dir", str(tmp_path / "own"),
+                    env={"GS_MCP_LOG_FILE": str(state / f"gsmcpd-{port}.log")})
+    assert logged.returncode == 1 and f"cannot open the log file {state}/gsmcpd-{port}.log: " in logged.stderr
+    assert victim.read_text() == "precious\n"
+    assert sorted(p.name for p in state.iterdir()) == [f"gsmcpd-{port}.log"]   # the link alone
+
+
 def test_worker_env_without_per_user_workers_is_a_warning_of_check_and_serve(tmp_path):
     # Workers on the daemon's own account keep its whole environment: the list did nothing,
     # silently.
