@@ -23,6 +23,7 @@ _ANY_STATE = 0xFFFFFFFF
 # nlmsghdr (16 bytes), then inet_diag_msg: family, state, timer, retrans (4), the socket
 # id (48), expires, rqueue, wqueue (12), then the owner's uid and the socket's inode.
 _UID_OFFSET = 16 + 4 + 48 + 12
+_SOCKID_OFFSET = 16 + 4   # its source and destination ports first, big-endian
 
 
 def _diag_request(family, local, remote):
@@ -54,7 +55,10 @@ def peer_uid(sock, diag):
             diag.send(_diag_request(family, local, remote))
             reply = diag.recv(8192, socket.MSG_DONTWAIT)   # the kernel answers as it is asked
             _, kind = struct.unpack_from("=IH", reply)
-            if kind == _SOCK_DIAG_BY_FAMILY:
+            # The ports the reply's socket id names are the asked ones: an answer to
+            # another question (out of step) must never name this client's account.
+            if (kind == _SOCK_DIAG_BY_FAMILY
+                    and struct.unpack_from("!HH", reply, _SOCKID_OFFSET) == (local[1], remote[1])):
                 uid, inode = struct.unpack_from("=II", reply, _UID_OFFSET)
                 # inode 0: no process holds it any more (the client closed at once);
                 # the kernel may have made it a TIME_WAIT one, which names uid 0
