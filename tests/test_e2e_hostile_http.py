@@ -4,7 +4,7 @@ Each class of malformed input gets its specific 4xx and the connection closed; t
 router keeps serving a good request on a new connection; and neither the bearer token
 nor the Authorization header reaches the daemon's log, even with tracing on. A head
 trickled byte by byte is dropped at the read timeout, a body one byte over 16 MiB is a
-413, and bytes that bring no request do not keep a connection from being closed for room.
+413, a body in chunks too small for their framing is a 400, and bytes that bring no request do not keep a connection from being closed for room.
 """
 
 import json
@@ -158,6 +158,35 @@ def test_a_body_one_byte_over_16_mib_is_413_whether_announced_or_chunked(env, to
             assert good.post(INIT).status == 200
         finally:
             good.close()
+
+
+def test_a_body_in_tiny_chunks_is_refused_past_its_framing_allowance_and_fine_chunks_are_served(env, token):
+    # Every chunk costs the one router loop the same work whatever its size: 1 MiB as 1-byte
+    # chunks (6 MiB on the wire) is refused once its framing outweighs its data, and the
+    # router serves on; a body whose chunks pay for their framing is served whole.
+    daemon = env[1]
+    other = AuthClient(daemon.port, token)
+    other.initialize()
+    tiny = chunked(token, b"1\r\nx\r\n" * (1 << 20) + b"0\r\n\r\n", b"Content-Type: application/json")
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=30) as sock:
+        try:
+            sock.sendall(tiny)
+            sock.shutdown(socket.SHUT_WR)
+        except (ConnectionResetError, BrokenPipeError):
+            pass   # cut off while lingering: the reply is read below
+        raw = recv_all(sock)
+    assert status_of(raw) == 400, raw[:300]
+    assert refusal_of(raw) == ("400 chunks too small: their framing (size lines, extensions, CRLFs) may be "
+                               "at most 1/4 of the data, beyond 8192 bytes; send larger chunks"), raw[:300]
+    assert other.call("ping").status == 200
+    other.close()
+    # initialize padded to 48 KiB in 24-byte chunks: 12 KiB of framing, paid for by the data
+    message = json.dumps(INIT).encode().ljust(48 * 1024)
+    fine = b"".join(b"%x\r\n%s\r\n" % (len(message[i:i + 24]), message[i:i + 24]) for i in range(0, len(message), 24))
+    raw = raw_exchange(daemon.port, chunked(token, fine + b"0\r\n\r\n", b"Content-Type: application/json",
+                                            b"Accept: application/json, text/event-stream"))
+    assert status_of(raw) == 200, raw[:300]
+    assert b"\r\nmcp-session-id: " in raw.lower() and json.loads(body_of(raw))["id"] == INIT["id"], raw[:300]
 
 
 def test_empty_lines_do_not_make_an_idle_connection_look_fresh_at_the_connection_cap(tmp_path):

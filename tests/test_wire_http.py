@@ -485,6 +485,54 @@ def test_body_exactly_at_the_limit_is_accepted(feeding):
     assert run(chunked, feeding, max_body=10)[1][0].body == b"0123456789"
 
 
+# ---- chunk framing is paid for by data ----------------------------------------
+
+TOO_SMALL = ("chunks too small: their framing (size lines, extensions, CRLFs) may be at most "
+             "1/4 of the data, beyond 8192 bytes; send larger chunks")
+
+
+def chunked_in(pieces, ext=b""):
+    return (b"POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+            + b"".join(b"%x%s\r\n%s\r\n" % (len(piece), ext, piece) for piece in pieces) + b"0\r\n\r\n")
+
+
+def test_a_body_in_one_byte_chunks_is_refused_once_its_framing_passes_the_allowance(feeding):
+    # 5 framing bytes a chunk ("1\r\n", "\r\n"): 1,000 chunks fit the 8 KiB allowance, 2,000 do not
+    _, [req] = run(chunked_in([b"a"] * 1000), feeding)
+    assert req.body == b"a" * 1000
+    err = refused(chunked_in([b"a"] * 2000), feeding)
+    assert (err.status, err.message) == (400, TOO_SMALL)
+
+
+def test_chunks_whose_data_pays_for_their_framing_are_read_whatever_the_body_length(feeding):
+    # "18\r\n" and "\r\n" are 6 bytes, a quarter of 24 bytes of data: never short of credit,
+    # over 30 KiB of framing; 8-byte chunks, 5 framing bytes each, run short
+    pieces = [b"%024d" % i for i in range(5000)]
+    _, [req] = run(chunked_in(pieces), feeding)
+    assert req.body == b"".join(pieces)
+    assert refused(chunked_in([b"12345678"] * 5000), feeding).message == TOO_SMALL
+
+
+def test_the_credit_a_large_chunk_earns_is_capped_at_the_allowance(feeding):
+    # one 64 KiB chunk earns no more than a fresh body starts with: tiny chunks still run out
+    _, [req] = run(chunked_in([b"x" * 65536] + [b"a"] * 1000), feeding)
+    assert len(req.body) == 65536 + 1000
+    assert refused(chunked_in([b"x" * 65536] + [b"a"] * 2000), feeding).message == TOO_SMALL
+
+
+def test_chunk_extensions_count_as_framing(feeding):
+    ext = b";x=" + b"e" * 97   # 100 bytes more framing a chunk: some 80 chunks use the allowance
+    _, [req] = run(chunked_in([b"a"] * 60, ext), feeding)
+    assert req.body == b"a" * 60
+    assert refused(chunked_in([b"a"] * 100, ext), feeding).message == TOO_SMALL
+
+
+def test_each_request_on_a_connection_starts_with_the_whole_allowance(feeding):
+    one = chunked_in([b"a"] * 1500)
+    _, requests = run(one + one + one, feeding)
+    assert [r.body for r in requests] == [b"a" * 1500] * 3
+
+
 # ---- refusals ------------------------------------------------------------------
 
 def post(*header_lines, body=b""):

@@ -243,3 +243,19 @@ def test_any_one_crlf_of_a_chunked_body_made_a_bare_lf_is_a_400(seed):
         result = parse([head + body[:at] + body[at + 1:]])
         # a CR taken from chunk data shifts the framing after it: refused all the same
         assert result[:2] == ("error", 400) and result[2] in framing | {"invalid chunk size"}, result
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_body_of_tiny_chunks_is_read_or_refused_the_same_however_split(seed):
+    # Past its allowance a chunk's framing must be paid for by data: whether a body runs
+    # short depends on its chunks alone, never on where the reads fell.
+    rng = random.Random(4000 + seed)
+    head = b"POST /mcp HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+    pieces = [b"x" * rng.randint(1, 3) for _ in range(rng.randint(1200, 2400))]
+    ext = rng.choice([b"", b"", b";a=b"])
+    body = b"".join(b"%x%s\r\n%s\r\n" % (len(p), ext, p) for p in pieces) + b"0\r\n\r\n"
+    result = same_however_split(head + body, rng)
+    if result[0] == "ok":
+        assert result[1][0][5] == b"".join(pieces)
+    else:
+        assert result[1] == 400 and result[2].startswith("chunks too small"), result
