@@ -40,7 +40,7 @@ _HEX_SIZE = re.compile(rb"[0-9A-Fa-f]{1,16}")
 _QUOTED = rb'"(?:[\t \x21\x23-\x5b\x5d-\x7e]|\\[\t \x21-\x7e])*"'
 _CHUNK_EXT = (rb"(?:[ \t]*;[ \t]*%s(?:[ \t]*=[ \t]*(?:%s|%s))?)*"
               % (_TOKEN_BYTES.pattern, _TOKEN_BYTES.pattern, _QUOTED))
-_CHUNK_LINE = re.compile(rb"([0-9A-Fa-f]{1,16})" + _CHUNK_EXT + rb"[ \t]*")
+_CHUNK_SIZE_LINE = re.compile(rb"([0-9A-Fa-f]{1,16})" + _CHUNK_EXT + rb"[ \t]*\r\n")
 SMALL_BODY = 64 * 1024                   # bytes of body read before the head's gates run (pop_waiting_head)
 _MAX_BLANK = 1024                        # empty lines tolerated before a request line
 _TLS_HANDSHAKE = 0x16                    # a TLS record's first byte: a ClientHello
@@ -414,60 +414,69 @@ class RequestParser:
     # ---- chunked body ---------------------------------------------------
 
     def _read_chunked(self):
+        """Read on in the chunked body; True once it is whole. The buffer is walked by
+        position and cut once at the end: a body of small chunks costs one regex match
+        and a slice per chunk, not a cut of the buffer per line."""
         buf = self._buf
-        while True:
-            if self._state == _CHUNK_SIZE:
-                newline = buf.find(b"\n", 0, _MAX_CHUNK_LINE + 1)
-                if newline < 0:
-                    if len(buf) > _MAX_CHUNK_LINE:
-                        raise HttpError(400, "chunk size line too long")
-                    return False
-                line = _crlf_line(buf, newline, "chunk size line not ended by CRLF")
-                parts = _CHUNK_LINE.fullmatch(line)
-                if parts is None:
-                    if _HEX_SIZE.fullmatch(line.split(b";", 1)[0].rstrip(b" \t")):
-                        raise HttpError(400, "malformed chunk extension")
-                    raise HttpError(400, "invalid chunk size")
-                size = int(parts.group(1), 16)
-                if size == 0:
-                    self._state = _TRAILERS
-                    continue
-                if len(self._body) + size > self.max_body:
-                    raise self._body_too_large()
-                self._pay_for_framing(newline + 3, size)   # the size line and the data's CRLF
-                self._remaining = size
-                self._state = _CHUNK_DATA
-            elif self._state == _CHUNK_DATA:
-                take = min(self._remaining, len(buf))
-                if take:
-                    self._body += buf[:take]
-                    del buf[:take]
+        at = 0
+        try:
+            while True:
+                if self._state == _CHUNK_SIZE:
+                    line = _CHUNK_SIZE_LINE.match(buf, at, at + _MAX_CHUNK_LINE + 1)
+                    if line is None:
+                        _refuse_chunk_line(buf, at)   # or more bytes are needed
+                        return False
+                    size = int(line.group(1), 16)
+                    if size == 0:
+                        at = line.end()
+                        self._state = _TRAILERS
+                        continue
+                    if len(self._body) + size > self.max_body:
+                        raise self._body_too_large()
+                    data = line.end()
+                    self._pay_for_framing(data - at + 2, size)   # the size line and the data's CRLF
+                    at = data + size
+                    if buf.startswith(b"\r\n", at):   # the whole chunk is here
+                        self._body += buf[data:at]
+                        at += 2
+                        continue
+                    at = min(at, len(buf))
+                    self._body += buf[data:at]
+                    self._remaining = data + size - at
+                    self._state = _CHUNK_DATA if self._remaining else _CHUNK_CRLF
+                elif self._state == _CHUNK_DATA:
+                    take = min(self._remaining, len(buf) - at)
+                    self._body += buf[at:at + take]
+                    at += take
                     self._remaining -= take
-                if self._remaining:
-                    return False
-                self._state = _CHUNK_CRLF
-            elif self._state == _CHUNK_CRLF:
-                if buf.startswith(b"\r\n"):
-                    del buf[:2]
-                elif buf == b"\r" or not buf:
-                    return False
-                else:
-                    raise HttpError(400, "chunk data not followed by CRLF")
-                self._state = _CHUNK_SIZE
-            else:  # _TRAILERS: zero or more header lines, then an empty line
-                newline = buf.find(b"\n")
-                if newline < 0:
-                    if self._trailer_bytes + len(buf) > self.max_head:
+                    if self._remaining:
+                        return False
+                    self._state = _CHUNK_CRLF
+                elif self._state == _CHUNK_CRLF:
+                    if buf.startswith(b"\r\n", at):
+                        at += 2
+                    elif len(buf) - at < 2 and buf[at:] in (b"", b"\r"):
+                        return False
+                    else:
+                        raise HttpError(400, "chunk data not followed by CRLF")
+                    self._state = _CHUNK_SIZE
+                else:  # _TRAILERS: zero or more header lines, then an empty line
+                    newline = buf.find(b"\n", at)
+                    if newline < 0:
+                        if self._trailer_bytes + len(buf) - at > self.max_head:
+                            raise HttpError(431, "chunked trailers too large")
+                        return False
+                    line = _crlf_line(buf, at, newline, "trailer line not ended by CRLF")
+                    self._trailer_bytes += newline + 1 - at
+                    at = newline + 1
+                    if self._trailer_bytes > self.max_head:
                         raise HttpError(431, "chunked trailers too large")
-                    return False
-                line = _crlf_line(buf, newline, "trailer line not ended by CRLF")
-                self._trailer_bytes += newline + 1
-                if self._trailer_bytes > self.max_head:
-                    raise HttpError(431, "chunked trailers too large")
-                if not line:
-                    return True
-                # validated, then dropped: trailers carry nothing we use
-                _parse_header_line(line.decode("latin-1"))
+                    if not line:
+                        return True
+                    # validated, then dropped: trailers carry nothing we use
+                    _parse_header_line(line.decode("latin-1"))
+        finally:
+            del buf[:at]
 
     def _pay_for_framing(self, framing, size):
         credit = min(self._framing_credit + size, _FRAMING_CREDIT) - framing * _DATA_PER_FRAMING_BYTE
@@ -478,15 +487,27 @@ class RequestParser:
         self._framing_credit = credit
 
 
-def _crlf_line(buf, newline, refusal):
-    """The line of a chunked body ending at buf[newline], taken off buf. Only the head
+def _refuse_chunk_line(buf, at):
+    """Why the chunk size line at buf[at:] is refused (HttpError), or None while it may
+    still be completed by more bytes."""
+    newline = buf.find(b"\n", at, at + _MAX_CHUNK_LINE + 1)
+    if newline < 0:
+        if len(buf) - at > _MAX_CHUNK_LINE:
+            raise HttpError(400, "chunk size line too long")
+        return
+    line = _crlf_line(buf, at, newline, "chunk size line not ended by CRLF")
+    if _HEX_SIZE.fullmatch(line.split(b";", 1)[0].rstrip(b" \t")):
+        raise HttpError(400, "malformed chunk extension")
+    raise HttpError(400, "invalid chunk size")
+
+
+def _crlf_line(buf, at, newline, refusal):
+    """The line of a chunked body from buf[at] to the LF at buf[newline]. Only the head
     may end lines with a bare LF (RFC 9112 2.2): in chunked framing a hop that ends them
     elsewhere would frame the body apart from us (request smuggling)."""
-    if newline == 0 or buf[newline - 1] != 13:
+    if newline == at or buf[newline - 1] != 13:
         raise HttpError(400, refusal)
-    line = bytes(buf[:newline - 1])
-    del buf[:newline + 1]
-    return line
+    return bytes(buf[at:newline - 1])
 
 
 def _head_end(buf, start, stop):
