@@ -468,7 +468,9 @@ def test_a_commit_of_changes_already_on_disk_whose_read_back_fails_says_they_wer
     assert b.ok("status")["structuredContent"]["changedModules"] == []
 
 
-def test_a_commit_that_cannot_tell_whether_it_stands_says_so_not_that_it_failed(image, views, monkeypatch):
+@pytest.mark.parametrize("settling", ["commit", "refresh"])
+def test_a_commit_that_cannot_tell_whether_it_stands_says_so_not_that_it_failed(image, views, monkeypatch,
+                                                                                settling):
     # The disk failed once the commit was decided (its intent written), and asking whether it
     # stands waited out the lock: that ImageLockTimeout was answered, "commit failed ...; your
     # changes are kept uncommitted (zoo.keeper)", of a commit that stands.
@@ -491,16 +493,25 @@ def test_a_commit_that_cannot_tell_whether_it_stands_says_so_not_that_it_failed(
     assert text(failed) == (
         "the commit of zoo.keeper failed ([Errno 5] Input/output error), and whether it stands could "
         "not be told (the journal that records it could not be read under the image lock); commit "
-        "again to settle it: the answer then says whether it stands (settled), and anything else "
-        "is written")
+        "again or refresh to settle it: the answer then says whether it stands (settled), and a "
+        "commit writes anything else")
     monkeypatch.undo()
-    answer = client.ok("commit")
+    # The error said "commit again or refresh": each settles it (the message said commit only).
+    answer = client.ok(settling)
     settled = answer["structuredContent"]
     # The session's own commit: it was "already committed by another, with the same text".
-    assert (settled["committed"], settled["alreadyCommitted"], settled["settled"]) == ([], [], ["zoo.keeper"])
-    assert text(answer).startswith("Nothing to write; this session's own earlier commit, which could "
-                                   "not tell whether it stood, stands: zoo.keeper (view version 1)")
-    assert (image / "zoo/keeper.py").read_text() == "x = 'mine'\n"
+    assert (settled["alreadyCommitted"], settled["settled"]) == ([], ["zoo.keeper"])
+    if settling == "commit":
+        assert settled["committed"] == []
+        assert text(answer).startswith("Nothing to write; this session's own earlier commit, which could "
+                                       "not tell whether it stood, stands: zoo.keeper (view version 1)")
+    else:
+        assert settled["broughtIn"] == [] and settled["keptOurs"] == []
+        assert text(answer).startswith("Refreshed to view version 1\nthis session's own earlier commit, "
+                                       "which could not tell whether it stood, stands: zoo.keeper")
+    assert client.view.changed_modules() == []
+    # What every session reads (a refresh may leave the stood commit pending, still to be renamed into place).
+    assert client.view.store.read_snapshot().files["zoo/keeper.py"] == b"x = 'mine'\n"
 
 
 @pytest.mark.parametrize("tool", ["refresh", "abort"])

@@ -639,8 +639,8 @@ def test_a_break_in_a_commit_that_cannot_tell_whether_it_stands_says_so(tmp_path
         assert channel.reply(seq)["error"] == {"code": -32001, "message": (
             "request interrupted: soft break; it broke the commit of pets, and whether it stands could "
             "not be told (the journal that records it could not be read under the image lock); commit "
-            "again to settle it: the answer then says whether it stands (settled), and anything else "
-            "is written")}
+            "again or refresh to settle it: the answer then says whether it stands (settled), and a "
+            "commit writes anything else")}
     finally:
         channel.close()
 
@@ -673,8 +673,8 @@ def test_a_hard_break_as_the_broken_commit_waits_to_ask_whether_it_stands_says_i
         assert frame["message"]["error"] == {"code": -32001, "message": (
             "request interrupted: hard break; it broke the commit of pets, and whether it stands could "
             "not be told (the journal that records it could not be read under the image lock); commit "
-            "again to settle it: the answer then says whether it stands (settled), and anything else "
-            "is written")}
+            "again or refresh to settle it: the answer then says whether it stands (settled), and a "
+            "commit writes anything else")}
     finally:
         channel.close()
 

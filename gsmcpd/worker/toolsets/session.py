@@ -120,8 +120,8 @@ def commit_view(view) -> tuple[list[str], list[str], dict[str, str]]:
 
 # Of a commit that failed, or was broken, not knowing whether it stands (View.undecided).
 UNDECIDED = ("whether it stands could not be told (the journal that records it could not be read "
-             "under the image lock); commit again to settle it: the answer then says whether it "
-             "stands (settled), and anything else is written")
+             "under the image lock); commit again or refresh to settle it: the answer then says "
+             "whether it stands (settled), and a commit writes anything else")
 
 
 def import_error_lines(errors: dict[str, str]) -> list[str]:
