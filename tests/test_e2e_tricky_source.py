@@ -286,6 +286,8 @@ def test_a_decorator_without_arguments_sends_its_name(c):
     assert structured(c, "find_senders", selector="deco")["results"] == ["tricky.Kitchen.build"]
     assert "tricky.Kitchen.size" in structured(c, "find_senders", selector="setter")["results"]
     assert structured(c, "find_senders", selector="wraps")["results"] == ["tricky.deco"]
+    tools = {tool["name"]: tool for tool in c.call("tools/list").json()["result"]["tools"]}
+    assert "decorated @selector or @obj.selector" in tools["find_senders"]["description"]
 
 
 def test_a_kernel_types_computed_attributes_are_properties(c):

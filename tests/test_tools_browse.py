@@ -347,6 +347,9 @@ def test_a_decorator_written_without_arguments_is_a_send(client):
         ["zoo.animals.Animal.kingdom"]
     assert client.ok("find_senders", selector="classmethod")["structuredContent"]["results"] == \
         ["zoo.animals.Animal.named"]
+    # and the tool says so to a client choosing it (it said calls only)
+    tools = client.server.handle({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})["result"]["tools"]
+    assert "decorated @selector or @obj.selector" in {t["name"]: t for t in tools}["find_senders"]["description"]
 
 
 def test_senders_are_capped_with_the_true_total(client):

@@ -98,7 +98,8 @@ class SearchToolset(Toolset):
                           object_schema({"name": string_prop("a global name", min_length=1)}, ["name"]),
                           self.find_references_to))
         registry.add(Tool("find_senders", "Functions and methods that call .selector(...) or "
-                          f"selector(...) (capped at {CAP}; a note gives the true total).",
+                          "selector(...), or are decorated @selector or @obj.selector (Python calls "
+                          f"it with the def) (capped at {CAP}; a note gives the true total).",
                           object_schema(selector, ["selector"]), self.find_senders))
         registry.add(Tool("search_method_source", "Functions and methods whose source contains "
                           f"the substring (capped at {CAP}).",
