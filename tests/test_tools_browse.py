@@ -517,6 +517,36 @@ def test_a_commit_that_cannot_tell_whether_it_stands_says_so_not_that_it_failed(
     assert client.view.store.read_snapshot().files["zoo/keeper.py"] == b"x = 'mine'\n"
 
 
+def test_an_abort_after_an_undecided_commit_that_stands_names_it_settled_not_discarded_nor_others(
+        image, views, monkeypatch):
+    # Abort answered "discarded changes to zoo.keeper" and "brought in others' commits to
+    # zoo.keeper" of the session's own commit, which stands: nothing was discarded, and
+    # no other session committed anything.
+    from gsmcpd.image import store as store_module
+    client = Client(views(image))
+    write_intent = store_module.ImageStore._write_intent
+
+    def failing_once_written(self, intent):
+        write_intent(self, intent)
+        raise OSError(5, "Input/output error")
+
+    def timed_out(commit_id):
+        raise store_module.ImageLockTimeout(client.view.store.lock_file, 0.05, [])
+
+    with monkeypatch.context() as patched:
+        patched.setattr(store_module.ImageStore, "_write_intent", failing_once_written)
+        patched.setattr(client.view.store, "has_commit", timed_out)
+        client.view.set_source("zoo.keeper", "x = 'mine'\n", live=False)
+        assert client.call("commit")["structuredContent"]["error"]["undecided"] == ["zoo.keeper"]
+    answer = client.ok("abort")
+    structured = answer["structuredContent"]
+    assert (structured["discarded"], structured["broughtIn"], structured["settled"]) == (
+        [], [], ["zoo.keeper"])
+    assert text(answer).startswith("Aborted: no uncommitted changes\nview version 1\nthis session's own "
+                                   "earlier commit, which could not tell whether it stood, stands: zoo.keeper")
+    assert client.view.source("zoo.keeper") == "x = 'mine'\n" and not client.view.has_changes
+
+
 @pytest.mark.parametrize("tool", ["refresh", "abort"])
 def test_a_refresh_or_abort_that_waited_out_the_image_lock_says_so_and_changes_nothing(image, views, tool):
     # It answered the bare "ImageLockTimeout: [Errno 110] ...".

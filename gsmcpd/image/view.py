@@ -413,7 +413,7 @@ class View:
         and this view's earlier undecided commit, settled first, in `settled` if it stands.
         Raises CommitConflict (nothing written, changes kept)."""
         self.already_committed, self.undecided, self.brought_in = [], [], []
-        self.settled = self._settle()
+        self.settled = self.settle()
         changed = self.changed_files()
         base = dict(self.base_hashes)
         already: list[str] = []                # files the disk held as changed: filled by the store
@@ -471,7 +471,7 @@ class View:
     def _commit_stands(self, commit_id: str, changed: list[str], stand: tuple) -> bool | None:
         """Whether the failed commit of `changed` stands; None if that could not be told (the
         lock waited out once more, say): the modules go in `undecided`, the commit (`stand`:
-        the base it makes) is kept for the next commit or refresh to settle (_settle), and the
+        the base it makes) is kept for the next commit, refresh or abort to settle (settle), and the
         failure that raised the question stays the one raised, never replaced by this one;
         but a break landing as it waits for the lock (a cancel, the deadline's hard break)
         ends the call then, as it says, rather than leave the view neither on the commit nor
@@ -490,13 +490,14 @@ class View:
                 raise
             return None
 
-    def _settle(self) -> list[str]:
+    def settle(self) -> list[str]:
         """Settle this view's earlier commit that could not tell whether it stands (see
         `undecided`): if it does, the files whose base is still the one it stood on step
         onto what it wrote (one a refresh moved since is already the disk's), so what the
         session commits next neither conflicts with its own earlier write nor takes it for
-        another's. Returns that commit's modules if it stands; still not known (the lock
-        waited out again), it is left for the next commit or refresh."""
+        another's (nor an abort discards it, or names it as another's). Returns that commit's
+        modules if it stands; still not known (the lock waited out again), it is left for the
+        next commit, refresh or abort."""
         if self._unsettled is None:
             return []
         commit_id, wrote, stood_on = self._unsettled
@@ -630,9 +631,9 @@ class View:
         stands on (see _entangled): brought in, it would leave a module of the
         view in no package, or one module in two files. Unless theirs is byte for
         byte ours: it is then committed, and the base moves onto it. This view's own
-        earlier commit that could not tell whether it stands is settled first (_settle)."""
+        earlier commit that could not tell whether it stands is settled first (settle)."""
         snapshot = self.store.read_snapshot()   # first: if it fails, the view is as it was
-        settled = self._settle()
+        settled = self.settle()
         decoded = {rel: _decode(data) for rel, data in snapshot.files.items()}
         fresh_hashes = {rel: sha256(data) for rel, data in snapshot.files.items()}
         fresh = self._held_if_unchanged({rel: text for rel, (text, _) in decoded.items()}, fresh_hashes)

@@ -162,8 +162,10 @@ class SessionToolset(Toolset):
                           "uncommitted changes.", empty, self.status))
 
     def abort(self, arguments):
-        discarded, base = self.view.changed_modules(), dict(self.view.base_hashes)
         with _lock_waited_out("abort"):
+            # The session's own earlier commit, if it stands, is no change to discard, nor another's.
+            settled = self.view.settle()
+            discarded, base = self.view.changed_modules(), dict(self.view.base_hashes)
             report = self.view.abort()
         # Abort takes the image as it is now: others' commits change modules under the
         # session as a refresh's do, and are named as refresh names them.
@@ -171,12 +173,15 @@ class SessionToolset(Toolset):
         lines = ["Aborted: " + (f"discarded changes to {', '.join(discarded)}" if discarded
                                 else "no uncommitted changes"),
                  f"view version {self.view.version}"]
+        if settled:
+            lines.append(settled_text(settled))
         if brought_in:
             lines.append(brought_in_text(brought_in))
         lines += _reload_lines(report)
         return {"text": "\n".join(lines), "structured": {
             "discarded": discarded, "broughtIn": brought_in, "version": self.view.version,
-            "reloaded": report.reloaded, "importErrors": report.import_errors}}
+            "reloaded": report.reloaded, "importErrors": report.import_errors,
+            **({"settled": settled} if settled else {})}}
 
     def commit(self, arguments):
         committed, brought_in, broken = commit_view(self.view)
