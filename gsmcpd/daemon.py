@@ -7,6 +7,7 @@ the startup line, and systemd notification (READY=1 / STOPPING=1 over $NOTIFY_SO
 from __future__ import annotations
 
 import errno
+import functools
 import logging
 import os
 import select
@@ -784,7 +785,8 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
     for module in ("jwt", "cryptography", "gsmcpd.wire.http", "gsmcpd.router.main",
                    "gsmcpd.worker.server", "gsmcpd.image"):
         report("import", module, _import_problem(module))
-    report("image", str(config.image), _unreachable(_image_problem, config))
+    per_user = bool(config.auth and config.user_map and os.geteuid() == 0)   # serve reads the map only as root
+    report("image", str(config.image), _unreachable(functools.partial(_image_problem, per_user=per_user), config))
     report("state dir", str(config.state_dir), _unreachable(_writable_problem, config.state_dir))
     if config.log_file is not None:
         report("log file", str(config.log_file), _unreachable(_log_file_problem, config.log_file))
@@ -807,7 +809,6 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
         report("tls cert", f"{config.tls_cert} (key {config.tls_key})", _tls_problem(config))
     if config.jwks_file is not None:
         report("jwks file", str(config.jwks_file), _jwks_file_problem(config.jwks_file))
-    per_user = bool(config.auth and config.user_map and os.geteuid() == 0)   # serve reads the map only as root
     if per_user:
         from gsmcpd.auth.usermap import never_served_warnings, read_user_map_setting
         user_map, problem = read_user_map_setting(config.user_map)
@@ -875,11 +876,11 @@ def _jwks_file_problem(path: Path) -> str | None:
     return None
 
 
-def _image_problem(config: Config) -> str | None:
+def _image_problem(config: Config, per_user: bool) -> str | None:
     from gsmcpd.image.default import image_dir_problem
     if not config.image.exists() and config.image == config.state_dir / "image":
         return None  # the default image is created on first start
-    return image_dir_problem(config.image)
+    return image_dir_problem(config.image, per_user=per_user)
 
 
 def _log_file_problem(path: Path) -> str | None:

@@ -829,3 +829,76 @@ def test_a_tls_key_every_account_may_read_is_warned_of_by_serve_and_check(tmp_pa
             assert daemon.log_text().count(said) == 1
     finally:
         shutil.rmtree(keys, ignore_errors=True)
+
+
+@pytest.fixture
+def image_with_no_state(accounts):
+    """A shared image as `image` is, but with no state directory: its first session makes it."""
+    _, group = accounts
+    top = Path(tempfile.mkdtemp(prefix="gsmcpd-peruser-", dir="/tmp"))   # tmp_path is 0700
+    try:
+        image = default.ensure_default_image(top)
+        os.chmod(top, 0o755)
+        for path in [image, *image.rglob("*")]:
+            os.chown(path, 0, grp.getgrnam(group).gr_gid)
+            os.chmod(path, 0o2775 if path.is_dir() else 0o664)
+        yield image
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def sticky_said(state, owner):
+    return (f"the image's state directory {state} is sticky (mode 3775, owner {owner}): there only a file's "
+            "owner may replace or remove it, and every account's commit replaces and removes the commit "
+            "intent there, so a commit another account left pending would fail every other's; remove the "
+            f"bit: chmod -t {state} (as {owner}{'' if owner == 'root' else ' or root'})")
+
+
+def test_a_sticky_state_directory_is_refused_by_serve_and_check_naming_the_fix(tmp_path, accounts, image_with_no_state):
+    # serve took it: a commit one account left pending there then failed every other
+    # account's ("Operation not permitted: 'commit.intent'") until its own committed again.
+    state = image_with_no_state / ".gsmcpd"
+    state.mkdir()
+    os.chmod(state, 0o3775)
+    user_map = tmp_path / "users.map"
+    user_map.write_text("ann %s\n" % accounts[0][0].pw_name)
+    daemon, _ = peruser_daemon(tmp_path, image_with_no_state, user_map)
+    said = "cannot be served: " + sticky_said(state, "root")
+    assert daemon.refusal() == 1
+    assert f"image {image_with_no_state} {said}" in daemon.log_text() and "Traceback" not in daemon.log_text()
+    checked = subprocess.run([sys.executable, "-m", "gsmcpd", "check", "--port", str(daemon.port)],
+                             env=daemon.env, cwd=str(daemon.tmp), capture_output=True, text=True, timeout=60)
+    assert checked.returncode == 1 and checked.stdout.splitlines()[-1] == f"PROBLEM: image: {said}", checked.stdout
+
+
+def test_a_state_directory_one_account_makes_sticky_refuses_the_others_opens_and_commits_naming_the_fix(
+        tmp_path, accounts, image_with_no_state):
+    # ann's first session made .gsmcpd (hers), her code made it sticky: ben's commits then
+    # failed on every commit of ann's left pending, "Operation not permitted: 'commit.intent'".
+    (first, second), _ = accounts
+    image, state = image_with_no_state, image_with_no_state / ".gsmcpd"
+    user_map = tmp_path / "users.map"
+    user_map.write_text("ann %s\nben %s\n" % (first.pw_name, second.pw_name))
+    daemon, idp = peruser_daemon(tmp_path, image, user_map)
+    with daemon:
+        ann, ben = session_for(daemon, idp, "ann"), session_for(daemon, idp, "ben")
+        text, failed = run(ann, "import os; os.chmod(%r, 0o3775)" % str(state))
+        assert not failed, text
+        said = sticky_said(state, first.pw_name)
+        resp = Client(daemon.port).post(INIT, headers=bearer(idp, "ben"))
+        message = resp.json()["error"]["message"]
+        assert "StickyStateDirectory: " + said in message and "Traceback" not in daemon.log_text(), message
+        refused = ben.tool("set_class_comment", className="shop.models.Product", comment="Not here.")
+        assert refused["structuredContent"]["error"]["kind"] == "refused", refused
+        assert refused["content"][0]["text"].startswith("commit refused: " + said), refused
+        assert "Not here." not in (image / "shop" / "models.py").read_text()
+        refused = ben.tool("refresh")
+        assert refused["content"][0]["text"] == ("refresh failed: " + said + "; the session's view, and its "
+                                                 "uncommitted changes, are as they were"), refused
+        # The directory's owner may replace and remove any file in it: ann is not refused.
+        assert not ann.tool("add_dictionary", dictionaryName="shop.anns").get("isError")
+        text, failed = run(ann, "os.chmod(%r, 0o2775)" % str(state))   # the fix
+        assert not failed, text
+        assert not ben.tool("commit").get("isError")
+        assert not session_for(daemon, idp, "ben").tool("status").get("isError")
+    assert "Not here." in (image / "shop" / "models.py").read_text() and (image / "shop" / "anns.py").exists()

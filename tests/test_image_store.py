@@ -1210,3 +1210,37 @@ def test_the_journal_is_read_back_from_its_end_whole_across_chunks(tmp_path):
     (store.state_dir / "journal.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records)
                                                    + '{"id": "cut off mid-app')
     assert list(store._records_from_end()) == records[::-1]
+
+
+def _sticky_refusal(state_dir, owner):
+    return (f"StickyStateDirectory: [Errno 1] the image's state directory {state_dir} is sticky (mode 3775, "
+            f"owner {owner}): there only a file's owner may replace or remove it, and every account's commit "
+            "replaces and removes the commit intent there, so a commit another account left pending would "
+            f"fail every other's; remove the bit: chmod -t {state_dir} (as {owner} or root)")
+
+
+@needs_root
+def test_a_sticky_state_directory_refuses_other_accounts_opens_and_commits_naming_the_fix(shared_tmp, monkeypatch):
+    # There a commit one account left pending (its intent, its file) failed every other
+    # account's commit, "Operation not permitted: 'commit.intent'", until it committed again.
+    from gsmcpd.image.default import image_dir_problem
+    store = _shared_image(shared_tmp, {"a.py": "a = 1\n", "b.py": "b = 1\n"})
+    ann, ben = OTHER_UID + 1, OTHER_UID + 2
+    assert _as_account(ann, OTHER_UID, lambda: _pending(store, {"a.py": b"a = 2\n"}, monkeypatch)) == (
+        "returned", None)
+    assert os.stat(store.intent_file).st_uid == os.stat(store.state_dir).st_uid == ann   # its first session made it
+    os.chmod(store.state_dir, 0o3775)
+    refusal = _sticky_refusal(store.state_dir, f"uid {ann}")
+    assert _as_account(ben, OTHER_UID, lambda: store.read_snapshot()) == ("raised", refusal)
+    assert _as_account(ben, OTHER_UID, lambda: store.commit(
+        {"b.py": b"b = 2\n"}, {"b.py": sha256(b"b = 1\n")}, user="ben", session_id="s")) == ("raised", refusal)
+    assert (store.image_dir / "b.py").read_text() == "b = 1\n" and os.path.exists(store.intent_file)
+    # Root, and the directory's owner, may replace and remove any file there: not refused,
+    # but serving per-user workers (any account) is.
+    assert _as_account(ann, OTHER_UID, lambda: sorted(store.read_snapshot().files)) == ("returned", ["a.py", "b.py"])
+    assert image_dir_problem(store.image_dir) is None
+    assert image_dir_problem(store.image_dir, per_user=True) == "cannot be served: " + refusal.split("] ", 1)[1]
+    os.chmod(store.state_dir, 0o2775)   # the fix: ben's commit then finishes ann's pending one
+    assert _as_account(ben, OTHER_UID, lambda: _committed(store, {"b.py": b"b = 2\n"})) == ("returned", 2)
+    assert [(store.image_dir / rel).read_text() for rel in ("a.py", "b.py")] == ["a = 2\n", "b = 2\n"]
+    assert not os.path.exists(store.intent_file)

@@ -7,7 +7,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from gsmcpd.image.store import LOCK_NAME, STATE_DIR
+from gsmcpd.image.store import LOCK_NAME, STATE_DIR, sticky_state_problem
 
 IMAGE_SUBDIR = "image"
 
@@ -95,9 +95,9 @@ class CartTest(unittest.TestCase):
 }
 
 
-def image_dir_problem(image: Path) -> str | None:
+def image_dir_problem(image: Path, *, per_user: bool = False) -> str | None:
     """Why `image` cannot be served as an image directory, or None; `serve` and `check`
-    both say it in these words."""
+    both say it in these words. `per_user`: its sessions run as users' accounts."""
     if not image.exists():
         return "does not exist"
     if not image.is_dir():
@@ -108,6 +108,9 @@ def image_dir_problem(image: Path) -> str | None:
         return (f"is not writable and has no {STATE_DIR}/{LOCK_NAME} yet: every session reads the "
                 f"image under that lock, so gsmcpd must be able to create it once (make the "
                 f"directory writable; under systemd, list it in ReadWritePaths=)")
+    sticky = sticky_state_problem(str(image), any_account=per_user)
+    if sticky:
+        return "cannot be served: " + sticky
     return None
 
 

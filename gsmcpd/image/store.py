@@ -268,6 +268,39 @@ class UnwritableModule(OSError):
                                        f"{owner}, mode {mode:04o}), so nothing was written; {remedy}")
 
 
+class StickyStateDirectory(OSError):
+    """The image's state directory is sticky and neither this account's nor root's:
+    every account's commit replaces and removes the commit intent there (and the journal,
+    compacting it), which a sticky directory allows only a file's owner, so a commit
+    another account left pending would fail every commit of this one's. Refused before
+    anything is read or written rather than met past a commit point."""
+
+    def __init__(self, problem: str):
+        super().__init__(errno.EPERM, problem)
+
+
+def sticky_state_problem(image_dir: str, *, any_account: bool = False) -> str | None:
+    """Why the image's state directory would fail commits as StickyStateDirectory says:
+    for this process's account, or (`any_account`: per-user workers, never root) for
+    every account but the directory's owner. None if it is not sticky, or not there yet."""
+    state = os.path.join(image_dir, STATE_DIR)
+    try:
+        info = os.stat(state, follow_symlinks=False)
+    except OSError:
+        return None   # made 0775 on first use; a link there is refused where it is used
+    if not (stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX):
+        return None
+    if not any_account and os.geteuid() in (0, info.st_uid):
+        return None   # the directory's owner and root may replace and remove any file in it
+    owner = account_name(info.st_uid)
+    by = "root" if info.st_uid == 0 else f"{owner} or root"
+    return (f"the image's state directory {state} is sticky (mode {stat.S_IMODE(info.st_mode):04o}, "
+            f"owner {owner}): there only a file's owner may replace or remove it, and every "
+            f"account's commit replaces and removes the commit intent there, so a commit "
+            f"another account left pending would fail every other's; remove the bit: "
+            f"chmod -t {state} (as {by})")
+
+
 # Seconds a session open, refresh, abort or commit waits for the image lock (GS_MCP_IMAGE_LOCK_WAIT):
 # any account that can read the image can hold it, so the wait must end.
 LOCK_WAIT = 30.0
@@ -356,7 +389,11 @@ class ImageStore:
 
     def _locked(self, mode: int) -> "_Held":
         """The lock, taken in `mode` now; released when the returned object is closed
-        (a `with` closes it)."""
+        (a `with` closes it). Refused in a sticky state directory (StickyStateDirectory):
+        a session open or commit there would fail later, past a commit point."""
+        problem = sticky_state_problem(self.root)
+        if problem:
+            raise StickyStateDirectory(problem)
         # flock works on a read-only descriptor too, so an account that may only
         # read the image can still take the shared lock another account created.
         try:

@@ -79,7 +79,7 @@ class Router:
             self.auth = AuthGate(self)
         # Workers switched to users' accounts keep only an allow-listed environment
         # (gsmcpd.worker.environment); the daemon's own account's keep all of it.
-        per_user = self.auth is not None and self.auth.accounts is not None
+        self.per_user = per_user = self.auth is not None and self.auth.accounts is not None
         unused = unused_list_warning(config.worker_env, per_user)
         if unused:
             log.warning("%s", unused)
@@ -135,7 +135,7 @@ class Router:
         image = Path(self.config.image) if self.config.image else state_dir / "image"
         if image == state_dir / "image":
             image = default.ensure_default_image(state_dir)
-        problem = default.image_dir_problem(image)
+        problem = default.image_dir_problem(image, per_user=self.per_user)
         if problem:
             raise SystemExit("gsmcpd: image %s %s" % (image, problem))
         self.image = str(image.absolute())

@@ -6,19 +6,19 @@ import contextlib
 import os
 
 from gsmcpd.image.store import (CommitConflict, DirectoryInTheWay, ImageLockTimeout, LinkedModule,
-                                UnlistedDirectory, UnwritableModule, module_name_of)
+                                StickyStateDirectory, UnlistedDirectory, UnwritableModule, module_name_of)
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import ToolError, Toolset, object_schema
 
 
 @contextlib.contextmanager
-def _lock_waited_out(tool: str):
-    """A refresh or abort that waited out the image lock is answered as a tool's failure
-    naming its holder, not as the bare ImageLockTimeout: the view reads the image before
-    it changes anything, so nothing did."""
+def _lock_refused(tool: str):
+    """A refresh or abort that waited out the image lock, or was refused it (a sticky
+    state directory), is answered as a tool's failure saying why, not as the bare
+    ImageLockTimeout: the view reads the image before it changes anything, so nothing did."""
     try:
         yield
-    except ImageLockTimeout as error:
+    except (ImageLockTimeout, StickyStateDirectory) as error:
         raise ToolError("other", f"{tool} failed: {error.strerror}; the session's view, and "
                         "its uncommitted changes, are as they were") from None
 
@@ -83,7 +83,8 @@ def commit_view(view) -> tuple[list[str], list[str], dict[str, str]]:
     except CommitConflict as error:
         raise conflict_error(error, kept=" and your changes are kept uncommitted "
                              f"({', '.join(view.changed_modules())})") from None
-    except (LinkedModule, DirectoryInTheWay, UnlistedDirectory, UnwritableModule) as error:   # no commit may write there
+    except (LinkedModule, DirectoryInTheWay, UnlistedDirectory, UnwritableModule,
+            StickyStateDirectory) as error:   # no commit may write there
         raise ToolError("refused", f"commit refused: {error.strerror}; your changes are kept "
                         f"uncommitted ({', '.join(view.changed_modules())})") from None
     except OSError as error:
@@ -162,7 +163,7 @@ class SessionToolset(Toolset):
                           "uncommitted changes.", empty, self.status))
 
     def abort(self, arguments):
-        with _lock_waited_out("abort"):
+        with _lock_refused("abort"):
             # The session's own earlier commit, if it stands, is no change to discard, nor another's.
             settled = self.view.settle()
             discarded, base = self.view.changed_modules(), dict(self.view.base_hashes)
@@ -201,7 +202,7 @@ class SessionToolset(Toolset):
         return {"text": "\n".join(lines), "structured": structured}
 
     def refresh(self, arguments):
-        with _lock_waited_out("refresh"):
+        with _lock_refused("refresh"):
             report = self.view.refresh()
         lines = [f"Refreshed to view version {self.view.version}"]
         if report.settled:
