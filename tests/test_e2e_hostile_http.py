@@ -5,6 +5,8 @@ router keeps serving a good request on a new connection; and neither the bearer 
 nor the Authorization header reaches the daemon's log, even with tracing on. A head
 trickled byte by byte is dropped at the read timeout, a body one byte over 16 MiB is a
 413, a body in chunks too small for their framing is a 400, and bytes that bring no request do not keep a connection from being closed for room.
+Requests begun and held, unauthenticated, cannot lock an authenticated client out at
+the connection cap.
 """
 
 import json
@@ -207,3 +209,36 @@ def test_empty_lines_do_not_make_an_idle_connection_look_fresh_at_the_connection
             third = raw_exchange(d.port, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
             assert status_of(third) == 404
             assert (closed_by_peer(stale), closed_by_peer(fresh)) == (True, False)
+
+
+def test_requests_begun_and_held_unauthenticated_cannot_lock_a_client_out_at_the_connection_cap(tmp_path):
+    # A byte of a request on each connection the cap allows (its head unfinished: no gate,
+    # no token) got every new client a 503, and reconnecting renewed each read timeout.
+    server, daemon = start_auth_daemon(tmp_path, GS_MCP_MAX_CONNECTIONS="8", GS_MCP_SPARE_WORKERS="1",
+                                       GS_MCP_READ_TIMEOUT="120")
+    first, second = [], []
+    try:
+        for wave in (first, second):
+            for _ in range(8):
+                wave.append(socket.create_connection(("127.0.0.1", daemon.port), timeout=30))
+                wave[-1].sendall(b"P")
+                select.select([], [], [], 0.05)   # read by the loop, whose clock moves on: each begun later
+        # Each of the second wave made room by cutting short the request begun longest ago.
+        for sock in first:
+            raw = recv_all(sock)   # told why, then EOF
+            assert status_of(raw) == 503, raw
+            assert "still unfinished" in json.loads(body_of(raw))["error"]["message"]
+        assert not any(closed_by_peer(sock) for sock in second)
+        client = AuthClient(daemon.port, server.idp.mint())
+        client.initialize()   # 200: room made by closing the second wave's oldest
+        second[0].setblocking(True)
+        assert status_of(recv_all(second[0])) == 503
+        assert not any(closed_by_peer(sock) for sock in second[1:])
+        assert client.call("tools/list").status == 200   # the daemon serves on
+        assert "mid-request" in daemon.log_text()
+        client.close()
+    finally:
+        for sock in first + second:
+            sock.close()
+        daemon.stop()
+        server.close()

@@ -235,6 +235,29 @@ def test_at_the_connection_cap_silent_connections_make_room_for_a_https_client(t
         server.close()
 
 
+def test_at_the_connection_cap_handshakes_begun_and_held_make_room_for_a_https_client(tmp_path):
+    # A byte of a ClientHello on each connection the cap allows held every place, no
+    # credential asked, and a reconnect renewed each read timeout.
+    daemon, idp, cert, server = start_tls_daemon(tmp_path, GS_MCP_MAX_CONNECTIONS="4",
+                                                 GS_MCP_READ_TIMEOUT="120")
+    begun = []
+    try:
+        for _ in range(4):
+            begun.append(socket.create_connection(("127.0.0.1", daemon.port), timeout=10))
+            begun[-1].sendall(b"\x16\x03\x01")   # the start of a ClientHello record
+            select.select([], [], [], 0.05)   # read by the loop: its handshake is under way
+        resp = _mcp_post(cert, daemon.port, idp.mint(), INITIALIZE)
+        assert resp.status_code == 200, resp.text
+        closed, _, _ = select.select(begun, [], [], 10)   # closed for room: no TLS to say why in
+        assert closed and all(recv_all(s) == b"" for s in closed)
+        assert "mid-request" in daemon.log_text()
+    finally:
+        for s in begun:
+            s.close()
+        daemon.stop()
+        server.close()
+
+
 def _served_certificate(port):
     """The certificate (DER) a new connection to `port` is shown."""
     context = ssl.create_default_context()

@@ -89,9 +89,14 @@ REQUEST = b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 
 
 def working(router, monkeypatch, client, how):
-    """Make `client`'s connection busy with a request, streaming, or mid-request."""
+    """Make `client`'s connection busy with a request, streaming, mid-request (its head
+    unfinished), or reading a body its head's gates let in."""
     if how == "reading":
         return send(router, client, b"POST /mcp HTTP/1.1\r\nHost: 1", lambda conn: conn.parser.in_progress)
+    if how == "gated body":
+        monkeypatch.setattr(router.app, "handle_head", lambda conn, head: conn.read_body())
+        return send(router, client, b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+                    lambda conn: conn._body_admitted)
     hold(router, monkeypatch, stream=how == "streaming")
     return send(router, client, REQUEST, lambda conn: conn.busy)
 
@@ -110,7 +115,7 @@ def closed_by_router(client):
         return True
 
 
-@pytest.mark.parametrize("how", ["busy", "streaming", "reading"])
+@pytest.mark.parametrize("how", ["busy", "streaming", "reading", "gated body"])
 def test_at_the_cap_an_idle_connection_is_closed_to_admit_a_new_one_and_a_working_one_kept(
         router, monkeypatch, how):
     idle = router.connect()
@@ -129,13 +134,15 @@ def test_at_the_cap_an_idle_connection_is_closed_to_admit_a_new_one_and_a_workin
     assert closed_by_router(third) and not answered(fourth)
 
 
-def test_connections_beyond_the_cap_get_503_and_close_while_those_open_stay(router, monkeypatch):
-    # None of those open is idle (one answering a request, one reading one): none is closed.
+@pytest.mark.parametrize("other", ["gated body", "streaming"])
+def test_connections_beyond_the_cap_get_503_and_close_while_those_open_stay(router, monkeypatch, other):
+    # None of those open is idle or mid-request unauthenticated (one answering a request,
+    # one reading a body its gates let in or streaming): none is closed.
     opened = []
     for count in (1, 2):
         opened.append(router.connect())
         accept(router, opened[-1], lambda: len(router.connections) == count)
-    working(router, monkeypatch, opened[0], "reading")
+    working(router, monkeypatch, opened[0], other)
     working(router, monkeypatch, opened[1], "busy")
     third = router.connect()
     accept(router, third, lambda: answered(third))
@@ -144,6 +151,52 @@ def test_connections_beyond_the_cap_get_503_and_close_while_those_open_stay(rout
     assert head.startswith(b"HTTP/1.1 503 ") and b"Retry-After: 1" in head and b"Connection: close" in head
     assert "GS_MCP_MAX_CONNECTIONS" in json.loads(body)["error"]["message"]
     assert len(router.connections) == 2 and not any(conn.closed for conn in router.connections)
+
+
+def trickle(router, client, data):
+    """`client` begins a request with `data`, and its connection reads it."""
+    return send(router, client, data, lambda conn: conn.ungated_since() is not None and not conn.has_unread_input())
+
+
+@pytest.mark.parametrize("begun", [b"P", b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 90\r\n\r\n{"])
+def test_at_the_cap_with_none_idle_the_request_unfinished_longest_is_cut_short_for_a_new_one(
+        router, monkeypatch, begun):
+    # Connections each sent a byte of a request (no gate ran, no credential) and held,
+    # locked every new client out with 503s, a reconnect renewing each one's read timeout.
+    opened = []
+    for count in (1, 2):
+        opened.append(router.connect())
+        accept(router, opened[-1], lambda: len(router.connections) == count)
+    oldest = trickle(router, opened[0], begun)
+    router.loop._now += 1
+    newer = trickle(router, opened[1], b"POST /mcp HTTP/1.1\r\nHo")
+    third = router.connect()
+    accept(router, third, lambda: oldest.closed)
+    assert not newer.closed and len(router.connections) == 2 and not answered(third)
+    raw = read_all(opened[0])   # told why, then EOF: no reset
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 503 ") and b"Retry-After: 1" in head and b"Connection: close" in head
+    message = json.loads(body)["error"]["message"]
+    assert "unfinished after 1s" in message and "GS_MCP_MAX_CONNECTIONS" in message
+    # The new one, mid-request in its turn, is newer than the one left: that one goes next.
+    router.loop._now += 1
+    trickle(router, third, b"G")
+    fourth = router.connect()
+    accept(router, fourth, lambda: newer.closed)
+    assert read_all(opened[1]).startswith(b"HTTP/1.1 503 ") and not answered(third) and not answered(fourth)
+
+
+def test_at_the_cap_an_idle_connection_is_closed_before_one_mid_request(router):
+    # An idle client's connection costs it a reconnect; a request cut short costs a resend.
+    opened = []
+    for count in (1, 2):
+        opened.append(router.connect())
+        accept(router, opened[-1], lambda: len(router.connections) == count)
+    mid_request = trickle(router, opened[0], b"P")
+    router.loop._now += 1   # it began before the other fell idle: still the idle one goes
+    third = router.connect()
+    accept(router, third, lambda: any(conn.peer == third.getsockname() for conn in router.connections))
+    assert closed_by_router(opened[1]) and not mid_request.closed
 
 
 def test_beyond_the_cap_a_client_that_sent_its_request_before_being_accepted_reads_the_503(

@@ -768,8 +768,46 @@ def test_a_silent_tls_connection_is_idle_and_one_that_began_its_handshake_is_rea
     h = harness(answer_at_once, tls=TlsConnection(server_context(*write_self_signed(tmp_path))))
     assert h.conn.eviction_order()[0] == 1
     h.client.sendall(b"\x16\x03\x01")   # the start of a ClientHello record
-    h.run_until(lambda: h.conn.eviction_order() is None)
+    # Unauthenticated and unfinished, as a plain head half read: closable, after idle ones.
+    h.run_until(lambda: h.conn.eviction_order()[0] == 2)
     assert not h.conn.closed
+
+
+@pytest.mark.parametrize("first, rest", [
+    (b"P", b"OST /mcp HTTP/1.1\r\nHost: x\r\n"),                                # head unfinished
+    (b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 9\r\n\r\n", b"{}"),   # a short body due
+])
+def test_a_request_no_gate_has_passed_ranks_after_idle_from_when_it_began_however_it_trickles(
+        harness, first, rest):
+    # Trickled by a client holding a connection it paid no credential for, it must be
+    # closable for room at GS_MCP_MAX_CONNECTIONS, and look no fresher for each byte.
+    h = harness(answer_at_once)
+    h.client.sendall(first)
+    h.run_until(lambda: h.conn.eviction_order() is not None and h.conn.eviction_order()[0] == 2)
+    rank, since = h.conn.eviction_order()
+    assert since == h.conn.ungated_since() and h.conn.idle_since() is None
+    h.loop._now += 1
+    h.client.sendall(rest)
+    h.run_until(lambda: not h.conn.has_unread_input())   # a socketpair: sent is arrived
+    assert h.conn.eviction_order() == (2, since)
+
+
+@pytest.mark.parametrize("state", ["gated body", "answering", "streaming"])
+def test_a_request_its_gates_let_in_or_being_answered_is_never_closed_for_room(harness, state):
+    def handle(h, conn, request):
+        if state == "streaming":
+            conn.start_stream(200, [("Content-Type", "text/event-stream")])
+    h = harness(handle)
+    if state == "gated body":   # chunked: its head is gated before the body is read
+        h.client.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab")
+        h.run_until(lambda: h.heads and not h.conn.has_unread_input())
+        assert h.conn.parser.in_progress and not h.conn.busy
+    else:
+        h.client.sendall(post(b"{}"))
+        h.run_until(lambda: h.conn.busy)
+        h.client.sendall(b"POST /mcp HTTP/1.1\r\nHo")   # the next one pipelined, unfinished
+        h.run_until(lambda: h.conn.parser.in_progress)
+    assert h.conn.eviction_order() is None and h.conn.ungated_since() is None
 
 
 def test_a_tls_record_that_brings_no_request_bytes_leaves_a_request_half_read_under_its_read_timeout(

@@ -91,6 +91,7 @@ class Connection:
         self.current = None  # the request being answered
         self.reply_headers = ()  # headers the app adds to every reply to it (CORS)
         self.account_refusal = None  # why the app refuses this client's account (App.account_refusal)
+        self._body_admitted = False  # the request being read passed its gates from its head (read_body)
         sock.setblocking(False)
         self._update_interest()
         # Silent, a TLS connection is as idle as a plain one (closed for room at the cap);
@@ -211,6 +212,7 @@ class Connection:
         PIPELINE_BUFFER ahead until it answers, and a bug in it never leaks the connection."""
         self.busy = True
         self.current = request
+        self._body_admitted = False
         self._update_interest()
         try:
             handle(self, request)
@@ -227,6 +229,7 @@ class Connection:
         self.busy = False
         self.current = None
         self.reply_headers = ()
+        self._body_admitted = True
         # A client that asked waits for this before sending its body (curl: a second,
         # then sends it anyway).
         if head.expects_continue():
@@ -512,17 +515,52 @@ class Connection:
             return None
         return self._deadline - IDLE_KEEPALIVE_SECONDS
 
+    def ungated_since(self):
+        """When the request this connection is reading began arriving, while no gate has
+        passed any of it (its TLS handshake or head unfinished, or a short body still due
+        after its head: nothing authenticated), or None. Such a connection costs its
+        sender nothing to open and hold, so it may be closed for room (Router._evict_idlest)
+        after any lingering or idle one. Not one reading a body its head's gates let in,
+        nor one with a reply still to write."""
+        if (self._deadline_kind != "read" or self.closed or self.busy or self.streaming
+                or self.current is not None or self._body_admitted or self.out
+                or self._close_when_flushed or self._closing or self._peer_eof):
+            return None
+        handshaking = self.tls is not None and not self.tls.handshake_done
+        if not (self.parser.in_progress or handshaking):
+            return None
+        return self._deadline - self.read_timeout
+
     def eviction_order(self):
         """What Router._evict_idlest closes first for room, least first:
         (0, since) for a lingering connection (its reply is written; closing it costs its
-        client at most the reset lingering spares it), (1, since) for an idle one; None
-        for any other, which is never closed for room."""
+        client at most the reset lingering spares it), (1, since) for an idle one, (2,
+        since) for one reading a request no gate has passed (ungated_since), the one
+        arriving longest first; None for any other (answering, streaming, reading a body
+        its gates let in), which is never closed for room."""
         if self.closed:
             return None
         if self.lingering_since is not None:
             return 0, self.lingering_since
         since = self.idle_since()
-        return None if since is None else (1, since)
+        if since is not None:
+            return 1, since
+        since = self.ungated_since()
+        return None if since is None else (2, since)
+
+    def close_unfinished(self, response):
+        """Closed for room with its request unfinished (Router._evict_idlest): a plain
+        HTTP client is sent `response` (over TLS there may be no session to send it in),
+        and what it sent is dropped so that it reads that and EOF, not a reset."""
+        self.router.trace_unreadable("closed unfinished to admit a new connection")
+        if self.tls is None:
+            try:
+                send_some(self.sock, response)
+                self.sock.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+        drop_arrived(self.sock)
+        self.close()
 
     def _set_deadline(self, kind, delay):
         self._deadline_kind = kind

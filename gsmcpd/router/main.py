@@ -31,13 +31,22 @@ log = logging.getLogger("gsmcpd.router")
 trace_log = logging.getLogger("gsmcpd.trace")
 
 
-def connections_full_response(limit):
-    """What a connection beyond GS_MCP_MAX_CONNECTIONS is sent before it is closed."""
-    body = jsonrpc.dumps(jsonrpc.error(None, jsonrpc.INTERNAL_ERROR, (
-        "Service Unavailable: %d client connections open, the configured maximum "
-        "(GS_MCP_MAX_CONNECTIONS)" % limit)))
+def _unavailable(message):
+    """A 503 that ends its connection, `message` as a JSON-RPC error an MCP client shows."""
+    body = jsonrpc.dumps(jsonrpc.error(None, jsonrpc.INTERNAL_ERROR, "Service Unavailable: " + message))
     return http.response(503, [("Content-Type", "application/json"), ("Retry-After", "1")], body,
                          keep_alive=False)
+
+
+def connections_full_response(limit):
+    """What a connection beyond GS_MCP_MAX_CONNECTIONS is sent before it is closed."""
+    return _unavailable("%d client connections open, the configured maximum (GS_MCP_MAX_CONNECTIONS)" % limit)
+
+
+def closed_unfinished_response(why, seconds):
+    """What a connection closed for room mid-request (Router._evict_idlest) is sent."""
+    return _unavailable("connection closed to make room (%s) while this request was still unfinished "
+                        "after %.0fs, the longest of any" % (why, seconds))
 
 
 def raise_descriptor_limit():
@@ -66,6 +75,9 @@ def _session_id_sent(request):
     """The MCP-Session-Id header as the client wrote it, for the trace (None: none)."""
     sid = request.header("mcp-session-id")
     return None if sid is None else jsonrpc.echoed(sid, header=True)
+
+
+_EVICTED_AS = ("lingering", "idle", "mid-request")   # by Connection.eviction_order's rank
 
 
 class Router:
@@ -202,9 +214,11 @@ class Router:
         """At the cap, or out of descriptors (`why`, for the log), make room for a new
         connection by closing one that is lingering (its last reply written), else the
         one idle longest (waiting between requests: not answering, streaming, or reading
-        one; see Connection.eviction_order). Connections held open and silent cannot
-        then lock everyone else out for the keep-alive timeout. False when none is
-        either. The scan is linear, and runs only at the cap or out of descriptors."""
+        one), else the one whose request no gate has passed has been arriving longest
+        (Connection.eviction_order). Connections held open, silent or trickling a request
+        begun, cannot then lock everyone else out: each costs its sender no credential,
+        and reconnecting renewed its read timeout. False when none is any of these. The
+        scan is linear, and runs only at the cap or out of descriptors."""
         passed_over = set()
         while True:
             chosen, order = None, None
@@ -220,21 +234,26 @@ class Router:
                 # read here, where its request could ask for room again.
                 passed_over.add(chosen)
                 continue
+            waited = self.loop.time() - order[1]
             if log_spell and not self._evicting_connections:
                 self._evicting_connections = True
-                log.warning("%d client connections open, %s: closing a lingering one, else "
-                            "the one idle longest, to admit each new one (first: %s %s %.0fs, for %s)",
-                            len(self.connections), why, chosen.peer, "lingering" if order[0] == 0 else "idle",
-                            self.loop.time() - order[1], peer)
-            chosen.close()
+                log.warning("%d client connections open, %s: closing a lingering one, else the one idle "
+                            "longest, else the one whose unfinished request has been arriving longest, to "
+                            "admit each new one (first: %s %s %.0fs, for %s)",
+                            len(self.connections), why, chosen.peer, _EVICTED_AS[order[0]], waited, peer)
+            if order[0] == 2:
+                chosen.close_unfinished(closed_unfinished_response(why, waited))
+            else:
+                chosen.close()
             return True
 
     def _make_room_for_workers(self, needed):
-        """Close lingering or idle client connections, as many as descriptors are short
-        (each frees one), until `needed` descriptors are free for the workers a waiting session open needs: connections
-        held open between requests must not lock new sessions out (their clients
-        reconnect, their sessions untouched). True once they are free; False with none
-        left to close."""
+        """Close client connections as _evict_idlest chooses them (lingering, idle, then
+        mid-request unauthenticated), as many as descriptors are short (each frees one),
+        until `needed` descriptors are free for the workers a waiting session open needs:
+        connections held open between requests, or trickling one, must not lock new
+        sessions out (their clients reconnect, their sessions untouched). True once they
+        are free; False with none left to close."""
         closed = 0
         while (short := needed - free_descriptors(needed)) > 0:
             evicted = 0
@@ -245,18 +264,18 @@ class Router:
                 break
             closed += evicted
         if closed:
-            log.warning("out of file descriptors for the worker of a new session: closed %d lingering or idle "
-                        "client connection(s)", closed)
+            log.warning("out of file descriptors for the worker of a new session: closed %d lingering, idle or "
+                        "mid-request client connection(s)", closed)
         return short <= 0
 
     def _refuse_connection(self, sock, peer):
-        """At the cap with no connection idle (every one answering, streaming or reading
-        a request), a new connection is told so and closed at once: the connections
-        open (the sessions they serve) are untouched, and the client learns why, where
-        a listener left unwatched would leave it hanging in the backlog."""
+        """At the cap with none to close (every one answering, streaming or reading a
+        body its gates let in), a new connection is told so and closed at once: the
+        connections open (the sessions they serve) are untouched, and the client learns
+        why, where a listener left unwatched would leave it hanging in the backlog."""
         if not self._refusing_connections:
             self._refusing_connections = True
-            log.warning("%d client connections open, none idle, GS_MCP_MAX_CONNECTIONS: answering new ones 503 "
+            log.warning("%d client connections open, none to close, GS_MCP_MAX_CONNECTIONS: answering new ones 503 "
                         "(first: %s)", len(self.connections), peer)
         try:
             sock.setblocking(False)
