@@ -190,7 +190,8 @@ def test_a_body_behind_a_utf8_byte_order_mark_is_read_as_json(daemon):
 
 def test_chunked_request_body_is_accepted(daemon):
     body = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}'
-    data = (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n" +
+    data = (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
+            b"Connection: close\r\n\r\n" +
             b"%x;name\r\n" % 10 + body[:10] + b"\r\n" + b'%x ; a = "q s"\r\n' % (len(body) - 10) + body[10:]
             + b"\r\n0\r\n\r\n")
     with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as s:
@@ -202,7 +203,8 @@ def test_chunked_request_body_is_accepted(daemon):
 
 def test_http_1_0_chunked_is_answered_then_the_connection_closed(daemon):
     body = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}'
-    data = (b"POST /mcp HTTP/1.0\r\nHost: localhost\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n"
+    data = (b"POST /mcp HTTP/1.0\r\nHost: localhost\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n"
+            b"Content-Type: application/json\r\n\r\n"
             + b"%x\r\n" % len(body) + body + b"\r\n0\r\n\r\nGET /second HTTP/1.1\r\nHost: localhost\r\n\r\n")
     with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as s:
         s.sendall(data)

@@ -152,7 +152,7 @@ def test_the_nesting_check_of_a_body_of_a_million_arrays_costs_no_memory_per_arr
     deep = wide.replace(b"0]}}", b"[" * 127 + b"]" * 127 + b"]}}")
     with Daemon(tmp_path, env={"GS_MCP_SPARE_WORKERS": "1"}) as daemon:
         before = peak_rss_kib(daemon.proc.pid)
-        head = b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: %d\r\n\r\n"
+        head = b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
         raw = raw_exchange(daemon.port, head % len(wide) + wide)
         assert (status_of(raw), b"MCP-Session-Id" in body_of(raw)) == (400, True), raw[-300:]
         # (malloc varies: the bound sits between the ~80 the parse takes and the ~150 before)

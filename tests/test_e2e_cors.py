@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from helpers import QUICK_STOP, Client, Daemon, body_of, raw_exchange, recv_all, wait_until
+from helpers import QUICK_STOP, Client, Daemon, body_of, raw_exchange, recv_all, status_of, wait_until
 from test_e2e_auth import AuthClient, start_auth_daemon
 from test_e2e_lifetime import Exchange
 
@@ -218,7 +218,8 @@ def test_the_shutdown_503_names_a_listed_origin_so_its_page_can_read_retry_after
         slow = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
             "name": "execute_code", "arguments": {"code": "import time\ntime.sleep(30)"}}})
         init = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {}})
-        head = "POST /mcp HTTP/1.1\r\nHost: localhost\r\nOrigin: %s\r\n%sContent-Length: %d\r\n\r\n%s"
+        head = ("POST /mcp HTTP/1.1\r\nHost: localhost\r\nOrigin: %s\r\nContent-Type: application/json\r\n"
+                "%sContent-Length: %d\r\n\r\n%s")
         with socket.create_connection(("127.0.0.1", d.port), timeout=15) as s:
             s.sendall((head % (INSPECTOR, "MCP-Session-Id: %s\r\n" % c.session, len(slow), slow)
                        + head % (INSPECTOR, "", len(init), init)).encode())
@@ -247,3 +248,33 @@ def test_a_host_with_a_port_but_no_scheme_refuses_startup(tmp_path):
     assert ("configuration refused: allowed_origins: 'app.example:8080' has a port but no scheme: "
             "write the origin (http://app.example:8080 or https://app.example:8080) for that port "
             "alone, or the bare host (app.example) for any") in d.log_text()
+
+
+SIMPLE_INIT = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}'
+
+
+def test_an_unlisted_loopback_pages_text_plain_initialize_is_refused_415_and_opens_no_session(tmp_path):
+    # The Origin gate lets any loopback page in, and a text/plain POST needs no preflight:
+    # each such initialize, unreadable to the page, had cost a worker process.
+    with Daemon(tmp_path, env={"GS_MCP_SPARE_WORKERS": "1"}) as d:
+        raw = raw_exchange(d.port, b"POST /mcp HTTP/1.1\r\nHost: localhost:%d\r\nOrigin: http://localhost:9999\r\n"
+                           b"Content-Type: text/plain;charset=UTF-8\r\nAccept: */*\r\nContent-Length: %d\r\n\r\n"
+                           % (d.port, len(SIMPLE_INIT)) + SIMPLE_INIT)
+        assert status_of(raw) == 415, raw
+        assert b"mcp-session-id" not in raw.lower()
+        assert json.loads(body_of(raw)) == {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": (
+            "Unsupported Media Type: Content-Type 'text/plain;charset=UTF-8' is not application/json; "
+            "send Content-Type: application/json")}}
+        # curl -d's form type, its body not yet sent: refused from the head, nothing buffered
+        with socket.create_connection(("127.0.0.1", d.port), timeout=10) as s:
+            s.sendall(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                      b"Content-Length: 100000\r\n\r\n")
+            raw = recv_all(s)
+        assert status_of(raw) == 415 and b"application/x-www-form-urlencoded" in body_of(raw), raw
+        # no Content-Type at all (a page's Blob body goes without a preflight too)
+        raw = raw_exchange(d.port, b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: %d\r\n\r\n"
+                           % len(SIMPLE_INIT) + SIMPLE_INIT)
+        assert status_of(raw) == 415 and b"sent no Content-Type" in body_of(raw), raw
+        assert d.status()["sessions"] == []
+        Client(d.port).initialize()   # a JSON POST opens one as ever
+        assert len(d.status()["sessions"]) == 1

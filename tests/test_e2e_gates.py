@@ -35,7 +35,7 @@ def ping(daemon, session, head, target=b"/mcp"):
     """A raw POST of `ping` on the session, with the given header lines; (status, body)."""
     body = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
     raw = raw_exchange(daemon.port, b"POST " + target + b" HTTP/1.1\r\n" + head +
-                       b"MCP-Session-Id: " + session.encode() + b"\r\nContent-Length: %d\r\n"
+                       b"MCP-Session-Id: " + session.encode() + b"\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
                        b"Connection: close\r\n\r\n" % len(body) + body)
     return status_of(raw), json.loads(body_of(raw))
 

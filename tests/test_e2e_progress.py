@@ -68,7 +68,8 @@ def test_an_http_1_0_client_gets_its_sse_reply_unchunked_ended_by_the_close(daem
     body = json.dumps(tool_call("old", "execute_code", {"code": STEPS_CODE}, "tok-old")).encode()
     with socket.create_connection(("127.0.0.1", daemon.port), timeout=15) as s:
         s.sendall(b"POST /mcp HTTP/1.0\r\nAccept: application/json, text/event-stream\r\n"
-                  b"MCP-Session-Id: %s\r\nContent-Length: %d\r\n\r\n%s" % (client.session.encode(), len(body), body))
+                  b"Content-Type: application/json\r\nMCP-Session-Id: %s\r\nContent-Length: %d\r\n\r\n%s"
+                  % (client.session.encode(), len(body), body))
         raw = recv_all(s)
     head, _, stream = raw.partition(b"\r\n\r\n")
     assert b"200 OK" in head and b"transfer-encoding" not in head.lower()

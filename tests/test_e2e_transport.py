@@ -56,11 +56,10 @@ def test_version_negotiation_echoes_supported_else_latest(daemon, asked, answere
     assert c.initialize(version=asked)["result"]["protocolVersion"] == answered
 
 
-def test_the_seed_curl_sequence(daemon):
-    # curl -si localhost:8000/mcp -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}'
-    raw = raw_exchange(daemon.port, _post_bytes(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}',
-                                                content_type=b"application/x-www-form-urlencoded"))
-    # curl -d sends form content-type; the seed's sequence must still work
+def test_the_readme_curl_sequence(daemon):
+    # curl -si localhost:8000/mcp -H 'Content-Type: application/json' -d '{..."method":"initialize"...}'
+    init = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}'
+    raw = raw_exchange(daemon.port, _post_bytes(init))
     assert status_of(raw) == 200, raw
     head = raw.partition(b"\r\n\r\n")[0].decode().lower()
     sid = [line.split(":", 1)[1].strip() for line in head.split("\r\n") if line.startswith("mcp-session-id")][0]
@@ -69,6 +68,16 @@ def test_the_seed_curl_sequence(daemon):
     assert status_of(raw) == 200
     names = [t["name"] for t in json.loads(body_of(raw))["result"]["tools"]]
     assert "status" in names and "execute_code" in names
+
+
+def test_the_seeds_curl_without_a_json_content_type_is_told_what_to_send(daemon):
+    # The seed's `curl -d` alone sends a form type, which a browser page may send unpreflighted.
+    raw = raw_exchange(daemon.port, _post_bytes(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}',
+                                                content_type=b"application/x-www-form-urlencoded"))
+    assert status_of(raw) == 415, raw
+    assert json.loads(body_of(raw))["error"]["message"] == (
+        "Unsupported Media Type: Content-Type 'application/x-www-form-urlencoded' is not application/json; "
+        "send Content-Type: application/json")
 
 
 def _post_bytes(body, content_type=b"application/json", extra=b""):
@@ -647,10 +656,11 @@ def test_during_shutdown_a_waiting_request_gets_503_not_a_session(tmp_path):
     slow = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                        "params": {"name": "execute_code", "arguments": {"code": "import time\ntime.sleep(30)"}}})
     init = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {}})
-    head = "POST /mcp HTTP/1.1\r\nHost: localhost\r\nMCP-Session-Id: %s\r\nContent-Length: %d\r\n\r\n%s"
+    json_post = "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+    head = json_post + "MCP-Session-Id: %s\r\nContent-Length: %d\r\n\r\n%s"
     with socket.create_connection(("127.0.0.1", d.port), timeout=15) as s:
         s.sendall((head % (c.session, len(slow), slow)).encode() +
-                  ("POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: %d\r\n\r\n%s" % (len(init), init)).encode())
+                  (json_post + "Content-Length: %d\r\n\r\n%s" % (len(init), init)).encode())
         assert wait_until(lambda: "tools/call" in json.dumps(d.status()), timeout=10)
         d.proc.send_signal(signal.SIGTERM)
         raw = recv_all(s)
@@ -913,8 +923,8 @@ def test_a_slow_client_that_keeps_reading_gets_its_whole_reply(client, daemon):
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
     s.settimeout(30)
     s.connect(("127.0.0.1", daemon.port))
-    s.sendall(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\nMCP-Session-Id: %s\r\n"
-              b"Content-Length: %d\r\n\r\n%s" % (client.session.encode(), len(body), body))
+    s.sendall(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\nContent-Type: application/json\r\n"
+              b"MCP-Session-Id: %s\r\nContent-Length: %d\r\n\r\n%s" % (client.session.encode(), len(body), body))
     got = b""
     slow_until = time.monotonic() + 6
     while not bodies_complete(got):

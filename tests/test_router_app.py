@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from gsmcpd.config import Config
-from gsmcpd.router.app import SESSION_NOT_FOUND_MESSAGE, App, _accept_lists
+from gsmcpd.router.app import SESSION_NOT_FOUND_MESSAGE, App, _accept_lists, content_type_refusal
 from gsmcpd.router.main import Router
 from gsmcpd.wire.http import RequestParser
 
@@ -85,6 +85,8 @@ def head_and_whole(head_bytes):
     (b"OPTIONS /mcp HTTP/1.1\r\nHost: localhost\r\n", 204),
     (b"OPTIONS * HTTP/1.1\r\nHost: localhost\r\n", 204),
     (b"OPTIONS * HTTP/1.1\r\nHost: evil.example\r\n", 403),
+    (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: text/plain\r\n", 415),
+    (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\n", 415),   # no Content-Type
 ])
 def test_a_head_the_gates_refuse_is_answered_as_the_whole_request_would_be(head_bytes, answer):
     app = App(unauthenticated_router())
@@ -149,7 +151,8 @@ def test_an_unknown_session_is_404_telling_the_client_to_initialize_a_new_one(ve
     parser = RequestParser()
     body = b'{"jsonrpc":"2.0","id":7,"method":"ping"}' if verb == b"POST" else b""
     parser.feed(verb + b" /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: application/json, text/event-stream\r\n"
-                b"Mcp-Session-Id: gone\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+                b"Content-Type: application/json\r\nMcp-Session-Id: gone\r\n"
+                b"Content-Length: %d\r\n\r\n" % len(body) + body)
     conn = BodyConn()
     App(unauthenticated_router()).handle(conn, parser.next_request())
     assert conn.answers == [(404, {"jsonrpc": "2.0", "id": 7 if verb == b"POST" else None, "error": {
@@ -161,6 +164,7 @@ def test_an_unknown_session_is_404_telling_the_client_to_initialize_a_new_one(ve
 def post(body, headers=b""):
     parser = RequestParser()
     parser.feed(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: application/json, text/event-stream\r\n"
+                b"Content-Type: application/json\r\n"
                 + headers + b"Content-Length: %d\r\n\r\n" % len(body) + body)
     conn = BodyConn()
     App(unauthenticated_router()).handle(conn, parser.next_request())
@@ -202,6 +206,7 @@ def test_an_initialize_naming_an_ended_session_is_404_a_live_one_400(sid, answer
     header = b"Mcp-Session-Id: %s\r\n" % sid.encode() if sid else b""
     parser = RequestParser()
     parser.feed(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: application/json, text/event-stream\r\n"
+                b"Content-Type: application/json\r\n"
                 + header + b"Content-Length: %d\r\n\r\n" % len(body) + body)
     conn = BodyConn()
     App(router).handle(conn, parser.next_request())
@@ -218,6 +223,7 @@ def test_a_request_method_without_an_id_is_refused_400_and_logged_once_at_debug(
     body = b'{"jsonrpc":"2.0","method":"tools/call","params":{"name":"execute_code","arguments":{"code":"1"}}}'
     parser = RequestParser()
     parser.feed(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: application/json, text/event-stream\r\n"
+                b"Content-Type: application/json\r\n"
                 b"Mcp-Session-Id: known\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
     conn = BodyConn()
     with caplog.at_level("DEBUG", logger="gsmcpd.app"):
@@ -232,8 +238,8 @@ def test_a_post_is_handled_with_no_cyclic_collection_walking_its_parsed_message(
     # again and again: 16 MiB of "[]," held the router's one thread 2 s longer.
     body = b'{"jsonrpc":"2.0","id":7,"method":"ping","params":{"x":[' + b"[]," * 100000 + b"0]}}"
     parser = RequestParser()
-    parser.feed(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nMcp-Session-Id: gone\r\n"
-                b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    parser.feed(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                b"Mcp-Session-Id: gone\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
     request, conn, collections = parser.next_request(), RecordingConn(), []
     app = App(unauthenticated_router())   # made before counting: making it may collect
 
@@ -302,7 +308,8 @@ def test_an_unsupported_protocol_version_is_named_as_the_client_wrote_it():
 
 
 @pytest.mark.parametrize("head_bytes", [
-    b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nMcp-Session-Id: gone\r\n",   # initialize ignores it
+    b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+    b"Mcp-Session-Id: gone\r\n",   # initialize ignores it
     b"GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\nMcp-Session-Id: known\r\n",
     b"DELETE /mcp HTTP/1.1\r\nHost: localhost\r\nMcp-Session-Id: known\r\n",
 ])
@@ -310,3 +317,51 @@ def test_a_head_that_passes_the_gates_has_its_body_read(head_bytes):
     conn = RecordingConn()
     App(unauthenticated_router()).handle_head(conn, head_and_whole(head_bytes)[0])
     assert conn.answers == ["read body"]
+
+
+# -- a POST's Content-Type -------------------------------------------------------
+
+
+@pytest.mark.parametrize("content_type", [
+    "application/json", "Application/JSON", "application/json; charset=utf-8", 'application/json;charset="UTF-8"',
+    "application/json ; profile=x",
+])
+def test_a_json_content_type_passes(content_type):
+    assert content_type_refusal(content_type) is None
+
+
+@pytest.mark.parametrize("content_type, said", [
+    (None, "Unsupported Media Type: POST needs Content-Type: application/json (the request sent no Content-Type)"),
+    ("text/plain;charset=UTF-8", "Unsupported Media Type: Content-Type 'text/plain;charset=UTF-8' is not "
+                                 "application/json; send Content-Type: application/json"),
+    ("application/x-www-form-urlencoded", "Unsupported Media Type: Content-Type "
+                                          "'application/x-www-form-urlencoded' is not application/json; "
+                                          "send Content-Type: application/json"),
+    ("", "Unsupported Media Type: Content-Type '' is not application/json; send Content-Type: application/json"),
+    ("application/jsonx", "Unsupported Media Type: Content-Type 'application/jsonx' is not application/json; "
+                          "send Content-Type: application/json"),
+    ("application/json; charset=iso-8859-1", "Unsupported Media Type: charset 'iso-8859-1' in Content-Type; a "
+                                             "JSON-RPC message is UTF-8: send Content-Type: application/json "
+                                             "(charset=utf-8, or no charset)"),
+])
+def test_any_other_content_type_is_refused_saying_what_to_send(content_type, said):
+    assert content_type_refusal(content_type) == said
+
+
+def test_a_text_plain_initialize_is_refused_415_and_opens_no_session():
+    # A page on any loopback origin passes the Origin gate and may POST text/plain with no
+    # preflight: its initialize, unreadable to it, still cost a worker each.
+    router = unauthenticated_router()
+    opened = []
+    router.sessions.opening = 0
+    router.sessions.open = lambda *args: opened.append("opened")
+    body = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}'
+    head_bytes = (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nOrigin: http://localhost:9999\r\n"
+                  b"Content-Type: text/plain;charset=UTF-8\r\n")
+    parser = RequestParser()
+    parser.feed(head_bytes + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    conn = BodyConn()
+    App(router).handle(conn, parser.next_request())
+    assert conn.answers == [(415, {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": (
+        "Unsupported Media Type: Content-Type 'text/plain;charset=UTF-8' is not application/json; "
+        "send Content-Type: application/json")}})] and not opened

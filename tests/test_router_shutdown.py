@@ -211,6 +211,8 @@ def ask(router, method, session=None, message=None):
     if session is not None:
         head += "Mcp-Session-Id: %s\r\n" % session.id
     parser = RequestParser()
+    if method == "POST":
+        head += "Content-Type: application/json\r\n"
     parser.feed(head.encode() + b"Content-Length: %d\r\n\r\n" % len(body) + body)
     conn = AnsweredConn()
     router.app.handle(conn, parser.next_request())

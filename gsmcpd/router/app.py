@@ -1,8 +1,9 @@
 """Routing and gates for one HTTP request: the Streamable HTTP transport on /mcp.
 
 Order matters and is the seed's: trace first (so refused requests are traced too),
-then Host and Origin (DNS rebinding), then credentials, then the method, the
-protocol-version header and the session. Only then does a message reach a session.
+then Host and Origin (DNS rebinding), then credentials, then the method, a POST's
+Content-Type, the protocol-version header and the session. Only then does a message
+reach a session.
 
 The gates that need no body run on a head whose body is still to come too
 (handle_head), the same code in the same order: a request they refuse is answered
@@ -75,6 +76,29 @@ def _accept_lists(accept, media_type):
         if kind in ranges:
             verdicts.setdefault(ranges.index(kind), not any(_is_q_zero(p) for p in params))
     return bool(verdicts) and verdicts[min(verdicts)]
+
+
+def content_type_refusal(content_type):
+    """None if a POSTed body is declared JSON, else why not: the answer's message.
+
+    A browser page may POST without a preflight only as text/plain, a form type or no
+    type at all (a Blob or ArrayBuffer body), so refusing those keeps an unlisted page from
+    opening sessions it cannot read; a JSON type needs the preflight the CORS gate refuses."""
+    if content_type is None:
+        return ("Unsupported Media Type: POST needs Content-Type: application/json "
+                "(the request sent no Content-Type)")
+    media_type, *params = content_type.split(";")
+    if media_type.strip().lower() != "application/json":
+        return ("Unsupported Media Type: Content-Type '%s' is not application/json; "
+                "send Content-Type: application/json" % jsonrpc.echoed(content_type, header=True))
+    for param in params:
+        name, _, value = param.partition("=")
+        charset = value.strip().strip('"').lower()
+        if name.strip().lower() == "charset" and charset != "utf-8":
+            return ("Unsupported Media Type: charset '%s' in Content-Type; a JSON-RPC message is "
+                    "UTF-8: send Content-Type: application/json (charset=utf-8, or no charset)"
+                    % jsonrpc.echoed(value.strip(), header=True))
+    return None
 
 
 def _is_q_zero(param):
@@ -201,7 +225,8 @@ class App:
     def _handle_mcp(self, conn, request, principal):
         method = request.method
         if method == "POST":
-            self._post(conn, request, principal)
+            if self._is_json(conn, request):
+                self._post(conn, request, principal)
         elif method == "GET":
             session = self._stream_session(conn, request, principal)
             if session is not None:
@@ -215,10 +240,11 @@ class App:
 
     def _mcp_head(self, conn, head, principal):
         """_handle_mcp's gates for a head, its body still to come: what passes them is
-        read whole. A POST's gates need its body (initialize or not, which session)."""
+        read whole. A POST's other gates need its body (initialize or not, which session)."""
         method = head.method
         if method == "POST":
-            conn.read_body()
+            if self._is_json(conn, head):
+                conn.read_body()
         elif method == "GET":
             if self._stream_session(conn, head, principal) is not None:
                 conn.read_body()
@@ -227,6 +253,15 @@ class App:
                 conn.read_body()
         else:
             self._method_not_allowed(conn, method)
+
+    @staticmethod
+    def _is_json(conn, request):
+        """A POST's Content-Type gate: True, or False after answering 415."""
+        refusal = content_type_refusal(request.header("content-type"))
+        if refusal:
+            conn.respond(415, [JSON], error_body(jsonrpc.INVALID_REQUEST, refusal))
+            return False
+        return True
 
     def _method_not_allowed(self, conn, method):
         conn.respond(405, [("Allow", MCP_METHODS + ", OPTIONS"), JSON],
@@ -275,7 +310,6 @@ class App:
             self._post_message(conn, request, principal)
 
     def _post_message(self, conn, request, principal):
-        # Content-Type is not checked: the seed's own `curl -d` sends a form type.
         body = jsonrpc.without_bom(request.body)
         try:
             message = jsonrpc.parse(body)
