@@ -265,16 +265,22 @@ def test_an_unlisted_loopback_pages_text_plain_initialize_is_refused_415_and_ope
         assert json.loads(body_of(raw)) == {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": (
             "Unsupported Media Type: Content-Type 'text/plain;charset=UTF-8' is not application/json; "
             "send Content-Type: application/json")}}
-        # curl -d's form type, its body not yet sent: refused from the head, nothing buffered
+        # a form's type, its body not yet sent: refused from the head, nothing buffered
         with socket.create_connection(("127.0.0.1", d.port), timeout=10) as s:
-            s.sendall(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\n"
-                      b"Content-Length: 100000\r\n\r\n")
+            s.sendall(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nOrigin: http://localhost:9999\r\n"
+                      b"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 100000\r\n\r\n")
             raw = recv_all(s)
         assert status_of(raw) == 415 and b"application/x-www-form-urlencoded" in body_of(raw), raw
         # no Content-Type at all (a page's Blob body goes without a preflight too)
-        raw = raw_exchange(d.port, b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: %d\r\n\r\n"
-                           % len(SIMPLE_INIT) + SIMPLE_INIT)
+        raw = raw_exchange(d.port, b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nOrigin: http://localhost:9999\r\n"
+                           b"Content-Length: %d\r\n\r\n" % len(SIMPLE_INIT) + SIMPLE_INIT)
         assert status_of(raw) == 415 and b"sent no Content-Type" in body_of(raw), raw
         assert d.status()["sessions"] == []
         Client(d.port).initialize()   # a JSON POST opens one as ever
         assert len(d.status()["sessions"]) == 1
+        # without an Origin, no browser's: curl's form type (the seed's `curl -d`) opens one too
+        raw = raw_exchange(d.port, b"POST /mcp HTTP/1.1\r\nHost: localhost\r\n"
+                           b"Content-Type: application/x-www-form-urlencoded\r\nAccept: */*\r\n"
+                           b"Content-Length: %d\r\n\r\n" % len(SIMPLE_INIT) + SIMPLE_INIT)
+        assert status_of(raw) == 200 and b"mcp-session-id" in raw.lower(), raw
+        assert len(d.status()["sessions"]) == 2

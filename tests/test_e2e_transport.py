@@ -70,10 +70,19 @@ def test_the_readme_curl_sequence(daemon):
     assert "status" in names and "execute_code" in names
 
 
-def test_the_seeds_curl_without_a_json_content_type_is_told_what_to_send(daemon):
-    # The seed's `curl -d` alone sends a form type, which a browser page may send unpreflighted.
+def test_the_seed_curl_sequence_with_curls_form_type(daemon):
+    # curl -si localhost:8000/mcp -d '{...}': curl -d sends a form type, and no Origin
     raw = raw_exchange(daemon.port, _post_bytes(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}',
                                                 content_type=b"application/x-www-form-urlencoded"))
+    assert status_of(raw) == 200, raw
+    assert json.loads(body_of(raw))["result"]["protocolVersion"]
+
+
+def test_a_browsers_post_without_a_json_content_type_is_told_what_to_send(daemon):
+    # A browser page may send a form type unpreflighted; a browser sends an Origin with every POST.
+    raw = raw_exchange(daemon.port, _post_bytes(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}',
+                                                content_type=b"application/x-www-form-urlencoded",
+                                                extra=b"Origin: http://localhost:8123\r\n"))
     assert status_of(raw) == 415, raw
     assert json.loads(body_of(raw))["error"]["message"] == (
         "Unsupported Media Type: Content-Type 'application/x-www-form-urlencoded' is not application/json; "

@@ -79,7 +79,8 @@ def _accept_lists(accept, media_type):
 
 
 def content_type_refusal(content_type):
-    """None if a POSTed body is declared JSON, else why not: the answer's message.
+    """None if a POSTed body is declared JSON, else why not: the answer's message (asked
+    of a browser's POST only: App._is_json).
 
     A browser page may POST without a preflight only as text/plain, a form type or no
     type at all (a Blob or ArrayBuffer body), so refusing those keeps an unlisted page from
@@ -256,7 +257,12 @@ class App:
 
     @staticmethod
     def _is_json(conn, request):
-        """A POST's Content-Type gate: True, or False after answering 415."""
+        """A browser's POST's Content-Type gate: True, or False after answering 415. Only a
+        request with an Origin is a browser's (a browser sends one with every POST), and
+        only a browser's unpreflighted POST is the risk; curl and the SDKs send none, and
+        the seed's own `curl -d` sends a form type."""
+        if request.header("origin") is None:
+            return True
         refusal = content_type_refusal(request.header("content-type"))
         if refusal:
             conn.respond(415, [JSON], error_body(jsonrpc.INVALID_REQUEST, refusal))
