@@ -798,12 +798,14 @@ def test_out_of_descriptors_clients_connecting_cannot_take_those_freed_for_a_new
 
 
 def test_out_of_descriptors_with_no_connection_idle_pauses_accepting_and_recovers(tmp_path):
-    # Each hog is in the middle of a request, so none is idle and none makes room.
+    # Each hog is reading a body its head's gates let in, so none is idle, none is an
+    # unchecked request (those are closed for room), and none makes room.
     with _serving_with_few_descriptors(tmp_path) as (port, _):
         hogs = []
         for _ in range(120):  # more than the daemon has descriptors for
             hogs.append(socket.create_connection(("127.0.0.1", port), timeout=5))
-            hogs[-1].sendall(b"GET /mcp HTTP/1.1\r\n")
+            hogs[-1].sendall(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                             b"Content-Length: 100000\r\n\r\n")   # its body never sent
         assert wait_until(lambda: b"pausing accepts" in (tmp_path / "log").read_bytes())
         # `gsmcpd status` meanwhile: its accept fails too, paused alike (it was a traceback
         # logged on every turn of the loop, spinning, for as long as it lasted), or, once
