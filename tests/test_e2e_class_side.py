@@ -64,8 +64,10 @@ def test_compile_method_says_a_class_decorator_wrapped_the_method_it_replaces(da
     # The session kept the def as written ('hi'), a new session had it wrapped ('HI').
     result = ok(c, "compile_method", className="Loud", source="def say(self):\n    return 'hi'\n")
     assert result["structuredContent"]["notRerun"] == ["class decorator @shout"]
-    assert ("they made the old say other than its def (wrapped it), so this session has say as "
-            "its def makes it while a new session's import has what they make of it") in tool_text(result)
+    assert ("which is not run again for one compiled method (that would repeat what else it does, "
+            "such as a registry entry); it made the old say other than its def (wrapped it), so this "
+            "session has say as its def makes it while a new session's import has what it makes of "
+            "it") in tool_text(result)
     assert run(c, "import hooked\nhooked.Loud().say()") == repr("hi")
     fresh = open_session(daemon)
     assert run(fresh, "import hooked\nhooked.Loud().say()") == repr("HI")

@@ -1401,11 +1401,12 @@ def test_compile_method_says_what_wrapped_the_method_it_does_not_run_again(tmp_p
     hooked = client.view.module("hooked")
     result = client.ok("compile_method", className=class_name, source="def say(self):\n    return 'hi'\n")
     assert result["structuredContent"]["notRerun"] == [hook]
-    assert (f"note: hooked.{class_name} was made by its {hook}, which are not run again for one "
-            "compiled method (that would repeat what else they do, such as a registry entry); they "
+    # One hook: "which is", "it" (the note said "which are", "they" for one too).
+    assert (f"note: hooked.{class_name} was made by its {hook}, which is not run again for one "
+            "compiled method (that would repeat what else it does, such as a registry entry); it "
             "made the old say other than its def (wrapped it), so this session has say as its def "
-            "makes it while a new session's import has what they make of it: "
-            "compile_class_definition with the class's definition as it stands runs them "
+            "makes it while a new session's import has what it makes of it: "
+            "compile_class_definition with the class's definition as it stands runs it "
             "again here") in text(result)
     assert getattr(hooked, class_name)().say() == "hi" and hooked.registry == ["ByHook"]
     namespace = {}
@@ -1413,9 +1414,22 @@ def test_compile_method_says_what_wrapped_the_method_it_does_not_run_again(tmp_p
     assert namespace[class_name]().say() == "HI"
     # A new method: they may; a method they left as its def made it: nothing to say.
     added = client.ok("compile_method", className=class_name, source="def other(self):\n    return 1\n")
-    assert "if they wrap or change methods, this session has other" in text(added)
+    assert "if it wraps or changes methods, this session has other" in text(added)
     replaced = client.ok("compile_method", className=class_name, source="def other(self):\n    return 2\n")
     assert "note" not in text(replaced) and "notRerun" not in replaced["structuredContent"]
+
+
+def test_compile_method_s_note_on_several_hooks_speaks_of_them_in_the_plural(tmp_path, views):
+    image = write_image(tmp_path / "image", {"hooked.py": HOOKED + "\n\n@shout\nclass ByBoth(Base):\n"
+                                             "    def say(self):\n        return 'hello'\n"})
+    client = Client(views(image))
+    result = client.ok("compile_method", className="ByBoth", source="def say(self):\n    return 'hi'\n")
+    assert result["structuredContent"]["notRerun"] == ["class decorator @shout", "hooked.Base.__init_subclass__"]
+    assert ("which are not run again for one compiled method (that would repeat what else they do, "
+            "such as a registry entry); they made the old say other than its def (wrapped it), so "
+            "this session has say as its def makes it while a new session's import has what they "
+            "make of it: compile_class_definition with the class's definition as it stands runs "
+            "them again here") in text(result)
 
 
 def test_a_method_s_own_decorator_is_not_run_again_to_tell_what_hooks_did(tmp_path, views):
@@ -1426,7 +1440,7 @@ def test_a_method_s_own_decorator_is_not_run_again_to_tell_what_hooks_did(tmp_pa
     hooked = client.view.module("hooked")
     result = client.ok("compile_method", className="ByDecorator",
                        source="@noted\ndef tag(self):\n    return 2\n")
-    assert "if they wrap or change methods, this session has tag" in text(result)
+    assert "if it wraps or changes methods, this session has tag" in text(result)
     assert hooked.registry == ["tag", "ByHook", "tag"]     # the import's, the new def's: no third
 
 

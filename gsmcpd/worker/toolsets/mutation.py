@@ -303,13 +303,17 @@ class MutationToolset(Toolset):
                 pass
             if as_written and live.made_alike(vars(cls).get(bound), as_written.get(bound)):
                 return "", {}
-        changed = (f"they made the old {name} other than its def (wrapped it), so " if as_written
-                   else "if they wrap or change methods, ")
-        return (f"; note: {ref.qualified} was made by its {', '.join(hooks)}, which are not run "
-                f"again for one compiled method (that would repeat what else they do, such as a "
-                f"registry entry); {changed}this session has {name} as its def makes it while a "
-                "new session's import has what they make of it: compile_class_definition with "
-                "the class's definition as it stands runs them again here, or abort re-imports "
+        # One hook or several: the note's verbs and pronouns agree with them.
+        (are, they, do, made, wrap, make, them) = (
+            ("is", "it", "does", "it made", "wraps or changes", "it makes", "it") if len(hooks) == 1
+            else ("are", "they", "do", "they made", "wrap or change", "they make", "them"))
+        changed = (f"{made} the old {name} other than its def (wrapped it), so " if as_written
+                   else f"if {they} {wrap} methods, ")
+        return (f"; note: {ref.qualified} was made by its {', '.join(hooks)}, which {are} not run "
+                f"again for one compiled method (that would repeat what else {they} {do}, such as "
+                f"a registry entry); {changed}this session has {name} as its def makes it while a "
+                f"new session's import has what {make} of it: compile_class_definition with "
+                f"the class's definition as it stands runs {them} again here, or abort re-imports "
                 "the committed image (it discards uncommitted changes)", {"notRerun": hooks})
 
     def compile_class_definition(self, arguments):
