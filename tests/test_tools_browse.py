@@ -1314,6 +1314,8 @@ class Meta(type):
     def shadowed(cls):
         return "meta"
 
+    alias = meta_method
+
 
 class WithMeta(metaclass=Meta):
     def shadowed(self):
@@ -1333,6 +1335,7 @@ def test_a_metaclass_written_in_the_image_is_the_class_side_of_its_classes(tmp_p
     assert client.ok("describe_class", className="Later")["structuredContent"]["metaclass"] == "M"
     listed = client.ok("list_methods", className="WithMeta")
     assert listed["structuredContent"]["methods"]["class"] == [
+        {"name": "alias", "definedIn": "metas.Meta", "metaclass": True},
         {"name": "meta_method", "definedIn": "metas.Meta", "metaclass": True}]
     assert "  meta_method  (from metaclass metas.Meta)" in text(listed)
     for meta in (True, None):
@@ -1342,7 +1345,19 @@ def test_a_metaclass_written_in_the_image_is_the_class_side_of_its_classes(tmp_p
         assert found["kind"] == "class" and found["definedIn"] == "metas.Meta"
         assert found["note"] == ("defined in metas.Meta, the metaclass of metas.WithMeta: a method "
                                  "of metas.WithMeta's class side, called with the class")
-    client.error("get_method_source", "notFound", className="WithMeta", selector="meta_method", meta=False)
+    # meta false: not its class side, but said where it is (it answered only "defines no method").
+    assert client.error("get_method_source", "notFound", className="WithMeta", selector="meta_method",
+                        meta=False) == (
+        "metas.WithMeta defines no method meta_method: meta_method is metas.Meta's method, reached "
+        "as metas.WithMeta's class side (metas.Meta is its metaclass); compile_method or "
+        "delete_method on metas.Meta changes it, for every class metas.Meta makes; "
+        "get_method_source with meta true shows it")
+    # Bound by assignment in the metaclass, there is no def to show: still said where it is.
+    assert client.error("get_method_source", "notFound", className="WithMeta", selector="alias",
+                        meta=True) == (
+        "metas.WithMeta defines no method alias: alias is metas.Meta's method, reached as "
+        "metas.WithMeta's class side (metas.Meta is its metaclass); compile_method or "
+        "delete_method on metas.Meta changes it, for every class metas.Meta makes")
     # The class's own def is what WithMeta.shadowed reaches: the metaclass's is not its class side.
     shadowed = client.ok("get_method_source", className="WithMeta", selector="shadowed")["structuredContent"]
     assert "own" in shadowed["source"] and "definedIn" not in shadowed

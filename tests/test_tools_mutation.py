@@ -1447,3 +1447,31 @@ def test_a_method_s_own_decorator_is_not_run_again_to_tell_what_hooks_did(tmp_pa
 def test_compile_method_on_a_class_no_hook_made_has_no_such_note(client):
     assert "notRerun" not in client.ok("compile_method", className="Dog",
                                        source="def fetch(self):\n    return 1\n")["structuredContent"]
+
+
+METACLASS = """\
+class Meta(type):
+    def meta_method(cls):
+        return "meta " + cls.__name__
+
+    def __call__(cls, *args):
+        return super().__call__(*args)
+
+
+class WithMeta(metaclass=Meta):
+    pass
+"""
+
+
+def test_delete_method_of_a_metaclass_method_on_its_class_points_to_the_metaclass(tmp_path, views):
+    # It answered only "metas.WithMeta defines no method meta_method".
+    image = write_image(tmp_path / "image", {"metas.py": METACLASS})
+    client = Client(views(image))
+    for meta in (None, True, False):
+        assert client.error("delete_method", "notFound", className="WithMeta", selector="meta_method",
+                            **({} if meta is None else {"meta": meta})) == (
+            "metas.WithMeta defines no method meta_method: meta_method is metas.Meta's method, reached "
+            "as metas.WithMeta's class side (metas.Meta is its metaclass); compile_method or "
+            "delete_method on metas.Meta changes it, for every class metas.Meta makes")
+    client.ok("delete_method", className="Meta", selector="meta_method")
+    assert "meta_method" not in disk(image, "metas.py")

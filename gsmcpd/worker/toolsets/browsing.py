@@ -230,6 +230,11 @@ class BrowsingToolset(Toolset):
             if answer:
                 return answer
         if not found:
+            owner = metaclass_owner(self.view, cls, selector)
+            if owner is not None:   # meta false (or no def to show): say where it is
+                raise ToolError("notFound", f"{ref.qualified} defines no method "
+                                f"{catalog.echoed(selector)}: {metaclass_method_text(ref.qualified, owner, selector)}"
+                                + ("; get_method_source with meta true shows it" if meta is False else ""))
             raise ToolError("notFound", f"{ref.qualified} defines no method {catalog.echoed(selector)}"
                             + (self._attribute_hint(ref, node, selector)
                                or self._inherited_hint(cls, selector)))
@@ -246,21 +251,20 @@ class BrowsingToolset(Toolset):
         """The answer for a method of the class's metaclass (written in the image) that the
         class reaches as its own (`WithMeta.meta_method()`): its class side, as GemStone has
         it; None when there is none."""
-        for owner, name in metaclass_members(self.view, cls) if cls is not None else ():
-            if name != splice.mangled(owner.__name__, selector):
-                continue
-            owner_ref = catalog.resolve_class(self.view, qualname(owner))
-            nodes = splice.method_nodes(catalog.class_node(self.view, owner_ref), selector)
-            if not nodes:
-                return None
-            text = splice.segments(self.view.source(owner_ref.module), nodes)
-            note = (f"defined in {owner_ref.qualified}, the metaclass of {ref.qualified}: a method "
-                    f"of {ref.qualified}'s class side, called with the class")
-            return {"text": f"{text}\n({note})",
-                    "structured": {"class": ref.qualified, "selector": selector, "kind": "class",
-                                   "source": text, "definedIn": owner_ref.qualified,
-                                   "metaclass": True, "note": note}}
-        return None
+        owner = metaclass_owner(self.view, cls, selector)
+        if owner is None:
+            return None
+        owner_ref = catalog.resolve_class(self.view, qualname(owner))
+        nodes = splice.method_nodes(catalog.class_node(self.view, owner_ref), selector)
+        if not nodes:
+            return None
+        text = splice.segments(self.view.source(owner_ref.module), nodes)
+        note = (f"defined in {owner_ref.qualified}, the metaclass of {ref.qualified}: a method "
+                f"of {ref.qualified}'s class side, called with the class")
+        return {"text": f"{text}\n({note})",
+                "structured": {"class": ref.qualified, "selector": selector, "kind": "class",
+                               "source": text, "definedIn": owner_ref.qualified,
+                               "metaclass": True, "note": note}}
 
     def _attribute_hint(self, ref, node, selector) -> str:
         """`alias = greet` makes a method no def names: say where the class binds it."""
@@ -340,6 +344,24 @@ def metaclass_members(view, cls: type) -> list[tuple[type, str]]:
             seen.add(name)
             found.append((owner, name))
     return found
+
+
+def metaclass_owner(view, cls: type | None, selector: str) -> type | None:
+    """The image-written metaclass whose method `selector` the class reaches as its class
+    side (metaclass_members), or None."""
+    if cls is None:
+        return None
+    return next((owner for owner, name in metaclass_members(view, cls)
+                 if name == splice.mangled(owner.__name__, selector)), None)
+
+
+def metaclass_method_text(qualified: str, owner: type, selector: str) -> str:
+    """Where a metaclass method a class reaches as its class side is, and how to edit it:
+    said by every tool that meets it on the class."""
+    meta = qualname(owner)
+    return (f"{selector} is {meta}'s method, reached as {qualified}'s class side ({meta} is its "
+            f"metaclass); compile_method or delete_method on {meta} changes it, for every class "
+            f"{meta} makes")
 
 
 def named_class(base: ast.expr) -> ast.expr:

@@ -23,7 +23,7 @@ from gsmcpd.image.view import KERNEL
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset, bool_prop, object_schema, string_prop
 from gsmcpd.worker.toolsets.browsing import (CLASS_NAME, META, SELECTOR, filter_by_meta, live_kind,
-                                              qualname)
+                                              metaclass_method_text, metaclass_owner, qualname)
 from gsmcpd.worker.toolsets.session import (already_committed_text, brought_in_text, commit_view,
                                             import_error_lines, settled_text)
 
@@ -437,6 +437,10 @@ class MutationToolset(Toolset):
         if not nodes and guarded:
             raise _written_in_block(ref, selector, guarded[0][0], "removing it from there could "
                                     "leave that block empty or change what it means")
+        owner = None if nodes else metaclass_owner(self.view, cls, selector)
+        if owner is not None:
+            raise ToolError("notFound", f"{ref.qualified} defines no method {catalog.echoed(selector)}: "
+                            + metaclass_method_text(ref.qualified, owner, selector))
         if not nodes:
             raise ToolError("notFound", f"{ref.qualified} defines no method {catalog.echoed(selector)}")
         filter_by_meta(nodes, arguments.get("meta"), ref.qualified, selector,
