@@ -1,7 +1,7 @@
 """compile_method and the browsing tools on a class's two sides, end to end through the
 real daemon: a def of the other side than the method it would replace is refused (a
 Python class has one namespace for both); a metaclass's methods are its classes' class side,
-edited on the metaclass;
+edited on the metaclass (a def on the class that would hide one is refused);
 what wrapped a method as its class was made, not run again for a compiled def, is said; a
 def written only inside a class-level if/try is refused, as delete_method refuses it.
 
@@ -61,10 +61,15 @@ def test_a_metaclass_s_methods_are_shown_as_the_class_side(c):
     assert run(c, "import metas\nmetas.WithMeta.meta_method()") == repr("meta WithMeta")
 
 
-def test_a_metaclass_method_asked_of_its_class_otherwise_points_to_the_metaclass(c):
+def test_a_metaclass_method_is_edited_on_the_metaclass_not_hidden_from_its_class(c):
     # get_method_source with meta false and delete_method said only "defines no method".
     where = ("meta_method is metas.Meta's method, reached as metas.WithMeta's class side (metas.Meta "
              "is its metaclass); compile_method or delete_method on metas.Meta changes it")
+    refused = error(c, "compile_method", "refused", className="WithMeta",
+                    source="def meta_method(self):\n    return 'own'\n")
+    # A plain def was added, hiding Meta's: WithMeta.meta_method() broke.
+    assert where in refused and "would hide it, metas.WithMeta.meta_method() no longer calling it" in refused
+    assert "write @classmethod (or @staticmethod) over the def" in refused
     assert where in error(c, "get_method_source", "notFound", className="WithMeta",
                           selector="meta_method", meta=False)
     assert where in error(c, "delete_method", "notFound", className="WithMeta", selector="meta_method")

@@ -1457,10 +1457,50 @@ class Meta(type):
     def __call__(cls, *args):
         return super().__call__(*args)
 
+    def __private(cls):
+        return "private"
+
+    @property
+    def label(cls):
+        return "meta label"
+
 
 class WithMeta(metaclass=Meta):
     pass
 """
+
+
+def test_a_def_named_like_a_metaclass_method_the_class_reaches_is_refused_unless_its_kind_is_written(
+        tmp_path, views):
+    # A plain def meta_method on WithMeta was added: it hid Meta's, the class side
+    # browsing shows, and WithMeta.meta_method() broke.
+    image = write_image(tmp_path / "image", {"metas.py": METACLASS})
+    client = Client(views(image))
+    before = disk(image, "metas.py")
+    refused = client.error("compile_method", "refused", className="WithMeta",
+                           source="def meta_method(self):\n    return 'own'\n")
+    assert refused == (
+        "metas.WithMeta defines no method meta_method: meta_method is metas.Meta's method, reached "
+        "as metas.WithMeta's class side (metas.Meta is its metaclass); compile_method or "
+        "delete_method on metas.Meta changes it, for every class metas.Meta makes. This def "
+        "(without meta, an instance method) would hide it, metas.WithMeta.meta_method() no longer "
+        "calling it; to shadow it deliberately, write @classmethod (or @staticmethod) over the "
+        "def; else name the method otherwise.")
+    # get_method_source's text sent back with meta true was Meta's to change, not a new classmethod.
+    assert "would shadow it for metas.WithMeta alone, metas.Meta's left as it is" in client.error(
+        "compile_method", "refused", className="WithMeta", meta=True,
+        source="def meta_method(cls):\n    return 'new'\n")
+    assert disk(image, "metas.py") == before
+    assert client.view.module("metas").WithMeta.meta_method() == "meta WithMeta"
+    # Written kind: meant. A special method is looked up on the type, a private one mangled
+    # per class (_WithMeta__private), and the metaclass's property wins: none hides anything.
+    for name in ("__call__", "__private", "label"):
+        client.ok("compile_method", className="WithMeta", source=f"def {name}(self):\n    return 1\n")
+    assert client.view.module("metas").WithMeta.label == "meta label"
+    client.ok("compile_method", className="WithMeta",
+              source="@classmethod\ndef meta_method(cls):\n    return 'own'\n")
+    assert client.view.module("metas").WithMeta.meta_method() == "own"
+    client.ok("compile_method", className="Meta", source="def meta_method(cls):\n    return 'changed'\n")
 
 
 def test_delete_method_of_a_metaclass_method_on_its_class_points_to_the_metaclass(tmp_path, views):

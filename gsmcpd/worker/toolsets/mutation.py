@@ -12,6 +12,7 @@ import ast
 import builtins
 import enum
 import importlib.util
+import inspect
 import keyword
 import sys
 import typing
@@ -216,6 +217,10 @@ class MutationToolset(Toolset):
             old_kind = live_kind(cls, ref.name, node.name) or splice.method_kind(existing[0])
             refusal = _side_change(f"{ref.qualified}.{node.name}", old_kind,
                                    splice.method_kind(node), bool(meta))
+            if refusal:
+                raise ToolError("refused", refusal)
+        else:
+            refusal = _metaclass_side_change(self.view, ref.qualified, cls, node, bool(meta))
             if refusal:
                 raise ToolError("refused", refusal)
         if len(existing) > len(defs):
@@ -704,6 +709,26 @@ def _side_change(qualified: str, old_kind: str, written_kind: str, meta: bool) -
     return (f"{qualified} is {_KIND_NAMES[old_kind]}; this def ({given}) would replace it, as "
             f"a Python class has one namespace for both sides. To change that method, {keep}; "
             f"to make {name} {_KIND_NAMES[new_kind]} instead, delete_method it first.")
+
+
+def _metaclass_side_change(view, qualified: str, cls, node, meta: bool) -> str | None:
+    """Why a def whose kind no decorator states is refused over a method of the class's
+    metaclass that the class reaches as its class side (browsing shows it so), or None: as
+    an instance method it would hide it (`WithMeta.meta_method()` broken); with meta, shadow
+    it for this class alone where the metaclass's was likely meant. A special method is
+    looked up on the type and a private one mangled per class (`_WithMeta__x`), and a
+    metaclass's property wins over the class's own attribute: none of those hides it."""
+    if node.name.startswith("__") or splice.method_kind(node) != "instance":
+        return None
+    owner = metaclass_owner(view, cls, node.name)
+    if owner is None or inspect.isdatadescriptor(vars(owner)[node.name]):
+        return None
+    done = (f"shadow it for {qualified} alone, {qualname(owner)}'s left as it is" if meta else
+            f"hide it, {qualified}.{node.name}() no longer calling it")
+    return (f"{qualified} defines no method {node.name}: {metaclass_method_text(qualified, owner, node.name)}. "
+            f"This def ({'with meta true, a classmethod' if meta else 'without meta, an instance method'}) "
+            f"would {done}; to shadow it deliberately, write @classmethod (or @staticmethod) over "
+            "the def; else name the method otherwise.")
 
 
 def _check_by_class_statement(ref, cls: type, module, filename: str, new_source: str) -> None:
