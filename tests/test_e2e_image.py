@@ -759,6 +759,22 @@ def test_a_commit_waiting_out_the_lock_another_sessions_code_holds_names_its_hol
         assert committer.tool("commit")["structuredContent"]["committed"] == ["shop.models"]
 
 
+def test_a_session_open_waiting_out_the_lock_another_sessions_code_holds_says_so_without_a_traceback(tmp_path):
+    # The worker logged a full traceback and answered "ImageLockTimeout: [Errno 110] ...".
+    image = write_image(tmp_path / "image", EXAMPLE_FILES)
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image), "GS_MCP_IMAGE_LOCK_WAIT": "0.2"}) as daemon:
+        lock = image / ".gsmcpd" / "lock"
+        held = session(daemon).tool("execute_code", code="import fcntl, os\nheld = open(%r)\n"
+                                                          "fcntl.flock(held, fcntl.LOCK_EX)\nos.getpid()" % str(lock))
+        pid = tool_text(held).strip().splitlines()[-1]
+        resp = Client(daemon.port).post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+        message = resp.json()["error"]["message"]
+        assert (f"ImageLockTimeout: the image lock {lock} was not free after 0.2s (GS_MCP_IMAGE_LOCK_WAIT): "
+                f"held by pid {pid} ") in message, message
+        assert "Traceback" not in daemon.log_text() and "prepare failed" not in daemon.log_text()
+
+
 def test_a_package_swapped_for_a_link_while_a_session_commits_gets_nothing_written_through_it(shop, tmp_path):
     victim = tmp_path / "victims"
     victim.mkdir()

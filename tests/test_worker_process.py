@@ -500,6 +500,33 @@ def test_a_prepare_that_fails_after_reserving_the_view_lets_go_of_the_images_loc
         channel.close()
 
 
+def test_a_prepare_waiting_out_the_image_lock_says_so_without_a_traceback(tmp_path):
+    # It went through the generic path: a traceback logged (a log frame before the answer)
+    # and "ImageLockTimeout: [Errno 110] ...", as a StickyStateDirectory no longer was.
+    import fcntl
+    from test_tools_support import write_image
+    image = write_image(tmp_path / "image")
+    first = Channel()     # its view makes the image's state directory and lock file
+    try:
+        assert first.prepare(image=str(image))["ok"] is True
+    finally:
+        first.close()
+    channel = Channel()
+    lock = os.open(image / ".gsmcpd" / "lock", os.O_RDONLY)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        answer = channel.prepare(image=str(image), image_lock_wait=0.2)
+        assert answer["op"] == "prepared" and answer["ok"] is False, answer
+        assert answer["error"].startswith(f"ImageLockTimeout: the image lock {image / '.gsmcpd' / 'lock'} "
+                                          "was not free after 0.2s (GS_MCP_IMAGE_LOCK_WAIT): held by "
+                                          f"pid {os.getpid()} "), answer
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        assert channel.prepare(image=str(image))["ok"] is True
+    finally:
+        os.close(lock)
+        channel.close()
+
+
 def test_prepare_opens_the_image_view_and_the_workspace_imports_from_it(tmp_path):
     from gsmcpd.image.default import ensure_default_image
 

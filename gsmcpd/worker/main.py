@@ -274,7 +274,8 @@ class WorkerLoop:
                 become(session["account"])
             view = None
             if session.get("image"):
-                from gsmcpd.image.store import JOURNAL_LIMIT, LOCK_WAIT, StickyStateDirectory
+                from gsmcpd.image.store import (JOURNAL_LIMIT, LOCK_WAIT, ImageLockTimeout,
+                                                StickyStateDirectory)
                 from gsmcpd.image.view import View
                 # Fixed now, read after the initialize reply (_read_view): a session
                 # open waits for the lock, not for the read. (The path stays a string:
@@ -284,8 +285,9 @@ class WorkerLoop:
                                         session_id=session.get("session_id"),
                                         lock_wait=session.get("image_lock_wait", LOCK_WAIT),
                                         journal_limit=session.get("journal_limit", JOURNAL_LIMIT))
-                except StickyStateDirectory as error:   # the deployment's to fix: said, no traceback
-                    raise ValueError(f"StickyStateDirectory: {error.strerror}") from None
+                except (StickyStateDirectory, ImageLockTimeout) as error:
+                    # The deployment's to fix (the bit, the lock's holder): said, no traceback.
+                    raise ValueError(f"{type(error).__name__}: {error.strerror}") from None
                 except PermissionError as error:
                     if not session.get("account"):
                         raise
