@@ -212,6 +212,12 @@ def schema_problems(schema, where="#"):
     return problems
 
 
+def test_commit_s_description_says_the_same_change_committed_by_another_is_no_conflict(c):
+    # It said only "fails with kind conflict if another session changed the same file".
+    assert "unless it committed the same change (no conflict: listed alreadyCommitted)" in \
+        tool_names(c)["commit"]["description"]
+
+
 def test_the_checker_finds_what_is_not_2020_12():
     assert sorted(schema_problems({"type": "object", "properties": {"a": {"type": "text"}},
                                    "required": ["a", "b"], "additionalProperties": False,

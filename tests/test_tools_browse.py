@@ -88,6 +88,12 @@ def test_commit_and_refresh_take_the_same_change_committed_by_another_as_committ
     assert "already committed by another, with the same text: zoo.keeper" in text(refreshed)
     assert "kept ours" not in text(refreshed)
     assert b.ok("status")["structuredContent"]["uncommittedChanges"] is False
+    # and the tool says so to a client choosing it (it said only: fails if another changed the file)
+    tools = b.server.handle({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})["result"]["tools"]
+    assert {t["name"]: t for t in tools}["commit"]["description"] == (
+        "Write this session's changes to the image atomically; fails with kind conflict if another "
+        "session changed the same file, unless it committed the same change (no conflict: listed "
+        "alreadyCommitted).")
 
 
 def test_a_module_made_a_package_is_committed_though_another_removed_its_old_file_alike(image, views):

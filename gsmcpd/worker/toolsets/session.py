@@ -155,7 +155,8 @@ class SessionToolset(Toolset):
         registry.add(Tool("abort", "Discard this session's uncommitted changes and re-read the "
                           "image (also brings in other sessions' commits).", empty, self.abort))
         registry.add(Tool("commit", "Write this session's changes to the image atomically; fails "
-                          "with kind conflict if another session changed the same file.",
+                          "with kind conflict if another session changed the same file, unless it "
+                          "committed the same change (no conflict: listed alreadyCommitted).",
                           empty, self.commit))
         registry.add(Tool("refresh", "See other sessions' commits, keeping this session's "
                           "uncommitted changes.", empty, self.refresh))
