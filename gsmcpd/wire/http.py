@@ -626,12 +626,18 @@ def _content_length(value):
 
 # ---- response writers ---------------------------------------------------
 
+# RFC 9110's names where Python before 3.13 still gives RFC 7231's, so a status line
+# reads the same whichever Python serves it.
+RFC9110_REASONS = {413: "Content Too Large", 414: "URI Too Long", 416: "Range Not Satisfiable",
+                   422: "Unprocessable Content"}
+
+
 @functools.lru_cache(maxsize=None)  # a handful of statuses, asked for on every reply
 def _status_line(status):
     if not isinstance(status, int) or not 100 <= status <= 999:
         raise ValueError(f"bad HTTP status {status!r}")
     try:
-        reason = HTTPStatus(status).phrase
+        reason = RFC9110_REASONS.get(status) or HTTPStatus(status).phrase
     except ValueError:
         reason = "Unknown"
     return b"HTTP/1.1 %d %s\r\n" % (status, reason.encode("ascii"))
