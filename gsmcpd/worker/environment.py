@@ -50,8 +50,11 @@ def unused_list_warning(listed: Iterable[str], per_user: bool) -> str | None:
 def worker_environ(environ: Mapping[str, str], listed: Iterable[str] = ()) -> dict[str, str]:
     """What of `environ` a per-user worker keeps: the allow-list and the `listed` names."""
     listed = frozenset(listed)
-    return {name: value for name, value in environ.items()
-            if name in KEPT or name.startswith(KEPT_PREFIX) or name in listed}
+    return {name: value for name, value in environ.items() if _kept(name, listed)}
+
+
+def _kept(name: str, listed: frozenset[str]) -> bool:
+    return name in KEPT or name.startswith(KEPT_PREFIX) or name in listed
 
 
 def scrub(listed: Iterable[str] = ()) -> None:
@@ -60,7 +63,10 @@ def scrub(listed: Iterable[str] = ()) -> None:
     only drops pointers, to the strings the kernel placed at exec (what
     /proc/self/environ shows) and to Python's own copies (posix.environ). For the
     spawner, before it forks any per-user worker."""
-    kept = worker_environ(os.environ, listed)
+    # Only the kept values are decoded: os.environ.items() would make a str copy of every
+    # secret too, freed unwiped (Python 3.13's allocator left one whole in the heap).
+    listed = frozenset(listed)
+    kept = {name: os.environ[name] for name in map(os.fsdecode, posix.environ) if _kept(name, listed)}
     for name, value in posix.environ.items():
         if os.fsdecode(name) not in kept and len(value) > 1:   # b"" and b"x" are shared singletons
             ctypes.memset(id(value) + _BYTES_DATA, 0, len(value))
