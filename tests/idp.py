@@ -154,7 +154,9 @@ class Idp:
 
 # -- a test CA and certificates ------------------------------------------------------
 class CertAuthority:
-    """A throwaway CA; `issue()` writes a server certificate signed by it."""
+    """A throwaway CA; `issue()` writes a server certificate signed by it. The key
+    identifiers are there because Python 3.13's default client context verifies strictly
+    (VERIFY_X509_STRICT) and refuses a chain without them ("Missing Authority Key Identifier")."""
 
     def __init__(self, directory):
         self.directory = Path(directory)
@@ -168,6 +170,7 @@ class CertAuthority:
             .not_valid_before(now - datetime.timedelta(hours=1))
             .not_valid_after(now + datetime.timedelta(days=2))
             .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(self.key.public_key()), critical=False)
             .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
                                          content_commitment=False, key_encipherment=False,
                                          data_encipherment=False, key_agreement=False,
@@ -194,6 +197,8 @@ class CertAuthority:
             .not_valid_after(now + datetime.timedelta(days=1))
             .add_extension(x509.SubjectAlternativeName(sans), critical=False)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(self.key.public_key()),
+                           critical=False)
             .sign(self.key, hashes.SHA256()))
         cert_path, key_path = self.directory / f"{name}.pem", self.directory / f"{name}.key"
         cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
