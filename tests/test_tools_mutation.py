@@ -146,7 +146,7 @@ def test_an_abc_is_abstract_as_its_source_now_says_whatever_tool_changed_it(clie
     assert abstract() == {"Shape": {"area", "size"}, "Circle": set(), "Ring": set()}
     client.ok("delete_method", className="Circle", selector="area")
     assert abstract() == {"Shape": {"area", "size"}, "Circle": {"area"}, "Ring": {"area"}}
-    with pytest.raises(TypeError, match="abstract method area"):
+    with pytest.raises(TypeError, match="abstract method '?area'?"):   # Python 3.12 quotes the name
         shapes.Ring()
 
 
