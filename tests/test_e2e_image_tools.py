@@ -127,6 +127,9 @@ class PartTest(unittest.TestCase):
                        "install()\n",
     "fix/comprehended.py": "class Pad:\n    def pad(self):\n        return 0\n\n\n"
                            "pick = [lambda: 1 // 0 for _ in '_'][0]\n",
+    "fix/stacked.py": "import dataclasses\n\n\nclass Pad:\n    def pad(self):\n        return 0\n\n\n"
+                      "@dataclasses.dataclass\nclass Below:\n    size: int = 0\n\n    class Inner:\n"
+                      "        pass\n",
     "fix/registry.py": "class Pad:\n    def pad(self):\n        return 0\n\n\n"
                        "HANDLERS = {'fail': lambda: 1 // 0}\n\n\n"
                        "def run(check=lambda: HANDLERS['fail']()):\n    return check()\n",
@@ -792,6 +795,18 @@ def test_a_registrys_handler_and_a_default_raise_at_their_own_lines_after_an_edi
         text = error(session, "execute_code", "other", code="import fix.registry\nfix.registry.run()")
         assert "line 11, in <lambda>\n    def run(check=lambda: HANDLERS['fail']()):\n" in text, text
         assert "line 8, in <lambda>\n    HANDLERS = {'fail': lambda: 1 // 0}\n" in text, text
+    fresh.close()
+
+
+def test_classes_an_edit_moved_show_their_own_source_as_in_a_new_session(daemon, c):
+    # Python 3.13's inspect.getsource reads a class's __firstlineno__, which kept its old
+    # line: the session that made the edit was shown the two lines above the class.
+    ok(c, "compile_method", className="fix.stacked.Pad",
+       source="def pad(self):\n    a = 1\n    b = 2\n    return 0\n")
+    check = ("import inspect\nfrom fix.stacked import Below\n"
+             "(inspect.getsource(Below).split(chr(10))[:2], inspect.getsource(Below.Inner).split(chr(10))[0])")
+    fresh = open_session(daemon)
+    assert run(c, check) == run(fresh, check) == repr((["@dataclasses.dataclass", "class Below:"], "    class Inner:"))
     fresh.close()
 
 

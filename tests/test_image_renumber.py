@@ -106,6 +106,26 @@ def test_every_def_below_the_edit_is_where_the_new_text_has_it(module):
     assert source_of(module.tail()) == "def inner():"      # nested code moves with its def
 
 
+def test_every_class_below_the_edit_shows_its_own_source(module):
+    # Python 3.13's inspect.getsource reads a class's __firstlineno__ (3.11 searches the
+    # text for its name): Line kept its old line, and getsource gave the lines above it.
+    renumber(module, NEW)
+    show(module, NEW)
+    assert inspect.getsource(module.Cart.Line).splitlines()[:2] == ["    class Line:", "        def cost(self):"]
+    assert source_of(module.Cart) == "class Cart:"   # the edit is inside it: its first line stays
+    if sys.version_info >= (3, 13):
+        assert module.Cart.Line.__firstlineno__ == NEW.splitlines().index("    class Line:") + 1
+
+
+def test_a_class_a_tool_remade_from_the_new_text_keeps_its_line(module):
+    fresh = {"__name__": module.__name__}
+    exec(compile(NEW, module.__file__, "exec"), fresh)
+    module.Cart.Line = fresh["Cart"].Line            # as compile_class_definition would
+    renumber(module, NEW)
+    show(module, NEW)
+    assert source_of(module.Cart.Line) == "class Line:"
+
+
 def test_a_traceback_quotes_the_line_that_raised(module):
     renumber(module, NEW)
     show(module, NEW)
@@ -147,7 +167,7 @@ def test_def_moves_pairs_the_defs_of_a_name_by_their_text_and_not_one_changed():
 
 def test_def_spans_count_a_decorated_def_from_its_first_decorator():
     spans = def_spans(ast.parse("class K:\n    @staticmethod\n    @other\n    def m():\n        f = lambda: 0\n"))
-    assert spans == {"K.m": [(2, 2, 5)], "K.m.<locals>.<lambda>": [(5, 5, 5)]}
+    assert spans == {"K": [(1, 1, 5)], "K.m": [(2, 2, 5)], "K.m.<locals>.<lambda>": [(5, 5, 5)]}
 
 
 def test_shifted_moves_nested_code_too():
@@ -166,6 +186,21 @@ def test_a_global_whose___class___raises_is_skipped_and_the_rest_renumbered(modu
     module.hostile = Hostile()
     renumber(module, NEW)
     show(module, NEW)
+    assert source_of(module.tail) == "def tail():"
+
+
+def test_a_class_whose_metaclass_redefines_its_dict_and_class_is_moved_all_the_same(module):
+    class Odd(type):
+        __dict__ = property(lambda cls: 1 // 0)
+        __class__ = property(lambda cls: 1 // 0)
+
+    odd = Odd("Line", (), {"__module__": module.__name__, "__qualname__": "Cart.Line",
+                           "__firstlineno__": OLD.splitlines().index("    class Line:") + 1})
+    module.Cart.Line = odd
+    renumber(module, NEW)
+    show(module, NEW)
+    if sys.version_info >= (3, 13):
+        assert type.__dict__["__dict__"].__get__(odd)["__firstlineno__"] == NEW.splitlines().index("    class Line:") + 1
     assert source_of(module.tail) == "def tail():"
 
 
@@ -298,11 +333,11 @@ def test_two_alike_lambdas_in_decorators_are_told_apart_by_their_defs(tmp_path, 
 
 
 def compiled_spans(text):
-    """Qualname -> first lines of the functions Python compiles `text` to: what def_spans must name."""
+    """Qualname -> first lines of the functions and class bodies Python compiles `text` to:
+    what def_spans must name."""
     found = {}
     for code in code_within([compile(text, "x.py", "exec")]).values():
-        if code.co_flags & inspect.CO_NEWLOCALS and code.co_name not in ("<listcomp>", "<setcomp>", "<dictcomp>",
-                                                                         "<genexpr>"):
+        if code.co_name not in ("<module>", "<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"):
             found.setdefault(code.co_qualname, []).append(code.co_firstlineno)
     return {name: sorted(lines) for name, lines in found.items()}
 

@@ -29,11 +29,19 @@ def renumber_moved_code(filename: str, old_code: Mapping[int, CodeType], old_tex
     numbered already. Told apart by identity, not by a def of its name standing at its
     line: a property's setter moved onto its getter's old line stood there too. Returns
     the code the functions compiled from `filename` now have, the `old_code` of the next
-    edit."""
-    functions = functions_compiled_from(filename)
+    edit. A class's first line (Python 3.13's `__firstlineno__`) is moved as its body's
+    code would be: one the tool made from `new_text` is there already, and its def changed."""
+    objects = gc.get_objects()   # one pass for both
+    functions, classes = functions_compiled_from(filename, objects), classes_compiled_from(filename, objects)
     stale = [function for function in functions if id(function.__code__) in old_code]
     moves = def_moves(old_text, old_defs, new_text, new_defs,
-                      {function.__code__.co_qualname for function in stale})
+                      {function.__code__.co_qualname for function in stale}
+                      | {_QUALNAME(cls) for cls in classes})
+    for cls in classes:
+        line = _OWN_DICT(cls)["__firstlineno__"]
+        to = moves.get((_QUALNAME(cls), line), line)
+        if to != line:
+            type.__setattr__(cls, "__firstlineno__", to)
     moved: dict[int, CodeType] = {}
     for function in stale:
         code = function.__code__
@@ -45,13 +53,41 @@ def renumber_moved_code(filename: str, old_code: Mapping[int, CodeType], old_tex
     return code_within(function.__code__ for function in functions)
 
 
-def functions_compiled_from(filename: str) -> list[FunctionType]:
+def functions_compiled_from(filename: str, objects: list | None = None) -> list[FunctionType]:
     """Every function in the process whose code was compiled from `filename`, wherever it
     is held: the module's namespace and classes, a registry dict, a default, a partial,
     a bound method, the workspace; it runs that code, and its traceback quotes its lines.
-    `type() is`: an object's own `__class__` runs no code here."""
-    return [value for value in gc.get_objects()
+    `type() is`: an object's own `__class__` runs no code here. `objects`: gc.get_objects()'s."""
+    return [value for value in (gc.get_objects() if objects is None else objects)
             if type(value) is FunctionType and value.__code__.co_filename == filename]
+
+
+def classes_compiled_from(filename: str, objects: list) -> list[type]:
+    """Every class in the process made from `filename` (its module's file) that knows its
+    first line: from Python 3.13, `__firstlineno__`, which inspect.getsource reads (3.11 and
+    3.12 search the text for the class's name instead). `objects`: gc.get_objects()'s."""
+    if sys.version_info < (3, 13):
+        return []
+    found = []
+    for value in objects:
+        if issubclass(type(value), type):   # not isinstance: it asks __class__, which may be anything's
+            own = _OWN_DICT(value)
+            module = own.get("__module__")
+            if type(own.get("__firstlineno__")) is int and type(module) is str and _file_of(module) == filename:
+                found.append(value)
+    return found
+
+
+def _file_of(module: str) -> object:
+    try:
+        return getattr(sys.modules.get(module), "__file__", None)
+    except Exception:   # whatever a user's object in sys.modules does: no file of ours
+        return None
+
+
+# A class's own, whatever its metaclass defines under these names.
+_OWN_DICT = type.__dict__["__dict__"].__get__
+_QUALNAME = type.__dict__["__qualname__"].__get__
 
 
 def code_of_live_functions(filename: str) -> dict[int, CodeType]:
@@ -97,7 +133,7 @@ _INLINED = (ast.ListComp, ast.SetComp, ast.DictComp) if sys.version_info >= (3, 
 
 def def_spans(tree: ast.Module) -> Defs:
     """Qualname → (first line, and the first and last line of the statement it is written
-    in) of the functions of that qualname in source order; a def is
+    in) of the functions and classes of that qualname in source order; a def is
     its own statement, and starts at its first decorator, as co_firstlineno counts it.
     Named as Python names their code (a lambda in a method's decorator is the class's,
     `K.<lambda>`; a def its scope declares `global` is named bare). A loop, not recursion:
@@ -115,6 +151,7 @@ def def_spans(tree: ast.Module) -> Defs:
             name = name if name in declared else prefix + name
             inner_declared = _declared_global(node)
         if isinstance(node, ast.ClassDef):
+            found.setdefault(name, []).append((first_line(node), *statement))   # its body's code
             stack.extend((outer, prefix, declared, statement)
                          for outer in node.decorator_list + node.bases + node.keywords)
             children, inner = node.body, name + "."
