@@ -3,12 +3,14 @@ ones: listing, running, fixtures, bare-assert messages; a test that raises
 KeyboardInterrupt (an error of its own) and a break during a run (the end of it)."""
 
 import gc
+import unittest
 import json
 import warnings
 
 import pytest
 
 from gsmcpd.worker.toolset import HardBreak, SoftBreak, mark_soft_break
+from gsmcpd.worker.toolsets.testing import _Result
 
 from test_tools_support import FILES, Client, text, views, write_image  # noqa: F401  (fixtures)
 
@@ -1831,3 +1833,33 @@ def test_each_distinct_class_name_given_to_list_failing_tests_is_resolved_once(t
     listed = client.ok("list_failing_tests", classNames=["ZooTest"] * 1000 + ["zoo.test_zoo.ZooTest"])
     assert listed["structuredContent"]["run"] == once     # the bare and the qualified name: one class
     assert sorted(resolved) == ["ZooTest", "zoo.test_zoo.ZooTest"]
+
+
+class _Skipping(unittest.TestCase):
+    __test__ = False   # run by the test below, not collected
+
+    def test_runs(self):
+        pass
+
+    def test_marked(self):
+        pass
+
+    def test_skips_a_subtest(self):
+        with self.subTest(i=1):
+            self.skipTest("not this one")
+
+
+def test_a_test_skipped_without_being_started_is_run_once_and_reported_done_once():
+    # Python 3.12.0 and 3.12.1's unittest skips a test marked @skip with addSkip and
+    # stopTest, no startTest (CPython gh-113267): it was tallied as not run.
+    done = []
+    result = _Result(on_test_done=lambda test: done.append(test.id().rpartition(".")[2]))
+    _Skipping("test_runs").run(result)
+    marked = _Skipping("test_marked")
+    result.addSkip(marked, "marked")
+    result.stopTest(marked)
+    _Skipping("test_skips_a_subtest").run(result)   # its subtest's skip is not a test of its own
+    assert result.tally(collected=3) == {"run": 3, "notRun": 0}
+    assert done == ["test_runs", "test_marked", "test_skips_a_subtest"]
+    assert [(entry["test"].rpartition(".")[2], entry["outcome"]) for entry in result.outcomes] == [
+        ("test_runs", "pass"), ("test_marked", "skipped"), ("test_skips_a_subtest (i=1)", "skipped")]
