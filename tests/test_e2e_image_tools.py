@@ -5,6 +5,7 @@ One daemon per module on a throwaway image; each test works on classes of its ow
 """
 
 import re
+import sys
 
 import pytest
 
@@ -173,6 +174,8 @@ class KindsTest(unittest.TestCase):
                 self.assertEqual(i, [0, 0, None][i] if i < 2 else i // 0)
 ''',
 }
+if sys.version_info >= (3, 12):   # a `type` statement (PEP 695) does not compile before
+    EXTRA_FILES["fix/aliased.py"] = "class Pad:\n    def pad(self):\n        return 0\n\n\ntype Broken = list[Undefined]\n"
 
 
 # Files in other encodings than UTF-8: one declared, one not decodable at all.
@@ -807,6 +810,17 @@ def test_classes_an_edit_moved_show_their_own_source_as_in_a_new_session(daemon,
              "(inspect.getsource(Below).split(chr(10))[:2], inspect.getsource(Below.Inner).split(chr(10))[0])")
     fresh = open_session(daemon)
     assert run(c, check) == run(fresh, check) == repr((["@dataclasses.dataclass", "class Below:"], "    class Inner:"))
+    fresh.close()
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="`type` statements are Python 3.12's (PEP 695)")
+def test_a_type_alias_an_edit_moved_raises_at_its_own_line_as_in_a_new_session(daemon, c):
+    # Its value's code is named as the alias: it paired with no def and kept its old line.
+    ok(c, "compile_method", className="fix.aliased.Pad", source="def pad(self):\n    a = 1\n    b = 2\n    return 0\n")
+    fresh = open_session(daemon)
+    for session in (c, fresh):
+        text = error(session, "execute_code", "other", code="import fix.aliased\nfix.aliased.Broken.__value__")
+        assert "line 8, in Broken\n    type Broken = list[Undefined]\n" in text, text
     fresh.close()
 
 

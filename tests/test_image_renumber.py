@@ -337,7 +337,8 @@ def compiled_spans(text):
     what def_spans must name."""
     found = {}
     for code in code_within([compile(text, "x.py", "exec")]).values():
-        if code.co_name not in ("<module>", "<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"):
+        if (code.co_name not in ("<module>", "<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>")
+                and not code.co_name.startswith("<generic parameters of ")):   # PEP 695's, run once at the def
             found.setdefault(code.co_qualname, []).append(code.co_firstlineno)
     return {name: sorted(lines) for name, lines in found.items()}
 
@@ -413,6 +414,29 @@ def held_elsewhere(namespace):
             "closure": namespace["LISTED"][1], "default": namespace["plain"].__defaults__[0],
             "kwdefault": namespace["keyed"].__kwdefaults__["key"], "partial": namespace["PARTIAL"].func,
             "bound": namespace["BOUND"].__func__, "made later": namespace["FACTORIES"][0]()}
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="`type` statements are Python 3.12's (PEP 695)")
+def test_def_spans_name_a_type_aliass_value_as_python_does():
+    # Its value is code named as the alias, evaluated when first asked for: it was
+    # walked as its scope's, and a lambda in it named `<lambda>`.
+    # (No lambda in one in a class: Python 3.12 refuses that.)
+    text = ("type A = (lambda: 1)\n\n\nclass K[T]:\n    type B = int\n\n    def m[U](self):\n"
+            "        type C = int\n        global D\n        type D = (lambda: U)\n        return C\n\n\n"
+            "def f():\n    type E[V] = list[V]\n")
+    spans = {name: [span[0] for span in found] for name, found in def_spans(ast.parse(text)).items()}
+    assert spans == compiled_spans(text)
+    assert {"A", "A.<locals>.<lambda>", "K.B", "K.m.<locals>.C", "D", "D.<locals>.<lambda>", "f.<locals>.E"} <= set(spans)
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="`type` statements are Python 3.12's (PEP 695)")
+def test_a_type_alias_an_edit_moved_raises_at_its_own_line(tmp_path, views):
+    client, module = edited(tmp_path, views, "class Pad:\n    def pad(self):\n        return 0\n\n\n"
+                            "type Broken = list[Undefined]\n")
+    client.ok("compile_method", className="Pad", source="def pad(self):\n    a = 1\n    b = 2\n    return 0\n")
+    with pytest.raises(NameError) as raised:
+        module.Broken.__value__
+    assert traceback.extract_tb(raised.tb)[-1].lineno == 8
 
 
 def test_functions_held_only_by_containers_defaults_partials_and_bound_methods_are_moved(tmp_path, views):

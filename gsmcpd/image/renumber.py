@@ -136,7 +136,8 @@ def def_spans(tree: ast.Module) -> Defs:
     in) of the functions and classes of that qualname in source order; a def is
     its own statement, and starts at its first decorator, as co_firstlineno counts it.
     Named as Python names their code (a lambda in a method's decorator is the class's,
-    `K.<lambda>`; a def its scope declares `global` is named bare). A loop, not recursion:
+    `K.<lambda>`; a def its scope declares `global` is named bare; a `type X = ...` value's
+    is X's, on Python 3.12+). A loop, not recursion:
     a module nested as deeply as Python compiles (thousands of levels) is walked too."""
     found: Defs = {}
     # (node, the qualname prefix of its scope, the names that scope declares global, its statement)
@@ -162,6 +163,11 @@ def def_spans(tree: ast.Module) -> Defs:
                          + [node.args] + ([node.returns] if getattr(node, "returns", None) else []))
             children = node.body if isinstance(node.body, list) else [node.body]
             inner = name + ".<locals>."
+        elif isinstance(node, _TYPE_ALIASES):   # its value is evaluated by a function of its name
+            alias = node.name.id
+            name = alias if alias in declared else prefix + alias
+            found.setdefault(name, []).append((first_line(node), *statement))
+            children, inner, inner_declared = [node.value], name + ".<locals>.", frozenset()
         elif type(node) in _COMPREHENSIONS:
             first = node.generators[0]
             stack.append((first.iter, prefix, declared, statement))   # evaluated before its scope is entered
@@ -177,6 +183,8 @@ def def_spans(tree: ast.Module) -> Defs:
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+# Python 3.12's `type X = ...` (PEP 695): the value is X's code, evaluated when first asked for.
+_TYPE_ALIASES = (ast.TypeAlias,) if sys.version_info >= (3, 12) else ()
 
 
 def _declared_global(scope: ast.AST) -> frozenset[str]:
