@@ -86,6 +86,16 @@ def make_private_dir(path: Path) -> None:
         raise PermissionError(errno.EPERM, problem, str(path))
 
 
+def _private_dir_problem(directory: Path) -> str | None:
+    """What make_private_dir refuses in `directory`, for check; None if it is not there
+    yet (it is then made 0700)."""
+    try:
+        problem = _shared_dir_problem(os.stat(directory))
+    except OSError:
+        return None
+    return f"{directory}: {problem}" if problem else None
+
+
 def _shared_dir_problem(st: os.stat_result) -> str | None:
     """Why another account could plant files in a directory (a link at the log's name,
     which the daemon would then append to), or None: its owner is neither this account
@@ -787,7 +797,7 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
         report("import", module, _import_problem(module))
     per_user = bool(config.auth and config.user_map and os.geteuid() == 0)   # serve reads the map only as root
     report("image", str(config.image), _unreachable(functools.partial(_image_problem, per_user=per_user), config))
-    report("state dir", str(config.state_dir), _unreachable(_writable_problem, config.state_dir))
+    report("state dir", str(config.state_dir), _unreachable(_state_dir_problem, config.state_dir))
     if config.log_file is not None:
         report("log file", str(config.log_file), _unreachable(_log_file_problem, config.log_file))
     try:
@@ -887,6 +897,9 @@ def _log_file_problem(path: Path) -> str | None:
     """What serve would meet opening GS_MCP_LOG_FILE for appending (created if missing)."""
     if path.is_dir():
         return f"log_file: {path} is a directory"
+    shared = _private_dir_problem(path.parent)
+    if shared:
+        return f"log_file: {shared}"
     if path.exists():
         return _append_problem(path)
     problem = _writable_problem(path.parent)
@@ -923,3 +936,7 @@ def _writable_problem(directory: Path) -> str | None:
     if not os.access(probe, os.W_OK | os.X_OK):
         return f"{probe} is not writable"
     return None
+
+
+def _state_dir_problem(directory: Path) -> str | None:
+    return _writable_problem(directory) or _private_dir_problem(directory)

@@ -659,6 +659,24 @@ def test_a_state_directory_other_accounts_may_write_in_is_refused_and_nothing_is
     assert sorted(p.name for p in state.iterdir()) == [f"gsmcpd-{port}.log"]   # the link alone
 
 
+def test_check_reports_a_state_or_log_directory_other_accounts_may_write_in_as_start_refuses_it(tmp_path):
+    # check said "OK: ready to serve" of a state or log directory that start and serve
+    # then refused: the one run meant to find such a problem first did not.
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    said = (f"{shared}: other accounts may write in it (mode 1777), and so plant a link where gsmcpd "
+            "writes its log or pidfile: make it private (chmod go-w)")
+    port = str(free_port())
+    checked = gsmcpd("check", "--port", port, "--state-dir", str(shared))
+    assert checked.returncode == 1 and checked.stdout.splitlines()[-1] == f"PROBLEM: state dir: {said}"
+    (tmp_path / "own").mkdir(mode=0o700)
+    logged = gsmcpd("check", "--port", port, "--state-dir", str(tmp_path / "own"),
+                    env={"GS_MCP_LOG_FILE": str(shared / "g.log")})
+    assert logged.returncode == 1 and logged.stdout.splitlines()[-1] == f"PROBLEM: log file: log_file: {said}"
+    assert not list(shared.iterdir())
+
+
 def test_worker_env_without_per_user_workers_is_a_warning_of_check_and_serve(tmp_path):
     # Workers on the daemon's own account keep its whole environment: the list did nothing,
     # silently.
