@@ -576,7 +576,7 @@ def start(config: Config, serve_args: list[str], out: TextIO = sys.stdout,
     try:
         make_private_dir(config.state_dir)
     except OSError as exc:
-        print(f"cannot create the state directory {config.state_dir}: {exc.strerror or exc}", file=out)
+        print(f"cannot use the state directory {config.state_dir}: {exc.strerror or exc}", file=out)
         return 1
     pid = running_pid(config.state_dir, config.port)
     if pid is not None:

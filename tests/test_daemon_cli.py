@@ -626,7 +626,7 @@ def test_a_file_where_the_state_or_log_directory_goes_is_called_not_a_directory(
     port = str(free_port())
     started = gsmcpd("start", "--port", port, "--state-dir", str(in_the_way))
     assert started.returncode == 1
-    assert started.stdout.strip() == f"cannot create the state directory {in_the_way}: Not a directory"
+    assert started.stdout.strip() == f"cannot use the state directory {in_the_way}: Not a directory"
     served = gsmcpd("serve", "--port", port, "--state-dir", str(in_the_way))
     assert served.returncode == 1
     assert f"cannot write the pidfile {in_the_way}/gsmcpd-{port}.pid: Not a directory" in served.stderr
@@ -649,7 +649,7 @@ def test_a_state_directory_other_accounts_may_write_in_is_refused_and_nothing_is
     said = (f"{state}: other accounts may write in it (mode 0777), and so plant a link where gsmcpd "
             "writes its log or pidfile: make it private (chmod go-w)")
     started = gsmcpd("start", "--port", port, "--state-dir", str(state))
-    assert started.returncode == 1 and started.stdout.strip() == f"cannot create the state directory {said}"
+    assert started.returncode == 1 and started.stdout.strip() == f"cannot use the state directory {said}"
     served = gsmcpd("serve", "--port", port, "--state-dir", str(state))
     assert served.returncode == 1 and f"cannot write the pidfile {state}/gsmcpd-{port}.pid: " in served.stderr
     logged = gsmcpd("serve", "--port", port, "--state-dir", str(tmp_path / "own"),

@@ -496,7 +496,7 @@ def test_an_unusable_state_dir_or_log_file_is_named_without_a_traceback(tmp_path
     (tmp_path / "logdir").mkdir()
     port = free_port()
     cases = [(clean_env(GS_MCP_STATE_DIR=str(tmp_path / "afile" / "x")),
-              f"cannot create the state directory {tmp_path}/afile/x: Not a directory"),
+              f"cannot use the state directory {tmp_path}/afile/x: Not a directory"),
              (clean_env(GS_MCP_STATE_DIR=str(tmp_path / "s"), GS_MCP_LOG_FILE=str(tmp_path / "logdir")),
               f"cannot open the log file {tmp_path}/logdir: Is a directory")]
     for env, says in cases:
