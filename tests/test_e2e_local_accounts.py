@@ -9,11 +9,14 @@ sockets that account made (helpers.connect_as), and as the test's own account.
 import json
 import os
 import pwd
+import signal
+import socket
+import struct
 
 import pytest
 from helpers import Client, Daemon, body_of, raw_exchange, status_of, tool_text
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root, to connect as another account")
+as_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root, to connect as another account")
 
 NOBODY = 65534
 INIT_BODY = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -29,6 +32,7 @@ def initialize(port, account=None):
     return raw_exchange(port, head + INIT_BODY, account=account)
 
 
+@as_root
 def test_another_accounts_client_is_refused_and_opens_no_session(tmp_path):
     with Daemon(tmp_path, env={"GS_MCP_SPARE_WORKERS": "1"}) as daemon:
         raw = initialize(daemon.port, NOBODY)
@@ -46,8 +50,27 @@ def test_another_accounts_client_is_refused_and_opens_no_session(tmp_path):
         own.close()
 
 
+@as_root
 def test_local_clients_any_serves_every_account(tmp_path):
     with Daemon(tmp_path, env={"GS_MCP_SPARE_WORKERS": "1", "GS_MCP_LOCAL_CLIENTS": "any"}) as daemon:
         raw = initialize(daemon.port, NOBODY)
         assert status_of(raw) == 200, raw
         assert b"mcp-session-id" in raw.lower()
+
+
+def test_a_connection_reset_before_its_accept_is_dropped_and_the_next_client_served(tmp_path):
+    # Asking the kernel whose it was raised (getpeername: ENOTCONN) out of the router's
+    # accept: a traceback in the log for each such reset, which any account may send.
+    with Daemon(tmp_path, env={"GS_MCP_SPARE_WORKERS": "1"}) as daemon:
+        os.kill(daemon.proc.pid, signal.SIGSTOP)   # so the reset surely comes before the accept
+        try:
+            sock = socket.create_connection(("127.0.0.1", daemon.port))
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.close()
+        finally:
+            os.kill(daemon.proc.pid, signal.SIGCONT)
+        own = Client(daemon.port)   # accepted after it, on the same listener
+        own.initialize()
+        assert "user: " in tool_text(own.tool("status"))
+        own.close()
+        assert "Traceback" not in daemon.log_text()

@@ -4,6 +4,7 @@ a server without auth keeps with it (only its own account, and root)."""
 import os
 import pwd
 import socket
+import struct
 
 import pytest
 from helpers import connect_as
@@ -61,6 +62,23 @@ def test_another_accounts_client_that_closed_at_once_names_no_account():
     server, client = accepted(connect_send_and_close)
     with server, client:
         assert peer_uid(server, DIAG) is None
+
+
+def reset_at_once(address):
+    """Connect and reset (SO_LINGER 0) before the listener accepts: a socket left behind."""
+    sock = socket.create_connection(address)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+    return socket.socket()
+
+
+def test_a_client_that_reset_before_its_accept_names_no_account_and_is_refused():
+    # Its accepted socket has no peer (getpeername: ENOTCONN): that raised out of the
+    # router's accept, a traceback per reset, its connection left outside every gate.
+    server, client = accepted(reset_at_once)
+    with server, client:
+        assert peer_uid(server, DIAG) is None
+        assert "this connection is from an account the kernel does not name" in OwnAccounts().refusal(server)
 
 
 def test_the_own_account_gate_lets_this_account_through():

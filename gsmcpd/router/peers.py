@@ -46,11 +46,12 @@ def _mapped(address):
 def peer_uid(sock, diag):
     """The uid owning the client's end of an accepted loopback TCP socket, or None when
     the kernel does not name it (the client already gone). `diag`: a diag_socket()."""
-    ours, theirs = sock.getsockname()[:2], sock.getpeername()[:2]
-    searches = [(sock.family, theirs, ours)]   # the client's socket: local is our peer, remote us
-    if sock.family == socket.AF_INET:   # a client's IPv6 socket may reach an IPv4 listener
-        searches.append((socket.AF_INET6, _mapped(theirs), _mapped(ours)))
     try:
+        # A client that reset before its accept left a socket with no peer (ENOTCONN).
+        ours, theirs = sock.getsockname()[:2], sock.getpeername()[:2]
+        searches = [(sock.family, theirs, ours)]   # the client's socket: local is our peer, remote us
+        if sock.family == socket.AF_INET:   # a client's IPv6 socket may reach an IPv4 listener
+            searches.append((socket.AF_INET6, _mapped(theirs), _mapped(ours)))
         for family, local, remote in searches:
             diag.send(_diag_request(family, local, remote))
             reply = diag.recv(8192, socket.MSG_DONTWAIT)   # the kernel answers as it is asked
