@@ -101,3 +101,20 @@ def test_the_own_account_gate_refuses_another_account_saying_who_and_what_to_do(
     logged = [r.getMessage() for r in caplog.records if "refusing connections" in r.getMessage()]
     assert logged == ["refusing connections from %s (uid %d): without auth only the clients of root (uid 0) are served "
                       "(GS_MCP_LOCAL_CLIENTS)" % (name, NOBODY)]   # once per account, not per connection
+
+
+@as_root
+def test_the_own_account_gate_names_a_refused_account_once_not_per_connection(monkeypatch):
+    # Each refusal looked the account's name up again, in the router's one loop: with
+    # accounts in LDAP, every connection another account opened could hold it on the network.
+    from gsmcpd.router import peers
+    gate = OwnAccounts()
+    looked_up = []
+    monkeypatch.setattr(peers, "account_and_uid", lambda uid: looked_up.append(uid) or "uid %d" % uid)
+    refusals = set()
+    for _ in range(3):
+        server, client = accepted(lambda address: connect_as(NOBODY, address))
+        with server, client:
+            refusals.add(gate.refusal(server))
+    assert looked_up == [NOBODY] and len(refusals) == 1
+

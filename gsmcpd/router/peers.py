@@ -84,7 +84,9 @@ class OwnAccounts:
         self.uids = frozenset({0, os.getuid()})
         self.owner = account_and_uid(os.getuid())
         self.served = self.owner if os.getuid() == 0 else self.owner + " and root"
-        self._logged = set()   # uids refused: logged once each, so a loop cannot flood the log
+        # uid: its refusal, made and logged once: so a loop cannot flood the log, nor hold
+        # the router's one loop on a name lookup (NSS, maybe over the network) per connection
+        self._refusals = {}
         self._diag = None
         try:
             self._diag = diag_socket()
@@ -98,12 +100,14 @@ class OwnAccounts:
         uid = peer_uid(sock, self._diag) if self._diag is not None else None
         if uid in self.uids:
             return None
-        who = "from an account the kernel does not name" if uid is None else "from " + account_and_uid(uid)
-        if uid not in self._logged:
-            self._logged.add(uid)
+        refusal = self._refusals.get(uid)
+        if refusal is None:
+            who = "from an account the kernel does not name" if uid is None else "from " + account_and_uid(uid)
             log.warning("refusing connections %s: without auth only the clients of %s are served "
                         "(GS_MCP_LOCAL_CLIENTS)", who, self.served)
-        return ("Forbidden: this server runs without auth, so it serves only the clients of %s; "
+            refusal = self._refusals[uid] = (
+                "Forbidden: this server runs without auth, so it serves only the clients of %s; "
                 "this connection is %s. Run the client as %s, or start the server with "
                 "auth (GS_MCP_AUTH=1), or with GS_MCP_LOCAL_CLIENTS=any to let every local account run "
                 "code as %s" % (self.owner, who, self.owner, self.owner))
+        return refusal
