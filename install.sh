@@ -95,10 +95,14 @@ install_conformance_suite() {
 # output is held and said once pip is done, in the order a sequential install said it.
 start_conformance_install() {
     CONFORMANCE_OUT=$(mktemp) CONFORMANCE_ERR=$(mktemp)
-    install_conformance_suite > "$CONFORMANCE_OUT" 2> "$CONFORMANCE_ERR" &
+    # Its own process group (set -m), so that all of it can be killed: the job's shell
+    # alone would leave the suite's install.sh and its npm running.
+    set -m
+    install_conformance_suite < /dev/null > "$CONFORMANCE_OUT" 2> "$CONFORMANCE_ERR" &
     CONFORMANCE_JOB=$!
+    set +m
     # A failed pip exits before the suite's install is said: it is not left running behind.
-    trap 'kill "$CONFORMANCE_JOB" 2>/dev/null; rm -f "$CONFORMANCE_OUT" "$CONFORMANCE_ERR"' EXIT
+    trap 'kill -- -"$CONFORMANCE_JOB" 2>/dev/null; rm -f "$CONFORMANCE_OUT" "$CONFORMANCE_ERR"' EXIT
 }
 
 finish_conformance_install() {

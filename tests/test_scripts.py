@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import free_port, wait_until
+from helpers import free_port, pid_alive, wait_until
 
 REPO = Path(__file__).resolve().parent.parent
 PROTOCOL = "2025-06-18"
@@ -835,6 +835,26 @@ def test_install_test_installs_the_conformance_suite_while_pip_runs(fake_checkou
     # what the suite's install said comes after pip's, before the run, as when they ran in turn
     assert result.stdout.endswith("conformance suite: installed in %s/.cache/conformance\n"
                                   "running the test suite\n" % fake_checkout), result.stdout
+
+
+def test_install_test_whose_pip_fails_leaves_no_part_of_the_suites_install_running(fake_checkout):
+    # Only the job's own shell was killed: the suite's install.sh (npm, in truth) it ran
+    # went on behind the failed install, writing into .cache/conformance.
+    suite = fake_checkout / "tests" / "conformance"
+    suite.mkdir(parents=True)
+    (suite / "install.sh").write_text(f'echo $$ > {fake_checkout}/suite-pid\nexec sleep 60\n')
+    (fake_checkout / ".venv" / "bin" / "python").write_text(
+        f'#!/bin/sh\ncase "$*" in *"pip install"*)\n'
+        f'    i=0; while [ ! -s {fake_checkout}/suite-pid ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done\n'
+        f'    echo "pip failed" >&2; exit 1;;\nesac\nexit 0\n')
+    result = subprocess.run(["./install.sh", "--test"], cwd=fake_checkout, capture_output=True, text=True)
+    suite_pid = int((fake_checkout / "suite-pid").read_text())
+    try:
+        assert result.returncode == 1 and "pip failed" in result.stderr
+        assert wait_until(lambda: not pid_alive(suite_pid)), "the suite's install was left running"
+    finally:
+        if pid_alive(suite_pid):
+            os.kill(suite_pid, signal.SIGKILL)
 
 
 def test_install_systemd_refuses_without_root(fake_checkout):
