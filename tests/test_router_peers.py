@@ -118,3 +118,23 @@ def test_the_own_account_gate_names_a_refused_account_once_not_per_connection(mo
             refusals.add(gate.refusal(server))
     assert looked_up == [NOBODY] and len(refusals) == 1
 
+
+
+def test_without_sock_diag_the_refusal_says_the_server_cannot_ask_not_to_run_the_client_as_another(monkeypatch):
+    # A sandbox without AF_NETLINK (an old unit's RestrictAddressFamilies=): the 403 told
+    # the daemon's own account's client to "run the client as" that very account.
+    from gsmcpd.router import peers
+
+    def no_netlink():
+        raise OSError(97, "Address family not supported by protocol")
+    monkeypatch.setattr(peers, "diag_socket", no_netlink)
+    gate = OwnAccounts()
+    server, client = accepted(socket.create_connection)
+    with server, client:
+        refusal = gate.refusal(server)
+    assert refusal == (
+        "Forbidden: this server runs without auth, so it serves only the clients of %s, and it cannot "
+        "ask the kernel which account a connection is from (sock_diag netlink: Address family not "
+        "supported by protocol): allow AF_NETLINK (systemd: RestrictAddressFamilies=), or start the "
+        "server with auth (GS_MCP_AUTH=1), or with GS_MCP_LOCAL_CLIENTS=any to let every local "
+        "account run code as %s" % (gate.owner, gate.owner))

@@ -90,14 +90,22 @@ class OwnAccounts:
         self._diag = None
         try:
             self._diag = diag_socket()
-        except OSError as exc:   # a sandbox without AF_NETLINK: every client would be refused
+        except OSError as exc:   # a sandbox without AF_NETLINK: every client is refused, saying why
             log.warning("cannot ask the kernel which account a client connects as (sock_diag netlink: %s), "
                         "so every connection will be refused: allow AF_NETLINK, or set "
                         "GS_MCP_LOCAL_CLIENTS=any", exc.strerror or exc)
+            self._unasked = (
+                "Forbidden: this server runs without auth, so it serves only the clients of %s, and it "
+                "cannot ask the kernel which account a connection is from (sock_diag netlink: %s): allow "
+                "AF_NETLINK (systemd: RestrictAddressFamilies=), or start the server with auth "
+                "(GS_MCP_AUTH=1), or with GS_MCP_LOCAL_CLIENTS=any to let every local account run code "
+                "as %s" % (self.owner, exc.strerror or exc, self.owner))
 
     def refusal(self, sock):
         """None, or the message refusing every request on this accepted connection."""
-        uid = peer_uid(sock, self._diag) if self._diag is not None else None
+        if self._diag is None:
+            return self._unasked
+        uid = peer_uid(sock, self._diag)
         if uid in self.uids:
             return None
         refusal = self._refusals.get(uid)
