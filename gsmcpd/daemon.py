@@ -88,19 +88,20 @@ def make_private_dir(path: Path) -> None:
 
 def _private_dir_problem(directory: Path) -> str | None:
     """What make_private_dir refuses in `directory`, for check; None if it is not there
-    yet (it is then made 0700)."""
+    yet (it is then made 0700). Root may be checking for the service account (the
+    README's `sudo ... check --state-dir /var/lib/gsmcpd`): its owner is then no problem."""
     try:
-        problem = _shared_dir_problem(os.stat(directory))
+        problem = _shared_dir_problem(os.stat(directory), any_owner=os.geteuid() == 0)
     except OSError:
         return None
     return f"{directory}: {problem}" if problem else None
 
 
-def _shared_dir_problem(st: os.stat_result) -> str | None:
+def _shared_dir_problem(st: os.stat_result, any_owner: bool = False) -> str | None:
     """Why another account could plant files in a directory (a link at the log's name,
     which the daemon would then append to), or None: its owner is neither this account
-    nor root, or its mode lets its group or every account write."""
-    if st.st_uid not in (os.geteuid(), 0):
+    nor root (unless `any_owner`), or its mode lets its group or every account write."""
+    if not any_owner and st.st_uid not in (os.geteuid(), 0):
         return (f"it is owned by another account, {account_and_uid(st.st_uid)}, who may let anyone "
                 "write in it: use a directory of this account's")
     if st.st_mode & 0o022:

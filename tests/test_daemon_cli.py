@@ -677,6 +677,21 @@ def test_check_reports_a_state_or_log_directory_other_accounts_may_write_in_as_s
     assert not list(shared.iterdir())
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root, to give the directory to another account")
+def test_check_as_root_takes_a_private_state_directory_of_another_account_as_the_service_accounts(tmp_path):
+    # The README's `sudo ... gsmcpd check --state-dir /var/lib/gsmcpd` checks, as root, the
+    # unit's state directory, private to its account (gsmcpd): not a problem of the
+    # deployment, though a root serve would refuse it as another account's.
+    state = tmp_path / "service"
+    state.mkdir(mode=0o700)
+    os.chown(state, 65534, 65534)
+    checked = gsmcpd("check", "--port", str(free_port()), "--state-dir", str(state))
+    assert checked.returncode == 0 and checked.stdout.splitlines()[-1].startswith("OK: "), checked.stdout
+    state.chmod(0o770)   # its group may write: a problem whoever runs it
+    checked = gsmcpd("check", "--port", str(free_port()), "--state-dir", str(state))
+    assert checked.returncode == 1 and "other accounts may write in it (mode 0770)" in checked.stdout
+
+
 def test_worker_env_without_per_user_workers_is_a_warning_of_check_and_serve(tmp_path):
     # Workers on the daemon's own account keep its whole environment: the list did nothing,
     # silently.
