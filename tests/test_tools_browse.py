@@ -553,6 +553,52 @@ def test_an_abort_after_an_undecided_commit_that_stands_names_it_settled_not_dis
     assert client.view.source("zoo.keeper") == "x = 'mine'\n" and not client.view.has_changes
 
 
+def test_an_abort_that_settled_its_earlier_commit_then_waited_out_the_lock_says_what_settling_did(
+        image, views, monkeypatch):
+    # It said "the session's view, and its uncommitted changes, are as they were", while
+    # settling had already moved the view onto the session's own commit, which it did not name.
+    import fcntl
+    from gsmcpd.image import store as store_module
+    client = Client(views(image))
+    write_intent, has_commit = store_module.ImageStore._write_intent, client.view.store.has_commit
+
+    def failing_once_written(self, intent):
+        write_intent(self, intent)
+        raise OSError(5, "Input/output error")
+
+    def timed_out(commit_id):
+        raise store_module.ImageLockTimeout(client.view.store.lock_file, 0.05, [])
+
+    with monkeypatch.context() as patched:
+        patched.setattr(store_module.ImageStore, "_write_intent", failing_once_written)
+        patched.setattr(client.view.store, "has_commit", timed_out)
+        client.view.set_source("zoo.keeper", "x = 'mine'\n", live=False)
+        assert client.call("commit")["structuredContent"]["error"]["undecided"] == ["zoo.keeper"]
+    client.view.set_source("zoo.animals", client.view.source("zoo.animals") + "\nADDED = 1\n")
+    client.view.store.lock_wait = 0.05
+    holding = open(client.view.store.lock_file)
+
+    def settled_then_held(commit_id):   # the lock is taken by another right after settling
+        stands = has_commit(commit_id)
+        fcntl.flock(holding, fcntl.LOCK_EX)
+        return stands
+
+    monkeypatch.setattr(client.view.store, "has_commit", settled_then_held)
+    try:
+        result = client.call("abort")
+    finally:
+        holding.close()
+    assert result["isError"] and result["structuredContent"]["error"]["kind"] == "other", result
+    assert result["structuredContent"]["error"]["settled"] == ["zoo.keeper"], result
+    message = text(result)
+    assert message.startswith("abort failed: the image lock "), message
+    assert message.endswith("; nothing was discarded, but first this session's own earlier commit, which "
+                            "could not tell whether it stood, stands: zoo.keeper, so the view now takes it "
+                            "as committed (no longer among the uncommitted changes); the rest of the view, "
+                            "and its other uncommitted changes, are as they were"), message
+    assert client.view.changed_modules() == ["zoo.animals"] and client.view.source("zoo.keeper") == "x = 'mine'\n"
+
+
 @pytest.mark.parametrize("tool", ["refresh", "abort"])
 def test_a_refresh_or_abort_that_waited_out_the_image_lock_says_so_and_changes_nothing(image, views, tool):
     # It answered the bare "ImageLockTimeout: [Errno 110] ...".

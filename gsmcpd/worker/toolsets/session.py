@@ -12,15 +12,22 @@ from gsmcpd.worker.toolset import ToolError, Toolset, object_schema
 
 
 @contextlib.contextmanager
-def _lock_refused(tool: str):
+def _lock_refused(tool: str, settled: list[str] = ()):
     """A refresh or abort that waited out the image lock, or was refused it (a sticky
     state directory), is answered as a tool's failure saying why, not as the bare
-    ImageLockTimeout: the view reads the image before it changes anything, so nothing did."""
+    ImageLockTimeout: the view reads the image before it changes anything, so nothing did
+    but what settling the session's own earlier commit did first (`settled`: it stands,
+    and the view already took it as committed)."""
     try:
         yield
     except (ImageLockTimeout, StickyStateDirectory) as error:
-        raise ToolError("other", f"{tool} failed: {error.strerror}; the session's view, and "
-                        "its uncommitted changes, are as they were") from None
+        if not settled:
+            raise ToolError("other", f"{tool} failed: {error.strerror}; the session's view, and "
+                            "its uncommitted changes, are as they were") from None
+        raise ToolError("other", f"{tool} failed: {error.strerror}; nothing was discarded, but "
+                        f"first {settled_text(settled)}, so the view now takes it as committed "
+                        "(no longer among the uncommitted changes); the rest of the view, and its "
+                        "other uncommitted changes, are as they were", {"settled": list(settled)}) from None
 
 
 def conflict_error(error: CommitConflict, *, kept: str = "") -> ToolError:
@@ -167,6 +174,8 @@ class SessionToolset(Toolset):
         with _lock_refused("abort"):
             # The session's own earlier commit, if it stands, is no change to discard, nor another's.
             settled = self.view.settle()
+        # Settled, the view has moved: a lock waited out now must not say it is as it was.
+        with _lock_refused("abort", settled):
             discarded, base = self.view.changed_modules(), dict(self.view.base_hashes)
             report = self.view.abort()
         # Abort takes the image as it is now: others' commits change modules under the
