@@ -2,7 +2,8 @@
 real daemon: a def of the other side than the method it would replace is refused (a
 Python class has one namespace for both); a metaclass's methods are its classes' class side,
 edited on the metaclass (a def on the class that would hide one is refused);
-what wrapped a method as its class was made, not run again for a compiled def, is said; a
+what wrapped a method as its class was made, not run again for a compiled def, is said, and
+what a dataclass's class statement, run again, ran again with it; a
 def written only inside a class-level if/try is refused, as delete_method refuses it.
 
 One daemon per module on a throwaway image; each test works on classes of its own.
@@ -24,6 +25,12 @@ FILES = {
                 "class WithMeta(metaclass=Meta):\n    pass\n",
     "hooked.py": "def shout(cls):\n    say = cls.say\n    cls.say = lambda self: say(self).upper()\n"
                  "    return cls\n\n\n@shout\nclass Loud:\n    def say(self):\n        return 'hello'\n",
+    "registered.py": "import dataclasses\n\nregistry = []\n\n\nclass Registered:\n"
+                     "    def __init_subclass__(cls, **kwargs):\n"
+                     "        super().__init_subclass__(**kwargs)\n"
+                     "        registry.append(cls.__name__)\n\n\n@dataclasses.dataclass\n"
+                     "class Point(Registered):\n    x: int = 0\n\n    def norm(self):\n"
+                     "        return abs(self.x)\n",
     "paired.py": "import sys\n\n\nclass Pair:\n    if sys.platform == 'nowhere':\n        def go(self):\n"
                  "            return 1\n    else:\n        def go(self):\n            return 2\n",
 }
@@ -87,6 +94,27 @@ def test_compile_method_says_a_class_decorator_wrapped_the_method_it_replaces(da
     assert run(c, "import hooked\nhooked.Loud().say()") == repr("hi")
     fresh = open_session(daemon)
     assert run(fresh, "import hooked\nhooked.Loud().say()") == repr("HI")
+    fresh.close()
+
+
+def test_a_dataclass_s_registry_hook_runs_again_only_when_it_must_and_the_answer_says_so(daemon, c):
+    # Every compile_method on a dataclass ran its class statement again: the registry
+    # gained a throwaway Point each time, and nothing said so.
+    replaced = ok(c, "compile_method", className="Point", source="def norm(self):\n    return -self.x\n")
+    assert "rerun" not in replaced["structuredContent"]
+    assert run(c, "import registered\nregistered.registry, registered.Point(3).norm()") == repr(
+        (["Point"], -3))
+    # __post_init__ changes what the decorator generates: the class statement must run again.
+    added = ok(c, "compile_method", className="Point",
+               source="def __post_init__(self):\n    self.x = abs(self.x)\n")
+    assert added["structuredContent"]["rerun"] == ["registered.Registered.__init_subclass__"]
+    assert ("registered.Point's class statement ran again, on a throwaway class, and with it its "
+            "registered.Registered.__init_subclass__: what else it does (a registry entry) was done "
+            "again, for that throwaway class") in tool_text(added)
+    assert run(c, "registered.registry, registered.Point(-3).x") == repr((["Point", "Point"], 3))
+    fresh = open_session(daemon)
+    assert run(fresh, "import registered\nregistered.registry, registered.Point(-3).x") == repr(
+        (["Point"], 3))
     fresh.close()
 
 

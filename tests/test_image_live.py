@@ -235,3 +235,16 @@ def test_an_enum_of_a_copy_of_the_enum_module_has_its_members_copied_by_no_one()
     assert not isinstance(old, enum.EnumType) and not live.same_shape(old, new)
     memberless = "class Base(zenum.Enum):\n    def label(self):\n        return 1\n"
     assert live.same_shape(*(live.evaluate_class(module, "colors.py", memberless, "Base") for _ in range(2)))
+
+
+def test_the_dataclass_decorator_is_told_by_the_names_the_module_binds():
+    # Listed as a hook that may wrap a compiled method, it was noise: it wraps none.
+    module = types.ModuleType("decorated")
+    exec("import dataclasses\nfrom dataclasses import dataclass as dc\nimport functools\n"
+         "class Holder:\n    dataclass = dataclasses.dataclass\n", vars(module))
+    told = {text: live.is_dataclass_decorator(module, ast.parse(text, mode="eval").body)
+            for text in ("dataclasses.dataclass", "dataclasses.dataclass(frozen=True)", "dc", "dc(eq=False)",
+                         "functools.total_ordering", "Holder.dataclass", "unbound", "make()()")}
+    assert told == {"dataclasses.dataclass": True, "dataclasses.dataclass(frozen=True)": True, "dc": True,
+                    "dc(eq=False)": True, "functools.total_ordering": False,
+                    "Holder.dataclass": False, "unbound": False, "make()()": False}

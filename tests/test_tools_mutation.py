@@ -276,6 +276,105 @@ def test_a_dataclass_subclass_follows_its_bases_post_init_once_made_again_itself
     assert sub.B().x == 7
 
 
+REGISTERED = """\
+import dataclasses
+
+registry = []
+
+
+class Registered:
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        registry.append(cls.__name__)
+
+
+def register(cls):
+    registry.append("@" + cls.__name__)
+    return cls
+
+
+@dataclasses.dataclass
+class Point(Registered):
+    x: int = 0
+
+    def norm(self):
+        return abs(self.x)
+
+
+@register
+@dataclasses.dataclass
+class Tagged:
+    y: int = 0
+"""
+
+
+def test_a_dataclass_method_the_decorator_does_not_read_runs_no_hook_again(tmp_path, views):
+    # Compiling or deleting any method of a dataclass ran its whole class statement again,
+    # so Registered.__init_subclass__ registered a throwaway Point, silently.
+    image = write_image(tmp_path / "image", {"registered.py": REGISTERED})
+    client = Client(views(image))
+    registered = client.view.module("registered")
+    point = registered.Point
+    replaced = client.ok("compile_method", className="Point", source="def norm(self):\n    return -self.x\n")
+    added = client.ok("compile_method", className="Point", source="def twice(self):\n    return 2 * self.x\n")
+    deleted = client.ok("delete_method", className="Point", selector="twice")
+    assert registered.registry == ["Point", "@Tagged"]
+    assert point(3).norm() == -3 and not hasattr(point, "twice")
+    for answer in (replaced, added, deleted):
+        assert "rerun" not in answer["structuredContent"], answer
+    # A new method, as for any class a hook made: it may wrap it (the dataclass decorator is no such hook).
+    assert added["structuredContent"]["notRerun"] == ["registered.Registered.__init_subclass__"]
+    client.ok("compile_method", className="Tagged", source="def show(self):\n    return self.y\n")
+    assert registered.registry == ["Point", "@Tagged"] and registered.Tagged(4).show() == 4
+
+
+def test_a_dataclass_made_again_names_the_hooks_its_class_statement_ran_again(tmp_path, views):
+    # Made again for what the decorator generates from __post_init__, its class statement
+    # ran Registered.__init_subclass__ (and @register) again, and the answer did not say so.
+    image = write_image(tmp_path / "image", {"registered.py": REGISTERED})
+    client = Client(views(image))
+    registered = client.view.module("registered")
+    point = registered.Point
+    added = client.ok("compile_method", className="Point",
+                      source="def __post_init__(self):\n    self.x = abs(self.x)\n")
+    assert point(-3).x == 3 and registered.registry == ["Point", "@Tagged", "Point"]
+    assert added["structuredContent"]["rerun"] == ["registered.Registered.__init_subclass__"]
+    assert "notRerun" not in added["structuredContent"]
+    assert ("; note: what the dataclass decorator generates depends on __post_init__, so "
+            "registered.Point's class statement ran again, on a throwaway class, and with it its "
+            "registered.Registered.__init_subclass__: what else it does (a registry entry) was done "
+            "again, for that throwaway class; the live registered.Point keeps what it did for it as "
+            "it was made") in text(added)
+    deleted = client.ok("delete_method", className="Point", selector="__post_init__")
+    assert point(-3).x == -3
+    assert deleted["structuredContent"]["rerun"] == ["registered.Registered.__init_subclass__"]
+    tagged = client.ok("compile_method", className="Tagged",
+                       source="def __eq__(self, other):\n    return True\n")
+    # Not @dataclasses.dataclass: it makes only what it generates.
+    assert tagged["structuredContent"]["rerun"] == ["class decorator @register"]
+    assert registered.registry == ["Point", "@Tagged", "Point", "Point", "@Tagged"]
+
+
+def test_a_dataclass_left_stale_by_its_base_is_made_again_for_any_method(tmp_path, views):
+    # What the decorator generated for B follows A's old fields until B is made again: a
+    # method of B that the decorator does not read still makes it again then, saying so.
+    image = write_image(tmp_path / "image", {"registered.py": REGISTERED + (
+        "\n\n@dataclasses.dataclass\nclass Base(Registered):\n    a: int = 0\n\n\n"
+        "@dataclasses.dataclass\nclass Sub(Base):\n    b: int = 0\n")})
+    client = Client(views(image))
+    registered = client.view.module("registered")
+    client.ok("compile_method", className="Base", source="def __post_init__(self):\n    self.a = 7\n")
+    assert registered.Sub().a == 0
+    answer = client.ok("compile_method", className="Sub", source="def twice(self):\n    return 2\n")
+    assert registered.Sub().a == 7 and answer["structuredContent"]["rerun"] == [
+        "registered.Registered.__init_subclass__"]
+    assert ("; note: what the dataclass decorator generated for registered.Sub followed its bases "
+            "as they were before one was made again, so registered.Sub's class statement ran "
+            "again") in text(answer)
+    again = client.ok("compile_method", className="Sub", source="def twice(self):\n    return 3\n")
+    assert "rerun" not in again["structuredContent"] and registered.Sub().twice() == 3
+
+
 FAMILY = """\
 import dataclasses
 

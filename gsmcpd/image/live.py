@@ -17,6 +17,7 @@ import ast
 import builtins
 import contextlib
 import ctypes
+import dataclasses
 import functools
 import gc
 import inspect
@@ -183,6 +184,46 @@ def dataclass_basis(cls: type) -> tuple:
     params = inspect.getattr_static(cls, "__dataclass_params__", None)
     return (list(fields.values()) if isinstance(fields, dict) else [],
             inspect.getattr_static(cls, "__post_init__", None) is not None, getattr(params, "frozen", None))
+
+
+def is_dataclass_decorator(module: ModuleType, decorator: ast.expr) -> bool:
+    """Whether a class decorator written in `module` is the standard library's dataclass
+    (`@dataclass`, `@dataclasses.dataclass(frozen=True)`), told by its names alone, as
+    the module's globals bind them: no user code runs to tell."""
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    attributes = []
+    while isinstance(target, ast.Attribute):
+        attributes.append(target.attr)
+        target = target.value
+    if not isinstance(target, ast.Name):
+        return False
+    value = vars(module).get(target.id, vars(builtins).get(target.id))
+    for attribute in reversed(attributes):
+        if not isinstance(value, ModuleType):   # a module's attribute is a plain lookup
+            return False
+        value = vars(value).get(attribute)
+    return value is dataclasses.dataclass
+
+
+def dataclass_follows_its_bases(cls: type, writes_init: bool) -> bool:
+    """Whether what the dataclass decorator generated for `cls` still follows its bases
+    as they are now: the fields it inherited are theirs (it took their Field objects, and
+    a base made again has new ones) and, unless its body writes its own __init__
+    (`writes_init`), its generated __init__ calls a __post_init__ only if it has one."""
+    own = vars(cls).get("__annotations__", {})
+    inherited = {}
+    for base in cls.__mro__[-1:0:-1]:   # as the decorator collects them
+        fields = vars(base).get("__dataclass_fields__")
+        if isinstance(fields, dict):
+            inherited.update(fields)
+    fields = vars(cls).get("__dataclass_fields__", {})
+    if any(fields.get(name) is not field for name, field in inherited.items() if name not in own):
+        return False
+    init = vars(cls).get("__init__")
+    if writes_init or not isinstance(init, FunctionType):
+        return True
+    has_post_init = inspect.getattr_static(cls, "__post_init__", None) is not None
+    return ("__post_init__" in init.__code__.co_names) == has_post_init
 
 
 _FIELD_PARTS = ("name", "type", "default", "default_factory", "init", "repr", "hash", "compare",

@@ -267,7 +267,11 @@ class MutationToolset(Toolset):
             _check_by_class_statement(ref, cls, module, filename, new_source)
         _refuse_read_before_bound(module_name, ref.name, self.view.source(module_name), new_source)
         hooks, hooks_data = "", {}
-        if cls is not None and not self._rebuilt_dataclass(ref, cls, new_source, classdef, node.name):
+        rebuilt = (self._rebuilt_dataclass(ref, cls, new_source, classdef, node.name)
+                   if cls is not None else None)
+        if rebuilt is not None:
+            hooks, hooks_data = rebuilt
+        elif cls is not None:
             hooks, hooks_data = self._hooks_note(ref, cls, classdef, node.name, existing)
             live.set_members(cls, members, made)
         self.view.set_source(module_name, new_source, live=cls is not None)
@@ -288,11 +292,7 @@ class MutationToolset(Toolset):
         def (`existing`) made it needs none; that def is compiled again to tell, unless its
         decorators would run user code again. Call before the new def is set. ('', {}) when
         none is."""
-        hooks = [f"class decorator @{ast.unparse(decorator)}" for decorator in classdef.decorator_list]
-        hooks += [f"metaclass {qualname(owner)}" for owner in type(cls).__mro__
-                  if self.view.defines(owner) and _MAKING.intersection(vars(owner))]
-        hooks += [f"{qualname(owner)}.__init_subclass__" for owner in cls.__mro__[1:]
-                  if self.view.defines(owner) and "__init_subclass__" in vars(owner)]
+        hooks = self._class_hooks(ref, cls, classdef)
         if not hooks:
             return "", {}
         bound, as_written = splice.mangled(ref.name, name), {}
@@ -320,6 +320,20 @@ class MutationToolset(Toolset):
                 f"new session's import has what {make} of it: compile_class_definition with "
                 f"the class's definition as it stands runs {them} again here, or abort re-imports "
                 "the committed image (it discards uncommitted changes)", {"notRerun": hooks})
+
+    def _class_hooks(self, ref, cls, classdef) -> list[str]:
+        """What runs user code as the class is made, besides its body: its class
+        decorators, a metaclass of the image with __new__, __init__ or __prepare__, a base's
+        __init_subclass__. Not the dataclass decorator: it makes only its own methods
+        (remade with them when they change, _rebuilt_dataclass) and has no other effect."""
+        module = self.view.module(ref.module)
+        hooks = [f"class decorator @{ast.unparse(decorator)}" for decorator in classdef.decorator_list
+                 if not live.is_dataclass_decorator(module, decorator)]
+        hooks += [f"metaclass {qualname(owner)}" for owner in type(cls).__mro__
+                  if self.view.defines(owner) and _MAKING.intersection(vars(owner))]
+        hooks += [f"{qualname(owner)}.__init_subclass__" for owner in cls.__mro__[1:]
+                  if self.view.defines(owner) and "__init_subclass__" in vars(owner)]
+        return hooks
 
     def compile_class_definition(self, arguments):
         text, node = parse_single(arguments["source"], ast.ClassDef, "class statement")
@@ -473,7 +487,11 @@ class MutationToolset(Toolset):
                     "fails (AttributeError)")
             data = {"readAsItRuns": read}
         basis = live.dataclass_basis(cls) if cls is not None else None
-        if cls is not None and not self._rebuilt_dataclass(ref, cls, new_source, classdef, selector):
+        rebuilt = (self._rebuilt_dataclass(ref, cls, new_source, classdef, selector)
+                   if cls is not None else None)
+        if rebuilt is not None:
+            note, data = note + rebuilt[0], {**data, **rebuilt[1]}
+        elif cls is not None:
             self._unset_method(ref, cls, new_source, selector)
         self.view.set_source(ref.module, new_source, live=cls is not None)
         stale, stale_data = self._stale_dataclass_subclasses(ref.qualified, cls, basis)
@@ -481,18 +499,26 @@ class MutationToolset(Toolset):
                             {"class": ref.qualified, "selector": selector, **data, **stale_data})
 
     def _rebuilt_dataclass(self, ref, cls, new_source: str, old_node: ast.ClassDef,
-                           selector: str) -> bool:
-        """A dataclass's generated methods depend on its own (`__init__` calls a
+                           selector: str) -> tuple[str, dict] | None:
+        """A dataclass's generated methods depend on some of its own (`__init__` calls a
         `__post_init__` only if the class had one when it was made; `__hash__` follows
-        `__eq__`), so one whose method `selector` changes is made again from the new
+        `__eq__`), so one whose method `selector` is such is made again from the new
         source, its decorators run, and that method and what the dataclass decorator
         makes are copied onto the live class (or removed from it, when no longer made:
         the `__hash__ = None` type() gave an `__eq__` now deleted); every other attribute
         keeps what the session made of it (a registry filled, a counter, what
-        `__init_subclass__` set). False when it is no dataclass or its new shape cannot be
-        copied in place."""
+        `__init_subclass__` set). Returns a note and its data naming the hooks that ran
+        again with the class statement ('', {} if none). None, running nothing, when it is
+        no dataclass, or `selector` is none the decorator reads and what it generated still
+        follows the bases (a base made again since: it is made again now); None too when
+        the new class's shape cannot be copied in place (a method leaves its bases and
+        __slots__ as they were, so that is not expected)."""
         if "__dataclass_fields__" not in vars(cls):
-            return False
+            return None
+        reads = splice.mangled(ref.name, selector) in _DATACLASS_READS
+        writes_init = "__init__" in live.class_member_names(old_node)
+        if not reads and live.dataclass_follows_its_bases(cls, writes_init):
+            return None
         module = self.view.module(ref.module)
         filename = self.view.filename(self.view.relpath(ref.module))
         try:
@@ -502,7 +528,7 @@ class MutationToolset(Toolset):
         except BaseException as error:   # the user's code may raise SystemExit too
             raise definition_error(error) from None
         if not live.same_shape(cls, new_class):
-            return False
+            return None
         made = _DATACLASS_MADE | {splice.mangled(ref.name, selector)}
         live.update_in_place(cls, new_class, live.class_member_names(old_node), only=made)
         # The None type() set for an `__eq__` now deleted (eq=False, the class's own): a
@@ -510,7 +536,10 @@ class MutationToolset(Toolset):
         # the class statement (`E.__eq__ = ...` below it) may have set it.
         if "__hash__" not in vars(new_class) and vars(cls).get("__hash__", ...) is None:
             del cls.__hash__
-        return True
+        why = (f"what the dataclass decorator generates depends on {selector}" if reads else
+               f"what the dataclass decorator generated for {ref.qualified} followed its bases as "
+               "they were before one was made again")
+        return _rerun_note(ref.qualified, why, self._class_hooks(ref, cls, old_node))
 
     def _stale_dataclass_subclasses(self, qualified: str, cls, basis) -> tuple[str, dict]:
         """A note and its data naming the image's live dataclass subclasses of `cls` that
@@ -654,6 +683,26 @@ _DATACLASS_MADE = {"__init__", "__repr__", "__eq__", "__hash__", "__lt__", "__le
                    "__ge__", "__setattr__", "__delattr__", "__match_args__", "__dataclass_fields__",
                    "__dataclass_params__", "__doc__", "__annotations__", "__getstate__",
                    "__setstate__"}
+
+
+# What the dataclass decorator reads of the class's own methods as it makes it: a change
+# to another method leaves what it generated as it is, so the class is not made again.
+_DATACLASS_READS = _DATACLASS_MADE | {"__post_init__"}
+
+
+def _rerun_note(qualified: str, why: str, hooks: list[str]) -> tuple[str, dict]:
+    """A note and its data naming the `hooks` (_class_hooks) that ran again as a dataclass's
+    class statement was run again, `why`, to make what its decorator generates. They cannot
+    be left out: the decorator reads the fields of the bases, and only a class statement
+    makes a class with them, running their metaclass and __init_subclass__."""
+    if not hooks:
+        return "", {}
+    they, do = ("it", "does") if len(hooks) == 1 else ("they", "do")
+    return (f"; note: {why}, so {qualified}'s "
+            f"class statement ran again, on a throwaway class, and with it its {', '.join(hooks)}: "
+            f"what else {they} {do} (a registry entry) was done again, for that throwaway class; "
+            f"the live {qualified} keeps what {they} did for it as it was made",
+            {"rerun": hooks})
 
 
 def _written_in_block(ref, selector: str, statement: ast.stmt, why: str, more: str = "") -> ToolError:
