@@ -373,6 +373,10 @@ def test_a_dataclass_left_stale_by_its_base_is_made_again_for_any_method(tmp_pat
             "again") in text(answer)
     again = client.ok("compile_method", className="Sub", source="def twice(self):\n    return 3\n")
     assert "rerun" not in again["structuredContent"] and registered.Sub().twice() == 3
+    # Base made again with the same fields and __post_init__ (for __eq__): Sub still follows it.
+    client.ok("compile_method", className="Base", source="def __eq__(self, other):\n    return True\n")
+    same = client.ok("compile_method", className="Sub", source="def twice(self):\n    return 4\n")
+    assert "rerun" not in same["structuredContent"] and registered.Sub().twice() == 4
 
 
 FAMILY = """\

@@ -207,9 +207,9 @@ def is_dataclass_decorator(module: ModuleType, decorator: ast.expr) -> bool:
 
 def dataclass_follows_its_bases(cls: type, writes_init: bool) -> bool:
     """Whether what the dataclass decorator generated for `cls` still follows its bases
-    as they are now: the fields it inherited are theirs (it took their Field objects, and
-    a base made again has new ones) and, unless its body writes its own __init__
-    (`writes_init`), its generated __init__ calls a __post_init__ only if it has one."""
+    as they are now: the fields it inherited are theirs (as same_dataclass_basis compares
+    them: a base made again has new Field objects) and, unless its body writes its own
+    __init__ (`writes_init`), its generated __init__ calls a __post_init__ only if it has one."""
     own = vars(cls).get("__annotations__", {})
     inherited = {}
     for base in cls.__mro__[-1:0:-1]:   # as the decorator collects them
@@ -217,7 +217,8 @@ def dataclass_follows_its_bases(cls: type, writes_init: bool) -> bool:
         if isinstance(fields, dict):
             inherited.update(fields)
     fields = vars(cls).get("__dataclass_fields__", {})
-    if any(fields.get(name) is not field for name, field in inherited.items() if name not in own):
+    if any(name not in fields or not _same_field(fields[name], field)
+           for name, field in inherited.items() if name not in own):
         return False
     init = vars(cls).get("__init__")
     if writes_init or not isinstance(init, FunctionType):
@@ -237,8 +238,12 @@ def same_dataclass_basis(old: tuple, new: tuple) -> bool:
     code (a lambda factory): no user code runs to compare."""
     (old_fields, *old_rest), (new_fields, *new_rest) = old, new
     return old_rest == new_rest and len(old_fields) == len(new_fields) and all(
-        _same_value(getattr(a, part, None), getattr(b, part, None))
-        for a, b in zip(old_fields, new_fields) for part in _FIELD_PARTS)
+        _same_field(a, b) for a, b in zip(old_fields, new_fields))
+
+
+def _same_field(a, b) -> bool:
+    return a is b or all(_same_value(getattr(a, part, None), getattr(b, part, None))
+                         for part in _FIELD_PARTS)
 
 
 def _same_value(a, b) -> bool:
