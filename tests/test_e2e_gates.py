@@ -160,3 +160,19 @@ def test_a_post_whose_client_refuses_sse_with_q_0_gets_json(daemon):
     c.close()
     assert resp.status == 200 and resp.header("content-type") == "application/json"
     assert resp.json()["result"]["structuredContent"]["result"] == "'done'"
+
+
+def test_bound_to_localhost_in_capitals_the_host_gate_still_forbids_a_foreign_host(tmp_path):
+    # The router took only "localhost" in lower case for loopback, as the configuration's check
+    # did not: served without auth, and without the Host gate against DNS rebinding.
+    d = Daemon(tmp_path, env={"GS_MCP_HOST": "LOCALHOST", "GS_MCP_SPARE_WORKERS": "0"})
+    d.start()
+    try:
+        c = Client(d.port)
+        c.initialize()
+        assert ping(d, c.session, b"Host: localhost\r\n")[0] == 200
+        status, reply = ping(d, c.session, b"Host: evil.example\r\n")
+        c.close()
+        assert status == 403 and "is not this server" in reply["error"]["message"], reply
+    finally:
+        d.stop()

@@ -8,13 +8,13 @@ everything time-based is a timer on that loop.
 import errno
 import functools
 import getpass
-import ipaddress
 import logging
 import resource
 import signal
 import socket
 from pathlib import Path
 
+from gsmcpd.config import is_loopback
 from gsmcpd.router import trace
 from gsmcpd.router.app import App, Principal
 from gsmcpd.router.control_endpoint import ControlEndpoint
@@ -62,15 +62,6 @@ def raise_descriptor_limit():
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
-def _is_loopback(host):
-    if host in ("localhost", ""):
-        return host == "localhost"
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _session_id_sent(request):
     """The MCP-Session-Id header as the client wrote it, for the trace (None: none)."""
     sid = request.header("mcp-session-id")
@@ -102,7 +93,7 @@ class Router:
         self.sessions = SessionManager(self)
         self.loop.may_poll = self.sessions.may_poll
         self.supervisor = Supervisor(self)
-        self.bound_to_loopback = _is_loopback(config.host)
+        self.bound_to_loopback = is_loopback(config.host)
         self.app = App(self)
         self.connections = set()
         self._connections_full = connections_full_response(config.max_connections)
