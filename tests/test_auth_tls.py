@@ -224,7 +224,7 @@ def test_a_reload_serves_a_pair_renewed_in_place_and_keeps_the_old_one_if_the_ne
         (tmp_path / "old.pem").write_bytes(old_cert)
         assert not _serves(router.ssl_context, tmp_path / "old.pem")
     finally:
-        router.loop.close()
+        router.close()
 
 
 def test_a_key_every_account_may_read_is_named_with_its_mode(tmp_path):

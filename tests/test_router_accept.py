@@ -33,7 +33,7 @@ def router():
     for client in clients:
         client.close()
     made.listener.close()
-    made.loop.close()
+    made.close()
 
 
 def test_a_host_named_localhost_in_capitals_is_loopback_and_its_host_gate_on():
@@ -42,7 +42,7 @@ def test_a_host_named_localhost_in_capitals_is_loopback_and_its_host_gate_on():
     try:
         assert made.bound_to_loopback and made.app.check_host
     finally:
-        made.loop.close()
+        made.close()
 
 
 def accept(router, client, until):

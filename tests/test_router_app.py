@@ -52,7 +52,7 @@ class RecordingConn:
 
 
 def unauthenticated_router():
-    router = SimpleNamespace(config=Config(), sessions=SimpleNamespace(by_id={"known": SimpleNamespace(user="u")}),
+    router = SimpleNamespace(config=Config(local_clients="any"), sessions=SimpleNamespace(by_id={"known": SimpleNamespace(user="u")}),
                              bound_to_loopback=True, stopping=False, auth=None, user="u",
                              trace_inbound=lambda request: None)
     router.authenticate = lambda conn, request, then: Router.authenticate(router, conn, request, then)

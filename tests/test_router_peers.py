@@ -12,8 +12,20 @@ from helpers import connect_as
 from gsmcpd.router.peers import OwnAccounts, diag_socket, peer_uid
 
 NOBODY = 65534
-DIAG = diag_socket()
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root, to connect as another account")
+
+
+@pytest.fixture(scope="module")
+def diag():
+    with diag_socket() as made:
+        yield made
+
+
+@pytest.fixture
+def gate():
+    made = OwnAccounts()
+    yield made
+    made.close()
 
 
 def accepted(connect):
@@ -27,31 +39,31 @@ def accepted(connect):
     return server, client
 
 
-def test_a_client_of_this_account_is_shown_as_this_account():
+def test_a_client_of_this_account_is_shown_as_this_account(diag):
     server, client = accepted(socket.create_connection)
     with server, client:
-        assert peer_uid(server, DIAG) == os.getuid()
+        assert peer_uid(server, diag) == os.getuid()
 
 
-def test_a_client_on_an_ipv6_socket_reaching_an_ipv4_listener_is_found_too():
+def test_a_client_on_an_ipv6_socket_reaching_an_ipv4_listener_is_found_too(diag):
     def connect_v6(address):
         sock = socket.socket(socket.AF_INET6)
         sock.connect(("::ffff:" + address[0], address[1]))
         return sock
     server, client = accepted(connect_v6)
     with server, client:
-        assert peer_uid(server, DIAG) == os.getuid()
+        assert peer_uid(server, diag) == os.getuid()
 
 
 @as_root
-def test_another_accounts_client_is_shown_as_that_account():
+def test_another_accounts_client_is_shown_as_that_account(diag):
     server, client = accepted(lambda address: connect_as(NOBODY, address))
     with server, client:
-        assert peer_uid(server, DIAG) == NOBODY
+        assert peer_uid(server, diag) == NOBODY
 
 
 @as_root
-def test_another_accounts_client_that_closed_at_once_names_no_account():
+def test_another_accounts_client_that_closed_at_once_names_no_account(diag):
     # Its socket, orphaned, may be a TIME_WAIT one, which the kernel shows as uid 0
     # whoever made it: taken for root's, another account's request would get through.
     def connect_send_and_close(address):
@@ -61,7 +73,7 @@ def test_another_accounts_client_that_closed_at_once_names_no_account():
         return socket.socket()
     server, client = accepted(connect_send_and_close)
     with server, client:
-        assert peer_uid(server, DIAG) is None
+        assert peer_uid(server, diag) is None
 
 
 def reset_at_once(address):
@@ -72,24 +84,31 @@ def reset_at_once(address):
     return socket.socket()
 
 
-def test_a_client_that_reset_before_its_accept_names_no_account_and_is_refused():
+def test_a_client_that_reset_before_its_accept_names_no_account_and_is_refused(gate, diag):
     # Its accepted socket has no peer (getpeername: ENOTCONN): that raised out of the
     # router's accept, a traceback per reset, its connection left outside every gate.
     server, client = accepted(reset_at_once)
     with server, client:
-        assert peer_uid(server, DIAG) is None
-        assert "this connection is from an account the kernel does not name" in OwnAccounts().refusal(server)
+        assert peer_uid(server, diag) is None
+        assert "this connection is from an account the kernel does not name" in gate.refusal(server)
 
 
-def test_the_own_account_gate_lets_this_account_through():
+def test_the_own_account_gate_lets_this_account_through(gate):
     server, client = accepted(socket.create_connection)
     with server, client:
-        assert OwnAccounts().refusal(server) is None
+        assert gate.refusal(server) is None
+
+
+def test_closing_the_own_account_gate_closes_its_netlink_socket():
+    # Each unit test's App opened one and left it to the collector (ResourceWarning).
+    gate = OwnAccounts()
+    diag = gate._diag
+    gate.close()
+    assert diag.fileno() == -1
 
 
 @as_root
-def test_the_own_account_gate_refuses_another_account_saying_who_and_what_to_do(caplog):
-    gate = OwnAccounts()
+def test_the_own_account_gate_refuses_another_account_saying_who_and_what_to_do(caplog, gate):
     for _ in range(2):
         server, client = accepted(lambda address: connect_as(NOBODY, address))
         with server, client:
@@ -104,11 +123,10 @@ def test_the_own_account_gate_refuses_another_account_saying_who_and_what_to_do(
 
 
 @as_root
-def test_the_own_account_gate_names_a_refused_account_once_not_per_connection(monkeypatch):
+def test_the_own_account_gate_names_a_refused_account_once_not_per_connection(monkeypatch, gate):
     # Each refusal looked the account's name up again, in the router's one loop: with
     # accounts in LDAP, every connection another account opened could hold it on the network.
     from gsmcpd.router import peers
-    gate = OwnAccounts()
     looked_up = []
     monkeypatch.setattr(peers, "account_and_uid", lambda uid: looked_up.append(uid) or "uid %d" % uid)
     refusals = set()

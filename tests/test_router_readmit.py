@@ -64,7 +64,7 @@ def test_a_session_waiting_for_its_worker_through_a_reload_starts_as_the_map_say
         assert prepared_account(worker) == "daemon"
         assert router.sessions.opening == 0
     finally:
-        router.loop.close()
+        router.close()
 
 
 def test_a_session_whose_users_account_is_unchanged_starts_as_it_was_let_in(tmp_path):
@@ -78,7 +78,7 @@ def test_a_session_whose_users_account_is_unchanged_starts_as_it_was_let_in(tmp_
         assert (session.account, session.read_only, given_back) == ("nobody", True, [])
         assert prepared_account(worker) == "nobody"
     finally:
-        router.loop.close()
+        router.close()
 
 
 def test_a_reload_during_a_stop_leaves_the_user_map_and_the_sessions_being_drained(tmp_path):
@@ -97,7 +97,7 @@ def test_a_reload_during_a_stop_leaves_the_user_map_and_the_sessions_being_drain
         router.reload("SIGHUP")
         assert session.ended and not router.sessions.by_id
     finally:
-        router.loop.close()
+        router.close()
 
 
 def let_in(router, user):
@@ -134,7 +134,7 @@ def test_a_session_start_looks_its_account_up_again_only_after_a_reload_during_i
         waiting.pop()(FakeWorker(3))              # let in after that reload: none since
         assert lookups == [] and len(router.sessions.by_id) == 3
     finally:
-        router.loop.close()
+        router.close()
 
 
 def test_a_user_a_reload_during_the_open_unmaps_is_still_refused_as_the_session_starts(tmp_path):
@@ -149,4 +149,4 @@ def test_a_user_a_reload_during_the_open_unmaps_is_still_refused_as_the_session_
         assert [status for status, _ in ann.answers] == [403]
         assert given_back == [worker] and not router.sessions.by_id
     finally:
-        router.loop.close()
+        router.close()

@@ -133,7 +133,7 @@ def test_the_router_gives_the_loop_this_rule():
     try:
         assert router.loop.may_poll == router.sessions.may_poll
     finally:
-        router.loop.close()
+        router.close()
 
 
 def test_a_call_alone_in_flight_may_be_polled_for_and_so_may_the_next_request():

@@ -44,14 +44,14 @@ def router_with_grace(grace):
 def router():
     made = router_with_grace(0.05)
     yield made
-    made.loop.close()
+    made.close()
 
 
 @pytest.fixture
 def patient_router():
     made = router_with_grace(CALL_GRACE_CAP)   # a grace the test never waits out
     yield made
-    made.loop.close()
+    made.close()
 
 
 def open_session(router):

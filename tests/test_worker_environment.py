@@ -99,4 +99,4 @@ def test_only_workers_switched_to_users_accounts_have_it_theirs_keep_the_daemons
         try:
             assert router.pool.spawner.worker_env == passed, config
         finally:
-            router.loop.close()
+            router.close()

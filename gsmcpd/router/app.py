@@ -124,6 +124,10 @@ class App:
         self.own_accounts = (OwnAccounts() if self.router.auth is None and self.config.local_clients == "own"
                              else None)
 
+    def close(self):
+        if self.own_accounts is not None:
+            self.own_accounts.close()
+
     def account_refusal(self, sock):
         """At accept: None, or why every request of this connection is refused (OwnAccounts)."""
         return self.own_accounts.refusal(sock) if self.own_accounts is not None else None

@@ -119,6 +119,11 @@ class Router:
             except TlsError as exc:   # a refusal of the configuration: one line, no traceback
                 raise SystemExit(f"gsmcpd: tls_cert/tls_key: {exc}") from None
 
+    def close(self):
+        """Release the loop and the account gate's netlink socket."""
+        self.app.close()
+        self.loop.close()
+
     # -- startup -----------------------------------------------------------
     def bind(self):
         family = socket.AF_INET6 if ":" in self.config.host else socket.AF_INET
@@ -464,5 +469,5 @@ def serve(config, *, on_ready=None, on_stopping=None, on_reload=None, stop_reque
     try:
         router.loop.run()
     finally:
-        router.loop.close()
+        router.close()
     return router.exit_code

@@ -101,6 +101,10 @@ class OwnAccounts:
                 "(GS_MCP_AUTH=1), or with GS_MCP_LOCAL_CLIENTS=any to let every local account run code "
                 "as %s" % (self.owner, exc.strerror or exc, self.owner))
 
+    def close(self):
+        if self._diag is not None:
+            self._diag.close()
+
     def refusal(self, sock):
         """None, or the message refusing every request on this accepted connection."""
         if self._diag is None:
