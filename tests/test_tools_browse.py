@@ -776,7 +776,8 @@ def test_a_def_inside_a_class_level_if_or_try_is_shown_and_searched(client):
     assert "tried" in {m["name"] for m in listed}      # live, it is a method like any other
     result = client.ok("get_method_source", className="Guarded", selector="tried")
     assert result["structuredContent"]["source"] == "def tried(self):\n    return self.helper()\n"
-    assert "class-level try statement at line 8" in text(result)
+    assert ("written inside the class-level try statement at line 8: the class has it when that "
+            "branch runs") in text(result)
     assert "class-level if statement at line 5" in text(
         client.ok("get_method_source", className="Guarded", selector="typed"))
     assert client.ok("find_implementors", selector="tried")["structuredContent"]["results"] == [

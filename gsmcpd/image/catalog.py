@@ -331,9 +331,7 @@ def class_note(view: View, ref: ClassRef) -> str | None:
     if all(block is None for block, _ in found):
         return None
     if len(found) == 1:
-        block = found[0][0]
-        return (f"written inside the module-level {splice.statement_kind(block)} statement at "
-                f"line {block.lineno}: the module has it when that branch runs")
+        return splice.branch_note(found[0][0], "module")
     node = class_node(view, ref)
     which = ("the one its live class was made from" if _made_from(view, ref, [n for _, n in found])
              is node else "the last; which one the module binds depends on how it runs")

@@ -294,6 +294,13 @@ def statement_kind(statement: ast.stmt) -> str:
         type(statement).__name__, type(statement).__name__.lower())
 
 
+def branch_note(statement: ast.stmt, level: str) -> str:
+    """The browsing tools' note on a def or class written inside `statement`, a block at
+    `level` ("class" or "module"): it is there only when that branch runs."""
+    return (f"written inside the {level}-level {statement_kind(statement)} statement at line "
+            f"{statement.lineno}: the {level} has it when that branch runs")
+
+
 def spelled(selector: str, name: str, class_name: str | None) -> bool:
     """Whether `selector` names `name`, written in class `class_name` (None: outside any
     class): as written, or as the class binds it (a private `__name` in C is `_C__name`),

@@ -221,10 +221,7 @@ class BrowsingToolset(Toolset):
             guarded = splice.guarded_method_nodes(node, selector)
             found = [item for _, item in guarded]
             if guarded:
-                statement = guarded[0][0]
-                note = (f"written inside the class-level {splice.statement_kind(statement)} "
-                        f"statement at line {statement.lineno}: the class has it when that "
-                        "branch runs")
+                note = splice.branch_note(guarded[0][0], "class")
         if not found and meta is not False:
             answer = self._metaclass_method_source(ref, cls, selector)
             if answer:
