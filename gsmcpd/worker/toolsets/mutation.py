@@ -205,50 +205,7 @@ class MutationToolset(Toolset):
             text = "@classmethod\n" + text
         classdef = catalog.class_node(self.view, ref)
         existing = splice.replaced_by(classdef, node.name, defs)
-        guarded = splice.guarded_method_nodes(classdef, node.name)
-        if guarded and not splice.method_nodes(classdef, node.name):
-            # Appended after the block, it would be what the class has whichever branch ran
-            # (get_method_source's text of an if/else pair, both defs): delete_method refuses too.
-            raise _written_in_block(ref, node.name, guarded[0][0], "a def compiled for it would go "
-                                    "after that statement, and the class would have it whichever "
-                                    "branch ran", "(get_class_definition shows it), or name the "
-                                    "method otherwise")
-        if existing:
-            old_kind = live_kind(cls, ref.name, node.name) or splice.method_kind(existing[0])
-            refusal = _side_change(f"{ref.qualified}.{node.name}", old_kind,
-                                   splice.method_kind(node), bool(meta))
-            if refusal:
-                raise ToolError("refused", refusal)
-        else:
-            refusal = _metaclass_side_change(self.view, ref.qualified, cls, node, bool(meta))
-            if refusal:
-                raise ToolError("refused", refusal)
-        if len(existing) > len(defs):
-            # A property's getter alone would replace its setter too; one @overload, the rest.
-            raise ToolError("refused", _fewer_defs(f"{ref.qualified}.{node.name}", existing, defs))
-        attributes = splice.attribute_nodes(classdef, node.name)
-        if attributes:
-            # Methods and attributes share the class namespace: the def would replace it.
-            raise ToolError("refused", f"{ref.qualified}.{node.name} is a class attribute, not a "
-                            f"method ({ref.module} line {attributes[0].lineno}); a def of that "
-                            "name would replace it. Name the method otherwise, or change the "
-                            "attribute with compile_class_definition.")
-        annotations = [] if existing else splice.annotation_nodes(classdef, node.name)
-        if annotations:
-            # The def would be the field's default: the field no longer required, a function.
-            declared = _first_line(self.view.source(ref.module), annotations[0])
-            raise ToolError("refused", f"{ref.qualified}.{node.name} is declared an attribute by the "
-                            f"class body's annotation {declared!r} ({ref.module} line "
-                            f"{annotations[0].lineno}; a dataclass's or NamedTuple's field); a def "
-                            "of that name would replace it (a field's default would become the "
-                            "function, the field no longer required). Name the method otherwise, "
-                            "or change the annotation with compile_class_definition.")
-        if splice.mangled(ref.name, node.name) in _slots_of(cls, classdef):
-            # Python refuses to build the class: the module would no longer import.
-            raise ToolError("refused", f"{ref.qualified}.{node.name} is in the class's __slots__ "
-                            "(an instance variable); a def of that name makes the class fail to "
-                            f"build ('{node.name}' in __slots__ conflicts with class variable). Name "
-                            "the method otherwise, or change __slots__ with compile_class_definition.")
+        self._refuse_unfit_def(ref, cls, classdef, defs, existing, bool(meta))
         module_name = ref.module
         new_source, replaced = self._splice(splice.put_method, self.view.source(module_name),
                                             ref.name, text)
@@ -283,6 +240,56 @@ class MutationToolset(Toolset):
         return self._finish(f"{verb} {ref.qualified}.{node.name}{stale}{hooks}",
                             {"class": ref.qualified, "selector": node.name, "replaced": replaced,
                              **data, **hooks_data})
+
+    def _refuse_unfit_def(self, ref, cls, classdef, defs: list, existing: list, meta: bool) -> None:
+        """Refuse (ToolError) compile_method's `defs` where the class could not take them as
+        methods: a name the class writes in a block, as an attribute, an annotation or a
+        slot, a change of side, fewer defs than the ones they replace."""
+        node = defs[0]
+        guarded = splice.guarded_method_nodes(classdef, node.name)
+        if guarded and not splice.method_nodes(classdef, node.name):
+            # Appended after the block, it would be what the class has whichever branch ran
+            # (get_method_source's text of an if/else pair, both defs): delete_method refuses too.
+            raise _written_in_block(ref, node.name, guarded[0][0], "a def compiled for it would go "
+                                    "after that statement, and the class would have it whichever "
+                                    "branch ran", "(get_class_definition shows it), or name the "
+                                    "method otherwise")
+        if existing:
+            old_kind = live_kind(cls, ref.name, node.name) or splice.method_kind(existing[0])
+            refusal = _side_change(f"{ref.qualified}.{node.name}", old_kind,
+                                   splice.method_kind(node), meta)
+            if refusal:
+                raise ToolError("refused", refusal)
+        else:
+            refusal = _metaclass_side_change(self.view, ref.qualified, cls, node, meta)
+            if refusal:
+                raise ToolError("refused", refusal)
+        if len(existing) > len(defs):
+            # A property's getter alone would replace its setter too; one @overload, the rest.
+            raise ToolError("refused", _fewer_defs(f"{ref.qualified}.{node.name}", existing, defs))
+        attributes = splice.attribute_nodes(classdef, node.name)
+        if attributes:
+            # Methods and attributes share the class namespace: the def would replace it.
+            raise ToolError("refused", f"{ref.qualified}.{node.name} is a class attribute, not a "
+                            f"method ({ref.module} line {attributes[0].lineno}); a def of that "
+                            "name would replace it. Name the method otherwise, or change the "
+                            "attribute with compile_class_definition.")
+        annotations = [] if existing else splice.annotation_nodes(classdef, node.name)
+        if annotations:
+            # The def would be the field's default: the field no longer required, a function.
+            declared = _first_line(self.view.source(ref.module), annotations[0])
+            raise ToolError("refused", f"{ref.qualified}.{node.name} is declared an attribute by the "
+                            f"class body's annotation {declared!r} ({ref.module} line "
+                            f"{annotations[0].lineno}; a dataclass's or NamedTuple's field); a def "
+                            "of that name would replace it (a field's default would become the "
+                            "function, the field no longer required). Name the method otherwise, "
+                            "or change the annotation with compile_class_definition.")
+        if splice.mangled(ref.name, node.name) in _slots_of(cls, classdef):
+            # Python refuses to build the class: the module would no longer import.
+            raise ToolError("refused", f"{ref.qualified}.{node.name} is in the class's __slots__ "
+                            "(an instance variable); a def of that name makes the class fail to "
+                            f"build ('{node.name}' in __slots__ conflicts with class variable). Name "
+                            "the method otherwise, or change __slots__ with compile_class_definition.")
 
     def _hooks_note(self, ref, cls, classdef, name: str, existing: list) -> tuple[str, dict]:
         """A note and its data naming what, as the class was made, may have wrapped its
