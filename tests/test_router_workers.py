@@ -259,14 +259,12 @@ def test_a_spawner_that_does_not_say_hello_properly_is_refused(monkeypatch, firs
     assert sorted(os.listdir("/proc/self/fd")) == before    # nothing received was kept
 
 
-def test_a_spawner_whose_start_outlasts_shutdown_is_stopped_by_its_starter(monkeypatch):
-    started, release, stopped = threading.Event(), threading.Event(), []
-
+def slow_spawner(started, release, stopped):
+    """A Spawner class whose launch (on the pool's starter thread) sets `started`, then
+    holds until `release` is set; each one stopped is appended to `stopped`."""
     class SlowSpawner:
         def __init__(self, worker_nice=0, worker_memory=None, worker_env=None):
-            self.worker_nice = worker_nice
-            self.worker_memory = worker_memory
-            self.worker_env = worker_env
+            self.worker_nice, self.worker_memory, self.worker_env = worker_nice, worker_memory, worker_env
             self.control = None
 
         def launch(self):
@@ -275,8 +273,12 @@ def test_a_spawner_whose_start_outlasts_shutdown_is_stopped_by_its_starter(monke
 
         def stop(self, grace=5.0):
             stopped.append(self)
+    return SlowSpawner
 
-    monkeypatch.setattr(workers, "Spawner", SlowSpawner)
+
+def test_a_spawner_whose_start_outlasts_shutdown_is_stopped_by_its_starter(monkeypatch):
+    started, release, stopped = threading.Event(), threading.Event(), []
+    monkeypatch.setattr(workers, "Spawner", slow_spawner(started, release, stopped))
     monkeypatch.setattr(workers, "SPAWNER_STOP_WAIT", 0.1)
     loop = Loop()
     try:
@@ -906,20 +908,7 @@ def test_a_second_stop_signal_cuts_a_stuck_spawners_grace(monkeypatch, caplog, h
 
 def test_a_second_stop_signal_does_not_wait_for_a_spawner_still_being_started(monkeypatch):
     started, release, stopped = threading.Event(), threading.Event(), []
-
-    class SlowSpawner:
-        def __init__(self, worker_nice=0, worker_memory=None, worker_env=None):
-            self.worker_nice, self.worker_memory, self.worker_env = worker_nice, worker_memory, worker_env
-            self.control = None
-
-        def launch(self):
-            started.set()
-            release.wait(20)
-
-        def stop(self, grace=5.0):
-            stopped.append(self)
-
-    monkeypatch.setattr(workers, "Spawner", SlowSpawner)
+    monkeypatch.setattr(workers, "Spawner", slow_spawner(started, release, stopped))
     monkeypatch.setattr(workers, "SPAWNER_STOP_WAIT", 60.0)   # longer than the test waits
     loop = Loop()
     try:

@@ -477,14 +477,10 @@ def test_a_commit_of_changes_already_on_disk_whose_read_back_fails_says_they_wer
     assert b.ok("status")["structuredContent"]["changedModules"] == []
 
 
-@pytest.mark.parametrize("settling", ["commit", "refresh"])
-def test_a_commit_that_cannot_tell_whether_it_stands_says_so_not_that_it_failed(image, views, monkeypatch,
-                                                                                settling):
-    # The disk failed once the commit was decided (its intent written), and asking whether it
-    # stands waited out the lock: that ImageLockTimeout was answered, "commit failed ...; your
-    # changes are kept uncommitted (zoo.keeper)", of a commit that stands.
+def commits_fail_undecided(client, patcher):
+    """Through `patcher` (a monkeypatch), `client`'s commits fail once decided (the disk
+    failing once their intent is written), and asking whether they stand waits out the lock."""
     from gsmcpd.image import store as store_module
-    client = Client(views(image))
     write_intent = store_module.ImageStore._write_intent
 
     def failing_once_written(self, intent):
@@ -494,8 +490,18 @@ def test_a_commit_that_cannot_tell_whether_it_stands_says_so_not_that_it_failed(
     def timed_out(commit_id):
         raise store_module.ImageLockTimeout(client.view.store.lock_file, 0.05, [])
 
-    monkeypatch.setattr(store_module.ImageStore, "_write_intent", failing_once_written)
-    monkeypatch.setattr(client.view.store, "has_commit", timed_out)
+    patcher.setattr(store_module.ImageStore, "_write_intent", failing_once_written)
+    patcher.setattr(client.view.store, "has_commit", timed_out)
+
+
+@pytest.mark.parametrize("settling", ["commit", "refresh"])
+def test_a_commit_that_cannot_tell_whether_it_stands_says_so_not_that_it_failed(image, views, monkeypatch,
+                                                                                settling):
+    # The disk failed once the commit was decided (its intent written), and asking whether it
+    # stands waited out the lock: that ImageLockTimeout was answered, "commit failed ...; your
+    # changes are kept uncommitted (zoo.keeper)", of a commit that stands.
+    client = Client(views(image))
+    commits_fail_undecided(client, monkeypatch)
     client.view.set_source("zoo.keeper", "x = 'mine'\n", live=False)
     failed = client.call("commit")
     assert failed["structuredContent"]["error"]["undecided"] == ["zoo.keeper"]
@@ -528,20 +534,9 @@ def test_an_abort_after_an_undecided_commit_that_stands_names_it_settled_not_dis
     # Abort answered "discarded changes to zoo.keeper" and "brought in others' commits to
     # zoo.keeper" of the session's own commit, which stands: nothing was discarded, and
     # no other session committed anything.
-    from gsmcpd.image import store as store_module
     client = Client(views(image))
-    write_intent = store_module.ImageStore._write_intent
-
-    def failing_once_written(self, intent):
-        write_intent(self, intent)
-        raise OSError(5, "Input/output error")
-
-    def timed_out(commit_id):
-        raise store_module.ImageLockTimeout(client.view.store.lock_file, 0.05, [])
-
     with monkeypatch.context() as patched:
-        patched.setattr(store_module.ImageStore, "_write_intent", failing_once_written)
-        patched.setattr(client.view.store, "has_commit", timed_out)
+        commits_fail_undecided(client, patched)
         client.view.set_source("zoo.keeper", "x = 'mine'\n", live=False)
         assert client.call("commit")["structuredContent"]["error"]["undecided"] == ["zoo.keeper"]
     answer = client.ok("abort")
