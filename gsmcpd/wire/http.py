@@ -40,7 +40,7 @@ _HEX_SIZE = re.compile(rb"[0-9A-Fa-f]{1,16}")
 _QUOTED = rb'"(?:[\t \x21\x23-\x5b\x5d-\x7e]|\\[\t \x21-\x7e])*"'
 _CHUNK_EXT = (rb"(?:[ \t]*;[ \t]*%s(?:[ \t]*=[ \t]*(?:%s|%s))?)*"
               % (_TOKEN_BYTES.pattern, _TOKEN_BYTES.pattern, _QUOTED))
-_CHUNK_SIZE_LINE = re.compile(rb"([0-9A-Fa-f]{1,16})" + _CHUNK_EXT + rb"[ \t]*\r\n")
+_CHUNK_SIZE_LINE = re.compile(rb"(" + _HEX_SIZE.pattern + rb")" + _CHUNK_EXT + rb"[ \t]*\r\n")
 SMALL_BODY = 64 * 1024                   # bytes of body read before the head's gates run (pop_waiting_head)
 _MAX_BLANK = 1024                        # empty lines tolerated before a request line
 _TLS_HANDSHAKE = 0x16                    # a TLS record's first byte: a ClientHello
