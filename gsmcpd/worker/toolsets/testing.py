@@ -137,8 +137,8 @@ class _Result(unittest.TestResult):
 
     def addSkip(self, test, reason):
         # Python 3.12.0 and 3.12.1 skip a test marked @skip without starting it, though they
-        # stop it (CPython gh-113267, fixed in 3.12.2): it was counted as not run. Not a
-        # fixture's stand-in, nor a subtest of the test running: neither is started.
+        # stop it (CPython gh-113267, fixed in 3.12.2): unstarted, it would count as not run.
+        # Not a fixture's stand-in, nor a subtest of the test running: neither is started.
         if isinstance(test, unittest.TestCase) and getattr(test, "test_case", test) is not self.started:
             self.startTest(test)
         super().addSkip(test, reason)
