@@ -425,13 +425,8 @@ class View:
             # break landing on the way is caught to step onto it all the same: the view
             # never conflicts with its own commit, which is counted for the worker to
             # say it stands.
-            base_texts, base_hashes = dict(self.base_texts), dict(self.base_hashes)
-            for rel, data in changes.items():
-                if data is None:
-                    base_texts.pop(rel, None)
-                    base_hashes.pop(rel, None)
-                else:
-                    base_texts[rel], base_hashes[rel] = self.texts[rel], sha256(data)
+            base_texts, base_hashes = _stepped_onto(self.base_texts, self.base_hashes, {
+                rel: None if data is None else (self.texts[rel], sha256(data)) for rel, data in changes.items()})
             stand = (base_texts, base_hashes, self.commit_count, changed)
             try:
                 self.store.commit(changes, self.base_hashes, user=self.user, session_id=self.session_id,
@@ -510,15 +505,8 @@ class View:
         if not stands:
             self._unsettled = None
             return []
-        base_texts, base_hashes = dict(self.base_texts), dict(self.base_hashes)
-        for rel, written in wrote.items():
-            if base_hashes.get(rel) != stood_on[rel]:
-                continue
-            if written is None:
-                base_texts.pop(rel, None)
-                base_hashes.pop(rel, None)
-            else:
-                base_texts[rel], base_hashes[rel] = written
+        base_texts, base_hashes = _stepped_onto(self.base_texts, self.base_hashes, {
+            rel: written for rel, written in wrote.items() if self.base_hashes.get(rel) == stood_on[rel]})
         # One statement of plain stores, as _stand's.
         self.base_texts, self.base_hashes, self._unsettled = base_texts, base_hashes, None
         return _modules_of(wrote)
@@ -752,6 +740,19 @@ class View:
             self.live_texts.pop(name, None)
             self.live_code.pop(name, None)
             self.import_errors.pop(name, None)
+
+
+def _stepped_onto(base_texts: dict, base_hashes: dict, written: dict) -> tuple[dict, dict]:
+    """Copies of a view's base texts and hashes with `written` (file -> (text, hash), or
+    None: removed) put in: the base a commit of those files makes."""
+    base_texts, base_hashes = dict(base_texts), dict(base_hashes)
+    for rel, text_and_hash in written.items():
+        if text_and_hash is None:
+            base_texts.pop(rel, None)
+            base_hashes.pop(rel, None)
+        else:
+            base_texts[rel], base_hashes[rel] = text_and_hash
+    return base_texts, base_hashes
 
 
 def _modules_of(rels) -> list[str]:
