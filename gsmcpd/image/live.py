@@ -190,15 +190,11 @@ def is_dataclass_decorator(module: ModuleType, decorator: ast.expr) -> bool:
     """Whether a class decorator written in `module` is the standard library's dataclass
     (`@dataclass`, `@dataclasses.dataclass(frozen=True)`), told by its names alone, as
     the module's globals bind them: no user code runs to tell."""
-    target = decorator.func if isinstance(decorator, ast.Call) else decorator
-    attributes = []
-    while isinstance(target, ast.Attribute):
-        attributes.append(target.attr)
-        target = target.value
-    if not isinstance(target, ast.Name):
+    names = splice.dotted_names(decorator.func if isinstance(decorator, ast.Call) else decorator)
+    if names is None:
         return False
-    value = vars(module).get(target.id, vars(builtins).get(target.id))
-    for attribute in reversed(attributes):
+    value = vars(module).get(names[0], vars(builtins).get(names[0]))
+    for attribute in names[1:]:
         if not isinstance(value, ModuleType):   # a module's attribute is a plain lookup
             return False
         value = vars(value).get(attribute)

@@ -381,6 +381,19 @@ def only_kind_decorators(node) -> bool:
     return all(_decorator_name(decorator) in _KIND_DECORATORS for decorator in node.decorator_list)
 
 
+def dotted_names(node: ast.expr) -> list[str] | None:
+    """`["a", "b", "c"]` for `a.b.c` (Attributes down to a Name); None for any other
+    (`f().b`, `x[0].b`): no dotted global name is spelled so."""
+    names = []
+    while isinstance(node, ast.Attribute):
+        names.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    names.append(node.id)
+    return names[::-1]
+
+
 def _decorator_name(decorator: ast.expr) -> str | None:
     """`name` for `@name` and `@module.name`."""
     return decorator.id if isinstance(decorator, ast.Name) else (

@@ -280,16 +280,9 @@ def _spelled(nodes) -> tuple[set[str], set[str], list[ast.ImportFrom]]:
 
 
 def _chain(node: ast.Attribute) -> str | None:
-    """`a.b.c` for Attributes down to a Name, as ast.unparse writes it; None for any other
-    (`f().b`, `x[0].b`): no dotted global name is spelled so."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
+    """`a.b.c` for Attributes down to a Name, as ast.unparse writes it; None for any other."""
+    names = splice.dotted_names(node)
+    return None if names is None else ".".join(names)
 
 
 def _mentions_in(view, module: str) -> list[_Mentions]:
