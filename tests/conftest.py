@@ -2,7 +2,39 @@
 
 import pytest
 
-from helpers import open_session, remove_tree
+from helpers import Daemon, open_session, remove_tree
+
+
+def _end_left_running(daemons):
+    """Kill those of `daemons` still running; a line naming each, for the failure."""
+    left = {d for d in daemons if d.running()}
+    for d in left:
+        d.kill()
+    return ["gsmcpd pid %d, port %d, state %s (log %s)" % (d.proc.pid, d.port, d.state, d.log_path)
+            for d in left]
+
+
+@pytest.fixture(autouse=True)
+def no_daemon_left_by_the_test():
+    """A daemon the test started and left running (it failed before its stop) is killed,
+    and the test errors naming it. Only this run's own Daemons are looked at, never other
+    gsmcpd processes on the machine. Module fixtures' daemons are started before this
+    (wider scopes are set up first), so they are not the test's."""
+    first = len(Daemon.started)
+    yield
+    left = _end_left_running(Daemon.started[first:])
+    if left:
+        pytest.fail("left running after the test, now killed:\n" + "\n".join(left), pytrace=False)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def no_daemon_left_by_the_run():
+    """What a module fixture started and never stopped (its set-up failed after the start,
+    so its teardown never ran) is killed at the end of the run, and named."""
+    yield
+    left = _end_left_running(Daemon.started)
+    if left:
+        pytest.fail("left running at the end of the run, now killed:\n" + "\n".join(left), pytrace=False)
 
 
 @pytest.fixture

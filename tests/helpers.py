@@ -46,6 +46,10 @@ def wait_for_port(port, timeout=20.0, proc=None, host="127.0.0.1"):
 class Daemon:
     """The real gsmcpd, foreground mode, in its own process group."""
 
+    # Every one started in this pytest process, in order: conftest's check stops and
+    # names any a test (or a fixture's failed set-up) left running.
+    started = []
+
     def __init__(self, tmp_path, env=None, args=(), port=None, preexec=None):
         self.tmp = Path(tmp_path)
         self.state = self.tmp / "state"
@@ -64,9 +68,27 @@ class Daemon:
         self.proc = subprocess.Popen(cmd, env=self.env, cwd=str(REPO), stdout=self._log,
                                      stderr=subprocess.STDOUT, start_new_session=True,
                                      preexec_fn=self.preexec)
+        Daemon.started.append(self)
         if wait:
-            wait_for_port(self.port, proc=self.proc)
+            try:
+                wait_for_port(self.port, proc=self.proc)
+            except BaseException:
+                # No caller holds it yet (a `with` or a fixture calls stop only once
+                # start returned): a daemon that never listened is ended here.
+                self.kill()
+                raise
         return self
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill(self):
+        """End its whole process group at once (no clean stop to wait for)."""
+        if self.running():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+        self._log.close()
 
     @property
     def url(self):

@@ -524,10 +524,12 @@ def rotating(tmp_path_factory):
                                        MCP_JWKS_MIN_REFRESH=str(ROTATING_MIN_REFRESH))
     # The first key load runs in the background: a token waits for it. Done before the
     # tests count fetches, so that a slow one cannot land in a count as a refresh.
-    assert post_initialize(daemon, "Bearer " + server.idp.mint()).status == 200
-    yield server, daemon
-    daemon.stop()
-    server.close()
+    try:
+        assert post_initialize(daemon, "Bearer " + server.idp.mint()).status == 200
+        yield server, daemon
+    finally:   # a failed set-up has no teardown of its own
+        daemon.stop()
+        server.close()
 
 
 def test_unknown_kid_is_refused_after_exactly_one_jwks_refresh(rotating):
@@ -837,7 +839,9 @@ def held_first_key_load(tmp_path, server):
     that fetch arrived."""
     server.jwks_gate.clear()
     daemon = daemon_on_jwks_uri(tmp_path, server).start()
-    assert wait_until(lambda: server.fetches[server.JWKS_PATH] == 1), daemon.log_text()
+    if not wait_until(lambda: server.fetches[server.JWKS_PATH] == 1):
+        daemon.stop()   # the caller gets no daemon to stop
+        raise AssertionError("the first JWKS fetch never arrived; log:\n" + daemon.log_text())
     return daemon
 
 

@@ -158,11 +158,10 @@ def env(request, tmp_path_factory, accounts, image):
     daemon, idp = peruser_daemon(tmp, image, user_map, GS_MCP_SPARE_WORKERS="1",
                                  preexec=None if request.param == "root" else as_the_unit_runs_it(keep),
                                  GS_MCP_WORKER_ENV=LISTED_NAME, **SITE_ENVIRONMENT)
-    daemon.start()
-    if request.param != "root":   # it runs with those capabilities and no others
-        assert effective_capabilities(daemon.proc.pid) == sum(1 << cap for cap in keep)
-    yield daemon, idp
-    daemon.stop()
+    with daemon:
+        if request.param != "root":   # it runs with those capabilities and no others
+            assert effective_capabilities(daemon.proc.pid) == sum(1 << cap for cap in keep)
+        yield daemon, idp
 
 
 def bearer(idp, sub):

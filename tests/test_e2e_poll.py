@@ -1,5 +1,6 @@
 """End-to-end: the router's short poll for a due reply or request (GS_MCP_POLL_US)."""
 
+import contextlib
 import time
 
 from bench.procs import cpu_seconds
@@ -10,13 +11,14 @@ def test_calls_are_answered_with_and_without_the_poll_and_long_waits_are_slept_t
     # The three daemons start side by side (their start-ups are independent); each is
     # then tested on its own, one after the other, so no two routers' CPU overlaps.
     daemons = {}
-    try:
+    with contextlib.ExitStack() as stack:   # each stopped, whichever stop fails
         for poll in ("200", "0", "10000"):
             env = {"GS_MCP_TOOLSETS": "execution,bench", "GS_MCP_SPARE_WORKERS": "1",
                    "GS_MCP_POLL_US": poll}
             home = tmp_path / ("poll-" + poll)
             home.mkdir()
             daemons[poll] = Daemon(home, env=env).start(wait=False)
+            stack.callback(daemons[poll].stop)
         for daemon in daemons.values():
             wait_for_port(daemon.port, proc=daemon.proc)
         for poll, daemon in daemons.items():
@@ -35,6 +37,3 @@ def test_calls_are_answered_with_and_without_the_poll_and_long_waits_are_slept_t
             time.sleep(0.5)
             assert client.tool("echo", text="after")["content"][0]["text"] == "after"
             assert cpu_seconds(daemon.proc.pid) - before < 0.3
-    finally:
-        for daemon in daemons.values():
-            daemon.stop()

@@ -369,24 +369,24 @@ def test_workers_hold_no_client_or_listening_socket(daemon, client):
 
 
 def test_router_death_takes_its_workers_with_it(tmp_path):
-    d = Daemon(tmp_path, env={"GS_MCP_SPARE_WORKERS": "1"}).start()
-    c = Client(d.port)
-    c.initialize()
-    assert wait_until(lambda: len(worker_pids(d.proc.pid)) >= 2)
-    pids = worker_pids(d.proc.pid)
-    os.kill(d.proc.pid, signal.SIGKILL)
-    d.proc.wait(30)
+    with Daemon(tmp_path, env={"GS_MCP_SPARE_WORKERS": "1"}) as d:
+        c = Client(d.port)
+        c.initialize()
+        assert wait_until(lambda: len(worker_pids(d.proc.pid)) >= 2)
+        pids = worker_pids(d.proc.pid)
+        os.kill(d.proc.pid, signal.SIGKILL)
+        d.proc.wait(30)
     assert wait_until(lambda: not any(pid_alive(p) for p in pids), timeout=30), pids
 
 
 def test_sigterm_stops_everything_and_exits_0(tmp_path):
-    d = Daemon(tmp_path).start()
-    c = Client(d.port)
-    c.initialize()
-    assert wait_until(lambda: worker_pids(d.proc.pid))
-    pids = worker_pids(d.proc.pid)
-    d.proc.send_signal(signal.SIGTERM)
-    assert d.proc.wait(30) == 0      # bounds for a busy machine: each wait ends on success
+    with Daemon(tmp_path) as d:
+        c = Client(d.port)
+        c.initialize()
+        assert wait_until(lambda: worker_pids(d.proc.pid))
+        pids = worker_pids(d.proc.pid)
+        d.proc.send_signal(signal.SIGTERM)
+        assert d.proc.wait(30) == 0      # bounds for a busy machine: each wait ends on success
     assert wait_until(lambda: not any(pid_alive(p) for p in pids), timeout=30)
 
 
@@ -659,24 +659,24 @@ def test_a_client_that_expects_100_continue_gets_it_before_sending_its_body(clie
 
 
 def test_during_shutdown_a_waiting_request_gets_503_not_a_session(tmp_path):
-    d = Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution", **QUICK_STOP}).start()
-    c = Client(d.port)
-    c.initialize()
-    slow = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                       "params": {"name": "execute_code", "arguments": {"code": "import time\ntime.sleep(30)"}}})
-    init = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {}})
-    json_post = "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-    head = json_post + "MCP-Session-Id: %s\r\nContent-Length: %d\r\n\r\n%s"
-    with socket.create_connection(("127.0.0.1", d.port), timeout=15) as s:
-        s.sendall((head % (c.session, len(slow), slow)).encode() +
-                  (json_post + "Content-Length: %d\r\n\r\n%s" % (len(init), init)).encode())
-        assert wait_until(lambda: "tools/call" in json.dumps(d.status()), timeout=10)
-        d.proc.send_signal(signal.SIGTERM)
-        raw = recv_all(s)
-    first, _, rest = raw.partition(b"HTTP/1.1 503")
-    assert json.loads(body_of(first))["error"]["code"] == -32003   # its session ended under it
-    assert b"shutting down" in rest
-    assert d.proc.wait(10) == 0
+    with Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution", **QUICK_STOP}) as d:
+        c = Client(d.port)
+        c.initialize()
+        slow = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                           "params": {"name": "execute_code", "arguments": {"code": "import time\ntime.sleep(30)"}}})
+        init = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {}})
+        json_post = "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        head = json_post + "MCP-Session-Id: %s\r\nContent-Length: %d\r\n\r\n%s"
+        with socket.create_connection(("127.0.0.1", d.port), timeout=15) as s:
+            s.sendall((head % (c.session, len(slow), slow)).encode() +
+                      (json_post + "Content-Length: %d\r\n\r\n%s" % (len(init), init)).encode())
+            assert wait_until(lambda: "tools/call" in json.dumps(d.status()), timeout=10)
+            d.proc.send_signal(signal.SIGTERM)
+            raw = recv_all(s)
+        first, _, rest = raw.partition(b"HTTP/1.1 503")
+        assert json.loads(body_of(first))["error"]["code"] == -32003   # its session ended under it
+        assert b"shutting down" in rest
+        assert d.proc.wait(10) == 0
 
 
 def test_a_worker_that_sends_a_garbage_frame_is_ended_and_the_router_serves_on(daemon):

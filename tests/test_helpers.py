@@ -1,0 +1,84 @@
+"""The suite's own machinery: a test that fails before stopping its daemon leaves no
+gsmcpd behind (helpers.Daemon, conftest's checks)."""
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import helpers
+from helpers import Daemon, pid_alive
+
+TESTS = Path(__file__).resolve().parent
+
+# A test module run by a pytest of its own: one test, and one module fixture's set-up,
+# fail with their daemon running, each writing that daemon's pid where told.
+LEAVING = '''
+import os
+import pytest
+from helpers import Daemon
+
+def started(tmp, name):
+    d = Daemon(tmp).start()
+    with open(os.path.join(os.environ["PIDS"], name), "w") as f:
+        f.write(str(d.proc.pid))
+    return d
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory):
+    started(tmp_path_factory.mktemp("shared"), "fixture")
+    assert False, "set-up failed after the start"
+    yield
+
+def test_fails_before_its_stop(tmp_path):
+    started(tmp_path, "test")
+    assert False, "failed before the stop"
+
+def test_on_a_fixture_whose_set_up_fails(shared):
+    pass
+'''
+
+
+def test_a_daemon_left_running_by_a_test_or_a_fixture_is_killed_and_named(tmp_path):
+    run_dir, pids = tmp_path / "run", tmp_path / "pids"
+    run_dir.mkdir()
+    pids.mkdir()
+    (run_dir / "conftest.py").write_text((TESTS / "conftest.py").read_text())
+    (run_dir / "test_leaving.py").write_text(LEAVING)
+    env = dict(os.environ, PIDS=str(pids), PYTHONPATH=os.pathsep.join([str(TESTS), str(helpers.REPO)]))
+    try:
+        run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                              "--rootdir", str(run_dir), str(run_dir)], cwd=run_dir, env=env,
+                             capture_output=True, text=True, timeout=120)
+        out = run.stdout + run.stderr
+        left = {name: int((pids / name).read_text()) for name in ("test", "fixture")}
+        assert not any(pid_alive(pid) for pid in left.values()), out
+        assert "left running after the test, now killed:\ngsmcpd pid %d," % left["test"] in out
+        assert "left running at the end of the run, now killed:\ngsmcpd pid %d," % left["fixture"] in out
+    finally:
+        for name in os.listdir(pids):   # without the checks they live on: end them here
+            pid = int((pids / name).read_text())
+            if pid_alive(pid):
+                os.killpg(pid, signal.SIGKILL)
+
+
+def test_a_daemon_whose_start_fails_waiting_is_ended_there(tmp_path, monkeypatch):
+    # `with Daemon() as d` and fixtures stop only what start returned: a wait that fails
+    # (a daemon slow to listen, an interrupt) left the process to outlive the run.
+    def interrupted(port, proc=None, **_):
+        raise TimeoutError("nothing listening on port %d" % port)
+
+    monkeypatch.setattr(helpers, "wait_for_port", interrupted)
+    daemon = Daemon(tmp_path)
+    with pytest.raises(TimeoutError):
+        daemon.start()
+    try:
+        assert daemon.proc.poll() is not None
+    finally:
+        if daemon.proc.poll() is None:
+            os.killpg(daemon.proc.pid, signal.SIGKILL)
+            daemon.proc.wait()
+
