@@ -216,6 +216,28 @@ def tool_text(result):
     return "".join(item.get("text", "") for item in result["content"])
 
 
+# Run in the spawned child, in a session of its own and so with no terminal: opening the
+# pty it was given by name makes that its controlling terminal (/dev/tty), then it execs.
+_TAKE_TERMINAL = "import os, sys; os.close(os.open(os.ttyname(0), os.O_RDWR)); os.execv(sys.argv[1], sys.argv[1:])"
+
+
+def spawn_in_a_terminal(argv, env):
+    """(process, pty master fd): argv run from the checkout with a new pty as its controlling
+    terminal and its stdin, stdout and stderr, as an admin's shell runs it. Spawned, not
+    pty.fork()ed: pytest runs threads, and forking a threaded process is unsafe (and
+    deprecated from Python 3.12). The caller closes the master, a hang-up for the process."""
+    master, slave = os.openpty()
+    try:
+        proc = subprocess.Popen([sys.executable, "-c", _TAKE_TERMINAL, *argv], cwd=str(REPO), env=env,
+                                stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+    except BaseException:
+        os.close(master)
+        raise
+    finally:
+        os.close(slave)   # the child's copies alone hold it: their last close is EIO at the master
+    return proc, master
+
+
 def connect_as(uid, address, timeout=None):
     """A TCP connection whose socket a child running as account `uid` made and handed
     back (needs root): the kernel names `uid` as its owner, as for another account's

@@ -5,6 +5,7 @@ would make one; the MCP flow runs through the official MCP Python SDK client wit
 httpx client that trusts exactly that certificate.
 """
 
+import os
 import select
 import signal
 import socket
@@ -19,7 +20,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from helpers import REPO, Daemon, free_port, recv_all, wait_for_port, wait_until
+from helpers import REPO, Daemon, free_port, recv_all, spawn_in_a_terminal, wait_for_port, wait_until
 from idp import Idp, JwksServer
 from test_e2e_auth import WRITTEN_ON
 
@@ -358,18 +359,7 @@ def test_behind_a_tls_proxy_a_resource_derived_from_the_bind_address_is_warned_o
 def _in_a_terminal(argv, env, timeout=30):
     """Run argv with a pty as its controlling terminal (as an admin's shell runs it):
     (exit status, or None if it still ran at the deadline and was killed; its output)."""
-    import os
-    import pty
-    import select
-    import signal
-    import time
-    pid, fd = pty.fork()
-    if pid == 0:
-        try:
-            os.chdir(str(REPO))
-            os.execve(argv[0], argv, env)
-        finally:
-            os._exit(127)
+    proc, fd = spawn_in_a_terminal(argv, env)
     output, deadline = b"", time.monotonic() + timeout
     try:
         while time.monotonic() < deadline:
@@ -381,15 +371,12 @@ def _in_a_terminal(argv, env, timeout=30):
                 if not chunk:
                     break
                 output += chunk
-        done, status = os.waitpid(pid, os.WNOHANG)
-        while not done and time.monotonic() < deadline:   # its terminal closes as it exits
-            time.sleep(0.05)
-            done, status = os.waitpid(pid, os.WNOHANG)
-        if not done:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
+        try:   # its terminal closes as it exits
+            return proc.wait(max(0, deadline - time.monotonic())), output.decode(errors="replace")
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
             return None, output.decode(errors="replace")
-        return os.waitstatus_to_exitcode(status), output.decode(errors="replace")
     finally:
         os.close(fd)
 

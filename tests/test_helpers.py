@@ -1,7 +1,8 @@
 """The suite's own machinery: a test that fails before stopping its daemon leaves no
-gsmcpd behind (helpers.Daemon, conftest's checks)."""
+gsmcpd behind (helpers.Daemon, conftest's checks); a process run in a terminal has it."""
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import helpers
-from helpers import Daemon, pid_alive
+from helpers import Daemon, pid_alive, spawn_in_a_terminal
 
 TESTS = Path(__file__).resolve().parent
 
@@ -82,3 +83,22 @@ def test_a_daemon_whose_start_fails_waiting_is_ended_there(tmp_path, monkeypatch
             os.killpg(daemon.proc.pid, signal.SIGKILL)
             daemon.proc.wait()
 
+
+def test_a_process_spawned_in_a_terminal_has_it_as_its_controlling_terminal(tmp_path):
+    # What the terminal tests rely on: /dev/tty (where OpenSSL asks for a passphrase) is
+    # the pty, and its hang-up reaches the process, the leader of a session of its own.
+    code = ("import os, sys\nwith open('/dev/tty', 'w') as tty:\n"
+            "    tty.write('tty %s leader %s\\n' % (os.ttyname(0), os.getsid(0) == os.getpid()))")
+    proc, master = spawn_in_a_terminal([sys.executable, "-c", code], dict(os.environ))
+    output = b""
+    try:
+        assert proc.wait(30) == 0
+        while select.select([master], [], [], 0)[0]:
+            try:
+                output += os.read(master, 4096)
+            except OSError:   # EIO: all written was read, and the child is gone
+                break
+    finally:
+        os.close(master)
+    assert output.decode().strip().endswith("leader True"), output
+    assert output.startswith(b"tty /dev/pts/"), output

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import free_port, pid_alive, wait_until
+from helpers import free_port, pid_alive, spawn_in_a_terminal, wait_until
 
 REPO = Path(__file__).resolve().parent.parent
 PROTOCOL = "2025-06-18"
@@ -324,17 +324,10 @@ def test_a_server_whose_pidfile_was_lost_is_still_found_by_start_and_stopped_by_
 def test_a_serve_in_a_terminal_stops_when_its_terminal_hangs_up(tmp_path):
     # It logs to that terminal: closed (a window, an ssh session), the server served on
     # as a ghost, every log line lost, holding its port until someone found and killed it.
-    import pty
     import select
     port, state = free_port(), tmp_path / "state"
     env = clean_env(GS_MCP_STATE_DIR=str(state), PYTHONPATH=str(REPO))
-    pid, master = pty.fork()
-    if pid == 0:
-        try:
-            os.chdir(str(REPO))
-            os.execve(sys.executable, [sys.executable, "-P", "-m", "gsmcpd", "serve", "--port", str(port)], env)
-        finally:
-            os._exit(127)
+    proc, master = spawn_in_a_terminal([sys.executable, "-P", "-m", "gsmcpd", "serve", "--port", str(port)], env)
     try:
         output = b""
         deadline = time.monotonic() + 30
@@ -343,19 +336,18 @@ def test_a_serve_in_a_terminal_stops_when_its_terminal_hangs_up(tmp_path):
                 output += os.read(master, 65536)
         assert b"listening on" in output, output
         assert open_session(port)
-        os.kill(pid, signal.SIGHUP)          # a kill -HUP (logrotate) with the terminal there
+        proc.send_signal(signal.SIGHUP)      # a kill -HUP (logrotate) with the terminal there
         assert open_session(port)            # ... is no hang-up: it serves on
         os.close(master)                     # the terminal goes away
         master = None
-        wait_for(lambda: os.waitpid(pid, os.WNOHANG)[0] == pid, "the server to stop", timeout=30)
-        pid = None
+        wait_for(lambda: proc.poll() is not None, "the server to stop", timeout=30)
         assert port_free(port) and not (state / f"gsmcpd-{port}.pid").exists()
     finally:
         if master is not None:
             os.close(master)
-        if pid is not None:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
 
 
 def test_scripts_run_from_elsewhere_read_relative_paths_from_the_callers_directory(tmp_path):
