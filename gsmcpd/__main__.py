@@ -176,14 +176,23 @@ def _run(args: argparse.Namespace) -> int:
     return daemon.serve_main(config, ready_fd=args.ready_fd, detached=args.ready_fd is not None)
 
 
+def _unanswered(config, exc: Exception) -> str:
+    """Why the control socket did not serve the request, naming the gsmcpd that serves the
+    port from another state directory (the unit's, given by GS_MCP_STATE_DIR), if one does."""
+    from gsmcpd.daemon import serving_elsewhere
+    from gsmcpd.router.control import ServerRefused
+    if isinstance(exc, ServerRefused):   # this state directory's own server answered
+        return str(exc)
+    elsewhere = serving_elsewhere(config.port, config.state_dir)
+    return f"{exc}; but {elsewhere}" if elsewhere else str(exc)
+
+
 def _status(config, as_json: bool) -> int:
     from gsmcpd.router import control
     try:
         reply = control.query(config.state_dir, config.port)
     except control.ControlError as exc:
-        from gsmcpd.daemon import serving_elsewhere
-        elsewhere = serving_elsewhere(config.port, config.state_dir)
-        error = f"{exc}; but {elsewhere}" if elsewhere else str(exc)
+        error = _unanswered(config, exc)
         if as_json:
             print(json.dumps({"port": config.port, "error": error}))
         else:
@@ -198,7 +207,7 @@ def _end(config, session: str) -> int:
     try:
         ended = control.query(config.state_dir, config.port, {"op": "end", "session": session})["ended"]
     except control.ControlError as exc:
-        print(f"gsmcpd end: {exc}", file=sys.stderr)
+        print(f"gsmcpd end: {_unanswered(config, exc)}", file=sys.stderr)
         return 1
     user, in_flight = control.cell(ended, "user"), control.cell(ended, "in_flight")   # escaped, cut
     print(f"ended session {ended['id_prefix']} of {user} (worker {ended['worker_pid']}, "

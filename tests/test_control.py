@@ -160,6 +160,15 @@ def test_client_queries_a_live_server(served, tmp_path):
         control.query(tmp_path, 8123, {"op": "nope"})
 
 
+def test_a_refusal_is_told_from_no_answer(served, tmp_path):
+    # `status`/`end` look for a gsmcpd serving the port elsewhere only when none answered.
+    with pytest.raises(control.ServerRefused):
+        control.query(tmp_path, 8123, {"op": "nope"})
+    with pytest.raises(control.ControlError) as missing:
+        control.query(tmp_path, 8124)
+    assert not isinstance(missing.value, control.ServerRefused)
+
+
 def test_a_state_dir_too_deep_for_a_socket_address_still_serves_and_is_queried(tmp_path):
     # sun_path holds 108 bytes: a socket path longer than that cannot be bound or
     # connected to by name (the server refused to start, blaming its TCP address).

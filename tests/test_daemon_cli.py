@@ -437,6 +437,20 @@ def test_end_without_a_server(tmp_path):
     assert result.returncode == 1 and "is a server running on port 8999?" in result.stderr
 
 
+def test_end_asked_in_another_state_directory_names_the_gsmcpd_serving_the_port(tmp_path):
+    # The unit's daemon takes its state directory from GS_MCP_STATE_DIR, as Daemon does:
+    # an `end` run without it must say, as `status` does, that one serves the port.
+    with Daemon(tmp_path) as d:
+        client = Client(d.port)
+        client.initialize()
+        hint = (f"but pid {d.proc.pid}, a gsmcpd serving port {d.port}, is running: give the "
+                f"--state-dir or --config it was started with, or kill {d.proc.pid}")
+        for command in (["status"], ["end", client.session[:8]]):
+            result = gsmcpd(*command, str(d.port), "--state-dir", str(tmp_path / "elsewhere"))
+            assert result.returncode == 1 and result.stderr.strip().endswith(hint), result.stderr
+        assert client.call("ping").status == 200
+
+
 def test_start_makes_the_state_directory_and_its_log_private_whatever_the_umask(tmp_path):
     port, state = free_port(), tmp_path / "state"
     old_umask = os.umask(0o022)                   # run-server.sh's, not the unit's 0077

@@ -42,6 +42,10 @@ class ControlError(Exception):
     """A control request or reply that cannot be used; the message says why."""
 
 
+class ServerRefused(ControlError):
+    """The daemon answered, refusing the request (no such session, a malformed one)."""
+
+
 def encode(obj: dict) -> bytes:
     return json.dumps(obj, separators=(",", ":"), default=str).encode("utf-8") + b"\n"
 
@@ -210,7 +214,7 @@ def query(state_dir: Path, port: int, request: dict | None = None,
             raise ControlError(f"cannot talk to {path}: {exc.strerror or exc}") from None
     reply = decode(data)
     if not reply.get("ok"):
-        raise ControlError(f"server refused: {reply.get('error', 'no reason given')}")
+        raise ServerRefused(f"server refused: {reply.get('error', 'no reason given')}")
     return reply
 
 
