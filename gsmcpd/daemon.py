@@ -86,6 +86,15 @@ def make_private_dir(path: Path) -> None:
         raise PermissionError(errno.EPERM, problem, str(path))
 
 
+def make_file_dir(path: Path) -> None:
+    """make_private_dir for the directory of the file `path` (the log, the pidfile): a
+    refusal names that directory, since its caller names the file and its mode is not the file's."""
+    try:
+        make_private_dir(path.parent)
+    except OSError as exc:
+        raise type(exc)(exc.errno, f"its directory {path.parent}: {exc.strerror}", exc.filename) from None
+
+
 def _private_dir_problem(directory: Path) -> str | None:
     """What make_private_dir refuses in `directory`, for check; None if it is not there
     yet (it is then made 0700). Root may be checking for the service account (the
@@ -123,7 +132,7 @@ def configure_logging(level: str, path: Path | None, *, redirect_stdio: bool = F
     if path is None:
         handler: logging.Handler = logging.StreamHandler(sys.stderr)
     else:
-        make_private_dir(path.parent)
+        make_file_dir(path)
         handler = PrivateFileHandler(path, encoding="utf-8")
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
     root.addHandler(handler)
@@ -379,7 +388,7 @@ def claim_pidfile(path: Path, port: int) -> str | None:
     Raises AlreadyRunning when the file names another live gsmcpd on this port.
     """
     path = Path(path)
-    make_private_dir(path.parent)
+    make_file_dir(path)
     note = None
     existing = read_pidfile(path)
     if existing is not None and existing != os.getpid() and is_gsmcpd(existing, port, path.parent):
@@ -632,7 +641,7 @@ def _detach_and_exec(argv: list[str], read_end: int, write_end: int, log_path: P
         os.dup2(devnull, 0)
         os.close(devnull)
         try:
-            make_private_dir(log_path.parent)
+            make_file_dir(log_path)
             _point_stdio_at(log_path)   # anything before logging starts lands in the log
         except OSError as exc:          # the starter reads this line instead of "see <log>"
             os.write(write_end, f"ERROR cannot open the log file {log_path}: "

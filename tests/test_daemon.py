@@ -679,6 +679,21 @@ def test_a_directory_others_may_write_in_is_refused_naming_its_mode(tmp_path, mo
         "log or pidfile: make it private (chmod go-w)" % mode)
 
 
+def test_a_file_s_directory_others_may_write_in_is_refused_naming_the_directory(tmp_path):
+    # Its callers name the file (the log, the pidfile): the refusal must say whose mode it is.
+    directory = tmp_path / "logs"
+    directory.mkdir()
+    directory.chmod(0o775)
+    with pytest.raises(PermissionError) as refused:
+        daemon.make_file_dir(directory / "gsmcpd.log")
+    assert refused.value.filename == str(directory)
+    assert refused.value.strerror.startswith(
+        f"its directory {directory}: other accounts may write in it (mode 0775)")
+    with pytest.raises(NotADirectoryError, match=f"its directory {tmp_path / 'file'}: "):
+        (tmp_path / "file").write_text("")
+        daemon.make_file_dir(tmp_path / "file" / "gsmcpd.log")
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root, to give the directory to another account")
 def test_a_directory_another_account_owns_is_refused_naming_it(tmp_path):
     directory = tmp_path / "state"

@@ -643,11 +643,13 @@ def test_a_file_where_the_state_or_log_directory_goes_is_called_not_a_directory(
     assert started.stdout.strip() == f"cannot use the state directory {in_the_way}: Not a directory"
     served = gsmcpd("serve", "--port", port, "--state-dir", str(in_the_way))
     assert served.returncode == 1
-    assert f"cannot write the pidfile {in_the_way}/gsmcpd-{port}.pid: Not a directory" in served.stderr
+    assert (f"cannot write the pidfile {in_the_way}/gsmcpd-{port}.pid: its directory {in_the_way}: "
+            "Not a directory") in served.stderr
     logged = gsmcpd("start", "--port", port, "--state-dir", str(tmp_path / "state"),
                     env={"GS_MCP_LOG_FILE": str(in_the_way / "g.log")})
     assert logged.returncode == 1
-    assert f"cannot open the log file {in_the_way / 'g.log'}: Not a directory" in logged.stdout
+    assert f"cannot open the log file {in_the_way / 'g.log'}: its directory {in_the_way}: Not a directory" \
+        in logged.stdout
 
 
 def test_a_state_directory_other_accounts_may_write_in_is_refused_and_nothing_is_written_through_it(tmp_path):
@@ -671,6 +673,27 @@ def test_a_state_directory_other_accounts_may_write_in_is_refused_and_nothing_is
     assert logged.returncode == 1 and f"cannot open the log file {state}/gsmcpd-{port}.log: " in logged.stderr
     assert victim.read_text() == "precious\n"
     assert sorted(p.name for p in state.iterdir()) == [f"gsmcpd-{port}.log"]   # the link alone
+
+
+def test_a_refused_log_or_pidfile_directory_is_named_not_the_file(tmp_path):
+    # "cannot open the log file D/g.log: other accounts may write in it (mode 0775)" sent
+    # the administrator to chmod a file that does not exist: the mode is its directory's.
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o775)
+    (tmp_path / "own").mkdir(mode=0o700)
+    why = (f"its directory {shared}: other accounts may write in it (mode 0775), and so plant a "
+           "link where gsmcpd writes its log or pidfile: make it private (chmod go-w)")
+    port = str(free_port())
+    log_file = {"GS_MCP_LOG_FILE": str(shared / "g.log")}
+    for command in ("serve", "start"):
+        refused = gsmcpd(command, "--port", port, "--state-dir", str(tmp_path / "own"), env=log_file)
+        assert refused.returncode == 1, refused.stdout + refused.stderr
+        assert f"cannot open the log file {shared / 'g.log'}: {why}" in refused.stdout + refused.stderr
+    served = gsmcpd("serve", "--port", port, "--state-dir", str(shared))
+    assert served.returncode == 1 and f"cannot write the pidfile {shared}/gsmcpd-{port}.pid: {why}" \
+        in served.stderr, served.stderr
+    assert not list(shared.iterdir())
 
 
 def test_check_reports_a_state_or_log_directory_other_accounts_may_write_in_as_start_refuses_it(tmp_path):
