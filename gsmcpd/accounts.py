@@ -1,5 +1,6 @@
 """A local account as messages name it."""
 
+import grp
 import pwd
 
 
@@ -15,3 +16,11 @@ def account_and_uid(uid: int) -> str:
     """`name (uid N)`, or "uid N" for a uid no account has."""
     name = account_name(uid)
     return name if name.startswith("uid ") else f"{name} (uid {uid})"
+
+
+def group_name(gid: int) -> str:
+    """The group's name, or "gid N" for a gid no group has."""
+    try:
+        return grp.getgrgid(gid).gr_name
+    except KeyError:
+        return f"gid {gid}"

@@ -672,6 +672,40 @@ def test_a_module_refused_in_a_directory_its_owner_keeps_unwritable_too_says_bot
         shutil.rmtree(image / name, ignore_errors=True)
 
 
+def test_a_commit_by_a_mapped_account_outside_the_images_group_names_the_group_to_join(
+        tmp_path, accounts, image):
+    # Told "its owner must make it writable to you" of a 0664 module, the user went to its
+    # owner, who could do nothing: the account lacks the image's group, the administrator's to grant.
+    (first, _), group = accounts
+    outsider = "gsmto" + secrets.token_hex(3)
+    _run("useradd", "--no-create-home", "--user-group", "--shell", "/usr/sbin/nologin",
+         "--home-dir", "/nonexistent", outsider)
+    try:
+        user_map = tmp_path / "users.map"
+        user_map.write_text("ann %s\ncas %s\n" % (first.pw_name, outsider))
+        daemon, idp = peruser_daemon(tmp_path, image, user_map)
+        with daemon:
+            ann = session_for(daemon, idp, "ann")
+            name = "grp%s" % secrets.token_hex(3)
+            try:
+                assert not ann.tool("add_dictionary", dictionaryName=name).get("isError")
+                cas = session_for(daemon, idp, "cas")
+                refused = cas.tool("compile_class_definition", dictionaryName=name,
+                                   source="class Cas:\n    pass\n")
+                said = "".join(item["text"] for item in refused["content"])
+                assert said == (
+                    "commit refused: %s.py may not be changed by this account (its file is writable by its "
+                    "group %s, and this account is not in it: owner %s, mode 0664), so nothing was written; "
+                    "an administrator must add %s to %s (usermod -aG %s %s; the sessions it opens after "
+                    "that are in it); your changes are kept uncommitted (%s)"
+                    % (name, group, first.pw_name, outsider, group, group, outsider, name)), said
+                assert "Cas" not in (image / (name + ".py")).read_text()
+            finally:
+                (image / (name + ".py")).unlink(missing_ok=True)
+    finally:
+        subprocess.run(["userdel", outsider], capture_output=True, timeout=60)
+
+
 def test_a_commit_to_an_image_mounted_read_only_says_the_image_could_not_be_written(env, image):
     # As under ProtectSystem=strict with the image not in ReadWritePaths=: the account's
     # group-writable module was refused as "not writable by it ... its owner must make it

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from gsmcpd.accounts import account_name, group_name
+
 from gsmcpd.image import store as store_module
 from gsmcpd.image.default import EXAMPLE_FILES, ensure_default_image
 from gsmcpd.image.dirfd import ImageDirs
@@ -998,6 +1000,24 @@ def test_a_commit_to_a_module_file_the_account_may_not_write_is_refused_and_writ
     assert (store.image_dir / "a.py").read_text() == "a = 1\n" and (store.image_dir / "b.py").read_text() == "b = 1\n"
     assert store.journal() == [] and not list(store.image_dir.rglob(".*.tmp-*"))
     assert os.stat(store.image_dir / "a.py").st_uid == 0
+
+
+@needs_root
+def test_a_commit_by_an_account_outside_the_group_sharing_the_image_names_the_group_to_join(shared_tmp):
+    # "its owner must make it writable to you" of a 0664 file sent the user to its owner,
+    # who could do nothing: the account lacks the image's group, which an administrator grants.
+    store = _shared_image(shared_tmp, {"a.py": "a = 1\n"})
+    store.read_snapshot()                                # its lock made, as a member's session would
+    outsider = OTHER_UID + 3                             # in its own group only
+    outcome = _as_account(outsider, outsider, lambda: store.commit(
+        {"a.py": b"a = 2\n"}, {"a.py": sha256(b"a = 1\n")}, user="cat", session_id="s"))
+    group, account = group_name(OTHER_UID), account_name(outsider)
+    assert outcome == ("raised", f"UnwritableModule: [Errno 13] a.py may not be changed by this account "
+                       f"(its file is writable by its group {group}, and this account is not in it: "
+                       "owner root, mode 0664), so nothing was written; an administrator must add "
+                       f"{account} to {group} (usermod -aG {group} {account}; the sessions it opens after "
+                       "that are in it)")
+    assert (store.image_dir / "a.py").read_text() == "a = 1\n" and store.journal() == []
 
 
 @needs_root

@@ -44,7 +44,7 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from gsmcpd.accounts import account_name
+from gsmcpd.accounts import account_name, group_name
 from gsmcpd.image.dirfd import (ImageDirs, UntrustedLink, fsync_dir as _fsync_dir, is_entry, open_dir, readable,
                                 trusted_owners, walk_held)
 
@@ -1013,12 +1013,24 @@ class ImageStore:
         if not os.access(name, os.W_OK, dir_fd=held, effective_ids=True):
             if os.fstatvfs(held).f_flag & os.ST_RDONLY:
                 return   # not the owner's word: a read-only file system, whose first write fails (EROFS)
-            why, remedy = "its file is not writable by it", "its owner must make it writable to you"
-            if not os.access(".", os.W_OK, dir_fd=held, effective_ids=True):
+            # A shared image's file, but this account is not of the group that shares it:
+            # the administrator's fix (the group), not the owner's (the mode).
+            outside_group = bool(info.st_mode & stat.S_IWGRP) and not _in_group(info.st_gid)
+            if outside_group:
+                group, account = group_name(info.st_gid), account_name(os.geteuid())
+                why = f"its file is writable by its group {group}, and this account is not in it"
+                remedy = (f"an administrator must add {account} to {group} (usermod -aG {group} "
+                          f"{account}; the sessions it opens after that are in it)")
+            else:
+                why, remedy = "its file is not writable by it", "its owner must make it writable to you"
+            group_opens_the_directory = (outside_group and directory.st_gid == info.st_gid
+                                         and directory.st_mode & stat.S_IWGRP)
+            if not (group_opens_the_directory or os.access(".", os.W_OK, dir_fd=held, effective_ids=True)):
                 # The file is replaced by a rename there: its own mode alone would not do.
                 remedy += (f", and {where} (owner {account_name(directory.st_uid)}) must be made "
                            "writable to you too")
-            remedy += " (group-writable in a shared image)"
+            if not outside_group:
+                remedy += " (group-writable in a shared image)"
         elif directory.st_mode & stat.S_ISVTX and os.geteuid() not in (info.st_uid, directory.st_uid):
             why = "its directory is sticky and the file another account's"   # the rename would fail: EPERM
             # Sticky, only the file's or the directory's owner may replace it, whatever its mode.
@@ -1319,6 +1331,10 @@ def _create_shared(path: Path | str, flags: int, dir_fd: int | None = None) -> i
     with contextlib.suppress(PermissionError):
         os.fchmod(fd, 0o664)  # fails only if another account created it first
     return fd
+
+
+def _in_group(gid: int) -> bool:
+    return gid == os.getegid() or gid in os.getgroups()
 
 
 def _create_own(name: str, mode: int = 0o600, *, dir_fd: int) -> int:
