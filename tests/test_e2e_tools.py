@@ -384,6 +384,28 @@ def test_mutation_tools(image, c):
                              source="def broken(self:\n")
 
 
+def test_a_definition_needing_an_import_says_how_the_module_gets_it(image, c):
+    # A developer's first dataclass: the import sent along, then the decorator alone.
+    said = error(c, "compile_class_definition", "refused", dictionaryName="shop.models",
+                 source="from dataclasses import dataclass\n@dataclass\nclass Point:\n    x: int = 0\n")
+    assert "no tool writes a module's imports" in said and "use execute_code" not in said
+    said = error(c, "compile_class_definition", "compileError", dictionaryName="shop.models",
+                 source="@dataclass\nclass Point:\n    x: int = 0\n")
+    assert "shop.models binds no dataclass at its top level; if it is to be imported, add it at " \
+           "the top of the module's file in an editor, then refresh" in said
+    models = image / "shop/models.py"
+    before = models.read_text()
+    try:   # what the answer says to do, done: the class then compiles
+        models.write_text("from dataclasses import dataclass\n" + before)
+        ok(c, "refresh")
+        ok(c, "compile_class_definition", dictionaryName="shop.models",
+           source="@dataclass\nclass Point:\n    x: int = 0\n")
+        assert structured(c, "execute_code", code="from shop.models import Point\nPoint(2)")["result"] == "Point(x=2)"
+    finally:
+        models.write_text(before)
+        ok(c, "refresh")
+
+
 # -- testing -------------------------------------------------------------------
 
 def test_testing_tools(c):

@@ -603,6 +603,48 @@ def test_shape_change_of_a_metaclass_with_subclasses_is_refused(client, image):
     assert "zoo.meta.SubMeta" in message and not client.view.has_changes
 
 
+@pytest.mark.parametrize("tool, arguments", [
+    ("compile_method", {"className": "Dog",
+                        "source": "from functools import cache\n@cache\ndef noise(self):\n    pass\n"}),
+    ("compile_class_definition", {"dictionaryName": "zoo.animals",
+                                  "source": "import dataclasses\nclass Spot:\n    pass\n"}),
+], ids=["def", "class"])
+def test_an_import_sent_with_a_definition_is_refused_saying_how_a_module_gets_one(client, image, tool, arguments):
+    # execute_code, which the refusal used to point at, imports into the workspace only:
+    # the module would still lack the name.
+    said = client.error(tool, "refused", **arguments)
+    assert "no tool writes a module's imports" in said
+    assert "add it at the top of the module's file in an editor, then refresh" in said
+    assert "use execute_code" not in said
+    assert not client.view.has_changes
+
+
+@pytest.mark.parametrize("tool, arguments", [
+    ("compile_method", {"className": "Dog", "source": "@cache\ndef noise(self):\n    pass\n"}),
+    ("compile_class_definition", {"dictionaryName": "zoo.animals",
+                                  "source": "@dataclass\nclass Spot:\n    x: int = 0\n"}),
+], ids=["decorator-of-a-def", "class-decorator"])
+def test_a_name_the_module_never_binds_is_named_with_where_to_import_it(client, tool, arguments):
+    said = client.error(tool, "compileError", **arguments)
+    name = "cache" if tool == "compile_method" else "dataclass"
+    assert said == (f"evaluating the definition raised NameError: name '{name}' is not defined "
+                    f"(zoo.animals binds no {name} at its top level; if it is to be imported, add "
+                    "it at the top of the module's file in an editor, then refresh (an edit outside "
+                    "gsmcpd is seen as another session's commit); else correct the name)")
+    assert not client.view.has_changes
+
+
+def test_a_name_error_raised_by_code_the_definition_runs_gets_no_import_advice(client, image):
+    # The module binds the name the error is about: importing it again would not help.
+    (image / "zoo" / "raising.py").write_text(
+        "def _deco(f):\n    raise NameError('broken deco', name='_deco')\n\n\n"
+        "class A:\n    def m(self):\n        return 1\n")
+    client.ok("refresh")
+    said = client.error("compile_method", "compileError", className="zoo.raising.A",
+                        source="@_deco\ndef m(self):\n    return 2\n")
+    assert said == "evaluating the definition raised NameError: broken deco"
+
+
 def test_compile_class_definition_new_class_and_errors(client, image):
     client.error("compile_class_definition", "invalidParams", source="class Fresh:\n    pass\n")
     client.error("compile_class_definition", "refused", source="class int:\n    pass\n")

@@ -37,7 +37,7 @@ def parse_single(source: str, wanted, what: str):
     text, body = _parse_statements(source)
     if len(body) != 1 or not isinstance(body[0], wanted):
         raise ToolError("refused", f"the source must be a single {what} and nothing else; "
-                        "use execute_code to run other code")
+                        + _other_statements_hint(body))
     return text, body[0]
 
 
@@ -49,8 +49,21 @@ def parse_method(source: str):
             {node.name for node in body}) != 1:
         raise ToolError("refused", "the source must be a single def or async def (or the defs "
                         "of one property, as get_method_source gives them) and nothing else; "
-                        "use execute_code to run other code")
+                        + _other_statements_hint(body))
     return text, body
+
+
+# No tool writes a module's top-level statements; execute_code runs an import in the
+# workspace only, so sending someone there for one would leave the module without it.
+ADD_TO_MODULE_FILE = ("add it at the top of the module's file in an editor, then refresh (an "
+                      "edit outside gsmcpd is seen as another session's commit)")
+
+
+def _other_statements_hint(body: list[ast.stmt]) -> str:
+    if any(isinstance(node, (ast.Import, ast.ImportFrom)) for node in body):
+        return ("no tool writes a module's imports (execute_code's bind names in its "
+                "workspace only): " + ADD_TO_MODULE_FILE + ", and send the definition alone")
+    return "use execute_code to run other code"
 
 
 def _parse_statements(source: str) -> tuple[str, list[ast.stmt]]:
@@ -85,11 +98,19 @@ def dictionary_name_parts(name: str) -> list[str]:
     return parts
 
 
-def definition_error(error: BaseException) -> ToolError:
+def definition_error(error: BaseException, module=None) -> ToolError:
+    """The error evaluating a definition in `module` (its live module, if loaded) raised."""
     if isinstance(error, ToolError):   # said already: live's code nested too deeply to compile
         return error
-    return ToolError("compileError", f"evaluating the definition raised "
-                     f"{type(error).__name__}: {error}")
+    message = f"evaluating the definition raised {type(error).__name__}: {error}"
+    name = getattr(error, "name", None) if type(error) is NameError else None
+    if (module is not None and isinstance(name, str) and name not in vars(module)
+            and not hasattr(builtins, name)):
+        # A decorator, base, default or annotation is read in the module as the class or
+        # def is made: a name the module never binds needs an import there, or a fix.
+        message += (f" ({module.__name__} binds no {name} at its top level; if it is to be "
+                    f"imported, {ADD_TO_MODULE_FILE}; else correct the name)")
+    return ToolError("compileError", message)
 
 
 class MutationToolset(Toolset):
@@ -220,7 +241,7 @@ class MutationToolset(Toolset):
             except BREAKS:
                 raise
             except BaseException as error:   # the user's code may raise SystemExit too
-                raise definition_error(error) from None
+                raise definition_error(error, module) from None
             _check_by_class_statement(ref, cls, module, filename, new_source)
         _refuse_read_before_bound(module_name, ref.name, self.view.source(module_name), new_source)
         hooks, hooks_data = "", {}
@@ -375,7 +396,7 @@ class MutationToolset(Toolset):
                 raise
             except BaseException as error:   # the user's code may raise SystemExit too
                 if not carried:
-                    raise definition_error(error) from None
+                    raise definition_error(error, module) from None
                 failed = list(dict.fromkeys(m.name for m in carried
                                              if _fails(module, filename, new_source, name, m.name)))
                 new_source = build([m for m in carried if m.name not in failed])
@@ -384,7 +405,7 @@ class MutationToolset(Toolset):
                 except BREAKS:
                     raise
                 except BaseException as again:
-                    raise definition_error(again) from None
+                    raise definition_error(again, module) from None
         _refuse_read_before_bound(module_name, name, old_source if exists else None, new_source)
         basis = live.dataclass_basis(cls) if cls is not None else None
         outcome = self._apply_class(module, module_name, name, cls, old_node, new_class)
@@ -533,7 +554,7 @@ class MutationToolset(Toolset):
         except BREAKS:
             raise
         except BaseException as error:   # the user's code may raise SystemExit too
-            raise definition_error(error) from None
+            raise definition_error(error, module) from None
         if not live.same_shape(cls, new_class):
             return None
         made = _DATACLASS_MADE | {splice.mangled(ref.name, selector)}
@@ -579,7 +600,7 @@ class MutationToolset(Toolset):
             try:
                 evaluated = live.evaluate_class(module, filename, new_source, ref.name)
             except Exception as error:
-                raise definition_error(error) from None
+                raise definition_error(error, module) from None
             value = vars(evaluated).get(bound, missing)
         if value is not missing:
             live.set_members(cls, {bound: value}, evaluated)
