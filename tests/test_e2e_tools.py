@@ -132,6 +132,14 @@ def through_view(client, code):
     return ok(client, "execute_code", code=prelude + code)
 
 
+def test_a_mistyped_tool_name_is_answered_with_the_tools_it_is_close_to(c):
+    reply = c.call("tools/call", {"name": "list_class", "arguments": {}}).json()
+    assert reply["error"] == {
+        "code": -32602, "data": {"kind": "notFound"},
+        "message": "unknown tool: list_class (did you mean list_classes, list_all_classes or "
+                   "list_test_classes?); tools/list shows the tools this server offers"}
+
+
 def test_tools_list_is_exactly_the_31_seed_tools_annotated(c):
     tools = tool_names(c)
     assert set(tools) == ALL_TOOLS and len(tools) == 31
@@ -448,6 +456,9 @@ def test_toolsets_select_a_subset_and_an_unknown_name_stops_startup(image, tmp_p
         assert set(tool_names(client)) == SEED_TOOLS["browsing"] | SEED_TOOLS["search"]
         reply = client.call("tools/call", {"name": "status", "arguments": {}}).json()
         assert reply["error"]["data"]["kind"] == "notFound"
+        assert reply["error"]["message"] == (
+            "unknown tool: status: it is in the session toolset, which this server does not "
+            "load (GS_MCP_TOOLSETS); tools/list shows the tools it offers")
 
     refused = Daemon(fresh_dir(tmp_path / "unknown"), env={"GS_MCP_IMAGE": str(image),
                                                 "GS_MCP_TOOLSETS": "browsing nosuchset"})

@@ -10,6 +10,7 @@ import gsmcpd
 from gsmcpd.protocol import LATEST_VERSION
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.server import McpServer, build_server, resolve_worker_class
+from gsmcpd.worker.toolsets import resolve_toolsets
 from gsmcpd.worker.toolset import (
     ERROR_KINDS, HardBreak, SoftBreak, ToolError, Toolset, bool_prop, mark_soft_break, object_schema,
     string_prop,
@@ -196,6 +197,25 @@ def test_unknown_tool_is_invalid_params_kind_not_found():
     response = call(McpServer([ReaderToolset]), "nope", {})
     assert response["error"]["code"] == -32602
     assert response["error"]["data"] == {"kind": "notFound"}
+
+
+def test_an_unknown_tool_names_the_offered_tools_it_is_close_to():
+    # A typo answered only "unknown tool: list_class" left the client guessing.
+    server = McpServer(resolve_toolsets(["listing"]))
+    assert call(server, "list_class", {})["error"] == {
+        "code": -32602, "data": {"kind": "notFound"},
+        "message": "unknown tool: list_class (did you mean list_classes or list_all_classes?); "
+                   "tools/list shows the tools this server offers"}
+    assert call(server, "nope", {})["error"]["message"] == (
+        "unknown tool: nope; tools/list shows the tools this server offers")
+
+
+def test_a_core_tool_the_servers_toolsets_leave_out_is_named_as_such_not_as_unknown():
+    response = call(McpServer(resolve_toolsets(["browsing", "search"])), "status", {})
+    assert response["error"] == {
+        "code": -32602, "data": {"kind": "notFound"},
+        "message": "unknown tool: status: it is in the session toolset, which this server does "
+                   "not load (GS_MCP_TOOLSETS); tools/list shows the tools it offers"}
 
 
 @pytest.mark.parametrize("kind", sorted(ERROR_KINDS))

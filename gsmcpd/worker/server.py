@@ -8,6 +8,7 @@ moving them is main.py's job.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import math
 import os
@@ -227,7 +228,7 @@ class McpServer:
             return jsonrpc.error(request_id, METHOD_NOT_FOUND,
                           f"tool {jsonrpc.echoed(name)!r} is not available in a read-only session", {"kind": "readOnly"})
         if tool is None:
-            return jsonrpc.error(request_id, INVALID_PARAMS, f"unknown tool: {jsonrpc.echoed(name)}", {"kind": "notFound"})
+            return jsonrpc.error(request_id, INVALID_PARAMS, self._unknown_tool(name), {"kind": "notFound"})
         meta = params.get("_meta")
         if meta is None:
             meta = {}
@@ -239,6 +240,23 @@ class McpServer:
                                  "progressToken a string or a number", {"kind": "invalidParams"})
         return jsonrpc.result(request_id, self.call_tool(tool, arguments,
                                                   CallContext(request_id, token, notify)))
+
+    def _unknown_tool(self, name: str) -> str:
+        """Why no tool of that name runs here, and where to look: a core tool this server's
+        toolsets leave out is not a typo, and a typo usually has a tool it was meant for."""
+        from gsmcpd.worker.toolsets import core_toolset_of   # the toolsets import this module
+        message = f"unknown tool: {jsonrpc.echoed(name)}"
+        toolset = core_toolset_of(name)
+        if toolset is not None:
+            return (f"{message}: it is in the {toolset} toolset, which this server does not "
+                    "load (GS_MCP_TOOLSETS); tools/list shows the tools it offers")
+        offered = [tool.name for tool in self.registry.tools() if self.is_visible(tool.name)]
+        # difflib's cost grows with the name: one far longer than any tool's is no typo.
+        close = difflib.get_close_matches(name, offered, n=3) if len(name) <= 100 else []
+        if close:
+            listed = ", ".join(close[:-1]) + " or " + close[-1] if len(close) > 1 else close[0]
+            message += f" (did you mean {listed}?)"
+        return message + "; tools/list shows the tools this server offers"
 
     def call_tool(self, tool, arguments: dict, context: CallContext | None = None) -> dict:
         """Validate and run one tool; answer a CallToolResult (errors as isError)."""

@@ -49,6 +49,14 @@ def resolve_toolsets(names=None) -> list[type[Toolset]]:
     return resolved
 
 
+def core_toolset_of(tool_name: str) -> str | None:
+    """The core toolset providing that tool, if one does."""
+    for name in CORE_TOOLSETS:
+        if tool_name in _builtin(name).tool_names:
+            return name
+    return None
+
+
 def _resolve_one(name: str) -> type[Toolset]:
     if not isinstance(name, str) or not name:
         raise ValueError(f"unknown toolset {name!r}")
