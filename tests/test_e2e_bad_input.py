@@ -273,6 +273,16 @@ def test_bad_tool_arguments_are_tool_errors_and_unknown_tools_are_protocol_error
     assert c.call("tools/call", {"arguments": {}}).json()["error"]["code"] == -32602
 
 
+def test_a_request_before_initialize_is_told_how_a_session_begins(daemon):
+    # README's second curl without the id initialize gave: the answer says where it comes from.
+    raw = raw_exchange(daemon.port, post(b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}',
+                                         b"Connection: close\r\n"))
+    assert status_of(raw) == 400, raw
+    assert json.loads(body_of(raw))["error"] == {"code": -32600, "message": (
+        "Bad Request: missing MCP-Session-Id header; a session begins with initialize (sent without "
+        "it), whose response's MCP-Session-Id header every later request echoes")}
+
+
 def test_a_progress_token_of_the_wrong_type_is_refused_before_the_tool_runs(daemon):
     """A token that is neither a string nor a number would come back in every
     notifications/progress, malformed: it is -32602, and the call never starts."""

@@ -173,7 +173,8 @@ def post(body, headers=b""):
 
 
 @pytest.mark.parametrize("headers, status, said", [
-    (b"", 400, "Bad Request: missing MCP-Session-Id header"),
+    (b"", 400, "Bad Request: missing MCP-Session-Id header; a session begins with initialize "
+               "(sent without it), whose response's MCP-Session-Id header every later request echoes"),
     (b"Mcp-Session-Id: gone\r\n", 404, SESSION_NOT_FOUND_MESSAGE),
     (b"Mcp-Session-Id: known\r\nMCP-Protocol-Version: 1999-01-01\r\n", 400,
      "Bad Request: unsupported MCP-Protocol-Version '1999-01-01' (supported: 2025-11-25, 2025-06-18)"),

@@ -52,6 +52,10 @@ def error_body(code, message, id=None):
 SESSION_NOT_FOUND_MESSAGE = (
     "Session not found: it has ended (DELETE, reaped, its worker gone, or the server restarted) or "
     "never existed; initialize a new session, without MCP-Session-Id")
+# A client that skipped initialize (a curl session's second command, say) learns how to get one.
+MISSING_SESSION_ID_MESSAGE = (
+    "Bad Request: missing MCP-Session-Id header; a session begins with initialize (sent without "
+    "it), whose response's MCP-Session-Id header every later request echoes")
 SESSION_NOT_FOUND = error_body(jsonrpc.INVALID_REQUEST, SESSION_NOT_FOUND_MESSAGE)   # no request id to bear
 
 
@@ -297,7 +301,7 @@ class App:
         sid = request.header("mcp-session-id")
         if not sid:
             conn.respond(400, [JSON], error_body(
-                jsonrpc.INVALID_REQUEST, "Bad Request: missing MCP-Session-Id header", id))
+                jsonrpc.INVALID_REQUEST, MISSING_SESSION_ID_MESSAGE, id))
             return None
         session = self._owned_session(sid, principal)
         if session is None:
