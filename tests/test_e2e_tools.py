@@ -392,6 +392,26 @@ def test_mutation_tools(image, c):
                              source="def broken(self:\n")
 
 
+def test_a_propertys_setter_alone_is_refused_and_a_new_session_still_imports_the_module(daemon, image, c):
+    ok(c, "add_dictionary", dictionaryName="props")
+    ok(c, "compile_class_definition", dictionaryName="props",
+       source="class Box:\n    w = 1\n\n    @property\n    def width(self):\n        return self.w\n")
+    said = error(c, "compile_method", "refused", className="Box",
+                 source="@width.setter\ndef width(self, value):\n    self.w = value\n")
+    assert "Send all the defs of width together, the one binding it first" in said
+    ok(c, "compile_method", className="Box",
+       source="@property\ndef width(self):\n    return self.w\n\n"
+              "@width.setter\ndef width(self, value):\n    self.w = value\n")
+    other = open_session(daemon)   # imports the module as committed
+    try:
+        assert structured(other, "execute_code",
+                          code="from props import Box\nb = Box()\nb.width = 5\nb.width")["result"] == "5"
+    finally:
+        other.delete()
+        other.close()
+        ok(c, "remove_dictionary", dictionaryName="props")
+
+
 def test_a_definition_needing_an_import_says_how_the_module_gets_it(image, c):
     # A developer's first dataclass: the import sent along, then the decorator alone.
     said = error(c, "compile_class_definition", "refused", dictionaryName="shop.models",

@@ -603,6 +603,55 @@ def test_shape_change_of_a_metaclass_with_subclasses_is_refused(client, image):
     assert "zoo.meta.SubMeta" in message and not client.view.has_changes
 
 
+@pytest.mark.parametrize("class_name, source, quoted", [
+    ("Animal", "@title.setter\ndef title(self, value):\n    self.name = value\n", "'@title.setter'"),
+    ("Animal", "@title.deleter\ndef title(self):\n    del self.name\n", "'@title.deleter'"),
+    ("Dog", "def noise(self, fallback=noise):\n    return 'grr'\n", "'def noise(self, fallback=noise):'"),
+], ids=["setter", "deleter", "own-default"])
+def test_a_def_reading_its_own_name_as_it_is_made_is_refused_once_nothing_binds_it_above(
+        client, image, class_name, source, quoted):
+    # A setter alone replaced the getter: the session's live compile found the live
+    # class's `title`, committed, and every new session's import then failed, NameError.
+    before = disk(image)
+    said = client.error("compile_method", "refused", className=class_name, source=source)
+    name = "noise" if class_name == "Dog" else "title"
+    assert said == (
+        f"zoo.animals.{class_name}.{name}: {quoted} reads {name} as the class body runs, and with "
+        "the defs it replaces gone nothing binds it there: every new session's import of "
+        f"zoo.animals would fail (NameError). Send all the defs of {name} together, the one binding "
+        "it first (a property's getter) above, as get_method_source gives them; or have it read "
+        "another name")
+    assert disk(image) == before and not client.view.has_changes
+
+
+def test_a_setter_of_a_name_the_class_has_no_def_of_is_refused_too(client, image):
+    said = client.error("compile_method", "refused", className="Dog",
+                        source="@size.setter\ndef size(self, value):\n    self.s = value\n")
+    assert "'@size.setter' reads size as the class body runs" in said
+
+
+def test_a_def_reading_its_own_name_the_module_binds_above_the_class_is_taken(client, image):
+    (image / "zoo" / "own.py").write_text("label = 'module'\n\n\nclass A:\n    def label(self):\n"
+                                         "        return 1\n")
+    client.ok("refresh")
+    client.ok("compile_method", className="zoo.own.A",
+              source="def label(self, default=label):\n    return default\n")
+    namespace = {}
+    exec(disk(image, "zoo/own.py"), namespace)   # as a new session's import runs it
+    assert namespace["A"]().label() == "module"
+
+
+def test_a_propertys_getter_and_setter_sent_together_replace_it(client, image):
+    client.ok("compile_method", className="Animal",
+              source="@property\ndef title(self):\n    return self.name.title()\n\n"
+                     "@title.setter\ndef title(self, value):\n    self.name = value\n")
+    namespace = {}
+    exec(disk(image), namespace)   # as a new session's import runs it
+    animal = namespace["Animal"]("rex")
+    animal.title = "max"
+    assert animal.title == "Max"
+
+
 @pytest.mark.parametrize("tool, arguments", [
     ("compile_method", {"className": "Dog",
                         "source": "from functools import cache\n@cache\ndef noise(self):\n    pass\n"}),

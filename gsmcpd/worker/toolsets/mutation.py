@@ -228,8 +228,9 @@ class MutationToolset(Toolset):
         existing = splice.replaced_by(classdef, node.name, defs)
         self._refuse_unfit_def(ref, cls, classdef, defs, existing, bool(meta))
         module_name = ref.module
-        new_source, replaced = self._splice(splice.put_method, self.view.source(module_name),
-                                            ref.name, text)
+        old_source = self.view.source(module_name)
+        new_source, replaced = self._splice(splice.put_method, old_source, ref.name, text)
+        _refuse_own_name_read_unbound(ref, node.name, old_source, new_source)
         self.view.check_encodable(module_name, new_source)
         basis = live.dataclass_basis(cls) if cls is not None else None
         if cls is not None:
@@ -846,6 +847,21 @@ def _refuse_read_before_bound(module_name: str, class_name: str, old_source: str
                     "Use a name bound above the class, or write the class below what it reads "
                     "(delete_class, then compile_class_definition with dictionaryName puts the "
                     "new class last in its module).")
+
+
+def _refuse_own_name_read_unbound(ref, name: str, old_source: str, new_source: str) -> None:
+    """Refuse defs that read their own name as they are made (`@width.setter` alone, a
+    default `=width`) once the defs they replace no longer bind it above: the live
+    compile finds the live class's, every new session's import is a NameError."""
+    reader = splice.unbound_reader(new_source, ref.name, name)
+    if reader is None or splice.unbound_reader(old_source, ref.name, name) is not None:
+        return   # none, or one the class had already: the edit does not make it worse
+    raise ToolError("refused", f"{ref.qualified}.{name}: {_first_line(new_source, reader)!r} reads "
+                    f"{name} as the class body runs, and with the defs it replaces gone nothing "
+                    f"binds it there: every new session's import of {ref.module} would fail "
+                    f"(NameError). Send all the defs of {name} together, the one binding it "
+                    "first (a property's getter) above, as get_method_source gives them; or "
+                    "have it read another name")
 
 
 def _first_line(source: str, statement: ast.stmt) -> str:
