@@ -498,7 +498,8 @@ def test_an_unusable_state_dir_or_log_file_is_named_without_a_traceback(tmp_path
     served = subprocess.run([sys.executable, "-m", "gsmcpd", "serve", "--port", str(port)],
                             env=cases[0][0], cwd=str(REPO), capture_output=True, text=True, timeout=60)
     assert served.returncode == 1 and "Traceback" not in served.stdout + served.stderr
-    assert f"cannot write the pidfile {tmp_path}/afile/x/gsmcpd-{port}.pid: Not a directory" in served.stderr
+    assert (f"cannot write the pidfile {tmp_path}/afile/x/gsmcpd-{port}.pid: its directory {tmp_path}/afile/x: "
+            "Not a directory") in served.stderr
 
 
 def test_stop_is_not_blocked_by_a_bad_setting_it_does_not_need(tmp_path):
