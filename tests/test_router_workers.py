@@ -838,17 +838,29 @@ def test_spares_hold_no_more_data_than_asked():
 
 
 
-def test_a_spawner_that_does_not_end_is_waited_for_by_the_loop_not_in_it_and_killed(monkeypatch, caplog):
-    # The stop waited in the loop's own call, up to 5 s before its SIGKILL (and 5 more after):
-    # the router did nothing else meanwhile, a second stop signal included.
-    monkeypatch.setattr(workers, "SPAWNER_END_GRACE", 0.2)
+@contextlib.contextmanager
+def stuck_spawner(monkeypatch, grace):
+    """(loop, pool, the spawner's pid) of a closed pool whose spawner is stopped (SIGSTOP:
+    it cannot read its EOF, as a hung one would not), given `grace` to end once told."""
+    monkeypatch.setattr(workers, "SPAWNER_END_GRACE", grace)
     loop = Loop()
     pool = WorkerPool(loop, 0)
     pool.start()
     spawner = pool.spawner.process.pid
     try:
-        os.kill(spawner, signal.SIGSTOP)       # it cannot read its EOF, as a hung one would not
+        os.kill(spawner, signal.SIGSTOP)
         pool.close()
+        yield loop, pool, spawner
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(spawner, signal.SIGKILL)
+        loop.close()
+
+
+def test_a_spawner_that_does_not_end_is_waited_for_by_the_loop_not_in_it_and_killed(monkeypatch, caplog):
+    # The stop waited in the loop's own call, up to 5 s before its SIGKILL (and 5 more after):
+    # the router did nothing else meanwhile, a second stop signal included.
+    with stuck_spawner(monkeypatch, 0.2) as (loop, pool, spawner):
         order = []
         pool.stop_spawner(lambda: order.append("ended"))
         assert order == [] and pid_alive(spawner)   # returned at once, the spawner still there
@@ -857,10 +869,6 @@ def test_a_spawner_that_does_not_end_is_waited_for_by_the_loop_not_in_it_and_kil
         assert order == ["the loop ran on", "ended"]
         assert wait_until(lambda: not pid_alive(spawner))
         assert "the worker spawner did not end within 0.2s of being told to stop; killed it" in caplog.text
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(spawner, signal.SIGKILL)
-        loop.close()
 
 
 def test_a_spawner_that_ends_when_told_is_neither_killed_nor_warned_of(caplog):
@@ -881,14 +889,7 @@ def test_a_spawner_that_ends_when_told_is_neither_killed_nor_warned_of(caplog):
 def test_a_second_stop_signal_cuts_a_stuck_spawners_grace(monkeypatch, caplog, hurried_while):
     # It cut the calls' and the workers' waits, not the spawner's: a stuck one still held
     # the exit for its whole grace (5 s) after "press Ctrl-C twice".
-    monkeypatch.setattr(workers, "SPAWNER_END_GRACE", 60.0)   # longer than the test waits
-    loop = Loop()
-    pool = WorkerPool(loop, 0)
-    pool.start()
-    spawner = pool.spawner.process.pid
-    try:
-        os.kill(spawner, signal.SIGSTOP)       # it cannot read its EOF, as a hung one would not
-        pool.close()
+    with stuck_spawner(monkeypatch, 60.0) as (loop, pool, spawner):   # a grace longer than the test waits
         ended = []
         if hurried_while == "before its stop":
             pool.hurry()
@@ -900,10 +901,6 @@ def test_a_second_stop_signal_cuts_a_stuck_spawners_grace(monkeypatch, caplog, h
         assert wait_until(lambda: not pid_alive(spawner))
         assert ("the worker spawner did not end within %gs of a second stop signal; killed it"
                 % workers.SPAWNER_HURRIED_GRACE) in caplog.text
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(spawner, signal.SIGKILL)
-        loop.close()
 
 
 def test_a_second_stop_signal_does_not_wait_for_a_spawner_still_being_started(monkeypatch):
