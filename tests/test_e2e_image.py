@@ -631,6 +631,37 @@ def test_a_stop_during_a_commit_leaves_the_image_files_whole(tmp_path, step):
         assert "finished a commit to %s that was interrupted" % image in daemon.log_text()
 
 
+@pytest.mark.parametrize("step", ["_write_intent", "_apply"])
+def test_a_worker_killed_mid_commit_before_the_stop_leaves_the_stopped_image_files_whole(tmp_path, step):
+    # A developer's session killed (kill -9, the OOM killer) mid-commit, the server stopped
+    # later: the stop, which tidied only after calls it cut itself, left the temps (and,
+    # past the commit point, the intent with every file still old) for git and editors.
+    image = write_image(tmp_path / "image", {"pets.py": "SOUND = 'woof'\n"})
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image), **QUICK_STOP}) as daemon:
+        a = session(daemon)
+        pid = a.tool("status")["structuredContent"]["pid"]
+        a.tool("execute_code", code=SLOW_COMMIT_STEP % {"step": step})
+        answers = []
+        caller = threading.Thread(target=lambda: answers.append(
+            a.call("tools/call", {"name": "commit", "arguments": {}}).json()), daemon=True)
+        caller.start()
+        temp, intent = image / (".pets.py.tmp-%d" % pid), image / ".gsmcpd" / "commit.intent"
+        assert wait_until((intent if step == "_apply" else temp).exists, timeout=15)
+        os.kill(pid, signal.SIGKILL)
+        caller.join(15)
+        assert answers[0]["error"]["message"] == "session ended: worker %d exited" % pid
+        seen = tool_text(session(daemon).tool("execute_code", code=SOUND))
+        assert seen == ("'meow'" if step == "_apply" else "'woof'")   # sessions read it whole
+        assert daemon.stop() == 0
+    assert not intent.exists() and not temp.exists()
+    if step == "_write_intent":   # not decided: nothing of it
+        assert (image / "pets.py").read_text() == "SOUND = 'woof'\n" and journal(image) == []
+    else:                         # decided: finished on disk before the server exited
+        assert (image / "pets.py").read_text() == "SOUND = 'meow'\n"
+        assert [entry["session"] for entry in journal(image)] == [a.session]
+        assert "finished a commit to %s that was interrupted" % image in daemon.log_text()
+
+
 def test_an_intent_planted_to_write_outside_the_image_is_refused_and_nothing_moves(shop, tmp_path):
     # With per-user workers another account can write the intent; the next commit would
     # apply it with the committer's rights: it may name only the image's module files.

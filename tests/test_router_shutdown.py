@@ -91,7 +91,7 @@ def test_a_call_in_flight_is_answered_with_its_result_and_the_calls_queued_behin
     assert answer(running) == {"jsonrpc": "2.0", "id": 1, "result": {}}   # its own answer
     assert busy.ended and busy.worker.ended_by == "stop"
     run_until_stopped(router)
-    assert not router.sessions.by_id and not router._shutdown.calls_cut
+    assert not router.sessions.by_id and not router.sessions.calls_cut
 
 
 def test_a_call_still_running_when_the_grace_ends_is_answered_so_and_its_worker_killed(router):
@@ -102,7 +102,7 @@ def test_a_call_still_running_when_the_grace_ends_is_answered_so_and_its_worker_
     assert answer(running)["error"] == {"code": jsonrpc.WORKER_GONE, "message": (
         "session ended: server shutting down (its call in flight still ran after the 0.05s grace, "
         "GS_MCP_BREAK_GRACE)")}
-    assert busy.ended and busy.worker.ended_by == "kill" and router._shutdown.calls_cut
+    assert busy.ended and busy.worker.ended_by == "kill" and router.sessions.calls_cut
 
 
 def test_a_second_stop_signal_ends_the_call_in_flight_and_every_worker_at_once(patient_router):
@@ -186,6 +186,43 @@ def test_the_image_is_tidied_only_once_the_workers_killed_at_the_last_deadline_a
     run_until_stopped(router)
     assert session.worker.ended_by == "kill" and alive_at_recovery == [False]
     assert "1 worker(s) did not exit within 0.05s of being told to stop; killed them" in caplog.text
+
+
+def stop_recording_recoveries(router, image):
+    """Stop `router` (serving `image`): the image recoveries the stop ran, as (image, wait)."""
+    router.image = str(image)
+    recoveries = []
+    router.recover_image = lambda image, wait=True: recoveries.append((image, wait))
+    router.shutdown()
+    run_until_stopped(router)
+    return recoveries
+
+
+def test_a_call_cut_before_the_stop_by_its_worker_dying_has_the_image_tidied_at_the_stop(router, tmp_path):
+    # A worker kill -9'd (or OOM-killed) mid-commit leaves the commit half-applied on disk
+    # (sessions read it whole); the stop finished it only when the stop itself killed a
+    # call, so a stopped server's image (what git, editors and backups read) kept the debris.
+    busy = open_session(router)
+    call(router.sessions, busy, 1)
+    busy.worker.alive = False
+    router.sessions.on_worker_exit(busy.worker)
+    assert busy.ended
+    assert stop_recording_recoveries(router, tmp_path) == [(tmp_path, False)]
+
+
+def test_a_call_cut_by_ending_its_session_has_the_image_tidied_at_the_stop(router, tmp_path):
+    busy = open_session(router)
+    call(router.sessions, busy, 1)
+    router.sessions.end(busy, "ended by its client (DELETE)")
+    assert busy.worker.ended_by == "kill"
+    assert stop_recording_recoveries(router, tmp_path) == [(tmp_path, False)]
+
+
+def test_a_worker_gone_with_no_call_in_flight_leaves_the_stop_without_a_walk_of_the_image(router, tmp_path):
+    idle = open_session(router)
+    idle.worker.alive = False
+    router.sessions.on_worker_exit(idle.worker)
+    assert stop_recording_recoveries(router, tmp_path) == []
 
 
 def _stop_help():

@@ -180,6 +180,9 @@ class SessionManager:
         self._by_worker = {}
         self._seq = itertools.count(1)
         self.calls_at_workers = 0   # sessions with a call in flight
+        # A session ended with a call in flight (its worker killed, or gone by itself: kill -9,
+        # the OOM killer): that call may have been committing, so the stop tidies the image.
+        self.calls_cut = False
         self._churned_at = float("-inf")   # when a session last opened or ended
 
     # -- opening and ending ------------------------------------------------
@@ -244,6 +247,7 @@ class SessionManager:
         self.by_id.pop(session.id, None)
         self._by_worker.pop(session.worker, None)
         busy = session.inflight is not None
+        self.calls_cut = self.calls_cut or busy
         gone = [session.inflight] if busy else []
         gone += list(session.queue)
         if busy:

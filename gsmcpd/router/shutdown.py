@@ -13,8 +13,9 @@
 4. The listener closes. The workers get SHUTDOWN_GRACE to exit and are killed;
    connections are closed once their replies are written (within the same bound), and
    the worker spawner is stopped (watched from the loop: it ends once its children have,
-   or is killed after SPAWNER_END_GRACE). Then the image is tidied after a killed call or
-   worker once the killed are gone (at most REAP_GRACE more), and the loop stops.
+   or is killed after SPAWNER_END_GRACE). Then the image is tidied after a call cut by a killed
+   or dead worker (at this stop or earlier) once the killed are gone (at most REAP_GRACE
+   more), and the loop stops.
 
 A second signal skips the waits: what still runs is ended and every worker killed at once,
 and the spawner, told to stop, is killed if it has not ended within SPAWNER_HURRIED_GRACE
@@ -63,7 +64,6 @@ class Shutdown:
         self.workers = []
         self.draining = False      # calls in flight are being waited for
         self.hurry = False         # a second signal: no more waiting
-        self.calls_cut = False     # a call in flight was ended by killing its worker
         self.killed_late = False   # workers still there at SHUTDOWN_GRACE's end were killed
         self._grace_timer = None
         self._deadline = None      # the last phase's
@@ -133,7 +133,6 @@ class Shutdown:
 
     def _end_running(self, reason):
         for session in list(self.sessions.by_id.values()):
-            self.calls_cut = self.calls_cut or session.inflight is not None
             self.sessions.end(session, reason)   # kills its worker: session_ended ends the drain
 
     def _drained(self):
@@ -168,10 +167,10 @@ class Shutdown:
         router = self.router
         for conn in list(router.connections):
             conn.close()
-        if router.image is not None and (self.calls_cut or self.killed_late):
-            # A worker killed mid-call may have been committing: its files would stay
-            # half-renamed until the next start. Not waited for: a lock another process
-            # holds is a commit of theirs, which finishes its own (a killed worker's lock
-            # went with it, reaped above).
+        if router.image is not None and (self.sessions.calls_cut or self.killed_late):
+            # A worker killed mid-call, by this stop or earlier (or dead by itself), may
+            # have been committing: its files would stay half-renamed until the next start.
+            # Not waited for: a lock another process holds is a commit of theirs, which
+            # finishes its own (a killed worker's lock went with it, reaped above).
             router.recover_image(Path(router.image), wait=False)
         self.loop.stop()
