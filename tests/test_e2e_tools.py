@@ -12,7 +12,7 @@ import pytest
 from gsmcpd.image.default import EXAMPLE_FILES
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.server import McpServer
-from gsmcpd.worker.toolset import Toolset, object_schema
+from gsmcpd.worker.toolset import Toolset, integer_prop, object_schema
 from helpers import REPO, Client, Daemon, open_session, tool_text
 
 
@@ -30,6 +30,29 @@ class SpacedNameToolset(Toolset):
 
     def register(self, registry):
         registry.add(Tool("print label", "Print a label.", object_schema(), lambda arguments: "printed"))
+
+
+class RangedCopiesToolset(Toolset):
+    """A third-party toolset bounding an argument with a keyword the validator does not check."""
+    name = "ranged"
+    tool_names = ("print_copies",)
+
+    def register(self, registry):
+        copies = {**integer_prop("how many"), "minimum": 1, "maximum": 10}
+        registry.add(Tool("print_copies", "Print copies.", object_schema({"copies": copies}, ["copies"]),
+                          lambda arguments: "printed %d" % arguments["copies"]))
+
+
+class NumberedModeToolset(Toolset):
+    """A third-party toolset whose argument is one of some numbers."""
+    name = "numbered"
+    tool_names = ("set_mode",)
+    read_only_safe = frozenset({"set_mode"})
+
+    def register(self, registry):
+        mode = {"description": "mode 0 or 1", "enum": [0, 1]}
+        registry.add(Tool("set_mode", "Set a mode.", object_schema({"mode": mode}, ["mode"]),
+                          lambda arguments: "mode %r" % (arguments["mode"],)))
 
 
 SEED_TOOLS = {
@@ -529,6 +552,34 @@ def test_a_toolset_naming_a_tool_as_mcp_allows_no_client_to_call_it_fails_initia
         assert error["code"] == -32003 and (
             "worker could not be prepared: tool 'print label': a tool name must be 1 to 128 characters"
             in error["message"])
+
+
+def test_a_toolset_whose_schema_says_what_the_validator_would_not_check_fails_initialize_naming_it(
+        image, tmp_path):
+    """tools/list would advertise copies 1 to 10, and a call with 0 would run: refused instead."""
+    env = {"GS_MCP_IMAGE": str(image), "PYTHONPATH": "%s:%s/tests" % (REPO, REPO),
+           "GS_MCP_TOOLSETS": "test_e2e_tools:RangedCopiesToolset browsing"}
+    with Daemon(tmp_path, env=env) as daemon:
+        client = Client(daemon.port)
+        reply = client.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+        error = reply.json()["error"]
+        assert reply.status == 200 and reply.header("mcp-session-id") is None
+        assert error["code"] == -32003 and (
+            "worker could not be prepared: tool 'print_copies': inputSchema.properties.copies uses 'minimum'; "
+            "the argument validator checks only " in error["message"]), error
+
+
+def test_an_enum_of_numbers_takes_no_boolean_as_json_schema_says(image, tmp_path):
+    env = {"GS_MCP_IMAGE": str(image), "PYTHONPATH": "%s:%s/tests" % (REPO, REPO),
+           "GS_MCP_TOOLSETS": "test_e2e_tools:NumberedModeToolset"}
+    with Daemon(tmp_path, env=env) as daemon:
+        client = open_session(daemon)
+        assert tool_text(ok(client, "set_mode", mode=1)) == "mode 1"
+        refused = client.tool("set_mode", mode=True)
+        assert refused["isError"] is True
+        assert refused["structuredContent"]["error"] == {
+            "kind": "invalidParams", "message": "set_mode: argument 'mode' must be one of [0, 1], got True"}
 
 
 def test_a_bad_worker_class_refuses_startup_saying_what_to_fix(image, tmp_path):

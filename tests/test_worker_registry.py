@@ -126,6 +126,55 @@ def test_registry_takes_every_tool_name_mcp_allows(name):
     assert registry.names() == [name]
 
 
+def closed(properties, root_extra=None):
+    return {**object_schema(properties), **(root_extra or {})}
+
+
+@pytest.mark.parametrize("schema,named", [
+    (closed({"copies": {"type": "integer", "minimum": 1}}), "inputSchema.properties.copies uses 'minimum'"),
+    (closed({"code": {"type": "string", "pattern": "^[a-z]+$"}}), "inputSchema.properties.code uses 'pattern'"),
+    (closed({"code": {"type": "string", "maxLength": 5}}), "inputSchema.properties.code uses 'maxLength'"),
+    (closed({"x": {"oneOf": [{"type": "string"}, {"type": "integer"}]}}), "inputSchema.properties.x uses 'oneOf'"),
+    (closed({"x": {"$ref": "#/$defs/y"}}, {"$defs": {"y": {}}}), "inputSchema uses '$defs'"),
+    (closed({"tags": {"type": "array", "items": {"type": "string", "format": "email"}}}),
+     "inputSchema.properties.tags.items uses 'format'"),
+    (closed({"tags": {"type": "array", "items": [{"type": "string"}]}}),
+     "inputSchema.properties.tags.items must be a schema object"),
+    (closed({"opts": {"type": "object", "additionalProperties": {"type": "string"}}}),
+     "inputSchema.properties.opts.additionalProperties is a schema"),
+    (closed({"x": {"type": "float"}}), "inputSchema.properties.x.type 'float' is no JSON Schema type"),
+    (closed({}, {"$schema": "http://json-schema.org/draft-07/schema#"}),
+     "inputSchema.$schema declares 'http://json-schema.org/draft-07/schema#', not JSON Schema 2020-12"),
+])
+def test_registry_refuses_a_schema_saying_what_the_validator_would_not_check(schema, named):
+    """MCP has the server validate a call's arguments: a rule in the advertised schema that
+    schema_errors ignores (copies: minimum 1, say) would let a call breaking it run."""
+    with pytest.raises(ValueError) as refused:
+        ToolRegistry().add(make_tool("strict", schema))
+    assert str(refused.value).startswith("tool 'strict': " + named), refused.value
+    assert "the argument validator checks only additionalProperties, enum, items, minLength" in str(refused.value)
+
+
+def test_registry_takes_annotations_and_the_2020_12_dialect_alongside_what_is_checked():
+    schema = closed({"mode": {"type": ["string", "null"], "enum": ["a", None], "title": "Mode",
+                              "default": "a", "examples": ["a"], "deprecated": False, "$comment": "c"},
+                     "opts": {"type": "object", "additionalProperties": True}},
+                    {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "args"})
+    registry = ToolRegistry()
+    registry.add(make_tool("annotated", schema))
+    assert registry.get("annotated").input_schema == schema
+
+
+@pytest.mark.parametrize("value,members,valid", [
+    (True, [1], False), (1, [True], False), (False, [0], False), (0, [False], False),
+    ([True], [[1]], False), ({"a": 1}, [{"a": True}], False),
+    (1, [1.0], True), (True, [True], True), (None, [None], True), ([1, "a"], [[1.0, "a"]], True),
+])
+def test_enum_compares_as_json_schema_does_a_boolean_equal_only_to_a_boolean(value, members, valid):
+    errors = schema_errors({"enum": members}, value, "arguments")
+    assert (errors == []) is valid, errors
+
+
 def test_descriptor_carries_schema_and_annotations():
     tool = make_tool("t", object_schema())
     assert tool.descriptor() == {"name": "t", "description": "a tool", "inputSchema": object_schema()}

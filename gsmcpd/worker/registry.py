@@ -2,7 +2,8 @@
 
 The validator covers the JSON Schema 2020-12 subset the tool schemas use:
 type (string, integer, number, boolean, array, object, null), enum, minLength,
-properties, required, additionalProperties: false and items.
+properties, required, additionalProperties: false and items. A tool whose schema says
+anything else that constrains (maximum, pattern, oneOf...) is refused at registration.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ class ToolRegistry:
         if tool.name in self._tools:
             raise ValueError(f"tool {tool.name!r} registered twice")
         check_closed(tool.name, tool.input_schema)
+        check_enforced(tool.name, tool.input_schema)
         self._tools[tool.name] = tool
 
     def get(self, name: str) -> Tool | None:
@@ -88,6 +90,53 @@ def check_closed(tool_name: str, schema: dict) -> None:
                          "(type object, additionalProperties false, required list)")
 
 
+# What a schema may say: each keyword schema_errors enforces, and those that constrain
+# nothing. Any other (maximum, pattern, oneOf...) would be advertised in tools/list yet
+# never checked, and MCP has the server validate the inputs its schema describes.
+ENFORCED_KEYWORDS = frozenset({"type", "enum", "minLength", "properties", "required",
+                               "additionalProperties", "items"})
+ANNOTATION_KEYWORDS = frozenset({"description", "title", "default", "examples", "$comment",
+                                 "deprecated", "readOnly", "writeOnly"})
+DIALECT = "https://json-schema.org/draft/2020-12/schema"   # MCP 2025-11-25's default
+
+
+def check_enforced(tool_name: str, schema: dict) -> None:
+    """Refuse an input schema saying what schema_errors would not check, naming it."""
+    problem = _unenforced(schema, "inputSchema", root=True)
+    if problem:
+        raise ValueError(f"tool {tool_name!r}: {problem}; the argument validator checks only "
+                         f"{', '.join(sorted(ENFORCED_KEYWORDS))}, so the tool would be "
+                         "advertised a rule it is never held to")
+
+
+def _unenforced(schema, where: str, root: bool = False) -> str | None:
+    if not isinstance(schema, dict):
+        return f"{where} must be a schema object"
+    for keyword, value in schema.items():
+        if keyword == "$schema" and root:
+            if value != DIALECT:
+                return f"{where}.$schema declares {value!r}, not JSON Schema 2020-12 ({DIALECT})"
+        elif keyword not in ENFORCED_KEYWORDS | ANNOTATION_KEYWORDS:
+            return f"{where} uses {keyword!r}"
+    types = schema.get("type", [])
+    for name in types if isinstance(types, list) else [types]:
+        if name not in _TYPE_CHECKS:
+            return f"{where}.type {name!r} is no JSON Schema type"
+    if not isinstance(schema.get("additionalProperties", False), bool):
+        return f"{where}.additionalProperties is a schema (only true or false is checked)"
+    properties = schema.get("properties", {})
+    if not isinstance(properties, dict):
+        return f"{where}.properties must be an object"
+    children = [(f"{where}.properties.{name}", child) for name, child in properties.items()]
+    if "items" in schema:
+        children.append((f"{where}.items", schema["items"]))
+    for child_where, child in children:
+        problem = _unenforced(child, child_where)
+        if problem:
+            return problem
+    return None
+
+
 _TYPE_CHECKS = {
     "string": lambda v: isinstance(v, str),
     # JSON Schema 2020-12: 1.0 is an integer (a zero fractional part); validate turns it
@@ -109,7 +158,7 @@ def schema_errors(schema: dict, value, where: str) -> list[str]:
         types = expected if isinstance(expected, list) else [expected]
         if not any(_TYPE_CHECKS[t](value) for t in types):
             return [f"{where} must be {' or '.join(types)}, got {json_type(value)}"]
-    if "enum" in schema and value not in schema["enum"]:
+    if "enum" in schema and not any(json_equal(value, member) for member in schema["enum"]):
         return [f"{where} must be one of {schema['enum']}, got {value!r}"]
     if isinstance(value, str) and len(value) < schema.get("minLength", 0):
         least = schema["minLength"]
@@ -130,6 +179,18 @@ def schema_errors(schema: dict, value, where: str) -> list[str]:
         for index, item in enumerate(value):
             problems += schema_errors(schema["items"], item, f"{where}[{index}]")
     return problems
+
+
+def json_equal(a, b) -> bool:
+    """JSON Schema's equality (enum): Python's ==, except that a boolean equals only a
+    boolean (True == 1 in Python, so enum [1] took true), inside arrays and objects too."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(map(json_equal, a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[key], b[key]) for key in a)
+    return a == b
 
 
 def _integers_as_int(schema: dict, value):
