@@ -120,10 +120,19 @@ def _unenforced(schema, where: str, root: bool = False) -> str | None:
             return f"{where} uses {keyword!r}"
     types = schema.get("type", [])
     for name in types if isinstance(types, list) else [types]:
-        if name not in _TYPE_CHECKS:
+        if not isinstance(name, str) or name not in _TYPE_CHECKS:
             return f"{where}.type {name!r} is no JSON Schema type"
     if not isinstance(schema.get("additionalProperties", False), bool):
         return f"{where}.additionalProperties is a schema (only true or false is checked)"
+    # Values schema_errors would trip over at a call, not at registration.
+    least = schema.get("minLength", 0)
+    if not (isinstance(least, int) and not isinstance(least, bool) and least >= 0):
+        return f"{where}.minLength must be a non-negative integer"
+    if not isinstance(schema.get("enum", []), list):
+        return f"{where}.enum must be an array"
+    required = schema.get("required", [])
+    if not (isinstance(required, list) and all(isinstance(name, str) for name in required)):
+        return f"{where}.required must be an array of property names"
     properties = schema.get("properties", {})
     if not isinstance(properties, dict):
         return f"{where}.properties must be an object"
