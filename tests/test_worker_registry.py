@@ -136,8 +136,10 @@ def closed(properties, root_extra=None):
     (closed({"code": {"type": "string", "maxLength": 5}}), "inputSchema.properties.code uses 'maxLength'"),
     (closed({"x": {"oneOf": [{"type": "string"}, {"type": "integer"}]}}), "inputSchema.properties.x uses 'oneOf'"),
     (closed({"x": {"$ref": "#/$defs/y"}}, {"$defs": {"y": {}}}), "inputSchema uses '$defs'"),
-    (closed({"tags": {"type": "array", "items": {"type": "string", "format": "email"}}}),
-     "inputSchema.properties.tags.items uses 'format'"),
+    (closed({"tags": {"type": "array", "items": {"type": "string", "maxLength": 9}}}),
+     "inputSchema.properties.tags.items uses 'maxLength'"),
+    (closed({"tags": {"type": "array", "minItems": 1, "items": {"type": "string"}}}),
+     "inputSchema.properties.tags uses 'minItems'"),
     (closed({"tags": {"type": "array", "items": [{"type": "string"}]}}),
      "inputSchema.properties.tags.items must be a schema object"),
     (closed({"opts": {"type": "object", "additionalProperties": {"type": "string"}}}),
@@ -166,6 +168,7 @@ def test_registry_refuses_a_schema_saying_what_the_validator_would_not_check(sch
 def test_registry_takes_annotations_and_the_2020_12_dialect_alongside_what_is_checked():
     schema = closed({"mode": {"type": ["string", "null"], "enum": ["a", None], "title": "Mode",
                               "default": "a", "examples": ["a"], "deprecated": False, "$comment": "c"},
+                     "when": {"type": "string", "format": "date-time"},   # an annotation in 2020-12
                      "opts": {"type": "object", "additionalProperties": True}},
                     {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "args"})
     registry = ToolRegistry()

@@ -95,8 +95,10 @@ def check_closed(tool_name: str, schema: dict) -> None:
 # never checked, and MCP has the server validate the inputs its schema describes.
 ENFORCED_KEYWORDS = frozenset({"type", "enum", "minLength", "properties", "required",
                                "additionalProperties", "items"})
+# format and content* too: JSON Schema 2020-12 makes them annotations unless a dialect opts in.
 ANNOTATION_KEYWORDS = frozenset({"description", "title", "default", "examples", "$comment",
-                                 "deprecated", "readOnly", "writeOnly"})
+                                 "deprecated", "readOnly", "writeOnly", "format",
+                                 "contentEncoding", "contentMediaType"})
 DIALECT = "https://json-schema.org/draft/2020-12/schema"   # MCP 2025-11-25's default
 
 
