@@ -161,6 +161,7 @@ FILES = {
     "lazy.py": "def late():\n    from nested import Outer\n    return Outer\n",
     "below.py": "class Early:\n    def go(self):\n        return 1\n\n\ndef later(f):\n    return f\n\n\n"
                 "class Base:\n    pass\n",
+    "configured.py": "def setup():\n    global LIMIT\n    LIMIT = 3\n\n\nsetup()\n",
     # As unittest.mock.NonCallableMock passes for its spec's class
     "masquerade.py": "class Masquerade:\n    def __init__(self, spec=None):\n        self._spec = spec\n\n"
                      "    @property\n    def __class__(self):\n"
@@ -441,6 +442,13 @@ def test_a_class_naming_the_exception_its_body_handles_is_compiled_and_imports(c
               "    except ImportError as error:\n        why = type(error).__name__\n")
     assert "except ImportError as error:" in (image / "below.py").read_text()
     assert run(c, "import below\nbelow.Loader.why") == "'ModuleNotFoundError'"
+
+
+def test_a_class_reading_a_global_a_function_called_above_it_binds_is_compiled_and_imports(c, image):
+    # Refused as reading LIMIT before anything bound it: setup(), run above the class, binds it.
+    ok(c, "compile_class_definition", dictionaryName="configured", source="class A:\n    x = LIMIT\n")
+    assert (image / "configured.py").read_text().endswith("setup()\n\n\nclass A:\n    x = LIMIT\n")
+    assert run(c, "import configured\nconfigured.A.x") == "3"
 
 
 def test_delete_method_deletes_a_method_the_module_binds_under_an_if_above_the_class(c, image):

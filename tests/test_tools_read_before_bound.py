@@ -137,3 +137,44 @@ def test_read_before_bound_finds_each_read_in_order():
 def test_read_before_bound_leaves_type_parameters_alone():
     source = "class A[T](list[T]):\n    def m[U](self, x: U) -> T:\n        return x\n"
     assert live.read_before_bound(source, "A") == []
+
+
+SETUP = "def setup():\n    global LIMIT\n    LIMIT = 3\n\n\n"
+
+
+@pytest.mark.parametrize("source", [
+    SETUP + "setup()\n\n\nclass A:\n    x = LIMIT\n",
+    # called as a value, and under a block; the def binding it under the function's own `if`
+    "def setup(flag=True):\n    global LIMIT\n    if flag:\n        LIMIT = 3\n    return 1\n\n\n"
+    "try:\n    ok = setup()\nexcept OSError:\n    pass\n\n\nclass A(dict if LIMIT else list):\n    pass\n",
+    # a def the global statement names is bound by it too
+    "def install():\n    global handler\n\n    def handler():\n        return 1\n\n\ninstall()\n\n\n"
+    "class A:\n    h = staticmethod(handler)\n",
+])
+def test_read_before_bound_sees_a_global_a_function_called_above_the_class_binds(source):
+    # Refused: "would read LIMIT as its class statement runs", though importing it binds it.
+    assert live.read_before_bound(source, "A") == []
+
+
+@pytest.mark.parametrize("source", [
+    SETUP + "class A:\n    x = LIMIT\n\n\nsetup()\n",                       # called below the class
+    SETUP + "def main():\n    setup()\n\n\nclass A:\n    x = LIMIT\n",      # called by no top-level statement
+    SETUP + "f = lambda: setup()\n\n\nclass A:\n    x = LIMIT\n",      # a lambda's body is not run
+    "def setup():\n    global LIMIT\n    return LIMIT\n\n\nsetup()\n\n\nclass A:\n    x = LIMIT\n",   # declared, never bound
+    "def setup():\n    LIMIT = 3\n\n\nsetup()\n\n\nclass A:\n    x = LIMIT\n",   # a local, not the module's
+    "def setup():\n    def inner():\n        global LIMIT\n        LIMIT = 3\n\n\nsetup()\n\n\n"
+    "class A:\n    x = LIMIT\n",                                              # only a nested def's global
+    "async def setup():\n    global LIMIT\n    LIMIT = 3\n\n\nsetup()\n\n\nclass A:\n    x = LIMIT\n",   # not run by the call
+])
+def test_read_before_bound_still_finds_a_global_no_call_above_the_class_binds(source):
+    assert [name for name, _ in live.read_before_bound(source, "A")] == ["LIMIT"]
+
+
+def test_a_class_reading_a_global_its_module_binds_by_calling_a_function_above_it_is_compiled(tmp_path, views):
+    image = write_image(tmp_path / "image", {"configured.py": SETUP + "setup()\n"})
+    client = Client(views(image))
+    client.ok("compile_class_definition", dictionaryName="configured",
+              source="class A:\n    x = LIMIT\n")
+    assert (image / "configured.py").read_text().endswith("setup()\n\n\nclass A:\n    x = LIMIT\n")
+    assert client.ok("execute_code", code="import configured\nconfigured.A.x")[
+        "structuredContent"]["result"] == "3"

@@ -434,7 +434,8 @@ def read_before_bound(source: str, class_name: str) -> list[tuple[str, ast.AST]]
     """The globals the class statement reads as it runs (a base, metaclass or decorator
     of it; a class-level statement's value, a def's decorator or default) that nothing
     may have bound by then: not the class body above the read, nor the module above the
-    class (the block it is written in counts whole), nor the builtins. A live compile
+    class (the block it is written in counts whole; a function it calls there, declaring
+    the name `global`, too), nor the builtins. A live compile
     finds them in the module as the session has it (bound below the class, or by
     `execute_code`), but a new session's import of the module is a NameError.
     (name, the node reading it), in the order read."""
@@ -462,6 +463,7 @@ def read_before_bound(source: str, class_name: str) -> list[tuple[str, ast.AST]]
                     and name not in stored and name not in type_params
                     and not (name.startswith("__") and name.endswith("__"))   # module dunders
                     and name not in vars(builtins) and not splice.binds(above, name)
+                    and not splice.binds_by_call(above, name)   # `def setup(): global X` ... `setup()`
                     # A statement binding it too may do so first: `if x: def f` ... `g = f`.
                     and not splice.binds(body_above + [node], name)):
                 found.append((name, sub))

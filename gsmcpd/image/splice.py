@@ -732,6 +732,35 @@ def _binds(node: ast.AST, name: str, star: bool) -> bool:
     return any(_binds(sub, name, star) for sub in ast.iter_child_nodes(node))
 
 
+def binds_by_call(statements: list[ast.stmt], name: str) -> bool:
+    """Whether running `statements` at a module's top level may bind `name` through a
+    call, below its def, of a function they define whose own body declares `name`
+    global and binds it (`def setup(): global LIMIT; LIMIT = 3` ... `setup()`). A function
+    reached only through another call, or under another name, is not followed."""
+    setters = []
+    calls = []
+    for statement in statements:
+        for node in evaluated_now(statement, class_bodies=False):
+            if isinstance(node, ast.FunctionDef) and _sets_global(node, name):
+                setters.append(node)   # an async def's body does not run when it is called
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                calls.append(node)
+    return any(call.func.id == setter.name and call.lineno > setter.end_lineno
+               for setter in setters for call in calls)
+
+
+def _sets_global(function: ast.FunctionDef, name: str) -> bool:
+    """Whether the function's own scope (not a nested def's or class's) declares `name`
+    global and binds it."""
+    declared, pending = False, list(function.body)
+    while pending and not declared:
+        node = pending.pop()
+        declared = isinstance(node, ast.Global) and name in node.names
+        if not isinstance(node, FunctionNode + (ast.ClassDef, ast.Lambda)):
+            pending += ast.iter_child_nodes(node)
+    return declared and binds(function.body, name, star=False)
+
+
 def unbound_reader(source: str, class_name: str, name: str) -> ast.stmt | None:
     """The first class-level statement of the class that reads `name` as it runs
     (`x = property(name)`, `@name` above a def) while nothing binds it there: neither the
