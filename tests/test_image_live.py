@@ -109,6 +109,53 @@ def test_a_dataclass_basis_changes_with_fields_post_init_or_frozen_and_runs_no_u
     assert live.dataclass_basis(int) == ([], False, None)
 
 
+def test_basis_changes_names_what_a_dataclass_was_made_from_before():
+    fields = live.dataclass_basis(int)[0]
+    assert live.basis_changes(([], False, False), ([], False, True)) == ["frozen=False"]
+    assert live.basis_changes(([], False, None), ([], True, None)) == ["no __post_init__"]
+    assert live.basis_changes((fields, True, True), (fields, False, True)) == ["a __post_init__"]
+
+
+def _dataclasses(source):
+    import dataclasses
+    namespace = {"dataclasses": dataclasses}
+    exec("import dataclasses\n" + source, namespace)
+    return namespace
+
+
+@pytest.mark.parametrize("base, sub, conflict", [
+    ("(frozen=True)", "", "cannot inherit non-frozen dataclass from a frozen one"),
+    ("", "(frozen=True)", "cannot inherit frozen dataclass from a non-frozen one"),
+    ("", "", None),
+    ("(frozen=True)", "(frozen=True)", None),
+])
+def test_frozen_conflict_is_what_the_dataclass_decorator_would_raise_on_the_bases_as_they_are(base, sub, conflict):
+    # Made with agreeing bases, then the base swapped for one of the other frozen-ness:
+    # what a base's frozen change compiled in place leaves.
+    agreeing = "(frozen=True)" if sub else ""
+    namespace = _dataclasses(f"@dataclasses.dataclass{agreeing}\nclass A:\n    x: int = 0\n\n\n"
+                             f"@dataclasses.dataclass{sub}\nclass B(A):\n    y: int = 1\n")
+    changed = _dataclasses(f"@dataclasses.dataclass{base}\nclass A:\n    x: int = 0\n")["A"]
+    B = namespace["B"]
+    B.__bases__[0].__dataclass_params__ = changed.__dataclass_params__
+    assert live.frozen_conflict(B) == conflict
+    assert live.frozen_conflict(int) is None
+    made_anew = (f"@dataclasses.dataclass{base}\nclass A:\n    x: int = 0\n\n\n"
+                 f"@dataclasses.dataclass{sub}\nclass B(A):\n    y: int = 1\n")
+    if conflict:       # as the decorator itself says it
+        with pytest.raises(TypeError, match=conflict):
+            _dataclasses(made_anew)
+    else:
+        _dataclasses(made_anew)
+
+
+def test_unfrozen_leftovers_are_the_frozen_dataclass_methods_the_unfrozen_class_lacks():
+    frozen = _dataclasses("@dataclasses.dataclass(frozen=True)\nclass A:\n    x: int = 0\n")["A"]
+    plain = _dataclasses("@dataclasses.dataclass\nclass A:\n    x: int = 0\n")["A"]
+    assert live.unfrozen_leftovers(frozen, plain) == {"__setattr__", "__delattr__"}
+    assert live.unfrozen_leftovers(plain, frozen) == set() == live.unfrozen_leftovers(frozen, frozen)
+
+
 def test_a_dataclass_basis_compares_no_metadata_value_with_user_code():
     # A field's metadata is a mapping of Python's own type, so it was compared with `==`,
     # which ran the __eq__ of the values in it.

@@ -414,13 +414,17 @@ def test_the_answer_names_the_dataclass_subclasses_a_change_of_their_base_leaves
     result = client.ok("compile_class_definition",
                        source="@dataclasses.dataclass\nclass A:\n    x: int = 0\n    w: int = 5\n")
     assert result["structuredContent"]["staleSubclasses"] == ["zoo.family.B", "zoo.family.C"]
-    assert ("note: the dataclass subclasses zoo.family.B, zoo.family.C were made from zoo.family.A's "
-            "old fields and __post_init__") in text(result) and "abort to re-import" in text(result)
+    assert ("note: the dataclass subclasses zoo.family.B, zoo.family.C were made from what "
+            "zoo.family.A was before this change (other fields)") in text(result)
+    assert ("compile_class_definition on each of zoo.family.B, zoo.family.C (its definition as it "
+            "stands) makes it again, or abort re-imports the committed image") in text(result)
     assert repr(family.A()) == "A(x=0, w=5)" and repr(family.B()) == "B(x=0, y=1)"   # the limit noted
     for tool, arguments in [("compile_method", {"source": "def __post_init__(self):\n    self.x = 7\n"}),
                             ("delete_method", {"selector": "__post_init__"})]:
         result = client.ok(tool, className="A", **arguments)
         assert result["structuredContent"]["staleSubclasses"] == ["zoo.family.B", "zoo.family.C"]
+        assert "frozenConflicts" not in result["structuredContent"]
+    assert "was before this change (a __post_init__)" in text(result)
     for tool, arguments in [("compile_method", {"source": "def norm(self):\n    return -self.x\n"}),
                             ("delete_method", {"selector": "norm"}),
                             ("compile_method", {"source": "def norm(self):\n    return 0\n"})]:
@@ -429,6 +433,100 @@ def test_the_answer_names_the_dataclass_subclasses_a_change_of_their_base_leaves
     client.ok("abort")
     family = client.view.module("zoo.family")
     assert repr(family.B()) == "B(x=0, w=5, y=1)" and repr(family.C()) == "C(x=0, w=5, z=2)"
+
+
+FROSTY = """\
+import dataclasses
+
+
+@dataclasses.dataclass
+class A:
+    x: int = 0
+
+
+@dataclasses.dataclass
+class B(A):
+    y: int = 1
+
+    def norm(self):
+        return self.y
+"""
+
+
+@pytest.mark.parametrize("was, becomes", [(False, True), (True, False)])
+def test_a_base_made_frozen_or_not_names_the_subclasses_it_leaves_unmakeable_and_refuses_their_methods(
+        client, image, was, becomes):
+    # The answer said to make B again as it stands, which Python refuses, and compile_method
+    # on B was then accepted with no word while every new session's import of zoo.frosty failed.
+    def dataclass(frozen):
+        return "@dataclasses.dataclass(frozen=True)" if frozen else "@dataclasses.dataclass"
+    (image / "zoo" / "frosty.py").write_text(FROSTY.replace("@dataclasses.dataclass", dataclass(was)))
+    client.ok("refresh")
+    result = client.ok("compile_class_definition", source=f"{dataclass(becomes)}\nclass A:\n    x: int = 0\n")
+    conflict = ("cannot inherit non-frozen dataclass from a frozen one" if becomes
+                else "cannot inherit frozen dataclass from a non-frozen one")
+    assert result["structuredContent"]["staleSubclasses"] == ["zoo.frosty.B"]
+    assert result["structuredContent"]["frozenConflicts"] == {"zoo.frosty.B": conflict}
+    assert (f"was before this change (frozen={was}) and keep what the dataclass decorator generated "
+            f"then (__init__, __repr__, __eq__...) until made again; zoo.frosty.B cannot be made again "
+            f"as written (the dataclass decorator now raises TypeError: {conflict}), so a new "
+            "session's import of zoo.frosty fails until compile_class_definition makes it "
+            f"frozen={becomes} as well, or zoo.frosty.A is changed back") in text(result)
+    assert "as it stands" not in text(result)        # made again as written, it fails
+    for tool, arguments in [("compile_method", {"source": "def m(self):\n    return 1\n"}),
+                            ("delete_method", {"selector": "norm"})]:
+        message = client.error(tool, "refused", className="B", **arguments)
+        assert message == (f"zoo.frosty.B cannot be made again as written: its frozen no longer agrees "
+                           f"with its dataclass bases' (the dataclass decorator raises TypeError: "
+                           f"{conflict}), so a new session's import of zoo.frosty fails. Make it "
+                           f"frozen={becomes} first (compile_class_definition, its definition with "
+                           "that decorator argument), or change its base back")
+    client.ok("compile_class_definition", source=f"{dataclass(becomes)}\nclass B(A):\n    y: int = 1\n")
+    client.ok("compile_method", className="B", source="def m(self):\n    return 1\n")
+    namespace = {}
+    exec(disk(image, "zoo/frosty.py"), namespace)    # as a new session's import runs it
+    assert namespace["B"]().m() == client.view.module("zoo.frosty").B().m() == 1
+
+
+def test_a_frozen_dataclass_redefined_unfrozen_lets_its_instances_be_assigned(client, image):
+    # Its frozen __setattr__ and __delattr__ were left on the live class: A().x = 5 raised
+    # FrozenInstanceError in the session, not in a new one.
+    (image / "zoo" / "icy.py").write_text("import dataclasses\n\n\n@dataclasses.dataclass(frozen=True)\n"
+                                          "class A:\n    x: int = 0\n")
+    client.ok("refresh")
+    old = client.view.module("zoo.icy").A()
+    client.ok("compile_class_definition", source="@dataclasses.dataclass\nclass A:\n    x: int = 0\n")
+    fresh = client.view.module("zoo.icy").A()
+    fresh.x, old.x = 5, 6
+    del fresh.x
+    assert old.x == 6 and "__setattr__" not in vars(client.view.module("zoo.icy").A)
+
+
+MIXED = """\
+import dataclasses
+
+
+class Mixin:
+    def hello(self):
+        return 1
+
+
+@dataclasses.dataclass
+class D(Mixin):
+    x: int = 0
+"""
+
+
+def test_a_mixin_given_a_post_init_names_its_dataclass_subclasses_which_are_made_again_with_a_method(client):
+    client.view.add_module("zoo.mixed", MIXED)
+    mixed = client.view.module("zoo.mixed")
+    result = client.ok("compile_method", className="Mixin", source="def __post_init__(self):\n    self.x = 9\n")
+    assert result["structuredContent"]["staleSubclasses"] == ["zoo.mixed.D"]
+    assert ("the dataclass subclasses zoo.mixed.D were made from what zoo.mixed.Mixin was before this "
+            "change (no __post_init__)") in text(result)
+    assert mixed.D().x == 0                                  # the limit noted
+    client.ok("compile_method", className="D", source="def m(self):\n    return 1\n")
+    assert mixed.D().x == 9                                  # made again: it follows its bases
 
 
 def test_a_dataclass_made_again_with_its_lambda_factory_leaves_no_subclass_stale(client):

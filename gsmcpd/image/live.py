@@ -186,6 +186,51 @@ def dataclass_basis(cls: type) -> tuple:
             inspect.getattr_static(cls, "__post_init__", None) is not None, getattr(params, "frozen", None))
 
 
+def basis_changes(old: tuple, new: tuple) -> list[str]:
+    """What differs between two dataclass_basis of one class, as it was in `old`, for an
+    answer: `other fields`, `no __post_init__` (or `a __post_init__`), `frozen=False`."""
+    (old_fields, old_post_init, old_frozen), (new_fields, new_post_init, new_frozen) = old, new
+    changes = []
+    if not same_dataclass_basis((old_fields, None, None), (new_fields, None, None)):
+        changes.append("other fields")
+    if old_post_init != new_post_init:
+        changes.append("a __post_init__" if old_post_init else "no __post_init__")
+    if old_frozen != new_frozen:
+        changes.append(f"frozen={old_frozen}")
+    return changes
+
+
+def frozen_conflict(cls: type) -> str | None:
+    """The TypeError Python's dataclass decorator would raise making the dataclass `cls`
+    again on its bases as they are now (a base's `frozen` changed since): a non-frozen one
+    on a frozen base, or a frozen one on a non-frozen base. None when they agree, or `cls`
+    is no dataclass."""
+    params = vars(cls).get("__dataclass_params__")
+    if params is None:
+        return None
+    # As the decorator reads them: every base with dataclass fields, inherited ones too.
+    bases = [inspect.getattr_static(base, "__dataclass_params__", None) for base in cls.__mro__[1:]
+             if isinstance(inspect.getattr_static(base, "__dataclass_fields__", None), dict)]
+    frozen = [getattr(base, "frozen", False) for base in bases]
+    if any(frozen) and not params.frozen:
+        return "cannot inherit non-frozen dataclass from a frozen one"
+    if frozen and not any(frozen) and params.frozen:
+        return "cannot inherit frozen dataclass from a non-frozen one"
+    return None
+
+
+def unfrozen_leftovers(old: type, new: type) -> set[str]:
+    """What the dataclass decorator generated for the frozen dataclass `old` that `new`,
+    the same class made unfrozen, lacks: its `__setattr__` and `__delattr__` (a frozen
+    dataclass's body cannot write them), to be removed as the class is updated in place,
+    or its instances stay frozen."""
+    was = inspect.getattr_static(old, "__dataclass_params__", None)
+    now = inspect.getattr_static(new, "__dataclass_params__", None)
+    if "__dataclass_params__" not in vars(old) or not getattr(was, "frozen", False) or getattr(now, "frozen", False):
+        return set()
+    return {"__setattr__", "__delattr__"} - set(vars(new))
+
+
 def is_dataclass_decorator(module: ModuleType, decorator: ast.expr) -> bool:
     """Whether a class decorator written in `module` is the standard library's dataclass
     (`@dataclass`, `@dataclasses.dataclass(frozen=True)`), told by its names alone, as

@@ -465,7 +465,8 @@ class MutationToolset(Toolset):
             setattr(module, name, new_class)
             return "defined"
         if live.same_shape(cls, new_class):
-            live.update_in_place(cls, new_class, live.class_member_names(old_node))
+            live.update_in_place(cls, new_class, live.class_member_names(old_node)
+                                 | live.unfrozen_leftovers(cls, new_class))
             return "updated"
         self.view.load_all()
         subclasses = catalog.image_subclasses(self.view, cls)
@@ -541,9 +542,19 @@ class MutationToolset(Toolset):
         no dataclass, or `selector` is none the decorator reads and what it generated still
         follows the bases (a base made again since: it is made again now); None too when
         the new class's shape cannot be copied in place (a method leaves its bases and
-        __slots__ as they were, so that is not expected)."""
+        __slots__ as they were, so that is not expected). Refused when its `frozen` no
+        longer agrees with its bases' (live.frozen_conflict)."""
         if "__dataclass_fields__" not in vars(cls):
             return None
+        conflict = live.frozen_conflict(cls)
+        if conflict is not None:
+            # A base's `frozen` changed since: made again or not, its module no longer imports.
+            raise ToolError("refused", f"{ref.qualified} cannot be made again as written: its "
+                            f"frozen no longer agrees with its dataclass bases' (the dataclass "
+                            f"decorator raises TypeError: {conflict}), so a new session's import "
+                            f"of {ref.module} fails. Make it frozen={not cls.__dataclass_params__.frozen} "
+                            "first (compile_class_definition, its definition with that decorator "
+                            "argument), or change its base back")
         reads = splice.mangled(ref.name, selector) in _DATACLASS_READS
         writes_init = "__init__" in live.class_member_names(old_node)
         if not reads and live.dataclass_follows_its_bases(cls, writes_init):
@@ -576,18 +587,39 @@ class MutationToolset(Toolset):
         They are not made again with it (that would run class statements, and
         `__init_subclass__` hooks, the change did not touch): what the decorator generated
         for them (`__init__`, `__repr__`, `__eq__`...) still follows the old fields and
-        `__post_init__`. ('', {}) when none is."""
+        `__post_init__`. One whose `frozen` no longer agrees with its bases' cannot be made
+        again as written (`frozenConflicts`): its module's next import fails until it is
+        changed too. ('', {}) when none is."""
         if cls is None or live.same_dataclass_basis(basis, live.dataclass_basis(cls)):
             return "", {}
-        stale = [f"{sub.__module__}.{sub.__qualname__}" for sub in live.subclasses_of(cls)
-                 if "__dataclass_fields__" in vars(sub) and self.view.defines(sub)]
-        if not stale:
+        subclasses = [sub for sub in live.subclasses_of(cls)
+                      if "__dataclass_fields__" in vars(sub) and self.view.defines(sub)]
+        if not subclasses:
             return "", {}
-        return (f"; note: the dataclass subclasses {', '.join(stale)} were made from {qualified}'s "
-                "old fields and __post_init__ and keep what the dataclass decorator generated "
-                "then (__init__, __repr__, __eq__...) until made again: compile_class_definition "
-                "on each (its definition as it stands), or abort to re-import the committed "
-                "image (it discards uncommitted changes)", {"staleSubclasses": stale})
+        stale = [f"{sub.__module__}.{sub.__qualname__}" for sub in subclasses]
+        changes = ", ".join(live.basis_changes(basis, live.dataclass_basis(cls)))
+        note = (f"; note: the dataclass subclasses {', '.join(stale)} were made from what "
+                f"{qualified} was before this change ({changes}) and keep what the dataclass "
+                "decorator generated then (__init__, __repr__, __eq__...) until made again")
+        conflicts = {}
+        for sub, name in zip(subclasses, stale):
+            conflict = live.frozen_conflict(sub)
+            if conflict is not None:
+                conflicts[name] = conflict
+                note += (f"; {name} cannot be made again as written (the dataclass decorator now "
+                         f"raises TypeError: {conflict}), so a new session's import of "
+                         f"{sub.__module__} fails until compile_class_definition makes it "
+                         f"frozen={not sub.__dataclass_params__.frozen} as well, or {qualified} "
+                         "is changed back")
+        rest = [name for name in stale if name not in conflicts]
+        if rest:
+            note += (f"; compile_class_definition on {'each of ' if len(rest) > 1 else ''}"
+                     f"{', '.join(rest)} (its definition as it stands) makes it again, or abort "
+                     "re-imports the committed image (it discards uncommitted changes)")
+        data = {"staleSubclasses": stale}
+        if conflicts:
+            data["frozenConflicts"] = conflicts
+        return note, data
 
     def _unset_method(self, ref, cls, new_source: str, selector: str) -> None:
         """Make the live class lose the method, keeping what the source still binds
