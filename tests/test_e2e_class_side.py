@@ -23,6 +23,9 @@ FILES = {
                 "    def use(self):\n        return 'instance side'\n",
     "metas.py": "class Meta(type):\n    def meta_method(cls):\n        return 'meta ' + cls.__name__\n\n\n"
                 "class WithMeta(metaclass=Meta):\n    pass\n",
+    "metaprops.py": "class Sized(type):\n    def make(cls):\n        return cls()\n\n    build = make\n\n"
+                    "    @property\n    def label(cls):\n        return cls.__name__.lower()\n\n\n"
+                    "class Box(metaclass=Sized):\n    pass\n",
     "hooked.py": "def shout(cls):\n    say = cls.say\n    cls.say = lambda self: say(self).upper()\n"
                  "    return cls\n\n\n@shout\nclass Loud:\n    def say(self):\n        return 'hello'\n",
     "registered.py": "import dataclasses\n\nregistry = []\n\n\nclass Registered:\n"
@@ -81,6 +84,22 @@ def test_a_metaclass_method_is_edited_on_the_metaclass_not_hidden_from_its_class
                           selector="meta_method", meta=False)
     assert where in error(c, "delete_method", "notFound", className="WithMeta", selector="meta_method")
     assert run(c, "import metas\nmetas.WithMeta.meta_method()") == repr("meta WithMeta")
+
+
+def test_a_metaclass_s_property_is_shown_as_one_and_its_assigned_method_pointed_to_its_statement(c):
+    # The property was shown as a method "called with the class"; for `build = make` the
+    # answer sent the client to compile_method or delete_method on Sized, which find no def.
+    listed = structured(c, "list_methods", className="Box")["methods"]["class"]
+    assert {"name": "label", "definedIn": "metaprops.Sized", "metaclass": True, "property": True} in listed
+    found = structured(c, "get_method_source", className="Box", selector="label")
+    assert found["kind"] == "property" and "read on the class (Box.label)" in found["note"]
+    message = error(c, "get_method_source", "notFound", className="Box", selector="build")
+    assert ("bound by metaprops.Sized's class-level statement 'build = make' at line 5 "
+            "(get_class_definition on metaprops.Sized shows it); compile_class_definition on "
+            "metaprops.Sized changes it") in message
+    assert "build = make" in tool_text(ok(c, "get_class_definition", className="metaprops.Sized"))
+    assert run(c, "import metaprops\nmetaprops.Box.label, type(metaprops.Box.build()).__name__") == repr(
+        ("box", "Box"))
 
 
 def test_compile_method_says_a_class_decorator_wrapped_the_method_it_replaces(daemon, c):

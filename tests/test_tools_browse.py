@@ -1364,6 +1364,10 @@ class Meta(type):
 
     alias = meta_method
 
+    @property
+    def label(cls):
+        return cls.__name__.lower()
+
 
 class WithMeta(metaclass=Meta):
     def shadowed(self):
@@ -1384,8 +1388,10 @@ def test_a_metaclass_written_in_the_image_is_the_class_side_of_its_classes(tmp_p
     listed = client.ok("list_methods", className="WithMeta")
     assert listed["structuredContent"]["methods"]["class"] == [
         {"name": "alias", "definedIn": "metas.Meta", "metaclass": True},
+        {"name": "label", "definedIn": "metas.Meta", "metaclass": True, "property": True},
         {"name": "meta_method", "definedIn": "metas.Meta", "metaclass": True}]
     assert "  meta_method  (from metaclass metas.Meta)" in text(listed)
+    assert "  label  (property from metaclass metas.Meta)" in text(listed)
     for meta in (True, None):
         found = client.ok("get_method_source", className="WithMeta", selector="meta_method",
                           **({} if meta is None else {"meta": meta}))["structuredContent"]
@@ -1400,12 +1406,25 @@ def test_a_metaclass_written_in_the_image_is_the_class_side_of_its_classes(tmp_p
         "as metas.WithMeta's class side (metas.Meta is its metaclass); compile_method or "
         "delete_method on metas.Meta changes it, for every class metas.Meta makes; "
         "get_method_source with meta true shows it")
-    # Bound by assignment in the metaclass, there is no def to show: still said where it is.
+    # Bound by assignment in the metaclass, there is no def to show: said which statement
+    # binds it and what changes it (it sent to compile_method or delete_method on Meta,
+    # which find no def of alias either).
+    alias = ("metas.WithMeta defines no method alias: alias is metas.Meta's method, reached as "
+             "metas.WithMeta's class side (metas.Meta is its metaclass), bound by metas.Meta's "
+             "class-level statement 'alias = meta_method' at line 8 (get_class_definition on "
+             "metas.Meta shows it); compile_class_definition on metas.Meta changes it, for every "
+             "class metas.Meta makes")
     assert client.error("get_method_source", "notFound", className="WithMeta", selector="alias",
-                        meta=True) == (
-        "metas.WithMeta defines no method alias: alias is metas.Meta's method, reached as "
-        "metas.WithMeta's class side (metas.Meta is its metaclass); compile_method or "
-        "delete_method on metas.Meta changes it, for every class metas.Meta makes")
+                        meta=True) == alias
+    assert client.error("delete_method", "notFound", className="WithMeta", selector="alias") == alias
+    # A metaclass's property is read on the class, not called: shown as one.
+    label = client.ok("get_method_source", className="WithMeta", selector="label")["structuredContent"]
+    assert label["source"] == "@property\ndef label(cls):\n    return cls.__name__.lower()\n"
+    assert label["kind"] == "property" and label["note"] == (
+        "defined in metas.Meta, the metaclass of metas.WithMeta: a property of metas.WithMeta's "
+        "class side, read on the class (WithMeta.label)")
+    assert client.error("delete_method", "notFound", className="WithMeta", selector="label").startswith(
+        "metas.WithMeta defines no method label: label is metas.Meta's property, reached as")
     # The class's own def is what WithMeta.shadowed reaches: the metaclass's is not its class side.
     shadowed = client.ok("get_method_source", className="WithMeta", selector="shadowed")["structuredContent"]
     assert "own" in shadowed["source"] and "definedIn" not in shadowed

@@ -230,7 +230,7 @@ class BrowsingToolset(Toolset):
             owner = metaclass_owner(self.view, cls, selector)
             if owner is not None:   # meta false (or no def to show): say where it is
                 raise ToolError("notFound", f"{ref.qualified} defines no method "
-                                f"{catalog.echoed(selector)}: {metaclass_method_text(ref.qualified, owner, selector)}"
+                                f"{catalog.echoed(selector)}: {metaclass_method_text(self.view, ref.qualified, owner, selector)}"
                                 + ("; get_method_source with meta true shows it" if meta is False else ""))
             raise ToolError("notFound", f"{ref.qualified} defines no method {catalog.echoed(selector)}"
                             + (self._attribute_hint(ref, node, selector)
@@ -256,26 +256,22 @@ class BrowsingToolset(Toolset):
         if not nodes:
             return None
         text = splice.segments(self.view.source(owner_ref.module), nodes)
-        note = (f"defined in {owner_ref.qualified}, the metaclass of {ref.qualified}: a method "
-                f"of {ref.qualified}'s class side, called with the class")
+        kind = metaclass_member_kind(owner, selector)
+        note = (f"defined in {owner_ref.qualified}, the metaclass of {ref.qualified}: a "
+                + (f"property of {ref.qualified}'s class side, read on the class "
+                   f"({ref.name}.{selector})" if kind == "property" else
+                   f"method of {ref.qualified}'s class side, called with the class"))
         return {"text": f"{text}\n({note})",
-                "structured": {"class": ref.qualified, "selector": selector, "kind": "class",
+                "structured": {"class": ref.qualified, "selector": selector, "kind": kind,
                                "source": text, "definedIn": owner_ref.qualified,
                                "metaclass": True, "note": note}}
 
     def _attribute_hint(self, ref, node, selector) -> str:
         """`alias = greet` makes a method no def names: say where the class binds it."""
-        bound = splice.attribute_nodes(node, selector)
-        if not bound:
+        where = class_level_binding(self.view, ref, node, selector)
+        if where is None:
             return ""
-        statement = bound[-1]
-        written = splice.segment(self.view.source(ref.module), statement).strip()
-        if isinstance(statement, ast.ClassDef):
-            written = f"class {statement.name}"
-        elif "\n" in written:
-            written = written.splitlines()[0] + " ..."
-        return (f" (it binds {selector} by a class-level statement, {written!r} at line "
-                f"{statement.lineno}; get_class_definition shows it)")
+        return f" (it binds {selector} by a class-level statement, {where}; get_class_definition shows it)"
 
     def _inherited_hint(self, cls, selector) -> str:
         if cls is None:
@@ -307,7 +303,10 @@ class BrowsingToolset(Toolset):
                         entry["inherited"] = True
                     groups[kind].append(entry)
             for owner, name in metaclass_members(self.view, cls):
-                groups["class"].append({"name": name, "definedIn": qualname(owner), "metaclass": True})
+                entry = {"name": name, "definedIn": qualname(owner), "metaclass": True}
+                if member_kind(vars(owner)[name]) == "property":   # read on the class, not called
+                    entry["property"] = True
+                groups["class"].append(entry)
         lines = []
         for kind, entries in groups.items():
             if entries:
@@ -322,7 +321,7 @@ class BrowsingToolset(Toolset):
 
 def _origin(entry: dict) -> str:
     if entry.get("metaclass"):
-        return f"  (from metaclass {entry['definedIn']})"
+        return f"  ({'property ' if entry.get('property') else ''}from metaclass {entry['definedIn']})"
     return f"  (inherited from {entry['definedIn']})" if entry.get("inherited") else ""
 
 
@@ -352,13 +351,43 @@ def metaclass_owner(view, cls: type | None, selector: str) -> type | None:
                  if name == splice.mangled(owner.__name__, selector)), None)
 
 
-def metaclass_method_text(qualified: str, owner: type, selector: str) -> str:
-    """Where a metaclass method a class reaches as its class side is, and how to edit it:
-    said by every tool that meets it on the class."""
+def metaclass_member_kind(owner: type, selector: str) -> str:
+    """'property' for a metaclass's property (`Made.label`, read on the class), else
+    'class': a method of the class side, called with the class."""
+    value = vars(owner)[splice.mangled(owner.__name__, selector)]
+    return "property" if member_kind(value) == "property" else "class"
+
+
+def class_level_binding(view, ref, node: ast.ClassDef, selector: str) -> str | None:
+    """The class-level statement binding `selector` with no def of it (`alias = greet`),
+    quoted with its line, or None."""
+    bound = splice.attribute_nodes(node, selector)
+    if not bound:
+        return None
+    statement = bound[-1]
+    written = splice.segment(view.source(ref.module), statement).strip()
+    if isinstance(statement, ast.ClassDef):
+        written = f"class {statement.name}"
+    elif "\n" in written:
+        written = written.splitlines()[0] + " ..."
+    return f"{written!r} at line {statement.lineno}"
+
+
+def metaclass_method_text(view, qualified: str, owner: type, selector: str) -> str:
+    """Where a metaclass method (or property) a class reaches as its class side is, and
+    how to edit it: said by every tool that meets it on the class."""
     meta = qualname(owner)
-    return (f"{selector} is {meta}'s method, reached as {qualified}'s class side ({meta} is its "
-            f"metaclass); compile_method or delete_method on {meta} changes it, for every class "
-            f"{meta} makes")
+    what = "property" if metaclass_member_kind(owner, selector) == "property" else "method"
+    reached = (f"{selector} is {meta}'s {what}, reached as {qualified}'s class side ({meta} is its "
+               "metaclass)")
+    owner_ref = catalog.resolve_class(view, meta)
+    node = catalog.class_node(view, owner_ref)
+    where = None if splice.method_nodes(node, selector) else class_level_binding(view, owner_ref, node, selector)
+    if where is not None:   # `build = make`: no def of that name to compile or delete
+        return (f"{reached}, bound by {meta}'s class-level statement {where} (get_class_definition "
+                f"on {meta} shows it); compile_class_definition on {meta} changes it, for every "
+                f"class {meta} makes")
+    return f"{reached}; compile_method or delete_method on {meta} changes it, for every class {meta} makes"
 
 
 def named_class(base: ast.expr) -> ast.expr:

@@ -489,7 +489,7 @@ class MutationToolset(Toolset):
         owner = None if nodes else metaclass_owner(self.view, cls, selector)
         if owner is not None:
             raise ToolError("notFound", f"{ref.qualified} defines no method {catalog.echoed(selector)}: "
-                            + metaclass_method_text(ref.qualified, owner, selector))
+                            + metaclass_method_text(self.view, ref.qualified, owner, selector))
         if not nodes:
             raise ToolError("notFound", f"{ref.qualified} defines no method {catalog.echoed(selector)}")
         filter_by_meta(nodes, arguments.get("meta"), ref.qualified, selector,
@@ -835,7 +835,7 @@ def _metaclass_side_change(view, qualified: str, cls, node, meta: bool) -> str |
         return None
     done = (f"shadow it for {qualified} alone, {qualname(owner)}'s left as it is" if meta else
             f"hide it, {qualified}.{node.name}() no longer calling it")
-    return (f"{qualified} defines no method {node.name}: {metaclass_method_text(qualified, owner, node.name)}. "
+    return (f"{qualified} defines no method {node.name}: {metaclass_method_text(view, qualified, owner, node.name)}. "
             f"This def ({'with meta true, a classmethod' if meta else 'without meta, an instance method'}) "
             f"would {done}; to shadow it deliberately, write @classmethod (or @staticmethod) over "
             "the def; else name the method otherwise.")
