@@ -273,6 +273,38 @@ def test_alg_none_is_refused(idp, settings, keys):
     assert rejected(check(f"Bearer {idp.alg_none()}", settings, keys)) == invalid("token algorithm is not accepted")
 
 
+@pytest.mark.parametrize("typ", [None, "JWT", "jwt", "at+jwt", "AT+JWT", "application/at+jwt",
+                                 "Application/JWT"])
+def test_an_access_token_typ_or_none_is_accepted(idp, settings, keys, typ):
+    # PyJWT writes typ JWT unless told otherwise; None leaves it out.
+    assert isinstance(check(f"Bearer {idp.mint(headers={'typ': typ})}", settings, keys), Accepted)
+
+
+@pytest.mark.parametrize("typ", ["id_token+jwt", "dpop+jwt", "logout+jwt", "application/secevent+jwt", "JOSE"])
+def test_a_token_of_another_type_is_refused_naming_its_typ(idp, settings, keys, typ):
+    # An ID token the same issuer signed, for this audience, with every claim right but its type.
+    outcome = check(f"Bearer {idp.mint(headers={'typ': typ})}", settings, keys)
+    assert rejected(outcome) == invalid(
+        f"token typ '{typ}' is not an access token's: only at+jwt or JWT (or no typ) is accepted, "
+        "not an ID token or another kind of JWT (RFC 8725 3.11, RFC 9068 2.1)")
+
+
+def test_a_typ_that_is_not_a_string_is_refused(idp, settings, keys):
+    outcome = check(f"Bearer {idp.mint(headers={'typ': ['at+jwt']})}", settings, keys)
+    assert rejected(outcome) == invalid("token typ header is not a string")
+
+
+def test_a_long_typ_is_quoted_back_cut_short(idp, settings, keys):
+    outcome = check(f"Bearer {idp.mint(headers={'typ': 'x' * 500})}", settings, keys)
+    assert f"token typ '{'x' * 40}...' is not" in rejected(outcome)
+
+
+def test_a_typed_token_with_an_unknown_kid_is_refused_without_a_refresh(idp, settings, keys):
+    # No fetch of the issuer's keys can make an ID token an access token.
+    outcome = check(f"Bearer {idp.mint('rsa-ghost', headers={'typ': 'id_token+jwt'})}", settings, keys)
+    assert "token typ 'id_token+jwt'" in rejected(outcome)
+
+
 def test_algorithm_outside_configured_subset(idp, keys):
     settings = AuthSettings(resource=RESOURCE, issuer=ISSUER, algorithms=("ES256",))
     assert isinstance(check(f"Bearer {idp.mint('ec-1')}", settings, keys), Accepted)

@@ -145,6 +145,12 @@ REJECTIONS = [
     ("no sub", lambda idp: "Bearer " + idp.mint(sub=None), "invalid_token", "token has no sub claim"),
     ("sub a number", lambda idp: "Bearer " + idp.mint(sub=42), "invalid_token", "token sub claim is not a string"),
     ("jti a number", lambda idp: "Bearer " + idp.mint(jti=42), "invalid_token", "token jti claim is not a string"),
+    ("an ID token", lambda idp: "Bearer " + idp.mint(headers={"typ": "id_token+jwt"}), "invalid_token",
+     "token typ 'id_token+jwt' is not an access token's: only at+jwt or JWT (or no typ) is accepted, "
+     "not an ID token or another kind of JWT (RFC 8725 3.11, RFC 9068 2.1)"),
+    ("a DPoP proof", lambda idp: "Bearer " + idp.mint(headers={"typ": "dpop+jwt"}), "invalid_token",
+     "token typ 'dpop+jwt' is not an access token's: only at+jwt or JWT (or no typ) is accepted, "
+     "not an ID token or another kind of JWT (RFC 8725 3.11, RFC 9068 2.1)"),
 ]
 
 
@@ -368,6 +374,13 @@ def test_each_allowed_algorithm_passes_the_gate(daemon, idp, kid):
                        headers={"Authorization": "Bearer " + idp.mint(kid)})
     assert resp.status == 400, resp
     assert "missing MCP-Session-Id" in resp.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("typ", [None, "JWT", "at+jwt", "application/AT+JWT"])
+def test_an_access_token_typed_so_or_untyped_opens_a_session(daemon, idp, typ):
+    resp = post_initialize(daemon, "Bearer " + idp.mint(headers={"typ": typ}))
+    assert resp.status == 200, resp
+    assert resp.header("mcp-session-id")
 
 
 def test_an_expired_token_within_the_leeway_is_accepted(daemon, idp):

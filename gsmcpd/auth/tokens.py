@@ -30,6 +30,11 @@ _B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
 MALFORMED_CREDENTIALS = ("malformed Bearer credentials: expected one token of b64token characters "
                          "(A-Z a-z 0-9 - . _ ~ + / then = padding, RFC 6750 2.1)")
 _SECONDS = "a finite number of seconds since the epoch"   # what a time claim must be
+# typ values of an access token (RFC 9068 §2.1; plain JWTs predate it), compared without case
+# and without "application/" (RFC 7515 §4.1.9). Any other type is another token (an ID
+# token, a DPoP proof, a logout token) the same issuer signed: RFC 8725 §3.11.
+_ACCESS_TOKEN_TYPES = ("jwt", "at+jwt")
+_SHOWN_TYP = 40   # characters of a refused typ quoted back
 
 
 @dataclass(frozen=True)
@@ -135,6 +140,9 @@ def authenticate(authorization: str | None, settings: AuthSettings, keys: KeySou
         header = jwt.get_unverified_header(token)
     except jwt.InvalidTokenError:
         return _invalid(settings, "token is not a well-formed JWT")
+    wrong_type = _typ_problem(header)
+    if wrong_type:
+        return _invalid(settings, wrong_type)
     alg = header.get("alg")
     if alg not in settings.algorithms:
         return _invalid(settings, "token algorithm is not accepted")
@@ -165,6 +173,21 @@ def authenticate(authorization: str | None, settings: AuthSettings, keys: KeySou
     except jwt.InvalidTokenError:
         return _invalid(settings, "token is not a well-formed JWT")
     return _check_claims(claims, settings, time.time() if now is None else now)
+
+
+def _typ_problem(header: dict) -> str | None:
+    """Why the `typ` header says the token is no access token, or None (absent, JWT, at+jwt)."""
+    typ = header.get("typ")
+    if typ is None:
+        return None
+    if not isinstance(typ, str):
+        return "token typ header is not a string"
+    kind = typ.lower().removeprefix("application/")
+    if kind in _ACCESS_TOKEN_TYPES:
+        return None
+    shown = typ if len(typ) <= _SHOWN_TYP else typ[:_SHOWN_TYP] + "..."
+    return (f"token typ {shown!r} is not an access token's: only at+jwt or JWT (or no typ) is "
+            "accepted, not an ID token or another kind of JWT (RFC 8725 3.11, RFC 9068 2.1)")
 
 
 def _timestamp(value: Any) -> float | None:
