@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable, TextIO
 
 from gsmcpd import __version__
-from gsmcpd.accounts import account_and_uid
+from gsmcpd.accounts import account_and_uid, private_group_problem
 from gsmcpd.config import (CHECKOUT, DEFAULT_STATE_DIR, Config, control_socket_path, parse_int,
                            pidfile_path)
 from gsmcpd.logfile import PrivateFileHandler, RefusesWrites, no_space_left, open_for_appending
@@ -109,13 +109,19 @@ def _private_dir_problem(directory: Path) -> str | None:
 def _shared_dir_problem(st: os.stat_result, any_owner: bool = False) -> str | None:
     """Why another account could plant files in a directory (a link at the log's name,
     which the daemon would then append to), or None: its owner is neither this account
-    nor root (unless `any_owner`), or its mode lets its group or every account write."""
+    nor root (unless `any_owner`), or its mode lets every account write, or its group
+    when that is not its owner's private group (a umask-002 user's own directory is fine)."""
     if not any_owner and st.st_uid not in (os.geteuid(), 0):
         return (f"it is owned by another account, {account_and_uid(st.st_uid)}, who may let anyone "
                 "write in it: use a directory of this account's")
-    if st.st_mode & 0o022:
+    everyone = st.st_mode & stat.S_IWOTH
+    group_problem = (not everyone and st.st_mode & stat.S_IWGRP
+                     and private_group_problem(st.st_uid, st.st_gid))
+    if everyone or group_problem:
+        why = (f"; its group may write only if it is its owner's private group, and {group_problem}"
+               if group_problem else "")
         return (f"other accounts may write in it (mode {stat.S_IMODE(st.st_mode):04o}), and so plant a "
-                "link where gsmcpd writes its log or pidfile: make it private (chmod go-w)")
+                f"link where gsmcpd writes its log or pidfile: make it private (chmod go-w){why}")
     return None
 
 

@@ -7,9 +7,11 @@ sockets, so nothing in the way a request reaches the server is simulated.
 
 import contextlib
 import gc
+import grp
 import http.client
 import json
 import os
+import pwd
 import signal
 import socket
 import subprocess
@@ -236,6 +238,30 @@ def spawn_in_a_terminal(argv, env):
     finally:
         os.close(slave)   # the child's copies alone hold it: their last close is EIO at the master
     return proc, master
+
+
+@contextlib.contextmanager
+def local_account(*useradd_options):
+    """A fresh login-less account (needs root), its pwd entry yielded; removed after, with
+    the private group `--user-group` gave it (userdel removes that one itself)."""
+    name = "gsm" + os.urandom(4).hex()
+    subprocess.run(["useradd", "--no-create-home", "--home-dir", "/nonexistent", "--shell",
+                    "/usr/sbin/nologin", *useradd_options, name], check=True, capture_output=True)
+    try:
+        yield pwd.getpwnam(name)
+    finally:
+        subprocess.run(["userdel", name], capture_output=True)
+
+
+@contextlib.contextmanager
+def local_group():
+    """A fresh group no account is in (needs root), its grp entry yielded; removed after."""
+    name = "gsmg" + os.urandom(4).hex()
+    subprocess.run(["groupadd", name], check=True, capture_output=True)
+    try:
+        yield grp.getgrnam(name)
+    finally:
+        subprocess.run(["groupdel", name], capture_output=True)
 
 
 def connect_as(uid, address, timeout=None):

@@ -1,6 +1,7 @@
 """Daemon plumbing without the router: sd_notify over a fake NOTIFY_SOCKET, pidfiles and
 stale pidfiles, stop's refusals, serve_main's callbacks, log reopen, check."""
 
+import grp
 import io
 import logging
 import os
@@ -9,6 +10,7 @@ import stat
 import socket
 import subprocess
 import sys
+import tempfile
 import types
 import uuid
 from pathlib import Path
@@ -19,7 +21,7 @@ from gsmcpd import config as config_module
 from gsmcpd import daemon
 from gsmcpd.config import load_config
 
-from helpers import REPO, steady_descriptors
+from helpers import REPO, local_account, local_group, steady_descriptors
 
 
 @pytest.fixture(autouse=True)
@@ -666,29 +668,111 @@ def test_a_private_directory_of_this_account_is_used(tmp_path, mode):
     assert stat.S_IMODE(directory.stat().st_mode) == mode   # kept as its owner made it
 
 
-@pytest.mark.parametrize("mode", [0o777, 0o1777, 0o770, 0o720])
-def test_a_directory_others_may_write_in_is_refused_naming_its_mode(tmp_path, mode):
+REFUSED = ("other accounts may write in it (mode %04o), and so plant a link where gsmcpd writes its "
+           "log or pidfile: make it private (chmod go-w)")
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root, to make accounts and groups")
+
+
+@pytest.fixture
+def others_group():
+    """A group that is not this account's private one: its group write lets others in."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root, to make a group")
+    with local_group() as group:
+        yield group
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o1777, 0o702])
+def test_a_directory_every_account_may_write_in_is_refused_naming_its_mode(tmp_path, mode):
     directory = tmp_path / "state"
     directory.mkdir()
     directory.chmod(mode)
     with pytest.raises(PermissionError) as refused:
         daemon.make_private_dir(directory)
     assert refused.value.filename == str(directory)
-    assert refused.value.strerror == (
-        "other accounts may write in it (mode %04o), and so plant a link where gsmcpd writes its "
-        "log or pidfile: make it private (chmod go-w)" % mode)
+    assert refused.value.strerror == REFUSED % mode
+
+
+@pytest.mark.parametrize("mode", [0o770, 0o720, 0o2775])
+def test_a_directory_another_group_may_write_in_is_refused_naming_its_mode_and_group(
+        tmp_path, others_group, mode):
+    directory = tmp_path / "state"
+    directory.mkdir()
+    os.chown(directory, -1, others_group.gr_gid)
+    directory.chmod(mode)
+    with pytest.raises(PermissionError) as refused:
+        daemon.make_private_dir(directory)
+    assert refused.value.strerror == REFUSED % mode + (
+        f"; its group may write only if it is its owner's private group, and group "
+        f"{others_group.gr_name} is not root's primary group named as it")
+
+
+@needs_root
+def test_a_group_writable_directory_in_its_owners_private_group_is_accepted():
+    # A umask-002 user's own directory (useradd --user-group): no one else is in its group.
+    with local_account("--user-group") as owner:
+        directory = Path(tempfile.mkdtemp(prefix="gsmcpd-upg-"))
+        try:
+            os.chown(directory, owner.pw_uid, owner.pw_gid)
+            directory.chmod(0o775)
+            assert daemon._shared_dir_problem(directory.stat(), any_owner=True) is None
+            directory.chmod(0o777)   # every account, whatever the group
+            assert daemon._shared_dir_problem(directory.stat(), any_owner=True) == REFUSED % 0o777
+        finally:
+            directory.rmdir()
+
+
+@needs_root
+def test_a_private_group_is_private_only_while_no_other_account_is_in_it():
+    with local_account("--user-group") as owner:
+        directory = Path(tempfile.mkdtemp(prefix="gsmcpd-upg-"))
+        try:
+            os.chown(directory, owner.pw_uid, owner.pw_gid)
+            directory.chmod(0o770)
+            refused = REFUSED % 0o770 + "; its group may write only if it is its owner's private group, and "
+            # Another account whose primary group it is.
+            with local_account("--gid", str(owner.pw_gid)) as sharer:
+                assert daemon._shared_dir_problem(directory.stat(), any_owner=True) == refused + (
+                    f"group {owner.pw_name} has other accounts in it: {sharer.pw_name}")
+            assert daemon._shared_dir_problem(directory.stat(), any_owner=True) is None
+            # Another account listed as a member in /etc/group.
+            with local_account("--user-group", "--groups", owner.pw_name) as member:
+                assert daemon._shared_dir_problem(directory.stat(), any_owner=True) == refused + (
+                    f"group {owner.pw_name} has other accounts in it: {member.pw_name}")
+            # Another account's private group.
+            with local_account("--user-group") as other:
+                os.chown(directory, owner.pw_uid, other.pw_gid)
+                assert daemon._shared_dir_problem(directory.stat(), any_owner=True) == refused + (
+                    f"group {other.pw_name} is not {owner.pw_name}'s primary group named as it")
+        finally:
+            directory.rmdir()
+
+
+@needs_root
+def test_a_group_named_as_the_owner_is_not_its_private_group_unless_it_is_its_primary_one(tmp_path):
+    with local_group() as primary, local_account("--no-user-group", "--gid", str(primary.gr_gid)) as owner:
+        subprocess.run(["groupadd", owner.pw_name], check=True, capture_output=True)
+        try:
+            directory = tmp_path / "state"
+            directory.mkdir()
+            os.chown(directory, owner.pw_uid, grp.getgrnam(owner.pw_name).gr_gid)
+            directory.chmod(0o770)
+            assert daemon._shared_dir_problem(directory.stat(), any_owner=True).endswith(
+                f"group {owner.pw_name} is not {owner.pw_name}'s primary group named as it")
+        finally:
+            subprocess.run(["groupdel", owner.pw_name], capture_output=True)
 
 
 def test_a_file_s_directory_others_may_write_in_is_refused_naming_the_directory(tmp_path):
     # Its callers name the file (the log, the pidfile): the refusal must say whose mode it is.
     directory = tmp_path / "logs"
     directory.mkdir()
-    directory.chmod(0o775)
+    directory.chmod(0o777)
     with pytest.raises(PermissionError) as refused:
         daemon.make_file_dir(directory / "gsmcpd.log")
     assert refused.value.filename == str(directory)
     assert refused.value.strerror.startswith(
-        f"its directory {directory}: other accounts may write in it (mode 0775)")
+        f"its directory {directory}: other accounts may write in it (mode 0777)")
     with pytest.raises(NotADirectoryError, match=f"its directory {tmp_path / 'file'}: "):
         (tmp_path / "file").write_text("")
         daemon.make_file_dir(tmp_path / "file" / "gsmcpd.log")

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from gsmcpd.__main__ import _passthrough, build_parser
-from helpers import REPO, Client, Daemon, free_port, open_session, pid_alive, unwritable_dir, wait_for_port, wait_until
+from helpers import (REPO, Client, Daemon, free_port, local_account, local_group, open_session, pid_alive,
+                     unwritable_dir, wait_for_port, wait_until)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -676,13 +677,13 @@ def test_a_state_directory_other_accounts_may_write_in_is_refused_and_nothing_is
 
 
 def test_a_refused_log_or_pidfile_directory_is_named_not_the_file(tmp_path):
-    # "cannot open the log file D/g.log: other accounts may write in it (mode 0775)" sent
+    # "cannot open the log file D/g.log: other accounts may write in it (mode 0777)" sent
     # the administrator to chmod a file that does not exist: the mode is its directory's.
     shared = tmp_path / "shared"
     shared.mkdir()
-    shared.chmod(0o775)
+    shared.chmod(0o777)
     (tmp_path / "own").mkdir(mode=0o700)
-    why = (f"its directory {shared}: other accounts may write in it (mode 0775), and so plant a "
+    why = (f"its directory {shared}: other accounts may write in it (mode 0777), and so plant a "
            "link where gsmcpd writes its log or pidfile: make it private (chmod go-w)")
     port = str(free_port())
     log_file = {"GS_MCP_LOG_FILE": str(shared / "g.log")}
@@ -724,9 +725,31 @@ def test_check_as_root_takes_a_private_state_directory_of_another_account_as_the
     os.chown(state, 65534, 65534)
     checked = gsmcpd("check", "--port", str(free_port()), "--state-dir", str(state))
     assert checked.returncode == 0 and checked.stdout.splitlines()[-1].startswith("OK: "), checked.stdout
-    state.chmod(0o770)   # its group may write: a problem whoever runs it
-    checked = gsmcpd("check", "--port", str(free_port()), "--state-dir", str(state))
+    with local_group() as group:   # its group may write, and not its owner's private one:
+        os.chown(state, 65534, group.gr_gid)   # a problem whoever runs it
+        state.chmod(0o770)
+        checked = gsmcpd("check", "--port", str(free_port()), "--state-dir", str(state))
     assert checked.returncode == 1 and "other accounts may write in it (mode 0770)" in checked.stdout
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root, to make accounts")
+def test_check_takes_a_state_directory_writable_by_its_owners_private_group_alone(tmp_path):
+    # A umask-002 user's own directory (useradd --user-group) was refused as others'.
+    with local_account("--user-group") as owner:
+        state = tmp_path / "upg"
+        state.mkdir()
+        os.chown(state, owner.pw_uid, owner.pw_gid)
+        state.chmod(0o2775)
+        checked = gsmcpd("check", "--port", str(free_port()), "--state-dir", str(state))
+        assert checked.returncode == 0 and checked.stdout.splitlines()[-1].startswith("OK: "), checked.stdout
+        with local_account("--no-user-group", "--gid", str(owner.pw_gid)) as sharer:
+            checked = gsmcpd("check", "--port", str(free_port()), "--state-dir", str(state))
+    assert checked.returncode == 1, checked.stdout
+    assert checked.stdout.splitlines()[-1] == (
+        f"PROBLEM: state dir: {state}: other accounts may write in it (mode 2775), and so plant a link "
+        "where gsmcpd writes its log or pidfile: make it private (chmod go-w); its group may write only "
+        f"if it is its owner's private group, and group {owner.pw_name} has other accounts in it: "
+        f"{sharer.pw_name}")
 
 
 def test_worker_env_without_per_user_workers_is_a_warning_of_check_and_serve(tmp_path):
