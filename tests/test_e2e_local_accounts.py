@@ -51,11 +51,24 @@ def test_another_accounts_client_is_refused_and_opens_no_session(tmp_path):
 
 
 @as_root
-def test_local_clients_any_serves_every_account(tmp_path):
+def test_local_clients_any_serves_every_account_each_session_shown_as_its_clients(tmp_path):
+    # They were all shown as the daemon's account (root here): its log, status, and the
+    # user the session's commits record, whoever's client opened them.
     with Daemon(tmp_path, env={"GS_MCP_SPARE_WORKERS": "1", "GS_MCP_LOCAL_CLIENTS": "any"}) as daemon:
         raw = initialize(daemon.port, NOBODY)
         assert status_of(raw) == 200, raw
-        assert b"mcp-session-id" in raw.lower()
+        sid = next(line.split(b":", 1)[1].strip().decode() for line in raw.split(b"\r\n")
+                   if line.lower().startswith(b"mcp-session-id:"))
+        nobody = pwd.getpwuid(NOBODY).pw_name
+        own = Client(daemon.port)
+        own.initialize()
+        users = {s["id_prefix"]: s["user"] for s in daemon.status()["sessions"]}
+        assert sorted(users.values()) == sorted([nobody, pwd.getpwuid(os.getuid()).pw_name]), users
+        assert users[next(p for p in users if sid.startswith(p))] == nobody
+        assert "opened for %s " % nobody in daemon.log_text()
+        own.session = sid   # without auth no account owns a session: its status tool says whose it is
+        assert "user: %s\n" % nobody in tool_text(own.tool("status"))
+        own.close()
 
 
 def test_a_connection_reset_before_its_accept_is_dropped_and_the_next_client_served(tmp_path):

@@ -43,6 +43,7 @@ class RecordingConn:
         self.answers = []
         self.reply_headers = ()
         self.account_refusal = None   # a client of the daemon's own account
+        self.client_account = None
 
     def respond(self, status, headers=(), body=b"", keep_alive=True):
         self.answers.append(status)

@@ -9,7 +9,7 @@ import struct
 import pytest
 from helpers import connect_as
 
-from gsmcpd.router.peers import OwnAccounts, diag_socket, peer_uid
+from gsmcpd.router.peers import LocalClients, diag_socket, peer_uid
 
 NOBODY = 65534
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root, to connect as another account")
@@ -23,7 +23,7 @@ def diag():
 
 @pytest.fixture
 def gate():
-    made = OwnAccounts()
+    made = LocalClients(own_only=True)
     yield made
     made.close()
 
@@ -101,7 +101,7 @@ def test_the_own_account_gate_lets_this_account_through(gate):
 
 def test_closing_the_own_account_gate_closes_its_netlink_socket():
     # Each unit test's App opened one and left it to the collector (ResourceWarning).
-    gate = OwnAccounts()
+    gate = LocalClients(own_only=True)
     diag = gate._diag
     gate.close()
     assert diag.fileno() == -1
@@ -146,7 +146,7 @@ def test_without_sock_diag_the_refusal_says_the_server_cannot_ask_not_to_run_the
     def no_netlink():
         raise OSError(97, "Address family not supported by protocol")
     monkeypatch.setattr(peers, "diag_socket", no_netlink)
-    gate = OwnAccounts()
+    gate = LocalClients(own_only=True)
     server, client = accepted(socket.create_connection)
     with server, client:
         refusal = gate.refusal(server)
@@ -156,3 +156,64 @@ def test_without_sock_diag_the_refusal_says_the_server_cannot_ask_not_to_run_the
         "supported by protocol): allow AF_NETLINK (systemd: RestrictAddressFamilies=), or start the "
         "server with auth (GS_MCP_AUTH=1), or with GS_MCP_LOCAL_CLIENTS=any to let every local "
         "account run code as %s" % (gate.owner, gate.owner))
+
+
+# -- the account each client's sessions are shown as ------------------------------------
+@pytest.fixture
+def any_account():
+    made = LocalClients(own_only=False)
+    yield made
+    made.close()
+
+
+@as_root
+def test_with_any_account_another_accounts_client_is_served_and_named_as_its_account(any_account, gate):
+    server, client = accepted(lambda address: connect_as(NOBODY, address))
+    with server, client:
+        assert any_account.admit(server) == (pwd.getpwuid(NOBODY).pw_name, None)
+    server, client = accepted(lambda address: connect_as(NOBODY, address))
+    with server, client:
+        account, refusal = gate.admit(server)   # the own-account gate: refused, no session to name
+    assert account is None and refusal.startswith("Forbidden: ")
+
+
+def test_a_client_of_this_account_is_named_as_it_by_either_gate(any_account, gate):
+    for clients in (any_account, gate):
+        server, client = accepted(socket.create_connection)
+        with server, client:
+            assert clients.admit(server) == (pwd.getpwuid(os.getuid()).pw_name, None)
+
+
+def test_with_any_account_a_client_the_kernel_does_not_name_is_served_as_the_daemons_account(any_account):
+    server, client = accepted(reset_at_once)
+    with server, client:
+        assert any_account.admit(server) == (pwd.getpwuid(os.getuid()).pw_name, None)
+
+
+@as_root
+def test_a_served_account_is_looked_up_once_not_per_connection(monkeypatch, any_account):
+    from gsmcpd.router import peers
+    looked_up = []
+    monkeypatch.setattr(peers, "account_name", lambda uid: looked_up.append(uid) or "uid %d" % uid)
+    for _ in range(3):
+        server, client = accepted(lambda address: connect_as(NOBODY, address))
+        with server, client:
+            assert any_account.admit(server) == ("uid %d" % NOBODY, None)
+    assert looked_up == [NOBODY]
+
+
+def test_with_any_account_and_no_sock_diag_clients_are_served_as_the_daemons_account_saying_why(
+        monkeypatch, caplog):
+    from gsmcpd.router import peers
+
+    def no_netlink():
+        raise OSError(97, "Address family not supported by protocol")
+    monkeypatch.setattr(peers, "diag_socket", no_netlink)
+    clients = LocalClients(own_only=False)
+    server, client = accepted(socket.create_connection)
+    with server, client:
+        assert clients.admit(server) == (pwd.getpwuid(os.getuid()).pw_name, None)
+    assert [r.getMessage() for r in caplog.records] == [
+        "cannot ask the kernel which account a client connects as (sock_diag netlink: Address family "
+        "not supported by protocol), so every session is shown as this server's account, %s: allow "
+        "AF_NETLINK to show each as its client's" % clients.owner]

@@ -236,6 +236,7 @@ def _stop_help():
 class AnsweredConn(FakeConn):
     reply_headers = ()
     account_refusal = None   # a client of the daemon's own account
+    client_account = None
 
     def respond(self, status, headers=(), body=b"", keep_alive=True):
         self.answers.append((status, body))

@@ -15,7 +15,7 @@ import logging
 
 from gsmcpd import protocol
 from gsmcpd.router.cors import Cors
-from gsmcpd.router.peers import OwnAccounts
+from gsmcpd.router.peers import LocalClients
 from gsmcpd.router.sessions import asks_all_tools
 from gsmcpd.wire import hosts, jsonrpc
 
@@ -125,16 +125,17 @@ class App:
         self.allowed_hosts = LOOPBACK_HOSTS | self.cors.listed_hosts
         self.check_host = self.router.bound_to_loopback
         # Without auth nothing but the account tells clients apart (router/peers.py).
-        self.own_accounts = (OwnAccounts() if self.router.auth is None and self.config.local_clients == "own"
-                             else None)
+        self.local_clients = (LocalClients(own_only=self.config.local_clients == "own")
+                              if self.router.auth is None else None)
 
     def close(self):
-        if self.own_accounts is not None:
-            self.own_accounts.close()
+        if self.local_clients is not None:
+            self.local_clients.close()
 
-    def account_refusal(self, sock):
-        """At accept: None, or why every request of this connection is refused (OwnAccounts)."""
-        return self.own_accounts.refusal(sock) if self.own_accounts is not None else None
+    def admit(self, sock):
+        """At accept: (the local account the client's sessions are shown as, None with auth;
+        None or why every request of this connection is refused: LocalClients.admit)."""
+        return self.local_clients.admit(sock) if self.local_clients is not None else (None, None)
 
     # -- entry -------------------------------------------------------------
     def handle_head(self, conn, head):

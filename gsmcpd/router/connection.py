@@ -90,7 +90,8 @@ class Connection:
         self._linger_bytes = LINGER_BYTES   # what lingering drops at most
         self.current = None  # the request being answered
         self.reply_headers = ()  # headers the app adds to every reply to it (CORS)
-        self.account_refusal = None  # why the app refuses this client's account (App.account_refusal)
+        self.account_refusal = None  # why the app refuses this client's account (App.admit)
+        self.client_account = None  # without auth, the local account its sessions are shown as
         self._body_admitted = False  # the request being read passed its gates from its head (read_body)
         sock.setblocking(False)
         self._update_interest()

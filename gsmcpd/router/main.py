@@ -202,7 +202,7 @@ class Router:
             made_room = False
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             conn = Connection(self, sock, peer, tls=self.new_tls())
-            conn.account_refusal = self.app.account_refusal(sock)
+            conn.client_account, conn.account_refusal = self.app.admit(sock)
             self.connections.add(conn)
             conn.read_arrived()
 
@@ -322,8 +322,8 @@ class Router:
 
     # -- credentials (the auth gate's, when GS_MCP_AUTH is on) ---------------
     def authenticate(self, conn, request, then):
-        if self.auth is None:
-            then(conn, request, Principal(self.user, self.config.readonly))
+        if self.auth is None:   # the client's local account, as the kernel named it at accept
+            then(conn, request, Principal(conn.client_account or self.user, self.config.readonly))
         else:
             self.auth.check(conn, request, then)
 

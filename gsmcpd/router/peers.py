@@ -3,7 +3,8 @@
 Without auth nothing else tells clients apart, and any account on the host can connect
 to a loopback port: the router asks the kernel who owns the client's socket (its
 sock_diag netlink interface, as `ss -tne` does), so only the daemon's own account (and
-root) drive a server that runs code as that account.
+root) drive a server that runs code as that account, and each session is shown as
+its client's account (with GS_MCP_LOCAL_CLIENTS=any too).
 """
 
 import logging
@@ -11,7 +12,7 @@ import os
 import socket
 import struct
 
-from gsmcpd.accounts import account_and_uid
+from gsmcpd.accounts import account_and_uid, account_name
 
 log = logging.getLogger("gsmcpd.peers")
 
@@ -76,40 +77,69 @@ def diag_socket():
     return socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG)
 
 
-class OwnAccounts:
-    """The gate of a server without auth: a connection from another account than the
-    daemon's own (or root) is refused, so no other account runs code as this one."""
+class LocalClients:
+    """The clients of a server without auth: the account owning each one's socket names
+    its sessions (log lines, status, the commits they make), and, `own_only`
+    (GS_MCP_LOCAL_CLIENTS=own), a connection from another account than the daemon's
+    own (or root) is refused, so no other account runs code as this one."""
 
-    def __init__(self):
+    def __init__(self, own_only=True):
+        self.own_only = own_only
         self.uids = frozenset({0, os.getuid()})
         self.owner = account_and_uid(os.getuid())
         self.served = self.owner if os.getuid() == 0 else self.owner + " and root"
-        # uid: its refusal, made and logged once: so a loop cannot flood the log, nor hold
-        # the router's one loop on a name lookup (NSS, maybe over the network) per connection
+        # uid: its refusal, made and logged once; uid: its name. So a loop cannot flood the
+        # log, nor hold the router's one loop on a name lookup (NSS, maybe over the
+        # network) per connection.
         self._refusals = {}
+        self._names = {}
         self._diag = None
         try:
             self._diag = diag_socket()
-        except OSError as exc:   # a sandbox without AF_NETLINK: every client is refused, saying why
-            log.warning("cannot ask the kernel which account a client connects as (sock_diag netlink: %s), "
-                        "so every connection will be refused: allow AF_NETLINK, or set "
-                        "GS_MCP_LOCAL_CLIENTS=any", exc.strerror or exc)
+        except OSError as exc:
+            why = exc.strerror or exc
+            if not own_only:   # served all the same: only the name is lost
+                log.warning("cannot ask the kernel which account a client connects as (sock_diag netlink: "
+                            "%s), so every session is shown as this server's account, %s: allow AF_NETLINK "
+                            "to show each as its client's", why, self.owner)
+            else:   # a sandbox without AF_NETLINK: every client is refused, saying why
+                log.warning("cannot ask the kernel which account a client connects as (sock_diag netlink: "
+                            "%s), so every connection will be refused: allow AF_NETLINK, or set "
+                            "GS_MCP_LOCAL_CLIENTS=any", why)
             self._unasked = (
                 "Forbidden: this server runs without auth, so it serves only the clients of %s, and it "
                 "cannot ask the kernel which account a connection is from (sock_diag netlink: %s): allow "
                 "AF_NETLINK (systemd: RestrictAddressFamilies=), or start the server with auth "
                 "(GS_MCP_AUTH=1), or with GS_MCP_LOCAL_CLIENTS=any to let every local account run code "
-                "as %s" % (self.owner, exc.strerror or exc, self.owner))
+                "as %s" % (self.owner, why, self.owner))
 
     def close(self):
         if self._diag is not None:
             self._diag.close()
 
+    def admit(self, sock):
+        """(the account its sessions are shown as, None or the message refusing every
+        request on this accepted connection). The account is the client's, or this
+        server's own when the kernel names none (it cannot be asked, or the client is gone)."""
+        if self._diag is None:
+            return (None, self._unasked) if self.own_only else (self._name(os.getuid()), None)
+        uid = peer_uid(sock, self._diag)
+        refusal = self._refusal(uid) if self.own_only else None
+        if refusal is not None:   # no session to name
+            return None, refusal
+        return self._name(os.getuid() if uid is None else uid), None
+
     def refusal(self, sock):
         """None, or the message refusing every request on this accepted connection."""
-        if self._diag is None:
-            return self._unasked
-        uid = peer_uid(sock, self._diag)
+        return self.admit(sock)[1]
+
+    def _name(self, uid):
+        name = self._names.get(uid)
+        if name is None:
+            name = self._names[uid] = account_name(uid)
+        return name
+
+    def _refusal(self, uid):
         if uid in self.uids:
             return None
         refusal = self._refusals.get(uid)
