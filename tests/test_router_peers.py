@@ -90,13 +90,13 @@ def test_a_client_that_reset_before_its_accept_names_no_account_and_is_refused(g
     server, client = accepted(reset_at_once)
     with server, client:
         assert peer_uid(server, diag) is None
-        assert "this connection is from an account the kernel does not name" in gate.refusal(server)
+        assert "this connection is from an account the kernel does not name" in gate.admit(server)[1]
 
 
 def test_the_own_account_gate_lets_this_account_through(gate):
     server, client = accepted(socket.create_connection)
     with server, client:
-        assert gate.refusal(server) is None
+        assert gate.admit(server)[1] is None
 
 
 def test_closing_the_own_account_gate_closes_its_netlink_socket():
@@ -112,7 +112,7 @@ def test_the_own_account_gate_refuses_another_account_saying_who_and_what_to_do(
     for _ in range(2):
         server, client = accepted(lambda address: connect_as(NOBODY, address))
         with server, client:
-            refusal = gate.refusal(server)
+            refusal = gate.admit(server)[1]
         name = pwd.getpwuid(NOBODY).pw_name
         assert refusal.startswith("Forbidden: this server runs without auth, so it serves only the clients "
                                   "of root (uid 0); this connection is from %s (uid %d)." % (name, NOBODY))
@@ -133,7 +133,7 @@ def test_the_own_account_gate_names_a_refused_account_once_not_per_connection(mo
     for _ in range(3):
         server, client = accepted(lambda address: connect_as(NOBODY, address))
         with server, client:
-            refusals.add(gate.refusal(server))
+            refusals.add(gate.admit(server)[1])
     assert looked_up == [NOBODY] and len(refusals) == 1
 
 
@@ -149,7 +149,7 @@ def test_without_sock_diag_the_refusal_says_the_server_cannot_ask_not_to_run_the
     gate = LocalClients(own_only=True)
     server, client = accepted(socket.create_connection)
     with server, client:
-        refusal = gate.refusal(server)
+        refusal = gate.admit(server)[1]
     assert refusal == (
         "Forbidden: this server runs without auth, so it serves only the clients of %s, and it cannot "
         "ask the kernel which account a connection is from (sock_diag netlink: Address family not "

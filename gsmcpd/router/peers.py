@@ -129,10 +129,6 @@ class LocalClients:
             return None, refusal
         return self._name(os.getuid() if uid is None else uid), None
 
-    def refusal(self, sock):
-        """None, or the message refusing every request on this accepted connection."""
-        return self.admit(sock)[1]
-
     def _name(self, uid):
         name = self._names.get(uid)
         if name is None:
