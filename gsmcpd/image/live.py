@@ -23,7 +23,7 @@ import gc
 import inspect
 from types import FunctionType, MappingProxyType, ModuleType
 
-from gsmcpd.image import splice
+from gsmcpd.image import parsing, splice
 from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
 from gsmcpd.worker.toolset import ToolError
 
@@ -39,7 +39,7 @@ def compile_members(module: ModuleType, filename: str, source: str, class_name: 
     without re-running the class's own bases or decorators: (the throwaway class
     they were made in, the members). Raises what the definitions raise."""
     with _compiling():
-        tree = ast.parse(source)
+        tree = parsing.parse(source)
     classdef = splice.class_statement(tree, class_name)
     body = [node for node in classdef.body
             if isinstance(node, splice.FunctionNode) and node.name in names]
@@ -370,7 +370,7 @@ def functions_in(value, depth=0):
 def evaluate_class(module: ModuleType, filename: str, source: str, class_name: str) -> type:
     """Run the class statement from `source` in the module's globals, binding nothing."""
     with _compiling():
-        tree = ast.parse(source)
+        tree = parsing.parse(source)
         classdef = splice.class_statement(tree, class_name)
         # In a module-level block (`if TYPE_CHECKING:`), the class is indented: a block opens it.
         opened = "if True:" if classdef.col_offset else None
@@ -484,7 +484,7 @@ def read_before_bound(source: str, class_name: str) -> list[tuple[str, ast.AST]]
     finds them in the module as the session has it (bound below the class, or by
     `execute_code`), but a new session's import of the module is a NameError.
     (name, the node reading it), in the order read."""
-    tree = ast.parse(source)
+    tree = parsing.parse(source)
     classdef = splice.class_statement(tree, class_name)
     if classdef is None:
         return []

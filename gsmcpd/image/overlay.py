@@ -13,7 +13,7 @@ import ast
 import bisect
 import difflib
 
-from gsmcpd.image import splice
+from gsmcpd.image import parsing, splice
 
 
 def written_over(class_text: str, class_name: str, source: str, methods: list) -> str | None:
@@ -23,7 +23,7 @@ def written_over(class_text: str, class_name: str, source: str, methods: list) -
     class's body shares its header's line, the changes leave no class statement, or one
     puts a carried method below a statement that reads it as the class body runs):
     splice.with_methods places them then."""
-    classdef = splice.class_statement(ast.parse(source), class_name)
+    classdef = splice.class_statement(parsing.parse(source), class_name)
     lines = splice.lines_of(source)
     if classdef is None or splice.body_on_header_line(lines, classdef):
         return None
@@ -101,7 +101,7 @@ def _members_in_order(merged: str, class_name: str, source: str, methods: list) 
     statements reads a carried member as it runs above that member's def (where the module
     or the builtins do not bind the name: there it resolves as it did)."""
     try:
-        body = ast.parse(merged).body
+        body = parsing.parse(merged).body
     except (SyntaxError, ValueError):
         return False
     if len(body) != 1 or not isinstance(body[0], ast.ClassDef) or body[0].name != class_name:

@@ -15,6 +15,8 @@ import os
 import re
 import tokenize
 
+from gsmcpd.image import parsing
+
 FunctionNode = (ast.FunctionDef, ast.AsyncFunctionDef)
 # PEP 263's pattern for the line that declares a source file's encoding.
 CODING_DECLARATION = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
@@ -405,7 +407,7 @@ def _decorator_name(decorator: ast.expr) -> str | None:
 def put_class(source: str, name: str, class_text: str) -> str:
     """Replace the class statement `name` (class_statement: one in a module-level block
     keeps its place and indentation there) with `class_text`, or append it."""
-    tree = ast.parse(source)
+    tree = parsing.parse(source)
     node = class_statement(tree, name)
     if node is None and class_statements(tree, name):
         raise SpliceError(unsure_statement(name, class_statements(tree, name)))
@@ -440,7 +442,7 @@ def class_indent_unit(source: str, name: str) -> str:
     """The indentation a class statement `name` written into `source` gets per block level:
     the class's own, if the module has it (with a body below its header), else the module's
     first indented block's ('' when it has none: any is consistent with it)."""
-    node = class_statement(ast.parse(source), name)
+    node = class_statement(parsing.parse(source), name)
     lines = lines_of(source)
     if node is not None and not body_on_header_line(lines, node):
         # What the body has beyond the class's own indentation (in a module-level block).
@@ -458,7 +460,7 @@ def class_indent_unit(source: str, name: str) -> str:
 def _importable(source: str, what: str) -> str:
     """`source`, unless Python would refuse its indentation: refused, with why."""
     try:
-        ast.parse(source)
+        parsing.parse(source)
     except IndentationError as error:   # TabError too
         raise IndentationMismatch(
             f"{what} cannot be indented to fit the module: written in, Python would read "
@@ -471,7 +473,7 @@ def remove_class(source: str, name: str) -> str:
     """Remove every top-level `class name`: with only the last gone, an earlier
     definition would be what the module binds on its next import. One written in a
     module-level block (class_statement) goes alone; a block it leaves empty gets `pass`."""
-    tree = ast.parse(source)
+    tree = parsing.parse(source)
     _class_or_error(source, tree, name, one_line_body=True)
     while (node := class_statement(tree, name)) is not None:
         body = _enclosing_body(tree, node)
@@ -481,7 +483,7 @@ def remove_class(source: str, name: str) -> str:
             source = _replace(source, _block_start(lines, node), node.end_lineno, pass_line)
         else:
             source = _remove_statement(source, node, body)     # the last first, reparsing
-        tree = ast.parse(source)
+        tree = parsing.parse(source)
     return source
 
 
@@ -543,7 +545,7 @@ def _top_statement(tree: ast.Module, node: ast.stmt) -> ast.stmt:
 def put_method(source: str, class_name: str, method_text: str) -> tuple[str, bool]:
     """Replace the same-named method(s) of the class, or append the method.
     Returns (new source, replaced?)."""
-    tree = ast.parse(source)
+    tree = parsing.parse(source)
     classdef = _class_or_error(source, tree, class_name)
     method_text = dedent_code(method_text).strip("\r\n") + "\n"
     defs = ast.parse(method_text).body
@@ -661,7 +663,7 @@ def statements_before(source: str, class_name: str) -> list[ast.stmt]:
     """The module's top-level statements above the class statement (above the block it is
     written in, if any): they have run when its body runs (all of them for a class it does
     not have yet)."""
-    tree = ast.parse(source)
+    tree = parsing.parse(source)
     classdef = class_statement(tree, class_name)
     if classdef is None:
         return tree.body
@@ -766,7 +768,7 @@ def unbound_reader(source: str, class_name: str, name: str) -> ast.stmt | None:
     (`x = property(name)`, `@name` above a def) while nothing binds it there: neither the
     class body above it, nor the module above the class, nor the builtins. Running it is a
     NameError."""
-    classdef = _class_or_error(source, ast.parse(source), class_name)
+    classdef = _class_or_error(source, parsing.parse(source), class_name)
     if bound_before(statements_before(source, class_name), name):
         return None
     for statement in classdef.body:
@@ -871,7 +873,7 @@ def remove_method(source: str, class_name: str, selector: str) -> str:
     """Remove the method(s) with the comments written right above them, so the
     source reads as if they had never been there; a class left with no
     statement gets `pass`."""
-    classdef = _class_or_error(source, ast.parse(source), class_name)
+    classdef = _class_or_error(source, parsing.parse(source), class_name)
     if not method_nodes(classdef, selector):
         raise SpliceError(f"{class_name} defines no method {selector}")
     while nodes := method_nodes(classdef, selector):
@@ -881,12 +883,12 @@ def remove_method(source: str, class_name: str, selector: str) -> str:
             pass_line = _body_indent(lines, classdef) + "pass" + newline_of(source)
             return _replace(source, _block_start(lines, node), last_line(lines, node), pass_line)
         source = _remove_statement(source, node, classdef.body)
-        classdef = _class_or_error(source, ast.parse(source), class_name)
+        classdef = _class_or_error(source, parsing.parse(source), class_name)
     return source
 
 
 def set_class_docstring(source: str, class_name: str, comment: str) -> str:
-    tree = ast.parse(source)
+    tree = parsing.parse(source)
     classdef = _class_or_error(source, tree, class_name)
     lines = lines_of(source)
     indent = _body_indent(lines, classdef)
@@ -933,7 +935,7 @@ def class_definition(source: str, name: str, classdef: ast.ClassDef | None = Non
     each kept statement stay; those before a dropped method go with it. `classdef`,
     one of the class's statements in `source`, is the one shown, else class_statement."""
     if classdef is None:
-        classdef = _class_or_error(source, ast.parse(source), name, one_line_body=True)
+        classdef = _class_or_error(source, parsing.parse(source), name, one_line_body=True)
     lines = lines_of(source)
     if body_on_header_line(lines, classdef):
         return segment(source, classdef)

@@ -25,7 +25,7 @@ from types import CodeType, ModuleType
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gsmcpd.image import splice
+from gsmcpd.image import parsing, splice
 from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
 from gsmcpd.image.renumber import code_of_live_functions, code_within, def_spans, renumber_moved_code
 from gsmcpd.worker.toolset import BREAKS, ToolError, raise_if_break
@@ -792,7 +792,7 @@ def _entangled(rel: str, ours: set[str], texts: dict[str, str], fresh: dict[str,
 def _parsed(text: str) -> ast.Module | SyntaxError:
     """The text's AST, or the SyntaxError the tools report for it."""
     try:
-        return ast.parse(text)
+        return parsing.parse(text)
     except SyntaxError as error:
         return error
     except ValueError as error:   # one unparseable file must not break image-wide tools

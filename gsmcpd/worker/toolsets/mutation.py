@@ -17,7 +17,7 @@ import keyword
 import sys
 import typing
 
-from gsmcpd.image import catalog, live, overlay, splice
+from gsmcpd.image import catalog, live, overlay, parsing, splice
 from gsmcpd.image.store import relpath_of
 from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
 from gsmcpd.image.view import KERNEL
@@ -502,7 +502,7 @@ class MutationToolset(Toolset):
                             f"as it runs ({_first_line(new_source, reader)!r}); deleted, the class "
                             f"could not be made and {ref.module} would no longer import. Change "
                             "that statement first (compile_class_definition).")
-        bound, tree = splice.mangled(ref.name, selector), ast.parse(new_source)
+        bound, tree = splice.mangled(ref.name, selector), parsing.parse(new_source)
         reader = live.attribute_reader(tree, ref.name, bound)
         # Not when the class still has it: as a class attribute of that name, or a base's.
         kept = splice.attribute_nodes(splice.class_statement(tree, ref.name), selector) or (
@@ -627,7 +627,7 @@ class MutationToolset(Toolset):
         value = missing = object()
         evaluated = None
         bound = splice.mangled(ref.name, selector)     # `__secret` is bound as `_Kitchen__secret`
-        if splice.attribute_nodes(splice.class_statement(ast.parse(new_source), ref.name), selector):
+        if splice.attribute_nodes(splice.class_statement(parsing.parse(new_source), ref.name), selector):
             module = self.view.module(ref.module)
             filename = self.view.filename(self.view.relpath(ref.module))
             try:
@@ -640,7 +640,7 @@ class MutationToolset(Toolset):
         elif bound in vars(cls):
             live.remove_member(cls, bound)
             if (bound == "__eq__" and "__hash__" in vars(cls) and cls.__hash__ is None
-                    and not splice.attribute_nodes(splice.class_statement(ast.parse(new_source),
+                    and not splice.attribute_nodes(splice.class_statement(parsing.parse(new_source),
                                                                           ref.name), "__hash__")):
                 del cls.__hash__   # the None type() set for that __eq__
             live.settle_abstract_methods(cls)
@@ -662,7 +662,7 @@ class MutationToolset(Toolset):
             vars(self.view.module(ref.module)).pop(ref.name, None)
         new_source = self._splice(splice.remove_class, self.view.source(ref.module), ref.name)
         self.view.set_source(ref.module, new_source, live=cls is not None)
-        itself = live.needed_on_import(ast.parse(new_source), ref.name)
+        itself = live.needed_on_import(parsing.parse(new_source), ref.name)
         imported, data = self._reimport_importers([ref.module], itself) if cls is not None else ("", {})
         return self._finish(f"deleted class {ref.qualified}{note}{imported}",
                             {"class": ref.qualified, **data})
@@ -779,7 +779,7 @@ def _captured_note(source: str, class_name: str, name: str) -> tuple[str, dict]:
     """A note and its data for the class-level statements that read method `name` as the
     class was made (`x = property(get_x)`): what they bound still holds the old def here,
     as only the def is compiled (running them again would run the whole class body)."""
-    readers = splice.class_level_readers(splice.class_statement(ast.parse(source), class_name), name)
+    readers = splice.class_level_readers(splice.class_statement(parsing.parse(source), class_name), name)
     if not readers:
         return "", {}
     bound = sorted({bound for statement in readers for bound in splice.bound_names(statement)})

@@ -1,0 +1,41 @@
+"""A big module through the real daemon: its edits share one parse per text
+(gsmcpd.image.parsing), and every call still sees the module's current text, after
+this session's edits, another session's commit brought in by refresh, and an abort."""
+
+from helpers import open_session
+from test_e2e_tools import ok, structured
+from test_image_parsing import big_module
+from test_tools_support import daemon_on_image
+
+
+def test_edits_of_a_big_module_follow_its_text_across_sessions(tmp_path):
+    files = {"huge/__init__.py": "", "huge/big.py": big_module()}
+    with daemon_on_image(tmp_path, files) as daemon:
+        ours, theirs = open_session(daemon), open_session(daemon)
+
+        def method(client, selector):
+            return structured(client, "get_method_source", className="huge.big.Big",
+                              selector=selector)["source"]
+
+        def run(client, code):
+            return structured(client, "execute_code", code=code)
+
+        for n in range(2):
+            ok(ours, "compile_method", className="huge.big.Big",
+               source=f"def op1(self, x):\n    return 'ours{n}'\n")
+            assert f"'ours{n}'" in method(ours, "op1")
+        ok(theirs, "refresh")
+        ok(theirs, "compile_method", className="huge.big.Big", source="def op2(self, x):\n    return 'theirs'\n")
+        assert "x + 2\n" in method(ours, "op2")            # not seen before a refresh
+        ok(ours, "refresh")
+        assert "'theirs'" in method(ours, "op2") and "'ours1'" in method(ours, "op1")
+        ok(ours, "compile_method", className="huge.big.Big", source="def op3(self, x):\n    return 'again'\n")
+        text = (daemon.image / "huge" / "big.py").read_text()
+        assert all(word in text for word in ("'ours1'", "'theirs'", "'again'"))
+        assert "'ours0'" not in text
+        ok(ours, "compile_method", className="huge.big.Big", source="def op4(self, x):\n    return 'gone'\n")
+        ok(theirs, "abort")                                # brings in our commits
+        assert "'gone'" in method(theirs, "op4")
+        assert "again" in str(run(theirs, "import huge.big\nhuge.big.Big().op3(0)"))
+        ours.close()
+        theirs.close()
