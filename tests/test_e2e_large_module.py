@@ -1,9 +1,11 @@
-"""A big module through the real daemon: its edits share one parse per text
+"""A big image through the real daemon: a big module's edits share one parse per text
 (gsmcpd.image.parsing), and every call still sees the module's current text, after
-this session's edits, another session's commit brought in by refresh, and an abort."""
+this session's edits, another session's commit brought in by refresh, and an abort;
+list_all_classes answers a page at a time."""
 
-from helpers import open_session
-from test_e2e_tools import ok, structured
+from gsmcpd.worker.toolsets.listing import PAGE
+from helpers import open_session, tool_text
+from test_e2e_tools import error, ok, structured
 from test_image_parsing import big_module
 from test_tools_support import daemon_on_image
 
@@ -39,3 +41,20 @@ def test_edits_of_a_big_module_follow_its_text_across_sessions(tmp_path):
         assert "again" in str(run(theirs, "import huge.big\nhuge.big.Big().op3(0)"))
         ours.close()
         theirs.close()
+
+
+def test_the_classes_of_a_big_image_are_listed_a_page_at_a_time(tmp_path):
+    many = PAGE + 10
+    files = {"many.py": "".join(f"class K{i:04d}:\n    pass\n\n\n" for i in range(many))}
+    with daemon_on_image(tmp_path, files) as daemon:
+        client = open_session(daemon)
+        first = ok(client, "list_all_classes")
+        total = first["structuredContent"]["total"]
+        assert len(first["structuredContent"]["classes"]) == PAGE and total > many
+        assert tool_text(first).endswith(f"(showing 1-{PAGE} of {total} classes; {total - PAGE} more: "
+                                         f"call again with offset {PAGE}, or list_classes for one dictionary)")
+        rest = structured(client, "list_all_classes", offset=first["structuredContent"]["nextOffset"])
+        classes = first["structuredContent"]["classes"] + rest["classes"]
+        assert len(classes) == total and classes[:many] == [f"many.K{i:04d}" for i in range(many)]
+        assert "offset must be 0 or more, got -5" in error(client, "list_all_classes", "invalidParams", offset=-5)
+        client.close()

@@ -8,10 +8,15 @@ import builtins
 from gsmcpd.image import catalog, splice
 from gsmcpd.image.view import KERNEL
 from gsmcpd.worker.registry import Tool
-from gsmcpd.worker.toolset import Toolset, object_schema, string_prop
+from gsmcpd.worker.toolset import ToolError, Toolset, integer_prop, object_schema, string_prop
 
 _DICTIONARY = {"dictionaryName": string_prop("an image module (dotted name) or builtins",
                                              min_length=1)}
+# An image of thousands of classes would answer hundreds of kilobytes, more than a
+# client takes into a model's context: list_all_classes answers a page at a time.
+PAGE = 1000
+_OFFSET = {"offset": integer_prop(f"how many classes of the whole list to skip (default 0); "
+                                  f"an answer lists at most {PAGE}")}
 
 
 class ListingToolset(Toolset):
@@ -22,7 +27,8 @@ class ListingToolset(Toolset):
 
     def register(self, registry):
         registry.add(Tool("list_all_classes", "Every class across all dictionaries: image modules "
-                          "first, then builtins.", object_schema(), self.list_all_classes))
+                          f"first, then builtins ({PAGE} at a time: a note gives the offset of "
+                          "the rest).", object_schema(_OFFSET), self.list_all_classes))
         registry.add(Tool("list_classes", "The classes of one dictionary (image module or builtins).",
                           object_schema(_DICTIONARY, ["dictionaryName"]), self.list_classes))
         registry.add(Tool("list_dictionaries", "The dictionaries in lookup order: image modules, "
@@ -32,14 +38,24 @@ class ListingToolset(Toolset):
                           object_schema(_DICTIONARY, ["dictionaryName"]), self.list_dictionary_entries))
 
     def list_all_classes(self, arguments):
+        offset = arguments.get("offset", 0)
+        if offset < 0:
+            raise ToolError("invalidParams", f"offset must be 0 or more, got {offset}")
         image = [ref.qualified for ref in catalog.image_classes(self.view)]
-        kernel = [f"{KERNEL}.{name}" for name in catalog.kernel_classes()]
+        every = image + [f"{KERNEL}.{name}" for name in catalog.kernel_classes()]
+        page = every[offset:offset + PAGE]
         unlisted = catalog.uncompiled(self.view)
-        text = "\n".join(image + kernel + [f"(not listed: {reason})" for reason in unlisted])
-        structured = {"classes": image + kernel, "imageCount": len(image)}
+        lines = page + [f"(not listed: {reason})" for reason in unlisted]
+        structured = {"classes": page, "imageCount": len(image), "total": len(every)}
+        if len(page) < len(every):
+            structured["offset"] = offset
+            lines.append(f"(showing {_page_span(offset, page)} of {len(every)} classes"
+                         + _rest_note(offset + len(page), len(every)) + ")")
+            if offset + len(page) < len(every):
+                structured["nextOffset"] = offset + len(page)
         if unlisted:
             structured["notListed"] = unlisted
-        return {"text": text, "structured": structured}
+        return {"text": "\n".join(lines), "structured": structured}
 
     def list_classes(self, arguments):
         module = catalog.dictionary_name(arguments["dictionaryName"])
@@ -102,3 +118,14 @@ class ListingToolset(Toolset):
         text = "\n".join(f"{e['name']} ({e['kind']})" for e in listed)
         return {"text": f"{text}\n(from source: {reason})",
                 "structured": {"dictionary": module, "entries": listed, "note": reason}}
+
+
+def _page_span(offset: int, page: list) -> str:
+    return f"{offset + 1}-{offset + len(page)}" if page else f"none from offset {offset}"
+
+
+def _rest_note(end: int, total: int) -> str:
+    if end >= total:
+        return ""
+    return (f"; {total - end} more: call again with offset {end}, "
+            "or list_classes for one dictionary")
