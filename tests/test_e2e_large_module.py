@@ -1,7 +1,8 @@
 """A big image through the real daemon: a big module's edits share one parse per text
 (gsmcpd.image.parsing), and every call still sees the module's current text, after
 this session's edits, another session's commit brought in by refresh, and an abort;
-list_all_classes answers a page at a time."""
+list_all_classes answers a page at a time; a refresh re-imports what imports a changed
+module, as its imports stand in the text of the moment (kept per text)."""
 
 from gsmcpd.worker.toolsets.listing import PAGE
 from helpers import open_session, tool_text
@@ -58,3 +59,27 @@ def test_the_classes_of_a_big_image_are_listed_a_page_at_a_time(tmp_path):
         assert len(classes) == total and classes[:many] == [f"many.K{i:04d}" for i in range(many)]
         assert "offset must be 0 or more, got -5" in error(client, "list_all_classes", "invalidParams", offset=-5)
         client.close()
+
+
+def test_a_refresh_reimports_the_importers_the_modules_texts_name_now(tmp_path):
+    files = {"pkg/__init__.py": "", "pkg/base.py": "WHO = 'base1'\n",
+             "pkg/user.py": "from pkg.base import WHO\n", "pkg/loner.py": "WHO = 'loner'\n"}
+    with daemon_on_image(tmp_path, files) as daemon:
+        ours, theirs = open_session(daemon), open_session(daemon)
+        code = "import pkg.user, pkg.loner\n(pkg.user.WHO, pkg.loner.WHO)"
+        assert structured(ours, "execute_code", code=code)["result"] == "('base1', 'loner')"
+
+        def commit_theirs(module, text):
+            ok(theirs, "refresh")
+            ok(theirs, "execute_code", code=f"open({str(daemon.image / module)!r}, 'w').write({text!r})")
+            ok(theirs, "refresh")   # an edit outside gsmcpd is to the image what a commit is
+
+        commit_theirs("pkg/base.py", "WHO = 'base2'\n")
+        assert structured(ours, "refresh")["reloaded"] == ["pkg.base", "pkg.user"]
+        commit_theirs("pkg/loner.py", "from pkg.base import WHO\n")
+        assert structured(ours, "refresh")["reloaded"] == ["pkg.loner"]
+        commit_theirs("pkg/base.py", "WHO = 'base3'\n")
+        assert structured(ours, "refresh")["reloaded"] == ["pkg.base", "pkg.loner", "pkg.user"]
+        assert structured(ours, "execute_code", code=code)["result"] == "('base3', 'base3')"
+        ours.close()
+        theirs.close()
