@@ -318,3 +318,19 @@ def test_ab_refuses_what_is_not_two_named_checkouts(arms, said, monkeypatch):
     monkeypatch.chdir(Path(ab.__file__).resolve().parent.parent)
     with pytest.raises(SystemExit, match=said):
         ab.parse_arms(arms)
+
+
+def test_large_image_times_every_operation_on_a_tiny_image(tmp_path, capsys):
+    from bench import large_image
+
+    large_image.write_image(tmp_path / "image", modules=2, classes=2, methods=2, big_lines=120)
+    (tmp_path / "state").mkdir()
+    rows = large_image.run(tmp_path / "image", tmp_path / "state", repeats=1, big_lines=120, classes=2)
+    labels = [row[0] for row in rows]   # run raises on a tool answering isError
+    for name in ("list_all_classes", "find_senders", "get_class_definition", "run_test_class",
+                 "commit (nothing left to write)", "refresh after another session's commit",
+                 "worker PSS KiB"):
+        assert name in labels
+    assert any(label.startswith("compile_method in huge.py") for label in labels)
+    assert all(size > 0 for label, _, _, size in rows if label.startswith(("list_", "find_")))
+    assert "worker PSS" in capsys.readouterr().out
