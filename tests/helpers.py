@@ -240,28 +240,51 @@ def spawn_in_a_terminal(argv, env):
     return proc, master
 
 
+def _account_tool(*argv):
+    """Run useradd, userdel, groupadd or groupdel; its own complaint is the error."""
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    if done.returncode != 0:
+        raise RuntimeError("%s failed (exit %d): %s" % (" ".join(argv), done.returncode, done.stderr.strip()))
+
+
+def _group_exists(name):
+    try:
+        grp.getgrnam(name)
+    except KeyError:
+        return False
+    return True
+
+
 @contextlib.contextmanager
-def local_account(*useradd_options):
-    """A fresh login-less account (needs root), its pwd entry yielded; removed after, with
-    the private group `--user-group` gave it (userdel removes that one itself)."""
+def local_account(group=None, groups=()):
+    """A fresh login-less account (needs root), its pwd entry yielded; removed after, even
+    when the test fails. Its primary group is `group` (a gid or name), else a private group
+    of its own named as it (`useradd --user-group`), removed with it; `groups` are its
+    supplementary ones. Its home, /nonexistent/<name>, exists nowhere but names the account
+    (as a HOME taken from another entry would not)."""
     name = "gsm" + os.urandom(4).hex()
-    subprocess.run(["useradd", "--no-create-home", "--home-dir", "/nonexistent", "--shell",
-                    "/usr/sbin/nologin", *useradd_options, name], check=True, capture_output=True)
+    primary = ["--user-group"] if group is None else ["--no-user-group", "--gid", str(group)]
+    supplementary = ["--groups", ",".join(map(str, groups))] if groups else []
+    _account_tool("useradd", "--no-create-home", "--home-dir", "/nonexistent/" + name, "--shell",
+                  "/usr/sbin/nologin", *primary, *supplementary, name)
     try:
         yield pwd.getpwnam(name)
     finally:
-        subprocess.run(["userdel", name], capture_output=True)
+        _account_tool("userdel", name)
+        if group is None and _group_exists(name):   # userdel keeps it unless login.defs has USERGROUPS_ENAB
+            _account_tool("groupdel", name)
 
 
 @contextlib.contextmanager
-def local_group():
-    """A fresh group no account is in (needs root), its grp entry yielded; removed after."""
-    name = "gsmg" + os.urandom(4).hex()
-    subprocess.run(["groupadd", name], check=True, capture_output=True)
+def local_group(name=None):
+    """A fresh group no account is in (needs root), named `name` or a fresh name, its grp
+    entry yielded; removed after, even when the test fails."""
+    name = name or "gsmg" + os.urandom(4).hex()
+    _account_tool("groupadd", name)
     try:
         yield grp.getgrnam(name)
     finally:
-        subprocess.run(["groupdel", name], capture_output=True)
+        _account_tool("groupdel", name)
 
 
 def connect_as(uid, address, timeout=None):

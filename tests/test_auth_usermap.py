@@ -6,7 +6,6 @@ import tempfile
 import subprocess
 import sys
 import textwrap
-import uuid
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ import pytest
 from gsmcpd.auth.usermap import (NOT_MAPPED, SYSTEM_ACCOUNT, AccountRefused, AccountResolver, UserMapError,
                                  lines_never_served, load_user_map, login_uid_range, mapping_changed, never_served_warnings,
                                  parse_user_map, read_user_map_setting)
+from helpers import local_account
 
 
 def user_map_problem(setting):
@@ -178,13 +178,8 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="become() switches uid
 
 @pytest.fixture
 def throwaway_account():
-    name = "gsm" + uuid.uuid4().hex[:8]
-    subprocess.run(["useradd", "--no-create-home", "--home-dir", f"/nonexistent/{name}", "--shell",
-                    "/usr/sbin/nologin", "--user-group", name], check=True, capture_output=True)
-    try:
-        yield name
-    finally:
-        subprocess.run(["userdel", name], check=True, capture_output=True)
+    with local_account() as account:
+        yield account.pw_name
 
 
 @pytest.fixture

@@ -1,7 +1,6 @@
 """Daemon plumbing without the router: sd_notify over a fake NOTIFY_SOCKET, pidfiles and
 stale pidfiles, stop's refusals, serve_main's callbacks, log reopen, check."""
 
-import grp
 import io
 import logging
 import os
@@ -710,7 +709,7 @@ def test_a_directory_another_group_may_write_in_is_refused_naming_its_mode_and_g
 @needs_root
 def test_a_group_writable_directory_in_its_owners_private_group_is_accepted():
     # A umask-002 user's own directory (useradd --user-group): no one else is in its group.
-    with local_account("--user-group") as owner:
+    with local_account() as owner:
         directory = Path(tempfile.mkdtemp(prefix="gsmcpd-upg-"))
         try:
             os.chown(directory, owner.pw_uid, owner.pw_gid)
@@ -724,23 +723,23 @@ def test_a_group_writable_directory_in_its_owners_private_group_is_accepted():
 
 @needs_root
 def test_a_private_group_is_private_only_while_no_other_account_is_in_it():
-    with local_account("--user-group") as owner:
+    with local_account() as owner:
         directory = Path(tempfile.mkdtemp(prefix="gsmcpd-upg-"))
         try:
             os.chown(directory, owner.pw_uid, owner.pw_gid)
             directory.chmod(0o770)
             refused = REFUSED % 0o770 + "; its group may write only if it is its owner's private group, and "
             # Another account whose primary group it is.
-            with local_account("--gid", str(owner.pw_gid)) as sharer:
+            with local_account(group=owner.pw_gid) as sharer:
                 assert daemon._shared_dir_problem(directory.stat(), any_owner=True) == refused + (
                     f"group {owner.pw_name} has other accounts in it: {sharer.pw_name}")
             assert daemon._shared_dir_problem(directory.stat(), any_owner=True) is None
             # Another account listed as a member in /etc/group.
-            with local_account("--user-group", "--groups", owner.pw_name) as member:
+            with local_account(groups=[owner.pw_name]) as member:
                 assert daemon._shared_dir_problem(directory.stat(), any_owner=True) == refused + (
                     f"group {owner.pw_name} has other accounts in it: {member.pw_name}")
             # Another account's private group.
-            with local_account("--user-group") as other:
+            with local_account() as other:
                 os.chown(directory, owner.pw_uid, other.pw_gid)
                 assert daemon._shared_dir_problem(directory.stat(), any_owner=True) == refused + (
                     f"group {other.pw_name} is not {owner.pw_name}'s primary group named as it")
@@ -750,17 +749,14 @@ def test_a_private_group_is_private_only_while_no_other_account_is_in_it():
 
 @needs_root
 def test_a_group_named_as_the_owner_is_not_its_private_group_unless_it_is_its_primary_one(tmp_path):
-    with local_group() as primary, local_account("--no-user-group", "--gid", str(primary.gr_gid)) as owner:
-        subprocess.run(["groupadd", owner.pw_name], check=True, capture_output=True)
-        try:
-            directory = tmp_path / "state"
-            directory.mkdir()
-            os.chown(directory, owner.pw_uid, grp.getgrnam(owner.pw_name).gr_gid)
-            directory.chmod(0o770)
-            assert daemon._shared_dir_problem(directory.stat(), any_owner=True).endswith(
-                f"group {owner.pw_name} is not {owner.pw_name}'s primary group named as it")
-        finally:
-            subprocess.run(["groupdel", owner.pw_name], capture_output=True)
+    with local_group() as primary, local_account(group=primary.gr_gid) as owner, \
+            local_group(owner.pw_name) as named:
+        directory = tmp_path / "state"
+        directory.mkdir()
+        os.chown(directory, owner.pw_uid, named.gr_gid)
+        directory.chmod(0o770)
+        assert daemon._shared_dir_problem(directory.stat(), any_owner=True).endswith(
+            f"group {owner.pw_name} is not {owner.pw_name}'s primary group named as it")
 
 
 def test_a_file_s_directory_others_may_write_in_is_refused_naming_the_directory(tmp_path):

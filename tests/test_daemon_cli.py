@@ -735,14 +735,14 @@ def test_check_as_root_takes_a_private_state_directory_of_another_account_as_the
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root, to make accounts")
 def test_check_takes_a_state_directory_writable_by_its_owners_private_group_alone(tmp_path):
     # A umask-002 user's own directory (useradd --user-group) was refused as others'.
-    with local_account("--user-group") as owner:
+    with local_account() as owner:
         state = tmp_path / "upg"
         state.mkdir()
         os.chown(state, owner.pw_uid, owner.pw_gid)
         state.chmod(0o2775)
         checked = gsmcpd("check", "--port", str(free_port()), "--state-dir", str(state))
         assert checked.returncode == 0 and checked.stdout.splitlines()[-1].startswith("OK: "), checked.stdout
-        with local_account("--no-user-group", "--gid", str(owner.pw_gid)) as sharer:
+        with local_account(group=owner.pw_gid) as sharer:
             checked = gsmcpd("check", "--port", str(free_port()), "--state-dir", str(state))
     assert checked.returncode == 1, checked.stdout
     assert checked.stdout.splitlines()[-1] == (

@@ -25,7 +25,7 @@ import pytest
 from gsmcpd.auth.usermap import login_uid_range
 from gsmcpd.image import default
 from gsmcpd.worker.environment import worker_environ
-from helpers import LIST_FDS, SEARCH_OWN_MEMORY, Client, Daemon, free_port, wait_until
+from helpers import LIST_FDS, SEARCH_OWN_MEMORY, Client, Daemon, free_port, local_account, local_group, wait_until
 from idp import Idp
 from test_e2e_spawner import spawner_of, stopped, waiting_initialize
 
@@ -44,21 +44,10 @@ def _run(*cmd):
 
 @pytest.fixture(scope="module")
 def accounts():
-    """Two fresh local accounts sharing a group; userdel/groupdel afterwards."""
-    tag = secrets.token_hex(3)
-    group, names = "gsmt" + tag, ["gsmta" + tag, "gsmtb" + tag]
-    created = []
-    try:
-        _run("groupadd", group)
-        created.append(("groupdel", group))
-        for name in names:
-            _run("useradd", "--no-create-home", "--no-user-group", "--gid", group,
-                 "--shell", "/usr/sbin/nologin", "--home-dir", "/nonexistent", name)
-            created.insert(0, ("userdel", name))
-        yield [pwd.getpwnam(name) for name in names], group
-    finally:
-        for command, name in created:
-            subprocess.run([command, name], capture_output=True, timeout=60)
+    """Two fresh local accounts sharing a primary group, and that group's name."""
+    with local_group() as group, local_account(group=group.gr_gid) as first, \
+            local_account(group=group.gr_gid) as second:
+        yield [first, second], group.gr_name
 
 
 @pytest.fixture(scope="module")
@@ -532,21 +521,10 @@ def test_a_package_one_account_adds_stays_usable_by_the_others_under_the_units_u
 @pytest.fixture
 def accounts_in_their_own_groups():
     """Two fresh accounts, each with its own primary group, sharing a third as a
-    supplementary one (as a site adds its users to the image's group); removed after."""
-    tag = secrets.token_hex(3)
-    group, names = "gsmg" + tag, ["gsmga" + tag, "gsmgb" + tag]
-    created = []
-    try:
-        _run("groupadd", group)
-        created.append(("groupdel", group))
-        for name in names:
-            _run("useradd", "--no-create-home", "--user-group", "--groups", group,
-                 "--shell", "/usr/sbin/nologin", "--home-dir", "/nonexistent", name)
-            created[:0] = [("userdel", name), ("groupdel", name)]
-        yield [pwd.getpwnam(name) for name in names], grp.getgrnam(group).gr_gid
-    finally:
-        for command, name in created:
-            subprocess.run([command, name], capture_output=True, timeout=60)
+    supplementary one (as a site adds its users to the image's group), and its gid."""
+    with local_group() as group, local_account(groups=[group.gr_name]) as first, \
+            local_account(groups=[group.gr_name]) as second:
+        yield [first, second], group.gr_gid
 
 
 def test_accounts_sharing_a_setgid_image_through_its_group_both_commit_with_no_state_prepared(
@@ -677,10 +655,8 @@ def test_a_commit_by_a_mapped_account_outside_the_images_group_names_the_group_t
     # Told "its owner must make it writable to you" of a 0664 module, the user went to its
     # owner, who could do nothing: the account lacks the image's group, the administrator's to grant.
     (first, _), group = accounts
-    outsider = "gsmto" + secrets.token_hex(3)
-    _run("useradd", "--no-create-home", "--user-group", "--shell", "/usr/sbin/nologin",
-         "--home-dir", "/nonexistent", outsider)
-    try:
+    with local_account() as outsider_account:
+        outsider = outsider_account.pw_name
         user_map = tmp_path / "users.map"
         user_map.write_text("ann %s\ncas %s\n" % (first.pw_name, outsider))
         daemon, idp = peruser_daemon(tmp_path, image, user_map)
@@ -702,8 +678,6 @@ def test_a_commit_by_a_mapped_account_outside_the_images_group_names_the_group_t
                 assert "Cas" not in (image / (name + ".py")).read_text()
             finally:
                 (image / (name + ".py")).unlink(missing_ok=True)
-    finally:
-        subprocess.run(["userdel", outsider], capture_output=True, timeout=60)
 
 
 def test_a_commit_to_an_image_mounted_read_only_says_the_image_could_not_be_written(env, image):
