@@ -16,6 +16,8 @@ from gsmcpd.wire import frames
 from gsmcpd.wire.break_signals import HARD_BREAK_SIGNAL, SOFT_BREAK_SIGNAL
 from gsmcpd.worker import main as worker_main
 from helpers import REPO, wait_until
+from worker_targets import (run_as_spawned, run_under_a_data_limit, run_with_sigint_ignored,
+                            run_without_pidfds)
 
 CONTEXT = multiprocessing.get_context("forkserver")
 # The forkserver is one per test process: whichever module starts it first, it must be
@@ -28,18 +30,10 @@ SESSION = {"session_id": "sid-1", "user": "tester", "read_only": False,
            "server_version": None, "server_title": None, "image": None, "account": None}
 
 
-def _run_as_spawned(sock, router_pid):
-    """worker_main.run with SIGINT Python's default, as the spawner starts it
-    (spawner._worker): the forkserver otherwise passes on the disposition this test run
-    inherited, ignored when it is a background job of a script."""
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    worker_main.run(sock, router_pid)
-
-
 class Channel:
     """The router's end: one worker process and its frame socket."""
 
-    def __init__(self, router_pid=None, target=_run_as_spawned):
+    def __init__(self, router_pid=None, target=run_as_spawned):
         self.sock, theirs = socket.socketpair()
         self.process = CONTEXT.Process(target=target,
                                        args=(theirs, router_pid or os.getpid()), daemon=True)
@@ -385,17 +379,10 @@ def test_a_sigint_handler_the_code_set_is_its_handler_in_later_calls(worker):
         "signal.signal(signal.SIGINT, signal.default_int_handler)\n'restored'"))) == "'restored'"
 
 
-def _run_with_sigint_ignored(sock, router_pid):
-    """worker_main.run in a process that inherited SIGINT ignored (the forkserver passes on
-    the disposition of whoever started it: a script's background job, a test run so)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    worker_main.run(sock, router_pid)
-
-
 def test_a_worker_started_with_sigint_ignored_serves_calls_and_its_code_finds_it_ignored():
     # The disposition found was kept as signal.signal returns it, an enum, which
     # _signal.signal (what each call gives it back with) refuses: every call was a TypeError.
-    channel = Channel(target=_run_with_sigint_ignored)
+    channel = Channel(target=run_with_sigint_ignored)
     try:
         assert channel.prepare()["ok"] is True
         assert text_of(channel.reply(channel.execute(
@@ -421,14 +408,7 @@ def test_stop_frame_ends_the_worker():
     channel.close()
 
 
-def _run_without_pidfds(sock, router_pid):
-    """worker_main.run as on a kernel without pidfds, the router's pid checked every 0.3 s."""
-    del os.pidfd_open
-    worker_main.WATCHDOG_INTERVAL = 0.3
-    worker_main.run(sock, router_pid)
-
-
-@pytest.mark.parametrize("target", [worker_main.run, _run_without_pidfds], ids=["pidfd", "pid-check"])
+@pytest.mark.parametrize("target", [worker_main.run, run_without_pidfds], ids=["pidfd", "pid-check"])
 @pytest.mark.parametrize("reaped", [True, False], ids=["reaped", "zombie"])
 def test_watchdog_ends_the_worker_when_the_router_is_gone(target, reaped):
     router = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
@@ -450,7 +430,7 @@ def test_watchdog_ends_the_worker_when_the_router_is_gone(target, reaped):
 
 def test_the_watchdog_does_not_end_a_worker_whose_router_lives():
     router = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
-    channel = Channel(router_pid=router.pid, target=_run_without_pidfds)
+    channel = Channel(router_pid=router.pid, target=run_without_pidfds)
     try:
         assert channel.prepare()["ok"] is True
         time.sleep(1)                             # a few of the 0.3 s pid checks
@@ -866,13 +846,6 @@ def test_a_signal_caught_as_a_call_ends_or_begins_leaves_the_loop_idle_and_the_c
     assert "SIGINT kept coming as a call ended (1000 tries)" in done.stderr
 
 
-def _run_under_a_data_limit(sock, router_pid):
-    """worker_main.run as the spawner starts it under GS_MCP_WORKER_MEMORY=128MiB."""
-    import resource
-    resource.setrlimit(resource.RLIMIT_DATA, (128 << 20, 128 << 20))
-    worker_main.run(sock, router_pid)
-
-
 # Appends until MemoryError and keeps it all: the workspace then holds the limit.
 FILL_AND_KEEP = ("held = []\ntry:\n    while True:\n        held.append(bytearray(1 << 20))\n"
                  "except MemoryError:\n    pass\ntry:\n    while True:\n        held.append(bytearray(1 << 12))\n"
@@ -881,7 +854,7 @@ FILL_AND_KEEP = ("held = []\ntry:\n    while True:\n        held.append(bytearra
 
 @pytest.fixture
 def limited_worker():
-    channel = Channel(target=_run_under_a_data_limit)
+    channel = Channel(target=run_under_a_data_limit)
     assert channel.prepare()["ok"] is True
     yield channel
     channel.close()

@@ -1,0 +1,38 @@
+"""What test_worker_process's forkserver children run: worker_main.run as the spawner
+starts it, or started as a test needs. Kept apart from the test module because a child
+imports the module its target is in, and the test module brings pytest (about 0.1 s a
+worker); this one brings only what the forkserver has preloaded."""
+
+import os
+import signal
+
+from gsmcpd.worker import main as worker_main
+
+
+def run_as_spawned(sock, router_pid):
+    """worker_main.run with SIGINT Python's default, as the spawner starts it
+    (spawner._worker): the forkserver otherwise passes on the disposition this test run
+    inherited, ignored when it is a background job of a script."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    worker_main.run(sock, router_pid)
+
+
+def run_with_sigint_ignored(sock, router_pid):
+    """worker_main.run in a process that inherited SIGINT ignored (the forkserver passes on
+    the disposition of whoever started it: a script's background job, a test run so)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    worker_main.run(sock, router_pid)
+
+
+def run_without_pidfds(sock, router_pid):
+    """worker_main.run as on a kernel without pidfds, the router's pid checked every 0.3 s."""
+    del os.pidfd_open
+    worker_main.WATCHDOG_INTERVAL = 0.3
+    worker_main.run(sock, router_pid)
+
+
+def run_under_a_data_limit(sock, router_pid):
+    """worker_main.run as the spawner starts it under GS_MCP_WORKER_MEMORY=128MiB."""
+    import resource
+    resource.setrlimit(resource.RLIMIT_DATA, (128 << 20, 128 << 20))
+    worker_main.run(sock, router_pid)
