@@ -240,9 +240,18 @@ def spawn_in_a_terminal(argv, env):
     return proc, master
 
 
-def _account_tool(*argv):
-    """Run useradd, userdel, groupadd or groupdel; its own complaint is the error."""
+USER_BUSY = 8   # userdel's exit when a process still runs as the account
+
+
+def _account_tool(*argv, busy_for=10.0):
+    """Run useradd, userdel, groupadd or groupdel; its own complaint is the error. A
+    userdel refused while a process of the account is still ending (a per-user worker
+    reaped just after its daemon stopped) is tried again, for up to `busy_for` seconds."""
+    deadline = time.monotonic() + busy_for
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    while done.returncode == USER_BUSY and argv[0] == "userdel" and time.monotonic() < deadline:
+        time.sleep(0.1)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     if done.returncode != 0:
         raise RuntimeError("%s failed (exit %d): %s" % (" ".join(argv), done.returncode, done.stderr.strip()))
 
