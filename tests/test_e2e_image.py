@@ -244,6 +244,40 @@ def test_a_conflict_is_answered_as_one_whatever_else_another_account_wrote_in_th
          "by": {"user": made["user"], "session": a.session, "time": made["time"]}}]
 
 
+def test_a_commit_finishes_one_left_pending_past_a_line_another_account_wrote_after_its_journal_line(
+        tmp_path, monkeypatch):
+    # Whether the pending commit's line was written was asked of the journal's last line
+    # only: a JSON list there failed every commit (AttributeError), as each finishes
+    # what is pending first.
+    from gsmcpd.image import store as store_module
+    from gsmcpd.image.store import CommitPending, ImageStore, sha256
+    image = write_image(tmp_path / "image", {"a.py": "A = 1\n", "b.py": "B = 1\n"})
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
+        client = session(daemon)
+        other = ImageStore(image)   # another gsmcpd on the image, killed before its intent went
+        real_unlink = os.unlink
+
+        def killed_at_the_intent(path, *args, **kwargs):
+            if path == "commit.intent":
+                raise OSError("killed")
+            real_unlink(path, *args, **kwargs)
+
+        monkeypatch.setattr(store_module.os, "unlink", killed_at_the_intent)
+        with pytest.raises(CommitPending):
+            other.commit({"a.py": b"A = 2\n"}, {"a.py": sha256(b"A = 1\n")}, user="u", session_id="s")
+        monkeypatch.undo()
+        with open(image / ".gsmcpd" / "journal.jsonl", "a") as written:
+            written.write("[1]\n")
+        changed = client.tool("execute_code", code=(
+            "import b\nb.__spec__.loader.view.set_source('b', 'B = 2\\n', live=False)"))
+        assert not changed.get("isError"), changed
+        done = client.tool("commit")
+        assert done["structuredContent"]["committed"] == ["b"], done
+        lines = (image / ".gsmcpd" / "journal.jsonl").read_text().splitlines()
+        assert [json.loads(line)["session"] for line in lines if line.startswith("{")] == ["s", client.session]
+        assert not (image / ".gsmcpd" / "commit.intent").exists()
+
+
 # Workspace code that changes the view's shop.models without committing.
 APPEND_UNCOMMITTED = """
 import shop.models

@@ -176,6 +176,27 @@ def test_finishing_a_commit_is_safe_to_repeat_from_any_step(tmp_path, monkeypatc
     assert store.read_snapshot().files == {"a.py": b"a = 2\n", "b.py": b"b = 2\n"}
 
 
+@pytest.mark.parametrize("line", [b"not json", b"[1]", b"[" * 100000 + b"]" * 100000])
+def test_a_line_that_is_no_record_after_a_pending_commits_journal_line_is_passed_over_when_finishing_it(
+        tmp_path, monkeypatch, line):
+    # Whether the pending commit's line was written looked at the journal's last line only:
+    # another account's line that is no record after it had the line appended twice (not
+    # JSON), or failed the finish, and so every commit after it (a JSON list: AttributeError;
+    # nested past the parser's depth: RecursionError).
+    store = make_image(tmp_path, {"a.py": "a = 1\n"})
+    base = {rel: sha256(data) for rel, data in store.read_snapshot().files.items()}
+    with monkeypatch.context() as patch:   # killed after the journal line, before the intent went
+        _fail_when(patch, "unlink", lambda path, *rest: str(path).endswith("commit.intent"))
+        with pytest.raises(store_module.CommitPending):
+            store.commit({"a.py": b"a = 2\n"}, base, user="u", session_id="s", commit_id="c0ffee")
+    with open(store.journal_file, "ab") as journal:
+        journal.write(line + b"\n")
+    assert store.recover() is True
+    ids = [json.loads(line).get("id") for line in Path(store.journal_file).read_bytes().splitlines()
+           if line.startswith(b"{")]
+    assert ids == ["c0ffee"] and not (tmp_path / ".gsmcpd" / "commit.intent").exists()
+
+
 @pytest.mark.parametrize("where", ["second temp file", "the intent"])
 def test_a_commit_failing_before_its_commit_point_changes_nothing(tmp_path, monkeypatch, where):
     store = make_image(tmp_path, {"a.py": "a = 1\n", "b.py": "b = 1\n"})

@@ -816,7 +816,9 @@ class ImageStore:
 
     def _records_from_end(self):
         """The journal's records, last first (call under the lock), read back from its end
-        a chunk at a time: a conflict asks only for the last commits of a few files."""
+        a chunk at a time: a conflict asks only for the last commits of a few files, and a
+        pending commit's finish for the last record. A line that is no JSON object is
+        passed over."""
         try:
             journal = open(self.journal_file, "rb")
         except FileNotFoundError:
@@ -927,29 +929,11 @@ class ImageStore:
             return None                       # not this account's to read
 
     def _journaled(self, intent: dict) -> bool:
-        """Whether a pending commit's journal line is written (it is then the last)."""
-        return self._last_record_id() == intent["record"]["id"]
-
-    def _last_record_id(self) -> str | None:
-        """The id of the journal's last record (None for none, or a record from
-        before commits had ids)."""
-        try:
-            journal = open(self.journal_file, "rb")
-        except FileNotFoundError:
-            return None
-        with journal:
-            end = _complete_length(journal.fileno(), os.fstat(journal.fileno()).st_size)
-            span = 4096
-            while True:
-                start = max(0, end - span)
-                lines = os.pread(journal.fileno(), end - start, start).rstrip(b"\n").split(b"\n")
-                if len(lines) > 1 or start == 0:
-                    break
-                span *= 4                  # a long record: look further back
-            try:
-                return json.loads(lines[-1]).get("id") if lines[-1].strip() else None
-            except ValueError:
-                return None
+        """Whether a pending commit's journal line is written (it is then the last record;
+        a line after it that is no record, which only another account's write can put
+        there, is passed over as every reader of the journal passes it over)."""
+        last = next(self._records_from_end(), None)
+        return last is not None and last.get("id") == intent["record"]["id"]
 
     def _refuse_unlisted(self, rel: str, dirs: ImageDirs) -> None:
         """UnlistedDirectory for the outermost directory `rel` lies in that is there but
