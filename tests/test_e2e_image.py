@@ -634,6 +634,60 @@ def test_a_break_during_a_commit_says_whether_the_commit_stands(tmp_path, step):
         assert not (image / ".gsmcpd" / "commit.intent").exists()
 
 
+# Runs in the session's worker: its next commit of pets fails once decided (the disk
+# failing once its intent is written), and asking whether it stands then waits out the
+# image lock, held by another holder; UNDECIDED_RESTORED puts all back.
+UNDECIDED_NEXT = """
+import fcntl
+import gsmcpd.image.store as store
+import pets
+view = pets.__spec__.loader.view
+store.saved = (store.ImageStore._write_intent, view.store.has_commit, view.store.lock_wait)
+store.holder = open(view.store.lock_file)
+def failing_once_written(self, intent):
+    store.saved[0](self, intent)
+    raise OSError(5, "Input/output error")
+def held_elsewhere(commit_id):
+    fcntl.flock(store.holder, fcntl.LOCK_EX)
+    return store.saved[1](commit_id)
+store.ImageStore._write_intent, view.store.has_commit, view.store.lock_wait = (
+    failing_once_written, held_elsewhere, 0.2)
+view.set_source("pets", "SOUND = 'meow'\\n", live=False)
+"""
+UNDECIDED_RESTORED = """
+import gsmcpd.image.store as store
+import pets
+view = pets.__spec__.loader.view
+store.holder.close()
+store.ImageStore._write_intent, view.store.lock_wait = store.saved[0], store.saved[2]
+del view.store.has_commit
+"""
+
+
+def undecided_commit_of_pets(client):
+    """`client`'s session commits pets ("meow"), not knowing whether it stands: it does,
+    left pending on disk."""
+    assert not client.tool("execute_code", code=UNDECIDED_NEXT).get("isError")
+    failed = client.tool("commit")
+    assert failed["structuredContent"]["error"]["undecided"] == ["pets"], failed
+    assert not client.tool("execute_code", code=UNDECIDED_RESTORED).get("isError")
+
+
+def test_a_refresh_settling_an_undecided_commit_finishes_it_on_disk(tmp_path):
+    # The refresh named it settled, but left it pending (pets.py still 'woof', the intent
+    # there) until whichever commit came next.
+    image = write_image(tmp_path / "image", {"pets.py": "SOUND = 'woof'\n"})
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
+        a = session(daemon)
+        undecided_commit_of_pets(a)
+        assert (image / ".gsmcpd" / "commit.intent").exists()
+        refreshed = a.tool("refresh")["structuredContent"]
+        assert (refreshed["settled"], refreshed["keptOurs"]) == (["pets"], []), refreshed
+        assert not (image / ".gsmcpd" / "commit.intent").exists()
+        assert (image / "pets.py").read_text() == "SOUND = 'meow'\n"
+        assert [entry["session"] for entry in journal(image)] == [a.session]
+
+
 @pytest.mark.parametrize("step", ["_write_intent", "_apply"])
 def test_a_stop_during_a_commit_leaves_the_image_files_whole(tmp_path, step):
     # A call still in flight when the stop's grace ends (GS_MCP_BREAK_GRACE, 0.2 s here) is

@@ -370,6 +370,21 @@ def test_a_refresh_after_an_undecided_commit_that_stands_says_it_is_the_sessions
     assert a.commit() == [] and a.settled == []   # settled once
 
 
+@pytest.mark.parametrize("settling", ["refresh", "abort"])
+def test_settling_an_undecided_commit_found_pending_finishes_it_on_disk(image, views, monkeypatch, settling):
+    # A commit's settle had the store finish it (the commit finishes what is pending first);
+    # a refresh's or abort's left it pending, its files not yet renamed into place, until
+    # whichever commit came next.
+    a = views(image, "a")
+    edited(a, "zoo.animals", 'return "woof"', 'return "A"')
+    _undecided_past_the_commit_point(a, monkeypatch)
+    assert os.path.exists(a.store.intent_file) and 'return "woof"' in (image / "zoo/animals.py").read_text()
+    settled = a.refresh().settled if settling == "refresh" else a.settle()
+    assert settled == ["zoo.animals"]
+    assert not os.path.exists(a.store.intent_file) and 'return "A"' in (image / "zoo/animals.py").read_text()
+    assert [record["session"] for record in a.store.journal()] == ["a"]
+
+
 def test_a_break_while_the_view_reloads_after_its_commit_leaves_it_on_the_commit(image, views, monkeypatch):
     # The commit stands; a break lands as the view re-reads the image afterwards.
     # The view stands on its commit all the same: nothing left to commit, and its

@@ -851,6 +851,13 @@ class ImageStore:
                 return True
             return any(record.get("id") == commit_id for record in self._records_from_end())
 
+    def finish_pending(self) -> bool:
+        """Finish a commit left pending on disk (True if there was one), as every commit
+        does first: for a session that settled its own commit found pending, so it is not
+        left for whichever commit comes next."""
+        with self._exclusive():
+            return self._finish_pending()
+
     def recover(self, wait: bool = True) -> bool:
         """Finish a commit that was killed past its commit point (True if there was
         one), and remove the temp files of any killed before it, image-wide (a commit

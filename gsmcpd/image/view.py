@@ -417,7 +417,7 @@ class View:
         changed = self.changed_files()
         base = dict(self.base_hashes)
         already: list[str] = []                # files the disk held as changed: filled by the store
-        if changed or self.settled:   # settled: the store finishes it on disk if it is pending
+        if changed:
             changes = {rel: (self._encoded(rel) if rel in self.texts else None) for rel in changed}
             commit_id = secrets.token_hex(8)
             # The view's base once the commit stands, made ready before it: the view
@@ -490,9 +490,10 @@ class View:
         `undecided`): if it does, the files whose base is still the one it stood on step
         onto what it wrote (one a refresh moved since is already the disk's), so what the
         session commits next neither conflicts with its own earlier write nor takes it for
-        another's (nor an abort discards it, or names it as another's). Returns that commit's
-        modules if it stands; still not known (the lock waited out again), it is left for the
-        next commit, refresh or abort."""
+        another's (nor an abort discards it, or names it as another's), and if a failure left
+        it pending on disk it is finished there. Returns that commit's modules if it stands;
+        still not known (the lock waited out again), it is left for the next commit, refresh
+        or abort."""
         if self._unsettled is None:
             return []
         commit_id, wrote, stood_on = self._unsettled
@@ -502,14 +503,19 @@ class View:
             log.warning("session %s: whether its earlier commit stands could not be told yet: %s",
                         self.session_id[:8], error)
             return []
-        if not stands:
+        if stands:
+            try:   # finished on disk now, as a commit does first, not left to whichever comes next
+                self.store.finish_pending()
+            except OSError as error:   # every snapshot still reads it as finished
+                log.warning("session %s: its earlier commit stands, left to the next commit to "
+                            "finish on disk: %s", self.session_id[:8], error)
+            base_texts, base_hashes = _stepped_onto(self.base_texts, self.base_hashes, {
+                rel: written for rel, written in wrote.items() if self.base_hashes.get(rel) == stood_on[rel]})
+            # One statement of plain stores, as _stand's.
+            self.base_texts, self.base_hashes, self._unsettled = base_texts, base_hashes, None
+        else:
             self._unsettled = None
-            return []
-        base_texts, base_hashes = _stepped_onto(self.base_texts, self.base_hashes, {
-            rel: written for rel, written in wrote.items() if self.base_hashes.get(rel) == stood_on[rel]})
-        # One statement of plain stores, as _stand's.
-        self.base_texts, self.base_hashes, self._unsettled = base_texts, base_hashes, None
-        return _modules_of(wrote)
+        return _modules_of(wrote) if stands else []
 
     def _stand(self, base_texts: dict, base_hashes: dict, count: int, changed: list[str],
                already: list[str]) -> None:
