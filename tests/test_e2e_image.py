@@ -688,6 +688,40 @@ def test_a_refresh_settling_an_undecided_commit_finishes_it_on_disk(tmp_path):
         assert [entry["session"] for entry in journal(image)] == [a.session]
 
 
+def test_an_undecided_commit_is_settled_though_a_compaction_came_between(tmp_path):
+    # Others' commits named pets after it, past JOURNAL_KEEP of them: compaction left its
+    # record out, and the refresh took the session's standing commit for one that never
+    # stood, kept as its uncommitted change ("kept ours"), whose commit conflicted.
+    image = write_image(tmp_path / "image", {"pets.py": "SOUND = 'woof'\n"})
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image), "GS_MCP_JOURNAL_LIMIT": "4096"}) as daemon:
+        a, b = session(daemon), session(daemon)
+        undecided_commit_of_pets(a)
+        many = b.tool("execute_code", code=(
+            "import pets\nview = pets.__spec__.loader.view\nview.refresh()\n"
+            "for n in range(150):\n    view.set_source('pets', f'SOUND = {n}\\n', live=False)\n"
+            "    view.commit()\n"))
+        assert not many.get("isError"), many
+        assert json.loads((image / ".gsmcpd" / "journal.jsonl").read_bytes().split(b"\n")[0])["dropped"] > 0
+        refreshed = a.tool("refresh")
+        structured = refreshed["structuredContent"]
+        assert (structured["settled"], structured["broughtIn"], structured["keptOurs"]) == (
+            ["pets"], ["pets"], []), refreshed
+        assert "this session's own earlier commit, which could not tell whether it stood, stands: pets" in (
+            tool_text(refreshed))
+        assert a.tool("status")["structuredContent"]["uncommittedChanges"] is False
+        assert not list((image / ".gsmcpd").glob("unsettled.*"))
+
+
+def test_a_session_ended_with_its_commit_undecided_leaves_compaction_free_to_leave_its_record_out(tmp_path):
+    image = write_image(tmp_path / "image", {"pets.py": "SOUND = 'woof'\n"})
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
+        a = session(daemon)
+        undecided_commit_of_pets(a)
+        assert len(list((image / ".gsmcpd").glob("unsettled.*"))) == 1
+        assert a.delete().status == 200
+        assert wait_until(lambda: not list((image / ".gsmcpd").glob("unsettled.*")), timeout=15)
+
+
 @pytest.mark.parametrize("step", ["_write_intent", "_apply"])
 def test_a_stop_during_a_commit_leaves_the_image_files_whole(tmp_path, step):
     # A call still in flight when the stop's grace ends (GS_MCP_BREAK_GRACE, 0.2 s here) is

@@ -496,6 +496,34 @@ def test_the_journal_is_compacted_past_its_limit_keeping_each_files_last_commit_
                                                           str(journal.stat().st_ino)]
 
 
+def test_compaction_keeps_the_record_of_a_commit_marked_unsettled_until_it_is_released(tmp_path, monkeypatch):
+    # A session that could not tell whether its commit stood settles it by its record, at
+    # its next commit, refresh or abort: compaction left it out once later commits named
+    # its files, and the settle took a standing commit for one that never stood.
+    monkeypatch.setattr(store_module, "JOURNAL_KEEP", 3)
+    store = make_image(tmp_path / "image", {"a.py": "a = 0\n"})
+    store.journal_limit = 256
+    base = {"a.py": sha256(b"a = 0\n")}
+    store.commit({"a.py": b"a = 1\n"}, base, user="u", session_id="s", commit_id="0ddba11")
+    store.keep_record("0ddba11")
+    assert (store.state_dir / "unsettled.0ddba11").exists()
+    _commits_to(store, ["a.py"], 10)
+    ids = [record["id"] for record in store.journal()]
+    assert ids[0] == "0ddba11" and store.has_commit("0ddba11") and len(ids) < 12
+    store.release_record("0ddba11")
+    assert not (store.state_dir / "unsettled.0ddba11").exists()
+    _commits_to(store, ["a.py"], 30)   # past twice the size after the last compaction: compacted again
+    assert not store.has_commit("0ddba11")
+    store.release_record("0ddba11")    # released twice (a settle broken after it): nothing to do
+
+
+@pytest.mark.parametrize("commit_id", ["", "../journal", "ABC", "0" * 65])
+def test_a_commit_id_that_cannot_name_an_unsettled_mark_is_refused_naming_it(tmp_path, commit_id):
+    store = make_image(tmp_path / "image", {"a.py": ""})
+    with pytest.raises(ValueError, match=f"commit id {commit_id!r} is not 1 to 64 lowercase hex digits"):
+        store.keep_record(commit_id)
+
+
 def test_a_journal_whose_kept_records_come_near_the_limit_is_not_rewritten_every_commit(tmp_path, monkeypatch):
     store = make_image(tmp_path / "image", {"old.py": "old = 0\n"})
     store.journal_limit = 4096
@@ -521,7 +549,8 @@ def test_a_journal_past_its_limit_with_no_record_to_leave_out_is_not_read_whole_
         _committed(store, {f"m{i}.py": b"v = 1\n"})
     examined = []
     worth_keeping = store_module._worth_keeping
-    monkeypatch.setattr(store_module, "_worth_keeping", lambda lines: examined.append(len(lines)) or worth_keeping(lines))
+    monkeypatch.setattr(store_module, "_worth_keeping",
+                        lambda lines, *rest: examined.append(len(lines)) or worth_keeping(lines, *rest))
     for i in range(40, 60):
         _committed(store, {f"m{i}.py": b"v = 1\n"})
     assert len(examined) <= 1

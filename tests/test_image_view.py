@@ -385,6 +385,40 @@ def test_settling_an_undecided_commit_found_pending_finishes_it_on_disk(image, v
     assert [record["session"] for record in a.store.journal()] == ["a"]
 
 
+def test_an_undecided_commit_is_settled_though_its_files_were_committed_past_a_compaction(
+        image, views, monkeypatch):
+    # Compaction left out its record (each of its files had a later commit, and it was not
+    # among the last JOURNAL_KEEP): the settle took it for one that never stood, and the
+    # session's own standing commit was kept as its uncommitted change, conflicting with
+    # the later writer's.
+    from gsmcpd.image import store as store_module
+    monkeypatch.setattr(store_module, "JOURNAL_KEEP", 3)
+    a, b = views(image, "a"), views(image, "b", install=False)
+    edited(a, "zoo.animals", 'return "woof"', 'return "A"')
+    _undecided_past_the_commit_point(a, monkeypatch)
+    b.store.journal_limit = 512
+    for n in range(8):   # the first finishes a's pending commit, journalling it
+        b.refresh()
+        edited(b, "zoo.animals", 'return "A"' if n == 0 else f'return "B{n - 1}"', f'return "B{n}"')
+        assert b.commit() == ["zoo.animals"]
+    first = (image / ".gsmcpd" / "journal.jsonl").read_bytes().split(b"\n")[0]
+    assert first.startswith(b'{"dropped": ')                      # compacted
+    report = a.refresh()
+    assert (report.settled, report.brought_in, report.kept_ours) == (["zoo.animals"], ["zoo.animals"], [])
+    assert not a.has_changes and 'return "B7"' in a.source("zoo.animals")
+    assert not list((image / ".gsmcpd").glob("unsettled.*"))      # settled: compaction may leave it out again
+
+
+def test_a_view_closed_with_its_commit_undecided_leaves_compaction_free_to_leave_its_record_out(
+        image, views, monkeypatch):
+    a = views(image, "a")
+    edited(a, "zoo.animals", 'return "woof"', 'return "A"')
+    _undecided_past_the_commit_point(a, monkeypatch)
+    assert [path.name for path in (image / ".gsmcpd").glob("unsettled.*")] == [f"unsettled.{a._unsettled[0]}"]
+    a.close()   # the session ended: nothing will settle it
+    assert not list((image / ".gsmcpd").glob("unsettled.*"))
+
+
 def test_a_break_while_the_view_reloads_after_its_commit_leaves_it_on_the_commit(image, views, monkeypatch):
     # The commit stands; a break lands as the view re-reads the image afterwards.
     # The view stands on its commit all the same: nothing left to commit, and its

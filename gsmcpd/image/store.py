@@ -4,14 +4,16 @@ The image is a directory of Python source. Its state lives beside the source in
 a hidden `.gsmcpd/` directory: `lock` (fcntl.flock: shared to read a snapshot,
 exclusive to commit), `journal.jsonl` (one JSON line per commit),
 `journal.count` (how many records the journal had at which size, so opening a view
-does not read the whole history to learn its version) and, only while a commit
-is being applied, `commit.intent`.
+does not read the whole history to learn its version), only while a commit
+is being applied, `commit.intent`, and, for a commit whose session could not tell
+whether it stands until it settles it, `unsettled.<commit id>` (see keep_record).
 
 The journal is bounded: once past `journal_limit` bytes (and twice its size after the
 last compaction), a commit rewrites it with the last JOURNAL_KEEP records and, before
-them, each file's last record (what a conflict reads to name who made the file so),
-behind a first line `{"dropped": N, "size": S}` counting the records left out, so the
-version (the number of commits ever) goes on. Written as a temp file renamed over it:
+them, each file's last record (what a conflict reads to name who made the file so)
+and each unsettled commit's (what settling it reads), behind a first line
+`{"dropped": N, "size": S}` counting the records left out, so the version (the number
+of commits ever) goes on. Written as a temp file renamed over it:
 a crash leaves the old journal or the new one, whole.
 
 A commit is all-or-nothing. Under the exclusive lock it writes each new file as
@@ -57,6 +59,7 @@ INTENT_NAME = "commit.intent"
 JOURNAL_LIMIT = 1024 * 1024   # bytes past which a commit compacts the journal (ImageStore.journal_limit)
 JOURNAL_KEEP = 100            # the last records compaction keeps whole, whatever files they name
 TEMP_NAME = re.compile(r"\..+\.tmp-\d+")   # what temp_name makes
+UNSETTLED = re.compile(r"unsettled\.([0-9a-f]{1,64})")   # keep_record's mark of a commit id
 PID_DIGITS = 7   # a Linux pid is at most 4194304 (pid_max's ceiling), in a temp file's name
 
 
@@ -429,30 +432,37 @@ class ImageStore:
         descriptors: the directory is reached as a commit reaches the image's
         (dirfd.open_dir), so a link another account planted in its place is refused, not
         followed to create a file or change a mode where it points."""
-        root = os.open(self.root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)   # trusted as configured
         try:
-            try:
-                os.mkdir(STATE_DIR, 0o775, dir_fd=root)
-                made = True
-            except FileExistsError:
-                made = False
-            try:
-                state = open_dir(root, STATE_DIR, trusted_owners())
-            except UntrustedLink as error:
-                raise UnsafePath(os.path.join(STATE_DIR, LOCK_NAME)) from error
+            os.mkdir(self._state, 0o775)   # the image root is trusted as configured
+            made = True
+        except FileExistsError:
+            made = False
+        try:
+            with self._state_held() as state:
+                if made:
+                    with readable(state) as fd:
+                        # Shared by the accounts sharing the image, whatever the umask; only if
+                        # still ours (another account may have put its own in its place). The
+                        # setgid bit it took from a setgid image stays: it gives the journal
+                        # and the rest the image's group, not their first writer's own.
+                        info = os.fstat(fd)
+                        if info.st_uid == os.geteuid():
+                            os.fchmod(fd, 0o775 | (info.st_mode & stat.S_ISGID))
+                return _create_shared(LOCK_NAME, os.O_RDONLY, dir_fd=state)
+        except UntrustedLink as error:
+            raise UnsafePath(os.path.join(STATE_DIR, LOCK_NAME)) from error
+
+    @contextlib.contextmanager
+    def _state_held(self):
+        """The state directory, held by an O_PATH descriptor (dirfd.open_dir): a link
+        another account planted in its place is refused (UntrustedLink), not followed."""
+        root = os.open(self.root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            state = open_dir(root, STATE_DIR, trusted_owners())
         finally:
             os.close(root)
         try:
-            if made:
-                with readable(state) as fd:
-                    # Shared by the accounts sharing the image, whatever the umask; only if
-                    # still ours (another account may have put its own in its place). The
-                    # setgid bit it took from a setgid image stays: it gives the journal
-                    # and the rest the image's group, not their first writer's own.
-                    info = os.fstat(fd)
-                    if info.st_uid == os.geteuid():
-                        os.fchmod(fd, 0o775 | (info.st_mode & stat.S_ISGID))
-            return _create_shared(LOCK_NAME, os.O_RDONLY, dir_fd=state)
+            yield state
         finally:
             os.close(state)
 
@@ -851,6 +861,31 @@ class ImageStore:
                 return True
             return any(record.get("id") == commit_id for record in self._records_from_end())
 
+    def keep_record(self, commit_id: str) -> None:
+        """Mark the commit `commit_id`, whose session is about to ask whether it stands and
+        may not be told, so that compaction keeps its record, if it has one, until
+        release_record: its session settles it by that record (has_commit) at its next
+        commit, refresh or abort, however many commits others made since. Taken without
+        the lock (what failed may be the wait for it), as soon as the commit failed:
+        compaction leaves out only a record JOURNAL_KEEP commits old. Only keeps a record:
+        never fails (the settle then reads the journal as it is)."""
+        name = self._unsettled_name(commit_id)
+        with contextlib.suppress(OSError), self._state_held() as state:
+            os.close(_create_shared(name, os.O_WRONLY, dir_fd=state))
+
+    def release_record(self, commit_id: str) -> None:
+        """Compaction may leave the record of `commit_id` out again (keep_record): settled."""
+        name = self._unsettled_name(commit_id)
+        with contextlib.suppress(OSError), self._state_held() as state:
+            os.unlink(name, dir_fd=state)
+
+    @staticmethod
+    def _unsettled_name(commit_id: str) -> str:
+        name = f"unsettled.{commit_id}"
+        if not UNSETTLED.fullmatch(name):
+            raise ValueError(f"commit id {commit_id!r} is not 1 to 64 lowercase hex digits")
+        return name
+
     def finish_pending(self) -> bool:
         """Finish a commit left pending on disk (True if there was one), as every commit
         does first: for a session that settled its own commit found pending, so it is not
@@ -1143,9 +1178,10 @@ class ImageStore:
         journal_limit and twice its size after the last compaction (so one whose kept
         records alone come near the limit is not read whole and rewritten on every commit): the last
         JOURNAL_KEEP records, and before them each file's last record (what _made_by
-        reads), in their order, behind the count of those left out. A temp renamed over
-        it: a crash leaves one journal or the other, whole (a temp left is swept as a
-        commit's). Only bounds the journal: a commit never fails for want of it."""
+        reads) and each unsettled commit's (keep_record), in their order, behind the count
+        of those left out. A temp renamed over it: a crash leaves one journal or the other,
+        whole (a temp left is swept as a commit's). Only bounds the journal: a commit never
+        fails for want of it."""
         with contextlib.suppress(OSError):
             fd = os.open(JOURNAL_NAME, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=state)
             with open(fd, "rb") as journal:
@@ -1157,7 +1193,7 @@ class ImageStore:
             lines = [line for line in data.split(b"\n")[1 if header else 0:] if line.strip()]
             # Written even with nothing left out: its count line's size is what spares the
             # next commits reading it whole again, until it has doubled.
-            kept = _worth_keeping(lines)
+            kept = _worth_keeping(lines, _unsettled_ids(state))
             body = b"".join(line + b"\n" for line in kept)
             count = {"dropped": version - len(kept), "size": len(body)}
             head = json.dumps(count, sort_keys=True).encode() + b"\n"
@@ -1248,20 +1284,29 @@ def _compaction(line: bytes) -> tuple[int, int] | None:
     return dropped, size
 
 
-def _worth_keeping(lines: list[bytes]) -> list[bytes]:
-    """The journal lines compaction keeps, in order: the last JOURNAL_KEEP, and each
-    file's last record (a record naming a file no later one names)."""
+def _unsettled_ids(state: int) -> set[str]:
+    """The commit ids keep_record marked in the state directory `state`."""
+    with readable(state) as reading:
+        names = os.listdir(reading)
+    return {match.group(1) for match in map(UNSETTLED.fullmatch, names) if match}
+
+
+def _worth_keeping(lines: list[bytes], unsettled: set[str] = frozenset()) -> list[bytes]:
+    """The journal lines compaction keeps, in order: the last JOURNAL_KEEP, each file's
+    last record (a record naming a file no later one names) and the records of the
+    commit ids `unsettled` (keep_record)."""
     kept, named_later = [], set()
     for index in range(len(lines) - 1, -1, -1):
         try:
             record = json.loads(lines[index])
         except (ValueError, RecursionError):
             record = None
-        entries = record.get("files") if isinstance(record, dict) else None
+        entries, commit_id = (record.get("files"), record.get("id")) if isinstance(record, dict) else (None, None)
         # Of the shape a commit writes only: another account sharing the image can write the journal.
         named = {entry.get("file") for entry in entries if isinstance(entry, dict)
                  and isinstance(entry.get("file"), str)} if isinstance(entries, list) else set()
-        if index >= len(lines) - JOURNAL_KEEP or not named <= named_later:
+        if (index >= len(lines) - JOURNAL_KEEP or not named <= named_later
+                or (isinstance(commit_id, str) and commit_id in unsettled)):
             kept.append(lines[index])
         named_later |= named
     kept.reverse()

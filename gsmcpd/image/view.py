@@ -167,6 +167,7 @@ class View:
         reserved, self._reserved = self._reserved, None
         if reserved is not None:
             reserved.close()
+        self.release_unsettled()
         if self._loader in sys.meta_path:
             sys.meta_path.remove(self._loader)
         self._installed = False
@@ -176,6 +177,12 @@ class View:
             linecache.cache.pop(self.filename(rel), None)
         self.live_texts.clear()
         self.live_code.clear()
+
+    def release_unsettled(self) -> None:
+        """The session ends with its commit undecided: nothing will settle it now, so
+        compaction need not keep its record (keep_record)."""
+        if self._unsettled is not None:
+            self.store.release_record(self._unsettled[0])
 
     # -- snapshot --------------------------------------------------------
 
@@ -472,7 +479,10 @@ class View:
         ends the call then, as it says, rather than leave the view neither on the commit nor
         knowing it undecided."""
         try:
-            return self.store.has_commit(commit_id)
+            self.store.keep_record(commit_id)   # so compaction keeps it until it is settled
+            stands = self.store.has_commit(commit_id)
+            self.store.release_record(commit_id)
+            return stands
         except (OSError, *BREAKS) as error:
             base_texts, base_hashes = stand[:2]
             self.undecided, self._unsettled = _modules_of(changed), (
@@ -493,7 +503,8 @@ class View:
         another's (nor an abort discards it, or names it as another's), and if a failure left
         it pending on disk it is finished there. Returns that commit's modules if it stands;
         still not known (the lock waited out again), it is left for the next commit, refresh
-        or abort."""
+        or abort. Found by its record however many commits others made since: compaction
+        keeps the record until then (keep_record)."""
         if self._unsettled is None:
             return []
         commit_id, wrote, stood_on = self._unsettled
@@ -515,6 +526,7 @@ class View:
             self.base_texts, self.base_hashes, self._unsettled = base_texts, base_hashes, None
         else:
             self._unsettled = None
+        self.store.release_record(commit_id)   # last: a break before it leaves the record kept, not lost
         return _modules_of(wrote) if stands else []
 
     def _stand(self, base_texts: dict, base_hashes: dict, count: int, changed: list[str],

@@ -59,7 +59,10 @@ def run(sock: socket.socket, router_pid: int) -> None:
     # whenever the user's code looks, however late the thread first runs.
     _thread.start_new_thread(_watch_router, (sock, router_pid, _open_pidfd(router_pid)))
     loop.serve()
-    # Nothing is left to clean up that the kernel does not: skipping interpreter and
+    view = getattr(loop.server, "view", None)
+    if view is not None:   # the session ends: the kernel cannot tidy what it marked in the image
+        view.release_unsettled()
+    # Nothing else is left to clean up that the kernel does not: skipping interpreter and
     # multiprocessing teardown frees the CPU for the sessions still running.
     logging.shutdown()
     end_process()
