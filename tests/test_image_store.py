@@ -6,6 +6,7 @@ import errno
 import json
 import os
 import posixpath
+import re
 import signal
 import stat
 import subprocess
@@ -517,11 +518,22 @@ def test_compaction_keeps_the_record_of_a_commit_marked_unsettled_until_it_is_re
     store.release_record("0ddba11")    # released twice (a settle broken after it): nothing to do
 
 
-@pytest.mark.parametrize("commit_id", ["", "../journal", "ABC", "0" * 65])
+@pytest.mark.parametrize("commit_id", ["", "../journal", "ABC", "0" * 65, "call-0ddba11", "call7-"])
 def test_a_commit_id_that_cannot_name_an_unsettled_mark_is_refused_naming_it(tmp_path, commit_id):
     store = make_image(tmp_path / "image", {"a.py": ""})
-    with pytest.raises(ValueError, match=f"commit id {commit_id!r} is not 1 to 64 lowercase hex digits"):
+    with pytest.raises(ValueError, match=re.escape(f"commit id {commit_id!r} is not a commit's: a call tag")):
         store.keep_record(commit_id)
+
+
+def test_a_commit_id_with_its_calls_tag_is_marked_and_released(tmp_path):
+    """A commit's id begins with its call's tag (call_tag): its mark must be made as a bare one's."""
+    store = make_image(tmp_path / "image", {"a.py": ""})
+    commit_id = store_module.call_tag(7) + "0ddba11"
+    store.commit({"a.py": b"a = 1\n"}, {"a.py": sha256(b"")}, user="u", session_id="s", commit_id=commit_id)
+    store.keep_record(commit_id)
+    assert (store.state_dir / f"unsettled.{commit_id}").exists()
+    store.release_record(commit_id)
+    assert not (store.state_dir / f"unsettled.{commit_id}").exists()
 
 
 def test_a_journal_whose_kept_records_come_near_the_limit_is_not_rewritten_every_commit(tmp_path, monkeypatch):
@@ -665,6 +677,61 @@ def test_has_commit_knows_a_commit_by_its_id_applied_or_pending(tmp_path, monkey
             store.commit({"a.py": b"a = 3\n"}, {"a.py": sha256(b"a = 2\n")}, user="u", session_id="s",
                          commit_id="00000000000000aa")
     assert store.has_commit("00000000000000aa") is True          # pending: decided all the same
+
+
+def test_the_commits_of_a_call_are_found_by_its_session_and_tag_applied_or_pending(tmp_path, monkeypatch):
+    # The router asks, once a worker died in a call, whether the call's commit stands.
+    store = make_image(tmp_path, {"a.py": "a = 1\n", "b.py": "b = 1\n"})
+    assert store.commits_of_call("s", 7) == []                   # never committed to
+    tag = store_module.call_tag(7)
+    store.commit({"a.py": b"a = 2\n"}, {"a.py": sha256(b"a = 1\n")}, user="u", session_id="s",
+                 commit_id=store_module.call_tag(6) + "earlier")
+    assert store.commits_of_call("s", 7) == []                   # an earlier call's is not this one's
+    store.commit({"b.py": b"b = 2\n"}, {"b.py": sha256(b"b = 1\n")}, user="u", session_id="s",
+                 commit_id=tag + "0a")
+    store.commit({"a.py": b"a = 3\n"}, {"a.py": sha256(b"a = 2\n")}, user="v", session_id="other",
+                 commit_id=tag + "0b")                           # another session's call 7
+    assert [r["id"] for r in store.commits_of_call("s", 7)] == [tag + "0a"]
+    assert [f["file"] for f in store.commits_of_call("s", 7)[0]["files"]] == ["b.py"]
+    with monkeypatch.context() as patch:   # killed past its commit point: pending
+        _fail_when(patch, "replace", lambda src, dst: not str(dst).endswith("commit.intent"))
+        with pytest.raises(store_module.CommitPending):
+            store.commit({"a.py": b"a = 4\n"}, {"a.py": sha256(b"a = 3\n")}, user="u", session_id="s",
+                         commit_id=store_module.call_tag(8) + "0c")
+    assert [r["id"] for r in store.commits_of_call("s", 8)] == [store_module.call_tag(8) + "0c"]
+    assert store.commits_of_call("s", 9) == []
+
+
+def test_the_commits_of_a_call_are_asked_without_waiting_for_the_lock(tmp_path, monkeypatch):
+    # Asked on the router's loop: a lock held elsewhere is not waited for. A record found
+    # stands all the same; none found cannot be told (the holder may be the dying worker).
+    import fcntl
+    store = make_image(tmp_path, {"a.py": "a = 1\n"})
+    with monkeypatch.context() as patch:
+        _fail_when(patch, "replace", lambda src, dst: not str(dst).endswith("commit.intent"))
+        with pytest.raises(store_module.CommitPending):
+            store.commit({"a.py": b"a = 2\n"}, {"a.py": sha256(b"a = 1\n")}, user="u", session_id="s",
+                         commit_id=store_module.call_tag(3) + "0a")
+    holder = os.open(store.lock_file, os.O_RDONLY)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        assert [r["id"] for r in store.commits_of_call("s", 3)] == [store_module.call_tag(3) + "0a"]
+        assert store.commits_of_call("s", 4) is None
+    finally:
+        os.close(holder)
+    assert store.commits_of_call("s", 4) == []
+
+
+def test_the_commits_of_a_call_are_looked_for_only_so_far_back_in_the_journal(tmp_path, monkeypatch):
+    # Others' records from the end: past the bound, whether the call's commit stands cannot be told.
+    store = make_image(tmp_path, {"a.py": ""})
+    store.state_dir.mkdir(exist_ok=True)
+    others = [{"id": str(n), "session": "other", "files": [{"file": "a.py", "new": "x" * 200}]} for n in range(2000)]
+    (store.state_dir / "journal.jsonl").write_text("".join(json.dumps(r) + "\n" for r in others))
+    monkeypatch.setattr(store_module, "CALL_SCAN_LIMIT", 100_000)
+    assert store.commits_of_call("s", 1) is None
+    monkeypatch.setattr(store_module, "CALL_SCAN_LIMIT", 10_000_000)
+    assert store.commits_of_call("s", 1) == []
 
 
 def test_the_shared_lock_is_held_until_closed_or_dropped_and_a_failed_take_holds_nothing(tmp_path, monkeypatch):

@@ -59,8 +59,22 @@ INTENT_NAME = "commit.intent"
 JOURNAL_LIMIT = 1024 * 1024   # bytes past which a commit compacts the journal (ImageStore.journal_limit)
 JOURNAL_KEEP = 100            # the last records compaction keeps whole, whatever files they name
 TEMP_NAME = re.compile(r"\..+\.tmp-\d+")   # what temp_name makes
-UNSETTLED = re.compile(r"unsettled\.([0-9a-f]{1,64})")   # keep_record's mark of a commit id
+UNSETTLED = re.compile(r"unsettled\.((?:call\d{1,20}-)?[0-9a-f]{1,64})")   # keep_record's mark of a commit id (call_tag, hex)
 PID_DIGITS = 7   # a Linux pid is at most 4194304 (pid_max's ceiling), in a temp file's name
+
+
+# How far back from its end the router reads the journal for a dead worker's call (commits_of_call).
+CALL_SCAN_LIMIT = 4 * JOURNAL_LIMIT
+
+
+def call_tag(seq) -> str:
+    """How the id of each commit made in the call the router numbered `seq` begins: the
+    router finds them by it if the call's worker dies in it (ImageStore.commits_of_call)."""
+    return f"call{seq}-"
+
+
+class JournalScanLimit(Exception):
+    """The journal would be read back further than a scan was allowed to (_records_from_end)."""
 
 
 def temp_name(name: str, pid: int | str) -> str:
@@ -824,11 +838,12 @@ class ImageStore:
                       if rel in last and last[rel][1] == digest else None)
                 for rel, digest in disk.items()}
 
-    def _records_from_end(self):
+    def _records_from_end(self, within: int | None = None, holding: bytes = b""):
         """The journal's records, last first (call under the lock), read back from its end
         a chunk at a time: a conflict asks only for the last commits of a few files, and a
         pending commit's finish for the last record. A line that is no JSON object is
-        passed over."""
+        passed over. `within`: JournalScanLimit once more than that many bytes would be
+        read; `holding`: only lines holding those bytes are parsed (a scan for one session's)."""
         try:
             journal = open(self.journal_file, "rb")
         except FileNotFoundError:
@@ -836,11 +851,16 @@ class ImageStore:
         with journal:
             fd = journal.fileno()
             end, rest = _complete_length(fd, os.fstat(fd).st_size), b""
+            last = end
             while end > 0:
                 start = max(0, end - 65536)
+                if within is not None and last - start > within:
+                    raise JournalScanLimit(within)
                 lines = (os.pread(fd, end - start, start) + rest).split(b"\n")
                 rest = lines.pop(0) if start > 0 else b""   # its start is in the chunk before
                 for line in reversed(lines):
+                    if holding not in line:
+                        continue
                     try:
                         record = json.loads(line) if line.strip() else None
                     except (ValueError, RecursionError):   # not JSON, or nested past the parser's depth
@@ -856,10 +876,46 @@ class ImageStore:
         that could not tell (View._settle), however many commits others made since: the
         journal is read back from its end until the record is found."""
         with self._locked(fcntl.LOCK_SH):
-            intent = self._pending_intent()
-            if intent is not None and intent["record"]["id"] == commit_id:
-                return True
-            return any(record.get("id") == commit_id for record in self._records_from_end())
+            return any(record.get("id") == commit_id for record in self._decided_records())
+
+    def commits_of_call(self, session_id: str, seq) -> list[dict] | None:
+        """The records of the commits that stand (applied or pending) of session
+        `session_id`'s call `seq` (see call_tag), last first: asked by the router, on its
+        loop, once the call's worker is gone, so without waiting. None if that cannot be
+        told now: none found while the lock is held (by another session's commit, which
+        finishes a pending one first, or by the worker not quite gone), or the journal would
+        be read back further than CALL_SCAN_LIMIT bytes. The scan stops at the session's
+        record of an earlier call: this call's come after it."""
+        if not os.path.isdir(self._state):
+            return []   # never committed to
+        tag, found = call_tag(seq), {}
+        try:
+            held = self._locked(fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            # Read all the same: a record found stands, whoever holds the lock. The intent
+            # is read before the journal, and a commit appends its record to the journal
+            # before it removes the intent, so neither read misses it.
+            held = None
+        with held or contextlib.nullcontext():
+            try:
+                for record in self._decided_records(within=CALL_SCAN_LIMIT, holding=session_id.encode()):
+                    if record.get("session") != session_id:
+                        continue
+                    record_id = record.get("id")
+                    if not (isinstance(record_id, str) and record_id.startswith(tag)):
+                        break
+                    found.setdefault(record_id, record)   # a pending one may be journalled already
+            except JournalScanLimit:
+                return None
+        return list(found.values()) if found or held is not None else None
+
+    def _decided_records(self, **scan):
+        """Every decided commit's record, last first (call under the lock): a pending
+        intent's, then the journal's (`scan`: as _records_from_end takes)."""
+        intent = self._pending_intent()
+        if intent is not None:
+            yield intent["record"]
+        yield from self._records_from_end(**scan)
 
     def keep_record(self, commit_id: str) -> None:
         """Mark the commit `commit_id`, whose session is about to ask whether it stands and
@@ -883,7 +939,8 @@ class ImageStore:
     def _unsettled_name(commit_id: str) -> str:
         name = f"unsettled.{commit_id}"
         if not UNSETTLED.fullmatch(name):
-            raise ValueError(f"commit id {commit_id!r} is not 1 to 64 lowercase hex digits")
+            raise ValueError(f"commit id {commit_id!r} is not a commit's: a call tag (call_tag), "
+                             "then 1 to 64 lowercase hex digits")
         return name
 
     def finish_pending(self) -> bool:

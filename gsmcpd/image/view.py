@@ -115,6 +115,7 @@ class View:
         self.undecided: list[str] = []          # the last commit's, if it failed not knowing whether it stands
         self.settled: list[str] = []            # the last commit's or refresh's: an undecided one found standing
         self._unsettled = None                  # that undecided commit: (id, what it wrote, the base it stood on)
+        self.call_tag = ""                      # how the ids of the running call's commits begin (store.call_tag)
         self._reserved = None                   # the shared lock held until load()
         self._derived: dict[tuple[str, str], tuple[str, object]] = {}   # see derived()
         self._loader = _SnapshotLoader(self)
@@ -426,7 +427,7 @@ class View:
         already: list[str] = []                # files the disk held as changed: filled by the store
         if changed:
             changes = {rel: (self._encoded(rel) if rel in self.texts else None) for rel in changed}
-            commit_id = secrets.token_hex(8)
+            commit_id = self.call_tag + secrets.token_hex(8)
             # The view's base once the commit stands, made ready before it: the view
             # steps onto it (_stand) as soon as the commit is known to stand, and a
             # break landing on the way is caught to step onto it all the same: the view

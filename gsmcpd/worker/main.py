@@ -22,6 +22,7 @@ import socket
 import sys
 import threading
 
+from gsmcpd.image.store import call_tag
 from gsmcpd.wire import frames, jsonrpc
 from gsmcpd.wire.break_signals import HARD_BREAK_SIGNAL, SOFT_BREAK_SIGNAL
 from gsmcpd.worker import reaper
@@ -354,6 +355,8 @@ class WorkerLoop:
             return self.send_message("notify", seq, notification)
 
         view = self.server.view
+        if view is not None:   # its commits are found by it if this process dies in the call
+            view.call_tag = call_tag(seq)
         commits_before = view.commit_count if view is not None else 0
         undecided_before = view.undecided if view is not None else None   # a commit makes a new list
         self._restore_breaks()
