@@ -771,7 +771,7 @@ def test_a_worker_killed_mid_commit_before_the_stop_leaves_the_stopped_image_fil
         assert wait_until((intent if step == "_apply" else temp).exists, timeout=15)
         os.kill(pid, signal.SIGKILL)
         caller.join(15)
-        assert answers[0]["error"]["message"] == "session ended: worker %d exited" % pid
+        assert answers[0]["error"]["message"].startswith("session ended: worker %d exited; " % pid)
         seen = tool_text(session(daemon).tool("execute_code", code=SOUND))
         assert seen == ("'meow'" if step == "_apply" else "'woof'")   # sessions read it whole
         assert daemon.stop() == 0
@@ -782,6 +782,56 @@ def test_a_worker_killed_mid_commit_before_the_stop_leaves_the_stopped_image_fil
         assert (image / "pets.py").read_text() == "SOUND = 'meow'\n"
         assert [entry["session"] for entry in journal(image)] == [a.session]
         assert "finished a commit to %s that was interrupted" % image in daemon.log_text()
+
+
+MANY = ["bulk.m%03d" % n for n in range(400)]
+EDIT_MANY = """
+import bulk
+view = bulk.__spec__.loader.view
+for name in %r:
+    view.set_source(name, "TURN = 1\\n", live=False)
+""" % MANY
+
+
+@pytest.mark.parametrize("step", ["_write_intent", "_apply"])
+def test_a_commit_whose_worker_is_killed_is_answered_whether_it_stands(tmp_path, step):
+    # The tester's case: a session commits 400 modules and its worker is killed (kill -9,
+    # the OOM killer) in the commit. The client was told only "session ended: worker N
+    # exited", though past the commit point the commit stands: every session reads it.
+    files = {"bulk/__init__.py": "", "pets.py": "SOUND = 'woof'\n"}
+    files.update({name.replace(".", "/") + ".py": "TURN = 0\n" for name in MANY})
+    image = write_image(tmp_path / "image", files)
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
+        a = session(daemon)
+        pid = a.tool("status")["structuredContent"]["pid"]
+        a.tool("execute_code", code=EDIT_MANY)
+        a.tool("execute_code", code=SLOW_COMMIT_STEP % {"step": step})
+        answers = []
+        caller = threading.Thread(target=lambda: answers.append(
+            a.call("tools/call", {"name": "commit", "arguments": {}}).json()), daemon=True)
+        caller.start()
+        temp, intent = image / (".pets.py.tmp-%d" % pid), image / ".gsmcpd" / "commit.intent"
+        assert wait_until((intent if step == "_apply" else temp).exists, timeout=30)
+        os.kill(pid, signal.SIGKILL)
+        caller.join(30)
+        error = answers[0]["error"]
+        assert error["code"] == -32003
+        seen = tool_text(session(daemon).tool("execute_code", code="import bulk.m399\nbulk.m399.TURN"))
+        if step == "_write_intent":   # short of the commit point: nothing of it
+            assert error["message"] == (
+                "session ended: worker %d exited; the commit it was making had not reached its commit "
+                "point, so nothing of it stands, and the session's uncommitted changes went with it" % pid)
+            assert error["data"] == {"commitStands": False} and seen == "0"
+        else:                         # past it: it stands, every session reads it
+            record = json.loads(intent.read_text())["record"]
+            assert record["session"] == a.session
+            assert error["message"] == (
+                "session ended: worker %d exited; the commit it was making had passed its commit point, "
+                "so it stands (journal record %s: bulk/m000.py, bulk/m001.py, bulk/m002.py and 398 more): "
+                "every session reads it" % (pid, record["id"]))
+            assert error["data"] == {"commitStands": True, "journalRecord": record["id"],
+                                     "files": sorted(["pets.py"] + [n.replace(".", "/") + ".py" for n in MANY])}
+            assert seen == "1"
 
 
 def test_an_intent_planted_to_write_outside_the_image_is_refused_and_nothing_moves(shop, tmp_path):

@@ -12,6 +12,7 @@ import logging
 import secrets
 
 from gsmcpd.router import breaks
+from gsmcpd.router.commit_fate import is_commit_call, tell_when_known
 from gsmcpd.router.pacing import Pacer
 from gsmcpd.router.trace import shown
 from gsmcpd.router.worker_log import USER_CAP
@@ -239,7 +240,9 @@ class SessionManager:
         if self._per_user[user] <= 0:
             del self._per_user[user]
 
-    def end(self, session, reason):
+    def end(self, session, reason, died=False):
+        """`died`: its worker is gone by itself (kill -9, the OOM killer): a `commit` call it
+        was running is told whether the commit stands (commit_fate)."""
         if session.ended:
             return
         session.ended = True
@@ -247,6 +250,7 @@ class SessionManager:
         self.by_id.pop(session.id, None)
         self._by_worker.pop(session.worker, None)
         busy = session.inflight is not None
+        telling = died and busy and is_commit_call(session.inflight.message) and self.router.image is not None
         self.calls_cut = self.calls_cut or busy
         gone = [session.inflight] if busy else []
         gone += list(session.queue)
@@ -257,7 +261,10 @@ class SessionManager:
         session.queue.clear()
         session.ids_in_use.clear()
         for call in gone:
-            self._fail_gone(session, call, "session ended: %s" % reason)
+            if telling and call is gone[0]:
+                self._tell_commit_fate(session, call, "session ended: %s" % reason)
+            else:
+                self._fail_gone(session, call, "session ended: %s" % reason)
         self.router.session_ended(session)  # last flush of its outbox
         self._end_get_stream(session)
         worker = session.worker
@@ -285,12 +292,12 @@ class SessionManager:
                 "send it again in a new session once the server is back" % reason))
         self._end_get_stream(session)
 
-    def _fail_gone(self, session, call, text):
+    def _fail_gone(self, session, call, text, data=None):
         """Answer a call its session will not run -32003 (WORKER_GONE), its last progress first."""
         try:
             if call.pacer is not None:
                 self._flush_notify(session, call)
-            self._fail(call, jsonrpc.WORKER_GONE, text)
+            self._fail(call, jsonrpc.WORKER_GONE, text, data)
         except Exception:
             # The session's worker must still be stopped: one call that cannot be
             # answered loses its connection, not the session's cleanup.
@@ -465,7 +472,15 @@ class SessionManager:
     def on_worker_exit(self, worker):
         session = self._by_worker.get(worker)
         if session is not None:
-            self.end(session, "worker %d exited" % worker.pid)
+            self.end(session, "worker %d exited" % worker.pid, died=True)
+
+    def _tell_commit_fate(self, session, call, text):
+        """Answer a `commit` call its worker died in once whether the commit stands is known."""
+        def answer(more, data):
+            log.warning("session %s: its worker died in a commit%s", session.short, more.replace(";", ",", 1))
+            self._fail_gone(session, call, text + more, data)
+
+        tell_when_known(self.loop, self.router.image, session.id, call.seq, answer)
 
     # -- answering ---------------------------------------------------------
     def _deliver(self, session, call, body):
@@ -533,10 +548,10 @@ class SessionManager:
         elif session.stream is not None:
             self.router.push_to_stream(session, body)  # traced as it is written
 
-    def _fail(self, call, code, text):
+    def _fail(self, call, code, text, data=None):
         if not call.awaited:
             return
-        body = jsonrpc.dumps(jsonrpc.error(call.id, code, text))
+        body = jsonrpc.dumps(jsonrpc.error(call.id, code, text, data))
         if call.streaming:
             call.conn.stream_write(sse.event(body.decode("utf-8"), event="message"))
             call.conn.end_stream()

@@ -1,0 +1,130 @@
+"""What the router tells a client whose `commit` call's worker died: whether the commit stands."""
+
+import fcntl
+import os
+
+import pytest
+
+from gsmcpd.image import store as store_module
+from gsmcpd.image.store import ImageStore, sha256
+from gsmcpd.router.commit_fate import PATIENCE, is_commit_call, tell_when_known, told
+
+RECORD = {"id": "call7-0a1b", "session": "s", "files": [{"file": "bulk/m%03d.py" % n, "new": "h"} for n in range(5)]}
+
+
+def test_only_a_call_of_the_commit_tool_is_a_commit_call():
+    assert is_commit_call({"method": "tools/call", "params": {"name": "commit", "arguments": {}}})
+    assert not is_commit_call({"method": "tools/call", "params": {"name": "execute_code"}})
+    assert not is_commit_call({"method": "tools/list"})
+    assert not is_commit_call({"method": "tools/call", "params": ["commit"]})
+    assert not is_commit_call(["commit"])
+
+
+def test_a_commit_that_stands_names_its_journal_record_and_files():
+    text, data = told([RECORD])
+    assert text == ("; the commit it was making had passed its commit point, so it stands (journal record "
+                    "call7-0a1b: bulk/m000.py, bulk/m001.py, bulk/m002.py and 2 more): every session reads it")
+    assert data == {"commitStands": True, "journalRecord": "call7-0a1b",
+                    "files": ["bulk/m%03d.py" % n for n in range(5)]}
+
+
+def test_a_commit_short_of_its_commit_point_is_said_to_leave_nothing():
+    text, data = told([])
+    assert text == ("; the commit it was making had not reached its commit point, so nothing of it stands, "
+                    "and the session's uncommitted changes went with it")
+    assert data == {"commitStands": False}
+
+
+def test_a_commit_whose_fate_could_not_be_told_says_why():
+    text, data = told(None, "the image lock is held")
+    assert text == ("; whether the commit it was making stands could not be told (the image lock is held): "
+                    "a new session sees the image as it is")
+    assert data == {"commitStands": None}
+
+
+def test_a_record_of_a_foreign_shape_names_what_files_it_can():
+    text, data = told([{"id": "call1-x", "files": ["junk", {"file": 3}, {"file": "a.py"}]}])
+    assert "(journal record call1-x: a.py)" in text and data["files"] == ["a.py"]
+
+
+class ManualLoop:
+    """The loop's clock and timers, moved by hand."""
+
+    def __init__(self):
+        self.now, self.timers = 0.0, []
+
+    def time(self):
+        return self.now
+
+    def call_later(self, delay, callback):
+        self.timers.append((self.now + delay, callback))
+
+    def run_next(self):
+        (self.now, callback), *self.timers = self.timers
+        callback()
+
+
+def committed_pending(tmp_path, seq):
+    """An image whose session "s" made a commit in call `seq` that was killed past its commit point."""
+    store = ImageStore(tmp_path)
+    (tmp_path / "a.py").write_text("a = 1\n")
+    real_replace = store_module.os.replace
+
+    def replace(src, dst, **kwargs):
+        if not str(dst).endswith("commit.intent"):
+            raise OSError("killed")
+        return real_replace(src, dst, **kwargs)
+
+    store_module.os.replace = replace
+    try:
+        with pytest.raises(store_module.CommitPending):
+            store.commit({"a.py": b"a = 2\n"}, {"a.py": sha256(b"a = 1\n")}, user="u", session_id="s",
+                         commit_id=store_module.call_tag(seq) + "0a")
+    finally:
+        store_module.os.replace = real_replace
+    return store
+
+
+def test_while_the_lock_is_held_the_answer_waits_until_it_can_be_told(tmp_path):
+    # The router can see the dead worker's socket close before its lock goes: it looks again.
+    store = committed_pending(tmp_path, 1)
+    loop, answers = ManualLoop(), []
+    holder = os.open(store.lock_file, os.O_RDONLY)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        tell_when_known(loop, str(tmp_path), "s", 2, lambda *told: answers.append(told))
+        assert answers == [] and loop.timers
+        loop.run_next()
+        assert answers == []
+    finally:
+        os.close(holder)
+    loop.run_next()
+    assert answers == [told([])] and not loop.timers
+
+
+def test_a_commit_found_standing_is_told_at_once_though_the_lock_is_held(tmp_path):
+    store = committed_pending(tmp_path, 1)
+    loop, answers = ManualLoop(), []
+    holder = os.open(store.lock_file, os.O_RDONLY)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        tell_when_known(loop, str(tmp_path), "s", 1, lambda *told: answers.append(told))
+    finally:
+        os.close(holder)
+    assert answers[0][1]["commitStands"] is True and not loop.timers
+
+
+def test_a_lock_held_past_the_patience_is_told_as_not_known(tmp_path):
+    store = committed_pending(tmp_path, 1)
+    loop, answers = ManualLoop(), []
+    holder = os.open(store.lock_file, os.O_RDONLY)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        tell_when_known(loop, str(tmp_path), "s", 2, lambda *told: answers.append(told))
+        while loop.timers:
+            loop.run_next()
+    finally:
+        os.close(holder)
+    assert loop.now >= PATIENCE
+    assert answers == [told(None, "the image lock stayed held by another commit, or the journal is too "
+                                  "long to read back here")]
