@@ -759,6 +759,27 @@ def test_what_the_code_started_ends_with_the_daemon(tmp_path):
         assert wait_until(lambda: not pid_alive(pid)), "%d outlived the daemon" % pid
 
 
+# Shared memory and a forkserver-context semaphore: multiprocessing's resource tracker,
+# a process the code starts, unlinks them if their owner exits without doing so. They are
+# files in /dev/shm (tmpfs: memory) and outlived the session, tracker killed with the rest.
+LEAVE_IN_DEV_SHM = """
+import multiprocessing, multiprocessing.shared_memory
+block = multiprocessing.shared_memory.SharedMemory(create=True, size=1 << 20)
+lock = multiprocessing.get_context("forkserver").Lock()
+["/dev/shm/" + block.name, "/dev/shm/sem." + lock._semlock.name.lstrip("/")]
+"""
+
+
+def test_shared_memory_and_semaphores_the_code_left_are_released_with_its_session(c):
+    worker = worker_pid(c)
+    left = json.loads(tool_text(c.tool("execute_code", code=LEAVE_IN_DEV_SHM)).replace("'", '"'))
+    assert all(os.path.exists(path) for path in left), left
+    assert c.delete().status == 200
+    assert wait_until(lambda: not pid_alive(worker))
+    assert wait_until(lambda: not any(os.path.exists(path) for path in left)), [
+        path for path in left if os.path.exists(path)]
+
+
 def test_abort_undoes_a_patch_seen_through_the_workspaces_own_import(daemon):
     # The abort re-imports the module as a new object; the workspace's `models` and
     # `Cart` named the old one, the patch the abort had undone still showing through them.

@@ -61,3 +61,34 @@ def test_a_workers_whole_group_ends_with_it_not_a_generation_at_a_time(how):
                          timeout=60, cwd=str(REPO))
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "0"
+
+
+# A worker's end (gsmcpd.worker.main.end_process) in a process of its own: the code left
+# shared memory behind, and a child that holds the resource tracker's pipe open. Prints
+# whether the tracker outlived the other children, and whether the memory is still there.
+TRACKER_SCENARIO = r"""
+import os, select, time
+from multiprocessing import shared_memory
+from gsmcpd.worker import reaper
+assert reaper.become_subreaper() is None
+block = shared_memory.SharedMemory(create=True, size=4096)   # starts the tracker
+holder = os.fork()                                           # inherits its pipe
+if holder == 0:
+    time.sleep(60)
+    os._exit(0)
+tracker = reaper.resource_tracker()
+assert tracker is not None and tracker[0] != holder
+reaper.kill_descendants(spare=tracker[0])
+print(reaper.children(os.getpid()) == [tracker[0]])
+reaper.let_tracker_clean(tracker, wait=10)
+print(os.path.exists("/dev/shm/" + block.name))
+"""
+
+
+def test_a_workers_end_spares_the_resource_tracker_until_it_has_unlinked_what_the_code_left():
+    # Killed with the rest, the tracker left the code's shared memory and semaphores in
+    # /dev/shm (memory) for good.
+    out = subprocess.run([sys.executable, "-c", TRACKER_SCENARIO], capture_output=True, text=True,
+                         timeout=60, cwd=str(REPO))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "False"], out

@@ -76,9 +76,14 @@ def end_process() -> None:
     a double fork) is still below us: kill every descendant (reaper.kill_descendants,
     one system call when there is none), then the group, which ends us too. What
     survives that (a fork that raced it) is reparented to the spawner, which kills it.
+    multiprocessing's resource tracker, if the code started one, is spared until the
+    rest are gone, so it unlinks the shared memory and semaphores they left in /dev/shm.
     Not a group leader (a worker run by the tests, a fork of the user's): just exit."""
     if os.getpgrp() == os.getpid():
-        reaper.kill_descendants()
+        tracker = reaper.resource_tracker()
+        reaper.kill_descendants(spare=None if tracker is None else tracker[0])
+        if tracker is not None:
+            reaper.let_tracker_clean(tracker)
         try:
             os.killpg(os.getpid(), signal.SIGKILL)
         except OSError:

@@ -27,12 +27,14 @@ import logging
 import os
 import select
 import signal
+import sys
 import time
 
 log = logging.getLogger("gsmcpd.worker")
 
 PR_SET_CHILD_SUBREAPER = 36
 END_WAIT = 2.0        # seconds a worker's end spends killing its descendants, at most
+TRACKER_WAIT = 0.5    # and then waiting for multiprocessing's resource tracker to clean up
 SWEEP_SHARE = 0.05    # the spawner's sweeps take at most this share of a CPU
 
 try:
@@ -97,9 +99,10 @@ def children(parent: int) -> list[int]:
     return found
 
 
-def kill_descendants(wait: float = END_WAIT) -> None:
-    """Kill every descendant of this process (a subreaper: they are all below it),
-    taking up to `wait` seconds; what is left then goes to the spawner when we end.
+def kill_descendants(wait: float = END_WAIT, spare: int | None = None) -> None:
+    """Kill every descendant of this process (a subreaper: they are all below it)
+    but the child `spare`, taking up to `wait` seconds; what is left then goes to the
+    spawner when we end.
 
     Top down, a round at a time: kill every child; as each dies its own children are
     reparented to us (before it can be seen to have died); reap, and again, until
@@ -118,7 +121,10 @@ def kill_descendants(wait: float = END_WAIT) -> None:
             return
         pidfds = []
         try:
-            for pid in children(me):
+            found = [pid for pid in children(me) if pid != spare]
+            if spare is not None and not found:
+                return                           # what a zombie or a fork under way leaves, killpg ends
+            for pid in found:
                 try:
                     pidfd = os.pidfd_open(pid)
                 except OSError:
@@ -136,6 +142,37 @@ def kill_descendants(wait: float = END_WAIT) -> None:
         finally:
             for pidfd in pidfds:
                 os.close(pidfd)
+
+
+def resource_tracker() -> tuple[int, int, int] | None:
+    """(pid, pidfd, our end of its pipe) of multiprocessing's resource tracker, if this
+    process started one that still runs; else None. The tracker unlinks the shared
+    memory and semaphores (files in /dev/shm: memory) still registered with it once
+    every process holding its pipe has exited, which a SIGKILL of it would prevent."""
+    module = sys.modules.get("multiprocessing.resource_tracker")
+    tracker = getattr(module, "_resource_tracker", None)
+    pid, fd = getattr(tracker, "_pid", None), getattr(tracker, "_fd", None)
+    if not isinstance(pid, int) or not isinstance(fd, int):   # none started, or not as we know it
+        return None
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:
+        return None
+    if parent_of(pid) != os.getpid():     # gone, and its pid reused: not ours
+        os.close(pidfd)
+        return None
+    return pid, pidfd, fd
+
+
+def let_tracker_clean(tracker: tuple[int, int, int], wait: float = TRACKER_WAIT) -> None:
+    """Close our end of the resource tracker's pipe (every other holder killed by
+    now) and give it up to `wait` seconds to unlink what is left and exit."""
+    _pid, pidfd, fd = tracker
+    try:
+        os.close(fd)
+        _wait_all([pidfd], wait)
+    finally:
+        os.close(pidfd)
 
 
 def _wait_all(pidfds, seconds):
