@@ -408,6 +408,47 @@ def test_the_set_up_a_set_up_class_puts_in_place_is_the_one_called(daemon):
         path.unlink()
 
 
+LOWERS_RECURSION_LIMIT = """\
+import sys
+import unittest
+
+
+class LowersRecursionLimit(unittest.TestCase):
+    def test_lowers_it(self):
+        sys.setrecursionlimit(40)
+
+    def test_after_it(self):
+        pass
+"""
+
+
+LOWERED = ("(this session's recursion limit is 40, below the 1000 it started with: its code, a test "
+           "or execute_code, lowered it with sys.setrecursionlimit, and the tools need more; "
+           "`import sys; sys.setrecursionlimit(1000)` in execute_code sets it back)")
+
+
+def test_a_tool_that_a_recursion_limit_the_code_lowered_breaks_says_so(daemon):
+    # A bare "RecursionError: maximum recursion depth exceeded" answered the tools the
+    # lowered limit broke, or called an image module that imports well broken, for the
+    # rest of the session, naming nothing that could explain it.
+    path = daemon.state / "image" / "lowers_recursion_limit.py"
+    path.write_text(LOWERS_RECURSION_LIMIT)
+    try:
+        c = open_session(daemon)
+        ran = c.tool("run_test_class", className="LowersRecursionLimit")
+        assert ran["structuredContent"]["passed"] == 2, ran
+        text = failed(c.tool("get_class_definition", className="Cart"), "other")
+        assert text.startswith("RecursionError: ") and text.endswith("\n" + LOWERED), text
+        text = failed(c.tool("run_test_class", className="CartTest"), "other")
+        assert text.startswith("image module shop.test_models failed to import: RecursionError: "), text
+        assert text.endswith(" " + LOWERED), text
+        c.tool("execute_code", code="import sys; sys.setrecursionlimit(1000)")
+        assert c.tool("run_test_class", className="CartTest")["structuredContent"]["failed"] == []
+        c.close()
+    finally:
+        path.unlink()
+
+
 ASYNC_CASES = """\
 import asyncio
 import unittest

@@ -2,6 +2,7 @@
 
 import _thread
 import os
+import sys
 import threading
 
 import pytest
@@ -12,6 +13,7 @@ from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.server import McpServer, build_server, resolve_worker_class
 from gsmcpd.worker.toolsets import resolve_toolsets
 from gsmcpd.worker.toolset import (
+    RECURSION_LIMIT_NOTE, STARTING_RECURSION_LIMIT, recursion_limit_note,
     ERROR_KINDS, HardBreak, SoftBreak, ToolError, Toolset, bool_prop, mark_soft_break, object_schema,
     string_prop,
 )
@@ -636,3 +638,23 @@ def test_a_context_kept_past_its_call_sends_nothing():
     assert toolset.done.wait(20)
     assert toolset.said == [True, False]
     assert [n["params"]["message"] for n in sent] == ["during"]
+
+
+LOWERED = STARTING_RECURSION_LIMIT - 1   # any lower one: pytest runs some 40 frames deep
+
+
+@pytest.mark.parametrize("limit, error, noted", [
+    (LOWERED, RecursionError("maximum recursion depth exceeded"), True),
+    (STARTING_RECURSION_LIMIT, RecursionError("maximum recursion depth exceeded"), False),  # the code's own
+    (STARTING_RECURSION_LIMIT * 10, RecursionError("maximum recursion depth exceeded"), False),
+    (LOWERED, ValueError("x"), False),
+])
+def test_a_recursion_error_under_a_limit_the_code_lowered_says_so(limit, error, noted):
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(limit)
+    try:
+        note = recursion_limit_note(error)
+    finally:
+        sys.setrecursionlimit(before)
+    expected = RECURSION_LIMIT_NOTE % (LOWERED, STARTING_RECURSION_LIMIT, STARTING_RECURSION_LIMIT)
+    assert note == (expected if noted else None)

@@ -28,7 +28,7 @@ from pathlib import Path
 from gsmcpd.image import parsing, splice
 from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
 from gsmcpd.image.renumber import code_of_live_functions, code_within, def_spans, renumber_moved_code
-from gsmcpd.worker.toolset import BREAKS, ToolError, raise_if_break
+from gsmcpd.worker.toolset import BREAKS, ToolError, raise_if_break, recursion_limit_note
 from gsmcpd.image.store import (JOURNAL_LIMIT, LOCK_WAIT, CommitConflict, CommitPending, ImageStore,
                                 alike_hashes, module_name_of, other_form, packages_of, relpath_of, sha256)
 
@@ -364,7 +364,8 @@ class View:
             module = importlib.import_module(name)
         except BaseException as error:         # the module's own KeyboardInterrupt, GeneratorExit...
             raise_if_break(error)              # ...unless the call is being broken, not the import
-            self.import_errors[name] = f"{type(error).__name__}: {error}"
+            note = recursion_limit_note(error)
+            self.import_errors[name] = f"{type(error).__name__}: {error}" + ("" if note is None else " " + note)
             return None
         self.import_errors.pop(name, None)
         return module if self.owns_module(name) else None

@@ -19,7 +19,7 @@ from gsmcpd.protocol import negotiate_version
 from gsmcpd.wire import jsonrpc
 from gsmcpd.wire.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND
 from gsmcpd.worker.registry import ToolRegistry, json_type
-from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset, raise_if_break
+from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset, raise_if_break, recursion_limit_note
 
 
 class CallContext:
@@ -279,7 +279,9 @@ class McpServer:
         except BaseException as error:   # a handler bug or the user's SystemExit, GeneratorExit,
             # own KeyboardInterrupt...: an answer, not a dead worker
             raise_if_break(error)
-            return error_result("other", f"{type(error).__name__}: {error}")
+            note = recursion_limit_note(error)
+            line = f"{type(error).__name__}: {error}"
+            return error_result("other", line if note is None else f"{line}\n{note}")
         finally:
             self.context = IDLE_CONTEXT
             if context is not None:

@@ -9,6 +9,8 @@ MCP tool annotations from these declarations, so they are the single source.
 
 from __future__ import annotations
 
+import sys
+
 ERROR_KINDS = frozenset({
     "compileError", "refused", "readOnly", "notFound", "invalidParams",
     "conflict", "ambiguous", "other",
@@ -25,6 +27,23 @@ class ToolError(Exception):
         self.kind = kind
         self.message = message
         self.details = details or {}   # more facts for a program, beside kind and message
+
+
+# The worker's own (Python's default): the tools' own calls need about that many frames.
+STARTING_RECURSION_LIMIT = sys.getrecursionlimit()
+RECURSION_LIMIT_NOTE = ("(this session's recursion limit is %d, below the %d it started with: its code, a "
+                        "test or execute_code, lowered it with sys.setrecursionlimit, and the tools need "
+                        "more; `import sys; sys.setrecursionlimit(%d)` in execute_code sets it back)")
+
+
+def recursion_limit_note(error: BaseException) -> str | None:
+    """Why a RecursionError the session's code did not raise itself may have come: the
+    limit it lowered stays so for the session (and unittest's and the tools' own frames
+    meet it); None for any other error, or under a limit not lowered."""
+    limit = sys.getrecursionlimit()
+    if not isinstance(error, RecursionError) or limit >= STARTING_RECURSION_LIMIT:
+        return None
+    return RECURSION_LIMIT_NOTE % (limit, STARTING_RECURSION_LIMIT, STARTING_RECURSION_LIMIT)
 
 
 class SoftBreak(KeyboardInterrupt):
