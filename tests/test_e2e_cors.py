@@ -62,6 +62,20 @@ def test_a_listed_origins_preflight_is_granted(daemon, origin):
     assert resp.header("access-control-allow-private-network") is None   # not asked
 
 
+# What the Inspector's direct mode (0.16-1.x, read from its source) sends beyond the
+# safelisted, as a browser asks for it: lower case, sorted, no spaces; last-event-id
+# when it resumes a stream, authorization when it holds a token.
+INSPECTOR_ASKS = "authorization,content-type,last-event-id,mcp-protocol-version,mcp-session-id"
+
+
+@pytest.mark.parametrize("method", ["POST", "GET", "DELETE"])
+def test_the_inspectors_direct_mode_preflight_is_granted_every_header_it_sends(daemon, method):
+    resp = preflight(daemon.port, INSPECTOR, method, **{"Access-Control-Request-Headers": INSPECTOR_ASKS})
+    assert resp.status == 204
+    assert_granted(resp, INSPECTOR)
+    assert resp.header("access-control-allow-headers") == INSPECTOR_ASKS
+
+
 def test_a_listed_origin_asking_for_private_network_access_is_granted_it(daemon):
     # Chrome's Private Network Access: a public page (https://app.example) calling a
     # server on this machine asks for it in its preflight.
