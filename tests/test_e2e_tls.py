@@ -5,6 +5,7 @@ would make one; the MCP flow runs through the official MCP Python SDK client wit
 httpx client that trusts exactly that certificate.
 """
 
+import http.client
 import os
 import select
 import signal
@@ -143,6 +144,43 @@ def test_plaintext_http_on_the_tls_port_is_a_clear_400(tls_env):
     head, _, body = raw.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 400 "), raw
     assert body == b"This port speaks HTTPS: use https:// to connect.\n"
+
+
+def test_plaintext_http_with_a_big_body_on_the_tls_port_reads_its_400_not_a_broken_pipe(tls_env):
+    # Closed at once with the body unread, the router reset a client still writing it.
+    daemon, _, _, _ = tls_env
+    conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=30)
+    try:
+        conn.request("POST", "/mcp", body=b" " * WRITTEN_ON, headers={"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        assert (resp.status, resp.read()) == (400, b"This port speaks HTTPS: use https:// to connect.\n")
+    finally:
+        conn.close()
+
+
+def _handshake_with(port, context):
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        context.wrap_socket(raw, server_hostname="localhost").close()
+
+
+@pytest.mark.filterwarnings("ignore:ssl.TLSVersion.TLSv1_1 is deprecated:DeprecationWarning")
+@pytest.mark.parametrize("offer, alert", [
+    ("TLS 1.1", "ALERT_PROTOCOL_VERSION"),
+    ("no shared cipher", "ALERT_HANDSHAKE_FAILURE"),
+])
+def test_a_refused_handshake_tells_the_client_why_in_its_alert(tls_env, offer, alert):
+    # The alert was dropped with the connection: the client read "unexpected eof".
+    daemon, _, cert, _ = tls_env
+    context = trusting(cert)
+    if offer == "TLS 1.1":
+        context.minimum_version, context.maximum_version = (ssl.TLSVersion.MINIMUM_SUPPORTED,
+                                                            ssl.TLSVersion.TLSv1_1)
+        context.set_ciphers("ALL:@SECLEVEL=0")
+    else:   # RSA key exchange only, against an ECDSA certificate
+        context.maximum_version = ssl.TLSVersion.TLSv1_2
+        context.set_ciphers("AES128-SHA")
+    with pytest.raises(ssl.SSLError, match=alert):
+        _handshake_with(daemon.port, context)
 
 
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from gsmcpd.auth.tls import TlsConnection, server_context, write_self_signed
+from gsmcpd.auth.tls import PLAINTEXT_HTTP_RESPONSE, TlsConnection, TlsError, server_context, write_self_signed
 from gsmcpd.router import connection
 from gsmcpd.router.connection import PIPELINE_BUFFER, RECV_SIZE, Connection
 from gsmcpd.router.cors import Cors
@@ -900,3 +900,29 @@ def test_a_head_passed_late_gives_its_body_a_whole_read_window(harness):
     h.run_until(lambda: h.heads and not h.conn.busy)
     assert h.conn._deadline_kind == "read"
     assert h.conn._deadline == h.passed_at + h.conn.read_timeout
+
+
+@pytest.mark.filterwarnings("ignore:ssl.TLSVersion.TLSv1_1 is deprecated:DeprecationWarning")
+def test_a_refused_tls_handshake_sends_its_alert_before_the_close(harness, tmp_path):
+    # The alert OpenSSL queued was dropped with the connection: a TLS 1.1 client read a bare
+    # EOF ("unexpected eof") instead of why it was refused.
+    cert, key = write_self_signed(tmp_path)
+    h = harness(answer_at_once, tls=TlsConnection(server_context(cert, key)))
+    old = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    old.load_verify_locations(str(cert))
+    old.minimum_version, old.maximum_version = ssl.TLSVersion.MINIMUM_SUPPORTED, ssl.TLSVersion.TLSv1_1
+    old.set_ciphers("ALL:@SECLEVEL=0")
+    client = TlsConnection(old, server_side=False, server_hostname="localhost")
+    h.client.sendall(client.pending_output())
+    with pytest.raises(TlsError, match="ALERT_PROTOCOL_VERSION"):
+        client.receive(h.read_until_closed())
+    assert h.conn.closed
+
+
+def test_plain_http_to_a_tls_port_with_its_body_still_coming_lingers_so_its_400_is_read(harness, tmp_path):
+    # Closed at once with the body unread, the client's write met a reset, not the 400.
+    h = harness(answer_at_once, tcp=True, tls=TlsConnection(server_context(*write_self_signed(tmp_path))))
+    h.client.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n{")
+    h.run_until(lambda: h.conn.lingering_since is not None)
+    h.client.sendall(b" " * 99_999)   # the rest of its body, dropped, not reset
+    assert h.read_until_closed() == PLAINTEXT_HTTP_RESPONSE

@@ -145,13 +145,23 @@ class Connection:
         try:
             plain = self.tls.receive(data)
         except TlsError as exc:  # handshake failure, or plain HTTP on the TLS port
-            if isinstance(exc, PlaintextHttpError):
-                self._send_raw(exc.response)
             self.router.trace_unreadable("TLS handshake failed: %s" % exc)
-            self.close()
+            self._refuse_tls(exc)
             return None
         self._flush_tls()
         return plain
+
+    def _refuse_tls(self, exc):
+        """Tell the client why its TLS failed, then close as after any refusal (lingering):
+        plain HTTP reads a plaintext 400, a TLS client the alert OpenSSL queued (protocol
+        version, no shared cipher). Closed at once, the alert was never sent and unread
+        input reset the 400 away: the client read a bare EOF, or a broken pipe."""
+        self.busy = True   # no request is taken from this connection again
+        self._send_raw(exc.response if isinstance(exc, PlaintextHttpError) else self.tls.pending_output())
+        self._input_unread = True
+        self._close_when_flushed = True
+        self._update_interest()
+        self._maybe_close()
 
     def _peer_closed(self):
         if self.streaming:
