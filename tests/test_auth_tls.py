@@ -1,4 +1,5 @@
 """The sans-IO TLS layer: in-memory peers, a real socket pair, plaintext HTTP, certs."""
+import datetime
 import selectors
 import socket
 import ssl
@@ -128,6 +129,33 @@ def test_tls_below_1_2_is_refused(server_ctx, self_signed):
 def test_server_context_reports_bad_files(tmp_path):
     with pytest.raises(TlsError, match="cannot load TLS certificate"):
         server_context(tmp_path / "missing.pem", tmp_path / "missing.key")
+
+
+@pytest.mark.parametrize("fault, named", [
+    ("cert missing", "tls_cert {cert}: No such file or directory"),
+    ("key missing", "tls_key {key}: No such file or directory"),
+    ("cert not PEM", "tls_cert {cert} holds no PEM certificate"),
+    ("key not PEM", "tls_key {key} holds no PEM private key"),
+    ("another's key", "tls_key {key} is not the key of tls_cert {cert} (KEY_VALUES_MISMATCH)"),
+    ("cert expired", "tls_cert {cert} expired on "),
+])
+def test_a_pair_that_does_not_load_names_the_file_at_fault(tmp_path, fault, named):
+    # OpenSSL says "PEM lib" or "No such file or directory" for either file, naming neither.
+    ca = CertAuthority(tmp_path)
+    cert, key = ca.issue("server", valid_for=-datetime.timedelta(minutes=30) if fault == "cert expired"
+                         else datetime.timedelta(days=1))
+    if fault == "another's key":
+        _, key = ca.issue("other")
+    elif fault.endswith("missing"):
+        (cert if fault == "cert missing" else key).unlink()
+    elif fault.endswith("not PEM"):
+        (cert if fault == "cert not PEM" else key).write_text("half written\n")
+    with pytest.raises(TlsError) as refused:
+        server_context(cert, key)
+    assert str(refused.value).startswith(f"cannot load TLS certificate {cert} / key {key}: "
+                                         + named.format(cert=cert, key=key))
+    if fault == "cert expired":
+        assert str(refused.value).endswith(" UTC: clients refuse it; renew it")
 
 
 def test_an_encrypted_key_is_refused_naming_its_passphrase_never_prompted_for(self_signed, tmp_path):

@@ -5,6 +5,7 @@ would make one; the MCP flow runs through the official MCP Python SDK client wit
 httpx client that trusts exactly that certificate.
 """
 
+import datetime
 import http.client
 import os
 import select
@@ -22,7 +23,7 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from helpers import REPO, Daemon, free_port, recv_all, spawn_in_a_terminal, wait_for_port, wait_until
-from idp import Idp, JwksServer
+from idp import CertAuthority, Idp, JwksServer
 from test_e2e_auth import WRITTEN_ON
 
 READ_TIMEOUT = 0.5
@@ -327,6 +328,36 @@ def test_sighup_serves_a_certificate_renewed_in_place_to_new_connections_and_ses
     finally:
         daemon.stop()
         server.close()
+
+
+def _tls_only(cert, key):
+    """A loopback daemon's environment serving HTTPS with this pair, no auth."""
+    return {"GS_MCP_TLS_CERT": str(cert), "GS_MCP_TLS_KEY": str(key), "GS_MCP_SPARE_WORKERS": "1"}
+
+
+def test_sighup_with_an_expired_certificate_keeps_serving_the_one_loaded_and_says_why(tmp_path):
+    # An expired certificate loads: a renewal that copied the old one back replaced a valid
+    # certificate with one every client refuses, and the log said "reloaded".
+    ca = CertAuthority(tmp_path / "ca")
+    cert, key = ca.issue("server")
+    with Daemon(tmp_path, env=_tls_only(cert, key)) as daemon:
+        served = _served_certificate(daemon.port)
+        expired_cert, expired_key = ca.issue("expired", valid_for=-datetime.timedelta(minutes=30))
+        os.replace(expired_key, key)
+        os.replace(expired_cert, cert)
+        daemon.proc.send_signal(signal.SIGHUP)
+        assert wait_until(lambda: "still serving the pair loaded before" in daemon.log_text())
+        assert "SIGHUP: tls_cert/tls_key: cannot load TLS certificate %s / key %s: tls_cert %s expired on " % (
+            cert, key, cert) in daemon.log_text()
+        assert _served_certificate(daemon.port) == served
+
+
+def test_serve_refuses_an_expired_certificate_naming_it(tmp_path):
+    cert, key = CertAuthority(tmp_path / "ca").issue("server", valid_for=-datetime.timedelta(minutes=30))
+    daemon = Daemon(tmp_path, env=_tls_only(cert, key))
+    assert daemon.refusal() == 1
+    assert "gsmcpd: tls_cert/tls_key: cannot load TLS certificate %s / key %s: tls_cert %s expired on " % (
+        cert, key, cert) in daemon.log_text()
 
 
 # -- startup refusals -------------------------------------------------------------------

@@ -52,9 +52,57 @@ def server_context(cert: str | os.PathLike, key: str | os.PathLike) -> ssl.SSLCo
 
     try:
         context.load_cert_chain(os.fspath(cert), os.fspath(key), password=no_passphrase)
-    except (TlsError, OSError, ssl.SSLError) as exc:
+    except TlsError as exc:
         raise TlsError(f"cannot load TLS certificate {cert} / key {key}: {exc}") from None
+    except (OSError, ssl.SSLError) as exc:
+        raise TlsError(f"cannot load TLS certificate {cert} / key {key}: "
+                       f"{_file_at_fault(cert, key, exc) or exc}") from None
+    expired = _expiry_problem(cert)
+    if expired:
+        raise TlsError(f"cannot load TLS certificate {cert} / key {key}: {expired}")
     return context
+
+
+def _file_at_fault(cert, key, exc) -> str | None:
+    """Which file OpenSSL failed on, and how: it says "No such file" or "PEM lib" for either."""
+    if getattr(exc, "reason", None) == "KEY_VALUES_MISMATCH":
+        return f"tls_key {key} is not the key of tls_cert {cert} ({exc.reason})"
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
+    contents = {}
+    for knob, path in (("tls_cert", cert), ("tls_key", key)):
+        try:
+            contents[knob] = Path(path).read_bytes()
+        except OSError as unreadable:
+            return f"{knob} {path}: {unreadable.strerror or unreadable}"
+    try:
+        x509.load_pem_x509_certificates(contents["tls_cert"])
+    except ValueError:
+        return f"tls_cert {cert} holds no PEM certificate"
+    try:
+        serialization.load_pem_private_key(contents["tls_key"], None)
+    except ValueError:
+        return f"tls_key {key} holds no PEM private key"
+    except TypeError:   # encrypted: the passphrase callback has said so
+        return None
+    return None
+
+
+def _expiry_problem(cert) -> str | None:
+    """A certificate past its notAfter loads, yet every client refuses it: at start, or
+    renewed by SIGHUP with the old one copied back, it must not replace a valid one."""
+    from cryptography import x509
+
+    try:
+        leaf = x509.load_pem_x509_certificates(Path(cert).read_bytes())[0]
+    except (OSError, ValueError):   # changed since it loaded: the next load's business
+        return None
+    not_after = getattr(leaf, "not_valid_after_utc", None) or leaf.not_valid_after.replace(
+        tzinfo=datetime.timezone.utc)
+    if not_after > datetime.datetime.now(datetime.timezone.utc):
+        return None
+    return f"tls_cert {cert} expired on {not_after:%Y-%m-%d %H:%M:%S} UTC: clients refuse it; renew it"
 
 
 def key_readable_by_every_account(key: str | os.PathLike) -> str | None:
