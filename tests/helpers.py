@@ -367,6 +367,17 @@ def recv_all(sock):
         chunks.append(chunk)
 
 
+def recv_response(sock):
+    """One Content-Length response, read whole; the connection stays open."""
+    data = b""
+    while not _complete_response(data):
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("closed before its response was whole: %r" % data[:200])
+        data += chunk
+    return data
+
+
 def _complete_response(data):
     head, sep, body = data.partition(b"\r\n\r\n")
     if not sep:

@@ -22,7 +22,8 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from helpers import REPO, Daemon, free_port, recv_all, spawn_in_a_terminal, wait_for_port, wait_until
+from helpers import (REPO, Daemon, free_port, recv_all, recv_response, spawn_in_a_terminal, wait_for_port,
+                     wait_until)
 from idp import CertAuthority, Idp, JwksServer
 from test_e2e_auth import WRITTEN_ON
 
@@ -182,6 +183,35 @@ def test_a_refused_handshake_tells_the_client_why_in_its_alert(tls_env, offer, a
         context.set_ciphers("AES128-SHA")
     with pytest.raises(ssl.SSLError, match=alert):
         _handshake_with(daemon.port, context)
+
+
+METADATA_GET = b"GET /.well-known/oauth-protected-resource/mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+
+
+@pytest.mark.parametrize("request_line", [
+    METADATA_GET + b"Connection: close\r\n\r\n",
+    METADATA_GET.replace(b"HTTP/1.1", b"HTTP/1.0") + b"\r\n",
+], ids=["connection-close", "http-1.0"])
+def test_a_reply_that_ends_its_connection_ends_with_a_close_notify(tls_env, request_line):
+    # The router closed the socket without one: a reply ended by the close could not be
+    # told from one cut short, and a strict client read "unexpected eof".
+    daemon, _, cert, _ = tls_env
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as raw, \
+            trusting(cert).wrap_socket(raw, server_hostname="127.0.0.1", suppress_ragged_eofs=False) as tls:
+        tls.sendall(request_line)
+        reply = recv_all(tls)   # an EOF without close_notify raises SSLEOFError
+    assert reply.startswith((b"HTTP/1.1 200 ", b"HTTP/1.0 200 ")), reply
+
+
+def test_a_client_s_close_notify_gets_the_router_s_in_return(tls_env):
+    # It was ignored: the connection sat idle for 300 s while the client waited for ours.
+    daemon, _, cert, _ = tls_env
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as raw:
+        tls = trusting(cert).wrap_socket(raw, server_hostname="127.0.0.1")
+        tls.sendall(METADATA_GET + b"\r\n")
+        assert recv_response(tls).startswith(b"HTTP/1.1 200 ")
+        plain = tls.unwrap()   # our close_notify, then wait for the router's (TimeoutError if none)
+        assert plain.recv(1) == b""
 
 
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {

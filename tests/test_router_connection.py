@@ -926,3 +926,28 @@ def test_plain_http_to_a_tls_port_with_its_body_still_coming_lingers_so_its_400_
     h.run_until(lambda: h.conn.lingering_since is not None)
     h.client.sendall(b" " * 99_999)   # the rest of its body, dropped, not reset
     assert h.read_until_closed() == PLAINTEXT_HTTP_RESPONSE
+
+
+def test_a_tls_reply_that_ends_its_connection_ends_with_a_close_notify(harness, tmp_path):
+    # Closed with no close_notify, a reply ended by the close (HTTP/1.0, Connection: close)
+    # could not be told from one cut short: strict clients read "unexpected eof".
+    cert, key = write_self_signed(tmp_path)
+    h = harness(answer_at_once, tls=TlsConnection(server_context(cert, key)))
+    client = tls_client_of(h, cert)
+    client.send(post(b"{}", b"Connection: close\r\n"))
+    h.client.sendall(client.pending_output())
+    assert bodies_of(client.receive(h.read_until_closed())) == [b"{}"]
+    assert client.peer_closed
+
+
+def test_a_tls_client_s_close_notify_is_its_eof_its_request_answered_then_closed(harness, tmp_path):
+    # Its close_notify was taken for nothing: the connection sat idle (300 s) while a
+    # client ending its side cleanly waited for ours.
+    cert, key = write_self_signed(tmp_path)
+    h = harness(answer_at_once, tls=TlsConnection(server_context(cert, key)))
+    client = tls_client_of(h, cert)
+    client.send(post(b"{}"))
+    client.close()   # its close_notify, right behind its request
+    h.client.sendall(client.pending_output())
+    assert bodies_of(client.receive(h.read_until_closed())) == [b"{}"]
+    assert client.peer_closed

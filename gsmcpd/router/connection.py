@@ -123,6 +123,12 @@ class Connection:
             return
         if self.tls is not None:
             data = self._tls_receive(data)
+            if self.tls.peer_closed and not self.closed:
+                # Its close_notify ends its side as a FIN does: what it completed is
+                # answered, then the connection closes (with ours), not left idle.
+                if not data or self._feed(data):
+                    self._peer_closed()
+                return
             if not data:  # handshake bytes, part of a record, or the connection was refused
                 if self.closed or self.busy:
                     return
@@ -131,15 +137,21 @@ class Connection:
                 else:   # a stalled handshake, or a request half read, is an unfinished request
                     self._arm_read_timeout()
                 return
+        self._feed(data)
+
+    def _feed(self, data):
+        """Parse what arrived, and take the next request unless one is being answered.
+        False if it was refused (the connection fails)."""
         try:
             self.parser.feed(data)
         except http.HttpError as exc:
             self._fail(exc)
-            return
+            return False
         if not self.busy:
             self._next_request()
         else:
             self._update_interest()
+        return True
 
     def _tls_receive(self, data):
         try:
@@ -433,12 +445,9 @@ class Connection:
     def _maybe_close(self):
         if not self._close_when_flushed or self.out or self.lingering_since is not None:
             return
-        if not self._input_unread or self._peer_eof:
-            self.close()   # the client sent all it will: a close now resets nothing
-            return
         if self.tls is not None and not self.closed:
             # A write side is shut after a close_notify (RFC 8446 6.1): the client reads
-            # the reply's end as a clean one.
+            # the reply's end as a clean one, not as a cut (a reply ended by the close).
             try:
                 self.tls.close()
             except TlsError:
@@ -446,6 +455,9 @@ class Connection:
             self._flush_tls()
             if self.out or self.closed:
                 return   # _on_writable comes back once it is written
+        if not self._input_unread or self._peer_eof:
+            self.close()   # the client sent all it will: a close now resets nothing
+            return
         self._linger()
 
     # -- lingering close ---------------------------------------------------
