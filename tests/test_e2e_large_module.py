@@ -1,10 +1,11 @@
 """A big image through the real daemon: a big module's edits share one parse per text
 (gsmcpd.image.parsing), and every call still sees the module's current text, after
 this session's edits, another session's commit brought in by refresh, and an abort;
-list_all_classes answers a page at a time; a refresh re-imports what imports a changed
-module, as its imports stand in the text of the moment (kept per text)."""
+list_all_classes and every other listing that grows with the image answer a page at a
+time; a refresh re-imports what imports a changed module, as its imports stand in the
+text of the moment (kept per text)."""
 
-from gsmcpd.worker.toolsets.listing import PAGE
+from gsmcpd.worker.paging import PAGE
 from helpers import open_session, tool_text
 from test_e2e_tools import error, ok, structured
 from test_image_parsing import big_module
@@ -83,3 +84,32 @@ def test_a_refresh_reimports_the_importers_the_modules_texts_name_now(tmp_path):
         assert structured(ours, "execute_code", code=code)["result"] == "('base3', 'base3')"
         ours.close()
         theirs.close()
+
+
+def test_every_listing_of_a_big_image_is_answered_a_page_at_a_time(tmp_path):
+    many = PAGE + 10
+    files = {f"p{i:04d}.py": "" for i in range(PAGE)}
+    files["many.py"] = "".join(f"class K{i:04d}:\n    pass\n\n\n" for i in range(many))
+    files["test_many.py"] = "import unittest\n\n\n" + "".join(
+        f"class T{i:04d}Test(unittest.TestCase):\n    def test_a(self):\n        pass\n\n\n" for i in range(many))
+    with daemon_on_image(tmp_path, files) as daemon:
+        client = open_session(daemon)
+        for tool, key, what, arguments in [
+                ("list_dictionaries", "dictionaries", "dictionaries", {}),
+                ("list_classes", "classes", "classes", {"dictionaryName": "many"}),
+                ("list_dictionary_entries", "entries", "entries", {"dictionaryName": "many"}),
+                ("list_test_classes", "testClasses", "test classes", {})]:
+            first = ok(client, tool, **arguments)
+            total = first["structuredContent"]["total"]
+            assert len(first["structuredContent"][key]) == PAGE and first["structuredContent"]["nextOffset"] == PAGE
+            assert tool_text(first).endswith(f"(showing 1-{PAGE} of {total} {what}; {total - PAGE} more: "
+                                             f"call again with offset {PAGE})")
+            rest = structured(client, tool, **arguments, offset=PAGE)
+            assert rest["offset"] == PAGE and "nextOffset" not in rest
+            assert len(first["structuredContent"][key] + rest[key]) == total
+            assert "offset must be 0 or more, got -1" in error(client, tool, "invalidParams", **arguments, offset=-1)
+        assert structured(client, "list_classes", dictionaryName="many", offset=PAGE)["classes"] == [
+            f"K{i:04d}" for i in range(PAGE, many)]
+        assert structured(client, "list_test_classes", offset=PAGE)["testClasses"] == [
+            f"test_many.T{i:04d}Test" for i in range(PAGE, many)]
+        client.close()

@@ -1,10 +1,10 @@
-"""list_all_classes answers a page of at most listing.PAGE classes, saying how many
+"""list_all_classes answers a page of at most paging.PAGE classes, saying how many
 there are and at which offset the rest start, so a big image's list reaches a client."""
 
 import pytest
 
 from gsmcpd.image.catalog import kernel_classes
-from gsmcpd.worker.toolsets.listing import PAGE
+from gsmcpd.worker.paging import PAGE
 from test_tools_support import Client, client, image, views, write_image  # noqa: F401  (fixtures)
 
 MANY = PAGE + 150

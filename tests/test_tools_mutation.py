@@ -1002,7 +1002,7 @@ def test_a_dictionary_name_is_read_as_import_reads_it(client, image):
     assert client.ok("list_dictionaries")["structuredContent"]["dictionaries"].count("zoo.wide") == 1
     client.ok("compile_class_definition", source="class Wide:\n    pass\n", dictionaryName="ｚoo.wide")
     assert client.ok("list_classes", dictionaryName="zoo.ｗide")["structuredContent"] == {
-        "dictionary": "zoo.wide", "classes": ["Wide"]}
+        "dictionary": "zoo.wide", "classes": ["Wide"], "total": 1}
     assert client.ok("list_dictionary_entries", dictionaryName="ｚoo.wide")["structuredContent"]["dictionary"] == "zoo.wide"
     assert client.ok("search_method_source", pattern="woof",
                      dictionaryName="zoo.ａnimals")["structuredContent"]["total"] == 1

@@ -1592,7 +1592,7 @@ def test_a_test_module_that_cannot_be_loaded_is_named_by_the_listing_and_the_fai
         "zoo/test_typo.py": "import unittest\n\n\nclass TypoTest(unittest.TestCase)\n    pass\n"})
     client = Client(views(image))
     listed = client.ok("list_test_classes")
-    assert listed["structuredContent"] == {"testClasses": ["zoo.test_zoo.ZooTest"], "notLoaded": [
+    assert listed["structuredContent"] == {"testClasses": ["zoo.test_zoo.ZooTest"], "total": 1, "notLoaded": [
         "image module zoo.test_missing failed to import: ModuleNotFoundError: "
         "No module named 'no_such_module_xyz'",
         "image module zoo.test_typo does not compile: line 4: expected ':'"]}

@@ -7,16 +7,12 @@ import builtins
 
 from gsmcpd.image import catalog, splice
 from gsmcpd.image.view import KERNEL
+from gsmcpd.worker.paging import PAGED, offset_prop, page_of
 from gsmcpd.worker.registry import Tool
-from gsmcpd.worker.toolset import ToolError, Toolset, integer_prop, object_schema, string_prop
+from gsmcpd.worker.toolset import Toolset, object_schema, string_prop
 
 _DICTIONARY = {"dictionaryName": string_prop("an image module (dotted name) or builtins",
                                              min_length=1)}
-# An image of thousands of classes would answer hundreds of kilobytes, more than a
-# client takes into a model's context: list_all_classes answers a page at a time.
-PAGE = 1000
-_OFFSET = {"offset": integer_prop(f"how many classes of the whole list to skip (default 0); "
-                                  f"an answer lists at most {PAGE}")}
 
 
 class ListingToolset(Toolset):
@@ -27,32 +23,26 @@ class ListingToolset(Toolset):
 
     def register(self, registry):
         registry.add(Tool("list_all_classes", "Every class across all dictionaries: image modules "
-                          f"first, then builtins ({PAGE} at a time: a note gives the offset of "
-                          "the rest).", object_schema(_OFFSET), self.list_all_classes))
-        registry.add(Tool("list_classes", "The classes of one dictionary (image module or builtins).",
-                          object_schema(_DICTIONARY, ["dictionaryName"]), self.list_classes))
+                          f"first, then builtins ({PAGED}).",
+                          object_schema(offset_prop("classes")), self.list_all_classes))
+        registry.add(Tool("list_classes", "The classes of one dictionary (image module or builtins; "
+                          f"{PAGED}).", object_schema({**_DICTIONARY, **offset_prop("classes")},
+                                                      ["dictionaryName"]), self.list_classes))
         registry.add(Tool("list_dictionaries", "The dictionaries in lookup order: image modules, "
-                          "then builtins (the kernel).", object_schema(), self.list_dictionaries))
+                          f"then builtins (the kernel; {PAGED}).",
+                          object_schema(offset_prop("dictionaries")), self.list_dictionaries))
         registry.add(Tool("list_dictionary_entries", "Every top-level name of a dictionary, tagged "
-                          "class/function/module/global.",
-                          object_schema(_DICTIONARY, ["dictionaryName"]), self.list_dictionary_entries))
+                          f"class/function/module/global ({PAGED}).",
+                          object_schema({**_DICTIONARY, **offset_prop("entries")}, ["dictionaryName"]),
+                          self.list_dictionary_entries))
 
     def list_all_classes(self, arguments):
-        offset = arguments.get("offset", 0)
-        if offset < 0:
-            raise ToolError("invalidParams", f"offset must be 0 or more, got {offset}")
         image = [ref.qualified for ref in catalog.image_classes(self.view)]
         every = image + [f"{KERNEL}.{name}" for name in catalog.kernel_classes()]
-        page = every[offset:offset + PAGE]
+        page = page_of(every, arguments, "classes", "list_classes for one dictionary")
         unlisted = catalog.uncompiled(self.view)
-        lines = page + [f"(not listed: {reason})" for reason in unlisted]
-        structured = {"classes": page, "imageCount": len(image), "total": len(every)}
-        if len(page) < len(every):
-            structured["offset"] = offset
-            lines.append(f"(showing {_page_span(offset, page)} of {len(every)} classes"
-                         + _rest_note(offset + len(page), len(every)) + ")")
-            if offset + len(page) < len(every):
-                structured["nextOffset"] = offset + len(page)
+        lines = page.items + [f"(not listed: {reason})" for reason in unlisted] + page.note
+        structured = {"classes": page.items, "imageCount": len(image), **page.fields}
         if unlisted:
             structured["notListed"] = unlisted
         return {"text": "\n".join(lines), "structured": structured}
@@ -60,19 +50,21 @@ class ListingToolset(Toolset):
     def list_classes(self, arguments):
         module = catalog.dictionary_name(arguments["dictionaryName"])
         names = [ref.name for ref in catalog.classes_in(self.view, module)]
+        page = page_of(names, arguments, "classes")
         note = ""
         if module != KERNEL and self.view.tree(module) is None:
             note = f"{module} does not compile, so its classes cannot be listed"
-        text = "\n".join(names) or note or f"{module} defines no classes"
-        return {"text": text, "structured": {"dictionary": module, "classes": names}}
+        text = "\n".join(page.items + page.note) or note or f"{module} defines no classes"
+        return {"text": text, "structured": {"dictionary": module, "classes": page.items, **page.fields}}
 
     def list_dictionaries(self, arguments):
-        names = catalog.dictionaries(self.view)
-        structured = {"dictionaries": names}
+        page = page_of(catalog.dictionaries(self.view), arguments, "dictionaries")
+        structured = {"dictionaries": page.items, **page.fields}
         left_out = catalog.too_long(self.view)
         if left_out:
             structured["notListed"] = left_out
-        return {"text": "\n".join(names + [f"(not listed: {reason})" for reason in left_out]),
+        return {"text": "\n".join(page.items + [f"(not listed: {reason})" for reason in left_out]
+                                  + page.note),
                 "structured": structured}
 
     def list_dictionary_entries(self, arguments):
@@ -83,20 +75,24 @@ class ListingToolset(Toolset):
         else:
             live = self.view.module(module)
             if live is None:
-                return self._entries_from_source(module)
+                return self._entries_from_source(module, arguments)
             namespace = vars(live)
-        entries = [{"name": name, "kind": catalog.entry_kind(value)}
-                   for name, value in sorted(namespace.items()) if not name.startswith("__")]
-        text = "\n".join(f"{e['name']} ({e['kind']})" for e in entries)
+        # Each entry's kind is worked out for its page only: a big module has thousands.
+        names = sorted(name for name in namespace if not name.startswith("__"))
+        page = page_of(names, arguments, "entries")
+        entries = [{"name": name, "kind": catalog.entry_kind(namespace[name])} for name in page.items]
+        text = "\n".join([f"{e['name']} ({e['kind']})" for e in entries] + page.note)
         return {"text": text or f"{module} has no entries",
-                "structured": {"dictionary": module, "entries": entries}}
+                "structured": {"dictionary": module, "entries": entries, **page.fields}}
 
-    def _entries_from_source(self, module):
+    def _entries_from_source(self, module, arguments):
         """A module that will not import is still listed, from its source."""
         tree = self.view.tree(module)
         reason = catalog._unloadable(self.view, module)
         if tree is None:
-            return {"text": reason, "structured": {"dictionary": module, "entries": [], "note": reason}}
+            none = page_of([], arguments, "entries")   # a negative offset is refused here too
+            return {"text": reason, "structured": {"dictionary": module, "entries": [], "note": reason,
+                                                   **none.fields}}
         # A def or class in a top-level `if`/`try` block binds a module global too.
         entries = {node.name: "class" if isinstance(node, ast.ClassDef) else "function"
                    for block, node in splice.defs_in_blocks(tree.body) if block is not None}
@@ -114,18 +110,10 @@ class ListingToolset(Toolset):
                 for target in targets:
                     if isinstance(target, ast.Name):
                         entries[target.id] = "global"
-        listed = [{"name": n, "kind": k} for n, k in sorted(entries.items()) if not n.startswith("__")]
-        text = "\n".join(f"{e['name']} ({e['kind']})" for e in listed)
-        return {"text": f"{text}\n(from source: {reason})",
-                "structured": {"dictionary": module, "entries": listed, "note": reason}}
+        page = page_of([{"name": n, "kind": k} for n, k in sorted(entries.items()) if not n.startswith("__")],
+                       arguments, "entries")
+        text = "\n".join([f"{e['name']} ({e['kind']})" for e in page.items] + [f"(from source: {reason})"]
+                         + page.note)
+        return {"text": text,
+                "structured": {"dictionary": module, "entries": page.items, "note": reason, **page.fields}}
 
-
-def _page_span(offset: int, page: list) -> str:
-    return f"{offset + 1}-{offset + len(page)}" if page else f"none from offset {offset}"
-
-
-def _rest_note(end: int, total: int) -> str:
-    if end >= total:
-        return ""
-    return (f"; {total - end} more: call again with offset {end}, "
-            "or list_classes for one dictionary")

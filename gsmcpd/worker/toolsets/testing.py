@@ -47,6 +47,7 @@ from contextlib import redirect_stderr, redirect_stdout
 
 from gsmcpd.image import catalog
 from gsmcpd.worker.capture import Capture
+from gsmcpd.worker.paging import PAGED, offset_prop, page_of
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import (BREAKS, HardBreak, ToolError, Toolset, array_prop, carry_partial,
                                    object_schema, raise_if_break, sendable, string_prop)
@@ -704,8 +705,8 @@ class TestingToolset(Toolset):
                                                                   "test classes to run (default all)")}),
                           self.list_failing_tests))
         registry.add(Tool("list_test_classes", "All test classes in the image: unittest.TestCase "
-                          "subclasses and pytest-style Test* classes.",
-                          object_schema(), self.list_test_classes))
+                          f"subclasses and pytest-style Test* classes ({PAGED}).",
+                          object_schema(offset_prop("test classes")), self.list_test_classes))
         registry.add(Tool("run_test_class", "Run a test class: summary and failures, with "
                           "progress per test. Whatever a test raises is its error, "
                           "KeyboardInterrupt and SystemExit included, and the run goes on.",
@@ -797,12 +798,12 @@ class TestingToolset(Toolset):
 
     def list_test_classes(self, arguments):
         classes, unloaded = self._test_classes()
-        names = [name for name, _ in classes]
-        structured = {"testClasses": names}
+        page = page_of([name for name, _ in classes], arguments, "test classes")
+        structured = {"testClasses": page.items, **page.fields}
         if unloaded:
             structured["notLoaded"] = unloaded
-        return {"text": "\n".join(names + _not_loaded_lines(unloaded)) or "no test classes in the image",
-                "structured": structured}
+        text = "\n".join(page.items + _not_loaded_lines(unloaded) + page.note)
+        return {"text": text or "no test classes in the image", "structured": structured}
 
     def run_test_class(self, arguments):
         qualified, cls = self._test_class(arguments["className"])

@@ -1,0 +1,50 @@
+"""paging: a listing that grows with the image answers PAGE entries at a time.
+
+An image of thousands of classes, modules or names would answer hundreds of
+kilobytes, more than a client takes into a model's context. Every such listing
+takes the same `offset` argument, puts the same fields in structuredContent
+(`total` always; `offset` and `nextOffset` when it is not the whole list) and ends
+with the same note."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gsmcpd.worker.toolset import ToolError, integer_prop
+
+PAGE = 1000   # read at each call, so a test can make a small image cross a page
+PAGED = f"{PAGE} at a time: a note gives the offset of the rest"   # for a tool's description
+
+
+def offset_prop(what: str) -> dict:
+    return {"offset": integer_prop(f"how many {what} of the whole list to skip (default 0); "
+                                   f"an answer lists at most {PAGE}")}
+
+
+@dataclass
+class Page:
+    items: list
+    fields: dict                                    # for structuredContent
+    note: list[str] = field(default_factory=list)   # the text's last line, when paged
+
+
+def page_of(every: list, arguments: dict, what: str, elsewhere: str = "") -> Page:
+    """The page of `every` from `arguments`' offset; `what` names the entries (plural),
+    `elsewhere` the tool that lists a part of them whole (optional)."""
+    offset = arguments.get("offset", 0)
+    if offset < 0:
+        raise ToolError("invalidParams", f"offset must be 0 or more, got {offset}")
+    items = every[offset:offset + PAGE]
+    page = Page(items, {"total": len(every)})
+    if len(items) == len(every):
+        return page
+    end = offset + len(items)
+    page.fields["offset"] = offset
+    shown = f"{offset + 1}-{end}" if items else f"none from offset {offset}"
+    rest = ""
+    if end < len(every):
+        page.fields["nextOffset"] = end
+        rest = f"; {len(every) - end} more: call again with offset {end}" + (
+            f", or {elsewhere}" if elsewhere else "")
+    page.note.append(f"(showing {shown} of {len(every)} {what}{rest})")
+    return page

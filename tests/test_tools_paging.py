@@ -1,0 +1,98 @@
+"""Every listing that grows with the image (dictionaries, one dictionary's classes or
+entries, test classes) answers a page at a time, as list_all_classes does: the same
+`offset`, the same `total`/`offset`/`nextOffset` fields, the same note
+(gsmcpd.worker.paging; PAGE made small here so a small image crosses a page)."""
+
+import pytest
+
+from gsmcpd.worker import paging
+from test_tools_support import FILES, Client, image, text, views, write_image  # noqa: F401  (fixtures)
+
+SMALL = 3
+BIG = "".join(f"class K{i}:\n    pass\n\n\n" for i in range(5)) + "x = 1\n"
+TESTS = "import unittest\n\n\n" + "".join(
+    f"class T{i}Test(unittest.TestCase):\n    def test_a(self):\n        pass\n\n\n" for i in range(4))
+
+
+@pytest.fixture
+def client(tmp_path, views, monkeypatch):
+    monkeypatch.setattr(paging, "PAGE", SMALL)
+    files = {**FILES, "big.py": BIG, "test_many.py": TESTS, "broken.py": "class B(:\n    def m(self): pass\n",
+             "unloadable.py": "import no_such_module_xyz\n" + "".join(f"class U{i}:\n    pass\n" for i in range(4))}
+    return Client(views(write_image(tmp_path / "image", files)))
+
+
+def pages(client, tool, key, **arguments):
+    """Every page of `tool` by following nextOffset, checking each page's fields and note."""
+    listed, offset = [], 0
+    while True:
+        answer = client.ok(tool, **arguments, offset=offset)
+        got = answer["structuredContent"]
+        total = got["total"]
+        assert got["offset"] == offset and len(got[key]) == min(SMALL, total - offset)
+        end = offset + len(got[key])
+        rest = f"; {total - end} more: call again with offset {end}" if end < total else ""
+        assert text(answer).endswith(f"(showing {offset + 1}-{end} of {total} {tool_what[tool]}{rest})")
+        listed += got[key]
+        if end == total:
+            assert "nextOffset" not in got
+            return listed, total
+        assert got["nextOffset"] == end
+        offset = end
+
+
+tool_what = {"list_dictionaries": "dictionaries", "list_classes": "classes",
+             "list_dictionary_entries": "entries", "list_test_classes": "test classes"}
+
+
+def test_dictionaries_are_listed_a_page_at_a_time(client):
+    listed, total = pages(client, "list_dictionaries", "dictionaries")
+    assert total == len(listed) > SMALL and listed[-1] == "builtins" and "big" in listed
+
+
+def test_one_dictionarys_classes_are_listed_a_page_at_a_time(client):
+    listed, total = pages(client, "list_classes", "classes", dictionaryName="big")
+    assert listed == [f"K{i}" for i in range(5)] and total == 5
+
+
+def test_one_dictionarys_entries_are_listed_a_page_at_a_time(client):
+    listed, total = pages(client, "list_dictionary_entries", "entries", dictionaryName="big")
+    assert listed == [{"name": f"K{i}", "kind": "class"} for i in range(5)] + [{"name": "x", "kind": "global"}]
+
+
+def test_entries_read_from_source_are_listed_a_page_at_a_time(client):
+    listed, total = pages(client, "list_dictionary_entries", "entries", dictionaryName="unloadable")
+    assert listed == [{"name": f"U{i}", "kind": "class"} for i in range(4)] + [
+        {"name": "no_such_module_xyz", "kind": "module"}]
+    answer = client.ok("list_dictionary_entries", dictionaryName="broken")
+    assert (answer["structuredContent"]["entries"], answer["structuredContent"]["total"]) == ([], 0)
+
+
+def test_test_classes_are_listed_a_page_at_a_time(client):
+    listed, total = pages(client, "list_test_classes", "testClasses")
+    assert listed == ["test_many.T0Test", "test_many.T1Test", "test_many.T2Test", "test_many.T3Test",
+                      "zoo.test_zoo.ZooTest"]
+    first = client.ok("list_test_classes")
+    # A broken module is still named on every page: what it holds is unknown.
+    assert "(not loaded, so its tests are unknown" in text(first)
+
+
+def test_an_offset_past_the_end_says_so(client):
+    answer = client.ok("list_classes", dictionaryName="big", offset=9)
+    assert text(answer) == "(showing none from offset 9 of 5 classes)"
+    assert answer["structuredContent"] == {"dictionary": "big", "classes": [], "total": 5, "offset": 9}
+
+
+def test_a_list_within_one_page_is_answered_whole(client):
+    answer = client.ok("list_classes", dictionaryName="zoo.animals")
+    assert answer["structuredContent"] == {"dictionary": "zoo.animals", "classes": ["Animal", "Dog"], "total": 2}
+    assert "(showing" not in text(answer)
+
+
+@pytest.mark.parametrize("tool, arguments", [
+    ("list_dictionaries", {}), ("list_classes", {"dictionaryName": "big"}),
+    ("list_dictionary_entries", {"dictionaryName": "big"}),
+    ("list_dictionary_entries", {"dictionaryName": "broken"}), ("list_test_classes", {})])
+def test_a_negative_offset_is_refused(client, tool, arguments):
+    assert client.error(tool, "invalidParams", **arguments, offset=-2).endswith(
+        "offset must be 0 or more, got -2")
