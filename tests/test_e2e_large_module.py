@@ -98,7 +98,8 @@ def test_every_listing_of_a_big_image_is_answered_a_page_at_a_time(tmp_path):
                 ("list_dictionaries", "dictionaries", "dictionaries", {}),
                 ("list_classes", "classes", "classes", {"dictionaryName": "many"}),
                 ("list_dictionary_entries", "entries", "entries", {"dictionaryName": "many"}),
-                ("list_test_classes", "testClasses", "test classes", {})]:
+                ("list_test_classes", "testClasses", "test classes", {}),
+                ("get_class_hierarchy", "subclasses", "subclasses", {"className": "object"})]:
             first = ok(client, tool, **arguments)
             total = first["structuredContent"]["total"]
             assert len(first["structuredContent"][key]) == PAGE and first["structuredContent"]["nextOffset"] == PAGE

@@ -847,7 +847,7 @@ def test_a_class_of_a_shadowed_module_is_browsed_from_source_by_every_tool_sayin
     hierarchy = client.ok("get_class_hierarchy", className="json.JSONDecoder")
     assert hierarchy["structuredContent"] == {
         "class": "json.JSONDecoder", "superclasses": [], "bases": ["dict"],
-        "subclasses": ["zoo.users.Loose", "zoo.users.Strict"], "fromSource": said}
+        "subclasses": ["zoo.users.Loose", "zoo.users.Strict"], "fromSource": said, "total": 2}
     assert text(hierarchy) == ("bases (as written): dict\nsubclasses: zoo.users.Loose, zoo.users.Strict\n"
                                f"(from source: {said})")
     for tool in ("describe_class", "list_methods"):

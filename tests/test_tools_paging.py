@@ -1,5 +1,5 @@
 """Every listing that grows with the image (dictionaries, one dictionary's classes or
-entries, test classes) answers a page at a time, as list_all_classes does: the same
+entries, test classes, a class's subclasses) answers a page at a time, as list_all_classes does: the same
 `offset`, the same `total`/`offset`/`nextOffset` fields, the same note
 (gsmcpd.worker.paging; PAGE made small here so a small image crosses a page)."""
 
@@ -9,7 +9,7 @@ from gsmcpd.worker import paging
 from test_tools_support import FILES, Client, image, text, views, write_image  # noqa: F401  (fixtures)
 
 SMALL = 3
-BIG = "".join(f"class K{i}:\n    pass\n\n\n" for i in range(5)) + "x = 1\n"
+BIG = "class Base:\n    pass\n\n\n" + "".join(f"class K{i}(Base):\n    pass\n\n\n" for i in range(4)) + "x = 1\n"
 TESTS = "import unittest\n\n\n" + "".join(
     f"class T{i}Test(unittest.TestCase):\n    def test_a(self):\n        pass\n\n\n" for i in range(4))
 
@@ -18,7 +18,8 @@ TESTS = "import unittest\n\n\n" + "".join(
 def client(tmp_path, views, monkeypatch):
     monkeypatch.setattr(paging, "PAGE", SMALL)
     files = {**FILES, "big.py": BIG, "test_many.py": TESTS, "broken.py": "class B(:\n    def m(self): pass\n",
-             "unloadable.py": "import no_such_module_xyz\n" + "".join(f"class U{i}:\n    pass\n" for i in range(4))}
+             "unloadable.py": "import no_such_module_xyz\n" + "".join(f"class U{i}:\n    pass\n" for i in range(4)),
+             "subs.py": "from unloadable import U0\n\n\n" + "".join(f"class S{i}(U0):\n    pass\n" for i in range(4))}
     return Client(views(write_image(tmp_path / "image", files)))
 
 
@@ -42,7 +43,8 @@ def pages(client, tool, key, **arguments):
 
 
 tool_what = {"list_dictionaries": "dictionaries", "list_classes": "classes",
-             "list_dictionary_entries": "entries", "list_test_classes": "test classes"}
+             "list_dictionary_entries": "entries", "list_test_classes": "test classes",
+             "get_class_hierarchy": "subclasses"}
 
 
 def test_dictionaries_are_listed_a_page_at_a_time(client):
@@ -52,12 +54,13 @@ def test_dictionaries_are_listed_a_page_at_a_time(client):
 
 def test_one_dictionarys_classes_are_listed_a_page_at_a_time(client):
     listed, total = pages(client, "list_classes", "classes", dictionaryName="big")
-    assert listed == [f"K{i}" for i in range(5)] and total == 5
+    assert listed == ["Base"] + [f"K{i}" for i in range(4)] and total == 5
 
 
 def test_one_dictionarys_entries_are_listed_a_page_at_a_time(client):
     listed, total = pages(client, "list_dictionary_entries", "entries", dictionaryName="big")
-    assert listed == [{"name": f"K{i}", "kind": "class"} for i in range(5)] + [{"name": "x", "kind": "global"}]
+    assert listed == [{"name": name, "kind": "class"} for name in ["Base", "K0", "K1", "K2", "K3"]] + [
+        {"name": "x", "kind": "global"}]
 
 
 def test_entries_read_from_source_are_listed_a_page_at_a_time(client):
@@ -77,6 +80,18 @@ def test_test_classes_are_listed_a_page_at_a_time(client):
     assert "(not loaded, so its tests are unknown" in text(first)
 
 
+def test_a_classs_subclasses_are_listed_a_page_at_a_time(client):
+    listed, total = pages(client, "get_class_hierarchy", "subclasses", className="big.Base")
+    assert listed == [f"big.K{i}" for i in range(4)]
+    first = client.ok("get_class_hierarchy", className="big.Base")
+    assert text(first).startswith("superclasses: object > big.Base\nsubclasses: big.K0, big.K1, big.K2\n")
+
+
+def test_subclasses_read_from_source_are_listed_a_page_at_a_time(client):
+    listed, total = pages(client, "get_class_hierarchy", "subclasses", className="unloadable.U0")
+    assert listed == [f"subs.S{i}" for i in range(4)]
+
+
 def test_an_offset_past_the_end_says_so(client):
     answer = client.ok("list_classes", dictionaryName="big", offset=9)
     assert text(answer) == "(showing none from offset 9 of 5 classes)"
@@ -92,7 +107,8 @@ def test_a_list_within_one_page_is_answered_whole(client):
 @pytest.mark.parametrize("tool, arguments", [
     ("list_dictionaries", {}), ("list_classes", {"dictionaryName": "big"}),
     ("list_dictionary_entries", {"dictionaryName": "big"}),
-    ("list_dictionary_entries", {"dictionaryName": "broken"}), ("list_test_classes", {})])
+    ("list_dictionary_entries", {"dictionaryName": "broken"}), ("list_test_classes", {}),
+    ("get_class_hierarchy", {"className": "big.Base"}), ("get_class_hierarchy", {"className": "unloadable.U0"})])
 def test_a_negative_offset_is_refused(client, tool, arguments):
     assert client.error(tool, "invalidParams", **arguments, offset=-2).endswith(
         "offset must be 0 or more, got -2")

@@ -7,6 +7,7 @@ import functools
 import inspect
 
 from gsmcpd.image import catalog, splice
+from gsmcpd.worker.paging import PAGED, offset_prop, page_of
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import ToolError, Toolset, bool_prop, object_schema, string_prop
 from gsmcpd.worker.toolsets.search import spellings_of
@@ -100,7 +101,9 @@ class BrowsingToolset(Toolset):
         registry.add(Tool("get_class_definition", "The class header and class-level assignments, "
                           "without method bodies.", one_class, self.get_class_definition))
         registry.add(Tool("get_class_hierarchy", "The superclass chain and the direct subclasses "
-                          "in the image.", one_class, self.get_class_hierarchy))
+                          f"in the image (the subclasses {PAGED}).",
+                          object_schema({**CLASS_NAME, **offset_prop("subclasses")}, ["className"]),
+                          self.get_class_hierarchy))
         registry.add(Tool("get_method_source", "One method's source (decorators included).",
                           object_schema({**CLASS_NAME, **SELECTOR, **META}, ["className", "selector"]),
                           self.get_method_source))
@@ -182,16 +185,17 @@ class BrowsingToolset(Toolset):
     def get_class_hierarchy(self, arguments):
         ref, cls, node, not_live = self._resolve(arguments)
         if cls is None:
-            return self._hierarchy_from_source(ref, node, not_live)
+            return self._hierarchy_from_source(ref, node, not_live, arguments)
         self.view.load_all()
         chain = [qualname(c) for c in reversed(cls.__mro__)]
-        subclasses = catalog.image_subclasses(self.view, cls)
+        # A base of the whole image (object) has thousands.
+        page = page_of(catalog.image_subclasses(self.view, cls), arguments, "subclasses")
         text = "\n".join(["superclasses: " + " > ".join(chain),
-                          "subclasses: " + (", ".join(subclasses) or "-")])
+                          "subclasses: " + (", ".join(page.items) or "-")] + page.note)
         return {"text": text, "structured": {"class": ref.qualified, "superclasses": chain,
-                                             "subclasses": subclasses}}
+                                             "subclasses": page.items, **page.fields}}
 
-    def _hierarchy_from_source(self, ref, node, not_live):
+    def _hierarchy_from_source(self, ref, node, not_live, arguments):
         """A class whose module cannot be loaded (shadowed, fails to import): its bases as
         written, and the image's class statements that name it as a base, as their module's
         code spells it, subscripted or not (`Base[int]`, see named_class; no chain: that
@@ -205,11 +209,13 @@ class BrowsingToolset(Toolset):
             names, chains = spellings_of(self.view, module, ref.qualified)
             subclasses += [f"{module}.{sub.name}" for sub in splice.module_level_classes(tree)
                            if any(ast.unparse(named_class(base)) in names | chains for base in sub.bases)]
-        subclasses = sorted(set(subclasses))
+        page = page_of(sorted(set(subclasses)), arguments, "subclasses")
         text = "\n".join([f"bases (as written): {', '.join(bases) or '-'}",
-                          "subclasses: " + (", ".join(subclasses) or "-"), f"(from source: {not_live})"])
+                          "subclasses: " + (", ".join(page.items) or "-"), f"(from source: {not_live})"]
+                         + page.note)
         return {"text": text, "structured": {"class": ref.qualified, "superclasses": [], "bases": bases,
-                                             "subclasses": subclasses, "fromSource": not_live}}
+                                             "subclasses": page.items, "fromSource": not_live,
+                                             **page.fields}}
 
     def get_method_source(self, arguments):
         ref, cls, node, not_live = self._resolve(arguments)
