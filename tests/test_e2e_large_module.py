@@ -114,3 +114,25 @@ def test_every_listing_of_a_big_image_is_answered_a_page_at_a_time(tmp_path):
         assert structured(client, "list_test_classes", offset=PAGE)["testClasses"] == [
             f"test_many.T{i:04d}Test" for i in range(PAGE, many)]
         client.close()
+
+
+def test_a_big_modules_edits_keep_the_line_numbers_of_the_classes_around_them_true(tmp_path):
+    # The classes above and below the edited one keep the spans their statements gave
+    # before the edit (moved), not walked again (renumber.spans_of): still true lines.
+    before = "class Before:\n    def early(self):\n        raise ValueError('early')\n\n\n"
+    after = "\n\nclass After:\n    def late(self):\n        raise ValueError('late')\n"
+    files = {"huge/__init__.py": "", "huge/big.py": before + big_module() + after}
+    with daemon_on_image(tmp_path, files) as daemon:
+        client = open_session(daemon)
+        check = ("import inspect, traceback, huge.big as m\n"
+                 "def line(f):\n"
+                 "    try:\n        f()\n"
+                 "    except ValueError as e:\n        return traceback.extract_tb(e.__traceback__)[-1].line\n"
+                 "[line(m.Before().early), line(m.After().late), inspect.getsource(m.After.late)]")
+        for n in range(3):
+            ok(client, "compile_method", className="huge.big.Big",
+               source="def op1(self, x):\n" + "    x += 1\n" * n + f"    return 'edit{n}'\n")
+            assert structured(client, "execute_code", code=check)["result"] == repr([
+                "raise ValueError('early')", "raise ValueError('late')",
+                "    def late(self):\n        raise ValueError('late')\n"])
+        client.close()

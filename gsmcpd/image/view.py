@@ -27,7 +27,7 @@ from pathlib import Path
 
 from gsmcpd.image import parsing, splice
 from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
-from gsmcpd.image.renumber import code_of_live_functions, code_within, def_spans, renumber_moved_code
+from gsmcpd.image.renumber import code_of_live_functions, code_within, renumber_moved_code, spans_of
 from gsmcpd.worker.toolset import BREAKS, ToolError, raise_if_break, recursion_limit_note
 from gsmcpd.image.store import (JOURNAL_LIMIT, LOCK_WAIT, CommitConflict, CommitPending, ImageStore,
                                 alike_hashes, module_name_of, other_form, packages_of, relpath_of, sha256)
@@ -292,11 +292,13 @@ class View:
             old_code = self.live_code.pop(module, {})
             if reflected is not None and self.tree(module) is not None:
                 try:
-                    new_defs = self.derived(module, "defs", lambda _: def_spans(self.tree(module)))
                     if old_defs is None or old_defs[0] != reflected:
-                        old_defs = (reflected, def_spans(_parsed(reflected)))
+                        old_defs = (reflected, spans_of(_parsed(reflected)))
+                    # From the old text's: the statements the edit left are not walked again.
+                    new_defs = self.derived(module, "defs", lambda _: spans_of(
+                        self.tree(module), text, old_defs))
                     self.live_code[module] = renumber_moved_code(
-                        self.filename(rel), old_code, reflected, old_defs[1], text, new_defs)
+                        self.filename(rel), old_code, reflected, old_defs[1].defs, text, new_defs.defs)
                 except Exception:   # the edit has landed: wrong line numbers must not fail it
                     log.warning("session %s: %s keeps the line numbers it had before the edit",
                                 self.session_id[:8], module, exc_info=True)
