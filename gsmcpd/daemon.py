@@ -833,6 +833,9 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
                None if serving else problem)
     if config.tls_cert is not None and config.tls_key is not None:
         report("tls cert", f"{config.tls_cert} (key {config.tls_key})", _tls_problem(config))
+        from gsmcpd.auth.tls import pair_warnings
+        for warning in pair_warnings(config.tls_cert, config.tls_key):
+            warn(warning)
     if config.jwks_file is not None:
         report("jwks file", str(config.jwks_file), _jwks_file_problem(config.jwks_file))
     if per_user:
@@ -841,11 +844,6 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
         report("user map", config.user_map, f"user_map: {problem}" if problem else None)
         for warning in never_served_warnings(user_map):
             warn(warning)
-        if config.tls_key is not None:
-            from gsmcpd.auth.tls import key_readable_by_every_account
-            exposed = key_readable_by_every_account(config.tls_key)
-            if exposed:
-                warn(exposed)
     unused = unused_list_warning(config.worker_env, per_user)
     if unused:
         warn(unused)

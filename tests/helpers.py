@@ -12,10 +12,12 @@ import http.client
 import json
 import os
 import pwd
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -282,6 +284,18 @@ def local_account(group=None, groups=()):
         _account_tool("userdel", name)
         if group is None and _group_exists(name):   # userdel keeps it unless login.defs has USERGROUPS_ENAB
             _account_tool("groupdel", name)
+
+
+@contextlib.contextmanager
+def searchable_dir(prefix="gsmcpd-open-"):
+    """A fresh directory under /tmp (mode 0755) every account may search, as pytest's
+    tmp_path (0700) is not; removed after."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    try:
+        path.chmod(0o755)
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 @contextlib.contextmanager

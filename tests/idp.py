@@ -180,8 +180,10 @@ class CertAuthority:
         self.ca_file.write_bytes(self.cert.public_bytes(serialization.Encoding.PEM))
 
     def issue(self, name: str = "server", hosts=("localhost", "127.0.0.1", "::1"),
-              valid_for=datetime.timedelta(days=1)) -> tuple[Path, Path]:
-        """A certificate valid from an hour ago until now + `valid_for` (negative: expired)."""
+              valid_for=datetime.timedelta(days=1),
+              valid_from=-datetime.timedelta(hours=1)) -> tuple[Path, Path]:
+        """A certificate valid from now + `valid_from` (positive: not yet valid) until
+        now + `valid_for` (negative: expired)."""
         key = ec.generate_private_key(ec.SECP256R1())
         now = datetime.datetime.now(datetime.timezone.utc)
         sans = []
@@ -195,7 +197,7 @@ class CertAuthority:
             .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0])]))
             .issuer_name(self.cert.subject).public_key(key.public_key())
             .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(hours=1))
+            .not_valid_before(now + valid_from)
             .not_valid_after(now + valid_for)
             .add_extension(x509.SubjectAlternativeName(sans), critical=False)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)

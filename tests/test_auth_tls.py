@@ -1,5 +1,6 @@
 """The sans-IO TLS layer: in-memory peers, a real socket pair, plaintext HTTP, certs."""
 import datetime
+import os
 import selectors
 import socket
 import ssl
@@ -10,7 +11,9 @@ import pytest
 from cryptography import x509
 
 from gsmcpd.auth.tls import (PLAINTEXT_HTTP_RESPONSE, PlaintextHttpError, TlsConnection, TlsError,
-                             key_readable_by_every_account, server_context, write_self_signed)
+                             key_readable_by_other_accounts, not_yet_valid_warning, pair_warnings,
+                             server_context, write_self_signed)
+from helpers import local_account, local_group, searchable_dir
 from idp import CertAuthority
 
 
@@ -255,29 +258,56 @@ def test_a_reload_serves_a_pair_renewed_in_place_and_keeps_the_old_one_if_the_ne
         router.close()
 
 
-def test_a_key_every_account_may_read_is_named_with_its_mode(tmp_path):
-    # With per-user workers each mapped user's code runs as its own account: a key any
-    # account may read (0644 in searchable directories) is the server's private key in
-    # every user's hands; the daemon loaded it silently.
-    import os
-    import shutil
-    import tempfile
-    from pathlib import Path
-
-    top = Path(tempfile.mkdtemp(prefix="gsmcpd-key-", dir="/tmp"))
-    try:
-        os.chmod(top, 0o755)
+def test_a_key_every_account_may_read_is_named_with_its_mode():
+    # Any local account's code (each mapped user's, with MCP_USER_MAP) could read a key any
+    # account may read (0644 in searchable directories): the daemon loaded it silently.
+    with searchable_dir("gsmcpd-key-") as top:
         key = top / "key.pem"
         key.write_text("not parsed here\n")
         key.chmod(0o644)
-        assert key_readable_by_every_account(key) == (
-            f"tls_key {key} is readable by every account (mode 0644): each mapped user's code "
-            "(MCP_USER_MAP) can read the server's private key; make it 0600")
-        key.chmod(0o640)                               # a group's (ssl-cert, say): not every account's
-        assert key_readable_by_every_account(key) is None
+        assert key_readable_by_other_accounts(key) == (
+            f"tls_key {key} is readable by every account (mode 0644): any local account's code "
+            "(each mapped user's, with MCP_USER_MAP) can read the server's private key; make it 0600")
+        key.chmod(0o600)
+        assert key_readable_by_other_accounts(key) is None
         key.chmod(0o644)
         os.chmod(top, 0o750)                           # behind a directory others may not search
-        assert key_readable_by_every_account(key) is None
-        assert key_readable_by_every_account(top / "missing.pem") is None   # loading it says why
-    finally:
-        shutil.rmtree(top, ignore_errors=True)
+        assert key_readable_by_other_accounts(key) is None
+        assert key_readable_by_other_accounts(top / "missing.pem") is None   # loading it says why
+
+
+def test_a_key_its_group_may_read_is_named_unless_the_group_is_its_owner_s_private_one():
+    # 0640 is the "ssl-cert" way: fine only when no other account is in the group.
+    with searchable_dir("gsmcpd-key-") as top, local_account() as owner:
+        key = top / "key.pem"
+        key.write_text("not parsed here\n")
+        key.chmod(0o640)
+        os.chown(key, owner.pw_uid, owner.pw_gid)      # its user-private group: fine
+        assert key_readable_by_other_accounts(key) is None
+        with local_group() as shared:
+            os.chown(key, owner.pw_uid, shared.gr_gid)
+            assert key_readable_by_other_accounts(key) == (
+                f"tls_key {key} is readable by group {shared.gr_name} (mode 0640), and group "
+                f"{shared.gr_name} is not {owner.pw_name}'s primary group named as it: their code "
+                "can read the server's private key; make it 0600")
+            os.chmod(top, 0o700)                       # a directory its group may not search
+            assert key_readable_by_other_accounts(key) is None
+            os.chown(key, owner.pw_uid, owner.pw_gid)
+
+
+def test_a_certificate_valid_only_from_later_loads_with_a_warning_naming_when(tmp_path):
+    # Clients refuse it until then; refusing it would be wrong (it fixes itself, and a
+    # freshly issued one may start a little ahead of this clock).
+    ca = CertAuthority(tmp_path / "ca")
+    cert, key = ca.issue("later", valid_from=datetime.timedelta(hours=2))
+    server_context(cert, key)                          # loads
+    begins = x509.load_pem_x509_certificate(cert.read_bytes()).not_valid_before_utc
+    assert not_yet_valid_warning(cert) == (
+        f"tls_cert {cert} is not valid until {begins:%Y-%m-%d %H:%M:%S} UTC: clients refuse it "
+        "until then (is this host's clock right?)")
+    assert pair_warnings(cert, key) == [not_yet_valid_warning(cert)]
+    skewed, _ = ca.issue("skewed", valid_from=datetime.timedelta(minutes=1))
+    assert not_yet_valid_warning(skewed) is None       # clock skew right after issuing
+    valid, _ = ca.issue("valid")
+    assert not_yet_valid_warning(valid) is None
+    assert not_yet_valid_warning(tmp_path / "missing.pem") is None

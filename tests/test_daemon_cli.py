@@ -17,7 +17,7 @@ import pytest
 
 from gsmcpd.__main__ import _passthrough, build_parser
 from helpers import (REPO, Client, Daemon, free_port, local_account, local_group, open_session, pid_alive,
-                     unwritable_dir, wait_for_port, wait_until)
+                     searchable_dir, unwritable_dir, wait_for_port, wait_until)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -768,3 +768,30 @@ def test_worker_env_without_per_user_workers_is_a_warning_of_check_and_serve(tmp
         assert said in running.log_text()
     with Daemon(tmp_path / "unset") as running:
         assert "GS_MCP_WORKER_ENV" not in running.log_text()
+
+
+def test_check_and_start_warn_of_a_key_others_may_read_and_a_certificate_not_yet_valid(tmp_path):
+    # Both loaded without a word: the key's exposure was said only with MCP_USER_MAP, and a
+    # certificate valid only from later was served to clients that refuse it until then.
+    import datetime
+
+    from idp import CertAuthority
+    with searchable_dir("gsmcpd-key-") as keys:
+        cert, key = CertAuthority(keys).issue("later", valid_from=datetime.timedelta(hours=2))
+        key.chmod(0o644)
+        env = {"GS_MCP_TLS_CERT": str(cert), "GS_MCP_TLS_KEY": str(key)}
+        flags = ("--port", str(free_port()), "--state-dir", str(tmp_path / "state"))
+        exposed = f"tls_key {key} is readable by every account (mode 0644): "
+        later = f"tls_cert {cert} is not valid until "
+        checked = gsmcpd("check", *flags, env=env)
+        lines = checked.stdout.splitlines()
+        assert checked.returncode == 0 and lines[-1].endswith("(2 warnings above)"), checked.stdout
+        warned = [line.split(None, 1)[1] for line in lines if line.startswith("  warning ")]
+        assert [w[:len(exposed)] for w in warned if w.startswith(exposed)] == [exposed], warned
+        assert [w for w in warned if w.startswith(later)], warned
+        log = tmp_path / "gsmcpd.log"
+        started = gsmcpd("start", *flags, "--log-file", str(log), env=env)
+        assert started.returncode == 0, started.stdout
+        gsmcpd("stop", *flags)
+        text = log.read_text()
+        assert " WARNING " + exposed in text and " WARNING " + later in text, text

@@ -823,8 +823,8 @@ def test_a_tls_key_every_account_may_read_is_warned_of_by_serve_and_check(tmp_pa
         user_map = tmp_path / "users.map"
         user_map.write_text("ann %s\n" % accounts[0][0].pw_name)
         daemon, _ = peruser_daemon(tmp_path, image, user_map, GS_MCP_TLS_CERT=str(cert), GS_MCP_TLS_KEY=str(key))
-        said = ("tls_key %s is readable by every account (mode 0644): each mapped user's code (MCP_USER_MAP) "
-                "can read the server's private key; make it 0600" % key)
+        said = ("tls_key %s is readable by every account (mode 0644): any local account's code (each mapped "
+                "user's, with MCP_USER_MAP) can read the server's private key; make it 0600" % key)
         checked = subprocess.run([sys.executable, "-m", "gsmcpd", "check", "--port", str(daemon.port)],
                                  env=daemon.env, cwd=str(daemon.tmp), capture_output=True, text=True, timeout=60)
         assert checked.returncode == 0 and "  warning      " + said in checked.stdout.splitlines(), checked.stdout

@@ -22,8 +22,8 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from helpers import (REPO, Daemon, free_port, recv_all, recv_response, spawn_in_a_terminal, wait_for_port,
-                     wait_until)
+from helpers import (REPO, Daemon, free_port, recv_all, recv_response, searchable_dir, spawn_in_a_terminal,
+                     wait_for_port, wait_until)
 from idp import CertAuthority, Idp, JwksServer
 from test_e2e_auth import WRITTEN_ON
 
@@ -388,6 +388,47 @@ def test_serve_refuses_an_expired_certificate_naming_it(tmp_path):
     assert daemon.refusal() == 1
     assert "gsmcpd: tls_cert/tls_key: cannot load TLS certificate %s / key %s: tls_cert %s expired on " % (
         cert, key, cert) in daemon.log_text()
+
+
+def test_serve_warns_of_a_key_every_account_may_read_without_a_user_map_and_serves(tmp_path):
+    # Any local account's code could read it; the warning came only with MCP_USER_MAP.
+    with searchable_dir("gsmcpd-key-") as keys:
+        cert, key = CertAuthority(keys).issue("server")
+        key.chmod(0o644)
+        with Daemon(tmp_path, env=_tls_only(cert, key)) as daemon:
+            assert _served_certificate(daemon.port) == ssl.PEM_cert_to_DER_cert(cert.read_text())
+            assert (" WARNING tls_key %s is readable by every account (mode 0644): any local account's "
+                    "code (each mapped user's, with MCP_USER_MAP) can read the server's private key; "
+                    "make it 0600" % key) in daemon.log_text()
+
+
+def test_a_certificate_not_yet_valid_is_served_with_a_warning_at_start_and_on_sighup(tmp_path):
+    # Not refused (it becomes valid by itself; clock skew right after issuing), but clients
+    # refuse it until then, and the log said nothing.
+    ca = CertAuthority(tmp_path / "ca")
+    cert, key = ca.issue("server", valid_from=datetime.timedelta(hours=2))
+    begins = _not_before(cert)
+    with Daemon(tmp_path, env=_tls_only(cert, key)) as daemon:
+        assert (" WARNING tls_cert %s is not valid until %s UTC: clients refuse it until then"
+                % (cert, begins)) in daemon.log_text()
+        valid_cert, valid_key = ca.issue("valid")
+        os.replace(valid_key, key)
+        os.replace(valid_cert, cert)
+        daemon.proc.send_signal(signal.SIGHUP)
+        assert wait_until(lambda: "SIGHUP: TLS certificate and key reloaded" in daemon.log_text())
+        later_cert, later_key = ca.issue("later", valid_from=datetime.timedelta(days=1))
+        os.replace(later_key, key)
+        os.replace(later_cert, cert)
+        renewed = ssl.PEM_cert_to_DER_cert(cert.read_text())
+        daemon.proc.send_signal(signal.SIGHUP)
+        assert wait_until(lambda: _served_certificate(daemon.port) == renewed)   # served, not refused
+        assert wait_until(lambda: " WARNING SIGHUP: tls_cert %s is not valid until %s UTC" % (
+            cert, _not_before(cert)) in daemon.log_text())
+
+
+def _not_before(cert):
+    from cryptography import x509
+    return f"{x509.load_pem_x509_certificate(cert.read_bytes()).not_valid_before_utc:%Y-%m-%d %H:%M:%S}"
 
 
 # -- startup refusals -------------------------------------------------------------------

@@ -14,6 +14,7 @@ import ssl
 import stat
 from pathlib import Path
 
+from gsmcpd.accounts import group_name, private_group_problem
 from gsmcpd.wire import http
 
 # Sent in the clear (no TLS) to a client that spoke plain HTTP to the TLS port, then close.
@@ -89,34 +90,80 @@ def _file_at_fault(cert, key, exc) -> str | None:
     return None
 
 
-def _expiry_problem(cert) -> str | None:
-    """A certificate past its notAfter loads, yet every client refuses it: at start, or
-    renewed by SIGHUP with the old one copied back, it must not replace a valid one."""
+def _leaf_certificate(cert):
+    """The first certificate in `cert`, or None if it cannot be read or parsed now."""
     from cryptography import x509
 
     try:
-        leaf = x509.load_pem_x509_certificates(Path(cert).read_bytes())[0]
+        return x509.load_pem_x509_certificates(Path(cert).read_bytes())[0]
     except (OSError, ValueError):   # changed since it loaded: the next load's business
         return None
-    not_after = getattr(leaf, "not_valid_after_utc", None) or leaf.not_valid_after.replace(
-        tzinfo=datetime.timezone.utc)
+
+
+def _utc(leaf, name: str) -> datetime.datetime:
+    # cryptography < 42 has only the naive (UTC) attributes
+    return getattr(leaf, f"{name}_utc", None) or getattr(leaf, name).replace(tzinfo=datetime.timezone.utc)
+
+
+def _expiry_problem(cert) -> str | None:
+    """A certificate past its notAfter loads, yet every client refuses it: at start, or
+    renewed by SIGHUP with the old one copied back, it must not replace a valid one."""
+    leaf = _leaf_certificate(cert)
+    if leaf is None:
+        return None
+    not_after = _utc(leaf, "not_valid_after")
     if not_after > datetime.datetime.now(datetime.timezone.utc):
         return None
     return f"tls_cert {cert} expired on {not_after:%Y-%m-%d %H:%M:%S} UTC: clients refuse it; renew it"
 
 
-def key_readable_by_every_account(key: str | os.PathLike) -> str | None:
-    """A warning if any account may read the TLS key (other-readable, each directory on
-    its path other-searchable): with per-user workers each mapped user's code could read it."""
+# A certificate issued moments ago may start a little ahead of this host's clock.
+CLOCK_SKEW_ALLOWED = datetime.timedelta(minutes=5)
+
+
+def not_yet_valid_warning(cert: str | os.PathLike) -> str | None:
+    """A warning if the certificate's notBefore is further ahead than clock skew explains:
+    clients refuse it until then. Not a refusal: it becomes valid by itself."""
+    leaf = _leaf_certificate(cert)
+    if leaf is None:
+        return None
+    not_before = _utc(leaf, "not_valid_before")
+    if not_before <= datetime.datetime.now(datetime.timezone.utc) + CLOCK_SKEW_ALLOWED:
+        return None
+    return (f"tls_cert {cert} is not valid until {not_before:%Y-%m-%d %H:%M:%S} UTC: clients "
+            f"refuse it until then (is this host's clock right?)")
+
+
+def key_readable_by_other_accounts(key: str | os.PathLike) -> str | None:
+    """A warning if accounts other than its owner's may read the TLS key: it is
+    other-readable, or group-readable by a group that is not its owner's private group,
+    and each directory on its path lets them through. Any local account's code (a mapped
+    user's, with MCP_USER_MAP) could then read the server's private key."""
     path = Path(os.path.abspath(key))
     try:
-        mode = path.stat().st_mode
-        if not mode & stat.S_IROTH or not all(d.stat().st_mode & stat.S_IXOTH for d in path.parents):
-            return None
+        st = path.stat()
+        parents = [d.stat() for d in path.parents]
     except OSError:
         return None   # what cannot be read is tls_key's own problem, named where it is loaded
-    return (f"tls_key {key} is readable by every account (mode {stat.S_IMODE(mode):04o}): each mapped "
-            f"user's code (MCP_USER_MAP) can read the server's private key; make it 0600")
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & stat.S_IROTH and all(d.st_mode & stat.S_IXOTH for d in parents):
+        return (f"tls_key {key} is readable by every account (mode {mode:04o}): any local account's "
+                f"code (each mapped user's, with MCP_USER_MAP) can read the server's private key; "
+                f"make it 0600")
+    if not mode & stat.S_IRGRP or not all(
+            d.st_mode & stat.S_IXOTH or (d.st_mode & stat.S_IXGRP and d.st_gid == st.st_gid)
+            for d in parents):
+        return None
+    not_private = private_group_problem(st.st_uid, st.st_gid)
+    if not not_private:
+        return None
+    return (f"tls_key {key} is readable by group {group_name(st.st_gid)} (mode {mode:04o}), and "
+            f"{not_private}: their code can read the server's private key; make it 0600")
+
+
+def pair_warnings(cert: str | os.PathLike, key: str | os.PathLike) -> list[str]:
+    """What a TLS pair that loads should still be warned of, at start, check and SIGHUP."""
+    return [w for w in (key_readable_by_other_accounts(key), not_yet_valid_warning(cert)) if w]
 
 
 def _classify(data: bytes) -> str | None:

@@ -12,7 +12,6 @@ import os
 from gsmcpd.auth import tokens
 from gsmcpd.auth.jwks import KeySource
 from gsmcpd.auth.settings import settings_from_config, unreachable_resource_warning
-from gsmcpd.auth.tls import key_readable_by_every_account
 from gsmcpd.auth.usermap import (IDENTITY_MAP, AccountRefused, AccountResolver, mapping_changed,
                                  never_served_warnings, read_user_map_setting)
 from gsmcpd.router.app import Principal
@@ -65,9 +64,6 @@ class AuthGate:
                 # Else the administrator hears of such a line only when its user comes.
                 for warning in never_served_warnings(user_map):
                     log.warning("MCP_USER_MAP %s", warning)
-                exposed = config.tls_key and key_readable_by_every_account(config.tls_key)
-                if exposed:
-                    log.warning("%s", exposed)
 
     def reload_user_map(self, signame):
         """SIGHUP/SIGUSR1: read the MCP_USER_MAP file again, so a user is mapped, unmapped

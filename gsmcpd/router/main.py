@@ -112,12 +112,14 @@ class Router:
         self._trace_out = config.trace == "both"
         self.ssl_context = None
         if config.tls_cert:
-            from gsmcpd.auth.tls import TlsError, server_context
+            from gsmcpd.auth.tls import TlsError, pair_warnings, server_context
 
             try:
                 self.ssl_context = server_context(config.tls_cert, config.tls_key)
             except TlsError as exc:   # a refusal of the configuration: one line, no traceback
                 raise SystemExit(f"gsmcpd: tls_cert/tls_key: {exc}") from None
+            for warning in pair_warnings(config.tls_cert, config.tls_key):
+                log.warning("%s", warning)
 
     def close(self):
         """Release the loop and the account gate's netlink socket."""
@@ -301,7 +303,7 @@ class Router:
         a restart would end every session. A pair that does not load leaves the one in use."""
         if self.ssl_context is None:
             return
-        from gsmcpd.auth.tls import TlsError, server_context
+        from gsmcpd.auth.tls import TlsError, pair_warnings, server_context
 
         try:
             self.ssl_context = server_context(self.config.tls_cert, self.config.tls_key)
@@ -309,6 +311,8 @@ class Router:
             log.error("%s: tls_cert/tls_key: %s; still serving the pair loaded before", signame, exc)
             return
         log.info("%s: TLS certificate and key reloaded (%s)", signame, self.config.tls_cert)
+        for warning in pair_warnings(self.config.tls_cert, self.config.tls_key):
+            log.warning("%s: %s", signame, warning)
 
     def new_tls(self):
         if self.ssl_context is None:
