@@ -722,6 +722,36 @@ def test_a_session_ended_with_its_commit_undecided_leaves_compaction_free_to_lea
         assert wait_until(lambda: not list((image / ".gsmcpd").glob("unsettled.*")), timeout=15)
 
 
+def test_a_worker_killed_with_its_commit_undecided_leaves_no_mark_but_another_daemon_s_session_keeps_its(tmp_path):
+    # The killed worker never released its mark (keep_record): it stayed for good, and
+    # compaction kept that commit's record for good. A live session of another daemon
+    # sharing the image keeps its own.
+    image = write_image(tmp_path / "image", {"pets.py": "SOUND = 'woof'\n", "cats.py": "SOUND = 'purr'\n"})
+    marks = lambda: sorted(path.name for path in (image / ".gsmcpd").glob("unsettled.*"))
+    (tmp_path / "other").mkdir()
+    with Daemon(tmp_path / "other", env={"GS_MCP_IMAGE": str(image)}) as other:
+        kept = session(other)
+        assert not kept.tool("execute_code", code=UNDECIDED_NEXT.replace("pets", "cats")).get("isError")
+        assert kept.tool("commit")["structuredContent"]["error"]["undecided"] == ["cats"]
+        assert not kept.tool("execute_code", code=UNDECIDED_RESTORED.replace("pets", "cats")).get("isError")
+        its_mark = marks()
+        assert len(its_mark) == 1
+        daemon = Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)})
+        with daemon:
+            a = session(daemon)
+            undecided_commit_of_pets(a)
+            assert len(marks()) == 2
+            pid = a.tool("status")["structuredContent"]["pid"]
+            os.kill(pid, signal.SIGKILL)
+            assert wait_until(lambda: not pid_alive(pid))
+        with daemon:                                   # its start tidies the image
+            pass
+        assert marks() == its_mark
+        refreshed = kept.tool("refresh")["structuredContent"]
+        assert refreshed["settled"] == ["cats"], refreshed
+    assert marks() == []
+
+
 @pytest.mark.parametrize("step", ["_write_intent", "_apply"])
 def test_a_stop_during_a_commit_leaves_the_image_files_whole(tmp_path, step):
     # A call still in flight when the stop's grace ends (GS_MCP_BREAK_GRACE, 0.2 s here) is

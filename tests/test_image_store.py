@@ -22,7 +22,7 @@ from gsmcpd.image import store as store_module
 from gsmcpd.image.default import EXAMPLE_FILES, ensure_default_image
 from gsmcpd.image.dirfd import ImageDirs
 from gsmcpd.image.store import CommitConflict, ImageStore, _intent_shape_problem, module_name_of, sha256
-from helpers import exclusive_lock_free, nested_packages, too_long_tree, unwritable_dir
+from helpers import exclusive_lock_free, nested_packages, too_long_tree, unwritable_dir, wait_until
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -516,6 +516,62 @@ def test_compaction_keeps_the_record_of_a_commit_marked_unsettled_until_it_is_re
     _commits_to(store, ["a.py"], 30)   # past twice the size after the last compaction: compacted again
     assert not store.has_commit("0ddba11")
     store.release_record("0ddba11")    # released twice (a settle broken after it): nothing to do
+
+
+def _mark_held_by_a_process(store, commit_id, *, stay=False):
+    """A separate process marks `commit_id` (keep_record) and exits without releasing it,
+    as a worker killed with its commit undecided does, or, `stay`, lives on (returned)."""
+    code = (f"import sys\nfrom gsmcpd.image.store import ImageStore\n"
+            f"ImageStore({str(store.root)!r}).keep_record({commit_id!r})\nprint('marked', flush=True)\n"
+            f"sys.stdin.read()\n")
+    holder = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)})
+    assert holder.stdout.readline() == "marked\n"
+    if stay:
+        return holder
+    holder.stdin.close()
+    holder.wait(timeout=30)
+    return None
+
+
+def test_recover_removes_the_unsettled_marks_of_processes_gone_and_only_those(tmp_path):
+    # A worker killed (kill -9) with its commit undecided left its mark for good, and
+    # compaction kept that commit's record for good.
+    store = make_image(tmp_path / "image", {"a.py": ""})
+    store.commit({"a.py": b"a = 1\n"}, {"a.py": sha256(b"")}, user="u", session_id="s", commit_id="0ddba11")
+    state = store.state_dir
+    store.keep_record("0ddba11")                      # this process's: live
+    started = Path(f"/proc/{os.getpid()}/stat").read_bytes().rsplit(b")", 1)[1].split()[19]
+    assert (state / "unsettled.0ddba11").read_bytes() == b"%d %s\n" % (os.getpid(), started)
+    _mark_held_by_a_process(store, "call3-dead")     # its holder gone
+    other = _mark_held_by_a_process(store, "call4-11fe", stay=True)   # another daemon's live worker, say
+    (state / "unsettled.feed").write_bytes(b"%d %d\n" % (os.getpid(), int(started) + 1))   # a pid reused since
+    (state / "unsettled.01d").write_bytes(b"")         # an older gsmcpd's mark, or one being written: no holder named
+    zombie = _mark_held_by_a_process(store, "call5-2b1e", stay=True)   # exited, its parent not yet told
+    zombie.stdin.close()
+    assert wait_until(lambda: Path(f"/proc/{zombie.pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0] == b"Z")
+    try:
+        store.recover()
+        assert sorted(path.name for path in state.glob("unsettled.*")) == [
+            "unsettled.01d", "unsettled.0ddba11", "unsettled.call4-11fe"]
+    finally:
+        zombie.wait(timeout=30)
+        other.stdin.close()
+        other.wait(timeout=30)
+    store.recover()
+    assert sorted(path.name for path in state.glob("unsettled.*")) == ["unsettled.01d", "unsettled.0ddba11"]
+
+
+def test_compaction_leaves_out_the_record_of_a_commit_whose_marks_holder_is_gone(tmp_path, monkeypatch):
+    monkeypatch.setattr(store_module, "JOURNAL_KEEP", 3)
+    store = make_image(tmp_path / "image", {"a.py": "a = 0\n"})
+    store.journal_limit = 256
+    store.commit({"a.py": b"a = 1\n"}, {"a.py": sha256(b"a = 0\n")}, user="u", session_id="s",
+                 commit_id="call1-dead")
+    _mark_held_by_a_process(store, "call1-dead")
+    _commits_to(store, ["a.py"], 10)
+    assert not store.has_commit("call1-dead")
+    assert not (store.state_dir / "unsettled.call1-dead").exists()
 
 
 @pytest.mark.parametrize("commit_id", ["", "../journal", "ABC", "0" * 65, "call-0ddba11", "call7-"])

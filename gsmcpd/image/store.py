@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gsmcpd.accounts import account_name, group_name
+from gsmcpd.image import holders
 from gsmcpd.image.dirfd import (ImageDirs, UntrustedLink, fsync_dir as _fsync_dir, is_entry, open_dir, readable,
                                 trusted_owners, walk_held)
 
@@ -924,10 +925,15 @@ class ImageStore:
         commit, refresh or abort, however many commits others made since. Taken without
         the lock (what failed may be the wait for it), as soon as the commit failed:
         compaction leaves out only a record JOURNAL_KEEP commits old. Only keeps a record:
-        never fails (the settle then reads the journal as it is)."""
+        never fails (the settle then reads the journal as it is). The mark names this
+        process (holders.this_process): once it is gone, compaction and recover remove it."""
         name = self._unsettled_name(commit_id)
         with contextlib.suppress(OSError), self._state_held() as state:
-            os.close(_create_shared(name, os.O_WRONLY, dir_fd=state))
+            fd = _create_shared(name, os.O_WRONLY | os.O_TRUNC, dir_fd=state)
+            try:   # its holder: a worker killed unsettled leaves it to _sweep_dead_marks
+                _write_all(fd, holders.this_process())
+            finally:
+                os.close(fd)
 
     def release_record(self, commit_id: str) -> None:
         """Compaction may leave the record of `commit_id` out again (keep_record): settled."""
@@ -953,11 +959,13 @@ class ImageStore:
     def recover(self, wait: bool = True) -> bool:
         """Finish a commit that was killed past its commit point (True if there was
         one), and remove the temp files of any killed before it, image-wide (a commit
-        sweeps only the directories it writes to). `wait=False`: BlockingIOError at once
+        sweeps only the directories it writes to), and the unsettled marks of processes
+        gone (_sweep_dead_marks). `wait=False`: BlockingIOError at once
         if another process holds the lock."""
         with self._exclusive(wait) as dirs:
             finished = self._finish_pending()
             self._sweep_temps([dirs.open(STATE_DIR)])
+            _sweep_dead_marks(dirs.open(STATE_DIR))
             # Every directory of the image but hidden ones (.gsmcpd among them) and caches;
             # walk_held holds each by descriptor and descends into no link.
             for fd in walk_held(dirs.root_fd, lambda name: not name.startswith(".") and name != "__pycache__"):
@@ -1250,6 +1258,7 @@ class ImageStore:
             lines = [line for line in data.split(b"\n")[1 if header else 0:] if line.strip()]
             # Written even with nothing left out: its count line's size is what spares the
             # next commits reading it whole again, until it has doubled.
+            _sweep_dead_marks(state)
             kept = _worth_keeping(lines, _unsettled_ids(state))
             body = b"".join(line + b"\n" for line in kept)
             count = {"dropped": version - len(kept), "size": len(body)}
@@ -1346,6 +1355,27 @@ def _unsettled_ids(state: int) -> set[str]:
     with readable(state) as reading:
         names = os.listdir(reading)
     return {match.group(1) for match in map(UNSETTLED.fullmatch, names) if match}
+
+
+def _sweep_dead_marks(state: int) -> None:
+    """Remove the unsettled marks (keep_record) whose holder is gone: a worker killed
+    before its session settled its commit, which would otherwise keep that record through
+    every compaction. Under the exclusive lock; a mark whose holder may live, this
+    daemon's or another's sharing the image, is never removed (holders.holder_gone)."""
+    with readable(state) as reading:
+        names = [name for name in os.listdir(reading) if UNSETTLED.fullmatch(name)]
+    for name in names:
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=state)
+        except OSError:   # released meanwhile, or a link planted: not a mark to judge
+            continue
+        try:
+            content = os.read(fd, 64) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+        finally:
+            os.close(fd)
+        if holders.holder_gone(content):
+            with contextlib.suppress(OSError):
+                os.unlink(name, dir_fd=state)
 
 
 def _worth_keeping(lines: list[bytes], unsettled: set[str] = frozenset()) -> list[bytes]:
