@@ -159,6 +159,14 @@ FILES = {
                    "    # Non-public interface for the headersonly flag\n    def _set_headersonly(self):\n"
                    "        self._headersonly = True\n    # only during unicode parsing\n",
     "lazy.py": "def late():\n    from nested import Outer\n    return Outer\n",
+    "toolbox.py": "class Tool:\n    pass\n",
+    # Imports only blocks hold: a module-level try, a def's match case and except handler.
+    "guarded.py": "try:\n    from toolbox import Tool as Kit\nexcept ImportError:\n    Kit = None\n\n\n"
+                  "class Guarded:\n    def build(self):\n        return Kit()\n\n"
+                  "    def pick(self, kind):\n        match kind:\n            case 'tool':\n"
+                  "                from toolbox import Tool\n                return Tool\n        return None\n\n"
+                  "    def spare(self):\n        try:\n            return 1\n        except ValueError:\n"
+                  "            import toolbox as box\n            return box.Tool.mro()\n",
     "below.py": "class Early:\n    def go(self):\n        return 1\n\n\ndef later(f):\n    return f\n\n\n"
                 "class Base:\n    pass\n",
     "configured.py": "def setup():\n    global LIMIT\n    LIMIT = 3\n\n\nsetup()\n",
@@ -270,6 +278,15 @@ def test_references_to_a_dotted_name_are_to_that_modules_global(c):
 def test_a_def_importing_a_dotted_name_in_its_body_references_it(c):
     # email.feedparser's `from email.message import Message` inside FeedParser.__init__.
     assert structured(c, "find_references_to", name="nested.Outer")["results"] == ["lazy.late"]
+
+
+def test_imports_held_in_blocks_at_any_depth_are_read_for_references_and_senders(c):
+    # Search reads a module's import statements (and a def's calls) by walking only its
+    # statements' blocks, and no expression contexts or operators: none may be missed.
+    assert structured(c, "find_references_to", name="toolbox.Tool")["results"] == [
+        "guarded.Guarded.build", "guarded.Guarded.pick", "guarded.Guarded.spare"]
+    assert structured(c, "find_senders", selector="Kit")["results"] == ["guarded.Guarded.build"]
+    assert structured(c, "find_senders", selector="mro")["results"] == ["guarded.Guarded.spare"]
 
 
 def test_senders_are_calls_as_written_wherever_they_are_and_not_getattr(c):

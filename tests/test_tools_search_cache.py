@@ -7,7 +7,7 @@ import symtable
 
 import pytest
 
-from gsmcpd.image import splice
+from gsmcpd.image import splice, walking
 from test_tools_support import Client, image, views  # noqa: F401  (fixtures)
 
 SEARCHES = [("find_senders", {"selector": "speak"}), ("find_senders", {"selector": "__hide"}),
@@ -56,7 +56,8 @@ def derivations(monkeypatch):
             counts[what] = counts.get(what, 0) + 1
             return function(*args, **kwargs)
         return counted
-    for owner, name in [(ast, "parse"), (ast, "walk"), (symtable, "symtable"), (splice, "string_lines")]:
+    for owner, name in [(ast, "parse"), (ast, "walk"), (walking, "walk"), (walking, "statements_in"),
+                        (symtable, "symtable"), (splice, "string_lines")]:
         monkeypatch.setattr(owner, name, counting(name, getattr(owner, name)))
     return counts
 
@@ -205,3 +206,14 @@ def test_a_committed_text_that_reads_back_as_another_is_the_one_read(image, view
     view.commit()
     assert view.source("zoo.keeper").endswith('z = "é"\n')
     assert not view.has_changes
+
+
+def test_references_read_the_import_statements_the_views_imports_read(image, views, derivations):
+    # One walk of a module's statements serves both the imports a refresh or a commit reads
+    # (View._imports) and the spellings of a name search looks for.
+    client = Client(views(image, "a", install=False))
+    for module in client.view.module_names():
+        client.view._imports(module)
+    derivations.clear()
+    assert client.ok("find_references_to", name="zoo.animals.Dog")["structuredContent"]["total"] > 0
+    assert "statements_in" not in derivations, "the import statements were walked again for search"

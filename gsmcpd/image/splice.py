@@ -225,7 +225,7 @@ def defs_in_blocks(body: list[ast.stmt]) -> list[tuple[ast.stmt | None, ast.stmt
             if isinstance(statement, FunctionNode + (ast.ClassDef,)):
                 found.append((block, statement))
             else:
-                walk(block or statement, _child_statements(statement))
+                walk(block or statement, child_statements(statement))
 
     walk(None, body)
     return sorted(found, key=lambda pair: pair[1].lineno)
@@ -273,7 +273,8 @@ def guarded_methods(classdef: ast.ClassDef) -> list[tuple[ast.stmt, object]]:
             if block is not None and isinstance(node, FunctionNode)]
 
 
-def _child_statements(node: ast.AST) -> list[ast.stmt]:
+def child_statements(node: ast.AST) -> list[ast.stmt]:
+    """The statements a statement holds in its blocks (its `except` handlers' and `case`s' too)."""
     children = []
     for field in ("body", "orelse", "finalbody"):
         value = getattr(node, field, None)

@@ -25,7 +25,7 @@ from types import CodeType, ModuleType
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gsmcpd.image import parsing, splice
+from gsmcpd.image import parsing, splice, walking
 from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
 from gsmcpd.image.renumber import code_of_live_functions, code_within, renumber_moved_code, spans_of
 from gsmcpd.worker.toolset import BREAKS, ToolError, raise_if_break, recursion_limit_note
@@ -747,12 +747,19 @@ class View:
         return self.derived(module, "imports of a package" if package else "imports",
                             lambda _: self._imports_in(module))
 
+    def import_statements(self, module: str) -> list[ast.Import | ast.ImportFrom]:
+        """Every import statement of the module, anywhere in it (in defs too); none if it
+        does not parse. Kept per text (derived): the module's imports and search's spellings
+        of a name are both read from them."""
+        def find(_):
+            tree = self.tree(module)
+            return [] if tree is None else [node for node in walking.statements_in(tree.body)
+                                            if isinstance(node, (ast.Import, ast.ImportFrom))]
+        return self.derived(module, "import statements", find)
+
     def _imports_in(self, module: str) -> frozenset[str]:
-        tree = self.tree(module)
-        if tree is None:
-            return frozenset()
         names = set()
-        for node in ast.walk(tree):
+        for node in self.import_statements(module):
             if isinstance(node, ast.Import):
                 names.update(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom):
