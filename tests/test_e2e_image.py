@@ -864,6 +864,37 @@ def test_a_commit_whose_worker_is_killed_is_answered_whether_it_stands(tmp_path,
             assert seen == "1"
 
 
+def test_a_session_s_first_commit_killed_past_its_commit_point_is_told_standing_in_a_long_journal(tmp_path):
+    # A session's first commit has no earlier record of the session to end the router's
+    # scan, which reads on back to its bound (4 MiB) through a journal longer than that:
+    # the record it found on the way was dropped, and the client told "could not be told".
+    image = write_image(tmp_path / "image", {"pets.py": "SOUND = 'woof'\n"})
+    (image / ".gsmcpd").mkdir()
+    other = {"time": "2026-01-01T00:00:00Z", "user": "v", "session": "0" * 32,
+             "files": [{"file": "gone.py", "old": None, "new": "0" * 64}]}
+    with open(image / ".gsmcpd" / "journal.jsonl", "w") as out:
+        out.writelines(json.dumps({"id": "%016x" % n, **other}) + "\n" for n in range(30_000))
+    assert (image / ".gsmcpd" / "journal.jsonl").stat().st_size > 4 * 1024 * 1024
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
+        a = session(daemon)
+        pid = a.tool("status")["structuredContent"]["pid"]
+        a.tool("execute_code", code=SLOW_COMMIT_STEP % {"step": "_apply"})
+        answers = []
+        caller = threading.Thread(target=lambda: answers.append(
+            a.call("tools/call", {"name": "commit", "arguments": {}}).json()), daemon=True)
+        caller.start()
+        intent = image / ".gsmcpd" / "commit.intent"
+        assert wait_until(intent.exists, timeout=30)
+        record = json.loads(intent.read_text())["record"]
+        os.kill(pid, signal.SIGKILL)
+        caller.join(30)
+        error = answers[0]["error"]
+        assert error["message"] == (
+            "session ended: worker %d exited; the commit it was making had passed its commit point, "
+            "so it stands (journal record %s: pets.py): every session reads it" % (pid, record["id"]))
+        assert error["data"] == {"commitStands": True, "journalRecord": record["id"], "files": ["pets.py"]}
+
+
 def test_an_intent_planted_to_write_outside_the_image_is_refused_and_nothing_moves(shop, tmp_path):
     # With per-user workers another account can write the intent; the next commit would
     # apply it with the committer's rights: it may name only the image's module files.

@@ -790,6 +790,27 @@ def test_the_commits_of_a_call_are_looked_for_only_so_far_back_in_the_journal(tm
     assert store.commits_of_call("s", 1) == []
 
 
+def test_a_call_s_commit_found_before_the_scan_bound_is_told_though_the_scan_then_passes_it(tmp_path, monkeypatch):
+    # A session's first commit: no earlier record of the session stops the scan, so it reads
+    # on back to the bound; the record it found on the way stands all the same.
+    store = make_image(tmp_path, {"a.py": ""})
+    store.state_dir.mkdir(exist_ok=True)
+    others = [{"id": str(n), "session": "other", "files": [{"file": "b.py", "new": "x" * 200}]} for n in range(2000)]
+    (store.state_dir / "journal.jsonl").write_text("".join(json.dumps(r) + "\n" for r in others))
+    monkeypatch.setattr(store_module, "CALL_SCAN_LIMIT", 100_000)
+    store.commit({"a.py": b"a = 1\n"}, {"a.py": sha256(b"")}, user="u", session_id="s",
+                 commit_id=store_module.call_tag(1) + "0a")
+    assert [r["id"] for r in store.commits_of_call("s", 1)] == [store_module.call_tag(1) + "0a"]
+    with monkeypatch.context() as patch:   # killed past its commit point: pending, found in the intent
+        _fail_when(patch, "replace", lambda src, dst: not str(dst).endswith("commit.intent"))
+        with pytest.raises(store_module.CommitPending):
+            store.commit({"a.py": b"a = 2\n"}, {"a.py": sha256(b"a = 1\n")}, user="u", session_id="t",
+                         commit_id=store_module.call_tag(2) + "0b")
+    assert [r["id"] for r in store.commits_of_call("t", 2)] == [store_module.call_tag(2) + "0b"]
+    assert store.commits_of_call("t", 3) == []     # its call 2's record ends the scan
+    assert store.commits_of_call("u", 1) is None   # none found within the bound: cannot be told
+
+
 def test_the_shared_lock_is_held_until_closed_or_dropped_and_a_failed_take_holds_nothing(tmp_path, monkeypatch):
     import fcntl
     store = make_image(tmp_path / "image", {"shop/__init__.py": "", "shop/models.py": "X = 1\n"})

@@ -884,9 +884,10 @@ class ImageStore:
         `session_id`'s call `seq` (see call_tag), last first: asked by the router, on its
         loop, once the call's worker is gone, so without waiting. None if that cannot be
         told now: none found while the lock is held (by another session's commit, which
-        finishes a pending one first, or by the worker not quite gone), or the journal would
-        be read back further than CALL_SCAN_LIMIT bytes. The scan stops at the session's
-        record of an earlier call: this call's come after it."""
+        finishes a pending one first, or by the worker not quite gone), or none found within
+        CALL_SCAN_LIMIT bytes of the journal's end. The scan stops at the session's record
+        of an earlier call: this call's come after it. (A session's first call has none, so
+        the scan goes on to the bound; what it found by then stands all the same.)"""
         if not os.path.isdir(self._state):
             return []   # never committed to
         tag, found = call_tag(seq), {}
@@ -907,7 +908,7 @@ class ImageStore:
                         break
                     found.setdefault(record_id, record)   # a pending one may be journalled already
             except JournalScanLimit:
-                return None
+                return list(found.values()) or None
         return list(found.values()) if found or held is not None else None
 
     def _decided_records(self, **scan):
