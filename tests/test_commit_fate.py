@@ -47,6 +47,18 @@ def test_a_record_of_a_foreign_shape_names_what_files_it_can():
     assert "(journal record call1-x: a.py)" in text and data["files"] == ["a.py"]
 
 
+def test_a_record_whose_files_are_no_list_is_told_standing_naming_none():
+    # The journal is shared by the accounts sharing the image: a record found there may be
+    # of any shape, and an error raised telling it left the call unanswered and the
+    # session's end half done (SessionManager.end runs this before the rest of its cleanup).
+    for files in (None, 5, {"file": "a.py"}):
+        text, data = told([{"id": "call1-x", "files": files}])
+        assert text.startswith("; the commit it was making had passed its commit point, so it stands "
+                               "(journal record call1-x): ") and data["files"] == []
+    text, _ = told([{"id": "call1-x"}])
+    assert "(journal record call1-x)" in text
+
+
 class ManualLoop:
     """The loop's clock and timers, moved by hand."""
 

@@ -895,6 +895,34 @@ def test_a_session_s_first_commit_killed_past_its_commit_point_is_told_standing_
         assert error["data"] == {"commitStands": True, "journalRecord": record["id"], "files": ["pets.py"]}
 
 
+def test_a_commit_call_is_answered_and_its_session_ended_though_its_record_has_files_of_no_list(tmp_path):
+    # With per-user workers another account can write the journal. A record found for the
+    # dead worker's call whose files are no list (null) raised TypeError as the router told
+    # the call: no answer ever came, and the rest of the session's end was skipped.
+    image = write_image(tmp_path / "image", {"pets.py": "SOUND = 'woof'\n"})
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
+        a = session(daemon)
+        pid = a.tool("status")["structuredContent"]["pid"]
+        tag = tool_text(a.tool("execute_code", code=SLOW_COMMIT_STEP % {"step": "_write_intent"}
+                               + "pets.__spec__.loader.view.call_tag"))
+        planted = "call%d-ff" % (int(tag.strip("'")[len("call"):-1]) + 1)   # the commit call's, next
+        with open(image / ".gsmcpd" / "journal.jsonl", "a") as out:
+            out.write(json.dumps({"id": planted, "session": a.session, "files": None}) + "\n")
+        answers = []
+        caller = threading.Thread(target=lambda: answers.append(
+            a.call("tools/call", {"name": "commit", "arguments": {}}).json()), daemon=True)
+        caller.start()
+        assert wait_until((image / (".pets.py.tmp-%d" % pid)).exists, timeout=30)
+        os.kill(pid, signal.SIGKILL)
+        caller.join(30)
+        assert answers, "the commit call was never answered"
+        assert answers[0]["error"]["message"] == (
+            "session ended: worker %d exited; the commit it was making had passed its commit point, "
+            "so it stands (journal record %s): every session reads it" % (pid, planted))
+        assert "ended: worker %d exited" % pid in daemon.log_text()   # its end went on to the last step
+        assert "router callback failed" not in daemon.log_text()
+
+
 def test_an_intent_planted_to_write_outside_the_image_is_refused_and_nothing_moves(shop, tmp_path):
     # With per-user workers another account can write the intent; the next commit would
     # apply it with the committer's rights: it may name only the image's module files.

@@ -64,12 +64,14 @@ def told(records, why=None):
     if not records:
         return ("; the commit it was making had not reached its commit point, so nothing of it "
                 "stands, and the session's uncommitted changes went with it", {"commitStands": False})
-    files = sorted({entry["file"] for record in records for entry in record.get("files", ())
+    # Of the shape a commit writes only: another account sharing the image can write the journal.
+    files = sorted({entry["file"] for record in records
+                    for entry in (record.get("files") if isinstance(record.get("files"), list) else ())
                     if isinstance(entry, dict) and isinstance(entry.get("file"), str)})
     shown = ", ".join(files[:FILES_SHOWN])
     if len(files) > FILES_SHOWN:
         shown += " and %d more" % (len(files) - FILES_SHOWN)
     record_id = records[0].get("id")
-    return ("; the commit it was making had passed its commit point, so it stands (journal record %s: "
-            "%s): every session reads it" % (record_id, shown),
+    return ("; the commit it was making had passed its commit point, so it stands (journal record %s%s): "
+            "every session reads it" % (record_id, ": " + shown if shown else ""),
             {"commitStands": True, "journalRecord": record_id, "files": files})
