@@ -825,11 +825,9 @@ class ImageStore:
                 disk[rel] = sha256(data)
         last = {}   # file -> (record, the hash it left the file with)
         for record in self._records_from_end():
-            entries = record.get("files")
-            # Of the shape a commit writes only: another account sharing the image can write the journal.
-            for entry in entries if isinstance(entries, list) else ():
-                rel = entry.get("file") if isinstance(entry, dict) else None
-                if isinstance(rel, str) and rel in disk and rel not in last:
+            for entry in record_entries(record):
+                rel = entry["file"]
+                if rel in disk and rel not in last:
                     last[rel] = (record, entry.get("new"))
             if len(last) == len(disk):
                 break
@@ -1379,6 +1377,16 @@ def _sweep_dead_marks(state: int) -> None:
                 os.unlink(name, dir_fd=state)
 
 
+def record_entries(record) -> list[dict]:
+    """The file entries of a journal record ({"file": name, "old", "new"}), those of the
+    shape a commit writes only: another account sharing the image can write the journal,
+    so a record read back may be anything."""
+    entries = record.get("files") if isinstance(record, dict) else None
+    if not isinstance(entries, list):
+        return []
+    return [entry for entry in entries if isinstance(entry, dict) and isinstance(entry.get("file"), str)]
+
+
 def _worth_keeping(lines: list[bytes], unsettled: set[str] = frozenset()) -> list[bytes]:
     """The journal lines compaction keeps, in order: the last JOURNAL_KEEP, each file's
     last record (a record naming a file no later one names) and the records of the
@@ -1389,10 +1397,8 @@ def _worth_keeping(lines: list[bytes], unsettled: set[str] = frozenset()) -> lis
             record = json.loads(lines[index])
         except (ValueError, RecursionError):
             record = None
-        entries, commit_id = (record.get("files"), record.get("id")) if isinstance(record, dict) else (None, None)
-        # Of the shape a commit writes only: another account sharing the image can write the journal.
-        named = {entry.get("file") for entry in entries if isinstance(entry, dict)
-                 and isinstance(entry.get("file"), str)} if isinstance(entries, list) else set()
+        commit_id = record.get("id") if isinstance(record, dict) else None
+        named = {entry["file"] for entry in record_entries(record)}
         if (index >= len(lines) - JOURNAL_KEEP or not named <= named_later
                 or (isinstance(commit_id, str) and commit_id in unsettled)):
             kept.append(lines[index])

@@ -10,7 +10,7 @@ PATIENCE: the router can see the dead worker's socket close before its image loc
 What cannot be told then is said so.
 """
 
-from gsmcpd.image.store import ImageStore
+from gsmcpd.image.store import ImageStore, record_entries
 
 RETRY = 0.01      # seconds between looks while it cannot be told
 # How long after the death: the dead worker's lock goes within microseconds; another
@@ -64,10 +64,7 @@ def told(records, why=None):
     if not records:
         return ("; the commit it was making had not reached its commit point, so nothing of it "
                 "stands, and the session's uncommitted changes went with it", {"commitStands": False})
-    # Of the shape a commit writes only: another account sharing the image can write the journal.
-    files = sorted({entry["file"] for record in records
-                    for entry in (record.get("files") if isinstance(record.get("files"), list) else ())
-                    if isinstance(entry, dict) and isinstance(entry.get("file"), str)})
+    files = sorted({entry["file"] for record in records for entry in record_entries(record)})
     shown = ", ".join(files[:FILES_SHOWN])
     if len(files) > FILES_SHOWN:
         shown += " and %d more" % (len(files) - FILES_SHOWN)
