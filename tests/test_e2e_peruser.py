@@ -234,6 +234,34 @@ with open('/proc/self/environ', 'rb') as block:
 """
 
 
+# A temp file, multiprocessing's pymp-* directory (a Manager's socket goes there: the
+# test accounts cannot read this Python's multiprocessing.managers to start one), and a
+# directory the code made unreadable.
+USE_TMPDIR = """
+import multiprocessing.util, os, tempfile
+held = tempfile.NamedTemporaryFile()
+locked = tempfile.mkdtemp()
+open(os.path.join(locked, "inside"), "w").close()
+os.chmod(locked, 0)
+(os.environ["TMPDIR"], tempfile.gettempdir(), held.name, multiprocessing.util.get_temp_dir(), os.getpid())
+"""
+
+
+def test_a_users_worker_has_a_private_tmpdir_of_its_account_removed_with_it(env, accounts):
+    daemon, idp = env
+    account = accounts[0][0]
+    client = session_for(daemon, idp, "ann")
+    text, failed = run(client, USE_TMPDIR)
+    assert not failed, text
+    tmpdir, seen, held, pymp, pid = eval(text.strip().splitlines()[-1])   # a tuple of literals
+    assert seen == tmpdir and held.startswith(tmpdir + "/") and pymp.startswith(tmpdir + "/pymp-")
+    mine, daemons = os.lstat(tmpdir), os.lstat(os.path.dirname(tmpdir))
+    assert (mine.st_uid, mine.st_gid, stat.S_IMODE(mine.st_mode)) == (account.pw_uid, account.pw_gid, 0o700)
+    assert (daemons.st_uid, stat.S_IMODE(daemons.st_mode)) == (0, 0o1733)   # no account lists it
+    os.kill(pid, signal.SIGKILL)
+    assert wait_until(lambda: not os.path.lexists(tmpdir)), os.listdir(tmpdir)
+
+
 def test_a_users_worker_keeps_only_the_allow_listed_environment_and_the_names_listed(env, accounts):
     # It kept the daemon's whole environment: a site's credential and the daemon's own
     # GS_MCP_*/MCP_* settings were every user's code's to read, in os.environ, in
@@ -251,7 +279,9 @@ def test_a_users_worker_keeps_only_the_allow_listed_environment_and_the_names_li
     assert (environ["HOME"], environ["USER"], environ["LOGNAME"]) == (account.pw_dir, account.pw_name,
                                                                        account.pw_name)
     assert environ["PATH"] == daemon.env["PATH"] and environ["PYTHONPATH"] == daemon.env["PYTHONPATH"]
-    assert set(environ) <= set(worker_environ(daemon.env, [LISTED_NAME])) | {"HOME", "USER", "LOGNAME"}
+    # ...and TMPDIR, the session's own directory (tmpdirs), whatever the daemon's was.
+    assert set(environ) <= set(worker_environ(daemon.env, [LISTED_NAME])) | {"HOME", "USER", "LOGNAME",
+                                                                              "TMPDIR"}
 
 
 def test_the_kernel_enforces_the_accounts_file_permissions(env, image):

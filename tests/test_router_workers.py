@@ -268,8 +268,9 @@ def slow_spawner(started, release, stopped):
     """A Spawner class whose launch (on the pool's starter thread) sets `started`, then
     holds until `release` is set; each one stopped is appended to `stopped`."""
     class SlowSpawner:
-        def __init__(self, worker_nice=0, worker_memory=None, worker_env=None):
+        def __init__(self, worker_nice=0, worker_memory=None, worker_env=None, tmp_dir=None):
             self.worker_nice, self.worker_memory, self.worker_env = worker_nice, worker_memory, worker_env
+            self.tmp_dir = tmp_dir
             self.control = None
 
         def launch(self):

@@ -92,3 +92,43 @@ def test_a_workers_end_spares_the_resource_tracker_until_it_has_unlinked_what_th
                          timeout=60, cwd=str(REPO))
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["True", "False"], out
+
+
+# A "worker" makes its temporary directory and a file in it, then dies (sweep) or lives
+# on (end). Prints whether the directory is still there.
+TMP_SCENARIO = r"""
+import os, sys, time
+from gsmcpd.worker import reaper
+how, tmp = sys.argv[1:3]
+r, w = os.pipe()
+worker = os.fork()
+if worker == 0:
+    os.setpgid(0, 0)
+    os.mkdir(tmp, 0o700)
+    open(os.path.join(tmp, "left.tmp"), "w").close()
+    os.write(w, b"made\n")
+    time.sleep(60 if how == "end" else 0)
+    os._exit(0)
+os.close(w)
+assert os.read(r, 5) == b"made\n"
+sweeper = reaper.Sweeper()
+sweeper.forked(worker, tmp)
+if how == "sweep":
+    os.waitid(os.P_PID, worker, os.WEXITED | os.WNOWAIT)
+    sweeper.sweep()
+else:
+    wakeup, _ = os.pipe2(os.O_NONBLOCK)
+    sweeper.end(wakeup, 1.0)
+print(os.path.lexists(tmp))
+"""
+
+
+@pytest.mark.parametrize("how", ["sweep", "end"])
+def test_a_workers_temporary_directory_goes_when_it_is_reaped_or_the_spawner_ends(tmp_path, how):
+    # A worker ends with os._exit: its exit handlers, which would remove its temporary
+    # files, never run, and a kill -9 runs nothing at all.
+    tmp = tmp_path / "w.1"
+    out = subprocess.run([sys.executable, "-c", TMP_SCENARIO, how, str(tmp)], capture_output=True,
+                         text=True, cwd=str(REPO), timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False"]

@@ -26,6 +26,7 @@ from gsmcpd.router.supervision import Supervisor
 from gsmcpd.router.workers import WorkerPool, free_descriptors
 from gsmcpd.wire import http, jsonrpc
 from gsmcpd.worker.environment import unused_list_warning
+from gsmcpd.worker.tmpdirs import DaemonTmp
 
 log = logging.getLogger("gsmcpd.router")
 trace_log = logging.getLogger("gsmcpd.trace")
@@ -72,7 +73,7 @@ _EVICTED_AS = ("lingering", "idle", "mid-request")   # by Connection.eviction_or
 
 
 class Router:
-    def __init__(self, config):
+    def __init__(self, config, tmp=None):
         self.config = config
         self.loop = Loop(poll=config.poll_us / 1e6)
         self.auth = None
@@ -86,9 +87,12 @@ class Router:
         unused = unused_list_warning(config.worker_env, per_user)
         if unused:
             log.warning("%s", unused)
+        if per_user and tmp is not None:
+            tmp.share()
         self.pool = WorkerPool(self.loop, config.spare_workers, worker_nice=config.worker_nice,
                                worker_memory=config.worker_memory,
-                               worker_env=config.worker_env if per_user else None)
+                               worker_env=config.worker_env if per_user else None,
+                               tmp_dir=None if tmp is None else tmp.path)
         self.pool.make_room = self._make_room_for_workers
         self.sessions = SessionManager(self)
         self.loop.may_poll = self.sessions.may_poll
@@ -437,7 +441,24 @@ def serve(config, *, on_ready=None, on_stopping=None, on_reload=None, stop_reque
         log.warning("descriptor limit %d is low for GS_MCP_MAX_SESSIONS=%d and GS_MCP_MAX_CONNECTIONS=%d "
                     "(about 3 per session and 1 per connection)",
                     limit, config.max_sessions, config.max_connections)
-    router = Router(config)
+    # Each worker's private TMPDIR is made in it, and removed with the worker (tmpdirs).
+    try:
+        tmp = DaemonTmp()
+    except OSError as exc:
+        raise SystemExit(f"gsmcpd: cannot make the workers' temporary directory in "
+                         f"{exc.filename or 'the temp dir'}: {exc.strerror or exc} (TMPDIR)") from None
+    tmp.hold_multiprocessing()
+    for path in tmp.swept:
+        log.info("removed the temporary files an earlier run left in %s", path)
+    try:
+        return _serve(config, tmp, on_ready, on_stopping, on_reload, stop_requested,
+                      reload_requested)
+    finally:
+        tmp.close()   # the loop is over, its workers gone: nobody waits for this
+
+
+def _serve(config, tmp, on_ready, on_stopping, on_reload, stop_requested, reload_requested):
+    router = Router(config, tmp)
     router.prepare_image()
     # The spawner first (its preload and rehearsal take a moment): once the port
     # listens, sessions can open.

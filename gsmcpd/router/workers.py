@@ -54,10 +54,11 @@ def _leave_a_deleted_directory():
 class Spawner:
     """The router's handle on the spawner process and its control socket."""
 
-    def __init__(self, worker_nice=0, worker_memory=None, worker_env=None):
+    def __init__(self, worker_nice=0, worker_memory=None, worker_env=None, tmp_dir=None):
         self.worker_nice = worker_nice
         self.worker_memory = worker_memory
         self.worker_env = worker_env    # None: workers keep the daemon's environment
+        self.tmp_dir = tmp_dir          # where each worker's own TMPDIR is made; None: none
         self.process = None
         self.pidfd = None     # stop() signals through it: the pid may be reaped and reused
         self.control = None
@@ -73,7 +74,8 @@ class Spawner:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             process = context.Process(target=spawner.serve, name="gsmcpd-spawner",
-                                      args=(theirs, self.worker_nice, self.worker_memory, self.worker_env))
+                                      args=(theirs, self.worker_nice, self.worker_memory, self.worker_env,
+                                            self.tmp_dir))
             process.start()
             # Ours to end (EOF on its socket, see stop()), not multiprocessing's to
             # join at exit: a join before that EOF would wait forever.
@@ -429,13 +431,14 @@ class WorkerPool:
 
     STARVED_PAUSE = 1.0  # seconds without asking after running out of descriptors or a failed fork
 
-    def __init__(self, loop, spares, *, worker_nice=0, worker_memory=None, worker_env=None):
+    def __init__(self, loop, spares, *, worker_nice=0, worker_memory=None, worker_env=None,
+                 tmp_dir=None):
         self.loop = loop
         self.target = spares
         self.spares = []
         self.claims = collections.deque()   # sessions waiting for a worker, oldest first
         self.closed = False
-        self.spawner = Spawner(worker_nice, worker_memory, worker_env)
+        self.spawner = Spawner(worker_nice, worker_memory, worker_env, tmp_dir)
         self._asked = 0             # spares asked for and not yet arrived
         self._paused_until = 0.0
         self._relaunching = None    # why no spawner is running, while a new one is started
@@ -472,7 +475,7 @@ class WorkerPool:
         if self.closed:
             return
         old = self.spawner
-        new = Spawner(old.worker_nice, old.worker_memory, old.worker_env)
+        new = Spawner(old.worker_nice, old.worker_memory, old.worker_env, old.tmp_dir)
         self.spawner = new
         if self._relaunching is None:
             self._relaunching = "the worker spawner is being restarted"

@@ -25,7 +25,7 @@ import threading
 from gsmcpd.image.store import call_tag
 from gsmcpd.wire import frames, jsonrpc
 from gsmcpd.wire.break_signals import HARD_BREAK_SIGNAL, SOFT_BREAK_SIGNAL
-from gsmcpd.worker import reaper
+from gsmcpd.worker import reaper, tmpdirs
 from gsmcpd.worker.capture import BytesOutput
 from gsmcpd.worker.memory_limit import MemoryReserve
 from gsmcpd.worker.server import build_server, error_result
@@ -47,9 +47,9 @@ def configure_process() -> None:
     _batch_scheduling()
 
 
-def run(sock: socket.socket, router_pid: int) -> None:
+def run(sock: socket.socket, router_pid: int, tmp: str | None = None) -> None:
     configure_process()
-    loop = WorkerLoop(sock)
+    loop = WorkerLoop(sock, tmp)
     _log_to_router(loop)
     loop.install_breaks()
     os.register_at_fork(after_in_child=loop.forked)
@@ -92,8 +92,9 @@ def end_process() -> None:
 
 
 class WorkerLoop:
-    def __init__(self, sock: socket.socket):
+    def __init__(self, sock: socket.socket, tmp: str | None = None):
         self.sock = sock
+        self.tmp = tmp                # its private temporary directory (spawner), if any
         self.sock.setblocking(True)
         self.decoder = frames.FrameDecoder()
         self.server = None
@@ -281,6 +282,8 @@ class WorkerLoop:
                 from gsmcpd.auth.usermap import become
                 _detach_stdio()
                 become(session["account"])
+            if self.tmp is not None:   # as the session's account: it owns it, no chown needed
+                tmpdirs.make(self.tmp)
             view = None
             if session.get("image"):
                 from gsmcpd.image.store import (JOURNAL_LIMIT, LOCK_WAIT, ImageLockTimeout,

@@ -30,6 +30,8 @@ import signal
 import sys
 import time
 
+from gsmcpd.worker import tmpdirs
+
 log = logging.getLogger("gsmcpd.worker")
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -207,15 +209,21 @@ class Sweeper:
     A sweep follows every SIGCHLD: a worker's exit, or an adopted orphan's, whose
     children come to us in turn. Finding the orphans reads all of /proc, so the
     sweeps are spaced to take at most SWEEP_SHARE of a CPU (after a sweep of 20 ms,
-    the next is at least 0.4 s later); `due()` says when the next may run."""
+    the next is at least 0.4 s later); `due()` says when the next may run.
+
+    A worker's temporary directory (gsmcpd.worker.tmpdirs) is removed once the sweep
+    that reaped it has killed what it left (which may still be writing there), and
+    every worker's at the end."""
 
     def __init__(self):
-        self.workers = set()
+        self.workers = {}           # pid -> its temporary directory, or None
+        self.unremoved = []         # temporary directories of workers reaped
+        self._retried = set()
         self.pending = False
         self._next = 0.0
 
-    def forked(self, pid: int) -> None:
-        self.workers.add(pid)
+    def forked(self, pid: int, tmp: str | None = None) -> None:
+        self.workers[pid] = tmp
 
     def child_exited(self) -> None:
         self.pending = True
@@ -243,6 +251,8 @@ class Sweeper:
                         log.warning("spawner: cannot kill orphan %d: %s", pid, error)
         took = time.monotonic() - started
         self._next = time.monotonic() + took / SWEEP_SHARE
+        # Not counted in the spacing: it is each ended worker's once, not every sweep's.
+        self._remove_dirs(final=False)
         return killed
 
     def end(self, wakeup_fd: int, wait: float) -> None:
@@ -251,8 +261,16 @@ class Sweeper:
         seconds have passed. Safe for the same reason as sweep."""
         deadline = time.monotonic() + wait
         me = os.getpid()
-        for pid in self.workers:   # each unreaped, live or not: its group id is its own
+        for pid, tmp in self.workers.items():   # each unreaped, live or not: its group id is its own
             _kill_group(pid)
+            if tmp is not None:
+                self.unremoved.append(tmp)
+        try:
+            self._kill_all(me, deadline, wakeup_fd)
+        finally:
+            self._remove_dirs(final=True)
+
+    def _kill_all(self, me: int, deadline: float, wakeup_fd: int) -> None:
         waiting = select.poll()
         waiting.register(wakeup_fd, select.POLLIN)
         while True:
@@ -284,9 +302,27 @@ class Sweeper:
             if exited is None:
                 return
             if exited.si_pid in self.workers:
-                self.workers.discard(exited.si_pid)
+                tmp = self.workers.pop(exited.si_pid)
                 _kill_group(exited.si_pid)
+                if tmp is not None:
+                    self.unremoved.append(tmp)
             os.waitpid(exited.si_pid, 0)     # it has exited: this does not wait
+
+    def _remove_dirs(self, final: bool) -> None:
+        """Remove the reaped workers' directories; one that fails is tried once more, at
+        a sweep of its own (what was still writing there has died by then), then left."""
+        unremoved, self.unremoved = self.unremoved, []
+        for path in unremoved:
+            problem = tmpdirs.remove(path)
+            if problem is None:
+                self._retried.discard(path)
+            elif final or path in self._retried:
+                self._retried.discard(path)
+                log.warning("spawner: a worker's temporary files stay in %s: %s", path, problem)
+            else:
+                self._retried.add(path)
+                self.unremoved.append(path)
+                self.pending = True
 
 
 def _kill_group(pgid: int) -> None:

@@ -39,6 +39,7 @@ from gsmcpd.wire.break_signals import BREAK_SIGNALS
 from gsmcpd.worker import environment
 from gsmcpd.worker import main as worker_main
 from gsmcpd.worker import reaper
+from gsmcpd.worker import tmpdirs
 
 REQUEST_SIZE = 64
 MAX_BATCH = 64  # spares asked for at once; more is a confused router
@@ -48,11 +49,13 @@ OOM_SCORE_ADJ = "/proc/self/oom_score_adj"
 
 
 def serve(control: socket.socket, worker_nice: int = 0, worker_memory: int | None = None,
-          worker_env: tuple[str, ...] | None = None) -> None:
+          worker_env: tuple[str, ...] | None = None, tmp_dir: str | None = None) -> None:
     """Fork the spares asked for, until the router closes its end. Each runs
     `worker_nice` nicer than the router, and may hold `worker_memory` bytes of data
     (None: no limit of ours). Per-user workers get only the allow-listed environment
     and the `worker_env` names (None: they run as the daemon's account and keep it all).
+    Each gets a private temporary directory in `tmp_dir` (None: the daemon's TMPDIR),
+    which it makes when claimed, removed once it is reaped (gsmcpd.worker.tmpdirs).
     Also kills what a dead worker left (the spawner is a subreaper, see
     gsmcpd.worker.reaper), and at its end every child."""
     if worker_env is not None:
@@ -116,13 +119,13 @@ def serve(control: socket.socket, worker_nice: int = 0, worker_memory: int | Non
                 _send(control, b"error %s" % str(error).encode(), [])
             for _ in range(count):
                 try:
-                    pid, pidfd, router_end = _fork(forking, router_pid)
+                    pid, pidfd, router_end, tmp = _fork(forking, router_pid, tmp_dir)
                 except Exception as error:  # the router reports it; the spawner goes on
                     if not _send(control, b"error %s: %s" % (type(error).__name__.encode(),
                                                              str(error).encode()), []):
                         return
                     continue
-                sweeper.forked(pid)
+                sweeper.forked(pid, tmp)
                 try:
                     if not _send(control, b"spare %d" % pid, [pidfd, router_end.fileno()]):
                         return
@@ -211,11 +214,13 @@ def _send(control, message, fds):
         return False
 
 
-def _fork(forking, router_pid):
-    """One worker: (pid, pidfd, the router's end of its frame socket)."""
+def _fork(forking, router_pid, tmp_dir):
+    """One worker: (pid, pidfd, the router's end of its frame socket, its temporary
+    directory or None)."""
+    tmp = tmpdirs.worker_dir(tmp_dir) if tmp_dir is not None else None
     router_end, worker_end = socket.socketpair()
     try:
-        process = forking.Process(target=_worker, name="gsmcpd-worker", args=(worker_end, router_pid))
+        process = forking.Process(target=_worker, name="gsmcpd-worker", args=(worker_end, router_pid, tmp))
         process.start()
     except BaseException:
         router_end.close()
@@ -225,10 +230,10 @@ def _fork(forking, router_pid):
     # The spawner never joins its workers; multiprocessing would poll each one at
     # every later start (O(workers)) and keep it in memory.
     multiprocessing.process._children.discard(process)
-    return process.pid, os.pidfd_open(process.pid), router_end
+    return process.pid, os.pidfd_open(process.pid), router_end, tmp
 
 
-def _worker(sock: socket.socket, router_pid: int) -> None:
+def _worker(sock: socket.socket, router_pid: int, tmp: str | None = None) -> None:
     # A fork inherits the spawner's descriptors and dispositions: keep only stdio and
     # our own socket, and give tools back a normal SIGCHLD and SIGINT (subprocess needs
     # the first; SIGINT is the user's code's, the router breaks with signals of its own,
@@ -244,7 +249,9 @@ def _worker(sock: socket.socket, router_pid: int) -> None:
     reaper.become_subreaper()        # if it cannot be, the spawner said so once
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    worker_main.run(sock, router_pid)
+    if tmp is not None:
+        tmpdirs.use(tmp)
+    worker_main.run(sock, router_pid, tmp)
 
 
 def _stdin_from_devnull() -> None:

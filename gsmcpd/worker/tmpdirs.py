@@ -1,0 +1,222 @@
+"""Each worker's private temporary directory, removed once the worker is gone.
+
+A worker ends with os._exit (or a SIGKILL), so Python's exit handlers never run and
+what they would remove (tempfile's files and directories, multiprocessing's pymp-*)
+would stay in /tmp for good. Instead each worker's TMPDIR is a directory of its own,
+which the spawner, outliving it, removes whole when it reaps the worker (after a kill -9
+too); the router removes the daemon's at its stop, and a start what a crash left.
+
+  <the daemon's TMPDIR>/gsmcpd-tmp.<random>/   the daemon's, its `lock` held while it runs
+      pymp-<random>/                           the router's own (its forkserver's socket)
+      w.<random>/                              one per worker: 0700, made by the worker
+                                               as its session's account once claimed
+
+A per-user worker makes its directory itself, after the switch to its account, so it
+is the account's without a chown (the unit's root holds no CAP_CHOWN); the daemon's
+directory is then 1733, like /tmp but unlistable. A directory of another account is
+removed by a child switched to that account, never by root walking into it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import multiprocessing.process
+import os
+import shutil
+import stat
+import tempfile
+
+log = logging.getLogger("gsmcpd.worker")
+
+PREFIX = "gsmcpd-tmp."
+WORKER_PREFIX = "w."
+LOCK = "lock"
+SHARED_MODE = 0o1733   # accounts may make entries, not list or remove others'
+
+
+class DaemonTmp:
+    """The router's: the daemon's directory, locked while this daemon runs."""
+
+    def __init__(self, parent: str | None = None):
+        parent = tempfile.gettempdir() if parent is None else parent
+        self.swept = sweep_earlier(parent)
+        self.path = tempfile.mkdtemp(prefix=PREFIX, dir=parent)
+        self._lock = os.open(os.path.join(self.path, LOCK),
+                             os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        fcntl.flock(self._lock, fcntl.LOCK_EX)
+
+    def hold_multiprocessing(self) -> None:
+        """The router's own multiprocessing directory (its forkserver's socket) in here
+        too, so that a crash leaves everything in here; before the forkserver starts."""
+        config = multiprocessing.process.current_process()._config
+        if config.get("tempdir") is None:
+            config["tempdir"] = tempfile.mkdtemp(prefix="pymp-", dir=self.path)
+
+    def share(self) -> None:
+        """Let per-user workers make their directories in it, as their accounts."""
+        os.chmod(self.path, SHARED_MODE)
+
+    def close(self) -> None:
+        """At the daemon's stop, its workers ended: remove everything they left."""
+        config = multiprocessing.process.current_process()._config
+        if (config.get("tempdir") or "").startswith(self.path + os.sep):
+            del config["tempdir"]
+        problem = remove(self.path)
+        if problem:
+            log.warning("workers' temporary files stay in %s: %s", self.path, problem)
+        os.close(self._lock)
+
+
+def sweep_earlier(parent: str) -> list[str]:
+    """Remove what daemons of this account that ended without their stop (a crash, a
+    kill -9) left in `parent`: each directory named so, owned by us, whose lock no live
+    daemon holds. One without a lock is another daemon's being made: left alone."""
+    removed = []
+    try:
+        names = [name for name in os.listdir(parent) if name.startswith(PREFIX)]
+    except OSError:
+        return removed
+    for name in names:
+        path = os.path.join(parent, name)
+        try:
+            st = os.lstat(path)
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+                continue
+            lock = os.open(os.path.join(path, LOCK), os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue                          # a live daemon's
+        finally:
+            os.close(lock)
+        problem = remove(path)
+        if problem:
+            log.warning("cannot remove an earlier run's temporary files %s: %s", path, problem)
+        else:
+            removed.append(path)
+    return removed
+
+
+def worker_dir(daemon_dir: str) -> str:
+    """A new worker's directory, named by the spawner, made by the worker (make). The
+    name cannot be guessed: in a shared daemon directory, no other account could take it
+    first."""
+    return os.path.join(daemon_dir, WORKER_PREFIX + os.urandom(8).hex())
+
+
+def use(path: str) -> None:
+    """In a new worker: every temporary file goes to `path`. tempfile caches its
+    directory (the spawner may have asked already), and multiprocessing its pymp-* one
+    in the process's config, which a spawner got a copy of from the router's."""
+    os.environ["TMPDIR"] = path
+    tempfile.tempdir = path
+    multiprocessing.process.current_process()._config.pop("tempdir", None)
+
+
+def make(path: str) -> None:
+    """In the worker, as its session's account, before any code of the session's."""
+    os.mkdir(path, 0o700)
+
+
+def remove(path: str) -> str | None:
+    """Remove `path` and all it holds, following no link planted inside (shutil.rmtree's
+    descriptor-based walk), each directory of another account as that account; None once
+    gone, else why not."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        return f"{path}: {error.strerror}"
+    if st.st_uid != os.geteuid():
+        return _remove_as(st.st_uid, st.st_gid, path)
+    problems = []
+    if stat.S_ISDIR(st.st_mode):
+        try:
+            with os.scandir(path) as entries:
+                foreign = [(entry.path, entry.stat(follow_symlinks=False)) for entry in entries]
+        except OSError:
+            foreign = []
+        for entry_path, entry_st in foreign:
+            if entry_st.st_uid != os.geteuid() and stat.S_ISDIR(entry_st.st_mode):
+                problem = _remove_as(entry_st.st_uid, entry_st.st_gid, entry_path)
+                if problem:
+                    problems.append(problem)
+    problems += _remove_own(path)
+    return "; ".join(problems[:3]) or None
+
+
+def _remove_own(path: str) -> list[str]:
+    problems = _rmtree(path)
+    if problems and _make_changeable(path):
+        problems = _rmtree(path)   # once more, now that the code's chmods are undone
+    return problems
+
+
+def _remove_as(uid: int, gid: int, path: str) -> str | None:
+    """Remove `path` in a child switched to the account that owns it: root may lack
+    CAP_DAC_OVERRIDE (the unit's bounding set), and walks no user's tree anyway."""
+    read, write = os.pipe2(os.O_CLOEXEC)
+    pid = os.fork()
+    if pid == 0:
+        said = b""
+        try:
+            os.close(read)
+            os.setgroups([])
+            os.setresgid(gid, gid, gid)
+            os.setresuid(uid, uid, uid)
+            said = "; ".join(_remove_own(path)[:3]).encode()
+        except BaseException as error:
+            said = f"cannot switch to uid {uid} to remove {path}: {error}".encode()
+        finally:
+            try:
+                os.write(write, said[:4000])
+            finally:
+                os._exit(0)
+    os.close(write)
+    try:
+        with open(read, "rb", closefd=False) as told:
+            said = told.read()
+    finally:
+        os.close(read)
+        os.waitpid(pid, 0)
+    try:
+        os.rmdir(path)    # emptied, in a directory of ours the account may not write to
+    except FileNotFoundError:
+        return None       # the account's child removed it
+    except OSError:
+        return said.decode(errors="replace") or f"{path}: still there"
+    return None
+
+
+def _rmtree(path: str) -> list[str]:
+    problems = []
+
+    def failed(function, name, info):
+        if not isinstance(info[1], FileNotFoundError):
+            problems.append(f"{name}: {info[1].strerror or info[1]}")
+
+    shutil.rmtree(path, onerror=failed)
+    return problems
+
+
+def _make_changeable(top: str) -> bool:
+    """u+rwx on every directory under `top`, which the code may have made unreadable or
+    unwritable; whether any was changed. Run as the owner of `top`: a link swapped in
+    between the lstat and the chmod gains the code nothing it could not chmod itself."""
+    changed = False
+    stack = [top]
+    while stack:
+        path = stack.pop()
+        try:
+            if not stat.S_ISDIR(os.lstat(path).st_mode):
+                continue
+            os.chmod(path, 0o700)
+            changed = True
+            stack.extend(os.path.join(path, name) for name in os.listdir(path))
+        except OSError:
+            continue
+    return changed

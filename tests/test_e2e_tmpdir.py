@@ -1,0 +1,111 @@
+"""End-to-end: each worker's temporary files are its own, in a private directory that
+goes with the worker (DELETE, a kill -9 of it, the daemon's stop), and what a daemon
+killed outright left is removed by the next start."""
+
+import ast
+import os
+import shutil
+import signal
+import stat
+import tempfile
+
+import pytest
+
+from helpers import Daemon, open_session, wait_until
+from test_e2e_lifetime import worker_pid
+
+# What the tester found left in /tmp: a temp file and directory held open, a Manager (its
+# pymp-* directory and socket), a Listener's socket.
+MAKE_TEMPORARY_FILES = """
+import multiprocessing, multiprocessing.connection, multiprocessing.util, os, tempfile
+held_file = tempfile.NamedTemporaryFile()
+held_dir = tempfile.TemporaryDirectory()
+manager = multiprocessing.Manager()
+listener = multiprocessing.connection.Listener()
+(os.environ["TMPDIR"], tempfile.gettempdir(),
+ [held_file.name, held_dir.name, manager.address, listener.address, multiprocessing.util.get_temp_dir()])
+"""
+
+
+@pytest.fixture
+def tmp():
+    """The daemons' TMPDIR: short, as a socket's path must be (pytest's tmp_path is too
+    long for the Manager's socket below it)."""
+    path = tempfile.mkdtemp(prefix="gt", dir="/tmp")
+    yield path
+    shutil.rmtree(path)
+
+
+def daemon_in(tmp_path, tmp):
+    """A daemon (not started) whose TMPDIR is `tmp`."""
+    return Daemon(tmp_path, env={"TMPDIR": tmp, "GS_MCP_SPARE_WORKERS": "1"})
+
+
+def make_temporary_files(client):
+    """(the worker's TMPDIR, the paths its code made there)."""
+    result = client.tool("execute_code", code=MAKE_TEMPORARY_FILES)
+    assert not result.get("isError"), result
+    tmpdir, seen_by_tempfile, made = ast.literal_eval(result["structuredContent"]["result"])
+    assert seen_by_tempfile == tmpdir
+    assert all(path.startswith(tmpdir + os.sep) and os.path.exists(path) for path in made), (tmpdir, made)
+    return tmpdir, made
+
+
+def leftovers(tmp):
+    """What is in the daemon's TMPDIR besides its own directory's lock and the spares'."""
+    found = []
+    for top, dirs, files in os.walk(tmp):
+        for name in dirs + files:
+            found.append(os.path.relpath(os.path.join(top, name), tmp))
+    return found
+
+
+def test_a_workers_tmpdir_is_private_and_every_temporary_file_goes_in_it(tmp_path, tmp):
+    daemon = daemon_in(tmp_path, tmp)
+    with daemon:
+        client = open_session(daemon)
+        tmpdir, _made = make_temporary_files(client)
+        parent = os.path.dirname(tmpdir)
+        assert os.path.dirname(parent) == tmp and os.path.basename(parent).startswith("gsmcpd-tmp.")
+        mode = os.lstat(tmpdir)
+        assert stat.S_ISDIR(mode.st_mode) and stat.S_IMODE(mode.st_mode) == 0o700
+        assert mode.st_uid == os.geteuid()     # the daemon's account: no user map here
+        assert os.listdir(tmp) == [os.path.basename(parent)]     # the router's pymp-* in it too
+
+
+@pytest.mark.parametrize("how", ["DELETE", "kill -9"])
+def test_a_sessions_temporary_files_go_with_its_worker(tmp_path, tmp, how):
+    daemon = daemon_in(tmp_path, tmp)
+    with daemon:
+        client = open_session(daemon)
+        pid = worker_pid(client)
+        tmpdir, made = make_temporary_files(client)
+        if how == "DELETE":
+            assert client.delete().status in (200, 204)
+        else:
+            os.kill(pid, signal.SIGKILL)
+        assert wait_until(lambda: not os.path.lexists(tmpdir)), os.listdir(tmpdir)
+        assert not any(os.path.lexists(path) for path in made)
+        assert os.listdir(tmp) == [os.path.basename(os.path.dirname(tmpdir))]
+
+
+def test_the_daemons_stop_leaves_no_temporary_file(tmp_path, tmp):
+    daemon = daemon_in(tmp_path, tmp)
+    with daemon:
+        make_temporary_files(open_session(daemon))
+        assert daemon.stop() == 0
+    assert leftovers(tmp) == []
+
+
+def test_what_a_daemon_killed_outright_left_is_removed_by_the_next_start(tmp_path, tmp):
+    daemon = daemon_in(tmp_path, tmp)
+    with daemon:
+        tmpdir, _made = make_temporary_files(open_session(daemon))
+        daemon.kill()                          # router, forkserver and spawner: SIGKILL at once
+    assert os.path.lexists(tmpdir)
+    crashed = os.path.dirname(tmpdir)
+    again = daemon_in(tmp_path, tmp)
+    with again:
+        assert not os.path.lexists(crashed)
+        live = os.listdir(tmp)
+        assert len(live) == 1 and live[0].startswith("gsmcpd-tmp.")

@@ -1,0 +1,151 @@
+"""Workers' private temporary directories: naming, the sweep of a crashed daemon's,
+and removal that follows no link and walks another account's tree only as it."""
+
+import fcntl
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from gsmcpd.worker import tmpdirs
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="makes files of another account")
+
+
+@pytest.fixture
+def reachable():
+    """A directory of root's another account can reach (0711, as the daemon's) but not
+    write to: the account's child empties its directory there, root removes it."""
+    path = Path(tempfile.mkdtemp(prefix="gsmcpd-tmpdirs-", dir="/tmp"))
+    os.chmod(path, 0o711)
+    yield path
+    shutil.rmtree(path)
+
+
+def crashed_daemon_dir(parent, name="crashed"):
+    """What a daemon killed outright leaves: its directory, a lock nobody holds, work."""
+    path = parent / (tmpdirs.PREFIX + name)
+    (path / "w.1" / "pymp-x").mkdir(parents=True)
+    (path / tmpdirs.LOCK).touch()
+    (path / "w.1" / "left.tmp").write_text("x")
+    return path
+
+
+def test_a_start_removes_what_a_crashed_daemon_left_and_nothing_else(tmp_path):
+    crashed = crashed_daemon_dir(tmp_path)
+    live = crashed_daemon_dir(tmp_path, "live")
+    held = os.open(live / tmpdirs.LOCK, os.O_RDWR)
+    fcntl.flock(held, fcntl.LOCK_EX)              # a daemon running now
+    being_made = tmp_path / (tmpdirs.PREFIX + "new")
+    being_made.mkdir()                            # no lock yet: another daemon's, just made
+    (tmp_path / (tmpdirs.PREFIX + "link")).symlink_to(crashed_daemon_dir(tmp_path / "elsewhere"))
+    (tmp_path / "pymp-not-ours").mkdir()
+    try:
+        assert tmpdirs.sweep_earlier(str(tmp_path)) == [str(crashed)]
+    finally:
+        os.close(held)
+    assert sorted(os.listdir(tmp_path)) == sorted([
+        "elsewhere", tmpdirs.PREFIX + "link", tmpdirs.PREFIX + "live", tmpdirs.PREFIX + "new", "pymp-not-ours"])
+    assert (tmp_path / "elsewhere" / (tmpdirs.PREFIX + "crashed") / "w.1" / "left.tmp").exists()
+
+
+def test_the_daemons_directory_is_locked_while_it_runs_and_gone_at_its_close(tmp_path):
+    made = tmpdirs.DaemonTmp(str(tmp_path))
+    try:
+        assert os.path.dirname(made.path) == str(tmp_path)
+        assert os.stat(made.path).st_mode & 0o7777 == 0o700
+        assert tmpdirs.sweep_earlier(str(tmp_path)) == []      # ours: locked
+        worker = tmpdirs.worker_dir(made.path)
+        assert os.path.dirname(worker) == made.path and os.path.basename(worker).startswith("w.")
+        assert worker != tmpdirs.worker_dir(made.path)
+        tmpdirs.make(worker)
+        assert os.stat(worker).st_mode & 0o777 == 0o700
+        made.share()
+        assert os.stat(made.path).st_mode & 0o7777 == 0o1733
+    finally:
+        made.close()
+    assert os.listdir(tmp_path) == []
+
+
+def test_the_routers_multiprocessing_directory_is_held_in_it_and_let_go_at_close(tmp_path):
+    # A process of its own: this changes multiprocessing's state for the whole process.
+    code = ("import multiprocessing.util, os, sys\n"
+            "from gsmcpd.worker import tmpdirs\n"
+            "made = tmpdirs.DaemonTmp(sys.argv[1]); made.hold_multiprocessing()\n"
+            "inside = multiprocessing.util.get_temp_dir().startswith(made.path + os.sep)\n"
+            "made.close()\n"
+            "after = multiprocessing.util.get_temp_dir()\n"
+            "print(inside, os.path.isdir(after), after.startswith(made.path))\n")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "True", "False"]
+
+
+def test_removal_follows_no_link_the_code_planted_and_undoes_its_chmods(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("x")
+    worker = tmp_path / "w.1"
+    (worker / "deep").mkdir(parents=True)
+    (worker / "link").symlink_to(outside)
+    (worker / "deep" / "link").symlink_to(outside / "keep")
+    (worker / "deep" / "file").write_text("x")
+    os.chmod(worker / "deep", 0)                 # the code's own: unreadable, unwritable
+    assert tmpdirs.remove(str(worker)) is None
+    assert not worker.exists()
+    assert (outside / "keep").read_text() == "x"
+
+
+def test_removing_what_is_gone_already_is_no_problem(tmp_path):
+    assert tmpdirs.remove(str(tmp_path / "w.never-made")) is None
+
+
+@needs_root
+def test_another_accounts_directory_is_removed_as_that_account(reachable):
+    nobody = pwd.getpwnam("nobody")
+    tmp_path = reachable
+    theirs = tmp_path / "w.theirs"
+    theirs.mkdir(mode=0o700)
+    root_file = tmp_path / "roots"
+    root_file.write_text("x")
+    (theirs / "link").symlink_to(root_file)
+    (theirs / "hard").mkdir()
+    for path in (theirs, theirs / "hard"):
+        os.chown(path, nobody.pw_uid, nobody.pw_gid)
+    os.lchown(theirs / "link", nobody.pw_uid, nobody.pw_gid)
+    assert tmpdirs.remove(str(theirs)) is None
+    assert not theirs.exists() and root_file.read_text() == "x"
+
+
+@needs_root
+def test_what_the_account_cannot_remove_is_said_not_done_as_root(reachable):
+    tmp_path = reachable
+    nobody = pwd.getpwnam("nobody")
+    theirs = tmp_path / "w.theirs"
+    (theirs / "roots").mkdir(parents=True)
+    (theirs / "roots" / "file").write_text("x")   # root's, in root's directory: not nobody's to remove
+    os.chmod(theirs / "roots", 0o755)
+    os.chown(theirs, nobody.pw_uid, nobody.pw_gid)
+    problem = tmpdirs.remove(str(theirs))
+    assert problem is not None and "Permission denied" in problem, problem
+    assert (theirs / "roots" / "file").exists()
+
+
+def test_a_worker_using_its_directory_puts_every_temporary_file_there(tmp_path):
+    # A process of its own: use() changes the environment and tempfile's module state.
+    code = ("import multiprocessing.util, os, sys, tempfile\n"
+            "multiprocessing.util.get_temp_dir()\n"      # cached before, as a spawner's copy is
+            "import gsmcpd.worker.tmpdirs as t\n"
+            "t.use(sys.argv[1]); t.make(sys.argv[1])\n"
+            "print(os.environ['TMPDIR'], tempfile.gettempdir(), tempfile.mkstemp()[1],\n"
+            "      multiprocessing.util.get_temp_dir())\n")
+    worker = str(tmp_path / "w.1")
+    out = subprocess.run([sys.executable, "-c", code, worker], capture_output=True, text=True,
+                         check=True, env=dict(os.environ, TMPDIR=str(tmp_path))).stdout.split()
+    assert out[:2] == [worker, worker]
+    assert all(path.startswith(worker + "/") for path in out[2:]), out
