@@ -801,7 +801,7 @@ def test_a_worker_killed_mid_commit_before_the_stop_leaves_the_stopped_image_fil
         assert wait_until((intent if step == "_apply" else temp).exists, timeout=15)
         os.kill(pid, signal.SIGKILL)
         caller.join(15)
-        assert answers[0]["error"]["message"].startswith("session ended: worker %d exited; " % pid)
+        assert answers[0]["error"]["message"].startswith("session ended: worker %d was killed by signal 9 " % pid)
         seen = tool_text(session(daemon).tool("execute_code", code=SOUND))
         assert seen == ("'meow'" if step == "_apply" else "'woof'")   # sessions read it whole
         assert daemon.stop() == 0
@@ -821,6 +821,9 @@ view = bulk.__spec__.loader.view
 for name in %r:
     view.set_source(name, "TURN = 1\\n", live=False)
 """ % MANY
+
+
+KILLED = {"exit": {"signal": 9, "name": "SIGKILL"}}
 
 
 @pytest.mark.parametrize("step", ["_write_intent", "_apply"])
@@ -846,20 +849,23 @@ def test_a_commit_whose_worker_is_killed_is_answered_whether_it_stands(tmp_path,
         caller.join(30)
         error = answers[0]["error"]
         assert error["code"] == -32003
+        # How the worker ended, then whether its commit stands.
+        killed = ("worker %d was killed by signal 9 (SIGKILL: kill -9, the kernel's OOM killer (see "
+                  "`journalctl -k` / dmesg), or a hard CPU-time limit (RLIMIT_CPU) the session's code set)" % pid)
         seen = tool_text(session(daemon).tool("execute_code", code="import bulk.m399\nbulk.m399.TURN"))
         if step == "_write_intent":   # short of the commit point: nothing of it
             assert error["message"] == (
-                "session ended: worker %d exited; the commit it was making had not reached its commit "
-                "point, so nothing of it stands, and the session's uncommitted changes went with it" % pid)
-            assert error["data"] == {"commitStands": False} and seen == "0"
+                "session ended: %s; the commit it was making had not reached its commit "
+                "point, so nothing of it stands, and the session's uncommitted changes went with it" % killed)
+            assert error["data"] == {"commitStands": False, **KILLED} and seen == "0"
         else:                         # past it: it stands, every session reads it
             record = json.loads(intent.read_text())["record"]
             assert record["session"] == a.session
             assert error["message"] == (
-                "session ended: worker %d exited; the commit it was making had passed its commit point, "
+                "session ended: %s; the commit it was making had passed its commit point, "
                 "so it stands (journal record %s: bulk/m000.py, bulk/m001.py, bulk/m002.py and 398 more): "
-                "every session reads it" % (pid, record["id"]))
-            assert error["data"] == {"commitStands": True, "journalRecord": record["id"],
+                "every session reads it" % (killed, record["id"]))
+            assert error["data"] == {"commitStands": True, "journalRecord": record["id"], **KILLED,
                                      "files": sorted(["pets.py"] + [n.replace(".", "/") + ".py" for n in MANY])}
             assert seen == "1"
 

@@ -3,6 +3,7 @@
 import json
 
 from gsmcpd.router.app import Principal
+from gsmcpd.router.exit_status import PATIENCE
 from gsmcpd.router.pacing import NOTIFY_BURST
 from gsmcpd.router.sessions import REASON_CAP, asks_all_tools
 from gsmcpd.router.trace import escape
@@ -406,3 +407,45 @@ def test_a_waiting_call_holds_what_the_router_reads_of_its_message_not_its_argum
     assert listed.message == {"id": 3, "method": "tools/list", "params": {"cursor": []}}
     assert not asks_all_tools(listed.method, listed.message["params"])   # a cursor, if an odd one
     assert json.loads(waiting.body) == message   # the worker's copy is whole
+
+
+def test_a_dead_workers_calls_are_told_how_it_ended_once_the_spawner_reports_it(caplog):
+    caplog.set_level("INFO", logger="gsmcpd.sessions")
+    manager, router = manager_for()
+    session = open_session(manager, router)
+    running, queued = call(manager, session, 1), call(manager, session, 2)
+    worker = session.worker
+    manager.on_worker_exit(worker)
+    assert session.id not in manager.by_id            # ended at once
+    assert running.answers == queued.answers == []    # answered once its status is known
+    worker.exit.report(-14)
+    why = "worker %d ended by signal 14 (SIGALRM: an alarm the session's code set" % worker.pid
+    for conn in (running, queued):
+        error = json.loads(conn.answers[0][1])["error"]
+        assert error["code"] == jsonrpc.WORKER_GONE and error["message"].startswith("session ended: " + why)
+        assert error["data"] == {"exit": {"signal": 14, "name": "SIGALRM"}}
+    assert any(("session %s ended: %s" % (session.short, why)) in r.getMessage() for r in caplog.records)
+
+
+def test_a_dead_workers_calls_are_told_without_its_status_if_it_does_not_come_in_time():
+    manager, router = manager_for()
+    session = open_session(manager, router)
+    running = call(manager, session, 1)
+    manager.on_worker_exit(session.worker)
+    router.loop.now += PATIENCE
+    router.loop.fire_due()
+    assert json.loads(running.answers[0][1])["error"] == {
+        "code": jsonrpc.WORKER_GONE, "message": "session ended: worker %d exited" % session.worker.pid}
+    session.worker.exit.report(-9)                   # too late: answered once only
+    assert len(running.answers) == 1
+
+
+def test_while_stopping_a_dead_workers_calls_are_answered_at_once():
+    # The stop closes every connection once no session is left: a wait would lose the answer.
+    manager, router = manager_for()
+    session = open_session(manager, router)
+    running = call(manager, session, 1)
+    router.stopping = True
+    manager.on_worker_exit(session.worker)
+    assert json.loads(running.answers[0][1])["error"]["message"] == (
+        "session ended: worker %d exited" % session.worker.pid)

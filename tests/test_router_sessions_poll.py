@@ -7,6 +7,7 @@ import types
 
 from gsmcpd.config import Config
 from gsmcpd.router.app import Principal
+from gsmcpd.router.exit_status import ExitStatus
 from gsmcpd.router.sessions import CHURN_QUIET, SessionManager
 from gsmcpd.wire import frames
 
@@ -25,7 +26,9 @@ class FakeLoop:
         self.due += 1
 
     def call_later(self, delay, callback):
-        self.timers.append((self.now + delay, callback))
+        timer = (self.now + delay, callback)
+        self.timers.append(timer)
+        return types.SimpleNamespace(cancel=lambda: timer in self.timers and self.timers.remove(timer))
 
     def fire_due(self):
         due = [callback for when, callback in self.timers if when <= self.now]
@@ -41,6 +44,7 @@ class FakeWorker:
         self.listener = None
         self.sent = []
         self.rejected = []
+        self.exit = ExitStatus()
 
     def reject(self, why):
         self.rejected.append(why)
@@ -76,6 +80,7 @@ class FakeRouter:
         self.config = types.SimpleNamespace(break_grace=1.0, max_queued=Config.max_queued)
         self.pool = types.SimpleNamespace(claim=lambda start, fail: start(FakeWorker(len(self.workers) + 1)))
         self.workers = []
+        self.stopping = False
 
     def session_config(self, session, principal):
         self.workers.append(session.worker)

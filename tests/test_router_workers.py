@@ -69,7 +69,21 @@ def test_spares_answer_exit_on_eof_and_their_pidfds_say_so(spawner):
         assert select.select([fd], [], [], 20)[0]
         assert wait_until(lambda p=p: not os.path.exists("/proc/%d" % p), 20)
         os.close(fd)
-    assert spawner.receive() is None          # nothing more was asked for
+    # Each reaped is reported (a worker's own end kills its process group, itself included),
+    # and nothing more: no spare was asked for.
+    assert sorted([received(spawner), received(spawner)]) == sorted([("exit", (pid, -signal.SIGKILL)),
+                                                                       ("exit", (pid2, -signal.SIGKILL))])
+    assert spawner.receive() is None
+
+
+def test_the_spawner_reports_how_each_worker_ended(spawner):
+    # The router is not the workers' parent: only the spawner, which reaps them, can say.
+    ended = spares(spawner, 3)
+    for (pid, pidfd, sock), signum in zip(ended, (signal.SIGALRM, signal.SIGKILL, signal.SIGXCPU)):
+        signal.pidfd_send_signal(pidfd, signum)
+        assert received(spawner) == ("exit", (pid, -signum))
+        sock.close()
+        os.close(pidfd)
 
 
 def test_signals_go_through_the_pidfd(spawner):
@@ -319,7 +333,8 @@ def test_a_garbled_message_from_the_spawner_is_an_error_and_its_descriptors_are_
     try:
         with steady_descriptors():
             before = len(os.listdir("/proc/self/fd"))
-            for message, count in ((b"spare notapid", 2), (b"spare 12", 1), (b"hello", 0)):
+            for message, count in ((b"spare notapid", 2), (b"spare 12", 1), (b"hello", 0),
+                                   (b"exit 12", 0), (b"exit 12 nine", 0), (b"exit 12 -9", 1)):
                 passed = [os.dup(0) for _ in range(count)]
                 socket.send_fds(other, [message], passed)
                 for fd in passed:
@@ -450,6 +465,36 @@ def test_a_failed_fork_refuses_a_waiting_claim_only_when_too_few_workers_are_com
     assert run_until(loop, lambda: refused.done)
     assert refused.failure == ("no worker could be started: "
                                "BlockingIOError: [Errno 11] Resource temporarily unavailable")
+
+
+def test_a_reported_exit_reaches_its_worker_and_a_dead_spawners_workers_wait_for_none(hand_pool, monkeypatch):
+    monkeypatch.setattr(WorkerPool, "STARVED_PAUSE", 60.0)   # no restart within the test
+    loop, make = hand_pool
+    pool = make(2)
+    pool.spawner.spare()
+    assert run_until(loop, lambda: len(pool.spares) == 1)
+    [first] = pool.spares
+    socket.send_fds(pool.spawner.peer, [b"exit %d -14" % first.pid], [])
+    assert run_until(loop, lambda: first.exit.known)
+    assert first.exit.code == -signal.SIGALRM
+    assert pool._asked == 1              # an exit is no spare arriving: one is still coming
+    pool.spawner.spare()
+    assert run_until(loop, lambda: len(pool.spares) == 2)
+    second = pool.spares[1]
+    pool.spawner.peer.close()            # the spawner dies: no status of its workers will come
+    assert run_until(loop, lambda: second.exit.known)
+    assert second.exit.code is None and pool.by_pid == {}
+
+
+def test_a_worker_the_router_kills_for_a_bad_frame_is_said_to_be_stopped_by_it(hand_pool):
+    # Not "killed by signal 9 (kill -9, or the OOM killer)", as its status will say.
+    loop, make = hand_pool
+    pool = make(0)
+    pool.spawner.spare()
+    assert run_until(loop, lambda: len(pool.spares) == 1)
+    [worker] = pool.spares
+    worker.reject("junk")
+    assert worker.exit.stopped_for == "it sent a bad frame (junk)" and not worker.alive
 
 
 def test_claims_take_the_oldest_spare_first(hand_pool):

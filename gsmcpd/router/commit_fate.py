@@ -55,9 +55,10 @@ def tell_when_known(loop, image, session_id, seq, answer):
 
 
 def told(records, why=None):
-    """(text, data) for the error of a commit call whose worker died: what follows
-    "session ended: worker N exited", and the error's data. `records`: the call's commit
-    records that stand (last first), [] for none, None if that could not be told (`why`)."""
+    """(text, data) for the error of a commit call whose worker died: what follows "session
+    ended: worker N ..." (how it ended: gsmcpd.wire.worker_exit), and the error's data.
+    `records`: the call's commit records that stand (last first), [] for none, None if that
+    could not be told (`why`)."""
     if records is None:
         return ("; whether the commit it was making stands could not be told (%s): a new session "
                 "sees the image as it is" % why, {"commitStands": None})

@@ -13,10 +13,11 @@ import secrets
 
 from gsmcpd.router import breaks
 from gsmcpd.router.commit_fate import is_commit_call, tell_when_known
+from gsmcpd.router.exit_status import PATIENCE
 from gsmcpd.router.pacing import Pacer
 from gsmcpd.router.trace import shown
 from gsmcpd.router.worker_log import USER_CAP
-from gsmcpd.wire import frames, jsonrpc, sse
+from gsmcpd.wire import frames, jsonrpc, sse, worker_exit
 
 log = logging.getLogger("gsmcpd.sessions")
 
@@ -241,8 +242,9 @@ class SessionManager:
             del self._per_user[user]
 
     def end(self, session, reason, died=False):
-        """`died`: its worker is gone by itself (kill -9, the OOM killer): a `commit` call it
-        was running is told whether the commit stands (commit_fate)."""
+        """`died`: its worker is gone by itself (kill -9, the OOM killer): its calls are told
+        how it ended (reason None), once the spawner reports its status or PATIENCE has
+        passed; a `commit` call it was running also whether the commit stands (commit_fate)."""
         if session.ended:
             return
         session.ended = True
@@ -260,10 +262,12 @@ class SessionManager:
         self._churned_at = self.loop.time()
         session.queue.clear()
         session.ids_in_use.clear()
-        for call in gone:
-            if telling and call is gone[0]:
-                self._tell_commit_fate(session, call, "session ended: %s" % reason)
-            else:
+        if died:
+            # Not while stopping: the stop closes every connection once no session is left.
+            session.worker.exit.when_known(self.loop, lambda: self._tell_death(session, gone, telling),
+                                           0 if self.router.stopping else PATIENCE)
+        else:
+            for call in gone:
                 self._fail_gone(session, call, "session ended: %s" % reason)
         self.router.session_ended(session)  # last flush of its outbox
         self._end_get_stream(session)
@@ -276,7 +280,19 @@ class SessionManager:
             worker.stop()
             # A worker that does not go when asked is made to.
             self.loop.call_later(self.config.break_grace, worker.kill)
-        log.info("session %s ended: %s", session.short, reason)
+        if not died:
+            log.info("session %s ended: %s", session.short, reason)
+
+    def _tell_death(self, session, gone, telling):
+        """Answer the calls of a session whose worker died, saying how, and log it."""
+        worker = session.worker
+        why, data = worker_exit.described(worker.pid, worker.exit.code, worker.exit.stopped_for)
+        for call in gone:
+            if telling and call is gone[0]:
+                self._tell_commit_fate(session, call, "session ended: %s" % why, data)
+            else:
+                self._fail_gone(session, call, "session ended: %s" % why, data)
+        log.info("session %s ended: %s", session.short, why)
 
     def drain(self, session, reason):
         """At shutdown, a session with a call in flight: the calls queued behind it are
@@ -472,13 +488,13 @@ class SessionManager:
     def on_worker_exit(self, worker):
         session = self._by_worker.get(worker)
         if session is not None:
-            self.end(session, "worker %d exited" % worker.pid, died=True)
+            self.end(session, None, died=True)
 
-    def _tell_commit_fate(self, session, call, text):
+    def _tell_commit_fate(self, session, call, text, exit_data):
         """Answer a `commit` call its worker died in once whether the commit stands is known."""
         def answer(more, data):
             log.warning("session %s: its worker died in a commit%s", session.short, more.replace(";", ",", 1))
-            self._fail_gone(session, call, text + more, data)
+            self._fail_gone(session, call, text + more, {**(exit_data or {}), **data})
 
         tell_when_known(self.loop, self.router.image, session.id, call.seq, answer)
 

@@ -22,6 +22,7 @@ import threading
 
 from gsmcpd.router.connection import RECV_SIZE
 from gsmcpd.router import worker_log
+from gsmcpd.router.exit_status import ExitStatus
 from gsmcpd.router.loop import recv_some, send_some
 from gsmcpd.wire import frames
 
@@ -95,8 +96,9 @@ class Spawner:
         self.control.send(b"more %d %d" % (count, os.getpid()))
 
     def receive(self):
-        """The next message: ("spare", (pid, pidfd, socket)), ("error", text), ("eof", text),
-        or None when nothing is waiting. Descriptors that did not fit are closed."""
+        """The next message: ("spare", (pid, pidfd, socket)), ("exit", (pid, exit code)),
+        ("error", text), ("eof", text), or None when nothing is waiting. Descriptors that
+        did not fit are closed."""
         try:
             message, fds, flags = _recv_fds(self.control, 256, 2)
         except (BlockingIOError, InterruptedError):
@@ -108,6 +110,12 @@ class Spawner:
         verb, _, rest = message.partition(b" ")
         if verb == b"spare" and rest.isdigit() and len(fds) == 2 and not flags & socket.MSG_CTRUNC:
             return "spare", (int(rest), fds[0], socket.socket(fileno=fds[1]))
+        if verb == b"exit" and not fds:
+            try:
+                pid, code = map(int, rest.split())
+                return "exit", (pid, code)
+            except ValueError:
+                pass
         for fd in fds:
             os.close(fd)
         if verb == b"spare" and flags & socket.MSG_CTRUNC:
@@ -280,6 +288,7 @@ class Worker:
         self.alive = True
         self.listener = None  # object with on_worker_frame(worker, msg), on_worker_exit(worker)
         self.log_owner = None  # (session short id, user) once a session has it: its log lines say so
+        self.exit = ExitStatus()   # the spawner reports it (WorkerPool)
         self._log_gate = None  # made at its first log frame
         loop.add_reader(self.pidfd, self._on_exit)  # readable once the process has exited
         self._update_interest()
@@ -334,6 +343,7 @@ class Worker:
     def reject(self, why):
         """A worker that speaks garbage is ended; the router never is."""
         log.error("worker %d sent a bad frame (%s); stopping it", self.pid, why)
+        self.exit.stopped_for = "it sent a bad frame (%s)" % why
         self.end()
 
     def end(self):
@@ -436,6 +446,7 @@ class WorkerPool:
         self.loop = loop
         self.target = spares
         self.spares = []
+        self.by_pid = {}   # this spawner's workers whose exit it has yet to report
         self.claims = collections.deque()   # sessions waiting for a worker, oldest first
         self.closed = False
         self.spawner = Spawner(worker_nice, worker_memory, worker_env, tmp_dir)
@@ -646,10 +657,17 @@ class WorkerPool:
             log.error("the worker spawner is gone (%s); starting a new one", detail or "EOF")
             self.loop.remove(self.spawner.control)
             self._end_orphaned_spares()
+            self._no_exits_coming()
             # One that dies as soon as it starts is not restarted more than once a pause.
             self._relaunching = "the worker spawner is being restarted"
             delay = max(0.0, self._adopted_at + self.STARVED_PAUSE - self.loop.time())
             self._retry = self.loop.call_later(delay, self._relaunch)
+            return
+        if kind == "exit":
+            pid, code = detail
+            worker = self.by_pid.pop(pid, None)
+            if worker is not None:
+                worker.exit.report(code)
             return
         self._asked = max(0, self._asked - 1)
         if kind == "error":
@@ -659,6 +677,8 @@ class WorkerPool:
                 self._fail_claim(self.claims[0], "no worker could be started: %s" % detail)
             return
         worker = Worker(self.loop, detail)
+        # A pid is freed only by the reap this spawner reports first, on the same ordered socket.
+        self.by_pid[worker.pid] = worker
         if self.closed:
             worker.kill()
             return
@@ -676,6 +696,13 @@ class WorkerPool:
             log.warning("ending %d spare worker(s) of the dead spawner", len(spares))
         for worker in spares:
             worker.end()
+
+    def _no_exits_coming(self):
+        """The dead spawner's workers (adopted by the forkserver) are reaped by no one who
+        reports: whoever waits for their status is told at once that none will come."""
+        workers, self.by_pid = self.by_pid, {}
+        for worker in workers.values():
+            worker.exit.report(None)
 
     def close(self):
         self.closed = True

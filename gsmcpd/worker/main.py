@@ -25,6 +25,7 @@ import threading
 from gsmcpd.image.store import call_tag
 from gsmcpd.wire import frames, jsonrpc
 from gsmcpd.wire.break_signals import HARD_BREAK_SIGNAL, SOFT_BREAK_SIGNAL
+from gsmcpd.wire.worker_exit import CHANNEL_LOST
 from gsmcpd.worker import reaper, tmpdirs
 from gsmcpd.worker.capture import BytesOutput
 from gsmcpd.worker.memory_limit import MemoryReserve
@@ -59,17 +60,17 @@ def run(sock: socket.socket, router_pid: int, tmp: str | None = None) -> None:
     # is opened here, not in the thread: the worker's descriptors are then the same
     # whenever the user's code looks, however late the thread first runs.
     _thread.start_new_thread(_watch_router, (sock, router_pid, _open_pidfd(router_pid)))
-    loop.serve()
+    status = loop.serve()
     view = getattr(loop.server, "view", None)
     if view is not None:   # the session ends: the kernel cannot tidy what it marked in the image
         view.release_unsettled()
     # Nothing else is left to clean up that the kernel does not: skipping interpreter and
     # multiprocessing teardown frees the CPU for the sessions still running.
     logging.shutdown()
-    end_process()
+    end_process(status)
 
 
-def end_process() -> None:
+def end_process(status: int = 0) -> None:
     """Exit, taking along what the user's code started (subprocesses, forks, pools,
     daemons). The spawner made this worker the leader of its own process group, which
     they inherit, and a child subreaper, so that even one that left the group (setsid,
@@ -78,17 +79,20 @@ def end_process() -> None:
     survives that (a fork that raced it) is reparented to the spawner, which kills it.
     multiprocessing's resource tracker, if the code started one, is spared until the
     rest are gone, so it unlinks the shared memory and semaphores they left in /dev/shm.
-    Not a group leader (a worker run by the tests, a fork of the user's): just exit."""
+    Not a group leader (a worker run by the tests, a fork of the user's): just exit.
+    A `status` other than 0 is for the router (worker_exit): no group kill, which would end
+    us by SIGKILL; the spawner kills the group as it reaps us."""
     if os.getpgrp() == os.getpid():
         tracker = reaper.resource_tracker()
         reaper.kill_descendants(spare=None if tracker is None else tracker[0])
         if tracker is not None:
             reaper.let_tracker_clean(tracker)
         try:
-            os.killpg(os.getpid(), signal.SIGKILL)
+            if status == 0:
+                os.killpg(os.getpid(), signal.SIGKILL)
         except OSError:
             pass
-    os._exit(0)
+    os._exit(status)
 
 
 class WorkerLoop:
@@ -181,8 +185,9 @@ class WorkerLoop:
 
     # -- frames ----------------------------------------------------------
 
-    def serve(self) -> None:
-        """Until EOF, a stop frame, or a broken frame."""
+    def serve(self) -> int:
+        """Until EOF, a stop frame, or a broken frame; the status to exit with: CHANNEL_LOST
+        if the socket failed (the session's code closed it), so the client is told."""
         # Wait in poll(), not in a blocking recv: a recv's wait is woken by every
         # write-space wake-up too, which the kernel sends each time the router reads
         # one of our replies; a poll for POLLIN filters those out.
@@ -194,23 +199,23 @@ class WorkerLoop:
                 data = self.sock.recv(RECV_SIZE)
             except OSError as error:
                 log.warning("worker %d: frame socket failed (%s); exiting", os.getpid(), error)
-                return
+                return CHANNEL_LOST
             if not data:
-                return                # the router closed our socket (or died)
+                return 0              # the router closed our socket (or died)
             try:
                 messages = self.decoder.feed(data)
             except frames.FrameError as error:
                 log.error("worker %d: bad frame from the router (%s); exiting", os.getpid(), error)
-                return
+                return 0
             try:
                 for message in messages:
                     if not self.dispatch(message):
-                        return
+                        return 0
                 self._flush()
                 self._read_view()
             except OSError as error:
                 log.warning("worker %d: cannot answer the router (%s); exiting", os.getpid(), error)
-                return
+                return CHANNEL_LOST
 
     def dispatch(self, frame: dict) -> bool:
         """Act on one router frame; False means exit."""

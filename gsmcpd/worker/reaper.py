@@ -199,8 +199,8 @@ class Sweeper:
 
     The spawner handles SIGCHLD (it does not ignore it: an ignored SIGCHLD would have
     the kernel reap its children at once), so a child of the spawner, a worker or an
-    orphan it adopted, is a zombie from its exit until `sweep` reaps it, and its pid
-    cannot be reused meanwhile. The spawner has one thread, which both forks workers
+    orphan it adopted, is a zombie from its exit until this thread reaps it (on its
+    SIGCHLD), and its pid cannot be reused meanwhile. The spawner has one thread, which both forks workers
     (recording each pid at once) and sweeps: a pid `sweep` reads from /proc as a
     child that is not a worker therefore names that same adopted process (alive or a
     zombie) until the same thread reaps it, so the kill cannot reach anyone else, even
@@ -219,6 +219,7 @@ class Sweeper:
         self.workers = {}           # pid -> its temporary directory, or None
         self.unremoved = []         # temporary directories of workers reaped
         self._retried = set()
+        self.exits = []             # (pid, exit code) of workers reaped, for the router
         self.pending = False
         self._next = 0.0
 
@@ -226,7 +227,16 @@ class Sweeper:
         self.workers[pid] = tmp
 
     def child_exited(self) -> None:
+        """A SIGCHLD: the exited are reaped now (cheap: their statuses go to the router at
+        once, see take_exits); the sweep of /proc for orphans waits until due()."""
         self.pending = True
+        self._reap_workers_groups_first()
+
+    def take_exits(self) -> list[tuple[int, int]]:
+        """(pid, exit code as os.waitstatus_to_exitcode gives it) of each worker reaped
+        since the last call."""
+        exits, self.exits = self.exits, []
+        return exits
 
     def due(self) -> float | None:
         """Seconds until the next sweep may run (0: now); None if none is pending."""
@@ -301,12 +311,15 @@ class Sweeper:
                 return
             if exited is None:
                 return
-            if exited.si_pid in self.workers:
+            worker = exited.si_pid in self.workers
+            if worker:
                 tmp = self.workers.pop(exited.si_pid)
                 _kill_group(exited.si_pid)
                 if tmp is not None:
                     self.unremoved.append(tmp)
-            os.waitpid(exited.si_pid, 0)     # it has exited: this does not wait
+            _, status = os.waitpid(exited.si_pid, 0)     # it has exited: this does not wait
+            if worker:
+                self.exits.append((exited.si_pid, os.waitstatus_to_exitcode(status)))
 
     def _remove_dirs(self, final: bool) -> None:
         """Remove the reaped workers' directories; one that fails is tried once more, at

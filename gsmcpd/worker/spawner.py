@@ -16,6 +16,9 @@ Protocol on the control socket (SOCK_SEQPACKET: one message per send):
   spawner -> router: per worker, b"spare <pid>" with two fds: a pidfd for the
                      worker and the router's end of its frame socket;
                      or b"error <reason>" with none, when a fork failed.
+  spawner -> router: b"exit <pid> <code>" as it reaps a worker: its exit code as
+                     os.waitstatus_to_exitcode gives it (-N: signal N), which the router
+                     has no other way to learn (gsmcpd.wire.worker_exit words it).
 The router signals and watches each worker through its pidfd, which can never
 name a recycled pid. The spawner reaps its workers itself, on SIGCHLD, and kills
 every other child it has: it is a child subreaper, so what a worker that died on its
@@ -104,6 +107,9 @@ def serve(control: socket.socket, worker_nice: int = 0, worker_memory: int | Non
                 sweeper.child_exited()
             if sweeper.due() == 0:
                 sweeper.sweep()
+            for pid, code in sweeper.take_exits():
+                if not _send(control, b"exit %d %d" % (pid, code), []):
+                    return
             if control.fileno() not in ready:
                 continue
             try:

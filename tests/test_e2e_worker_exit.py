@@ -1,0 +1,81 @@
+"""End-to-end: a session whose worker dies by itself (kill -9, an alarm the code set, its
+own os._exit, its channel closed by its code) tells its client how, through the real daemon.
+The router is not the worker's parent: the spawner that reaps it reports its status."""
+
+import os
+import signal
+import threading
+
+import pytest
+
+from helpers import Daemon, open_session, runs_until, wait_until
+from test_e2e_lifetime import worker_pid
+
+SIGKILL_WORDS = "SIGKILL: kill -9, the kernel's OOM killer (see `journalctl -k` / dmesg), or a hard CPU-time limit (RLIMIT_CPU) the session's code set"
+CHANNEL_WORDS = ("it could not answer the router (the session's code closed its channel, a descriptor "
+                 "of the worker's own, e.g. with os.closerange or os.close)")
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    with Daemon(tmp_path_factory.mktemp("worker-exit"), env={"GS_MCP_SPARE_WORKERS": "2"}) as running:
+        yield running
+
+
+def error_of(client, code):
+    reply = client.call("tools/call", {"name": "execute_code", "arguments": {"code": code}}).json()
+    assert reply["error"]["code"] == -32003, reply
+    assert client.call("ping").status == 404          # the session is over
+    return reply["error"]
+
+
+def test_a_kill_9_from_outside_is_named_with_where_to_look(daemon, tmp_path):
+    client = open_session(daemon)
+    pid = worker_pid(client)
+    started, answers = tmp_path / "started", []
+    caller = threading.Thread(target=lambda: answers.append(client.call("tools/call", {
+        "name": "execute_code", "arguments": {"code": runs_until(started, tmp_path / "never")}}).json()))
+    caller.start()
+    assert wait_until(started.exists, timeout=20)
+    os.kill(pid, signal.SIGKILL)
+    caller.join(30)
+    assert answers[0]["error"] == {
+        "code": -32003, "message": "session ended: worker %d was killed by signal 9 (%s)" % (pid, SIGKILL_WORDS),
+        "data": {"exit": {"signal": 9, "name": "SIGKILL"}}}
+    assert wait_until(lambda: "ended: worker %d was killed by signal 9 (SIGKILL" % pid in daemon.log_text())
+
+
+def test_an_alarm_the_code_set_with_no_handler_is_named(daemon):
+    client = open_session(daemon)
+    pid = worker_pid(client)
+    error = error_of(client, "import signal, time\nsignal.alarm(1)\ntime.sleep(30)")
+    assert error == {"code": -32003, "message": (
+        "session ended: worker %d ended by signal 14 (SIGALRM: an alarm the session's code set "
+        "(signal.alarm, setitimer) with no handler)" % pid), "data": {"exit": {"signal": 14, "name": "SIGALRM"}}}
+
+
+def test_the_codes_own_exit_status_is_told(daemon):
+    client = open_session(daemon)
+    pid = worker_pid(client)
+    assert error_of(client, "import os\nos._exit(3)") == {"code": -32003, "message": (
+        "session ended: worker %d exited with status 3 (the session's code ended its process, e.g. "
+        "with os._exit(3))" % pid), "data": {"exit": {"status": 3}}}
+
+
+def test_a_channel_the_code_closed_is_told_not_a_kill(daemon):
+    # The worker, its call done, cannot answer: it exits saying so (the log said "cannot
+    # answer the router ([Errno 88] ...)", its client only "worker N exited").
+    client = open_session(daemon)
+    pid = worker_pid(client)
+    code = "import os\nos.closerange(3, 65536)\n'still running'"
+    assert error_of(client, code) == {"code": -32003, "message": "session ended: worker %d exited: %s" % (
+        pid, CHANNEL_WORDS), "data": {"exit": {"channelClosed": True}}}
+
+
+def test_a_cpu_limit_the_code_set_is_among_a_sigkills_causes(daemon):
+    # The tester's case: soft and hard limit alike, the kernel's SIGKILL comes before SIGXCPU.
+    client = open_session(daemon)
+    pid = worker_pid(client)
+    error = error_of(client, "import resource\nresource.setrlimit(resource.RLIMIT_CPU, (1, 1))\nwhile True:\n    pass")
+    assert error["message"] == "session ended: worker %d was killed by signal 9 (%s)" % (pid, SIGKILL_WORDS)
+    assert "a hard CPU-time limit (RLIMIT_CPU) the session's code set" in SIGKILL_WORDS
