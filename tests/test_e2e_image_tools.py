@@ -980,6 +980,42 @@ def test_a_dataclass_base_made_frozen_or_not_names_the_subclass_python_would_now
     assert run(c, "from fix.frosty import Cold\ncold = Cold()\ncold.x = 5\ncold.x") == "5"
 
 
+SLEET = ("import dataclasses\n\n\n@dataclasses.dataclass(frozen=True)\nclass Rime:\n    x: int = 0\n\n\n"
+         "@dataclasses.dataclass(frozen=True)\nclass Hail:\n    y: int = 0\n\n\n"
+         "@dataclasses.dataclass(frozen=True)\nclass Sleet(Rime, Hail):\n    z: int = 0\n")
+
+
+def test_a_frozen_dataclass_left_on_a_frozen_and_a_thawed_base_is_refused_as_the_running_python_does(
+        daemon, image):
+    # On Python 3.13, whose dataclass decorator refuses a frozen dataclass unless all its
+    # dataclass bases are frozen, Sleet was told makeable, compile_method on it accepted,
+    # while every new import of sleet failed.
+    (image / "sleet.py").write_text(SLEET)
+    client = open_session(daemon)
+    try:
+        result = ok(client, "compile_class_definition", dictionaryName="sleet",
+                    source="@dataclasses.dataclass\nclass Hail:\n    y: int = 0\n")
+        assert result["structuredContent"]["staleSubclasses"] == ["sleet.Sleet"]
+        try:            # as a new session imports it, on the Python the daemon runs on
+            exec((image / "sleet.py").read_text(), {})
+            raised = None
+        except TypeError as refused:
+            raised = str(refused)
+        if raised is None:
+            assert "frozenConflicts" not in result["structuredContent"]
+            ok(client, "compile_method", className="sleet.Sleet", source="def m(self):\n    return 1")
+        else:
+            assert raised == "cannot inherit frozen dataclass from a non-frozen one"
+            assert result["structuredContent"]["frozenConflicts"] == {"sleet.Sleet": raised}
+            message = error(client, "compile_method", "refused", className="sleet.Sleet",
+                            source="def m(self):\n    return 1")
+            assert message.startswith("sleet.Sleet cannot be made again as written")
+            assert "def m(self)" not in (image / "sleet.py").read_text()
+    finally:
+        client.close()
+        (image / "sleet.py").unlink()
+
+
 def test_the_hierarchy_of_a_generic_class_from_source_names_its_subscripted_subclasses(c):
     # Only `class Unsized(Box)` was named: `Box[int]` was matched as written, not as the Box
     # the live class statement subclasses.

@@ -2,6 +2,7 @@
 dataclass basis; and members set on a live class as its body binds them."""
 
 import ast
+import dataclasses
 import enum
 import sys
 import types
@@ -147,6 +148,40 @@ def test_frozen_conflict_is_what_the_dataclass_decorator_would_raise_on_the_base
             _dataclasses(made_anew)
     else:
         _dataclasses(made_anew)
+
+
+def _made_again(frozen, bases):
+    """The TypeError message the running Python's dataclass decorator raises making a
+    dataclass of that `frozen` on `bases`, None if it makes it."""
+    try:
+        dataclasses.dataclass(frozen=frozen)(type("Again", bases, {}))
+    except TypeError as error:
+        return str(error)
+    return None
+
+
+@pytest.mark.parametrize("frozen", [True, False])
+@pytest.mark.parametrize("bases", [
+    ("frozen",), ("thawed",), ("frozen", "frozen"), ("frozen", "thawed"), ("thawed", "frozen"),
+    ("thawed", "thawed"), ("mixin on frozen",), ("mixin on thawed",), ("mixin on frozen", "thawed"),
+    ("mixin on thawed", "frozen"), ("mixin on frozen", "frozen"),
+], ids=" + ".join)
+def test_frozen_conflict_follows_the_running_pythons_dataclass_decorator(frozen, bases):
+    # A frozen dataclass on one frozen and one non-frozen base was told made again without
+    # error on Python 3.13, whose decorator refuses it (gh-109409: all must be frozen).
+    def base(kind, made_frozen):
+        made = dataclasses.dataclass(frozen=made_frozen)(type("Base", (), {}))
+        return type("Mixin", (made,), {}) if kind.startswith("mixin") else made
+
+    # Made with bases agreeing with it, then each base's frozen set as `bases` says: what
+    # compiling a base with a changed `frozen` in place leaves.
+    made = [base(kind, frozen) for kind in bases]
+    sub = dataclasses.dataclass(frozen=frozen)(type("Sub", tuple(made), {}))
+    for kind, made_base in zip(bases, made):
+        changed = dataclasses.dataclass(frozen=kind.endswith("frozen"))(type("Changed", (), {}))
+        dataclass_base = made_base.__mro__[1] if kind.startswith("mixin") else made_base
+        dataclass_base.__dataclass_params__ = changed.__dataclass_params__
+    assert live.frozen_conflict(sub) == _made_again(frozen, sub.__bases__)
 
 
 def test_unfrozen_leftovers_are_the_frozen_dataclass_methods_the_unfrozen_class_lacks():

@@ -200,11 +200,34 @@ def basis_changes(old: tuple, new: tuple) -> list[str]:
     return changes
 
 
+def _frozen_needs_every_base_frozen() -> bool:
+    """Whether the running dataclasses module refuses a frozen dataclass unless all its
+    dataclass bases are frozen (Python 3.13 on, gh-109409) rather than unless one is.
+    Asked of the decorator itself, so a backport or a later change is followed too."""
+    @dataclasses.dataclass(frozen=True)
+    class Frozen:
+        pass
+
+    @dataclasses.dataclass
+    class Thawed:
+        pass
+
+    try:
+        dataclasses.dataclass(frozen=True)(type("Both", (Frozen, Thawed), {}))
+    except TypeError:
+        return True
+    return False
+
+
+FROZEN_NEEDS_EVERY_BASE_FROZEN = _frozen_needs_every_base_frozen()
+
+
 def frozen_conflict(cls: type) -> str | None:
     """The TypeError Python's dataclass decorator would raise making the dataclass `cls`
     again on its bases as they are now (a base's `frozen` changed since): a non-frozen one
-    on a frozen base, or a frozen one on a non-frozen base. None when they agree, or `cls`
-    is no dataclass."""
+    on a frozen base, or a frozen one on a non-frozen base (with no frozen one besides,
+    before Python 3.13: FROZEN_NEEDS_EVERY_BASE_FROZEN). None when they agree, or `cls` is
+    no dataclass."""
     params = vars(cls).get("__dataclass_params__")
     if params is None:
         return None
@@ -214,7 +237,8 @@ def frozen_conflict(cls: type) -> str | None:
     frozen = [getattr(base, "frozen", False) for base in bases]
     if any(frozen) and not params.frozen:
         return "cannot inherit non-frozen dataclass from a frozen one"
-    if frozen and not any(frozen) and params.frozen:
+    refused = not all(frozen) if FROZEN_NEEDS_EVERY_BASE_FROZEN else not any(frozen)
+    if frozen and refused and params.frozen:
         return "cannot inherit frozen dataclass from a non-frozen one"
     return None
 
