@@ -1010,6 +1010,11 @@ def test_a_frozen_dataclass_left_on_a_frozen_and_a_thawed_base_is_refused_as_the
             message = error(client, "compile_method", "refused", className="sleet.Sleet",
                             source="def m(self):\n    return 1")
             assert message.startswith("sleet.Sleet cannot be made again as written")
+            assert message.endswith("Neither frozen value agrees with its dataclass bases, some frozen "
+                                    "and some not, which this Python's dataclass decorator refuses "
+                                    "either way: change its base back")
+            assert ("a new session's import of sleet fails until sleet.Hail is changed back (neither "
+                    "frozen value agrees") in tool_text(result)
             assert "def m(self)" not in (image / "sleet.py").read_text()
     finally:
         client.close()

@@ -488,6 +488,33 @@ def test_a_base_made_frozen_or_not_names_the_subclasses_it_leaves_unmakeable_and
     assert namespace["B"]().m() == client.view.module("zoo.frosty").B().m() == 1
 
 
+def test_a_dataclass_left_on_a_frozen_and_a_thawed_base_is_told_the_frozen_that_agrees_if_any(client, image):
+    # B was told to be made frozen=True, which Python 3.13's dataclass decorator refuses
+    # too while one of its dataclass bases (H) is not frozen.
+    (image / "zoo" / "slushy.py").write_text(
+        "import dataclasses\n\n\n@dataclasses.dataclass\nclass A:\n    x: int = 0\n\n\n"
+        "@dataclasses.dataclass\nclass H:\n    h: int = 0\n\n\n"
+        "@dataclasses.dataclass\nclass B(A, H):\n    y: int = 1\n")
+    client.ok("refresh")
+    result = client.ok("compile_class_definition", dictionaryName="zoo.slushy",
+                       source="@dataclasses.dataclass(frozen=True)\nclass A:\n    x: int = 0\n")
+    conflict = "cannot inherit non-frozen dataclass from a frozen one"
+    assert result["structuredContent"]["frozenConflicts"] == {"zoo.slushy.B": conflict}
+    try:    # B made frozen, as the running Python's decorator takes it
+        made_frozen = disk(image, "zoo/slushy.py").replace("dataclass\nclass B",
+                                                           "dataclass(frozen=True)\nclass B")
+        exec(made_frozen, {})
+        remedy, until = ("Make it frozen=True first",
+                         "until compile_class_definition makes it frozen=True as well, or zoo.slushy.A")
+    except TypeError:
+        remedy, until = ("Neither frozen value agrees with its dataclass bases, some frozen and some "
+                         "not, which this Python's dataclass decorator refuses either way: change its "
+                         "base back", "until zoo.slushy.A is changed back (neither frozen value agrees")
+    assert until in text(result)
+    message = client.error("compile_method", "refused", className="B", source="def m(self):\n    return 1\n")
+    assert f"fails. {remedy}" in message
+
+
 def test_a_frozen_dataclass_redefined_unfrozen_lets_its_instances_be_assigned(client, image):
     # Its frozen __setattr__ and __delattr__ were left on the live class: A().x = 5 raised
     # FrozenInstanceError in the session, not in a new one.

@@ -229,18 +229,30 @@ def frozen_conflict(cls: type) -> str | None:
     before Python 3.13: FROZEN_NEEDS_EVERY_BASE_FROZEN). None when they agree, or `cls` is
     no dataclass."""
     params = vars(cls).get("__dataclass_params__")
-    if params is None:
+    if params is None or not _dataclass_bases_frozen(cls) or params.frozen == agreeing_frozen(cls):
         return None
-    # As the decorator reads them: every base with dataclass fields, inherited ones too.
+    if params.frozen:
+        return "cannot inherit frozen dataclass from a non-frozen one"
+    return "cannot inherit non-frozen dataclass from a frozen one"
+
+
+def agreeing_frozen(cls: type) -> bool | None:
+    """The `frozen` the dataclass decorator accepts making `cls` on its bases as they are
+    now: True on frozen dataclass bases, False on non-frozen ones; None when it refuses
+    both (frozen and non-frozen bases, from Python 3.13) or accepts both (none is a
+    dataclass)."""
+    frozen = _dataclass_bases_frozen(cls)
+    if not frozen or (FROZEN_NEEDS_EVERY_BASE_FROZEN and any(frozen) and not all(frozen)):
+        return None
+    return any(frozen)
+
+
+def _dataclass_bases_frozen(cls: type) -> list[bool]:
+    """Whether each of the dataclass bases of `cls` is frozen, as the decorator reads them:
+    every base with dataclass fields, inherited ones too."""
     bases = [inspect.getattr_static(base, "__dataclass_params__", None) for base in cls.__mro__[1:]
              if isinstance(inspect.getattr_static(base, "__dataclass_fields__", None), dict)]
-    frozen = [getattr(base, "frozen", False) for base in bases]
-    if any(frozen) and not params.frozen:
-        return "cannot inherit non-frozen dataclass from a frozen one"
-    refused = not all(frozen) if FROZEN_NEEDS_EVERY_BASE_FROZEN else not any(frozen)
-    if frozen and refused and params.frozen:
-        return "cannot inherit frozen dataclass from a non-frozen one"
-    return None
+    return [getattr(base, "frozen", False) for base in bases]
 
 
 def unfrozen_leftovers(old: type, new: type) -> set[str]:

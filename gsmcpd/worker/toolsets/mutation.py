@@ -549,12 +549,15 @@ class MutationToolset(Toolset):
         conflict = live.frozen_conflict(cls)
         if conflict is not None:
             # A base's `frozen` changed since: made again or not, its module no longer imports.
+            agreeing = live.agreeing_frozen(cls)
+            remedy = (f"Make it frozen={agreeing} first (compile_class_definition, its definition "
+                      "with that decorator argument), or change its base back" if agreeing is not None
+                      else f"Neither frozen value agrees with its dataclass bases, {_MIXED_FROZEN}: "
+                      "change its base back")
             raise ToolError("refused", f"{ref.qualified} cannot be made again as written: its "
                             f"frozen no longer agrees with its dataclass bases' (the dataclass "
                             f"decorator raises TypeError: {conflict}), so a new session's import "
-                            f"of {ref.module} fails. Make it frozen={not cls.__dataclass_params__.frozen} "
-                            "first (compile_class_definition, its definition with that decorator "
-                            "argument), or change its base back")
+                            f"of {ref.module} fails. {remedy}")
         reads = splice.mangled(ref.name, selector) in _DATACLASS_READS
         writes_init = "__init__" in live.class_member_names(old_node)
         if not reads and live.dataclass_follows_its_bases(cls, writes_init):
@@ -606,11 +609,14 @@ class MutationToolset(Toolset):
             conflict = live.frozen_conflict(sub)
             if conflict is not None:
                 conflicts[name] = conflict
+                agreeing = live.agreeing_frozen(sub)
+                until = (f"compile_class_definition makes it frozen={agreeing} as well, or "
+                         f"{qualified} is changed back" if agreeing is not None else
+                         f"{qualified} is changed back (neither frozen value agrees with its "
+                         f"dataclass bases, {_MIXED_FROZEN})")
                 note += (f"; {name} cannot be made again as written (the dataclass decorator now "
                          f"raises TypeError: {conflict}), so a new session's import of "
-                         f"{sub.__module__} fails until compile_class_definition makes it "
-                         f"frozen={not sub.__dataclass_params__.frozen} as well, or {qualified} "
-                         "is changed back")
+                         f"{sub.__module__} fails until {until}")
         rest = [name for name in stale if name not in conflicts]
         if rest:
             note += (f"; compile_class_definition on {'each of ' if len(rest) > 1 else ''}"
@@ -749,6 +755,9 @@ _DATACLASS_MADE = {"__init__", "__repr__", "__eq__", "__hash__", "__lt__", "__le
 # What the dataclass decorator reads of the class's own methods as it makes it: a change
 # to another method leaves what it generated as it is, so the class is not made again.
 _DATACLASS_READS = _DATACLASS_MADE | {"__post_init__"}
+
+# Why no `frozen` makes a dataclass again (live.agreeing_frozen None), Python 3.13's rule.
+_MIXED_FROZEN = "some frozen and some not, which this Python's dataclass decorator refuses either way"
 
 
 def _rerun_note(qualified: str, why: str, hooks: list[str]) -> tuple[str, dict]:
