@@ -53,6 +53,10 @@ def test_needed_on_import(source, needed):
     ("if X:\n    class B:\n        h = A.run\n", 6),                 # the innermost statement
     ("@A.run\ndef f():\n    h = A.run\n", 5),
     ("try:\n    import x\nexcept ImportError:\n    h = A.run\n", 7),   # in a handler: not `try:`
+    ("try:\n    import x\nexcept* ImportError:\n    h = A.run\n", 7),
+    ("match X:\n    case 1:\n        pass\n    case _:\n        h = A.run\n", 8),   # in a case
+    ("with X:\n    h = A.run\n", 5),
+    ("while X:\n    pass\nelse:\n    h = A.run\n", 7),
     ("def f():\n    return A.run\n", None),                   # runs when called
     ("f = lambda: A.run\n", None),
     ("A.run = print\n", None),

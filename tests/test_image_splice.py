@@ -880,3 +880,22 @@ def test_method_kind_of_the_defs_python_makes_class_side():
                      "    def __class_getitem__(cls, item): pass\n    @staticmethod\n"
                      "    def __init_subclass__(): pass\n    def __init__(self): pass\n").body[0].body
     assert [splice.method_kind(node) for node in body] == ["static", "class", "class", "static", "instance"]
+
+
+@pytest.mark.parametrize("source, lines", [
+    ("try:\n    a\nexcept E:\n    b\nelse:\n    c\nfinally:\n    d\n", [2, 6, 8, 4]),
+    ("try:\n    a\nexcept* E:\n    b\nexcept* F:\n    c\n", [2, 4, 6]),
+    ("for x in y:\n    a\nelse:\n    b\n", [2, 4]),
+    ("while x:\n    a\n    b\nelse:\n    c\n", [2, 3, 5]),
+    ("if x:\n    a\nelif y:\n    b\nelse:\n    c\n", [2, 3]),     # the elif is an If in orelse
+    ("with x:\n    a\n", [2]),
+    ("match x:\n    case 1:\n        a\n    case _:\n        b\n        c\n", [3, 5, 6]),
+    ("def f(x=lambda: 0):\n    a\n", [2]),
+    ("class C(B):\n    a\n", [2]),
+    ("x = 1\n", []),
+])
+def test_child_statements_are_every_block_of_a_statement_body_else_finally_then_handlers_and_cases(source, lines):
+    # live.attribute_reader takes the first of them that reads an attribute: the order is
+    # part of what it answers.
+    statement = ast.parse(source).body[0]
+    assert [child.lineno for child in splice.child_statements(statement)] == lines

@@ -571,20 +571,12 @@ def attribute_reader(tree: ast.Module, class_name: str, attribute: str) -> ast.s
     reader = next((node for node in below if _reads(node, wanted, lazy_annotations)), None)
     # The innermost statement, as quoted: `h = A.run`, not the `try:` around it.
     while reader is not None and not isinstance(reader, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        inner = next((sub for sub in _inner_statements(reader)
+        inner = next((sub for sub in splice.child_statements(reader)
                       if _reads(sub, wanted, lazy_annotations)), None)
         if inner is None:
             break
         reader = inner
     return reader
-
-
-def _inner_statements(statement: ast.stmt) -> list[ast.stmt]:
-    """The statements a compound one holds, its `except` handlers' and `case`s' too."""
-    inner = [sub for sub in ast.iter_child_nodes(statement) if isinstance(sub, ast.stmt)]
-    for block in getattr(statement, "handlers", []) + getattr(statement, "cases", []):
-        inner += block.body
-    return inner
 
 
 def _reads(node: ast.AST, wanted, lazy_annotations: bool) -> bool:
