@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import os
 
+from gsmcpd import procstat
+
 
 def this_process() -> bytes:
     """The holder line keep_record writes into its mark: b"<pid> <start time>\\n", or b""
     (a mark never removed for its holder's death) if /proc does not show this process."""
     pid = os.getpid()
-    fields = _stat_fields(pid)
-    return f"{pid} {int(fields[22 - 3])}\n".encode() if fields else b""
+    stat = procstat.fields(pid)
+    return f"{pid} {procstat.start_time(stat)}\n".encode() if stat else b""
 
 
 def holder_gone(content: bytes) -> bool:
@@ -25,9 +27,9 @@ def holder_gone(content: bytes) -> bool:
         return False
     if pid <= 0:
         return False
-    fields = _stat_fields(pid)
-    if fields:
-        return fields[0] in (b"Z", b"X") or int(fields[22 - 3]) != started
+    stat = procstat.fields(pid)
+    if stat:
+        return procstat.gone(stat) or procstat.start_time(stat) != started
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -35,12 +37,3 @@ def holder_gone(content: bytes) -> bool:
     except PermissionError:   # another account's process, hidden by /proc: alive
         return False
     return False
-
-
-def _stat_fields(pid: int) -> list[bytes] | None:
-    """/proc/<pid>/stat from field 3 (the state) on, or None if /proc does not show it."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return stat.read().rsplit(b")", 1)[1].split()   # after comm, which may hold spaces
-    except (OSError, IndexError):
-        return None

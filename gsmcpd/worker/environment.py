@@ -16,6 +16,8 @@ import posix
 import re
 from typing import Iterable, Mapping
 
+from gsmcpd import procstat
+
 KEPT = frozenset({
     "PATH", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TERM",
     # CPython's own (its documented POSIX variables): how the worker's code, and a Python
@@ -80,6 +82,8 @@ def scrub(listed: Iterable[str] = ()) -> None:
 def _exec_environment_block() -> tuple[int, int]:
     """The addresses of the environment strings the kernel placed at exec: env_start and
     env_end, fields 50 and 51 of /proc/self/stat."""
-    with open("/proc/self/stat", "rb") as stat:
-        fields = stat.read().rsplit(b")", 1)[1].split()   # from field 3 on: comm may hold spaces
-    return int(fields[50 - 3]), int(fields[51 - 3])
+    stat = procstat.fields("self")
+    if stat is None:
+        raise OSError("cannot read /proc/self/stat, so the environment strings placed at exec "
+                      "cannot be found to be wiped")
+    return procstat.env_block(stat)

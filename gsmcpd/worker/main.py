@@ -22,6 +22,7 @@ import socket
 import sys
 import threading
 
+from gsmcpd import procstat
 from gsmcpd.image.store import call_tag
 from gsmcpd.wire import frames, jsonrpc
 from gsmcpd.wire.break_signals import HARD_BREAK_SIGNAL, SOFT_BREAK_SIGNAL
@@ -503,12 +504,8 @@ def _process_exists(pid: int) -> bool:
     except PermissionError:
         return True
     # A dead but unreaped process still answers kill(0); it is gone all the same.
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            state = stat.read().rsplit(b")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True
-    return state not in (b"Z", b"X")
+    stat = procstat.fields(pid)
+    return not stat or not procstat.gone(stat)
 
 
 # -- output ------------------------------------------------------------

@@ -30,6 +30,7 @@ import signal
 import sys
 import time
 
+from gsmcpd import procstat
 from gsmcpd.worker import tmpdirs
 
 log = logging.getLogger("gsmcpd.worker")
@@ -82,14 +83,10 @@ def reap() -> list[int]:
 
 def parent_of(pid: int) -> int | None:
     """The parent of a live process; None for a zombie or a process that is gone."""
-    try:
-        with open("/proc/%d/stat" % pid, "rb") as stat:
-            fields = stat.read().rsplit(b")", 1)[1].split()
-    except (OSError, IndexError):
+    stat = procstat.fields(pid)
+    if stat is None or procstat.gone(stat):
         return None
-    if fields[0] in (b"Z", b"X"):
-        return None
-    return int(fields[1])
+    return procstat.ppid(stat)
 
 
 def children(parent: int) -> list[int]:
