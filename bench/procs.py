@@ -3,25 +3,18 @@
 import os
 from pathlib import Path
 
+from gsmcpd import procstat
+
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def _stat_fields(pid):
-    """Fields after the comm field of /proc/PID/stat (index 0 = state); None if gone."""
-    try:
-        text = Path("/proc/%d/stat" % pid).read_text()
-    except OSError:
-        return None
-    return text.rsplit(")", 1)[1].split()
 
 
 def children_map():
     parents = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
-            fields = _stat_fields(int(entry.name))
-            if fields is not None and fields[0] != "Z":
-                parents.setdefault(int(fields[1]), []).append(int(entry.name))
+            stat = procstat.fields(int(entry.name))
+            if stat is not None and procstat.field(stat, 3) != b"Z":
+                parents.setdefault(procstat.ppid(stat), []).append(int(entry.name))
     return parents
 
 
@@ -38,11 +31,10 @@ def descendants(pid):
 
 def cpu_seconds(pid):
     """utime + stime of one process (all its threads), in seconds; None if gone."""
-    fields = _stat_fields(pid)
-    if fields is None:
+    stat = procstat.fields(pid)
+    if stat is None:
         return None
-    # stat fields 14 and 15 (1-based); fields[0] is field 3
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    return (int(procstat.field(stat, 14)) + int(procstat.field(stat, 15))) / CLOCK_TICKS   # utime + stime
 
 
 def cmdline(pid):

@@ -334,3 +334,24 @@ def test_large_image_times_every_operation_on_a_tiny_image(tmp_path, capsys):
     assert any(label.startswith("compile_method in huge.py") for label in labels)
     assert all(size > 0 for label, _, _, size in rows if label.startswith(("list_", "find_")))
     assert "worker PSS" in capsys.readouterr().out
+
+
+def test_procs_finds_a_child_whose_name_holds_spaces_and_parentheses_and_its_cpu_time():
+    import os
+    import subprocess
+    import sys
+
+    from bench import procs
+    child = subprocess.Popen([sys.executable, "-c", "import sys\nopen('/proc/self/comm', 'w').write('a) b (c )')\n"
+                              "print('named', flush=True)\nsys.stdin.read()\n"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline() == "named\n"
+        assert child.pid in procs.children_map()[os.getpid()]
+        assert child.pid in procs.descendants(os.getpid())
+        assert procs.cpu_seconds(child.pid) >= 0
+    finally:
+        child.stdin.close()
+        child.wait(timeout=30)
+    assert procs.cpu_seconds(child.pid) is None           # reaped: gone
+    assert child.pid not in procs.descendants(os.getpid())
