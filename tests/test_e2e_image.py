@@ -826,6 +826,12 @@ for name in %r:
 KILLED = {"exit": {"signal": 9, "name": "SIGKILL"}}
 
 
+def killed(pid):
+    """How a "session ended" error names a worker killed by SIGKILL (gsmcpd.wire.worker_exit)."""
+    return ("worker %d was killed by signal 9 (SIGKILL: kill -9, the kernel's OOM killer (see "
+            "`journalctl -k` / dmesg), or a hard CPU-time limit (RLIMIT_CPU) the session's code set)" % pid)
+
+
 @pytest.mark.parametrize("step", ["_write_intent", "_apply"])
 def test_a_commit_whose_worker_is_killed_is_answered_whether_it_stands(tmp_path, step):
     # The tester's case: a session commits 400 modules and its worker is killed (kill -9,
@@ -850,13 +856,11 @@ def test_a_commit_whose_worker_is_killed_is_answered_whether_it_stands(tmp_path,
         error = answers[0]["error"]
         assert error["code"] == -32003
         # How the worker ended, then whether its commit stands.
-        killed = ("worker %d was killed by signal 9 (SIGKILL: kill -9, the kernel's OOM killer (see "
-                  "`journalctl -k` / dmesg), or a hard CPU-time limit (RLIMIT_CPU) the session's code set)" % pid)
         seen = tool_text(session(daemon).tool("execute_code", code="import bulk.m399\nbulk.m399.TURN"))
         if step == "_write_intent":   # short of the commit point: nothing of it
             assert error["message"] == (
                 "session ended: %s; the commit it was making had not reached its commit "
-                "point, so nothing of it stands, and the session's uncommitted changes went with it" % killed)
+                "point, so nothing of it stands, and the session's uncommitted changes went with it" % killed(pid))
             assert error["data"] == {"commitStands": False, **KILLED} and seen == "0"
         else:                         # past it: it stands, every session reads it
             record = json.loads(intent.read_text())["record"]
@@ -864,7 +868,7 @@ def test_a_commit_whose_worker_is_killed_is_answered_whether_it_stands(tmp_path,
             assert error["message"] == (
                 "session ended: %s; the commit it was making had passed its commit point, "
                 "so it stands (journal record %s: bulk/m000.py, bulk/m001.py, bulk/m002.py and 398 more): "
-                "every session reads it" % (killed, record["id"]))
+                "every session reads it" % (killed(pid), record["id"]))
             assert error["data"] == {"commitStands": True, "journalRecord": record["id"], **KILLED,
                                      "files": sorted(["pets.py"] + [n.replace(".", "/") + ".py" for n in MANY])}
             assert seen == "1"
@@ -896,9 +900,9 @@ def test_a_session_s_first_commit_killed_past_its_commit_point_is_told_standing_
         caller.join(30)
         error = answers[0]["error"]
         assert error["message"] == (
-            "session ended: worker %d exited; the commit it was making had passed its commit point, "
-            "so it stands (journal record %s: pets.py): every session reads it" % (pid, record["id"]))
-        assert error["data"] == {"commitStands": True, "journalRecord": record["id"], "files": ["pets.py"]}
+            "session ended: %s; the commit it was making had passed its commit point, "
+            "so it stands (journal record %s: pets.py): every session reads it" % (killed(pid), record["id"]))
+        assert error["data"] == {"commitStands": True, "journalRecord": record["id"], "files": ["pets.py"], **KILLED}
 
 
 def test_a_commit_call_is_answered_and_its_session_ended_though_its_record_has_files_of_no_list(tmp_path):
@@ -923,9 +927,10 @@ def test_a_commit_call_is_answered_and_its_session_ended_though_its_record_has_f
         caller.join(30)
         assert answers, "the commit call was never answered"
         assert answers[0]["error"]["message"] == (
-            "session ended: worker %d exited; the commit it was making had passed its commit point, "
-            "so it stands (journal record %s): every session reads it" % (pid, planted))
-        assert "ended: worker %d exited" % pid in daemon.log_text()   # its end went on to the last step
+            "session ended: %s; the commit it was making had passed its commit point, "
+            "so it stands (journal record %s): every session reads it" % (killed(pid), planted))
+        # Its end went on to the last step (logged just after the answer is sent).
+        assert wait_until(lambda: "ended: %s" % killed(pid) in daemon.log_text(), timeout=10)
         assert "router callback failed" not in daemon.log_text()
 
 
