@@ -372,6 +372,17 @@ def test_browsing_tools(c):
     assert "extra.a.Thing, extra.b.Thing" in error(c, "describe_class", "ambiguous", className="Thing")
 
 
+def test_a_mistyped_class_method_or_dictionary_is_answered_with_the_name_meant(c):
+    # An agent's slips were answered "not found" with no near name ("defines no method totl").
+    assert error(c, "get_method_source", "notFound", className="cart", selector="total") == (
+        "no class named cart in the image or builtins (did you mean Cart?); list_all_classes shows them")
+    assert error(c, "get_method_source", "notFound", className="Cart", selector="totl") == (
+        "shop.models.Cart defines no method totl (did you mean total?)")
+    assert error(c, "delete_method", "notFound", className="Cart", selector="checkout") == (
+        "shop.models.Cart defines no method checkout; list_methods shows its methods")
+    assert "(did you mean shop.models" in error(c, "list_classes", "notFound", dictionaryName="shop.model")
+
+
 # -- search ----------------------------------------------------------------------
 
 def test_search_tools(c):

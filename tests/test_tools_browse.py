@@ -287,6 +287,30 @@ def test_class_resolution_errors(client, image, views):
     assert text(other.ok("export_class_source", className="zoo.more.Dog")) == "class Dog:\n    pass\n"
 
 
+def test_a_mistyped_class_or_dictionary_name_is_answered_with_the_names_meant(client):
+    # An agent's slip ("dog", "Dgo", "zoo.animal") was answered only "no class named dog ...;
+    # list_all_classes shows them": a page of every class to read for one letter.
+    assert client.error("describe_class", "notFound", className="dog") == (
+        "no class named dog in the image or builtins (did you mean Dog?); list_all_classes shows them")
+    assert "(did you mean Dog?)" in client.error("describe_class", "notFound", className="Dgo")
+    assert client.error("describe_class", "notFound", className="zoo.animals.Anmal") == (
+        "zoo.animals defines no class Anmal (did you mean Animal?)")
+    assert "(did you mean zoo.animals?)" in client.error("describe_class", "notFound",
+                                                         className="zoo.animal.Dog")
+    assert client.error("list_classes", "notFound", dictionaryName="zoo.animal") == (
+        "no dictionary (image module) named 'zoo.animal' (did you mean zoo.animals?); "
+        "list_dictionaries shows them")
+    assert "did you mean" not in client.error("describe_class", "notFound", className="Giraffe")
+
+
+def test_a_method_the_class_does_not_define_is_answered_with_the_name_meant_or_where_to_look(client):
+    # It answered only "zoo.animals.Dog defines no method nois": no way forward.
+    assert client.error("get_method_source", "notFound", className="Animal", selector="nois") == (
+        "zoo.animals.Animal defines no method nois (did you mean noise?)")
+    assert client.error("get_method_source", "notFound", className="Animal", selector="fly") == (
+        "zoo.animals.Animal defines no method fly; list_methods shows its methods")
+
+
 def test_sources_and_definition(client):
     exported = text(client.ok("export_class_source", className="Dog"))
     assert exported == 'class Dog(Animal):\n    def noise(self):  # dogs bark\n        return "woof"\n'

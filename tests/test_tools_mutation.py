@@ -1226,6 +1226,14 @@ def test_compile_method_takes_a_propertys_defs_together(client, image):
     assert not client.view.has_changes
 
 
+def test_delete_method_of_a_method_the_class_does_not_define_names_the_one_meant(client):
+    # It answered only "zoo.animals.Animal defines no method speek".
+    assert client.error("delete_method", "notFound", className="Animal", selector="speek") == (
+        "zoo.animals.Animal defines no method speek (did you mean speak?)")
+    assert client.error("delete_method", "notFound", className="Animal", selector="fly") == (
+        "zoo.animals.Animal defines no method fly; list_methods shows its methods")
+
+
 def test_delete_method_refuses_a_selector_that_is_no_method_name(client):
     for selector in ("", "a b", "noise()"):
         client.error("delete_method", "invalidParams", className="Dog", selector=selector)

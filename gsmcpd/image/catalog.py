@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from gsmcpd.image import splice
 from gsmcpd.image.view import KERNEL, View
 from gsmcpd.wire.jsonrpc import echoed
-from gsmcpd.worker.toolset import ToolError
+from gsmcpd.worker.toolset import ToolError, did_you_mean
 
 
 @dataclass(frozen=True)
@@ -86,8 +86,8 @@ def unloaded(view: View) -> list[str]:
 
 def require_module(view: View, module: str) -> None:
     if module != KERNEL and not view.has_module(module):
-        raise ToolError("notFound", f"no dictionary (image module) named {echoed(module)!r}; "
-                        "list_dictionaries shows them")
+        raise ToolError("notFound", f"no dictionary (image module) named {echoed(module)!r}"
+                        + did_you_mean(module, dictionaries(view)) + "; list_dictionaries shows them")
 
 
 def resolve_class(view: View, name: str) -> ClassRef:
@@ -107,10 +107,13 @@ def resolve_class(view: View, name: str) -> ClassRef:
                                 + _unloadable(view, module))
         else:
             raise ToolError("notFound", f"no dictionary named {echoed(module)} (for class "
-                            f"{echoed(name)})" + _nested_hint(view, name))
+                            f"{echoed(name)})" + (_nested_hint(view, name)
+                                                   or did_you_mean(module, view.module_names())))
         raise ToolError("notFound", f"{module} defines no class {echoed(short)}"
-                        + _made_at_run_time(view, [module], short))
-    candidates = [ref for ref in image_classes(view) if ref.name == name]
+                        + (_made_at_run_time(view, [module], short)
+                           or did_you_mean(short, [ref.name for ref in classes_in(view, module)])))
+    classes = image_classes(view)
+    candidates = [ref for ref in classes if ref.name == name]
     if len(candidates) == 1:
         return candidates[0]
     if len(candidates) > 1:
@@ -119,8 +122,10 @@ def resolve_class(view: View, name: str) -> ClassRef:
                         "pass the qualified name (module.Class)")
     if isinstance(getattr(builtins, name, None), type):
         return ClassRef(KERNEL, name)
-    raise ToolError("notFound", f"no class named {echoed(name)} in the image or builtins; "
-                    "list_all_classes shows them" + _uncompiled_hint(view, name)
+    known = [ref.name for ref in classes] + kernel_classes()
+    raise ToolError("notFound", f"no class named {echoed(name)} in the image or builtins"
+                    + did_you_mean(name, known) + "; list_all_classes shows them"
+                    + _uncompiled_hint(view, name)
                     + _made_at_run_time(view, view.module_names(), name))
 
 

@@ -8,7 +8,6 @@ moving them is main.py's job.
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import math
 import os
@@ -19,7 +18,8 @@ from gsmcpd.protocol import negotiate_version
 from gsmcpd.wire import jsonrpc
 from gsmcpd.wire.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND
 from gsmcpd.worker.registry import ToolRegistry, json_type
-from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset, raise_if_break, recursion_limit_note
+from gsmcpd.worker.toolset import (BREAKS, ToolError, Toolset, did_you_mean, raise_if_break,
+                                   recursion_limit_note)
 
 
 class CallContext:
@@ -251,12 +251,7 @@ class McpServer:
             return (f"{message}: it is in the {toolset} toolset, which this server does not "
                     "load (GS_MCP_TOOLSETS); tools/list shows the tools it offers")
         offered = [tool.name for tool in self.registry.tools() if self.is_visible(tool.name)]
-        # difflib's cost grows with the name: one far longer than any tool's is no typo.
-        close = difflib.get_close_matches(name, offered, n=3) if len(name) <= 100 else []
-        if close:
-            listed = ", ".join(close[:-1]) + " or " + close[-1] if len(close) > 1 else close[0]
-            message += f" (did you mean {listed}?)"
-        return message + "; tools/list shows the tools this server offers"
+        return message + did_you_mean(name, offered) + "; tools/list shows the tools this server offers"
 
     def call_tool(self, tool, arguments: dict, context: CallContext | None = None) -> dict:
         """Validate and run one tool; answer a CallToolResult (errors as isError)."""

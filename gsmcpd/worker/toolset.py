@@ -9,6 +9,7 @@ MCP tool annotations from these declarations, so they are the single source.
 
 from __future__ import annotations
 
+import difflib
 import sys
 
 ERROR_KINDS = frozenset({
@@ -148,6 +149,22 @@ class Toolset:
 
 
 # -- JSON Schema (2020-12 subset) builders -----------------------------
+
+def did_you_mean(name: str, known) -> str:
+    """The hint ` (did you mean A or B?)` naming up to three of `known` close to a mistyped
+    `name` (a case-only slip first), or "" when none is."""
+    if len(name) > 100:   # difflib's cost grows with the name: one so long is no typo
+        return ""
+    known = list(dict.fromkeys(known))
+    lowered = name.lower()
+    close = [item for item in known if item.lower() == lowered and item != name]
+    close += [item for item in difflib.get_close_matches(name, known, n=3) if item not in close]
+    close = close[:3]
+    if not close:
+        return ""
+    listed = ", ".join(close[:-1]) + " or " + close[-1] if len(close) > 1 else close[0]
+    return f" (did you mean {listed}?)"
+
 
 def object_schema(properties: dict | None = None, required=()) -> dict:
     """A closed object schema: unknown arguments are rejected, `required` is explicit."""

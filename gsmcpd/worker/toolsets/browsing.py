@@ -9,7 +9,7 @@ import inspect
 from gsmcpd.image import catalog, splice
 from gsmcpd.worker.paging import PAGED, offset_prop, page_of
 from gsmcpd.worker.registry import Tool
-from gsmcpd.worker.toolset import ToolError, Toolset, bool_prop, object_schema, string_prop
+from gsmcpd.worker.toolset import ToolError, Toolset, bool_prop, did_you_mean, object_schema, string_prop
 from gsmcpd.worker.toolsets.search import spellings_of
 
 CLASS_NAME = {"className": string_prop("a class: bare name if unique, or module.Class",
@@ -83,6 +83,13 @@ def instance_variables(cls: type | None, node: ast.ClassDef | None) -> list[str]
                                 and element.value.id == self_name):
                             add(element.attr)
     return names
+
+
+def no_such_method_hint(classdef: ast.ClassDef, selector: str) -> str:
+    """Where to go from a method name the class does not define: a near name it does, or
+    the tool that lists them."""
+    return (did_you_mean(selector, [method.name for method in splice.methods_of(classdef)])
+            or "; list_methods shows its methods")
 
 
 class BrowsingToolset(Toolset):
@@ -240,7 +247,8 @@ class BrowsingToolset(Toolset):
                                 + ("; get_method_source with meta true shows it" if meta is False else ""))
             raise ToolError("notFound", f"{ref.qualified} defines no method {catalog.echoed(selector)}"
                             + (self._attribute_hint(ref, node, selector)
-                               or self._inherited_hint(cls, selector)))
+                               or self._inherited_hint(cls, selector)
+                               or no_such_method_hint(node, selector)))
         kind = live_kind(cls, ref.name, selector)
         found = filter_by_meta(found, meta, ref.qualified, selector, kind)
         text = splice.segments(self.view.source(ref.module), found)
