@@ -383,6 +383,18 @@ def test_a_mistyped_class_method_or_dictionary_is_answered_with_the_name_meant(c
     assert "(did you mean shop.models" in error(c, "list_classes", "notFound", dictionaryName="shop.model")
 
 
+def test_a_search_hit_given_back_as_a_class_says_what_it_is_and_what_to_pass(c):
+    # find_senders answers "shop.models.Cart.total"; given back as className it was "no
+    # dictionary named shop.models.Cart", and a module or function "no class named ...".
+    assert "shop.models.Cart.total" in structured(c, "find_senders", selector="price")["results"]
+    assert error(c, "get_method_source", "notFound", className="shop.models.Cart.total",
+                 selector="total").endswith("pass className shop.models.Cart and selector total")
+    assert error(c, "find_senders", "invalidParams", selector="Cart.total").endswith(
+        "; pass the method name alone: total")
+    assert "shop.models is a dictionary (image module), not a class" in error(
+        c, "describe_class", "notFound", className="shop.models")
+
+
 # -- search ----------------------------------------------------------------------
 
 def test_search_tools(c):

@@ -311,6 +311,27 @@ def test_a_method_the_class_does_not_define_is_answered_with_the_name_meant_or_w
         "zoo.animals.Animal defines no method fly; list_methods shows its methods")
 
 
+def test_a_function_module_or_search_label_given_as_a_class_says_what_it_is_and_what_to_pass(client):
+    # A search answers functions (zoo.animals.make_dog) and methods (zoo.animals.Dog.noise)
+    # by dotted name; given back to a class tool they were only "no class named make_dog",
+    # "no dictionary named zoo.animals.Dog", "'Dog.noise' is not a method name".
+    function = ("zoo.animals.make_dog is a function, not a class: the class and method tools take "
+                "classes (execute_code with inspect.getsource shows a function's source)")
+    assert client.error("describe_class", "notFound", className="make_dog") == (
+        f"no class named make_dog in the image or builtins; {function}; list_all_classes shows them")
+    assert client.error("describe_class", "notFound", className="zoo.animals.make_dog") == (
+        f"zoo.animals defines no class make_dog; {function}")
+    assert client.error("describe_class", "notFound", className="zoo.animals") == (
+        "zoo defines no class animals; zoo.animals is a dictionary (image module), not a class: "
+        "list_classes shows its classes")
+    assert client.error("get_method_source", "notFound", className="zoo.animals.Dog.noise",
+                        selector="noise") == (
+        "no dictionary named zoo.animals.Dog (for class zoo.animals.Dog.noise); to name the method "
+        "noise of zoo.animals.Dog, pass className zoo.animals.Dog and selector noise")
+    assert client.error("get_method_source", "invalidParams", className="Dog", selector="Dog.noise") == (
+        "'Dog.noise' is not a method name (a Python identifier); pass the method name alone: noise")
+
+
 def test_sources_and_definition(client):
     exported = text(client.ok("export_class_source", className="Dog"))
     assert exported == 'class Dog(Animal):\n    def noise(self):  # dogs bark\n        return "woof"\n'

@@ -108,9 +108,10 @@ def resolve_class(view: View, name: str) -> ClassRef:
         else:
             raise ToolError("notFound", f"no dictionary named {echoed(module)} (for class "
                             f"{echoed(name)})" + (_nested_hint(view, name)
+                                                   or _method_label_hint(view, module, short)
                                                    or did_you_mean(module, view.module_names())))
         raise ToolError("notFound", f"{module} defines no class {echoed(short)}"
-                        + (_made_at_run_time(view, [module], short)
+                        + (_made_at_run_time(view, [module], short) or _not_a_class(view, [module], short)
                            or did_you_mean(short, [ref.name for ref in classes_in(view, module)])))
     classes = image_classes(view)
     candidates = [ref for ref in classes if ref.name == name]
@@ -124,7 +125,8 @@ def resolve_class(view: View, name: str) -> ClassRef:
         return ClassRef(KERNEL, name)
     known = [ref.name for ref in classes] + kernel_classes()
     raise ToolError("notFound", f"no class named {echoed(name)} in the image or builtins"
-                    + did_you_mean(name, known) + "; list_all_classes shows them"
+                    + (_not_a_class(view, view.module_names(), name) or did_you_mean(name, known))
+                    + "; list_all_classes shows them"
                     + _uncompiled_hint(view, name)
                     + _made_at_run_time(view, view.module_names(), name))
 
@@ -133,8 +135,10 @@ def require_selector(selector: str) -> str:
     """A method name is a Python identifier; anything else could never be found.
     Returned as Python reads it (NFKC: `ﬁnd` is `find`)."""
     if not selector.isidentifier():
+        owner, _, method = selector.rpartition(".")   # Class.method, as the search tools name it
+        alone = f"; pass the method name alone: {echoed(method)}" if owner and method.isidentifier() else ""
         raise ToolError("invalidParams", f"{echoed(selector)!r} is not a method name "
-                        "(a Python identifier)")
+                        "(a Python identifier)" + alone)
     return python_name(selector)
 
 
@@ -200,6 +204,35 @@ def _uncompiled_hint(view: View, name: str) -> str:
     broken = [module for module in view.module_names()
               if view.tree(module) is None and header.search(view.source(module))]
     return "".join(f"; {_unloadable(view, module)}, and it writes a class {name}" for module in broken)
+
+
+def _method_label_hint(view: View, owner: str, selector: str) -> str:
+    """For `module.Class.method`, a method as the search tools name it: say how to pass it."""
+    module, _, short = owner.rpartition(".")
+    # Membership, not has_module: a huge dotted name is looked up no further (see _nested_hint).
+    if module in view.module_names() and any(ref.name == short for ref in classes_in(view, module)):
+        selector = echoed(selector)
+        return f"; to name the method {selector} of {owner}, pass className {owner} and selector {selector}"
+    return ""
+
+
+def _not_a_class(view: View, modules: list[str], name: str) -> str:
+    """Name what `name` is when it is an image module or a module-level function of one of
+    `modules` (a search answers functions too): the class tools take neither."""
+    functions = [f"{module}.{name}" for module in modules if (tree := view.tree(module)) is not None
+                 and any(isinstance(node, splice.FunctionNode) and node.name == name
+                         for _, node in splice.defs_in_blocks(tree.body))]
+    if functions:
+        are = "is a function" if len(functions) == 1 else "are functions"
+        return (f"; {' and '.join(functions)} {are}, not a class: the class and method tools take "
+                "classes (execute_code with inspect.getsource shows a function's source)")
+    paths = {name} | {f"{module}.{name}" for module in modules}
+    modules_named = [module for module in view.module_names() if module in paths]
+    if modules_named:
+        are = "is a dictionary" if len(modules_named) == 1 else "are dictionaries"
+        return (f"; {' and '.join(modules_named)} {are} (image module), not a class: list_classes "
+                "shows its classes")
+    return ""
 
 
 def _made_at_run_time(view: View, modules: list[str], name: str) -> str:
