@@ -498,6 +498,8 @@ def test_testing_tools(c):
     assert (detail["exception"], detail["message"]) == ("AssertionError", "2 != 3")
     assert "self.assertEqual(1 + 1, 3)" in detail["traceback"]
     assert "test_nope" in error(c, "run_test_method", "notFound", className="CartTest", selector="test_nope")
+    # A class that is no test class was answered with what one is, not where to find them.
+    assert error(c, "run_test_class", "notFound", className="Cart").endswith("; list_test_classes shows them")
 
 
 # -- configuration: read-only, toolset selection, worker class, third-party -----

@@ -735,7 +735,8 @@ class TestingToolset(Toolset):
         if ref.is_kernel or not is_test_class(cls):
             raise ToolError("notFound", f"{ref.qualified} is not a test class in the image (a "
                             "unittest.TestCase subclass, or a pytest-style Test* class with "
-                            "test* methods, no __init__ and no __test__ = False)")
+                            "test* methods, no __init__ and no __test__ = False); list_test_classes "
+                            "shows them")
         return ref.qualified, cls
 
     def _tests_of(self, cls: type, selector: str | None = None) -> list[unittest.TestCase]:
