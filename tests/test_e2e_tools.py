@@ -395,6 +395,15 @@ def test_a_search_hit_given_back_as_a_class_says_what_it_is_and_what_to_pass(c):
         c, "describe_class", "notFound", className="shop.models")
 
 
+def test_a_misspelled_argument_is_answered_with_the_one_meant(c):
+    # It was "missing required argument 'className'; unknown argument 'class_name'".
+    assert error(c, "get_method_source", "invalidParams", class_name="Cart", selector="total") == (
+        "get_method_source: missing required argument 'className'; unknown argument 'class_name' "
+        "(did you mean className?)")
+    assert error(c, "status", "invalidParams", verbose=True) == (
+        "status: unknown argument 'verbose' (it takes none)")
+
+
 # -- search ----------------------------------------------------------------------
 
 def test_search_tools(c):

@@ -65,6 +65,20 @@ def test_invalid_arguments_raise_invalid_params(arguments, fragment):
     assert caught.value.message.startswith("t: ")
 
 
+def test_an_unknown_argument_names_the_one_meant_or_the_ones_taken():
+    # An agent's class_name for className was answered only "unknown argument 'class_name'".
+    def message(arguments, schema=SCHEMA):
+        with pytest.raises(ToolError) as caught:
+            make_tool(schema=schema).validate(arguments)
+        return caught.value.message
+    assert message({"name": "x", "Count": 1}) == "t: unknown argument 'Count' (did you mean count?)"
+    assert message({"name": "x", "nested": {"iner": "y"}}) == (
+        "t: missing required argument 'nested'.inner; unknown argument 'nested'.iner (did you mean inner?)")
+    assert message({"name": "x", "zzz": 1}) == (
+        "t: unknown argument 'zzz' (it takes name, count, ratio, flag, tags, mode, nested)")
+    assert message({"zzz": 1}, object_schema()) == "t: unknown argument 'zzz' (it takes none)"
+
+
 def test_min_length_is_in_the_schema_and_checked_in_characters():
     short = object_schema({"id": string_prop("an id", min_length=1), "code": string_prop("a code", min_length=3)})
     assert short["properties"]["id"]["minLength"] == 1

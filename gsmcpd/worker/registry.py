@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
-from gsmcpd.worker.toolset import ToolError
+from gsmcpd.worker.toolset import ToolError, did_you_mean
 
 
 @dataclass
@@ -185,7 +185,8 @@ def schema_errors(schema: dict, value, where: str) -> list[str]:
             if name in properties:
                 problems += schema_errors(properties[name], item, _child(where, name))
             elif schema.get("additionalProperties") is False:
-                problems.append(f"unknown {_child(where, name)}")
+                problems.append(f"unknown {_child(where, name)}" + (did_you_mean(name, properties) or (
+                    f" (it takes {', '.join(properties)})" if properties else " (it takes none)")))
     elif isinstance(value, list) and "items" in schema:
         for index, item in enumerate(value):
             problems += schema_errors(schema["items"], item, f"{where}[{index}]")
