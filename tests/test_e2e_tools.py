@@ -404,6 +404,15 @@ def test_a_misspelled_argument_is_answered_with_the_one_meant(c):
         "status: unknown argument 'verbose' (it takes none)")
 
 
+def test_compile_method_given_two_methods_or_an_attribute_says_which_tool_takes_them(c):
+    # Both were told "use execute_code to run other code".
+    assert error(c, "compile_method", "refused", className="Cart",
+                 source="def a(self):\n    return 1\n\n\ndef b(self):\n    return 2\n").endswith(
+        "; send each method in a compile_method call of its own")
+    assert "compile_class_definition" in error(c, "compile_method", "refused", className="Cart",
+                                               source="limit = 3\n")
+
+
 # -- search ----------------------------------------------------------------------
 
 def test_search_tools(c):

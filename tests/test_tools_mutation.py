@@ -613,7 +613,14 @@ def test_compile_method_errors(client):
     assert "line 1" in client.error("compile_method", "compileError", className="Dog", source="def (:")
     assert client.error("compile_method", "compileError", className="Dog",   # no "line None: "
                         source="def f(self):\n    return '\x00'\n") == "source code string cannot contain null bytes"
-    assert "execute_code" in client.error("compile_method", "refused", className="Dog", source="x = 1")
+    # A class attribute, or several methods, were sent to execute_code "to run other code".
+    assert client.error("compile_method", "refused", className="Dog", source="x = 1").endswith(
+        "; a class attribute is set by compile_class_definition (get_class_definition gives the "
+        "class statement to edit)")
+    assert client.error("compile_method", "refused", className="Dog",
+                        source="def a(self):\n    pass\n\n\ndef b(self):\n    pass\n").endswith(
+        "; send each method in a compile_method call of its own")
+    assert "execute_code" in client.error("compile_method", "refused", className="Dog", source="print(1)")
     client.error("compile_method", "compileError", className="Dog",
                  source="@undefined_decorator\ndef noise(self):\n    pass\n")
     assert client.view.module("zoo.animals").Dog("r").noise() == "woof"

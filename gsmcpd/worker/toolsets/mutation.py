@@ -50,8 +50,18 @@ def parse_method(source: str):
             {node.name for node in body}) != 1:
         raise ToolError("refused", "the source must be a single def or async def (or the defs "
                         "of one property, as get_method_source gives them) and nothing else; "
-                        + _other_statements_hint(body))
+                        + _method_source_hint(body))
     return text, body
+
+
+def _method_source_hint(body: list[ast.stmt]) -> str:
+    """What to send instead of several methods, or of a class attribute, to compile_method."""
+    if body and all(isinstance(node, splice.FunctionNode) for node in body):
+        return "send each method in a compile_method call of its own"
+    if any(isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) for node in body):
+        return ("a class attribute is set by compile_class_definition (get_class_definition "
+                "gives the class statement to edit)")
+    return _other_statements_hint(body)
 
 
 # No tool writes a module's top-level statements; execute_code runs an import in the
