@@ -1,4 +1,5 @@
-"""What the router tells a client whose `commit` call's worker died: whether the commit stands."""
+"""What the router tells a client whose call's worker died of the commits the call made:
+whether a `commit` call's stands, what another call committed."""
 
 import fcntl
 import os
@@ -7,17 +8,28 @@ import pytest
 
 from gsmcpd.image import store as store_module
 from gsmcpd.image.store import ImageStore, sha256
-from gsmcpd.router.commit_fate import PATIENCE, is_commit_call, tell_when_known, told
+from gsmcpd.router.commit_fate import (COMMIT, MAY_COMMIT, NEVER_COMMITS, PATIENCE, committer, tell_when_known,
+                                       told)
 
 RECORD = {"id": "call7-0a1b", "session": "s", "files": [{"file": "bulk/m%03d.py" % n, "new": "h"} for n in range(5)]}
 
 
-def test_only_a_call_of_the_commit_tool_is_a_commit_call():
-    assert is_commit_call({"method": "tools/call", "params": {"name": "commit", "arguments": {}}})
-    assert not is_commit_call({"method": "tools/call", "params": {"name": "execute_code"}})
-    assert not is_commit_call({"method": "tools/list"})
-    assert not is_commit_call({"method": "tools/call", "params": ["commit"]})
-    assert not is_commit_call(["commit"])
+def tool_call(name):
+    return {"method": "tools/call", "params": {"name": name, "arguments": {}}}
+
+
+def test_a_tool_may_commit_unless_a_read_only_session_may_run_it():
+    assert committer(tool_call("commit")) == COMMIT
+    # execute_code reaches the view's commit; every mutation tool commits; a tool of
+    # another toolset is not known never to.
+    for name in ("execute_code", "compile_method", "define_class", "my_toolset_tool"):
+        assert committer(tool_call(name)) == MAY_COMMIT
+    for name in ("list_classes", "status", "refresh", "abort", "run_test_class"):
+        assert committer(tool_call(name)) == NEVER_COMMITS
+    assert committer(tool_call("execute_code"), read_only=True) == NEVER_COMMITS   # gated there
+    assert committer({"method": "tools/list"}) is None
+    assert committer({"method": "tools/call", "params": ["commit"]}) is None   # names no tool
+    assert committer(["commit"]) is None
 
 
 def test_a_commit_that_stands_names_its_journal_record_and_files():
@@ -57,6 +69,31 @@ def test_a_record_whose_files_are_no_list_is_told_standing_naming_none():
                                "(journal record call1-x): ") and data["files"] == []
     text, _ = told([{"id": "call1-x"}])
     assert "(journal record call1-x)" in text
+
+
+TWO = [{"id": "call7-0b", "files": [{"file": "b.py"}]}, {"id": "call7-0a", "files": [{"file": "a.py"}]}]
+
+
+def test_another_call_that_committed_names_its_records_oldest_first_and_their_files():
+    for kind in (MAY_COMMIT, NEVER_COMMITS):
+        assert told(TWO, kind=kind) == (
+            "; it had committed, and that stands (every session reads it): journal records call7-0a, "
+            "call7-0b: a.py, b.py", {"committed": True, "journalRecords": ["call7-0a", "call7-0b"],
+                                     "files": ["a.py", "b.py"]})
+    text, data = told([RECORD], kind=MAY_COMMIT)
+    assert text.endswith("journal record call7-0a1b: bulk/m000.py, bulk/m001.py, bulk/m002.py and 2 more")
+
+
+def test_another_call_that_committed_nothing_is_told_nothing_more():
+    # execute_code that never committed: not a word of commits, which would confuse its user.
+    assert told([], kind=MAY_COMMIT) == told([], kind=NEVER_COMMITS) == ("", {})
+
+
+def test_that_it_could_not_be_told_is_said_only_to_a_call_that_may_commit():
+    assert told(None, "the image lock is held", MAY_COMMIT) == (
+        "; whether it had committed could not be told (the image lock is held): a new session sees the "
+        "image as it is", {"committed": None})
+    assert told(None, "the image lock is held", NEVER_COMMITS) == ("", {})
 
 
 class ManualLoop:
@@ -104,7 +141,7 @@ def test_while_the_lock_is_held_the_answer_waits_until_it_can_be_told(tmp_path):
     holder = os.open(store.lock_file, os.O_RDONLY)
     try:
         fcntl.flock(holder, fcntl.LOCK_EX)
-        tell_when_known(loop, str(tmp_path), "s", 2, lambda *told: answers.append(told))
+        tell_when_known(loop, str(tmp_path), "s", 2, COMMIT, lambda *told: answers.append(told))
         assert answers == [] and loop.timers
         loop.run_next()
         assert answers == []
@@ -120,7 +157,7 @@ def test_a_commit_found_standing_is_told_at_once_though_the_lock_is_held(tmp_pat
     holder = os.open(store.lock_file, os.O_RDONLY)
     try:
         fcntl.flock(holder, fcntl.LOCK_EX)
-        tell_when_known(loop, str(tmp_path), "s", 1, lambda *told: answers.append(told))
+        tell_when_known(loop, str(tmp_path), "s", 1, COMMIT, lambda *told: answers.append(told))
     finally:
         os.close(holder)
     assert answers[0][1]["commitStands"] is True and not loop.timers
@@ -132,7 +169,7 @@ def test_a_lock_held_past_the_patience_is_told_as_not_known(tmp_path):
     holder = os.open(store.lock_file, os.O_RDONLY)
     try:
         fcntl.flock(holder, fcntl.LOCK_EX)
-        tell_when_known(loop, str(tmp_path), "s", 2, lambda *told: answers.append(told))
+        tell_when_known(loop, str(tmp_path), "s", 2, COMMIT, lambda *told: answers.append(told))
         while loop.timers:
             loop.run_next()
     finally:
@@ -140,3 +177,24 @@ def test_a_lock_held_past_the_patience_is_told_as_not_known(tmp_path):
     assert loop.now >= PATIENCE
     assert answers == [told(None, "the image lock stayed held by another commit, or the journal is too "
                                   "long to read back here")]
+
+
+def test_a_call_that_never_commits_is_looked_up_once_and_told_nothing_while_the_lock_is_held(tmp_path):
+    store = committed_pending(tmp_path, 1)
+    loop, answers = ManualLoop(), []
+    holder = os.open(store.lock_file, os.O_RDONLY)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        tell_when_known(loop, str(tmp_path), "s", 2, NEVER_COMMITS, lambda *told: answers.append(told))
+    finally:
+        os.close(holder)
+    assert answers == [("", {})] and not loop.timers
+
+
+def test_a_call_that_may_commit_is_told_what_it_committed(tmp_path):
+    committed_pending(tmp_path, 3)
+    loop, answers = ManualLoop(), []
+    tell_when_known(loop, str(tmp_path), "s", 3, MAY_COMMIT, lambda *told: answers.append(told))
+    [(text, data)] = answers
+    assert text.startswith("; it had committed, and that stands") and text.endswith(": a.py")
+    assert data["committed"] is True and data["files"] == ["a.py"]

@@ -449,3 +449,19 @@ def test_while_stopping_a_dead_workers_calls_are_answered_at_once():
     manager.on_worker_exit(session.worker)
     assert json.loads(running.answers[0][1])["error"]["message"] == (
         "session ended: worker %d exited" % session.worker.pid)
+
+
+def test_a_dead_workers_tool_call_that_committed_nothing_is_told_only_how_it_ended(tmp_path):
+    manager, router = manager_for()
+    router.image = str(tmp_path)   # an image with no journal: nothing committed
+    session = open_session(manager, router)
+    conn = FakeConn()
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "execute_code"}}
+    manager.submit(session, conn, message, json.dumps(message).encode(), False)
+    manager.on_worker_exit(session.worker)
+    session.worker.exit.report(-9)
+    error = json.loads(conn.answers[0][1])["error"]
+    assert error["message"] == ("session ended: worker %d was killed by signal 9 (SIGKILL: kill -9, the kernel's "
+                                "OOM killer (see `journalctl -k` / dmesg), or a hard CPU-time limit (RLIMIT_CPU) "
+                                "the session's code set)" % session.worker.pid)
+    assert error["data"] == {"exit": {"signal": 9, "name": "SIGKILL"}}

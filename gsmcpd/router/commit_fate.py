@@ -1,5 +1,5 @@
-"""What a client is told of the commit its `commit` call was making when the session's
-worker died in it (kill -9, the OOM killer): whether the commit stands.
+"""What a client is told of the commits its call made when the session's worker died in it
+(kill -9, the OOM killer): whether they stand.
 
 The worker cannot say it, as it does for a deadline's or a cancel's break, so the router
 asks the image: a commit stands once its record is in the commit intent or the journal
@@ -7,10 +7,15 @@ asks the image: a commit stands once its record is in the commit intent or the j
 on the loop, without waiting for the image lock and with the journal read back a bounded
 length (ImageStore.commits_of_call), again every RETRY while that cannot tell, for at most
 PATIENCE: the router can see the dead worker's socket close before its image lock goes.
-What cannot be told then is said so.
+
+Any tool's call is looked up, but told by what it does: a `commit` call always hears
+whether its commit stands; a call that may commit (execute_code, a mutation tool, another
+toolset's tool) hears what it committed, or that this could not be told; a call that never
+commits is looked up once and hears only of a commit found, which it cannot have made.
 """
 
 from gsmcpd.image.store import ImageStore, record_entries
+from gsmcpd.worker.toolsets import CORE_READ_ONLY_SAFE
 
 RETRY = 0.01      # seconds between looks while it cannot be told
 # How long after the death: the dead worker's lock goes within microseconds; another
@@ -19,13 +24,25 @@ PATIENCE = 0.5
 
 FILES_SHOWN = 3   # named in the message; the error's data has them all
 
+# How a call may commit (committer).
+COMMIT = "commit"               # the `commit` tool
+MAY_COMMIT = "may commit"       # execute_code (the view's commit), a mutation tool, an unknown tool
+NEVER_COMMITS = "never commits"  # a core tool safe in read-only mode, any tool of a read-only session
 
-def is_commit_call(message) -> bool:
-    """Whether a request is a call of the `commit` tool."""
+
+def committer(message, read_only=False):
+    """How the tools/call request `message` may commit (COMMIT, MAY_COMMIT, NEVER_COMMITS),
+    None for another request (it runs no tool). What a read-only session may run is, by that
+    mode's audit (toolsets.CORE_READ_ONLY_SAFE), what writes nothing; any other tool may commit."""
     if not isinstance(message, dict) or message.get("method") != "tools/call":
-        return False
+        return None
     params = message.get("params")
-    return isinstance(params, dict) and params.get("name") == "commit"
+    name = params.get("name") if isinstance(params, dict) else None
+    if not isinstance(name, str):
+        return None
+    if read_only or name in CORE_READ_ONLY_SAFE:
+        return NEVER_COMMITS
+    return COMMIT if name == "commit" else MAY_COMMIT
 
 
 def commits_of_call(image, session_id, seq):
@@ -39,37 +56,57 @@ def commits_of_call(image, session_id, seq):
         "the image lock stayed held by another commit, or the journal is too long to read back here")
 
 
-def tell_when_known(loop, image, session_id, seq, answer):
-    """Call answer(text, data) (see told) once whether the commit of session `session_id`'s
-    call `seq` stands is known, or PATIENCE has passed: looked for now, then every RETRY."""
-    deadline = loop.time() + PATIENCE
+def tell_when_known(loop, image, session_id, seq, kind, answer):
+    """Call answer(text, data) (see told) once the commits of session `session_id`'s call
+    `seq`, a call of `kind` (committer), are known, or PATIENCE has passed: looked for now,
+    then every RETRY; a call that never commits is looked for once."""
+    deadline = loop.time() + (0 if kind == NEVER_COMMITS else PATIENCE)
 
     def look():
         records, why = commits_of_call(image, session_id, seq)
         if records is None and loop.time() < deadline:
             loop.call_later(RETRY, look)
         else:
-            answer(*told(records, why))
+            answer(*told(records, why, kind))
 
     look()
 
 
-def told(records, why=None):
-    """(text, data) for the error of a commit call whose worker died: what follows "session
-    ended: worker N ..." (how it ended: gsmcpd.wire.worker_exit), and the error's data.
-    `records`: the call's commit records that stand (last first), [] for none, None if that
-    could not be told (`why`)."""
+def told(records, why=None, kind=COMMIT):
+    """(text, data) for the error of a call of `kind` (committer) whose worker died: what
+    follows "session ended: worker N ..." (how it ended: gsmcpd.wire.worker_exit), and what
+    the error's data adds; ("", {}) when there is nothing to say. `records`: the call's
+    commit records that stand (last first), [] for none, None if that could not be told (`why`)."""
+    if kind != COMMIT:
+        if records:
+            ids = [record.get("id") for record in reversed(records)]
+            return ("; it had committed, and that stands (every session reads it): journal record%s %s%s"
+                    % ("s" if len(ids) > 1 else "", ", ".join(map(str, ids)), _shown(records)),
+                    {"committed": True, "journalRecords": ids, "files": _files(records)})
+        if records is None and kind == MAY_COMMIT:
+            return ("; whether it had committed could not be told (%s): a new session sees the image "
+                    "as it is" % why, {"committed": None})
+        return "", {}
     if records is None:
         return ("; whether the commit it was making stands could not be told (%s): a new session "
                 "sees the image as it is" % why, {"commitStands": None})
     if not records:
         return ("; the commit it was making had not reached its commit point, so nothing of it "
                 "stands, and the session's uncommitted changes went with it", {"commitStands": False})
-    files = sorted({entry["file"] for record in records for entry in record_entries(record)})
+    record_id = records[0].get("id")
+    return ("; the commit it was making had passed its commit point, so it stands (journal record %s%s): "
+            "every session reads it" % (record_id, _shown(records)),
+            {"commitStands": True, "journalRecord": record_id, "files": _files(records)})
+
+
+def _files(records):
+    return sorted({entry["file"] for record in records for entry in record_entries(record)})
+
+
+def _shown(records):
+    """': a.py, b.py, c.py and 2 more' of the records' files, '' for none."""
+    files = _files(records)
     shown = ", ".join(files[:FILES_SHOWN])
     if len(files) > FILES_SHOWN:
         shown += " and %d more" % (len(files) - FILES_SHOWN)
-    record_id = records[0].get("id")
-    return ("; the commit it was making had passed its commit point, so it stands (journal record %s%s): "
-            "every session reads it" % (record_id, ": " + shown if shown else ""),
-            {"commitStands": True, "journalRecord": record_id, "files": files})
+    return ": " + shown if shown else ""

@@ -12,7 +12,7 @@ import logging
 import secrets
 
 from gsmcpd.router import breaks
-from gsmcpd.router.commit_fate import is_commit_call, tell_when_known
+from gsmcpd.router.commit_fate import committer, tell_when_known
 from gsmcpd.router.exit_status import PATIENCE
 from gsmcpd.router.pacing import Pacer
 from gsmcpd.router.trace import shown
@@ -244,7 +244,7 @@ class SessionManager:
     def end(self, session, reason, died=False):
         """`died`: its worker is gone by itself (kill -9, the OOM killer): its calls are told
         how it ended (reason None), once the spawner reports its status or PATIENCE has
-        passed; a `commit` call it was running also whether the commit stands (commit_fate)."""
+        passed; the tool call it was running also of the commits it made (commit_fate)."""
         if session.ended:
             return
         session.ended = True
@@ -252,7 +252,8 @@ class SessionManager:
         self.by_id.pop(session.id, None)
         self._by_worker.pop(session.worker, None)
         busy = session.inflight is not None
-        telling = died and busy and is_commit_call(session.inflight.message) and self.router.image is not None
+        kind = (committer(session.inflight.message, session.read_only)
+                if died and busy and self.router.image is not None else None)
         self.calls_cut = self.calls_cut or busy
         gone = [session.inflight] if busy else []
         gone += list(session.queue)
@@ -264,7 +265,7 @@ class SessionManager:
         session.ids_in_use.clear()
         if died:
             # Not while stopping: the stop closes every connection once no session is left.
-            session.worker.exit.when_known(self.loop, lambda: self._tell_death(session, gone, telling),
+            session.worker.exit.when_known(self.loop, lambda: self._tell_death(session, gone, kind),
                                            0 if self.router.stopping else PATIENCE)
         else:
             for call in gone:
@@ -283,16 +284,17 @@ class SessionManager:
         if not died:
             log.info("session %s ended: %s", session.short, reason)
 
-    def _tell_death(self, session, gone, telling):
-        """Answer the calls of a session whose worker died, saying how, and log it."""
+    def _tell_death(self, session, gone, kind):
+        """Answer the calls of a session whose worker died, saying how, and log it; the tool
+        call it was running (`kind`: commit_fate.committer's) once its commits are known."""
         worker = session.worker
         why, data = worker_exit.described(worker.pid, worker.exit.code, worker.exit.stopped_for)
-        for call in gone:
-            if telling and call is gone[0]:
-                self._tell_commit_fate(session, call, "session ended: %s" % why, data)
-            else:
-                self._fail_gone(session, call, "session ended: %s" % why, data)
+        text = "session ended: %s" % why
+        for call in gone[1:] if kind else gone:
+            self._fail_gone(session, call, text, data)
         log.info("session %s ended: %s", session.short, why)
+        if kind:
+            self._tell_commits(session, gone[0], kind, text, data)
 
     def drain(self, session, reason):
         """At shutdown, a session with a call in flight: the calls queued behind it are
@@ -490,13 +492,15 @@ class SessionManager:
         if session is not None:
             self.end(session, None, died=True)
 
-    def _tell_commit_fate(self, session, call, text, exit_data):
-        """Answer a `commit` call its worker died in once whether the commit stands is known."""
+    def _tell_commits(self, session, call, kind, text, exit_data):
+        """Answer a tool call its worker died in once the commits it made are known."""
         def answer(more, data):
-            log.warning("session %s: its worker died in a commit%s", session.short, more.replace(";", ",", 1))
-            self._fail_gone(session, call, text + more, {**(exit_data or {}), **data})
+            if more:
+                log.warning("session %s: its worker died in %s%s", session.short, call.describe(),
+                            more.replace(";", ",", 1))
+            self._fail_gone(session, call, text + more, {**(exit_data or {}), **data} or None)
 
-        tell_when_known(self.loop, self.router.image, session.id, call.seq, answer)
+        tell_when_known(self.loop, self.router.image, session.id, call.seq, kind, answer)
 
     # -- answering ---------------------------------------------------------
     def _deliver(self, session, call, body):

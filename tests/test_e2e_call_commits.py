@@ -1,0 +1,92 @@
+"""A call of any tool whose worker is killed (kill -9, the OOM killer) is told of the commits
+it made, through the running daemon: a mutation tool's, execute_code's (the view's commit),
+nothing for one that made none. A `commit` call's own answers: test_e2e_image.py."""
+
+import json
+import os
+import signal
+import threading
+
+import pytest
+
+from helpers import Daemon, tool_text, wait_until
+from helpers import open_session as session
+from test_e2e_image import KILLED, SLOW_COMMIT_STEP, journal
+from test_tools_support import write_image
+
+
+def killed(pid):
+    return ("session ended: worker %d was killed by signal 9 (SIGKILL: kill -9, the kernel's OOM killer (see "
+            "`journalctl -k` / dmesg), or a hard CPU-time limit (RLIMIT_CPU) the session's code set)" % pid)
+
+
+def call_in_thread(client, name, arguments):
+    """Start a tools/call; the list it returns gets its JSON answer."""
+    answers = []
+    caller = threading.Thread(target=lambda: answers.append(
+        client.call("tools/call", {"name": name, "arguments": arguments}).json()), daemon=True)
+    caller.start()
+    return caller, answers
+
+
+@pytest.mark.parametrize("step", ["_write_intent", "_apply"])
+def test_a_mutation_tool_whose_worker_is_killed_is_told_what_it_committed(tmp_path, step):
+    # Every mutation tool commits: killed past its commit point, its client was told only
+    # how the worker ended, not that its change stands for every session.
+    image = write_image(tmp_path / "image", {"pets.py": "SOUND = 'woof'\n"})
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
+        a = session(daemon)
+        pid = a.tool("status")["structuredContent"]["pid"]
+        a.tool("execute_code", code=SLOW_COMMIT_STEP % {"step": step})
+        caller, answers = call_in_thread(a, "add_dictionary", {"dictionaryName": "zoo"})
+        temp, intent = image / (".pets.py.tmp-%d" % pid), image / ".gsmcpd" / "commit.intent"
+        assert wait_until((intent if step == "_apply" else temp).exists, timeout=30)
+        record = json.loads(intent.read_text())["record"] if step == "_apply" else None
+        os.kill(pid, signal.SIGKILL)
+        caller.join(30)
+        error = answers[0]["error"]
+        assert error["code"] == -32003
+        if step == "_write_intent":   # nothing of it stands: nothing more is said
+            assert error["message"] == killed(pid) and error["data"] == KILLED
+        else:
+            files = sorted(entry["file"] for entry in record["files"])
+            assert files == ["pets.py", "zoo.py"]
+            assert error["message"] == (
+                "%s; it had committed, and that stands (every session reads it): journal record %s: %s"
+                % (killed(pid), record["id"], ", ".join(files)))
+            assert error["data"] == {**KILLED, "committed": True, "journalRecords": [record["id"]], "files": files}
+
+
+COMMIT_THEN_DIE = """
+import os, signal
+import pets
+view = pets.__spec__.loader.view
+view.set_source("pets", "SOUND = 'meow'\\n", live=False)
+view.commit()
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_execute_code_that_committed_before_its_worker_died_is_told_so(tmp_path):
+    image = write_image(tmp_path / "image", {"pets.py": "SOUND = 'woof'\n"})
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
+        a = session(daemon)
+        pid = a.tool("status")["structuredContent"]["pid"]
+        error = a.call("tools/call", {"name": "execute_code", "arguments": {"code": COMMIT_THEN_DIE}}).json()["error"]
+        [record] = journal(image)
+        assert error["message"] == (
+            "%s; it had committed, and that stands (every session reads it): journal record %s: pets.py"
+            % (killed(pid), record["id"]))
+        assert error["data"] == {**KILLED, "committed": True, "journalRecords": [record["id"]], "files": ["pets.py"]}
+        assert tool_text(session(daemon).tool("execute_code", code="import pets\npets.SOUND")) == "'meow'"
+
+
+def test_execute_code_that_never_committed_is_told_only_how_its_worker_died(tmp_path):
+    # Not a word of commits: its user made none.
+    image = write_image(tmp_path / "image", {"pets.py": "SOUND = 'woof'\n"})
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
+        a = session(daemon)
+        pid = a.tool("status")["structuredContent"]["pid"]
+        code = "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"
+        error = a.call("tools/call", {"name": "execute_code", "arguments": {"code": code}}).json()["error"]
+        assert error == {"code": -32003, "message": killed(pid), "data": KILLED}
