@@ -198,3 +198,15 @@ def test_a_call_that_may_commit_is_told_what_it_committed(tmp_path):
     [(text, data)] = answers
     assert text.startswith("; it had committed, and that stands") and text.endswith(": a.py")
     assert data["committed"] is True and data["files"] == ["a.py"]
+
+
+def test_a_lookup_that_fails_unforeseen_is_told_as_not_known(tmp_path, monkeypatch):
+    # The call must still be answered: a graceful stop waits for it (router.shutdown).
+    def broken(self, session_id, seq):
+        raise TypeError("a record of no known shape")
+    monkeypatch.setattr(ImageStore, "commits_of_call", broken)
+    loop, answers = ManualLoop(), []
+    tell_when_known(loop, str(tmp_path), "s", 1, COMMIT, lambda *told: answers.append(told))
+    while loop.timers:
+        loop.run_next()
+    assert answers == [told(None, "TypeError: a record of no known shape")]

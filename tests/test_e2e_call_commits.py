@@ -1,11 +1,14 @@
 """A call of any tool whose worker is killed (kill -9, the OOM killer) is told of the commits
 it made, through the running daemon: a mutation tool's, execute_code's (the view's commit),
-nothing for one that made none. A `commit` call's own answers: test_e2e_image.py."""
+nothing for one that made none; and a stop right after the death still delivers the
+answer. A `commit` call's own answers: test_e2e_image.py."""
 
+import fcntl
 import json
 import os
 import signal
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -90,3 +93,39 @@ def test_execute_code_that_never_committed_is_told_only_how_its_worker_died(tmp_
         code = "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"
         error = a.call("tools/call", {"name": "execute_code", "arguments": {"code": code}}).json()["error"]
         assert error == {"code": -32003, "message": killed(pid), "data": KILLED}
+
+
+def opened(pid, path):
+    """Whether process `pid` has `path` open (a commit waiting for the image lock polls it open)."""
+    fds = Path("/proc/%d/fd" % pid)
+    return any(os.readlink(fds / fd) == str(path) for fd in os.listdir(fds))
+
+
+def test_a_stop_right_after_a_worker_died_in_a_commit_still_tells_its_call(tmp_path):
+    # The answer waits for the exit status and the image (up to 0.7 s): the stop, with no
+    # session left, closed every connection meanwhile and the client got no answer at all.
+    image = write_image(tmp_path / "image", {"pets.py": "SOUND = 'woof'\n"})
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
+        a = session(daemon)
+        pid = a.tool("status")["structuredContent"]["pid"]
+        a.tool("execute_code", code="import pets\npets.__spec__.loader.view.set_source('pets', 'SOUND = 1\\n')")
+        lock = image / ".gsmcpd" / "lock"
+        holder = os.open(lock, os.O_RDONLY)
+        try:
+            # Held here, so whether the commit stands cannot be told until PATIENCE is out.
+            fcntl.flock(holder, fcntl.LOCK_EX)
+            caller, answers = call_in_thread(a, "commit", {})
+            assert wait_until(lambda: opened(pid, lock), timeout=30)   # the commit waits for it
+            os.kill(pid, signal.SIGKILL)
+            assert daemon.stop() == 0
+            caller.join(30)
+        finally:
+            os.close(holder)
+    assert answers, "the call got no answer"
+    error = answers[0]["error"]
+    # How it ended, if its status came before the stop (which reads statuses no more).
+    assert error["message"].startswith("session ended: worker %d " % pid)
+    assert error["message"].endswith(
+        "; whether the commit it was making stands could not be told (the image lock stayed held by another "
+        "commit, or the journal is too long to read back here): a new session sees the image as it is")
+    assert error["data"]["commitStands"] is None

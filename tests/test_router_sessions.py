@@ -440,15 +440,20 @@ def test_a_dead_workers_calls_are_told_without_its_status_if_it_does_not_come_in
     assert len(running.answers) == 1
 
 
-def test_while_stopping_a_dead_workers_calls_are_answered_at_once():
-    # The stop closes every connection once no session is left: a wait would lose the answer.
+def test_a_dead_workers_calls_are_counted_until_told_so_a_stop_can_wait_for_them():
+    # While stopping too: the stop waits for them (router.shutdown), as it did not, closing
+    # every connection once no session was left, so the answers were lost.
     manager, router = manager_for()
+    told = []
+    router.deaths_told = lambda: told.append(set(manager.telling))
     session = open_session(manager, router)
-    running = call(manager, session, 1)
+    running, queued = call(manager, session, 1), call(manager, session, 2)
     router.stopping = True
     manager.on_worker_exit(session.worker)
-    assert json.loads(running.answers[0][1])["error"]["message"] == (
-        "session ended: worker %d exited" % session.worker.pid)
+    assert len(manager.telling) == 2 and running.answers == queued.answers == []
+    session.worker.exit.report(-9)
+    assert json.loads(running.answers[0][1])["error"]["data"] == {"exit": {"signal": 9, "name": "SIGKILL"}}
+    assert manager.telling == set() and told == [set()]
 
 
 def test_a_dead_workers_tool_call_that_committed_nothing_is_told_only_how_it_ended(tmp_path):
@@ -464,4 +469,4 @@ def test_a_dead_workers_tool_call_that_committed_nothing_is_told_only_how_it_end
     assert error["message"] == ("session ended: worker %d was killed by signal 9 (SIGKILL: kill -9, the kernel's "
                                 "OOM killer (see `journalctl -k` / dmesg), or a hard CPU-time limit (RLIMIT_CPU) "
                                 "the session's code set)" % session.worker.pid)
-    assert error["data"] == {"exit": {"signal": 9, "name": "SIGKILL"}}
+    assert error["data"] == {"exit": {"signal": 9, "name": "SIGKILL"}} and manager.telling == set()

@@ -2,7 +2,9 @@
 sessions' workers the fakes of the poll tests. End to end, with real workers and a
 commit, in test_e2e_shutdown.py."""
 
+import fcntl
 import json
+import os
 import re
 
 import pytest
@@ -12,7 +14,7 @@ from gsmcpd.config import Config
 from gsmcpd.daemon import STOP_TIMEOUT
 from gsmcpd.router.app import Principal
 from gsmcpd.router.main import Router
-from gsmcpd.router.shutdown import CALL_GRACE_CAP, REAP_GRACE, SHUTDOWN_GRACE, call_grace, longest_stop
+from gsmcpd.router.shutdown import CALL_GRACE_CAP, DEATH_TOLD, REAP_GRACE, SHUTDOWN_GRACE, call_grace, longest_stop
 from gsmcpd.router.workers import SPAWNER_END_GRACE, SPAWNER_KILL_WAIT, SPAWNER_STOP_WAIT
 from gsmcpd.wire import jsonrpc
 from gsmcpd.wire.http import RequestParser
@@ -133,10 +135,12 @@ def test_the_call_grace_is_the_break_grace_capped_so_the_stop_fits_in_stops_time
 
 
 def test_the_longest_stop_fits_in_the_wait_of_stop_and_of_systemd_before_their_sigkill():
-    # Every grace running out in turn: the calls', the workers' and their reaping, then the
-    # spawner's three. It was 10 s in `gsmcpd stop`, so a SIGKILL cut off the image's tidy-up.
-    assert longest_stop() == (CALL_GRACE_CAP + SHUTDOWN_GRACE + REAP_GRACE + SPAWNER_STOP_WAIT
-                              + SPAWNER_END_GRACE + SPAWNER_KILL_WAIT) == 23.5
+    # Every grace running out in turn: the calls' (with the telling of a worker dying at its
+    # end), the workers' and their reaping, then the spawner's three. It was 10 s in `gsmcpd
+    # stop`, so a SIGKILL cut off the image's tidy-up.
+    assert DEATH_TOLD == 0.5
+    assert longest_stop() == (CALL_GRACE_CAP + DEATH_TOLD + SHUTDOWN_GRACE + REAP_GRACE + SPAWNER_STOP_WAIT
+                              + SPAWNER_END_GRACE + SPAWNER_KILL_WAIT) == 24
     exiting = 5.0   # after the loop: the image's recovery, the interpreter's end
     assert STOP_TIMEOUT >= longest_stop() + exiting
     service = (REPO / "systemd" / "gsmcpd@.service").read_text()
@@ -216,6 +220,43 @@ def test_a_call_cut_by_ending_its_session_has_the_image_tidied_at_the_stop(route
     router.sessions.end(busy, "ended by its client (DELETE)")
     assert busy.worker.ended_by == "kill"
     assert stop_recording_recoveries(router, tmp_path) == [(tmp_path, False)]
+
+
+def test_a_stop_right_after_a_worker_died_tells_its_call_at_once(router):
+    # The call waited for the dead worker's exit status (exit_status.PATIENCE), which the
+    # stop reads no more: the stop, with no session left, stopped the loop meanwhile.
+    busy = open_session(router)
+    running = call(router.sessions, busy, 1)
+    router.pool.by_pid[busy.worker.pid] = busy.worker   # its status still to be reported
+    busy.worker.alive = False
+    router.sessions.on_worker_exit(busy.worker)
+    router.shutdown()
+    assert answer(running)["error"]["message"] == "session ended: worker %d exited" % busy.worker.pid
+    run_until_stopped(router)
+
+
+def test_a_stop_right_after_a_worker_died_in_a_commit_waits_to_tell_whether_it_stands(router, tmp_path):
+    # Held by another: whether it stands is looked for up to commit_fate.PATIENCE.
+    (tmp_path / ".gsmcpd").mkdir()
+    holder = os.open(tmp_path / ".gsmcpd" / "lock", os.O_RDONLY | os.O_CREAT)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    try:
+        router.image = str(tmp_path)
+        router.recover_image = lambda image, wait=True: None
+        busy = open_session(router)
+        running = FakeConn()
+        message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "commit"}}
+        router.sessions.submit(busy, running, message, json.dumps(message).encode(), False)
+        busy.worker.alive = False
+        busy.worker.exit.report(-9)
+        router.sessions.on_worker_exit(busy.worker)
+        router.shutdown()
+        run_until_stopped(router)
+    finally:
+        os.close(holder)
+    error = answer(running)["error"]
+    assert "; whether the commit it was making stands could not be told" in error["message"]
+    assert error["data"] == {"exit": {"signal": 9, "name": "SIGKILL"}, "commitStands": None}
 
 
 def test_a_worker_gone_with_no_call_in_flight_leaves_the_stop_without_a_walk_of_the_image(router, tmp_path):

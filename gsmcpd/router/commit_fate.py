@@ -52,6 +52,8 @@ def commits_of_call(image, session_id, seq):
         records = ImageStore(image).commits_of_call(session_id, seq)
     except (OSError, ValueError) as error:   # ValueError: an intent not of a commit's shape
         return None, str(error)
+    except Exception as error:   # the call must be answered, and a stop waits for it
+        return None, "%s: %s" % (type(error).__name__, error)
     return records, None if records is not None else (
         "the image lock stayed held by another commit, or the journal is too long to read back here")
 

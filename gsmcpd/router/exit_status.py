@@ -1,7 +1,8 @@
 """A worker's exit status as the router learns it: reported by the spawner (its parent,
 which reaps it) on the control socket, usually just after the router saw the worker's
 socket close or its pidfd turn readable, so a session ending because its worker died
-waits for it, on a timer, at most PATIENCE (gsmcpd.wire.worker_exit words it).
+waits for it, on a timer, at most PATIENCE, or until a graceful stop begins, from which on
+the statuses are read no more (WorkerPool.close) (gsmcpd.wire.worker_exit words it).
 """
 
 # Seconds a dead worker's session waits for its status before it is told without one:

@@ -393,6 +393,11 @@ class Router:
         if self._shutdown is not None:
             self._shutdown.session_ended()
 
+    def deaths_told(self):
+        """Every call of a dead worker's session is answered (SessionManager.telling)."""
+        if self._shutdown is not None:
+            self._shutdown.session_ended()
+
     # -- trace -------------------------------------------------------------
     def trace_inbound(self, request):
         if self._trace_in:

@@ -185,6 +185,9 @@ class SessionManager:
         # A session ended with a call in flight (its worker killed, or gone by itself: kill -9,
         # the OOM killer): that call may have been committing, so the stop tidies the image.
         self.calls_cut = False
+        # Calls of dead workers' sessions still to be told how (exit_status, commit_fate):
+        # the stop waits for them before it closes connections.
+        self.telling = set()
         self._churned_at = float("-inf")   # when a session last opened or ended
 
     # -- opening and ending ------------------------------------------------
@@ -264,9 +267,8 @@ class SessionManager:
         session.queue.clear()
         session.ids_in_use.clear()
         if died:
-            # Not while stopping: the stop closes every connection once no session is left.
-            session.worker.exit.when_known(self.loop, lambda: self._tell_death(session, gone, kind),
-                                           0 if self.router.stopping else PATIENCE)
+            self.telling.update(gone)
+            session.worker.exit.when_known(self.loop, lambda: self._tell_death(session, gone, kind), PATIENCE)
         else:
             for call in gone:
                 self._fail_gone(session, call, "session ended: %s" % reason)
@@ -291,10 +293,17 @@ class SessionManager:
         why, data = worker_exit.described(worker.pid, worker.exit.code, worker.exit.stopped_for)
         text = "session ended: %s" % why
         for call in gone[1:] if kind else gone:
-            self._fail_gone(session, call, text, data)
+            self._told(session, call, text, data)
         log.info("session %s ended: %s", session.short, why)
         if kind:
             self._tell_commits(session, gone[0], kind, text, data)
+
+    def _told(self, session, call, text, data):
+        """Answer a call of a dead worker's session; the stop may go on once none is left."""
+        self.telling.discard(call)
+        self._fail_gone(session, call, text, data)
+        if not self.telling:
+            self.router.deaths_told()
 
     def drain(self, session, reason):
         """At shutdown, a session with a call in flight: the calls queued behind it are
@@ -498,7 +507,7 @@ class SessionManager:
             if more:
                 log.warning("session %s: its worker died in %s%s", session.short, call.describe(),
                             more.replace(";", ",", 1))
-            self._fail_gone(session, call, text + more, {**(exit_data or {}), **data} or None)
+            self._told(session, call, text + more, {**(exit_data or {}), **data} or None)
 
         tell_when_known(self.loop, self.router.image, session.id, call.seq, kind, answer)
 

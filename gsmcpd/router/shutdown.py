@@ -7,7 +7,10 @@
 2. A session with no call in flight ends now. A call queued behind a running one is
    answered at once: it never ran. A running call gets the call grace (GS_MCP_BREAK_GRACE,
    at most CALL_GRACE_CAP) to finish, is answered with its real result, and its session
-   then ends: a commit in flight lands and its client is told so.
+   then ends: a commit in flight lands and its client is told so. The calls of a session
+   whose worker died (before the stop or in it) are waited for too, until what its call
+   committed can be told (DEATH_TOLD); how the worker ended only if its status came first,
+   as the worker pool reads no more of them.
 3. At the grace's end a call still running is answered "session ended: server shutting
    down (...)" and its worker killed, as every call in flight was before the grace.
 4. The listener closes. The workers get SHUTDOWN_GRACE to exit and are killed;
@@ -25,6 +28,7 @@ and the spawner, told to stop, is killed if it has not ended within SPAWNER_HURR
 import logging
 from pathlib import Path
 
+from gsmcpd.router import commit_fate
 from gsmcpd.router.workers import SPAWNER_END_GRACE, SPAWNER_KILL_WAIT, SPAWNER_STOP_WAIT
 
 log = logging.getLogger("gsmcpd.router")
@@ -40,6 +44,9 @@ POLL = 0.005           # how often the last phase looks at workers and connectio
                        # for them, and 50 ms was most of an idle stop (about 114 ms, now 34-64)
 
 STOPPING = "server shutting down"
+# The longest a dead worker's call waits to be told once the stop began: for its commits
+# (its exit status is waited for no more: WorkerPool.close).
+DEATH_TOLD = commit_fate.PATIENCE
 
 
 def call_grace(config):
@@ -48,10 +55,11 @@ def call_grace(config):
 
 def longest_stop():
     """Seconds from the stop signal to the loop's end when every grace runs out, one after
-    the other: the calls', the workers' and their reaping, then the spawner's (a start under
-    way, its end, the wait after its kill). `gsmcpd stop` must wait longer before its
-    SIGKILL, or the tidy-up after killed calls and workers (the image's) is what is lost."""
-    return (CALL_GRACE_CAP + SHUTDOWN_GRACE + REAP_GRACE
+    the other: the calls' (a worker dying at its end, the telling of its call), the workers'
+    and their reaping, then the spawner's (a start under way, its end, the wait after its
+    kill). `gsmcpd stop` must wait longer before its SIGKILL, or the tidy-up after killed
+    calls and workers (the image's) is what is lost."""
+    return (CALL_GRACE_CAP + DEATH_TOLD + SHUTDOWN_GRACE + REAP_GRACE
             + SPAWNER_STOP_WAIT + SPAWNER_END_GRACE + SPAWNER_KILL_WAIT)
 
 
@@ -79,7 +87,7 @@ class Shutdown:
         if router.control is not None:
             router.control.close()
         self.workers = [s.worker for s in sessions.by_id.values()]
-        replying = set()
+        replying = {call.conn for call in sessions.telling}   # a dead worker's, to be told how
         for session in list(sessions.by_id.values()):
             if session.inflight is None:
                 sessions.end(session, STOPPING)
@@ -90,7 +98,7 @@ class Shutdown:
         for conn in list(router.connections):
             if conn.streaming and conn not in replying:   # a call's own SSE reply is still to end
                 conn.end_stream()
-        if sessions.by_id:
+        if sessions.by_id or sessions.telling:
             self.draining = True
             self._grace_timer = self.loop.call_later(self.grace, self._grace_over)
         else:
@@ -120,8 +128,9 @@ class Shutdown:
         self.router.pool.hurry()   # and the spawner's stop, under way or to come, waits the least
 
     def session_ended(self):
+        """A session ended, or the last call of a dead worker's was told (SessionManager.telling)."""
         # Not from inside SessionManager.end: it has its worker still to stop.
-        if self.draining and not self.sessions.by_id:
+        if self.draining and not self.sessions.by_id and not self.sessions.telling:
             self.draining = False
             self.loop.call_soon(self._drained)
 

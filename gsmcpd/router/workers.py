@@ -711,6 +711,7 @@ class WorkerPool:
             self._retry.cancel()
         if self.spawner.control is not None:
             self.loop.remove(self.spawner.control)
+        self._no_exits_coming()   # its reports are read no more: a dead worker's calls are told now
         while self.claims:
             self._fail_claim(self.claims[0], "the server is shutting down")
         spares, self.spares = self.spares, []
