@@ -315,8 +315,9 @@ def test_a_function_module_or_search_label_given_as_a_class_says_what_it_is_and_
     # A search answers functions (zoo.animals.make_dog) and methods (zoo.animals.Dog.noise)
     # by dotted name; given back to a class tool they were only "no class named make_dog",
     # "no dictionary named zoo.animals.Dog", "'Dog.noise' is not a method name".
-    function = ("zoo.animals.make_dog is a function, not a class: the class and method tools take "
-                "classes (execute_code with inspect.getsource shows a function's source)")
+    function = ("zoo.animals.make_dog is a function, not a class: get_method_source, compile_method "
+                "and delete_method take a function as className its dictionary, selector its name "
+                "(className zoo.animals, selector make_dog)")
     assert client.error("describe_class", "notFound", className="make_dog") == (
         f"no class named make_dog in the image or builtins; {function}; list_all_classes shows them")
     assert client.error("describe_class", "notFound", className="zoo.animals.make_dog") == (

@@ -131,6 +131,29 @@ def resolve_class(view: View, name: str) -> ClassRef:
                     + _made_at_run_time(view, view.module_names(), name))
 
 
+def function_dictionary(view: View, name: str) -> str | None:
+    """The dictionary className `name` names, for the method tools that take one: its
+    module-level functions are its methods, as a GemStone dictionary holds globals. None
+    when it names no dictionary; ambiguous when it names a class too (`a.b`, a package and
+    class b of module a), as no other name tells them apart."""
+    name = dotted_name(name, "a class name")
+    if name == KERNEL:
+        return KERNEL
+    if not view.has_module(name):
+        return None
+    module, _, short = name.rpartition(".")
+    if module:
+        classes = ([ref for ref in classes_in(view, module) if ref.name == short]
+                   if view.has_module(module) else [])
+    else:
+        classes = [ref for ref in image_classes(view) if ref.name == name]
+    if not classes:
+        return name
+    where = " and ".join(f"the class {ref.name} of {ref.module}" for ref in classes)
+    raise ToolError("ambiguous", f"{name} names both the dictionary (image module) {name} and "
+                    f"{where}; no name tells them apart: rename one")
+
+
 def require_selector(selector: str) -> str:
     """A method name is a Python identifier; anything else could never be found.
     Returned as Python reads it (NFKC: `ﬁnd` is `find`)."""
@@ -224,8 +247,10 @@ def _not_a_class(view: View, modules: list[str], name: str) -> str:
                          for _, node in splice.defs_in_blocks(tree.body))]
     if functions:
         are = "is a function" if len(functions) == 1 else "are functions"
-        return (f"; {' and '.join(functions)} {are}, not a class: the class and method tools take "
-                "classes (execute_code with inspect.getsource shows a function's source)")
+        module, _, function = functions[0].rpartition(".")
+        return (f"; {' and '.join(functions)} {are}, not a class: get_method_source, compile_method "
+                f"and delete_method take a function as className its dictionary, selector its "
+                f"name (className {module}, selector {function})")
     paths = {name} | {f"{module}.{name}" for module in modules}
     modules_named = [module for module in view.module_names() if module in paths]
     if modules_named:

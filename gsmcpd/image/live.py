@@ -417,6 +417,45 @@ def evaluate_class(module: ModuleType, filename: str, source: str, class_name: s
     return namespace[class_name]
 
 
+def evaluate_function(module: ModuleType, filename: str, source: str, name: str):
+    """Run the module's top-level defs of function `name` from `source` (decorators and
+    all, @overload signatures first) in the module's globals, binding nothing: what the
+    last made, as its import binds it."""
+    with _compiling():
+        tree = parsing.parse(source)
+        text = _alone(source, splice.function_nodes(tree, name), None, 0)
+        code = compile(text, filename, "exec", flags=future_flags(tree), dont_inherit=True)
+    namespace: dict = {}
+    exec(code, module.__dict__, namespace)
+    return namespace[name]
+
+
+def update_function(old, new) -> bool:
+    """Make the live function `old` what `new` (made from its edited def) is, in place: its
+    code, defaults, annotations, doc, attributes, and what its closure holds (a decorator's
+    wrapper then calls the new wrapped def), so what took it before (`from m import f` in
+    another module, a registry, a callback) runs the new code. False, changing nothing,
+    when that cannot be done: either is no plain function (`functools.cache`'s wrapper),
+    or their closures hold other names."""
+    if not (type(old) is FunctionType and type(new) is FunctionType
+            and old.__code__.co_freevars == new.__code__.co_freevars
+            and old.__globals__ is new.__globals__):
+        return False
+    old.__code__ = new.__code__
+    for mine, theirs in zip(old.__closure__ or (), new.__closure__ or ()):
+        try:
+            mine.cell_contents = theirs.cell_contents
+        except ValueError:   # an empty cell
+            del mine.cell_contents
+    for name in ("__defaults__", "__kwdefaults__", "__annotations__", "__doc__", "__type_params__"):
+        if hasattr(new, name):
+            setattr(old, name, getattr(new, name))
+    # What the decorators set (`__wrapped__`), over what module code set below the def, kept
+    # as a new session's import sets it too.
+    vars(old).update(vars(new))
+    return True
+
+
 @contextlib.contextmanager
 def _compiling():
     """Python refusing code nested too deeply (as it parses or compiles it, a few frames
@@ -504,11 +543,17 @@ def needed_on_import(tree: ast.Module, name: str) -> bool:
     """Whether running the module reads the global `name` that nothing at its top level
     binds any more (a base, metaclass, decorator or default naming a deleted class): it
     then fails to import, NameError. Function bodies do not run on import."""
+    return import_reader(tree, name) is not None
+
+
+def import_reader(tree: ast.Module, name: str) -> ast.stmt | None:
+    """The first top-level statement that makes needed_on_import true, or None."""
     if splice.binds(tree.body, name):
-        return False
+        return None
     lazy_annotations = bool(future_flags(tree) & __future__.annotations.compiler_flag)
-    return any(_reads(node, lambda sub: isinstance(sub, ast.Name) and sub.id == name
-                      and isinstance(sub.ctx, ast.Load), lazy_annotations) for node in tree.body)
+    return next((node for node in tree.body if _reads(
+        node, lambda sub: isinstance(sub, ast.Name) and sub.id == name
+        and isinstance(sub.ctx, ast.Load), lazy_annotations)), None)
 
 
 def read_before_bound(source: str, class_name: str) -> list[tuple[str, ast.AST]]:
@@ -528,32 +573,51 @@ def read_before_bound(source: str, class_name: str) -> list[tuple[str, ast.AST]]
     if classdef not in tree.body:
         above = tree.body[:len(above) + 1]
     lazy_annotations = bool(future_flags(tree) & __future__.annotations.compiler_flag)
-    found = []
-    # Python 3.12's `class A[T]` and `def m[T]`: their own scope binds T.
-    type_params = {param.name for node in ast.walk(classdef)
-                   for param in getattr(node, "type_params", None) or []}
-
-    def check(node, body_above):
-        evaluated = list(splice.evaluated_now(node, lazy_annotations, class_bodies=False))
-        # A comprehension's or walrus's own names are bound as it runs.
-        stored = {sub.id for sub in evaluated if isinstance(sub, ast.Name)
-                  and isinstance(sub.ctx, ast.Store)}
-        for sub in evaluated:
-            name = getattr(sub, "id", None)
-            if (isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)
-                    and name not in stored and name not in type_params
-                    and not (name.startswith("__") and name.endswith("__"))   # module dunders
-                    and name not in vars(builtins) and not splice.binds(above, name)
-                    and not splice.binds_by_call(above, name)   # `def setup(): global X` ... `setup()`
-                    # A statement binding it too may do so first: `if x: def f` ... `g = f`.
-                    and not splice.binds(body_above + [node], name)):
-                found.append((name, sub))
-
+    found, type_params = [], _type_params(classdef)
     for expression in classdef.decorator_list + classdef.bases + [k.value for k in classdef.keywords]:
-        check(expression, [])
+        found += _unbound_reads(expression, above, [], lazy_annotations, type_params)
     for index, statement in enumerate(classdef.body):
-        check(statement, classdef.body[:index])
+        found += _unbound_reads(statement, above, classdef.body[:index], lazy_annotations, type_params)
     return sorted(found, key=lambda item: (item[1].lineno, item[1].col_offset))
+
+
+def function_read_before_bound(source: str, name: str) -> list[tuple[str, ast.AST]]:
+    """read_before_bound for the module's top-level defs of function `name`: the globals
+    their decorators, defaults and annotations read as they are made that nothing above
+    them may have bound (nor the builtins)."""
+    tree = parsing.parse(source)
+    lazy_annotations = bool(future_flags(tree) & __future__.annotations.compiler_flag)
+    found = []
+    for node in splice.function_nodes(tree, name):
+        above = tree.body[:tree.body.index(node)]
+        found += _unbound_reads(node, above, [], lazy_annotations, _type_params(node))
+    return sorted(found, key=lambda item: (item[1].lineno, item[1].col_offset))
+
+
+def _type_params(scope: ast.AST) -> set[str]:
+    """Python 3.12's `class A[T]` and `def m[T]`: their own scope binds T."""
+    return {param.name for sub in ast.walk(scope) for param in getattr(sub, "type_params", None) or []}
+
+
+def _unbound_reads(node: ast.AST, above: list[ast.stmt], body_above: list[ast.stmt],
+                   lazy_annotations: bool, type_params: set[str]) -> list[tuple[str, ast.AST]]:
+    """(name, node reading it) for each global running `node` reads that neither the
+    module's statements `above` nor the body's `body_above` may have bound."""
+    evaluated = list(splice.evaluated_now(node, lazy_annotations, class_bodies=False))
+    # A comprehension's or walrus's own names are bound as it runs.
+    stored = {sub.id for sub in evaluated if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store)}
+    found = []
+    for sub in evaluated:
+        name = getattr(sub, "id", None)
+        if (isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)
+                and name not in stored and name not in type_params
+                and not (name.startswith("__") and name.endswith("__"))   # module dunders
+                and name not in vars(builtins) and not splice.binds(above, name)
+                and not splice.binds_by_call(above, name)   # `def setup(): global X` ... `setup()`
+                # A statement binding it too may do so first: `if x: def f` ... `g = f`.
+                and not splice.binds(body_above + [node], name)):
+            found.append((name, sub))
+    return found
 
 
 def attribute_reader(tree: ast.Module, class_name: str, attribute: str) -> ast.stmt | None:

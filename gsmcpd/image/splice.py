@@ -48,6 +48,11 @@ def first_line(node: ast.AST) -> int:
     return min([node.lineno] + [d.lineno for d in decorators])
 
 
+def statement_line(source: str, statement: ast.stmt) -> str:
+    """The line a statement starts on (its first decorator's), stripped, as answers quote it."""
+    return lines_of(source)[first_line(statement) - 1].strip()
+
+
 def last_line(lines: list[str], node: ast.AST) -> int:
     """The node's last line, counting the comment lines right below it indented deeper
     than its first (blank lines between them too): a def's body may end in comments
@@ -449,6 +454,12 @@ def class_indent_unit(source: str, name: str) -> str:
         # What the body has beyond the class's own indentation (in a module-level block).
         own, body = indent_of(lines[node.lineno - 1]), _body_indent(lines, node)
         return body[len(own):] if body.startswith(own) else body
+    return module_indent_unit(source)
+
+
+def module_indent_unit(source: str) -> str:
+    """The indentation per block level of the module's first indented block ('' when it
+    has none: any is consistent with it)."""
     try:
         for token in tokenize.generate_tokens(io.StringIO(source, newline="").readline):
             if token.type == tokenize.INDENT:
@@ -555,15 +566,7 @@ def put_method(source: str, class_name: str, method_text: str) -> tuple[str, boo
     what = f"method {method.name}"
     existing = replaced_by(classdef, method.name, defs)
     if existing:
-        # Later duplicates go first so earlier line numbers stay valid; the blank lines
-        # that set one off go with it (a property's getter and setter become the text).
-        for node in reversed(existing[1:]):
-            start = first_line(node)
-            source = _tidy_blanks(_replace(source, start, last_line(lines_of(source), node), ""), start)
-        first, lines = existing[0], lines_of(source)
-        start, end = first_line(first), last_line(lines, first)
-        text = "".join(as_written(lines[start - 1:end], lines_of(text)))
-        return _importable(_replace(source, start, end, text), what), True
+        return _importable(_replace_defs(source, existing, text), what), True
     lines = lines_of(source)
     stubs = method_nodes(classdef, method.name)
     if stubs:       # only @overload signatures: the implementation goes right after them
@@ -578,6 +581,51 @@ def put_method(source: str, class_name: str, method_text: str) -> tuple[str, boo
         return _importable(_replace(source, node.lineno, node.end_lineno, text), what), False
     end = last_line(lines, body[-1])
     return _importable(_insert_after(source, end, newline_of(source) + text), what), False
+
+
+def _replace_defs(source: str, existing: list, text: str) -> str:
+    """`source` with `text` in the place of the `existing` defs (of one name, in order)."""
+    # Later duplicates go first so earlier line numbers stay valid; the blank lines
+    # that set one off go with it (a property's getter and setter become the text).
+    for node in reversed(existing[1:]):
+        start = first_line(node)
+        source = _tidy_blanks(_replace(source, start, last_line(lines_of(source), node), ""), start)
+    first, lines = existing[0], lines_of(source)
+    start, end = first_line(first), last_line(lines, first)
+    return _replace(source, start, end, "".join(as_written(lines[start - 1:end], lines_of(text))))
+
+
+def function_nodes(tree: ast.Module, name: str) -> list:
+    """The module's top-level defs of `name` (a module-level function's), in source order."""
+    return [node for node in tree.body if isinstance(node, FunctionNode) and node.name == name]
+
+
+def put_function(source: str, function_text: str) -> tuple[str, bool]:
+    """Replace the module's top-level def(s) of the function's name (replaced_of), or add
+    it: right after its @overload signatures, else last in the module, as a new class
+    goes. Returns (new source, replaced?)."""
+    function_text = dedent_code(function_text).strip("\r\n") + "\n"
+    defs = ast.parse(function_text).body
+    existing = function_nodes(parsing.parse(source), defs[0].name)
+    text = with_newlines(fit_indentation(function_text, module_indent_unit(source)), newline_of(source))
+    what = f"function {defs[0].name}"
+    replaced = replaced_of(existing, defs)
+    if replaced:
+        return _importable(_replace_defs(source, replaced, text), what), True
+    if existing:    # only @overload signatures: the implementation goes right after them
+        at = last_line(lines_of(source), existing[-1])
+        return _importable(_insert_after(source, at, newline_of(source) * 2 + text), what), False
+    return _importable(_append_block(source, text, blank_lines=2), what), False
+
+
+def remove_function(source: str, name: str) -> str:
+    """Remove every top-level def of `name` (an earlier one would otherwise be what the
+    next import binds), with the comments written right above each."""
+    tree = parsing.parse(source)
+    while nodes := function_nodes(tree, name):
+        source = _remove_statement(source, nodes[-1], tree.body)   # the last first, reparsing
+        tree = parsing.parse(source)
+    return source
 
 
 def _as_body_text(text: str, lines: list[str], classdef: ast.ClassDef) -> str:
@@ -595,7 +643,11 @@ def is_overload(node) -> bool:
 def replaced_by(classdef: ast.ClassDef, name: str, defs: list) -> list:
     """The defs of `name` that new `defs` replace: all of them, except that defs with
     no @overload among them are an implementation, which leaves the signatures be."""
-    existing = method_nodes(classdef, name)
+    return replaced_of(method_nodes(classdef, name), defs)
+
+
+def replaced_of(existing: list, defs: list) -> list:
+    """Of the `existing` defs of a name, those new `defs` replace (replaced_by)."""
     if not any(is_overload(node) for node in defs):
         existing = [node for node in existing if not is_overload(node)]
     return existing

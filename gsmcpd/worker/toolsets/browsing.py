@@ -7,6 +7,7 @@ import functools
 import inspect
 
 from gsmcpd.image import catalog, splice
+from gsmcpd.worker import module_functions
 from gsmcpd.worker.paging import PAGED, offset_prop, page_of
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import ToolError, Toolset, bool_prop, did_you_mean, object_schema, string_prop
@@ -111,7 +112,8 @@ class BrowsingToolset(Toolset):
                           f"in the image (the subclasses {PAGED}).",
                           object_schema({**CLASS_NAME, **offset_prop("subclasses")}, ["className"]),
                           self.get_class_hierarchy))
-        registry.add(Tool("get_method_source", "One method's source (decorators included).",
+        registry.add(Tool("get_method_source", "One method's source (decorators included); "
+                          "className a dictionary for one of its module-level functions.",
                           object_schema({**CLASS_NAME, **SELECTOR, **META}, ["className", "selector"]),
                           self.get_method_source))
         registry.add(Tool("list_methods", "Methods grouped as instance, class, static and property; "
@@ -225,6 +227,9 @@ class BrowsingToolset(Toolset):
                                              **page.fields}}
 
     def get_method_source(self, arguments):
+        dictionary = catalog.function_dictionary(self.view, arguments["className"])
+        if dictionary is not None:
+            return module_functions.function_source(self.view, dictionary, arguments)
         ref, cls, node, not_live = self._resolve(arguments)
         selector, meta = catalog.require_selector(arguments["selector"]), arguments.get("meta")
         if ref.is_kernel:

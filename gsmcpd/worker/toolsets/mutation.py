@@ -21,6 +21,7 @@ from gsmcpd.image import catalog, live, overlay, parsing, splice
 from gsmcpd.image.store import relpath_of
 from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
 from gsmcpd.image.view import KERNEL
+from gsmcpd.worker import module_functions
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset, bool_prop, object_schema, string_prop
 from gsmcpd.worker.toolsets.browsing import (CLASS_NAME, META, SELECTOR, filter_by_meta, live_kind,
@@ -150,7 +151,8 @@ class MutationToolset(Toolset):
                                ["source"]), self.compile_class_definition))
         add(Tool("compile_method", "Add or replace one method (a single def, decorators allowed, "
                  "or a property's defs of one name together) on a class, live and in source, "
-                 "commit. A name the class binds to an attribute "
+                 "commit; className a dictionary for a module-level function. A name the class "
+                 "binds to an attribute "
                  "is refused, and so is a def of the other side than the method it would replace "
                  "(no kind decorator, without meta over a classmethod). category is accepted and ignored (Python has no method categories).",
                  object_schema({**CLASS_NAME, "source": string_prop("one def / async def"),
@@ -158,7 +160,8 @@ class MutationToolset(Toolset):
                                ["className", "source"]), self.compile_method))
         add(Tool("delete_class", "Remove a class from its module, commit.",
                  object_schema(CLASS_NAME, ["className"]), self.delete_class))
-        add(Tool("delete_method", "Remove a method from a class, commit; a class attribute the "
+        add(Tool("delete_method", "Remove a method from a class (or a function from a "
+                 "dictionary given as className), commit; a class attribute the "
                  "source also binds to that name is what the class then has.",
                  object_schema({**CLASS_NAME, **SELECTOR, **META}, ["className", "selector"]),
                  self.delete_method))
@@ -219,6 +222,9 @@ class MutationToolset(Toolset):
     # -- tools -----------------------------------------------------------
 
     def compile_method(self, arguments):
+        dictionary = catalog.function_dictionary(self.view, arguments["className"])
+        if dictionary is not None:
+            return self._compile_function(dictionary, arguments)
         ref, cls = self._guarded(arguments["className"])
         # A property's defs come together: compiling its getter alone would drop its setter.
         text, defs = parse_method(arguments["source"])
@@ -273,6 +279,65 @@ class MutationToolset(Toolset):
         return self._finish(f"{verb} {ref.qualified}.{node.name}{stale}{hooks}",
                             {"class": ref.qualified, "selector": node.name, "replaced": replaced,
                              **data, **hooks_data})
+
+    def _compile_function(self, module_name: str, arguments: dict) -> dict:
+        """compile_method on a dictionary: define or replace a module-level function."""
+        module_functions.refuse_meta(module_name, arguments)
+        module = module_functions.mutable_dictionary(self.view, module_name)
+        text, defs = parse_method(arguments["source"])
+        name = defs[0].name
+        module_functions.refuse_unsure(self.view, module_name, name)
+        existing = splice.replaced_of(splice.function_nodes(self.view.tree(module_name), name), defs)
+        if len(existing) > len(defs):   # one @overload of several would replace them all
+            raise ToolError("refused", _fewer_defs(f"{module_name}.{name}", existing, defs))
+        old_source = self.view.source(module_name)
+        new_source, replaced = self._splice(splice.put_function, old_source, text)
+        self.view.check_encodable(module_name, new_source)
+        _refuse_function_read_before_bound(module_name, name, old_source, new_source)
+        rebound = False
+        if module is not None:
+            filename = self.view.filename(self.view.relpath(module_name))
+            try:
+                made = live.evaluate_function(module, filename, new_source, name)
+            except BREAKS:
+                raise
+            except BaseException as error:   # the user's code may raise SystemExit too
+                raise definition_error(error, module) from None
+            old = vars(module).get(name)
+            # In place, so what took the function before (`from m import f`) runs the new code.
+            if not (self.view.defines(old) and live.update_function(old, made)):
+                rebound = old is not None
+                setattr(module, name, made)
+        self.view.set_source(module_name, new_source, live=module is not None)
+        note, data = self._reimport_importers([module_name]) if rebound else ("", {})
+        verb = "replaced" if replaced else "added"
+        return self._finish(f"{verb} function {module_name}.{name}{note}",
+                            {"dictionary": module_name, "selector": name, "replaced": replaced, **data})
+
+    def _delete_function(self, module_name: str, arguments: dict) -> dict:
+        """delete_method on a dictionary: remove a module-level function."""
+        module_functions.refuse_meta(module_name, arguments)
+        module = module_functions.mutable_dictionary(self.view, module_name)
+        name = catalog.require_selector(arguments["selector"])
+        module_functions.refuse_unsure(self.view, module_name, name)
+        if not splice.function_nodes(self.view.tree(module_name), name):
+            raise module_functions.no_function(self.view, module_name, name)
+        new_source = splice.remove_function(self.view.source(module_name), name)
+        reader = live.import_reader(parsing.parse(new_source), name)
+        if reader is not None:
+            # Deleted, running the module would be a NameError: it would import nowhere.
+            raise ToolError("refused", f"{module_name}.{name} is used by {module_name}'s own "
+                            f"top-level code as it runs (line {reader.lineno}: "
+                            f"{_first_line(new_source, reader)!r}); deleted, {module_name} would no "
+                            "longer import. Change that statement first (in the module's file, "
+                            "then refresh).")
+        if module is not None:
+            vars(module).pop(name, None)
+        self.view.set_source(module_name, new_source, live=module is not None)
+        # An importer taking it by name (`from m import f`) now fails, here as in a new session.
+        note, data = self._reimport_importers([module_name]) if module is not None else ("", {})
+        return self._finish(f"deleted function {module_name}.{name}{note}",
+                            {"dictionary": module_name, "selector": name, **data})
 
     def _refuse_unfit_def(self, ref, cls, classdef, defs: list, existing: list, meta: bool) -> None:
         """Refuse (ToolError) compile_method's `defs` where the class could not take them as
@@ -489,6 +554,9 @@ class MutationToolset(Toolset):
         return "replaced"
 
     def delete_method(self, arguments):
+        dictionary = catalog.function_dictionary(self.view, arguments["className"])
+        if dictionary is not None:
+            return self._delete_function(dictionary, arguments)
         ref, cls = self._guarded(arguments["className"])
         selector = catalog.require_selector(arguments["selector"])
         classdef = catalog.class_node(self.view, ref)
@@ -902,6 +970,24 @@ def _refuse_read_before_bound(module_name: str, class_name: str, old_source: str
                     "new class last in its module).")
 
 
+def _refuse_function_read_before_bound(module_name: str, name: str, old_source: str,
+                                       new_source: str) -> None:
+    """_refuse_read_before_bound for the module's top-level defs of function `name`."""
+    before = {read for read, _ in live.function_read_before_bound(old_source, name)}
+    reads = [(read, node) for read, node in live.function_read_before_bound(new_source, name)
+             if read not in before]
+    if not reads:
+        return
+    names = ", ".join(dict.fromkeys(read for read, _ in reads))
+    line = reads[0][1].lineno
+    raise ToolError("refused", f"{module_name}.{name} would read {names} as its def runs (line "
+                    f"{line}: {splice.lines_of(new_source)[line - 1].strip()!r}), and nothing above "
+                    f"the def in {module_name} binds it (it is bound below, or only in this "
+                    f"session): a new session's import of {module_name} would fail, NameError. Use "
+                    "a name bound above the def, or delete_method it and compile it again, which "
+                    "puts a new function last in its module.")
+
+
 def _refuse_own_name_read_unbound(ref, name: str, old_source: str, new_source: str) -> None:
     """Refuse defs that read their own name as they are made (`@width.setter` alone, a
     default `=width`) once the defs they replace no longer bind it above: the live
@@ -919,7 +1005,7 @@ def _refuse_own_name_read_unbound(ref, name: str, old_source: str, new_source: s
 
 def _first_line(source: str, statement: ast.stmt) -> str:
     """The line a statement starts on (its first decorator's), as an answer quotes it."""
-    return splice.lines_of(source)[splice.first_line(statement) - 1].strip()
+    return splice.statement_line(source, statement)
 
 
 def _fewer_defs(qualified: str, existing: list, defs: list) -> str:

@@ -1,0 +1,117 @@
+"""A dictionary's module-level functions, which the method tools take as its methods:
+className the dictionary (an image module), selector the function, as a GemStone
+dictionary holds globals. What browsing and mutation share of them: finding their defs,
+the guard, and what makes a name no function a tool can change."""
+
+from __future__ import annotations
+
+import ast
+import types
+
+from gsmcpd.image import catalog, splice
+from gsmcpd.image.view import KERNEL
+from gsmcpd.worker.toolset import ToolError, did_you_mean
+
+
+def refuse_meta(module: str, arguments: dict) -> None:
+    if arguments.get("meta") is not None:
+        raise ToolError("invalidParams", f"meta selects a class's side, and {module} is a dictionary "
+                        "(image module): its functions have no class side; omit meta")
+
+
+def function_source(view, module: str, arguments: dict) -> dict:
+    """get_method_source's answer for a module-level function: every top-level def of the
+    name (`@overload` signatures and implementation), or the one written in a block."""
+    refuse_meta(module, arguments)
+    name = catalog.require_selector(arguments["selector"])
+    if module == KERNEL:
+        raise ToolError("notFound", f"builtins.{name} is a kernel function: no Python source")
+    tree = _tree(view, module)
+    nodes, note = splice.function_nodes(tree, name), None
+    if not nodes:
+        guarded = _guarded(tree, name)
+        nodes = [node for _, node in guarded]
+        if guarded:
+            note = splice.branch_note(guarded[0][0], "module")
+    if not nodes:
+        raise ToolError("notFound", _no_function(view, module, tree, name))
+    text = splice.segments(view.source(module), nodes)
+    structured = {"dictionary": module, "selector": name, "kind": "function", "source": text}
+    if note:
+        structured["note"] = note
+    return {"text": text + (f"\n({note})" if note else ""), "structured": structured}
+
+
+def mutable_dictionary(view, module: str) -> types.ModuleType | None:
+    """The guard for an edit of the dictionary's functions: an image module the view owns
+    and can parse. Its live module, or None when it does not import (a source-only edit)."""
+    if module == KERNEL:
+        raise ToolError("refused", "builtins is the kernel dictionary: its functions cannot be "
+                        "changed; define your own in an image module")
+    catalog.require_module(view, module)
+    catalog.refuse_if_imported_around(view, module)
+    shadowed = catalog.shadowed_why(view, module)
+    if shadowed:
+        raise ToolError("refused", f"{module}'s functions cannot be changed: {shadowed}")
+    catalog.require_compiles(view, module)
+    return view.module(module)
+
+
+def refuse_unsure(view, module: str, name: str) -> None:
+    """Refuse an edit of function `name` where its top-level defs are not all that binds
+    the name: a class of it, a def written in a module-level block, another statement
+    binding it (`f = cache(f)`, an import); the module binds what runs last."""
+    tree = view.tree(module)
+    if any(node.name == name for node in splice.module_level_classes(tree)):
+        raise ToolError("refused", f"{module}.{name} is a class, not a function: "
+                        "compile_class_definition and delete_class change it")
+    guarded = _guarded(tree, name)
+    if guarded:
+        block = guarded[0][0]
+        raise ToolError("refused", f"{module}.{name} is written inside the module-level "
+                        f"{splice.statement_kind(block)} statement at line {block.lineno}: the "
+                        "module has it when that branch runs, and no tool edits a module-level "
+                        "statement; edit the module's file in an editor, then refresh")
+    binding = _other_binding(tree, name)
+    if binding is not None:
+        written = splice.statement_line(view.source(module), binding)
+        raise ToolError("refused", f"{module}.{name} is bound by a top-level statement that is no "
+                        f"def (line {binding.lineno}: {written!r}), so a def of it would not be what "
+                        "the module binds; name the function otherwise, or edit that statement in "
+                        "the module's file, then refresh")
+
+
+def no_function(view, module: str, name: str) -> ToolError:
+    return ToolError("notFound", _no_function(view, module, view.tree(module), name))
+
+
+def _no_function(view, module: str, tree: ast.Module, name: str) -> str:
+    if any(node.name == name for node in splice.module_level_classes(tree)):
+        return (f"{module}.{name} is a class, not a function: to name one of its methods, pass "
+                f"className {module}.{name}")
+    binding = _other_binding(tree, name)
+    if binding is not None:
+        return (f"{module} binds {name} by a top-level statement that is no def (line "
+                f"{binding.lineno}: {splice.statement_line(view.source(module), binding)!r})")
+    functions = [node.name for _, node in splice.defs_in_blocks(tree.body)
+                 if isinstance(node, splice.FunctionNode)]
+    return (f"{module} defines no function {catalog.echoed(name)}"
+            + (did_you_mean(name, functions) or "; list_dictionary_entries shows its functions"))
+
+
+def _tree(view, module: str) -> ast.Module:
+    catalog.require_module(view, module)
+    catalog.require_compiles(view, module)
+    return view.tree(module)
+
+
+def _guarded(tree: ast.Module, name: str) -> list[tuple[ast.stmt, ast.stmt]]:
+    """(block, def) for each def of `name` written in a module-level `if`/`try`/`with`."""
+    return [(block, node) for block, node in splice.defs_in_blocks(tree.body)
+            if block is not None and isinstance(node, splice.FunctionNode) and node.name == name]
+
+
+def _other_binding(tree: ast.Module, name: str) -> ast.stmt | None:
+    """The first top-level statement that may bind `name` other than a def or class of it."""
+    return next((node for node in tree.body if not isinstance(node, splice.FunctionNode + (ast.ClassDef,))
+                 and splice.binds([node], name, star=False)), None)

@@ -1,0 +1,103 @@
+"""A dictionary's module-level functions through the real daemon: the searches answer
+them (`shop.till.checkout`), and the method tools read, change and delete them given
+className the dictionary and selector the function, live and in source, as a new
+session then sees them."""
+
+import pytest
+
+from helpers import Daemon, open_session
+from test_e2e_tools import error, ok, structured
+
+FILES = {
+    "shop/__init__.py": "",
+    "shop/till.py": '''\
+"""The till."""
+import functools
+
+RATE = 2
+
+
+def checkout(total):
+    return total * RATE
+
+
+@functools.cache
+def cached():
+    return 1
+
+
+def refund():
+    return 1 // 0
+''',
+    "shop/front.py": "from shop.till import checkout\n\n\ndef sell():\n    return checkout(5)\n",
+    "shop/setup.py": "def configure():\n    return 1\n\n\nCONFIG = configure()\n",
+}
+
+
+@pytest.fixture(scope="module")
+def image(tmp_path_factory):
+    root = tmp_path_factory.mktemp("functions") / "image"
+    for rel, text in FILES.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+@pytest.fixture(scope="module")
+def daemon(image, tmp_path_factory):
+    with Daemon(tmp_path_factory.mktemp("daemon"), env={"GS_MCP_IMAGE": str(image)}) as running:
+        yield running
+
+
+def run(client, code):
+    return structured(client, "execute_code", code=code)["result"]
+
+
+def test_a_function_a_search_answers_is_read_changed_and_seen_by_its_importers(daemon, image, c):
+    assert "shop.till.checkout" in structured(c, "find_references_to", name="RATE")["results"]
+    assert structured(c, "get_method_source", className="shop.till", selector="checkout")["source"] == (
+        "def checkout(total):\n    return total * RATE\n")
+    assert run(c, "from shop.front import sell\nsell()") == "10"
+    answer = structured(c, "compile_method", className="shop.till",
+                        source="def checkout(total, tip=1):\n    total = total + tip\n    return total * RATE\n")
+    assert (answer["replaced"], answer["committed"]) == (True, ["shop.till"])
+    # shop.front took it with `from shop.till import checkout`: updated in place, it runs the new code.
+    assert run(c, "from shop.front import sell\nsell()") == "12"
+    assert "def checkout(total, tip=1):\n    total = total + tip\n" in (image / "shop/till.py").read_text()
+    fresh = open_session(daemon)
+    assert run(fresh, "from shop.front import sell\nsell()") == "12"
+    # refund moved a line down: its traceback quotes its own line, here as in a new session.
+    check = "import traceback\nfrom shop.till import refund\ntry:\n    refund()\nexcept ZeroDivisionError as e:\n" \
+            "    line = traceback.extract_tb(e.__traceback__)[-1]\n(line.lineno, line.line)"
+    assert run(c, check) == run(fresh, check) == repr((18, "return 1 // 0"))
+    fresh.close()
+
+
+def test_a_new_function_is_added_and_a_decorated_one_replaced(daemon, image, c):
+    ok(c, "compile_method", className="shop.till", source="@functools.cache\ndef cached():\n    return 2\n")
+    ok(c, "compile_method", className="shop.till", source="def opened():\n    return cached() + RATE\n")
+    assert (image / "shop/till.py").read_text().endswith("\n\n\ndef opened():\n    return cached() + RATE\n")
+    assert run(c, "import shop.till\nshop.till.opened()") == "4"
+    fresh = open_session(daemon)
+    assert run(fresh, "import shop.till\nshop.till.opened()") == "4"
+    fresh.close()
+
+
+def test_delete_method_removes_a_function_unless_the_module_runs_it(daemon, image, c):
+    assert error(c, "delete_method", "refused", className="shop.setup", selector="configure").startswith(
+        "shop.setup.configure is used by shop.setup's own top-level code as it runs (line 1: "
+        "'CONFIG = configure()'); deleted, shop.setup would no longer import.")
+    ok(c, "compile_method", className="shop.till", source="def spare():\n    return 0\n")
+    answer = ok(c, "delete_method", className="shop.till", selector="spare")
+    assert answer["structuredContent"]["committed"] == ["shop.till"]
+    assert "spare" not in (image / "shop/till.py").read_text()
+    assert run(c, "import shop.till\nhasattr(shop.till, 'spare')") == "False"
+
+
+def test_meta_and_the_kernel_dictionary_are_refused_with_what_to_do(c):
+    assert error(c, "get_method_source", "invalidParams", className="shop.till", selector="checkout",
+                 meta=True) == ("meta selects a class's side, and shop.till is a dictionary (image module): "
+                                "its functions have no class side; omit meta")
+    assert error(c, "compile_method", "refused", className="builtins",
+                 source="def len(x):\n    return 0\n").startswith("builtins is the kernel dictionary")

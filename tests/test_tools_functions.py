@@ -1,0 +1,187 @@
+"""A dictionary's module-level functions through the method tools: className the
+dictionary (an image module), selector the function, as a GemStone dictionary holds
+globals. get_method_source reads one, compile_method defines or replaces it, live and in
+source, and delete_method removes it."""
+
+import inspect
+
+from test_tools_support import Client, client, image, text, views  # noqa: F401  (fixtures)
+
+
+def disk(image, rel="zoo/animals.py"):
+    return (image / rel).read_text()
+
+
+def write(image, rel, source, client):
+    (image / rel).write_text(source)
+    client.ok("refresh")
+
+
+def test_get_method_source_of_a_module_level_function(client):
+    # The searches answer `zoo.animals.make_dog`; no tool showed its source.
+    answer = client.ok("get_method_source", className="zoo.animals", selector="make_dog")
+    assert text(answer) == 'def make_dog():\n    return Dog("rex").speak()\n'
+    assert answer["structuredContent"] == {"dictionary": "zoo.animals", "selector": "make_dog",
+                                           "kind": "function", "source": text(answer)}
+
+
+def test_a_function_the_dictionary_does_not_define_is_answered_with_the_name_meant(client):
+    assert client.error("get_method_source", "notFound", className="zoo.animals",
+                        selector="make_dgo") == "zoo.animals defines no function make_dgo (did you mean make_dog?)"
+    assert client.error("get_method_source", "notFound", className="zoo.animals", selector="Dog") == (
+        "zoo.animals.Dog is a class, not a function: to name one of its methods, pass className "
+        "zoo.animals.Dog")
+    assert client.error("get_method_source", "notFound", className="builtins", selector="len") == (
+        "builtins.len is a kernel function: no Python source")
+
+
+def test_meta_is_refused_for_a_dictionary(client):
+    said = ("meta selects a class's side, and zoo.animals is a dictionary (image module): its "
+            "functions have no class side; omit meta")
+    assert client.error("get_method_source", "invalidParams", className="zoo.animals",
+                        selector="make_dog", meta=True) == said
+    assert client.error("compile_method", "invalidParams", className="zoo.animals",
+                        source="def make_dog():\n    return 1\n", meta=False) == said
+
+
+def test_a_function_given_as_a_class_says_to_pass_its_dictionary(client):
+    assert client.error("describe_class", "notFound", className="zoo.animals.make_dog") == (
+        "zoo.animals defines no class make_dog; zoo.animals.make_dog is a function, not a class: "
+        "get_method_source, compile_method and delete_method take a function as className its "
+        "dictionary, selector its name (className zoo.animals, selector make_dog)")
+
+
+def test_compile_method_replaces_a_function_in_place_for_those_that_imported_it(client, image):
+    write(image, "zoo/user.py", "from zoo.animals import make_dog\n\n\ndef call():\n    return make_dog()\n",
+          client)
+    user = client.view.module("zoo.user")
+    taken = user.make_dog
+    result = client.ok("compile_method", className="zoo.animals",
+                       source="def make_dog(name='rex'):\n    return Dog(name).speak() + '!'\n")
+    assert result["structuredContent"]["replaced"] is True
+    assert text(result).startswith("replaced function zoo.animals.make_dog; committed")
+    assert user.call() == "rex says woof!" and taken("ivy") == "ivy says woof!"
+    assert client.view.module("zoo.animals").make_dog is taken       # the same object, updated
+    assert "def make_dog(name='rex'):\n    return Dog(name).speak() + '!'\n" in disk(image)
+    assert "# A comment that must survive edits.\n" in disk(image)
+    assert not client.view.has_changes
+    assert inspect.getsource(taken) == "def make_dog(name='rex'):\n    return Dog(name).speak() + '!'\n"
+
+
+def test_compile_method_adds_a_function_last_and_keeps_its_decorators(client, image):
+    write(image, "zoo/tools.py", "import functools\n\n\ndef first():\n    return 1\n\n\nCOUNT = 2\n", client)
+    client.ok("compile_method", className="zoo.tools",
+              source="@functools.cache\ndef later():\n    return first() + COUNT\n")
+    assert disk(image, "zoo/tools.py").endswith(
+        "COUNT = 2\n\n\n@functools.cache\ndef later():\n    return first() + COUNT\n")
+    later = client.view.module("zoo.tools").later
+    assert later() == 3 and later.cache_info().hits == 0
+
+
+def test_a_decorated_function_is_updated_through_its_wrapper(client, image):
+    write(image, "zoo/wrapped.py", "import functools\n\n\ndef deco(f):\n    @functools.wraps(f)\n"
+          "    def wrapper():\n        return '<' + f() + '>'\n    return wrapper\n\n\n"
+          "@deco\ndef tag():\n    return 'old'\n", client)
+    taken = client.view.module("zoo.wrapped").tag
+    client.ok("compile_method", className="zoo.wrapped", source="@deco\ndef tag():\n    return 'new'\n")
+    assert taken() == "<new>" and client.view.module("zoo.wrapped").tag is taken
+
+
+def test_a_function_that_cannot_be_updated_in_place_is_rebound_and_its_importers_reimported(client, image):
+    write(image, "zoo/cached.py", "import functools\n\n\n@functools.cache\ndef value():\n    return 1\n", client)
+    write(image, "zoo/reader.py", "from zoo.cached import value\n", client)
+    client.view.module("zoo.reader")
+    result = client.ok("compile_method", className="zoo.cached",
+                       source="@functools.cache\ndef value():\n    return 2\n")
+    assert result["structuredContent"]["reimported"] == ["zoo.reader"]
+    assert client.view.module("zoo.reader").value() == 2
+
+
+def test_an_edit_that_moves_the_functions_below_keeps_their_line_numbers_true(client, image):
+    write(image, "zoo/lines.py", "def top():\n    return 1\n\n\ndef below():\n    return 1 // 0\n", client)
+    below = client.view.module("zoo.lines").below
+    client.ok("compile_method", className="zoo.lines", source="def top():\n    a = 1\n    b = 2\n    return a + b\n")
+    assert below.__code__.co_firstlineno == 7
+    assert inspect.getsource(below) == "def below():\n    return 1 // 0\n"
+
+
+def test_compile_method_refuses_what_a_def_could_not_replace(client, image):
+    write(image, "zoo/bound.py", "import json\n\ntry:\n    import fast\nexcept ImportError:\n"
+          "    def speed():\n        return 1\n\n\ndef cached():\n    return 1\n\n\ncached = staticmethod(cached)\n"
+          "dumps = json.dumps\n", client)
+    before = disk(image, "zoo/bound.py")
+    assert client.error("compile_method", "refused", className="zoo.bound",
+                        source="def cached():\n    return 2\n") == (
+        "zoo.bound.cached is bound by a top-level statement that is no def (line 14: "
+        "'cached = staticmethod(cached)'), so a def of it would not be what the module binds; "
+        "name the function otherwise, or edit that statement in the module's file, then refresh")
+    assert client.error("compile_method", "refused", className="zoo.bound",
+                        source="def speed():\n    return 2\n").startswith(
+        "zoo.bound.speed is written inside the module-level try statement at line 3: ")
+    assert client.error("compile_method", "refused", className="zoo.animals",
+                        source="def Dog():\n    return 2\n") == (
+        "zoo.animals.Dog is a class, not a function: compile_class_definition and delete_class change it")
+    assert client.error("compile_method", "refused", className="builtins",
+                        source="def len(x):\n    return 2\n").startswith("builtins is the kernel dictionary")
+    assert disk(image, "zoo/bound.py") == before
+
+
+def test_a_def_reading_a_name_bound_only_below_it_is_refused(client, image):
+    write(image, "zoo/order.py", "def early():\n    return 1\n\n\nLIMIT = 3\n", client)
+    assert client.error("compile_method", "refused", className="zoo.order",
+                        source="def early(limit=LIMIT):\n    return limit\n").startswith(
+        "zoo.order.early would read LIMIT as its def runs (line 1: 'def early(limit=LIMIT):'), "
+        "and nothing above the def in zoo.order binds it")
+    # Added, it goes last, below LIMIT: fine.
+    client.ok("compile_method", className="zoo.order", source="def late(limit=LIMIT):\n    return limit\n")
+    assert client.view.module("zoo.order").late() == 3
+
+
+def test_delete_method_removes_a_function_and_its_importers_fail_here_as_in_a_new_session(client, image):
+    write(image, "zoo/user.py", "from zoo.animals import make_dog\n", client)
+    client.view.module("zoo.user")
+    result = client.ok("delete_method", className="zoo.animals", selector="make_dog")
+    assert text(result).startswith("deleted function zoo.animals.make_dog; re-imported zoo.user; "
+                                   "zoo.user now fails to import: ImportError")
+    assert "make_dog" not in disk(image) and disk(image).endswith('        return "woof"\n')
+    assert not hasattr(client.view.module("zoo.animals"), "make_dog")
+
+
+def test_delete_method_refuses_a_function_the_module_calls_as_it_runs(client, image):
+    write(image, "zoo/setup.py", "def configure():\n    return 1\n\n\nCONFIG = configure()\n", client)
+    assert client.error("delete_method", "refused", className="zoo.setup", selector="configure") == (
+        "zoo.setup.configure is used by zoo.setup's own top-level code as it runs (line 1: "
+        "'CONFIG = configure()'); deleted, zoo.setup would no longer import. Change that statement "
+        "first (in the module's file, then refresh).")
+    assert client.error("delete_method", "notFound", className="zoo.setup", selector="configur") == (
+        "zoo.setup defines no function configur (did you mean configure?)")
+
+
+def test_a_dotted_name_that_is_both_a_dictionary_and_a_class_is_ambiguous(client, image):
+    (image / "zoo" / "__init__.py").write_text("class keeper:\n    pass\n")
+    client.ok("refresh")
+    assert client.error("get_method_source", "ambiguous", className="zoo.keeper", selector="x") == (
+        "zoo.keeper names both the dictionary (image module) zoo.keeper and the class keeper of zoo; "
+        "no name tells them apart: rename one")
+
+
+def test_a_function_of_a_module_that_does_not_import_is_edited_in_source(client, image):
+    write(image, "zoo/broken.py", "def helper():\n    return 1\n\n\nraise ImportError('not yet')\n", client)
+    result = client.ok("compile_method", className="zoo.broken", source="def helper():\n    return 2\n")
+    assert result["structuredContent"]["committed"] == ["zoo.broken"]
+    assert disk(image, "zoo/broken.py").startswith("def helper():\n    return 2\n\n\nraise")
+
+
+def test_a_function_written_in_a_block_is_shown_with_a_note_and_overloads_together(client, image):
+    write(image, "zoo/typed.py", "import typing\n\n\n@typing.overload\ndef half(x: int) -> int: ...\n"
+          "@typing.overload\ndef half(x: float) -> float: ...\n\n\nCOUNT = 1\n\n"
+          "if COUNT:\n    def guarded():\n        return 1\n", client)
+    answer = client.ok("get_method_source", className="zoo.typed", selector="guarded")
+    assert text(answer) == ("def guarded():\n    return 1\n\n(written inside the module-level if "
+                            "statement at line 12: the module has it when that branch runs)")
+    # The implementation goes right after its signatures, which it keeps.
+    client.ok("compile_method", className="zoo.typed", source="def half(x):\n    return x / 2\n")
+    assert "def half(x: float) -> float: ...\n\n\ndef half(x):\n    return x / 2\n\n\nCOUNT" in disk(
+        image, "zoo/typed.py")
+    assert client.view.module("zoo.typed").half(3) == 1.5
+    assert text(client.ok("get_method_source", className="zoo.typed", selector="half")).count("def half") == 3
