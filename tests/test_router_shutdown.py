@@ -151,6 +151,8 @@ def test_the_longest_stop_fits_in_the_wait_of_stop_and_of_systemd_before_their_s
     assert f"SIGKILL after {STOP_TIMEOUT:g} seconds" in readme and f"{longest_stop():g} s" in readme
     assert f"systemd's unit gives {timeout_stop_sec} s" in readme
     assert f"default {STOP_TIMEOUT:g}," in _stop_help()
+    internals = (REPO / "docs" / "internals.md").read_text()
+    assert f"= {longest_stop():g} s" in internals   # the sum written out there, the DEATH_TOLD term too
 
 
 class SlowToDieWorker(RecordingWorker):
