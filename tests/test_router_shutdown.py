@@ -153,6 +153,8 @@ def test_the_longest_stop_fits_in_the_wait_of_stop_and_of_systemd_before_their_s
     assert f"default {STOP_TIMEOUT:g}," in _stop_help()
     internals = (REPO / "docs" / "internals.md").read_text()
     assert f"= {longest_stop():g} s" in internals   # the sum written out there, the DEATH_TOLD term too
+    for commented in (service, (REPO / "stop-server.sh").read_text()):
+        assert f"the longest graceful stop ({longest_stop():g} s" in commented
 
 
 class SlowToDieWorker(RecordingWorker):
