@@ -6,6 +6,7 @@ session then sees them."""
 import pytest
 
 from helpers import Daemon, open_session
+from helpers import tool_text
 from test_e2e_tools import error, ok, structured
 
 FILES = {
@@ -31,6 +32,29 @@ def refund():
 ''',
     "shop/front.py": "from shop.till import checkout\n\n\ndef sell():\n    return checkout(5)\n",
     "shop/setup.py": "def configure():\n    return 1\n\n\nCONFIG = configure()\n",
+    "shop/hooks.py": '''\
+import functools
+
+HANDLERS = []
+
+
+def handler(f):
+    HANDLERS.append(f)
+    return f
+
+
+@handler
+def on_sale():
+    return "old"
+
+
+@functools.cache
+def rate():
+    return 1
+
+
+CALLBACKS = [rate]
+''',
 }
 
 
@@ -101,3 +125,27 @@ def test_meta_and_the_kernel_dictionary_are_refused_with_what_to_do(c):
                                 "its functions have no class side; omit meta")
     assert error(c, "compile_method", "refused", className="builtins",
                  source="def len(x):\n    return 0\n").startswith("builtins is the kernel dictionary")
+
+
+def test_a_registering_decorator_run_again_is_named_for_a_double_registration(daemon, c):
+    # @handler ran again on the new def and registered it beside the live one, unsaid.
+    answer = ok(c, "compile_method", className="shop.hooks", source='@handler\ndef on_sale():\n    return "new"\n')
+    assert answer["structuredContent"]["rerun"] == ["handler"]
+    assert "its decorator handler: what else it does (a registry entry) was done again" in tool_text(answer)
+    assert "check for a double registration" in tool_text(answer)
+    assert run(c, "import shop.hooks\n[h() for h in shop.hooks.HANDLERS]") == "['new', 'new']"
+    fresh = open_session(daemon)
+    assert run(fresh, "import shop.hooks\n[h() for h in shop.hooks.HANDLERS]") == "['new']"
+    fresh.close()
+    plain = structured(c, "compile_method", className="shop.till", source="def refund():\n    return 0\n")
+    assert "rerun" not in plain and "rebound" not in plain
+
+
+def test_a_rebound_function_says_what_else_keeps_the_old_one(c):
+    # functools.cache's wrapper cannot be updated in place: CALLBACKS keeps the old one.
+    answer = ok(c, "compile_method", className="shop.hooks", source="@functools.cache\ndef rate():\n    return 2\n")
+    assert answer["structuredContent"]["rebound"] is True
+    assert ("what holds the old one, other than the modules importing shop.hooks (re-imported), "
+            "keeps it and runs the old code") in tool_text(answer)
+    assert run(c, "import shop.hooks\n(shop.hooks.rate(), shop.hooks.CALLBACKS[0]())") == "(2, 1)"
+

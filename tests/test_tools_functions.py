@@ -185,3 +185,68 @@ def test_a_function_written_in_a_block_is_shown_with_a_note_and_overloads_togeth
         image, "zoo/typed.py")
     assert client.view.module("zoo.typed").half(3) == 1.5
     assert text(client.ok("get_method_source", className="zoo.typed", selector="half")).count("def half") == 3
+
+
+REGISTERING = '''\
+REGISTRY = []
+
+
+def register(path):
+    def add(f):
+        REGISTRY.append((path, f))
+        return f
+    return add
+
+
+@register("/x")
+def index():
+    return "old"
+
+
+def plain():
+    return 1
+'''
+
+
+def test_replacing_a_decorated_function_names_the_decorators_that_ran_again(client, image):
+    # @register("/x") ran again on the new def and registered it beside the live one,
+    # and the answer did not say so.
+    write(image, "zoo/routes.py", REGISTERING, client)
+    routes = client.view.module("zoo.routes")
+    result = client.ok("compile_method", className="zoo.routes",
+                       source='@register("/x")\ndef index():\n    return "new"\n')
+    assert result["structuredContent"]["rerun"] == ["register"]
+    assert "rebound" not in result["structuredContent"]
+    assert text(result).startswith(
+        "replaced function zoo.routes.index; note: zoo.routes.index's def ran again, and with it "
+        "its decorator register: what else it does (a registry entry) was done again, for the new "
+        "function it made, which zoo.routes.index was updated from in place; the live "
+        "zoo.routes.index keeps what it did for it, so a registry may hold both, each running the "
+        "new code: check for a double registration; committed")
+    assert [(path, f()) for path, f in routes.REGISTRY] == [("/x", "new"), ("/x", "new")]
+    # A plain def, and a decorated one added, run nothing again.
+    for source in ("def plain():\n    return 2\n", '@register("/y")\ndef other():\n    return 3\n'):
+        answer = client.ok("compile_method", className="zoo.routes", source=source)
+        assert "rerun" not in answer["structuredContent"] and "note" not in text(answer)
+
+
+def test_a_rebound_function_says_what_still_holds_the_old_one(client, image):
+    # Rebound, a registry or callback list kept the old function, running the old code,
+    # and the answer named only the re-imported modules.
+    write(image, "zoo/cached.py", "import functools\n\n\n@functools.cache\ndef value():\n    return 1\n\n\n"
+          "CALLBACKS = [value]\n", client)
+    cached = client.view.module("zoo.cached")
+    result = client.ok("compile_method", className="zoo.cached",
+                       source="@functools.cache\ndef value():\n    return 2\n")
+    assert result["structuredContent"]["rebound"] is True
+    assert result["structuredContent"]["rerun"] == ["functools.cache"]
+    assert ("; note: zoo.cached.value could not be updated in place (it is no plain function, such "
+            "as functools.cache's wrapper, or its closure changed), so zoo.cached binds a new one: "
+            "what holds the old one, other than the modules importing zoo.cached (re-imported), "
+            "keeps it and runs the old code (a registry, a callback list, a functools.partial); "
+            "note: zoo.cached.value's def ran again, and with it its decorator functools.cache: "
+            "what else it does (a registry entry) was done again, for the new zoo.cached.value; "
+            "the old zoo.cached.value keeps what it did for it, so a registry may hold both: check "
+            "for a double registration; committed") in text(result)
+    assert (cached.value(), cached.CALLBACKS[0]()) == (2, 1)
+

@@ -81,6 +81,16 @@ def refuse_unsure(view, module: str, name: str) -> None:
                         "the module's file, then refresh")
 
 
+def decorators_run(tree: ast.Module, name: str) -> list[str]:
+    """What the decorators of the module's top-level defs of `name` call (`app.route` for
+    `@app.route("/x")`), as compiling the function runs them all again. Not an `@overload`
+    signature's: typing keeps one entry per signature line, which running it again replaces."""
+    return list(dict.fromkeys(
+        ast.unparse(decorator.func if isinstance(decorator, ast.Call) else decorator)
+        for node in splice.function_nodes(tree, name) if not splice.is_overload(node)
+        for decorator in node.decorator_list))
+
+
 def no_function(view, module: str, name: str) -> ToolError:
     return ToolError("notFound", _no_function(view, module, view.tree(module), name))
 

@@ -294,7 +294,7 @@ class MutationToolset(Toolset):
         new_source, replaced = self._splice(splice.put_function, old_source, text)
         self.view.check_encodable(module_name, new_source)
         _refuse_function_read_before_bound(module_name, name, old_source, new_source)
-        rebound = False
+        rebound, old = False, None
         if module is not None:
             filename = self.view.filename(self.view.relpath(module_name))
             try:
@@ -309,9 +309,17 @@ class MutationToolset(Toolset):
                 rebound = old is not None
                 setattr(module, name, made)
         self.view.set_source(module_name, new_source, live=module is not None)
+        qualified = f"{module_name}.{name}"
         note, data = self._reimport_importers([module_name]) if rebound else ("", {})
+        if rebound:
+            note += _rebound_note(module_name, name)
+            data["rebound"] = True
+        if module is not None and old is not None:
+            rerun, rerun_data = _decorators_rerun_note(
+                qualified, module_functions.decorators_run(parsing.parse(new_source), name), rebound)
+            note, data = note + rerun, {**data, **rerun_data}
         verb = "replaced" if replaced else "added"
-        return self._finish(f"{verb} function {module_name}.{name}{note}",
+        return self._finish(f"{verb} function {qualified}{note}",
                             {"dictionary": module_name, "selector": name, "replaced": replaced, **data})
 
     def _delete_function(self, module_name: str, arguments: dict) -> dict:
@@ -662,7 +670,7 @@ class MutationToolset(Toolset):
         why = (f"what the dataclass decorator generates depends on {selector}" if reads else
                f"what the dataclass decorator generated for {ref.qualified} followed its bases as "
                "they were before one was made again")
-        return _rerun_note(ref.qualified, why, self._class_hooks(ref, cls, old_node))
+        return _dataclass_rerun_note(ref.qualified, why, self._class_hooks(ref, cls, old_node))
 
     def _stale_dataclass_subclasses(self, qualified: str, cls, basis) -> tuple[str, dict]:
         """A note and its data naming the image's live dataclass subclasses of `cls` that
@@ -840,19 +848,50 @@ _DATACLASS_READS = _DATACLASS_MADE | {"__post_init__"}
 _MIXED_FROZEN = "some frozen and some not, which this Python's dataclass decorator refuses either way"
 
 
-def _rerun_note(qualified: str, why: str, hooks: list[str]) -> tuple[str, dict]:
-    """A note and its data naming the `hooks` (_class_hooks) that ran again as a dataclass's
-    class statement was run again, `why`, to make what its decorator generates. They cannot
-    be left out: the decorator reads the fields of the bases, and only a class statement
-    makes a class with them, running their metaclass and __init_subclass__."""
+def _rerun_note(ran: str, hooks: list[str], made: str, owner: str, tail: str = "") -> tuple[str, dict]:
+    """A note and its data naming the `hooks` that ran again, as `ran` says (with it
+    its hooks), on `made`, a new object: what else they do (a registry entry) was done again
+    for it, while `owner` keeps what they did for it (then `tail`). ('', {}) when none did."""
     if not hooks:
         return "", {}
     they, do = ("it", "does") if len(hooks) == 1 else ("they", "do")
-    return (f"; note: {why}, so {qualified}'s "
-            f"class statement ran again, on a throwaway class, and with it its {', '.join(hooks)}: "
-            f"what else {they} {do} (a registry entry) was done again, for that throwaway class; "
-            f"the live {qualified} keeps what {they} did for it as it was made",
-            {"rerun": hooks})
+    return (f"; note: {ran}: what else {they} {do} (a registry entry) was done again, for {made}; "
+            f"{owner} keeps what {they} did for it{tail}", {"rerun": hooks})
+
+
+def _dataclass_rerun_note(qualified: str, why: str, hooks: list[str]) -> tuple[str, dict]:
+    """_rerun_note for the `hooks` (_class_hooks) that ran again as a dataclass's class
+    statement was run again, `why`, to make what its decorator generates. They cannot be
+    left out: the decorator reads the fields of the bases, and only a class statement
+    makes a class with them, running their metaclass and __init_subclass__."""
+    return _rerun_note(f"{why}, so {qualified}'s class statement ran again, on a throwaway "
+                       f"class, and with it its {', '.join(hooks)}", hooks, "that throwaway class",
+                       f"the live {qualified}", " as it was made")
+
+
+def _decorators_rerun_note(qualified: str, decorators: list[str], rebound: bool) -> tuple[str, dict]:
+    """_rerun_note for the `decorators` (decorators_run) that ran again as function
+    `qualified` was compiled: one that registers what it decorates (`@app.route`,
+    `@atexit.register`) registered the new function too."""
+    named = f"decorator{'s' if len(decorators) > 1 else ''} {', '.join(decorators)}"
+    ran = f"{qualified}'s def ran again, and with it its {named}"
+    if rebound:
+        return _rerun_note(ran, decorators, f"the new {qualified}", f"the old {qualified}",
+                           ", so a registry may hold both: check for a double registration")
+    return _rerun_note(ran, decorators, f"the new function it made, which {qualified} was "
+                       "updated from in place", f"the live {qualified}",
+                       ", so a registry may hold both, each running the new code: check for a "
+                       "double registration")
+
+
+def _rebound_note(module_name: str, name: str) -> str:
+    """What a function rebound (live.update_function could not update it) leaves behind:
+    its importers are re-imported, but nothing else that holds the old object is found."""
+    return (f"; note: {module_name}.{name} could not be updated in place (it is no plain "
+            "function, such as functools.cache's wrapper, or its closure changed), so "
+            f"{module_name} binds a new one: what holds the old one, other than the modules "
+            f"importing {module_name} (re-imported), keeps it and runs the old code (a registry, "
+            "a callback list, a functools.partial)")
 
 
 def _written_in_block(ref, selector: str, statement: ast.stmt, why: str, more: str = "") -> ToolError:
