@@ -149,3 +149,10 @@ def test_a_rebound_function_says_what_else_keeps_the_old_one(c):
             "keeps it and runs the old code") in tool_text(answer)
     assert run(c, "import shop.hooks\n(shop.hooks.rate(), shop.hooks.CALLBACKS[0]())") == "(2, 1)"
 
+
+def test_a_dictionary_given_to_list_methods_points_to_list_dictionary_entries(c):
+    said = ("shop defines no class till; shop.till is a dictionary (image module), not a class: "
+            "list_dictionary_entries shows its functions and classes")
+    assert error(c, "list_methods", "notFound", className="shop.till") == said
+    assert error(c, "describe_class", "notFound", className="shop.till") == said
+    assert "checkout" in tool_text(ok(c, "list_dictionary_entries", dictionaryName="shop.till"))

@@ -324,7 +324,7 @@ def test_a_function_module_or_search_label_given_as_a_class_says_what_it_is_and_
         f"zoo.animals defines no class make_dog; {function}")
     assert client.error("describe_class", "notFound", className="zoo.animals") == (
         "zoo defines no class animals; zoo.animals is a dictionary (image module), not a class: "
-        "list_classes shows its classes")
+        "list_dictionary_entries shows its functions and classes")
     assert client.error("get_method_source", "notFound", className="zoo.animals.Dog.noise",
                         selector="noise") == (
         "no dictionary named zoo.animals.Dog (for class zoo.animals.Dog.noise); to name the method "

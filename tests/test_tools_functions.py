@@ -250,3 +250,12 @@ def test_a_rebound_function_says_what_still_holds_the_old_one(client, image):
             "for a double registration; committed") in text(result)
     assert (cached.value(), cached.CALLBACKS[0]()) == (2, 1)
 
+
+def test_a_dictionary_given_to_a_class_tool_points_to_list_dictionary_entries(client):
+    # It pointed to list_classes, which does not list the functions a caller of list_methods wants.
+    said = ("zoo defines no class animals; zoo.animals is a dictionary (image module), not a class: "
+            "list_dictionary_entries shows its functions and classes")
+    assert client.error("list_methods", "notFound", className="zoo.animals") == said
+    assert client.error("describe_class", "notFound", className="zoo.animals") == said
+    entries = text(client.ok("list_dictionary_entries", dictionaryName="zoo.animals"))
+    assert "make_dog" in entries

@@ -254,9 +254,10 @@ def _not_a_class(view: View, modules: list[str], name: str) -> str:
     paths = {name} | {f"{module}.{name}" for module in modules}
     modules_named = [module for module in view.module_names() if module in paths]
     if modules_named:
-        are = "is a dictionary" if len(modules_named) == 1 else "are dictionaries"
-        return (f"; {' and '.join(modules_named)} {are} (image module), not a class: list_classes "
-                "shows its classes")
+        are, its = ("is a dictionary", "its") if len(modules_named) == 1 else ("are dictionaries", "their")
+        # Not list_classes: asked for its methods, its functions are what is meant.
+        return (f"; {' and '.join(modules_named)} {are} (image module), not a class: "
+                f"list_dictionary_entries shows {its} functions and classes")
     return ""
 
 
