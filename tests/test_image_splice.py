@@ -771,10 +771,14 @@ def test_a_one_line_class_redefined_takes_the_indentation_of_the_module():
 
 
 def test_an_edit_python_would_read_as_misindented_is_refused_saying_why():
-    # No edit above is known to reach it; the check keeps any that does from being written.
-    with pytest.raises(splice.IndentationMismatch, match=r"method m cannot be indented to fit "
+    # No edit above is known to reach it (a module-level function never does: its lines
+    # nest in no block of the module); the check keeps any that does from being written.
+    # What to do is worded for any kind, not "send the whole class".
+    with pytest.raises(splice.IndentationMismatch, match=r"^method m cannot be indented to fit "
                        r"the module: written in, Python would read line 3 as misindented "
-                       r"\(unindent does not match any outer indentation level\); nothing was changed"):
+                       r"\(unindent does not match any outer indentation level\); nothing was changed\. "
+                       r"Send it indented in one style \(tabs or spaces, not both\), or edit the "
+                       r"module's file in an editor, then refresh$"):
         splice._importable("class C:\n\tx = 1\n    def m(self): pass\n", "method m")
 
 

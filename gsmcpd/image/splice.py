@@ -476,8 +476,9 @@ def _importable(source: str, what: str) -> str:
     except IndentationError as error:   # TabError too
         raise IndentationMismatch(
             f"{what} cannot be indented to fit the module: written in, Python would read "
-            f"line {error.lineno} as misindented ({error.msg}); nothing was changed. Send the "
-            "whole class, in one indentation style, to compile_class_definition") from None
+            f"line {error.lineno} as misindented ({error.msg}); nothing was changed. Send it "
+            "indented in one style (tabs or spaces, not both), or edit the module's file in an "
+            "editor, then refresh") from None
     return source
 
 
