@@ -156,3 +156,10 @@ def test_a_dictionary_given_to_list_methods_points_to_list_dictionary_entries(c)
     assert error(c, "list_methods", "notFound", className="shop.till") == said
     assert error(c, "describe_class", "notFound", className="shop.till") == said
     assert "checkout" in tool_text(ok(c, "list_dictionary_entries", dictionaryName="shop.till"))
+
+
+def test_a_builtins_name_that_is_no_kernel_function_is_told_what_it_is(c):
+    assert error(c, "get_method_source", "notFound", className="builtins", selector="lenn") == (
+        "builtins has no lenn (did you mean len?)")
+    assert error(c, "get_method_source", "notFound", className="builtins", selector="dict").startswith(
+        "builtins.dict is a kernel class, not a function")

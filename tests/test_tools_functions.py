@@ -35,6 +35,17 @@ def test_a_function_the_dictionary_does_not_define_is_answered_with_the_name_mea
         "builtins.len is a kernel function: no Python source")
 
 
+def test_a_builtins_name_that_is_no_kernel_function_is_told_what_it_is(client):
+    # Every name was told it is "a kernel function", a mistyped one and a class too.
+    assert client.error("get_method_source", "notFound", className="builtins", selector="lenn") == (
+        "builtins has no lenn (did you mean len?)")
+    assert client.error("get_method_source", "notFound", className="builtins", selector="object") == (
+        "builtins.object is a kernel class, not a function: to name one of its methods, pass "
+        "className builtins.object")
+    assert client.error("get_method_source", "notFound", className="builtins", selector="Ellipsis") == (
+        "builtins.Ellipsis is no function (ellipsis): no source to show")
+
+
 def test_meta_is_refused_for_a_dictionary(client):
     said = ("meta selects a class's side, and zoo.animals is a dictionary (image module): its "
             "functions have no class side; omit meta")

@@ -6,6 +6,7 @@ the guard, and what makes a name no function a tool can change."""
 from __future__ import annotations
 
 import ast
+import builtins
 import types
 
 from gsmcpd.image import catalog, splice
@@ -25,7 +26,7 @@ def function_source(view, module: str, arguments: dict) -> dict:
     refuse_meta(module, arguments)
     name = catalog.require_selector(arguments["selector"])
     if module == KERNEL:
-        raise ToolError("notFound", f"builtins.{name} is a kernel function: no Python source")
+        raise ToolError("notFound", _kernel_no_source(name))
     tree = _tree(view, module)
     nodes, note = splice.function_nodes(tree, name), None
     if not nodes:
@@ -40,6 +41,21 @@ def function_source(view, module: str, arguments: dict) -> dict:
     if note:
         structured["note"] = note
     return {"text": text + (f"\n({note})" if note else ""), "structured": structured}
+
+
+def _kernel_no_source(name: str) -> str:
+    """Why builtins' `name` has no source to show: said of what builtins binds to it, as a
+    mistyped name (`lenn`) or a class (`object`) is no kernel function."""
+    if not hasattr(builtins, name):
+        return (f"builtins has no {catalog.echoed(name)}"
+                + (did_you_mean(name, vars(builtins)) or "; list_dictionary_entries shows its entries"))
+    value = getattr(builtins, name)
+    if isinstance(value, type):
+        return (f"builtins.{name} is a kernel class, not a function: to name one of its methods, "
+                f"pass className builtins.{name}")
+    if not callable(value):
+        return f"builtins.{name} is no function ({type(value).__name__}): no source to show"
+    return f"builtins.{name} is a kernel function: no Python source"
 
 
 def mutable_dictionary(view, module: str) -> types.ModuleType | None:
