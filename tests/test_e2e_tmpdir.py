@@ -89,6 +89,24 @@ def test_a_sessions_temporary_files_go_with_its_worker(tmp_path, tmp, how):
         assert os.listdir(tmp) == [os.path.basename(os.path.dirname(tmpdir))]
 
 
+def test_a_link_the_code_put_in_its_tmpdirs_place_goes_with_its_worker(tmp_path, tmp):
+    # It stayed until the daemon's stop ("Cannot call rmtree on a symbolic link").
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("x")
+    daemon = daemon_in(tmp_path, tmp)
+    with daemon:
+        client = open_session(daemon)
+        code = "import os\nt = os.environ['TMPDIR']\nos.rmdir(t)\nos.symlink(%r, t)\nt" % str(outside)
+        result = client.tool("execute_code", code=code)
+        tmpdir = ast.literal_eval(result["structuredContent"]["result"])
+        assert os.path.islink(tmpdir)
+        assert client.delete().status in (200, 204)
+        assert wait_until(lambda: not os.path.lexists(tmpdir))
+        assert (outside / "keep").read_text() == "x"
+        assert "temporary files stay" not in daemon.log_text()
+
+
 def test_the_daemons_stop_leaves_no_temporary_file(tmp_path, tmp):
     daemon = daemon_in(tmp_path, tmp)
     with daemon:

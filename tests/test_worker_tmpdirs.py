@@ -101,6 +101,18 @@ def test_removal_follows_no_link_the_code_planted_and_undoes_its_chmods(tmp_path
     assert (outside / "keep").read_text() == "x"
 
 
+def test_a_link_the_code_put_in_its_directorys_place_is_removed_not_followed(tmp_path):
+    # It stayed, the spawner warning "Cannot call rmtree on a symbolic link", until the stop.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("x")
+    worker = tmp_path / "w.1"
+    worker.symlink_to(outside)
+    assert tmpdirs.remove(str(worker)) is None
+    assert not os.path.lexists(worker)
+    assert (outside / "keep").read_text() == "x"
+
+
 def test_removing_what_is_gone_already_is_no_problem(tmp_path):
     assert tmpdirs.remove(str(tmp_path / "w.never-made")) is None
 
@@ -120,6 +132,20 @@ def test_another_accounts_directory_is_removed_as_that_account(reachable):
     os.lchown(theirs / "link", nobody.pw_uid, nobody.pw_gid)
     assert tmpdirs.remove(str(theirs)) is None
     assert not theirs.exists() and root_file.read_text() == "x"
+
+
+@needs_root
+def test_another_accounts_link_in_its_directorys_place_is_removed_as_that_account(reachable):
+    nobody = pwd.getpwnam("nobody")
+    os.chmod(reachable, tmpdirs.SHARED_MODE)   # a per-user daemon's: each account removes its own entries
+    outside = reachable / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("x")
+    theirs = reachable / "w.theirs"
+    theirs.symlink_to(outside)
+    os.lchown(theirs, nobody.pw_uid, nobody.pw_gid)
+    assert tmpdirs.remove(str(theirs)) is None
+    assert not os.path.lexists(theirs) and (outside / "keep").read_text() == "x"
 
 
 @needs_root

@@ -150,6 +150,14 @@ def remove(path: str) -> str | None:
 
 
 def _remove_own(path: str) -> list[str]:
+    try:
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            os.unlink(path)   # the code put a link (or file) in its directory's place
+            return []
+    except FileNotFoundError:
+        return []
+    except OSError as error:
+        return [f"{path}: {error.strerror}"]
     problems = _rmtree(path)
     if problems and _make_changeable(path):
         problems = _rmtree(path)   # once more, now that the code's chmods are undone
