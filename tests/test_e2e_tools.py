@@ -381,6 +381,11 @@ def test_a_mistyped_class_method_or_dictionary_is_answered_with_the_name_meant(c
     assert error(c, "delete_method", "notFound", className="Cart", selector="checkout") == (
         "shop.models.Cart defines no method checkout; list_methods shows its methods")
     assert "(did you mean shop.models" in error(c, "list_classes", "notFound", dictionaryName="shop.model")
+    # A class named in another dictionary than its own: where it is, not only "defines no class".
+    assert error(c, "get_method_source", "notFound", className="shop.Cart", selector="total") == (
+        "shop defines no class Cart (did you mean shop.models.Cart?)")
+    assert error(c, "describe_class", "notFound", className="extra.Thing") == (
+        "extra defines no class Thing (did you mean extra.a.Thing or extra.b.Thing?)")
 
 
 def test_a_search_hit_given_back_as_a_class_says_what_it_is_and_what_to_pass(c):

@@ -295,6 +295,9 @@ def test_a_mistyped_class_or_dictionary_name_is_answered_with_the_names_meant(cl
     assert "(did you mean Dog?)" in client.error("describe_class", "notFound", className="Dgo")
     assert client.error("describe_class", "notFound", className="zoo.animals.Anmal") == (
         "zoo.animals defines no class Anmal (did you mean Animal?)")
+    # A class put in its package for its module was answered with no word of where it is.
+    assert client.error("describe_class", "notFound", className="zoo.Dog") == (
+        "zoo defines no class Dog (did you mean zoo.animals.Dog?)")
     assert "(did you mean zoo.animals?)" in client.error("describe_class", "notFound",
                                                          className="zoo.animal.Dog")
     assert client.error("list_classes", "notFound", dictionaryName="zoo.animal") == (

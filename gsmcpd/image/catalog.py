@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from gsmcpd.image import splice
 from gsmcpd.image.view import KERNEL, View
 from gsmcpd.wire.jsonrpc import echoed
-from gsmcpd.worker.toolset import ToolError, did_you_mean
+from gsmcpd.worker.toolset import ToolError, did_you_mean, meant
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,8 @@ def resolve_class(view: View, name: str) -> ClassRef:
                                                    or did_you_mean(module, view.module_names())))
         raise ToolError("notFound", f"{module} defines no class {echoed(short)}"
                         + (_made_at_run_time(view, [module], short) or _not_a_class(view, [module], short)
-                           or did_you_mean(short, [ref.name for ref in classes_in(view, module)])))
+                           or did_you_mean(short, [ref.name for ref in classes_in(view, module)])
+                           or _defined_elsewhere(view, module, short)))
     classes = image_classes(view)
     candidates = [ref for ref in classes if ref.name == name]
     if len(candidates) == 1:
@@ -218,6 +219,15 @@ def _nests(view: View, module: str, path: list[str]) -> bool:
 def _nested_in(nested: str, outer: str) -> str:
     return (f"; {nested} is nested in the class {outer}, and the tools work on an image "
             f"module's top-level classes: export_class_source {outer} shows it")
+
+
+def _defined_elsewhere(view: View, module: str, name: str) -> str:
+    """For `module.Name` where other dictionaries (or builtins) have the class Name, as one
+    put in its package for its module (`shop.Cart` for `shop.till.Cart`): those meant."""
+    where = [ref.qualified for ref in image_classes(view) if ref.name == name and ref.module != module]
+    if isinstance(getattr(builtins, name, None), type):
+        where.append(f"{KERNEL}.{name}")
+    return meant(where[:3])
 
 
 def _uncompiled_hint(view: View, name: str) -> str:

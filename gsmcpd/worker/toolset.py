@@ -159,10 +159,14 @@ def did_you_mean(name: str, known) -> str:
     lowered = name.lower()
     close = [item for item in known if item.lower() == lowered and item != name]
     close += [item for item in difflib.get_close_matches(name, known, n=3) if item not in close]
-    close = close[:3]
-    if not close:
+    return meant(close[:3])
+
+
+def meant(names: list[str]) -> str:
+    """` (did you mean A, B or C?)` naming `names`, or "" for none."""
+    if not names:
         return ""
-    listed = ", ".join(close[:-1]) + " or " + close[-1] if len(close) > 1 else close[0]
+    listed = ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
     return f" (did you mean {listed}?)"
 
 
