@@ -55,6 +55,8 @@ def rate():
 
 CALLBACKS = [rate]
 ''',
+    "shop/show.py": "import functools\n\n\n@functools.singledispatch\ndef show(x):\n    return 'obj'\n\n\n"
+                    "@show.register\ndef _(x: int):\n    return 'int'\n",
 }
 
 
@@ -163,3 +165,13 @@ def test_a_builtins_name_that_is_no_kernel_function_is_told_what_it_is(c):
         "builtins has no lenn (did you mean len?)")
     assert error(c, "get_method_source", "notFound", className="builtins", selector="dict").startswith(
         "builtins.dict is a kernel class, not a function")
+
+
+def test_a_singledispatch_function_replaced_keeps_what_its_module_registered(daemon, c):
+    # Here show(1) answered 'OBJ', its registry that of the new def alone; a new session 'int'.
+    call = "from shop.show import show\n(show('a'), show(1))"
+    ok(c, "compile_method", className="shop.show",
+       source="@functools.singledispatch\ndef show(x):\n    return 'OBJ'\n")
+    fresh = open_session(daemon)
+    assert run(c, call) == run(fresh, call) == repr(("OBJ", "int"))
+    fresh.close()

@@ -98,6 +98,30 @@ def test_a_decorated_function_is_updated_through_its_wrapper(client, image):
     assert taken() == "<new>" and client.view.module("zoo.wrapped").tag is taken
 
 
+SINGLEDISPATCH = ("import functools\n\n\n@functools.singledispatch\ndef show(x):\n    return 'obj'\n\n\n"
+                  "@show.register\ndef _(x: int):\n    return 'int'\n")
+
+
+def test_a_singledispatch_function_keeps_the_implementations_registered_below_it(client, image):
+    # Its wrapper took the new def's registry, empty but for it: show(1) answered 'OBJ' here,
+    # 'int' in every new session, whose import registers `_` again.
+    write(image, "zoo/shows.py", SINGLEDISPATCH, client)
+    taken = client.view.module("zoo.shows").show
+    client.ok("compile_method", className="zoo.shows",
+              source='@functools.singledispatch\ndef show(x):\n    """Shown."""\n    return "OBJ"\n')
+    assert (taken("a"), taken(1)) == ("OBJ", "int")
+    assert client.view.module("zoo.shows").show is taken and taken.__doc__ == "Shown."
+
+
+def test_a_wrapper_made_with_other_decorator_arguments_takes_them(client, image):
+    write(image, "zoo/tagged.py", "import functools\n\n\ndef tag(mark):\n    def deco(f):\n"
+          "        @functools.wraps(f)\n        def wrapper():\n            return mark + f()\n"
+          "        return wrapper\n    return deco\n\n\n@tag('<')\ndef name():\n    return 'rex'\n", client)
+    taken = client.view.module("zoo.tagged").name
+    client.ok("compile_method", className="zoo.tagged", source="@tag('>')\ndef name():\n    return 'rex'\n")
+    assert taken() == ">rex"
+
+
 def test_a_function_that_cannot_be_updated_in_place_is_rebound_and_its_importers_reimported(client, image):
     write(image, "zoo/cached.py", "import functools\n\n\n@functools.cache\ndef value():\n    return 1\n", client)
     write(image, "zoo/reader.py", "from zoo.cached import value\n", client)

@@ -441,6 +441,13 @@ def update_function(old, new) -> bool:
             and old.__code__.co_freevars == new.__code__.co_freevars
             and old.__globals__ is new.__globals__):
         return False
+    if _same_decoration(old, new) and update_function(inspect.getattr_static(old, "__wrapped__"),
+                                                      inspect.getattr_static(new, "__wrapped__")):
+        # The wrapper keeps what its decorator holds for it (singledispatch's registry, which
+        # the module's `@f.register` defs below it filled), as the import fills it again.
+        for name in ("__doc__", "__annotations__"):
+            setattr(old, name, getattr(new, name))
+        return True
     old.__code__ = new.__code__
     for mine, theirs in zip(old.__closure__ or (), new.__closure__ or ()):
         try:
@@ -453,6 +460,26 @@ def update_function(old, new) -> bool:
     # What the decorators set (`__wrapped__`), over what module code set below the def, kept
     # as a new session's import sets it too.
     vars(old).update(vars(new))
+    return True
+
+
+def _same_decoration(old: FunctionType, new: FunctionType) -> bool:
+    """Whether `new` is the wrapper the same decorator, given the same arguments, made of
+    the edited def `old` wraps (`__wrapped__`): the same code, its closure holding equal
+    values (functions: the same code), so the wrapped def is all that differs."""
+    if old.__code__ != new.__code__ or not all(
+            type(inspect.getattr_static(f, "__wrapped__", None)) is FunctionType for f in (old, new)):
+        return False
+    for mine, theirs in zip(old.__closure__ or (), new.__closure__ or ()):
+        try:
+            held, made = mine.cell_contents, theirs.cell_contents
+            if isinstance(held, FunctionType) and isinstance(made, FunctionType):
+                if held.__code__ != made.__code__:
+                    return False
+            elif held is not made and not (type(held) is type(made) and held == made):
+                return False
+        except Exception:   # an empty cell, or an __eq__ of the user's that raised
+            return False
     return True
 
 
