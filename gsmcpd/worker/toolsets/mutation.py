@@ -336,7 +336,7 @@ class MutationToolset(Toolset):
             # Deleted, running the module would be a NameError: it would import nowhere.
             raise ToolError("refused", f"{module_name}.{name} is used by {module_name}'s own "
                             f"top-level code as it runs (line {reader.lineno}: "
-                            f"{_first_line(new_source, reader)!r}); deleted, {module_name} would no "
+                            f"{splice.statement_line(new_source, reader)!r}); deleted, {module_name} would no "
                             "longer import. Change that statement first (in the module's file, "
                             "then refresh).")
         if module is not None:
@@ -383,7 +383,7 @@ class MutationToolset(Toolset):
         annotations = [] if existing else splice.annotation_nodes(classdef, node.name)
         if annotations:
             # The def would be the field's default: the field no longer required, a function.
-            declared = _first_line(self.view.source(ref.module), annotations[0])
+            declared = splice.statement_line(self.view.source(ref.module), annotations[0])
             raise ToolError("refused", f"{ref.qualified}.{node.name} is declared an attribute by the "
                             f"class body's annotation {declared!r} ({ref.module} line "
                             f"{annotations[0].lineno}; a dataclass's or NamedTuple's field); a def "
@@ -587,7 +587,7 @@ class MutationToolset(Toolset):
         if reader is not None:
             # Deleted, the class could not be made: its module would import nowhere.
             raise ToolError("refused", f"{ref.qualified}.{selector} is used by the class body "
-                            f"as it runs ({_first_line(new_source, reader)!r}); deleted, the class "
+                            f"as it runs ({splice.statement_line(new_source, reader)!r}); deleted, the class "
                             f"could not be made and {ref.module} would no longer import. Change "
                             "that statement first (compile_class_definition).")
         bound, tree = splice.mangled(ref.name, selector), parsing.parse(new_source)
@@ -599,7 +599,7 @@ class MutationToolset(Toolset):
         if reader is not None and not kept:
             # A note, not a refusal: a guarded read (try/hasattr) is fine, and no tool
             # edits a module-level statement, so a refusal would leave no way through.
-            read = _first_line(new_source, reader)
+            read = splice.statement_line(new_source, reader)
             note = (f"; note: {ref.module} reads {ref.name}.{bound} as it runs ({read!r}), so "
                     f"unless that read is guarded, a new session's import of {ref.module} "
                     "fails (AttributeError)")
@@ -911,7 +911,7 @@ def _captured_note(source: str, class_name: str, name: str) -> tuple[str, dict]:
     if not readers:
         return "", {}
     bound = sorted({bound for statement in readers for bound in splice.bound_names(statement)})
-    quoted = ", ".join(repr(_first_line(source, statement)) for statement in readers)
+    quoted = ", ".join(repr(splice.statement_line(source, statement)) for statement in readers)
     return (f"; note: the class body read {name} as the class was made ({quoted}), so "
             f"{', '.join(bound)} still hold the old {name} in this session until the class is "
             "made again: compile_class_definition with its definition as it stands, or abort to "
@@ -1034,17 +1034,12 @@ def _refuse_own_name_read_unbound(ref, name: str, old_source: str, new_source: s
     reader = splice.unbound_reader(new_source, ref.name, name)
     if reader is None or splice.unbound_reader(old_source, ref.name, name) is not None:
         return   # none, or one the class had already: the edit does not make it worse
-    raise ToolError("refused", f"{ref.qualified}.{name}: {_first_line(new_source, reader)!r} reads "
+    raise ToolError("refused", f"{ref.qualified}.{name}: {splice.statement_line(new_source, reader)!r} reads "
                     f"{name} as the class body runs, and with the defs it replaces gone nothing "
                     f"binds it there: every new session's import of {ref.module} would fail "
                     f"(NameError). Send all the defs of {name} together, the one binding it "
                     "first (a property's getter) above, as get_method_source gives them; or "
                     "have it read another name")
-
-
-def _first_line(source: str, statement: ast.stmt) -> str:
-    """The line a statement starts on (its first decorator's), as an answer quotes it."""
-    return splice.statement_line(source, statement)
 
 
 def _fewer_defs(qualified: str, existing: list, defs: list) -> str:
