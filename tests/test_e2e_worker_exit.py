@@ -79,3 +79,16 @@ def test_a_cpu_limit_the_code_set_is_among_a_sigkills_causes(daemon):
     error = error_of(client, "import resource\nresource.setrlimit(resource.RLIMIT_CPU, (1, 1))\nwhile True:\n    pass")
     assert error["message"] == "session ended: worker %d was killed by signal 9 (%s)" % (pid, SIGKILL_WORDS)
     assert "a hard CPU-time limit (RLIMIT_CPU) the session's code set" in SIGKILL_WORDS
+
+
+def test_a_kill_9_is_named_however_many_files_the_code_left_in_its_tmpdir(daemon):
+    # The spawner sent the status only after removing the dead worker's TMPDIR: 150,000
+    # files took longer than the router waits for a status, and the client was told only
+    # "worker N exited".
+    client = open_session(daemon)
+    pid = worker_pid(client)
+    code = ("import os, tempfile\nfolder = tempfile.gettempdir()\nfor i in range(150000):\n"
+            "    os.close(os.open(os.path.join(folder, 'f%d' % i), os.O_CREAT | os.O_WRONLY))\n"
+            "os.kill(os.getpid(), 9)")
+    error = error_of(client, code)
+    assert error["message"] == "session ended: worker %d was killed by signal 9 (%s)" % (pid, SIGKILL_WORDS)

@@ -116,6 +116,7 @@ sweeper.forked(worker, tmp)
 if how == "sweep":
     os.waitid(os.P_PID, worker, os.WEXITED | os.WNOWAIT)
     sweeper.sweep()
+    sweeper.remove_dirs()
 else:
     wakeup, _ = os.pipe2(os.O_NONBLOCK)
     sweeper.end(wakeup, 1.0)
@@ -132,3 +133,40 @@ def test_a_workers_temporary_directory_goes_when_it_is_reaped_or_the_spawner_end
                          text=True, cwd=str(REPO), timeout=30)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["False"]
+
+
+# A "worker" makes its temporary directory, then exits with status 7. Prints whether its
+# status was taken after the sweep that reaped it, whether its directory was still there
+# then, and whether it is after remove_dirs.
+STATUS_FIRST_SCENARIO = r"""
+import os, sys
+from gsmcpd.worker import reaper
+tmp = sys.argv[1]
+r, w = os.pipe()
+worker = os.fork()
+if worker == 0:
+    os.setpgid(0, 0)
+    os.mkdir(tmp, 0o700)
+    os.write(w, b"made\n")
+    os._exit(7)
+os.close(w)
+assert os.read(r, 5) == b"made\n"
+sweeper = reaper.Sweeper()
+sweeper.forked(worker, tmp)
+os.waitid(os.P_PID, worker, os.WEXITED | os.WNOWAIT)
+sweeper.sweep()
+print(sweeper.take_exits() == [(worker, 7)], os.path.lexists(tmp))
+sweeper.remove_dirs()
+print(os.path.lexists(tmp))
+"""
+
+
+def test_a_sweep_leaves_the_directories_of_the_workers_it_reaped_until_their_statuses_are_sent(tmp_path):
+    # The spawner sent a dead worker's status only after the sweep had removed its
+    # directory: one the code had filled with many files took longer than the router
+    # waits for a status, and the client was told "worker N exited", not how it died.
+    tmp = tmp_path / "w.1"
+    out = subprocess.run([sys.executable, "-c", STATUS_FIRST_SCENARIO, str(tmp)], capture_output=True,
+                         text=True, cwd=str(REPO), timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "True", "False"]

@@ -209,8 +209,9 @@ class Sweeper:
     the next is at least 0.4 s later); `due()` says when the next may run.
 
     A worker's temporary directory (gsmcpd.worker.tmpdirs) is removed once the sweep
-    that reaped it has killed what it left (which may still be writing there), and
-    every worker's at the end."""
+    that reaped it has killed what it left (which may still be writing there), by
+    remove_dirs, which the spawner calls after it has sent the statuses (a big directory
+    takes long), and every worker's at the end."""
 
     def __init__(self):
         self.workers = {}           # pid -> its temporary directory, or None
@@ -258,9 +259,12 @@ class Sweeper:
                         log.warning("spawner: cannot kill orphan %d: %s", pid, error)
         took = time.monotonic() - started
         self._next = time.monotonic() + took / SWEEP_SHARE
-        # Not counted in the spacing: it is each ended worker's once, not every sweep's.
-        self._remove_dirs(final=False)
         return killed
+
+    def remove_dirs(self) -> None:
+        """After a sweep: the temporary directories of the workers reaped by then. Not
+        counted in the sweeps' spacing: it is each ended worker's once, not every sweep's."""
+        self._remove_dirs(final=False)
 
     def end(self, wakeup_fd: int, wait: float) -> None:
         """The spawner's last act: kill every child, workers too (the router is done

@@ -105,11 +105,16 @@ def serve(control: socket.socket, worker_nice: int = 0, worker_memory: int | Non
             if wakeup in ready:
                 reaper.drain(wakeup)
                 sweeper.child_exited()
+            # The statuses first: a dead worker's session waits for its status, at most
+            # router.exit_status.PATIENCE, and a sweep reads all of /proc; the directories
+            # go last, as a big one takes long.
+            if not _report_exits(control, sweeper):
+                return
             if sweeper.due() == 0:
                 sweeper.sweep()
-            for pid, code in sweeper.take_exits():
-                if not _send(control, b"exit %d %d" % (pid, code), []):
+                if not _report_exits(control, sweeper):
                     return
+                sweeper.remove_dirs()
             if control.fileno() not in ready:
                 continue
             try:
@@ -218,6 +223,12 @@ def _send(control, message, fds):
         return True
     except OSError:
         return False
+
+
+def _report_exits(control, sweeper) -> bool:
+    """Send the router the exit status of each worker reaped since the last report;
+    False if the router is gone."""
+    return all(_send(control, b"exit %d %d" % (pid, code), []) for pid, code in sweeper.take_exits())
 
 
 def _fork(forking, router_pid, tmp_dir):
