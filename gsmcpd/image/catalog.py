@@ -330,6 +330,16 @@ def refuse_if_imported_around(view: View, module: str) -> None:
         raise ToolError("refused", _imported_around(module))
 
 
+def refuse_unless_views(view: View, module: str, what: str) -> None:
+    """An edit of the image module must find it the view's: neither imported around the
+    view (refuse_if_imported_around) nor shadowed by a kernel module (shadowed_why, the
+    refusal beginning with `what`: "no class can be defined in m")."""
+    refuse_if_imported_around(view, module)
+    shadowed = shadowed_why(view, module)
+    if shadowed:
+        raise ToolError("refused", f"{what}: {shadowed}")
+
+
 def _imported_around(module: str) -> str:
     return (f"image module {module} was imported from its file by code run in this session, "
             "around the session's view, so the view cannot change or load it; abort imports "
@@ -437,10 +447,7 @@ def mutable_class(view: View, name: str) -> tuple[ClassRef, type | None]:
         raise ToolError("refused", f"{ref.name} is a kernel class (builtins) and cannot be "
                         f"modified; {remedy}")
     _refuse_if_unsure(view, ref)
-    refuse_if_imported_around(view, ref.module)
-    shadowed = shadowed_why(view, ref.module)
-    if shadowed:
-        raise ToolError("refused", f"{ref.qualified} cannot be modified: {shadowed}")
+    refuse_unless_views(view, ref.module, f"{ref.qualified} cannot be modified")
     module = view.module(ref.module)
     if module is None:
         require_compiles(view, ref.module)

@@ -65,10 +65,7 @@ def mutable_dictionary(view, module: str) -> types.ModuleType | None:
         raise ToolError("refused", "builtins is the kernel dictionary: its functions cannot be "
                         "changed; define your own in an image module")
     catalog.require_module(view, module)
-    catalog.refuse_if_imported_around(view, module)
-    shadowed = catalog.shadowed_why(view, module)
-    if shadowed:
-        raise ToolError("refused", f"{module}'s functions cannot be changed: {shadowed}")
+    catalog.refuse_unless_views(view, module, f"{module}'s functions cannot be changed")
     catalog.require_compiles(view, module)
     return view.module(module)
 

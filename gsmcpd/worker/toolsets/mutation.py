@@ -524,10 +524,7 @@ class MutationToolset(Toolset):
                 raise ToolError("refused", "builtins is the kernel dictionary; classes cannot "
                                 "be added to or changed in it")
             catalog.require_module(view, module_name)
-            catalog.refuse_if_imported_around(view, module_name)
-            shadowed = catalog.shadowed_why(view, module_name)
-            if shadowed:
-                raise ToolError("refused", f"no class can be defined in {module_name}: {shadowed}")
+            catalog.refuse_unless_views(view, module_name, f"no class can be defined in {module_name}")
             catalog.require_compiles(view, module_name)
             return module_name, any(r.name == name for r in catalog.classes_in(view, module_name))
         candidates = [ref for ref in catalog.image_classes(view) if ref.name == name]
@@ -817,10 +814,7 @@ class MutationToolset(Toolset):
             raise ToolError("refused", "builtins is the kernel dictionary and cannot be removed")
         dictionary_name_parts(name)
         catalog.require_module(self.view, name)
-        catalog.refuse_if_imported_around(self.view, name)
-        shadowed = catalog.shadowed_why(self.view, name)
-        if shadowed:
-            raise ToolError("refused", f"{name} cannot be removed in a session: {shadowed}")
+        catalog.refuse_unless_views(self.view, name, f"{name} cannot be removed in a session")
         removed = self.view.remove_module(name)
         imported, data = self._reimport_importers(removed)
         return self._finish(f"removed dictionary {', '.join(removed)}{imported}",
