@@ -16,6 +16,7 @@ import signal
 import socket
 import stat
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Callable, TextIO
@@ -816,6 +817,7 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
     report("state dir", str(config.state_dir), _unreachable(_state_dir_problem, config.state_dir))
     if config.log_file is not None:
         report("log file", str(config.log_file), _unreachable(_log_file_problem, config.log_file))
+    report("temp dir", *_temp_dir_finding())
     try:
         busy = port_in_use(config.host, config.port)
     except OSError as exc:
@@ -866,6 +868,18 @@ def _unreachable(problem: Callable, subject) -> str | None:
         return problem(subject)
     except OSError as exc:
         return f"{exc.filename or subject}: {exc.strerror or exc}"
+
+
+def _temp_dir_finding() -> tuple[str, str | None]:
+    """The directory serve makes the workers' temporary one in (TMPDIR when usable, as
+    Python picks it), and the problem serve would meet there, if any."""
+    from gsmcpd.worker.tmpdirs import check_room_for_sockets
+    try:
+        path = tempfile.gettempdir()
+        check_room_for_sockets(path)
+    except OSError as exc:
+        return str(exc.filename or os.environ.get("TMPDIR") or "none usable"), f"TMPDIR: {exc.strerror or exc}"
+    return path, None
 
 
 def _import_problem(module: str) -> str | None:

@@ -9,6 +9,7 @@ import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -236,6 +237,34 @@ def test_a_file_serve_cannot_use_is_named_not_blamed_on_the_address(tmp_path):
     assert served.returncode == 1
     assert f"cannot serve: {tmp_path / f'gsmcpd-{port}.ctl'}: " in served.stderr, served.stderr
     assert "cannot serve on" not in served.stderr
+
+
+def test_a_tmpdir_too_long_for_the_spawners_socket_is_named_by_start_and_check(tmp_path):
+    # start said "gsmcpd failed to start: cannot serve on 127.0.0.1:PORT: AF_UNIX path too
+    # long", blaming the address; check said OK.
+    short = Path(tempfile.mkdtemp(prefix="gsmcpd-t-", dir="/tmp"))
+    try:
+        too_long = short / ("d" * (56 - len(str(short)) - 1))
+        too_long.mkdir()
+        env = {"TMPDIR": str(too_long), "GS_MCP_STATE_DIR": str(tmp_path)}
+        port = str(free_port())
+        why = (f"{too_long}: too long a path: the worker spawner's unix socket in it would take 108 bytes, "
+               f"over the 107 one may have; set TMPDIR to a directory of at most 55 bytes")
+        started = gsmcpd("start", "--port", port, env=env)
+        assert (started.returncode, started.stdout) == (
+            1, f"gsmcpd failed to start: cannot make the workers' temporary directory in {why} (TMPDIR) "
+               f"(log: {tmp_path / f'gsmcpd-{port}.log'})\n")
+        checked = gsmcpd("check", "--port", port, env=env)
+        assert checked.returncode == 1
+        assert checked.stdout.splitlines()[-1] == f"PROBLEM: temp dir: TMPDIR: {why.split(': ', 1)[1]}"
+        assert f"temp dir       {too_long}   <-- TMPDIR: too long a path" in checked.stdout
+        fits = short / ("d" * (55 - len(str(short)) - 1))
+        fits.mkdir()
+        started = gsmcpd("start", "--port", port, env={**env, "TMPDIR": str(fits)})
+        assert started.returncode == 0, started.stdout + started.stderr
+        assert gsmcpd("stop", port, env=env).returncode == 0
+    finally:
+        shutil.rmtree(short)
 
 
 def test_status_without_a_server(tmp_path):

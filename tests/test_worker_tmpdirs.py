@@ -86,6 +86,46 @@ def test_the_routers_multiprocessing_directory_is_held_in_it_and_let_go_at_close
     assert out.stdout.split() == ["True", "True", "False"]
 
 
+@pytest.fixture
+def short_dir():
+    """A directory with a path short enough to make one of any length under it."""
+    path = tempfile.mkdtemp(prefix="gsmcpd-t-", dir="/tmp")
+    yield path
+    shutil.rmtree(path)
+
+
+def dir_of_length(parent, length):
+    path = os.path.join(parent, "d" * (length - len(parent) - 1))
+    os.mkdir(path)
+    return path
+
+
+def test_a_parent_too_long_for_the_spawners_socket_is_refused_saying_how_long_it_may_be(short_dir):
+    # The forkserver's bind failed later: "cannot serve on 127.0.0.1:PORT: AF_UNIX path
+    # too long", naming neither TMPDIR nor the limit.
+    fits = dir_of_length(short_dir, 55)
+    tmpdirs.check_room_for_sockets(fits)
+    too_long = dir_of_length(short_dir, 56)
+    with pytest.raises(OSError) as raised:
+        tmpdirs.check_room_for_sockets(too_long)
+    assert (raised.value.filename, raised.value.strerror) == (
+        too_long, "too long a path: the worker spawner's unix socket in it would take 108 bytes, over the "
+                  "107 one may have; set TMPDIR to a directory of at most 55 bytes")
+
+
+def test_the_spawners_socket_fits_in_a_parent_of_the_length_it_is_told(short_dir):
+    # The room check's arithmetic against multiprocessing's own names: a forkserver
+    # started in the daemon's directory made in a parent of exactly that length.
+    fits = dir_of_length(short_dir, 55)
+    code = ("import multiprocessing.forkserver, sys\n"
+            "from gsmcpd.worker import tmpdirs\n"
+            "made = tmpdirs.DaemonTmp(sys.argv[1]); made.hold_multiprocessing()\n"
+            "multiprocessing.forkserver.ensure_running()\n"
+            "print('running')\n")
+    out = subprocess.run([sys.executable, "-c", code, fits], capture_output=True, text=True, timeout=60)
+    assert (out.returncode, out.stdout) == (0, "running\n"), out.stderr
+
+
 def test_removal_follows_no_link_the_code_planted_and_undoes_its_chmods(tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()

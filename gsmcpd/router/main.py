@@ -12,6 +12,7 @@ import logging
 import resource
 import signal
 import socket
+import tempfile
 from pathlib import Path
 
 from gsmcpd.config import is_loopback
@@ -26,7 +27,7 @@ from gsmcpd.router.supervision import Supervisor
 from gsmcpd.router.workers import WorkerPool, free_descriptors
 from gsmcpd.wire import http, jsonrpc
 from gsmcpd.worker.environment import unused_list_warning
-from gsmcpd.worker.tmpdirs import DaemonTmp
+from gsmcpd.worker.tmpdirs import DaemonTmp, check_room_for_sockets
 
 log = logging.getLogger("gsmcpd.router")
 trace_log = logging.getLogger("gsmcpd.trace")
@@ -448,6 +449,7 @@ def serve(config, *, on_ready=None, on_stopping=None, on_reload=None, stop_reque
                     limit, config.max_sessions, config.max_connections)
     # Each worker's private TMPDIR is made in it, and removed with the worker (tmpdirs).
     try:
+        check_room_for_sockets(tempfile.gettempdir())
         tmp = DaemonTmp()
     except OSError as exc:
         raise SystemExit(f"gsmcpd: cannot make the workers' temporary directory in "

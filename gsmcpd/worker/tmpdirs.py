@@ -19,6 +19,7 @@ removed by a child switched to that account, never by root walking into it.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import logging
 import multiprocessing.process
@@ -27,12 +28,17 @@ import shutil
 import stat
 import tempfile
 
+from gsmcpd.router.control import SUN_PATH_MAX
+
 log = logging.getLogger("gsmcpd.worker")
 
 PREFIX = "gsmcpd-tmp."
 WORKER_PREFIX = "w."
 LOCK = "lock"
 SHARED_MODE = 0o1733   # accounts may make entries, not list or remove others'
+# The router's forkserver listens at <its directory>/pymp-<8 random>/listener-<8 random>
+# (multiprocessing's names), a unix socket whose path must fit in sun_path.
+_FORKSERVER_SOCKET = os.path.join(PREFIX + 8 * "x", "pymp-" + 8 * "x", "listener-" + 8 * "x")
 
 
 class DaemonTmp:
@@ -66,6 +72,19 @@ class DaemonTmp:
         if problem:
             log.warning("workers' temporary files stay in %s: %s", self.path, problem)
         os.close(self._lock)
+
+
+def check_room_for_sockets(parent: str) -> None:
+    """Raise ENAMETOOLONG, saying how long `parent` may be, when the forkserver's socket
+    in it would not fit in a unix socket's path: it failed later as "cannot serve on
+    HOST:PORT: AF_UNIX path too long", naming neither TMPDIR nor the limit."""
+    needed = len(os.fsencode(os.path.join(parent, _FORKSERVER_SOCKET)))
+    if needed > SUN_PATH_MAX:
+        room = SUN_PATH_MAX - (needed - len(os.fsencode(parent)))
+        raise OSError(errno.ENAMETOOLONG,
+                      f"too long a path: the worker spawner's unix socket in it would take {needed} "
+                      f"bytes, over the {SUN_PATH_MAX} one may have; set TMPDIR to a directory of at "
+                      f"most {room} bytes", parent)
 
 
 def sweep_earlier(parent: str) -> list[str]:
