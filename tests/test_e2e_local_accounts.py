@@ -87,3 +87,19 @@ def test_a_connection_reset_before_its_accept_is_dropped_and_the_next_client_ser
         assert "user: " in tool_text(own.tool("status"))
         own.close()
         assert "Traceback" not in daemon.log_text()
+
+
+def test_a_client_that_closes_before_its_accept_is_not_logged_as_a_refused_account(tmp_path):
+    # `start` connects and closes at once to prove the port listens, as port probes do:
+    # every start logged "WARNING refusing connections from an account the kernel does
+    # not name: without auth only the clients of root (uid 0) are served".
+    with Daemon(tmp_path, env={"GS_MCP_SPARE_WORKERS": "1"}) as daemon:
+        os.kill(daemon.proc.pid, signal.SIGSTOP)   # so the close surely comes before the accept
+        try:
+            socket.create_connection(("127.0.0.1", daemon.port)).close()
+        finally:
+            os.kill(daemon.proc.pid, signal.SIGCONT)
+        own = Client(daemon.port)   # accepted after it, on the same listener
+        own.initialize()
+        own.close()
+        assert "refusing connections" not in daemon.log_text()

@@ -93,6 +93,16 @@ def test_a_client_that_reset_before_its_accept_names_no_account_and_is_refused(g
         assert "this connection is from an account the kernel does not name" in gate.admit(server)[1]
 
 
+def test_a_client_gone_before_its_account_is_asked_is_refused_without_a_warning(caplog, gate):
+    # `start` connects and closes at once to prove the port listens (so do port probes):
+    # every start logged "WARNING refusing connections from an account the kernel does
+    # not name", as if a stranger had been turned away.
+    server, client = accepted(reset_at_once)
+    with server, client:
+        assert gate.admit(server)[1] is not None
+    assert [r.getMessage() for r in caplog.records if "refusing connections" in r.getMessage()] == []
+
+
 def test_the_own_account_gate_lets_this_account_through(gate):
     server, client = accepted(socket.create_connection)
     with server, client:

@@ -141,8 +141,11 @@ class LocalClients:
         refusal = self._refusals.get(uid)
         if refusal is None:
             who = "from an account the kernel does not name" if uid is None else "from " + account_and_uid(uid)
-            log.warning("refusing connections %s: without auth only the clients of %s are served "
-                        "(GS_MCP_LOCAL_CLIENTS)", who, self.served)
+            # None: the client is gone already (a port probe's connect and close, start's
+            # own): no account to warn of, and every start logged this warning.
+            if uid is not None:
+                log.warning("refusing connections %s: without auth only the clients of %s are served "
+                            "(GS_MCP_LOCAL_CLIENTS)", who, self.served)
             refusal = self._refusals[uid] = (
                 "Forbidden: this server runs without auth, so it serves only the clients of %s; "
                 "this connection is %s. Run the client as %s, or start the server with "
