@@ -72,6 +72,29 @@ def test_the_daemons_directory_is_locked_while_it_runs_and_gone_at_its_close(tmp
     assert os.listdir(tmp_path) == []
 
 
+def test_a_sweep_while_another_daemon_makes_its_lock_leaves_that_daemons_directory(tmp_path, monkeypatch):
+    # Two daemons starting at once in one TMPDIR: the lock file was made, then locked, and
+    # a sweep between the two took it for a crashed daemon's and removed the directory.
+    real_flock = fcntl.flock
+    sweeps = []
+
+    def flock_after_a_sweep(fd, operation):
+        if not sweeps:
+            sweeps.append(None)
+            sweeps.append(tmpdirs.sweep_earlier(str(tmp_path)))
+        return real_flock(fd, operation)
+
+    monkeypatch.setattr(tmpdirs.fcntl, "flock", flock_after_a_sweep)
+    made = tmpdirs.DaemonTmp(str(tmp_path))
+    monkeypatch.undo()
+    try:
+        assert sweeps == [None, []]
+        assert os.path.isdir(made.path) and os.listdir(made.path) == [tmpdirs.LOCK]
+        assert tmpdirs.sweep_earlier(str(tmp_path)) == []      # locked
+    finally:
+        made.close()
+
+
 def test_the_routers_multiprocessing_directory_is_held_in_it_and_let_go_at_close(tmp_path):
     # A process of its own: this changes multiprocessing's state for the whole process.
     code = ("import multiprocessing.util, os, sys\n"

@@ -48,9 +48,12 @@ class DaemonTmp:
         parent = tempfile.gettempdir() if parent is None else parent
         self.swept = sweep_earlier(parent)
         self.path = tempfile.mkdtemp(prefix=PREFIX, dir=parent)
-        self._lock = os.open(os.path.join(self.path, LOCK),
-                             os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        # Locked under another name, then renamed: a lock another daemon's sweep could
+        # find unlocked, between its making and its locking, would get this one removed.
+        making = os.path.join(self.path, LOCK + ".new")
+        self._lock = os.open(making, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         fcntl.flock(self._lock, fcntl.LOCK_EX)
+        os.rename(making, os.path.join(self.path, LOCK))
 
     def hold_multiprocessing(self) -> None:
         """The router's own multiprocessing directory (its forkserver's socket) in here
