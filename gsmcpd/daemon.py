@@ -28,6 +28,7 @@ from gsmcpd.config import (CHECKOUT, DEFAULT_STATE_DIR, Config, control_socket_p
 from gsmcpd.logfile import PrivateFileHandler, RefusesWrites, no_space_left, open_for_appending
 from gsmcpd.router import trace
 from gsmcpd.worker.environment import unused_list_warning
+from gsmcpd.worker.tmpdirs import check_room_for_sockets, passed_over_warning
 
 log = logging.getLogger("gsmcpd.daemon")
 
@@ -817,7 +818,11 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
     report("state dir", str(config.state_dir), _unreachable(_state_dir_problem, config.state_dir))
     if config.log_file is not None:
         report("log file", str(config.log_file), _unreachable(_log_file_problem, config.log_file))
-    report("temp dir", *_temp_dir_finding())
+    temp_dir, problem = _temp_dir_finding()
+    report("temp dir", temp_dir, problem)
+    passed_over = None if problem else passed_over_warning(temp_dir)
+    if passed_over:
+        warn(passed_over)
     try:
         busy = port_in_use(config.host, config.port)
     except OSError as exc:
@@ -873,7 +878,6 @@ def _unreachable(problem: Callable, subject) -> str | None:
 def _temp_dir_finding() -> tuple[str, str | None]:
     """The directory serve makes the workers' temporary one in (TMPDIR when usable, as
     Python picks it), and the problem serve would meet there, if any."""
-    from gsmcpd.worker.tmpdirs import check_room_for_sockets
     try:
         path = tempfile.gettempdir()
         check_room_for_sockets(path)

@@ -2,6 +2,7 @@
 
 import json
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -265,6 +266,22 @@ def test_a_tmpdir_too_long_for_the_spawners_socket_is_named_by_start_and_check(t
         assert gsmcpd("stop", port, env=env).returncode == 0
     finally:
         shutil.rmtree(short)
+
+
+def test_a_tmpdir_that_is_no_directory_is_warned_of_by_check_and_in_the_log(tmp_path):
+    # Python passed it over for /tmp in silence: the administrator never learnt that the
+    # TMPDIR given (a typo, a file) was not used.
+    not_a_dir = tmp_path / "tmpfile"
+    not_a_dir.write_text("")
+    env = {"TMPDIR": str(not_a_dir)}
+    port = str(free_port())
+    warning = f"TMPDIR {not_a_dir} is not a directory {pwd.getpwuid(os.geteuid()).pw_name} can write in, so " \
+              "temporary files go in /tmp"   # Python's first fallback
+    checked = gsmcpd("check", "--port", port, "--state-dir", str(tmp_path / "state"), env=env)
+    assert checked.returncode == 0, checked.stdout
+    assert f"  warning      {warning}\n" in checked.stdout
+    with Daemon(tmp_path, env=env) as daemon:
+        assert f"WARNING {warning}\n" in daemon.log_text()
 
 
 def test_status_without_a_server(tmp_path):

@@ -149,6 +149,19 @@ def test_the_spawners_socket_fits_in_a_parent_of_the_length_it_is_told(short_dir
     assert (out.returncode, out.stdout) == (0, "running\n"), out.stderr
 
 
+def test_a_tmpdir_python_passed_over_is_warned_of_naming_where_files_go(tmp_path, monkeypatch):
+    # Python takes the first directory it can write in, silently: the administrator's
+    # TMPDIR (a typo, a read-only mount) was ignored and nothing said so.
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "missing"))
+    assert tmpdirs.passed_over_warning("/tmp") == (
+        f"TMPDIR {tmp_path / 'missing'} is not a directory {pwd.getpwuid(os.geteuid()).pw_name} can "
+        f"write in, so temporary files go in /tmp")
+    monkeypatch.setenv("TMPDIR", str(tmp_path) + "/")
+    assert tmpdirs.passed_over_warning(str(tmp_path)) is None
+    monkeypatch.delenv("TMPDIR")
+    assert tmpdirs.passed_over_warning("/tmp") is None
+
+
 def test_removal_follows_no_link_the_code_planted_and_undoes_its_chmods(tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()

@@ -27,7 +27,7 @@ from gsmcpd.router.supervision import Supervisor
 from gsmcpd.router.workers import WorkerPool, free_descriptors
 from gsmcpd.wire import http, jsonrpc
 from gsmcpd.worker.environment import unused_list_warning
-from gsmcpd.worker.tmpdirs import DaemonTmp, check_room_for_sockets
+from gsmcpd.worker.tmpdirs import DaemonTmp, check_room_for_sockets, passed_over_warning
 
 log = logging.getLogger("gsmcpd.router")
 trace_log = logging.getLogger("gsmcpd.trace")
@@ -457,6 +457,9 @@ def serve(config, *, on_ready=None, on_stopping=None, on_reload=None, stop_reque
     tmp.hold_multiprocessing()
     for path in tmp.swept:
         log.info("removed the temporary files an earlier run left in %s", path)
+    passed_over = passed_over_warning(tmp.parent)
+    if passed_over:
+        log.warning("%s", passed_over)
     try:
         return _serve(config, tmp, on_ready, on_stopping, on_reload, stop_requested,
                       reload_requested)

@@ -28,6 +28,7 @@ import shutil
 import stat
 import tempfile
 
+from gsmcpd.accounts import account_name
 from gsmcpd.router.control import SUN_PATH_MAX
 
 log = logging.getLogger("gsmcpd.worker")
@@ -46,6 +47,7 @@ class DaemonTmp:
 
     def __init__(self, parent: str | None = None):
         parent = tempfile.gettempdir() if parent is None else parent
+        self.parent = parent
         self.swept = sweep_earlier(parent)
         self.path = tempfile.mkdtemp(prefix=PREFIX, dir=parent)
         # Locked under another name, then renamed: a lock another daemon's sweep could
@@ -88,6 +90,16 @@ def check_room_for_sockets(parent: str) -> None:
                       f"too long a path: the worker spawner's unix socket in it would take {needed} "
                       f"bytes, over the {SUN_PATH_MAX} one may have; set TMPDIR to a directory of at "
                       f"most {room} bytes", parent)
+
+
+def passed_over_warning(used: str) -> str | None:
+    """A warning if TMPDIR is set but Python passed it over for `used` (it picks the
+    first directory it can write in, silently): the administrator asked for another."""
+    asked = os.environ.get("TMPDIR")
+    if not asked or os.path.abspath(asked) == used:
+        return None
+    return (f"TMPDIR {asked} is not a directory {account_name(os.geteuid())} can write in, so temporary files "
+            f"go in {used}")
 
 
 def sweep_earlier(parent: str) -> list[str]:
