@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Callable, TextIO
 
-from gsmcpd import __version__
+from gsmcpd import __version__, procstat
 from gsmcpd.accounts import account_and_uid, private_group_problem
 from gsmcpd.config import (CHECKOUT, DEFAULT_STATE_DIR, Config, control_socket_path, parse_int,
                            pidfile_path)
@@ -390,6 +390,25 @@ def running_pid(state_dir: Path, port: int) -> int | None:
     return pid if pid is not None and is_gsmcpd(pid, port, state_dir) else None
 
 
+def stale_pid(pid: int, port: int) -> str:
+    """Why a pidfile naming `pid` is stale: most often its gsmcpd was killed (kill -9, a
+    crash), its pid gone; else the pid was reused by another process."""
+    stat = procstat.fields(pid)
+    if stat is not None and procstat.gone(stat) or stat is None and not _pid_exists(pid):
+        return f"pid {pid} is not running"   # a zombie too: killed, not yet reaped by init
+    return f"pid {pid} is not a gsmcpd serving port {port}"
+
+
+def _pid_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:   # another account's, hidden from /proc (hidepid)
+        pass
+    return True
+
+
 def claim_pidfile(path: Path, port: int) -> str | None:
     """Write our pid to `path` exclusively; returns a note if a stale file was replaced.
 
@@ -403,7 +422,8 @@ def claim_pidfile(path: Path, port: int) -> str | None:
         raise AlreadyRunning(f"a gsmcpd (pid {existing}) is already running on port {port} "
                              f"(pidfile {path})")
     if path.exists():
-        note = f"removed stale pidfile {path} (named pid {existing}, not a gsmcpd on port {port})"
+        why = "it named no pid" if existing is None else stale_pid(existing, port)
+        note = f"removed stale pidfile {path} ({why})"
         path.unlink()
     temp = path.with_name(f".{path.name}.{os.getpid()}")
     temp.write_text(f"{os.getpid()}\n")
@@ -752,7 +772,7 @@ def stop(state_dir: Path, port: int, timeout: float = STOP_TIMEOUT,
             return 1
         path.unlink(missing_ok=True)
         elsewhere = serving_elsewhere(port, state_dir)   # named, never signalled: not the pidfile's
-        print(f"stale pidfile {path}: pid {pid} is not a gsmcpd serving port {port}; "
+        print(f"stale pidfile {path}: {stale_pid(pid, port)}; "
               f"removed it without signalling anything. "
               + (f"But {elsewhere}" if elsewhere else f"Nothing was running on port {port}."),
               file=out)

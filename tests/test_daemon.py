@@ -111,9 +111,32 @@ def test_stale_pidfile_naming_an_unrelated_process_is_replaced(tmp_path, sleeper
     path.write_text(f"{sleeper.pid}\n")
     assert daemon.is_gsmcpd(sleeper.pid, 8000) is False
     note = daemon.claim_pidfile(path, 8000)
-    assert f"stale pidfile {path} (named pid {sleeper.pid}" in note
+    assert note == f"removed stale pidfile {path} (pid {sleeper.pid} is not a gsmcpd serving port 8000)"
     assert daemon.read_pidfile(path) == os.getpid()
     assert sleeper.poll() is None
+
+
+def gone_pid():
+    """The pid of a process that has exited and been reaped."""
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def test_a_stale_pidfile_says_its_pid_is_not_running_when_none_runs(tmp_path):
+    # After a kill -9 (the common case) it said "not a gsmcpd on port 8000", as if the
+    # pid had been reused by another program.
+    path = tmp_path / "gsmcpd-8000.pid"
+    pid = gone_pid()
+    path.write_text(f"{pid}\n")
+    assert daemon.claim_pidfile(path, 8000) == f"removed stale pidfile {path} (pid {pid} is not running)"
+    path.write_text("garbage\n")
+    assert daemon.claim_pidfile(path, 8000) == f"removed stale pidfile {path} (it named no pid)"
+    path.write_text(f"{pid}\n")
+    out = io.StringIO()
+    assert daemon.stop(tmp_path, 8000, timeout=1, out=out) == 1
+    assert out.getvalue().startswith(f"stale pidfile {path}: pid {pid} is not running; removed it "
+                                     "without signalling anything.")
 
 
 def test_stop_never_signals_the_process_a_stale_pidfile_names(tmp_path, sleeper):

@@ -284,6 +284,34 @@ def test_a_tmpdir_that_is_no_directory_is_warned_of_by_check_and_in_the_log(tmp_
         assert f"WARNING {warning}\n" in daemon.log_text()
 
 
+def test_after_a_kill_9_stop_and_start_say_the_pid_is_not_running_and_start_sweeps_its_files(tmp_path):
+    # Both said the killed pid was "not a gsmcpd" on the port, as if another program had it.
+    # A TMPDIR of its own, the sweep looking at nothing else's; short, as tmp_path is too long.
+    temp = Path(tempfile.mkdtemp(prefix="gsmcpd-t-", dir="/tmp"))
+    try:
+        env = {"GS_MCP_STATE_DIR": str(tmp_path / "state"), "TMPDIR": str(temp)}
+        port = str(free_port())
+        started = gsmcpd("start", "--port", port, env=env)
+        assert started.returncode == 0, started.stdout + started.stderr
+        pid = int(STARTED.search(started.stdout).group(1))
+        left = [path.name for path in temp.iterdir()]
+        os.kill(pid, signal.SIGKILL)
+        wait_until(lambda: not pid_alive(pid))
+        stopped = gsmcpd("stop", port, env=env)
+        assert stopped.returncode == 1
+        assert f": pid {pid} is not running; removed it without signalling anything." in stopped.stdout
+        pidfile = tmp_path / "state" / f"gsmcpd-{port}.pid"
+        pidfile.write_text(f"{pid}\n")   # as the kill left it
+        assert gsmcpd("start", "--port", port, env=env).returncode == 0
+        assert gsmcpd("stop", port, env=env).returncode == 0
+        log = (tmp_path / "state" / f"gsmcpd-{port}.log").read_text()
+        assert f"removed stale pidfile {pidfile} (pid {pid} is not running)" in log
+        assert f"removed the temporary files an earlier run left in {temp / left[0]}" in log
+        assert list(temp.iterdir()) == []
+    finally:
+        shutil.rmtree(temp)
+
+
 def test_status_without_a_server(tmp_path):
     result = gsmcpd("status", "8999", "--state-dir", str(tmp_path))
     assert result.returncode == 1
