@@ -454,13 +454,13 @@ def serve(config, *, on_ready=None, on_stopping=None, on_reload=None, stop_reque
     except OSError as exc:
         raise SystemExit(f"gsmcpd: cannot make the workers' temporary directory in "
                          f"{exc.filename or 'the temp dir'}: {exc.strerror or exc} (TMPDIR)") from None
-    tmp.hold_multiprocessing()
-    for path in tmp.swept:
-        log.info("removed the temporary files an earlier run left in %s", path)
-    passed_over = passed_over_warning(tmp.parent)
-    if passed_over:
-        log.warning("%s", passed_over)
-    try:
+    try:   # from here on, the daemon's directory goes with the daemon, however it ends
+        tmp.hold_multiprocessing()
+        for path in tmp.swept:
+            log.info("removed the temporary files an earlier run left in %s", path)
+        passed_over = passed_over_warning(tmp.parent)
+        if passed_over:
+            log.warning("%s", passed_over)
         return _serve(config, tmp, on_ready, on_stopping, on_reload, stop_requested,
                       reload_requested)
     finally:
