@@ -658,3 +658,26 @@ def test_a_recursion_error_under_a_limit_the_code_lowered_says_so(limit, error, 
         sys.setrecursionlimit(before)
     expected = RECURSION_LIMIT_NOTE % (LOWERED, STARTING_RECURSION_LIMIT, STARTING_RECURSION_LIMIT)
     assert note == (expected if noted else None)
+
+
+class TooDeepToValidate(Tool):
+    """A tool whose argument check meets the recursion limit, as under one the session's
+    code lowered below the frames the server's own dispatch needs."""
+
+    def validate(self, arguments):
+        raise RecursionError("maximum recursion depth exceeded")
+
+
+def test_a_recursion_error_checking_a_tools_arguments_is_answered_with_the_note():
+    # It escaped call_tool, and the worker's last-resort handler, logging it under the
+    # same limit, raised again: the worker died and the client was told its code exited.
+    tool = TooDeepToValidate("deep", "deep", object_schema(), lambda a: "ran")
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(LOWERED)
+    try:
+        result = McpServer([ReaderToolset]).call_tool(tool, {})
+    finally:
+        sys.setrecursionlimit(before)
+    assert result["isError"] is True and result["structuredContent"]["error"]["kind"] == "other"
+    assert result["content"][0]["text"] == "RecursionError: maximum recursion depth exceeded\n" + (
+        RECURSION_LIMIT_NOTE % (LOWERED, STARTING_RECURSION_LIMIT, STARTING_RECURSION_LIMIT))

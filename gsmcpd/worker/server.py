@@ -259,6 +259,8 @@ class McpServer:
             tool.validate(arguments)
         except ToolError as error:
             return error_result(error.kind, error.message, error.details)
+        except RecursionError as error:   # a limit the session's code lowered: an answer, not a dead worker
+            return _unexpected_error_result(error)
         self.context = context or CallContext()
         # A soft break that landed ends the call as a break, whatever the user's code made
         # of it (caught it and exited, or returned): the deadline or cancel still holds.
@@ -274,13 +276,19 @@ class McpServer:
         except BaseException as error:   # a handler bug or the user's SystemExit, GeneratorExit,
             # own KeyboardInterrupt...: an answer, not a dead worker
             raise_if_break(error)
-            note = recursion_limit_note(error)
-            line = f"{type(error).__name__}: {error}"
-            return error_result("other", line if note is None else f"{line}\n{note}")
+            return _unexpected_error_result(error)
         finally:
             self.context = IDLE_CONTEXT
             if context is not None:
                 context.end()
+
+
+def _unexpected_error_result(error: BaseException) -> dict:
+    """The "other" error a tool call that raised something no tool means to answers: its
+    type and message, and why a RecursionError may have come (see recursion_limit_note)."""
+    note = recursion_limit_note(error)
+    line = f"{type(error).__name__}: {error}"
+    return error_result("other", line if note is None else f"{line}\n{note}")
 
 
 def _what_name_is(params: dict) -> str:
