@@ -179,6 +179,19 @@ def test_registry_refuses_a_schema_saying_what_the_validator_would_not_check(sch
     assert "the argument validator checks only additionalProperties, enum, items, minLength" in str(refused.value)
 
 
+@pytest.mark.parametrize("sound,unsound", [
+    (closed({"copies": {"type": "integer"}}), closed({"copies": {"type": "integer", "minimum": 1}})),
+    (closed({"x": {"type": "string", "minLength": 1}}), closed({"x": {"type": "string", "minLength": True}})),
+])
+def test_a_schema_found_sound_once_spares_only_the_same_schema_its_checks(sound, unsound):
+    # Each session registers its tools anew: a sound schema is checked once, but another
+    # under the same name, even one Python's == takes for it (True == 1), is checked again.
+    ToolRegistry().add(make_tool("again", sound))
+    ToolRegistry().add(make_tool("again", sound))
+    with pytest.raises(ValueError, match="^tool 'again': inputSchema.properties"):
+        ToolRegistry().add(make_tool("again", unsound))
+
+
 def test_registry_takes_annotations_and_the_2020_12_dialect_alongside_what_is_checked():
     schema = closed({"mode": {"type": ["string", "null"], "enum": ["a", None], "title": "Mode",
                               "default": "a", "examples": ["a"], "deprecated": False, "$comment": "c"},
