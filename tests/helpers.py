@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -478,6 +479,25 @@ def pid_alive(pid):
     except OSError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+# How a "session ended" error names a worker killed by SIGKILL (gsmcpd.wire.worker_exit).
+SIGKILL_WORDS = ("SIGKILL: kill -9, the kernel's OOM killer (see `journalctl -k` / dmesg), or a hard "
+                 "CPU-time limit (RLIMIT_CPU) the session's code set")
+
+
+def killed(pid):
+    """The message of the error a call gets when its worker `pid` was killed by SIGKILL."""
+    return "session ended: worker %d was killed by signal 9 (%s)" % (pid, SIGKILL_WORDS)
+
+
+def call_in_thread(client, name, arguments):
+    """Start a tools/call on a thread of its own: (the thread, the list its JSON answer goes to)."""
+    answers = []
+    caller = threading.Thread(target=lambda: answers.append(
+        client.call("tools/call", {"name": name, "arguments": arguments}).json()), daemon=True)
+    caller.start()
+    return caller, answers
 
 
 def runs_until(started, release, result="finished"):

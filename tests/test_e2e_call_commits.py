@@ -7,29 +7,14 @@ import fcntl
 import json
 import os
 import signal
-import threading
 from pathlib import Path
 
 import pytest
 
-from helpers import Daemon, tool_text, wait_until
+from helpers import Daemon, call_in_thread, killed, tool_text, wait_until
 from helpers import open_session as session
 from test_e2e_image import KILLED, SLOW_COMMIT_STEP, journal
 from test_tools_support import write_image
-
-
-def killed(pid):
-    return ("session ended: worker %d was killed by signal 9 (SIGKILL: kill -9, the kernel's OOM killer (see "
-            "`journalctl -k` / dmesg), or a hard CPU-time limit (RLIMIT_CPU) the session's code set)" % pid)
-
-
-def call_in_thread(client, name, arguments):
-    """Start a tools/call; the list it returns gets its JSON answer."""
-    answers = []
-    caller = threading.Thread(target=lambda: answers.append(
-        client.call("tools/call", {"name": name, "arguments": arguments}).json()), daemon=True)
-    caller.start()
-    return caller, answers
 
 
 @pytest.mark.parametrize("step", ["_write_intent", "_apply"])

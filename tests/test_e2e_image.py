@@ -19,8 +19,8 @@ import time
 import pytest
 
 from gsmcpd.image.default import EXAMPLE_FILES
-from helpers import (QUICK_STOP, Client, Daemon, commit_left_half_applied, nested_packages, pid_alive, too_long_tree,
-                     tool_text, wait_until)
+from helpers import (QUICK_STOP, Client, Daemon, call_in_thread, commit_left_half_applied, killed, nested_packages,
+                     pid_alive, too_long_tree, tool_text, wait_until)
 from helpers import open_session as session
 from test_tools_browse import FORWARD
 from test_tools_support import daemon_on_image, write_image
@@ -764,10 +764,7 @@ def test_a_stop_during_a_commit_leaves_the_image_files_whole(tmp_path, step):
         a = session(daemon)
         pid = a.tool("status")["structuredContent"]["pid"]
         a.tool("execute_code", code=SLOW_COMMIT_STEP % {"step": step})
-        answers = []
-        caller = threading.Thread(target=lambda: answers.append(
-            a.call("tools/call", {"name": "commit", "arguments": {}}).json()), daemon=True)
-        caller.start()
+        caller, answers = call_in_thread(a, "commit", {})
         temp, intent = image / (".pets.py.tmp-%d" % pid), image / ".gsmcpd" / "commit.intent"
         assert wait_until((intent if step == "_apply" else temp).exists, timeout=15)
         assert daemon.stop() == 0
@@ -793,10 +790,7 @@ def test_a_worker_killed_mid_commit_before_the_stop_leaves_the_stopped_image_fil
         a = session(daemon)
         pid = a.tool("status")["structuredContent"]["pid"]
         a.tool("execute_code", code=SLOW_COMMIT_STEP % {"step": step})
-        answers = []
-        caller = threading.Thread(target=lambda: answers.append(
-            a.call("tools/call", {"name": "commit", "arguments": {}}).json()), daemon=True)
-        caller.start()
+        caller, answers = call_in_thread(a, "commit", {})
         temp, intent = image / (".pets.py.tmp-%d" % pid), image / ".gsmcpd" / "commit.intent"
         assert wait_until((intent if step == "_apply" else temp).exists, timeout=15)
         os.kill(pid, signal.SIGKILL)
@@ -826,12 +820,6 @@ for name in %r:
 KILLED = {"exit": {"signal": 9, "name": "SIGKILL"}}
 
 
-def killed(pid):
-    """How a "session ended" error names a worker killed by SIGKILL (gsmcpd.wire.worker_exit)."""
-    return ("worker %d was killed by signal 9 (SIGKILL: kill -9, the kernel's OOM killer (see "
-            "`journalctl -k` / dmesg), or a hard CPU-time limit (RLIMIT_CPU) the session's code set)" % pid)
-
-
 @pytest.mark.parametrize("step", ["_write_intent", "_apply"])
 def test_a_commit_whose_worker_is_killed_is_answered_whether_it_stands(tmp_path, step):
     # The tester's case: a session commits 400 modules and its worker is killed (kill -9,
@@ -845,10 +833,7 @@ def test_a_commit_whose_worker_is_killed_is_answered_whether_it_stands(tmp_path,
         pid = a.tool("status")["structuredContent"]["pid"]
         a.tool("execute_code", code=EDIT_MANY)
         a.tool("execute_code", code=SLOW_COMMIT_STEP % {"step": step})
-        answers = []
-        caller = threading.Thread(target=lambda: answers.append(
-            a.call("tools/call", {"name": "commit", "arguments": {}}).json()), daemon=True)
-        caller.start()
+        caller, answers = call_in_thread(a, "commit", {})
         temp, intent = image / (".pets.py.tmp-%d" % pid), image / ".gsmcpd" / "commit.intent"
         assert wait_until((intent if step == "_apply" else temp).exists, timeout=30)
         os.kill(pid, signal.SIGKILL)
@@ -859,14 +844,14 @@ def test_a_commit_whose_worker_is_killed_is_answered_whether_it_stands(tmp_path,
         seen = tool_text(session(daemon).tool("execute_code", code="import bulk.m399\nbulk.m399.TURN"))
         if step == "_write_intent":   # short of the commit point: nothing of it
             assert error["message"] == (
-                "session ended: %s; the commit it was making had not reached its commit "
+                "%s; the commit it was making had not reached its commit "
                 "point, so nothing of it stands, and the session's uncommitted changes went with it" % killed(pid))
             assert error["data"] == {"commitStands": False, **KILLED} and seen == "0"
         else:                         # past it: it stands, every session reads it
             record = json.loads(intent.read_text())["record"]
             assert record["session"] == a.session
             assert error["message"] == (
-                "session ended: %s; the commit it was making had passed its commit point, "
+                "%s; the commit it was making had passed its commit point, "
                 "so it stands (journal record %s: bulk/m000.py, bulk/m001.py, bulk/m002.py and 398 more): "
                 "every session reads it" % (killed(pid), record["id"]))
             assert error["data"] == {"commitStands": True, "journalRecord": record["id"], **KILLED,
@@ -889,10 +874,7 @@ def test_a_session_s_first_commit_killed_past_its_commit_point_is_told_standing_
         a = session(daemon)
         pid = a.tool("status")["structuredContent"]["pid"]
         a.tool("execute_code", code=SLOW_COMMIT_STEP % {"step": "_apply"})
-        answers = []
-        caller = threading.Thread(target=lambda: answers.append(
-            a.call("tools/call", {"name": "commit", "arguments": {}}).json()), daemon=True)
-        caller.start()
+        caller, answers = call_in_thread(a, "commit", {})
         intent = image / ".gsmcpd" / "commit.intent"
         assert wait_until(intent.exists, timeout=30)
         record = json.loads(intent.read_text())["record"]
@@ -900,7 +882,7 @@ def test_a_session_s_first_commit_killed_past_its_commit_point_is_told_standing_
         caller.join(30)
         error = answers[0]["error"]
         assert error["message"] == (
-            "session ended: %s; the commit it was making had passed its commit point, "
+            "%s; the commit it was making had passed its commit point, "
             "so it stands (journal record %s: pets.py): every session reads it" % (killed(pid), record["id"]))
         assert error["data"] == {"commitStands": True, "journalRecord": record["id"], "files": ["pets.py"], **KILLED}
 
@@ -918,19 +900,16 @@ def test_a_commit_call_is_answered_and_its_session_ended_though_its_record_has_f
         planted = "call%d-ff" % (int(tag.strip("'")[len("call"):-1]) + 1)   # the commit call's, next
         with open(image / ".gsmcpd" / "journal.jsonl", "a") as out:
             out.write(json.dumps({"id": planted, "session": a.session, "files": None}) + "\n")
-        answers = []
-        caller = threading.Thread(target=lambda: answers.append(
-            a.call("tools/call", {"name": "commit", "arguments": {}}).json()), daemon=True)
-        caller.start()
+        caller, answers = call_in_thread(a, "commit", {})
         assert wait_until((image / (".pets.py.tmp-%d" % pid)).exists, timeout=30)
         os.kill(pid, signal.SIGKILL)
         caller.join(30)
         assert answers, "the commit call was never answered"
         assert answers[0]["error"]["message"] == (
-            "session ended: %s; the commit it was making had passed its commit point, "
+            "%s; the commit it was making had passed its commit point, "
             "so it stands (journal record %s): every session reads it" % (killed(pid), planted))
         # Its end went on to the last step (logged just after the answer is sent).
-        assert wait_until(lambda: "ended: %s" % killed(pid) in daemon.log_text(), timeout=10)
+        assert wait_until(lambda: "ended: worker %d was killed by signal 9 " % pid in daemon.log_text(), timeout=10)
         assert "router callback failed" not in daemon.log_text()
 
 

@@ -8,10 +8,9 @@ import threading
 
 import pytest
 
-from helpers import Daemon, open_session, runs_until, wait_until
+from helpers import SIGKILL_WORDS, Daemon, killed, open_session, runs_until, wait_until
 from test_e2e_lifetime import worker_pid
 
-SIGKILL_WORDS = "SIGKILL: kill -9, the kernel's OOM killer (see `journalctl -k` / dmesg), or a hard CPU-time limit (RLIMIT_CPU) the session's code set"
 CHANNEL_WORDS = ("it could not answer the router (the session's code closed its channel, a descriptor "
                  "of the worker's own, e.g. with os.closerange or os.close)")
 
@@ -40,7 +39,7 @@ def test_a_kill_9_from_outside_is_named_with_where_to_look(daemon, tmp_path):
     os.kill(pid, signal.SIGKILL)
     caller.join(30)
     assert answers[0]["error"] == {
-        "code": -32003, "message": "session ended: worker %d was killed by signal 9 (%s)" % (pid, SIGKILL_WORDS),
+        "code": -32003, "message": killed(pid),
         "data": {"exit": {"signal": 9, "name": "SIGKILL"}}}
     assert wait_until(lambda: "ended: worker %d was killed by signal 9 (SIGKILL" % pid in daemon.log_text())
 
@@ -77,7 +76,7 @@ def test_a_cpu_limit_the_code_set_is_among_a_sigkills_causes(daemon):
     client = open_session(daemon)
     pid = worker_pid(client)
     error = error_of(client, "import resource\nresource.setrlimit(resource.RLIMIT_CPU, (1, 1))\nwhile True:\n    pass")
-    assert error["message"] == "session ended: worker %d was killed by signal 9 (%s)" % (pid, SIGKILL_WORDS)
+    assert error["message"] == killed(pid)
     assert "a hard CPU-time limit (RLIMIT_CPU) the session's code set" in SIGKILL_WORDS
 
 
@@ -93,4 +92,4 @@ def test_a_kill_9_is_named_however_many_files_the_code_left_in_its_tmpdir(daemon
             "    os.close(os.open(os.path.join(folder, 'f%d' % i), os.O_CREAT | os.O_WRONLY))\n"
             "os.kill(os.getpid(), 9)")
     error = error_of(client, code)
-    assert error["message"] == "session ended: worker %d was killed by signal 9 (%s)" % (pid, SIGKILL_WORDS)
+    assert error["message"] == killed(pid)
