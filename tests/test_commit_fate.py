@@ -1,6 +1,7 @@
 """What the router tells a client whose call's worker died of the commits the call made:
 whether a `commit` call's stands, what another call committed."""
 
+import contextlib
 import fcntl
 import os
 
@@ -12,6 +13,17 @@ from gsmcpd.router.commit_fate import (COMMIT, MAY_COMMIT, NEVER_COMMITS, PATIEN
                                        told)
 
 RECORD = {"id": "call7-0a1b", "session": "s", "files": [{"file": "bulk/m%03d.py" % n, "new": "h"} for n in range(5)]}
+
+
+@contextlib.contextmanager
+def image_lock_held(store):
+    """The image's lock held exclusively, as another session's commit holds it."""
+    holder = os.open(store.lock_file, os.O_RDONLY)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(holder)
 
 
 def tool_call(name):
@@ -138,15 +150,11 @@ def test_while_the_lock_is_held_the_answer_waits_until_it_can_be_told(tmp_path):
     # The router can see the dead worker's socket close before its lock goes: it looks again.
     store = committed_pending(tmp_path, 1)
     loop, answers = ManualLoop(), []
-    holder = os.open(store.lock_file, os.O_RDONLY)
-    try:
-        fcntl.flock(holder, fcntl.LOCK_EX)
+    with image_lock_held(store):
         tell_when_known(loop, str(tmp_path), "s", 2, COMMIT, lambda *told: answers.append(told))
         assert answers == [] and loop.timers
         loop.run_next()
         assert answers == []
-    finally:
-        os.close(holder)
     loop.run_next()
     assert answers == [told([])] and not loop.timers
 
@@ -154,26 +162,18 @@ def test_while_the_lock_is_held_the_answer_waits_until_it_can_be_told(tmp_path):
 def test_a_commit_found_standing_is_told_at_once_though_the_lock_is_held(tmp_path):
     store = committed_pending(tmp_path, 1)
     loop, answers = ManualLoop(), []
-    holder = os.open(store.lock_file, os.O_RDONLY)
-    try:
-        fcntl.flock(holder, fcntl.LOCK_EX)
+    with image_lock_held(store):
         tell_when_known(loop, str(tmp_path), "s", 1, COMMIT, lambda *told: answers.append(told))
-    finally:
-        os.close(holder)
     assert answers[0][1]["commitStands"] is True and not loop.timers
 
 
 def test_a_lock_held_past_the_patience_is_told_as_not_known(tmp_path):
     store = committed_pending(tmp_path, 1)
     loop, answers = ManualLoop(), []
-    holder = os.open(store.lock_file, os.O_RDONLY)
-    try:
-        fcntl.flock(holder, fcntl.LOCK_EX)
+    with image_lock_held(store):
         tell_when_known(loop, str(tmp_path), "s", 2, COMMIT, lambda *told: answers.append(told))
         while loop.timers:
             loop.run_next()
-    finally:
-        os.close(holder)
     assert loop.now >= PATIENCE
     assert answers == [told(None, "the image lock stayed held by another commit, or the journal is too "
                                   "long to read back here")]
@@ -182,12 +182,8 @@ def test_a_lock_held_past_the_patience_is_told_as_not_known(tmp_path):
 def test_a_call_that_never_commits_is_looked_up_once_and_told_nothing_while_the_lock_is_held(tmp_path):
     store = committed_pending(tmp_path, 1)
     loop, answers = ManualLoop(), []
-    holder = os.open(store.lock_file, os.O_RDONLY)
-    try:
-        fcntl.flock(holder, fcntl.LOCK_EX)
+    with image_lock_held(store):
         tell_when_known(loop, str(tmp_path), "s", 2, NEVER_COMMITS, lambda *told: answers.append(told))
-    finally:
-        os.close(holder)
     assert answers == [("", {})] and not loop.timers
 
 
