@@ -588,34 +588,33 @@ def test_worker_class_and_a_third_party_toolset_composed_with_browsing(image, tm
         assert structured(client, "describe_class", className="Cart")["class"] == "shop.models.Cart"
 
 
-def test_a_toolset_naming_a_tool_as_mcp_allows_no_client_to_call_it_fails_initialize_naming_it(image, tmp_path):
+def initialize_refused(image, tmp_path, toolset):
+    """The error of an initialize with this tests module's `toolset` beside browsing, which
+    opened no session."""
     env = {"GS_MCP_IMAGE": str(image), "PYTHONPATH": "%s:%s/tests" % (REPO, REPO),
-           "GS_MCP_TOOLSETS": "test_e2e_tools:SpacedNameToolset browsing"}
+           "GS_MCP_TOOLSETS": "test_e2e_tools:%s browsing" % toolset}
     with Daemon(tmp_path, env=env) as daemon:
         client = Client(daemon.port)
         reply = client.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
-        error = reply.json()["error"]
         assert reply.status == 200 and reply.header("mcp-session-id") is None
-        assert error["code"] == -32003 and (
-            "worker could not be prepared: tool 'print label': a tool name must be 1 to 128 characters"
-            in error["message"])
+        return reply.json()["error"]
+
+
+def test_a_toolset_naming_a_tool_as_mcp_allows_no_client_to_call_it_fails_initialize_naming_it(image, tmp_path):
+    error = initialize_refused(image, tmp_path, "SpacedNameToolset")
+    assert error["code"] == -32003 and (
+        "worker could not be prepared: tool 'print label': a tool name must be 1 to 128 characters"
+        in error["message"])
 
 
 def test_a_toolset_whose_schema_says_what_the_validator_would_not_check_fails_initialize_naming_it(
         image, tmp_path):
     """tools/list would advertise copies 1 to 10, and a call with 0 would run: refused instead."""
-    env = {"GS_MCP_IMAGE": str(image), "PYTHONPATH": "%s:%s/tests" % (REPO, REPO),
-           "GS_MCP_TOOLSETS": "test_e2e_tools:RangedCopiesToolset browsing"}
-    with Daemon(tmp_path, env=env) as daemon:
-        client = Client(daemon.port)
-        reply = client.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
-        error = reply.json()["error"]
-        assert reply.status == 200 and reply.header("mcp-session-id") is None
-        assert error["code"] == -32003 and (
-            "worker could not be prepared: tool 'print_copies': inputSchema.properties.copies uses 'minimum'; "
-            "the argument validator checks only " in error["message"]), error
+    error = initialize_refused(image, tmp_path, "RangedCopiesToolset")
+    assert error["code"] == -32003 and (
+        "worker could not be prepared: tool 'print_copies': inputSchema.properties.copies uses 'minimum'; "
+        "the argument validator checks only " in error["message"]), error
 
 
 def test_an_enum_of_numbers_takes_no_boolean_as_json_schema_says(image, tmp_path):
