@@ -13,7 +13,7 @@ import pytest
 
 from helpers import Daemon, call_in_thread, killed, tool_text, wait_until
 from helpers import open_session as session
-from test_e2e_image import KILLED, SLOW_COMMIT_STEP, journal
+from test_e2e_image import KILLED, SLOW_COMMIT_STEP, call_held_in_commit, journal
 from test_tools_support import write_image
 
 
@@ -24,11 +24,9 @@ def test_a_mutation_tool_whose_worker_is_killed_is_told_what_it_committed(tmp_pa
     image = write_image(tmp_path / "image", {"pets.py": "SOUND = 'woof'\n"})
     with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
         a = session(daemon)
-        pid = a.tool("status")["structuredContent"]["pid"]
         a.tool("execute_code", code=SLOW_COMMIT_STEP % {"step": step})
-        caller, answers = call_in_thread(a, "add_dictionary", {"dictionaryName": "zoo"})
-        temp, intent = image / (".pets.py.tmp-%d" % pid), image / ".gsmcpd" / "commit.intent"
-        assert wait_until((intent if step == "_apply" else temp).exists, timeout=30)
+        pid, caller, answers, _, intent = call_held_in_commit(a, image, step, "add_dictionary",
+                                                              {"dictionaryName": "zoo"})
         record = json.loads(intent.read_text())["record"] if step == "_apply" else None
         os.kill(pid, signal.SIGKILL)
         caller.join(30)

@@ -600,6 +600,17 @@ store.ImageStore.%(step)s = slowed
 '''
 RESTORE_STEP = "import gsmcpd.image.store as store\nstore.ImageStore.%(step)s = store.real_step"
 SOUND = "import pets\npets.SOUND"
+
+
+def call_held_in_commit(client, image, step, name="commit", arguments=None):
+    """Start `name` on a thread of its own (SLOW_COMMIT_STEP run first) and wait until its
+    commit is held at `step`: the temp written (`_write_intent`) or the intent (`_apply`).
+    (the worker's pid, the thread, the list its answer goes to, the temp, the intent)."""
+    pid = client.tool("status")["structuredContent"]["pid"]
+    caller, answers = call_in_thread(client, name, arguments or {})
+    temp, intent = image / (".pets.py.tmp-%d" % pid), image / ".gsmcpd" / "commit.intent"
+    assert wait_until((intent if step == "_apply" else temp).exists, timeout=30)
+    return pid, caller, answers, temp, intent
 PURR = "import pets\npets.__spec__.loader.view.set_source('pets', \"SOUND = 'purr'\\n\", live=False)"
 
 
@@ -762,11 +773,8 @@ def test_a_stop_during_a_commit_leaves_the_image_files_whole(tmp_path, step):
     image = write_image(tmp_path / "image", {"pets.py": "SOUND = 'woof'\n"})
     with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image), **QUICK_STOP}) as daemon:
         a = session(daemon)
-        pid = a.tool("status")["structuredContent"]["pid"]
         a.tool("execute_code", code=SLOW_COMMIT_STEP % {"step": step})
-        caller, answers = call_in_thread(a, "commit", {})
-        temp, intent = image / (".pets.py.tmp-%d" % pid), image / ".gsmcpd" / "commit.intent"
-        assert wait_until((intent if step == "_apply" else temp).exists, timeout=15)
+        pid, caller, answers, temp, intent = call_held_in_commit(a, image, step)
         assert daemon.stop() == 0
         caller.join(15)
     assert answers[0]["error"]["message"] == (
@@ -788,11 +796,8 @@ def test_a_worker_killed_mid_commit_before_the_stop_leaves_the_stopped_image_fil
     image = write_image(tmp_path / "image", {"pets.py": "SOUND = 'woof'\n"})
     with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image), **QUICK_STOP}) as daemon:
         a = session(daemon)
-        pid = a.tool("status")["structuredContent"]["pid"]
         a.tool("execute_code", code=SLOW_COMMIT_STEP % {"step": step})
-        caller, answers = call_in_thread(a, "commit", {})
-        temp, intent = image / (".pets.py.tmp-%d" % pid), image / ".gsmcpd" / "commit.intent"
-        assert wait_until((intent if step == "_apply" else temp).exists, timeout=15)
+        pid, caller, answers, temp, intent = call_held_in_commit(a, image, step)
         os.kill(pid, signal.SIGKILL)
         caller.join(15)
         assert answers[0]["error"]["message"].startswith("session ended: worker %d was killed by signal 9 " % pid)
@@ -830,12 +835,9 @@ def test_a_commit_whose_worker_is_killed_is_answered_whether_it_stands(tmp_path,
     image = write_image(tmp_path / "image", files)
     with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
         a = session(daemon)
-        pid = a.tool("status")["structuredContent"]["pid"]
         a.tool("execute_code", code=EDIT_MANY)
         a.tool("execute_code", code=SLOW_COMMIT_STEP % {"step": step})
-        caller, answers = call_in_thread(a, "commit", {})
-        temp, intent = image / (".pets.py.tmp-%d" % pid), image / ".gsmcpd" / "commit.intent"
-        assert wait_until((intent if step == "_apply" else temp).exists, timeout=30)
+        pid, caller, answers, _, intent = call_held_in_commit(a, image, step)
         os.kill(pid, signal.SIGKILL)
         caller.join(30)
         error = answers[0]["error"]
