@@ -246,13 +246,20 @@ def spawn_in_a_terminal(argv, env):
 USER_BUSY = 8   # userdel's exit when a process still runs as the account
 
 
+def _worth_retrying(argv, done):
+    """A userdel refused while a process of the account is still ending (a per-user worker
+    reaped just after its daemon stopped), or any of them finding /etc/passwd or /etc/group
+    locked by another test process's (the suite runs in several at once)."""
+    return ((done.returncode == USER_BUSY and argv[0] == "userdel")
+            or (done.returncode != 0 and "try again later" in done.stderr))
+
+
 def _account_tool(*argv, busy_for=10.0):
     """Run useradd, userdel, groupadd or groupdel; its own complaint is the error. A
-    userdel refused while a process of the account is still ending (a per-user worker
-    reaped just after its daemon stopped) is tried again, for up to `busy_for` seconds."""
+    refusal worth retrying is tried again, for up to `busy_for` seconds."""
     deadline = time.monotonic() + busy_for
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
-    while done.returncode == USER_BUSY and argv[0] == "userdel" and time.monotonic() < deadline:
+    while _worth_retrying(argv, done) and time.monotonic() < deadline:
         time.sleep(0.1)
         done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     if done.returncode != 0:

@@ -905,7 +905,8 @@ def test_a_link_planted_at_a_commits_temp_name_is_not_followed(tmp_path):
 
 
 @pytest.mark.parametrize("name", [store_module.COUNT_NAME, store_module.JOURNAL_NAME,
-                                  store_module.temp_name(store_module.INTENT_NAME, os.getpid())])
+                                  store_module.temp_name(store_module.INTENT_NAME, os.getpid())],
+                         ids=["count", "journal", "intent-temp"])   # the same in every collecting process
 def test_a_link_planted_at_a_state_file_is_not_written_through(tmp_path, name):
     store = make_image(tmp_path / "image", {"a.py": "a = 1\n"})
     _committed(store, {"a.py": b"a = 2\n"})       # the state directory and its files exist

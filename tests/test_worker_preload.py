@@ -1,6 +1,7 @@
 """The forkserver's preload: its rehearsal runs real sessions and leaves nothing behind."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -20,9 +21,10 @@ print(json.dumps({
 """
 
 
-def test_the_rehearsal_plays_whole_sessions_and_undoes_them():
+def test_the_rehearsal_plays_whole_sessions_and_undoes_them(tmp_path):
+    # Its own TMPDIR: other tests' rehearsals (daemons starting) may run meanwhile.
     out = subprocess.run([sys.executable, "-c", PROBE], cwd=str(REPO), capture_output=True,
-                         text=True, timeout=120)
+                         text=True, timeout=120, env={**os.environ, "TMPDIR": str(tmp_path)})
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert report["rounds"] == 3
