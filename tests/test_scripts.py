@@ -797,13 +797,17 @@ def test_install_check_reads_relative_paths_from_the_callers_directory(fake_chec
     assert pythonpath.split(":")[0] == str(fake_checkout)   # its examples/, as run-server.sh
 
 
+# the whole suite, three test files at a time (pytest-xdist)
+SUITE_RUN = "-m pytest -q -n 3 --dist loadfile"
+
+
 def test_install_test_installs_the_extra_then_runs_pytest(fake_checkout):
     result = subprocess.run(["./install.sh", "--test"], cwd=fake_checkout,
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     made = calls(fake_checkout)
     assert any("pip install" in call and "-e .[test]" in call for call in made)
-    assert made[-1] == "-m pytest -q"
+    assert made[-1] == SUITE_RUN
     # the fake checkout has no tests/conformance: the suite's install is attempted and its
     # failure said, and the test run still goes ahead (the conformance tests then fail)
     assert "MCP conformance suite not installed" in result.stderr
@@ -824,7 +828,7 @@ def test_install_test_installs_the_conformance_suite_while_pip_runs(fake_checkou
     result = subprocess.run(["./install.sh", "--test"], cwd=fake_checkout, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert "pip saw the suite installing" in calls(fake_checkout)
-    assert calls(fake_checkout)[-1] == "-m pytest -q"
+    assert calls(fake_checkout)[-1] == SUITE_RUN
     # what the suite's install said comes after pip's, before the run, as when they ran in turn
     assert result.stdout.endswith("conformance suite: installed in %s/.cache/conformance\n"
                                   "running the test suite\n" % fake_checkout), result.stdout
