@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
 
+from gsmcpd.auth.settings import MAX_LEEWAY
 from gsmcpd.auth.usermap import IDENTITY_MAP
 from gsmcpd.image.store import JOURNAL_LIMIT, LOCK_WAIT
 from gsmcpd.router.lifetime import LifetimeSettings
@@ -269,6 +270,15 @@ def parse_positive_seconds(text: str) -> float:
     return parse_seconds(text, positive=True)
 
 
+def parse_leeway(text: str) -> float:
+    """Clock skew allowed on a token's exp/nbf/iat: a larger one accepts long-expired tokens."""
+    value = parse_seconds(text)
+    if value > MAX_LEEWAY:
+        raise ValueError(f"must be between 0 and {MAX_LEEWAY:g} seconds (the clock skew between this "
+                         f"host and the issuer's; more accepts tokens that long expired), got {text.strip()!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class Knob:
     key: str     # the Config field, which holds the default
@@ -330,7 +340,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("extra_scopes", "MCP_EXTRA_SCOPES", parse_list),
     Knob("userid_claim", "MCP_USERID_CLAIM", lambda t: t.strip()),
     Knob("user_map", "MCP_USER_MAP", parse_optional_str),
-    Knob("jwt_leeway", "MCP_JWT_LEEWAY", parse_seconds),
+    Knob("jwt_leeway", "MCP_JWT_LEEWAY", parse_leeway),
     Knob("jwks_min_refresh", "MCP_JWKS_MIN_REFRESH", parse_positive_seconds),
     Knob("jwks_timeout", "MCP_JWKS_TIMEOUT", parse_positive_seconds),
     Knob("token_expiry", "MCP_TOKEN_EXPIRY", one_of(TOKEN_EXPIRY_POLICIES)),

@@ -170,6 +170,13 @@ def test_expired(idp, settings, keys):
     assert rejected(check(f"Bearer {idp.expired()}", settings, keys)) == invalid("token expired")
 
 
+@pytest.mark.parametrize("leeway", [-1, 300.5, 86400])
+def test_settings_refuse_a_leeway_outside_0_to_300_seconds(leeway):
+    with pytest.raises(ValueError, match=r"leeway must be between 0 and 300 seconds, got "):
+        AuthSettings(resource=RESOURCE, issuer=ISSUER, leeway=leeway)
+    assert AuthSettings(resource=RESOURCE, issuer=ISSUER, leeway=300).leeway == 300
+
+
 def test_expiry_leeway(idp, settings, keys):
     exp = int(time.time()) + 60
     token = f"Bearer {idp.mint(exp=exp)}"

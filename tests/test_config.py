@@ -343,6 +343,22 @@ def test_bad_values_are_refused_naming_the_key(env_name, value, key, words):
     assert words in refused(key, environ={env_name: value})
 
 
+@pytest.mark.parametrize("value", ["300.5", "3600", "86400", "1e9"])
+def test_a_jwt_leeway_beyond_five_minutes_is_refused_naming_the_range_and_the_value(value):
+    # It had no upper bound: MCP_JWT_LEEWAY=86400 accepted tokens expired a day ago, in silence.
+    assert refused("jwt_leeway", environ={"MCP_JWT_LEEWAY": value}) == (
+        "must be between 0 and 300 seconds (the clock skew between this host and the issuer's; "
+        f"more accepts tokens that long expired), got '{value}'")
+
+
+def test_a_jwt_leeway_of_0_to_300_seconds_is_taken(tmp_path):
+    for value, seconds in (("0", 0.0), ("300", 300.0), ("2.5", 2.5)):
+        assert load_config({}, {"MCP_JWT_LEEWAY": value}).jwt_leeway == seconds
+    conf = tmp_path / "site.conf"
+    conf.write_text("jwt_leeway = 301\n")
+    assert refused("jwt_leeway", conf_path=conf).startswith(f"{conf} line 1: must be between 0 and 300 seconds")
+
+
 def test_a_bad_value_in_a_conf_file_is_refused_naming_its_file_and_line(tmp_path):
     conf = tmp_path / "site.conf"
     conf.write_text("# site\nport = 8001\n\nidle_timeout = 1O   # minutes?\nreadonly = maybe\n")

@@ -137,6 +137,15 @@ def test_digits_grouped_with_an_underscore_are_refused_by_start_and_check(tmp_pa
         "(digits are not grouped with _: write 8001)"
 
 
+def test_check_refuses_a_jwt_leeway_of_a_day_naming_the_knob_the_value_and_the_range(tmp_path):
+    checked = gsmcpd("check", "--port", str(free_port()), "--state-dir", str(tmp_path),
+                     env={"MCP_JWT_LEEWAY": "86400"})
+    said = ("jwt_leeway: must be between 0 and 300 seconds (the clock skew between this host and the "
+            "issuer's; more accepts tokens that long expired), got '86400'")
+    assert checked.returncode == 1
+    assert checked.stdout.splitlines() == [f"config         refused: {said}", f"PROBLEM: config: {said}"]
+
+
 def test_every_option_of_every_command_says_what_it_is_and_its_environment_name():
     import argparse
     from gsmcpd.config import KNOBS_BY_KEY

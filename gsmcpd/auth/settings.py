@@ -8,6 +8,10 @@ from .metadata import metadata_document, metadata_json, metadata_paths, metadata
 
 # Asymmetric only: never `none`, never HMAC (a public key must not become a shared secret).
 ALLOWED_ALGORITHMS = ("RS256", "PS256", "ES256", "EdDSA")
+# The most clock skew a leeway may allow (MCP_JWT_LEEWAY): 5 minutes, Kerberos's default
+# skew. Clocks kept by NTP differ by well under a second; a leeway of hours would accept
+# tokens that long expired, and keep their streams open as long (MCP_TOKEN_EXPIRY).
+MAX_LEEWAY = 300.0
 
 
 @dataclass(frozen=True)
@@ -40,8 +44,8 @@ class AuthSettings:
             raise ValueError("issuer is required")
         if not self.userid_claim:
             raise ValueError("userid_claim must not be empty")
-        if self.leeway < 0:
-            raise ValueError("leeway must be >= 0")
+        if not 0 <= self.leeway <= MAX_LEEWAY:
+            raise ValueError(f"leeway must be between 0 and {MAX_LEEWAY:g} seconds, got {self.leeway:g}")
         for name in ("required_scopes", "extra_scopes", "authorization_servers", "algorithms"):
             if isinstance(getattr(self, name), str):
                 raise TypeError(f"{name} must be a sequence of strings, not one string")
