@@ -10,6 +10,7 @@ from pathlib import Path
 
 from gsmcpd import __version__
 from gsmcpd.config import ConfigError, load_config, parse_optional_path, parse_seconds
+from gsmcpd.exitcodes import REFUSED
 
 
 STATE_DIR_HELP = "pidfiles, logs, control sockets, default image (GS_MCP_STATE_DIR, default var/ in the checkout)"
@@ -129,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         return _run(args)
     except ConfigError as exc:
         print(f"gsmcpd: configuration refused: {exc}", file=sys.stderr)
-        return 2
+        return REFUSED
     except BrokenPipeError:
         # `gsmcpd status | head -3`: the reader took what it wanted. No traceback, and
         # none at exit either, when Python flushes stdout once more.
@@ -164,15 +165,15 @@ def _run(args: argparse.Namespace) -> int:
             config = load_config(_flags(args), os.environ)
         except ConfigError as exc:
             print(f"config         refused: {exc}\nPROBLEM: config: {exc}")
-            return 1
+            return REFUSED
         return daemon.check(config)
     config = load_config(_flags(args), os.environ)
     if args.command == "start":
         try:
             return daemon.start(config, _passthrough(args))
-        except daemon.PidfileError as exc:
+        except daemon.PidfileError as exc:   # a directory in its place, not ours to read
             print(f"{exc}; not started")
-            return 1
+            return REFUSED
     return daemon.serve_main(config, ready_fd=args.ready_fd, detached=args.ready_fd is not None)
 
 

@@ -25,6 +25,7 @@ from gsmcpd import __version__, procstat
 from gsmcpd.accounts import account_and_uid, private_group_problem
 from gsmcpd.config import (CHECKOUT, DEFAULT_STATE_DIR, Config, control_socket_path, parse_int,
                            pidfile_path)
+from gsmcpd.exitcodes import FAILED, OK, REFUSED, StartRefused, of_os_error
 from gsmcpd.logfile import PrivateFileHandler, RefusesWrites, no_space_left, open_for_appending
 from gsmcpd.router import trace
 from gsmcpd.worker.environment import unused_list_warning
@@ -474,29 +475,31 @@ def _serve_main(config: Config, ready_fd: int | None, detached: bool, serve: Cal
                 held: "_HeldStop") -> int:
     reporter = _ReadyReporter(ready_fd)
 
-    def refused(message: str) -> int:
+    def refused(message: str, status: int) -> int:
         log.error("%s", message)
-        reporter.error(message)
-        return 1
+        reporter.error(message, status)
+        return status
 
     try:
         configure_logging(config.log_level, config.log_file, redirect_stdio=detached)
     except OSError as exc:   # nowhere to log yet: say it where start or the terminal reads
         verb = "write to" if isinstance(exc, RefusesWrites) else "open"
         message = f"cannot {verb} the log file {config.log_file}: {exc.strerror or exc}"
-        reporter.error(message)
+        reporter.error(message, of_os_error(exc))
         try:
             print(f"gsmcpd: {message}", file=sys.stderr)
         except OSError:   # detached, stderr is that file: it may open yet refuse writes (/proc)
             pass
-        return 1
+        return of_os_error(exc)
     try:
         note = claim_pidfile(config.pidfile, config.port)
-    except (AlreadyRunning, PidfileError) as exc:
-        return refused(str(exc))
+    except AlreadyRunning as exc:   # it may stop: a retry may then pass
+        return refused(str(exc), FAILED)
+    except PidfileError as exc:     # a directory in its place, not ours to read
+        return refused(str(exc), REFUSED)
     except OSError as exc:   # the state directory cannot be made or written
         return refused(f"cannot write the pidfile {config.pidfile}: {exc.strerror or exc} "
-                       f"(state dir {config.state_dir})")
+                       f"(state dir {config.state_dir})", of_os_error(exc))
     if note:
         log.warning("%s", note)
 
@@ -508,13 +511,14 @@ def _serve_main(config: Config, ready_fd: int | None, detached: bool, serve: Cal
         sd_notify("STOPPING=1")
         log.info("stopping (pid %d, port %d)", os.getpid(), config.port)
 
-    code = 1
+    code = FAILED
     try:
         if serve is None:
             from gsmcpd.router.main import serve
         code = serve(config, on_ready=on_ready, on_stopping=on_stopping, on_reload=reopen_log,
                      stop_requested=held.requested, reload_requested=held.reload_requested)
     except OSError as exc:
+        code = of_os_error(exc)   # EADDRINUSE, and EADDRNOTAVAIL at boot, may pass
         if exc.errno == errno.EADDRINUSE:
             message = f"port {config.port} on {config.host} is already in use"
         elif exc.filename is not None:   # a file it needs, not the address
@@ -522,20 +526,20 @@ def _serve_main(config: Config, ready_fd: int | None, detached: bool, serve: Cal
         else:
             message = f"cannot serve on {config.host}:{config.port}: {exc.strerror or exc}"
         log.error("%s", message)
-        reporter.error(message)
-    except SystemExit as exc:  # serve()'s own refusal, e.g. a missing image directory
-        message = str(exc.code) if not isinstance(exc.code, int) else f"exit {exc.code}"
-        log.error("%s", message)
-        reporter.error(message.removeprefix("gsmcpd: "))   # start says "gsmcpd failed to start: "
+        reporter.error(message, code)
+    except StartRefused as exc:  # serve()'s own refusal, e.g. a missing image directory
+        code = exc.status
+        log.error("gsmcpd: %s", exc)
+        reporter.error(str(exc), code)   # start says "gsmcpd failed to start: "
     except Exception as exc:  # the daemon's last word: logged, reported, exit 1
         log.exception("gsmcpd failed")
-        reporter.error(f"gsmcpd failed: {type(exc).__name__}: {exc}")
+        reporter.error(f"gsmcpd failed: {type(exc).__name__}: {exc}", FAILED)
     finally:
         release_pidfile(config.pidfile)
         if not reporter.sent and held.requested():
-            reporter.error(f"stopped by {signal.Signals(held.signum).name} before it was ready")
+            reporter.error(f"stopped by {signal.Signals(held.signum).name} before it was ready", FAILED)
         elif not reporter.sent:
-            reporter.error(f"gsmcpd exited with status {code} before it was ready")
+            reporter.error(f"gsmcpd exited with status {code} before it was ready", FAILED)
     log.info("exited with status %d", code)
     return code
 
@@ -580,7 +584,8 @@ class _HeldStop:
 
 
 class _ReadyReporter:
-    """One line to a waiting `start`: `READY <pid> <url>` or `ERROR <message>`."""
+    """One line to a waiting `start`: `READY <pid> <url>`, or `ERROR <message>` (a failure
+    a retry may outlast) or `REFUSED <message>` (the configuration's: start exits REFUSED)."""
 
     def __init__(self, fd: int | None):
         self.fd, self.sent = fd, fd is None
@@ -588,8 +593,8 @@ class _ReadyReporter:
     def ready(self, url: str) -> None:
         self._send(f"READY {os.getpid()} {url}")
 
-    def error(self, message: str) -> None:
-        self._send("ERROR " + message.replace("\n", " "))
+    def error(self, message: str, status: int) -> None:
+        self._send(failure_line(message, status))
 
     def _send(self, line: str) -> None:
         if self.sent or self.fd is None:
@@ -600,6 +605,11 @@ class _ReadyReporter:
             os.close(self.fd)
         except OSError as exc:  # the starter gave up waiting; keep serving regardless
             log.warning("could not report readiness to the starter: %s", exc)
+
+
+def failure_line(message: str, status: int) -> str:
+    """What the serve that `start` waits for sends it instead of READY."""
+    return ("REFUSED " if status == REFUSED else "ERROR ") + message.replace("\n", " ")
 
 
 # --- start (detached) ----------------------------------------------------------------
@@ -615,7 +625,7 @@ def start(config: Config, serve_args: list[str], out: TextIO = sys.stdout,
         make_private_dir(config.state_dir)
     except OSError as exc:
         print(f"cannot use the state directory {config.state_dir}: {exc.strerror or exc}", file=out)
-        return 1
+        return of_os_error(exc)
     pid = running_pid(config.state_dir, config.port)
     if pid is not None:
         print(f"gsmcpd is already running on port {config.port} (pid {pid}, pidfile "
@@ -672,8 +682,8 @@ def _detach_and_exec(argv: list[str], read_end: int, write_end: int, log_path: P
             make_file_dir(log_path)
             _point_stdio_at(log_path)   # anything before logging starts lands in the log
         except OSError as exc:          # the starter reads this line instead of "see <log>"
-            os.write(write_end, f"ERROR cannot open the log file {log_path}: "
-                                f"{exc.strerror or exc}\n".encode())
+            message = f"cannot open the log file {log_path}: {exc.strerror or exc}"
+            os.write(write_end, (failure_line(message, of_os_error(exc)) + "\n").encode())
             os._exit(1)
         os.set_inheritable(write_end, True)
         os.execve(argv[0], [*argv, "--ready-fd", str(write_end)], _serve_environ())
@@ -722,9 +732,10 @@ def _report_start(config: Config, line: str | None, log_path: Path, timeout: flo
             os.kill(pid, signal.SIGTERM)
             print(f"sent SIGTERM to pid {pid}", file=out)
         return 1
-    if line.startswith("ERROR "):
-        print(f"gsmcpd failed to start: {line[6:]} (log: {log_path})", file=out)
-        return 1
+    failure, _, message = line.partition(" ")
+    if failure in ("ERROR", "REFUSED"):
+        print(f"gsmcpd failed to start: {message} (log: {log_path})", file=out)
+        return REFUSED if failure == "REFUSED" else FAILED
     if not line.startswith("READY "):
         print(f"gsmcpd exited during startup; see {log_path}", file=out)
         return 1
@@ -814,14 +825,18 @@ def _wait_gone(pid: int, timeout: float) -> bool:
 
 def check(config: Config, out: TextIO = sys.stdout) -> int:
     """Verify the environment without changing anything; print findings, then OK or the
-    first problem."""
+    first problem. Exit FAILED when each problem may pass on a retry (the port in use, a
+    full filesystem), else REFUSED."""
     problems: list[str] = []
     warnings: list[str] = []
+    status = OK
 
-    def report(label: str, value: str, problem: str | None = None) -> None:
+    def report(label: str, value: str, problem: str | None = None, may_pass: bool = False) -> None:
+        nonlocal status
         print(f"{label:<14} {value}{'   <-- ' + problem if problem else ''}", file=out)
         if problem:
             problems.append(f"{label}: {problem}")
+            status = max(status, FAILED if may_pass else REFUSED)
 
     def warn(text: str) -> None:   # serve runs, but something will be refused at use
         print(f"{'  warning':<14} {text}", file=out)
@@ -837,7 +852,9 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
     report("image", str(config.image), _unreachable(functools.partial(_image_problem, per_user=per_user), config))
     report("state dir", str(config.state_dir), _unreachable(_state_dir_problem, config.state_dir))
     if config.log_file is not None:
-        report("log file", str(config.log_file), _unreachable(_log_file_problem, config.log_file))
+        problem = _unreachable(_log_file_problem, config.log_file)
+        report("log file", str(config.log_file), problem,
+               may_pass=bool(problem and problem.endswith(os.strerror(errno.ENOSPC))))   # space may be freed
     temp_dir, problem = _temp_dir_finding()
     report("temp dir", temp_dir, problem)
     passed_over = None if problem else passed_over_warning(temp_dir)
@@ -846,18 +863,19 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
     try:
         busy = port_in_use(config.host, config.port)
     except OSError as exc:
-        report("port", f"{config.host}:{config.port}", f"cannot bind: {exc.strerror or exc}")
+        report("port", f"{config.host}:{config.port}", f"cannot bind: {exc.strerror or exc}",
+               may_pass=of_os_error(exc) == FAILED)
     else:
         # Checking a running deployment (after editing its config, before a restart)
         # finds its own server on the port: that is no problem.
-        serving, problem = None, "already in use" if busy else None
+        serving, problem, may_pass = None, "already in use" if busy else None, True
         try:
             serving = running_pid(config.state_dir, config.port) if busy else None
         except PidfileError as exc:   # whose server it is cannot be told
-            problem = f"already in use; {exc}"
+            problem, may_pass = f"already in use; {exc}", False
         report("port", f"{config.host}:{config.port}" + (
             f" (served by this deployment's gsmcpd, pid {serving})" if serving else ""),
-               None if serving else problem)
+               None if serving else problem, may_pass)
     if config.tls_cert is not None and config.tls_key is not None:
         report("tls cert", f"{config.tls_cert} (key {config.tls_key})", _tls_problem(config))
         from gsmcpd.auth.tls import pair_warnings
@@ -880,7 +898,7 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
     report("origins", browser_origins(config))
     if problems:
         print(f"PROBLEM: {problems[0]}", file=out)
-        return 1
+        return status
     noted = f" ({len(warnings)} warning{'s' if len(warnings) > 1 else ''} above)" if warnings else ""
     print(f"OK: ready to serve {config.url}{noted}", file=out)
     return 0

@@ -436,10 +436,10 @@ def test_serve_main_reports_a_log_file_it_cannot_open_though_its_stderr_is_that_
             raise AssertionError("served without its log file")
 
         read_end, write_end = os.pipe()
-        assert daemon.serve_main(config, ready_fd=write_end, serve=must_not_run) == 1
+        assert daemon.serve_main(config, ready_fd=write_end, serve=must_not_run) == 2   # EINVAL: never passes
     line = os.read(read_end, 4096).decode()
     os.close(read_end)
-    assert line.startswith("ERROR cannot open the log file /proc/self/status: ") and line.endswith("\n")
+    assert line.startswith("REFUSED cannot open the log file /proc/self/status: ") and line.endswith("\n")
     assert not config.pidfile.exists()
 
 
@@ -554,7 +554,7 @@ def test_check_reports_ok_then_the_first_problem(tmp_path):
                       {"GS_MCP_TLS_CERT": str(tmp_path / "c.pem"),
                        "GS_MCP_TLS_KEY": str(tmp_path / "k.pem")})
     out = io.StringIO()
-    assert daemon.check(bad, out=out) == 1
+    assert daemon.check(bad, out=out) == 2
     text = out.getvalue()
     assert "tls cert" in text and "not readable" in text
     assert text.rstrip().splitlines()[-1] == "PROBLEM: image: does not exist"
@@ -577,11 +577,11 @@ def test_check_loads_the_tls_pair_and_the_jwks_file_as_serve_would(tmp_path):
 
     assert check()[0] == 0
     code, last = check(GS_MCP_TLS_KEY=str(other_key))
-    assert code == 1
+    assert code == 2
     assert last.startswith("PROBLEM: tls cert: tls_cert/tls_key: cannot load TLS certificate")
     assert "KEY_VALUES_MISMATCH" in last
     jwks.write_text('{"keys": [{"kty": "oct", "k": "c2VjcmV0"}]}')
-    assert check() == (1, "PROBLEM: jwks file: jwks_file: JWKS holds no usable signature key")
+    assert check() == (2, "PROBLEM: jwks file: jwks_file: JWKS holds no usable signature key")
 
 
 def test_check_opens_the_log_file_as_serve_would(tmp_path):
@@ -594,17 +594,17 @@ def test_check_opens_the_log_file_as_serve_would(tmp_path):
 
     (tmp_path / "a-file").write_text("")
     assert check(tmp_path / "logs" / "new.log")[0] == 0          # its directory is made
-    assert check(tmp_path) == (1, f"PROBLEM: log file: log_file: {tmp_path} is a directory")
+    assert check(tmp_path) == (2, f"PROBLEM: log file: log_file: {tmp_path} is a directory")
     assert check(tmp_path / "a-file" / "x.log") == \
-        (1, f"PROBLEM: log file: log_file: {tmp_path / 'a-file'} is not a directory")
+        (2, f"PROBLEM: log file: log_file: {tmp_path / 'a-file'} is not a directory")
     assert not (tmp_path / "logs").exists()                     # check changes nothing
     # Writable by its mode (to root), yet no log file: it refuses the seek to its end.
     code, last = check(Path("/proc/self/status"))
-    assert code == 1 and last.startswith("PROBLEM: log file: log_file: cannot open /proc/self/status for appending: ")
+    assert code == 2 and last.startswith("PROBLEM: log file: log_file: cannot open /proc/self/status for appending: ")
     (tmp_path / "kept.log").write_text("as it was\n")
     assert check(tmp_path / "kept.log")[0] == 0 and (tmp_path / "kept.log").read_text() == "as it was\n"
     os.mkfifo(tmp_path / "fifo.log")   # it said "No such device or address"
-    assert check(tmp_path / "fifo.log") == (1, f"PROBLEM: log file: log_file: {tmp_path / 'fifo.log'} is a FIFO "
+    assert check(tmp_path / "fifo.log") == (2, f"PROBLEM: log file: log_file: {tmp_path / 'fifo.log'} is a FIFO "
                                                "with no reader: serve would wait for one to open it")
 
 
@@ -617,7 +617,7 @@ def test_check_names_a_log_file_on_a_full_filesystem_new_or_not(tmp_path, monkey
         out = io.StringIO()
         with monkeypatch.context() as full:
             full.setattr(os, "statvfs", lambda target: types.SimpleNamespace(f_blocks=9, f_bfree=0, f_bavail=0))
-            assert daemon.check(config, out=out) == 1
+            assert daemon.check(config, out=out) == 1   # space may be freed: as serve's status
         assert out.getvalue().rstrip().splitlines()[-1] == \
             f"PROBLEM: log file: log_file: cannot write to {path}: No space left on device"
 

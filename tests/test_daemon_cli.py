@@ -92,7 +92,7 @@ def test_a_key_set_twice_in_the_conf_file_is_refused_by_start_and_check_naming_b
     assert started.stderr.strip() == f"gsmcpd: configuration refused: {said}"
     assert not list(tmp_path.iterdir())   # nothing was started or written
     checked = gsmcpd("check", "--config", str(conf))
-    assert checked.returncode == 1
+    assert checked.returncode == 2
     assert checked.stdout.splitlines()[-1] == f"PROBLEM: config: {said}"
 
 
@@ -114,7 +114,7 @@ def test_a_lifetime_knob_that_cannot_be_off_and_a_probe_after_the_deadline_are_r
     assert not list(tmp_path.iterdir())
     checked = gsmcpd("check", "--port", str(free_port()), "--state-dir", str(tmp_path),
                      env={"GS_MCP_IDLE_TIMEOUT": "1800", "GS_MCP_PROBE_AFTER": "1800"})
-    assert checked.returncode == 1
+    assert checked.returncode == 2
     assert checked.stdout.splitlines()[-1] == "PROBLEM: config: probe_after: " \
         "must be less than GS_MCP_IDLE_TIMEOUT (idle_timeout), or the probe never runs: 1800 >= 1800"
 
@@ -129,10 +129,10 @@ def test_digits_grouped_with_an_underscore_are_refused_by_start_and_check(tmp_pa
     assert started.stderr.strip() == f"gsmcpd: configuration refused: {said}"
     assert not list(tmp_path.iterdir())
     checked = gsmcpd("check", "--config", str(conf), "--port", str(free_port()))
-    assert checked.returncode == 1
+    assert checked.returncode == 2
     assert checked.stdout.splitlines()[-1] == f"PROBLEM: config: {said}"
     checked = gsmcpd("check", "--port", "8_001", "--state-dir", str(tmp_path))   # a flag alike
-    assert checked.returncode == 1
+    assert checked.returncode == 2
     assert checked.stdout.splitlines()[-1] == "PROBLEM: config: port: expected an integer, got '8_001' " \
         "(digits are not grouped with _: write 8001)"
 
@@ -142,8 +142,38 @@ def test_check_refuses_a_jwt_leeway_of_a_day_naming_the_knob_the_value_and_the_r
                      env={"MCP_JWT_LEEWAY": "86400"})
     said = ("jwt_leeway: must be between 0 and 300 seconds (the clock skew between this host and the "
             "issuer's; more accepts tokens that long expired), got '86400'")
-    assert checked.returncode == 1
+    assert checked.returncode == 2
     assert checked.stdout.splitlines() == [f"config         refused: {said}", f"PROBLEM: config: {said}"]
+
+
+def test_a_port_in_use_exits_1_for_a_retry_and_a_refused_setting_2_by_serve_start_and_check(tmp_path):
+    # Every refusal exited 1 once serve had begun (a state directory, a certificate, the
+    # TMPDIR), so the unit's Restart=on-failure retried them every 2 s, forever.
+    with socket.create_server(("127.0.0.1", 0)) as held:
+        port = str(held.getsockname()[1])
+        where = ("--port", port, "--state-dir", str(tmp_path / "state"))
+        served = gsmcpd("serve", *where)
+        assert served.returncode == 1 and f"ERROR port {port} on 127.0.0.1 is already in use" in served.stderr
+        started = gsmcpd("start", *where)
+        assert (started.returncode, started.stdout) == (
+            1, f"port {port} on 127.0.0.1 is already in use by another process (not a gsmcpd with a "
+               f"pidfile in {tmp_path / 'state'})\n")
+        checked = gsmcpd("check", *where)
+        assert (checked.returncode, checked.stdout.splitlines()[-1]) == (1, "PROBLEM: port: already in use")
+        # a refused setting besides: the retry cannot pass, whatever else may
+        cert = tmp_path / "cert.pem"
+        cert.write_text("not a certificate\n")
+        tls = {"GS_MCP_TLS_CERT": str(cert), "GS_MCP_TLS_KEY": str(cert)}
+        checked = gsmcpd("check", *where, env=tls)
+        assert checked.returncode == 2, checked.stdout
+        assert checked.stdout.splitlines()[-1] == "PROBLEM: port: already in use"   # the first named
+        assert "   <-- tls_cert/tls_key: cannot load TLS certificate" in checked.stdout
+    port = str(free_port())
+    where = ("--port", port, "--state-dir", str(tmp_path / "state"))
+    for command in ("serve", "start"):
+        refused = gsmcpd(command, *where, env=tls)
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert "tls_cert/tls_key: cannot load TLS certificate" in refused.stdout + refused.stderr
 
 
 def test_every_option_of_every_command_says_what_it_is_and_its_environment_name():
@@ -184,7 +214,7 @@ def test_check_of_a_running_deployment_finds_its_own_server_on_the_port_no_probl
 
 def test_check_reports_a_refused_configuration_as_the_problem(tmp_path):
     result = gsmcpd("check", "--host", "0.0.0.0", "--state-dir", str(tmp_path))
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert result.stdout.splitlines()[-1] == (
         "PROBLEM: config: host: 0.0.0.0 is not a loopback address; a network-facing server "
         "needs auth (GS_MCP_AUTH=1)")
@@ -194,9 +224,9 @@ def test_check_and_serve_agree_on_a_log_file_that_cannot_be_opened(tmp_path):
     env = {"GS_MCP_LOG_FILE": str(tmp_path), "GS_MCP_STATE_DIR": str(tmp_path / "state")}
     port = str(free_port())
     served = gsmcpd("serve", "--port", port, env=env)
-    assert served.returncode == 1 and f"cannot open the log file {tmp_path}" in served.stderr
+    assert served.returncode == 2 and f"cannot open the log file {tmp_path}" in served.stderr
     checked = gsmcpd("check", "--port", port, env=env)
-    assert checked.returncode == 1
+    assert checked.returncode == 2
     assert checked.stdout.splitlines()[-1] == f"PROBLEM: log file: log_file: {tmp_path} is a directory"
 
 
@@ -206,18 +236,18 @@ def test_start_and_check_name_why_a_log_file_under_proc_cannot_be_used(tmp_path)
     env = {"GS_MCP_LOG_FILE": "/proc/self/status", "GS_MCP_STATE_DIR": str(tmp_path)}
     port = str(free_port())
     started = gsmcpd("start", "--port", port, env=env)
-    assert started.returncode == 1
+    assert started.returncode == 2
     assert started.stdout.startswith("gsmcpd failed to start: cannot open the log file /proc/self/status: "), \
         started.stdout
     assert started.stdout.rstrip().endswith("(log: /proc/self/status)")
     checked = gsmcpd("check", "--port", port, env=env)
-    assert checked.returncode == 1
+    assert checked.returncode == 2
     assert checked.stdout.splitlines()[-1].startswith(
         "PROBLEM: log file: log_file: cannot open /proc/self/status for appending: ")
     fifo = tmp_path / "fifo.log"   # serve would wait for a reader; check said "No such device"
     os.mkfifo(fifo)
     checked = gsmcpd("check", "--port", port, env={**env, "GS_MCP_LOG_FILE": str(fifo)})
-    assert checked.returncode == 1
+    assert checked.returncode == 2
     assert checked.stdout.splitlines()[-1] == (f"PROBLEM: log file: log_file: {fifo} is a FIFO with no reader: "
                                                "serve would wait for one to open it")
 
@@ -244,7 +274,7 @@ def test_a_file_serve_cannot_use_is_named_not_blamed_on_the_address(tmp_path):
     port = free_port()
     (tmp_path / f"gsmcpd-{port}.ctl" / "x").mkdir(parents=True)
     served = gsmcpd("serve", "--port", str(port), env={"GS_MCP_STATE_DIR": str(tmp_path)})
-    assert served.returncode == 1
+    assert served.returncode == 2
     assert f"cannot serve: {tmp_path / f'gsmcpd-{port}.ctl'}: " in served.stderr, served.stderr
     assert "cannot serve on" not in served.stderr
 
@@ -262,10 +292,10 @@ def test_a_tmpdir_too_long_for_the_spawners_socket_is_named_by_start_and_check(t
                f"over the 107 one may have; set TMPDIR to a directory of at most 55 bytes")
         started = gsmcpd("start", "--port", port, env=env)
         assert (started.returncode, started.stdout) == (
-            1, f"gsmcpd failed to start: cannot make the workers' temporary directory in {why} (TMPDIR) "
+            2, f"gsmcpd failed to start: cannot make the workers' temporary directory in {why} (TMPDIR) "
                f"(log: {tmp_path / f'gsmcpd-{port}.log'})\n")
         checked = gsmcpd("check", "--port", port, env=env)
-        assert checked.returncode == 1
+        assert checked.returncode == 2
         assert checked.stdout.splitlines()[-1] == f"PROBLEM: temp dir: TMPDIR: {why.split(': ', 1)[1]}"
         assert f"temp dir       {too_long}   <-- TMPDIR: too long a path" in checked.stdout
         fits = short / ("d" * (55 - len(str(short)) - 1))
@@ -384,11 +414,11 @@ def test_a_tls_key_that_does_not_match_its_certificate_is_refused_in_one_line(tm
     env = {"GS_MCP_TLS_CERT": str(cert), "GS_MCP_TLS_KEY": str(other_key)}
     flags = ("--port", str(free_port()), "--state-dir", str(tmp_path / "state"))
     checked = gsmcpd("check", *flags, env=env)
-    assert checked.returncode == 1
+    assert checked.returncode == 2
     assert checked.stdout.splitlines()[-1].startswith(
         "PROBLEM: tls cert: tls_cert/tls_key: cannot load TLS certificate %s / key %s" % (cert, other_key))
     served = gsmcpd("serve", *flags, env=env)
-    assert served.returncode == 1
+    assert served.returncode == 2
     assert "Traceback" not in served.stderr
     refusal = [line for line in served.stderr.splitlines() if " ERROR " in line]
     assert len(refusal) == 1 and "gsmcpd: tls_cert/tls_key: cannot load TLS certificate" in refusal[0]
@@ -401,14 +431,14 @@ def test_an_image_that_is_a_regular_file_is_refused_as_not_a_directory(tmp_path)
     flags = ("--port", str(free_port()), "--state-dir", str(tmp_path / "state"))
     for how in ({"args": ("--image", str(image))}, {"env": {"GS_MCP_IMAGE": str(image)}}):
         served = gsmcpd("serve", *flags, *how.get("args", ()), env=how.get("env"))
-        assert served.returncode == 1 and "Traceback" not in served.stderr, served.stderr
+        assert served.returncode == 2 and "Traceback" not in served.stderr, served.stderr
         refusal = [line for line in served.stderr.splitlines() if " ERROR " in line]
         assert len(refusal) == 1 and refusal[0].endswith(f"gsmcpd: image {image} is not a directory")
         checked = gsmcpd("check", *flags, *how.get("args", ()), env=how.get("env"))
-        assert checked.returncode == 1
+        assert checked.returncode == 2
         assert checked.stdout.splitlines()[-1] == "PROBLEM: image: is not a directory"
     started = gsmcpd("start", *flags, "--image", str(image))
-    assert started.returncode == 1
+    assert started.returncode == 2
     assert started.stdout.startswith(f"gsmcpd failed to start: image {image} is not a directory (log: ")
     assert not (tmp_path / "state" / f"gsmcpd-{flags[1]}.pid").exists()
 
@@ -427,10 +457,10 @@ def test_an_image_it_cannot_write_its_lock_into_is_refused_and_one_with_its_lock
 
     with unwritable_dir(tmp_path / "bare", shop) as image:
         checked = gsmcpd("check", *flags, "--image", str(image))
-        assert checked.returncode == 1
+        assert checked.returncode == 2
         assert checked.stdout.splitlines()[-1].startswith(f"PROBLEM: image: {why}")
         started = gsmcpd("start", *flags, "--image", str(image), "--readonly")
-        assert started.returncode == 1, started.stdout
+        assert started.returncode == 2, started.stdout
         assert started.stdout.startswith(f"gsmcpd failed to start: image {image} {why}")
         assert not (tmp_path / "state" / f"gsmcpd-{flags[1]}.pid").exists()
     with unwritable_dir(tmp_path / "locked", lambda image: shop(image, lock=True)) as image:
@@ -592,7 +622,7 @@ def test_status_end_and_check_of_a_state_directory_another_account_owns_say_so(t
         with socket.create_server(("127.0.0.1", 0)) as held:   # whose, it cannot tell
             port = held.getsockname()[1]
             checked = run("check", "--port", str(port), "--state-dir", str(state))
-        assert checked.returncode == 1 and "Traceback" not in checked.stderr, checked.stderr
+        assert checked.returncode == 2 and "Traceback" not in checked.stderr, checked.stderr
         lines = checked.stdout.splitlines()
         assert lines[-1] == f"PROBLEM: image: {state / 'image'}: Permission denied", checked.stdout
         assert f"already in use; cannot read the pidfile {state}/gsmcpd-{port}.pid: " \
@@ -658,7 +688,7 @@ def test_every_relative_path_read_in_a_directory_deleted_since_is_refused_naming
             "MCP_JWKS_FILE": "keys.json"}
     checked = gsmcpd_in_a_deleted_directory(tmp_path, "check", "--port", str(port), "--state-dir",
                                             str(state), env=auth)
-    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert checked.returncode == 2, checked.stdout + checked.stderr
     assert checked.stdout.splitlines()[-1] == f"PROBLEM: config: jwks_file: keys.json {refusal}"
 
 
@@ -723,15 +753,15 @@ def test_a_file_where_the_state_or_log_directory_goes_is_called_not_a_directory(
     in_the_way.write_text("")
     port = str(free_port())
     started = gsmcpd("start", "--port", port, "--state-dir", str(in_the_way))
-    assert started.returncode == 1
+    assert started.returncode == 2
     assert started.stdout.strip() == f"cannot use the state directory {in_the_way}: Not a directory"
     served = gsmcpd("serve", "--port", port, "--state-dir", str(in_the_way))
-    assert served.returncode == 1
+    assert served.returncode == 2
     assert (f"cannot write the pidfile {in_the_way}/gsmcpd-{port}.pid: its directory {in_the_way}: "
             "Not a directory") in served.stderr
     logged = gsmcpd("start", "--port", port, "--state-dir", str(tmp_path / "state"),
                     env={"GS_MCP_LOG_FILE": str(in_the_way / "g.log")})
-    assert logged.returncode == 1
+    assert logged.returncode == 2
     assert f"cannot open the log file {in_the_way / 'g.log'}: its directory {in_the_way}: Not a directory" \
         in logged.stdout
 
@@ -749,12 +779,12 @@ def test_a_state_directory_other_accounts_may_write_in_is_refused_and_nothing_is
     said = (f"{state}: other accounts may write in it (mode 0777), and so plant a link where gsmcpd "
             "writes its log or pidfile: make it private (chmod go-w)")
     started = gsmcpd("start", "--port", port, "--state-dir", str(state))
-    assert started.returncode == 1 and started.stdout.strip() == f"cannot use the state directory {said}"
+    assert started.returncode == 2 and started.stdout.strip() == f"cannot use the state directory {said}"
     served = gsmcpd("serve", "--port", port, "--state-dir", str(state))
-    assert served.returncode == 1 and f"cannot write the pidfile {state}/gsmcpd-{port}.pid: " in served.stderr
+    assert served.returncode == 2 and f"cannot write the pidfile {state}/gsmcpd-{port}.pid: " in served.stderr
     logged = gsmcpd("serve", "--port", port, "--state-dir", str(tmp_path / "own"),
                     env={"GS_MCP_LOG_FILE": str(state / f"gsmcpd-{port}.log")})
-    assert logged.returncode == 1 and f"cannot open the log file {state}/gsmcpd-{port}.log: " in logged.stderr
+    assert logged.returncode == 2 and f"cannot open the log file {state}/gsmcpd-{port}.log: " in logged.stderr
     assert victim.read_text() == "precious\n"
     assert sorted(p.name for p in state.iterdir()) == [f"gsmcpd-{port}.log"]   # the link alone
 
@@ -772,10 +802,10 @@ def test_a_refused_log_or_pidfile_directory_is_named_not_the_file(tmp_path):
     log_file = {"GS_MCP_LOG_FILE": str(shared / "g.log")}
     for command in ("serve", "start"):
         refused = gsmcpd(command, "--port", port, "--state-dir", str(tmp_path / "own"), env=log_file)
-        assert refused.returncode == 1, refused.stdout + refused.stderr
+        assert refused.returncode == 2, refused.stdout + refused.stderr
         assert f"cannot open the log file {shared / 'g.log'}: {why}" in refused.stdout + refused.stderr
     served = gsmcpd("serve", "--port", port, "--state-dir", str(shared))
-    assert served.returncode == 1 and f"cannot write the pidfile {shared}/gsmcpd-{port}.pid: {why}" \
+    assert served.returncode == 2 and f"cannot write the pidfile {shared}/gsmcpd-{port}.pid: {why}" \
         in served.stderr, served.stderr
     assert not list(shared.iterdir())
 
@@ -790,11 +820,11 @@ def test_check_reports_a_state_or_log_directory_other_accounts_may_write_in_as_s
             "writes its log or pidfile: make it private (chmod go-w)")
     port = str(free_port())
     checked = gsmcpd("check", "--port", port, "--state-dir", str(shared))
-    assert checked.returncode == 1 and checked.stdout.splitlines()[-1] == f"PROBLEM: state dir: {said}"
+    assert checked.returncode == 2 and checked.stdout.splitlines()[-1] == f"PROBLEM: state dir: {said}"
     (tmp_path / "own").mkdir(mode=0o700)
     logged = gsmcpd("check", "--port", port, "--state-dir", str(tmp_path / "own"),
                     env={"GS_MCP_LOG_FILE": str(shared / "g.log")})
-    assert logged.returncode == 1 and logged.stdout.splitlines()[-1] == f"PROBLEM: log file: log_file: {said}"
+    assert logged.returncode == 2 and logged.stdout.splitlines()[-1] == f"PROBLEM: log file: log_file: {said}"
     assert not list(shared.iterdir())
 
 
@@ -812,7 +842,7 @@ def test_check_as_root_takes_a_private_state_directory_of_another_account_as_the
         os.chown(state, 65534, group.gr_gid)   # a problem whoever runs it
         state.chmod(0o770)
         checked = gsmcpd("check", "--port", str(free_port()), "--state-dir", str(state))
-    assert checked.returncode == 1 and "other accounts may write in it (mode 0770)" in checked.stdout
+    assert checked.returncode == 2 and "other accounts may write in it (mode 0770)" in checked.stdout
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root, to make accounts")
@@ -827,7 +857,7 @@ def test_check_takes_a_state_directory_writable_by_its_owners_private_group_alon
         assert checked.returncode == 0 and checked.stdout.splitlines()[-1].startswith("OK: "), checked.stdout
         with local_account(group=owner.pw_gid) as sharer:
             checked = gsmcpd("check", "--port", str(free_port()), "--state-dir", str(state))
-    assert checked.returncode == 1, checked.stdout
+    assert checked.returncode == 2, checked.stdout
     assert checked.stdout.splitlines()[-1] == (
         f"PROBLEM: state dir: {state}: other accounts may write in it (mode 2775), and so plant a link "
         "where gsmcpd writes its log or pidfile: make it private (chmod go-w); its group may write only "

@@ -377,12 +377,12 @@ def test_a_user_map_that_cannot_be_used_is_refused_naming_it_by_serve_and_check(
         path.write_text(contents)
     said = said.format(path=path)
     daemon, _ = peruser_daemon(tmp_path, image, path)
-    assert daemon.refusal() == 1
+    assert daemon.refusal() == 2
     assert f"ERROR gsmcpd: {said}" in daemon.log_text() and "Traceback" not in daemon.log_text()
     assert "cannot serve on" not in daemon.log_text()
     checked = subprocess.run([sys.executable, "-m", "gsmcpd", "check", "--port", str(daemon.port)],
                              env=daemon.env, cwd=str(daemon.tmp), capture_output=True, text=True, timeout=60)
-    assert checked.returncode == 1 and checked.stdout.splitlines()[-1] == f"PROBLEM: user map: {said}", checked.stdout
+    assert checked.returncode == 2 and checked.stdout.splitlines()[-1] == f"PROBLEM: user map: {said}", checked.stdout
 
 
 def test_check_warns_of_map_lines_naming_root_or_a_missing_account_by_file_and_line(tmp_path, image, accounts):
@@ -901,11 +901,11 @@ def test_a_sticky_state_directory_is_refused_by_serve_and_check_naming_the_fix(t
     user_map.write_text("ann %s\n" % accounts[0][0].pw_name)
     daemon, _ = peruser_daemon(tmp_path, image_with_no_state, user_map)
     said = "cannot be served: " + sticky_said(state, "root")
-    assert daemon.refusal() == 1
+    assert daemon.refusal() == 2
     assert f"image {image_with_no_state} {said}" in daemon.log_text() and "Traceback" not in daemon.log_text()
     checked = subprocess.run([sys.executable, "-m", "gsmcpd", "check", "--port", str(daemon.port)],
                              env=daemon.env, cwd=str(daemon.tmp), capture_output=True, text=True, timeout=60)
-    assert checked.returncode == 1 and checked.stdout.splitlines()[-1] == f"PROBLEM: image: {said}", checked.stdout
+    assert checked.returncode == 2 and checked.stdout.splitlines()[-1] == f"PROBLEM: image: {said}", checked.stdout
 
 
 def test_a_state_directory_one_account_makes_sticky_refuses_the_others_opens_and_commits_naming_the_fix(

@@ -385,7 +385,7 @@ def test_sighup_with_an_expired_certificate_keeps_serving_the_one_loaded_and_say
 def test_serve_refuses_an_expired_certificate_naming_it(tmp_path):
     cert, key = CertAuthority(tmp_path / "ca").issue("server", valid_for=-datetime.timedelta(minutes=30))
     daemon = Daemon(tmp_path, env=_tls_only(cert, key))
-    assert daemon.refusal() == 1
+    assert daemon.refusal() == 2
     assert "gsmcpd: tls_cert/tls_key: cannot load TLS certificate %s / key %s: tls_cert %s expired on " % (
         cert, key, cert) in daemon.log_text()
 
@@ -535,6 +535,6 @@ def test_an_encrypted_key_is_refused_in_a_terminal_without_a_passphrase_prompt(t
            "GS_MCP_TLS_CERT": str(cert), "GS_MCP_TLS_KEY": str(encrypted), "GS_MCP_SPARE_WORKERS": "1"}
     status, output = _in_a_terminal([sys.executable, "-m", "gsmcpd", command, "--port", str(free_port())],
                                     env, timeout=20)
-    assert status == 1, output
+    assert status == 2, output
     assert "pass phrase" not in output.lower()
     assert "tls_cert/tls_key" in output and "the key is encrypted and gsmcpd cannot ask for its passphrase" in output

@@ -476,10 +476,10 @@ def test_stop_and_start_say_what_is_wrong_with_a_pidfile_they_cannot_read(tmp_pa
     port = free_port()
     env = clean_env(GS_MCP_PORT=str(port), GS_MCP_STATE_DIR=str(tmp_path))
     (tmp_path / f"gsmcpd-{port}.pid").mkdir()
-    for script, words in (("stop-server.sh", "nothing was signalled"), ("run-server.sh", "not started")):
+    for script, words, code in (("stop-server.sh", "nothing was signalled", 1), ("run-server.sh", "not started", 2)):
         result = run(script, *([str(port)] if script == "stop-server.sh" else []), env=env)
         output = result.stdout + result.stderr
-        assert result.returncode == 1 and "Traceback" not in output, output
+        assert result.returncode == code and "Traceback" not in output, output
         assert f"cannot read the pidfile {tmp_path}/gsmcpd-{port}.pid: Is a directory; {words}" in output
 
 
@@ -493,11 +493,11 @@ def test_an_unusable_state_dir_or_log_file_is_named_without_a_traceback(tmp_path
               f"cannot open the log file {tmp_path}/logdir: Is a directory")]
     for env, says in cases:
         started = run("run-server.sh", "--port", str(port), env=env)
-        assert started.returncode == 1 and says in started.stdout, started.stdout + started.stderr
+        assert started.returncode == 2 and says in started.stdout, started.stdout + started.stderr
         assert "Traceback" not in started.stdout + started.stderr
     served = subprocess.run([sys.executable, "-m", "gsmcpd", "serve", "--port", str(port)],
                             env=cases[0][0], cwd=str(REPO), capture_output=True, text=True, timeout=60)
-    assert served.returncode == 1 and "Traceback" not in served.stdout + served.stderr
+    assert served.returncode == 2 and "Traceback" not in served.stdout + served.stderr
     assert (f"cannot write the pidfile {tmp_path}/afile/x/gsmcpd-{port}.pid: its directory {tmp_path}/afile/x: "
             "Not a directory") in served.stderr
 
@@ -518,7 +518,7 @@ def test_stop_is_not_blocked_by_a_bad_setting_it_does_not_need(tmp_path):
     assert status.returncode == 0 and f"port {port}" in status.stdout, status.stdout + status.stderr
     assert stopped.returncode == 0 and f"stopped gsmcpd on port {port}" in stopped.stdout, \
         stopped.stdout + stopped.stderr
-    for command, code in (("serve", 2), ("check", 1)):   # these still refuse the typo
+    for command, code in (("serve", 2), ("check", 2)):   # these still refuse the typo
         refused = subprocess.run([sys.executable, "-m", "gsmcpd", command, "--config", str(conf)],
                                  env=env, cwd=str(REPO), capture_output=True, text=True, timeout=60)
         assert refused.returncode == code, refused.stdout + refused.stderr
@@ -691,8 +691,10 @@ def test_systemd_ready_only_once_listening_then_stopping(tmp_path):
 
 
 def test_systemd_unit_verifies(tmp_path):
+    from gsmcpd.exitcodes import REFUSED
     unit = (REPO / "systemd" / "gsmcpd@.service").read_text()
-    for line in ("Type=notify", "Restart=on-failure", "RestartPreventExitStatus=2",
+    # Not restarted: the status serve exits with when a retry cannot pass (gsmcpd.exitcodes).
+    for line in ("Type=notify", "Restart=on-failure", f"RestartPreventExitStatus={REFUSED}",
                  "ExecReload=/bin/kill -HUP $MAINPID",
                  "User=gsmcpd", "EnvironmentFile=-/etc/gsmcpd/gsmcpd.env",
                  "ExecStart=/opt/gsmcpd/.venv/bin/python -m gsmcpd serve --port %i"):

@@ -14,6 +14,7 @@ from gsmcpd.auth.jwks import KeySource
 from gsmcpd.auth.settings import settings_from_config, unreachable_resource_warning
 from gsmcpd.auth.usermap import (IDENTITY_MAP, AccountRefused, AccountResolver, mapping_changed,
                                  never_served_warnings, read_user_map_setting)
+from gsmcpd.exitcodes import StartRefused
 from gsmcpd.router.app import Principal
 from gsmcpd.wire import jsonrpc
 
@@ -59,7 +60,7 @@ class AuthGate:
             else:
                 user_map, problem = read_user_map_setting(config.user_map)   # read once
                 if problem:   # a refusal of the configuration: one line naming the knob
-                    raise SystemExit(f"gsmcpd: user_map: {problem}")
+                    raise StartRefused(f"user_map: {problem}")
                 self.accounts = AccountResolver(user_map)
                 # Else the administrator hears of such a line only when its user comes.
                 for warning in never_served_warnings(user_map):

@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 from gsmcpd.config import is_loopback
+from gsmcpd.exitcodes import StartRefused, of_os_error
 from gsmcpd.router import trace
 from gsmcpd.router.app import App, Principal
 from gsmcpd.router.control_endpoint import ControlEndpoint
@@ -122,7 +123,7 @@ class Router:
             try:
                 self.ssl_context = server_context(config.tls_cert, config.tls_key)
             except TlsError as exc:   # a refusal of the configuration: one line, no traceback
-                raise SystemExit(f"gsmcpd: tls_cert/tls_key: {exc}") from None
+                raise StartRefused(f"tls_cert/tls_key: {exc}") from None
             for warning in pair_warnings(config.tls_cert, config.tls_key):
                 log.warning("%s", warning)
 
@@ -152,7 +153,7 @@ class Router:
             image = default.ensure_default_image(state_dir)
         problem = default.image_dir_problem(image, per_user=self.per_user)
         if problem:
-            raise SystemExit("gsmcpd: image %s %s" % (image, problem))
+            raise StartRefused("image %s %s" % (image, problem))
         self.image = str(image.absolute())
         self.recover_image(image)
 
@@ -452,8 +453,9 @@ def serve(config, *, on_ready=None, on_stopping=None, on_reload=None, stop_reque
         check_room_for_sockets(tempfile.gettempdir())
         tmp = DaemonTmp()
     except OSError as exc:
-        raise SystemExit(f"gsmcpd: cannot make the workers' temporary directory in "
-                         f"{exc.filename or 'the temp dir'}: {exc.strerror or exc} (TMPDIR)") from None
+        raise StartRefused(f"cannot make the workers' temporary directory in "
+                           f"{exc.filename or 'the temp dir'}: {exc.strerror or exc} (TMPDIR)",
+                           of_os_error(exc)) from None
     try:   # from here on, the daemon's directory goes with the daemon, however it ends
         tmp.hold_multiprocessing()
         for path in tmp.swept:
