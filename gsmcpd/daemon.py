@@ -27,6 +27,7 @@ from gsmcpd.config import (CHECKOUT, DEFAULT_STATE_DIR, Config, control_socket_p
                            pidfile_path)
 from gsmcpd.exitcodes import FAILED, OK, REFUSED, StartRefused, of_os_error
 from gsmcpd.logfile import PrivateFileHandler, RefusesWrites, no_space_left, open_for_appending
+from gsmcpd.readypipe import Reporter, failure_line, read_outcome
 from gsmcpd.router import trace
 from gsmcpd.worker.environment import unused_list_warning
 from gsmcpd.worker.tmpdirs import check_room_for_sockets, passed_over_warning
@@ -473,7 +474,7 @@ def serve_main(config: Config, *, ready_fd: int | None = None, detached: bool = 
 
 def _serve_main(config: Config, ready_fd: int | None, detached: bool, serve: Callable | None,
                 held: "_HeldStop") -> int:
-    reporter = _ReadyReporter(ready_fd)
+    reporter = Reporter(ready_fd)
 
     def refused(message: str, status: int) -> int:
         log.error("%s", message)
@@ -491,6 +492,7 @@ def _serve_main(config: Config, ready_fd: int | None, detached: bool, serve: Cal
         except OSError:   # detached, stderr is that file: it may open yet refuse writes (/proc)
             pass
         return of_os_error(exc)
+    reporter.forward_warnings()   # detached, they reach the log file alone: start prints them
     try:
         note = claim_pidfile(config.pidfile, config.port)
     except AlreadyRunning as exc:   # it may stop: a retry may then pass
@@ -583,40 +585,12 @@ class _HeldStop:
                 signal.signal(signum, previous)
 
 
-class _ReadyReporter:
-    """One line to a waiting `start`: `READY <pid> <url>`, or `ERROR <message>` (a failure
-    a retry may outlast) or `REFUSED <message>` (the configuration's: start exits REFUSED)."""
-
-    def __init__(self, fd: int | None):
-        self.fd, self.sent = fd, fd is None
-
-    def ready(self, url: str) -> None:
-        self._send(f"READY {os.getpid()} {url}")
-
-    def error(self, message: str, status: int) -> None:
-        self._send(failure_line(message, status))
-
-    def _send(self, line: str) -> None:
-        if self.sent or self.fd is None:
-            return
-        self.sent = True
-        try:
-            os.write(self.fd, (line + "\n").encode("utf-8"))
-            os.close(self.fd)
-        except OSError as exc:  # the starter gave up waiting; keep serving regardless
-            log.warning("could not report readiness to the starter: %s", exc)
-
-
-def failure_line(message: str, status: int) -> str:
-    """What the serve that `start` waits for sends it instead of READY."""
-    return ("REFUSED " if status == REFUSED else "ERROR ") + message.replace("\n", " ")
-
-
 # --- start (detached) ----------------------------------------------------------------
 
 def start(config: Config, serve_args: list[str], out: TextIO = sys.stdout,
-          timeout: float = START_TIMEOUT) -> int:
+          timeout: float = START_TIMEOUT, err: TextIO = sys.stderr) -> int:
     """Fork a detached `serve`, return once it listens.  serve_args: flags to pass on.
+    The warnings it logs as it starts are printed to `err` as they come.
 
     Double fork + setsid; the grandchild execs `python -m gsmcpd serve --port N ...`
     so its command line names gsmcpd and the port (what `stop` checks).
@@ -646,7 +620,8 @@ def start(config: Config, serve_args: list[str], out: TextIO = sys.stdout,
         _detach_and_exec(argv, read_end, write_end, log_path)
     os.close(write_end)
     os.waitpid(child, 0)
-    line = _read_ready_line(read_end, timeout)
+    line = read_outcome(read_end, timeout, lambda warning: print(f"gsmcpd: warning: {warning}",
+                                                                 file=err, flush=True))
     os.close(read_end)
     return _report_start(config, line, log_path, timeout, out)
 
@@ -704,23 +679,6 @@ def _serve_environ() -> dict[str, str]:
     if root not in {Path(entry).resolve() for entry in searched if entry}:
         environ["PYTHONPATH"] = os.pathsep.join(filter(None, (str(root), environ.get("PYTHONPATH"))))
     return environ
-
-
-def _read_ready_line(fd: int, timeout: float) -> str | None:
-    deadline = time.monotonic() + timeout
-    data = b""
-    while b"\n" not in data:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return None
-        readable, _, _ = select.select([fd], [], [], remaining)
-        if not readable:
-            return None
-        chunk = os.read(fd, 4096)
-        if not chunk:
-            return data.decode("utf-8", errors="replace") or "EOF"
-        data += chunk
-    return data.split(b"\n", 1)[0].decode("utf-8", errors="replace")
 
 
 def _report_start(config: Config, line: str | None, log_path: Path, timeout: float,

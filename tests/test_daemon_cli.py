@@ -323,6 +323,39 @@ def test_a_tmpdir_that_is_no_directory_is_warned_of_by_check_and_in_the_log(tmp_
         assert f"WARNING {warning}\n" in daemon.log_text()
 
 
+def test_start_prints_the_warnings_its_server_logs_as_it_starts_once_each(tmp_path):
+    # They reached the log file alone: ./run-server.sh never showed a key every account
+    # may read, nor a TMPDIR Python passed over, though check and serve say them.
+    from idp import CertAuthority
+    not_a_dir = tmp_path / "tmpfile"
+    not_a_dir.write_text("")
+    port = str(free_port())
+    env = {"TMPDIR": str(not_a_dir), "GS_MCP_STATE_DIR": str(tmp_path / "state"), "GS_MCP_SPARE_WORKERS": "1"}
+    passed_over = (f"TMPDIR {not_a_dir} is not a directory {pwd.getpwuid(os.geteuid()).pw_name} can write "
+                   "in, so temporary files go in /tmp")
+    with searchable_dir("gsmcpd-key-") as keys:
+        cert, key = CertAuthority(keys).issue("server")
+        key.chmod(0o644)
+        readable = (f"tls_key {key} is readable by every account (mode 0644): any local account's code "
+                    "(each mapped user's, with MCP_USER_MAP) can read the server's private key; make it 0600")
+        started = gsmcpd("start", "--port", port,
+                         env={**env, "GS_MCP_TLS_CERT": str(cert), "GS_MCP_TLS_KEY": str(key)})
+        assert started.returncode == 0, started.stdout + started.stderr
+        assert sorted(started.stderr.splitlines()) == sorted(
+            [f"gsmcpd: warning: {passed_over}", f"gsmcpd: warning: {readable}"]), started.stderr
+        assert started.stdout.startswith(f"gsmcpd listening on https://127.0.0.1:{port}/mcp (pid ")
+        logged = (tmp_path / "state" / f"gsmcpd-{port}.log").read_text()
+        assert f"WARNING {passed_over}\n" in logged and f"WARNING {readable}\n" in logged   # the log keeps them
+        assert gsmcpd("stop", port, env=env).returncode == 0
+    # a start that fails: the warnings before its refusal, which is said once, on stdout
+    image = tmp_path / "image.py"
+    image.write_text("")
+    refused = gsmcpd("start", "--port", port, "--image", str(image), env=env)
+    assert refused.returncode == 2
+    assert refused.stderr == f"gsmcpd: warning: {passed_over}\n"
+    assert refused.stdout.startswith(f"gsmcpd failed to start: image {image} is not a directory (log: ")
+
+
 def test_after_a_kill_9_stop_and_start_say_the_pid_is_not_running_and_start_sweeps_its_files(tmp_path):
     # Both said the killed pid was "not a gsmcpd" on the port, as if another program had it.
     # A TMPDIR of its own, the sweep looking at nothing else's; short, as tmp_path is too long.

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from gsmcpd import config as config_module
-from gsmcpd import daemon, exitcodes
+from gsmcpd import daemon, exitcodes, readypipe
 from gsmcpd.config import load_config
 from gsmcpd.exitcodes import FAILED, REFUSED, StartRefused, of_os_error
 
@@ -100,6 +100,6 @@ def test_start_exits_with_the_status_its_serve_reported(tmp_path, line, status):
 
 
 def test_the_failure_line_names_refusals_apart():
-    assert daemon.failure_line("a\nb", REFUSED) == "REFUSED a b"
-    assert daemon.failure_line("a", FAILED) == "ERROR a"
+    assert readypipe.failure_line("a\nb", REFUSED) == "REFUSED a b"
+    assert readypipe.failure_line("a", FAILED) == "ERROR a"
     assert exitcodes.OK == 0
