@@ -525,6 +525,13 @@ def test_testing_tools(c):
     assert error(c, "run_test_class", "notFound", className="Cart").endswith("; list_test_classes shows them")
 
 
+
+def test_list_failing_tests_with_an_empty_class_list_is_refused_not_green(c):
+    # [] ran nothing and answered "no failing tests (0 run)", though BrokenTest fails.
+    assert "omit classNames to run every test class" in error(c, "list_failing_tests", "invalidParams",
+                                                              classNames=[])
+    assert structured(c, "list_failing_tests")["failing"]
+
 # -- configuration: read-only, toolset selection, worker class, third-party -----
 
 def test_read_only_daemon_hides_and_refuses_exactly_the_gated_tools(image, tmp_path):

@@ -1691,6 +1691,15 @@ def test_a_huge_selector_is_echoed_cut(named):
     assert len(message) < 1000 and "(200000 characters)" in message, message[:300]
 
 
+def test_list_failing_tests_refuses_an_empty_class_list_saying_to_omit_it(client):
+    # [] ran no test and answered "no failing tests (0 run)": a green for nothing run.
+    message = client.error("list_failing_tests", "invalidParams", classNames=[])
+    assert message == ("classNames is an empty list, which names no test class to run; omit "
+                       "classNames to run every test class, or name the classes")
+    assert client.progress == []   # nothing ran
+    assert client.ok("list_failing_tests")["structuredContent"]["run"] > 0
+
+
 def test_list_failing_tests_runs_a_class_named_twice_once(named):
     failing = named.ok("list_failing_tests", classNames=["UnicodeTest", "uni_test.UnicodeTest"])
     assert (failing["structuredContent"]["run"], len(failing["structuredContent"]["failing"])) == (2, 1)

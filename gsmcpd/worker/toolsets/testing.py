@@ -702,7 +702,8 @@ class TestingToolset(Toolset):
         registry.add(Tool("list_failing_tests", "Failing and erroring tests of the given classes "
                           "(or all test classes), with progress per test.",
                           object_schema({"classNames": array_prop(string_prop("a test class", min_length=1),
-                                                                  "test classes to run (default all)")}),
+                                                                  "test classes to run; omit it to run all "
+                                                                  "(an empty list is refused)")}),
                           self.list_failing_tests))
         registry.add(Tool("list_test_classes", "All test classes in the image: unittest.TestCase "
                           f"subclasses and pytest-style Test* classes ({PAGED}).",
@@ -839,6 +840,10 @@ class TestingToolset(Toolset):
 
     def list_failing_tests(self, arguments):
         names = arguments.get("classNames")
+        if names == []:
+            # Meant as "all" or built from nothing, it would run no test and answer green.
+            raise ToolError("invalidParams", "classNames is an empty list, which names no test class "
+                            "to run; omit classNames to run every test class, or name the classes")
         # A class named twice (or by its bare and qualified names) runs once; each name
         # is resolved once, as resolving scans the image.
         if names is not None:
