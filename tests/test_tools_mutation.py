@@ -863,20 +863,32 @@ def test_delete_class(client, image):
     client.error("delete_class", "refused", className="ValueError")
 
 
-def test_delete_class_names_the_classes_still_built_on_it(client, image):
-    def deleted(name):
-        (image / "zoo" / "meta.py").write_text(
-            "class Meta(type):\n    pass\n\n\nclass Made(metaclass=Meta):\n    pass\n\n\n"
-            "class Child(Made):\n    pass\n")
-        client.ok("refresh")
-        return text(client.ok("delete_class", className=name))
-
-    said = deleted("zoo.meta.Meta")
-    assert "(it is still the metaclass of zoo.meta.Child, zoo.meta.Made)" in said, said
-    said = deleted("zoo.meta.Made")
-    assert "(its subclasses zoo.meta.Child still name it)" in said, said
-    said = deleted("zoo.meta.Child")
-    assert "still" not in said, said
+def test_delete_class_refuses_a_class_image_classes_are_still_built_on(client, image):
+    # It deleted and committed, only noting the classes still naming it: their module
+    # then imported in no session (class Child(Made): NameError).
+    source = ("class Meta(type):\n    pass\n\n\nclass Made(metaclass=Meta):\n    pass\n\n\n"
+              "class Child(Made):\n    pass\n")
+    (image / "zoo" / "meta.py").write_text(source)
+    (image / "zoo" / "far.py").write_text("from zoo.meta import Made\n\n\nclass Far(Made):\n    pass\n")
+    client.ok("refresh")
+    result = client.call("delete_class", className="zoo.meta.Made")
+    assert result["structuredContent"]["error"] == {
+        "kind": "refused", "subclasses": ["zoo.far.Far", "zoo.meta.Child"], "metaclassOf": [],
+        "message": "zoo.meta.Made has subclasses in the image: zoo.far.Far (zoo.far line 4), "
+                   "zoo.meta.Child (zoo.meta line 9); deleted, their class statements could not run "
+                   "(NameError) and their modules would no longer import. Delete those classes first "
+                   "(delete_class), or redefine them without zoo.meta.Made (compile_class_definition "
+                   "with other bases or metaclass), then delete it."}
+    message = client.error("delete_class", "refused", className="zoo.meta.Meta")
+    assert message.startswith("zoo.meta.Meta is the metaclass of image classes: zoo.far.Far (zoo.far "
+                              "line 4), zoo.meta.Child (zoo.meta line 9), zoo.meta.Made (zoo.meta line 5); ")
+    assert disk(image, "zoo/meta.py") == source and not client.view.has_changes
+    # Once the classes built on it are gone, it goes: deleted leaves first, each in turn.
+    for name in ("zoo.far.Far", "zoo.meta.Child", "zoo.meta.Made", "zoo.meta.Meta"):
+        assert text(client.ok("delete_class", className=name)).startswith(f"deleted class {name};")
+    namespace = {}
+    exec(disk(image, "zoo/meta.py"), namespace)   # as a new session's import runs it
+    assert not {"Meta", "Made", "Child"} & set(namespace)
 
 
 def test_delete_method_refuses_a_method_the_class_body_uses_as_it_runs(client, image):
@@ -974,9 +986,9 @@ def test_delete_method_deletes_a_method_the_module_reads_guarded(client, image):
 
 def test_delete_class_its_own_module_still_needs_fails_to_import_here_as_in_a_new_session(client, image):
     # The module was left live with the class in it: its tests still passed here, while
-    # every new session found the module failing to import (Square(Shape): NameError).
+    # every new session found the module failing to import (kind = Shape: NameError).
     (image / "zoo" / "shapes.py").write_text(
-        "class Shape:\n    pass\n\n\nclass Square(Shape):\n    pass\n\n\nclass Other:\n    pass\n")
+        "class Shape:\n    pass\n\n\nclass Square:\n    kind = Shape\n\n\nclass Other:\n    pass\n")
     (image / "zoo" / "test_shapes.py").write_text(
         "import unittest\n\nfrom zoo.shapes import Square\n\n\n"
         "class ShapesTest(unittest.TestCase):\n    def test_square(self):\n        Square()\n")

@@ -158,7 +158,9 @@ class MutationToolset(Toolset):
                  object_schema({**CLASS_NAME, "source": string_prop("one def / async def"),
                                 "category": string_prop("ignored"), **META},
                                ["className", "source"]), self.compile_method))
-        add(Tool("delete_class", "Remove a class from its module, commit.",
+        add(Tool("delete_class", "Remove a class from its module, commit. Refused while image "
+                 "classes are built on it (its subclasses, classes it is the metaclass of): delete "
+                 "or redefine them first.",
                  object_schema(CLASS_NAME, ["className"]), self.delete_class))
         add(Tool("delete_method", "Remove a method from a class (or a function from a "
                  "dictionary given as className), commit; a class attribute the "
@@ -738,25 +740,46 @@ class MutationToolset(Toolset):
 
     def delete_class(self, arguments):
         ref, cls = self._guarded(arguments["className"])
-        note = ""
         if cls is not None:
             self.view.load_all()
-            users = []
-            subclasses = catalog.image_subclasses(self.view, cls)
-            if subclasses:
-                users.append(f"its subclasses {', '.join(subclasses)} still name it")
-            made = catalog.image_classes_made_by(self.view, cls)
-            if made:
-                users.append(f"it is still the metaclass of {', '.join(made)}")
-            if users:
-                note = f" ({'; '.join(users)})"
+            self._refuse_if_built_on(ref.qualified, cls)
             vars(self.view.module(ref.module)).pop(ref.name, None)
         new_source = self._splice(splice.remove_class, self.view.source(ref.module), ref.name)
         self.view.set_source(ref.module, new_source, live=cls is not None)
         itself = live.needed_on_import(parsing.parse(new_source), ref.name)
         imported, data = self._reimport_importers([ref.module], itself) if cls is not None else ("", {})
-        return self._finish(f"deleted class {ref.qualified}{note}{imported}",
+        return self._finish(f"deleted class {ref.qualified}{imported}",
                             {"class": ref.qualified, **data})
+
+    def _refuse_if_built_on(self, qualified: str, cls: type) -> None:
+        """Refuse to delete a class the image's classes are still built on (its subclasses,
+        the classes it is the metaclass of): their class statements name it, so the commit
+        would leave their modules failing to import, in every new session too. Classes
+        deleted before (no longer bound by their modules) do not count."""
+        subclasses = catalog.image_subclasses(self.view, cls)
+        made = catalog.image_classes_made_by(self.view, cls)
+        if not subclasses and not made:
+            return
+        said = []
+        if subclasses:
+            said.append(f"{qualified} has subclasses in the image: {self._placed(subclasses)}")
+        if made:
+            said.append(f"{qualified} is the metaclass of image classes: {self._placed(made)}")
+        raise ToolError("refused", "; ".join(said) + "; deleted, their class statements could "
+                        "not run (NameError) and their modules would no longer import. Delete "
+                        "those classes first (delete_class), or redefine them without "
+                        f"{qualified} (compile_class_definition with other bases or metaclass), "
+                        "then delete it.", {"subclasses": subclasses, "metaclassOf": made})
+
+    def _placed(self, qualified_names: list[str]) -> str:
+        """`m.A (m line 3), n.B (n line 7)`: where each of the image's classes is written."""
+        placed = []
+        for qualified in qualified_names:
+            module, _, name = qualified.rpartition(".")
+            tree = self.view.tree(module)
+            node = None if tree is None else splice.class_statement(tree, name)
+            placed.append(qualified if node is None else f"{qualified} ({module} line {node.lineno})")
+        return ", ".join(placed)
 
     def set_class_comment(self, arguments):
         ref, cls = self._guarded(arguments["className"])
