@@ -372,6 +372,24 @@ def test_browsing_tools(c):
     assert "extra.a.Thing, extra.b.Thing" in error(c, "describe_class", "ambiguous", className="Thing")
 
 
+def test_list_methods_of_a_test_case_lists_its_own_and_counts_unittests(c):
+    # CartTest's four tests were listed among some 90 methods inherited from unittest.
+    result = ok(c, "list_methods", className="CartTest")
+    listed = result["structuredContent"]
+    assert [m["name"] for m in listed["methods"]["instance"]] == [
+        "test_bad_quantity_is_refused", "test_discount_applies", "test_empty_cart_totals_zero",
+        "test_total_counts_quantities"]
+    counted = listed["kernelInherited"]
+    assert list(counted["classes"]) == ["unittest.case.TestCase"] and counted["count"] > 50
+    assert tool_text(result).endswith(f"(not listed: {counted['count']} methods inherited from kernel classes, "
+                                      f"{counted['count']} from unittest.case.TestCase; "
+                                      "includeKernelInherited true lists them)")
+    everything = structured(c, "list_methods", className="CartTest", includeKernelInherited=True)
+    assert sum(map(len, everything["methods"].values())) == 4 + counted["count"]
+    assert {"name": "assertEqual", "definedIn": "unittest.case.TestCase", "inherited": True} in \
+        everything["methods"]["instance"]
+
+
 def test_a_mistyped_class_method_or_dictionary_is_answered_with_the_name_meant(c):
     # An agent's slips were answered "not found" with no near name ("defines no method totl").
     assert error(c, "get_method_source", "notFound", className="cart", selector="total") == (

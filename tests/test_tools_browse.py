@@ -6,6 +6,7 @@ import os
 import pytest
 
 from gsmcpd.image import splice
+from gsmcpd.worker.toolsets import browsing
 from gsmcpd.worker.toolsets.search import code_units
 from test_tools_support import Client, client, image, text, views, without_dog, write_image  # noqa: F401  (fixtures)
 
@@ -869,9 +870,48 @@ def test_a_c_types_computed_attributes_are_properties_and_its_classmethods_class
     assert "from_bytes" in {m["name"] for m in methods["class"]}
     assert not {"real", "from_bytes"} & {m["name"] for m in methods["instance"]}
     client.view.add_module("zoo.meta", "class Meta(type):\n    def __call__(cls):\n        return 1\n")
-    inherited = client.ok("list_methods", className="Meta")["structuredContent"]["methods"]
+    inherited = client.ok("list_methods", className="Meta", includeKernelInherited=True)[
+        "structuredContent"]["methods"]
     assert "__name__" not in {m["name"] for m in inherited["instance"]}
     assert {"name": "__name__", "definedIn": "type", "inherited": True} in inherited["property"]
+
+
+def test_list_methods_counts_an_image_classs_kernel_inherited_methods_unless_asked_for_them(client):
+    # A TestCase subclass listed its two methods among some 90 of unittest's.
+    client.view.add_module("zoo.test_few", "import unittest\n\n\nclass Base(unittest.TestCase):\n"
+                                           "    def helper(self):\n        pass\n\n\n"
+                                           "class FewTest(Base):\n    def setUp(self):\n        pass\n\n"
+                                           "    def test_one(self):\n        pass\n\n\nclass Bare(dict):\n    pass\n")
+    import unittest
+    kernel = {name for owner in unittest.TestCase.__mro__[:-1] for name, value in vars(owner).items()
+              if browsing.member_kind(value) and name not in browsing.NOT_METHODS} - {"setUp"}
+    result = client.ok("list_methods", className="FewTest")
+    assert result["structuredContent"] == {
+        "class": "zoo.test_few.FewTest",
+        "methods": {"instance": [{"name": "setUp", "definedIn": "zoo.test_few.FewTest"},
+                                 {"name": "test_one", "definedIn": "zoo.test_few.FewTest"},
+                                 {"name": "helper", "definedIn": "zoo.test_few.Base", "inherited": True}],
+                    "class": [], "static": [], "property": []},
+        "kernelInherited": {"count": len(kernel), "classes": {"unittest.case.TestCase": len(kernel)}}}
+    assert text(result) == (
+        "instance:\n  setUp\n  test_one\n  helper  (inherited from zoo.test_few.Base)\n"
+        f"(not listed: {len(kernel)} methods inherited from kernel classes, {len(kernel)} from "
+        "unittest.case.TestCase; includeKernelInherited true lists them)")
+    everything = client.ok("list_methods", className="FewTest", includeKernelInherited=True)["structuredContent"]
+    listed = [m for group in everything["methods"].values() for m in group]
+    assert {m["name"] for m in listed} == kernel | {"setUp", "test_one", "helper"}
+    assert "kernelInherited" not in everything
+    assert {"name": "assertEqual", "definedIn": "unittest.case.TestCase", "inherited": True} in \
+        everything["methods"]["instance"]
+    # A class with no methods but a kernel base's says so; a kernel class lists all as before.
+    bare = client.ok("list_methods", className="Bare")
+    assert text(bare).startswith("zoo.test_few.Bare has no methods of its own or from image classes\n"
+                                 "(not listed: ")
+    assert bare["structuredContent"]["kernelInherited"]["classes"] == {"dict": bare["structuredContent"][
+        "kernelInherited"]["count"]}
+    kernel_class = client.ok("list_methods", className="bool")["structuredContent"]
+    assert "kernelInherited" not in kernel_class and {"name": "bit_length", "definedIn": "int",
+                                                      "inherited": True} in kernel_class["methods"]["instance"]
 
 
 def test_a_class_its_module_rebinds_is_browsed_from_source_saying_what_the_name_is_bound_to(client):

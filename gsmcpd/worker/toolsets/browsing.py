@@ -118,8 +118,13 @@ class BrowsingToolset(Toolset):
                           self.get_method_source))
         registry.add(Tool("list_methods", "Methods grouped as instance, class, static and property; "
                           "inherited ones are marked with their defining class; the methods of an image "
-                          "metaclass the class reaches are class-side, marked metaclass.",
-                          one_class, self.list_methods))
+                          "metaclass the class reaches are class-side, marked metaclass. For an image "
+                          "class, those it inherits from kernel classes (unittest.TestCase, dict...) "
+                          "are only counted per class (kernelInherited) unless includeKernelInherited.",
+                          object_schema({**CLASS_NAME, "includeKernelInherited": bool_prop(
+                              "also list an image class's methods inherited from kernel classes "
+                              "(standard library, builtins, installed packages); default false")},
+                              ["className"]), self.list_methods))
 
     # -- helpers ---------------------------------------------------------
 
@@ -303,20 +308,27 @@ class BrowsingToolset(Toolset):
     def list_methods(self, arguments):
         ref, cls, node, not_live = self._resolve(arguments)
         groups: dict[str, list[dict]] = {"instance": [], "class": [], "static": [], "property": []}
+        counted: dict[str, int] = {}   # kernel class: how many of its methods were left out
         if cls is None:
             for method in splice.methods_of(node):
                 groups[splice.method_kind(method)].append(
                     {"name": splice.mangled(node.name, method.name), "definedIn": ref.qualified})
         else:
             seen = set()
+            # An image class's kernel bases (a TestCase's ~90 methods) would bury its own.
+            counting = not arguments.get("includeKernelInherited") and self.view.owns_module(cls.__module__)
             for owner in cls.__mro__:
                 if owner is object and cls is not object:
                     break
+                kernel = counting and owner is not cls and not self.view.owns_module(owner.__module__)
                 for name, value in sorted(vars(owner).items()):
                     kind = member_kind(value)
                     if kind is None or name in seen or name in NOT_METHODS:
                         continue
                     seen.add(name)
+                    if kernel:
+                        counted[qualname(owner)] = counted.get(qualname(owner), 0) + 1
+                        continue
                     entry = {"name": name, "definedIn": qualname(owner)}
                     if owner is not cls:
                         entry["inherited"] = True
@@ -333,6 +345,13 @@ class BrowsingToolset(Toolset):
                 lines += [f"  {e['name']}" + _origin(e) for e in entries]
         text, structured = "\n".join(lines) or f"{ref.qualified} has no methods", {
             "class": ref.qualified, "methods": groups}
+        if counted:
+            if not lines:
+                text = f"{ref.qualified} has no methods of its own or from image classes"
+            structured["kernelInherited"] = {"count": sum(counted.values()), "classes": counted}
+            text += (f"\n(not listed: {sum(counted.values())} methods inherited from kernel classes, "
+                     + ", ".join(f"{count} from {name}" for name, count in counted.items())
+                     + "; includeKernelInherited true lists them)")
         if cls is None:   # its own defs only: what it inherits needs the live class
             text, structured["fromSource"] = f"{text}\n(from source: {not_live})", not_live
         return {"text": text, "structured": structured}
