@@ -93,3 +93,27 @@ def test_a_kill_9_is_named_however_many_files_the_code_left_in_its_tmpdir(daemon
             "os.kill(os.getpid(), 9)")
     error = error_of(client, code)
     assert error["message"] == killed(pid)
+
+
+def test_faulthandler_in_a_session_says_what_to_pass_and_writes_a_file_that_outlives_the_worker(daemon, tmp_path):
+    # faulthandler.enable() failed with a bare "UnsupportedOperation: fileno".
+    client = open_session(daemon)
+    call = lambda code: client.call("tools/call", {"name": "execute_code", "arguments": {"code": code}}).json()
+    refused = call("import faulthandler\nfaulthandler.enable()")["result"]
+    assert refused["isError"] is True and refused["structuredContent"]["error"]["kind"] == "other"
+    assert refused["content"][0]["text"].endswith(
+        "io.UnsupportedOperation: fileno: this call's sys.stdout and sys.stderr are kept in memory for "
+        "its answer, so they have no file descriptor; give code that needs one a file of its own: "
+        "faulthandler.enable(file=open(path, 'a')) with a path outside the worker's TMPDIR (which goes "
+        "with the worker), or subprocess.run(..., capture_output=True) and print what it returns")
+    log = tmp_path / "fault.log"
+    enabled = call(f"fault_log = open({str(log)!r}, 'a')\nfaulthandler.enable(file=fault_log)\n"
+                   "faulthandler.is_enabled()")["result"]
+    assert enabled["structuredContent"]["result"] == "True", enabled
+    # A hang's watchdog dumps to such a file and ends the worker (exit=True: no core dump
+    # left behind, as a fatal signal might): the dump is there once the worker is gone.
+    error = error_of(client, "import time\nfaulthandler.dump_traceback_later(0.2, exit=True, file=fault_log)\n"
+                             "time.sleep(60)")
+    assert error["data"] == {"exit": {"status": 1}}, error
+    dumped = log.read_text()
+    assert "Timeout (0:00:00.200000)!" in dumped and 'File "<workspace-3>", line 3 in <module>' in dumped, dumped

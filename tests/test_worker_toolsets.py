@@ -170,6 +170,25 @@ def test_bytes_written_to_stdouts_buffer_are_shown_in_order_undecodable_ones_esc
                                            "stderr": "\\xe2\\x82"}, result
 
 
+def test_code_asking_for_its_streams_descriptor_is_told_why_there_is_none_and_what_to_pass(executing, tmp_path):
+    # faulthandler.enable() failed with a bare "UnsupportedOperation: fileno".
+    from gsmcpd.worker.capture import NO_FILENO
+    for code in ("import faulthandler\nfaulthandler.enable()", "import sys\nsys.stdout.fileno()",
+                 "import sys\nsys.stderr.buffer.fileno()"):
+        failed = run(executing, code)
+        assert failed["isError"] is True
+        assert failed["content"][0]["text"].endswith("io.UnsupportedOperation: " + NO_FILENO), failed
+    assert "faulthandler.enable(file=open(path, 'a'))" in NO_FILENO
+    # A file of one's own works (dumped, not enabled: this process's faulthandler is
+    # pytest's), and code catching the old error still catches it.
+    log = tmp_path / "fault.log"
+    told = run(executing, f"import faulthandler, io, sys\nwith open({str(log)!r}, 'a') as fault_log:\n"
+                          "    faulthandler.dump_traceback(fault_log)\n"
+                          "try:\n    sys.stdout.fileno()\nexcept io.UnsupportedOperation:\n    caught = True\ncaught")
+    assert told["structuredContent"]["result"] == "True", told
+    assert "most recent call first" in log.read_text()
+
+
 def test_workspaces_are_per_server(executing):
     run(executing, "secret = 1")
     result = run(McpServer([ExecutionToolset]), "secret")

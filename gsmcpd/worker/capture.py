@@ -7,6 +7,17 @@ import codecs
 import io
 
 
+# Code asking for the stream's descriptor (faulthandler.enable(), a subprocess given
+# stdout=sys.stdout) is told why there is none and what to pass instead. The worker's
+# real stderr is no answer: raw writes there would bypass the log's escaping and rate
+# limit (a per-user worker's is /dev/null for that reason).
+NO_FILENO = ("fileno: this call's sys.stdout and sys.stderr are kept in memory for its answer, "
+             "so they have no file descriptor; give code that needs one a file of its own: "
+             "faulthandler.enable(file=open(path, 'a')) with a path outside the worker's TMPDIR "
+             "(which goes with the worker), or subprocess.run(..., capture_output=True) and print "
+             "what it returns")
+
+
 class Capture(io.StringIO):
     """Keeps the first `cap` characters written and counts the rest, so
     code printing gigabytes does not fill the worker's memory. Every thread's writes are
@@ -30,6 +41,9 @@ class Capture(io.StringIO):
         """All it kept, bytes the buffer held back (a cut UTF-8 sequence) included."""
         self.buffer.finish()
         return self.getvalue()
+
+    def fileno(self) -> int:
+        raise io.UnsupportedOperation(NO_FILENO)
 
     def close(self) -> None:
         """Nothing: code that closes sys.stdout (as a script may, at its end) must not
@@ -56,6 +70,9 @@ class BytesOutput(io.RawIOBase):
 
     def writable(self) -> bool:
         return True
+
+    def fileno(self) -> int:
+        raise io.UnsupportedOperation(NO_FILENO)
 
     def close(self) -> None:
         """Nothing, as for the text stream (a TextIOWrapper closes its buffer with it)."""
