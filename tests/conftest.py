@@ -1,7 +1,10 @@
 """Fixtures shared by the test modules."""
 
+import logging
+
 import pytest
 
+from gsmcpd import daemon as daemon_module
 from helpers import Daemon, open_session, remove_tree
 
 
@@ -35,6 +38,22 @@ def no_daemon_left_by_the_run():
     left = _end_left_running(Daemon.started)
     if left:
         pytest.fail("left running at the end of the run, now killed:\n" + "\n".join(left), pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def logging_as_it_was():
+    """The root logger's handlers and level as before the test: a test of serve_main
+    configures logging (level INFO), and later tests in the same process (the suite runs
+    in several, a file's tests in one) would capture records they do not expect."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    if daemon_module._log_state.handler is not None:
+        root.removeHandler(daemon_module._log_state.handler)
+        daemon_module._log_state.handler.close()
+        daemon_module._log_state.handler = None
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 @pytest.fixture

@@ -28,19 +28,6 @@ def _no_toolset_imports(monkeypatch):
     monkeypatch.setattr(config_module, "_validate_toolsets", lambda names: None)
 
 
-@pytest.fixture(autouse=True)
-def _restore_logging():
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    yield
-    if daemon._log_state.handler is not None:
-        root.removeHandler(daemon._log_state.handler)
-        daemon._log_state.handler.close()
-        daemon._log_state.handler = None
-    root.handlers[:] = handlers
-    root.setLevel(level)
-
-
 def free_port():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
