@@ -179,6 +179,20 @@ def test_a_lock_held_past_the_patience_is_told_as_not_known(tmp_path):
                                   "long to read back here")]
 
 
+def test_the_patience_counts_from_the_death_not_from_when_the_exit_status_came(tmp_path):
+    # Counted from the status's arrival, up to exit_status.PATIENCE after the death, a stop
+    # would wait longer for a worker dying in its grace than DEATH_TOLD.
+    store = committed_pending(tmp_path, 1)
+    loop, answers = ManualLoop(), []
+    loop.now = 10.0
+    with image_lock_held(store):
+        tell_when_known(loop, str(tmp_path), "s", 2, COMMIT, lambda *told: answers.append(told), since=9.8)
+        while loop.timers:
+            loop.run_next()
+    assert 9.8 + PATIENCE <= loop.now < 10.0 + PATIENCE
+    assert answers[0][1] == {"commitStands": None}
+
+
 def test_a_call_that_never_commits_is_looked_up_once_and_told_nothing_while_the_lock_is_held(tmp_path):
     store = committed_pending(tmp_path, 1)
     loop, answers = ManualLoop(), []

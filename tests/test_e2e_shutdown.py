@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from helpers import QUICK_STOP, REPO, Client, Daemon, pid_alive, wait_until
+from helpers import QUICK_STOP, REPO, Client, Daemon, killed, pid_alive, wait_until
 from helpers import open_session as session
 from test_e2e_image import journal
 from test_e2e_lifetime import Exchange
@@ -154,6 +154,24 @@ def test_a_call_outrunning_the_grace_is_ended_and_the_daemon_exits_within_the_st
         "session ended: server shutting down (its call in flight still ran after the 0.2s grace, GS_MCP_BREAK_GRACE)")}
     assert not pid_alive(pid)
     assert "1 call(s) in flight get up to 0.2s to finish" in daemon.log_text()
+
+
+def test_a_call_whose_worker_is_killed_in_the_grace_hears_the_signal(tmp_path):
+    # The stop read the spawner's statuses no more: "session ended: worker N exited", no signal.
+    started = tmp_path / "started"
+    answers = {}
+    with Daemon(tmp_path, env={"GS_MCP_BREAK_GRACE": "5"}) as daemon:
+        a = session(daemon)
+        pid = a.tool("status")["structuredContent"]["pid"]
+        running = in_thread(answers, "run", lambda: a.call(
+            "tools/call", {"name": "execute_code", "arguments": {"code": long_run(started)}}))
+        assert wait_until(started.exists, timeout=15)
+        sigterm_seen(daemon)
+        os.kill(pid, signal.SIGKILL)
+        running.join(15)
+        assert daemon.proc.wait(10) == 0
+    assert answers["run"]["error"] == {"code": -32003, "message": killed(pid),
+                                       "data": {"exit": {"signal": 9, "name": "SIGKILL"}}}
 
 
 def test_a_second_sigterm_during_the_grace_stops_at_once(tmp_path):

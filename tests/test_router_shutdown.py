@@ -6,12 +6,14 @@ import fcntl
 import json
 import os
 import re
+import socket
 
 import pytest
 
 from gsmcpd.__main__ import build_parser
 from gsmcpd.config import Config
 from gsmcpd.daemon import STOP_TIMEOUT
+from gsmcpd.router import exit_status
 from gsmcpd.router.app import Principal
 from gsmcpd.router.main import Router
 from gsmcpd.router.shutdown import CALL_GRACE_CAP, DEATH_TOLD, REAP_GRACE, SHUTDOWN_GRACE, call_grace, longest_stop
@@ -226,17 +228,51 @@ def test_a_call_cut_by_ending_its_session_has_the_image_tidied_at_the_stop(route
     assert stop_recording_recoveries(router, tmp_path) == [(tmp_path, False)]
 
 
-def test_a_stop_right_after_a_worker_died_tells_its_call_at_once(router):
-    # The call waited for the dead worker's exit status (exit_status.PATIENCE), which the
-    # stop reads no more: the stop, with no session left, stopped the loop meanwhile.
+def spawner_played_by_the_test(router):
+    """The pool's spawner control socket, its other end the test's (for exit reports)."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    ours.setblocking(False)
+    router.pool.spawner.control = ours
+    router.pool._adopt_spawner()
+    return theirs
+
+
+def test_a_worker_dying_in_the_stops_grace_is_told_with_the_status_the_spawner_reports(patient_router):
+    # The stop read the spawner no more: the call heard "worker N exited", its signal lost.
+    router = patient_router
+    spawner = spawner_played_by_the_test(router)
     busy = open_session(router)
     running = call(router.sessions, busy, 1)
     router.pool.by_pid[busy.worker.pid] = busy.worker   # its status still to be reported
+    router.shutdown()
+    busy.worker.alive = False
+    router.sessions.on_worker_exit(busy.worker)          # dies in the grace
+    spawner.send(b"exit %d -9" % busy.worker.pid)
+    run_until_stopped(router)
+    spawner.close()
+    error = answer(running)["error"]
+    assert error["message"].startswith("session ended: worker %d was killed by signal 9 (SIGKILL" % busy.worker.pid)
+    assert error["data"] == {"exit": {"signal": 9, "name": "SIGKILL"}}
+
+
+def test_a_stop_right_after_a_worker_died_waits_for_its_status_at_most_its_patience(router):
+    # It once stopped the loop meanwhile, the call unanswered. The status never comes here:
+    # the call is told without it, and the stop then ends.
+    spawner = spawner_played_by_the_test(router)
+    busy = open_session(router)
+    running = call(router.sessions, busy, 1)
+    router.pool.by_pid[busy.worker.pid] = busy.worker
     busy.worker.alive = False
     router.sessions.on_worker_exit(busy.worker)
     router.shutdown()
-    assert answer(running)["error"]["message"] == "session ended: worker %d exited" % busy.worker.pid
+    assert running.answers == []   # not told at once: its status may still come
     run_until_stopped(router)
+    spawner.close()
+    assert answer(running)["error"]["message"] == "session ended: worker %d exited" % busy.worker.pid
+
+
+def test_the_wait_for_a_dead_workers_status_fits_in_the_stops_wait_for_its_telling():
+    assert exit_status.PATIENCE <= DEATH_TOLD
 
 
 def test_a_stop_right_after_a_worker_died_in_a_commit_waits_to_tell_whether_it_stands(router, tmp_path):

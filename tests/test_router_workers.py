@@ -403,6 +403,10 @@ class HandSpawner:
     def stop(self, grace=0):
         self.control.close()
 
+    def stop_on(self, loop, then):
+        self.control.close()
+        then()
+
     def spare(self):
         process = subprocess.Popen(["sleep", "60"])
         pidfd = os.pidfd_open(process.pid)
@@ -484,6 +488,43 @@ def test_a_reported_exit_reaches_its_worker_and_a_dead_spawners_workers_wait_for
     pool.spawner.peer.close()            # the spawner dies: no status of its workers will come
     assert run_until(loop, lambda: second.exit.known)
     assert second.exit.code is None and pool.by_pid == {}
+
+
+def test_statuses_are_still_read_once_a_graceful_stop_began_until_the_spawner_is_stopped(hand_pool):
+    # The stop's pool.close() read the spawner no more: a worker dying in the stop's graces
+    # was told "worker N exited", its signal lost.
+    loop, make = hand_pool
+    pool = make(0)
+    for _ in range(2):
+        pool.spawner.spare()
+    assert run_until(loop, lambda: len(pool.spares) == 2)
+    first, second = pool.spares
+    pool.close()
+    assert not first.exit.known and not second.exit.known   # not told "none will come"
+    socket.send_fds(pool.spawner.peer, [b"exit %d -9" % first.pid], [])
+    assert run_until(loop, lambda: first.exit.known)
+    assert first.exit.code == -signal.SIGKILL
+    pool.spawner.error("moot now")   # an error in the stop starves nothing, refuses no one
+    pool.spawner.spare()             # nor is a late spare kept: it is killed
+    late = pool.spawner.kept[-1]
+    assert run_until(loop, lambda: late.poll() is not None)
+    assert pool.spares == [] and pool._paused_until == 0.0
+    stop_spawner(loop, pool)         # its reports are read no more: none will come
+    assert second.exit.known and second.exit.code is None and pool.by_pid == {}
+
+
+def test_a_spawner_dying_during_a_graceful_stop_is_not_restarted_and_its_workers_wait_for_no_status(
+        hand_pool, monkeypatch):
+    monkeypatch.setattr(WorkerPool, "STARVED_PAUSE", 0.0)   # a restart would come at once
+    loop, make = hand_pool
+    pool = make(0)
+    pool.spawner.spare()
+    assert run_until(loop, lambda: len(pool.spares) == 1)
+    [worker] = pool.spares
+    pool.close()
+    pool.spawner.peer.close()        # its EOF
+    assert run_until(loop, lambda: worker.exit.known)
+    assert worker.exit.code is None and pool._relaunching is None and pool._retry is None
 
 
 def test_a_worker_the_router_kills_for_a_bad_frame_is_said_to_be_stopped_by_it(hand_pool):

@@ -58,11 +58,13 @@ def commits_of_call(image, session_id, seq):
         "the image lock stayed held by another commit, or the journal is too long to read back here")
 
 
-def tell_when_known(loop, image, session_id, seq, kind, answer):
+def tell_when_known(loop, image, session_id, seq, kind, answer, since=None):
     """Call answer(text, data) (see told) once the commits of session `session_id`'s call
-    `seq`, a call of `kind` (committer), are known, or PATIENCE has passed: looked for now,
-    then every RETRY; a call that never commits is looked for once."""
-    deadline = loop.time() + (0 if kind == NEVER_COMMITS else PATIENCE)
+    `seq`, a call of `kind` (committer), are known, or PATIENCE has passed since the death
+    (`since`, loop time; None: now): looked for now, then every RETRY; a call that never
+    commits is looked for once. From the death, not from when its exit status came (up to
+    exit_status.PATIENCE later): a stop waits for the telling at most DEATH_TOLD."""
+    deadline = (loop.time() if since is None else since) + (0 if kind == NEVER_COMMITS else PATIENCE)
 
     def look():
         records, why = commits_of_call(image, session_id, seq)

@@ -1,15 +1,16 @@
 """A worker's exit status as the router learns it: reported by the spawner (its parent,
 which reaps it) on the control socket, usually just after the router saw the worker's
 socket close or its pidfd turn readable, so a session ending because its worker died
-waits for it, on a timer, at most PATIENCE, or until a graceful stop begins, from which on
-the statuses are read no more (WorkerPool.close) (gsmcpd.wire.worker_exit words it).
+waits for it, on a timer, at most PATIENCE, during a graceful stop too (the pool reads the
+spawner until it stops it, WorkerPool.stop_spawner) (gsmcpd.wire.worker_exit words it).
 """
 
 # Seconds a dead worker's session waits for its status before it is told without one:
 # the spawner reaps within milliseconds of the death, but on a swamped host (two cores,
 # three test processes starting daemons) it took over 0.2 s. Only a session whose
-# worker died waits, on a timer.
-PATIENCE = 1.0
+# worker died waits, on a timer; no longer than commit_fate.PATIENCE, the most a stop
+# waits for a death to be told (shutdown.DEATH_TOLD).
+PATIENCE = 0.5
 
 
 class ExitStatus:

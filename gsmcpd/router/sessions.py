@@ -268,7 +268,9 @@ class SessionManager:
         session.ids_in_use.clear()
         if died:
             self.telling.update(gone)
-            session.worker.exit.when_known(self.loop, lambda: self._tell_death(session, gone, kind), PATIENCE)
+            died_at = self.loop.time()
+            session.worker.exit.when_known(self.loop, lambda: self._tell_death(session, gone, kind, died_at),
+                                           PATIENCE)
         else:
             for call in gone:
                 self._fail_gone(session, call, "session ended: %s" % reason)
@@ -286,9 +288,10 @@ class SessionManager:
         if not died:
             log.info("session %s ended: %s", session.short, reason)
 
-    def _tell_death(self, session, gone, kind):
-        """Answer the calls of a session whose worker died, saying how, and log it; the tool
-        call it was running (`kind`: commit_fate.committer's) once its commits are known."""
+    def _tell_death(self, session, gone, kind, died_at):
+        """Answer the calls of a session whose worker died (at loop time `died_at`), saying
+        how, and log it; the tool call it was running (`kind`: commit_fate.committer's) once
+        its commits are known."""
         worker = session.worker
         why, data = worker_exit.described(worker.pid, worker.exit.code, worker.exit.stopped_for)
         text = "session ended: %s" % why
@@ -296,7 +299,7 @@ class SessionManager:
             self._told(session, call, text, data)
         log.info("session %s ended: %s", session.short, why)
         if kind:
-            self._tell_commits(session, gone[0], kind, text, data)
+            self._tell_commits(session, gone[0], kind, text, data, died_at)
 
     def _told(self, session, call, text, data):
         """Answer a call of a dead worker's session; the stop may go on once none is left."""
@@ -501,7 +504,7 @@ class SessionManager:
         if session is not None:
             self.end(session, None, died=True)
 
-    def _tell_commits(self, session, call, kind, text, exit_data):
+    def _tell_commits(self, session, call, kind, text, exit_data, died_at):
         """Answer a tool call its worker died in once the commits it made are known."""
         def answer(more, data):
             if more:
@@ -509,7 +512,7 @@ class SessionManager:
                             more.replace(";", ",", 1))
             self._told(session, call, text + more, {**(exit_data or {}), **data} or None)
 
-        tell_when_known(self.loop, self.router.image, session.id, call.seq, kind, answer)
+        tell_when_known(self.loop, self.router.image, session.id, call.seq, kind, answer, since=died_at)
 
     # -- answering ---------------------------------------------------------
     def _deliver(self, session, call, body):

@@ -8,9 +8,10 @@
    answered at once: it never ran. A running call gets the call grace (GS_MCP_BREAK_GRACE,
    at most CALL_GRACE_CAP) to finish, is answered with its real result, and its session
    then ends: a commit in flight lands and its client is told so. The calls of a session
-   whose worker died (before the stop or in it) are waited for too, until what its call
-   committed can be told (DEATH_TOLD); how the worker ended only if its status came first,
-   as the worker pool reads no more of them.
+   whose worker died (before the stop or in it) are waited for too, until how the worker
+   ended and what its call committed can be told (at most DEATH_TOLD from the death: the
+   worker pool reads the statuses on, and each is waited for at most exit_status.PATIENCE,
+   less than DEATH_TOLD).
 3. At the grace's end a call still running is answered "session ended: server shutting
    down (...)" and its worker killed, as every call in flight was before the grace.
 4. The listener closes. The workers get SHUTDOWN_GRACE to exit and are killed;
@@ -44,8 +45,8 @@ POLL = 0.005           # how often the last phase looks at workers and connectio
                        # for them, and 50 ms was most of an idle stop (about 114 ms, now 34-64)
 
 STOPPING = "server shutting down"
-# The longest a dead worker's call waits to be told once the stop began: for its commits
-# (its exit status is waited for no more: WorkerPool.close).
+# The longest a dead worker's call waits to be told after the death: for its exit status
+# (exit_status.PATIENCE, less) and its commits, both counted from the death.
 DEATH_TOLD = commit_fate.PATIENCE
 
 

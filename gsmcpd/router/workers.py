@@ -626,11 +626,14 @@ class WorkerPool:
         # What arrives now needs the held descriptors (_hold_for keeps the rest).
         held = self._release_held()
         try:
-            while not self.closed and not self._relaunching:   # until EOF
+            while not self._relaunching:   # until EOF
                 received = self.spawner.receive()
                 if received is None:
                     return
-                self._take(*received)
+                if not self.closed:
+                    self._take(*received)
+                elif not self._take_while_closed(*received):
+                    return
         finally:
             self._hold_for(held)
 
@@ -686,6 +689,18 @@ class WorkerPool:
         self.spares.append(worker)
         self._serve_claims()
 
+    def _take_while_closed(self, kind, detail):
+        """One message from the spawner during the stop: the statuses are still read, for the
+        calls of workers dying in the stop's graces; a spare is ended, an error is moot.
+        False at its EOF: no new spawner now, and whoever waits for a status is told none comes."""
+        if kind == "eof":
+            self.loop.remove(self.spawner.control)
+            self._no_exits_coming()
+            return False
+        if kind != "error":
+            self._take(kind, detail)
+        return True
+
     def _end_orphaned_spares(self):
         """A dead spawner's spares are not a spawner's children any more (the forkserver
         adopted them: gsmcpd.worker.forkserver_reaper), so what one left if it died on its
@@ -709,9 +724,11 @@ class WorkerPool:
         self._release_held()
         if self._retry is not None:
             self._retry.cancel()
-        if self.spawner.control is not None:
-            self.loop.remove(self.spawner.control)
-        self._no_exits_coming()   # its reports are read no more: a dead worker's calls are told now
+        if self._relaunching:   # no spawner reports: a dead worker's calls are told now
+            self._no_exits_coming()
+        # Else the spawner is read on, for the statuses of workers dying in the stop's graces,
+        # until stop_spawner (each dead worker's call waits for its status at most
+        # exit_status.PATIENCE, so the stop is no longer for it).
         while self.claims:
             self._fail_claim(self.claims[0], "the server is shutting down")
         spares, self.spares = self.spares, []
@@ -743,6 +760,9 @@ class WorkerPool:
             else:
                 then()   # it stops the spawner it starts itself, once its start ends
             return
+        if self.spawner.control is not None:
+            self.loop.remove(self.spawner.control)
+        self._no_exits_coming()   # its reports are read no more
         self._spawner_end = self.spawner.stop_on(self.loop, then)
         if self.hurried:
             self.hurry()
