@@ -107,6 +107,25 @@ def test_a_malformed_frame_ends_that_worker_as_any_bad_frame_and_others_go_on(da
     assert tool_text(other.tool("execute_code", code="'still here'")) == "'still here'"
 
 
+def test_a_huge_bad_frames_reason_is_cut_short_in_the_error_and_the_log(daemon):
+    # The frame's log level, 200 KiB of the code's choosing, went whole into both.
+    client = session(daemon)
+    pid = int(tool_text(client.tool("execute_code", code="import os; os.getpid()")))
+    code = ("import os, socket, json, time\nfor fd in range(3, 64):\n    try:\n"
+            "        s = socket.socket(fileno=os.dup(fd))\n    except OSError:\n        continue\n"
+            "    if s.family == socket.AF_UNIX:\n"
+            "        body = json.dumps({'op': 'log', 'level': 'A' * 200000, 'message': 'm'}).encode()\n"
+            "        s.sendall(len(body).to_bytes(4, 'big') + body)\n"
+            "    s.close()\ntime.sleep(5)\n")
+    error = client.call("tools/call", {"name": "execute_code", "arguments": {"code": code}}).json()["error"]
+    cut = "log frame with level '" + "A" * (200 - len("log frame with level '")) + "..."
+    said = "it sent a bad frame (%s)" % cut
+    assert error == {"code": -32003, "message": "session ended: worker %d was stopped by the server: %s" % (pid, said),
+                     "data": {"exit": {"stopped": said}}}
+    assert wait_until(lambda: "worker %d sent a bad frame (%s); stopping it" % (pid, cut) in daemon.log_text())
+    assert "A" * 201 not in daemon.log_text()
+
+
 def test_a_forged_prepare_refusal_from_the_users_code_cannot_forge_a_log_line(daemon):
     # The frame socket is the user's code's to write on: a "prepared" refusal it sends ends
     # its own session, and its text reaches the log escaped and cut, one line.

@@ -538,6 +538,41 @@ def test_a_worker_the_router_kills_for_a_bad_frame_is_said_to_be_stopped_by_it(h
     assert worker.exit.stopped_for == "it sent a bad frame (junk)" and not worker.alive
 
 
+def test_a_bad_frames_reason_is_cut_short_in_the_log_and_the_sessions_error(hand_pool, caplog):
+    # A log level of the worker's choosing went whole into both: 256 KiB here.
+    loop, make = hand_pool
+    pool = make(0)
+    pool.spawner.spare()
+    assert run_until(loop, lambda: len(pool.spares) == 1)
+    [worker] = pool.spares
+    channel = pool.spawner.kept[-2]   # the worker's end of its frame socket
+    frame = frames.encode({"op": "log", "level": "A" * (frames.MAX_OTHER_FRAME - 64), "message": "m"})
+    sending = threading.Thread(target=channel.sendall, args=(frame,), daemon=True)   # more than its buffer
+    sending.start()
+    assert run_until(loop, lambda: not worker.alive)
+    sending.join(10)
+    said = worker.exit.stopped_for
+    assert said.startswith("it sent a bad frame (log frame with level 'AAAA") and said.endswith("...)")
+    assert len(said) == len("it sent a bad frame ()") + workers.BAD_FRAME_CAP + len("...")
+    [line] = [r.getMessage() for r in caplog.records if "sent a bad frame" in r.getMessage()]
+    assert line == "worker %d sent a bad frame (%s); stopping it" % (worker.pid, said[len("it sent a bad frame ("):-1])
+
+
+def test_a_bad_frames_reason_is_escaped_and_kept_whole_when_short():
+    class Rejected(workers.Worker):
+        def __init__(self):
+            self.pid, self.exit = 7, workers.ExitStatus()
+
+        def end(self):
+            pass
+    worker = Rejected()
+    worker.reject(frames.FrameError("frame is not UTF-8: 'utf-8' codec can't decode byte 0xff in position 0"))
+    assert worker.exit.stopped_for == ("it sent a bad frame (frame is not UTF-8: 'utf-8' codec can't decode "
+                                       "byte 0xff in position 0)")
+    worker.reject("unknown op 'a\nb'")   # a control character: escaped, as in every log line
+    assert worker.exit.stopped_for == "it sent a bad frame (unknown op 'a\\nb')"
+
+
 def test_claims_take_the_oldest_spare_first(hand_pool):
     loop, make = hand_pool
     pool = make(3)

@@ -24,6 +24,7 @@ from gsmcpd.router.connection import RECV_SIZE
 from gsmcpd.router import worker_log
 from gsmcpd.router.exit_status import ExitStatus
 from gsmcpd.router.loop import recv_some, send_some
+from gsmcpd.router.trace import shown
 from gsmcpd.wire import frames
 
 log = logging.getLogger("gsmcpd.workers")
@@ -38,6 +39,9 @@ SPAWNER_KILL_WAIT = 5.0  # seconds a killed spawner is waited for
 # children, and what they left, at once), so this is only how long a stuck one holds the exit.
 SPAWNER_HURRIED_GRACE = 0.5
 LAUNCH_POLL = 0.05       # how often shutdown looks whether a spawner's start has ended
+# Characters of a bad frame's reason in the log and the session's error: the worker chose
+# the frame (a log level of 256 KiB went whole into both); every fault's own words fit.
+BAD_FRAME_CAP = 200
 SPAWNER_HELLO_WAIT = 30.0  # seconds a started spawner may take to say hello (its first act)
 
 
@@ -342,6 +346,7 @@ class Worker:
 
     def reject(self, why):
         """A worker that speaks garbage is ended; the router never is."""
+        why = shown(why, BAD_FRAME_CAP)
         log.error("worker %d sent a bad frame (%s); stopping it", self.pid, why)
         self.exit.stopped_for = "it sent a bad frame (%s)" % why
         self.end()
