@@ -441,6 +441,52 @@ def test_the_version_is_read_from_the_count_file_not_the_whole_journal(tmp_path)
     assert store.read_snapshot().version == 4
 
 
+NO_RECORDS = [b"not json", b"[1, 2]", b'"a string"', b"[" * 100000 + b"]" * 100000]   # the last: past the parser's depth
+
+
+def test_the_journal_passes_over_lines_that_are_no_record_as_every_read_of_it_does(tmp_path, monkeypatch):
+    # journal() raised on them (ValueError, RecursionError), where _records_from_end (a
+    # conflict's who, has_commit, commits_of_call) and compaction pass them over.
+    store = make_image(tmp_path, {"m.py": "A = 0\n"})
+    _commit_n(store, 1)
+    with open(store.journal_file, "ab") as journal:
+        journal.write(b"".join(line + b"\n" for line in NO_RECORDS) + b"   \n")
+    committed = json.loads(Path(store.journal_file).read_bytes().splitlines()[0])
+    assert store.journal() == [committed]
+    _commit_n(store, 1)
+    assert len(store.journal()) == 2
+    with monkeypatch.context() as patch:   # a pending commit's record comes last, after them
+        _fail_when(patch, "unlink", lambda path, *rest: str(path).endswith("commit.intent"))
+        with pytest.raises(store_module.CommitPending):
+            store.commit({"m.py": b"A = 9\n"}, {"m.py": sha256(b"A = 0\n")}, user="u", session_id="s",
+                         commit_id="c0ffee")
+    assert [record["id"] for record in store.journal()][-1] == "c0ffee" and len(store.journal()) == 3
+
+
+def test_a_line_that_is_no_record_counts_toward_the_version_as_the_commit_path_counts_it(tmp_path, monkeypatch):
+    # The version counts the journal's lines, as appended (_journal_length), not its
+    # records: the count file and a compaction's "dropped" hold such counts, older gsmcpd
+    # wrote them, and a version must never go back. Kept so, through a compaction too.
+    monkeypatch.setattr(store_module, "JOURNAL_KEEP", 3)
+    store = make_image(tmp_path, {"m.py": "A = 0\n"})
+    store.journal_limit = 1024
+    _commit_n(store, 1)
+    with open(store.journal_file, "ab") as journal:
+        journal.write(b"".join(line + b"\n" for line in NO_RECORDS[:3]) + b"   \n")   # a blank line: none
+    assert store.read_snapshot().version == 4
+    snap = store.read_snapshot()
+    assert store.commit({"m.py": b"A = 5\n"}, {"m.py": sha256(snap.files["m.py"])}, user="u", session_id="s") == 5
+    _commit_n(store, 8)                    # compacted on the way
+    assert _compaction_count(store) is not None
+    assert store.read_snapshot().version == 13
+    Path(store.count_file).unlink()        # counted afresh, from the compaction's count
+    assert store.read_snapshot().version == 13
+
+
+def _compaction_count(store):
+    return store_module._compaction(Path(store.journal_file).read_bytes().split(b"\n")[0] + b"\n")
+
+
 @pytest.mark.parametrize("content", [b"", b"garbage", b"-1 10", b"2 999999", b"1 5", b"7"])
 def test_an_unusable_count_file_means_counting_the_whole_journal(tmp_path, content):
     store = make_image(tmp_path, {"m.py": "A = 0\n"})

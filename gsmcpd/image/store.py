@@ -663,6 +663,10 @@ class ImageStore:
                 os.close(fd)
 
     def journal(self) -> list[dict]:
+        """The journal's records, first first, and a pending commit's last. A line that is
+        no JSON object (another account sharing the image can write the journal) is passed
+        over, as every other read of the journal does (_record_of); it still counts toward
+        the version, as it did when it was appended (_journal_length)."""
         with self._locked(fcntl.LOCK_SH):
             try:
                 with open(self.journal_file, "rb") as journal:
@@ -673,7 +677,7 @@ class ImageStore:
             lines = data.splitlines()
             if lines and _compaction(lines[0]) is not None:
                 lines = lines[1:]   # a compaction's count, no record
-            records = [json.loads(line) for line in lines if line.strip()]
+            records = [record for record in map(_record_of, lines) if record is not None]
             intent = self._pending_intent()
             if intent is not None and not (records and records[-1].get("id") == intent["record"]["id"]):
                 records.append(intent["record"])
@@ -860,11 +864,8 @@ class ImageStore:
                 for line in reversed(lines):
                     if holding not in line:
                         continue
-                    try:
-                        record = json.loads(line) if line.strip() else None
-                    except (ValueError, RecursionError):   # not JSON, or nested past the parser's depth
-                        continue
-                    if isinstance(record, dict):
+                    record = _record_of(line)
+                    if record is not None:
                         yield record
                 end = start
 
@@ -1377,6 +1378,19 @@ def _sweep_dead_marks(state: int) -> None:
                 os.unlink(name, dir_fd=state)
 
 
+def _record_of(line: bytes) -> dict | None:
+    """The record a journal line holds; None for a blank line or one that is no JSON object
+    (not JSON, nested past the parser's depth, another value): another account sharing the
+    image can write the journal."""
+    if not line.strip():
+        return None
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
 def record_entries(record) -> list[dict]:
     """The file entries of a journal record ({"file": name, "old", "new"}), those of the
     shape a commit writes only: another account sharing the image can write the journal,
@@ -1393,10 +1407,7 @@ def _worth_keeping(lines: list[bytes], unsettled: set[str] = frozenset()) -> lis
     commit ids `unsettled` (keep_record)."""
     kept, named_later = [], set()
     for index in range(len(lines) - 1, -1, -1):
-        try:
-            record = json.loads(lines[index])
-        except (ValueError, RecursionError):
-            record = None
+        record = _record_of(lines[index])
         commit_id = record.get("id") if isinstance(record, dict) else None
         named = {entry["file"] for entry in record_entries(record)}
         if (index >= len(lines) - JOURNAL_KEEP or not named <= named_later
