@@ -592,20 +592,53 @@ def test_recover_removes_the_unsettled_marks_of_processes_gone_and_only_those(tm
     _mark_held_by_a_process(store, "call3-dead")     # its holder gone
     other = _mark_held_by_a_process(store, "call4-11fe", stay=True)   # another daemon's live worker, say
     (state / "unsettled.feed").write_bytes(b"%d %d\n" % (os.getpid(), int(started) + 1))   # a pid reused since
-    (state / "unsettled.01d").write_bytes(b"")         # an older gsmcpd's mark, or one being written: no holder named
+    (state / "unsettled.01d").write_bytes(b"")         # naming no holder: see the test after this one
     zombie = _mark_held_by_a_process(store, "call5-2b1e", stay=True)   # exited, its parent not yet told
     zombie.stdin.close()
     assert wait_until(lambda: Path(f"/proc/{zombie.pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0] == b"Z")
     try:
         store.recover()
         assert sorted(path.name for path in state.glob("unsettled.*")) == [
-            "unsettled.01d", "unsettled.0ddba11", "unsettled.call4-11fe"]
+            "unsettled.0ddba11", "unsettled.call4-11fe"]
     finally:
         zombie.wait(timeout=30)
         other.stdin.close()
         other.wait(timeout=30)
     store.recover()
-    assert sorted(path.name for path in state.glob("unsettled.*")) == ["unsettled.01d", "unsettled.0ddba11"]
+    assert sorted(path.name for path in state.glob("unsettled.*")) == ["unsettled.0ddba11"]
+
+
+def test_a_mark_naming_no_holder_is_removed_only_if_its_commit_has_no_record(tmp_path, monkeypatch):
+    # An older gsmcpd's marks name no holder, and were never removed. One whose commit has
+    # no record keeps nothing (and no record of it comes later): removed. One whose commit
+    # has a record may be a live session's of an older daemon sharing the image: kept.
+    store = make_image(tmp_path / "image", {"a.py": "a = 0\n"})
+    state = store.state_dir
+    store.commit({"a.py": b"a = 1\n"}, {"a.py": sha256(b"a = 0\n")}, user="u", session_id="s", commit_id="0ddba11")
+    with monkeypatch.context() as patch:   # pending at the recover, which finishes it first
+        _fail_when(patch, "unlink", lambda path, *rest: str(path).endswith("commit.intent"))
+        with pytest.raises(store_module.CommitPending):
+            store.commit({"a.py": b"a = 2\n"}, {"a.py": sha256(b"a = 1\n")}, user="u", session_id="s",
+                         commit_id="call2-beef")
+    for commit_id in ("0ddba11", "call2-beef", "01d", "call3-f00d"):
+        (state / f"unsettled.{commit_id}").write_bytes(b"")
+    (state / "unsettled.0bad").write_bytes(b"not a holder\n")   # no holder named either
+    os.mkfifo(state / "unsettled.0ff")                            # no mark: never judged, never opened blocking
+    store.recover()
+    assert sorted(path.name for path in state.glob("unsettled.*")) == [
+        "unsettled.0ddba11", "unsettled.0ff", "unsettled.call2-beef"]
+
+
+def test_compaction_keeps_the_record_of_a_mark_naming_no_holder_and_removes_a_recordless_one(tmp_path, monkeypatch):
+    monkeypatch.setattr(store_module, "JOURNAL_KEEP", 3)
+    store = make_image(tmp_path / "image", {"a.py": "a = 0\n"})
+    store.journal_limit = 256
+    store.commit({"a.py": b"a = 1\n"}, {"a.py": sha256(b"a = 0\n")}, user="u", session_id="s", commit_id="0ddba11")
+    (store.state_dir / "unsettled.0ddba11").write_bytes(b"")   # an older gsmcpd's
+    (store.state_dir / "unsettled.01d").write_bytes(b"")
+    _commits_to(store, ["a.py"], 10)
+    assert store.journal()[0]["id"] == "0ddba11" and (store.state_dir / "unsettled.0ddba11").exists()
+    assert not (store.state_dir / "unsettled.01d").exists()
 
 
 def test_compaction_leaves_out_the_record_of_a_commit_whose_marks_holder_is_gone(tmp_path, monkeypatch):

@@ -965,7 +965,7 @@ class ImageStore:
         with self._exclusive(wait) as dirs:
             finished = self._finish_pending()
             self._sweep_temps([dirs.open(STATE_DIR)])
-            _sweep_dead_marks(dirs.open(STATE_DIR))
+            _sweep_dead_marks(dirs.open(STATE_DIR), lambda: {record.get("id") for record in self._records_from_end()})
             # Every directory of the image but hidden ones (.gsmcpd among them) and caches;
             # walk_held holds each by descriptor and descends into no link.
             for fd in walk_held(dirs.root_fd, lambda name: not name.startswith(".") and name != "__pycache__"):
@@ -1258,7 +1258,7 @@ class ImageStore:
             lines = [line for line in data.split(b"\n")[1 if header else 0:] if line.strip()]
             # Written even with nothing left out: its count line's size is what spares the
             # next commits reading it whole again, until it has doubled.
-            _sweep_dead_marks(state)
+            _sweep_dead_marks(state, lambda: {record.get("id") for record in map(_record_of, lines) if record})
             kept = _worth_keeping(lines, _unsettled_ids(state))
             body = b"".join(line + b"\n" for line in kept)
             count = {"dropped": version - len(kept), "size": len(body)}
@@ -1357,25 +1357,42 @@ def _unsettled_ids(state: int) -> set[str]:
     return {match.group(1) for match in map(UNSETTLED.fullmatch, names) if match}
 
 
-def _sweep_dead_marks(state: int) -> None:
+def _sweep_dead_marks(state: int, recorded) -> None:
     """Remove the unsettled marks (keep_record) whose holder is gone: a worker killed
     before its session settled its commit, which would otherwise keep that record through
-    every compaction. Under the exclusive lock; a mark whose holder may live, this
-    daemon's or another's sharing the image, is never removed (holders.holder_gone)."""
+    every compaction. Under the exclusive lock, a pending commit finished; a mark whose
+    holder may live, this daemon's or another's sharing the image, is never removed
+    (holders.holder_gone). A mark naming no holder (an older gsmcpd's, which wrote none)
+    is removed only if its commit has no record (`recorded()`: the journal's ids): it keeps
+    nothing, and a session that may still settle by it finds none either way (its commit
+    failed before the mark was made: no record comes later). One whose commit has a
+    record is kept: its holder, if another daemon's live session, may settle by it
+    whenever it next commits, refreshes or aborts, and nothing bounds when that is."""
     with readable(state) as reading:
         names = [name for name in os.listdir(reading) if UNSETTLED.fullmatch(name)]
+    nameless = []
     for name in names:
         try:
             fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=state)
         except OSError:   # released meanwhile, or a link planted: not a mark to judge
             continue
         try:
-            content = os.read(fd, 64) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+            content = os.read(fd, 64) if stat.S_ISREG(os.fstat(fd).st_mode) else None
         finally:
             os.close(fd)
+        if content is None:   # planted: no mark of keep_record's, left to whoever planted it
+            continue
         if holders.holder_gone(content):
             with contextlib.suppress(OSError):
                 os.unlink(name, dir_fd=state)
+        elif holders.holder_of(content) is None:
+            nameless.append(name)
+    if nameless:
+        ids = recorded()
+        for name in nameless:
+            if UNSETTLED.fullmatch(name).group(1) not in ids:
+                with contextlib.suppress(OSError):
+                    os.unlink(name, dir_fd=state)
 
 
 def _record_of(line: bytes) -> dict | None:
