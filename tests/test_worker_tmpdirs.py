@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -93,6 +94,81 @@ def test_a_sweep_while_another_daemon_makes_its_lock_leaves_that_daemons_directo
         assert tmpdirs.sweep_earlier(str(tmp_path)) == []      # locked
     finally:
         made.close()
+
+
+KILLED = 9
+
+
+def start_killed_at_step(parent, step):
+    """In a child: a daemon's start of its directory (DaemonTmp, then what serve does
+    next), killed (os._exit) right after its `step`th change to the file system or lock;
+    whether it got through every step instead."""
+    pid = os.fork()
+    if pid == 0:
+        done = [0]
+
+        def counted(real):
+            def step_then_maybe_die(*args, **kwargs):
+                result = real(*args, **kwargs)
+                done[0] += 1
+                if done[0] == step:
+                    os._exit(KILLED)
+                return result
+            return step_then_maybe_die
+
+        try:
+            for module, name in ((tempfile, "mkdtemp"), (os, "open"), (fcntl, "flock"), (os, "rename"),
+                                 (os, "chmod")):
+                setattr(module, name, counted(getattr(module, name)))
+            made = tmpdirs.DaemonTmp(str(parent))
+            made.hold_multiprocessing()
+            made.share()
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) in (0, KILLED)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+def test_a_daemon_killed_at_any_step_of_making_its_directory_leaves_what_a_later_start_removes(tmp_path):
+    # Killed between its mkdtemp and its lock's rename, it left a directory no sweep took
+    # (no lock: "another daemon's being made") for good.
+    step, finished = 0, False
+    while not finished:
+        step += 1
+        finished = start_killed_at_step(tmp_path, step)
+        left = os.listdir(tmp_path)
+        assert len(left) == 1 and left[0].startswith(tmpdirs.PREFIX), (step, left)
+        young = tmpdirs.sweep_earlier(str(tmp_path))
+        if young:      # its lock was in place: removed at once
+            assert young == [str(tmp_path / left[0])]
+        else:          # a daemon's being made, as far as a sweep can tell, until it is old
+            assert set(os.listdir(tmp_path / left[0])) <= {tmpdirs.LOCK_MAKING}, step
+            old = time.time() - tmpdirs.MAKING_GRACE - 1
+            os.utime(tmp_path / left[0], (old, old))
+            assert tmpdirs.sweep_earlier(str(tmp_path)) == [str(tmp_path / left[0])], step
+        assert os.listdir(tmp_path) == [], step
+    assert step > 5
+
+
+def test_a_daemons_directory_without_its_lock_is_left_while_young_or_holding_more(tmp_path):
+    old = time.time() - tmpdirs.MAKING_GRACE - 1
+    being_made = tmp_path / (tmpdirs.PREFIX + "making")
+    being_made.mkdir()
+    (being_made / tmpdirs.LOCK_MAKING).touch()             # made a moment ago
+    stuck = tmp_path / (tmpdirs.PREFIX + "stuck")
+    stuck.mkdir()
+    held = os.open(stuck / tmpdirs.LOCK_MAKING, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(held, fcntl.LOCK_EX)                       # its maker lives, stopped before the rename
+    other = tmp_path / (tmpdirs.PREFIX + "other")
+    (other / "w.1").mkdir(parents=True)                    # no daemon's making leaves this
+    for path in (stuck, other):
+        os.utime(path, (old, old))
+    try:
+        assert tmpdirs.sweep_earlier(str(tmp_path)) == []
+    finally:
+        os.close(held)
+    assert sorted(os.listdir(tmp_path)) == sorted(path.name for path in (being_made, stuck, other))
 
 
 def test_the_routers_multiprocessing_directory_is_held_in_it_and_let_go_at_close(tmp_path):

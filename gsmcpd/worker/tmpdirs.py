@@ -27,6 +27,7 @@ import os
 import shutil
 import stat
 import tempfile
+import time
 
 from gsmcpd.accounts import account_name
 from gsmcpd.router.control import SUN_PATH_MAX
@@ -36,6 +37,10 @@ log = logging.getLogger("gsmcpd.worker")
 PREFIX = "gsmcpd-tmp."
 WORKER_PREFIX = "w."
 LOCK = "lock"
+LOCK_MAKING = LOCK + ".new"
+# A daemon's directory without its lock is one being made, for microseconds (DaemonTmp);
+# one unchanged for this long was left by a daemon killed in between.
+MAKING_GRACE = 60.0
 SHARED_MODE = 0o1733   # accounts may make entries, not list or remove others'
 # The router's forkserver listens at <its directory>/pymp-<8 random>/listener-<8 random>
 # (multiprocessing's names), a unix socket whose path must fit in sun_path.
@@ -49,10 +54,13 @@ class DaemonTmp:
         parent = tempfile.gettempdir() if parent is None else parent
         self.parent = parent
         self.swept = sweep_earlier(parent)
+        # The order a crash at any step leaves sweepable (sweep_earlier): the directory,
+        # then its lock made under another name, locked, renamed. A lock another daemon's
+        # sweep could find unlocked, between its making and its locking, would get this
+        # one removed; a crash before the rename leaves a directory holding at most that
+        # unlocked LOCK_MAKING, which a start MAKING_GRACE later takes for a dead one's.
         self.path = tempfile.mkdtemp(prefix=PREFIX, dir=parent)
-        # Locked under another name, then renamed: a lock another daemon's sweep could
-        # find unlocked, between its making and its locking, would get this one removed.
-        making = os.path.join(self.path, LOCK + ".new")
+        making = os.path.join(self.path, LOCK_MAKING)
         self._lock = os.open(making, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         fcntl.flock(self._lock, fcntl.LOCK_EX)
         os.rename(making, os.path.join(self.path, LOCK))
@@ -105,7 +113,8 @@ def passed_over_warning(used: str) -> str | None:
 def sweep_earlier(parent: str) -> list[str]:
     """Remove what daemons of this account that ended without their stop (a crash, a
     kill -9) left in `parent`: each directory named so, owned by us, whose lock no live
-    daemon holds. One without a lock is another daemon's being made: left alone."""
+    daemon holds. One without a lock is another daemon's being made, left alone unless
+    it holds nothing else and is MAKING_GRACE old: a daemon killed while making it."""
     removed = []
     try:
         names = [name for name in os.listdir(parent) if name.startswith(PREFIX)]
@@ -117,21 +126,42 @@ def sweep_earlier(parent: str) -> list[str]:
             st = os.lstat(path)
             if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
                 continue
-            lock = os.open(os.path.join(path, LOCK), os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
+            if not _unlocked(path, st):
+                continue
         except OSError:
             continue
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            continue                          # a live daemon's
-        finally:
-            os.close(lock)
         problem = remove(path)
         if problem:
             log.warning("cannot remove an earlier run's temporary files %s: %s", path, problem)
         else:
             removed.append(path)
     return removed
+
+
+def _unlocked(path: str, st: os.stat_result) -> bool:
+    """Whether the daemon's directory `path` is no live daemon's: its lock, or while
+    it has none the one being made, can be taken; without a lock, only once it is old."""
+    try:
+        return _lock_free(os.path.join(path, LOCK))
+    except FileNotFoundError:
+        pass
+    if set(os.listdir(path)) - {LOCK_MAKING} or time.time() - st.st_mtime < MAKING_GRACE:
+        return False
+    try:
+        return _lock_free(os.path.join(path, LOCK_MAKING))
+    except FileNotFoundError:
+        return True        # killed before it made even that
+
+
+def _lock_free(lock_path: str) -> bool:
+    lock = os.open(lock_path, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False                          # a live daemon's
+    finally:
+        os.close(lock)
+    return True
 
 
 def worker_dir(daemon_dir: str) -> str:
