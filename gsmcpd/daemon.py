@@ -30,7 +30,7 @@ from gsmcpd.logfile import PrivateFileHandler, RefusesWrites, no_space_left, ope
 from gsmcpd.readypipe import Reporter, failure_line, read_outcome
 from gsmcpd.router import trace
 from gsmcpd.worker.environment import unused_list_warning
-from gsmcpd.worker.tmpdirs import check_room_for_sockets, passed_over_warning
+from gsmcpd.worker.tmpdirs import check_room_for_sockets, passed_over_warning, unreachable_warnings
 
 log = logging.getLogger("gsmcpd.daemon")
 
@@ -813,9 +813,9 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
         problem = _unreachable(_log_file_problem, config.log_file)
         report("log file", str(config.log_file), problem,
                may_pass=bool(problem and problem.endswith(os.strerror(errno.ENOSPC))))   # space may be freed
-    temp_dir, problem = _temp_dir_finding()
-    report("temp dir", temp_dir, problem)
-    passed_over = None if problem else passed_over_warning(temp_dir)
+    temp_dir, temp_dir_problem = _temp_dir_finding()
+    report("temp dir", temp_dir, temp_dir_problem)
+    passed_over = None if temp_dir_problem else passed_over_warning(temp_dir)
     if passed_over:
         warn(passed_over)
     try:
@@ -842,11 +842,14 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
     if config.jwks_file is not None:
         report("jwks file", str(config.jwks_file), _jwks_file_problem(config.jwks_file))
     if per_user:
-        from gsmcpd.auth.usermap import never_served_warnings, read_user_map_setting
+        from gsmcpd.auth.usermap import accounts_served, never_served_warnings, read_user_map_setting
         user_map, problem = read_user_map_setting(config.user_map)
         report("user map", config.user_map, f"user_map: {problem}" if problem else None)
         for warning in never_served_warnings(user_map):
             warn(warning)
+        if not problem and not temp_dir_problem:
+            for warning in unreachable_warnings(temp_dir, accounts_served(user_map)):
+                warn(warning)
     unused = unused_list_warning(config.worker_env, per_user)
     if unused:
         warn(unused)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gsmcpd.auth.usermap import (NOT_MAPPED, SYSTEM_ACCOUNT, AccountRefused, AccountResolver, UserMapError,
-                                 lines_never_served, load_user_map, login_uid_range, mapping_changed, never_served_warnings,
+                                 accounts_served, lines_never_served, load_user_map, login_uid_range, mapping_changed, never_served_warnings,
                                  parse_user_map, read_user_map_setting)
 from helpers import local_account
 
@@ -91,6 +91,12 @@ def test_check_and_serve_warn_of_those_lines_in_the_same_words():
     assert never_served_warnings(parse_user_map(text, "users.map")) == [
         "users.map:2: user 'rooted' names root account 'root' (uid 0), which never runs a worker: that user gets 403"]
     assert never_served_warnings(parse_user_map("ann nobody\n")) == never_served_warnings(None) == []
+
+
+def test_the_accounts_a_map_serves_are_each_named_once_leaving_out_lines_never_served():
+    text = "ann nobody\nrooted root\nsys daemon\nghost no-such-account-xyz\nnemo nobody\n"
+    assert accounts_served(parse_user_map(text)) == ["nobody", "daemon"]
+    assert accounts_served(None) is None        # identity: any login account
 
 
 def test_resolve_with_map():

@@ -262,6 +262,39 @@ def test_a_users_worker_has_a_private_tmpdir_of_its_account_removed_with_it(env,
     assert wait_until(lambda: not os.path.lexists(tmpdir)), os.listdir(tmpdir)
 
 
+def test_a_tmpdir_a_mapped_account_cannot_reach_is_warned_of_by_check_and_serve_and_fails_its_open_naming_it(
+        tmp_path, accounts, image):
+    # The open failed "worker could not be prepared: PermissionError: [Errno 13] Permission
+    # denied: '<TMPDIR>/gsmcpd-tmp.x/w.y'", naming neither TMPDIR nor the fix; nothing warned before.
+    (first, second), _ = accounts
+    private = tempfile.mkdtemp(prefix="gt", dir="/tmp")    # root's, 0700: no account gets past it
+    try:
+        tmpdir = os.path.join(private, "t")
+        os.mkdir(tmpdir, 0o755)
+        user_map = tmp_path / "users.map"
+        user_map.write_text("ann %s\nben %s\n" % (first.pw_name, second.pw_name))
+        daemon, idp = peruser_daemon(tmp_path, image, user_map, TMPDIR=tmpdir)
+        said = (f"TMPDIR {tmpdir}: accounts {first.pw_name}, {second.pw_name} cannot reach it ({private}, mode "
+                f"0700, owner root, group root, is not searchable by them): their sessions will fail to open; "
+                f"make {private} searchable by them (chmod o+x) or set TMPDIR to a directory they can reach, "
+                f"such as /tmp")
+        checked = subprocess.run([sys.executable, "-m", "gsmcpd", "check", "--port", str(daemon.port)],
+                                 env=daemon.env, cwd=str(daemon.tmp), capture_output=True, text=True, timeout=60)
+        assert checked.returncode == 0, checked.stdout
+        assert "  warning      " + said in checked.stdout.splitlines(), checked.stdout
+        with daemon:
+            assert " WARNING " + said in daemon.log_text()
+            resp = Client(daemon.port).post(INIT, headers=bearer(idp, "ann"))
+            assert resp.header("mcp-session-id") is None, resp
+            message = resp.json()["error"]["message"]
+            assert message.startswith("session ended: worker could not be prepared: PermissionError: "), message
+            assert (f"account {first.pw_name} cannot make its temporary directory in the daemon's TMPDIR "
+                    f"{tmpdir}: per-user workers need every directory on its path searchable by the mapped "
+                    f"accounts (chmod o+x, as /tmp is), or TMPDIR set to such a directory") in message, message
+    finally:
+        shutil.rmtree(private)
+
+
 def test_a_users_worker_keeps_only_the_allow_listed_environment_and_the_names_listed(env, accounts):
     # It kept the daemon's whole environment: a site's credential and the daemon's own
     # GS_MCP_*/MCP_* settings were every user's code's to read, in os.environ, in

@@ -265,6 +265,42 @@ def test_a_link_the_code_put_in_its_directorys_place_is_removed_not_followed(tmp
     assert (outside / "keep").read_text() == "x"
 
 
+@needs_root
+@pytest.mark.parametrize("mode, owner, in_group, stopped_as", [
+    (0o700, True, False, None), (0o600, True, True, "u"),      # the owner's bits apply, not the group's
+    (0o750, False, True, None), (0o705, False, True, "g"),     # the group's, not other's
+    (0o701, False, False, None), (0o770, False, False, "o"),
+])
+def test_a_directory_on_the_way_stops_an_account_by_the_mode_bits_of_its_class(reachable, mode, owner, in_group,
+                                                                              stopped_as):
+    nobody = pwd.getpwnam("nobody")
+    inner = reachable / "inner"
+    (inner / "tmp").mkdir(parents=True)
+    os.chown(inner, nobody.pw_uid if owner else 0, 4242 if in_group else 0)
+    os.chmod(inner, mode)
+    found = tmpdirs._first_unsearchable(str(inner / "tmp"), nobody.pw_uid, {nobody.pw_gid, 4242})
+    assert (found and (found[0], found[2])) == (stopped_as and (str(inner), stopped_as))
+
+
+@needs_root
+def test_accounts_that_cannot_reach_the_tmpdir_are_warned_of_naming_the_directory_and_the_fix(reachable):
+    private = reachable / "private"
+    (private / "tmp").mkdir(parents=True)
+    os.chmod(private, 0o700)
+    parent = str(private / "tmp")
+    assert tmpdirs.unreachable_warnings(parent, ["nobody", "root", "no-such-account-xyz", "nobody"]) == [
+        f"TMPDIR {parent}: account nobody cannot reach it ({private}, mode 0700, owner root, group root, is not "
+        f"searchable by it): its sessions will fail to open; make {private} searchable by it (chmod o+x) or set "
+        f"TMPDIR to a directory it can reach, such as /tmp"]
+    assert tmpdirs.unreachable_warnings(parent, None) == [      # identity: any account
+        f"TMPDIR {parent}: {private}, mode 0700, owner root, group root, is not searchable by other accounts: "
+        f"with MCP_USER_MAP=identity the sessions of accounts neither its owner nor in its group will fail to "
+        f"open; make {private} searchable (chmod o+x) or set TMPDIR to a directory every account can reach, "
+        f"such as /tmp"]
+    os.chmod(private, 0o711)
+    assert tmpdirs.unreachable_warnings(parent, ["nobody"]) == tmpdirs.unreachable_warnings(parent, None) == []
+
+
 def test_removing_what_is_gone_already_is_no_problem(tmp_path):
     assert tmpdirs.remove(str(tmp_path / "w.never-made")) is None
 

@@ -177,6 +177,21 @@ def lines_never_served(user_map: UserMap) -> list[str]:
     return found
 
 
+def accounts_served(user_map: UserMap | None) -> list[str] | None:
+    """The accounts the map's users run as, each once (lines never served left out);
+    None for `identity`, whose accounts are any login account."""
+    if user_map is None:
+        return None
+    resolver = AccountResolver(user_map)
+    served = {}
+    for user in user_map:
+        try:
+            served[resolver.resolve(user)] = None
+        except AccountRefused:
+            continue
+    return list(served)
+
+
 def never_served_warnings(user_map: UserMap | None) -> list[str]:
     """What `check` lists and `serve` logs at start of those lines, in the same words
     (`user_map` None: `identity`, which has no lines)."""

@@ -28,7 +28,7 @@ from gsmcpd.router.supervision import Supervisor
 from gsmcpd.router.workers import WorkerPool, free_descriptors
 from gsmcpd.wire import http, jsonrpc
 from gsmcpd.worker.environment import unused_list_warning
-from gsmcpd.worker.tmpdirs import DaemonTmp, check_room_for_sockets, passed_over_warning
+from gsmcpd.worker.tmpdirs import DaemonTmp, check_room_for_sockets, passed_over_warning, unreachable_warnings
 
 log = logging.getLogger("gsmcpd.router")
 trace_log = logging.getLogger("gsmcpd.trace")
@@ -91,6 +91,11 @@ class Router:
             log.warning("%s", unused)
         if per_user and tmp is not None:
             tmp.share()
+            from gsmcpd.auth.usermap import accounts_served
+
+            # Else the administrator hears of it only as each such user's open fails.
+            for warning in unreachable_warnings(tmp.parent, accounts_served(self.auth.accounts.user_map)):
+                log.warning("%s", warning)
         self.pool = WorkerPool(self.loop, config.spare_workers, worker_nice=config.worker_nice,
                                worker_memory=config.worker_memory,
                                worker_env=config.worker_env if per_user else None,

@@ -289,7 +289,10 @@ class WorkerLoop:
                 _detach_stdio()
                 become(session["account"])
             if self.tmp is not None:   # as the session's account: it owns it, no chown needed
-                tmpdirs.make(self.tmp)
+                try:
+                    tmpdirs.make(self.tmp)
+                except OSError as error:   # the deployment's to fix (TMPDIR): said, no traceback
+                    raise ValueError(tmpdirs.unmade_error(error, session.get("account"), self.tmp)) from None
             view = None
             if session.get("image"):
                 from gsmcpd.image.store import (JOURNAL_LIMIT, LOCK_WAIT, ImageLockTimeout,

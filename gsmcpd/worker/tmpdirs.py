@@ -24,12 +24,13 @@ import fcntl
 import logging
 import multiprocessing.process
 import os
+import pwd
 import shutil
 import stat
 import tempfile
 import time
 
-from gsmcpd.accounts import account_name
+from gsmcpd.accounts import account_name, group_name
 from gsmcpd.router.control import SUN_PATH_MAX
 
 log = logging.getLogger("gsmcpd.worker")
@@ -108,6 +109,78 @@ def passed_over_warning(used: str) -> str | None:
         return None
     return (f"TMPDIR {asked} is not a directory {account_name(os.geteuid())} can write in, so temporary files "
             f"go in {used}")
+
+
+def unreachable_warnings(parent: str, accounts: list[str] | None) -> list[str]:
+    """What `check` lists and `serve` logs at start, in the same words, when per-user
+    workers' accounts cannot search their way to `parent`, the daemon's TMPDIR: each
+    makes its directory in there, and fails its session's open if it cannot. `accounts`:
+    those a user map names (None: MCP_USER_MAP=identity, any account: "other" ones).
+    One warning per directory in the way, naming the accounts it stops."""
+    if accounts is None:
+        found = _first_unsearchable(parent, -1, set())
+        if found is None:
+            return []
+        where, st, _ = found
+        return [f"TMPDIR {parent}: {_described(where, st)}, is not searchable by other accounts: with "
+                f"MCP_USER_MAP=identity the sessions of accounts neither its owner nor in its group will fail "
+                f"to open; make {where} searchable (chmod o+x) or set TMPDIR to a directory every account can "
+                f"reach, such as /tmp"]
+    stopped: dict[tuple[str, str], list[str]] = {}
+    described = {}
+    for name in dict.fromkeys(accounts):
+        try:
+            entry = pwd.getpwnam(name)
+            found = _first_unsearchable(parent, entry.pw_uid, set(os.getgrouplist(name, entry.pw_gid)))
+        except (KeyError, OSError):
+            continue
+        if found is not None:
+            where, st, who = found
+            stopped.setdefault((where, who), []).append(name)
+            described[where] = _described(where, st)
+    warnings = []
+    for (where, who), names in stopped.items():
+        them, their, they = ("them", "their", "they") if len(names) > 1 else ("it", "its", "it")
+        warnings.append(
+            f"TMPDIR {parent}: account{'s' if len(names) > 1 else ''} {', '.join(names)} cannot reach it "
+            f"({described[where]}, is not searchable by {them}): {their} sessions will fail to open; make "
+            f"{where} searchable by {them} (chmod {who}+x) or set TMPDIR to a directory {they} can reach, "
+            f"such as /tmp")
+    return warnings
+
+
+def _first_unsearchable(path: str, uid: int, gids: set[int]) -> tuple[str, os.stat_result, str] | None:
+    """The first directory on `path` (itself included) the account `uid` in `gids` may
+    not search by its mode bits, its stat and the class that applies ("u", "g" or "o");
+    None if there is none. Root (uid 0) never runs a worker."""
+    if uid == 0:
+        return None
+    where = os.sep
+    for part in [""] + os.path.realpath(path).strip(os.sep).split(os.sep):
+        where = os.path.join(where, part) if part else where
+        st = os.stat(where)
+        who, bit = (("u", stat.S_IXUSR) if st.st_uid == uid else ("g", stat.S_IXGRP) if st.st_gid in gids
+                    else ("o", stat.S_IXOTH))
+        if not st.st_mode & bit:
+            return where, st, who
+    return None
+
+
+def _described(path: str, st: os.stat_result) -> str:
+    return (f"{path}, mode {stat.S_IMODE(st.st_mode):04o}, owner {account_name(st.st_uid)}, "
+            f"group {group_name(st.st_gid)}")
+
+
+def unmade_error(error: OSError, account: str | None, path: str) -> str:
+    """Why a worker could not make its directory `path` (for the client): naming the
+    daemon's TMPDIR, and what to do when the session's account may not reach it."""
+    parent = os.path.dirname(os.path.dirname(path))
+    said = f"{type(error).__name__}: {error}; "
+    if account and isinstance(error, PermissionError):
+        return (said + f"account {account} cannot make its temporary directory in the daemon's TMPDIR "
+                f"{parent}: per-user workers need every directory on its path searchable by the mapped "
+                f"accounts (chmod o+x, as /tmp is), or TMPDIR set to such a directory")
+    return said + f"cannot make the session's temporary directory in the daemon's TMPDIR {parent}"
 
 
 def sweep_earlier(parent: str) -> list[str]:
