@@ -11,8 +11,9 @@ import tempfile
 
 import pytest
 
-from helpers import Daemon, open_session, wait_until
+from helpers import Daemon, open_session, pid_alive, tool_text, wait_until
 from test_e2e_lifetime import worker_pid
+from test_e2e_spawner import spawner_after, spawner_of
 
 # What the tester found left in /tmp: a temp file and directory held open, a Manager (its
 # pymp-* directory and socket), a Listener's socket.
@@ -127,3 +128,31 @@ def test_what_a_daemon_killed_outright_left_is_removed_by_the_next_start(tmp_pat
         assert not os.path.lexists(crashed)
         live = os.listdir(tmp)
         assert len(live) == 1 and live[0].startswith("gsmcpd-tmp.")
+
+
+def test_a_killed_spawners_workers_directories_go_once_those_workers_are_gone(tmp_path, tmp):
+    # They stayed until the daemon's stop: the forkserver, which reaps a dead spawner's
+    # workers, removes nothing.
+    daemon = daemon_in(tmp_path, tmp)
+    with daemon:
+        deleted, killed, staying = open_session(daemon), open_session(daemon), open_session(daemon)
+        killed_pid = worker_pid(killed)
+        (deleted_dir, deleted_made), (killed_dir, killed_made), (staying_dir, kept) = (
+            make_temporary_files(client) for client in (deleted, killed, staying))
+        daemon_dir = os.path.dirname(staying_dir)
+        # What a worker the spawner reaped just before its death left, not removed yet.
+        reaped_dir = os.path.join(daemon_dir, "w." + 16 * "0")
+        os.mkdir(reaped_dir, 0o700)
+        spawner = spawner_of(daemon)
+        os.kill(spawner, signal.SIGKILL)
+        assert wait_until(lambda: not pid_alive(spawner))
+        spawner_after(daemon, spawner)
+        assert wait_until(lambda: not os.path.lexists(reaped_dir))
+        assert all(os.path.lexists(path) for path in deleted_made + killed_made + kept)   # theirs live on
+        assert deleted.delete().status in (200, 204)
+        os.kill(killed_pid, signal.SIGKILL)
+        for gone in (deleted_dir, killed_dir):
+            assert wait_until(lambda: not os.path.lexists(gone)), os.listdir(gone)
+        assert os.path.isdir(staying_dir) and all(os.path.lexists(path) for path in kept)
+        assert tool_text(staying.tool("execute_code", code="6 * 7")) == "42"
+        assert "temporary files stay" not in daemon.log_text()

@@ -41,7 +41,7 @@ def spares(spawner, count):
     spawner.ask(count)
     got = [received(spawner) for _ in range(count)]
     assert [kind for kind, _ in got] == ["spare"] * count, got
-    return [detail for _, detail in got]
+    return [detail[:3] for _, detail in got]     # (pid, pidfd, socket): no temporary directory's name
 
 
 def prepare_and_ping(sock):
@@ -127,7 +127,7 @@ def test_a_break_sent_to_a_spare_still_starting_does_not_kill_it(spawner):
     # the router sends them, from the moment the spawner says the spare exists.
     assert set(BREAK_SIGNALS) <= signals_of(spawner.process.pid, "SigIgn")
     spawner.ask(1)
-    kind, (pid, pidfd, sock) = received(spawner)
+    kind, (pid, pidfd, sock, _) = received(spawner)
     try:
         for _ in range(20):
             for signum in BREAK_SIGNALS:
@@ -183,6 +183,57 @@ def test_bad_requests_get_errors_and_eof_ends_the_spawner(spawner):
     spawner.control.close()
     process.join(20)
     assert process.exitcode == 0
+
+
+def test_a_new_spawner_removes_a_dead_spawners_workers_directories_a_live_ones_once_it_ends(tmp_path):
+    live = tmp_path / ("w." + 16 * "1")      # a session's worker, still running
+    dead = tmp_path / ("w." + 16 * "2")      # one the dead spawner reaped, not removed yet
+    for path in (live, dead):
+        path.mkdir()
+        (path / "left.tmp").write_text("x")
+    (tmp_path / "pymp-router").mkdir()        # none of a worker's
+    orphan = subprocess.Popen(["sleep", "60"])
+    pidfd = os.pidfd_open(orphan.pid)
+    spawner = Spawner(tmp_dir=str(tmp_path))
+    try:
+        spawner.launch()
+        assert spawner.hand_over({live.name: pidfd})
+        assert wait_until(lambda: not dead.exists())
+        assert (live / "left.tmp").exists() and (tmp_path / "pymp-router").exists()
+        spawner.ask(1)
+        kind, (_, worker_pidfd, sock, name) = received(spawner)   # named, for the router to hand on
+        os.close(worker_pidfd)
+        sock.close()
+        assert name.startswith("w.") and len(name) == 18 and name != live.name
+        orphan.kill()
+        orphan.wait()
+        assert wait_until(lambda: not live.exists())
+    finally:
+        orphan.kill()
+        os.close(pidfd)
+        spawner.stop()
+
+
+def test_a_garbled_orphans_message_stops_the_sweep_that_would_take_a_live_workers_directory(tmp_path):
+    from gsmcpd.worker.spawner import Orphans
+
+    swept = []
+
+    class Sweeper:
+        workers = {}
+
+        def removable(self, paths):
+            swept.extend(paths)
+
+    (tmp_path / ("w." + 16 * "1")).mkdir()
+    orphans = Orphans(select.poll(), Sweeper(), str(tmp_path))
+    reader, writer = os.pipe()
+    orphans.told(b"orphans w." + 16 * b"1" + b" w." + 16 * b"2", [reader], 0)   # a descriptor short
+    orphans.told(b"sweep", [], 0)
+    assert swept == [] and orphans.live == {}
+    with pytest.raises(OSError):
+        os.fstat(reader)                      # closed, not leaked
+    os.close(writer)
 
 
 def test_stop_kills_a_spawner_that_does_not_end_and_is_quiet_about_one_gone():
@@ -399,6 +450,7 @@ class HandSpawner:
         self.asked += count
 
     receive = Spawner.receive
+    hand_over = Spawner.hand_over
 
     def stop(self, grace=0):
         self.control.close()
@@ -407,11 +459,12 @@ class HandSpawner:
         self.control.close()
         then()
 
-    def spare(self):
+    def spare(self, tmp_name=None):
         process = subprocess.Popen(["sleep", "60"])
         pidfd = os.pidfd_open(process.pid)
         ours, theirs = socket.socketpair()
-        socket.send_fds(self.peer, [b"spare %d" % process.pid], [pidfd, ours.fileno()])
+        named = b"" if tmp_name is None else b" " + tmp_name.encode()
+        socket.send_fds(self.peer, [b"spare %d%s" % (process.pid, named)], [pidfd, ours.fileno()])
         os.close(pidfd)
         ours.close()
         self.kept += [theirs, process]
@@ -525,6 +578,55 @@ def test_a_spawner_dying_during_a_graceful_stop_is_not_restarted_and_its_workers
     pool.spawner.peer.close()        # its EOF
     assert run_until(loop, lambda: worker.exit.known)
     assert worker.exit.code is None and pool._relaunching is None and pool._retry is None
+
+
+def told_of_orphans(hand):
+    """What a new spawner is told at its adoption: [(orphan names, the pids their
+    pidfds name)], then b"sweep"."""
+    told = []
+    while True:
+        message, fds, _, _ = socket.recv_fds(hand.peer, 65536, 250)
+        if message == b"sweep":
+            return told
+        told.append((message.split()[1:], [pid_named_by(fd) for fd in fds]))
+        for fd in fds:
+            os.close(fd)
+
+
+def test_a_dead_spawners_claimed_workers_are_handed_to_each_new_spawner_until_they_end(hand_pool, monkeypatch):
+    # Their directories stayed until the daemon's stop: nobody was told to remove them.
+    monkeypatch.setattr(WorkerPool, "STARVED_PAUSE", 60.0)   # no restart within the test: the test adopts
+    loop, make = hand_pool
+    pool = make(1)
+    assert told_of_orphans(pool.spawner) == []                # a first spawner sweeps too: nothing to keep
+    pool.spawner.spare("w." + 16 * "1")
+    pool.spawner.spare("w." + 16 * "2")
+    assert run_until(loop, lambda: len(pool.spares) == 2)
+    claimed = Outcome()
+    pool.claim(claimed.on_worker, claimed.on_failure)
+    worker = claimed.worker
+    assert worker.tmp_name == "w." + 16 * "1"
+    dead = pool.spawner
+    dead.peer.close()                                         # the spawner dies; its spare is ended
+    assert run_until(loop, lambda: pool._relaunching is not None)
+
+    def adopted():
+        """What a new spawner is told, as the pool adopts it; then it dies too."""
+        pool.spawner = HandSpawner()
+        pool._adopt_spawner()
+        told = told_of_orphans(pool.spawner)
+        loop.remove(pool.spawner.control)
+        pool.spawner.close()
+        return told
+
+    for _ in range(2):                                        # and the next, before the worker ends
+        assert adopted() == [([b"w." + 16 * b"1"], [worker.pid])]
+    [process] = [p for p in dead.kept if isinstance(p, subprocess.Popen) and p.pid == worker.pid]
+    process.kill()
+    process.wait()
+    assert adopted() == [] and pool._orphans == {}            # its directory is the next sweep's
+    pool.spawner = HandSpawner()                              # for the fixture's close
+    dead.close()
 
 
 def test_a_worker_the_router_kills_for_a_bad_frame_is_said_to_be_stopped_by_it(hand_pool):

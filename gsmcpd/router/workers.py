@@ -99,8 +99,27 @@ class Spawner:
         """Ask for `count` more spares; they arrive as messages on `control`."""
         self.control.send(b"more %d %d" % (count, os.getpid()))
 
+    def hand_over(self, orphans):
+        """Tell the spawner the dead spawner's live workers, {their directories' names:
+        their pidfds}, then to sweep the rest (gsmcpd.worker.spawner). False if a send
+        failed: then no sweep is asked, which would take a live worker's directory."""
+        from gsmcpd.worker.spawner import ORPHANS_AT_ONCE   # imported by launch() already
+
+        items = list(orphans.items())
+        try:
+            for at in range(0, len(items), ORPHANS_AT_ONCE):
+                batch = items[at:at + ORPHANS_AT_ONCE]
+                socket.send_fds(self.control, [b" ".join([b"orphans"] + [name.encode() for name, _ in batch])],
+                                [pidfd for _, pidfd in batch])
+            self.control.send(b"sweep")
+        except OSError as error:
+            log.warning("cannot tell the new worker spawner which workers' directories to remove: %s", error)
+            return False
+        return True
+
     def receive(self):
-        """The next message: ("spare", (pid, pidfd, socket)), ("exit", (pid, exit code)),
+        """The next message: ("spare", (pid, pidfd, socket, its directory's name or
+        None)), ("exit", (pid, exit code)),
         ("error", text), ("eof", text), or None when nothing is waiting. Descriptors that
         did not fit are closed."""
         try:
@@ -112,8 +131,10 @@ class Spawner:
         if not message:
             return "eof", None
         verb, _, rest = message.partition(b" ")
-        if verb == b"spare" and rest.isdigit() and len(fds) == 2 and not flags & socket.MSG_CTRUNC:
-            return "spare", (int(rest), fds[0], socket.socket(fileno=fds[1]))
+        pid, _, name = rest.partition(b" ")
+        if verb == b"spare" and pid.isdigit() and len(fds) == 2 and not flags & socket.MSG_CTRUNC:
+            return "spare", (int(pid), fds[0], socket.socket(fileno=fds[1]),
+                             name.decode("ascii", "replace") or None)
         if verb == b"exit" and not fds:
             try:
                 pid, code = map(int, rest.split())
@@ -285,7 +306,8 @@ class Worker:
 
     def __init__(self, loop, started):
         self.loop = loop
-        self.pid, self.pidfd, self.sock = started
+        self.pid, self.pidfd, self.sock, *named = started
+        self.tmp_name = named[0] if named else None   # its private TMPDIR's, in the daemon's
         self.sock.setblocking(False)
         self.decoder = frames.FrameDecoder(raw_messages=True)  # replies are relayed, not parsed
         self.out = bytearray()
@@ -471,6 +493,10 @@ class WorkerPool:
         # clients connecting meanwhile cannot take them: freed as the spawner's next
         # messages are read (_on_spawner).
         self._held = []
+        # Dead spawners' live workers, adopted by the forkserver, which removes nothing:
+        # their directories' names and copies of their pidfds, for each new spawner to
+        # remove once they have ended (_hand_over_orphans).
+        self._orphans = {}
 
     def start(self):
         self.spawner.launch()   # before the port is bound: there is no one to keep waiting yet
@@ -481,6 +507,32 @@ class WorkerPool:
         self._asked = 0
         self._adopted_at = self.loop.time()
         self.loop.add_reader(self.spawner.control, self._on_spawner)
+        self._hand_over_orphans()
+
+    def _keep_orphans(self):
+        """The dead spawner's workers still running (sessions' workers: its spares end)."""
+        for worker in self.by_pid.values():
+            if worker.alive and worker.tmp_name and worker not in self.spares:
+                try:
+                    self._orphans[worker.tmp_name] = os.dup(worker.pidfd)
+                except OSError as error:   # out of descriptors: it stays until the daemon's stop
+                    log.warning("worker %d's temporary directory stays until the server stops: %s",
+                                worker.pid, error)
+
+    def _hand_over_orphans(self):
+        """The new spawner removes the orphans' directories as they end, and every other
+        worker's it finds: those of workers ended meanwhile. Kept here until then, in case
+        it dies too (each removal is asked of every spawner until the worker has ended)."""
+        for name, pidfd in list(self._orphans.items()):
+            if _ends_within(pidfd, 0):   # the next spawner's sweep takes its directory
+                os.close(pidfd)
+                del self._orphans[name]
+        self.spawner.hand_over(self._orphans)
+
+    def _let_orphans_go(self):
+        orphans, self._orphans = self._orphans, {}
+        for pidfd in orphans.values():
+            os.close(pidfd)
 
     # -- replacing a dead spawner ------------------------------------------
     def _relaunch(self):
@@ -664,6 +716,7 @@ class WorkerPool:
         if kind == "eof":
             log.error("the worker spawner is gone (%s); starting a new one", detail or "EOF")
             self.loop.remove(self.spawner.control)
+            self._keep_orphans()
             self._end_orphaned_spares()
             self._no_exits_coming()
             # One that dies as soon as it starts is not restarted more than once a pause.
@@ -727,6 +780,7 @@ class WorkerPool:
     def close(self):
         self.closed = True
         self._release_held()
+        self._let_orphans_go()   # their directories go with the daemon's, at its stop
         if self._retry is not None:
             self._retry.cancel()
         if self._relaunching:   # no spawner reports: a dead worker's calls are told now

@@ -261,6 +261,13 @@ class Sweeper:
         self._next = time.monotonic() + took / SWEEP_SHARE
         return killed
 
+    def removable(self, paths: list[str]) -> None:
+        """Directories of workers ended some other way (a dead spawner's), to remove
+        after the next sweep, as the reaped workers' are."""
+        if paths:
+            self.unremoved += paths
+            self.pending = True
+
     def remove_dirs(self) -> None:
         """After a sweep: the temporary directories of the workers reaped by then. Not
         counted in the sweeps' spacing: it is each ended worker's once, not every sweep's."""

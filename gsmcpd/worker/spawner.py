@@ -13,9 +13,15 @@ Protocol on the control socket (SOCK_SEQPACKET: one message per send):
                      (opened by the router from the pid, it could name a stranger
                      if the spawner died and its pid was reused in between)
   router -> spawner: b"more <n> <router pid>"
-  spawner -> router: per worker, b"spare <pid>" with two fds: a pidfd for the
-                     worker and the router's end of its frame socket;
+  spawner -> router: per worker, b"spare <pid> <its directory's name>" with two fds: a
+                     pidfd for the worker and the router's end of its frame socket (no
+                     name without private temporary directories);
                      or b"error <reason>" with none, when a fork failed.
+  router -> spawner: first, b"orphans <name> ..." with a pidfd for each: the live workers
+                     of a dead spawner (the forkserver's now) and their directories' names,
+                     in as many messages as it takes; then b"sweep": every other worker's
+                     directory in the daemon's is a dead worker's. Each is removed, the
+                     orphans' once their pidfds say they have ended.
   spawner -> router: b"exit <pid> <code>" as it reaps a worker: its exit code as
                      os.waitstatus_to_exitcode gives it (-N: signal N), which the router
                      has no other way to learn (gsmcpd.wire.worker_exit words it).
@@ -44,7 +50,8 @@ from gsmcpd.worker import main as worker_main
 from gsmcpd.worker import reaper
 from gsmcpd.worker import tmpdirs
 
-REQUEST_SIZE = 64
+ORPHANS_AT_ONCE = 200   # in one message, below the kernel's 253 descriptors (SCM_MAX_FD)
+REQUEST_SIZE = 16 + ORPHANS_AT_ONCE * 20   # the longest: "orphans" and that many names
 MAX_BATCH = 64  # spares asked for at once; more is a confused router
 END_WAIT = 3.0  # seconds the spawner's end waits for its children to die (the router waits 5)
 OOM_STEP = 500  # how far above the router's oom_score_adj every worker runs (1000 at most)
@@ -98,6 +105,7 @@ def serve(control: socket.socket, worker_nice: int = 0, worker_memory: int | Non
     waiting = select.poll()
     waiting.register(control, select.POLLIN)
     waiting.register(wakeup, select.POLLIN)
+    orphans = Orphans(waiting, sweeper, tmp_dir)
     try:
         while True:
             due = sweeper.due()
@@ -105,6 +113,7 @@ def serve(control: socket.socket, worker_nice: int = 0, worker_memory: int | Non
             if wakeup in ready:
                 reaper.drain(wakeup)
                 sweeper.child_exited()
+            orphans.ended(ready)
             # The statuses first: a dead worker's session waits for its status, at most
             # router.exit_status.PATIENCE, and a sweep reads all of /proc; the directories
             # go last, as a big one takes long.
@@ -118,11 +127,16 @@ def serve(control: socket.socket, worker_nice: int = 0, worker_memory: int | Non
             if control.fileno() not in ready:
                 continue
             try:
-                request = control.recv(REQUEST_SIZE)
+                request, fds, flags, _ = socket.recv_fds(control, REQUEST_SIZE, ORPHANS_AT_ONCE)
             except OSError:
                 return
             if not request:
                 return                                   # the router is gone
+            if request == b"sweep" or request.startswith(b"orphans "):
+                orphans.told(request, fds, flags)
+                continue
+            for fd in fds:
+                os.close(fd)
             try:
                 count, router_pid = _parse(request)
             except ValueError as error:
@@ -137,8 +151,9 @@ def serve(control: socket.socket, worker_nice: int = 0, worker_memory: int | Non
                         return
                     continue
                 sweeper.forked(pid, tmp)
+                named = b"" if tmp is None else b" " + os.path.basename(tmp).encode()
                 try:
-                    if not _send(control, b"spare %d" % pid, [pidfd, router_end.fileno()]):
+                    if not _send(control, b"spare %d%s" % (pid, named), [pidfd, router_end.fileno()]):
                         return
                 finally:
                     os.close(pidfd)
@@ -147,7 +162,66 @@ def serve(control: socket.socket, worker_nice: int = 0, worker_memory: int | Non
         # The router is done with every worker, or gone: none may outlive this spawner
         # (its orphans would go to the forkserver, which never kills them), and nor may
         # what they leave.
-        sweeper.end(wakeup, END_WAIT)
+        try:
+            sweeper.end(wakeup, END_WAIT)
+        finally:
+            orphans.close()
+
+
+class Orphans:
+    """A dead spawner's workers' directories, which this spawner removes: the router
+    tells it which are still those of live workers (adopted by the forkserver, which
+    removes nothing), each with the worker's pidfd, then to sweep: every other worker's
+    directory in the daemon's was a dead worker's (one the dead spawner reaped and had
+    not removed yet). A live one's goes once its pidfd says the worker has ended; while
+    one was not told right, nothing is swept."""
+
+    def __init__(self, waiting, sweeper, tmp_dir):
+        self.waiting, self.sweeper, self.tmp_dir = waiting, sweeper, tmp_dir
+        self.live = {}           # pidfd -> its worker's directory
+        self.garbled = False
+
+    def told(self, request, fds, flags) -> None:
+        names = request.decode("ascii", "replace").split()[1:]
+        if request == b"sweep":
+            self._sweep()
+        elif (len(names) == len(fds) and not flags & socket.MSG_CTRUNC and self.tmp_dir is not None
+              and all(map(tmpdirs.is_worker_dir_name, names))):
+            for name, pidfd in zip(names, fds):
+                self.live[pidfd] = os.path.join(self.tmp_dir, name)
+                self.waiting.register(pidfd, select.POLLIN)
+            return
+        else:
+            self.garbled = True
+            logging.getLogger("gsmcpd.worker").error("spawner: bad orphans message %r", request[:60])
+        for fd in fds:
+            os.close(fd)
+
+    def ended(self, ready) -> None:
+        """The directories of the orphans whose pidfds are `ready`: ended, to remove."""
+        for pidfd in ready & self.live.keys():
+            self.waiting.unregister(pidfd)
+            os.close(pidfd)
+            self.sweeper.removable([self.live.pop(pidfd)])
+
+    def _sweep(self) -> None:
+        if self.tmp_dir is None or self.garbled:
+            return
+        keep = set(self.live.values()) | set(self.sweeper.workers.values())
+        try:
+            names = os.listdir(self.tmp_dir)
+        except OSError as error:
+            logging.getLogger("gsmcpd.worker").warning("spawner: cannot list %s: %s", self.tmp_dir, error)
+            return
+        self.sweeper.removable([path for path in (os.path.join(self.tmp_dir, name) for name in names
+                                                  if tmpdirs.is_worker_dir_name(name)) if path not in keep])
+
+    def close(self) -> None:
+        """At the spawner's end: those still running are the router's to stop, their
+        directories the daemon's stop's to remove."""
+        for pidfd in self.live:
+            os.close(pidfd)
+        self.live = {}
 
 
 def _on_child(signum, frame):

@@ -25,6 +25,7 @@ import logging
 import multiprocessing.process
 import os
 import pwd
+import re
 import shutil
 import stat
 import tempfile
@@ -37,6 +38,7 @@ log = logging.getLogger("gsmcpd.worker")
 
 PREFIX = "gsmcpd-tmp."
 WORKER_PREFIX = "w."
+_WORKER_NAME = re.compile(re.escape(WORKER_PREFIX) + "[0-9a-f]{16}")
 LOCK = "lock"
 LOCK_MAKING = LOCK + ".new"
 # A daemon's directory without its lock is one being made, for microseconds (DaemonTmp);
@@ -242,6 +244,11 @@ def worker_dir(daemon_dir: str) -> str:
     name cannot be guessed: in a shared daemon directory, no other account could take it
     first."""
     return os.path.join(daemon_dir, WORKER_PREFIX + os.urandom(8).hex())
+
+
+def is_worker_dir_name(name: str) -> bool:
+    """Whether `name` is one worker_dir gives."""
+    return _WORKER_NAME.fullmatch(name) is not None
 
 
 def use(path: str) -> None:
