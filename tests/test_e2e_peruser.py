@@ -291,6 +291,13 @@ def test_a_tmpdir_a_mapped_account_cannot_reach_is_warned_of_by_check_and_serve_
             assert (f"account {first.pw_name} cannot make its temporary directory in the daemon's TMPDIR "
                     f"{tmpdir}: per-user workers need every directory on its path searchable by the mapped "
                     f"accounts (chmod o+x, as /tmp is), or TMPDIR set to such a directory") in message, message
+            # A reloaded map is checked too: it may name accounts the first did not.
+            user_map.write_text("ann %s\n" % first.pw_name)
+            daemon.proc.send_signal(signal.SIGHUP)
+            said = (f"TMPDIR {tmpdir}: account {first.pw_name} cannot reach it ({private}, mode 0700, owner root, "
+                    f"group root, is not searchable by it): its sessions will fail to open; make {private} "
+                    f"searchable by it (chmod o+x) or set TMPDIR to a directory it can reach, such as /tmp")
+            assert wait_until(lambda: " WARNING " + said in daemon.log_text()), daemon.log_text()
     finally:
         shutil.rmtree(private)
 

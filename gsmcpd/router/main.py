@@ -89,13 +89,12 @@ class Router:
         unused = unused_list_warning(config.worker_env, per_user)
         if unused:
             log.warning("%s", unused)
+        # The daemon's TMPDIR, which per-user workers' accounts must reach; None: not so.
+        self.shared_tmp_parent = None
         if per_user and tmp is not None:
             tmp.share()
-            from gsmcpd.auth.usermap import accounts_served
-
-            # Else the administrator hears of it only as each such user's open fails.
-            for warning in unreachable_warnings(tmp.parent, accounts_served(self.auth.accounts.user_map)):
-                log.warning("%s", warning)
+            self.shared_tmp_parent = tmp.parent
+            self.warn_of_unreachable_tmpdir()
         self.pool = WorkerPool(self.loop, config.spare_workers, worker_nice=config.worker_nice,
                                worker_memory=config.worker_memory,
                                worker_env=config.worker_env if per_user else None,
@@ -131,6 +130,17 @@ class Router:
                 raise StartRefused(f"tls_cert/tls_key: {exc}") from None
             for warning in pair_warnings(config.tls_cert, config.tls_key):
                 log.warning("%s", warning)
+
+    def warn_of_unreachable_tmpdir(self):
+        """At start, and as a reload may map new accounts: each directory on the way to
+        the daemon's TMPDIR that stops mapped accounts. Else the administrator hears of it
+        only as each such user's session open fails."""
+        if self.shared_tmp_parent is None:
+            return
+        from gsmcpd.auth.usermap import accounts_served
+
+        for warning in unreachable_warnings(self.shared_tmp_parent, accounts_served(self.auth.accounts.user_map)):
+            log.warning("%s", warning)
 
     def close(self):
         """Release the loop and the account gate's netlink socket."""
