@@ -42,9 +42,19 @@ def daemon_in(tmp_path, tmp):
     return Daemon(tmp_path, env={"TMPDIR": tmp, "GS_MCP_SPARE_WORKERS": "1"})
 
 
-def make_temporary_files(client):
+# The same without a process of the code's: a killed spawner's worker that dies leaves its
+# descendants to the forkserver, which never kills them (they would outlive the test).
+MAKE_TEMPORARY_FILES_ONLY = """
+import os, tempfile
+held_file = tempfile.NamedTemporaryFile()
+held_dir = tempfile.TemporaryDirectory()
+(os.environ["TMPDIR"], tempfile.gettempdir(), [held_file.name, held_dir.name])
+"""
+
+
+def make_temporary_files(client, code=MAKE_TEMPORARY_FILES):
     """(the worker's TMPDIR, the paths its code made there)."""
-    result = client.tool("execute_code", code=MAKE_TEMPORARY_FILES)
+    result = client.tool("execute_code", code=code)
     assert not result.get("isError"), result
     tmpdir, seen_by_tempfile, made = ast.literal_eval(result["structuredContent"]["result"])
     assert seen_by_tempfile == tmpdir
@@ -137,8 +147,9 @@ def test_a_killed_spawners_workers_directories_go_once_those_workers_are_gone(tm
     with daemon:
         deleted, killed, staying = open_session(daemon), open_session(daemon), open_session(daemon)
         killed_pid = worker_pid(killed)
-        (deleted_dir, deleted_made), (killed_dir, killed_made), (staying_dir, kept) = (
-            make_temporary_files(client) for client in (deleted, killed, staying))
+        deleted_dir, deleted_made = make_temporary_files(deleted)
+        killed_dir, killed_made = make_temporary_files(killed, MAKE_TEMPORARY_FILES_ONLY)
+        staying_dir, kept = make_temporary_files(staying)
         daemon_dir = os.path.dirname(staying_dir)
         # What a worker the spawner reaped just before its death left, not removed yet.
         reaped_dir = os.path.join(daemon_dir, "w." + 16 * "0")
