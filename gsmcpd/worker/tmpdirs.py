@@ -114,13 +114,13 @@ def passed_over_warning(used: str) -> str | None:
 
 
 def unreachable_warnings(parent: str, accounts: list[str] | None) -> list[str]:
-    """What `check` lists and `serve` logs at start, in the same words, when per-user
+    """What `check` lists and `serve` logs at start and reload, in the same words, when per-user
     workers' accounts cannot search their way to `parent`, the daemon's TMPDIR: each
     makes its directory in there, and fails its session's open if it cannot. `accounts`:
     those a user map names (None: MCP_USER_MAP=identity, any account: "other" ones).
     One warning per directory in the way, naming the accounts it stops."""
     if accounts is None:
-        found = _first_unsearchable(parent, -1, set())
+        found = _first_unsearchable(parent, -1, set())     # no owner's uid, in no group: "other"
         if found is None:
             return []
         where, st, _ = found
