@@ -107,7 +107,12 @@ def report(results):
             statistics.median(r[2] for r in runs)))
     first = results[names[0]]
     for name in names[1:]:
-        pairs = list(zip(first, results[name]))
+        # A round too short for one clock tick of router CPU (10 ms) measured 0: no ratio.
+        pairs = [(a, b) for a, b in zip(first, results[name]) if a[0] and a[2]]
+        if not pairs:
+            lines.append("%s / %s: no round measured %s's router CPU (rounds shorter than a clock "
+                         "tick?)" % (name, names[0], names[0]))
+            continue
         cpu = sorted(b[2] / a[2] for a, b in pairs)
         rps = sorted(b[0] / a[0] for a, b in pairs)
         lines.append("%s / %s router CPU per round: %s (median %.3f; lower in %d of %d)" % (
