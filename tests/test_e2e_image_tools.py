@@ -106,6 +106,11 @@ class PartTest(unittest.TestCase):
     "gone/base.py": "class Base:\n    pass\n",
     "gone/meta.py": "class Meta(type):\n    pass\n\n\nclass Made(metaclass=Meta):\n    pass\n\n\nclass Child(Made):\n    pass\n",
     "gone/user.py": "from gone.base import Base\n\n\nclass TestUser:\n    def test_base(self):\n        assert Base()\n",
+    "gone/rooted.py": "class Meta(type):\n    pass\n\n\nclass Root(metaclass=Meta):\n    pass\n",
+    "gone/branch.py": "from gone.rooted import Root\n\n\nclass Branch(Root):\n    pass\n",
+    "gone/helpers.py": "def helper():\n    return 1\n\n\ndef spare():\n    return 2\n",
+    "gone/helped.py": "from gone.helpers import helper\n",
+    "gone/spared.py": "from gone.helpers import spare\n",
     "generic/__init__.py": "",
     "generic/box.py": "import typing\n\nT = typing.TypeVar('T')\n\n\nclass Box(typing.Generic[T]):\n    pass\n\n\n"
                       "class IntBox(Box[int]):\n    pass\n\n\nraise ImportError('not yet')\n",
@@ -697,6 +702,43 @@ def test_after_remove_dictionary_its_importers_fail_to_import_here_as_in_a_new_s
     other = open_session(daemon)
     for session in (c, other):
         assert "gone.user.TestUser" not in structured(session, "list_test_classes")["testClasses"]
+    other.close()
+
+
+def test_remove_dictionary_refuses_a_module_other_modules_classes_are_built_on(daemon, image, c):
+    # Removed and committed, gone.branch (`class Branch(Root)`) imported in no new session,
+    # and the answer said nothing of it (this session had not loaded it).
+    before = (image / "gone/rooted.py").read_text()
+    refused = call_tool(c, "remove_dictionary", {"dictionaryName": "gone.rooted"})["structuredContent"]["error"]
+    assert (refused["kind"], refused["subclasses"], refused["metaclassOf"]) == (
+        "refused", ["gone.branch.Branch"], ["gone.branch.Branch"])
+    assert refused["message"] == (
+        "gone.rooted.Meta is the metaclass of image classes outside gone.rooted: gone.branch.Branch "
+        "(gone.branch line 4); gone.rooted.Root has subclasses in the image outside gone.rooted: "
+        "gone.branch.Branch (gone.branch line 4); removed, their modules would no longer import (nor "
+        "could their class statements run). Delete those classes first (delete_class), redefine them "
+        "without gone.rooted's classes (compile_class_definition with other bases or metaclass), or "
+        "remove their modules first (remove_dictionary), then remove gone.rooted.")
+    assert (image / "gone/rooted.py").read_text() == before
+    ok(c, "delete_class", className="gone.branch.Branch")
+    removed = structured(c, "remove_dictionary", dictionaryName="gone.rooted")
+    assert removed["importErrors"] == {"gone.branch": "ModuleNotFoundError: No module named 'gone.rooted'"}
+    other = open_session(daemon)
+    assert "No module named 'gone.rooted'" in error(other, "execute_code", "other", code="import gone.branch")
+    other.close()
+
+
+def test_remove_dictionary_names_importers_the_session_had_not_loaded(daemon, c):
+    # gone.helped, not loaded here, was committed failing to import without a word.
+    removed = call_tool(c, "remove_dictionary", {"dictionaryName": "gone.helpers"})
+    assert removed["structuredContent"]["importErrors"] == {
+        "gone.helped": "ModuleNotFoundError: No module named 'gone.helpers'",
+        "gone.spared": "ModuleNotFoundError: No module named 'gone.helpers'"}
+    assert ("; note: gone.helped, gone.spared fail to import in every new session too: remove them as "
+            "well (remove_dictionary), or change their imports of gone.helpers in an editor, then "
+            "refresh") in tool_text(removed)
+    other = open_session(daemon)
+    assert "No module named 'gone.helpers'" in error(other, "execute_code", "other", code="import gone.helped")
     other.close()
 
 

@@ -315,13 +315,21 @@ class View:
     def add_module(self, module: str, text: str, *, package: bool = False) -> None:
         self.texts[relpath_of(module, package=package)] = text
 
+    def _files_of(self, module: str) -> list[str]:
+        """The module's file, or a package's files with all its submodules'."""
+        rel = self.relpath(module)
+        if not rel.endswith("/__init__.py"):
+            return [rel]
+        prefix = rel[: -len("__init__.py")]
+        return [r for r in self.texts if r.startswith(prefix)]
+
+    def modules_of(self, module: str) -> list[str]:
+        """The module, or a package with all its submodules: what remove_module drops."""
+        return [module_name_of(r) for r in self._files_of(module)]
+
     def remove_module(self, module: str) -> list[str]:
         """Drop the module (a package with all its submodules); returns the names removed."""
-        rel = self.relpath(module)
-        removed = [rel]
-        if rel.endswith("/__init__.py"):
-            prefix = rel[: -len("__init__.py")]
-            removed = [r for r in self.texts if r.startswith(prefix)]
+        removed = self._files_of(module)
         names = [module_name_of(r) for r in removed]
         for r in removed:
             del self.texts[r]

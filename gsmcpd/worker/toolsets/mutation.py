@@ -167,7 +167,10 @@ class MutationToolset(Toolset):
                  "source also binds to that name is what the class then has.",
                  object_schema({**CLASS_NAME, **SELECTOR, **META}, ["className", "selector"]),
                  self.delete_method))
-        add(Tool("remove_dictionary", "Delete an image module (a package with its submodules), commit.",
+        add(Tool("remove_dictionary", "Delete an image module (a package with its submodules), "
+                 "commit. Refused while classes of other image modules are built on its classes "
+                 "(their subclasses, classes they are the metaclass of): delete, redefine or remove "
+                 "those first. The modules importing it, which then fail to import, are named.",
                  object_schema(DICTIONARY, ["dictionaryName"]), self.remove_dictionary))
         add(Tool("set_class_comment", "Set a class's docstring, commit.",
                  object_schema({**CLASS_NAME, "comment": string_prop("the new docstring")},
@@ -742,7 +745,7 @@ class MutationToolset(Toolset):
         ref, cls = self._guarded(arguments["className"])
         if cls is not None:
             self.view.load_all()
-            self._refuse_if_built_on(ref.qualified, cls)
+            self._refuse_if_built_on({ref.qualified: cls}, ref.qualified)
             vars(self.view.module(ref.module)).pop(ref.name, None)
         new_source = self._splice(splice.remove_class, self.view.source(ref.module), ref.name)
         self.view.set_source(ref.module, new_source, live=cls is not None)
@@ -751,25 +754,40 @@ class MutationToolset(Toolset):
         return self._finish(f"deleted class {ref.qualified}{imported}",
                             {"class": ref.qualified, **data})
 
-    def _refuse_if_built_on(self, qualified: str, cls: type) -> None:
-        """Refuse to delete a class the image's classes are still built on (its subclasses,
-        the classes it is the metaclass of): their class statements name it, so the commit
-        would leave their modules failing to import, in every new session too. Classes
-        deleted before (no longer bound by their modules) do not count."""
-        subclasses = catalog.image_subclasses(self.view, cls)
-        made = catalog.image_classes_made_by(self.view, cls)
-        if not subclasses and not made:
+    def _refuse_if_built_on(self, classes: dict[str, type], gone: str, removed=()) -> None:
+        """Refuse to delete `classes` (qualified name: live class), or to remove the modules
+        `removed` that hold them (`gone` is what goes), while the image's classes are still
+        built on them (their subclasses, the classes they are the metaclass of): their class
+        statements name them, so the commit would leave their modules failing to import, in
+        every new session too. Classes going with them (in `removed`), and classes deleted
+        before (no longer bound by their modules), do not count."""
+        where = f" outside {gone}" if removed else ""
+        said, subclasses, made = [], set(), set()
+        for qualified, cls in classes.items():
+            built = [name for name in catalog.image_subclasses(self.view, cls)
+                     if name.rpartition(".")[0] not in removed]
+            meta = [name for name in catalog.image_classes_made_by(self.view, cls)
+                    if name.rpartition(".")[0] not in removed]
+            if built:
+                said.append(f"{qualified} has subclasses in the image{where}: {self._placed(built)}")
+            if meta:
+                said.append(f"{qualified} is the metaclass of image classes{where}: {self._placed(meta)}")
+            subclasses.update(built)
+            made.update(meta)
+        if not said:
             return
-        said = []
-        if subclasses:
-            said.append(f"{qualified} has subclasses in the image: {self._placed(subclasses)}")
-        if made:
-            said.append(f"{qualified} is the metaclass of image classes: {self._placed(made)}")
-        raise ToolError("refused", "; ".join(said) + "; deleted, their class statements could "
-                        "not run (NameError) and their modules would no longer import. Delete "
-                        "those classes first (delete_class), or redefine them without "
-                        f"{qualified} (compile_class_definition with other bases or metaclass), "
-                        "then delete it.", {"subclasses": subclasses, "metaclassOf": made})
+        if removed:
+            way = ("; removed, their modules would no longer import (nor could their class "
+                   "statements run). Delete those classes first (delete_class), redefine them "
+                   f"without {gone}'s classes (compile_class_definition with other bases or "
+                   f"metaclass), or remove their modules first (remove_dictionary), then remove {gone}.")
+        else:
+            way = ("; deleted, their class statements could not run (NameError) and their modules "
+                   "would no longer import. Delete those classes first (delete_class), or "
+                   f"redefine them without {gone} (compile_class_definition with other bases or "
+                   "metaclass), then delete it.")
+        raise ToolError("refused", "; ".join(said) + way,
+                        {"subclasses": sorted(subclasses), "metaclassOf": sorted(made)})
 
     def _placed(self, qualified_names: list[str]) -> str:
         """`m.A (m line 3), n.B (n line 7)`: where each of the image's classes is written."""
@@ -838,10 +856,33 @@ class MutationToolset(Toolset):
         dictionary_name_parts(name)
         catalog.require_module(self.view, name)
         catalog.refuse_unless_views(self.view, name, f"{name} cannot be removed in a session")
+        # Loaded, every importer is found: one the session had not loaded was left out of
+        # the answer, and committed failing to import, silently.
+        self.view.load_all()
+        going = self.view.modules_of(name)
+        self._refuse_if_built_on(self._classes_of(going), name, frozenset(going))
         removed = self.view.remove_module(name)
         imported, data = self._reimport_importers(removed)
+        failing = sorted(data["importErrors"])
+        if failing:
+            # Noted, not refused: an agent removing a module and its importers may take
+            # them in either order, and no tool edits an import (an editor does).
+            fail, them, their = ("fails", "it", "its") if len(failing) == 1 else ("fail", "them", "their")
+            imported += (f"; note: {', '.join(failing)} {fail} to import in every new session "
+                         f"too: remove {them} as well (remove_dictionary), or change {their} "
+                         f"imports of {name} in an editor, then refresh")
         return self._finish(f"removed dictionary {', '.join(removed)}{imported}",
                             {"removed": removed, **data})
+
+    def _classes_of(self, modules: list[str]) -> dict[str, type]:
+        """The live classes the `modules` define themselves, by qualified name."""
+        classes = {}
+        for name in modules:
+            module = self.view.module(name)
+            for obj in list(vars(module).values()) if module is not None else ():
+                if isinstance(obj, type) and obj.__module__ == name and self.view.defines(obj):
+                    classes[f"{name}.{obj.__qualname__}"] = obj
+        return classes
 
 
 # What a metaclass runs as it makes a class (and so may wrap its methods with).
