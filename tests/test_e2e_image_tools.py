@@ -111,6 +111,8 @@ class PartTest(unittest.TestCase):
     "gone/helpers.py": "def helper():\n    return 1\n\n\ndef spare():\n    return 2\n",
     "gone/helped.py": "from gone.helpers import helper\n",
     "gone/spared.py": "from gone.helpers import spare\n",
+    "gone/tools.py": "def tool():\n    return 1\n",
+    "gone/tooled.py": "from gone.tools import tool\n",
     "generic/__init__.py": "",
     "generic/box.py": "import typing\n\nT = typing.TypeVar('T')\n\n\nclass Box(typing.Generic[T]):\n    pass\n\n\n"
                       "class IntBox(Box[int]):\n    pass\n\n\nraise ImportError('not yet')\n",
@@ -739,6 +741,16 @@ def test_remove_dictionary_names_importers_the_session_had_not_loaded(daemon, c)
             "refresh") in tool_text(removed)
     other = open_session(daemon)
     assert "No module named 'gone.helpers'" in error(other, "execute_code", "other", code="import gone.helped")
+    other.close()
+
+
+def test_delete_method_of_a_function_names_importers_the_session_had_not_loaded(daemon, c):
+    # gone.tooled, not loaded here, was committed failing to import without a word.
+    deleted = call_tool(c, "delete_method", {"className": "gone.tools", "selector": "tool"})
+    assert "gone.tooled now fails to import: ImportError: cannot import name 'tool'" in tool_text(deleted)
+    assert "gone.tooled" in deleted["structuredContent"]["importErrors"]
+    other = open_session(daemon)
+    assert "cannot import name 'tool'" in error(other, "execute_code", "other", code="import gone.tooled")
     other.close()
 
 

@@ -1076,6 +1076,15 @@ def test_remove_dictionary_names_the_importers_the_session_had_not_loaded(client
     assert sorted(result["importErrors"]) == ["zoo.keeper", "zoo.test_zoo"]
 
 
+def test_delete_method_of_a_function_names_the_importers_the_session_had_not_loaded(client, image):
+    (image / "zoo" / "uses.py").write_text("from zoo.animals import make_dog\n")
+    client.ok("refresh")
+    result = client.ok("delete_method", className="zoo.animals", selector="make_dog")["structuredContent"]
+    assert "zoo.uses" in result["reimported"]
+    assert result["importErrors"]["zoo.uses"].startswith(
+        "ImportError: cannot import name 'make_dog' from 'zoo.animals'")
+
+
 def test_add_and_remove_dictionary(client, image):
     client.ok("add_dictionary", dictionaryName="aviary.birds")
     assert (image / "aviary/__init__.py").exists() and (image / "aviary/birds.py").exists()

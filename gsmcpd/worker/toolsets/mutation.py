@@ -345,6 +345,7 @@ class MutationToolset(Toolset):
                             "longer import. Change that statement first (in the module's file, "
                             "then refresh).")
         if module is not None:
+            self.view.load_all()   # else an importer the session had not loaded goes unnamed
             vars(module).pop(name, None)
         self.view.set_source(module_name, new_source, live=module is not None)
         # An importer taking it by name (`from m import f`) now fails, here as in a new session.
