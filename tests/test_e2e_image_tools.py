@@ -32,6 +32,8 @@ class Priced:
 ''',
     "fix/plain.py": 'class Plain:\n    kind = "plain"\n\n    def describe(self):\n        return self.kind\n',
     "fix/levels.py": "import enum\n\n\nclass Level(enum.Enum):\n    LOW = 1\n",
+    "fix/hues.py": "import enum\n\n\nclass Hue(enum.Enum):\n    RED = 1\n    BLUE = 2\n",
+    "fix/palette.py": "from fix.hues import Hue\n\nDEFAULT = Hue.BLUE\n",
     "fix/tones.py": "import enum\n\n\nclass Base(enum.Enum):\n    def label(self):\n        return self.name\n\n\n"
                     "class Tone(Base):\n    LOW = 1\n",
     "fix/spaced.py": '''\
@@ -293,6 +295,15 @@ def test_an_enum_redefined_with_a_new_member_is_replaced_and_has_it(image, c):
     assert result["outcome"] == "replaced"
     assert run(c, "from fix.levels import Level\n[m.name for m in Level]") == repr(["LOW", "HIGH"])
     assert "    HIGH = 2\n" in (image / "fix/levels.py").read_text()
+
+
+def test_an_enum_redefined_without_a_member_an_importer_reads_names_that_importer(daemon, c):
+    # fix.palette (`DEFAULT = Hue.BLUE`) failed its re-import here and the answer said nothing.
+    result = structured(c, "compile_class_definition", source="class Hue(enum.Enum):\n    RED = 1\n")
+    assert (result["outcome"], result["importErrors"]) == ("replaced", {"fix.palette": "AttributeError: BLUE"})
+    other = open_session(daemon)
+    assert "AttributeError: BLUE" in error(other, "execute_code", "other", code="import fix.palette")
+    other.close()
 
 
 def test_a_memberless_enum_base_is_redefined_in_place_under_its_subclass(c):

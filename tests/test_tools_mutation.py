@@ -716,6 +716,18 @@ def test_an_enum_redefined_is_replaced_with_its_new_members(client, image, impor
     assert "    BLUE = 3\n" in (image / "zoo" / "colors.py").read_text()
 
 
+def test_an_enum_redefined_without_a_member_an_importer_reads_names_that_importer(client, image):
+    # The importer was re-imported and failed, and the answer said nothing: committed, it
+    # imported in no new session (`DEFAULT = Color.BLUE`: AttributeError).
+    (image / "zoo" / "colors.py").write_text("import enum\n\n\nclass Color(enum.Enum):\n    RED = 1\n    BLUE = 2\n")
+    (image / "zoo" / "palette.py").write_text("from zoo.colors import Color\n\nDEFAULT = Color.BLUE\n")
+    client.ok("refresh")
+    result = client.ok("compile_class_definition", source="class Color(enum.Enum):\n    RED = 1\n")
+    assert (result["structuredContent"]["outcome"], result["structuredContent"]["importErrors"]) == (
+        "replaced", {"zoo.palette": "AttributeError: BLUE"})
+    assert "; re-imported zoo.palette; zoo.palette now fails to import: AttributeError: BLUE" in text(result)
+
+
 def test_a_memberless_enum_base_is_redefined_in_place_and_its_subclasses_see_it(client, image, importing_enum):
     client.view.add_module("zoo.tones", f"{importing_enum}\n\n\nclass Base(enum.Enum):\n"
                                         "    def label(self):\n        return self.name\n\n\n"

@@ -501,8 +501,10 @@ class MutationToolset(Toolset):
         basis = live.dataclass_basis(cls) if cls is not None else None
         outcome = self._apply_class(module, module_name, name, cls, old_node, new_class)
         self.view.set_source(module_name, new_source, live=module is not None)
-        if outcome == "replaced":
-            self.view.reload_importers_of(module_name)
+        # A new class: its importers take it again, and one reading what it no longer has
+        # (`DEFAULT = Level.HIGH`) fails here as in a new session, named, not silently.
+        imported, imported_data = (self._reimport_importers([module_name]) if outcome == "replaced"
+                                   else ("", {}))
         message = {"defined": f"defined {module_name}.{name}",
                    "updated": f"redefined {module_name}.{name} in place",
                    "replaced": f"redefined {module_name}.{name} with a new shape (bases, "
@@ -518,8 +520,9 @@ class MutationToolset(Toolset):
             message += f"; could not carry over (dropped): {', '.join(failed)}"
         stale, data = self._stale_dataclass_subclasses(
             f"{module_name}.{name}", cls if outcome == "updated" else None, basis)
-        return self._finish(message + stale, {"class": f"{module_name}.{name}", "outcome": outcome,
-                                              "carried": carried_names, "failed": failed, **data})
+        return self._finish(message + imported + stale,
+                            {"class": f"{module_name}.{name}", "outcome": outcome,
+                             "carried": carried_names, "failed": failed, **imported_data, **data})
 
     def _class_target(self, name: str, module_name: str | None) -> tuple[str, bool]:
         """(module, exists) for the class a class statement (re)defines."""
