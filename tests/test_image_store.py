@@ -63,6 +63,49 @@ def test_commit_writes_files_and_journals_who_when_what(tmp_path):
     assert store.read_snapshot().version == 1
 
 
+def test_a_commit_reads_the_image_back_as_it_left_it_before_letting_the_lock_go(tmp_path, monkeypatch):
+    # What a committing view steps onto: no commit landing after this one can be in it.
+    store = make_image(tmp_path, {"a.py": "x = 1\n", "b.py": "y = 1\n", "gone.py": "z = 0\n"})
+    base = {rel: sha256(data) for rel, data in store.read_snapshot().files.items()}
+    read, real_read = [], ImageStore._read
+
+    def reading(self, rel):
+        read.append((rel, exclusive_lock_free(tmp_path)))
+        return real_read(self, rel)
+    monkeypatch.setattr(ImageStore, "_read", reading)
+    read_back = []
+    version = store.commit({"a.py": b"x = 2\n", "new.py": b"n = 1\n", "gone.py": None}, base,
+                           user="alice", session_id="s-1", read_back=read_back)
+    [snapshot] = read_back
+    assert snapshot.files == {"a.py": b"x = 2\n", "b.py": b"y = 1\n", "new.py": b"n = 1\n"}
+    assert snapshot.version == version == 1
+    assert read == [("b.py", False)]   # under the lock, and what it wrote not read again
+
+
+def test_a_commit_with_nothing_left_to_write_reads_the_image_back_too(tmp_path):
+    store = make_image(tmp_path, {"a.py": "x = 1\n"})
+    base = {rel: sha256(data) for rel, data in store.read_snapshot().files.items()}
+    (tmp_path / "a.py").write_text("x = 2\n")   # made so by another already
+    already, read_back = [], []
+    assert store.commit({"a.py": b"x = 2\n"}, base, user="alice", session_id="s-1",
+                        already_committed=already, read_back=read_back) == 0
+    assert already == ["a.py"] and read_back[0].files == {"a.py": b"x = 2\n"}
+
+
+def test_a_commit_whose_read_back_fails_stands_and_leaves_it_empty(tmp_path, monkeypatch, caplog):
+    store = make_image(tmp_path, {"a.py": "x = 1\n", "b.py": "y = 1\n"})
+    base = {rel: sha256(data) for rel, data in store.read_snapshot().files.items()}
+
+    def failing(self, rel):
+        raise OSError(errno.EIO, "Input/output error")
+    monkeypatch.setattr(ImageStore, "_read", failing)
+    read_back = []
+    assert store.commit({"a.py": b"x = 2\n"}, base, user="alice", session_id="s-1", read_back=read_back) == 1
+    monkeypatch.undo()
+    assert read_back == [] and (tmp_path / "a.py").read_text() == "x = 2\n" and exclusive_lock_free(tmp_path)
+    assert "could not be read back under the commit's lock: [Errno 5] Input/output error" in caplog.text
+
+
 def test_conflict_writes_nothing_and_names_the_file(tmp_path):
     store = make_image(tmp_path, {"a.py": "x = 1\n", "b.py": "y = 1\n"})
     base = {rel: sha256(data) for rel, data in store.read_snapshot().files.items()}

@@ -10,7 +10,8 @@ image", README "Refresh" and "Commit"):
   never a module in no package (no view would see it) or one module in two files;
 * a view sees its base snapshot plus its own changes, nothing of another view's
   uncommitted changes and no commit made after its base until it refreshes,
-  aborts or commits;
+  aborts or commits; a commit's base is the image as that commit left it, not with
+  another's landing right after it;
 * a commit takes a file it changes that the disk already holds as changed (another's
   identical commit) as committed: not written, not journalled; it conflicts exactly
   when another file it stands on differs on disk from its base (that file's base
@@ -295,11 +296,14 @@ class Run:
                 del mview.texts[other]
         self.say(f"{name} remove {module}")
 
-    def commit(self, name: str, crash: str | None = None) -> None:
+    def commit(self, name: str, crash: str | None = None, then: str | None = None) -> None:
+        """`then`: another view commits as soon as this one's store lets the image lock go,
+        before this view is done: the view stands on its own commit, not on that one."""
         view, mview = self.views[name], self.model.views[name]
         conflicts = self.model.conflicts(mview)
         before = (dict(view.texts), dict(view.base_texts), view.version)
-        self.say(f"{name} commit{' crashing ' + crash if crash else ''}: changed {mview.changed()}, "
+        self.say(f"{name} commit{' crashing ' + crash if crash else ''}"
+                 f"{', then ' + then + ' commits' if then else ''}: changed {mview.changed()}, "
                  f"model conflicts {conflicts}")
         if conflicts:
             with pytest.raises(CommitConflict) as raised:
@@ -309,9 +313,24 @@ class Run:
             # (a commit left pending by a crash is finished first, conflict or not)
             assert self.disk_files() == self.model.committed, "a conflict changed the disk"
             return
-        if crash is None:
+        if crash is None and then is not None and mview.changed():   # else the store is not asked
+            store_commit = view.store.commit
+
+            def then_theirs(*args, **kwargs):
+                version = store_commit(*args, **kwargs)
+                self.model.commit(name, name)
+                self.commit(then)
+                return version
+            view.store.commit = then_theirs
+            try:
+                view.commit()
+            finally:
+                del view.store.commit
+        elif crash is None:
             view.commit()
             self.model.commit(name, name)
+            if then is not None:
+                self.commit(then)
         else:
             how, when = crash.split(" ", 1)
             with self.failing(how, when):
@@ -399,7 +418,8 @@ class Run:
         elif roll < 0.46:
             self.remove(name)
         elif roll < 0.62:
-            self.commit(name)
+            then = self.rng.choice([other for other in names if other != name])
+            self.commit(name, then=then if self.rng.random() < 0.3 else None)
         elif roll < 0.68:
             self.abort(name)
         elif roll < 0.79:

@@ -426,7 +426,7 @@ def test_a_break_while_the_view_reloads_after_its_commit_leaves_it_on_the_commit
     a = views(image, "a")
     edited(a, "zoo.animals", 'return "woof"', 'return "A"')
 
-    def interrupted(self):
+    def interrupted(self, *args, **kwargs):
         raise KeyboardInterrupt("soft break")
 
     monkeypatch.setattr(type(a), "_load_snapshot", interrupted)
@@ -439,6 +439,87 @@ def test_a_break_while_the_view_reloads_after_its_commit_leaves_it_on_the_commit
     assert a.commit() == ["zoo.animals"]
     assert 'return "B"' in (image / "zoo/animals.py").read_text()
 
+
+def _commit_then(view, monkeypatch, meanwhile):
+    """Make `view`'s next commit run `meanwhile` as soon as its store's commit returns (the
+    image lock released, the view not yet done): another session's step landing there."""
+    commit = view.store.commit
+
+    def then(*args, **kwargs):
+        version = commit(*args, **kwargs)
+        meanwhile()
+        return version
+    monkeypatch.setattr(view.store, "commit", then)
+
+
+def _b_commits_over(b, old, new):
+    """Session b sees the image as it is now, edits zoo.animals and zoo.keeper, and commits."""
+    def step():
+        b.refresh()
+        edited(b, "zoo.animals", old, new)
+        b.set_source("zoo.keeper", b.source("zoo.keeper") + "KEPT_BY_B = True\n", live=False)
+        assert b.commit() == ["zoo.animals", "zoo.keeper"]
+    return step
+
+
+def test_a_commit_leaves_the_view_on_the_image_as_its_own_commit_made_it(image, views, monkeypatch):
+    # Another session's commit of the same method landed between this commit releasing the
+    # image lock and the view re-reading the image: the view read it, so the session that
+    # had just committed its edit held the other's text, and its answer did not say so
+    # (a suite run under load: "the winner's own view lacks its edit").
+    a = views(image, "a")
+    b = views(image, "b", install=False)
+    keeper = a.source("zoo.keeper")
+    edited(a, "zoo.animals", 'return "woof"', 'return "A"')
+    _commit_then(a, monkeypatch, _b_commits_over(b, 'return "A"', 'return "B"'))
+    assert a.commit() == ["zoo.animals"]
+    assert 'return "A"' in (a.source("zoo.animals")) and a.module("zoo.animals").Dog("x").noise() == "A"
+    assert a.source("zoo.keeper") == keeper             # nor half of the commit after it
+    assert (a.version, a.brought_in, a.changed_modules()) == (1, [], [])
+    assert b.version == 2 and 'return "B"' in (image / "zoo/animals.py").read_text()
+    edited(a, "zoo.animals", 'return "A"', 'return "A2"')   # its base is its own commit: b's is news
+    with pytest.raises(CommitConflict):
+        a.commit()
+    report = a.refresh()                                # b's commit comes in whole, and is said so
+    assert (report.brought_in, report.kept_ours) == (["zoo.keeper"], ["zoo.animals"])
+    assert "KEPT_BY_B" in a.source("zoo.keeper") and a.version == 2
+
+
+def test_a_commit_after_another_s_it_had_not_seen_brings_that_one_in_and_no_later_one(
+        image, views, monkeypatch):
+    # A commit starts the view afresh on the image as it stands at its commit point: what
+    # others committed before it is brought in (and named), what lands after it is not.
+    a = views(image, "a")
+    b = views(image, "b", install=False)
+    c = views(image, "c", install=False)
+    edited(b, "zoo.animals", 'return "woof"', 'return "B"')
+    assert b.commit() == ["zoo.animals"]
+    a.set_source("zoo.keeper", a.source("zoo.keeper") + "BY_A = True\n", live=False)
+    _commit_then(a, monkeypatch, _b_commits_over(c, 'return "B"', 'return "C"'))
+    assert a.commit() == ["zoo.keeper"]
+    assert (a.version, a.brought_in) == (2, ["zoo.animals"])
+    assert 'return "B"' in a.source("zoo.animals") and "BY_A" in a.source("zoo.keeper")
+    assert "KEPT_BY_B" not in a.source("zoo.keeper")
+
+
+def test_a_commit_that_could_not_read_the_image_back_under_its_lock_says_what_overtook_it(
+        image, views, monkeypatch):
+    # The read under the commit's lock failed (the commit stands all the same: the store
+    # leaves read_back empty): the view reads the image afterwards, as it is then. A module
+    # of its own commit that another's changed since is named as brought in, not left to
+    # look like its own.
+    a = views(image, "a")
+    b = views(image, "b", install=False)
+    edited(a, "zoo.animals", 'return "woof"', 'return "A"')
+    commit = a.store.commit
+
+    def not_read_back(*args, read_back=None, **kwargs):
+        return commit(*args, **kwargs)
+    monkeypatch.setattr(a.store, "commit", not_read_back)
+    _commit_then(a, monkeypatch, _b_commits_over(b, 'return "A"', 'return "B"'))
+    assert a.commit() == ["zoo.animals"]
+    assert (a.version, a.brought_in, a.changed_modules()) == (2, ["zoo.animals", "zoo.keeper"], [])
+    assert 'return "B"' in a.source("zoo.animals") and (a.commit_count, a.last_commit) == (1, ["zoo.animals"])
 
 def test_a_break_can_never_leave_a_snapshot_half_loaded(image, views, monkeypatch):
     # _load_snapshot replaces the texts, their base and its hashes in one statement:

@@ -510,7 +510,7 @@ def test_a_commit_of_changes_already_on_disk_whose_read_back_fails_says_they_wer
         view.set_source("zoo.keeper", "x = 'same'\n", live=False)
     a.ok("commit")
 
-    def timed_out():
+    def timed_out(*args, **kwargs):
         raise ImageLockTimeout(b.view.store.lock_file, 0.05, ["pid 1"])
 
     monkeypatch.setattr(b.view, "_load_snapshot", timed_out)

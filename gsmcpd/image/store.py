@@ -34,6 +34,7 @@ import fcntl
 import hashlib
 import io
 import json
+import logging
 import os
 import posixpath
 import stat
@@ -50,6 +51,8 @@ from gsmcpd.accounts import account_name, group_name
 from gsmcpd.image import holders
 from gsmcpd.image.dirfd import (ImageDirs, UntrustedLink, fsync_dir as _fsync_dir, is_entry, open_dir, readable,
                                 trusted_owners, walk_held)
+
+log = logging.getLogger("gsmcpd.image")
 
 STATE_DIR = ".gsmcpd"
 UNREADABLE = object()   # ImageStore._contents: there, but this account may not read it
@@ -506,23 +509,30 @@ class ImageStore:
         taken now, or the one `held` from hold_shared(), released when done.
         A commit killed past its commit point is read as finished (see _apply)."""
         with held if held is not None else self._locked(fcntl.LOCK_SH):
-            intent = self._pending_intent()
-            writes = intent["writes"] if intent is not None else {}
-            files, unlisted, too_long = {}, [], []
-            for rel in self._scan(intent, unlisted, too_long):
-                try:
-                    data = self._pending_bytes(rel, writes[rel]) if rel in writes else self._read(rel)
-                except OSError as error:
-                    if error.errno != errno.ENAMETOOLONG:
-                        raise
-                    too_long.append(rel)
-                    continue
-                if data is not None:
-                    files[rel] = data
-            version = self._journal_length()
-            if intent is not None and not self._journaled(intent):
-                version += 1   # its journal line, not written yet
-            return Snapshot(files, version, unlisted, sorted(too_long))
+            return self._snapshot()
+
+    def _snapshot(self, known: dict[str, bytes] | None = None) -> Snapshot:
+        """read_snapshot's read (call under the lock); a file in `known` is taken to hold
+        those bytes, not read (a commit's own writes)."""
+        known = known or {}
+        intent = self._pending_intent()
+        writes = intent["writes"] if intent is not None else {}
+        files, unlisted, too_long = {}, [], []
+        for rel in self._scan(intent, unlisted, too_long):
+            try:
+                data = (known[rel] if rel in known else self._pending_bytes(rel, writes[rel])
+                        if rel in writes else self._read(rel))
+            except OSError as error:
+                if error.errno != errno.ENAMETOOLONG:
+                    raise
+                too_long.append(rel)
+                continue
+            if data is not None:
+                files[rel] = data
+        version = self._journal_length()
+        if intent is not None and not self._journaled(intent):
+            version += 1   # its journal line, not written yet
+        return Snapshot(files, version, unlisted, sorted(too_long))
 
     def _read(self, rel: str) -> bytes | None:
         """A file's bytes; None if it is missing or this account may not read it
@@ -687,7 +697,7 @@ class ImageStore:
 
     def commit(self, changes: dict[str, bytes | None], base_hashes: dict[str, str | None],
                *, user: str, session_id: str, commit_id: str | None = None,
-               already_committed: list[str] | None = None) -> int:
+               already_committed: list[str] | None = None, read_back: list[Snapshot] | None = None) -> int:
         """Write `changes` (relpath -> new bytes, None = delete) if every file
         still hashes to `base_hashes[relpath]` (None = must not exist), and so does
         what those stand on (see _conflicts: `base_hashes` is the committer's whole
@@ -700,7 +710,10 @@ class ImageStore:
         CommitPending for a failure past the commit point).
         `commit_id` names the journal record (random if not given): after any other
         exception, `has_commit(commit_id)` tells whether the commit stands, if it got as
-        far as the lock (`locked_for`): one that did not wrote nothing."""
+        far as the lock (`locked_for`): one that did not wrote nothing.
+        With `read_back`, the image as this commit leaves it is appended to it, read before
+        the lock is let go (_read_back), so no later commit is in it: the snapshot a
+        committing view steps onto. Left empty if that read fails; the commit stands."""
         # Every directory is reached through `dirs` (see dirfd.py): checked once, then
         # held, so no write follows a link swapped in after the check.
         with self._exclusive() as dirs:
@@ -728,6 +741,7 @@ class ImageStore:
             for rel in sorted(changes):   # after the conflicts: one made since is said so first
                 self._refuse_unwritable(rel, dirs)
             if not changes:
+                self._read_back(read_back)
                 return self._journal_length()
             state = dirs.open(STATE_DIR)
             self._sweep_temps([state] + [fd for fd in {dirs.held(_dir_of(rel)) for rel in changes}
@@ -765,9 +779,24 @@ class ImageStore:
                 raise
             try:   # past the commit point: what fails now is finished later, not undone
                 _fsync_dir(state)
-                return self._apply(intent)
+                version = self._apply(intent)
             except OSError as error:
                 raise CommitPending(error) from error
+            self._read_back(read_back, {rel: data for rel, data in changes.items() if data is not None})
+            return version
+
+    def _read_back(self, read_back: list[Snapshot] | None, written: dict[str, bytes] | None = None) -> None:
+        """The image as the commit leaves it, appended to `read_back` (call under the lock,
+        once the commit is done); what it wrote is not read again. Only the files' bytes
+        are read here: decoding and hashing them is the caller's, once the lock is let go.
+        The read a view made right after its commit anyway, moved under the commit's lock:
+        a few ms more holding it on a large image (docs/PERFORMANCE.md)."""
+        if read_back is None:
+            return
+        try:
+            read_back.append(self._snapshot(written))
+        except OSError as error:   # the commit stands: the caller reads the image itself
+            log.warning("the image could not be read back under the commit's lock: %s", error)
 
     def _conflicts(self, changes: dict[str, bytes | None], base_hashes: dict[str, str | None],
                    on_disk: dict[str, str | None]) -> tuple[dict[str, str], list[str]]:

@@ -30,7 +30,8 @@ from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
 from gsmcpd.image.renumber import code_of_live_functions, code_within, renumber_moved_code, spans_of
 from gsmcpd.worker.toolset import BREAKS, ToolError, raise_if_break, recursion_limit_note
 from gsmcpd.image.store import (JOURNAL_LIMIT, LOCK_WAIT, CommitConflict, CommitPending, ImageStore,
-                                alike_hashes, module_name_of, other_form, packages_of, relpath_of, sha256)
+                                Snapshot, alike_hashes, module_name_of, other_form, packages_of, relpath_of,
+                                sha256)
 
 KERNEL = "builtins"
 log = logging.getLogger("gsmcpd.image")
@@ -187,8 +188,10 @@ class View:
 
     # -- snapshot --------------------------------------------------------
 
-    def _load_snapshot(self, held=None) -> None:
-        snapshot = self.store.read_snapshot(held)
+    def _load_snapshot(self, held=None, snapshot: Snapshot | None = None) -> None:
+        """Step onto `snapshot`, or the image as it is now (read under the lock `held`, if given)."""
+        if snapshot is None:
+            snapshot = self.store.read_snapshot(held)
         decoded = {rel: _decode(data) for rel, data in snapshot.files.items()}
         hashes = {rel: sha256(data) for rel, data in snapshot.files.items()}
         texts = self._held_if_unchanged({rel: text for rel, (text, _) in decoded.items()}, hashes)
@@ -425,7 +428,10 @@ class View:
         return bool(self.changed_files())
 
     def commit(self) -> list[str]:
-        """Write this view's changes; then the view sees every commit so far. Returns the
+        """Write this view's changes; then the view is the image as this commit left it
+        (a new transaction, as GemStone's commit starts): every commit before it brought
+        in, none made after it (the next refresh, commit or abort brings those in), so the
+        view holds what it just committed. Returns the
         modules written: one the disk already holds exactly as changed (another's
         identical commit) is taken as committed, not written, and named in
         `already_committed`; the modules others' commits it brought in are in `brought_in`,
@@ -436,6 +442,8 @@ class View:
         changed = self.changed_files()
         base = dict(self.base_hashes)
         already: list[str] = []                # files the disk held as changed: filled by the store
+        read_back: list[Snapshot] = []         # the image as the commit left it: filled by the store
+        stand = None
         if changed:
             changes = {rel: (self._encoded(rel) if rel in self.texts else None) for rel in changed}
             commit_id = self.call_tag + secrets.token_hex(8)
@@ -449,7 +457,7 @@ class View:
             stand = (base_texts, base_hashes, self.commit_count, changed)
             try:
                 self.store.commit(changes, self.base_hashes, user=self.user, session_id=self.session_id,
-                                  commit_id=commit_id, already_committed=already)
+                                  commit_id=commit_id, already_committed=already, read_back=read_back)
                 self._stand(*stand, already)
             except CommitPending as pending:   # decided: every snapshot reads it as done
                 self._stand(*stand, already)
@@ -463,17 +471,28 @@ class View:
                 if self.store.locked_for == commit_id and self._commit_stands(commit_id, changed, stand):
                     self._stand(*stand, already)
                     with contextlib.suppress(OSError):   # what failed the commit is what is said
-                        self._load_snapshot()
+                        self._load_snapshot(snapshot=read_back[0] if read_back else None)
                 raise
-        self._load_snapshot()
+        # Read under the commit's lock; else (it failed, or nothing was to be written) now.
+        self._load_snapshot(snapshot=read_back[0] if read_back else None)
         written = _modules_of(rel for rel in changed if rel not in already)
         # A module is named in one list: one with a file brought in is theirs now (its text
         # changed under the session), though another file of it was changed alike (as refresh).
-        self.brought_in = [module for module in self.moved_since(base, leaving_out=changed)
-                           if module not in written]
+        self.brought_in = sorted({*(module for module in self.moved_since(base, leaving_out=changed)
+                                    if module not in written), *self._overtaken(stand, already)})
         self.already_committed = [module for module in self.already_committed if module not in self.brought_in]
         self._reload()
         return written
+
+    def _overtaken(self, stand: tuple | None, already: list[str]) -> list[str]:
+        """The modules of this view's commit (`stand`: the base it made) whose files the view
+        now has otherwise than it wrote them: another's commit, landing after it and before
+        the image was read back (the read under the commit's lock failed), changed them."""
+        if stand is None:
+            return []
+        made, changed = stand[1], stand[3]
+        return _modules_of(rel for rel in changed
+                           if rel not in already and made.get(rel) != self.base_hashes.get(rel))
 
     def moved_since(self, base: dict[str, str | None], leaving_out=()) -> list[str]:
         """The modules whose committed text the view stands on is no longer what it was in
