@@ -617,7 +617,10 @@ PURR = "import pets\npets.__spec__.loader.view.set_source('pets', \"SOUND = 'pur
 @pytest.mark.parametrize("step", ["_write_intent", "_apply"])
 def test_a_break_during_a_commit_says_whether_the_commit_stands(tmp_path, step):
     image = write_image(tmp_path / "image", {"pets.py": "SOUND = 'woof'\n"})
-    env = {"GS_MCP_IMAGE": str(image), "GS_MCP_REQUEST_TIMEOUT": "0.5", "GS_MCP_BREAK_GRACE": "5"}
+    # The deadline must fall once the commit is held at `step`, past its fsyncs, which a busy
+    # disk stretches (one commit took 0.22 s beside the suite): at 0.5 s a slow `_apply` commit
+    # could be broken before its commit point. The call waits out the deadline, whatever it is.
+    env = {"GS_MCP_IMAGE": str(image), "GS_MCP_REQUEST_TIMEOUT": "1.5", "GS_MCP_BREAK_GRACE": "5"}
     with Daemon(tmp_path, env=env) as daemon:
         a = session(daemon)
         a.tool("execute_code", code=SLOW_COMMIT_STEP % {"step": step})
@@ -627,12 +630,12 @@ def test_a_break_during_a_commit_says_whether_the_commit_stands(tmp_path, step):
         seen_by_others = tool_text(session(daemon).tool("execute_code", code=SOUND))
         a.tool("execute_code", code=RESTORE_STEP % {"step": step})
         if step == "_write_intent":   # nothing was written: the change is still the session's own
-            assert error["message"] == "request timed out after 0.5s (GS_MCP_REQUEST_TIMEOUT) and was interrupted: soft break"
+            assert error["message"] == "request timed out after 1.5s (GS_MCP_REQUEST_TIMEOUT) and was interrupted: soft break"
             assert status["changedModules"] == ["pets"] and seen_by_others == "'woof'"
             assert a.tool("commit")["structuredContent"]["committed"] == ["pets"]
         else:                         # decided: every view reads it as done, the answer says so
             assert error["message"] == (
-                "request timed out after 0.5s (GS_MCP_REQUEST_TIMEOUT) and was interrupted: soft break; "
+                "request timed out after 1.5s (GS_MCP_REQUEST_TIMEOUT) and was interrupted: soft break; "
                 "it came too late to stop the commit this call "
                 "made, which stands (committed pets; view version %d)" % status["viewVersion"])
             assert status["changedModules"] == [] and seen_by_others == "'meow'"
