@@ -37,7 +37,10 @@ log = logging.getLogger("gsmcpd.worker")
 
 PR_SET_CHILD_SUBREAPER = 36
 END_WAIT = 2.0        # seconds a worker's end spends killing its descendants, at most
-TRACKER_WAIT = 0.5    # and then waiting for multiprocessing's resource tracker to clean up
+# Then, at most, for multiprocessing's resource tracker to unlink what is left and exit (its
+# exit ends the wait): a niced tracker on a swamped host took up to 0.19 s, of 0.5 s before.
+# END_WAIT + this stays within the router's SHUTDOWN_GRACE (3 s).
+TRACKER_WAIT = 1.0
 SWEEP_SHARE = 0.05    # the spawner's sweeps take at most this share of a CPU
 
 try:
