@@ -115,6 +115,8 @@ class PartTest(unittest.TestCase):
     "gone/spared.py": "from gone.helpers import spare\n",
     "gone/tools.py": "def tool():\n    return 1\n",
     "gone/tooled.py": "from gone.tools import tool\n",
+    "gone/tasks.py": "class Task:\n    def run(self):\n        return 1\n",
+    "gone/handlers.py": "from gone.tasks import Task\n\nhandler = Task.run\n",
     "generic/__init__.py": "",
     "generic/box.py": "import typing\n\nT = typing.TypeVar('T')\n\n\nclass Box(typing.Generic[T]):\n    pass\n\n\n"
                       "class IntBox(Box[int]):\n    pass\n\n\nraise ImportError('not yet')\n",
@@ -762,6 +764,17 @@ def test_delete_method_of_a_function_names_importers_the_session_had_not_loaded(
     assert "gone.tooled" in deleted["structuredContent"]["importErrors"]
     other = open_session(daemon)
     assert "cannot import name 'tool'" in error(other, "execute_code", "other", code="import gone.tooled")
+    other.close()
+
+
+def test_delete_method_read_by_another_module_as_it_runs_names_it(daemon, c):
+    # gone.handlers (`handler = Task.run`) was committed failing to import without a word.
+    deleted = call_tool(c, "delete_method", {"className": "Task", "selector": "run"})
+    assert ("gone.handlers now fails to import: AttributeError: type object 'Task' has no "
+            "attribute 'run'") in tool_text(deleted)
+    assert list(deleted["structuredContent"]["importErrors"]) == ["gone.handlers"]
+    other = open_session(daemon)
+    assert "has no attribute 'run'" in error(other, "execute_code", "other", code="import gone.handlers")
     other.close()
 
 

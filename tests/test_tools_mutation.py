@@ -985,6 +985,33 @@ def test_delete_method_notes_a_method_the_module_reads_as_it_runs(client, image)
         assert "note" not in text(result) and "readAsItRuns" not in result["structuredContent"]
 
 
+def test_delete_method_names_another_module_reading_it_as_it_runs(client, image):
+    # `handler = Job.run` in another module: committed, that module imported in no new
+    # session, and the answer said nothing.
+    (image / "zoo" / "jobs.py").write_text(
+        "class Job:\n    def run(self):\n        return 1\n\n    def stop(self):\n        return 2\n")
+    (image / "zoo" / "runner.py").write_text(
+        "from zoo.jobs import Job\n\nhandler = Job.run\n\n\ndef later(job):\n    return job.stop()\n")
+    client.ok("refresh")
+    client.view.module("zoo.jobs")                      # zoo.runner not loaded: named all the same
+    result = client.ok("delete_method", className="Job", selector="run")
+    assert result["structuredContent"]["reimported"] == ["zoo.runner"]
+    assert result["structuredContent"]["importErrors"] == {
+        "zoo.runner": "AttributeError: type object 'Job' has no attribute 'run'"}
+    assert ("deleted zoo.jobs.Job.run; re-imported zoo.runner; zoo.runner now fails to import: "
+            "AttributeError: type object 'Job' has no attribute 'run'; committed") in text(result)
+    # A method read only in a function body: no importer is re-imported (nor replaced).
+    result = client.ok("delete_method", className="Job", selector="stop")["structuredContent"]
+    assert "reimported" not in result and "importErrors" not in result
+
+
+def test_delete_method_re_imports_no_importer_that_does_not_read_it_as_it_runs(client, image):
+    # Re-importing every importer on each delete_method would replace their live classes.
+    keeper = client.view.module("zoo.keeper")
+    result = client.ok("delete_method", className="Dog", selector="noise")["structuredContent"]
+    assert "reimported" not in result and client.view.module("zoo.keeper") is keeper
+
+
 def test_delete_method_deletes_a_method_the_module_reads_guarded(client, image):
     (image / "zoo" / "guarded.py").write_text(
         "class A:\n    def run(self):\n        return 1\n\n\n"

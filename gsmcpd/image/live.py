@@ -670,6 +670,18 @@ def attribute_reader(tree: ast.Module, class_name: str, attribute: str) -> ast.s
     return reader
 
 
+def reads_attribute(tree: ast.Module, attributes: set[str]) -> bool:
+    """Whether running the module reads an attribute of one of those names, of anything
+    (`LIMIT = Job.limit`, `handler = jobs.Job.run`), as it is imported: which object's is
+    not told from the source, so only a re-import says whether it fails. Function bodies
+    do not run then."""
+    lazy_annotations = bool(future_flags(tree) & __future__.annotations.compiler_flag)
+
+    def wanted(sub):
+        return isinstance(sub, ast.Attribute) and sub.attr in attributes and isinstance(sub.ctx, ast.Load)
+    return any(_reads(node, wanted, lazy_annotations) for node in tree.body)
+
+
 def _reads(node: ast.AST, wanted, lazy_annotations: bool) -> bool:
     """Whether running `node` at the module's top level evaluates a node `wanted` picks."""
     return any(wanted(sub) for sub in splice.evaluated_now(node, lazy_annotations))

@@ -742,6 +742,21 @@ class View:
             self.module(name)
         return sorted(importers)
 
+    def image_importers_of(self, module: str) -> set[str]:
+        """The image's modules that import `module`, directly or through others, loaded
+        or not (read from their source): `module` itself not among them."""
+        return self._importers_of({module}, self.module_names()) - {module}
+
+    def reload_with_importers(self, modules) -> list[str]:
+        """Re-import `modules`, and the loaded modules importing them (which hold what
+        the old ones bound): what a new session's import of them does now."""
+        loaded = self.loaded_modules()
+        stale = self._importers_of(set(modules), loaded)
+        self._forget_live(stale)
+        for name in sorted(stale):
+            self.module(name)
+        return sorted(stale)
+
     def _importers_of(self, targets: set[str], loaded: list[str]) -> set[str]:
         found = set(targets)
         grew = True

@@ -207,8 +207,29 @@ class MutationToolset(Toolset):
         just removed), so this session sees what a fresh one would: an importer that
         names what is gone now fails to import here too; so does the class's own module
         (`itself`) when it still needs the class as it runs. Returns a note and its data."""
-        reimported = sorted({name for module in modules
-                             for name in self.view.reload_importers_of(module, itself)})
+        return self._reimported_note(sorted({name for module in modules
+                                             for name in self.view.reload_importers_of(module, itself)}))
+
+    def _reimport_readers(self, module_name: str, attributes: set[str]) -> tuple[str, dict]:
+        """Re-import the image modules importing `module_name` that read an attribute
+        named in `attributes` as they run (`LIMIT = Job.limit`), after its class lost
+        them: one that reads it of that class now fails here as in a new session, named,
+        not committed silently. Only those (a static check first): re-importing every
+        importer on each edit would replace their live classes for nothing. ('', {}) when
+        none reads them."""
+        readers = []
+        for name in sorted(self.view.image_importers_of(module_name)):
+            source, tree = self.view.source(name), self.view.tree(name)
+            if (tree is not None and any(f".{attribute}" in source for attribute in attributes)
+                    and live.reads_attribute(tree, attributes)):
+                readers.append(name)
+        if not readers:
+            return "", {}
+        self.view.load_all()   # as delete_class: an importer not loaded yet is named too
+        return self._reimported_note(self.view.reload_with_importers(readers))
+
+    def _reimported_note(self, reimported: list[str]) -> tuple[str, dict]:
+        """The note and data naming the modules `reimported` and those now failing."""
         errors = {name: self.view.import_errors[name] for name in reimported
                   if name in self.view.import_errors}
         note = f"; re-imported {', '.join(reimported)}" if reimported else ""
@@ -606,9 +627,7 @@ class MutationToolset(Toolset):
             # A note, not a refusal: a guarded read (try/hasattr) is fine, and no tool
             # edits a module-level statement, so a refusal would leave no way through.
             read = splice.statement_line(new_source, reader)
-            note = (f"; note: {ref.module} reads {ref.name}.{bound} as it runs ({read!r}), so "
-                    f"unless that read is guarded, a new session's import of {ref.module} "
-                    "fails (AttributeError)")
+            note = _read_as_it_runs_note(ref.module, ref.name, {bound: read})
             data = {"readAsItRuns": read}
         basis = live.dataclass_basis(cls) if cls is not None else None
         rebuilt = (self._rebuilt_dataclass(ref, cls, new_source, classdef, selector)
@@ -618,6 +637,10 @@ class MutationToolset(Toolset):
         elif cls is not None:
             self._unset_method(ref, cls, new_source, selector)
         self.view.set_source(ref.module, new_source, live=cls is not None)
+        if cls is not None and not kept:
+            # Another module reading it as it runs (`handler = Job.run`) fails, named.
+            imported, imported_data = self._reimport_readers(ref.module, {bound})
+            note, data = note + imported, {**data, **imported_data}
         stale, stale_data = self._stale_dataclass_subclasses(ref.qualified, cls, basis)
         return self._finish(f"deleted {ref.qualified}.{selector}{note}{stale}",
                             {"class": ref.qualified, "selector": selector, **data, **stale_data})
@@ -908,6 +931,15 @@ _DATACLASS_READS = _DATACLASS_MADE | {"__post_init__"}
 
 # Why no `frozen` makes a dataclass again (live.agreeing_frozen None), Python 3.13's rule.
 _MIXED_FROZEN = "some frozen and some not, which this Python's dataclass decorator refuses either way"
+
+
+def _read_as_it_runs_note(module_name: str, class_name: str, reads: dict[str, str]) -> str:
+    """The note on the statements of the class's own module that read, as it runs, the
+    attributes the class no longer has (`reads`: attribute, statement quoted)."""
+    said = ", ".join(f"{class_name}.{attribute} as it runs ({read!r})" for attribute, read in reads.items())
+    that, reads_are = ("that read", "is") if len(reads) == 1 else ("those reads", "are")
+    return (f"; note: {module_name} reads {said}, so unless {that} {reads_are} guarded, a new "
+            f"session's import of {module_name} fails (AttributeError)")
 
 
 def _rerun_note(ran: str, hooks: list[str], made: str, owner: str, tail: str = "") -> tuple[str, dict]:
