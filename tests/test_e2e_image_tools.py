@@ -115,6 +115,9 @@ class PartTest(unittest.TestCase):
     "gone/spared.py": "from gone.helpers import spare\n",
     "gone/tools.py": "def tool():\n    return 1\n",
     "gone/tooled.py": "from gone.tools import tool\n",
+    "gone/quotas.py": "class Quota:\n    size = 1\n\n\nOWN = Quota.size\n",
+    "gone/caps.py": "class Cap:\n    limit = 3\n",
+    "gone/limits.py": "from gone.caps import Cap\n\nLIMIT = Cap.limit\n",
     "gone/tasks.py": "class Task:\n    def run(self):\n        return 1\n",
     "gone/handlers.py": "from gone.tasks import Task\n\nhandler = Task.run\n",
     "generic/__init__.py": "",
@@ -764,6 +767,20 @@ def test_delete_method_of_a_function_names_importers_the_session_had_not_loaded(
     assert "gone.tooled" in deleted["structuredContent"]["importErrors"]
     other = open_session(daemon)
     assert "cannot import name 'tool'" in error(other, "execute_code", "other", code="import gone.tooled")
+    other.close()
+
+
+def test_compile_class_definition_dropping_attributes_read_as_modules_run_names_them(daemon, c):
+    # "redefined in place; committed", without a word: gone.quotas (`OWN = Quota.size`) and
+    # gone.limits (`LIMIT = Cap.limit`) then imported in no new session.
+    result = structured(c, "compile_class_definition", source="class Quota:\n    pass\n")
+    assert (result["outcome"], result["readAsItRuns"]) == ("updated", {"size": "OWN = Quota.size"})
+    result = structured(c, "compile_class_definition", source="class Cap:\n    pass\n")
+    assert (result["outcome"], result["importErrors"]) == (
+        "updated", {"gone.limits": "AttributeError: type object 'Cap' has no attribute 'limit'"})
+    other = open_session(daemon)
+    for module, attribute in (("gone.quotas", "size"), ("gone.limits", "limit")):
+        assert f"has no attribute '{attribute}'" in error(other, "execute_code", "other", code=f"import {module}")
     other.close()
 
 

@@ -728,6 +728,46 @@ def test_an_enum_redefined_without_a_member_an_importer_reads_names_that_importe
     assert "; re-imported zoo.palette; zoo.palette now fails to import: AttributeError: BLUE" in text(result)
 
 
+def test_compile_class_definition_notes_a_dropped_attribute_its_module_reads_as_it_runs(client, image):
+    # `OWN = Job.limit` below the class: "redefined in place", committed, and the module
+    # imported in no new session.
+    (image / "zoo" / "jobs.py").write_text(
+        "class Job:\n    limit = 3\n    size = 1\n\n    def run(self):\n        return 1\n\n\n"
+        "OWN = Job.limit\nRUN = Job.run\n")
+    client.ok("refresh")
+    result = client.ok("compile_class_definition", source="class Job:\n    size = 2\n",
+                       recompileMethods=False)
+    assert result["structuredContent"]["outcome"] == "updated"
+    assert result["structuredContent"]["readAsItRuns"] == {"limit": "OWN = Job.limit", "run": "RUN = Job.run"}
+    assert ("redefined zoo.jobs.Job in place; note: zoo.jobs reads Job.limit as it runs "
+            "('OWN = Job.limit'), Job.run as it runs ('RUN = Job.run'), so unless those reads are "
+            "guarded, a new session's import of zoo.jobs fails (AttributeError); committed") in text(result)
+    # What it keeps, or carries over, is not noted.
+    result = client.ok("compile_class_definition", source="class Job:\n    size = 3\n    limit = 4\n")
+    assert "note" not in text(result) and "readAsItRuns" not in result["structuredContent"]
+
+
+def test_compile_class_definition_names_another_module_reading_a_dropped_attribute(client, image):
+    (image / "zoo" / "jobs.py").write_text("class Base:\n    size = 0\n\n\nclass Job(Base):\n"
+                                           "    limit = 3\n    size = 1\n    name = 'job'\n")
+    (image / "zoo" / "limits.py").write_text("from zoo.jobs import Job\n\nLIMIT = Job.limit\nSIZE = Job.size\n")
+    (image / "zoo" / "named.py").write_text("from zoo import jobs\n\n\ndef name():\n    return jobs.Job.name\n")
+    client.ok("refresh")
+    client.view.module("zoo.jobs")
+    named = client.view.module("zoo.named")
+    # size dropped, but a base has one: nothing to name, nothing re-imported.
+    result = client.ok("compile_class_definition", source="class Job(Base):\n    limit = 3\n    name = 'job'\n")
+    assert "reimported" not in result["structuredContent"]
+    result = client.ok("compile_class_definition", source="class Job(Base):\n    pass\n")
+    assert result["structuredContent"]["outcome"] == "updated"
+    assert result["structuredContent"]["reimported"] == ["zoo.limits"]   # zoo.named reads name when called
+    assert result["structuredContent"]["importErrors"] == {
+        "zoo.limits": "AttributeError: type object 'Job' has no attribute 'limit'"}
+    assert ("redefined zoo.jobs.Job in place; re-imported zoo.limits; zoo.limits now fails to "
+            "import: AttributeError: type object 'Job' has no attribute 'limit'; committed") in text(result)
+    assert client.view.module("zoo.named") is named
+
+
 def test_a_memberless_enum_base_is_redefined_in_place_and_its_subclasses_see_it(client, image, importing_enum):
     client.view.add_module("zoo.tones", f"{importing_enum}\n\n\nclass Base(enum.Enum):\n"
                                         "    def label(self):\n        return self.name\n\n\n"

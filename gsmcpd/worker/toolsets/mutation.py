@@ -526,6 +526,20 @@ class MutationToolset(Toolset):
         # (`DEFAULT = Level.HIGH`) fails here as in a new session, named, not silently.
         imported, imported_data = (self._reimport_importers([module_name]) if outcome == "replaced"
                                    else ("", {}))
+        dropped = _dropped_names(old_node, new_source, name, getattr(module, name, None)
+                                 if outcome in ("updated", "replaced") else None)
+        if dropped and outcome == "updated":
+            # The same class lost them: only the importers reading them need re-importing.
+            imported, imported_data = self._reimport_readers(module_name, dropped)
+        reads = {}
+        tree = parsing.parse(new_source)
+        for dropped_name in sorted(dropped):
+            reader = live.attribute_reader(tree, name, dropped_name)
+            if reader is not None:
+                reads[dropped_name] = splice.statement_line(new_source, reader)
+        if reads:   # noted, not refused, as delete_method does
+            imported = _read_as_it_runs_note(module_name, name, reads) + imported
+            imported_data = {**imported_data, "readAsItRuns": reads}
         message = {"defined": f"defined {module_name}.{name}",
                    "updated": f"redefined {module_name}.{name} in place",
                    "replaced": f"redefined {module_name}.{name} with a new shape (bases, "
@@ -940,6 +954,22 @@ def _read_as_it_runs_note(module_name: str, class_name: str, reads: dict[str, st
     that, reads_are = ("that read", "is") if len(reads) == 1 else ("those reads", "are")
     return (f"; note: {module_name} reads {said}, so unless {that} {reads_are} guarded, a new "
             f"session's import of {module_name} fails (AttributeError)")
+
+
+def _dropped_names(old_node: ast.ClassDef | None, new_source: str, class_name: str, cls) -> set[str]:
+    """The names (as bound) the class's old statement bound and its new one does not,
+    that the live class `cls` (None: not live) no longer has, not even from a base or
+    its metaclass: what a read of them (`OWN = Job.limit`) now fails on."""
+    if old_node is None:
+        return set()
+    new_node = splice.class_statement(parsing.parse(new_source), class_name)
+    if new_node is None:
+        return set()
+    dropped = live.class_member_names(old_node) - live.class_member_names(new_node)
+    if isinstance(cls, type):
+        dropped = {name for name in dropped
+                   if not any(name in vars(owner) for owner in cls.__mro__ + type(cls).__mro__)}
+    return dropped
 
 
 def _rerun_note(ran: str, hooks: list[str], made: str, owner: str, tail: str = "") -> tuple[str, dict]:
