@@ -11,6 +11,7 @@ import grp
 import http.client
 import json
 import os
+import pickle
 import pwd
 import shutil
 import signal
@@ -316,6 +317,34 @@ def local_group(name=None):
         yield grp.getgrnam(name)
     finally:
         _account_tool("groupdel", name)
+
+
+def as_account(uid, gid, work, groups=()):
+    """`work()` run in a forked child switched to uid/gid and the supplementary `groups`
+    (as a per-user worker is; needs root): ("returned", what it returned) or ("raised",
+    "Type: message"). The child is this Python, already started, which the account itself
+    may not be able to start (a pyenv build under /root); what `work` imports it may not
+    read either, so import that first."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read)
+            os.setgroups(list(groups))
+            os.setresgid(gid, gid, gid)
+            os.setresuid(uid, uid, uid)
+            try:
+                outcome = ("returned", work())
+            except BaseException as error:
+                outcome = ("raised", "%s: %s" % (type(error).__name__, error))
+            os.write(write, pickle.dumps(outcome))
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as reading:
+        data = reading.read()
+    os.waitpid(pid, 0)
+    return pickle.loads(data)
 
 
 def connect_as(uid, address, timeout=None):

@@ -22,7 +22,7 @@ from gsmcpd.image import store as store_module
 from gsmcpd.image.default import EXAMPLE_FILES, ensure_default_image
 from gsmcpd.image.dirfd import ImageDirs
 from gsmcpd.image.store import CommitConflict, ImageStore, _intent_shape_problem, module_name_of, sha256
-from helpers import exclusive_lock_free, nested_packages, too_long_tree, unwritable_dir, wait_until
+from helpers import as_account, exclusive_lock_free, nested_packages, too_long_tree, unwritable_dir, wait_until
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -1239,32 +1239,6 @@ def test_files_and_packages_whose_path_passes_path_max_are_left_out_and_named(de
     assert not any(rel.startswith(package_past) for rel in snapshot.files)
 
 
-def _as_account(uid, gid, work, groups=()):
-    """`work()` run in a child switched to uid/gid and the supplementary `groups` (as a
-    per-user worker is): what it returned, or the repr of what it raised."""
-    import pickle
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.close(read)
-            os.setgroups(list(groups))
-            os.setresgid(gid, gid, gid)
-            os.setresuid(uid, uid, uid)
-            try:
-                outcome = ("returned", work())
-            except BaseException as error:
-                outcome = ("raised", "%s: %s" % (type(error).__name__, error))
-            os.write(write, pickle.dumps(outcome))
-        finally:
-            os._exit(0)
-    os.close(write)
-    with os.fdopen(read, "rb") as reading:
-        data = reading.read()
-    os.waitpid(pid, 0)
-    return pickle.loads(data)
-
-
 @pytest.fixture
 def shared_tmp():
     """A directory other accounts may reach (pytest's tmp_path lies in a 0700 one)."""
@@ -1293,10 +1267,10 @@ def test_accounts_sharing_a_setgid_image_through_its_group_commit_to_the_state_t
     # commits left pending ("Permission denied: 'journal.jsonl'").
     store = _shared_image(shared_tmp, {"a.py": "a = 1\n", "b.py": "b = 1\n"})
     first, second = OTHER_UID + 10, OTHER_UID + 11   # each in its own group, and the image's
-    assert _as_account(first, first, lambda: _committed(store, {"a.py": b"a = 2\n"}), [OTHER_UID]) == (
+    assert as_account(first, first, lambda: _committed(store, {"a.py": b"a = 2\n"}), [OTHER_UID]) == (
         "returned", 1)
     assert os.stat(store.state_dir).st_mode & stat.S_ISGID and os.stat(store.journal_file).st_gid == OTHER_UID
-    assert _as_account(second, second, lambda: _committed(store, {"b.py": b"b = 2\n"}), [OTHER_UID]) == (
+    assert as_account(second, second, lambda: _committed(store, {"b.py": b"b = 2\n"}), [OTHER_UID]) == (
         "returned", 2)
     assert [record["files"][0]["file"] for record in store.journal()] == ["a.py", "b.py"]
 
@@ -1308,7 +1282,7 @@ def test_a_commit_to_a_module_file_the_account_may_not_write_is_refused_and_writ
     # module was replaced, or removed, whatever its own permissions said.
     store = _shared_image(shared_tmp, {"a.py": "a = 1\n", "b.py": "b = 1\n"})
     os.chmod(store.image_dir / "a.py", 0o644)           # root's, not group-writable
-    outcome = _as_account(OTHER_UID + 1, OTHER_UID, lambda: store.commit(
+    outcome = as_account(OTHER_UID + 1, OTHER_UID, lambda: store.commit(
         {"a.py": change, "b.py": b"b = 2\n"}, {"a.py": sha256(b"a = 1\n"), "b.py": sha256(b"b = 1\n")},
         user="ben", session_id="s"))
     assert outcome == ("raised", "UnwritableModule: [Errno 13] a.py may not be changed by this account "
@@ -1326,7 +1300,7 @@ def test_a_commit_by_an_account_outside_the_group_sharing_the_image_names_the_gr
     store = _shared_image(shared_tmp, {"a.py": "a = 1\n"})
     store.read_snapshot()                                # its lock made, as a member's session would
     outsider = OTHER_UID + 3                             # in its own group only
-    outcome = _as_account(outsider, outsider, lambda: store.commit(
+    outcome = as_account(outsider, outsider, lambda: store.commit(
         {"a.py": b"a = 2\n"}, {"a.py": sha256(b"a = 1\n")}, user="cat", session_id="s"))
     group, account = group_name(OTHER_UID), account_name(outsider)
     assert outcome == ("raised", f"UnwritableModule: [Errno 13] a.py may not be changed by this account "
@@ -1347,7 +1321,7 @@ def test_a_module_refused_in_a_directory_not_writable_either_says_the_directory_
     store.read_snapshot()                                # its lock made: the account cannot make it there
     os.chmod(store.image_dir / posixpath.dirname(rel), 0o755)   # root's, not group-writable
     os.chmod(store.image_dir / rel, 0o644)
-    outcome = _as_account(OTHER_UID + 1, OTHER_UID, lambda: store.commit(
+    outcome = as_account(OTHER_UID + 1, OTHER_UID, lambda: store.commit(
         {rel: b"a = 2\n"}, {rel: sha256(b"a = 1\n")}, user="ben", session_id="s"))
     where = "its directory pkg/" if rel == "pkg/a.py" else "the image's directory"
     assert outcome == ("raised", f"UnwritableModule: [Errno 13] {rel} may not be changed by this account "
@@ -1363,7 +1337,7 @@ def test_in_a_sticky_directory_a_commit_to_another_accounts_module_is_refused_be
     # that could never be finished.
     store = _shared_image(shared_tmp, {"pkg/__init__.py": "", "pkg/a.py": "a = 1\n"})
     os.chmod(store.image_dir / "pkg", 0o3777)
-    outcome = _as_account(OTHER_UID + 1, OTHER_UID, lambda: store.commit(
+    outcome = as_account(OTHER_UID + 1, OTHER_UID, lambda: store.commit(
         {"pkg/a.py": b"a = 2\n"}, {"pkg/a.py": sha256(b"a = 1\n")}, user="ben", session_id="s"))
     assert outcome[0] == "raised" and "pkg/a.py may not be changed by this account (its directory is " \
         "sticky and the file another account's: owner root, mode 0664)" in outcome[1], outcome
@@ -1378,7 +1352,7 @@ def test_a_group_writable_module_of_another_account_is_committed_and_a_new_one_i
     store = _shared_image(shared_tmp, {"a.py": "a = 1\n"})
     old_umask = os.umask(0o077)                    # the unit's, inherited by every worker
     try:
-        outcome = _as_account(OTHER_UID + 1, OTHER_UID, lambda: store.commit(
+        outcome = as_account(OTHER_UID + 1, OTHER_UID, lambda: store.commit(
             {"a.py": b"a = 2\n", "pkg/__init__.py": b"", "pkg/new.py": b"n = 1\n", "top.py": b"t = 1\n"},
             {"a.py": sha256(b"a = 1\n")}, user="ben", session_id="s"))
     finally:
@@ -1387,7 +1361,7 @@ def test_a_group_writable_module_of_another_account_is_committed_and_a_new_one_i
     assert (store.image_dir / "a.py").read_text() == "a = 2\n"
     for new in ("pkg/__init__.py", "pkg/new.py", "top.py"):   # another account may commit to them
         assert stat.S_IMODE((store.image_dir / new).stat().st_mode) == 0o664, new
-    outcome = _as_account(OTHER_UID + 2, OTHER_UID, lambda: store.commit(
+    outcome = as_account(OTHER_UID + 2, OTHER_UID, lambda: store.commit(
         {"pkg/new.py": b"n = 2\n"}, {"pkg/new.py": sha256(b"n = 1\n")}, user="cat", session_id="s"))
     assert outcome == ("returned", 2)
 
@@ -1415,7 +1389,7 @@ def test_a_commit_to_an_image_on_a_read_only_file_system_fails_as_unwritten_not_
     store = _shared_image(shared_tmp, {"a.py": "a = 1\n"})
     store.read_snapshot()                               # its lock made: a read-only image serves
     with _read_only(store.image_dir):
-        outcome = _as_account(OTHER_UID + 1, OTHER_UID, lambda: store.commit(
+        outcome = as_account(OTHER_UID + 1, OTHER_UID, lambda: store.commit(
             {"a.py": change}, {"a.py": sha256(b"a = 1\n")}, user="ben", session_id="s"))
     assert outcome[0] == "raised" and outcome[1].startswith("OSError: [Errno 30] Read-only file system"), outcome
     assert (store.image_dir / "a.py").read_text() == "a = 1\n" and store.journal() == []
@@ -1464,7 +1438,7 @@ def test_a_module_another_account_made_meanwhile_unwritable_is_a_conflict_first(
     store = _shared_image(shared_tmp, {"a.py": "a = 1\n"})
     (store.image_dir / "new.py").write_text("n = 0\n")
     os.chmod(store.image_dir / "new.py", 0o644)
-    outcome = _as_account(OTHER_UID + 1, OTHER_UID, lambda: store.commit(
+    outcome = as_account(OTHER_UID + 1, OTHER_UID, lambda: store.commit(
         {"new.py": b"n = 1\n"}, {"a.py": sha256(b"a = 1\n")}, user="ben", session_id="s"))
     assert outcome == ("raised", "CommitConflict: new.py"), outcome
 
@@ -1563,21 +1537,21 @@ def test_a_sticky_state_directory_refuses_other_accounts_opens_and_commits_namin
     from gsmcpd.image.default import image_dir_problem
     store = _shared_image(shared_tmp, {"a.py": "a = 1\n", "b.py": "b = 1\n"})
     ann, ben = OTHER_UID + 1, OTHER_UID + 2
-    assert _as_account(ann, OTHER_UID, lambda: _pending(store, {"a.py": b"a = 2\n"}, monkeypatch)) == (
+    assert as_account(ann, OTHER_UID, lambda: _pending(store, {"a.py": b"a = 2\n"}, monkeypatch)) == (
         "returned", None)
     assert os.stat(store.intent_file).st_uid == os.stat(store.state_dir).st_uid == ann   # its first session made it
     os.chmod(store.state_dir, 0o3775)
     refusal = _sticky_refusal(store.state_dir, f"uid {ann}")
-    assert _as_account(ben, OTHER_UID, lambda: store.read_snapshot()) == ("raised", refusal)
-    assert _as_account(ben, OTHER_UID, lambda: store.commit(
+    assert as_account(ben, OTHER_UID, lambda: store.read_snapshot()) == ("raised", refusal)
+    assert as_account(ben, OTHER_UID, lambda: store.commit(
         {"b.py": b"b = 2\n"}, {"b.py": sha256(b"b = 1\n")}, user="ben", session_id="s")) == ("raised", refusal)
     assert (store.image_dir / "b.py").read_text() == "b = 1\n" and os.path.exists(store.intent_file)
     # Root, and the directory's owner, may replace and remove any file there: not refused,
     # but serving per-user workers (any account) is.
-    assert _as_account(ann, OTHER_UID, lambda: sorted(store.read_snapshot().files)) == ("returned", ["a.py", "b.py"])
+    assert as_account(ann, OTHER_UID, lambda: sorted(store.read_snapshot().files)) == ("returned", ["a.py", "b.py"])
     assert image_dir_problem(store.image_dir) is None
     assert image_dir_problem(store.image_dir, per_user=True) == "cannot be served: " + refusal.split("] ", 1)[1]
     os.chmod(store.state_dir, 0o2775)   # the fix: ben's commit then finishes ann's pending one
-    assert _as_account(ben, OTHER_UID, lambda: _committed(store, {"b.py": b"b = 2\n"})) == ("returned", 2)
+    assert as_account(ben, OTHER_UID, lambda: _committed(store, {"b.py": b"b = 2\n"})) == ("returned", 2)
     assert [(store.image_dir / rel).read_text() for rel in ("a.py", "b.py")] == ["a = 2\n", "b = 2\n"]
     assert not os.path.exists(store.intent_file)

@@ -1,36 +1,25 @@
 """An image directory this account may not list (mode 0311) or enter (0700), another
 account's: its sessions read the rest of the image, and no commit writes or removes there.
 
-Root is not stopped by mode bits, so each check runs as `nobody` (setpriv) on an image
-root made; skipped unless the suite runs as root, as CI does.
+Root is not stopped by mode bits, so each check runs as `nobody` in a child of the suite's
+own process (as_account), on the Python running the suite: one nobody cannot start (a
+pyenv build's shared libpython under /root) is checked too. Skipped unless the suite runs
+as root, as CI does.
 """
 
-import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
-import textwrap
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from gsmcpd.image.store import ImageStore, sha256
+from helpers import as_account
+
 NOBODY = 65534
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
-                                reason="needs root (to run a check as another account) and setpriv")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def nobody_runs_this_python():
-    # A Python built with a shared libpython under a directory only root may enter (pyenv's
-    # 3.12 and 3.13 in /root) cannot start as nobody: nothing here can then be checked.
-    done = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-                           sys.executable, "-c", "pass"], capture_output=True, text=True, cwd="/", timeout=60)
-    if done.returncode != 0:
-        pytest.skip(f"nobody cannot run {sys.executable}: {done.stderr.strip()}")
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (to run a check as another account)")
 
 
 @pytest.fixture
@@ -57,26 +46,22 @@ def image():
         shutil.rmtree(top, ignore_errors=True)
 
 
-def as_nobody(image, body):
-    """Run `body` (Python, with `store` an ImageStore of `image` and `out` a dict) as nobody;
-    returns `out`."""
-    code = textwrap.dedent("""\
-        import json, sys
-        from gsmcpd.image.store import ImageStore, sha256
-        store, out = ImageStore(sys.argv[1]), {}
-        def commit(changes):
-            base = {rel: sha256(data) for rel, data in store.read_snapshot().files.items()}
-            try:
-                store.commit(changes, base, user="u", session_id="s")
-                return "committed"
-            except OSError as error:
-                return f"{type(error).__name__}: {error}"
-        """) + textwrap.dedent(body) + "\nprint(json.dumps(out))\n"
-    done = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-                           sys.executable, "-c", code, str(image)], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(REPO)}, cwd="/", timeout=60)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+def as_nobody(image, work):
+    """What `work(store)` returns, run as nobody (no groups), `store` an ImageStore of `image`."""
+    outcome = as_account(NOBODY, NOBODY, lambda: work(ImageStore(image)))
+    assert outcome[0] == "returned", outcome
+    return outcome[1]
+
+
+def commit(store, changes):
+    """What a commit of `changes` onto what `store` reads answers: "committed", or the
+    OSError it raised."""
+    base = {rel: sha256(data) for rel, data in store.read_snapshot().files.items()}
+    try:
+        store.commit(changes, base, user="u", session_id="s")
+        return "committed"
+    except OSError as error:
+        return f"{type(error).__name__}: {error}"
 
 
 def sources(image):
@@ -85,13 +70,12 @@ def sources(image):
 
 def test_a_snapshot_leaves_out_what_it_may_not_list_or_enter_and_names_it(image):
     # A 0311 package made every session's open fail: PermissionError ... image/locked.
-    out = as_nobody(image, """
+    def listed(store):
         snapshot = store.read_snapshot()
-        out["files"], out["unlisted"] = sorted(snapshot.files), snapshot.unlisted
-        """)
-    assert out["files"] == ["pkg/__init__.py", "pkg/seen.py", "readonly/__init__.py",
-                            "shop/__init__.py", "shop/cart.py"]
-    assert out["unlisted"] == ["locked", "pkg/sub", "private"]
+        return sorted(snapshot.files), snapshot.unlisted
+    files, unlisted = as_nobody(image, listed)
+    assert files == ["pkg/__init__.py", "pkg/seen.py", "readonly/__init__.py", "shop/__init__.py", "shop/cart.py"]
+    assert unlisted == ["locked", "pkg/sub", "private"]
 
 
 @pytest.mark.parametrize("rel, directory", [
@@ -101,8 +85,8 @@ def test_a_snapshot_leaves_out_what_it_may_not_list_or_enter_and_names_it(image)
 ])
 def test_a_commit_into_a_directory_it_may_not_list_is_refused_naming_it(image, rel, directory):
     before = sources(image)
-    out = as_nobody(image, f"out['answer'] = commit({{{rel!r}: b'y = 2\\n'}})")
-    assert out["answer"] == (
+    answer = as_nobody(image, lambda store: commit(store, {rel: b"y = 2\n"}))
+    assert answer == (
         f"UnlistedDirectory: [Errno 13] {directory}/ is a directory of the image this account may "
         "not list or enter, so this session never saw what is in it and a commit must not write or "
         "remove there; nothing was written; its owner must make it readable (or move it away)")
@@ -111,20 +95,20 @@ def test_a_commit_into_a_directory_it_may_not_list_is_refused_naming_it(image, r
 
 def test_removing_a_package_holding_a_directory_it_may_not_list_is_refused(image):
     # The package's modules it saw would go, and what pkg/sub holds be left in no package.
-    out = as_nobody(image, "out['answer'] = commit({'pkg/__init__.py': None, 'pkg/seen.py': None})")
-    assert out["answer"].startswith("UnlistedDirectory: [Errno 13] pkg/sub/ is a directory")
+    answer = as_nobody(image, lambda store: commit(store, {"pkg/__init__.py": None, "pkg/seen.py": None}))
+    assert answer.startswith("UnlistedDirectory: [Errno 13] pkg/sub/ is a directory")
     assert (image / "pkg/__init__.py").exists() and (image / "pkg/seen.py").exists()
 
 
 def test_a_commit_into_a_directory_it_may_not_write_names_the_directory(image):
     # It said "Permission denied: '.new.py.tmp-123'", not where.
-    out = as_nobody(image, "out['answer'] = commit({'readonly/new.py': b'y = 2\\n'})")
-    assert out["answer"].startswith("PermissionError: [Errno 13] Permission denied: 'readonly/.new.py.tmp-")
+    answer = as_nobody(image, lambda store: commit(store, {"readonly/new.py": b"y = 2\n"}))
+    assert answer.startswith("PermissionError: [Errno 13] Permission denied: 'readonly/.new.py.tmp-")
     assert not (image / "readonly/new.py").exists()
 
 
 def test_the_rest_of_the_image_commits_as_usual(image):
-    out = as_nobody(image, "out['answer'] = commit({'shop/cart.py': b'class Cart:\\n    n = 1\\n'})")
-    assert out["answer"] == "committed"
+    answer = as_nobody(image, lambda store: commit(store, {"shop/cart.py": b"class Cart:\n    n = 1\n"}))
+    assert answer == "committed"
     assert (image / "shop/cart.py").read_text() == "class Cart:\n    n = 1\n"
 
