@@ -22,7 +22,8 @@ from gsmcpd.image import store as store_module
 from gsmcpd.image.default import EXAMPLE_FILES, ensure_default_image
 from gsmcpd.image.dirfd import ImageDirs
 from gsmcpd.image.store import CommitConflict, ImageStore, _intent_shape_problem, module_name_of, sha256
-from helpers import as_account, exclusive_lock_free, nested_packages, too_long_tree, unwritable_dir, wait_until
+from helpers import (as_account, exclusive_lock_free, nested_packages, steady_descriptors, too_long_tree,
+                     unwritable_dir, wait_until)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -949,11 +950,12 @@ def test_the_shared_lock_is_held_until_closed_or_dropped_and_a_failed_take_holds
     def interrupted(fd, mode):
         raise KeyboardInterrupt("soft break")
 
-    before = len(os.listdir("/proc/self/fd"))
-    monkeypatch.setattr(fcntl, "flock", interrupted)
-    with pytest.raises(KeyboardInterrupt):
-        store.hold_shared()
-    assert len(os.listdir("/proc/self/fd")) == before   # its descriptor was closed
+    with steady_descriptors():
+        before = len(os.listdir("/proc/self/fd"))
+        monkeypatch.setattr(fcntl, "flock", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            store.hold_shared()
+        assert len(os.listdir("/proc/self/fd")) == before   # its descriptor was closed
 
 
 def test_the_store_keeps_plain_string_paths_resolved_and_gives_its_directories_as_paths(tmp_path):

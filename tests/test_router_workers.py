@@ -308,25 +308,26 @@ class FakeProcess:
 ])
 def test_a_spawner_that_does_not_say_hello_properly_is_refused(monkeypatch, first, fds, alive, reason, killed):
     monkeypatch.setattr(workers, "SPAWNER_HELLO_WAIT", 0.2)
-    before = sorted(os.listdir("/proc/self/fd"))
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    process = FakeProcess(alive)
-    try:
-        if first is None:
+    with steady_descriptors():
+        before = sorted(os.listdir("/proc/self/fd"))
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        process = FakeProcess(alive)
+        try:
+            if first is None:
+                theirs.close()
+            elif first:
+                passed = [os.dup(0) for _ in range(fds)]
+                socket.send_fds(theirs, [first], passed)
+                for fd in passed:
+                    os.close(fd)
+            with pytest.raises(RuntimeError) as raised:
+                workers._hello(ours, process)
+        finally:
+            ours.close()
             theirs.close()
-        elif first:
-            passed = [os.dup(0) for _ in range(fds)]
-            socket.send_fds(theirs, [first], passed)
-            for fd in passed:
-                os.close(fd)
-        with pytest.raises(RuntimeError) as raised:
-            workers._hello(ours, process)
-    finally:
-        ours.close()
-        theirs.close()
+        assert sorted(os.listdir("/proc/self/fd")) == before    # nothing received was kept
     assert str(raised.value).startswith("the worker spawner did not start: " + reason)
     assert process.killed is killed
-    assert sorted(os.listdir("/proc/self/fd")) == before    # nothing received was kept
 
 
 def slow_spawner(started, release, stopped):
