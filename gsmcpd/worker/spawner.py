@@ -98,7 +98,11 @@ def serve(control: socket.socket, worker_nice: int = 0, worker_memory: int | Non
         logging.getLogger("gsmcpd.worker").warning(
             "what user code moves out of its worker's process group may outlive its session: %s",
             not_subreaper)
-    _yield_to_router(worker_nice)
+    # The spawner itself keeps the router's priority: it reports each worker's exit
+    # status (which the dead worker's session waits for), forks the spares every open
+    # claims and removes temporary files, and at the workers' nice it was starved under
+    # load. Each worker lowers its own, once forked.
+    worker_priority = _worker_priority(worker_nice)
     _offer_to_oom_killer(OOM_STEP)
     _limit_data(worker_memory)
     forking = multiprocessing.get_context("fork")
@@ -116,7 +120,8 @@ def serve(control: socket.socket, worker_nice: int = 0, worker_memory: int | Non
             orphans.ended(ready)
             # The statuses first: a dead worker's session waits for its status, at most
             # router.exit_status.PATIENCE, and a sweep reads all of /proc; the directories
-            # go last, as a big one takes long.
+            # go last, as a big one takes long (at the router's priority: one the spawner
+            # waited for at the workers' would hold up every later status and spare).
             if not _report_exits(control, sweeper):
                 return
             if sweeper.due() == 0:
@@ -144,7 +149,7 @@ def serve(control: socket.socket, worker_nice: int = 0, worker_memory: int | Non
                 _send(control, b"error %s" % str(error).encode(), [])
             for _ in range(count):
                 try:
-                    pid, pidfd, router_end, tmp = _fork(forking, router_pid, tmp_dir)
+                    pid, pidfd, router_end, tmp = _fork(forking, router_pid, tmp_dir, worker_priority)
                 except Exception as error:  # the router reports it; the spawner goes on
                     if not _send(control, b"error %s: %s" % (type(error).__name__.encode(),
                                                              str(error).encode()), []):
@@ -228,25 +233,42 @@ def _on_child(signum, frame):
     pass
 
 
-def _yield_to_router(increment: int) -> None:
-    """Lower this process's priority, and so every worker's, below the router's.
+def _worker_priority(increment: int) -> int | None:
+    """The nice value each worker takes as it starts, `increment` nicer than the
+    spawner (the router's priority); None to keep the spawner's. Worked out once, and
+    anything wrong said once, not by every worker.
 
     The one router thread carries every session's traffic; a worker runs one
     session's tools. At equal priority busy workers took the CPU from the router and
-    every session waited (docs/PERFORMANCE.md). With the usual RLIMIT_NICE of 0 the
-    step cannot be undone, so it is taken here, once, for all workers (and for the
-    forks, background work too)."""
-    if increment > 0:
-        log = logging.getLogger("gsmcpd.worker")
-        try:
-            before = os.nice(0)
-            after = os.nice(increment)
-        except OSError as error:
-            log.warning("workers run at the router's priority: cannot lower it (%s)", error)
-            return
-        if after - before < increment:    # the kernel stops at 19 without a word
-            log.warning("workers run %d nicer than the router, not %d: nice 19 is the lowest "
-                        "priority", after - before, increment)
+    every session waited (docs/PERFORMANCE.md). With the usual RLIMIT_NICE of 0 a
+    worker's code cannot undo the step. Lowering a priority needs no privilege, so
+    what could refuse it (seccomp, a security module) refuses setting the spawner's
+    own again too: that is tried here."""
+    if increment <= 0:
+        return None
+    log = logging.getLogger("gsmcpd.worker")
+    ours = os.getpriority(os.PRIO_PROCESS, 0)
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, ours)
+    except OSError as error:
+        log.warning("workers run at the router's priority: cannot lower theirs (%s)", error)
+        return None
+    theirs = min(19, ours + increment)
+    if theirs - ours < increment:
+        log.warning("workers run %d nicer than the router, not %d: nice 19 is the lowest "
+                    "priority", theirs - ours, increment)
+    return theirs if theirs > ours else None
+
+
+def _lower_priority(priority: int | None) -> None:
+    """In a new worker, first: its priority, and so that of everything it starts."""
+    if priority is None:
+        return
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, priority)
+    except OSError as error:   # not expected: the spawner could set its own
+        logging.getLogger("gsmcpd.worker").warning(
+            "worker %d runs at the router's priority: cannot lower it (%s)", os.getpid(), error)
 
 
 def _offer_to_oom_killer(step: int) -> None:
@@ -305,13 +327,14 @@ def _report_exits(control, sweeper) -> bool:
     return all(_send(control, b"exit %d %d" % (pid, code), []) for pid, code in sweeper.take_exits())
 
 
-def _fork(forking, router_pid, tmp_dir):
-    """One worker: (pid, pidfd, the router's end of its frame socket, its temporary
-    directory or None)."""
+def _fork(forking, router_pid, tmp_dir, priority=None):
+    """One worker, at nice `priority` (None: the spawner's): (pid, pidfd, the router's
+    end of its frame socket, its temporary directory or None)."""
     tmp = tmpdirs.worker_dir(tmp_dir) if tmp_dir is not None else None
     router_end, worker_end = socket.socketpair()
     try:
-        process = forking.Process(target=_worker, name="gsmcpd-worker", args=(worker_end, router_pid, tmp))
+        process = forking.Process(target=_worker, name="gsmcpd-worker",
+                                  args=(worker_end, router_pid, tmp, priority))
         process.start()
     except BaseException:
         router_end.close()
@@ -324,7 +347,10 @@ def _fork(forking, router_pid, tmp_dir):
     return process.pid, os.pidfd_open(process.pid), router_end, tmp
 
 
-def _worker(sock: socket.socket, router_pid: int, tmp: str | None = None) -> None:
+def _worker(sock: socket.socket, router_pid: int, tmp: str | None = None,
+            priority: int | None = None) -> None:
+    # At once, as a spare waiting to be claimed: nothing of a session runs before it.
+    _lower_priority(priority)
     # A fork inherits the spawner's descriptors and dispositions: keep only stdio and
     # our own socket, and give tools back a normal SIGCHLD and SIGINT (subprocess needs
     # the first; SIGINT is the user's code's, the router breaks with signals of its own,
