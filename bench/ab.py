@@ -11,7 +11,10 @@ For a change of a few microseconds, `python -m bench.replay` in each checkout sa
 Each arm runs its own checkout's gsmcpd: the daemon is started with that checkout
 first on sys.path and checks it imported gsmcpd from there. (`python -m gsmcpd` run
 from the harness's checkout, as bench.servers does, imports the harness's gsmcpd
-whatever PYTHONPATH says: an A/B of one code against itself.)
+whatever PYTHONPATH says: an A/B of one code against itself.) It runs with -P, which
+multiprocessing passes on to the forkserver: the forkserver ignores the sys.path it is
+handed (CPython 3.11-3.13) and, run with `-c` in the harness's directory, put that
+directory first, so every arm's spawner and workers ran the harness's gsmcpd.
 """
 
 import argparse
@@ -49,7 +52,7 @@ class Arm(servers.Gsmcpd):
         return env
 
     def command(self):
-        return [sys.executable, "-c", BOOT, self.checkout, "serve", "--port", str(self.port)]
+        return [sys.executable, "-P", "-c", BOOT, self.checkout, "serve", "--port", str(self.port)]
 
 
 def parse_arms(texts):

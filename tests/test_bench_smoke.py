@@ -3,6 +3,7 @@ tiny counts, no peer venv. Asserts that every server answered and that the resul
 has every field, never a speed."""
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from bench import __main__ as bench_main
 from bench import floor, report, targets
 from bench.client import parse_response
 from bench.load import percentile
+from helpers import REPO
 
 SERVERS = ["gsmcpd", "floor", "floor-hop", "floor-min"]
 
@@ -306,6 +308,25 @@ def test_ab_runs_each_checkouts_own_gsmcpd_and_pairs_the_rounds(tmp_path, capsys
     arm = ab.Arm("fake", fake, tmp_path)
     with pytest.raises(RuntimeError, match="exited"):
         arm.start(timeout=20)
+
+
+def test_an_ab_arms_workers_run_its_checkouts_gsmcpd_too(tmp_path):
+    # Only the router did: the forkserver, run with -c in the harness's directory, put
+    # that first on its path (it ignores the one multiprocessing hands it), so the spawner
+    # and every worker ran the harness's gsmcpd, and an A/B of worker-side code compared
+    # the harness's with itself (an older checkout's router refused the newer spawner).
+    from bench import ab, load
+    copy = tmp_path / "checkout"
+    shutil.copytree(REPO / "gsmcpd", copy / "gsmcpd", ignore=shutil.ignore_patterns("__pycache__"))
+    echo = copy / "gsmcpd" / "worker" / "toolsets" / "bench.py"
+    echo.write_text(echo.read_text().replace('return arguments["text"]', 'return arguments["text"] + " (copy)"'))
+    arm = ab.Arm("copy", copy, tmp_path / "work")
+    arm.start(timeout=30)
+    try:
+        _, reply = load.call_once(arm.url, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})
+    finally:
+        arm.stop()
+    assert reply.message()["result"]["content"][0]["text"] == "hi (copy)", reply.message()
 
 
 def test_ab_report_leaves_out_rounds_that_measured_no_router_cpu():
