@@ -68,6 +68,18 @@ def sigterm_seen(daemon):
     assert wait_until(lambda: "shutting down:" in daemon.log_text(), timeout=10)
 
 
+def call_running_into_a_stop(daemon, started, answers):
+    """A new session's execute_code, running (it makes `started`) when SIGTERM comes; its
+    answer goes in answers["run"]: (the session's worker pid, the caller's thread)."""
+    a = session(daemon)
+    pid = a.tool("status")["structuredContent"]["pid"]
+    running = in_thread(answers, "run", lambda: a.call(
+        "tools/call", {"name": "execute_code", "arguments": {"code": long_run(started)}}))
+    assert wait_until(started.exists, timeout=15)
+    sigterm_seen(daemon)
+    return pid, running
+
+
 def test_a_commit_in_flight_at_a_stop_is_answered_with_its_success_and_stands(tmp_path):
     image = write_image(tmp_path / "image", {"pets.py": "SOUND = 'woof'\n"})
     held, release = tmp_path / "held", tmp_path / "release"
@@ -141,12 +153,7 @@ def test_a_call_outrunning_the_grace_is_ended_and_the_daemon_exits_within_the_st
     started = tmp_path / "started"
     answers = {}
     with Daemon(tmp_path, env=QUICK_STOP) as daemon:
-        a = session(daemon)
-        pid = a.tool("status")["structuredContent"]["pid"]
-        running = in_thread(answers, "run", lambda: a.call(
-            "tools/call", {"name": "execute_code", "arguments": {"code": long_run(started)}}))
-        assert wait_until(started.exists, timeout=15)
-        sigterm_seen(daemon)
+        pid, running = call_running_into_a_stop(daemon, started, answers)
         running.join(15)
         # Well within the longest stop (longest_stop): only the call's grace ran out.
         assert daemon.proc.wait(10) == 0
@@ -161,12 +168,7 @@ def test_a_call_whose_worker_is_killed_in_the_grace_hears_the_signal(tmp_path):
     started = tmp_path / "started"
     answers = {}
     with Daemon(tmp_path, env={"GS_MCP_BREAK_GRACE": "5"}) as daemon:
-        a = session(daemon)
-        pid = a.tool("status")["structuredContent"]["pid"]
-        running = in_thread(answers, "run", lambda: a.call(
-            "tools/call", {"name": "execute_code", "arguments": {"code": long_run(started)}}))
-        assert wait_until(started.exists, timeout=15)
-        sigterm_seen(daemon)
+        pid, running = call_running_into_a_stop(daemon, started, answers)
         os.kill(pid, signal.SIGKILL)
         running.join(15)
         assert daemon.proc.wait(10) == 0
@@ -178,11 +180,7 @@ def test_a_second_sigterm_during_the_grace_stops_at_once(tmp_path):
     started = tmp_path / "started"
     answers = {}
     with Daemon(tmp_path, env={"GS_MCP_BREAK_GRACE": "5"}) as daemon:
-        a = session(daemon)
-        running = in_thread(answers, "run", lambda: a.call(
-            "tools/call", {"name": "execute_code", "arguments": {"code": long_run(started)}}))
-        assert wait_until(started.exists, timeout=15)
-        sigterm_seen(daemon)
+        _, running = call_running_into_a_stop(daemon, started, answers)
         daemon.proc.send_signal(signal.SIGTERM)
         running.join(15)
         assert daemon.proc.wait(10) == 0
