@@ -604,13 +604,18 @@ def start(config: Config, serve_args: list[str], out: TextIO = sys.stdout,
     if pid is not None:
         print(f"gsmcpd is already running on port {config.port} (pid {pid}, pidfile "
               f"{config.pidfile}); stop it with {stop_command(config)}", file=out)
-        return 1
-    if port_in_use(config.host, config.port):
+        return FAILED
+    try:
+        busy = port_in_use(config.host, config.port)
+    except OSError as exc:   # a port below 1024 unprivileged, an address not up (yet)
+        print(f"cannot serve on {config.host}:{config.port}: {exc.strerror or exc}", file=out)
+        return of_os_error(exc)
+    if busy:
         elsewhere = serving_elsewhere(config.port, config.state_dir)
         print(f"port {config.port} on {config.host} is already in use: {elsewhere}" if elsewhere
               else f"port {config.port} on {config.host} is already in use by another process "
               f"(not a gsmcpd with a pidfile in {config.state_dir})", file=out)
-        return 1
+        return FAILED
     log_path = config.log_file or config.default_log_file
     argv = [sys.executable, "-P", "-m", "gsmcpd", "serve", "--port", str(config.port),
             "--log-file", str(log_path), *serve_args]
@@ -689,14 +694,14 @@ def _report_start(config: Config, line: str | None, log_path: Path, timeout: flo
         if pid is not None:
             os.kill(pid, signal.SIGTERM)
             print(f"sent SIGTERM to pid {pid}", file=out)
-        return 1
+        return FAILED
     failure, _, message = line.partition(" ")
     if failure in ("ERROR", "REFUSED"):
         print(f"gsmcpd failed to start: {message} (log: {log_path})", file=out)
         return REFUSED if failure == "REFUSED" else FAILED
     if not line.startswith("READY "):
         print(f"gsmcpd exited during startup; see {log_path}", file=out)
-        return 1
+        return FAILED
     _, pid, url = line.split(" ", 2)
     with socket.create_connection((config.host, config.port), timeout=5):
         pass  # READY is sent once listening; this just proves it to the user

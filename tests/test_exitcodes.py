@@ -1,6 +1,7 @@
 """Which failures of serve, start and check a retry may outlast (exit 1) and which it
 cannot (exit 2, the systemd unit's RestartPreventExitStatus)."""
 
+import dataclasses
 import errno
 import io
 import os
@@ -103,3 +104,14 @@ def test_the_failure_line_names_refusals_apart():
     assert readypipe.failure_line("a\nb", REFUSED) == "REFUSED a b"
     assert readypipe.failure_line("a", FAILED) == "ERROR a"
     assert exitcodes.OK == 0
+
+
+@pytest.mark.parametrize("host, port, status, said", [
+    ("192.0.2.1", 8325, FAILED, "Cannot assign requested address"),   # not up (yet): may pass
+])
+def test_start_says_an_address_it_cannot_bind_and_exits_by_its_kind(tmp_path, host, port, status, said):
+    # It raised out of start(): a traceback, exit 1 whatever the cause.
+    config = dataclasses.replace(load_config({"port": port, "state_dir": str(tmp_path)}, {}), host=host)
+    out = io.StringIO()
+    assert daemon.start(config, [], out=out) == status
+    assert out.getvalue() == f"cannot serve on {host}:{port}: {said}\n"
