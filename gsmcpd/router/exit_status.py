@@ -8,9 +8,10 @@ spawner until it stops it, WorkerPool.stop_spawner) (gsmcpd.wire.worker_exit wor
 # Seconds a dead worker's session waits for its status before it is told without one:
 # the spawner reaps within milliseconds of the death, but on a swamped host (two cores,
 # three test processes starting daemons) it took over 0.2 s. Only a session whose
-# worker died waits, on a timer; no longer than commit_fate.PATIENCE, the most a stop
-# waits for a death to be told (shutdown.DEATH_TOLD).
-PATIENCE = 0.5
+# worker died waits, on a timer; less than commit_fate.PATIENCE, which counts from the
+# death too, so a call's commits are still looked for a few times (every RETRY) after a
+# status that came last (and the most a stop waits for a death to be told, DEATH_TOLD).
+PATIENCE = 0.4
 
 
 class ExitStatus:
