@@ -8,9 +8,12 @@ is wrong) if it does not.
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import select
+import struct
+import termios
 import threading
 import time
 from typing import Callable
@@ -23,6 +26,8 @@ WARNING = "WARNING "
 # Bytes of a line a non-blocking write puts in the pipe whole or not at all (PIPE_BUF, 4096
 # on Linux): a longer warning is cut (the log has it whole).
 LONGEST_WARNING = 4000
+# Bytes of the pipe no warning may take: the last line's (READY, ERROR, REFUSED).
+LAST_LINE_ROOM = 4096
 
 
 def failure_line(message: str, status: int) -> str:
@@ -60,7 +65,10 @@ class Reporter:
             if self.sent:
                 return
             try:
-                os.write(self.fd, line + b"\n")
+                # Room kept for the last line: a READY the full pipe refused would leave
+                # start reading EOF ("exited during startup") from a server that serves.
+                if _room(self.fd) >= len(line) + 1 + LAST_LINE_ROOM:
+                    os.write(self.fd, line + b"\n")
             except OSError:   # no room, or the starter is gone: the log has it
                 pass
 
@@ -81,6 +89,12 @@ class Reporter:
                 os.close(fd)
         if failed is not None:
             log.warning("could not report readiness to the starter: %s", failed)
+
+
+def _room(fd: int) -> int:
+    """Bytes the pipe `fd` can take now: its size less what the reader has not read."""
+    unread = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0]
+    return fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ) - unread
 
 
 class _WarningsToStarter(logging.Handler):

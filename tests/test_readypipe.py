@@ -1,6 +1,7 @@
 """The pipe between `start` and its detached `serve`: warnings as they are logged, then
 one last line; read back by start."""
 
+import fcntl
 import logging
 import os
 import threading
@@ -77,6 +78,19 @@ def test_a_warning_the_pipe_has_no_room_for_is_dropped_not_waited_for(pipe):
     warned.join(30)
     assert not warned.is_alive()
     reporter.ready("http://127.0.0.1:8000/mcp")   # no room either: logged, never raised
+
+
+def test_warnings_never_take_the_room_of_the_last_line(pipe):
+    # Warnings filling the pipe before start read them made the READY write fail: start
+    # read EOF and said "exited during startup" of a server that was serving.
+    read_end, write_end = pipe
+    fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 4096)    # one page: two warnings fill it
+    reporter = readypipe.Reporter(write_end)
+    reporter.forward_warnings()
+    for _ in range(2):
+        log.warning("w" * 2030)
+    reporter.ready("http://127.0.0.1:8000/mcp")
+    assert _lines(read_end)[-1] == "READY %d http://127.0.0.1:8000/mcp" % os.getpid()
 
 
 def test_a_warning_longer_than_a_pipe_writes_whole_is_cut(pipe):
