@@ -737,10 +737,7 @@ class View:
         importers = self._importers_of({module}, loaded)
         if not (itself and module in loaded):
             importers.discard(module)
-        self._forget_live(importers)
-        for name in sorted(importers):
-            self.module(name)
-        return sorted(importers)
+        return self._reimported(importers)
 
     def image_importers_of(self, module: str) -> set[str]:
         """The image's modules that import `module`, directly or through others, loaded
@@ -750,8 +747,10 @@ class View:
     def reload_with_importers(self, modules) -> list[str]:
         """Re-import `modules`, and the loaded modules importing them (which hold what
         the old ones bound): what a new session's import of them does now."""
-        loaded = self.loaded_modules()
-        stale = self._importers_of(set(modules), loaded)
+        return self._reimported(self._importers_of(set(modules), self.loaded_modules()))
+
+    def _reimported(self, stale: set[str]) -> list[str]:
+        """Import the modules `stale` anew (their live copies forgotten), in name order."""
         self._forget_live(stale)
         for name in sorted(stale):
             self.module(name)
