@@ -283,6 +283,21 @@ def test_a_directory_on_the_way_stops_an_account_by_the_mode_bits_of_its_class(r
 
 
 @needs_root
+def test_a_private_directory_holding_a_link_on_the_way_stops_an_account_too(reachable):
+    # Only the resolved path was walked: TMPDIR=<0700 dir>/link, the link to a searchable
+    # directory, was taken as reachable, though a worker goes through the 0700 one.
+    nobody = pwd.getpwnam("nobody")
+    (reachable / "open").mkdir()
+    private = reachable / "private"
+    private.mkdir(mode=0o700)
+    os.chmod(private, 0o700)
+    (private / "link").symlink_to(reachable / "open")
+    found = tmpdirs._first_unsearchable(str(private / "link"), nobody.pw_uid, {nobody.pw_gid})
+    assert (found and (found[0], found[2])) == (str(private), "o")
+    assert tmpdirs._dirs_on("/") == ["/"] and tmpdirs._dirs_on("/a/b") == ["/", "/a", "/a/b"]
+
+
+@needs_root
 def test_accounts_that_cannot_reach_the_tmpdir_are_warned_of_naming_the_directory_and_the_fix(reachable):
     private = reachable / "private"
     (private / "tmp").mkdir(parents=True)

@@ -120,7 +120,10 @@ def unreachable_warnings(parent: str, accounts: list[str] | None) -> list[str]:
     those a user map names (None: MCP_USER_MAP=identity, any account: "other" ones).
     One warning per directory in the way, naming the accounts it stops."""
     if accounts is None:
-        found = _first_unsearchable(parent, -1, set())     # no owner's uid, in no group: "other"
+        try:
+            found = _first_unsearchable(parent, -1, set())     # no owner's uid, in no group: "other"
+        except OSError:   # gone, or not ours to stat: serve says so where it makes its directory
+            return []
         if found is None:
             return []
         where, st, _ = found
@@ -157,15 +160,21 @@ def _first_unsearchable(path: str, uid: int, gids: set[int]) -> tuple[str, os.st
     None if there is none. Root (uid 0) never runs a worker."""
     if uid == 0:
         return None
-    where = os.sep
-    for part in [""] + os.path.realpath(path).strip(os.sep).split(os.sep):
-        where = os.path.join(where, part) if part else where
+    # The path as written (a worker goes through it, a link's directory included), then
+    # as its links resolve (through the directories above each link's target).
+    for where in dict.fromkeys(_dirs_on(os.path.abspath(path)) + _dirs_on(os.path.realpath(path))):
         st = os.stat(where)
         who, bit = (("u", stat.S_IXUSR) if st.st_uid == uid else ("g", stat.S_IXGRP) if st.st_gid in gids
                     else ("o", stat.S_IXOTH))
         if not st.st_mode & bit:
             return where, st, who
     return None
+
+
+def _dirs_on(path: str) -> list[str]:
+    """`/`, `/a`, `/a/b` for the absolute `path` /a/b."""
+    parts = path.strip(os.sep).split(os.sep)
+    return [os.sep] + [os.sep + os.path.join(*parts[:i]) for i in range(1, len(parts) + 1) if parts[0]]
 
 
 def _described(path: str, st: os.stat_result) -> str:
