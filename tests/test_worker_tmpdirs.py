@@ -282,6 +282,21 @@ def test_a_directory_on_the_way_stops_an_account_by_the_mode_bits_of_its_class(r
     assert (found and (found[0], found[2])) == (stopped_as and (str(inner), stopped_as))
 
 
+def test_a_tmpdir_every_account_may_reach_looks_no_account_up(reachable, monkeypatch):
+    # Each account was looked up (getpwnam, getgrouplist) at start and at every SIGHUP, on
+    # the router's loop, where names may come from LDAP; /tmp's case needs none.
+    open_dir = reachable / "open"
+    open_dir.mkdir(mode=0o755)
+    os.chmod(open_dir, 0o755)
+    looked_up, getpwnam = [], pwd.getpwnam
+    monkeypatch.setattr(tmpdirs.pwd, "getpwnam", lambda name: looked_up.append(name) or getpwnam("nobody"))
+    assert tmpdirs.unreachable_warnings(str(open_dir), ["nobody", "daemon"]) == []
+    assert looked_up == []
+    os.chmod(open_dir, 0o700)                         # now some account may be stopped: looked up
+    assert len(tmpdirs.unreachable_warnings(str(open_dir), ["nobody"])) == 1
+    assert looked_up == ["nobody"]
+
+
 @needs_root
 def test_a_private_directory_holding_a_link_on_the_way_stops_an_account_too(reachable):
     # Only the resolved path was walked: TMPDIR=<0700 dir>/link, the link to a searchable

@@ -131,6 +131,8 @@ def unreachable_warnings(parent: str, accounts: list[str] | None) -> list[str]:
                 f"MCP_USER_MAP=identity the sessions of accounts neither its owner nor in its group will fail "
                 f"to open; make {where} searchable (chmod o+x) or set TMPDIR to a directory every account can "
                 f"reach, such as /tmp"]
+    if _searchable_by_all(parent):   # /tmp's case: no account need be looked up (LDAP, on the loop)
+        return []
     stopped: dict[tuple[str, str], list[str]] = {}
     described = {}
     for name in dict.fromkeys(accounts):
@@ -169,6 +171,16 @@ def _first_unsearchable(path: str, uid: int, gids: set[int]) -> tuple[str, os.st
         if not st.st_mode & bit:
             return where, st, who
     return None
+
+
+def _searchable_by_all(path: str) -> bool:
+    """Whether every directory on `path` may be searched by its owner, its group and
+    everyone else alike (x for all three), so by every account."""
+    try:
+        return all(os.stat(where).st_mode & 0o111 == 0o111
+                   for where in dict.fromkeys(_dirs_on(os.path.abspath(path)) + _dirs_on(os.path.realpath(path))))
+    except OSError:
+        return False
 
 
 def _dirs_on(path: str) -> list[str]:
