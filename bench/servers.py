@@ -129,8 +129,9 @@ class Gsmcpd(Server):
         self.spare_workers = spare_workers
         self.profile = profile  # path for a cProfile dump of the router, or None
         self.extra_env = dict(extra_env or {})
-        self.state = Path(tempfile.mkdtemp(prefix="gsmcpd-bench-", dir=str(self.workdir)
-                                           if self.workdir.exists() else None))
+        # In the workdir, never the system's temp directory, where nothing removed it.
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.state = Path(tempfile.mkdtemp(prefix="gsmcpd-bench-", dir=str(self.workdir)))
 
     def env(self):
         env = dict(os.environ)

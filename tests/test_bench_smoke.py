@@ -321,6 +321,7 @@ def test_an_ab_arms_workers_run_its_checkouts_gsmcpd_too(tmp_path):
     echo = copy / "gsmcpd" / "worker" / "toolsets" / "bench.py"
     echo.write_text(echo.read_text().replace('return arguments["text"]', 'return arguments["text"] + " (copy)"'))
     arm = ab.Arm("copy", copy, tmp_path / "work")
+    assert arm.state.parent == tmp_path / "work"   # not left in /tmp (the workdir did not exist yet)
     arm.start(timeout=30)
     try:
         _, reply = load.call_once(arm.url, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})
