@@ -11,6 +11,8 @@ import pytest
 
 from helpers import Daemon, open_session, tool_text
 from test_e2e_tools import call_tool, error, ok, structured, write_image
+from test_e2e_tools import run_code as run
+from test_tools_support import write_image as write_files
 from test_tools_testing import ODD as ODD_TESTS
 
 EXTRA_FILES = {
@@ -207,11 +209,7 @@ ENCODED_FILES = {
 
 @pytest.fixture(scope="module")
 def image(tmp_path_factory):
-    root = write_image(tmp_path_factory.mktemp("imagetools") / "image")
-    for rel, text in EXTRA_FILES.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+    root = write_files(write_image(tmp_path_factory.mktemp("imagetools") / "image"), EXTRA_FILES)
     for rel, data in ENCODED_FILES.items():
         (root / rel).write_bytes(data)
     return root
@@ -221,10 +219,6 @@ def image(tmp_path_factory):
 def daemon(image, tmp_path_factory):
     with Daemon(tmp_path_factory.mktemp("daemon"), env={"GS_MCP_IMAGE": str(image)}) as running:
         yield running
-
-
-def run(client, code):
-    return structured(client, "execute_code", code=code)["result"]
 
 
 # -- compile_method and string literals --------------------------------------------

@@ -8,6 +8,8 @@ import pytest
 from helpers import Daemon, open_session
 from helpers import tool_text
 from test_e2e_tools import error, ok, structured
+from test_e2e_tools import run_code as run
+from test_tools_support import write_image as write_files
 
 FILES = {
     "shop/__init__.py": "",
@@ -62,22 +64,13 @@ CALLBACKS = [rate]
 
 @pytest.fixture(scope="module")
 def image(tmp_path_factory):
-    root = tmp_path_factory.mktemp("functions") / "image"
-    for rel, text in FILES.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
+    return write_files(tmp_path_factory.mktemp("functions") / "image", FILES)
 
 
 @pytest.fixture(scope="module")
 def daemon(image, tmp_path_factory):
     with Daemon(tmp_path_factory.mktemp("daemon"), env={"GS_MCP_IMAGE": str(image)}) as running:
         yield running
-
-
-def run(client, code):
-    return structured(client, "execute_code", code=code)["result"]
 
 
 def test_a_function_a_search_answers_is_read_changed_and_seen_by_its_importers(daemon, image, c):

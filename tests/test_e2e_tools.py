@@ -14,6 +14,7 @@ from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.server import McpServer
 from gsmcpd.worker.toolset import Toolset, integer_prop, object_schema
 from helpers import REPO, Client, Daemon, open_session, tool_text
+from test_tools_support import write_image as write_files
 
 
 class NamedServer(McpServer):
@@ -95,11 +96,7 @@ class TestPlainBroken:
 
 
 def write_image(root):
-    for rel, text in {**EXAMPLE_FILES, **EXTRA_FILES}.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
+    return write_files(root, {**EXAMPLE_FILES, **EXTRA_FILES})
 
 
 @pytest.fixture(scope="module")
@@ -135,6 +132,11 @@ def ok(client, tool, **arguments):
 
 def structured(client, tool, **arguments):
     return ok(client, tool, **arguments)["structuredContent"]
+
+
+def run_code(client, code):
+    """What execute_code of `code` answered as its result (the last expression's repr)."""
+    return structured(client, "execute_code", code=code)["result"]
 
 
 def error(client, tool, kind, **arguments):
