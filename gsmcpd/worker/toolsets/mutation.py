@@ -1110,20 +1110,29 @@ def _check_by_class_statement(ref, cls: type, module, filename: str, new_source:
                         f"{error}; nothing was changed") from None
 
 
+def _new_reads(reader, name: str, old_source: str | None, new_source: str) -> tuple[str, int, str] | None:
+    """The names `new_source`'s statement of `name` reads before its module binds them
+    (`reader`: live.read_before_bound or function_read_before_bound) that `old_source`'s
+    did not, as (the names, the first one's line, that line quoted); None if none."""
+    before = {read for read, _ in reader(old_source, name)} if old_source else set()
+    reads = [(read, node) for read, node in reader(new_source, name) if read not in before]
+    if not reads:
+        return None
+    line = reads[0][1].lineno
+    names = ", ".join(dict.fromkeys(read for read, _ in reads))
+    return names, line, splice.lines_of(new_source)[line - 1].strip()
+
+
 def _refuse_read_before_bound(module_name: str, class_name: str, old_source: str | None,
                               new_source: str) -> None:
     """Refuse a class statement that would read, as it runs, a name its module binds
     only below it (or only in this session's live module): the session's live compile
     finds it, a new session's import is a NameError. A name the class already read so is
     left alone (the edit does not make it worse)."""
-    before = {name for name, _ in live.read_before_bound(old_source, class_name)} if old_source else set()
-    reads = [(name, node) for name, node in live.read_before_bound(new_source, class_name)
-             if name not in before]
-    if not reads:
+    new_reads = _new_reads(live.read_before_bound, class_name, old_source, new_source)
+    if new_reads is None:
         return
-    names = ", ".join(dict.fromkeys(name for name, _ in reads))
-    line = reads[0][1].lineno
-    quoted = splice.lines_of(new_source)[line - 1].strip()
+    names, line, quoted = new_reads
     raise ToolError("refused", f"{module_name}.{class_name} would read {names} as its class "
                     f"statement runs (line {line}: {quoted!r}), and nothing above the class in "
                     f"{module_name} binds it (it is bound below the class, or only in this "
@@ -1136,17 +1145,14 @@ def _refuse_read_before_bound(module_name: str, class_name: str, old_source: str
 def _refuse_function_read_before_bound(module_name: str, name: str, old_source: str,
                                        new_source: str) -> None:
     """_refuse_read_before_bound for the module's top-level defs of function `name`."""
-    before = {read for read, _ in live.function_read_before_bound(old_source, name)}
-    reads = [(read, node) for read, node in live.function_read_before_bound(new_source, name)
-             if read not in before]
-    if not reads:
+    new_reads = _new_reads(live.function_read_before_bound, name, old_source, new_source)
+    if new_reads is None:
         return
-    names = ", ".join(dict.fromkeys(read for read, _ in reads))
-    line = reads[0][1].lineno
+    names, line, quoted = new_reads
     raise ToolError("refused", f"{module_name}.{name} would read {names} as its def runs (line "
-                    f"{line}: {splice.lines_of(new_source)[line - 1].strip()!r}), and nothing above "
-                    f"the def in {module_name} binds it (it is bound below, or only in this "
-                    f"session): a new session's import of {module_name} would fail, NameError. Use "
+                    f"{line}: {quoted!r}), and nothing above the def in {module_name} binds it "
+                    f"(it is bound below, or only in this session): a new session's import of "
+                    f"{module_name} would fail, NameError. Use "
                     "a name bound above the def, or delete_method it and compile it again, which "
                     "puts a new function last in its module.")
 
