@@ -323,6 +323,17 @@ def require_compiles(view: View, module: str) -> None:
         raise ToolError("other", _unloadable(view, module))
 
 
+def require_editable(view: View, module: str, kernel_refusal: str, what: str) -> None:
+    """An image module the view owns and can parse, for an edit of what it defines:
+    refused for the kernel dictionary (`kernel_refusal`), when it is not the view's to
+    change (refuse_unless_views, saying `what` cannot be done) or does not parse."""
+    if module == KERNEL:
+        raise ToolError("refused", kernel_refusal)
+    require_module(view, module)
+    refuse_unless_views(view, module, what)
+    require_compiles(view, module)
+
+
 def refuse_if_imported_around(view: View, module: str) -> None:
     """An image module code imported around the view is neither the view's to change
     nor a kernel module (View.shadowed takes it for one): say what it is, and the way back."""

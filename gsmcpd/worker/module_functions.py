@@ -61,12 +61,9 @@ def _kernel_no_source(name: str) -> str:
 def mutable_dictionary(view, module: str) -> types.ModuleType | None:
     """The guard for an edit of the dictionary's functions: an image module the view owns
     and can parse. Its live module, or None when it does not import (a source-only edit)."""
-    if module == KERNEL:
-        raise ToolError("refused", "builtins is the kernel dictionary: its functions cannot be "
-                        "changed; define your own in an image module")
-    catalog.require_module(view, module)
-    catalog.refuse_unless_views(view, module, f"{module}'s functions cannot be changed")
-    catalog.require_compiles(view, module)
+    catalog.require_editable(view, module, "builtins is the kernel dictionary: its functions cannot "
+                             "be changed; define your own in an image module",
+                             f"{module}'s functions cannot be changed")
     return view.module(module)
 
 

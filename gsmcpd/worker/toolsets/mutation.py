@@ -564,12 +564,9 @@ class MutationToolset(Toolset):
         view = self.view
         if module_name is not None:
             module_name = catalog.dictionary_name(module_name)
-            if module_name == KERNEL:
-                raise ToolError("refused", "builtins is the kernel dictionary; classes cannot "
-                                "be added to or changed in it")
-            catalog.require_module(view, module_name)
-            catalog.refuse_unless_views(view, module_name, f"no class can be defined in {module_name}")
-            catalog.require_compiles(view, module_name)
+            catalog.require_editable(view, module_name, "builtins is the kernel dictionary; classes "
+                                     "cannot be added to or changed in it",
+                                     f"no class can be defined in {module_name}")
             return module_name, any(r.name == name for r in catalog.classes_in(view, module_name))
         candidates = [ref for ref in catalog.image_classes(view) if ref.name == name]
         if len(candidates) > 1:
