@@ -901,12 +901,17 @@ def test_the_commits_of_a_call_are_asked_without_waiting_for_the_lock(tmp_path, 
     assert store.commits_of_call("s", 4) == []
 
 
+def _journal_of_others(store, file):
+    """`store`, its journal 2000 records of another session's commits of `file` (about 500 KB)."""
+    store.state_dir.mkdir(exist_ok=True)
+    others = [{"id": str(n), "session": "other", "files": [{"file": file, "new": "x" * 200}]} for n in range(2000)]
+    (store.state_dir / "journal.jsonl").write_text("".join(json.dumps(r) + "\n" for r in others))
+    return store
+
+
 def test_the_commits_of_a_call_are_looked_for_only_so_far_back_in_the_journal(tmp_path, monkeypatch):
     # Others' records from the end: past the bound, whether the call's commit stands cannot be told.
-    store = make_image(tmp_path, {"a.py": ""})
-    store.state_dir.mkdir(exist_ok=True)
-    others = [{"id": str(n), "session": "other", "files": [{"file": "a.py", "new": "x" * 200}]} for n in range(2000)]
-    (store.state_dir / "journal.jsonl").write_text("".join(json.dumps(r) + "\n" for r in others))
+    store = _journal_of_others(make_image(tmp_path, {"a.py": ""}), "a.py")
     monkeypatch.setattr(store_module, "CALL_SCAN_LIMIT", 100_000)
     assert store.commits_of_call("s", 1) is None
     monkeypatch.setattr(store_module, "CALL_SCAN_LIMIT", 10_000_000)
@@ -916,10 +921,7 @@ def test_the_commits_of_a_call_are_looked_for_only_so_far_back_in_the_journal(tm
 def test_a_call_s_commit_found_before_the_scan_bound_is_told_though_the_scan_then_passes_it(tmp_path, monkeypatch):
     # A session's first commit: no earlier record of the session stops the scan, so it reads
     # on back to the bound; the record it found on the way stands all the same.
-    store = make_image(tmp_path, {"a.py": ""})
-    store.state_dir.mkdir(exist_ok=True)
-    others = [{"id": str(n), "session": "other", "files": [{"file": "b.py", "new": "x" * 200}]} for n in range(2000)]
-    (store.state_dir / "journal.jsonl").write_text("".join(json.dumps(r) + "\n" for r in others))
+    store = _journal_of_others(make_image(tmp_path, {"a.py": ""}), "b.py")
     monkeypatch.setattr(store_module, "CALL_SCAN_LIMIT", 100_000)
     store.commit({"a.py": b"a = 1\n"}, {"a.py": sha256(b"")}, user="u", session_id="s",
                  commit_id=store_module.call_tag(1) + "0a")
