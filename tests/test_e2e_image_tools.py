@@ -122,6 +122,11 @@ class PartTest(unittest.TestCase):
     "gone/limits.py": "from gone.caps import Cap\n\nLIMIT = Cap.limit\n",
     "gone/tasks.py": "class Task:\n    def run(self):\n        return 1\n",
     "gone/handlers.py": "from gone.tasks import Task\n\nhandler = Task.run\n",
+    # Reads the static check once missed: getattr with a literal name, a read in a
+    # function the module calls as it runs, a read through a subclass inheriting it.
+    "gone/fetched.py": "class Fetched:\n    def run(self):\n        return 1\n\n\nhandler = getattr(Fetched, 'run')\n",
+    "gone/picks.py": "class Pick:\n    limit = 3\n",
+    "gone/picked.py": "from gone.picks import Pick\n\nLIMIT = getattr(Pick, 'limit')\n",
     "generic/__init__.py": "",
     "generic/box.py": "import typing\n\nT = typing.TypeVar('T')\n\n\nclass Box(typing.Generic[T]):\n    pass\n\n\n"
                       "class IntBox(Box[int]):\n    pass\n\n\nraise ImportError('not yet')\n",
@@ -787,6 +792,23 @@ def test_delete_method_read_by_another_module_as_it_runs_names_it(daemon, c):
     other = open_session(daemon)
     assert "has no attribute 'run'" in error(other, "execute_code", "other", code="import gone.handlers")
     other.close()
+
+
+def _fails_in_a_new_session(daemon, module: str, said: str) -> None:
+    other = open_session(daemon)
+    assert said in error(other, "execute_code", "other", code=f"import {module}")
+    other.close()
+
+
+def test_a_read_by_getattr_with_a_literal_name_is_found_as_a_read(daemon, c):
+    # `getattr(Fetched, 'run')` is `Fetched.run`: both modules were committed failing to
+    # import in every new session, without a word.
+    deleted = structured(c, "delete_method", className="Fetched", selector="run")
+    assert deleted["readAsItRuns"] == "handler = getattr(Fetched, 'run')"
+    _fails_in_a_new_session(daemon, "gone.fetched", "has no attribute 'run'")
+    result = structured(c, "compile_class_definition", source="class Pick:\n    pass\n")
+    assert result["importErrors"] == {"gone.picked": "AttributeError: type object 'Pick' has no attribute 'limit'"}
+    _fails_in_a_new_session(daemon, "gone.picked", "has no attribute 'limit'")
 
 
 # -- source files in other encodings ----------------------------------------------

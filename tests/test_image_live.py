@@ -1,5 +1,5 @@
-"""live.needed_on_import and attribute_reader: what running a module still reads; the
-dataclass basis; and members set on a live class as its body binds them."""
+"""live.needed_on_import, attribute_reader and reads_attribute: what running a module
+still reads; the dataclass basis; and members set on a live class as its body binds them."""
 
 import ast
 import dataclasses
@@ -61,6 +61,10 @@ def test_needed_on_import(source, needed):
     ("f = lambda: A.run\n", None),
     ("A.run = print\n", None),
     ("handler = A.other\n", None),
+    ("handler = getattr(A, 'run')\n", 4),                     # a literal name: A.run
+    ("handler = getattr(A, 'run', None)\n", None),            # a default: no error
+    ("handler = getattr(A, 'other')\n", None),
+    ("handler = getattr(B, 'run')\n", None),
 ])
 def test_attribute_reader(below, line):
     tree = ast.parse("class A:\n    pass\n\n" + below)
@@ -87,6 +91,18 @@ def test_attribute_reader_of_a_class_in_a_block_looks_at_the_clauses_that_run_af
     # holding the class, was not noted, and a new session's import failed unannounced.
     reader = attribute_reader(ast.parse(source), "A", "run")
     assert (reader and reader.lineno) == line
+
+
+@pytest.mark.parametrize("source, reads", [
+    ("LIMIT = Job.limit\n", True),
+    ("LIMIT = jobs.Job.limit\n", True),
+    ("LIMIT = getattr(Job, 'limit')\n", True),
+    ("LIMIT = getattr(Job, 'limit', 3)\n", False),
+    ("LIMIT = getattr(Job, name)\n", False),
+    ("def f():\n    return Job.limit\n", False),             # runs when called
+])
+def test_reads_attribute(source, reads):
+    assert live.reads_attribute(ast.parse(source), {"limit"}) is reads
 
 
 def test_a_dataclass_basis_changes_with_fields_post_init_or_frozen_and_runs_no_user_eq():

@@ -649,15 +649,16 @@ def _unbound_reads(node: ast.AST, above: list[ast.stmt], body_above: list[ast.st
 
 def attribute_reader(tree: ast.Module, class_name: str, attribute: str) -> ast.stmt | None:
     """The first statement below the class that reads `Class.attribute` as the module
-    runs (`handler = A.run`, `@A.run` above a def): without that attribute, an
-    AttributeError as the module is imported, unless the read is guarded (try, hasattr),
-    which this does not judge. Function bodies do not run then."""
+    runs (`handler = A.run`, `@A.run` above a def, `getattr(A, "run")`): without that
+    attribute, an AttributeError as the module is imported, unless the read is guarded
+    (try, hasattr), which this does not judge. Function bodies do not run then."""
     classdef = splice.class_statement(tree, class_name)
     lazy_annotations = bool(future_flags(tree) & __future__.annotations.compiler_flag)
 
     def wanted(sub):
-        return (isinstance(sub, ast.Attribute) and sub.attr == attribute and isinstance(sub.ctx, ast.Load)
-                and isinstance(sub.value, ast.Name) and sub.value.id == class_name)
+        read = _attribute_read(sub)
+        return (read is not None and read[1] == attribute and isinstance(read[0], ast.Name)
+                and read[0].id == class_name)
     below = splice.statements_below(tree, classdef)
     reader = next((node for node in below if _reads(node, wanted, lazy_annotations)), None)
     # The innermost statement, as quoted: `h = A.run`, not the `try:` around it.
@@ -672,14 +673,28 @@ def attribute_reader(tree: ast.Module, class_name: str, attribute: str) -> ast.s
 
 def reads_attribute(tree: ast.Module, attributes: set[str]) -> bool:
     """Whether running the module reads an attribute of one of those names, of anything
-    (`LIMIT = Job.limit`, `handler = jobs.Job.run`), as it is imported: which object's is
-    not told from the source, so only a re-import says whether it fails. Function bodies
-    do not run then."""
+    (`LIMIT = Job.limit`, `handler = jobs.Job.run`, `getattr(Job, "limit")`), as it is
+    imported: which object's is not told from the source, so only a re-import says
+    whether it fails. Function bodies do not run then."""
     lazy_annotations = bool(future_flags(tree) & __future__.annotations.compiler_flag)
 
     def wanted(sub):
-        return isinstance(sub, ast.Attribute) and sub.attr in attributes and isinstance(sub.ctx, ast.Load)
+        read = _attribute_read(sub)
+        return read is not None and read[1] in attributes
     return any(_reads(node, wanted, lazy_annotations) for node in tree.body)
+
+
+def _attribute_read(node: ast.AST) -> tuple[ast.expr, str] | None:
+    """(the object, the name) when `node` reads an attribute: `obj.name`, or
+    `getattr(obj, "name")` with a literal name and no default (with one, a missing
+    attribute is no error). None otherwise."""
+    if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+        return node.value, node.attr
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
+            and len(node.args) == 2 and not node.keywords and not isinstance(node.args[0], ast.Starred)
+            and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+        return node.args[0], node.args[1].value
+    return None
 
 
 def _reads(node: ast.AST, wanted, lazy_annotations: bool) -> bool:

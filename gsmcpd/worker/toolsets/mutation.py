@@ -220,7 +220,8 @@ class MutationToolset(Toolset):
         readers = []
         for name in sorted(self.view.image_importers_of(module_name)):
             source, tree = self.view.source(name), self.view.tree(name)
-            if (tree is not None and any(f".{attribute}" in source for attribute in attributes)
+            # `.limit` or `getattr(Job, "limit")`: the name is in the text either way.
+            if (tree is not None and any(attribute in source for attribute in attributes)
                     and live.reads_attribute(tree, attributes)):
                 readers.append(name)
         if not readers:
