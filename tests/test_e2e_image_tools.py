@@ -127,6 +127,10 @@ class PartTest(unittest.TestCase):
     "gone/fetched.py": "class Fetched:\n    def run(self):\n        return 1\n\n\nhandler = getattr(Fetched, 'run')\n",
     "gone/picks.py": "class Pick:\n    limit = 3\n",
     "gone/picked.py": "from gone.picks import Pick\n\nLIMIT = getattr(Pick, 'limit')\n",
+    "gone/called.py": "class Called:\n    def run(self):\n        return 1\n\n\ndef pick():\n"
+                      "    return Called.run\n\n\nhandler = pick()\n",
+    "gone/sizes.py": "class Size:\n    limit = 3\n",
+    "gone/sized.py": "from gone.sizes import Size\n\n\ndef limit():\n    return Size.limit\n\n\nLIMIT = limit()\n",
     "generic/__init__.py": "",
     "generic/box.py": "import typing\n\nT = typing.TypeVar('T')\n\n\nclass Box(typing.Generic[T]):\n    pass\n\n\n"
                       "class IntBox(Box[int]):\n    pass\n\n\nraise ImportError('not yet')\n",
@@ -809,6 +813,16 @@ def test_a_read_by_getattr_with_a_literal_name_is_found_as_a_read(daemon, c):
     result = structured(c, "compile_class_definition", source="class Pick:\n    pass\n")
     assert result["importErrors"] == {"gone.picked": "AttributeError: type object 'Pick' has no attribute 'limit'"}
     _fails_in_a_new_session(daemon, "gone.picked", "has no attribute 'limit'")
+
+
+def test_a_read_in_a_function_the_module_calls_as_it_runs_is_found(daemon, c):
+    # `def pick(): return Called.run` ... `handler = pick()`: the read runs as the module does.
+    deleted = structured(c, "delete_method", className="Called", selector="run")
+    assert deleted["readAsItRuns"] == "handler = pick()"
+    _fails_in_a_new_session(daemon, "gone.called", "has no attribute 'run'")
+    result = structured(c, "compile_class_definition", source="class Size:\n    pass\n")
+    assert result["importErrors"] == {"gone.sized": "AttributeError: type object 'Size' has no attribute 'limit'"}
+    _fails_in_a_new_session(daemon, "gone.sized", "has no attribute 'limit'")
 
 
 # -- source files in other encodings ----------------------------------------------

@@ -65,6 +65,15 @@ def test_needed_on_import(source, needed):
     ("handler = getattr(A, 'run', None)\n", None),            # a default: no error
     ("handler = getattr(A, 'other')\n", None),
     ("handler = getattr(B, 'run')\n", None),
+    # A function of the module called as it runs: its body runs then (one level deep).
+    ("def pick():\n    return A.run\n\n\nhandler = pick()\n", 8),
+    ("def pick():\n    return A.run\n\n\nclass B:\n    h = pick()\n", 9),
+    ("def deco(f):\n    A.run\n    return f\n\n\n@deco\ndef g():\n    pass\n", 10),
+    ("def pick():\n    return A.run\n\n\nhandler = pick\n", None),          # not called
+    ("def pick():\n    yield A.run\n\n\nhandler = pick()\n", None),         # a generator
+    ("async def pick():\n    return A.run\n\n\nhandler = pick()\n", None),   # a coroutine
+    ("def pick():\n    def inner():\n        return A.run\n    return inner\n\n\nh = pick()\n", None),
+    ("def pick():\n    return A.run\n\n\ndef outer():\n    return pick()\n\n\nh = outer()\n", None),
 ])
 def test_attribute_reader(below, line):
     tree = ast.parse("class A:\n    pass\n\n" + below)
@@ -100,6 +109,9 @@ def test_attribute_reader_of_a_class_in_a_block_looks_at_the_clauses_that_run_af
     ("LIMIT = getattr(Job, 'limit', 3)\n", False),
     ("LIMIT = getattr(Job, name)\n", False),
     ("def f():\n    return Job.limit\n", False),             # runs when called
+    ("def f():\n    return Job.limit\n\n\nLIMIT = f()\n", True),
+    ("if X:\n    def f():\n        return Job.limit\nLIMIT = f()\n", True),
+    ("from m import f\nLIMIT = f()\n", False),                 # another module's: not followed
 ])
 def test_reads_attribute(source, reads):
     assert live.reads_attribute(ast.parse(source), {"limit"}) is reads

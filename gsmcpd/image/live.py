@@ -651,7 +651,8 @@ def attribute_reader(tree: ast.Module, class_name: str, attribute: str) -> ast.s
     """The first statement below the class that reads `Class.attribute` as the module
     runs (`handler = A.run`, `@A.run` above a def, `getattr(A, "run")`): without that
     attribute, an AttributeError as the module is imported, unless the read is guarded
-    (try, hasattr), which this does not judge. Function bodies do not run then."""
+    (try, hasattr), which this does not judge. Function bodies do not run then, but for
+    the module's own functions it calls as it runs (see _reads)."""
     classdef = splice.class_statement(tree, class_name)
     lazy_annotations = bool(future_flags(tree) & __future__.annotations.compiler_flag)
 
@@ -659,12 +660,12 @@ def attribute_reader(tree: ast.Module, class_name: str, attribute: str) -> ast.s
         read = _attribute_read(sub)
         return (read is not None and read[1] == attribute and isinstance(read[0], ast.Name)
                 and read[0].id == class_name)
-    below = splice.statements_below(tree, classdef)
-    reader = next((node for node in below if _reads(node, wanted, lazy_annotations)), None)
+    below, functions = splice.statements_below(tree, classdef), _functions(tree)
+    reader = next((node for node in below if _reads(node, wanted, lazy_annotations, functions)), None)
     # The innermost statement, as quoted: `h = A.run`, not the `try:` around it.
     while reader is not None and not isinstance(reader, (ast.FunctionDef, ast.AsyncFunctionDef)):
         inner = next((sub for sub in splice.child_statements(reader)
-                      if _reads(sub, wanted, lazy_annotations)), None)
+                      if _reads(sub, wanted, lazy_annotations, functions)), None)
         if inner is None:
             break
         reader = inner
@@ -675,13 +676,15 @@ def reads_attribute(tree: ast.Module, attributes: set[str]) -> bool:
     """Whether running the module reads an attribute of one of those names, of anything
     (`LIMIT = Job.limit`, `handler = jobs.Job.run`, `getattr(Job, "limit")`), as it is
     imported: which object's is not told from the source, so only a re-import says
-    whether it fails. Function bodies do not run then."""
+    whether it fails. Function bodies do not run then, but for the module's own functions
+    it calls as it runs (see _reads)."""
     lazy_annotations = bool(future_flags(tree) & __future__.annotations.compiler_flag)
 
     def wanted(sub):
         read = _attribute_read(sub)
         return read is not None and read[1] in attributes
-    return any(_reads(node, wanted, lazy_annotations) for node in tree.body)
+    functions = _functions(tree)
+    return any(_reads(node, wanted, lazy_annotations, functions) for node in tree.body)
 
 
 def _attribute_read(node: ast.AST) -> tuple[ast.expr, str] | None:
@@ -697,6 +700,39 @@ def _attribute_read(node: ast.AST) -> tuple[ast.expr, str] | None:
     return None
 
 
-def _reads(node: ast.AST, wanted, lazy_annotations: bool) -> bool:
-    """Whether running `node` at the module's top level evaluates a node `wanted` picks."""
-    return any(wanted(sub) for sub in splice.evaluated_now(node, lazy_annotations))
+def _reads(node: ast.AST, wanted, lazy_annotations: bool, functions: dict | None = None) -> bool:
+    """Whether running `node` at the module's top level evaluates a node `wanted` picks;
+    with `functions` (_functions), in the body of one it calls by that name too (`X =
+    pick()`, `@register` above a def): one level deep, not what that body calls in turn,
+    nor a function of another module or a method."""
+    return any(wanted(sub) or (functions and any(
+        _body_reads(function, wanted, lazy_annotations)
+        for name in _names_called(sub) for function in functions.get(name, ())))
+        for sub in splice.evaluated_now(node, lazy_annotations))
+
+
+def _body_reads(function: ast.FunctionDef, wanted, lazy_annotations: bool) -> bool:
+    """Whether calling `function` evaluates a node `wanted` picks (not in what it calls)."""
+    return any(wanted(sub) for statement in function.body
+               for sub in splice.evaluated_now(statement, lazy_annotations))
+
+
+def _functions(tree: ast.Module) -> dict[str, list[ast.FunctionDef]]:
+    """The module's defs (at its top level or in a module-level block) whose body runs
+    when they are called, by name: not an async def's, nor a generator's."""
+    functions = {}
+    for _, node in splice.defs_in_blocks(tree.body):
+        if isinstance(node, ast.FunctionDef) and not any(
+                isinstance(sub, (ast.Yield, ast.YieldFrom))
+                for statement in node.body for sub in splice.evaluated_now(statement)):
+            functions.setdefault(node.name, []).append(node)
+    return functions
+
+
+def _names_called(node: ast.AST) -> list[str]:
+    """The names `node` calls as it runs: a call's (`f()`), a def's or class's decorators'
+    (`@f`)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        return [node.func.id]
+    decorators = getattr(node, "decorator_list", [])
+    return [decorator.id for decorator in decorators if isinstance(decorator, ast.Name)]
