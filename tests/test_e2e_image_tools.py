@@ -131,6 +131,11 @@ class PartTest(unittest.TestCase):
                       "    return Called.run\n\n\nhandler = pick()\n",
     "gone/sizes.py": "class Size:\n    limit = 3\n",
     "gone/sized.py": "from gone.sizes import Size\n\n\ndef limit():\n    return Size.limit\n\n\nLIMIT = limit()\n",
+    "gone/duties.py": "class Duty:\n    def run(self):\n        return 1\n\n\nclass SubDuty(Duty):\n    pass\n\n\n"
+                      "handler = SubDuty.run\n",
+    "gone/chores.py": "class Chore:\n    limit = 3\n",
+    "gone/subchores.py": "from gone.chores import Chore\n\n\nclass SubChore(Chore):\n    pass\n\n\nOWN = SubChore.limit\n",
+    "gone/choreread.py": "from gone.subchores import SubChore\n\nLIMIT = SubChore.limit\n",
     "generic/__init__.py": "",
     "generic/box.py": "import typing\n\nT = typing.TypeVar('T')\n\n\nclass Box(typing.Generic[T]):\n    pass\n\n\n"
                       "class IntBox(Box[int]):\n    pass\n\n\nraise ImportError('not yet')\n",
@@ -823,6 +828,20 @@ def test_a_read_in_a_function_the_module_calls_as_it_runs_is_found(daemon, c):
     result = structured(c, "compile_class_definition", source="class Size:\n    pass\n")
     assert result["importErrors"] == {"gone.sized": "AttributeError: type object 'Size' has no attribute 'limit'"}
     _fails_in_a_new_session(daemon, "gone.sized", "has no attribute 'limit'")
+
+
+def test_a_read_through_a_subclass_inheriting_it_is_found(daemon, c):
+    # `SubDuty.run` is Duty's run: the module was committed failing to import, unsaid.
+    # (Another module reading it so was named already: any `.limit` read is re-imported.)
+    deleted = structured(c, "delete_method", className="Duty", selector="run")
+    assert deleted["readAsItRuns"] == "handler = SubDuty.run"
+    _fails_in_a_new_session(daemon, "gone.duties", "has no attribute 'run'")
+    result = structured(c, "compile_class_definition", source="class Chore:\n    pass\n")
+    assert result["importErrors"] == {
+        "gone.choreread": "AttributeError: type object 'SubChore' has no attribute 'limit'",
+        "gone.subchores": "AttributeError: type object 'SubChore' has no attribute 'limit'"}
+    for module in ("gone.subchores", "gone.choreread"):
+        _fails_in_a_new_session(daemon, module, "has no attribute 'limit'")
 
 
 # -- source files in other encodings ----------------------------------------------

@@ -81,6 +81,18 @@ def test_attribute_reader(below, line):
     assert (reader and reader.lineno) == line
 
 
+@pytest.mark.parametrize("below, line", [
+    ("handler = Sub.run\n", 8),
+    ("handler = getattr(Sub, 'run')\n", 8),
+    ("handler = Other.run\n", None),
+])
+def test_attribute_reader_through_a_subclass_having_it_from_the_class(below, line):
+    # `Sub.run` is A's run: a read through it failed as the module ran, unnoted.
+    tree = ast.parse("class A:\n    pass\n\n\nclass Sub(A):\n    pass\n\n" + below)
+    reader = attribute_reader(tree, "A", "run", through=("Sub",))
+    assert (reader and reader.lineno) == line
+
+
 @pytest.mark.parametrize("source, line", [
     ("try:\n    class A:\n        pass\nfinally:\n    h = A.run\n", 5),
     ("try:\n    class A:\n        pass\nexcept E:\n    pass\nelse:\n    h = A.run\n", 7),

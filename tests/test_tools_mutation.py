@@ -747,6 +747,21 @@ def test_compile_class_definition_notes_a_dropped_attribute_its_module_reads_as_
     assert "note" not in text(result) and "readAsItRuns" not in result["structuredContent"]
 
 
+def test_a_dropped_attribute_read_through_a_subclass_of_the_module_is_noted(client, image):
+    # `OWN = Sub.limit` is Job's limit: the module was committed importing in no new
+    # session, unsaid. Not through a subclass binding it itself.
+    (image / "zoo" / "jobs.py").write_text(
+        "class Job:\n    limit = 3\n    size = 1\n\n    def run(self):\n        return 1\n\n\n"
+        "class Sub(Job):\n    pass\n\n\nclass Own(Job):\n    size = 2\n\n\n"
+        "OWN = Sub.limit\nSIZE = Own.size\nRUN = Sub.run\n")
+    client.ok("refresh")
+    result = client.ok("compile_class_definition", source="class Job:\n    pass\n", recompileMethods=False)
+    assert result["structuredContent"]["readAsItRuns"] == {"limit": "OWN = Sub.limit", "run": "RUN = Sub.run"}
+    namespace = {}
+    with pytest.raises(AttributeError, match="'Sub' has no attribute 'limit'"):
+        exec(disk(image, "zoo/jobs.py"), namespace)   # as a new session's import runs it
+
+
 def test_compile_class_definition_names_another_module_reading_a_dropped_attribute(client, image):
     (image / "zoo" / "jobs.py").write_text("class Base:\n    size = 0\n\n\nclass Job(Base):\n"
                                            "    limit = 3\n    size = 1\n    name = 'job'\n")

@@ -647,19 +647,23 @@ def _unbound_reads(node: ast.AST, above: list[ast.stmt], body_above: list[ast.st
     return found
 
 
-def attribute_reader(tree: ast.Module, class_name: str, attribute: str) -> ast.stmt | None:
+def attribute_reader(tree: ast.Module, class_name: str, attribute: str,
+                     through: tuple[str, ...] = ()) -> ast.stmt | None:
     """The first statement below the class that reads `Class.attribute` as the module
-    runs (`handler = A.run`, `@A.run` above a def, `getattr(A, "run")`): without that
-    attribute, an AttributeError as the module is imported, unless the read is guarded
-    (try, hasattr), which this does not judge. Function bodies do not run then, but for
-    the module's own functions it calls as it runs (see _reads)."""
+    runs (`handler = A.run`, `@A.run` above a def, `getattr(A, "run")`), or reads it
+    through a name in `through` (the module's subclasses having it from the class alone,
+    `handler = Sub.run`): without that attribute, an AttributeError as the module is
+    imported, unless the read is guarded (try, hasattr), which this does not judge.
+    Function bodies do not run then, but for the module's own functions it calls as it
+    runs (see _reads)."""
     classdef = splice.class_statement(tree, class_name)
     lazy_annotations = bool(future_flags(tree) & __future__.annotations.compiler_flag)
+    names = {class_name, *through}
 
     def wanted(sub):
         read = _attribute_read(sub)
         return (read is not None and read[1] == attribute and isinstance(read[0], ast.Name)
-                and read[0].id == class_name)
+                and read[0].id in names)
     below, functions = splice.statements_below(tree, classdef), _functions(tree)
     reader = next((node for node in below if _reads(node, wanted, lazy_annotations, functions)), None)
     # The innermost statement, as quoted: `h = A.run`, not the `try:` around it.

@@ -229,6 +229,17 @@ class MutationToolset(Toolset):
         self.view.load_all()   # as delete_class: an importer not loaded yet is named too
         return self._reimported_note(self.view.reload_with_importers(readers))
 
+    def _inheritors(self, cls, module_name: str, bound: str) -> tuple[str, ...]:
+        """The names of the classes `module_name` defines on `cls` (its live subclasses)
+        that have `bound` from `cls` alone: no other class of their MRO binds it, nor their
+        metaclass. Without it in `cls`, a read through them (`Sub.run`) fails as `cls`'s does."""
+        if not isinstance(cls, type):
+            return ()
+        return tuple(sub.__qualname__ for sub in live.subclasses_of(cls)
+                     if sub.__module__ == module_name and self.view.defines(sub)
+                     and not any(bound in vars(owner) for owner in sub.__mro__ + type(sub).__mro__
+                                 if owner is not cls))
+
     def _reimported_note(self, reimported: list[str]) -> tuple[str, dict]:
         """The note and data naming the modules `reimported` and those now failing."""
         errors = {name: self.view.import_errors[name] for name in reimported
@@ -534,8 +545,9 @@ class MutationToolset(Toolset):
             imported, imported_data = self._reimport_readers(module_name, dropped)
         reads = {}
         tree = parsing.parse(new_source)
-        for dropped_name in sorted(dropped):
-            reader = live.attribute_reader(tree, name, dropped_name)
+        for dropped_name in sorted(dropped):   # through its subclasses too, kept only when updated
+            reader = live.attribute_reader(tree, name, dropped_name, self._inheritors(
+                cls if outcome == "updated" else None, module_name, dropped_name))
             if reader is not None:
                 reads[dropped_name] = splice.statement_line(new_source, reader)
         if reads:   # noted, not refused, as delete_method does
@@ -630,7 +642,7 @@ class MutationToolset(Toolset):
                             f"could not be made and {ref.module} would no longer import. Change "
                             "that statement first (compile_class_definition).")
         bound, tree = splice.mangled(ref.name, selector), parsing.parse(new_source)
-        reader = live.attribute_reader(tree, ref.name, bound)
+        reader = live.attribute_reader(tree, ref.name, bound, self._inheritors(cls, ref.module, bound))
         # Not when the class still has it: as a class attribute of that name, or a base's.
         kept = splice.attribute_nodes(splice.class_statement(tree, ref.name), selector) or (
             cls is not None and any(bound in vars(owner) for owner in cls.__mro__[1:] + type(cls).__mro__))
