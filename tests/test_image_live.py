@@ -194,6 +194,36 @@ def test_frozen_conflict_is_what_the_dataclass_decorator_would_raise_on_the_base
         _dataclasses(made_anew)
 
 
+@pytest.mark.parametrize("base, sub, decorator", [
+    ("    x: int = 0\n", "    y: int\n", ""),                                     # given a default
+    ("    x: int\n    z: int = 0\n", "    y: int\n", ""),                         # a new field with one
+    ("    x: int = 0\n", "    y: int = 1\n", ""),
+    ("    x: int = 0\n", "    y: int = dataclasses.field(kw_only=True)\n", ""),   # not positional
+    ("    x: int = 0\n", "    _: dataclasses.KW_ONLY\n    y: int\n", ""),
+    ("    x: int = 0\n", "    y: dataclasses.InitVar[int]\n", ""),                # a parameter too
+    ("    x: int = 0\n", "    y: typing.ClassVar[int]\n", ""),                    # none
+    ("    x: int = 0\n", "    x: int\n", ""),                                     # in x's place
+    ("    x: int = dataclasses.field(default=0, init=False)\n", "    y: int\n", ""),
+    ("    x: int = 0\n", "    y: int\n", "(init=False)"),                         # no __init__ made
+])
+def test_field_order_conflict_is_what_the_decorator_would_raise_on_the_bases_as_they_are(base, sub, decorator):
+    # A base's field given a default, compiled in place: a subclass's field without one
+    # then follows it, and a new session's import of its module fails.
+    namespace = _dataclasses(f"import typing\n@dataclasses.dataclass\nclass A:\n    x: int\n\n\n"
+                             f"@dataclasses.dataclass{decorator}\nclass B(A):\n{sub}")
+    changed = _dataclasses(f"@dataclasses.dataclass\nclass A:\n{base}")["A"]
+    B = namespace["B"]
+    B.__bases__[0].__dataclass_fields__ = changed.__dataclass_fields__
+    try:   # what the decorator itself says, the class made anew on the changed base
+        _dataclasses(f"import typing\n@dataclasses.dataclass\nclass A:\n{base}\n\n"
+                     f"@dataclasses.dataclass{decorator}\nclass B(A):\n{sub}")
+        expected = None
+    except TypeError as error:
+        expected = str(error)
+    assert live.field_order_conflict(B) == expected
+    assert live.field_order_conflict(int) is None
+
+
 def _made_again(frozen, bases):
     """The TypeError message the running Python's dataclass decorator raises making a
     dataclass of that `frozen` on `bases`, None if it makes it."""

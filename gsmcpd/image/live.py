@@ -236,6 +236,38 @@ def frozen_conflict(cls: type) -> str | None:
     return "cannot inherit non-frozen dataclass from a frozen one"
 
 
+def field_order_conflict(cls: type) -> str | None:
+    """The TypeError Python's dataclass decorator would raise making the dataclass `cls`
+    again on its bases as they are now because a field without a default would follow one
+    with a default among its `__init__`'s positional parameters (a base's field given a
+    default since: `non-default argument 'y' follows default argument`). Asked of the
+    decorator itself, on stand-ins of the fields as it would collect them (their names,
+    whether each has a default, init, kw_only), so no user code runs. None when it would
+    make it, or `cls` is no dataclass generating its `__init__`."""
+    params, own = vars(cls).get("__dataclass_params__"), vars(cls).get("__dataclass_fields__")
+    if params is None or not params.init or not isinstance(own, dict):
+        return None
+    fields = {}
+    for base in cls.__mro__[-1:0:-1]:   # as the decorator collects them
+        inherited = inspect.getattr_static(base, "__dataclass_fields__", None)
+        if isinstance(inherited, dict):
+            fields.update(inherited)
+    fields.update((name, own[name]) for name in vars(cls).get("__annotations__", {}) if name in own)
+    # A ClassVar is no parameter of __init__ (an InitVar is).
+    stand_ins = [(field.name, object, dataclasses.field(
+        init=field.init, kw_only=field.kw_only is True, **({"default": None} if _has_default(field) else {})))
+        for field in fields.values() if field._field_type is not dataclasses._FIELD_CLASSVAR]
+    try:
+        dataclasses.make_dataclass("Again", stand_ins)
+    except TypeError as error:
+        return str(error)
+    return None
+
+
+def _has_default(field: dataclasses.Field) -> bool:
+    return field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING
+
+
 def agreeing_frozen(cls: type) -> bool | None:
     """The `frozen` the dataclass decorator accepts making `cls` on its bases as they are
     now: True on frozen dataclass bases, False on non-frozen ones; None when it refuses

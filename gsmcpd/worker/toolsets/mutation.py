@@ -229,6 +229,30 @@ class MutationToolset(Toolset):
         self.view.load_all()   # as delete_class: an importer not loaded yet is named too
         return self._reimported_note(self.view.reload_with_importers(readers))
 
+    def _load_dataclass_importers(self, module_name: str) -> None:
+        """Load the image modules importing `module_name` whose source names a dataclass,
+        before a class of it changes its dataclass fields: their dataclass subclasses of it
+        are then made from the fields as they were, so _reimport_misordered tells one that
+        no longer imports from one failing for another reason."""
+        for name in sorted(self.view.image_importers_of(module_name)):
+            if "dataclass" in (self.view.source(name) or ""):
+                self.view.module(name)
+
+    def _reimport_misordered(self, module_name: str, cls) -> tuple[str, dict]:
+        """Re-import the modules, other than `module_name`, that define live dataclass
+        subclasses of `cls` the dataclass decorator would no longer make, a field without a
+        default now following one with (live.field_order_conflict): they now fail to
+        import here as in a new session, named (`reimported`, `importErrors`), with those
+        importing them. Only those: the others keep their live classes. The class's own
+        module is not (that would replace `cls`): _stale_dataclass_subclasses notes its
+        subclasses. ('', {}) when none is."""
+        modules = {sub.__module__ for sub in live.subclasses_of(cls)
+                   if sub.__module__ != module_name and "__dataclass_fields__" in vars(sub)
+                   and self.view.defines(sub) and live.field_order_conflict(sub) is not None}
+        if not modules:
+            return "", {}
+        return self._reimported_note(self.view.reload_with_importers(modules))
+
     def _inheritors(self, cls, module_name: str, bound: str) -> tuple[str, ...]:
         """The names of the classes `module_name` defines on `cls` (its live subclasses)
         that have `bound` from `cls` alone: no other class of their MRO binds it, nor their
@@ -532,6 +556,10 @@ class MutationToolset(Toolset):
                     raise definition_error(again, module) from None
         _refuse_read_before_bound(module_name, name, old_source if exists else None, new_source)
         basis = live.dataclass_basis(cls) if cls is not None else None
+        basis_changed = new_class is not None and basis is not None and not live.same_dataclass_basis(
+            basis, live.dataclass_basis(new_class))
+        if basis_changed:
+            self._load_dataclass_importers(module_name)
         outcome = self._apply_class(module, module_name, name, cls, old_node, new_class)
         self.view.set_source(module_name, new_source, live=module is not None)
         # A new class: its importers take it again, and one reading what it no longer has
@@ -543,6 +571,9 @@ class MutationToolset(Toolset):
         if dropped and outcome == "updated":
             # The same class lost them: only the importers reading them need re-importing.
             imported, imported_data = self._reimport_readers(module_name, dropped)
+        if basis_changed and outcome == "updated":
+            imported, imported_data = _both_reimports((imported, imported_data),
+                                                      self._reimport_misordered(module_name, cls))
         reads = {}
         tree = parsing.parse(new_source)
         for dropped_name in sorted(dropped):   # through its subclasses too, kept only when updated
@@ -731,9 +762,10 @@ class MutationToolset(Toolset):
         They are not made again with it (that would run class statements, and
         `__init_subclass__` hooks, the change did not touch): what the decorator generated
         for them (`__init__`, `__repr__`, `__eq__`...) still follows the old fields and
-        `__post_init__`. One whose `frozen` no longer agrees with its bases' cannot be made
-        again as written (`frozenConflicts`): its module's next import fails until it is
-        changed too. ('', {}) when none is."""
+        `__post_init__`. One whose `frozen` no longer agrees with its bases'
+        (`frozenConflicts`), or with a field without a default now following one with a
+        default (`fieldOrderConflicts`: a base's field given one), cannot be made again as
+        written: its module's next import fails until it is changed too. ('', {}) when none is."""
         if cls is None or live.same_dataclass_basis(basis, live.dataclass_basis(cls)):
             return "", {}
         subclasses = [sub for sub in live.subclasses_of(cls)
@@ -745,9 +777,16 @@ class MutationToolset(Toolset):
         note = (f"; note: the dataclass subclasses {', '.join(stale)} were made from what "
                 f"{qualified} was before this change ({changes}) and keep what the dataclass "
                 "decorator generated then (__init__, __repr__, __eq__...) until made again")
-        conflicts = {}
+        conflicts, misordered = {}, {}
         for sub, name in zip(subclasses, stale):
-            conflict = live.frozen_conflict(sub)
+            conflict = live.frozen_conflict(sub)   # the decorator checks it first
+            order = live.field_order_conflict(sub) if conflict is None else None
+            if order is not None:
+                misordered[name] = order
+                note += (f"; {name} cannot be made again as written (the dataclass decorator now "
+                         f"raises TypeError: {order}), so a new session's import of {sub.__module__} "
+                         f"fails until compile_class_definition gives it a default (or kw_only) "
+                         f"for each field it adds without one, or {qualified} is changed back")
             if conflict is not None:
                 conflicts[name] = conflict
                 agreeing = live.agreeing_frozen(sub)
@@ -758,7 +797,7 @@ class MutationToolset(Toolset):
                 note += (f"; {name} cannot be made again as written (the dataclass decorator now "
                          f"raises TypeError: {conflict}), so a new session's import of "
                          f"{sub.__module__} fails until {until}")
-        rest = [name for name in stale if name not in conflicts]
+        rest = [name for name in stale if name not in conflicts and name not in misordered]
         if rest:
             note += (f"; compile_class_definition on {'each of ' if len(rest) > 1 else ''}"
                      f"{', '.join(rest)} (its definition as it stands) makes it again, or abort "
@@ -766,6 +805,8 @@ class MutationToolset(Toolset):
         data = {"staleSubclasses": stale}
         if conflicts:
             data["frozenConflicts"] = conflicts
+        if misordered:
+            data["fieldOrderConflicts"] = misordered
         return note, data
 
     def _unset_method(self, ref, cls, new_source: str, selector: str) -> None:
@@ -955,6 +996,15 @@ _DATACLASS_READS = _DATACLASS_MADE | {"__post_init__"}
 
 # Why no `frozen` makes a dataclass again (live.agreeing_frozen None), Python 3.13's rule.
 _MIXED_FROZEN = "some frozen and some not, which this Python's dataclass decorator refuses either way"
+
+
+def _both_reimports(first: tuple[str, dict], second: tuple[str, dict]) -> tuple[str, dict]:
+    """Two (note, data) of _reimported_note (or ('', {})) as one."""
+    if not second[0]:
+        return first
+    (note, data), (more, more_data) = first, second
+    return note + more, {"reimported": sorted({*data.get("reimported", ()), *more_data["reimported"]}),
+                         "importErrors": {**data.get("importErrors", {}), **more_data["importErrors"]}}
 
 
 def _read_as_it_runs_note(module_name: str, class_name: str, reads: dict[str, str]) -> str:
