@@ -667,6 +667,16 @@ def test_remove_dictionary_refuses_a_dunder_name(c):
                                                 dictionaryName="__init__")
 
 
+def test_a_packages_init_file_is_no_dictionary_and_nothing_is_written_to_it(image, c):
+    before = (image / "fix/__init__.py").read_bytes()
+    message = error(c, "compile_class_definition", "notFound", dictionaryName="fix.__init__",
+                    source="class Pen:\n    pass\n")
+    assert "fix/__init__.py is the package fix's own module: pass fix" in message
+    assert "pass fix" in error(c, "list_classes", "notFound", dictionaryName="fix.__init__")
+    assert (image / "fix/__init__.py").read_bytes() == before
+    assert "fix.__init__" not in run(c, "import sys\nsorted(sys.modules)")
+
+
 # -- removing what other modules import -------------------------------------------
 
 def test_after_delete_class_its_importers_fail_to_import_here_as_in_a_new_session(daemon, c):

@@ -888,3 +888,11 @@ def test_a_break_landing_as_has_commit_waits_for_the_lock_ends_the_call_with_the
     assert (a.undecided, a.commit_count) == (["zoo.animals"], 0)
     edited(a, "zoo.animals", 'return "A"', 'return "AA"')
     assert a.commit() == ["zoo.animals"] and a.settled == ["zoo.animals"]   # its own: no conflict
+
+
+def test_a_packages_init_file_is_no_module_of_its_own(image, views):
+    # Its file is the package's: served as zoo.__init__ too, it was a second live zoo.
+    view = views(image)
+    assert view.has_module("zoo") and view.relpath("zoo") == "zoo/__init__.py"
+    assert not view.has_module("zoo.__init__") and "zoo.__init__" not in view.module_names()
+    assert view.module("zoo.__init__") is None and "zoo.__init__" not in sys.modules

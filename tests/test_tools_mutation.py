@@ -1229,6 +1229,20 @@ def test_a_dot_only_nfkc_makes_is_no_dictionary_name_separator(client, image, do
     assert "is not a global name" in client.error("find_references_to", "invalidParams", name=f"zoo{dot}Dog")
 
 
+def test_a_packages_init_file_is_no_dictionary_of_its_own(client, image):
+    # zoo.__init__ named zoo's file, imported a second time as a module of that name:
+    # compile_class_definition wrote to zoo/__init__.py and answered zoo.__init__.Pen, a
+    # class other than zoo.Pen, and every tool took the name list_dictionaries never gives.
+    for tool, arguments in [("list_classes", {}), ("list_dictionary_entries", {}),
+                            ("search_method_source", {"pattern": "woof"}),
+                            ("compile_class_definition", {"source": "class Pen:\n    pass\n"})]:
+        message = client.error(tool, "notFound", dictionaryName="zoo.__init__", **arguments)
+        assert "zoo/__init__.py is the package zoo's own module: pass zoo" in message
+    assert "pass zoo" in client.error("describe_class", "notFound", className="zoo.__init__.Pen")
+    assert (image / "zoo/__init__.py").read_text() == "" and not client.view.has_changes
+    assert client.view.module("zoo.__init__") is None and "zoo.__init__" not in client.view.loaded_modules()
+
+
 def test_a_file_no_import_statement_reaches_is_no_dictionary(client, image):
     # `import ｐkg` looks for pkg, never for the file ｐkg.py: it is no image module.
     (image / "ｗide.py").write_text("class Wide:\n    pass\n")

@@ -87,7 +87,16 @@ def unloaded(view: View) -> list[str]:
 def require_module(view: View, module: str) -> None:
     if module != KERNEL and not view.has_module(module):
         raise ToolError("notFound", f"no dictionary (image module) named {echoed(module)!r}"
-                        + did_you_mean(module, dictionaries(view)) + "; list_dictionaries shows them")
+                        + (_package_file_hint(view, module) or did_you_mean(module, dictionaries(view)))
+                        + "; list_dictionaries shows them")
+
+
+def _package_file_hint(view: View, module: str) -> str:
+    """For `pkg.__init__`: the file of package pkg, whose dictionary is pkg itself."""
+    package, _, last = module.rpartition(".")
+    if last != "__init__" or not view.has_module(package):
+        return ""
+    return f" ({package}/__init__.py is the package {package}'s own module: pass {package})"
 
 
 def resolve_class(view: View, name: str) -> ClassRef:
@@ -107,7 +116,8 @@ def resolve_class(view: View, name: str) -> ClassRef:
                                 + _unloadable(view, module))
         else:
             raise ToolError("notFound", f"no dictionary named {echoed(module)} (for class "
-                            f"{echoed(name)})" + (_nested_hint(view, name)
+                            f"{echoed(name)})" + (_package_file_hint(view, module)
+                                                   or _nested_hint(view, name)
                                                    or _method_label_hint(view, module, short)
                                                    or did_you_mean(module, view.module_names())))
         raise ToolError("notFound", f"{module} defines no class {echoed(short)}"

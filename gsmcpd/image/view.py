@@ -241,7 +241,11 @@ class View:
         return None
 
     def has_module(self, module: str) -> bool:
-        return self.relpath(module) is not None
+        """Whether `module` is one of module_names(). Not `pkg.__init__`, though relpath
+        finds its file: that names pkg, and importing it under that name would make a
+        second live copy of the package, its classes other objects than pkg's."""
+        rel = self.relpath(module)
+        return rel is not None and module_name_of(rel) == module
 
     def source(self, module: str) -> str:
         return self.texts[self.relpath(module)]
