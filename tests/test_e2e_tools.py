@@ -408,6 +408,18 @@ def test_a_mistyped_class_method_or_dictionary_is_answered_with_the_name_meant(c
         "extra defines no class Thing (did you mean extra.a.Thing or extra.b.Thing?)")
 
 
+def test_a_name_builtins_binds_no_listed_class_to_is_no_kernel_class(c):
+    # builtins.Cart was "KeyError: None" (kind other); __class__ was the module type,
+    # described as "class builtins.__class__" and refused as a kernel class.
+    assert error(c, "describe_class", "notFound", className="builtins.Cart") == (
+        "builtins has no class Cart (did you mean shop.models.Cart?); list_classes builtins shows them")
+    assert error(c, "compile_method", "notFound", className="builtins.len", source="def f(self):\n    pass\n") == (
+        "builtins has no class len; list_classes builtins shows them")
+    assert error(c, "describe_class", "notFound", className="__class__").startswith(
+        "no class named __class__ in the image or builtins")
+    assert "kernel class" not in error(c, "set_class_comment", "notFound", className="__class__", comment="x")
+
+
 def test_a_search_hit_given_back_as_a_class_says_what_it_is_and_what_to_pass(c):
     # find_senders answers "shop.models.Cart.total"; given back as className it was "no
     # dictionary named shop.models.Cart", and a module or function "no class named ...".

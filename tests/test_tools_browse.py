@@ -269,6 +269,40 @@ def test_describe_class(client):
     assert client.ok("describe_class", className="int")["structuredContent"]["bases"] == ["object"]
 
 
+CLASS_TOOLS = [("describe_class", {}), ("list_methods", {}), ("get_class_hierarchy", {}),
+               ("set_class_comment", {"comment": "x"}), ("compile_method", {"source": "def f(self):\n    pass\n"})]
+
+
+@pytest.mark.parametrize("name,said", [
+    # getattr(builtins, "__class__") is the module type: describe_class answered "class
+    # builtins.__class__" with mro module -> object, and compile_method called it a kernel
+    # class; __loader__ is the import system's BuiltinImporter, which list_classes leaves out.
+    ("__class__", "no class named __class__ in the image or builtins"),
+    ("__loader__", "no class named __loader__ in the image or builtins"),
+    ("builtins.__class__", "builtins has no class __class__; list_classes builtins shows them"),
+    # builtins.<no class of it> was "KeyError: None" (kind other): the hints read builtins' source.
+    ("builtins.Nope", "builtins has no class Nope; list_classes builtins shows them"),
+    ("builtins.len", "builtins has no class len; list_classes builtins shows them"),
+    ("builtins.Dog", "builtins has no class Dog (did you mean zoo.animals.Dog?)"),
+    ("builtins.flaot", "builtins has no class flaot (did you mean float?)"),
+])
+def test_a_name_builtins_lists_no_class_under_is_no_kernel_class(client, name, said):
+    assert name.rpartition(".")[2] not in client.ok("list_classes", dictionaryName="builtins")[
+        "structuredContent"]["classes"]
+    for tool, arguments in CLASS_TOOLS:
+        assert said in client.error(tool, "notFound", className=name, **arguments)
+    assert not client.view.has_changes
+
+
+def test_no_kernel_class_is_made_of_what_builtins_binds_no_class_to(client):
+    assert "kernel class" not in client.error("compile_class_definition", "invalidParams",
+                                             source="class __loader__:\n    pass\n")
+    assert "builtins has no __class__" in client.error("get_method_source", "notFound",
+                                                         className="builtins", selector="__class__")
+    assert "builtins.__loader__ is no function (type)" in client.error(
+        "get_method_source", "notFound", className="builtins", selector="__loader__")
+
+
 def test_describe_class_of_a_class_whose_annotations_are_a_descriptor(client):
     # type's __dict__ holds a descriptor for its instances' __annotations__, not its own:
     # describe_class answered kind other, "'getset_descriptor' object is not iterable".

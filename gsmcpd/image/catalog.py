@@ -41,8 +41,14 @@ def dictionaries(view: View) -> list[str]:
 
 
 def kernel_classes() -> list[str]:
-    return sorted(name for name, obj in vars(builtins).items()
-                  if isinstance(obj, type) and not name.startswith("_"))
+    return sorted(name for name in vars(builtins) if is_kernel_class(name))
+
+
+def is_kernel_class(name: str) -> bool:
+    """Whether builtins binds `name` to a class list_classes builtins lists. Its own
+    namespace: getattr also finds the module type's attributes (`__class__` is
+    `module`), and a private `__loader__` is the import system's, not builtins'."""
+    return not name.startswith("_") and isinstance(vars(builtins).get(name), type)
 
 
 def classes_in(view: View, module: str) -> list[ClassRef]:
@@ -106,8 +112,12 @@ def resolve_class(view: View, name: str) -> ClassRef:
     if "." in name:
         module, _, short = name.rpartition(".")
         if module == KERNEL:
-            if isinstance(getattr(builtins, short, None), type):
+            if is_kernel_class(short):
                 return ClassRef(KERNEL, short)
+            # Here, not below: builtins has no source to read the hints from.
+            raise ToolError("notFound", f"builtins has no class {echoed(short)}"
+                            + (did_you_mean(short, kernel_classes()) or _defined_elsewhere(view, module, short))
+                            + "; list_classes builtins shows them")
         elif view.has_module(module):
             if any(ref.name == short for ref in classes_in(view, module)):
                 return ClassRef(module, short)
@@ -132,7 +142,7 @@ def resolve_class(view: View, name: str) -> ClassRef:
         listed = ", ".join(ref.qualified for ref in candidates)
         raise ToolError("ambiguous", f"class name {name} is ambiguous: {listed}; "
                         "pass the qualified name (module.Class)")
-    if isinstance(getattr(builtins, name, None), type):
+    if is_kernel_class(name):
         return ClassRef(KERNEL, name)
     known = [ref.name for ref in classes] + kernel_classes()
     raise ToolError("notFound", f"no class named {echoed(name)} in the image or builtins"
@@ -235,7 +245,7 @@ def _defined_elsewhere(view: View, module: str, name: str) -> str:
     """For `module.Name` where other dictionaries (or builtins) have the class Name, as one
     put in its package for its module (`shop.Cart` for `shop.till.Cart`): those meant."""
     where = [ref.qualified for ref in image_classes(view) if ref.name == name and ref.module != module]
-    if isinstance(getattr(builtins, name, None), type):
+    if is_kernel_class(name):
         where.append(f"{KERNEL}.{name}")
     return meant(where[:3])
 

@@ -46,14 +46,14 @@ def function_source(view, module: str, arguments: dict) -> dict:
 def _kernel_no_source(name: str) -> str:
     """Why builtins' `name` has no source to show: said of what builtins binds to it, as a
     mistyped name (`lenn`) or a class (`object`) is no kernel function."""
-    if not hasattr(builtins, name):
+    if name not in vars(builtins):   # not hasattr: that finds the module type's `__class__` too
         return (f"builtins has no {catalog.echoed(name)}"
                 + (did_you_mean(name, vars(builtins)) or "; list_dictionary_entries shows its entries"))
-    value = getattr(builtins, name)
-    if isinstance(value, type):
+    value = vars(builtins)[name]
+    if catalog.is_kernel_class(name):
         return (f"builtins.{name} is a kernel class, not a function: to name one of its methods, "
                 f"pass className builtins.{name}")
-    if not callable(value):
+    if not callable(value) or isinstance(value, type):   # a class not listed: `__loader__`
         return f"builtins.{name} is no function ({type(value).__name__}): no source to show"
     return f"builtins.{name} is a kernel function: no Python source"
 

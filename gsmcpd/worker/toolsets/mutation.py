@@ -618,7 +618,7 @@ class MutationToolset(Toolset):
                             + ", ".join(r.qualified for r in candidates) + "; pass dictionaryName")
         if candidates:
             return candidates[0].module, True
-        if isinstance(getattr(builtins, name, None), type):
+        if catalog.is_kernel_class(name):
             raise ToolError("refused", f"{name} is a kernel class (builtins) and cannot be "
                             "redefined; pass dictionaryName to define an image class of that name")
         raise ToolError("invalidParams", f"{name} is a new class: pass dictionaryName to say "
