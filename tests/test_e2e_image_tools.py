@@ -464,6 +464,15 @@ def test_a_class_whose_body_shares_its_headers_last_line_is_refused_and_left_alo
     assert structured(c, "status")["changedModules"] == []
 
 
+def test_a_one_line_class_statement_is_refused_for_the_members_it_cannot_carry(image, c):
+    before = (image / "fix/models.py").read_bytes()
+    message = error(c, "compile_class_definition", "refused", source="class Priced(object): pass")
+    assert "the class statement writes its body on its header's line" in message
+    assert "cannot be carried over (__init__, describe" in message and "recompileMethods false" in message
+    assert (image / "fix/models.py").read_bytes() == before
+    assert structured(c, "status")["changedModules"] == []
+
+
 def test_delete_class_of_the_first_class_keeps_the_licence_that_opens_the_file(daemon, image, c):
     # The comment lines right above the class went with it: here the file's licence header.
     ok(c, "delete_class", className="fix.licensed.First")

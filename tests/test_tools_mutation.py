@@ -679,6 +679,20 @@ def test_compile_class_definition_without_recompile_drops_methods(client, image)
     assert "woof" not in disk(image)
 
 
+def test_a_one_line_class_statement_that_would_carry_methods_is_refused_saying_so(client, image):
+    # It was refused as "the body of class Dog is written on one line with its header;
+    # redefine it with compile_class_definition first": the tool being called, of the
+    # class in the module, whose body is on lines of its own.
+    before = disk(image)
+    message = client.error("compile_class_definition", "refused", source="class Dog(Animal): legs = 3")
+    assert message == ("the class statement writes its body on its header's line, where the members it "
+                       "leaves out cannot be carried over (noise): write the body on lines of its own, "
+                       "or pass recompileMethods false to drop them")
+    assert disk(image) == before and not client.view.has_changes
+    client.ok("compile_class_definition", source="class Dog(Animal): legs = 3", recompileMethods=False)
+    assert client.view.module("zoo.animals").Dog.legs == 3
+
+
 def test_shape_change_refused_with_subclasses_allowed_without(client, image):
     message = client.error("compile_class_definition", "refused",
                            source="class Animal(Exception):\n    pass\n")

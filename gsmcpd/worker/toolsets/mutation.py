@@ -522,6 +522,13 @@ class MutationToolset(Toolset):
         carried = []
         if old_node is not None and arguments.get("recompileMethods", True):
             carried = splice.carried_members(old_node, node)
+        if carried and splice.body_on_header_line(splice.lines_of(text), node):
+            # Refused by the splice too, but as if the class in the module were written so.
+            names = ", ".join(dict.fromkeys(member.name for member in carried))
+            raise ToolError("refused", f"the class statement writes its body on its header's "
+                            f"line, where the members it leaves out cannot be carried over ({names}): "
+                            "write the body on lines of its own, or pass recompileMethods false to "
+                            "drop them")
         old_source = self.view.source(module_name)
         module = self.view.module(module_name)
         filename = self.view.filename(self.view.relpath(module_name))
