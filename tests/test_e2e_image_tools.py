@@ -473,6 +473,16 @@ def test_a_one_line_class_statement_is_refused_for_the_members_it_cannot_carry(i
     assert structured(c, "status")["changedModules"] == []
 
 
+def test_describe_class_answers_for_a_class_whose_doc_and_annotations_are_defs(c):
+    # Kind other before: the worker could not send a function as the doc ("not JSON"), and
+    # inspect.get_annotations raised ValueError for a function as __annotations__.
+    ok(c, "compile_class_definition", dictionaryName="fix.plain", source='class Odd:\n    """Doc."""\n')
+    for member in ("__doc__", "__annotations__"):
+        ok(c, "compile_method", className="fix.plain.Odd", source=f"def {member}(self):\n    return 1\n")
+        described = structured(c, "describe_class", className="fix.plain.Odd")
+        assert member in described["methods"] and described["doc"] is None
+
+
 def test_delete_class_of_the_first_class_keeps_the_licence_that_opens_the_file(daemon, image, c):
     # The comment lines right above the class went with it: here the file's licence header.
     ok(c, "delete_class", className="fix.licensed.First")

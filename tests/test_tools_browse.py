@@ -1,6 +1,7 @@
 """session, listing, browsing and search tool handlers on a throwaway image."""
 
 import errno
+import json
 import os
 
 import pytest
@@ -309,6 +310,16 @@ def test_describe_class_of_a_class_whose_annotations_are_a_descriptor(client):
     described = client.ok("describe_class", className="type")["structuredContent"]
     assert (described["bases"], described["instanceVariables"]) == (["object"], [])
     assert "mro" in described["methods"]
+
+
+@pytest.mark.parametrize("member", ["__doc__", "__annotations__"])
+def test_describe_class_of_a_class_whose_doc_or_annotations_a_def_replaced(client, member):
+    # describe_class answered kind other: "the result cannot be sent: not JSON: Object of
+    # type function ..." (its doc), or "ValueError: ....__annotations__ is neither a dict nor None".
+    client.ok("compile_method", className="zoo.animals.Dog", source=f"def {member}(self):\n    return 1\n")
+    result = client.ok("describe_class", className="zoo.animals.Dog")
+    json.dumps(result)   # what the worker sends
+    assert result["structuredContent"]["doc"] is None and "noise" in result["structuredContent"]["methods"]
 
 
 def test_class_resolution_errors(client, image, views):

@@ -64,7 +64,11 @@ def instance_variables(cls: type | None, node: ast.ClassDef | None) -> list[str]
         for name in ([slots] if isinstance(slots, str) else slots):
             add(name)
         # Not cls.__dict__["__annotations__"]: type's is the descriptor for its instances'.
-        for name in inspect.get_annotations(cls):
+        try:
+            annotations = inspect.get_annotations(cls)
+        except ValueError:   # not a dict: a `def __annotations__` the class body or an edit wrote
+            annotations = {}
+        for name in annotations:
             add(name)
     if node is not None:
         for item in node.body:
@@ -157,7 +161,8 @@ class BrowsingToolset(Toolset):
             mro = [qualname(c) for c in cls.__mro__]
             methods = sorted(name for name, value in vars(cls).items()
                              if member_kind(value) and name not in NOT_METHODS)
-            doc = cls.__doc__
+            # A `def __doc__` makes it a function, which no JSON answer can carry.
+            doc = cls.__doc__ if isinstance(cls.__doc__, str) else None
             metaclass = None if type(cls) is type else qualname(type(cls))
         else:
             bases = [ast.unparse(b) for b in node.bases]
