@@ -6,6 +6,7 @@ sockets, so nothing in the way a request reaches the server is simulated.
 """
 
 import contextlib
+import functools
 import gc
 import grp
 import http.client
@@ -30,10 +31,61 @@ PROTOCOL = "2025-11-25"
 QUICK_STOP = {"GS_MCP_BREAK_GRACE": "0.2"}
 
 
+# The ports daemons are handed lie outside the kernel's ephemeral range: a port bound at 0
+# and released was the kernel's pick for outgoing connections too, and any process's
+# connect() (to a daemon, to an identity provider) could take it before the daemon bound it
+# ("address in use"). The ports outside it are dealt into shares, one for each pytest-xdist
+# process (PYTEST_XDIST_WORKER gw0, gw1...; share 0 without xdist), so no two processes of
+# a run hand out the same port. A fixed count, not PYTEST_XDIST_WORKER_COUNT: a worker
+# xdist restarts gets the next id (gw3 of -n 3), which still has a share of its own.
+EPHEMERAL_RANGE = "/proc/sys/net/ipv4/ip_local_port_range"
+LINUX_EPHEMERAL = (32768, 60999)   # the kernel's default, when the file cannot be read
+FIRST_PORT = 1024                  # below it: the privileged ports of system services
+PORT_SHARES = 32
+
+
+def ephemeral_range(path=EPHEMERAL_RANGE):
+    """(first, last) of the ports the kernel gives outgoing connections."""
+    try:
+        first, last = map(int, Path(path).read_text().split())
+    except (OSError, ValueError):
+        return LINUX_EPHEMERAL
+    return first, last
+
+
+@functools.lru_cache(maxsize=None)
+def port_share(worker, ephemeral):
+    """The ports test process `worker` (PYTEST_XDIST_WORKER, None without xdist) hands out:
+    every PORT_SHARES-th port from FIRST_PORT up that is outside the `ephemeral` range."""
+    index = 0 if not worker else (int(worker.removeprefix("gw")) + 1) % PORT_SHARES
+    first, last = ephemeral
+    return [port for port in range(FIRST_PORT, 65536) if not first <= port <= last][index::PORT_SHARES]
+
+
+_handed = {}   # a share's key: how many of its ports this process has gone past
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port of this process's share that nothing holds now (a daemon left
+    running, another program), for a daemon to bind: each call the next of the share,
+    so the ports a test takes for several daemons differ."""
+    key = (os.environ.get("PYTEST_XDIST_WORKER"), ephemeral_range())
+    share = port_share(*key)
+    if not share:   # an ephemeral range of every port: the kernel's pick, as before
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+    start = _handed.get(key, 0)
+    for step in range(len(share)):
+        port = share[(start + step) % len(share)]
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed[key] = start + step + 1
+        return port
+    raise RuntimeError("no port of the %d in this process's share is free" % len(share))
 
 
 def wait_for_port(port, timeout=20.0, proc=None, host="127.0.0.1"):

@@ -12,9 +12,20 @@ from bench import __main__ as bench_main
 from bench import floor, report, targets
 from bench.client import parse_response
 from bench.load import percentile
-from helpers import REPO
+from helpers import REPO, free_port
 
 SERVERS = ["gsmcpd", "floor", "floor-hop", "floor-min"]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _ports_of_the_suite():
+    """The bench's servers on the suite's ports (helpers.free_port), not the kernel's
+    ephemeral pick, which another test process's connection could take first."""
+    from bench import large_image, servers
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(servers, "free_port", free_port)
+        patch.setattr(large_image, "free_port", free_port)
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -20,18 +20,12 @@ from gsmcpd import config as config_module
 from gsmcpd import daemon
 from gsmcpd.config import load_config
 
-from helpers import REPO, local_account, local_group, steady_descriptors
+from helpers import REPO, free_port, local_account, local_group, steady_descriptors
 
 
 @pytest.fixture(autouse=True)
 def _no_toolset_imports(monkeypatch):
     monkeypatch.setattr(config_module, "_validate_toolsets", lambda names: None)
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def notify_listener(address):

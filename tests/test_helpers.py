@@ -1,9 +1,11 @@
 """The suite's own machinery: a test that fails before stopping its daemon leaves no
-gsmcpd behind (helpers.Daemon, conftest's checks); a process run in a terminal has it."""
+gsmcpd behind (helpers.Daemon, conftest's checks); a process run in a terminal has it;
+the ports daemons are handed are no outgoing connection's and no other test process's."""
 
 import os
 import select
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import helpers
-from helpers import Daemon, pid_alive, spawn_in_a_terminal
+from helpers import Daemon, free_port, pid_alive, spawn_in_a_terminal
 
 TESTS = Path(__file__).resolve().parent
 
@@ -102,3 +104,52 @@ def test_a_process_spawned_in_a_terminal_has_it_as_its_controlling_terminal(tmp_
         os.close(master)
     assert output.decode().strip().endswith("leader True"), output
     assert output.startswith(b"tty /dev/pts/"), output
+
+
+def test_free_port_hands_out_distinct_ports_outside_the_ephemeral_range():
+    # A port the kernel may give any outgoing connection could be taken between the
+    # pick and the daemon's bind: none such is handed out, and no port twice in a row.
+    first, last = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    ports = [free_port() for _ in range(40)]
+    assert len(set(ports)) == len(ports)
+    assert all(1024 <= port and not first <= port <= last for port in ports), ports
+
+
+def test_the_ephemeral_range_is_read_from_the_kernel_or_else_its_default(tmp_path):
+    narrowed = tmp_path / "range"
+    narrowed.write_text("40000\t50000\n")
+    assert helpers.ephemeral_range(narrowed) == (40000, 50000)
+    narrowed.write_text("not a range\n")
+    assert helpers.ephemeral_range(narrowed) == helpers.LINUX_EPHEMERAL
+    assert helpers.ephemeral_range(tmp_path / "missing") == helpers.LINUX_EPHEMERAL
+
+
+def test_test_processes_hand_out_ports_from_shares_no_two_have_in_common(monkeypatch):
+    ephemeral = (40000, 50000)
+    shares = {worker: set(helpers.port_share(worker, ephemeral))
+              for worker in [None] + ["gw%d" % n for n in range(helpers.PORT_SHARES - 1)]}
+    assert all(share and not share & set(range(40000, 50001)) for share in shares.values())
+    assert sum(map(len, shares.values())) == len(set().union(*shares.values()))
+    monkeypatch.setattr(helpers, "_handed", {})
+    handed = {}
+    for worker in ("gw0", "gw1"):
+        monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
+        handed[worker] = {free_port() for _ in range(5)}
+        assert handed[worker] <= set(helpers.port_share(worker, helpers.ephemeral_range()))
+    assert not handed["gw0"] & handed["gw1"]
+
+
+def test_free_port_passes_over_a_port_someone_holds(monkeypatch):
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw20")
+    monkeypatch.setattr(helpers, "_handed", {})
+    share = helpers.port_share("gw20", helpers.ephemeral_range())
+    with socket.socket() as held:
+        for taken in share:   # the first the helper would hand out: the first free one
+            try:
+                held.bind(("127.0.0.1", taken))
+                break
+            except OSError:
+                continue
+        held.listen()
+        port = free_port()
+    assert port in share and share.index(port) > share.index(taken)

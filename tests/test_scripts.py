@@ -408,23 +408,10 @@ def test_a_relative_state_dir_in_a_conf_file_is_the_conf_files_from_any_director
                 script("stop-server.sh", cwd, "--config", str(conf))
 
 
-def free_port_in_range(lo=8850, hi=8899):
-    """A port of the range these tests may use while other work measures the machine."""
-    for port in range(lo, hi + 1):
-        if port_free(port):
-            with socket.socket() as sock:
-                try:
-                    sock.bind(("127.0.0.1", port))
-                except OSError:
-                    continue
-            return port
-    pytest.skip(f"no free port in {lo}-{hi}")
-
-
 def test_run_server_takes_none_for_an_unset_path_knob(tmp_path):
     # "none" for a path knob is unset, as for the other optional knobs: the default image
     # and log, not an image or log file named "none" in the caller's directory.
-    port, state = free_port_in_range(), tmp_path / "state"
+    port, state = free_port(), tmp_path / "state"
     env = clean_env(GS_MCP_STATE_DIR=str(state), GS_MCP_LOG_FILE="none", MCP_JWKS_FILE="off")
     started = subprocess.run([str(REPO / "run-server.sh"), "--port", str(port), "--image", "none"],
                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
