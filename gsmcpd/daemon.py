@@ -476,9 +476,11 @@ def _serve_main(config: Config, ready_fd: int | None, detached: bool, serve: Cal
                 held: "_HeldStop") -> int:
     reporter = Reporter(ready_fd)
 
+    # A failure is reported before it is logged: start says it as the last line, not
+    # also as an error logged on the way.
     def refused(message: str, status: int) -> int:
-        log.error("%s", message)
         reporter.error(message, status)
+        log.error("%s", message)
         return status
 
     try:
@@ -492,7 +494,7 @@ def _serve_main(config: Config, ready_fd: int | None, detached: bool, serve: Cal
         except OSError:   # detached, stderr is that file: it may open yet refuse writes (/proc)
             pass
         return of_os_error(exc)
-    reporter.forward_warnings()   # detached, they reach the log file alone: start prints them
+    reporter.forward_warnings(config.log_file)   # detached, they reach the log file alone: start prints them
     try:
         note = claim_pidfile(config.pidfile, config.port)
     except AlreadyRunning as exc:   # it may stop: a retry may then pass
@@ -527,15 +529,15 @@ def _serve_main(config: Config, ready_fd: int | None, detached: bool, serve: Cal
             message = f"cannot serve: {exc.filename}: {exc.strerror or exc}"
         else:
             message = f"cannot serve on {config.host}:{config.port}: {exc.strerror or exc}"
-        log.error("%s", message)
         reporter.error(message, code)
+        log.error("%s", message)
     except StartRefused as exc:  # serve()'s own refusal, e.g. a missing image directory
         code = exc.status
-        log.error("gsmcpd: %s", exc)
         reporter.error(str(exc), code)   # start says "gsmcpd failed to start: "
-    except Exception as exc:  # the daemon's last word: logged, reported, exit 1
-        log.exception("gsmcpd failed")
+        log.error("gsmcpd: %s", exc)
+    except Exception as exc:  # the daemon's last word: reported, logged, exit 1
         reporter.error(f"gsmcpd failed: {type(exc).__name__}: {exc}", FAILED)
+        log.exception("gsmcpd failed")
     finally:
         release_pidfile(config.pidfile)
         if not reporter.sent and held.requested():
@@ -590,7 +592,8 @@ class _HeldStop:
 def start(config: Config, serve_args: list[str], out: TextIO = sys.stdout,
           timeout: float = START_TIMEOUT, err: TextIO = sys.stderr) -> int:
     """Fork a detached `serve`, return once it listens.  serve_args: flags to pass on.
-    The warnings it logs as it starts are printed to `err` as they come.
+    The warnings and errors logged as it starts (by serve, the forkserver, the spawner)
+    are printed to `err`.
 
     Double fork + setsid; the grandchild execs `python -m gsmcpd serve --port N ...`
     so its command line names gsmcpd and the port (what `stop` checks).
@@ -625,8 +628,8 @@ def start(config: Config, serve_args: list[str], out: TextIO = sys.stdout,
         _detach_and_exec(argv, read_end, write_end, log_path)
     os.close(write_end)
     os.waitpid(child, 0)
-    line = read_outcome(read_end, timeout, lambda warning: print(f"gsmcpd: warning: {warning}",
-                                                                 file=err, flush=True))
+    line = read_outcome(read_end, timeout, lambda level, text: print(f"gsmcpd: {level.lower()}: {text}",
+                                                                     file=err, flush=True))
     os.close(read_end)
     return _report_start(config, line, log_path, timeout, out)
 

@@ -28,9 +28,10 @@ STARTED = re.compile(r"gsmcpd listening on \S+ \(pid (\d+)\)")
 _started_pids = []   # every daemon a `start` here left running, stopped after its test
 
 
-def gsmcpd(*args, env=None):
+def gsmcpd(*args, env=None, run_by=()):
+    """`python -m gsmcpd *args`; `run_by`: a command it is run by (nice -n 15)."""
     base = {k: v for k, v in os.environ.items() if not k.startswith(("GS_MCP_", "MCP_"))}
-    result = subprocess.run([sys.executable, "-m", "gsmcpd", *args], cwd=REPO, timeout=60,
+    result = subprocess.run([*run_by, sys.executable, "-m", "gsmcpd", *args], cwd=REPO, timeout=60,
                             env={**base, **(env or {})}, capture_output=True, text=True)
     started = STARTED.search(result.stdout) if args[:1] == ("start",) else None
     if started:
@@ -354,6 +355,26 @@ def test_start_prints_the_warnings_its_server_logs_as_it_starts_once_each(tmp_pa
     assert refused.returncode == 2
     assert refused.stderr == f"gsmcpd: warning: {passed_over}\n"
     assert refused.stdout.startswith(f"gsmcpd failed to start: image {image} is not a directory (log: ")
+
+
+def test_start_prints_the_warnings_the_worker_spawner_logs_as_it_starts(tmp_path):
+    # The spawner is another process, logging to the file alone (its stderr): a start run
+    # niced past what GS_MCP_WORKER_NICE can add said nothing of workers running at the
+    # router's priority, or nearly.
+    port, state = str(free_port()), tmp_path / "state"
+    ours = min(19, os.getpriority(os.PRIO_PROCESS, 0) + 15)
+    said = f"workers run {19 - ours} nicer than the router, not 10: nice 19 is the lowest priority"
+    started = gsmcpd("start", "--port", port, "--state-dir", str(state), run_by=("nice", "-n", "15"),
+                     env={"GS_MCP_WORKER_NICE": "10", "GS_MCP_SPARE_WORKERS": "1"})
+    try:
+        assert started.returncode == 0, started.stdout + started.stderr
+        assert f"gsmcpd: warning: {said}" in started.stderr.splitlines(), started.stderr
+        # once: not also as one of serve's own lines; and the log keeps it, as the spawner wrote it
+        assert started.stderr.count(said) == 1, started.stderr
+        assert re.search(r"gsmcpd-worker\[\d+\] WARNING " + re.escape(said),
+                         (state / f"gsmcpd-{port}.log").read_text())
+    finally:
+        assert gsmcpd("stop", port, "--state-dir", str(state)).returncode == 0
 
 
 def test_after_a_kill_9_stop_and_start_say_the_pid_is_not_running_and_start_sweeps_its_files(tmp_path):

@@ -1,15 +1,18 @@
-"""The pipe between `start` and its detached `serve`: warnings as they are logged, then
-one last line; read back by start."""
+"""The pipe between `start` and its detached `serve`: warnings and errors as they are
+logged, those the forkserver and spawner wrote to the log file, then one last line; read
+back by start."""
 
 import fcntl
 import logging
 import os
+import sys
 import threading
 
 import pytest
 
 from gsmcpd import readypipe
 from gsmcpd.exitcodes import FAILED, REFUSED
+from gsmcpd.worker import stderr_log
 
 log = logging.getLogger("gsmcpd.test.readypipe")
 
@@ -36,7 +39,7 @@ def _no_forwarder_outlives_its_test():
         root.removeHandler(handler)
 
 
-def test_each_warning_logged_while_starting_goes_before_the_last_line_and_none_after(pipe):
+def test_each_warning_or_error_logged_while_starting_goes_before_the_last_line_and_none_after(pipe):
     read_end, write_end = pipe
     reporter = readypipe.Reporter(write_end)
     log.warning("before forwarding: the log only")
@@ -44,12 +47,14 @@ def test_each_warning_logged_while_starting_goes_before_the_last_line_and_none_a
     log.info("an info line")
     log.warning("tls_key %s is readable by every account", "/k.pem")
     log.warning("two\nlines")
-    log.error("an error: the last line says a failure")
+    log.error("an error that does not end the start")
+    log.critical("a critical one")
     reporter.ready("http://127.0.0.1:8000/mcp")
     log.warning("after ready: the log only")
     reporter.error("too late", REFUSED)   # one last line only
-    assert _lines(read_end) == ["WARNING tls_key /k.pem is readable by every account", "WARNING two lines",
-                                f"READY {os.getpid()} http://127.0.0.1:8000/mcp"]
+    assert _lines(read_end) == ["LOG WARNING tls_key /k.pem is readable by every account",
+                                "LOG WARNING two lines", "LOG ERROR an error that does not end the start",
+                                "LOG CRITICAL a critical one", f"READY {os.getpid()} http://127.0.0.1:8000/mcp"]
     assert readypipe._WarningsToStarter not in {type(h) for h in logging.getLogger().handlers}
 
 
@@ -99,23 +104,95 @@ def test_a_warning_longer_than_a_pipe_writes_whole_is_cut(pipe):
     reporter.forward_warnings()
     log.warning("w" * 10000)
     reporter.ready("u")
-    assert _lines(read_end)[0] == "WARNING " + "w" * (readypipe.LONGEST_WARNING - len("WARNING "))
+    assert _lines(read_end)[0] == "LOG WARNING " + "w" * (readypipe.LONGEST_WARNING - len("LOG WARNING "))
 
 
 def test_start_hands_on_each_warning_and_returns_the_last_line(pipe):
     read_end, write_end = pipe
-    os.write(write_end, b"WARNING one\nWARN")
-    os.write(write_end, b"ING two\nREFUSED image /x is not a directory\nWARNING never read\n")
-    warned = []
-    assert readypipe.read_outcome(read_end, 30, warned.append) == "REFUSED image /x is not a directory"
-    assert warned == ["one", "two"]
+    os.write(write_end, b"LOG WARNING one\nLOG ERR")
+    os.write(write_end, b"OR two\nREFUSED image /x is not a directory\nLOG WARNING never read\n")
+    logged = []
+    assert readypipe.read_outcome(read_end, 30, lambda *line: logged.append(line)) == \
+        "REFUSED image /x is not a directory"
+    assert logged == [("WARNING", "one"), ("ERROR", "two")]
     os.close(write_end)
 
 
 def test_start_reads_eof_when_serve_ends_without_a_last_line(pipe):
     read_end, write_end = pipe
-    os.write(write_end, b"WARNING one\n")
+    os.write(write_end, b"LOG WARNING one\n")
     os.close(write_end)
-    warned = []
-    assert readypipe.read_outcome(read_end, 30, warned.append) == "EOF"
-    assert warned == ["one"]
+    logged = []
+    assert readypipe.read_outcome(read_end, 30, lambda *line: logged.append(line)) == "EOF"
+    assert logged == [("WARNING", "one")]
+
+
+def _spawner_line(level, message, pid=4242):
+    return "2026-12-01 17:21:28,123 gsmcpd-worker[%d] %s %s\n" % (pid, level, message)
+
+
+def test_the_forkserver_and_spawner_lines_written_to_the_log_while_starting_go_before_the_last_line(
+        pipe, tmp_path):
+    # Other processes, writing to the log file (their stderr) alone: start never said them.
+    read_end, write_end = pipe
+    log_file = tmp_path / "gsmcpd.log"
+    log_file.write_text(_spawner_line("WARNING", "from an earlier run: not this start's"))
+    reporter = readypipe.Reporter(write_end)
+    reporter.forward_warnings(log_file)
+    with log_file.open("a") as other:
+        other.write(_spawner_line("WARNING", "workers run 4 nicer than the router, not 10")
+                    + "2026-12-01 17:21:28,124 WARNING the router's own: sent as it was logged\n"
+                    + _spawner_line("ERROR", "worker rehearsal failed; workers start cold")
+                    + "Traceback (most recent call last):\n"
+                    + _spawner_line("INFO", "not a warning"))
+    reporter.ready("http://127.0.0.1:8000/mcp")
+    with log_file.open("a") as other:
+        other.write(_spawner_line("WARNING", "after ready: the log only"))
+    assert _lines(read_end) == ["LOG WARNING workers run 4 nicer than the router, not 10",
+                                "LOG ERROR worker rehearsal failed; workers start cold",
+                                f"READY {os.getpid()} http://127.0.0.1:8000/mcp"]
+    assert reporter._log_file is None   # read once, closed
+
+
+def test_the_spawner_lines_go_before_a_failure_too_and_never_take_its_room(pipe, tmp_path):
+    read_end, write_end = pipe
+    fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 4096)    # one page: nothing but the last line fits
+    log_file = tmp_path / "gsmcpd.log"
+    log_file.write_text("")
+    reporter = readypipe.Reporter(write_end)
+    reporter.forward_warnings(log_file)
+    with log_file.open("a") as other:
+        other.write(_spawner_line("WARNING", "w" * 100))
+    assert reporter._log_file is not None
+    reporter.error("port 8000 on 127.0.0.1 is already in use", FAILED)
+    assert _lines(read_end) == ["ERROR port 8000 on 127.0.0.1 is already in use"]
+
+
+def test_the_lines_of_the_worker_processes_format_are_told_from_the_routers():
+    text = (_spawner_line("WARNING", "spawner: cannot list /tmp/x: denied")
+            + _spawner_line("CRITICAL", "a critical one", pid=7)
+            + _spawner_line("INFO", "an info line")
+            + "2026-12-01 17:21:28,123 WARNING gsmcpd-worker[1] WARNING the router's, quoting one\n"
+            + "  File \"x.py\", line 1\n"
+            + _spawner_line("ERROR", "being written").rstrip("\n"))
+    assert stderr_log.warnings_in(text) == [("WARNING", "spawner: cannot list /tmp/x: denied"),
+                                            ("CRITICAL", "a critical one")]
+
+
+def test_the_worker_processes_format_is_what_warnings_in_reads(capsys):
+    stderr_log.log_to(sys.stderr)
+    logging.getLogger("gsmcpd.worker").warning("workers may hold %d bytes", 5)
+    logging.getLogger("gsmcpd.worker").info("not shown")
+    assert stderr_log.warnings_in(capsys.readouterr().err) == [("WARNING", "workers may hold 5 bytes")]
+
+
+def test_a_log_file_that_is_no_regular_file_is_not_read_back(pipe, tmp_path):
+    # A FIFO's bytes are its reader's, and a read of an empty one could wait.
+    read_end, write_end = pipe
+    fifo = tmp_path / "log.fifo"
+    os.mkfifo(fifo)
+    reporter = readypipe.Reporter(write_end)
+    reporter.forward_warnings(fifo)
+    assert reporter._log_file is None
+    reporter.ready("u")
+    assert _lines(read_end) == [f"READY {os.getpid()} u"]

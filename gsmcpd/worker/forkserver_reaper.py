@@ -7,13 +7,18 @@ not); with this, it is the forkserver, whose own SIGCHLD loop reaps every child 
 (multiprocessing.forkserver.main). The router ends the dead spawner's spares at once
 (WorkerPool); its sessions' workers run on and are reaped here when they end.
 Imported only in the forkserver (workers.PRELOAD): any other process importing it would
-become a subreaper too.
+become a subreaper too (and log as the forkserver does).
 """
 
 import logging
+import sys
 import warnings
 
-from gsmcpd.worker import reaper
+from gsmcpd.worker import reaper, stderr_log
+
+# Its records (here, the preload's) in the workers' format, not bare messages: a detached
+# serve tells them from its own lines in the log file they share (gsmcpd.readypipe).
+stderr_log.log_to(sys.stderr)
 
 # The forkserver reaps an adopted child with a warning meant for a bug of its own.
 warnings.filterwarnings("ignore", message="forkserver: waitpid returned unexpected pid",

@@ -27,7 +27,7 @@ from gsmcpd.image.store import call_tag
 from gsmcpd.wire import frames, jsonrpc
 from gsmcpd.wire.break_signals import HARD_BREAK_SIGNAL, SOFT_BREAK_SIGNAL
 from gsmcpd.wire.worker_exit import CHANNEL_LOST
-from gsmcpd.worker import reaper, tmpdirs
+from gsmcpd.worker import reaper, stderr_log, tmpdirs
 from gsmcpd.worker.capture import BytesOutput
 from gsmcpd.worker.memory_limit import MemoryReserve
 from gsmcpd.worker.server import build_server, error_result
@@ -615,8 +615,6 @@ def _configure_output() -> None:
     if isinstance(sys.stdout, _LoggedStream):
         return
     # The real stderr, captured before sys.stderr is replaced (else logging would loop).
-    stream = sys.__stderr__ if sys.__stderr__ is not None else open(os.devnull, "w")
-    logging.basicConfig(level=logging.WARNING, stream=stream, force=True,
-                        format="%(asctime)s gsmcpd-worker[%(process)d] %(levelname)s %(message)s")
+    stderr_log.log_to(sys.__stderr__ if sys.__stderr__ is not None else open(os.devnull, "w"))
     sys.stdout = _LoggedStream(logging.INFO)
     sys.stderr = _LoggedStream(logging.WARNING)

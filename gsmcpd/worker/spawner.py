@@ -85,13 +85,6 @@ def serve(control: socket.socket, worker_nice: int = 0, worker_memory: int | Non
     signal.signal(signal.SIGCHLD, _on_child)
     sweeper = reaper.Sweeper()
     not_subreaper = reaper.become_subreaper()
-    control.setblocking(True)
-    own = os.pidfd_open(os.getpid())
-    try:
-        if not _send(control, b"hello", [own]):
-            return
-    finally:
-        os.close(own)
     # What every worker would otherwise set up for itself, done once to be inherited.
     worker_main.configure_process()
     if not_subreaper:
@@ -105,6 +98,15 @@ def serve(control: socket.socket, worker_nice: int = 0, worker_memory: int | Non
     worker_priority = _worker_priority(worker_nice)
     _offer_to_oom_killer(OOM_STEP)
     _limit_data(worker_memory)
+    # The hello after the set-up: what it warns of is in the log before the router, which
+    # waits for the hello, listens, so a detached serve hands it to its `start` too.
+    control.setblocking(True)
+    own = os.pidfd_open(os.getpid())
+    try:
+        if not _send(control, b"hello", [own]):
+            return
+    finally:
+        os.close(own)
     forking = multiprocessing.get_context("fork")
     waiting = select.poll()
     waiting.register(control, select.POLLIN)

@@ -1,0 +1,23 @@
+"""What the forkserver, the spawner and the workers log to their stderr: the daemon's log
+file once `start` detached it (they share its fd 2), a terminal in the foreground. One
+format, naming the process, so that their warnings can be told from the router's own
+lines in that file (a detached serve hands them to its `start`: gsmcpd.readypipe)."""
+
+import logging
+import re
+
+FORMAT = "%(asctime)s gsmcpd-worker[%(process)d] %(levelname)s %(message)s"
+# A line of that format at WARNING or worse (the router's lines have the level third).
+_WARNING_OR_WORSE = re.compile(r"\S+ \S+ gsmcpd-worker\[\d+\] (WARNING|ERROR|CRITICAL) (.*)")
+
+
+def log_to(stream) -> None:
+    """This process's records of WARNING and worse to `stream`, in FORMAT."""
+    logging.basicConfig(level=logging.WARNING, stream=stream, force=True, format=FORMAT)
+
+
+def warnings_in(text: str) -> list[tuple[str, str]]:
+    """(level name, message) of each whole line of `text` (one ended by a newline) in
+    FORMAT at WARNING or worse; a traceback's lines after its first are left to the log."""
+    return [found.groups() for line in text.split("\n")[:-1]
+            if (found := _WARNING_OR_WORSE.fullmatch(line))]
