@@ -3,12 +3,18 @@
 import contextlib
 import os
 import resource
+import select
 import signal
 import socket
+import time
+
+import pytest
 
 from helpers import (LIST_FDS, Client, Daemon, _children, parent_of, pid_alive, tool_text, wait_for_port,
                      wait_until, worker_pids)
 from helpers import open_session as session
+from test_e2e_lifetime import worker_pid
+from test_e2e_user_code import START_ESCAPERS, START_SLEEP, start
 
 
 def forkserver_of(daemon):
@@ -292,3 +298,66 @@ def test_workers_and_what_their_code_starts_are_the_oom_killers_choice_before_th
         assert eval(tool_text(session(daemon).tool("execute_code", code=code))) == (raised, raised)
 
 
+def started_by_its_code(client):
+    """Pidfds of the long-lived processes a session's code starts: in its worker's process
+    group and out of it."""
+    return [os.pidfd_open(pid) for pid in start(client, START_SLEEP) + start(client, START_ESCAPERS)]
+
+
+def end_on_its_own(client, worker, how):
+    if how == "os._exit":
+        reply = client.call("tools/call", {"name": "execute_code", "arguments": {"code": "import os\nos._exit(3)"}})
+        assert reply.json()["error"]["code"] == -32003, reply
+    else:
+        os.kill(worker, signal.SIGKILL)
+    assert wait_until(lambda: not pid_alive(worker))
+
+
+def all_end_within(pidfds, seconds=20):
+    """Whether every process behind `pidfds` ends within `seconds`. Each is closed after,
+    what still runs killed first: a failing test leaves nothing behind."""
+    ending = select.poll()
+    for pidfd in pidfds:
+        ending.register(pidfd, select.POLLIN)
+    left, deadline = set(pidfds), time.monotonic() + seconds
+    while left and time.monotonic() < deadline:
+        left -= {fd for fd, _ in ending.poll((deadline - time.monotonic()) * 1000)}
+    for pidfd in pidfds:
+        if pidfd in left:
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        os.close(pidfd)
+    return not left
+
+
+@pytest.mark.parametrize("how", ["os._exit", "kill -9 from outside"])
+def test_what_a_dead_spawners_worker_started_ends_when_the_worker_dies_on_its_own(tmp_path, how):
+    # A killed spawner's workers are the forkserver's, which reaps but never kills: what
+    # such a worker's code had started outlived the worker, and the daemon. The new
+    # spawner kills it.
+    with Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution", "GS_MCP_SPARE_WORKERS": "1"}) as daemon:
+        client = session(daemon)
+        worker = worker_pid(client)
+        started = started_by_its_code(client)
+        spawner = spawner_of(daemon)
+        os.kill(spawner, signal.SIGKILL)
+        assert spawner_after(daemon, spawner)
+        assert parent_of(worker) == forkserver_of(daemon)
+        end_on_its_own(client, worker, how)
+        assert all_end_within(started)
+        assert tool_text(session(daemon).tool("execute_code", code="6 * 7")) == "42"
+
+
+def test_what_a_dead_spawners_worker_started_is_gone_once_the_daemon_has_stopped(tmp_path):
+    # No new spawner runs before the stop (the forkserver is held stopped until then): the
+    # forkserver, exiting after the router, kills it.
+    with Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution", "GS_MCP_SPARE_WORKERS": "1"}) as daemon:
+        client = session(daemon)
+        worker = worker_pid(client)
+        started = started_by_its_code(client)
+        spawner = spawner_of(daemon)
+        with stopped(forkserver_of(daemon)):
+            os.kill(spawner, signal.SIGKILL)
+            end_on_its_own(client, worker, "os._exit")
+            daemon.proc.send_signal(signal.SIGTERM)
+        assert daemon.proc.wait(20) == 0
+    assert all_end_within(started)

@@ -1,6 +1,7 @@
 """The router's side of worker starts: real spares forked by the real spawner."""
 
 import contextlib
+import errno
 import gc
 import multiprocessing
 import os
@@ -231,7 +232,7 @@ def test_a_new_spawner_removes_a_dead_spawners_workers_directories_a_live_ones_o
     spawner = Spawner(tmp_dir=str(tmp_path))
     try:
         spawner.launch()
-        assert spawner.hand_over({live.name: pidfd})
+        assert spawner.hand_over({pidfd: live.name})
         assert wait_until(lambda: not dead.exists())
         assert (live / "left.tmp").exists() and (tmp_path / "pymp-router").exists()
         spawner.ask(1)
@@ -660,6 +661,65 @@ def test_a_dead_spawners_claimed_workers_are_handed_to_each_new_spawner_until_th
     process.kill()
     process.wait()
     assert adopted() == [] and pool._orphans == {}            # its directory is the next sweep's
+    pool.spawner = HandSpawner()                              # for the fixture's close
+    dead.close()
+
+
+def claimed(loop, pool, tmp_name=None):
+    """A session's worker, claimed from the pool's (hand) spawner."""
+    pool.spawner.spare(tmp_name)
+    assert run_until(loop, lambda: len(pool.spares) == 1)
+    claim = Outcome()
+    pool.claim(claim.on_worker, claim.on_failure)
+    return claim.worker
+
+
+def spawner_died(loop, pool):
+    """The pool's (hand) spawner dies: it, once the pool has seen it and starts another."""
+    dead = pool.spawner
+    dead.peer.close()
+    assert run_until(loop, lambda: pool._relaunching is not None)
+    return dead
+
+
+def test_a_dead_spawners_worker_without_a_directory_is_handed_over_too(hand_pool, monkeypatch):
+    # Only named workers were: the new spawner, told the list was whole, would take an
+    # unnamed one for what a dead worker left, and kill it.
+    monkeypatch.setattr(WorkerPool, "STARVED_PAUSE", 60.0)   # no restart within the test: the test adopts
+    loop, make = hand_pool
+    pool = make(0)
+    assert told_of_orphans(pool.spawner) == []
+    worker = claimed(loop, pool)
+    dead = spawner_died(loop, pool)
+    pool.spawner = HandSpawner()
+    pool._adopt_spawner()
+    assert told_of_orphans(pool.spawner) == [([b"-"], [worker.pid])]
+    dead.close()
+
+
+def test_no_new_spawner_sweeps_once_a_dead_spawners_worker_could_not_be_kept(hand_pool, monkeypatch, caplog):
+    # Out of descriptors, a live worker went untold, and the sweep took its directory (and
+    # now would kill it).
+    def out_of_descriptors(fd):
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    monkeypatch.setattr(WorkerPool, "STARVED_PAUSE", 60.0)
+    loop, make = hand_pool
+    pool = make(0)
+    assert told_of_orphans(pool.spawner) == []
+    worker = claimed(loop, pool, "w." + 16 * "1")
+    with monkeypatch.context() as patched:
+        patched.setattr(workers.os, "dup", out_of_descriptors)
+        dead = spawner_died(loop, pool)
+    assert "worker %d could not be kept track of" % worker.pid in caplog.text
+    for _ in range(2):                                        # nor the next, while the daemon runs
+        pool.spawner = HandSpawner()
+        pool._adopt_spawner()
+        pool.spawner.peer.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            pool.spawner.peer.recv(65536)                     # nothing told: no orphans, no sweep
+        loop.remove(pool.spawner.control)
+        pool.spawner.close()
     pool.spawner = HandSpawner()                              # for the fixture's close
     dead.close()
 

@@ -1,11 +1,17 @@
-"""The spawner's Sweeper: what a worker's code started ends with the worker."""
+"""The spawner's Sweeper: what a worker's code started ends with the worker; and a new
+spawner's Orphans, the same for a dead spawner's workers, which the forkserver adopted."""
 
+import contextlib
+import os
+import select
+import signal
 import subprocess
 import sys
 
 import pytest
 
-from helpers import REPO
+from gsmcpd.worker import reaper
+from helpers import REPO, pid_alive, wait_until
 
 # Run in a process of its own: a Sweeper reaps and kills every child of its process.
 # A "worker" leads its own group (as the spawner's do), with a chain of two sleepers in
@@ -170,3 +176,78 @@ def test_a_sweep_leaves_the_directories_of_the_workers_it_reaped_until_their_sta
                          text=True, cwd=str(REPO), timeout=30)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["True", "True", "False"]
+
+
+@contextlib.contextmanager
+def an_adopter():
+    """A process playing the forkserver, with two `sleep` children: ((its pid, a pidfd of
+    it), (their pids)). Everything is killed after."""
+    adopter = subprocess.Popen([sys.executable, "-c", "import subprocess, time\n"
+                                "children = [subprocess.Popen(['sleep', '60']) for _ in range(2)]\n"
+                                "print(*(child.pid for child in children), flush=True)\n"
+                                "time.sleep(60)\n"], stdout=subprocess.PIPE, text=True)
+    pidfd = os.pidfd_open(adopter.pid)
+    children = tuple(map(int, adopter.stdout.readline().split()))
+    held = [os.pidfd_open(pid) for pid in children]   # its children till it ends: their pids are theirs
+    try:
+        yield (adopter.pid, pidfd), children
+    finally:
+        for child in held:
+            signal.pidfd_send_signal(child, signal.SIGKILL)
+            os.close(child)
+        adopter.kill()
+        adopter.wait()
+        adopter.stdout.close()
+        os.close(pidfd)
+
+
+def close_all(pidfds):
+    for pidfd in pidfds:
+        os.close(pidfd)
+
+
+def test_the_strays_of_an_adopter_are_killed_all_but_those_spared():
+    with an_adopter() as (adopter, (spared, stray)):
+        killed = reaper.kill_strays(adopter, {spared})
+        close_all(killed)
+        assert list(killed.values()) == [stray]
+        assert wait_until(lambda: not pid_alive(stray))
+        assert pid_alive(spared)
+
+
+def test_no_stray_is_signalled_unless_it_is_the_adopters_child_while_the_adopter_lives(monkeypatch):
+    # A pid listed as the adopter's child may be reaped and reused before its pidfd is
+    # opened: the process it names then is signalled only if it is the adopter's child.
+    with an_adopter() as (adopter, children):
+        with monkeypatch.context() as patched:
+            patched.setattr(reaper, "parent_of", lambda pid: None)
+            assert reaper.kill_strays(adopter, set()) == {}
+        # The adopter ended during the checks: its pid may have named another process then.
+        with monkeypatch.context() as patched:
+            patched.setattr(reaper, "has_ended", lambda pidfd: True)
+            assert reaper.kill_strays(adopter, set()) == {}
+        assert all(map(pid_alive, children))
+
+
+def test_a_new_spawner_kills_what_a_dead_spawners_workers_leave_and_spares_the_live_ones():
+    # The forkserver, adopter of a dead spawner's workers and of what each leaves as it
+    # dies, reaps them but kills nothing: what a worker's code started outlived the worker.
+    from gsmcpd.worker.spawner import Orphans
+
+    with an_adopter() as ((pid, pidfd), (live, stray)):
+        waiting = select.poll()
+        orphans = Orphans(waiting, reaper.Sweeper(), None, (pid, os.dup(pidfd)))
+        orphans.told(b"orphans -", [os.pidfd_open(live)], 0)    # a worker with no directory
+        orphans.hunt()
+        assert pid_alive(stray)          # not until the router has told every live worker
+        orphans.told(b"sweep", [], 0)
+        orphans.hunt()
+        assert wait_until(lambda: not pid_alive(stray)) and pid_alive(live)
+        orphans.ended({pidfd for pidfd, _ in waiting.poll(5000)})
+        assert orphans.strays == {} and orphans.hunting   # what it left, adopted as it died, is next
+        orphans.hunt()
+        assert orphans.strays == {} and pid_alive(live)
+        os.kill(live, signal.SIGKILL)                     # it ends: what it left is the next hunt's
+        orphans.ended({pidfd for pidfd, _ in waiting.poll(5000)})
+        assert orphans.live == {} and orphans.hunting
+        orphans.close()

@@ -99,21 +99,24 @@ class Spawner:
         """Ask for `count` more spares; they arrive as messages on `control`."""
         self.control.send(b"more %d %d" % (count, os.getpid()))
 
-    def hand_over(self, orphans):
-        """Tell the spawner the dead spawner's live workers, {their directories' names:
-        their pidfds}, then to sweep the rest (gsmcpd.worker.spawner). False if a send
-        failed: then no sweep is asked, which would take a live worker's directory."""
+    def hand_over(self, orphans, all_told=True):
+        """Tell the spawner the dead spawners' live workers, {their pidfds: their
+        directories' names, or None}, then, if these are `all_told`, to sweep: to remove
+        every other worker's directory and kill every other child of the forkserver
+        (gsmcpd.worker.spawner.Orphans). False if a send failed: then no sweep is asked,
+        which would take a live worker's directory, and kill it."""
         from gsmcpd.worker.spawner import ORPHANS_AT_ONCE   # imported by launch() already
 
         items = list(orphans.items())
         try:
             for at in range(0, len(items), ORPHANS_AT_ONCE):
                 batch = items[at:at + ORPHANS_AT_ONCE]
-                socket.send_fds(self.control, [b" ".join([b"orphans"] + [name.encode() for name, _ in batch])],
-                                [pidfd for _, pidfd in batch])
-            self.control.send(b"sweep")
+                names = [b"-" if name is None else name.encode() for _, name in batch]
+                socket.send_fds(self.control, [b" ".join([b"orphans"] + names)], [pidfd for pidfd, _ in batch])
+            if all_told:
+                self.control.send(b"sweep")
         except OSError as error:
-            log.warning("cannot tell the new worker spawner which workers' directories to remove: %s", error)
+            log.warning("cannot tell the new worker spawner which workers still run: %s", error)
             return False
         return True
 
@@ -493,10 +496,12 @@ class WorkerPool:
         # clients connecting meanwhile cannot take them: freed as the spawner's next
         # messages are read (_on_spawner).
         self._held = []
-        # Dead spawners' live workers, adopted by the forkserver, which removes nothing:
-        # their directories' names and copies of their pidfds, for each new spawner to
-        # remove once they have ended (_hand_over_orphans).
+        # Dead spawners' live workers, adopted by the forkserver, which kills and removes
+        # nothing: copies of their pidfds and their directories' names, for each new spawner
+        # to spare them and remove their directories once they have ended, and kill what they
+        # leave (_hand_over_orphans). False once one could not be kept: no sweep is asked then.
         self._orphans = {}
+        self._orphans_all_kept = True
 
     def start(self):
         self.spawner.launch()   # before the port is bound: there is no one to keep waiting yet
@@ -512,26 +517,31 @@ class WorkerPool:
     def _keep_orphans(self):
         """The dead spawner's workers still running (sessions' workers: its spares end)."""
         for worker in self.by_pid.values():
-            if worker.alive and worker.tmp_name and worker not in self.spares:
+            if worker.alive and worker not in self.spares:
                 try:
-                    self._orphans[worker.tmp_name] = os.dup(worker.pidfd)
-                except OSError as error:   # out of descriptors: it stays until the daemon's stop
-                    log.warning("worker %d's temporary directory stays until the server stops: %s",
+                    self._orphans[os.dup(worker.pidfd)] = worker.tmp_name
+                except OSError as error:
+                    # Out of descriptors: no spawner can be told of it, so none may sweep (it
+                    # would kill it and take its directory) until the daemon's stop.
+                    self._orphans_all_kept = False
+                    log.warning("worker %d could not be kept track of: what the dead spawner's workers "
+                                "leave, and their temporary directories, stay until the server stops: %s",
                                 worker.pid, error)
 
     def _hand_over_orphans(self):
-        """The new spawner removes the orphans' directories as they end, and every other
-        worker's it finds: those of workers ended meanwhile. Kept here until then, in case
-        it dies too (each removal is asked of every spawner until the worker has ended)."""
-        for name, pidfd in list(self._orphans.items()):
+        """The new spawner spares the orphans, removes their directories as they end and
+        kills what they leave, and removes every other worker's directory it finds: those of
+        workers ended meanwhile. Kept here until then, in case it dies too (each is told to
+        every spawner until the worker has ended)."""
+        for pidfd in list(self._orphans):
             if _ends_within(pidfd, 0):   # the next spawner's sweep takes its directory
                 os.close(pidfd)
-                del self._orphans[name]
-        self.spawner.hand_over(self._orphans)
+                del self._orphans[pidfd]
+        self.spawner.hand_over(self._orphans, self._orphans_all_kept)
 
     def _let_orphans_go(self):
         orphans, self._orphans = self._orphans, {}
-        for pidfd in orphans.values():
+        for pidfd in orphans:
             os.close(pidfd)
 
     # -- replacing a dead spawner ------------------------------------------

@@ -9,10 +9,13 @@ lives. When the worker ends, it kills them all (`kill_descendants`, then its gro
 and itself). The spawner is a subreaper too: what a worker that died on its own
 (crash, OOM kill, `os._exit` in user code, SIGKILL from outside) left behind is
 reparented to the spawner, which kills every child of its own that is not one of
-its workers (`Sweeper`).
+its workers (`Sweeper`). Once a spawner is killed, its workers, and what they leave,
+are the forkserver's: the next spawner kills what they leave (`kill_strays`), and the
+forkserver, as it exits, all it still has (gsmcpd.worker.forkserver_reaper).
 
 Each kill is of a process known to be a descendant at that moment, never of a pid
-that may have been reused: see `kill_descendants` and `Sweeper.sweep` for why.
+that may have been reused: see `kill_descendants`, `Sweeper.sweep` and `kill_strays`
+for why.
 This kernel may lack /proc/<pid>/task/<tid>/children (CONFIG_PROC_CHILDREN), so
 children are found by reading every /proc/<pid>/stat: about 25 us a process,
 spent only when there are children to find (worker) or at most a few percent of a
@@ -175,6 +178,80 @@ def let_tracker_clean(tracker: tuple[int, int, int], wait: float = TRACKER_WAIT)
         _wait_all([pidfd], wait)
     finally:
         os.close(pidfd)
+
+
+def open_adopter(grandparent: int) -> tuple[int, int] | None:
+    """(pid, pidfd) of this process's parent if it is a child of `grandparent`: the
+    spawner's is the forkserver, the router's child, which adopts what dies under the
+    spawner once the spawner is dead (gsmcpd.worker.forkserver_reaper). None if it is
+    not (it has died: whoever adopted us, init maybe, has children not ours to kill)."""
+    pid = os.getppid()
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:
+        return None
+    if os.getppid() != pid or parent_of(pid) != grandparent:   # the first: it died before the open
+        os.close(pidfd)
+        return None
+    return pid, pidfd
+
+
+def pid_of(pidfd: int) -> int | None:
+    """The pid `pidfd` names (its /proc fdinfo); None once that process is reaped, or if
+    the kernel does not say."""
+    try:
+        with open("/proc/self/fdinfo/%d" % pidfd, "rb") as info:
+            for line in info:
+                if line.startswith(b"Pid:"):
+                    pid = int(line.split()[1])
+                    return pid if pid > 0 else None
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def has_ended(pidfd: int) -> bool:
+    """Whether the process behind `pidfd` has ended (poll, not select: any descriptor)."""
+    ending = select.poll()
+    ending.register(pidfd, select.POLLIN)
+    return bool(ending.poll(0))
+
+
+def kill_strays(adopter: tuple[int, int], spared) -> dict[int, int]:
+    """SIGKILL every live child of `adopter`, (pid, pidfd) of open_adopter's, whose pid
+    is not in `spared`; {pidfd: pid} of each one signalled, the caller's to watch and close.
+
+    They are not our children: the adopter may reap one, and its pid be reused, at any
+    moment. So each pid read from /proc is opened as a pidfd, then checked to be a live
+    child of the adopter's still, and the adopter checked to live still after that (so its
+    pid named it during the checks). If the pid was reused before the open, the pidfd names
+    the new process, signalled only if it is the adopter's child too; if after, the pidfd
+    names the old, dead one, which the signal cannot reach. Which of the adopter's children
+    may be killed is the caller's to know (the spawner's: all but itself and the orphans
+    the router still has sessions on)."""
+    pid, pidfd = adopter
+    found = {}
+    for child in children(pid):
+        if child in spared:
+            continue
+        try:
+            child_fd = os.pidfd_open(child)
+        except OSError:
+            continue                              # gone already
+        if parent_of(child) == pid:
+            found[child_fd] = child
+        else:                                     # gone, its pid another's now
+            os.close(child_fd)
+    if found and has_ended(pidfd):                # its pid may have named another in the checks
+        for child_fd in found:
+            os.close(child_fd)
+        return {}
+    for child_fd in found:
+        try:
+            signal.pidfd_send_signal(child_fd, signal.SIGKILL)
+        except OSError:
+            pass
+    return found
 
 
 def _wait_all(pidfds, seconds):

@@ -18,10 +18,12 @@ Protocol on the control socket (SOCK_SEQPACKET: one message per send):
                      name without private temporary directories);
                      or b"error <reason>" with none, when a fork failed.
   router -> spawner: first, b"orphans <name> ..." with a pidfd for each: the live workers
-                     of a dead spawner (the forkserver's now) and their directories' names,
-                     in as many messages as it takes; then b"sweep": every other worker's
-                     directory in the daemon's is a dead worker's. Each is removed, the
-                     orphans' once their pidfds say they have ended.
+                     of dead spawners (the forkserver's now) and their directories' names
+                     ("-": none), in as many messages as it takes; then b"sweep": they were
+                     all, so every other worker's directory in the daemon's is a dead
+                     worker's, and every other child of the forkserver a stray (what a dead
+                     worker left). Each directory is removed, the orphans' once their pidfds
+                     say they have ended, and each stray killed (Orphans).
   spawner -> router: b"exit <pid> <code>" as it reaps a worker: its exit code as
                      os.waitstatus_to_exitcode gives it (-N: signal N), which the router
                      has no other way to learn (gsmcpd.wire.worker_exit words it).
@@ -111,7 +113,7 @@ def serve(control: socket.socket, worker_nice: int = 0, worker_memory: int | Non
     waiting = select.poll()
     waiting.register(control, select.POLLIN)
     waiting.register(wakeup, select.POLLIN)
-    orphans = Orphans(waiting, sweeper, tmp_dir)
+    orphans = Orphans(waiting, sweeper, tmp_dir, _forkserver())
     try:
         while True:
             due = sweeper.due()
@@ -126,6 +128,7 @@ def serve(control: socket.socket, worker_nice: int = 0, worker_memory: int | Non
             # waited for at the workers' would hold up every later status and spare).
             if not _report_exits(control, sweeper):
                 return
+            orphans.hunt()    # after the statuses too: it reads all of /proc
             if sweeper.due() == 0:
                 sweeper.sweep()
                 if not _report_exits(control, sweeper):
@@ -141,6 +144,7 @@ def serve(control: socket.socket, worker_nice: int = 0, worker_memory: int | Non
                 return                                   # the router is gone
             if request == b"sweep" or request.startswith(b"orphans "):
                 orphans.told(request, fds, flags)
+                orphans.hunt()
                 continue
             for fd in fds:
                 os.close(fd)
@@ -167,8 +171,8 @@ def serve(control: socket.socket, worker_nice: int = 0, worker_memory: int | Non
                     router_end.close()
     finally:
         # The router is done with every worker, or gone: none may outlive this spawner
-        # (its orphans would go to the forkserver, which never kills them), and nor may
-        # what they leave.
+        # (its orphans would go to the forkserver, which kills them only at its exit), and
+        # nor may what they leave.
         try:
             sweeper.end(wakeup, END_WAIT)
         finally:
@@ -176,45 +180,79 @@ def serve(control: socket.socket, worker_nice: int = 0, worker_memory: int | Non
 
 
 class Orphans:
-    """A dead spawner's workers' directories, which this spawner removes: the router
-    tells it which are still those of live workers (adopted by the forkserver, which
-    removes nothing), each with the worker's pidfd, then to sweep: every other worker's
-    directory in the daemon's was a dead worker's (one the dead spawner reaped and had
-    not removed yet). A live one's goes once its pidfd says the worker has ended; while
-    one was not told right, nothing is swept."""
+    """A dead spawner's live workers, adopted by the forkserver, which reaps but neither
+    kills nor removes anything: the router tells this spawner each one's pidfd and
+    directory's name ("-": none), then to sweep once it has told them all. Then every
+    other worker's directory in the daemon's was a dead worker's (one the dead spawner
+    reaped and had not removed yet), and every other child of the forkserver but this
+    spawner is a stray: what such a worker's code started, reparented to the forkserver as
+    the worker died (the worker's own group, what had left it), or what the dead spawner
+    left. Strays are killed at the sweep, as each orphan ends, and as each stray killed
+    ends (its children are the forkserver's in turn); what is left at the daemon's stop,
+    the forkserver kills as it exits. An orphan's directory goes once its pidfd says it has
+    ended. While one was not told right, or while the router could not tell them all (it
+    says no sweep), nothing is swept or killed."""
 
-    def __init__(self, waiting, sweeper, tmp_dir):
+    def __init__(self, waiting, sweeper, tmp_dir, adopter=None):
         self.waiting, self.sweeper, self.tmp_dir = waiting, sweeper, tmp_dir
-        self.live = {}           # pidfd -> its worker's directory
+        self.adopter = adopter   # (pid, pidfd) of the forkserver (reaper.open_adopter); None: no strays killed
+        self.live = {}           # pidfd -> (its worker's pid, its directory or None)
+        self.strays = {}         # pidfd -> pid of each stray killed, until it has ended
         self.garbled = False
+        self.complete = False    # every live orphan told: the forkserver's other children are strays
+        self.hunting = False     # a stray may have come to the forkserver since the last hunt
 
     def told(self, request, fds, flags) -> None:
-        names = request.decode("ascii", "replace").split()[1:]
         if request == b"sweep":
-            self._sweep()
-        elif (len(names) == len(fds) and not flags & socket.MSG_CTRUNC and self.tmp_dir is not None
-              and all(map(tmpdirs.is_worker_dir_name, names))):
-            for name, pidfd in zip(names, fds):
-                self.live[pidfd] = os.path.join(self.tmp_dir, name)
+            if not self.garbled:
+                self.complete = self.hunting = self.adopter is not None
+                self._sweep()
+            return
+        names = request.decode("ascii", "replace").split()[1:]
+        pids = [reaper.pid_of(pidfd) for pidfd in fds]   # None: ended, nothing to spare
+        if (len(names) == len(fds) and not flags & socket.MSG_CTRUNC and all(map(self._names_one, names))
+                and all(pid is not None or reaper.has_ended(pidfd) for pid, pidfd in zip(pids, fds))):
+            for pidfd, pid, name in zip(fds, pids, names):
+                self.live[pidfd] = (pid, None if name == "-" else os.path.join(self.tmp_dir, name))
                 self.waiting.register(pidfd, select.POLLIN)
             return
-        else:
-            self.garbled = True
-            logging.getLogger("gsmcpd.worker").error("spawner: bad orphans message %r", request[:60])
+        self.garbled, self.complete = True, False
+        logging.getLogger("gsmcpd.worker").error("spawner: bad orphans message %r", request[:60])
         for fd in fds:
             os.close(fd)
 
+    def _names_one(self, name):
+        """Whether an orphan's `name` is "-" (it has no directory) or that of a directory."""
+        return name == "-" or (self.tmp_dir is not None and tmpdirs.is_worker_dir_name(name))
+
     def ended(self, ready) -> None:
-        """The directories of the orphans whose pidfds are `ready`: ended, to remove."""
-        for pidfd in ready & self.live.keys():
+        """Of the pidfds `ready`, the orphans' and strays' that have ended: an orphan's
+        directory is removed; what either left is the next hunt's."""
+        for pidfd in ready & (self.live.keys() | self.strays.keys()):
             self.waiting.unregister(pidfd)
             os.close(pidfd)
-            self.sweeper.removable([self.live.pop(pidfd)])
+            if pidfd in self.live:
+                _, path = self.live.pop(pidfd)
+                if path is not None:
+                    self.sweeper.removable([path])
+            else:
+                del self.strays[pidfd]
+            self.hunting = self.complete
+
+    def hunt(self) -> None:
+        """Kill the strays, if one may have come since the last hunt (one read of /proc)."""
+        if not self.hunting:
+            return
+        self.hunting = False
+        spared = {pid for pid, _ in self.live.values()} | set(self.strays.values()) | {os.getpid()}
+        for pidfd, pid in reaper.kill_strays(self.adopter, spared).items():
+            self.strays[pidfd] = pid
+            self.waiting.register(pidfd, select.POLLIN)
 
     def _sweep(self) -> None:
-        if self.tmp_dir is None or self.garbled:
+        if self.tmp_dir is None:
             return
-        keep = set(self.live.values()) | set(self.sweeper.workers.values())
+        keep = {path for _, path in self.live.values()} | set(self.sweeper.workers.values())
         try:
             names = os.listdir(self.tmp_dir)
         except OSError as error:
@@ -225,14 +263,27 @@ class Orphans:
 
     def close(self) -> None:
         """At the spawner's end: those still running are the router's to stop, their
-        directories the daemon's stop's to remove."""
-        for pidfd in self.live:
+        directories the daemon's stop's to remove, and what is left then the forkserver's
+        to kill as it exits (gsmcpd.worker.forkserver_reaper)."""
+        for pidfd in [*self.live, *self.strays] + ([self.adopter[1]] if self.adopter else []):
             os.close(pidfd)
-        self.live = {}
+        self.live, self.strays, self.adopter = {}, {}, None
 
 
 def _on_child(signum, frame):
     pass
+
+
+def _forkserver():
+    """(pid, pidfd) of the forkserver, this spawner's parent, the router's child; None
+    (and said) if it cannot be had: then what a dead spawner's workers leave stays."""
+    router = multiprocessing.parent_process()
+    adopter = None if router is None else reaper.open_adopter(router.pid)
+    if adopter is None:
+        logging.getLogger("gsmcpd.worker").warning(
+            "spawner: its parent is not the router's forkserver: what the workers of a killed "
+            "spawner leave as they die may outlive them")
+    return adopter
 
 
 def _worker_priority(increment: int) -> int | None:
