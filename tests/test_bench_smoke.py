@@ -402,3 +402,13 @@ def test_procs_finds_a_child_whose_name_holds_spaces_and_parentheses_and_its_cpu
         child.wait(timeout=30)
     assert procs.cpu_seconds(child.pid) is None           # reaped: gone
     assert child.pid not in procs.descendants(os.getpid())
+
+
+def test_call_lookup_times_a_look_at_the_scan_bound_in_each_worst_case(capsys):
+    # Each case as it says: the journal is read back to CALL_SCAN_LIMIT, or its session's
+    # record near the far end is what the scan finds or stops at.
+    from bench import call_lookup
+    call_lookup.main(["--repeats", "1"])
+    absent, earlier, found = capsys.readouterr().out.splitlines()[1:]
+    assert "answer None;" in absent and "looks in all" in absent
+    assert "answer 0 record(s);" in earlier and "answer 1 record(s);" in found

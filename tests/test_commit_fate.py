@@ -9,6 +9,7 @@ import pytest
 
 from gsmcpd.image import store as store_module
 from gsmcpd.image.store import ImageStore, sha256
+from gsmcpd.router import commit_fate
 from gsmcpd.router.commit_fate import (COMMIT, MAY_COMMIT, NEVER_COMMITS, PATIENCE, committer, tell_when_known,
                                        told)
 
@@ -157,6 +158,47 @@ def test_while_the_lock_is_held_the_answer_waits_until_it_can_be_told(tmp_path):
         assert answers == []
     loop.run_next()
     assert answers == [told([])] and not loop.timers
+
+
+def test_looked_at_again_while_the_lock_is_held_an_unchanged_journal_is_read_back_once(tmp_path, monkeypatch):
+    # Each look runs on the router's loop, every other session waiting, and reads the
+    # journal back up to CALL_SCAN_LIMIT (4 MiB): looked at again, it is read only if it changed.
+    (tmp_path / "a.py").write_text("")
+    ImageStore(tmp_path).commit({"a.py": b"a = 1\n"}, {"a.py": sha256(b"")}, user="u", session_id="other")
+    reads, read_back = [], ImageStore._records_from_end
+    monkeypatch.setattr(ImageStore, "_records_from_end",
+                        lambda self, **scan: reads.append(scan) or read_back(self, **scan))
+    loop, answers = ManualLoop(), []
+    with image_lock_held(ImageStore(tmp_path)):
+        tell_when_known(loop, str(tmp_path), "s", 1, COMMIT, lambda *told: answers.append(told))
+        for _ in range(3):
+            loop.run_next()
+        assert answers == [] and len(reads) == 1
+    loop.run_next()
+    assert answers == [told([])] and len(reads) == 1
+
+
+def test_a_look_reads_the_journal_back_over_passes_of_the_loop_and_answers_as_at_once(tmp_path, monkeypatch):
+    # No pass reads more than SCAN_STEP: the loop goes on with other sessions between them.
+    # A call that never commits is looked for once, though over passes: a record found is told.
+    monkeypatch.setattr(commit_fate, "SCAN_STEP", 65536)
+    (tmp_path / "a.py").write_text("")
+    store = ImageStore(tmp_path)
+    store.commit({"a.py": b"a = 1\n"}, {"a.py": sha256(b"")}, user="u", session_id="s",
+                 commit_id=store_module.call_tag(3) + "0a")
+    with open(store.journal_file, "ab") as journal:   # others' commits since: about 300 KB
+        journal.write(b"".join(b'{"id": "call1-%d", "session": "other", "pad": "%s"}\n' % (n, b"x" * 300)
+                               for n in range(1000)))
+    for kind in (COMMIT, MAY_COMMIT, NEVER_COMMITS):
+        loop, answers = ManualLoop(), []
+        tell_when_known(loop, str(tmp_path), "s", 3, kind, lambda *told: answers.append(told))
+        passes = 1
+        while loop.timers:
+            assert loop.timers[0][0] == loop.now and answers == []   # the next pass, at once
+            loop.run_next()
+            passes += 1
+        assert answers == [told(store.commits_of_call("s", 3), kind=kind)] and passes >= 5
+        assert answers[0][1]["commitStands" if kind == COMMIT else "committed"] is True
 
 
 def test_a_commit_found_standing_is_told_at_once_though_the_lock_is_held(tmp_path):

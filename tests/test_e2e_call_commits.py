@@ -67,6 +67,23 @@ def test_execute_code_that_committed_before_its_worker_died_is_told_so(tmp_path)
         assert tool_text(session(daemon).tool("execute_code", code="import pets\npets.SOUND")) == "'meow'"
 
 
+def test_a_call_is_told_its_commit_from_a_journal_read_back_over_passes_of_the_router_s_loop(tmp_path):
+    # Others' commits fill the journal past commit_fate.SCAN_STEP (short of the limit that
+    # compacts it): the session's first commit has no earlier record to stop the scan, so the
+    # router reads it all back, a step a pass of its loop, and tells the same.
+    image = write_image(tmp_path / "image", {"pets.py": "SOUND = 'woof'\n"})
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
+        a = session(daemon)
+        pid = a.tool("status")["structuredContent"]["pid"]
+        with open(image / ".gsmcpd" / "journal.jsonl", "ab") as written:   # about 900 KB
+            written.write(b"".join(b'{"id": "call1-%d", "session": "other%d", "files": [{"file": "pets.py", '
+                                   b'"new": "%s"}]}\n' % (n, n, b"0" * 160) for n in range(3500)))
+        error = a.call("tools/call", {"name": "execute_code", "arguments": {"code": COMMIT_THEN_DIE}}).json()["error"]
+        record = journal(image)[-1]
+        assert record["session"] == a.session
+        assert error["data"] == {**KILLED, "committed": True, "journalRecords": [record["id"]], "files": ["pets.py"]}
+
+
 def test_execute_code_that_never_committed_is_told_only_how_its_worker_died(tmp_path):
     # Not a word of commits: its user made none.
     image = write_image(tmp_path / "image", {"pets.py": "SOUND = 'woof'\n"})

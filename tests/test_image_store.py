@@ -936,6 +936,153 @@ def test_a_call_s_commit_found_before_the_scan_bound_is_told_though_the_scan_the
     assert store.commits_of_call("u", 1) is None   # none found within the bound: cannot be told
 
 
+SID = "5e55105e55105e55105e55105e55105e"   # a session id as the router makes them: 32 hex digits
+
+
+def _journal_lines(store, *lines):
+    """`store`, its journal these lines (records are written as a commit writes them)."""
+    store.state_dir.mkdir(parents=True, exist_ok=True)
+    (store.state_dir / "journal.jsonl").write_bytes(b"".join(
+        (line if isinstance(line, bytes) else json.dumps(line, sort_keys=True).encode()) + b"\n" for line in lines))
+    return store
+
+
+def _record(session, record_id, file="a.py", **more):
+    return {"id": record_id, "session": session, "user": "u", "files": [{"file": file, "new": "h"}], **more}
+
+
+def _padding(length):
+    """A journal line of another session's `length` bytes long (its newline left out)."""
+    line = json.dumps(_record("other", "call1-ff", pad=""), sort_keys=True).encode()
+    return line.replace(b'"pad": ""', b'"pad": "' + b"x" * (length - len(line)) + b'"')
+
+
+def test_a_call_s_commits_are_told_by_the_session_s_own_records_not_its_id_in_another_s(tmp_path):
+    # The scan looks for the session's id in the journal's bytes: another session's record
+    # may hold it too (a file name, a user name), and is no record of the session's.
+    store = _journal_lines(make_image(tmp_path, {}),
+                           _record(SID, "call3-aa"),
+                           _record("other", "call3-bb", file=f"{SID}.py"),            # this call's tag
+                           _record("other", "call2-cc", file=f"pkg/{SID}/m.py"),      # an earlier call's
+                           _record("other", "call9-dd", user=SID))
+    assert [r["id"] for r in store.commits_of_call(SID, 3)] == ["call3-aa"]
+    assert store.commits_of_call(SID, 4) == []      # its call 3's record ends the scan
+
+
+def test_a_call_s_record_straddling_a_chunk_of_the_read_back_is_found_whole(tmp_path):
+    # The journal is read back 64 KiB at a time from its end: a line that begins in one
+    # chunk and ends in the next is found whole, its session's id on either side.
+    ours = json.dumps(_record(SID, "call3-aa"), sort_keys=True).encode()
+    at = ours.index(SID.encode())
+    for cut in (at - 10, at + 10, at + len(SID) + 10):   # the chunk's start, in our line
+        store = _journal_lines(make_image(tmp_path / str(cut), {}), ours, _padding(65536 + cut - len(ours) - 2))
+        size = Path(store.journal_file).stat().st_size
+        assert size - 65536 == cut    # the later chunk begins inside our line
+        assert [r["id"] for r in store.commits_of_call(SID, 3)] == ["call3-aa"]
+
+
+def test_a_call_s_record_straddling_the_scan_bound_is_not_read(tmp_path, monkeypatch):
+    # A line only partly within CALL_SCAN_LIMIT of the end is not read, though the session's
+    # id is in the part within it: none is found, so it cannot be told.
+    ours = json.dumps(_record(SID, "call3-aa"), sort_keys=True).encode()
+    cut = ours.index(SID.encode()) - 10   # the bound, in our line
+    store = _journal_lines(make_image(tmp_path, {}), _record("other", "call1-ee"), ours,
+                           _padding(65536 + cut - len(ours) - 2))
+    monkeypatch.setattr(store_module, "CALL_SCAN_LIMIT", 65536)
+    assert store.commits_of_call(SID, 3) is None
+    monkeypatch.setattr(store_module, "CALL_SCAN_LIMIT", 2 * 65536)
+    assert [r["id"] for r in store.commits_of_call(SID, 3)] == ["call3-aa"]
+
+
+def test_lines_holding_the_session_s_id_that_are_no_record_are_passed_over(tmp_path):
+    store = _journal_lines(make_image(tmp_path, {}),
+                           _record(SID, "call2-aa"),
+                           _record(SID, "call3-bb"),
+                           f'not json {SID} call2-x'.encode(),
+                           json.dumps([SID, "call2-x"]).encode(),
+                           json.dumps(SID).encode(),
+                           b"[" * 100000 + SID.encode() + b"]" * 100000,   # past the parser's depth
+                           f'{{"session": "{SID}", "id": "call2-x"'.encode())   # cut short
+    with open(store.journal_file, "ab") as journal:   # cut off mid-append: not yet a line
+        journal.write(json.dumps(_record(SID, "call2-y")).encode())
+    assert [r["id"] for r in store.commits_of_call(SID, 3)] == ["call3-bb"]
+
+
+def test_the_scan_stops_at_the_session_s_record_of_another_call_whatever_its_tag(tmp_path):
+    # Its tag is "call<seq>-": call 1's is no prefix of call 12's.
+    store = _journal_lines(make_image(tmp_path / "a", {}),
+                           _record(SID, "call1-aa"), _record(SID, "call12-bb"), _record(SID, "call12-cc"))
+    assert [r["id"] for r in store.commits_of_call(SID, 12)] == ["call12-cc", "call12-bb"]
+    assert store.commits_of_call(SID, 1) == []      # call 12's record, last, ends the scan
+    assert store.commits_of_call(SID, 2) == []
+    store = _journal_lines(make_image(tmp_path / "b", {}),
+                           _record(SID, "call12-bb"), _record(SID, "call1-aa"), _record(SID, "call4-dd"))
+    assert store.commits_of_call(SID, 1) == []      # call 4's ends it first
+    assert [r["id"] for r in store.commits_of_call(SID, 4)] == ["call4-dd"]
+
+
+def test_asked_again_the_journal_is_read_again_only_once_it_changed(tmp_path, monkeypatch):
+    # The router asks every few milliseconds while it cannot be told: an unchanged
+    # journal is not read back again; one appended to, or replaced, is.
+    store = _journal_of_others(make_image(tmp_path, {"a.py": ""}), "b.py")
+    reads = []
+    read_back = ImageStore._records_from_end
+
+    def counted(self, *args, **kwargs):
+        reads.append(kwargs)
+        return read_back(self, *args, **kwargs)
+
+    monkeypatch.setattr(ImageStore, "_records_from_end", counted)
+    assert store.commits_of_call("s", 1) == store.commits_of_call("s", 1) == []
+    assert len(reads) == 1
+    assert store.commits_of_call("s", 2) == [] and len(reads) == 2   # another call: another scan
+    store.commit({"a.py": b"a = 1\n"}, {"a.py": sha256(b"")}, user="u", session_id="s",
+                 commit_id=store_module.call_tag(2) + "0a")
+    reads.clear()
+    assert [r["id"] for r in store.commits_of_call("s", 2)] == [store_module.call_tag(2) + "0a"]
+    assert len(reads) == 1
+    journal = Path(store.journal_file).read_bytes()
+    replaced = journal.replace(b'"session": "s"', b'"session": "t"')
+    assert len(replaced) == len(journal)
+    Path(store.journal_file + ".new").write_bytes(replaced)
+    os.replace(store.journal_file + ".new", store.journal_file)   # same size: another file (compaction's rename)
+    assert store.commits_of_call("s", 2) == [] and len(reads) == 2
+
+
+def test_a_store_with_a_step_reads_the_journal_back_a_step_a_call_and_answers_alike(tmp_path):
+    # The router's: each call stalls its loop only for a step; the answer is the same.
+    store = _journal_of_others(make_image(tmp_path, {"a.py": ""}), "b.py")   # about 500 KB
+    store.commit({"a.py": b"a = 1\n"}, {"a.py": sha256(b"")}, user="u", session_id="s",
+                 commit_id=store_module.call_tag(1) + "0a")
+    with open(store.journal_file, "ab") as journal:   # others' commits since, about 150 KB
+        journal.write(Path(store.journal_file).read_bytes()[:150_000].rpartition(b"\n")[0] + b"\n")
+    # Call 1's record is the session's first: read on to the journal's start (about 650 KB,
+    # 128 KiB a call); later calls' scans stop at it, about 150 KB back.
+    for seq, expected, calls in ((1, [store_module.call_tag(1) + "0a"], range(5, 7)), (2, [], range(2, 3))):
+        stepped, answers = ImageStore(tmp_path, call_scan_step=2 * 65536), []
+        while not answers or answers[-1] is store_module.READING_ON:
+            answers.append(stepped.commits_of_call("s", seq))
+        assert [r["id"] for r in answers[-1]] == expected == [r["id"] for r in store.commits_of_call("s", seq)]
+        assert len(answers) in calls
+
+
+def test_a_stepped_look_whose_read_fails_begins_again(tmp_path, monkeypatch):
+    # What it had read is not taken for the whole: the record lies further back.
+    store = _journal_of_others(make_image(tmp_path, {"a.py": ""}), "b.py")
+    journal = Path(store.journal_file).read_bytes()
+    Path(store.journal_file).write_bytes(json.dumps(_record("s", "call1-0a")).encode() + b"\n" + journal)
+    stepped = ImageStore(tmp_path, call_scan_step=65536)
+    assert stepped.commits_of_call("s", 1) is store_module.READING_ON
+    with monkeypatch.context() as patch:
+        _fail_when(patch, "pread", lambda *args: True)
+        with pytest.raises(OSError):
+            stepped.commits_of_call("s", 1)
+    answers = [stepped.commits_of_call("s", 1)]
+    while answers[-1] is store_module.READING_ON:
+        answers.append(stepped.commits_of_call("s", 1))
+    assert [r["id"] for r in answers[-1]] == ["call1-0a"]
+
+
 def test_the_shared_lock_is_held_until_closed_or_dropped_and_a_failed_take_holds_nothing(tmp_path, monkeypatch):
     import fcntl
     store = make_image(tmp_path / "image", {"shop/__init__.py": "", "shop/models.py": "X = 1\n"})

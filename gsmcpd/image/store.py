@@ -33,6 +33,7 @@ import errno
 import fcntl
 import hashlib
 import io
+import itertools
 import json
 import logging
 import os
@@ -69,6 +70,10 @@ PID_DIGITS = 7   # a Linux pid is at most 4194304 (pid_max's ceiling), in a temp
 
 # How far back from its end the router reads the journal for a dead worker's call (commits_of_call).
 CALL_SCAN_LIMIT = 4 * JOURNAL_LIMIT
+JOURNAL_CHUNK = 65536   # how much of the journal one read takes, read back from its end
+# What commits_of_call returns, on a store made with a call_scan_step, while it has read back
+# only part of the journal: ask again.
+READING_ON = "reading on"
 
 
 def call_tag(seq) -> str:
@@ -364,7 +369,7 @@ def lock_holders(fd: int) -> list[str]:
 
 class ImageStore:
     def __init__(self, image_dir: Path | str, lock_wait: float = LOCK_WAIT,
-                 journal_limit: int = JOURNAL_LIMIT):
+                 journal_limit: int = JOURNAL_LIMIT, call_scan_step: int | None = None):
         # Plain strings; image_dir and state_dir are Paths only when asked for. Every
         # new worker makes one of these and takes its lock on its session open's path,
         # where each object touched for the first time copies a page shared with the
@@ -379,6 +384,8 @@ class ImageStore:
         self.lock_wait = lock_wait
         self.journal_limit = journal_limit
         self.locked_for: str | None = None    # the commit_id of the last commit that took the lock
+        self.call_scan_step = call_scan_step  # bytes commits_of_call reads back at one go (None: all)
+        self._call_scan: _CallScan | None = None   # commits_of_call's last, or the one it goes on with
 
     @property
     def image_dir(self) -> Path:
@@ -870,12 +877,15 @@ class ImageStore:
                       if rel in last and last[rel][1] == digest else None)
                 for rel, digest in disk.items()}
 
-    def _records_from_end(self, within: int | None = None, holding: bytes = b""):
+    def _records_from_end(self, within: int | None = None, holding: bytes = b"", pauses: bool = False):
         """The journal's records, last first (call under the lock), read back from its end
         a chunk at a time: a conflict asks only for the last commits of a few files, and a
         pending commit's finish for the last record. A line that is no JSON object is
         passed over. `within`: JournalScanLimit once more than that many bytes would be
-        read; `holding`: only lines holding those bytes are parsed (a scan for one session's)."""
+        read; `holding`: only lines holding those bytes are parsed (a scan for one session's);
+        `pauses`: None is yielded after each chunk, where a caller may leave off and come
+        back (the journal is held open: it reads the file as it was, whatever is appended
+        or renamed over it meanwhile)."""
         try:
             journal = open(self.journal_file, "rb")
         except FileNotFoundError:
@@ -885,18 +895,19 @@ class ImageStore:
             end, rest = _complete_length(fd, os.fstat(fd).st_size), b""
             last = end
             while end > 0:
-                start = max(0, end - 65536)
+                start = max(0, end - JOURNAL_CHUNK)
                 if within is not None and last - start > within:
                     raise JournalScanLimit(within)
-                lines = (os.pread(fd, end - start, start) + rest).split(b"\n")
-                rest = lines.pop(0) if start > 0 else b""   # its start is in the chunk before
-                for line in reversed(lines):
-                    if holding not in line:
-                        continue
+                lines, rest = os.pread(fd, end - start, start) + rest, b""
+                if start > 0:   # the first line's start is in the chunk before
+                    rest, _, lines = lines.partition(b"\n")
+                for line in _lines_holding(lines, holding):
                     record = _record_of(line)
                     if record is not None:
                         yield record
                 end = start
+                if pauses:
+                    yield None
 
     def has_commit(self, commit_id: str) -> bool:
         """True once the commit named `commit_id` is decided (applied or pending). Asked
@@ -915,10 +926,17 @@ class ImageStore:
         finishes a pending one first, or by the worker not quite gone), or none found within
         CALL_SCAN_LIMIT bytes of the journal's end. The scan stops at the session's record
         of an earlier call: this call's come after it. (A session's first call has none, so
-        the scan goes on to the bound; what it found by then stands all the same.)"""
+        the scan goes on to the bound; what it found by then stands all the same.)
+        On a store made with a `call_scan_step`, each call reads back at most that many
+        bytes and returns READING_ON until the scan is done: ask again, it reads on where it
+        left off. Asked again once done, the journal is read again only if it changed."""
         if not os.path.isdir(self._state):
             return []   # never committed to
-        tag, found = call_tag(seq), {}
+        of = (session_id, call_tag(seq), CALL_SCAN_LIMIT)
+        scan = self._call_scan
+        if scan is not None and scan.of == of and not scan.done:   # a look under way
+            self._read_on(scan)
+            return scan.answer() if scan.done else READING_ON
         try:
             held = self._locked(fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -927,25 +945,42 @@ class ImageStore:
             # before it removes the intent, so neither read misses it.
             held = None
         with held or contextlib.nullcontext():
-            try:
-                for record in self._decided_records(within=CALL_SCAN_LIMIT, holding=session_id.encode()):
-                    if record.get("session") != session_id:
-                        continue
-                    record_id = record.get("id")
-                    if not (isinstance(record_id, str) and record_id.startswith(tag)):
-                        break
-                    found.setdefault(record_id, record)   # a pending one may be journalled already
-            except JournalScanLimit:
-                return list(found.values()) or None
-        return list(found.values()) if found or held is not None else None
+            intent = self._pending_intent()
+            journal = self._journal_key()
+            if scan is not None and scan.of == of and journal is not None and journal == scan.journal:
+                scan.look_again(intent, held is not None)   # the journal as that look read it
+            else:
+                if scan is not None:
+                    scan.close()
+                scan = self._call_scan = _CallScan(of, journal, intent, held is not None, self._records_from_end(
+                    within=CALL_SCAN_LIMIT, holding=session_id.encode(), pauses=True))
+                self._read_on(scan)   # its first step under the lock: the journal is opened in it
+        return scan.answer() if scan.done else READING_ON
 
-    def _decided_records(self, **scan):
+    def _read_on(self, scan: "_CallScan") -> None:
+        try:
+            scan.read_on(self.call_scan_step)
+        except BaseException:   # a read failed: the next look begins again
+            self._call_scan = None
+            scan.close()
+            raise
+
+    def _journal_key(self) -> tuple | None:
+        """What tells the journal changed (another file renamed over it, appended to), None
+        if there is none."""
+        try:
+            journal = os.stat(self.journal_file)
+        except FileNotFoundError:
+            return None
+        return journal.st_dev, journal.st_ino, journal.st_size, journal.st_mtime_ns
+
+    def _decided_records(self):
         """Every decided commit's record, last first (call under the lock): a pending
-        intent's, then the journal's (`scan`: as _records_from_end takes)."""
+        intent's, then the journal's."""
         intent = self._pending_intent()
         if intent is not None:
             yield intent["record"]
-        yield from self._records_from_end(**scan)
+        yield from self._records_from_end()
 
     def keep_record(self, commit_id: str) -> None:
         """Mark the commit `commit_id`, whose session is about to ask whether it stands and
@@ -1437,6 +1472,84 @@ def _record_of(line: bytes) -> dict | None:
     return record if isinstance(record, dict) else None
 
 
+def _lines_holding(lines: bytes, holding: bytes):
+    """The lines of `lines` (split at newlines) that hold the bytes `holding`, last first. The
+    bytes are searched for first, so a line without them is never split out (a scan for
+    one session's records passes over the others' lines at the speed of bytes.rfind)."""
+    if not holding:
+        yield from reversed(lines.split(b"\n"))
+        return
+    if b"\n" in holding:   # no line holds a newline
+        return
+    end = len(lines)
+    while (at := lines.rfind(holding, 0, end)) >= 0:
+        end = lines.rfind(b"\n", 0, at) + 1
+        stop = lines.find(b"\n", at)
+        yield lines[end:stop if stop >= 0 else len(lines)]
+
+
+class _CallScan:
+    """One look for a call's commits (ImageStore.commits_of_call), as the image was when it
+    began: the pending intent's record, then the session's records in the journal read back
+    from its end (`reading`: _records_from_end with pauses) up to its first not of the call,
+    a step at a time."""
+
+    def __init__(self, of, journal, intent, held, reading):
+        self.of = of                  # (session id, call tag, CALL_SCAN_LIMIT)
+        self.journal = journal        # ImageStore._journal_key when it began
+        self.look_again(intent, held)
+        self.records, self.bounded, self.done = [], False, False
+        self._reading = reading
+
+    def look_again(self, intent, held):
+        """The intent read now, and whether the lock was taken for it."""
+        self.intent = [intent["record"]] if intent is not None else []
+        self.held = held
+
+    def read_on(self, step):
+        """Read on, at most `step` bytes (None: to the end); done once the session's record
+        of another call, the journal's start or CALL_SCAN_LIMIT is reached."""
+        chunks = None if step is None else max(1, step // JOURNAL_CHUNK)
+        session_id, tag, _ = self.of
+        try:
+            for record in self._reading:
+                if record is None:   # a chunk read
+                    if chunks is not None and (chunks := chunks - 1) == 0:
+                        return
+                elif record.get("session") == session_id:
+                    self.records.append(record)
+                    if not _of_call(record, tag):
+                        break
+        except JournalScanLimit:
+            self.bounded = True
+        self.close()
+
+    def close(self):
+        self._reading.close()
+        self.done = True
+
+    def answer(self) -> list[dict] | None:
+        """ImageStore.commits_of_call's, once done."""
+        session_id, tag, _ = self.of
+        found = {}
+        for record in itertools.chain(self.intent, self.records):
+            if record.get("session") != session_id:
+                continue
+            if not _of_call(record, tag):
+                break
+            found.setdefault(record["id"], record)   # a pending one may be journalled already
+        else:
+            if self.bounded:
+                return list(found.values()) or None
+        return list(found.values()) if found or self.held else None
+
+
+def _of_call(record: dict, tag: str) -> bool:
+    """Whether the journal record is of the call tagged `tag` (call_tag): its id begins so."""
+    record_id = record.get("id")
+    return isinstance(record_id, str) and record_id.startswith(tag)
+
+
 def record_entries(record) -> list[dict]:
     """The file entries of a journal record ({"file": name, "old", "new"}), those of the
     shape a commit writes only: another account sharing the image can write the journal,
@@ -1484,7 +1597,7 @@ def _complete_length(fd: int, size: int) -> int:
         return size
     end = size
     while end > 0:
-        start = max(0, end - 65536)
+        start = max(0, end - JOURNAL_CHUNK)
         newline = os.pread(fd, end - start, start).rfind(b"\n")
         if newline >= 0:
             return start + newline + 1

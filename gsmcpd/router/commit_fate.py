@@ -5,8 +5,9 @@ The worker cannot say it, as it does for a deadline's or a cancel's break, so th
 asks the image: a commit stands once its record is in the commit intent or the journal
 (its commit point), found by the session's id and the call's tag (store.call_tag). Asked
 on the loop, without waiting for the image lock and with the journal read back a bounded
-length (ImageStore.commits_of_call), again every RETRY while that cannot tell, for at most
-PATIENCE: the router can see the dead worker's socket close before its image lock goes.
+length (ImageStore.commits_of_call), SCAN_STEP bytes a pass of the loop; again every RETRY
+while that cannot tell, for at most PATIENCE (the journal read again only if it changed):
+the router can see the dead worker's socket close before its image lock goes.
 
 Any tool's call is looked up, but told by what it does: a `commit` call always hears
 whether its commit stands; a call that may commit (execute_code, a mutation tool, another
@@ -14,13 +15,19 @@ toolset's tool) hears what it committed, or that this could not be told; a call 
 commits is looked up once and hears only of a commit found, which it cannot have made.
 """
 
-from gsmcpd.image.store import ImageStore, record_entries
+import functools
+
+from gsmcpd.image.store import READING_ON, ImageStore, record_entries
 from gsmcpd.worker.toolsets import CORE_READ_ONLY_SAFE
 
 RETRY = 0.01      # seconds between looks while it cannot be told
 # How long after the death: the dead worker's lock goes within microseconds; another
 # session's commit may hold it longer, and finishes this one first if it is pending.
 PATIENCE = 0.5
+# How much of the journal a look reads back in one pass of the loop (ImageStore's
+# call_scan_step), the rest in the next passes: every other session waits while a pass
+# runs, and the whole, CALL_SCAN_LIMIT, takes milliseconds (figures: docs/internals.md).
+SCAN_STEP = 512 * 1024
 
 FILES_SHOWN = 3   # named in the message; the error's data has them all
 
@@ -45,11 +52,12 @@ def committer(message, read_only=False):
     return COMMIT if name == "commit" else MAY_COMMIT
 
 
-def commits_of_call(image, session_id, seq):
+def commits_of_call(store, session_id, seq):
     """(records, why): the records of the commits that stand of the session's call `seq`
-    (store.ImageStore.commits_of_call); records None if that could not be told, and `why`."""
+    (store.ImageStore.commits_of_call of `store()`, the image's store); records None if that
+    could not be told, and `why`; READING_ON while the journal is still being read back."""
     try:
-        records = ImageStore(image).commits_of_call(session_id, seq)
+        records = store().commits_of_call(session_id, seq)
     except (OSError, ValueError) as error:   # ValueError: an intent not of a commit's shape
         return None, str(error)
     except Exception as error:   # the call must be answered, and a stop waits for it
@@ -61,14 +69,20 @@ def commits_of_call(image, session_id, seq):
 def tell_when_known(loop, image, session_id, seq, kind, answer, since=None):
     """Call answer(text, data) (see told) once the commits of session `session_id`'s call
     `seq`, a call of `kind` (committer), are known, or PATIENCE has passed since the death
-    (`since`, loop time; None: now): looked for now, then every RETRY; a call that never
+    (`since`, loop time; None: now): looked for now, then every RETRY, a look going on over
+    the loop's next passes while it reads the journal back (SCAN_STEP); a call that never
     commits is looked for once. From the death, not from when its exit status came (up to
     exit_status.PATIENCE later): a stop waits for the telling at most DEATH_TOLD."""
     deadline = (loop.time() if since is None else since) + (0 if kind == NEVER_COMMITS else PATIENCE)
+    # One store for every look: it reads the journal a step at a time, and looked at again,
+    # only if it changed.
+    store = functools.cache(lambda: ImageStore(image, call_scan_step=SCAN_STEP))
 
     def look():
-        records, why = commits_of_call(image, session_id, seq)
-        if records is None and loop.time() < deadline:
+        records, why = commits_of_call(store, session_id, seq)
+        if records is READING_ON:   # the rest at the loop's next pass, the deadline passed or not
+            loop.call_later(0, look)
+        elif records is None and loop.time() < deadline:
             loop.call_later(RETRY, look)
         else:
             answer(*told(records, why, kind))
