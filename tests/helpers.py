@@ -6,6 +6,7 @@ sockets, so nothing in the way a request reaches the server is simulated.
 """
 
 import contextlib
+import fcntl
 import functools
 import gc
 import grp
@@ -14,6 +15,7 @@ import json
 import os
 import pickle
 import pwd
+import random
 import shutil
 import signal
 import socket
@@ -34,14 +36,18 @@ QUICK_STOP = {"GS_MCP_BREAK_GRACE": "0.2"}
 # The ports daemons are handed lie outside the kernel's ephemeral range: a port bound at 0
 # and released was the kernel's pick for outgoing connections too, and any process's
 # connect() (to a daemon, to an identity provider) could take it before the daemon bound it
-# ("address in use"). The ports outside it are dealt into shares, one for each pytest-xdist
-# process (PYTEST_XDIST_WORKER gw0, gw1...; share 0 without xdist), so no two processes of
-# a run hand out the same port. A fixed count, not PYTEST_XDIST_WORKER_COUNT: a worker
-# xdist restarts gets the next id (gw3 of -n 3), which still has a share of its own.
+# ("address in use"). Each port handed out is claimed, for every test process of this
+# account (another xdist process, another run of the suite beside this one), by a lock on
+# its byte of one file (PORT_CLAIMS): a daemon is started some time after its port is
+# handed out, and until it binds the port, a bind check alone would let another process
+# hand the same port out too, its client then talking to the wrong daemon. A process holds
+# its last CLAIMS_HELD claims (one daemon's start is long over by then); a port whose daemon
+# still runs, the bind check passes over.
 EPHEMERAL_RANGE = "/proc/sys/net/ipv4/ip_local_port_range"
 LINUX_EPHEMERAL = (32768, 60999)   # the kernel's default, when the file cannot be read
 FIRST_PORT = 1024                  # below it: the privileged ports of system services
-PORT_SHARES = 32
+PORT_CLAIMS = Path(tempfile.gettempdir()) / ("gsmcpd-test-ports-%d.lock" % os.getuid())
+CLAIMS_HELD = 64
 
 
 def ephemeral_range(path=EPHEMERAL_RANGE):
@@ -54,38 +60,77 @@ def ephemeral_range(path=EPHEMERAL_RANGE):
 
 
 @functools.lru_cache(maxsize=None)
-def port_share(worker, ephemeral):
-    """The ports test process `worker` (PYTEST_XDIST_WORKER, None without xdist) hands out:
-    every PORT_SHARES-th port from FIRST_PORT up that is outside the `ephemeral` range."""
-    index = 0 if not worker else (int(worker.removeprefix("gw")) + 1) % PORT_SHARES
+def handed_ports(ephemeral):
+    """The ports free_port hands out: from FIRST_PORT up, outside the `ephemeral` range."""
     first, last = ephemeral
-    return [port for port in range(FIRST_PORT, 65536) if not first <= port <= last][index::PORT_SHARES]
+    return [port for port in range(FIRST_PORT, 65536) if not first <= port <= last]
 
 
-_handed = {}   # a share's key: how many of its ports this process has gone past
+class _PortClaims:
+    """This process's claims: POSIX record locks on one byte each of PORT_CLAIMS, through
+    one descriptor kept open (closing any descriptor of the file would drop them all). A
+    forked child holds none of them: it opens the file again."""
+
+    def __init__(self, path=PORT_CLAIMS, held=CLAIMS_HELD):
+        self.path, self.held = path, held
+        self.pid, self.fd, self.ports = None, None, []
+        self.next = None   # where this process goes on looking: a random start, then in turn
+
+    def own(self):
+        """Make the claims this process's: a forked child's parent's locks are not its own."""
+        if self.pid != os.getpid():
+            self.pid, self.ports, self.next = os.getpid(), [], None
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+
+    def claim(self, port):
+        """Whether `port` is now this process's: no other process claims it."""
+        if port in self.ports:
+            return False
+        try:
+            fcntl.lockf(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, port)
+        except OSError:   # another process's
+            return False
+        self.ports.append(port)
+        return True
+
+    def release(self, port):
+        self.ports.remove(port)
+        fcntl.lockf(self.fd, fcntl.LOCK_UN, 1, port)
+
+    def keep_last(self):
+        while len(self.ports) > self.held:
+            self.release(self.ports[0])
+
+
+_claims = _PortClaims()
 
 
 def free_port():
-    """A loopback port of this process's share that nothing holds now (a daemon left
-    running, another program), for a daemon to bind: each call the next of the share,
-    so the ports a test takes for several daemons differ."""
-    key = (os.environ.get("PYTEST_XDIST_WORKER"), ephemeral_range())
-    share = port_share(*key)
-    if not share:   # an ephemeral range of every port: the kernel's pick, as before
+    """A loopback port outside the ephemeral range that no other test process has claimed
+    and nothing holds now (a daemon left running, another program), for a daemon to bind:
+    each call another, so the ports a test takes for several daemons differ."""
+    ports = handed_ports(ephemeral_range())
+    if not ports:   # an ephemeral range of every port: the kernel's pick, as before
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             return s.getsockname()[1]
-    start = _handed.get(key, 0)
-    for step in range(len(share)):
-        port = share[(start + step) % len(share)]
+    _claims.own()
+    if _claims.next is None:
+        _claims.next = random.randrange(len(ports))   # processes start apart: few collisions
+    for step in range(len(ports)):
+        port = ports[(_claims.next + step) % len(ports)]
+        if not _claims.claim(port):
+            continue
         with socket.socket() as s:
             try:
                 s.bind(("127.0.0.1", port))
             except OSError:
+                _claims.release(port)
                 continue
-        _handed[key] = start + step + 1
+        _claims.next += step + 1
+        _claims.keep_last()
         return port
-    raise RuntimeError("no port of the %d in this process's share is free" % len(share))
+    raise RuntimeError("no port of the %d outside the ephemeral range is free" % len(ports))
 
 
 def wait_for_port(port, timeout=20.0, proc=None, host="127.0.0.1"):

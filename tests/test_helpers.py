@@ -124,32 +124,52 @@ def test_the_ephemeral_range_is_read_from_the_kernel_or_else_its_default(tmp_pat
     assert helpers.ephemeral_range(tmp_path / "missing") == helpers.LINUX_EPHEMERAL
 
 
-def test_test_processes_hand_out_ports_from_shares_no_two_have_in_common(monkeypatch):
-    ephemeral = (40000, 50000)
-    shares = {worker: set(helpers.port_share(worker, ephemeral))
-              for worker in [None] + ["gw%d" % n for n in range(helpers.PORT_SHARES - 1)]}
-    assert all(share and not share & set(range(40000, 50001)) for share in shares.values())
-    assert sum(map(len, shares.values())) == len(set().union(*shares.values()))
-    monkeypatch.setattr(helpers, "_handed", {})
-    handed = {}
-    for worker in ("gw0", "gw1"):
-        monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
-        handed[worker] = {free_port() for _ in range(5)}
-        assert handed[worker] <= set(helpers.port_share(worker, helpers.ephemeral_range()))
-    assert not handed["gw0"] & handed["gw1"]
+def test_a_port_another_test_process_was_handed_is_not_handed_out_until_it_lets_go(tmp_path, monkeypatch):
+    # Another process (another xdist worker, another run of the suite) handed it out and its
+    # daemon has not bound it yet: the bind check alone would hand it out again.
+    monkeypatch.setattr(helpers, "_claims", helpers._PortClaims(tmp_path / "claims"))
+    first = helpers.handed_ports(helpers.ephemeral_range())[0]
+    ready, release = os.pipe(), os.pipe()
+    child = os.fork()
+    if child == 0:   # the other process: claims the first port and holds it
+        try:
+            helpers._claims.own()
+            helpers._claims.next = 0
+            os.write(ready[1], b"%d" % free_port())
+            os.read(release[0], 1)
+        finally:
+            os._exit(0)
+    try:
+        assert int(os.read(ready[0], 16)) == first
+        helpers._claims.own()
+        helpers._claims.next = 0
+        mine = [free_port() for _ in range(3)]
+        assert first not in mine
+    finally:
+        os.write(release[1], b"x")
+        os.waitpid(child, 0)
+    helpers._claims.next = 0   # let go (it ended): the port is free to claim again
+    assert free_port() == first
 
 
-def test_free_port_passes_over_a_port_someone_holds(monkeypatch):
-    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw20")
-    monkeypatch.setattr(helpers, "_handed", {})
-    share = helpers.port_share("gw20", helpers.ephemeral_range())
+def test_a_process_holds_only_its_last_claims(tmp_path, monkeypatch):
+    monkeypatch.setattr(helpers, "_claims", helpers._PortClaims(tmp_path / "claims", held=3))
+    ports = [free_port() for _ in range(5)]
+    assert helpers._claims.ports == ports[-3:]
+
+
+def test_free_port_passes_over_a_port_someone_holds(tmp_path, monkeypatch):
+    monkeypatch.setattr(helpers, "_claims", helpers._PortClaims(tmp_path / "claims"))
+    ports = helpers.handed_ports(helpers.ephemeral_range())
     with socket.socket() as held:
-        for taken in share:   # the first the helper would hand out: the first free one
+        for at, taken in enumerate(ports):   # the first the helper would hand out: the first free one
             try:
                 held.bind(("127.0.0.1", taken))
                 break
             except OSError:
                 continue
         held.listen()
+        helpers._claims.own()
+        helpers._claims.next = at
         port = free_port()
-    assert port in share and share.index(port) > share.index(taken)
+    assert port in ports and ports.index(port) > at
