@@ -140,6 +140,10 @@ class PartTest(unittest.TestCase):
                        "@dataclasses.dataclass\nclass Near(Record):\n    y: int\n",
     "gone/entries.py": "import dataclasses\n\nfrom gone.records import Record\n\n\n@dataclasses.dataclass\n"
                        "class Entry(Record):\n    y: int\n",
+    "gone/chills.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Chill:\n    x: int = 0\n",
+    "gone/chilled.py": "import dataclasses\n\nfrom gone.chills import Chill\n\n\n@dataclasses.dataclass\n"
+                       "class Chilled(Chill):\n    y: int = 1\n",
+    "gone/chillread.py": "from gone.chilled import Chilled\n",
     "generic/__init__.py": "",
     "generic/box.py": "import typing\n\nT = typing.TypeVar('T')\n\n\nclass Box(typing.Generic[T]):\n    pass\n\n\n"
                       "class IntBox(Box[int]):\n    pass\n\n\nraise ImportError('not yet')\n",
@@ -888,17 +892,46 @@ def test_a_dataclass_base_gaining_defaults_names_the_subclass_modules_that_no_lo
     assert (result["outcome"], result["reimported"], list(result["importErrors"])) == (
         "updated", ["gone.entries"], ["gone.entries"])
     assert result["importErrors"]["gone.entries"].startswith(misordered)
-    # Its own module is not re-imported (that would replace Record): its subclass is named.
-    assert (result["staleSubclasses"], list(result["fieldOrderConflicts"])) == (
-        ["gone.records.Near"], ["gone.records.Near"])
-    assert ("TypeError: " + result["fieldOrderConflicts"]["gone.records.Near"]).startswith(misordered)
+    # Its own module is not re-imported (that would replace Record): its subclass is named,
+    # as the other module's is, named before that module was re-imported.
+    assert (sorted(result["staleSubclasses"]), sorted(result["fieldOrderConflicts"])) == (
+        ["gone.entries.Entry", "gone.records.Near"], ["gone.entries.Entry", "gone.records.Near"])
+    for conflict in result["fieldOrderConflicts"].values():
+        assert ("TypeError: " + conflict).startswith(misordered)
     for module in ("gone.records", "gone.entries"):
         _fails_in_a_new_session(daemon, module, misordered[len("TypeError: "):])
-    # As the note says: Near given a default makes gone.records import again.
+    # As the note says: Near given a default makes gone.records import again, Entry
+    # given one (in source: its module no longer imports here) gone.entries.
     ok(c, "compile_class_definition", source="@dataclasses.dataclass\nclass Near(Record):\n    y: int = 1\n")
+    ok(c, "compile_class_definition", source="@dataclasses.dataclass\nclass Entry(Record):\n    y: int = 2\n")
     other = open_session(daemon)
     assert run(other, "import gone.records\ngone.records.Near()") == "Near(x=0, y=1)"
+    assert run(other, "import gone.entries\ngone.entries.Entry()") == "Entry(x=0, y=2)"
     other.close()
+    assert run(c, "import gone.entries\ngone.entries.Entry()") == "Entry(x=0, y=2)"
+
+
+def test_a_dataclass_base_made_frozen_names_the_subclass_modules_that_no_longer_import(daemon, c):
+    # Chilled (another module) left non-frozen on a frozen base: only noted in
+    # frozenConflicts, kept live and its module not named failing, while every new
+    # session's import of it (and of gone.chillread, importing it) failed.
+    result = structured(c, "compile_class_definition",
+                        source="@dataclasses.dataclass(frozen=True)\nclass Chill:\n    x: int = 0\n")
+    refused = "cannot inherit non-frozen dataclass from a frozen one"
+    assert result["frozenConflicts"] == {"gone.chilled.Chilled": refused}
+    assert result["reimported"] == ["gone.chilled", "gone.chillread"]
+    assert result["importErrors"] == {"gone.chilled": f"TypeError: {refused}",
+                                      "gone.chillread": f"TypeError: {refused}"}
+    assert refused in error(c, "execute_code", "other", code="import gone.chillread")
+    for module in ("gone.chilled", "gone.chillread"):
+        _fails_in_a_new_session(daemon, module, refused)
+    # As the note says: Chilled made frozen too makes both import again.
+    ok(c, "compile_class_definition", dictionaryName="gone.chilled",
+       source="@dataclasses.dataclass(frozen=True)\nclass Chilled(Chill):\n    y: int = 1\n")
+    other = open_session(daemon)
+    assert run(other, "import gone.chillread\ngone.chillread.Chilled()") == "Chilled(x=0, y=1)"
+    other.close()
+    assert run(c, "import gone.chillread\ngone.chillread.Chilled()") == "Chilled(x=0, y=1)"
 
 
 # -- source files in other encodings ----------------------------------------------

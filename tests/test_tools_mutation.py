@@ -488,6 +488,32 @@ def test_a_base_made_frozen_or_not_names_the_subclasses_it_leaves_unmakeable_and
     assert namespace["B"]().m() == client.view.module("zoo.frosty").B().m() == 1
 
 
+@pytest.mark.parametrize("base, conflicts, said", [
+    ("@dataclasses.dataclass(frozen=True)\nclass A:\n    x: int\n", "frozenConflicts",
+     "cannot inherit non-frozen dataclass from a frozen one"),
+    ("@dataclasses.dataclass\nclass A:\n    x: int = 0\n", "fieldOrderConflicts",
+     "non-default argument 'y' follows default argument"),
+], ids=["frozen", "field-order"])
+def test_a_subclass_in_another_module_the_decorator_would_refuse_is_re_imported_either_way(
+        client, image, base, conflicts, said):
+    # A's frozen changed: zoo.thawed's B was only noted (frozenConflicts), kept live and
+    # not named failing, while a field-order conflict there was re-imported and named.
+    (image / "zoo" / "based.py").write_text("import dataclasses\n\n\n@dataclasses.dataclass\nclass A:\n"
+                                            "    x: int\n")
+    (image / "zoo" / "thawed.py").write_text("import dataclasses\n\nfrom zoo.based import A\n\n\n"
+                                             "@dataclasses.dataclass\nclass B(A):\n    y: int\n")
+    (image / "zoo" / "thawread.py").write_text("from zoo.thawed import B\n")
+    client.ok("refresh")
+    result = client.ok("compile_class_definition", dictionaryName="zoo.based", source=base)["structuredContent"]
+    assert result["reimported"] == ["zoo.thawed", "zoo.thawread"]
+    assert result["importErrors"]["zoo.thawed"] == f"TypeError: {said}"
+    assert result["importErrors"]["zoo.thawread"] == f"TypeError: {said}"
+    # Named as before the re-import too: the key a client may rely on stays.
+    assert (result["staleSubclasses"], result[conflicts]) == (["zoo.thawed.B"], {"zoo.thawed.B": said})
+    with pytest.raises(TypeError, match=said):
+        exec(disk(image, "zoo/thawed.py").replace("from zoo.based import A", disk(image, "zoo/based.py")), {})
+
+
 def test_a_dataclass_left_on_a_frozen_and_a_thawed_base_is_told_the_frozen_that_agrees_if_any(client, image):
     # B was told to be made frozen=True, which Python 3.13's dataclass decorator refuses
     # too while one of its dataclass bases (H) is not frozen.

@@ -231,26 +231,30 @@ class MutationToolset(Toolset):
 
     def _load_dataclass_importers(self, module_name: str) -> None:
         """Load the image modules importing `module_name` whose source names a dataclass,
-        before a class of it changes its dataclass fields: their dataclass subclasses of it
-        are then made from the fields as they were, so _reimport_misordered tells one that
+        before a class of it changes what its dataclass subclasses are made from (its
+        fields, frozen...): theirs of it are then made from it as it was, so _reimport_unmakeable tells one that
         no longer imports from one failing for another reason."""
         for name in sorted(self.view.image_importers_of(module_name)):
             if "dataclass" in (self.view.source(name) or ""):
                 self.view.module(name)
 
-    def _reimport_misordered(self, module_name: str, cls) -> tuple[str, dict]:
+    def _reimport_unmakeable(self, module_name: str, cls) -> tuple[str, dict]:
         """Re-import the modules, other than `module_name`, that define live dataclass
-        subclasses of `cls` the dataclass decorator would no longer make, a field without a
+        subclasses of `cls` the dataclass decorator would no longer make, their `frozen`
+        no longer agreeing with their bases' (live.frozen_conflict) or a field without a
         default now following one with (live.field_order_conflict): they now fail to
         import here as in a new session, named (`reimported`, `importErrors`), with those
         importing them. Only those: the others keep their live classes. The class's own
-        module is not (that would replace `cls`): _stale_dataclass_subclasses notes its
-        subclasses. ('', {}) when none is."""
+        module is not (that would replace `cls`). _stale_dataclass_subclasses, asked
+        before, names them all (`frozenConflicts`, `fieldOrderConflicts`). ('', {}) when
+        none is."""
         modules = {sub.__module__ for sub in live.subclasses_of(cls)
                    if sub.__module__ != module_name and "__dataclass_fields__" in vars(sub)
-                   and self.view.defines(sub) and live.field_order_conflict(sub) is not None}
+                   and self.view.defines(sub) and (live.frozen_conflict(sub) is not None
+                                                   or live.field_order_conflict(sub) is not None)}
         if not modules:
             return "", {}
+        self.view.load_all()   # as _reimport_readers: an importer not loaded yet is named too
         return self._reimported_note(self.view.reload_with_importers(modules))
 
     def _inheritors(self, cls, module_name: str, bound: str) -> tuple[str, ...]:
@@ -578,9 +582,12 @@ class MutationToolset(Toolset):
         if dropped and outcome == "updated":
             # The same class lost them: only the importers reading them need re-importing.
             imported, imported_data = self._reimport_readers(module_name, dropped)
+        # Named on the live subclasses before their modules are re-imported below.
+        stale, data = self._stale_dataclass_subclasses(
+            f"{module_name}.{name}", cls if outcome == "updated" else None, basis)
         if basis_changed and outcome == "updated":
             imported, imported_data = _both_reimports((imported, imported_data),
-                                                      self._reimport_misordered(module_name, cls))
+                                                      self._reimport_unmakeable(module_name, cls))
         reads = {}
         tree = parsing.parse(new_source)
         for dropped_name in sorted(dropped):   # through its subclasses too, kept only when updated
@@ -604,8 +611,6 @@ class MutationToolset(Toolset):
             message += f"; carried over {', '.join(carried_names)}"
         if failed:
             message += f"; could not carry over (dropped): {', '.join(failed)}"
-        stale, data = self._stale_dataclass_subclasses(
-            f"{module_name}.{name}", cls if outcome == "updated" else None, basis)
         return self._finish(message + imported + stale,
                             {"class": f"{module_name}.{name}", "outcome": outcome,
                              "carried": carried_names, "failed": failed, **imported_data, **data})
@@ -772,7 +777,9 @@ class MutationToolset(Toolset):
         `__post_init__`. One whose `frozen` no longer agrees with its bases'
         (`frozenConflicts`), or with a field without a default now following one with a
         default (`fieldOrderConflicts`: a base's field given one), cannot be made again as
-        written: its module's next import fails until it is changed too. ('', {}) when none is."""
+        written: its module's next import fails until it is changed too (in another module,
+        compile_class_definition then re-imports it: _reimport_unmakeable). ('', {}) when
+        none is."""
         if cls is None or live.same_dataclass_basis(basis, live.dataclass_basis(cls)):
             return "", {}
         subclasses = [sub for sub in live.subclasses_of(cls)
