@@ -144,6 +144,9 @@ class PartTest(unittest.TestCase):
     "gone/chilled.py": "import dataclasses\n\nfrom gone.chills import Chill\n\n\n@dataclasses.dataclass\n"
                        "class Chilled(Chill):\n    y: int = 1\n",
     "gone/chillread.py": "from gone.chilled import Chilled\n",
+    "gone/ledgers.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Ledger:\n    x: int\n\n\n"
+                       "@dataclasses.dataclass\nclass Line(Ledger):\n    y: int\n\n    def norm(self):\n"
+                       "        return self.y\n",
     "generic/__init__.py": "",
     "generic/box.py": "import typing\n\nT = typing.TypeVar('T')\n\n\nclass Box(typing.Generic[T]):\n    pass\n\n\n"
                       "class IntBox(Box[int]):\n    pass\n\n\nraise ImportError('not yet')\n",
@@ -932,6 +935,32 @@ def test_a_dataclass_base_made_frozen_names_the_subclass_modules_that_no_longer_
     assert run(other, "import gone.chillread\ngone.chillread.Chilled()") == "Chilled(x=0, y=1)"
     other.close()
     assert run(c, "import gone.chillread\ngone.chillread.Chilled()") == "Chilled(x=0, y=1)"
+
+
+def test_methods_of_a_subclass_left_with_misordered_fields_are_refused_saying_why(daemon, image, c):
+    # Ledger's x given a default: Line's `y: int` follows it. compile_method and
+    # delete_method on Line answered a bare compileError from its class statement.
+    result = structured(c, "compile_class_definition",
+                        source="@dataclasses.dataclass\nclass Ledger:\n    x: int = 0\n")
+    assert list(result["fieldOrderConflicts"]) == ["gone.ledgers.Line"]
+    before = (image / "gone" / "ledgers.py").read_text()
+    for tool, arguments in [("compile_method", {"source": "def m(self):\n    return 1\n"}),
+                            ("delete_method", {"selector": "norm"})]:
+        message = error(c, tool, "refused", className="Line", **arguments)
+        assert message == ("gone.ledgers.Line cannot be made again as written: its field y, without a "
+                           "default, would follow the field x of gone.ledgers.Ledger, which has one, in "
+                           "its __init__ (the dataclass decorator raises TypeError: non-default argument "
+                           "'y' follows default argument), so a new session's import of gone.ledgers "
+                           "fails. Give y a default (or kw_only) first (compile_class_definition, its "
+                           "definition with that), or change gone.ledgers.Ledger back")
+    assert (image / "gone" / "ledgers.py").read_text() == before
+    # As it says: y made keyword-only, Line is made again, and its methods can be changed.
+    ok(c, "compile_class_definition", source="@dataclasses.dataclass\nclass Line(Ledger):\n"
+                                             "    y: int = dataclasses.field(kw_only=True)\n")
+    ok(c, "compile_method", className="Line", source="def m(self):\n    return self.x + self.y\n")
+    other = open_session(daemon)
+    assert run(other, "import gone.ledgers\ngone.ledgers.Line(y=2).m()") == "2"
+    other.close()
 
 
 # -- source files in other encodings ----------------------------------------------

@@ -224,6 +224,25 @@ def test_field_order_conflict_is_what_the_decorator_would_raise_on_the_bases_as_
     assert live.field_order_conflict(int) is None
 
 
+@pytest.mark.parametrize("base, sub, expected", [
+    ("    x: int = 0\n", "    y: int\n", (("x", "A"), ("y", "B"))),                      # given a default
+    ("    x: int\n    w: int\n", "    x: int = 0\n    y: int = 1\n", (("x", "B"), ("w", "A"))),
+    ("    x: int = 0\n", "    y: int = dataclasses.field(kw_only=True)\n", None),    # not positional
+    ("    x: int = 0\n", "    y: int = 1\n", None),
+])
+def test_misordered_fields_names_the_defaulted_field_and_the_one_following_it(base, sub, expected):
+    # For compile_method's refusal: which field, declared where, follows which.
+    B = _dataclasses(f"@dataclasses.dataclass\nclass A:\n    x: int\n\n\n"
+                     f"@dataclasses.dataclass\nclass B(A):\n{sub}")["B"]
+    changed = _dataclasses(f"@dataclasses.dataclass\nclass A:\n{base}")["A"]
+    A = B.__bases__[0]
+    A.__dataclass_fields__, A.__annotations__ = changed.__dataclass_fields__, changed.__annotations__
+    pair = live.misordered_fields(B)
+    named = None if pair is None else tuple((name, owner.__name__) for name, owner in pair)
+    assert named == expected
+    assert (live.field_order_conflict(B) is None) == (expected is None)
+
+
 def _made_again(frozen, bases):
     """The TypeError message the running Python's dataclass decorator raises making a
     dataclass of that `frozen` on `bases`, None if it makes it."""

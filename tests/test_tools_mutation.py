@@ -514,6 +514,36 @@ def test_a_subclass_in_another_module_the_decorator_would_refuse_is_re_imported_
         exec(disk(image, "zoo/thawed.py").replace("from zoo.based import A", disk(image, "zoo/based.py")), {})
 
 
+def test_compile_method_and_delete_method_on_a_subclass_left_with_misordered_fields_say_why_they_refuse(
+        client, image):
+    # Record's x given a default: Near's `y: int` follows it. compile_method and
+    # delete_method on Near answered a bare compileError from the class statement.
+    (image / "zoo" / "recorded.py").write_text(
+        "import dataclasses\n\n\n@dataclasses.dataclass\nclass Record:\n    x: int\n\n\n"
+        "@dataclasses.dataclass\nclass Near(Record):\n    y: int\n\n    def norm(self):\n"
+        "        return self.y\n")
+    client.ok("refresh")
+    client.ok("compile_class_definition", dictionaryName="zoo.recorded",
+              source="@dataclasses.dataclass\nclass Record:\n    x: int = 0\n")
+    before = disk(image, "zoo/recorded.py")
+    for tool, arguments in [("compile_method", {"source": "def m(self):\n    return 1\n"}),
+                            ("delete_method", {"selector": "norm"})]:
+        message = client.error(tool, "refused", className="Near", **arguments)
+        assert message == ("zoo.recorded.Near cannot be made again as written: its field y, without a "
+                           "default, would follow the field x of zoo.recorded.Record, which has one, in "
+                           "its __init__ (the dataclass decorator raises TypeError: non-default argument "
+                           "'y' follows default argument), so a new session's import of zoo.recorded "
+                           "fails. Give y a default (or kw_only) first (compile_class_definition, its "
+                           "definition with that), or change zoo.recorded.Record back")
+    assert disk(image, "zoo/recorded.py") == before
+    client.ok("compile_class_definition", source="@dataclasses.dataclass\nclass Near(Record):\n"
+                                                 "    y: int = dataclasses.field(kw_only=True)\n")
+    client.ok("compile_method", className="Near", source="def m(self):\n    return 1\n")
+    namespace = {}
+    exec(disk(image, "zoo/recorded.py"), namespace)    # as a new session's import runs it
+    assert namespace["Near"](y=2).m() == client.view.module("zoo.recorded").Near(y=2).m() == 1
+
+
 def test_a_dataclass_left_on_a_frozen_and_a_thawed_base_is_told_the_frozen_that_agrees_if_any(client, image):
     # B was told to be made frozen=True, which Python 3.13's dataclass decorator refuses
     # too while one of its dataclass bases (H) is not frozen.

@@ -244,6 +244,39 @@ def field_order_conflict(cls: type) -> str | None:
     decorator itself, on stand-ins of the fields as it would collect them (their names,
     whether each has a default, init, kw_only), so no user code runs. None when it would
     make it, or `cls` is no dataclass generating its `__init__`."""
+    fields = _init_fields(cls)
+    if fields is None:
+        return None
+    stand_ins = [(field.name, object, dataclasses.field(
+        init=field.init, kw_only=field.kw_only is True, **({"default": None} if _has_default(field) else {})))
+        for field in fields]
+    try:
+        dataclasses.make_dataclass("Again", stand_ins)
+    except TypeError as error:
+        return str(error)
+    return None
+
+
+def misordered_fields(cls: type) -> tuple[tuple[str, type], tuple[str, type]] | None:
+    """For a dataclass `cls` that field_order_conflict refuses: the first field with a
+    default among its `__init__`'s positional parameters, and the first without one
+    following it, each as (name, the class declaring it). None when there is no such pair."""
+    fields = _init_fields(cls) or []
+    positional = [field for field in fields if field.init and field.kw_only is not True]
+    defaulted = next((field for field in positional if _has_default(field)), None)
+    if defaulted is None:
+        return None
+    after = positional[positional.index(defaulted) + 1:]
+    following = next((field for field in after if not _has_default(field)), None)
+    if following is None:
+        return None
+    return (defaulted.name, _declaring(cls, defaulted.name)), (following.name, _declaring(cls, following.name))
+
+
+def _init_fields(cls: type) -> list[dataclasses.Field] | None:
+    """The fields of the dataclass `cls` as its decorator would collect them making it again
+    on its bases as they are now, ClassVars left out (no parameter of __init__; an InitVar
+    is). None when `cls` is no dataclass generating its `__init__`."""
     params, own = vars(cls).get("__dataclass_params__"), vars(cls).get("__dataclass_fields__")
     if params is None or not params.init or not isinstance(own, dict):
         return None
@@ -253,15 +286,14 @@ def field_order_conflict(cls: type) -> str | None:
         if isinstance(inherited, dict):
             fields.update(inherited)
     fields.update((name, own[name]) for name in vars(cls).get("__annotations__", {}) if name in own)
-    # A ClassVar is no parameter of __init__ (an InitVar is).
-    stand_ins = [(field.name, object, dataclasses.field(
-        init=field.init, kw_only=field.kw_only is True, **({"default": None} if _has_default(field) else {})))
-        for field in fields.values() if field._field_type is not dataclasses._FIELD_CLASSVAR]
-    try:
-        dataclasses.make_dataclass("Again", stand_ins)
-    except TypeError as error:
-        return str(error)
-    return None
+    return [field for field in fields.values() if field._field_type is not dataclasses._FIELD_CLASSVAR]
+
+
+def _declaring(cls: type, name: str) -> type:
+    """The class of `cls`'s MRO whose dataclass statement declares the field `name`."""
+    return next((owner for owner in cls.__mro__
+                 if name in vars(owner).get("__annotations__", {})
+                 and isinstance(vars(owner).get("__dataclass_fields__"), dict)), cls)
 
 
 def _has_default(field: dataclasses.Field) -> bool:

@@ -727,7 +727,8 @@ class MutationToolset(Toolset):
         follows the bases (a base made again since: it is made again now); None too when
         the new class's shape cannot be copied in place (a method leaves its bases and
         __slots__ as they were, so that is not expected). Refused when its `frozen` no
-        longer agrees with its bases' (live.frozen_conflict)."""
+        longer agrees with its bases' (live.frozen_conflict), or a field without a default
+        would now follow one with a default (live.field_order_conflict)."""
         if "__dataclass_fields__" not in vars(cls):
             return None
         conflict = live.frozen_conflict(cls)
@@ -742,6 +743,10 @@ class MutationToolset(Toolset):
                             f"frozen no longer agrees with its dataclass bases' (the dataclass "
                             f"decorator raises TypeError: {conflict}), so a new session's import "
                             f"of {ref.module} fails. {remedy}")
+        misordered = live.field_order_conflict(cls)
+        if misordered is not None:
+            # A base's field given a default since (the decorator checks it after frozen).
+            raise ToolError("refused", _misordered_refusal(ref, cls, misordered))
         reads = splice.mangled(ref.name, selector) in _DATACLASS_READS
         writes_init = "__init__" in live.class_member_names(old_node)
         if not reads and live.dataclass_follows_its_bases(cls, writes_init):
@@ -1010,6 +1015,24 @@ _DATACLASS_READS = _DATACLASS_MADE | {"__post_init__"}
 
 # Why no `frozen` makes a dataclass again (live.agreeing_frozen None), Python 3.13's rule.
 _MIXED_FROZEN = "some frozen and some not, which this Python's dataclass decorator refuses either way"
+
+
+def _misordered_refusal(ref, cls, conflict: str) -> str:
+    """Why compile_method or delete_method on the dataclass `cls` is refused when the
+    decorator would now raise `conflict` on its field order, and what to do."""
+    pair = live.misordered_fields(cls)
+    if pair is None:   # not expected: the decorator refuses the order
+        what, field, changed = "", "each field of it without one", "its base"
+    else:
+        (defaulted, defaulted_by), (field, declared_by) = pair
+        of = "" if declared_by is cls else f" (declared by {qualname(declared_by)})"
+        what = (f"its field {field}{of}, without a default, would follow the field {defaulted} of "
+                f"{qualname(defaulted_by)}, which has one, in its __init__ ")
+        changed = qualname(defaulted_by if defaulted_by is not cls else declared_by)
+    return (f"{ref.qualified} cannot be made again as written: {what}(the dataclass decorator "
+            f"raises TypeError: {conflict}), so a new session's import of {ref.module} fails. "
+            f"Give {field} a default (or kw_only) first (compile_class_definition, its definition "
+            f"with that), or change {changed} back")
 
 
 def _both_reimports(first: tuple[str, dict], second: tuple[str, dict]) -> tuple[str, dict]:
