@@ -144,6 +144,10 @@ class PartTest(unittest.TestCase):
     "gone/chilled.py": "import dataclasses\n\nfrom gone.chills import Chill\n\n\n@dataclasses.dataclass\n"
                        "class Chilled(Chill):\n    y: int = 1\n",
     "gone/chillread.py": "from gone.chilled import Chilled\n",
+    "gone/tallies.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Tally:\n    x: int\n\n\n"
+                       "@dataclasses.dataclass\nclass SubTally(Tally):\n    def n(self):\n        return 1\n",
+    "gone/fartallies.py": "import dataclasses\n\nfrom gone.tallies import SubTally\n\n\n"
+                          "@dataclasses.dataclass\nclass FarTally(SubTally):\n    z: int\n",
     "gone/ledgers.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Ledger:\n    x: int\n\n\n"
                        "@dataclasses.dataclass\nclass Line(Ledger):\n    y: int\n\n    def norm(self):\n"
                        "        return self.y\n",
@@ -935,6 +939,19 @@ def test_a_dataclass_base_made_frozen_names_the_subclass_modules_that_no_longer_
     assert run(other, "import gone.chillread\ngone.chillread.Chilled()") == "Chilled(x=0, y=1)"
     other.close()
     assert run(c, "import gone.chillread\ngone.chillread.Chilled()") == "Chilled(x=0, y=1)"
+
+
+def test_a_subclass_made_again_by_compile_method_names_the_modules_it_leaves_unmakeable(daemon, c):
+    # SubTally made again (its method compiled) from Tally's x given a default: FarTally's
+    # `z: int` then follows x. gone.fartallies was named in fieldOrderConflicts, not
+    # re-imported nor named failing, as compile_class_definition names such a module.
+    ok(c, "compile_class_definition", source="@dataclasses.dataclass\nclass Tally:\n    x: int = 0\n")
+    result = structured(c, "compile_method", className="SubTally", source="def n(self):\n    return 2\n")
+    said = "non-default argument 'z' follows default argument"
+    assert (result["fieldOrderConflicts"], result["reimported"], result["importErrors"]) == (
+        {"gone.fartallies.FarTally": said}, ["gone.fartallies"], {"gone.fartallies": f"TypeError: {said}"})
+    assert said in error(c, "execute_code", "other", code="import gone.fartallies")
+    _fails_in_a_new_session(daemon, "gone.fartallies", said)
 
 
 def test_methods_of_a_subclass_left_with_misordered_fields_are_refused_saying_why(daemon, image, c):

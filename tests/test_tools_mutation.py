@@ -514,6 +514,30 @@ def test_a_subclass_in_another_module_the_decorator_would_refuse_is_re_imported_
         exec(disk(image, "zoo/thawed.py").replace("from zoo.based import A", disk(image, "zoo/based.py")), {})
 
 
+@pytest.mark.parametrize("tool, arguments", [
+    ("compile_method", {"source": "def n(self):\n    return 2\n"}),
+    ("delete_method", {"selector": "n"}),
+])
+def test_a_subclass_made_again_by_a_method_change_re_imports_the_modules_it_leaves_unmakeable(
+        client, image, tool, arguments):
+    # B (no field of its own) made again from A's x given a default: zoo.far's C, whose
+    # `z: int` now follows x, was named in fieldOrderConflicts but kept live, its module
+    # not named failing, as compile_class_definition names it.
+    (image / "zoo" / "based.py").write_text(
+        "import dataclasses\n\n\n@dataclasses.dataclass\nclass A:\n    x: int\n\n\n"
+        "@dataclasses.dataclass\nclass B(A):\n    def n(self):\n        return 1\n")
+    (image / "zoo" / "far.py").write_text("import dataclasses\n\nfrom zoo.based import B\n\n\n"
+                                          "@dataclasses.dataclass\nclass C(B):\n    z: int\n")
+    client.ok("refresh")
+    client.ok("compile_class_definition", dictionaryName="zoo.based",
+              source="@dataclasses.dataclass\nclass A:\n    x: int = 0\n")
+    result = client.ok(tool, className="B", **arguments)["structuredContent"]
+    said = "non-default argument 'z' follows default argument"
+    assert (result["fieldOrderConflicts"], result["reimported"], result["importErrors"]) == (
+        {"zoo.far.C": said}, ["zoo.far"], {"zoo.far": f"TypeError: {said}"})
+    assert client.view.module("zoo.far") is None
+
+
 def test_compile_method_and_delete_method_on_a_subclass_left_with_misordered_fields_say_why_they_refuse(
         client, image):
     # Record's x given a default: Near's `y: int` follows it. compile_method and

@@ -257,6 +257,17 @@ class MutationToolset(Toolset):
         self.view.load_all()   # as _reimport_readers: an importer not loaded yet is named too
         return self._reimported_note(self.view.reload_with_importers(modules))
 
+    def _stale_and_unmakeable(self, qualified: str, module_name: str, cls,
+                              basis) -> tuple[tuple[str, dict], tuple[str, dict]]:
+        """_stale_dataclass_subclasses of `cls` (of `module_name`), asked first, on the live
+        subclasses, and _reimport_unmakeable when the change altered what they were made
+        from (a subclass made again may leave its own subclasses unmakeable): (note, data)
+        of each."""
+        stale = self._stale_dataclass_subclasses(qualified, cls, basis)
+        if "staleSubclasses" not in stale[1]:
+            return stale, ("", {})
+        return stale, self._reimport_unmakeable(module_name, cls)
+
     def _inheritors(self, cls, module_name: str, bound: str) -> tuple[str, ...]:
         """The names of the classes `module_name` defines on `cls` (its live subclasses)
         that have `bound` from `cls` alone: no other class of their MRO binds it, nor their
@@ -338,7 +349,8 @@ class MutationToolset(Toolset):
             live.set_members(cls, members, made)
         self.view.set_source(module_name, new_source, live=cls is not None)
         verb = "replaced" if replaced else "added"
-        stale, data = self._stale_dataclass_subclasses(ref.qualified, cls, basis)
+        (stale, data), unmakeable = self._stale_and_unmakeable(ref.qualified, module_name, cls, basis)
+        stale, data = stale + unmakeable[0], {**data, **unmakeable[1]}
         if cls is not None:
             captured, captured_data = _captured_note(new_source, ref.name, node.name)
             stale, data = stale + captured, {**data, **captured_data}
@@ -582,12 +594,9 @@ class MutationToolset(Toolset):
         if dropped and outcome == "updated":
             # The same class lost them: only the importers reading them need re-importing.
             imported, imported_data = self._reimport_readers(module_name, dropped)
-        # Named on the live subclasses before their modules are re-imported below.
-        stale, data = self._stale_dataclass_subclasses(
-            f"{module_name}.{name}", cls if outcome == "updated" else None, basis)
-        if basis_changed and outcome == "updated":
-            imported, imported_data = _both_reimports((imported, imported_data),
-                                                      self._reimport_unmakeable(module_name, cls))
+        (stale, data), unmakeable = self._stale_and_unmakeable(
+            f"{module_name}.{name}", module_name, cls if outcome == "updated" else None, basis)
+        imported, imported_data = _both_reimports((imported, imported_data), unmakeable)
         reads = {}
         tree = parsing.parse(new_source)
         for dropped_name in sorted(dropped):   # through its subclasses too, kept only when updated
@@ -704,11 +713,13 @@ class MutationToolset(Toolset):
         elif cls is not None:
             self._unset_method(ref, cls, new_source, selector)
         self.view.set_source(ref.module, new_source, live=cls is not None)
+        imported, imported_data = "", {}
         if cls is not None and not kept:
             # Another module reading it as it runs (`handler = Job.run`) fails, named.
             imported, imported_data = self._reimport_readers(ref.module, {bound})
-            note, data = note + imported, {**data, **imported_data}
-        stale, stale_data = self._stale_dataclass_subclasses(ref.qualified, cls, basis)
+        (stale, stale_data), unmakeable = self._stale_and_unmakeable(ref.qualified, ref.module, cls, basis)
+        imported, imported_data = _both_reimports((imported, imported_data), unmakeable)
+        note, data = note + imported, {**data, **imported_data}
         return self._finish(f"deleted {ref.qualified}.{selector}{note}{stale}",
                             {"class": ref.qualified, "selector": selector, **data, **stale_data})
 
@@ -783,8 +794,7 @@ class MutationToolset(Toolset):
         (`frozenConflicts`), or with a field without a default now following one with a
         default (`fieldOrderConflicts`: a base's field given one), cannot be made again as
         written: its module's next import fails until it is changed too (in another module,
-        compile_class_definition then re-imports it: _reimport_unmakeable). ('', {}) when
-        none is."""
+        it is then re-imported: _stale_and_unmakeable). ('', {}) when none is."""
         if cls is None or live.same_dataclass_basis(basis, live.dataclass_basis(cls)):
             return "", {}
         subclasses = [sub for sub in live.subclasses_of(cls)
