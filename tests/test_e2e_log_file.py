@@ -1,13 +1,16 @@
 """End-to-end: a log file that starts refusing writes while the daemon serves (it hit
-the file size limit here; a full filesystem alike) costs its lines, never the server."""
+the file size limit here; a full filesystem alike) costs its lines, never the server; one
+rotated away is left by every process of the daemon, not only by the router."""
 
 import os
 import re
 import resource
+import signal
 import subprocess
 import sys
 
-from helpers import Daemon, open_session
+from helpers import Client, Daemon, free_port, open_session, tool_text, wait_until
+from test_daemon_cli import STARTED, _no_daemon_outlives_its_test, gsmcpd  # noqa: F401 (a fixture)
 
 LIMIT = 64 * 1024
 
@@ -62,3 +65,49 @@ def test_a_log_file_refusing_writes_shows_in_status_while_it_lasts(tmp_path):
         assert daemon.status()["log_refusal"] is None
         assert "WARNING the log file refused writes from" in log_file.read_text()
         assert daemon.stop() == 0
+
+
+def _writes_to_its_stderr(client, tag):
+    """What a worker (or a fallback log record, or a program its code runs) writes to its
+    fd 2, inherited from the spawner: a line saying `tag` and the worker's pid."""
+    return int(tool_text(client.tool("execute_code", code=(
+        f"import os; os.write(2, b'{tag} %d\\n' % os.getpid()); os.getpid()"))))
+
+
+def test_after_a_rotation_the_spawner_and_the_workers_it_forks_write_to_the_new_file(tmp_path):
+    # A detached daemon's spawner (and its workers) kept the fd 2 it inherited at start:
+    # after logrotate's rename and SIGHUP, only the router wrote to the new file; the rest
+    # went to the rotated one, compressed and deleted at the next rotation. Run niced, a
+    # spawner warns as it starts (workers cannot be as nice as asked): a new one's warning
+    # shows where a spawner started after the rotation writes.
+    port, state = str(free_port()), tmp_path / "state"
+    ours = min(19, os.getpriority(os.PRIO_PROCESS, 0) + 15)
+    warned = re.compile(r"gsmcpd-worker\[\d+\] WARNING " + re.escape(
+        f"workers run {19 - ours} nicer than the router, not 10: nice 19 is the lowest priority"))
+    env = {"GS_MCP_WORKER_NICE": "10", "GS_MCP_SPARE_WORKERS": "1", "GS_MCP_TOOLSETS": "execution"}
+    started = gsmcpd("start", "--port", port, "--state-dir", str(state), run_by=("nice", "-n", "15"), env=env)
+    try:
+        assert started.returncode == 0, started.stdout + started.stderr
+        log_file, rotated = state / f"gsmcpd-{port}.log", state / f"gsmcpd-{port}.log.1"
+        log_file.rename(rotated)                    # as logrotate does, then its postrotate:
+        os.kill(int(STARTED.search(started.stdout).group(1)), signal.SIGHUP)
+        assert wait_until(lambda: log_file.exists() and "SIGHUP: log file reopened" in log_file.read_text(), 20)
+        first = Client(int(port))
+        first.initialize()                          # the spare forked before the rotation
+        second = Client(int(port))
+        second.initialize()                         # one forked after it
+        _writes_to_its_stderr(first, "first-worker")
+        pid = _writes_to_its_stderr(second, "second-worker")
+        assert wait_until(lambda: f"second-worker {pid}" in log_file.read_text()), rotated.read_text()[-2000:]
+        # A spawner started after the rotation: its set-up's warning goes to the new file too.
+        assert tool_text(second.tool("execute_code", code="import os; os.kill(os.getppid(), 9); 'killed'")) \
+            == "'killed'"
+        assert wait_until(lambda: warned.search(log_file.read_text()), 20), log_file.read_text()[-2000:]
+        third = Client(int(port))
+        third.initialize()
+        pid = _writes_to_its_stderr(third, "third-worker")
+        assert wait_until(lambda: f"third-worker {pid}" in log_file.read_text())
+        old = rotated.read_text()
+        assert len(warned.findall(old)) == 1 and "second-worker" not in old and "third-worker" not in old, old
+    finally:
+        assert gsmcpd("stop", port, "--state-dir", str(state)).returncode == 0

@@ -27,7 +27,7 @@ def router_with_map(tmp_path, text):
     router.auth.accounts = AccountResolver(load_user_map(user_map))
     waiting, given_back = [], []
     router.pool = types.SimpleNamespace(claim=lambda start, fail: waiting.append(start),
-                                        give_back=given_back.append)
+                                        give_back=given_back.append, stdio_changed=lambda: None)
     return router, user_map, waiting, given_back
 
 

@@ -305,6 +305,63 @@ def test_stop_kills_a_spawner_that_does_not_end_and_is_quiet_about_one_gone():
     assert descriptors() == before
 
 
+@contextlib.contextmanager
+def stdio_at(path):
+    """Our stdout and stderr pointed at `path` (a daemon's log, reopened after a rotation)."""
+    saved = [os.dup(1), os.dup(2)]
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for kept in saved + [fd]:
+            os.close(kept)
+
+
+def stdio_of(pid):
+    return [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in (1, 2)]
+
+
+def test_the_spawner_takes_the_routers_stdio_at_its_start_and_when_told_and_its_later_workers_too(
+        spawner, tmp_path):
+    # It inherited the forkserver's, which a log's rotation leaves on the rotated file:
+    # neither a spawner started after the rotation nor a running one left it.
+    before = stdio_of(spawner.process.pid)
+    [(old_pid, old_pidfd, old_sock)] = spares(spawner, 1)
+    rotated, reopened = str(tmp_path / "rotated.log"), str(tmp_path / "reopened.log")
+    with stdio_at(rotated):
+        later = Spawner()
+        later.launch()           # the forkserver, already running, still has the old ones
+    try:
+        assert wait_until(lambda: stdio_of(later.process.pid) == [rotated, rotated])
+    finally:
+        later.stop()
+    with stdio_at(reopened):
+        assert spawner.share_stdio()
+    [(pid, pidfd, sock)] = spares(spawner, 1)    # asked after it was told: ordered after it
+    assert stdio_of(spawner.process.pid) == stdio_of(pid) == [reopened, reopened]
+    assert stdio_of(old_pid) == before           # a worker forked before keeps its own
+    for fd, sock_ in ((old_pidfd, old_sock), (pidfd, sock)):
+        sock_.close()
+        os.close(fd)
+
+
+def test_a_garbled_stdio_message_changes_nothing_and_the_spawner_serves_on(spawner, tmp_path):
+    before = stdio_of(spawner.process.pid)
+    fd = os.open(tmp_path / "one.log", os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        socket.send_fds(spawner.control, [b"stdio"], [fd])   # one descriptor, not two
+    finally:
+        os.close(fd)
+    [(pid, pidfd, sock)] = spares(spawner, 1)
+    assert stdio_of(spawner.process.pid) == stdio_of(pid) == before
+    sock.close()
+    os.close(pidfd)
+
+
 def pid_named_by(pidfd):
     with open("/proc/self/fdinfo/%d" % pidfd) as info:
         return int(next(line for line in info if line.startswith("Pid:")).split()[1])
@@ -487,6 +544,7 @@ class HandSpawner:
 
     receive = Spawner.receive
     hand_over = Spawner.hand_over
+    share_stdio = Spawner.share_stdio
 
     def stop(self, grace=0):
         self.control.close()
@@ -721,6 +779,37 @@ def test_no_new_spawner_sweeps_once_a_dead_spawners_worker_could_not_be_kept(han
         loop.remove(pool.spawner.control)
         pool.spawner.close()
     pool.spawner = HandSpawner()                              # for the fixture's close
+    dead.close()
+
+
+def told_stdio(hand):
+    """The b"stdio" messages waiting for a spawner, as the inodes of the files they pass."""
+    told = []
+    while select.select([hand.peer], [], [], 0)[0]:
+        message, fds, _, _ = socket.recv_fds(hand.peer, 65536, 250)
+        if message == b"stdio":
+            told.append([os.fstat(fd).st_ino for fd in fds])
+        for fd in fds:
+            os.close(fd)
+    return told
+
+
+def test_a_reopened_log_is_passed_to_the_spawner_or_to_the_next_one_if_it_is_being_restarted(
+        hand_pool, monkeypatch):
+    monkeypatch.setattr(WorkerPool, "STARVED_PAUSE", 60.0)   # no restart within the test: the test adopts
+    loop, make = hand_pool
+    pool = make(0)
+    ours = [os.fstat(fd).st_ino for fd in (1, 2)]
+    told_stdio(pool.spawner)                                  # what its adoption told it
+    pool.stdio_changed()
+    assert told_stdio(pool.spawner) == [ours]
+    dead = spawner_died(loop, pool)
+    pool.stdio_changed()             # a new one being started may have been sent the old ones
+    pool.spawner = HandSpawner()
+    pool._adopt_spawner()
+    assert told_stdio(pool.spawner) == [ours]
+    pool._adopt_spawner()            # told once: not again at a later adoption
+    assert told_stdio(pool.spawner) == []
     dead.close()
 
 

@@ -86,6 +86,10 @@ class Spawner:
             # join at exit: a join before that EOF would wait forever.
             multiprocessing.process._children.discard(process)
             theirs.close()   # now, so that a spawner that ends before its hello is EOF here
+            try:   # its first message, read before its set-up logs anything
+                _send_stdio(ours)
+            except OSError:
+                pass    # one gone already: its missing hello says so
             pidfd = _hello(ours, process)
         except BaseException:
             ours.close()
@@ -98,6 +102,18 @@ class Spawner:
     def ask(self, count):
         """Ask for `count` more spares; they arrive as messages on `control`."""
         self.control.send(b"more %d %d" % (count, os.getpid()))
+
+    def share_stdio(self):
+        """Tell the spawner to take our stdout and stderr again: a log reopened after a
+        rotation points them at the new file, and every worker forked from then on
+        inherits the spawner's. Never waits (the socket is non-blocking); False if the
+        message could not go."""
+        try:
+            _send_stdio(self.control)
+        except OSError as error:
+            log.warning("cannot point the worker spawner at the reopened log file: %s", error)
+            return False
+        return True
 
     def hand_over(self, orphans, all_told=True):
         """Tell the spawner the dead spawners' live workers, {their pidfds: their
@@ -226,6 +242,26 @@ def _kill(pidfd):
         signal.pidfd_send_signal(pidfd, signal.SIGKILL)
     except ProcessLookupError:
         pass     # gone already
+
+
+def _send_stdio(control):
+    """b"stdio" with our stdout and stderr (gsmcpd.worker.spawner); /dev/null for one
+    closed, which the spawner's would otherwise stay."""
+    fds = [fd if _is_open(fd) else os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC) for fd in (1, 2)]
+    try:
+        socket.send_fds(control, [b"stdio"], fds)
+    finally:
+        for fd in fds:
+            if fd > 2:
+                os.close(fd)
+
+
+def _is_open(fd):
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
 
 
 def _recv_fds(sock, size, maxfds):
@@ -502,6 +538,8 @@ class WorkerPool:
         # leave (_hand_over_orphans). False once one could not be kept: no sweep is asked then.
         self._orphans = {}
         self._orphans_all_kept = True
+        # The router's stdio changed while no spawner could be told: the next one adopted is.
+        self._stdio_changed = False
 
     def start(self):
         self.spawner.launch()   # before the port is bound: there is no one to keep waiting yet
@@ -512,7 +550,20 @@ class WorkerPool:
         self._asked = 0
         self._adopted_at = self.loop.time()
         self.loop.add_reader(self.spawner.control, self._on_spawner)
+        if self._stdio_changed:   # after its start sent it the old ones (on the launch thread)
+            self._stdio_changed = not self.spawner.share_stdio()
         self._hand_over_orphans()
+
+    def stdio_changed(self):
+        """The router's stdout and stderr point at a new file (its log reopened): the
+        spawner takes them, for the workers it forks from now on. One being started
+        is told once adopted (it may have been sent the old ones)."""
+        if self.closed:
+            return
+        if self._relaunching or self.spawner.control is None:
+            self._stdio_changed = True
+        else:
+            self._stdio_changed = not self.spawner.share_stdio()
 
     def _keep_orphans(self):
         """The dead spawner's workers still running (sessions' workers: its spares end)."""

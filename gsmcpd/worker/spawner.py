@@ -9,6 +9,11 @@ half of a new worker's CPU and page faults. Forking here, not on a thread of the
 router, also keeps the router single-threaded: it only receives finished spares.
 
 Protocol on the control socket (SOCK_SEQPACKET: one message per send):
+  router -> spawner: first, and again whenever they change (a log reopened after a
+                     rotation), b"stdio" with two fds: the router's stdout and stderr, which
+                     the spawner takes as its own, so every worker forked from then on
+                     inherits them (it was started with the forkserver's, which a rotation
+                     leaves pointing at the file rotated away)
   spawner -> router: first, b"hello" with one fd: a pidfd for the spawner itself
                      (opened by the router from the pid, it could name a stranger
                      if the spawner died and its pid was reused in between)
@@ -54,6 +59,7 @@ from gsmcpd.worker import tmpdirs
 
 ORPHANS_AT_ONCE = 200   # in one message, below the kernel's 253 descriptors (SCM_MAX_FD)
 REQUEST_SIZE = 16 + ORPHANS_AT_ONCE * 20   # the longest: "orphans" and that many names
+STDIO_FDS = 2   # a b"stdio" message's: stdout and stderr
 MAX_BATCH = 64  # spares asked for at once; more is a confused router
 END_WAIT = 3.0  # seconds the spawner's end waits for its children to die (the router waits 5)
 OOM_STEP = 500  # how far above the router's oom_score_adj every worker runs (1000 at most)
@@ -79,6 +85,14 @@ def serve(control: socket.socket, worker_nice: int = 0, worker_memory: int | Non
     # starting (claimed at once, a deadline shorter than its start) cannot kill it.
     for signum in BREAK_SIGNALS:
         signal.signal(signum, signal.SIG_IGN)
+    # The router's stdio before anything is logged: set-up warnings go to the current log.
+    try:
+        request, fds, flags, _ = socket.recv_fds(control, REQUEST_SIZE, STDIO_FDS)
+    except OSError:
+        return
+    if not request:
+        return                                   # the router is gone
+    _take_stdio(request, fds, flags)
     # SIGCHLD is handled, not ignored: the sweeper reaps, so an unreaped child's pid is
     # never reused under it (reaper.Sweeper). The handler does nothing; the wake-up
     # pipe's byte is what wakes the loop below.
@@ -146,6 +160,9 @@ def serve(control: socket.socket, worker_nice: int = 0, worker_memory: int | Non
                 orphans.told(request, fds, flags)
                 orphans.hunt()
                 continue
+            if request == b"stdio":
+                _take_stdio(request, fds, flags)
+                continue
             for fd in fds:
                 os.close(fd)
             try:
@@ -177,6 +194,21 @@ def serve(control: socket.socket, worker_nice: int = 0, worker_memory: int | Non
             sweeper.end(wakeup, END_WAIT)
         finally:
             orphans.close()
+
+
+def _take_stdio(request, fds, flags) -> None:
+    """The router's b"stdio": its stdout and stderr become ours (and so every later
+    worker's). A garbled one is said and leaves them as they were."""
+    try:
+        if request == b"stdio" and len(fds) == STDIO_FDS and not flags & socket.MSG_CTRUNC:
+            os.dup2(fds[0], 1)
+            os.dup2(fds[1], 2)
+        else:
+            logging.getLogger("gsmcpd.worker").error(
+                "spawner: bad stdio message %r with %d descriptor(s)", request[:40], len(fds))
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 class Orphans:
