@@ -86,6 +86,7 @@ def serve(control: socket.socket, worker_nice: int = 0, worker_memory: int | Non
     for signum in BREAK_SIGNALS:
         signal.signal(signum, signal.SIG_IGN)
     # The router's stdio before anything is logged: set-up warnings go to the current log.
+    control.setblocking(True)
     try:
         request, fds, flags, _ = socket.recv_fds(control, REQUEST_SIZE, STDIO_FDS)
     except OSError:
@@ -116,7 +117,6 @@ def serve(control: socket.socket, worker_nice: int = 0, worker_memory: int | Non
     _limit_data(worker_memory)
     # The hello after the set-up: what it warns of is in the log before the router, which
     # waits for the hello, listens, so a detached serve hands it to its `start` too.
-    control.setblocking(True)
     own = os.pidfd_open(os.getpid())
     try:
         if not _send(control, b"hello", [own]):
