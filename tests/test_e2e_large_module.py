@@ -58,7 +58,8 @@ def test_the_classes_of_a_big_image_are_listed_a_page_at_a_time(tmp_path):
         rest = structured(client, "list_all_classes", offset=first["structuredContent"]["nextOffset"])
         classes = first["structuredContent"]["classes"] + rest["classes"]
         assert len(classes) == total and classes[:many] == [f"many.K{i:04d}" for i in range(many)]
-        assert "offset must be 0 or more, got -5" in error(client, "list_all_classes", "invalidParams", offset=-5)
+        assert error(client, "list_all_classes", "invalidParams", offset=-5) == (
+            "list_all_classes: argument 'offset' must be 0 or more, got -5")
         client.close()
 
 
@@ -108,7 +109,8 @@ def test_every_listing_of_a_big_image_is_answered_a_page_at_a_time(tmp_path):
             rest = structured(client, tool, **arguments, offset=PAGE)
             assert rest["offset"] == PAGE and "nextOffset" not in rest
             assert len(first["structuredContent"][key] + rest[key]) == total
-            assert "offset must be 0 or more, got -1" in error(client, tool, "invalidParams", **arguments, offset=-1)
+            assert error(client, tool, "invalidParams", **arguments, offset=-1) == (
+                f"{tool}: argument 'offset' must be 0 or more, got -1")
         assert structured(client, "list_classes", dictionaryName="many", offset=PAGE)["classes"] == [
             f"K{i:04d}" for i in range(PAGE, many)]
         assert structured(client, "list_test_classes", offset=PAGE)["testClasses"] == [

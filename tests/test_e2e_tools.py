@@ -34,7 +34,8 @@ class SpacedNameToolset(Toolset):
 
 
 class RangedCopiesToolset(Toolset):
-    """A third-party toolset bounding an argument with a keyword the validator does not check."""
+    """A third-party toolset bounding an argument with a keyword the validator does not check
+    (maximum; minimum it checks)."""
     name = "ranged"
     tool_names = ("print_copies",)
 
@@ -301,6 +302,23 @@ def test_an_empty_string_is_refused_as_invalid_exactly_when_the_schema_refuses_i
             if allowed == (kind == "invalidParams"):
                 mismatches.append((name, key, allowed, tool_text(result)))
     assert mismatches == []
+
+
+def test_a_number_below_its_schema_s_minimum_is_refused_as_every_argument_error_is(c):
+    """Each integer argument (paging's offset) sent -1: refused by the arguments' validation,
+    worded as any other argument error, and advertised in the schema as a minimum."""
+    checked = []
+    for name, tool in sorted(tool_names(c).items()):
+        schema = tool["inputSchema"]
+        for key, prop in schema["properties"].items():
+            if prop["type"] != "integer":
+                continue
+            arguments = {**{k: HARMLESS[k] for k in schema["required"]}, key: -1}
+            # It said "offset must be 0 or more, got -1", named no tool, and no minimum was advertised.
+            assert (prop.get("minimum"), error(c, name, "invalidParams", **arguments)) == (
+                0, "%s: argument '%s' must be 0 or more, got -1" % (name, key)), name
+            checked.append(name)
+    assert {"list_all_classes", "get_class_hierarchy", "list_test_classes"} <= set(checked)
 
 
 def test_execution_and_session_tools(daemon, image, c):
@@ -649,10 +667,10 @@ def test_a_toolset_naming_a_tool_as_mcp_allows_no_client_to_call_it_fails_initia
 
 def test_a_toolset_whose_schema_says_what_the_validator_would_not_check_fails_initialize_naming_it(
         image, tmp_path):
-    """tools/list would advertise copies 1 to 10, and a call with 0 would run: refused instead."""
+    """tools/list would advertise copies 1 to 10, and a call with 11 would run: refused instead."""
     error = initialize_refused(image, tmp_path, "RangedCopiesToolset")
     assert error["code"] == -32003 and (
-        "worker could not be prepared: tool 'print_copies': inputSchema.properties.copies uses 'minimum'; "
+        "worker could not be prepared: tool 'print_copies': inputSchema.properties.copies uses 'maximum'; "
         "the argument validator checks only " in error["message"]), error
 
 

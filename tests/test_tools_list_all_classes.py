@@ -46,4 +46,4 @@ def test_a_small_image_is_listed_whole_as_before(client):
 def test_a_negative_offset_is_refused(client):
     result = client.call("list_all_classes", offset=-1)
     assert result["isError"] and result["structuredContent"]["error"]["kind"] == "invalidParams"
-    assert result["content"][0]["text"].endswith("offset must be 0 or more, got -1")
+    assert result["content"][0]["text"] == "list_all_classes: argument 'offset' must be 0 or more, got -1"

@@ -110,5 +110,14 @@ def test_a_list_within_one_page_is_answered_whole(client):
     ("list_dictionary_entries", {"dictionaryName": "broken"}), ("list_test_classes", {}),
     ("get_class_hierarchy", {"className": "big.Base"}), ("get_class_hierarchy", {"className": "unloadable.U0"})])
 def test_a_negative_offset_is_refused(client, tool, arguments):
-    assert client.error(tool, "invalidParams", **arguments, offset=-2).endswith(
-        "offset must be 0 or more, got -2")
+    # It said "offset must be 0 or more, got -2", unlike every other argument's error.
+    assert client.error(tool, "invalidParams", **arguments, offset=-2) == (
+        f"{tool}: argument 'offset' must be 0 or more, got -2")
+
+
+def test_a_negative_offset_is_refused_by_the_schema_it_is_advertised_in_with_every_other_problem(client):
+    offset = client.server.registry.get("list_classes").input_schema["properties"]["offset"]
+    assert (offset["type"], offset["minimum"]) == ("integer", 0)
+    # The handler refused it alone, after the validation had passed the rest.
+    assert client.error("list_classes", "invalidParams", offset=-1) == (
+        "list_classes: missing required argument 'dictionaryName'; argument 'offset' must be 0 or more, got -1")

@@ -88,6 +88,22 @@ def test_min_length_is_in_the_schema_and_checked_in_characters():
     assert "minLength" not in string_prop("plain")
 
 
+def test_minimum_is_in_the_schema_and_checked_on_numbers():
+    # paging's offset checked it by hand, its error unlike any other argument's:
+    # "offset must be 0 or more, got -1", no tool named, not "argument 'offset'".
+    bounded = object_schema({"offset": integer_prop("skip", minimum=0), "ratio": {**number_prop("r"), "minimum": 0.5},
+                             "any": {"minimum": 1}})
+    assert bounded["properties"]["offset"]["minimum"] == 0 and "minimum" not in integer_prop("plain")
+    assert schema_errors(bounded, {"offset": -1, "ratio": 0.25}, "arguments") == [
+        "argument 'offset' must be 0 or more, got -1", "argument 'ratio' must be 0.5 or more, got 0.25"]
+    assert schema_errors(bounded, {"offset": 0, "ratio": 0.5, "any": "0"}, "arguments") == []   # a string is no number
+    assert schema_errors(bounded, {"any": False}, "arguments") == []   # nor a boolean, as JSON Schema says
+    with pytest.raises(ToolError) as caught:
+        Tool("pages", "a tool", bounded, lambda arguments: "ok").validate({"offset": -2.0, "zzz": 1})
+    assert (caught.value.kind, caught.value.message) == ("invalidParams", "pages: argument 'offset' must be 0 or "
+                                                         "more, got -2.0; unknown argument 'zzz' (it takes offset, ratio, any)")
+
+
 def test_an_integral_float_is_an_integer_as_json_schema_says_and_reaches_the_tool_as_int():
     seen = []
     schema = object_schema({"count": integer_prop("n"), "sizes": array_prop(integer_prop("s"), "s"),
@@ -145,7 +161,11 @@ def closed(properties, root_extra=None):
 
 
 @pytest.mark.parametrize("schema,named", [
-    (closed({"copies": {"type": "integer", "minimum": 1}}), "inputSchema.properties.copies uses 'minimum'"),
+    (closed({"copies": {"type": "integer", "maximum": 9}}), "inputSchema.properties.copies uses 'maximum'"),
+    (closed({"copies": {"type": "integer", "minimum": "1"}}),
+     "inputSchema.properties.copies.minimum must be a finite number"),
+    (closed({"copies": {"type": "integer", "minimum": float("nan")}}),
+     "inputSchema.properties.copies.minimum must be a finite number"),
     (closed({"code": {"type": "string", "pattern": "^[a-z]+$"}}), "inputSchema.properties.code uses 'pattern'"),
     (closed({"code": {"type": "string", "maxLength": 5}}), "inputSchema.properties.code uses 'maxLength'"),
     (closed({"x": {"oneOf": [{"type": "string"}, {"type": "integer"}]}}), "inputSchema.properties.x uses 'oneOf'"),
@@ -172,7 +192,7 @@ def closed(properties, root_extra=None):
 ])
 def test_registry_refuses_a_schema_saying_what_the_validator_would_not_check(schema, named):
     """MCP has the server validate a call's arguments: a rule in the advertised schema that
-    schema_errors ignores (copies: minimum 1, say) would let a call breaking it run."""
+    schema_errors ignores (copies: maximum 9, say) would let a call breaking it run."""
     with pytest.raises(ValueError) as refused:
         ToolRegistry().add(make_tool("strict", schema))
     assert str(refused.value).startswith("tool 'strict': " + named), refused.value
@@ -180,7 +200,7 @@ def test_registry_refuses_a_schema_saying_what_the_validator_would_not_check(sch
 
 
 @pytest.mark.parametrize("sound,unsound", [
-    (closed({"copies": {"type": "integer"}}), closed({"copies": {"type": "integer", "minimum": 1}})),
+    (closed({"copies": {"type": "integer"}}), closed({"copies": {"type": "integer", "maximum": 1}})),
     (closed({"x": {"type": "string", "minLength": 1}}), closed({"x": {"type": "string", "minLength": True}})),
 ])
 def test_a_schema_found_sound_once_spares_only_the_same_schema_its_checks(sound, unsound):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gsmcpd.worker.toolset import ToolError, integer_prop
+from gsmcpd.worker.toolset import integer_prop
 
 PAGE = 1000   # read at each call, so a test can make a small image cross a page
 PAGED = f"{PAGE} at a time: a note gives the offset of the rest"   # for a tool's description
@@ -18,7 +18,7 @@ PAGED = f"{PAGE} at a time: a note gives the offset of the rest"   # for a tool'
 
 def offset_prop(what: str) -> dict:
     return {"offset": integer_prop(f"how many {what} of the whole list to skip (default 0); "
-                                   f"an answer lists at most {PAGE}")}
+                                   f"an answer lists at most {PAGE}", minimum=0)}
 
 
 @dataclass
@@ -31,9 +31,7 @@ class Page:
 def page_of(every: list, arguments: dict, what: str, elsewhere: str = "") -> Page:
     """The page of `every` from `arguments`' offset; `what` names the entries (plural),
     `elsewhere` the tool that lists a part of them whole (optional)."""
-    offset = arguments.get("offset", 0)
-    if offset < 0:
-        raise ToolError("invalidParams", f"offset must be 0 or more, got {offset}")
+    offset = arguments.get("offset", 0)   # 0 or more: offset_prop's minimum
     items = every[offset:offset + PAGE]
     page = Page(items, {"total": len(every)})
     if len(items) == len(every):

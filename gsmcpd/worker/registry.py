@@ -2,12 +2,13 @@
 
 The validator covers the JSON Schema 2020-12 subset the tool schemas use:
 type (string, integer, number, boolean, array, object, null), enum, minLength,
-properties, required, additionalProperties: false and items. A tool whose schema says
+minimum, properties, required, additionalProperties: false and items. A tool whose schema says
 anything else that constrains (maximum, pattern, oneOf...) is refused at registration.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Callable
@@ -102,7 +103,7 @@ def check_closed(tool_name: str, schema: dict) -> None:
 # What a schema may say: each keyword schema_errors enforces, and those that constrain
 # nothing. Any other (maximum, pattern, oneOf...) would be advertised in tools/list yet
 # never checked, and MCP has the server validate the inputs its schema describes.
-ENFORCED_KEYWORDS = frozenset({"type", "enum", "minLength", "properties", "required",
+ENFORCED_KEYWORDS = frozenset({"type", "enum", "minLength", "minimum", "properties", "required",
                                "additionalProperties", "items"})
 # format and content* too: JSON Schema 2020-12 makes them annotations unless a dialect opts in.
 ANNOTATION_KEYWORDS = frozenset({"description", "title", "default", "examples", "$comment",
@@ -139,6 +140,8 @@ def _unenforced(schema, where: str, root: bool = False) -> str | None:
     least = schema.get("minLength", 0)
     if not (isinstance(least, int) and not isinstance(least, bool) and least >= 0):
         return f"{where}.minLength must be a non-negative integer"
+    if not (_is_number(schema.get("minimum", 0)) and math.isfinite(schema.get("minimum", 0))):
+        return f"{where}.minimum must be a finite number"
     if not isinstance(schema.get("enum", []), list):
         return f"{where}.enum must be an array"
     required = schema.get("required", [])
@@ -157,13 +160,17 @@ def _unenforced(schema, where: str, root: bool = False) -> str | None:
     return None
 
 
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 _TYPE_CHECKS = {
     "string": lambda v: isinstance(v, str),
     # JSON Schema 2020-12: 1.0 is an integer (a zero fractional part); validate turns it
     # into 1, so handlers never see a float there
     "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool)
                           or isinstance(v, float) and v.is_integer()),
-    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "number": _is_number,
     "boolean": lambda v: isinstance(v, bool),
     "array": lambda v: isinstance(v, list),
     "object": lambda v: isinstance(v, dict),
@@ -184,6 +191,8 @@ def schema_errors(schema: dict, value, where: str) -> list[str]:
         least = schema["minLength"]
         return [f"{where} must not be empty" if least == 1
                 else f"{where} must be at least {least} characters long"]
+    if _is_number(value) and value < schema.get("minimum", value):
+        return [f"{where} must be {schema['minimum']} or more, got {value}"]
     problems = []
     if isinstance(value, dict):
         properties = schema.get("properties", {})

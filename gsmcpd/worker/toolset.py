@@ -193,8 +193,11 @@ def string_prop(description: str, enum=None, min_length=None) -> dict:
     return schema
 
 
-def integer_prop(description: str) -> dict:
-    return {"type": "integer", "description": description}
+def integer_prop(description: str, minimum=None) -> dict:
+    schema = {"type": "integer", "description": description}
+    if minimum is not None:   # in the schema, so the arguments' validation refuses less
+        schema["minimum"] = minimum
+    return schema
 
 
 def number_prop(description: str) -> dict:

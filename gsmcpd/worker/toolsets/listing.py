@@ -90,7 +90,7 @@ class ListingToolset(Toolset):
         tree = self.view.tree(module)
         reason = catalog._unloadable(self.view, module)
         if tree is None:
-            none = page_of([], arguments, "entries")   # a negative offset is refused here too
+            none = page_of([], arguments, "entries")   # the fields every listing has
             return {"text": reason, "structured": {"dictionary": module, "entries": [], "note": reason,
                                                    **none.fields}}
         # A def or class in a top-level `if`/`try` block binds a module global too.
