@@ -410,6 +410,29 @@ def test_list_methods_of_a_test_case_lists_its_own_and_counts_unittests(c):
         everything["methods"]["instance"]
 
 
+@pytest.mark.parametrize("tool", ["get_method_source", "delete_method"])
+def test_a_name_every_class_has_is_said_to_be_an_attribute_and_where_it_comes_from(c, image, tool):
+    before = (image / "shop/models.py").read_text()
+    # They said "(it inherits it from shop.models.Product)" and "(did you mean __init__?)".
+    assert error(c, tool, "notFound", className="DiscountedProduct", selector="__module__") == (
+        "shop.models.DiscountedProduct defines no method __module__ (__module__ is an attribute, not a "
+        "method: Python set it as it made the class)")
+    assert error(c, tool, "notFound", className="Cart", selector="__dict__") == (
+        "shop.models.Cart defines no method __dict__ (__dict__ is an attribute, not a method: Python "
+        "set it as it made the class)")
+    assert error(c, tool, "notFound", className="Cart", selector="__qualname__") == (
+        "shop.models.Cart defines no method __qualname__ (__qualname__ is an attribute, not a method: "
+        "the class has it from type, its metaclass)")
+    assert error(c, tool, "notFound", className="DiscountedProduct", selector="currency") == (
+        "shop.models.DiscountedProduct defines no method currency (currency is an attribute, not a "
+        "method: it inherits it from shop.models.Product)")
+    assert error(c, tool, "notFound", className="DiscountedProduct", selector="describe") == (
+        "shop.models.DiscountedProduct defines no method describe (it inherits it from shop.models.Product)")
+    assert error(c, tool, "notFound", className="Cart", selector="totl") == (
+        "shop.models.Cart defines no method totl (did you mean total?)")
+    assert (image / "shop/models.py").read_text() == before
+
+
 def test_a_mistyped_class_method_or_dictionary_is_answered_with_the_name_meant(c):
     # An agent's slips were answered "not found" with no near name ("defines no method totl").
     assert error(c, "get_method_source", "notFound", className="cart", selector="total") == (

@@ -360,6 +360,51 @@ def test_a_method_the_class_does_not_define_is_answered_with_the_name_meant_or_w
         "zoo.animals.Animal defines no method fly; list_methods shows its methods")
 
 
+ATTRIBUTE = "{} is an attribute, not a method: "
+
+
+@pytest.mark.parametrize("class_name, selector, hint", [
+    # Said "(it inherits it from zoo.animals.Animal)": every class has its own __module__.
+    ("Dog", "__module__", ATTRIBUTE.format("__module__") + "Python set it as it made the class"),
+    # Said "(did you mean __init__?)".
+    ("Animal", "__dict__", ATTRIBUTE.format("__dict__") + "Python set it as it made the class"),
+    ("Animal", "__qualname__", ATTRIBUTE.format("__qualname__") + "the class has it from type, its metaclass"),
+    ("Animal", "__name__", ATTRIBUTE.format("__name__") + "the class has it from type, its metaclass"),
+    # Said "(it inherits it from object)": the docstring is the class's own.
+    ("Animal", "__doc__", ATTRIBUTE.format("__doc__") + "Python set it as it made the class"),
+    ("Dog", "__dict__", ATTRIBUTE.format("__dict__") + "it inherits it from zoo.animals.Animal"),
+    ("Dog", "legs", ATTRIBUTE.format("legs") + "it inherits it from zoo.animals.Animal"),
+    ("Keeper", "dogs", "dogs is an attribute of zoo.keeper.Keeper, not a method"),   # a slot
+    ("Animal", "mro", "mro is a method of type, its metaclass: it runs on the class itself, not on its instances"),
+    ("Dog", "speak", "it inherits it from zoo.animals.Animal"),
+    ("Dog", "__repr__", "it inherits it from object"),
+])
+@pytest.mark.parametrize("tool", ["get_method_source", "delete_method"])
+def test_a_name_the_class_has_but_not_as_a_def_of_its_body_is_said_what_it_is_and_where_from(
+        client, tool, class_name, selector, hint):
+    qualified = client.ok("describe_class", className=class_name)["structuredContent"]["class"]
+    assert client.error(tool, "notFound", className=class_name, selector=selector) == (
+        f"{qualified} defines no method {selector} ({hint})")
+
+
+def test_a_name_a_decorator_made_or_a_class_not_loaded_has_is_said_what_it_is_and_a_typo_its_near_name(client):
+    client.view.add_module("zoo.made", "import dataclasses\n\n\n@dataclasses.dataclass\nclass Pen:\n"
+                                       "    size: int = 0\n")
+    client.view.add_module("zoo.lost", "import no_such_module_zz\n\n\nclass Lost:\n    def run(self):\n"
+                                       "        pass\n")
+    for tool in ("get_method_source", "delete_method"):
+        # It said "(it inherits it from object)": the dataclass made Pen's own.
+        assert client.error(tool, "notFound", className="Pen", selector="__init__") == (
+            "zoo.made.Pen defines no method __init__ (the live class has one, but no def in its class "
+            "body: a decorator or code run on the class set it)")
+        assert client.error(tool, "notFound", className="Lost", selector="__dict__") == (
+            "zoo.lost.Lost defines no method __dict__ (__dict__ is an attribute Python gives classes, not a method)")
+        assert client.error(tool, "notFound", className="Lost", selector="runn") == (
+            "zoo.lost.Lost defines no method runn (did you mean run?)")
+        assert client.error(tool, "notFound", className="Animal", selector="__init_") == (
+            "zoo.animals.Animal defines no method __init_ (did you mean __init__?)")
+
+
 def test_a_function_module_or_search_label_given_as_a_class_says_what_it_is_and_what_to_pass(client):
     # A search answers functions (zoo.animals.make_dog) and methods (zoo.animals.Dog.noise)
     # by dotted name; given back to a class tool they were only "no class named make_dog",

@@ -97,6 +97,73 @@ def no_such_method_hint(classdef: ast.ClassDef, selector: str) -> str:
             or "; list_methods shows its methods")
 
 
+class _Plain:
+    pass
+
+
+# What Python sets on a class as it makes it (__module__, __doc__; __dict__, __weakref__
+# unless __slots__ leaves them out), whatever its body says.
+EVERY_CLASS_SETS = frozenset(vars(_Plain))
+
+
+def no_def_hint(view, ref, cls: type | None, classdef: ast.ClassDef, selector: str) -> str:
+    """Why the class body has no def of `selector`, for get_method_source's and
+    delete_method's notFound: a class-level statement binds it, the class has it otherwise
+    (an attribute, those every class has included; a method it inherits), or else a near
+    name; a class whose module cannot be loaded is told from its source alone."""
+    where = class_level_binding(view, ref, classdef, selector)
+    if where is not None:
+        return f" (it binds {selector} by a class-level statement, {where}; get_class_definition shows it)"
+    if cls is not None:
+        return _had_hint(cls, ref.qualified, selector) or no_such_method_hint(classdef, selector)
+    found = _where_found(_Plain, selector)   # what any class has
+    if found is not None and not _a_method(*found):
+        return f" ({selector} is an attribute Python gives classes, not a method)"
+    return no_such_method_hint(classdef, selector)
+
+
+def _where_found(cls: type, selector: str) -> tuple[type, str, bool] | None:
+    """Where the live class finds `selector`: the first class of its MRO binding it (the
+    name as bound there, a private one mangled), else of its metaclass's MRO; with whether
+    it is the metaclass's. None when neither has it."""
+    for owner in cls.__mro__:
+        name = splice.mangled(owner.__name__, selector)
+        if name in vars(owner):
+            return owner, name, False
+    owner = next((owner for owner in type(cls).__mro__ if selector in vars(owner)), None)
+    return None if owner is None else (owner, selector, True)
+
+
+def _a_method(owner: type, name: str, on_metaclass: bool) -> bool:
+    """Whether what `owner` binds to `name` is a method, as list_methods lists one; a
+    metaclass's computed attribute (type's __name__) is read on the class as an attribute."""
+    kinds = ("instance", "class", "static") + (() if on_metaclass else ("property",))
+    return member_kind(vars(owner)[name]) in kinds and name not in NOT_METHODS
+
+
+def _had_hint(cls: type, qualified: str, selector: str) -> str:
+    """What the live class has of `selector` though its body writes no def of it, and
+    where from, in words; "" when it has none."""
+    found = _where_found(cls, selector)
+    if found is None:
+        return ""
+    owner, name, on_metaclass = found
+    method = _a_method(*found)
+    if on_metaclass:
+        source = qualname(owner) + (", its metaclass" if owner is type(cls)
+                                    else f", a base of its metaclass {qualname(type(cls))}")
+        return (f" ({selector} is a method of {source}: it runs on the class itself, not on its instances)"
+                if method else f" ({selector} is an attribute, not a method: the class has it from {source})")
+    if owner is not cls:
+        return (f" (it inherits it from {qualname(owner)})" if method else
+                f" ({selector} is an attribute, not a method: it inherits it from {qualname(owner)})")
+    if method:
+        return (" (the live class has one, but no def in its class body: a decorator or code run "
+                "on the class set it)")
+    return (f" ({selector} is an attribute, not a method: Python set it as it made the class)"
+            if name in EVERY_CLASS_SETS else f" ({selector} is an attribute of {qualified}, not a method)")
+
+
 class BrowsingToolset(Toolset):
     name = "browsing"
     tool_names = ("describe_class", "export_class_source", "get_class_definition",
@@ -261,9 +328,7 @@ class BrowsingToolset(Toolset):
                                 f"{catalog.echoed(selector)}: {metaclass_method_text(self.view, ref.qualified, owner, selector)}"
                                 + ("; get_method_source with meta true shows it" if meta is False else ""))
             raise ToolError("notFound", f"{ref.qualified} defines no method {catalog.echoed(selector)}"
-                            + (self._attribute_hint(ref, node, selector)
-                               or self._inherited_hint(cls, selector)
-                               or no_such_method_hint(node, selector)))
+                            + no_def_hint(self.view, ref, cls, node, selector))
         kind = live_kind(cls, ref.name, selector)
         found = filter_by_meta(found, meta, ref.qualified, selector, kind)
         text = splice.segments(self.view.source(ref.module), found)
@@ -294,21 +359,6 @@ class BrowsingToolset(Toolset):
                 "structured": {"class": ref.qualified, "selector": selector, "kind": kind,
                                "source": text, "definedIn": owner_ref.qualified,
                                "metaclass": True, "note": note}}
-
-    def _attribute_hint(self, ref, node, selector) -> str:
-        """`alias = greet` makes a method no def names: say where the class binds it."""
-        where = class_level_binding(self.view, ref, node, selector)
-        if where is None:
-            return ""
-        return f" (it binds {selector} by a class-level statement, {where}; get_class_definition shows it)"
-
-    def _inherited_hint(self, cls, selector) -> str:
-        if cls is None:
-            return ""
-        for base in cls.__mro__[1:]:
-            if selector in vars(base):
-                return f" (it inherits it from {qualname(base)})"
-        return ""
 
     def list_methods(self, arguments):
         ref, cls, node, not_live = self._resolve(arguments)

@@ -25,7 +25,7 @@ from gsmcpd.worker import module_functions
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset, bool_prop, object_schema, string_prop
 from gsmcpd.worker.toolsets.browsing import (CLASS_NAME, META, SELECTOR, filter_by_meta, live_kind,
-                                              metaclass_method_text, metaclass_owner, no_such_method_hint,
+                                              metaclass_method_text, metaclass_owner, no_def_hint,
                                               qualname)
 from gsmcpd.worker.toolsets.session import (already_committed_text, brought_in_text, commit_view,
                                             import_error_lines, settled_text)
@@ -682,7 +682,7 @@ class MutationToolset(Toolset):
                             + metaclass_method_text(self.view, ref.qualified, owner, selector))
         if not nodes:
             raise ToolError("notFound", f"{ref.qualified} defines no method {catalog.echoed(selector)}"
-                            + no_such_method_hint(classdef, selector))
+                            + no_def_hint(self.view, ref, cls, classdef, selector))
         filter_by_meta(nodes, arguments.get("meta"), ref.qualified, selector,
                        live_kind(cls, ref.name, selector))
         new_source = self._splice(splice.remove_method, self.view.source(ref.module), ref.name, selector)
