@@ -34,6 +34,7 @@ FILES = {
                      "        registry.append(cls.__name__)\n\n\n@dataclasses.dataclass\n"
                      "class Point(Registered):\n    x: int = 0\n\n    def norm(self):\n"
                      "        return abs(self.x)\n",
+    "tally.py": "class Tally:\n    count = 0\n\n    def add(self, n):\n        self.count += n\n        return self\n",
     "paired.py": "import sys\n\n\nclass Pair:\n    if sys.platform == 'nowhere':\n        def go(self):\n"
                  "            return 1\n    else:\n        def go(self):\n            return 2\n",
 }
@@ -146,3 +147,23 @@ def test_a_def_written_in_a_class_level_if_else_is_refused_not_appended(c, image
                                                   source=shown)
     assert (image / "paired.py").read_text() == before
     assert run(c, "import paired\npaired.Pair().go()") == "2"
+
+
+def test_meta_refuses_a_special_method_python_calls_on_instances_unless_written_class_side(c, image):
+    # Taken as a classmethod: Tally's own __init__ was handed the class, so Tally(5) set
+    # the class's count, shared by every tally, and Tally() failed (start missing).
+    before = (image / "tally.py").read_text()
+    refused = error(c, "compile_method", "refused", className="Tally", meta=True,
+                    source="def __init__(self, start):\n    self.count = start\n")
+    assert refused.startswith("meta makes __init__ a classmethod, but __init__ is a special method Python "
+                              "calls on Tally's instances (type(x).__init__(x, ...) for an instance x)")
+    assert "Send the def without meta for Tally's instances" in refused
+    assert "__init__ belongs on its metaclass: compile_method it on a metaclass of the image" in refused
+    assert "__eq__ is a special method" in error(c, "compile_method", "refused", className="Tally", meta=True,
+                                                 source="def __eq__(self, other):\n    return True\n")
+    assert (image / "tally.py").read_text() == before
+    assert run(c, "import tally\ntally.Tally().add(2).count, tally.Tally.count, tally.Tally() == tally.Tally()") == (
+        repr((2, 0, False)))
+    ok(c, "compile_method", className="Tally", meta=True,   # written class-side: taken as meant
+       source="@classmethod\ndef __repr__(cls):\n    return 'Tally'\n")
+    assert run(c, "repr(tally.Tally())") == repr("Tally")

@@ -108,6 +108,37 @@ def test_meta_refuses_a_def_that_could_not_take_the_class(client, image, signatu
         assert client.view.module("zoo.animals").Animal.made() == 1
 
 
+@pytest.mark.parametrize("source", [
+    "def __init__(self, name):\n    self.name = name.upper()\n", "def __repr__(self):\n    return 'a dog'\n",
+    "def __eq__(self, other):\n    return True\n", "def __hash__(self):\n    return 1\n",
+    "def __call__(self):\n    return 1\n", "def __getattr__(self, name):\n    return name\n",
+    "def __len__(self):\n    return 1\n", "def __add__(self, other):\n    return 1\n"])
+def test_meta_refuses_a_special_method_python_calls_on_instances(client, image, source):
+    # Made a classmethod, Dog's own __init__ was handed the class: Dog("rex") no longer set
+    # the dog's name; a __repr__, __eq__... the same for every dog.
+    name = source[len("def "):source.index("(")]
+    before = disk(image)
+    message = client.error("compile_method", "refused", className="Dog", source=source, meta=True)
+    assert message.startswith(f"meta makes {name} a classmethod, but {name} is a special method Python "
+                              f"calls on Dog's instances (type(x).{name}(x, ...) for an instance x): a "
+                              "classmethod would be handed Dog itself, not x, and Dog's instances would break. "
+                              "Send the def without meta for Dog's instances; for Dog itself, as an object, "
+                              f"{name} belongs on its metaclass: compile_method it on a metaclass of the image"), message
+    assert disk(image) == before and not client.view.has_changes
+    assert client.ok("execute_code", code="from zoo.animals import Dog\nDog('rex').name")[
+        "structuredContent"]["result"] == "'rex'"
+
+
+def test_meta_takes_a_special_method_written_class_side_or_one_that_is_a_classmethod_by_design(client):
+    client.ok("compile_method", className="Dog", meta=True, source="@classmethod\ndef __repr__(cls):\n    return 'D'\n")
+    client.ok("compile_method", className="Dog", meta=True,
+              source="def __subclasshook__(cls, other):\n    return NotImplemented\n")
+    client.ok("compile_method", className="Dog", source="def __len__(self):\n    return 4\n")   # no meta
+    assert client.ok("execute_code", code="from zoo.animals import Dog\nrepr(Dog('rex')), len(Dog('rex')), "
+                                          "Dog.__subclasshook__(int)")["structuredContent"]["result"] == (
+        "('D', 4, NotImplemented)")
+
+
 SHAPES = '''\
 import abc
 

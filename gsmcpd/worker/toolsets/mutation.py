@@ -21,7 +21,7 @@ from gsmcpd.image import catalog, live, overlay, parsing, splice
 from gsmcpd.image.store import relpath_of
 from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
 from gsmcpd.image.view import KERNEL
-from gsmcpd.worker import module_functions
+from gsmcpd.worker import module_functions, special_methods
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset, bool_prop, object_schema, string_prop
 from gsmcpd.worker.toolsets.browsing import (CLASS_NAME, META, SELECTOR, filter_by_meta, live_kind,
@@ -154,7 +154,9 @@ class MutationToolset(Toolset):
                  "commit; className a dictionary for a module-level function. A name the class "
                  "binds to an attribute "
                  "is refused, and so is a def of the other side than the method it would replace "
-                 "(no kind decorator, without meta over a classmethod). category is accepted and ignored (Python has no method categories).",
+                 "(no kind decorator, without meta over a classmethod), and with meta a plain def of a "
+                 "special method Python calls on instances (__init__, __repr__, __eq__...). category is "
+                 "accepted and ignored (Python has no method categories).",
                  object_schema({**CLASS_NAME, "source": string_prop("one def / async def"),
                                 "category": string_prop("ignored"), **META},
                                ["className", "source"]), self.compile_method))
@@ -308,6 +310,9 @@ class MutationToolset(Toolset):
         node = defs[0]
         meta = arguments.get("meta")
         if meta and any(splice.method_kind(item) not in ("class", "static") for item in defs):
+            refusal = special_methods.meta_refusal(ref.name, node.name)
+            if refusal:
+                raise ToolError("refused", refusal)
             if len(defs) > 1:
                 raise ToolError("refused", f"meta makes one def a classmethod; {node.name} "
                                 f"is {len(defs)} defs (a property is not class-side)")
