@@ -87,13 +87,10 @@ def serve(control: socket.socket, worker_nice: int = 0, worker_memory: int | Non
         signal.signal(signum, signal.SIG_IGN)
     # The router's stdio before anything is logged: set-up warnings go to the current log.
     control.setblocking(True)
-    try:
-        request, fds, flags, _ = socket.recv_fds(control, REQUEST_SIZE, STDIO_FDS)
-    except OSError:
+    first = _read_request(control, STDIO_FDS)
+    if first is None:
         return
-    if not request:
-        return                                   # the router is gone
-    _take_stdio(request, fds, flags)
+    _take_stdio(*first)
     # SIGCHLD is handled, not ignored: the sweeper reaps, so an unreaped child's pid is
     # never reused under it (reaper.Sweeper). The handler does nothing; the wake-up
     # pipe's byte is what wakes the loop below.
@@ -150,12 +147,10 @@ def serve(control: socket.socket, worker_nice: int = 0, worker_memory: int | Non
                 sweeper.remove_dirs()
             if control.fileno() not in ready:
                 continue
-            try:
-                request, fds, flags, _ = socket.recv_fds(control, REQUEST_SIZE, ORPHANS_AT_ONCE)
-            except OSError:
+            read = _read_request(control, ORPHANS_AT_ONCE)
+            if read is None:
                 return
-            if not request:
-                return                                   # the router is gone
+            request, fds, flags = read
             if request == b"sweep" or request.startswith(b"orphans "):
                 orphans.told(request, fds, flags)
                 orphans.hunt()
@@ -194,6 +189,15 @@ def serve(control: socket.socket, worker_nice: int = 0, worker_memory: int | Non
             sweeper.end(wakeup, END_WAIT)
         finally:
             orphans.close()
+
+
+def _read_request(control, max_fds):
+    """(request, fds, flags) of the router's next message; None once the router is gone."""
+    try:
+        request, fds, flags, _ = socket.recv_fds(control, REQUEST_SIZE, max_fds)
+    except OSError:
+        return None
+    return (request, fds, flags) if request else None
 
 
 def _take_stdio(request, fds, flags) -> None:
