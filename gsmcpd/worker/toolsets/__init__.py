@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 
 from gsmcpd.config import CORE_TOOLSETS   # named once: the config's default and the check of names
@@ -72,6 +73,10 @@ def _resolve_one(name: str) -> type[Toolset]:
     return candidate
 
 
+# Once per process (the forkserver's preload resolves them all): each session's server
+# resolved its toolsets anew, and the scan of a module's names touched each of its
+# objects, a copy-on-write fault of many a page shared with the spawner.
+@functools.lru_cache(maxsize=None)
 def _builtin(name: str) -> type[Toolset]:
     module_name = f"{__name__}.{name}"
     try:
