@@ -243,6 +243,14 @@ def test_misordered_fields_names_the_defaulted_field_and_the_one_following_it(ba
     assert (live.field_order_conflict(B) is None) == (expected is None)
 
 
+def test_subclasses_of_come_bases_first_then_by_module_and_name_in_every_run():
+    # Classes of one MRO length came in set order (by address), which varied between runs.
+    base = type("Base", (), {})
+    made = [type(f"Sub{n}", (base,), {"__module__": f"mod{n % 2}"}) for n in range(9, -1, -1)]
+    deeper = type("Deeper", (made[-1],), {"__module__": "mod0"})
+    assert live.subclasses_of(base) == sorted(made, key=lambda c: (c.__module__, c.__name__)) + [deeper]
+
+
 def _made_again(frozen, bases):
     """The TypeError message the running Python's dataclass decorator raises making a
     dataclass of that `frozen` on `bases`, None if it makes it."""

@@ -164,16 +164,22 @@ def settle_abstract_methods(cls: type) -> None:
 
 
 def subclasses_of(cls: type) -> list[type]:
-    """Every live subclass of `cls`, through any depth, bases before their subclasses."""
+    """Every live subclass of `cls`, through any depth, bases before their subclasses,
+    then by module and name: the same order in every run (a set's was not)."""
     # type.__subclasses__(cls), not cls.__subclasses__(): on a metaclass the lookup
-    # finds type's own method unbound.
-    family, todo = {cls}, [cls]
+    # finds type's own method unbound. Ties (one name twice) stay in the order found.
+    family, todo = {cls: None}, [cls]
     while todo:
         for sub in type.__subclasses__(todo.pop()):
             if sub not in family:
-                family.add(sub)
+                family[sub] = None
                 todo.append(sub)
-    return sorted(family - {cls}, key=lambda c: len(c.__mro__))
+    return sorted(list(family)[1:], key=_bases_first_by_name)
+
+
+def _bases_first_by_name(cls: type) -> tuple:
+    module = vars(cls).get("__module__")   # a class body may bind it to anything
+    return len(cls.__mro__), module if isinstance(module, str) else "", cls.__qualname__
 
 
 def dataclass_basis(cls: type) -> tuple:
