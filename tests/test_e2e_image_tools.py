@@ -151,6 +151,10 @@ class PartTest(unittest.TestCase):
     "gone/ledgers.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Ledger:\n    x: int\n\n\n"
                        "@dataclasses.dataclass\nclass Line(Ledger):\n    y: int\n\n    def norm(self):\n"
                        "        return self.y\n",
+    "gone/tiers.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Tier:\n    x: int\n\n\n"
+                     "@dataclasses.dataclass\nclass SubTier(Tier):\n    def n(self):\n        return 1\n",
+    "gone/fartiers.py": "import dataclasses\n\nfrom gone.tiers import SubTier\n\n\n"
+                        "@dataclasses.dataclass\nclass FarTier(SubTier):\n    z: int\n",
     "generic/__init__.py": "",
     "generic/box.py": "import typing\n\nT = typing.TypeVar('T')\n\n\nclass Box(typing.Generic[T]):\n    pass\n\n\n"
                       "class IntBox(Box[int]):\n    pass\n\n\nraise ImportError('not yet')\n",
@@ -952,6 +956,29 @@ def test_a_subclass_made_again_by_compile_method_names_the_modules_it_leaves_unm
         {"gone.fartallies.FarTally": said}, ["gone.fartallies"], {"gone.fartallies": f"TypeError: {said}"})
     assert said in error(c, "execute_code", "other", code="import gone.fartallies")
     _fails_in_a_new_session(daemon, "gone.fartallies", said)
+
+
+def test_a_dataclass_base_gaining_a_default_names_the_subclass_seen_through_a_stale_base(daemon, c):
+    # Tier's x given a default: FarTier (another module) has it through SubTier, which has
+    # no field of its own and was made from Tier as it was. Its `z: int` then follows x in
+    # every new session, where SubTier is made anew too; the answer did not name it, and
+    # compile_method on FarTier was accepted, until SubTier was made again.
+    result = structured(c, "compile_class_definition",
+                        source="@dataclasses.dataclass\nclass Tier:\n    x: int = 0\n")
+    said = "non-default argument 'z' follows default argument"
+    assert result["staleSubclasses"] == ["gone.tiers.SubTier", "gone.fartiers.FarTier"]
+    assert result["fieldOrderConflicts"] == {"gone.fartiers.FarTier": said}
+    # Not re-imported: made on SubTier as it is here (stale), it still imports in this session.
+    assert "reimported" not in result
+    _fails_in_a_new_session(daemon, "gone.fartiers", said)
+    message = error(c, "compile_method", "refused", className="FarTier", source="def m(self):\n    return 1\n")
+    assert message.startswith("gone.fartiers.FarTier cannot be made again as written: its field z, without "
+                              "a default, would follow the field x of gone.tiers.Tier, which has one")
+    # As the notes say: SubTier made again, gone.fartiers is re-imported and fails here too.
+    result = structured(c, "compile_class_definition", source="@dataclasses.dataclass\nclass SubTier(Tier):\n"
+                                                              "    def n(self):\n        return 1\n")
+    assert (result["reimported"], result["importErrors"]) == (
+        ["gone.fartiers"], {"gone.fartiers": f"TypeError: {said}"})
 
 
 def test_methods_of_a_subclass_left_with_misordered_fields_are_refused_saying_why(daemon, image, c):

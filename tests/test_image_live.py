@@ -213,7 +213,8 @@ def test_field_order_conflict_is_what_the_decorator_would_raise_on_the_bases_as_
                              f"@dataclasses.dataclass{decorator}\nclass B(A):\n{sub}")
     changed = _dataclasses(f"@dataclasses.dataclass\nclass A:\n{base}")["A"]
     B = namespace["B"]
-    B.__bases__[0].__dataclass_fields__ = changed.__dataclass_fields__
+    A = B.__bases__[0]   # as compile_class_definition's in-place update leaves it
+    A.__dataclass_fields__, A.__annotations__ = changed.__dataclass_fields__, changed.__annotations__
     try:   # what the decorator itself says, the class made anew on the changed base
         _dataclasses(f"import typing\n@dataclasses.dataclass\nclass A:\n{base}\n\n"
                      f"@dataclasses.dataclass{decorator}\nclass B(A):\n{sub}")
@@ -241,6 +242,50 @@ def test_misordered_fields_names_the_defaulted_field_and_the_one_following_it(ba
     named = None if pair is None else tuple((name, owner.__name__) for name, owner in pair)
     assert named == expected
     assert (live.field_order_conflict(B) is None) == (expected is None)
+
+
+@pytest.mark.parametrize("between, sub, pair", [
+    ("    def n(self):\n        return 1\n", "    z: int\n", (("x", "A"), ("z", "C"))),   # no field of its own
+    ("    y: int\n", "    z: int\n", (("x", "A"), ("y", "B"))),   # one failing itself anew
+    # x declared again without a value: made anew, it takes A's (getattr(B, 'x')).
+    ("    x: int\n", "    z: int\n", (("x", "B"), ("z", "C"))),
+    ("    def n(self):\n        return 1\n", "    z: int = 2\n", None),
+])
+def test_field_order_conflict_sees_through_a_base_left_stale_as_a_new_session_does(between, sub, pair):
+    # A's x given a default in place: B, between A and C, keeps the fields it was made
+    # with (x without one), so C's z seemed to follow no default, while every new session,
+    # making B anew first, refused C.
+    namespace = _dataclasses("@dataclasses.dataclass\nclass A:\n    x: int\n\n\n"
+                             f"@dataclasses.dataclass\nclass B(A):\n{between}\n\n"
+                             f"@dataclasses.dataclass\nclass C(B):\n{sub}")
+    changed = _dataclasses("@dataclasses.dataclass\nclass A:\n    x: int = 0\n")["A"]
+    A, C = namespace["A"], namespace["C"]
+    live.update_in_place(A, changed, set())   # as compile_class_definition does
+    try:   # what the decorator itself says, all three made anew
+        _dataclasses("@dataclasses.dataclass\nclass A:\n    x: int = 0\n\n\n"
+                     f"@dataclasses.dataclass\nclass B(A):\n{between}\n\n"
+                     f"@dataclasses.dataclass\nclass C(B):\n{sub}")
+        expected = None
+    except TypeError as error:
+        expected = str(error)
+    assert live.field_order_conflict(C) == expected
+    # Made again here, on B as it is, C is made: a re-import here would not fail.
+    assert live.field_order_conflict(C, here=True) is None
+    found = live.misordered_fields(C)
+    assert (None if found is None else tuple((name, owner.__name__) for name, owner in found)) == pair
+    assert (expected is None) == (pair is None)
+
+
+def test_frozen_conflict_sees_through_a_base_left_stale_too():
+    # A made frozen in place: B, between A and C, is not made again; C is refused anyway,
+    # frozen being each class's own decorator argument, read of every base as it is.
+    namespace = _dataclasses("@dataclasses.dataclass\nclass A:\n    x: int = 0\n\n\n"
+                             "@dataclasses.dataclass\nclass B(A):\n    pass\n\n\n"
+                             "@dataclasses.dataclass\nclass C(B):\n    z: int = 1\n")
+    A, C = namespace["A"], namespace["C"]
+    live.update_in_place(A, _dataclasses("@dataclasses.dataclass(frozen=True)\nclass A:\n"
+                                         "    x: int = 0\n")["A"], set())
+    assert live.frozen_conflict(C) == "cannot inherit non-frozen dataclass from a frozen one"
 
 
 def test_subclasses_of_come_bases_first_then_by_module_and_name_in_every_run():

@@ -16,6 +16,7 @@ import abc
 import ast
 import builtins
 import contextlib
+import copy
 import ctypes
 import dataclasses
 import functools
@@ -242,15 +243,17 @@ def frozen_conflict(cls: type) -> str | None:
     return "cannot inherit non-frozen dataclass from a frozen one"
 
 
-def field_order_conflict(cls: type) -> str | None:
+def field_order_conflict(cls: type, here: bool = False) -> str | None:
     """The TypeError Python's dataclass decorator would raise making the dataclass `cls`
-    again on its bases as they are now because a field without a default would follow one
-    with a default among its `__init__`'s positional parameters (a base's field given a
-    default since: `non-default argument 'y' follows default argument`). Asked of the
-    decorator itself, on stand-ins of the fields as it would collect them (their names,
-    whether each has a default, init, kw_only), so no user code runs. None when it would
-    make it, or `cls` is no dataclass generating its `__init__`."""
-    fields = _init_fields(cls)
+    again as a new session's import does (its dataclass bases made anew too, see
+    _init_fields) because a field without a default would follow one with a default among
+    its `__init__`'s positional parameters (a base's field given a default since:
+    `non-default argument 'y' follows default argument`); with `here`, making it again in
+    this session, on its bases' fields as they were made (a base stale since keeps the old
+    ones). Asked of the decorator itself, on stand-ins of the fields as it would collect
+    them (their names, whether each has a default, init, kw_only), so no user code runs.
+    None when it would make it, or `cls` is no dataclass generating its `__init__`."""
+    fields = _init_fields(cls, here)
     if fields is None:
         return None
     stand_ins = [(field.name, object, dataclasses.field(
@@ -279,20 +282,68 @@ def misordered_fields(cls: type) -> tuple[tuple[str, type], tuple[str, type]] | 
     return (defaulted.name, _declaring(cls, defaulted.name)), (following.name, _declaring(cls, following.name))
 
 
-def _init_fields(cls: type) -> list[dataclasses.Field] | None:
+def _init_fields(cls: type, here: bool = False) -> list[dataclasses.Field] | None:
     """The fields of the dataclass `cls` as its decorator would collect them making it again
-    on its bases as they are now, ClassVars left out (no parameter of __init__; an InitVar
-    is). None when `cls` is no dataclass generating its `__init__`."""
-    params, own = vars(cls).get("__dataclass_params__"), vars(cls).get("__dataclass_fields__")
-    if params is None or not params.init or not isinstance(own, dict):
+    as a new session's import does: each dataclass base's fields made anew too, from its
+    own declared ones and its bases' as they are now, so a base whose base changed since
+    (itself stale, keeping the fields it was made with) is seen through. With `here`, on
+    the fields its bases have in this session, as a re-import here collects them.
+    ClassVars left out (no parameter of __init__; an InitVar is). None when `cls` is no
+    dataclass generating its `__init__`."""
+    params = vars(cls).get("__dataclass_params__")
+    if params is None or not params.init or not isinstance(vars(cls).get("__dataclass_fields__"), dict):
         return None
-    fields = {}
-    for base in cls.__mro__[-1:0:-1]:   # as the decorator collects them
-        inherited = inspect.getattr_static(base, "__dataclass_fields__", None)
-        if isinstance(inherited, dict):
-            fields.update(inherited)
-    fields.update((name, own[name]) for name in vars(cls).get("__annotations__", {}) if name in own)
+    if here:
+        fields = {}
+        for base in cls.__mro__[-1:0:-1]:   # as the decorator collects them
+            inherited = inspect.getattr_static(base, "__dataclass_fields__", None)
+            if isinstance(inherited, dict):
+                fields.update(inherited)
+        fields.update(_declared_fields(cls))
+    else:
+        fields = _fields_made_anew(cls, {})
     return [field for field in fields.values() if field._field_type is not dataclasses._FIELD_CLASSVAR]
+
+
+def _fields_made_anew(cls: type, made: dict) -> dict[str, dataclasses.Field]:
+    """The fields (by name) the dataclass decorator gives the dataclass `cls` in a new
+    session, where its dataclass bases are made anew before it: as it collects them, each
+    base's own (the nearest dataclass of the base's MRO: a plain mixin has its base's),
+    then its declared ones. `made` keeps each class's, so a deep hierarchy is walked once."""
+    if cls not in made:
+        fields = {}
+        for base in cls.__mro__[-1:0:-1]:
+            owner = next((klass for klass in base.__mro__
+                          if isinstance(vars(klass).get("__dataclass_fields__"), dict)), None)
+            if owner is not None:
+                fields.update(_fields_made_anew(owner, made))
+        fields.update(_declared_fields(cls))
+        made[cls] = fields
+    return made[cls]
+
+
+def _declared_fields(cls: type) -> dict[str, dataclasses.Field]:
+    """The fields the dataclass statement of `cls` declares itself (its own annotations),
+    as making it again gives them: one without a default takes, as the decorator does
+    (`x: int` reads getattr(cls, 'x')), what a base now binds to its name (a base's field
+    given a default since). A Field declared without a default (`field(repr=False)`)
+    over such a name is told from `x: int` by no live object, and taken as one."""
+    own = vars(cls).get("__dataclass_fields__")
+    if not isinstance(own, dict):
+        return {}
+    declared = {}
+    for name in vars(cls).get("__annotations__", {}):
+        if name not in own:
+            continue
+        field = own[name]
+        if not _has_default(field) and name not in vars(cls):
+            inherited = next((vars(base)[name] for base in cls.__mro__[1:] if name in vars(base)),
+                             dataclasses.MISSING)
+            if inherited is not dataclasses.MISSING:
+                field = copy.copy(field)
+                field.default = inherited
+        declared[name] = field
+    return declared
 
 
 def _declaring(cls: type, name: str) -> type:

@@ -247,13 +247,14 @@ class MutationToolset(Toolset):
         default now following one with (live.field_order_conflict): they now fail to
         import here as in a new session, named (`reimported`, `importErrors`), with those
         importing them. Only those: the others keep their live classes. The class's own
-        module is not (that would replace `cls`). _stale_dataclass_subclasses, asked
-        before, names them all (`frozenConflicts`, `fieldOrderConflicts`). ('', {}) when
-        none is."""
+        module is not (that would replace `cls`), nor one whose conflict comes through a
+        base left stale in it (made from `cls` as it was: a re-import here still makes it,
+        a new session's does not). _stale_dataclass_subclasses, asked before, names them
+        all (`frozenConflicts`, `fieldOrderConflicts`). ('', {}) when none is."""
         modules = {sub.__module__ for sub in live.subclasses_of(cls)
                    if sub.__module__ != module_name and "__dataclass_fields__" in vars(sub)
                    and self.view.defines(sub) and (live.frozen_conflict(sub) is not None
-                                                   or live.field_order_conflict(sub) is not None)}
+                                                   or live.field_order_conflict(sub, here=True) is not None)}
         if not modules:
             return "", {}
         self.view.load_all()   # as _reimport_readers: an importer not loaded yet is named too
