@@ -155,6 +155,10 @@ class PartTest(unittest.TestCase):
                      "@dataclasses.dataclass\nclass SubTier(Tier):\n    def n(self):\n        return 1\n",
     "gone/fartiers.py": "import dataclasses\n\nfrom gone.tiers import SubTier\n\n\n"
                         "@dataclasses.dataclass\nclass FarTier(SubTier):\n    z: int\n",
+    "gone/frosts.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Frost:\n    x: int = 0\n",
+    "gone/frosted.py": "import dataclasses\n\nfrom gone.frosts import Frost\n\n\n@dataclasses.dataclass\n"
+                       "class Frosted(Frost):\n    y: int = 1\n",
+    "gone/frostuse.py": "from gone.frosts import Frost\n\nDEFAULT = Frost()\nDEFAULT.x = 2\n",
     "generic/__init__.py": "",
     "generic/box.py": "import typing\n\nT = typing.TypeVar('T')\n\n\nclass Box(typing.Generic[T]):\n    pass\n\n\n"
                       "class IntBox(Box[int]):\n    pass\n\n\nraise ImportError('not yet')\n",
@@ -979,6 +983,19 @@ def test_a_dataclass_base_gaining_a_default_names_the_subclass_seen_through_a_st
                                                               "    def n(self):\n        return 1\n")
     assert (result["reimported"], result["importErrors"]) == (
         ["gone.fartiers"], {"gone.fartiers": f"TypeError: {said}"})
+
+
+def test_an_importer_loaded_for_a_re_import_and_failing_is_named(daemon, c):
+    # gone.frostuse (not loaded here) assigns to a Frost as it runs. Frost made frozen, the
+    # image was loaded to re-import gone.frosted (Frosted no longer makeable): gone.frostuse
+    # failed then (FrozenInstanceError), as in every new session, and was not named.
+    result = structured(c, "compile_class_definition",
+                        source="@dataclasses.dataclass(frozen=True)\nclass Frost:\n    x: int = 0\n")
+    refused, assigned = "cannot inherit non-frozen dataclass from a frozen one", "cannot assign to field 'x'"
+    assert result["reimported"] == ["gone.frosted"]
+    assert result["importErrors"] == {"gone.frosted": f"TypeError: {refused}",
+                                      "gone.frostuse": f"FrozenInstanceError: {assigned}"}
+    _fails_in_a_new_session(daemon, "gone.frostuse", assigned)
 
 
 def test_methods_of_a_subclass_left_with_misordered_fields_are_refused_saying_why(daemon, image, c):

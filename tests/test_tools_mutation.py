@@ -1185,6 +1185,23 @@ def test_delete_method_names_another_module_reading_it_as_it_runs(client, image)
     assert "reimported" not in result and "importErrors" not in result
 
 
+def test_an_importer_the_re_import_loads_failing_is_named_too(client, image):
+    # zoo.checked (not loaded here) needs Job.run as it runs, without reading it (hasattr):
+    # loaded to re-import zoo.runner, it failed, as in every new session, and went unnamed.
+    (image / "zoo" / "jobs.py").write_text("class Job:\n    def run(self):\n        return 1\n")
+    (image / "zoo" / "runner.py").write_text("from zoo.jobs import Job\n\nhandler = Job.run\n")
+    (image / "zoo" / "checked.py").write_text(
+        "from zoo.jobs import Job\n\nif not hasattr(Job, 'run'):\n    raise ImportError('Job cannot run')\n")
+    client.ok("refresh")
+    client.view.module("zoo.jobs")
+    result = client.ok("delete_method", className="Job", selector="run")
+    assert result["structuredContent"]["reimported"] == ["zoo.runner"]
+    assert result["structuredContent"]["importErrors"] == {
+        "zoo.checked": "ImportError: Job cannot run",
+        "zoo.runner": "AttributeError: type object 'Job' has no attribute 'run'"}
+    assert "; zoo.checked now fails to import: ImportError: Job cannot run" in text(result)
+
+
 def test_delete_method_re_imports_no_importer_that_does_not_read_it_as_it_runs(client, image):
     # Re-importing every importer on each delete_method would replace their live classes.
     keeper = client.view.module("zoo.keeper")

@@ -228,8 +228,7 @@ class MutationToolset(Toolset):
                 readers.append(name)
         if not readers:
             return "", {}
-        self.view.load_all()   # as delete_class: an importer not loaded yet is named too
-        return self._reimported_note(self.view.reload_with_importers(readers))
+        return self._load_and_reimport(module_name, readers)
 
     def _load_dataclass_importers(self, module_name: str) -> None:
         """Load the image modules importing `module_name` whose source names a dataclass,
@@ -257,8 +256,21 @@ class MutationToolset(Toolset):
                                                    or live.field_order_conflict(sub, here=True) is not None)}
         if not modules:
             return "", {}
-        self.view.load_all()   # as _reimport_readers: an importer not loaded yet is named too
-        return self._reimported_note(self.view.reload_with_importers(modules))
+        return self._load_and_reimport(module_name, modules)
+
+    def _load_and_reimport(self, module_name: str, modules) -> tuple[str, dict]:
+        """Load the whole image (so an importer not loaded yet is re-imported and named
+        too), then re-import `modules` and their importers after a change to `module_name`:
+        _reimported_note's note and data, naming too each importer of `module_name` the
+        loading left failing (one making an instance the change broke, as it runs), which
+        fails in a new session as well, whatever the re-imports say."""
+        errors_before = dict(self.view.import_errors)
+        self.view.load_all()
+        reimported = self.view.reload_with_importers(modules)
+        importers = self.view.image_importers_of(module_name)
+        failed = [name for name, error in self.view.import_errors.items()
+                  if name in importers and name not in reimported and errors_before.get(name) != error]
+        return self._reimported_note(reimported, failed)
 
     def _stale_and_unmakeable(self, qualified: str, module_name: str, cls,
                               basis) -> tuple[tuple[str, dict], tuple[str, dict]]:
@@ -282,9 +294,10 @@ class MutationToolset(Toolset):
                      and not any(bound in vars(owner) for owner in sub.__mro__ + type(sub).__mro__
                                  if owner is not cls))
 
-    def _reimported_note(self, reimported: list[str]) -> tuple[str, dict]:
-        """The note and data naming the modules `reimported` and those now failing."""
-        errors = {name: self.view.import_errors[name] for name in reimported
+    def _reimported_note(self, reimported: list[str], failed=()) -> tuple[str, dict]:
+        """The note and data naming the modules `reimported` and those now failing, of
+        them and of the modules `failed` (loaded for the first time)."""
+        errors = {name: self.view.import_errors[name] for name in sorted({*reimported, *failed})
                   if name in self.view.import_errors}
         note = f"; re-imported {', '.join(reimported)}" if reimported else ""
         for name, error in sorted(errors.items()):
