@@ -813,6 +813,31 @@ def test_a_reopened_log_is_passed_to_the_spawner_or_to_the_next_one_if_it_is_bei
     dead.close()
 
 
+def test_a_reopened_log_the_spawner_could_not_be_told_of_is_told_before_it_is_next_asked_to_fork(
+        hand_pool, monkeypatch):
+    # A send that failed (its socket full, say) was tried again only at the next spawner's
+    # adoption: every worker forked until then wrote to the file rotated away.
+    loop, make = hand_pool
+    pool = make(0)
+    ours = [os.fstat(fd).st_ino for fd in (1, 2)]
+    told_stdio(pool.spawner)                                  # what its adoption told it
+    send_stdio, failures = workers._send_stdio, [BlockingIOError(errno.EAGAIN, "full")]
+
+    def failing_once(control):
+        if failures:
+            raise failures.pop()
+        send_stdio(control)
+    monkeypatch.setattr(workers, "_send_stdio", failing_once)
+    pool.stdio_changed()
+    assert told_stdio(pool.spawner) == []
+    waiting = Outcome()
+    pool.claim(waiting.on_worker, waiting.on_failure)         # a fork asked for
+    assert pool.spawner.asked == 1
+    assert told_stdio(pool.spawner) == [ours]
+    pool.claim(waiting.on_worker, waiting.on_failure)
+    assert told_stdio(pool.spawner) == []                     # told once
+
+
 def test_a_worker_the_router_kills_for_a_bad_frame_is_said_to_be_stopped_by_it(hand_pool):
     # Not "killed by signal 9 (kill -9, or the OOM killer)", as its status will say.
     loop, make = hand_pool

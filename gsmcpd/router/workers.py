@@ -550,8 +550,7 @@ class WorkerPool:
         self._asked = 0
         self._adopted_at = self.loop.time()
         self.loop.add_reader(self.spawner.control, self._on_spawner)
-        if self._stdio_changed:   # after its start sent it the old ones (on the launch thread)
-            self._stdio_changed = not self.spawner.share_stdio()
+        self._share_changed_stdio()   # after its start sent it the old ones (on the launch thread)
         self._hand_over_orphans()
 
     def stdio_changed(self):
@@ -560,9 +559,14 @@ class WorkerPool:
         is told once adopted (it may have been sent the old ones)."""
         if self.closed:
             return
-        if self._relaunching or self.spawner.control is None:
-            self._stdio_changed = True
-        else:
+        self._stdio_changed = True
+        if not self._relaunching and self.spawner.control is not None:
+            self._share_changed_stdio()
+
+    def _share_changed_stdio(self):
+        """Tell the spawner of a change of stdio it has not been told yet: now, and again
+        before each ask if a send failed (the spawner forks only when asked)."""
+        if self._stdio_changed:
             self._stdio_changed = not self.spawner.share_stdio()
 
     def _keep_orphans(self):
@@ -732,6 +736,7 @@ class WorkerPool:
                 self._starved("out of file descriptors")
                 raise OSError(errno.EMFILE, "too few file descriptors left to take a worker")
             self._held += take_descriptors(2 * count)
+        self._share_changed_stdio()   # first: the workers this ask forks inherit the new stdio
         self.spawner.ask(count)
         self._asked += count
 
