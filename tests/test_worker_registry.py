@@ -104,6 +104,16 @@ def test_minimum_is_in_the_schema_and_checked_on_numbers():
                                                          "more, got -2.0; unknown argument 'zzz' (it takes offset, ratio, any)")
 
 
+def test_a_minimum_of_any_size_of_integer_is_accepted_at_registration_and_checked():
+    # math.isfinite of an int past a float's range raised OverflowError at registration.
+    registry = ToolRegistry()
+    huge = 10 ** 400
+    registry.add(Tool("big", "a tool", closed({"n": {"type": "integer", "minimum": huge}}), lambda arguments: "ok"))
+    assert registry.names() == ["big"]
+    assert schema_errors(closed({"n": {"type": "integer", "minimum": huge}}), {"n": 1}, "arguments") == [
+        "argument 'n' must be %d or more, got 1" % huge]
+
+
 def test_an_integral_float_is_an_integer_as_json_schema_says_and_reaches_the_tool_as_int():
     seen = []
     schema = object_schema({"count": integer_prop("n"), "sizes": array_prop(integer_prop("s"), "s"),

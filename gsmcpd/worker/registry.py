@@ -140,7 +140,8 @@ def _unenforced(schema, where: str, root: bool = False) -> str | None:
     least = schema.get("minLength", 0)
     if not (isinstance(least, int) and not isinstance(least, bool) and least >= 0):
         return f"{where}.minLength must be a non-negative integer"
-    if not (_is_number(schema.get("minimum", 0)) and math.isfinite(schema.get("minimum", 0))):
+    minimum = schema.get("minimum", 0)   # an int is finite, however long (isfinite would overflow)
+    if not (_is_number(minimum) and (isinstance(minimum, int) or math.isfinite(minimum))):
         return f"{where}.minimum must be a finite number"
     if not isinstance(schema.get("enum", []), list):
         return f"{where}.enum must be an array"
