@@ -15,7 +15,6 @@ import functools
 import logging
 import multiprocessing
 import os
-import select
 import signal
 import socket
 import threading
@@ -26,6 +25,7 @@ from gsmcpd.router.exit_status import ExitStatus
 from gsmcpd.router.loop import recv_some, send_some
 from gsmcpd.router.trace import shown
 from gsmcpd.wire import frames
+from gsmcpd.worker.reaper import has_ended
 
 log = logging.getLogger("gsmcpd.workers")
 relayed_log = logging.getLogger("gsmcpd.worker_log")   # workers' own records, prefixed
@@ -174,9 +174,9 @@ class Spawner:
         pidfd = self._let_go()
         if pidfd is not None:
             try:
-                if not _ends_within(pidfd, grace):
+                if not has_ended(pidfd, grace):
                     _kill(pidfd)
-                    _ends_within(pidfd, SPAWNER_KILL_WAIT)
+                    has_ended(pidfd, SPAWNER_KILL_WAIT)
             finally:
                 os.close(pidfd)
 
@@ -297,14 +297,6 @@ def _hello(control, process):
            "its hello came with more than its pidfd" if flags & socket.MSG_CTRUNC else
            "its hello came without its pidfd")
     raise RuntimeError("the worker spawner did not start: %s" % why)
-
-
-def _ends_within(pidfd, seconds):
-    """True once the process behind `pidfd` has ended, waiting up to `seconds`
-    (poll, not select: a busy router's descriptors run past select's 1024)."""
-    ending = select.poll()
-    ending.register(pidfd, select.POLLIN)
-    return bool(ending.poll(seconds * 1000))
 
 
 DESCRIPTOR_HEADROOM = 16  # kept free beyond what the spares asked for will take
@@ -589,7 +581,7 @@ class WorkerPool:
         workers ended meanwhile. Kept here until then, in case it dies too (each is told to
         every spawner until the worker has ended)."""
         for pidfd in list(self._orphans):
-            if _ends_within(pidfd, 0):   # the next spawner's sweep takes its directory
+            if has_ended(pidfd, 0):   # the next spawner's sweep takes its directory
                 os.close(pidfd)
                 del self._orphans[pidfd]
         self.spawner.hand_over(self._orphans, self._orphans_all_kept)

@@ -210,11 +210,12 @@ def pid_of(pidfd: int) -> int | None:
     return None
 
 
-def has_ended(pidfd: int) -> bool:
-    """Whether the process behind `pidfd` has ended (poll, not select: any descriptor)."""
+def has_ended(pidfd: int, within: float = 0) -> bool:
+    """Whether the process behind `pidfd` has ended, waiting up to `within` seconds (poll,
+    not select: a busy router's descriptors run past select's 1024)."""
     ending = select.poll()
     ending.register(pidfd, select.POLLIN)
-    return bool(ending.poll(0))
+    return bool(ending.poll(within * 1000))
 
 
 def kill_strays(adopter: tuple[int, int], spared) -> dict[int, int]:
