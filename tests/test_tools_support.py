@@ -3,6 +3,7 @@ views that are always closed (they touch sys.modules / sys.meta_path), and a
 server with the core toolsets over a view. No tests here."""
 
 import contextlib
+import enum
 from pathlib import Path
 
 import pytest
@@ -186,6 +187,17 @@ class Client:
 
 def text(result) -> str:
     return result["content"][0]["text"]
+
+
+def missing_member_error(enum_name: str, member: str) -> str:
+    """The error reading the enum `enum_name`'s member `member`, which it lacks, raises on
+    the running Python, as an import error is said (3.11: `AttributeError: BLUE`, 3.12 on
+    names the class too)."""
+    try:
+        getattr(enum.Enum(enum_name, ["OTHER"]), member)
+    except AttributeError as error:
+        return f"AttributeError: {error}"
+    raise AssertionError(f"{enum_name}.{member} read")
 
 
 @pytest.fixture
