@@ -12,7 +12,7 @@ import pytest
 from helpers import Daemon, open_session, tool_text
 from test_e2e_tools import call_tool, error, ok, structured, write_image
 from test_e2e_tools import run_code as run
-from test_tools_support import missing_member_error
+from test_tools_support import misordered_fields_error, missing_member_error
 from test_tools_support import write_image as write_files
 from test_tools_testing import ODD as ODD_TESTS
 
@@ -957,7 +957,7 @@ def test_a_subclass_made_again_by_compile_method_names_the_modules_it_leaves_unm
     # re-imported nor named failing, as compile_class_definition names such a module.
     ok(c, "compile_class_definition", source="@dataclasses.dataclass\nclass Tally:\n    x: int = 0\n")
     result = structured(c, "compile_method", className="SubTally", source="def n(self):\n    return 2\n")
-    said = "non-default argument 'z' follows default argument"
+    said = misordered_fields_error("x", "z")
     assert (result["fieldOrderConflicts"], result["reimported"], result["importErrors"]) == (
         {"gone.fartallies.FarTally": said}, ["gone.fartallies"], {"gone.fartallies": f"TypeError: {said}"})
     assert said in error(c, "execute_code", "other", code="import gone.fartallies")
@@ -1012,8 +1012,8 @@ def test_methods_of_a_subclass_left_with_misordered_fields_are_refused_saying_wh
         message = error(c, tool, "refused", className="Line", **arguments)
         assert message == ("gone.ledgers.Line cannot be made again as written: its field y, without a "
                            "default, would follow the field x of gone.ledgers.Ledger, which has one, in "
-                           "its __init__ (the dataclass decorator raises TypeError: non-default argument "
-                           "'y' follows default argument), so a new session's import of gone.ledgers "
+                           "its __init__ (the dataclass decorator raises TypeError: "
+                           f"{misordered_fields_error('x', 'y')}), so a new session's import of gone.ledgers "
                            "fails. Give y a default (or kw_only) first (compile_class_definition, its "
                            "definition with that), or change gone.ledgers.Ledger back")
     assert (image / "gone" / "ledgers.py").read_text() == before

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from test_tools_support import (Client, client, image, missing_member_error, text, views,  # noqa: F401  (fixtures)
-                                without_dog, write_image)
+from test_tools_support import (Client, client, image, misordered_fields_error,  # noqa: F401  (fixtures)
+                                missing_member_error, text, views, without_dog, write_image)
 
 
 def disk(image, rel="zoo/animals.py"):
@@ -524,7 +524,7 @@ def test_a_base_made_frozen_or_not_names_the_subclasses_it_leaves_unmakeable_and
     ("@dataclasses.dataclass(frozen=True)\nclass A:\n    x: int\n", "frozenConflicts",
      "cannot inherit non-frozen dataclass from a frozen one"),
     ("@dataclasses.dataclass\nclass A:\n    x: int = 0\n", "fieldOrderConflicts",
-     "non-default argument 'y' follows default argument"),
+     misordered_fields_error("x", "y")),
 ], ids=["frozen", "field-order"])
 def test_a_subclass_in_another_module_the_decorator_would_refuse_is_re_imported_either_way(
         client, image, base, conflicts, said):
@@ -564,7 +564,7 @@ def test_a_subclass_made_again_by_a_method_change_re_imports_the_modules_it_leav
     client.ok("compile_class_definition", dictionaryName="zoo.based",
               source="@dataclasses.dataclass\nclass A:\n    x: int = 0\n")
     result = client.ok(tool, className="B", **arguments)["structuredContent"]
-    said = "non-default argument 'z' follows default argument"
+    said = misordered_fields_error("x", "z")
     assert (result["fieldOrderConflicts"], result["reimported"], result["importErrors"]) == (
         {"zoo.far.C": said}, ["zoo.far"], {"zoo.far": f"TypeError: {said}"})
     assert client.view.module("zoo.far") is None
@@ -587,8 +587,8 @@ def test_compile_method_and_delete_method_on_a_subclass_left_with_misordered_fie
         message = client.error(tool, "refused", className="Near", **arguments)
         assert message == ("zoo.recorded.Near cannot be made again as written: its field y, without a "
                            "default, would follow the field x of zoo.recorded.Record, which has one, in "
-                           "its __init__ (the dataclass decorator raises TypeError: non-default argument "
-                           "'y' follows default argument), so a new session's import of zoo.recorded "
+                           "its __init__ (the dataclass decorator raises TypeError: "
+                           f"{misordered_fields_error('x', 'y')}), so a new session's import of zoo.recorded "
                            "fails. Give y a default (or kw_only) first (compile_class_definition, its "
                            "definition with that), or change zoo.recorded.Record back")
     assert disk(image, "zoo/recorded.py") == before

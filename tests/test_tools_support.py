@@ -3,6 +3,7 @@ views that are always closed (they touch sys.modules / sys.meta_path), and a
 server with the core toolsets over a view. No tests here."""
 
 import contextlib
+import dataclasses
 import enum
 from pathlib import Path
 
@@ -198,6 +199,18 @@ def missing_member_error(enum_name: str, member: str) -> str:
     except AttributeError as error:
         return f"AttributeError: {error}"
     raise AssertionError(f"{enum_name}.{member} read")
+
+
+def misordered_fields_error(defaulted: str, following: str) -> str:
+    """The TypeError the running Python's dataclass decorator raises on the field
+    `following`, without a default, after `defaulted`, which has one (3.13 on names
+    `defaulted` too)."""
+    try:
+        dataclasses.dataclass(type("Misordered", (), {"__annotations__": {defaulted: int, following: int},
+                                                      defaulted: 0}))
+    except TypeError as error:
+        return str(error)
+    raise AssertionError(f"{following} made after {defaulted}")
 
 
 @pytest.fixture

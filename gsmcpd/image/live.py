@@ -248,7 +248,8 @@ def field_order_conflict(cls: type, here: bool = False) -> str | None:
     again as a new session's import does (its dataclass bases made anew too, see
     _init_fields) because a field without a default would follow one with a default among
     its `__init__`'s positional parameters (a base's field given a default since:
-    `non-default argument 'y' follows default argument`); with `here`, making it again in
+    `non-default argument 'y' follows default argument`, from Python 3.13 with ` 'x'`
+    after it); with `here`, making it again in
     this session, on its bases' fields as they were made (a base stale since keeps the old
     ones). Asked of the decorator itself, on stand-ins of the fields as it would collect
     them (their names, whether each has a default, init, kw_only), so no user code runs.
