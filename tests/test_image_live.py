@@ -296,6 +296,21 @@ def test_subclasses_of_come_bases_first_then_by_module_and_name_in_every_run():
     assert live.subclasses_of(base) == sorted(made, key=lambda c: (c.__module__, c.__name__)) + [deeper]
 
 
+@pytest.mark.parametrize("missing", ["marker", "field type"])
+def test_field_order_is_not_judged_on_a_python_without_the_dataclass_internals_it_reads(monkeypatch, missing):
+    # The ClassVar pseudo-field's marker and each Field's kind are dataclasses' private
+    # names: where a Python lacks them, no conflict is claimed (AttributeError before).
+    B = _dataclasses("@dataclasses.dataclass\nclass A:\n    x: int = 0\n\n\n"
+                     "@dataclasses.dataclass\nclass B(A):\n    y: int = 1\n")["B"]
+    B.__dataclass_fields__["y"].default = dataclasses.MISSING   # y misordered, as its base changed
+    assert (live.field_order_conflict(B), live.misordered_fields(B)) != (None, None)
+    if missing == "marker":
+        monkeypatch.delattr(dataclasses, "_FIELD_CLASSVAR")
+    else:
+        del B.__dataclass_fields__["y"]._field_type
+    assert (live.field_order_conflict(B), live.misordered_fields(B)) == (None, None)
+
+
 def _made_again(frozen, bases):
     """The TypeError message the running Python's dataclass decorator raises making a
     dataclass of that `frozen` on `bases`, None if it makes it."""

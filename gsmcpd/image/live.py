@@ -253,7 +253,8 @@ def field_order_conflict(cls: type, here: bool = False) -> str | None:
     this session, on its bases' fields as they were made (a base stale since keeps the old
     ones). Asked of the decorator itself, on stand-ins of the fields as it would collect
     them (their names, whether each has a default, init, kw_only), so no user code runs.
-    None when it would make it, or `cls` is no dataclass generating its `__init__`."""
+    None when it would make it, or `cls` is no dataclass generating its `__init__` (or on
+    a Python without the dataclasses internals _init_fields reads)."""
     fields = _init_fields(cls, here)
     if fields is None:
         return None
@@ -290,9 +291,12 @@ def _init_fields(cls: type, here: bool = False) -> list[dataclasses.Field] | Non
     (itself stale, keeping the fields it was made with) is seen through. With `here`, on
     the fields its bases have in this session, as a re-import here collects them.
     ClassVars left out (no parameter of __init__; an InitVar is). None when `cls` is no
-    dataclass generating its `__init__`."""
+    dataclass generating its `__init__`, or when this Python's dataclasses lacks the
+    private marks of a ClassVar pseudo-field read here: its field order is then not judged."""
     params = vars(cls).get("__dataclass_params__")
-    if params is None or not params.init or not isinstance(vars(cls).get("__dataclass_fields__"), dict):
+    classvar = getattr(dataclasses, "_FIELD_CLASSVAR", None)
+    if (classvar is None or params is None or not params.init
+            or not isinstance(vars(cls).get("__dataclass_fields__"), dict)):
         return None
     if here:
         fields = {}
@@ -303,7 +307,10 @@ def _init_fields(cls: type, here: bool = False) -> list[dataclasses.Field] | Non
         fields.update(_declared_fields(cls))
     else:
         fields = _fields_made_anew(cls, {})
-    return [field for field in fields.values() if field._field_type is not dataclasses._FIELD_CLASSVAR]
+    kinds = [getattr(field, "_field_type", None) for field in fields.values()]
+    if None in kinds:
+        return None
+    return [field for field, kind in zip(fields.values(), kinds) if kind is not classvar]
 
 
 def _fields_made_anew(cls: type, made: dict) -> dict[str, dataclasses.Field]:
