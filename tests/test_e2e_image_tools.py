@@ -156,6 +156,8 @@ class PartTest(unittest.TestCase):
                      "@dataclasses.dataclass\nclass SubTier(Tier):\n    def n(self):\n        return 1\n",
     "gone/fartiers.py": "import dataclasses\n\nfrom gone.tiers import SubTier\n\n\n"
                         "@dataclasses.dataclass\nclass FarTier(SubTier):\n    z: int\n",
+    "gone/stages.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Stage:\n    x: int\n\n\n"
+                      "@dataclasses.dataclass\nclass SubStage(Stage):\n    def n(self):\n        return 1\n",
     "gone/frosts.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Frost:\n    x: int = 0\n",
     "gone/frosted.py": "import dataclasses\n\nfrom gone.frosts import Frost\n\n\n@dataclasses.dataclass\n"
                        "class Frosted(Frost):\n    y: int = 1\n",
@@ -985,6 +987,25 @@ def test_a_dataclass_base_gaining_a_default_names_the_subclass_seen_through_a_st
                                                               "    def n(self):\n        return 1\n")
     assert (result["reimported"], result["importErrors"]) == (
         ["gone.fartiers"], {"gone.fartiers": f"TypeError: {said}"})
+
+
+def test_a_subclass_made_again_by_compile_method_names_a_module_of_its_subclasses_never_loaded(
+        daemon, image, c):
+    # gone.farstages (FarStage on SubStage, `z: int`), written after Stage's x was given a
+    # default and brought in, never loaded here: SubStage made again from the new x, its
+    # module failed in every new session and the answer did not name it.
+    ok(c, "compile_class_definition", source="@dataclasses.dataclass\nclass Stage:\n    x: int = 0\n")
+    (image / "gone" / "farstages.py").write_text("import dataclasses\n\nfrom gone.stages import SubStage\n\n\n"
+                                                 "@dataclasses.dataclass\nclass FarStage(SubStage):\n    z: int\n")
+    assert structured(c, "refresh")["broughtIn"] == ["gone.farstages"]
+    result = structured(c, "compile_method", className="SubStage", source="def n(self):\n    return 2\n")
+    said = "non-default argument 'z' follows default argument"
+    assert (result["staleSubclasses"], result["fieldOrderConflicts"]) == (
+        ["gone.farstages.FarStage"], {"gone.farstages.FarStage": said})
+    assert (result["reimported"], result["importErrors"]) == (
+        ["gone.farstages"], {"gone.farstages": f"TypeError: {said}"})
+    assert said in error(c, "execute_code", "other", code="import gone.farstages")
+    _fails_in_a_new_session(daemon, "gone.farstages", said)
 
 
 def test_an_importer_loaded_for_a_re_import_and_failing_is_named(daemon, c):

@@ -152,6 +152,12 @@ def test_a_dataclass_basis_changes_with_fields_post_init_or_frozen_and_runs_no_u
     assert not same(make(), make(default=1))
     assert not same(make(default=Loud()), make(default=Loud()))   # not compared: counted changed
     assert live.dataclass_basis(int) == ([], False, None)
+    # What alone can leave a subclass unmakeable: a __post_init__ cannot.
+    alike = live.same_fields_and_frozen
+    assert alike(make(), make("    def __post_init__(self):\n        pass\n"))
+    assert not alike(make(), make("    y: int = 1\n"))
+    assert not alike(make(), make(frozen=True))
+    assert not alike(make(), make(default=1))
 
 
 def test_basis_changes_names_what_a_dataclass_was_made_from_before():

@@ -570,6 +570,48 @@ def test_a_subclass_made_again_by_a_method_change_re_imports_the_modules_it_leav
     assert client.view.module("zoo.far") is None
 
 
+@pytest.mark.parametrize("tool, arguments", [
+    ("compile_method", {"source": "def n(self):\n    return 2\n"}),
+    ("delete_method", {"selector": "n"}),
+])
+def test_a_subclass_made_again_by_a_method_change_loads_the_subclass_modules_not_yet_loaded(
+        client, image, tool, arguments):
+    # zoo.later (C on B, `z: int`) brought in after A's x was given a default, never loaded
+    # here: B made again from A's new x, C was no live subclass, and its module, failing in
+    # every new session, went unnamed (only compile_class_definition loaded such modules).
+    (image / "zoo" / "based.py").write_text(
+        "import dataclasses\n\n\n@dataclasses.dataclass\nclass A:\n    x: int\n\n\n"
+        "@dataclasses.dataclass\nclass B(A):\n    def n(self):\n        return 1\n")
+    client.ok("refresh")
+    client.ok("compile_class_definition", dictionaryName="zoo.based",
+              source="@dataclasses.dataclass\nclass A:\n    x: int = 0\n")
+    (image / "zoo" / "later.py").write_text("import dataclasses\n\nfrom zoo.based import B\n\n\n"
+                                            "@dataclasses.dataclass\nclass C(B):\n    z: int\n")
+    client.ok("refresh")
+    assert "zoo.later" not in client.view.loaded_modules()
+    result = client.ok(tool, className="B", **arguments)["structuredContent"]
+    said = "non-default argument 'z' follows default argument"
+    assert (result["staleSubclasses"], result["fieldOrderConflicts"]) == (["zoo.later.C"], {"zoo.later.C": said})
+    assert (result["reimported"], result["importErrors"]) == (["zoo.later"], {"zoo.later": f"TypeError: {said}"})
+    with pytest.raises(TypeError, match=said):
+        exec(disk(image, "zoo/later.py").replace("from zoo.based import B", disk(image, "zoo/based.py")), {})
+
+
+def test_a_post_init_gained_or_lost_loads_no_subclass_module(client, image):
+    # A __post_init__ leaves every subclass makeable: a module loaded for it would only have
+    # its subclasses made from A as it was, stale here for nothing.
+    (image / "zoo" / "based.py").write_text("import dataclasses\n\n\n@dataclasses.dataclass\nclass A:\n"
+                                            "    x: int\n")
+    (image / "zoo" / "later.py").write_text("import dataclasses\n\nfrom zoo.based import A\n\n\n"
+                                            "@dataclasses.dataclass\nclass C(A):\n    z: int\n")
+    client.ok("refresh")
+    for tool, arguments in [("compile_method", {"source": "def __post_init__(self):\n    self.x += 1\n"}),
+                            ("delete_method", {"selector": "__post_init__"})]:
+        result = client.ok(tool, className="A", **arguments)["structuredContent"]
+        assert "staleSubclasses" not in result and "zoo.later" not in client.view.loaded_modules()
+    assert repr(client.view.module("zoo.later").C(1, 2)) == "C(x=1, z=2)"
+
+
 def test_compile_method_and_delete_method_on_a_subclass_left_with_misordered_fields_say_why_they_refuse(
         client, image):
     # Record's x given a default: Near's `y: int` follows it. compile_method and

@@ -447,6 +447,12 @@ def same_dataclass_basis(old: tuple, new: tuple) -> bool:
         _same_field(a, b) for a, b in zip(old_fields, new_fields))
 
 
+def same_fields_and_frozen(old: tuple, new: tuple) -> bool:
+    """same_dataclass_basis on what alone can leave a subclass unmakeable (frozen_conflict,
+    field_order_conflict): the fields and frozen, not whether there is a `__post_init__`."""
+    return same_dataclass_basis((old[0], None, old[2]), (new[0], None, new[2]))
+
+
 def _same_field(a, b) -> bool:
     return a is b or all(_same_value(getattr(a, part, None), getattr(b, part, None))
                          for part in _FIELD_PARTS)

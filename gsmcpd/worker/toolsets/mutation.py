@@ -233,8 +233,10 @@ class MutationToolset(Toolset):
     def _load_dataclass_importers(self, module_name: str) -> None:
         """Load the image modules importing `module_name` whose source names a dataclass,
         before a class of it changes what its dataclass subclasses are made from (its
-        fields, frozen...): theirs of it are then made from it as it was, so _reimport_unmakeable tells one that
-        no longer imports from one failing for another reason."""
+        fields, frozen...: compile_class_definition, or made again by _rebuilt_dataclass
+        with other fields): theirs of it are then made from it as it was, so
+        _reimport_unmakeable tells one that no longer imports from one failing for another
+        reason."""
         for name in sorted(self.view.image_importers_of(module_name)):
             if "dataclass" in (self.view.source(name) or ""):
                 self.view.module(name)
@@ -791,6 +793,10 @@ class MutationToolset(Toolset):
             raise definition_error(error, module) from None
         if not live.same_shape(cls, new_class):
             return None
+        if not live.same_fields_and_frozen(live.dataclass_basis(cls), live.dataclass_basis(new_class)):
+            # Made again from a base changed since: a subclass module not loaded yet may no
+            # longer import, as compile_class_definition's change of the class finds it.
+            self._load_dataclass_importers(ref.module)
         made = _DATACLASS_MADE | {splice.mangled(ref.name, selector)}
         live.update_in_place(cls, new_class, live.class_member_names(old_node), only=made)
         # The None type() set for an `__eq__` now deleted (eq=False, the class's own): a
