@@ -158,6 +158,11 @@ class PartTest(unittest.TestCase):
                         "@dataclasses.dataclass\nclass FarTier(SubTier):\n    z: int\n",
     "gone/stages.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Stage:\n    x: int\n\n\n"
                       "@dataclasses.dataclass\nclass SubStage(Stage):\n    def n(self):\n        return 1\n",
+    "gone/shelves.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Shelf:\n    x: int\n\n\n"
+                       "@dataclasses.dataclass\nclass Rack(Shelf):\n    y: int\n",
+    "gone/shelfread.py": "from gone.shelves import Rack\n",
+    "gone/shelfuse.py": "import gone.shelfread\n",
+    "gone/shelflazy.py": "def rack():\n    from gone.shelves import Rack\n    return Rack\n",
     "gone/frosts.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Frost:\n    x: int = 0\n",
     "gone/frosted.py": "import dataclasses\n\nfrom gone.frosts import Frost\n\n\n@dataclasses.dataclass\n"
                        "class Frosted(Frost):\n    y: int = 1\n",
@@ -1006,6 +1011,23 @@ def test_a_subclass_made_again_by_compile_method_names_a_module_of_its_subclasse
         ["gone.farstages"], {"gone.farstages": f"TypeError: {said}"})
     assert said in error(c, "execute_code", "other", code="import gone.farstages")
     _fails_in_a_new_session(daemon, "gone.farstages", said)
+
+
+def test_the_modules_importing_a_module_left_failing_by_its_own_subclass_are_named_failing_too(daemon, c):
+    # Rack, in Shelf's own module, left with `y: int` after Shelf's new default: gone.shelves
+    # (not re-imported, which would replace Shelf) was named failing in a new session, and
+    # not the modules importing it as they run, which fail with it there.
+    result = structured(c, "compile_class_definition",
+                        source="@dataclasses.dataclass\nclass Shelf:\n    x: int = 0\n")
+    said = "non-default argument 'y' follows default argument"
+    assert (result["fieldOrderConflicts"], result["failingImporters"]) == (
+        {"gone.shelves.Rack": said}, {"gone.shelves": ["gone.shelfread", "gone.shelfuse"]})
+    assert "reimported" not in result
+    for module in ("gone.shelves", "gone.shelfread", "gone.shelfuse"):
+        _fails_in_a_new_session(daemon, module, said)
+    other = open_session(daemon)   # importing it only in a def, gone.shelflazy imports
+    assert run(other, "import gone.shelflazy\ngone.shelflazy.__name__") == repr("gone.shelflazy")
+    other.close()
 
 
 def test_an_importer_loaded_for_a_re_import_and_failing_is_named(daemon, c):

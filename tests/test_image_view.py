@@ -111,6 +111,25 @@ def test_refresh_reimports_changed_modules_and_their_importers(image, views):
     assert a.module("zoo.keeper").Keeper().feed() == ["a says WOOF"]
 
 
+def test_the_importers_failing_with_a_module_are_those_surely_importing_it_as_they_run(image, views):
+    view = views(image, install=False)
+    for name, text in [("zoo.shelf", "X = 1\n"),
+                       ("zoo.direct", "from zoo.shelf import X\n"),
+                       ("zoo.through", "import zoo.direct\n"),        # fails with zoo.direct
+                       ("zoo.classy", "class C:\n    from zoo.shelf import X\n"),
+                       ("zoo.finally_", "try:\n    import zoo.shelf\nfinally:\n    pass\n"),
+                       ("zoo.relative", "from .shelf import X\n"),
+                       # An import that may not run, or whose failure may be caught.
+                       ("zoo.lazy", "def load():\n    from zoo.shelf import X\n    return X\n"),
+                       ("zoo.typed", "import typing\n\nif typing.TYPE_CHECKING:\n    from zoo.shelf import X\n"),
+                       ("zoo.guarded", "try:\n    import zoo.shelf\nexcept Exception:\n    pass\n"),
+                       ("zoo.lazier", "def load():\n    import zoo.through\n")]:
+        view.add_module(name, text)
+    assert view.importers_failing_with("zoo.shelf") == {
+        "zoo.direct", "zoo.through", "zoo.classy", "zoo.finally_", "zoo.relative"}
+    assert {"zoo.lazy", "zoo.typed", "zoo.guarded", "zoo.lazier"} <= view.image_importers_of("zoo.shelf")
+
+
 def test_abort_discards_and_reloads(image, views):
     view = views(image)
     assert view.module("zoo.animals").Dog("r").noise() == "woof"

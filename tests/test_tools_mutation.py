@@ -612,6 +612,59 @@ def test_a_post_init_gained_or_lost_loads_no_subclass_module(client, image):
     assert repr(client.view.module("zoo.later").C(1, 2)) == "C(x=1, z=2)"
 
 
+def test_the_modules_importing_a_class_s_own_module_left_failing_are_named_failing_too(client, image):
+    # B (A's own module) made unmakeable by A's x given a default: zoo.shelves was named
+    # failing in a new session, not the modules importing it as they run, which fail with it.
+    (image / "zoo" / "shelves.py").write_text(
+        "import dataclasses\n\n\n@dataclasses.dataclass\nclass A:\n    x: int\n\n\n"
+        "@dataclasses.dataclass\nclass B(A):\n    y: int\n")
+    (image / "zoo" / "shelfread.py").write_text("from zoo.shelves import B\n")
+    (image / "zoo" / "shelfuse.py").write_text("import zoo.shelfread\n")
+    (image / "zoo" / "shelflazy.py").write_text("def load():\n    from zoo.shelves import B\n    return B\n")
+    client.ok("refresh")
+    shelves = client.view.module("zoo.shelves")
+    result = client.ok("compile_class_definition", dictionaryName="zoo.shelves",
+                       source="@dataclasses.dataclass\nclass A:\n    x: int = 0\n")
+    said = "non-default argument 'y' follows default argument"
+    data = result["structuredContent"]
+    assert (data["fieldOrderConflicts"], data["failingImporters"]) == (
+        {"zoo.shelves.B": said}, {"zoo.shelves": ["zoo.shelfread", "zoo.shelfuse"]})
+    assert ("; a new session's import of zoo.shelfread, zoo.shelfuse, importing zoo.shelves as "
+            "they run, fails too") in text(result)
+    assert "reimported" not in data and client.view.module("zoo.shelves") is shelves   # not re-imported
+    namespace = {}
+    with pytest.raises(TypeError, match=said):
+        exec(disk(image, "zoo/shelves.py"), namespace)        # as a new session's import runs it
+    # B given a default, zoo.shelves imports again: nothing is named failing.
+    result = client.ok("compile_class_definition", dictionaryName="zoo.shelves",
+                       source="@dataclasses.dataclass\nclass B(A):\n    y: int = 1\n")
+    assert "failingImporters" not in result["structuredContent"]
+
+
+def test_the_importers_of_a_module_failing_through_a_stale_base_are_named_until_it_is_re_imported(
+        client, image):
+    # zoo.tiered's C, on B left stale, still imports here (not re-imported) while every new
+    # session's import of it, and of zoo.tierread importing it, fails.
+    (image / "zoo" / "tiers.py").write_text(
+        "import dataclasses\n\n\n@dataclasses.dataclass\nclass A:\n    x: int\n\n\n"
+        "@dataclasses.dataclass\nclass B(A):\n    def n(self):\n        return 1\n")
+    (image / "zoo" / "tiered.py").write_text("import dataclasses\n\nfrom zoo.tiers import B\n\n\n"
+                                             "@dataclasses.dataclass\nclass C(B):\n    z: int\n")
+    (image / "zoo" / "tierread.py").write_text("from zoo.tiered import C\n")
+    client.ok("refresh")
+    said = "non-default argument 'z' follows default argument"
+    data = client.ok("compile_class_definition", dictionaryName="zoo.tiers",
+                     source="@dataclasses.dataclass\nclass A:\n    x: int = 0\n")["structuredContent"]
+    assert (data["fieldOrderConflicts"], data["failingImporters"]) == (
+        {"zoo.tiered.C": said}, {"zoo.tiered": ["zoo.tierread"]})
+    assert "reimported" not in data
+    # B made again, both are re-imported and named failing there (importErrors) instead.
+    data = client.ok("compile_method", className="B", source="def n(self):\n    return 2\n")["structuredContent"]
+    assert (data["reimported"], sorted(data["importErrors"])) == (
+        ["zoo.tiered", "zoo.tierread"], ["zoo.tiered", "zoo.tierread"])
+    assert "failingImporters" not in data
+
+
 def test_compile_method_and_delete_method_on_a_subclass_left_with_misordered_fields_say_why_they_refuse(
         client, image):
     # Record's x given a default: Near's `y: int` follows it. compile_method and

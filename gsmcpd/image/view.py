@@ -748,6 +748,12 @@ class View:
         or not (read from their source): `module` itself not among them."""
         return self._importers_of({module}, self.module_names()) - {module}
 
+    def importers_failing_with(self, module: str) -> set[str]:
+        """The image's modules that surely import `module` as they run (imports_as_it_runs),
+        directly or through others, loaded or not: a new session's import of each fails
+        when `module`'s does. `module` itself not among them."""
+        return self._importers_of({module}, self.module_names(), self.imports_as_it_runs) - {module}
+
     def reload_with_importers(self, modules) -> list[str]:
         """Re-import `modules`, and the loaded modules importing them (which hold what
         the old ones bound): what a new session's import of them does now."""
@@ -760,13 +766,14 @@ class View:
             self.module(name)
         return sorted(stale)
 
-    def _importers_of(self, targets: set[str], loaded: list[str]) -> set[str]:
+    def _importers_of(self, targets: set[str], loaded: list[str], imports=None) -> set[str]:
+        imports = imports or self._imports
         found = set(targets)
         grew = True
         while grew:
             grew = False
             for name in loaded:
-                if name not in found and self.has_module(name) and self._imports(name) & found:
+                if name not in found and self.has_module(name) and imports(name) & found:
                     found.add(name)
                     grew = True
         return found
@@ -802,9 +809,21 @@ class View:
                                             if isinstance(node, (ast.Import, ast.ImportFrom))]
         return self.derived(module, "import statements", find)
 
-    def _imports_in(self, module: str) -> frozenset[str]:
+    def imports_as_it_runs(self, module: str) -> frozenset[str]:
+        """The modules `module` surely imports as it runs, its packages included: by an
+        import statement at its top level, or in a class body, `with` block or `try:
+        ... finally:` there; not in a def, an `if` (`if TYPE_CHECKING:`) or a `try` with
+        handlers, where it may not run or its failure be caught. Kept per text (derived)."""
+        package = self.relpath(module).endswith("__init__.py")
+        def find(_):
+            tree = self.tree(module)
+            return self._imports_in(module, [] if tree is None else [
+                node for node in _surely_run(tree.body) if isinstance(node, (ast.Import, ast.ImportFrom))])
+        return self.derived(module, "imports as it runs of a package" if package else "imports as it runs", find)
+
+    def _imports_in(self, module: str, statements=None) -> frozenset[str]:
         names = set()
-        for node in self.import_statements(module):
+        for node in self.import_statements(module) if statements is None else statements:
             if isinstance(node, ast.Import):
                 names.update(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom):
@@ -824,6 +843,19 @@ class View:
             self.live_texts.pop(name, None)
             self.live_code.pop(name, None)
             self.import_errors.pop(name, None)
+
+
+def _surely_run(body: list[ast.stmt]):
+    """The statements of a module's `body` that surely run as it is imported (see
+    View.imports_as_it_runs), those holding others included."""
+    for node in body:
+        yield node
+        if isinstance(node, (ast.ClassDef, ast.With, ast.AsyncWith)):
+            yield from _surely_run(node.body)
+        elif isinstance(node, (ast.Try, ast.TryStar)):
+            yield from _surely_run(node.finalbody)
+            if not node.handlers:
+                yield from _surely_run(node.body)
 
 
 def _stepped_onto(base_texts: dict, base_hashes: dict, written: dict) -> tuple[dict, dict]:

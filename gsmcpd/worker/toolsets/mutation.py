@@ -279,11 +279,35 @@ class MutationToolset(Toolset):
         """_stale_dataclass_subclasses of `cls` (of `module_name`), asked first, on the live
         subclasses, and _reimport_unmakeable when the change altered what they were made
         from (a subclass made again may leave its own subclasses unmakeable): (note, data)
-        of each."""
+        of each, the first naming too the modules failing with one not re-imported
+        (_failing_importers)."""
         stale = self._stale_dataclass_subclasses(qualified, cls, basis)
         if "staleSubclasses" not in stale[1]:
             return stale, ("", {})
-        return stale, self._reimport_unmakeable(module_name, cls)
+        unmakeable = self._reimport_unmakeable(module_name, cls)
+        failing = self._failing_importers(stale[1], unmakeable[1])
+        return (stale[0] + failing[0], {**stale[1], **failing[1]}), unmakeable
+
+    def _failing_importers(self, stale_data: dict, reimported_data: dict) -> tuple[str, dict]:
+        """A note and its data (`failingImporters`: module, its importers) naming the image
+        modules that surely import, as they run, a module left failing in a new session by
+        its unmakeable dataclass subclass (`stale_data`'s conflicts) but not re-imported
+        (`reimported_data`): the class's own module, or one whose conflict comes through a
+        base left stale. A new session's import of them fails too; here they import, and
+        are not re-imported (the own module's re-import would replace the class). Those
+        named in importErrors already are left out. ('', {}) when there are none."""
+        conflicting = {**stale_data.get("frozenConflicts", {}), **stale_data.get("fieldOrderConflicts", {})}
+        failing = {name.rpartition(".")[0] for name in conflicting} - set(reimported_data.get("reimported", ()))
+        named = failing | set(reimported_data.get("importErrors", {}))
+        importers = {module: sorted(self.view.importers_failing_with(module) - named)
+                     for module in sorted(failing)}
+        importers = {module: names for module, names in importers.items() if names}
+        if not importers:
+            return "", {}
+        note = "".join(f"; a new session's import of {', '.join(names)}, importing {module} as "
+                       f"{'it runs' if len(names) == 1 else 'they run'}, fails too"
+                       for module, names in importers.items())
+        return note, {"failingImporters": importers}
 
     def _inheritors(self, cls, module_name: str, bound: str) -> tuple[str, ...]:
         """The names of the classes `module_name` defines on `cls` (its live subclasses)
