@@ -422,6 +422,51 @@ def test_a_spawner_that_does_not_say_hello_properly_is_refused(monkeypatch, firs
     assert process.killed is killed
 
 
+@pytest.mark.parametrize("failure", [OSError(errno.EMFILE, "Too many open files"),
+                                     OSError(errno.ENOBUFS, "No buffer space available")])
+def test_a_failed_send_of_the_stdio_fails_the_launch_at_once_with_its_reason_and_the_spawner_ends(
+        monkeypatch, failure):
+    # It was taken for a spawner already gone: the launch waited SPAWNER_HELLO_WAIT for a hello
+    # the spawner, waiting for that message, never sent, then said "no hello within 30s".
+    started = []
+    start = multiprocessing.context.ForkServerProcess.start
+
+    def recorded(process):
+        start(process)
+        started.append(process)
+
+    def failing(control):
+        raise failure
+    monkeypatch.setattr(multiprocessing.context.ForkServerProcess, "start", recorded)
+    monkeypatch.setattr(workers, "_send_stdio", failing)
+    spawner = Spawner()
+    with pytest.raises(RuntimeError) as raised:
+        spawner.launch()
+    assert str(raised.value) == "the worker spawner did not start: cannot send it the log's descriptors (%s)" % failure
+    assert spawner.control is None
+    [process] = started
+    process.join(20)                     # our end closed: EOF on its first read ends it
+    assert process.exitcode == 0
+
+
+def test_a_spawner_gone_before_its_stdio_is_sent_is_reported_by_its_missing_hello(monkeypatch):
+    heard = []
+
+    def gone(control):
+        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
+    def hello(control, process):
+        heard.append(process)
+        raise RuntimeError("the worker spawner did not start: it ended before saying hello")
+    monkeypatch.setattr(workers, "_send_stdio", gone)
+    monkeypatch.setattr(workers, "_hello", hello)
+    with pytest.raises(RuntimeError, match="it ended before saying hello"):
+        Spawner().launch()
+    [process] = heard                    # its hello was waited for: that is the report
+    process.join(20)
+    assert process.exitcode == 0
+
+
 def slow_spawner(started, release, stopped):
     """A Spawner class whose launch (on the pool's starter thread) sets `started`, then
     holds until `release` is set; each one stopped is appended to `stopped`."""

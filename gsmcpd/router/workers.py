@@ -88,8 +88,13 @@ class Spawner:
             theirs.close()   # now, so that a spawner that ends before its hello is EOF here
             try:   # its first message, read before its set-up logs anything
                 _send_stdio(ours)
-            except OSError:
+            except (BrokenPipeError, ConnectionResetError):
                 pass    # one gone already: its missing hello says so
+            except OSError as error:
+                # Not its fault (EMFILE, ENOBUFS): it would wait for this message all the
+                # hello's wait, to be called silent. Said at once; ours closed, it ends on EOF.
+                raise RuntimeError("the worker spawner did not start: cannot send it the log's "
+                                   "descriptors (%s)" % error) from None
             pidfd = _hello(ours, process)
         except BaseException:
             ours.close()
