@@ -209,6 +209,37 @@ def test_workers_keep_the_routers_priority_where_it_cannot_be_set(monkeypatch, c
             % os.getpid()) in caplog.text
 
 
+# A spawner's serve in a process of its own, which is no forkserver's child: told its stdio,
+# then its router gone, so the hello it tries is its last act. Each line it writes on its
+# stderr says, in order, what it logged and when it tried the hello.
+HELLO_SCENARIO = r"""
+import os, socket
+from gsmcpd.worker import spawner
+send = spawner._send
+
+def noted(control, message, fds):
+    if message == b"hello":
+        os.write(2, b"hello tried\n")
+    return send(control, message, fds)
+spawner._send = noted
+ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+socket.send_fds(ours, [b"stdio"], [1, 2])
+ours.close()
+spawner.serve(theirs)
+"""
+
+
+def test_the_spawners_warning_of_no_forkserver_to_adopt_orphans_is_logged_before_its_hello():
+    # It was logged after: a detached start, which hands on what is logged before the router
+    # listens (which it does after the hello), did not print it.
+    out = subprocess.run([sys.executable, "-c", HELLO_SCENARIO], capture_output=True, text=True,
+                         timeout=60, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert out.returncode == 0, out.stderr
+    lines = out.stderr.splitlines()
+    warned = [at for at, line in enumerate(lines) if "its parent is not the router's forkserver" in line]
+    assert warned and lines.index("hello tried") > warned[0], out.stderr
+
+
 def test_bad_requests_get_errors_and_eof_ends_the_spawner(spawner):
     for request in (b"more 0 1", b"more many 1", b"fork 1 1", b"more 1000 1"):
         spawner.control.send(request)

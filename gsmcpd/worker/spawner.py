@@ -112,6 +112,7 @@ def serve(control: socket.socket, worker_nice: int = 0, worker_memory: int | Non
     worker_priority = _worker_priority(worker_nice)
     _offer_to_oom_killer(OOM_STEP)
     _limit_data(worker_memory)
+    adopter = _forkserver()
     # The hello after the set-up: what it warns of is in the log before the router, which
     # waits for the hello, listens, so a detached serve hands it to its `start` too.
     own = os.pidfd_open(os.getpid())
@@ -124,7 +125,7 @@ def serve(control: socket.socket, worker_nice: int = 0, worker_memory: int | Non
     waiting = select.poll()
     waiting.register(control, select.POLLIN)
     waiting.register(wakeup, select.POLLIN)
-    orphans = Orphans(waiting, sweeper, tmp_dir, _forkserver())
+    orphans = Orphans(waiting, sweeper, tmp_dir, adopter)
     try:
         while True:
             due = sweeper.due()
