@@ -152,6 +152,9 @@ class PartTest(unittest.TestCase):
     "gone/ledgers.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Ledger:\n    x: int\n\n\n"
                        "@dataclasses.dataclass\nclass Line(Ledger):\n    y: int\n\n    def norm(self):\n"
                        "        return self.y\n",
+    "gone/forms.py": "import dataclasses\n\n\nclass Odd:\n    def __annotations__(self):\n        return 1\n\n\n"
+                     "@dataclasses.dataclass\nclass Form:\n    x: int\n\n\n"
+                     "@dataclasses.dataclass\nclass OddForm(Odd, Form):\n    y: int\n",
     "gone/tiers.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Tier:\n    x: int\n\n\n"
                      "@dataclasses.dataclass\nclass SubTier(Tier):\n    def n(self):\n        return 1\n",
     "gone/fartiers.py": "import dataclasses\n\nfrom gone.tiers import SubTier\n\n\n"
@@ -1066,6 +1069,24 @@ def test_methods_of_a_subclass_left_with_misordered_fields_are_refused_saying_wh
     ok(c, "compile_method", className="Line", source="def m(self):\n    return self.x + self.y\n")
     other = open_session(daemon)
     assert run(other, "import gone.ledgers\ngone.ledgers.Line(y=2).m()") == "2"
+    other.close()
+
+
+def test_the_refusal_naming_misordered_fields_looks_past_a_plain_bases_def_annotations(daemon, c):
+    # Which class declares each field was looked up in the annotations of every class of the
+    # MRO, Odd's a function: "TypeError: argument of type 'function' is not iterable", of
+    # kind other, for compile_method on OddForm.
+    ok(c, "compile_class_definition", dictionaryName="gone.forms",
+       source="@dataclasses.dataclass\nclass Form:\n    x: int = 0\n")
+    message = error(c, "compile_method", "refused", className="gone.forms.OddForm",
+                    source="def m(self):\n    return 1\n")
+    assert message.startswith("gone.forms.OddForm cannot be made again as written: its field y, without a "
+                              "default, would follow the field x of gone.forms.Form, which has one")
+    ok(c, "compile_class_definition", dictionaryName="gone.forms",   # as it was: gone.forms imports again
+       source="@dataclasses.dataclass\nclass Form:\n    x: int\n")
+    ok(c, "compile_method", className="gone.forms.OddForm", source="def m(self):\n    return 1\n")
+    other = open_session(daemon)
+    assert run(other, "import gone.forms\ngone.forms.OddForm(1, 2).m()") == "1"
     other.close()
 
 

@@ -282,6 +282,23 @@ def test_field_order_conflict_sees_through_a_base_left_stale_as_a_new_session_do
     assert (expected is None) == (pair is None)
 
 
+def test_a_def_bound_as_a_classs_annotations_counts_as_none():
+    # A function is not iterable: a plain base's `def __annotations__` (the decorator reads
+    # only the class's own) raised TypeError as compile_method's refusal named the misordered
+    # fields; so did one bound on a dataclass since, as it was asked whether it is stale.
+    namespace = _dataclasses("class Odd:\n    def __annotations__(self):\n        return 1\n\n\n"
+                             "@dataclasses.dataclass\nclass A:\n    x: int\n\n\n"
+                             "@dataclasses.dataclass\nclass B(Odd, A):\n    y: int\n\n\n"
+                             "@dataclasses.dataclass\nclass C(A):\n    pass\n\n\n"
+                             "C.__annotations__ = vars(Odd)['__annotations__']\n")
+    A, B, C = namespace["A"], namespace["B"], namespace["C"]
+    assert live.dataclass_follows_its_bases(C, writes_init=False)
+    assert live.field_order_conflict(C) is None
+    live.update_in_place(A, _dataclasses("@dataclasses.dataclass\nclass A:\n    x: int = 0\n")["A"], set())
+    assert live.field_order_conflict(B).startswith("non-default argument 'y' follows default argument")
+    assert [(name, owner.__name__) for name, owner in live.misordered_fields(B)] == [("x", "A"), ("y", "B")]
+
+
 def test_frozen_conflict_sees_through_a_base_left_stale_too():
     # A made frozen in place: B, between A and C, is not made again; C is refused anyway,
     # frozen being each class's own decorator argument, read of every base as it is.

@@ -340,7 +340,7 @@ def _declared_fields(cls: type) -> dict[str, dataclasses.Field]:
     if not isinstance(own, dict):
         return {}
     declared = {}
-    for name in vars(cls).get("__annotations__", {}):
+    for name in _own_annotations(cls):
         if name not in own:
             continue
         field = own[name]
@@ -357,8 +357,16 @@ def _declared_fields(cls: type) -> dict[str, dataclasses.Field]:
 def _declaring(cls: type, name: str) -> type:
     """The class of `cls`'s MRO whose dataclass statement declares the field `name`."""
     return next((owner for owner in cls.__mro__
-                 if name in vars(owner).get("__annotations__", {})
+                 if name in _own_annotations(owner)
                  and isinstance(vars(owner).get("__dataclass_fields__"), dict)), cls)
+
+
+def _own_annotations(cls: type) -> dict:
+    """The annotations the class statement of `cls` wrote; {} when what its namespace binds
+    to the name is no dict (a `def __annotations__`: in a plain base, which the dataclass
+    decorator never reads, or set on the class since)."""
+    own = vars(cls).get("__annotations__")
+    return own if isinstance(own, dict) else {}
 
 
 def _has_default(field: dataclasses.Field) -> bool:
@@ -416,7 +424,7 @@ def dataclass_follows_its_bases(cls: type, writes_init: bool) -> bool:
     as they are now: the fields it inherited are theirs (as same_dataclass_basis compares
     them: a base made again has new Field objects) and, unless its body writes its own
     __init__ (`writes_init`), its generated __init__ calls a __post_init__ only if it has one."""
-    own = vars(cls).get("__annotations__", {})
+    own = _own_annotations(cls)
     inherited = {}
     for base in cls.__mro__[-1:0:-1]:   # as the decorator collects them
         fields = vars(base).get("__dataclass_fields__")
