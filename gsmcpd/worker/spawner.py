@@ -278,6 +278,10 @@ class Orphans:
 
     def hunt(self) -> None:
         """Kill the strays, if one may have come since the last hunt (one read of /proc)."""
+        # Not spaced as the Sweeper's sweeps are (SWEEP_SHARE): they follow every worker's
+        # exit, a hunt only the ends seen in one wake-up of orphans and strays, which exist
+        # once a spawner has died, each ending once. A read took 2.5 ms of CPU among 330
+        # processes (15 ms among 2000); spaced, the strays it exists to kill would run on.
         if not self.hunting:
             return
         self.hunting = False
