@@ -40,8 +40,10 @@ def spawner_of(daemon):
 
 
 def spawner_after(daemon, dead):
-    """The spawner started to replace `dead`, once it runs."""
-    return wait_until(lambda: next((pid for pid in spawners(daemon) if pid != dead), None))
+    """The spawner started to replace `dead`, once it runs and has forked a spare: a spare
+    of the dead one's, still booting as it was killed, leads no group yet either, but has
+    no children (the one to replace it is asked for spares at once)."""
+    return wait_until(lambda: next((pid for pid in spawners(daemon) if pid != dead and _children(pid)), None))
 
 
 def test_each_worker_logs_under_its_own_pid_and_a_killed_spawner_is_replaced(tmp_path):
