@@ -546,23 +546,28 @@ def test_a_subclass_in_another_module_the_decorator_would_refuse_is_re_imported_
         exec(disk(image, "zoo/thawed.py").replace("from zoo.based import A", disk(image, "zoo/based.py")), {})
 
 
-@pytest.mark.parametrize("tool, arguments", [
+# A (x without a default) and B on it, no field of its own: B is made again by a change
+# of its method n, which the two tools below make.
+A_AND_B = ("import dataclasses\n\n\n@dataclasses.dataclass\nclass A:\n    x: int\n\n\n"
+           "@dataclasses.dataclass\nclass B(A):\n    def n(self):\n        return 1\n")
+B_MADE_AGAIN = pytest.mark.parametrize("tool, arguments", [
     ("compile_method", {"source": "def n(self):\n    return 2\n"}),
     ("delete_method", {"selector": "n"}),
 ])
+C_ON_B = "import dataclasses\n\nfrom zoo.based import B\n\n\n@dataclasses.dataclass\nclass C(B):\n    z: int\n"
+A_GIVEN_A_DEFAULT = "@dataclasses.dataclass\nclass A:\n    x: int = 0\n"
+
+
+@B_MADE_AGAIN
 def test_a_subclass_made_again_by_a_method_change_re_imports_the_modules_it_leaves_unmakeable(
         client, image, tool, arguments):
     # B (no field of its own) made again from A's x given a default: zoo.far's C, whose
     # `z: int` now follows x, was named in fieldOrderConflicts but kept live, its module
     # not named failing, as compile_class_definition names it.
-    (image / "zoo" / "based.py").write_text(
-        "import dataclasses\n\n\n@dataclasses.dataclass\nclass A:\n    x: int\n\n\n"
-        "@dataclasses.dataclass\nclass B(A):\n    def n(self):\n        return 1\n")
-    (image / "zoo" / "far.py").write_text("import dataclasses\n\nfrom zoo.based import B\n\n\n"
-                                          "@dataclasses.dataclass\nclass C(B):\n    z: int\n")
+    (image / "zoo" / "based.py").write_text(A_AND_B)
+    (image / "zoo" / "far.py").write_text(C_ON_B)
     client.ok("refresh")
-    client.ok("compile_class_definition", dictionaryName="zoo.based",
-              source="@dataclasses.dataclass\nclass A:\n    x: int = 0\n")
+    client.ok("compile_class_definition", dictionaryName="zoo.based", source=A_GIVEN_A_DEFAULT)
     result = client.ok(tool, className="B", **arguments)["structuredContent"]
     said = misordered_fields_error("x", "z")
     assert (result["fieldOrderConflicts"], result["reimported"], result["importErrors"]) == (
@@ -570,23 +575,16 @@ def test_a_subclass_made_again_by_a_method_change_re_imports_the_modules_it_leav
     assert client.view.module("zoo.far") is None
 
 
-@pytest.mark.parametrize("tool, arguments", [
-    ("compile_method", {"source": "def n(self):\n    return 2\n"}),
-    ("delete_method", {"selector": "n"}),
-])
+@B_MADE_AGAIN
 def test_a_subclass_made_again_by_a_method_change_loads_the_subclass_modules_not_yet_loaded(
         client, image, tool, arguments):
     # zoo.later (C on B, `z: int`) brought in after A's x was given a default, never loaded
     # here: B made again from A's new x, C was no live subclass, and its module, failing in
     # every new session, went unnamed (only compile_class_definition loaded such modules).
-    (image / "zoo" / "based.py").write_text(
-        "import dataclasses\n\n\n@dataclasses.dataclass\nclass A:\n    x: int\n\n\n"
-        "@dataclasses.dataclass\nclass B(A):\n    def n(self):\n        return 1\n")
+    (image / "zoo" / "based.py").write_text(A_AND_B)
     client.ok("refresh")
-    client.ok("compile_class_definition", dictionaryName="zoo.based",
-              source="@dataclasses.dataclass\nclass A:\n    x: int = 0\n")
-    (image / "zoo" / "later.py").write_text("import dataclasses\n\nfrom zoo.based import B\n\n\n"
-                                            "@dataclasses.dataclass\nclass C(B):\n    z: int\n")
+    client.ok("compile_class_definition", dictionaryName="zoo.based", source=A_GIVEN_A_DEFAULT)
+    (image / "zoo" / "later.py").write_text(C_ON_B)
     client.ok("refresh")
     assert "zoo.later" not in client.view.loaded_modules()
     result = client.ok(tool, className="B", **arguments)["structuredContent"]
@@ -624,7 +622,7 @@ def test_the_modules_importing_a_class_s_own_module_left_failing_are_named_faili
     client.ok("refresh")
     shelves = client.view.module("zoo.shelves")
     result = client.ok("compile_class_definition", dictionaryName="zoo.shelves",
-                       source="@dataclasses.dataclass\nclass A:\n    x: int = 0\n")
+                       source=A_GIVEN_A_DEFAULT)
     said = misordered_fields_error("x", "y")
     data = result["structuredContent"]
     assert (data["fieldOrderConflicts"], data["failingImporters"]) == (
@@ -645,16 +643,14 @@ def test_the_importers_of_a_module_failing_through_a_stale_base_are_named_until_
         client, image):
     # zoo.tiered's C, on B left stale, still imports here (not re-imported) while every new
     # session's import of it, and of zoo.tierread importing it, fails.
-    (image / "zoo" / "tiers.py").write_text(
-        "import dataclasses\n\n\n@dataclasses.dataclass\nclass A:\n    x: int\n\n\n"
-        "@dataclasses.dataclass\nclass B(A):\n    def n(self):\n        return 1\n")
+    (image / "zoo" / "tiers.py").write_text(A_AND_B)
     (image / "zoo" / "tiered.py").write_text("import dataclasses\n\nfrom zoo.tiers import B\n\n\n"
                                              "@dataclasses.dataclass\nclass C(B):\n    z: int\n")
     (image / "zoo" / "tierread.py").write_text("from zoo.tiered import C\n")
     client.ok("refresh")
     said = misordered_fields_error("x", "z")
     data = client.ok("compile_class_definition", dictionaryName="zoo.tiers",
-                     source="@dataclasses.dataclass\nclass A:\n    x: int = 0\n")["structuredContent"]
+                     source=A_GIVEN_A_DEFAULT)["structuredContent"]
     assert (data["fieldOrderConflicts"], data["failingImporters"]) == (
         {"zoo.tiered.C": said}, {"zoo.tiered": ["zoo.tierread"]})
     assert "reimported" not in data
@@ -729,7 +725,7 @@ def test_a_frozen_dataclass_redefined_unfrozen_lets_its_instances_be_assigned(cl
                                           "class A:\n    x: int = 0\n")
     client.ok("refresh")
     old = client.view.module("zoo.icy").A()
-    client.ok("compile_class_definition", source="@dataclasses.dataclass\nclass A:\n    x: int = 0\n")
+    client.ok("compile_class_definition", source=A_GIVEN_A_DEFAULT)
     fresh = client.view.module("zoo.icy").A()
     fresh.x, old.x = 5, 6
     del fresh.x
