@@ -302,6 +302,25 @@ def test_a_garbled_orphans_message_stops_the_sweep_that_would_take_a_live_worker
     os.close(writer)
 
 
+def test_a_sweep_of_a_directory_the_daemon_has_removed_is_quiet(tmp_path, caplog):
+    # A serve whose port was in use removed its directory as it ended, while the spawner
+    # was told to sweep it: "cannot list ...: No such file or directory" was logged on each
+    # of a unit's port-in-use restarts. Another failure to list is still said.
+    from gsmcpd.worker.spawner import Orphans
+
+    class Sweeper:
+        workers = {}
+
+        def removable(self, paths):
+            raise AssertionError(paths)
+
+    Orphans(select.poll(), Sweeper(), str(tmp_path / "gone")).told(b"sweep", [], 0)
+    assert "cannot list" not in caplog.text
+    (tmp_path / "file").write_text("")
+    Orphans(select.poll(), Sweeper(), str(tmp_path / "file")).told(b"sweep", [], 0)
+    assert "cannot list %s" % (tmp_path / "file") in caplog.text
+
+
 def test_stop_kills_a_spawner_that_does_not_end_and_is_quiet_about_one_gone():
     def descriptors():
         return sorted(os.listdir("/proc/self/fd"))

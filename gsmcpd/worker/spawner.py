@@ -296,6 +296,8 @@ class Orphans:
         keep = {path for _, path in self.live.values()} | set(self.sweeper.workers.values())
         try:
             names = os.listdir(self.tmp_dir)
+        except FileNotFoundError:   # the daemon removed it: it is ending (its port in use...)
+            return
         except OSError as error:
             logging.getLogger("gsmcpd.worker").warning("spawner: cannot list %s: %s", self.tmp_dir, error)
             return
