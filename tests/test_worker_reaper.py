@@ -2,6 +2,7 @@
 spawner's Orphans, the same for a dead spawner's workers, which the forkserver adopted."""
 
 import contextlib
+import errno
 import os
 import select
 import signal
@@ -250,4 +251,30 @@ def test_a_new_spawner_kills_what_a_dead_spawners_workers_leave_and_spares_the_l
         os.kill(live, signal.SIGKILL)                     # it ends: what it left is the next hunt's
         orphans.ended({pidfd for pidfd, _ in waiting.poll(5000)})
         assert orphans.live == {} and orphans.hunting
+        orphans.close()
+
+
+def test_a_hunt_or_a_sweep_out_of_descriptors_is_tried_again_and_the_spawner_goes_on(monkeypatch, caplog):
+    # Reading /proc needs a descriptor: at RLIMIT_NOFILE, os.listdir("/proc") raised EMFILE
+    # out of the spawner's loop, and the spawner died (a full run caught it: the first hunt,
+    # told at adoption, met a test's lowered descriptor limit).
+    from gsmcpd.worker.spawner import Orphans
+
+    def out_of_descriptors(*_):
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    sweeper = reaper.Sweeper()
+    with an_adopter() as ((pid, pidfd), (first, second)):
+        orphans = Orphans(select.poll(), sweeper, None, (pid, os.dup(pidfd)))
+        with monkeypatch.context() as patched:
+            patched.setattr(reaper, "children", out_of_descriptors)
+            assert sweeper.sweep() == 0
+            assert sweeper.pending and 0 < sweeper.due() <= reaper.SWEEP_RETRY
+            orphans.told(b"sweep", [], 0)
+            orphans.hunt()
+            assert orphans.hunting and pid_alive(first)   # the next wake-up hunts again
+        assert caplog.text.count("Too many open files") == 2
+        orphans.hunt()                                     # descriptors back: the strays go
+        assert not orphans.hunting
+        assert wait_until(lambda: not pid_alive(first) and not pid_alive(second))
         orphans.close()

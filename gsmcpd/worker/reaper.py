@@ -45,6 +45,7 @@ END_WAIT = 2.0        # seconds a worker's end spends killing its descendants, a
 # END_WAIT + this stays within the router's SHUTDOWN_GRACE (3 s).
 TRACKER_WAIT = 1.0
 SWEEP_SHARE = 0.05    # the spawner's sweeps take at most this share of a CPU
+SWEEP_RETRY = 1.0     # seconds before a sweep that could not read /proc is tried again
 
 try:
     _prctl = ctypes.CDLL(None, use_errno=True).prctl
@@ -330,7 +331,14 @@ class Sweeper:
         self._reap_workers_groups_first()
         killed = 0
         me = os.getpid()
-        for pid in children(me):
+        try:
+            found = children(me)
+        except OSError as error:   # out of descriptors to read /proc (EMFILE): swept again later
+            log.warning("spawner: cannot look for what ended workers left (tried again in %g s): %s",
+                        SWEEP_RETRY, error)
+            self.pending, self._next = True, time.monotonic() + SWEEP_RETRY
+            return 0
+        for pid in found:
             if pid not in self.workers:
                 try:
                     os.kill(pid, signal.SIGKILL)

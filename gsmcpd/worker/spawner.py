@@ -286,7 +286,14 @@ class Orphans:
             return
         self.hunting = False
         spared = {pid for pid, _ in self.live.values()} | set(self.strays.values()) | {os.getpid()}
-        for pidfd, pid in reaper.kill_strays(self.adopter, spared).items():
+        try:
+            killed = reaper.kill_strays(self.adopter, spared)
+        except OSError as error:   # out of descriptors to read /proc (EMFILE): at the next wake-up
+            logging.getLogger("gsmcpd.worker").warning(
+                "spawner: cannot look for what a dead spawner's workers left: %s", error)
+            self.hunting = True
+            return
+        for pidfd, pid in killed.items():
             self.strays[pidfd] = pid
             self.waiting.register(pidfd, select.POLLIN)
 
