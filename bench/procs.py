@@ -37,6 +37,16 @@ def cpu_seconds(pid):
     return (int(procstat.field(stat, 14)) + int(procstat.field(stat, 15))) / CLOCK_TICKS   # utime + stime
 
 
+def reaped_children(pid):
+    """(CPU seconds, minor page faults) of the children pid has waited for (cutime + cstime,
+    cminflt): what its ended children cost over their lives; None if pid is gone."""
+    stat = procstat.fields(pid)
+    if stat is None:
+        return None
+    return ((int(procstat.field(stat, 16)) + int(procstat.field(stat, 17))) / CLOCK_TICKS,
+            int(procstat.field(stat, 11)))
+
+
 def cmdline(pid):
     try:
         return Path("/proc/%d/cmdline" % pid).read_bytes().replace(b"\0", b" ").decode(errors="replace")
@@ -83,11 +93,23 @@ def tree_memory(root_pid, classify=None):
     return totals
 
 
+def _forkservers_and_spawners(router_pid, tree):
+    forkservers = [c for c in tree.get(router_pid, ()) if b"forkserver" in cmdline(c).encode()]
+    return forkservers, {s for fs in forkservers for s in tree.get(fs, ())}
+
+
+def gsmcpd_spawner(router_pid):
+    """The pid of a gsmcpd's spawner (the forkserver's child, every worker's parent)."""
+    _, spawners = _forkservers_and_spawners(router_pid, children_map())
+    if len(spawners) != 1:
+        raise RuntimeError("gsmcpd %d: %d spawners, not one" % (router_pid, len(spawners)))
+    return spawners.pop()
+
+
 def gsmcpd_kind(router_pid):
     """Classifier for a gsmcpd tree: router, forkserver, spawner, worker, other."""
     tree = children_map()
-    forkservers = [c for c in tree.get(router_pid, ()) if b"forkserver" in cmdline(c).encode()]
-    spawners = {s for fs in forkservers for s in tree.get(fs, ())}
+    forkservers, spawners = _forkservers_and_spawners(router_pid, tree)
     workers = {w for sp in spawners for w in tree.get(sp, ())}
 
     def kind(pid):

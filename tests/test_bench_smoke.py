@@ -353,6 +353,81 @@ def test_ab_report_leaves_out_rounds_that_measured_no_router_cpu():
     assert "new / base: no round measured base's router CPU (rounds shorter than a clock tick?)" in said
 
 
+def test_ab_opens_pairs_each_arms_session_opens_round_by_round(tmp_path, capsys):
+    from bench import ab
+    repo = str(Path(ab.__file__).resolve().parent.parent)
+    assert ab.main(["base=" + repo, "same=" + repo, "--opens", "3", "--rounds", "2",
+                    "--workdir", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rounds = [line for line in lines if line.startswith("round ")]
+    assert len(rounds) == 4 and {line.split()[2] for line in rounds} == {"base", "same"}, lines
+    for line in rounds + [line for line in lines if " median " in line]:
+        for label, _, unit, _ in ab.OPEN_FIGURES:
+            assert " %s " % label in line and " %s" % unit in line, line
+    assert [line.split()[0] for line in lines if " median " in line] == ["base", "same"]
+    # 3 opens may see no clock tick of CPU: said, not divided by.
+    for _, _, _, what in ab.OPEN_FIGURES:
+        assert any(line.startswith("same / base %s per round: " % what)
+                   or line.startswith("same / base %s: no round measured base's" % what)
+                   for line in lines), (what, lines)
+
+
+def test_ab_opens_report_pairs_rounds_and_counts_each_arms_lead():
+    from bench import ab
+    said = ab.report_opens({
+        "base": [(2.0, 8.0, 0.0, 4000.0, 1000.0), (2.0, 8.0, 500.0, 4000.0, 1000.0),
+                 (3.0, 9.0, 600.0, 3000.0, 1100.0)],
+        "new": [(1.0, 8.0, 400.0, 3000.0, 900.0), (2.5, 6.0, 400.0, 4000.0, 950.0),
+                (3.3, 9.9, 300.0, 3600.0, 990.0)]}).splitlines()
+    assert said[0].split() == ["base", "median", "open", "p50", "2.00", "ms", "p99", "8.00", "ms",
+                               "router", "500.0", "us/open", "workers", "4000.0", "us/open",
+                               "faults", "1000.0", "per", "open"]
+    assert said[1].startswith("new      median open p50   2.50 ms")
+    assert said[2:] == [
+        "new / base open p50 per round: 0.500 1.100 1.250 (median 1.100; lower in 1 of 3, higher in 2)",
+        "new / base open p99 per round: 0.750 1.000 1.100 (median 1.000; lower in 1 of 3, higher in 1)",
+        # the round where base measured no router CPU (under a clock tick) is left out
+        "new / base router CPU per round: 0.500 0.800 (median 0.650; lower in 2 of 2, higher in 0)",
+        "new / base workers' CPU per round: 0.750 1.000 1.200 (median 1.000; lower in 1 of 3, higher in 1)",
+        "new / base workers' faults per round: 0.900 0.900 0.950 (median 0.900; lower in 3 of 3, higher in 0)"]
+    said = ab.report_opens({"base": [(2.0, 8.0, 0.0, 0.0, 900.0)], "new": [(2.0, 8.0, 0.0, 0.0, 900.0)]})
+    assert "new / base router CPU: no round measured base's (too few opens for a clock tick?)" in said
+    assert "new / base workers' CPU: no round measured base's (too few opens for a clock tick?)" in said
+
+
+def test_procs_reads_the_cost_of_a_processs_reaped_children():
+    import subprocess
+    import sys
+
+    from bench import procs
+    # A child that reaps a grandchild which burnt CPU and touched pages, and says what
+    # getrusage(RUSAGE_CHILDREN) (the kernel's same counters) tells it.
+    child = subprocess.Popen([sys.executable, "-c", """
+import json, os, resource, sys, time
+pid = os.fork()
+if pid == 0:
+    junk = bytearray(8 << 20)
+    for i in range(0, len(junk), 4096):
+        junk[i] = 1
+    end = time.process_time() + 0.1
+    while time.process_time() < end:
+        pass
+    os._exit(0)
+os.waitpid(pid, 0)
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps([usage.ru_utime + usage.ru_stime, usage.ru_minflt]), flush=True)
+sys.stdin.read()
+"""], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        cpu_said, faults_said = json.loads(child.stdout.readline())
+        cpu, faults = procs.reaped_children(child.pid)
+    finally:
+        child.communicate(b"")
+    assert faults == faults_said > 0
+    assert cpu > 0 and abs(cpu - cpu_said) < 0.025   # /proc counts whole clock ticks
+    assert procs.reaped_children(child.pid) is None   # gone (and waited for)
+
+
 @pytest.mark.parametrize("arms, said", [
     (["b", "a=."], "an arm is NAME=CHECKOUT"),
     (["=.", "a=."], "an arm is NAME=CHECKOUT"),
