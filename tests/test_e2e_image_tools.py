@@ -155,6 +155,8 @@ class PartTest(unittest.TestCase):
     "gone/forms.py": "import dataclasses\n\n\nclass Odd:\n    def __annotations__(self):\n        return 1\n\n\n"
                      "@dataclasses.dataclass\nclass Form:\n    x: int\n\n\n"
                      "@dataclasses.dataclass\nclass OddForm(Odd, Form):\n    y: int\n",
+    "gone/slotted.py": "import dataclasses\n\n\n@dataclasses.dataclass(slots=True)\nclass Slotted:\n    x: int\n\n\n"
+                       "@dataclasses.dataclass\nclass Unslotted(Slotted):\n    x: int\n    y: int\n",
     "gone/tiers.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Tier:\n    x: int\n\n\n"
                      "@dataclasses.dataclass\nclass SubTier(Tier):\n    def n(self):\n        return 1\n",
     "gone/fartiers.py": "import dataclasses\n\nfrom gone.tiers import SubTier\n\n\n"
@@ -1087,6 +1089,16 @@ def test_the_refusal_naming_misordered_fields_looks_past_a_plain_bases_def_annot
     ok(c, "compile_method", className="gone.forms.OddForm", source="def m(self):\n    return 1\n")
     other = open_session(daemon)
     assert run(other, "import gone.forms\ngone.forms.OddForm(1, 2).m()") == "1"
+    other.close()
+
+
+def test_a_method_of_a_dataclass_redeclaring_a_slotted_bases_field_is_compiled(daemon, c):
+    # Slotted's x is a member descriptor in its namespace, no default to the decorator: it was
+    # taken for one, so Unslotted's y "followed a default" and compile_method was refused.
+    ok(c, "compile_method", className="gone.slotted.Unslotted",
+       source="def m(self):\n    return self.x + self.y\n")
+    other = open_session(daemon)
+    assert run(other, "import gone.slotted\ngone.slotted.Unslotted(1, 2).m()") == "3"
     other.close()
 
 

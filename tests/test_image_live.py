@@ -518,3 +518,13 @@ def test_the_dataclass_decorator_is_told_by_the_names_the_module_binds():
     assert told == {"dataclasses.dataclass": True, "dataclasses.dataclass(frozen=True)": True, "dc": True,
                     "dc(eq=False)": True, "functools.total_ordering": False,
                     "Holder.dataclass": False, "unbound": False, "make()()": False}
+
+
+def test_a_slotted_bases_field_gives_a_subclass_redeclaring_it_no_default():
+    # A slots=True base binds its field as a member descriptor, which the decorator takes
+    # for no default: C's `x: int` was judged defaulted, C's y misordered, and every
+    # compile_method of C refused though its module imports.
+    C = _dataclasses("@dataclasses.dataclass(slots=True)\nclass A:\n    x: int\n\n\n"
+                     "@dataclasses.dataclass\nclass C(A):\n    x: int\n    y: int\n")["C"]
+    assert (live.field_order_conflict(C), live.field_order_conflict(C, here=True)) == (None, None)
+    assert live.misordered_fields(C) is None

@@ -22,7 +22,7 @@ import dataclasses
 import functools
 import gc
 import inspect
-from types import FunctionType, MappingProxyType, ModuleType
+from types import FunctionType, MappingProxyType, MemberDescriptorType, ModuleType
 
 from gsmcpd.image import parsing, splice
 from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
@@ -347,7 +347,8 @@ def _declared_fields(cls: type) -> dict[str, dataclasses.Field]:
         if not _has_default(field) and name not in vars(cls):
             inherited = next((vars(base)[name] for base in cls.__mro__[1:] if name in vars(base)),
                              dataclasses.MISSING)
-            if inherited is not dataclasses.MISSING:
+            # A slotted base's field is a member descriptor there: no default to the decorator.
+            if inherited is not dataclasses.MISSING and not isinstance(inherited, MemberDescriptorType):
                 field = copy.copy(field)
                 field.default = inherited
         declared[name] = field
