@@ -875,39 +875,27 @@ def _fails_in_a_new_session(daemon, module: str, said: str) -> None:
     other.close()
 
 
-def test_a_read_by_getattr_with_a_literal_name_is_found_as_a_read(daemon, c):
+@pytest.mark.parametrize("cls, read, module, emptied, errors", [
     # `getattr(Fetched, 'run')` is `Fetched.run`: both modules were committed failing to
     # import in every new session, without a word.
-    deleted = structured(c, "delete_method", className="Fetched", selector="run")
-    assert deleted["readAsItRuns"] == "handler = getattr(Fetched, 'run')"
-    _fails_in_a_new_session(daemon, "gone.fetched", "has no attribute 'run'")
-    result = structured(c, "compile_class_definition", source="class Pick:\n    pass\n")
-    assert result["importErrors"] == {"gone.picked": "AttributeError: type object 'Pick' has no attribute 'limit'"}
-    _fails_in_a_new_session(daemon, "gone.picked", "has no attribute 'limit'")
-
-
-def test_a_read_in_a_function_the_module_calls_as_it_runs_is_found(daemon, c):
+    ("Fetched", "handler = getattr(Fetched, 'run')", "gone.fetched", "Pick", {"gone.picked": "Pick"}),
     # `def pick(): return Called.run` ... `handler = pick()`: the read runs as the module does.
-    deleted = structured(c, "delete_method", className="Called", selector="run")
-    assert deleted["readAsItRuns"] == "handler = pick()"
-    _fails_in_a_new_session(daemon, "gone.called", "has no attribute 'run'")
-    result = structured(c, "compile_class_definition", source="class Size:\n    pass\n")
-    assert result["importErrors"] == {"gone.sized": "AttributeError: type object 'Size' has no attribute 'limit'"}
-    _fails_in_a_new_session(daemon, "gone.sized", "has no attribute 'limit'")
-
-
-def test_a_read_through_a_subclass_inheriting_it_is_found(daemon, c):
+    ("Called", "handler = pick()", "gone.called", "Size", {"gone.sized": "Size"}),
     # `SubDuty.run` is Duty's run: the module was committed failing to import, unsaid.
     # (Another module reading it so was named already: any `.limit` read is re-imported.)
-    deleted = structured(c, "delete_method", className="Duty", selector="run")
-    assert deleted["readAsItRuns"] == "handler = SubDuty.run"
-    _fails_in_a_new_session(daemon, "gone.duties", "has no attribute 'run'")
-    result = structured(c, "compile_class_definition", source="class Chore:\n    pass\n")
+    ("Duty", "handler = SubDuty.run", "gone.duties", "Chore",
+     {"gone.choreread": "SubChore", "gone.subchores": "SubChore"}),
+], ids=["by getattr with a literal name", "in a function the module calls as it runs",
+        "through a subclass inheriting it"])
+def test_a_read_as_the_module_runs_is_found(daemon, c, cls, read, module, emptied, errors):
+    deleted = structured(c, "delete_method", className=cls, selector="run")
+    assert deleted["readAsItRuns"] == read
+    _fails_in_a_new_session(daemon, module, "has no attribute 'run'")
+    result = structured(c, "compile_class_definition", source=f"class {emptied}:\n    pass\n")
     assert result["importErrors"] == {
-        "gone.choreread": "AttributeError: type object 'SubChore' has no attribute 'limit'",
-        "gone.subchores": "AttributeError: type object 'SubChore' has no attribute 'limit'"}
-    for module in ("gone.subchores", "gone.choreread"):
-        _fails_in_a_new_session(daemon, module, "has no attribute 'limit'")
+        name: f"AttributeError: type object '{reader}' has no attribute 'limit'" for name, reader in errors.items()}
+    for name in errors:
+        _fails_in_a_new_session(daemon, name, "has no attribute 'limit'")
 
 
 def test_a_dataclass_base_gaining_defaults_names_the_subclass_modules_that_no_longer_import(daemon, c):
