@@ -168,6 +168,11 @@ class PartTest(unittest.TestCase):
     "gone/shelfread.py": "from gone.shelves import Rack\n",
     "gone/shelfuse.py": "import gone.shelfread\n",
     "gone/shelflazy.py": "def rack():\n    from gone.shelves import Rack\n    return Rack\n",
+    "gone/crates.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Crate:\n    x: int\n\n\n"
+                      "@dataclasses.dataclass\nclass Pallet(Crate):\n    y: int\n",
+    "gone/cratequiet.py": "import contextlib\n\nwith contextlib.suppress(Exception):\n"
+                          "    from gone.crates import Pallet\n",
+    "gone/cratewarned.py": "import warnings\n\nwith warnings.catch_warnings():\n    from gone.crates import Pallet\n",
     "gone/frosts.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Frost:\n    x: int = 0\n",
     "gone/frosted.py": "import dataclasses\n\nfrom gone.frosts import Frost\n\n\n@dataclasses.dataclass\n"
                        "class Frosted(Frost):\n    y: int = 1\n",
@@ -1020,6 +1025,21 @@ def test_the_modules_importing_a_module_left_failing_by_its_own_subclass_are_nam
         _fails_in_a_new_session(daemon, module, said)
     other = open_session(daemon)   # importing it only in a def, gone.shelflazy imports
     assert run(other, "import gone.shelflazy\ngone.shelflazy.__name__") == repr("gone.shelflazy")
+    other.close()
+
+
+def test_a_module_importing_a_failing_one_under_with_suppress_is_not_named_failing(daemon, c):
+    # gone.cratequiet imports gone.crates under `with contextlib.suppress(Exception):`, which
+    # catches its failure: it imports in a new session, and was named failing there.
+    result = structured(c, "compile_class_definition",
+                        source="@dataclasses.dataclass\nclass Crate:\n    x: int = 0\n")
+    said = misordered_fields_error("x", "y")
+    assert (result["fieldOrderConflicts"], result["failingImporters"]) == (
+        {"gone.crates.Pallet": said}, {"gone.crates": ["gone.cratewarned"]})
+    for module in ("gone.crates", "gone.cratewarned"):   # another `with` lets it through
+        _fails_in_a_new_session(daemon, module, said)
+    other = open_session(daemon)
+    assert run(other, "import gone.cratequiet\ngone.cratequiet.__name__") == repr("gone.cratequiet")
     other.close()
 
 

@@ -130,6 +130,28 @@ def test_the_importers_failing_with_a_module_are_those_surely_importing_it_as_th
     assert {"zoo.lazy", "zoo.typed", "zoo.guarded", "zoo.lazier"} <= view.image_importers_of("zoo.shelf")
 
 
+def test_an_import_under_with_suppress_is_not_surely_run_any_other_with_is(image, views):
+    # Under `with contextlib.suppress(Exception):` the import's failure is caught: the
+    # module imports in a new session, and was named failing with zoo.shelf.
+    view = views(image, install=False)
+    for name, text in [("zoo.shelf", "X = 1\n"),
+                       ("zoo.quiet", "import contextlib\n\nwith contextlib.suppress(Exception):\n"
+                                     "    import zoo.shelf\n"),
+                       ("zoo.quieter", "from contextlib import suppress\n\nwith suppress(ImportError):\n"
+                                       "    from zoo.shelf import X\n"),
+                       ("zoo.among", "import contextlib\n\nwith open(__file__) as f, contextlib.suppress("
+                                     "Exception):\n    import zoo.shelf\n"),
+                       ("zoo.through_quiet", "import zoo.quiet\n"),
+                       # Any other context manager is taken to let the failure through.
+                       ("zoo.warned", "import warnings\n\nwith warnings.catch_warnings():\n"
+                                      "    import zoo.shelf\n"),
+                       ("zoo.nested", "import threading\n\nwith threading.Lock():\n"
+                                      "    class C:\n        from zoo.shelf import X\n")]:
+        view.add_module(name, text)
+    assert view.importers_failing_with("zoo.shelf") == {"zoo.warned", "zoo.nested"}
+    assert {"zoo.quiet", "zoo.quieter", "zoo.among", "zoo.through_quiet"} <= view.image_importers_of("zoo.shelf")
+
+
 def test_abort_discards_and_reloads(image, views):
     view = views(image)
     assert view.module("zoo.animals").Dog("r").noise() == "woof"

@@ -812,8 +812,9 @@ class View:
     def imports_as_it_runs(self, module: str) -> frozenset[str]:
         """The modules `module` surely imports as it runs, its packages included: by an
         import statement at its top level, or in a class body, `with` block or `try:
-        ... finally:` there; not in a def, an `if` (`if TYPE_CHECKING:`) or a `try` with
-        handlers, where it may not run or its failure be caught. Kept per text (derived)."""
+        ... finally:` there; not in a def, an `if` (`if TYPE_CHECKING:`), a `try` with
+        handlers or a `with suppress(...)` (`contextlib.suppress`, _suppressing), where it
+        may not run or its failure be caught. Kept per text (derived)."""
         package = self.relpath(module).endswith("__init__.py")
         def find(_):
             tree = self.tree(module)
@@ -850,12 +851,27 @@ def _surely_run(body: list[ast.stmt]):
     View.imports_as_it_runs), those holding others included."""
     for node in body:
         yield node
-        if isinstance(node, (ast.ClassDef, ast.With, ast.AsyncWith)):
+        if isinstance(node, ast.ClassDef) or (isinstance(node, (ast.With, ast.AsyncWith))
+                                              and not _suppressing(node)):
             yield from _surely_run(node.body)
         elif isinstance(node, (ast.Try, ast.TryStar)):
             yield from _surely_run(node.finalbody)
             if not node.handlers:
                 yield from _surely_run(node.body)
+
+
+def _suppressing(node: ast.With | ast.AsyncWith) -> bool:
+    """Whether a context manager of the `with` is written `suppress(...)` or
+    `contextlib.suppress(...)`: a failing import in its body may be caught there, as in
+    a `try` with handlers. Told by the name as written; any other `with` (a lock, an
+    open file, `warnings.catch_warnings()`) is taken to let an exception through, as
+    nothing short of running its `__exit__` tells one that swallows it."""
+    for item in node.items:
+        manager = item.context_expr
+        names = splice.dotted_names(manager.func if isinstance(manager, ast.Call) else manager)
+        if names in (["suppress"], ["contextlib", "suppress"]):
+            return True
+    return False
 
 
 def _stepped_onto(base_texts: dict, base_hashes: dict, written: dict) -> tuple[dict, dict]:
