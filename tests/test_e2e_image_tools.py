@@ -173,6 +173,9 @@ class PartTest(unittest.TestCase):
     "gone/cratequiet.py": "import contextlib\n\nwith contextlib.suppress(Exception):\n"
                           "    from gone.crates import Pallet\n",
     "gone/cratewarned.py": "import warnings\n\nwith warnings.catch_warnings():\n    from gone.crates import Pallet\n",
+    "gone/bins/__init__.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Bin:\n    x: int\n\n\n"
+                             "@dataclasses.dataclass\nclass Tote(Bin):\n    y: int\n",
+    "gone/bins/extra.py": "X = 1\n",
     "gone/frosts.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Frost:\n    x: int = 0\n",
     "gone/frosted.py": "import dataclasses\n\nfrom gone.frosts import Frost\n\n\n@dataclasses.dataclass\n"
                        "class Frosted(Frost):\n    y: int = 1\n",
@@ -1041,6 +1044,18 @@ def test_a_module_importing_a_failing_one_under_with_suppress_is_not_named_faili
     other = open_session(daemon)
     assert run(other, "import gone.cratequiet\ngone.cratequiet.__name__") == repr("gone.cratequiet")
     other.close()
+
+
+def test_the_submodules_of_a_package_left_failing_by_its_own_subclass_are_named_failing_too(daemon, c):
+    # Tote, in the package gone.bins, left with `y: int` after Bin's new default: a new
+    # session's import of gone.bins.extra, which imports nothing, runs gone/bins/__init__.py
+    # first and fails with it; it was not named.
+    result = structured(c, "compile_class_definition", dictionaryName="gone.bins",
+                        source="@dataclasses.dataclass\nclass Bin:\n    x: int = 0\n")
+    said = misordered_fields_error("x", "y")
+    assert (result["fieldOrderConflicts"], result["failingImporters"]) == (
+        {"gone.bins.Tote": said}, {"gone.bins": ["gone.bins.extra"]})
+    _fails_in_a_new_session(daemon, "gone.bins.extra", said)
 
 
 def test_an_importer_loaded_for_a_re_import_and_failing_is_named(daemon, c):

@@ -152,6 +152,24 @@ def test_an_import_under_with_suppress_is_not_surely_run_any_other_with_is(image
     assert {"zoo.quiet", "zoo.quieter", "zoo.among", "zoo.through_quiet"} <= view.image_importers_of("zoo.shelf")
 
 
+def test_the_submodules_of_a_package_failing_fail_with_it(image, views):
+    # Importing zoo.pack.extra runs zoo/pack/__init__.py first: it fails with zoo.pack
+    # though it imports nothing, and was not named; so do the submodules of a package
+    # that fails by importing it (zoo.user, zoo.user.sub).
+    view = views(image, install=False)
+    for name, text, package in [("zoo.pack", "X = 1\n", True),
+                                ("zoo.pack.extra", "Y = 2\n", False),
+                                ("zoo.pack.deep", "", True),
+                                ("zoo.pack.deep.leaf", "Z = 3\n", False),
+                                ("zoo.user", "import zoo.pack\n", True),
+                                ("zoo.user.sub", "", False),
+                                ("zoo.apart", "def load():\n    import zoo.pack.extra\n", False)]:
+        view.add_module(name, text, package=package)
+    assert view.importers_failing_with("zoo.pack") == {
+        "zoo.pack.extra", "zoo.pack.deep", "zoo.pack.deep.leaf", "zoo.user", "zoo.user.sub"}
+    assert view.importers_failing_with("zoo.pack.extra") == set()
+
+
 def test_abort_discards_and_reloads(image, views):
     view = views(image)
     assert view.module("zoo.animals").Dog("r").noise() == "woof"

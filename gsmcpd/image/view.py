@@ -750,9 +750,12 @@ class View:
 
     def importers_failing_with(self, module: str) -> set[str]:
         """The image's modules that surely import `module` as they run (imports_as_it_runs),
-        directly or through others, loaded or not: a new session's import of each fails
-        when `module`'s does. `module` itself not among them."""
-        return self._importers_of({module}, self.module_names(), self.imports_as_it_runs) - {module}
+        directly or through others, loaded or not, and the submodules of a package among
+        them (`pkg.sub` of `pkg`), whose import runs the package's first: a new session's
+        import of each fails when `module`'s does. `module` itself not among them."""
+        def imports(name):
+            return self.imports_as_it_runs(name) | _packages_of(name)
+        return self._importers_of({module}, self.module_names(), imports) - {module}
 
     def reload_with_importers(self, modules) -> list[str]:
         """Re-import `modules`, and the loaded modules importing them (which hold what
@@ -858,6 +861,12 @@ def _surely_run(body: list[ast.stmt]):
             yield from _surely_run(node.finalbody)
             if not node.handlers:
                 yield from _surely_run(node.body)
+
+
+def _packages_of(module: str) -> frozenset[str]:
+    """The packages importing `module` imports first (`a`, `a.b` of `a.b.c`)."""
+    parts = module.split(".")
+    return frozenset(".".join(parts[:i]) for i in range(1, len(parts)))
 
 
 def _suppressing(node: ast.With | ast.AsyncWith) -> bool:
