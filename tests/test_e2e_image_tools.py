@@ -176,6 +176,9 @@ class PartTest(unittest.TestCase):
     "gone/bins/__init__.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Bin:\n    x: int\n\n\n"
                              "@dataclasses.dataclass\nclass Tote(Bin):\n    y: int\n",
     "gone/bins/extra.py": "X = 1\n",
+    "gone/posts.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Post:\n    x: int\n",
+    "gone/postlater.py": "import dataclasses\n\nfrom gone.posts import Post\n\n\n@dataclasses.dataclass\n"
+                         "class Postscript(Post):\n    z: int\n",
     "gone/frosts.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Frost:\n    x: int = 0\n",
     "gone/frosted.py": "import dataclasses\n\nfrom gone.frosts import Frost\n\n\n@dataclasses.dataclass\n"
                        "class Frosted(Frost):\n    y: int = 1\n",
@@ -1056,6 +1059,16 @@ def test_the_submodules_of_a_package_left_failing_by_its_own_subclass_are_named_
     assert (result["fieldOrderConflicts"], result["failingImporters"]) == (
         {"gone.bins.Tote": said}, {"gone.bins": ["gone.bins.extra"]})
     _fails_in_a_new_session(daemon, "gone.bins.extra", said)
+
+
+def test_a_dataclass_given_a_post_init_by_its_definition_loads_no_subclass_module(c):
+    # A __post_init__ gained leaves every subclass makeable, yet compile_class_definition
+    # loaded gone.postlater (Postscript on Post), its class made from Post as it was.
+    result = structured(c, "compile_class_definition", source="@dataclasses.dataclass\nclass Post:\n"
+                        "    x: int\n\n    def __post_init__(self):\n        self.x += 1\n")
+    assert result["outcome"] == "updated" and "staleSubclasses" not in result
+    assert run(c, "import sys\n'gone.postlater' in sys.modules") == "False"
+    assert run(c, "import gone.postlater\ngone.postlater.Postscript(1, 2)") == "Postscript(x=2, z=2)"
 
 
 def test_an_importer_loaded_for_a_re_import_and_failing_is_named(daemon, c):

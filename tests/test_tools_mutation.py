@@ -610,6 +610,25 @@ def test_a_post_init_gained_or_lost_loads_no_subclass_module(client, image):
     assert repr(client.view.module("zoo.later").C(1, 2)) == "C(x=1, z=2)"
 
 
+def test_a_class_definition_leaving_fields_and_frozen_as_they_were_loads_no_subclass_module(client, image):
+    # compile_class_definition loaded zoo.later (C on A) for a __post_init__ gained or lost,
+    # which compile_method and delete_method do not: C made from A as it was, for nothing.
+    (image / "zoo" / "based.py").write_text("import dataclasses\n\n\n@dataclasses.dataclass\nclass A:\n"
+                                            "    x: int\n")
+    (image / "zoo" / "later.py").write_text("import dataclasses\n\nfrom zoo.based import A\n\n\n"
+                                            "@dataclasses.dataclass\nclass C(A):\n    z: int\n")
+    client.ok("refresh")
+    head = "@dataclasses.dataclass\nclass A:\n    x: int\n"
+    for body in ["\n    def __post_init__(self):\n        self.x += 1\n",    # gained
+                 "\n    def __post_init__(self):\n        self.x += 2\n",    # its body changed
+                 "\n    def n(self):\n        return 1\n"]:                  # lost, a method added
+        result = client.ok("compile_class_definition", source=head + body,
+                           recompileMethods=False)["structuredContent"]
+        assert result["outcome"] == "updated" and "staleSubclasses" not in result
+        assert "zoo.later" not in client.view.loaded_modules()
+    assert repr(client.view.module("zoo.later").C(1, 2)) == "C(x=1, z=2)"
+
+
 def test_the_modules_importing_a_class_s_own_module_left_failing_are_named_failing_too(client, image):
     # B (A's own module) made unmakeable by A's x given a default: zoo.shelves was named
     # failing in a new session, not the modules importing it as they run, which fail with it.

@@ -232,9 +232,9 @@ class MutationToolset(Toolset):
 
     def _load_dataclass_importers(self, module_name: str) -> None:
         """Load the image modules importing `module_name` whose source names a dataclass,
-        before a class of it changes what its dataclass subclasses are made from (its
-        fields, frozen...: compile_class_definition, or made again by _rebuilt_dataclass
-        with other fields): theirs of it are then made from it as it was, so
+        before a class of it changes its fields or frozen, what alone can leave its
+        dataclass subclasses unmakeable (compile_class_definition, or made again by
+        _rebuilt_dataclass): theirs of it are then made from it as it was, so
         _reimport_unmakeable tells one that no longer imports from one failing for another
         reason."""
         for name in sorted(self.view.image_importers_of(module_name)):
@@ -624,9 +624,11 @@ class MutationToolset(Toolset):
                     raise definition_error(again, module) from None
         _refuse_read_before_bound(module_name, name, old_source if exists else None, new_source)
         basis = live.dataclass_basis(cls) if cls is not None else None
-        basis_changed = new_class is not None and basis is not None and not live.same_dataclass_basis(
-            basis, live.dataclass_basis(new_class))
-        if basis_changed:
+        # Only other fields or frozen can leave a subclass unmakeable (a __post_init__ gained
+        # or lost cannot): a subclass module loaded for nothing else has its classes made
+        # from the class as it was, stale here for nothing (so compile_method does too).
+        if new_class is not None and basis is not None and not live.same_fields_and_frozen(
+                basis, live.dataclass_basis(new_class)):
             self._load_dataclass_importers(module_name)
         outcome = self._apply_class(module, module_name, name, cls, old_node, new_class)
         self.view.set_source(module_name, new_source, live=module is not None)
