@@ -179,6 +179,11 @@ class PartTest(unittest.TestCase):
     "gone/posts.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Post:\n    x: int\n",
     "gone/postlater.py": "import dataclasses\n\nfrom gone.posts import Post\n\n\n@dataclasses.dataclass\n"
                          "class Postscript(Post):\n    z: int\n",
+    "gone/bares.py": "import dataclasses\n\n\nclass Bare:\n    pass\n\n\n"
+                     "@dataclasses.dataclass\nclass Tagged(Bare):\n    label: str\n    n: int\n",
+    "gone/bareread.py": "from gone.bares import Tagged\n",
+    "gone/farbares.py": "import dataclasses\n\nfrom gone.bares import Bare\n\n\n"
+                        "@dataclasses.dataclass\nclass FarTagged(Bare):\n    label: str\n    n: int\n",
     "gone/frosts.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Frost:\n    x: int = 0\n",
     "gone/frosted.py": "import dataclasses\n\nfrom gone.frosts import Frost\n\n\n@dataclasses.dataclass\n"
                        "class Frosted(Frost):\n    y: int = 1\n",
@@ -1069,6 +1074,29 @@ def test_a_dataclass_given_a_post_init_by_its_definition_loads_no_subclass_modul
     assert result["outcome"] == "updated" and "staleSubclasses" not in result
     assert run(c, "import sys\n'gone.postlater' in sys.modules") == "False"
     assert run(c, "import gone.postlater\ngone.postlater.Postscript(1, 2)") == "Postscript(x=2, z=2)"
+
+
+def test_a_plain_base_given_a_name_a_dataclass_subclass_declares_names_the_modules_that_no_longer_import(
+        daemon, c):
+    # Bare given `def label`: Tagged's and FarTagged's `label: str` take it as their default,
+    # and `n: int` then follows a default. Nothing was said, and gone.bares, gone.bareread
+    # and gone.farbares (not loaded here) were committed failing in every new session.
+    result = structured(c, "compile_method", className="Bare", source="def label(self):\n    return 'bare'\n")
+    said = misordered_fields_error("label", "n")
+    assert result["fieldOrderConflicts"] == {"gone.bares.Tagged": said, "gone.farbares.FarTagged": said}
+    assert result["failingImporters"] == {"gone.bares": ["gone.bareread"]}
+    assert (result["reimported"], result["importErrors"]) == (
+        ["gone.farbares"], {"gone.farbares": f"TypeError: {said}"})
+    for module in ("gone.bares", "gone.bareread", "gone.farbares"):
+        _fails_in_a_new_session(daemon, module, said)
+    message = error(c, "compile_method", "refused", className="Tagged", source="def m(self):\n    return 1\n")
+    assert "(declared without a value, it takes what gone.bares.Bare binds to label as its default)" in message
+    # As the note says: n given a default, gone.bares and gone.bareread import again.
+    ok(c, "compile_class_definition", source="@dataclasses.dataclass\nclass Tagged(Bare):\n"
+                                             "    label: str\n    n: int = 0\n")
+    other = open_session(daemon)
+    assert run(other, "import gone.bareread\ngone.bareread.Tagged('x', 1)") == "Tagged(label='x', n=1)"
+    other.close()
 
 
 def test_an_importer_loaded_for_a_re_import_and_failing_is_named(daemon, c):

@@ -528,3 +528,17 @@ def test_a_slotted_bases_field_gives_a_subclass_redeclaring_it_no_default():
                      "@dataclasses.dataclass\nclass C(A):\n    x: int\n    y: int\n")["C"]
     assert (live.field_order_conflict(C), live.field_order_conflict(C, here=True)) == (None, None)
     assert live.misordered_fields(C) is None
+
+
+def test_the_base_giving_a_field_declared_without_a_value_its_default_is_named():
+    # Plain binds label after C was made: C's `label: str` takes it as its default in a new
+    # session; D's label has its own; a slotted base's member descriptor gives none.
+    names = _dataclasses("class Plain:\n    pass\n\n\n@dataclasses.dataclass\nclass C(Plain):\n"
+                         "    label: str\n    n: int\n\n\n@dataclasses.dataclass\nclass D(Plain):\n"
+                         "    label: str = 'd'\n\n\n@dataclasses.dataclass(slots=True)\nclass S:\n"
+                         "    label: str\n\n\n@dataclasses.dataclass\nclass E(S):\n    label: str\n")
+    Plain, C, D, E = names["Plain"], names["C"], names["D"], names["E"]
+    assert [live.default_giver(cls, "label") for cls in (C, D, E)] == [None, None, None]
+    Plain.label = lambda self: "plain"
+    assert [live.default_giver(cls, "label") for cls in (C, D, E)] == [Plain, None, None]
+    assert live.misordered_fields(C) == (("label", C), ("n", C))

@@ -680,6 +680,54 @@ def test_the_importers_of_a_module_failing_through_a_stale_base_are_named_until_
     assert "failingImporters" not in data
 
 
+PLAIN_AND_LABELLED = ("import dataclasses\n\n\nclass Plain:\n    pass\n\n\n"
+                      "@dataclasses.dataclass\nclass Labelled(Plain):\n    label: str\n    n: int\n")
+LABELLED_ELSEWHERE = ("import dataclasses\n\nfrom zoo.plains import Plain\n\n\n"
+                      "@dataclasses.dataclass\nclass Far(Plain):\n    label: str\n    n: int\n")
+
+
+@pytest.mark.parametrize("tool, arguments", [
+    ("compile_method", {"className": "Plain", "source": "def label(self):\n    return 'plain'\n"}),
+    ("compile_class_definition", {"source": "class Plain:\n    label = 3\n"}),
+])
+def test_a_plain_base_binding_a_name_a_dataclass_subclass_declares_names_it_misordered(
+        client, image, tool, arguments):
+    # Plain given `label`: Labelled's `label: str` takes it as its default (the decorator's
+    # getattr), and `n: int` then follows a default. Nothing was said, and zoo.plains (its
+    # own module), zoo.plainread importing it, and zoo.farplains (never loaded here) were
+    # committed failing in every new session.
+    (image / "zoo" / "plains.py").write_text(PLAIN_AND_LABELLED)
+    (image / "zoo" / "plainread.py").write_text("from zoo.plains import Labelled\n")
+    (image / "zoo" / "farplains.py").write_text(LABELLED_ELSEWHERE)
+    client.ok("refresh")
+    client.view.module("zoo.plains")
+    assert "zoo.farplains" not in client.view.loaded_modules()
+    result = client.ok(tool, **arguments)
+    data = result["structuredContent"]
+    said = misordered_fields_error("label", "n")
+    assert data["fieldOrderConflicts"] == {"zoo.farplains.Far": said, "zoo.plains.Labelled": said}
+    assert data["failingImporters"] == {"zoo.plains": ["zoo.plainread"]}
+    assert (data["reimported"], data["importErrors"]) == (["zoo.farplains"], {"zoo.farplains": f"TypeError: {said}"})
+    assert ("; zoo.plains.Labelled cannot be made again as written: its field n, without a default, would "
+            "follow the field label of zoo.plains.Labelled, which has one (declared without a value, it "
+            "takes what zoo.plains.Plain binds to label as its default), in its __init__ (the dataclass "
+            f"decorator now raises TypeError: {said}), so a new session's import of zoo.plains fails until "
+            "compile_class_definition gives n a default (or kw_only), or zoo.plains.Plain is changed back") in text(result)
+    with pytest.raises(TypeError, match=said):
+        exec(disk(image, "zoo/plains.py"), {})        # as a new session's import runs it
+    message = client.error("compile_method", "refused", className="Labelled", source="def m(self):\n    return 1\n")
+    assert message.endswith("Give n a default (or kw_only) first (compile_class_definition, its definition "
+                            "with that), or change zoo.plains.Plain back")
+
+
+def test_a_name_no_dataclass_subclass_declares_gained_by_a_plain_base_loads_nothing(client, image):
+    (image / "zoo" / "plains.py").write_text(PLAIN_AND_LABELLED)
+    (image / "zoo" / "farplains.py").write_text(LABELLED_ELSEWHERE)
+    client.ok("refresh")
+    data = client.ok("compile_method", className="Plain", source="def other(self):\n    return 1\n")["structuredContent"]
+    assert "fieldOrderConflicts" not in data and "zoo.farplains" not in client.view.loaded_modules()
+
+
 def test_compile_method_and_delete_method_on_a_subclass_left_with_misordered_fields_say_why_they_refuse(
         client, image):
     # Record's x given a default: Near's `y: int` follows it. compile_method and

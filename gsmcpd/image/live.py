@@ -355,6 +355,21 @@ def _declared_fields(cls: type) -> dict[str, dataclasses.Field]:
     return declared
 
 
+def default_giver(cls: type, name: str) -> type | None:
+    """The class of the MRO of the dataclass `cls` whose binding of `name` (a def, `name =
+    3`) its field `name`, declared without a value (`name: str`), takes as its default, as
+    the decorator's getattr does (see _declared_fields); None when the field has a default
+    of its own, or nothing binds that name."""
+    declaring = _declaring(cls, name)
+    own = vars(declaring).get("__dataclass_fields__")
+    field = own.get(name) if isinstance(own, dict) else None
+    if field is None or _has_default(field) or name in vars(declaring):
+        return None
+    giver = next((base for base in declaring.__mro__[1:] if name in vars(base)), None)
+    # A slotted base's field is a member descriptor there: no default to the decorator.
+    return None if giver is None or isinstance(vars(giver)[name], MemberDescriptorType) else giver
+
+
 def _declaring(cls: type, name: str) -> type:
     """The class of `cls`'s MRO whose dataclass statement declares the field `name`."""
     return next((owner for owner in cls.__mro__

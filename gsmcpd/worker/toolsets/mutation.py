@@ -230,15 +230,17 @@ class MutationToolset(Toolset):
             return "", {}
         return self._load_and_reimport(module_name, readers)
 
-    def _load_dataclass_importers(self, module_name: str) -> None:
-        """Load the image modules importing `module_name` whose source names a dataclass,
-        before a class of it changes its fields or frozen, what alone can leave its
-        dataclass subclasses unmakeable (compile_class_definition, or made again by
-        _rebuilt_dataclass): theirs of it are then made from it as it was, so
-        _reimport_unmakeable tells one that no longer imports from one failing for another
-        reason."""
+    def _load_dataclass_importers(self, module_name: str, names=()) -> None:
+        """Load the image modules importing `module_name` whose source names a dataclass
+        (and one of `names`, if given), before a class of it changes its fields or frozen,
+        or binds a name a field may take as its default (`names`, _base_binding_conflicts),
+        what alone can leave its dataclass subclasses unmakeable (compile_class_definition,
+        compile_method, or made again by _rebuilt_dataclass): theirs of it are then made
+        from it as it was, so _reimport_unmakeable tells one that no longer imports from
+        one failing for another reason."""
         for name in sorted(self.view.image_importers_of(module_name)):
-            if "dataclass" in (self.view.source(name) or ""):
+            if "dataclass" in (self.view.source(name) or "") and (
+                    not names or _annotates_in_a_class(self.view.tree(name), names)):
                 self.view.module(name)
 
     def _reimport_unmakeable(self, module_name: str, cls) -> tuple[str, dict]:
@@ -274,19 +276,50 @@ class MutationToolset(Toolset):
                   if name in importers and name not in reimported and errors_before.get(name) != error]
         return self._reimported_note(reimported, failed)
 
-    def _stale_and_unmakeable(self, qualified: str, module_name: str, cls,
-                              basis) -> tuple[tuple[str, dict], tuple[str, dict]]:
+    def _stale_and_unmakeable(self, qualified: str, module_name: str, cls, basis,
+                              gained=frozenset()) -> tuple[tuple[str, dict], tuple[str, dict]]:
         """_stale_dataclass_subclasses of `cls` (of `module_name`), asked first, on the live
-        subclasses, and _reimport_unmakeable when the change altered what they were made
-        from (a subclass made again may leave its own subclasses unmakeable): (note, data)
-        of each, the first naming too the modules failing with one not re-imported
+        subclasses, or else _base_binding_conflicts of the names the change bound in `cls`
+        (`gained`), and _reimport_unmakeable when either names one (a
+        subclass made again may leave its own subclasses unmakeable): (note, data) of each,
+        the first naming too the modules failing with one not re-imported
         (_failing_importers)."""
         stale = self._stale_dataclass_subclasses(qualified, cls, basis)
         if "staleSubclasses" not in stale[1]:
-            return stale, ("", {})
+            stale = self._base_binding_conflicts(qualified, cls, gained)
+            if not stale[1]:
+                return stale, ("", {})
         unmakeable = self._reimport_unmakeable(module_name, cls)
         failing = self._failing_importers(stale[1], unmakeable[1])
         return (stale[0] + failing[0], {**stale[1], **failing[1]}), unmakeable
+
+    def _base_binding_conflicts(self, qualified: str, cls, gained) -> tuple[str, dict]:
+        """A note and its data (`fieldOrderConflicts`) naming the image's live dataclass
+        subclasses of `cls` that a name the change bound in `cls` (`gained`) leaves
+        unmakeable: a field declared without a value (`label: str`) takes what a base binds
+        to its name as its default (the decorator's getattr), so a gained `def label` puts
+        a default before a later field without one. Their dataclass_basis is not what
+        changed, so _stale_dataclass_subclasses does not name them. ('', {}) when none is.
+        (A name lost is not judged: the field then made with its default has it in its own
+        namespace, as if written `label: str = 3`; only its source tells them apart.)"""
+        if cls is None or not gained:
+            return "", {}
+        note, misordered = "", {}
+        for sub in live.subclasses_of(cls):
+            if ("__dataclass_fields__" not in vars(sub) or not self.view.defines(sub)
+                    or live.frozen_conflict(sub) is not None):   # the decorator checks it first
+                continue
+            conflict = live.field_order_conflict(sub)
+            pair = live.misordered_fields(sub) if conflict is not None else None
+            if pair is None or pair[0][0] not in gained:
+                continue
+            name = f"{sub.__module__}.{sub.__qualname__}"
+            misordered[name] = conflict
+            note += (f"; {name} cannot be made again as written: {_misordered_fields_text(sub, pair)} "
+                     f"(the dataclass decorator now raises TypeError: {conflict}), so a new "
+                     f"session's import of {sub.__module__} fails until compile_class_definition "
+                     f"gives {pair[1][0]} a default (or kw_only), or {qualified} is changed back")
+        return note, ({"fieldOrderConflicts": misordered} if misordered else {})
 
     def _failing_importers(self, stale_data: dict, reimported_data: dict) -> tuple[str, dict]:
         """A note and its data (`failingImporters`: module, its importers) naming the image
@@ -384,6 +417,10 @@ class MutationToolset(Toolset):
                 raise definition_error(error, module) from None
             _check_by_class_statement(ref, cls, module, filename, new_source)
         _refuse_read_before_bound(module_name, ref.name, self.view.source(module_name), new_source)
+        # A name new to the class may be a dataclass subclass's field's default from now on.
+        gained = ({splice.mangled(ref.name, node.name)} - set(vars(cls))) if cls is not None else set()
+        if gained:
+            self._load_dataclass_importers(module_name, gained)
         hooks, hooks_data = "", {}
         rebuilt = (self._rebuilt_dataclass(ref, cls, new_source, classdef, node.name)
                    if cls is not None else None)
@@ -394,7 +431,8 @@ class MutationToolset(Toolset):
             live.set_members(cls, members, made)
         self.view.set_source(module_name, new_source, live=cls is not None)
         verb = "replaced" if replaced else "added"
-        (stale, data), unmakeable = self._stale_and_unmakeable(ref.qualified, module_name, cls, basis)
+        (stale, data), unmakeable = self._stale_and_unmakeable(ref.qualified, module_name, cls, basis,
+                                                               gained)
         stale, data = stale + unmakeable[0], {**data, **unmakeable[1]}
         if cls is not None:
             captured, captured_data = _captured_note(new_source, ref.name, node.name)
@@ -630,6 +668,10 @@ class MutationToolset(Toolset):
         if new_class is not None and basis is not None and not live.same_fields_and_frozen(
                 basis, live.dataclass_basis(new_class)):
             self._load_dataclass_importers(module_name)
+        elif new_class is not None and cls is not None and set(vars(new_class)) - set(vars(cls)):
+            # A name it gains may be a dataclass subclass's field's default from now on.
+            self._load_dataclass_importers(module_name, set(vars(new_class)) - set(vars(cls)))
+        bound_before = set(vars(cls)) if cls is not None else set()
         outcome = self._apply_class(module, module_name, name, cls, old_node, new_class)
         self.view.set_source(module_name, new_source, live=module is not None)
         # A new class: its importers take it again, and one reading what it no longer has
@@ -642,7 +684,8 @@ class MutationToolset(Toolset):
             # The same class lost them: only the importers reading them need re-importing.
             imported, imported_data = self._reimport_readers(module_name, dropped)
         (stale, data), unmakeable = self._stale_and_unmakeable(
-            f"{module_name}.{name}", module_name, cls if outcome == "updated" else None, basis)
+            f"{module_name}.{name}", module_name, cls if outcome == "updated" else None, basis,
+            set(vars(cls)) - bound_before if outcome == "updated" else ())
         imported, imported_data = _both_reimports((imported, imported_data), unmakeable)
         reads = {}
         tree = parsing.parse(new_source)
@@ -1078,6 +1121,29 @@ _DATACLASS_READS = _DATACLASS_MADE | {"__post_init__"}
 _MIXED_FROZEN = "some frozen and some not, which this Python's dataclass decorator refuses either way"
 
 
+def _annotates_in_a_class(tree: ast.Module | None, names) -> bool:
+    """Whether a class statement of `tree` annotates one of `names` (`label: str`): a
+    field its dataclass may declare, taking a base's binding of it as its default."""
+    return tree is not None and any(
+        isinstance(node, ast.ClassDef) and any(
+            isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.target.id in names
+            for item in node.body)
+        for node in ast.walk(tree))
+
+
+def _misordered_fields_text(cls, pair) -> str:
+    """Which field of the dataclass `cls` would follow which with a default, declared by
+    which class, from live.misordered_fields's `pair`; and, for a default the field takes
+    from a base's binding of its name (declared without a value), that base."""
+    (defaulted, defaulted_by), (field, declared_by) = pair
+    of = "" if declared_by is cls else f" (declared by {qualname(declared_by)})"
+    giver = live.default_giver(cls, defaulted)
+    given = ("" if giver is None else f" (declared without a value, it takes what "
+             f"{qualname(giver)} binds to {defaulted} as its default)")
+    return (f"its field {field}{of}, without a default, would follow the field {defaulted} of "
+            f"{qualname(defaulted_by)}, which has one{given}, in its __init__")
+
+
 def _misordered_refusal(ref, cls, conflict: str) -> str:
     """Why compile_method or delete_method on the dataclass `cls` is refused when the
     decorator would now raise `conflict` on its field order, and what to do."""
@@ -1086,10 +1152,10 @@ def _misordered_refusal(ref, cls, conflict: str) -> str:
         what, field, changed = "", "each field of it without one", "its base"
     else:
         (defaulted, defaulted_by), (field, declared_by) = pair
-        of = "" if declared_by is cls else f" (declared by {qualname(declared_by)})"
-        what = (f"its field {field}{of}, without a default, would follow the field {defaulted} of "
-                f"{qualname(defaulted_by)}, which has one, in its __init__ ")
-        changed = qualname(defaulted_by if defaulted_by is not cls else declared_by)
+        what = _misordered_fields_text(cls, pair) + " "
+        giver = live.default_giver(cls, defaulted)
+        changed = qualname(giver if giver is not None else
+                           defaulted_by if defaulted_by is not cls else declared_by)
     return (f"{ref.qualified} cannot be made again as written: {what}(the dataclass decorator "
             f"raises TypeError: {conflict}), so a new session's import of {ref.module} fails. "
             f"Give {field} a default (or kw_only) first (compile_class_definition, its definition "
