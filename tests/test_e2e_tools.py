@@ -7,6 +7,8 @@ The worker classes below are imported by the daemon's workers from this module
 (tests/ goes on their PYTHONPATH).
 """
 
+import sys
+
 import pytest
 
 from gsmcpd.image.default import EXAMPLE_FILES
@@ -43,6 +45,18 @@ class RangedCopiesToolset(Toolset):
         copies = {**integer_prop("how many"), "minimum": 1, "maximum": 10}
         registry.add(Tool("print_copies", "Print copies.", object_schema({"copies": copies}, ["copies"]),
                           lambda arguments: "printed %d" % arguments["copies"]))
+
+
+class HugeMinimumToolset(Toolset):
+    """A third-party toolset whose minimum is an integer too long for Python to write as
+    text (over sys.get_int_max_str_digits, 4300 by default): tools/list could not send it."""
+    name = "huge"
+    tool_names = ("print_many",)
+
+    def register(self, registry):
+        many = {**integer_prop("how many"), "minimum": 10 ** 5000}
+        registry.add(Tool("print_many", "Print many.", object_schema({"many": many}, ["many"]),
+                          lambda arguments: "printed"))
 
 
 class NumberedModeToolset(Toolset):
@@ -695,6 +709,16 @@ def test_a_toolset_whose_schema_says_what_the_validator_would_not_check_fails_in
     assert error["code"] == -32003 and (
         "worker could not be prepared: tool 'print_copies': inputSchema.properties.copies uses 'maximum'; "
         "the argument validator checks only " in error["message"]), error
+
+
+def test_a_toolset_whose_schema_holds_an_integer_too_long_to_write_fails_initialize_naming_it(
+        image, tmp_path):
+    # repr of the schema (the registry's cache key) raised Python's own ValueError, naming
+    # neither the tool nor where the integer is.
+    error = initialize_refused(image, tmp_path, "HugeMinimumToolset")
+    assert error["code"] == -32003 and (
+        "worker could not be prepared: tool 'print_many': inputSchema.properties.many.minimum is an "
+        f"integer of more than {sys.get_int_max_str_digits()} digits" in error["message"]), error
 
 
 def test_an_enum_of_numbers_takes_no_boolean_as_json_schema_says(image, tmp_path):

@@ -1,5 +1,7 @@
 """Tool registry and argument validation against closed schemas (pure)."""
 
+import sys
+
 import pytest
 
 from gsmcpd.worker.registry import Tool, ToolRegistry, schema_errors
@@ -207,6 +209,21 @@ def test_registry_refuses_a_schema_saying_what_the_validator_would_not_check(sch
         ToolRegistry().add(make_tool("strict", schema))
     assert str(refused.value).startswith("tool 'strict': " + named), refused.value
     assert "the argument validator checks only additionalProperties, enum, items, minLength" in str(refused.value)
+
+
+@pytest.mark.parametrize("schema, where", [
+    (closed({"n": {"type": "integer", "minimum": 10 ** 5000}}), "inputSchema.properties.n.minimum"),
+    (closed({"n": {"type": "integer", "maximum": -10 ** 5000}}), "inputSchema.properties.n.maximum"),
+    (closed({"n": {"enum": [1, 10 ** 5000]}}), "inputSchema.properties.n.enum[1]"),
+    (closed({"n": {"type": "integer", "default": 10 ** 5000}}), "inputSchema.properties.n.default"),
+])
+def test_a_schema_holding_an_integer_too_long_to_write_is_refused_naming_the_tool_and_where(schema, where):
+    # Its repr (the cache key) raised Python's "Exceeds the limit (4300 digits) for integer
+    # string conversion", naming neither; tools/list could not have sent it either.
+    with pytest.raises(ValueError) as refused:
+        ToolRegistry().add(make_tool("huge", schema))
+    assert str(refused.value).startswith(
+        f"tool 'huge': {where} is an integer of more than {sys.get_int_max_str_digits()} digits"), refused.value
 
 
 @pytest.mark.parametrize("sound,unsound", [

@@ -3,13 +3,15 @@
 The validator covers the JSON Schema 2020-12 subset the tool schemas use:
 type (string, integer, number, boolean, array, object, null), enum, minLength,
 minimum, properties, required, additionalProperties: false and items. A tool whose schema says
-anything else that constrains (maximum, pattern, oneOf...) is refused at registration.
+anything else that constrains (maximum, pattern, oneOf...) is refused at registration, and
+so is one holding an integer too long for Python to write as text (check_writable).
 """
 
 from __future__ import annotations
 
 import math
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -55,7 +57,11 @@ class ToolRegistry:
         check_name(tool.name)
         if tool.name in self._tools:
             raise ValueError(f"tool {tool.name!r} registered twice")
-        written = repr(tool.input_schema)   # unlike ==, tells True from 1 and 1.0 from 1
+        try:
+            written = repr(tool.input_schema)   # unlike ==, tells True from 1 and 1.0 from 1
+        except ValueError:
+            check_writable(tool.name, tool.input_schema)   # walked only then: it costs each session
+            raise
         if _checked.get(tool.name) != written:
             check_closed(tool.name, tool.input_schema)
             check_enforced(tool.name, tool.input_schema)
@@ -89,6 +95,37 @@ def check_name(tool_name) -> None:
     if not (isinstance(tool_name, str) and TOOL_NAME.fullmatch(tool_name)):
         raise ValueError(f"tool {tool_name!r}: a tool name must be 1 to 128 characters, each a letter "
                          "A-Z or a-z, a digit, '_', '-' or '.' (MCP 2025-11-25)")
+
+
+def check_writable(tool_name: str, schema) -> None:
+    """Refuse an input schema holding an integer too long for Python to write as text
+    (over sys.get_int_max_str_digits digits): tools/list could not send it as JSON, and
+    its repr, add's cache key, raised a ValueError naming neither tool nor place."""
+    where = _unwritable_integer(schema, "inputSchema")
+    if where is not None:
+        raise ValueError(f"tool {tool_name!r}: {where} is an integer of more than "
+                         f"{sys.get_int_max_str_digits()} digits, more than Python writes as text "
+                         "(sys.set_int_max_str_digits), so tools/list could not send the schema")
+
+
+def _unwritable_integer(value, where: str) -> str | None:
+    """Where in `value` (a schema's dicts and lists) an integer is too long to write."""
+    todo = [(value, where)]
+    while todo:   # a loop, not recursion: the nesting is the toolset's to choose
+        value, where = todo.pop()
+        if isinstance(value, int):
+            try:
+                repr(value)
+            except ValueError:
+                return where
+        elif isinstance(value, dict):
+            for key in value:
+                if isinstance(key, int) and _unwritable_integer(key, "") is not None:
+                    return f"a key of {where}"
+            todo.extend(reversed([(item, f"{where}.{key}") for key, item in value.items()]))
+        elif isinstance(value, (list, tuple)):
+            todo.extend(reversed([(item, f"{where}[{index}]") for index, item in enumerate(value)]))
+    return None
 
 
 def check_closed(tool_name: str, schema: dict) -> None:
