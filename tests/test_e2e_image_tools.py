@@ -184,6 +184,10 @@ class PartTest(unittest.TestCase):
     "gone/bareread.py": "from gone.bares import Tagged\n",
     "gone/farbares.py": "import dataclasses\n\nfrom gone.bares import Bare\n\n\n"
                         "@dataclasses.dataclass\nclass FarTagged(Bare):\n    label: str\n    n: int\n",
+    "gone/boxbase.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Box:\n    x: int\n",
+    "gone/boxes/__init__.py": "import dataclasses\n\nfrom gone.boxbase import Box\n\n\n"
+                              "@dataclasses.dataclass\nclass Carton(Box):\n    z: int\n",
+    "gone/boxes/lid.py": "X = 1\n",
     "gone/frosts.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Frost:\n    x: int = 0\n",
     "gone/frosted.py": "import dataclasses\n\nfrom gone.frosts import Frost\n\n\n@dataclasses.dataclass\n"
                        "class Frosted(Frost):\n    y: int = 1\n",
@@ -1097,6 +1101,20 @@ def test_a_plain_base_given_a_name_a_dataclass_subclass_declares_names_the_modul
     other = open_session(daemon)
     assert run(other, "import gone.bareread\ngone.bareread.Tagged('x', 1)") == "Tagged(label='x', n=1)"
     other.close()
+
+
+def test_the_submodules_of_a_package_re_imported_failing_are_re_imported_and_named_failing_too(daemon, c):
+    # Carton, in the package gone.boxes, left with `z: int` after Box's new default:
+    # gone.boxes was re-imported and named failing, and gone.boxes.lid, importing nothing
+    # but failing with it in every new session, kept its live copy, unnamed.
+    result = structured(c, "compile_class_definition", dictionaryName="gone.boxbase",
+                        source="@dataclasses.dataclass\nclass Box:\n    x: int = 0\n")
+    said = misordered_fields_error("x", "z")
+    assert result["fieldOrderConflicts"] == {"gone.boxes.Carton": said}
+    assert (result["reimported"], result["importErrors"]) == (
+        ["gone.boxes", "gone.boxes.lid"], {"gone.boxes": f"TypeError: {said}", "gone.boxes.lid": f"TypeError: {said}"})
+    assert said in error(c, "execute_code", "other", code="import gone.boxes.lid")
+    _fails_in_a_new_session(daemon, "gone.boxes.lid", said)
 
 
 def test_an_importer_loaded_for_a_re_import_and_failing_is_named(daemon, c):

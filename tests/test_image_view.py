@@ -170,6 +170,22 @@ def test_the_submodules_of_a_package_failing_fail_with_it(image, views):
     assert view.importers_failing_with("zoo.pack.extra") == set()
 
 
+def test_a_package_failing_on_its_re_import_re_imports_its_loaded_submodules_failing_too(image, views):
+    # zoo.pack.extra, loaded and importing nothing, kept its live copy while a new session's
+    # import of it fails with zoo.pack; a package that still imports leaves its own alone.
+    view = views(image)
+    for name, text, package in [("zoo.pack", "X = 1\n", True), ("zoo.pack.extra", "Y = 2\n", False),
+                                ("zoo.fine", "X = 1\n", True), ("zoo.fine.extra", "Y = 2\n", False)]:
+        view.add_module(name, text, package=package)
+    kept = view.module("zoo.fine.extra")
+    assert view.module("zoo.pack.extra") is not None
+    view.set_source("zoo.pack", "raise RuntimeError('pack broken')\n", live=False)
+    view.set_source("zoo.fine", "X = 2\n", live=False)
+    assert view.reload_with_importers(["zoo.pack", "zoo.fine"]) == ["zoo.fine", "zoo.pack", "zoo.pack.extra"]
+    assert view.import_errors["zoo.pack.extra"] == "RuntimeError: pack broken"
+    assert view.module("zoo.fine.extra") is kept
+
+
 def test_abort_discards_and_reloads(image, views):
     view = views(image)
     assert view.module("zoo.animals").Dog("r").noise() == "woof"

@@ -759,8 +759,17 @@ class View:
 
     def reload_with_importers(self, modules) -> list[str]:
         """Re-import `modules`, and the loaded modules importing them (which hold what
-        the old ones bound): what a new session's import of them does now."""
-        return self._reimported(self._importers_of(set(modules), self.loaded_modules()))
+        the old ones bound), and the loaded submodules of a package among them that now
+        fails to import (importing one runs it first), with theirs: what a new session's
+        import of them does now."""
+        reimported = set(self._reimported(self._importers_of(set(modules), self.loaded_modules())))
+        while True:
+            failing = {name for name in reimported if name in self.import_errors}
+            under = {name for name in self.loaded_modules()
+                     if name not in reimported and _packages_of(name) & failing}
+            if not under:
+                return sorted(reimported)
+            reimported |= set(self._reimported(self._importers_of(under, self.loaded_modules()) - reimported))
 
     def _reimported(self, stale: set[str]) -> list[str]:
         """Import the modules `stale` anew (their live copies forgotten), in name order."""
