@@ -14,6 +14,10 @@ CPU per open, and the workers' CPU and minor page faults per open, read from wha
 spawner's ended children cost it (/proc's cutime, cstime and cminflt: a worker's whole
 life, its boot as a spare included) after the last worker of the turn has been reaped.
 
+The daemons run the bench's one-tool toolset unless --toolsets names others: `--toolsets
+default` runs the daemon's default (the seven core toolsets, what a user's session builds),
+for an open's cost as a user sees it; the echo load needs `bench` among them.
+
 Each arm runs its own checkout's gsmcpd: the daemon is started with that checkout
 first on sys.path and checks it imported gsmcpd from there. (`python -m gsmcpd` run
 from the harness's checkout, as bench.servers does, imports the harness's gsmcpd
@@ -33,6 +37,7 @@ from pathlib import Path
 from bench import load, procs, servers
 
 ECHO = {"name": "echo", "arguments": {"text": "hello"}}
+DEFAULT = "default"   # --toolsets: no GS_MCP_TOOLSETS, the daemon's default toolsets
 
 # Each figure of a round of --opens, in order: (label, format, unit, name in the ratios).
 OPEN_FIGURES = (("open p50", "%6.2f", "ms", "open p50"),
@@ -56,13 +61,15 @@ runpy.run_module("gsmcpd", run_name="__main__", alter_sys=True)
 class Arm(servers.Gsmcpd):
     """gsmcpd of one checkout."""
 
-    def __init__(self, name, checkout, workdir):
-        super().__init__(name, workdir)
+    def __init__(self, name, checkout, workdir, toolsets="bench"):
+        super().__init__(name, workdir, toolsets=toolsets)
         self.checkout = str(Path(checkout).resolve())
 
     def env(self):
         env = super().env()
         env["PYTHONPATH"] = self.checkout
+        if self.toolsets == DEFAULT:   # the daemon's own default, as a user's deployment has it
+            del env["GS_MCP_TOOLSETS"]
         return env
 
     def command(self):
@@ -83,10 +90,10 @@ def parse_arms(texts):
     return arms
 
 
-def interleave(arms, rounds, workdir, turn):
+def interleave(arms, rounds, workdir, turn, toolsets="bench"):
     """{name: [turn(arm, round number), ...] one per round}: the arms started side by side,
     then every round gives each arm its turn, the order reversed every other round."""
-    started = [Arm(name, checkout, workdir) for name, checkout in arms]
+    started = [Arm(name, checkout, workdir, toolsets) for name, checkout in arms]
     results = {arm.name: [] for arm in started}
     try:
         for arm in started:     # side by side
@@ -103,7 +110,7 @@ def interleave(arms, rounds, workdir, turn):
     return results
 
 
-def measure(arms, rounds, duration, concurrency, workdir, log=print, warmup=0.5):
+def measure(arms, rounds, duration, concurrency, workdir, log=print, warmup=0.5, toolsets="bench"):
     """{name: [(req/s, p99 ms, router µs per call), ...] one per round}."""
     def turn(arm, number):
         edges = {}
@@ -119,7 +126,7 @@ def measure(arms, rounds, duration, concurrency, workdir, log=print, warmup=0.5)
         log("round %d %-8s %8.0f req/s  p99 %6.2f ms  router %6.1f us/call"
             % (number + 1, arm.name, run["rps"], run["p99_ms"], cpu))
         return run["rps"], run["p99_ms"], cpu
-    return interleave(arms, rounds, workdir, turn)
+    return interleave(arms, rounds, workdir, turn, toolsets)
 
 
 def _costs(arm, spawner):
@@ -137,7 +144,7 @@ def _costs(arm, spawner):
         before = now
 
 
-def measure_opens(arms, rounds, opens, workdir, log=print):
+def measure_opens(arms, rounds, opens, workdir, log=print, toolsets="bench"):
     """{name: [(open p50 ms, p99 ms, router µs, workers' µs, workers' faults per open), ...]
     one per round}."""
     def turn(arm, number):
@@ -152,7 +159,7 @@ def measure_opens(arms, rounds, opens, workdir, log=print):
                    (workers_after - workers) / opens * 1e6, (faults_after - faults) / opens)
         log("round %d %-8s %s" % (number + 1, arm.name, _said(figures)))
         return figures
-    return interleave(arms, rounds, workdir, turn)
+    return interleave(arms, rounds, workdir, turn, toolsets)
 
 
 def _said(figures):
@@ -224,17 +231,23 @@ def main(argv=None):
     parser.add_argument("--opens", type=int, metavar="N",
                         help="N session opens per arm per round instead of the tools/call load "
                              "(--duration, --concurrency and --warmup then unused)")
+    parser.add_argument("--toolsets", default="bench", metavar="NAMES",
+                        help="GS_MCP_TOOLSETS for every arm (default: bench); 'default' for the "
+                             "daemon's own default, the seven core toolsets a user's session has")
     parser.add_argument("--workdir", type=Path, default=Path(__file__).resolve().parent / "results" / "ab")
     args = parser.parse_args(argv)
     if args.opens is not None and args.opens < 1:
         parser.error("--opens takes a count of 1 or more")
+    if args.opens is None and "bench" not in args.toolsets.replace(",", " ").split():
+        parser.error("the echo load calls the bench toolset's echo: --toolsets must name bench")
     arms = parse_arms(args.arms)
     os.makedirs(args.workdir, exist_ok=True)
     if args.opens is not None:
-        print(report_opens(measure_opens(arms, args.rounds, args.opens, args.workdir)))
+        print(report_opens(measure_opens(arms, args.rounds, args.opens, args.workdir,
+                                         toolsets=args.toolsets)))
     else:
         results = measure(arms, args.rounds, args.duration, args.concurrency, args.workdir,
-                          warmup=args.warmup)
+                          warmup=args.warmup, toolsets=args.toolsets)
         print(report(results))
     return 0
 
