@@ -469,6 +469,38 @@ def test_with_the_write_scope_the_gated_tools_are_there(daemon, idp):
     assert "42" in result["content"][0]["text"]
 
 
+def test_read_only_and_read_write_sessions_in_turn_each_get_their_own_tools_and_gating(daemon, idp):
+    # Every worker builds its server from the built-in tools its preload made once
+    # (tool_plans): each session still gets its own user, read-only mode, tools/list (the
+    # one registering the toolsets anew gives) and gating, whatever the session before had.
+    from gsmcpd.worker.server import McpServer
+    from gsmcpd.worker.toolsets import resolve_toolsets
+    anew = [type("Anew", (toolset,), {}) for toolset in resolve_toolsets()]   # no plan: registered
+    expected = {read_only: McpServer(anew, read_only=read_only).list_tools()
+                for read_only in (False, True)}
+    for user, read_only in [("ro-ann", True), ("rw-ben", False), ("ro-cy", True), ("rw-dee", False)]:
+        client = AuthClient(daemon.port, idp.mint(sub=user, scope=REQUIRED if read_only
+                                                  else "%s %s" % (REQUIRED, WRITE)))
+        try:
+            client.initialize()
+            resp = client.call("tools/list")
+            assert resp.status == 200, resp
+            assert resp.json()["result"]["tools"] == expected[read_only], user
+            status = client.tool("status")["structuredContent"]
+            assert (status["user"], status["readOnly"]) == (user, read_only)
+            reply = client.call("tools/call", {"name": "execute_code", "arguments": {"code": "6 * 7"}}).json()
+            if read_only:
+                assert reply["error"]["data"]["kind"] == "readOnly", reply
+            else:
+                assert reply["result"]["content"][0]["text"] == "42", reply
+            bad = client.tool("list_classes", dictionaryName=3)
+            assert bad["isError"] and bad["structuredContent"]["error"]["message"] == (
+                "list_classes: argument 'dictionaryName' must be string, got integer")
+        finally:
+            client.delete()
+            client.close()
+
+
 def test_a_token_without_the_write_scope_cannot_drive_a_read_write_session(daemon, idp):
     client = AuthClient(daemon.port, idp.mint(sub="hank"))
     client.initialize()

@@ -41,3 +41,33 @@ def test_a_rehearsal_that_goes_wrong_says_so():
                          text=True, timeout=120)
     assert out.returncode != 0
     assert "the worker rehearsal went wrong" in out.stderr
+
+
+PLANS_PROBE = """
+import json
+import gsmcpd.worker.preload as preload
+from gsmcpd.worker import tool_plans
+from gsmcpd.worker.server import build_server
+from gsmcpd.worker.toolsets import CORE_TOOLSETS, resolve_toolsets
+builtin = resolve_toolsets(preload._TOOLSETS)
+planned = [toolset for toolset in builtin if toolset in tool_plans._plans]
+# the rehearsal's forty sessions built their servers from the plans: unchanged by them
+unchanged = [repr(tool_plans._plans[t]) == repr(tool_plans.make_plan(t)) for t in planned]
+def refused(self, registry):
+    raise AssertionError("registered anew")
+for toolset in builtin:
+    toolset.register = refused
+server = build_server({"read_only": False, "toolsets": list(CORE_TOOLSETS)})
+print(json.dumps({"builtin": len(builtin), "planned": len(planned), "unchanged": unchanged,
+                  "tools": len(server.registry)}))
+"""
+
+
+def test_the_preload_makes_every_builtin_toolsets_tools_once_for_every_worker(tmp_path):
+    out = subprocess.run([sys.executable, "-c", PLANS_PROBE], cwd=str(REPO), capture_output=True,
+                         text=True, timeout=120, env={**os.environ, "TMPDIR": str(tmp_path)})
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["builtin"] == 8 and report["planned"] == 8
+    assert report["unchanged"] == [True] * 8
+    assert report["tools"] == 31   # built with no register() run

@@ -2,11 +2,13 @@
 
 Every worker is a fork of the forkserver, so whatever is imported here is shared
 copy-on-write by all of them and costs a session open nothing (the imports were ~100 ms
-of it). Then a rehearsal: a few sessions run start to finish on a throwaway image, so
-the interpreter has specialised the hot code and filled its caches here, once, instead
-of in every new worker, where each first write copies a shared page. Last, the objects
-are frozen out of the garbage collector: a worker's full collections never walk the
-shared heap, so they never copy it page by page into each worker's private memory.
+of it). The built-in toolsets' tools are made here too (tool_plans), for every worker's
+server to bind instead of registering them anew. Then a rehearsal: a few sessions run
+start to finish on a throwaway image, so the interpreter has specialised the hot code and
+filled its caches here, once, instead of in every new worker, where each first write
+copies a shared page. Last, the objects are frozen out of the garbage collector: a
+worker's full collections never walk the shared heap, so they never copy it page by page
+into each worker's private memory.
 """
 
 import gc
@@ -22,12 +24,20 @@ import gsmcpd.worker.main  # noqa: F401
 import gsmcpd.worker.server  # noqa: F401
 from gsmcpd.image.default import ensure_default_image
 from gsmcpd.wire import frames, jsonrpc
+from gsmcpd.worker.tool_plans import plan_of
 from gsmcpd.worker.toolsets import CORE_TOOLSETS, resolve_toolsets
 
 REHEARSALS = 40  # enough calls for CPython to specialise the code they run
 _TOOLSETS = list(CORE_TOOLSETS) + ["bench"]
 
 resolve_toolsets(_TOOLSETS)  # imports every core toolset module
+
+
+def plan_tools():
+    """Make each built-in toolset's tools once, for every worker (see tool_plans); a
+    rehearsal makes them too, but one that fails before its first build would not."""
+    for toolset_class in resolve_toolsets(_TOOLSETS):
+        plan_of(toolset_class)
 
 
 def rehearse(rounds=REHEARSALS):
@@ -82,6 +92,10 @@ def _play(script):
         theirs.close()
 
 
+try:
+    plan_tools()
+except Exception:  # each worker makes them at its session's open, and says what is wrong
+    logging.getLogger("gsmcpd.worker").exception("making the built-in tools failed")
 try:
     rehearse()
 except Exception:  # a slower first call in each worker, nothing worse

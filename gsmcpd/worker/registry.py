@@ -42,8 +42,9 @@ class Tool:
 
 
 # Tool name: the repr of the input schema last found sound under it. Every session's server
-# registers its tools anew, each with a schema made anew: the checks' walk (about 0.3 ms of
-# a session open for the core tools) is paid once per schema, the same one told by its repr.
+# registers a third-party toolset's tools anew (the built-in ones' are planned once per
+# process: tool_plans), each with a schema made anew: the checks' walk is paid once per
+# schema, the same one told by its repr.
 _checked: dict[str, str] = {}
 
 
@@ -66,6 +67,14 @@ class ToolRegistry:
             check_closed(tool.name, tool.input_schema)
             check_enforced(tool.name, tool.input_schema)
             _checked[tool.name] = written
+        self._tools[tool.name] = tool
+
+    def add_checked(self, tool: Tool) -> None:
+        """Add a tool whose name and schema were checked when its plan was made (see
+        tool_plans): each session's server adds the built-in tools with no walk or repr
+        of their schemas."""
+        if tool.name in self._tools:
+            raise ValueError(f"tool {tool.name!r} registered twice")
         self._tools[tool.name] = tool
 
     def get(self, name: str) -> Tool | None:

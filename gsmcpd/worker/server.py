@@ -17,7 +17,8 @@ import gsmcpd
 from gsmcpd.protocol import negotiate_version
 from gsmcpd.wire import jsonrpc
 from gsmcpd.wire.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND
-from gsmcpd.worker.registry import ToolRegistry, json_type
+from gsmcpd.worker.registry import Tool, ToolRegistry, json_type
+from gsmcpd.worker.tool_plans import plan_of
 from gsmcpd.worker.toolset import (BREAKS, ToolError, Toolset, did_you_mean, raise_if_break,
                                    recursion_limit_note)
 
@@ -113,23 +114,37 @@ class McpServer:
 
     def _install(self, toolset_class) -> None:
         toolset = toolset_class(self)
-        scratch = ToolRegistry()
-        toolset.register(scratch)
-        _check_declarations(toolset, scratch)
+        plan = plan_of(toolset_class)
         kept = False
-        for tool in scratch.tools():
-            if tool.name in self.registry or tool.name in self.gated_tools:
-                raise ValueError(f"tool {tool.name!r} is provided by two toolsets")
-            tool.annotations = tool_annotations(toolset, tool.name)
-            if tool.name in toolset.read_only_safe:
-                self.read_only_safe_tools.add(tool.name)
-            elif self.read_only:
-                self.gated_tools.add(tool.name)
-                continue
-            self.registry.add(tool)
-            kept = True
+        if plan is not None:   # a built-in toolset: its tools were made once per process
+            for name, description, input_schema, annotations, method, read_only_safe in plan:
+                if self._admits(name, read_only_safe):
+                    self.registry.add_checked(Tool(name, description, input_schema,
+                                                   getattr(toolset, method), dict(annotations)))
+                    kept = True
+        else:   # registered anew for each server: it may depend on the session
+            scratch = ToolRegistry()
+            toolset.register(scratch)
+            check_declarations(toolset, scratch)
+            for tool in scratch.tools():
+                if self._admits(tool.name, tool.name in toolset.read_only_safe):
+                    tool.annotations = tool_annotations(toolset, tool.name)
+                    self.registry.add(tool)
+                    kept = True
         if kept:   # a toolset with nothing safe is dropped whole from a read-only server
             self.toolsets.append(toolset)
+
+    def _admits(self, name: str, read_only_safe: bool) -> bool:
+        """Whether this server registers the tool: a read-only one only a safe tool
+        (fail-closed), naming the others gated. A name two toolsets provide is refused."""
+        if name in self.registry or name in self.gated_tools:
+            raise ValueError(f"tool {name!r} is provided by two toolsets")
+        if read_only_safe:
+            self.read_only_safe_tools.add(name)
+        elif self.read_only:
+            self.gated_tools.add(name)
+            return False
+        return True
 
     # -- identity --------------------------------------------------------
     # Config relabels the class-side defaults; a subclass overriding these
@@ -317,7 +332,7 @@ def tool_annotations(toolset: Toolset, tool_name: str) -> dict:
     }
 
 
-def _check_declarations(toolset: Toolset, registered: ToolRegistry) -> None:
+def check_declarations(toolset: Toolset, registered: ToolRegistry) -> None:
     label = type(toolset).__name__
     declared = set(toolset.tool_names)
     if declared != set(registered.names()):

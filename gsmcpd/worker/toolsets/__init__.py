@@ -58,6 +58,14 @@ def core_toolset_of(tool_name: str) -> str | None:
     return None
 
 
+def is_builtin(toolset_class) -> bool:
+    """Whether the class is one of ours (core or optional), not a third party's, nor a
+    subclass of ours (which inherits a built-in name)."""
+    name = getattr(toolset_class, "name", None)
+    return ((name in CORE_TOOLSETS or name in OPTIONAL_TOOLSETS)
+            and _builtin(name) is toolset_class)
+
+
 def _resolve_one(name: str) -> type[Toolset]:
     if not isinstance(name, str) or not name:
         raise ValueError(f"unknown toolset {name!r}")
