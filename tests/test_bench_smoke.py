@@ -370,6 +370,29 @@ def test_ab_refuses_an_echo_load_without_the_bench_toolset(capsys):
     assert "--toolsets must name bench" in capsys.readouterr().err
 
 
+def test_server_build_times_each_checkouts_build_in_fresh_forks_of_its_preload(tmp_path, capsys):
+    from bench import server_build
+    from gsmcpd.worker.toolsets import CORE_READ_ONLY_SAFE, resolve_toolsets
+    core = sum(len(toolset.tool_names) for toolset in resolve_toolsets())
+    assert server_build.main(["base=" + str(REPO), "same=" + str(REPO), "--forks", "2",
+                              "--rounds", "2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rounds = [line for line in lines if line.startswith("round ")]
+    assert len(rounds) == 8, lines   # 2 rounds x 2 arms x (read-write, read-only)
+    assert sum("read-write" in line and "(%d tools)" % core in line for line in rounds) == 4, rounds
+    assert sum("read-only" in line and "(%d tools)" % len(CORE_READ_ONLY_SAFE) in line
+               for line in rounds) == 4, rounds
+    for mode in ("read-write", "read-only"):
+        for what in ("CPU", "faults"):
+            assert any(line.startswith("same / base %s %s per round: " % (mode, what)) for line in lines), lines
+    # a checkout whose gsmcpd cannot preload fails its probe: no other gsmcpd stands in for it
+    fake = tmp_path / "fake"
+    (fake / "gsmcpd").mkdir(parents=True)
+    (fake / "gsmcpd" / "__init__.py").write_text("")
+    with pytest.raises(RuntimeError, match="the probe of .*fake failed"):
+        server_build.probe(fake, 1, False, None)
+
+
 def test_ab_report_leaves_out_rounds_that_measured_no_router_cpu():
     # A 0.1 s round under load measured 0 us/call (/proc's CPU comes in 10 ms ticks):
     # the report divided by it (ZeroDivisionError) and the run lost all its rounds.
