@@ -760,6 +760,35 @@ def test_what_left_the_group_lives_with_its_session_and_ends_with_it(c):
         assert wait_until(lambda: not pid_alive(pid)), "%d outlived its session" % pid
 
 
+# Then the code lowers its soft descriptor limit and opens files up to it (they stay open).
+FILL_DESCRIPTORS = """
+import os, resource
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+held = []
+try:
+    while True:
+        held.append(os.open(os.devnull, os.O_RDONLY))
+except OSError as error:
+    print(error)
+"""
+
+
+def test_what_the_code_started_ends_with_its_session_when_the_code_took_every_descriptor(daemon):
+    # The worker's end listed /proc to find them: EMFILE, a traceback in the log, exit status
+    # 1 in place of its own group kill, and its children left to the spawner's sweep.
+    logged = len(daemon.log_text())
+    client = open_session(daemon)
+    worker = worker_pid(client)
+    pids = start(client, START_SLEEP) + start(client, START_ESCAPERS)
+    assert "Too many open files" in tool_text(client.tool("execute_code", code=FILL_DESCRIPTORS))
+    assert client.delete().status == 200
+    assert wait_until(lambda: not pid_alive(worker))
+    for pid in pids:
+        assert wait_until(lambda: not pid_alive(pid)), "%d outlived its session" % pid
+    assert "Traceback" not in daemon.log_text()[logged:]
+    client.close()
+
+
 CRASHES = {  # a worker that dies on its own, mid-call, by the user's code
     "os._exit": "import os\nos._exit(3)",
     "kill -9 of itself": "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)",

@@ -70,6 +70,45 @@ def test_a_workers_whole_group_ends_with_it_not_a_generation_at_a_time(how):
     assert out.stdout.strip() == "0"
 
 
+# A worker's end (gsmcpd.worker.main.end_process) in a process of its own, leading its
+# group as a worker does: the code started a child out of the group, then lowered its soft
+# descriptor limit and opened files up to it. Prints the child's pid, then ends.
+FULL_SCENARIO = r"""
+import os, resource, subprocess, sys
+from gsmcpd.worker import main, reaper
+assert reaper.become_subreaper() is None
+lone = subprocess.Popen(["sleep", "300"], start_new_session=True, stdin=subprocess.DEVNULL,
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(lone.pid, flush=True)
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+held = []
+try:
+    while True:
+        held.append(os.open(os.devnull, os.O_RDONLY))
+except OSError:
+    pass
+main.end_process(0)
+"""
+
+
+def test_a_workers_end_at_its_descriptor_limit_still_kills_what_its_code_started():
+    # Listing /proc raised EMFILE out of end_process: a traceback, exit status 1 in place of
+    # the group kill, and the child left for the spawner's sweep (init's, here).
+    ending = subprocess.Popen([sys.executable, "-c", FULL_SCENARIO], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, cwd=str(REPO), start_new_session=True)
+    try:
+        child = int(ending.stdout.readline())
+        _, stderr = ending.communicate(timeout=60)
+        assert ending.returncode == -signal.SIGKILL, stderr   # its own group kill, as every worker's end
+        assert "Traceback" not in stderr
+        assert wait_until(lambda: not pid_alive(child))
+    finally:
+        with contextlib.suppress(NameError, ProcessLookupError):
+            os.kill(child, signal.SIGKILL)
+        ending.kill()
+        ending.communicate()
+
+
 # A worker's end (gsmcpd.worker.main.end_process) in a process of its own: the code left
 # shared memory behind, and a child that holds the resource tracker's pipe open. Prints
 # whether the tracker outlived the other children, and whether the memory is still there.

@@ -84,6 +84,9 @@ def end_process(status: int = 0) -> None:
     A `status` other than 0 is for the router (worker_exit): no group kill, which would end
     us by SIGKILL; the spawner kills the group as it reaps us."""
     if os.getpgrp() == os.getpid():
+        # The code may have taken every descriptor its lowered limit allows: the search
+        # below, and the tracker's pidfd, need a few.
+        reaper.lift_descriptor_limit()
         tracker = reaper.resource_tracker()
         reaper.kill_descendants(spare=None if tracker is None else tracker[0])
         if tracker is not None:

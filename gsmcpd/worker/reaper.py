@@ -28,6 +28,7 @@ import ctypes
 import errno
 import logging
 import os
+import resource
 import select
 import signal
 import sys
@@ -96,6 +97,18 @@ def parent_of(pid: int) -> int | None:
     return procstat.ppid(stat)
 
 
+def lift_descriptor_limit() -> None:
+    """Raise this process's soft RLIMIT_NOFILE to its hard limit. A session's code may have
+    lowered it (resource.setrlimit) and opened files up to it; finding what it started
+    opens /proc. Needs no descriptor, nor privilege (a hard limit it lowered stays)."""
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != hard:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (OSError, ValueError):
+        pass
+
+
 def children(parent: int) -> list[int]:
     """The live children of `parent`, found by reading every /proc/<pid>/stat."""
     found = []
@@ -118,7 +131,11 @@ def kill_descendants(wait: float = END_WAIT, spare: int | None = None) -> None:
     read and the open, the pidfd names the new process, which is signalled only if
     it is our child too; if it was reused after the open, the pidfd still names the
     old, dead process, and the signal does nothing. A live child stays ours while we
-    live (a parent changes only when the parent dies)."""
+    live (a parent changes only when the parent dies).
+
+    Out of descriptors to read /proc even so (the code lowered the hard limit too), it
+    gives up, said once: nothing that needs none can tell our children from reused pids.
+    What is left then is killed as the worker's group, and by the spawner (see Sweeper)."""
     me = os.getpid()
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
@@ -127,7 +144,12 @@ def kill_descendants(wait: float = END_WAIT, spare: int | None = None) -> None:
             return
         pidfds = []
         try:
-            found = [pid for pid in children(me) if pid != spare]
+            try:
+                found = [pid for pid in children(me) if pid != spare]
+            except OSError as error:
+                log.warning("process %d cannot look for the processes below it (%s): a worker's are "
+                            "left to its group's kill and the spawner's", me, error)
+                return
             if spare is not None and not found:
                 return                           # what a zombie or a fork under way leaves, killpg ends
             for pid in found:
