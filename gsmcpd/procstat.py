@@ -1,5 +1,5 @@
 """A process's /proc/<pid>/stat fields (Linux, proc(5)), for the worker's and the image's
-process checks. Imports nothing: every worker imports it at its start.
+process checks. Imports nothing but errno (built in): every worker imports it at its start.
 
 Field 2, comm, is the command name in parentheses and may hold spaces and ")" itself,
 so the fields are read from after its last ")": fields(pid)[0] is field 3, the state.
@@ -8,16 +8,26 @@ The accessors below take what fields() returned and name the fields by proc(5)'s
 
 from __future__ import annotations
 
+import errno
+
 GONE = (b"Z", b"X")   # the states of a process that has ended: zombie, dead
+# Why an open fails for want of descriptors (the process's, the system's) or memory: it says
+# nothing of the process asked about.
+SHORT = (errno.EMFILE, errno.ENFILE, errno.ENOMEM)
 
 
-def fields(pid: int | str) -> list[bytes] | None:
+def fields(pid: int | str, strict: bool = False) -> list[bytes] | None:
     """/proc/<pid>/stat from field 3 (the state) on, or None if /proc does not show it.
-    `pid` may be "self"."""
+    `pid` may be "self". `strict`: an open that failed for a SHORT reason raises, for a
+    caller that must not take the process for gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as stat:
             return stat.read().rsplit(b")", 1)[1].split()
-    except (OSError, IndexError):
+    except OSError as error:
+        if strict and error.errno in SHORT:
+            raise
+        return None
+    except IndexError:
         return None
 
 

@@ -311,9 +311,88 @@ def test_a_hunt_or_a_sweep_out_of_descriptors_is_tried_again_and_the_spawner_goe
             assert sweeper.pending and 0 < sweeper.due() <= reaper.SWEEP_RETRY
             orphans.told(b"sweep", [], 0)
             orphans.hunt()
-            assert orphans.hunting and pid_alive(first)   # the next wake-up hunts again
+            # The next wake-up hunts again; one comes within SWEEP_RETRY (the spawner's poll
+            # waits for the sooner of the two).
+            assert orphans.hunting and pid_alive(first)
+            assert 0 < orphans.due() <= reaper.SWEEP_RETRY
         assert caplog.text.count("Too many open files") == 2
         orphans.hunt()                                     # descriptors back: the strays go
-        assert not orphans.hunting
+        assert not orphans.hunting and orphans.due() is None
         assert wait_until(lambda: not pid_alive(first) and not pid_alive(second))
+        assert "can look for what a dead spawner's workers left again" in caplog.text
         orphans.close()
+
+
+def test_a_shortage_of_descriptors_is_said_once_as_it_begins_and_once_as_it_ends(monkeypatch, caplog):
+    # A sweep retried every second warned every second for as long as EMFILE lasted.
+    def out_of_descriptors(*_):
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    sweeper = reaper.Sweeper()
+    with monkeypatch.context() as patched:
+        patched.setattr(reaper, "children", out_of_descriptors)
+        for _ in range(3):
+            sweeper.sweep()
+    assert caplog.text.count("cannot look for what ended workers left") == 1
+    with monkeypatch.context() as patched:
+        patched.setattr(reaper, "children", lambda parent: [])   # no child of this test's to kill
+        for _ in range(2):
+            sweeper.sweep()
+    assert caplog.text.count("can look for what ended workers left again") == 1
+    with monkeypatch.context() as patched:
+        patched.setattr(reaper, "children", out_of_descriptors)
+        sweeper.sweep()
+    assert caplog.text.count("cannot look for what ended workers left") == 2   # a new shortage
+
+
+# One process's stray (a child, the process its own adopter), looked for with one descriptor
+# left: /proc is listed and the stray's pidfd opened, but its stat cannot be read. Prints
+# what that hunt did, then what one with descriptors back does.
+ONE_LEFT_SCENARIO = r"""
+import os, resource, signal, time
+from gsmcpd.worker import reaper
+stray = os.fork()
+if stray == 0:
+    time.sleep(60)
+    os._exit(0)
+adopter = (os.getpid(), os.pidfd_open(os.getpid()))
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+held = []
+try:
+    while True:
+        held.append(os.open(os.devnull, os.O_RDONLY))
+except OSError:
+    pass
+os.close(held.pop())
+try:
+    print("found", sorted(reaper.kill_strays(adopter, set()).values()))
+except OSError as error:
+    print("failed", error.errno)
+for fd in held:
+    os.close(fd)
+print("found", list(reaper.kill_strays(adopter, set()).values()) == [stray])
+os.kill(stray, signal.SIGKILL)
+"""
+
+
+def test_a_stray_whose_stat_cannot_be_read_for_want_of_descriptors_fails_the_hunt():
+    # Taken for gone (procstat.fields said None), the stray was left and the hunt had
+    # "succeeded": not tried again until some other process of the forkserver's ended.
+    out = subprocess.run([sys.executable, "-c", ONE_LEFT_SCENARIO], capture_output=True, text=True,
+                         timeout=60, cwd=str(REPO))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == ["failed %d" % errno.EMFILE, "found True"], out.stdout
+
+
+def test_a_stat_unread_for_want_of_descriptors_raises_only_when_strict(monkeypatch):
+    from gsmcpd import procstat
+
+    def out_of_descriptors(*_):
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    monkeypatch.setattr(procstat, "open", out_of_descriptors, raising=False)
+    assert procstat.fields(os.getpid()) is None
+    with pytest.raises(OSError):
+        procstat.fields(os.getpid(), strict=True)
+    with pytest.raises(OSError):
+        reaper.children(os.getpid())

@@ -46,7 +46,7 @@ END_WAIT = 2.0        # seconds a worker's end spends killing its descendants, a
 # END_WAIT + this stays within the router's SHUTDOWN_GRACE (3 s).
 TRACKER_WAIT = 1.0
 SWEEP_SHARE = 0.05    # the spawner's sweeps take at most this share of a CPU
-SWEEP_RETRY = 1.0     # seconds before a sweep that could not read /proc is tried again
+SWEEP_RETRY = 1.0     # seconds before a sweep (or a hunt) that could not read /proc is tried again
 
 try:
     _prctl = ctypes.CDLL(None, use_errno=True).prctl
@@ -90,8 +90,9 @@ def reap() -> list[int]:
 
 
 def parent_of(pid: int) -> int | None:
-    """The parent of a live process; None for a zombie or a process that is gone."""
-    stat = procstat.fields(pid)
+    """The parent of a live process; None for a zombie or a process that is gone. Out of
+    descriptors (procstat.SHORT) to read it, OSError: the process may be there."""
+    stat = procstat.fields(pid, strict=True)
     if stat is None or procstat.gone(stat):
         return None
     return procstat.ppid(stat)
@@ -110,7 +111,9 @@ def lift_descriptor_limit() -> None:
 
 
 def children(parent: int) -> list[int]:
-    """The live children of `parent`, found by reading every /proc/<pid>/stat."""
+    """The live children of `parent`, found by reading every /proc/<pid>/stat. OSError if
+    /proc, or one process's stat, cannot be read for want of descriptors: then some may
+    be missing."""
     found = []
     for name in os.listdir("/proc"):
         if name.isdigit() and parent_of(int(name)) == parent:
@@ -133,7 +136,7 @@ def kill_descendants(wait: float = END_WAIT, spare: int | None = None) -> None:
     old, dead process, and the signal does nothing. A live child stays ours while we
     live (a parent changes only when the parent dies).
 
-    Out of descriptors to read /proc even so (the code lowered the hard limit too), it
+    Out of descriptors for /proc or a pidfd even so (the code lowered the hard limit too), it
     gives up, said once: nothing that needs none can tell our children from reused pids.
     What is left then is killed as the worker's group, and by the spawner (see Sweeper)."""
     me = os.getpid()
@@ -144,18 +147,12 @@ def kill_descendants(wait: float = END_WAIT, spare: int | None = None) -> None:
             return
         pidfds = []
         try:
-            try:
-                found = [pid for pid in children(me) if pid != spare]
-            except OSError as error:
-                log.warning("process %d cannot look for the processes below it (%s): a worker's are "
-                            "left to its group's kill and the spawner's", me, error)
-                return
+            found = [pid for pid in children(me) if pid != spare]
             if spare is not None and not found:
                 return                           # what a zombie or a fork under way leaves, killpg ends
             for pid in found:
-                try:
-                    pidfd = os.pidfd_open(pid)
-                except OSError:
+                pidfd = _open_pidfd(pid)
+                if pidfd is None:
                     continue                     # gone already
                 pidfds.append(pidfd)
                 if parent_of(pid) == me:
@@ -167,6 +164,10 @@ def kill_descendants(wait: float = END_WAIT, spare: int | None = None) -> None:
                 _wait_all(pidfds, deadline - time.monotonic())
             else:
                 time.sleep(0.01)                 # a zombie reap() just missed, or a fork under way
+        except OSError as error:
+            log.warning("process %d cannot look for the processes below it (%s): a worker's are "
+                        "left to its group's kill and the spawner's", me, error)
+            return
         finally:
             for pidfd in pidfds:
                 os.close(pidfd)
@@ -186,7 +187,11 @@ def resource_tracker() -> tuple[int, int, int] | None:
         pidfd = os.pidfd_open(pid)
     except OSError:
         return None
-    if parent_of(pid) != os.getpid():     # gone, and its pid reused: not ours
+    try:
+        ours = parent_of(pid) == os.getpid()   # if not, gone, and its pid reused
+    except OSError:                            # out of descriptors: not known to be ours
+        ours = False
+    if not ours:
         os.close(pidfd)
         return None
     return pid, pidfd, fd
@@ -213,7 +218,11 @@ def open_adopter(grandparent: int) -> tuple[int, int] | None:
         pidfd = os.pidfd_open(pid)
     except OSError:
         return None
-    if os.getppid() != pid or parent_of(pid) != grandparent:   # the first: it died before the open
+    try:
+        adopter = os.getppid() == pid and parent_of(pid) == grandparent   # the first: it died before the open
+    except OSError:   # out of descriptors: not known to be
+        adopter = False
+    if not adopter:
         os.close(pidfd)
         return None
     return pid, pidfd
@@ -252,20 +261,25 @@ def kill_strays(adopter: tuple[int, int], spared) -> dict[int, int]:
     the new process, signalled only if it is the adopter's child too; if after, the pidfd
     names the old, dead one, which the signal cannot reach. Which of the adopter's children
     may be killed is the caller's to know (the spawner's: all but itself and the orphans
-    the router still has sessions on)."""
+    the router still has sessions on). Out of descriptors for /proc or a pidfd, OSError,
+    none signalled: the caller tries again."""
     pid, pidfd = adopter
     found = {}
-    for child in children(pid):
-        if child in spared:
-            continue
-        try:
-            child_fd = os.pidfd_open(child)
-        except OSError:
-            continue                              # gone already
-        if parent_of(child) == pid:
+    try:
+        for child in children(pid):
+            if child in spared:
+                continue
+            child_fd = _open_pidfd(child)
+            if child_fd is None:
+                continue                          # gone already
             found[child_fd] = child
-        else:                                     # gone, its pid another's now
+            if parent_of(child) != pid:           # gone, its pid another's now
+                del found[child_fd]
+                os.close(child_fd)
+    except OSError:
+        for child_fd in found:
             os.close(child_fd)
+        raise
     if found and has_ended(pidfd):                # its pid may have named another in the checks
         for child_fd in found:
             os.close(child_fd)
@@ -276,6 +290,16 @@ def kill_strays(adopter: tuple[int, int], spared) -> dict[int, int]:
         except OSError:
             pass
     return found
+
+
+def _open_pidfd(pid: int) -> int | None:
+    """A pidfd of `pid`; None if it is gone. Out of descriptors (procstat.SHORT), OSError."""
+    try:
+        return os.pidfd_open(pid)
+    except OSError as error:
+        if error.errno in procstat.SHORT:
+            raise
+        return None
 
 
 def _wait_all(pidfds, seconds):
@@ -292,6 +316,26 @@ def _wait_all(pidfds, seconds):
         for pidfd, _events in waiting.poll(timeout * 1000):
             waiting.unregister(pidfd)
             left -= 1
+
+
+class Shortage:
+    """A spawner's look at /proc that failed for want of descriptors, tried again every
+    SWEEP_RETRY: said as the first try fails, and as one works again, not at every try."""
+
+    def __init__(self, looking_for: str):
+        self.looking_for = looking_for
+        self.failing = False
+
+    def failed(self, error: OSError) -> None:
+        if not self.failing:
+            self.failing = True
+            log.warning("spawner: cannot look for %s (tried again every %g s until it can): %s",
+                        self.looking_for, SWEEP_RETRY, error)
+
+    def passed(self) -> None:
+        if self.failing:
+            self.failing = False
+            log.warning("spawner: can look for %s again", self.looking_for)
 
 
 class Sweeper:
@@ -324,6 +368,7 @@ class Sweeper:
         self.exits = []             # (pid, exit code) of workers reaped, for the router
         self.pending = False
         self._next = 0.0
+        self._shortage = Shortage("what ended workers left")
 
     def forked(self, pid: int, tmp: str | None = None) -> None:
         self.workers[pid] = tmp
@@ -356,10 +401,10 @@ class Sweeper:
         try:
             found = children(me)
         except OSError as error:   # out of descriptors to read /proc (EMFILE): swept again later
-            log.warning("spawner: cannot look for what ended workers left (tried again in %g s): %s",
-                        SWEEP_RETRY, error)
+            self._shortage.failed(error)
             self.pending, self._next = True, time.monotonic() + SWEEP_RETRY
             return 0
+        self._shortage.passed()
         for pid in found:
             if pid not in self.workers:
                 try:

@@ -50,6 +50,7 @@ import select
 import signal
 import socket
 import sys
+import time
 
 from gsmcpd.wire.break_signals import BREAK_SIGNALS
 from gsmcpd.worker import environment
@@ -128,7 +129,7 @@ def serve(control: socket.socket, worker_nice: int = 0, worker_memory: int | Non
     orphans = Orphans(waiting, sweeper, tmp_dir, adopter)
     try:
         while True:
-            due = sweeper.due()
+            due = min((due for due in (sweeper.due(), orphans.due()) if due is not None), default=None)
             ready = {fd for fd, _ in waiting.poll(None if due is None else due * 1000)}
             if wakeup in ready:
                 reaper.drain(wakeup)
@@ -238,6 +239,8 @@ class Orphans:
         self.garbled = False
         self.complete = False    # every live orphan told: the forkserver's other children are strays
         self.hunting = False     # a stray may have come to the forkserver since the last hunt
+        self._retry_at = None    # when a hunt that could not read /proc is tried again
+        self._shortage = reaper.Shortage("what a dead spawner's workers left")
 
     def told(self, request, fds, flags) -> None:
         if request == b"sweep":
@@ -276,6 +279,12 @@ class Orphans:
                 del self.strays[pidfd]
             self.hunting = self.complete
 
+    def due(self) -> float | None:
+        """Seconds until a hunt that failed is tried again (0: now); None if none did."""
+        if self._retry_at is None:
+            return None
+        return max(0.0, self._retry_at - time.monotonic())
+
     def hunt(self) -> None:
         """Kill the strays, if one may have come since the last hunt (one read of /proc)."""
         # Not spaced as the Sweeper's sweeps are (SWEEP_SHARE): they follow every worker's
@@ -288,11 +297,12 @@ class Orphans:
         spared = {pid for pid, _ in self.live.values()} | set(self.strays.values()) | {os.getpid()}
         try:
             killed = reaper.kill_strays(self.adopter, spared)
-        except OSError as error:   # out of descriptors to read /proc (EMFILE): at the next wake-up
-            logging.getLogger("gsmcpd.worker").warning(
-                "spawner: cannot look for what a dead spawner's workers left: %s", error)
-            self.hunting = True
+        except OSError as error:   # out of descriptors (EMFILE): at the next wake-up, SWEEP_RETRY at most
+            self._shortage.failed(error)
+            self.hunting, self._retry_at = True, time.monotonic() + reaper.SWEEP_RETRY
             return
+        self._shortage.passed()
+        self._retry_at = None
         for pidfd, pid in killed.items():
             self.strays[pidfd] = pid
             self.waiting.register(pidfd, select.POLLIN)
