@@ -865,7 +865,7 @@ def test_no_new_spawner_sweeps_once_a_dead_spawners_worker_could_not_be_kept(han
         patched.setattr(workers.os, "dup", out_of_descriptors)
         dead = spawner_died(loop, pool)
     assert "worker %d could not be kept track of" % worker.pid in caplog.text
-    for _ in range(2):                                        # nor the next, while the daemon runs
+    for _ in range(2):                                        # nor the next, while it cannot be kept
         pool.spawner = HandSpawner()
         pool._adopt_spawner()
         pool.spawner.peer.setblocking(False)
@@ -873,6 +873,40 @@ def test_no_new_spawner_sweeps_once_a_dead_spawners_worker_could_not_be_kept(han
             pool.spawner.peer.recv(65536)                     # nothing told: no orphans, no sweep
         loop.remove(pool.spawner.control)
         pool.spawner.close()
+    pool.spawner = HandSpawner()                              # for the fixture's close
+    dead.close()
+
+
+@pytest.mark.parametrize("then", ["it ends", "descriptors are back"])
+def test_a_dead_spawners_worker_not_kept_holds_the_sweep_back_only_until_it_ends_or_is_kept(
+        hand_pool, monkeypatch, then):
+    # One failed dup stopped every later sweep until the daemon's stop: what dead spawners'
+    # workers left, and their directories, stayed however long after the worker had ended.
+    def out_of_descriptors(fd):
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    monkeypatch.setattr(WorkerPool, "STARVED_PAUSE", 60.0)   # no restart within the test: the test adopts
+    monkeypatch.setattr(WorkerPool, "KEEP_RETRY", 0.01, raising=False)
+    loop, make = hand_pool
+    pool = make(0)
+    assert told_of_orphans(pool.spawner) == []
+    worker = claimed(loop, pool, "w." + 16 * "1")
+    with monkeypatch.context() as patched:
+        patched.setattr(workers.os, "dup", out_of_descriptors)
+        dead = spawner_died(loop, pool)
+        pool.spawner = HandSpawner()
+        pool._relaunched(pool.spawner, None)                  # as the launch thread's start ends
+        assert not run_until(loop, lambda: select.select([pool.spawner.peer], [], [], 0)[0], timeout=0.2)
+        if then == "it ends":
+            [process] = [p for p in dead.kept if isinstance(p, subprocess.Popen) and p.pid == worker.pid]
+            process.kill()
+            process.wait()
+            assert run_until(loop, lambda: not worker.alive)
+    assert run_until(loop, lambda: select.select([pool.spawner.peer], [], [], 0)[0])
+    kept = [] if then == "it ends" else [([b"w." + 16 * b"1"], [worker.pid])]
+    assert told_of_orphans(pool.spawner) == kept          # then b"sweep"
+    loop.remove(pool.spawner.control)
+    pool.spawner.close()
     pool.spawner = HandSpawner()                              # for the fixture's close
     dead.close()
 

@@ -503,6 +503,7 @@ class WorkerPool:
     order as spares arrive."""
 
     STARVED_PAUSE = 1.0  # seconds without asking after running out of descriptors or a failed fork
+    KEEP_RETRY = 1.0     # seconds between tries to keep a dead spawner's worker that could not be
 
     def __init__(self, loop, spares, *, worker_nice=0, worker_memory=None, worker_env=None,
                  tmp_dir=None):
@@ -532,9 +533,12 @@ class WorkerPool:
         # Dead spawners' live workers, adopted by the forkserver, which kills and removes
         # nothing: copies of their pidfds and their directories' names, for each new spawner
         # to spare them and remove their directories once they have ended, and kill what they
-        # leave (_hand_over_orphans). False once one could not be kept: no sweep is asked then.
+        # leave (_hand_over_orphans). Those that could not be kept (out of descriptors) are
+        # tried again every second until kept or ended; meanwhile no sweep is asked.
         self._orphans = {}
-        self._orphans_all_kept = True
+        self._unkept = []            # their Workers
+        self._keep_retry = None      # the timer of the next try
+        self._orphans_told = False   # the current spawner was told every kept orphan
         # The router's stdio changed while no spawner could be told: the next one adopted is.
         self._stdio_changed = False
 
@@ -574,11 +578,38 @@ class WorkerPool:
                     self._orphans[os.dup(worker.pidfd)] = worker.tmp_name
                 except OSError as error:
                     # Out of descriptors: no spawner can be told of it, so none may sweep (it
-                    # would kill it and take its directory) until the daemon's stop.
-                    self._orphans_all_kept = False
-                    log.warning("worker %d could not be kept track of: what the dead spawner's workers "
-                                "leave, and their temporary directories, stay until the server stops: %s",
-                                worker.pid, error)
+                    # would kill it and take its directory) until it is kept, or has ended.
+                    self._unkept.append(worker)
+                    log.warning("worker %d could not be kept track of: what the dead spawners' workers "
+                                "leave, and their temporary directories, stay until it is or it has "
+                                "ended: %s", worker.pid, error)
+        if self._unkept and self._keep_retry is None:
+            self._keep_retry = self.loop.call_later(self.KEEP_RETRY, self._keep_unkept)
+
+    def _keep_unkept(self):
+        """Every second while some could not be kept: keep those that can be now, forget
+        those that have ended. Once none is left, the spawner told every other orphan is
+        told these, and to sweep (a spawner being started is, as it is adopted)."""
+        self._keep_retry = None
+        if self.closed:
+            return
+        unkept, self._unkept, kept = self._unkept, [], {}
+        for worker in unkept:
+            if not worker.alive:   # it has ended (or been killed): nothing to spare
+                continue
+            try:
+                pidfd = os.dup(worker.pidfd)
+            except OSError:
+                self._unkept.append(worker)
+                continue
+            self._orphans[pidfd] = kept[pidfd] = worker.tmp_name
+        if self._unkept:
+            self._keep_retry = self.loop.call_later(self.KEEP_RETRY, self._keep_unkept)
+            return
+        log.warning("every live worker of the dead spawners is kept track of again: what they leave "
+                    "is killed, their directories removed")
+        if self._orphans_told and not self._relaunching:
+            self._orphans_told = self.spawner.hand_over(kept)
 
     def _hand_over_orphans(self):
         """The new spawner spares the orphans, removes their directories as they end and
@@ -589,9 +620,13 @@ class WorkerPool:
             if has_ended(pidfd, 0):   # the next spawner's sweep takes its directory
                 os.close(pidfd)
                 del self._orphans[pidfd]
-        self.spawner.hand_over(self._orphans, self._orphans_all_kept)
+        self._orphans_told = self.spawner.hand_over(self._orphans, not self._unkept)
 
     def _let_orphans_go(self):
+        if self._keep_retry is not None:
+            self._keep_retry.cancel()
+            self._keep_retry = None
+        self._unkept = []
         orphans, self._orphans = self._orphans, {}
         for pidfd in orphans:
             os.close(pidfd)
