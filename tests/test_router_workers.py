@@ -998,6 +998,39 @@ def test_a_bad_frames_reason_is_cut_short_in_the_log_and_the_sessions_error(hand
     assert line == "worker %d sent a bad frame (%s); stopping it" % (worker.pid, said[len("it sent a bad frame ("):-1])
 
 
+# A worker that exits at once, leaving a child in its process group: that child holds the
+# group's id, as a process given the worker's pid (reused once the spawner reaped it) could.
+EXITS_LEAVING_ITS_GROUP = r"""
+import subprocess
+print(subprocess.Popen(["sleep", "60"], stdout=subprocess.DEVNULL).pid, flush=True)
+"""
+
+
+def test_a_worker_that_has_exited_has_no_group_killed_before_the_loop_sees_it_end():
+    # killpg was guarded by `alive` alone, the router's view, which lags the exit by a loop
+    # turn at least: the group id might be another's by then.
+    loop = Loop()
+    ending = subprocess.Popen([sys.executable, "-c", EXITS_LEAVING_ITS_GROUP], stdout=subprocess.PIPE,
+                              start_new_session=True, text=True)
+    pidfd = os.pidfd_open(ending.pid)
+    ours, theirs = socket.socketpair()
+    worker = workers.Worker(loop, (ending.pid, pidfd, ours))
+    holder = int(ending.stdout.readline())
+    holding = os.pidfd_open(holder)
+    try:
+        ending.wait()
+        assert worker.alive                               # the loop has not turned since
+        worker.kill()
+        assert not workers.has_ended(holding, 2)          # a SIGKILL would have ended it by far sooner
+    finally:
+        signal.pidfd_send_signal(holding, signal.SIGKILL)
+        os.close(holding)
+        ending.stdout.close()
+        worker.end()
+        theirs.close()
+        loop.close()
+
+
 def test_a_bad_frames_reason_is_escaped_and_kept_whole_when_short():
     class Rejected(workers.Worker):
         def __init__(self):

@@ -447,10 +447,12 @@ class Worker:
                 pass
 
     def kill(self):
-        if self.alive:
-            # It leads its own process group (spawner): what its code started goes too.
-            # Only while it lives, so the group id cannot be another's yet. What left the
-            # group is reparented to the spawner as the worker dies, which kills it.
+        # It leads its own process group (spawner): what its code started goes too. Only
+        # while it lives, so the group id cannot be another's yet: not just while the loop
+        # has not seen it end (`alive`), as the spawner reaps it at once and its pid may be
+        # reused by then, but while its pidfd says it runs. What left the group is
+        # reparented to the spawner as the worker dies, which kills it.
+        if self.alive and not has_ended(self.pidfd):
             try:
                 os.killpg(self.pid, signal.SIGKILL)
             except OSError:
