@@ -5,7 +5,8 @@ worse logged while it starts (so `start` prints them, not only the log file), th
 last line, `READY <pid> <url>` once it listens, or `ERROR <why>` (a retry may pass) or
 `REFUSED <why>` (a setting is wrong) if it does not. Its own records as they are logged;
 those of the forkserver and the spawner, other processes writing to the same log file
-(their stderr), read back from that file just before the last line.
+(their stderr), read back from that file just before the last line: those written since
+forwarding began, by processes running below this one (another daemon may share the file).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import threading
 import time
 from typing import Callable
 
+from gsmcpd import procstat
 from gsmcpd.exitcodes import REFUSED
 from gsmcpd.worker.stderr_log import warnings_in
 
@@ -34,6 +36,9 @@ LONGEST_WARNING = 4000
 LAST_LINE_ROOM = 4096
 # Bytes of the log file read back for the other processes' lines: a start's are a few.
 OTHERS_READ = 1 << 20
+# Generations looked up from a line's pid for this process: a worker is the third (forkserver,
+# spawner, worker); a process its code started is not ours to say.
+OURS_DEPTH = 3
 
 
 def failure_line(message: str, status: int) -> str:
@@ -92,7 +97,7 @@ class Reporter:
             pass
 
     def _others_logged(self) -> list[tuple[str, str]]:
-        """The warnings and errors the other processes wrote to the log file since."""
+        """The warnings and errors this process's own below it wrote to the log file since."""
         if self._log_file is None:
             return []
         try:
@@ -100,7 +105,7 @@ class Reporter:
         except OSError:
             text = ""
         self._close_log_file()
-        return warnings_in(text)
+        return warnings_in(text, of=_below_us)
 
     def _close_log_file(self) -> None:
         if self._log_file is not None:
@@ -126,6 +131,21 @@ class Reporter:
                 os.close(fd)
         if failed is not None:
             log.warning("could not report readiness to the starter: %s", failed)
+
+
+def _below_us(pid: int) -> bool:
+    """Whether process `pid` runs below this one (the forkserver, a spawner, a worker): a
+    line of that pid in a log file another daemon shares may be that daemon's. One that has
+    ended cannot be told, and is not taken (its lines stay in the log)."""
+    me = os.getpid()
+    for _ in range(OURS_DEPTH):
+        stat = procstat.fields(pid)
+        if stat is None or procstat.gone(stat):
+            return False
+        pid = procstat.ppid(stat)
+        if pid == me:
+            return True
+    return False
 
 
 def _room(fd: int) -> int:

@@ -1,5 +1,6 @@
 """`python -m gsmcpd` as a user meets it: refusals, check, status without a server, cert."""
 
+import contextlib
 import json
 import os
 import pwd
@@ -375,6 +376,49 @@ def test_start_prints_the_warnings_the_worker_spawner_logs_as_it_starts(tmp_path
                          (state / f"gsmcpd-{port}.log").read_text())
     finally:
         assert gsmcpd("stop", port, "--state-dir", str(state)).returncode == 0
+
+
+def test_a_start_prints_only_its_own_spawners_warnings_from_a_log_file_another_daemon_shares(tmp_path):
+    # Two daemons, two ports, one GS_MCP_LOG_FILE: a start printed what the other daemon's
+    # spawner wrote to the file while it started, as if its own. Here the second starts
+    # whole while the first is held (SIGSTOP) between reading the file's end and its READY.
+    log_file, state = tmp_path / "shared.log", tmp_path / "state"
+    first_port, second_port = str(free_port()), str(free_port())
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("GS_MCP_", "MCP_"))}
+    env = {**base, "GS_MCP_LOG_FILE": str(log_file), "GS_MCP_STATE_DIR": str(state),
+           "GS_MCP_SPARE_WORKERS": "1"}
+    ours = min(19, os.getpriority(os.PRIO_PROCESS, 0) + 15)
+    said = "workers run %d nicer than the router, not %%d: nice 19 is the lowest priority" % (19 - ours)
+    first = subprocess.Popen(["nice", "-n", "15", sys.executable, "-m", "gsmcpd", "start", "--port", first_port],
+                             cwd=REPO, env={**env, "GS_MCP_WORKER_NICE": "11"}, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    pidfile = state / f"gsmcpd-{first_port}.pid"
+    serving = None
+    try:
+        # Its pidfile is claimed after it began forwarding, long before its spawner is up.
+        assert wait_until(pidfile.exists, timeout=30)
+        serving = int(pidfile.read_text())
+        os.kill(serving, signal.SIGSTOP)
+        with socket.socket() as probe:                    # not yet listening: not READY yet
+            assert probe.connect_ex(("127.0.0.1", int(first_port))) != 0
+        second = gsmcpd("start", "--port", second_port, run_by=("nice", "-n", "15"),
+                        env={**env, "GS_MCP_WORKER_NICE": "10"})
+        assert second.returncode == 0, second.stdout + second.stderr
+        assert f"gsmcpd: warning: {said % 10}" in second.stderr.splitlines(), second.stderr
+        assert re.search(r"gsmcpd-worker\[\d+\] WARNING " + re.escape(said % 10), log_file.read_text())
+        os.kill(serving, signal.SIGCONT)
+        out, err = first.communicate(timeout=60)
+        assert first.returncode == 0, out + err
+        assert f"gsmcpd: warning: {said % 11}" in err.splitlines(), err
+        assert said % 10 not in err, err                  # the second daemon's spawner's line
+    finally:
+        if serving is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(serving, signal.SIGCONT)
+        if first.returncode is None:
+            first.communicate(timeout=60)
+        for port in (first_port, second_port):
+            gsmcpd("stop", port, env={"GS_MCP_STATE_DIR": str(state)})
 
 
 def test_after_a_kill_9_stop_and_start_say_the_pid_is_not_running_and_start_sweeps_its_files(tmp_path):

@@ -5,6 +5,7 @@ back by start."""
 import fcntl
 import logging
 import os
+import subprocess
 import sys
 import threading
 
@@ -131,30 +132,41 @@ def _spawner_line(level, message, pid=4242):
     return "2026-12-01 17:21:28,123 gsmcpd-worker[%d] %s %s\n" % (pid, level, message)
 
 
+@pytest.fixture
+def below_us():
+    """The pid of a process running below this one, as the forkserver and the spawner run
+    below serve."""
+    child = subprocess.Popen(["sleep", "60"])
+    yield child.pid
+    child.kill()
+    child.wait()
+
+
 def test_the_forkserver_and_spawner_lines_written_to_the_log_while_starting_go_before_the_last_line(
-        pipe, tmp_path):
+        pipe, tmp_path, below_us):
     # Other processes, writing to the log file (their stderr) alone: start never said them.
     read_end, write_end = pipe
     log_file = tmp_path / "gsmcpd.log"
-    log_file.write_text(_spawner_line("WARNING", "from an earlier run: not this start's"))
+    log_file.write_text(_spawner_line("WARNING", "from an earlier run: not this start's", below_us))
     reporter = readypipe.Reporter(write_end)
     reporter.forward_warnings(log_file)
     with log_file.open("a") as other:
-        other.write(_spawner_line("WARNING", "workers run 4 nicer than the router, not 10")
+        other.write(_spawner_line("WARNING", "workers run 4 nicer than the router, not 10", below_us)
                     + "2026-12-01 17:21:28,124 WARNING the router's own: sent as it was logged\n"
-                    + _spawner_line("ERROR", "worker rehearsal failed; workers start cold")
+                    + _spawner_line("ERROR", "worker rehearsal failed; workers start cold", below_us)
                     + "Traceback (most recent call last):\n"
-                    + _spawner_line("INFO", "not a warning"))
+                    + _spawner_line("WARNING", "another daemon's, sharing the file", os.getppid())
+                    + _spawner_line("INFO", "not a warning", below_us))
     reporter.ready("http://127.0.0.1:8000/mcp")
     with log_file.open("a") as other:
-        other.write(_spawner_line("WARNING", "after ready: the log only"))
+        other.write(_spawner_line("WARNING", "after ready: the log only", below_us))
     assert _lines(read_end) == ["LOG WARNING workers run 4 nicer than the router, not 10",
                                 "LOG ERROR worker rehearsal failed; workers start cold",
                                 f"READY {os.getpid()} http://127.0.0.1:8000/mcp"]
     assert reporter._log_file is None   # read once, closed
 
 
-def test_the_spawner_lines_go_before_a_failure_too_and_never_take_its_room(pipe, tmp_path):
+def test_the_spawner_lines_go_before_a_failure_too_and_never_take_its_room(pipe, tmp_path, below_us):
     read_end, write_end = pipe
     fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 4096)    # one page: nothing but the last line fits
     log_file = tmp_path / "gsmcpd.log"
@@ -162,7 +174,7 @@ def test_the_spawner_lines_go_before_a_failure_too_and_never_take_its_room(pipe,
     reporter = readypipe.Reporter(write_end)
     reporter.forward_warnings(log_file)
     with log_file.open("a") as other:
-        other.write(_spawner_line("WARNING", "w" * 100))
+        other.write(_spawner_line("WARNING", "w" * 100, below_us))
     assert reporter._log_file is not None
     reporter.error("port 8000 on 127.0.0.1 is already in use", FAILED)
     assert _lines(read_end) == ["ERROR port 8000 on 127.0.0.1 is already in use"]

@@ -8,7 +8,7 @@ import re
 
 FORMAT = "%(asctime)s gsmcpd-worker[%(process)d] %(levelname)s %(message)s"
 # A line of that format at WARNING or worse (the router's lines have the level third).
-_WARNING_OR_WORSE = re.compile(r"\S+ \S+ gsmcpd-worker\[\d+\] (WARNING|ERROR|CRITICAL) (.*)")
+_WARNING_OR_WORSE = re.compile(r"\S+ \S+ gsmcpd-worker\[(\d+)\] (WARNING|ERROR|CRITICAL) (.*)")
 
 
 def log_to(stream) -> None:
@@ -16,8 +16,9 @@ def log_to(stream) -> None:
     logging.basicConfig(level=logging.WARNING, stream=stream, force=True, format=FORMAT)
 
 
-def warnings_in(text: str) -> list[tuple[str, str]]:
+def warnings_in(text: str, of=lambda pid: True) -> list[tuple[str, str]]:
     """(level name, message) of each whole line of `text` (one ended by a newline) in
-    FORMAT at WARNING or worse; a traceback's lines after its first are left to the log."""
-    return [found.groups() for line in text.split("\n")[:-1]
-            if (found := _WARNING_OR_WORSE.fullmatch(line))]
+    FORMAT at WARNING or worse, written by a process whose pid `of` accepts; a traceback's
+    lines after its first are left to the log."""
+    return [found.group(2, 3) for line in text.split("\n")[:-1]
+            if (found := _WARNING_OR_WORSE.fullmatch(line)) and of(int(found.group(1)))]
