@@ -760,10 +760,11 @@ def test_what_left_the_group_lives_with_its_session_and_ends_with_it(c):
         assert wait_until(lambda: not pid_alive(pid)), "%d outlived its session" % pid
 
 
-# Then the code lowers its soft descriptor limit and opens files up to it (they stay open).
+# Then the code lowers its descriptor limit (LIMITS: the soft one; both, for good) and opens
+# files up to it (they stay open).
 FILL_DESCRIPTORS = """
 import os, resource
-resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+resource.setrlimit(resource.RLIMIT_NOFILE, %s)
 held = []
 try:
     while True:
@@ -773,14 +774,19 @@ except OSError as error:
 """
 
 
-def test_what_the_code_started_ends_with_its_session_when_the_code_took_every_descriptor(daemon):
+LIMITS = {"soft": "(64, resource.getrlimit(resource.RLIMIT_NOFILE)[1])", "soft and hard": "(64, 64)"}
+
+
+@pytest.mark.parametrize("lowered", sorted(LIMITS))
+def test_what_the_code_started_ends_with_its_session_when_the_code_took_every_descriptor(daemon, lowered):
     # The worker's end listed /proc to find them: EMFILE, a traceback in the log, exit status
-    # 1 in place of its own group kill, and its children left to the spawner's sweep.
+    # 1 in place of its own group kill, and its children left to the spawner's sweep. Now the
+    # soft limit is raised back first; a hard one lowered too leaves them to the spawner still.
     logged = len(daemon.log_text())
     client = open_session(daemon)
     worker = worker_pid(client)
     pids = start(client, START_SLEEP) + start(client, START_ESCAPERS)
-    assert "Too many open files" in tool_text(client.tool("execute_code", code=FILL_DESCRIPTORS))
+    assert "Too many open files" in tool_text(client.tool("execute_code", code=FILL_DESCRIPTORS % LIMITS[lowered]))
     assert client.delete().status == 200
     assert wait_until(lambda: not pid_alive(worker))
     for pid in pids:
