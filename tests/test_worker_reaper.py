@@ -345,6 +345,40 @@ def test_a_shortage_of_descriptors_is_said_once_as_it_begins_and_once_as_it_ends
     assert caplog.text.count("cannot look for what ended workers left") == 2   # a new shortage
 
 
+# A spawner's end (Sweeper.end) in a process of its own, with a child not a worker, whose
+# first look at /proc fails for want of descriptors. Prints whether the child has ended.
+END_SHORT_SCENARIO = r"""
+import errno, os, time
+from gsmcpd.worker import reaper
+child = os.fork()
+if child == 0:
+    os.dup2(os.open(os.devnull, os.O_RDWR), 1)   # not holding the test's pipes
+    os.dup2(1, 2)
+    time.sleep(60)
+    os._exit(0)
+pidfd = os.pidfd_open(child)
+real, calls = reaper.children, []
+def short_once(parent):
+    calls.append(parent)
+    if len(calls) == 1:
+        raise OSError(errno.EMFILE, "Too many open files")
+    return real(parent)
+reaper.children = short_once
+wakeup, _ = os.pipe2(os.O_NONBLOCK)
+reaper.Sweeper().end(wakeup, 10.0)
+print(reaper.has_ended(pidfd, 5))
+"""
+
+
+def test_a_spawners_end_short_of_descriptors_tries_again_until_its_wait_is_over():
+    # EMFILE raised out of Sweeper.end: the spawner died with a traceback, its children left
+    # to the forkserver's exit.
+    out = subprocess.run([sys.executable, "-c", END_SHORT_SCENARIO], capture_output=True, text=True,
+                         timeout=60, cwd=str(REPO))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True"], out.stdout + out.stderr
+
+
 # One process's stray (a child, the process its own adopter), looked for with one descriptor
 # left: /proc is listed and the stray's pidfd opened, but its stat cannot be read. Prints
 # what that hunt did, then what one with descriptors back does.

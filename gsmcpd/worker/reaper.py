@@ -451,7 +451,12 @@ class Sweeper:
             reap()
             if not has_children():
                 return
-            for pid in children(me):
+            try:
+                found = children(me)
+            except OSError as error:   # out of descriptors: none killed this round, maybe the next
+                self._shortage.failed(error)
+                found = []
+            for pid in found:
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except OSError:
