@@ -323,6 +323,31 @@ def test_a_hunt_or_a_sweep_out_of_descriptors_is_tried_again_and_the_spawner_goe
         orphans.close()
 
 
+def test_a_failed_hunt_no_longer_allowed_leaves_no_retry_due(monkeypatch):
+    # A failed hunt sets a retry time; if hunts then stop (a garbled orphans message, then an
+    # orphan's end), a retry still due at 0 would make the spawner's poll spin, hunting nothing.
+    from gsmcpd.worker.spawner import Orphans
+
+    def out_of_descriptors(*_):
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    with an_adopter() as ((pid, pidfd), (live, stray)):
+        waiting = select.poll()
+        orphans = Orphans(waiting, reaper.Sweeper(), None, (pid, os.dup(pidfd)))
+        orphans.told(b"orphans -", [os.pidfd_open(live)], 0)
+        orphans.told(b"sweep", [], 0)
+        with monkeypatch.context() as patched:
+            patched.setattr(reaper, "children", out_of_descriptors)
+            orphans.hunt()
+        assert orphans.hunting and orphans.due() is not None
+        orphans.told(b"orphans - -", [], 0)               # garbled: no hunt from now on
+        os.kill(live, signal.SIGKILL)
+        orphans.ended({fd for fd, _ in waiting.poll(5000)})
+        assert not orphans.hunting and orphans.due() is None
+        assert pid_alive(stray)
+        orphans.close()
+
+
 def test_a_shortage_of_descriptors_is_said_once_as_it_begins_and_once_as_it_ends(monkeypatch, caplog):
     # A sweep retried every second warned every second for as long as EMFILE lasted.
     def out_of_descriptors(*_):

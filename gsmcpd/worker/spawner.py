@@ -280,8 +280,9 @@ class Orphans:
             self.hunting = self.complete
 
     def due(self) -> float | None:
-        """Seconds until a hunt that failed is tried again (0: now); None if none did."""
-        if self._retry_at is None:
+        """Seconds until a hunt that failed is tried again (0: now); None if none did, or
+        if hunts have stopped since (a garbled message): a retry due at 0 would spin the poll."""
+        if self._retry_at is None or not self.hunting:
             return None
         return max(0.0, self._retry_at - time.monotonic())
 
