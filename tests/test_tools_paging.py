@@ -5,7 +5,7 @@ entries, test classes, a class's subclasses) answers a page at a time, as list_a
 
 import pytest
 
-from gsmcpd.worker import paging
+from gsmcpd.worker import paging, tool_plans
 from test_tools_support import FILES, Client, image, text, views, write_image  # noqa: F401  (fixtures)
 
 SMALL = 3
@@ -17,6 +17,9 @@ TESTS = "import unittest\n\n\n" + "".join(
 @pytest.fixture
 def client(tmp_path, views, monkeypatch):
     monkeypatch.setattr(paging, "PAGE", SMALL)
+    # The built-in tools are made once per process (tool_plans), their offsets' descriptions
+    # saying PAGE: made here with the small one, kept for this test only, not for the next.
+    monkeypatch.setattr(tool_plans, "_plans", {})
     files = {**FILES, "big.py": BIG, "test_many.py": TESTS, "broken.py": "class B(:\n    def m(self): pass\n",
              "unloadable.py": "import no_such_module_xyz\n" + "".join(f"class U{i}:\n    pass\n" for i in range(4)),
              "subs.py": "from unloadable import U0\n\n\n" + "".join(f"class S{i}(U0):\n    pass\n" for i in range(4))}
