@@ -217,6 +217,57 @@ def test_shadowed_kernel_module_is_not_the_views(image, views):
     assert not view.defines(json.JSONDecoder)
 
 
+NESTING = """\
+import json
+
+
+class Outer:
+    class Mid:
+        class Inner:
+            pass
+
+    class __Hidden:
+        pass
+
+    if True:
+        class Guarded:
+            pass
+
+    Alias = json.JSONDecoder
+
+
+class Gone:
+    class Old:
+        pass
+
+
+OLD = Gone.Old
+Gone.Old = Gone.Made = type("Made", (), {"__qualname__": "Gone.Made"})   # no class statement made it
+
+
+def make():
+    class Local:
+        pass
+    return Local
+
+
+LOCAL = make()
+"""
+
+
+def test_makes_takes_the_classes_nested_in_the_image_s_own_classes(tmp_path, views):
+    # A dataclass nested in a class is made as its module runs, so a base change leaving it
+    # unmakeable fails that module's import: `defines` (top level only) is not enough.
+    view = views(write_image(tmp_path / "image", {"nest.py": NESTING}))
+    nest = view.module("nest")
+    outer = nest.Outer
+    for made in (outer, outer.Mid, outer.Mid.Inner, outer._Outer__Hidden, outer.Guarded):
+        assert view.makes(made), made.__qualname__
+    assert not view.defines(outer.Mid)
+    for other in (outer.Alias, nest.OLD, nest.Gone.Made, nest.LOCAL, 3):
+        assert not view.makes(other), other
+
+
 def test_a_package_the_kernel_holds_gets_none_of_the_images_modules(tmp_path, views, monkeypatch):
     # `import json.tool` loaded the image's json/tool.py under the standard library's json.
     import json

@@ -658,6 +658,95 @@ def test_the_modules_importing_a_class_s_own_module_left_failing_are_named_faili
     assert "failingImporters" not in result["structuredContent"]
 
 
+NESTED_ON_A = ("import dataclasses\n\nfrom zoo.based import A\n\n\nclass Outer:\n    class Mid:\n"
+               "        @dataclasses.dataclass\n        class Inner(A):\n            y: int\n")
+
+
+@pytest.mark.parametrize("base, conflicts, said", [
+    ("@dataclasses.dataclass(frozen=True)\nclass A:\n    x: int\n", "frozenConflicts",
+     "cannot inherit non-frozen dataclass from a frozen one"),
+    ("@dataclasses.dataclass\nclass A:\n    x: int = 0\n", "fieldOrderConflicts",
+     misordered_fields_error("x", "y")),
+], ids=["frozen", "field-order"])
+def test_a_dataclass_subclass_nested_in_a_class_of_another_module_is_judged_and_re_imported(
+        client, image, base, conflicts, said):
+    # Outer.Mid.Inner was never judged (View.defines takes top-level classes only): nothing
+    # was said, and zoo.nests and zoo.nestread were committed failing in every new session.
+    (image / "zoo" / "based.py").write_text("import dataclasses\n\n\n@dataclasses.dataclass\nclass A:\n"
+                                            "    x: int\n")
+    (image / "zoo" / "nests.py").write_text(NESTED_ON_A)
+    (image / "zoo" / "nestread.py").write_text("from zoo.nests import Outer\n")
+    client.ok("refresh")
+    result = client.ok("compile_class_definition", dictionaryName="zoo.based", source=base)
+    data = result["structuredContent"]
+    assert (data["staleSubclasses"], data[conflicts]) == (["zoo.nests.Outer.Mid.Inner"],
+                                                          {"zoo.nests.Outer.Mid.Inner": said})
+    assert (data["reimported"], data["importErrors"]) == (
+        ["zoo.nestread", "zoo.nests"], {"zoo.nestread": f"TypeError: {said}", "zoo.nests": f"TypeError: {said}"})
+    # Nested classes are not addressed by the tools: the class statement holding it is named.
+    assert ("so a new session's import of zoo.nests fails until compile_class_definition on zoo.nests.Outer "
+            "(whose class statement holds it)") in text(result)
+    with pytest.raises(TypeError, match=said):
+        exec(disk(image, "zoo/nests.py").replace("from zoo.based import A", disk(image, "zoo/based.py")), {})
+
+
+def test_the_importers_of_a_module_left_failing_by_a_nested_dataclass_subclass_are_named_failing(
+        client, image):
+    # Inner, nested in Outer of A's own module, after A's x was given a default: neither
+    # zoo.nestshelf nor zoo.nestread was named, and once Inner was judged, its module was
+    # taken from its name (`zoo.nestshelf.Outer`), so its importers still went unnamed.
+    (image / "zoo" / "nestshelf.py").write_text(
+        "import dataclasses\n\n\n@dataclasses.dataclass\nclass A:\n    x: int\n\n\n"
+        "class Outer:\n    @dataclasses.dataclass\n    class __Inner(A):\n        y: int\n")
+    (image / "zoo" / "nestread.py").write_text("from zoo.nestshelf import Outer\n")
+    client.ok("refresh")
+    client.view.module("zoo.nestread")
+    result = client.ok("compile_class_definition", dictionaryName="zoo.nestshelf", source=A_GIVEN_A_DEFAULT)
+    data = result["structuredContent"]
+    said = misordered_fields_error("x", "y")
+    assert (data["fieldOrderConflicts"], data["failingImporters"]) == (
+        {"zoo.nestshelf.Outer.__Inner": said}, {"zoo.nestshelf": ["zoo.nestread"]})
+    assert "; a new session's import of zoo.nestread, importing zoo.nestshelf as it runs, fails too" in text(result)
+    with pytest.raises(TypeError, match=said):
+        exec(disk(image, "zoo/nestshelf.py"), {})        # as a new session's import runs it
+
+
+def test_a_plain_base_binding_a_name_a_nested_dataclass_subclass_declares_names_it_misordered(client, image):
+    (image / "zoo" / "plains.py").write_text("class Plain:\n    pass\n")
+    (image / "zoo" / "nestplains.py").write_text(
+        "import dataclasses\n\nfrom zoo.plains import Plain\n\n\nclass Outer:\n"
+        "    @dataclasses.dataclass\n    class Labelled(Plain):\n        label: str\n        n: int\n")
+    client.ok("refresh")
+    result = client.ok("compile_method", className="Plain", source="def label(self):\n    return 'plain'\n")
+    data = result["structuredContent"]
+    said = misordered_fields_error("label", "n")
+    assert data["fieldOrderConflicts"] == {"zoo.nestplains.Outer.Labelled": said}
+    assert (data["reimported"], data["importErrors"]) == (["zoo.nestplains"], {"zoo.nestplains": f"TypeError: {said}"})
+    assert ("so a new session's import of zoo.nestplains fails until compile_class_definition on "
+            "zoo.nestplains.Outer (whose class statement holds it) gives n a default (or kw_only)") in text(result)
+
+
+def test_a_stale_nested_dataclass_subclass_is_made_again_by_its_enclosing_class_as_the_note_says(
+        client, image):
+    # A gains a __post_init__: Outer.Inner, made before, does not call it until made again,
+    # and compile_class_definition addresses Outer, not Outer.Inner.
+    (image / "zoo" / "based.py").write_text("import dataclasses\n\n\n@dataclasses.dataclass\nclass A:\n"
+                                            "    x: int\n")
+    (image / "zoo" / "nests.py").write_text(
+        "import dataclasses\n\nfrom zoo.based import A\n\n\nclass Outer:\n"
+        "    @dataclasses.dataclass\n    class Inner(A):\n        y: int\n")
+    client.ok("refresh")
+    client.view.module("zoo.nests")
+    result = client.ok("compile_method", className="A", source="def __post_init__(self):\n    self.x += 1\n")
+    assert result["structuredContent"]["staleSubclasses"] == ["zoo.nests.Outer.Inner"]
+    assert ("; compile_class_definition on zoo.nests.Outer (holding zoo.nests.Outer.Inner) (its definition "
+            "as it stands) makes it again") in text(result)
+    assert client.view.module("zoo.nests").Outer.Inner(1, 2).x == 1
+    client.ok("compile_class_definition", dictionaryName="zoo.nests",
+              source=disk(image, "zoo/nests.py").split("\n\n\n")[1])
+    assert client.view.module("zoo.nests").Outer.Inner(1, 2).x == 2
+
+
 def test_the_importers_of_a_module_failing_through_a_stale_base_are_named_until_it_is_re_imported(
         client, image):
     # zoo.tiered's C, on B left stale, still imports here (not re-imported) while every new

@@ -410,6 +410,38 @@ class View:
         return tree is not None and any(
             node.name == qualname for _, node in splice.defs_in_blocks(tree.body))
 
+    def makes(self, obj) -> bool:
+        """True iff the image module's own source makes the class `obj` as it runs: it
+        `defines` it, or `obj` is a class nested in such a one (`Outer.Inner`, any depth),
+        bound under its name in the enclosing class and written there by a class
+        statement (in a class-level block too). The tools address top-level classes only;
+        this is for judging what a change to a base leaves a module unable to make (its
+        import then fails however deep the class statement is). Not one made in a def
+        (`make.<locals>.C`), which runs only when called."""
+        if self.defines(obj):
+            return True
+        module_name = getattr(obj, "__module__", None)
+        path = getattr(obj, "__qualname__", "")
+        if not (isinstance(obj, type) and isinstance(module_name, str) and isinstance(path, str)):
+            return False
+        path = path.split(".")
+        if len(path) < 2 or not self.has_module(module_name) or not self.owns_module(module_name):
+            return False
+        enclosing = vars(sys.modules[module_name]).get(path[0])
+        if not (isinstance(enclosing, type) and self.defines(enclosing)):
+            return False
+        tree = self.tree(module_name)
+        nodes = [node for node in splice.module_level_classes(tree) if node.name == path[0]]
+        for depth, name in enumerate(path[1:], start=2):
+            # A private `__Inner` is bound as `_Outer__Inner`, its qualname keeps `__Inner`.
+            enclosing = vars(enclosing).get(splice.mangled(path[depth - 2], name))
+            if not (isinstance(enclosing, type) and enclosing.__qualname__ == ".".join(path[:depth])
+                    and enclosing.__module__ == module_name):
+                return False
+            nodes = [node for outer in nodes for _, node in splice.defs_in_blocks(outer.body)
+                     if isinstance(node, ast.ClassDef) and node.name == name]
+        return enclosing is obj and bool(nodes)
+
     def assert_mutable(self, obj, name: str) -> None:
         """The kernel guard (McpServer.assert_mutable forwards here): only what
         an image module's own source defines may be changed."""

@@ -256,7 +256,7 @@ class MutationToolset(Toolset):
         all (`frozenConflicts`, `fieldOrderConflicts`). ('', {}) when none is."""
         modules = {sub.__module__ for sub in live.subclasses_of(cls)
                    if sub.__module__ != module_name and "__dataclass_fields__" in vars(sub)
-                   and self.view.defines(sub) and (live.frozen_conflict(sub) is not None
+                   and self.view.makes(sub) and (live.frozen_conflict(sub) is not None
                                                    or live.field_order_conflict(sub, here=True) is not None)}
         if not modules:
             return "", {}
@@ -290,7 +290,7 @@ class MutationToolset(Toolset):
             if not stale[1]:
                 return stale, ("", {})
         unmakeable = self._reimport_unmakeable(module_name, cls)
-        failing = self._failing_importers(stale[1], unmakeable[1])
+        failing = self._failing_importers(cls, stale[1], unmakeable[1])
         return (stale[0] + failing[0], {**stale[1], **failing[1]}), unmakeable
 
     def _base_binding_conflicts(self, qualified: str, cls, gained) -> tuple[str, dict]:
@@ -306,7 +306,7 @@ class MutationToolset(Toolset):
             return "", {}
         note, misordered = "", {}
         for sub in live.subclasses_of(cls):
-            if ("__dataclass_fields__" not in vars(sub) or not self.view.defines(sub)
+            if ("__dataclass_fields__" not in vars(sub) or not self.view.makes(sub)
                     or live.frozen_conflict(sub) is not None):   # the decorator checks it first
                 continue
             conflict = live.field_order_conflict(sub)
@@ -317,20 +317,23 @@ class MutationToolset(Toolset):
             misordered[name] = conflict
             note += (f"; {name} cannot be made again as written: {_misordered_fields_text(sub, pair)} "
                      f"(the dataclass decorator now raises TypeError: {conflict}), so a new "
-                     f"session's import of {sub.__module__} fails until compile_class_definition "
-                     f"gives {pair[1][0]} a default (or kw_only), or {qualified} is changed back")
+                     f"session's import of {sub.__module__} fails until compile_class_definition"
+                     f"{_on_enclosing(sub)} gives {pair[1][0]} a default (or kw_only), or {qualified} "
+                     "is changed back")
         return note, ({"fieldOrderConflicts": misordered} if misordered else {})
 
-    def _failing_importers(self, stale_data: dict, reimported_data: dict) -> tuple[str, dict]:
+    def _failing_importers(self, cls, stale_data: dict, reimported_data: dict) -> tuple[str, dict]:
         """A note and its data (`failingImporters`: module, its importers) naming the image
         modules that surely import, as they run, a module left failing in a new session by
-        its unmakeable dataclass subclass (`stale_data`'s conflicts) but not re-imported
+        its unmakeable dataclass subclass of `cls` (`stale_data`'s conflicts) but not re-imported
         (`reimported_data`): the class's own module, or one whose conflict comes through a
         base left stale. A new session's import of them fails too; here they import, and
         are not re-imported (the own module's re-import would replace the class). Those
         named in importErrors already are left out. ('', {}) when there are none."""
         conflicting = {**stale_data.get("frozenConflicts", {}), **stale_data.get("fieldOrderConflicts", {})}
-        failing = {name.rpartition(".")[0] for name in conflicting} - set(reimported_data.get("reimported", ()))
+        # The class's own module: a dotted key may name a nested class (`m2.Outer.Inner`).
+        modules = {f"{sub.__module__}.{sub.__qualname__}": sub.__module__ for sub in live.subclasses_of(cls)}
+        failing = {modules[name] for name in conflicting} - set(reimported_data.get("reimported", ()))
         named = failing | set(reimported_data.get("importErrors", {}))
         importers = {module: sorted(self.view.importers_failing_with(module) - named)
                      for module in sorted(failing)}
@@ -892,7 +895,7 @@ class MutationToolset(Toolset):
         if cls is None or live.same_dataclass_basis(basis, live.dataclass_basis(cls)):
             return "", {}
         subclasses = [sub for sub in live.subclasses_of(cls)
-                      if "__dataclass_fields__" in vars(sub) and self.view.defines(sub)]
+                      if "__dataclass_fields__" in vars(sub) and self.view.makes(sub)]
         if not subclasses:
             return "", {}
         stale = [f"{sub.__module__}.{sub.__qualname__}" for sub in subclasses]
@@ -908,19 +911,20 @@ class MutationToolset(Toolset):
                 misordered[name] = order
                 note += (f"; {name} cannot be made again as written (the dataclass decorator now "
                          f"raises TypeError: {order}), so a new session's import of {sub.__module__} "
-                         f"fails until compile_class_definition gives it a default (or kw_only) "
-                         f"for each field it adds without one, or {qualified} is changed back")
+                         f"fails until compile_class_definition{_on_enclosing(sub)} gives it a default "
+                         f"(or kw_only) for each field it adds without one, or {qualified} is changed back")
             if conflict is not None:
                 conflicts[name] = conflict
                 agreeing = live.agreeing_frozen(sub)
-                until = (f"compile_class_definition makes it frozen={agreeing} as well, or "
-                         f"{qualified} is changed back" if agreeing is not None else
+                until = (f"compile_class_definition{_on_enclosing(sub)} makes it frozen={agreeing} as "
+                         f"well, or {qualified} is changed back" if agreeing is not None else
                          f"{qualified} is changed back (neither frozen value agrees with its "
                          f"dataclass bases, {_MIXED_FROZEN})")
                 note += (f"; {name} cannot be made again as written (the dataclass decorator now "
                          f"raises TypeError: {conflict}), so a new session's import of "
                          f"{sub.__module__} fails until {until}")
-        rest = [name for name in stale if name not in conflicts and name not in misordered]
+        rest = [name if "." not in sub.__qualname__ else f"{_enclosing(sub)} (holding {name})"
+                for sub, name in zip(subclasses, stale) if name not in conflicts and name not in misordered]
         if rest:
             note += (f"; compile_class_definition on {'each of ' if len(rest) > 1 else ''}"
                      f"{', '.join(rest)} (its definition as it stands) makes it again, or abort "
@@ -1129,6 +1133,18 @@ def _annotates_in_a_class(tree: ast.Module | None, names) -> bool:
             isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.target.id in names
             for item in node.body)
         for node in ast.walk(tree))
+
+
+def _enclosing(cls) -> str:
+    """The top-level class whose statement makes the nested class `cls` (`m2.Outer` for
+    `m2.Outer.Inner`): what compile_class_definition, addressing top-level classes only,
+    redefines to make it again."""
+    return f"{cls.__module__}.{cls.__qualname__.partition('.')[0]}"
+
+
+def _on_enclosing(cls) -> str:
+    """' on m2.Outer (whose class statement holds it)' for a nested class; '' for a top-level one."""
+    return "" if "." not in cls.__qualname__ else f" on {_enclosing(cls)} (whose class statement holds it)"
 
 
 def _misordered_fields_text(cls, pair) -> str:
