@@ -170,6 +170,8 @@ FILES = {
     "below.py": "class Early:\n    def go(self):\n        return 1\n\n\ndef later(f):\n    return f\n\n\n"
                 "class Base:\n    pass\n",
     "configured.py": "def setup():\n    global LIMIT\n    LIMIT = 3\n\n\nsetup()\n",
+    # As calendar's _localized_month: a blank line opens the body
+    "spaced.py": "class Spaced:\n\n    x = 1\n\n    def f(self):\n        return 1\n",
     # As unittest.mock.NonCallableMock passes for its spec's class
     "masquerade.py": "class Masquerade:\n    def __init__(self, spec=None):\n        self._spec = spec\n\n"
                      "    @property\n    def __class__(self):\n"
@@ -540,6 +542,17 @@ def test_search_method_source_finds_a_pattern_in_a_methods_trailing_comments(c):
     # Its prefilter stopped at the def's last statement, so the comments shown as the
     # method's own were never searched.
     assert structured(c, "search_method_source", pattern="#     return 2")["results"] == ["trailing.Trailing.lines"]
+
+
+def test_a_class_opening_with_a_blank_line_compiled_back_from_its_export_is_unchanged(c, image):
+    # calendar's _localized_month: each round trip of export_class_source's text added a
+    # blank line under the header (the definition drops it and kept it, and the text had it).
+    before = (image / "spaced.py").read_text()
+    for tool in ("export_class_source", "get_class_definition", "export_class_source"):
+        answer = structured(c, tool, className="Spaced")
+        ok(c, "compile_class_definition", source=answer.get("source", answer.get("definition")))
+        assert (image / "spaced.py").read_text() == before
+    assert structured(c, "export_class_source", className="Spaced")["source"] == before
 
 
 def test_a_class_compiled_back_from_its_definition_keeps_its_comments(c, image):

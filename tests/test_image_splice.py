@@ -4,7 +4,7 @@ import ast
 
 import pytest
 
-from gsmcpd.image import splice
+from gsmcpd.image import overlay, splice
 
 SOURCE = '''\
 """Module doc."""
@@ -903,3 +903,23 @@ def test_child_statements_are_every_block_of_a_statement_body_else_finally_then_
     # part of what it answers.
     statement = ast.parse(source).body[0]
     assert [child.lineno for child in splice.child_statements(statement)] == lines
+
+
+@pytest.mark.parametrize("sent", [
+    "class A:\n\n    x = 1\n\n    def f(self):\n        return 1\n",   # export_class_source's text
+    "class A:\n\n    x = 1\n",                                          # its definition, with that blank line
+    "class A:\n    x = 1\n",                                            # get_class_definition's text
+])
+def test_a_class_opening_with_a_blank_line_sent_back_is_left_as_it_was(sent):
+    # calendar's _localized_month opens its body with a blank line, which the definition
+    # drops and keeps: a text sent with it too wrote both, one more blank line a round trip.
+    source = "class A:\n\n    x = 1\n\n    def f(self):\n        return 1\n"
+    old, new = (splice.top_level_class(ast.parse(text), "A") for text in (source, sent))
+    class_text = overlay.written_over(sent, "A", source, splice.carried_members(old, new))
+    assert splice.put_class(source, "A", class_text) == source
+
+
+def test_a_blank_line_sent_under_a_class_header_is_written():
+    source = "class A:\n    x = 1\n"
+    class_text = overlay.written_over("class A:\n\n    x = 1\n", "A", source, [])
+    assert splice.put_class(source, "A", class_text) == "class A:\n\n    x = 1\n"

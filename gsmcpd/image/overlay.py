@@ -52,6 +52,15 @@ def written_over(class_text: str, class_name: str, source: str, methods: list) -
         else:
             becomes[i1] = new[j1:j2]
     text = after.get(-1, [])
+    # The blank lines the definition drops above the first statement are the class's,
+    # unless the text sent has its own there (export_class_source's does): then those.
+    header = splice.header_last_line(lines, classdef)
+    sent = after.get(shown.index(header))
+    if sent and not sent[0].strip():
+        blank = header + 1
+        while blank <= last and not lines[blank - 1].strip():
+            kept.discard(blank)
+            blank += 1
     previous = first - 1
     for index, number in enumerate(shown):
         if number is not None:

@@ -1006,10 +1006,7 @@ def definition_line_numbers(lines: list[str], classdef: ast.ClassDef) -> list[in
         return list(range(first, last + 1))
 
     header_end = first_line(classdef.body[0]) - 1
-    # Trailing blank or comment-only lines of the header are the first statement's gap.
-    gap_start = header_end
-    while gap_start >= first_line(classdef) and _is_gap_line(lines[gap_start - 1]):
-        gap_start -= 1
+    gap_start = header_last_line(lines, classdef)
     shown = numbers(first_line(classdef), gap_start)
     gap = numbers(gap_start + 1, header_end)
     body: list[int | None] = []
@@ -1028,6 +1025,15 @@ def definition_line_numbers(lines: list[str], classdef: ast.ClassDef) -> list[in
         body += gap + numbers(start, previous_end)
     # The comments that end the body are the class's, whatever statement is last.
     return shown + (body or [None]) + numbers(previous_end + 1, last_line(lines, classdef))
+
+
+def header_last_line(lines: list[str], classdef: ast.ClassDef) -> int:
+    """The number of the class header's last line: the blank or comment-only lines
+    between it and the first statement are that statement's gap, not the header's."""
+    number = first_line(classdef.body[0]) - 1
+    while number >= first_line(classdef) and _is_gap_line(lines[number - 1]):
+        number -= 1
+    return number
 
 
 # -- line helpers --------------------------------------------------------
