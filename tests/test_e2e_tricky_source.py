@@ -170,6 +170,9 @@ FILES = {
     "below.py": "class Early:\n    def go(self):\n        return 1\n\n\ndef later(f):\n    return f\n\n\n"
                 "class Base:\n    pass\n",
     "configured.py": "def setup():\n    global LIMIT\n    LIMIT = 3\n\n\nsetup()\n",
+    # As enum's `_auto_null = _auto_null()` and datetime's `del IsoCalendarDate`
+    "rebound.py": "class Single:\n    def f(self):\n        return 1\n\n\nSingle = Single()\n\n\n"
+                  "class Hidden:\n    def f(self):\n        return 1\n\n\n_Hidden = Hidden\ndel Hidden\n",
     # As calendar's _localized_month: a blank line opens the body
     "spaced.py": "class Spaced:\n\n    x = 1\n\n    def f(self):\n        return 1\n",
     # As unittest.mock.NonCallableMock passes for its spec's class
@@ -340,6 +343,22 @@ def test_a_slotted_classs_private_slot_is_listed_and_its_slots_are_not_replaced_
 def test_a_rebound_class_is_browsed_from_source_saying_so(c):
     described = tool_text(ok(c, "describe_class", className="Gone"))
     assert "methods: a" in described and "found NoneType" in described
+
+
+@pytest.mark.parametrize("class_name, bound", [
+    ("rebound.Single", "is bound to an instance of rebound.Single once rebound is imported"),
+    ("Gone", "is bound to None once tricky is imported"),
+    ("rebound.Hidden", "is not bound once rebound is imported (the module deletes the name"),
+])
+def test_a_class_its_module_rebinds_or_deletes_is_refused_saying_what_the_name_holds(c, image, class_name, bound):
+    # The refusal said `bound to ?.None, which the image does not define` for a deleted
+    # name or None, and `bound to rebound.Single` for an instance of the image's own class.
+    before = (image / "rebound.py").read_text()
+    for tool, arguments in (("compile_method", {"source": "def f(self):\n    return 2\n"}),
+                            ("delete_method", {"selector": "f"})):
+        message = error(c, tool, "refused", className=class_name, **arguments)
+        assert bound in message and "?" not in message and "does not define" not in message, message
+    assert (image / "rebound.py").read_text() == before
 
 
 # -- arguments that could never name anything ------------------------------------------

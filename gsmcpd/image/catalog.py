@@ -485,12 +485,29 @@ def mutable_class(view: View, name: str) -> tuple[ClassRef, type | None]:
         return ref, None
     if not_run(view, ref, module):
         return ref, None
-    obj = module.__dict__.get(ref.name)
-    if not (isinstance(obj, type) and view.defines(obj)):
-        raise ToolError("refused", f"{ref.qualified} is bound to "
-                        f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', obj)}, "
+    if ref.name not in module.__dict__:
+        raise ToolError("refused", f"{ref.qualified} is not bound once {ref.module} is imported "
+                        "(the module deletes the name after its class statement), so there is no "
+                        "live class to change; edit the module's file in an editor, then refresh")
+    obj = module.__dict__[ref.name]
+    if not isinstance(obj, type):
+        # `_auto_null = _auto_null()`, `Gone = None`: no class, whoever's it is
+        raise ToolError("refused", f"{ref.qualified} is bound to {bound_object(obj)} once "
+                        f"{ref.module} is imported, not to the class its class statement makes; "
+                        "edit the module's file in an editor, then refresh")
+    if not view.defines(obj):
+        raise ToolError("refused", f"{ref.qualified} is bound to {obj.__module__}.{obj.__qualname__}, "
                         f"which the image does not define; {remedy}")
     return ref, obj
+
+
+def bound_object(obj: object) -> str:
+    """What a name bound to something other than a class holds, for a refusal:
+    `None`, or `an instance of enum._auto_null` (its repr may be its class's name)."""
+    if obj is None:
+        return "None"
+    kind = type(obj)
+    return f"an instance of {kind.__module__}.{kind.__qualname__}"
 
 
 def image_subclasses(view: View, cls: type) -> list[str]:
