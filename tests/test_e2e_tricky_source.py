@@ -173,6 +173,7 @@ FILES = {
     # As enum's `_auto_null = _auto_null()` and datetime's `del IsoCalendarDate`
     "rebound.py": "class Single:\n    def f(self):\n        return 1\n\n\nSingle = Single()\n\n\n"
                   "class Hidden:\n    def f(self):\n        return 1\n\n\n_Hidden = Hidden\ndel Hidden\n",
+    "holder.py": "class Holder:\n    limit = 3\n\n    def f(self):\n        return 1\n",
     # As calendar's _localized_month: a blank line opens the body
     "spaced.py": "class Spaced:\n\n    x = 1\n\n    def f(self):\n        return 1\n",
     # As unittest.mock.NonCallableMock passes for its spec's class
@@ -572,6 +573,15 @@ def test_a_class_opening_with_a_blank_line_compiled_back_from_its_export_is_unch
         ok(c, "compile_class_definition", source=answer.get("source", answer.get("definition")))
         assert (image / "spaced.py").read_text() == before
     assert structured(c, "export_class_source", className="Spaced")["source"] == before
+
+
+def test_a_definition_of_pass_alone_leaves_a_class_of_methods_only(c, image):
+    # `pass`, as get_class_definition shows a body of methods only, was written as a
+    # statement above the carried methods in place of the class's own.
+    ok(c, "compile_class_definition", source="class Holder:\n    pass\n")
+    assert (image / "holder.py").read_text() == "class Holder:\n    def f(self):\n        return 1\n"
+    assert structured(c, "get_class_definition", className="Holder")["definition"] == "class Holder:\n    pass\n"
+    assert run(c, "from holder import Holder\n(hasattr(Holder, 'limit'), Holder().f())") == "(False, 1)"
 
 
 def test_a_class_compiled_back_from_its_definition_keeps_its_comments(c, image):

@@ -923,3 +923,19 @@ def test_a_blank_line_sent_under_a_class_header_is_written():
     source = "class A:\n    x = 1\n"
     class_text = overlay.written_over("class A:\n\n    x = 1\n", "A", source, [])
     assert splice.put_class(source, "A", class_text) == "class A:\n\n    x = 1\n"
+
+
+def test_pass_alone_sent_for_a_class_with_statements_leaves_it_methods_only():
+    # A client reverting its class to a body of methods only sends `pass`, as
+    # get_class_definition shows one: the pass was written above the methods.
+    source = "class Y:\n    a = 1\n\n    def f(self):\n        return 1\n"
+    old, new = (splice.top_level_class(ast.parse(text), "Y") for text in (source, "class Y:\n    pass\n"))
+    class_text = overlay.written_over("class Y:\n    pass\n", "Y", source, splice.carried_members(old, new))
+    assert splice.put_class(source, "Y", class_text) == "class Y:\n    def f(self):\n        return 1\n"
+
+
+def test_a_pass_the_class_has_is_kept_when_its_definition_is_sent_back():
+    source = "class Z:\n    pass\n\n    def f(self):\n        return 1\n"
+    old, new = (splice.top_level_class(ast.parse(text), "Z") for text in (source, "class Z:\n    pass\n"))
+    class_text = overlay.written_over("class Z:\n    pass\n", "Z", source, splice.carried_members(old, new))
+    assert splice.put_class(source, "Z", class_text) == source

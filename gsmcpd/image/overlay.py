@@ -37,6 +37,11 @@ def written_over(class_text: str, class_name: str, source: str, methods: list) -
     definition = splice.lines_of(splice.class_definition(source, class_name, classdef))
     new = splice.lines_of(splice.fit_indentation(splice.dedent_code(class_text),
                                                  splice.class_indent_unit(source, class_name)))
+    no_statements = bool(methods) and _only_pass(new) is not None and _only_pass(definition) is None
+    if no_statements:
+        # `pass` alone, as get_class_definition shows a body of methods only, stands for
+        # no statement: written, it stayed above the carried methods.
+        del new[_only_pass(new) - 1]
     matcher = difflib.SequenceMatcher(None, splice.comparable(definition), splice.comparable(new),
                                       autojunk=False)
     # What each line of the definition becomes: its own line, the lines replacing it, or
@@ -61,6 +66,12 @@ def written_over(class_text: str, class_name: str, source: str, methods: list) -
         while blank <= last and not lines[blank - 1].strip():
             kept.discard(blank)
             blank += 1
+    if no_statements:
+        # The blank lines that set the statements apart from the methods go with them.
+        number = header + 1
+        while number <= last and not (number in kept and lines[number - 1].strip()):
+            kept.discard(number)
+            number += 1
     previous = first - 1
     for index, number in enumerate(shown):
         if number is not None:
@@ -79,6 +90,21 @@ def written_over(class_text: str, class_name: str, source: str, methods: list) -
     text += [own[n - first] for n in range(previous + 1, last + 1) if n in kept]
     merged = "".join(text)
     return merged if _members_in_order(merged, class_name, source, methods) else None
+
+
+def _only_pass(lines: list[str]) -> int | None:
+    """The line number of the class text's one statement when that is a `pass` on a line
+    of its own, else None."""
+    try:
+        classdef = parsing.parse("".join(lines)).body[0]
+    except (SyntaxError, ValueError, IndexError):
+        return None
+    body = classdef.body
+    if (len(body) == 1 and isinstance(body[0], ast.Pass) and body[0].lineno > classdef.lineno
+            and not splice.body_on_header_line(lines, classdef)
+            and lines[body[0].lineno - 1].strip() == "pass"):
+        return body[0].lineno
+    return None
 
 
 def _kept_lines(lines: list[str], classdef: ast.ClassDef, shown: set[int],
