@@ -173,6 +173,10 @@ FILES = {
     # As enum's `_auto_null = _auto_null()` and datetime's `del IsoCalendarDate`
     "rebound.py": "class Single:\n    def f(self):\n        return 1\n\n\nSingle = Single()\n\n\n"
                   "class Hidden:\n    def f(self):\n        return 1\n\n\n_Hidden = Hidden\ndel Hidden\n",
+    # A pure-Python class its module replaces with another image module's, as stdlib
+    # modules do with their C accelerators
+    "fastpath.py": "class Fast:\n    def f(self):\n        return 2\n",
+    "slowpath.py": "class Fast:\n    def f(self):\n        return 1\n\n\nfrom fastpath import Fast\n",
     "holder.py": "class Holder:\n    limit = 3\n\n    def f(self):\n        return 1\n",
     # As calendar's _localized_month: a blank line opens the body
     "spaced.py": "class Spaced:\n\n    x = 1\n\n    def f(self):\n        return 1\n",
@@ -360,6 +364,20 @@ def test_a_class_its_module_rebinds_or_deletes_is_refused_saying_what_the_name_h
         message = error(c, tool, "refused", className=class_name, **arguments)
         assert bound in message and "?" not in message and "does not define" not in message, message
     assert (image / "rebound.py").read_text() == before
+
+
+def test_a_class_its_module_rebinds_to_another_image_modules_class_is_refused(c, image):
+    # compile_method edited slowpath.py's source but set the def on fastpath.Fast, the
+    # live class the name held: the session ran code no module's source had.
+    files = {name: (image / name).read_text() for name in ("fastpath.py", "slowpath.py")}
+    for tool, arguments in (("compile_method", {"className": "slowpath.Fast", "source": "def f(self):\n    return 3\n"}),
+                            ("delete_method", {"className": "slowpath.Fast", "selector": "f"}),
+                            ("compile_class_definition", {"dictionaryName": "slowpath",
+                                                          "source": "class Fast:\n    x = 1\n"})):
+        message = error(c, tool, "refused", **arguments)
+        assert "slowpath.Fast is bound to fastpath.Fast once slowpath is imported" in message, message
+    assert run(c, "import fastpath\nfastpath.Fast().f()") == "2"
+    assert {name: (image / name).read_text() for name in files} == files
 
 
 # -- arguments that could never name anything ------------------------------------------

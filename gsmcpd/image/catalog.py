@@ -490,22 +490,26 @@ def mutable_class(view: View, name: str) -> tuple[ClassRef, type | None]:
                         "(the module deletes the name after its class statement), so there is no "
                         "live class to change; edit the module's file in an editor, then refresh")
     obj = module.__dict__[ref.name]
-    if not isinstance(obj, type):
-        # `_auto_null = _auto_null()`, `Gone = None`: no class, whoever's it is
-        raise ToolError("refused", f"{ref.qualified} is bound to {bound_object(obj)} once "
-                        f"{ref.module} is imported, not to the class its class statement makes; "
-                        "edit the module's file in an editor, then refresh")
-    if not view.defines(obj):
-        raise ToolError("refused", f"{ref.qualified} is bound to {obj.__module__}.{obj.__qualname__}, "
+    # By name too: `from fast import A` below `class A` binds another image module's
+    # class, which an edit of this module's source must not change live.
+    if isinstance(obj, type) and view.defines(obj, ref.qualified):
+        return ref, obj
+    if isinstance(obj, type) and not view.defines(obj) and not splice.class_statements(view.tree(ref.module), ref.name):
+        raise ToolError("refused", f"{ref.qualified} is bound to {bound_object(obj)}, "
                         f"which the image does not define; {remedy}")
-    return ref, obj
+    # `_auto_null = _auto_null()`, `Gone = None`, `from _datetime import *` below the class
+    raise ToolError("refused", f"{ref.qualified} is bound to {bound_object(obj)} once "
+                    f"{ref.module} is imported, not to the class its class statement makes; "
+                    "edit the module's file in an editor, then refresh")
 
 
 def bound_object(obj: object) -> str:
-    """What a name bound to something other than a class holds, for a refusal:
-    `None`, or `an instance of enum._auto_null` (its repr may be its class's name)."""
+    """What a name holds, for a refusal: a class as `module.Name`, `None`, or `an instance
+    of enum._auto_null` (its repr may be its class's name)."""
     if obj is None:
         return "None"
+    if isinstance(obj, type):
+        return f"{obj.__module__}.{obj.__qualname__}"
     kind = type(obj)
     return f"an instance of {kind.__module__}.{kind.__qualname__}"
 
