@@ -177,6 +177,9 @@ FILES = {
     # modules do with their C accelerators
     "fastpath.py": "class Fast:\n    def f(self):\n        return 2\n",
     "slowpath.py": "class Fast:\n    def f(self):\n        return 1\n\n\nfrom fastpath import Fast\n",
+    "widths.py": "class Widths:\n    @property\n    def width(self):\n        return self._w\n\n"
+                 "    # setter below\n    @width.setter\n    def width(self, v):\n        self._w = v\n\n"
+                 "    def other(self):\n        return 1\n",
     "holder.py": "class Holder:\n    limit = 3\n\n    def f(self):\n        return 1\n",
     # As calendar's _localized_month: a blank line opens the body
     "spaced.py": "class Spaced:\n\n    x = 1\n\n    def f(self):\n        return 1\n",
@@ -600,6 +603,19 @@ def test_a_definition_of_pass_alone_leaves_a_class_of_methods_only(c, image):
     assert (image / "holder.py").read_text() == "class Holder:\n    def f(self):\n        return 1\n"
     assert structured(c, "get_class_definition", className="Holder")["definition"] == "class Holder:\n    pass\n"
     assert run(c, "from holder import Holder\n(hasattr(Holder, 'limit'), Holder().f())") == "(False, 1)"
+
+
+def test_a_propertys_defs_sent_back_with_the_comment_between_them_leave_the_module_as_it_was(c, image):
+    # get_method_source left out the comment above the setter, and compile_method of
+    # its text moved that comment below the setter (sent with it: written twice).
+    before = (image / "widths.py").read_text()
+    source = structured(c, "get_method_source", className="Widths", selector="width")["source"]
+    assert "\n\n# setter below\n@width.setter\n" in source
+    ok(c, "compile_method", className="Widths", source=source)
+    assert (image / "widths.py").read_text() == before
+    ok(c, "compile_method", className="Widths", source=source.replace("self._w\n", "self._w + 1\n"))
+    assert (image / "widths.py").read_text() == before.replace("self._w\n", "self._w + 1\n")
+    assert run(c, "import widths\nw = widths.Widths()\nw.width = 4\nw.width") == "5"
 
 
 def test_a_class_compiled_back_from_its_definition_keeps_its_comments(c, image):

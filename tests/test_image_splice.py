@@ -939,3 +939,20 @@ def test_a_pass_the_class_has_is_kept_when_its_definition_is_sent_back():
     old, new = (splice.top_level_class(ast.parse(text), "Z") for text in (source, "class Z:\n    pass\n"))
     class_text = overlay.written_over("class Z:\n    pass\n", "Z", source, splice.carried_members(old, new))
     assert splice.put_class(source, "Z", class_text) == source
+
+
+COMMENTED_PROPERTY = ("class P:\n    @property\n    def width(self):\n        return self._w\n\n"
+                      "    # setter below\n    @width.setter\n    def width(self, v):\n        self._w = v\n\n"
+                      "    def other(self):\n        return 1\n")
+
+
+def test_the_comments_between_a_propertys_defs_are_shown_with_them_and_kept_by_a_replacement():
+    # The comment above the setter was left out of the defs' text, and a replacement by
+    # that text moved it below the setter (sent with the comment: written twice).
+    nodes = splice.method_nodes(splice.top_level_class(ast.parse(COMMENTED_PROPERTY), "P"), "width")
+    text = splice.segments(COMMENTED_PROPERTY, nodes)
+    assert text == ("@property\ndef width(self):\n    return self._w\n\n"
+                    "# setter below\n@width.setter\ndef width(self, v):\n    self._w = v\n")
+    assert splice.put_method(COMMENTED_PROPERTY, "P", text) == (COMMENTED_PROPERTY, True)
+    changed = splice.put_method(COMMENTED_PROPERTY, "P", text.replace("self._w\n", "self._w + 1\n"))[0]
+    assert changed == COMMENTED_PROPERTY.replace("self._w\n", "self._w + 1\n")

@@ -80,15 +80,31 @@ def segment(source: str, node: ast.AST, lines: list[str] | None = None) -> str:
 
 def segments(source: str, nodes: list) -> str:
     """The segments of several defs of one name (a property's getter and setter,
-    overloads), set apart by a blank line only where the source sets them apart."""
+    overloads), with the blank and comment lines between two of them as written when
+    nothing else is (`# setter` above a setter: the defs' own, as _replace_defs takes
+    them), else set apart by a blank line only where the source sets them apart."""
     lines = lines_of(source)
     text = ""
     for previous, node in zip([None] + nodes, nodes):
-        if previous is not None and any(
+        gap = None if previous is None else _gap_between(lines, previous, node)
+        if gap is not None:
+            text += strip_indent(gap, indent_of(lines[node.lineno - 1]))
+        elif previous is not None and any(
                 not line.strip() for line in lines[last_line(lines, previous):first_line(node) - 1]):
             text += newline_of(source)     # the source's own: a CRLF module's defs stay CRLF
         text += segment(source, node, lines)
     return text
+
+
+def _gap_between(lines: list[str], previous: ast.stmt, node: ast.stmt) -> list[str] | None:
+    """The lines between two defs of one name when they are only blank lines and comments
+    at least as deep as `node`; None when anything else is between them."""
+    indent = indent_of(lines[node.lineno - 1])
+    gap = lines[last_line(lines, previous):first_line(node) - 1]
+    if all(not line.strip() or line.lstrip().startswith("#") and indent_of(line).startswith(indent)
+           for line in gap):
+        return gap
+    return None
 
 
 # Python 3.12+ tokenizes f-strings in parts (before it, None: no token is of either type).
@@ -586,6 +602,11 @@ def put_method(source: str, class_name: str, method_text: str) -> tuple[str, boo
 
 def _replace_defs(source: str, existing: list, text: str) -> str:
     """`source` with `text` in the place of the `existing` defs (of one name, in order)."""
+    lines = lines_of(source)
+    if all(_gap_between(lines, previous, node) is not None for previous, node in zip(existing, existing[1:])):
+        # Nothing but blank and comment lines between them (as segments shows them): one block.
+        start, end = first_line(existing[0]), last_line(lines, existing[-1])
+        return _replace(source, start, end, "".join(as_written(lines[start - 1:end], lines_of(text))))
     # Later duplicates go first so earlier line numbers stay valid; the blank lines
     # that set one off go with it (a property's getter and setter become the text).
     for node in reversed(existing[1:]):
