@@ -180,6 +180,9 @@ FILES = {
     "widths.py": "class Widths:\n    @property\n    def width(self):\n        return self._w\n\n"
                  "    # setter below\n    @width.setter\n    def width(self, v):\n        self._w = v\n\n"
                  "    def other(self):\n        return 1\n",
+    "splitprop.py": "class Split:\n    @property\n    def width(self):\n        return self._w\n\n"
+                    "    def other(self):\n        return 1\n\n"
+                    "    @width.setter\n    def width(self, v):\n        self._w = v\n",
     "holder.py": "class Holder:\n    limit = 3\n\n    def f(self):\n        return 1\n",
     # As calendar's _localized_month: a blank line opens the body
     "spaced.py": "class Spaced:\n\n    x = 1\n\n    def f(self):\n        return 1\n",
@@ -616,6 +619,18 @@ def test_a_propertys_defs_sent_back_with_the_comment_between_them_leave_the_modu
     ok(c, "compile_method", className="Widths", source=source.replace("self._w\n", "self._w + 1\n"))
     assert (image / "widths.py").read_text() == before.replace("self._w\n", "self._w + 1\n")
     assert run(c, "import widths\nw = widths.Widths()\nw.width = 4\nw.width") == "5"
+
+
+def test_a_propertys_defs_apart_sent_back_stay_in_their_places(c, image):
+    # A method between getter and setter: compile_method of get_method_source's text
+    # moved the setter up to the getter.
+    before = (image / "splitprop.py").read_text()
+    source = structured(c, "get_method_source", className="Split", selector="width")["source"]
+    ok(c, "compile_method", className="Split", source=source)
+    assert (image / "splitprop.py").read_text() == before
+    ok(c, "compile_method", className="Split", source=source.replace("self._w\n", "self._w + 1\n"))
+    assert (image / "splitprop.py").read_text() == before.replace("self._w\n", "self._w + 1\n")
+    assert run(c, "import splitprop\ns = splitprop.Split()\ns.width = 4\ns.width") == "5"
 
 
 def test_a_class_compiled_back_from_its_definition_keeps_its_comments(c, image):

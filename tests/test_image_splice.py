@@ -956,3 +956,24 @@ def test_the_comments_between_a_propertys_defs_are_shown_with_them_and_kept_by_a
     assert splice.put_method(COMMENTED_PROPERTY, "P", text) == (COMMENTED_PROPERTY, True)
     changed = splice.put_method(COMMENTED_PROPERTY, "P", text.replace("self._w\n", "self._w + 1\n"))[0]
     assert changed == COMMENTED_PROPERTY.replace("self._w\n", "self._w + 1\n")
+
+
+SPLIT_PROPERTY = ("class P:\n    @property\n    def width(self):\n        return self._w\n\n"
+                  "    def other(self):\n        return 1\n\n"
+                  "    @width.setter\n    def width(self, v):\n        self._w = v\n")
+
+
+def test_a_propertys_defs_apart_stay_in_their_places_when_replaced():
+    # A method between the getter and the setter: the setter was moved up to the getter,
+    # so the text get_method_source gave, sent back unchanged, changed the module.
+    nodes = splice.method_nodes(splice.top_level_class(ast.parse(SPLIT_PROPERTY), "P"), "width")
+    text = splice.segments(SPLIT_PROPERTY, nodes)
+    assert splice.put_method(SPLIT_PROPERTY, "P", text) == (SPLIT_PROPERTY, True)
+    changed = text.replace("self._w\n", "self._w + 1\n").replace("@width.setter", "# the setter\n@width.setter")
+    assert splice.put_method(SPLIT_PROPERTY, "P", changed)[0] == SPLIT_PROPERTY.replace(
+        "self._w\n", "self._w + 1\n").replace("    @width.setter", "    # the setter\n    @width.setter")
+    # Sent setter first, the defs go together where the getter was, in the order sent.
+    swapped = "@width.setter\ndef width(self, v):\n    self._w = v\n\n@property\ndef width(self):\n    return 0\n"
+    assert splice.put_method(SPLIT_PROPERTY, "P", swapped)[0] == (
+        "class P:\n    @width.setter\n    def width(self, v):\n        self._w = v\n\n    @property\n"
+        "    def width(self):\n        return 0\n\n    def other(self):\n        return 1\n")

@@ -607,6 +607,17 @@ def _replace_defs(source: str, existing: list, text: str) -> str:
         # Nothing but blank and comment lines between them (as segments shows them): one block.
         start, end = first_line(existing[0]), last_line(lines, existing[-1])
         return _replace(source, start, end, "".join(as_written(lines[start - 1:end], lines_of(text))))
+    chunks = _def_chunks(text)
+    if [_decorators(node) for node in existing] == [_decorators(node) for node, _ in chunks]:
+        # Other statements between them (a method between a getter and its setter): each
+        # def stays in its place, the last first so earlier line numbers stay valid. Only
+        # for defs sent as they are decorated there, in order: a setter sent above its
+        # getter must not go where the getter was.
+        for node, (_, chunk) in reversed(list(zip(existing, chunks))):
+            lines = lines_of(source)
+            start, end = first_line(node), last_line(lines, node)
+            source = _replace(source, start, end, "".join(as_written(lines[start - 1:end], chunk)))
+        return source
     # Later duplicates go first so earlier line numbers stay valid; the blank lines
     # that set one off go with it (a property's getter and setter become the text).
     for node in reversed(existing[1:]):
@@ -615,6 +626,28 @@ def _replace_defs(source: str, existing: list, text: str) -> str:
     first, lines = existing[0], lines_of(source)
     start, end = first_line(first), last_line(lines, first)
     return _replace(source, start, end, "".join(as_written(lines[start - 1:end], lines_of(text))))
+
+
+def _def_chunks(text: str) -> list[tuple[ast.stmt, list[str]]]:
+    """Each def of `text` (defs of one name, at any margin) with its lines, the comment
+    lines above it included; the blank lines between them belong to none."""
+    lines = lines_of(text)
+    try:
+        nodes = parsing.parse(dedent_code(text)).body
+    except (SyntaxError, ValueError):
+        return []
+    chunks, previous_end = [], 0
+    for node in nodes:
+        start = previous_end + 1
+        while start < first_line(node) and not lines[start - 1].strip():
+            start += 1
+        previous_end = last_line(lines, node)
+        chunks.append((node, lines[start - 1:previous_end]))
+    return chunks
+
+
+def _decorators(node: ast.stmt) -> list[str]:
+    return [ast.dump(decorator) for decorator in getattr(node, "decorator_list", [])]
 
 
 def function_nodes(tree: ast.Module, name: str) -> list:
