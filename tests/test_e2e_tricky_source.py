@@ -183,6 +183,9 @@ FILES = {
     "splitprop.py": "class Split:\n    @property\n    def width(self):\n        return self._w\n\n"
                     "    def other(self):\n        return 1\n\n"
                     "    @width.setter\n    def width(self, v):\n        self._w = v\n",
+    # As concurrent.futures.thread's ThreadPoolExecutor
+    "pools.py": 'class Pool:\n    def submit(self, fn):\n        return fn()\n    submit.__doc__ = "Submit."\n\n'
+                "    def other(self):\n        return 1\n",
     "holder.py": "class Holder:\n    limit = 3\n\n    def f(self):\n        return 1\n",
     # As calendar's _localized_month: a blank line opens the body
     "spaced.py": "class Spaced:\n\n    x = 1\n\n    def f(self):\n        return 1\n",
@@ -631,6 +634,17 @@ def test_a_propertys_defs_apart_sent_back_stay_in_their_places(c, image):
     ok(c, "compile_method", className="Split", source=source.replace("self._w\n", "self._w + 1\n"))
     assert (image / "splitprop.py").read_text() == before.replace("self._w\n", "self._w + 1\n")
     assert run(c, "import splitprop\ns = splitprop.Split()\ns.width = 4\ns.width") == "5"
+
+
+def test_a_definition_setting_an_attribute_of_a_method_compiles_back(c, image):
+    # `submit.__doc__ = ...` was taken to bind submit: the method was not carried, and
+    # compiling get_class_definition's text back failed, NameError: name 'submit'.
+    before = (image / "pools.py").read_text()
+    definition = structured(c, "get_class_definition", className="Pool")["definition"]
+    assert definition == 'class Pool:\n    submit.__doc__ = "Submit."\n'
+    ok(c, "compile_class_definition", source=definition)
+    assert (image / "pools.py").read_text() == before
+    assert run(c, "import pools\npools.Pool.submit.__doc__, pools.Pool().submit(lambda: 3)") == "('Submit.', 3)"
 
 
 def test_a_class_compiled_back_from_its_definition_keeps_its_comments(c, image):

@@ -977,3 +977,16 @@ def test_a_propertys_defs_apart_stay_in_their_places_when_replaced():
     assert splice.put_method(SPLIT_PROPERTY, "P", swapped)[0] == (
         "class P:\n    @width.setter\n    def width(self, v):\n        self._w = v\n\n    @property\n"
         "    def width(self):\n        return 0\n\n    def other(self):\n        return 1\n")
+
+
+def test_a_statement_setting_an_attribute_of_a_method_does_not_bind_it():
+    # concurrent.futures.thread's `submit.__doc__ = ...`: the method was taken for one the
+    # definition binds itself, not carried, and compiling the definition back failed
+    # (NameError: submit); `d[k] = ...` reads d likewise.
+    source = ('class Pool:\n    def submit(self, fn):\n        return fn()\n    submit.__doc__ = "Submit."\n\n'
+              '    def other(self):\n        return 1\n')
+    old, new = (splice.top_level_class(ast.parse(text), "Pool")
+                for text in (source, 'class Pool:\n    submit.__doc__ = "Submit."\n    table[1] = 2\n'))
+    assert [node.name for node in splice.carried_members(old, new)] == ["submit", "other"]
+    assert splice.bound_names(new.body[0]) == set() and splice.bound_names(new.body[1]) == set()
+    assert splice.bound_names(ast.parse("a, (b, *c) = t").body[0]) == {"a", "b", "c"}
