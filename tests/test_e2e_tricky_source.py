@@ -605,8 +605,14 @@ def test_a_class_opening_with_a_blank_line_compiled_back_from_its_export_is_unch
 def test_a_definition_of_pass_alone_leaves_a_class_of_methods_only(c, image):
     # `pass`, as get_class_definition shows a body of methods only, was written as a
     # statement above the carried methods in place of the class's own.
+    # Adding a statement and sending `pass` back is no change.
+    spaced = (image / "holder.py").read_text().replace("    limit = 3\n", "")
     ok(c, "compile_class_definition", source="class Holder:\n    pass\n")
-    assert (image / "holder.py").read_text() == "class Holder:\n    def f(self):\n        return 1\n"
+    assert (image / "holder.py").read_text() == spaced == "class Holder:\n\n    def f(self):\n        return 1\n"
+    ok(c, "compile_class_definition", source="class Holder:\n    pass\n    size = 2\n")
+    assert (image / "holder.py").read_text() == "class Holder:\n    size = 2\n\n    def f(self):\n        return 1\n"
+    ok(c, "compile_class_definition", source="class Holder:\n    pass\n")
+    assert (image / "holder.py").read_text() == spaced
     assert structured(c, "get_class_definition", className="Holder")["definition"] == "class Holder:\n    pass\n"
     assert run(c, "from holder import Holder\n(hasattr(Holder, 'limit'), Holder().f())") == "(False, 1)"
 

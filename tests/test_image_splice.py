@@ -931,7 +931,7 @@ def test_pass_alone_sent_for_a_class_with_statements_leaves_it_methods_only():
     source = "class Y:\n    a = 1\n\n    def f(self):\n        return 1\n"
     old, new = (splice.top_level_class(ast.parse(text), "Y") for text in (source, "class Y:\n    pass\n"))
     class_text = overlay.written_over("class Y:\n    pass\n", "Y", source, splice.carried_members(old, new))
-    assert splice.put_class(source, "Y", class_text) == "class Y:\n    def f(self):\n        return 1\n"
+    assert splice.put_class(source, "Y", class_text) == "class Y:\n\n    def f(self):\n        return 1\n"
 
 
 def test_a_pass_the_class_has_is_kept_when_its_definition_is_sent_back():

@@ -37,10 +37,11 @@ def written_over(class_text: str, class_name: str, source: str, methods: list) -
     definition = splice.lines_of(splice.class_definition(source, class_name, classdef))
     new = splice.lines_of(splice.fit_indentation(splice.dedent_code(class_text),
                                                  splice.class_indent_unit(source, class_name)))
-    no_statements = bool(methods) and _only_pass(new) is not None and _only_pass(definition) is None
-    if no_statements:
+    if methods and _only_pass(new) is not None and _only_pass(definition) is None:
         # `pass` alone, as get_class_definition shows a body of methods only, stands for
-        # no statement: written, it stayed above the carried methods.
+        # no statement: written, it stayed above the carried methods. Their blank and
+        # comment lines stay theirs, so adding a statement and sending `pass` back is
+        # no change.
         del new[_only_pass(new) - 1]
     matcher = difflib.SequenceMatcher(None, splice.comparable(definition), splice.comparable(new),
                                       autojunk=False)
@@ -66,12 +67,6 @@ def written_over(class_text: str, class_name: str, source: str, methods: list) -
         while blank <= last and not lines[blank - 1].strip():
             kept.discard(blank)
             blank += 1
-    if no_statements:
-        # The blank lines that set the statements apart from the methods go with them.
-        number = header + 1
-        while number <= last and not (number in kept and lines[number - 1].strip()):
-            kept.discard(number)
-            number += 1
     previous = first - 1
     for index, number in enumerate(shown):
         if number is not None:
