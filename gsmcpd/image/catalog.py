@@ -494,7 +494,8 @@ def mutable_class(view: View, name: str) -> tuple[ClassRef, type | None]:
     # class, which an edit of this module's source must not change live.
     if isinstance(obj, type) and view.defines(obj, ref.qualified):
         return ref, obj
-    if isinstance(obj, type) and not view.defines(obj) and not splice.class_statements(view.tree(ref.module), ref.name):
+    written = splice.class_statements(view.tree(ref.module), ref.name)
+    if isinstance(obj, type) and not view.defines(obj) and not written:
         raise ToolError("refused", f"{ref.qualified} is bound to {bound_object(obj)}, "
                         f"which the image does not define; {remedy}")
     # `_auto_null = _auto_null()`, `Gone = None`, `from _datetime import *` below the class

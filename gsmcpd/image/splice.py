@@ -976,7 +976,8 @@ def _assigned_names(node: ast.stmt) -> set[str]:
 def _target_names(target: ast.expr) -> set[str]:
     """The names an assignment target binds: not those it reads, as `submit` in
     `submit.__doc__ = ...` or `d` in `d[k] = ...`."""
-    return {sub.id for sub in ast.walk(target) if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store)}
+    return {sub.id for sub in ast.walk(target)
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store)}
 
 
 def remove_method(source: str, class_name: str, selector: str) -> str:
