@@ -13,6 +13,7 @@ import pytest
 from helpers import (LIST_FDS, Client, Daemon, _children, parent_of, pid_alive, tool_text, wait_for_port,
                      wait_until, worker_pids)
 from helpers import open_session as session
+from test_e2e_cycles import descriptors
 from test_e2e_lifetime import worker_pid
 from test_e2e_user_code import START_ESCAPERS, START_SLEEP, start
 
@@ -94,6 +95,26 @@ def test_a_spawner_killed_by_user_code_leaves_no_spare_behind(tmp_path):
         assert "ending 2 spare worker(s) of the dead spawner" in daemon.log_text()
     assert wait_until(lambda: not any(os.path.exists("/proc/%d" % pid)
                                       for pid in spares | {worker, fresh_worker, new_spawner}))
+
+
+def ended_pidfds(router):
+    """How many of the router's descriptors are pidfds of processes that have ended."""
+    return sum(target == "pidfd of -1" for target in descriptors(router).values())
+
+
+def test_a_killed_spawners_sessions_once_ended_leave_the_router_no_descriptor(tmp_path):
+    # The router kept a pidfd of each of them (to tell later spawners) until another spawner
+    # died: after one kill, held for good, one per session open then (a soak: 18).
+    with Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution", "GS_MCP_SPARE_WORKERS": "1"}) as daemon:
+        clients = [session(daemon) for _ in range(3)]
+        workers = [worker_pid(client) for client in clients]
+        spawner = spawner_of(daemon)
+        os.kill(spawner, signal.SIGKILL)
+        assert spawner_after(daemon, spawner)
+        for client in clients:
+            assert client.delete().status == 200
+        assert wait_until(lambda: not any(pid_alive(pid) for pid in workers))
+        assert wait_until(lambda: ended_pidfds(daemon.proc.pid) == 0), descriptors(daemon.proc.pid)
 
 
 # What a worker's user code sees of its descriptors, and its resource tracker's pipe.

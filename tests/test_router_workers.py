@@ -835,6 +835,43 @@ def spawner_died(loop, pool):
     return dead
 
 
+def is_open(fd):
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("ends", ["after the new spawner is adopted", "while none is"])
+def test_a_dead_spawners_worker_that_ends_lets_go_of_the_pidfd_kept_of_it(hand_pool, monkeypatch, ends):
+    # The copy kept to tell later spawners of it was closed only at the next spawner's death:
+    # after one killed spawner, a router serving on for weeks held a pidfd per session it
+    # had had then (a soak: 18 descriptors of ended workers, never given back).
+    monkeypatch.setattr(WorkerPool, "STARVED_PAUSE", 60.0)   # no restart within the test: the test adopts
+    loop, make = hand_pool
+    pool = make(0)
+    assert told_of_orphans(pool.spawner) == []
+    worker = claimed(loop, pool, "w." + 16 * "1")
+    dead = spawner_died(loop, pool)
+    kept = list(pool._orphans)
+    assert len(kept) == 1 and is_open(kept[0])
+    if ends == "after the new spawner is adopted":
+        pool.spawner = HandSpawner()
+        pool._adopt_spawner()
+        assert told_of_orphans(pool.spawner) == [([b"w." + 16 * b"1"], [worker.pid])]
+    [process] = [p for p in dead.kept if isinstance(p, subprocess.Popen) and p.pid == worker.pid]
+    process.kill()
+    process.wait()
+    assert run_until(loop, lambda: not worker.alive and not pool._orphans)
+    assert not is_open(kept[0])
+    if ends == "while none is":
+        pool.spawner = HandSpawner()
+        pool._adopt_spawner()
+        assert told_of_orphans(pool.spawner) == []            # nothing left to spare: its directory is swept
+    dead.close()
+
+
 def test_a_dead_spawners_worker_without_a_directory_is_handed_over_too(hand_pool, monkeypatch):
     # Only named workers were: the new spawner, told the list was whole, would take an
     # unnamed one for what a dead worker left, and kill it.

@@ -535,8 +535,9 @@ class WorkerPool:
         # Dead spawners' live workers, adopted by the forkserver, which kills and removes
         # nothing: copies of their pidfds and their directories' names, for each new spawner
         # to spare them and remove their directories once they have ended, and kill what they
-        # leave (_hand_over_orphans). Those that could not be kept (out of descriptors) are
-        # tried again every second until kept or ended; meanwhile no sweep is asked.
+        # leave (_hand_over_orphans); each copy is closed as its worker ends (_forget_orphan),
+        # not held until the next spawner's death. Those that could not be kept (out of
+        # descriptors) are tried again every second until kept or ended; meanwhile no sweep is asked.
         self._orphans = {}
         self._unkept = []            # their Workers
         self._keep_retry = None      # the timer of the next try
@@ -577,7 +578,7 @@ class WorkerPool:
         for worker in self.by_pid.values():
             if worker.alive and worker not in self.spares:
                 try:
-                    self._orphans[os.dup(worker.pidfd)] = worker.tmp_name
+                    self._keep_orphan(os.dup(worker.pidfd), worker.tmp_name)
                 except OSError as error:
                     # Out of descriptors: no spawner can be told of it, so none may sweep (it
                     # would kill it and take its directory) until it is kept, or has ended.
@@ -604,7 +605,8 @@ class WorkerPool:
             except OSError:
                 self._unkept.append(worker)
                 continue
-            self._orphans[pidfd] = kept[pidfd] = worker.tmp_name
+            self._keep_orphan(pidfd, worker.tmp_name)
+            kept[pidfd] = worker.tmp_name
         if self._unkept:
             self._keep_retry = self.loop.call_later(self.KEEP_RETRY, self._keep_unkept)
             return
@@ -613,6 +615,17 @@ class WorkerPool:
         if self._orphans_told and not self._relaunching:
             self._orphans_told = self.spawner.hand_over(kept)
 
+    def _keep_orphan(self, pidfd, tmp_name):
+        self._orphans[pidfd] = tmp_name
+        self.loop.add_reader(pidfd, functools.partial(self._forget_orphan, pidfd))   # readable once it has ended
+
+    def _forget_orphan(self, pidfd):
+        """Close the copy kept of a dead spawner's worker: it has ended (nothing left to spare:
+        the spawner told of it removes its directory, or the next one's sweep), or the daemon stops."""
+        self.loop.remove(pidfd)
+        os.close(pidfd)
+        del self._orphans[pidfd]
+
     def _hand_over_orphans(self):
         """The new spawner spares the orphans, removes their directories as they end and
         kills what they leave, and removes every other worker's directory it finds: those of
@@ -620,8 +633,7 @@ class WorkerPool:
         every spawner until the worker has ended)."""
         for pidfd in list(self._orphans):
             if has_ended(pidfd, 0):   # the next spawner's sweep takes its directory
-                os.close(pidfd)
-                del self._orphans[pidfd]
+                self._forget_orphan(pidfd)
         self._orphans_told = self.spawner.hand_over(self._orphans, not self._unkept)
 
     def _let_orphans_go(self):
@@ -629,9 +641,8 @@ class WorkerPool:
             self._keep_retry.cancel()
             self._keep_retry = None
         self._unkept = []
-        orphans, self._orphans = self._orphans, {}
-        for pidfd in orphans:
-            os.close(pidfd)
+        for pidfd in list(self._orphans):
+            self._forget_orphan(pidfd)
 
     # -- replacing a dead spawner ------------------------------------------
     def _relaunch(self):
