@@ -195,6 +195,9 @@ class PartTest(unittest.TestCase):
     "gone/nestcases.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Case:\n    x: int\n\n\n"
                          "class Kit:\n    @dataclasses.dataclass\n    class Slot(Case):\n        y: int\n",
     "gone/nestcaseread.py": "from gone.nestcases import Kit\n",
+    "gone/nestplate.py": "class Meta(type):\n    pass\n\n\nclass Plate(metaclass=Meta):\n    pass\n",
+    "gone/nestrack.py": "import gone.nestplate\n\n\nclass Rack:\n    class Shelf(gone.nestplate.Plate):\n"
+                        "        pass\n",
     "gone/nestfar.py": "import dataclasses\n\nfrom gone.nestcases import Case\n\n\nclass Rig:\n"
                        "    class Frame:\n        @dataclasses.dataclass\n        class Arm(Case):\n"
                        "            z: int\n",
@@ -809,6 +812,37 @@ def test_delete_class_refuses_a_base_or_metaclass_in_use_naming_the_classes_buil
         assert tool_text(ok(c, "delete_class", className=name)).startswith(f"deleted class {name};")
     other = open_session(daemon)
     assert run(other, "import gone.meta\nsorted(n for n in vars(gone.meta) if not n.startswith('_'))") == "[]"
+    other.close()
+
+
+def test_a_base_or_its_module_a_nested_class_is_built_on_is_refused_then_goes_as_said(daemon, image, c):
+    # Only top-level classes were looked at: Plate deleted, or gone.nestplate removed, was
+    # committed, and gone.nestrack (`class Rack: class Shelf(gone.nestplate.Plate)`)
+    # imported in no new session.
+    before = (image / "gone/nestplate.py").read_text()
+    refused = call_tool(c, "delete_class", {"className": "gone.nestplate.Plate"})["structuredContent"]["error"]
+    assert (refused["kind"], refused["subclasses"]) == ("refused", ["gone.nestrack.Rack.Shelf"])
+    assert refused["message"].startswith(
+        "gone.nestplate.Plate has subclasses in the image: gone.nestrack.Rack.Shelf (gone.nestrack line 5, "
+        "in the class statement of gone.nestrack.Rack); deleted,")
+    assert ("a nested class, which no tool addresses, through the class statement holding it: "
+            "compile_class_definition on gone.nestrack.Rack with it written anew") in refused["message"]
+    assert "gone.nestrack.Rack.Shelf (gone.nestrack line 5" in error(
+        c, "delete_class", "refused", className="gone.nestplate.Meta")
+    removed = call_tool(c, "remove_dictionary", {"dictionaryName": "gone.nestplate"})["structuredContent"]["error"]
+    assert (removed["kind"], removed["subclasses"], removed["metaclassOf"]) == (
+        "refused", ["gone.nestrack.Rack.Shelf"], ["gone.nestrack.Rack.Shelf"])
+    assert (image / "gone/nestplate.py").read_text() == before
+    assert structured(c, "get_class_hierarchy", className="gone.nestplate.Plate")["subclasses"] == [
+        "gone.nestrack.Rack.Shelf"]
+    # As said: Rack's statement with Shelf written anew, Plate and Meta go, and a new session
+    # imports gone.nestrack.
+    ok(c, "compile_class_definition", dictionaryName="gone.nestrack",
+       source="class Rack:\n    class Shelf:\n        pass\n")
+    for name in ("gone.nestplate.Plate", "gone.nestplate.Meta"):
+        assert tool_text(ok(c, "delete_class", className=name)).startswith(f"deleted class {name};")
+    other = open_session(daemon)
+    assert run(other, "import gone.nestrack\ngone.nestrack.Rack.Shelf.__mro__[1].__name__") == "'object'"
     other.close()
 
 

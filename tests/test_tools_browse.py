@@ -1502,6 +1502,24 @@ def test_a_subclass_of_a_subscripted_base_is_a_subclass_from_source_as_live(clie
         assert client.ok("describe_class", className="IntBox")["structuredContent"]["bases"] == ["Box[int]"]
 
 
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_subclass_nested_in_a_class_is_a_subclass_by_its_dotted_name(client, broken):
+    # `class Outer: class Inner(Base)` is made as the module runs, a subclass in the image:
+    # it was left out, live and from source alike. Not a class of the enclosing body's own
+    # name (`Base` there is Outer's own), nor one made in a def (made only when it runs).
+    client.view.add_module("zoo.based", "class Base:\n    pass\n" + ("raise ImportError('broken')\n" if broken else ""))
+    client.view.add_module("zoo.nests", "from zoo.based import Base\n\n\nclass Outer:\n    class Inner(Base):\n"
+                                        "        pass\n\n    if True:\n        class __Hidden:\n"
+                                        "            class Deep(Base):\n                pass\n\n\n"
+                                        "class Own:\n    class Base:\n        pass\n\n    class Sub(Base):\n"
+                                        "        pass\n\n    def make(self):\n        class Made(Base):\n"
+                                        "            pass\n")
+    hierarchy = client.ok("get_class_hierarchy", className="zoo.based.Base")["structuredContent"]
+    assert ("fromSource" in hierarchy) is broken
+    assert (hierarchy["subclasses"], hierarchy["total"]) == (
+        ["zoo.nests.Outer.Inner", "zoo.nests.Outer.__Hidden.Deep"], 2)
+
+
 def test_a_def_importing_a_dotted_name_in_its_own_body_references_it(client):
     # email.feedparser's FeedParser.__init__ does `from email.message import Message`
     # (an import cycle broken): find_references_to email.message.Message left it out,

@@ -1332,6 +1332,85 @@ def test_delete_class_refuses_a_class_image_classes_are_still_built_on(client, i
     assert not {"Meta", "Made", "Child"} & set(namespace)
 
 
+NESTED_ON_MADE = ("from zoo.meta import Made, Meta\n\n\nclass Outer:\n    class Inner(Made):\n        pass\n\n"
+                  "    if True:\n        class Deep:\n            class Made2(metaclass=Meta):\n"
+                  "                pass\n")
+
+
+def test_delete_class_refuses_a_class_a_nested_class_is_built_on(client, image):
+    # Only top-level classes were looked at: Made went, committed, and zoo.far's
+    # `class Outer: class Inner(Made)` failed in every new session (NameError).
+    source = "class Meta(type):\n    pass\n\n\nclass Made(metaclass=Meta):\n    pass\n"
+    (image / "zoo" / "meta.py").write_text(source)
+    (image / "zoo" / "far.py").write_text(NESTED_ON_MADE)
+    client.ok("refresh")
+    result = client.call("delete_class", className="zoo.meta.Made")
+    assert result["structuredContent"]["error"] == {
+        "kind": "refused", "subclasses": ["zoo.far.Outer.Inner"], "metaclassOf": [],
+        "message": "zoo.meta.Made has subclasses in the image: zoo.far.Outer.Inner (zoo.far line 5, "
+                   "in the class statement of zoo.far.Outer); deleted, their class statements could "
+                   "not run (NameError) and their modules would no longer import. Delete those classes "
+                   "first (delete_class), or redefine them without zoo.meta.Made "
+                   "(compile_class_definition with other bases or metaclass; a nested class, which no "
+                   "tool addresses, through the class statement holding it: compile_class_definition "
+                   "on zoo.far.Outer with it written anew, or left out with recompileMethods false), "
+                   "then delete it."}
+    meta = client.call("delete_class", className="zoo.meta.Meta")["structuredContent"]["error"]
+    assert meta["metaclassOf"] == ["zoo.far.Outer.Deep.Made2", "zoo.far.Outer.Inner", "zoo.meta.Made"]
+    assert meta["message"].startswith(
+        "zoo.meta.Meta is the metaclass of image classes: zoo.far.Outer.Deep.Made2 (zoo.far line 10, "
+        "in the class statement of zoo.far.Outer), zoo.far.Outer.Inner (zoo.far line 5, in the class "
+        "statement of zoo.far.Outer), zoo.meta.Made (zoo.meta line 5); ")
+    assert disk(image, "zoo/meta.py") == source and not client.view.has_changes
+    # As the refusal says: the enclosing class redefined without them, both go.
+    client.ok("compile_class_definition", source="class Outer:\n    pass\n", dictionaryName="zoo.far",
+              recompileMethods=False)
+    client.ok("delete_class", className="zoo.meta.Made")
+    client.ok("delete_class", className="zoo.meta.Meta")
+
+
+def test_delete_class_refuses_a_class_whose_nested_class_is_built_on(client, image):
+    # Its nested classes go with its class statement: `class Far(Holder.Base)` would fail.
+    (image / "zoo" / "meta.py").write_text(
+        "class Holder:\n    class Base:\n        pass\n\n    class Sub(Base):\n        pass\n")
+    (image / "zoo" / "far.py").write_text("from zoo.meta import Holder\n\n\nclass Far(Holder.Base):\n    pass\n")
+    client.ok("refresh")
+    error = client.call("delete_class", className="zoo.meta.Holder")["structuredContent"]["error"]
+    assert error["subclasses"] == ["zoo.far.Far"]     # not Holder.Sub: it goes with Holder
+    assert error["message"].startswith("zoo.meta.Holder.Base has subclasses in the image: zoo.far.Far "
+                                       "(zoo.far line 4); deleted,")
+    client.ok("delete_class", className="zoo.far.Far")
+    client.ok("delete_class", className="zoo.meta.Holder")     # Holder.Sub, built on Holder.Base, goes too
+
+
+def test_remove_dictionary_refuses_a_module_a_nested_class_outside_it_is_built_on(client, image):
+    # A class nested in one of zoo.meta itself does not count (its module is its
+    # __module__, not its name cut at the last dot, `zoo.meta.Outer`).
+    (image / "zoo" / "meta.py").write_text("class Meta(type):\n    pass\n\n\nclass Made(metaclass=Meta):\n"
+                                           "    pass\n\n\nclass Outer:\n    class Inner(Made):\n        pass\n")
+    (image / "zoo" / "far.py").write_text(NESTED_ON_MADE)
+    client.ok("refresh")
+    error = client.call("remove_dictionary", dictionaryName="zoo.meta")["structuredContent"]["error"]
+    assert (error["subclasses"], error["metaclassOf"]) == (["zoo.far.Outer.Inner"],
+                                                           ["zoo.far.Outer.Deep.Made2", "zoo.far.Outer.Inner"])
+    assert "compile_class_definition on zoo.far.Outer with it written anew" in error["message"]
+    assert client.view.has_module("zoo.meta") and not client.view.has_changes
+
+
+def test_a_new_shape_is_refused_while_a_nested_class_is_built_on_the_class(client, image):
+    (image / "zoo" / "meta.py").write_text("class Meta(type):\n    pass\n\n\nclass Made(metaclass=Meta):\n    pass\n")
+    (image / "zoo" / "far.py").write_text(NESTED_ON_MADE)
+    client.ok("refresh")
+    message = client.error("compile_class_definition", "refused", dictionaryName="zoo.meta",
+                           source="class Made(metaclass=Meta):\n    __slots__ = ('x',)\n")
+    assert message == ("zoo.meta.Made has subclasses in the image: zoo.far.Outer.Inner (zoo.far line 5, in "
+                       "the class statement of zoo.far.Outer); changing its bases or __slots__ would orphan "
+                       "them. Change or delete the subclasses first; a nested one, which no tool addresses, "
+                       "through the class statement holding it: compile_class_definition on zoo.far.Outer "
+                       "with it written anew, or left out with recompileMethods false.")
+    assert client.view.module("zoo.far").Outer.Inner.__mro__[1] is client.view.module("zoo.meta").Made
+
+
 def test_delete_method_refuses_a_method_the_class_body_uses_as_it_runs(client, image):
     # Deleted, `x = property(getx)` was a NameError: the module imported in no new session.
     source = ("import json\n\n\nclass Used:\n    def getx(self):\n        return 1\n\n"

@@ -22,7 +22,10 @@ def client(tmp_path, views, monkeypatch):
     monkeypatch.setattr(tool_plans, "_plans", {})
     files = {**FILES, "big.py": BIG, "test_many.py": TESTS, "broken.py": "class B(:\n    def m(self): pass\n",
              "unloadable.py": "import no_such_module_xyz\n" + "".join(f"class U{i}:\n    pass\n" for i in range(4)),
-             "subs.py": "from unloadable import U0\n\n\n" + "".join(f"class S{i}(U0):\n    pass\n" for i in range(4))}
+             "subs.py": "from unloadable import U0\n\n\n" + "".join(f"class S{i}(U0):\n    pass\n" for i in range(4)),
+             "nested.py": "from big import Base\n\n\nclass Holder:\n    class Inner(Base):\n        pass\n",
+             "nested_src.py": "from unloadable import U0\n\n\nclass Holder:\n    class Deep:\n"
+                              "        class Under(U0):\n            pass\n"}
     return Client(views(write_image(tmp_path / "image", files)))
 
 
@@ -85,14 +88,15 @@ def test_test_classes_are_listed_a_page_at_a_time(client):
 
 def test_a_classs_subclasses_are_listed_a_page_at_a_time(client):
     listed, total = pages(client, "get_class_hierarchy", "subclasses", className="big.Base")
-    assert listed == [f"big.K{i}" for i in range(4)]
+    # A class nested in another is one too, by its dotted name, counted in the total.
+    assert listed == [f"big.K{i}" for i in range(4)] + ["nested.Holder.Inner"] and total == 5
     first = client.ok("get_class_hierarchy", className="big.Base")
     assert text(first).startswith("superclasses: object > big.Base\nsubclasses: big.K0, big.K1, big.K2\n")
 
 
 def test_subclasses_read_from_source_are_listed_a_page_at_a_time(client):
     listed, total = pages(client, "get_class_hierarchy", "subclasses", className="unloadable.U0")
-    assert listed == [f"subs.S{i}" for i in range(4)]
+    assert listed == ["nested_src.Holder.Deep.Under"] + [f"subs.S{i}" for i in range(4)] and total == 5
 
 
 def test_an_offset_past_the_end_says_so(client):

@@ -516,24 +516,53 @@ def bound_object(obj: object) -> str:
 
 
 def image_subclasses(view: View, cls: type) -> list[str]:
+    """The image's subclasses of `cls`, by qualified name: those its modules make as they
+    run, nested in another class too (`m2.Outer.Inner`: a change to `cls` leaves that class
+    statement failing as it does a top-level one's)."""
+    return sorted(f"{sub.__module__}.{sub.__qualname__}" for sub in image_subclass_classes(view, cls))
+
+
+def image_subclass_classes(view: View, cls: type) -> list[type]:
     # type.__subclasses__(cls), not cls.__subclasses__(): on a metaclass (type included)
     # the lookup finds type's own method unbound.
-    return sorted(f"{sub.__module__}.{sub.__qualname__}" for sub in type.__subclasses__(cls)
-                  if view.defines(sub))
+    return [sub for sub in type.__subclasses__(cls) if view.makes(sub)]
+
+
+def with_nested(view: View, cls: type) -> list[type]:
+    """`cls` and the classes its module makes nested in it (`Outer.Inner`, any depth,
+    View.makes), outer ones first: what goes with its class statement."""
+    found, seen = [], set()
+    pending = [cls]
+    while pending:
+        outer = pending.pop(0)
+        if id(outer) in seen:
+            continue
+        seen.add(id(outer))
+        found.append(outer)
+        pending += [inner for inner in vars(outer).values() if isinstance(inner, type)
+                    and inner.__qualname__.rpartition(".")[0] == outer.__qualname__
+                    and view.makes(inner)]
+    return found
 
 
 def image_classes_made_by(view: View, meta: type) -> list[str]:
     """The image's classes that have `meta` (or a metaclass derived from it) as their
-    metaclass; none unless `meta` is a metaclass."""
+    metaclass, nested in another class too; none unless `meta` is a metaclass."""
+    return sorted(f"{made.__module__}.{made.__qualname__}"
+                  for made in image_class_objects_made_by(view, meta))
+
+
+def image_class_objects_made_by(view: View, meta: type) -> list[type]:
     if not issubclass(meta, type):
         return []
-    made = set()
+    made = {}
     for name in view.module_names():
         module = view.module(name)
         for obj in vars(module).values() if module is not None else ():
-            if isinstance(obj, meta) and obj is not meta and view.defines(obj):
-                made.add(f"{obj.__module__}.{obj.__qualname__}")
-    return sorted(made)
+            if isinstance(obj, type) and view.defines(obj):
+                made.update((id(cls), cls) for cls in with_nested(view, obj)
+                            if isinstance(cls, meta) and cls is not meta)
+    return list(made.values())
 
 
 def entry_kind(obj) -> str:

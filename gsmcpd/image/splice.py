@@ -265,6 +265,19 @@ def class_statements(tree: ast.Module, name: str) -> list[tuple[ast.stmt | None,
             if isinstance(node, ast.ClassDef) and node.name == name]
 
 
+def nested_class_statements(tree: ast.Module, qualname: str) -> list[ast.ClassDef]:
+    """The class statements that may make the class `qualname` as the module runs
+    (`Outer.Inner`, any depth): the module-level ones of its first name, then in their
+    bodies (class-level blocks too) those of the next; in source order. A def's body is
+    not searched: a class made there is made only when it is called."""
+    path = qualname.split(".")
+    nodes = [node for node in module_level_classes(tree) if node.name == path[0]]
+    for name in path[1:]:
+        nodes = [node for outer in nodes for _, node in defs_in_blocks(outer.body)
+                 if isinstance(node, ast.ClassDef) and node.name == name]
+    return nodes
+
+
 def class_statement(tree: ast.Module, name: str) -> ast.ClassDef | None:
     """The class statement the module's `name` is bound to, as far as its source says: the
     last top-level one (the last binding is the live one) when no block writes one too, else

@@ -430,17 +430,14 @@ class View:
         enclosing = vars(sys.modules[module_name]).get(path[0])
         if not (isinstance(enclosing, type) and self.defines(enclosing)):
             return False
-        tree = self.tree(module_name)
-        nodes = [node for node in splice.module_level_classes(tree) if node.name == path[0]]
         for depth, name in enumerate(path[1:], start=2):
             # A private `__Inner` is bound as `_Outer__Inner`, its qualname keeps `__Inner`.
             enclosing = vars(enclosing).get(splice.mangled(path[depth - 2], name))
             if not (isinstance(enclosing, type) and enclosing.__qualname__ == ".".join(path[:depth])
                     and enclosing.__module__ == module_name):
                 return False
-            nodes = [node for outer in nodes for _, node in splice.defs_in_blocks(outer.body)
-                     if isinstance(node, ast.ClassDef) and node.name == name]
-        return enclosing is obj and bool(nodes)
+        return enclosing is obj and bool(splice.nested_class_statements(self.tree(module_name),
+                                                                         obj.__qualname__))
 
     def assert_mutable(self, obj, name: str) -> None:
         """The kernel guard (McpServer.assert_mutable forwards here): only what

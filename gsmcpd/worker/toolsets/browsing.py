@@ -293,8 +293,9 @@ class BrowsingToolset(Toolset):
             if tree is None:
                 continue
             names, chains = spellings_of(self.view, module, ref.qualified)
-            subclasses += [f"{module}.{sub.name}" for sub in splice.module_level_classes(tree)
-                           if any(ast.unparse(named_class(base)) in names | chains for base in sub.bases)]
+            subclasses += [f"{module}.{qualified}"
+                           for qualified, sub, enclosing in _class_statements_run(tree)
+                           if any(_names_global(base, names | chains, enclosing) for base in sub.bases)]
         page = page_of(sorted(set(subclasses)), arguments, "subclasses")
         text = "\n".join([f"bases (as written): {', '.join(bases) or '-'}",
                           "subclasses: " + (", ".join(page.items) or "-"), f"(from source: {not_live})"]
@@ -481,6 +482,32 @@ def metaclass_method_text(view, qualified: str, owner: type, selector: str) -> s
                 f"on {meta} shows it); compile_class_definition on {meta} changes it, for every "
                 f"class {meta} makes")
     return f"{reached}; compile_method or delete_method on {meta} changes it, for every class {meta} makes"
+
+
+def _class_statements_run(tree: ast.Module) -> list[tuple[str, ast.ClassDef, ast.ClassDef | None]]:
+    """(dotted name, statement, the class statement whose body holds it or None) for each
+    class statement the module runs as it is imported: the module-level ones and those
+    nested in them (`Outer.Inner`, any depth, class-level blocks too); not one in a def."""
+    found = []
+
+    def walk(prefix, enclosing, statements):
+        for node in statements:
+            found.append((prefix + node.name, node, enclosing))
+            walk(f"{prefix}{node.name}.", node, [inner for _, inner in splice.defs_in_blocks(node.body)
+                                                  if isinstance(inner, ast.ClassDef)])
+    walk("", None, splice.module_level_classes(tree))
+    return found
+
+
+def _names_global(base: ast.expr, spellings: set[str], enclosing: ast.ClassDef | None) -> bool:
+    """Whether the base expression spells one of `spellings`, the module's names of a global
+    class: in a nested class statement, a name the enclosing class body binds (`class Sub(Base)`
+    beside its own `class Base`) is that body's, not the global (only that body's: class
+    scopes do not nest)."""
+    base = named_class(base)
+    dotted = splice.dotted_names(base)
+    return ast.unparse(base) in spellings and not (
+        enclosing is not None and dotted is not None and splice.binds(enclosing.body, dotted[0], star=False))
 
 
 def named_class(base: ast.expr) -> ast.expr:

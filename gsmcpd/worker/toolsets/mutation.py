@@ -749,11 +749,14 @@ class MutationToolset(Toolset):
                                  | live.unfrozen_leftovers(cls, new_class))
             return "updated"
         self.view.load_all()
-        subclasses = catalog.image_subclasses(self.view, cls)
+        subclasses = catalog.image_subclass_classes(self.view, cls)
         if subclasses:
-            raise ToolError("refused", f"{module_name}.{name} has subclasses in the image "
-                            f"({', '.join(subclasses)}); changing its bases or __slots__ would "
-                            "orphan them. Change or delete the subclasses first.")
+            nested = list(dict.fromkeys(_enclosing(sub) for sub in subclasses if "." in sub.__qualname__))
+            holding = (f"; a nested one, which no tool addresses, through the class statement holding "
+                       f"it: compile_class_definition on {', '.join(nested)}{_NESTED_ANEW}" if nested else "")
+            raise ToolError("refused", f"{module_name}.{name} has subclasses in the image: "
+                            f"{self._placed(subclasses)}; changing its bases or __slots__ would "
+                            f"orphan them. Change or delete the subclasses first{holding}.")
         setattr(module, name, new_class)
         return "replaced"
 
@@ -964,7 +967,9 @@ class MutationToolset(Toolset):
         ref, cls = self._guarded(arguments["className"])
         if cls is not None:
             self.view.load_all()
-            self._refuse_if_built_on({ref.qualified: cls}, ref.qualified)
+            # Its nested classes go with its statement: a class built on them counts too.
+            self._refuse_if_built_on({_qualified(c): c for c in catalog.with_nested(self.view, cls)},
+                                     ref.qualified)
             vars(self.view.module(ref.module)).pop(ref.name, None)
         new_source = self._splice(splice.remove_class, self.view.source(ref.module), ref.name)
         self.view.set_source(ref.module, new_source, live=cls is not None)
@@ -976,46 +981,65 @@ class MutationToolset(Toolset):
     def _refuse_if_built_on(self, classes: dict[str, type], gone: str, removed=()) -> None:
         """Refuse to delete `classes` (qualified name: live class), or to remove the modules
         `removed` that hold them (`gone` is what goes), while the image's classes are still
-        built on them (their subclasses, the classes they are the metaclass of): their class
-        statements name them, so the commit would leave their modules failing to import, in
-        every new session too. Classes going with them (in `removed`), and classes deleted
-        before (no longer bound by their modules), do not count."""
+        built on them (their subclasses, the classes they are the metaclass of, nested in
+        another class too): their class statements name them, so the commit would leave
+        their modules failing to import, in every new session too. Classes going with them
+        (in `classes`, in `removed`), and classes deleted before (no longer bound by their
+        modules), do not count."""
         where = f" outside {gone}" if removed else ""
-        said, subclasses, made = [], set(), set()
+        going = {id(cls) for cls in classes.values()}
+
+        def staying(found):
+            return [sub for sub in found if id(sub) not in going and sub.__module__ not in removed]
+        said, subclasses, made, nested = [], set(), set(), {}
         for qualified, cls in classes.items():
-            built = [name for name in catalog.image_subclasses(self.view, cls)
-                     if name.rpartition(".")[0] not in removed]
-            meta = [name for name in catalog.image_classes_made_by(self.view, cls)
-                    if name.rpartition(".")[0] not in removed]
+            built = staying(catalog.image_subclass_classes(self.view, cls))
+            meta = staying(catalog.image_class_objects_made_by(self.view, cls))
             if built:
                 said.append(f"{qualified} has subclasses in the image{where}: {self._placed(built)}")
             if meta:
                 said.append(f"{qualified} is the metaclass of image classes{where}: {self._placed(meta)}")
-            subclasses.update(built)
-            made.update(meta)
+            subclasses.update(map(_qualified, built))
+            made.update(map(_qualified, meta))
+            nested.update((id(sub), sub) for sub in built + meta if "." in sub.__qualname__)
         if not said:
             return
+        # A nested class is not addressable: its enclosing top-level class statement is what changes.
+        holding = ""
+        if nested:
+            enclosing = sorted(set(map(_enclosing, nested.values())))
+            holding = (f"; a nested class, which no tool addresses, through the class statement "
+                       f"holding it: compile_class_definition on {', '.join(enclosing)}{_NESTED_ANEW}")
         if removed:
             way = ("; removed, their modules would no longer import (nor could their class "
                    "statements run). Delete those classes first (delete_class), redefine them "
                    f"without {gone}'s classes (compile_class_definition with other bases or "
-                   f"metaclass), or remove their modules first (remove_dictionary), then remove {gone}.")
+                   f"metaclass{holding}), or remove their modules first (remove_dictionary), "
+                   f"then remove {gone}.")
         else:
             way = ("; deleted, their class statements could not run (NameError) and their modules "
                    "would no longer import. Delete those classes first (delete_class), or "
                    f"redefine them without {gone} (compile_class_definition with other bases or "
-                   "metaclass), then delete it.")
+                   f"metaclass{holding}), then delete it.")
         raise ToolError("refused", "; ".join(said) + way,
                         {"subclasses": sorted(subclasses), "metaclassOf": sorted(made)})
 
-    def _placed(self, qualified_names: list[str]) -> str:
-        """`m.A (m line 3), n.B (n line 7)`: where each of the image's classes is written."""
+    def _placed(self, classes: list[type]) -> str:
+        """`m.A (m line 3), n.Outer.B (n line 7, in the class statement of n.Outer)`: where
+        each of the image's classes is written, sorted by qualified name."""
         placed = []
-        for qualified in qualified_names:
-            module, _, name = qualified.rpartition(".")
-            tree = self.view.tree(module)
-            node = None if tree is None else splice.class_statement(tree, name)
-            placed.append(qualified if node is None else f"{qualified} ({module} line {node.lineno})")
+        for cls in sorted(classes, key=_qualified):
+            tree = self.view.tree(cls.__module__)
+            if tree is None:
+                node = None
+            elif "." in cls.__qualname__:
+                found = splice.nested_class_statements(tree, cls.__qualname__)
+                node = found[0] if len(found) == 1 else None
+            else:
+                node = splice.class_statement(tree, cls.__qualname__)
+            inside = f", in the class statement of {_enclosing(cls)}" if "." in cls.__qualname__ else ""
+            placed.append(_qualified(cls) if node is None
+                          else f"{_qualified(cls)} ({cls.__module__} line {node.lineno}{inside})")
         return ", ".join(placed)
 
     def set_class_comment(self, arguments):
@@ -1094,14 +1118,19 @@ class MutationToolset(Toolset):
                             {"removed": removed, **data})
 
     def _classes_of(self, modules: list[str]) -> dict[str, type]:
-        """The live classes the `modules` define themselves, by qualified name."""
+        """The live classes the `modules` define themselves, and those nested in them, by
+        qualified name."""
         classes = {}
         for name in modules:
             module = self.view.module(name)
             for obj in list(vars(module).values()) if module is not None else ():
                 if isinstance(obj, type) and obj.__module__ == name and self.view.defines(obj):
-                    classes[f"{name}.{obj.__qualname__}"] = obj
+                    classes.update((_qualified(cls), cls) for cls in catalog.with_nested(self.view, obj))
         return classes
+
+
+# How a nested class changes: compile_class_definition carries over one left out.
+_NESTED_ANEW = " with it written anew, or left out with recompileMethods false"
 
 
 # What a metaclass runs as it makes a class (and so may wrap its methods with).
@@ -1133,6 +1162,11 @@ def _annotates_in_a_class(tree: ast.Module | None, names) -> bool:
             isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.target.id in names
             for item in node.body)
         for node in ast.walk(tree))
+
+
+def _qualified(cls) -> str:
+    """`m2.Outer.Inner`: an image class's module and qualified name."""
+    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def _enclosing(cls) -> str:
