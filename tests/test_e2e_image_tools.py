@@ -195,6 +195,8 @@ class PartTest(unittest.TestCase):
     "gone/nestcases.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Case:\n    x: int\n\n\n"
                          "class Kit:\n    @dataclasses.dataclass\n    class Slot(Case):\n        y: int\n",
     "gone/nestcaseread.py": "from gone.nestcases import Kit\n",
+    "gone/nestduties.py": "class Errand:\n    def run(self):\n        return 1\n\n\nclass Crew:\n"
+                          "    class Member(Errand):\n        pass\n\n\nhandler = Crew.Member.run\n",
     "gone/nestplate.py": "class Meta(type):\n    pass\n\n\nclass Plate(metaclass=Meta):\n    pass\n",
     "gone/nestrack.py": "import gone.nestplate\n\n\nclass Rack:\n    class Shelf(gone.nestplate.Plate):\n"
                         "        pass\n",
@@ -956,6 +958,14 @@ def test_a_read_as_the_module_runs_is_found(daemon, c, cls, read, module, emptie
         name: f"AttributeError: type object '{reader}' has no attribute 'limit'" for name, reader in errors.items()}
     for name in errors:
         _fails_in_a_new_session(daemon, name, "has no attribute 'limit'")
+
+
+def test_a_read_through_a_nested_subclass_as_the_module_runs_is_found(daemon, c):
+    # `handler = Crew.Member.run` is Errand's run: only top-level subclasses were looked
+    # through, and the module was committed failing to import in every new session, unsaid.
+    deleted = structured(c, "delete_method", className="gone.nestduties.Errand", selector="run")
+    assert deleted["readAsItRuns"] == "handler = Crew.Member.run"
+    _fails_in_a_new_session(daemon, "gone.nestduties", "has no attribute 'run'")
 
 
 def test_a_dataclass_base_gaining_defaults_names_the_subclass_modules_that_no_longer_import(daemon, c):

@@ -360,6 +360,20 @@ def test_a_dataclass_method_the_decorator_does_not_read_runs_no_hook_again(tmp_p
     assert registered.registry == ["Point", "@Tagged"] and registered.Tagged(4).show() == 4
 
 
+def test_a_hook_of_a_class_nested_in_an_image_class_is_named_as_not_run_again(client):
+    # Only top-level image classes' hooks were looked at: a compiled method of a class made
+    # by a nested base's __init_subclass__ or a nested metaclass said nothing of them.
+    client.view.add_module("zoo.hooks", "class Kit:\n    class Meta(type):\n        def __new__(mcs, *args):\n"
+                                        "            return super().__new__(mcs, *args)\n\n"
+                                        "    class Base:\n        def __init_subclass__(cls):\n"
+                                        "            cls.seen = True\n\n\n"
+                                        "class Hooked(Kit.Base, metaclass=Kit.Meta):\n    pass\n")
+    added = client.ok("compile_method", className="zoo.hooks.Hooked", source="def m(self):\n    return 1\n")
+    assert added["structuredContent"]["notRerun"] == ["metaclass zoo.hooks.Kit.Meta",
+                                                      "zoo.hooks.Kit.Base.__init_subclass__"]
+    assert "; note: zoo.hooks.Hooked was made by its metaclass zoo.hooks.Kit.Meta, " in text(added)
+
+
 def test_a_dataclass_made_again_names_the_hooks_its_class_statement_ran_again(tmp_path, views):
     # Made again for what the decorator generates from __post_init__, its class statement
     # ran Registered.__init_subclass__ (and @register) again, and the answer did not say so.
@@ -1133,6 +1147,25 @@ def test_a_dropped_attribute_read_through_a_subclass_of_the_module_is_noted(clie
     assert result["structuredContent"]["readAsItRuns"] == {"limit": "OWN = Sub.limit", "run": "RUN = Sub.run"}
     namespace = {}
     with pytest.raises(AttributeError, match="'Sub' has no attribute 'limit'"):
+        exec(disk(image, "zoo/jobs.py"), namespace)   # as a new session's import runs it
+
+
+def test_a_dropped_attribute_read_through_a_nested_subclass_is_noted(client, image):
+    # `OWN = Outer.Inner.limit` (and through a private nested one, spelled mangled) is
+    # Job's limit: only top-level subclasses were looked through, so the module was
+    # committed importing in no new session, unsaid.
+    (image / "zoo" / "jobs.py").write_text(
+        "class Job:\n    limit = 3\n\n    def run(self):\n        return 1\n\n\n"
+        "class Outer:\n    class Inner(Job):\n        pass\n\n    class __Hidden:\n"
+        "        class Deep(Job):\n            pass\n\n\n"
+        "OWN = Outer.Inner.limit\nRUN = Outer._Outer__Hidden.Deep.run\n")
+    client.ok("refresh")
+    deleted = client.ok("delete_method", className="Job", selector="run")
+    assert deleted["structuredContent"]["readAsItRuns"] == "RUN = Outer._Outer__Hidden.Deep.run"
+    result = client.ok("compile_class_definition", source="class Job:\n    pass\n", recompileMethods=False)
+    assert result["structuredContent"]["readAsItRuns"] == {"limit": "OWN = Outer.Inner.limit"}
+    namespace = {}
+    with pytest.raises(AttributeError, match="'Inner' has no attribute 'limit'"):
         exec(disk(image, "zoo/jobs.py"), namespace)   # as a new session's import runs it
 
 

@@ -811,8 +811,9 @@ def attribute_reader(tree: ast.Module, class_name: str, attribute: str,
     """The first statement below the class that reads `Class.attribute` as the module
     runs (`handler = A.run`, `@A.run` above a def, `getattr(A, "run")`), or reads it
     through a name in `through` (the module's subclasses having it from the class alone,
-    `handler = Sub.run`): without that attribute, an AttributeError as the module is
-    imported, unless the read is guarded (try, hasattr), which this does not judge.
+    `handler = Sub.run`, dotted for a nested one, `Outer.Inner.run`): without that
+    attribute, an AttributeError as the module is imported, unless the read is guarded
+    (try, hasattr), which this does not judge.
     Function bodies do not run then, but for the module's own functions it calls as it
     runs (see _reads)."""
     classdef = splice.class_statement(tree, class_name)
@@ -821,8 +822,10 @@ def attribute_reader(tree: ast.Module, class_name: str, attribute: str,
 
     def wanted(sub):
         read = _attribute_read(sub)
-        return (read is not None and read[1] == attribute and isinstance(read[0], ast.Name)
-                and read[0].id in names)
+        # A nested subclass is read through its enclosing class: `Outer.Inner.run`.
+        spelled = None if read is None else splice.dotted_names(read[0])
+        return (read is not None and read[1] == attribute and spelled is not None
+                and ".".join(spelled) in names)
     below, functions = splice.statements_below(tree, classdef), _functions(tree)
     reader = next((node for node in below if _reads(node, wanted, lazy_annotations, functions)), None)
     # The innermost statement, as quoted: `h = A.run`, not the `try:` around it.

@@ -346,13 +346,14 @@ class MutationToolset(Toolset):
         return note, {"failingImporters": importers}
 
     def _inheritors(self, cls, module_name: str, bound: str) -> tuple[str, ...]:
-        """The names of the classes `module_name` defines on `cls` (its live subclasses)
-        that have `bound` from `cls` alone: no other class of their MRO binds it, nor their
-        metaclass. Without it in `cls`, a read through them (`Sub.run`) fails as `cls`'s does."""
+        """The names, as the module's code spells them, of the classes `module_name` makes
+        on `cls` (its live subclasses, nested in a class too: `Outer.Inner`) that have `bound`
+        from `cls` alone: no other class of their MRO binds it, nor their metaclass. Without
+        it in `cls`, a read through them (`Sub.run`) fails as `cls`'s does."""
         if not isinstance(cls, type):
             return ()
-        return tuple(sub.__qualname__ for sub in live.subclasses_of(cls)
-                     if sub.__module__ == module_name and self.view.defines(sub)
+        return tuple(_spelled(sub.__qualname__) for sub in live.subclasses_of(cls)
+                     if sub.__module__ == module_name and self.view.makes(sub)
                      and not any(bound in vars(owner) for owner in sub.__mro__ + type(sub).__mro__
                                  if owner is not cls))
 
@@ -607,10 +608,11 @@ class MutationToolset(Toolset):
         module = self.view.module(ref.module)
         hooks = [f"class decorator @{ast.unparse(decorator)}" for decorator in classdef.decorator_list
                  if not live.is_dataclass_decorator(module, decorator)]
+        # Nested in an image class too (`class Outer: class Base: def __init_subclass__`).
         hooks += [f"metaclass {qualname(owner)}" for owner in type(cls).__mro__
-                  if self.view.defines(owner) and _MAKING.intersection(vars(owner))]
+                  if self.view.makes(owner) and _MAKING.intersection(vars(owner))]
         hooks += [f"{qualname(owner)}.__init_subclass__" for owner in cls.__mro__[1:]
-                  if self.view.defines(owner) and "__init_subclass__" in vars(owner)]
+                  if self.view.makes(owner) and "__init_subclass__" in vars(owner)]
         return hooks
 
     def compile_class_definition(self, arguments):
@@ -1162,6 +1164,13 @@ def _annotates_in_a_class(tree: ast.Module | None, names) -> bool:
             isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.target.id in names
             for item in node.body)
         for node in ast.walk(tree))
+
+
+def _spelled(qualname: str) -> str:
+    """How a module's code reaches its class `qualname`: `Outer._Outer__Inner` for a
+    private nested `Outer.__Inner` (bound mangled; the qualname keeps `__Inner`)."""
+    parts = qualname.split(".")
+    return ".".join([parts[0]] + [splice.mangled(outer, name) for outer, name in zip(parts, parts[1:])])
 
 
 def _qualified(cls) -> str:
