@@ -200,6 +200,12 @@ class PartTest(unittest.TestCase):
     "gone/nestplate.py": "class Meta(type):\n    pass\n\n\nclass Plate(metaclass=Meta):\n    pass\n",
     "gone/nestrack.py": "import gone.nestplate\n\n\nclass Rack:\n    class Shelf(gone.nestplate.Plate):\n"
                         "        pass\n",
+    "gone/vats.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Vat:\n    x: int\n",
+    "gone/farvats.py": "import dataclasses\n\nfrom gone.vats import Vat\n\n\n@dataclasses.dataclass\n"
+                       "class FarVat(Vat):\n    y: int\n",
+    # Re-imported last, it collects the garbage: the FarVat classes made before, the old included.
+    "gone/vatsweep.py": "import gc\n\ntry:\n    from gone.farvats import FarVat\nexcept TypeError:\n"
+                        "    FarVat = None\ngc.collect()\n",
     "gone/nestfar.py": "import dataclasses\n\nfrom gone.nestcases import Case\n\n\nclass Rig:\n"
                        "    class Frame:\n        @dataclasses.dataclass\n        class Arm(Case):\n"
                        "            z: int\n",
@@ -1178,6 +1184,20 @@ def test_an_importer_loaded_for_a_re_import_and_failing_is_named(daemon, c):
     assert result["importErrors"] == {"gone.frosted": f"TypeError: {refused}",
                                       "gone.frostuse": f"FrozenInstanceError: {assigned}"}
     _fails_in_a_new_session(daemon, "gone.frostuse", assigned)
+
+
+def test_a_subclass_module_re_imported_failing_is_named_though_its_old_class_was_collected(daemon, c):
+    # The module of each conflicting subclass was looked up among the live subclasses after
+    # the re-import: gone.vatsweep's gc.collect() as it ran again freed every FarVat made
+    # (a garbage collection at that point can), and the tool answered `KeyError:
+    # 'gone.farvats.FarVat'`, Vat changed in the session but not committed.
+    result = structured(c, "compile_class_definition",
+                        source="@dataclasses.dataclass\nclass Vat:\n    x: int = 0\n")
+    said = misordered_fields_error("x", "y")
+    assert result["fieldOrderConflicts"] == {"gone.farvats.FarVat": said}
+    assert (result["reimported"], result["importErrors"]) == (
+        ["gone.farvats", "gone.vatsweep"], {"gone.farvats": f"TypeError: {said}"})
+    _fails_in_a_new_session(daemon, "gone.farvats", said)
 
 
 def test_dataclass_subclasses_nested_in_classes_left_unmakeable_name_the_modules_that_no_longer_import(

@@ -289,8 +289,12 @@ class MutationToolset(Toolset):
             stale = self._base_binding_conflicts(qualified, cls, gained)
             if not stale[1]:
                 return stale, ("", {})
+        # Each subclass's module, by the name the conflicts give it (`m2.Outer.Inner` may be
+        # nested), read before the re-import: the old classes of a module it replaces may
+        # be collected by the time they are looked for.
+        modules = {f"{sub.__module__}.{sub.__qualname__}": sub.__module__ for sub in live.subclasses_of(cls)}
         unmakeable = self._reimport_unmakeable(module_name, cls)
-        failing = self._failing_importers(cls, stale[1], unmakeable[1])
+        failing = self._failing_importers(modules, stale[1], unmakeable[1])
         return (stale[0] + failing[0], {**stale[1], **failing[1]}), unmakeable
 
     def _base_binding_conflicts(self, qualified: str, cls, gained) -> tuple[str, dict]:
@@ -322,17 +326,16 @@ class MutationToolset(Toolset):
                      "is changed back")
         return note, ({"fieldOrderConflicts": misordered} if misordered else {})
 
-    def _failing_importers(self, cls, stale_data: dict, reimported_data: dict) -> tuple[str, dict]:
+    def _failing_importers(self, modules: dict, stale_data: dict, reimported_data: dict) -> tuple[str, dict]:
         """A note and its data (`failingImporters`: module, its importers) naming the image
         modules that surely import, as they run, a module left failing in a new session by
-        its unmakeable dataclass subclass of `cls` (`stale_data`'s conflicts) but not re-imported
-        (`reimported_data`): the class's own module, or one whose conflict comes through a
-        base left stale. A new session's import of them fails too; here they import, and
-        are not re-imported (the own module's re-import would replace the class). Those
-        named in importErrors already are left out. ('', {}) when there are none."""
+        its unmakeable dataclass subclass (`stale_data`'s conflicts, each subclass's module
+        in `modules`) but not re-imported (`reimported_data`): the class's own module, or
+        one whose conflict comes through a base left stale. A new session's import of them
+        fails too; here they import, and are not re-imported (the own module's re-import
+        would replace the class). Those named in importErrors already are left out. ('',
+        {}) when there are none."""
         conflicting = {**stale_data.get("frozenConflicts", {}), **stale_data.get("fieldOrderConflicts", {})}
-        # The class's own module: a dotted key may name a nested class (`m2.Outer.Inner`).
-        modules = {f"{sub.__module__}.{sub.__qualname__}": sub.__module__ for sub in live.subclasses_of(cls)}
         failing = {modules[name] for name in conflicting} - set(reimported_data.get("reimported", ()))
         named = failing | set(reimported_data.get("importErrors", {}))
         importers = {module: sorted(self.view.importers_failing_with(module) - named)
