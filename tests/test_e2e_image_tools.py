@@ -200,6 +200,12 @@ class PartTest(unittest.TestCase):
     "gone/nestplate.py": "class Meta(type):\n    pass\n\n\nclass Plate(metaclass=Meta):\n    pass\n",
     "gone/nestrack.py": "import gone.nestplate\n\n\nclass Rack:\n    class Shelf(gone.nestplate.Plate):\n"
                         "        pass\n",
+    "gone/knobs.py": "class Knob:\n    pass\n",
+    "gone/knobmids.py": "import dataclasses\n\nfrom gone.knobs import Knob\n\n\n@dataclasses.dataclass\n"
+                        "class KnobMid(Knob):\n    label: str\n",
+    "gone/knobleaves.py": "import dataclasses\n\nfrom gone.knobmids import KnobMid\n\n\n"
+                          "@dataclasses.dataclass\nclass KnobLeaf(KnobMid):\n    n: int\n",
+    "gone/knobread.py": "from gone.knobleaves import KnobLeaf\n",
     "gone/vats.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Vat:\n    x: int\n",
     "gone/farvats.py": "import dataclasses\n\nfrom gone.vats import Vat\n\n\n@dataclasses.dataclass\n"
                        "class FarVat(Vat):\n    y: int\n",
@@ -1157,6 +1163,19 @@ def test_a_plain_base_given_a_name_a_dataclass_subclass_declares_names_the_modul
     other = open_session(daemon)
     assert run(other, "import gone.bareread\ngone.bareread.Tagged('x', 1)") == "Tagged(label='x', n=1)"
     other.close()
+
+
+def test_a_plain_base_given_a_name_names_a_dataclass_subclass_inheriting_that_field_elsewhere(daemon, c):
+    # Knob given `def label`: KnobMid's `label: str` takes it as its default in a new
+    # session, so KnobLeaf's `n: int` follows one. gone.knobleaves annotates no `label`
+    # itself, so it was not loaded for the change: nothing was said, and gone.knobleaves and
+    # gone.knobread were committed failing in every new session.
+    result = structured(c, "compile_method", className="Knob", source="def label(self):\n    return 'knob'\n")
+    said = misordered_fields_error("label", "n")
+    assert result["fieldOrderConflicts"] == {"gone.knobleaves.KnobLeaf": said}
+    assert result["failingImporters"] == {"gone.knobleaves": ["gone.knobread"]}
+    for module in ("gone.knobleaves", "gone.knobread"):
+        _fails_in_a_new_session(daemon, module, said)
 
 
 def test_the_submodules_of_a_package_re_imported_failing_are_re_imported_and_named_failing_too(daemon, c):

@@ -823,6 +823,42 @@ def test_a_plain_base_binding_a_name_a_dataclass_subclass_declares_names_it_miso
                             "with that), or change zoo.plains.Plain back")
 
 
+MID = "@dataclasses.dataclass\nclass Mid(Plain):\n    label: str\n"
+
+
+@pytest.mark.parametrize("tool, arguments", [
+    ("compile_method", {"className": "Plain", "source": "def label(self):\n    return 'plain'\n"}),
+    ("compile_class_definition", {"source": "class Plain:\n    label = 3\n"}),
+])
+@pytest.mark.parametrize("mid_module", ["zoo.mids", "zoo.plains"])
+def test_a_plain_base_binding_a_name_names_a_dataclass_subclass_inheriting_that_field_elsewhere(
+        client, image, tool, arguments, mid_module):
+    # Plain given `label`: Mid's `label: str` takes it as its default in a new session, so
+    # Leaf's `n: int`, inherited field after it, follows a default. zoo.leaves annotates no
+    # `label` itself, so it was not loaded for the change, and nothing was said of it or of
+    # zoo.leafread, both committed failing in every new session.
+    beside = mid_module == "zoo.plains"
+    (image / "zoo" / "plains.py").write_text("import dataclasses\n\n\nclass Plain:\n    pass\n"
+                                             + ("\n\n" + MID if beside else ""))
+    if not beside:
+        (image / "zoo" / "mids.py").write_text("import dataclasses\n\nfrom zoo.plains import Plain\n\n\n" + MID)
+    (image / "zoo" / "leaves.py").write_text(f"import dataclasses\n\nfrom {mid_module} import Mid\n\n\n"
+                                             "@dataclasses.dataclass\nclass Leaf(Mid):\n    n: int\n")
+    (image / "zoo" / "leafread.py").write_text("from zoo.leaves import Leaf\n")
+    client.ok("refresh")
+    client.view.module("zoo.plains")
+    data = client.ok(tool, **arguments)["structuredContent"]
+    said = misordered_fields_error("label", "n")
+    assert data["fieldOrderConflicts"] == {"zoo.leaves.Leaf": said}
+    assert data["failingImporters"] == {"zoo.leaves": ["zoo.leafread"]}
+    namespace = {}
+    exec(disk(image, "zoo/plains.py"), namespace)
+    if not beside:
+        exec(disk(image, "zoo/mids.py").replace("from zoo.plains import Plain", ""), namespace)
+    with pytest.raises(TypeError, match=said):   # as a new session's import runs it
+        exec(disk(image, "zoo/leaves.py").replace(f"from {mid_module} import Mid", ""), namespace)
+
+
 def test_a_name_no_dataclass_subclass_declares_gained_by_a_plain_base_loads_nothing(client, image):
     (image / "zoo" / "plains.py").write_text(PLAIN_AND_LABELLED)
     (image / "zoo" / "farplains.py").write_text(LABELLED_ELSEWHERE)

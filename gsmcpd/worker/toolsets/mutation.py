@@ -232,16 +232,22 @@ class MutationToolset(Toolset):
 
     def _load_dataclass_importers(self, module_name: str, names=()) -> None:
         """Load the image modules importing `module_name` whose source names a dataclass
-        (and one of `names`, if given), before a class of it changes its fields or frozen,
-        or binds a name a field may take as its default (`names`, _base_binding_conflicts),
-        what alone can leave its dataclass subclasses unmakeable (compile_class_definition,
-        compile_method, or made again by _rebuilt_dataclass): theirs of it are then made
-        from it as it was, so _reimport_unmakeable tells one that no longer imports from
-        one failing for another reason."""
-        for name in sorted(self.view.image_importers_of(module_name)):
-            if "dataclass" in (self.view.source(name) or "") and (
-                    not names or _annotates_in_a_class(self.view.tree(name), names)):
-                self.view.module(name)
+        (and, if `names` are given, annotates one of them in a class, or imports such a
+        module, `module_name` included: its dataclass subclasses inherit that field), before a class of it changes
+        its fields or frozen, or binds a name a field may take as its default (`names`,
+        _base_binding_conflicts), what alone can leave its dataclass subclasses unmakeable
+        (compile_class_definition, compile_method, or made again by _rebuilt_dataclass):
+        theirs of it are then made from it as it was, so _reimport_unmakeable tells one
+        that no longer imports from one failing for another reason."""
+        importers = sorted(name for name in self.view.image_importers_of(module_name)
+                           if "dataclass" in (self.view.source(name) or ""))
+        if names:
+            declaring = {name for name in [module_name, *importers]
+                         if _annotates_in_a_class(self.view.tree(name), names)}
+            inheriting = set().union(*(self.view.image_importers_of(name) for name in declaring))
+            importers = [name for name in importers if name in declaring | inheriting]
+        for name in importers:
+            self.view.module(name)
 
     def _reimport_unmakeable(self, module_name: str, cls) -> tuple[str, dict]:
         """Re-import the modules, other than `module_name`, that define live dataclass
