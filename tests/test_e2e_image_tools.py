@@ -206,6 +206,8 @@ class PartTest(unittest.TestCase):
     "gone/knobleaves.py": "import dataclasses\n\nfrom gone.knobmids import KnobMid\n\n\n"
                           "@dataclasses.dataclass\nclass KnobLeaf(KnobMid):\n    n: int\n",
     "gone/knobread.py": "from gone.knobleaves import KnobLeaf\n",
+    "gone/ifknobs.py": "import dataclasses\n\nfrom gone.knobs import Knob\n\n\n@dataclasses.dataclass\n"
+                       "class IfKnob(Knob):\n    if True:\n        label: str\n    n: int\n",
     "gone/vats.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Vat:\n    x: int\n",
     "gone/farvats.py": "import dataclasses\n\nfrom gone.vats import Vat\n\n\n@dataclasses.dataclass\n"
                        "class FarVat(Vat):\n    y: int\n",
@@ -1170,11 +1172,14 @@ def test_a_plain_base_given_a_name_names_a_dataclass_subclass_inheriting_that_fi
     # session, so KnobLeaf's `n: int` follows one. gone.knobleaves annotates no `label`
     # itself, so it was not loaded for the change: nothing was said, and gone.knobleaves and
     # gone.knobread were committed failing in every new session.
+    # gone.ifknobs annotates it under a class-level `if`: a field all the same, and the
+    # class statement's own lines alone were looked at, so it was not loaded either.
     result = structured(c, "compile_method", className="Knob", source="def label(self):\n    return 'knob'\n")
     said = misordered_fields_error("label", "n")
-    assert result["fieldOrderConflicts"] == {"gone.knobleaves.KnobLeaf": said}
+    assert result["fieldOrderConflicts"] == {"gone.ifknobs.IfKnob": said, "gone.knobleaves.KnobLeaf": said}
     assert result["failingImporters"] == {"gone.knobleaves": ["gone.knobread"]}
-    for module in ("gone.knobleaves", "gone.knobread"):
+    assert (result["reimported"], result["importErrors"]) == (["gone.ifknobs"], {"gone.ifknobs": f"TypeError: {said}"})
+    for module in ("gone.ifknobs", "gone.knobleaves", "gone.knobread"):
         _fails_in_a_new_session(daemon, module, said)
 
 

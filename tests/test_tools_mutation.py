@@ -859,6 +859,22 @@ def test_a_plain_base_binding_a_name_names_a_dataclass_subclass_inheriting_that_
         exec(disk(image, "zoo/leaves.py").replace(f"from {mid_module} import Mid", ""), namespace)
 
 
+def test_a_plain_base_binding_a_name_a_dataclass_annotates_in_a_class_level_block_names_it(client, image):
+    # `label: str` under a class-level `if` is a field all the same (the class body's
+    # annotations), but only the class statement's own lines were looked at: zoo.ifplains
+    # was not loaded, and nothing was said of it, committed failing in every new session.
+    (image / "zoo" / "plains.py").write_text("class Plain:\n    pass\n")
+    (image / "zoo" / "ifplains.py").write_text(
+        "import dataclasses\n\nfrom zoo.plains import Plain\n\n\n@dataclasses.dataclass\n"
+        "class Guarded(Plain):\n    if True:\n        label: str\n    n: int\n")
+    client.ok("refresh")
+    client.view.module("zoo.plains")
+    data = client.ok("compile_method", className="Plain", source="def label(self):\n    return 'plain'\n")["structuredContent"]
+    said = misordered_fields_error("label", "n")
+    assert data["fieldOrderConflicts"] == {"zoo.ifplains.Guarded": said}
+    assert (data["reimported"], data["importErrors"]) == (["zoo.ifplains"], {"zoo.ifplains": f"TypeError: {said}"})
+
+
 def test_a_name_no_dataclass_subclass_declares_gained_by_a_plain_base_loads_nothing(client, image):
     (image / "zoo" / "plains.py").write_text(PLAIN_AND_LABELLED)
     (image / "zoo" / "farplains.py").write_text(LABELLED_ELSEWHERE)

@@ -1166,12 +1166,13 @@ _MIXED_FROZEN = "some frozen and some not, which this Python's dataclass decorat
 
 
 def _annotates_in_a_class(tree: ast.Module | None, names) -> bool:
-    """Whether a class statement of `tree` annotates one of `names` (`label: str`): a
-    field its dataclass may declare, taking a base's binding of it as its default."""
+    """Whether a class statement of `tree` annotates one of `names` (`label: str`, in a
+    class-level `if` too): a field its dataclass may declare, taking a base's binding of
+    it as its default. (One in a def of the class counts too: it only loads a module more.)"""
     return tree is not None and any(
         isinstance(node, ast.ClassDef) and any(
             isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.target.id in names
-            for item in node.body)
+            for item in ast.walk(node))
         for node in ast.walk(tree))
 
 
