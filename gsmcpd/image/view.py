@@ -872,11 +872,7 @@ class View:
                 base = self.imported_from(module, node)
                 names.add(base)
                 names.update(f"{base}.{alias.name}" for alias in node.names)
-        expanded = set()
-        for name in names:
-            parts = name.split(".")
-            expanded.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
-        return frozenset(expanded)
+        return frozenset(names).union(*map(_packages_of, names))
 
     def _forget_live(self, names) -> None:
         for name in names:
