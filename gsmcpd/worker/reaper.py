@@ -319,8 +319,9 @@ def _wait_all(pidfds, seconds):
 
 
 class Shortage:
-    """A spawner's look at /proc that failed for want of descriptors, tried again every
-    SWEEP_RETRY: said as the first try fails, and as one works again, not at every try."""
+    """A spawner's look at /proc that failed for want of descriptors, tried again (every
+    SWEEP_RETRY while it serves, sooner within its end's wait): said as the first try
+    fails, and as one works again, not at every try."""
 
     def __init__(self, looking_for: str):
         self.looking_for = looking_for
@@ -329,8 +330,8 @@ class Shortage:
     def failed(self, error: OSError) -> None:
         if not self.failing:
             self.failing = True
-            log.warning("spawner: cannot look for %s (tried again every %g s until it can): %s",
-                        self.looking_for, SWEEP_RETRY, error)
+            log.warning("spawner: cannot look for %s (tried again until it can): %s",
+                        self.looking_for, error)
 
     def passed(self) -> None:
         if self.failing:
