@@ -872,6 +872,25 @@ def test_a_dead_spawners_worker_that_ends_lets_go_of_the_pidfd_kept_of_it(hand_p
     dead.close()
 
 
+def test_a_worker_outliving_two_dead_spawners_is_kept_once(hand_pool, monkeypatch):
+    # A guard (a review took it for a leak): a spawner's death copies the pidfds of the
+    # workers it forked, not those kept at an earlier death (no longer in by_pid since).
+    monkeypatch.setattr(WorkerPool, "STARVED_PAUSE", 60.0)   # no restart within the test: the test adopts
+    loop, make = hand_pool
+    pool = make(0)
+    worker = claimed(loop, pool, "w." + 16 * "2")
+    first = spawner_died(loop, pool)
+    pool.spawner = HandSpawner()
+    pool._relaunched(pool.spawner, None)                      # adopted as a restart's would be
+    second = spawner_died(loop, pool)
+    assert len(pool._orphans) == 1
+    pool.spawner = HandSpawner()
+    pool._relaunched(pool.spawner, None)
+    assert told_of_orphans(pool.spawner) == [([b"w." + 16 * b"2"], [worker.pid])]
+    first.close()
+    second.close()
+
+
 def test_a_dead_spawners_worker_without_a_directory_is_handed_over_too(hand_pool, monkeypatch):
     # Only named workers were: the new spawner, told the list was whole, would take an
     # unnamed one for what a dead worker left, and kill it.
