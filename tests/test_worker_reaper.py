@@ -302,6 +302,7 @@ def test_a_hunt_or_a_sweep_out_of_descriptors_is_tried_again_and_the_spawner_goe
     def out_of_descriptors(*_):
         raise OSError(errno.EMFILE, "Too many open files")
 
+    monkeypatch.setattr(reaper, "SWEEP_RETRY", 0.3)
     sweeper = reaper.Sweeper()
     with an_adopter() as ((pid, pidfd), (first, second)):
         orphans = Orphans(select.poll(), sweeper, None, (pid, os.dup(pidfd)))
@@ -311,11 +312,16 @@ def test_a_hunt_or_a_sweep_out_of_descriptors_is_tried_again_and_the_spawner_goe
             assert sweeper.pending and 0 < sweeper.due() <= reaper.SWEEP_RETRY
             orphans.told(b"sweep", [], 0)
             orphans.hunt()
-            # The next wake-up hunts again; one comes within SWEEP_RETRY (the spawner's poll
-            # waits for the sooner of the two).
+            # Hunted again SWEEP_RETRY later (the spawner's poll waits for the sooner of the two).
             assert orphans.hunting and pid_alive(first)
             assert 0 < orphans.due() <= reaper.SWEEP_RETRY
         assert caplog.text.count("Too many open files") == 2
+        reads = []
+        with monkeypatch.context() as patched:
+            patched.setattr(reaper, "children", lambda parent, read=reaper.children: reads.append(parent) or read(parent))
+            orphans.hunt()       # a wake-up before then reads no /proc (it was one read a wake-up)
+            assert reads == [] and orphans.hunting and pid_alive(first)
+        assert wait_until(lambda: orphans.due() == 0)
         orphans.hunt()                                     # descriptors back: the strays go
         assert not orphans.hunting and orphans.due() is None
         assert wait_until(lambda: not pid_alive(first) and not pid_alive(second))

@@ -294,11 +294,13 @@ class Orphans:
         # processes (15 ms among 2000); spaced, the strays it exists to kill would run on.
         if not self.hunting:
             return
+        if self._retry_at is not None and time.monotonic() < self._retry_at:
+            return   # out of descriptors at the last try: not a /proc read at every wake-up meanwhile
         self.hunting = False
         spared = {pid for pid, _ in self.live.values()} | set(self.strays.values()) | {os.getpid()}
         try:
             killed = reaper.kill_strays(self.adopter, spared)
-        except OSError as error:   # out of descriptors (EMFILE): at the next wake-up, SWEEP_RETRY at most
+        except OSError as error:   # out of descriptors (EMFILE): again SWEEP_RETRY later
             self._shortage.failed(error)
             self.hunting, self._retry_at = True, time.monotonic() + reaper.SWEEP_RETRY
             return
