@@ -534,12 +534,16 @@ def test_a_base_made_frozen_or_not_names_the_subclasses_it_leaves_unmakeable_and
     assert namespace["B"]().m() == client.view.module("zoo.frosty").B().m() == 1
 
 
-@pytest.mark.parametrize("base, conflicts, said", [
+# A's frozen made True, or its x given a default: B(A) adding y cannot be made again.
+A_CHANGED_UNDER_B = pytest.mark.parametrize("base, conflicts, said", [
     ("@dataclasses.dataclass(frozen=True)\nclass A:\n    x: int\n", "frozenConflicts",
      "cannot inherit non-frozen dataclass from a frozen one"),
     ("@dataclasses.dataclass\nclass A:\n    x: int = 0\n", "fieldOrderConflicts",
      misordered_fields_error("x", "y")),
 ], ids=["frozen", "field-order"])
+
+
+@A_CHANGED_UNDER_B
 def test_a_subclass_in_another_module_the_decorator_would_refuse_is_re_imported_either_way(
         client, image, base, conflicts, said):
     # A's frozen changed: zoo.thawed's B was only noted (frozenConflicts), kept live and
@@ -676,12 +680,7 @@ NESTED_ON_A = ("import dataclasses\n\nfrom zoo.based import A\n\n\nclass Outer:\
                "        @dataclasses.dataclass\n        class Inner(A):\n            y: int\n")
 
 
-@pytest.mark.parametrize("base, conflicts, said", [
-    ("@dataclasses.dataclass(frozen=True)\nclass A:\n    x: int\n", "frozenConflicts",
-     "cannot inherit non-frozen dataclass from a frozen one"),
-    ("@dataclasses.dataclass\nclass A:\n    x: int = 0\n", "fieldOrderConflicts",
-     misordered_fields_error("x", "y")),
-], ids=["frozen", "field-order"])
+@A_CHANGED_UNDER_B
 def test_a_dataclass_subclass_nested_in_a_class_of_another_module_is_judged_and_re_imported(
         client, image, base, conflicts, said):
     # Outer.Mid.Inner was never judged (View.defines takes top-level classes only): nothing
