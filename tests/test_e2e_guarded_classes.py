@@ -1,21 +1,43 @@
-"""Classes written in a module-level `if`/`try` block, and a class made at run time, end to
-end through the real daemon: browsed, searched and edited as a client sees it.
+"""Classes written in a module-level `if`/`try` block, a class made at run time, and a class
+writing members in class-level blocks, end to end through the real daemon: browsed,
+searched and edited as a client sees it.
 
 One daemon per module on a throwaway image.
 """
 
 import pytest
 
+from helpers import open_session
 from test_e2e_image_tools import daemon  # noqa: F401  (the daemon fixture: on this module's image)
-from test_e2e_tools import error, ok, structured
+from test_e2e_tools import error, ok, run_code, structured
 from test_tools_guarded_classes import REBOUND, SHAPES
 from test_tools_support import write_image
+
+
+LEVELS = """\
+import sys
+
+
+class Levels:
+    if True:
+        x = 1
+
+        def m(self):
+            return 1
+    if sys.version_info >= (3, 0):
+        kept = 2
+"""
+
+# The names the class binds itself (but for those every class statement binds), as one list.
+OWN_NAMES = ("from guard.levels import Levels\n"
+             "sorted(n for n in vars(Levels) if not (n.startswith('__') and n.endswith('__')))")
 
 
 @pytest.fixture(scope="module")
 def image(tmp_path_factory):
     return write_image(tmp_path_factory.mktemp("guarded") / "image",
                        {"guard/__init__.py": "", "guard/shapes.py": SHAPES, "guard/rebound.py": REBOUND,
+                        "guard/levels.py": LEVELS,
                         "guard/broken.py": "try:\n    import _no_such\nexcept ImportError:\n"
                                            "    class Fallback:\n        pass\n\nraise RuntimeError\n"})
 
@@ -51,3 +73,18 @@ def test_a_class_in_one_block_is_edited_in_place_and_one_in_two_branches_refused
 def test_a_module_that_does_not_import_lists_the_classes_in_its_blocks(c):
     entries = structured(c, "list_dictionary_entries", dictionaryName="guard.broken")["entries"]
     assert {e["name"]: e["kind"] for e in entries} == {"Fallback": "class"}
+
+
+def test_members_dropped_from_class_level_blocks_leave_the_live_class(daemon, c):
+    # `x` and `m` stayed on this session's live class, while a new session's import of the
+    # committed source made it without them.
+    assert run_code(c, OWN_NAMES) == repr(["kept", "m", "x"])
+    assert structured(c, "compile_class_definition", recompileMethods=False,
+                      source="class Levels:\n    if sys.version_info >= (3, 0):\n        kept = 2\n"
+                             "    if sys.version_info < (3, 0):\n        x = 1\n")["outcome"] == "updated"
+    assert run_code(c, OWN_NAMES) == repr(["kept"])
+    fresh = open_session(daemon)
+    try:
+        assert run_code(fresh, OWN_NAMES) == repr(["kept"])
+    finally:
+        fresh.close()

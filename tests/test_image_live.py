@@ -542,3 +542,18 @@ def test_the_base_giving_a_field_declared_without_a_value_its_default_is_named()
     Plain.label = lambda self: "plain"
     assert [live.default_giver(cls, "label") for cls in (C, D, E)] == [Plain, None, None]
     assert live.misordered_fields(C) == (("label", C), ("n", C))
+
+
+@pytest.mark.parametrize("body, names", [
+    ("    x = 1\n    a, (b, c) = 1, (2, 3)\n    n += 1\n    t: int\n    u: int = 0\n", {"x", "a", "b", "c", "n", "u"}),
+    ("    if True:\n        x = 1\n\n        def m(self):\n            inner = 1\n    else:\n        y = 2\n",
+     {"x", "m", "y"}),
+    ("    try:\n        import json as codec, os.path\n    except ImportError as error:\n        codec = None\n"
+     "    finally:\n        z = 1\n", {"codec", "os", "z"}),   # `error` is unbound as the handler ends
+    ("    with open('f') as (handle, other), open('g'):\n        pass\n    for i, j in []:\n        pass\n"
+     "    else:\n        k = 1\n    while False:\n        w = 1\n", {"handle", "other", "i", "j", "k", "w"}),
+    ("    match 1:\n        case 1:\n            hit = 1\n", {"hit"}),
+    ("    if True:\n        class Inner:\n            deep = 1\n        __secret = 1\n", {"Inner", "_K__secret"}),
+], ids=["direct", "if", "try", "with-and-loops", "match", "nested-and-private"])
+def test_class_member_names_are_those_the_body_binds_in_its_blocks_too(body, names):
+    assert live.class_member_names(ast.parse("class K:\n" + body).body[0]) == names

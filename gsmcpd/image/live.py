@@ -713,16 +713,32 @@ def class_member_names(classdef: ast.ClassDef) -> set[str]:
 
 
 def _written_member_names(classdef: ast.ClassDef) -> set[str]:
-    names = set()
-    for node in classdef.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, ast.Assign):
-            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            if node.value is not None:
-                names.add(node.target.id)
+    """The names the class body's statements may bind: in its class-level `if`/`try`/
+    `with`/loop/`match` blocks too, whichever branch (one that did not run bound nothing,
+    so there is nothing of it on the live class to remove)."""
+    names, pending = set(), list(classdef.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.AnnAssign) and node.value is None:
+            continue   # `x: int` annotates, binds nothing
+        names |= splice.bound_names(node) | _block_targets(node)
+        if not isinstance(node, splice.FunctionNode + (ast.ClassDef,)):
+            pending += splice.child_statements(node)
     return names
+
+
+def _block_targets(node: ast.stmt) -> set[str]:
+    """The names a class-level statement binds other than by def, class or assignment:
+    a loop's target, a `with`'s `as` target, an import. (An `except ... as` name is
+    unbound again as its handler ends.)"""
+    if isinstance(node, (ast.For, ast.AsyncFor)):
+        return splice.target_names(node.target)
+    if isinstance(node, (ast.With, ast.AsyncWith)):
+        return {name for item in node.items if item.optional_vars is not None
+                for name in splice.target_names(item.optional_vars)}
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {alias.asname or alias.name.split(".")[0] for alias in node.names}
+    return set()
 
 
 def needed_on_import(tree: ast.Module, name: str) -> bool:

@@ -817,7 +817,7 @@ def _surely_binds(node: ast.stmt, name: str) -> bool:
             return surely_binds(node.body if node.test.value else node.orelse, name)
         return surely_binds(node.body, name) and surely_binds(node.orelse, name)
     if isinstance(node, (ast.With, ast.AsyncWith)):
-        return any(item.optional_vars is not None and name in _target_names(item.optional_vars)
+        return any(item.optional_vars is not None and name in target_names(item.optional_vars)
                    for item in node.items) or surely_binds(node.body, name)
     if isinstance(node, (ast.Try, ast.TryStar)):
         return surely_binds(node.finalbody, name) or (
@@ -983,10 +983,10 @@ def _assigned_names(node: ast.stmt) -> set[str]:
         targets = [node.target]
     else:
         return set()
-    return {name for target in targets for name in _target_names(target)}
+    return {name for target in targets for name in target_names(target)}
 
 
-def _target_names(target: ast.expr) -> set[str]:
+def target_names(target: ast.expr) -> set[str]:
     """The names an assignment target binds: not those it reads, as `submit` in
     `submit.__doc__ = ...` or `d` in `d[k] = ...`."""
     return {sub.id for sub in ast.walk(target)

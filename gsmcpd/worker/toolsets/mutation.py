@@ -692,7 +692,7 @@ class MutationToolset(Toolset):
         # (`DEFAULT = Level.HIGH`) fails here as in a new session, named, not silently.
         imported, imported_data = (self._reimport_importers([module_name]) if outcome == "replaced"
                                    else ("", {}))
-        dropped = _dropped_names(old_node, new_source, name, getattr(module, name, None)
+        dropped = _dropped_names(old_node, new_source, name, bound_before, getattr(module, name, None)
                                  if outcome in ("updated", "replaced") else None)
         if dropped and outcome == "updated":
             # The same class lost them: only the importers reading them need re-importing.
@@ -1249,20 +1249,24 @@ def _read_as_it_runs_note(module_name: str, class_name: str, reads: dict[str, st
             f"session's import of {module_name} fails (AttributeError)")
 
 
-def _dropped_names(old_node: ast.ClassDef | None, new_source: str, class_name: str, cls) -> set[str]:
+def _dropped_names(old_node: ast.ClassDef | None, new_source: str, class_name: str,
+                   had: set[str], cls) -> set[str]:
     """The names (as bound) the class's old statement bound and its new one does not,
     that the live class `cls` (None: not live) no longer has, not even from a base or
-    its metaclass: what a read of them (`OWN = Job.limit`) now fails on."""
+    its metaclass: what a read of them (`OWN = Job.limit`) now fails on. Live, the class
+    tells what either statement bound, not their text (a name written in a class-level
+    block that did not run, `if sys.version_info < (3, 0):`, was not): those of the old
+    one it had (`had`, its names before) and does not have now."""
     if old_node is None:
         return set()
     new_node = splice.class_statement(parsing.parse(new_source), class_name)
     if new_node is None:
         return set()
-    dropped = live.class_member_names(old_node) - live.class_member_names(new_node)
-    if isinstance(cls, type):
-        dropped = {name for name in dropped
-                   if not any(name in vars(owner) for owner in cls.__mro__ + type(cls).__mro__)}
-    return dropped
+    dropped = live.class_member_names(old_node)
+    if not isinstance(cls, type):
+        return dropped - live.class_member_names(new_node)
+    return {name for name in dropped & had
+            if not any(name in vars(owner) for owner in cls.__mro__ + type(cls).__mro__)}
 
 
 def _rerun_note(ran: str, hooks: list[str], made: str, owner: str, tail: str = "") -> tuple[str, dict]:

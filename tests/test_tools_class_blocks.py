@@ -1,0 +1,103 @@
+"""compile_class_definition redefining a class in place whose body writes members in
+class-level `if`/`try`/`with`/`for` blocks: the live class ends with what a new session's
+import of the new source makes of it."""
+
+import pytest
+
+from test_tools_support import client, image, text, views  # noqa: F401  (fixtures)
+
+BLOCKS = '''\
+import contextlib
+import sys
+
+
+class Outer:
+    kept = 0
+    pair, count = 1, 2
+
+    if True:
+        x = 1
+
+        def m(self):
+            return 1
+    try:
+        import json as codec
+    except ImportError:
+        codec = None
+    with contextlib.nullcontext(5) as handle:
+        pass
+    for i in range(2):
+        pass
+    if sys.version_info < (3, 0):
+        old = 1
+    else:
+        new = 2
+'''
+
+
+def _members(cls) -> set[str]:
+    """The names the class binds itself, but for those every class statement binds."""
+    return {name for name in vars(cls) if not (name.startswith("__") and name.endswith("__"))}
+
+
+def _imported(source: str, class_name: str) -> type:
+    namespace = {}
+    exec(source, namespace)   # as a new session's import runs it
+    return namespace[class_name]
+
+
+@pytest.mark.parametrize("new_source, wanted", [
+    # Every name written in a block dropped with it (and those of a tuple target).
+    ("class Outer:\n    kept = 0\n", {"kept"}),
+    # Kept where its branch runs, gone where it is now written in one that does not run.
+    ("class Outer:\n    kept = 0\n\n    if True:\n        x = 1\n"
+     "    if sys.version_info < (3, 0):\n        new = 2\n        y = 3\n    else:\n        z = 4\n",
+     {"kept", "x", "z"}),
+], ids=["dropped", "moved-to-a-branch-not-run"])
+def test_names_written_in_class_level_blocks_follow_the_new_statement(client, image, new_source, wanted):
+    # Only the body's own plain statements were looked at: `x`, `m`, `pair`... stayed on the
+    # live class, which a new session's import of the committed source does not have.
+    client.view.add_module("zoo.blocks", BLOCKS)
+    outer = client.view.module("zoo.blocks").Outer
+    assert {"pair", "count", "x", "m", "codec", "handle", "i", "new"} <= _members(outer)
+    assert "old" not in _members(outer)
+    result = client.ok("compile_class_definition", source=new_source,
+                       dictionaryName="zoo.blocks", recompileMethods=False)
+    assert result["structuredContent"]["outcome"] == "updated"
+    source = (image / "zoo" / "blocks.py").read_text()
+    assert _members(outer) == _members(_imported(source, "Outer")) == wanted
+    assert client.view.module("zoo.blocks").Outer is outer
+
+
+def test_a_private_name_written_in_a_block_is_dropped_as_bound(client, image):
+    # `__secret` in a block binds `_Vault__secret`, as at the body's top level.
+    client.view.add_module("zoo.vault", "class Vault:\n    if True:\n        __secret = 1\n")
+    vault = client.view.module("zoo.vault").Vault
+    client.ok("compile_class_definition", source="class Vault:\n    pass\n", recompileMethods=False)
+    assert "_Vault__secret" not in vars(vault)
+
+
+def test_a_name_dropped_from_a_block_that_the_module_reads_is_noted(client, image):
+    # `OWN = Job.limit` below the class fails in a new session's import: unsaid, as the
+    # block's names were not counted among those the old statement bound.
+    client.view.add_module("zoo.jobs", "class Job:\n    if True:\n        limit = 3\n\n\nOWN = Job.limit\n")
+    result = client.ok("compile_class_definition", source="class Job:\n    pass\n", recompileMethods=False)
+    assert result["structuredContent"]["readAsItRuns"] == {"limit": "OWN = Job.limit"}
+    assert "reads Job.limit as it runs ('OWN = Job.limit')" in text(result)
+
+
+def test_a_name_moved_to_a_branch_that_does_not_run_is_noted_as_dropped(client, image):
+    # Still written in the new statement, but where it is not bound: the class lost it.
+    client.view.add_module("zoo.jobs", "import sys\n\n\nclass Job:\n    limit = 3\n\n\nOWN = Job.limit\n")
+    result = client.ok("compile_class_definition", source="class Job:\n    if sys.version_info < (3, 0):\n"
+                       "        limit = 3\n", recompileMethods=False)
+    assert result["structuredContent"]["readAsItRuns"] == {"limit": "OWN = Job.limit"}
+
+
+def test_a_name_written_in_a_block_that_never_ran_is_not_noted_as_dropped(client, image):
+    # The old statement never bound it: nothing was lost, so no read of it is noted.
+    client.view.add_module("zoo.jobs", "import sys\n\n\nclass Job:\n    if sys.version_info < (3, 0):\n"
+                           "        limit = 3\n\n\nOWN = getattr(Job, 'limit', None)\n"
+                           "try:\n    LIMIT = Job.limit\nexcept AttributeError:\n    LIMIT = None\n")
+    result = client.ok("compile_class_definition", source="class Job:\n    pass\n", recompileMethods=False)
+    assert "readAsItRuns" not in result["structuredContent"] and "note" not in text(result)
