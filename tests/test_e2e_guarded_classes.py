@@ -28,6 +28,15 @@ class Levels:
         kept = 2
 """
 
+RUNS = """\
+class Runs:
+    if True:
+        run = 5
+
+    def run(self):
+        return 1
+"""
+
 # The names the class binds itself (but for those every class statement binds), as one list.
 OWN_NAMES = ("from guard.levels import Levels\n"
              "sorted(n for n in vars(Levels) if not (n.startswith('__') and n.endswith('__')))")
@@ -37,7 +46,7 @@ OWN_NAMES = ("from guard.levels import Levels\n"
 def image(tmp_path_factory):
     return write_image(tmp_path_factory.mktemp("guarded") / "image",
                        {"guard/__init__.py": "", "guard/shapes.py": SHAPES, "guard/rebound.py": REBOUND,
-                        "guard/levels.py": LEVELS,
+                        "guard/levels.py": LEVELS, "guard/runs.py": RUNS,
                         "guard/broken.py": "try:\n    import _no_such\nexcept ImportError:\n"
                                            "    class Fallback:\n        pass\n\nraise RuntimeError\n"})
 
@@ -86,5 +95,17 @@ def test_members_dropped_from_class_level_blocks_leave_the_live_class(daemon, c)
     fresh = open_session(daemon)
     try:
         assert run_code(fresh, OWN_NAMES) == repr(["kept"])
+    finally:
+        fresh.close()
+
+
+def test_delete_method_leaves_what_a_class_level_block_binds_on_the_live_class(daemon, c):
+    # The live class lost `run`, which a new session's import has from the block above the def.
+    ok(c, "delete_method", className="Runs", selector="run")
+    reading = "from guard.runs import Runs\nvars(Runs).get('run')"
+    assert run_code(c, reading) == "5"
+    fresh = open_session(daemon)
+    try:
+        assert run_code(fresh, reading) == "5"
     finally:
         fresh.close()

@@ -101,3 +101,37 @@ def test_a_name_written_in_a_block_that_never_ran_is_not_noted_as_dropped(client
                            "try:\n    LIMIT = Job.limit\nexcept AttributeError:\n    LIMIT = None\n")
     result = client.ok("compile_class_definition", source="class Job:\n    pass\n", recompileMethods=False)
     assert "readAsItRuns" not in result["structuredContent"] and "note" not in text(result)
+
+
+@pytest.mark.parametrize("body, wanted", [
+    ("    if True:\n        run = 5\n\n    def run(self):\n        return 1\n", 5),
+    ("    def run(self):\n        return 1\n\n    if True:\n        def run(self):\n            return 2\n", 2),
+    ("    if sys.version_info < (3, 0):\n        run = 5\n\n    def run(self):\n        return 1\n", None),
+], ids=["assigned-in-a-block", "a-def-in-a-block", "in-a-branch-not-run"])
+def test_delete_method_leaves_what_a_class_level_block_still_binds(client, image, body, wanted):
+    # Only the body's own statements were asked what still binds the name: the live class
+    # lost `run`, which a new session's import has from the block.
+    client.view.add_module("zoo.runs", "import sys\n\n\nclass Runs:\n" + body)
+    runs = client.view.module("zoo.runs").Runs
+    client.ok("delete_method", className="Runs", selector="run")
+    fresh = _imported((image / "zoo" / "runs.py").read_text(), "Runs")
+    assert "def run(self):\n        return 1" not in (image / "zoo" / "runs.py").read_text()
+    for cls in (runs, fresh):
+        run = vars(cls).get("run")
+        assert (run(None) if callable(run) else run) == wanted
+
+
+def test_delete_method_notes_a_read_of_a_name_left_only_in_a_branch_not_run(client, image):
+    # `run = 5` is still written in the class, but where it is not bound: the module's
+    # `OWN = Runs.run` fails in a new session's import.
+    client.view.add_module("zoo.runs", "import sys\n\n\nclass Runs:\n    if sys.version_info < (3, 0):\n"
+                           "        run = 5\n\n    def run(self):\n        return 1\n\n\nOWN = Runs.run\n")
+    result = client.ok("delete_method", className="Runs", selector="run")
+    assert result["structuredContent"]["readAsItRuns"] == "OWN = Runs.run"
+
+
+def test_delete_method_notes_no_read_of_a_name_a_block_still_binds(client, image):
+    client.view.add_module("zoo.runs", "class Runs:\n    if True:\n        run = 5\n\n"
+                           "    def run(self):\n        return 1\n\n\nOWN = Runs.run\n")
+    result = client.ok("delete_method", className="Runs", selector="run")
+    assert "readAsItRuns" not in result["structuredContent"] and "note" not in text(result)

@@ -802,9 +802,15 @@ class MutationToolset(Toolset):
                             "that statement first (compile_class_definition).")
         bound, tree = splice.mangled(ref.name, selector), parsing.parse(new_source)
         reader = live.attribute_reader(tree, ref.name, bound, self._inheritors(cls, ref.module, bound))
-        # Not when the class still has it: as a class attribute of that name, or a base's.
-        kept = splice.attribute_nodes(splice.class_statement(tree, ref.name), selector) or (
-            cls is not None and any(bound in vars(owner) for owner in cls.__mro__[1:] + type(cls).__mro__))
+        basis = live.dataclass_basis(cls) if cls is not None else None
+        rebuilt = (self._rebuilt_dataclass(ref, cls, new_source, classdef, selector)
+                   if cls is not None else None)
+        if rebuilt is None and cls is not None:
+            self._unset_method(ref, cls, new_source, selector)
+        # Not when the class still has it: as a class attribute of that name, or a base's
+        # (told by the live class: one bound in a class-level block that did not run is not).
+        kept = (any(bound in vars(owner) for owner in cls.__mro__ + type(cls).__mro__) if cls is not None
+                else bool(splice.attribute_nodes(splice.class_statement(tree, ref.name), selector)))
         note, data = "", {}
         if reader is not None and not kept:
             # A note, not a refusal: a guarded read (try/hasattr) is fine, and no tool
@@ -812,13 +818,8 @@ class MutationToolset(Toolset):
             read = splice.statement_line(new_source, reader)
             note = _read_as_it_runs_note(ref.module, ref.name, {bound: read})
             data = {"readAsItRuns": read}
-        basis = live.dataclass_basis(cls) if cls is not None else None
-        rebuilt = (self._rebuilt_dataclass(ref, cls, new_source, classdef, selector)
-                   if cls is not None else None)
         if rebuilt is not None:
             note, data = note + rebuilt[0], {**data, **rebuilt[1]}
-        elif cls is not None:
-            self._unset_method(ref, cls, new_source, selector)
         self.view.set_source(ref.module, new_source, live=cls is not None)
         imported, imported_data = "", {}
         if cls is not None and not kept:
@@ -956,7 +957,9 @@ class MutationToolset(Toolset):
         value = missing = object()
         evaluated = None
         bound = splice.mangled(ref.name, selector)     # `__secret` is bound as `_Kitchen__secret`
-        if splice.attribute_nodes(splice.class_statement(parsing.parse(new_source), ref.name), selector):
+        # In a class-level block too (`if ...: run = ...`, a def there): the class statement
+        # run again tells whether its branch binds it.
+        if bound in live.class_member_names(splice.class_statement(parsing.parse(new_source), ref.name)):
             module = self.view.module(ref.module)
             filename = self.view.filename(self.view.relpath(ref.module))
             try:
