@@ -37,6 +37,16 @@ class Runs:
         return 1
 """
 
+AGAIN = """\
+class Again:
+    def run(self):
+        return 1
+
+    if True:
+        def run(self):
+            return 2
+"""
+
 # The names the class binds itself (but for those every class statement binds), as one list.
 OWN_NAMES = ("from guard.levels import Levels\n"
              "sorted(n for n in vars(Levels) if not (n.startswith('__') and n.endswith('__')))")
@@ -46,7 +56,7 @@ OWN_NAMES = ("from guard.levels import Levels\n"
 def image(tmp_path_factory):
     return write_image(tmp_path_factory.mktemp("guarded") / "image",
                        {"guard/__init__.py": "", "guard/shapes.py": SHAPES, "guard/rebound.py": REBOUND,
-                        "guard/levels.py": LEVELS, "guard/runs.py": RUNS,
+                        "guard/levels.py": LEVELS, "guard/runs.py": RUNS, "guard/again.py": AGAIN,
                         "guard/broken.py": "try:\n    import _no_such\nexcept ImportError:\n"
                                            "    class Fallback:\n        pass\n\nraise RuntimeError\n"})
 
@@ -109,3 +119,10 @@ def test_delete_method_leaves_what_a_class_level_block_binds_on_the_live_class(d
         assert run_code(fresh, reading) == "5"
     finally:
         fresh.close()
+
+
+def test_compile_method_refuses_a_def_a_class_level_block_writes_again_below(c):
+    # The def compiled was set on the live class, while a new session's has the block's.
+    message = error(c, "compile_method", "refused", className="Again", source="def run(self):\n    return 3\n")
+    assert "is written again inside the class-level if statement at guard.again line 5, below its def" in message
+    assert run_code(c, "from guard.again import Again\nAgain().run()") == "2"

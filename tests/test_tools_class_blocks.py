@@ -135,3 +135,33 @@ def test_delete_method_notes_no_read_of_a_name_a_block_still_binds(client, image
                            "    def run(self):\n        return 1\n\n\nOWN = Runs.run\n")
     result = client.ok("delete_method", className="Runs", selector="run")
     assert "readAsItRuns" not in result["structuredContent"] and "note" not in text(result)
+
+
+@pytest.mark.parametrize("body, said", [
+    ("    def run(self):\n        return 1\n\n    if True:\n        def run(self):\n            return 2\n",
+     "zoo.runs.Runs.run is written again inside the class-level if statement at zoo.runs line 8, below "
+     "its def, and the class has that one where its branch runs: edit that statement with "
+     "compile_class_definition (get_class_definition shows it)"),
+    ("    def run(self):\n        return 1\n\n    try:\n        pass\n    finally:\n        run = 5\n",
+     "zoo.runs.Runs.run is a class attribute, not a method (zoo.runs line 11); a def of that name "
+     "would replace it"),
+], ids=["a-def-below-in-a-block", "assigned-in-a-block"])
+def test_compile_method_refuses_a_def_a_class_level_block_binds_again(client, image, body, said):
+    # The def compiled was set on the live class, while a new session's import has what the
+    # block binds below it.
+    source = "import sys\n\n\nclass Runs:\n" + body
+    client.view.add_module("zoo.runs", source)
+    runs = client.view.module("zoo.runs").Runs
+    before = vars(runs)["run"]
+    message = client.error("compile_method", "refused", className="Runs", source="def run(self):\n    return 3\n")
+    assert said in message
+    assert vars(runs)["run"] is before and client.view.source("zoo.runs") == source
+
+
+def test_compile_method_replaces_a_def_a_block_above_it_also_writes(client, image):
+    # The def below wins in a new session's import too: nothing to refuse.
+    client.view.add_module("zoo.runs", "class Runs:\n    if True:\n        def run(self):\n            return 2\n\n"
+                           "    def run(self):\n        return 1\n")
+    runs = client.view.module("zoo.runs").Runs
+    client.ok("compile_method", className="Runs", source="def run(self):\n    return 3\n")
+    assert runs().run() == _imported((image / "zoo" / "runs.py").read_text(), "Runs")().run() == 3

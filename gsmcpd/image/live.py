@@ -716,14 +716,10 @@ def _written_member_names(classdef: ast.ClassDef) -> set[str]:
     """The names the class body's statements may bind: in its class-level `if`/`try`/
     `with`/loop/`match` blocks too, whichever branch (one that did not run bound nothing,
     so there is nothing of it on the live class to remove)."""
-    names, pending = set(), list(classdef.body)
-    while pending:
-        node = pending.pop()
-        if isinstance(node, ast.AnnAssign) and node.value is None:
-            continue   # `x: int` annotates, binds nothing
-        names |= splice.bound_names(node) | _block_targets(node)
-        if not isinstance(node, splice.FunctionNode + (ast.ClassDef,)):
-            pending += splice.child_statements(node)
+    names = set()
+    for node in splice.class_level_statements(classdef):
+        if not (isinstance(node, ast.AnnAssign) and node.value is None):   # `x: int` binds nothing
+            names |= splice.bound_names(node) | _block_targets(node)
     return names
 
 

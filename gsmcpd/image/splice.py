@@ -355,11 +355,24 @@ def mangled(class_name: str, name: str) -> str:
     return name
 
 
-def attribute_nodes(classdef: ast.ClassDef, name: str) -> list[ast.stmt]:
+def class_level_statements(classdef: ast.ClassDef) -> list[ast.stmt]:
+    """The statements running the class body may run: its own, and those in its class-level
+    `if`/`try`/`with`/loop/`match` blocks (not a def's or nested class's body); in source order."""
+    found, pending = [], list(classdef.body)
+    while pending:
+        statement = pending.pop()
+        found.append(statement)
+        if not isinstance(statement, FunctionNode + (ast.ClassDef,)):
+            pending += child_statements(statement)
+    return sorted(found, key=lambda statement: (statement.lineno, statement.col_offset))
+
+
+def attribute_nodes(classdef: ast.ClassDef, name: str, blocks: bool = False) -> list[ast.stmt]:
     """The class-body statements that bind `name` other than by def: assignments
-    (annotated ones with a value) and nested classes."""
+    (annotated ones with a value) and nested classes; with `blocks`, in its class-level
+    blocks too (class_level_statements)."""
     found = []
-    for node in classdef.body:
+    for node in class_level_statements(classdef) if blocks else classdef.body:
         if isinstance(node, ast.Assign):
             targets = node.targets
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and (

@@ -535,6 +535,16 @@ class MutationToolset(Toolset):
                                     "after that statement, and the class would have it whichever "
                                     "branch ran", "(get_class_definition shows it), or name the "
                                     "method otherwise")
+        written = splice.method_nodes(classdef, node.name)
+        again = [statement for statement, guarded_def in guarded
+                 if written and guarded_def.lineno > written[-1].lineno]
+        if again:
+            # Where that branch runs, the def below is what the class has, not the one compiled.
+            raise ToolError("refused", f"{ref.qualified}.{node.name} is written again inside the "
+                            f"class-level {splice.statement_kind(again[0])} statement at {ref.module} "
+                            f"line {again[0].lineno}, below its def, and the class has that one where "
+                            "its branch runs: edit that statement with compile_class_definition "
+                            "(get_class_definition shows it)")
         if existing:
             old_kind = live_kind(cls, ref.name, node.name) or splice.method_kind(existing[0])
             refusal = _side_change(f"{ref.qualified}.{node.name}", old_kind,
@@ -548,7 +558,7 @@ class MutationToolset(Toolset):
         if len(existing) > len(defs):
             # A property's getter alone would replace its setter too; one @overload, the rest.
             raise ToolError("refused", _fewer_defs(f"{ref.qualified}.{node.name}", existing, defs))
-        attributes = splice.attribute_nodes(classdef, node.name)
+        attributes = splice.attribute_nodes(classdef, node.name, blocks=True)
         if attributes:
             # Methods and attributes share the class namespace: the def would replace it.
             raise ToolError("refused", f"{ref.qualified}.{node.name} is a class attribute, not a "
