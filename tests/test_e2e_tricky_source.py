@@ -10,7 +10,7 @@ One daemon per module on a throwaway image; each test works on classes of its ow
 
 import pytest
 
-from helpers import tool_text
+from helpers import open_session, tool_text
 from test_e2e_image_tools import daemon, run  # noqa: F401  (the daemon fixture: on this module's image)
 from test_e2e_tools import error, ok, structured
 from test_tools_support import write_image
@@ -194,6 +194,10 @@ FILES = {
                      "    @property\n    def __class__(self):\n"
                      "        return type(self) if self._spec is None else self._spec\n\n\n"
                      "class Child(Masquerade):\n    pass\n",
+    # As jwt's package: its __init__ imports a module that imports the one changed
+    "gearbox/__init__.py": "from .mounts import mount\n",
+    "gearbox/gears.py": "class Cog:\n    pass\n\n\nclass Gear:\n    pass\n",
+    "gearbox/mounts.py": "from .gears import Gear\n\n\ndef mount():\n    return Gear\n",
 }
 
 BROKEN = "image module broken does not compile: line 2: expected ':'"
@@ -715,3 +719,20 @@ def test_a_class_whose_body_binds_dunder_class_is_changed_in_place(c, image):
     assert run(c, passes_for) == repr(["str", "str", "type"])
     ok(c, "delete_method", className="Masquerade", selector="__class__")
     assert run(c, passes_for) == repr(["Masquerade", "Child", "type"])
+
+
+def test_a_package_imported_anew_still_has_its_unchanged_submodules(c, daemon):
+    # A new base re-imports the importers of gearbox.gears, the package among them: the new
+    # package had no attribute gears (AttributeError), though a new session's import has it.
+    run(c, "import gearbox.gears")
+    answer = structured(c, "compile_class_definition", source="class Gear(Cog):\n    pass\n",
+                        dictionaryName="gearbox.gears")
+    assert answer["outcome"] == "replaced" and "gearbox" in answer["reimported"]
+    seen = "import gearbox.gears\n(gearbox.gears.Gear.__bases__[0].__name__, gearbox.mount() is gearbox.gears.Gear)"
+    assert run(c, seen) == repr(("Cog", True))
+    fresh = open_session(daemon)
+    try:
+        assert run(fresh, seen) == repr(("Cog", True))
+    finally:
+        fresh.close()
+

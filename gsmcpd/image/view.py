@@ -761,6 +761,7 @@ class View:
             if self.has_module(name):
                 self.module(name)
                 reloaded.append(name)
+        self._bind_submodules(reloaded)
         return reloaded
 
     def reload_importers_of(self, module: str, itself: bool = False) -> list[str]:
@@ -805,7 +806,23 @@ class View:
         self._forget_live(stale)
         for name in sorted(stale):
             self.module(name)
+        self._bind_submodules(stale)
         return sorted(stale)
+
+    def _bind_submodules(self, packages) -> None:
+        """Bind in each package of `packages` imported anew its loaded submodules: Python
+        binds a submodule in its package only as it loads it, so one that stayed loaded
+        (`pkg.a`, unchanged) was missing from the new `pkg` (`pkg.a` an AttributeError),
+        though a new session's import has it. A name the package binds itself is left."""
+        for package in packages:
+            module = sys.modules.get(package)
+            if module is None or not self.owns_module(package) or not hasattr(module, "__path__"):
+                continue
+            prefix = package + "."
+            for name in self.loaded_modules():
+                child = name[len(prefix):]
+                if name.startswith(prefix) and "." not in child and child not in vars(module):
+                    setattr(module, child, sys.modules[name])
 
     def _importers_of(self, targets: set[str], loaded: list[str], imports=None) -> set[str]:
         imports = imports or self._imports
