@@ -194,6 +194,7 @@ FILES = {
                      "    @property\n    def __class__(self):\n"
                      "        return type(self) if self._spec is None else self._spec\n\n\n"
                      "class Child(Masquerade):\n    pass\n",
+    "spacedbase.py": "class Root:\n    pass\n\n\nclass Opened:\n\n    pass\n\n    def f(self):\n        return 1\n",
     # As jwt's package: its __init__ imports a module that imports the one changed
     "gearbox/__init__.py": "from .mounts import mount\n",
     "gearbox/gears.py": "class Cog:\n    pass\n\n\nclass Gear:\n    pass\n",
@@ -655,6 +656,18 @@ def test_a_definition_setting_an_attribute_of_a_method_compiles_back(c, image):
     ok(c, "compile_class_definition", source=definition)
     assert (image / "pools.py").read_text() == before
     assert run(c, "import pools\npools.Pool.submit.__doc__, pools.Pool().submit(lambda: 3)") == "('Submit.', 3)"
+
+
+def test_a_class_opening_with_a_blank_line_given_a_new_base_keeps_one(c, image):
+    # jwt's exceptions once their docstring was removed: each new header sent with the
+    # export's text added a blank line under it (the changed header took the text's own).
+    before = (image / "spacedbase.py").read_text()
+    source = structured(c, "export_class_source", className="Opened")["source"]
+    ok(c, "compile_class_definition", source=source.replace("class Opened:", "class Opened(Root):"))
+    assert (image / "spacedbase.py").read_text() == before.replace("class Opened:", "class Opened(Root):")
+    ok(c, "compile_class_definition", source=source)
+    assert (image / "spacedbase.py").read_text() == before
+    assert run(c, "import spacedbase\nspacedbase.Opened.__bases__, spacedbase.Opened().f()") == "((<class 'object'>,), 1)"
 
 
 def test_a_class_compiled_back_from_its_definition_keeps_its_comments(c, image):

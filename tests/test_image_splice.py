@@ -919,6 +919,17 @@ def test_a_class_opening_with_a_blank_line_sent_back_is_left_as_it_was(sent):
     assert splice.put_class(source, "A", class_text) == source
 
 
+@pytest.mark.parametrize("header", ["class A(object):", "class A(\n    object,\n):"])
+def test_a_class_opening_with_a_blank_line_sent_with_a_new_header_keeps_one(header):
+    # jwt's exceptions with their docstring removed: the changed header took the text's
+    # blank line into its replacement, so the class's was kept too, one more each time.
+    source = "class A:\n\n    x = 1\n\n    def f(self):\n        return 1\n"
+    sent = header + "\n\n    x = 1\n"
+    old, new = (splice.top_level_class(ast.parse(text), "A") for text in (source, sent))
+    class_text = overlay.written_over(sent, "A", source, splice.carried_members(old, new))
+    assert splice.put_class(source, "A", class_text) == source.replace("class A:", header)
+
+
 def test_a_blank_line_sent_under_a_class_header_is_written():
     source = "class A:\n    x = 1\n"
     class_text = overlay.written_over("class A:\n\n    x = 1\n", "A", source, [])

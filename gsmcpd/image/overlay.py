@@ -60,10 +60,9 @@ def written_over(class_text: str, class_name: str, source: str, methods: list) -
     text = after.get(-1, [])
     # The blank lines the definition drops above the first statement are the class's,
     # unless the text sent has its own there (export_class_source's does): then those.
-    header = splice.header_last_line(lines, classdef)
-    sent = after.get(shown.index(header))
-    if sent and not sent[0].strip():
-        blank = header + 1
+    # Read from the text, not the diff: a changed header takes them into its replacement.
+    if _opens_with_blank_line(new):
+        blank = splice.header_last_line(lines, classdef) + 1
         while blank <= last and not lines[blank - 1].strip():
             kept.discard(blank)
             blank += 1
@@ -85,6 +84,18 @@ def written_over(class_text: str, class_name: str, source: str, methods: list) -
     text += [own[n - first] for n in range(previous + 1, last + 1) if n in kept]
     merged = "".join(text)
     return merged if _members_in_order(merged, class_name, source, methods) else None
+
+
+def _opens_with_blank_line(lines: list[str]) -> bool:
+    """Whether the class text's body opens with a blank line below its header."""
+    try:
+        classdef = parsing.parse("".join(lines)).body[0]
+    except (SyntaxError, ValueError, IndexError):
+        return False
+    if not isinstance(classdef, ast.ClassDef) or splice.body_on_header_line(lines, classdef):
+        return False
+    header = splice.header_last_line(lines, classdef)
+    return header < len(lines) and not lines[header].strip()
 
 
 def _only_pass(lines: list[str]) -> int | None:
