@@ -195,6 +195,10 @@ FILES = {
                      "        return type(self) if self._spec is None else self._spec\n\n\n"
                      "class Child(Masquerade):\n    pass\n",
     "spacedbase.py": "class Root:\n    pass\n\n\nclass Opened:\n\n    pass\n\n    def f(self):\n        return 1\n",
+    # As jwt's package, whose __init__ imports (through users) the module losing a class
+    "pulley/__init__.py": "from .users import hook\n",
+    "pulley/parts.py": "class Wheel:\n    pass\n\n\nclass Spare:\n    pass\n",
+    "pulley/users.py": "from .parts import Wheel\n\n\ndef hook():\n    return Wheel\n",
     # As jwt's package: its __init__ imports a module that imports the one changed
     "gearbox/__init__.py": "from .mounts import mount\n",
     "gearbox/gears.py": "class Cog:\n    pass\n\n\nclass Gear:\n    pass\n",
@@ -746,6 +750,21 @@ def test_a_package_imported_anew_still_has_its_unchanged_submodules(c, daemon):
     fresh = open_session(daemon)
     try:
         assert run(fresh, seen) == repr(("Cog", True))
+    finally:
+        fresh.close()
+
+
+def test_delete_class_names_the_submodules_failing_with_their_package(c, daemon):
+    # Deleting jwt.algorithms.HMACAlgorithm failed jwt (its __init__ imports api_jws, which
+    # needs it): the answer named jwt, not jwt.algorithms, which stayed loaded and imported
+    # here while a new session's `import jwt.algorithms` runs jwt first and fails.
+    run(c, "import pulley.parts")
+    answer = structured(c, "delete_class", className="pulley.parts.Wheel")
+    assert sorted(answer["importErrors"]) == ["pulley", "pulley.parts", "pulley.users"]
+    assert "cannot import name 'Wheel'" in error(c, "execute_code", "other", code="import pulley.parts")
+    fresh = open_session(daemon)
+    try:
+        assert "cannot import name 'Wheel'" in error(fresh, "execute_code", "other", code="import pulley.parts")
     finally:
         fresh.close()
 

@@ -766,12 +766,13 @@ class View:
 
     def reload_importers_of(self, module: str, itself: bool = False) -> list[str]:
         """Re-import modules that import `module` (after a class was replaced), and
-        `module` too if `itself` (its own source no longer runs as its live copy did)."""
+        `module` too if `itself` (its own source no longer runs as its live copy did), and
+        the loaded submodules of a package among them that now fails (`module` too)."""
         loaded = self.loaded_modules()
         importers = self._importers_of({module}, loaded)
         if not (itself and module in loaded):
             importers.discard(module)
-        return self._reimported(importers)
+        return self._with_failing_packages(set(self._reimported(importers)))
 
     def image_importers_of(self, module: str) -> set[str]:
         """The image's modules that import `module`, directly or through others, loaded
@@ -792,7 +793,12 @@ class View:
         the old ones bound), and the loaded submodules of a package among them that now
         fails to import (importing one runs it first), with theirs: what a new session's
         import of them does now."""
-        reimported = set(self._reimported(self._importers_of(set(modules), self.loaded_modules())))
+        return self._with_failing_packages(
+            set(self._reimported(self._importers_of(set(modules), self.loaded_modules()))))
+
+    def _with_failing_packages(self, reimported: set[str]) -> list[str]:
+        """`reimported`, and the loaded submodules of a package among them that now fails
+        to import (importing one runs it first) re-imported too, with their importers."""
         while True:
             failing = {name for name in reimported if name in self.import_errors}
             under = {name for name in self.loaded_modules()
