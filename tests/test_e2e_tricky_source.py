@@ -195,6 +195,10 @@ FILES = {
                      "        return type(self) if self._spec is None else self._spec\n\n\n"
                      "class Child(Masquerade):\n    pass\n",
     "spacedbase.py": "class Root:\n    pass\n\n\nclass Opened:\n\n    pass\n\n    def f(self):\n        return 1\n",
+    # As click's Context.find_object: an annotation in a body, in a future-annotations module
+    "annotated.py": "from __future__ import annotations\n\n\nclass Context:\n    pass\n\n\n"
+                    "class Walker:\n    def find(self):\n        node: Context | None = None\n"
+                    "        return node\n\n    def local(self):\n        Context = 1\n        return Context\n",
     # As jwt's package, whose __init__ imports (through users) the module losing a class
     "pulley/__init__.py": "from .users import hook\n",
     "pulley/parts.py": "class Wheel:\n    pass\n\n\nclass Spare:\n    pass\n",
@@ -301,6 +305,12 @@ def test_references_to_a_dotted_name_are_to_that_modules_global(c):
     assert structured(c, "find_references_to", name="functools.wraps")["results"] == ["tricky.deco"]
     # A kernel name, as find_implementors gives one, is the builtin: it found nothing.
     assert structured(c, "find_references_to", name="builtins.getattr")["results"] == ["tricky.Kitchen.callers"]
+
+
+def test_an_annotation_in_a_body_of_a_future_annotations_module_is_a_reference(c):
+    # click's Context.find_object was no reference to click.core.Context: under
+    # `from __future__ import annotations` the symbol table leaves out `node: Context = self`.
+    assert structured(c, "find_references_to", name="annotated.Context")["results"] == ["annotated.Walker.find"]
 
 
 def test_a_def_importing_a_dotted_name_in_its_body_references_it(c):

@@ -1376,6 +1376,39 @@ def test_find_references_to_a_bare_name_leaves_out_parameters_and_locals_of_that
         assert client.ok("find_references_to", name=name)["structuredContent"]["results"] == expected
 
 
+ANNOTATED = """\
+from __future__ import annotations
+
+
+class Context:
+    pass
+
+
+class Walker:
+    def find(self):
+        node: Context | None = None
+        return node
+
+    def make(self):
+        def inner(x: Context) -> None:
+            return None
+        return inner
+
+    def local(self):
+        Context = 1
+        return Context
+"""
+
+
+def test_find_references_to_counts_annotations_in_a_body_of_a_future_annotations_module(client):
+    # click's Context.find_object (`node: Context | None = self`) was no reference: under
+    # `from __future__ import annotations` the symbol table leaves the body's annotations out.
+    client.view.add_module("zoo.annotated", ANNOTATED)
+    for name in ("Context", "zoo.annotated.Context"):
+        assert client.ok("find_references_to", name=name)["structuredContent"]["results"] == [
+            "zoo.annotated.Walker.find", "zoo.annotated.Walker.make"]
+
+
 def test_find_references_to_reads_a_name_as_python_does(client):
     client.view.add_module("zoo.folded", "def f():\n    return ﬁle\n")
     for name in ("ﬁle", "file"):

@@ -138,7 +138,8 @@ class SearchToolset(Toolset):
                     # A def's decorators, defaults and annotations run where it is written; its
                     # body is a scope of its own, where a parameter or local of the name is no global.
                     found = (bool(names & used) or mentions.has("body", set(), chains)
-                             or mentions.has("outer", names, chains))
+                             or mentions.has("outer", names, chains)
+                             or mentions.has("annotations", names, set()))
                 if found or _imports(self.view, module, mentions.imports_from, name):
                     hits.append(label)
         return capped(hits, f"references to {catalog.echoed(name)}", catalog.uncompiled(self.view))
@@ -253,7 +254,9 @@ _BODY_AND_OUTER = frozenset({"body", "decorator_list", "args", "returns"})   # a
 class _Mentions:
     """The names (Name nodes) and dotted chains (`a.b.c`: Attributes down to a Name) a def's
     code spells, in its whole code ("all"), its body ("body") and its decorators, arguments
-    and return annotation ("outer"); and the `from ... import`s in it."""
+    and return annotation ("outer"), and the annotations in its body ("annotations": `node:
+    Context = self`, a nested def's, which the symbol table leaves out in a module of
+    `from __future__ import annotations`); and the `from ... import`s in it."""
 
     def __init__(self, node):
         outer_nodes = node.decorator_list + [node.args, node.returns]
@@ -267,6 +270,7 @@ class _Mentions:
                                if isinstance(part, ast.AST)]
         body, outer, rest = _spelled(node.body), _spelled(outer_nodes), _spelled(rest_nodes)
         self._regions = {"body": body[:2], "outer": outer[:2],
+                         "annotations": _spelled(_annotations_in(node.body))[:2],
                          "all": (body[0] | outer[0] | rest[0], body[1] | outer[1] | rest[1])}
         self.imports_from = body[2] + outer[2] + rest[2]
 
@@ -274,6 +278,20 @@ class _Mentions:
         """Whether the region's code has a Name in `names` or spells a chain in `chains`."""
         spelled_names, spelled_chains = self._regions[region]
         return not (names.isdisjoint(spelled_names) and chains.isdisjoint(spelled_chains))
+
+
+def _annotations_in(body: list[ast.stmt]) -> list[ast.expr]:
+    """The annotations written in `body`: of its variables and of the defs and lambdas in it."""
+    found = []
+    for statement in body:
+        for sub in walking.walk(statement):
+            if isinstance(sub, ast.AnnAssign):
+                found.append(sub.annotation)
+            elif isinstance(sub, ast.arg) and sub.annotation is not None:
+                found.append(sub.annotation)
+            elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)) and sub.returns is not None:
+                found.append(sub.returns)
+    return found
 
 
 def _spelled(nodes) -> tuple[set[str], set[str], list[ast.ImportFrom]]:
