@@ -199,6 +199,11 @@ FILES = {
     "annotated.py": "from __future__ import annotations\n\n\nclass Context:\n    pass\n\n\n"
                     "class Walker:\n    def find(self):\n        node: Context | None = None\n"
                     "        return node\n\n    def local(self):\n        Context = 1\n        return Context\n",
+    # As anyio.functools.cache: overload signatures of a module-level function
+    "signatures.py": "import typing\n\n\nclass Wrapper:\n    pass\n\n\n"
+                     "@typing.overload\ndef cached(f: int) -> Wrapper: ...\n"
+                     "@typing.overload\ndef cached(f: str) -> str: ...\n"
+                     "def cached(f):\n    return f\n",
     # As jwt's package, whose __init__ imports (through users) the module losing a class
     "pulley/__init__.py": "from .users import hook\n",
     "pulley/parts.py": "class Wheel:\n    pass\n\n\nclass Spare:\n    pass\n",
@@ -311,6 +316,12 @@ def test_an_annotation_in_a_body_of_a_future_annotations_module_is_a_reference(c
     # click's Context.find_object was no reference to click.core.Context: under
     # `from __future__ import annotations` the symbol table leaves out `node: Context = self`.
     assert structured(c, "find_references_to", name="annotated.Context")["results"] == ["annotated.Walker.find"]
+
+
+def test_a_functions_overload_signatures_are_read_by_the_search_tools(c):
+    # anyio.functools.cache returns AsyncLRUCacheWrapper in a signature only: no reference.
+    assert structured(c, "find_references_to", name="signatures.Wrapper")["results"] == ["signatures.cached"]
+    assert structured(c, "search_method_source", pattern="-> Wrapper")["results"] == ["signatures.cached"]
 
 
 def test_a_def_importing_a_dotted_name_in_its_body_references_it(c):

@@ -1409,6 +1409,21 @@ def test_find_references_to_counts_annotations_in_a_body_of_a_future_annotations
             "zoo.annotated.Walker.find", "zoo.annotated.Walker.make"]
 
 
+def test_a_functions_overload_signatures_are_searched_with_it(client):
+    # anyio.functools.cache: only its implementation was read, so the AsyncLRUCacheWrapper
+    # its @overload signatures return was no reference, though a method's signatures are
+    # read; a function written twice is still read in its last definition alone.
+    client.view.add_module("zoo.overloaded", (
+        "from typing import overload\n\n\nclass Crate:\n    pass\n\n\n"
+        "@overload\ndef pack(x: int) -> Crate: ...\n@overload\ndef pack(x: str) -> str: ...\n"
+        "def pack(x):\n    return x\n\n\ndef redone():\n    return Crate\n\n\ndef redone():\n    return 2\n"))
+    assert client.ok("find_references_to", name="zoo.overloaded.Crate")["structuredContent"]["results"] == [
+        "zoo.overloaded.pack"]
+    for pattern, hits in (("-> Crate", ["zoo.overloaded.pack"]), ("return Crate", [])):
+        assert client.ok("search_method_source", pattern=pattern,
+                         dictionaryName="zoo.overloaded")["structuredContent"]["results"] == hits
+
+
 def test_find_references_to_reads_a_name_as_python_does(client):
     client.view.add_module("zoo.folded", "def f():\n    return ﬁle\n")
     for name in ("ﬁle", "file"):

@@ -36,12 +36,15 @@ def _units_in(module: str, tree: ast.Module | None):
     # A name written twice at the top level (`class T` ... `class T`) is bound to its
     # last definition; the earlier one is dead code no other tool shows, so search skips
     # it too. One in a block (`if ...: class T` / `else: class T`) may be what runs,
-    # unless a top-level one below rebinds the name whatever the block did.
+    # unless a top-level one below rebinds the name whatever the block did. A function's
+    # `@overload` signatures are not dead: they are read with it, as a method's are.
     last = {node.name: node for node in tree.body
             if isinstance(node, splice.FunctionNode + (ast.ClassDef,))}
     for block, node in splice.defs_in_blocks(tree.body):
         final = last.get(node.name)
-        if final is not None and (final.lineno > node.lineno if block else final is not node):
+        if final is not None and (final.lineno > node.lineno if block else final is not node) \
+                and not (block is None and splice.is_overload(node)
+                         and isinstance(final, splice.FunctionNode)):
             continue
         if isinstance(node, splice.FunctionNode):
             yield module, f"{module}.{node.name}", node, None
