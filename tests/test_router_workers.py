@@ -906,19 +906,21 @@ def test_a_dead_spawners_worker_without_a_directory_is_handed_over_too(hand_pool
     dead.close()
 
 
+def no_descriptor_left(fd):
+    """os.dup out of descriptors."""
+    raise OSError(errno.EMFILE, "Too many open files")
+
+
 def test_no_new_spawner_sweeps_once_a_dead_spawners_worker_could_not_be_kept(hand_pool, monkeypatch, caplog):
     # Out of descriptors, a live worker went untold, and the sweep took its directory (and
     # now would kill it).
-    def out_of_descriptors(fd):
-        raise OSError(errno.EMFILE, "Too many open files")
-
     monkeypatch.setattr(WorkerPool, "STARVED_PAUSE", 60.0)
     loop, make = hand_pool
     pool = make(0)
     assert told_of_orphans(pool.spawner) == []
     worker = claimed(loop, pool, "w." + 16 * "1")
     with monkeypatch.context() as patched:
-        patched.setattr(workers.os, "dup", out_of_descriptors)
+        patched.setattr(workers.os, "dup", no_descriptor_left)
         dead = spawner_died(loop, pool)
     assert "worker %d could not be kept track of" % worker.pid in caplog.text
     for _ in range(2):                                        # nor the next, while it cannot be kept
@@ -938,9 +940,6 @@ def test_a_dead_spawners_worker_not_kept_holds_the_sweep_back_only_until_it_ends
         hand_pool, monkeypatch, then):
     # One failed dup stopped every later sweep until the daemon's stop: what dead spawners'
     # workers left, and their directories, stayed however long after the worker had ended.
-    def out_of_descriptors(fd):
-        raise OSError(errno.EMFILE, "Too many open files")
-
     monkeypatch.setattr(WorkerPool, "STARVED_PAUSE", 60.0)   # no restart within the test: the test adopts
     monkeypatch.setattr(WorkerPool, "KEEP_RETRY", 0.01, raising=False)
     loop, make = hand_pool
@@ -948,7 +947,7 @@ def test_a_dead_spawners_worker_not_kept_holds_the_sweep_back_only_until_it_ends
     assert told_of_orphans(pool.spawner) == []
     worker = claimed(loop, pool, "w." + 16 * "1")
     with monkeypatch.context() as patched:
-        patched.setattr(workers.os, "dup", out_of_descriptors)
+        patched.setattr(workers.os, "dup", no_descriptor_left)
         dead = spawner_died(loop, pool)
         pool.spawner = HandSpawner()
         pool._relaunched(pool.spawner, None)                  # as the launch thread's start ends

@@ -70,6 +70,18 @@ def test_a_workers_whole_group_ends_with_it_not_a_generation_at_a_time(how):
     assert out.stdout.strip() == "0"
 
 
+# Lowers the soft descriptor limit to 64 and opens files until none is left (`held`).
+FILL_TO_64 = """
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+held = []
+try:
+    while True:
+        held.append(os.open(os.devnull, os.O_RDONLY))
+except OSError:
+    pass
+"""
+
+
 # A worker's end (gsmcpd.worker.main.end_process) in a process of its own, leading its
 # group as a worker does: the code started a child out of the group, then lowered its soft
 # descriptor limit and opened files up to it. Prints the child's pid, then ends.
@@ -80,13 +92,7 @@ assert reaper.become_subreaper() is None
 lone = subprocess.Popen(["sleep", "300"], start_new_session=True, stdin=subprocess.DEVNULL,
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 print(lone.pid, flush=True)
-resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
-held = []
-try:
-    while True:
-        held.append(os.open(os.devnull, os.O_RDONLY))
-except OSError:
-    pass
+""" + FILL_TO_64 + """
 main.end_process(0)
 """
 
@@ -421,13 +427,7 @@ if stray == 0:
     time.sleep(60)
     os._exit(0)
 adopter = (os.getpid(), os.pidfd_open(os.getpid()))
-resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
-held = []
-try:
-    while True:
-        held.append(os.open(os.devnull, os.O_RDONLY))
-except OSError:
-    pass
+""" + FILL_TO_64 + """
 os.close(held.pop())
 try:
     print("found", sorted(reaper.kill_strays(adopter, set()).values()))
