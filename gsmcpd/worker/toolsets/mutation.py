@@ -298,7 +298,7 @@ class MutationToolset(Toolset):
         # Each subclass's module, by the name the conflicts give it (`m2.Outer.Inner` may be
         # nested), read before the re-import: the old classes of a module it replaces may
         # be collected by the time they are looked for.
-        modules = {f"{sub.__module__}.{sub.__qualname__}": sub.__module__ for sub in live.subclasses_of(cls)}
+        modules = {qualname(sub): sub.__module__ for sub in live.subclasses_of(cls)}
         unmakeable = self._reimport_unmakeable(module_name, cls)
         failing = self._failing_importers(modules, stale[1], unmakeable[1])
         return (stale[0] + failing[0], {**stale[1], **failing[1]}), unmakeable
@@ -323,7 +323,7 @@ class MutationToolset(Toolset):
             pair = live.misordered_fields(sub) if conflict is not None else None
             if pair is None or pair[0][0] not in gained:
                 continue
-            name = f"{sub.__module__}.{sub.__qualname__}"
+            name = qualname(sub)
             misordered[name] = conflict
             note += (f"; {name} cannot be made again as written: {_misordered_fields_text(sub, pair)} "
                      f"(the dataclass decorator now raises TypeError: {conflict}), so a new "
@@ -923,7 +923,7 @@ class MutationToolset(Toolset):
                       if "__dataclass_fields__" in vars(sub) and self.view.makes(sub)]
         if not subclasses:
             return "", {}
-        stale = [f"{sub.__module__}.{sub.__qualname__}" for sub in subclasses]
+        stale = [qualname(sub) for sub in subclasses]
         changes = ", ".join(live.basis_changes(basis, live.dataclass_basis(cls)))
         note = (f"; note: the dataclass subclasses {', '.join(stale)} were made from what "
                 f"{qualified} was before this change ({changes}) and keep what the dataclass "
@@ -992,7 +992,7 @@ class MutationToolset(Toolset):
         if cls is not None:
             self.view.load_all()
             # Its nested classes go with its statement: a class built on them counts too.
-            self._refuse_if_built_on({_qualified(c): c for c in catalog.with_nested(self.view, cls)},
+            self._refuse_if_built_on({qualname(c): c for c in catalog.with_nested(self.view, cls)},
                                      ref.qualified)
             vars(self.view.module(ref.module)).pop(ref.name, None)
         new_source = self._splice(splice.remove_class, self.view.source(ref.module), ref.name)
@@ -1023,8 +1023,8 @@ class MutationToolset(Toolset):
                 said.append(f"{qualified} has subclasses in the image{where}: {self._placed(built)}")
             if meta:
                 said.append(f"{qualified} is the metaclass of image classes{where}: {self._placed(meta)}")
-            subclasses.update(map(_qualified, built))
-            made.update(map(_qualified, meta))
+            subclasses.update(map(qualname, built))
+            made.update(map(qualname, meta))
             nested.update((id(sub), sub) for sub in built + meta if "." in sub.__qualname__)
         if not said:
             return
@@ -1052,7 +1052,7 @@ class MutationToolset(Toolset):
         """`m.A (m line 3), n.Outer.B (n line 7, in the class statement of n.Outer)`: where
         each of the image's classes is written, sorted by qualified name."""
         placed = []
-        for cls in sorted(classes, key=_qualified):
+        for cls in sorted(classes, key=qualname):
             tree = self.view.tree(cls.__module__)
             if tree is None:
                 node = None
@@ -1062,8 +1062,8 @@ class MutationToolset(Toolset):
             else:
                 node = splice.class_statement(tree, cls.__qualname__)
             inside = f", in the class statement of {_enclosing(cls)}" if "." in cls.__qualname__ else ""
-            placed.append(_qualified(cls) if node is None
-                          else f"{_qualified(cls)} ({cls.__module__} line {node.lineno}{inside})")
+            placed.append(qualname(cls) if node is None
+                          else f"{qualname(cls)} ({cls.__module__} line {node.lineno}{inside})")
         return ", ".join(placed)
 
     def set_class_comment(self, arguments):
@@ -1149,7 +1149,7 @@ class MutationToolset(Toolset):
             module = self.view.module(name)
             for obj in list(vars(module).values()) if module is not None else ():
                 if isinstance(obj, type) and obj.__module__ == name and self.view.defines(obj):
-                    classes.update((_qualified(cls), cls) for cls in catalog.with_nested(self.view, obj))
+                    classes.update((qualname(cls), cls) for cls in catalog.with_nested(self.view, obj))
         return classes
 
 
@@ -1194,11 +1194,6 @@ def _spelled(qualname: str) -> str:
     private nested `Outer.__Inner` (bound mangled; the qualname keeps `__Inner`)."""
     parts = qualname.split(".")
     return ".".join([parts[0]] + [splice.mangled(outer, name) for outer, name in zip(parts, parts[1:])])
-
-
-def _qualified(cls) -> str:
-    """`m2.Outer.Inner`: an image class's module and qualified name."""
-    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def _enclosing(cls) -> str:
