@@ -67,6 +67,7 @@ def tail():
     pass
 ''',
     "fix/decorated.py": "class Decorated:\n    @classmethod\n    def make(cls):\n        return cls()\n",
+    "fix/noted.py": 'class Noted:\n    """Doc."""  # noqa: D400\n\n    x = 1\n',
     "fix/inline.py": "class Inline(object\n             ): kind = 'inline'\n",
     "fix/licensed.py": "# Copyright ACME.\n# SPDX-License-Identifier: MIT\nclass First:\n    pass\n\n\n"
                        "class Second:\n    pass\n",
@@ -512,6 +513,17 @@ def test_set_class_comment_on_a_class_opening_with_a_decorated_method_commits_a_
     other = open_session(daemon)
     assert run(other, "from fix.decorated import Decorated\n(Decorated.__doc__, "
                       "type(Decorated.make()).__name__)") == repr(("Made by make.", "Decorated"))
+    other.close()
+
+
+def test_set_class_comment_removing_a_docstring_keeps_the_comment_written_after_it(daemon, image, c):
+    # The `# noqa: D400` after the closing quotes went with the docstring.
+    ok(c, "set_class_comment", className="fix.noted.Noted", comment="")
+    assert (image / "fix/noted.py").read_text() == "class Noted:\n    # noqa: D400\n\n    x = 1\n"
+    code = "from fix.noted import Noted\n(Noted.__doc__, Noted.x)"
+    assert run(c, code) == repr((None, 1))
+    other = open_session(daemon)
+    assert run(other, code) == repr((None, 1))
     other.close()
 
 

@@ -345,6 +345,10 @@ def test_a_docstring_goes_above_a_decorated_first_statement_and_its_comments():
     ('class C:\n    """d"""  # about d\n    x = 1\n', "New.", 'class C:\n    """New."""  # about d\n    x = 1\n'),
     ('class C:\n    ("d é"\n    ); x = 1\n', "New.", 'class C:\n    """New."""; x = 1\n'),
     ('class C:\n    "d"; pass\n', "", "class C:\n    pass\n"),
+    # A comment after the closing quotes went with a removed docstring: it stays on its own line.
+    ('class C:\n    """d"""  # about d\n    x = 1\n', "", "class C:\n    # about d\n    x = 1\n"),
+    ('class C:\n    """d\n    more""";  # about d\n', "", "class C:\n    # about d\n    pass\n"),
+    ('class C:\n\t"""d"""  # about d', "", "class C:\n\t# about d\n\tpass"),
 ])
 def test_replacing_or_removing_a_docstring_keeps_what_shares_its_lines(source, comment, expected):
     assert splice.set_class_docstring(source, "C", comment) == expected

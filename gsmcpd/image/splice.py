@@ -1043,7 +1043,11 @@ def set_class_docstring(source: str, class_name: str, comment: str) -> str:
         elif len(body) > 1 and body[1].lineno == current.end_lineno:
             text = before + last[len(_before_column(last, body[1].col_offset)):]
         else:
-            text = indent + "pass" + nl if len(body) == 1 else ""
+            # A comment after the closing quotes (`"""d"""  # noqa: D400`) stays, on a line
+            # of its own in their place: it is the module's text, not the docstring.
+            note = after.strip().lstrip(";").strip()
+            text = indent + note + nl if note.startswith("#") else ""
+            text += indent + "pass" + nl if len(body) == 1 else ""
         return _replace(source, current.lineno, current.end_lineno, text)
     if not comment:
         return source
