@@ -68,6 +68,8 @@ def tail():
 ''',
     "fix/decorated.py": "class Decorated:\n    @classmethod\n    def make(cls):\n        return cls()\n",
     "fix/noted.py": 'class Noted:\n    """Doc."""  # noqa: D400\n\n    x = 1\n',
+    "fix/stubs.py": 'class Commented:\n    # Filled in later.\n    pass\n\n\nclass Documented:\n'
+                    '    """Doc."""\n    pass\n',
     "fix/inline.py": "class Inline(object\n             ): kind = 'inline'\n",
     "fix/licensed.py": "# Copyright ACME.\n# SPDX-License-Identifier: MIT\nclass First:\n    pass\n\n\n"
                        "class Second:\n    pass\n",
@@ -499,6 +501,25 @@ def test_delete_method_and_delete_class_leave_the_source_as_if_never_written(dae
     other = open_session(daemon)   # the committed text imports in a new session
     assert run(other, "from fix.spaced import Spaced\nSpaced.x") == "1"
     other.close()
+
+def test_a_method_added_then_deleted_leaves_a_pass_with_a_comment_or_docstring_as_written(
+        daemon, image, c):
+    # The `pass` was filled: the comment above it went with the deleted method, and the
+    # docstring class came back without its `pass`.
+    path = image / "fix/stubs.py"
+    original = path.read_text()
+    for name, kept in (("Commented", "    # Filled in later.\n    pass\n"),
+                       ("Documented", '    """Doc."""\n    pass\n')):
+        ok(c, "compile_method", className=f"fix.stubs.{name}", source="def extra(self):\n    return 4\n")
+        assert f"class {name}:\n{kept}\n    def extra(self):\n        return 4\n" in path.read_text()
+        assert run(c, f"from fix.stubs import {name}\n{name}().extra()") == "4"
+        ok(c, "delete_method", className=f"fix.stubs.{name}", selector="extra")
+        assert path.read_text() == original
+        assert run(c, f"from fix.stubs import {name}\nhasattr({name}, 'extra')") == "False"
+    other = open_session(daemon)
+    assert run(other, "from fix.stubs import Documented\nDocumented.__doc__") == repr("Doc.")
+    other.close()
+
 
 # -- splices the randomized edits found wrong (test_image_splice_properties.py) -----
 

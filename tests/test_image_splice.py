@@ -63,6 +63,21 @@ def test_appending_a_method_and_filling_a_pass_only_class():
     assert filled == "class E:\n    def m(self):\n        return 1\n\nx = 1\n"
 
 
+@pytest.mark.parametrize("source, added", [
+    # Filled, the comment became the method's and went with it.
+    ("class X:\n    # c\n    pass\n", "class X:\n    # c\n    pass\n\n    def m(self):\n        return 1\n"),
+    # Filled, the docstring was left alone: a class of a docstring only.
+    ('class X:\n    """Doc."""\n    pass\n',
+     'class X:\n    """Doc."""\n    pass\n\n    def m(self):\n        return 1\n'),
+    ("class X:\n    pass\n", "class X:\n    def m(self):\n        return 1\n"),
+    ("class X:\n    # c\n\n    pass\n", "class X:\n    # c\n\n    def m(self):\n        return 1\n"),
+], ids=["comment-above-pass", "docstring-and-pass", "pass-alone", "comment-apart"])
+def test_a_method_added_then_deleted_gives_back_the_text_it_was_added_to(source, added):
+    new, replaced = splice.put_method(source, "X", "def m(self):\n    return 1\n")
+    assert (new, replaced) == (added, False)
+    assert splice.remove_method(new, "X", "m") == source
+
+
 def test_removing_methods_and_the_last_one_leaves_pass():
     new = splice.remove_method(SOURCE, "Thing", "first")
     assert "def first" not in new and "    # Comment between methods.\n" in new

@@ -615,13 +615,13 @@ def put_method(source: str, class_name: str, method_text: str) -> tuple[str, boo
     if stubs:       # only @overload signatures: the implementation goes right after them
         return _importable(_insert_after(source, last_line(lines, stubs[-1]), text), what), False
     body = classdef.body
-    # A placeholder that shares no line (`"""Doc."""; pass`) gives its lines to the method.
-    placeholder = [node for node in body if _is_placeholder(node) and not any(
-        other is not node and other.lineno <= node.end_lineno and other.end_lineno >= node.lineno
-        for other in body)]
-    if placeholder and all(_is_placeholder(n) or n is docstring_node(classdef) for n in body):
-        node = placeholder[0]
-        return _importable(_replace(source, node.lineno, node.end_lineno, text), what), False
+    # A placeholder that is the whole body, no comment line right above it, gives its
+    # lines to the method (remove_method writes `pass` back). Beside a docstring or below
+    # comments it stays, the method going after it: filled, the comments became the
+    # method's and the docstring the class's only statement, so deleting the method did
+    # not give back the text it was added to.
+    if len(body) == 1 and _is_placeholder(body[0]) and _block_start(lines, body[0]) == body[0].lineno:
+        return _importable(_replace(source, body[0].lineno, body[0].end_lineno, text), what), False
     end = last_line(lines, body[-1])
     return _importable(_insert_after(source, end, newline_of(source) + text), what), False
 
