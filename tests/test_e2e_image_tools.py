@@ -68,6 +68,8 @@ def tail():
 ''',
     "fix/decorated.py": "class Decorated:\n    @classmethod\n    def make(cls):\n        return cls()\n",
     "fix/noted.py": 'class Noted:\n    """Doc."""  # noqa: D400\n\n    x = 1\n',
+    "fix/captures.py": 'class Captured:\n    match {"mode": "fast"}:\n        case {"mode": mode}:\n'
+                       '            pass\n    size = (width := 3) * 2\n\n    def width(self):\n        return 1\n',
     "fix/stubs.py": 'class Commented:\n    # Filled in later.\n    pass\n\n\nclass Documented:\n'
                     '    """Doc."""\n    pass\n',
     "fix/inline.py": "class Inline(object\n             ): kind = 'inline'\n",
@@ -465,6 +467,25 @@ def test_a_class_side_method_that_takes_no_class_is_refused_and_the_module_left_
     assert (image / "fix/models.py").read_text() == before
     ok(c, "compile_method", className="Priced", meta=True, source="def default(cls):\n    return cls(0)\n")
     assert run(c, "from fix.models import Priced\nPriced.default().describe()") == repr("0.00 EUR")
+
+
+def test_a_name_a_walrus_or_a_match_capture_binds_is_a_class_attribute_to_the_method_tools(
+        daemon, image, c):
+    # Neither was counted: compile_method let a def replace `mode`, and delete_method took
+    # `width` from the live class, which a new session has from the `:=`.
+    path = image / "fix/captures.py"
+    before = path.read_text()
+    message = error(c, "compile_method", "refused", className="fix.captures.Captured",
+                    source="def mode(self):\n    return 1\n")
+    assert "fix.captures.Captured.mode is a class attribute, not a method (fix.captures line 2)" in message
+    assert path.read_text() == before
+    ok(c, "delete_method", className="fix.captures.Captured", selector="width")
+    assert path.read_text() == before[:before.index("\n\n    def width")] + "\n"
+    code = "from fix.captures import Captured\n(Captured.mode, Captured.width, Captured.size)"
+    assert run(c, code) == repr(("fast", 3, 6))
+    other = open_session(daemon)
+    assert run(other, code) == repr(("fast", 3, 6))
+    other.close()
 
 
 def test_deleting_a_method_that_shadowed_an_attribute_brings_the_attribute_back(daemon, c):

@@ -554,6 +554,11 @@ def test_the_base_giving_a_field_declared_without_a_value_its_default_is_named()
      "    else:\n        k = 1\n    while False:\n        w = 1\n", {"handle", "other", "i", "j", "k", "w"}),
     ("    match 1:\n        case 1:\n            hit = 1\n", {"hit"}),
     ("    if True:\n        class Inner:\n            deep = 1\n        __secret = 1\n", {"Inner", "_K__secret"}),
-], ids=["direct", "if", "try", "with-and-loops", "match", "nested-and-private"])
+    # Neither `:=` nor a `match` pattern's captures were counted (not a lambda's own, nor a def body's).
+    ("    size = (width := 3)\n    if (n := 2):\n        pass\n    match {}:\n"
+     "        case {'a': a, **rest} if (g := 1):\n            pass\n        case [first, *others] as whole:\n"
+     "            pass\n    def m(self, d=(dflt := 1)):\n        x = (local := 2)\n    f = lambda: (lam := 1)\n",
+     {"size", "width", "n", "a", "rest", "g", "first", "others", "whole", "m", "dflt", "f"}),
+], ids=["direct", "if", "try", "with-and-loops", "match", "nested-and-private", "walrus-and-captures"])
 def test_class_member_names_are_those_the_body_binds_in_its_blocks_too(body, names):
     assert live.class_member_names(ast.parse("class K:\n" + body).body[0]) == names

@@ -250,6 +250,23 @@ def test_attribute_nodes_finds_non_def_bindings_of_a_name():
     assert splice.attribute_nodes(classdef, "f") == []
 
 
+def test_attribute_nodes_finds_what_a_walrus_or_a_match_pattern_binds():
+    # Neither was counted: compile_method let a def replace such a name.
+    classdef = ast.parse("class C:\n    size = (width := 3)\n    if (n := 2):\n        inner = (deep := 1)\n"
+                         "    match {}:\n        case {'a': a, **rest} if (g := 1):\n            pass\n"
+                         "        case [first, *others] as whole:\n            pass\n"
+                         "    def m(self, d=(dflt := 1)):\n        x = (local := 2)\n"
+                         "    f = lambda: (lam := 1)\n").body[0]
+    found = {name: [n.lineno for n in splice.attribute_nodes(classdef, name, blocks=True)]
+             for name in ("width", "n", "deep", "a", "rest", "g", "first", "others", "whole", "dflt",
+                          "local", "lam")}
+    assert found == {"width": [2], "n": [3], "deep": [4], "a": [5], "rest": [5], "g": [5], "first": [5],
+                     "others": [5], "whole": [5], "dflt": [10], "local": [], "lam": []}
+    # Not the block's own statements without `blocks`: `deep` is bound only where `if` runs it.
+    assert [n.lineno for n in splice.attribute_nodes(classdef, "n")] == [3]
+    assert splice.attribute_nodes(classdef, "deep") == []
+
+
 # -- a removal reads as if the method or class had never been written ---------------
 
 SPACED = '''\

@@ -77,6 +77,17 @@ def test_a_private_name_written_in_a_block_is_dropped_as_bound(client, image):
     assert "_Vault__secret" not in vars(vault)
 
 
+def test_names_a_walrus_or_a_match_capture_bound_are_dropped_with_them(client, image):
+    # Not counted among the old statement's names: the live class kept `width` and `mode`,
+    # which a new session's import of the committed source does not have.
+    client.view.add_module("zoo.caps", "class Caps:\n    size = (width := 3) * 2\n"
+                           "    match {'mode': 'fast'}:\n        case {'mode': mode}:\n            pass\n")
+    caps = client.view.module("zoo.caps").Caps
+    assert {"size", "width", "mode"} <= _members(caps)
+    client.ok("compile_class_definition", source="class Caps:\n    size = 6\n", recompileMethods=False)
+    assert _members(caps) == _members(_imported((image / "zoo" / "caps.py").read_text(), "Caps")) == {"size"}
+
+
 def test_a_name_dropped_from_a_block_that_the_module_reads_is_noted(client, image):
     # `OWN = Job.limit` below the class fails in a new session's import: unsaid, as the
     # block's names were not counted among those the old statement bound.
@@ -107,7 +118,10 @@ def test_a_name_written_in_a_block_that_never_ran_is_not_noted_as_dropped(client
     ("    if True:\n        run = 5\n\n    def run(self):\n        return 1\n", 5),
     ("    def run(self):\n        return 1\n\n    if True:\n        def run(self):\n            return 2\n", 2),
     ("    if sys.version_info < (3, 0):\n        run = 5\n\n    def run(self):\n        return 1\n", None),
-], ids=["assigned-in-a-block", "a-def-in-a-block", "in-a-branch-not-run"])
+    ("    limit = (run := 5)\n\n    def run(self):\n        return 1\n", 5),
+    ("    match {'run': 5}:\n        case {'run': run}:\n            pass\n\n"
+     "    def run(self):\n        return 1\n", 5),
+], ids=["assigned-in-a-block", "a-def-in-a-block", "in-a-branch-not-run", "walrus", "match-capture"])
 def test_delete_method_leaves_what_a_class_level_block_still_binds(client, image, body, wanted):
     # Only the body's own statements were asked what still binds the name: the live class
     # lost `run`, which a new session's import has from the block.
@@ -145,7 +159,14 @@ def test_delete_method_notes_no_read_of_a_name_a_block_still_binds(client, image
     ("    def run(self):\n        return 1\n\n    try:\n        pass\n    finally:\n        run = 5\n",
      "zoo.runs.Runs.run is a class attribute, not a method (zoo.runs line 11); a def of that name "
      "would replace it"),
-], ids=["a-def-below-in-a-block", "assigned-in-a-block"])
+    # Neither a `:=` nor a `match` capture counted: the def compiled, the class body rebinding it.
+    ("    def run(self):\n        return 1\n\n    if (run := 5):\n        pass\n",
+     "zoo.runs.Runs.run is a class attribute, not a method (zoo.runs line 8); a def of that name "
+     "would replace it"),
+    ("    def run(self):\n        return 1\n\n    match [5]:\n        case [*run]:\n            pass\n",
+     "zoo.runs.Runs.run is a class attribute, not a method (zoo.runs line 8); a def of that name "
+     "would replace it"),
+], ids=["a-def-below-in-a-block", "assigned-in-a-block", "walrus", "match-capture"])
 def test_compile_method_refuses_a_def_a_class_level_block_binds_again(client, image, body, said):
     # The def compiled was set on the live class, while a new session's import has what the
     # block binds below it.

@@ -725,16 +725,18 @@ def _written_member_names(classdef: ast.ClassDef) -> set[str]:
 
 def _block_targets(node: ast.stmt) -> set[str]:
     """The names a class-level statement binds other than by def, class or assignment:
-    a loop's target, a `with`'s `as` target, an import. (An `except ... as` name is
-    unbound again as its handler ends.)"""
+    a loop's target, a `with`'s `as` target, an import, a `:=` or a `match` pattern's
+    capture (splice.expression_bound_names). (An `except ... as` name is unbound again
+    as its handler ends.)"""
+    names = splice.expression_bound_names(node)
     if isinstance(node, (ast.For, ast.AsyncFor)):
-        return splice.target_names(node.target)
-    if isinstance(node, (ast.With, ast.AsyncWith)):
-        return {name for item in node.items if item.optional_vars is not None
-                for name in splice.target_names(item.optional_vars)}
-    if isinstance(node, (ast.Import, ast.ImportFrom)):
-        return {alias.asname or alias.name.split(".")[0] for alias in node.names}
-    return set()
+        names |= splice.target_names(node.target)
+    elif isinstance(node, (ast.With, ast.AsyncWith)):
+        names |= {name for item in node.items if item.optional_vars is not None
+                  for name in splice.target_names(item.optional_vars)}
+    elif isinstance(node, (ast.Import, ast.ImportFrom)):
+        names |= {alias.asname or alias.name.split(".")[0] for alias in node.names}
+    return names
 
 
 def needed_on_import(tree: ast.Module, name: str) -> bool:

@@ -369,10 +369,14 @@ def class_level_statements(classdef: ast.ClassDef) -> list[ast.stmt]:
 
 def attribute_nodes(classdef: ast.ClassDef, name: str, blocks: bool = False) -> list[ast.stmt]:
     """The class-body statements that bind `name` other than by def: assignments
-    (annotated ones with a value) and nested classes; with `blocks`, in its class-level
-    blocks too (class_level_statements)."""
+    (annotated ones with a value), nested classes, and `:=` or a `match` pattern's capture
+    in a statement's own expressions (expression_bound_names); with `blocks`, in its
+    class-level blocks too (class_level_statements)."""
     found = []
     for node in class_level_statements(classdef) if blocks else classdef.body:
+        if name in expression_bound_names(node):
+            found.append(node)
+            continue
         if isinstance(node, ast.Assign):
             targets = node.targets
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and (
@@ -386,6 +390,23 @@ def attribute_nodes(classdef: ast.ClassDef, name: str, blocks: bool = False) -> 
                for target in targets for sub in ast.walk(target)):
             found.append(node)
     return found
+
+
+def expression_bound_names(statement: ast.stmt) -> set[str]:
+    """The names a statement's own expressions bind where it runs: by `:=` (`if (n := 3):`,
+    a def's default `=(n := 0)`, not in a lambda's body, its own scope) and, for a `match`,
+    by its patterns' captures (`case {"mode": mode}`, `*rest`, `**rest`, `as whole`), which
+    a case that fails may bind too. Not those of the statements in its blocks: each is a
+    statement of its own (class_level_statements)."""
+    names = set()
+    for node in evaluated_now(statement, class_bodies=False, blocks=False):
+        if isinstance(node, ast.NamedExpr):
+            names |= target_names(node.target)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name is not None:
+            names.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest is not None:
+            names.add(node.rest)
+    return names
 
 
 def annotation_nodes(classdef: ast.ClassDef, name: str) -> list[ast.AnnAssign]:
@@ -961,13 +982,17 @@ def names_read_now(node: ast.AST) -> set[str]:
             if isinstance(item, ast.Name) and isinstance(item.ctx, ast.Load)}
 
 
-def evaluated_now(node: ast.AST, lazy_annotations: bool = False, class_bodies: bool = True):
+def evaluated_now(node: ast.AST, lazy_annotations: bool = False, class_bodies: bool = True,
+                  blocks: bool = True):
     """The nodes running `node` evaluates as it runs, itself first. A def or lambda
     evaluates its decorators, defaults and (unless `lazy_annotations`: `from __future__
     import annotations`) its annotations now, its body when called; with lazy ones, an
     annotated assignment evaluates its target and value only. A class statement runs
     its body too, unless `class_bodies` is false (its decorators, bases and keywords
-    then: a nested class's body does not read the enclosing class's namespace)."""
+    then: a nested class's body does not read the enclosing class's namespace). The
+    statements in a statement's blocks are among them unless `blocks` is false (then its
+    own parts only: an `if`'s test, a loop's target and iterable, `except` types, `case`
+    patterns and guards)."""
     pending = [node]
     while pending:
         item = pending.pop()
@@ -986,7 +1011,8 @@ def evaluated_now(node: ast.AST, lazy_annotations: bool = False, class_bodies: b
         elif isinstance(item, ast.AnnAssign) and lazy_annotations:
             pending += [sub for sub in (item.target, item.value) if sub is not None]
         else:
-            pending += ast.iter_child_nodes(item)
+            pending += [child for child in ast.iter_child_nodes(item)
+                        if blocks or not isinstance(child, ast.stmt)]
 
 
 def _assigned_names(node: ast.stmt) -> set[str]:
