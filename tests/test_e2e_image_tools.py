@@ -70,6 +70,8 @@ def tail():
     "fix/noted.py": 'class Noted:\n    """Doc."""  # noqa: D400\n\n    x = 1\n',
     "fix/captures.py": 'class Captured:\n    match {"mode": "fast"}:\n        case {"mode": mode}:\n'
                        '            pass\n    size = (width := 3) * 2\n\n    def width(self):\n        return 1\n',
+    "fix/held.py": "class Held:\n    def get_x(self):\n        return 1\n\n    if (x := property(get_x)):\n"
+                   "        pass\n",
     "fix/stubs.py": 'class Commented:\n    # Filled in later.\n    pass\n\n\nclass Documented:\n'
                     '    """Doc."""\n    pass\n',
     "fix/inline.py": "class Inline(object\n             ): kind = 'inline'\n",
@@ -1709,6 +1711,14 @@ def test_a_nested_class_named_without_its_module_points_at_its_top_level_class(c
     message = error(c, "compile_method", "notFound", className="Holder.Inner", source="def m(self):\n    pass\n")
     assert "Holder.Inner is nested in the class fix.nest.Holder" in message
     assert "export_class_source fix.nest.Holder" in message
+
+
+def test_compiling_a_method_a_walrus_took_as_the_class_was_made_names_what_still_holds_it(c):
+    # The `:=` target was not counted: the note said "so  still hold the old get_x".
+    result = ok(c, "compile_method", className="fix.held.Held", source="def get_x(self):\n    return 2\n")
+    assert result["structuredContent"]["stillOld"] == ["x"]
+    assert "so x still hold the old get_x in this session" in tool_text(result)
+    assert run(c, "from fix.held import Held\n(Held().get_x(), Held().x)") == repr((2, 1))
 
 
 def test_compiling_a_method_the_class_body_used_says_what_still_holds_the_old_one(c):

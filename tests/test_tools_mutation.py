@@ -1006,6 +1006,18 @@ def test_the_answer_says_what_the_class_body_made_from_a_compiled_method_still_h
     assert "stillOld" not in result["structuredContent"] and "note" not in text(result)
 
 
+def test_what_a_walrus_or_a_match_capture_made_from_a_compiled_method_is_named_as_still_old(client):
+    # Not counted among what the reading statement bound: the note named nothing ("so  still hold").
+    client.view.add_module("zoo.held", "class H:\n    def get_x(self):\n        return 1\n\n"
+                                       "    if (x := property(get_x)):\n        pass\n"
+                                       "    match get_x:\n        case held:\n            pass\n")
+    result = client.ok("compile_method", className="H", source="def get_x(self):\n    return 2\n")
+    assert result["structuredContent"]["stillOld"] == ["held", "x"]
+    assert "so held, x still hold the old get_x in this session" in text(result)
+    h_class = client.view.module("zoo.held").H
+    assert (h_class().get_x(), h_class().x, h_class.held(None)) == (2, 1, 1)
+
+
 def test_a_class_given_eq_and_no_hash_is_unhashable_as_python_makes_it(client):
     client.view.add_module("zoo.keys", "class Key:\n    def __init__(self, k):\n        self.k = k\n")
     key_class = client.view.module("zoo.keys").Key

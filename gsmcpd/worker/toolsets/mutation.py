@@ -1339,7 +1339,9 @@ def _captured_note(source: str, class_name: str, name: str) -> tuple[str, dict]:
     readers = splice.class_level_readers(splice.class_statement(parsing.parse(source), class_name), name)
     if not readers:
         return "", {}
-    bound = sorted({bound for statement in readers for bound in splice.bound_names(statement)})
+    # A `:=` or match capture binds what it read too: `if (x := property(get_x)):`.
+    bound = sorted({bound for statement in readers
+                    for bound in splice.bound_names(statement) | splice.expression_bound_names(statement)})
     quoted = ", ".join(repr(splice.statement_line(source, statement)) for statement in readers)
     return (f"; note: the class body read {name} as the class was made ({quoted}), so "
             f"{', '.join(bound)} still hold the old {name} in this session until the class is "
