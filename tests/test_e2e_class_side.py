@@ -35,6 +35,7 @@ FILES = {
                      "class Point(Registered):\n    x: int = 0\n\n    def norm(self):\n"
                      "        return abs(self.x)\n",
     "tally.py": "class Tally:\n    count = 0\n\n    def add(self, n):\n        self.count += n\n        return self\n",
+    "spots.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Spot:\n    x: int\n",
     "paired.py": "import sys\n\n\nclass Pair:\n    if sys.platform == 'nowhere':\n        def go(self):\n"
                  "            return 1\n    else:\n        def go(self):\n            return 2\n",
 }
@@ -167,3 +168,19 @@ def test_meta_refuses_a_special_method_python_calls_on_instances_unless_written_
     ok(c, "compile_method", className="Tally", meta=True,   # written class-side: taken as meant
        source="@classmethod\ndef __repr__(cls):\n    return 'Tally'\n")
     assert run(c, "repr(tally.Tally())") == repr("Tally")
+
+
+def test_meta_refuses_a_dataclass_s_post_init(daemon, c, image):
+    # Taken as a classmethod, __post_init__ was handed the class by the __init__ the
+    # dataclass decorator wrote (self.__post_init__()): Spot(1) raised AttributeError here
+    # and in every new session.
+    before = (image / "spots.py").read_text()
+    refused = error(c, "compile_method", "refused", className="Spot", meta=True,
+                    source="def __post_init__(self):\n    self.x += 1\n")
+    assert refused.startswith("meta makes __post_init__ a classmethod, but __post_init__ is a special "
+                              "method Python calls on Spot's instances")
+    assert (image / "spots.py").read_text() == before
+    ok(c, "compile_method", className="Spot", source="def __post_init__(self):\n    self.x += 1\n")
+    other = open_session(daemon)
+    assert run(other, "import spots\nspots.Spot(1)") == "Spot(x=2)"
+    other.close()

@@ -130,6 +130,44 @@ def test_meta_refuses_a_special_method_python_calls_on_instances(client, image, 
         "structuredContent"]["result"] == "'rex'"
 
 
+def test_meta_refuses_a_dataclass_s_post_init(client, image):
+    # Made a classmethod, __post_init__ was handed the class by the __init__ the decorator
+    # wrote (self.__post_init__()): every Point(1) then raised AttributeError.
+    (image / "zoo" / "points.py").write_text("import dataclasses\n\n\n@dataclasses.dataclass\n"
+                                             "class Point:\n    x: int\n")
+    client.ok("refresh")
+    before = disk(image, "zoo/points.py")
+    message = client.error("compile_method", "refused", className="Point", meta=True,
+                           source="def __post_init__(self):\n    self.x += 1\n")
+    assert message.startswith("meta makes __post_init__ a classmethod, but __post_init__ is a special "
+                              "method Python calls on Point's instances"), message
+    assert disk(image, "zoo/points.py") == before and not client.view.has_changes
+    client.ok("compile_method", className="Point", source="def __post_init__(self):\n    self.x += 1\n")
+    assert client.ok("execute_code", code="from zoo.points import Point\nPoint(1)")[
+        "structuredContent"]["result"] == "Point(x=2)"
+
+
+# Class-side as written, classmethods by design, or no protocol (bytearray.__alloc__, a
+# CPython detail; float.__getformat__, type.__subclasses__: methods called by name).
+NOT_INSTANCE_PROTOCOL = {"__new__", "__init_subclass__", "__class_getitem__", "__subclasshook__",
+                         "__prepare__", "__alloc__", "__getformat__", "__subclasses__"}
+
+
+def test_every_special_method_of_the_builtin_types_is_instance_protocol_or_class_side_by_design():
+    # The hand list against the running Python's own types: a slot a new Python adds
+    # (3.12's __buffer__) is named here rather than made a classmethod by meta.
+    import builtins
+    import types
+    from gsmcpd.worker.special_methods import INSTANCE_PROTOCOL
+    kinds = [value for value in vars(builtins).values() if isinstance(value, type)] + [
+        types.FunctionType, types.MethodType, types.ModuleType, types.GeneratorType, types.CoroutineType,
+        types.AsyncGeneratorType, type(iter([])), type({}.keys())]
+    special = {name for kind in kinds for name, value in vars(kind).items()
+               if name.startswith("__") and name.endswith("__") and callable(value)}
+    assert special - NOT_INSTANCE_PROTOCOL - INSTANCE_PROTOCOL == set()
+    assert {"__post_init__", "__replace__"} <= INSTANCE_PROTOCOL   # called so by dataclasses and copy
+
+
 def test_meta_takes_a_special_method_written_class_side_or_one_that_is_a_classmethod_by_design(client):
     client.ok("compile_method", className="Dog", meta=True, source="@classmethod\ndef __repr__(cls):\n    return 'D'\n")
     client.ok("compile_method", className="Dog", meta=True,

@@ -9,9 +9,11 @@ instance belongs. The class itself, as an object, is served by its metaclass's."
 from __future__ import annotations
 
 # The data model's ("Special method names"), and those the standard library calls the
-# same way (iteration, pickle, copy, os.fspath, sys.getsizeof). Not __new__,
-# __init_subclass__ or __class_getitem__ (class-side as written), nor __subclasshook__
-# or __prepare__ (classmethods by design).
+# same way (iteration, pickle, copy, os.fspath, sys.getsizeof, a dataclass's __init__
+# calling self.__post_init__). Not __new__, __init_subclass__ or __class_getitem__
+# (class-side as written), nor __subclasshook__ or __prepare__ (classmethods by design).
+# A hand list: the library's are named nowhere Python can be asked (the builtin types'
+# own are checked against it by the tests).
 INSTANCE_PROTOCOL = frozenset({
     # basic customization
     "__init__", "__del__", "__repr__", "__str__", "__bytes__", "__format__", "__lt__", "__le__",
@@ -34,9 +36,9 @@ INSTANCE_PROTOCOL = frozenset({
     # with, buffers, coroutines and async iteration
     "__enter__", "__exit__", "__buffer__", "__release_buffer__", "__await__", "__aiter__", "__anext__",
     "__aenter__", "__aexit__",
-    # pickle, copy, os.fspath, sys.getsizeof
+    # pickle, copy (copy.replace from 3.13), os.fspath, sys.getsizeof, dataclasses
     "__reduce__", "__reduce_ex__", "__getstate__", "__setstate__", "__getnewargs__", "__getnewargs_ex__",
-    "__copy__", "__deepcopy__", "__fspath__", "__sizeof__",
+    "__copy__", "__deepcopy__", "__replace__", "__fspath__", "__sizeof__", "__post_init__",
 })
 
 
