@@ -137,7 +137,7 @@ def test_an_import_under_with_suppress_is_not_surely_run_any_other_with_is(image
     for name, text in [("zoo.shelf", "X = 1\n"),
                        ("zoo.quiet", "import contextlib\n\nwith contextlib.suppress(Exception):\n"
                                      "    import zoo.shelf\n"),
-                       ("zoo.quieter", "from contextlib import suppress\n\nwith suppress(ImportError):\n"
+                       ("zoo.quieter", "from contextlib import suppress\n\nwith suppress(TypeError):\n"
                                        "    from zoo.shelf import X\n"),
                        ("zoo.among", "import contextlib\n\nwith open(__file__) as f, contextlib.suppress("
                                      "Exception):\n    import zoo.shelf\n"),
@@ -150,6 +150,42 @@ def test_an_import_under_with_suppress_is_not_surely_run_any_other_with_is(image
         view.add_module(name, text)
     assert view.importers_failing_with("zoo.shelf") == {"zoo.warned", "zoo.nested"}
     assert {"zoo.quiet", "zoo.quieter", "zoo.among", "zoo.through_quiet"} <= view.image_importers_of("zoo.shelf")
+
+
+def test_a_handler_or_suppress_is_judged_by_the_exceptions_it_names(image, views):
+    # A module fails here by the dataclass decorator's TypeError, which `except
+    # ImportError:` or `suppress(ImportError)` lets through: zoo.optional and zoo.muted were
+    # taken to catch it, by their handler alone, and not named failing with zoo.shelf.
+    view = views(image, install=False)
+    for name, text in [("zoo.shelf", "X = 1\n"),
+                       ("zoo.optional", "try:\n    from zoo.shelf import X\nexcept ImportError:\n    X = None\n"),
+                       ("zoo.muted", "from contextlib import suppress\n\nwith suppress(ImportError, OSError):\n"
+                                     "    import zoo.shelf\n"),
+                       ("zoo.starred", "import builtins\n\ntry:\n    import zoo.shelf\nexcept* (ModuleNotFoundError, "
+                                       "builtins.AttributeError):\n    pass\n"),
+                       ("zoo.through_optional", "import zoo.optional\n"),
+                       ("zoo.empty", "import contextlib\n\nwith contextlib.suppress():\n    import zoo.shelf\n"),
+                       # What catches a TypeError, or may: the module imports in a new session.
+                       ("zoo.typed", "try:\n    import zoo.shelf\nexcept (ImportError, TypeError):\n    pass\n"),
+                       ("zoo.broad", "try:\n    import zoo.shelf\nexcept BaseException:\n    pass\n"),
+                       ("zoo.bare", "try:\n    import zoo.shelf\nexcept ImportError:\n    pass\n"
+                                    "except:\n    pass\n"),
+                       ("zoo.named", "ERRORS = (TypeError,)\n\ntry:\n    import zoo.shelf\nexcept ERRORS:\n    pass\n"),
+                       ("zoo.spread", "import contextlib\n\nERRORS = (TypeError,)\n\n"
+                                      "with contextlib.suppress(*ERRORS):\n    import zoo.shelf\n"),
+                       # After a statement that may raise what is caught (an optional
+                       # dependency missing), the import may not run.
+                       ("zoo.second", "try:\n    import numpy\n    import zoo.shelf\nexcept ImportError:\n"
+                                      "    pass\n"),
+                       ("zoo.classed", "try:\n    class C:\n        import numpy\n        import zoo.shelf\n"
+                                       "except ImportError:\n    pass\n"),
+                       # An `else:` runs only when nothing was caught, a handler only when something was.
+                       ("zoo.elsewise", "try:\n    import numpy\nexcept ImportError:\n    pass\nelse:\n"
+                                        "    import zoo.shelf\n"),
+                       ("zoo.fallback", "try:\n    import numpy\nexcept ImportError:\n    import zoo.shelf\n")]:
+        view.add_module(name, text)
+    assert view.importers_failing_with("zoo.shelf") == {
+        "zoo.optional", "zoo.muted", "zoo.starred", "zoo.through_optional", "zoo.empty"}
 
 
 def test_the_submodules_of_a_package_failing_fail_with_it(image, views):

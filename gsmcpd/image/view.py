@@ -27,6 +27,7 @@ from pathlib import Path
 
 from gsmcpd.image import parsing, splice, walking
 from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
+from gsmcpd.image.surely_run import surely_run
 from gsmcpd.image.renumber import code_of_live_functions, code_within, renumber_moved_code, spans_of
 from gsmcpd.worker.toolset import BREAKS, ToolError, raise_if_break, recursion_limit_note
 from gsmcpd.image.store import (JOURNAL_LIMIT, LOCK_WAIT, CommitConflict, CommitPending, ImageStore,
@@ -874,16 +875,17 @@ class View:
         return self.derived(module, "import statements", find)
 
     def imports_as_it_runs(self, module: str) -> frozenset[str]:
-        """The modules `module` surely imports as it runs, its packages included: by an
-        import statement at its top level, or in a class body, `with` block or `try:
-        ... finally:` there; not in a def, an `if` (`if TYPE_CHECKING:`), a `try` with
-        handlers or a `with suppress(...)` (`contextlib.suppress`, _suppressing), where it
-        may not run or its failure be caught. Kept per text (derived)."""
+        """The modules `module` surely imports as it runs, a TypeError their import raises
+        (the dataclass decorator's) going through, its packages included: by an import
+        statement at its top level, or in a class body, `with` block or `try: ...
+        finally:` there, or first in a `try` or `with suppress(...)` whose handlers cannot
+        catch it (`except ImportError:`); not in a def, an `if` (`if TYPE_CHECKING:`), or
+        a block that may catch it (surely_run). Kept per text (derived)."""
         package = self.relpath(module).endswith("__init__.py")
         def find(_):
             tree = self.tree(module)
             return self._imports_in(module, [] if tree is None else [
-                node for node in _surely_run(tree.body) if isinstance(node, (ast.Import, ast.ImportFrom))])
+                node for node in surely_run(tree.body) if isinstance(node, (ast.Import, ast.ImportFrom))])
         return self.derived(module, "imports as it runs of a package" if package else "imports as it runs", find)
 
     def _imports_in(self, module: str, statements=None) -> frozenset[str]:
@@ -906,38 +908,10 @@ class View:
             self.import_errors.pop(name, None)
 
 
-def _surely_run(body: list[ast.stmt]):
-    """The statements of a module's `body` that surely run as it is imported (see
-    View.imports_as_it_runs), those holding others included."""
-    for node in body:
-        yield node
-        if isinstance(node, ast.ClassDef) or (isinstance(node, (ast.With, ast.AsyncWith))
-                                              and not _suppressing(node)):
-            yield from _surely_run(node.body)
-        elif isinstance(node, (ast.Try, ast.TryStar)):
-            yield from _surely_run(node.finalbody)
-            if not node.handlers:
-                yield from _surely_run(node.body)
-
-
 def _packages_of(module: str) -> frozenset[str]:
     """The packages importing `module` imports first (`a`, `a.b` of `a.b.c`)."""
     parts = module.split(".")
     return frozenset(".".join(parts[:i]) for i in range(1, len(parts)))
-
-
-def _suppressing(node: ast.With | ast.AsyncWith) -> bool:
-    """Whether a context manager of the `with` is written `suppress(...)` or
-    `contextlib.suppress(...)`: a failing import in its body may be caught there, as in
-    a `try` with handlers. Told by the name as written; any other `with` (a lock, an
-    open file, `warnings.catch_warnings()`) is taken to let an exception through, as
-    nothing short of running its `__exit__` tells one that swallows it."""
-    for item in node.items:
-        manager = item.context_expr
-        names = splice.dotted_names(manager.func if isinstance(manager, ast.Call) else manager)
-        if names in (["suppress"], ["contextlib", "suppress"]):
-            return True
-    return False
 
 
 def _stepped_onto(base_texts: dict, base_hashes: dict, written: dict) -> tuple[dict, dict]:

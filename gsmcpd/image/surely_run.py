@@ -1,0 +1,73 @@
+"""surely_run: the statements of a module that surely run as it is imported, a TypeError
+one of them raises going through, uncaught: what tells the modules whose import fails
+with an import of theirs that raises it (View.imports_as_it_runs). A TypeError is what
+the dataclass decorator raises (frozen or field order), what alone leaves a module failing
+there; an exception handler or `suppress(...)` is judged by the classes it names."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+
+from gsmcpd.image import splice
+
+FAILURE = TypeError
+
+
+def surely_run(body: list[ast.stmt], guarded: bool = False):
+    """The statements of `body` that surely run, those holding others included: at its
+    top level, in a class body, a `with` block, a `try: ... finally:`, or a `try` or
+    `with suppress(...)` whose handlers cannot catch FAILURE; not in a def, an `if`
+    (`if TYPE_CHECKING:`), an `else:` or handler of a `try`, or a block that catches it.
+    `guarded`: `body` is under a handler catching something else (`except ImportError:`),
+    where a statement raising that skips the rest: its first statement alone is sure."""
+    for node in body[:1] if guarded else body:
+        yield node
+        if isinstance(node, ast.ClassDef):
+            yield from surely_run(node.body, guarded)
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            caught = _suppressed(node)
+            if not any(map(catches, caught)):
+                yield from surely_run(node.body, guarded or bool(caught))
+        elif isinstance(node, (ast.Try, ast.TryStar)):
+            yield from surely_run(node.finalbody, guarded)
+            if not any(catches(handler.type) for handler in node.handlers):
+                yield from surely_run(node.body, guarded or bool(node.handlers))
+
+
+def catches(caught: ast.expr | None) -> bool:
+    """Whether an `except` naming `caught` (None: a bare `except:`; a tuple) may catch
+    FAILURE: a builtin exception class (or `builtins.X`) is judged as Python does
+    (TypeError, Exception and BaseException catch it, ImportError does not); any other
+    name or expression may be bound to one that does (`errors = (TypeError,)`), and is
+    taken to."""
+    if caught is None:
+        return True
+    if isinstance(caught, ast.Tuple):
+        return any(map(catches, caught.elts))
+    names = splice.dotted_names(caught)
+    if names is not None and names[:-1] in ([], ["builtins"]):
+        known = getattr(builtins, names[-1], None)
+        if isinstance(known, type) and issubclass(known, BaseException):
+            return issubclass(FAILURE, known)
+    return True
+
+
+def _suppressed(node: ast.With | ast.AsyncWith) -> list[ast.expr | None]:
+    """What the `with`'s context managers written `suppress(...)` or
+    `contextlib.suppress(...)` catch, each as an `except` would name it (None, caught as
+    by a bare `except:`, for a starred or keyword argument: unknown); none when none is
+    so written. Told by the name as written; any other `with` (a lock, an open file,
+    `warnings.catch_warnings()`) is taken to let an exception through, as nothing short
+    of running its `__exit__` tells one that swallows it."""
+    caught = []
+    for item in node.items:
+        manager = item.context_expr
+        names = splice.dotted_names(manager.func if isinstance(manager, ast.Call) else manager)
+        if names not in (["suppress"], ["contextlib", "suppress"]):
+            continue
+        if not isinstance(manager, ast.Call) or manager.keywords:
+            caught.append(None)
+        else:
+            caught += [None if isinstance(argument, ast.Starred) else argument for argument in manager.args]
+    return caught
