@@ -194,6 +194,11 @@ class PartTest(unittest.TestCase):
     "gone/bareread.py": "from gone.bares import Tagged\n",
     "gone/farbares.py": "import dataclasses\n\nfrom gone.bares import Bare\n\n\n"
                         "@dataclasses.dataclass\nclass FarTagged(Bare):\n    label: str\n    n: int\n",
+    "gone/shedbares.py": "import dataclasses\n\n\nclass Shed:\n    label = 3\n\n\n"
+                         "@dataclasses.dataclass\nclass ShedTagged(Shed):\n    n: int = 0\n    label: str\n",
+    "gone/shedread.py": "from gone.shedbares import ShedTagged\n",
+    "gone/farsheds.py": "import dataclasses\n\nfrom gone.shedbares import Shed\n\n\n"
+                        "@dataclasses.dataclass\nclass FarShedTagged(Shed):\n    n: int = 0\n    label: str\n",
     "gone/boxbase.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Box:\n    x: int\n",
     "gone/boxes/__init__.py": "import dataclasses\n\nfrom gone.boxbase import Box\n\n\n"
                               "@dataclasses.dataclass\nclass Carton(Box):\n    z: int\n",
@@ -1227,6 +1232,30 @@ def test_a_plain_base_given_a_name_a_dataclass_subclass_declares_names_the_modul
                                              "    label: str\n    n: int = 0\n")
     other = open_session(daemon)
     assert run(other, "import gone.bareread\ngone.bareread.Tagged('x', 1)") == "Tagged(label='x', n=1)"
+    other.close()
+
+
+def test_a_plain_base_losing_a_name_a_dataclass_subclass_declares_names_the_modules_that_no_longer_import(
+        daemon, c):
+    # Shed's `label = 3` was ShedTagged's and FarShedTagged's `label: str`'s default; Shed
+    # redefined without it, that field has none in a new session and follows `n: int = 0`.
+    # Nothing was said, and gone.shedbares, gone.shedread and gone.farsheds (not loaded
+    # here) were committed failing in every new session.
+    result = structured(c, "compile_class_definition", source="class Shed:\n    pass\n")
+    said = misordered_fields_error("n", "label")
+    assert result["fieldOrderConflicts"] == {"gone.farsheds.FarShedTagged": said, "gone.shedbares.ShedTagged": said}
+    assert result["failingImporters"] == {"gone.shedbares": ["gone.shedread"]}
+    assert (result["reimported"], result["importErrors"]) == (
+        ["gone.farsheds"], {"gone.farsheds": f"TypeError: {said}"})
+    for module in ("gone.shedbares", "gone.shedread", "gone.farsheds"):
+        _fails_in_a_new_session(daemon, module, said)
+    message = error(c, "compile_method", "refused", className="ShedTagged", source="def m(self):\n    return 1\n")
+    assert "or bind label in a base of gone.shedbares.ShedTagged again" in message
+    # As the note says: label given a default, gone.shedbares and gone.shedread import again.
+    ok(c, "compile_class_definition", source="@dataclasses.dataclass\nclass ShedTagged(Shed):\n"
+                                             "    n: int = 0\n    label: str = 'x'\n")
+    other = open_session(daemon)
+    assert run(other, "import gone.shedread\ngone.shedread.ShedTagged()") == "ShedTagged(n=0, label='x')"
     other.close()
 
 

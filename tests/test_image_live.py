@@ -299,6 +299,27 @@ def test_a_def_bound_as_a_classs_annotations_counts_as_none():
     assert [(name, owner.__name__) for name, owner in live.misordered_fields(B)] == [("x", "A"), ("y", "B")]
 
 
+def test_a_field_declared_without_a_value_loses_the_default_a_base_bound_once_the_base_unbinds_it():
+    # Made, `label: str` holds Plain's 3 as its own default, as `label: str = 3` does: told
+    # apart by the class statement's unvalued names only, it lost it when Plain lost label.
+    source = ("class Plain:\n    label = 3\n\n\n@dataclasses.dataclass\nclass B(Plain):\n"
+              "    if True:\n        __kept: int\n    n: int = 0\n    label: str\n    later: int\n"
+              "    later = 1\n")
+    namespace = _dataclasses(source)
+    Plain, B = namespace["Plain"], namespace["B"]
+    assert live.unvalued_names(ast.parse(source).body[1]) == {"label", "_B__kept"}
+    def unvalued(cls):
+        return {"label", "_B__kept"} if cls is B else set()
+    assert live.field_order_conflict(B, unvalued=unvalued) is None   # Plain binds it still
+    del Plain.label
+    assert live.field_order_conflict(B) is None   # as it looks live
+    said = live.field_order_conflict(B, unvalued=unvalued)
+    assert said is not None and said.startswith("non-default argument 'label' follows default argument")
+    assert [(name, owner.__name__) for name, owner in live.misordered_fields(B, unvalued)] == [
+        ("n", "B"), ("label", "B")]
+    assert live.lost_default(B, "label", unvalued) and not live.lost_default(B, "n", unvalued)
+
+
 def test_frozen_conflict_sees_through_a_base_left_stale_too():
     # A made frozen in place: B, between A and C, is not made again; C is refused anyway,
     # frozen being each class's own decorator argument, read of every base as it is.

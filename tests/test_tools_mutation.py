@@ -912,6 +912,66 @@ def test_a_plain_base_binding_a_name_a_dataclass_annotates_in_a_class_level_bloc
     assert (data["reimported"], data["importErrors"]) == (["zoo.ifplains"], {"zoo.ifplains": f"TypeError: {said}"})
 
 
+LABELLING_PLAIN = "import dataclasses\n\n\nclass Plain:\n    label = 3\n"
+LABELLED_AFTER_A_DEFAULT = "@dataclasses.dataclass\nclass Labelled(Plain):\n    n: int = 0\n    label: str\n"
+DEF_LABELLING_PLAIN = "import dataclasses\n\n\nclass Plain:\n    def label(self):\n        return 'plain'\n"
+
+
+@pytest.mark.parametrize("plain, tool, arguments", [
+    (LABELLING_PLAIN, "compile_class_definition", {"source": "class Plain:\n    pass\n"}),
+    (DEF_LABELLING_PLAIN, "delete_method", {"className": "Plain", "selector": "label"}),
+], ids=["redefined without it", "its def deleted"])
+def test_a_plain_base_losing_a_name_a_dataclass_subclass_declares_names_it_misordered(
+        client, image, plain, tool, arguments):
+    # Plain's `label` was Labelled's `label: str`'s default (the decorator's getattr, which
+    # then set it on Labelled); Plain losing it, that field has none in a new session and
+    # follows `n: int = 0`. Nothing was said, and zoo.plains, zoo.plainread and
+    # zoo.farplains (never loaded here) were committed failing in every new session.
+    (image / "zoo" / "plains.py").write_text(plain + "\n\n" + LABELLED_AFTER_A_DEFAULT)
+    (image / "zoo" / "plainread.py").write_text("from zoo.plains import Labelled\n")
+    (image / "zoo" / "farplains.py").write_text("import dataclasses\n\nfrom zoo.plains import Plain\n\n\n"
+                                                + LABELLED_AFTER_A_DEFAULT.replace("Labelled", "Far"))
+    client.ok("refresh")
+    client.view.module("zoo.plains")
+    assert "zoo.farplains" not in client.view.loaded_modules()
+    result = client.ok(tool, **arguments)
+    data = result["structuredContent"]
+    said = misordered_fields_error("n", "label")
+    assert data["fieldOrderConflicts"] == {"zoo.farplains.Far": said, "zoo.plains.Labelled": said}
+    assert data["failingImporters"] == {"zoo.plains": ["zoo.plainread"]}
+    assert (data["reimported"], data["importErrors"]) == (["zoo.farplains"], {"zoo.farplains": f"TypeError: {said}"})
+    assert ("; zoo.plains.Labelled cannot be made again as written: its field label, without a default, would "
+            "follow the field n of zoo.plains.Labelled, which has one, in its __init__ (declared without a "
+            "value, label had what zoo.plains.Plain bound to it as its default, which is gone; "
+            f"the dataclass decorator now raises TypeError: {said}), so a new session's import of zoo.plains "
+            "fails until compile_class_definition gives label a default (or kw_only), or zoo.plains.Plain "
+            "is changed back") in text(result)
+    with pytest.raises(TypeError, match=said):
+        exec(disk(image, "zoo/plains.py"), {})        # as a new session's import runs it
+    message = client.error("compile_method", "refused", className="Labelled", source="def m(self):\n    return 1\n")
+    assert message.startswith("zoo.plains.Labelled cannot be made again as written: its field label, without "
+                              "a default, would follow the field n of zoo.plains.Labelled, which has one"), message
+    assert message.endswith("Give label a default (or kw_only) first (compile_class_definition, its definition "
+                            "with that), or bind label in a base of zoo.plains.Labelled again (declared without "
+                            "a value, it takes its default from one)")
+    # As the note says: label given a default, zoo.plains imports again and nothing is named.
+    result = client.ok("compile_class_definition", source="@dataclasses.dataclass\nclass Labelled(Plain):\n"
+                                                          "    n: int = 0\n    label: str = 'x'\n")
+    assert "fieldOrderConflicts" not in result["structuredContent"]
+    exec(disk(image, "zoo/plains.py"), {})
+
+
+def test_a_plain_base_losing_a_name_a_dataclass_subclass_binds_itself_names_nothing(client, image):
+    # `label: str = 3` is Labelled's own default, as `label: str` taking Plain's looks live.
+    (image / "zoo" / "plains.py").write_text(LABELLING_PLAIN + "\n\n" + LABELLED_AFTER_A_DEFAULT.replace(
+        "label: str", "label: str = 3"))
+    client.ok("refresh")
+    client.view.module("zoo.plains")
+    data = client.ok("compile_class_definition", source="class Plain:\n    pass\n")["structuredContent"]
+    assert "fieldOrderConflicts" not in data and "failingImporters" not in data
+    exec(disk(image, "zoo/plains.py"), {})
+
+
 def test_a_name_no_dataclass_subclass_declares_gained_by_a_plain_base_loads_nothing(client, image):
     (image / "zoo" / "plains.py").write_text(PLAIN_AND_LABELLED)
     (image / "zoo" / "farplains.py").write_text(LABELLED_ELSEWHERE)

@@ -243,7 +243,7 @@ def frozen_conflict(cls: type) -> str | None:
     return "cannot inherit non-frozen dataclass from a frozen one"
 
 
-def field_order_conflict(cls: type, here: bool = False) -> str | None:
+def field_order_conflict(cls: type, here: bool = False, unvalued=None) -> str | None:
     """The TypeError Python's dataclass decorator would raise making the dataclass `cls`
     again as a new session's import does (its dataclass bases made anew too, see
     _init_fields) because a field without a default would follow one with a default among
@@ -254,8 +254,9 @@ def field_order_conflict(cls: type, here: bool = False) -> str | None:
     ones). Asked of the decorator itself, on stand-ins of the fields as it would collect
     them (their names, whether each has a default, init, kw_only), so no user code runs.
     None when it would make it, or `cls` is no dataclass generating its `__init__` (or on
-    a Python without the dataclasses internals _init_fields reads)."""
-    fields = _init_fields(cls, here)
+    a Python without the dataclasses internals _init_fields reads). `unvalued`: see
+    _declared_fields."""
+    fields = _init_fields(cls, here, unvalued)
     if fields is None:
         return None
     stand_ins = [(field.name, object, dataclasses.field(
@@ -268,11 +269,11 @@ def field_order_conflict(cls: type, here: bool = False) -> str | None:
     return None
 
 
-def misordered_fields(cls: type) -> tuple[tuple[str, type], tuple[str, type]] | None:
+def misordered_fields(cls: type, unvalued=None) -> tuple[tuple[str, type], tuple[str, type]] | None:
     """For a dataclass `cls` that field_order_conflict refuses: the first field with a
     default among its `__init__`'s positional parameters, and the first without one
     following it, each as (name, the class declaring it). None when there is no such pair."""
-    fields = _init_fields(cls) or []
+    fields = _init_fields(cls, unvalued=unvalued) or []
     positional = [field for field in fields if field.init and field.kw_only is not True]
     defaulted = next((field for field in positional if _has_default(field)), None)
     if defaulted is None:
@@ -284,7 +285,7 @@ def misordered_fields(cls: type) -> tuple[tuple[str, type], tuple[str, type]] | 
     return (defaulted.name, _declaring(cls, defaulted.name)), (following.name, _declaring(cls, following.name))
 
 
-def _init_fields(cls: type, here: bool = False) -> list[dataclasses.Field] | None:
+def _init_fields(cls: type, here: bool = False, unvalued=None) -> list[dataclasses.Field] | None:
     """The fields of the dataclass `cls` as its decorator would collect them making it again
     as a new session's import does: each dataclass base's fields made anew too, from its
     own declared ones and its bases' as they are now, so a base whose base changed since
@@ -304,16 +305,16 @@ def _init_fields(cls: type, here: bool = False) -> list[dataclasses.Field] | Non
             inherited = inspect.getattr_static(base, "__dataclass_fields__", None)
             if isinstance(inherited, dict):
                 fields.update(inherited)
-        fields.update(_declared_fields(cls))
+        fields.update(_declared_fields(cls, unvalued))
     else:
-        fields = _fields_made_anew(cls, {})
+        fields = _fields_made_anew(cls, {}, unvalued)
     kinds = [getattr(field, "_field_type", None) for field in fields.values()]
     if None in kinds:
         return None
     return [field for field, kind in zip(fields.values(), kinds) if kind is not classvar]
 
 
-def _fields_made_anew(cls: type, made: dict) -> dict[str, dataclasses.Field]:
+def _fields_made_anew(cls: type, made: dict, unvalued=None) -> dict[str, dataclasses.Field]:
     """The fields (by name) the dataclass decorator gives the dataclass `cls` in a new
     session, where its dataclass bases are made anew before it: as it collects them, each
     base's own (the nearest dataclass of the base's MRO: a plain mixin has its base's),
@@ -324,50 +325,73 @@ def _fields_made_anew(cls: type, made: dict) -> dict[str, dataclasses.Field]:
             owner = next((klass for klass in base.__mro__
                           if isinstance(vars(klass).get("__dataclass_fields__"), dict)), None)
             if owner is not None:
-                fields.update(_fields_made_anew(owner, made))
-        fields.update(_declared_fields(cls))
+                fields.update(_fields_made_anew(owner, made, unvalued))
+        fields.update(_declared_fields(cls, unvalued))
         made[cls] = fields
     return made[cls]
 
 
-def _declared_fields(cls: type) -> dict[str, dataclasses.Field]:
+def _declared_fields(cls: type, unvalued=None) -> dict[str, dataclasses.Field]:
     """The fields the dataclass statement of `cls` declares itself (its own annotations),
     as making it again gives them: one without a default takes, as the decorator does
     (`x: int` reads getattr(cls, 'x')), what a base now binds to its name (a base's field
-    given a default since). A Field declared without a default (`field(repr=False)`)
-    over such a name is told from `x: int` by no live object, and taken as one."""
+    given a default since). One made with what a base bound then (set on `cls` by the
+    decorator) looks live as if written `x: int = 3`: `unvalued(cls)`, the names its
+    statement annotates without a value (its source says), tells them apart, so a base
+    that no longer binds it leaves it none. A Field declared without a default
+    (`field(repr=False)`) over such a name is told from `x: int` by no live object, and
+    taken as one."""
     own = vars(cls).get("__dataclass_fields__")
     if not isinstance(own, dict):
         return {}
+    without_value = unvalued(cls) if unvalued is not None else ()
     declared = {}
     for name in _own_annotations(cls):
         if name not in own:
             continue
         field = own[name]
-        if not _has_default(field) and name not in vars(cls):
-            inherited = next((vars(base)[name] for base in cls.__mro__[1:] if name in vars(base)),
-                             dataclasses.MISSING)
-            # A slotted base's field is a member descriptor there: no default to the decorator.
-            if inherited is not dataclasses.MISSING and not isinstance(inherited, MemberDescriptorType):
-                field = copy.copy(field)
-                field.default = inherited
+        if name in without_value or (not _has_default(field) and name not in vars(cls)):
+            field, inherited = copy.copy(field), _inherited_default(cls, name)
+            # A base binding a Field (`label = field(default_factory=list)`) gives it whole.
+            given = inherited if isinstance(inherited, dataclasses.Field) else None
+            field.default = inherited if given is None else given.default
+            field.default_factory = dataclasses.MISSING if given is None else given.default_factory
         declared[name] = field
     return declared
 
 
-def default_giver(cls: type, name: str) -> type | None:
+def _inherited_default(cls: type, name: str):
+    """What the nearest base of `cls` binding `name` binds to it, the default the decorator
+    gives a field `name: str` declared without a value; MISSING when none binds it, or a
+    slotted base's field (a member descriptor there: no default to the decorator)."""
+    inherited = next((vars(base)[name] for base in cls.__mro__[1:] if name in vars(base)), dataclasses.MISSING)
+    return dataclasses.MISSING if isinstance(inherited, MemberDescriptorType) else inherited
+
+
+def default_giver(cls: type, name: str, unvalued=None) -> type | None:
     """The class of the MRO of the dataclass `cls` whose binding of `name` (a def, `name =
     3`) its field `name`, declared without a value (`name: str`), takes as its default, as
     the decorator's getattr does (see _declared_fields); None when the field has a default
-    of its own, or nothing binds that name."""
+    of its own, or nothing binds that name. `unvalued`: see _declared_fields."""
     declaring = _declaring(cls, name)
     own = vars(declaring).get("__dataclass_fields__")
     field = own.get(name) if isinstance(own, dict) else None
-    if field is None or _has_default(field) or name in vars(declaring):
+    if field is None or (name not in (unvalued(declaring) if unvalued is not None else ())
+                         and (_has_default(field) or name in vars(declaring))):
         return None
     giver = next((base for base in declaring.__mro__[1:] if name in vars(base)), None)
     # A slotted base's field is a member descriptor there: no default to the decorator.
     return None if giver is None or isinstance(vars(giver)[name], MemberDescriptorType) else giver
+
+
+def lost_default(cls: type, name: str, unvalued) -> bool:
+    """Whether the field `name` the dataclass statement of `cls` declares without a value
+    (`unvalued`: see _declared_fields) was made with what a base bound to it then as its
+    default, and no base binds it now: a new session makes it with none."""
+    own = vars(cls).get("__dataclass_fields__")
+    field = own.get(name) if isinstance(own, dict) else None
+    return (field is not None and _has_default(field) and name in unvalued(cls)
+            and _inherited_default(cls, name) is dataclasses.MISSING)
 
 
 def _declaring(cls: type, name: str) -> type:
@@ -710,6 +734,15 @@ def _is_slot_descriptor(value, owner: type) -> bool:
 def class_member_names(classdef: ast.ClassDef) -> set[str]:
     """The names the class body binds, as bound (private names mangled)."""
     return {splice.mangled(classdef.name, name) for name in _written_member_names(classdef)}
+
+
+def unvalued_names(classdef: ast.ClassDef) -> set[str]:
+    """The names the class body annotates without a value (`label: str`, in a class-level
+    block too) and binds in no other way, as bound: a dataclass field of one takes what a
+    base binds to it as its default (see _declared_fields)."""
+    annotated = {splice.mangled(classdef.name, node.target.id) for node in splice.class_level_statements(classdef)
+                 if isinstance(node, ast.AnnAssign) and node.value is None and isinstance(node.target, ast.Name)}
+    return annotated - class_member_names(classdef)
 
 
 def _written_member_names(classdef: ast.ClassDef) -> set[str]:

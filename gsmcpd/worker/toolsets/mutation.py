@@ -234,7 +234,7 @@ class MutationToolset(Toolset):
         """Load the image modules importing `module_name` whose source names a dataclass
         (and, if `names` are given, annotates one of them in a class, or imports such a
         module, `module_name` included: its dataclass subclasses inherit that field), before a class of it changes
-        its fields or frozen, or binds a name a field may take as its default (`names`,
+        its fields or frozen, or binds or unbinds a name a field may take as its default (`names`,
         _base_binding_conflicts), what alone can leave its dataclass subclasses unmakeable
         (compile_class_definition, compile_method, or made again by _rebuilt_dataclass):
         theirs of it are then made from it as it was, so _reimport_unmakeable tells one
@@ -262,8 +262,9 @@ class MutationToolset(Toolset):
         all (`frozenConflicts`, `fieldOrderConflicts`). ('', {}) when none is."""
         modules = {sub.__module__ for sub in live.subclasses_of(cls)
                    if sub.__module__ != module_name and "__dataclass_fields__" in vars(sub)
-                   and self.view.makes(sub) and (live.frozen_conflict(sub) is not None
-                                                   or live.field_order_conflict(sub, here=True) is not None)}
+                   and self.view.makes(sub) and (
+                       live.frozen_conflict(sub) is not None
+                       or live.field_order_conflict(sub, here=True, unvalued=self._unvalued) is not None)}
         if not modules:
             return "", {}
         return self._load_and_reimport(module_name, modules)
@@ -282,17 +283,17 @@ class MutationToolset(Toolset):
                   if name in importers and name not in reimported and errors_before.get(name) != error]
         return self._reimported_note(reimported, failed)
 
-    def _stale_and_unmakeable(self, qualified: str, module_name: str, cls, basis,
-                              gained=frozenset()) -> tuple[tuple[str, dict], tuple[str, dict]]:
+    def _stale_and_unmakeable(self, qualified: str, module_name: str, cls, basis, gained=frozenset(),
+                              lost=frozenset()) -> tuple[tuple[str, dict], tuple[str, dict]]:
         """_stale_dataclass_subclasses of `cls` (of `module_name`), asked first, on the live
         subclasses, or else _base_binding_conflicts of the names the change bound in `cls`
-        (`gained`), and _reimport_unmakeable when either names one (a
+        (`gained`) or unbound (`lost`), and _reimport_unmakeable when either names one (a
         subclass made again may leave its own subclasses unmakeable): (note, data) of each,
         the first naming too the modules failing with one not re-imported
         (_failing_importers)."""
         stale = self._stale_dataclass_subclasses(qualified, cls, basis)
         if "staleSubclasses" not in stale[1]:
-            stale = self._base_binding_conflicts(qualified, cls, gained)
+            stale = self._base_binding_conflicts(qualified, cls, gained, lost)
             if not stale[1]:
                 return stale, ("", {})
         # Each subclass's module, by the name the conflicts give it (`m2.Outer.Inner` may be
@@ -303,34 +304,49 @@ class MutationToolset(Toolset):
         failing = self._failing_importers(modules, stale[1], unmakeable[1])
         return (stale[0] + failing[0], {**stale[1], **failing[1]}), unmakeable
 
-    def _base_binding_conflicts(self, qualified: str, cls, gained) -> tuple[str, dict]:
+    def _base_binding_conflicts(self, qualified: str, cls, gained, lost=()) -> tuple[str, dict]:
         """A note and its data (`fieldOrderConflicts`) naming the image's live dataclass
-        subclasses of `cls` that a name the change bound in `cls` (`gained`) leaves
-        unmakeable: a field declared without a value (`label: str`) takes what a base binds
-        to its name as its default (the decorator's getattr), so a gained `def label` puts
-        a default before a later field without one. Their dataclass_basis is not what
-        changed, so _stale_dataclass_subclasses does not name them. ('', {}) when none is.
-        (A name lost is not judged: the field then made with its default has it in its own
-        namespace, as if written `label: str = 3`; only its source tells them apart.)"""
-        if cls is None or not gained:
+        subclasses of `cls` that a name the change bound in `cls` (`gained`) or unbound
+        (`lost`) leaves unmakeable: a field declared without a value (`label: str`) takes
+        what a base binds to its name as its default (the decorator's getattr), so a gained
+        `def label` puts a default before a later field without one, and a lost one leaves
+        such a field after one with a default without its own (told by its source,
+        _unvalued: made, it holds the default as if written `label: str = 3`). Their
+        dataclass_basis is not what changed, so _stale_dataclass_subclasses does not name
+        them. ('', {}) when none is."""
+        if cls is None or not (gained or lost):
             return "", {}
         note, misordered = "", {}
         for sub in live.subclasses_of(cls):
             if ("__dataclass_fields__" not in vars(sub) or not self.view.makes(sub)
                     or live.frozen_conflict(sub) is not None):   # the decorator checks it first
                 continue
-            conflict = live.field_order_conflict(sub)
-            pair = live.misordered_fields(sub) if conflict is not None else None
-            if pair is None or pair[0][0] not in gained:
+            conflict = live.field_order_conflict(sub, unvalued=self._unvalued)
+            pair = live.misordered_fields(sub, self._unvalued) if conflict is not None else None
+            if pair is None or not (pair[0][0] in gained or pair[1][0] in lost):
                 continue
             name = qualname(sub)
             misordered[name] = conflict
-            note += (f"; {name} cannot be made again as written: {_misordered_fields_text(sub, pair)} "
-                     f"(the dataclass decorator now raises TypeError: {conflict}), so a new "
+            had = (f"declared without a value, {pair[1][0]} had what {qualified} bound to it as its "
+                   f"default, which is gone; " if pair[1][0] in lost else "")
+            note += (f"; {name} cannot be made again as written: "
+                     f"{_misordered_fields_text(sub, pair, self._unvalued)} ({had}the dataclass "
+                     f"decorator now raises TypeError: {conflict}), so a new "
                      f"session's import of {sub.__module__} fails until compile_class_definition"
                      f"{_on_enclosing(sub)} gives {pair[1][0]} a default (or kw_only), or {qualified} "
                      "is changed back")
         return note, ({"fieldOrderConflicts": misordered} if misordered else {})
+
+    def _unvalued(self, cls) -> frozenset[str]:
+        """The names the class statement making the image class `cls` annotates without a
+        value (live.unvalued_names), in every statement that may make it (`if`/`else`
+        twins): its dataclass fields of them took a base's binding as their default. Empty
+        for a class no image module's source makes."""
+        if not self.view.makes(cls):
+            return frozenset()
+        statements = splice.nested_class_statements(self.view.tree(cls.__module__), cls.__qualname__)
+        return frozenset.intersection(*(frozenset(live.unvalued_names(node)) for node in statements)
+                                      ) if statements else frozenset()
 
     def _failing_importers(self, modules: dict, stale_data: dict, reimported_data: dict) -> tuple[str, dict]:
         """A note and its data (`failingImporters`: module, its importers) naming the image
@@ -692,9 +708,10 @@ class MutationToolset(Toolset):
         if new_class is not None and basis is not None and not live.same_fields_and_frozen(
                 basis, live.dataclass_basis(new_class)):
             self._load_dataclass_importers(module_name)
-        elif new_class is not None and cls is not None and set(vars(new_class)) - set(vars(cls)):
-            # A name it gains may be a dataclass subclass's field's default from now on.
-            self._load_dataclass_importers(module_name, set(vars(new_class)) - set(vars(cls)))
+        elif new_class is not None and cls is not None and set(vars(new_class)) ^ set(vars(cls)):
+            # A name it gains may be a dataclass subclass's field's default from now on, one
+            # it loses may have been one.
+            self._load_dataclass_importers(module_name, set(vars(new_class)) ^ set(vars(cls)))
         bound_before = set(vars(cls)) if cls is not None else set()
         outcome = self._apply_class(module, module_name, name, cls, old_node, new_class)
         self.view.set_source(module_name, new_source, live=module is not None)
@@ -709,7 +726,8 @@ class MutationToolset(Toolset):
             imported, imported_data = self._reimport_readers(module_name, dropped)
         (stale, data), unmakeable = self._stale_and_unmakeable(
             f"{module_name}.{name}", module_name, cls if outcome == "updated" else None, basis,
-            set(vars(cls)) - bound_before if outcome == "updated" else ())
+            set(vars(cls)) - bound_before if outcome == "updated" else (),
+            bound_before - set(vars(cls)) if outcome == "updated" else ())
         imported, imported_data = _both_reimports((imported, imported_data), unmakeable)
         reads = {}
         tree = parsing.parse(new_source)
@@ -813,6 +831,9 @@ class MutationToolset(Toolset):
         bound, tree = splice.mangled(ref.name, selector), parsing.parse(new_source)
         reader = live.attribute_reader(tree, ref.name, bound, self._inheritors(cls, ref.module, bound))
         basis = live.dataclass_basis(cls) if cls is not None else None
+        bound_before = set(vars(cls)) if cls is not None else set()
+        if bound in bound_before:   # a dataclass subclass's field may have had it as its default
+            self._load_dataclass_importers(ref.module, {bound})
         rebuilt = (self._rebuilt_dataclass(ref, cls, new_source, classdef, selector)
                    if cls is not None else None)
         if rebuilt is None and cls is not None:
@@ -835,7 +856,8 @@ class MutationToolset(Toolset):
         if cls is not None and not kept:
             # Another module reading it as it runs (`handler = Job.run`) fails, named.
             imported, imported_data = self._reimport_readers(ref.module, {bound})
-        (stale, stale_data), unmakeable = self._stale_and_unmakeable(ref.qualified, ref.module, cls, basis)
+        (stale, stale_data), unmakeable = self._stale_and_unmakeable(
+            ref.qualified, ref.module, cls, basis, lost=bound_before - set(vars(cls)) if cls is not None else ())
         imported, imported_data = _both_reimports((imported, imported_data), unmakeable)
         note, data = note + imported, {**data, **imported_data}
         return self._finish(f"deleted {ref.qualified}.{selector}{note}{stale}",
@@ -872,10 +894,10 @@ class MutationToolset(Toolset):
                             f"frozen no longer agrees with its dataclass bases' (the dataclass "
                             f"decorator raises TypeError: {conflict}), so a new session's import "
                             f"of {ref.module} fails. {remedy}")
-        misordered = live.field_order_conflict(cls)
+        misordered = live.field_order_conflict(cls, unvalued=self._unvalued)
         if misordered is not None:
             # A base's field given a default since (the decorator checks it after frozen).
-            raise ToolError("refused", _misordered_refusal(ref, cls, misordered))
+            raise ToolError("refused", _misordered_refusal(ref, cls, misordered, self._unvalued))
         reads = splice.mangled(ref.name, selector) in _DATACLASS_READS
         writes_init = "__init__" in live.class_member_names(old_node)
         if not reads and live.dataclass_follows_its_bases(cls, writes_init):
@@ -931,7 +953,7 @@ class MutationToolset(Toolset):
         conflicts, misordered = {}, {}
         for sub, name in zip(subclasses, stale):
             conflict = live.frozen_conflict(sub)   # the decorator checks it first
-            order = live.field_order_conflict(sub) if conflict is None else None
+            order = live.field_order_conflict(sub, unvalued=self._unvalued) if conflict is None else None
             if order is not None:
                 misordered[name] = order
                 note += (f"; {name} cannot be made again as written (the dataclass decorator now "
@@ -1208,35 +1230,39 @@ def _on_enclosing(cls) -> str:
     return "" if "." not in cls.__qualname__ else f" on {_enclosing(cls)} (whose class statement holds it)"
 
 
-def _misordered_fields_text(cls, pair) -> str:
+def _misordered_fields_text(cls, pair, unvalued) -> str:
     """Which field of the dataclass `cls` would follow which with a default, declared by
     which class, from live.misordered_fields's `pair`; and, for a default the field takes
     from a base's binding of its name (declared without a value), that base."""
     (defaulted, defaulted_by), (field, declared_by) = pair
     of = "" if declared_by is cls else f" (declared by {qualname(declared_by)})"
-    giver = live.default_giver(cls, defaulted)
+    giver = live.default_giver(cls, defaulted, unvalued)
     given = ("" if giver is None else f" (declared without a value, it takes what "
              f"{qualname(giver)} binds to {defaulted} as its default)")
     return (f"its field {field}{of}, without a default, would follow the field {defaulted} of "
             f"{qualname(defaulted_by)}, which has one{given}, in its __init__")
 
 
-def _misordered_refusal(ref, cls, conflict: str) -> str:
+def _misordered_refusal(ref, cls, conflict: str, unvalued) -> str:
     """Why compile_method or delete_method on the dataclass `cls` is refused when the
-    decorator would now raise `conflict` on its field order, and what to do."""
-    pair = live.misordered_fields(cls)
+    decorator would now raise `conflict` on its field order, and what to do (`unvalued`:
+    MutationToolset._unvalued)."""
+    pair = live.misordered_fields(cls, unvalued)
     if pair is None:   # not expected: the decorator refuses the order
-        what, field, changed = "", "each field of it without one", "its base"
+        what, field, back = "", "each field of it without one", "change its base back"
     else:
         (defaulted, defaulted_by), (field, declared_by) = pair
-        what = _misordered_fields_text(cls, pair) + " "
-        giver = live.default_giver(cls, defaulted)
-        changed = qualname(giver if giver is not None else
-                           defaulted_by if defaulted_by is not cls else declared_by)
+        what = _misordered_fields_text(cls, pair, unvalued) + " "
+        giver = live.default_giver(cls, defaulted, unvalued)
+        back = "change " + qualname(giver if giver is not None else
+                                    defaulted_by if defaulted_by is not cls else declared_by) + " back"
+        if live.lost_default(declared_by, field, unvalued):
+            back = (f"bind {field} in a base of {qualname(declared_by)} again (declared without a "
+                    "value, it takes its default from one)")
     return (f"{ref.qualified} cannot be made again as written: {what}(the dataclass decorator "
             f"raises TypeError: {conflict}), so a new session's import of {ref.module} fails. "
             f"Give {field} a default (or kw_only) first (compile_class_definition, its definition "
-            f"with that), or change {changed} back")
+            f"with that), or {back}")
 
 
 def _both_reimports(first: tuple[str, dict], second: tuple[str, dict]) -> tuple[str, dict]:
