@@ -181,6 +181,8 @@ class PartTest(unittest.TestCase):
                           "    from gone.crates import Pallet\n",
     "gone/cratewarned.py": "import warnings\n\nwith warnings.catch_warnings():\n    from gone.crates import Pallet\n",
     "gone/crateoptional.py": "try:\n    from gone.crates import Pallet\nexcept ImportError:\n    Pallet = None\n",
+    "gone/cratebranch.py": "import sys\n\nif sys.version_info >= (3, 11):\n    from gone.crates import Pallet\n"
+                           "else:\n    from gone.crates import Pallet as Pallet\n",
     "gone/cratemuted.py": "from contextlib import suppress\n\nwith suppress(ImportError):\n"
                           "    from gone.crates import Pallet\n",
     "gone/bins/__init__.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass Bin:\n    x: int\n\n\n"
@@ -1176,11 +1178,12 @@ def test_a_module_importing_a_failing_one_is_named_failing_unless_a_handler_catc
     # catches its failure: it imports in a new session, and was named failing there.
     # gone.crateoptional (`except ImportError:`) and gone.cratemuted (`suppress(ImportError)`)
     # do not catch the TypeError the dataclass decorator raises: they fail there too, and
-    # were not named, taken to catch it by their handler alone.
+    # were not named, taken to catch it by their handler alone; nor was gone.cratebranch,
+    # importing it in each branch of an `if`.
     result = structured(c, "compile_class_definition",
                         source="@dataclasses.dataclass\nclass Crate:\n    x: int = 0\n")
     said = misordered_fields_error("x", "y")
-    failing = ["gone.cratemuted", "gone.crateoptional", "gone.cratewarned"]
+    failing = ["gone.cratebranch", "gone.cratemuted", "gone.crateoptional", "gone.cratewarned"]
     assert (result["fieldOrderConflicts"], result["failingImporters"]) == (
         {"gone.crates.Pallet": said}, {"gone.crates": failing})
     for module in ["gone.crates", *failing]:   # gone.cratewarned: any other `with` lets it through

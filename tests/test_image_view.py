@@ -188,6 +188,28 @@ def test_a_handler_or_suppress_is_judged_by_the_exceptions_it_names(image, views
         "zoo.optional", "zoo.muted", "zoo.starred", "zoo.through_optional", "zoo.empty"}
 
 
+def test_an_import_written_alike_in_every_branch_of_an_if_surely_runs(image, views):
+    # Whichever branch runs imports zoo.shelf: zoo.either and zoo.chain fail with it in a
+    # new session, and were not named, an `if` taken as one that may not run.
+    view = views(image, install=False)
+    for name, text in [("zoo.shelf", "X = 1\n"),
+                       ("zoo.either", "import sys\n\nif sys.version_info >= (3, 11):\n    from zoo.shelf import X\n"
+                                      "else:\n    from zoo.shelf import X as Y\n"),
+                       ("zoo.chain", "import sys\n\nif sys.platform == 'linux':\n    import zoo.shelf\n"
+                                     "elif sys.platform == 'darwin':\n    with open(__file__):\n"
+                                     "        import zoo.shelf\nelse:\n    import zoo.shelf, zoo.other\n"
+                                     "    import zoo.shelf\n"),
+                       # A branch without it, or none taken, imports nothing.
+                       ("zoo.oneway", "import sys\n\nif sys.version_info >= (3, 11):\n    import zoo.shelf\n"),
+                       ("zoo.otherwise", "import sys\n\nif sys.version_info >= (3, 11):\n    import zoo.shelf\n"
+                                         "elif sys.version_info >= (3, 9):\n    pass\nelse:\n    import zoo.shelf\n"),
+                       ("zoo.caught", "import sys\n\nif sys.version_info >= (3, 11):\n    import zoo.shelf\n"
+                                      "else:\n    try:\n        import zoo.shelf\n    except Exception:\n"
+                                      "        pass\n")]:
+        view.add_module(name, text)
+    assert view.importers_failing_with("zoo.shelf") == {"zoo.either", "zoo.chain"}
+
+
 def test_the_submodules_of_a_package_failing_fail_with_it(image, views):
     # Importing zoo.pack.extra runs zoo/pack/__init__.py first: it fails with zoo.pack
     # though it imports nothing, and was not named; so do the submodules of a package

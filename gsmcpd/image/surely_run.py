@@ -18,7 +18,8 @@ def surely_run(body: list[ast.stmt], guarded: bool = False):
     """The statements of `body` that surely run, those holding others included: at its
     top level, in a class body, a `with` block, a `try: ... finally:`, or a `try` or
     `with suppress(...)` whose handlers cannot catch FAILURE; not in a def, an `if`
-    (`if TYPE_CHECKING:`), an `else:` or handler of a `try`, or a block that catches it.
+    (`if TYPE_CHECKING:`) but for an import written alike in each of its branches
+    (_in_every_branch), an `else:` or handler of a `try`, or a block that catches it.
     `guarded`: `body` is under a handler catching something else (`except ImportError:`),
     where a statement raising that skips the rest: its first statement alone is sure."""
     for node in body[:1] if guarded else body:
@@ -33,6 +34,27 @@ def surely_run(body: list[ast.stmt], guarded: bool = False):
             yield from surely_run(node.finalbody, guarded)
             if not any(catches(handler.type) for handler in node.handlers):
                 yield from surely_run(node.body, guarded or bool(node.handlers))
+        elif isinstance(node, ast.If):
+            yield from _in_every_branch(node, guarded)
+
+
+def _in_every_branch(node: ast.If, guarded: bool):
+    """The import statements that surely run in the `if`'s body and in its `else:` (an
+    `elif` is an `if` there), each written alike in both (`from m import A`, aliases
+    aside): whichever branch runs, it runs one of them. None without an `else:`."""
+    if not node.orelse:
+        return
+    def imports(branch):
+        return {_import_key(statement): statement for statement in surely_run(branch, guarded)
+                if isinstance(statement, (ast.Import, ast.ImportFrom))}
+    body, orelse = imports(node.body), imports(node.orelse)
+    yield from (statement for key, statement in body.items() if key in orelse)
+
+
+def _import_key(node: ast.Import | ast.ImportFrom) -> tuple:
+    """What an import statement imports, its aliases aside."""
+    names = tuple(sorted(alias.name for alias in node.names))
+    return (names,) if isinstance(node, ast.Import) else (node.module, node.level, names)
 
 
 def catches(caught: ast.expr | None) -> bool:

@@ -879,8 +879,9 @@ class View:
         (the dataclass decorator's) going through, its packages included: by an import
         statement at its top level, or in a class body, `with` block or `try: ...
         finally:` there, or first in a `try` or `with suppress(...)` whose handlers cannot
-        catch it (`except ImportError:`); not in a def, an `if` (`if TYPE_CHECKING:`), or
-        a block that may catch it (surely_run). Kept per text (derived)."""
+        catch it (`except ImportError:`), or alike in each branch of an `if` with an
+        `else:`; not in a def, another `if` (`if TYPE_CHECKING:`), or a block that may
+        catch it (surely_run). Kept per text (derived)."""
         package = self.relpath(module).endswith("__init__.py")
         def find(_):
             tree = self.tree(module)
