@@ -370,6 +370,40 @@ def test_what_a_dead_spawners_worker_started_ends_when_the_worker_dies_on_its_ow
         assert tool_text(session(daemon).tool("execute_code", code="6 * 7")) == "42"
 
 
+def limit_free_fds(pid, free):
+    """Lower process `pid`'s soft descriptor limit to leave it `free` descriptors (numbers
+    below the limit unused: an open takes the lowest); its limits before."""
+    limits = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+    used = {int(name) for name in os.listdir("/proc/%d/fd" % pid)}
+    unused = [fd for fd in range(len(used) + free) if fd not in used]
+    resource.prlimit(pid, resource.RLIMIT_NOFILE, (unused[free - 1] + 1, limits[1]))
+    return limits
+
+
+def test_what_a_dead_spawners_worker_started_ends_even_if_more_than_the_new_spawner_has_descriptors_for(
+        tmp_path):
+    # The new spawner's hunt opened a pidfd of every stray before it killed one: with more
+    # strays than descriptors it failed (EMFILE) every second, killing none, for good.
+    with Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution", "GS_MCP_SPARE_WORKERS": "1"}) as daemon:
+        client = session(daemon)
+        worker = worker_pid(client)
+        started = [os.pidfd_open(pid) for pid in start(client, (
+            "import subprocess\n"
+            "[subprocess.Popen(['sleep', '300'], start_new_session=True).pid for _ in range(24)]"))]
+        spawner = spawner_of(daemon)
+        os.kill(spawner, signal.SIGKILL)
+        new = spawner_after(daemon, spawner)
+        assert new and parent_of(worker) == forkserver_of(daemon)
+        limits = limit_free_fds(new, 4)
+        try:
+            end_on_its_own(client, worker, "os._exit")
+            assert all_end_within(started)
+            assert "cannot look for" not in daemon.log_text()
+        finally:
+            resource.prlimit(new, resource.RLIMIT_NOFILE, limits)
+        assert tool_text(session(daemon).tool("execute_code", code="6 * 7")) == "42"
+
+
 def test_what_a_dead_spawners_worker_started_is_gone_once_the_daemon_has_stopped(tmp_path):
     # No new spawner runs before the stop (the forkserver is held stopped until then): the
     # forkserver, exiting after the router, kills it.

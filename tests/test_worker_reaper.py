@@ -461,3 +461,89 @@ def test_a_stat_unread_for_want_of_descriptors_raises_only_when_strict(monkeypat
         procstat.fields(os.getpid(), strict=True)
     with pytest.raises(OSError):
         reaper.children(os.getpid())
+
+
+# The spawner's hunt (Orphans) in a process of its own, playing the forkserver too: it has
+# STRAYS children, more than the descriptors left to it (FILL_TO_64, then FREE given back).
+# Hunts as the spawner's loop does until a hunt kills none; prints how many hunts killed
+# some, then how many strays still live.
+MANY_STRAYS_SCENARIO = r"""
+import os, resource, select, signal, time
+from gsmcpd.worker import reaper
+from gsmcpd.worker.spawner import Orphans
+STRAYS, FREE = 20, 4
+strays = []
+for _ in range(STRAYS):
+    pid = os.fork()
+    if pid == 0:
+        os.dup2(os.open(os.devnull, os.O_RDWR), 1)   # not holding the test's pipes
+        os.dup2(1, 2)
+        time.sleep(60)
+        os._exit(0)
+    strays.append(pid)
+adopter = (os.getpid(), os.pidfd_open(os.getpid()))
+""" + FILL_TO_64 + """
+for fd in held[-FREE:]:
+    os.close(fd)
+waiting = select.poll()
+orphans = Orphans(waiting, reaper.Sweeper(), None, adopter)
+orphans.told(b"sweep", [], 0)
+killing = 0
+while True:
+    orphans.hunt()
+    if not orphans.strays:
+        break
+    killing += 1
+    while orphans.strays:   # every one of them ended: their descriptors are free again
+        orphans.ended({fd for fd, _ in waiting.poll(5000)})
+print(killing, sum(reaper.parent_of(pid) == os.getpid() for pid in strays))
+for pid in strays:   # our children, unreaped: their pids are theirs
+    os.kill(pid, signal.SIGKILL)
+"""
+
+
+def test_a_hunt_for_more_strays_than_descriptors_kills_them_a_batch_at_a_time():
+    # A hunt opened a pidfd of every stray before it killed any: with more strays than
+    # descriptors it failed (EMFILE) holding none killed, and so every second after, forever.
+    out = subprocess.run([sys.executable, "-c", MANY_STRAYS_SCENARIO], capture_output=True, text=True,
+                         timeout=60, cwd=str(REPO))
+    assert out.returncode == 0, out.stderr
+    batches, left = map(int, out.stdout.split())
+    assert left == 0 and batches > 1, out.stdout
+    assert "cannot look for" not in out.stderr
+
+
+# A worker's end (kill_descendants) with more children than the descriptors left to it, as
+# with a hard limit the code lowered and filled (end_process cannot lift it): the limit
+# lowered and filled as FILL_TO_64 does, FREE given back. Prints how many children outlive it.
+MANY_CHILDREN_SCENARIO = r"""
+import os, resource, time
+from gsmcpd.worker import reaper
+assert reaper.become_subreaper() is None
+CHILDREN, FREE = 20, 4
+for _ in range(CHILDREN):
+    if os.fork() == 0:
+        os.setsid()    # out of the group: only kill_descendants can reach it
+        time.sleep(60)
+        os._exit(0)
+""" + FILL_TO_64 + """
+for fd in held[-FREE:]:
+    os.close(fd)
+reaper.kill_descendants(wait=30)
+for fd in held[:-FREE]:
+    os.close(fd)
+left = reaper.children(os.getpid())
+reaper.kill_descendants()
+print(len(left))
+"""
+
+
+def test_a_workers_end_with_more_descendants_than_descriptors_kills_them_a_batch_at_a_time():
+    # The end's round opened a pidfd of every child before it waited for any: at the limit
+    # it gave up (a warning), the rest left to the spawner; the forkserver's exit, which
+    # ends what is still below it the same way, left them to init.
+    out = subprocess.run([sys.executable, "-c", MANY_CHILDREN_SCENARIO], capture_output=True, text=True,
+                         timeout=90, cwd=str(REPO))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["0"], out.stdout + out.stderr
+    assert "cannot look for the processes below it" not in out.stderr

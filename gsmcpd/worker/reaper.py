@@ -136,9 +136,12 @@ def kill_descendants(wait: float = END_WAIT, spare: int | None = None) -> None:
     old, dead process, and the signal does nothing. A live child stays ours while we
     live (a parent changes only when the parent dies).
 
-    Out of descriptors for /proc or a pidfd even so (the code lowered the hard limit too), it
-    gives up, said once: nothing that needs none can tell our children from reused pids.
-    What is left then is killed as the worker's group, and by the spawner (see Sweeper)."""
+    Out of descriptors for the next pidfd (more children than descriptors free), the round
+    ends at those it holds: they are killed, waited for and closed, and the next round goes
+    on with the rest. Out of descriptors for /proc or for a first pidfd even so (the code
+    lowered the hard limit too), it gives up, said once: nothing that needs none can tell our
+    children from reused pids. What is left then is killed as the worker's group, and by the
+    spawner (see Sweeper)."""
     me = os.getpid()
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
@@ -151,15 +154,19 @@ def kill_descendants(wait: float = END_WAIT, spare: int | None = None) -> None:
             if spare is not None and not found:
                 return                           # what a zombie or a fork under way leaves, killpg ends
             for pid in found:
-                pidfd = _open_pidfd(pid)
+                try:
+                    pidfd = _open_child(pid, me)
+                except OSError:
+                    if not pidfds:
+                        raise
+                    break                        # out of descriptors: these now, the rest next round
                 if pidfd is None:
-                    continue                     # gone already
+                    continue                     # gone already, or its pid another's
                 pidfds.append(pidfd)
-                if parent_of(pid) == me:
-                    try:
-                        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-                    except OSError:
-                        pass
+                try:
+                    signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+                except OSError:
+                    pass
             if pidfds:
                 _wait_all(pidfds, deadline - time.monotonic())
             else:
@@ -261,21 +268,24 @@ def kill_strays(adopter: tuple[int, int], spared) -> dict[int, int]:
     the new process, signalled only if it is the adopter's child too; if after, the pidfd
     names the old, dead one, which the signal cannot reach. Which of the adopter's children
     may be killed is the caller's to know (the spawner's: all but itself and the orphans
-    the router still has sessions on). Out of descriptors for /proc or a pidfd, OSError,
-    none signalled: the caller tries again."""
+    the router still has sessions on). Out of descriptors for the next pidfd (more strays
+    than descriptors free), those held so far are killed and returned, the rest left to the
+    next hunt, once these have ended and their pidfds are closed. Out of descriptors for
+    /proc or for a first pidfd, OSError, none signalled: the caller tries again."""
     pid, pidfd = adopter
     found = {}
     try:
         for child in children(pid):
             if child in spared:
                 continue
-            child_fd = _open_pidfd(child)
-            if child_fd is None:
-                continue                          # gone already
-            found[child_fd] = child
-            if parent_of(child) != pid:           # gone, its pid another's now
-                del found[child_fd]
-                os.close(child_fd)
+            try:
+                child_fd = _open_child(child, pid)
+            except OSError:
+                if not found:
+                    raise
+                break                             # out of descriptors: these now, the rest next hunt
+            if child_fd is not None:
+                found[child_fd] = child
     except OSError:
         for child_fd in found:
             os.close(child_fd)
@@ -290,6 +300,23 @@ def kill_strays(adopter: tuple[int, int], spared) -> dict[int, int]:
         except OSError:
             pass
     return found
+
+
+def _open_child(pid: int, parent: int) -> int | None:
+    """A pidfd of `pid` if it is a live child of `parent` once opened; None if it is not
+    (gone, or its pid another's). Out of descriptors for the pidfd or the check, OSError."""
+    pidfd = _open_pidfd(pid)
+    if pidfd is None:
+        return None
+    try:
+        ours = parent_of(pid) == parent
+    except OSError:
+        os.close(pidfd)
+        raise
+    if not ours:
+        os.close(pidfd)
+        return None
+    return pidfd
 
 
 def _open_pidfd(pid: int) -> int | None:
