@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Stop the gsmcpd on PORT (default GS_MCP_PORT, else 8000) by its pidfile: SIGTERM, then
-# SIGKILL if it has not exited after 30 s, longer than the longest graceful stop (24 s;
+# SIGKILL if it has not exited after 30 s, longer than the longest graceful stop (25 s;
 # --timeout SECONDS to change).  Exit 0 when
 # stopped, 1 when nothing was running there.  Relative paths in flags and
 # the environment are the caller's; in a conf file, the conf file's directory's.

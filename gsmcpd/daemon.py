@@ -36,7 +36,7 @@ log = logging.getLogger("gsmcpd.daemon")
 
 START_TIMEOUT = 60.0      # how long `start` waits for the daemon to listen
 # How long `stop` waits after SIGTERM before SIGKILL: longer than the longest graceful stop
-# (router.shutdown.longest_stop, 24 s), whose end, the image tidied, a SIGKILL would lose.
+# (router.shutdown.longest_stop, 25 s), whose end, the image tidied, a SIGKILL would lose.
 STOP_TIMEOUT = 30.0
 LOG_FORMAT = "%(asctime)s %(levelname)s %(message)s"
 

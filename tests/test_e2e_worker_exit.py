@@ -5,11 +5,14 @@ The router is not the worker's parent: the spawner that reaps it reports its sta
 import os
 import signal
 import threading
+import time
 
 import pytest
 
-from helpers import SIGKILL_WORDS, Daemon, killed, open_session, runs_until, wait_until
+from helpers import SIGKILL_WORDS, Daemon, call_in_thread, killed, open_session, runs_until, wait_until
+from test_e2e_cycles import descriptors
 from test_e2e_lifetime import worker_pid
+from test_e2e_spawner import spawner_of, stopped
 
 CHANNEL_WORDS = ("it could not answer the router (the session's code closed its channel, a descriptor "
                  "of the worker's own, e.g. with os.closerange or os.close)")
@@ -117,3 +120,23 @@ def test_faulthandler_in_a_session_says_what_to_pass_and_writes_a_file_that_outl
     assert error.get("data") == {"exit": {"status": 1}}, error
     dumped = log.read_text()
     assert "Timeout (0:00:00.200000)!" in dumped and 'File "<workspace-3>", line 3 in <module>' in dumped, dumped
+
+
+def test_a_status_the_spawner_reports_late_is_still_told(daemon, tmp_path):
+    # At a load of 11 the spawner reported after the 0.4 s the router waited: the client was
+    # told "worker N exited", without the status. Here the spawner is held stopped for longer
+    # once the router has seen the death (closed the worker's pidfd): a live spawner is
+    # waited for, up to exit_status.PATIENCE.
+    client = open_session(daemon)
+    pid = worker_pid(client)
+    started = tmp_path / "started"
+    caller, answers = call_in_thread(client, "execute_code", {"code": runs_until(started, tmp_path / "never")})
+    assert wait_until(started.exists)
+    with stopped(spawner_of(daemon)):
+        os.kill(pid, signal.SIGKILL)
+        assert wait_until(lambda: "pidfd of %d" % pid not in descriptors(daemon.proc.pid).values())
+        time.sleep(0.6)   # half as long again as the 0.4 s once waited
+    caller.join(30)
+    error = answers[0]["error"]
+    assert error["message"] == killed(pid), error
+    assert error["data"] == {"exit": {"signal": 9, "name": "SIGKILL"}}

@@ -440,6 +440,23 @@ def test_a_dead_workers_calls_are_told_without_its_status_if_it_does_not_come_in
     assert len(running.answers) == 1
 
 
+def test_a_dead_workers_status_the_spawner_reports_late_is_still_told():
+    # A swamped host's spawner (load 11 on two cores) reported after the 0.4 s waited then:
+    # the client was told "worker N exited" with no status. The wait is on a timer, so it
+    # holds only the dead worker's calls; a spawner that is gone says so at once (report(None)).
+    manager, router = manager_for()
+    session = open_session(manager, router)
+    running = call(manager, session, 1)
+    manager.on_worker_exit(session.worker)
+    router.loop.now += 1.0
+    router.loop.fire_due()
+    assert running.answers == []
+    session.worker.exit.report(-9)
+    error = json.loads(running.answers[0][1])["error"]
+    assert error["message"].startswith("session ended: worker %d was killed by signal 9" % session.worker.pid)
+    assert error["data"] == {"exit": {"signal": 9, "name": "SIGKILL"}}
+
+
 def test_a_dead_workers_calls_are_counted_until_told_so_a_stop_can_wait_for_them():
     # While stopping too: the stop waits for them (router.shutdown), as it did not, closing
     # every connection once no session was left, so the answers were lost.

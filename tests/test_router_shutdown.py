@@ -13,7 +13,7 @@ import pytest
 from gsmcpd.__main__ import build_parser
 from gsmcpd.config import Config
 from gsmcpd.daemon import STOP_TIMEOUT
-from gsmcpd.router import exit_status
+from gsmcpd.router import commit_fate, exit_status
 from gsmcpd.router.app import Principal
 from gsmcpd.router.main import Router
 from gsmcpd.router.shutdown import CALL_GRACE_CAP, DEATH_TOLD, REAP_GRACE, SHUTDOWN_GRACE, call_grace, longest_stop
@@ -140,9 +140,9 @@ def test_the_longest_stop_fits_in_the_wait_of_stop_and_of_systemd_before_their_s
     # Every grace running out in turn: the calls' (with the telling of a worker dying at its
     # end), the workers' and their reaping, then the spawner's three. It was 10 s in `gsmcpd
     # stop`, so a SIGKILL cut off the image's tidy-up.
-    assert DEATH_TOLD == 0.5
+    assert DEATH_TOLD == 1.5
     assert longest_stop() == (CALL_GRACE_CAP + DEATH_TOLD + SHUTDOWN_GRACE + REAP_GRACE + SPAWNER_STOP_WAIT
-                              + SPAWNER_END_GRACE + SPAWNER_KILL_WAIT) == 24
+                              + SPAWNER_END_GRACE + SPAWNER_KILL_WAIT) == 25
     exiting = 5.0   # after the loop: the image's recovery, the interpreter's end
     assert STOP_TIMEOUT >= longest_stop() + exiting
     service = (REPO / "systemd" / "gsmcpd@.service").read_text()
@@ -271,8 +271,8 @@ def test_a_stop_right_after_a_worker_died_waits_for_its_status_at_most_its_patie
     assert answer(running)["error"]["message"] == "session ended: worker %d exited" % busy.worker.pid
 
 
-def test_the_wait_for_a_dead_workers_status_fits_in_the_stops_wait_for_its_telling():
-    assert exit_status.PATIENCE < DEATH_TOLD   # the commits' lookup keeps some looks
+def test_the_wait_for_a_dead_workers_status_and_commits_fits_in_the_stops_wait_for_its_telling():
+    assert exit_status.PATIENCE <= DEATH_TOLD and commit_fate.PATIENCE <= DEATH_TOLD
 
 
 def test_a_stop_right_after_a_worker_died_in_a_commit_waits_to_tell_whether_it_stands(router, tmp_path):

@@ -72,7 +72,8 @@ def tell_when_known(loop, image, session_id, seq, kind, answer, since=None):
     (`since`, loop time; None: now): looked for now, then every RETRY, a look going on over
     the loop's next passes while it reads the journal back (SCAN_STEP); a call that never
     commits is looked for once. From the death, not from when its exit status came (up to
-    exit_status.PATIENCE later): a stop waits for the telling at most DEATH_TOLD."""
+    exit_status.PATIENCE later; one that came after PATIENCE leaves one look): a stop waits
+    for the telling at most DEATH_TOLD."""
     deadline = (loop.time() if since is None else since) + (0 if kind == NEVER_COMMITS else PATIENCE)
     # One store for every look: it reads the journal a step at a time, and looked at again,
     # only if it changed.

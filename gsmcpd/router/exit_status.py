@@ -6,12 +6,14 @@ spawner until it stops it, WorkerPool.stop_spawner) (gsmcpd.wire.worker_exit wor
 """
 
 # Seconds a dead worker's session waits for its status before it is told without one:
-# the spawner reaps within milliseconds of the death, but on a swamped host (two cores,
-# three test processes starting daemons) it took over 0.2 s. Only a session whose
-# worker died waits, on a timer; less than commit_fate.PATIENCE, which counts from the
-# death too, so a call's commits are still looked for a few times (every RETRY) after a
-# status that came last (and the most a stop waits for a death to be told, DEATH_TOLD).
-PATIENCE = 0.4
+# the spawner reaps within milliseconds of the death, but on a swamped host it took over
+# 0.2 s, and past the 0.4 s once waited at a load of 11 on two cores. Only a session whose
+# worker died waits, on a timer, and only while its spawner may still report (one gone is
+# said at once: report(None)): a slow spawner's status is waited for, a stuck one's no more
+# than this. A status
+# later than commit_fate.PATIENCE, which counts from the death too, leaves a call's commits
+# one look; the most a stop waits for a death to be told (DEATH_TOLD) is the longer of the two.
+PATIENCE = 1.5
 
 
 class ExitStatus:

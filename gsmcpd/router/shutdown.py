@@ -11,7 +11,7 @@
    whose worker died (before the stop or in it) are waited for too, until how the worker
    ended and what its call committed can be told (at most DEATH_TOLD from the death: the
    worker pool reads the statuses on, and each is waited for at most exit_status.PATIENCE,
-   less than DEATH_TOLD).
+   the commits looked for up to commit_fate.PATIENCE).
 3. At the grace's end a call still running is answered "session ended: server shutting
    down (...)" and its worker killed, as every call in flight was before the grace.
 4. The listener closes. The workers get SHUTDOWN_GRACE to exit and are killed;
@@ -29,7 +29,7 @@ and the spawner, told to stop, is killed if it has not ended within SPAWNER_HURR
 import logging
 from pathlib import Path
 
-from gsmcpd.router import commit_fate
+from gsmcpd.router import commit_fate, exit_status
 from gsmcpd.router.workers import SPAWNER_END_GRACE, SPAWNER_KILL_WAIT, SPAWNER_STOP_WAIT
 
 log = logging.getLogger("gsmcpd.router")
@@ -46,8 +46,8 @@ POLL = 0.005           # how often the last phase looks at workers and connectio
 
 STOPPING = "server shutting down"
 # The longest a dead worker's call waits to be told after the death: for its exit status
-# (exit_status.PATIENCE, less) and its commits, both counted from the death.
-DEATH_TOLD = commit_fate.PATIENCE
+# and its commits, both counted from the death.
+DEATH_TOLD = max(exit_status.PATIENCE, commit_fate.PATIENCE)
 
 
 def call_grace(config):
