@@ -6,7 +6,8 @@ last line, `READY <pid> <url>` once it listens, or `ERROR <why>` (a retry may pa
 `REFUSED <why>` (a setting is wrong) if it does not. Its own records as they are logged;
 those of the forkserver and the spawner, other processes writing to the same log file
 (their stderr), read back from that file just before the last line: those written since
-forwarding began, by processes running below this one (another daemon may share the file).
+forwarding began, by processes running below this one, as each line says (another daemon
+may share the file), even one that has ended since.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import threading
 import time
 from typing import Callable
 
-from gsmcpd import procstat
 from gsmcpd.exitcodes import REFUSED
 from gsmcpd.worker.stderr_log import warnings_in
 
@@ -36,9 +36,6 @@ LONGEST_WARNING = 4000
 LAST_LINE_ROOM = 4096
 # Bytes of the log file read back for the other processes' lines: a start's are a few.
 OTHERS_READ = 1 << 20
-# Generations looked up from a line's pid for this process: a worker is the third (forkserver,
-# spawner, worker); a process its code started is not ours to say.
-OURS_DEPTH = 3
 
 
 def failure_line(message: str, status: int) -> str:
@@ -105,7 +102,7 @@ class Reporter:
         except OSError:
             text = ""
         self._close_log_file()
-        return warnings_in(text, of=_below_us)
+        return warnings_in(text, daemon=os.getpid())
 
     def _close_log_file(self) -> None:
         if self._log_file is not None:
@@ -131,21 +128,6 @@ class Reporter:
                 os.close(fd)
         if failed is not None:
             log.warning("could not report readiness to the starter: %s", failed)
-
-
-def _below_us(pid: int) -> bool:
-    """Whether process `pid` runs below this one (the forkserver, a spawner, a worker): a
-    line of that pid in a log file another daemon shares may be that daemon's. One that has
-    ended cannot be told, and is not taken (its lines stay in the log)."""
-    me = os.getpid()
-    for _ in range(OURS_DEPTH):
-        stat = procstat.fields(pid)
-        if stat is None or procstat.gone(stat):
-            return False
-        pid = procstat.ppid(stat)
-        if pid == me:
-            return True
-    return False
 
 
 def _room(fd: int) -> int:

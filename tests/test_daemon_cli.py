@@ -372,7 +372,8 @@ def test_start_prints_the_warnings_the_worker_spawner_logs_as_it_starts(tmp_path
         assert f"gsmcpd: warning: {said}" in started.stderr.splitlines(), started.stderr
         # once: not also as one of serve's own lines; and the log keeps it, as the spawner wrote it
         assert started.stderr.count(said) == 1, started.stderr
-        assert re.search(r"gsmcpd-worker\[\d+\] WARNING " + re.escape(said),
+        serving = STARTED.search(started.stdout).group(1)   # each line names its daemon
+        assert re.search(r"gsmcpd-worker\[\d+\] of gsmcpd\[%s\] WARNING " % serving + re.escape(said),
                          (state / f"gsmcpd-{port}.log").read_text())
     finally:
         assert gsmcpd("stop", port, "--state-dir", str(state)).returncode == 0
@@ -405,7 +406,8 @@ def test_a_start_prints_only_its_own_spawners_warnings_from_a_log_file_another_d
                         env={**env, "GS_MCP_WORKER_NICE": "10"})
         assert second.returncode == 0, second.stdout + second.stderr
         assert f"gsmcpd: warning: {said % 10}" in second.stderr.splitlines(), second.stderr
-        assert re.search(r"gsmcpd-worker\[\d+\] WARNING " + re.escape(said % 10), log_file.read_text())
+        assert re.search(r"gsmcpd-worker\[\d+\] of gsmcpd\[%s\] WARNING " % STARTED.search(second.stdout).group(1)
+                         + re.escape(said % 10), log_file.read_text())
         os.kill(serving, signal.SIGCONT)
         out, err = first.communicate(timeout=60)
         assert first.returncode == 0, out + err

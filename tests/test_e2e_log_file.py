@@ -82,7 +82,7 @@ def test_after_a_rotation_the_spawner_and_the_workers_it_forks_write_to_the_new_
     # shows where a spawner started after the rotation writes.
     port, state = str(free_port()), tmp_path / "state"
     ours = min(19, os.getpriority(os.PRIO_PROCESS, 0) + 15)
-    warned = re.compile(r"gsmcpd-worker\[\d+\] WARNING " + re.escape(
+    warned = re.compile(r"gsmcpd-worker\[\d+\] of gsmcpd\[\d+\] WARNING " + re.escape(
         f"workers run {19 - ours} nicer than the router, not 10: nice 19 is the lowest priority"))
     env = {"GS_MCP_WORKER_NICE": "10", "GS_MCP_SPARE_WORKERS": "1", "GS_MCP_TOOLSETS": "execution"}
     started = gsmcpd("start", "--port", port, "--state-dir", str(state), run_by=("nice", "-n", "15"), env=env)

@@ -14,6 +14,7 @@ import pytest
 from gsmcpd import readypipe
 from gsmcpd.exitcodes import FAILED, REFUSED
 from gsmcpd.worker import stderr_log
+from helpers import REPO
 
 log = logging.getLogger("gsmcpd.test.readypipe")
 
@@ -128,45 +129,56 @@ def test_start_reads_eof_when_serve_ends_without_a_last_line(pipe):
     assert logged == [("WARNING", "one")]
 
 
-def _spawner_line(level, message, pid=4242):
-    return "2026-12-01 17:21:28,123 gsmcpd-worker[%d] %s %s\n" % (pid, level, message)
-
-
-@pytest.fixture
-def below_us():
-    """The pid of a process running below this one, as the forkserver and the spawner run
-    below serve."""
-    child = subprocess.Popen(["sleep", "60"])
-    yield child.pid
-    child.kill()
-    child.wait()
+def _spawner_line(level, message, daemon=None):
+    """A line of a process below `daemon` (None: this process, as the forkserver and the
+    spawner run below serve)."""
+    return "2026-12-01 17:21:28,123 gsmcpd-worker[4242] of gsmcpd[%d] %s %s\n" % (
+        os.getpid() if daemon is None else daemon, level, message)
 
 
 def test_the_forkserver_and_spawner_lines_written_to_the_log_while_starting_go_before_the_last_line(
-        pipe, tmp_path, below_us):
+        pipe, tmp_path):
     # Other processes, writing to the log file (their stderr) alone: start never said them.
     read_end, write_end = pipe
     log_file = tmp_path / "gsmcpd.log"
-    log_file.write_text(_spawner_line("WARNING", "from an earlier run: not this start's", below_us))
+    log_file.write_text(_spawner_line("WARNING", "from an earlier run: not this start's"))
     reporter = readypipe.Reporter(write_end)
     reporter.forward_warnings(log_file)
     with log_file.open("a") as other:
-        other.write(_spawner_line("WARNING", "workers run 4 nicer than the router, not 10", below_us)
+        other.write(_spawner_line("WARNING", "workers run 4 nicer than the router, not 10")
                     + "2026-12-01 17:21:28,124 WARNING the router's own: sent as it was logged\n"
-                    + _spawner_line("ERROR", "worker rehearsal failed; workers start cold", below_us)
+                    + _spawner_line("ERROR", "worker rehearsal failed; workers start cold")
                     + "Traceback (most recent call last):\n"
                     + _spawner_line("WARNING", "another daemon's, sharing the file", os.getppid())
-                    + _spawner_line("INFO", "not a warning", below_us))
+                    + _spawner_line("INFO", "not a warning"))
     reporter.ready("http://127.0.0.1:8000/mcp")
     with log_file.open("a") as other:
-        other.write(_spawner_line("WARNING", "after ready: the log only", below_us))
+        other.write(_spawner_line("WARNING", "after ready: the log only"))
     assert _lines(read_end) == ["LOG WARNING workers run 4 nicer than the router, not 10",
                                 "LOG ERROR worker rehearsal failed; workers start cold",
                                 f"READY {os.getpid()} http://127.0.0.1:8000/mcp"]
     assert reporter._log_file is None   # read once, closed
 
 
-def test_the_spawner_lines_go_before_a_failure_too_and_never_take_its_room(pipe, tmp_path, below_us):
+def test_the_lines_of_a_process_below_that_ended_before_the_last_line_go_before_it_too(pipe, tmp_path):
+    # A spawner that warned, then died in its set-up (the start failing for it), was not
+    # below the server any more once the lines were read back: its warnings were the log's only.
+    read_end, write_end = pipe
+    log_file = tmp_path / "gsmcpd.log"
+    log_file.write_text("")
+    reporter = readypipe.Reporter(write_end)
+    reporter.forward_warnings(log_file)
+    subprocess.run([sys.executable, "-c", "import logging, sys\n"
+                    "from gsmcpd.worker import stderr_log\n"
+                    "stderr_log.log_to(open(sys.argv[1], 'a'))\n"
+                    "logging.getLogger('gsmcpd.worker').warning('workers may hold 5 bytes')\n",
+                    str(log_file)], check=True, cwd=str(REPO))   # and reaped: its pid may be anyone's
+    reporter.error("the worker spawner did not start: it ended before saying hello", FAILED)
+    assert _lines(read_end) == ["LOG WARNING workers may hold 5 bytes",
+                                "ERROR the worker spawner did not start: it ended before saying hello"]
+
+
+def test_the_spawner_lines_go_before_a_failure_too_and_never_take_its_room(pipe, tmp_path):
     read_end, write_end = pipe
     fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 4096)    # one page: nothing but the last line fits
     log_file = tmp_path / "gsmcpd.log"
@@ -174,7 +186,7 @@ def test_the_spawner_lines_go_before_a_failure_too_and_never_take_its_room(pipe,
     reporter = readypipe.Reporter(write_end)
     reporter.forward_warnings(log_file)
     with log_file.open("a") as other:
-        other.write(_spawner_line("WARNING", "w" * 100, below_us))
+        other.write(_spawner_line("WARNING", "w" * 100))
     assert reporter._log_file is not None
     reporter.error("port 8000 on 127.0.0.1 is already in use", FAILED)
     assert _lines(read_end) == ["ERROR port 8000 on 127.0.0.1 is already in use"]
@@ -182,13 +194,14 @@ def test_the_spawner_lines_go_before_a_failure_too_and_never_take_its_room(pipe,
 
 def test_the_lines_of_the_worker_processes_format_are_told_from_the_routers():
     text = (_spawner_line("WARNING", "spawner: cannot list /tmp/x: denied")
-            + _spawner_line("CRITICAL", "a critical one", pid=7)
+            + _spawner_line("CRITICAL", "a critical one", daemon=7)
             + _spawner_line("INFO", "an info line")
-            + "2026-12-01 17:21:28,123 WARNING gsmcpd-worker[1] WARNING the router's, quoting one\n"
+            + "2026-12-01 17:21:28,123 WARNING gsmcpd-worker[1] of gsmcpd[2] WARNING the router's, quoting one\n"
             + "  File \"x.py\", line 1\n"
             + _spawner_line("ERROR", "being written").rstrip("\n"))
     assert stderr_log.warnings_in(text) == [("WARNING", "spawner: cannot list /tmp/x: denied"),
                                             ("CRITICAL", "a critical one")]
+    assert stderr_log.warnings_in(text, daemon=7) == [("CRITICAL", "a critical one")]
 
 
 def test_the_worker_processes_format_is_what_warnings_in_reads(capsys):
