@@ -135,7 +135,7 @@ def test_a_status_the_spawner_reports_late_is_still_told(daemon, tmp_path):
     with stopped(spawner_of(daemon)):
         os.kill(pid, signal.SIGKILL)
         assert wait_until(lambda: "pidfd of %d" % pid not in descriptors(daemon.proc.pid).values())
-        time.sleep(0.6)   # half as long again as the 0.4 s once waited
+        time.sleep(0.45)   # longer than the 0.4 s once waited, counted from before this saw it
     caller.join(30)
     error = answers[0]["error"]
     assert error["message"] == killed(pid), error
