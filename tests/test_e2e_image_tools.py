@@ -17,6 +17,10 @@ from test_tools_support import write_image as write_files
 from test_tools_testing import ODD as ODD_TESTS
 
 EXTRA_FILES = {
+    "hooked/__init__.py": "from hooked._core import Hook\n",
+    "hooked/_core.py": 'class Hook:\n    __module__ = "hooked"\n\n    def run(self):\n        return 1\n',
+    "hooked/sub.py": ('from hooked._core import Hook\n\n\nclass Caller(Hook):\n    __module__ = "elsewhere"\n\n'
+                     '    def more(self):\n        return self.run()\n'),
     "fix/__init__.py": "",
     "fix/models.py": '''\
 class Banner:
@@ -1769,3 +1773,19 @@ def test_compiling_a_method_the_class_body_used_says_what_still_holds_the_old_on
     assert run(c, check) == "1"
     ok(c, "abort")
     assert run(c, check) == "2"
+
+
+def test_a_class_whose_body_rewrites_module_is_browsed_under_its_module_and_refused_saying_why(c):
+    # Said `hooked.Hook` (its __module__), left hooked.sub.Caller out of its subclasses, and
+    # refused every edit saying hooked._core.Hook "is bound to hooked.Hook".
+    hierarchy = structured(c, "get_class_hierarchy", className="Hook")
+    assert hierarchy["superclasses"] == ["object", "hooked._core.Hook"]
+    assert hierarchy["subclasses"] == ["hooked.sub.Caller"]
+    assert structured(c, "describe_class", className="Caller")["mro"] == [
+        "hooked.sub.Caller", "hooked._core.Hook", "object"]
+    said = error(c, "compile_method", "refused", className="Hook", source="def run(self):\n    return 2\n")
+    assert said.startswith("hooked._core.Hook cannot be modified by the tools: its class statement "
+                           "(hooked._core line 1) sets __module__ to 'hooked', so __module__ does not "
+                           "name the module it is written in")
+    assert "edit hooked._core's file in an editor, then refresh" in said
+    assert run(c, "from hooked import Hook\nHook().run()") == "1"

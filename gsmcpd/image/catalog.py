@@ -303,7 +303,7 @@ def _made_at_run_time(view: View, modules: list[str], name: str) -> str:
             continue
         loaded = view.module(module)
         obj = None if loaded is None else vars(loaded).get(name)
-        if isinstance(obj, type) and obj.__module__ == module:
+        if isinstance(obj, type) and obj.__module__ == module and view.rewritten_home(obj) is None:
             # The last statement binding it is the one the module's name holds.
             line = [statement.lineno for statement in tree.body
                     if splice.binds([statement], name, star=False)][-1]
@@ -494,23 +494,38 @@ def mutable_class(view: View, name: str) -> tuple[ClassRef, type | None]:
     # class, which an edit of this module's source must not change live.
     if isinstance(obj, type) and view.defines(obj, ref.qualified):
         return ref, obj
+    if view.rewritten_home(obj) == ref.module:
+        raise ToolError("refused", _rewrites_module(view, ref, obj))
     written = splice.class_statements(view.tree(ref.module), ref.name)
     if isinstance(obj, type) and not view.defines(obj) and not written:
-        raise ToolError("refused", f"{ref.qualified} is bound to {bound_object(obj)}, "
+        raise ToolError("refused", f"{ref.qualified} is bound to {bound_object(view, obj)}, "
                         f"which the image does not define; {remedy}")
     # `_auto_null = _auto_null()`, `Gone = None`, `from _datetime import *` below the class
-    raise ToolError("refused", f"{ref.qualified} is bound to {bound_object(obj)} once "
+    raise ToolError("refused", f"{ref.qualified} is bound to {bound_object(view, obj)} once "
                     f"{ref.module} is imported, not to the class its class statement makes; "
                     "edit the module's file in an editor, then refresh")
 
 
-def bound_object(obj: object) -> str:
+def _rewrites_module(view: View, ref: ClassRef, cls: type) -> str:
+    """Why the mutation tools leave a class whose body rewrites `__module__` alone (they
+    go by `__module__` for the module whose source and live objects an edit changes), and
+    what to do instead."""
+    line = class_node(view, ref).lineno
+    return (f"{ref.qualified} cannot be modified by the tools: its class statement "
+            f"({ref.module} line {line}) sets __module__ to {cls.__module__!r}, so __module__ does "
+            f"not name the module it is written in, and the mutation tools change only a class "
+            f"whose __module__ names its own module. To change it, edit {ref.module}'s file in an "
+            "editor, then refresh; or take the __module__ line out of the class statement there "
+            f"(its repr then names {ref.module}), after which the tools change it")
+
+
+def bound_object(view: View, obj: object) -> str:
     """What a name holds, for a refusal: a class as `module.Name`, `None`, or `an instance
     of enum._auto_null` (its repr may be its class's name)."""
     if obj is None:
         return "None"
     if isinstance(obj, type):
-        return f"{obj.__module__}.{obj.__qualname__}"
+        return f"{view.home(obj)}.{obj.__qualname__}"
     kind = type(obj)
     return f"an instance of {kind.__module__}.{kind.__qualname__}"
 
@@ -519,7 +534,7 @@ def image_subclasses(view: View, cls: type) -> list[str]:
     """The image's subclasses of `cls`, by qualified name: those its modules make as they
     run, nested in another class too (`m2.Outer.Inner`: a change to `cls` leaves that class
     statement failing as it does a top-level one's)."""
-    return sorted(f"{sub.__module__}.{sub.__qualname__}" for sub in image_subclass_classes(view, cls))
+    return sorted(f"{view.home(sub)}.{sub.__qualname__}" for sub in image_subclass_classes(view, cls))
 
 
 def image_subclass_classes(view: View, cls: type) -> list[type]:
@@ -548,7 +563,7 @@ def with_nested(view: View, cls: type) -> list[type]:
 def image_classes_made_by(view: View, meta: type) -> list[str]:
     """The image's classes that have `meta` (or a metaclass derived from it) as their
     metaclass, nested in another class too; none unless `meta` is a metaclass."""
-    return sorted(f"{made.__module__}.{made.__qualname__}"
+    return sorted(f"{view.home(made)}.{made.__qualname__}"
                   for made in image_class_objects_made_by(view, meta))
 
 
@@ -559,7 +574,7 @@ def image_class_objects_made_by(view: View, meta: type) -> list[type]:
     for name in view.module_names():
         module = view.module(name)
         for obj in vars(module).values() if module is not None else ():
-            if isinstance(obj, type) and view.defines(obj):
+            if isinstance(obj, type) and view.written_in(obj, name):
                 made.update((id(cls), cls) for cls in with_nested(view, obj)
                             if isinstance(cls, meta) and cls is not meta)
     return list(made.values())

@@ -411,6 +411,48 @@ class View:
         return tree is not None and any(
             node.name == qualname for _, node in splice.defs_in_blocks(tree.body))
 
+    def rewritten_home(self, obj) -> str | None:
+        """For a class whose body rewrites `__module__` (`__module__ = "pkg"`, as pluggy and
+        anyio write so that reprs show the public package), the image module whose class
+        statement made it, which `__module__` no longer names: the one module binding `obj`
+        at its top level by its name and writing, in that class statement, `__module__`.
+        None for any other object, or when no single module does so."""
+        name = getattr(obj, "__qualname__", None)
+        if not (isinstance(obj, type) and isinstance(name, str)) or "." in name or self.defines(obj):
+            return None
+        if not _FLAGS(obj) & _HEAP_TYPE:     # a C type (`function`, `cell`): no class statement's
+            return None
+        # Not scanned for a class its `__module__`'s non-image module binds (the kernel's,
+        # every base of a hierarchy's listing): only an image class can be found below.
+        home = vars(obj).get("__module__")   # as the class body left it, whatever its metaclass says
+        if (isinstance(home, str) and home in sys.modules and not self.has_module(home)
+                and vars(sys.modules[home]).get(name) is obj):
+            return None
+        found = [module for module in self.module_names()
+                 if name in self._classes_rewriting_module(module) and self.owns_module(module)
+                 and vars(sys.modules[module]).get(name) is obj]
+        return found[0] if len(found) == 1 else None
+
+    def _classes_rewriting_module(self, module: str) -> frozenset[str]:
+        """The names of the module's module-level class statements whose body binds
+        `__module__`. Kept per text (derived)."""
+        def find(_):
+            tree = self.tree(module)
+            return frozenset() if tree is None else frozenset(
+                node.name for node in splice.module_level_classes(tree)
+                if splice.binds(node.body, "__module__", star=False))
+        return self.derived(module, "classes rewriting __module__", find)
+
+    def written_in(self, obj, module: str) -> bool:
+        """Whether `obj` is a class or function that `module`'s own source makes at its top
+        level (defines), its `__module__` rewritten or not (rewritten_home)."""
+        return (self.defines(obj) and obj.__module__ == module) or self.rewritten_home(obj) == module
+
+    def home(self, cls: type) -> str:
+        """The module a class is named under: the image module whose class statement made it
+        (rewritten_home) when its body rewrote `__module__`, else its `__module__`."""
+        return self.rewritten_home(cls) or cls.__module__
+
     def makes(self, obj) -> bool:
         """True iff the image module's own source makes the class `obj` as it runs: it
         `defines` it, or `obj` is a class nested in such a one (`Outer.Inner`, any depth),
@@ -419,7 +461,7 @@ class View:
         this is for judging what a change to a base leaves a module unable to make (its
         import then fails however deep the class statement is). Not one made in a def
         (`make.<locals>.C`), which runs only when called."""
-        if self.defines(obj):
+        if self.defines(obj) or self.rewritten_home(obj) is not None:
             return True
         module_name = getattr(obj, "__module__", None)
         path = getattr(obj, "__qualname__", "")
@@ -429,7 +471,7 @@ class View:
         if len(path) < 2 or not self.has_module(module_name) or not self.owns_module(module_name):
             return False
         enclosing = vars(sys.modules[module_name]).get(path[0])
-        if not (isinstance(enclosing, type) and self.defines(enclosing)):
+        if not (isinstance(enclosing, type) and self.written_in(enclosing, module_name)):
             return False
         for depth, name in enumerate(path[1:], start=2):
             # A private `__Inner` is bound as `_Outer__Inner`, its qualname keeps `__Inner`.
@@ -907,6 +949,12 @@ class View:
             self.live_texts.pop(name, None)
             self.live_code.pop(name, None)
             self.import_errors.pop(name, None)
+
+
+# A class's own flags, whatever its metaclass binds to `__flags__`; a class statement
+# makes a heap type, a C type is static.
+_FLAGS = type.__dict__["__flags__"].__get__
+_HEAP_TYPE = 1 << 9
 
 
 def _packages_of(module: str) -> frozenset[str]:

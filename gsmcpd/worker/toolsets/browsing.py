@@ -19,8 +19,11 @@ SELECTOR = {"selector": string_prop("the method name", min_length=1)}
 META = {"meta": bool_prop("true selects the class side (classmethod/staticmethod)")}
 
 
-def qualname(cls: type) -> str:
-    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+def qualname(view, cls: type) -> str:
+    """A class's dotted name as the tools give it: under the module whose class statement
+    made it (View.home, whatever its body bound `__module__` to); a builtin's bare."""
+    module = view.home(cls)
+    return cls.__qualname__ if module == "builtins" else f"{module}.{cls.__qualname__}"
 
 
 # Descriptors every plain class gets for its instances' attributes; not methods.
@@ -115,7 +118,7 @@ def no_def_hint(view, ref, cls: type | None, classdef: ast.ClassDef, selector: s
     if where is not None:
         return f" (it binds {selector} by a class-level statement, {where}; get_class_definition shows it)"
     if cls is not None:
-        return _had_hint(cls, ref.qualified, selector) or no_such_method_hint(classdef, selector)
+        return _had_hint(view, cls, ref.qualified, selector) or no_such_method_hint(classdef, selector)
     found = _where_found(_Plain, selector)   # what any class has
     if found is not None and not _a_method(*found):
         return f" ({selector} is an attribute Python gives classes, not a method)"
@@ -141,7 +144,7 @@ def _a_method(owner: type, name: str, on_metaclass: bool) -> bool:
     return member_kind(vars(owner)[name]) in kinds and name not in NOT_METHODS
 
 
-def _had_hint(cls: type, qualified: str, selector: str) -> str:
+def _had_hint(view, cls: type, qualified: str, selector: str) -> str:
     """What the live class has of `selector` though its body writes no def of it, and
     where from, in words; "" when it has none."""
     found = _where_found(cls, selector)
@@ -150,13 +153,13 @@ def _had_hint(cls: type, qualified: str, selector: str) -> str:
     owner, name, on_metaclass = found
     method = _a_method(*found)
     if on_metaclass:
-        source = qualname(owner) + (", its metaclass" if owner is type(cls)
-                                    else f", a base of its metaclass {qualname(type(cls))}")
+        source = qualname(view, owner) + (", its metaclass" if owner is type(cls)
+                                          else f", a base of its metaclass {qualname(view, type(cls))}")
         return (f" ({selector} is a method of {source}: it runs on the class itself, not on its instances)"
                 if method else f" ({selector} is an attribute, not a method: the class has it from {source})")
     if owner is not cls:
-        return (f" (it inherits it from {qualname(owner)})" if method else
-                f" ({selector} is an attribute, not a method: it inherits it from {qualname(owner)})")
+        return (f" (it inherits it from {qualname(view, owner)})" if method else
+                f" ({selector} is an attribute, not a method: it inherits it from {qualname(view, owner)})")
     if method:
         return (" (the live class has one, but no def in its class body: a decorator or code run "
                 "on the class set it)")
@@ -224,13 +227,13 @@ class BrowsingToolset(Toolset):
     def describe_class(self, arguments):
         ref, cls, node, not_live = self._resolve(arguments)
         if cls is not None:
-            bases = [qualname(b) for b in cls.__bases__]
-            mro = [qualname(c) for c in cls.__mro__]
+            bases = [qualname(self.view, b) for b in cls.__bases__]
+            mro = [qualname(self.view, c) for c in cls.__mro__]
             methods = sorted(name for name, value in vars(cls).items()
                              if member_kind(value) and name not in NOT_METHODS)
             # A `def __doc__` makes it a function, which no JSON answer can carry.
             doc = cls.__doc__ if isinstance(cls.__doc__, str) else None
-            metaclass = None if type(cls) is type else qualname(type(cls))
+            metaclass = None if type(cls) is type else qualname(self.view, type(cls))
         else:
             bases = [ast.unparse(b) for b in node.bases]
             mro = []
@@ -273,7 +276,7 @@ class BrowsingToolset(Toolset):
         if cls is None:
             return self._hierarchy_from_source(ref, node, not_live, arguments)
         self.view.load_all()
-        chain = [qualname(c) for c in reversed(cls.__mro__)]
+        chain = [qualname(self.view, c) for c in reversed(cls.__mro__)]
         # A base of the whole image (object) has thousands.
         page = page_of(catalog.image_subclasses(self.view, cls), arguments, "subclasses")
         text = "\n".join(["superclasses: " + " > ".join(chain),
@@ -346,7 +349,7 @@ class BrowsingToolset(Toolset):
         owner = metaclass_owner(self.view, cls, selector)
         if owner is None:
             return None
-        owner_ref = catalog.resolve_class(self.view, qualname(owner))
+        owner_ref = catalog.resolve_class(self.view, qualname(self.view, owner))
         nodes = splice.method_nodes(catalog.class_node(self.view, owner_ref), selector)
         if not nodes:
             return None
@@ -372,25 +375,25 @@ class BrowsingToolset(Toolset):
         else:
             seen = set()
             # An image class's kernel bases (a TestCase's ~90 methods) would bury its own.
-            counting = not arguments.get("includeKernelInherited") and self.view.owns_module(cls.__module__)
+            counting = not arguments.get("includeKernelInherited") and self.view.owns_module(self.view.home(cls))
             for owner in cls.__mro__:
                 if owner is object and cls is not object:
                     break
-                kernel = counting and owner is not cls and not self.view.owns_module(owner.__module__)
+                kernel = counting and owner is not cls and not self.view.owns_module(self.view.home(owner))
                 for name, value in sorted(vars(owner).items()):
                     kind = member_kind(value)
                     if kind is None or name in seen or name in NOT_METHODS:
                         continue
                     seen.add(name)
                     if kernel:
-                        counted[qualname(owner)] = counted.get(qualname(owner), 0) + 1
+                        counted[qualname(self.view, owner)] = counted.get(qualname(self.view, owner), 0) + 1
                         continue
-                    entry = {"name": name, "definedIn": qualname(owner)}
+                    entry = {"name": name, "definedIn": qualname(self.view, owner)}
                     if owner is not cls:
                         entry["inherited"] = True
                     groups[kind].append(entry)
             for owner, name in metaclass_members(self.view, cls):
-                entry = {"name": name, "definedIn": qualname(owner), "metaclass": True}
+                entry = {"name": name, "definedIn": qualname(self.view, owner), "metaclass": True}
                 if member_kind(vars(owner)[name]) == "property":   # read on the class, not called
                     entry["property"] = True
                 groups["class"].append(entry)
@@ -470,7 +473,7 @@ def class_level_binding(view, ref, node: ast.ClassDef, selector: str) -> str | N
 def metaclass_method_text(view, qualified: str, owner: type, selector: str) -> str:
     """Where a metaclass method (or property) a class reaches as its class side is, and
     how to edit it: said by every tool that meets it on the class."""
-    meta = qualname(owner)
+    meta = qualname(view, owner)
     what = "property" if metaclass_member_kind(owner, selector) == "property" else "method"
     reached = (f"{selector} is {meta}'s {what}, reached as {qualified}'s class side ({meta} is its "
                "metaclass)")

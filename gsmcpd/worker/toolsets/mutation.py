@@ -260,8 +260,8 @@ class MutationToolset(Toolset):
         base left stale in it (made from `cls` as it was: a re-import here still makes it,
         a new session's does not). _stale_dataclass_subclasses, asked before, names them
         all (`frozenConflicts`, `fieldOrderConflicts`). ('', {}) when none is."""
-        modules = {sub.__module__ for sub in live.subclasses_of(cls)
-                   if sub.__module__ != module_name and "__dataclass_fields__" in vars(sub)
+        modules = {self.view.home(sub) for sub in live.subclasses_of(cls)
+                   if self.view.home(sub) != module_name and "__dataclass_fields__" in vars(sub)
                    and self.view.makes(sub) and (
                        live.frozen_conflict(sub) is not None
                        or live.field_order_conflict(sub, here=True, unvalued=self._unvalued) is not None)}
@@ -299,7 +299,7 @@ class MutationToolset(Toolset):
         # Each subclass's module, by the name the conflicts give it (`m2.Outer.Inner` may be
         # nested), read before the re-import: the old classes of a module it replaces may
         # be collected by the time they are looked for.
-        modules = {qualname(sub): sub.__module__ for sub in live.subclasses_of(cls)}
+        modules = {qualname(self.view, sub): self.view.home(sub) for sub in live.subclasses_of(cls)}
         unmakeable = self._reimport_unmakeable(module_name, cls)
         failing = self._failing_importers(modules, stale[1], unmakeable[1])
         return (stale[0] + failing[0], {**stale[1], **failing[1]}), unmakeable
@@ -325,14 +325,14 @@ class MutationToolset(Toolset):
             pair = live.misordered_fields(sub, self._unvalued) if conflict is not None else None
             if pair is None or not (pair[0][0] in gained or pair[1][0] in lost):
                 continue
-            name = qualname(sub)
+            name = qualname(self.view, sub)
             misordered[name] = conflict
             had = (f"declared without a value, {pair[1][0]} had what {qualified} bound to it as its "
                    f"default, which is gone; " if pair[1][0] in lost else "")
             note += (f"; {name} cannot be made again as written: "
-                     f"{_misordered_fields_text(sub, pair, self._unvalued)} ({had}the dataclass "
+                     f"{_misordered_fields_text(self.view, sub, pair, self._unvalued)} ({had}the dataclass "
                      f"decorator now raises TypeError: {conflict}), so a new "
-                     f"session's import of {sub.__module__} fails until compile_class_definition"
+                     f"session's import of {self.view.home(sub)} fails until compile_class_definition"
                      f"{_on_enclosing(sub)} gives {pair[1][0]} a default (or kw_only), or {qualified} "
                      "is changed back")
         return note, ({"fieldOrderConflicts": misordered} if misordered else {})
@@ -344,7 +344,7 @@ class MutationToolset(Toolset):
         for a class no image module's source makes."""
         if not self.view.makes(cls):
             return frozenset()
-        statements = splice.nested_class_statements(self.view.tree(cls.__module__), cls.__qualname__)
+        statements = splice.nested_class_statements(self.view.tree(self.view.home(cls)), cls.__qualname__)
         return frozenset.intersection(*(frozenset(live.unvalued_names(node)) for node in statements)
                                       ) if statements else frozenset()
 
@@ -378,7 +378,7 @@ class MutationToolset(Toolset):
         if not isinstance(cls, type):
             return ()
         return tuple(_spelled(sub.__qualname__) for sub in live.subclasses_of(cls)
-                     if sub.__module__ == module_name and self.view.makes(sub)
+                     if self.view.home(sub) == module_name and self.view.makes(sub)
                      and not any(bound in vars(owner) for owner in sub.__mro__ + type(sub).__mro__
                                  if owner is not cls))
 
@@ -644,9 +644,9 @@ class MutationToolset(Toolset):
         hooks = [f"class decorator @{ast.unparse(decorator)}" for decorator in classdef.decorator_list
                  if not live.is_dataclass_decorator(module, decorator)]
         # Nested in an image class too (`class Outer: class Base: def __init_subclass__`).
-        hooks += [f"metaclass {qualname(owner)}" for owner in type(cls).__mro__
+        hooks += [f"metaclass {qualname(self.view, owner)}" for owner in type(cls).__mro__
                   if self.view.makes(owner) and _MAKING.intersection(vars(owner))]
-        hooks += [f"{qualname(owner)}.__init_subclass__" for owner in cls.__mro__[1:]
+        hooks += [f"{qualname(self.view, owner)}.__init_subclass__" for owner in cls.__mro__[1:]
                   if self.view.makes(owner) and "__init_subclass__" in vars(owner)]
         return hooks
 
@@ -897,7 +897,7 @@ class MutationToolset(Toolset):
         misordered = live.field_order_conflict(cls, unvalued=self._unvalued)
         if misordered is not None:
             # A base's field given a default since (the decorator checks it after frozen).
-            raise ToolError("refused", _misordered_refusal(ref, cls, misordered, self._unvalued))
+            raise ToolError("refused", _misordered_refusal(self.view, ref, cls, misordered, self._unvalued))
         reads = splice.mangled(ref.name, selector) in _DATACLASS_READS
         writes_init = "__init__" in live.class_member_names(old_node)
         if not reads and live.dataclass_follows_its_bases(cls, writes_init):
@@ -945,7 +945,7 @@ class MutationToolset(Toolset):
                       if "__dataclass_fields__" in vars(sub) and self.view.makes(sub)]
         if not subclasses:
             return "", {}
-        stale = [qualname(sub) for sub in subclasses]
+        stale = [qualname(self.view, sub) for sub in subclasses]
         changes = ", ".join(live.basis_changes(basis, live.dataclass_basis(cls)))
         note = (f"; note: the dataclass subclasses {', '.join(stale)} were made from what "
                 f"{qualified} was before this change ({changes}) and keep what the dataclass "
@@ -957,7 +957,7 @@ class MutationToolset(Toolset):
             if order is not None:
                 misordered[name] = order
                 note += (f"; {name} cannot be made again as written (the dataclass decorator now "
-                         f"raises TypeError: {order}), so a new session's import of {sub.__module__} "
+                         f"raises TypeError: {order}), so a new session's import of {self.view.home(sub)} "
                          f"fails until compile_class_definition{_on_enclosing(sub)} gives it a default "
                          f"(or kw_only) for each field it adds without one, or {qualified} is changed back")
             if conflict is not None:
@@ -969,7 +969,7 @@ class MutationToolset(Toolset):
                          f"dataclass bases, {_MIXED_FROZEN})")
                 note += (f"; {name} cannot be made again as written (the dataclass decorator now "
                          f"raises TypeError: {conflict}), so a new session's import of "
-                         f"{sub.__module__} fails until {until}")
+                         f"{self.view.home(sub)} fails until {until}")
         rest = [name if "." not in sub.__qualname__ else f"{_enclosing(sub)} (holding {name})"
                 for sub, name in zip(subclasses, stale) if name not in conflicts and name not in misordered]
         if rest:
@@ -1014,7 +1014,7 @@ class MutationToolset(Toolset):
         if cls is not None:
             self.view.load_all()
             # Its nested classes go with its statement: a class built on them counts too.
-            self._refuse_if_built_on({qualname(c): c for c in catalog.with_nested(self.view, cls)},
+            self._refuse_if_built_on({qualname(self.view, c): c for c in catalog.with_nested(self.view, cls)},
                                      ref.qualified)
             vars(self.view.module(ref.module)).pop(ref.name, None)
         new_source = self._splice(splice.remove_class, self.view.source(ref.module), ref.name)
@@ -1036,7 +1036,7 @@ class MutationToolset(Toolset):
         going = {id(cls) for cls in classes.values()}
 
         def staying(found):
-            return [sub for sub in found if id(sub) not in going and sub.__module__ not in removed]
+            return [sub for sub in found if id(sub) not in going and self.view.home(sub) not in removed]
         said, subclasses, made, nested = [], set(), set(), {}
         for qualified, cls in classes.items():
             built = staying(catalog.image_subclass_classes(self.view, cls))
@@ -1045,8 +1045,8 @@ class MutationToolset(Toolset):
                 said.append(f"{qualified} has subclasses in the image{where}: {self._placed(built)}")
             if meta:
                 said.append(f"{qualified} is the metaclass of image classes{where}: {self._placed(meta)}")
-            subclasses.update(map(qualname, built))
-            made.update(map(qualname, meta))
+            subclasses.update(qualname(self.view, sub) for sub in built)
+            made.update(qualname(self.view, sub) for sub in meta)
             nested.update((id(sub), sub) for sub in built + meta if "." in sub.__qualname__)
         if not said:
             return
@@ -1074,8 +1074,8 @@ class MutationToolset(Toolset):
         """`m.A (m line 3), n.Outer.B (n line 7, in the class statement of n.Outer)`: where
         each of the image's classes is written, sorted by qualified name."""
         placed = []
-        for cls in sorted(classes, key=qualname):
-            tree = self.view.tree(cls.__module__)
+        for cls in sorted(classes, key=lambda cls: qualname(self.view, cls)):
+            tree = self.view.tree(self.view.home(cls))
             if tree is None:
                 node = None
             elif "." in cls.__qualname__:
@@ -1084,8 +1084,8 @@ class MutationToolset(Toolset):
             else:
                 node = splice.class_statement(tree, cls.__qualname__)
             inside = f", in the class statement of {_enclosing(cls)}" if "." in cls.__qualname__ else ""
-            placed.append(qualname(cls) if node is None
-                          else f"{qualname(cls)} ({cls.__module__} line {node.lineno}{inside})")
+            placed.append(qualname(self.view, cls) if node is None else
+                          f"{qualname(self.view, cls)} ({self.view.home(cls)} line {node.lineno}{inside})")
         return ", ".join(placed)
 
     def set_class_comment(self, arguments):
@@ -1170,8 +1170,8 @@ class MutationToolset(Toolset):
         for name in modules:
             module = self.view.module(name)
             for obj in list(vars(module).values()) if module is not None else ():
-                if isinstance(obj, type) and obj.__module__ == name and self.view.defines(obj):
-                    classes.update((qualname(cls), cls) for cls in catalog.with_nested(self.view, obj))
+                if isinstance(obj, type) and self.view.written_in(obj, name):
+                    classes.update((qualname(self.view, cls), cls) for cls in catalog.with_nested(self.view, obj))
         return classes
 
 
@@ -1222,6 +1222,8 @@ def _enclosing(cls) -> str:
     """The top-level class whose statement makes the nested class `cls` (`m2.Outer` for
     `m2.Outer.Inner`): what compile_class_definition, addressing top-level classes only,
     redefines to make it again."""
+    # Its own `__module__`: a nested class statement's body does not see the enclosing
+    # class's namespace, so a `__module__` that one rewrote is not this one's.
     return f"{cls.__module__}.{cls.__qualname__.partition('.')[0]}"
 
 
@@ -1230,20 +1232,20 @@ def _on_enclosing(cls) -> str:
     return "" if "." not in cls.__qualname__ else f" on {_enclosing(cls)} (whose class statement holds it)"
 
 
-def _misordered_fields_text(cls, pair, unvalued) -> str:
+def _misordered_fields_text(view, cls, pair, unvalued) -> str:
     """Which field of the dataclass `cls` would follow which with a default, declared by
     which class, from live.misordered_fields's `pair`; and, for a default the field takes
     from a base's binding of its name (declared without a value), that base."""
     (defaulted, defaulted_by), (field, declared_by) = pair
-    of = "" if declared_by is cls else f" (declared by {qualname(declared_by)})"
+    of = "" if declared_by is cls else f" (declared by {qualname(view, declared_by)})"
     giver = live.default_giver(cls, defaulted, unvalued)
     given = ("" if giver is None else f" (declared without a value, it takes what "
-             f"{qualname(giver)} binds to {defaulted} as its default)")
+             f"{qualname(view, giver)} binds to {defaulted} as its default)")
     return (f"its field {field}{of}, without a default, would follow the field {defaulted} of "
-            f"{qualname(defaulted_by)}, which has one{given}, in its __init__")
+            f"{qualname(view, defaulted_by)}, which has one{given}, in its __init__")
 
 
-def _misordered_refusal(ref, cls, conflict: str, unvalued) -> str:
+def _misordered_refusal(view, ref, cls, conflict: str, unvalued) -> str:
     """Why compile_method or delete_method on the dataclass `cls` is refused when the
     decorator would now raise `conflict` on its field order, and what to do (`unvalued`:
     MutationToolset._unvalued)."""
@@ -1252,12 +1254,12 @@ def _misordered_refusal(ref, cls, conflict: str, unvalued) -> str:
         what, field, back = "", "each field of it without one", "change its base back"
     else:
         (defaulted, defaulted_by), (field, declared_by) = pair
-        what = _misordered_fields_text(cls, pair, unvalued) + " "
+        what = _misordered_fields_text(view, cls, pair, unvalued) + " "
         giver = live.default_giver(cls, defaulted, unvalued)
-        back = "change " + qualname(giver if giver is not None else
+        back = "change " + qualname(view, giver if giver is not None else
                                     defaulted_by if defaulted_by is not cls else declared_by) + " back"
         if live.lost_default(declared_by, field, unvalued):
-            back = (f"bind {field} in a base of {qualname(declared_by)} again (declared without a "
+            back = (f"bind {field} in a base of {qualname(view, declared_by)} again (declared without a "
                     "value, it takes its default from one)")
     return (f"{ref.qualified} cannot be made again as written: {what}(the dataclass decorator "
             f"raises TypeError: {conflict}), so a new session's import of {ref.module} fails. "
@@ -1418,7 +1420,7 @@ def _metaclass_side_change(view, qualified: str, cls, node, meta: bool) -> str |
     owner = metaclass_owner(view, cls, node.name)
     if owner is None or inspect.isdatadescriptor(vars(owner)[node.name]):
         return None
-    done = (f"shadow it for {qualified} alone, {qualname(owner)}'s left as it is" if meta else
+    done = (f"shadow it for {qualified} alone, {qualname(view, owner)}'s left as it is" if meta else
             f"hide it, {qualified}.{node.name}() no longer calling it")
     return (f"{qualified} defines no method {node.name}: {metaclass_method_text(view, qualified, owner, node.name)}. "
             f"This def ({'with meta true, a classmethod' if meta else 'without meta, an instance method'}) "
