@@ -1,6 +1,9 @@
 """Classes whose body rewrites `__module__` (`__module__ = "pkg"`, as pluggy and anyio write
 so that reprs show the public package): browsed, listed and named under the module whose file
-holds the class statement; refused by the mutation tools for that reason, said so."""
+holds the class statement; changed by the mutation tools there, `__module__` kept as written."""
+
+import subprocess
+import sys
 
 import pytest
 
@@ -66,30 +69,106 @@ def test_the_public_package_s_name_for_it_points_at_its_module_not_at_a_run_time
     assert said == "pkg defines no class Hook (did you mean pkg._core.Hook?)"
 
 
-@pytest.mark.parametrize("tool, arguments", [
-    ("compile_method", {"className": "Hook", "source": "def run(self):\n    return 5\n"}),
-    ("delete_method", {"className": "pkg._core.Hook", "selector": "run"}),
-    ("set_class_comment", {"className": "Marker", "comment": "A marker."}),
-    ("delete_class", {"className": "Marker"}),
-    ("compile_class_definition", {"source": 'class Hook:\n    __module__ = "pkg"\n', "dictionaryName": "pkg._core"}),
-], ids=["compile_method", "delete_method", "set_class_comment", "delete_class", "compile_class_definition"])
-def test_the_mutation_tools_refuse_it_saying_its_class_statement_rewrites_module(client, tool, arguments):
-    # Said "pkg._core.Hook is bound to pkg.Hook once pkg._core is imported, not to the class
-    # its class statement makes", which it is.
-    name = "Marker" if "Marker" in str(arguments) else "Hook"
-    line = 1 if name == "Hook" else 8
-    said = client.error(tool, "refused", **arguments)
+def fresh_import(image, code: str) -> str:
+    """What `code` prints in a new Python process importing the image as it is on disk, as a
+    new session's import does."""
+    done = subprocess.run([sys.executable, "-c", code], cwd=image, capture_output=True, text=True,
+                          check=True)
+    return done.stdout.strip()
+
+
+def test_compile_method_changes_it_live_for_its_subclasses_on_disk_and_for_a_new_session(client):
+    # Refused: "pkg._core.Hook is bound to pkg.Hook once pkg._core is imported, not to the
+    # class its class statement makes", which it is.
+    client.ok("compile_method", className="Hook", source="def run(self):\n    return 5\n")
+    live = client.view.module("pkg._core").Hook
+    assert (live().run(), live.__module__, client.view.module("pkg").Hook) == (5, "pkg", live)
+    assert client.view.module("pkg.sub").Caller().more() == 5
+    assert client.view.module("plugins").Plugin().run() == 5
+    on_disk = (client.view.image_dir / "pkg" / "_core.py").read_text()
+    assert on_disk.startswith('class Hook:\n    __module__ = "pkg"\n\n    def run(self):\n        return 5\n')
+    assert not client.view.has_changes
+    assert fresh_import(client.view.image_dir, "from pkg.sub import Caller; from pkg import Hook; "
+                        "print(Caller().more(), repr(Hook))") == "5 <class 'pkg.Hook'>"
+    client.ok("compile_method", className="pkg.sub.Caller", source="def more(self):\n    return super().run() * 10\n")
+    assert client.view.module("pkg.sub").Caller().more() == 50
+
+
+def test_its_comment_and_methods_are_set_and_deleted(client):
+    client.ok("set_class_comment", className="Marker", comment="A marker.")
+    client.ok("delete_method", className="Hook", selector="run")
+    core = client.view.module("pkg._core")
+    assert core.Marker.__doc__ == "A marker." and not hasattr(core.Hook, "run")
+    assert fresh_import(client.view.image_dir, "import pkg; print(pkg.Marker.__doc__, hasattr(pkg.Hook, 'run'))") == (
+        "A marker. False")
+
+
+def test_a_class_definition_keeping_or_dropping_its_module_line_leaves_the_live_class_as_a_new_session_has_it(
+        client):
+    # Dropped, the live class kept __module__ "pkg", then refused every edit as bound to
+    # another's class.
+    client.ok("compile_class_definition", dictionaryName="pkg._core",
+              source='class Hook:\n    __module__ = "pkg"\n    x = 1\n')
+    hook = client.view.module("pkg._core").Hook
+    assert (hook.x, hook().run(), hook.__module__) == (1, 1, "pkg")
+    client.ok("compile_class_definition", dictionaryName="pkg._core", source="class Hook:\n    x = 2\n")
+    assert client.view.module("pkg._core").Hook is hook and (hook.x, hook.__module__) == (2, "pkg._core")
+    assert fresh_import(client.view.image_dir, "import pkg; print(repr(pkg.Hook))") == "<class 'pkg._core.Hook'>"
+    client.ok("compile_method", className="Hook", source="def run(self):\n    return 3\n")
+    assert client.view.module("pkg.sub").Caller().more() == 3
+
+
+def test_a_class_definition_rebinding_it_re_imports_the_package_that_exports_it(client):
+    client.ok("compile_class_definition", dictionaryName="pkg._core",
+              source='class Marker(Exception):\n    __module__ = "pkg"\n')
+    core, package = client.view.module("pkg._core"), client.view.module("pkg")
+    assert package.Marker is core.Marker and issubclass(core.Marker, Exception)
+    client.ok("set_class_comment", className="Marker", comment="Raised.")    # found again, the new class
+    assert package.Marker.__doc__ == "Raised."
+
+
+def test_delete_class_refuses_it_while_classes_of_other_modules_are_built_on_it(client):
+    said = client.error("delete_class", "refused", className="Hook")
+    assert said.startswith("pkg._core.Hook has subclasses in the image: pkg.sub.Caller (pkg.sub line 4), "
+                           "plugins.Plugin (plugins line 4)")
+    assert client.view.source("pkg._core") == CORE
+
+
+def test_abort_undoes_what_code_did_to_it_and_the_tools_still_find_it(client):
+    client.ok("execute_code", code="import pkg\npkg.Hook.run = lambda self: 'patched'")
+    client.ok("abort")
+    assert client.view.module("pkg.sub").Caller().more() == 1
+    client.ok("compile_method", className="Hook", source="def run(self):\n    return 4\n")
+    assert client.view.module("pkg.sub").Caller().more() == 4
+
+
+def test_another_session_s_commit_to_it_is_brought_in_by_refresh_and_changed_on(tmp_path, views):
+    image = write_image(tmp_path / "image", FILES)
+    ours, theirs = Client(views(image, "a")), Client(views(image, "b", install=False))
+    ours.view.load_all()
+    theirs.view.set_source("pkg._core", CORE.replace("return 1", "return 6"), live=False)
+    theirs.view.commit()
+    ours.ok("refresh")
+    assert ours.view.module("pkg.sub").Caller().more() == 6
+    ours.ok("compile_method", className="Hook", source="def run(self):\n    return 7\n")
+    assert ours.view.module("pkg.sub").Caller().more() == 7
+    assert '    __module__ = "pkg"\n' in (image / "pkg" / "_core.py").read_text()
+
+
+@pytest.mark.parametrize("files", [
+    {"comp.py": 'class Dyn:\n    __module__ = "comp".upper()\n'},
+    {"twin_a.py": 'class T:\n    __module__ = "x"\n', "twin_b.py": 'class T:\n    __module__ = "x"\n\n\nfrom twin_a import T\n'},
+], ids=["computed", "another-module-says-the-same"])
+def test_one_it_cannot_tell_apart_is_refused_saying_why(tmp_path, views, files):
+    client = Client(views(write_image(tmp_path / "image", files)))
+    name, module = ("comp.Dyn", "'COMP'") if "comp.py" in files else ("twin_a.T", "'x'")
+    said = client.error("compile_method", "refused", className=name, source="def m(self):\n    pass\n")
     assert said == (
-        f"pkg._core.{name} cannot be modified by the tools: its class statement (pkg._core line "
-        f"{line}) sets __module__ to 'pkg', so __module__ does not name the module it is written "
-        "in, and the mutation tools change only a class whose __module__ names its own module. "
-        "To change it, edit pkg._core's file in an editor, then refresh; or take the __module__ "
-        "line out of the class statement there (its repr then names pkg._core), after which the "
-        "tools change it")
-    assert client.view.source("pkg._core") == CORE and not client.view.has_changes
-    assert client.view.module("pkg._core").Hook().run() == 1
-    client.ok("compile_method", className="Plain", source="def go(self):\n    return 3\n")   # the class beside it
-    assert client.view.module("pkg._core").Plain().go() == 3
+        f"{name} cannot be modified: {name.split('.')[0]} binds it to a class whose __module__ is "
+        f"{module}, and the tools cannot tell that class is the one its class statement makes: they "
+        "can when the statement assigns that very string to __module__ (`__module__ = \"pkg\"`) and no "
+        "other image module binds the class by such a statement of its own; edit the module's file in "
+        "an editor, then refresh")
 
 
 def test_delete_class_counts_a_subclass_in_another_module_whose_body_rewrites_module(client):

@@ -491,32 +491,32 @@ def mutable_class(view: View, name: str) -> tuple[ClassRef, type | None]:
                         "live class to change; edit the module's file in an editor, then refresh")
     obj = module.__dict__[ref.name]
     # By name too: `from fast import A` below `class A` binds another image module's
-    # class, which an edit of this module's source must not change live.
-    if isinstance(obj, type) and view.defines(obj, ref.qualified):
+    # class, which an edit of this module's source must not change live. Or by the class
+    # statement here that set its `__module__` to another name (`__module__ = "pkg"`).
+    if isinstance(obj, type) and (view.defines(obj, ref.qualified) or view.rewritten_home(obj) == ref.module):
         return ref, obj
-    if view.rewritten_home(obj) == ref.module:
-        raise ToolError("refused", _rewrites_module(view, ref, obj))
     written = splice.class_statements(view.tree(ref.module), ref.name)
     if isinstance(obj, type) and not view.defines(obj) and not written:
         raise ToolError("refused", f"{ref.qualified} is bound to {bound_object(view, obj)}, "
                         f"which the image does not define; {remedy}")
+    if isinstance(obj, type) and obj.__qualname__ == ref.name and splice.binds(
+            class_node(view, ref).body, "__module__", star=False):
+        raise ToolError("refused", _unsure_module(ref, obj))
     # `_auto_null = _auto_null()`, `Gone = None`, `from _datetime import *` below the class
     raise ToolError("refused", f"{ref.qualified} is bound to {bound_object(view, obj)} once "
                     f"{ref.module} is imported, not to the class its class statement makes; "
                     "edit the module's file in an editor, then refresh")
 
 
-def _rewrites_module(view: View, ref: ClassRef, cls: type) -> str:
-    """Why the mutation tools leave a class whose body rewrites `__module__` alone (they
-    go by `__module__` for the module whose source and live objects an edit changes), and
-    what to do instead."""
-    line = class_node(view, ref).lineno
-    return (f"{ref.qualified} cannot be modified by the tools: its class statement "
-            f"({ref.module} line {line}) sets __module__ to {cls.__module__!r}, so __module__ does "
-            f"not name the module it is written in, and the mutation tools change only a class "
-            f"whose __module__ names its own module. To change it, edit {ref.module}'s file in an "
-            "editor, then refresh; or take the __module__ line out of the class statement there "
-            f"(its repr then names {ref.module}), after which the tools change it")
+def _unsure_module(ref: ClassRef, cls: type) -> str:
+    """Why a class whose class statement sets `__module__` to no string it has, or whose
+    string another module's statement writes too (View.rewritten_home), is refused."""
+    module = vars(cls).get("__module__")
+    return (f"{ref.qualified} cannot be modified: {ref.module} binds it to a class whose "
+            f"__module__ is {module!r}, and the tools cannot tell that class is the one its "
+            "class statement makes: they can when the statement assigns that very string to "
+            "__module__ (`__module__ = \"pkg\"`) and no other image module binds the class by "
+            "such a statement of its own; edit the module's file in an editor, then refresh")
 
 
 def bound_object(view: View, obj: object) -> str:

@@ -28,7 +28,8 @@ from gsmcpd.image import parsing, splice
 from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
 from gsmcpd.worker.toolset import ToolError
 
-_NOT_COPIED = {"__dict__", "__weakref__", "__module__", "__qualname__"}
+# `__module__` is copied: a class body may set it (`__module__ = "pkg"`), or stop setting it.
+_NOT_COPIED = {"__dict__", "__weakref__", "__qualname__"}
 # type's data descriptors whose setter binds the name in the class's namespace.
 _BOUND_BY_TYPE = {"__doc__", "__annotations__", "__abstractmethods__", "__module__", "__type_params__"}
 

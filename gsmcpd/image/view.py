@@ -415,8 +415,9 @@ class View:
         """For a class whose body rewrites `__module__` (`__module__ = "pkg"`, as pluggy and
         anyio write so that reprs show the public package), the image module whose class
         statement made it, which `__module__` no longer names: the one module binding `obj`
-        at its top level by its name and writing, in that class statement, `__module__`.
-        None for any other object, or when no single module does so."""
+        at its top level by its name, whose class statement of that name assigns the very
+        string `obj` has as `__module__`. None for any other object, or when no single
+        module does so."""
         name = getattr(obj, "__qualname__", None)
         if not (isinstance(obj, type) and isinstance(name, str)) or "." in name or self.defines(obj):
             return None
@@ -428,20 +429,31 @@ class View:
         if (isinstance(home, str) and home in sys.modules and not self.has_module(home)
                 and vars(sys.modules[home]).get(name) is obj):
             return None
+        # Each such module loaded (few are): whether another binds it too must not depend
+        # on which the session has imported yet.
         found = [module for module in self.module_names()
-                 if name in self._classes_rewriting_module(module) and self.owns_module(module)
+                 if home in self._modules_written(module).get(name, ()) and self.module(module) is not None
                  and vars(sys.modules[module]).get(name) is obj]
         return found[0] if len(found) == 1 else None
 
-    def _classes_rewriting_module(self, module: str) -> frozenset[str]:
-        """The names of the module's module-level class statements whose body binds
-        `__module__`. Kept per text (derived)."""
+    def _modules_written(self, module: str) -> dict[str, set[str]]:
+        """The strings each module-level class statement of the module assigns to
+        `__module__` in its body (`__module__ = "pkg"`), by class name; a class none does
+        is left out. Kept per text (derived)."""
         def find(_):
             tree = self.tree(module)
-            return frozenset() if tree is None else frozenset(
-                node.name for node in splice.module_level_classes(tree)
-                if splice.binds(node.body, "__module__", star=False))
-        return self.derived(module, "classes rewriting __module__", find)
+            found = {}
+            for node in [] if tree is None else splice.module_level_classes(tree):
+                strings = _module_strings(node)
+                if strings:
+                    found.setdefault(node.name, set()).update(strings)
+            return found
+        return self.derived(module, "strings assigned to __module__", find)
+
+    def writes(self, obj) -> bool:
+        """Whether an image module's own source makes `obj` at its top level: it `defines`
+        it, or its class statement there set `__module__` to another name (rewritten_home)."""
+        return self.defines(obj) or self.rewritten_home(obj) is not None
 
     def written_in(self, obj, module: str) -> bool:
         """Whether `obj` is a class or function that `module`'s own source makes at its top
@@ -461,7 +473,7 @@ class View:
         this is for judging what a change to a base leaves a module unable to make (its
         import then fails however deep the class statement is). Not one made in a def
         (`make.<locals>.C`), which runs only when called."""
-        if self.defines(obj) or self.rewritten_home(obj) is not None:
+        if self.writes(obj):
             return True
         module_name = getattr(obj, "__module__", None)
         path = getattr(obj, "__qualname__", "")
@@ -485,7 +497,7 @@ class View:
     def assert_mutable(self, obj, name: str) -> None:
         """The kernel guard (McpServer.assert_mutable forwards here): only what
         an image module's own source defines may be changed."""
-        if not self.defines(obj):
+        if not self.writes(obj):
             raise ToolError("refused", f"{name} is not defined by the image (it is a kernel, "
                             "standard-library or site-packages object) and cannot be modified; "
                             "define your own in an image module, or use execute_code deliberately")
@@ -949,6 +961,20 @@ class View:
             self.live_texts.pop(name, None)
             self.live_code.pop(name, None)
             self.import_errors.pop(name, None)
+
+
+def _module_strings(classdef: ast.ClassDef) -> set[str]:
+    """The strings the class body assigns to `__module__` (`__module__ = "pkg"`, annotated
+    or not, in a class-level block too)."""
+    strings = set()
+    for statement in splice.class_level_statements(classdef):
+        targets = (statement.targets if isinstance(statement, ast.Assign)
+                   else [statement.target] if isinstance(statement, ast.AnnAssign) else [])
+        value = getattr(statement, "value", None)
+        if (any(isinstance(target, ast.Name) and target.id == "__module__" for target in targets)
+                and isinstance(value, ast.Constant) and isinstance(value.value, str)):
+            strings.add(value.value)
+    return strings
 
 
 # A class's own flags, whatever its metaclass binds to `__flags__`; a class statement
