@@ -21,6 +21,8 @@ EXTRA_FILES = {
     "hooked/_core.py": 'class Hook:\n    __module__ = "hooked"\n\n    def run(self):\n        return 1\n',
     "hooked/sub.py": ('from hooked._core import Hook\n\n\nclass Caller(Hook):\n    __module__ = "elsewhere"\n\n'
                      '    def more(self):\n        return self.run()\n'),
+    "hooked/_meta.py": 'class Meta(type):\n    __module__ = "hooked"\n\n    def hello(cls):\n        return "hi"\n',
+    "hooked/widgets.py": "from hooked._meta import Meta\n\n\nclass Widget(metaclass=Meta):\n    pass\n",
     "fix/__init__.py": "",
     "fix/models.py": '''\
 class Banner:
@@ -1790,3 +1792,9 @@ def test_a_class_whose_body_rewrites_module_is_browsed_under_its_module_and_chan
     other = open_session(daemon)    # a new session's worker imports it as committed
     assert run(other, check) == "(2, <class 'hooked.Hook'>)"
     other.close()
+
+
+def test_a_metaclass_whose_body_rewrites_module_gives_its_classes_their_class_side(c):
+    # Widget's class side was empty: the metaclass was taken for no image class.
+    methods = structured(c, "list_methods", className="Widget")["methods"]["class"]
+    assert methods == [{"name": "hello", "definedIn": "hooked._meta.Meta", "metaclass": True}]

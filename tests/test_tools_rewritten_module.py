@@ -32,6 +32,8 @@ FILES = {
     "pkg/sub.py": ('from pkg._core import Hook\n\n\nclass Caller(Hook):\n    __module__ = "elsewhere"\n\n'
                    '    def more(self):\n        return self.run()\n'),
     "plugins.py": "from pkg import Hook\n\n\nclass Plugin(Hook):\n    pass\n",
+    "pkg/_meta.py": 'class Meta(type):\n    __module__ = "pkg"\n\n    def hello(cls):\n        return "hi"\n',
+    "widgets.py": "from pkg._meta import Meta\n\n\nclass Widget(metaclass=Meta):\n    pass\n",
     "shapes.py": "class Shape:\n    pass\n",
     "fancy.py": ('from shapes import Shape\n\n\nclass Fancy(Shape):\n    __module__ = "shapes"\n\n\n'
                  'class Holder:\n    __module__ = "elsewhere"\n\n    class Inner(Shape):\n        pass\n'),
@@ -60,6 +62,15 @@ def test_browsing_names_such_a_class_and_its_kin_by_the_module_holding_its_class
         "def run(self):\n    return 1\n")
     assert text(client.ok("get_class_definition", className="Marker")) == 'class Marker:\n    __module__ = "pkg"\n'
     assert text(client.ok("find_implementors", selector="more")) == "pkg.sub.Caller"
+
+
+def test_a_metaclass_whose_body_rewrites_module_gives_its_classes_their_class_side(client):
+    # Widget's class side was empty, and hello not found: the metaclass was taken for the
+    # kernel's, its module judged by __module__.
+    methods = client.ok("list_methods", className="Widget")["structuredContent"]["methods"]["class"]
+    assert methods == [{"name": "hello", "definedIn": "pkg._meta.Meta", "metaclass": True}]
+    found = client.ok("get_method_source", className="Widget", selector="hello")["structuredContent"]
+    assert (found["definedIn"], found["source"]) == ("pkg._meta.Meta", 'def hello(cls):\n    return "hi"\n')
 
 
 def test_the_public_package_s_name_for_it_points_at_its_module_not_at_a_run_time_class(client):

@@ -428,7 +428,7 @@ def metaclass_members(view, cls: type) -> list[tuple[type, str]]:
     name): in GemStone terms its class side."""
     found, seen = [], set()
     for owner in type(cls).__mro__:
-        if not view.defines(owner):
+        if not view.writes(owner):
             continue
         for name, value in sorted(vars(owner).items()):
             if (member_kind(value) is None or name in seen or name in NOT_METHODS
