@@ -23,6 +23,8 @@ EXTRA_FILES = {
                      '    def more(self):\n        return self.run()\n'),
     "hooked/_meta.py": 'class Meta(type):\n    __module__ = "hooked"\n\n    def hello(cls):\n        return "hi"\n',
     "hooked/widgets.py": "from hooked._meta import Meta\n\n\nclass Widget(metaclass=Meta):\n    pass\n",
+    "hooked/listed.py": 'class Meta:\n    __module__ = ["hooked"]\n',
+    "hooked/users.py": "from hooked.listed import Meta\n\n\nclass MetaUser(Meta):\n    pass\n",
     "fix/__init__.py": "",
     "fix/models.py": '''\
 class Banner:
@@ -1798,3 +1800,8 @@ def test_a_metaclass_whose_body_rewrites_module_gives_its_classes_their_class_si
     # Widget's class side was empty: the metaclass was taken for no image class.
     methods = structured(c, "list_methods", className="Widget")["methods"]["class"]
     assert methods == [{"name": "hello", "definedIn": "hooked._meta.Meta", "metaclass": True}]
+
+
+def test_a_module_that_is_no_string_is_no_crash_where_another_class_of_the_name_writes_one(c):
+    # TypeError (unhashable type: 'list'), looked up among the strings hooked._meta.Meta writes.
+    assert structured(c, "describe_class", className="MetaUser")["bases"] == ["['hooked'].Meta"]

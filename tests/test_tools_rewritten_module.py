@@ -190,3 +190,11 @@ def test_delete_class_counts_a_subclass_in_another_module_whose_body_rewrites_mo
     assert ("shapes.Shape has subclasses in the image: fancy.Fancy (fancy line 4), fancy.Holder.Inner "
             "(fancy line 11, in the class statement of fancy.Holder)") in said
     assert "class Shape" in client.view.source("shapes")
+
+
+def test_a_module_that_is_no_string_is_no_crash_where_another_class_of_the_name_writes_one(tmp_path, views):
+    # TypeError (unhashable type: 'list'): it was looked up among the strings a.T writes.
+    files = {"a.py": 'class T:\n    __module__ = "x"\n', "b.py": 'class T:\n    __module__ = ["x"]\n',
+             "c.py": "from b import T\n\n\nclass U(T):\n    pass\n"}
+    client = Client(views(write_image(tmp_path / "image", files)))
+    assert client.ok("describe_class", className="U")["structuredContent"]["bases"] == ["['x'].T"]

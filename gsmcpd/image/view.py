@@ -395,7 +395,8 @@ class View:
     def defines(self, obj, name: str | None = None) -> bool:
         """True iff `obj` is a class or function bound at top level of an image
         module by that module's own source (by identity, not by name), a class or def
-        statement at its top level or in a module-level block."""
+        statement at its top level or in a module-level block; the module found by its
+        `__module__` (`writes` counts a class whose body rewrote that too)."""
         module_name = getattr(obj, "__module__", None)
         qualname = getattr(obj, "__qualname__", None)
         if not (isinstance(module_name, str) and isinstance(qualname, str) and "." not in qualname):
@@ -426,8 +427,8 @@ class View:
         # Not scanned for a class its `__module__`'s non-image module binds (the kernel's,
         # every base of a hierarchy's listing): only an image class can be found below.
         home = vars(obj).get("__module__")   # as the class body left it, whatever its metaclass says
-        if (isinstance(home, str) and home in sys.modules and not self.has_module(home)
-                and vars(sys.modules[home]).get(name) is obj):
+        if not isinstance(home, str) or (home in sys.modules and not self.has_module(home)
+                                         and vars(sys.modules[home]).get(name) is obj):
             return None
         # Each such module loaded (few are): whether another binds it too must not depend
         # on which the session has imported yet.
@@ -467,7 +468,7 @@ class View:
 
     def makes(self, obj) -> bool:
         """True iff the image module's own source makes the class `obj` as it runs: it
-        `defines` it, or `obj` is a class nested in such a one (`Outer.Inner`, any depth),
+        `writes` it, or `obj` is a class nested in such a one (`Outer.Inner`, any depth),
         bound under its name in the enclosing class and written there by a class
         statement (in a class-level block too). The tools address top-level classes only;
         this is for judging what a change to a base leaves a module unable to make (its
