@@ -1805,3 +1805,10 @@ def test_a_metaclass_whose_body_rewrites_module_gives_its_classes_their_class_si
 def test_a_module_that_is_no_string_is_no_crash_where_another_class_of_the_name_writes_one(c):
     # TypeError (unhashable type: 'list'), looked up among the strings hooked._meta.Meta writes.
     assert structured(c, "describe_class", className="MetaUser")["bases"] == ["['hooked'].Meta"]
+
+
+def test_the_workspace_s_name_for_a_class_whose_body_rewrites_module_follows_its_re_import(c):
+    # Kept the old class after abort: looked for in the module its __module__ names, none.
+    run(c, "from hooked.sub import Caller\nCaller.more = lambda self: 'patched'")
+    ok(c, "abort")
+    assert run(c, "import hooked.sub\nCaller is hooked.sub.Caller") == "True"

@@ -166,9 +166,19 @@ def test_another_session_s_commit_to_it_is_brought_in_by_refresh_and_changed_on(
     assert '    __module__ = "pkg"\n' in (image / "pkg" / "_core.py").read_text()
 
 
+def test_the_workspace_s_name_for_it_is_bound_to_the_class_re_imported(client):
+    # Kept the old pkg.sub.Caller: looked for in the module its __module__ names, none.
+    client.ok("execute_code", code="from pkg.sub import Caller")
+    client.ok("compile_class_definition", dictionaryName="pkg.sub",
+              source='class Caller(Hook, Exception):\n    __module__ = "elsewhere"\n')
+    check = "import pkg.sub\nCaller is pkg.sub.Caller and issubclass(Caller, Exception)"
+    assert client.ok("execute_code", code=check)["structuredContent"]["result"] == "True"
+
+
 @pytest.mark.parametrize("files", [
     {"comp.py": 'class Dyn:\n    __module__ = "comp".upper()\n'},
-    {"twin_a.py": 'class T:\n    __module__ = "x"\n', "twin_b.py": 'class T:\n    __module__ = "x"\n\n\nfrom twin_a import T\n'},
+    {"twin_a.py": 'class T:\n    __module__ = "x"\n',
+     "twin_b.py": 'class T:\n    __module__ = "x"\n\n\nfrom twin_a import T\n'},
 ], ids=["computed", "another-module-says-the-same"])
 def test_one_it_cannot_tell_apart_is_refused_saying_why(tmp_path, views, files):
     client = Client(views(write_image(tmp_path / "image", files)))

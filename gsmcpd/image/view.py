@@ -419,23 +419,28 @@ class View:
         at its top level by its name, whose class statement of that name assigns the very
         string `obj` has as `__module__`. None for any other object, or when no single
         module does so."""
-        name = getattr(obj, "__qualname__", None)
-        if not (isinstance(obj, type) and isinstance(name, str)) or "." in name or self.defines(obj):
-            return None
-        if not _FLAGS(obj) & _HEAP_TYPE:     # a C type (`function`, `cell`): no class statement's
-            return None
-        # Not scanned for a class its `__module__`'s non-image module binds (the kernel's,
-        # every base of a hierarchy's listing): only an image class can be found below.
-        home = vars(obj).get("__module__")   # as the class body left it, whatever its metaclass says
-        if not isinstance(home, str) or (home in sys.modules and not self.has_module(home)
-                                         and vars(sys.modules[home]).get(name) is obj):
+        if not isinstance(obj, type) or self.defines(obj):
             return None
         # Each such module loaded (few are): whether another binds it too must not depend
         # on which the session has imported yet.
-        found = [module for module in self.module_names()
-                 if home in self._modules_written(module).get(name, ()) and self.module(module) is not None
-                 and vars(sys.modules[module]).get(name) is obj]
+        found = [module for module in self.rewriting_modules(obj)
+                 if self.module(module) is not None and vars(sys.modules[module]).get(obj.__qualname__) is obj]
         return found[0] if len(found) == 1 else None
+
+    def rewriting_modules(self, cls: type) -> list[str]:
+        """The image modules with a module-level class statement of the class's name that
+        assigns `__module__` the very string the class has: where a class whose body rewrote
+        it may have been made (rewritten_home says whether it was). None looked for a C type
+        or a class its `__module__`'s non-image module binds (the kernel's, every base of a
+        hierarchy's listing)."""
+        name = getattr(cls, "__qualname__", None)
+        if not isinstance(name, str) or "." in name or not _FLAGS(cls) & _HEAP_TYPE:
+            return []
+        home = vars(cls).get("__module__")   # as the class body left it, whatever its metaclass says
+        if not isinstance(home, str) or (home in sys.modules and not self.has_module(home)
+                                         and vars(sys.modules[home]).get(name) is cls):
+            return []
+        return [module for module in self.module_names() if home in self._modules_written(module).get(name, ())]
 
     def _modules_written(self, module: str) -> dict[str, set[str]]:
         """The strings each module-level class statement of the module assigns to

@@ -183,13 +183,23 @@ def _reimported(view, value):
         kind = type if isinstance(value, type) else types.FunctionType
     else:
         return None
+    fresh = _live_copy(view, value, module_name, attribute)
+    if fresh is None and kind is type:
+        # A class whose body rewrote `__module__` ("elsewhere"): where its class statement is.
+        written = view.rewriting_modules(value)
+        fresh = _live_copy(view, value, written[0], attribute) if len(written) == 1 else None
+    return fresh if fresh is not value and isinstance(fresh, kind) else None
+
+
+def _live_copy(view, value, module_name, attribute):
+    """The image module `module_name` as the view has it now (its `attribute`, if one is
+    named; `value` the module it stands for, if not), or None."""
     if not isinstance(module_name, str) or not view.owns_module(module_name):
         return None
     live = sys.modules[module_name]
     if attribute is None and getattr(value.__spec__, "loader", None) is not live.__spec__.loader:
         return None   # a module of that name the view never made
-    fresh = live if attribute is None else getattr(live, attribute, None)
-    return fresh if fresh is not value and isinstance(fresh, kind) else None
+    return live if attribute is None else getattr(live, attribute, None)
 
 
 # Python 3.11's parser overflowing its stack raises a MemoryError that says nothing, and
