@@ -191,17 +191,10 @@ def resource_tracker() -> tuple[int, int, int] | None:
     if not isinstance(pid, int) or not isinstance(fd, int):   # none started, or not as we know it
         return None
     try:
-        pidfd = os.pidfd_open(pid)
-    except OSError:
+        pidfd = _open_child(pid, os.getpid())   # None: gone, and its pid maybe reused
+    except OSError:                             # out of descriptors: not known to be ours
         return None
-    try:
-        ours = parent_of(pid) == os.getpid()   # if not, gone, and its pid reused
-    except OSError:                            # out of descriptors: not known to be ours
-        ours = False
-    if not ours:
-        os.close(pidfd)
-        return None
-    return pid, pidfd, fd
+    return None if pidfd is None else (pid, pidfd, fd)
 
 
 def let_tracker_clean(tracker: tuple[int, int, int], wait: float = TRACKER_WAIT) -> None:
