@@ -352,7 +352,8 @@ def _declared_fields(cls: type, unvalued=None) -> dict[str, dataclasses.Field]:
             continue
         field = own[name]
         if name in without_value or (not _has_default(field) and name not in vars(cls)):
-            field, inherited = copy.copy(field), _inherited_default(cls, name)
+            field, giver = copy.copy(field), _giving_base(cls, name)
+            inherited = dataclasses.MISSING if giver is None else vars(giver)[name]
             # A base binding a Field (`label = field(default_factory=list)`) gives it whole.
             given = inherited if isinstance(inherited, dataclasses.Field) else None
             field.default = inherited if given is None else given.default
@@ -361,12 +362,12 @@ def _declared_fields(cls: type, unvalued=None) -> dict[str, dataclasses.Field]:
     return declared
 
 
-def _inherited_default(cls: type, name: str):
-    """What the nearest base of `cls` binding `name` binds to it, the default the decorator
-    gives a field `name: str` declared without a value; MISSING when none binds it, or a
-    slotted base's field (a member descriptor there: no default to the decorator)."""
-    inherited = next((vars(base)[name] for base in cls.__mro__[1:] if name in vars(base)), dataclasses.MISSING)
-    return dataclasses.MISSING if isinstance(inherited, MemberDescriptorType) else inherited
+def _giving_base(cls: type, name: str) -> type | None:
+    """The nearest base of `cls` binding `name`, whose binding a field `name: str` declared
+    without a value takes as its default; None when none binds it, or for a slotted base's
+    field (a member descriptor there: no default to the decorator)."""
+    giver = next((base for base in cls.__mro__[1:] if name in vars(base)), None)
+    return None if giver is None or isinstance(vars(giver)[name], MemberDescriptorType) else giver
 
 
 def default_giver(cls: type, name: str, unvalued=None) -> type | None:
@@ -380,9 +381,7 @@ def default_giver(cls: type, name: str, unvalued=None) -> type | None:
     if field is None or (name not in (unvalued(declaring) if unvalued is not None else ())
                          and (_has_default(field) or name in vars(declaring))):
         return None
-    giver = next((base for base in declaring.__mro__[1:] if name in vars(base)), None)
-    # A slotted base's field is a member descriptor there: no default to the decorator.
-    return None if giver is None or isinstance(vars(giver)[name], MemberDescriptorType) else giver
+    return _giving_base(declaring, name)
 
 
 def lost_default(cls: type, name: str, unvalued) -> bool:
@@ -392,7 +391,7 @@ def lost_default(cls: type, name: str, unvalued) -> bool:
     own = vars(cls).get("__dataclass_fields__")
     field = own.get(name) if isinstance(own, dict) else None
     return (field is not None and _has_default(field) and name in unvalued(cls)
-            and _inherited_default(cls, name) is dataclasses.MISSING)
+            and _giving_base(cls, name) is None)
 
 
 def _declaring(cls: type, name: str) -> type:
