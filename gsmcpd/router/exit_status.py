@@ -10,9 +10,9 @@ spawner until it stops it, WorkerPool.stop_spawner) (gsmcpd.wire.worker_exit wor
 # 0.2 s, and past the 0.4 s once waited at a load of 11 on two cores. Only a session whose
 # worker died waits, on a timer, and only while its spawner may still report (one gone is
 # said at once: report(None)): a slow spawner's status is waited for, a stuck one's no more
-# than this. A status
-# later than commit_fate.PATIENCE, which counts from the death too, leaves a call's commits
-# one look; the most a stop waits for a death to be told (DEATH_TOLD) is the longer of the two.
+# than this. A status later than commit_fate.PATIENCE, which counts from the death too,
+# leaves a call's commits one look; the most a stop waits for a death to be told
+# (shutdown.DEATH_TOLD) is the longer of the two.
 PATIENCE = 1.5
 
 
