@@ -80,6 +80,8 @@ def tail():
                        '            pass\n    size = (width := 3) * 2\n\n    def width(self):\n        return 1\n',
     "fix/held.py": "class Held:\n    def get_x(self):\n        return 1\n\n    if (x := property(get_x)):\n"
                    "        pass\n",
+    "fix/blockheld.py": "class BlockHeld:\n    def get_x(self):\n        return 1\n\n    if (flag := True):\n"
+                        "        x = property(get_x)\n",
     "fix/stubs.py": 'class Commented:\n    # Filled in later.\n    pass\n\n\nclass Documented:\n'
                     '    """Doc."""\n    pass\n',
     "fix/inline.py": "class Inline(object\n             ): kind = 'inline'\n",
@@ -1766,6 +1768,15 @@ def test_compiling_a_method_a_walrus_took_as_the_class_was_made_names_what_still
     assert result["structuredContent"]["stillOld"] == ["x"]
     assert "so x still hold the old get_x in this session" in tool_text(result)
     assert run(c, "from fix.held import Held\n(Held().get_x(), Held().x)") == repr((2, 1))
+
+
+def test_compiling_a_method_a_statement_in_a_class_level_block_took_names_what_still_holds_it(c):
+    # The `if` holding it was judged instead: its test's `:=` target, flag, was named.
+    result = ok(c, "compile_method", className="fix.blockheld.BlockHeld", source="def get_x(self):\n    return 2\n")
+    assert result["structuredContent"]["stillOld"] == ["x"]
+    assert ("read get_x as the class was made ('x = property(get_x)'), so x still hold the old get_x "
+            "in this session") in tool_text(result)
+    assert run(c, "from fix.blockheld import BlockHeld as B\n(B().get_x(), B().x, B.flag)") == repr((2, 1, True))
 
 
 def test_compiling_a_method_the_class_body_used_says_what_still_holds_the_old_one(c):

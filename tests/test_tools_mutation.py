@@ -1116,6 +1116,28 @@ def test_what_a_walrus_or_a_match_capture_made_from_a_compiled_method_is_named_a
     assert (h_class().get_x(), h_class().x, h_class.held(None)) == (2, 1, 1)
 
 
+def test_what_a_statement_in_a_class_level_block_made_from_a_compiled_method_is_named_as_still_old(client):
+    # The block's own statement was judged: an `if`'s `:=` in its test (flag, which holds
+    # True) was named, not the x its body made; a `for` body's y, or a statement binding
+    # nothing, named nothing ("so  still hold").
+    client.view.add_module("zoo.blocks", "REGISTRY = []\n\n\nclass B:\n    def get_x(self):\n"
+                                         "        return 1\n\n    if (flag := True):\n"
+                                         "        x = property(get_x)\n    for _ in range(1):\n"
+                                         "        y = property(get_x)\n")
+    result = client.ok("compile_method", className="B", source="def get_x(self):\n    return 2\n")
+    assert result["structuredContent"]["stillOld"] == ["x", "y"]
+    assert ("the class body read get_x as the class was made ('x = property(get_x)', "
+            "'y = property(get_x)'), so x, y still hold the old get_x in this session") in text(result)
+    b_class = client.view.module("zoo.blocks").B
+    assert (b_class().get_x(), b_class().x, b_class().y, b_class.flag) == (2, 1, 1, True)
+    client.view.add_module("zoo.registered", "REGISTRY = []\n\n\nclass R:\n    def get_x(self):\n"
+                                             "        return 1\n\n    REGISTRY.append(get_x)\n")
+    result = client.ok("compile_method", className="R", source="def get_x(self):\n    return 2\n")
+    assert result["structuredContent"]["stillOld"] == []
+    assert ("the class body read get_x as the class was made ('REGISTRY.append(get_x)'), so what "
+            "it made from it still holds the old get_x in this session") in text(result)
+
+
 def test_a_class_given_eq_and_no_hash_is_unhashable_as_python_makes_it(client):
     client.view.add_module("zoo.keys", "class Key:\n    def __init__(self, k):\n        self.k = k\n")
     key_class = client.view.module("zoo.keys").Key

@@ -749,11 +749,15 @@ def _written_member_names(classdef: ast.ClassDef) -> set[str]:
     """The names the class body's statements may bind: in its class-level `if`/`try`/
     `with`/loop/`match` blocks too, whichever branch (one that did not run bound nothing,
     so there is nothing of it on the live class to remove)."""
-    names = set()
-    for node in splice.class_level_statements(classdef):
-        if not (isinstance(node, ast.AnnAssign) and node.value is None):   # `x: int` binds nothing
-            names |= splice.bound_names(node) | _block_targets(node)
-    return names
+    return {name for node in splice.class_level_statements(classdef) for name in statement_bound_names(node)}
+
+
+def statement_bound_names(node: ast.stmt) -> set[str]:
+    """The names a class-level statement binds itself, not the statements in its blocks: a
+    def's or class's own, its targets, and _block_targets'; none for `x: int`."""
+    if isinstance(node, ast.AnnAssign) and node.value is None:   # `x: int` binds nothing
+        return set()
+    return splice.bound_names(node) | _block_targets(node)
 
 
 def _block_targets(node: ast.stmt) -> set[str]:

@@ -358,7 +358,13 @@ def mangled(class_name: str, name: str) -> str:
 def class_level_statements(classdef: ast.ClassDef) -> list[ast.stmt]:
     """The statements running the class body may run: its own, and those in its class-level
     `if`/`try`/`with`/loop/`match` blocks (not a def's or nested class's body); in source order."""
-    found, pending = [], list(classdef.body)
+    return statements_within(classdef.body)
+
+
+def statements_within(statements: list[ast.stmt]) -> list[ast.stmt]:
+    """`statements` and those in their blocks, at any depth (not a def's or nested class's
+    body, which do not run with them); in source order."""
+    found, pending = [], list(statements)
     while pending:
         statement = pending.pop()
         found.append(statement)
@@ -973,12 +979,13 @@ def _first_user_of(class_text: str, class_name: str, names: set[str]) -> ast.stm
     return None
 
 
-def names_read_now(node: ast.AST) -> set[str]:
-    """The names a class-level statement reads in the class body's namespace as it runs.
-    Annotations count even under `from __future__ import annotations` (the live compile
-    applies it, live.future_flags), which at worst places a carried member higher than
-    it needs to be; a nested class's body reads the module's names, not these."""
-    return {item.id for item in evaluated_now(node, class_bodies=False)
+def names_read_now(node: ast.AST, blocks: bool = True) -> set[str]:
+    """The names a class-level statement reads in the class body's namespace as it runs
+    (without `blocks`, its own parts only: see evaluated_now). Annotations count even under
+    `from __future__ import annotations` (the live compile applies it, live.future_flags),
+    which at worst places a carried member higher than it needs to be; a nested class's
+    body reads the module's names, not these."""
+    return {item.id for item in evaluated_now(node, class_bodies=False, blocks=blocks)
             if isinstance(item, ast.Name) and isinstance(item.ctx, ast.Load)}
 
 

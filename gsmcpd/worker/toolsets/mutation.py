@@ -1364,15 +1364,19 @@ def _captured_note(source: str, class_name: str, name: str) -> tuple[str, dict]:
     """A note and its data for the class-level statements that read method `name` as the
     class was made (`x = property(get_x)`): what they bound still holds the old def here,
     as only the def is compiled (running them again would run the whole class body)."""
-    readers = splice.class_level_readers(splice.class_statement(parsing.parse(source), class_name), name)
+    # The statements reading it themselves, in a class-level block too (`if ...:` holding
+    # `x = property(get_x)`), and what each binds (a `:=` or match capture what it read too).
+    readers = [statement for statement in splice.statements_within(splice.class_level_readers(
+                   splice.class_statement(parsing.parse(source), class_name), name))
+               if name in splice.names_read_now(statement, blocks=False)]
     if not readers:
         return "", {}
-    # A `:=` or match capture binds what it read too: `if (x := property(get_x)):`.
-    bound = sorted({bound for statement in readers
-                    for bound in splice.bound_names(statement) | splice.expression_bound_names(statement)})
+    bound = sorted({bound for statement in readers for bound in live.statement_bound_names(statement)})
     quoted = ", ".join(repr(splice.statement_line(source, statement)) for statement in readers)
+    holding = (f"{', '.join(bound)} still hold" if bound else
+               f"what {'they' if len(readers) > 1 else 'it'} made from it still holds")
     return (f"; note: the class body read {name} as the class was made ({quoted}), so "
-            f"{', '.join(bound)} still hold the old {name} in this session until the class is "
+            f"{holding} the old {name} in this session until the class is "
             "made again: compile_class_definition with its definition as it stands, or abort to "
             "re-import the committed image (it discards uncommitted changes); a new session "
             "has the new one", {"stillOld": bound})
