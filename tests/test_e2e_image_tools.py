@@ -78,6 +78,9 @@ def tail():
     "fix/noted.py": 'class Noted:\n    """Doc."""  # noqa: D400\n\n    x = 1\n',
     "fix/captures.py": 'class Captured:\n    match {"mode": "fast"}:\n        case {"mode": mode}:\n'
                        '            pass\n    size = (width := 3) * 2\n\n    def width(self):\n        return 1\n',
+    "fix/looped.py": "import json\n\n\nclass Looped:\n    def run(self):\n        return 1\n\n"
+                     "    for run in range(2):\n        pass\n\n    def codec(self):\n        return 1\n\n"
+                     "    from json import dumps as codec\n",
     "fix/held.py": "class Held:\n    def get_x(self):\n        return 1\n\n    if (x := property(get_x)):\n"
                    "        pass\n",
     "fix/blockheld.py": "class BlockHeld:\n    def get_x(self):\n        return 1\n\n    if (flag := True):\n"
@@ -508,6 +511,40 @@ def test_a_name_a_walrus_or_a_match_capture_binds_is_a_class_attribute_to_the_me
     other = open_session(daemon)
     assert run(other, code) == repr(("fast", 3, 6))
     other.close()
+
+
+def test_a_name_a_class_level_loop_or_import_binds_is_a_class_attribute_to_the_method_tools(
+        daemon, image, c):
+    # Neither was counted: compile_method set the def on the live class, while a new session
+    # has what the loop or the import binds below it.
+    path = image / "fix/looped.py"
+    before = path.read_text()
+    for name, line in (("run", 8), ("codec", 14)):
+        message = error(c, "compile_method", "refused", className="fix.looped.Looped",
+                        source=f"def {name}(self):\n    return 3\n")
+        assert f"fix.looped.Looped.{name} is a class attribute, not a method (fix.looped line {line})" in message
+    assert path.read_text() == before
+    code = "from fix.looped import Looped\nimport json\n(Looped.run, Looped.codec is json.dumps)"
+    assert run(c, code) == repr((1, True))
+    other = open_session(daemon)
+    assert run(other, code) == repr((1, True))
+    other.close()
+
+
+def test_deleting_a_method_a_class_level_loop_binds_again_notes_no_read_of_it(daemon, image):
+    # The module fails to import, so its source alone tells what still binds `run`: the
+    # loop's target was not counted, and the read below was noted as failing.
+    path = image / "relooped.py"
+    path.write_text("class Relooped:\n    def run(self):\n        return 1\n\n    for run in range(2):\n"
+                    "        pass\n\n\nOWN = Relooped.run\nFAILS = 1 / 0\n")
+    try:
+        client = open_session(daemon)   # a new session's view has the file
+        result = ok(client, "delete_method", className="relooped.Relooped", selector="run")
+        assert "readAsItRuns" not in result["structuredContent"] and "note" not in tool_text(result)
+        assert "def run" not in path.read_text()
+        client.close()
+    finally:
+        path.unlink()
 
 
 def test_deleting_a_method_that_shadowed_an_attribute_brings_the_attribute_back(daemon, c):

@@ -267,6 +267,23 @@ def test_attribute_nodes_finds_what_a_walrus_or_a_match_pattern_binds():
     assert splice.attribute_nodes(classdef, "deep") == []
 
 
+def test_attribute_nodes_finds_what_a_loop_a_with_or_an_import_binds():
+    # None was counted: compile_method let a def replace such a name, which the class body
+    # binds again as a new session's import runs it.
+    classdef = ast.parse("class C:\n    for i, (j, k) in []:\n        pass\n"
+                         "    with a() as h, b() as (p, q):\n        pass\n"
+                         "    import os.path\n    import json as codec\n    from m import run, x as y\n"
+                         "    if True:\n        for deep in []:\n            pass\n"
+                         "    submit.__doc__ = d[key] = 'only read'\n").body[0]
+    found = {name: [n.lineno for n in splice.attribute_nodes(classdef, name, blocks=True)]
+             for name in ("i", "j", "k", "h", "p", "q", "os", "codec", "run", "y", "x", "m", "json",
+                          "deep", "submit", "d", "key")}
+    assert found == {"i": [2], "j": [2], "k": [2], "h": [4], "p": [4], "q": [4], "os": [6], "codec": [7],
+                     "run": [8], "y": [8], "x": [], "m": [], "json": [], "deep": [10], "submit": [],
+                     "d": [], "key": []}
+    assert splice.attribute_nodes(classdef, "deep") == []    # in a block: only with `blocks`
+
+
 # -- a removal reads as if the method or class had never been written ---------------
 
 SPACED = '''\

@@ -2,6 +2,8 @@
 class-level `if`/`try`/`with`/`for` blocks: the live class ends with what a new session's
 import of the new source makes of it."""
 
+import json
+
 import pytest
 
 from test_tools_support import client, image, text, views  # noqa: F401  (fixtures)
@@ -186,3 +188,45 @@ def test_compile_method_replaces_a_def_a_block_above_it_also_writes(client, imag
     runs = client.view.module("zoo.runs").Runs
     client.ok("compile_method", className="Runs", source="def run(self):\n    return 3\n")
     assert runs().run() == _imported((image / "zoo" / "runs.py").read_text(), "Runs")().run() == 3
+
+
+@pytest.mark.parametrize("statement", [
+    "for run in range(2):\n        pass\n",
+    "with contextlib.nullcontext(5) as run:\n        pass\n",
+    "import json as run\n",
+    "from json import dumps as run\n",
+], ids=["loop-target", "with-target", "import", "from-import"])
+def test_compile_method_refuses_a_def_a_class_level_loop_with_or_import_binds(client, image, statement):
+    # Only assignments, nested classes, `:=` and captures were attribute bindings: the def was
+    # set on the live class, while a new session's import has what the statement binds below it.
+    source = ("import contextlib\n\n\nclass Runs:\n    def run(self):\n        return 1\n\n    "
+              + statement)
+    client.view.add_module("zoo.runs", source)
+    runs = client.view.module("zoo.runs").Runs
+    before = vars(runs)["run"]
+    message = client.error("compile_method", "refused", className="Runs", source="def run(self):\n    return 3\n")
+    assert ("zoo.runs.Runs.run is a class attribute, not a method (zoo.runs line 8); a def of that "
+            "name would replace it") in message
+    assert vars(runs)["run"] is before and client.view.source("zoo.runs") == source
+
+
+@pytest.mark.parametrize("statement, wanted", [
+    ("for run in range(2):\n        pass\n", 1),
+    ("with contextlib.nullcontext(5) as run:\n        pass\n", 5),
+    ("from json import dumps as run\n", json.dumps),
+], ids=["loop-target", "with-target", "from-import"])
+def test_delete_method_notes_no_read_of_a_name_a_loop_with_or_import_still_binds(client, image, statement,
+                                                                                   wanted):
+    # With no live class (its module fails to import), its source alone told what still binds
+    # the name, and neither a loop's nor a with's target nor an import counted: the read
+    # was noted as failing.
+    (image / "zoo" / "runs.py").write_text("import contextlib\n\n\nclass Runs:\n    def run(self):\n"
+                                           "        return 1\n\n    " + statement + "\n\nOWN = Runs.run\n"
+                                           "FAILS = 1 / 0\n")
+    client.ok("refresh")
+    assert client.view.module("zoo.runs") is None
+    result = client.ok("delete_method", className="zoo.runs.Runs", selector="run")
+    assert "readAsItRuns" not in result["structuredContent"] and "note" not in text(result)
+    assert "def run" not in (image / "zoo" / "runs.py").read_text()
+    source = (image / "zoo" / "runs.py").read_text()
+    assert _imported(source[:source.index("FAILS")], "Runs").run == wanted

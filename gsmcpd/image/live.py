@@ -749,31 +749,7 @@ def _written_member_names(classdef: ast.ClassDef) -> set[str]:
     """The names the class body's statements may bind: in its class-level `if`/`try`/
     `with`/loop/`match` blocks too, whichever branch (one that did not run bound nothing,
     so there is nothing of it on the live class to remove)."""
-    return {name for node in splice.class_level_statements(classdef) for name in statement_bound_names(node)}
-
-
-def statement_bound_names(node: ast.stmt) -> set[str]:
-    """The names a class-level statement binds itself, not the statements in its blocks: a
-    def's or class's own, its targets, and _block_targets'; none for `x: int`."""
-    if isinstance(node, ast.AnnAssign) and node.value is None:   # `x: int` binds nothing
-        return set()
-    return splice.bound_names(node) | _block_targets(node)
-
-
-def _block_targets(node: ast.stmt) -> set[str]:
-    """The names a class-level statement binds other than by def, class or assignment:
-    a loop's target, a `with`'s `as` target, an import, a `:=` or a `match` pattern's
-    capture (splice.expression_bound_names). (An `except ... as` name is unbound again
-    as its handler ends.)"""
-    names = splice.expression_bound_names(node)
-    if isinstance(node, (ast.For, ast.AsyncFor)):
-        names |= splice.target_names(node.target)
-    elif isinstance(node, (ast.With, ast.AsyncWith)):
-        names |= {name for item in node.items if item.optional_vars is not None
-                  for name in splice.target_names(item.optional_vars)}
-    elif isinstance(node, (ast.Import, ast.ImportFrom)):
-        names |= {alias.asname or alias.name.split(".")[0] for alias in node.names}
-    return names
+    return {name for node in splice.class_level_statements(classdef) for name in splice.may_bind_names(node)}
 
 
 def needed_on_import(tree: ast.Module, name: str) -> bool:

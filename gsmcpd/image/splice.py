@@ -374,28 +374,32 @@ def statements_within(statements: list[ast.stmt]) -> list[ast.stmt]:
 
 
 def attribute_nodes(classdef: ast.ClassDef, name: str, blocks: bool = False) -> list[ast.stmt]:
-    """The class-body statements that bind `name` other than by def: assignments
-    (annotated ones with a value), nested classes, and `:=` or a `match` pattern's capture
-    in a statement's own expressions (expression_bound_names); with `blocks`, in its
-    class-level blocks too (class_level_statements)."""
-    found = []
-    for node in class_level_statements(classdef) if blocks else classdef.body:
-        if name in expression_bound_names(node):
-            found.append(node)
-            continue
-        if isinstance(node, ast.Assign):
-            targets = node.targets
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and (
-                not isinstance(node, ast.AnnAssign) or node.value is not None):
-            targets = [node.target]
-        elif isinstance(node, ast.ClassDef):
-            targets = [ast.Name(id=node.name, ctx=ast.Store())]
-        else:
-            continue
-        if any(isinstance(sub, ast.Name) and sub.id == name
-               for target in targets for sub in ast.walk(target)):
-            found.append(node)
-    return found
+    """The class-body statements that bind `name` other than by def: whatever binds it in
+    may_bind_names but a def's own name (assignments, not an annotation alone; nested
+    classes; loop and `with` targets, imports, `:=`, `match` captures); with `blocks`, in
+    its class-level blocks too (class_level_statements)."""
+    return [node for node in (class_level_statements(classdef) if blocks else classdef.body)
+            if name in may_bind_names(node) - ({node.name} if isinstance(node, FunctionNode) else set())]
+
+
+def may_bind_names(statement: ast.stmt) -> set[str]:
+    """The names a class-level statement may bind as it runs: a def's or class's own name,
+    an assignment's targets (not an annotation's alone, `x: int`), a loop's target, a
+    `with`'s `as` target, an import, a `:=` or a `match` pattern's capture
+    (expression_bound_names). Not those of the statements in its blocks: each is a
+    class-level statement of its own (class_level_statements). (An `except ... as` name is
+    unbound again as its handler ends.)"""
+    names = expression_bound_names(statement)
+    if not (isinstance(statement, ast.AnnAssign) and statement.value is None):
+        names |= bound_names(statement)
+    if isinstance(statement, (ast.For, ast.AsyncFor)):
+        names |= target_names(statement.target)
+    elif isinstance(statement, (ast.With, ast.AsyncWith)):
+        names |= {name for item in statement.items if item.optional_vars is not None
+                  for name in target_names(item.optional_vars)}
+    elif isinstance(statement, (ast.Import, ast.ImportFrom)):
+        names |= {alias.asname or alias.name.split(".")[0] for alias in statement.names}
+    return names
 
 
 def expression_bound_names(statement: ast.stmt) -> set[str]:

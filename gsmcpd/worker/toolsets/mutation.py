@@ -1371,7 +1371,7 @@ def _captured_note(source: str, class_name: str, name: str) -> tuple[str, dict]:
                if name in splice.names_read_now(statement, blocks=False)]
     if not readers:
         return "", {}
-    bound = sorted({bound for statement in readers for bound in live.statement_bound_names(statement)})
+    bound = sorted({bound for statement in readers for bound in splice.may_bind_names(statement)})
     quoted = ", ".join(repr(splice.statement_line(source, statement)) for statement in readers)
     holding = (f"{', '.join(bound)} still hold" if bound else
                f"what {'they' if len(readers) > 1 else 'it'} made from it still holds")
