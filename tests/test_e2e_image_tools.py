@@ -81,6 +81,7 @@ def tail():
     "fix/looped.py": "import json\n\n\nclass Looped:\n    def run(self):\n        return 1\n\n"
                      "    for run in range(2):\n        pass\n\n    def codec(self):\n        return 1\n\n"
                      "    from json import dumps as codec\n",
+    "fix/paired.py": "class Paired:\n    run = 5\n\n    def run(self):\n        return 1\n",
     "fix/held.py": "class Held:\n    def get_x(self):\n        return 1\n\n    if (x := property(get_x)):\n"
                    "        pass\n",
     "fix/blockheld.py": "class BlockHeld:\n    def get_x(self):\n        return 1\n\n    if (flag := True):\n"
@@ -545,6 +546,21 @@ def test_deleting_a_method_a_class_level_loop_binds_again_notes_no_read_of_it(da
         client.close()
     finally:
         path.unlink()
+
+
+def test_a_definition_sent_back_keeps_a_method_beside_an_assignment_of_its_name(daemon, image, c):
+    # `run = 5` counted as the text binding run itself: the def was dropped, run became 5.
+    path = image / "fix/paired.py"
+    before = path.read_text()
+    definition = structured(c, "get_class_definition", className="fix.paired.Paired")["definition"]
+    assert definition == "class Paired:\n    run = 5\n"
+    ok(c, "compile_class_definition", source=definition, dictionaryName="fix.paired")
+    assert path.read_text() == before
+    code = "from fix.paired import Paired\nPaired().run()"
+    assert run(c, code) == "1"
+    other = open_session(daemon)
+    assert run(other, code) == "1"
+    other.close()
 
 
 def test_deleting_a_method_that_shadowed_an_attribute_brings_the_attribute_back(daemon, c):

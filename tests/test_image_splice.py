@@ -705,6 +705,22 @@ def test_a_name_the_new_class_text_binds_itself_is_not_carried():
     assert [node.name for node in splice.carried_members(old, new)] == ["Inner", "get_limit"]
 
 
+@pytest.mark.parametrize("source", [
+    "class K:\n    run = 5\n\n    def run(self):\n        return 1\n",
+    "class K:\n    def run(self):\n        return 1\n\n    run = 5\n",
+], ids=["assigned-above", "assigned-below"])
+def test_a_member_beside_an_assignment_of_its_name_is_carried_back_with_the_definition(source):
+    # The definition shows `run = 5`, which counted as the text binding run itself: the def
+    # was not carried, and the definition sent back unchanged dropped it (the class's run 5).
+    old = splice.top_level_class(ast.parse(source), "K")
+    definition = splice.class_definition(source, "K")
+    carried = splice.carried_members(old, ast.parse(definition).body[0])
+    assert [node.name for node in carried] == ["run"]
+    assert overlay.written_over(definition, "K", source, carried) == source
+    changed = ast.parse(definition.replace("run = 5", "run = 6")).body[0]
+    assert [node.name for node in splice.carried_members(old, changed)] == ["run"]
+
+
 def test_removing_a_class_written_twice_removes_both_definitions():
     source = "class T:\n    a = 1\n\n\nclass U:\n    pass\n\n\nclass T:\n    b = 2\n"
     assert splice.remove_class(source, "T") == "class U:\n    pass\n"

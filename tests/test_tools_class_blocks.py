@@ -230,3 +230,17 @@ def test_delete_method_notes_no_read_of_a_name_a_loop_with_or_import_still_binds
     assert "def run" not in (image / "zoo" / "runs.py").read_text()
     source = (image / "zoo" / "runs.py").read_text()
     assert _imported(source[:source.index("FAILS")], "Runs").run == wanted
+
+
+def test_get_class_definitions_text_sent_back_keeps_a_def_beside_an_assignment_of_its_name(client, image):
+    # `run = 5` above the def counted as the text binding run itself: the def was dropped
+    # from the file and the live class's run became 5.
+    source = "class Runs:\n    run = 5\n\n    def run(self):\n        return 1\n"
+    client.view.add_module("zoo.runs", source)
+    runs = client.view.module("zoo.runs").Runs
+    definition = client.ok("get_class_definition", className="Runs")["structuredContent"]["definition"]
+    assert definition == "class Runs:\n    run = 5\n"
+    result = client.ok("compile_class_definition", source=definition, dictionaryName="zoo.runs")
+    assert "carried over run" in text(result)
+    assert client.view.source("zoo.runs") == source == (image / "zoo" / "runs.py").read_text()
+    assert runs().run() == _imported(source, "Runs")().run() == 1

@@ -768,11 +768,20 @@ def replaced_of(existing: list, defs: list) -> list:
 def carried_members(old: ast.ClassDef, new: ast.ClassDef) -> list[ast.stmt]:
     """The methods and nested classes of `old` that a redefinition `new` leaves out:
     get_class_definition shows neither, so a class text made from it must keep them.
-    A name `new` binds itself (a def, a nested class, an assignment) is not carried."""
+    A name `new` binds itself is not carried: by a def or nested class, or by an
+    assignment that `old`'s own statements did not make too (one they did stood beside the
+    member, as the definition still shows it: sent back, the member stays)."""
     bound = {node.name for node in new.body if isinstance(node, FunctionNode + (ast.ClassDef,))}
-    bound |= {name for node in new.body for name in _assigned_names(node)}
+    bound |= _statements_bind(new) - _statements_bind(old)
     return [node for node in old.body
             if isinstance(node, FunctionNode + (ast.ClassDef,)) and node.name not in bound]
+
+
+def _statements_bind(classdef: ast.ClassDef) -> set[str]:
+    """The names the class body's statements other than its members bind (an annotation
+    alone too: a member of that name would be the field's default)."""
+    return {name for node in classdef.body if not isinstance(node, FunctionNode + (ast.ClassDef,))
+            for name in _assigned_names(node)}
 
 
 def with_methods(class_text: str, class_name: str, source: str, methods: list) -> str:
