@@ -82,6 +82,8 @@ def tail():
                      "    for run in range(2):\n        pass\n\n    def codec(self):\n        return 1\n\n"
                      "    from json import dumps as codec\n",
     "fix/paired.py": "class Paired:\n    run = 5\n\n    def run(self):\n        return 1\n",
+    "fix/rebound.py": "class Rebound:\n    def run(self):\n        return 9\n\n    def other(self):\n"
+                      "        return 2\n",
     "fix/held.py": "class Held:\n    def get_x(self):\n        return 1\n\n    if (x := property(get_x)):\n"
                    "        pass\n",
     "fix/blockheld.py": "class BlockHeld:\n    def get_x(self):\n        return 1\n\n    if (flag := True):\n"
@@ -560,6 +562,21 @@ def test_a_definition_sent_back_keeps_a_method_beside_an_assignment_of_its_name(
     assert run(c, code) == "1"
     other = open_session(daemon)
     assert run(other, code) == "1"
+    other.close()
+
+
+def test_a_class_statement_binding_a_name_by_a_loop_or_import_carries_no_def_of_it(daemon, image, c):
+    # Only defs, nested classes and assignments counted: the old def was carried over below
+    # the loop, and the class had it instead of the loop's target.
+    result = structured(c, "compile_class_definition", dictionaryName="fix.rebound",
+                        source="class Rebound:\n    for run in range(2):\n        pass\n\n"
+                               "    from json import dumps as other\n")
+    assert result["carried"] == []
+    assert "return 9" not in (image / "fix/rebound.py").read_text()
+    code = "from fix.rebound import Rebound\nimport json\n(Rebound.run, Rebound.other is json.dumps)"
+    assert run(c, code) == repr((1, True))
+    other = open_session(daemon)
+    assert run(other, code) == repr((1, True))
     other.close()
 
 

@@ -721,6 +721,31 @@ def test_a_member_beside_an_assignment_of_its_name_is_carried_back_with_the_defi
     assert [node.name for node in splice.carried_members(old, changed)] == ["run"]
 
 
+@pytest.mark.parametrize("statement", [
+    "for run in range(2):\n        pass\n",
+    "with ctx() as (run, other_name):\n        pass\n",
+    "import json as run\n",
+    "from json import dumps as run\n",
+    "size = (run := 3)\n",
+    "match {}:\n        case {**run}:\n            pass\n",
+], ids=["loop-target", "with-target", "import", "from-import", "walrus", "match-capture"])
+def test_a_name_the_new_class_text_binds_by_any_statement_is_not_carried(statement):
+    # Only defs, nested classes and assignments counted: the old def was carried and, put
+    # below the statement, overrode what it binds.
+    old = ast.parse("class K:\n    def run(self):\n        return 1\n\n"
+                    "    def other(self):\n        return 2\n").body[0]
+    new = ast.parse("class K:\n    " + statement).body[0]
+    assert [node.name for node in splice.carried_members(old, new)] == ["other"]
+
+
+def test_a_member_beside_an_import_of_its_name_is_carried_back_with_the_definition():
+    source = "class K:\n    from json import dumps as run\n\n    def run(self):\n        return 1\n"
+    old = splice.top_level_class(ast.parse(source), "K")
+    definition = splice.class_definition(source, "K")
+    carried = splice.carried_members(old, ast.parse(definition).body[0])
+    assert overlay.written_over(definition, "K", source, carried) == source
+
+
 def test_removing_a_class_written_twice_removes_both_definitions():
     source = "class T:\n    a = 1\n\n\nclass U:\n    pass\n\n\nclass T:\n    b = 2\n"
     assert splice.remove_class(source, "T") == "class U:\n    pass\n"

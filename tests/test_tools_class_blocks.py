@@ -244,3 +244,26 @@ def test_get_class_definitions_text_sent_back_keeps_a_def_beside_an_assignment_o
     assert "carried over run" in text(result)
     assert client.view.source("zoo.runs") == source == (image / "zoo" / "runs.py").read_text()
     assert runs().run() == _imported(source, "Runs")().run() == 1
+
+
+@pytest.mark.parametrize("statement, wanted", [
+    ("for run in range(2):\n        pass\n", 1),
+    ("with contextlib.nullcontext(5) as run:\n        pass\n", 5),
+    ("from json import dumps as run\n", json.dumps),
+    ("size = (run := 3)\n", 3),
+    ("match {'run': 4}:\n        case {'run': run}:\n            pass\n", 4),
+], ids=["loop-target", "with-target", "from-import", "walrus", "match-capture"])
+def test_compile_class_definition_carries_no_def_of_a_name_the_new_statement_binds(client, image, statement,
+                                                                                 wanted):
+    # Only defs, nested classes and assignments counted: the old def was carried over, below
+    # the statement, and the class had it instead of what the statement binds.
+    client.view.add_module("zoo.runs", "import contextlib\n\n\nclass Runs:\n    def run(self):\n"
+                                       "        return 9\n\n    def other(self):\n        return 2\n")
+    runs = client.view.module("zoo.runs").Runs
+    result = client.ok("compile_class_definition", source="class Runs:\n    " + statement,
+                       dictionaryName="zoo.runs")
+    assert result["structuredContent"]["carried"] == ["other"]
+    source = (image / "zoo" / "runs.py").read_text()
+    assert "return 9" not in source and client.view.source("zoo.runs") == source
+    assert vars(runs)["run"] == vars(_imported(source, "Runs"))["run"] == wanted
+    assert runs().other() == 2

@@ -768,9 +768,11 @@ def replaced_of(existing: list, defs: list) -> list:
 def carried_members(old: ast.ClassDef, new: ast.ClassDef) -> list[ast.stmt]:
     """The methods and nested classes of `old` that a redefinition `new` leaves out:
     get_class_definition shows neither, so a class text made from it must keep them.
-    A name `new` binds itself is not carried: by a def or nested class, or by an
-    assignment that `old`'s own statements did not make too (one they did stood beside the
-    member, as the definition still shows it: sent back, the member stays)."""
+    A name `new` binds itself is not carried: by a def or nested class, or by another
+    statement of its body (an assignment, a loop's or `with`'s target, an import, `:=`, a
+    `match` capture: may_bind_names) unless `old`'s own statements bound it too (then the
+    member stood beside that binding, as the definition still shows it: sent back, the
+    member stays)."""
     bound = {node.name for node in new.body if isinstance(node, FunctionNode + (ast.ClassDef,))}
     bound |= _statements_bind(new) - _statements_bind(old)
     return [node for node in old.body
@@ -778,10 +780,10 @@ def carried_members(old: ast.ClassDef, new: ast.ClassDef) -> list[ast.stmt]:
 
 
 def _statements_bind(classdef: ast.ClassDef) -> set[str]:
-    """The names the class body's statements other than its members bind (an annotation
-    alone too: a member of that name would be the field's default)."""
+    """The names the class body's statements other than its members may bind (an
+    annotation alone too: a member of that name would be the field's default)."""
     return {name for node in classdef.body if not isinstance(node, FunctionNode + (ast.ClassDef,))
-            for name in _assigned_names(node)}
+            for name in may_bind_names(node) | bound_names(node)}
 
 
 def with_methods(class_text: str, class_name: str, source: str, methods: list) -> str:
