@@ -84,6 +84,10 @@ def tail():
     "fix/paired.py": "class Paired:\n    run = 5\n\n    def run(self):\n        return 1\n",
     "fix/rebound.py": "class Rebound:\n    def run(self):\n        return 9\n\n    def other(self):\n"
                       "        return 2\n",
+    "fix/noted_run.py": "class NotedRun:\n    run: int\n\n    def run(self):\n        return 1\n\n"
+                        "    alias = run\n",
+    "fix/imported_run.py": "class ImportedRun:\n    from json import dumps as run\n\n    def run(self):\n"
+                           "        return 1\n\n    alias = run\n",
     "fix/held.py": "class Held:\n    def get_x(self):\n        return 1\n\n    if (x := property(get_x)):\n"
                    "        pass\n",
     "fix/blockheld.py": "class BlockHeld:\n    def get_x(self):\n        return 1\n\n    if (flag := True):\n"
@@ -577,6 +581,25 @@ def test_a_class_statement_binding_a_name_by_a_loop_or_import_carries_no_def_of_
     assert run(c, code) == repr((1, True))
     other = open_session(daemon)
     assert run(other, code) == repr((1, True))
+    other.close()
+
+
+def test_delete_method_tells_an_annotation_alone_from_an_import_binding_the_name_it_deletes(
+        daemon, image, c):
+    # `run: int` counted as binding run above `alias = run`, an import did not: the first
+    # deletion went through (every new session's import then failed, NameError), the
+    # second was refused.
+    path = image / "fix/noted_run.py"
+    before = path.read_text()
+    message = error(c, "delete_method", "refused", className="fix.noted_run.NotedRun", selector="run")
+    assert "fix.noted_run.NotedRun.run is used by the class body as it runs ('alias = run')" in message
+    assert path.read_text() == before
+    ok(c, "delete_method", className="fix.imported_run.ImportedRun", selector="run")
+    assert "def run" not in (image / "fix/imported_run.py").read_text()
+    code = "from fix.imported_run import ImportedRun\nimport json\nImportedRun.run is json.dumps"
+    assert run(c, code) == "True"
+    other = open_session(daemon)
+    assert run(other, code + " is ImportedRun.alias") == "True"
     other.close()
 
 

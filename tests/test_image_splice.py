@@ -780,6 +780,25 @@ def test_unbound_reader_counts_what_the_module_binds_above_the_class(above, read
     assert (reader is not None) is read
 
 
+@pytest.mark.parametrize("above, read", [
+    # An import and a `with`'s target surely bind: they were not counted, and delete_method
+    # refused a method the class body still had bound that way.
+    ("from m import getx\n", False),
+    ("import getx\n", False),
+    ("with ctx() as (getx, other):\n        pass\n", False),
+    # An annotation alone binds nothing: counted, delete_method let the class body's read of
+    # the name fail in every new session's import (NameError).
+    ("getx: object\n", True),
+    ("for getx in []:\n        pass\n", True),
+    ("if (getx := 1):\n        pass\n", True),
+    ("getx = 1\n", False),
+])
+def test_unbound_reader_counts_what_the_class_body_surely_binds_above_the_reader(above, read):
+    source = "class A:\n    " + above + "    x = property(getx)\n"
+    reader = splice.unbound_reader(source, "A", "getx")
+    assert (reader is not None) is read
+
+
 TAB_INDENTED = "class Tabbed:\n\tdef first(self):\n\t\treturn 1\n"
 SPACE_INDENTED = "class Spaced:\n    def first(self):\n        return 1\n"
 

@@ -267,3 +267,32 @@ def test_compile_class_definition_carries_no_def_of_a_name_the_new_statement_bin
     assert "return 9" not in source and client.view.source("zoo.runs") == source
     assert vars(runs)["run"] == vars(_imported(source, "Runs"))["run"] == wanted
     assert runs().other() == 2
+
+
+@pytest.mark.parametrize("statement, wanted", [
+    ("from json import dumps as run\n", json.dumps),
+    ("with contextlib.nullcontext(5) as run:\n        pass\n", 5),
+], ids=["import", "with-target"])
+def test_delete_method_deletes_a_method_the_class_body_reads_where_an_import_or_with_binds_it(
+        client, image, statement, wanted):
+    # Neither counted as binding the name above its reader: refused, "the class could not be made".
+    client.view.add_module("zoo.runs", "import contextlib\n\n\nclass Runs:\n    " + statement
+                           + "\n    def run(self):\n        return 1\n\n    alias = run\n")
+    runs = client.view.module("zoo.runs").Runs
+    client.ok("delete_method", className="Runs", selector="run")
+    source = (image / "zoo" / "runs.py").read_text()
+    assert "def run" not in source
+    fresh = _imported(source, "Runs")
+    assert runs.run == fresh.run == fresh.alias == wanted
+
+
+def test_delete_method_refuses_a_method_the_class_body_reads_where_only_an_annotation_names_it(client, image):
+    # `run: int` was taken for a binding: the def was deleted and every new session's import
+    # of the module failed (NameError: name 'run' is not defined).
+    source = "class Runs:\n    run: int\n\n    def run(self):\n        return 1\n\n    alias = run\n"
+    client.view.add_module("zoo.runs", source)
+    message = client.error("delete_method", "refused", className="Runs", selector="run")
+    assert ("zoo.runs.Runs.run is used by the class body as it runs ('alias = run'); deleted, the class "
+            "could not be made") in message
+    assert client.view.source("zoo.runs") == source
+    assert client.view.module("zoo.runs").Runs.run(None) == 1

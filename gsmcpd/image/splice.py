@@ -383,22 +383,15 @@ def attribute_nodes(classdef: ast.ClassDef, name: str, blocks: bool = False) -> 
 
 
 def may_bind_names(statement: ast.stmt) -> set[str]:
-    """The names a class-level statement may bind as it runs: a def's or class's own name,
-    an assignment's targets (not an annotation's alone, `x: int`), a loop's target, a
-    `with`'s `as` target, an import, a `:=` or a `match` pattern's capture
-    (expression_bound_names). Not those of the statements in its blocks: each is a
+    """The names a class-level statement may bind as it runs: those it surely binds
+    (bound_names: a def's or class's own name, an assignment's targets, not an annotation's
+    alone, an import, a `with`'s `as` target), a loop's target, a `:=` or a `match`
+    pattern's capture (expression_bound_names). Not those of the statements in its blocks: each is a
     class-level statement of its own (class_level_statements). (An `except ... as` name is
     unbound again as its handler ends.)"""
-    names = expression_bound_names(statement)
-    if not (isinstance(statement, ast.AnnAssign) and statement.value is None):
-        names |= bound_names(statement)
+    names = bound_names(statement) | expression_bound_names(statement)
     if isinstance(statement, (ast.For, ast.AsyncFor)):
         names |= target_names(statement.target)
-    elif isinstance(statement, (ast.With, ast.AsyncWith)):
-        names |= {name for item in statement.items if item.optional_vars is not None
-                  for name in target_names(item.optional_vars)}
-    elif isinstance(statement, (ast.Import, ast.ImportFrom)):
-        names |= {alias.asname or alias.name.split(".")[0] for alias in statement.names}
     return names
 
 
@@ -783,7 +776,7 @@ def _statements_bind(classdef: ast.ClassDef) -> set[str]:
     """The names the class body's statements other than its members may bind (an
     annotation alone too: a member of that name would be the field's default)."""
     return {name for node in classdef.body if not isinstance(node, FunctionNode + (ast.ClassDef,))
-            for name in may_bind_names(node) | bound_names(node)}
+            for name in may_bind_names(node) | _assigned_names(node)}
 
 
 def with_methods(class_text: str, class_name: str, source: str, methods: list) -> str:
@@ -968,9 +961,19 @@ def class_level_readers(classdef: ast.ClassDef, name: str) -> list[ast.stmt]:
 
 
 def bound_names(statement: ast.stmt) -> set[str]:
-    """The names a class-level statement binds: a def's or class's own, or its targets."""
+    """The names a class-level statement surely binds as it runs (else it raises): a def's
+    or class's own, an assignment's targets (not an annotation's alone, `x: int`), an
+    import's, a `with`'s `as` targets. Not a loop's target (it may run no time), nor a
+    `:=` or a `match` capture (in a branch, a case): may_bind_names has those too."""
     if isinstance(statement, FunctionNode + (ast.ClassDef,)):
         return {statement.name}
+    if isinstance(statement, (ast.With, ast.AsyncWith)):
+        return {name for item in statement.items if item.optional_vars is not None
+                for name in target_names(item.optional_vars)}
+    if isinstance(statement, (ast.Import, ast.ImportFrom)):
+        return {alias.asname or alias.name.split(".")[0] for alias in statement.names}
+    if isinstance(statement, ast.AnnAssign) and statement.value is None:
+        return set()
     return _assigned_names(statement)
 
 
