@@ -386,9 +386,9 @@ def may_bind_names(statement: ast.stmt) -> set[str]:
     """The names a class-level statement may bind as it runs: those it surely binds
     (bound_names: a def's or class's own name, an assignment's targets, not an annotation's
     alone, an import, a `with`'s `as` target), a loop's target, a `:=` or a `match`
-    pattern's capture (expression_bound_names). Not those of the statements in its blocks: each is a
-    class-level statement of its own (class_level_statements). (An `except ... as` name is
-    unbound again as its handler ends.)"""
+    pattern's capture (expression_bound_names). Not those of the statements in its
+    blocks: each is a class-level statement of its own (class_level_statements). (An
+    `except ... as` name is unbound again as its handler ends.)"""
     names = bound_names(statement) | expression_bound_names(statement)
     if isinstance(statement, (ast.For, ast.AsyncFor)):
         names |= target_names(statement.target)
