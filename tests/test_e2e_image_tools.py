@@ -88,6 +88,7 @@ def tail():
                         "    alias = run\n",
     "fix/imported_run.py": "class ImportedRun:\n    from json import dumps as run\n\n    def run(self):\n"
                            "        return 1\n\n    alias = run\n",
+    "fix/borrowed.py": "class Borrowed:\n    from json import dumps as encode\n",
     "fix/held.py": "class Held:\n    def get_x(self):\n        return 1\n\n    if (x := property(get_x)):\n"
                    "        pass\n",
     "fix/blockheld.py": "class BlockHeld:\n    def get_x(self):\n        return 1\n\n    if (flag := True):\n"
@@ -601,6 +602,13 @@ def test_delete_method_tells_an_annotation_alone_from_an_import_binding_the_name
     other = open_session(daemon)
     assert run(other, code + " is ImportedRun.alias") == "True"
     other.close()
+
+
+def test_a_name_a_class_level_import_binds_is_said_to_be_bound_by_that_statement(c):
+    # Not counted as a class-level binding: "a decorator or code run on the class set it".
+    said = error(c, "get_method_source", "notFound", className="fix.borrowed.Borrowed", selector="encode")
+    assert ("(it binds encode by a class-level statement, 'from json import dumps as encode' at line 2; "
+            "get_class_definition shows it)") in said
 
 
 def test_deleting_a_method_that_shadowed_an_attribute_brings_the_attribute_back(daemon, c):

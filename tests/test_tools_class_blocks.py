@@ -296,3 +296,18 @@ def test_delete_method_refuses_a_method_the_class_body_reads_where_only_an_annot
             "could not be made") in message
     assert client.view.source("zoo.runs") == source
     assert client.view.module("zoo.runs").Runs.run(None) == 1
+
+
+@pytest.mark.parametrize("statement, quoted", [
+    ("for run in range(2):\n        pass\n", "'for run in range(2): ...' at line 3"),
+    ("with contextlib.nullcontext(5) as run:\n        pass\n", "'with contextlib.nullcontext(5) as run: ...' at line 3"),
+    ("from json import dumps as run\n", "'from json import dumps as run' at line 3"),
+], ids=["loop-target", "with-target", "from-import"])
+def test_a_name_a_loop_with_or_import_binds_is_said_to_be_bound_by_that_statement(client, image, statement,
+                                                                                   quoted):
+    # Not counted as a class-level binding: "an attribute, not a method", or for the
+    # import "a decorator or code run on the class set it".
+    client.view.add_module("zoo.runs", "import contextlib\nclass Runs:\n    " + statement)
+    said = f"zoo.runs.Runs defines no method run (it binds run by a class-level statement, {quoted}; "
+    for tool in ("get_method_source", "delete_method"):
+        assert said in client.error(tool, "notFound", className="Runs", selector="run")
