@@ -17,6 +17,8 @@ FILES = {
     "kinds/dispatching.py": DISPATCHING,
     "kinds/scoped.py": SCOPED,
     "kinds/proxied.py": PROXIED,
+    "kinds/hiding.py": "class Base:\n    @property\n    def flag(self):\n        return True\n\n"
+                       "    def run(self):\n        return 1\n\n\nclass Sub(Base):\n    flag = False\n    run = None\n",
     "kinds/huge.py": "class Huge:\n" + "".join(f"    def m{i}(self):\n        return self.base + {i}\n"
                                                for i in range(3000)),
 }
@@ -42,6 +44,13 @@ def test_methods_made_by_functools_descriptors_are_listed_and_found(c):
         "_", "double", "parse", "scale", "show"]
     assert structured(c, "get_method_source", className="Dispatching", selector="parse",
                       meta=True)["kind"] == "class"
+
+
+def test_a_base_method_a_subclass_hides_under_a_plain_attribute_is_not_listed_as_inherited(c):
+    methods = structured(c, "list_methods", className="kinds.hiding.Sub")["methods"]
+    assert methods == {"instance": [], "class": [], "static": [], "property": []}
+    assert structured(c, "execute_code", code="from kinds.hiding import Sub\n(Sub.flag, Sub.run)")[
+        "result"] == "(False, None)"
 
 
 def test_a_huge_class_is_listed_whole_and_searched_capped(c):

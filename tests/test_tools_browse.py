@@ -966,6 +966,26 @@ def test_a_c_types_computed_attributes_are_properties_and_its_classmethods_class
     assert {"name": "__name__", "definedIn": "type", "inherited": True} in inherited["property"]
 
 
+def test_list_methods_lists_no_base_method_a_subclass_hides_under_a_plain_attribute(client):
+    # email's Domain(TokenList) binds `as_ew_allowed = False` over TokenList's property:
+    # list_methods said Domain inherited that property, which Domain.as_ew_allowed is not.
+    client.view.add_module("zoo.hiding", "class Base:\n    @property\n    def flag(self):\n"
+                                         "        return True\n\n    def run(self):\n        return 1\n\n"
+                                         "    def kept(self):\n        return 2\n\n\n"
+                                         "class Sub(Base):\n    flag = False\n    run = None\n\n\n"
+                                         "class Bag(dict):\n    get = 'no method'\n")
+    from zoo.hiding import Sub   # what Python says: Sub has neither as a method
+    assert Sub.flag is False and Sub.run is None
+    assert client.ok("list_methods", className="Sub")["structuredContent"]["methods"] == {
+        "instance": [{"name": "kept", "definedIn": "zoo.hiding.Base", "inherited": True}],
+        "class": [], "static": [], "property": []}
+    # A kernel base's method hidden so is neither listed nor counted.
+    everything = client.ok("list_methods", className="Bag", includeKernelInherited=True)["structuredContent"]
+    assert "get" not in {m["name"] for group in everything["methods"].values() for m in group}
+    counted = client.ok("list_methods", className="Bag")["structuredContent"]["kernelInherited"]
+    assert counted["count"] == len([m for group in everything["methods"].values() for m in group])
+
+
 def test_list_methods_counts_an_image_classs_kernel_inherited_methods_unless_asked_for_them(client):
     # A TestCase subclass listed its two methods among some 90 of unittest's.
     client.view.add_module("zoo.test_few", "import unittest\n\n\nclass Base(unittest.TestCase):\n"

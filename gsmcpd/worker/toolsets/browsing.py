@@ -381,10 +381,13 @@ class BrowsingToolset(Toolset):
                     break
                 kernel = counting and owner is not cls and not self.view.owns_module(self.view.home(owner))
                 for name, value in sorted(vars(owner).items()):
-                    kind = member_kind(value)
-                    if kind is None or name in seen or name in NOT_METHODS:
+                    if name in seen:
                         continue
+                    # A plain attribute hides what the bases bind to its name, as a method does.
                     seen.add(name)
+                    kind = member_kind(value)
+                    if kind is None or name in NOT_METHODS:
+                        continue
                     if kernel:
                         counted[qualname(self.view, owner)] = counted.get(qualname(self.view, owner), 0) + 1
                         continue
