@@ -419,6 +419,19 @@ def test_a_class_its_module_rebinds_to_another_image_modules_class_is_refused(c,
     assert {name: (image / name).read_text() for name in files} == files
 
 
+def test_a_class_its_module_rebinds_to_another_modules_class_is_browsed_from_its_source(c):
+    # describe_class, list_methods and get_class_hierarchy showed fastpath.Fast, the live
+    # class the name held, as slowpath.Fast, saying nothing of it.
+    bound = "slowpath.Fast is bound to fastpath.Fast once slowpath is imported"
+    for tool in ("describe_class", "list_methods", "get_class_hierarchy"):
+        answer = ok(c, tool, className="slowpath.Fast")
+        assert answer["structuredContent"]["fromSource"].startswith(bound), answer
+        assert tool_text(answer).endswith(f"(from source: {answer['structuredContent']['fromSource']})")
+    assert structured(c, "describe_class", className="slowpath.Fast")["mro"] == []
+    assert structured(c, "get_method_source", className="slowpath.Fast", selector="f")["source"] == (
+        "def f(self):\n    return 1\n")
+
+
 # -- arguments that could never name anything ------------------------------------------
 
 @pytest.mark.parametrize("tool, arguments", [

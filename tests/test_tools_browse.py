@@ -966,6 +966,31 @@ def test_a_c_types_computed_attributes_are_properties_and_its_classmethods_class
     assert {"name": "__name__", "definedIn": "type", "inherited": True} in inherited["property"]
 
 
+def test_a_class_its_module_rebinds_below_its_statement_is_browsed_from_its_source(client):
+    # collections' `try: from _collections import OrderedDict`: the tools showed the C class
+    # (its methods as the class's own, collections.OrderedDict in its MRO) as the image's.
+    client.view.add_module("zoo.fast", "class Fast:\n    def f(self):\n        return 2\n")
+    client.view.add_module("zoo.slow", "class OrderedDict(dict):\n    def mine(self):\n        return 1\n\n\n"
+                                       "class Fast:\n    def f(self):\n        return 1\n\n\n"
+                                       "try:\n    from _collections import OrderedDict\n    from zoo.fast import Fast\n"
+                                       "except ImportError:\n    pass\n\n\n"
+                                       "class Renamed(Warning):\n    __module__ = 'zoo'\n\n"
+                                       "    def why(self):\n        return 1\n")
+    for name, bound in (("zoo.slow.OrderedDict", "collections.OrderedDict"), ("zoo.slow.Fast", "zoo.fast.Fast")):
+        why = f"{name} is bound to {bound} once zoo.slow is imported, not to the class its class statement makes"
+        listed = client.ok("list_methods", className=name)["structuredContent"]
+        assert listed["fromSource"] == why
+        assert [m["name"] for m in listed["methods"]["instance"]] == ["f" if "Fast" in name else "mine"]
+        described = client.ok("describe_class", className=name)["structuredContent"]
+        assert described["fromSource"] == why and described["mro"] == []
+        assert client.ok("get_class_hierarchy", className=name)["structuredContent"]["fromSource"] == why
+    # A class whose body sets its own __module__ (pluggy's warnings) is still the live one.
+    from zoo.slow import Renamed
+    assert Renamed.__module__ == "zoo"
+    described = client.ok("describe_class", className="zoo.slow.Renamed")["structuredContent"]
+    assert "fromSource" not in described and described["mro"][:2] == ["zoo.Renamed", "Warning"]
+
+
 def test_list_methods_lists_no_base_method_a_subclass_hides_under_a_plain_attribute(client):
     # email's Domain(TokenList) binds `as_ew_allowed = False` over TokenList's property:
     # list_methods said Domain inherited that property, which Domain.as_ew_allowed is not.

@@ -326,7 +326,23 @@ def live_class(view: View, ref: ClassRef) -> type:
     if not isinstance(obj, type):
         raise ToolError("other", f"{ref.qualified} is not bound to a class once "
                         f"{ref.module} is imported (found {type(obj).__name__})")
+    if not _made_by_its_statement(view, ref, obj):
+        raise ToolError("other", f"{ref.qualified} is bound to {bound_object(obj)} once "
+                        f"{ref.module} is imported, not to the class its class statement makes")
     return obj
+
+
+def _made_by_its_statement(view: View, ref: ClassRef, cls: type) -> bool:
+    """Whether `cls` can be the class `ref`'s class statement makes, not another class the
+    module binds to its name below it (`from fastpath import Fast`, `from _collections import
+    OrderedDict`). Told by the module and name Python gives the class it makes, unless the
+    class body sets them itself (pluggy's `__module__ = "pluggy"`)."""
+    tree = view.tree(ref.module)
+    nodes = [] if tree is None else [node for _, node in splice.class_statements(tree, ref.name)]
+    written = {target.id for node in nodes for statement in node.body for target in ast.walk(statement)
+               if isinstance(target, ast.Name) and isinstance(target.ctx, ast.Store)}
+    return (("__module__" in written or cls.__module__ == ref.module)
+            and ("__qualname__" in written or cls.__qualname__ == ref.name))
 
 
 def not_run(view: View, ref: ClassRef, module: types.ModuleType) -> bool:
