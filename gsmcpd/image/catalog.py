@@ -327,7 +327,7 @@ def live_class(view: View, ref: ClassRef) -> type:
         raise ToolError("other", f"{ref.qualified} is not bound to a class once "
                         f"{ref.module} is imported (found {type(obj).__name__})")
     if not _made_by_its_statement(view, ref, obj):
-        raise ToolError("other", f"{ref.qualified} is bound to {bound_object(obj)} once "
+        raise ToolError("other", f"{ref.qualified} is bound to {bound_object(view, obj)} once "
                         f"{ref.module} is imported, not to the class its class statement makes")
     return obj
 
