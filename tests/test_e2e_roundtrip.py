@@ -43,3 +43,19 @@ def test_one_line_changed_in_a_definition_changes_that_line_alone(image, c):
     assert changed_lines(SHAPES["interleaved"], disk(image, "interleaved")) == [
         "-     y = 2  # why\n", "+     y = 3  # why\n"]
     assert run(c, "from rt.interleaved import A\n(A.y, A().m())") == repr((3, 1))
+
+
+def test_a_statement_added_above_the_first_keeps_the_blank_line_under_the_header_in_place(image, c):
+    # The definition shows no blank line under the header; a line added above `x = 1` went
+    # below that blank line, so the module and the next definition read a blank line between
+    # the two that the client never sent.
+    (image / "rt" / "blank_header.py").write_bytes(SHAPES["blank_above_a_statement"].encode())
+    ok(c, "refresh")
+    assert structured(c, "get_class_definition", className="rt.blank_header.A")["definition"] == (
+        "class A:\n    x = 1\n")
+    ok(c, "compile_class_definition", source="class A:\n    y = 0\n    x = 1\n", dictionaryName="rt.blank_header")
+    assert (image / "rt" / "blank_header.py").read_bytes().decode() == (
+        "class A:\n\n    y = 0\n    x = 1\n\n    def m(self):\n        return 1\n")
+    assert structured(c, "get_class_definition", className="rt.blank_header.A")["definition"] == (
+        "class A:\n    y = 0\n    x = 1\n")
+    assert run(c, "from rt.blank_header import A\n(A.y, A.x, A().m())") == repr((0, 1, 1))

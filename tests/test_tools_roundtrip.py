@@ -97,6 +97,19 @@ def test_one_line_changed_in_a_class_definition_changes_that_line_alone(shapes):
     assert client.view.module("rt.interleaved").A.y == 3
 
 
+def test_a_statement_added_above_the_first_stays_below_the_blank_line_the_definition_drops(shapes):
+    # get_class_definition shows no blank line under the header (the class keeps it): a line
+    # added above the first statement went below it, into that statement's gap, so the
+    # module read `y = 0`, a blank line the client never sent, then `x = 1`.
+    image, client = shapes
+    assert definition_of(client, "blank_above_a_statement") == "class A:\n    x = 1\n"
+    client.ok("compile_class_definition", source="class A:\n    y = 0\n    x = 1\n",
+              dictionaryName="rt.blank_above_a_statement")
+    assert disk(image, "blank_above_a_statement") == (
+        "class A:\n\n    y = 0\n    x = 1\n\n    def m(self):\n        return 1\n")
+    assert definition_of(client, "blank_above_a_statement") == "class A:\n    y = 0\n    x = 1\n"
+
+
 def test_one_line_changed_in_a_method_changes_that_line_alone(shapes):
     image, client = shapes
     source = client.ok("get_method_source", className="rt.whitespace_blank_lines.A",

@@ -67,12 +67,18 @@ def written_over(class_text: str, class_name: str, source: str, methods: list) -
             kept.discard(blank)
             blank += 1
     previous = first - 1
+    header = splice.header_last_line(lines, classdef)
     for index, number in enumerate(shown):
         if number is not None:
             text += [own[n - first] for n in range(previous + 1, number) if n in kept]
             previous = number
             text += [own[number - first] if line == definition[index] else line
                      for line in becomes.get(index, [])]
+            if number == header and index in after:
+                # Lines added under the header go below the blank lines the definition
+                # drops there, which stay right under it: not into the first statement's gap.
+                previous = _below_header_blanks(lines, classdef, kept, previous)
+                text += [own[n - first] for n in range(number + 1, previous + 1)]
         elif not kept or becomes.get(index) != [definition[index]]:
             # The `pass` shown for a body of methods only: what replaces it is set apart
             # from the first of them, as a new statement above a def is.
@@ -84,6 +90,18 @@ def written_over(class_text: str, class_name: str, source: str, methods: list) -
     text += [own[n - first] for n in range(previous + 1, last + 1) if n in kept]
     merged = "".join(text)
     return merged if _members_in_order(merged, class_name, source, methods) else None
+
+
+def _below_header_blanks(lines: list[str], classdef: ast.ClassDef, kept: set[int], header: int) -> int:
+    """The number of the last of the kept blank lines right under the header (`header`, when
+    none) that the definition drops above a first statement it shows; a first member that is a
+    def or class, not shown, keeps those lines as its own."""
+    if isinstance(classdef.body[0], splice.FunctionNode + (ast.ClassDef,)):
+        return header
+    number = header
+    while number + 1 in kept and not lines[number].strip():
+        number += 1
+    return number
 
 
 def _opens_with_blank_line(lines: list[str]) -> bool:
