@@ -6,7 +6,7 @@ import pytest
 
 from test_e2e_image_tools import daemon, run  # noqa: F401  (the daemon fixture: on this module's image)
 from test_e2e_tools import ok, structured
-from test_tools_roundtrip import SHAPES, changed_lines
+from test_tools_roundtrip import MADE_FROM_DEFS, SHAPES, changed_lines
 from test_tools_support import write_image
 
 CHOSEN = ("blank_after_header", "interleaved", "crlf", "whitespace_blank_lines", "class_level_default",
@@ -59,3 +59,17 @@ def test_a_statement_added_above_the_first_keeps_the_blank_line_under_the_header
     assert structured(c, "get_class_definition", className="rt.blank_header.A")["definition"] == (
         "class A:\n    y = 0\n    x = 1\n")
     assert run(c, "from rt.blank_header import A\n(A.y, A.x, A().m())") == repr((0, 1, 1))
+
+
+def test_a_statement_added_back_below_the_def_it_reads_leaves_the_module_as_it_was(image, c):
+    # fractions.Fraction's `__mod__, __rmod__ = _operator_fallbacks(_mod, ...)` taken out of the
+    # definition and sent back: it went above the `_mod` it reads, and the class was rebuilt
+    # with each member above its first reader, hundreds of lines moved.
+    (image / "rt" / "made.py").write_bytes(MADE_FROM_DEFS.encode())
+    ok(c, "refresh")
+    definition = structured(c, "get_class_definition", className="rt.made.A")["definition"]
+    ok(c, "compile_class_definition", source=definition.replace("\n    mod = helper(_mod)\n", ""),
+       dictionaryName="rt.made")
+    ok(c, "compile_class_definition", source=definition, dictionaryName="rt.made")
+    assert (image / "rt" / "made.py").read_bytes().decode() == MADE_FROM_DEFS
+    assert run(c, "from rt.made import A\n(A.mod(None), A().first())") == repr((2, 0))

@@ -110,6 +110,31 @@ def test_a_statement_added_above_the_first_stays_below_the_blank_line_the_defini
     assert definition_of(client, "blank_above_a_statement") == "class A:\n    y = 0\n    x = 1\n"
 
 
+# fractions.Fraction: each operator made from the helper def right above it.
+MADE_FROM_DEFS = ("class A:\n    x = 1\n\n    def first(self):\n        return 0\n\n"
+                  "    def helper(f):\n        return f\n\n"
+                  "    def _add(self):\n        return 1\n\n    add = helper(_add)\n\n"
+                  "    def _mod(self):\n        return 2\n\n    mod = helper(_mod)\n\n"
+                  "    def last(self):\n        return 3\n")
+
+
+def test_a_statement_added_back_below_the_def_it_reads_leaves_the_other_members_in_place(shapes):
+    # `mod = helper(_mod)` added after `add = ...` went right below that statement, above the
+    # `_mod` it reads; so the class was rebuilt with each member right above its first
+    # reader: `helper` and the defs below it moved up above `first`.
+    image, client = shapes
+    (image / "rt" / "made.py").write_text(MADE_FROM_DEFS)
+    client.ok("refresh")
+    definition = client.ok("get_class_definition", className="rt.made.A")["structuredContent"]["definition"]
+    assert definition == "class A:\n    x = 1\n\n    add = helper(_add)\n\n    mod = helper(_mod)\n"
+    client.ok("compile_class_definition", source=definition.replace("\n    mod = helper(_mod)\n", ""),
+              dictionaryName="rt.made")
+    assert (image / "rt" / "made.py").read_text() == MADE_FROM_DEFS.replace("    mod = helper(_mod)\n\n", "")
+    client.ok("compile_class_definition", source=definition, dictionaryName="rt.made")
+    assert (image / "rt" / "made.py").read_text() == MADE_FROM_DEFS
+    assert client.view.module("rt.made").A.mod(None) == 2
+
+
 def test_one_line_changed_in_a_method_changes_that_line_alone(shapes):
     image, client = shapes
     source = client.ok("get_method_source", className="rt.whitespace_blank_lines.A",

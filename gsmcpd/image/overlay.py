@@ -68,6 +68,7 @@ def written_over(class_text: str, class_name: str, source: str, methods: list) -
             blank += 1
     previous = first - 1
     header = splice.header_last_line(lines, classdef)
+    pending = _pending_members(source, class_name, methods)
     for index, number in enumerate(shown):
         if number is not None:
             text += [own[n - first] for n in range(previous + 1, number) if n in kept]
@@ -79,6 +80,12 @@ def written_over(class_text: str, class_name: str, source: str, methods: list) -
                 # drops there, which stay right under it: not into the first statement's gap.
                 previous = _below_header_blanks(lines, classdef, kept, previous)
                 text += [own[n - first] for n in range(number + 1, previous + 1)]
+            if index in after:
+                # Lines added below a statement that read a carried member written further
+                # down, before the next statement shown, go below that member, which stays put.
+                below = _last_member_read(after[index], pending, lines, shown[index + 1:], previous)
+                text += [own[n - first] for n in range(previous + 1, below + 1) if n in kept]
+                previous = below
         elif not kept or becomes.get(index) != [definition[index]]:
             # The `pass` shown for a body of methods only: what replaces it is set apart
             # from the first of them, as a new statement above a def is.
@@ -90,6 +97,29 @@ def written_over(class_text: str, class_name: str, source: str, methods: list) -
     text += [own[n - first] for n in range(previous + 1, last + 1) if n in kept]
     merged = "".join(text)
     return merged if _members_in_order(merged, class_name, source, methods) else None
+
+
+def _pending_members(source: str, class_name: str, methods: list) -> dict:
+    """The carried members by name that a class-level statement cannot read above their
+    defs (the module or the builtins do not bind the name)."""
+    before = splice.statements_before(source, class_name)
+    return {node.name: node for node in methods if not splice.bound_before(before, node.name)}
+
+
+def _last_member_read(added: list[str], pending: dict, lines: list[str], later: list,
+                      previous: int) -> int:
+    """The number of the last line of the last carried member the `added` lines read as the
+    class body runs that is written below line `previous` and above the next line shown
+    (`later`'s first number), or `previous` when none."""
+    try:
+        statements = parsing.parse(splice.dedent_code("".join(added))).body
+    except (SyntaxError, ValueError):
+        return previous
+    read = set().union(*(splice.names_read_now(statement) for statement in statements))
+    limit = next((number for number in later if number is not None), len(lines) + 1)
+    ends = [splice.last_line(lines, pending[name]) for name in read & pending.keys()
+            if previous < pending[name].lineno < limit]
+    return max(ends, default=previous)
 
 
 def _below_header_blanks(lines: list[str], classdef: ast.ClassDef, kept: set[int], header: int) -> int:
