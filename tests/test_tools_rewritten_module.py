@@ -1,4 +1,4 @@
-"""Classes whose body rewrites `__module__` (`__module__ = "pkg"`, as pluggy and anyio write
+"""Classes whose body rewrites `__module__` (`__module__ = "pkg"`, as pluggy and pytest write
 so that reprs show the public package): browsed, listed and named under the module whose file
 holds the class statement; changed by the mutation tools there, `__module__` kept as written."""
 

@@ -417,7 +417,7 @@ class View:
 
     def rewritten_home(self, obj) -> str | None:
         """For a class whose body rewrites `__module__` (`__module__ = "pkg"`, as pluggy and
-        anyio write so that reprs show the public package), the image module whose class
+        pytest write so that reprs show the public package), the image module whose class
         statement made it, which `__module__` no longer names: the one module binding `obj`
         at its top level by its name, whose class statement of that name assigns the very
         string `obj` has as `__module__`. None for any other object, or when no single
