@@ -12,7 +12,7 @@ import pytest
 from helpers import Daemon, open_session, tool_text
 from test_e2e_tools import call_tool, error, ok, structured, write_image
 from test_e2e_tools import run_code as run
-from test_tools_support import misordered_fields_error, missing_member_error
+from test_tools_support import daemon_on_image, misordered_fields_error, missing_member_error
 from test_tools_support import write_image as write_files
 from test_tools_testing import ODD as ODD_TESTS
 
@@ -1917,6 +1917,21 @@ def test_a_metaclass_whose_body_rewrites_module_gives_its_classes_their_class_si
 def test_a_module_that_is_no_string_is_no_crash_where_another_class_of_the_name_writes_one(c):
     # TypeError (unhashable type: 'list'), looked up among the strings hooked._meta.Meta writes.
     assert structured(c, "describe_class", className="MetaUser")["bases"] == ["['hooked'].Meta"]
+
+
+def test_a_nested_class_whose_body_rewrites_module_counts_as_made_where_its_statement_is(tmp_path):
+    # No image class (its __module__ named pkg): delete_class of Outer went through, and
+    # other, built on Outer.Inner, failed to import in every new session.
+    files = {"pkg/__init__.py": "from pkg._core import Outer\n",
+             "pkg/_core.py": 'class Outer:\n    class Inner:\n        __module__ = "pkg"\n',
+             "other.py": "from pkg._core import Outer\n\n\nclass Sub(Outer.Inner):\n    pass\n"}
+    with daemon_on_image(tmp_path, files) as daemon:
+        client = open_session(daemon)
+        assert structured(client, "describe_class", className="other.Sub")["bases"] == ["pkg._core.Outer.Inner"]
+        said = error(client, "delete_class", "refused", className="pkg._core.Outer")
+        assert said.startswith("pkg._core.Outer.Inner has subclasses in the image: other.Sub (other line 4)")
+        assert (daemon.image / "pkg/_core.py").read_text() == files["pkg/_core.py"]
+        client.close()
 
 
 def test_the_workspace_s_name_for_a_class_whose_body_rewrites_module_follows_its_re_import(c):

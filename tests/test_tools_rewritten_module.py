@@ -233,3 +233,29 @@ def test_naming_a_run_time_class_parses_no_module_without_module_and_asks_each_o
     assert asked == []
     # Python reads `__ｍodule__` as __module__ (NFKC): still found where its statement is.
     assert client.ok("describe_class", className="wide.Wide")["structuredContent"]["mro"] == ["wide.Wide", "object"]
+
+
+NESTED = {
+    "pkg/__init__.py": "from pkg._core import Outer\n",
+    "pkg/_core.py": 'class Outer:\n    class Inner:\n        __module__ = "pkg"\n',
+    "other.py": "from pkg._core import Outer\n\n\nclass Sub(Outer.Inner):\n    pass\n",
+    "shapes.py": "class Shape:\n    pass\n",
+    "holder.py": ('from shapes import Shape\n\n\nclass Holder:\n    class Inner(Shape):\n'
+                  '        __module__ = "elsewhere"\n'),
+}
+
+
+def test_a_nested_class_whose_body_rewrites_module_is_named_and_counted_where_its_statement_is(tmp_path, views):
+    # Named pkg.Outer.Inner and elsewhere.Holder.Inner, and no image class: delete_class of
+    # Outer or of Shape went through, and other or holder failed to import.
+    client = Client(views(write_image(tmp_path / "image", NESTED)))
+    assert client.ok("describe_class", className="other.Sub")["structuredContent"]["bases"] == [
+        "pkg._core.Outer.Inner"]
+    said = client.error("delete_class", "refused", className="pkg._core.Outer")
+    assert said.startswith("pkg._core.Outer.Inner has subclasses in the image: other.Sub (other line 4)")
+    said = client.error("delete_class", "refused", className="shapes.Shape")
+    assert said.startswith("shapes.Shape has subclasses in the image: holder.Holder.Inner (holder line 5, "
+                           "in the class statement of holder.Holder)")
+    assert "compile_class_definition on holder.Holder" in said
+    assert (client.view.source("pkg._core"), client.view.source("shapes")) == (NESTED["pkg/_core.py"],
+                                                                              NESTED["shapes.py"])

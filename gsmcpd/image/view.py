@@ -419,25 +419,26 @@ class View:
         """For a class whose body rewrites `__module__` (`__module__ = "pkg"`, as pluggy and
         pytest write so that reprs show the public package), the image module whose class
         statement made it, which `__module__` no longer names: the one module binding `obj`
-        at its top level by its name, whose class statement of that name assigns the very
-        string `obj` has as `__module__`. None for any other object, or when no single
-        module does so."""
+        by its qualified name (at its top level, a nested one in its enclosing class), whose
+        class statement of that name assigns the very string `obj` has as `__module__`. None
+        for any other object, or when no single module does so."""
         if not isinstance(obj, type) or self.defines(obj):
             return None
         # Each such module loaded (few are): whether another binds it too must not depend
         # on which the session has imported yet.
         found = [module for module in self.rewriting_modules(obj)
-                 if self.module(module) is not None and vars(sys.modules[module]).get(obj.__qualname__) is obj]
+                 if self.module(module) is not None
+                 and _bound_at(sys.modules[module], obj.__qualname__) is obj]
         return found[0] if len(found) == 1 else None
 
     def rewriting_modules(self, cls: type) -> list[str]:
-        """The image modules with a module-level class statement of the class's name that
-        assigns `__module__` the very string the class has: where a class whose body rewrote
-        it may have been made (rewritten_home says whether it was). None looked for a C type
-        or a class its `__module__`'s non-image module binds (the kernel's, every base of a
-        hierarchy's listing)."""
+        """The image modules with a class statement of the class's qualified name (module-level,
+        or nested in one: `Outer.Inner`) assigning `__module__` the very string the class has:
+        where a class whose body rewrote it may have been made (rewritten_home says whether it
+        was). None looked for a C type or a class its `__module__`'s non-image module binds
+        (the kernel's, every base of a hierarchy's listing)."""
         name = getattr(cls, "__qualname__", None)
-        if not isinstance(name, str) or "." in name or not _FLAGS(cls) & _HEAP_TYPE:
+        if not isinstance(name, str) or not _FLAGS(cls) & _HEAP_TYPE:
             return []
         home = vars(cls).get("__module__")   # as the class body left it, whatever its metaclass says
         if not isinstance(home, str) or (home in sys.modules and not self.has_module(home)
@@ -446,8 +447,8 @@ class View:
         return self._rewriting_index().get((name, home), [])
 
     def _rewriting_index(self) -> dict[tuple[str, str], list[str]]:
-        """(class name, string): the image modules, in lookup order, whose module-level class
-        statement of that name assigns that string to `__module__`. Kept while the view has
+        """(class qualified name, string): the image modules, in lookup order, whose class
+        statement of that name (nested too) assigns that string to `__module__`. Kept while the view has
         the very texts it was made from: every class a browse names is asked about (a
         namedtuple base's each time), and asking each module's costs a millisecond a class
         in an image of 500 modules."""
@@ -462,9 +463,9 @@ class View:
         return self._rewriting[1]
 
     def _modules_written(self, module: str) -> dict[str, set[str]]:
-        """The strings each module-level class statement of the module assigns to
-        `__module__` in its body (`__module__ = "pkg"`), by class name; a class none does
-        is left out. Kept per text (derived)."""
+        """The strings each class statement the module runs (module-level, or nested in one,
+        splice.nested_class_statements) assigns to `__module__` in its body (`__module__ =
+        "pkg"`), by qualified name; a class none does is left out. Kept per text (derived)."""
         def find(text):
             # Not parsed for it (a browse of a run-time class's kin asks of every module):
             # without the name, as Python reads identifiers (NFKC), it has no such statement.
@@ -472,17 +473,21 @@ class View:
                 return {}
             tree = self.tree(module)
             found = {}
-            for node in [] if tree is None else splice.module_level_classes(tree):
+            pending = [] if tree is None else [(node.name, node) for node in splice.module_level_classes(tree)]
+            while pending:
+                qualname, node = pending.pop()
                 strings = _module_strings(node)
                 if strings:
-                    found.setdefault(node.name, set()).update(strings)
+                    found.setdefault(qualname, set()).update(strings)
+                pending += [(f"{qualname}.{inner.name}", inner) for _, inner in splice.defs_in_blocks(node.body)
+                            if isinstance(inner, ast.ClassDef)]
             return found
         return self.derived(module, "strings assigned to __module__", find)
 
     def writes(self, obj) -> bool:
         """Whether an image module's own source makes `obj` at its top level: it `defines`
         it, or its class statement there set `__module__` to another name (rewritten_home)."""
-        return self.defines(obj) or self.rewritten_home(obj) is not None
+        return self.defines(obj) or ("." not in obj.__qualname__ and self.rewritten_home(obj) is not None)
 
     def written_in(self, obj, module: str) -> bool:
         """Whether `obj` is a class or function that `module`'s own source makes at its top
@@ -498,11 +503,12 @@ class View:
         """True iff the image module's own source makes the class `obj` as it runs: it
         `writes` it, or `obj` is a class nested in such a one (`Outer.Inner`, any depth),
         bound under its name in the enclosing class and written there by a class
-        statement (in a class-level block too). The tools address top-level classes only;
+        statement (in a class-level block too; one whose body rewrote `__module__` found
+        by rewritten_home). The tools address top-level classes only;
         this is for judging what a change to a base leaves a module unable to make (its
         import then fails however deep the class statement is). Not one made in a def
         (`make.<locals>.C`), which runs only when called."""
-        if self.writes(obj):
+        if self.defines(obj) or self.rewritten_home(obj) is not None:
             return True
         module_name = getattr(obj, "__module__", None)
         path = getattr(obj, "__qualname__", "")
@@ -990,6 +996,16 @@ class View:
             self.live_texts.pop(name, None)
             self.live_code.pop(name, None)
             self.import_errors.pop(name, None)
+
+
+def _bound_at(module, qualname: str):
+    """What `module` binds under the qualified name (`Outer.Inner`: Inner in Outer's
+    namespace, a private `__Inner` as `_Outer__Inner`), or None."""
+    path = qualname.split(".")
+    found = vars(module).get(path[0])
+    for outer, name in zip(path, path[1:]):
+        found = vars(found).get(splice.mangled(outer, name)) if isinstance(found, type) else None
+    return found
 
 
 def _module_strings(classdef: ast.ClassDef) -> set[str]:

@@ -333,7 +333,7 @@ class MutationToolset(Toolset):
                      f"{_misordered_fields_text(self.view, sub, pair, self._unvalued)} ({had}the dataclass "
                      f"decorator now raises TypeError: {conflict}), so a new "
                      f"session's import of {self.view.home(sub)} fails until compile_class_definition"
-                     f"{_on_enclosing(sub)} gives {pair[1][0]} a default (or kw_only), or {qualified} "
+                     f"{_on_enclosing(self.view, sub)} gives {pair[1][0]} a default (or kw_only), or {qualified} "
                      "is changed back")
         return note, ({"fieldOrderConflicts": misordered} if misordered else {})
 
@@ -790,7 +790,7 @@ class MutationToolset(Toolset):
         self.view.load_all()
         subclasses = catalog.image_subclass_classes(self.view, cls)
         if subclasses:
-            nested = list(dict.fromkeys(_enclosing(sub) for sub in subclasses if "." in sub.__qualname__))
+            nested = list(dict.fromkeys(_enclosing(self.view, sub) for sub in subclasses if "." in sub.__qualname__))
             holding = (f"; a nested one, which no tool addresses, through the class statement holding "
                        f"it: compile_class_definition on {', '.join(nested)}{_NESTED_ANEW}" if nested else "")
             raise ToolError("refused", f"{module_name}.{name} has subclasses in the image: "
@@ -958,19 +958,19 @@ class MutationToolset(Toolset):
                 misordered[name] = order
                 note += (f"; {name} cannot be made again as written (the dataclass decorator now "
                          f"raises TypeError: {order}), so a new session's import of {self.view.home(sub)} "
-                         f"fails until compile_class_definition{_on_enclosing(sub)} gives it a default "
+                         f"fails until compile_class_definition{_on_enclosing(self.view, sub)} gives it a default "
                          f"(or kw_only) for each field it adds without one, or {qualified} is changed back")
             if conflict is not None:
                 conflicts[name] = conflict
                 agreeing = live.agreeing_frozen(sub)
-                until = (f"compile_class_definition{_on_enclosing(sub)} makes it frozen={agreeing} as "
+                until = (f"compile_class_definition{_on_enclosing(self.view, sub)} makes it frozen={agreeing} as "
                          f"well, or {qualified} is changed back" if agreeing is not None else
                          f"{qualified} is changed back (neither frozen value agrees with its "
                          f"dataclass bases, {_MIXED_FROZEN})")
                 note += (f"; {name} cannot be made again as written (the dataclass decorator now "
                          f"raises TypeError: {conflict}), so a new session's import of "
                          f"{self.view.home(sub)} fails until {until}")
-        rest = [name if "." not in sub.__qualname__ else f"{_enclosing(sub)} (holding {name})"
+        rest = [name if "." not in sub.__qualname__ else f"{_enclosing(self.view, sub)} (holding {name})"
                 for sub, name in zip(subclasses, stale) if name not in conflicts and name not in misordered]
         if rest:
             note += (f"; compile_class_definition on {'each of ' if len(rest) > 1 else ''}"
@@ -1053,7 +1053,7 @@ class MutationToolset(Toolset):
         # A nested class is not addressable: its enclosing top-level class statement is what changes.
         holding = ""
         if nested:
-            enclosing = sorted(set(map(_enclosing, nested.values())))
+            enclosing = sorted({_enclosing(self.view, sub) for sub in nested.values()})
             holding = (f"; a nested class, which no tool addresses, through the class statement "
                        f"holding it: compile_class_definition on {', '.join(enclosing)}{_NESTED_ANEW}")
         if removed:
@@ -1083,7 +1083,7 @@ class MutationToolset(Toolset):
                 node = found[0] if len(found) == 1 else None
             else:
                 node = splice.class_statement(tree, cls.__qualname__)
-            inside = f", in the class statement of {_enclosing(cls)}" if "." in cls.__qualname__ else ""
+            inside = f", in the class statement of {_enclosing(self.view, cls)}" if "." in cls.__qualname__ else ""
             placed.append(qualname(self.view, cls) if node is None else
                           f"{qualname(self.view, cls)} ({self.view.home(cls)} line {node.lineno}{inside})")
         return ", ".join(placed)
@@ -1218,18 +1218,18 @@ def _spelled(qualname: str) -> str:
     return ".".join([parts[0]] + [splice.mangled(outer, name) for outer, name in zip(parts, parts[1:])])
 
 
-def _enclosing(cls) -> str:
+def _enclosing(view, cls) -> str:
     """The top-level class whose statement makes the nested class `cls` (`m2.Outer` for
     `m2.Outer.Inner`): what compile_class_definition, addressing top-level classes only,
     redefines to make it again."""
-    # Its own `__module__`: a nested class statement's body does not see the enclosing
-    # class's namespace, so a `__module__` that one rewrote is not this one's.
-    return f"{cls.__module__}.{cls.__qualname__.partition('.')[0]}"
+    # Its own home: a nested class statement's body does not see the enclosing class's
+    # namespace, so a `__module__` that one rewrote is not this one's.
+    return f"{view.home(cls)}.{cls.__qualname__.partition('.')[0]}"
 
 
-def _on_enclosing(cls) -> str:
+def _on_enclosing(view, cls) -> str:
     """' on m2.Outer (whose class statement holds it)' for a nested class; '' for a top-level one."""
-    return "" if "." not in cls.__qualname__ else f" on {_enclosing(cls)} (whose class statement holds it)"
+    return "" if "." not in cls.__qualname__ else f" on {_enclosing(view, cls)} (whose class statement holds it)"
 
 
 def _misordered_fields_text(view, cls, pair, unvalued) -> str:
