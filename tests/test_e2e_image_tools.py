@@ -84,6 +84,7 @@ def tail():
     "fix/paired.py": "class Paired:\n    run = 5\n\n    def run(self):\n        return 1\n",
     "fix/rebound.py": "class Rebound:\n    def run(self):\n        return 9\n\n    def other(self):\n"
                       "        return 2\n",
+    "fix/blocked.py": "class Blocked:\n    def run(self):\n        return 9\n",
     "fix/noted_run.py": "class NotedRun:\n    run: int\n\n    def run(self):\n        return 1\n\n"
                         "    alias = run\n",
     "fix/imported_run.py": "class ImportedRun:\n    from json import dumps as run\n\n    def run(self):\n"
@@ -582,6 +583,20 @@ def test_a_class_statement_binding_a_name_by_a_loop_or_import_carries_no_def_of_
     assert run(c, code) == repr((1, True))
     other = open_session(daemon)
     assert run(other, code) == repr((1, True))
+    other.close()
+
+
+def test_a_class_statement_binding_a_name_in_a_class_level_block_carries_no_def_of_it(daemon, image, c):
+    # Only the body's own statements counted: the old def was carried over below the `if`,
+    # and the class had it instead of the 5 the statement sent binds.
+    result = structured(c, "compile_class_definition", dictionaryName="fix.blocked",
+                        source="class Blocked:\n    if True:\n        run = 5\n")
+    assert result["carried"] == []
+    assert "return 9" not in (image / "fix/blocked.py").read_text()
+    code = "from fix.blocked import Blocked\nBlocked.run"
+    assert run(c, code) == "5"
+    other = open_session(daemon)
+    assert run(other, code) == "5"
     other.close()
 
 

@@ -738,6 +738,30 @@ def test_a_name_the_new_class_text_binds_by_any_statement_is_not_carried(stateme
     assert [node.name for node in splice.carried_members(old, new)] == ["other"]
 
 
+@pytest.mark.parametrize("statement", [
+    "if True:\n        run = 5\n",
+    "try:\n        run = 5\n    except Exception:\n        pass\n",
+    "for _ in [1]:\n        run = 5\n",
+    "if True:\n        def run(self):\n            return 3\n",
+], ids=["if", "try", "loop-body", "def-in-if"])
+def test_a_name_the_new_class_text_binds_in_a_class_level_block_is_not_carried(statement):
+    # Only the body's own statements counted: the old def was carried, put below the
+    # block, and overrode what it binds (the live run the old def, the file saying both).
+    old = ast.parse("class K:\n    def run(self):\n        return 1\n\n"
+                    "    def other(self):\n        return 2\n").body[0]
+    new = ast.parse("class K:\n    " + statement).body[0]
+    assert [node.name for node in splice.carried_members(old, new)] == ["other"]
+
+
+def test_a_member_beside_a_binding_in_a_block_is_carried_back_with_the_definition():
+    source = "class K:\n    if True:\n        run = 5\n\n    def run(self):\n        return 1\n"
+    old = splice.top_level_class(ast.parse(source), "K")
+    definition = splice.class_definition(source, "K")
+    carried = splice.carried_members(old, ast.parse(definition).body[0])
+    assert [node.name for node in carried] == ["run"]
+    assert overlay.written_over(definition, "K", source, carried) == source
+
+
 def test_a_member_beside_an_import_of_its_name_is_carried_back_with_the_definition():
     source = "class K:\n    from json import dumps as run\n\n    def run(self):\n        return 1\n"
     old = splice.top_level_class(ast.parse(source), "K")

@@ -762,10 +762,10 @@ def carried_members(old: ast.ClassDef, new: ast.ClassDef) -> list[ast.stmt]:
     """The methods and nested classes of `old` that a redefinition `new` leaves out:
     get_class_definition shows neither, so a class text made from it must keep them.
     A name `new` binds itself is not carried: by a def or nested class, or by another
-    statement of its body (an assignment, a loop's or `with`'s target, an import, `:=`, a
-    `match` capture: may_bind_names) unless `old`'s own statements bound it too (then the
-    member stood beside that binding, as the definition still shows it: sent back, the
-    member stays)."""
+    statement of its body, in a class-level block too (an assignment, a loop's or `with`'s
+    target, an import, `:=`, a `match` capture: may_bind_names; a def in a block) unless
+    `old`'s own statements bound it too (then the member stood beside that binding, as the
+    definition still shows it: sent back, the member stays)."""
     bound = {node.name for node in new.body if isinstance(node, FunctionNode + (ast.ClassDef,))}
     bound |= _statements_bind(new) - _statements_bind(old)
     return [node for node in old.body
@@ -773,9 +773,12 @@ def carried_members(old: ast.ClassDef, new: ast.ClassDef) -> list[ast.stmt]:
 
 
 def _statements_bind(classdef: ast.ClassDef) -> set[str]:
-    """The names the class body's statements other than its members may bind (an
-    annotation alone too: a member of that name would be the field's default)."""
-    return {name for node in classdef.body if not isinstance(node, FunctionNode + (ast.ClassDef,))
+    """The names the class body's statements other than its own members may bind, in its
+    class-level blocks too (a carried member, put below them, would override what a block
+    binds as it would a plain statement's); an annotation alone too: a member of that name
+    would be the field's default."""
+    return {name for node in class_level_statements(classdef)
+            if not (isinstance(node, FunctionNode + (ast.ClassDef,)) and node in classdef.body)
             for name in may_bind_names(node) | _assigned_names(node)}
 
 
