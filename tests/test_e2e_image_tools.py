@@ -24,6 +24,7 @@ EXTRA_FILES = {
     "hooked/_meta.py": 'class Meta(type):\n    __module__ = "hooked"\n\n    def hello(cls):\n        return "hi"\n',
     "hooked/widgets.py": "from hooked._meta import Meta\n\n\nclass Widget(metaclass=Meta):\n    pass\n",
     "hooked/listed.py": 'class Meta:\n    __module__ = ["hooked"]\n',
+    "hooked/thing.py": "from hooked._core import Hook\n\n\nclass Thing:\n    pass\n\n\nThing = Hook()\n",
     "hooked/users.py": "from hooked.listed import Meta\n\n\nclass MetaUser(Meta):\n    pass\n",
     "fix/__init__.py": "",
     "fix/models.py": '''\
@@ -1921,6 +1922,15 @@ def test_a_class_whose_body_rewrites_module_is_browsed_under_its_module_and_chan
     other = open_session(daemon)    # a new session's worker imports it as committed
     assert run(other, check) == "(2, <class 'hooked.Hook'>)"
     other.close()
+
+
+def test_a_name_bound_to_an_instance_of_a_class_whose_body_rewrites_module_names_its_class_where_written(
+        image, c):
+    # Said "an instance of hooked.Hook", which the tools answer `did you mean hooked._core.Hook?`.
+    said = error(c, "compile_method", "refused", className="hooked.thing.Thing", source="def m(self):\n    pass\n")
+    assert said.startswith("hooked.thing.Thing is bound to an instance of hooked._core.Hook once hooked.thing "
+                           "is imported")
+    assert "def m" not in (image / "hooked/thing.py").read_text()
 
 
 def test_a_metaclass_whose_body_rewrites_module_gives_its_classes_their_class_side(c):

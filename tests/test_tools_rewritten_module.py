@@ -259,3 +259,11 @@ def test_a_nested_class_whose_body_rewrites_module_is_named_and_counted_where_it
     assert "compile_class_definition on holder.Holder" in said
     assert (client.view.source("pkg._core"), client.view.source("shapes")) == (NESTED["pkg/_core.py"],
                                                                               NESTED["shapes.py"])
+
+
+def test_a_name_bound_to_an_instance_of_such_a_class_is_refused_naming_its_class_where_written(tmp_path, views):
+    # Said "an instance of pkg.Hook", a name the tools answer `did you mean pkg._core.Hook?`.
+    files = {**FILES, "thing.py": "from pkg._core import Hook\n\n\nclass Thing:\n    pass\n\n\nThing = Hook()\n"}
+    client = Client(views(write_image(tmp_path / "image", files)))
+    said = client.error("compile_method", "refused", className="thing.Thing", source="def m(self):\n    pass\n")
+    assert said.startswith("thing.Thing is bound to an instance of pkg._core.Hook once thing is imported")

@@ -543,7 +543,7 @@ def bound_object(view: View, obj: object) -> str:
     if isinstance(obj, type):
         return f"{view.home(obj)}.{obj.__qualname__}"
     kind = type(obj)
-    return f"an instance of {kind.__module__}.{kind.__qualname__}"
+    return f"an instance of {view.home(kind)}.{kind.__qualname__}"
 
 
 def image_subclasses(view: View, cls: type) -> list[str]:
