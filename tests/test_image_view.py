@@ -1080,3 +1080,13 @@ def test_a_packages_init_file_is_no_module_of_its_own(image, views):
     assert view.has_module("zoo") and view.relpath("zoo") == "zoo/__init__.py"
     assert not view.has_module("zoo.__init__") and "zoo.__init__" not in view.module_names()
     assert view.module("zoo.__init__") is None and "zoo.__init__" not in sys.modules
+
+
+def test_the_kernel_guard_refuses_an_object_without_a_qualified_name(image, views):
+    # View.writes read `__qualname__` of what defines() had turned down: AttributeError.
+    from gsmcpd.worker.toolset import ToolError
+    view = views(image)
+    for obj in (os, 3):
+        with pytest.raises(ToolError) as caught:
+            view.assert_mutable(obj, "thing")
+        assert caught.value.kind == "refused"

@@ -487,7 +487,7 @@ class View:
     def writes(self, obj) -> bool:
         """Whether an image module's own source makes `obj` at its top level: it `defines`
         it, or its class statement there set `__module__` to another name (rewritten_home)."""
-        return self.defines(obj) or ("." not in obj.__qualname__ and self.rewritten_home(obj) is not None)
+        return self.defines(obj) or (self.rewritten_home(obj) is not None and "." not in obj.__qualname__)
 
     def written_in(self, obj, module: str) -> bool:
         """Whether `obj` is a class or function that `module`'s own source makes at its top
