@@ -1964,3 +1964,9 @@ def test_the_workspace_s_name_for_a_class_whose_body_rewrites_module_follows_its
     run(c, "from hooked.sub import Caller\nCaller.more = lambda self: 'patched'")
     ok(c, "abort")
     assert run(c, "import hooked.sub\nCaller is hooked.sub.Caller") == "True"
+
+
+def test_a_class_the_workspace_makes_like_an_image_class_whose_body_rewrites_module_stays_its_own(c):
+    # The next execute_code bound Caller to hooked.sub.Caller, with no re-import at all.
+    run(c, 'import hooked.sub\nclass Caller:\n    __module__ = "elsewhere"\n    x = "mine"\n')
+    assert run(c, "(Caller.x, Caller is hooked.sub.Caller)") == "('mine', False)"

@@ -177,6 +177,18 @@ def test_the_workspace_s_name_for_it_is_bound_to_the_class_re_imported(client):
     assert client.ok("execute_code", code=check)["structuredContent"]["result"] == "True"
 
 
+@pytest.mark.parametrize("statement", [
+    'class Caller:\n    __module__ = "elsewhere"\n    x = 1\n',
+    'class Plain:\n    __module__ = "pkg._core"\n    x = 1\n',
+], ids=["found-where-its-class-statement-is", "found-in-the-module-its-module-names"])
+def test_a_class_the_workspace_makes_alike_stays_the_workspace_s(client, statement):
+    # Was bound to the image's class of its name and __module__ the next call, no re-import
+    # at all: any class those led to was taken for a copy a re-import left behind.
+    client.ok("execute_code", code="import pkg.sub\n" + statement)
+    name = statement.split()[1].rstrip(":")
+    assert client.ok("execute_code", code=f"{name}.x")["structuredContent"]["result"] == "1"
+
+
 @pytest.mark.parametrize("files", [
     {"comp.py": 'class Dyn:\n    __module__ = "comp".upper()\n'},
     {"twin_a.py": 'class T:\n    __module__ = "x"\n',

@@ -14,6 +14,7 @@ import re
 import sys
 import traceback
 import types
+import weakref
 from contextlib import redirect_stderr, redirect_stdout
 
 from gsmcpd.image import splice
@@ -44,6 +45,10 @@ class ExecutionToolset(Toolset):
         # `progress` lets long-running workspace code report to a client that asked.
         self.namespace["progress"] = self.progress
         self._call_numbers = itertools.count(1)
+        # By id: the classes the workspace held as an image module bound them, the only
+        # ones a re-import may leave behind (a class of the same name and `__module__` the
+        # workspace's own code made never is one). Identity, not hash: a metaclass may lack one.
+        self._image_classes = weakref.WeakValueDictionary()
 
     def register(self, registry):
         registry.add(Tool(
@@ -65,12 +70,18 @@ class ExecutionToolset(Toolset):
         body, final_expression = self._compile(code, filename)
         # Keep the source where tracebacks look for it, in the lines Python numbers.
         linecache.cache[filename] = (len(code), None, splice.lines_of(code), filename)
+        sys.modules[WORKSPACE] = self.module   # this server's (a test process may hold several)
+        self._rebind_reimported()
+        try:
+            return self._run(body, final_expression)
+        finally:
+            self._note_image_classes()   # what the code imported, before anything re-imports it
+
+    def _run(self, body, final_expression):
         # Past OUTPUT_CAP a stream only counts what it is given: code printing in a loop
         # until the deadline must not fill the worker's memory with what is cut anyway.
         stdout, stderr = Capture(OUTPUT_CAP), Capture(OUTPUT_CAP)
         has_value, value = False, None
-        sys.modules[WORKSPACE] = self.module   # this server's (a test process may hold several)
-        self._rebind_reimported()
         try:
             with redirect_stdout(stdout), redirect_stderr(stderr):
                 exec(body, self.namespace)
@@ -103,9 +114,21 @@ class ExecutionToolset(Toolset):
         if view is None:
             return
         for name, value in list(self.namespace.items()):
-            fresh = _reimported(view, value)
-            if fresh is not None:
-                self.namespace[name] = fresh
+            fresh = _live_counterpart(view, value)
+            if fresh is None or fresh is value:
+                continue
+            if isinstance(value, type) and self._image_classes.get(id(value)) is not value:
+                continue   # the workspace's own class, however it is named
+            self.namespace[name] = fresh
+
+    def _note_image_classes(self) -> None:
+        """Remember the classes the workspace binds that an image module binds now."""
+        view = self.view
+        if view is None:
+            return
+        for value in list(self.namespace.values()):
+            if isinstance(value, type) and _live_counterpart(view, value) is value:
+                self._image_classes[id(value)] = value
 
     @staticmethod
     def _compile(code: str, filename: str):
@@ -173,9 +196,10 @@ def _raise_if_break(error: BaseException | None, stdout: Capture, stderr: Captur
         raise
 
 
-def _reimported(view, value):
-    """The live object standing for `value` if `value` is a copy an image module's
-    re-import left behind (the module, or a class or function at its top level), else None."""
+def _live_counterpart(view, value):
+    """For an image module, or a class or function at its top level, what the module as the
+    view has it now binds there (`value` itself, unless a re-import left `value` behind);
+    None for anything else."""
     if isinstance(value, types.ModuleType):
         module_name, attribute, kind = value.__name__, None, types.ModuleType
     elif isinstance(value, (type, types.FunctionType)) and value.__qualname__ == value.__name__:
@@ -188,7 +212,7 @@ def _reimported(view, value):
         # A class whose body rewrote `__module__` ("elsewhere"): where its class statement is.
         written = view.rewriting_modules(value)
         fresh = _live_copy(view, value, written[0], attribute) if len(written) == 1 else None
-    return fresh if fresh is not value and isinstance(fresh, kind) else None
+    return fresh if isinstance(fresh, kind) else None
 
 
 def _live_copy(view, value, module_name, attribute):
