@@ -1209,3 +1209,24 @@ def test_a_commit_that_brings_in_a_change_breaking_a_loaded_module_names_its_imp
     assert nothing["importErrors"]["shop.test_models"].startswith(failure)
     fresh = session(shop).tool("list_test_classes")["structuredContent"]["notLoaded"]
     assert fresh == [f"image module shop.test_models failed to import: {nothing['importErrors']['shop.test_models']}"]
+
+
+def test_a_failing_module_is_imported_once_across_image_wide_calls_until_code_runs(tmp_path):
+    # Every get_class_hierarchy re-imported each failing module: seconds a call on pip's copy.
+    from test_tools_failed_imports import files, imports_of
+    tries = tmp_path / "tries.txt"
+    with daemon_on_image(tmp_path, files(tries)) as daemon:
+        client = session(daemon)
+        for _ in range(2):
+            hierarchy = client.tool("get_class_hierarchy", className="base.Base")
+            assert hierarchy["structuredContent"]["subclasses"] == [], hierarchy
+        not_loaded = client.tool("list_test_classes")["structuredContent"]["notLoaded"]
+        assert not_loaded == ["image module failing failed to import: ModuleNotFoundError: "
+                              "No module named 'extlib_not_installed'"]
+        assert imports_of(tries) == 1
+        made = client.tool("execute_code", code="import sys, types\n"
+                           "sys.modules['extlib_not_installed'] = types.ModuleType('x')")
+        assert not made.get("isError"), made
+        assert client.tool("get_class_hierarchy", className="base.Base")["structuredContent"][
+            "subclasses"] == ["failing.Sub"]
+        assert imports_of(tries) == 2

@@ -105,6 +105,11 @@ class View:
         # module -> the code compiled from that text (by id): what an edit's renumber moves.
         self.live_code: dict[str, dict[int, CodeType]] = {}
         self.import_errors: dict[str, str] = {}
+        # A failed import is tried again only once something that may change its outcome
+        # happened (see forget_import_failures): load_all re-imported every failing module
+        # on each image-wide call, seconds on a large image.
+        self._import_epoch = 0
+        self._failed_in_epoch: dict[str, int] = {}   # module -> the epoch its import failed in
         self.encodings: dict[str, str] = {}     # relpath -> the codec its bytes are in (PEP 263)
         self.unlisted: list[str] = []           # image directories this account may not list or enter
         self.too_long: list[str] = []           # image files and directories ("d/") past PATH_MAX
@@ -288,6 +293,7 @@ class View:
             if rel is None or self.texts[rel] is not text:
                 del self._derived[key]
         self._rewriting = ((), {})
+        self.forget_import_failures()   # the texts may have changed
 
     def set_source(self, module: str, text: str, *, live: bool = True) -> None:
         """Change a module's text in this view; `live` says the live objects
@@ -295,6 +301,7 @@ class View:
         rel = self.relpath(module)
         old_defs = self._derived.get((module, "defs"))   # the last edit's, most likely of the live text
         self.texts[rel] = text
+        self.forget_import_failures()
         if live and self.owns_module(module):
             reflected = self.live_texts.get(module)
             self.live_texts[module] = text
@@ -325,6 +332,7 @@ class View:
 
     def add_module(self, module: str, text: str, *, package: bool = False) -> None:
         self.texts[relpath_of(module, package=package)] = text
+        self.forget_import_failures()
 
     def _files_of(self, module: str) -> list[str]:
         """The module's file, or a package's files with all its submodules'."""
@@ -380,6 +388,8 @@ class View:
             return None
         if name in sys.modules:
             return sys.modules[name]
+        if name in self.import_errors and self._failed_in_epoch.get(name) == self._import_epoch:
+            return None   # nothing that could change the outcome happened since it failed
         self.install()
         try:
             module = importlib.import_module(name)
@@ -387,13 +397,24 @@ class View:
             raise_if_break(error)              # ...unless the call is being broken, not the import
             note = recursion_limit_note(error)
             self.import_errors[name] = f"{type(error).__name__}: {error}" + ("" if note is None else " " + note)
+            if isinstance(error, (RecursionError, MemoryError)):   # the stack's depth, the memory free now
+                self._failed_in_epoch.pop(name, None)
+            else:
+                self._failed_in_epoch[name] = self._import_epoch
             return None
         self.import_errors.pop(name, None)
+        self._failed_in_epoch.pop(name, None)
         return module if self.owns_module(name) else None
 
     def load_all(self) -> None:
         for name in self.module_names():
             self.module(name)
+
+    def forget_import_failures(self) -> None:
+        """Have module() try each failed import again: called when what an import's outcome
+        depends on may have changed (a text of the view, a live module forgotten or
+        re-imported, the session's code run: it may have changed sys.path or sys.modules)."""
+        self._import_epoch += 1
 
     def defines(self, obj, name: str | None = None) -> bool:
         """True iff `obj` is a class or function bound at top level of an image
@@ -990,6 +1011,7 @@ class View:
         return frozenset(names).union(*map(_packages_of, names))
 
     def _forget_live(self, names) -> None:
+        self.forget_import_failures()   # an importer of these may import otherwise now
         for name in names:
             if self.owns_module(name):
                 _unbind(name)

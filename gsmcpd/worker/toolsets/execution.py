@@ -93,6 +93,9 @@ class ExecutionToolset(Toolset):
             _raise_if_break(error, stdout, stderr)
             printed = _join(_printed(stdout, "stdout"), _printed(stderr, "stderr"))
             raise ToolError("other", _join(printed, _sendable(_traceback(error), "the traceback"))) from None
+        finally:
+            if self.view is not None:   # the code may have made a failing import pass
+                self.view.forget_import_failures()
         _raise_if_break(None, stdout, stderr)   # code that caught the break and carried on
         if has_value and value is not None:
             self.namespace["_"] = value

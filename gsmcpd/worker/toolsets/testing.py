@@ -778,6 +778,8 @@ class TestingToolset(Toolset):
             result.break_landed()
             interruption.result = result   # what finished before it (see _partial_on_break)
             raise
+        finally:
+            self.view.forget_import_failures()   # the tests' code may have made a failing import pass
         return result
 
     @staticmethod

@@ -1,0 +1,92 @@
+"""A module that fails to import is imported once, not again on every image-wide call
+(get_class_hierarchy and list_all_classes load the whole image): it is tried again only
+once something that may change the outcome happened (an edit, refresh, abort, commit,
+the session's code run), and it is still named with its error."""
+
+import sys
+
+import pytest
+
+from test_tools_support import Client, views, write_image  # noqa: F401  (fixtures)
+
+# Each run of failing.py adds a line to the file TRIES names: how often it was imported.
+FAILING = 'open({tries!r}, "a").write("tried\\n")\nimport extlib_not_installed\n\n\nclass Sub(Base):\n    pass\n'
+
+
+def files(tries):
+    return {"base.py": "class Base:\n    pass\n",
+            "failing.py": "from base import Base\n" + FAILING.format(tries=str(tries)),
+            "other.py": "class Other:\n    pass\n"}
+
+
+@pytest.fixture
+def tries(tmp_path):
+    return tmp_path / "tries.txt"
+
+
+@pytest.fixture
+def client(tmp_path, views, tries):
+    return Client(views(write_image(tmp_path / "image", files(tries))))
+
+
+def imports_of(tries) -> int:
+    return len(tries.read_text().splitlines()) if tries.exists() else 0
+
+
+def test_a_failing_module_is_imported_once_across_image_wide_calls_and_still_named(client, tries):
+    for _ in range(2):
+        hierarchy = client.ok("get_class_hierarchy", className="base.Base")["structuredContent"]
+        assert hierarchy["subclasses"] == []
+    client.ok("list_all_classes")
+    not_loaded = client.ok("list_test_classes")["structuredContent"]["notLoaded"]
+    assert imports_of(tries) == 1
+    assert not_loaded == ["image module failing failed to import: ModuleNotFoundError: "
+                          "No module named 'extlib_not_installed'"]
+
+
+@pytest.mark.parametrize("change", [
+    lambda client: client.view.set_source("other", "class Other:\n    x = 1\n"),
+    lambda client: client.ok("refresh"),
+    lambda client: client.ok("abort"),
+    lambda client: client.ok("execute_code", code="1"),
+    lambda client: client.ok("compile_method", className="other.Other", source="def m(self):\n    return 1\n"),
+], ids=["edit", "refresh", "abort", "execute_code", "commit"])
+def test_a_failing_module_is_tried_again_after_what_may_change_its_outcome(client, tries, change):
+    client.ok("get_class_hierarchy", className="base.Base")
+    change(client)
+    client.ok("get_class_hierarchy", className="base.Base")
+    assert imports_of(tries) == 2
+
+
+def test_code_that_makes_the_missing_module_importable_lets_the_failing_module_load(client, tries):
+    client.ok("get_class_hierarchy", className="base.Base")
+    client.ok("execute_code", code="import sys, types\nsys.modules['extlib_not_installed'] = types.ModuleType('x')")
+    try:
+        assert client.ok("get_class_hierarchy", className="base.Base")["structuredContent"]["subclasses"] == [
+            "failing.Sub"]
+        assert "failing" not in client.view.import_errors
+    finally:
+        sys.modules.pop("extlib_not_installed", None)
+
+
+def test_a_test_run_has_a_failing_module_tried_again(tmp_path, views, tries):
+    image = files(tries)
+    image["test_it.py"] = "import unittest\n\n\nclass TestIt(unittest.TestCase):\n    def test_ok(self):\n        pass\n"
+    client = Client(views(write_image(tmp_path / "image", image)))
+    client.ok("get_class_hierarchy", className="base.Base")
+    client.ok("run_test_class", className="test_it.TestIt")
+    client.ok("get_class_hierarchy", className="base.Base")
+    assert imports_of(tries) == 2
+
+
+def test_a_module_failing_with_a_recursion_error_is_tried_again(tmp_path, views):
+    # Its outcome depends on how deep the stack was when it was imported.
+    text = ("import sys\nimport types\ntries = sys.modules.setdefault('deep_tries', types.SimpleNamespace(n=0))\n"
+            "tries.n += 1\nraise RecursionError('too deep')\n")
+    view = views(write_image(tmp_path / "image", {"deep.py": text}))
+    try:
+        assert view.module("deep") is None and view.module("deep") is None
+        assert sys.modules["deep_tries"].n == 2
+        assert view.import_errors["deep"].startswith("RecursionError: too deep")
+    finally:
+        sys.modules.pop("deep_tries", None)
