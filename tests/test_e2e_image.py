@@ -1230,3 +1230,20 @@ def test_a_failing_module_is_imported_once_across_image_wide_calls_until_code_ru
         assert client.tool("get_class_hierarchy", className="base.Base")["structuredContent"][
             "subclasses"] == ["failing.Sub"]
         assert imports_of(tries) == 2
+
+
+def test_an_image_packages_data_file_is_read_as_it_is_imported_as_pip_s_vendored_certifi_does(tmp_path):
+    # pip's requests takes certifi.where() as it is imported; through the view's loader it was
+    # an "orphan path", and 138 of pip's modules failed to import, FileNotFoundError.
+    from test_image_view import WHERE_ITS_DATA_IS
+    files = {"certs/__init__.py": WHERE_ITS_DATA_IS, "certs/cacert.pem": "CERTS\n",
+             "net.py": "import unittest\nfrom certs import PATH\n\n\n"
+                       "class NetTest(unittest.TestCase):\n    def test_path(self):\n        pass\n"}
+    with daemon_on_image(tmp_path, files) as daemon:
+        client = session(daemon)
+        classes = client.tool("list_test_classes")["structuredContent"]
+        assert "notLoaded" not in classes and "net.NetTest" in str(classes), classes
+        ran = client.tool("execute_code", code="import certs, pkgutil\n"
+                          "print(open(certs.PATH).read(), pkgutil.get_data('certs', 'cacert.pem'))")
+        assert not ran.get("isError"), ran
+        assert tool_text(ran) == "CERTS\n b'CERTS\\n'"

@@ -1,8 +1,10 @@
 """Views: snapshot isolation, the import hook, commit/conflict/refresh/abort, reloading."""
 
 import importlib
+import importlib.resources
 import inspect
 import os
+import pkgutil
 import sys
 import traceback
 
@@ -1090,3 +1092,24 @@ def test_the_kernel_guard_refuses_an_object_without_a_qualified_name(image, view
         with pytest.raises(ToolError) as caught:
             view.assert_mutable(obj, "thing")
         assert caught.value.kind == "refused"
+
+
+# certifi's way, which pip's requests runs as it is imported: a path to its data file.
+WHERE_ITS_DATA_IS = ("from importlib.resources import as_file, files\n"
+                     "PATH = str(as_file(files(__name__).joinpath('cacert.pem')).__enter__())\n")
+
+
+def test_a_packages_data_files_are_read_through_the_view_as_from_the_disk(tmp_path, views):
+    image = write_image(tmp_path / "image", {"kitdata/__init__.py": WHERE_ITS_DATA_IS,
+                                             "kitdata/cacert.pem": "CERTS\n"})
+    view = views(image)
+    module = view.module("kitdata")
+    assert module is not None, view.import_errors
+    assert module.PATH == str(image / "kitdata" / "cacert.pem")
+    assert importlib.resources.files("kitdata").joinpath("cacert.pem").read_text() == "CERTS\n"
+    assert pkgutil.get_data("kitdata", "cacert.pem") == b"CERTS\n"
+    # One that is not there is the disk's own error, naming the file.
+    with pytest.raises(FileNotFoundError, match="missing.pem"):
+        importlib.resources.files("kitdata").joinpath("missing.pem").read_bytes()
+    with pytest.raises(FileNotFoundError, match="missing.pem"):
+        pkgutil.get_data("kitdata", "missing.pem")

@@ -13,6 +13,7 @@ import ast
 import contextlib
 import importlib
 import importlib.abc
+import importlib.resources.abc
 import importlib.util
 import io
 import linecache
@@ -91,6 +92,28 @@ class _SnapshotLoader(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def get_filename(self, fullname):
         rel = self.view.relpath(fullname)
         return None if rel is None else self.view.filename(rel)
+
+    def get_resource_reader(self, fullname):
+        # importlib.resources.files() reads a package's data files (certifi's cacert.pem)
+        # through this: without it each is an "orphan path" no read can open.
+        filename = self.get_filename(fullname)
+        return None if filename is None else _FilesBeside(os.path.dirname(filename))
+
+    def get_data(self, path):
+        # pkgutil.get_data's (and pkg_resources') way in: it answers None for a loader without it.
+        with open(path, "rb") as file:
+            return file.read()
+
+
+class _FilesBeside(importlib.resources.abc.TraversableResources):
+    """A module's resources: the files in its directory of the image, on disk, as a file
+    system path loader gives them (the snapshot holds only modules, no data files)."""
+
+    def __init__(self, directory: str):
+        self.directory = directory
+
+    def files(self):
+        return Path(self.directory)
 
 
 class View:
