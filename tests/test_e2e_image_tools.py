@@ -86,6 +86,7 @@ def tail():
     "fix/rebound.py": "class Rebound:\n    def run(self):\n        return 9\n\n    def other(self):\n"
                       "        return 2\n",
     "fix/blocked.py": "class Blocked:\n    def run(self):\n        return 9\n",
+    "fix/global_run.py": "run = 1\n\n\nclass Declared:\n    global run\n\n    def go(self):\n        return 1\n",
     "fix/noted_run.py": "class NotedRun:\n    run: int\n\n    def run(self):\n        return 1\n\n"
                         "    alias = run\n",
     "fix/imported_run.py": "class ImportedRun:\n    from json import dumps as run\n\n    def run(self):\n"
@@ -555,6 +556,23 @@ def test_deleting_a_method_a_class_level_loop_binds_again_notes_no_read_of_it(da
         client.close()
     finally:
         path.unlink()
+
+
+def test_compile_method_refuses_a_def_of_a_name_the_class_body_declares_global(daemon, image, c):
+    # The def went into the class and onto the live class; a new session's import bound it
+    # as the module's run instead, and the class had no run.
+    path = image / "fix/global_run.py"
+    before = path.read_text()
+    message = error(c, "compile_method", "refused", className="fix.global_run.Declared",
+                    source="def run(self):\n    return 3\n")
+    assert ("the class body of fix.global_run.Declared declares run global (fix.global_run line 5), so a def "
+            "of that name there binds the module's run, not a method of the class") in message
+    assert path.read_text() == before
+    code = "import fix.global_run\n(fix.global_run.run, hasattr(fix.global_run.Declared, 'run'))"
+    assert run(c, code) == repr((1, False))
+    other = open_session(daemon)
+    assert run(other, code) == repr((1, False))
+    other.close()
 
 
 def test_a_definition_sent_back_keeps_a_method_beside_an_assignment_of_its_name(daemon, image, c):

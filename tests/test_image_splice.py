@@ -284,6 +284,23 @@ def test_attribute_nodes_finds_what_a_loop_a_with_or_an_import_binds():
     assert splice.attribute_nodes(classdef, "deep") == []    # in a block: only with `blocks`
 
 
+def test_a_name_the_class_body_declares_global_is_no_class_attribute():
+    # `run = 5` below `global run` binds the module's run (the class has none): it was taken
+    # for a class attribute, and a def of a global name carried into such a class.
+    source = "run = 1\n\n\nclass C:\n    if True:\n        global run\n    run = 5\n    other = 2\n"
+    namespace = {}
+    exec(source, namespace)
+    assert "run" not in vars(namespace["C"]) and namespace["run"] == 5
+    classdef = ast.parse(source).body[1]
+    assert splice.attribute_nodes(classdef, "run", blocks=True) == []
+    assert splice.attribute_nodes(classdef, "run") == []
+    assert [n.lineno for n in splice.attribute_nodes(classdef, "other")] == [8]
+    assert [n.lineno for n in splice.global_declarations(classdef, "run")] == [6]
+    old = ast.parse("class C:\n    def run(self):\n        return 1\n    def go(self):\n        return 2\n").body[0]
+    new = ast.parse("class C:\n    global run\n").body[0]
+    assert [node.name for node in splice.carried_members(old, new)] == ["go"]
+
+
 # -- a removal reads as if the method or class had never been written ---------------
 
 SPACED = '''\

@@ -311,3 +311,37 @@ def test_a_name_a_loop_with_or_import_binds_is_said_to_be_bound_by_that_statemen
     said = f"zoo.runs.Runs defines no method run (it binds run by a class-level statement, {quoted}; "
     for tool in ("get_method_source", "delete_method"):
         assert said in client.error(tool, "notFound", className="Runs", selector="run")
+
+
+@pytest.mark.parametrize("body, line", [
+    ("    global run\n\n    def go(self):\n        return 1\n", 5),
+    ("    if True:\n        global run\n    run = 5\n", 6),
+], ids=["declared-only", "declared-in-a-block-and-assigned"])
+def test_compile_method_refuses_a_def_of_a_name_the_class_body_declares_global(client, image, body, line):
+    # The def went into the class and onto the live class, while a new session's import
+    # bound it as the module's run (the class had no run); or, with `run = 5`, refused
+    # as "a class attribute", which the class does not have.
+    source = "run = 1\n\n\nclass Runs:\n" + body
+    client.view.add_module("zoo.runs", source)
+    runs = client.view.module("zoo.runs").Runs
+    message = client.error("compile_method", "refused", className="Runs", source="def run(self):\n    return 3\n")
+    assert message == (f"the class body of zoo.runs.Runs declares run global (zoo.runs line {line}), so a "
+                       "def of that name there binds the module's run, not a method of the class. Name "
+                       "the method otherwise, or change that statement with compile_class_definition.")
+    assert "run" not in vars(runs) and client.view.source("zoo.runs") == source
+    assert "run" not in vars(_imported(source, "Runs"))
+
+
+def test_compile_class_definition_carries_no_def_of_a_name_the_new_statement_declares_global(client, image):
+    # Carried below `global run`, the def bound the module's run in a new session's import.
+    client.view.add_module("zoo.runs", "run = 1\n\n\nclass Runs:\n    def run(self):\n        return 9\n\n"
+                                       "    def other(self):\n        return 2\n")
+    runs = client.view.module("zoo.runs").Runs
+    result = client.ok("compile_class_definition", source="class Runs:\n    global run\n",
+                       dictionaryName="zoo.runs")
+    assert result["structuredContent"]["carried"] == ["other"]
+    source = (image / "zoo" / "runs.py").read_text()
+    assert "return 9" not in source
+    namespace = {}
+    exec(source, namespace)
+    assert namespace["run"] == 1 and "run" not in vars(namespace["Runs"]) and "run" not in vars(runs)

@@ -377,9 +377,21 @@ def attribute_nodes(classdef: ast.ClassDef, name: str, blocks: bool = False) -> 
     """The class-body statements that bind `name` other than by def: whatever binds it in
     may_bind_names but a def's own name (assignments, not an annotation alone; nested
     classes; loop and `with` targets, imports, `:=`, `match` captures); with `blocks`, in
-    its class-level blocks too (class_level_statements)."""
+    its class-level blocks too (class_level_statements). None for a name the body declares
+    `global` (global_declarations): there it binds no class attribute."""
+    if global_declarations(classdef, name):
+        return []
     return [node for node in (class_level_statements(classdef) if blocks else classdef.body)
             if name in may_bind_names(node) - ({node.name} if isinstance(node, FunctionNode) else set())]
+
+
+def global_declarations(classdef: ast.ClassDef, name: str) -> list[ast.Global]:
+    """The class body's `global` statements of `name` (in class-level blocks too): one holds
+    for the whole body, so each binding of `name` there, a def's too, binds the module's
+    `name`, not the class's. (`nonlocal` in a class the module's code makes, at its top
+    level or nested in classes, is a SyntaxError: no function encloses it.)"""
+    return [node for node in class_level_statements(classdef)
+            if isinstance(node, ast.Global) and name in node.names]
 
 
 def may_bind_names(statement: ast.stmt) -> set[str]:
@@ -776,10 +788,15 @@ def _statements_bind(classdef: ast.ClassDef) -> set[str]:
     """The names the class body's statements other than its own members may bind, in its
     class-level blocks too (a carried member, put below them, would override what a block
     binds as it would a plain statement's); an annotation alone too: a member of that name
-    would be the field's default."""
+    would be the field's default; a `global` name too: a member of it would bind the
+    module's (global_declarations)."""
     return {name for node in class_level_statements(classdef)
             if not (isinstance(node, FunctionNode + (ast.ClassDef,)) and node in classdef.body)
-            for name in may_bind_names(node) | _assigned_names(node)}
+            for name in may_bind_names(node) | _assigned_names(node) | _declared_names(node)}
+
+
+def _declared_names(node: ast.stmt) -> set[str]:
+    return set(node.names) if isinstance(node, ast.Global) else set()
 
 
 def with_methods(class_text: str, class_name: str, source: str, methods: list) -> str:

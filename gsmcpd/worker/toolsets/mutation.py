@@ -541,8 +541,16 @@ class MutationToolset(Toolset):
     def _refuse_unfit_def(self, ref, cls, classdef, defs: list, existing: list, meta: bool) -> None:
         """Refuse (ToolError) compile_method's `defs` where the class could not take them as
         methods: a name the class writes in a block, as an attribute, an annotation or a
-        slot, a change of side, fewer defs than the ones they replace."""
+        slot, a name it declares global, a change of side, fewer defs than the ones they
+        replace."""
         node = defs[0]
+        declared = splice.global_declarations(classdef, node.name)
+        if declared:
+            # The live class would get the def; a new session's import binds the module's name.
+            raise ToolError("refused", f"the class body of {ref.qualified} declares {node.name} global "
+                            f"({ref.module} line {declared[0].lineno}), so a def of that name there "
+                            f"binds the module's {node.name}, not a method of the class. Name the "
+                            "method otherwise, or change that statement with compile_class_definition.")
         guarded = splice.guarded_method_nodes(classdef, node.name)
         if guarded and not splice.method_nodes(classdef, node.name):
             # Appended after the block, it would be what the class has whichever branch ran
