@@ -575,6 +575,27 @@ def test_compile_method_refuses_a_def_of_a_name_the_class_body_declares_global(d
     other.close()
 
 
+def test_a_name_a_class_level_block_binds_counts_for_a_class_that_cannot_be_loaded(daemon, image):
+    # Its source alone tells what binds `run`, and only the body's own statements were asked:
+    # the hint said nothing of the block, and deleting the def noted the read below as failing.
+    path = image / "reblocked.py"
+    path.write_text("class Reblocked:\n    if True:\n        run = 5\n\n    def run(self):\n        return 1\n\n"
+                    "    if True:\n        mode = 2\n\n\nOWN = Reblocked.run\nFAILS = 1 / 0\n")
+    try:
+        client = open_session(daemon)   # a new session's view has the file
+        said = ("reblocked.Reblocked defines no method mode (it binds mode by a class-level statement, "
+                "'mode = 2' at line 9, written inside the class-level if statement at line 8: the class "
+                "has it when that branch runs; get_class_definition shows it)")
+        assert error(client, "get_method_source", "notFound", className="reblocked.Reblocked",
+                     selector="mode") == said
+        result = ok(client, "delete_method", className="reblocked.Reblocked", selector="run")
+        assert "readAsItRuns" not in result["structuredContent"] and "note" not in tool_text(result)
+        assert "def run" not in path.read_text()
+        client.close()
+    finally:
+        path.unlink()
+
+
 def test_a_definition_sent_back_keeps_a_method_beside_an_assignment_of_its_name(daemon, image, c):
     # `run = 5` counted as the text binding run itself: the def was dropped, run became 5.
     path = image / "fix/paired.py"

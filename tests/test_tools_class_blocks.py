@@ -345,3 +345,32 @@ def test_compile_class_definition_carries_no_def_of_a_name_the_new_statement_dec
     namespace = {}
     exec(source, namespace)
     assert namespace["run"] == 1 and "run" not in vars(namespace["Runs"]) and "run" not in vars(runs)
+
+
+def test_delete_method_notes_no_read_of_a_name_a_class_level_block_binds_with_no_live_class(client, image):
+    # With no live class (its module fails to import), its source alone told what still binds
+    # the name, and only the body's own statements were asked: the read was noted as failing.
+    (image / "zoo" / "runs.py").write_text("class Runs:\n    if True:\n        run = 5\n\n    def run(self):\n"
+                                           "        return 1\n\n\nOWN = Runs.run\nFAILS = 1 / 0\n")
+    client.ok("refresh")
+    assert client.view.module("zoo.runs") is None
+    result = client.ok("delete_method", className="zoo.runs.Runs", selector="run")
+    assert "readAsItRuns" not in result["structuredContent"] and "note" not in text(result)
+    source = (image / "zoo" / "runs.py").read_text()
+    assert "def run" not in source and _imported(source[:source.index("FAILS")], "Runs").run == 5
+
+
+@pytest.mark.parametrize("live", [True, False], ids=["live-class", "no-live-class"])
+def test_a_name_a_class_level_block_binds_is_said_to_be_bound_by_that_statement(client, image, live):
+    # Only the body's own statements were asked: with no live class the hint was
+    # "list_methods shows its methods", with one "an attribute" without saying where.
+    source = "import sys\n\n\nclass Runs:\n    if sys.version_info > (3, 0):\n        run = 5\n"
+    (image / "zoo" / "runs.py").write_text(source + ("" if live else "\n\nFAILS = 1 / 0\n"))
+    client.ok("refresh")
+    assert (client.view.module("zoo.runs") is None) is not live
+    said = ("zoo.runs.Runs defines no method run (it binds run by a class-level statement, 'run = 5' at "
+            "line 6, written inside the class-level if statement at line 5: the class has it when that "
+            "branch runs; get_class_definition shows it)")
+    for tool in ("get_method_source", "delete_method"):
+        assert client.error(tool, "notFound", className="zoo.runs.Runs", selector="run") == said
+    assert (image / "zoo" / "runs.py").read_text().startswith(source)

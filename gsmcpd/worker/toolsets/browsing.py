@@ -459,9 +459,9 @@ def metaclass_member_kind(owner: type, selector: str) -> str:
 
 
 def class_level_binding(view, ref, node: ast.ClassDef, selector: str) -> str | None:
-    """The class-level statement binding `selector` with no def of it (`alias = greet`),
-    quoted with its line, or None."""
-    bound = splice.attribute_nodes(node, selector)
+    """The class-level statement binding `selector` with no def of it (`alias = greet`, in a
+    class-level block too, then naming that block), quoted with its line, or None."""
+    bound = splice.attribute_nodes(node, selector, blocks=True)
     if not bound:
         return None
     statement = bound[-1]
@@ -470,7 +470,10 @@ def class_level_binding(view, ref, node: ast.ClassDef, selector: str) -> str | N
         written = f"class {statement.name}"
     elif "\n" in written:
         written = written.splitlines()[0] + " ..."
-    return f"{written!r} at line {statement.lineno}"
+    block = next((top for top in node.body if top is not statement
+                  and statement in splice.statements_within([top])), None)
+    branch = "" if block is None else ", " + splice.branch_note(block, "class")
+    return f"{written!r} at line {statement.lineno}{branch}"
 
 
 def metaclass_method_text(view, qualified: str, owner: type, selector: str) -> str:

@@ -847,9 +847,11 @@ class MutationToolset(Toolset):
         if rebuilt is None and cls is not None:
             self._unset_method(ref, cls, new_source, selector)
         # Not when the class still has it: as a class attribute of that name, or a base's
-        # (told by the live class: one bound in a class-level block that did not run is not).
+        # (told by the live class: one bound in a class-level block that did not run is not;
+        # with none, a block's binding counts, as for compile_method: its branch may run).
         kept = (any(bound in vars(owner) for owner in cls.__mro__ + type(cls).__mro__) if cls is not None
-                else bool(splice.attribute_nodes(splice.class_statement(tree, ref.name), selector)))
+                else bool(splice.attribute_nodes(splice.class_statement(tree, ref.name), selector,
+                                                 blocks=True)))
         note, data = "", {}
         if reader is not None and not kept:
             # A note, not a refusal: a guarded read (try/hasattr) is fine, and no tool
