@@ -86,6 +86,8 @@ def tail():
     "fix/rebound.py": "class Rebound:\n    def run(self):\n        return 9\n\n    def other(self):\n"
                       "        return 2\n",
     "fix/blocked.py": "class Blocked:\n    def run(self):\n        return 9\n",
+    "fix/augmented.py": "class Keep:\n    def __radd__(self, other):\n        return other\n\n\n"
+                        "class Augmented:\n    def run(self):\n        return 1\n\n    run += Keep()\n",
     "fix/global_run.py": "run = 1\n\n\nclass Declared:\n    global run\n\n    def go(self):\n        return 1\n",
     "fix/noted_run.py": "class NotedRun:\n    run: int\n\n    def run(self):\n        return 1\n\n"
                         "    alias = run\n",
@@ -594,6 +596,20 @@ def test_a_name_a_class_level_block_binds_counts_for_a_class_that_cannot_be_load
         client.close()
     finally:
         path.unlink()
+
+
+def test_delete_method_refuses_a_method_an_augmented_assignment_reads(daemon, image, c):
+    # `run += Keep()` was taken for binding run only: the refusal was a compileError saying
+    # to bind run at the module's top level (with no live class, the def went).
+    path = image / "fix/augmented.py"
+    before = path.read_text()
+    message = error(c, "delete_method", "refused", className="fix.augmented.Augmented", selector="run")
+    assert message.startswith("fix.augmented.Augmented.run is used by the class body as it runs "
+                              "('run += Keep()'); deleted, the class could not be made")
+    assert path.read_text() == before
+    other = open_session(daemon)
+    assert run(other, "from fix.augmented import Augmented\nAugmented().run()") == "1"
+    other.close()
 
 
 def test_a_definition_sent_back_keeps_a_method_beside_an_assignment_of_its_name(daemon, image, c):

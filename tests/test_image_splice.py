@@ -284,6 +284,22 @@ def test_attribute_nodes_finds_what_a_loop_a_with_or_an_import_binds():
     assert splice.attribute_nodes(classdef, "deep") == []    # in a block: only with `blocks`
 
 
+def test_an_augmented_assignment_reads_its_name_before_it_binds_it():
+    # `run += 1` in a class body reads run (the class's, else the module's) first: with
+    # neither bound, running it is a NameError. Only its binding was seen.
+    with pytest.raises(NameError):
+        exec("class C:\n    run += 1\n", {})
+    namespace = {"run": 1}
+    exec("class C:\n    run += 1\n", namespace)
+    assert vars(namespace["C"])["run"] == 2 and namespace["run"] == 1
+    statement = ast.parse("run += size").body[0]
+    assert splice.names_read_now(statement) == {"run", "size"}
+    assert splice.names_read_now(ast.parse("box.run += 1").body[0]) == {"box"}
+    source = "class C:\n    run += 1\n"
+    assert splice.unbound_reader(source, "C", "run").lineno == 2
+    assert splice.unbound_reader("run = 0\n" + source, "C", "run") is None
+
+
 def test_a_name_the_class_body_declares_global_is_no_class_attribute():
     # `run = 5` below `global run` binds the module's run (the class has none): it was taken
     # for a class attribute, and a def of a global name carried into such a class.

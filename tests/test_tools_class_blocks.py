@@ -374,3 +374,22 @@ def test_a_name_a_class_level_block_binds_is_said_to_be_bound_by_that_statement(
     for tool in ("get_method_source", "delete_method"):
         assert client.error(tool, "notFound", className="zoo.runs.Runs", selector="run") == said
     assert (image / "zoo" / "runs.py").read_text().startswith(source)
+
+
+@pytest.mark.parametrize("live", [True, False], ids=["live-class", "no-live-class"])
+def test_delete_method_refuses_a_method_an_augmented_assignment_reads(client, image, live):
+    # `run += Keep()` reads run before it binds it, and was taken for binding it only: with
+    # no live class the def was deleted, and every new session's import of the module
+    # failed (NameError); with one, the error said to bind run at the module's top.
+    source = ("class Keep:\n    def __radd__(self, other):\n        return other\n\n\n"
+              "class Runs:\n    def run(self):\n        return 1\n\n    run += Keep()\n")
+    assert _imported(source, "Runs").run(None) == 1
+    written = source + ("" if live else "\n\nFAILS = 1 / 0\n")
+    (image / "zoo" / "runs.py").write_text(written)
+    client.ok("refresh")
+    assert (client.view.module("zoo.runs") is None) is not live
+    message = client.error("delete_method", "refused", className="zoo.runs.Runs", selector="run")
+    assert message == ("zoo.runs.Runs.run is used by the class body as it runs ('run += Keep()'); deleted, "
+                       "the class could not be made and zoo.runs would no longer import. Change that "
+                       "statement first (compile_class_definition).")
+    assert (image / "zoo" / "runs.py").read_text() == written

@@ -1022,9 +1022,14 @@ def names_read_now(node: ast.AST, blocks: bool = True) -> set[str]:
     (without `blocks`, its own parts only: see evaluated_now). Annotations count even under
     `from __future__ import annotations` (the live compile applies it, live.future_flags),
     which at worst places a carried member higher than it needs to be; a nested class's
-    body reads the module's names, not these."""
-    return {item.id for item in evaluated_now(node, class_bodies=False, blocks=blocks)
-            if isinstance(item, ast.Name) and isinstance(item.ctx, ast.Load)}
+    body reads the module's names, not these. `run += x` reads `run` before it binds it."""
+    names = set()
+    for item in evaluated_now(node, class_bodies=False, blocks=blocks):
+        if isinstance(item, ast.Name) and isinstance(item.ctx, ast.Load):
+            names.add(item.id)
+        elif isinstance(item, ast.AugAssign) and isinstance(item.target, ast.Name):
+            names.add(item.target.id)
+    return names
 
 
 def evaluated_now(node: ast.AST, lazy_annotations: bool = False, class_bodies: bool = True,
