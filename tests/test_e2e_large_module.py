@@ -3,7 +3,8 @@
 this session's edits, another session's commit brought in by refresh, and an abort;
 list_all_classes and every other listing that grows with the image answer a page at a
 time; a refresh re-imports what imports a changed module, as its imports stand in the
-text of the moment (kept per text)."""
+text of the moment (kept per text); a session's first listing parses every module with the
+cyclic collector paused."""
 
 from gsmcpd.worker.paging import PAGE
 from helpers import open_session, tool_text
@@ -138,3 +139,37 @@ def test_a_big_modules_edits_keep_the_line_numbers_of_the_classes_around_them_tr
                 "raise ValueError('early')", "raise ValueError('late')",
                 "    def late(self):\n        raise ValueError('late')\n"])
         client.close()
+
+
+WATCH_PARSES = '''\
+import ast, gc
+watch = ast.watch = {"parsed": 0, "collected": [], "parsing": []}
+real = ast.parse
+
+def marked(source, *args, **kwargs):
+    watch["parsed"] += isinstance(source, str) and source.startswith("class Big")
+    watch["parsing"].append(True)
+    try:
+        return real(source, *args, **kwargs)
+    finally:
+        watch["parsing"].pop()
+
+def seen(phase, info):
+    if phase == "start" and watch["parsing"]:
+        watch["collected"].append(info["generation"])
+
+ast.parse = marked
+gc.callbacks.append(seen)
+gc.isenabled()
+'''
+
+
+def test_a_sessions_first_listing_parses_the_image_with_the_collector_paused(tmp_path):
+    files = {f"m{n}.py": big_module(methods=100 + n) for n in range(6)}
+    with daemon_on_image(tmp_path, files) as daemon:
+        client = open_session(daemon)
+        assert structured(client, "execute_code", code=WATCH_PARSES)["result"] == "True"
+        listed = structured(client, "list_all_classes")
+        assert listed["imageCount"] == 6 and listed["classes"][:6] == [f"m{n}.Big" for n in range(6)]
+        watched = structured(client, "execute_code", code="import ast, gc\n(ast.watch, gc.isenabled())")
+        assert watched["result"] == "({'parsed': 6, 'collected': [], 'parsing': []}, True)"

@@ -1,8 +1,11 @@
 """A module text is parsed once for all the checks of one edit (gsmcpd.image.parsing):
 a big module's edit parsed it a dozen times. The shared tree must follow the text: an
-edit, another session's commit brought in by refresh, or an abort gives a new one."""
+edit, another session's commit brought in by refresh, or an abort gives a new one.
+The cyclic collector does not run while a text is parsed (its tree holds no cycle; a
+session's first image-wide call parses every module)."""
 
 import ast
+import gc
 
 import pytest
 
@@ -55,6 +58,51 @@ def test_only_the_last_few_texts_are_kept():
     assert len(parsing._trees) == parsing.KEPT
     assert parsing.parse(texts[0]) is not first          # the oldest was let go
     assert parsing.parse(texts[-1]) is parsing._trees[texts[-1]]
+
+
+@pytest.fixture
+def collections_in_parse(monkeypatch):
+    """The generations the cyclic collector collected while ast.parse ran."""
+    collected, parsing_now = [], []
+    real = ast.parse
+
+    def marked(*args, **kwargs):
+        parsing_now.append(True)
+        try:
+            return real(*args, **kwargs)
+        finally:
+            parsing_now.pop()
+
+    def seen(phase, info):
+        if phase == "start" and parsing_now:
+            collected.append(info["generation"])
+
+    monkeypatch.setattr(ast, "parse", marked)
+    assert gc.isenabled()
+    gc.callbacks.append(seen)
+    yield collected
+    gc.callbacks.remove(seen)
+
+
+def test_the_collector_does_not_run_while_a_text_is_parsed(collections_in_parse):
+    small = "".join(f"x{k} = [{k}, ({k}, {k})]\n" for k in range(300))   # thousands of nodes
+    assert len(small) < parsing.SMALLEST_KEPT
+    for text in (big_module(), small):
+        assert isinstance(parsing.parse(text), ast.Module)
+    assert collections_in_parse == []
+    assert gc.isenabled()
+    with pytest.raises(SyntaxError):
+        parsing.parse(big_module(extra="def (:\n"))
+    assert gc.isenabled()
+
+
+def test_listing_every_class_of_an_image_parses_each_module_with_the_collector_paused(
+        tmp_path, views, collections_in_parse):
+    files = {f"m{n}.py": big_module(methods=100 + n) for n in range(6)}
+    client = Client(views(write_image(tmp_path / "image", files)))
+    listed = client.ok("list_all_classes")["structuredContent"]
+    assert listed["imageCount"] == 6 and listed["classes"][:6] == [f"m{n}.Big" for n in range(6)]
+    assert collections_in_parse == [] and gc.isenabled()
 
 
 def count_parses(monkeypatch, big_text_start):
