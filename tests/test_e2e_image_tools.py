@@ -2025,3 +2025,9 @@ def test_a_class_the_workspace_makes_like_an_image_class_whose_body_rewrites_mod
     # The next execute_code bound Caller to hooked.sub.Caller, with no re-import at all.
     run(c, 'import hooked.sub\nclass Caller:\n    __module__ = "elsewhere"\n    x = "mine"\n')
     assert run(c, "(Caller.x, Caller is hooked.sub.Caller)") == "('mine', False)"
+
+
+def test_a_workspace_object_claiming_to_be_a_class_fails_no_later_execute_code(c):
+    # Its __class__ read as its kind, its missing __qualname__ then failed every later call.
+    run(c, "class Liar:\n    __class__ = property(lambda self: type)\n\n\nheld = Liar()\n")
+    assert run(c, "del held\n1 + 1") == "2"

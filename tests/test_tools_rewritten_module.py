@@ -279,3 +279,18 @@ def test_a_name_bound_to_an_instance_of_such_a_class_is_refused_naming_its_class
     client = Client(views(write_image(tmp_path / "image", files)))
     said = client.error("compile_method", "refused", className="thing.Thing", source="def m(self):\n    pass\n")
     assert said.startswith("thing.Thing is bound to an instance of pkg._core.Hook once thing is imported")
+
+
+@pytest.mark.parametrize("code", [
+    "class Liar:\n    __class__ = property(lambda self: type)\n\n\nheld = Liar()\n",
+    "class Liar:\n    __class__ = property(lambda self: types.FunctionType)\n\n\nheld = Liar()\n",
+    "class Liar:\n    __class__ = property(lambda self: types.ModuleType)\n\n\nheld = Liar()\n",
+    "class Meta(type):\n    def __getattribute__(cls, name):\n        if name.endswith('name__'):\n"
+    "            raise RuntimeError('no name')\n        return super().__getattribute__(name)\n\n\n"
+    "class Odd(metaclass=Meta):\n    pass\n",
+], ids=["claims-a-class", "claims-a-function", "claims-a-module", "metaclass-names-raise"])
+def test_a_workspace_object_claiming_another_kind_or_names_fails_no_execute_code(client, code):
+    # Read as what it claimed (isinstance follows __class__; the metaclass's __qualname__):
+    # the call binding it failed as it ended, and every later one as it began, `del` too.
+    client.ok("execute_code", code="import types, pkg.sub\n" + code)
+    assert client.ok("execute_code", code="1 + 1")["structuredContent"]["result"] == "2"

@@ -30,7 +30,7 @@ from pathlib import Path
 from gsmcpd.image import parsing, splice, walking
 from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
 from gsmcpd.image.surely_run import surely_run
-from gsmcpd.image.renumber import code_of_live_functions, code_within, renumber_moved_code, spans_of
+from gsmcpd.image.renumber import _QUALNAME, code_of_live_functions, code_within, renumber_moved_code, spans_of
 from gsmcpd.worker.toolset import BREAKS, ToolError, raise_if_break, recursion_limit_note
 from gsmcpd.image.store import (JOURNAL_LIMIT, LOCK_WAIT, CommitConflict, CommitPending, ImageStore,
                                 Snapshot, alike_hashes, module_name_of, other_form, packages_of, relpath_of,
@@ -481,7 +481,7 @@ class View:
         where a class whose body rewrote it may have been made (rewritten_home says whether it
         was). None looked for a C type or a class its `__module__`'s non-image module binds
         (the kernel's, every base of a hierarchy's listing)."""
-        name = getattr(cls, "__qualname__", None)
+        name = _QUALNAME(cls) if issubclass(type(cls), type) else None   # not its metaclass's
         if not isinstance(name, str) or not _FLAGS(cls) & _HEAP_TYPE:
             return []
         home = vars(cls).get("__module__")   # as the class body left it, whatever its metaclass says

@@ -18,6 +18,7 @@ import weakref
 from contextlib import redirect_stderr, redirect_stdout
 
 from gsmcpd.image import splice
+from gsmcpd.image.renumber import _QUALNAME
 from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
 from gsmcpd.worker.capture import Capture
 from gsmcpd.worker.memory_limit import data_limit_note
@@ -120,7 +121,7 @@ class ExecutionToolset(Toolset):
             fresh = _live_counterpart(view, value)
             if fresh is None or fresh is value:
                 continue
-            if isinstance(value, type) and self._image_classes.get(id(value)) is not value:
+            if issubclass(type(value), type) and self._image_classes.get(id(value)) is not value:
                 continue   # the workspace's own class, however it is named
             self.namespace[name] = fresh
 
@@ -130,7 +131,7 @@ class ExecutionToolset(Toolset):
         if view is None:
             return
         for value in list(self.namespace.values()):
-            if isinstance(value, type) and _live_counterpart(view, value) is value:
+            if issubclass(type(value), type) and _live_counterpart(view, value) is value:
                 self._image_classes[id(value)] = value
 
     @staticmethod
@@ -203,11 +204,16 @@ def _live_counterpart(view, value):
     """For an image module, or a class or function at its top level, what the module as the
     view has it now binds there (`value` itself, unless a re-import left `value` behind);
     None for anything else."""
-    if isinstance(value, types.ModuleType):
-        module_name, attribute, kind = value.__name__, None, types.ModuleType
-    elif isinstance(value, (type, types.FunctionType)) and value.__qualname__ == value.__name__:
+    # By type(value), and a class's names as type keeps them: a workspace object may claim
+    # another __class__ (a Mock's spec), or its metaclass other names; raising here would
+    # fail every later execute_code, the one that could drop it too.
+    kind = type(value)
+    if issubclass(kind, types.ModuleType):
+        module_name, attribute, kind = vars(value).get("__name__"), None, types.ModuleType
+    elif issubclass(kind, type) and _QUALNAME(value) == _NAME(value):
+        module_name, attribute, kind = vars(value).get("__module__"), _NAME(value), type
+    elif kind is types.FunctionType and value.__qualname__ == value.__name__:
         module_name, attribute = value.__module__, value.__name__
-        kind = type if isinstance(value, type) else types.FunctionType
     else:
         return None
     fresh = _live_copy(view, value, module_name, attribute)
@@ -224,9 +230,12 @@ def _live_copy(view, value, module_name, attribute):
     if not isinstance(module_name, str) or not view.owns_module(module_name):
         return None
     live = sys.modules[module_name]
-    if attribute is None and getattr(value.__spec__, "loader", None) is not live.__spec__.loader:
+    if attribute is None and getattr(vars(value).get("__spec__"), "loader", None) is not live.__spec__.loader:
         return None   # a module of that name the view never made
     return live if attribute is None else getattr(live, attribute, None)
+
+
+_NAME = type.__dict__["__name__"].__get__   # a class's own, as _QUALNAME, whatever its metaclass says
 
 
 # Python 3.11's parser overflowing its stack raises a MemoryError that says nothing, and
