@@ -2031,3 +2031,14 @@ def test_a_workspace_object_claiming_to_be_a_class_fails_no_later_execute_code(c
     # Its __class__ read as its kind, its missing __qualname__ then failed every later call.
     run(c, "class Liar:\n    __class__ = property(lambda self: type)\n\n\nheld = Liar()\n")
     assert run(c, "del held\n1 + 1") == "2"
+
+
+def test_a_wrapper_the_workspace_makes_of_an_image_function_stays_the_workspace_s(tmp_path):
+    # The next execute_code bound `total` back to shop.total: functools.wraps names it so.
+    with daemon_on_image(tmp_path, {"shop.py": "def total(x):\n    return x\n"}) as daemon:
+        client = open_session(daemon)
+        run(client, "import functools, shop\n\n\ndef logged(f):\n    @functools.wraps(f)\n"
+                    "    def inner(*args):\n        return ('logged', f(*args))\n    return inner\n\n\n"
+                    "total = logged(shop.total)\n")
+        assert run(client, "total(1)") == "('logged', 1)"
+        client.close()

@@ -294,3 +294,17 @@ def test_a_workspace_object_claiming_another_kind_or_names_fails_no_execute_code
     # the call binding it failed as it ended, and every later one as it began, `del` too.
     client.ok("execute_code", code="import types, pkg.sub\n" + code)
     assert client.ok("execute_code", code="1 + 1")["structuredContent"]["result"] == "2"
+
+
+def test_a_wrapper_the_workspace_makes_of_an_image_function_stays_the_workspace_s(tmp_path, views):
+    # functools.wraps names the wrapper as the image's function (__module__, __name__,
+    # __qualname__): the next call bound `total` back to shop.total, the wrapper gone unsaid.
+    client = Client(views(write_image(tmp_path / "image", {"shop.py": "def total(x):\n    return x\n"})))
+    client.ok("execute_code", code=(
+        "import functools, shop\n\n\ndef logged(f):\n    @functools.wraps(f)\n    def inner(*args):\n"
+        "        return ('logged', f(*args))\n    return inner\n\n\ntotal = logged(shop.total)\n"))
+    assert client.ok("execute_code", code="total(1)")["structuredContent"]["result"] == "('logged', 1)"
+    # The image's own function, imported, still follows its module's re-import.
+    client.ok("execute_code", code="from shop import total")
+    client.ok("abort")
+    assert client.ok("execute_code", code="total is shop.total")["structuredContent"]["result"] == "True"

@@ -46,10 +46,11 @@ class ExecutionToolset(Toolset):
         # `progress` lets long-running workspace code report to a client that asked.
         self.namespace["progress"] = self.progress
         self._call_numbers = itertools.count(1)
-        # By id: the classes the workspace held as an image module bound them, the only
-        # ones a re-import may leave behind (a class of the same name and `__module__` the
-        # workspace's own code made never is one). Identity, not hash: a metaclass may lack one.
-        self._image_classes = weakref.WeakValueDictionary()
+        # By id: the classes and functions the workspace held as an image module bound them,
+        # the only ones a re-import may leave behind (one of the same names the workspace's own
+        # code made never is: a class with `__module__ = "shop"`, a functools.wraps wrapper).
+        # Identity, not hash: a metaclass may lack one.
+        self._image_objects = weakref.WeakValueDictionary()
 
     def register(self, registry):
         registry.add(Tool(
@@ -76,7 +77,7 @@ class ExecutionToolset(Toolset):
         try:
             return self._run(body, final_expression)
         finally:
-            self._note_image_classes()   # what the code imported, before anything re-imports it
+            self._note_image_objects()   # what the code imported, before anything re-imports it
 
     def _run(self, body, final_expression):
         # Past OUTPUT_CAP a stream only counts what it is given: code printing in a loop
@@ -121,18 +122,21 @@ class ExecutionToolset(Toolset):
             fresh = _live_counterpart(view, value)
             if fresh is None or fresh is value:
                 continue
-            if issubclass(type(value), type) and self._image_classes.get(id(value)) is not value:
-                continue   # the workspace's own class, however it is named
+            held = self._image_objects.get(id(value))
+            if held is not value and not issubclass(type(value), types.ModuleType):
+                continue   # the workspace's own class or function, however it is named
             self.namespace[name] = fresh
 
-    def _note_image_classes(self) -> None:
-        """Remember the classes the workspace binds that an image module binds now."""
+    def _note_image_objects(self) -> None:
+        """Remember the classes and functions the workspace binds that an image module binds now."""
         view = self.view
         if view is None:
             return
         for value in list(self.namespace.values()):
-            if issubclass(type(value), type) and _live_counterpart(view, value) is value:
-                self._image_classes[id(value)] = value
+            if value is None or issubclass(type(value), types.ModuleType):
+                continue   # None is no image's (_live_counterpart's "none"); a module is told by its loader
+            if _live_counterpart(view, value) is value:
+                self._image_objects[id(value)] = value
 
     @staticmethod
     def _compile(code: str, filename: str):
