@@ -1247,3 +1247,19 @@ def test_an_image_packages_data_file_is_read_as_it_is_imported_as_pip_s_vendored
                           "print(open(certs.PATH).read(), pkgutil.get_data('certs', 'cacert.pem'))")
         assert not ran.get("isError"), ran
         assert tool_text(ran) == "CERTS\n b'CERTS\\n'"
+
+
+def test_refresh_names_no_failing_module_another_session_removed(tmp_path):
+    # Still named with the error it failed with: import_errors never tried again.
+    from test_tools_failed_imports import files
+    image = {**files(tmp_path / "tries.txt"), "gone.py": "import extlib_not_installed\n"}
+    with daemon_on_image(tmp_path, image) as daemon:
+        ours, theirs = session(daemon), session(daemon)
+        assert not ours.tool("get_class_hierarchy", className="base.Base").get("isError")
+        removed = theirs.tool("remove_dictionary", dictionaryName="gone")
+        assert not removed.get("isError"), removed
+        refreshed = ours.tool("refresh")["structuredContent"]
+        assert refreshed["broughtIn"] == ["gone"]
+        assert list(refreshed["importErrors"]) == ["failing"]
+        ours.close()
+        theirs.close()

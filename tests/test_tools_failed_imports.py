@@ -90,3 +90,27 @@ def test_a_module_failing_with_a_recursion_error_is_tried_again(tmp_path, views)
         assert view.import_errors["deep"].startswith("RecursionError: too deep")
     finally:
         sys.modules.pop("deep_tries", None)
+
+
+def test_refresh_names_no_module_a_commit_brought_in_fixed_or_removed(tmp_path, views, tries):
+    # Named with the error it failed with before: a failure kept, never tried again.
+    image = write_image(tmp_path / "image", {**files(tries), "gone.py": "import extlib_not_installed\n"})
+    ours, theirs = Client(views(image, "a")), Client(views(image, "b", install=False))
+    ours.ok("get_class_hierarchy", className="base.Base")
+    assert sorted(ours.view.import_errors) == ["failing", "gone"]
+    theirs.view.set_source("failing", "from base import Base\n\n\nclass Sub(Base):\n    pass\n", live=False)
+    theirs.view.remove_module("gone")
+    theirs.view.commit()
+    assert ours.ok("refresh")["structuredContent"]["importErrors"] == {}
+    assert ours.view.import_errors == {}
+
+
+def test_abort_names_no_module_that_failed_only_through_the_edit_it_discarded(client):
+    client.ok("execute_code", code="import sys, types\nsys.modules['extlib_not_installed'] = types.ModuleType('x')")
+    try:
+        client.view.set_source("base", "class Gone:\n    pass\n")   # uncommitted, as a tool's before its commit
+        client.ok("get_class_hierarchy", className="other.Other")
+        assert "failing" in client.view.import_errors   # `from base import Base`: no Base now
+        assert client.ok("abort")["structuredContent"]["importErrors"] == {}
+    finally:
+        sys.modules.pop("extlib_not_installed", None)

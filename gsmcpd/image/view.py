@@ -792,8 +792,17 @@ class View:
             if self.has_module(name) and name not in report.reloaded and self.module(name) is not None:
                 report.reloaded.append(name)
         report.reloaded.sort()
-        report.import_errors = dict(self.import_errors)
+        report.import_errors = self._failing_now()
         return report
+
+    def _failing_now(self) -> dict[str, str]:
+        """import_errors, each module in it tried again (abort and refresh moved the epoch):
+        theirs named a module failing as it did before, fixed by a commit brought in or the
+        edit discarded, and one no longer in the image, though neither failed any more."""
+        for name in sorted(self.import_errors):
+            if not self.has_module(name) or self.module(name) is not None:
+                self.import_errors.pop(name, None)
+        return dict(self.import_errors)
 
     def _reclaim_imports(self) -> list[str]:
         """Undo what code did to how the session imports image modules: the view's hook
@@ -874,7 +883,7 @@ class View:
                                                       list(snapshot.too_long))
         self._drop_stale_derived()
         report.reloaded = self._reload()
-        report.import_errors = dict(self.import_errors)
+        report.import_errors = self._failing_now()
         return report
 
     # -- reloading -------------------------------------------------------
