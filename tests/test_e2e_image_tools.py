@@ -2042,3 +2042,13 @@ def test_a_wrapper_the_workspace_makes_of_an_image_function_stays_the_workspace_
                     "total = logged(shop.total)\n")
         assert run(client, "total(1)") == "('logged', 1)"
         client.close()
+
+
+def test_an_image_module_s_getattr_raising_fails_no_execute_code(tmp_path):
+    # Run for a workspace class naming the module: its KeyError failed every later call.
+    lazy = "_LAZY = {}\n\n\ndef __getattr__(name):\n    return _LAZY[name]\n"
+    with daemon_on_image(tmp_path, {"lazy.py": lazy}) as daemon:
+        client = open_session(daemon)
+        run(client, 'import lazy\n\n\nclass Other:\n    __module__ = "lazy"\n')
+        assert run(client, "Other.__name__") == "'Other'"
+        client.close()

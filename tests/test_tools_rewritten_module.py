@@ -308,3 +308,12 @@ def test_a_wrapper_the_workspace_makes_of_an_image_function_stays_the_workspace_
     client.ok("execute_code", code="from shop import total")
     client.ok("abort")
     assert client.ok("execute_code", code="total is shop.total")["structuredContent"]["result"] == "True"
+
+
+def test_an_image_module_s_getattr_raising_fails_no_execute_code(tmp_path, views):
+    # Its module-level __getattr__ ran for each workspace class or function naming the module
+    # as each call began and ended: a KeyError from it failed that call and every later one.
+    lazy = "_LAZY = {}\n\n\ndef __getattr__(name):\n    return _LAZY[name]\n"
+    client = Client(views(write_image(tmp_path / "image", {"lazy.py": lazy})))
+    client.ok("execute_code", code='import lazy\n\n\nclass Other:\n    __module__ = "lazy"\n')
+    assert client.ok("execute_code", code="Other.__name__")["structuredContent"]["result"] == "'Other'"

@@ -236,7 +236,9 @@ def _live_copy(view, value, module_name, attribute):
     live = sys.modules[module_name]
     if attribute is None and getattr(vars(value).get("__spec__"), "loader", None) is not live.__spec__.loader:
         return None   # a module of that name the view never made
-    return live if attribute is None else getattr(live, attribute, None)
+    # What it binds, never its __getattr__ (PEP 562): image code run for every name of the
+    # workspace, each call, may raise anything (`_LAZY[name]`, a KeyError).
+    return live if attribute is None else vars(live).get(attribute)
 
 
 _NAME = type.__dict__["__name__"].__get__   # a class's own, as _QUALNAME, whatever its metaclass says
