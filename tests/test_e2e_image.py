@@ -1263,3 +1263,15 @@ def test_refresh_names_no_failing_module_another_session_removed(tmp_path):
         assert list(refreshed["importErrors"]) == ["failing"]
         ours.close()
         theirs.close()
+
+
+def test_abort_re_imports_a_module_whose_getattr_raises(tmp_path):
+    # Its __getattr__'s KeyError ("__path__", asked by hasattr) failed the abort.
+    lazy = "_LAZY = {}\n\n\ndef __getattr__(name):\n    return _LAZY[name]\n"
+    with daemon_on_image(tmp_path, {"lazy.py": lazy}) as daemon:
+        client = session(daemon)
+        assert not client.tool("execute_code", code="import lazy").get("isError")
+        aborted = client.tool("abort")
+        assert not aborted.get("isError"), aborted
+        assert aborted["structuredContent"]["reloaded"] == ["lazy"]
+        client.close()

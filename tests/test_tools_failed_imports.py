@@ -114,3 +114,15 @@ def test_abort_names_no_module_that_failed_only_through_the_edit_it_discarded(cl
         assert client.ok("abort")["structuredContent"]["importErrors"] == {}
     finally:
         sys.modules.pop("extlib_not_installed", None)
+
+
+def test_abort_and_refresh_re_import_a_module_whose_getattr_raises(tmp_path, views):
+    # Asked hasattr(module, "__path__") of each re-imported module: its __getattr__'s KeyError
+    # failed the abort, its report lost, after the texts had gone back.
+    lazy = "_LAZY = {}\n\n\ndef __getattr__(name):\n    return _LAZY[name]\n\n\nX = 1\n"
+    client = Client(views(write_image(tmp_path / "image", {"lazy.py": lazy})))
+    client.ok("execute_code", code="import lazy")
+    assert client.ok("abort")["structuredContent"]["reloaded"] == ["lazy"]
+    client.view.set_source("lazy", lazy.replace("X = 1", "X = 2"), live=False)
+    client.ok("execute_code", code="import lazy")
+    assert client.ok("refresh")["structuredContent"]["importErrors"] == {}

@@ -965,7 +965,8 @@ class View:
         though a new session's import has it. A name the package binds itself is left."""
         for package in packages:
             module = sys.modules.get(package)
-            if module is None or not self.owns_module(package) or not hasattr(module, "__path__"):
+            # Its dict, not hasattr: the module's own __getattr__ may raise anything (`_LAZY[name]`).
+            if module is None or not self.owns_module(package) or "__path__" not in vars(module):
                 continue
             prefix = package + "."
             for name in self.loaded_modules():
