@@ -1275,3 +1275,15 @@ def test_abort_re_imports_a_module_whose_getattr_raises(tmp_path):
         assert not aborted.get("isError"), aborted
         assert aborted["structuredContent"]["reloaded"] == ["lazy"]
         client.close()
+
+
+def test_an_object_in_sys_modules_whose_getattr_raises_fails_no_abort(shop):
+    # Asked for __spec__ with the loaded modules: its KeyError failed every abort.
+    client = session(shop)
+    code = ("import sys, shop.models\n\n\nclass Weird:\n    def __getattr__(self, name):\n"
+            "        raise KeyError(name)\n\n\nsys.modules['weird_object'] = Weird()\n")
+    assert not client.tool("execute_code", code=code).get("isError")
+    aborted = client.tool("abort")
+    assert not aborted.get("isError"), aborted
+    assert "shop.models" in aborted["structuredContent"]["reloaded"]
+    client.close()

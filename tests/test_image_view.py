@@ -1113,3 +1113,17 @@ def test_a_packages_data_files_are_read_through_the_view_as_from_the_disk(tmp_pa
         importlib.resources.files("kitdata").joinpath("missing.pem").read_bytes()
     with pytest.raises(FileNotFoundError, match="missing.pem"):
         pkgutil.get_data("kitdata", "missing.pem")
+
+
+def test_an_object_in_sys_modules_whose_getattr_raises_fails_no_tool(image, views):
+    # loaded_modules asks every sys.modules entry for __spec__: its KeyError failed abort,
+    # refresh, commit and every tool listing the loaded modules, for the session's life.
+    from test_tools_support import Client
+    client = Client(views(image))
+    client.ok("execute_code", code="import sys, zoo.animals\n\n\nclass Weird:\n    def __getattr__(self, name):\n"
+                                   "        raise KeyError(name)\n\n\nsys.modules['weird_object'] = Weird()\n")
+    try:
+        assert "zoo.animals" in client.ok("abort")["structuredContent"]["reloaded"]
+        assert client.ok("refresh")["structuredContent"]["importErrors"] == {}
+    finally:
+        sys.modules.pop("weird_object", None)

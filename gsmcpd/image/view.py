@@ -383,8 +383,10 @@ class View:
 
     def owns_module(self, module: str) -> bool:
         loaded = sys.modules.get(module)
-        spec = getattr(loaded, "__spec__", None)
-        return spec is not None and spec.loader is self._loader
+        try:   # whatever a user's object in sys.modules does (a __getattr__ raising KeyError)
+            return getattr(getattr(loaded, "__spec__", None), "loader", None) is self._loader
+        except Exception:
+            return False
 
     def loaded_modules(self) -> list[str]:
         return sorted(name for name in list(sys.modules) if self.owns_module(name))
