@@ -153,20 +153,8 @@ def kill_descendants(wait: float = END_WAIT, spare: int | None = None) -> None:
             found = [pid for pid in children(me) if pid != spare]
             if spare is not None and not found:
                 return                           # what a zombie or a fork under way leaves, killpg ends
-            for pid in found:
-                try:
-                    pidfd = _open_child(pid, me)
-                except OSError:
-                    if not pidfds:
-                        raise
-                    break                        # out of descriptors: these now, the rest next round
-                if pidfd is None:
-                    continue                     # gone already, or its pid another's
-                pidfds.append(pidfd)
-                try:
-                    signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-                except OSError:
-                    pass
+            pidfds = list(_open_children(found, me))   # out of descriptors: these now, the rest next round
+            _kill_all(pidfds)
             if pidfds:
                 _wait_all(pidfds, deadline - time.monotonic())
             else:
@@ -266,33 +254,40 @@ def kill_strays(adopter: tuple[int, int], spared) -> dict[int, int]:
     next hunt, once these have ended and their pidfds are closed. Out of descriptors for
     /proc or for a first pidfd, OSError, none signalled: the caller tries again."""
     pid, pidfd = adopter
-    found = {}
-    try:
-        for child in children(pid):
-            if child in spared:
-                continue
-            try:
-                child_fd = _open_child(child, pid)
-            except OSError:
-                if not found:
-                    raise
-                break                             # out of descriptors: these now, the rest next hunt
-            if child_fd is not None:
-                found[child_fd] = child
-    except OSError:
-        for child_fd in found:
-            os.close(child_fd)
-        raise
+    # Out of descriptors: these now, the rest next hunt.
+    found = _open_children([child for child in children(pid) if child not in spared], pid)
     if found and has_ended(pidfd):                # its pid may have named another in the checks
         for child_fd in found:
             os.close(child_fd)
         return {}
-    for child_fd in found:
+    _kill_all(found)
+    return found
+
+
+def _open_children(pids: list[int], parent: int) -> dict[int, int]:
+    """{pidfd: pid} of those of `pids` that are live children of `parent` once opened
+    (_open_child), as many as there are descriptors for: out of them with some open, the
+    rest are left out (the caller's next round); with none open, OSError."""
+    opened = {}
+    for pid in pids:
         try:
-            signal.pidfd_send_signal(child_fd, signal.SIGKILL)
+            pidfd = _open_child(pid, parent)
+        except OSError:
+            if not opened:
+                raise
+            break
+        if pidfd is not None:                     # else gone already, or its pid another's
+            opened[pidfd] = pid
+    return opened
+
+
+def _kill_all(pidfds) -> None:
+    """SIGKILL the process of each pidfd (one that has ended already: nothing to do)."""
+    for pidfd in pidfds:
+        try:
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
         except OSError:
             pass
-    return found
 
 
 def _open_child(pid: int, parent: int) -> int | None:
