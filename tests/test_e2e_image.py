@@ -1287,3 +1287,29 @@ def test_an_object_in_sys_modules_whose_getattr_raises_fails_no_abort(shop):
     assert not aborted.get("isError"), aborted
     assert "shop.models" in aborted["structuredContent"]["reloaded"]
     client.close()
+
+
+def test_an_image_package_finds_its_submodules_with_pkgutil_as_the_session_has_them(tmp_path):
+    # A plugin package lists its plugins with pkgutil.iter_modules(__path__): with `__path__`
+    # empty it found none in a session, though a plain Python run finds them.
+    from test_image_view import FINDS_ITS_PLUGINS
+    files = {"plugins/__init__.py": FINDS_ITS_PLUGINS, "plugins/csv.py": "KIND = 'csv'\n",
+             "plugins/json.py": "KIND = 'json'\n"}
+    listing = ("import pkgutil, plugins\n"
+               "print(plugins.LOADED, [m.name for m in pkgutil.iter_modules(plugins.__path__, 'plugins.')])")
+    with daemon_on_image(tmp_path, files) as daemon:
+        a, b = session(daemon), session(daemon)
+        ran = b.tool("execute_code", code=listing)
+        assert not ran.get("isError"), ran
+        assert tool_text(ran) == "{'csv': 'csv', 'json': 'json'} ['plugins.csv', 'plugins.json']"
+        assert not a.tool("add_dictionary", dictionaryName="plugins.xml").get("isError")
+        assert (daemon.image / "plugins/xml.py").exists()
+        ran = a.tool("execute_code", code=listing)
+        assert tool_text(ran) == ("{'csv': 'csv', 'json': 'json', 'xml': None} "
+                                  "['plugins.csv', 'plugins.json', 'plugins.xml']"), ran
+        # The other session lists its own view: the commit is invisible to it until a refresh.
+        ran = b.tool("execute_code", code=listing)
+        assert tool_text(ran) == "{'csv': 'csv', 'json': 'json'} ['plugins.csv', 'plugins.json']", ran
+        b.tool("refresh")
+        ran = b.tool("execute_code", code=listing)
+        assert "'plugins.xml'" in tool_text(ran), ran

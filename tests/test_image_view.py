@@ -1,6 +1,7 @@
 """Views: snapshot isolation, the import hook, commit/conflict/refresh/abort, reloading."""
 
 import importlib
+import importlib.util
 import importlib.resources
 import inspect
 import os
@@ -1127,3 +1128,55 @@ def test_an_object_in_sys_modules_whose_getattr_raises_fails_no_tool(image, view
         assert client.ok("refresh")["structuredContent"]["importErrors"] == {}
     finally:
         sys.modules.pop("weird_object", None)
+
+
+# A plugin package's way to find its plugins: what pkgutil lists under its own __path__.
+FINDS_ITS_PLUGINS = ("import importlib, pkgutil\n"
+                     "FOUND = sorted(info.name for info in pkgutil.iter_modules(__path__))\n"
+                     "LOADED = {name: getattr(importlib.import_module(f'{__name__}.{name}'), 'KIND', None)\n"
+                     "          for name in FOUND if name != 'sub'}\n")
+
+
+def test_pkgutil_lists_a_packages_submodules_as_the_view_has_them(tmp_path, views):
+    image = write_image(tmp_path / "image", {"plugins/__init__.py": FINDS_ITS_PLUGINS,
+                                             "plugins/csv.py": "KIND = 'csv'\n",
+                                             "plugins/json.py": "KIND = 'json'\n",
+                                             "plugins/sub/__init__.py": "",
+                                             "plugins/sub/deep.py": ""})
+    view = views(image)
+    view.remove_module("plugins.json")
+    view.add_module("plugins.xml", "KIND = 'xml'\n")
+    (image / "plugins/sneaky.py").write_text("KIND = 'disk'\n")   # on disk, not in the view
+    module = view.module("plugins")
+    assert module is not None, view.import_errors
+    assert module.FOUND == ["csv", "sub", "xml"]
+    assert module.LOADED == {"csv": "csv", "xml": "xml"}
+    listed = {(info.name, info.ispkg) for info in pkgutil.walk_packages(module.__path__, "plugins.")}
+    assert listed == {("plugins.csv", False), ("plugins.xml", False), ("plugins.sub", True),
+                      ("plugins.sub.deep", False)}
+    # Imports still come from the view alone: the disk's module is found by no finder.
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("plugins.sneaky")
+    assert importlib.util.find_spec("plugins.sneaky") is None
+    assert importlib.util.find_spec("plugins.csv").loader is view._loader
+
+
+def test_close_takes_the_views_path_hook_and_its_entries(tmp_path, views):
+    image = write_image(tmp_path / "image", {"plugins/__init__.py": FINDS_ITS_PLUGINS,
+                                             "plugins/csv.py": "KIND = 'csv'\n"})
+    view = views(image)
+    entry = view.module("plugins").__path__[0]
+    assert list(pkgutil.iter_modules([entry])) and entry in sys.path_importer_cache
+    view.close()
+    assert view._path_hook not in sys.path_hooks and entry not in sys.path_importer_cache
+    assert list(pkgutil.iter_modules([entry])) == []
+
+
+def test_abort_puts_the_views_path_hook_back_first(tmp_path, views):
+    image = write_image(tmp_path / "image", {"plugins/__init__.py": "", "plugins/csv.py": ""})
+    view = views(image)
+    sys.path_hooks.remove(view._path_hook)   # as code run in the session may
+    sys.path_importer_cache.clear()
+    view.abort()
+    assert sys.path_hooks[0] == view._path_hook
+    assert [info.name for info in pkgutil.iter_modules(view.module("plugins").__path__)] == ["csv"]

@@ -66,8 +66,10 @@ class _SnapshotLoader(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             fullname, self, origin=self.view.filename(rel), is_package=is_package)
         spec.has_location = True
         if is_package:
-            # Empty: submodules come from the snapshot (this finder), never the disk.
-            spec.submodule_search_locations = []
+            # No directory: submodules come from the snapshot (this finder), never the disk.
+            # The one entry is the view's own, which its path hook (and no other) takes, so
+            # pkgutil.iter_modules(pkg.__path__) lists the submodules the view has.
+            spec.submodule_search_locations = [self.view.path_entry(fullname)]
         return spec
 
     def create_module(self, spec):
@@ -103,6 +105,32 @@ class _SnapshotLoader(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         # pkgutil.get_data's (and pkg_resources') way in: it answers None for a loader without it.
         with open(path, "rb") as file:
             return file.read()
+
+
+class _SubmodulesOf:
+    """The path entry finder of a view's package `__path__` entry (View.path_entry): finds
+    and lists the package's submodules as the view has them (pkgutil.iter_modules, for
+    plugin discovery), so the standard PathFinder, asked after the view's finder, never
+    reads the disk for them."""
+
+    def __init__(self, view: "View", package: str):
+        self.view = view
+        self.package = package
+
+    def find_spec(self, fullname, target=None):
+        if fullname.rpartition(".")[0] != self.package:
+            return None
+        return self.view._loader.find_spec(fullname)
+
+    def iter_modules(self, prefix=""):
+        # pkgutil's protocol: (name with prefix, whether a package) of each direct submodule.
+        for name in self.view.module_names():
+            parent, _, child = name.rpartition(".")
+            if parent == self.package:
+                yield prefix + child, self.view.relpath(name).endswith("/__init__.py")
+
+    def invalidate_caches(self):
+        pass   # nothing cached: each answer reads the view's texts as they are
 
 
 class _FilesBeside(importlib.resources.abc.TraversableResources):
@@ -151,6 +179,9 @@ class View:
         self._derived: dict[tuple[str, str], tuple[str, object]] = {}   # see derived()
         self._rewriting: tuple[tuple, dict] = ((), {})    # see _rewriting_index()
         self._loader = _SnapshotLoader(self)
+        # Begins each of this view's package `__path__` entries (path_entry): no directory
+        # name, so no other path hook takes one, and this view's alone (another's differs).
+        self._path_prefix = f"<gsmcpd image view {secrets.token_hex(6)}>:"
         self._installed = False
         self._before_hook: frozenset[str] = frozenset()   # sys.modules as the hook went in
 
@@ -193,7 +224,31 @@ class View:
         if not self._installed:
             self._before_hook = frozenset(sys.modules)
             sys.meta_path.insert(0, self._loader)
+            self._install_path_hook()
             self._installed = True
+
+    def path_entry(self, package: str) -> str:
+        """The one entry of an image package's `__path__`: a name for the package in this
+        view, which only this view's path hook takes (to a _SubmodulesOf)."""
+        return self._path_prefix + package
+
+    def _path_hook(self, entry: str) -> _SubmodulesOf:
+        if not (isinstance(entry, str) and entry.startswith(self._path_prefix)):
+            raise ImportError("not an entry of this image view", path=entry)
+        return _SubmodulesOf(self, entry[len(self._path_prefix):])
+
+    def _install_path_hook(self) -> None:
+        """This view's path hook first in sys.path_hooks (put back there if code moved it)."""
+        if self._path_hook in sys.path_hooks:
+            sys.path_hooks.remove(self._path_hook)
+        sys.path_hooks.insert(0, self._path_hook)
+
+    def _remove_path_hook(self) -> None:
+        if self._path_hook in sys.path_hooks:
+            sys.path_hooks.remove(self._path_hook)
+        for entry in [entry for entry in sys.path_importer_cache
+                      if isinstance(entry, str) and entry.startswith(self._path_prefix)]:
+            sys.path_importer_cache.pop(entry, None)
 
     def close(self) -> None:
         """Uninstall the import hook and forget this view's modules."""
@@ -203,6 +258,7 @@ class View:
         self.release_unsettled()
         if self._loader in sys.meta_path:
             sys.meta_path.remove(self._loader)
+        self._remove_path_hook()
         self._installed = False
         for name in self.loaded_modules():
             sys.modules.pop(name, None)
@@ -816,6 +872,7 @@ class View:
         if self._loader in sys.meta_path:
             sys.meta_path.remove(self._loader)
         sys.meta_path.insert(0, self._loader)
+        self._install_path_hook()
         self._installed = True
         around = [name for name in self.module_names() if self.imported_around(name)]
         for name in around:
