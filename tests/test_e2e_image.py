@@ -1313,3 +1313,25 @@ def test_an_image_package_finds_its_submodules_with_pkgutil_as_the_session_has_t
         b.tool("refresh")
         ran = b.tool("execute_code", code=listing)
         assert "'plugins.xml'" in tool_text(ran), ran
+
+
+def test_abort_lists_an_image_packages_submodules_again_after_code_took_the_path_hook_out(tmp_path):
+    # Code took the view's path hook out and imported under the package (the import system
+    # cached "no finder" for its __path__ entry): abort puts the hook back, and pkgutil
+    # listed nothing still, the cache answering first, until the session ended.
+    files = {"plugins/__init__.py": "", "plugins/csv.py": "KIND = 'csv'\n"}
+    takes_the_hook_out = ("import sys, importlib.util, plugins\n"
+                          "sys.path_hooks[:] = [hook for hook in sys.path_hooks\n"
+                          "                     if 'gsmcpd' not in repr(hook)]\n"
+                          "print(importlib.util.find_spec('plugins.missing'))")
+    listing = "import pkgutil, plugins\nprint([m.name for m in pkgutil.iter_modules(plugins.__path__)])"
+    with daemon_on_image(tmp_path, files) as daemon:
+        client = session(daemon)
+        ran = client.tool("execute_code", code=takes_the_hook_out)
+        assert tool_text(ran) == "None", ran
+        assert tool_text(client.tool("execute_code", code=listing)) == "[]"
+        aborted = client.tool("abort")
+        assert not aborted.get("isError"), aborted
+        ran = client.tool("execute_code", code=listing)
+        assert tool_text(ran) == "['csv']", ran
+        client.close()

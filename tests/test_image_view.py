@@ -1180,3 +1180,34 @@ def test_abort_puts_the_views_path_hook_back_first(tmp_path, views):
     view.abort()
     assert sys.path_hooks[0] == view._path_hook
     assert [info.name for info in pkgutil.iter_modules(view.module("plugins").__path__)] == ["csv"]
+
+
+def test_abort_forgets_what_the_import_system_cached_for_its_entries_with_the_hook_away(tmp_path, views):
+    # With the hook out, an import under the package cached None for its entry (PathFinder
+    # does), and another hook first cached its own finder: both outlived the hook's return.
+    image = write_image(tmp_path / "image", {"plugins/__init__.py": "", "plugins/csv.py": ""})
+    view = views(image)
+    entry = view.module("plugins").__path__[0]
+    sys.path_hooks.remove(view._path_hook)   # as code run in the session may
+    assert importlib.util.find_spec("plugins.missing") is None
+    assert sys.path_importer_cache[entry] is None
+    view.abort()
+    assert [info.name for info in pkgutil.iter_modules(view.module("plugins").__path__)] == ["csv"]
+
+    class TakesAnything:
+        def __init__(self, path):
+            self.path = path
+
+        def find_spec(self, fullname, target=None):
+            return None
+
+    sys.path_hooks.insert(0, TakesAnything)
+    try:
+        importlib.invalidate_caches()   # drops the entry (not an absolute path): asked anew
+        assert importlib.util.find_spec("plugins.missing") is None
+        assert isinstance(sys.path_importer_cache[entry], TakesAnything)
+        view.abort()
+        assert [info.name for info in pkgutil.iter_modules(view.module("plugins").__path__)] == ["csv"]
+        assert isinstance(sys.path_importer_cache[entry], type(view._path_hook(entry)))
+    finally:
+        sys.path_hooks.remove(TakesAnything)

@@ -238,17 +238,26 @@ class View:
         return _SubmodulesOf(self, entry[len(self._path_prefix):])
 
     def _install_path_hook(self) -> None:
-        """This view's path hook first in sys.path_hooks (put back there if code moved it)."""
+        """This view's path hook first in sys.path_hooks (put back there if code moved it),
+        and any of its entries the import system cached while the hook was away (None, or
+        another hook's finder) forgotten: the cache outlives the hook, and pkgutil and
+        PathFinder ask it first, so the package listed nothing again until the session ended."""
         if self._path_hook in sys.path_hooks:
             sys.path_hooks.remove(self._path_hook)
         sys.path_hooks.insert(0, self._path_hook)
+        self._forget_path_entries(keep_own=True)
 
     def _remove_path_hook(self) -> None:
         if self._path_hook in sys.path_hooks:
             sys.path_hooks.remove(self._path_hook)
-        for entry in [entry for entry in sys.path_importer_cache
-                      if isinstance(entry, str) and entry.startswith(self._path_prefix)]:
-            sys.path_importer_cache.pop(entry, None)
+        self._forget_path_entries(keep_own=False)
+
+    def _forget_path_entries(self, keep_own: bool) -> None:
+        """This view's entries out of sys.path_importer_cache (but for its own finders, if `keep_own`)."""
+        for entry, finder in list(sys.path_importer_cache.items()):
+            if (isinstance(entry, str) and entry.startswith(self._path_prefix)
+                    and not (keep_own and isinstance(finder, _SubmodulesOf) and finder.view is self)):
+                sys.path_importer_cache.pop(entry, None)
 
     def close(self) -> None:
         """Uninstall the import hook and forget this view's modules."""
