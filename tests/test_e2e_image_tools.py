@@ -88,6 +88,8 @@ def tail():
     "fix/blocked.py": "class Blocked:\n    def run(self):\n        return 9\n",
     "fix/augmented.py": "class Keep:\n    def __radd__(self, other):\n        return other\n\n\n"
                         "class Augmented:\n    def run(self):\n        return 1\n\n    run += Keep()\n",
+    "fix/deleted_run.py": "DEBUG = False\nrun = 1\n\n\nclass Deleted:\n    def run(self):\n        return 1\n\n"
+                          "    if not DEBUG:\n        del run\n\n    def go(self):\n        return 2\n",
     "fix/global_run.py": "run = 1\n\n\nclass Declared:\n    global run\n\n    def go(self):\n        return 1\n",
     "fix/noted_run.py": "class NotedRun:\n    run: int\n\n    def run(self):\n        return 1\n\n"
                         "    alias = run\n",
@@ -609,6 +611,21 @@ def test_delete_method_refuses_a_method_an_augmented_assignment_reads(daemon, im
     assert path.read_text() == before
     other = open_session(daemon)
     assert run(other, "from fix.augmented import Augmented\nAugmented().run()") == "1"
+    other.close()
+
+
+def test_delete_method_refuses_a_method_the_class_body_deletes(daemon, image, c):
+    # `del run` in the class body deletes from the class's namespace alone (the module's
+    # run does not count): deleted, the def left it a NameError, and no check saw it.
+    path = image / "fix/deleted_run.py"
+    before = path.read_text()
+    message = error(c, "delete_method", "refused", className="fix.deleted_run.Deleted", selector="run")
+    assert message.startswith("fix.deleted_run.Deleted.run is used by the class body as it runs "
+                              "('if not DEBUG:"), message
+    assert "fix.deleted_run would no longer import" in message
+    assert path.read_text() == before
+    other = open_session(daemon)
+    assert run(other, "from fix.deleted_run import Deleted\nDeleted().go(), hasattr(Deleted, 'run')") == "(2, False)"
     other.close()
 
 

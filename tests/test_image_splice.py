@@ -284,6 +284,18 @@ def test_attribute_nodes_finds_what_a_loop_a_with_or_an_import_binds():
     assert splice.attribute_nodes(classdef, "deep") == []    # in a block: only with `blocks`
 
 
+def test_a_class_body_deleting_a_name_it_does_not_bind_is_a_name_error():
+    # `del run` in a class body deletes from the class's namespace alone: the module's run
+    # does not count, so with the class's def of it gone running it is a NameError.
+    with pytest.raises(NameError):
+        exec("class C:\n    del run\n", {"run": 1})
+    assert splice.names_deleted_now(ast.parse("if x:\n    del run, box.y\n").body[0]) == {"run"}
+    source = "class C:\n    if True:\n        del run\n"
+    assert splice.unbound_reader(source, "C", "run").lineno == 2
+    assert splice.unbound_reader("run = 0\n" + source, "C", "run").lineno == 3
+    assert splice.unbound_reader("class C:\n    def run(self): pass\n    del run\n", "C", "run") is None
+
+
 def test_an_augmented_assignment_reads_its_name_before_it_binds_it():
     # `run += 1` in a class body reads run (the class's, else the module's) first: with
     # neither bound, running it is a NameError. Only its binding was seen.

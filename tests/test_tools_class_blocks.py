@@ -393,3 +393,22 @@ def test_delete_method_refuses_a_method_an_augmented_assignment_reads(client, im
                        "the class could not be made and zoo.runs would no longer import. Change that "
                        "statement first (compile_class_definition).")
     assert (image / "zoo" / "runs.py").read_text() == written
+
+
+@pytest.mark.parametrize("live", [True, False], ids=["live-class", "no-live-class"])
+def test_delete_method_refuses_a_method_the_class_body_deletes(client, image, live):
+    # `del run` deletes from the class's namespace alone: with the def gone it is a
+    # NameError, whatever the module binds, and the deletion went on (no live class: every
+    # new session's import of the module failed).
+    source = ("run = 1\n\n\nclass Runs:\n    def run(self):\n        return 1\n\n"
+              "    del run\n\n    def go(self):\n        return 2\n")
+    assert _imported(source, "Runs")().go() == 2
+    written = source + ("" if live else "\n\nFAILS = 1 / 0\n")
+    (image / "zoo" / "runs.py").write_text(written)
+    client.ok("refresh")
+    assert (client.view.module("zoo.runs") is None) is not live
+    message = client.error("delete_method", "refused", className="zoo.runs.Runs", selector="run")
+    assert message == ("zoo.runs.Runs.run is used by the class body as it runs ('del run'); deleted, "
+                       "the class could not be made and zoo.runs would no longer import. Change that "
+                       "statement first (compile_class_definition).")
+    assert (image / "zoo" / "runs.py").read_text() == written

@@ -956,12 +956,13 @@ def unbound_reader(source: str, class_name: str, name: str) -> ast.stmt | None:
     """The first class-level statement of the class that reads `name` as it runs
     (`x = property(name)`, `@name` above a def) while nothing binds it there: neither the
     class body above it, nor the module above the class, nor the builtins. Running it is a
-    NameError."""
+    NameError. So is `del name` while the class body above binds it not: it deletes from
+    the class's namespace alone, whatever the module binds."""
     classdef = _class_or_error(source, parsing.parse(source), class_name)
-    if bound_before(statements_before(source, class_name), name):
-        return None
+    read_elsewhere = bound_before(statements_before(source, class_name), name)
     for statement in classdef.body:
-        if name in names_read_now(statement):
+        if name in names_deleted_now(statement) or (
+                not read_elsewhere and name in names_read_now(statement)):
             return statement
         if name in bound_names(statement):
             return None
@@ -1030,6 +1031,12 @@ def names_read_now(node: ast.AST, blocks: bool = True) -> set[str]:
         elif isinstance(item, ast.AugAssign) and isinstance(item.target, ast.Name):
             names.add(item.target.id)
     return names
+
+
+def names_deleted_now(node: ast.AST) -> set[str]:
+    """The plain names a statement's `del` deletes as it runs (in its blocks too)."""
+    return {item.id for item in evaluated_now(node, class_bodies=False)
+            if isinstance(item, ast.Name) and isinstance(item.ctx, ast.Del)}
 
 
 def evaluated_now(node: ast.AST, lazy_annotations: bool = False, class_bodies: bool = True,
