@@ -385,3 +385,23 @@ def test_the_collector_pause_nests_and_ends_even_when_its_block_raises():
             assert not gc.isenabled()   # the inner pause leaves the outer one's to it
             parse(b"[")
     assert gc.isenabled()
+
+
+def test_a_break_landing_as_the_collector_pauses_leaves_it_running(monkeypatch):
+    # A break (SIGINT's KeyboardInterrupt, a cancelled image-wide call parsing modules) is
+    # raised at the first bytecode after gc.disable() returns: before the pause's `try`,
+    # nothing enabled the collector again, and the worker ran without it from then on.
+    disable = gc.disable
+
+    def disable_then_break():
+        disable()
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(gc, "disable", disable_then_break)
+    assert gc.isenabled()
+    with pytest.raises(KeyboardInterrupt):
+        with jsonrpc.collector_paused():
+            pass
+    enabled = gc.isenabled()
+    gc.enable()
+    assert enabled

@@ -170,8 +170,8 @@ def collector_paused():
     if not gc.isenabled():
         yield
         return
-    gc.disable()
     try:
+        gc.disable()   # in the try: a break raised as it returns must not leave it paused
         yield
     finally:
         gc.enable()
