@@ -90,6 +90,7 @@ def tail():
                         "class Augmented:\n    def run(self):\n        return 1\n\n    run += Keep()\n",
     "fix/deleted_run.py": "DEBUG = False\nrun = 1\n\n\nclass Deleted:\n    def run(self):\n        return 1\n\n"
                           "    if not DEBUG:\n        del run\n\n    def go(self):\n        return 2\n",
+    "fix/dels.py": "class Dels:\n    def run(self):\n        return 1\n\n    def go(self):\n        return 2\n",
     "fix/global_run.py": "run = 1\n\n\nclass Declared:\n    global run\n\n    def go(self):\n        return 1\n",
     "fix/noted_run.py": "class NotedRun:\n    run: int\n\n    def run(self):\n        return 1\n\n"
                         "    alias = run\n",
@@ -626,6 +627,19 @@ def test_delete_method_refuses_a_method_the_class_body_deletes(daemon, image, c)
     assert path.read_text() == before
     other = open_session(daemon)
     assert run(other, "from fix.deleted_run import Deleted\nDeleted().go(), hasattr(Deleted, 'run')") == "(2, False)"
+    other.close()
+
+
+def test_a_class_redefined_with_a_del_of_a_carried_method_keeps_the_method_above_it(daemon, image, c):
+    # The carried `def run` went last, below the new text's `del run`: a compileError
+    # telling to bind run at the module's top level (which `del` ignores).
+    result = structured(c, "compile_class_definition", source="class Dels:\n    del run\n    x = 1\n",
+                        dictionaryName="fix.dels")
+    assert result["carried"] == ["run", "go"], result
+    written = (image / "fix/dels.py").read_text()
+    assert written.index("def run") < written.index("del run") < written.index("def go")
+    other = open_session(daemon)
+    assert run(other, "from fix.dels import Dels\n(Dels().go(), Dels.x, hasattr(Dels, 'run'))") == "(2, 1, False)"
     other.close()
 
 

@@ -412,3 +412,22 @@ def test_delete_method_refuses_a_method_the_class_body_deletes(client, image, li
                        "the class could not be made and zoo.runs would no longer import. Change that "
                        "statement first (compile_class_definition).")
     assert (image / "zoo" / "runs.py").read_text() == written
+
+
+@pytest.mark.parametrize("live", [True, False], ids=["live-class", "no-live-class"])
+def test_a_carried_method_goes_above_the_statement_deleting_it(client, image, live):
+    # `del run` in the new class text, `def run` carried over: it went last, below the
+    # `del`, a NameError (with a live class a compileError telling to bind run at the
+    # module's top, which `del` ignores; with none the file was written so).
+    source = "class Dels:\n    def run(self):\n        return 1\n\n    def go(self):\n        return 2\n"
+    written = source + ("" if live else "\n\nFAILS = 1 / 0\n")
+    (image / "zoo" / "dels.py").write_text(written)
+    client.ok("refresh")
+    assert (client.view.module("zoo.dels") is None) is not live
+    result = client.ok("compile_class_definition", source="class Dels:\n    del run\n    x = 1\n",
+                       dictionaryName="zoo.dels")
+    assert result["structuredContent"]["carried"] == ["run", "go"]
+    committed = (image / "zoo" / "dels.py").read_text()
+    assert committed.index("def run") < committed.index("del run") < committed.index("def go")
+    made = _imported(committed.replace("FAILS = 1 / 0", ""), "Dels")
+    assert made().go() == 2 and made.x == 1 and not hasattr(made, "run")

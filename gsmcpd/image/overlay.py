@@ -188,7 +188,8 @@ def _kept_lines(lines: list[str], classdef: ast.ClassDef, shown: set[int],
 def _members_in_order(merged: str, class_name: str, source: str, methods: list) -> bool:
     """Whether `merged` is one class statement `class_name` none of whose class-level
     statements reads a carried member as it runs above that member's def (where the module
-    or the builtins do not bind the name: there it resolves as it did)."""
+    or the builtins do not bind the name: there it resolves as it did), or deletes one there
+    (`del run`, whatever the module binds)."""
     try:
         body = parsing.parse(merged).body
     except (SyntaxError, ValueError):
@@ -197,8 +198,10 @@ def _members_in_order(merged: str, class_name: str, source: str, methods: list) 
         return False
     before = splice.statements_before(source, class_name)
     pending = {node.name for node in methods if not splice.bound_before(before, node.name)}
+    not_yet_made = {node.name for node in methods}   # `del run` ignores what the module binds
     for statement in body[0].body:
-        if pending & splice.names_read_now(statement):
+        if pending & splice.names_read_now(statement) or not_yet_made & splice.names_deleted_now(statement):
             return False
         pending -= splice.bound_names(statement)
+        not_yet_made -= splice.bound_names(statement)
     return True

@@ -817,9 +817,10 @@ def with_methods(class_text: str, class_name: str, source: str, methods: list) -
         # A name the module or builtins bind (`json`, `property`) resolves there without
         # the member, as it did wherever the class read it before the member's def: moved
         # up, the member would shadow it for those readers.
-        user = None
-        if not bound_before(before, name):
-            user = _first_user_of(class_text, class_name, _needing(name, methods))
+        # `del name` needs the member above it whatever the module binds: it deletes from
+        # the class's namespace alone.
+        needing = set() if bound_before(before, name) else _needing(name, methods)
+        user = _first_user_of(class_text, class_name, needing, deleted={name})
         if user is None:
             class_text = put_method(class_text, class_name, text)[0]
         else:
@@ -1008,12 +1009,14 @@ def _needing(name: str, members: list) -> set[str]:
     return needing
 
 
-def _first_user_of(class_text: str, class_name: str, names: set[str]) -> ast.stmt | None:
+def _first_user_of(class_text: str, class_name: str, names: set[str],
+                   deleted: set[str] = frozenset()) -> ast.stmt | None:
     """The first class-level statement of the class that reads one of `names` as it
-    runs (a def or nested class statement included, for what it evaluates), or None."""
+    runs (a def or nested class statement included, for what it evaluates), or deletes
+    one of `deleted` (`del run`), or None."""
     classdef = _class_or_error(class_text, ast.parse(class_text), class_name)
     for statement in classdef.body:
-        if names & names_read_now(statement):
+        if names & names_read_now(statement) or deleted & names_deleted_now(statement):
             return statement
     return None
 
