@@ -43,6 +43,31 @@ def test_a_rehearsal_that_goes_wrong_says_so():
     assert "the worker rehearsal went wrong" in out.stderr
 
 
+def test_a_rehearsal_failing_before_its_view_is_closed_leaves_no_import_hook_behind():
+    # The forkserver goes on to fork every worker from this process: a view's finder or
+    # path hook left in sys.meta_path or sys.path_hooks would be in each of them.
+    probe = ("import json, sys\n"
+             "import gsmcpd.worker.main as main, gsmcpd.worker.preload as p\n"
+             "serve = main.WorkerLoop.serve\n"
+             "def failing(self):\n"
+             "    serve(self)\n"
+             "    raise RuntimeError('after the session, before its view is closed')\n"
+             "main.WorkerLoop.serve = failing\n"
+             "try:\n"
+             "    p.rehearse(1)\n"
+             "except RuntimeError as error:\n"
+             "    print(json.dumps({'raised': str(error),\n"
+             "        'loaders': [type(f).__module__ for f in sys.meta_path],\n"
+             "        'hooks': [getattr(h, '__module__', None) for h in sys.path_hooks]}))\n")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=str(REPO), capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["raised"] == "after the session, before its view is closed"
+    assert "gsmcpd.image.view" not in report["loaders"]
+    assert "gsmcpd.image.view" not in report["hooks"]
+
+
 PLANS_PROBE = """
 import json
 import gsmcpd.worker.preload as preload

@@ -44,21 +44,26 @@ def rehearse(rounds=REHEARSALS):
     """Prepare a worker loop, initialize, list tools, ping and echo, `rounds` times.
 
     Everything a session touches is undone after each round (the view's import hook
-    and modules, the temporary image), so no worker inherits any of it."""
-    meta_path = list(sys.meta_path)
-    with tempfile.TemporaryDirectory(prefix="gsmcpd-rehearsal-") as state:
-        image = ensure_default_image(Path(state))
-        session = {"session_id": "rehearsal", "user": "rehearsal", "read_only": False,
-                   "toolsets": _TOOLSETS, "image": str(image)}
-        script = [frames.encode({"op": "prepare", "session": session})]
-        for seq, (method, params) in enumerate(_CALLS, 1):
-            body = jsonrpc.dumps({"jsonrpc": "2.0", "id": seq, "method": method, "params": params})
-            script.append(frames.message_frame("call", seq, body))
-        script.append(frames.encode({"op": "stop"}))
-        script = b"".join(script)
-        for _ in range(rounds):
-            _play(script)
-    sys.meta_path[:] = meta_path  # (each view's close() took its hook and modules already)
+    and modules, the temporary image), so no worker inherits any of it: each view's close()
+    takes its hooks and modules, and the import hooks are put back as they were even when a
+    round fails before its view is closed."""
+    meta_path, path_hooks = list(sys.meta_path), list(sys.path_hooks)
+    try:
+        with tempfile.TemporaryDirectory(prefix="gsmcpd-rehearsal-") as state:
+            image = ensure_default_image(Path(state))
+            session = {"session_id": "rehearsal", "user": "rehearsal", "read_only": False,
+                       "toolsets": _TOOLSETS, "image": str(image)}
+            script = [frames.encode({"op": "prepare", "session": session})]
+            for seq, (method, params) in enumerate(_CALLS, 1):
+                body = jsonrpc.dumps({"jsonrpc": "2.0", "id": seq, "method": method, "params": params})
+                script.append(frames.message_frame("call", seq, body))
+            script.append(frames.encode({"op": "stop"}))
+            script = b"".join(script)
+            for _ in range(rounds):
+                _play(script)
+    finally:
+        sys.meta_path[:] = meta_path
+        sys.path_hooks[:] = path_hooks
     return rounds
 
 
