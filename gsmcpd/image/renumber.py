@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import CodeType, FunctionType
 
+from gsmcpd.image import own
 from gsmcpd.image.splice import first_line, lines_of
 
 Span = tuple[int, int, int]   # a def's first line, and its statement's first and last (see def_spans)
@@ -37,10 +38,10 @@ def renumber_moved_code(filename: str, old_code: Mapping[int, CodeType], old_tex
     stale = [function for function in functions if id(function.__code__) in old_code]
     moves = def_moves(old_text, old_defs, new_text, new_defs,
                       {function.__code__.co_qualname for function in stale}
-                      | {_QUALNAME(cls) for cls in classes})
+                      | {own.QUALNAME(cls) for cls in classes})
     for cls in classes:
-        line = _OWN_DICT(cls)["__firstlineno__"]
-        to = moves.get((_QUALNAME(cls), line), line)
+        line = own.DICT(cls)["__firstlineno__"]
+        to = moves.get((own.QUALNAME(cls), line), line)
         if to != line:
             type.__setattr__(cls, "__firstlineno__", to)
     moved: dict[int, CodeType] = {}
@@ -72,9 +73,9 @@ def classes_compiled_from(filename: str, objects: list) -> list[type]:
     found = []
     for value in objects:
         if issubclass(type(value), type):   # not isinstance: it asks __class__, which may be anything's
-            own = _OWN_DICT(value)
-            module = own.get("__module__")
-            if type(own.get("__firstlineno__")) is int and type(module) is str and _file_of(module) == filename:
+            namespace = own.DICT(value)
+            module = namespace.get("__module__")
+            if type(namespace.get("__firstlineno__")) is int and type(module) is str and _file_of(module) == filename:
                 found.append(value)
     return found
 
@@ -84,11 +85,6 @@ def _file_of(module: str) -> object:
         return getattr(sys.modules.get(module), "__file__", None)
     except Exception:   # whatever a user's object in sys.modules does: no file of ours
         return None
-
-
-# A class's own, whatever its metaclass defines under these names.
-_OWN_DICT = type.__dict__["__dict__"].__get__
-_QUALNAME = type.__dict__["__qualname__"].__get__
 
 
 def code_of_live_functions(filename: str) -> dict[int, CodeType]:

@@ -27,10 +27,10 @@ from types import CodeType, ModuleType
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gsmcpd.image import parsing, splice, walking
+from gsmcpd.image import own, parsing, splice, walking
 from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
 from gsmcpd.image.surely_run import surely_run
-from gsmcpd.image.renumber import _QUALNAME, code_of_live_functions, code_within, renumber_moved_code, spans_of
+from gsmcpd.image.renumber import code_of_live_functions, code_within, renumber_moved_code, spans_of
 from gsmcpd.worker.toolset import BREAKS, ToolError, raise_if_break, recursion_limit_note
 from gsmcpd.image.store import (JOURNAL_LIMIT, LOCK_WAIT, CommitConflict, CommitPending, ImageStore,
                                 Snapshot, alike_hashes, module_name_of, other_form, packages_of, relpath_of,
@@ -548,8 +548,8 @@ class View:
         where a class whose body rewrote it may have been made (rewritten_home says whether it
         was). None looked for a C type or a class its `__module__`'s non-image module binds
         (the kernel's, every base of a hierarchy's listing)."""
-        name = _QUALNAME(cls) if issubclass(type(cls), type) else None   # not its metaclass's
-        if not isinstance(name, str) or not _FLAGS(cls) & _HEAP_TYPE:
+        name = own.QUALNAME(cls) if issubclass(type(cls), type) else None   # not its metaclass's
+        if not isinstance(name, str) or not own.is_heap_type(cls):
             return []
         home = vars(cls).get("__module__")   # as the class body left it, whatever its metaclass says
         if not isinstance(home, str) or (home in sys.modules and not self.has_module(home)
@@ -1145,10 +1145,6 @@ def _module_strings(classdef: ast.ClassDef) -> set[str]:
     return strings
 
 
-# A class's own flags, whatever its metaclass binds to `__flags__`; a class statement
-# makes a heap type, a C type is static.
-_FLAGS = type.__dict__["__flags__"].__get__
-_HEAP_TYPE = 1 << 9
 
 
 def _packages_of(module: str) -> frozenset[str]:

@@ -17,8 +17,7 @@ import types
 import weakref
 from contextlib import redirect_stderr, redirect_stdout
 
-from gsmcpd.image import splice
-from gsmcpd.image.renumber import _QUALNAME
+from gsmcpd.image import own, splice
 from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
 from gsmcpd.worker.capture import Capture
 from gsmcpd.worker.memory_limit import data_limit_note
@@ -214,8 +213,8 @@ def _live_counterpart(view, value):
     kind = type(value)
     if issubclass(kind, types.ModuleType):
         module_name, attribute, kind = vars(value).get("__name__"), None, types.ModuleType
-    elif issubclass(kind, type) and _QUALNAME(value) == _NAME(value):
-        module_name, attribute, kind = vars(value).get("__module__"), _NAME(value), type
+    elif issubclass(kind, type) and own.QUALNAME(value) == own.NAME(value):
+        module_name, attribute, kind = vars(value).get("__module__"), own.NAME(value), type
     elif kind is types.FunctionType and value.__qualname__ == value.__name__:
         module_name, attribute = value.__module__, value.__name__
     else:
@@ -239,9 +238,6 @@ def _live_copy(view, value, module_name, attribute):
     # What it binds, never its __getattr__ (PEP 562): image code run for every name of the
     # workspace, each call, may raise anything (`_LAZY[name]`, a KeyError).
     return live if attribute is None else vars(live).get(attribute)
-
-
-_NAME = type.__dict__["__name__"].__get__   # a class's own, as _QUALNAME, whatever its metaclass says
 
 
 # Python 3.11's parser overflowing its stack raises a MemoryError that says nothing, and
