@@ -384,15 +384,7 @@ def test_delete_method_refuses_a_method_an_augmented_assignment_reads(client, im
     source = ("class Keep:\n    def __radd__(self, other):\n        return other\n\n\n"
               "class Runs:\n    def run(self):\n        return 1\n\n    run += Keep()\n")
     assert _imported(source, "Runs").run(None) == 1
-    written = source + ("" if live else "\n\nFAILS = 1 / 0\n")
-    (image / "zoo" / "runs.py").write_text(written)
-    client.ok("refresh")
-    assert (client.view.module("zoo.runs") is None) is not live
-    message = client.error("delete_method", "refused", className="zoo.runs.Runs", selector="run")
-    assert message == ("zoo.runs.Runs.run is used by the class body as it runs ('run += Keep()'); deleted, "
-                       "the class could not be made and zoo.runs would no longer import. Change that "
-                       "statement first (compile_class_definition).")
-    assert (image / "zoo" / "runs.py").read_text() == written
+    _deleting_run_is_refused_as_used_by(client, image, live, source, "run += Keep()")
 
 
 @pytest.mark.parametrize("live", [True, False], ids=["live-class", "no-live-class"])
@@ -403,12 +395,18 @@ def test_delete_method_refuses_a_method_the_class_body_deletes(client, image, li
     source = ("run = 1\n\n\nclass Runs:\n    def run(self):\n        return 1\n\n"
               "    del run\n\n    def go(self):\n        return 2\n")
     assert _imported(source, "Runs")().go() == 2
+    _deleting_run_is_refused_as_used_by(client, image, live, source, "del run")
+
+
+def _deleting_run_is_refused_as_used_by(client, image, live, source, statement):
+    """delete_method of zoo.runs.Runs.run (`source`, made failing to import unless `live`)
+    is refused naming `statement`, the file unchanged."""
     written = source + ("" if live else "\n\nFAILS = 1 / 0\n")
     (image / "zoo" / "runs.py").write_text(written)
     client.ok("refresh")
     assert (client.view.module("zoo.runs") is None) is not live
     message = client.error("delete_method", "refused", className="zoo.runs.Runs", selector="run")
-    assert message == ("zoo.runs.Runs.run is used by the class body as it runs ('del run'); deleted, "
+    assert message == (f"zoo.runs.Runs.run is used by the class body as it runs ({statement!r}); deleted, "
                        "the class could not be made and zoo.runs would no longer import. Change that "
                        "statement first (compile_class_definition).")
     assert (image / "zoo" / "runs.py").read_text() == written
