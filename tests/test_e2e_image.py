@@ -1232,6 +1232,22 @@ def test_a_failing_module_is_imported_once_across_image_wide_calls_until_code_ru
         assert imports_of(tries) == 2
 
 
+def test_whole_image_calls_do_not_run_a_packages_main_module_and_the_session_goes_on(tmp_path):
+    # Each ran pip's vendored certifi/__main__.py: it parsed the worker's argv, wrote its usage
+    # to the daemon's log and exited 2 (a project's could start a server or delete files).
+    from test_tools_program_modules import NOT_IMPORTED, files, runs_of
+    ran = tmp_path / "ran.txt"
+    with daemon_on_image(tmp_path, files(ran)) as daemon:
+        client = session(daemon)
+        hierarchy = client.tool("get_class_hierarchy", className="app.Base")
+        assert hierarchy["structuredContent"]["subclasses"] == [], hierarchy
+        assert "app.__main__.Cli" in str(client.tool("list_all_classes")["structuredContent"])
+        assert client.tool("list_test_classes")["structuredContent"]["notLoaded"] == [NOT_IMPORTED]
+        assert runs_of(ran) == 0
+        assert tool_text(client.tool("execute_code", code="print(6 * 7)")) == "42"
+        client.close()
+
+
 def test_an_image_packages_data_file_is_read_as_it_is_imported_as_pip_s_vendored_certifi_does(tmp_path):
     # pip's requests takes certifi.where() as it is imported; through the view's loader it was
     # an "orphan path", and 138 of pip's modules failed to import, FileNotFoundError.

@@ -17,7 +17,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from gsmcpd.image import splice
-from gsmcpd.image.view import KERNEL, View
+from gsmcpd.image.view import KERNEL, View, is_program
 from gsmcpd.wire.jsonrpc import echoed
 from gsmcpd.worker.toolset import ToolError, did_you_mean, meant
 
@@ -83,8 +83,8 @@ def uncompiled(view: View, module_filter: str | None = None) -> list[str]:
 
 
 def unloaded(view: View) -> list[str]:
-    """Why each image module that is not loaded (it does not compile, fails to import or
-    is shadowed) is left out of an answer about the image's live objects, such as its
+    """Why each image module that is not loaded (it does not compile, fails to import, is
+    shadowed or is a program's `__main__`) is left out of an answer about the image's live objects, such as its
     test classes. Call it after view.load_all()."""
     return [_unloadable(view, module) for module in view.module_names()
             if not view.owns_module(module)]
@@ -417,6 +417,10 @@ def _unloadable(view: View, module: str) -> str:
     if error is not None:
         where = f"line {error.lineno}: " if error.lineno else ""   # none for the whole text
         return f"image module {module} does not compile: {where}{error.msg}"
+    if module not in view.import_errors and is_program(module):
+        return (f"image module {module} is a program (python -m {module.rpartition('.')[0]}), which the "
+                f"tools do not import, as that runs it: its classes are read from source "
+                f"(execute_code `import {module}` runs it)")
     reason = view.import_errors.get(module, "unknown error")
     return f"image module {module} failed to import: {reason}"
 

@@ -471,13 +471,17 @@ class View:
         """Its name belongs to the kernel (see shadowing): the view neither imports nor changes it."""
         return self.shadowing(module) is not None
 
-    def module(self, name: str):
+    def module(self, name: str, *, again: bool = False):
         """The live image module, imported from the snapshot; None if it is
-        shadowed by a kernel module or fails to import (see import_errors)."""
+        shadowed by a kernel module or fails to import (see import_errors), or is a
+        program's `__main__` not loaded (is_program), unless `again` (re-importing
+        one the session's code had imported)."""
         if not self.has_module(name) or self.shadowed(name):
             return None
         if name in sys.modules:
             return sys.modules[name]
+        if is_program(name) and not again:
+            return None   # importing it runs the program: only the session's own code does that
         if name in self.import_errors and self._failed_in_epoch.get(name) == self._import_epoch:
             return None   # nothing that could change the outcome happened since it failed
         self.install()
@@ -497,6 +501,7 @@ class View:
         return module if self.owns_module(name) else None
 
     def load_all(self) -> None:
+        """Import every image module but a program's `__main__` (module() leaves those)."""
         for name in self.module_names():
             self.module(name)
 
@@ -856,7 +861,7 @@ class View:
         report = RefreshReport(brought_in=discarded)
         report.reloaded = self._reload(everything=True)
         for name in around:
-            if self.has_module(name) and name not in report.reloaded and self.module(name) is not None:
+            if self.has_module(name) and name not in report.reloaded and self.module(name, again=True) is not None:
                 report.reloaded.append(name)
         report.reloaded.sort()
         report.import_errors = self._failing_now()
@@ -970,7 +975,7 @@ class View:
         reloaded = []
         for name in sorted(stale):
             if self.has_module(name):
-                self.module(name)
+                self.module(name, again=True)   # each was loaded
                 reloaded.append(name)
         self._bind_submodules(reloaded)
         return reloaded
@@ -1020,9 +1025,10 @@ class View:
 
     def _reimported(self, stale: set[str]) -> list[str]:
         """Import the modules `stale` anew (their live copies forgotten), in name order."""
+        loaded = set(self.loaded_modules())
         self._forget_live(stale)
         for name in sorted(stale):
-            self.module(name)
+            self.module(name, again=name in loaded)
         self._bind_submodules(stale)
         return sorted(stale)
 
@@ -1119,6 +1125,12 @@ class View:
             self.live_texts.pop(name, None)
             self.live_code.pop(name, None)
             self.import_errors.pop(name, None)
+
+
+def is_program(module: str) -> bool:
+    """A package's `__main__` (what `python -m pkg` runs): importing it runs the program,
+    which may parse the worker's argv and exit (pip's vendored certifi's does), or worse."""
+    return module.rpartition(".")[2] == "__main__"
 
 
 def _bound_at(module, qualname: str):

@@ -1,0 +1,64 @@
+"""A package's `__main__` is a program (`python -m app`): importing it runs it (pip's vendored
+certifi's parses the worker's argv and exits 2). The tools never import one the session's
+code has not (the whole-image calls load every other module); its classes are read from
+source, as a failing module's are, and code may still import it."""
+
+import pytest
+
+from test_tools_support import Client, views, write_image  # noqa: F401  (fixtures)
+
+# Run, it leaves a line in the file RAN names, then exits 2 as certifi's does on a bad argv.
+PROGRAM = ('import sys\nopen({ran!r}, "a").write("ran\\n")\nfrom app import Base\n\n\n'
+           'class Cli(Base):\n    pass\n\n\nsys.exit(2)\n')
+TEST = "import unittest\n\n\nclass TestApp(unittest.TestCase):\n    def test_ok(self):\n        pass\n"
+
+
+def files(ran):
+    return {"app/__init__.py": "class Base:\n    pass\n", "app/__main__.py": PROGRAM.format(ran=str(ran)),
+            "app/test_app.py": TEST}
+
+
+NOT_IMPORTED = ("image module app.__main__ is a program (python -m app), which the tools do not import, "
+                "as that runs it: its classes are read from source (execute_code `import app.__main__` runs it)")
+
+
+def runs_of(ran) -> int:
+    return len(ran.read_text().splitlines()) if ran.exists() else 0
+
+
+@pytest.fixture
+def ran(tmp_path):
+    return tmp_path / "ran.txt"
+
+
+@pytest.fixture
+def client(tmp_path, views, ran):
+    return Client(views(write_image(tmp_path / "image", files(ran))))
+
+
+def test_whole_image_calls_do_not_run_a_program_and_still_list_its_classes_from_source(client, ran):
+    assert client.ok("get_class_hierarchy", className="app.Base")["structuredContent"]["subclasses"] == []
+    assert "app.__main__.Cli" in str(client.ok("list_all_classes")["structuredContent"])
+    assert client.ok("list_test_classes")["structuredContent"]["notLoaded"] == [NOT_IMPORTED]
+    client.ok("search_method_source", pattern="pass")
+    client.ok("find_references_to", name="Base")
+    client.ok("find_implementors", selector="test_ok")
+    definition = client.ok("get_class_definition", className="app.__main__.Cli")["structuredContent"]
+    assert definition["definition"].startswith("class Cli(Base):")
+    assert runs_of(ran) == 0 and "app.__main__" not in client.view.import_errors
+
+
+def test_a_class_of_a_program_is_browsed_from_source_and_code_may_still_run_it(client, ran):
+    hierarchy = client.ok("get_class_hierarchy", className="app.__main__.Cli")
+    assert NOT_IMPORTED in hierarchy["content"][0]["text"]
+    assert runs_of(ran) == 0
+    ran_it = client.call("execute_code", code="import app.__main__")
+    assert "SystemExit" in str(ran_it) and runs_of(ran) == 1
+
+
+def test_a_program_the_sessions_code_imported_is_re_imported_as_any_loaded_module(tmp_path, views, ran):
+    program = {**files(ran), "app/__main__.py": 'open({ran!r}, "a").write("ran\\n")\n'.format(ran=str(ran))}
+    client = Client(views(write_image(tmp_path / "image", program)))
+    client.ok("execute_code", code="import app.__main__")
+    assert client.ok("abort")["structuredContent"]["reloaded"] == ["app", "app.__main__"]
+    assert runs_of(ran) == 2
