@@ -126,3 +126,39 @@ def test_abort_and_refresh_re_import_a_module_whose_getattr_raises(tmp_path, vie
     client.view.set_source("lazy", lazy.replace("X = 1", "X = 2"), live=False)
     client.ok("execute_code", code="import lazy")
     assert client.ok("refresh")["structuredContent"]["importErrors"] == {}
+
+
+def _removed_here(ours, theirs):
+    ours.view.remove_module("gone")
+
+
+def _removed_by_a_commit_refreshed(ours, theirs):
+    theirs.view.remove_module("gone")
+    theirs.view.commit()
+    ours.ok("refresh")
+
+
+def _removed_by_a_commit_ours_brought_in(ours, theirs):
+    theirs.view.remove_module("gone")
+    theirs.view.commit()
+    ours.ok("compile_method", className="other.Other", source="def m(self):\n    return 1\n")
+
+
+def _added_here_and_aborted(ours, theirs):
+    ours.ok("abort")
+
+
+@pytest.mark.parametrize("removal", [_removed_here, _removed_by_a_commit_refreshed,
+                                     _removed_by_a_commit_ours_brought_in, _added_here_and_aborted])
+def test_a_failing_module_removed_from_the_view_is_forgotten_error_and_epoch(tmp_path, views, tries, removal):
+    # Its epoch was kept for the session's whole life (its error too, after a commit brought the removal in).
+    image = write_image(tmp_path / "image", files(tries) if removal is _added_here_and_aborted
+                        else {**files(tries), "gone.py": "import extlib_not_installed\n"})
+    ours, theirs = Client(views(image, "a")), Client(views(image, "b", install=False))
+    if removal is _added_here_and_aborted:
+        ours.view.add_module("gone", "import extlib_not_installed\n")
+    ours.ok("get_class_hierarchy", className="base.Base")
+    assert "gone" in ours.view.import_errors and "gone" in ours.view._failed_in_epoch
+    removal(ours, theirs)
+    assert "gone" not in ours.view.import_errors and "gone" not in ours.view._failed_in_epoch
+    assert "failing" in ours.view.import_errors

@@ -382,6 +382,8 @@ class View:
                 del self._derived[key]
         self._rewriting = ((), {})
         self.forget_import_failures()   # the texts may have changed
+        for name in (self.import_errors.keys() | self._failed_in_epoch.keys()) - set(self.module_names()):
+            self._forget_failure(name)   # a module removed here, or by a commit brought in
 
     def set_source(self, module: str, text: str, *, live: bool = True) -> None:
         """Change a module's text in this view; `live` says the live objects
@@ -496,9 +498,14 @@ class View:
             else:
                 self._failed_in_epoch[name] = self._import_epoch
             return None
+        self._forget_failure(name)
+        return module if self.owns_module(name) else None
+
+    def _forget_failure(self, name: str) -> None:
+        """The module no longer fails, or is gone: its error and its epoch go together (the
+        epoch alone was kept, a removed module's for the session's whole life)."""
         self.import_errors.pop(name, None)
         self._failed_in_epoch.pop(name, None)
-        return module if self.owns_module(name) else None
 
     def load_all(self) -> None:
         """Import every image module but a program's `__main__` (module() leaves those)."""
@@ -873,7 +880,7 @@ class View:
         edit discarded, and one no longer in the image, though neither failed any more."""
         for name in sorted(self.import_errors):
             if not self.has_module(name) or self.module(name) is not None:
-                self.import_errors.pop(name, None)
+                self._forget_failure(name)
         return dict(self.import_errors)
 
     def _reclaim_imports(self) -> list[str]:
@@ -1124,7 +1131,7 @@ class View:
                 _unbind(name)
             self.live_texts.pop(name, None)
             self.live_code.pop(name, None)
-            self.import_errors.pop(name, None)
+            self._forget_failure(name)
 
 
 def is_program(module: str) -> bool:
