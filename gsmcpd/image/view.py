@@ -177,7 +177,7 @@ class View:
         self.call_tag = ""                      # how the ids of the running call's commits begin (store.call_tag)
         self._reserved = None                   # the shared lock held until load()
         self._derived: dict[tuple[str, str], tuple[str, object]] = {}   # see derived()
-        self._rewriting: tuple[tuple, dict] = ((), {})    # see _rewriting_index()
+        self._rewriting: dict | None = None    # see _rewriting_index(); None once a text changes
         self._loader = _SnapshotLoader(self)
         # Begins each of this view's package `__path__` entries (path_entry): no directory
         # name, so no other path hook takes one, and this view's alone (another's differs).
@@ -292,6 +292,8 @@ class View:
         hashes = {rel: sha256(data) for rel, data in snapshot.files.items()}
         texts = self._held_if_unchanged({rel: text for rel, (text, _) in decoded.items()}, hashes)
         encodings = {rel: encoding for rel, (_, encoding) in decoded.items()}
+        if texts != self.texts:   # held texts are the very objects: compared by identity first
+            self._texts_changing()
         # One statement of plain stores: a break (raised at a call or a loop) lands
         # before it or after it, so the view is never half the old and half the new.
         (self.texts, self.base_texts, self.base_hashes, self.encodings, self.version, self.unlisted,
@@ -380,7 +382,6 @@ class View:
             rel = self.relpath(key[0])
             if rel is None or self.texts[rel] is not text:
                 del self._derived[key]
-        self._rewriting = ((), {})
         self.forget_import_failures()   # the texts may have changed
         for name in (self.import_errors.keys() | self._failed_in_epoch.keys()) - set(self.module_names()):
             self._forget_failure(name)   # a module removed here, or by a commit brought in
@@ -390,6 +391,7 @@ class View:
         already reflect it (so a later reload leaves them alone)."""
         rel = self.relpath(module)
         old_defs = self._derived.get((module, "defs"))   # the last edit's, most likely of the live text
+        self._texts_changing()
         self.texts[rel] = text
         self.forget_import_failures()
         if live and self.owns_module(module):
@@ -421,6 +423,7 @@ class View:
             return fallback
 
     def add_module(self, module: str, text: str, *, package: bool = False) -> None:
+        self._texts_changing()
         self.texts[relpath_of(module, package=package)] = text
         self.forget_import_failures()
 
@@ -440,6 +443,7 @@ class View:
         """Drop the module (a package with all its submodules); returns the names removed."""
         removed = self._files_of(module)
         names = [module_name_of(r) for r in removed]
+        self._texts_changing()
         for r in removed:
             del self.texts[r]
         self._forget_live(names)
@@ -571,19 +575,28 @@ class View:
 
     def _rewriting_index(self) -> dict[tuple[str, str], list[str]]:
         """(class qualified name, string): the image modules, in lookup order, whose class
-        statement of that name (nested too) assigns that string to `__module__`. Kept while the view has
-        the very texts it was made from: every class a browse names is asked about (a
-        namedtuple base's each time), and asking each module's costs a millisecond a class
-        in an image of 500 modules."""
-        texts = tuple(self.texts.items())
-        if self._rewriting[0] != texts:
-            index = {}
-            for module in self.module_names():
-                for name, strings in self._modules_written(module).items():
-                    for string in strings:
-                        index.setdefault((name, string), []).append(module)
-            self._rewriting = (texts, index)
-        return self._rewriting[1]
+        statement of that name (nested too) assigns that string to `__module__`. Kept until a text
+        changes (_texts_changing): every class a browse names is asked about (a namedtuple
+        base's each time, each workspace class execute_code rebinds), and asking each module's
+        costs a millisecond a class in an image of 500 modules; comparing all the texts on each
+        lookup cost execute_code 60 ms with 3,000 workspace classes."""
+        if self._rewriting is None:
+            self._rewriting = self._build_rewriting_index()
+        return self._rewriting
+
+    def _build_rewriting_index(self) -> dict[tuple[str, str], list[str]]:
+        index = {}
+        for module in self.module_names():
+            for name, strings in self._modules_written(module).items():
+                for string in strings:
+                    index.setdefault((name, string), []).append(module)
+        return index
+
+    def _texts_changing(self) -> None:
+        """Called before any of the view's texts changes (an edit, a module added or removed,
+        a refresh, abort or commit re-reading one): what is kept of them all goes. Before, so
+        a break landing in the change leaves nothing stale."""
+        self._rewriting = None
 
     def _modules_written(self, module: str) -> dict[str, set[str]]:
         """The strings each class statement the module runs (module-level, or nested in one,
@@ -942,6 +955,7 @@ class View:
                 report.already_committed.append(module_name_of(rel))   # theirs is ours: the base moves
             elif theirs:
                 report.brought_in.append(module_name_of(rel))
+                self._texts_changing()
                 if rel in fresh:
                     self.texts[rel], self.encodings[rel] = decoded[rel]
                 else:
