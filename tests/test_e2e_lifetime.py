@@ -234,6 +234,17 @@ def test_an_answer_to_no_probe_is_accepted_and_ignored(probing):
     assert c.call("ping").status == 200
 
 
+def test_an_answer_to_no_probe_logs_its_id_cut_however_long(probing):
+    # A 1 MB id made a 1 MB log line, at every POST of it.
+    c = Client(probing.port)
+    c.initialize()
+    reply = c.post({"jsonrpc": "2.0", "id": "srv-" + "9" * 1_000_000, "result": {}})
+    assert (reply.status, reply.body) == (202, b"")
+    cut = "response to an unknown request 'srv-%s... ignored" % ("9" * 75)
+    assert wait_until(lambda: cut in probing.log_text())
+    assert "9" * 1000 not in probing.log_text()
+
+
 def test_the_mcp_sdk_client_answers_probes_and_keeps_its_session(probing):
     async def run():
         async with streamable_http_client(probing.url) as (read, write):

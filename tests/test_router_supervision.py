@@ -3,8 +3,10 @@
 import logging
 from types import SimpleNamespace
 
+from gsmcpd.router.breaks import SOFT_BREAK
 from gsmcpd.router.lifetime import LifetimeSettings
 from gsmcpd.router.supervision import Supervisor
+from gsmcpd.wire.break_signals import SOFT_BREAK_SIGNAL
 
 
 class ClockLoop:
@@ -38,3 +40,26 @@ def test_a_stall_is_logged_as_the_time_since_the_timers_last_ran_which_is_what_i
     assert [record.getMessage() for record in caplog.records] == [
         "lifetime timers last ran 4000s ago (host suspended, or the loop stalled?); "
         "idle clocks forgiven that long"]
+
+
+def test_a_response_to_no_request_logs_its_id_cut_however_long_the_client_made_it(caplog):
+    # It logged the id whole: a POSTed response with a 16 MiB id wrote 16 MiB to the log.
+    supervisor = Supervisor(SimpleNamespace(loop=ClockLoop(), config=LifetimeSettings()))
+    session = SimpleNamespace(id="sid-1", short="sid-1")
+    caplog.set_level(logging.INFO, logger="gsmcpd.lifetime")
+    supervisor.client_response(session, {"jsonrpc": "2.0", "id": "A" * 1_000_000, "result": {}})
+    assert [record.getMessage() for record in caplog.records] == [
+        "session sid-1: response to an unknown request '%s... ignored" % ("A" * 79)]
+
+
+def test_a_break_logs_the_request_id_cut_however_long_the_client_made_it(caplog):
+    # A call past its deadline logged its id whole: a 16 MiB id at each break step.
+    signals = []
+    session = SimpleNamespace(short="sid-1", inflight=None, worker=SimpleNamespace(signal=signals.append))
+    router = SimpleNamespace(loop=ClockLoop(), config=LifetimeSettings(),
+                             sessions=SimpleNamespace(by_id={"sid-1": session}))
+    caplog.set_level(logging.WARNING, logger="gsmcpd.lifetime")
+    Supervisor(router)._break_action(SOFT_BREAK, "sid-1", "B" * 1_000_000, "deadline")
+    assert [record.getMessage() for record in caplog.records] == [
+        "session sid-1: soft break of request '%s... (deadline)" % ("B" * 79)]
+    assert signals == [SOFT_BREAK_SIGNAL]

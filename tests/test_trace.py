@@ -103,3 +103,11 @@ def test_startup_line_says_whether_and_how():
     assert trace.startup_line("both", None) == \
         "message trace: ON (inbound and outbound) -- whole bodies, no cap"
     assert trace.startup_line("off", 4096) == "message trace: off"
+
+
+def test_a_request_id_is_shown_quoted_as_repr_and_cut_at_the_cap():
+    assert trace.shown_id("srv-1") == "'srv-1'"
+    assert trace.shown_id(1) == "1"   # an integer id unquoted: 1 and "1" read apart
+    assert trace.shown_id("a\nb") == "'a\\nb'"
+    huge = trace.shown_id("A" * 1_000_000)
+    assert huge == "'" + "A" * (trace.ID_CAP - 1) + "..."

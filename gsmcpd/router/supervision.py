@@ -15,6 +15,7 @@ from gsmcpd.router.breaks import Breaks
 from gsmcpd.router.lifetime import Lifetime
 from gsmcpd.router.outbox import Outbox, OutboxClosed
 from gsmcpd.router.sessions import SSE_HEADERS
+from gsmcpd.router.trace import shown_id
 from gsmcpd.wire import jsonrpc, sse
 from gsmcpd.wire.break_signals import HARD_BREAK_SIGNAL, SOFT_BREAK_SIGNAL
 
@@ -82,8 +83,8 @@ class Supervisor:
         if session is None:
             return
         call = session.inflight
-        log.warning("session %s: %s of request %r (%s)", session.short, step.replace("_", " "),
-                    request_id, cause)
+        log.warning("session %s: %s of request %s (%s)", session.short, step.replace("_", " "),
+                    shown_id(request_id), cause)
         if step in BREAK_SIGNALS:
             session.worker.signal(BREAK_SIGNALS[step])
             return
@@ -131,7 +132,8 @@ class Supervisor:
         entry = self.lifetime.response_received(session.id, message.get("id"), self.loop.time(),
                                                 error="error" in message)
         if entry is None:
-            log.info("session %s: response to an unknown request %r ignored", session.short, message.get("id"))
+            log.info("session %s: response to an unknown request %s ignored", session.short,
+                     shown_id(message.get("id")))
 
     def session_ended(self, session):
         self.lifetime.session_ended(session.id)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 SESSION_PREFIX_CHARS = 8
+ID_CAP = 80   # characters of a request id a log line shows (a UUID, quoted, fits)
 
 # Newline and tab as the seed promises; CR, the other C0 and the C1 controls and the
 # Unicode line and paragraph separators too (everything str.splitlines splits on), so a
@@ -35,6 +36,12 @@ def shown(text, cap: int) -> str:
     line or a terminal may show it: cut at `cap` characters, then escaped."""
     text = str(text)
     return escape(text if len(text) <= cap else text[:cap] + "...")
+
+
+def shown_id(request_id) -> str:
+    """A JSON-RPC id a client chose, as a log line shows it: repr (1 and "1" apart),
+    cut at ID_CAP. An id may be as long as the body, 16 MiB, logged at every retry."""
+    return shown(repr(request_id), ID_CAP)
 
 
 def short_id(session_id: str | None) -> str:
