@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gsmcpd.auth.usermap import (NOT_MAPPED, SYSTEM_ACCOUNT, AccountRefused, AccountResolver, UserMapError,
+from gsmcpd.auth.usermap import (NOT_MAPPED, SHOWN_USER, SYSTEM_ACCOUNT, AccountRefused, AccountResolver, UserMapError,
                                  accounts_served, lines_never_served, load_user_map, login_uid_range, mapping_changed, never_served_warnings,
                                  parse_user_map, read_user_map_setting)
 from helpers import local_account
@@ -119,6 +119,17 @@ def test_the_log_says_why_a_user_gets_no_account_the_client_only_that_it_has_non
     with pytest.raises(AccountRefused) as refused:
         resolver.resolve(user)
     assert (refused.value.reason, str(refused.value)) == (NOT_MAPPED, logged)
+
+
+def test_a_refusal_quotes_a_user_cut_however_long_the_claim():
+    # It quoted the claim whole: a refusal is logged at every request, and the claim is as
+    # long as the token (some 64 KiB), so each request of an unmapped user logged that much.
+    resolver = AccountResolver({"alice": "nobody"})
+    with pytest.raises(AccountRefused) as refused:
+        resolver.resolve("m" * 60_000)
+    assert str(refused.value) == "user '%s...' has no local account mapping" % ("m" * SHOWN_USER)
+    assert mapping_changed(AccountResolver({"m" * 100: "daemon"}), "m" * 100, "nobody") == (
+        "user '%s...' now maps to account 'daemon'" % ("m" * SHOWN_USER))
 
 
 def test_a_reloaded_map_says_which_sessions_may_serve_no_longer_and_why():

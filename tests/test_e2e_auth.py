@@ -527,6 +527,19 @@ def test_another_users_token_on_a_session_is_404_and_logged(daemon, idp):
     assert alice.call("ping").status == 200          # still alice's, untouched
 
 
+def test_another_users_token_on_a_session_is_logged_with_the_user_cut_however_long(daemon, idp):
+    # The user was logged whole, at every request: a claim as long as the token allows.
+    alice = AuthClient(daemon.port, idp.mint(sub="alice"))
+    alice.initialize()
+    mallory = AuthClient(daemon.port, idp.mint(sub="m" * 30_000))
+    mallory.session = alice.session
+    assert mallory.call("ping").status == 404
+    logged = "user '%s...' presented session %s" % ("m" * 64, alice.session[:8])
+    assert wait_until(lambda: logged in daemon.log_text())
+    assert "m" * 1000 not in daemon.log_text()
+    alice.delete()
+
+
 def test_an_expired_token_mid_session_is_401_and_a_fresh_one_keeps_the_session(daemon, idp):
     client = AuthClient(daemon.port, idp.mint(sub="carol"))
     client.initialize()

@@ -150,3 +150,22 @@ def test_a_user_a_reload_during_the_open_unmaps_is_still_refused_as_the_session_
         assert given_back == [worker] and not router.sessions.by_id
     finally:
         router.close()
+
+
+def test_the_gate_logs_a_user_cut_however_long_the_claim(tmp_path, caplog):
+    # The gate's own lines quoted the user whole: a claim as long as the token, at every request.
+    long_user = "u" * 60_000
+    router, _, waiting, _ = router_with_map(tmp_path, "ann nobody\n%s daemon\n" % long_user)
+    try:
+        router.sessions.open(FakeConn(), INIT, b"{}", False, Principal("ann", False, account="nobody"))
+        waiting[0](FakeWorker(1))
+        [session] = router.sessions.by_id.values()
+        caplog.set_level("INFO", logger="gsmcpd.auth")
+        assert not router.auth.owns_session(session, Principal(long_user, False))
+        assert router.auth.readmit(FakeConn(), INIT, Principal(long_user, False, account="nobody")).account == "daemon"
+        shown = "'%s...'" % ("u" * usermap.SHOWN_USER)
+        assert [record.getMessage() for record in caplog.records if record.name == "gsmcpd.auth"] == [
+            "user %s presented session %s of another user: answered 404" % (shown, session.short),
+            "user %s now maps to account 'daemon': its new session, which waited for a worker, runs as it" % shown]
+    finally:
+        router.close()

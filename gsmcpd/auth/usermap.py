@@ -18,6 +18,16 @@ IDENTITY_MAP = "identity"
 _ACCOUNT = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}\$?")
 
 
+# Characters of a user name a message quotes: the name is a token's claim, as long as
+# the token, and a refusal is logged at every request.
+SHOWN_USER = 64
+
+
+def named(user: str) -> str:
+    """A user name as a message or log line quotes it: repr, cut at SHOWN_USER characters."""
+    return repr(user if len(user) <= SHOWN_USER else user[:SHOWN_USER] + "...")
+
+
 class UserMapError(ValueError):
     def __init__(self, source: str, line: int, message: str):
         super().__init__(f"{source}:{line}: {message}")
@@ -139,17 +149,17 @@ class AccountResolver:
         # The client hears only "not mapped"; the log says which, for the administrator
         # (a map line naming a missing account or root is theirs to fix).
         if self.user_map is not None and name and entry is None:
-            raise AccountRefused(NOT_MAPPED, f"user {user!r} is mapped to account {name!r}, which does not exist")
+            raise AccountRefused(NOT_MAPPED, f"user {named(user)} is mapped to account {name!r}, which does not exist")
         if entry is not None and entry.pw_uid == 0:
-            raise AccountRefused(NOT_MAPPED, f"user {user!r} names root account {entry.pw_name!r} (uid 0), "
+            raise AccountRefused(NOT_MAPPED, f"user {named(user)} names root account {entry.pw_name!r} (uid 0), "
                                              f"which never runs a worker")
         if entry is None:
-            raise AccountRefused(NOT_MAPPED, f"user {user!r} has no local account mapping")
+            raise AccountRefused(NOT_MAPPED, f"user {named(user)} has no local account mapping")
         if self.login_uids is not None:
             uid_min, uid_max = self.login_uids
             if not uid_min <= entry.pw_uid <= uid_max:
                 bound = f"below UID_MIN {uid_min}" if entry.pw_uid < uid_min else f"above UID_MAX {uid_max}"
-                raise AccountRefused(SYSTEM_ACCOUNT, f"user {user!r} names system account {entry.pw_name!r} "
+                raise AccountRefused(SYSTEM_ACCOUNT, f"user {named(user)} names system account {entry.pw_name!r} "
                                                      f"(uid {entry.pw_uid}, {bound})")
         return entry.pw_name
 
@@ -161,7 +171,7 @@ def mapping_changed(resolver: AccountResolver, user: str, account: str | None) -
         now = resolver.resolve(user)
     except AccountRefused as refusal:
         return str(refusal)
-    return None if now == account else f"user {user!r} now maps to account {now!r}"
+    return None if now == account else f"user {named(user)} now maps to account {now!r}"
 
 
 def lines_never_served(user_map: UserMap) -> list[str]:

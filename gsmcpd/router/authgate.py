@@ -12,7 +12,7 @@ import os
 from gsmcpd.auth import tokens
 from gsmcpd.auth.jwks import KeySource
 from gsmcpd.auth.settings import settings_from_config, unreachable_resource_warning
-from gsmcpd.auth.usermap import (IDENTITY_MAP, AccountRefused, AccountResolver, mapping_changed,
+from gsmcpd.auth.usermap import (IDENTITY_MAP, AccountRefused, AccountResolver, mapping_changed, named,
                                  never_served_warnings, read_user_map_setting)
 from gsmcpd.exitcodes import StartRefused
 from gsmcpd.router.app import Principal
@@ -166,8 +166,8 @@ class AuthGate:
             return None
         if account == principal.account:
             return principal
-        log.info("user %r now maps to account %r: its new session, which waited for a worker, runs as it",
-                 principal.user, account)
+        log.info("user %s now maps to account %r: its new session, which waited for a worker, runs as it",
+                 named(principal.user), account)
         return Principal(principal.user, principal.read_only, exp=principal.exp, account=account,
                          map_generation=self.map_generation)
 
@@ -180,14 +180,15 @@ class AuthGate:
         session = self.router.sessions.by_id.get(request.header("mcp-session-id") or "")
         if session is None or session.read_only or session.user != principal.user:
             return None
-        log.info("user %r sent a token without %s to read-write session %s: answered 403",
-                 principal.user, write_scope, session.short)
+        log.info("user %s sent a token without %s to read-write session %s: answered 403",
+                 named(principal.user), write_scope, session.short)
         return tokens.insufficient_scope(self.settings, principal.scopes, [write_scope])
 
     def owns_session(self, session, principal):
         if session.user == principal.user:
             return True
-        log.warning("user %r presented session %s of another user: answered 404", principal.user, session.short)
+        log.warning("user %s presented session %s of another user: answered 404", named(principal.user),
+                    session.short)
         return False
 
     def serve_metadata(self, conn, request):
