@@ -53,7 +53,8 @@ def test_a_foreign_host_is_forbidden(daemon, session, host):
 
 
 @pytest.mark.parametrize("host", [b"[::1]evil.example", b"http://127.0.0.1", b"127.0.0.1/mcp",
-                                  b"evil.example@127.0.0.1", b"127.0.0.1:80x"])
+                                  b"evil.example@127.0.0.1", b"127.0.0.1:80x",
+                                  b"[localhost]", b"[127.0.0.1]:8000"])   # brackets hold no name
 def test_a_malformed_host_is_a_bad_request(daemon, session, host):
     status, reply = ping(daemon, session, b"Host: " + host + b"\r\n")
     assert status == 400 and reply["error"]["message"] == "Bad Request: malformed Host header %r" % host.decode()
@@ -81,6 +82,14 @@ def test_an_origin_whose_port_is_outside_1_to_65535_is_forbidden(daemon, session
 @pytest.mark.parametrize("origin", [b"http://", b"http://:8080"])
 def test_an_origin_naming_no_host_is_forbidden_as_malformed(daemon, session, origin):
     # it was told to be listed in GS_MCP_ALLOWED_ORIGINS, which refuses an empty host at startup
+    status, reply = ping(daemon, session, b"Host: 127.0.0.1\r\nOrigin: " + origin + b"\r\n")
+    assert status == 403 and reply["error"]["message"].startswith(
+        "Forbidden: malformed Origin '%s' (an origin is scheme://host[:port]" % origin.decode()), reply
+
+
+@pytest.mark.parametrize("origin", [b"http://[localhost]:3000", b"http://[127.0.0.1]"])
+def test_an_origin_with_a_name_in_brackets_is_forbidden_as_malformed(daemon, session, origin):
+    # read as the loopback host it names, it passed the gate: brackets hold an IPv6 address
     status, reply = ping(daemon, session, b"Host: 127.0.0.1\r\nOrigin: " + origin + b"\r\n")
     assert status == 403 and reply["error"]["message"].startswith(
         "Forbidden: malformed Origin '%s' (an origin is scheme://host[:port]" % origin.decode()), reply

@@ -12,6 +12,8 @@ from gsmcpd.wire import hosts
     ("", ("", None)),   # an empty Host is well-formed (and names no loopback host)
     ("localhost:65535", ("localhost", "65535")), ("localhost:1", ("localhost", "1")),
     ("localhost:0080", ("localhost", "80")), ("localhost:" + "0" * 5000 + "80", ("localhost", "80")),
+    ("[fe80::1%25eth0]:80", ("fe80::1%25eth0", "80")), ("[v1.fe80::a+en1]", ("v1.fe80::a+en1", None)),
+    ("[::ffff:127.0.0.1]", ("::ffff:127.0.0.1", None)),   # a zone (RFC 6874), IPvFuture, IPv4 in IPv6
 ])
 def test_authority_of_a_host_value(value, parsed):
     assert hosts.authority(value) == parsed
@@ -25,6 +27,8 @@ def test_authority_of_a_host_value(value, parsed):
     "127.0.0.1, 127.0.0.1", "local host", "localhost\t",                   # two Host lines joined
     "localhost:99999", "localhost:65536", "localhost:0", "[::1]:000",        # a port is 1..65535
     "localhost:" + "9" * 5000,                                             # beyond int()'s 4300 digits
+    "[localhost]", "[127.0.0.1]", "[:]", "[::1::2]", "[v1]", "[fe80::1%eth0]",   # brackets hold IPv6 or
+    "[fe80::1%25]",                                                              # IPvFuture, not names
 ])
 def test_malformed_host_values_have_no_authority(value):
     assert hosts.authority(value) is None
@@ -43,6 +47,7 @@ def test_origin_host(value, host):
     "null", "localhost", "127.0.0.1:8000", "http://", "://localhost",
     "http://localhost/", "http://localhost/app", "http://evil.example@127.0.0.1",
     "http://[::1]evil.example", "http://localhost:x", "http://localhost:99999", "http://localhost:0",
+    "http://[localhost]:3000", "http://[127.0.0.1]",   # a name in brackets passed as a loopback host
 ])
 def test_malformed_origins_have_no_host(value):
     assert hosts.origin(value) is None

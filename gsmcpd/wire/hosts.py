@@ -6,12 +6,17 @@ on every request and clients repeat their Host and Origin: parsing is cached per
 """
 
 import functools
+import ipaddress
 import re
 
 _HOST_CHARS = r"A-Za-z0-9\-._~!$&'()*+,;=%"   # RFC 3986 unreserved, sub-delims, pct-encoded
 # uri-host [":" port] (RFC 9110 7.2): an IP literal in brackets, or a reg-name / IPv4
 # address; nothing else (no userinfo, path, scheme) and only digits after the colon.
 _AUTHORITY = re.compile(r"(\[[%s:]+\]|[%s]*)(?::([0-9]*))?" % (_HOST_CHARS, _HOST_CHARS))
+# What brackets may hold (RFC 3986 3.2.2): an IPv6 address, with a zone after "%25"
+# (RFC 6874), or IPvFuture; never a name ("[localhost]" passed the gates as localhost).
+_ZONE = re.compile(r"(?:[A-Za-z0-9\-._~]|%[0-9A-Fa-f]{2})+")
+_IPV_FUTURE = re.compile(r"[vV][0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()*+,;=:]+")
 _ORIGIN = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*)://(.*)")   # RFC 6454 7.1: scheme "://" host [":" port]
 DEFAULT_PORTS = {"http": 80, "https": 443}
 _ABSOLUTE_FORM = re.compile(r"https?://([^/?#]*)", re.IGNORECASE)   # the forms wire/http.py takes a path from
@@ -23,7 +28,7 @@ def authority(value):
     string without leading zeros, "" for an empty one (RFC 3986 port = *DIGIT), or None.
     None when the value is not `uri-host [":" port]` or the port is not 1..65535."""
     match = _AUTHORITY.fullmatch(value)
-    if not match:
+    if not match or (match.group(1)[:1] == "[" and not _ip_literal(match.group(1)[1:-1])):
         return None
     port = match.group(2)
     if port:
@@ -32,6 +37,20 @@ def authority(value):
         if not 0 < len(port) <= 5 or int(port) > 65535:
             return None
     return match.group(1).lower().strip("[]"), port
+
+
+def _ip_literal(inside):
+    """Whether `inside` the brackets of a host is an IPv6 address (with a zone) or IPvFuture."""
+    if inside[:1] in ("v", "V"):
+        return bool(_IPV_FUTURE.fullmatch(inside))
+    address, percent, zone = inside.partition("%25")
+    if "%" in address or (percent and not _ZONE.fullmatch(zone)):   # ipaddress takes "%eth0" too
+        return False
+    try:
+        ipaddress.IPv6Address(address)
+    except ValueError:
+        return False
+    return True
 
 
 @functools.lru_cache(maxsize=256)
