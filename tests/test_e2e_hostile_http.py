@@ -15,7 +15,7 @@ import socket
 
 import pytest
 
-from helpers import Daemon, body_of, closed_by_peer, raw_exchange, recv_all, status_of
+from helpers import Daemon, body_of, closed_by_peer, raw_exchange, recv_all, status_of, wait_until
 from test_e2e_auth import INIT, AuthClient, start_auth_daemon
 
 
@@ -113,6 +113,16 @@ def test_neither_the_token_nor_the_authorization_header_reaches_the_log(env, tok
     assert "--> POST" in log   # tracing was on: the requests were logged, their heads read
     assert token not in log and token.split(".")[1] not in log and token.split(".")[2] not in log
     assert "authorization:" not in log.lower() and "bearer " + token[:8].lower() not in log.lower()
+
+
+def test_a_long_path_is_traced_cut_however_long_the_head(env):
+    # The trace limit caps bodies only: a 60 KB path made a 60 KB trace line, per request.
+    daemon = env[1]
+    raw = raw_exchange(daemon.port, b"GET /" + b"q" * 60_000 + b" HTTP/1.1\r\nHost: localhost\r\n"
+                                    b"Connection: close\r\n\r\n")
+    assert status_of(raw) == 404
+    assert wait_until(lambda: "--> GET /%s... session -" % ("q" * 255) in daemon.log_text())
+    assert "q" * 1000 not in daemon.log_text()
 
 
 def test_a_head_trickled_a_byte_at_a_time_is_dropped_at_the_read_timeout(env, token):

@@ -111,3 +111,14 @@ def test_a_request_id_is_shown_quoted_as_repr_and_cut_at_the_cap():
     assert trace.shown_id("a\nb") == "'a\\nb'"
     huge = trace.shown_id("A" * 1_000_000)
     assert huge == "'" + "A" * (trace.ID_CAP - 1) + "..."
+
+
+def test_a_long_method_path_or_framing_is_cut_whatever_the_body_limit():
+    # The limit caps the body only: a 60 KB path made a 60 KB line under GS_MCP_TRACE_LIMIT=512.
+    cut = "/" + "a" * (trace.HEAD_FIELD_CAP - 1) + "..."
+    assert trace.format_inbound("GET", "/" + "a" * 60_000, None, b"", 512) == "--> GET %s session - 0 chars" % cut
+    assert trace.format_inbound("M" * 60_000, "/mcp", None, b"", 512).startswith(
+        "--> %s... /mcp session -" % ("M" * trace.HEAD_FIELD_CAP))
+    assert trace.format_head("POST", "/" + "a" * 60_000, None, "Content-Length " + "5, " * 20_000) == (
+        "--> POST %s session - (body not read: answered from its head; Content-Length %s...)"
+        % (cut, ("5, " * 100)[:trace.HEAD_FIELD_CAP - len("Content-Length ")]))

@@ -10,6 +10,9 @@ import re
 
 SESSION_PREFIX_CHARS = 8
 ID_CAP = 80   # characters of a request id a log line shows (a UUID, quoted, fits)
+# Characters of a method, path or framing a trace line shows: a head may be 64 KiB, and
+# GS_MCP_TRACE_LIMIT caps only the body.
+HEAD_FIELD_CAP = 256
 
 # Newline and tab as the seed promises; CR, the other C0 and the C1 controls and the
 # Unicode line and paragraph separators too (everything str.splitlines splits on), so a
@@ -74,16 +77,19 @@ def format_body(body: bytes | str | None, limit: int | None) -> str:
 def format_inbound(method: str, path: str, session_id: str | None,
                    body: bytes | str | None, limit: int | None) -> str:
     """`--> POST /mcp session 71FF1F5C... 107 chars: {...}` for one received message."""
-    return f"--> {escape(method)} {escape(path)} session {short_id(session_id)} " \
-           f"{format_body(body, limit)}"
+    return f"--> {_request(method, path)} session {short_id(session_id)} {format_body(body, limit)}"
 
 
 def format_head(method: str, path: str, session_id: str | None, framing: str) -> str:
     """`--> POST /mcp session - (body not read: answered from its head; Content-Length 9000000)`
     for a request answered from its head alone (a refusal, a preflight): its body was
     never read, so only its framing can be shown."""
-    return f"--> {escape(method)} {escape(path)} session {short_id(session_id)} " \
-           f"(body not read: answered from its head; {escape(framing)})"
+    return f"--> {_request(method, path)} session {short_id(session_id)} " \
+           f"(body not read: answered from its head; {shown(framing, HEAD_FIELD_CAP)})"
+
+
+def _request(method: str, path: str) -> str:
+    return f"{shown(method, HEAD_FIELD_CAP)} {shown(path, HEAD_FIELD_CAP)}"
 
 
 def format_unreadable(reason: str) -> str:
