@@ -26,6 +26,8 @@ EXTRA_FILES = {
     "hooked/listed.py": 'class Meta:\n    __module__ = ["hooked"]\n',
     "hooked/thing.py": "from hooked._core import Hook\n\n\nclass Thing:\n    pass\n\n\nThing = Hook()\n",
     "hooked/users.py": "from hooked.listed import Meta\n\n\nclass MetaUser(Meta):\n    pass\n",
+    "hooked/checks.py": ('import unittest\n\n\nclass RwTest(unittest.TestCase):\n    __module__ = "elsewhere"\n\n'
+                         '    def test_ok(self):\n        pass\n'),
     "fix/__init__.py": "",
     "fix/models.py": '''\
 class Banner:
@@ -2017,6 +2019,13 @@ def test_a_name_bound_to_an_instance_of_a_class_whose_body_rewrites_module_names
     assert said.startswith("hooked.thing.Thing is bound to an instance of hooked._core.Hook once hooked.thing "
                            "is imported")
     assert "def m" not in (image / "hooked/thing.py").read_text()
+
+
+def test_a_test_class_whose_body_rewrites_module_is_listed_and_run(c):
+    # Left out of list_test_classes: judged by its __module__, which unittest names its tests by.
+    assert "hooked.checks.RwTest" in structured(c, "list_test_classes")["testClasses"]
+    ran = structured(c, "run_test_class", className="hooked.checks.RwTest")
+    assert (ran["class"], ran["run"], ran["passed"]) == ("hooked.checks.RwTest", 1, 1)
 
 
 def test_a_metaclass_whose_body_rewrites_module_gives_its_classes_their_class_side(c):

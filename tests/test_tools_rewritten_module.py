@@ -350,3 +350,13 @@ def test_the_index_of_modules_rewriting_module_is_made_again_exactly_when_a_text
     assert made() == 4
     client.view.remove_module("added")
     assert made() == 5
+
+
+def test_a_test_class_whose_body_rewrites_module_is_listed_and_run_where_its_statement_is(tmp_path, views):
+    # Left out of list_test_classes (judged by its __module__, the name unittest gives its tests).
+    files = {"checks.py": ('import unittest\n\n\nclass RwTest(unittest.TestCase):\n    __module__ = "elsewhere"\n\n'
+                           '    def test_ok(self):\n        pass\n')}
+    client = Client(views(write_image(tmp_path / "image", files)))
+    assert client.ok("list_test_classes")["structuredContent"]["testClasses"] == ["checks.RwTest"]
+    ran = client.ok("run_test_class", className="checks.RwTest")["structuredContent"]
+    assert (ran["class"], ran["run"], ran["passed"]) == ("checks.RwTest", 1, 1)

@@ -726,7 +726,8 @@ class TestingToolset(Toolset):
         for ref in catalog.image_classes(self.view):
             module = sys.modules.get(ref.module) if self.view.owns_module(ref.module) else None
             cls = None if module is None else vars(module).get(ref.name)
-            if is_test_class(cls) and self.view.defines(cls):
+            # Written there, its `__module__` rewritten or not (unittest names its tests by it).
+            if is_test_class(cls) and self.view.written_in(cls, ref.module):
                 found.append((ref.qualified, cls))
         return found, catalog.unloaded(self.view)
 
