@@ -26,6 +26,9 @@ EXTRA_FILES = {
     "hooked/listed.py": 'class Meta:\n    __module__ = ["hooked"]\n',
     "hooked/thing.py": "from hooked._core import Hook\n\n\nclass Thing:\n    pass\n\n\nThing = Hook()\n",
     "hooked/users.py": "from hooked.listed import Meta\n\n\nclass MetaUser(Meta):\n    pass\n",
+    "hooked/base.py": "class Base:\n    pass\n",
+    "hooked/deep.py": ('from hooked.base import Base\n\n\nclass Outer:\n    class Middle:\n'
+                       '        __module__ = "elsewhere"\n\n        class Leaf(Base):\n            pass\n'),
     "hooked/checks.py": ('import unittest\n\n\nclass RwTest(unittest.TestCase):\n    __module__ = "elsewhere"\n\n'
                          '    def test_ok(self):\n        pass\n'),
     "fix/__init__.py": "",
@@ -2052,6 +2055,15 @@ def test_a_nested_class_whose_body_rewrites_module_counts_as_made_where_its_stat
         assert said.startswith("pkg._core.Outer.Inner has subclasses in the image: other.Sub (other line 4)")
         assert (daemon.image / "pkg/_core.py").read_text() == files["pkg/_core.py"]
         client.close()
+
+
+def test_a_class_nested_in_one_whose_body_rewrites_module_counts_as_made_where_its_statement_is(image, c):
+    # Middle's __module__ (elsewhere) was compared with hooked.deep's: Leaf was no image
+    # class, so delete_class of Base went through and hooked.deep failed to import.
+    said = error(c, "delete_class", "refused", className="hooked.base.Base")
+    assert said.startswith("hooked.base.Base has subclasses in the image: hooked.deep.Outer.Middle.Leaf "
+                           "(hooked.deep line 8, in the class statement of hooked.deep.Outer)")
+    assert (image / "hooked/base.py").read_text() == "class Base:\n    pass\n"
 
 
 def test_the_workspace_s_name_for_a_class_whose_body_rewrites_module_follows_its_re_import(c):

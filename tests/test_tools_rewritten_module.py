@@ -360,3 +360,22 @@ def test_a_test_class_whose_body_rewrites_module_is_listed_and_run_where_its_sta
     assert client.ok("list_test_classes")["structuredContent"]["testClasses"] == ["checks.RwTest"]
     ran = client.ok("run_test_class", className="checks.RwTest")["structuredContent"]
     assert (ran["class"], ran["run"], ran["passed"]) == ("checks.RwTest", 1, 1)
+
+
+DEEP = {
+    "shapes.py": "class Shape:\n    pass\n",
+    "deep.py": ('from shapes import Shape\n\n\nclass Outer:\n    class Middle:\n        __module__ = "elsewhere"\n\n'
+                '        class Leaf(Shape):\n            pass\n'),
+}
+
+
+def test_a_class_nested_in_one_whose_body_rewrites_module_is_made_where_its_statement_is(tmp_path, views):
+    # Middle's __module__ (elsewhere) was compared with deep: Leaf counted as no class deep
+    # makes, so delete_class of Shape went through and deep failed to import.
+    client = Client(views(write_image(tmp_path / "image", DEEP)))
+    leaf = client.view.module("deep").Outer.Middle.Leaf
+    assert client.view.makes(leaf)
+    said = client.error("delete_class", "refused", className="shapes.Shape")
+    assert said.startswith("shapes.Shape has subclasses in the image: deep.Outer.Middle.Leaf (deep line 8, "
+                           "in the class statement of deep.Outer)")
+    assert client.view.source("shapes") == DEEP["shapes.py"]

@@ -660,10 +660,16 @@ class View:
             # A private `__Inner` is bound as `_Outer__Inner`, its qualname keeps `__Inner`.
             enclosing = vars(enclosing).get(splice.mangled(path[depth - 2], name))
             if not (isinstance(enclosing, type) and enclosing.__qualname__ == ".".join(path[:depth])
-                    and enclosing.__module__ == module_name):
+                    and self._made_in(enclosing, module_name)):
                 return False
         return enclosing is obj and bool(splice.nested_class_statements(self.tree(module_name),
                                                                          obj.__qualname__))
+
+    def _made_in(self, nested: type, module: str) -> bool:
+        """Whether a class bound in a class of `module` may be made by that module: named
+        by it, or its body there rewrote `__module__` (`class Inner: __module__ = "pkg"`),
+        not another module's class bound there (`Inner = other.Outer.Inner`)."""
+        return nested.__module__ == module or module in self.rewriting_modules(nested)
 
     def assert_mutable(self, obj, name: str) -> None:
         """The kernel guard (McpServer.assert_mutable forwards here): only what
