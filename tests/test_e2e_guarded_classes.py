@@ -10,7 +10,7 @@ import pytest
 from helpers import open_session
 from test_e2e_image_tools import daemon  # noqa: F401  (the daemon fixture: on this module's image)
 from test_e2e_tools import error, ok, run_code, structured
-from test_tools_guarded_classes import REBOUND, SHAPES
+from test_tools_guarded_classes import REBOUND, REMADE, SHAPES
 from test_tools_support import write_image
 
 
@@ -56,7 +56,7 @@ OWN_NAMES = ("from guard.levels import Levels\n"
 def image(tmp_path_factory):
     return write_image(tmp_path_factory.mktemp("guarded") / "image",
                        {"guard/__init__.py": "", "guard/shapes.py": SHAPES, "guard/rebound.py": REBOUND,
-                        "guard/levels.py": LEVELS, "guard/runs.py": RUNS, "guard/again.py": AGAIN,
+                        "guard/remade.py": REMADE, "guard/levels.py": LEVELS, "guard/runs.py": RUNS, "guard/again.py": AGAIN,
                         "guard/broken.py": "try:\n    import _no_such\nexcept ImportError:\n"
                                            "    class Fallback:\n        pass\n\nraise RuntimeError\n"})
 
@@ -77,6 +77,17 @@ def test_a_class_made_at_run_time_is_named_as_such(c):
     # named at the assignment that binds it last, not a placeholder above it
     assert "guard.rebound.Point is a class made at run time (bound at line 5)" in error(
         c, "describe_class", "notFound", className="Point")
+
+
+def test_a_class_its_module_remakes_at_run_time_below_its_statement_is_refused_as_such(c, image):
+    # Changed live (the class type() made) and on disk, which a new session's import remakes.
+    said = error(c, "compile_method", "refused", className="guard.remade.Remade",
+                 source="def new(self):\n    return 2\n")
+    assert said.startswith("guard.remade.Remade is bound to a class made at run time (at line 9) once "
+                           "guard.remade is imported, not to the class its class statement makes")
+    assert (image / "guard/remade.py").read_text() == REMADE
+    assert structured(c, "execute_code", code="from guard.remade import Remade\nhasattr(Remade, 'new')")[
+        "result"] == "False"
 
 
 def test_a_class_in_one_block_is_edited_in_place_and_one_in_two_branches_refused(c, image):

@@ -26,6 +26,8 @@ EXTRA_FILES = {
     "hooked/listed.py": 'class Meta:\n    __module__ = ["hooked"]\n',
     "hooked/thing.py": "from hooked._core import Hook\n\n\nclass Thing:\n    pass\n\n\nThing = Hook()\n",
     "hooked/users.py": "from hooked.listed import Meta\n\n\nclass MetaUser(Meta):\n    pass\n",
+    "late/__init__.py": "from late._core import Late\n",
+    "late/_core.py": 'class Late:\n    def run(self):\n        return 1\n\n\nLate.__module__ = "late"\n',
     "hooked/base.py": "class Base:\n    pass\n",
     "hooked/deep.py": ('from hooked.base import Base\n\n\nclass Outer:\n    class Middle:\n'
                        '        __module__ = "elsewhere"\n\n        class Leaf(Base):\n            pass\n'),
@@ -2064,6 +2066,14 @@ def test_a_class_nested_in_one_whose_body_rewrites_module_counts_as_made_where_i
     assert said.startswith("hooked.base.Base has subclasses in the image: hooked.deep.Outer.Middle.Leaf "
                            "(hooked.deep line 8, in the class statement of hooked.deep.Outer)")
     assert (image / "hooked/base.py").read_text() == "class Base:\n    pass\n"
+
+
+def test_a_class_whose_module_code_below_it_sets_is_refused_saying_so(image, c):
+    # Said "is bound to late.Late ... not to the class its class statement makes".
+    said = error(c, "compile_method", "refused", className="late._core.Late", source="def m(self):\n    pass\n")
+    assert said.startswith("late._core.Late is bound to a class whose __module__ ('late') is set outside its "
+                           "class statement (by a decorator, its metaclass or code below it)")
+    assert "def m" not in (image / "late/_core.py").read_text()
 
 
 def test_the_workspace_s_name_for_a_class_whose_body_rewrites_module_follows_its_re_import(c):

@@ -56,11 +56,35 @@ Point = None    # a placeholder, then the class the module binds
 Point = namedtuple("Point", "x y")
 """
 
+REMADE = """\
+import functools
+
+
+class Remade:
+    def old(self):
+        return 1
+
+
+Remade = type("Remade", (), {})
+
+
+class Ordered:
+    def __eq__(self, other):
+        return True
+
+    def __lt__(self, other):
+        return True
+
+
+Ordered = functools.total_ordering(Ordered)
+"""
+
 
 @pytest.fixture
 def image(tmp_path):
     return write_image(tmp_path / "image", {"guard/__init__.py": "", "guard/shapes.py": SHAPES,
-                                            "guard/typing_only.py": TYPING, "guard/rebound.py": REBOUND})
+                                            "guard/typing_only.py": TYPING, "guard/rebound.py": REBOUND,
+                                            "guard/remade.py": REMADE})
 
 
 @pytest.fixture
@@ -168,6 +192,22 @@ def test_a_class_made_at_run_time_is_named_at_the_line_that_binds_it_last(client
     assert client.error("describe_class", "notFound", className="guard.rebound.Point").endswith(
         "; guard.rebound.Point is a class made at run time (bound at line 5) by no class "
         "statement, so its source cannot be browsed or edited")
+
+
+def test_a_class_its_module_remakes_at_run_time_below_its_statement_is_not_the_statement_s(client, image):
+    # View.defines took the class `type(...)` made for the statement's (same module, same
+    # name): compile_method added the method to that class live, which a new session lacks.
+    remade, ordered = client.view.module("guard.remade").Remade, client.view.module("guard.remade").Ordered
+    assert not client.view.defines(remade) and client.view.defines(ordered)   # total_ordering hands it back
+    why = ("guard.remade.Remade is bound to a class made at run time (at line 9) once guard.remade "
+           "is imported, not to the class its class statement makes")
+    assert client.ok("describe_class", className="guard.remade.Remade")["structuredContent"]["fromSource"] == why
+    said = client.error("compile_method", "refused", className="guard.remade.Remade",
+                        source="def new(self):\n    return 2\n")
+    assert said == why + "; edit the module's file in an editor, then refresh"
+    assert not hasattr(remade, "new") and (image / "guard/remade.py").read_text() == REMADE
+    client.ok("compile_method", className="guard.remade.Ordered", source="def new(self):\n    return 2\n")
+    assert ordered().new() == 2
 
 
 # -- mutation ---------------------------------------------------------------------------

@@ -379,3 +379,28 @@ def test_a_class_nested_in_one_whose_body_rewrites_module_is_made_where_its_stat
     assert said.startswith("shapes.Shape has subclasses in the image: deep.Outer.Middle.Leaf (deep line 8, "
                            "in the class statement of deep.Outer)")
     assert client.view.source("shapes") == DEEP["shapes.py"]
+
+
+OUTSIDE = {
+    "late/__init__.py": "from late._core import Hook\n",
+    "late/_core.py": 'class Hook:\n    def run(self):\n        return 1\n\n\nHook.__module__ = "late"\n',
+    "deco/__init__.py": "from deco._core import Hooked, Empty\n",
+    "deco/_core.py": ('def public(cls):\n    cls.__module__ = "deco"\n    return cls\n\n\n'
+                      '@public\nclass Hooked:\n    def run(self):\n        return 1\n\n\n@public\nclass Empty:\n    pass\n'),
+}
+
+
+@pytest.mark.parametrize("name", ["late._core.Hook", "deco._core.Hooked", "deco._core.Empty"])
+def test_one_whose_module_is_set_outside_its_class_statement_is_refused_saying_so(tmp_path, views, name):
+    # Said "is bound to late.Hook once late._core is imported, not to the class its class
+    # statement makes": it is that class, its __module__ set by code below it or a decorator.
+    client = Client(views(write_image(tmp_path / "image", OUTSIDE)))
+    module, _, short = name.rpartition(".")
+    why = (f"{name} is bound to a class whose __module__ ({module.split('.')[0]!r}) is set outside its class "
+           "statement (by a decorator, its metaclass or code below it), so the tools cannot tell it is the "
+           f"class the statement in {module} makes: they name a class by its __module__, or by the module "
+           "whose class statement assigns that in its body (`__module__ = \"pkg\"`)")
+    assert client.ok("describe_class", className=name)["structuredContent"]["fromSource"] == why
+    said = client.error("compile_method", "refused", className=name, source="def m(self):\n    pass\n")
+    assert said == why + "; edit the module's file in an editor, then refresh"
+    assert client.view.source(module) == OUTSIDE[module.replace(".", "/") + ".py"]

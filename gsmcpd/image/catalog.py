@@ -16,7 +16,7 @@ import types
 import unicodedata
 from dataclasses import dataclass
 
-from gsmcpd.image import splice
+from gsmcpd.image import own, splice
 from gsmcpd.image.view import KERNEL, View, is_program
 from gsmcpd.wire.jsonrpc import echoed
 from gsmcpd.worker.toolset import ToolError, did_you_mean, meant
@@ -304,10 +304,8 @@ def _made_at_run_time(view: View, modules: list[str], name: str) -> str:
         loaded = view.module(module)
         obj = None if loaded is None else vars(loaded).get(name)
         if isinstance(obj, type) and obj.__module__ == module and view.rewritten_home(obj) is None:
-            # The last statement binding it is the one the module's name holds.
-            line = [statement.lineno for statement in tree.body
-                    if splice.binds([statement], name, star=False)][-1]
-            hints.append(f"; {module}.{name} is a class made at run time (bound at line {line}) "
+            hints.append(f"; {module}.{name} is a class made at run time (bound at line "
+                         f"{_last_binding_line(tree, name)}) "
                          "by no class statement, so its source cannot be browsed or edited")
     return "".join(hints)
 
@@ -327,8 +325,7 @@ def live_class(view: View, ref: ClassRef) -> type:
         raise ToolError("other", f"{ref.qualified} is not bound to a class once "
                         f"{ref.module} is imported (found {type(obj).__name__})")
     if not _made_by_its_statement(view, ref, obj):
-        raise ToolError("other", f"{ref.qualified} is bound to {bound_object(view, obj)} once "
-                        f"{ref.module} is imported, not to the class its class statement makes")
+        raise ToolError("other", not_its_class(view, ref, obj))
     return obj
 
 
@@ -342,7 +339,51 @@ def _made_by_its_statement(view: View, ref: ClassRef, cls: type) -> bool:
     written = {target.id for node in nodes for statement in node.body for target in ast.walk(statement)
                if isinstance(target, ast.Name) and isinstance(target.ctx, ast.Store)}
     return (("__module__" in written or cls.__module__ == ref.module)
-            and ("__qualname__" in written or cls.__qualname__ == ref.name))
+            and ("__qualname__" in written or cls.__qualname__ == ref.name)
+            and not view.rebound_below(ref.module, ref.name))
+
+
+def not_its_class(view: View, ref: ClassRef, obj: object) -> str:
+    """Why the object `ref`'s module binds to its name is not taken for the class its class
+    statement makes, for a refusal or a browse from source."""
+    tree = view.tree(ref.module)
+    # Of its module and name: no other module's class (`from _collections import OrderedDict`).
+    if (isinstance(obj, type) and obj.__module__ == ref.module and own.QUALNAME(obj) == ref.name
+            and tree is not None and view.rebound_below(ref.module, ref.name)):
+        return (f"{ref.qualified} is bound to a class made at run time (at line "
+                f"{_last_binding_line(tree, ref.name)}) once {ref.module} is imported, not to the "
+                "class its class statement makes")
+    if _module_set_outside(view, ref, obj):
+        return (f"{ref.qualified} is bound to a class whose __module__ ({obj.__module__!r}) is set "
+                "outside its class statement (by a decorator, its metaclass or code below it), so "
+                f"the tools cannot tell it is the class the statement in {ref.module} makes: they "
+                "name a class by its __module__, or by the module whose class statement assigns "
+                "that in its body (`__module__ = \"pkg\"`)")
+    return (f"{ref.qualified} is bound to {bound_object(view, obj)} once {ref.module} is imported, "
+            "not to the class its class statement makes")
+
+
+def _last_binding_line(tree: ast.Module, name: str) -> int:
+    """The line of the last top-level statement binding `name`: the one its module's name holds."""
+    return [statement.lineno for statement in tree.body if splice.binds([statement], name, star=False)][-1]
+
+
+def _module_set_outside(view: View, ref: ClassRef, obj: object) -> bool:
+    """Whether `obj`, bound to `ref`'s name, is a class of that name whose `__module__` no
+    class body assigned and which `ref`'s module made all the same: a function of its own
+    was compiled from that module's file, or (a class of no such function) the image module
+    its `__module__` names has no class statement of its name."""
+    if not (isinstance(obj, type) and own.is_heap_type(obj) and own.QUALNAME(obj) == ref.name
+            and isinstance(obj.__module__, str) and obj.__module__ != ref.module):
+        return False
+    module = view.module(ref.module)
+    filename = getattr(module, "__file__", None)
+    codes = [getattr(getattr(value, "__func__", value), "__code__", None) for value in own.DICT(obj).values()]
+    codes = [code for code in codes if isinstance(code, types.CodeType)]
+    if codes:
+        return any(code.co_filename == filename for code in codes)
+    tree = view.tree(obj.__module__) if view.has_module(obj.__module__) else None
+    return tree is not None and not splice.class_statements(tree, ref.name)
 
 
 def not_run(view: View, ref: ClassRef, module: types.ModuleType) -> bool:
@@ -523,9 +564,8 @@ def mutable_class(view: View, name: str) -> tuple[ClassRef, type | None]:
             class_node(view, ref).body, "__module__", star=False):
         raise ToolError("refused", _unsure_module(ref, obj))
     # `_auto_null = _auto_null()`, `Gone = None`, `from _datetime import *` below the class
-    raise ToolError("refused", f"{ref.qualified} is bound to {bound_object(view, obj)} once "
-                    f"{ref.module} is imported, not to the class its class statement makes; "
-                    "edit the module's file in an editor, then refresh")
+    raise ToolError("refused", f"{not_its_class(view, ref, obj)}; edit the module's file in an "
+                    "editor, then refresh")
 
 
 def _unsure_module(ref: ClassRef, cls: type) -> str:

@@ -539,8 +539,30 @@ class View:
             return False
         tree = self.tree(module_name)
         # Written in a module-level `if`/`try` block too: the module's own source made it.
-        return tree is not None and any(
-            node.name == qualname for _, node in splice.defs_in_blocks(tree.body))
+        return (tree is not None and any(node.name == qualname for _, node in splice.defs_in_blocks(tree.body))
+                and not self.rebound_below(module_name, qualname))
+
+    def rebound_below(self, module: str, name: str) -> bool:
+        """Whether each module-level class or def statement of `name` in `module` has a
+        statement below it binding the name anew (`X = type("X", ...)`, a namedtuple of the
+        name): the class the name then holds, of that module and name too, is not the
+        statement's. Not `X = total_ordering(X)`, which hands back the class it was given,
+        most often."""
+        return name in self._rebound_below_statements(module)
+
+    def _rebound_below_statements(self, module: str) -> frozenset[str]:
+        """The names rebound_below is true of. Kept per text (derived)."""
+        def find(text):
+            tree = self.tree(module)
+            if tree is None:
+                return frozenset()
+            statements: dict[str, list] = {}
+            for _, node in splice.defs_in_blocks(tree.body):
+                statements.setdefault(node.name, []).append(node)
+            return frozenset(name for name, nodes in statements.items() if all(
+                any(_rebinds(statement, name) for statement in splice.statements_below(tree, node))
+                for node in nodes))
+        return self.derived(module, "names rebound below their statements", find)
 
     def rewritten_home(self, obj) -> str | None:
         """For a class whose body rewrites `__module__` (`__module__ = "pkg"`, as pluggy and
@@ -1168,6 +1190,25 @@ def _bound_at(module, qualname: str):
     for outer, name in zip(path, path[1:]):
         found = vars(found).get(splice.mangled(outer, name)) if isinstance(found, type) else None
     return found
+
+
+def _rebinds(statement: ast.stmt, name: str) -> bool:
+    """Whether a module-level statement may bind `name` to another object than the one it
+    holds: any binding of it but `name = f(name)` (a decorator applied by hand)."""
+    if not splice.binds([statement], name, star=False):
+        return False
+    kept = {id(target) for node in ast.walk(statement) if _wraps(node, name) for target in node.targets}
+    stores = [node for node in ast.walk(statement)
+              if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store)]
+    # No Name stored: bound by an import, a def, a class or an `except ... as`.
+    return not stores or any(id(node) not in kept for node in stores)
+
+
+def _wraps(node: ast.AST, name: str) -> bool:
+    """`name = f(name)`, `name = f(...)(name, ...)`."""
+    return (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+            and all(isinstance(target, ast.Name) and target.id == name for target in node.targets)
+            and any(isinstance(argument, ast.Name) and argument.id == name for argument in node.value.args))
 
 
 def _module_strings(classdef: ast.ClassDef) -> set[str]:
