@@ -649,7 +649,9 @@ class View:
 
     def written_in(self, obj, module: str) -> bool:
         """Whether `obj` is a class or function that `module`'s own source makes at its top
-        level (defines), its `__module__` rewritten or not (rewritten_home)."""
+        level (defines), its `__module__` rewritten or not (rewritten_home). Not `writes(obj)
+        and home(obj) == module`: a nested class whose body rewrote `__module__`, bound at the
+        top level too (`Inner = Outer.Inner`), is written in its module here, not by writes."""
         return (self.defines(obj) and obj.__module__ == module) or self.rewritten_home(obj) == module
 
     def home(self, cls: type) -> str:
