@@ -559,9 +559,13 @@ class View:
             statements: dict[str, list] = {}
             for _, node in splice.defs_in_blocks(tree.body):
                 statements.setdefault(node.name, []).append(node)
-            return frozenset(name for name, nodes in statements.items() if all(
-                any(_rebinds(statement, name) for statement in splice.statements_below(tree, node))
-                for node in nodes))
+            # Looked below each statement only for a name bound otherwise too: a module of
+            # thousands of defs is read once, not once a def.
+            stored = _names_stored(tree)
+            return frozenset(name for name, nodes in statements.items()
+                             if (name in stored or len(nodes) > 1) and all(
+                                 any(_rebinds(statement, name) for statement in splice.statements_below(tree, node))
+                                 for node in nodes))
         return self.derived(module, "names rebound below their statements", find)
 
     def rewritten_home(self, obj) -> str | None:
@@ -1204,6 +1208,23 @@ def _rebinds(statement: ast.stmt, name: str) -> bool:
               if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store)]
     # No Name stored: bound by an import, a def, a class or an `except ... as`.
     return not stores or any(id(node) not in kept for node in stores)
+
+
+def _names_stored(tree: ast.Module) -> set[str]:
+    """Every name the module's code binds anywhere but by a def or class statement (an
+    assignment's, a loop's or `with`'s target, `:=`, an import, `except ... as`, a `match`
+    capture); a superset of those its top level binds so."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update(alias.asname or alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
+            names.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            names.add(node.rest)
+    return names
 
 
 def _wraps(node: ast.AST, name: str) -> bool:
