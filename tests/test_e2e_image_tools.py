@@ -28,6 +28,9 @@ EXTRA_FILES = {
     "hooked/users.py": "from hooked.listed import Meta\n\n\nclass MetaUser(Meta):\n    pass\n",
     "late/__init__.py": "from late._core import Late\n",
     "late/_core.py": 'class Late:\n    def run(self):\n        return 1\n\n\nLate.__module__ = "late"\n',
+    "dec/__init__.py": "from dec._core import Dec\n",
+    "dec/_core.py": ('def public(cls):\n    cls.__module__ = "dec"\n    return cls\n\n\n'
+                     '@public\nclass Dec:\n    def run(self):\n        return 1\n'),
     "hooked/base.py": "class Base:\n    pass\n",
     "hooked/deep.py": ('from hooked.base import Base\n\n\nclass Outer:\n    class Middle:\n'
                        '        __module__ = "elsewhere"\n\n        class Leaf(Base):\n            pass\n'),
@@ -2068,12 +2071,26 @@ def test_a_class_nested_in_one_whose_body_rewrites_module_counts_as_made_where_i
     assert (image / "hooked/base.py").read_text() == "class Base:\n    pass\n"
 
 
-def test_a_class_whose_module_code_below_it_sets_is_refused_saying_so(image, c):
-    # Said "is bound to late.Late ... not to the class its class statement makes".
-    said = error(c, "compile_method", "refused", className="late._core.Late", source="def m(self):\n    pass\n")
-    assert said.startswith("late._core.Late is bound to a class whose __module__ ('late') is set outside its "
+def test_a_class_whose_module_code_below_it_sets_is_changed_where_its_statement_is(daemon, image, c):
+    # Refused, saying "is bound to late.Late ... not to the class its class statement makes";
+    # a class redefined in place took the name late._core, which a new session's has not.
+    ok(c, "compile_method", className="late._core.Late", source="def m(self):\n    return 2\n")
+    ok(c, "compile_class_definition", dictionaryName="late._core",
+       source="class Late:\n    def run(self):\n        return 5\n")
+    assert (image / "late/_core.py").read_text().endswith('\n\nLate.__module__ = "late"\n')
+    check = "import late\n(late.Late, late.Late().run(), late.Late().m())"
+    assert run(c, check) == "(<class 'late.Late'>, 5, 2)"
+    other = open_session(daemon)
+    assert run(other, check) == "(<class 'late.Late'>, 5, 2)"
+    other.close()
+
+
+def test_a_class_whose_module_a_decorator_sets_is_refused_saying_so(image, c):
+    # Said "is bound to dec.Dec ... not to the class its class statement makes": it is that class.
+    said = error(c, "compile_method", "refused", className="dec._core.Dec", source="def m(self):\n    pass\n")
+    assert said.startswith("dec._core.Dec is bound to a class whose __module__ ('dec') is set outside its "
                            "class statement (by a decorator, its metaclass or code below it)")
-    assert "def m" not in (image / "late/_core.py").read_text()
+    assert "def m" not in (image / "dec/_core.py").read_text()
 
 
 def test_the_workspace_s_name_for_a_class_whose_body_rewrites_module_follows_its_re_import(c):

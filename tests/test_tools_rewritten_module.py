@@ -2,11 +2,13 @@
 so that reprs show the public package): browsed, listed and named under the module whose file
 holds the class statement; changed by the mutation tools there, `__module__` kept as written."""
 
+import ast
 import subprocess
 import sys
 
 import pytest
 
+from gsmcpd.image import splice
 from gsmcpd.image import view as view_module
 from gsmcpd.image.view import View
 from test_tools_support import Client, text, views, write_image  # noqa: F401  (fixtures)
@@ -382,25 +384,57 @@ def test_a_class_nested_in_one_whose_body_rewrites_module_is_made_where_its_stat
 
 
 OUTSIDE = {
-    "late/__init__.py": "from late._core import Hook\n",
-    "late/_core.py": 'class Hook:\n    def run(self):\n        return 1\n\n\nHook.__module__ = "late"\n',
     "deco/__init__.py": "from deco._core import Hooked, Empty\n",
     "deco/_core.py": ('def public(cls):\n    cls.__module__ = "deco"\n    return cls\n\n\n'
                       '@public\nclass Hooked:\n    def run(self):\n        return 1\n\n\n@public\nclass Empty:\n    pass\n'),
 }
 
 
-@pytest.mark.parametrize("name", ["late._core.Hook", "deco._core.Hooked", "deco._core.Empty"])
-def test_one_whose_module_is_set_outside_its_class_statement_is_refused_saying_so(tmp_path, views, name):
-    # Said "is bound to late.Hook once late._core is imported, not to the class its class
-    # statement makes": it is that class, its __module__ set by code below it or a decorator.
+@pytest.mark.parametrize("name", ["deco._core.Hooked", "deco._core.Empty"])
+def test_one_whose_module_a_decorator_sets_is_refused_saying_so(tmp_path, views, name):
+    # Said "is bound to deco.Hooked once deco._core is imported, not to the class its class
+    # statement makes": it is that class, its __module__ set by a decorator.
     client = Client(views(write_image(tmp_path / "image", OUTSIDE)))
     module, _, short = name.rpartition(".")
     why = (f"{name} is bound to a class whose __module__ ({module.split('.')[0]!r}) is set outside its class "
            "statement (by a decorator, its metaclass or code below it), so the tools cannot tell it is the "
            f"class the statement in {module} makes: they name a class by its __module__, or by the module "
-           "whose class statement assigns that in its body (`__module__ = \"pkg\"`)")
+           "whose class statement assigns that in its body (`__module__ = \"pkg\"`) or whose top level does "
+           f"below it (`{short}.__module__ = \"pkg\"`)")
     assert client.ok("describe_class", className=name)["structuredContent"]["fromSource"] == why
     said = client.error("compile_method", "refused", className=name, source="def m(self):\n    pass\n")
     assert said == why + "; edit the module's file in an editor, then refresh"
     assert client.view.source(module) == OUTSIDE[module.replace(".", "/") + ".py"]
+
+
+LATE = {
+    "late/__init__.py": "from late._core import Hook, Lone\n",
+    "late/_core.py": ('class Hook:\n    def run(self):\n        return 1\n\n\nclass Lone:\n    pass\n\n\n'
+                      'Hook.__module__ = "late"\nLone.__module__ = "late"\n'),
+    "plug.py": "from late import Hook\n\n\nclass Plug(Hook):\n    pass\n",
+}
+
+
+def test_one_whose_module_the_module_sets_below_its_statement_is_browsed_and_changed_where_written(tmp_path, views):
+    # Browsed from source ("is bound to late.Hook ... not to the class its class statement
+    # makes"), refused every edit, and Plug was no subclass of an image class.
+    client = Client(views(write_image(tmp_path / "image", LATE)))
+    assert client.ok("describe_class", className="Plug")["structuredContent"]["mro"] == [
+        "plug.Plug", "late._core.Hook", "object"]
+    assert client.ok("get_class_hierarchy", className="Hook")["structuredContent"]["subclasses"] == ["plug.Plug"]
+    client.ok("compile_method", className="Hook", source="def m(self):\n    return 2\n")
+    client.ok("compile_class_definition", dictionaryName="late._core",
+              source="class Hook:\n    def run(self):\n        return 5\n")
+    # Redefined in place, and anew (__slots__): named late as the module's import names it.
+    client.ok("compile_class_definition", dictionaryName="late._core", source="class Lone:\n    __slots__ = ()\n")
+    check = "import late, plug\n(late.Hook, late.Lone, plug.Plug().run(), plug.Plug().m())"
+    assert client.ok("execute_code", code=check)["structuredContent"]["result"] == (
+        "(<class 'late.Hook'>, <class 'late.Lone'>, 5, 2)")
+    assert client.view.source("late._core").endswith('Hook.__module__ = "late"\nLone.__module__ = "late"\n')
+    assert "__slots__" in client.view.source("late._core")
+
+
+def test_module_strings_set_below_are_those_below_a_top_level_class_statement():
+    tree = ast.parse('X.__module__ = "early"\n\n\nclass X:\n    pass\n\n\nX.__module__ = "pkg"\n'
+                     'Y.__module__ = "nowhere"\nX.__module__ = name\n')
+    assert splice.module_strings_set_below(tree) == {"X": {"pkg"}}

@@ -333,12 +333,13 @@ def _made_by_its_statement(view: View, ref: ClassRef, cls: type) -> bool:
     """Whether `cls` can be the class `ref`'s class statement makes, not another class the
     module binds to its name below it (`from fastpath import Fast`, `from _collections import
     OrderedDict`). Told by the module and name Python gives the class it makes, unless the
-    class body sets them itself (pluggy's `__module__ = "pluggy"`)."""
+    class body sets them itself (pluggy's `__module__ = "pluggy"`), or the module's top
+    level sets `__module__` below it (anyio's `Hook.__module__ = "anyio"`)."""
     tree = view.tree(ref.module)
     nodes = [] if tree is None else [node for _, node in splice.class_statements(tree, ref.name)]
     written = {target.id for node in nodes for statement in node.body for target in ast.walk(statement)
                if isinstance(target, ast.Name) and isinstance(target.ctx, ast.Store)}
-    return (("__module__" in written or cls.__module__ == ref.module)
+    return (("__module__" in written or cls.__module__ == ref.module or view.rewritten_home(cls) == ref.module)
             and ("__qualname__" in written or cls.__qualname__ == ref.name)
             and not view.rebound_below(ref.module, ref.name))
 
@@ -358,7 +359,8 @@ def not_its_class(view: View, ref: ClassRef, obj: object) -> str:
                 "outside its class statement (by a decorator, its metaclass or code below it), so "
                 f"the tools cannot tell it is the class the statement in {ref.module} makes: they "
                 "name a class by its __module__, or by the module whose class statement assigns "
-                "that in its body (`__module__ = \"pkg\"`)")
+                "that in its body (`__module__ = \"pkg\"`) or whose top level does below it "
+                f"(`{ref.name}.__module__ = \"pkg\"`)")
     return (f"{ref.qualified} is bound to {bound_object(view, obj)} once {ref.module} is imported, "
             "not to the class its class statement makes")
 

@@ -600,6 +600,15 @@ def evaluate_class(module: ModuleType, filename: str, source: str, class_name: s
     return namespace[class_name]
 
 
+def named_as_set_below(cls: type, source: str, class_name: str) -> None:
+    """Give the class just made from its statement in `source` the `__module__` the
+    module's top level assigns it below that statement (`Hook.__module__ = "pkg"`), which
+    the module's import runs after it: the live class is then as a new session has it."""
+    strings = splice.module_strings_set_below(parsing.parse(source)).get(class_name, set())
+    if len(strings) == 1:
+        cls.__module__ = next(iter(strings))
+
+
 def evaluate_function(module: ModuleType, filename: str, source: str, name: str):
     """Run the module's top-level defs of function `name` from `source` (decorators and
     all, @overload signatures first) in the module's globals, binding nothing: what the

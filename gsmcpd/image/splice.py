@@ -278,6 +278,24 @@ def nested_class_statements(tree: ast.Module, qualname: str) -> list[ast.ClassDe
     return nodes
 
 
+def module_strings_set_below(tree: ast.Module) -> dict[str, set[str]]:
+    """The strings the module's top level assigns to a class's `__module__` below its
+    top-level class statement (`Hook.__module__ = "pkg"`, as anyio names its public
+    package), by class name."""
+    found: dict[str, set[str]] = {}
+    lines = {node.name: node.lineno for node in top_level_classes(tree)}   # the last one binds
+    for statement in tree.body:
+        if not (isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Constant)
+                and isinstance(statement.value.value, str)):
+            continue
+        for target in statement.targets:
+            if (isinstance(target, ast.Attribute) and target.attr == "__module__"
+                    and isinstance(target.value, ast.Name)
+                    and lines.get(target.value.id, statement.lineno) < statement.lineno):
+                found.setdefault(target.value.id, set()).add(statement.value.value)
+    return found
+
+
 def class_statement(tree: ast.Module, name: str) -> ast.ClassDef | None:
     """The class statement the module's `name` is bound to, as far as its source says: the
     last top-level one (the last binding is the live one) when no block writes one too, else

@@ -627,7 +627,8 @@ class View:
     def _modules_written(self, module: str) -> dict[str, set[str]]:
         """The strings each class statement the module runs (module-level, or nested in one,
         splice.nested_class_statements) assigns to `__module__` in its body (`__module__ =
-        "pkg"`), by qualified name; a class none does is left out. Kept per text (derived)."""
+        "pkg"`), or the module's top level below a top-level one (`Hook.__module__ = "pkg"`),
+        by qualified name; a class none does is left out. Kept per text (derived)."""
         def find(text):
             # Not parsed for it (a browse of a run-time class's kin asks of every module):
             # without the name, as Python reads identifiers (NFKC), it has no such statement.
@@ -643,6 +644,9 @@ class View:
                     found.setdefault(qualname, set()).update(strings)
                 pending += [(f"{qualname}.{inner.name}", inner) for _, inner in splice.defs_in_blocks(node.body)
                             if isinstance(inner, ast.ClassDef)]
+            if tree is not None:
+                for name, strings in splice.module_strings_set_below(tree).items():
+                    found.setdefault(name, set()).update(strings)
             return found
         return self.derived(module, "strings assigned to __module__", find)
 

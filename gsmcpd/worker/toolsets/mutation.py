@@ -708,6 +708,8 @@ class MutationToolset(Toolset):
                     raise
                 except BaseException as again:
                     raise definition_error(again, module) from None
+        if new_class is not None:
+            live.named_as_set_below(new_class, new_source, name)
         _refuse_read_before_bound(module_name, name, old_source if exists else None, new_source)
         basis = live.dataclass_basis(cls) if cls is not None else None
         # Only other fields or frozen can leave a subclass unmakeable (a __post_init__ gained
