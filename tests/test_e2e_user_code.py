@@ -320,7 +320,8 @@ def test_pytest_fail_in_a_class_setup_is_its_error_and_the_run_goes_on(daemon):
         assert (listed["structuredContent"]["run"], listed["structuredContent"]["notRun"]) == (1, 2), listed
         assert tool_text(listed).splitlines() == [
             "setup_class (pytest_fixture_fails.TestNeedsDatabase) (error): Failed: no database",
-            "setUpClass (pytest_fixture_fails.NeedsPrinter) (error): Failed: no printer"]
+            "setUpClass (pytest_fixture_fails.NeedsPrinter) (error): Failed: no printer",
+            "(1 run, 2 not run)"]
         ran = c.tool("run_test_class", className="pytest_fixture_fails.NeedsPrinter")["structuredContent"]
         assert (ran["run"], ran["notRun"], ran["fixtureErrors"]) == (0, 1, 1), ran
         c.close()

@@ -1123,6 +1123,15 @@ def test_list_failing_tests_says_how_many_tests_a_fixture_kept_from_running(fixt
     assert text(listed) == "no failing tests (0 run, 1 not run)"
 
 
+def test_list_failing_tests_text_says_how_many_ran_beside_the_failures(fixtures):
+    # The failures listed do not say it: a failing setUpClass kept two tests from running.
+    listed = fixtures.ok("list_failing_tests", classNames=["SetUpClassFails", "TearDownClassFails"])
+    assert text(listed).splitlines() == [
+        "setUpClass (zoo.test_fixtures.SetUpClassFails) (error): RuntimeError: setUpClass boom",
+        "tearDownClass (zoo.test_fixtures.TearDownClassFails) (error): RuntimeError: tearDownClass boom",
+        "(1 run, 2 not run)"]
+
+
 def test_describe_test_failure_describes_the_first_failure_and_names_the_others(fixtures):
     detail = fixtures.ok("describe_test_failure", className="TearDownFails", selector="test_b")
     described = detail["structuredContent"]
@@ -1788,7 +1797,7 @@ def test_a_failure_line_says_what_the_entry_has_and_keeps_the_message_whole(tmp_
     assert text(client.ok("list_failing_tests")).splitlines() == [
         "said_test.SaidTest.test_colon (failure): AssertionError: expected one of: ",
         "said_test.SaidTest.test_passes (unexpectedSuccess): the test passed, but it is marked "
-        "@expectedFailure"]
+        "@expectedFailure", "(2 run)"]
 
 
 GUARDED_TESTS = '''\

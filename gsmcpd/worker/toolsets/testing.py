@@ -866,6 +866,8 @@ class TestingToolset(Toolset):
         ran = f"{tally['run']} run" + (f", {tally['notRun']} not run" if tally["notRun"] else "")
         structured = {**tally, "failing": _listed(failed)}
         lines += _cap_note(failed, structured, "failingTotal")
+        if lines:   # the counts too: failures alone do not say how many tests ran or were kept from it
+            lines.append(f"({ran})")
         if unloaded:
             structured["notLoaded"] = unloaded
         text = "\n".join(lines) or (f"no failing tests ({ran})" if not unloaded else
