@@ -6,6 +6,7 @@ One daemon per module on a throwaway image; each test works on classes of its ow
 
 import re
 import sys
+import time
 
 import pytest
 
@@ -2130,4 +2131,25 @@ def test_an_image_module_s_getattr_raising_fails_no_execute_code(tmp_path):
         client = open_session(daemon)
         run(client, 'import lazy\n\n\nclass Other:\n    __module__ = "lazy"\n')
         assert run(client, "Other.__name__") == "'Other'"
+        client.close()
+
+
+def test_a_class_a_leftover_thread_binds_after_its_call_follows_a_re_import(tmp_path):
+    # Bound once its call had ended, it was never noted as the module's: after the abort's
+    # re-import the name still held the old class.
+    go, bound = tmp_path / "go", tmp_path / "bound"
+    with daemon_on_image(tmp_path, {"shop.py": "class Cart:\n    pass\n"}) as daemon:
+        client = open_session(daemon)
+        run(client, "import os, threading, time, shop\n\n\ndef late():\n    global Late\n"
+                    f"    while not os.path.exists({str(go)!r}):\n        time.sleep(0.01)\n"
+                    f"    from shop import Cart as Late\n    open({str(bound)!r}, 'w').close()\n\n\n"
+                    "threading.Thread(target=late).start()\n")
+        go.touch()
+        for _ in range(3000):   # the thread binds, then says so
+            if bound.exists():
+                break
+            time.sleep(0.01)
+        assert bound.exists()
+        client.tool("abort")
+        assert run(client, "Late is shop.Cart") == "True"
         client.close()

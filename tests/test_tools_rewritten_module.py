@@ -438,3 +438,17 @@ def test_module_strings_set_below_are_those_below_a_top_level_class_statement():
     tree = ast.parse('X.__module__ = "early"\n\n\nclass X:\n    pass\n\n\nX.__module__ = "pkg"\n'
                      'Y.__module__ = "nowhere"\nX.__module__ = name\n')
     assert splice.module_strings_set_below(tree) == {"X": {"pkg"}}
+
+
+def test_a_class_a_leftover_thread_binds_after_its_call_follows_a_re_import(tmp_path, views):
+    # Bound once the call had ended, it was never noted as the module's: after the abort's
+    # re-import the name still held the old class.
+    client = Client(views(write_image(tmp_path / "image", {"shop.py": "class Cart:\n    pass\n"})))
+    client.ok("execute_code", code=(
+        "import threading, shop\ngo = threading.Event()\n\n\ndef late():\n    global Late\n"
+        "    go.wait()\n    from shop import Cart as Late\n\n\nth = threading.Thread(target=late)\nth.start()\n"))
+    [workspace] = [toolset.namespace for toolset in client.server.toolsets if toolset.name == "execution"]
+    workspace["go"].set()
+    workspace["th"].join()
+    client.ok("abort")
+    assert client.ok("execute_code", code="Late is shop.Cart")["structuredContent"]["result"] == "True"

@@ -280,6 +280,8 @@ class McpServer:
         # A soft break that landed ends the call as a break, whatever the user's code made
         # of it (caught it and exited, or returned): the deadline or cancel still holds.
         try:
+            for toolset in self.toolsets:
+                toolset.call_starting()
             outcome = tool.handler(arguments)
             raise_if_break()
             return success_result(outcome)

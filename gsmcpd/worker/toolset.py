@@ -125,6 +125,10 @@ class Toolset:
         """Add one `registry.add(Tool(...))` per tool."""
         raise NotImplementedError
 
+    def call_starting(self) -> None:
+        """Run as every tool call starts, whichever toolset's tool it is (after its
+        arguments are checked): to look at the session before that call may change it."""
+
     # -- conveniences for handlers -------------------------------------
 
     @property

@@ -22,6 +22,7 @@ from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
 from gsmcpd.worker.capture import Capture
 from gsmcpd.worker.memory_limit import data_limit_note
 from gsmcpd.worker.registry import Tool
+from gsmcpd.worker.server import other_threads
 from gsmcpd.worker.toolset import (BREAKS, ToolError, Toolset, carry_partial, object_schema, raise_if_break,
                                    sendable, string_prop)
 
@@ -50,6 +51,9 @@ class ExecutionToolset(Toolset):
         # code made never is: a class with `__module__ = "shop"`, a functools.wraps wrapper).
         # Identity, not hash: a metaclass may lack one.
         self._image_objects = weakref.WeakValueDictionary()
+        # Whether a thread was running as the last call ended: one the code left may bind
+        # an image class or function to a workspace name after its call, and then end.
+        self._threads_ran = False
 
     def register(self, registry):
         registry.add(Tool(
@@ -77,6 +81,14 @@ class ExecutionToolset(Toolset):
             return self._run(body, final_expression)
         finally:
             self._note_image_objects()   # what the code imported, before anything re-imports it
+            self._threads_ran = bool(other_threads())
+
+    def call_starting(self) -> None:
+        """What a thread the code left running bound since the last call is noted before
+        this call (abort, refresh, a commit, a mutation tool) may re-import its module."""
+        if self._threads_ran or other_threads():
+            self._note_image_objects()
+        self._threads_ran = bool(other_threads())
 
     def _run(self, body, final_expression):
         # Past OUTPUT_CAP a stream only counts what it is given: code printing in a loop
