@@ -307,6 +307,23 @@ class TestRuns:
 """
 
 
+def test_a_class_fixture_ending_the_run_is_answered_with_where_it_raised(daemon):
+    # unittest's run ends on a setUpClass's SystemExit; the answer said only "SystemExit: 4",
+    # naming no fixture, class or line.
+    path = daemon.state / "image" / "fixture_exits.py"
+    path.write_text("import sys\nimport unittest\n\n\nclass ExitsInSetUpClass(unittest.TestCase):\n"
+                    "    @classmethod\n    def setUpClass(cls):\n        sys.exit(4)\n\n"
+                    "    def test_a(self):\n        pass\n")
+    try:
+        c = open_session(daemon)
+        said = failed(c.tool("run_test_class", className="fixture_exits.ExitsInSetUpClass"), "other")
+        assert said.splitlines()[0] == "SystemExit: 4"
+        assert f'File "{path}", line 8, in setUpClass\n    sys.exit(4)' in said, said
+        c.close()
+    finally:
+        path.unlink()
+
+
 def test_pytest_fail_in_a_class_setup_is_its_error_and_the_run_goes_on(daemon):
     # It is a BaseException of pytest's: it ended the whole run, the call answering it.
     # A pytest-style class's setup_class is listed by that name, not as unittest's setUpClass.

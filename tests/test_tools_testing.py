@@ -950,13 +950,19 @@ def test_a_pytest_style_test_raising_keyboard_interrupt_is_its_error(interrupts)
             "KeyboardInterrupt: pressed in a plain test") in listed.splitlines()
 
 
-@pytest.mark.parametrize("class_name, shown", [
-    ("FixtureInterruptedTest", "KeyboardInterrupt: pressed in setUpClass"),
-    ("TestPlainFixtureExits", "SystemExit: from setup_class")])
+@pytest.mark.parametrize("class_name, shown, fixture", [
+    ("FixtureInterruptedTest", "KeyboardInterrupt: pressed in setUpClass", "setUpClass"),
+    ("TestPlainFixtureExits", "SystemExit: from setup_class", "setup_class")])
 def test_a_class_fixture_raising_outside_exception_ends_the_run_as_unittest_does(
-        interrupts, class_name, shown):
-    # Not one test's error: the call answers it, and the session goes on.
-    assert interrupts.error("run_test_class", "other", className=class_name) == shown
+        interrupts, class_name, shown, fixture):
+    # Not one test's error: the call answers it, with where the fixture raised it (the error
+    # alone named no class), and the session goes on.
+    said = interrupts.error("run_test_class", "other", className=class_name).splitlines()
+    assert said[:3] == [shown, "(raised by a class or module fixture: outside Exception, it ends the "
+                               "whole run, as in unittest, so no test's result is told)",
+                        "Traceback (most recent call last):"]
+    assert "zoo/test_interrupts.py" in said[3] and said[3].endswith(f", in {fixture}"), said
+    assert said[-1] == shown
     assert interrupts.ok("run_test_method", className="InterruptedTest",
                          selector="test_a_passes")["structuredContent"]["passed"] == 1
 

@@ -30,7 +30,8 @@ set up not run, pytest.fail included; pytest.skip raised in it skips them as Ski
 does, and so does pytest.xfail (pytest reports them xfailed, not failed); a class or module cleanup
 (addClassCleanup, addModuleCleanup) raising pytest.fail or pytest.skip is that cleanup's
 error or skip, as unittest reports its other errors; what else they raise outside
-Exception (KeyboardInterrupt, SystemExit) ends the run, and the call answers that error.
+Exception (KeyboardInterrupt, SystemExit) ends the run, and the call answers that error,
+with the traceback from the fixture's own frame.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ import linecache
 import os
 import platform
 import sys
+import traceback
 import types
 import unittest
 from contextlib import redirect_stderr, redirect_stdout
@@ -285,6 +287,24 @@ FAILED = ("failure", "error", "unexpectedSuccess")
 WORST_FIRST = ("error", "failure", "unexpectedSuccess", "expectedFailure", "skipped", "pass")
 COUNTS = {"pass": "passed", "failure": "failures", "error": "errors", "skipped": "skipped",
           "expectedFailure": "expectedFailures", "unexpectedSuccess": "unexpectedSuccesses"}
+
+
+def _run_ended_by(error: BaseException) -> str:
+    """The answer of a run a class or module fixture ended by raising something outside
+    Exception (SystemExit, its own KeyboardInterrupt), as unittest's run ends: the error,
+    and where the fixture raised it, which the error alone does not say."""
+    tb = error.__traceback__
+    while tb is not None and _is_runner_frame(tb.tb_frame):
+        tb = tb.tb_next
+    where = "".join(traceback.format_exception(type(error), error, tb)).rstrip()
+    return _shown(f"{type(error).__name__}: {error}\n(raised by a class or module fixture: outside "
+                  f"Exception, it ends the whole run, as in unittest, so no test's result is told)\n"
+                  f"{where}", "the traceback", TRACEBACK_CAP)
+
+
+def _is_runner_frame(frame) -> bool:
+    """A frame of unittest's (marked `__unittest`, as unittest hides its own) or of this module."""
+    return "__unittest" in frame.f_globals or frame.f_code.co_filename == __file__
 
 
 def failure_message(err) -> str:
@@ -773,7 +793,9 @@ class TestingToolset(Toolset):
                     ModuleFixtureSuite(tests).run(result)
                 except BaseException as error:   # a class or module fixture's, or the break
                     raise_if_break(error)
-                    raise
+                    if isinstance(error, Exception):
+                        raise
+                    raise ToolError("other", _run_ended_by(error)) from None
             raise_if_break()    # a fixture that caught the break
         except BREAKS as interruption:
             result.break_landed()
