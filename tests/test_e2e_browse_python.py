@@ -8,7 +8,7 @@ One daemon per module on a throwaway image.
 import pytest
 
 from test_e2e_image_tools import daemon  # noqa: F401  (the daemon fixture: on this module's image)
-from test_e2e_tools import structured
+from test_e2e_tools import error, structured
 from test_tools_browse import DISPATCHING, PROXIED, SCOPED
 from test_tools_support import write_image
 
@@ -74,3 +74,14 @@ def test_dictionary_entries_are_tagged_without_running_a_global_s_own_code(c):
     assert {e["name"]: e["kind"] for e in entries} == {
         "Proxy": "class", "request": "global", "part": "global", "cached": "function",
         "join": "function", "functools": "module"}
+
+
+def test_get_method_source_of_a_kernel_class_names_only_methods_it_has_as_kernel_methods(c):
+    # A fuzzer found every selector answered "<class>.<selector> is a kernel method", echoed
+    # whole: type.speak, int.bitlength, a 1 MB one as a 1 MB error.
+    assert error(c, "get_method_source", "notFound", className="int", selector="bit_length") == (
+        "int.bit_length is a kernel method: no Python source")
+    assert error(c, "get_method_source", "notFound", className="int", selector="bitlength") == (
+        "builtins.int defines no method bitlength (did you mean bit_length?)")
+    long_one = error(c, "get_method_source", "notFound", className="type", selector="y" * 100_000)
+    assert long_one.startswith("builtins.type defines no method " + "y" * 200 + "... (100000 characters)")

@@ -304,6 +304,25 @@ def test_no_kernel_class_is_made_of_what_builtins_binds_no_class_to(client):
         "get_method_source", "notFound", className="builtins", selector="__loader__")
 
 
+@pytest.mark.parametrize("class_name,selector,said", [
+    ("int", "bit_length", "int.bit_length is a kernel method: no Python source"),
+    ("builtins.type", "mro", "type.mro is a kernel method: no Python source"),
+    # Each was "<class>.<selector> is a kernel method", whatever the selector named.
+    ("type", "speak", "builtins.type defines no method speak; list_methods shows its methods"),
+    ("int", "bitlength", "builtins.int defines no method bitlength (did you mean bit_length?)"),
+    ("int", "mro", "builtins.int defines no method mro (mro is a method of type, its metaclass"),
+    ("dict", "__module__", "builtins.dict defines no method __module__ (__module__ is an attribute, not a method"),
+])
+def test_get_method_source_of_a_kernel_class_says_whether_it_has_the_method(client, class_name, selector, said):
+    assert said in client.error("get_method_source", "notFound", className=class_name, selector=selector)
+
+
+def test_get_method_source_of_a_kernel_class_cuts_the_selector_it_echoes(client):
+    # The whole selector was echoed: a 1 MB one made a 1 MB error.
+    message = client.error("get_method_source", "notFound", className="int", selector="x" * 100_000)
+    assert "x" * 200 + "... (100000 characters)" in message and len(message) < 400, message[:500]
+
+
 def test_describe_class_of_a_class_whose_annotations_are_a_descriptor(client):
     # type's __dict__ holds a descriptor for its instances' __annotations__, not its own:
     # describe_class answered kind other, "'getset_descriptor' object is not iterable".

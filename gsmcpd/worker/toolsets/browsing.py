@@ -167,6 +167,22 @@ def _had_hint(view, cls: type, qualified: str, selector: str) -> str:
             if name in EVERY_CLASS_SETS else f" ({selector} is an attribute of {qualified}, not a method)")
 
 
+def kernel_method_text(view, ref, cls: type, selector: str) -> str:
+    """get_method_source's notFound for a kernel class, which has no source: a method it
+    has is said to be a kernel method; a name it lacks, or has as an attribute or through its
+    metaclass, is said to be that, as for an image class, never called a kernel method."""
+    found = _where_found(cls, selector)
+    if found is not None and not found[2] and _a_method(*found):
+        return f"{ref.name}.{selector} is a kernel method: no Python source"
+    return (f"{ref.qualified} defines no method {catalog.echoed(selector)}"
+            + (_had_hint(view, cls, ref.qualified, selector) or did_you_mean(selector, _kernel_methods(cls))
+               or "; list_methods shows its methods"))
+
+
+def _kernel_methods(cls: type) -> list[str]:
+    return [name for name in dir(cls) if (found := _where_found(cls, name)) and _a_method(*found)]
+
+
 class BrowsingToolset(Toolset):
     name = "browsing"
     tool_names = ("describe_class", "export_class_source", "get_class_definition",
@@ -314,7 +330,7 @@ class BrowsingToolset(Toolset):
         ref, cls, node, not_live = self._resolve(arguments)
         selector, meta = catalog.require_selector(arguments["selector"]), arguments.get("meta")
         if ref.is_kernel:
-            raise ToolError("notFound", f"{ref.name}.{selector} is a kernel method: no Python source")
+            raise ToolError("notFound", kernel_method_text(self.view, ref, cls, selector))
         found, note = splice.method_nodes(node, selector), None
         if not found:
             guarded = splice.guarded_method_nodes(node, selector)
