@@ -496,6 +496,15 @@ def test_a_misspelled_argument_is_answered_with_the_one_meant(c):
         "status: unknown argument 'verbose' (it takes none)")
 
 
+def test_unknown_arguments_are_echoed_cut_and_counted_past_twenty(c):
+    # A fuzzer's 100 KB argument name came back whole, twice (text and structuredContent),
+    # and 200,000 unknown names (3 MB sent) as an 18 MB error.
+    long_name = error(c, "status", "invalidParams", **{"k" * 100_000: 1})
+    assert long_name == "status: unknown argument '" + "k" * 200 + "... (100000 characters)' (it takes none)"
+    many = error(c, "status", "invalidParams", **{f"k{i}": 1 for i in range(200_000)})
+    assert many.count("unknown argument") == 20 and many.endswith("; and 199980 more problems")
+
+
 def test_compile_method_given_two_methods_or_an_attribute_says_which_tool_takes_them(c):
     # Both were told "use execute_code to run other code".
     assert error(c, "compile_method", "refused", className="Cart",

@@ -81,6 +81,28 @@ def test_an_unknown_argument_names_the_one_meant_or_the_ones_taken():
     assert message({"zzz": 1}, object_schema()) == "t: unknown argument 'zzz' (it takes none)"
 
 
+def test_an_unknown_argument_s_name_and_an_enum_value_are_echoed_cut():
+    # A 100 KB unknown name was echoed whole (a 200 KB answer: text and structuredContent).
+    with pytest.raises(ToolError) as caught:
+        make_tool().validate({"name": "x", "k" * 100_000: 1, "mode": "m" * 100_000})
+    message = caught.value.message
+    assert "unknown argument '" + "k" * 200 + "... (100000 characters)' (it takes " in message
+    assert "got '" + "m" * 199 + "... (100002 characters)" in message
+    assert len(message) < 1000, len(message)
+
+
+def test_many_problems_are_listed_up_to_twenty_then_counted():
+    # 200,000 unknown arguments (a 3 MB body) were answered with an 18 MB error naming each.
+    with pytest.raises(ToolError) as caught:
+        make_tool().validate({"name": "x", **{f"k{i}": 1 for i in range(200_000)}})
+    message = caught.value.message
+    assert message.count("unknown argument") == 20 and "'k19'" in message and "'k20'" not in message
+    assert message.endswith("; and 199980 more problems"), message[-100:]
+    with pytest.raises(ToolError) as caught:
+        make_tool().validate({"name": "x", **{f"k{i}": 1 for i in range(20)}})
+    assert caught.value.message.count("unknown argument") == 20 and "more problems" not in caught.value.message
+
+
 def test_min_length_is_in_the_schema_and_checked_in_characters():
     short = object_schema({"id": string_prop("an id", min_length=1), "code": string_prop("a code", min_length=3)})
     assert short["properties"]["id"]["minLength"] == 1

@@ -15,7 +15,12 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable
 
+from gsmcpd.wire.jsonrpc import echoed
 from gsmcpd.worker.toolset import ToolError, did_you_mean
+
+# A call's problems listed at most, then counted: arguments are client-made, and a body of
+# many thousands of unknown names would otherwise be answered several times its size.
+PROBLEMS_SHOWN = 20
 
 
 @dataclass
@@ -37,7 +42,7 @@ class Tool:
         """Raise ToolError(invalidParams) naming every problem, before the tool runs."""
         problems = schema_errors(self.input_schema, arguments, "arguments")
         if problems:
-            raise ToolError("invalidParams", f"{self.name}: " + "; ".join(problems))
+            raise ToolError("invalidParams", f"{self.name}: " + listed(problems))
         _integers_as_int(self.input_schema, arguments)
 
 
@@ -233,7 +238,7 @@ def schema_errors(schema: dict, value, where: str) -> list[str]:
         if not any(_TYPE_CHECKS[t](value) for t in types):
             return [f"{where} must be {' or '.join(types)}, got {json_type(value)}"]
     if "enum" in schema and not any(json_equal(value, member) for member in schema["enum"]):
-        return [f"{where} must be one of {schema['enum']}, got {value!r}"]
+        return [f"{where} must be one of {schema['enum']}, got {echoed(repr(value))}"]
     if isinstance(value, str) and len(value) < schema.get("minLength", 0):
         least = schema["minLength"]
         return [f"{where} must not be empty" if least == 1
@@ -256,6 +261,12 @@ def schema_errors(schema: dict, value, where: str) -> list[str]:
         for index, item in enumerate(value):
             problems += schema_errors(schema["items"], item, f"{where}[{index}]")
     return problems
+
+
+def listed(problems: list[str]) -> str:
+    """The problems joined, the first PROBLEMS_SHOWN of more than that, with how many more."""
+    more = len(problems) - PROBLEMS_SHOWN
+    return "; ".join(problems[:PROBLEMS_SHOWN]) + (f"; and {more} more problems" if more > 0 else "")
 
 
 def json_equal(a, b) -> bool:
@@ -287,6 +298,7 @@ def _integers_as_int(schema: dict, value):
 
 
 def _child(where: str, name: str) -> str:
+    name = echoed(name)   # an unknown one is the client's, any length
     return f"argument {name!r}" if where == "arguments" else f"{where}.{name}"
 
 
