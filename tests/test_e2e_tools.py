@@ -505,6 +505,13 @@ def test_unknown_arguments_are_echoed_cut_and_counted_past_twenty(c):
     assert many.count("unknown argument") == 20 and many.endswith("; and 199980 more problems")
 
 
+def test_a_dictionary_under_a_module_is_refused_with_its_name_cut(c):
+    # A fuzzer's 5000-character name came back whole in the refusal.
+    name = "shop.models." + "y" * 5000
+    assert error(c, "add_dictionary", "refused", dictionaryName=name) == (
+        f"shop.models is a module, not a package, so {name[:200]}... (5012 characters) cannot live under it")
+
+
 def test_compile_method_given_two_methods_or_an_attribute_says_which_tool_takes_them(c):
     # Both were told "use execute_code to run other code".
     assert error(c, "compile_method", "refused", className="Cart",

@@ -1959,6 +1959,14 @@ def test_a_dictionary_name_too_long_for_a_file_is_refused_and_leaves_nothing_to_
     assert (image / ("b" * 200 + ".py")).exists()
 
 
+def test_a_dictionary_under_a_module_is_refused_with_its_name_cut(client):
+    # The whole name was echoed: 5000 characters of it came back in the refusal.
+    name = "zoo.animals." + "y" * 5000
+    message = client.error("add_dictionary", "refused", dictionaryName=name)
+    assert message == f"zoo.animals is a module, not a package, so {name[:200]}... (5012 characters) cannot live under it"
+    assert not client.view.has_changes
+
+
 def test_a_conflicting_mutation_stays_uncommitted_and_says_so(image, views):
     a, b = Client(views(image, "a")), views(image, "b", install=False)
     b.set_source("zoo.animals", b.source("zoo.animals").replace('class Dog(Animal):\n',

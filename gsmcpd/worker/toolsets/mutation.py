@@ -1135,7 +1135,7 @@ class MutationToolset(Toolset):
             if rel is None:
                 created.append(parent)
             elif not rel.endswith("__init__.py"):
-                raise ToolError("refused", f"{parent} is a module, not a package, so {name} "
+                raise ToolError("refused", f"{parent} is a module, not a package, so {catalog.echoed(name)} "
                                 "cannot live under it")
         # Checked before the view changes: a file that cannot be written would fail this
         # commit and every later one of the session.
