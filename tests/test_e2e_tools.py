@@ -584,6 +584,15 @@ def test_a_propertys_setter_alone_is_refused_and_a_new_session_still_imports_the
         ok(c, "remove_dictionary", dictionaryName="props")
 
 
+def test_a_long_name_from_a_definition_s_source_is_echoed_cut(c):
+    # A fuzzer's 5000-character base name came back whole (Python's own message cuts it).
+    said = error(c, "compile_class_definition", "compileError", dictionaryName="shop.models",
+                 source="class Spot(" + "Y" * 5000 + "):\n    pass\n")
+    assert said.startswith("evaluating the definition raised NameError: name '" + "Y" * 200 + "' "
+                           "is not defined (shop.models binds no " + "Y" * 200 + "... (5000 characters) at its top level")
+    assert len(said) < 1000
+
+
 def test_a_definition_needing_an_import_says_how_the_module_gets_it(image, c):
     # A developer's first dataclass: the import sent along, then the decorator alone.
     said = error(c, "compile_class_definition", "refused", dictionaryName="shop.models",

@@ -1472,6 +1472,20 @@ def test_a_name_the_module_never_binds_is_named_with_where_to_import_it(client, 
     assert not client.view.has_changes
 
 
+def test_a_long_name_from_the_source_is_echoed_cut(client):
+    # Each was echoed whole: a 5000-character base or class name came back once or twice.
+    long_name = "Y" * 5000
+    shown = "Y" * 200 + "... (5000 characters)"
+    said = client.error("compile_class_definition", "compileError", dictionaryName="zoo.animals",
+                        source=f"class Spot({long_name}):\n    pass\n")
+    # (Python's own message cuts it at 200 characters.)
+    assert said.startswith(f"evaluating the definition raised NameError: name '{'Y' * 200}' is not defined "
+                           f"(zoo.animals binds no {shown} at its top level;") and len(said) < 1000, said[:300]
+    said = client.error("compile_class_definition", "invalidParams", source=f"class {long_name}:\n    pass\n")
+    assert said == f"{shown} is a new class: pass dictionaryName to say which image module it belongs in"
+    assert not client.view.has_changes
+
+
 def test_a_name_error_raised_by_code_the_definition_runs_gets_no_import_advice(client, image):
     # The module binds the name the error is about: importing it again would not help.
     (image / "zoo" / "raising.py").write_text(

@@ -120,7 +120,7 @@ def definition_error(error: BaseException, module=None) -> ToolError:
             and not hasattr(builtins, name)):
         # A decorator, base, default or annotation is read in the module as the class or
         # def is made: a name the module never binds needs an import there, or a fix.
-        message += (f" ({module.__name__} binds no {name} at its top level; if it is to be "
+        message += (f" ({module.__name__} binds no {catalog.echoed(name)} at its top level; if it is to be "
                     f"imported, {ADD_TO_MODULE_FILE}; else correct the name)")
     return ToolError("compileError", message)
 
@@ -784,7 +784,7 @@ class MutationToolset(Toolset):
         if catalog.is_kernel_class(name):
             raise ToolError("refused", f"{name} is a kernel class (builtins) and cannot be "
                             "redefined; pass dictionaryName to define an image class of that name")
-        raise ToolError("invalidParams", f"{name} is a new class: pass dictionaryName to say "
+        raise ToolError("invalidParams", f"{catalog.echoed(name)} is a new class: pass dictionaryName to say "
                         "which image module it belongs in")
 
     def _apply_class(self, module, module_name, name, cls, old_node, new_class) -> str:
