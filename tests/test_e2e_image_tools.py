@@ -103,6 +103,8 @@ def tail():
                           "    if not DEBUG:\n        del run\n\n    def go(self):\n        return 2\n",
     "fix/dels.py": "class Dels:\n    def run(self):\n        return 1\n\n    def go(self):\n        return 2\n",
     "fix/global_run.py": "run = 1\n\n\nclass Declared:\n    global run\n\n    def go(self):\n        return 1\n",
+    "fix/global_def.py": "def run():\n    return 0\n\n\nclass Binding:\n    global run, __kept\n\n    def run():\n"
+                         "        return 1\n\n    def go(self):\n        return 2\n",
     "fix/noted_run.py": "class NotedRun:\n    run: int\n\n    def run(self):\n        return 1\n\n"
                         "    alias = run\n",
     "fix/imported_run.py": "class ImportedRun:\n    from json import dumps as run\n\n    def run(self):\n"
@@ -588,6 +590,28 @@ def test_compile_method_refuses_a_def_of_a_name_the_class_body_declares_global(d
     assert run(c, code) == repr((1, False))
     other = open_session(daemon)
     assert run(other, code) == repr((1, False))
+    other.close()
+
+
+def test_a_def_of_a_name_the_class_body_declares_global_is_no_method_of_the_class(daemon, image, c):
+    # `def run` below `global run` binds the module's run: get_method_source showed it as the
+    # class's method and delete_method took it out of the module; and `global __kept`, which
+    # declares the module's `_Binding__kept` as Python mangles it, let a def of that name in.
+    path = image / "fix/global_def.py"
+    before = path.read_text()
+    assert run(c, "import fix.global_def as m\n(hasattr(m.Binding, 'run'), m.run())") == repr((False, 1))
+    for tool in ("get_method_source", "delete_method"):
+        assert "its class body declares run global, line 6" in error(
+            c, tool, "notFound", className="fix.global_def.Binding", selector="run")
+    methods = structured(c, "list_methods", className="fix.global_def.Binding")["methods"]
+    assert [method["name"] for group in methods.values() for method in group] == ["go"]
+    assert "declares _Binding__kept global (fix.global_def line 6)" in error(
+        c, "compile_method", "refused", className="fix.global_def.Binding",
+        source="def _Binding__kept(self):\n    return 3\n")
+    assert path.read_text() == before
+    other = open_session(daemon)
+    assert run(other, "import fix.global_def as m\n(hasattr(m.Binding, '_Binding__kept'), m.run())") == repr(
+        (False, 1))
     other.close()
 
 

@@ -1,6 +1,7 @@
 """Source splicing: edits land at the AST position; everything else stays byte-identical."""
 
 import ast
+import symtable
 
 import pytest
 
@@ -327,6 +328,36 @@ def test_a_name_the_class_body_declares_global_is_no_class_attribute():
     old = ast.parse("class C:\n    def run(self):\n        return 1\n    def go(self):\n        return 2\n").body[0]
     new = ast.parse("class C:\n    global run\n").body[0]
     assert [node.name for node in splice.carried_members(old, new)] == ["go"]
+
+
+def test_a_def_of_a_name_the_class_body_declares_global_is_no_method():
+    # `def run` below `global run` binds the module's run: it was listed as the class's
+    # method (get_method_source showed it, describe_class from source named it).
+    source = ("def run():\n    return 0\n\n\nclass C:\n    global run\n    def run():\n        return 1\n\n"
+              "    if True:\n        def run():\n            return 2\n\n    def m(self):\n        return 3\n")
+    namespace = {}
+    exec(source, namespace)
+    assert not hasattr(namespace["C"], "run") and namespace["run"]() == 2
+    classdef = ast.parse(source).body[1]
+    assert [node.name for node in splice.methods_of(classdef)] == ["m"]
+    assert splice.method_nodes(classdef, "run") == [] and splice.guarded_method_nodes(classdef, "run") == []
+
+
+@pytest.mark.parametrize("declared, written", [("__x", "__x"), ("__x", "_C__x"), ("_C__x", "__x")])
+def test_a_private_name_declared_global_in_a_class_body_is_mangled_as_python_mangles_it(declared, written):
+    # `global __x` in class C declares the module's `_C__x` (symtable says so): compared as
+    # written, `global _C__x` above `def __x` (or the reverse) left the def a method.
+    source = f"class C:\n    global {declared}\n    def {written}(self):\n        return 1\n\n    def m(self):\n        return 2\n"
+    namespace = {}
+    exec(source, namespace)
+    assert "_C__x" in namespace and not hasattr(namespace["C"], "_C__x")
+    (scope,) = symtable.symtable(source, "<m>", "exec").get_children()
+    assert scope.lookup("_C__x").is_declared_global()
+    classdef = ast.parse(source).body[0]
+    assert [node.lineno for node in splice.global_declarations(classdef, "_C__x")] == [2]
+    assert [node.lineno for node in splice.global_declarations(classdef, "__x")] == [2]
+    assert [node.name for node in splice.methods_of(classdef)] == ["m"]
+    assert splice.attribute_nodes(classdef, "__x") == []
 
 
 # -- a removal reads as if the method or class had never been written ---------------

@@ -332,6 +332,37 @@ def test_compile_method_refuses_a_def_of_a_name_the_class_body_declares_global(c
     assert "run" not in vars(_imported(source, "Runs"))
 
 
+def test_a_def_of_a_name_the_class_body_declares_global_is_not_shown_as_its_method(client, image):
+    # `def run` below `global run` binds the module's run; get_method_source showed it as the
+    # class's, and delete_method took it out of the module.
+    source = "def run():\n    return 0\n\n\nclass Runs:\n    global run\n\n    def run():\n        return 1\n\n" \
+             "    def go(self):\n        return 2\n"
+    client.view.add_module("zoo.runs", source)
+    assert not hasattr(client.view.module("zoo.runs").Runs, "run")
+    said = ("zoo.runs.Runs defines no method run (its class body declares run global, line 6: a def of "
+            "that name there binds the module's name, not a method of the class)")
+    for tool in ("get_method_source", "delete_method"):
+        assert client.error(tool, "notFound", className="Runs", selector="run") == said
+    assert client.view.source("zoo.runs") == source
+    listed = client.ok("list_methods", className="Runs")["structuredContent"]
+    assert [method["name"] for group in listed["methods"].values() for method in group] == ["go"]
+
+
+@pytest.mark.parametrize("declared, written", [("__run", "_Runs__run"), ("_Runs__run", "__run")])
+def test_compile_method_refuses_a_private_def_the_class_body_declares_global_as_python_mangles_it(
+        client, image, declared, written):
+    # `global __run` in class Runs declares the module's `_Runs__run`: compared as written,
+    # a def spelled the other way was compiled into the class, and a new session's import
+    # bound it as the module's `_Runs__run` instead.
+    source = f"class Runs:\n    global {declared}\n\n    def go(self):\n        return 1\n"
+    client.view.add_module("zoo.runs", source)
+    message = client.error("compile_method", "refused", className="Runs",
+                           source=f"def {written}(self):\n    return 3\n")
+    assert message.startswith(f"the class body of zoo.runs.Runs declares {written} global (zoo.runs line 2)")
+    assert client.view.source("zoo.runs") == source
+    assert "_Runs__run" not in vars(client.view.module("zoo.runs").Runs)
+
+
 def test_compile_class_definition_carries_no_def_of_a_name_the_new_statement_declares_global(client, image):
     # Carried below `global run`, the def bound the module's run in a new session's import.
     client.view.add_module("zoo.runs", "run = 1\n\n\nclass Runs:\n    def run(self):\n        return 9\n\n"

@@ -308,7 +308,11 @@ def class_statement(tree: ast.Module, name: str) -> ast.ClassDef | None:
 
 
 def methods_of(classdef: ast.ClassDef) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
-    return [node for node in classdef.body if isinstance(node, FunctionNode)]
+    """The defs of the class body that bind class attributes: not one of a name the body
+    declares `global` (global_names), which binds the module's name."""
+    declared = global_names(classdef)
+    return [node for node in classdef.body
+            if isinstance(node, FunctionNode) and mangled(classdef.name, node.name) not in declared]
 
 
 def method_nodes(classdef: ast.ClassDef, name: str) -> list:
@@ -321,8 +325,10 @@ def guarded_methods(classdef: ast.ClassDef) -> list[tuple[ast.stmt, object]]:
     """(statement, def) for each def written inside a class-level `if`, `try`, `with`
     or loop (`if TYPE_CHECKING:`, `try: ... except ImportError:`): the class gets the
     def only when that branch runs, so it is no plain method of the class body."""
+    declared = global_names(classdef)
     return [(block, node) for block, node in defs_in_blocks(classdef.body)
-            if block is not None and isinstance(node, FunctionNode)]
+            if block is not None and isinstance(node, FunctionNode)
+            and mangled(classdef.name, node.name) not in declared]
 
 
 def child_statements(node: ast.AST) -> list[ast.stmt]:
@@ -406,10 +412,19 @@ def attribute_nodes(classdef: ast.ClassDef, name: str, blocks: bool = False) -> 
 def global_declarations(classdef: ast.ClassDef, name: str) -> list[ast.Global]:
     """The class body's `global` statements of `name` (in class-level blocks too): one holds
     for the whole body, so each binding of `name` there, a def's too, binds the module's
-    `name`, not the class's. (`nonlocal` in a class the module's code makes, at its top
-    level or nested in classes, is a SyntaxError: no function encloses it.)"""
-    return [node for node in class_level_statements(classdef)
-            if isinstance(node, ast.Global) and name in node.names]
+    `name`, not the class's. A private name is mangled there too, as Python does: `global
+    __x` in class C declares the module's `_C__x`, which `def __x` then binds (spelled).
+    (`nonlocal` in a class the module's code makes, at its top level or nested in classes,
+    is a SyntaxError: no function encloses it.)"""
+    return [node for node in class_level_statements(classdef) if isinstance(node, ast.Global)
+            and any(spelled(name, declared, classdef.name) for declared in node.names)]
+
+
+def global_names(classdef: ast.ClassDef) -> set[str]:
+    """The names the class body declares `global` (global_declarations), as the class
+    mangles them."""
+    return {mangled(classdef.name, name) for node in class_level_statements(classdef)
+            if isinstance(node, ast.Global) for name in node.names}
 
 
 def may_bind_names(statement: ast.stmt) -> set[str]:

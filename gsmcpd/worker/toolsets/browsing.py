@@ -111,9 +111,14 @@ EVERY_CLASS_SETS = frozenset(vars(_Plain))
 
 def no_def_hint(view, ref, cls: type | None, classdef: ast.ClassDef, selector: str) -> str:
     """Why the class body has no def of `selector`, for get_method_source's and
-    delete_method's notFound: a class-level statement binds it, the class has it otherwise
-    (an attribute, those every class has included; a method it inherits), or else a near
-    name; a class whose module cannot be loaded is told from its source alone."""
+    delete_method's notFound: the body declares it global, a class-level statement binds
+    it, the class has it otherwise (an attribute, those every class has included; a method
+    it inherits), or else a near name; a class whose module cannot be loaded is told from
+    its source alone."""
+    declared = splice.global_declarations(classdef, selector)
+    if declared:
+        return (f" (its class body declares {selector} global, line {declared[0].lineno}: a def "
+                "of that name there binds the module's name, not a method of the class)")
     where = class_level_binding(view, ref, classdef, selector)
     if where is not None:
         return f" (it binds {selector} by a class-level statement, {where}; get_class_definition shows it)"
