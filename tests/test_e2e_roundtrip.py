@@ -6,7 +6,7 @@ import pytest
 
 from test_e2e_image_tools import daemon, run  # noqa: F401  (the daemon fixture: on this module's image)
 from test_e2e_tools import ok, structured
-from test_tools_roundtrip import MADE_FROM_DEFS, SHAPES, changed_lines
+from test_tools_roundtrip import MADE_FROM_DEFS, SHAPES, TAKEN_OUT, changed_lines
 from test_tools_support import write_image
 
 CHOSEN = ("blank_after_header", "interleaved", "crlf", "whitespace_blank_lines", "class_level_default",
@@ -73,3 +73,19 @@ def test_a_statement_added_back_below_the_def_it_reads_leaves_the_module_as_it_w
     ok(c, "compile_class_definition", source=definition, dictionaryName="rt.made")
     assert (image / "rt" / "made.py").read_bytes().decode() == MADE_FROM_DEFS
     assert run(c, "from rt.made import A\n(A.mod(None), A().first())") == repr((2, 0))
+
+
+@pytest.mark.parametrize("case", TAKEN_OUT)
+def test_a_definition_sent_back_after_an_edit_leaves_the_module_as_it_was(image, c, case):
+    # A comment left in the definition became the def's below it and was written twice; a
+    # last statement, below the methods, came back right below the statement above it.
+    source, edited = TAKEN_OUT[case]
+    path = image / "rt" / f"{case}.py"
+    path.write_bytes(source.encode())
+    ok(c, "refresh")
+    definition = structured(c, "get_class_definition", className=f"rt.{case}.A")["definition"]
+    ok(c, "compile_class_definition", source=edited, dictionaryName=f"rt.{case}")
+    assert path.read_bytes().decode() != source
+    ok(c, "compile_class_definition", source=definition, dictionaryName=f"rt.{case}")
+    assert path.read_bytes().decode() == source
+    assert run(c, f"from rt.{case} import A\nA().m()") == "1"

@@ -1214,3 +1214,45 @@ def test_a_statement_setting_an_attribute_of_a_method_does_not_bind_it():
     assert [node.name for node in splice.carried_members(old, new)] == ["submit", "other"]
     assert splice.bound_names(new.body[0]) == set() and splice.bound_names(new.body[1]) == set()
     assert splice.bound_names(ast.parse("a, (b, *c) = t").body[0]) == {"a", "b", "c"}
+
+
+def _sent_over(source: str, sent: str) -> str:
+    """`source` with its class A redefined by `sent`, its members carried as
+    compile_class_definition carries them."""
+    old, new = (splice.top_level_class(ast.parse(text), "A") for text in (source, sent))
+    return splice.put_class(source, "A", overlay.written_over(sent, "A", source, splice.carried_members(old, new)))
+
+
+# (the class, the statement taken out of it, the definition without it)
+ROUND_TRIPS = {
+    # The comment left in the definition with its statement gone became the next def's:
+    # sent back with the statement, it was written twice.
+    "comment-left-above-a-def": ("class A:\n    z = 0\n    # about x\n    x = 1\n    def m(self):\n        return 1\n",
+                                 "class A:\n    z = 0\n    # about x\n"),
+    "comment-left-in-place-of-pass": ("class A:\n    # about x\n    x = 1\n    def m(self):\n        return 1\n",
+                                      "class A:\n    # about x\n    pass\n"),
+    "comment-left-set-apart": ("class A:\n    z = 0\n\n    # about x\n    x = 1\n\n    def m(self):\n        return 1\n",
+                               "class A:\n    z = 0\n\n    # about x\n"),
+    # The last statement, below the methods: it came back right below the statement above it.
+    "last-statement": ("class A:\n    x = 1\n\n    def m(self):\n        return 1\n\n    y = 2\n",
+                       "class A:\n    x = 1\n"),
+    "last-statement-above-trailing-comments": (
+        "class A:\n    x = 1\n\n    def m(self):\n        return 1\n\n    y = 2\n    # the end\n",
+        "class A:\n    x = 1\n    # the end\n"),
+}
+
+
+@pytest.mark.parametrize("case", ROUND_TRIPS)
+def test_a_definition_sent_back_after_a_statement_was_taken_out_gives_back_the_class(case):
+    source, without = ROUND_TRIPS[case]
+    definition = splice.class_definition(source, "A")
+    edited = _sent_over(source, without)
+    assert splice.class_definition(edited, "A") != definition
+    assert _sent_over(edited, definition) == source
+
+
+def test_a_statement_sent_last_goes_below_the_methods_and_one_sent_between_stays_there():
+    source = "class A:\n    x = 1\n\n    def m(self):\n        return 1\n"
+    assert _sent_over(source, "class A:\n    x = 1\n\n    y = 2\n") == source + "\n    y = 2\n"
+    assert _sent_over(source, "class A:\n    w = 0\n\n    x = 1\n") == (
+        "class A:\n    w = 0\n\n    x = 1\n\n    def m(self):\n        return 1\n")

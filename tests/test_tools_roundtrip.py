@@ -187,3 +187,29 @@ def test_a_compiled_method_reads_the_class_body_as_the_live_class_holds_it(shape
     named = client.view.module("rt.named")
     assert named.A().m() == [named.A.t]
     assert named.Tracked.owners == ["A"]   # read, not bound again in the class it was compiled in
+
+
+# (the class, the definition it is redefined to, before its own definition is sent back)
+TAKEN_OUT = {
+    # The comment left in the definition became the def's below it (comments above a
+    # method go with it): sent back, it was written twice.
+    "comment_left": ("class A:\n    z = 0\n    # about x\n    x = 1\n    def m(self):\n        return 1\n",
+                     "class A:\n    z = 0\n    # about x\n"),
+    # The last statement, below the methods: it came back right below `x = 1`.
+    "last_statement": ("class A:\n    x = 1\n\n    def m(self):\n        return 1\n\n    y = 2\n",
+                       "class A:\n    x = 1\n"),
+}
+
+
+@pytest.mark.parametrize("case", TAKEN_OUT)
+def test_a_definition_sent_back_after_an_edit_gives_back_the_module_byte_for_byte(shapes, case):
+    image, client = shapes
+    source, edited = TAKEN_OUT[case]
+    (image / "rt" / f"{case}.py").write_text(source)
+    client.ok("refresh")
+    definition = definition_of(client, case)
+    client.ok("compile_class_definition", source=edited, dictionaryName=f"rt.{case}")
+    assert disk(image, case) != source
+    client.ok("compile_class_definition", source=definition, dictionaryName=f"rt.{case}")
+    assert disk(image, case) == source
+    assert client.view.module(f"rt.{case}").A().m() == 1

@@ -69,6 +69,7 @@ def written_over(class_text: str, class_name: str, source: str, methods: list) -
     previous = first - 1
     header = splice.header_last_line(lines, classdef)
     pending = _pending_members(source, class_name, methods)
+    body_end = max(splice.last_line(lines, node) for node in classdef.body)
     for index, number in enumerate(shown):
         if number is not None:
             text += [own[n - first] for n in range(previous + 1, number) if n in kept]
@@ -80,23 +81,55 @@ def written_over(class_text: str, class_name: str, source: str, methods: list) -
                 # drops there, which stay right under it: not into the first statement's gap.
                 previous = _below_header_blanks(lines, classdef, kept, previous)
                 text += [own[n - first] for n in range(number + 1, previous + 1)]
-            if index in after:
+            if index in after and _taken_back(after[index], own, first, kept, previous):
+                previous += len(_leading_gap(after[index]))
+            elif index in after:
                 # Lines added below a statement that read a carried member written further
-                # down, before the next statement shown, go below that member, which stays put.
+                # down, before the next statement shown, go below that member, which stays
+                # put; sent below the last statement shown, reading none, they go at the end
+                # of the body, below the carried members, where a definition sent back has them.
                 below = _last_member_read(after[index], pending, lines, shown[index + 1:], previous)
+                if below == previous and all(n is not None and n > body_end for n in shown[index + 1:]):
+                    below = max(previous, body_end)
                 text += [own[n - first] for n in range(previous + 1, below + 1) if n in kept]
                 previous = below
         elif not kept or becomes.get(index) != [definition[index]]:
             # The `pass` shown for a body of methods only: what replaces it is set apart
-            # from the first of them, as a new statement above a def is.
-            text += becomes.get(index, [])
-            below = min((n for n in kept if n > previous), default=None)
-            if becomes.get(index) and below is not None and own[below - first].strip():
-                text.append("\n")
+            # from the first of them, as a new statement above a def is, unless the
+            # comment lines above the first are the ones it opens with (taken back).
+            replacement = becomes.get(index, [])
+            text += replacement
+            if _taken_back(replacement, own, first, kept, previous):
+                previous += len(_leading_gap(replacement))
+            else:
+                below = min((n for n in kept if n > previous), default=None)
+                if replacement and below is not None and own[below - first].strip():
+                    text.append("\n")
         text += after.get(index, [])
     text += [own[n - first] for n in range(previous + 1, last + 1) if n in kept]
     merged = "".join(text)
     return merged if _members_in_order(merged, class_name, source, methods) else None
+
+
+def _taken_back(added: list[str], own: list[str], first: int, kept: set[int], previous: int) -> bool:
+    """Whether the comment lines (and the blank lines among them) that the `added` lines
+    open with are the kept lines right below line `previous`: a carried member's own
+    comments, which it took when the statement they stood above was deleted from the
+    definition with them left in. Sent back, they are that statement's again, not written
+    twice."""
+    gap = _leading_gap(added)
+    numbers = range(previous + 1, previous + 1 + len(gap))
+    return (any(line.strip() for line in gap) and all(n in kept for n in numbers)
+            and splice.comparable([own[n - first] for n in numbers if n - first < len(own)])
+            == splice.comparable(gap))
+
+
+def _leading_gap(lines: list[str]) -> list[str]:
+    """The blank and comment-only lines `lines` open with."""
+    count = 0
+    while count < len(lines) and (not lines[count].strip() or lines[count].lstrip().startswith("#")):
+        count += 1
+    return lines[:count]
 
 
 def _pending_members(source: str, class_name: str, methods: list) -> dict:
