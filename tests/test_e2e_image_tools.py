@@ -103,6 +103,8 @@ def tail():
                           "    if not DEBUG:\n        del run\n\n    def go(self):\n        return 2\n",
     "fix/dels.py": "class Dels:\n    def run(self):\n        return 1\n\n    def go(self):\n        return 2\n",
     "fix/global_run.py": "run = 1\n\n\nclass Declared:\n    global run\n\n    def go(self):\n        return 1\n",
+    "fix/global_private.py": "class Private:\n    def __kept(self):\n        return 9\n\n    def go(self):\n"
+                             "        return 2\n",
     "fix/global_def.py": "def run():\n    return 0\n\n\nclass Binding:\n    global run, __kept\n\n    def run():\n"
                          "        return 1\n\n    def go(self):\n        return 2\n",
     "fix/noted_run.py": "class NotedRun:\n    run: int\n\n    def run(self):\n        return 1\n\n"
@@ -612,6 +614,19 @@ def test_a_def_of_a_name_the_class_body_declares_global_is_no_method_of_the_clas
     other = open_session(daemon)
     assert run(other, "import fix.global_def as m\n(hasattr(m.Binding, '_Binding__kept'), m.run())") == repr(
         (False, 1))
+    other.close()
+
+
+def test_a_private_def_a_redefinition_declares_global_mangled_is_not_carried(daemon, image, c):
+    # `global _Private__kept` declares what `def __kept` binds: the def was carried below it,
+    # and a new session's import bound the module's `_Private__kept`.
+    result = structured(c, "compile_class_definition", source="class Private:\n    global _Private__kept\n",
+                        dictionaryName="fix.global_private")
+    assert result["carried"] == ["go"]
+    assert "return 9" not in (image / "fix/global_private.py").read_text()
+    code = "import fix.global_private as m\n(hasattr(m, '_Private__kept'), m.Private().go())"
+    other = open_session(daemon)
+    assert run(other, code) == repr((False, 2))
     other.close()
 
 

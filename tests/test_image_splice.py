@@ -360,6 +360,15 @@ def test_a_private_name_declared_global_in_a_class_body_is_mangled_as_python_man
     assert splice.attribute_nodes(classdef, "__x") == []
 
 
+@pytest.mark.parametrize("declared", ["__x", "_C__x"])
+def test_a_private_member_a_redefinition_declares_global_either_spelling_is_not_carried(declared):
+    # `global _C__x` sent for a class with `def __x`: the def was carried below it, where it
+    # bound the module's `_C__x`.
+    old = ast.parse("class C:\n    def __x(self):\n        return 1\n    def go(self):\n        return 2\n").body[0]
+    new = ast.parse(f"class C:\n    global {declared}\n").body[0]
+    assert [node.name for node in splice.carried_members(old, new)] == ["go"]
+
+
 # -- a removal reads as if the method or class had never been written ---------------
 
 SPACED = '''\

@@ -378,6 +378,21 @@ def test_compile_class_definition_carries_no_def_of_a_name_the_new_statement_dec
     assert namespace["run"] == 1 and "run" not in vars(namespace["Runs"]) and "run" not in vars(runs)
 
 
+def test_compile_class_definition_carries_no_private_def_the_new_statement_declares_global_mangled(client, image):
+    # `global _Runs__run` declares what `def __run` binds: compared as written, the def was
+    # carried below it and bound the module's `_Runs__run` in a new session's import.
+    client.view.add_module("zoo.runs", "class Runs:\n    def __run(self):\n        return 9\n\n"
+                                       "    def other(self):\n        return 2\n")
+    result = client.ok("compile_class_definition", source="class Runs:\n    global _Runs__run\n",
+                       dictionaryName="zoo.runs")
+    assert result["structuredContent"]["carried"] == ["other"]
+    source = (image / "zoo" / "runs.py").read_text()
+    assert "return 9" not in source
+    namespace = {}
+    exec(source, namespace)
+    assert "_Runs__run" not in namespace and namespace["Runs"]().other() == 2
+
+
 def test_delete_method_notes_no_read_of_a_name_a_class_level_block_binds_with_no_live_class(client, image):
     # With no live class (its module fails to import), its source alone told what still binds
     # the name, and only the body's own statements were asked: the read was noted as failing.

@@ -810,11 +810,18 @@ def carried_members(old: ast.ClassDef, new: ast.ClassDef) -> list[ast.stmt]:
     statement of its body, in a class-level block too (an assignment, a loop's or `with`'s
     target, an import, `:=`, a `match` capture: may_bind_names; a def in a block) unless
     `old`'s own statements bound it too (then the member stood beside that binding, as the
-    definition still shows it: sent back, the member stays)."""
+    definition still shows it: sent back, the member stays). Names are compared as the
+    class binds them (mangled: `global _C__x` declares what `def __x` binds)."""
     bound = {node.name for node in new.body if isinstance(node, FunctionNode + (ast.ClassDef,))}
-    bound |= _statements_bind(new) - _statements_bind(old)
-    return [node for node in old.body
-            if isinstance(node, FunctionNode + (ast.ClassDef,)) and node.name not in bound]
+    bound = {mangled(new.name, name) for name in bound} | (
+        _bound_mangled(new) - _bound_mangled(old))
+    return [node for node in old.body if isinstance(node, FunctionNode + (ast.ClassDef,))
+            and mangled(old.name, node.name) not in bound]
+
+
+def _bound_mangled(classdef: ast.ClassDef) -> set[str]:
+    """_statements_bind's names as the class binds them."""
+    return {mangled(classdef.name, name) for name in _statements_bind(classdef)}
 
 
 def _statements_bind(classdef: ast.ClassDef) -> set[str]:
