@@ -89,3 +89,14 @@ def test_a_definition_sent_back_after_an_edit_leaves_the_module_as_it_was(image,
     ok(c, "compile_class_definition", source=definition, dictionaryName=f"rt.{case}")
     assert path.read_bytes().decode() == source
     assert run(c, f"from rt.{case} import A\nA().m()") == "1"
+
+
+def test_the_statement_between_two_methods_taken_out_leaves_one_blank_line_between_them(image, c):
+    # Two blank lines were left between the methods: the one above the statement and the one below.
+    path = image / "rt" / "between.py"
+    path.write_bytes(b"class A:\n    def m(self):\n        return 1\n\n    # about x\n    x = 1\n\n"
+                     b"    def n(self):\n        return 2\n")
+    ok(c, "refresh")
+    ok(c, "compile_class_definition", source="class A:\n    pass\n", dictionaryName="rt.between")
+    assert path.read_bytes() == b"class A:\n    def m(self):\n        return 1\n\n    def n(self):\n        return 2\n"
+    assert run(c, "from rt.between import A\n(hasattr(A, 'x'), A().n())") == repr((False, 2))

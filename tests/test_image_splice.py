@@ -1265,3 +1265,15 @@ def test_a_statement_sent_last_goes_below_the_methods_and_one_sent_between_stays
     assert _sent_over(source, "class A:\n    x = 1\n\n    y = 2\n") == source + "\n    y = 2\n"
     assert _sent_over(source, "class A:\n    w = 0\n\n    x = 1\n") == (
         "class A:\n    w = 0\n\n    x = 1\n\n    def m(self):\n        return 1\n")
+
+
+@pytest.mark.parametrize("source, sent, expected", [
+    # Between two methods: the blank lines above and below it were both kept.
+    ("class A:\n    def m(self):\n        return 1\n\n    # about x\n    x = 1\n\n    def n(self):\n        return 2\n",
+     "class A:\n    pass\n", "class A:\n    def m(self):\n        return 1\n\n    def n(self):\n        return 2\n"),
+    # Under the header: two blank lines there.
+    ("class A:\n\n    x = 1\n\n    def n(self):\n        return 2\n", "class A:\n    pass\n",
+     "class A:\n\n    def n(self):\n        return 2\n"),
+], ids=["between-methods", "under-the-header"])
+def test_the_first_statement_taken_out_of_a_definition_leaves_one_blank_run_where_it_was(source, sent, expected):
+    assert _sent_over(source, sent) == expected

@@ -213,3 +213,16 @@ def test_a_definition_sent_back_after_an_edit_gives_back_the_module_byte_for_byt
     client.ok("compile_class_definition", source=definition, dictionaryName=f"rt.{case}")
     assert disk(image, case) == source
     assert client.view.module(f"rt.{case}").A().m() == 1
+
+
+def test_the_statement_between_two_methods_taken_out_leaves_one_blank_line_between_them(shapes):
+    # The blank line above it, which the definition does not show, stayed with the one below:
+    # two blank lines between the methods.
+    image, client = shapes
+    (image / "rt" / "between.py").write_text(
+        "class A:\n    def m(self):\n        return 1\n\n    x = 1\n\n    def n(self):\n        return 2\n")
+    client.ok("refresh")
+    assert definition_of(client, "between") == "class A:\n    x = 1\n"
+    client.ok("compile_class_definition", source="class A:\n    pass\n", dictionaryName="rt.between")
+    assert disk(image, "between") == "class A:\n    def m(self):\n        return 1\n\n    def n(self):\n        return 2\n"
+    assert not hasattr(client.view.module("rt.between").A, "x")

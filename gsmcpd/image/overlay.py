@@ -66,6 +66,7 @@ def written_over(class_text: str, class_name: str, source: str, methods: list) -
         while blank <= last and not lines[blank - 1].strip():
             kept.discard(blank)
             blank += 1
+    kept -= _blanks_above_a_first_statement_gone(lines, classdef, shown, becomes, kept)
     previous = first - 1
     header = splice.header_last_line(lines, classdef)
     pending = _pending_members(source, class_name, methods)
@@ -109,6 +110,29 @@ def written_over(class_text: str, class_name: str, source: str, methods: list) -
     text += [own[n - first] for n in range(previous + 1, last + 1) if n in kept]
     merged = "".join(text)
     return merged if _members_in_order(merged, class_name, source, methods) else None
+
+
+def _blanks_above_a_first_statement_gone(lines: list[str], classdef: ast.ClassDef, shown: list,
+                                         becomes: dict[int, list[str]], kept: set[int]) -> set[int]:
+    """The kept blank lines right above the first statement shown (the definition drops them)
+    when the text sent leaves none of that statement and a kept blank line follows it: they
+    set it apart from what is above it, and the blank lines below it do that now (kept too,
+    there were two blank runs where one was, between two methods or under the header)."""
+    statement = next((node for node in classdef.body
+                      if not isinstance(node, splice.FunctionNode + (ast.ClassDef,))), None)
+    if statement is None:
+        return set()
+    end = splice.last_line(lines, statement)
+    indices = [index for index, number in enumerate(shown)
+               if number is not None and splice.header_last_line(lines, classdef) < number <= end]
+    if not indices or any(becomes.get(index) for index in indices) or end + 1 not in kept \
+            or lines[end].strip():
+        return set()
+    blanks, number = set(), shown[indices[0]] - 1
+    while number in kept and not lines[number - 1].strip():
+        blanks.add(number)
+        number -= 1
+    return blanks
 
 
 def _taken_back(added: list[str], own: list[str], first: int, kept: set[int], previous: int) -> bool:
