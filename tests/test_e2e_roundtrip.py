@@ -6,7 +6,7 @@ import pytest
 
 from test_e2e_image_tools import daemon, run  # noqa: F401  (the daemon fixture: on this module's image)
 from test_e2e_tools import ok, structured
-from test_tools_roundtrip import MADE_FROM_DEFS, SHAPES, TAKEN_OUT, changed_lines
+from test_tools_roundtrip import ATTRIBUTE_ADDED, MADE_FROM_DEFS, SHAPES, TAKEN_OUT, changed_lines
 from test_tools_support import write_image
 
 CHOSEN = ("blank_after_header", "interleaved", "crlf", "whitespace_blank_lines", "class_level_default",
@@ -77,8 +77,7 @@ def test_a_statement_added_back_below_the_def_it_reads_leaves_the_module_as_it_w
 
 @pytest.mark.parametrize("case", TAKEN_OUT)
 def test_a_definition_sent_back_after_an_edit_leaves_the_module_as_it_was(image, c, case):
-    # A comment left in the definition became the def's below it and was written twice; a
-    # last statement, below the methods, came back right below the statement above it.
+    # A comment left in the definition became the def's below it and was written twice.
     source, edited = TAKEN_OUT[case]
     path = image / "rt" / f"{case}.py"
     path.write_bytes(source.encode())
@@ -100,3 +99,14 @@ def test_the_statement_between_two_methods_taken_out_leaves_one_blank_line_betwe
     ok(c, "compile_class_definition", source="class A:\n    pass\n", dictionaryName="rt.between")
     assert path.read_bytes() == b"class A:\n    def m(self):\n        return 1\n\n    def n(self):\n        return 2\n"
     assert run(c, "from rt.between import A\n(hasattr(A, 'x'), A().n())") == repr((False, 2))
+
+
+def test_an_attribute_added_below_the_last_one_shown_goes_above_the_methods(image, c):
+    # It went at the end of the body, below the last def with no blank line.
+    source, sent, expected = ATTRIBUTE_ADDED
+    path = image / "rt" / "added.py"
+    path.write_bytes(source.encode())
+    ok(c, "refresh")
+    ok(c, "compile_class_definition", source=sent, dictionaryName="rt.added")
+    assert path.read_bytes().decode() == expected
+    assert run(c, "from rt.added import C\n(C.y, C().b())") == repr((2, 2))

@@ -1242,12 +1242,6 @@ ROUND_TRIPS = {
                                       "class A:\n    # about x\n    pass\n"),
     "comment-left-set-apart": ("class A:\n    z = 0\n\n    # about x\n    x = 1\n\n    def m(self):\n        return 1\n",
                                "class A:\n    z = 0\n\n    # about x\n"),
-    # The last statement, below the methods: it came back right below the statement above it.
-    "last-statement": ("class A:\n    x = 1\n\n    def m(self):\n        return 1\n\n    y = 2\n",
-                       "class A:\n    x = 1\n"),
-    "last-statement-above-trailing-comments": (
-        "class A:\n    x = 1\n\n    def m(self):\n        return 1\n\n    y = 2\n    # the end\n",
-        "class A:\n    x = 1\n    # the end\n"),
 }
 
 
@@ -1260,11 +1254,24 @@ def test_a_definition_sent_back_after_a_statement_was_taken_out_gives_back_the_c
     assert _sent_over(edited, definition) == source
 
 
-def test_a_statement_sent_last_goes_below_the_methods_and_one_sent_between_stays_there():
+def test_a_statement_sent_above_the_one_shown_stays_there():
     source = "class A:\n    x = 1\n\n    def m(self):\n        return 1\n"
-    assert _sent_over(source, "class A:\n    x = 1\n\n    y = 2\n") == source + "\n    y = 2\n"
     assert _sent_over(source, "class A:\n    w = 0\n\n    x = 1\n") == (
         "class A:\n    w = 0\n\n    x = 1\n\n    def m(self):\n        return 1\n")
+
+
+@pytest.mark.parametrize("sent, expected", [
+    ("class C:\n    x = 1\n    y = 2\n", "class C:\n    x = 1\n    y = 2\n\n"),
+    ("class C:\n    x = 1\n\n    y = 2\n", "class C:\n    x = 1\n\n    y = 2\n\n"),
+], ids=["right-below", "set-apart"])
+def test_an_attribute_added_below_the_last_one_shown_goes_above_the_methods(sent, expected):
+    # Not at the end of the body, below the last def with no blank line: a user adding an
+    # attribute expects it beside the others, above the methods, set apart from them as before.
+    methods = "    def a(self):\n        return 1\n\n    def b(self):\n        return 2\n"
+    source = "class C:\n    x = 1\n\n" + methods
+    old, new = (splice.top_level_class(ast.parse(text), "C") for text in (source, sent))
+    written = overlay.written_over(sent, "C", source, splice.carried_members(old, new))
+    assert splice.put_class(source, "C", written) == expected + methods
 
 
 @pytest.mark.parametrize("source, sent, expected", [

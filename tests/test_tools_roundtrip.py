@@ -195,9 +195,6 @@ TAKEN_OUT = {
     # method go with it): sent back, it was written twice.
     "comment_left": ("class A:\n    z = 0\n    # about x\n    x = 1\n    def m(self):\n        return 1\n",
                      "class A:\n    z = 0\n    # about x\n"),
-    # The last statement, below the methods: it came back right below `x = 1`.
-    "last_statement": ("class A:\n    x = 1\n\n    def m(self):\n        return 1\n\n    y = 2\n",
-                       "class A:\n    x = 1\n"),
 }
 
 
@@ -226,3 +223,20 @@ def test_the_statement_between_two_methods_taken_out_leaves_one_blank_line_betwe
     client.ok("compile_class_definition", source="class A:\n    pass\n", dictionaryName="rt.between")
     assert disk(image, "between") == "class A:\n    def m(self):\n        return 1\n\n    def n(self):\n        return 2\n"
     assert not hasattr(client.view.module("rt.between").A, "x")
+
+
+ATTRIBUTE_ADDED = ("class C:\n    x = 1\n\n    def a(self):\n        return 1\n\n    def b(self):\n        return 2\n",
+                   "class C:\n    x = 1\n    y = 2\n",
+                   "class C:\n    x = 1\n    y = 2\n\n    def a(self):\n        return 1\n\n"
+                   "    def b(self):\n        return 2\n")
+
+
+def test_an_attribute_added_below_the_last_one_shown_goes_above_the_methods(shapes):
+    # It went at the end of the body, below `def b` with no blank line.
+    image, client = shapes
+    source, sent, expected = ATTRIBUTE_ADDED
+    (image / "rt" / "added.py").write_text(source)
+    client.ok("refresh")
+    client.ok("compile_class_definition", source=sent, dictionaryName="rt.added")
+    assert disk(image, "added") == expected
+    assert client.view.module("rt.added").C.y == 2

@@ -70,7 +70,6 @@ def written_over(class_text: str, class_name: str, source: str, methods: list) -
     previous = first - 1
     header = splice.header_last_line(lines, classdef)
     pending = _pending_members(source, class_name, methods)
-    body_end = max(splice.last_line(lines, node) for node in classdef.body)
     for index, number in enumerate(shown):
         if number is not None:
             text += [own[n - first] for n in range(previous + 1, number) if n in kept]
@@ -87,11 +86,9 @@ def written_over(class_text: str, class_name: str, source: str, methods: list) -
             elif index in after:
                 # Lines added below a statement that read a carried member written further
                 # down, before the next statement shown, go below that member, which stays
-                # put; sent below the last statement shown, reading none, they go at the end
-                # of the body, below the carried members, where a definition sent back has them.
+                # put (reading none, they stay right below it: an attribute added below the
+                # last one shown goes above the methods, as a user adding one expects).
                 below = _last_member_read(after[index], pending, lines, shown[index + 1:], previous)
-                if below == previous and all(n is not None and n > body_end for n in shown[index + 1:]):
-                    below = max(previous, body_end)
                 text += [own[n - first] for n in range(previous + 1, below + 1) if n in kept]
                 previous = below
         elif not kept or becomes.get(index) != [definition[index]]:
