@@ -1,6 +1,9 @@
 """JWKS parsing, the key cache, refresh over real HTTPS and the refresh rate limit."""
 import json
+import logging
 import queue
+import socket
+import threading
 
 import jwt
 import pytest
@@ -47,7 +50,8 @@ def server(tmp_path):
 def refresh_and_wait(keys, loop):
     results = []
     keys.refresh(results.append)
-    loop.run_one()
+    while not results:   # a source with a deadline also posts the arming of its timer
+        loop.run_one()
     assert len(results) == 1
     return results[0]
 
@@ -322,3 +326,97 @@ def test_http_error_status_is_reported(server, loop):
     server.fail_with = 500
     keys = KeySource(post=loop.post, jwks_url=server.jwks_url, ca_file=server.ca_file)
     assert refresh_and_wait(keys, loop).error == f"GET {server.jwks_url}: HTTP 500"
+
+
+# -- the loop's deadline on waiting requests ----------------------------------------------
+class HeldResolver:
+    """socket.getaddrinfo held for `localhost` until released: a resolver taking 10-30 s,
+    which no socket timeout or shutdown cuts short."""
+
+    def __init__(self, monkeypatch):
+        self.asked, self.released = threading.Event(), threading.Event()
+        resolve = socket.getaddrinfo
+
+        def getaddrinfo(host, *args, **kwargs):
+            if host == "localhost":
+                self.asked.set()
+                self.released.wait(30)
+            return resolve(host, *args, **kwargs)
+        monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+
+
+class Timers:
+    """The loop's call_later, fired by the test."""
+
+    def __init__(self):
+        self.due = []
+
+    def call_later(self, delay, fn):
+        self.due.append((delay, fn))
+
+
+def held_in_the_resolver(server, loop, clock, monkeypatch, timers):
+    """A key source on `server` by its name, whose first refresh is in the held resolver."""
+    resolver = HeldResolver(monkeypatch)
+    keys = KeySource(post=loop.post, jwks_url=server.jwks_url.replace("127.0.0.1", "localhost"),
+                     ca_file=server.ca_file, timeout=2, clock=clock, call_later=timers.call_later)
+    results = []
+    keys.refresh(results.append)
+    loop.run_one()                             # the thread has started: the deadline is armed
+    assert resolver.asked.wait(10)
+    return keys, resolver, results
+
+
+def test_requests_waiting_on_a_fetch_held_in_the_name_lookup_are_answered_at_the_deadline(
+        server, loop, clock, monkeypatch):
+    timers = Timers()
+    keys, resolver, results = held_in_the_resolver(server, loop, clock, monkeypatch, timers)
+    [(delay, deadline)] = timers.due
+    assert delay == 3                          # the fetch's 2 s, then a grace for its own reason
+    deadline()                                 # on the loop, the thread still in the resolver
+    assert [(r.ok, r.attempted) for r in results] == [(False, True)]
+    assert results[0].error == ("no JWKS within 3 s: the fetch has not finished (a name lookup or "
+                                "connection that does not end); its keys are used if it brings any")
+    assert keys.last_error == results[0].error
+    # No second thread joins the first in the resolver, past the rate limit or not.
+    clock.now += 60
+    assert keys.can_refresh() is False
+    keys.refresh(results.append)
+    loop.run_one()
+    assert (results[1].attempted, results[1].error) == (False, "the last JWKS fetch has not finished")
+    resolver.released.set()                    # the late fetch's keys are used
+    loop.run_one()
+    assert keys.loaded and {k.kid for k in keys.keys} == {"rsa-1", "ec-1"}
+    assert len(results) == 2 and server.fetches[JwksServer.JWKS_PATH] == 1
+    assert keys.can_refresh() is True
+
+
+def test_a_fetch_that_fails_after_its_deadline_is_logged_once_more_and_answers_no_one(
+        server, loop, clock, monkeypatch, caplog):
+    caplog.set_level(logging.INFO, "gsmcpd.auth")
+    timers = Timers()
+    keys, resolver, results = held_in_the_resolver(server, loop, clock, monkeypatch, timers)
+    timers.due[0][1]()
+    server.fail_with = 500
+    resolver.released.set()
+    loop.run_one()
+    assert len(results) == 1 and not keys.loaded
+    assert keys.last_error.endswith(": HTTP 500")
+    assert "JWKS fetch that passed its deadline failed: GET https://localhost" in caplog.text
+
+
+def test_the_deadline_of_a_fetch_that_reported_back_answers_no_later_one(server, loop, clock):
+    timers = Timers()
+    keys = KeySource(post=loop.post, jwks_url=server.jwks_url, ca_file=server.ca_file, clock=clock,
+                     call_later=timers.call_later)
+    assert refresh_and_wait(keys, loop).ok
+    clock.now += 10
+    server.jwks_gate.clear()                   # the second fetch is held by the IdP
+    results = []
+    keys.refresh(results.append)
+    loop.run_one()                             # the second thread has started
+    timers.due[0][1]()                         # the first fetch's deadline passes
+    assert results == []
+    server.jwks_gate.set()
+    loop.run_one()
+    assert [r.ok for r in results] == [True]

@@ -846,11 +846,11 @@ def test_a_jwks_file_too_large_is_logged_as_such_and_its_keys_load_once_it_is_fi
 
 
 def daemon_on_jwks_uri(tmp_path, server, **env):
-    """A daemon taking its keys from `server`'s JWKS URL, refreshed at most every 0.2 s."""
+    """A daemon taking its keys from `server`'s JWKS URL (or `env`'s), refreshed at most every 0.2 s."""
     port = free_port()
     server.idp = Idp(issuer=server.url, audience="http://127.0.0.1:%d/mcp" % port, kinds=("rsa",))
-    return Daemon(tmp_path, port=port, env=auth_env(server, server.idp.audience, MCP_JWKS_URI=server.jwks_url,
-                                                    MCP_JWKS_MIN_REFRESH="0.2", **env))
+    return Daemon(tmp_path, port=port, env=auth_env(server, server.idp.audience, **{
+        "MCP_JWKS_URI": server.jwks_url, "MCP_JWKS_MIN_REFRESH": "0.2", **env}))
 
 
 # How the JWKS server fails: its attribute broken and healthy, the log's words, and whether
@@ -890,6 +890,74 @@ def test_a_jwks_uri_that_fails_does_not_hold_the_daemon_and_its_keys_load_once_i
     if joined:   # one fetch, one line: the request that joined it logs nothing of its own
         assert log.count(failed) == 1, log
     assert "Traceback" not in log and "gsmcpd failed" not in log
+
+
+# Loaded into the daemon (PYTHONPATH): its lookups of the JWKS server's name hang until the
+# test creates the file `released` (a resolver taking 10-30 s; faking DNS itself needs root).
+HELD_RESOLVER = """
+import os, socket, time
+_resolve = socket.getaddrinfo
+
+def _held(host, port, *args, **kwargs):
+    if host == "localhost" and str(port) == os.environ["HELD_RESOLVER_PORT"]:
+        while not os.path.exists(os.environ["HELD_RESOLVER_RELEASE"]):
+            time.sleep(0.05)
+    return _resolve(host, port, *args, **kwargs)
+
+socket.getaddrinfo = _held
+"""
+
+
+def test_requests_get_401_at_the_jwks_deadline_while_its_name_lookup_hangs(tmp_path):
+    server = JwksServer(tmp_path / "idp")
+    site = tmp_path / "held-resolver"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(HELD_RESOLVER)
+    release = tmp_path / "released"
+    daemon = daemon_on_jwks_uri(tmp_path, server, MCP_JWKS_TIMEOUT="1",
+                                MCP_JWKS_URI=server.jwks_url.replace("127.0.0.1", "localhost"),
+                                HELD_RESOLVER_PORT=server.jwks_url.rsplit(":", 1)[1].split("/")[0],
+                                HELD_RESOLVER_RELEASE=str(release))
+    daemon.env["PYTHONPATH"] = "%s:%s" % (site, daemon.env["PYTHONPATH"])
+    try:
+        with daemon:
+            # The first load is held in the lookup: a token waits for it until its deadline,
+            # and then gets 401 at once, while the lookup still hangs.
+            for _ in range(2):
+                resp = post_initialize(daemon, "Bearer " + server.idp.mint())
+                assert resp.status == 401
+                assert resp.header("www-authenticate") == unknown_key_challenge(daemon)
+            assert server.fetches[server.JWKS_PATH] == 0
+            # The lookup answers at last, past the fetch's own 1 s: that fetch fails, and the
+            # next token's refresh, no longer held, loads the keys.
+            release.touch()
+            assert accepted_soon(daemon, server.idp.mint())
+    finally:
+        server.close()
+    log = daemon.log_text()
+    assert ("could not load signing keys yet: no JWKS within 2 s: the fetch has not finished (a name "
+            "lookup or connection that does not end); its keys are used if it brings any") in log
+    assert ("JWKS fetch that passed its deadline failed: GET %s: no complete answer within 1 s"
+            % daemon.env["MCP_JWKS_URI"]) in log
+    assert "Traceback" not in log and "gsmcpd failed" not in log
+
+
+def test_a_jwks_server_that_accepts_the_connection_and_never_answers_gets_requests_401(tmp_path):
+    server = JwksServer(tmp_path / "idp")
+    silent = socket.create_server(("127.0.0.1", 0))      # the kernel accepts; no one answers
+    url = "https://127.0.0.1:%d/jwks.json" % silent.getsockname()[1]
+    daemon = daemon_on_jwks_uri(tmp_path, server, MCP_JWKS_TIMEOUT="1", MCP_JWKS_URI=url)
+    try:
+        with daemon:
+            resp = post_initialize(daemon, "Bearer " + server.idp.mint())
+            assert resp.status == 401
+            assert resp.header("www-authenticate") == unknown_key_challenge(daemon)
+    finally:
+        silent.close()
+        server.close()
+    log = daemon.log_text()
+    assert "could not load signing keys yet: GET %s: no complete answer within 1 s" % url in log
+    assert "Traceback" not in log
 
 
 def held_first_key_load(tmp_path, server):

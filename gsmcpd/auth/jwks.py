@@ -6,6 +6,13 @@ handed back through `post` (the router's `call_soon_threadsafe`), and the key
 set is replaced on the loop thread inside that posted function, so no lock is
 needed. Every `refresh(on_done)` call gets exactly one `on_done(result)`, always
 via `post`, never synchronously.
+
+The fetch thread cuts short what it can (a slow server: `_Deadline`), but not a name
+lookup, which blocks in the resolver for as long as it likes. So the loop keeps its own
+deadline (`call_later`): when it passes, the requests waiting are answered as for a
+failed fetch, whatever the thread is doing. That thread is not started again while it
+runs (no pile of threads stuck in a resolver), and its late result still counts: keys
+it brings are installed, a failure is logged.
 """
 from __future__ import annotations
 
@@ -30,6 +37,9 @@ log = logging.getLogger("gsmcpd.auth")
 
 MAX_DOCUMENT = 1024 * 1024
 MIN_RSA_BITS = 2048
+# Seconds the loop's deadline on waiting requests comes after the fetch's own, so that a
+# fetch the thread can cut short is answered with the thread's reason for failing.
+WAITERS_GRACE = 1.0
 
 
 class JwksError(Exception):
@@ -238,14 +248,17 @@ class KeySource:
                  timeout: float = 10.0, min_refresh_interval: float = 10.0,
                  refresh_interval: float = 3600.0,
                  clock: Callable[[], float] = time.monotonic,
-                 spawn: Callable[[Callable[[], None]], None] = _start_thread):
+                 spawn: Callable[[Callable[[], None]], None] = _start_thread,
+                 call_later: Callable[[float, Callable[[], None]], Any] | None = None):
+        """`call_later`: the loop's, for the deadline on waiting requests (the router
+        passes it; without it, only `load_now` or a test, the fetch's own bounds hold)."""
         if sum(x is not None for x in (jwks_file, jwks_url, issuer)) != 1:
             raise ValueError("configure exactly one of jwks_file, jwks_url, issuer (discovery)")
         if jwks_url is not None and not jwks_url.lower().startswith("https://"):
             raise ValueError(f"jwks_url must be https: {jwks_url}")
         if issuer is not None and not issuer.lower().startswith("https://"):
             raise ValueError(f"discovery needs an https issuer: {issuer}")
-        self._post, self._spawn, self._clock = post, spawn, clock
+        self._post, self._spawn, self._clock, self._call_later = post, spawn, clock, call_later
         self._file, self._url, self._issuer = jwks_file, jwks_url, issuer
         self._ca_file, self._timeout = ca_file, timeout
         self.min_refresh_interval = min_refresh_interval
@@ -253,6 +266,8 @@ class KeySource:
         self._keys: list[VerificationKey] = []
         self._waiters: list[Callable[[RefreshResult], None]] | None = None  # None: idle
         self._failure_reported = False   # the fetch in flight's failure is logged by its starter
+        self._fetching = False           # a fetch thread has not reported back (it may outlive its waiters)
+        self._fetches = 0                # numbers each fetch, so a deadline knows its own
         self._last_attempt: float | None = None
         self.next_refresh_at: float = clock()      # monotonic time the periodic refresh is due
         self.last_error: str | None = None
@@ -291,9 +306,12 @@ class KeySource:
         return [k for k in self._keys if k.can_verify(alg)]
 
     def can_refresh(self) -> bool:
-        """True if a refresh is running or one may start now (not rate-limited)."""
+        """True if a refresh is running or one may start now (not rate-limited, and no fetch
+        whose waiters were answered at its deadline still running)."""
         if self._waiters is not None:
             return True
+        if self._fetching:   # past its deadline, stuck (a resolver): another would be stuck too
+            return False
         return self._last_attempt is None or self._clock() - self._last_attempt >= self.min_refresh_interval
 
     # -- refresh -----------------------------------------------------------------------
@@ -307,12 +325,33 @@ class KeySource:
             self._waiters.append(callback)
             return
         if not self.can_refresh():
-            self._post(lambda: callback(RefreshResult(ok=False, attempted=False, error="rate limited")))
+            why = "the last JWKS fetch has not finished" if self._fetching else "rate limited"
+            self._post(lambda: callback(RefreshResult(ok=False, attempted=False, error=why)))
             return
         self._waiters = [callback]
         self._failure_reported = reported
         self._last_attempt = self._clock()
-        self._spawn(self._fetch_in_thread)
+        self._fetching = True
+        self._fetches += 1
+        self._spawn(functools.partial(self._fetch_in_thread, self._fetches))
+
+    def waiting_limit(self) -> float:
+        """Seconds the requests waiting on a fetch wait at most: the fetch's own limit per
+        GET it makes (discovery makes two), and a grace for the thread to say why it failed."""
+        gets = 2 if self._url is None and self._file is None else 1
+        return gets * self._timeout + WAITERS_GRACE
+
+    def _arm_deadline(self, fetch: int) -> None:
+        """Counted from the thread's start, as the fetch's own limit is: on a daemon busy
+        starting, a thread may start a second late, and would lose the race to say why."""
+        self._call_later(self.waiting_limit(), lambda: self._deadline_passed(fetch))
+
+    def _deadline_passed(self, fetch: int) -> None:
+        if fetch != self._fetches or self._waiters is None:
+            return   # that fetch has reported back
+        limit = self.waiting_limit()
+        self._failed(f"no JWKS within {limit:g} s: the fetch has not finished (a name lookup or "
+                     f"connection that does not end); its keys are used if it brings any")
 
     def load_now(self) -> None:
         """Blocking load for startup and `gsmcpd check`; never call from the running loop."""
@@ -344,11 +383,13 @@ class KeySource:
         url = self._url or discover_jwks_uri(self._issuer, ca_file=self._ca_file, timeout=self._timeout)
         return parse_jwks(fetch_https_json(url, ca_file=self._ca_file, timeout=self._timeout))
 
-    def _fetch_in_thread(self) -> None:
+    def _fetch_in_thread(self, fetch: int) -> None:
+        if self._call_later is not None:
+            self._post(lambda: self._arm_deadline(fetch))
         keys, error = None, "the JWKS fetch ended without a result"
         try:
             keys, error = self._fetch()
-        finally:   # unconditional: without the finish, _waiters stays set and the source is wedged
+        finally:   # unconditional: without the finish, _fetching stays set and the source is wedged
             self._post(lambda: self._finish(keys, error))
 
     def _install(self, keys: list[VerificationKey]) -> None:
@@ -358,16 +399,32 @@ class KeySource:
         self.next_refresh_at = self._clock() + self.refresh_interval
 
     def _finish(self, keys: list[VerificationKey] | None, error: str | None) -> None:
-        if keys is not None:
+        self._fetching = False
+        if self._waiters is None:   # past its deadline: its waiters were answered already
+            self._finish_late(keys, error)
+        elif keys is not None:
             self._install(keys)
-            result = RefreshResult(ok=True, attempted=True)
+            self._answer(RefreshResult(ok=True, attempted=True))
         else:
-            if not self._failure_reported:
-                log.warning("JWKS refresh failed: %s", error)
-            self.last_error = error
-            # Retry a failed source sooner than the full period, but not in a tight loop.
-            self.next_refresh_at = self._clock() + min(self.refresh_interval, 6 * self.min_refresh_interval)
-            result = RefreshResult(ok=False, attempted=True, error=error)
+            self._failed(error)
+
+    def _failed(self, error: str) -> None:
+        if not self._failure_reported:
+            log.warning("JWKS refresh failed: %s", error)
+        self.last_error = error
+        # Retry a failed source sooner than the full period, but not in a tight loop.
+        self.next_refresh_at = self._clock() + min(self.refresh_interval, 6 * self.min_refresh_interval)
+        self._answer(RefreshResult(ok=False, attempted=True, error=error))
+
+    def _answer(self, result: RefreshResult) -> None:
         waiters, self._waiters = self._waiters or [], None
         for waiter in waiters:
             waiter(result)
+
+    def _finish_late(self, keys: list[VerificationKey] | None, error: str | None) -> None:
+        if keys is not None:
+            self._install(keys)
+            log.info("JWKS fetch finished after its deadline: its keys are loaded")
+        else:
+            self.last_error = error
+            log.info("JWKS fetch that passed its deadline failed: %s", error)

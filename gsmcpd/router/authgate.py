@@ -47,7 +47,8 @@ class AuthGate:
         unreachable = unreachable_resource_warning(config, self.settings.resource)
         if unreachable:
             log.warning("%s", unreachable)
-        self.keys = KeySource.from_settings(self.settings, post=self.loop.call_soon_threadsafe)
+        self.keys = KeySource.from_settings(self.settings, post=self.loop.call_soon_threadsafe,
+                                            call_later=self.loop.call_later)
         self.accounts = None
         # Counts the reloads of MCP_USER_MAP: an account resolved under the current count
         # needs no second lookup as its session starts (readmit).
