@@ -19,6 +19,7 @@ from gsmcpd.router import connection
 from gsmcpd.router.connection import PIPELINE_BUFFER, RECV_SIZE, Connection
 from gsmcpd.router.cors import Cors
 from gsmcpd.router.loop import Loop
+from gsmcpd.router.trace import HEAD_FIELD_CAP, shown
 from helpers import bodies_of
 
 
@@ -398,6 +399,22 @@ def test_a_handler_that_raises_gets_500_and_the_connection_closes(harness, caplo
     assert json.loads(body)["error"]["code"] == -32603
     assert h.closed == [h.conn]
     assert "handler bug" in caplog.text and "Traceback" in caplog.text
+
+
+def test_a_handler_that_raises_logs_its_request_s_path_cut_and_no_header(harness, caplog):
+    # Its line showed the whole path, up to 64 KiB a client chose.
+    def handle(h, conn, request):
+        raise RuntimeError("handler bug")
+    h = harness(handle)
+    path = "/mcp/" + "p" * 40000
+    with caplog.at_level(logging.ERROR, logger="gsmcpd.http"):
+        h.client.sendall(("POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cr3t-token\r\n"
+                          "Content-Length: 1\r\n\r\nx" % path).encode())
+        assert statuses(h.read_until_closed()) == [500]
+    [record] = [r for r in caplog.records if r.name == "gsmcpd.http" and "handler bug" in r.exc_text]
+    line = record.getMessage()
+    assert line == "handling POST %s from test failed" % shown(path, HEAD_FIELD_CAP)
+    assert line.endswith("p... from test failed") and "s3cr3t" not in caplog.text
 
 
 def test_a_handler_that_raises_after_answering_closes_once_flushed(harness, caplog):

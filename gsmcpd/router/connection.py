@@ -12,6 +12,7 @@ import socket
 
 from gsmcpd.auth.tls import PlaintextHttpError, TlsError
 from gsmcpd.router.loop import recv_some, send_some
+from gsmcpd.router.trace import HEAD_FIELD_CAP, shown
 from gsmcpd.wire import http, jsonrpc
 
 log = logging.getLogger("gsmcpd.http")
@@ -240,7 +241,10 @@ class Connection:
         try:
             handle(self, request)
         except Exception:
-            log.exception("handling %r from %s failed", request, self.peer)
+            # Method and path only, cut as the trace cuts them: the path is the client's,
+            # up to 64 KiB; headers (a bearer token) never reach a log line.
+            log.exception("handling %s %s from %s failed", shown(request.method, HEAD_FIELD_CAP),
+                          shown(request.path, HEAD_FIELD_CAP), self.peer)
             self._handling_failed(request)
 
     def read_body(self):
