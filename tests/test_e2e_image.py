@@ -229,6 +229,21 @@ def test_a_module_an_editor_saved_with_a_bom_but_the_sessions_text_is_already_co
         assert (daemon.image / "sign.py").read_bytes() == b"\xef\xbb\xbfSIGN = 'tea'\n"   # the BOM kept
 
 
+def test_a_bom_an_editor_put_on_is_brought_in_by_no_abort_or_commit_as_by_no_refresh(tmp_path):
+    # Abort and commit named the module under broughtIn ("brought in others' commits to
+    # sign"), its text unchanged, where refresh, told them by text, named nothing.
+    with daemon_on_image(tmp_path, {"sign.py": "SIGN = 'cafe'\n"}) as daemon:
+        refreshing, aborting, committing = session(daemon), session(daemon), session(daemon)
+        for client in (refreshing, aborting, committing):   # each view read before the save
+            assert not client.tool("status").get("isError")
+        (daemon.image / "sign.py").write_bytes(b"\xef\xbb\xbfSIGN = 'cafe'\n")
+        assert refreshing.tool("refresh")["structuredContent"]["broughtIn"] == []
+        aborted = aborting.tool("abort")
+        assert aborted["structuredContent"]["broughtIn"] == [] and "brought in" not in tool_text(aborted)
+        committed = committing.tool("commit")
+        assert committed["structuredContent"]["broughtIn"] == [] and "brought in" not in tool_text(committed)
+
+
 def test_a_conflict_is_answered_as_one_whatever_else_another_account_wrote_in_the_journal(shop):
     # Such records made the conflict's "who" a TypeError or RecursionError, answered instead.
     a, b = session(shop), session(shop)

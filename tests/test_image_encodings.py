@@ -112,6 +112,19 @@ def test_a_refresh_takes_the_same_text_but_for_a_bom_as_committed_and_keeps_the_
     assert (image / "other.py").read_bytes() == BOM + b"SIGN = 'tea'\n"
 
 
+@pytest.mark.parametrize("disk_bom", [True, False])
+def test_a_bom_put_on_or_taken_off_is_no_module_an_abort_or_commit_brought_in(image, views, disk_bom):
+    # Told by hash, the module whose bytes changed but not its text was named brought in
+    # by abort and commit, where refresh, told by text, named none.
+    (image / "sign.py").write_bytes((BOM if disk_bom else b"") + PLAIN)
+    aborting, committing = views(image, "a"), views(image, "b")
+    (image / "sign.py").write_bytes((b"" if disk_bom else BOM) + PLAIN)
+    base, base_texts = dict(aborting.base_hashes), dict(aborting.base_texts)
+    aborting.abort()
+    assert aborting.moved_since(base, base_texts) == []
+    assert committing.commit() == [] and committing.brought_in == []
+
+
 def test_only_utf8_source_has_a_bom_twin():
     from gsmcpd.image.store import alike_hashes, sha256
     assert alike_hashes(PLAIN) == {sha256(PLAIN), sha256(BOM + PLAIN)} == alike_hashes(BOM + PLAIN)

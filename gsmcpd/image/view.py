@@ -737,7 +737,7 @@ class View:
         self.already_committed, self.undecided, self.brought_in = [], [], []
         self.settled = self.settle()
         changed = self.changed_files()
-        base = dict(self.base_hashes)
+        base, texts_before = dict(self.base_hashes), dict(self.base_texts)
         already: list[str] = []                # files the disk held as changed: filled by the store
         read_back: list[Snapshot] = []         # the image as the commit left it: filled by the store
         stand = None
@@ -775,7 +775,7 @@ class View:
         written = _modules_of(rel for rel in changed if rel not in already)
         # A module is named in one list: one with a file brought in is theirs now (its text
         # changed under the session), though another file of it was changed alike (as refresh).
-        self.brought_in = sorted({*(module for module in self.moved_since(base, leaving_out=changed)
+        self.brought_in = sorted({*(module for module in self.moved_since(base, texts_before, leaving_out=changed)
                                     if module not in written), *self._overtaken(stand, already)})
         self.already_committed = [module for module in self.already_committed if module not in self.brought_in]
         self._reload()
@@ -791,12 +791,16 @@ class View:
         return _modules_of(rel for rel in changed
                            if rel not in already and made.get(rel) != self.base_hashes.get(rel))
 
-    def moved_since(self, base: dict[str, str | None], leaving_out=()) -> list[str]:
+    def moved_since(self, base: dict[str, str | None], base_texts: dict[str, str],
+                    leaving_out=()) -> list[str]:
         """The modules whose committed text the view stands on is no longer what it was in
-        `base` (the view's base hashes before), but for the files `leaving_out`: others'
-        commits a commit or abort brought in."""
+        `base` (the view's base hashes before) and `base_texts` (its base texts then), but
+        for the files `leaving_out`: others' commits a commit or abort brought in. A file
+        whose bytes changed but not its text (a BOM put on or taken off) is no module
+        brought in, as refresh tells them."""
         return _modules_of(rel for rel in sorted(set(base) | set(self.base_hashes))
-                           if base.get(rel) != self.base_hashes.get(rel) and rel not in leaving_out)
+                           if base.get(rel) != self.base_hashes.get(rel) and rel not in leaving_out
+                           and base_texts.get(rel) != self.base_texts.get(rel))
 
     def _commit_stands(self, commit_id: str, changed: list[str], stand: tuple) -> bool | None:
         """Whether the failed commit of `changed` stands; None if that could not be told (the

@@ -177,10 +177,11 @@ class SessionToolset(Toolset):
         # Settled, the view has moved: a lock waited out now must not say it is as it was.
         with _lock_refused("abort", settled):
             discarded, base = self.view.changed_modules(), dict(self.view.base_hashes)
+            base_texts = dict(self.view.base_texts)
             report = self.view.abort()
         # Abort takes the image as it is now: others' commits change modules under the
         # session as a refresh's do, and are named as refresh names them.
-        brought_in = self.view.moved_since(base)
+        brought_in = self.view.moved_since(base, base_texts)
         lines = ["Aborted: " + (f"discarded changes to {', '.join(discarded)}" if discarded
                                 else "no uncommitted changes"),
                  f"view version {self.view.version}"]
