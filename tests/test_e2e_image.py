@@ -244,6 +244,19 @@ def test_a_bom_an_editor_put_on_is_brought_in_by_no_abort_or_commit_as_by_no_ref
         assert committed["structuredContent"]["broughtIn"] == [] and "brought in" not in tool_text(committed)
 
 
+def test_a_mutation_commits_over_a_bom_an_editor_put_on_keeping_it(tmp_path):
+    # It conflicted ("sign.py was changed on disk ... by an edit outside gsmcpd"), the
+    # file holding the text the session stood on, its advice to abort discarding the change.
+    with daemon_on_image(tmp_path, {"sign.py": "class Sign:\n    def f(self):\n        return 1\n"}) as daemon:
+        client = session(daemon)
+        assert not client.tool("status").get("isError")   # the view read before the save
+        (daemon.image / "sign.py").write_bytes(b"\xef\xbb\xbf" + (daemon.image / "sign.py").read_bytes())
+        answer = client.tool("compile_method", className="sign.Sign", source="def f(self):\n    return 2\n")
+        assert not answer.get("isError"), answer
+        assert answer["structuredContent"]["committed"] == ["sign"] and "broughtIn" not in answer["structuredContent"]
+        assert (daemon.image / "sign.py").read_bytes() == b"\xef\xbb\xbfclass Sign:\n    def f(self):\n        return 2\n"
+
+
 def test_a_conflict_is_answered_as_one_whatever_else_another_account_wrote_in_the_journal(shop):
     # Such records made the conflict's "who" a TypeError or RecursionError, answered instead.
     a, b = session(shop), session(shop)

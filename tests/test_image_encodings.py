@@ -125,6 +125,32 @@ def test_a_bom_put_on_or_taken_off_is_no_module_an_abort_or_commit_brought_in(im
     assert committing.commit() == [] and committing.brought_in == []
 
 
+@pytest.mark.parametrize("disk_bom", [True, False])
+def test_a_change_commits_over_a_bom_put_on_or_taken_off_since_keeping_the_disks_bom(image, views, disk_bom):
+    # It conflicted ("changed on disk ... by an edit outside gsmcpd") over a file holding
+    # the very text the session stood on, where a refresh took the BOM as the file's.
+    (image / "sign.py").write_bytes((b"" if disk_bom else BOM) + PLAIN)
+    view = views(image)
+    (image / "sign.py").write_bytes((BOM if disk_bom else b"") + PLAIN)
+    view.set_source("sign", "SIGN = 'tea'\n", live=False)
+    assert view.commit() == ["sign"] and view.brought_in == [] and not view.has_changes
+    assert (image / "sign.py").read_bytes() == (BOM if disk_bom else b"") + b"SIGN = 'tea'\n"
+    view.set_source("sign", "SIGN = 'tee'\n", live=False)
+    assert view.commit() == ["sign"]   # on the file as it wrote it
+    assert (image / "sign.py").read_bytes() == (BOM if disk_bom else b"") + b"SIGN = 'tee'\n"
+
+
+def test_a_bom_put_on_with_another_text_still_conflicts(image, views):
+    from gsmcpd.image.store import CommitConflict
+    (image / "sign.py").write_bytes(PLAIN)
+    view = views(image)
+    (image / "sign.py").write_bytes(BOM + b"SIGN = 'other'\n")
+    view.set_source("sign", "SIGN = 'tea'\n", live=False)
+    with pytest.raises(CommitConflict):
+        view.commit()
+    assert (image / "sign.py").read_bytes() == BOM + b"SIGN = 'other'\n"
+
+
 def test_only_utf8_source_has_a_bom_twin():
     from gsmcpd.image.store import alike_hashes, sha256
     assert alike_hashes(PLAIN) == {sha256(PLAIN), sha256(BOM + PLAIN)} == alike_hashes(BOM + PLAIN)

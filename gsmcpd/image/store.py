@@ -704,7 +704,8 @@ class ImageStore:
 
     def commit(self, changes: dict[str, bytes | None], base_hashes: dict[str, str | None],
                *, user: str, session_id: str, commit_id: str | None = None,
-               already_committed: list[str] | None = None, read_back: list[Snapshot] | None = None) -> int:
+               already_committed: list[str] | None = None, read_back: list[Snapshot] | None = None,
+               rebased: dict[str, str] | None = None) -> int:
         """Write `changes` (relpath -> new bytes, None = delete) if every file
         still hashes to `base_hashes[relpath]` (None = must not exist), and so does
         what those stand on (see _conflicts: `base_hashes` is the committer's whole
@@ -712,7 +713,9 @@ class ImageStore:
         already holds exactly as changed (another's identical commit) is no conflict:
         it is left out, neither written nor journalled, and appended to
         `already_committed` before anything else happens (so the caller has it whatever
-        follows); with nothing else to write, no commit is made. Returns the new
+        follows); with nothing else to write, no commit is made. A file whose disk holds
+        its base's text but for a BOM put on or taken off is no conflict either: it is
+        written with the disk's BOM, and `rebased` gets its new hash. Returns the new
         journal length; raises CommitConflict, writing nothing, or OSError (see
         CommitPending for a failure past the commit point).
         `commit_id` names the journal record (random if not given): after any other
@@ -741,6 +744,11 @@ class ImageStore:
             # What is already there is the base the rest stands on.
             base_hashes = {**base_hashes, **already}
             changes = {rel: data for rel, data in changes.items() if rel not in already}
+            rebommed = self._bom_changed_only(changes, base_hashes, on_disk, dirs)
+            base_hashes = {**base_hashes, **{rel: on_disk[rel] for rel in rebommed}}
+            changes = {**changes, **rebommed}
+            if rebased is not None:
+                rebased.update({rel: sha256(data) for rel, data in rebommed.items()})
             conflicts, unreadable = self._conflicts(changes, base_hashes, on_disk)
             if conflicts or unreadable:
                 raise CommitConflict(sorted(conflicts), unreadable, how=conflicts,
@@ -1220,10 +1228,30 @@ class ImageStore:
                     os.unlink(name, dir_fd=directory)
 
     def _disk_hash(self, rel: str, dirs: ImageDirs) -> str | None:
+        return sha256(self._disk_bytes(rel, dirs))
+
+    def _disk_bytes(self, rel: str, dirs: ImageDirs) -> bytes | None:
         try:
-            return sha256(_file_bytes(posixpath.basename(rel), dir_fd=dirs.open(_dir_of(rel))))
+            return _file_bytes(posixpath.basename(rel), dir_fd=dirs.open(_dir_of(rel)))
         except (FileNotFoundError, NotADirectoryError):
             return None
+
+    def _bom_changed_only(self, changes: dict[str, bytes | None], base_hashes: dict[str, str | None],
+                          on_disk: dict[str, str | None], dirs: ImageDirs) -> dict[str, bytes]:
+        """The changed files whose disk holds the base's text but for a BOM put on or taken
+        off since (alike_hashes), as refresh takes them: no conflict, the change goes over
+        it keeping the disk's BOM. File -> the change's bytes with that BOM (call under the lock)."""
+        rebommed = {}
+        for rel, data in changes.items():
+            base = base_hashes.get(rel)
+            if data is None or base is None or on_disk[rel] in (base, None):
+                continue
+            disk = self._disk_bytes(rel, dirs)
+            if disk is None or base not in alike_hashes(disk) or len(alike_hashes(data)) < 2:
+                continue   # another text, or source a BOM cannot go on (another codec)
+            plain = data[len(UTF8_BOM):] if data.startswith(UTF8_BOM) else data
+            rebommed[rel] = UTF8_BOM + plain if disk.startswith(UTF8_BOM) else plain
+        return rebommed
 
     def _write_temp(self, rel: str, data: bytes, dirs: ImageDirs) -> str:
         """`data` in a fsynced temp file beside `rel` (its mode kept: a commit never

@@ -754,7 +754,8 @@ class View:
             stand = (base_texts, base_hashes, self.commit_count, changed)
             try:
                 self.store.commit(changes, self.base_hashes, user=self.user, session_id=self.session_id,
-                                  commit_id=commit_id, already_committed=already, read_back=read_back)
+                                  commit_id=commit_id, already_committed=already, read_back=read_back,
+                                  rebased=stand[1])   # written with the disk's BOM: the hash it made
                 self._stand(*stand, already)
             except CommitPending as pending:   # decided: every snapshot reads it as done
                 self._stand(*stand, already)
