@@ -392,6 +392,14 @@ def running_pid(state_dir: Path, port: int) -> int | None:
     return pid if pid is not None and is_gsmcpd(pid, port, state_dir) else None
 
 
+def _found_by(pidfile: Path, pid: int) -> str:
+    """How `pid` was found: by its pidfile, or (that lost) by the port's control socket,
+    so a deleted or emptied pidfile is not named as if it were there."""
+    if read_pidfile(pidfile) == pid:
+        return f"pidfile {pidfile}"
+    return f"named by the port's control socket; its pidfile {pidfile} is lost"
+
+
 def stale_pid(pid: int, port: int) -> str:
     """Why a pidfile naming `pid` is stale: most often its gsmcpd was killed (kill -9, a
     crash), its pid gone; else the pid was reused by another process."""
@@ -605,8 +613,8 @@ def start(config: Config, serve_args: list[str], out: TextIO = sys.stdout,
         return of_os_error(exc)
     pid = running_pid(config.state_dir, config.port)
     if pid is not None:
-        print(f"gsmcpd is already running on port {config.port} (pid {pid}, pidfile "
-              f"{config.pidfile}); stop it with {stop_command(config)}", file=out)
+        print(f"gsmcpd is already running on port {config.port} (pid {pid}, "
+              f"{_found_by(config.pidfile, pid)}); stop it with {stop_command(config)}", file=out)
         return FAILED
     try:
         busy = port_in_use(config.host, config.port)

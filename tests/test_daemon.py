@@ -327,6 +327,18 @@ def test_claim_refuses_a_live_gsmcpd(tmp_path, fake_gsmcpd):
     assert f"already running on port 8765 (pid {proc.pid}" in out.getvalue()
 
 
+def test_start_names_a_lost_pidfile_as_lost_not_as_where_it_found_the_server(tmp_path, fake_gsmcpd, monkeypatch):
+    # Its pidfile deleted, the server was found by its control socket, yet start named the
+    # missing pidfile as if it held the pid.
+    proc = fake_gsmcpd()
+    monkeypatch.setattr(daemon, "_control_pid", lambda state_dir, port: proc.pid)
+    out = io.StringIO()
+    config = load_config({"port": 8765, "state_dir": str(tmp_path)}, {})
+    assert daemon.start(config, [], out=out) == 1
+    assert (f"already running on port 8765 (pid {proc.pid}, named by the port's control socket; "
+            f"its pidfile {tmp_path / 'gsmcpd-8765.pid'} is lost)") in out.getvalue()
+
+
 def test_start_refuses_a_port_in_use(tmp_path):
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

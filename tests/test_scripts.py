@@ -311,6 +311,7 @@ def test_a_server_whose_pidfile_was_lost_is_still_found_by_start_and_stopped_by_
             (state / f"gsmcpd-{port}.pid").write_text("")
         again = run("run-server.sh", env=env)
         assert again.returncode == 1 and f"already running on port {port} (pid {pid}" in again.stdout, again.stdout
+        assert f"its pidfile {state / f'gsmcpd-{port}.pid'} is lost" in again.stdout, again.stdout
         stopped = run("stop-server.sh", env=env)
         assert stopped.returncode == 0, stopped.stdout
         assert f"control socket names pid {pid}" in stopped.stdout
