@@ -436,7 +436,7 @@ def claim_pidfile(path: Path, port: int) -> str | None:
         note = f"removed stale pidfile {path} ({why})"
         path.unlink()
     temp = path.with_name(f".{path.name}.{os.getpid()}")
-    temp.write_text(f"{os.getpid()}\n")
+    _write_pid(temp)
     try:
         os.link(temp, path)  # atomic and exclusive: of two racing starts, one wins
     except FileExistsError:
@@ -445,6 +445,20 @@ def claim_pidfile(path: Path, port: int) -> str | None:
     finally:
         temp.unlink()
     return note
+
+
+PIDFILE_MODE = 0o644
+
+
+def _write_pid(path: Path) -> None:
+    """Our pid into `path`, mode 0644 whatever the umask: under umask 000 any account could
+    rewrite a pidfile that root's logrotate postrotate then signals unchecked."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, PIDFILE_MODE)
+    try:
+        os.fchmod(fd, PIDFILE_MODE)
+        os.write(fd, f"{os.getpid()}\n".encode())
+    finally:
+        os.close(fd)
 
 
 def release_pidfile(path: Path, pid: int | None = None) -> None:

@@ -649,6 +649,19 @@ def test_the_log_and_the_state_directory_are_created_private_whatever_the_umask(
         daemon.configure_logging("info", None)
 
 
+def test_the_pidfile_is_written_0644_whatever_the_umask(tmp_path):
+    # Under umask 000 it was 0666: any account could make root's logrotate postrotate
+    # (kill -HUP "$(cat pidfile)") signal a process of its choosing.
+    old_umask = os.umask(0)
+    try:
+        pidfile = tmp_path / "state" / "gsmcpd-8000.pid"
+        daemon.claim_pidfile(pidfile, 8000)
+        assert stat.S_IMODE(pidfile.stat().st_mode) == 0o644
+        assert daemon.read_pidfile(pidfile) == os.getpid()
+    finally:
+        os.umask(old_umask)
+
+
 @pytest.mark.parametrize("flags", [["-P"], []], ids=["safe-path", "plain"])
 def test_the_detached_serve_gets_this_gsmcpd_first_on_its_path_once(tmp_path, flags):
     # Run as run-server.sh does (-P, the checkout on PYTHONPATH): nothing to add. Run
