@@ -82,12 +82,29 @@ def make_private_dir(path: Path) -> None:
     the pidfile and the control socket. One that exists keeps its mode, unless another
     account may write in it: then PermissionError, saying so."""
     try:
+        _make_missing_parents(Path(path))
         Path(path).mkdir(mode=0o700, parents=True, exist_ok=True)
     except FileExistsError:   # a file in its place: "File exists" would not say what is wrong
         raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path)) from None
     problem = _shared_dir_problem(os.stat(path))
     if problem:
         raise PermissionError(errno.EPERM, problem, str(path))
+
+
+def _make_missing_parents(path: Path) -> None:
+    """The missing directories above `path`, made 0755 at most (pathlib's parents=True makes
+    them 0777 less the umask: under umask 000 any account could then swap the private
+    directory below for one of its own)."""
+    missing = []
+    for parent in path.parents:
+        if parent.exists():
+            break
+        missing.append(parent)
+    for parent in reversed(missing):
+        try:
+            parent.mkdir(mode=0o755)
+        except FileExistsError:   # made meanwhile, or a dangling link: the caller's mkdir says
+            pass
 
 
 def make_file_dir(path: Path) -> None:

@@ -662,6 +662,23 @@ def test_the_pidfile_is_written_0644_whatever_the_umask(tmp_path):
         os.umask(old_umask)
 
 
+def test_the_missing_parents_of_a_state_or_log_directory_are_made_0755_whatever_the_umask(tmp_path):
+    # They were 0777 under umask 000: any account could rename the private directory away
+    # and put its own, links and all, in its place.
+    old_umask = os.umask(0)
+    try:
+        daemon.make_private_dir(tmp_path / "a" / "b" / "state")
+        log = tmp_path / "c" / "d" / "gsmcpd.log"
+        daemon.configure_logging("info", log)
+        for made in ("a", "a/b", "c"):
+            assert stat.S_IMODE((tmp_path / made).stat().st_mode) == 0o755, made
+        assert stat.S_IMODE((tmp_path / "a/b/state").stat().st_mode) == 0o700
+        assert stat.S_IMODE((tmp_path / "c/d").stat().st_mode) == 0o700
+    finally:
+        os.umask(old_umask)
+        daemon.configure_logging("info", None)
+
+
 @pytest.mark.parametrize("flags", [["-P"], []], ids=["safe-path", "plain"])
 def test_the_detached_serve_gets_this_gsmcpd_first_on_its_path_once(tmp_path, flags):
     # Run as run-server.sh does (-P, the checkout on PYTHONPATH): nothing to add. Run

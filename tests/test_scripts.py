@@ -296,14 +296,16 @@ def test_scripts_run_their_own_gsmcpd_whatever_the_callers_directory_holds(tmp_p
     assert f"stopped gsmcpd on port {port}" in stopped.stdout and port_free(port)
 
 
-def test_run_server_under_umask_000_writes_a_pidfile_no_other_account_may_change(tmp_path):
-    port, state = free_port(), tmp_path / "state"
+def test_run_server_under_umask_000_makes_nothing_another_account_may_change(tmp_path):
+    # The pidfile, and the missing directories above the state directory.
+    port, state = free_port(), tmp_path / "new" / "state"
     env = clean_env(GS_MCP_PORT=str(port), GS_MCP_STATE_DIR=str(state))
     started = subprocess.run(["bash", "-c", f"umask 000; exec {REPO / 'run-server.sh'}"], env=env,
                              capture_output=True, text=True, timeout=60)
     assert started.returncode == 0, started.stdout + started.stderr
     try:
         assert stat.S_IMODE((state / f"gsmcpd-{port}.pid").stat().st_mode) == 0o644
+        assert stat.S_IMODE(state.parent.stat().st_mode) == 0o755
     finally:
         stopped = run("stop-server.sh", env=env)
     assert stopped.returncode == 0, stopped.stdout
