@@ -10,7 +10,7 @@ import pytest
 from helpers import open_session
 from test_e2e_image_tools import daemon  # noqa: F401  (the daemon fixture: on this module's image)
 from test_e2e_tools import error, ok, run_code, structured
-from test_tools_guarded_classes import REBOUND, REMADE, SHAPES
+from test_tools_guarded_classes import KEPT, REBOUND, REMADE, SHAPES
 from test_tools_support import write_image
 
 
@@ -56,7 +56,7 @@ OWN_NAMES = ("from guard.levels import Levels\n"
 def image(tmp_path_factory):
     return write_image(tmp_path_factory.mktemp("guarded") / "image",
                        {"guard/__init__.py": "", "guard/shapes.py": SHAPES, "guard/rebound.py": REBOUND,
-                        "guard/remade.py": REMADE, "guard/levels.py": LEVELS, "guard/runs.py": RUNS, "guard/again.py": AGAIN,
+                        "guard/remade.py": REMADE, "guard/kept.py": KEPT, "guard/levels.py": LEVELS, "guard/runs.py": RUNS, "guard/again.py": AGAIN,
                         "guard/broken.py": "try:\n    import _no_such\nexcept ImportError:\n"
                                            "    class Fallback:\n        pass\n\nraise RuntimeError\n"})
 
@@ -88,6 +88,15 @@ def test_a_class_its_module_remakes_at_run_time_below_its_statement_is_refused_a
     assert (image / "guard/remade.py").read_text() == REMADE
     assert structured(c, "execute_code", code="from guard.remade import Remade\nhasattr(Remade, 'new')")[
         "result"] == "False"
+
+
+def test_a_class_rebound_below_to_itself_or_only_in_a_program_is_browsed_and_edited(c, image):
+    # `Attribute = _add_repr(_add_repr(Attribute))`; `if __name__ == "__main__": from guard.kept import Table`
+    for name in ("Attribute", "Table"):
+        assert structured(c, "describe_class", className=f"guard.kept.{name}")["methods"] == ["old"]
+        ok(c, "compile_method", className=f"guard.kept.{name}", source="def new(self):\n    return 2\n")
+        assert run_code(c, f"from guard.kept import {name}\n{name}().new()") == "2"
+    assert (image / "guard/kept.py").read_text().count("def new(self):") == 2
 
 
 def test_a_class_in_one_block_is_edited_in_place_and_one_in_two_branches_refused(c, image):

@@ -79,12 +79,36 @@ class Ordered:
 Ordered = functools.total_ordering(Ordered)
 """
 
+# Rebound below their statements to the very class each made: by nested calls handing it
+# back (attrs's `Attribute = _add_hash(_add_eq(...))`), or only when run as a program (rich's demos).
+KEPT = """\
+def _add_repr(cls, attrs=None):
+    return cls
+
+
+class Attribute:
+    def old(self):
+        return 1
+
+
+Attribute = _add_repr(_add_repr(Attribute), attrs=())
+
+
+class Table:
+    def old(self):
+        return 1
+
+
+if __name__ == "__main__":
+    from guard.kept import Table
+"""
+
 
 @pytest.fixture
 def image(tmp_path):
     return write_image(tmp_path / "image", {"guard/__init__.py": "", "guard/shapes.py": SHAPES,
                                             "guard/typing_only.py": TYPING, "guard/rebound.py": REBOUND,
-                                            "guard/remade.py": REMADE})
+                                            "guard/remade.py": REMADE, "guard/kept.py": KEPT})
 
 
 @pytest.fixture
@@ -208,6 +232,16 @@ def test_a_class_its_module_remakes_at_run_time_below_its_statement_is_not_the_s
     assert not hasattr(remade, "new") and (image / "guard/remade.py").read_text() == REMADE
     client.ok("compile_method", className="guard.remade.Ordered", source="def new(self):\n    return 2\n")
     assert ordered().new() == 2
+
+
+def test_a_class_rebound_below_to_itself_or_only_in_a_program_is_the_statement_s(client, image):
+    module = client.view.module("guard.kept")
+    assert client.view.defines(module.Attribute) and client.view.defines(module.Table)
+    for name in ("guard.kept.Attribute", "guard.kept.Table"):
+        assert client.ok("describe_class", className=name)["structuredContent"]["methods"] == ["old"]
+        client.ok("compile_method", className=name, source="def new(self):\n    return 2\n")
+    assert module.Attribute().new() == 2 and module.Table().new() == 2
+    assert (image / "guard/kept.py").read_text().count("def new(self):") == 2
 
 
 # -- mutation ---------------------------------------------------------------------------

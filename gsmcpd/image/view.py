@@ -1209,7 +1209,11 @@ def _bound_at(module, qualname: str):
 
 def _rebinds(statement: ast.stmt, name: str) -> bool:
     """Whether a module-level statement may bind `name` to another object than the one it
-    holds: any binding of it but `name = f(name)` (a decorator applied by hand)."""
+    holds: any binding of it but `name = f(name)` (a decorator applied by hand), and none
+    in an `if __name__ == "__main__":` block (rich's demos import the module's own class)."""
+    if _runs_as_program_only(statement):
+        # The tools import a module, never run it as a program: only the `else` runs.
+        return any(_rebinds(inner, name) for inner in statement.orelse)
     if not splice.binds([statement], name, star=False):
         return False
     kept = {id(target) for node in ast.walk(statement) if _wraps(node, name) for target in node.targets}
@@ -1236,11 +1240,28 @@ def _names_stored(tree: ast.Module) -> set[str]:
     return names
 
 
+def _runs_as_program_only(statement: ast.stmt) -> bool:
+    """`if __name__ == "__main__":` (or `"__main__" == __name__`)."""
+    if not (isinstance(statement, ast.If) and isinstance(statement.test, ast.Compare)
+            and len(statement.test.ops) == 1 and isinstance(statement.test.ops[0], ast.Eq)):
+        return False
+    sides = [statement.test.left, *statement.test.comparators]
+    return (any(isinstance(side, ast.Name) and side.id == "__name__" for side in sides)
+            and any(isinstance(side, ast.Constant) and side.value == "__main__" for side in sides))
+
+
 def _wraps(node: ast.AST, name: str) -> bool:
-    """`name = f(name)`, `name = f(...)(name, ...)`."""
+    """`name = f(name)`, `name = f(...)(name, ...)`, `name = f(g(name))` (attrs's
+    `Attribute = _add_hash(_add_eq(_add_repr(Attribute, ...), ...), ...)`)."""
     return (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
             and all(isinstance(target, ast.Name) and target.id == name for target in node.targets)
-            and any(isinstance(argument, ast.Name) and argument.id == name for argument in node.value.args))
+            and _passes_on(node.value, name))
+
+
+def _passes_on(call: ast.Call, name: str) -> bool:
+    """Whether the call is given `name`, or a call given it, as a positional argument."""
+    return any((isinstance(argument, ast.Name) and argument.id == name)
+               or (isinstance(argument, ast.Call) and _passes_on(argument, name)) for argument in call.args)
 
 
 def _module_strings(classdef: ast.ClassDef) -> set[str]:
