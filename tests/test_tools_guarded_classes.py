@@ -80,7 +80,8 @@ Ordered = functools.total_ordering(Ordered)
 """
 
 # Rebound below their statements to the very class each made: by nested calls handing it
-# back (attrs's `Attribute = _add_hash(_add_eq(...))`), or only when run as a program (rich's demos).
+# back (attrs's `Attribute = _add_hash(_add_eq(...))`), only when run as a program (rich's demos),
+# or to another statement's class, of another name (urllib3's `HTTPSConnection = DummyConnection`).
 KEPT = """\
 def _add_repr(cls, attrs=None):
     return cls
@@ -101,6 +102,21 @@ class Table:
 
 if __name__ == "__main__":
     from guard.kept import Table
+
+ssl = True
+
+
+class Secure:
+    def old(self):
+        return 1
+
+
+class Dummy:
+    pass
+
+
+if not ssl:
+    Secure = Dummy
 """
 
 
@@ -234,14 +250,15 @@ def test_a_class_its_module_remakes_at_run_time_below_its_statement_is_not_the_s
     assert ordered().new() == 2
 
 
-def test_a_class_rebound_below_to_itself_or_only_in_a_program_is_the_statement_s(client, image):
+def test_a_class_rebound_below_to_no_other_class_of_its_name_is_the_statement_s(client, image):
     module = client.view.module("guard.kept")
     assert client.view.defines(module.Attribute) and client.view.defines(module.Table)
-    for name in ("guard.kept.Attribute", "guard.kept.Table"):
+    assert client.view.defines(module.Secure)
+    for name in ("guard.kept.Attribute", "guard.kept.Table", "guard.kept.Secure"):
         assert client.ok("describe_class", className=name)["structuredContent"]["methods"] == ["old"]
         client.ok("compile_method", className=name, source="def new(self):\n    return 2\n")
-    assert module.Attribute().new() == 2 and module.Table().new() == 2
-    assert (image / "guard/kept.py").read_text().count("def new(self):") == 2
+    assert module.Attribute().new() == 2 and module.Table().new() == 2 and module.Secure().new() == 2
+    assert (image / "guard/kept.py").read_text().count("def new(self):") == 3
 
 
 # -- mutation ---------------------------------------------------------------------------

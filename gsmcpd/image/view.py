@@ -562,9 +562,11 @@ class View:
             # Looked below each statement only for a name bound otherwise too: a module of
             # thousands of defs is read once, not once a def.
             stored = _names_stored(tree)
+            made_by_statements = statements.keys() - stored
             return frozenset(name for name, nodes in statements.items()
                              if (name in stored or len(nodes) > 1) and all(
-                                 any(_rebinds(statement, name) for statement in splice.statements_below(tree, node))
+                                 any(_rebinds(statement, name, made_by_statements)
+                                     for statement in splice.statements_below(tree, node))
                                  for node in nodes))
         return self.derived(module, "names rebound below their statements", find)
 
@@ -1207,16 +1209,21 @@ def _bound_at(module, qualname: str):
     return found
 
 
-def _rebinds(statement: ast.stmt, name: str) -> bool:
-    """Whether a module-level statement may bind `name` to another object than the one it
-    holds: any binding of it but `name = f(name)` (a decorator applied by hand), and none
-    in an `if __name__ == "__main__":` block (rich's demos import the module's own class)."""
+def _rebinds(statement: ast.stmt, name: str, made_by_statements=frozenset()) -> bool:
+    """Whether a module-level statement may bind `name` to another object of that name than
+    the one it holds: any binding of it but `name = f(name)` (a decorator applied by hand),
+    `name = other` of a name `made_by_statements` (the module binds it by def and class
+    statements alone: a class or function named `other`, as urllib3's `if not ssl:
+    HTTPSConnection = DummyConnection`), and none in an `if __name__ == "__main__":` block
+    (rich's demos import the module's own class)."""
     if _runs_as_program_only(statement):
         # The tools import a module, never run it as a program: only the `else` runs.
-        return any(_rebinds(inner, name) for inner in statement.orelse)
+        return any(_rebinds(inner, name, made_by_statements) for inner in statement.orelse)
     if not splice.binds([statement], name, star=False):
         return False
-    kept = {id(target) for node in ast.walk(statement) if _wraps(node, name) for target in node.targets}
+    kept = {id(target) for node in ast.walk(statement)
+            if _wraps(node, name) or _names_other_statement(node, name, made_by_statements)
+            for target in node.targets}
     stores = [node for node in ast.walk(statement)
               if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store)]
     # No Name stored: bound by an import, a def, a class or an `except ... as`.
@@ -1238,6 +1245,12 @@ def _names_stored(tree: ast.Module) -> set[str]:
         elif isinstance(node, ast.MatchMapping) and node.rest:
             names.add(node.rest)
     return names
+
+
+def _names_other_statement(node: ast.AST, name: str, made_by_statements) -> bool:
+    """`name = other`, `other` one of `made_by_statements` but `name`."""
+    return (isinstance(node, ast.Assign) and isinstance(node.value, ast.Name)
+            and node.value.id != name and node.value.id in made_by_statements)
 
 
 def _runs_as_program_only(statement: ast.stmt) -> bool:
