@@ -40,9 +40,14 @@ def ping(daemon, session, head, target=b"/mcp"):
     return status_of(raw), json.loads(body_of(raw))
 
 
-@pytest.mark.parametrize("host", [b"127.0.0.1", b"localhost:8000", b"[::1]", b"[::1]:8000"])
+@pytest.mark.parametrize("host", [b"127.0.0.1", b"localhost:8000", b"[::1]", b"[::1]:8000",
+                                  b"[0:0:0:0:0:0:0:1]:8000", b"[0::1]"])   # as curl sends what was typed
 def test_a_loopback_host_is_served(daemon, session, host):
     assert ping(daemon, session, b"Host: " + host + b"\r\n") == (200, {"jsonrpc": "2.0", "id": 1, "result": {}})
+
+
+def test_a_loopback_origin_is_served_however_its_address_is_written(daemon, session):
+    assert ping(daemon, session, b"Host: [::1]\r\nOrigin: http://[0:0::1]:3000\r\n")[0] == 200
 
 
 @pytest.mark.parametrize("host", [b"evil.example", b"evil.example:8000", b"127.0.0.1.evil.example"])

@@ -24,33 +24,40 @@ _ABSOLUTE_FORM = re.compile(r"https?://([^/?#]*)", re.IGNORECASE)   # the forms 
 
 @functools.lru_cache(maxsize=256)
 def authority(value):
-    """(host, port) of a Host value: host lower-cased without brackets, port a digit
+    """(host, port) of a Host value: host lower-cased without brackets (an IPv6 address
+    compressed, _ip_literal), port a digit
     string without leading zeros, "" for an empty one (RFC 3986 port = *DIGIT), or None.
     None when the value is not `uri-host [":" port]` or the port is not 1..65535."""
     match = _AUTHORITY.fullmatch(value)
-    if not match or (match.group(1)[:1] == "[" and not _ip_literal(match.group(1)[1:-1])):
+    if not match:
         return None
+    host = match.group(1).lower()
+    if host[:1] == "[":
+        host = _ip_literal(host[1:-1])
+        if host is None:
+            return None
     port = match.group(2)
     if port:
         port = port.lstrip("0")
         # Length first: int() of over 4300 digits raises, and no port has more than 5.
         if not 0 < len(port) <= 5 or int(port) > 65535:
             return None
-    return match.group(1).lower().strip("[]"), port
+    return host, port
 
 
 def _ip_literal(inside):
-    """Whether `inside` the brackets of a host is an IPv6 address (with a zone) or IPvFuture."""
-    if inside[:1] in ("v", "V"):
-        return bool(_IPV_FUTURE.fullmatch(inside))
+    """What the brackets of a lower-case host hold, an IPv6 address (with a zone) or
+    IPvFuture, the address in its one compressed form ("0:0::1" is "::1": as a browser
+    writes it, while curl sends it as typed); None for anything else."""
+    if inside[:1] == "v":
+        return inside if _IPV_FUTURE.fullmatch(inside) else None
     address, percent, zone = inside.partition("%25")
     if "%" in address or (percent and not _ZONE.fullmatch(zone)):   # ipaddress takes "%eth0" too
-        return False
+        return None
     try:
-        ipaddress.IPv6Address(address)
+        return ipaddress.IPv6Address(address).compressed + percent + zone
     except ValueError:
-        return False
-    return True
+        return None
 
 
 @functools.lru_cache(maxsize=256)
