@@ -1276,6 +1276,18 @@ def test_whole_image_calls_do_not_run_a_packages_main_module_and_the_session_goe
         client.close()
 
 
+def test_a_program_fixed_after_its_re_import_failed_is_no_longer_named_failing_by_refresh(tmp_path):
+    image = write_image(tmp_path / "image", {"app/__init__.py": "", "app/__main__.py": "X = 1\n"})
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
+        client = session(daemon)
+        client.tool("execute_code", code="import app.__main__")
+        (image / "app/__main__.py").write_text("raise ValueError('broken')\n")
+        assert client.tool("refresh")["structuredContent"]["importErrors"] == {"app.__main__": "ValueError: broken"}
+        (image / "app/__main__.py").write_text("X = 2\n")
+        assert client.tool("refresh")["structuredContent"]["importErrors"] == {}
+        client.close()
+
+
 def test_an_image_packages_data_file_is_read_as_it_is_imported_as_pip_s_vendored_certifi_does(tmp_path):
     # pip's requests takes certifi.where() as it is imported; through the view's loader it was
     # an "orphan path", and 138 of pip's modules failed to import, FileNotFoundError.

@@ -62,3 +62,17 @@ def test_a_program_the_sessions_code_imported_is_re_imported_as_any_loaded_modul
     client.ok("execute_code", code="import app.__main__")
     assert client.ok("abort")["structuredContent"]["reloaded"] == ["app", "app.__main__"]
     assert runs_of(ran) == 2
+
+
+def test_a_program_fixed_after_its_re_import_failed_is_no_longer_named_failing(tmp_path, views):
+    # Its failure came from a re-import (the session's code had loaded it); refresh did not
+    # try it again, and named the error the fix had removed.
+    image = write_image(tmp_path / "image", {"app/__init__.py": "", "app/__main__.py": "X = 1\n"})
+    client = Client(views(image))
+    client.ok("execute_code", code="import app.__main__")
+    (image / "app/__main__.py").write_text("raise ValueError('broken')\n")
+    assert client.ok("refresh")["structuredContent"]["importErrors"] == {"app.__main__": "ValueError: broken"}
+    (image / "app/__main__.py").write_text("X = 2\n")
+    assert client.ok("refresh")["structuredContent"]["importErrors"] == {}
+    assert "app.__main__" not in client.view.import_errors
+    assert client.ok("execute_code", code="import app.__main__\napp.__main__.X")["structuredContent"]["result"] == "2"

@@ -937,7 +937,9 @@ class View:
         theirs named a module failing as it did before, fixed by a commit brought in or the
         edit discarded, and one no longer in the image, though neither failed any more."""
         for name in sorted(self.import_errors):
-            if not self.has_module(name) or self.module(name) is not None:
+            # `again`: a program's failure is its re-import's (the session's code loaded it),
+            # else it was never tried and its old error stood after the fix.
+            if not self.has_module(name) or self.module(name, again=True) is not None:
                 self._forget_failure(name)
         return dict(self.import_errors)
 
