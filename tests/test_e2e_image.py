@@ -1288,6 +1288,19 @@ def test_a_program_fixed_after_its_re_import_failed_is_no_longer_named_failing_b
         client.close()
 
 
+def test_a_class_bound_over_a_statement_is_browsed_though_an_attribute_raises_on_reads(tmp_path):
+    from test_tools_browse import PROXY_HELD
+    files = {"proxied.py": PROXY_HELD, "over.py": "class Shown:\n    def mine(self):\n        return 1\n\n\n"
+                                                "from proxied import Shown\n"}
+    with daemon_on_image(tmp_path, files) as daemon:
+        client = session(daemon)
+        described = client.tool("describe_class", className="over.Shown")
+        assert described["structuredContent"]["fromSource"].startswith("over.Shown is bound to proxied.Shown"), described
+        refused = client.tool("compile_method", className="over.Shown", source="def g(self):\n    pass\n")
+        assert refused["structuredContent"]["error"]["kind"] == "refused", refused
+        client.close()
+
+
 def test_an_image_packages_data_file_is_read_as_it_is_imported_as_pip_s_vendored_certifi_does(tmp_path):
     # pip's requests takes certifi.where() as it is imported; through the view's loader it was
     # an "orphan path", and 138 of pip's modules failed to import, FileNotFoundError.

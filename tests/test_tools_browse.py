@@ -1011,6 +1011,23 @@ def test_a_class_its_module_rebinds_below_its_statement_is_browsed_from_its_sour
     assert "fromSource" not in described and described["mro"][:2] == ["zoo.slow.Renamed", "Warning"]
 
 
+# A class attribute that raises on any attribute read (werkzeug's LocalProxy outside its context).
+PROXY_HELD = ("class Proxy:\n    def __getattr__(self, name):\n        raise RuntimeError('outside its context')\n\n\n"
+           "class Shown:\n    proxy = Proxy()\n\n    def f(self):\n        return 2\n")
+
+
+def test_a_class_bound_over_a_statement_is_told_apart_without_reading_its_attributes(client):
+    # The browse and the refusal failed with the attribute's RuntimeError: telling whether
+    # the module made it read `__func__` and `__code__` of each of its class attributes.
+    client.view.add_module("zoo.held", PROXY_HELD)
+    client.view.add_module("zoo.over", "class Shown:\n    def mine(self):\n        return 1\n\n\n"
+                                       "from zoo.held import Shown\n")
+    why = "zoo.over.Shown is bound to zoo.held.Shown once zoo.over is imported, not to the class its class statement makes"
+    assert client.ok("describe_class", className="zoo.over.Shown")["structuredContent"]["fromSource"] == why
+    said = client.error("compile_method", "refused", className="zoo.over.Shown", source="def g(self):\n    pass\n")
+    assert said.startswith(why)
+
+
 def test_list_methods_lists_no_base_method_a_subclass_hides_under_a_plain_attribute(client):
     # email's Domain(TokenList) binds `as_ew_allowed = False` over TokenList's property:
     # list_methods said Domain inherited that property, which Domain.as_ew_allowed is not.

@@ -380,12 +380,23 @@ def _module_set_outside(view: View, ref: ClassRef, obj: object) -> bool:
         return False
     module = view.module(ref.module)
     filename = getattr(module, "__file__", None)
-    codes = [getattr(getattr(value, "__func__", value), "__code__", None) for value in own.DICT(obj).values()]
-    codes = [code for code in codes if isinstance(code, types.CodeType)]
+    codes = _own_function_codes(obj)
     if codes:
         return any(code.co_filename == filename for code in codes)
     tree = view.tree(obj.__module__) if view.has_module(obj.__module__) else None
     return tree is not None and not splice.class_statements(tree, ref.name)
+
+
+def _own_function_codes(cls: type) -> list[types.CodeType]:
+    """The code of the functions, static and class methods the class's own dictionary holds,
+    read by type: a class attribute's own `__getattr__` is not run (a proxy raising outside
+    its context made the browse or the refusal fail with its error)."""
+    codes = []
+    for value in own.DICT(cls).values():
+        function = value.__func__ if type(value) in (staticmethod, classmethod) else value
+        if type(function) is types.FunctionType:
+            codes.append(function.__code__)
+    return codes
 
 
 def not_run(view: View, ref: ClassRef, module: types.ModuleType) -> bool:
