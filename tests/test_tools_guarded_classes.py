@@ -120,11 +120,37 @@ if not ssl:
 """
 
 
+# `Plodding = Quick` binds the class named Quick, told apart by its name; a local variable of that
+# name in a function is not a binding of the module's (it was taken for one).
+LOCAL = """\
+import os
+
+
+def helper():
+    Quick = 1
+    return Quick
+
+
+class Quick:
+    pass
+
+
+class Plodding:
+    def old(self):
+        return 1
+
+
+if os.environ.get("GUARD_NO_SUCH_VARIABLE"):
+    Plodding = Quick
+"""
+
+
 @pytest.fixture
 def image(tmp_path):
     return write_image(tmp_path / "image", {"guard/__init__.py": "", "guard/shapes.py": SHAPES,
                                             "guard/typing_only.py": TYPING, "guard/rebound.py": REBOUND,
-                                            "guard/remade.py": REMADE, "guard/kept.py": KEPT})
+                                            "guard/remade.py": REMADE, "guard/kept.py": KEPT,
+                                            "guard/local.py": LOCAL})
 
 
 @pytest.fixture
@@ -259,6 +285,13 @@ def test_a_class_rebound_below_to_no_other_class_of_its_name_is_the_statement_s(
         client.ok("compile_method", className=name, source="def new(self):\n    return 2\n")
     assert module.Attribute().new() == 2 and module.Table().new() == 2 and module.Secure().new() == 2
     assert (image / "guard/kept.py").read_text().count("def new(self):") == 3
+
+
+def test_a_class_rebound_below_to_a_class_named_otherwise_is_the_statement_s_whatever_functions_bind(client):
+    plodding = client.view.module("guard.local").Plodding
+    assert client.view.defines(plodding)
+    client.ok("compile_method", className="guard.local.Plodding", source="def new(self):\n    return 2\n")
+    assert plodding().new() == 2
 
 
 # -- mutation ---------------------------------------------------------------------------

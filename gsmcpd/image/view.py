@@ -561,12 +561,18 @@ class View:
                 statements.setdefault(node.name, []).append(node)
             # Looked below each statement only for a name bound otherwise too: a module of
             # thousands of defs is read once, not once a def.
-            stored = _names_stored(tree)
+            walrus = ":=" in text
+            stored = _names_stored(tree, walrus)
             made_by_statements = statements.keys() - stored
+            bound: dict[int, set[str]] = {}   # by statement: each is below many (typing_extensions)
+
+            def rebinds(statement, name):
+                if id(statement) not in bound:
+                    bound[id(statement)] = _bound_names(statement, walrus)
+                return name in bound[id(statement)] and _rebinds(statement, name, made_by_statements)
             return frozenset(name for name, nodes in statements.items()
                              if (name in stored or len(nodes) > 1) and all(
-                                 any(_rebinds(statement, name, made_by_statements)
-                                     for statement in splice.statements_below(tree, node))
+                                 any(rebinds(statement, name) for statement in splice.statements_below(tree, node))
                                  for node in nodes))
         return self.derived(module, "names rebound below their statements", find)
 
@@ -1232,12 +1238,25 @@ def _rebinds(statement: ast.stmt, name: str, made_by_statements=frozenset()) -> 
     return not stores or any(id(node) not in kept for node in stores)
 
 
-def _names_stored(tree: ast.Module) -> set[str]:
-    """Every name the module's code binds anywhere but by a def or class statement (an
+# Scopes of their own: what their bodies bind is not the module's (splice.binds skips them too).
+_OWN_SCOPES = splice.FunctionNode + (ast.ClassDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
+                                     ast.GeneratorExp)
+
+
+def _names_stored(tree: ast.Module, walrus: bool = True) -> set[str]:
+    """Every name the module's top-level code binds but by a def or class statement (an
     assignment's, a loop's or `with`'s target, `:=`, an import, `except ... as`, a `match`
-    capture); a superset of those its top level binds so."""
+    capture), in its blocks too; not looked for in a def's, class's, lambda's or
+    comprehension's own scope, nor, without `walrus` (no `:=` in its text), in a value
+    read: walking those cost as much as parsing the module (chardet's tables)."""
     names = set()
-    for node in ast.walk(tree):
+    pending = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, _OWN_SCOPES) or (
+                not walrus and isinstance(node, ast.expr) and not isinstance(getattr(node, "ctx", None), ast.Store)):
+            continue
+        pending.extend(ast.iter_child_nodes(node))
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             names.add(node.id)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -1263,6 +1282,13 @@ def _runs_as_program_only(statement: ast.stmt) -> bool:
     sides = [statement.test.left, *statement.test.comparators]
     return (any(isinstance(side, ast.Name) and side.id == "__name__" for side in sides)
             and any(isinstance(side, ast.Constant) and side.value == "__main__" for side in sides))
+
+
+def _bound_names(statement: ast.stmt, walrus: bool) -> set[str]:
+    """The names a module-level statement may bind (a superset of those splice.binds
+    says it does, `*` imports aside)."""
+    return (_names_stored(ast.Module(body=[statement], type_ignores=[]), walrus)
+            | {node.name for _, node in splice.defs_in_blocks([statement])})
 
 
 def _wraps(node: ast.AST, name: str) -> bool:
