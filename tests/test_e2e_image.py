@@ -1276,6 +1276,19 @@ def test_whole_image_calls_do_not_run_a_packages_main_module_and_the_session_goe
         client.close()
 
 
+def test_a_class_defined_in_a_program_is_said_to_be_changed_in_source_only_as_a_program(tmp_path):
+    from test_tools_program_modules import files, runs_of
+    ran = tmp_path / "ran.txt"
+    with daemon_on_image(tmp_path, files(ran)) as daemon:
+        client = session(daemon)
+        said = tool_text(client.tool("compile_class_definition", dictionaryName="app.__main__",
+                                     source="class Fresh:\n    pass\n"))
+        assert said.startswith("changed app.__main__.Fresh in source only (app.__main__ is a program, "
+                               "which the tools do not import, as that runs it)"), said
+        assert runs_of(ran) == 0
+        client.close()
+
+
 def test_a_program_fixed_after_its_re_import_failed_is_no_longer_named_failing_by_refresh(tmp_path):
     image = write_image(tmp_path / "image", {"app/__init__.py": "", "app/__main__.py": "X = 1\n"})
     with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:

@@ -76,3 +76,12 @@ def test_a_program_fixed_after_its_re_import_failed_is_no_longer_named_failing(t
     assert client.ok("refresh")["structuredContent"]["importErrors"] == {}
     assert "app.__main__" not in client.view.import_errors
     assert client.ok("execute_code", code="import app.__main__\napp.__main__.X")["structuredContent"]["result"] == "2"
+
+
+def test_a_class_defined_in_a_program_is_said_to_be_changed_in_source_only_as_a_program(client, ran):
+    # Said "(app.__main__ does not import)", which it does.
+    said = client.ok("compile_class_definition", dictionaryName="app.__main__", source="class Fresh:\n    pass\n")
+    assert said["content"][0]["text"].startswith(
+        "changed app.__main__.Fresh in source only (app.__main__ is a program, which the tools do not "
+        "import, as that runs it)")
+    assert runs_of(ran) == 0

@@ -20,7 +20,7 @@ import typing
 from gsmcpd.image import catalog, live, overlay, parsing, splice
 from gsmcpd.image.store import relpath_of
 from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
-from gsmcpd.image.view import KERNEL
+from gsmcpd.image.view import KERNEL, is_program
 from gsmcpd.worker import module_functions, special_methods
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset, bool_prop, object_schema, string_prop
@@ -755,8 +755,7 @@ class MutationToolset(Toolset):
                                "__slots__, or an Enum's members); existing instances keep the "
                                "old class",
                    "source": f"changed {module_name}.{name} in source only ({module_name} "
-                             + ("does not import)" if module is None else "ran no class statement "
-                                "of it as it was imported: it is in a block that did not run)")}[outcome]
+                             f"{self._not_loaded_why(module_name, module)})"}[outcome]
         carried_names = list(dict.fromkeys(m.name for m in carried if m.name not in failed))
         if carried_names:
             message += f"; carried over {', '.join(carried_names)}"
@@ -994,6 +993,14 @@ class MutationToolset(Toolset):
         if misordered:
             data["fieldOrderConflicts"] = misordered
         return note, data
+
+    def _not_loaded_why(self, module_name: str, module) -> str:
+        """Why a class statement of the module, `module` live or None, made no live class."""
+        if module is not None:
+            return "ran no class statement of it as it was imported: it is in a block that did not run"
+        if is_program(module_name) and module_name not in self.view.import_errors:
+            return "is a program, which the tools do not import, as that runs it"
+        return "does not import"
 
     def _unset_method(self, ref, cls, new_source: str, selector: str) -> None:
         """Make the live class lose the method, keeping what the source still binds
