@@ -10,7 +10,7 @@ import pytest
 from helpers import open_session
 from test_e2e_image_tools import daemon  # noqa: F401  (the daemon fixture: on this module's image)
 from test_e2e_tools import error, ok, run_code, structured
-from test_tools_guarded_classes import KEPT, LOCAL, REBOUND, REMADE, SHAPES
+from test_tools_guarded_classes import DEMO, KEPT, LOCAL, REBOUND, REMADE, SHAPES
 from test_tools_support import write_image
 
 
@@ -56,7 +56,7 @@ OWN_NAMES = ("from guard.levels import Levels\n"
 def image(tmp_path_factory):
     return write_image(tmp_path_factory.mktemp("guarded") / "image",
                        {"guard/__init__.py": "", "guard/shapes.py": SHAPES, "guard/rebound.py": REBOUND,
-                        "guard/remade.py": REMADE, "guard/kept.py": KEPT, "guard/local.py": LOCAL, "guard/levels.py": LEVELS, "guard/runs.py": RUNS, "guard/again.py": AGAIN,
+                        "guard/remade.py": REMADE, "guard/kept.py": KEPT, "guard/local.py": LOCAL, "guard/demo.py": DEMO, "guard/levels.py": LEVELS, "guard/runs.py": RUNS, "guard/again.py": AGAIN,
                         "guard/broken.py": "try:\n    import _no_such\nexcept ImportError:\n"
                                            "    class Fallback:\n        pass\n\nraise RuntimeError\n"})
 
@@ -104,6 +104,11 @@ def test_a_class_rebound_below_to_a_class_named_otherwise_is_edited_whatever_fun
     # `if ...: Plodding = Quick`, while a function has a local `Quick`: refused as made at run time
     ok(c, "compile_method", className="guard.local.Plodding", source="def new(self):\n    return 2\n")
     assert run_code(c, "from guard.local import Plodding\nPlodding().new()") == "2"
+
+
+def test_a_class_remade_at_run_time_is_named_at_the_line_an_import_runs_not_a_demo_block(c):
+    said = error(c, "compile_method", "refused", className="guard.demo.Demo", source="def new(self):\n    pass\n")
+    assert said.startswith("guard.demo.Demo is bound to a class made at run time (at line 6) once guard.demo")
 
 
 def test_a_class_in_one_block_is_edited_in_place_and_one_in_two_branches_refused(c, image):

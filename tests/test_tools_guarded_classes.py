@@ -145,12 +145,26 @@ if os.environ.get("GUARD_NO_SUCH_VARIABLE"):
 """
 
 
+# Remade below its statement, and imported again in a demo block an import does not run.
+DEMO = """\
+class Demo:
+    def old(self):
+        return 1
+
+
+Demo = type("Demo", (), {})
+
+if __name__ == "__main__":
+    from guard.demo import Demo
+"""
+
+
 @pytest.fixture
 def image(tmp_path):
     return write_image(tmp_path / "image", {"guard/__init__.py": "", "guard/shapes.py": SHAPES,
                                             "guard/typing_only.py": TYPING, "guard/rebound.py": REBOUND,
                                             "guard/remade.py": REMADE, "guard/kept.py": KEPT,
-                                            "guard/local.py": LOCAL})
+                                            "guard/local.py": LOCAL, "guard/demo.py": DEMO})
 
 
 @pytest.fixture
@@ -292,6 +306,12 @@ def test_a_class_rebound_below_to_a_class_named_otherwise_is_the_statement_s_wha
     assert client.view.defines(plodding)
     client.ok("compile_method", className="guard.local.Plodding", source="def new(self):\n    return 2\n")
     assert plodding().new() == 2
+
+
+def test_a_class_remade_at_run_time_is_named_at_the_line_an_import_runs_not_a_demo_block(client):
+    # Said "(at line 8)", the `if __name__ == "__main__":` block.
+    said = client.error("compile_method", "refused", className="guard.demo.Demo", source="def new(self):\n    pass\n")
+    assert said.startswith("guard.demo.Demo is bound to a class made at run time (at line 6) once guard.demo")
 
 
 # -- mutation ---------------------------------------------------------------------------

@@ -366,8 +366,13 @@ def not_its_class(view: View, ref: ClassRef, obj: object) -> str:
 
 
 def _last_binding_line(tree: ast.Module, name: str) -> int:
-    """The line of the last top-level statement binding `name`: the one its module's name holds."""
-    return [statement.lineno for statement in tree.body if splice.binds([statement], name, star=False)][-1]
+    """The line of the last top-level statement binding `name`: the one its module's name
+    holds. Not an `if __name__ == "__main__":` block's, unless only one binds it: an import
+    does not run that."""
+    lines = [statement.lineno for statement in tree.body if splice.binds([statement], name, star=False)]
+    run = [statement.lineno for statement in tree.body if splice.binds([statement], name, star=False)
+           and (not splice.runs_as_program_only(statement) or splice.binds(statement.orelse, name, star=False))]
+    return (run or lines)[-1]
 
 
 def _module_set_outside(view: View, ref: ClassRef, obj: object) -> bool:

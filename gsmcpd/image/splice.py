@@ -936,6 +936,16 @@ def _surely_binds(node: ast.stmt, name: str) -> bool:
     return name in _assigned_names(node)
 
 
+def runs_as_program_only(statement: ast.stmt) -> bool:
+    """`if __name__ == "__main__":` (or `"__main__" == __name__`)."""
+    if not (isinstance(statement, ast.If) and isinstance(statement.test, ast.Compare)
+            and len(statement.test.ops) == 1 and isinstance(statement.test.ops[0], ast.Eq)):
+        return False
+    sides = [statement.test.left, *statement.test.comparators]
+    return (any(isinstance(side, ast.Name) and side.id == "__name__" for side in sides)
+            and any(isinstance(side, ast.Constant) and side.value == "__main__" for side in sides))
+
+
 def binds(statements: list[ast.stmt], name: str, star: bool = True) -> bool:
     """Whether `statements`, run at a module's top level, may bind `name` (a `*` import
     may, unless `star` is false)."""

@@ -1224,7 +1224,7 @@ def _rebinds(statement: ast.stmt, name: str, made_by_statements=frozenset()) -> 
     statements alone: a class or function named `other`, as urllib3's `if not ssl:
     HTTPSConnection = DummyConnection`), and none in an `if __name__ == "__main__":` block
     (rich's demos import the module's own class)."""
-    if _runs_as_program_only(statement):
+    if splice.runs_as_program_only(statement):
         # The tools import a module, never run it as a program: only the `else` runs.
         return any(_rebinds(inner, name, made_by_statements) for inner in statement.orelse)
     if not splice.binds([statement], name, star=False):
@@ -1272,16 +1272,6 @@ def _names_other_statement(node: ast.AST, name: str, made_by_statements) -> bool
     """`name = other`, `other` one of `made_by_statements` but `name`."""
     return (isinstance(node, ast.Assign) and isinstance(node.value, ast.Name)
             and node.value.id != name and node.value.id in made_by_statements)
-
-
-def _runs_as_program_only(statement: ast.stmt) -> bool:
-    """`if __name__ == "__main__":` (or `"__main__" == __name__`)."""
-    if not (isinstance(statement, ast.If) and isinstance(statement.test, ast.Compare)
-            and len(statement.test.ops) == 1 and isinstance(statement.test.ops[0], ast.Eq)):
-        return False
-    sides = [statement.test.left, *statement.test.comparators]
-    return (any(isinstance(side, ast.Name) and side.id == "__name__" for side in sides)
-            and any(isinstance(side, ast.Constant) and side.value == "__main__" for side in sides))
 
 
 def _bound_names(statement: ast.stmt, walrus: bool) -> set[str]:
