@@ -41,6 +41,12 @@ from gsmcpd.worker.toolset import ToolError
     ("try:\n    class C:\n        A = 1\nexcept E:\n    pass\nclass B(A):\n    pass\n", True),
     ("if X:\n    def A():\n        pass\nclass B(A):\n    pass\n", False),
     ("for A in []:\n    pass\nclass B(A):\n    pass\n", False),
+    # A comprehension's own `A` is no read of the module's; its first iterable is.
+    ("xs = [A for A in range(3)]\n", False),
+    ("xs = {A: A for A in range(3)}\n", False),
+    ("xs = [B for A in range(3) for B in A]\n", False),
+    ("xs = [A for A in A.items]\n", True),
+    ("xs = [[A for A in range(2)] for _ in A]\n", True),
 ])
 def test_needed_on_import(source, needed):
     assert needed_on_import(ast.parse(source), "A") is needed

@@ -770,12 +770,32 @@ def needed_on_import(tree: ast.Module, name: str) -> bool:
 
 def import_reader(tree: ast.Module, name: str) -> ast.stmt | None:
     """The first top-level statement that makes needed_on_import true, or None."""
+    return next(iter(import_readers(tree, name)), None)
+
+
+def import_readers(tree: ast.Module, name: str) -> list[ast.stmt]:
+    """Every top-level statement that makes needed_on_import true, in order."""
     if splice.binds(tree.body, name):
-        return None
+        return []
     lazy_annotations = bool(future_flags(tree) & __future__.annotations.compiler_flag)
-    return next((node for node in tree.body if _reads(
+    own = _comprehension_reads(tree)
+    return [node for node in tree.body if _reads(
         node, lambda sub: isinstance(sub, ast.Name) and sub.id == name
-        and isinstance(sub.ctx, ast.Load), lazy_annotations)), None)
+        and isinstance(sub.ctx, ast.Load) and id(sub) not in own, lazy_annotations)]
+
+
+def _comprehension_reads(tree: ast.AST) -> set[int]:
+    """The ids of the Name nodes reading a name a comprehension binds itself (`A` in
+    `[A for A in xs]`): its own scope's, not the module's global. Its first iterable is
+    evaluated in the enclosing scope, so a read there is the module's."""
+    own = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            bound = set().union(*(splice.target_names(each.target) for each in node.generators))
+            outside = {id(sub) for sub in ast.walk(node.generators[0].iter)}
+            own.update(id(sub) for sub in ast.walk(node) if isinstance(sub, ast.Name)
+                       and sub.id in bound and id(sub) not in outside)
+    return own
 
 
 def read_before_bound(source: str, class_name: str) -> list[tuple[str, ast.AST]]:

@@ -53,6 +53,17 @@ def statement_line(source: str, statement: ast.stmt) -> str:
     return lines_of(source)[first_line(statement) - 1].strip()
 
 
+def line_before_edit(old_source: str, new_source: str, line: int) -> int:
+    """The number `new_source`'s `line`, one an edit of `old_source` left as it was, had
+    in `old_source`: the line the user's file has it on, quoted by a refusal made from
+    the edited text."""
+    matcher = difflib.SequenceMatcher(None, lines_of(old_source), lines_of(new_source), autojunk=False)
+    for old_start, new_start, size in matcher.get_matching_blocks():
+        if new_start < line <= new_start + size:
+            return old_start + line - new_start
+    return line
+
+
 def last_line(lines: list[str], node: ast.AST) -> int:
     """The node's last line, counting the comment lines right below it indented deeper
     than its first (blank lines between them too): a def's body may end in comments

@@ -204,13 +204,12 @@ class MutationToolset(Toolset):
             text += "\n" + "\n".join(import_error_lines(broken))
         return {"text": text, "structured": structured}
 
-    def _reimport_importers(self, modules, itself: bool = False) -> tuple[str, dict]:
+    def _reimport_importers(self, modules) -> tuple[str, dict]:
         """Re-import the loaded image modules that import `modules` (a class or module
         just removed), so this session sees what a fresh one would: an importer that
-        names what is gone now fails to import here too; so does the class's own module
-        (`itself`) when it still needs the class as it runs. Returns a note and its data."""
+        names what is gone now fails to import here too. Returns a note and its data."""
         return self._reimported_note(sorted({name for module in modules
-                                             for name in self.view.reload_importers_of(module, itself)}))
+                                             for name in self.view.reload_importers_of(module)}))
 
     def _reimport_readers(self, module_name: str, attributes: set[str]) -> tuple[str, dict]:
         """Re-import the image modules importing `module_name` that read an attribute
@@ -1035,11 +1034,13 @@ class MutationToolset(Toolset):
             # Its nested classes go with its statement: a class built on them counts too.
             self._refuse_if_built_on({qualname(self.view, c): c for c in catalog.with_nested(self.view, cls)},
                                      ref.qualified)
+        old_source = self.view.source(ref.module)
+        new_source = self._splice(splice.remove_class, old_source, ref.name)
+        _refuse_used_by_its_module(ref, old_source, new_source)
+        if cls is not None:
             vars(self.view.module(ref.module)).pop(ref.name, None)
-        new_source = self._splice(splice.remove_class, self.view.source(ref.module), ref.name)
         self.view.set_source(ref.module, new_source, live=cls is not None)
-        itself = live.needed_on_import(parsing.parse(new_source), ref.name)
-        imported, data = self._reimport_importers([ref.module], itself) if cls is not None else ("", {})
+        imported, data = self._reimport_importers([ref.module]) if cls is not None else ("", {})
         return self._finish(f"deleted class {ref.qualified}{imported}",
                             {"class": ref.qualified, **data})
 
@@ -1293,6 +1294,27 @@ def _both_reimports(first: tuple[str, dict], second: tuple[str, dict]) -> tuple[
     (note, data), (more, more_data) = first, second
     return note + more, {"reimported": sorted({*data.get("reimported", ()), *more_data["reimported"]}),
                          "importErrors": {**data.get("importErrors", {}), **more_data["importErrors"]}}
+
+
+def _refuse_used_by_its_module(ref, old_source: str, new_source: str) -> None:
+    """Refuse (ToolError) to delete the class `ref` while its own module's top-level code
+    reads its name as it runs below it (`Hook.__module__ = "m"`, `register(Hook)`, a class
+    statement's base or class-level value): the module, and every module importing it,
+    would import in no new session (NameError). Each statement is quoted with its line in
+    the file as it stands."""
+    readers = live.import_readers(parsing.parse(new_source), ref.name)
+    if not readers:
+        return
+    used = [{"line": splice.line_before_edit(old_source, new_source, splice.first_line(reader)),
+             "statement": splice.statement_line(new_source, reader)} for reader in readers]
+    quoted = "; ".join(f"line {use['line']}: {use['statement']!r}" for use in used)
+    those = "that statement" if len(used) == 1 else "those statements"
+    raise ToolError("refused", f"{ref.qualified} is used by {ref.module}'s own top-level code as "
+                    f"it runs ({quoted}); deleted, {ref.module} would no longer import (NameError), "
+                    f"here or in a new session, nor would the modules importing it. Change {those} "
+                    f"first (a class statement with compile_class_definition, a function's def with "
+                    f"compile_method on {ref.module}, any other in the module's file, then refresh), "
+                    "then delete it.", {"usedBy": used})
 
 
 def _read_as_it_runs_note(module_name: str, class_name: str, reads: dict[str, str]) -> str:

@@ -1,0 +1,68 @@
+"""Deleting what the class's own module reads as it runs below its statement: refused
+before anything changes, as the module would import in no new session (NameError)."""
+
+import pytest
+
+from test_tools_support import client, image, text, views  # noqa: F401  (fixtures)
+
+HOOK = "class Hook:\n    pass\n\n\n"
+
+
+def late(image, below: str, init: str = "from ._core import Hook\n"):
+    (image / "late").mkdir()
+    (image / "late" / "__init__.py").write_text(init)
+    (image / "late" / "_core.py").write_text(HOOK + below)
+
+
+@pytest.mark.parametrize("below, quoted, line", [
+    ('Hook.__module__ = "late"\n', 'Hook.__module__ = "late"', 5),
+    ("Hook.x = 1\n", "Hook.x = 1", 5),
+    ("def register(cls):\n    return cls\n\n\nregister(Hook)\n", "register(Hook)", 9),
+    ("ALIAS = Hook\n", "ALIAS = Hook", 5),
+    ("class Other:\n    kind = Hook\n", "class Other:", 5),
+    ("def deco(arg):\n    return lambda f: f\n\n\n@deco(Hook)\ndef f():\n    pass\n", "@deco(Hook)", 9),
+], ids=["__module__", "attribute", "call", "alias", "class-level-value", "decorator-call"])
+def test_delete_class_refuses_a_class_its_own_module_uses_below_it(client, image, below, quoted, line):
+    # Deleted, `late._core` and `late` failed to import here and in every new session,
+    # committed all the same (NameError), the answer only naming them.
+    late(image, below)
+    client.ok("refresh")
+    before = (image / "late" / "_core.py").read_text()
+    said = client.error("delete_class", "refused", className="late._core.Hook")
+    assert said.startswith(f"late._core.Hook is used by late._core's own top-level code as it "
+                           f"runs (line {line}: {quoted!r})")
+    assert (image / "late" / "_core.py").read_text() == before
+    assert client.view.module("late._core").Hook is client.view.module("late").Hook
+    assert not client.view.import_errors and not client.view.has_changes
+
+
+def test_delete_class_refusal_names_every_statement_using_it(client, image):
+    late(image, "ALIAS = Hook\nHook.x = 1\n")
+    client.ok("refresh")
+    said = client.error("delete_class", "refused", className="late._core.Hook")
+    assert "(line 5: 'ALIAS = Hook'; line 6: 'Hook.x = 1')" in said
+
+
+def test_delete_class_refuses_by_source_a_class_whose_module_does_not_import(client, image):
+    late(image, "Hook.x = 1\nraise RuntimeError('broken')\n")
+    client.ok("refresh")
+    client.view.load_all()
+    assert "late._core" in client.view.import_errors
+    client.error("delete_class", "refused", className="late._core.Hook")
+
+
+def test_delete_class_deletes_a_class_its_module_uses_only_in_function_bodies(client, image):
+    late(image, "def make():\n    return Hook()\n", init="")
+    client.ok("refresh")
+    client.ok("delete_class", className="late._core.Hook")
+    assert "Hook" not in (image / "late" / "_core.py").read_text().split("def make")[0]
+    assert not client.view.import_errors
+
+
+def test_delete_class_deletes_a_class_whose_name_only_a_comprehension_binds_again(client, image):
+    # `[Hook for Hook in ...]` reads the comprehension's own Hook, not the module's.
+    late(image, "xs = [Hook for Hook in range(3)]\n", init="")
+    client.ok("refresh")
+    client.ok("delete_class", className="late._core.Hook")
+    assert client.view.module("late._core").xs == [0, 1, 2]
+    assert not client.view.import_errors
