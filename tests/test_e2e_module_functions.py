@@ -105,7 +105,7 @@ def test_a_new_function_is_added_and_a_decorated_one_replaced(daemon, image, c):
 
 def test_delete_method_removes_a_function_unless_the_module_runs_it(daemon, image, c):
     assert error(c, "delete_method", "refused", className="shop.setup", selector="configure").startswith(
-        "shop.setup.configure is used by shop.setup's own top-level code as it runs (line 1: "
+        "shop.setup.configure is used by shop.setup's own top-level code as it runs (line 5: "
         "'CONFIG = configure()'); deleted, shop.setup would no longer import.")
     ok(c, "compile_method", className="shop.till", source="def spare():\n    return 0\n")
     answer = ok(c, "delete_method", className="shop.till", selector="spare")

@@ -186,7 +186,7 @@ def test_delete_method_removes_a_function_and_its_importers_fail_here_as_in_a_ne
 def test_delete_method_refuses_a_function_the_module_calls_as_it_runs(client, image):
     write(image, "zoo/setup.py", "def configure():\n    return 1\n\n\nCONFIG = configure()\n", client)
     assert client.error("delete_method", "refused", className="zoo.setup", selector="configure") == (
-        "zoo.setup.configure is used by zoo.setup's own top-level code as it runs (line 1: "
+        "zoo.setup.configure is used by zoo.setup's own top-level code as it runs (line 5: "
         "'CONFIG = configure()'); deleted, zoo.setup would no longer import. Change that statement "
         "first (in the module's file, then refresh).")
     assert client.error("delete_method", "notFound", className="zoo.setup", selector="configur") == (

@@ -519,12 +519,14 @@ class MutationToolset(Toolset):
         module_functions.refuse_unsure(self.view, module_name, name)
         if not splice.function_nodes(self.view.tree(module_name), name):
             raise module_functions.no_function(self.view, module_name, name)
-        new_source = splice.remove_function(self.view.source(module_name), name)
+        old_source = self.view.source(module_name)
+        new_source = splice.remove_function(old_source, name)
         reader = live.import_reader(parsing.parse(new_source), name)
         if reader is not None:
             # Deleted, running the module would be a NameError: it would import nowhere.
+            line = splice.line_before_edit(old_source, new_source, splice.first_line(reader))
             raise ToolError("refused", f"{module_name}.{name} is used by {module_name}'s own "
-                            f"top-level code as it runs (line {reader.lineno}: "
+                            f"top-level code as it runs (line {line}: "
                             f"{splice.statement_line(new_source, reader)!r}); deleted, {module_name} would no "
                             "longer import. Change that statement first (in the module's file, "
                             "then refresh).")
