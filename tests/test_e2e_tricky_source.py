@@ -12,7 +12,7 @@ import pytest
 
 from helpers import open_session, tool_text
 from test_e2e_image_tools import daemon, run  # noqa: F401  (the daemon fixture: on this module's image)
-from test_e2e_tools import error, ok, structured
+from test_e2e_tools import call_tool, error, ok, structured
 from test_tools_support import write_image
 
 TRICKY = '''\
@@ -142,6 +142,8 @@ FILES = {
     "ordered.py": "class Ordered:\n    def getx(self):\n        return 1\n\n    x = property(getx)\n\n\n"
                   "def getx():\n    return 2\n",
     "handled.py": "class Handled:\n    def run(self):\n        return 1\n\n\nhandler = Handled.run\n",
+    "handled_guarded.py": "class Caught:\n    def run(self):\n        return 1\n\n\n"
+                          "try:\n    handler = Caught.run\nexcept AttributeError:\n    handler = None\n",
     "finally_read.py": "try:\n    class Late:\n        def run(self):\n            return 1\nfinally:\n"
                        "    handler = Late.run\n",
     "aliased.py": "import dataclasses\n\n\nclass Base:\n    def go(self):\n"
@@ -566,23 +568,39 @@ def test_delete_method_deletes_a_method_the_module_binds_under_an_if_above_the_c
     assert "return 2" not in (image / "blocked.py").read_text()
 
 
-def test_delete_method_notes_a_method_the_module_reads_as_it_runs(c, image):
-    # Deleted, `handler = Handled.run` raises AttributeError in a new session's import:
-    # deleted all the same (a guarded read is fine, and no tool edits that statement), noted.
-    result = ok(c, "delete_method", className="Handled", selector="run")
-    assert ("; note: handled reads Handled.run as it runs ('handler = Handled.run'), so unless "
-            "that read is guarded, a new session's import of handled fails (AttributeError)"
+def test_delete_method_refuses_a_method_the_module_reads_unguarded_as_it_runs(daemon, c, image):
+    # Deleted, `handler = Handled.run` raised AttributeError in every new session's import:
+    # deleted all the same, with a note, and committed.
+    before = (image / "handled.py").read_text()
+    refused = call_tool(c, "delete_method", {"className": "Handled", "selector": "run"})["structuredContent"]["error"]
+    assert (refused["kind"], refused["usedBy"]) == (
+        "refused", [{"attribute": "run", "statement": "handler = Handled.run", "line": 6}])
+    assert refused["message"].startswith("handled's own top-level code reads, unguarded, as it runs: "
+                                         "handled.Handled.run on line 6 ('handler = Handled.run'); deleted, "
+                                         "handled would no longer import (AttributeError)")
+    assert (image / "handled.py").read_text() == before
+    other = open_session(daemon)
+    assert run(other, "import handled\nhandled.handler.__name__") == "'run'"
+    other.close()
+
+
+def test_delete_method_notes_a_method_the_module_reads_guarded_as_it_runs(daemon, c, image):
+    # A guarded read may be meant: deleted, noted.
+    result = ok(c, "delete_method", className="handled_guarded.Caught", selector="run")
+    assert ("; note: handled_guarded reads Caught.run as it runs ('handler = Caught.run'), so unless "
+            "that read is guarded, a new session's import of handled_guarded fails (AttributeError)"
             ) in tool_text(result)
-    assert result["structuredContent"]["readAsItRuns"] == "handler = Handled.run"
-    assert "def run" not in (image / "handled.py").read_text()
+    assert result["structuredContent"]["readAsItRuns"] == "handler = Caught.run"
+    other = open_session(daemon)
+    assert run(other, "import handled_guarded\nhandled_guarded.handler") == "None"
+    other.close()
 
 
-def test_delete_method_notes_a_read_in_the_finally_of_the_try_holding_the_class(c, image):
+def test_delete_method_refuses_a_method_read_in_the_finally_of_the_try_holding_the_class(c, image):
     # Only what followed the class in its own block and at the top level was looked at:
     # deleted with no note, and every new session's import of finally_read failed.
-    result = ok(c, "delete_method", className="Late", selector="run")
-    assert result["structuredContent"]["readAsItRuns"] == "handler = Late.run"
-    assert "; note: finally_read reads Late.run as it runs ('handler = Late.run')" in tool_text(result)
+    refused = call_tool(c, "delete_method", {"className": "Late", "selector": "run"})["structuredContent"]["error"]
+    assert refused["usedBy"] == [{"attribute": "run", "statement": "handler = Late.run", "line": 6}]
 
 
 def test_a_method_another_class_s_attribute_aliases_keeps_its_super(c, image):

@@ -589,3 +589,29 @@ def test_the_base_giving_a_field_declared_without_a_value_its_default_is_named()
 ], ids=["direct", "if", "try", "with-and-loops", "match", "nested-and-private", "walrus-and-captures"])
 def test_class_member_names_are_those_the_body_binds_in_its_blocks_too(body, names):
     assert live.class_member_names(ast.parse("class K:\n" + body).body[0]) == names
+
+
+@pytest.mark.parametrize("below, line", [
+    ("h = A.run\n", 5),
+    ("h = getattr(A, 'run')\n", 5),
+    ("@A.run\ndef f():\n    pass\n", 6),                              # the def's own line
+    ("with open(x):\n    h = A.run\n", 6),
+    ("class B:\n    h = A.run\n", 6),
+    ("try:\n    h = A.run\nexcept ImportError:\n    pass\n", 6),     # not caught
+    ("try:\n    pass\nfinally:\n    h = A.run\n", 8),
+    # Guarded or maybe not run: only attribute_reader's note.
+    ("try:\n    h = A.run\nexcept AttributeError:\n    h = None\n", None),
+    ("try:\n    h = A.run\nexcept Exception:\n    h = None\n", None),
+    ("with suppress(AttributeError):\n    h = A.run\n", None),
+    ("if hasattr(A, 'run'):\n    h = A.run\n", None),
+    ("h = A.run if hasattr(A, 'run') else None\n", None),
+    ("h = hasattr(A, 'run') and A.run\n", None),
+    ("hs = [A.run for _ in range(2)]\n", None),
+    ("h = getattr(A, 'run', None)\n", None),
+    ("def f():\n    return A.run\n\n\nh = f()\n", None),            # in a function it calls
+    ("try:\n    import x\nexcept ImportError:\n    h = A.run\n", None),
+])
+def test_unguarded_attribute_reader(below, line):
+    tree = ast.parse("class A:\n    def run(self):\n        pass\n\n" + below)
+    reader = live.unguarded_attribute_reader(tree, "A", "run")
+    assert (reader.lineno if reader is not None else None) == line

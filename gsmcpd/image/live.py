@@ -26,6 +26,7 @@ from types import FunctionType, MappingProxyType, MemberDescriptorType, ModuleTy
 
 from gsmcpd.image import parsing, splice
 from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
+from gsmcpd.image.surely_run import surely_run
 from gsmcpd.worker.toolset import ToolError
 
 # `__module__` is copied: a class body may set it (`__module__ = "pkg"`), or stop setting it.
@@ -874,14 +875,7 @@ def attribute_reader(tree: ast.Module, class_name: str, attribute: str,
     runs (see _reads)."""
     classdef = splice.class_statement(tree, class_name)
     lazy_annotations = bool(future_flags(tree) & __future__.annotations.compiler_flag)
-    names = {class_name, *through}
-
-    def wanted(sub):
-        read = _attribute_read(sub)
-        # A nested subclass is read through its enclosing class: `Outer.Inner.run`.
-        spelled = None if read is None else splice.dotted_names(read[0])
-        return (read is not None and read[1] == attribute and spelled is not None
-                and ".".join(spelled) in names)
+    wanted = _reads_of(attribute, {class_name, *through})
     below, functions = splice.statements_below(tree, classdef), _functions(tree)
     reader = next((node for node in below if _reads(node, wanted, lazy_annotations, functions)), None)
     # The innermost statement, as quoted: `h = A.run`, not the `try:` around it.
@@ -892,6 +886,63 @@ def attribute_reader(tree: ast.Module, class_name: str, attribute: str,
             break
         reader = inner
     return reader
+
+
+def _reads_of(attribute: str, names: set[str]):
+    """A test of a node: whether it reads `attribute` of a class spelled as one of `names`."""
+    def wanted(sub):
+        read = _attribute_read(sub)
+        # A nested subclass is read through its enclosing class: `Outer.Inner.run`.
+        spelled = None if read is None else splice.dotted_names(read[0])
+        return (read is not None and read[1] == attribute and spelled is not None
+                and ".".join(spelled) in names)
+    return wanted
+
+
+def unguarded_attribute_reader(tree: ast.Module, class_name: str, attribute: str,
+                               through: tuple[str, ...] = ()) -> ast.stmt | None:
+    """The first statement below the class that surely runs as the module is imported,
+    no handler or `suppress` catching AttributeError around it (surely_run), and reads
+    `Class.attribute` (or through `through`, as attribute_reader does) itself, not in a
+    part of an expression that may not run (`A.run if hasattr(A, "run") else None`,
+    `hasattr(A, "run") and A.run`, a comprehension's element): without that attribute
+    the module surely fails to import, AttributeError. A read under an `if`, or in a
+    function the module calls, is not told sure (attribute_reader finds it)."""
+    classdef = splice.class_statement(tree, class_name)
+    if classdef is None:
+        return None
+    lazy_annotations = bool(future_flags(tree) & __future__.annotations.compiler_flag)
+    wanted = _reads_of(attribute, {class_name, *through})
+    for statement in surely_run(tree.body, failure=AttributeError):
+        if statement.lineno <= classdef.end_lineno:
+            continue
+        maybe = _maybe_evaluated(statement)
+        # Its own parts: the statements in its blocks, a class's body, are yielded apart.
+        if any(wanted(sub) and id(sub) not in maybe for sub in splice.evaluated_now(
+                statement, lazy_annotations, class_bodies=False, blocks=False)):
+            return statement
+    return None
+
+
+def _maybe_evaluated(statement: ast.stmt) -> set[int]:
+    """The ids of the nodes of `statement` an expression around them may not evaluate: a
+    conditional expression's branches, a boolean operation's operands after its first, a
+    comprehension's all but its first iterable."""
+    maybe = set()
+    for node in ast.walk(statement):
+        if isinstance(node, ast.IfExp):
+            parts = [node.body, node.orelse]
+        elif isinstance(node, ast.BoolOp):
+            parts = node.values[1:]
+        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            first = node.generators[0].iter
+            parts = [child for child in ast.iter_child_nodes(node) if child is not first]
+            parts += [child for generator in node.generators for child in ast.iter_child_nodes(generator)
+                      if child is not first]
+        else:
+            continue
+        maybe.update(id(sub) for part in parts for sub in ast.walk(part))
+    return maybe
 
 
 def reads_attribute(tree: ast.Module, attributes: set[str]) -> bool:

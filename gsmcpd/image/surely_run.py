@@ -14,10 +14,10 @@ from gsmcpd.image import splice
 FAILURE = TypeError
 
 
-def surely_run(body: list[ast.stmt], guarded: bool = False):
+def surely_run(body: list[ast.stmt], guarded: bool = False, failure: type[BaseException] = FAILURE):
     """The statements of `body` that surely run, those holding others included: at its
     top level, in a class body, a `with` block, a `try: ... finally:`, or a `try` or
-    `with suppress(...)` whose handlers cannot catch FAILURE; not in a def, an `if`
+    `with suppress(...)` whose handlers cannot catch `failure`; not in a def, an `if`
     (`if TYPE_CHECKING:`) but for an import written alike in each of its branches
     (_in_every_branch), an `else:` or handler of a `try`, or a block that catches it.
     `guarded`: `body` is under a handler catching something else (`except ImportError:`),
@@ -25,27 +25,27 @@ def surely_run(body: list[ast.stmt], guarded: bool = False):
     for node in body[:1] if guarded else body:
         yield node
         if isinstance(node, ast.ClassDef):
-            yield from surely_run(node.body, guarded)
+            yield from surely_run(node.body, guarded, failure)
         elif isinstance(node, (ast.With, ast.AsyncWith)):
             caught = _suppressed(node)
-            if not any(map(catches, caught)):
-                yield from surely_run(node.body, guarded or bool(caught))
+            if not any(catches(each, failure) for each in caught):
+                yield from surely_run(node.body, guarded or bool(caught), failure)
         elif isinstance(node, (ast.Try, ast.TryStar)):
-            yield from surely_run(node.finalbody, guarded)
-            if not any(catches(handler.type) for handler in node.handlers):
-                yield from surely_run(node.body, guarded or bool(node.handlers))
+            yield from surely_run(node.finalbody, guarded, failure)
+            if not any(catches(handler.type, failure) for handler in node.handlers):
+                yield from surely_run(node.body, guarded or bool(node.handlers), failure)
         elif isinstance(node, ast.If):
-            yield from _in_every_branch(node, guarded)
+            yield from _in_every_branch(node, guarded, failure)
 
 
-def _in_every_branch(node: ast.If, guarded: bool):
+def _in_every_branch(node: ast.If, guarded: bool, failure: type[BaseException]):
     """The import statements that surely run in the `if`'s body and in its `else:` (an
     `elif` is an `if` there), each written alike in both (`from m import A`, aliases
     aside): whichever branch runs, it runs one of them. None without an `else:`."""
     if not node.orelse:
         return
     def imports(branch):
-        return {_import_key(statement): statement for statement in surely_run(branch, guarded)
+        return {_import_key(statement): statement for statement in surely_run(branch, guarded, failure)
                 if isinstance(statement, (ast.Import, ast.ImportFrom))}
     body, orelse = imports(node.body), imports(node.orelse)
     yield from (statement for key, statement in body.items() if key in orelse)
@@ -57,21 +57,21 @@ def _import_key(node: ast.Import | ast.ImportFrom) -> tuple:
     return (names,) if isinstance(node, ast.Import) else (node.module, node.level, names)
 
 
-def catches(caught: ast.expr | None) -> bool:
+def catches(caught: ast.expr | None, failure: type[BaseException] = FAILURE) -> bool:
     """Whether an `except` naming `caught` (None: a bare `except:`; a tuple) may catch
-    FAILURE: a builtin exception class (or `builtins.X`) is judged as Python does
+    `failure`: a builtin exception class (or `builtins.X`) is judged as Python does
     (TypeError, Exception and BaseException catch it, ImportError does not); any other
     name or expression may be bound to one that does (`errors = (TypeError,)`), and is
     taken to."""
     if caught is None:
         return True
     if isinstance(caught, ast.Tuple):
-        return any(map(catches, caught.elts))
+        return any(catches(each, failure) for each in caught.elts)
     names = splice.dotted_names(caught)
     if names is not None and names[:-1] in ([], ["builtins"]):
         known = getattr(builtins, names[-1], None)
         if isinstance(known, type) and issubclass(known, BaseException):
-            return issubclass(FAILURE, known)
+            return issubclass(failure, known)
     return True
 
 

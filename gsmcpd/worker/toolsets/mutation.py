@@ -712,6 +712,7 @@ class MutationToolset(Toolset):
         if new_class is not None:
             live.named_as_set_below(new_class, new_source, name)
         _refuse_read_before_bound(module_name, name, old_source if exists else None, new_source)
+        self._refuse_dropping_sure_reads(module_name, name, cls, old_node, new_class, old_source, new_source)
         basis = live.dataclass_basis(cls) if cls is not None else None
         # Only other fields or frozen can leave a subclass unmakeable (a __post_init__ gained
         # or lost cannot): a subclass module loaded for nothing else has its classes made
@@ -747,7 +748,7 @@ class MutationToolset(Toolset):
                 cls if outcome == "updated" else None, module_name, dropped_name))
             if reader is not None:
                 reads[dropped_name] = splice.statement_line(new_source, reader)
-        if reads:   # noted, not refused, as delete_method does
+        if reads:   # noted, as delete_method does: the sure, unguarded ones were refused
             imported = _read_as_it_runs_note(module_name, name, reads) + imported
             imported_data = {**imported_data, "readAsItRuns": reads}
         message = {"defined": f"defined {module_name}.{name}",
@@ -765,6 +766,20 @@ class MutationToolset(Toolset):
         return self._finish(message + imported + stale,
                             {"class": f"{module_name}.{name}", "outcome": outcome,
                              "carried": carried_names, "failed": failed, **imported_data, **data})
+
+    def _refuse_dropping_sure_reads(self, module_name: str, name: str, cls, old_node, new_class,
+                                    old_source: str, new_source: str) -> None:
+        """Refuse (before anything changes) a definition of `cls` that drops a member its
+        module reads, surely and unguarded, below it as it runs (_refuse_sure_reads): the
+        class made from it (`new_class`) tells, as the live class does after the change."""
+        if old_node is None:
+            return
+        made = new_class if cls is not None else None
+        losing = _dropped_names(old_node, new_source, name, set(vars(cls)) if cls is not None else set(), made)
+        tree = parsing.parse(new_source)
+        _refuse_sure_reads(f"{module_name}.{name}", module_name, old_source, new_source, {
+            dropped: live.unguarded_attribute_reader(tree, name, dropped, self._inheritors(cls, module_name, dropped))
+            for dropped in sorted(losing)}, "redefined so", "send the definition again (or keep what they read in it)")
 
     def _class_target(self, name: str, module_name: str | None) -> tuple[str, bool]:
         """(module, exists) for the class a class statement (re)defines."""
@@ -839,7 +854,12 @@ class MutationToolset(Toolset):
                             f"could not be made and {ref.module} would no longer import. Change "
                             "that statement first (compile_class_definition).")
         bound, tree = splice.mangled(ref.name, selector), parsing.parse(new_source)
-        reader = live.attribute_reader(tree, ref.name, bound, self._inheritors(cls, ref.module, bound))
+        through = self._inheritors(cls, ref.module, bound)
+        reader = live.attribute_reader(tree, ref.name, bound, through)
+        if reader is not None and not _still_has(cls, tree, ref.name, selector, bound):
+            _refuse_sure_reads(ref.qualified, ref.module, self.view.source(ref.module), new_source,
+                               {bound: live.unguarded_attribute_reader(tree, ref.name, bound, through)},
+                               "deleted", "delete it")
         basis = live.dataclass_basis(cls) if cls is not None else None
         bound_before = set(vars(cls)) if cls is not None else set()
         if bound in bound_before:   # a dataclass subclass's field may have had it as its default
@@ -856,8 +876,8 @@ class MutationToolset(Toolset):
                                                  blocks=True)))
         note, data = "", {}
         if reader is not None and not kept:
-            # A note, not a refusal: a guarded read (try/hasattr) is fine, and no tool
-            # edits a module-level statement, so a refusal would leave no way through.
+            # A note: a read sure to fail was refused above; this one may be guarded
+            # (try/hasattr), conditional, or in a function the module calls.
             read = splice.statement_line(new_source, reader)
             note = _read_as_it_runs_note(ref.module, ref.name, {bound: read})
             data = {"readAsItRuns": read}
@@ -1317,6 +1337,38 @@ def _refuse_used_by_its_module(ref, old_source: str, new_source: str) -> None:
                     f"first (a class statement with compile_class_definition, a function's def with "
                     f"compile_method on {ref.module}, any other in the module's file, then refresh), "
                     "then delete it.", {"usedBy": used})
+
+
+def _still_has(cls, tree: ast.Module, class_name: str, selector: str, bound: str) -> bool:
+    """Whether the class would still have `bound` with its def of it gone: from a base or its
+    metaclass (live), or by another statement its class body writes it with (in a
+    class-level block too, whichever branch runs: only a sure loss is refused)."""
+    if cls is not None and any(bound in vars(owner) for owner in cls.__mro__[1:] + type(cls).__mro__):
+        return True
+    return bool(splice.attribute_nodes(splice.class_statement(tree, class_name), selector, blocks=True))
+
+
+def _refuse_sure_reads(qualified: str, module_name: str, old_source: str, new_source: str,
+                       readers: dict, changed: str, then: str) -> None:
+    """Refuse (ToolError) a change that takes from class `qualified` the attributes its
+    own module reads, surely and unguarded, as it runs (`readers`: attribute, statement
+    of new_source or None, live.unguarded_attribute_reader): the module, and every module
+    importing it, would import in no new session (AttributeError). A guarded or
+    conditional read is noted instead (_read_as_it_runs_note)."""
+    used = [{"attribute": attribute, "statement": splice.statement_line(new_source, reader),
+             "line": splice.line_before_edit(old_source, new_source, splice.first_line(reader))}
+            for attribute, reader in readers.items() if reader is not None]
+    used.sort(key=lambda use: use["line"])
+    if not used:
+        return
+    quoted = "; ".join(f"{qualified}.{use['attribute']} on line {use['line']} ({use['statement']!r})"
+                       for use in used)
+    those = "that statement" if len(used) == 1 else "those statements"
+    raise ToolError("refused", f"{module_name}'s own top-level code reads, unguarded, as it runs: "
+                    f"{quoted}; {changed}, {module_name} would no longer import (AttributeError), "
+                    f"here or in a new session, nor would the modules importing it. Change {those} "
+                    "first (in the module's file, then refresh; a read guarded by try/except "
+                    f"AttributeError or hasattr is only noted), then {then}.", {"usedBy": used})
 
 
 def _read_as_it_runs_note(module_name: str, class_name: str, reads: dict[str, str]) -> str:
