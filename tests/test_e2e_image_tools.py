@@ -1124,9 +1124,9 @@ def test_delete_class_refuses_a_class_its_own_module_still_needs_as_it_runs(daem
     # too, but committed so all the same.
     before = (image / "gone/kinds.py").read_text()
     refused = call_tool(c, "delete_class", {"className": "gone.kinds.Kind"})["structuredContent"]["error"]
-    assert (refused["kind"], refused["usedBy"]) == ("refused", [{"line": 5, "statement": "class Sort:"}])
+    assert (refused["kind"], refused["usedBy"]) == ("refused", [{"line": 6, "statement": "kind = Kind"}])
     assert refused["message"].startswith("gone.kinds.Kind is used by gone.kinds's own top-level code "
-                                         "as it runs (line 5: 'class Sort:'); deleted, gone.kinds would "
+                                         "as it runs (line 6: 'kind = Kind'); deleted, gone.kinds would "
                                          "no longer import (NameError)")
     assert (image / "gone/kinds.py").read_text() == before
     other = open_session(daemon)
@@ -1154,7 +1154,7 @@ def test_a_name_a_comprehension_binds_is_no_module_binding_of_a_deleted_class(da
     # with Leaf, while it failed to import in every new session. Leaf's `root = Root`
     # needs it: refused, the comprehension not quoted, as it reads its own Root.
     refused = call_tool(c, "delete_class", {"className": "gone.scoped.Root"})["structuredContent"]["error"]
-    assert (refused["kind"], refused["usedBy"]) == ("refused", [{"line": 5, "statement": "class Leaf:"}])
+    assert (refused["kind"], refused["usedBy"]) == ("refused", [{"line": 6, "statement": "root = Root"}])
     other = open_session(daemon)
     for session in (c, other):
         assert run(session, "import gone.scoped\ngone.scoped.Leaf.root.__name__") == "'Root'"

@@ -615,3 +615,21 @@ def test_unguarded_attribute_reader(below, line):
     tree = ast.parse("class A:\n    def run(self):\n        pass\n\n" + below)
     reader = live.unguarded_attribute_reader(tree, "A", "run")
     assert (reader.lineno if reader is not None else None) == line
+
+
+@pytest.mark.parametrize("source, lines", [
+    ("A.x = 1\nB = A\n", [1, 2]),
+    ("class C(A):\n    pass\n", [1]),
+    ("class C:\n    kind = A\n", [2]),                           # the class body's own statement
+    ("@wrap(A)\ndef f():\n    pass\n", [2]),
+    ("with x:\n    register(A)\n", [2]),
+    ("if X:\n    B = A\n", []),                                  # may not run
+    ("try:\n    B = A\nexcept NameError:\n    pass\n", []),
+    ("B = X and A\n", []),
+    ("B = [A for _ in range(2)]\n", []),
+    ("B = [A for A in range(2)]\n", []),
+    ("def f():\n    return A\n", []),
+    ("A = 1\nB = A\n", []),                                      # bound otherwise
+])
+def test_sure_import_readers(source, lines):
+    assert [node.lineno for node in live.sure_import_readers(ast.parse(source), "A")] == lines

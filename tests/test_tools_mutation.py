@@ -1817,7 +1817,7 @@ def test_delete_class_refuses_a_class_its_own_module_still_needs_as_it_runs(clie
     before = disk(image, "zoo/shapes.py")
     said = client.error("delete_class", "refused", className="zoo.shapes.Shape")
     assert said.startswith("zoo.shapes.Shape is used by zoo.shapes's own top-level code as it runs "
-                           "(line 5: 'class Square:'); deleted, zoo.shapes would no longer import")
+                           "(line 6: 'kind = Shape'); deleted, zoo.shapes would no longer import")
     assert disk(image, "zoo/shapes.py") == before
     assert client.ok("run_test_class", className="ShapesTest")["structuredContent"]["passed"] == 1
     # A class its module does not need as it runs leaves the module live as it was.

@@ -19,7 +19,7 @@ def late(image, below: str, init: str = "from ._core import Hook\n"):
     ("Hook.x = 1\n", "Hook.x = 1", 5),
     ("def register(cls):\n    return cls\n\n\nregister(Hook)\n", "register(Hook)", 9),
     ("ALIAS = Hook\n", "ALIAS = Hook", 5),
-    ("class Other:\n    kind = Hook\n", "class Other:", 5),
+    ("class Other:\n    kind = Hook\n", "kind = Hook", 6),
     ("def deco(arg):\n    return lambda f: f\n\n\n@deco(Hook)\ndef f():\n    pass\n", "@deco(Hook)", 9),
 ], ids=["__module__", "attribute", "call", "alias", "class-level-value", "decorator-call"])
 def test_delete_class_refuses_a_class_its_own_module_uses_below_it(client, image, below, quoted, line):
@@ -41,6 +41,24 @@ def test_delete_class_refusal_names_every_statement_using_it(client, image):
     client.ok("refresh")
     said = client.error("delete_class", "refused", className="late._core.Hook")
     assert "(line 5: 'ALIAS = Hook'; line 6: 'Hook.x = 1')" in said
+
+
+@pytest.mark.parametrize("below, fails", [
+    ("if len('x') > 1:\n    ALIAS = Hook\n", False),
+    ("if len('x') == 1:\n    ALIAS = Hook\n", True),
+    ("try:\n    Hook.x = 1\nexcept NameError:\n    pass\n", False),
+])
+def test_delete_class_deletes_a_class_its_module_may_not_read_and_names_the_module_if_it_fails(
+        client, image, below, fails):
+    # A read that may not run, or whose NameError is caught, is not refused: the module is
+    # re-imported, here as in a new session, and named when it fails.
+    late(image, below, init="")
+    client.ok("refresh")
+    client.view.load_all()
+    result = client.ok("delete_class", className="late._core.Hook")["structuredContent"]
+    assert result["reimported"] == ["late._core"]
+    assert result.get("importErrors", {}) == (
+        {"late._core": "NameError: name 'Hook' is not defined"} if fails else {})
 
 
 def test_delete_class_refuses_by_source_a_class_whose_module_does_not_import(client, image):

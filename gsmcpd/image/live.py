@@ -771,18 +771,13 @@ def needed_on_import(tree: ast.Module, name: str) -> bool:
 
 def import_reader(tree: ast.Module, name: str) -> ast.stmt | None:
     """The first top-level statement that makes needed_on_import true, or None."""
-    return next(iter(import_readers(tree, name)), None)
-
-
-def import_readers(tree: ast.Module, name: str) -> list[ast.stmt]:
-    """Every top-level statement that makes needed_on_import true, in order."""
     if splice.binds(tree.body, name):
-        return []
+        return None
     lazy_annotations = bool(future_flags(tree) & __future__.annotations.compiler_flag)
     own = _comprehension_reads(tree)
-    return [node for node in tree.body if _reads(
+    return next((node for node in tree.body if _reads(
         node, lambda sub: isinstance(sub, ast.Name) and sub.id == name
-        and isinstance(sub.ctx, ast.Load) and id(sub) not in own, lazy_annotations)]
+        and isinstance(sub.ctx, ast.Load) and id(sub) not in own, lazy_annotations)), None)
 
 
 def _comprehension_reads(tree: ast.AST) -> set[int]:
@@ -911,17 +906,37 @@ def unguarded_attribute_reader(tree: ast.Module, class_name: str, attribute: str
     classdef = splice.class_statement(tree, class_name)
     if classdef is None:
         return None
-    lazy_annotations = bool(future_flags(tree) & __future__.annotations.compiler_flag)
     wanted = _reads_of(attribute, {class_name, *through})
-    for statement in surely_run(tree.body, failure=AttributeError):
-        if statement.lineno <= classdef.end_lineno:
+    return next(iter(_sure_reads(tree, wanted, AttributeError, after=classdef.end_lineno)), None)
+
+
+def sure_import_readers(tree: ast.Module, name: str) -> list[ast.stmt]:
+    """The statements that surely run as the module is imported, no handler catching
+    NameError around them (surely_run), and read the global `name` that nothing at its
+    top level binds any more (as import_readers tells) themselves, not in a part of an
+    expression that may not run: with it gone, the module surely fails to import. A read
+    under an `if` (a branch that may not run) is import_readers' alone."""
+    if splice.binds(tree.body, name):
+        return []
+    return _sure_reads(tree, lambda sub: isinstance(sub, ast.Name) and sub.id == name
+                       and isinstance(sub.ctx, ast.Load), NameError)
+
+
+def _sure_reads(tree: ast.Module, wanted, failure: type[BaseException], after: int = 0) -> list[ast.stmt]:
+    """The statements below line `after` that surely run (surely_run, `failure` uncaught)
+    and evaluate, as parts of their own, a node `wanted` picks that no expression around
+    it may skip (_maybe_evaluated)."""
+    lazy_annotations = bool(future_flags(tree) & __future__.annotations.compiler_flag)
+    found = []
+    for statement in surely_run(tree.body, failure=failure):
+        if statement.lineno <= after:
             continue
         maybe = _maybe_evaluated(statement)
         # Its own parts: the statements in its blocks, a class's body, are yielded apart.
         if any(wanted(sub) and id(sub) not in maybe for sub in splice.evaluated_now(
                 statement, lazy_annotations, class_bodies=False, blocks=False)):
-            return statement
-    return None
+            found.append(statement)
+    return found
 
 
 def _maybe_evaluated(statement: ast.stmt) -> set[int]:

@@ -1054,11 +1054,14 @@ class View:
         self._bind_submodules(reloaded)
         return reloaded
 
-    def reload_importers_of(self, module: str) -> list[str]:
-        """Re-import modules that import `module` (after a class was replaced), and the
-        loaded submodules of a package among them that now fails (`module` too)."""
-        importers = self._importers_of({module}, self.loaded_modules())
-        importers.discard(module)
+    def reload_importers_of(self, module: str, itself: bool = False) -> list[str]:
+        """Re-import modules that import `module` (after a class was replaced), and
+        `module` too if `itself` (its own source no longer runs as its live copy did), and
+        the loaded submodules of a package among them that now fails (`module` too)."""
+        loaded = self.loaded_modules()
+        importers = self._importers_of({module}, loaded)
+        if not (itself and module in loaded):
+            importers.discard(module)
         return self._with_failing_packages(set(self._reimported(importers)))
 
     def image_importers_of(self, module: str) -> set[str]:

@@ -204,12 +204,13 @@ class MutationToolset(Toolset):
             text += "\n" + "\n".join(import_error_lines(broken))
         return {"text": text, "structured": structured}
 
-    def _reimport_importers(self, modules) -> tuple[str, dict]:
+    def _reimport_importers(self, modules, itself: bool = False) -> tuple[str, dict]:
         """Re-import the loaded image modules that import `modules` (a class or module
         just removed), so this session sees what a fresh one would: an importer that
-        names what is gone now fails to import here too. Returns a note and its data."""
+        names what is gone now fails to import here too; so does the class's own module
+        (`itself`) when it may still need the class as it runs. Returns a note and its data."""
         return self._reimported_note(sorted({name for module in modules
-                                             for name in self.view.reload_importers_of(module)}))
+                                             for name in self.view.reload_importers_of(module, itself)}))
 
     def _reimport_readers(self, module_name: str, attributes: set[str]) -> tuple[str, dict]:
         """Re-import the image modules importing `module_name` that read an attribute
@@ -1058,11 +1059,14 @@ class MutationToolset(Toolset):
                                      ref.qualified)
         old_source = self.view.source(ref.module)
         new_source = self._splice(splice.remove_class, old_source, ref.name)
-        _refuse_used_by_its_module(ref, old_source, new_source)
+        tree = parsing.parse(new_source)
+        _refuse_used_by_its_module(ref, old_source, new_source, live.sure_import_readers(tree, ref.name))
         if cls is not None:
             vars(self.view.module(ref.module)).pop(ref.name, None)
         self.view.set_source(ref.module, new_source, live=cls is not None)
-        imported, data = self._reimport_importers([ref.module]) if cls is not None else ("", {})
+        # A read that may run (under an `if`, caught): re-imported, named if it fails here.
+        itself = live.needed_on_import(tree, ref.name)
+        imported, data = self._reimport_importers([ref.module], itself) if cls is not None else ("", {})
         return self._finish(f"deleted class {ref.qualified}{imported}",
                             {"class": ref.qualified, **data})
 
@@ -1318,13 +1322,12 @@ def _both_reimports(first: tuple[str, dict], second: tuple[str, dict]) -> tuple[
                          "importErrors": {**data.get("importErrors", {}), **more_data["importErrors"]}}
 
 
-def _refuse_used_by_its_module(ref, old_source: str, new_source: str) -> None:
+def _refuse_used_by_its_module(ref, old_source: str, new_source: str, readers: list[ast.stmt]) -> None:
     """Refuse (ToolError) to delete the class `ref` while its own module's top-level code
-    reads its name as it runs below it (`Hook.__module__ = "m"`, `register(Hook)`, a class
-    statement's base or class-level value): the module, and every module importing it,
-    would import in no new session (NameError). Each statement is quoted with its line in
-    the file as it stands."""
-    readers = live.import_readers(parsing.parse(new_source), ref.name)
+    surely reads its name as it runs (`readers`, live.sure_import_readers: `Hook.__module__
+    = "m"`, `register(Hook)`, a class statement's base or class-level value): the module,
+    and every module importing it, would import in no new session (NameError). Each
+    statement is quoted with its line in the file as it stands."""
     if not readers:
         return
     used = [{"line": splice.line_before_edit(old_source, new_source, splice.first_line(reader)),
