@@ -452,3 +452,45 @@ def test_a_class_a_leftover_thread_binds_after_its_call_follows_a_re_import(tmp_
     workspace["th"].join()
     client.ok("abort")
     assert client.ok("execute_code", code="Late is shop.Cart")["structuredContent"]["result"] == "True"
+
+
+def _looks_counted(monkeypatch) -> list:
+    """The workspace values execution looks up in the image, as they are looked up."""
+    from gsmcpd.worker.toolsets import execution
+    looked, real = [], execution._live_counterpart
+    monkeypatch.setattr(execution, "_live_counterpart", lambda view, value: looked.append(value) or real(view, value))
+    return looked
+
+
+def test_a_thread_running_before_the_code_s_first_call_makes_no_call_look_at_the_workspace(
+        tmp_path, views, monkeypatch):
+    # The worker's own router watchdog is always running: every tool call looked up each
+    # workspace class and function in the image (55 ms a call with 4,000 of them).
+    import threading
+    service = threading.Event()
+    threading.Thread(target=service.wait, daemon=True).start()
+    try:
+        client = Client(views(write_image(tmp_path / "image", {"shop.py": "class Cart:\n    pass\n"})))
+        client.ok("execute_code", code="from shop import Cart\n\n\ndef f():\n    pass\n")
+        looked = _looks_counted(monkeypatch)
+        client.ok("get_class_definition", className="shop.Cart")
+        assert looked == []
+    finally:
+        service.set()
+
+
+def test_a_thread_the_code_left_makes_each_call_look_only_at_what_was_bound_since(tmp_path, views, monkeypatch):
+    client = Client(views(write_image(tmp_path / "image", {"shop.py": "class Cart:\n    pass\n"})))
+    client.ok("execute_code", code=(
+        "import threading, shop\nfrom shop import Cart\ngo = threading.Event()\n\n\ndef late():\n"
+        "    global Late\n    go.wait()\n    from shop import Cart as Late\n\n\n"
+        "th = threading.Thread(target=late)\nth.start()\n"))
+    looked = _looks_counted(monkeypatch)
+    client.ok("get_class_definition", className="shop.Cart")
+    assert looked == []
+    [workspace] = [toolset.namespace for toolset in client.server.toolsets if toolset.name == "execution"]
+    workspace["go"].set()
+    workspace["th"].join()
+    client.ok("abort")
+    assert [value.__name__ for value in looked] == ["Cart"]   # Late, once
+    assert client.ok("execute_code", code="Late is shop.Cart and Cart is shop.Cart")["structuredContent"]["result"] == "True"

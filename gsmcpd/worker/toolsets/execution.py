@@ -51,9 +51,15 @@ class ExecutionToolset(Toolset):
         # code made never is: a class with `__module__ = "shop"`, a functools.wraps wrapper).
         # Identity, not hash: a metaclass may lack one.
         self._image_objects = weakref.WeakValueDictionary()
-        # Whether a thread was running as the last call ended: one the code left may bind
-        # an image class or function to a workspace name after its call, and then end.
+        # Whether a thread the code started was running as the last call ended: one it left
+        # may bind an image class or function to a workspace name after its call, and then end.
+        # The worker's own threads (its router watchdog, always there) are not the code's:
+        # those running before its first call.
         self._threads_ran = False
+        self._threads_before_code: frozenset | None = None
+        # By name, the class or function the workspace bound as it was last noted (weakly):
+        # what a call notes again is only what was bound since, not every name each call.
+        self._noted_bindings: dict = {}
 
     def register(self, registry):
         registry.add(Tool(
@@ -77,18 +83,26 @@ class ExecutionToolset(Toolset):
         linecache.cache[filename] = (len(code), None, splice.lines_of(code), filename)
         sys.modules[WORKSPACE] = self.module   # this server's (a test process may hold several)
         self._rebind_reimported()
+        if self._threads_before_code is None:
+            self._threads_before_code = other_threads()
         try:
             return self._run(body, final_expression)
         finally:
             self._note_image_objects()   # what the code imported, before anything re-imports it
-            self._threads_ran = bool(other_threads())
+            self._threads_ran = bool(self._code_threads())
 
     def call_starting(self) -> None:
         """What a thread the code left running bound since the last call is noted before
         this call (abort, refresh, a commit, a mutation tool) may re-import its module."""
-        if self._threads_ran or other_threads():
-            self._note_image_objects()
-        self._threads_ran = bool(other_threads())
+        if self._threads_ran or self._code_threads():
+            self._note_image_objects(rebound_only=True)
+        self._threads_ran = bool(self._code_threads())
+
+    def _code_threads(self) -> frozenset:
+        """The threads running now that the code started, or that those started."""
+        if self._threads_before_code is None:
+            return frozenset()
+        return other_threads() - self._threads_before_code
 
     def _run(self, body, final_expression):
         # Past OUTPUT_CAP a stream only counts what it is given: code printing in a loop
@@ -138,16 +152,23 @@ class ExecutionToolset(Toolset):
                 continue   # the workspace's own class or function, however it is named
             self.namespace[name] = fresh
 
-    def _note_image_objects(self) -> None:
-        """Remember the classes and functions the workspace binds that an image module binds now."""
+    def _note_image_objects(self, rebound_only: bool = False) -> None:
+        """Remember the classes and functions the workspace binds that an image module binds
+        now (`rebound_only`: of the names bound to another one since the last note)."""
         view = self.view
         if view is None:
             return
-        for value in list(self.namespace.values()):
-            if value is None or issubclass(type(value), types.ModuleType):
-                continue   # None is no image's (_live_counterpart's "none"); a module is told by its loader
+        noted = self._noted_bindings
+        for name, value in list(self.namespace.items()):
+            earlier = noted.get(name)
+            if rebound_only and earlier is not None and earlier() is value:
+                continue
+            kind = type(value)
+            if not (issubclass(kind, type) or kind is types.FunctionType):
+                continue   # only these (and modules, told by their loader) are an image module's
             if _live_counterpart(view, value) is value:
                 self._image_objects[id(value)] = value
+            noted[name] = weakref.ref(value)
 
     @staticmethod
     def _compile(code: str, filename: str):
