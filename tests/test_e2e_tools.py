@@ -593,6 +593,20 @@ def test_a_long_name_from_a_definition_s_source_is_echoed_cut(c):
     assert len(said) < 1000
 
 
+def test_a_long_selector_a_class_level_statement_binds_is_echoed_cut(c):
+    # The hint named it whole, twice (the name, the statement binding it), past the cut.
+    long_name = "Y" * 5000
+    ok(c, "add_dictionary", dictionaryName="longnames")
+    try:
+        ok(c, "compile_class_definition", dictionaryName="longnames", source=f"class Bound:\n    {long_name} = 1\n")
+        said = error(c, "get_method_source", "notFound", className="longnames.Bound", selector=long_name)
+        assert said.startswith(f"longnames.Bound defines no method {'Y' * 200}... (5000 characters) (it binds "
+                               f"{'Y' * 200}... (5000 characters) by a class-level statement,")
+        assert len(said) < 1000
+    finally:
+        ok(c, "remove_dictionary", dictionaryName="longnames")
+
+
 def test_a_definition_needing_an_import_says_how_the_module_gets_it(image, c):
     # A developer's first dataclass: the import sent along, then the decorator alone.
     said = error(c, "compile_class_definition", "refused", dictionaryName="shop.models",

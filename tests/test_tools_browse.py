@@ -1758,3 +1758,23 @@ def test_a_metaclass_written_in_the_image_is_the_class_side_of_its_classes(tmp_p
     # The class's own def is what WithMeta.shadowed reaches: the metaclass's is not its class side.
     shadowed = client.ok("get_method_source", className="WithMeta", selector="shadowed")["structuredContent"]
     assert "own" in shadowed["source"] and "definedIn" not in shadowed
+
+
+def test_a_long_selector_the_class_has_otherwise_is_echoed_cut(client, image):
+    # Named by the class too (a class-level statement, a `global`, an attribute set on it),
+    # it was echoed whole in the hint, once or twice, past the cut in "defines no method".
+    long_name = "Y" * 5000
+    shown = "Y" * 200 + "... (5000 characters)"
+    (image / "zoo" / "longnames.py").write_text(
+        f"class Bound:\n    {long_name} = 1\n\n\nclass Declared:\n    global {long_name}\n\n"
+        f"    def {long_name}(self):\n        pass\n\n\nclass Set:\n    pass\n\n\n"
+        f"setattr(Set, {long_name!r}, 1)\n")
+    client.ok("refresh")
+    for name, hint in [("Bound", f"(it binds {shown} by a class-level statement, '{'Y' * 200}... "
+                                 "(5004 characters)' at line 2;"),
+                       ("Declared", f"(its class body declares {shown} global, line 6:"),
+                       ("Set", f"({shown} is an attribute of zoo.longnames.Set, not a method)")]:
+        for tool in ("get_method_source", "delete_method"):
+            said = client.error(tool, "notFound", className=f"zoo.longnames.{name}", selector=long_name)
+            assert said.startswith(f"zoo.longnames.{name} defines no method {shown} {hint}") and len(said) < 1000, \
+                (tool, said[:600])

@@ -115,18 +115,19 @@ def no_def_hint(view, ref, cls: type | None, classdef: ast.ClassDef, selector: s
     it, the class has it otherwise (an attribute, those every class has included; a method
     it inherits), or else a near name; a class whose module cannot be loaded is told from
     its source alone."""
+    shown = catalog.echoed(selector)   # the client's, though a name of the class's too
     declared = splice.global_declarations(classdef, selector)
     if declared:
-        return (f" (its class body declares {selector} global, line {declared[0].lineno}: a def "
+        return (f" (its class body declares {shown} global, line {declared[0].lineno}: a def "
                 "of that name there binds the module's name, not a method of the class)")
     where = class_level_binding(view, ref, classdef, selector)
     if where is not None:
-        return f" (it binds {selector} by a class-level statement, {where}; get_class_definition shows it)"
+        return f" (it binds {shown} by a class-level statement, {where}; get_class_definition shows it)"
     if cls is not None:
         return _had_hint(view, cls, ref.qualified, selector) or no_such_method_hint(classdef, selector)
     found = _where_found(_Plain, selector)   # what any class has
     if found is not None and not _a_method(*found):
-        return f" ({selector} is an attribute Python gives classes, not a method)"
+        return f" ({shown} is an attribute Python gives classes, not a method)"
     return no_such_method_hint(classdef, selector)
 
 
@@ -156,7 +157,7 @@ def _had_hint(view, cls: type, qualified: str, selector: str) -> str:
     if found is None:
         return ""
     owner, name, on_metaclass = found
-    method = _a_method(*found)
+    method, selector = _a_method(*found), catalog.echoed(selector)   # the client's, any length
     if on_metaclass:
         source = qualname(view, owner) + (", its metaclass" if owner is type(cls)
                                           else f", a base of its metaclass {qualname(view, type(cls))}")
@@ -491,6 +492,7 @@ def class_level_binding(view, ref, node: ast.ClassDef, selector: str) -> str | N
         written = f"class {statement.name}"
     elif "\n" in written:
         written = written.splitlines()[0] + " ..."
+    written = catalog.echoed(written)   # `x...x = 1`: a name the client sends as a selector too
     block = next((top for top in node.body if top is not statement
                   and statement in splice.statements_within([top])), None)
     branch = "" if block is None else ", " + splice.branch_note(block, "class")
@@ -502,7 +504,7 @@ def metaclass_method_text(view, qualified: str, owner: type, selector: str) -> s
     how to edit it: said by every tool that meets it on the class."""
     meta = qualname(view, owner)
     what = "property" if metaclass_member_kind(owner, selector) == "property" else "method"
-    reached = (f"{selector} is {meta}'s {what}, reached as {qualified}'s class side ({meta} is its "
+    reached = (f"{catalog.echoed(selector)} is {meta}'s {what}, reached as {qualified}'s class side ({meta} is its "
                "metaclass)")
     owner_ref = catalog.resolve_class(view, meta)
     node = catalog.class_node(view, owner_ref)
