@@ -607,6 +607,20 @@ def test_a_long_selector_a_class_level_statement_binds_is_echoed_cut(c):
         ok(c, "remove_dictionary", dictionaryName="longnames")
 
 
+def test_a_long_def_name_a_class_attribute_has_is_echoed_cut_in_compile_method_s_refusal(c):
+    # Named whole in "... is a class attribute, not a method".
+    long_name = "Y" * 5000
+    ok(c, "add_dictionary", dictionaryName="longattr")
+    try:
+        ok(c, "compile_class_definition", dictionaryName="longattr", source=f"class Bound:\n    {long_name} = 1\n")
+        said = error(c, "compile_method", "refused", className="longattr.Bound",
+                     source=f"def {long_name}(self):\n    return 1\n")
+        assert said.startswith(f"longattr.Bound.{'Y' * 200}... (5000 characters) is a class attribute, not a method")
+        assert len(said) < 1000
+    finally:
+        ok(c, "remove_dictionary", dictionaryName="longattr")
+
+
 def test_a_definition_needing_an_import_says_how_the_module_gets_it(image, c):
     # A developer's first dataclass: the import sent along, then the decorator alone.
     said = error(c, "compile_class_definition", "refused", dictionaryName="shop.models",

@@ -1509,6 +1509,34 @@ def test_a_long_name_from_the_source_is_echoed_cut(client):
     assert not client.view.has_changes
 
 
+LONG_NAME = "Y" * 5000
+LONG_SHOWN = "Y" * 200 + "... (5000 characters)"
+LONG_MEMBERS = (f"class Bound:\n    {LONG_NAME} = 1\n\n\nclass Declared:\n    global {LONG_NAME}\n\n\n"
+                f"class Slots:\n    __slots__ = ({LONG_NAME!r},)\n\n\nclass Noted:\n    {LONG_NAME}: int\n\n\n"
+                f"class Guarded:\n    if True:\n        def {LONG_NAME}(self):\n            pass\n")
+
+
+@pytest.mark.parametrize("class_name, refusal", [
+    ("Bound", f"zoo.long.Bound.{LONG_SHOWN} is a class attribute, not a method"),
+    ("Declared", f"the class body of zoo.long.Declared declares {LONG_SHOWN} global"),
+    ("Slots", f"zoo.long.Slots.{LONG_SHOWN} is in the class's __slots__"),
+    ("Noted", f"zoo.long.Noted.{LONG_SHOWN} is declared an attribute by the class body's annotation "
+              f"'{'Y' * 200}... (5005 characters)'"),
+    ("Guarded", f"zoo.long.Guarded.{LONG_SHOWN} is written inside the class-level if statement")])
+def test_a_long_def_name_the_class_writes_otherwise_is_echoed_cut(client, image, class_name, refusal):
+    # compile_method's refusals named the def whole, once or twice, and delete_method's of a
+    # def written in a block the selector whole.
+    (image / "zoo" / "long.py").write_text(LONG_MEMBERS)
+    client.ok("refresh")
+    said = client.error("compile_method", "refused", className=f"zoo.long.{class_name}",
+                        source=f"def {LONG_NAME}(self):\n    return 1\n")
+    assert said.startswith(refusal) and len(said) < 1000, said[:600]
+    if class_name == "Guarded":
+        said = client.error("delete_method", "refused", className="zoo.long.Guarded", selector=LONG_NAME)
+        assert said.startswith(refusal) and len(said) < 1000, said[:600]
+    assert (image / "zoo" / "long.py").read_text() == LONG_MEMBERS
+
+
 def test_a_name_error_raised_by_code_the_definition_runs_gets_no_import_advice(client, image):
     # The module binds the name the error is about: importing it again would not help.
     (image / "zoo" / "raising.py").write_text(

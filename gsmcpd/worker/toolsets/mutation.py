@@ -546,12 +546,14 @@ class MutationToolset(Toolset):
         slot, a name it declares global, a change of side, fewer defs than the ones they
         replace."""
         node = defs[0]
+        name = catalog.echoed(node.name)   # the source's, any length
+        member = f"{ref.qualified}.{name}"
         declared = splice.global_declarations(classdef, node.name)
         if declared:
             # The live class would get the def; a new session's import binds the module's name.
-            raise ToolError("refused", f"the class body of {ref.qualified} declares {node.name} global "
+            raise ToolError("refused", f"the class body of {ref.qualified} declares {name} global "
                             f"({ref.module} line {declared[0].lineno}), so a def of that name there "
-                            f"binds the module's {node.name}, not a method of the class. Name the "
+                            f"binds the module's {name}, not a method of the class. Name the "
                             "method otherwise, or change that statement with compile_class_definition.")
         guarded = splice.guarded_method_nodes(classdef, node.name)
         if guarded and not splice.method_nodes(classdef, node.name):
@@ -566,14 +568,14 @@ class MutationToolset(Toolset):
                  if written and guarded_def.lineno > written[-1].lineno]
         if again:
             # Where that branch runs, the def below is what the class has, not the one compiled.
-            raise ToolError("refused", f"{ref.qualified}.{node.name} is written again inside the "
+            raise ToolError("refused", f"{member} is written again inside the "
                             f"class-level {splice.statement_kind(again[0])} statement at {ref.module} "
                             f"line {again[0].lineno}, below its def, and the class has that one where "
                             "its branch runs: edit that statement with compile_class_definition "
                             "(get_class_definition shows it)")
         if existing:
             old_kind = live_kind(cls, ref.name, node.name) or splice.method_kind(existing[0])
-            refusal = _side_change(f"{ref.qualified}.{node.name}", old_kind,
+            refusal = _side_change(member, old_kind,
                                    splice.method_kind(node), meta)
             if refusal:
                 raise ToolError("refused", refusal)
@@ -583,11 +585,11 @@ class MutationToolset(Toolset):
                 raise ToolError("refused", refusal)
         if len(existing) > len(defs):
             # A property's getter alone would replace its setter too; one @overload, the rest.
-            raise ToolError("refused", _fewer_defs(f"{ref.qualified}.{node.name}", existing, defs))
+            raise ToolError("refused", _fewer_defs(member, existing, defs))
         attributes = splice.attribute_nodes(classdef, node.name, blocks=True)
         if attributes:
             # Methods and attributes share the class namespace: the def would replace it.
-            raise ToolError("refused", f"{ref.qualified}.{node.name} is a class attribute, not a "
+            raise ToolError("refused", f"{member} is a class attribute, not a "
                             f"method ({ref.module} line {attributes[0].lineno}); a def of that "
                             "name would replace it. Name the method otherwise, or change the "
                             "attribute with compile_class_definition.")
@@ -595,17 +597,17 @@ class MutationToolset(Toolset):
         if annotations:
             # The def would be the field's default: the field no longer required, a function.
             declared = splice.statement_line(self.view.source(ref.module), annotations[0])
-            raise ToolError("refused", f"{ref.qualified}.{node.name} is declared an attribute by the "
-                            f"class body's annotation {declared!r} ({ref.module} line "
+            raise ToolError("refused", f"{member} is declared an attribute by the "
+                            f"class body's annotation {catalog.echoed(declared)!r} ({ref.module} line "
                             f"{annotations[0].lineno}; a dataclass's or NamedTuple's field); a def "
                             "of that name would replace it (a field's default would become the "
                             "function, the field no longer required). Name the method otherwise, "
                             "or change the annotation with compile_class_definition.")
         if splice.mangled(ref.name, node.name) in _slots_of(cls, classdef):
             # Python refuses to build the class: the module would no longer import.
-            raise ToolError("refused", f"{ref.qualified}.{node.name} is in the class's __slots__ "
+            raise ToolError("refused", f"{member} is in the class's __slots__ "
                             "(an instance variable); a def of that name makes the class fail to "
-                            f"build ('{node.name}' in __slots__ conflicts with class variable). Name "
+                            f"build ('{name}' in __slots__ conflicts with class variable). Name "
                             "the method otherwise, or change __slots__ with compile_class_definition.")
 
     def _hooks_note(self, ref, cls, classdef, name: str, existing: list) -> tuple[str, dict]:
@@ -1452,6 +1454,7 @@ def _rebound_note(module_name: str, name: str) -> str:
 def _written_in_block(ref, selector: str, statement: ast.stmt, why: str, more: str = "") -> ToolError:
     """The refusal of an edit to a def written only inside a class-level if/try/with:
     `why` the tool would get it wrong; the way forward, compile_class_definition, `more`."""
+    selector = catalog.echoed(selector)   # the client's (or its source's), any length
     return ToolError("refused", f"{ref.qualified}.{selector} is written inside the class-level "
                      f"{splice.statement_kind(statement)} statement at {ref.module} line "
                      f"{statement.lineno}, not as a method of the class body; {why}: edit that "
