@@ -2218,3 +2218,14 @@ def test_a_class_a_leftover_thread_binds_after_its_call_follows_a_re_import(tmp_
         client.tool("abort")
         assert run(client, "Late is shop.Cart") == "True"
         client.close()
+
+
+def test_a_workspace_class_named_after_a_sys_modules_entry_with_no_dict_fails_no_later_call(tmp_path):
+    # Every execute_code after the one binding it failed with TypeError: vars() argument
+    # must have __dict__ attribute.
+    from test_tools_rewritten_module import ODD_MODULE
+    with daemon_on_image(tmp_path, {"shop.py": "class Cart:\n    pass\n"}) as daemon:
+        client = open_session(daemon)
+        run(client, ODD_MODULE)
+        assert run(client, "Named.__module__") == "'oddmod'"
+        client.close()

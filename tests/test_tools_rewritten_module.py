@@ -494,3 +494,23 @@ def test_a_thread_the_code_left_makes_each_call_look_only_at_what_was_bound_sinc
     client.ok("abort")
     assert [value.__name__ for value in looked] == ["Cart"]   # Late, once
     assert client.ok("execute_code", code="Late is shop.Cart and Cart is shop.Cart")["structuredContent"]["result"] == "True"
+
+
+# Code may put any object in sys.modules: one with no __dict__ here.
+ODD_MODULE = ("import sys\n\n\nclass Slotted:\n    __slots__ = ()\n\n\nsys.modules['oddmod'] = Slotted()\n\n\n"
+              "class Named:\n    pass\n\n\nNamed.__module__ = 'oddmod'\n")
+
+
+def test_a_workspace_class_named_after_a_sys_modules_entry_with_no_dict_fails_no_call(tmp_path, views):
+    # Looking up where its class statement is raised TypeError (vars() of that entry) as each
+    # execute_code ended, so every later one failed; with a thread running, every tool call.
+    client = Client(views(write_image(tmp_path / "image", {"shop.py": "class Cart:\n    pass\n"})))
+    try:
+        client.ok("execute_code", code=ODD_MODULE)
+        client.ok("execute_code", code="import threading\ngo = threading.Event()\n"
+                                        "th = threading.Thread(target=go.wait)\nth.start()\n")
+        client.ok("list_classes", dictionaryName="shop")
+        client.ok("execute_code", code="go.set()\nth.join()\n")
+        assert client.ok("execute_code", code="Named.__module__")["structuredContent"]["result"] == "'oddmod'"
+    finally:
+        sys.modules.pop("oddmod", None)

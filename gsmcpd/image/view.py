@@ -144,6 +144,15 @@ class _FilesBeside(importlib.resources.abc.TraversableResources):
         return Path(self.directory)
 
 
+def _binds(module, name: str):
+    """What `module` (whatever sys.modules holds: code may put any object there, one with no
+    __dict__, or one whose __dict__ raises) binds `name` to in its namespace, or None."""
+    try:
+        return vars(module).get(name)
+    except Exception:
+        return None
+
+
 class View:
     def __init__(self, store: ImageStore, *, user: str, session_id: str):
         self.store = store
@@ -603,7 +612,7 @@ class View:
             return []
         home = vars(cls).get("__module__")   # as the class body left it, whatever its metaclass says
         if not isinstance(home, str) or (home in sys.modules and not self.has_module(home)
-                                         and vars(sys.modules[home]).get(name) is cls):
+                                         and _binds(sys.modules.get(home), name) is cls):
             return []
         return self._rewriting_index().get((name, home), [])
 
