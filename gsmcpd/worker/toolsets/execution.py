@@ -158,7 +158,8 @@ class ExecutionToolset(Toolset):
         view = self.view
         if view is None:
             return
-        noted = self._noted_bindings
+        # Made anew by each full look: names deleted since leave it.
+        noted = self._noted_bindings if rebound_only else {}
         for name, value in list(self.namespace.items()):
             earlier = noted.get(name)
             if rebound_only and earlier is not None and earlier() is value:
@@ -169,6 +170,7 @@ class ExecutionToolset(Toolset):
             if _live_counterpart(view, value) is value:
                 self._image_objects[id(value)] = value
             noted[name] = weakref.ref(value)
+        self._noted_bindings = noted
 
     @staticmethod
     def _compile(code: str, filename: str):
