@@ -195,6 +195,10 @@ TAKEN_OUT = {
     # method go with it): sent back, it was written twice.
     "comment_left": ("class A:\n    z = 0\n    # about x\n    x = 1\n    def m(self):\n        return 1\n",
                      "class A:\n    z = 0\n    # about x\n"),
+    # The same, the statement the only one, below the blank line the definition drops under
+    # the header: `pass` sent in its place.
+    "comment_left_under_a_blank_line": ("class A:\n\n    # about x\n    x = 1\n\n    def m(self):\n"
+                                        "        return 1\n", "class A:\n    # about x\n    pass\n"),
 }
 
 

@@ -95,11 +95,14 @@ def written_over(class_text: str, class_name: str, source: str, methods: list) -
             # The `pass` shown for a body of methods only: what replaces it is set apart
             # from the first of them, as a new statement above a def is, unless the
             # comment lines above the first are the ones it opens with (taken back).
+            # (Taken back below the blank lines the definition drops under the header too.)
             replacement = becomes.get(index, [])
-            text += replacement
-            if _taken_back(replacement, own, first, kept, previous):
-                previous += len(_leading_gap(replacement))
+            blanks = _kept_blanks_below(own, first, kept, previous) if replacement[:1] and replacement[0].strip() else []
+            if _taken_back(replacement, own, first, kept, previous + len(blanks)):
+                text += blanks + replacement
+                previous += len(blanks) + len(_leading_gap(replacement))
             else:
+                text += replacement
                 below = min((n for n in kept if n > previous), default=None)
                 if replacement and below is not None and own[below - first].strip():
                     text.append("\n")
@@ -143,6 +146,15 @@ def _taken_back(added: list[str], own: list[str], first: int, kept: set[int], pr
     return (any(line.strip() for line in gap) and all(n in kept for n in numbers)
             and splice.comparable([own[n - first] for n in numbers if n - first < len(own)])
             == splice.comparable(gap))
+
+
+def _kept_blanks_below(own: list[str], first: int, kept: set[int], previous: int) -> list[str]:
+    """The kept blank lines right below line `previous`."""
+    blanks, number = [], previous + 1
+    while number in kept and number - first < len(own) and not own[number - first].strip():
+        blanks.append(own[number - first])
+        number += 1
+    return blanks
 
 
 def _leading_gap(lines: list[str]) -> list[str]:
