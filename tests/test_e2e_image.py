@@ -1239,6 +1239,37 @@ def test_a_commit_that_brings_in_a_change_breaking_a_loaded_module_names_its_imp
     assert fresh == [f"image module shop.test_models failed to import: {nothing['importErrors']['shop.test_models']}"]
 
 
+def test_a_change_committed_to_a_module_failing_to_import_names_its_import_error(tmp_path):
+    # An editor removed the module u imports. Another change to u was committed with no word
+    # that u fails to import, here as in every new session: named before or not at all.
+    files = {"a.py": "class A:\n    pass\n", "q.py": "class Q:\n    pass\n",
+             "u.py": "from a import A\n\n\nclass U:\n    pass\n"}
+    with daemon_on_image(tmp_path, files) as daemon:
+        loaded, unloaded = session(daemon), session(daemon)
+        assert not loaded.tool("execute_code", code="import u").get("isError")
+        (daemon.image / "a.py").unlink()
+        failure = "ModuleNotFoundError: No module named 'a'"
+        first = loaded.tool("compile_method", className="q.Q", source="def m(self):\n    return 1\n")
+        assert first["structuredContent"]["importErrors"] == {"u": failure}, first
+        for client, method in ((loaded, "m1"), (unloaded, "m2")):
+            client.tool("refresh")   # onto the other's commit of u, not conflicting with it
+            changed = client.tool("compile_method", className="u.U",
+                                  source=f"def {method}(self):\n    return 2\n")
+            assert changed["structuredContent"]["committed"] == ["u"], changed
+            assert changed["structuredContent"]["importErrors"] == {"u": failure}, changed
+            assert "\nimport error in u: " + failure in tool_text(changed)
+        fresh = session(daemon).tool("execute_code", code="import u")
+        assert failure in tool_text(fresh)
+        (daemon.image / "a.py").write_text("class A(:\n")   # so too a module added beside it
+        (daemon.image / "a.py").rename(daemon.image / "broken.py")
+        (daemon.image / "broken").mkdir()
+        (daemon.image / "broken.py").rename(daemon.image / "broken" / "__init__.py")
+        unloaded.tool("refresh")
+        added = unloaded.tool("add_dictionary", dictionaryName="broken.mod")["structuredContent"]
+        assert added["committed"] == ["broken.mod"], added
+        assert added["importErrors"]["broken.mod"].startswith("SyntaxError: "), added
+
+
 def test_a_failing_module_is_imported_once_across_image_wide_calls_until_code_runs(tmp_path):
     # Every get_class_hierarchy re-imported each failing module: seconds a call on pip's copy.
     from test_tools_failed_imports import files, imports_of

@@ -162,3 +162,24 @@ def test_a_failing_module_removed_from_the_view_is_forgotten_error_and_epoch(tmp
     removal(ours, theirs)
     assert "gone" not in ours.view.import_errors and "gone" not in ours.view._failed_in_epoch
     assert "failing" in ours.view.import_errors
+
+
+@pytest.mark.parametrize("tried_first", [True, False], ids=["failed-before", "never-tried"])
+def test_a_change_committed_to_a_failing_module_names_it_failing(client, tried_first):
+    # Its error was named only when it changed: a module failing before the edit, or first
+    # tried by it, was committed still failing, unsaid, though no new session imports it.
+    if tried_first:
+        client.ok("get_class_hierarchy", className="base.Base")
+    changed = client.ok("compile_method", className="failing.Sub", source="def m(self):\n    return 1\n")
+    assert changed["structuredContent"]["committed"] == ["failing"]
+    assert changed["structuredContent"]["importErrors"] == {
+        "failing": "ModuleNotFoundError: No module named 'extlib_not_installed'"}
+
+
+def test_a_module_added_to_a_package_failing_to_import_is_named_failing(tmp_path, views):
+    # Never imported by the session, it was committed unsaid, importable by no new session.
+    image = write_image(tmp_path / "image", {"pkg/__init__.py": "import extlib_not_installed\n"})
+    added = Client(views(image)).ok("add_dictionary", dictionaryName="pkg.mod")
+    assert added["structuredContent"]["committed"] == ["pkg.mod"]
+    assert added["structuredContent"]["importErrors"] == {
+        "pkg.mod": "ModuleNotFoundError: No module named 'extlib_not_installed'"}

@@ -121,9 +121,19 @@ def commit_view(view) -> tuple[list[str], list[str], dict[str, str]]:
     brought_in = view.brought_in
     # The commit re-imports what they changed and what imports that: a loaded module
     # their change breaks (a class it imports deleted) now fails here, unsaid otherwise.
+    still_failing = _committed_failing(view, committed)
     broken = {name: error for name, error in sorted(view.import_errors.items())
-              if errors_before.get(name) != error}
+              if errors_before.get(name) != error or name in still_failing}
     return committed, brought_in, broken
+
+
+def _committed_failing(view, committed: list[str]) -> set[str]:
+    """The modules just committed that fail to import, each tried on the text committed
+    (a new one too, in a package that fails): one that failed before the change (a
+    mutation tool edits a failing module's source) and still does fails in every new
+    session too, which the answer must say, though its error is the one it had."""
+    return {name for name in committed
+            if view.has_module(name) and view.module(name) is None and name in view.import_errors}
 
 
 # Of a commit that failed, or was broken, not knowing whether it stands (View.undecided).
