@@ -1270,6 +1270,20 @@ def test_a_change_committed_to_a_module_failing_to_import_names_its_import_error
         assert added["importErrors"]["broken.mod"].startswith("SyntaxError: "), added
 
 
+def test_a_loaded_submodule_of_a_package_a_refresh_broke_is_named_failing_and_so_committed(tmp_path):
+    # The refresh left p.s.k live under its failing package: a change to it was then
+    # committed with no word that no new session can import it.
+    files = {"p/__init__.py": "", "p/s/__init__.py": "", "p/s/k.py": "class K:\n    pass\n"}
+    with daemon_on_image(tmp_path, files) as daemon:
+        client = session(daemon)
+        assert not client.tool("execute_code", code="import p.s.k").get("isError")
+        (daemon.image / "p/s/__init__.py").write_text("class Broken(:\n")
+        refreshed = client.tool("refresh")["structuredContent"]
+        assert sorted(refreshed["importErrors"]) == ["p.s", "p.s.k"], refreshed
+        changed = client.tool("compile_method", className="p.s.k.K", source="def m(self):\n    return 1\n")
+        assert list(changed["structuredContent"]["importErrors"]) == ["p.s.k"], changed
+
+
 def test_a_failing_module_is_imported_once_across_image_wide_calls_until_code_runs(tmp_path):
     # Every get_class_hierarchy re-imported each failing module: seconds a call on pip's copy.
     from test_tools_failed_imports import files, imports_of

@@ -183,3 +183,18 @@ def test_a_module_added_to_a_package_failing_to_import_is_named_failing(tmp_path
     assert added["structuredContent"]["committed"] == ["pkg.mod"]
     assert added["structuredContent"]["importErrors"] == {
         "pkg.mod": "ModuleNotFoundError: No module named 'extlib_not_installed'"}
+
+
+@pytest.mark.parametrize("bring_in", ["refresh", "commit"])
+def test_a_loaded_submodule_of_a_package_a_commit_brought_in_broke_fails_with_it(tmp_path, views, bring_in):
+    # Refresh (and commit) re-imported the package, which failed, and left its loaded
+    # submodule live, unnamed: a later change to it was committed unsaid, though no new
+    # session imports it. Abort, re-importing everything, named it.
+    image = write_image(tmp_path / "image", {"p/__init__.py": "", "p/s/__init__.py": "",
+                                             "p/s/k.py": "class K:\n    pass\n"})
+    client = Client(views(image))
+    client.ok("execute_code", code="import p.s.k")
+    (image / "p/s/__init__.py").write_text("class Broken(:\n")
+    errors = client.ok(bring_in)["structuredContent"]["importErrors"]
+    assert sorted(errors) == ["p.s", "p.s.k"], errors
+    assert "p.s.k" not in sys.modules

@@ -1061,7 +1061,9 @@ class View:
                 self.module(name, again=True)   # each was loaded
                 reloaded.append(name)
         self._bind_submodules(reloaded)
-        return reloaded
+        # A package that now fails leaves its loaded submodules live (`pkg.sub` unchanged),
+        # though a new session's import of them fails with it: they go the same way.
+        return self._with_failing_packages(set(reloaded))
 
     def reload_importers_of(self, module: str, itself: bool = False) -> list[str]:
         """Re-import modules that import `module` (after a class was replaced), and
