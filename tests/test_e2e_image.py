@@ -1284,6 +1284,21 @@ def test_a_loaded_submodule_of_a_package_a_refresh_broke_is_named_failing_and_so
         assert list(changed["structuredContent"]["importErrors"]) == ["p.s.k"], changed
 
 
+def test_abort_names_a_module_turned_into_a_package_once(tmp_path):
+    # remove_dictionary q then add_dictionary q.w, both kept by a conflict, changed q.py and
+    # made q/__init__.py: the conflict's "kept uncommitted" and abort's discarded named q twice.
+    with daemon_on_image(tmp_path, {"q.py": "class Q:\n    pass\n", "r.py": ""}) as daemon:
+        ours, theirs = session(daemon), session(daemon)
+        for client, value in ((theirs, 1), (ours, 2)):   # ours conflicts, and so does each change after it
+            kept = client.tool("compile_class_definition", source=f"class R:\n    x = {value}\n", dictionaryName="r")
+        assert kept["structuredContent"]["error"]["kind"] == "conflict", kept
+        for tool, name in (("remove_dictionary", "q"), ("add_dictionary", "q.w")):
+            kept = ours.tool(tool, dictionaryName=name)
+            assert kept["structuredContent"]["error"]["kind"] == "conflict", kept
+        assert "kept uncommitted (q, q.w, r)" in tool_text(kept)
+        assert ours.tool("abort")["structuredContent"]["discarded"] == ["q", "q.w", "r"]
+
+
 def test_a_failing_module_is_imported_once_across_image_wide_calls_until_code_runs(tmp_path):
     # Every get_class_hierarchy re-imported each failing module: seconds a call on pip's copy.
     from test_tools_failed_imports import files, imports_of

@@ -258,6 +258,17 @@ def test_abort_discards_and_reloads(image, views):
     assert view.module("zoo.animals").Dog("r").noise() == "meow"
 
 
+def test_a_module_turned_into_a_package_is_one_changed_module(tmp_path, views):
+    # q.py removed and q/__init__.py made: two files, one module, named twice by abort's
+    # `discarded`, status and the conflict's "kept uncommitted (q, q, q.w)".
+    view = views(write_image(tmp_path / "image", {"q.py": "class Q:\n    pass\n"}))
+    view.remove_module("q")
+    view.add_module("q", "", package=True)
+    view.add_module("q.w", "")
+    assert view.changed_files() == ["q.py", "q/__init__.py", "q/w.py"]
+    assert view.changed_modules() == ["q", "q.w"]
+
+
 def test_add_and_remove_modules_commit_as_files(image, views):
     view = views(image)
     view.add_module("zoo.birds", "class Bird:\n    pass\n")

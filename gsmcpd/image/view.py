@@ -735,7 +735,8 @@ class View:
         return sorted(rel for rel in rels if self.texts.get(rel) != self.base_texts.get(rel))
 
     def changed_modules(self) -> list[str]:
-        return [module_name_of(rel) for rel in self.changed_files()]
+        # Each once: a module turned into a package changes two files (`q.py`, `q/__init__.py`).
+        return sorted({module_name_of(rel) for rel in self.changed_files()})
 
     @property
     def has_changes(self) -> bool:
