@@ -113,6 +113,29 @@ def test_a_request_id_is_shown_quoted_as_repr_and_cut_at_the_cap():
     assert huge == "'" + "A" * (trace.ID_CAP - 1) + "..."
 
 
+def test_a_request_id_shows_as_its_whole_repr_would_cut():
+    for request_id in ("it's", 'say "hi"', "x" * (trace.ID_CAP - 2), "x" * (trace.ID_CAP - 1),
+                       "y" * trace.ID_CAP, "z" * (trace.ID_CAP + 5), "\u2028" * 50, -7,
+                       int("9" * 4000)):   # the longest int the parser takes reprs too
+        assert trace.shown_id(request_id) == trace.shown(repr(request_id), trace.ID_CAP)
+
+
+def test_a_long_string_id_is_cut_before_repr_reads_it():
+    reprs = []
+
+    class Watched(str):
+        def __repr__(self):
+            reprs.append(len(self))
+            return super().__repr__()
+
+    assert trace.shown_id(Watched("B" * 100_000)) == "'" + "B" * (trace.ID_CAP - 1) + "..."
+    assert reprs == []   # the cut prefix is a plain str: the whole was never repr'd
+
+
+def test_an_int_id_too_long_to_repr_is_shown_by_its_size():
+    assert trace.shown_id(10 ** 5000) == "<an integer of 16610 bits>"
+
+
 def test_a_long_method_path_or_framing_is_cut_whatever_the_body_limit():
     # The limit caps the body only: a 60 KB path made a 60 KB line under GS_MCP_TRACE_LIMIT=512.
     cut = "/" + "a" * (trace.HEAD_FIELD_CAP - 1) + "..."

@@ -43,8 +43,14 @@ def shown(text, cap: int) -> str:
 
 def shown_id(request_id) -> str:
     """A JSON-RPC id a client chose, as a log line shows it: repr (1 and "1" apart),
-    cut at ID_CAP. An id may be as long as the body, 16 MiB, logged at every retry."""
-    return shown(repr(request_id), ID_CAP)
+    cut at ID_CAP. An id may be as long as the body, 16 MiB, logged at every retry: a
+    string is cut before repr, which then never reads more than the line shows."""
+    if isinstance(request_id, str):
+        return shown(repr(request_id[:ID_CAP + 1]), ID_CAP)
+    try:
+        return shown(repr(request_id), ID_CAP)
+    except ValueError:   # an int past sys.get_int_max_str_digits: the parser refuses it
+        return "<an integer of %d bits>" % request_id.bit_length()
 
 
 def short_id(session_id: str | None) -> str:
