@@ -1095,6 +1095,25 @@ def test_remove_dictionary_refuses_a_dunder_name(c):
                                                 dictionaryName="__init__")
 
 
+def test_remove_dictionary_removes_a_packages_program_without_running_it(image, daemon, tmp_path):
+    # Refused as a dunder name: no tool could remove a package's __main__.py.
+    ran = tmp_path / "ran.txt"
+    (image / "prog").mkdir()
+    (image / "prog/__init__.py").write_text("")
+    (image / "prog/__main__.py").write_text(f"open({str(ran)!r}, 'a').write('ran')\nraise SystemExit(2)\n")
+    try:
+        client = open_session(daemon)
+        ok(client, "remove_dictionary", dictionaryName="prog.__main__")
+        listed = structured(client, "list_dictionaries")["dictionaries"]
+        client.close()
+        assert "prog.__main__" not in listed and "prog" in listed
+        assert not (image / "prog/__main__.py").exists() and not ran.exists()
+    finally:
+        for rel in ("prog/__main__.py", "prog/__init__.py"):
+            (image / rel).unlink(missing_ok=True)
+        (image / "prog").rmdir()
+
+
 def test_a_packages_init_file_is_no_dictionary_and_nothing_is_written_to_it(image, c):
     before = (image / "fix/__init__.py").read_bytes()
     message = error(c, "compile_class_definition", "notFound", dictionaryName="fix.__init__",

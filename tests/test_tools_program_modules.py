@@ -85,3 +85,22 @@ def test_a_class_defined_in_a_program_is_said_to_be_changed_in_source_only_as_a_
         "changed app.__main__.Fresh in source only (app.__main__ is a program, which the tools do not "
         "import, as that runs it)")
     assert runs_of(ran) == 0
+
+
+def test_a_program_is_removed_as_any_module_without_running_it(tmp_path, views, ran):
+    # Refused as a dunder name: no tool could remove a package's __main__.py.
+    image = write_image(tmp_path / "image", files(ran))
+    client = Client(views(image))
+    said = client.ok("remove_dictionary", dictionaryName="app.__main__")["structuredContent"]
+    assert said["removed"] == ["app.__main__"] and runs_of(ran) == 0
+    assert not (image / "app/__main__.py").exists() and (image / "app/__init__.py").exists()
+    assert "app.__main__" not in client.ok("list_dictionaries")["structuredContent"]["dictionaries"]
+
+
+def test_only_a_packages_last_main_part_names_a_program_to_remove(client):
+    assert "__init__ is a dunder name" in client.error("remove_dictionary", "invalidParams",
+                                                       dictionaryName="app.__init__")
+    assert "__main__ is a dunder name" in client.error("remove_dictionary", "invalidParams",
+                                                       dictionaryName="app.__main__.cli")
+    assert "__main__ is a dunder name" in client.error("add_dictionary", "invalidParams",
+                                                       dictionaryName="app.__main__")

@@ -95,11 +95,11 @@ def _parse_statements(source: str) -> tuple[str, list[ast.stmt]]:
 MAX_DICTIONARY_PARTS = 100
 
 
-def dictionary_name_parts(name: str) -> list[str]:
+def dictionary_name_parts(name: str, program: bool = False) -> list[str]:
     """The parts of a dotted module name (catalog.dictionary_name) that can be imported,
-    or invalidParams."""
+    or invalidParams; with `program`, a package's `__main__` (is_program) is one too."""
     parts = name.split(".")
-    for part in parts:
+    for part in parts[:-1] if program and is_program(name) else parts:
         if keyword.iskeyword(part):
             raise ToolError("invalidParams", f"{catalog.echoed(name)!r}: {part} is a Python keyword, "
                             "so the module could never be imported; choose another name")
@@ -1190,7 +1190,8 @@ class MutationToolset(Toolset):
         name = catalog.dictionary_name(arguments["dictionaryName"])
         if name == KERNEL:
             raise ToolError("refused", "builtins is the kernel dictionary and cannot be removed")
-        dictionary_name_parts(name)
+        # A package's `__main__.py` may go like any module: load_all leaves a program unrun.
+        dictionary_name_parts(name, program=True)
         catalog.require_module(self.view, name)
         catalog.refuse_unless_views(self.view, name, f"{name} cannot be removed in a session")
         # Loaded, every importer is found: one the session had not loaded was left out of
