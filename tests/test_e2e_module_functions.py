@@ -34,6 +34,8 @@ def refund():
 ''',
     "shop/front.py": "from shop.till import checkout\n\n\ndef sell():\n    return checkout(5)\n",
     "shop/setup.py": "def configure():\n    return 1\n\n\nCONFIG = configure()\n",
+    "shop/optional.py": "import os\n\n\ndef configure():\n    return 1\n\n\n"
+                        "if os.environ.get('SHOP_NEVER_SET'):\n    CONFIG = configure()\n",
     "shop/hooks.py": '''\
 import functools
 
@@ -106,12 +108,21 @@ def test_a_new_function_is_added_and_a_decorated_one_replaced(daemon, image, c):
 def test_delete_method_removes_a_function_unless_the_module_runs_it(daemon, image, c):
     assert error(c, "delete_method", "refused", className="shop.setup", selector="configure").startswith(
         "shop.setup.configure is used by shop.setup's own top-level code as it runs (line 5: "
-        "'CONFIG = configure()'); deleted, shop.setup would no longer import.")
+        "'CONFIG = configure()'); deleted, shop.setup would no longer import (NameError)")
     ok(c, "compile_method", className="shop.till", source="def spare():\n    return 0\n")
     answer = ok(c, "delete_method", className="shop.till", selector="spare")
     assert answer["structuredContent"]["committed"] == ["shop.till"]
     assert "spare" not in (image / "shop/till.py").read_text()
     assert run(c, "import shop.till\nhasattr(shop.till, 'spare')") == "False"
+
+
+def test_delete_method_removes_a_function_the_module_calls_only_in_a_branch_that_may_not_run(daemon, image, c):
+    # Refused as a sure call was, though the module imports without it.
+    ok(c, "delete_method", className="shop.optional", selector="configure")
+    assert "def configure" not in (image / "shop/optional.py").read_text()
+    fresh = open_session(daemon)
+    assert run(fresh, "import shop.optional\nhasattr(shop.optional, 'configure')") == "False"
+    fresh.close()
 
 
 def test_meta_and_the_kernel_dictionary_are_refused_with_what_to_do(c):

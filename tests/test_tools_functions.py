@@ -187,10 +187,39 @@ def test_delete_method_refuses_a_function_the_module_calls_as_it_runs(client, im
     write(image, "zoo/setup.py", "def configure():\n    return 1\n\n\nCONFIG = configure()\n", client)
     assert client.error("delete_method", "refused", className="zoo.setup", selector="configure") == (
         "zoo.setup.configure is used by zoo.setup's own top-level code as it runs (line 5: "
-        "'CONFIG = configure()'); deleted, zoo.setup would no longer import. Change that statement "
-        "first (in the module's file, then refresh).")
+        "'CONFIG = configure()'); deleted, zoo.setup would no longer import (NameError), here or in "
+        "a new session, nor would the modules importing it. Change that statement first (a class "
+        "statement with compile_class_definition, a function's def with compile_method on zoo.setup, "
+        "any other in the module's file, then refresh), then delete it.")
     assert client.error("delete_method", "notFound", className="zoo.setup", selector="configur") == (
         "zoo.setup defines no function configur (did you mean configure?)")
+
+
+def test_delete_method_quotes_every_statement_surely_calling_the_function(client, image):
+    write(image, "zoo/setup.py", "def configure():\n    return 1\n\n\nA = configure()\n"
+          "with open(__file__) as f:\n    B = configure()\n", client)
+    result = client.call("delete_method", className="zoo.setup", selector="configure")
+    assert result["structuredContent"]["error"]["usedBy"] == [
+        {"line": 5, "statement": "A = configure()"}, {"line": 7, "statement": "B = configure()"}]
+
+
+def test_delete_method_deletes_a_function_its_module_calls_only_where_a_branch_runs(client, image):
+    # Refused as a sure call was: the branch that runs nothing, or a NameError caught, imports.
+    write(image, "zoo/setup.py", "def configure():\n    return 1\n\n\nif False:\n    CONFIG = configure()\n"
+          "try:\n    OTHER = configure()\nexcept NameError:\n    OTHER = None\n", client)
+    result = client.ok("delete_method", className="zoo.setup", selector="configure")
+    assert text(result).startswith("deleted function zoo.setup.configure; re-imported zoo.setup; committed")
+    assert "def configure" not in disk(image, "zoo/setup.py")
+    assert client.view.module("zoo.setup").OTHER is None
+
+
+def test_a_function_called_in_a_branch_that_runs_is_deleted_and_its_module_named_failing(client, image):
+    write(image, "zoo/setup.py", "import sys\n\n\ndef configure():\n    return 1\n\n\n"
+          "if sys.platform:\n    CONFIG = configure()\n", client)
+    result = client.ok("delete_method", className="zoo.setup", selector="configure")
+    assert result["structuredContent"]["importErrors"] == {
+        "zoo.setup": "NameError: name 'configure' is not defined"}
+    assert "def configure" not in disk(image, "zoo/setup.py")
 
 
 def test_a_dotted_name_that_is_both_a_dictionary_and_a_class_is_ambiguous(client, image):

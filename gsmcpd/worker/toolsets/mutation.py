@@ -522,21 +522,17 @@ class MutationToolset(Toolset):
             raise module_functions.no_function(self.view, module_name, name)
         old_source = self.view.source(module_name)
         new_source = splice.remove_function(old_source, name)
-        reader = live.import_reader(parsing.parse(new_source), name)
-        if reader is not None:
-            # Deleted, running the module would be a NameError: it would import nowhere.
-            line = splice.line_before_edit(old_source, new_source, splice.first_line(reader))
-            raise ToolError("refused", f"{module_name}.{name} is used by {module_name}'s own "
-                            f"top-level code as it runs (line {line}: "
-                            f"{splice.statement_line(new_source, reader)!r}); deleted, {module_name} would no "
-                            "longer import. Change that statement first (in the module's file, "
-                            "then refresh).")
+        tree = parsing.parse(new_source)
+        _refuse_used_by_its_module(f"{module_name}.{name}", module_name, old_source, new_source,
+                                   live.sure_import_readers(tree, name))
         if module is not None:
             self.view.load_all()   # else an importer the session had not loaded goes unnamed
             vars(module).pop(name, None)
         self.view.set_source(module_name, new_source, live=module is not None)
-        # An importer taking it by name (`from m import f`) now fails, here as in a new session.
-        note, data = self._reimport_importers([module_name]) if module is not None else ("", {})
+        # An importer taking it by name (`from m import f`) now fails, here as in a new session;
+        # so does the module itself where a read that may run (under an `if`, caught) does.
+        itself = live.needed_on_import(tree, name)
+        note, data = self._reimport_importers([module_name], itself) if module is not None else ("", {})
         return self._finish(f"deleted function {module_name}.{name}{note}",
                             {"dictionary": module_name, "selector": name, **data})
 
@@ -1062,7 +1058,8 @@ class MutationToolset(Toolset):
         old_source = self.view.source(ref.module)
         new_source = self._splice(splice.remove_class, old_source, ref.name)
         tree = parsing.parse(new_source)
-        _refuse_used_by_its_module(ref, old_source, new_source, live.sure_import_readers(tree, ref.name))
+        _refuse_used_by_its_module(ref.qualified, ref.module, old_source, new_source,
+                                   live.sure_import_readers(tree, ref.name))
         if cls is not None:
             vars(self.view.module(ref.module)).pop(ref.name, None)
         self.view.set_source(ref.module, new_source, live=cls is not None)
@@ -1325,23 +1322,25 @@ def _both_reimports(first: tuple[str, dict], second: tuple[str, dict]) -> tuple[
                          "importErrors": {**data.get("importErrors", {}), **more_data["importErrors"]}}
 
 
-def _refuse_used_by_its_module(ref, old_source: str, new_source: str, readers: list[ast.stmt]) -> None:
-    """Refuse (ToolError) to delete the class `ref` while its own module's top-level code
-    surely reads its name as it runs (`readers`, live.sure_import_readers: `Hook.__module__
-    = "m"`, `register(Hook)`, a class statement's base or class-level value): the module,
-    and every module importing it, would import in no new session (NameError). Each
-    statement is quoted with its line in the file as it stands."""
+def _refuse_used_by_its_module(qualified: str, module: str, old_source: str, new_source: str,
+                               readers: list[ast.stmt]) -> None:
+    """Refuse (ToolError) to delete the class or function `qualified` of `module` while the
+    module's own top-level code surely reads its name as it runs (`readers`,
+    live.sure_import_readers: `Hook.__module__ = "m"`, `register(Hook)`, `CONFIG =
+    configure()`, a class statement's base or class-level value): the module, and every
+    module importing it, would import in no new session (NameError). Each statement is
+    quoted with its line in the file as it stands."""
     if not readers:
         return
     used = [{"line": splice.line_before_edit(old_source, new_source, splice.first_line(reader)),
              "statement": splice.statement_line(new_source, reader)} for reader in readers]
     quoted = "; ".join(f"line {use['line']}: {use['statement']!r}" for use in used)
     those = "that statement" if len(used) == 1 else "those statements"
-    raise ToolError("refused", f"{ref.qualified} is used by {ref.module}'s own top-level code as "
-                    f"it runs ({quoted}); deleted, {ref.module} would no longer import (NameError), "
+    raise ToolError("refused", f"{qualified} is used by {module}'s own top-level code as "
+                    f"it runs ({quoted}); deleted, {module} would no longer import (NameError), "
                     f"here or in a new session, nor would the modules importing it. Change {those} "
                     f"first (a class statement with compile_class_definition, a function's def with "
-                    f"compile_method on {ref.module}, any other in the module's file, then refresh), "
+                    f"compile_method on {module}, any other in the module's file, then refresh), "
                     "then delete it.", {"usedBy": used})
 
 
