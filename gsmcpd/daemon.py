@@ -26,7 +26,7 @@ from gsmcpd.accounts import account_and_uid, private_group_problem
 from gsmcpd.config import (CHECKOUT, DEFAULT_STATE_DIR, Config, control_socket_path, parse_int,
                            pidfile_path)
 from gsmcpd.exitcodes import FAILED, OK, REFUSED, StartRefused, of_os_error
-from gsmcpd.logfile import PrivateFileHandler, RefusesWrites, no_space_left, open_for_appending
+from gsmcpd.logfile import PrivateFileHandler, RefusesWrites, no_space_left, open_for_appending, open_private
 from gsmcpd.readypipe import Reporter, failure_line, read_outcome
 from gsmcpd.router import trace
 from gsmcpd.worker.environment import unused_list_warning
@@ -81,11 +81,13 @@ def make_private_dir(path: Path) -> None:
     """The state directory (or a log's), created 0700 when missing: it holds the log,
     the pidfile and the control socket. One that exists keeps its mode, unless another
     account may write in it: then PermissionError, saying so."""
+    path = Path(path)
     try:
-        _make_missing_parents(Path(path))
-        Path(path).mkdir(mode=0o700, parents=True, exist_ok=True)
-    except FileExistsError:   # a file in its place: "File exists" would not say what is wrong
-        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path)) from None
+        _make_missing_parents(path)
+        _make_dir(path, 0o700, parents=True)
+    except FileExistsError:
+        if not path.is_dir():   # a file in its place: "File exists" would not say what is wrong
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path)) from None
     problem = _shared_dir_problem(os.stat(path))
     if problem:
         raise PermissionError(errno.EPERM, problem, str(path))
@@ -102,9 +104,17 @@ def _make_missing_parents(path: Path) -> None:
         missing.append(parent)
     for parent in reversed(missing):
         try:
-            parent.mkdir(mode=0o755)
+            _make_dir(parent, 0o755)
         except FileExistsError:   # made meanwhile, or a dangling link: the caller's mkdir says
             pass
+
+
+def _make_dir(path: Path, mode: int, parents: bool = False) -> None:
+    """`path` made with exactly `mode` (mkdir's mode is cut by the umask: under umask 0277
+    0700 came out 0500); FileExistsError if something is there already. By path, not
+    descriptor: a directory made 0000 (umask 0777) could not be opened to fchmod."""
+    path.mkdir(mode=mode, parents=parents)
+    os.chmod(path, mode)
 
 
 def make_file_dir(path: Path) -> None:
@@ -170,7 +180,7 @@ def configure_logging(level: str, path: Path | None, *, redirect_stdio: bool = F
 
 
 def _point_stdio_at(path: Path) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    fd = open_private(path, os.O_WRONLY | os.O_APPEND)
     try:
         os.dup2(fd, 1)
         os.dup2(fd, 2)

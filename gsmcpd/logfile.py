@@ -28,8 +28,8 @@ def open_for_appending(path: str | Path, *, create: bool = True, nonblocking: bo
     """A descriptor appending to `path`, made 0600 if missing; OSError when it cannot be
     opened or seeked to its end (a file under /proc), RefusesWrites when it opens but
     would refuse writes. nonblocking: a FIFO with no reader fails (ENXIO) instead of waiting."""
-    flags = os.O_WRONLY | os.O_APPEND | (os.O_CREAT if create else 0) | (os.O_NONBLOCK if nonblocking else 0)
-    fd = os.open(path, flags, 0o600)
+    flags = os.O_WRONLY | os.O_APPEND | (os.O_NONBLOCK if nonblocking else 0)
+    fd = open_private(path, flags) if create else os.open(path, flags)
     try:
         try:
             os.lseek(fd, 0, os.SEEK_END)   # as open(path, "a") does
@@ -39,6 +39,22 @@ def open_for_appending(path: str | Path, *, create: bool = True, nonblocking: bo
         refusal = write_refusal(fd)
         if refusal is not None:
             raise RefusesWrites(refusal.errno, refusal.strerror, str(path))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_private(path: str | Path, flags: int) -> int:
+    """`path` opened with `flags`, created 0600 whatever the umask when missing (open's mode
+    is cut by it: 0400 under umask 0277, which a reopen could not write); a file already
+    there, or a link, is opened as it is and keeps the mode its owner gave it."""
+    try:
+        fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return os.open(path, flags | os.O_CREAT, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
     except BaseException:
         os.close(fd)
         raise

@@ -693,6 +693,44 @@ def test_the_missing_parents_of_a_state_or_log_directory_are_made_0755_whatever_
         daemon.configure_logging("info", None)
 
 
+def test_the_private_directories_and_the_log_are_made_exact_under_a_narrowing_umask(tmp_path):
+    # Under umask 0277 they came out 0500 and 0400: the account could not then make the
+    # state directory below a new parent, nor reopen its own log for writing.
+    old_umask = os.umask(0o277)
+    try:
+        daemon.make_private_dir(tmp_path / "a" / "b" / "state")
+        log = tmp_path / "c" / "gsmcpd.log"
+        daemon.configure_logging("info", log)
+        for made, mode in (("a", 0o755), ("a/b", 0o755), ("a/b/state", 0o700), ("c", 0o700),
+                           ("c/gsmcpd.log", 0o600)):
+            assert stat.S_IMODE((tmp_path / made).stat().st_mode) == mode, made
+        log.rename(tmp_path / "gsmcpd.log.1")
+        daemon.reopen_log()                       # logrotate moved it: the new one is exact too
+        assert stat.S_IMODE(log.stat().st_mode) == 0o600
+    finally:
+        os.umask(old_umask)
+        daemon.configure_logging("info", None)
+
+
+def test_an_existing_log_or_state_directory_keeps_its_mode(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir(mode=0o750)
+    state.chmod(0o750)
+    kept = state / "kept.log"
+    kept.touch(mode=0o640)
+    kept.chmod(0o640)
+    try:
+        daemon.make_private_dir(state)
+        daemon.configure_logging("info", kept)
+        assert stat.S_IMODE(state.stat().st_mode) == 0o750
+        assert stat.S_IMODE(kept.stat().st_mode) == 0o640
+    finally:
+        daemon.configure_logging("info", None)
+    (tmp_path / "file").write_text("")
+    with pytest.raises(NotADirectoryError):
+        daemon.make_private_dir(tmp_path / "file")
+
+
 @pytest.mark.parametrize("flags", [["-P"], []], ids=["safe-path", "plain"])
 def test_the_detached_serve_gets_this_gsmcpd_first_on_its_path_once(tmp_path, flags):
     # Run as run-server.sh does (-P, the checkout on PYTHONPATH): nothing to add. Run

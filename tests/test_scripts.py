@@ -311,6 +311,22 @@ def test_run_server_under_umask_000_makes_nothing_another_account_may_change(tmp
     assert stopped.returncode == 0, stopped.stdout
 
 
+def test_run_server_under_umask_0277_makes_the_state_directory_and_log_exact(tmp_path):
+    # They came out 0500 and 0400, not README's 0700 and 0600 "whatever the umask".
+    port, state = free_port(), tmp_path / "new" / "state"
+    env = clean_env(GS_MCP_PORT=str(port), GS_MCP_STATE_DIR=str(state))
+    started = subprocess.run(["bash", "-c", f"umask 0277; exec {REPO / 'run-server.sh'}"], env=env,
+                             capture_output=True, text=True, timeout=60)
+    assert started.returncode == 0, started.stdout + started.stderr
+    try:
+        assert stat.S_IMODE(state.parent.stat().st_mode) == 0o755
+        assert stat.S_IMODE(state.stat().st_mode) == 0o700
+        assert stat.S_IMODE((state / f"gsmcpd-{port}.log").stat().st_mode) == 0o600
+    finally:
+        stopped = run("stop-server.sh", env=env)
+    assert stopped.returncode == 0, stopped.stdout
+
+
 @pytest.mark.parametrize("pidfile", ["deleted", "emptied"])
 def test_a_server_whose_pidfile_was_lost_is_still_found_by_start_and_stopped_by_stop(tmp_path, pidfile):
     # Deleted by hand or a tmp cleaner while the server runs: stop said nothing was running
