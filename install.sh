@@ -4,6 +4,7 @@
 #   ./install.sh --test     ...plus the test extra, then run the whole pytest suite
 #   ./install.sh --check    verify the environment, change nothing, print OK or the problem
 #   ./install.sh --systemd  install the gsmcpd@.service unit and a service user (root)
+#   ./install.sh --systemd-unit  print the unit --systemd installs, pointed at this checkout
 #   ./install.sh --stamp-ok exit 0 if the install is current (the stamp matches), else 1
 #   ./install.sh --foreign-venv  exit 0 saying why if .venv is another account's, else 1
 #   ./install.sh --check-service-user [USER]  can USER (default gsmcpd) run the unit? (root)
@@ -21,7 +22,7 @@ SITE_DIR=/etc/gsmcpd
 
 die() { echo "install.sh: $*" >&2; exit 1; }
 
-usage() { sed -n '2,10p' "$ROOT/$(basename "$0")" | sed 's/^# \{0,1\}//'; }   # $0 may be relative to the caller
+usage() { sed -n '2,11p' "$ROOT/$(basename "$0")" | sed 's/^# \{0,1\}//'; }   # $0 may be relative to the caller
 
 # Whether link $1 leads past a directory this account cannot search (another account's
 # home), not to nothing (a removed venv): the nearest of its target's directories that
@@ -197,6 +198,14 @@ check_service_user() {
     return $ok
 }
 
+# The unit with /opt/gsmcpd replaced by this checkout: a quoted replacement is taken as
+# written (sed's `s#...#$ROOT#` broke on a path holding `#`, `&` or `\`).
+systemd_unit() {
+    local unit
+    unit=$(<systemd/gsmcpd@.service)
+    printf '%s\n' "${unit//\/opt\/gsmcpd/"$ROOT"}"
+}
+
 install_systemd() {
     [[ $(id -u) -eq 0 ]] || die "--systemd needs root: it creates the '$SERVICE_USER' user and installs $UNIT_DIR/gsmcpd@.service"
     command -v systemctl >/dev/null || die "systemctl not found: this host does not run systemd"
@@ -208,7 +217,7 @@ install_systemd() {
         echo "created system user $SERVICE_USER"
     fi
     local unit
-    unit=$(sed "s#/opt/gsmcpd#$ROOT#g" systemd/gsmcpd@.service)
+    unit=$(systemd_unit)
     if [[ ! -f $UNIT_DIR/gsmcpd@.service || $(cat "$UNIT_DIR/gsmcpd@.service") != "$unit" ]]; then
         printf '%s\n' "$unit" > "$UNIT_DIR/gsmcpd@.service"
         echo "installed $UNIT_DIR/gsmcpd@.service"
@@ -232,6 +241,7 @@ case "${1:-}" in
     --test)    ensure_venv; start_conformance_install; install_package test; run_tests ;;
     --check)   check_environment ;;
     --systemd) install_systemd ;;
+    --systemd-unit) systemd_unit ;;
     --stamp-ok) [[ -x $VENV/bin/python ]] && stamp_ok base ;;
     --foreign-venv) foreign_venv_problem ;;   # stop-server.sh asks, having no python to ask
     --check-service-user)

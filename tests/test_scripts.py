@@ -883,6 +883,20 @@ def test_install_test_whose_pip_fails_leaves_no_part_of_the_suites_install_runni
             os.kill(suite_pid, signal.SIGKILL)
 
 
+def test_install_points_the_systemd_unit_at_a_checkout_whose_path_sed_would_misread(tmp_path):
+    # `sed "s#/opt/gsmcpd#$ROOT#g"` failed on a `#` (unknown option to s), put the matched
+    # /opt/gsmcpd in place of an `&`, and dropped a `\`.
+    checkout = tmp_path / "odd#dir&name\\here" / "gsmcpd"
+    (checkout / "systemd").mkdir(parents=True)
+    shutil.copy(REPO / "install.sh", checkout / "install.sh")
+    unit = (REPO / "systemd" / "gsmcpd@.service").read_text()
+    (checkout / "systemd" / "gsmcpd@.service").write_text(unit)
+    result = subprocess.run(["./install.sh", "--systemd-unit"], cwd=checkout, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == unit.replace("/opt/gsmcpd", str(checkout))
+    assert f"ExecStart={checkout}/.venv/bin/python -m gsmcpd serve --port %i" in result.stdout.splitlines()
+
+
 def test_install_systemd_refuses_without_root(fake_checkout):
     if os.geteuid() == 0:
         command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
