@@ -3,7 +3,7 @@
 import logging
 from types import SimpleNamespace
 
-from gsmcpd.router.breaks import SOFT_BREAK
+from gsmcpd.router.breaks import SOFT_BREAK, STOP
 from gsmcpd.router.lifetime import LifetimeSettings
 from gsmcpd.router.supervision import Supervisor
 from gsmcpd.wire.break_signals import SOFT_BREAK_SIGNAL
@@ -63,3 +63,19 @@ def test_a_break_logs_the_request_id_cut_however_long_the_client_made_it(caplog)
     assert [record.getMessage() for record in caplog.records] == [
         "session sid-1: soft break of request '%s... (deadline)" % ("B" * 79)]
     assert signals == [SOFT_BREAK_SIGNAL]
+
+
+def test_a_stop_answers_the_client_with_the_request_id_cut_however_long_the_client_made_it():
+    # The -32001 message quoted the id whole (the response's own id carries it in full).
+    failed, killed = [], []
+    call = SimpleNamespace(cancelled=False)
+    session = SimpleNamespace(short="sid-1", inflight=call, worker=SimpleNamespace(kill=lambda: killed.append(1)))
+    sessions = SimpleNamespace(by_id={"sid-1": session},
+                               fail_inflight=lambda s, code, message: failed.append((code, message)),
+                               end=lambda s, why: None)
+    router = SimpleNamespace(loop=ClockLoop(), config=LifetimeSettings(), sessions=sessions)
+    Supervisor(router)._break_action(STOP, "sid-1", "C" * 1_000_000, "deadline")
+    assert [message for _, message in failed] == [
+        "request '%s... outran its deadline and its worker had to be stopped; the session is finished"
+        % ("C" * 79)]
+    assert killed == [1]

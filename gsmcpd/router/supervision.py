@@ -92,8 +92,8 @@ class Supervisor:
         if call is not None and not call.cancelled:
             self.router.sessions.fail_inflight(
                 session, jsonrpc.REQUEST_TIMEOUT,
-                "request %r outran its deadline and its worker had to be stopped; the session is finished"
-                % (request_id,))
+                "request %s outran its deadline and its worker had to be stopped; the session is finished"
+                % shown_id(request_id))   # cut: the response's own id carries it whole
         session.worker.kill()
         self.router.sessions.end(session, "worker stopped after %s" % cause)
 
