@@ -103,6 +103,13 @@ def test_many_problems_are_listed_up_to_twenty_then_counted():
     assert caught.value.message.count("unknown argument") == 20 and "more problems" not in caught.value.message
 
 
+def test_one_problem_more_is_counted_in_the_singular():
+    # 21 problems ended with "and 1 more problems".
+    with pytest.raises(ToolError) as caught:
+        make_tool().validate({"name": "x", **{f"k{i}": 1 for i in range(21)}})
+    assert caught.value.message.endswith("; and 1 more problem"), caught.value.message[-100:]
+
+
 def test_min_length_is_in_the_schema_and_checked_in_characters():
     short = object_schema({"id": string_prop("an id", min_length=1), "code": string_prop("a code", min_length=3)})
     assert short["properties"]["id"]["minLength"] == 1

@@ -266,7 +266,8 @@ def schema_errors(schema: dict, value, where: str) -> list[str]:
 def listed(problems: list[str]) -> str:
     """The problems joined, the first PROBLEMS_SHOWN of more than that, with how many more."""
     more = len(problems) - PROBLEMS_SHOWN
-    return "; ".join(problems[:PROBLEMS_SHOWN]) + (f"; and {more} more problems" if more > 0 else "")
+    counted = f"; and {more} more problem{'s' if more > 1 else ''}" if more > 0 else ""
+    return "; ".join(problems[:PROBLEMS_SHOWN]) + counted
 
 
 def json_equal(a, b) -> bool:
