@@ -1299,6 +1299,29 @@ def test_abort_names_a_module_turned_into_a_package_once(tmp_path):
         assert ours.tool("abort")["structuredContent"]["discarded"] == ["q", "q.w", "r"]
 
 
+def test_a_removal_an_editor_left_in_no_package_is_committed_after_a_refresh(tmp_path):
+    # The refresh took n/m/j.py, on disk but in no package once n/__init__.py was deleted,
+    # for removed by another (alreadyCommitted): the commit then left it, to come back with
+    # n/__init__.py, where a commit straight away removed it.
+    files = {"n/__init__.py": "", "n/m/__init__.py": "", "n/m/j.py": "class J:\n    pass\n", "r.py": ""}
+    with daemon_on_image(tmp_path, files) as daemon:
+        ours = session(daemon)
+        assert ours.tool("status")["structuredContent"]["changedModules"] == []   # its view read
+        (daemon.image / "r.py").write_text("EDITED = 1\n")   # our changes conflict, kept uncommitted
+        for tool, arguments in (("compile_class_definition", {"source": "class R:\n    pass\n",
+                                                              "dictionaryName": "r"}),
+                                ("remove_dictionary", {"dictionaryName": "n.m.j"})):
+            kept = ours.tool(tool, **arguments)
+            assert kept["structuredContent"]["error"]["kind"] == "conflict", kept
+        (daemon.image / "r.py").write_text("")                # the conflict gone
+        (daemon.image / "n/__init__.py").unlink()
+        refreshed = ours.tool("refresh")["structuredContent"]
+        assert (refreshed["alreadyCommitted"], refreshed["keptOurs"]) == ([], []), refreshed
+        committed = ours.tool("commit")["structuredContent"]
+        assert committed["committed"] == ["n.m.j", "r"], committed
+        assert not (daemon.image / "n/m/j.py").exists()
+
+
 def test_a_failing_module_is_imported_once_across_image_wide_calls_until_code_runs(tmp_path):
     # Every get_class_hierarchy re-imported each failing module: seconds a call on pip's copy.
     from test_tools_failed_imports import files, imports_of

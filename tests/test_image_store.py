@@ -46,6 +46,15 @@ def test_snapshot_lists_modules_only(tmp_path):
     assert [module_name_of(rel) for rel in sorted(snapshot.files)] == ["a", "pkg", "pkg.b"]
 
 
+def test_a_snapshot_hashes_the_files_asked_for_that_the_walk_left_out(tmp_path):
+    # A refresh took such a file, still on disk, for removed, where the commit checks its hash.
+    store = make_image(tmp_path, {"pkg/__init__.py": "", "pkg/b.py": "y = 2\n", "nopkg/c.py": "z = 3\n"})
+    snapshot = store.read_snapshot(unwalked=["nopkg/c.py", "pkg/b.py", "nopkg/gone.py"])
+    assert "nopkg/c.py" not in snapshot.files
+    assert snapshot.unwalked == {"nopkg/c.py": sha256(b"z = 3\n")}   # walked or absent: not there
+    assert store.read_snapshot().unwalked == {}
+
+
 def test_commit_writes_files_and_journals_who_when_what(tmp_path):
     store = make_image(tmp_path, {"a.py": "x = 1\n", "gone.py": "z = 0\n"})
     base = {rel: sha256(data) for rel, data in store.read_snapshot().files.items()}

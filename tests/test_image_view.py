@@ -955,6 +955,37 @@ def test_refresh_keeps_the_package_ours_write_into_where_they_removed_it(image, 
     assert raised.value.files == ["zoo/__init__.py"] and not (image / "zoo").exists()
 
 
+@pytest.mark.parametrize("refreshed_first", [False, True])
+def test_a_removal_left_in_no_package_by_an_editor_is_committed_refreshed_first_or_not(
+        image, views, refreshed_first):
+    # Refreshed first, the file the walk no longer saw was taken for removed by another
+    # (alreadyCommitted), the commit wrote nothing, and restoring zoo/__init__.py brought
+    # the removed module back; a commit straight away removed it.
+    a = views(image, "a", install=False)
+    a.remove_module("zoo.keeper")
+    (image / "zoo/__init__.py").unlink()
+    if refreshed_first:
+        report = a.refresh()
+        assert (report.already_committed, report.kept_ours) == ([], [])
+        assert a.changed_modules() == ["zoo.keeper"]
+    assert a.commit() == ["zoo.keeper"]
+    assert not (image / "zoo/keeper.py").exists()
+
+
+def test_a_removal_of_a_module_an_editor_changed_and_left_in_no_package_conflicts_refreshed_or_not(
+        image, views):
+    a = views(image, "a", install=False)
+    a.remove_module("zoo.keeper")
+    (image / "zoo/keeper.py").write_text("EDITED = True\n")
+    (image / "zoo/__init__.py").unlink()
+    report = a.refresh()
+    assert (report.already_committed, report.kept_ours) == ([], ["zoo.keeper"])
+    with pytest.raises(CommitConflict) as raised:
+        a.commit()
+    assert raised.value.files == ["zoo/keeper.py"]
+    assert (image / "zoo/keeper.py").read_text() == "EDITED = True\n"
+
+
 def test_refresh_keeps_ours_where_they_made_our_new_module_in_the_other_form(image, views):
     a = views(image, "a", install=False)
     b = views(image, "b", install=False)

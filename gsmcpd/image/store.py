@@ -45,8 +45,9 @@ import shutil
 import time
 import tokenize
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable
 
 from gsmcpd.accounts import account_name, group_name
 from gsmcpd.image import holders
@@ -189,6 +190,7 @@ class Snapshot:
     version: int                 # journal length when read
     unlisted: list[str] = ()     # directories this account may not list or enter (see _scan)
     too_long: list[str] = ()     # files and directories ("d/") left out: paths over PATH_MAX
+    unwalked: dict[str, str] = field(default_factory=dict)   # asked-for files on disk in no package -> hash
 
 
 class CommitConflict(Exception):
@@ -511,12 +513,30 @@ class ImageStore:
         under it later is the image as it is now."""
         return self._locked(fcntl.LOCK_SH)
 
-    def read_snapshot(self, held: "_Held | None" = None) -> Snapshot:
+    def read_snapshot(self, held: "_Held | None" = None, unwalked: Iterable[str] = ()) -> Snapshot:
         """Every module file, read under the shared lock so no commit is half-seen:
         taken now, or the one `held` from hold_shared(), released when done.
-        A commit killed past its commit point is read as finished (see _apply)."""
+        A commit killed past its commit point is read as finished (see _apply).
+        Each file of `unwalked` the walk left out (its directory no longer a package)
+        that is on disk all the same has its hash in `Snapshot.unwalked`: a commit
+        checks such a file by its hash, as it checks any other."""
         with held if held is not None else self._locked(fcntl.LOCK_SH):
-            return self._snapshot()
+            snapshot = self._snapshot()
+            snapshot.unwalked = self._unwalked_hashes(unwalked, snapshot)
+            return snapshot
+
+    def _unwalked_hashes(self, rels: Iterable[str], snapshot: Snapshot) -> dict[str, str]:
+        intent = self._pending_intent()
+        writes = intent["writes"] if intent is not None else {}
+        removes = frozenset(intent["removes"]) if intent is not None else frozenset()
+        hashes = {}
+        for rel in rels:
+            if rel in snapshot.files or rel in removes:
+                continue
+            data = self._pending_bytes(rel, writes[rel]) if rel in writes else self._read(rel)
+            if data is not None:
+                hashes[rel] = sha256(data)
+        return hashes
 
     def _snapshot(self, known: dict[str, bytes] | None = None) -> Snapshot:
         """read_snapshot's read (call under the lock); a file in `known` is taken to hold

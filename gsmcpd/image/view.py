@@ -1001,7 +1001,11 @@ class View:
         view in no package, or one module in two files. Unless theirs is byte for
         byte ours: it is then committed, and the base moves onto it. This view's own
         earlier commit that could not tell whether it stands is settled first (settle)."""
-        snapshot = self.store.read_snapshot()   # first: if it fails, the view is as it was
+        # The files ours remove that the walk may no longer see (their directory no longer a
+        # package) are read too: still on disk as our base had them, their removal is not
+        # yet committed, as the commit, checking their hashes, would tell.
+        removed = [rel for rel in self.changed_files() if rel not in self.texts]
+        snapshot = self.store.read_snapshot(unwalked=removed)   # first: if it fails, the view is as it was
         settled = self.settle()
         decoded = {rel: _decode(data) for rel, data in snapshot.files.items()}
         fresh_hashes = {rel: sha256(data) for rel, data in snapshot.files.items()}
@@ -1010,9 +1014,11 @@ class View:
         ours_changed = set(self.changed_files())
         for rel in sorted(set(fresh) | set(self.base_texts) | set(self.texts)):
             ours = rel in ours_changed or _entangled(rel, ours_changed, self.texts, fresh)
-            theirs = fresh.get(rel) != self.base_texts.get(rel)
+            unseen = snapshot.unwalked.get(rel)   # on disk in no package: told by its hash
+            theirs = (fresh.get(rel) != self.base_texts.get(rel) if unseen is None
+                      else unseen != self.base_hashes.get(rel))
             if theirs and ours:
-                if not self._holds(rel, fresh_hashes.get(rel)):
+                if not self._holds(rel, fresh_hashes.get(rel, unseen)):
                     report.kept_ours.append(module_name_of(rel))
                     continue
                 report.already_committed.append(module_name_of(rel))   # theirs is ours: the base moves
@@ -1026,7 +1032,7 @@ class View:
             if rel in fresh:   # the base moves, and with it the file's codec (a BOM put on or taken off)
                 self.base_texts[rel], self.base_hashes[rel] = fresh[rel], fresh_hashes[rel]
                 self.encodings[rel] = decoded[rel][1]
-            else:
+            elif unseen is None:
                 self.base_texts.pop(rel, None)
                 self.base_hashes.pop(rel, None)
         # Each module once, in one list, though its two forms are two files: as commit tells
