@@ -2248,3 +2248,19 @@ def test_a_workspace_class_named_after_a_sys_modules_entry_with_no_dict_fails_no
         run(client, ODD_MODULE)
         assert run(client, "Named.__module__") == "'oddmod'"
         client.close()
+
+
+def test_a_huge_method_name_is_cut_in_the_success_messages_and_kept_whole_in_structured_content(c):
+    # A 100,000-character method name (a valid identifier) made each answer line 100 KB.
+    huge, cut = "m" * 100_000, "m" * 200 + "... (100000 characters)"
+    ok(c, "add_dictionary", dictionaryName="huge_names")
+    ok(c, "compile_class_definition", source="class Huge:\n    pass\n", dictionaryName="huge_names")
+    try:
+        added = ok(c, "compile_method", className="huge_names.Huge", source=f"def {huge}(self):\n    return 1\n")
+        deleted = ok(c, "delete_method", className="huge_names.Huge", selector=huge)
+        for result, verb in ((added, "added"), (deleted, "deleted")):
+            text = tool_text(result)
+            assert text.startswith(f"{verb} huge_names.Huge.{cut}; committed") and len(text) < 1000, text[:300]
+            assert result["structuredContent"]["selector"] == huge
+    finally:
+        ok(c, "remove_dictionary", dictionaryName="huge_names")

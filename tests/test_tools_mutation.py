@@ -2793,3 +2793,65 @@ def test_delete_method_of_a_metaclass_method_on_its_class_points_to_the_metaclas
             "delete_method on metas.Meta changes it, for every class metas.Meta makes")
     client.ok("delete_method", className="Meta", selector="meta_method")
     assert "meta_method" not in disk(image, "metas.py")
+
+
+# A client-given name of 100,000 characters (a valid identifier) was repeated whole in the
+# success message of each mutation tool: a 100 KB answer line. Cut there, kept whole in
+# structuredContent, which must carry the real name.
+HUGE = "m" * 100_000
+CUT = "m" * 200 + "... (100000 characters)"
+
+
+def short_text_naming(result, *heads):
+    message = text(result)
+    assert len(message) < 2000, message[:300]
+    for head in heads:
+        assert head in message, message[:500]
+    return result["structuredContent"]
+
+
+def test_a_huge_method_name_is_cut_in_the_answers_of_compile_and_delete(client):
+    added = client.ok("compile_method", className="zoo.animals.Dog", source=f"def {HUGE}(self):\n    return 1\n")
+    assert short_text_naming(added, f"added zoo.animals.Dog.{CUT}")["selector"] == HUGE
+    deleted = client.ok("delete_method", className="zoo.animals.Dog", selector=HUGE)
+    assert short_text_naming(deleted, f"deleted zoo.animals.Dog.{CUT}")["selector"] == HUGE
+
+
+def test_a_huge_function_name_is_cut_in_the_answers_of_compile_and_delete(client):
+    source = f"def {HUGE}():\n    return 1\n"
+    added = client.ok("compile_method", className="zoo.animals", source=source)
+    assert short_text_naming(added, f"added function zoo.animals.{CUT}")["selector"] == HUGE
+    replaced = client.ok("compile_method", className="zoo.animals", source=source.replace("1", "2"))
+    assert short_text_naming(replaced, f"replaced function zoo.animals.{CUT}")["selector"] == HUGE
+    deleted = client.ok("delete_method", className="zoo.animals", selector=HUGE)
+    assert short_text_naming(deleted, f"deleted function zoo.animals.{CUT}")["selector"] == HUGE
+
+
+def test_a_huge_class_name_is_cut_in_the_answers_of_define_comment_and_delete(client):
+    name = "C" + HUGE[1:]
+    cut = "C" + CUT[1:]
+    defined = client.ok("compile_class_definition", dictionaryName="zoo.animals", source=f"class {name}:\n    pass\n")
+    assert short_text_naming(defined, f"defined zoo.animals.{cut}")["class"] == f"zoo.animals.{name}"
+    redefined = client.ok("compile_class_definition", dictionaryName="zoo.animals",
+                          source=f"class {name}:\n    x = 1\n")
+    assert short_text_naming(redefined, f"redefined zoo.animals.{cut}")["class"] == f"zoo.animals.{name}"
+    commented = client.ok("set_class_comment", className=f"zoo.animals.{name}", comment="big")
+    assert short_text_naming(commented, f"set the comment of zoo.animals.{cut}")["class"] == f"zoo.animals.{name}"
+    deleted = client.ok("delete_class", className=f"zoo.animals.{name}")
+    assert short_text_naming(deleted, f"deleted class zoo.animals.{cut}")["class"] == f"zoo.animals.{name}"
+
+
+def test_a_long_dictionary_name_is_cut_in_the_answers_of_add_and_remove(client):
+    parts = [f"p{i}" + "d" * 200 for i in range(5)]   # 1,014 characters, a file name each part
+    name = ".".join(parts)
+    added = client.ok("add_dictionary", dictionaryName=name)
+    assert short_text_naming(added, f"added dictionary {name[:200]}... ({len(name)} characters)")[
+        "dictionary"] == name
+    removed = client.ok("remove_dictionary", dictionaryName=parts[0])
+    assert name in short_text_naming(removed, "removed dictionary p0ddd")["removed"]
+
+
+def test_a_huge_method_name_on_the_other_side_is_cut_in_the_not_found(client):
+    client.ok("compile_method", className="zoo.animals.Dog", source=f"def {HUGE}(self):\n    return 1\n")
+    message = client.error("get_method_source", "notFound", className="zoo.animals.Dog", selector=HUGE, meta=True)
+    assert f"zoo.animals.Dog.{CUT} is an instance-side method" in message and len(message) < 1000, message[:300]

@@ -577,6 +577,6 @@ def filter_by_meta(nodes, meta, owner: str, selector: str, kind: str | None = No
     kept = [n for n in nodes if ((kind or splice.method_kind(n)) in ("class", "static")) == bool(meta)]
     if not kept:
         side = "an instance-side" if meta else "a class-side"
-        raise ToolError("notFound", f"{owner}.{selector} is {side} method; "
+        raise ToolError("notFound", f"{catalog.echoed(owner)}.{catalog.echoed(selector)} is {side} method; "
                         f"call with meta {'false' if meta else 'true'} (or omit meta)")
     return kept

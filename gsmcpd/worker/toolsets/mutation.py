@@ -466,7 +466,7 @@ class MutationToolset(Toolset):
         if cls is not None:
             captured, captured_data = _captured_note(new_source, ref.name, node.name)
             stale, data = stale + captured, {**data, **captured_data}
-        return self._finish(f"{verb} {ref.qualified}.{node.name}{stale}{hooks}",
+        return self._finish(f"{verb} {_shown(ref.module, ref.name, node.name)}{stale}{hooks}",
                             {"class": ref.qualified, "selector": node.name, "replaced": replaced,
                              **data, **hooks_data})
 
@@ -499,10 +499,10 @@ class MutationToolset(Toolset):
                 rebound = old is not None
                 setattr(module, name, made)
         self.view.set_source(module_name, new_source, live=module is not None)
-        qualified = f"{module_name}.{name}"
+        qualified = _shown(module_name, name)   # as the answer shows it
         note, data = self._reimport_importers([module_name]) if rebound else ("", {})
         if rebound:
-            note += _rebound_note(module_name, name)
+            note += _rebound_note(catalog.echoed(module_name), catalog.echoed(name))
             data["rebound"] = True
         if module is not None and old is not None:
             rerun, rerun_data = _decorators_rerun_note(
@@ -533,7 +533,7 @@ class MutationToolset(Toolset):
         # so does the module itself where a read that may run (under an `if`, caught) does.
         itself = live.needed_on_import(tree, name)
         note, data = self._reimport_importers([module_name], itself) if module is not None else ("", {})
-        return self._finish(f"deleted function {module_name}.{name}{note}",
+        return self._finish(f"deleted function {_shown(module_name, name)}{note}",
                             {"dictionary": module_name, "selector": name, **data})
 
     def _refuse_unfit_def(self, ref, cls, classdef, defs: list, existing: list, meta: bool) -> None:
@@ -750,12 +750,13 @@ class MutationToolset(Toolset):
         if reads:   # noted, as delete_method does: the sure, unguarded ones were refused
             imported = _read_as_it_runs_note(module_name, name, reads) + imported
             imported_data = {**imported_data, "readAsItRuns": reads}
-        message = {"defined": f"defined {module_name}.{name}",
-                   "updated": f"redefined {module_name}.{name} in place",
-                   "replaced": f"redefined {module_name}.{name} with a new shape (bases, "
+        shown = _shown(module_name, name)
+        message = {"defined": f"defined {shown}",
+                   "updated": f"redefined {shown} in place",
+                   "replaced": f"redefined {shown} with a new shape (bases, "
                                "__slots__, or an Enum's members); existing instances keep the "
                                "old class",
-                   "source": f"changed {module_name}.{name} in source only ({module_name} "
+                   "source": f"changed {shown} in source only ({catalog.echoed(module_name)} "
                              f"{self._not_loaded_why(module_name, module)})"}[outcome]
         carried_names = list(dict.fromkeys(m.name for m in carried if m.name not in failed))
         if carried_names:
@@ -891,7 +892,7 @@ class MutationToolset(Toolset):
             ref.qualified, ref.module, cls, basis, lost=bound_before - set(vars(cls)) if cls is not None else ())
         imported, imported_data = _both_reimports((imported, imported_data), unmakeable)
         note, data = note + imported, {**data, **imported_data}
-        return self._finish(f"deleted {ref.qualified}.{selector}{note}{stale}",
+        return self._finish(f"deleted {_shown(ref.module, ref.name, selector)}{note}{stale}",
                             {"class": ref.qualified, "selector": selector, **data, **stale_data})
 
     def _rebuilt_dataclass(self, ref, cls, new_source: str, old_node: ast.ClassDef,
@@ -1066,7 +1067,7 @@ class MutationToolset(Toolset):
         # A read that may run (under an `if`, caught): re-imported, named if it fails here.
         itself = live.needed_on_import(tree, ref.name)
         imported, data = self._reimport_importers([ref.module], itself) if cls is not None else ("", {})
-        return self._finish(f"deleted class {ref.qualified}{imported}",
+        return self._finish(f"deleted class {_shown(ref.module, ref.name)}{imported}",
                             {"class": ref.qualified, **data})
 
     def _refuse_if_built_on(self, classes: dict[str, type], gone: str, removed=()) -> None:
@@ -1142,7 +1143,7 @@ class MutationToolset(Toolset):
         if cls is not None:
             cls.__doc__ = comment or None
         self.view.set_source(ref.module, new_source, live=cls is not None)
-        return self._finish(f"set the comment of {ref.qualified}", {"class": ref.qualified})
+        return self._finish(f"set the comment of {_shown(ref.module, ref.name)}", {"class": ref.qualified})
 
     def add_dictionary(self, arguments):
         # As `import` reads it: a file named `ｐkg.py` no import statement would reach.
@@ -1181,7 +1182,7 @@ class MutationToolset(Toolset):
             view.add_module(parent, "", package=True)
         view.add_module(name, f'"""The {name} dictionary."""\n')
         created.append(name)
-        return self._finish(f"added dictionary {name}", {"dictionary": name, "created": created})
+        return self._finish(f"added dictionary {catalog.echoed(name)}", {"dictionary": name, "created": created})
 
     def remove_dictionary(self, arguments):
         name = catalog.dictionary_name(arguments["dictionaryName"])
@@ -1206,7 +1207,7 @@ class MutationToolset(Toolset):
             imported += (f"; note: {', '.join(failing)} {fail} to import in every new session "
                          f"too: remove {them} as well (remove_dictionary), or change {their} "
                          f"imports of {name} in an editor, then refresh")
-        return self._finish(f"removed dictionary {', '.join(removed)}{imported}",
+        return self._finish(f"removed dictionary {', '.join(map(catalog.echoed, removed))}{imported}",
                             {"removed": removed, **data})
 
     def _classes_of(self, modules: list[str]) -> dict[str, type]:
@@ -1403,6 +1404,12 @@ def _dropped_names(old_node: ast.ClassDef | None, new_source: str, class_name: s
         return dropped - live.class_member_names(new_node)
     return {name for name in dropped & had
             if not any(name in vars(owner) for owner in cls.__mro__ + type(cls).__mro__)}
+
+
+def _shown(*names: str) -> str:
+    """A dotted name as a success message shows it: each part, a client's of any length
+    (a 100,000-character method name), cut (structuredContent keeps it whole)."""
+    return ".".join(map(catalog.echoed, names))
 
 
 def _rerun_note(ran: str, hooks: list[str], made: str, owner: str, tail: str = "") -> tuple[str, dict]:
