@@ -22,10 +22,10 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from helpers import (REPO, Daemon, free_port, recv_all, recv_response, searchable_dir, spawn_in_a_terminal,
-                     wait_for_port, wait_until)
+from helpers import (REPO, Daemon, free_port, recv_all, recv_response, rss_kib, searchable_dir,
+                     spawn_in_a_terminal, wait_for_port, wait_until)
 from idp import CertAuthority, Idp, JwksServer
-from test_e2e_auth import WRITTEN_ON
+from test_e2e_auth import WRITTEN_ON, AuthClient
 
 READ_TIMEOUT = 0.5
 
@@ -212,6 +212,42 @@ def test_a_client_s_close_notify_gets_the_router_s_in_return(tls_env):
         assert recv_response(tls).startswith(b"HTTP/1.1 200 ")
         plain = tls.unwrap()   # our close_notify, then wait for the router's (TimeoutError if none)
         assert plain.recv(1) == b""
+
+
+def session_with_a_stream_deleted(daemon, token, cert):
+    """Open a session over HTTPS, open its GET stream with `token`, DELETE the session."""
+    client = AuthClient(daemon.port, token)
+    client.conn = http.client.HTTPSConnection("127.0.0.1", daemon.port, context=trusting(cert), timeout=30)
+    stream = http.client.HTTPSConnection("127.0.0.1", daemon.port, context=trusting(cert), timeout=30)
+    try:
+        client.initialize()
+        stream.request("GET", "/mcp", headers={"Accept": "text/event-stream", "MCP-Session-Id": client.session,
+                                               "Authorization": "Bearer " + token})
+        opened = stream.getresponse()
+        assert opened.status == 200
+        assert client.delete().status == 200
+        assert opened.read() == b""   # the DELETE ended the stream
+    finally:
+        client.close()
+        stream.close()
+
+
+def test_a_deleted_session_s_stream_is_not_held_until_its_token_expires(tmp_path):
+    # The timer ending a GET stream at its token's expiry was never cancelled: it held the
+    # session, its stream's TLS connection and its worker's objects until the token ran out
+    # (an hour, a day with some IdPs), about 40 KiB a session: 8 MiB for these 200.
+    daemon, idp, cert, server = start_tls_daemon(tmp_path, GS_MCP_KEEPALIVE_INTERVAL="0.2")
+    try:
+        token = idp.mint(sub="erin", exp=int(time.time()) + 3600)
+        for _ in range(50):   # the router's memory grown to what serving such sessions takes
+            session_with_a_stream_deleted(daemon, token, cert)
+        before = rss_kib(daemon.proc.pid)
+        for _ in range(200):
+            session_with_a_stream_deleted(daemon, token, cert)
+        assert rss_kib(daemon.proc.pid) - before < 2048
+    finally:
+        daemon.stop()
+        server.close()
 
 
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {

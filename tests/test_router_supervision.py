@@ -1,10 +1,12 @@
 """Supervisor: what it logs of the lifetime policy's actions, on a clock the test moves."""
 
 import logging
+import time
 from types import SimpleNamespace
 
 from gsmcpd.router.breaks import SOFT_BREAK, STOP
 from gsmcpd.router.lifetime import LifetimeSettings
+from gsmcpd.router.loop import Timer
 from gsmcpd.router.supervision import Supervisor
 from gsmcpd.wire.break_signals import SOFT_BREAK_SIGNAL
 
@@ -27,6 +29,66 @@ class ClockLoop:
         self.now = at
         _, callback = self.armed
         callback()
+
+
+class TimerLoop(ClockLoop):
+    """ClockLoop whose call_later hands out real Timers, every one kept for the test to see."""
+
+    def __init__(self):
+        super().__init__()
+        self.timers = []
+
+    def call_later(self, delay, callback):
+        timer = Timer(self.now + delay, callback)
+        self.timers.append(timer)
+        return timer
+
+
+def streaming_session(supervisor, token_lifetime=3600):
+    """A session whose GET stream (generation 1) ends when its token, good for
+    `token_lifetime` more seconds, expires: (session, its stream's connection, the expiry timer)."""
+    conn = SimpleNamespace(closed=False, streaming=True, on_stream_lost=None)
+    session = SimpleNamespace(id="sid-1", short="sid-1", stream=conn, stream_generation=1, stream_expiry=None,
+                              outbox=SimpleNamespace(detach=lambda generation: None))
+    supervisor.lifetime.session_opened(session.id, 0.0)
+    supervisor.lifetime.stream_attached(session.id, 1, 0.0)
+    supervisor.end_stream_at(session, conn, time.time() + token_lifetime)
+    return session, conn, supervisor.loop.timers[-1]
+
+
+def test_a_stream_s_expiry_timer_lets_go_of_its_session_when_the_session_ends():
+    # It stayed armed until the token's expiry (an hour, a day, with some IdPs), holding the
+    # ended session, its stream's connection and its worker: ~40 KiB a session over TLS.
+    supervisor = Supervisor(SimpleNamespace(loop=TimerLoop(), config=LifetimeSettings()))
+    session, _, expiry = streaming_session(supervisor)
+    session.outbox = None
+    supervisor.session_ended(session)
+    assert expiry.cancelled and expiry.callback is None
+    assert session.stream_expiry is None
+
+
+def test_a_stream_s_expiry_timer_lets_go_of_it_when_its_client_goes_away():
+    supervisor = Supervisor(SimpleNamespace(loop=TimerLoop(), config=LifetimeSettings()))
+    session, conn, expiry = streaming_session(supervisor)
+    supervisor._stream_lost(session, conn, 1)   # what on_stream_lost calls as the connection closes
+    assert expiry.cancelled and expiry.callback is None
+
+
+def test_a_newer_stream_replaces_the_older_one_s_expiry_timer():
+    supervisor = Supervisor(SimpleNamespace(loop=TimerLoop(), config=LifetimeSettings()))
+    session, conn, first = streaming_session(supervisor)
+    supervisor.end_stream_at(session, conn, time.time() + 60)   # as a reattached GET's token arms its own
+    assert first.cancelled and first.callback is None
+    assert session.stream_expiry is supervisor.loop.timers[-1] and not session.stream_expiry.cancelled
+
+
+def test_a_stream_still_ends_when_its_token_expires():
+    supervisor = Supervisor(SimpleNamespace(loop=TimerLoop(), config=LifetimeSettings()))
+    ended = []
+    session, conn, expiry = streaming_session(supervisor, token_lifetime=0)
+    conn.end_stream = lambda: ended.append(conn)
+    expiry.callback()
+    assert ended == [conn] and session.stream is None and session.stream_expiry is None
 
 
 def test_a_stall_is_logged_as_the_time_since_the_timers_last_ran_which_is_what_is_forgiven(caplog):

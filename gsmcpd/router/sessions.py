@@ -152,6 +152,7 @@ class Session:
         self.ended = False
         self.stream = None  # the Connection carrying the standalone GET stream
         self.stream_generation = None  # its outbox generation
+        self.stream_expiry = None  # the timer ending that stream when its token expires
         self.outbox = None  # server-initiated messages waiting for the stream
         self.refusing = False  # its queue was full; logged once until a call starts
         self.tools_listed = None  # the worker's tools/list result: the router answers from it

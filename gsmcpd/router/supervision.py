@@ -136,6 +136,7 @@ class Supervisor:
                      shown_id(message.get("id")))
 
     def session_ended(self, session):
+        self._cancel_stream_expiry(session)
         self.lifetime.session_ended(session.id)
         self.breaks.call_finished(session.id)
         outbox = session.outbox
@@ -153,6 +154,7 @@ class Supervisor:
         old = session.stream
         session.stream = conn
         session.stream_generation = generation
+        self._cancel_stream_expiry(session)
         if old is not None and not old.closed:
             old.on_stream_lost = None
             old.end_stream()  # the newest GET wins
@@ -176,16 +178,28 @@ class Supervisor:
         generation = session.stream_generation
 
         def expire():
+            session.stream_expiry = None
             if session.stream is conn and not conn.closed and conn.streaming:
                 log.info("session %s: stream ended, the token behind it expired", session.short)
                 conn.on_stream_lost = None
                 conn.end_stream()
                 self._stream_lost(session, conn, generation)
-        self.loop.call_later(max(0.0, when_epoch - time.time()), expire)
+        self._cancel_stream_expiry(session)
+        session.stream_expiry = self.loop.call_later(max(0.0, when_epoch - time.time()), expire)
+
+    @staticmethod
+    def _cancel_stream_expiry(session):
+        """Drop the expiry timer of the session's stream once that stream is over: it is
+        due at the token's expiry (hours away, for some IdPs), and until then it would keep
+        the stream's connection, the session and its worker's objects alive."""
+        if session.stream_expiry is not None:
+            session.stream_expiry.cancel()
+            session.stream_expiry = None
 
     def _stream_lost(self, session, conn, generation):
         if session.stream is conn:
             session.stream = None
+            self._cancel_stream_expiry(session)
         session.outbox.detach(generation)
         now = self.loop.time()
         if self.lifetime.stream_detached(session.id, generation, now):
