@@ -244,7 +244,8 @@ def test_a_deleted_session_s_stream_is_not_held_until_its_token_expires(tmp_path
         before = rss_kib(daemon.proc.pid)
         for _ in range(200):
             session_with_a_stream_deleted(daemon, token, cert)
-        assert rss_kib(daemon.proc.pid) - before < 2048
+        # 0.8-0.9 MiB with the timer cancelled (the rest of serving them), 7.9 without
+        assert rss_kib(daemon.proc.pid) - before < 4096
     finally:
         daemon.stop()
         server.close()
