@@ -1384,6 +1384,22 @@ def test_a_program_fixed_after_its_re_import_failed_is_no_longer_named_failing_b
         client.close()
 
 
+def test_a_program_a_commit_fixes_is_not_named_failing_by_the_commit(tmp_path):
+    broken = "from app import Base\n\n\nclass Cli(Base):\n    X = undefined_name\n"
+    files = {"app/__init__.py": "class Base:\n    pass\n", "app/__main__.py": broken.replace("undefined_name", "1")}
+    with daemon_on_image(tmp_path, files) as daemon:
+        client = session(daemon)
+        client.tool("execute_code", code="import app.__main__")
+        (daemon.image / "app/__main__.py").write_text(broken)
+        assert "app.__main__" in client.tool("refresh")["structuredContent"]["importErrors"]
+        fixed = client.tool("compile_class_definition", source="class Cli(Base):\n    X = 2\n",
+                            dictionaryName="app.__main__")
+        assert fixed["structuredContent"]["committed"] == ["app.__main__"], fixed
+        assert "importErrors" not in fixed["structuredContent"], fixed
+        assert "import error" not in tool_text(fixed)
+        client.close()
+
+
 def test_a_class_bound_over_a_statement_is_browsed_though_an_attribute_raises_on_reads(tmp_path):
     from test_tools_browse import PROXY_HELD
     files = {"proxied.py": PROXY_HELD, "over.py": "class Shown:\n    def mine(self):\n        return 1\n\n\n"

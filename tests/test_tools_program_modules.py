@@ -104,3 +104,20 @@ def test_only_a_packages_last_main_part_names_a_program_to_remove(client):
                                                        dictionaryName="app.__main__.cli")
     assert "__main__ is a dunder name" in client.error("add_dictionary", "invalidParams",
                                                        dictionaryName="app.__main__")
+
+
+def test_a_program_a_commit_fixes_is_not_named_failing_by_it(tmp_path, views):
+    # The commit asked for the committed program without again=True, which leaves a program
+    # untried: it answered importErrors {app.__main__: the error the change had removed}.
+    program = "from app import Base\n\n\nclass Cli(Base):\n    X = 1\n"
+    image = write_image(tmp_path / "image", {"app/__init__.py": "class Base:\n    pass\n", "app/__main__.py": program})
+    client = Client(views(image))
+    client.ok("execute_code", code="import app.__main__")
+    (image / "app/__main__.py").write_text("from app import Base\n\n\nclass Cli(Base):\n    X = undefined_name\n")
+    assert "app.__main__" in client.ok("refresh")["structuredContent"]["importErrors"]
+    fixed = client.ok("compile_class_definition", source="class Cli(Base):\n    X = 2\n", dictionaryName="app.__main__")
+    assert fixed["structuredContent"]["committed"] == ["app.__main__"]
+    assert "importErrors" not in fixed["structuredContent"] and "import error" not in fixed["content"][0]["text"]
+    assert "app.__main__" not in client.view.import_errors
+    result = client.ok("execute_code", code="import app.__main__\napp.__main__.Cli.X")
+    assert result["structuredContent"]["result"] == "2"

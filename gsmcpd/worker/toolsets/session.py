@@ -131,9 +131,12 @@ def _committed_failing(view, committed: list[str]) -> set[str]:
     """The modules just committed that fail to import, each tried on the text committed
     (a new one too, in a package that fails): one that failed before the change (a
     mutation tool edits a failing module's source) and still does fails in every new
-    session too, which the answer must say, though its error is the one it had."""
+    session too, which the answer must say, though its error is the one it had. A
+    program (`__main__`) failing was the session's code's import: it is tried again as
+    that re-import (View._failing_now), else its old error stood after the fix."""
     return {name for name in committed
-            if view.has_module(name) and view.module(name) is None and name in view.import_errors}
+            if view.has_module(name) and view.module(name, again=name in view.import_errors) is None
+            and name in view.import_errors}
 
 
 # Of a commit that failed, or was broken, not knowing whether it stands (View.undecided).
