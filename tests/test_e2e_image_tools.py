@@ -2147,6 +2147,19 @@ def test_a_nested_class_whose_body_rewrites_module_counts_as_made_where_its_stat
         client.close()
 
 
+def test_deleting_what_a_comprehensions_first_iterable_reads_as_the_module_runs_is_refused(tmp_path):
+    # Taken as maybe not evaluated: deleted with a note, and jobs imported in no new session.
+    files = {"jobs.py": ("class Job:\n    @staticmethod\n    def steps():\n        return (1, 2)\n\n\n"
+                         "DOUBLED = [step * 2 for step in Job.steps()]\n")}
+    with daemon_on_image(tmp_path, files) as daemon:
+        client = open_session(daemon)
+        refused = call_tool(client, "delete_method", {"className": "jobs.Job", "selector": "steps"})
+        assert [use["statement"] for use in refused["structuredContent"]["error"]["usedBy"]] == [
+            "DOUBLED = [step * 2 for step in Job.steps()]"], refused
+        assert (daemon.image / "jobs.py").read_text() == files["jobs.py"]
+        client.close()
+
+
 def test_a_class_nested_in_one_whose_body_rewrites_module_counts_as_made_where_its_statement_is(image, c):
     # Middle's __module__ (elsewhere) was compared with hooked.deep's: Leaf was no image
     # class, so delete_class of Base went through and hooked.deep failed to import.

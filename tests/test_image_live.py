@@ -607,6 +607,8 @@ def test_class_member_names_are_those_the_body_binds_in_its_blocks_too(body, nam
     ("h = A.run if hasattr(A, 'run') else None\n", None),
     ("h = hasattr(A, 'run') and A.run\n", None),
     ("hs = [A.run for _ in range(2)]\n", None),
+    ("hs = [h for h in A.run]\n", 5),                                # the first iterable surely runs
+    ("hs = {h: 1 for x in range(2) for h in A.run}\n", None),        # a later one may not
     ("h = getattr(A, 'run', None)\n", None),
     ("def f():\n    return A.run\n\n\nh = f()\n", None),            # in a function it calls
     ("try:\n    import x\nexcept ImportError:\n    h = A.run\n", None),
@@ -628,6 +630,8 @@ def test_unguarded_attribute_reader(below, line):
     ("B = X and A\n", []),
     ("B = [A for _ in range(2)]\n", []),
     ("B = [A for A in range(2)]\n", []),
+    ("B = list(x for x in A)\n", [1]),                              # the first iterable surely runs
+    ("B = [y for x in X for y in A]\n", []),
     ("def f():\n    return A\n", []),
     ("A = 1\nB = A\n", []),                                      # bound otherwise
 ])

@@ -1299,6 +1299,19 @@ def test_an_enum_redefined_without_a_member_an_importer_reads_names_that_importe
     assert f"; re-imported zoo.palette; zoo.palette now fails to import: {said}" in text(result)
 
 
+def test_delete_method_refuses_taking_what_a_comprehensions_first_iterable_reads_as_it_runs(client, image):
+    # The first iterable is evaluated as the statement runs: it was taken as maybe not, so
+    # the method was deleted with a note, and zoo.jobs committed importing in no new session.
+    source = ("class Job:\n    @staticmethod\n    def steps():\n        return (1, 2)\n\n\n"
+              "DOUBLED = [step * 2 for step in Job.steps()]\n")
+    (image / "zoo" / "jobs.py").write_text(source)
+    client.ok("refresh")
+    result = client.call("delete_method", className="zoo.jobs.Job", selector="steps")
+    assert result["structuredContent"]["error"]["usedBy"] == [
+        {"attribute": "steps", "statement": "DOUBLED = [step * 2 for step in Job.steps()]", "line": 7}]
+    assert disk(image, "zoo/jobs.py") == source
+
+
 def test_compile_class_definition_refuses_dropping_an_attribute_its_module_reads_as_it_runs(client, image):
     # `OWN = Job.limit` below the class: "redefined in place", committed with a note, and the
     # module imported in no new session.

@@ -951,7 +951,9 @@ def _maybe_evaluated(statement: ast.stmt) -> set[int]:
             parts = node.values[1:]
         elif isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
             first = node.generators[0].iter
-            parts = [child for child in ast.iter_child_nodes(node) if child is not first]
+            # Its element and its generators' parts, not the generators whole: walking
+            # one would take in the first iterable too, which is evaluated surely.
+            parts = [child for child in ast.iter_child_nodes(node) if not isinstance(child, ast.comprehension)]
             parts += [child for generator in node.generators for child in ast.iter_child_nodes(generator)
                       if child is not first]
         else:
