@@ -2160,6 +2160,21 @@ def test_deleting_what_a_comprehensions_first_iterable_reads_as_the_module_runs_
         client.close()
 
 
+def test_deleting_what_only_an_asserts_message_reads_as_the_module_runs_is_noted(tmp_path):
+    # The message runs only when the assertion fails: refused as a sure read before.
+    files = {"jobs.py": ("class Job:\n    @staticmethod\n    def explain(n):\n        return str(n)\n\n\n"
+                         "LIMIT = 3\nassert LIMIT > 0, Job.explain(LIMIT)\n")}
+    with daemon_on_image(tmp_path, files) as daemon:
+        client = open_session(daemon)
+        deleted = structured(client, "delete_method", className="jobs.Job", selector="explain")
+        assert deleted["readAsItRuns"] == "assert LIMIT > 0, Job.explain(LIMIT)", deleted
+        assert "def explain" not in (daemon.image / "jobs.py").read_text()
+        fresh = open_session(daemon)
+        assert not fresh.tool("execute_code", code="import jobs").get("isError")
+        fresh.close()
+        client.close()
+
+
 def test_a_class_nested_in_one_whose_body_rewrites_module_counts_as_made_where_its_statement_is(image, c):
     # Middle's __module__ (elsewhere) was compared with hooked.deep's: Leaf was no image
     # class, so delete_class of Base went through and hooked.deep failed to import.

@@ -609,6 +609,10 @@ def test_class_member_names_are_those_the_body_binds_in_its_blocks_too(body, nam
     ("hs = [A.run for _ in range(2)]\n", None),
     ("hs = [h for h in A.run]\n", 5),                                # the first iterable surely runs
     ("hs = {h: 1 for x in range(2) for h in A.run}\n", None),        # a later one may not
+    ("assert True, A.run\n", None),                                 # the message: only if it fails
+    ("assert A.run, 'runs'\n", 5),
+    ("h = 0 > 1 > A.run\n", None),                                   # a chain stops at the first False
+    ("h = 0 < A.run < 1\n", 5),
     ("h = getattr(A, 'run', None)\n", None),
     ("def f():\n    return A.run\n\n\nh = f()\n", None),            # in a function it calls
     ("try:\n    import x\nexcept ImportError:\n    h = A.run\n", None),
@@ -632,6 +636,9 @@ def test_unguarded_attribute_reader(below, line):
     ("B = [A for A in range(2)]\n", []),
     ("B = list(x for x in A)\n", [1]),                              # the first iterable surely runs
     ("B = [y for x in X for y in A]\n", []),
+    ("assert X, A\n", []),
+    ("B = X < Y < A\n", []),
+    ("B = X < A < Y\n", [1]),
     ("def f():\n    return A\n", []),
     ("A = 1\nB = A\n", []),                                      # bound otherwise
 ])

@@ -1312,6 +1312,18 @@ def test_delete_method_refuses_taking_what_a_comprehensions_first_iterable_reads
     assert disk(image, "zoo/jobs.py") == source
 
 
+def test_delete_method_read_only_in_an_asserts_message_is_noted_not_refused(client, image):
+    # The message runs only when the assertion fails: the module still imports, yet the
+    # deletion was refused as a sure read, with no way through but an editor.
+    source = ("class Job:\n    @staticmethod\n    def explain(n):\n        return str(n)\n\n\n"
+              "LIMIT = 3\nassert LIMIT > 0, Job.explain(LIMIT)\n")
+    (image / "zoo" / "jobs.py").write_text(source)
+    client.ok("refresh")
+    deleted = client.ok("delete_method", className="zoo.jobs.Job", selector="explain")
+    assert deleted["structuredContent"]["readAsItRuns"] == "assert LIMIT > 0, Job.explain(LIMIT)"
+    assert "def explain" not in disk(image, "zoo/jobs.py")
+
+
 def test_compile_class_definition_refuses_dropping_an_attribute_its_module_reads_as_it_runs(client, image):
     # `OWN = Job.limit` below the class: "redefined in place", committed with a note, and the
     # module imported in no new session.

@@ -942,13 +942,18 @@ def _sure_reads(tree: ast.Module, wanted, failure: type[BaseException], after: i
 def _maybe_evaluated(statement: ast.stmt) -> set[int]:
     """The ids of the nodes of `statement` an expression around them may not evaluate: a
     conditional expression's branches, a boolean operation's operands after its first, a
-    comprehension's all but its first iterable."""
+    chained comparison's operands after its second (`0 < x < A.run`), an `assert`'s
+    message (evaluated only when it fails), a comprehension's all but its first iterable."""
     maybe = set()
     for node in ast.walk(statement):
         if isinstance(node, ast.IfExp):
             parts = [node.body, node.orelse]
         elif isinstance(node, ast.BoolOp):
             parts = node.values[1:]
+        elif isinstance(node, ast.Compare):
+            parts = node.comparators[1:]
+        elif isinstance(node, ast.Assert):
+            parts = [node.msg] if node.msg is not None else []
         elif isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
             first = node.generators[0].iter
             # Its element and its generators' parts, not the generators whole: walking
