@@ -148,6 +148,8 @@ def tail():
     "gone/test_kinds.py": "import unittest\n\nfrom gone.kinds import Sort\n\n\n"
                           "class SortTest(unittest.TestCase):\n    def test_sort(self):\n        Sort()\n",
     "gone/parts.py": "class Part:\n    pass\n",
+    "gone/shadows.py": "class property(property):\n    pass\n\n\nclass Uses:\n    @property\n"
+                       "    def size(self):\n        return 1\n",
     "gone/late/__init__.py": "from ._core import Latch\n",
     "gone/late/_core.py": 'class Latch:\n    pass\n\n\nLatch.__module__ = "gone.late"\n',
     "gone/scoped.py": "class Root:\n    pass\n\n\nclass Leaf:\n    root = Root\n\n\nxs = [Root for Root in range(3)]\n",
@@ -1151,6 +1153,17 @@ def test_delete_class_refuses_a_class_its_own_module_still_needs_as_it_runs(daem
     other = open_session(daemon)
     for session in (c, other):
         assert structured(session, "run_test_class", className="gone.test_kinds.SortTest")["passed"] == 1
+    other.close()
+
+
+def test_delete_class_deletes_a_class_shadowing_a_builtin_its_module_then_reads(daemon, image, c):
+    # enum.py's `class property` read by `@property` below it was refused, though deleted
+    # `@property` reads the builtin and gone.shadows imports in every new session.
+    ok(c, "delete_class", className="gone.shadows.property")
+    assert "class property" not in (image / "gone/shadows.py").read_text()
+    other = open_session(daemon)
+    for session in (c, other):
+        assert run(session, "import gone.shadows\ngone.shadows.Uses().size") == "1"
     other.close()
 
 

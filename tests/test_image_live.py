@@ -644,3 +644,8 @@ def test_unguarded_attribute_reader(below, line):
 ])
 def test_sure_import_readers(source, lines):
     assert [node.lineno for node in live.sure_import_readers(ast.parse(source), "A")] == lines
+
+
+def test_sure_import_readers_count_no_read_of_a_builtin_s_name():
+    # enum.py's class `property` shadows the builtin: deleted, `@property` reads the builtin.
+    assert live.sure_import_readers(ast.parse("@property\ndef f():\n    pass\n"), "property") == []

@@ -61,6 +61,23 @@ def test_delete_class_deletes_a_class_its_module_may_not_read_and_names_the_modu
         {"late._core": "NameError: name 'Hook' is not defined"} if fails else {})
 
 
+SHADOW = ("class property(property):\n    pass\n\n\n"
+          "class Uses:\n    @property\n    def size(self):\n        return 1\n")
+
+
+def test_delete_class_deletes_a_class_shadowing_a_builtin_its_module_reads(client, image):
+    # enum.py's own `class property(DynamicClassAttribute)` read by `@property` below it:
+    # refused, though once deleted `@property` reads the builtin and the module imports.
+    (image / "late").mkdir()
+    (image / "late" / "__init__.py").write_text("")
+    (image / "late" / "_core.py").write_text(SHADOW)
+    client.ok("refresh")
+    client.view.load_all()
+    result = client.ok("delete_class", className="late._core.property")["structuredContent"]
+    assert result.get("importErrors", {}) == {}
+    assert client.view.module("late._core").Uses.size.__get__(client.view.module("late._core").Uses()) == 1
+
+
 def test_delete_class_refuses_by_source_a_class_whose_module_does_not_import(client, image):
     late(image, "Hook.x = 1\nraise RuntimeError('broken')\n")
     client.ok("refresh")

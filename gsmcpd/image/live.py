@@ -915,8 +915,9 @@ def sure_import_readers(tree: ast.Module, name: str) -> list[ast.stmt]:
     NameError around them (surely_run), and read the global `name` that nothing at its
     top level binds any more (as import_readers tells) themselves, not in a part of an
     expression that may not run: with it gone, the module surely fails to import. A read
-    under an `if` (a branch that may not run) is import_readers' alone."""
-    if splice.binds(tree.body, name):
+    under an `if` (a branch that may not run) is import_readers' alone. A builtin's name
+    (a class `property` shadowing it) then reads the builtin: no NameError."""
+    if name in vars(builtins) or splice.binds(tree.body, name):
         return []
     return _sure_reads(tree, lambda sub: isinstance(sub, ast.Name) and sub.id == name
                        and isinstance(sub.ctx, ast.Load), NameError)
