@@ -148,6 +148,7 @@ def tail():
     "gone/test_kinds.py": "import unittest\n\nfrom gone.kinds import Sort\n\n\n"
                           "class SortTest(unittest.TestCase):\n    def test_sort(self):\n        Sort()\n",
     "gone/parts.py": "class Part:\n    pass\n",
+    "gone/starred.py": "from os.path import *\n\n\nclass Star:\n    pass\n\n\nSTAR = Star()\n",
     "gone/shadows.py": "class property(property):\n    pass\n\n\nclass Uses:\n    @property\n"
                        "    def size(self):\n        return 1\n",
     "gone/late/__init__.py": "from ._core import Latch\n",
@@ -1165,6 +1166,13 @@ def test_delete_class_deletes_a_class_shadowing_a_builtin_its_module_then_reads(
     for session in (c, other):
         assert run(session, "import gone.shadows\ngone.shadows.Uses().size") == "1"
     other.close()
+
+
+def test_delete_class_names_its_module_failing_where_a_star_import_binds_no_such_name(daemon, c):
+    # `from os.path import *` above `STAR = Star()`: the deletion was committed without a
+    # word, gone.starred importing in no new session (NameError).
+    deleted = tool_text(ok(c, "delete_class", className="gone.starred.Star"))
+    assert "gone.starred now fails to import: NameError: name 'Star' is not defined" in deleted
 
 
 def test_delete_class_refuses_a_class_whose_module_sets_its_module_below_it(daemon, image, c):

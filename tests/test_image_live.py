@@ -649,3 +649,11 @@ def test_sure_import_readers(source, lines):
 def test_sure_import_readers_count_no_read_of_a_builtin_s_name():
     # enum.py's class `property` shadows the builtin: deleted, `@property` reads the builtin.
     assert live.sure_import_readers(ast.parse("@property\ndef f():\n    pass\n"), "property") == []
+
+
+def test_needed_on_import_without_star_takes_no_star_import_as_binding_the_name():
+    # dis.py's `from opcode import *` above `UNKNOWN = _Unknown()`: the import binds no
+    # `_Unknown`, so the module is re-imported to tell.
+    tree = ast.parse("from os.path import *\n\nX = A()\n")
+    assert not live.needed_on_import(tree, "A")
+    assert live.needed_on_import(tree, "A", star=False)

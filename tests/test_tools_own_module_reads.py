@@ -78,6 +78,20 @@ def test_delete_class_deletes_a_class_shadowing_a_builtin_its_module_reads(clien
     assert client.view.module("late._core").Uses.size.__get__(client.view.module("late._core").Uses()) == 1
 
 
+def test_delete_class_names_its_module_failing_on_a_read_a_star_import_may_serve(client, image):
+    # As dis.py's `from opcode import *` above `UNKNOWN = _Unknown()`: deleted silently,
+    # the module not re-imported, as the `*` import might bind the name; it binds no
+    # `Hook`, so no new session could import it.
+    late(image, "X = Hook()\n", init="")
+    core = image / "late" / "_core.py"
+    core.write_text("from os.path import *\n\n\n" + core.read_text())
+    client.ok("refresh")
+    client.view.load_all()
+    result = client.ok("delete_class", className="late._core.Hook")["structuredContent"]
+    assert result["reimported"] == ["late._core"]
+    assert result["importErrors"] == {"late._core": "NameError: name 'Hook' is not defined"}
+
+
 def test_delete_class_refuses_by_source_a_class_whose_module_does_not_import(client, image):
     late(image, "Hook.x = 1\nraise RuntimeError('broken')\n")
     client.ok("refresh")

@@ -762,16 +762,17 @@ def _written_member_names(classdef: ast.ClassDef) -> set[str]:
     return {name for node in splice.class_level_statements(classdef) for name in splice.may_bind_names(node)}
 
 
-def needed_on_import(tree: ast.Module, name: str) -> bool:
+def needed_on_import(tree: ast.Module, name: str, star: bool = True) -> bool:
     """Whether running the module reads the global `name` that nothing at its top level
     binds any more (a base, metaclass, decorator or default naming a deleted class): it
-    then fails to import, NameError. Function bodies do not run on import."""
-    return import_reader(tree, name) is not None
+    then fails to import, NameError. Function bodies do not run on import. With `star`
+    false a `*` import is not taken to bind it (only a re-import tells whether it does)."""
+    return import_reader(tree, name, star) is not None
 
 
-def import_reader(tree: ast.Module, name: str) -> ast.stmt | None:
+def import_reader(tree: ast.Module, name: str, star: bool = True) -> ast.stmt | None:
     """The first top-level statement that makes needed_on_import true, or None."""
-    if splice.binds(tree.body, name):
+    if splice.binds(tree.body, name, star):
         return None
     lazy_annotations = bool(future_flags(tree) & __future__.annotations.compiler_flag)
     own = _comprehension_reads(tree)

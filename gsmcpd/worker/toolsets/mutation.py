@@ -1064,8 +1064,10 @@ class MutationToolset(Toolset):
         if cls is not None:
             vars(self.view.module(ref.module)).pop(ref.name, None)
         self.view.set_source(ref.module, new_source, live=cls is not None)
-        # A read that may run (under an `if`, caught): re-imported, named if it fails here.
-        itself = live.needed_on_import(tree, ref.name)
+        # A read that may run (under an `if`, caught), or one a `*` import may serve
+        # (dis.py's `from opcode import *` above `UNKNOWN = _Unknown()`): re-imported,
+        # named if it fails here.
+        itself = live.needed_on_import(tree, ref.name, star=False)
         imported, data = self._reimport_importers([ref.module], itself) if cls is not None else ("", {})
         return self._finish(f"deleted class {_shown(ref.module, ref.name)}{imported}",
                             {"class": ref.qualified, **data})
