@@ -148,6 +148,7 @@ def tail():
     "gone/test_kinds.py": "import unittest\n\nfrom gone.kinds import Sort\n\n\n"
                           "class SortTest(unittest.TestCase):\n    def test_sort(self):\n        Sort()\n",
     "gone/parts.py": "class Part:\n    pass\n",
+    "gone/built.py": "class Built:\n    pass\n\n\ndef build():\n    return Built()\n\n\nBUILT = build()\n",
     "gone/starred.py": "from os.path import *\n\n\nclass Star:\n    pass\n\n\nSTAR = Star()\n",
     "gone/shadows.py": "class property(property):\n    pass\n\n\nclass Uses:\n    @property\n"
                        "    def size(self):\n        return 1\n",
@@ -1173,6 +1174,13 @@ def test_delete_class_names_its_module_failing_where_a_star_import_binds_no_such
     # word, gone.starred importing in no new session (NameError).
     deleted = tool_text(ok(c, "delete_class", className="gone.starred.Star"))
     assert "gone.starred now fails to import: NameError: name 'Star' is not defined" in deleted
+
+
+def test_delete_class_names_its_module_failing_in_a_function_it_calls_as_it_runs(daemon, c):
+    # `BUILT = build()` with `def build(): return Built()`: committed without a word,
+    # gone.built importing in no new session (NameError).
+    deleted = tool_text(ok(c, "delete_class", className="gone.built.Built"))
+    assert "gone.built now fails to import: NameError: name 'Built' is not defined" in deleted
 
 
 def test_delete_class_refuses_a_class_whose_module_sets_its_module_below_it(daemon, image, c):

@@ -657,3 +657,8 @@ def test_needed_on_import_without_star_takes_no_star_import_as_binding_the_name(
     tree = ast.parse("from os.path import *\n\nX = A()\n")
     assert not live.needed_on_import(tree, "A")
     assert live.needed_on_import(tree, "A", star=False)
+
+
+def test_needed_on_import_follows_the_module_s_own_functions_it_calls_one_call_deep():
+    assert live.needed_on_import(ast.parse("def make():\n    return A()\n\n\nX = make()\n"), "A")
+    assert not live.needed_on_import(ast.parse("def make():\n    return A()\n"), "A")

@@ -92,6 +92,16 @@ def test_delete_class_names_its_module_failing_on_a_read_a_star_import_may_serve
     assert result["importErrors"] == {"late._core": "NameError: name 'Hook' is not defined"}
 
 
+def test_delete_class_names_its_module_failing_in_a_function_it_calls_as_it_runs(client, image):
+    # `X = make()` with `def make(): return Hook()`: committed with no word, the module not
+    # re-imported, importing in no new session (NameError).
+    late(image, "def make():\n    return Hook()\n\n\nX = make()\n", init="")
+    client.ok("refresh")
+    client.view.load_all()
+    result = client.ok("delete_class", className="late._core.Hook")["structuredContent"]
+    assert result["importErrors"] == {"late._core": "NameError: name 'Hook' is not defined"}
+
+
 def test_delete_class_refuses_by_source_a_class_whose_module_does_not_import(client, image):
     late(image, "Hook.x = 1\nraise RuntimeError('broken')\n")
     client.ok("refresh")

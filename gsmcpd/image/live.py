@@ -765,20 +765,25 @@ def _written_member_names(classdef: ast.ClassDef) -> set[str]:
 def needed_on_import(tree: ast.Module, name: str, star: bool = True) -> bool:
     """Whether running the module reads the global `name` that nothing at its top level
     binds any more (a base, metaclass, decorator or default naming a deleted class): it
-    then fails to import, NameError. Function bodies do not run on import. With `star`
-    false a `*` import is not taken to bind it (only a re-import tells whether it does)."""
-    return import_reader(tree, name, star) is not None
+    then fails to import, NameError. Function bodies do not run on import, but for those
+    of the module's own functions it calls as it runs, one call deep (`X = make()` with
+    `def make(): return Hook()`). With `star` false a `*` import is not taken to bind it
+    (only a re-import tells whether it does)."""
+    return import_reader(tree, name, star, through_calls=True) is not None
 
 
-def import_reader(tree: ast.Module, name: str, star: bool = True) -> ast.stmt | None:
-    """The first top-level statement that makes needed_on_import true, or None."""
+def import_reader(tree: ast.Module, name: str, star: bool = True,
+                  through_calls: bool = False) -> ast.stmt | None:
+    """The first top-level statement that makes needed_on_import true, or None (reading
+    `name` itself, or, `through_calls`, in a function of the module it calls)."""
     if splice.binds(tree.body, name, star):
         return None
     lazy_annotations = bool(future_flags(tree) & __future__.annotations.compiler_flag)
     own = _comprehension_reads(tree)
+    functions = _functions(tree) if through_calls else None
     return next((node for node in tree.body if _reads(
         node, lambda sub: isinstance(sub, ast.Name) and sub.id == name
-        and isinstance(sub.ctx, ast.Load) and id(sub) not in own, lazy_annotations)), None)
+        and isinstance(sub.ctx, ast.Load) and id(sub) not in own, lazy_annotations, functions)), None)
 
 
 def _comprehension_reads(tree: ast.AST) -> set[int]:

@@ -1064,7 +1064,8 @@ class MutationToolset(Toolset):
         if cls is not None:
             vars(self.view.module(ref.module)).pop(ref.name, None)
         self.view.set_source(ref.module, new_source, live=cls is not None)
-        # A read that may run (under an `if`, caught), or one a `*` import may serve
+        # A read that may run (under an `if`, caught, in a function the module calls), or
+        # one a `*` import may serve
         # (dis.py's `from opcode import *` above `UNKNOWN = _Unknown()`): re-imported,
         # named if it fails here.
         itself = live.needed_on_import(tree, ref.name, star=False)
