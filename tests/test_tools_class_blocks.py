@@ -364,33 +364,36 @@ def test_compile_method_refuses_a_private_def_the_class_body_declares_global_as_
     assert "_Runs__run" not in vars(client.view.module("zoo.runs").Runs)
 
 
-def test_compile_class_definition_carries_no_def_of_a_name_the_new_statement_declares_global(client, image):
-    # Carried below `global run`, the def bound the module's run in a new session's import.
-    client.view.add_module("zoo.runs", "run = 1\n\n\nclass Runs:\n    def run(self):\n        return 9\n\n"
-                                       "    def other(self):\n        return 2\n")
-    runs = client.view.module("zoo.runs").Runs
-    result = client.ok("compile_class_definition", source="class Runs:\n    global run\n",
+def _redefined_declaring_global(client, image, module_text: str, declared: str):
+    """Define zoo.runs as `module_text`, send `class Runs:` declaring `declared` global, and
+    check `other` alone was carried and `return 9` (the def of that name) is gone; returns
+    the class the module had before and the namespace a new session's import makes."""
+    client.view.add_module("zoo.runs", module_text)
+    old = client.view.module("zoo.runs").Runs
+    result = client.ok("compile_class_definition", source=f"class Runs:\n    global {declared}\n",
                        dictionaryName="zoo.runs")
     assert result["structuredContent"]["carried"] == ["other"]
     source = (image / "zoo" / "runs.py").read_text()
     assert "return 9" not in source
     namespace = {}
     exec(source, namespace)
+    return old, namespace
+
+
+def test_compile_class_definition_carries_no_def_of_a_name_the_new_statement_declares_global(client, image):
+    # Carried below `global run`, the def bound the module's run in a new session's import.
+    runs, namespace = _redefined_declaring_global(
+        client, image, "run = 1\n\n\nclass Runs:\n    def run(self):\n        return 9\n\n"
+                       "    def other(self):\n        return 2\n", "run")
     assert namespace["run"] == 1 and "run" not in vars(namespace["Runs"]) and "run" not in vars(runs)
 
 
 def test_compile_class_definition_carries_no_private_def_the_new_statement_declares_global_mangled(client, image):
     # `global _Runs__run` declares what `def __run` binds: compared as written, the def was
     # carried below it and bound the module's `_Runs__run` in a new session's import.
-    client.view.add_module("zoo.runs", "class Runs:\n    def __run(self):\n        return 9\n\n"
-                                       "    def other(self):\n        return 2\n")
-    result = client.ok("compile_class_definition", source="class Runs:\n    global _Runs__run\n",
-                       dictionaryName="zoo.runs")
-    assert result["structuredContent"]["carried"] == ["other"]
-    source = (image / "zoo" / "runs.py").read_text()
-    assert "return 9" not in source
-    namespace = {}
-    exec(source, namespace)
+    _, namespace = _redefined_declaring_global(
+        client, image, "class Runs:\n    def __run(self):\n        return 9\n\n"
+                       "    def other(self):\n        return 2\n", "_Runs__run")
     assert "_Runs__run" not in namespace and namespace["Runs"]().other() == 2
 
 
