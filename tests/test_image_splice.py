@@ -855,6 +855,51 @@ def test_a_member_beside_an_import_of_its_name_is_carried_back_with_the_definiti
     assert overlay.written_over(definition, "K", source, carried) == source
 
 
+def redefined(source: str, class_text: str) -> str:
+    """`source` with its class A redefined to `class_text` as compile_class_definition does it."""
+    old = splice.top_level_class(ast.parse(source), "A")
+    carried = splice.carried_members(old, ast.parse(class_text).body[0])
+    return splice.put_class(source, "A", overlay.written_over(class_text, "A", source, carried))
+
+
+TAKEN_OUT_AND_BACK = {
+    "comment-left-under-the-header": (
+        "class A:\n\n    # about x\n    x = 1\n\n    def m(self):\n        return 1\n\n    y = m\n",
+        "    x = 1\n",
+        "class A:\n\n    # about x\n\n    def m(self):\n        return 1\n\n    y = m\n"),
+    "first-under-a-blank-line": (
+        "class A:\n\n    z = 2\n\n    def m(self):\n        return 1\n\n    y = 3\n",
+        "    z = 2\n",
+        "class A:\n\n    def m(self):\n        return 1\n\n    y = 3\n"),
+    "below-the-docstring": (
+        'class A:\n    """Doc."""\n\n    __slots__ = ()\n\n    def m(self):\n        return 1\n\n    y = 3\n',
+        "    __slots__ = ()\n",
+        'class A:\n    """Doc."""\n\n    def m(self):\n        return 1\n\n    y = 3\n'),
+    # statistics.NormalDist: the comment and blank line above it are the def's once it is out.
+    "below-the-docstrings-comment": (
+        'class A:\n    "Doc"\n    # c1\n\n    __slots__ = {\n        1: 2,\n    }\n\n    def m(self):\n'
+        '        return 1\n\n    y = m\n',
+        "    __slots__ = {\n        1: 2,\n    }\n",
+        'class A:\n    "Doc"\n    # c1\n\n    def m(self):\n        return 1\n\n    y = m\n'),
+    "below-a-statement": (
+        "class A:\n    x = 1\n\n    z = 2\n\n    def m(self):\n        return 1\n\n    y = 3\n",
+        "    z = 2\n",
+        "class A:\n    x = 1\n\n    def m(self):\n        return 1\n\n    y = 3\n"),
+}
+
+
+@pytest.mark.parametrize("case", TAKEN_OUT_AND_BACK)
+def test_a_statement_taken_out_of_the_definition_and_sent_back_goes_back_where_it_was(case):
+    # The comment left was written twice, the blank line under the header lost; taken out
+    # below another statement, two blank lines were left; sent back, the statement went
+    # right above the next statement shown, below the methods.
+    source, statement, taken_out = TAKEN_OUT_AND_BACK[case]
+    definition = splice.class_definition(source, "A")
+    without = redefined(source, definition.replace(statement, "", 1))
+    assert without == taken_out
+    assert redefined(without, definition) == source
+
+
 def test_removing_a_class_written_twice_removes_both_definitions():
     source = "class T:\n    a = 1\n\n\nclass U:\n    pass\n\n\nclass T:\n    b = 2\n"
     assert splice.remove_class(source, "T") == "class U:\n    pass\n"

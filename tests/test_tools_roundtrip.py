@@ -199,6 +199,18 @@ TAKEN_OUT = {
     # the header: `pass` sent in its place.
     "comment_left_under_a_blank_line": ("class A:\n\n    # about x\n    x = 1\n\n    def m(self):\n"
                                         "        return 1\n", "class A:\n    # about x\n    pass\n"),
+    # concurrent.futures.thread.ThreadPoolExecutor: the same, a statement shown below the
+    # methods; sent back, the comment was written twice, the blank line under the header lost.
+    "comment_left_above_the_methods": ("class A:\n\n    # about x\n    x = 1\n\n    def m(self):\n"
+                                       "        return 1\n\n    y = m\n", "class A:\n    # about x\n\n    y = m\n"),
+    # The same without the comment: sent back, it went right under the header, with two
+    # blank lines below it.
+    "first_above_the_methods": ("class A:\n\n    z = 2\n\n    def m(self):\n        return 1\n\n"
+                                "    y = 3\n", "class A:\n\n    y = 3\n"),
+    # weakref.WeakMethod, difflib.SequenceMatcher: a statement below the docstring, above the
+    # methods; taken out, it left two blank lines; sent back, it went below the methods.
+    "below_the_docstring": ('class A:\n    """Doc."""\n\n    __slots__ = ()\n\n    def m(self):\n'
+                            '        return 1\n\n    y = 3\n', 'class A:\n    """Doc."""\n\n\n    y = 3\n'),
 }
 
 
@@ -214,6 +226,15 @@ def test_a_definition_sent_back_after_an_edit_gives_back_the_module_byte_for_byt
     client.ok("compile_class_definition", source=definition, dictionaryName=f"rt.{case}")
     assert disk(image, case) == source
     assert client.view.module(f"rt.{case}").A().m() == 1
+
+
+def test_a_statement_taken_out_from_below_the_docstring_leaves_one_blank_line_above_the_methods(shapes):
+    image, client = shapes
+    source, edited = TAKEN_OUT["below_the_docstring"]
+    (image / "rt" / "docstring.py").write_text(source)
+    client.ok("refresh")
+    client.ok("compile_class_definition", source=edited, dictionaryName="rt.docstring")
+    assert disk(image, "docstring") == source.replace("    __slots__ = ()\n\n", "")
 
 
 def test_the_statement_between_two_methods_taken_out_leaves_one_blank_line_between_them(shapes):

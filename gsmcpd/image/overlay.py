@@ -57,6 +57,7 @@ def written_over(class_text: str, class_name: str, source: str, methods: list) -
             after.setdefault(i1 - 1, []).extend(new[j1:j2])
         else:
             becomes[i1] = new[j1:j2]
+    _move_above_the_members_they_follow(after, becomes, definition, shown, kept)
     text = after.get(-1, [])
     # The blank lines the definition drops above the first statement are the class's,
     # unless the text sent has its own there (export_class_source's does): then those.
@@ -67,6 +68,8 @@ def written_over(class_text: str, class_name: str, source: str, methods: list) -
             kept.discard(blank)
             blank += 1
     kept -= _blanks_above_a_first_statement_gone(lines, classdef, shown, becomes, kept)
+    for index in _blanks_above_a_later_statement_gone(lines, classdef, shown, becomes, kept):
+        becomes[index] = []
     previous = first - 1
     header = splice.header_last_line(lines, classdef)
     pending = _pending_members(source, class_name, methods)
@@ -81,8 +84,21 @@ def written_over(class_text: str, class_name: str, source: str, methods: list) -
                 # drops there, which stay right under it: not into the first statement's gap.
                 previous = _below_header_blanks(lines, classdef, kept, previous)
                 text += [own[n - first] for n in range(number + 1, previous + 1)]
+            if index in after and number == header and not _taken_back(after[index], own, first, kept, previous):
+                # The blank lines under the header are the first carried member's: a statement
+                # taken out from above it left them (and its comment, taken back below them).
+                # Lines added that end set apart from it leave them under the header.
+                blanks = _kept_blanks_below(own, first, kept, previous)
+                if _taken_back(after[index], own, first, kept, previous + len(blanks)) \
+                        or not after[index][-1].strip():
+                    text += blanks
+                    previous += len(blanks)
             if index in after and _taken_back(after[index], own, first, kept, previous):
-                previous += len(_leading_gap(after[index]))
+                gap = _leading_gap(after[index])
+                previous += len(gap)
+                previous += len(_trailing_blanks_kept(after[index], own, first, kept, previous))
+                after[index] = after[index] + _apart_from_the_member_below(after[index], gap, own, first,
+                                                                           kept, previous)
             elif index in after:
                 # Lines added below a statement that read a carried member written further
                 # down, before the next statement shown, go below that member, which stays
@@ -135,6 +151,50 @@ def _blanks_above_a_first_statement_gone(lines: list[str], classdef: ast.ClassDe
     return blanks
 
 
+def _move_above_the_members_they_follow(after: dict[int, list[str]], becomes: dict[int, list[str]],
+                                        definition: list[str], shown: list, kept: set[int]) -> None:
+    """Lines added below a blank line the definition shows, ending with a blank line, where
+    carried members lie between that blank line and the statement shown above it, go right
+    below that statement instead (the same text: the diff could as well have put them there).
+    A statement taken out from above the members and sent back goes back there, as one added
+    below the statement above them goes right below it."""
+    for index in sorted(after):
+        added = after[index]
+        if index < 1 or index - 1 in after or not added or added[-1].strip() \
+                or definition[index].strip() or becomes.get(index) != [definition[index]] \
+                or splice.comparable([added[-1]]) != splice.comparable([definition[index]]) \
+                or becomes.get(index - 1) != [definition[index - 1]] \
+                or shown[index] is None or shown[index - 1] is None \
+                or not any(shown[index - 1] < number < shown[index] for number in kept):
+            continue
+        after[index - 1] = [definition[index]] + added[:-1]
+        del after[index]
+
+
+def _blanks_above_a_later_statement_gone(lines: list[str], classdef: ast.ClassDef, shown: list,
+                                         becomes: dict[int, list[str]], kept: set[int]) -> list[int]:
+    """The indices of the blank lines the definition shows right above a statement other than
+    the first, which the text sent leaves as they were, when it leaves none of that statement
+    and a kept blank line (a carried member's) follows it: those set the member apart now,
+    where there were two blank runs (as _blanks_above_a_first_statement_gone, shown lines)."""
+    statements = [node for node in classdef.body
+                  if not isinstance(node, splice.FunctionNode + (ast.ClassDef,))][1:]
+    index_of = {number: index for index, number in enumerate(shown) if number is not None}
+    dropped = []
+    for statement in statements:
+        end = splice.last_line(lines, statement)
+        indices = [index_of[number] for number in range(statement.lineno, end + 1) if number in index_of]
+        if not indices or any(becomes.get(index) for index in indices) or end + 1 not in kept \
+                or lines[end].strip():
+            continue
+        number = statement.lineno - 1
+        while number in index_of and not lines[number - 1].strip() \
+                and becomes.get(index_of[number]) == [lines[number - 1]]:
+            dropped.append(index_of[number])
+            number -= 1
+    return dropped
+
+
 def _taken_back(added: list[str], own: list[str], first: int, kept: set[int], previous: int) -> bool:
     """Whether the comment lines (and the blank lines among them) that the `added` lines
     open with are the kept lines right below line `previous`: a carried member's own
@@ -146,6 +206,35 @@ def _taken_back(added: list[str], own: list[str], first: int, kept: set[int], pr
     return (any(line.strip() for line in gap) and all(n in kept for n in numbers)
             and splice.comparable([own[n - first] for n in numbers if n - first < len(own)])
             == splice.comparable(gap))
+
+
+def _trailing_blanks_kept(added: list[str], own: list[str], first: int, kept: set[int],
+                          previous: int) -> list[str]:
+    """The blank lines the `added` lines (a statement taken back) end with, when the kept
+    lines right below line `previous` open with as many: those set the statement apart from
+    the member below it, which kept them when the statement was taken out; not twice."""
+    trailing = len(added) - len(_without_trailing_blanks(added))
+    if trailing and len(_kept_blanks_below(own, first, kept, previous)) >= trailing:
+        return added[len(added) - trailing:]
+    return []
+
+
+def _apart_from_the_member_below(added: list[str], gap: list[str], own: list[str], first: int,
+                                 kept: set[int], previous: int) -> list[str]:
+    """The blank lines the taken-back `gap` ends with, when the `added` lines end with none and
+    a kept member's line follows line `previous` right away: the statement took those that set
+    it apart from the member with its comments, so they go below it again."""
+    below = previous + 1
+    if added[-1].strip() and below in kept and below - first < len(own) and own[below - first].strip():
+        return gap[len(_without_trailing_blanks(gap)):]
+    return []
+
+
+def _without_trailing_blanks(lines: list[str]) -> list[str]:
+    end = len(lines)
+    while end and not lines[end - 1].strip():
+        end -= 1
+    return lines[:end]
 
 
 def _kept_blanks_below(own: list[str], first: int, kept: set[int], previous: int) -> list[str]:
