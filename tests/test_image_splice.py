@@ -881,6 +881,13 @@ TAKEN_OUT_AND_BACK = {
         '        return 1\n\n    y = m\n',
         "    __slots__ = {\n        1: 2,\n    }\n",
         'class A:\n    "Doc"\n    # c1\n\n    def m(self):\n        return 1\n\n    y = m\n'),
+    # mailbox.Mailbox: the comment left is the def's below it, written below another def.
+    "comment-left-between-methods": (
+        'class A:\n    """Doc."""\n\n    def m(self):\n        return 1\n\n    # about x\n    x = 1\n\n'
+        '    def n(self):\n        return 2\n\n    y = 3\n',
+        "    x = 1\n",
+        'class A:\n    """Doc."""\n\n    def m(self):\n        return 1\n\n    # about x\n\n'
+        '    def n(self):\n        return 2\n\n    y = 3\n'),
     "below-a-statement": (
         "class A:\n    x = 1\n\n    z = 2\n\n    def m(self):\n        return 1\n\n    y = 3\n",
         "    z = 2\n",

@@ -207,6 +207,11 @@ TAKEN_OUT = {
     # blank lines below it.
     "first_above_the_methods": ("class A:\n\n    z = 2\n\n    def m(self):\n        return 1\n\n"
                                 "    y = 3\n", "class A:\n\n    y = 3\n"),
+    # mailbox.Mailbox: the same, the statement between two methods; sent back, it went right
+    # below the docstring, the comment written twice.
+    "comment_left_between_methods": ('class A:\n    """Doc."""\n\n    def m(self):\n        return 1\n\n'
+                                     "    # about x\n    x = 1\n\n    def n(self):\n        return 2\n",
+                                     'class A:\n    """Doc."""\n\n    # about x\n'),
     # weakref.WeakMethod, difflib.SequenceMatcher: a statement below the docstring, above the
     # methods; taken out, it left two blank lines; sent back, it went below the methods.
     "below_the_docstring": ('class A:\n    """Doc."""\n\n    __slots__ = ()\n\n    def m(self):\n'

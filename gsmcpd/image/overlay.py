@@ -93,6 +93,12 @@ def written_over(class_text: str, class_name: str, source: str, methods: list) -
                         or not after[index][-1].strip():
                     text += blanks
                     previous += len(blanks)
+            if index in after and not _taken_back(after[index], own, first, kept, previous):
+                # The comment left was that of a carried member further down: taken back there.
+                found = _taken_back_further_down(after[index], own, first, kept, previous,
+                                                 _next_shown(shown[index + 1:], last))
+                text += [own[n - first] for n in range(previous + 1, found + 1) if n in kept]
+                previous = found
             if index in after and _taken_back(after[index], own, first, kept, previous):
                 gap = _leading_gap(after[index])
                 previous += len(gap)
@@ -206,6 +212,21 @@ def _taken_back(added: list[str], own: list[str], first: int, kept: set[int], pr
     return (any(line.strip() for line in gap) and all(n in kept for n in numbers)
             and splice.comparable([own[n - first] for n in numbers if n - first < len(own)])
             == splice.comparable(gap))
+
+
+def _taken_back_further_down(added: list[str], own: list[str], first: int, kept: set[int],
+                             previous: int, limit: int) -> int:
+    """The line below `previous` and above `limit` below which the `added` lines are taken
+    back (_taken_back), else `previous`."""
+    for number in range(previous + 1, limit - 1):
+        if number in kept and _taken_back(added, own, first, kept, number):
+            return number
+    return previous
+
+
+def _next_shown(later: list, last: int) -> int:
+    """The number of the first line shown among `later`, else the one below the class."""
+    return next((number for number in later if number is not None), last + 1)
 
 
 def _trailing_blanks_kept(added: list[str], own: list[str], first: int, kept: set[int],
