@@ -257,6 +257,19 @@ def test_a_mutation_commits_over_a_bom_an_editor_put_on_keeping_it(tmp_path):
         assert (daemon.image / "sign.py").read_bytes() == b"\xef\xbb\xbfclass Sign:\n    def f(self):\n        return 2\n"
 
 
+def test_a_package_removes_over_a_bom_an_editor_put_on_one_of_its_modules(tmp_path):
+    # It conflicted ("pkg/sub.py was changed on disk ... by an edit outside gsmcpd") over
+    # a file holding the text the session stood on, as a file written no longer did.
+    with daemon_on_image(tmp_path, {"pkg/__init__.py": "", "pkg/sub.py": "SUB = 1\n"}) as daemon:
+        client = session(daemon)
+        assert not client.tool("status").get("isError")   # the view read before the save
+        (daemon.image / "pkg/sub.py").write_bytes(b"\xef\xbb\xbfSUB = 1\n")
+        answer = client.tool("remove_dictionary", dictionaryName="pkg")
+        assert not answer.get("isError"), answer
+        assert answer["structuredContent"]["committed"] == ["pkg", "pkg.sub"]
+        assert not (daemon.image / "pkg/sub.py").exists() and not (daemon.image / "pkg/__init__.py").exists()
+
+
 def test_a_conflict_is_answered_as_one_whatever_else_another_account_wrote_in_the_journal(shop):
     # Such records made the conflict's "who" a TypeError or RecursionError, answered instead.
     a, b = session(shop), session(shop)

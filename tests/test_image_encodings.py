@@ -157,3 +157,32 @@ def test_only_utf8_source_has_a_bom_twin():
     for data in (b"# -*- coding: latin-1 -*-\nx = 1\n", b"x = 'caf\xe9'\n"):   # another codec; not UTF-8
         assert alike_hashes(data) == {sha256(data)}
     assert alike_hashes(None) == {None}
+
+
+@pytest.mark.parametrize("disk_bom", [True, False])
+@pytest.mark.parametrize("saved", ["pkg/__init__.py", "pkg/sub.py"])
+def test_a_package_removes_over_a_bom_put_on_or_taken_off_since(image, views, disk_bom, saved):
+    # A module of the removed package whose bytes changed by a BOM alone conflicted
+    # ("changed on disk ... by an edit outside gsmcpd"), where a file written went over it.
+    (image / "pkg").mkdir()
+    for rel in ("pkg/__init__.py", "pkg/sub.py"):
+        (image / rel).write_bytes((b"" if disk_bom else BOM) + PLAIN)
+    view = views(image)
+    (image / saved).write_bytes((BOM if disk_bom else b"") + PLAIN)
+    assert view.remove_module("pkg") == ["pkg", "pkg.sub"]
+    assert view.commit() == ["pkg", "pkg.sub"] and not view.has_changes
+    assert not (image / "pkg" / "__init__.py").exists() and not (image / "pkg" / "sub.py").exists()
+
+
+def test_a_package_removed_over_another_text_in_it_still_conflicts(image, views):
+    from gsmcpd.image.store import CommitConflict
+    (image / "pkg").mkdir()
+    (image / "pkg/__init__.py").write_bytes(PLAIN)
+    (image / "pkg/sub.py").write_bytes(PLAIN)
+    view = views(image)
+    (image / "pkg/sub.py").write_bytes(BOM + b"SIGN = 'other'\n")
+    view.remove_module("pkg")
+    with pytest.raises(CommitConflict) as raised:
+        view.commit()
+    assert raised.value.how == {"pkg/sub.py": "changed"}
+    assert (image / "pkg/sub.py").read_bytes() == BOM + b"SIGN = 'other'\n"

@@ -768,7 +768,7 @@ class ImageStore:
             base_hashes = {**base_hashes, **{rel: on_disk[rel] for rel in rebommed}}
             changes = {**changes, **rebommed}
             if rebased is not None:
-                rebased.update({rel: sha256(data) for rel, data in rebommed.items()})
+                rebased.update({rel: sha256(data) for rel, data in rebommed.items() if data is not None})
             conflicts, unreadable = self._conflicts(changes, base_hashes, on_disk)
             if conflicts or unreadable:
                 raise CommitConflict(sorted(conflicts), unreadable, how=conflicts,
@@ -865,7 +865,7 @@ class ImageStore:
                             data = self._contents(other)
                             if data is UNREADABLE:
                                 unreadable.add(other)
-                            elif sha256(data) != base_hashes.get(other):
+                            elif base_hashes.get(other) not in alike_hashes(data):   # a BOM alone: no conflict
                                 conflicts[other] = _how(base_hashes.get(other), data is not None)
                 continue
             for init in packages_of(rel):
@@ -1257,18 +1257,24 @@ class ImageStore:
             return None
 
     def _bom_changed_only(self, changes: dict[str, bytes | None], base_hashes: dict[str, str | None],
-                          on_disk: dict[str, str | None], dirs: ImageDirs) -> dict[str, bytes]:
+                          on_disk: dict[str, str | None], dirs: ImageDirs) -> dict[str, bytes | None]:
         """The changed files whose disk holds the base's text but for a BOM put on or taken
         off since (alike_hashes), as refresh takes them: no conflict, the change goes over
-        it keeping the disk's BOM. File -> the change's bytes with that BOM (call under the lock)."""
+        it keeping the disk's BOM. File -> the change's bytes with that BOM, None for a file
+        it removes, whatever BOM it has (call under the lock)."""
         rebommed = {}
         for rel, data in changes.items():
             base = base_hashes.get(rel)
-            if data is None or base is None or on_disk[rel] in (base, None):
+            if base is None or on_disk[rel] in (base, None):
                 continue
             disk = self._disk_bytes(rel, dirs)
-            if disk is None or base not in alike_hashes(disk) or len(alike_hashes(data)) < 2:
-                continue   # another text, or source a BOM cannot go on (another codec)
+            if disk is None or base not in alike_hashes(disk):
+                continue   # another text
+            if data is None:
+                rebommed[rel] = None
+                continue
+            if len(alike_hashes(data)) < 2:
+                continue   # source a BOM cannot go on (another codec)
             plain = data[len(UTF8_BOM):] if data.startswith(UTF8_BOM) else data
             rebommed[rel] = UTF8_BOM + plain if disk.startswith(UTF8_BOM) else plain
         return rebommed
