@@ -146,6 +146,9 @@ FILES = {
                           "try:\n    handler = Caught.run\nexcept AttributeError:\n    handler = None\n",
     "finally_read.py": "try:\n    class Late:\n        def run(self):\n            return 1\nfinally:\n"
                        "    handler = Late.run\n",
+    "rebinding.py": "class Job:\n    def run(self):\n        return 1\n\n\nclass Other:\n    def run(self):\n"
+                    "        return 2\n\n\nclass User:\n    Job = Other\n    run = Job.run\n",
+    "class_local.py": "class Hook:\n    pass\n\n\nclass User:\n    Hook = 1\n    x = Hook\n",
     "aliased.py": "import dataclasses\n\n\nclass Base:\n    def go(self):\n"
                   "        return super().__repr__()[:5]\n\n\n"
                   "@dataclasses.dataclass\nclass Aliasing:\n    x: int = 0\n    go = Base.go\n\n"
@@ -601,6 +604,23 @@ def test_delete_method_refuses_a_method_read_in_the_finally_of_the_try_holding_t
     # deleted with no note, and every new session's import of finally_read failed.
     refused = call_tool(c, "delete_method", {"className": "Late", "selector": "run"})["structuredContent"]["error"]
     assert refused["usedBy"] == [{"attribute": "run", "statement": "handler = Late.run", "line": 6}]
+
+
+def test_delete_method_deletes_a_method_read_through_a_name_a_class_body_binds_first(c, image):
+    # `Job = Other` in User's body above `run = Job.run`: refused as surely read (usedBy),
+    # though the read is Other's run and the module imports without Job.run. (The module
+    # rebinding Job itself is refused apart: Job would be a class made at run time.)
+    ok(c, "delete_method", className="rebinding.Job", selector="run")
+    assert "return 1" not in (image / "rebinding.py").read_text()
+    assert run(c, "import rebinding\nrebinding.User().run(), hasattr(rebinding.Job, 'run')") == "(2, False)"
+
+
+def test_delete_class_deletes_a_class_a_class_body_reads_after_binding_the_name_itself(c, image):
+    # `Hook = 1` above `x = Hook` in User's body: refused as surely read (usedBy), though
+    # the read is the class-local Hook and the module imports without the class.
+    ok(c, "delete_class", className="class_local.Hook")
+    assert "class Hook" not in (image / "class_local.py").read_text()
+    assert run(c, "import class_local\nclass_local.User.x") == "1"
 
 
 def test_a_method_another_class_s_attribute_aliases_keeps_its_super(c, image):

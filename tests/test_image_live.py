@@ -616,6 +616,13 @@ def test_class_member_names_are_those_the_body_binds_in_its_blocks_too(body, nam
     ("h = getattr(A, 'run', None)\n", None),
     ("def f():\n    return A.run\n\n\nh = f()\n", None),            # in a function it calls
     ("try:\n    import x\nexcept ImportError:\n    h = A.run\n", None),
+    # `A` another object where the read runs (Python runs the module without A.run).
+    ("class B:\n    def run(self):\n        pass\n\n\nA = B\nh = A.run\n", None),
+    ("with open(x) as A:\n    h = A.run\n", None),
+    ("class B:\n    A = C\n    h = A.run\n", None),                 # the class-local A
+    ("class B:\n    h = A.run\n    A = C\n", 6),                    # bound after the read
+    ("class B:\n    class C:\n        A = D\n    h = A.run\n", 8),  # another class's namespace
+    ("class B:\n    A = C\n    class D:\n        h = A.run\n", 8),  # not seen from a nested class
 ])
 def test_unguarded_attribute_reader(below, line):
     tree = ast.parse("class A:\n    def run(self):\n        pass\n\n" + below)
@@ -641,6 +648,15 @@ def test_unguarded_attribute_reader(below, line):
     ("B = X < A < Y\n", [1]),
     ("def f():\n    return A\n", []),
     ("A = 1\nB = A\n", []),                                      # bound otherwise
+    # The class-local A (Python runs these without the module's A):
+    ("class C:\n    A = 1\n    x = A\n", []),
+    ("class C:\n    A = 1; x = A\n", []),
+    ("class C:\n    with x as A:\n        y = A\n", []),
+    ("class C:\n    with x:\n        A = 1\n    y = A\n", []),
+    ("class C:\n    x = A\n    A = 1\n", [2]),                      # bound after the read
+    ("class C:\n    x = A; A = 1\n", [2]),
+    ("class C:\n    A = 1\n    class D:\n        x = A\n", [4]),   # not seen from a nested class
+    ("class C:\n    def f(self):\n        A = 1\n    x = A\n", [4]),  # a def's local
 ])
 def test_sure_import_readers(source, lines):
     assert [node.lineno for node in live.sure_import_readers(ast.parse(source), "A")] == lines

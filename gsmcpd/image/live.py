@@ -913,7 +913,15 @@ def unguarded_attribute_reader(tree: ast.Module, class_name: str, attribute: str
     if classdef is None:
         return None
     wanted = _reads_of(attribute, {class_name, *through})
-    return next(iter(_sure_reads(tree, wanted, AttributeError, after=classdef.end_lineno)), None)
+    return next(iter(_sure_reads(tree, wanted, AttributeError, after=classdef.end_lineno,
+                                 name_read=_first_name_read)), None)
+
+
+def _first_name_read(node: ast.AST) -> str | None:
+    """The name an attribute read starts from: `Job` of `Job.run`, `Outer` of `Outer.Inner.run`."""
+    read = _attribute_read(node)
+    spelled = None if read is None else splice.dotted_names(read[0])
+    return spelled[0] if spelled else None
 
 
 def sure_import_readers(tree: ast.Module, name: str) -> list[ast.stmt]:
@@ -926,24 +934,77 @@ def sure_import_readers(tree: ast.Module, name: str) -> list[ast.stmt]:
     if name in vars(builtins) or splice.binds(tree.body, name):
         return []
     return _sure_reads(tree, lambda sub: isinstance(sub, ast.Name) and sub.id == name
-                       and isinstance(sub.ctx, ast.Load), NameError)
+                       and isinstance(sub.ctx, ast.Load), NameError, name_read=lambda sub: sub.id)
 
 
-def _sure_reads(tree: ast.Module, wanted, failure: type[BaseException], after: int = 0) -> list[ast.stmt]:
+def _sure_reads(tree: ast.Module, wanted, failure: type[BaseException], after: int = 0,
+                name_read=None) -> list[ast.stmt]:
     """The statements below line `after` that surely run (surely_run, `failure` uncaught)
     and evaluate, as parts of their own, a node `wanted` picks that no expression around
-    it may skip (_maybe_evaluated)."""
+    it may skip (_maybe_evaluated). `name_read`: the name such a node reads (`Job` of
+    `Job.run`); a read is not sure where that name may be bound otherwise above it, below
+    line `after` (`Job = Other`), or in the class body it runs in (`Hook = 1` above `x = Hook`)."""
     lazy_annotations = bool(future_flags(tree) & __future__.annotations.compiler_flag)
+    scopes = _class_scopes(tree.body)
     found = []
     for statement in surely_run(tree.body, failure=failure):
         if statement.lineno <= after:
             continue
         maybe = _maybe_evaluated(statement)
         # Its own parts: the statements in its blocks, a class's body, are yielded apart.
-        if any(wanted(sub) and id(sub) not in maybe for sub in splice.evaluated_now(
-                statement, lazy_annotations, class_bodies=False, blocks=False)):
+        if any(wanted(sub) and id(sub) not in maybe
+               and not (name_read is not None and _bound_above(tree, scopes, statement, name_read(sub), after))
+               for sub in splice.evaluated_now(statement, lazy_annotations, class_bodies=False, blocks=False)):
             found.append(statement)
     return found
+
+
+def _class_scopes(body: list[ast.stmt], scope: ast.ClassDef | None = None,
+                  scopes: dict | None = None) -> dict[int, ast.ClassDef]:
+    """The id of each statement run in a class body (in its blocks too) -> that class:
+    the namespace its reads look in before the module's."""
+    scopes = {} if scopes is None else scopes
+    for node in body:
+        if scope is not None:
+            scopes[id(node)] = scope
+        if isinstance(node, ast.ClassDef):
+            _class_scopes(node.body, node, scopes)
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            _class_scopes(splice.child_statements(node), scope, scopes)
+    return scopes
+
+
+def _bound_above(tree: ast.Module, scopes: dict[int, ast.ClassDef], statement: ast.stmt,
+                 name: str | None, after: int) -> bool:
+    """Whether `name` may be bound before `statement` runs, other than by what its read
+    is after: in the class body it runs in, or at the module's top level below line `after`."""
+    if name is None:
+        return False
+    scope = scopes.get(id(statement))
+    if scope is not None and splice.binds(list(_written_before(scope.body, statement)), name):
+        return True
+    # Not a class statement: one there makes the subclass read through (`class Sub(Job)`).
+    return splice.binds([node for node in _written_before(tree.body, statement)
+                         if node.lineno > after and not isinstance(node, ast.ClassDef)], name)
+
+
+def _written_before(body: list[ast.stmt], statement: ast.stmt):
+    """The statements of the scope of `body`, in its blocks too, written before
+    `statement`, and the targets of a `with` holding it; not into a def or class holding
+    it: its body is a namespace of its own."""
+    start = (statement.lineno, statement.col_offset)
+    for node in body:
+        if node is statement or (node.lineno, node.col_offset) >= start:
+            return
+        if (node.end_lineno, node.end_col_offset) <= start:
+            yield node
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            yield from (item.optional_vars for item in node.items if item.optional_vars is not None)
+        yield from _written_before(splice.child_statements(node), statement)
+        return
 
 
 def _maybe_evaluated(statement: ast.stmt) -> set[int]:
