@@ -1385,6 +1385,20 @@ def test_a_class_defined_in_a_program_is_said_to_be_changed_in_source_only_as_a_
         client.close()
 
 
+def test_a_class_definition_fixing_its_module_is_said_to_have_made_it_import(tmp_path):
+    # Said "changed broken.Cli in source only (broken does not import)", as before the
+    # commit, which re-imported it: the class live.
+    with daemon_on_image(tmp_path, {"broken.py": "class Cli:\n    X = undefined_name\n"}) as daemon:
+        client = session(daemon)
+        assert "NameError" in tool_text(client.tool("execute_code", code="import broken"))
+        said = tool_text(client.tool("compile_class_definition", dictionaryName="broken",
+                                     source="class Cli:\n    X = 2\n"))
+        assert said.startswith("changed broken.Cli in source, and broken, which did not import, imports "
+                               "now (re-imported as committed): broken.Cli is live; committed"), said
+        assert tool_text(client.tool("execute_code", code="import broken\nbroken.Cli.X")) == "2"
+        client.close()
+
+
 def test_a_program_fixed_after_its_re_import_failed_is_no_longer_named_failing_by_refresh(tmp_path):
     image = write_image(tmp_path / "image", {"app/__init__.py": "", "app/__main__.py": "X = 1\n"})
     with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:

@@ -119,5 +119,31 @@ def test_a_program_a_commit_fixes_is_not_named_failing_by_it(tmp_path, views):
     assert fixed["structuredContent"]["committed"] == ["app.__main__"]
     assert "importErrors" not in fixed["structuredContent"] and "import error" not in fixed["content"][0]["text"]
     assert "app.__main__" not in client.view.import_errors
+    # It said "changed app.__main__.Cli in source only (app.__main__ does not import)":
+    # so it was before the commit, which re-imported it.
+    assert fixed["content"][0]["text"].startswith(
+        "changed app.__main__.Cli in source, and app.__main__, which did not import, imports now "
+        "(re-imported as committed): app.__main__.Cli is live; committed")
     result = client.ok("execute_code", code="import app.__main__\napp.__main__.Cli.X")
     assert result["structuredContent"]["result"] == "2"
+
+
+def test_a_module_a_class_definition_fixes_is_said_to_import_now(tmp_path, views):
+    # Said "changed broken.Cli in source only (broken does not import)", the commit having
+    # re-imported it, the class live.
+    image = write_image(tmp_path / "image", {"broken.py": "class Cli:\n    X = undefined_name\n"})
+    client = Client(views(image))
+    assert client.view.module("broken") is None and "broken" in client.view.import_errors
+    fixed = client.ok("compile_class_definition", source="class Cli:\n    X = 2\n", dictionaryName="broken")
+    assert fixed["content"][0]["text"].startswith(
+        "changed broken.Cli in source, and broken, which did not import, imports now "
+        "(re-imported as committed): broken.Cli is live; committed")
+    assert client.ok("execute_code", code="import broken\nbroken.Cli.X")["structuredContent"]["result"] == "2"
+
+
+def test_a_module_still_failing_after_a_class_definition_is_said_not_to_import(tmp_path, views):
+    image = write_image(tmp_path / "image", {"broken.py": "class Cli:\n    pass\n\n\nY = undefined_name\n"})
+    client = Client(views(image))
+    assert client.view.module("broken") is None
+    said = client.ok("compile_class_definition", source="class Cli:\n    X = 2\n", dictionaryName="broken")
+    assert said["content"][0]["text"].startswith("changed broken.Cli in source only (broken does not import)")

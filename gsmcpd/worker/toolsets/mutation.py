@@ -186,8 +186,11 @@ class MutationToolset(Toolset):
             self.assert_mutable(cls, ref.qualified)
         return ref, cls
 
-    def _finish(self, message: str, structured: dict) -> dict:
+    def _finish(self, message, structured: dict) -> dict:
+        """Commit, and answer `message` (a function: the message as the commit leaves things)."""
         committed, brought_in, broken = commit_view(self.view)
+        if callable(message):
+            message = message()
         structured = {**structured, "committed": committed, "version": self.view.version}
         text = f"{message}; committed (view version {self.view.version})"
         if self.view.settled:   # this session's earlier undecided commit, found standing
@@ -751,21 +754,22 @@ class MutationToolset(Toolset):
             imported = _read_as_it_runs_note(module_name, name, reads) + imported
             imported_data = {**imported_data, "readAsItRuns": reads}
         shown = _shown(module_name, name)
-        message = {"defined": f"defined {shown}",
-                   "updated": f"redefined {shown} in place",
-                   "replaced": f"redefined {shown} with a new shape (bases, "
-                               "__slots__, or an Enum's members); existing instances keep the "
-                               "old class",
-                   "source": f"changed {shown} in source only ({catalog.echoed(module_name)} "
-                             f"{self._not_loaded_why(module_name, module)})"}[outcome]
         carried_names = list(dict.fromkeys(m.name for m in carried if m.name not in failed))
-        if carried_names:
-            message += f"; carried over {', '.join(carried_names)}"
-        if failed:
-            message += f"; could not carry over (dropped): {', '.join(failed)}"
-        return self._finish(message + imported + stale,
-                            {"class": f"{module_name}.{name}", "outcome": outcome,
-                             "carried": carried_names, "failed": failed, **imported_data, **data})
+
+        def described() -> str:   # once committed: the commit re-imports a module it fixes
+            message = {"defined": f"defined {shown}",
+                       "updated": f"redefined {shown} in place",
+                       "replaced": f"redefined {shown} with a new shape (bases, "
+                                   "__slots__, or an Enum's members); existing instances keep the "
+                                   "old class",
+                       "source": self._source_only(shown, module_name, module)}[outcome]
+            if carried_names:
+                message += f"; carried over {', '.join(carried_names)}"
+            if failed:
+                message += f"; could not carry over (dropped): {', '.join(failed)}"
+            return message + imported + stale
+        return self._finish(described, {"class": f"{module_name}.{name}", "outcome": outcome,
+                                        "carried": carried_names, "failed": failed, **imported_data, **data})
 
     def _refuse_dropping_sure_reads(self, module_name: str, name: str, cls, old_node, new_class,
                                     old_source: str, new_source: str) -> None:
@@ -1014,6 +1018,16 @@ class MutationToolset(Toolset):
         if misordered:
             data["fieldOrderConflicts"] = misordered
         return note, data
+
+    def _source_only(self, shown: str, module_name: str, module) -> str:
+        """What a class statement that made no live class did, said once committed: a
+        module that did not import and now does (the change fixed it) was re-imported
+        by the commit, the class live in it."""
+        if module is None and self.view.owns_module(module_name) and module_name not in self.view.import_errors:
+            echoed = catalog.echoed(module_name)
+            return (f"changed {shown} in source, and {echoed}, which did not import, imports now "
+                    f"(re-imported as committed): {shown} is live")
+        return f"changed {shown} in source only ({catalog.echoed(module_name)} {self._not_loaded_why(module_name, module)})"
 
     def _not_loaded_why(self, module_name: str, module) -> str:
         """Why a class statement of the module, `module` live or None, made no live class."""
