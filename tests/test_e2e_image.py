@@ -1399,6 +1399,19 @@ def test_a_class_definition_fixing_its_module_is_said_to_have_made_it_import(tmp
         client.close()
 
 
+def test_delete_class_says_the_modules_all_still_names_it(tmp_path):
+    # Deleted with nothing said, and `from listed import *` failed in every session after.
+    with daemon_on_image(tmp_path, {"listed.py": "__all__ = ['Hook']\n\n\nclass Hook:\n    pass\n"}) as daemon:
+        client = session(daemon)
+        deleted = client.tool("delete_class", className="listed.Hook")
+        assert deleted["structuredContent"]["stillInAll"] == {"line": 1, "statement": "__all__ = ['Hook']"}
+        assert "so `from listed import *` now fails (AttributeError)" in tool_text(deleted)
+        other = session(daemon)
+        assert "AttributeError" in tool_text(other.tool("execute_code", code="from listed import *"))
+        other.close()
+        client.close()
+
+
 def test_a_program_fixed_after_its_re_import_failed_is_no_longer_named_failing_by_refresh(tmp_path):
     image = write_image(tmp_path / "image", {"app/__init__.py": "", "app/__main__.py": "X = 1\n"})
     with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:

@@ -678,3 +678,19 @@ def test_needed_on_import_without_star_takes_no_star_import_as_binding_the_name(
 def test_needed_on_import_follows_the_module_s_own_functions_it_calls_one_call_deep():
     assert live.needed_on_import(ast.parse("def make():\n    return A()\n\n\nX = make()\n"), "A")
     assert not live.needed_on_import(ast.parse("def make():\n    return A()\n"), "A")
+
+
+@pytest.mark.parametrize("source, line", [
+    ("__all__ = ['A', 'B']\n", 1),
+    ("__all__ = ('B',)\n__all__ += ('A',)\n", 2),
+    ("__all__: list = ['A']\n", 1),
+    ("__all__ = []\n__all__.append('A')\n", 2),
+    ("try:\n    import x\nexcept ImportError:\n    __all__ = ['A']\n", 4),
+    ("__all__ = ['B']\n", None),
+    ("__all__ = [name for name in dir() if name.isupper()]\n", None),   # computed: not told
+    ("NAMES = ['A']\n", None),
+    ("def f():\n    __all__ = ['A']\n", None),                        # a function's local
+])
+def test_all_naming(source, line):
+    found = live.all_naming(ast.parse(source), "A")
+    assert (found.lineno if found is not None else None) == line

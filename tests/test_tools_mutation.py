@@ -1610,6 +1610,23 @@ def test_delete_class(client, image):
     client.error("delete_class", "refused", className="ValueError")
 
 
+def test_delete_class_and_function_say_the_modules_all_still_names_them(client, image):
+    # Deleted with nothing said: `from zoo.listed import *` then failed, AttributeError.
+    (image / "zoo" / "listed.py").write_text(
+        "__all__ = ['Hook', 'hook', 'Kept']\n\n\nclass Hook:\n    pass\n\n\n"
+        "def hook():\n    return 1\n\n\nclass Kept:\n    pass\n")
+    client.ok("refresh")
+    for tool, arguments, name in (("delete_class", {"className": "zoo.listed.Hook"}, "Hook"),
+                                  ("delete_method", {"className": "zoo.listed", "selector": "hook"}, "hook")):
+        said = client.ok(tool, **arguments)
+        assert (f"; note: zoo.listed's __all__ still names {name} (\"__all__ = ['Hook', 'hook', 'Kept']\", "
+                f"line 1), so `from zoo.listed import *` now fails (AttributeError): take {name} out of it "
+                "in the module's file, then refresh") in said["content"][0]["text"]
+        assert said["structuredContent"]["stillInAll"] == {"line": 1, "statement": "__all__ = ['Hook', 'hook', 'Kept']"}
+    unlisted = client.ok("delete_class", className="Keeper")
+    assert "stillInAll" not in unlisted["structuredContent"] and "__all__" not in unlisted["content"][0]["text"]
+
+
 def test_delete_class_refuses_a_class_image_classes_are_still_built_on(client, image):
     # It deleted and committed, only noting the classes still naming it: their module
     # then imported in no session (class Child(Made): NameError).

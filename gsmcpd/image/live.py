@@ -1099,3 +1099,37 @@ def _names_called(node: ast.AST) -> list[str]:
         return [node.func.id]
     decorators = getattr(node, "decorator_list", [])
     return [decorator.id for decorator in decorators if isinstance(decorator, ast.Name)]
+
+
+def all_naming(tree: ast.Module, name: str) -> ast.stmt | None:
+    """The first statement of the module that puts `name` in its `__all__` as a string
+    literal (`__all__ = ["Hook"]`, `__all__ += ("Hook",)`, `__all__.append("Hook")`), at
+    its top level or in its blocks: with `name` gone, `from module import *` fails
+    (AttributeError). A computed `__all__` is not told."""
+    for node in _module_statements(tree.body):
+        if _sets_all(node) and any(isinstance(sub, ast.Constant) and sub.value == name for sub in ast.walk(node)):
+            return node
+    return None
+
+
+def _module_statements(body: list[ast.stmt]):
+    """The statements running `body` may run in the module's namespace, its blocks'
+    too (not a def's or class's body), in source order."""
+    for node in body:
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield from _module_statements(splice.child_statements(node))
+
+
+def _sets_all(node: ast.stmt) -> bool:
+    """Whether the statement binds `__all__` or calls a method of it (`append`, `extend`...)."""
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+        targets = [node.target]
+    elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        return splice.dotted_names(node.value.func) in (["__all__", "append"], ["__all__", "extend"],
+                                                        ["__all__", "insert"])
+    else:
+        return False
+    return any(isinstance(target, ast.Name) and target.id == "__all__" for target in targets)

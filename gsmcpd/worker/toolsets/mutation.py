@@ -536,6 +536,8 @@ class MutationToolset(Toolset):
         # so does the module itself where a read that may run (under an `if`, caught) does.
         itself = live.needed_on_import(tree, name)
         note, data = self._reimport_importers([module_name], itself) if module is not None else ("", {})
+        listed, listed_data = _all_note(module_name, name, new_source, tree)
+        note, data = note + listed, {**data, **listed_data}
         return self._finish(f"deleted function {_shown(module_name, name)}{note}",
                             {"dictionary": module_name, "selector": name, **data})
 
@@ -1084,8 +1086,9 @@ class MutationToolset(Toolset):
         # named if it fails here.
         itself = live.needed_on_import(tree, ref.name, star=False)
         imported, data = self._reimport_importers([ref.module], itself) if cls is not None else ("", {})
-        return self._finish(f"deleted class {_shown(ref.module, ref.name)}{imported}",
-                            {"class": ref.qualified, **data})
+        listed, listed_data = _all_note(ref.module, ref.name, new_source, tree)
+        return self._finish(f"deleted class {_shown(ref.module, ref.name)}{imported}{listed}",
+                            {"class": ref.qualified, **data, **listed_data})
 
     def _refuse_if_built_on(self, classes: dict[str, type], gone: str, removed=()) -> None:
         """Refuse to delete `classes` (qualified name: live class), or to remove the modules
@@ -1392,6 +1395,19 @@ def _refuse_sure_reads(qualified: str, module_name: str, old_source: str, new_so
                     f"here or in a new session, nor would the modules importing it. Change {those} "
                     "first (in the module's file, then refresh; a read guarded by try/except "
                     f"AttributeError or hasattr is only noted), then {then}.", {"usedBy": used})
+
+
+def _all_note(module_name: str, name: str, new_source: str, tree: ast.Module) -> tuple[str, dict]:
+    """The note, and its data (`stillInAll`: the statement quoted, its line), when the
+    module's `__all__` still names what was deleted: `from module import *`, anywhere,
+    now fails. No tool edits `__all__`: the module's file is where it changes."""
+    statement = live.all_naming(tree, name)
+    if statement is None:
+        return "", {}
+    quoted = splice.statement_line(new_source, statement)
+    return (f"; note: {module_name}'s __all__ still names {name} ({quoted!r}, line {statement.lineno}), "
+            f"so `from {module_name} import *` now fails (AttributeError): take {name} out of it "
+            "in the module's file, then refresh"), {"stillInAll": {"line": statement.lineno, "statement": quoted}}
 
 
 def _read_as_it_runs_note(module_name: str, class_name: str, reads: dict[str, str]) -> str:
