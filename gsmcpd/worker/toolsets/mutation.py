@@ -1029,7 +1029,8 @@ class MutationToolset(Toolset):
             echoed = catalog.echoed(module_name)
             return (f"changed {shown} in source, and {echoed}, which did not import, imports now "
                     f"(re-imported as committed): {shown} is live")
-        return f"changed {shown} in source only ({catalog.echoed(module_name)} {self._not_loaded_why(module_name, module)})"
+        return (f"changed {shown} in source only ({catalog.echoed(module_name)} "
+                f"{self._not_loaded_why(module_name, module)})")
 
     def _not_loaded_why(self, module_name: str, module) -> str:
         """Why a class statement of the module, `module` live or None, made no live class."""
