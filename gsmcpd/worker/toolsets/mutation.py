@@ -1354,8 +1354,7 @@ def _refuse_used_by_its_module(qualified: str, module: str, old_source: str, new
     quoted with its line in the file as it stands."""
     if not readers:
         return
-    used = [{"line": splice.line_before_edit(old_source, new_source, splice.first_line(reader)),
-             "statement": splice.statement_line(new_source, reader)} for reader in readers]
+    used = [_use(old_source, new_source, reader) for reader in readers]
     quoted = "; ".join(f"line {use['line']}: {use['statement']!r}" for use in used)
     those = "that statement" if len(used) == 1 else "those statements"
     raise ToolError("refused", f"{qualified} is used by {module}'s own top-level code as "
@@ -1364,6 +1363,13 @@ def _refuse_used_by_its_module(qualified: str, module: str, old_source: str, new
                     f"first (a class statement with compile_class_definition, a function's def with "
                     f"compile_method on {module}, any other in the module's file, then refresh), "
                     "then delete it.", {"usedBy": used})
+
+
+def _use(old_source: str, new_source: str, reader: ast.stmt) -> dict:
+    """A statement of `new_source` a refusal quotes (`usedBy`): its line in the file as it
+    stands (`old_source`) and its text."""
+    return {"line": splice.line_before_edit(old_source, new_source, splice.first_line(reader)),
+            "statement": splice.statement_line(new_source, reader)}
 
 
 def _still_has(cls, tree: ast.Module, class_name: str, selector: str, bound: str) -> bool:
@@ -1382,8 +1388,7 @@ def _refuse_sure_reads(qualified: str, module_name: str, old_source: str, new_so
     of new_source or None, live.unguarded_attribute_reader): the module, and every module
     importing it, would import in no new session (AttributeError). A guarded or
     conditional read is noted instead (_read_as_it_runs_note)."""
-    used = [{"attribute": attribute, "statement": splice.statement_line(new_source, reader),
-             "line": splice.line_before_edit(old_source, new_source, splice.first_line(reader))}
+    used = [{"attribute": attribute, **_use(old_source, new_source, reader)}
             for attribute, reader in readers.items() if reader is not None]
     used.sort(key=lambda use: use["line"])
     if not used:
