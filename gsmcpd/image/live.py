@@ -1106,19 +1106,10 @@ def all_naming(tree: ast.Module, name: str) -> ast.stmt | None:
     literal (`__all__ = ["Hook"]`, `__all__ += ("Hook",)`, `__all__.append("Hook")`), at
     its top level or in its blocks: with `name` gone, `from module import *` fails
     (AttributeError). A computed `__all__` is not told."""
-    for node in _module_statements(tree.body):
+    for node in splice.statements_within(tree.body):
         if _sets_all(node) and any(isinstance(sub, ast.Constant) and sub.value == name for sub in ast.walk(node)):
             return node
     return None
-
-
-def _module_statements(body: list[ast.stmt]):
-    """The statements running `body` may run in the module's namespace, its blocks'
-    too (not a def's or class's body), in source order."""
-    for node in body:
-        yield node
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            yield from _module_statements(splice.child_statements(node))
 
 
 def _sets_all(node: ast.stmt) -> bool:
