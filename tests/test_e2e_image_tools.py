@@ -1772,7 +1772,10 @@ def test_a_module_that_does_not_decode_leaves_the_image_wide_tools_working(c):
     assert "shop.models.Product" in structured(c, "list_all_classes")["classes"]
     assert "shop.models.Product.describe" in tool_text(ok(c, "find_senders", selector="price"))
     assert "shop.test_models.CartTest" in structured(c, "list_test_classes")["testClasses"]
-    assert "undecodable does not compile" in tool_text(ok(c, "list_classes", dictionaryName="undecodable"))
+    listed = ok(c, "list_classes", dictionaryName="undecodable")
+    assert listed["structuredContent"]["notListed"] == [
+        reason for reason in structured(c, "list_all_classes")["notListed"] if " undecodable " in reason]
+    assert tool_text(listed).startswith("(not listed: image module undecodable does not compile: line ")
     message = error(c, "compile_class_definition", "other", source="class New:\n    pass\n",
                     dictionaryName="undecodable")
     assert message.startswith("image module undecodable does not compile: line ")

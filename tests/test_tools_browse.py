@@ -971,6 +971,11 @@ def test_answers_about_the_whole_image_say_which_modules_do_not_compile(client):
     # One other module searched: nothing left out, nothing said.
     result = client.ok("search_method_source", pattern="x", dictionaryName="zoo.animals")
     assert "notSearched" not in result["structuredContent"] and "not searched" not in text(result)
+    # list_classes of that very module names it with its error too; of another, nothing said.
+    one = client.ok("list_classes", dictionaryName="zoo.broken")
+    assert one["structuredContent"]["notListed"] == [reason] and text(one) == f"(not listed: {reason})"
+    other = client.ok("list_classes", dictionaryName="zoo.animals")
+    assert "notListed" not in other["structuredContent"] and "not listed" not in text(other)
 
 
 def test_a_c_types_computed_attributes_are_properties_and_its_classmethods_class_side(client):

@@ -51,11 +51,12 @@ class ListingToolset(Toolset):
         module = catalog.dictionary_name(arguments["dictionaryName"])
         names = [ref.name for ref in catalog.classes_in(self.view, module)]
         page = page_of(names, arguments, "classes")
-        note = ""
-        if module != KERNEL and self.view.tree(module) is None:
-            note = f"{module} does not compile, so its classes cannot be listed"
-        text = "\n".join(page.items + page.note) or note or f"{module} defines no classes"
-        return {"text": text, "structured": {"dictionary": module, "classes": page.items, **page.fields}}
+        unlisted = catalog.uncompiled(self.view, module)   # said with its error, as list_all_classes says it
+        text = "\n".join(page.items + [f"(not listed: {reason})" for reason in unlisted] + page.note)
+        structured = {"dictionary": module, "classes": page.items, **page.fields}
+        if unlisted:
+            structured["notListed"] = unlisted
+        return {"text": text or f"{module} defines no classes", "structured": structured}
 
     def list_dictionaries(self, arguments):
         page = page_of(catalog.dictionaries(self.view), arguments, "dictionaries")
