@@ -266,6 +266,12 @@ def test_commit_s_description_says_the_same_change_committed_by_another_is_no_co
         tool_names(c)["commit"]["description"]
 
 
+def test_run_test_method_s_description_names_every_method_it_runs(c):
+    # It said "test*" only, though a TestCase's runTest runs too (unittest's loader collects it).
+    assert "collect: test*, or runTest for a TestCase with no test*" in \
+        tool_names(c)["run_test_method"]["description"]
+
+
 def test_the_checker_finds_what_is_not_2020_12():
     assert sorted(schema_problems({"type": "object", "properties": {"a": {"type": "text"}},
                                    "required": ["a", "b"], "additionalProperties": False,

@@ -1767,6 +1767,11 @@ def test_a_test_case_with_only_run_test_runs_it_as_unittest_does(tmp_path, views
     assert (ran["run"], ran["failures"]) == (1, 1), ran
     assert client.ok("describe_test_failure", className="SingleTest",
                      selector="runTest")["structuredContent"]["message"] == "the one test"
+    assert client.ok("run_test_method", className="SingleTest",
+                     selector="runTest")["structuredContent"]["failures"] == 1
+    # and the tool says so to a client choosing the selector (it said test* only)
+    tools = client.server.handle({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})["result"]["tools"]
+    assert "or runTest for a TestCase with no test*" in {t["name"]: t for t in tools}["run_test_method"]["description"]
 
 
 @pytest.mark.parametrize("marked", ["False", "0", "None"])   # pytest leaves out any false value

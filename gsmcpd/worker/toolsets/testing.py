@@ -734,7 +734,8 @@ class TestingToolset(Toolset):
                           object_schema(CLASS_NAME, ["className"]),
                           self.run_test_class))
         registry.add(Tool("run_test_method", "Run one test method (one the class's runner would "
-                          "collect: test*).", one_test, self.run_test_method))
+                          "collect: test*, or runTest for a TestCase with no test*).", one_test,
+                          self.run_test_method))
 
     # -- helpers ---------------------------------------------------------
 
