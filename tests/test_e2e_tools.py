@@ -272,6 +272,12 @@ def test_run_test_method_s_description_names_every_method_it_runs(c):
         tool_names(c)["run_test_method"]["description"]
 
 
+def test_list_dictionary_entries_s_description_says_which_names_it_leaves_out(c):
+    # It said "every top-level name", and __version__, __all__ were left out unsaid.
+    assert "but those starting with __ (__all__, __version__, what Python sets)" in \
+        tool_names(c)["list_dictionary_entries"]["description"]
+
+
 def test_the_checker_finds_what_is_not_2020_12():
     assert sorted(schema_problems({"type": "object", "properties": {"a": {"type": "text"}},
                                    "required": ["a", "b"], "additionalProperties": False,

@@ -221,6 +221,17 @@ def test_list_dictionary_entries_tags_kinds(client):
     assert "RuntimeError" in result["structuredContent"]["note"]
 
 
+def test_list_dictionary_entries_leaves_out_the_names_starting_with_two_underscores_saying_so(client):
+    client.view.set_source("zoo.keeper", "__all__ = ['f']\n__version__ = '1'\n_private = 1\n"
+                           "def f():\n    pass\n")
+    listed = client.ok("list_dictionary_entries", dictionaryName="zoo.keeper")["structuredContent"]["entries"]
+    assert [e["name"] for e in listed] == ["_private", "f"]
+    # and the tool says so to a client looking for __version__ (it said "every top-level name")
+    tools = client.server.handle({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})["result"]["tools"]
+    assert "but those starting with __ (__all__, __version__, what Python sets)" in {
+        t["name"]: t for t in tools}["list_dictionary_entries"]["description"]
+
+
 PROXIED = '''\
 import functools
 from os.path import join

@@ -31,7 +31,8 @@ class ListingToolset(Toolset):
         registry.add(Tool("list_dictionaries", "The dictionaries in lookup order: image modules, "
                           f"then builtins (the kernel; {PAGED}).",
                           object_schema(offset_prop("dictionaries")), self.list_dictionaries))
-        registry.add(Tool("list_dictionary_entries", "Every top-level name of a dictionary, tagged "
+        registry.add(Tool("list_dictionary_entries", "Every top-level name of a dictionary but those "
+                          "starting with __ (__all__, __version__, what Python sets), tagged "
                           f"class/function/module/global ({PAGED}).",
                           object_schema({**_DICTIONARY, **offset_prop("entries")}, ["dictionaryName"]),
                           self.list_dictionary_entries))
