@@ -514,6 +514,20 @@ def test_a_token_without_the_write_scope_cannot_drive_a_read_write_session(daemo
     assert "42" in client.tool("execute_code", code="6 * 7")["content"][0]["text"]
 
 
+def test_a_client_looping_without_the_write_scope_on_its_read_write_session_is_logged_once(daemon, idp):
+    client = AuthClient(daemon.port, idp.mint(sub="ivy"))
+    client.initialize()
+    client.token = idp.mint(sub="ivy", scope=REQUIRED)
+    for _ in range(20):
+        assert client.call("ping").status == 403
+    closing = AuthClient(daemon.port, idp.mint(sub="ivy-done"))
+    closing.initialize()
+    closing.token = idp.mint(sub="ivy-done", scope=REQUIRED)
+    assert closing.call("ping").status == 403
+    assert wait_until(lambda: "user 'ivy-done' sent a token without" in daemon.log_text())
+    assert daemon.log_text().count("user 'ivy' sent a token without mcp:write to read-write session") == 1
+
+
 def test_another_users_token_on_a_session_is_404_and_logged(daemon, idp):
     alice = AuthClient(daemon.port, idp.mint(sub="alice"))
     alice.initialize()
@@ -537,6 +551,22 @@ def test_another_users_token_on_a_session_is_logged_with_the_user_cut_however_lo
     logged = "user '%s...' presented session %s" % ("m" * 64, alice.session[:8])
     assert wait_until(lambda: logged in daemon.log_text())
     assert "m" * 1000 not in daemon.log_text()
+    alice.delete()
+
+
+def test_a_client_looping_on_another_users_session_is_logged_once_not_per_request(daemon, idp):
+    # Each 404 wrote a WARNING line: a client looping on it flooded the log.
+    alice = AuthClient(daemon.port, idp.mint(sub="alice"))
+    alice.initialize()
+    looper = AuthClient(daemon.port, idp.mint(sub="looper"))
+    looper.session = alice.session
+    for _ in range(20):
+        assert looper.call("ping").status == 404
+    closing = AuthClient(daemon.port, idp.mint(sub="looper-done"))    # a line after all of them
+    closing.session = alice.session
+    assert closing.call("ping").status == 404
+    assert wait_until(lambda: "'looper-done' presented session" in daemon.log_text())
+    assert daemon.log_text().count("user 'looper' presented session %s" % alice.session[:8]) == 1
     alice.delete()
 
 

@@ -245,6 +245,20 @@ def test_an_answer_to_no_probe_logs_its_id_cut_however_long(probing):
     assert "9" * 1000 not in probing.log_text()
 
 
+def test_a_client_looping_on_answers_to_no_probe_is_logged_once_whatever_their_ids(probing):
+    # A line per answer: a client looping on them, a new id each time, flooded the log.
+    looping, closing = Client(probing.port), Client(probing.port)
+    looping.initialize()
+    closing.initialize()
+    for n in range(20):
+        assert looping.post({"jsonrpc": "2.0", "id": "loop-%d" % n, "result": {}}).status == 202
+    assert closing.post({"jsonrpc": "2.0", "id": "loop-done", "result": {}}).status == 202
+    assert wait_until(lambda: "response to an unknown request 'loop-done' ignored" in probing.log_text())
+    log = probing.log_text()
+    assert "response to an unknown request 'loop-0' ignored" in log
+    assert "response to an unknown request 'loop-1' ignored" not in log
+
+
 def test_the_mcp_sdk_client_answers_probes_and_keeps_its_session(probing):
     async def run():
         async with streamable_http_client(probing.url) as (read, write):

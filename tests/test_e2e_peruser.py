@@ -365,6 +365,16 @@ def test_an_unmapped_user_or_a_root_mapping_is_403_and_gets_no_worker(env, sub, 
     assert logged in daemon.log_text()
 
 
+def test_a_client_looping_on_an_unmapped_users_token_is_logged_once_not_per_request(env):
+    # Each 403 wrote a WARNING line: a client looping on such a token flooded the log.
+    daemon, idp = env
+    client = Client(daemon.port)
+    for token in [bearer(idp, "looping-stranger")] * 20 + [bearer(idp, "stranger-done")]:
+        assert client.post(INIT, headers=token).status == 403
+    assert wait_until(lambda: "user 'stranger-done' has no local account mapping" in daemon.log_text())
+    assert daemon.log_text().count("user 'looping-stranger' has no local account mapping") == 1
+
+
 def test_one_accounts_commit_is_seen_by_the_other(env, accounts, image):
     daemon, idp = env
     ann = session_for(daemon, idp, "ann")

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 from gsmcpd.router.breaks import SOFT_BREAK, STOP
 from gsmcpd.router.lifetime import LifetimeSettings
 from gsmcpd.router.loop import Timer
+from gsmcpd.router.repeats import RepeatedLog
 from gsmcpd.router.supervision import Supervisor
 from gsmcpd.wire.break_signals import SOFT_BREAK_SIGNAL
 
@@ -106,12 +107,31 @@ def test_a_stall_is_logged_as_the_time_since_the_timers_last_ran_which_is_what_i
 
 def test_a_response_to_no_request_logs_its_id_cut_however_long_the_client_made_it(caplog):
     # It logged the id whole: a POSTed response with a 16 MiB id wrote 16 MiB to the log.
-    supervisor = Supervisor(SimpleNamespace(loop=ClockLoop(), config=LifetimeSettings()))
+    supervisor = supervisor_logging_repeats()
     session = SimpleNamespace(id="sid-1", short="sid-1")
     caplog.set_level(logging.INFO, logger="gsmcpd.lifetime")
     supervisor.client_response(session, {"jsonrpc": "2.0", "id": "A" * 1_000_000, "result": {}})
     assert [record.getMessage() for record in caplog.records] == [
         "session sid-1: response to an unknown request '%s... ignored" % ("A" * 79)]
+
+
+def supervisor_logging_repeats():
+    """A Supervisor whose router has its RepeatedLog, on a loop of its own."""
+    return Supervisor(SimpleNamespace(loop=ClockLoop(), config=LifetimeSettings(),
+                                      repeated=RepeatedLog(ClockLoop())))
+
+
+def test_a_client_looping_on_responses_to_no_request_is_logged_once_per_session_whatever_the_ids(caplog):
+    # A line per response: a client looping on them, a new id each time, flooded the log.
+    supervisor = supervisor_logging_repeats()
+    caplog.set_level(logging.INFO, logger="gsmcpd.lifetime")
+    for short in ("sid-1", "sid-2"):
+        session = SimpleNamespace(id=short + "-whole", short=short)
+        for n in range(50):
+            supervisor.client_response(session, {"jsonrpc": "2.0", "id": n, "result": {}})
+    assert [record.getMessage() for record in caplog.records] == [
+        "session sid-1: response to an unknown request 0 ignored",
+        "session sid-2: response to an unknown request 0 ignored"]
 
 
 def test_a_break_logs_the_request_id_cut_however_long_the_client_made_it(caplog):

@@ -142,7 +142,7 @@ class AuthGate:
             try:
                 account = self.accounts.resolve(principal.user)
             except AccountRefused as refusal:
-                log.warning("%s: refused", refusal)
+                self.router.repeated.log(log, logging.WARNING, "%s: refused" % refusal)
                 forbid(conn, refusal)
                 return
         # exp as the router uses it: when this credential stops being accepted
@@ -181,15 +181,15 @@ class AuthGate:
         session = self.router.sessions.by_id.get(request.header("mcp-session-id") or "")
         if session is None or session.read_only or session.user != principal.user:
             return None
-        log.info("user %s sent a token without %s to read-write session %s: answered 403",
-                 named(principal.user), write_scope, session.short)
+        self.router.repeated.log(log, logging.INFO, "user %s sent a token without %s to read-write session %s: "
+                                 "answered 403" % (named(principal.user), write_scope, session.short))
         return tokens.insufficient_scope(self.settings, principal.scopes, [write_scope])
 
     def owns_session(self, session, principal):
         if session.user == principal.user:
             return True
-        log.warning("user %s presented session %s of another user: answered 404", named(principal.user),
-                    session.short)
+        self.router.repeated.log(log, logging.WARNING, "user %s presented session %s of another user: "
+                                 "answered 404" % (named(principal.user), session.short))
         return False
 
     def serve_metadata(self, conn, request):

@@ -22,6 +22,7 @@ from gsmcpd.router.app import App, Principal
 from gsmcpd.router.control_endpoint import ControlEndpoint
 from gsmcpd.router.connection import Connection, drop_arrived
 from gsmcpd.router.loop import ACCEPT_PAUSE, Loop, send_some
+from gsmcpd.router.repeats import RepeatedLog
 from gsmcpd.router.sessions import SessionManager
 from gsmcpd.router.shutdown import Shutdown
 from gsmcpd.router.supervision import Supervisor
@@ -78,6 +79,8 @@ class Router:
     def __init__(self, config, tmp=None):
         self.config = config
         self.loop = Loop(poll=config.poll_us / 1e6)
+        # The log lines a client's request alone causes: a client looping on one cannot flood the log.
+        self.repeated = RepeatedLog(self.loop)
         self.auth = None
         if config.auth:
             from gsmcpd.router.authgate import AuthGate

@@ -132,8 +132,10 @@ class Supervisor:
         entry = self.lifetime.response_received(session.id, message.get("id"), self.loop.time(),
                                                 error="error" in message)
         if entry is None:
-            log.info("session %s: response to an unknown request %s ignored", session.short,
-                     shown_id(message.get("id")))
+            # Keyed by session: the client picks the id afresh each time.
+            self.router.repeated.log(log, logging.INFO, "session %s: response to an unknown request %s ignored"
+                                     % (session.short, shown_id(message.get("id"))),
+                                     key=("unknown response", session.id))
 
     def session_ended(self, session):
         self._cancel_stream_expiry(session)
