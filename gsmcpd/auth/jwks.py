@@ -315,6 +315,14 @@ class KeySource:
         return self._last_attempt is None or self._clock() - self._last_attempt >= self.min_refresh_interval
 
     # -- refresh -----------------------------------------------------------------------
+    def refresh_if_due(self) -> None:
+        """The periodic refresh: start a fetch if the period is up and one may start now;
+        else nothing at all. Not `refresh()`, which answers every call: while a fetch is
+        stuck past its deadline it would post a no-op at each try, and join a fetch in
+        flight with one."""
+        if self._waiters is None and self._clock() >= self.next_refresh_at and self.can_refresh():
+            self.refresh()
+
     def refresh(self, on_done: Callable[[RefreshResult], None] | None = None, *,
                 reported: bool = False) -> None:
         """Start (or join) a background reload; `on_done` runs later on the loop thread.

@@ -109,7 +109,7 @@ class AuthGate:
         delay = max(1.0, self.keys.next_refresh_at - self.loop.time())
 
         def refresh():
-            self.keys.refresh()
+            self.keys.refresh_if_due()
             self._schedule_refresh()
         self.loop.call_later(delay, refresh)
 

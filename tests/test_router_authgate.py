@@ -1,0 +1,86 @@
+"""The auth gate's periodic JWKS refresh (AuthGate._schedule_refresh), on a loop the test
+runs, with a JWKS file that is a FIFO no one writes: a read that never ends, as on a hung
+mount."""
+
+import heapq
+import itertools
+import os
+import queue
+from types import SimpleNamespace
+
+import pytest
+
+from gsmcpd.auth.jwks import KeySource
+from gsmcpd.config import Config
+from gsmcpd.router.authgate import AuthGate
+
+
+class ManualLoop:
+    """The loop surface the gate uses: posts counted and run by the test, timers fired as
+    the test moves the time."""
+
+    def __init__(self):
+        self.now = 1000.0
+        self.posted = queue.Queue()
+        self.posts = 0
+        self.timers = []
+        self._order = itertools.count()
+
+    def time(self):
+        return self.now
+
+    def call_soon_threadsafe(self, fn):
+        self.posts += 1
+        self.posted.put(fn)
+
+    def run_posted(self, timeout=10):
+        self.posted.get(timeout=timeout)()
+
+    def call_later(self, delay, fn):
+        heapq.heappush(self.timers, (self.now + delay, next(self._order), fn))
+
+    def advance(self, seconds):
+        """Move the time on, firing each timer as its time comes."""
+        end = self.now + seconds
+        while self.timers and self.timers[0][0] <= end:
+            when, _, fn = heapq.heappop(self.timers)
+            self.now = max(self.now, when)
+            fn()
+        self.now = end
+
+
+@pytest.fixture
+def hung_file(tmp_path):
+    """A FIFO with no writer: opening it to read blocks, as a read on a hung mount does.
+    Opened for writing at the end, so the reader stuck in it is let go."""
+    path = tmp_path / "jwks.json"
+    os.mkfifo(path)
+    yield path
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))   # EOF to a reader held in open
+    except OSError:
+        pass   # no reader held there
+
+
+def gate_on(loop, jwks_file):
+    config = Config(auth=True, issuer="https://idp.test", audience="https://mcp.example/mcp",
+                    jwks_file=jwks_file)
+    gate = AuthGate(SimpleNamespace(loop=loop, config=config))
+    gate.keys = KeySource(post=loop.call_soon_threadsafe, jwks_file=str(jwks_file), timeout=2,
+                          clock=loop.time, call_later=loop.call_later)
+    return gate
+
+
+def test_while_a_fetch_is_stuck_past_its_deadline_the_periodic_refresh_posts_nothing(hung_file):
+    # It called refresh() each second, which, refused while the stuck fetch runs, posted
+    # a no-op callback to the loop every time (a wake-up of the loop for nothing).
+    loop = ManualLoop()
+    gate = gate_on(loop, hung_file)
+    gate.start()
+    loop.run_posted()                     # the fetch thread has started: its deadline armed
+    loop.advance(3)                       # the deadline passes: the first load failed
+    assert gate.keys.last_error.startswith("no JWKS within 3 s")
+    posts = loop.posts
+    loop.advance(600)                     # the periodic refresh comes due, again and again
+    assert loop.posts == posts
+    assert gate.keys.can_refresh() is False   # the stuck read still holds the source
