@@ -848,6 +848,35 @@ def refused_until_the_file_is_fixed(daemon, idp, path):
         assert accepted_soon(daemon, idp.mint())
 
 
+def test_a_jwks_file_whose_read_hangs_gets_requests_401_at_the_deadline_and_its_keys_once_it_ends(tmp_path):
+    # A FIFO no one writes stands in for a file on a hung mount: opening it to read blocks.
+    # The fetch deadline holds for a file as for a URL, and no second read joins the stuck
+    # one (on a hung mount it would hang too); the stuck read's keys count when it ends.
+    idp = Idp(issuer="https://idp.test", kinds=("rsa",))
+    daemon, path = file_source_daemon(tmp_path, idp, "{}", MCP_JWKS_TIMEOUT="1")
+    path.unlink()
+    os.mkfifo(path)
+    try:
+        with daemon:
+            for _ in range(2):   # the first waits for the deadline, the second not at all
+                resp = post_initialize(daemon, "Bearer " + idp.mint())
+                assert resp.status == 401
+                assert resp.header("www-authenticate") == unknown_key_challenge(daemon)
+            assert "could not load signing keys yet: no JWKS within 2 s" in daemon.log_text()
+            # The mount comes back: the stuck read ends (non-blocking: ENXIO, not a hang,
+            # if no read were held there).
+            with os.fdopen(os.open(path, os.O_WRONLY | os.O_NONBLOCK), "w") as fifo:
+                fifo.write(json.dumps(idp.jwks()))
+            assert accepted_soon(daemon, idp.mint())
+            assert "JWKS fetch finished after its deadline: its keys are loaded" in daemon.log_text()
+    finally:
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))   # lets go of a reader still held
+        except OSError:
+            pass
+    assert "Traceback" not in daemon.log_text()
+
+
 def test_a_deeply_nested_jwks_file_at_startup_is_not_fatal(tmp_path):
     idp = Idp(issuer="https://idp.test", kinds=("rsa",))
     daemon, path = file_source_daemon(tmp_path, idp, '{"keys":' + "[" * 100000 + "]" * 100000 + "}")
