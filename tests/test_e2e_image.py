@@ -12,6 +12,7 @@ import json
 import os
 import random
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -1556,3 +1557,18 @@ def test_abort_lists_an_image_packages_submodules_again_after_code_took_the_path
         ran = client.tool("execute_code", code=listing)
         assert tool_text(ran) == "['csv']", ran
         client.close()
+
+
+def test_a_test_class_added_to_a_module_run_as_a_program_is_defined_before_its_main_block(shop):
+    # Appended below `unittest.main()`, which exits, the new class's tests never ran when
+    # the module ran as a program (`python -m shop.test_models`), only through the tools.
+    models = shop.image / "shop/test_models.py"
+    models.write_text(models.read_text() + '\n\nif __name__ == "__main__":\n    unittest.main()\n')
+    a = session(shop)
+    new_test = "class ExtraTest(unittest.TestCase):\n    def test_extra(self):\n        pass\n"
+    assert a.tool("compile_class_definition", source=new_test,
+                  dictionaryName="shop.test_models")["structuredContent"]["committed"] == ["shop.test_models"]
+    assert models.read_text().endswith(new_test + '\n\nif __name__ == "__main__":\n    unittest.main()\n')
+    run = subprocess.run([sys.executable, "-m", "shop.test_models"], cwd=shop.image,
+                         capture_output=True, text=True, timeout=60)
+    assert "Ran 5 tests" in run.stderr, run.stderr

@@ -127,6 +127,28 @@ def test_put_and_remove_class():
     ast.parse(removed)
 
 
+PROGRAM = ('import unittest\n\n\nclass OldTest(unittest.TestCase):\n    def test_a(self):\n        pass\n'
+           '\n\n# run the tests\nif __name__ == "__main__":\n    unittest.main()\n')
+
+
+def test_a_new_class_or_function_goes_above_the_main_block_that_ends_the_module():
+    # Below it, `python test_x.py` would run (and exit in) unittest.main() before
+    # defining the new test class: its tests would never run.
+    above = PROGRAM.index("# run the tests")
+    with_class = splice.put_class(PROGRAM, "NewTest", "class NewTest(unittest.TestCase):\n    pass\n")
+    assert with_class == PROGRAM[:above] + "class NewTest(unittest.TestCase):\n    pass\n\n\n" + PROGRAM[above:]
+    assert splice.remove_class(with_class, "NewTest") == PROGRAM
+    with_function, replaced = splice.put_function(PROGRAM, "def helper():\n    return 1\n")
+    assert not replaced
+    assert with_function == PROGRAM[:above] + "def helper():\n    return 1\n\n\n" + PROGRAM[above:]
+    assert splice.remove_function(with_function, "helper") == PROGRAM
+
+
+def test_a_main_block_with_code_below_it_leaves_a_new_class_last():
+    source = PROGRAM + "\n\ndef later():\n    pass\n"
+    assert splice.put_class(source, "New", "class New:\n    pass\n") == source + "\n\nclass New:\n    pass\n"
+
+
 def test_crlf_sources_stay_crlf():
     source = "class C:\r\n    def m(self):\r\n        return 1\r\n"
     new, _ = splice.put_method(source, "C", "def n(self):\n    return 2\n")

@@ -534,7 +534,7 @@ def _decorator_name(decorator: ast.expr) -> str | None:
 
 def put_class(source: str, name: str, class_text: str) -> str:
     """Replace the class statement `name` (class_statement: one in a module-level block
-    keeps its place and indentation there) with `class_text`, or append it."""
+    keeps its place and indentation there) with `class_text`, or add it (_add_definition)."""
     tree = parsing.parse(source)
     node = class_statement(tree, name)
     if node is None and class_statements(tree, name):
@@ -543,7 +543,7 @@ def put_class(source: str, name: str, class_text: str) -> str:
     text = dedent_code(class_text).strip("\r\n") + "\n"
     text = with_newlines(fit_indentation(text, class_indent_unit(source, name)), nl)
     if node is None:
-        return _importable(_append_block(source, text, blank_lines=2), f"class {name}")
+        return _importable(_add_definition(source, text), f"class {name}")
     lines = lines_of(source)
     start, end = first_line(node), last_line(lines, node)
     text = indent_code(text, indent_of(lines[node.lineno - 1]))
@@ -763,8 +763,8 @@ def function_nodes(tree: ast.Module, name: str) -> list:
 
 def put_function(source: str, function_text: str) -> tuple[str, bool]:
     """Replace the module's top-level def(s) of the function's name (replaced_of), or add
-    it: right after its @overload signatures, else last in the module, as a new class
-    goes. Returns (new source, replaced?)."""
+    it: right after its @overload signatures, else where a new class goes
+    (_add_definition). Returns (new source, replaced?)."""
     function_text = dedent_code(function_text).strip("\r\n") + "\n"
     defs = ast.parse(function_text).body
     existing = function_nodes(parsing.parse(source), defs[0].name)
@@ -776,7 +776,7 @@ def put_function(source: str, function_text: str) -> tuple[str, bool]:
     if existing:    # only @overload signatures: the implementation goes right after them
         at = last_line(lines_of(source), existing[-1])
         return _importable(_insert_after(source, at, newline_of(source) * 2 + text), what), False
-    return _importable(_append_block(source, text, blank_lines=2), what), False
+    return _importable(_add_definition(source, text), what), False
 
 
 def remove_function(source: str, name: str) -> str:
@@ -1386,6 +1386,18 @@ def _insert_after(source: str, line: int, text: str) -> str:
 def _insert_before(source: str, line: int, text: str) -> str:
     lines = lines_of(source)
     return "".join(lines[:line - 1]) + text + "".join(lines[line - 1:])
+
+
+def _add_definition(source: str, text: str) -> str:
+    """A new top-level class or def, last in the module, or right above the
+    `if __name__ == "__main__":` block (and the comments above it) that ends the module:
+    run as a program (`python test_x.py`, whose `unittest.main()` exits), the module would
+    never reach a definition below that block."""
+    body = parsing.parse(source).body
+    if not body or not runs_as_program_only(body[-1]):
+        return _append_block(source, text, blank_lines=2)
+    start = _block_start(lines_of(source), body[-1])
+    return _insert_before(source, start, text + newline_of(source) * 2)
 
 
 def _append_block(source: str, text: str, blank_lines: int) -> str:
