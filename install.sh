@@ -198,17 +198,43 @@ check_service_user() {
     return $ok
 }
 
-# The unit with /opt/gsmcpd replaced by this checkout: a quoted replacement is taken as
-# written (sed's `s#...#$ROOT#` broke on a path holding `#`, `&` or `\`).
+# The unit with /opt/gsmcpd replaced by this checkout, written as systemd reads each
+# line: `%` doubled (a specifier: `%i` in a path became the port), ExecStart's path
+# quoted when it holds a space (words split there), the Documentation URL
+# percent-encoded. A bash substitution takes the replacement as written (sed's
+# `s#...#$ROOT#` broke on `#`, `&` and `\`). systemd refuses to run a program whose
+# path holds a quote or `\`, and no unit line holds a control character (a newline).
 systemd_unit() {
-    local unit
+    [[ $ROOT != *[[:cntrl:]\\\"\']* ]] ||
+        die "systemd cannot run a program under $(printf '%q' "$ROOT"): its path holds a quote, a backslash or a control character; move the checkout (to /opt/gsmcpd)"
+    local unit path=${ROOT//%/%%} program
+    program=$path/.venv/bin/python
+    [[ $ROOT == *[[:space:]]* ]] && program=\"$program\"
     unit=$(<systemd/gsmcpd@.service)
-    printf '%s\n' "${unit//\/opt\/gsmcpd/"$ROOT"}"
+    unit=${unit//\/opt\/gsmcpd\/.venv\/bin\/python/"$program"}
+    unit=${unit//file:\/\/\/opt\/gsmcpd/"file://$(url_path)"}
+    printf '%s\n' "${unit//\/opt\/gsmcpd/"$path"}"
+}
+
+# The checkout's path as a URL's (RFC 3986: each byte but an unreserved one or `/`
+# percent-encoded), its `%` doubled for systemd's specifiers.
+url_path() {
+    local LC_ALL=C i byte encoded=
+    for (( i = 0; i < ${#ROOT}; i++ )); do
+        byte=${ROOT:i:1}
+        case $byte in
+            [A-Za-z0-9/._~-]) encoded+=$byte ;;
+            *) encoded+=$(printf '%%%%%02X' "'$byte") ;;
+        esac
+    done
+    printf '%s' "$encoded"
 }
 
 install_systemd() {
     [[ $(id -u) -eq 0 ]] || die "--systemd needs root: it creates the '$SERVICE_USER' user and installs $UNIT_DIR/gsmcpd@.service"
     command -v systemctl >/dev/null || die "systemctl not found: this host does not run systemd"
+    local unit
+    unit=$(systemd_unit)   # first: a checkout systemd cannot run from changes nothing
     ensure_venv
     install_package base
     if ! id -u "$SERVICE_USER" >/dev/null 2>&1; then
@@ -216,8 +242,6 @@ install_systemd() {
             --shell /usr/sbin/nologin "$SERVICE_USER"
         echo "created system user $SERVICE_USER"
     fi
-    local unit
-    unit=$(systemd_unit)
     if [[ ! -f $UNIT_DIR/gsmcpd@.service || $(cat "$UNIT_DIR/gsmcpd@.service") != "$unit" ]]; then
         printf '%s\n' "$unit" > "$UNIT_DIR/gsmcpd@.service"
         echo "installed $UNIT_DIR/gsmcpd@.service"

@@ -872,18 +872,49 @@ def test_install_test_whose_pip_fails_leaves_no_part_of_the_suites_install_runni
             os.kill(suite_pid, signal.SIGKILL)
 
 
-def test_install_points_the_systemd_unit_at_a_checkout_whose_path_sed_would_misread(tmp_path):
-    # `sed "s#/opt/gsmcpd#$ROOT#g"` failed on a `#` (unknown option to s), put the matched
-    # /opt/gsmcpd in place of an `&`, and dropped a `\`.
-    checkout = tmp_path / "odd#dir&name\\here" / "gsmcpd"
+def _odd_checkout(tmp_path, name):
+    checkout = tmp_path / name / "gsmcpd"
     (checkout / "systemd").mkdir(parents=True)
     shutil.copy(REPO / "install.sh", checkout / "install.sh")
-    unit = (REPO / "systemd" / "gsmcpd@.service").read_text()
-    (checkout / "systemd" / "gsmcpd@.service").write_text(unit)
+    shutil.copy(REPO / "systemd" / "gsmcpd@.service", checkout / "systemd" / "gsmcpd@.service")
+    (checkout / ".venv" / "bin").mkdir(parents=True)
+    (checkout / ".venv" / "bin" / "python").symlink_to(sys.executable)
+    return checkout
+
+
+def test_install_points_the_systemd_unit_at_a_checkout_whose_path_sed_would_misread(tmp_path):
+    # `sed "s#/opt/gsmcpd#$ROOT#g"` failed on a `#` (unknown option to s) and put the
+    # matched /opt/gsmcpd in place of an `&`; systemd then read a `%` as a specifier
+    # (`%i`: the port) and split ExecStart's program at a space.
+    checkout = _odd_checkout(tmp_path, "odd#dir&name %i $HOME")
     result = subprocess.run(["./install.sh", "--systemd-unit"], cwd=checkout, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-    assert result.stdout == unit.replace("/opt/gsmcpd", str(checkout))
-    assert f"ExecStart={checkout}/.venv/bin/python -m gsmcpd serve --port %i" in result.stdout.splitlines()
+    lines = result.stdout.splitlines()
+    written = str(checkout).replace("%", "%%")
+    assert f'ExecStart="{written}/.venv/bin/python" -m gsmcpd serve --port %i' in lines
+    assert f"WorkingDirectory={written}" in lines
+    assert f"Documentation=file://{str(tmp_path).replace('%', '%%')}/odd%%23dir%%26name%%20%%25i%%20%%24HOME" \
+           f"/gsmcpd/README.md" in lines
+    if shutil.which("systemd-analyze") is None:
+        pytest.skip("systemd-analyze is not installed; the unit's text was checked above")
+    instance = tmp_path / "gsmcpd@8000.service"
+    instance.write_text(result.stdout)
+    verified = subprocess.run(["systemd-analyze", "verify", "--man=no", str(instance)],
+                              capture_output=True, text=True, timeout=60)
+    # systemd finds the program (it says "is not executable" for a path it misread) and
+    # has nothing to say about a line (an invalid URL, an unknown specifier).
+    assert verified.returncode == 0 and verified.stderr.strip() == "", verified.stderr
+
+
+@pytest.mark.parametrize("name", ["back\\slash", 'double"quote', "single'quote", "new\nline"])
+def test_install_refuses_a_checkout_systemd_cannot_run_from(tmp_path, name):
+    # systemd says "Executable name contains special characters" and runs nothing, and a
+    # unit line cannot hold a newline. (--systemd asks for the unit before it changes
+    # anything; it is not run here, as root it would install one.)
+    checkout = _odd_checkout(tmp_path, name)
+    result = subprocess.run(["./install.sh", "--systemd-unit"], cwd=checkout, capture_output=True, text=True)
+    assert result.returncode == 1 and result.stdout == ""
+    assert "its path holds a quote, a backslash or a control character; move the checkout" in result.stderr
 
 
 def test_install_systemd_refuses_without_root(fake_checkout):
