@@ -48,11 +48,16 @@ def open_for_appending(path: str | Path, *, create: bool = True, nonblocking: bo
 def open_private(path: str | Path, flags: int) -> int:
     """`path` opened with `flags`, created 0600 whatever the umask when missing (open's mode
     is cut by it: 0400 under umask 0277, which a reopen could not write); a file already
-    there, or a link, is opened as it is and keeps the mode its owner gave it."""
+    there, or a link to one, is opened as it is and keeps the mode its owner gave it. A
+    link to nothing yet has its target made as `path` would be (O_EXCL never follows a
+    link: O_CREAT alone made that target with the umask's mode)."""
     try:
         fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
-        return os.open(path, flags | os.O_CREAT, 0o600)
+        try:
+            return os.open(path, flags)
+        except FileNotFoundError:   # a dangling link (else made meanwhile and gone: as for a new file)
+            return open_private(os.path.realpath(path), flags)
     try:
         os.fchmod(fd, 0o600)
     except BaseException:

@@ -712,6 +712,27 @@ def test_the_private_directories_and_the_log_are_made_exact_under_a_narrowing_um
         daemon.configure_logging("info", None)
 
 
+def test_a_log_named_by_a_link_to_nothing_yet_is_made_0600_whatever_the_umask(tmp_path):
+    # O_CREAT followed the link and made the target with the umask's mode: 0400 under
+    # umask 0277, which the account's own reopen (SIGHUP, logrotate) could not write.
+    old_umask = os.umask(0o277)
+    try:
+        target = tmp_path / "logs" / "gsmcpd.log"
+        target.parent.mkdir()
+        link = tmp_path / "gsmcpd.log"
+        link.symlink_to(target)
+        daemon.configure_logging("info", link)
+        logging.getLogger("gsmcpd.test").info("through the link")
+        assert stat.S_IMODE(target.stat().st_mode) == 0o600 and link.is_symlink()
+        assert "through the link" in target.read_text()
+        daemon.reopen_log()                       # a second open writes to it as the first did
+        logging.getLogger("gsmcpd.test").info("reopened")
+        assert "reopened" in target.read_text()
+    finally:
+        os.umask(old_umask)
+        daemon.configure_logging("info", None)
+
+
 def test_an_existing_log_or_state_directory_keeps_its_mode(tmp_path):
     state = tmp_path / "state"
     state.mkdir(mode=0o750)
