@@ -968,3 +968,50 @@ def test_a_tls_client_s_close_notify_is_its_eof_its_request_answered_then_closed
     h.client.sendall(client.pending_output())
     assert bodies_of(client.receive(h.read_until_closed())) == [b"{}"]
     assert client.peer_closed
+
+
+def test_a_step_taken_later_that_raises_gets_500_and_the_connection_closes(harness):
+    # A request goes on from a callback when it waited (a JWKS fetch): out of the
+    # handler's guard, a bug there left its client unanswered.
+    def handle(h, conn, request):
+        def step():
+            raise RuntimeError("bug after the wait")
+        h.loop.call_later(0.01, lambda: conn.go_on(request, step))
+    h = harness(handle)
+    h.client.sendall(post(b"x"))
+    raw = h.read_until_closed()
+    assert statuses(raw) == [500] and h.closed == [h.conn]
+
+
+def test_requests_that_waited_on_a_jwks_fetch_are_answered_though_one_s_handling_raises(
+        harness, tmp_path, monkeypatch, caplog):
+    # The key source answers its waiters in turn, from one loop callback: the first
+    # request's bug ended that callback, its client got nothing and the next waiter was
+    # never called (its client waited on for ever too).
+    from gsmcpd.auth import tokens
+    from gsmcpd.config import Config
+    from gsmcpd.router.main import Router
+    router = Router(Config(auth=True, issuer="https://idp.test", audience="https://mcp.example/mcp",
+                           jwks_file=tmp_path / "jwks.json"))
+    gate, waiters = router.auth, []
+    monkeypatch.setattr(gate.keys, "refresh", lambda on_done, **_: waiters.append(on_done))
+    outcomes = iter([tokens.NeedRefresh("k2"), tokens.NeedRefresh("k2")])
+    accepted = tokens.Accepted(tokens.Principal("ann", frozenset(), False, time.time() + 600, {}))
+    monkeypatch.setattr(tokens, "authenticate", lambda *a, **kw: next(outcomes, accepted))
+
+    def buggy(conn, request, principal):
+        raise RuntimeError("handling bug")
+    first = harness(lambda h, conn, request: gate.check(conn, request, buggy))
+    second = harness(lambda h, conn, request: gate.check(
+        conn, request, lambda conn, request, principal: conn.respond(200, [], principal.user.encode())))
+    for h in (first, second):
+        h.client.sendall(post(b"x"))
+        h.run_until(lambda: len(waiters) == (1 if h is first else 2))
+    with caplog.at_level(logging.ERROR, logger="gsmcpd.http"):
+        # As KeySource._answer calls them, in one callback of the loop (which logs what it raises).
+        first.loop._guard(lambda: [on_done(None) for on_done in waiters])
+    assert statuses(first.read_until_closed()) == [500]
+    assert "handling bug" in caplog.text
+    second.client.shutdown(socket.SHUT_WR)
+    raw = second.read_until_closed()
+    assert statuses(raw) == [200] and raw.endswith(b"ann")

@@ -124,9 +124,10 @@ class AuthGate:
     def _recheck(self, conn, request, then):
         if conn.closed:
             return
-        result = tokens.authenticate(request.header("authorization"), self.settings, self.keys,
-                                     may_refresh=False)
-        self._finish(conn, request, then, result)
+        # Guarded as the connection guards a request it hands over: raising here, out of
+        # the key source's answer, left this client unanswered and the waiters after it too.
+        conn.go_on(request, lambda: self._finish(conn, request, then, tokens.authenticate(
+            request.header("authorization"), self.settings, self.keys, may_refresh=False)))
 
     def _finish(self, conn, request, then, result):
         if isinstance(result, tokens.Rejected):
