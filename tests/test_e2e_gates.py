@@ -11,7 +11,7 @@ import pytest
 
 from helpers import REPO, Client, Daemon, body_of, free_port, raw_exchange, status_of
 
-ALLOWED = "http://App.Example, https://other.example:8443"
+ALLOWED = "http://App.Example, https://other.example:8443, v1.app.example"
 
 
 @pytest.fixture(scope="module")
@@ -98,6 +98,15 @@ def test_an_origin_with_a_name_in_brackets_is_forbidden_as_malformed(daemon, ses
     status, reply = ping(daemon, session, b"Host: 127.0.0.1\r\nOrigin: " + origin + b"\r\n")
     assert status == 403 and reply["error"]["message"].startswith(
         "Forbidden: malformed Origin '%s' (an origin is scheme://host[:port]" % origin.decode()), reply
+
+
+@pytest.mark.parametrize("head", [b"Host: [v1.app.example]\r\n",
+                                  b"Host: 127.0.0.1\r\nOrigin: http://[v1.app.example]\r\n"])
+def test_an_ipvfuture_literal_is_not_the_listed_name_it_spells(daemon, session, head):
+    # "[v1.app.example]" lost its brackets and was served as the listed v1.app.example.
+    assert ping(daemon, session, head.replace(b"[v1.app.example]", b"v1.app.example"))[0] == 200
+    status, reply = ping(daemon, session, head)
+    assert status == 403 and "is not" in reply["error"]["message"], reply
 
 
 def test_a_port_with_leading_zeros_is_the_port_it_names(daemon, session):

@@ -12,7 +12,7 @@ from gsmcpd.wire import hosts
     ("", ("", None)),   # an empty Host is well-formed (and names no loopback host)
     ("localhost:65535", ("localhost", "65535")), ("localhost:1", ("localhost", "1")),
     ("localhost:0080", ("localhost", "80")), ("localhost:" + "0" * 5000 + "80", ("localhost", "80")),
-    ("[fe80::1%25eth0]:80", ("fe80::1%25eth0", "80")), ("[v1.fe80::a+en1]", ("v1.fe80::a+en1", None)),
+    ("[fe80::1%25eth0]:80", ("fe80::1%25eth0", "80")), ("[v1.fe80::a+en1]", ("[v1.fe80::a+en1]", None)),
     # a zone (RFC 6874), IPvFuture; IPv4 in IPv6 below (its compressed form varies by Python version)
 ])
 def test_authority_of_a_host_value(value, parsed):
@@ -27,6 +27,17 @@ def test_an_ipv6_address_is_one_host_however_written(value, same):
     # curl sends the address as typed, a browser compressed: the loopback check and the
     # allow list compare strings ("::1").
     assert hosts.authority(value) == hosts.authority(same)
+
+
+@pytest.mark.parametrize("literal,name", [("[v1.app.example]", "v1.app.example"), ("[VFACE.example]", "vface.example")])
+def test_an_ipvfuture_literal_is_never_the_name_it_spells(literal, name):
+    # Stripped of its brackets it was that name: listed, it passed the Host and Origin gates.
+    assert hosts.authority(literal)[0] != hosts.authority(name)[0]
+    assert hosts.origin_key("http://" + literal) != hosts.origin_key("http://" + name)
+    for form in (literal, literal.replace(".", ".a:b.", 1)):   # serialised as written, once bracketed
+        key = hosts.origin_key("http://%s:8080" % form)
+        assert hosts.origin_key(hosts.serialise_origin(*key)) == key
+        assert hosts.serialise_origin(*key) == "http://%s:8080" % form.lower()
 
 
 @pytest.mark.parametrize("value", [

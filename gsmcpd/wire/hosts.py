@@ -48,9 +48,10 @@ def authority(value):
 def _ip_literal(inside):
     """What the brackets of a lower-case host hold, an IPv6 address (with a zone) or
     IPvFuture, the address in its one compressed form ("0:0::1" is "::1": as a browser
-    writes it, while curl sends it as typed); None for anything else."""
+    writes it, while curl sends it as typed); None for anything else. IPvFuture keeps its
+    brackets: without them "[v1.app.example]" read as the name v1.app.example."""
     if inside[:1] == "v":
-        return inside if _IPV_FUTURE.fullmatch(inside) else None
+        return "[%s]" % inside if _IPV_FUTURE.fullmatch(inside) else None
     address, percent, zone = inside.partition("%25")
     if "%" in address or (percent and not _ZONE.fullmatch(zone)):   # ipaddress takes "%eth0" too
         return None
@@ -85,7 +86,7 @@ def origin_key(value):
 
 def serialise_origin(scheme, host, port):
     """An origin_key() as a browser writes it in an Origin header."""
-    host = "[%s]" % host if ":" in host else host
+    host = "[%s]" % host if ":" in host and host[:1] != "[" else host   # IPvFuture has its own
     return "%s://%s" % (scheme, host) if port is None else "%s://%s:%d" % (scheme, host, port)
 
 
