@@ -682,6 +682,26 @@ def test_start_makes_the_state_directory_and_its_log_private_whatever_the_umask(
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
 
 
+def test_start_makes_a_log_named_by_a_link_to_nothing_yet_0600_under_a_narrowing_umask(tmp_path):
+    # The link's target was made 0400 (umask 0277): a reopen at SIGHUP could not write it.
+    port, state, target = free_port(), tmp_path / "state", tmp_path / "logs" / "gsmcpd.log"
+    target.parent.mkdir()
+    link = tmp_path / "gsmcpd.log"
+    link.symlink_to(target)
+    old_umask = os.umask(0o277)
+    try:
+        started = gsmcpd("start", "--port", str(port), "--state-dir", str(state),
+                         env={"GS_MCP_LOG_FILE": str(link)})
+    finally:
+        os.umask(old_umask)
+    try:
+        assert started.returncode == 0, started.stdout
+        assert stat.S_IMODE(target.stat().st_mode) == 0o600 and "listening on" in target.read_text()
+    finally:
+        stopped = gsmcpd("stop", str(port), "--state-dir", str(state))
+        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+
+
 # The commands as an account that is not the state directory's owner: everything they
 # use is imported first, then (as root) the account becomes nobody, whom neither the
 # checkout nor the venv's python need admit once running.
