@@ -328,6 +328,32 @@ def test_http_error_status_is_reported(server, loop):
     assert refresh_and_wait(keys, loop).error == f"GET {server.jwks_url}: HTTP 500"
 
 
+def test_a_fetch_whose_thread_cannot_start_is_a_failed_fetch_not_a_wedged_source(server, loop, clock, caplog):
+    # Thread.start() raising (RuntimeError: can't start new thread, at a pids limit)
+    # left the fetch "in flight" with no thread: its requests and every later one joined
+    # it and were never answered, nor the keys refreshed again; and refresh() raised on
+    # the loop.
+    threads = []                               # empty: no thread starts
+
+    def spawn(fn):
+        if not threads:
+            raise RuntimeError("can't start new thread")
+        jwks_module._start_thread(fn)
+    keys = KeySource(post=loop.post, jwks_url=server.jwks_url, ca_file=server.ca_file, clock=clock,
+                     spawn=spawn, call_later=Timers().call_later)
+    results = []
+    keys.refresh(results.append)
+    keys.refresh(results.append)               # joins it, as a second request would
+    loop.run_one()
+    assert [(r.ok, r.attempted, r.error) for r in results] == \
+        [(False, True, "cannot start the JWKS fetch: RuntimeError: can't start new thread")] * 2
+    assert "JWKS refresh failed: cannot start the JWKS fetch" in caplog.text
+    assert loop.queue.empty()                  # answered once each
+    clock.now += 10
+    threads.append("a pid is free again")     # so the next fetch starts
+    assert keys.can_refresh() and refresh_and_wait(keys, loop).ok
+
+
 # -- the loop's deadline on waiting requests ----------------------------------------------
 class HeldResolver:
     """socket.getaddrinfo held for `localhost` until released: a resolver taking 10-30 s,

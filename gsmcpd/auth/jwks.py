@@ -341,7 +341,12 @@ class KeySource:
         self._last_attempt = self._clock()
         self._fetching = True
         self._fetches += 1
-        self._spawn(functools.partial(self._fetch_in_thread, self._fetches))
+        try:
+            self._spawn(functools.partial(self._fetch_in_thread, self._fetches))
+        except Exception as exc:   # no thread (a pids limit reached): a failed fetch, not a wedged source
+            self._fetching = False
+            error = f"cannot start the JWKS fetch: {_why(exc)}"
+            self._post(lambda: self._failed(error))
 
     def waiting_limit(self) -> float:
         """Seconds the requests waiting on a fetch wait at most: the fetch's own limit per
