@@ -144,6 +144,11 @@ FILES = {
     "handled.py": "class Handled:\n    def run(self):\n        return 1\n\n\nhandler = Handled.run\n",
     "handled_guarded.py": "class Caught:\n    def run(self):\n        return 1\n\n\n"
                           "try:\n    handler = Caught.run\nexcept AttributeError:\n    handler = None\n",
+    "handled_changed.py": "def listed(f):\n    return [f]\n\n\nclass Counted:\n    @listed\n    def run(self):\n"
+                          "        return 1\n\n    def stop(self):\n        return 2\n\n\n"
+                          "Counted.run += [2]\ndel Counted.stop\n",
+    "augmented_user.py": "class Meta(type):\n    def __add__(cls, other):\n        return cls\n\n\n"
+                         "class Part(metaclass=Meta):\n    pass\n\n\nclass Uses:\n    Part += 1\n",
     "finally_read.py": "try:\n    class Late:\n        def run(self):\n            return 1\nfinally:\n"
                        "    handler = Late.run\n",
     "rebinding.py": "class Job:\n    def run(self):\n        return 1\n\n\nclass Other:\n    def run(self):\n"
@@ -596,6 +601,35 @@ def test_delete_method_notes_a_method_the_module_reads_guarded_as_it_runs(daemon
     assert result["structuredContent"]["readAsItRuns"] == "handler = Caught.run"
     other = open_session(daemon)
     assert run(other, "import handled_guarded\nhandled_guarded.handler") == "None"
+    other.close()
+
+
+def test_delete_method_refuses_a_method_its_module_augments_or_deletes_as_it_runs(daemon, c, image):
+    # `Counted.run += [2]` and `del Counted.stop` were not taken for reads: each method was
+    # deleted, and every new session's import of handled_changed failed (AttributeError).
+    before = (image / "handled_changed.py").read_text()
+    for selector, line, statement in (("run", 14, "Counted.run += [2]"), ("stop", 15, "del Counted.stop")):
+        refused = call_tool(c, "delete_method", {"className": "Counted", "selector": selector})
+        refused = refused["structuredContent"]["error"]
+        assert (refused["kind"], refused["usedBy"]) == (
+            "refused", [{"attribute": selector, "statement": statement, "line": line}])
+        assert "deleted, handled_changed would no longer import (AttributeError)" in refused["message"]
+    assert (image / "handled_changed.py").read_text() == before
+    other = open_session(daemon)
+    assert run(other, "import handled_changed as m\nlen(m.Counted.run), hasattr(m.Counted, 'stop')") == "(2, False)"
+    other.close()
+
+
+def test_delete_class_refuses_a_class_a_class_body_augments_as_it_runs(daemon, c, image):
+    # `Part += 1` in Uses' body reads the module's Part first: taken for binding it only,
+    # the class was deleted and every new session's import of augmented_user failed (NameError).
+    before = (image / "augmented_user.py").read_text()
+    refused = call_tool(c, "delete_class", {"className": "augmented_user.Part"})["structuredContent"]["error"]
+    assert (refused["kind"], refused["usedBy"]) == ("refused", [{"line": 11, "statement": "Part += 1"}])
+    assert "deleted, augmented_user would no longer import (NameError)" in refused["message"]
+    assert (image / "augmented_user.py").read_text() == before
+    other = open_session(daemon)
+    assert run(other, "import augmented_user as m\nm.Uses.Part is m.Part") == "True"
     other.close()
 
 

@@ -47,6 +47,11 @@ from gsmcpd.worker.toolset import ToolError
     ("xs = [B for A in range(3) for B in A]\n", False),
     ("xs = [A for A in A.items]\n", True),
     ("xs = [[A for A in range(2)] for _ in A]\n", True),
+    # `A += x` reads A before it binds it, `del A` deletes it: both NameError when A is gone.
+    ("A += X\n", True),
+    ("if X:\n    A += Y\n", True),
+    ("del A\n", True),
+    ("A = X\nA += Y\n", False),
 ])
 def test_needed_on_import(source, needed):
     assert needed_on_import(ast.parse(source), "A") is needed
@@ -614,6 +619,11 @@ def test_class_member_names_are_those_the_body_binds_in_its_blocks_too(body, nam
     ("h = 0 > 1 > A.run\n", None),                                   # a chain stops at the first False
     ("h = 0 < A.run < 1\n", 5),
     ("h = getattr(A, 'run', None)\n", None),
+    # An augmented assignment reads it first; `del` of a missing attribute fails too.
+    ("A.run += [1]\n", 5),
+    ("del A.run\n", 5),
+    ("del B, A.run\n", 5),
+    ("if hasattr(A, 'run'):\n    del A.run\n", None),
     ("def f():\n    return A.run\n\n\nh = f()\n", None),            # in a function it calls
     ("try:\n    import x\nexcept ImportError:\n    h = A.run\n", None),
     # `A` another object where the read runs (Python runs the module without A.run).
@@ -657,6 +667,13 @@ def test_unguarded_attribute_reader(below, line):
     ("class C:\n    x = A; A = 1\n", [2]),
     ("class C:\n    A = 1\n    class D:\n        x = A\n", [4]),   # not seen from a nested class
     ("class C:\n    def f(self):\n        A = 1\n    x = A\n", [4]),  # a def's local
+    # `A += x` reads A first (binding it only where it was bound); `del A` needs it bound.
+    ("A += X\n", [1]),
+    ("A += X\nA += Y\n", [1]),
+    ("del A\n", [1]),
+    ("class C:\n    A += X\n", [2]),
+    ("A = X\nA += Y\n", []),
+    ("try:\n    del A\nexcept NameError:\n    pass\n", []),
 ])
 def test_sure_import_readers(source, lines):
     assert [node.lineno for node in live.sure_import_readers(ast.parse(source), "A")] == lines

@@ -776,14 +776,23 @@ def import_reader(tree: ast.Module, name: str, star: bool = True,
                   through_calls: bool = False) -> ast.stmt | None:
     """The first top-level statement that makes needed_on_import true, or None (reading
     `name` itself, or, `through_calls`, in a function of the module it calls)."""
-    if splice.binds(tree.body, name, star):
+    if splice.binds(tree.body, name, star, augmented=False):
         return None
     lazy_annotations = bool(future_flags(tree) & __future__.annotations.compiler_flag)
     own = _comprehension_reads(tree)
     functions = _functions(tree) if through_calls else None
     return next((node for node in tree.body if _reads(
-        node, lambda sub: isinstance(sub, ast.Name) and sub.id == name
-        and isinstance(sub.ctx, ast.Load) and id(sub) not in own, lazy_annotations, functions)), None)
+        node, lambda sub: _name_read(sub) == name and id(sub) not in own, lazy_annotations, functions)), None)
+
+
+def _name_read(node: ast.AST) -> str | None:
+    """The name `node` reads, a NameError where it is bound nowhere: a Name loaded, a
+    Name deleted (`del Hook`), an augmented assignment's (`Hook += x` reads it first)."""
+    if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Load, ast.Del)):
+        return node.id
+    if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+        return node.target.id
+    return None
 
 
 def _comprehension_reads(tree: ast.AST) -> set[int]:
@@ -931,10 +940,9 @@ def sure_import_readers(tree: ast.Module, name: str) -> list[ast.stmt]:
     expression that may not run: with it gone, the module surely fails to import. A read
     under an `if` (a branch that may not run) is import_readers' alone. A builtin's name
     (a class `property` shadowing it) then reads the builtin: no NameError."""
-    if name in vars(builtins) or splice.binds(tree.body, name):
+    if name in vars(builtins) or splice.binds(tree.body, name, augmented=False):
         return []
-    return _sure_reads(tree, lambda sub: isinstance(sub, ast.Name) and sub.id == name
-                       and isinstance(sub.ctx, ast.Load), NameError, name_read=lambda sub: sub.id)
+    return _sure_reads(tree, lambda sub: _name_read(sub) == name, NameError, name_read=_name_read)
 
 
 def _sure_reads(tree: ast.Module, wanted, failure: type[BaseException], after: int = 0,
@@ -1053,9 +1061,12 @@ def reads_attribute(tree: ast.Module, attributes: set[str]) -> bool:
 def _attribute_read(node: ast.AST) -> tuple[ast.expr, str] | None:
     """(the object, the name) when `node` reads an attribute: `obj.name`, or
     `getattr(obj, "name")` with a literal name and no default (with one, a missing
-    attribute is no error). None otherwise."""
-    if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+    attribute is no error); `del obj.name` and `obj.name += x` too (a missing attribute
+    is an AttributeError there as well). None otherwise."""
+    if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Load, ast.Del)):
         return node.value, node.attr
+    if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Attribute):
+        return node.target.value, node.target.attr
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
             and len(node.args) == 2 and not node.keywords and not isinstance(node.args[0], ast.Starred)
             and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):

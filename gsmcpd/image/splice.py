@@ -957,13 +957,14 @@ def runs_as_program_only(statement: ast.stmt) -> bool:
             and any(isinstance(side, ast.Constant) and side.value == "__main__" for side in sides))
 
 
-def binds(statements: list[ast.stmt], name: str, star: bool = True) -> bool:
+def binds(statements: list[ast.stmt], name: str, star: bool = True, augmented: bool = True) -> bool:
     """Whether `statements`, run at a module's top level, may bind `name` (a `*` import
-    may, unless `star` is false)."""
-    return any(_binds(node, name, star) for node in statements)
+    may, unless `star` is false). Unless `augmented`, `name += x` is not counted: it reads
+    `name` first, so it binds it only where something else bound it before."""
+    return any(_binds(node, name, star, augmented) for node in statements)
 
 
-def _binds(node: ast.AST, name: str, star: bool) -> bool:
+def _binds(node: ast.AST, name: str, star: bool, augmented: bool = True) -> bool:
     """Whether a top-level statement may bind `name` in the module (under an `if` or `try`
     too). A def, class or lambda binds only its own name here; the names in its body, and a
     comprehension's, are its own scope's. (A `:=` in a comprehension does bind here: not
@@ -982,7 +983,9 @@ def _binds(node: ast.AST, name: str, star: bool) -> bool:
         return True
     if isinstance(node, ast.MatchMapping) and node.rest == name:
         return True
-    return any(_binds(sub, name, star) for sub in ast.iter_child_nodes(node))
+    if isinstance(node, ast.AugAssign) and not augmented:
+        return _binds(node.value, name, star, augmented)   # a `:=` in it binds
+    return any(_binds(sub, name, star, augmented) for sub in ast.iter_child_nodes(node))
 
 
 def binds_by_call(statements: list[ast.stmt], name: str) -> bool:
