@@ -2324,3 +2324,18 @@ def test_a_huge_method_name_is_cut_in_the_success_messages_and_kept_whole_in_str
             assert result["structuredContent"]["selector"] == huge
     finally:
         ok(c, "remove_dictionary", dictionaryName="huge_names")
+
+
+def test_a_huge_method_name_is_cut_in_the_carried_over_list_of_a_class_definition(c):
+    # "carried over <100,000 characters>": the list repeated it whole.
+    huge, cut = "m" * 100_000, "m" * 200 + "... (100000 characters)"
+    ok(c, "add_dictionary", dictionaryName="huge_carried")
+    ok(c, "compile_class_definition", source="class Huge:\n    pass\n", dictionaryName="huge_carried")
+    try:
+        ok(c, "compile_method", className="huge_carried.Huge", source=f"def {huge}(self):\n    return 1\n")
+        result = ok(c, "compile_class_definition", source="class Huge:\n    x = 1\n", dictionaryName="huge_carried")
+        text = tool_text(result)
+        assert f"; carried over {cut}; committed" in text and len(text) < 1000, text[:300]
+        assert result["structuredContent"]["carried"] == [huge]
+    finally:
+        ok(c, "remove_dictionary", dictionaryName="huge_carried")

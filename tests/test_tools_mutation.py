@@ -2897,3 +2897,71 @@ def test_a_huge_method_name_on_the_other_side_is_cut_in_the_not_found(client):
     client.ok("compile_method", className="zoo.animals.Dog", source=f"def {HUGE}(self):\n    return 1\n")
     message = client.error("get_method_source", "notFound", className="zoo.animals.Dog", selector=HUGE, meta=True)
     assert f"zoo.animals.Dog.{CUT} is an instance-side method" in message and len(message) < 1000, message[:300]
+
+
+# The notes and refusals beyond the first line repeated such a name whole: the hooks note
+# twice, the carried-over list, the note on a class body's read of the method, on __all__
+# still naming a function, on a read as the module runs, and refusals of a function name
+# the module binds otherwise.
+def test_a_huge_method_name_is_cut_in_the_hooks_note(client, image):
+    (image / "zoo" / "hooked.py").write_text("def tag(cls):\n    return cls\n\n\n@tag\nclass Hooked:\n    pass\n")
+    client.ok("refresh")
+    added = client.ok("compile_method", className="zoo.hooked.Hooked", source=f"def {HUGE}(self):\n    return 1\n")
+    assert short_text_naming(added, f"this session has {CUT} as its def makes it")["notRerun"]
+
+
+def test_a_huge_method_name_is_cut_in_the_carried_over_list(client):
+    client.ok("compile_method", className="zoo.animals.Dog", source=f"def {HUGE}(self):\n    return 1\n")
+    redefined = client.ok("compile_class_definition", source="class Dog(Animal):\n    pass\n")
+    assert HUGE in short_text_naming(redefined, f"carried over noise, {CUT}")["carried"]
+
+
+def test_a_huge_method_name_is_cut_in_the_note_on_the_class_body_reading_it(client, image):
+    (image / "zoo" / "captured.py").write_text(
+        f"class Captured:\n    def {HUGE}(self):\n        return 1\n\n    alias = {HUGE}\n")
+    client.ok("refresh")
+    message = text(client.ok("compile_method", className="zoo.captured.Captured",
+                             source=f"def {HUGE}(self):\n    return 2\n"))
+    assert f"; note: the class body read {CUT} as the class was made (" in message
+    assert f"alias still hold the old {CUT} in this session" in message
+
+
+def test_a_huge_function_name_is_cut_in_the_note_on_all_still_naming_it(client, image):
+    (image / "zoo" / "listed.py").write_text(f"__all__ = ['{HUGE}']\n\n\ndef {HUGE}():\n    return 1\n")
+    client.ok("refresh")
+    message = text(client.ok("delete_method", className="zoo.listed", selector=HUGE))
+    assert f"zoo.listed's __all__ still names {CUT} (" in message
+    assert f"take {CUT} out of it in the module's file" in message
+
+
+def test_a_huge_method_name_is_cut_where_the_module_reads_it_as_it_runs(client, image):
+    read = f"class Reads:\n    def {HUGE}(self):\n        return 1\n\n\nh = Reads.{HUGE}\n"
+    (image / "zoo" / "reads.py").write_text(read)
+    (image / "zoo" / "guarded.py").write_text(read.replace("\nh = ", "\ntry:\n    h = ").replace(
+        "Reads", "Guarded") + "except AttributeError:\n    h = None\n")
+    client.ok("refresh")
+    refused = client.error("delete_method", "refused", className="zoo.reads.Reads", selector=HUGE)
+    assert f"as it runs: zoo.reads.Reads.{CUT} on line 6 (" in refused
+    noted = text(client.ok("delete_method", className="zoo.guarded.Guarded", selector=HUGE))
+    assert f"; note: zoo.guarded reads Guarded.{CUT} as it runs (" in noted
+
+
+def test_a_huge_function_name_the_module_binds_otherwise_is_cut_in_the_refusals(client, image):
+    (image / "zoo" / "classy.py").write_text(f"class {HUGE}:\n    pass\n")
+    client.ok("refresh")
+    for tool, arguments in (("compile_method", {"source": f"def {HUGE}():\n    return 1\n"}),
+                            ("delete_method", {"selector": HUGE})):
+        refused = client.error(tool, "refused", className="zoo.classy", **arguments)
+        assert refused == (f"zoo.classy.{CUT} is a class, not a function: compile_class_definition "
+                           "and delete_class change it")
+
+
+def test_a_huge_method_name_is_cut_in_the_note_on_a_field_order_it_breaks(client, image):
+    (image / "zoo" / "dbase.py").write_text("class Base:\n    pass\n")
+    (image / "zoo" / "dsub.py").write_text(f"import dataclasses\n\nfrom zoo.dbase import Base\n\n\n"
+                                           f"@dataclasses.dataclass\nclass Sub(Base):\n    {HUGE}: int\n    y: int\n")
+    client.ok("refresh")
+    client.view.module("zoo.dsub")
+    message = text(client.ok("compile_method", className="zoo.dbase.Base", source=f"def {HUGE}(self):\n    return 1\n"))
+    assert (f"its field y, without a default, would follow the field {CUT} of zoo.dsub.Sub, which has one "
+            f"(declared without a value, it takes what zoo.dbase.Base binds to {CUT} as its default)") in message

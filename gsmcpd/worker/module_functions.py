@@ -71,21 +71,21 @@ def refuse_unsure(view, module: str, name: str) -> None:
     """Refuse an edit of function `name` where its top-level defs are not all that binds
     the name: a class of it, a def written in a module-level block, another statement
     binding it (`f = cache(f)`, an import); the module binds what runs last."""
-    tree = view.tree(module)
+    tree, shown = view.tree(module), catalog.echoed(name)   # the client's (or its source's), any length
     if any(node.name == name for node in splice.module_level_classes(tree)):
-        raise ToolError("refused", f"{module}.{name} is a class, not a function: "
+        raise ToolError("refused", f"{module}.{shown} is a class, not a function: "
                         "compile_class_definition and delete_class change it")
     guarded = _guarded(tree, name)
     if guarded:
         block = guarded[0][0]
-        raise ToolError("refused", f"{module}.{name} is written inside the module-level "
+        raise ToolError("refused", f"{module}.{shown} is written inside the module-level "
                         f"{splice.statement_kind(block)} statement at line {block.lineno}: the "
                         "module has it when that branch runs, and no tool edits a module-level "
                         "statement; edit the module's file in an editor, then refresh")
     binding = _other_binding(tree, name)
     if binding is not None:
         written = splice.statement_line(view.source(module), binding)
-        raise ToolError("refused", f"{module}.{name} is bound by a top-level statement that is no "
+        raise ToolError("refused", f"{module}.{shown} is bound by a top-level statement that is no "
                         f"def (line {binding.lineno}: {written!r}), so a def of it would not be what "
                         "the module binds; name the function otherwise, or edit that statement in "
                         "the module's file, then refresh")
@@ -106,16 +106,17 @@ def no_function(view, module: str, name: str) -> ToolError:
 
 
 def _no_function(view, module: str, tree: ast.Module, name: str) -> str:
+    shown = catalog.echoed(name)   # the client's, any length
     if any(node.name == name for node in splice.module_level_classes(tree)):
-        return (f"{module}.{name} is a class, not a function: to name one of its methods, pass "
-                f"className {module}.{name}")
+        return (f"{module}.{shown} is a class, not a function: to name one of its methods, pass "
+                f"className {module}.{shown}")
     binding = _other_binding(tree, name)
     if binding is not None:
-        return (f"{module} binds {name} by a top-level statement that is no def (line "
+        return (f"{module} binds {shown} by a top-level statement that is no def (line "
                 f"{binding.lineno}: {splice.statement_line(view.source(module), binding)!r})")
     functions = [node.name for _, node in splice.defs_in_blocks(tree.body)
                  if isinstance(node, splice.FunctionNode)]
-    return (f"{module} defines no function {catalog.echoed(name)}"
+    return (f"{module} defines no function {shown}"
             + (did_you_mean(name, functions) or "; list_dictionary_entries shows its functions"))
 
 

@@ -330,13 +330,14 @@ class MutationToolset(Toolset):
                 continue
             name = qualname(self.view, sub)
             misordered[name] = conflict
-            had = (f"declared without a value, {pair[1][0]} had what {qualified} bound to it as its "
+            field = catalog.echoed(pair[1][0])   # a name the change bound or unbound: any length
+            had = (f"declared without a value, {field} had what {qualified} bound to it as its "
                    f"default, which is gone; " if pair[1][0] in lost else "")
             note += (f"; {name} cannot be made again as written: "
                      f"{_misordered_fields_text(self.view, sub, pair, self._unvalued)} ({had}the dataclass "
                      f"decorator now raises TypeError: {conflict}), so a new "
                      f"session's import of {self.view.home(sub)} fails until compile_class_definition"
-                     f"{_on_enclosing(self.view, sub)} gives {pair[1][0]} a default (or kw_only), or {qualified} "
+                     f"{_on_enclosing(self.view, sub)} gives {field} a default (or kw_only), or {qualified} "
                      "is changed back")
         return note, ({"fieldOrderConflicts": misordered} if misordered else {})
 
@@ -639,11 +640,12 @@ class MutationToolset(Toolset):
         (are, they, do, made, wrap, make, them) = (
             ("is", "it", "does", "it made", "wraps or changes", "it makes", "it") if len(hooks) == 1
             else ("are", "they", "do", "they made", "wrap or change", "they make", "them"))
-        changed = (f"{made} the old {name} other than its def (wrapped it), so " if as_written
+        shown = catalog.echoed(name)   # the source's, any length
+        changed = (f"{made} the old {shown} other than its def (wrapped it), so " if as_written
                    else f"if {they} {wrap} methods, ")
         return (f"; note: {ref.qualified} was made by its {', '.join(hooks)}, which {are} not run "
                 f"again for one compiled method (that would repeat what else {they} {do}, such as "
-                f"a registry entry); {changed}this session has {name} as its def makes it while a "
+                f"a registry entry); {changed}this session has {shown} as its def makes it while a "
                 f"new session's import has what {make} of it: compile_class_definition with "
                 f"the class's definition as it stands runs {them} again here, or abort re-imports "
                 "the committed image (it discards uncommitted changes)", {"notRerun": hooks})
@@ -766,9 +768,9 @@ class MutationToolset(Toolset):
                                    "old class",
                        "source": self._source_only(shown, module_name, module)}[outcome]
             if carried_names:
-                message += f"; carried over {', '.join(carried_names)}"
+                message += f"; carried over {_listed(carried_names)}"
             if failed:
-                message += f"; could not carry over (dropped): {', '.join(failed)}"
+                message += f"; could not carry over (dropped): {_listed(failed)}"
             return message + imported + stale
         return self._finish(described, {"class": f"{module_name}.{name}", "outcome": outcome,
                                         "carried": carried_names, "failed": failed, **imported_data, **data})
@@ -1307,6 +1309,7 @@ def _misordered_fields_text(view, cls, pair, unvalued) -> str:
     (defaulted, defaulted_by), (field, declared_by) = pair
     of = "" if declared_by is cls else f" (declared by {qualname(view, declared_by)})"
     giver = live.default_giver(cls, defaulted, unvalued)
+    field, defaulted = catalog.echoed(field), catalog.echoed(defaulted)   # a def's name may be one
     given = ("" if giver is None else f" (declared without a value, it takes what "
              f"{qualname(view, giver)} binds to {defaulted} as its default)")
     return (f"its field {field}{of}, without a default, would follow the field {defaulted} of "
@@ -1327,7 +1330,7 @@ def _misordered_refusal(view, ref, cls, conflict: str, unvalued) -> str:
         back = "change " + qualname(view, giver if giver is not None else
                                     defaulted_by if defaulted_by is not cls else declared_by) + " back"
         if live.lost_default(declared_by, field, unvalued):
-            back = (f"bind {field} in a base of {qualname(view, declared_by)} again (declared without a "
+            back = (f"bind {catalog.echoed(field)} in a base of {qualname(view, declared_by)} again (declared without a "
                     "value, it takes its default from one)")
     return (f"{ref.qualified} cannot be made again as written: {what}(the dataclass decorator "
             f"raises TypeError: {conflict}), so a new session's import of {ref.module} fails. "
@@ -1393,7 +1396,7 @@ def _refuse_sure_reads(qualified: str, module_name: str, old_source: str, new_so
     used.sort(key=lambda use: use["line"])
     if not used:
         return
-    quoted = "; ".join(f"{qualified}.{use['attribute']} on line {use['line']} ({use['statement']!r})"
+    quoted = "; ".join(f"{qualified}.{catalog.echoed(use['attribute'])} on line {use['line']} ({use['statement']!r})"
                        for use in used)
     those = "that statement" if len(used) == 1 else "those statements"
     raise ToolError("refused", f"{module_name}'s own top-level code reads, unguarded, as it runs: "
@@ -1410,7 +1413,7 @@ def _all_note(module_name: str, name: str, new_source: str, tree: ast.Module) ->
     statement = live.all_naming(tree, name)
     if statement is None:
         return "", {}
-    quoted = splice.statement_line(new_source, statement)
+    quoted, name = splice.statement_line(new_source, statement), catalog.echoed(name)
     return (f"; note: {module_name}'s __all__ still names {name} ({quoted!r}, line {statement.lineno}), "
             f"so `from {module_name} import *` now fails (AttributeError): take {name} out of it "
             "in the module's file, then refresh"), {"stillInAll": {"line": statement.lineno, "statement": quoted}}
@@ -1419,7 +1422,8 @@ def _all_note(module_name: str, name: str, new_source: str, tree: ast.Module) ->
 def _read_as_it_runs_note(module_name: str, class_name: str, reads: dict[str, str]) -> str:
     """The note on the statements of the class's own module that read, as it runs, the
     attributes the class no longer has (`reads`: attribute, statement quoted)."""
-    said = ", ".join(f"{class_name}.{attribute} as it runs ({read!r})" for attribute, read in reads.items())
+    said = ", ".join(f"{class_name}.{catalog.echoed(attribute)} as it runs ({read!r})"
+                     for attribute, read in reads.items())
     that, reads_are = ("that read", "is") if len(reads) == 1 else ("those reads", "are")
     return (f"; note: {module_name} reads {said}, so unless {that} {reads_are} guarded, a new "
             f"session's import of {module_name} fails (AttributeError)")
@@ -1449,6 +1453,11 @@ def _shown(*names: str) -> str:
     """A dotted name as a success message shows it: each part, a client's of any length
     (a 100,000-character method name), cut (structuredContent keeps it whole)."""
     return ".".join(map(catalog.echoed, names))
+
+
+def _listed(names) -> str:
+    """Names as a note lists them, each cut as _shown cuts it (structuredContent keeps them whole)."""
+    return ", ".join(map(catalog.echoed, names))
 
 
 def _rerun_note(ran: str, hooks: list[str], made: str, owner: str, tail: str = "") -> tuple[str, dict]:
@@ -1520,8 +1529,9 @@ def _captured_note(source: str, class_name: str, name: str) -> tuple[str, dict]:
         return "", {}
     bound = sorted({bound for statement in readers for bound in splice.may_bind_names(statement)})
     quoted = ", ".join(repr(splice.statement_line(source, statement)) for statement in readers)
-    holding = (f"{', '.join(bound)} still hold" if bound else
+    holding = (f"{_listed(bound)} still hold" if bound else
                f"what {'they' if len(readers) > 1 else 'it'} made from it still holds")
+    name = catalog.echoed(name)   # the source's, any length
     return (f"; note: the class body read {name} as the class was made ({quoted}), so "
             f"{holding} the old {name} in this session until the class is "
             "made again: compile_class_definition with its definition as it stands, or abort to "
