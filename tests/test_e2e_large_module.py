@@ -112,6 +112,9 @@ def test_every_listing_of_a_big_image_is_answered_a_page_at_a_time(tmp_path):
             assert len(first["structuredContent"][key] + rest[key]) == total
             assert error(client, tool, "invalidParams", **arguments, offset=-1) == (
                 f"{tool}: argument 'offset' must be 0 or more, got -1")
+            # 1e308 (an integer to JSON Schema) was echoed back as a 309-digit offset.
+            assert error(client, tool, "invalidParams", **arguments, offset=1e308) == (
+                f"{tool}: argument 'offset' must be 9007199254740991 or less, got 1e+308")
         assert structured(client, "list_classes", dictionaryName="many", offset=PAGE)["classes"] == [
             f"K{i:04d}" for i in range(PAGE, many)]
         assert structured(client, "list_test_classes", offset=PAGE)["testClasses"] == [

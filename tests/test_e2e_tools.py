@@ -37,12 +37,12 @@ class SpacedNameToolset(Toolset):
 
 class RangedCopiesToolset(Toolset):
     """A third-party toolset bounding an argument with a keyword the validator does not check
-    (maximum; minimum it checks)."""
+    (exclusiveMaximum; minimum and maximum it checks)."""
     name = "ranged"
     tool_names = ("print_copies",)
 
     def register(self, registry):
-        copies = {**integer_prop("how many"), "minimum": 1, "maximum": 10}
+        copies = {**integer_prop("how many"), "minimum": 1, "exclusiveMaximum": 11}
         registry.add(Tool("print_copies", "Print copies.", object_schema({"copies": copies}, ["copies"]),
                           lambda arguments: "printed %d" % arguments["copies"]))
 
@@ -772,7 +772,7 @@ def test_a_toolset_whose_schema_says_what_the_validator_would_not_check_fails_in
     """tools/list would advertise copies 1 to 10, and a call with 11 would run: refused instead."""
     error = initialize_refused(image, tmp_path, "RangedCopiesToolset")
     assert error["code"] == -32003 and (
-        "worker could not be prepared: tool 'print_copies': inputSchema.properties.copies uses 'maximum'; "
+        "worker could not be prepared: tool 'print_copies': inputSchema.properties.copies uses 'exclusiveMaximum'; "
         "the argument validator checks only " in error["message"]), error
 
 

@@ -122,6 +122,24 @@ def test_a_negative_offset_is_refused(client, tool, arguments):
         f"{tool}: argument 'offset' must be 0 or more, got -2")
 
 
+@pytest.mark.parametrize("tool, arguments", [
+    ("list_dictionaries", {}), ("list_all_classes", {}), ("list_classes", {"dictionaryName": "big"}),
+    ("list_dictionary_entries", {"dictionaryName": "big"}), ("list_test_classes", {}),
+    ("get_class_hierarchy", {"className": "big.Base"}),
+])
+def test_an_offset_past_what_json_carries_exactly_is_refused_by_every_paged_tool(client, tool, arguments):
+    # 1e308, an integer to JSON Schema, answered "(showing none from offset 1000...0336 of ...)",
+    # a 309-digit offset in structuredContent too, no JSON reader taking it exactly.
+    offset = client.server.registry.get(tool).input_schema["properties"]["offset"]
+    assert (offset["minimum"], offset["maximum"]) == (0, paging.MAX_OFFSET) == (0, 2 ** 53 - 1)
+    assert client.error(tool, "invalidParams", **arguments, offset=1e308) == (
+        f"{tool}: argument 'offset' must be 9007199254740991 or less, got 1e+308")
+    answer = client.ok(tool, **arguments, offset=float(paging.MAX_OFFSET))
+    assert answer["structuredContent"]["offset"] == paging.MAX_OFFSET
+    assert text(answer).endswith(f"(showing none from offset {paging.MAX_OFFSET} of {answer['structuredContent']['total']} "
+                                 f"{tool_what.get(tool, 'classes')})")
+
+
 def test_a_negative_offset_is_refused_by_the_schema_it_is_advertised_in_with_every_other_problem(client):
     offset = client.server.registry.get("list_classes").input_schema["properties"]["offset"]
     assert (offset["type"], offset["minimum"]) == ("integer", 0)

@@ -135,6 +135,19 @@ def test_minimum_is_in_the_schema_and_checked_on_numbers():
                                                          "more, got -2.0; unknown argument 'zzz' (it takes offset, ratio, any)")
 
 
+def test_maximum_is_in_the_schema_and_checked_on_numbers():
+    # Paging's offset took 1e308 (an integer to JSON Schema) and echoed it back as a
+    # 309-digit integer: its schema now says a maximum, which the validator checks.
+    bounded = object_schema({"offset": integer_prop("skip", minimum=0, maximum=9), "ratio": {**number_prop("r"), "maximum": 0.5}})
+    assert bounded["properties"]["offset"]["maximum"] == 9 and "maximum" not in integer_prop("plain")
+    assert schema_errors(bounded, {"offset": 1e308, "ratio": 0.75}, "arguments") == [
+        "argument 'offset' must be 9 or less, got 1e+308", "argument 'ratio' must be 0.5 or less, got 0.75"]
+    assert schema_errors(bounded, {"offset": 9, "ratio": 0.5}, "arguments") == []
+    assert schema_errors(bounded, {"offset": 10 ** 400}, "arguments") == [
+        f"argument 'offset' must be 9 or less, got {'1' + '0' * 199}... (401 characters)"]   # echoed cut
+    ToolRegistry().add(Tool("bounded", "a tool", bounded, lambda arguments: "ok"))   # taken at registration
+
+
 def test_a_minimum_of_any_size_of_integer_is_accepted_at_registration_and_checked():
     # math.isfinite of an int past a float's range raised OverflowError at registration.
     registry = ToolRegistry()
@@ -202,7 +215,10 @@ def closed(properties, root_extra=None):
 
 
 @pytest.mark.parametrize("schema,named", [
-    (closed({"copies": {"type": "integer", "maximum": 9}}), "inputSchema.properties.copies uses 'maximum'"),
+    (closed({"copies": {"type": "integer", "exclusiveMaximum": 10}}),
+     "inputSchema.properties.copies uses 'exclusiveMaximum'"),
+    (closed({"copies": {"type": "integer", "maximum": float("inf")}}),
+     "inputSchema.properties.copies.maximum must be a finite number"),
     (closed({"copies": {"type": "integer", "minimum": "1"}}),
      "inputSchema.properties.copies.minimum must be a finite number"),
     (closed({"copies": {"type": "integer", "minimum": float("nan")}}),
@@ -233,11 +249,12 @@ def closed(properties, root_extra=None):
 ])
 def test_registry_refuses_a_schema_saying_what_the_validator_would_not_check(schema, named):
     """MCP has the server validate a call's arguments: a rule in the advertised schema that
-    schema_errors ignores (copies: maximum 9, say) would let a call breaking it run."""
+    schema_errors ignores (copies: exclusiveMaximum 10, say) would let a call breaking it run."""
     with pytest.raises(ValueError) as refused:
         ToolRegistry().add(make_tool("strict", schema))
     assert str(refused.value).startswith("tool 'strict': " + named), refused.value
-    assert "the argument validator checks only additionalProperties, enum, items, minLength" in str(refused.value)
+    assert ("the argument validator checks only additionalProperties, enum, items, maximum, minLength"
+            in str(refused.value))
 
 
 @pytest.mark.parametrize("schema, where", [
@@ -256,7 +273,7 @@ def test_a_schema_holding_an_integer_too_long_to_write_is_refused_naming_the_too
 
 
 @pytest.mark.parametrize("sound,unsound", [
-    (closed({"copies": {"type": "integer"}}), closed({"copies": {"type": "integer", "maximum": 1}})),
+    (closed({"copies": {"type": "integer"}}), closed({"copies": {"type": "integer", "exclusiveMaximum": 1}})),
     (closed({"x": {"type": "string", "minLength": 1}}), closed({"x": {"type": "string", "minLength": True}})),
 ])
 def test_a_schema_found_sound_once_spares_only_the_same_schema_its_checks(sound, unsound):

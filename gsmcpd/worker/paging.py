@@ -14,11 +14,15 @@ from gsmcpd.worker.toolset import integer_prop
 
 PAGE = 1000   # read at each call, so a test can make a small image cross a page
 PAGED = f"{PAGE} at a time: a note gives the offset of the rest"   # for a tool's description
+# The largest integer every JSON reader takes exactly (RFC 8259 section 6): an answer echoes
+# the offset, and no list comes near it (`1e308`, an integer to JSON Schema, came back as
+# a 309-digit `offset`).
+MAX_OFFSET = 2 ** 53 - 1
 
 
 def offset_prop(what: str) -> dict:
     return {"offset": integer_prop(f"how many {what} of the whole list to skip (default 0); "
-                                   f"an answer lists at most {PAGE}", minimum=0)}
+                                   f"an answer lists at most {PAGE}", minimum=0, maximum=MAX_OFFSET)}
 
 
 @dataclass
@@ -31,7 +35,7 @@ class Page:
 def page_of(every: list, arguments: dict, what: str, elsewhere: str = "") -> Page:
     """The page of `every` from `arguments`' offset; `what` names the entries (plural),
     `elsewhere` the tool that lists a part of them whole (optional)."""
-    offset = arguments.get("offset", 0)   # 0 or more: offset_prop's minimum
+    offset = arguments.get("offset", 0)   # 0 to MAX_OFFSET: offset_prop's minimum and maximum
     items = every[offset:offset + PAGE]
     page = Page(items, {"total": len(every)})
     if len(items) == len(every):

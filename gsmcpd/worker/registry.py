@@ -2,8 +2,8 @@
 
 The validator covers the JSON Schema 2020-12 subset the tool schemas use:
 type (string, integer, number, boolean, array, object, null), enum, minLength,
-minimum, properties, required, additionalProperties: false and items. A tool whose schema says
-anything else that constrains (maximum, pattern, oneOf...) is refused at registration, and
+minimum, maximum, properties, required, additionalProperties: false and items. A tool whose schema
+says anything else that constrains (exclusiveMaximum, pattern, oneOf...) is refused at registration, and
 so is one holding an integer too long for Python to write as text (check_writable).
 """
 
@@ -152,10 +152,10 @@ def check_closed(tool_name: str, schema: dict) -> None:
 
 
 # What a schema may say: each keyword schema_errors enforces, and those that constrain
-# nothing. Any other (maximum, pattern, oneOf...) would be advertised in tools/list yet
+# nothing. Any other (exclusiveMaximum, pattern, oneOf...) would be advertised in tools/list yet
 # never checked, and MCP has the server validate the inputs its schema describes.
-ENFORCED_KEYWORDS = frozenset({"type", "enum", "minLength", "minimum", "properties", "required",
-                               "additionalProperties", "items"})
+ENFORCED_KEYWORDS = frozenset({"type", "enum", "minLength", "minimum", "maximum", "properties",
+                               "required", "additionalProperties", "items"})
 # format and content* too: JSON Schema 2020-12 makes them annotations unless a dialect opts in.
 ANNOTATION_KEYWORDS = frozenset({"description", "title", "default", "examples", "$comment",
                                  "deprecated", "readOnly", "writeOnly", "format",
@@ -191,9 +191,10 @@ def _unenforced(schema, where: str, root: bool = False) -> str | None:
     least = schema.get("minLength", 0)
     if not (isinstance(least, int) and not isinstance(least, bool) and least >= 0):
         return f"{where}.minLength must be a non-negative integer"
-    minimum = schema.get("minimum", 0)   # an int is finite, however long (isfinite would overflow)
-    if not (_is_number(minimum) and (isinstance(minimum, int) or math.isfinite(minimum))):
-        return f"{where}.minimum must be a finite number"
+    for bound in ("minimum", "maximum"):
+        limit = schema.get(bound, 0)   # an int is finite, however long (isfinite would overflow)
+        if not (_is_number(limit) and (isinstance(limit, int) or math.isfinite(limit))):
+            return f"{where}.{bound} must be a finite number"
     if not isinstance(schema.get("enum", []), list):
         return f"{where}.enum must be an array"
     required = schema.get("required", [])
@@ -243,8 +244,11 @@ def schema_errors(schema: dict, value, where: str) -> list[str]:
         least = schema["minLength"]
         return [f"{where} must not be empty" if least == 1
                 else f"{where} must be at least {least} characters long"]
+    # The value echoed cut: an integer argument may be of thousands of digits.
     if _is_number(value) and value < schema.get("minimum", value):
-        return [f"{where} must be {schema['minimum']} or more, got {value}"]
+        return [f"{where} must be {schema['minimum']} or more, got {echoed(str(value))}"]
+    if _is_number(value) and value > schema.get("maximum", value):
+        return [f"{where} must be {schema['maximum']} or less, got {echoed(str(value))}"]
     problems = []
     if isinstance(value, dict):
         properties = schema.get("properties", {})

@@ -197,10 +197,12 @@ def string_prop(description: str, enum=None, min_length=None) -> dict:
     return schema
 
 
-def integer_prop(description: str, minimum=None) -> dict:
+def integer_prop(description: str, minimum=None, maximum=None) -> dict:
     schema = {"type": "integer", "description": description}
     if minimum is not None:   # in the schema, so the arguments' validation refuses less
         schema["minimum"] = minimum
+    if maximum is not None:   # and more
+        schema["maximum"] = maximum
     return schema
 
 
