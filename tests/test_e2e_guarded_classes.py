@@ -10,7 +10,7 @@ import pytest
 from helpers import open_session
 from test_e2e_image_tools import daemon  # noqa: F401  (the daemon fixture: on this module's image)
 from test_e2e_tools import error, ok, run_code, structured
-from test_tools_guarded_classes import DEMO, KEPT, LOCAL, REBOUND, REMADE, SHAPES
+from test_tools_guarded_classes import DEMO, KEPT, LOCAL, NEWER, REBOUND, REMADE, SHAPES, UNRUN
 from test_tools_support import write_image
 
 
@@ -57,6 +57,7 @@ def image(tmp_path_factory):
     return write_image(tmp_path_factory.mktemp("guarded") / "image",
                        {"guard/__init__.py": "", "guard/shapes.py": SHAPES, "guard/rebound.py": REBOUND,
                         "guard/remade.py": REMADE, "guard/kept.py": KEPT, "guard/local.py": LOCAL, "guard/demo.py": DEMO, "guard/levels.py": LEVELS, "guard/runs.py": RUNS, "guard/again.py": AGAIN,
+                        "guard/unrun.py": UNRUN, "guard/newer.py": NEWER,
                         "guard/broken.py": "try:\n    import _no_such\nexcept ImportError:\n"
                                            "    class Fallback:\n        pass\n\nraise RuntimeError\n"})
 
@@ -104,6 +105,16 @@ def test_a_class_rebound_below_to_a_class_named_otherwise_is_edited_whatever_fun
     # `if ...: Plodding = Quick`, while a function has a local `Quick`: refused as made at run time
     ok(c, "compile_method", className="guard.local.Plodding", source="def new(self):\n    return 2\n")
     assert run_code(c, "from guard.local import Plodding\nPlodding().new()") == "2"
+
+
+def test_a_class_whose_rebinding_below_did_not_run_is_browsed_and_edited(c, image):
+    # distutils' MSVCCompiler: refused as made at run time, the `if` rebinding it not run.
+    assert structured(c, "describe_class", className="guard.unrun.Compiler")["methods"] == ["kind", "old"]
+    ok(c, "compile_method", className="guard.unrun.Compiler", source="def new(self):\n    return 2\n")
+    assert run_code(c, "from guard.unrun import Compiler\nCompiler().new()") == "2"
+    assert "def new(self):" in (image / "guard/unrun.py").read_text()
+    assert error(c, "compile_method", "refused", className="guard.unrun.Remix",
+                 source="def new(self):\n    return 2\n").startswith("guard.unrun.Remix is bound to a class made at run time")
 
 
 def test_a_class_remade_at_run_time_is_named_at_the_line_an_import_runs_not_a_demo_block(c):

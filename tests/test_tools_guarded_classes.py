@@ -145,6 +145,38 @@ if os.environ.get("GUARD_NO_SUCH_VARIABLE"):
 """
 
 
+# distutils' msvccompiler: a class statement, then `if get_build_version() >= 8.0:` importing
+# another module's class of the name, a branch that did not run (refused as made at run time);
+# and a class remade by type() with a function of the module's, not of its class statement.
+UNRUN = """\
+def build_version():
+    return 6
+
+
+class Compiler:
+    def old(self):
+        return 1
+
+    @staticmethod
+    def kind():
+        return "first"
+
+
+if build_version() >= 8:
+    from guard.newer import Compiler
+
+
+class Remix:
+    def old(self):
+        return 1
+
+
+Remix = type("Remix", (), {"old": lambda self: 2})
+"""
+
+NEWER = "class Compiler:\n    def old(self):\n        return 8\n"
+
+
 # Remade below its statement, and imported again in a demo block an import does not run.
 DEMO = """\
 class Demo:
@@ -164,7 +196,8 @@ def image(tmp_path):
     return write_image(tmp_path / "image", {"guard/__init__.py": "", "guard/shapes.py": SHAPES,
                                             "guard/typing_only.py": TYPING, "guard/rebound.py": REBOUND,
                                             "guard/remade.py": REMADE, "guard/kept.py": KEPT,
-                                            "guard/local.py": LOCAL, "guard/demo.py": DEMO})
+                                            "guard/local.py": LOCAL, "guard/demo.py": DEMO,
+                                            "guard/unrun.py": UNRUN, "guard/newer.py": NEWER})
 
 
 @pytest.fixture
@@ -299,6 +332,21 @@ def test_a_class_rebound_below_to_no_other_class_of_its_name_is_the_statement_s(
         client.ok("compile_method", className=name, source="def new(self):\n    return 2\n")
     assert module.Attribute().new() == 2 and module.Table().new() == 2 and module.Secure().new() == 2
     assert (image / "guard/kept.py").read_text().count("def new(self):") == 3
+
+
+def test_a_class_whose_rebinding_below_did_not_run_is_told_the_statement_s_by_its_methods_code(client, image):
+    # Refused as "made at run time (at line 15)": the `if` importing another Compiler did not
+    # run. Its methods' code, compiled from the module's file within its class statement,
+    # tell it apart from Remix, which type() made with a lambda of the module's.
+    module = client.view.module("guard.unrun")
+    assert client.view.defines(module.Compiler) and not client.view.defines(module.Remix)
+    assert client.ok("describe_class", className="guard.unrun.Compiler")["structuredContent"]["methods"] == [
+        "kind", "old"]
+    client.ok("compile_method", className="guard.unrun.Compiler", source="def new(self):\n    return 2\n")
+    assert module.Compiler().new() == 2 and "def new(self):" in (image / "guard/unrun.py").read_text()
+    assert client.error("compile_method", "refused", className="guard.unrun.Remix",
+                        source="def new(self):\n    return 2\n").startswith(
+        "guard.unrun.Remix is bound to a class made at run time (at line 26) once guard.unrun is imported")
 
 
 def test_a_class_rebound_below_to_a_class_named_otherwise_is_the_statement_s_whatever_functions_bind(client):

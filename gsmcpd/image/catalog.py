@@ -341,7 +341,7 @@ def _made_by_its_statement(view: View, ref: ClassRef, cls: type) -> bool:
                if isinstance(target, ast.Name) and isinstance(target.ctx, ast.Store)}
     return (("__module__" in written or cls.__module__ == ref.module or view.rewritten_home(cls) == ref.module)
             and ("__qualname__" in written or cls.__qualname__ == ref.name)
-            and not view.rebound_below(ref.module, ref.name))
+            and not view.remade_below(cls, ref.module, ref.name))
 
 
 def not_its_class(view: View, ref: ClassRef, obj: object) -> str:
@@ -385,23 +385,11 @@ def _module_set_outside(view: View, ref: ClassRef, obj: object) -> bool:
         return False
     module = view.module(ref.module)
     filename = getattr(module, "__file__", None)
-    codes = _own_function_codes(obj)
+    codes = own.function_codes(obj)
     if codes:
         return any(code.co_filename == filename for code in codes)
     tree = view.tree(obj.__module__) if view.has_module(obj.__module__) else None
     return tree is not None and not splice.class_statements(tree, ref.name)
-
-
-def _own_function_codes(cls: type) -> list[types.CodeType]:
-    """The code of the functions, static and class methods the class's own dictionary holds,
-    read by type: a class attribute's own `__getattr__` is not run (a proxy raising outside
-    its context made the browse or the refusal fail with its error)."""
-    codes = []
-    for value in own.DICT(cls).values():
-        function = value.__func__ if type(value) in (staticmethod, classmethod) else value
-        if type(function) is types.FunctionType:
-            codes.append(function.__code__)
-    return codes
 
 
 def not_run(view: View, ref: ClassRef, module: types.ModuleType) -> bool:

@@ -549,7 +549,21 @@ class View:
         tree = self.tree(module_name)
         # Written in a module-level `if`/`try` block too: the module's own source made it.
         return (tree is not None and any(node.name == qualname for _, node in splice.defs_in_blocks(tree.body))
-                and not self.rebound_below(module_name, qualname))
+                and not self.remade_below(obj, module_name, qualname))
+
+    def remade_below(self, obj, module: str, name: str) -> bool:
+        """Whether `obj`, what loaded `module` binds to `name`, may be made below the
+        statement of that name (rebound_below), unless its code tells it is not: a class
+        whose own functions were all compiled from the module's file, each within a class
+        statement of that name (distutils' `MSVCCompiler`, whose `if get_build_version() >=
+        8.0:` rebinding it did not run). A class of no function of its own cannot tell."""
+        if not self.rebound_below(module, name):
+            return False
+        codes = own.function_codes(obj) if isinstance(obj, type) else []
+        filename = self.filename(self.relpath(module))
+        spans = [(node.lineno, node.end_lineno) for _, node in splice.class_statements(self.tree(module), name)]
+        return not codes or not all(code.co_filename == filename and any(
+            first <= code.co_firstlineno <= last for first, last in spans) for code in codes)
 
     def rebound_below(self, module: str, name: str) -> bool:
         """Whether each module-level class or def statement of `name` in `module` has a
