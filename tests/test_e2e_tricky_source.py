@@ -147,6 +147,8 @@ FILES = {
     "handled_changed.py": "def listed(f):\n    return [f]\n\n\nclass Counted:\n    @listed\n    def run(self):\n"
                           "        return 1\n\n    def stop(self):\n        return 2\n\n\n"
                           "Counted.run += [2]\ndel Counted.stop\n",
+    "deleting_base.py": "class Base:\n    def run(self):\n        return 0\n\n\nclass Dropped(Base):\n"
+                        "    def run(self):\n        return 1\n\n\ndel Dropped.run\n",
     "augmented_user.py": "class Meta(type):\n    def __add__(cls, other):\n        return cls\n\n\n"
                          "class Part(metaclass=Meta):\n    pass\n\n\nclass Uses:\n    Part += 1\n",
     "finally_read.py": "try:\n    class Late:\n        def run(self):\n            return 1\nfinally:\n"
@@ -617,6 +619,19 @@ def test_delete_method_refuses_a_method_its_module_augments_or_deletes_as_it_run
     assert (image / "handled_changed.py").read_text() == before
     other = open_session(daemon)
     assert run(other, "import handled_changed as m\nlen(m.Counted.run), hasattr(m.Counted, 'stop')") == "(2, False)"
+    other.close()
+
+
+def test_delete_method_refuses_a_method_its_module_deletes_though_a_base_has_it(daemon, c, image):
+    # A base's run was taken for the class still having it: deleted, `del Dropped.run` (which
+    # takes from Dropped's own namespace) failed every new session's import of deleting_base.
+    before = (image / "deleting_base.py").read_text()
+    refused = call_tool(c, "delete_method", {"className": "Dropped", "selector": "run"})["structuredContent"]["error"]
+    assert (refused["kind"], refused["usedBy"]) == (
+        "refused", [{"attribute": "run", "statement": "del Dropped.run", "line": 11}])
+    assert (image / "deleting_base.py").read_text() == before
+    other = open_session(daemon)
+    assert run(other, "import deleting_base as m\nm.Dropped().run()") == "0"
     other.close()
 
 

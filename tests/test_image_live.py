@@ -711,3 +711,12 @@ def test_needed_on_import_follows_the_module_s_own_functions_it_calls_one_call_d
 def test_all_naming(source, line):
     found = live.all_naming(ast.parse(source), "A")
     assert (found.lineno if found is not None else None) == line
+
+
+def test_unguarded_attribute_reader_with_deleted_takes_a_del_alone():
+    # `del A.run` fails where A has run from a base alone; a read does not.
+    tree = ast.parse("class A(Base):\n    pass\n\n\nh = A.run\ndel A.run\n")
+    assert live.unguarded_attribute_reader(tree, "A", "run").lineno == 5
+    assert live.unguarded_attribute_reader(tree, "A", "run", deleted=True).lineno == 6
+    assert live.unguarded_attribute_reader(ast.parse("class A:\n    pass\n\n\nh = A.run\n"), "A", "run",
+                                           deleted=True) is None

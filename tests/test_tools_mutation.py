@@ -2965,3 +2965,16 @@ def test_a_huge_method_name_is_cut_in_the_note_on_a_field_order_it_breaks(client
     message = text(client.ok("compile_method", className="zoo.dbase.Base", source=f"def {HUGE}(self):\n    return 1\n"))
     assert (f"its field y, without a default, would follow the field {CUT} of zoo.dsub.Sub, which has one "
             f"(declared without a value, it takes what zoo.dbase.Base binds to {CUT} as its default)") in message
+
+
+def test_delete_method_refuses_a_method_the_module_deletes_though_a_base_has_it(client, image):
+    # `del Job.run` takes from Job's own namespace: a base's run did not count as the
+    # module still having it, so run was deleted and every new session's import failed.
+    source = ("class Base:\n    def run(self):\n        return 0\n\n\nclass Job(Base):\n    def run(self):\n"
+              "        return 1\n\n\ndel Job.run\n")
+    (image / "zoo" / "deleting.py").write_text(source)
+    client.ok("refresh")
+    result = client.call("delete_method", className="zoo.deleting.Job", selector="run")
+    assert result["structuredContent"]["error"]["usedBy"] == [
+        {"attribute": "run", "statement": "del Job.run", "line": 11}]
+    assert disk(image, "zoo/deleting.py") == source

@@ -898,9 +898,12 @@ def attribute_reader(tree: ast.Module, class_name: str, attribute: str,
     return reader
 
 
-def _reads_of(attribute: str, names: set[str]):
-    """A test of a node: whether it reads `attribute` of a class spelled as one of `names`."""
+def _reads_of(attribute: str, names: set[str], deleted: bool = False):
+    """A test of a node: whether it reads `attribute` of a class spelled as one of `names`
+    (with `deleted`, whether it deletes it: `del A.run`)."""
     def wanted(sub):
+        if deleted and not (isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Del)):
+            return False
         read = _attribute_read(sub)
         # A nested subclass is read through its enclosing class: `Outer.Inner.run`.
         spelled = None if read is None else splice.dotted_names(read[0])
@@ -910,18 +913,19 @@ def _reads_of(attribute: str, names: set[str]):
 
 
 def unguarded_attribute_reader(tree: ast.Module, class_name: str, attribute: str,
-                               through: tuple[str, ...] = ()) -> ast.stmt | None:
+                               through: tuple[str, ...] = (), deleted: bool = False) -> ast.stmt | None:
     """The first statement below the class that surely runs as the module is imported,
     no handler or `suppress` catching AttributeError around it (surely_run), and reads
     `Class.attribute` (or through `through`, as attribute_reader does) itself, not in a
     part of an expression that may not run (`A.run if hasattr(A, "run") else None`,
     `hasattr(A, "run") and A.run`, a comprehension's element): without that attribute
     the module surely fails to import, AttributeError. A read under an `if`, or in a
-    function the module calls, is not told sure (attribute_reader finds it)."""
+    function the module calls, is not told sure (attribute_reader finds it). With
+    `deleted`, only a `del A.run`: it fails where the class has it from a base alone too."""
     classdef = splice.class_statement(tree, class_name)
     if classdef is None:
         return None
-    wanted = _reads_of(attribute, {class_name, *through})
+    wanted = _reads_of(attribute, {class_name, *through}, deleted)
     return next(iter(_sure_reads(tree, wanted, AttributeError, after=classdef.end_lineno,
                                  name_read=_first_name_read)), None)
 

@@ -868,6 +868,11 @@ class MutationToolset(Toolset):
             _refuse_sure_reads(ref.qualified, ref.module, self.view.source(ref.module), new_source,
                                {bound: live.unguarded_attribute_reader(tree, ref.name, bound, through)},
                                "deleted", "delete it")
+        elif reader is not None and not _written_by_its_body(tree, ref.name, selector):
+            # A base's serves a read, not `del Job.run`: that takes from the class's own namespace.
+            _refuse_sure_reads(ref.qualified, ref.module, self.view.source(ref.module), new_source,
+                               {bound: live.unguarded_attribute_reader(tree, ref.name, bound, deleted=True)},
+                               "deleted", "delete it")
         basis = live.dataclass_basis(cls) if cls is not None else None
         bound_before = set(vars(cls)) if cls is not None else set()
         if bound in bound_before:   # a dataclass subclass's field may have had it as its default
@@ -1381,6 +1386,12 @@ def _still_has(cls, tree: ast.Module, class_name: str, selector: str, bound: str
     class-level block too, whichever branch runs: only a sure loss is refused)."""
     if cls is not None and any(bound in vars(owner) for owner in cls.__mro__[1:] + type(cls).__mro__):
         return True
+    return _written_by_its_body(tree, class_name, selector)
+
+
+def _written_by_its_body(tree: ast.Module, class_name: str, selector: str) -> bool:
+    """Whether the class body binds `selector` by another statement (in a class-level block
+    too, whichever branch runs)."""
     return bool(splice.attribute_nodes(splice.class_statement(tree, class_name), selector, blocks=True))
 
 
