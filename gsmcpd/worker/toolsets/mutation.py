@@ -1335,8 +1335,8 @@ def _misordered_refusal(view, ref, cls, conflict: str, unvalued) -> str:
         back = "change " + qualname(view, giver if giver is not None else
                                     defaulted_by if defaulted_by is not cls else declared_by) + " back"
         if live.lost_default(declared_by, field, unvalued):
-            back = (f"bind {catalog.echoed(field)} in a base of {qualname(view, declared_by)} again (declared without a "
-                    "value, it takes its default from one)")
+            back = (f"bind {catalog.echoed(field)} in a base of {qualname(view, declared_by)} again "
+                    "(declared without a value, it takes its default from one)")
     return (f"{ref.qualified} cannot be made again as written: {what}(the dataclass decorator "
             f"raises TypeError: {conflict}), so a new session's import of {ref.module} fails. "
             f"Give {field} a default (or kw_only) first (compile_class_definition, its definition "
