@@ -17,6 +17,7 @@ import socket
 import stat
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Callable, TextIO
@@ -897,7 +898,7 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
         for warning in pair_warnings(config.tls_cert, config.tls_key):
             warn(warning)
     if config.jwks_file is not None:
-        report("jwks file", str(config.jwks_file), _jwks_file_problem(config.jwks_file))
+        report("jwks file", str(config.jwks_file), _jwks_file_problem(config.jwks_file, config.jwks_timeout))
     if per_user:
         from gsmcpd.auth.usermap import accounts_served, never_served_warnings, read_user_map_setting
         user_map, problem = read_user_map_setting(config.user_map)
@@ -964,14 +965,24 @@ def _tls_problem(config: Config) -> str | None:
     return None
 
 
-def _jwks_file_problem(path: Path) -> str | None:
-    """What `serve` would meet loading the keys (there a warning: the file may be fixed later)."""
+def _jwks_file_problem(path: Path, timeout: float) -> str | None:
+    """What `serve` would meet loading the keys (there a warning: the file may be fixed later).
+    Read on a thread given `timeout`, as serve gives its fetch: a FIFO no one writes to,
+    or a file on a hung mount, held check for ever."""
     from gsmcpd.auth.jwks import JwksError, KeySource
-    try:
-        KeySource(post=lambda fn: None, jwks_file=str(path)).load_now()
-    except JwksError as exc:
-        return f"jwks_file: {exc}"
-    return None
+    found = [f"jwks_file: reading {path} did not finish within {timeout:g} s "
+             f"(MCP_JWKS_TIMEOUT; a FIFO no one writes to, a hung mount)"]
+
+    def load():
+        try:
+            KeySource(post=lambda fn: None, jwks_file=str(path)).load_now()
+            found[0] = None
+        except JwksError as exc:
+            found[0] = f"jwks_file: {exc}"
+    loading = threading.Thread(target=load, name="gsmcpd-check-jwks", daemon=True)   # left stuck at exit
+    loading.start()
+    loading.join(timeout)
+    return found[0]
 
 
 def _image_problem(config: Config, per_user: bool) -> str | None:

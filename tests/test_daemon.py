@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import types
 import uuid
 from pathlib import Path
@@ -589,6 +590,24 @@ def test_check_loads_the_tls_pair_and_the_jwks_file_as_serve_would(tmp_path):
     assert "KEY_VALUES_MISMATCH" in last
     jwks.write_text('{"keys": [{"kty": "oct", "k": "c2VjcmV0"}]}')
     assert check() == (2, "PROBLEM: jwks file: jwks_file: JWKS holds no usable signature key")
+
+
+def test_check_gives_up_on_a_jwks_file_that_does_not_answer_within_the_jwks_timeout(tmp_path):
+    # A FIFO no one writes to (or a file on a hung mount) held check for ever in its read.
+    fifo = tmp_path / "keys"
+    os.mkfifo(fifo)
+    config = load_config({"port": free_port(), "state_dir": str(tmp_path / "state")},
+                         {"GS_MCP_AUTH": "1", "MCP_ISSUER": "https://idp.test", "MCP_AUDIENCE": "gsmcpd",
+                          "MCP_JWKS_FILE": str(fifo), "MCP_JWKS_TIMEOUT": "0.5"})
+    out, answer = io.StringIO(), []
+    checking = threading.Thread(target=lambda: answer.append(daemon.check(config, out=out)), daemon=True)
+    checking.start()
+    checking.join(60)
+    os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))   # the end of file its reader waits for
+    assert answer == [2], out.getvalue()
+    assert out.getvalue().rstrip().splitlines()[-1] == (
+        f"PROBLEM: jwks file: jwks_file: reading {fifo} did not finish within 0.5 s "
+        f"(MCP_JWKS_TIMEOUT; a FIFO no one writes to, a hung mount)")
 
 
 def test_check_opens_the_log_file_as_serve_would(tmp_path):

@@ -812,6 +812,19 @@ def test_every_relative_path_read_in_a_directory_deleted_since_is_refused_naming
     assert checked.stdout.splitlines()[-1] == f"PROBLEM: config: jwks_file: keys.json {refusal}"
 
 
+def test_check_answers_within_the_jwks_timeout_when_the_jwks_file_is_a_fifo_no_one_writes_to(tmp_path):
+    # It waited in the read for ever (the subprocess here timed out).
+    fifo = tmp_path / "keys"
+    os.mkfifo(fifo)
+    checked = gsmcpd("check", "--port", str(free_port()), "--state-dir", str(tmp_path / "state"),
+                     env={"GS_MCP_AUTH": "1", "MCP_ISSUER": "https://idp.test", "MCP_AUDIENCE": "gsmcpd",
+                          "MCP_JWKS_FILE": str(fifo), "MCP_JWKS_TIMEOUT": "1"})
+    assert checked.returncode == 2, checked.stdout + checked.stderr
+    assert checked.stdout.splitlines()[-1] == (
+        f"PROBLEM: jwks file: jwks_file: reading {fifo} did not finish within 1 s "
+        f"(MCP_JWKS_TIMEOUT; a FIFO no one writes to, a hung mount)")
+
+
 def test_stop_and_status_in_another_state_directory_name_the_gsmcpd_serving_the_port(tmp_path):
     # Started with one --state-dir (or conf file), asked about with another: not "no gsmcpd
     # running", while one is, but which one and how to reach it.
