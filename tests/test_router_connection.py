@@ -1015,3 +1015,47 @@ def test_requests_that_waited_on_a_jwks_fetch_are_answered_though_one_s_handling
     second.client.shutdown(socket.SHUT_WR)
     raw = second.read_until_closed()
     assert statuses(raw) == [200] and raw.endswith(b"ann")
+
+
+def test_opens_that_waited_for_a_worker_are_answered_though_one_s_start_raises(harness, monkeypatch, caplog):
+    # A new session that waited for a worker goes on from the pool's callback as one
+    # arrives (WorkerPool._serve_claims): out of the handler's guard, a bug in its start
+    # left its client unanswered, its user counted, and the opens waiting behind it unserved.
+    from collections import deque
+    from gsmcpd.config import Config
+    from gsmcpd.router.app import Principal
+    from gsmcpd.router.main import Router
+    from gsmcpd.router.workers import Claim, WorkerPool
+    from test_router_sessions_poll import FakeWorker
+    router = Router(Config())
+    try:
+        pool = SimpleNamespace(claims=deque(), spares=[], loop=router.loop, replenish=lambda: None)
+        router.pool = SimpleNamespace(claim=lambda start, fail: pool.claims.append(Claim(start, fail)))
+
+        def readmit(conn, message, principal):
+            if principal.user == "ann":
+                raise RuntimeError("bug in readmit")
+            return principal
+        monkeypatch.setattr(router, "readmit", readmit)
+        init = b'{"jsonrpc":"2.0","id":0,"method":"initialize"}'
+
+        def opens_for(user):
+            return lambda h, conn, request: router.sessions.open(
+                conn, request, json.loads(init), init, False, Principal(user, False))
+        first, second = harness(opens_for("ann")), harness(opens_for("ben"))
+        for h in (first, second):
+            h.client.sendall(post(init))
+            h.run_until(lambda: len(pool.claims) == (1 if h is first else 2))
+        anns, bens = FakeWorker(1), FakeWorker(2)
+        pool.spares += [anns, bens]
+        with caplog.at_level(logging.ERROR, logger="gsmcpd.http"):
+            # As the spawner's callback serves them, in one callback of the loop (which logs what it raises).
+            first.loop._guard(lambda: WorkerPool._serve_claims(pool))
+        assert statuses(first.read_until_closed()) == [500]
+        assert "bug in readmit" in caplog.text
+        [session] = router.sessions.by_id.values()
+        assert session.user == "ben" and session.worker is bens
+        assert router.sessions.opening == 0 and router.sessions.sessions_of("ann") == 0
+        assert not anns.alive   # claimed, and no session took it
+    finally:
+        router.close()

@@ -43,8 +43,8 @@ def test_a_session_waiting_for_its_worker_through_a_reload_starts_as_the_map_say
     router, user_map, waiting, given_back = router_with_map(tmp_path, "ann nobody\nben daemon\n")
     try:
         ann, ben = FakeConn(), FakeConn()
-        router.sessions.open(ann, INIT, b"{}", False, Principal("ann", False, account="nobody"))
-        router.sessions.open(ben, INIT, b"{}", False, Principal("ben", False, account="daemon"))
+        router.sessions.open(ann, None, INIT, b"{}", False, Principal("ann", False, account="nobody"))
+        router.sessions.open(ben, None, INIT, b"{}", False, Principal("ben", False, account="daemon"))
         user_map.write_text("ann daemon\n")
         router.auth.reload_user_map("SIGHUP")
         start_ann, start_ben = waiting
@@ -71,7 +71,7 @@ def test_a_session_whose_users_account_is_unchanged_starts_as_it_was_let_in(tmp_
     router, _, waiting, given_back = router_with_map(tmp_path, "ann nobody\n")
     try:
         principal = Principal("ann", True, exp=123.0, account="nobody")
-        router.sessions.open(FakeConn(), INIT, b"{}", False, principal)
+        router.sessions.open(FakeConn(), None, INIT, b"{}", False, principal)
         worker = FakeWorker(1)
         waiting[0](worker)
         [session] = router.sessions.by_id.values()
@@ -86,7 +86,7 @@ def test_a_reload_during_a_stop_leaves_the_user_map_and_the_sessions_being_drain
     # did not know it had cut, so the stop did not tidy the image after it.
     router, user_map, waiting, _ = router_with_map(tmp_path, "ann nobody\n")
     try:
-        router.sessions.open(FakeConn(), INIT, b"{}", False, Principal("ann", False, account="nobody"))
+        router.sessions.open(FakeConn(), None, INIT, b"{}", False, Principal("ann", False, account="nobody"))
         waiting[0](FakeWorker(1))
         [session] = router.sessions.by_id.values()
         user_map.write_text("ann daemon\n")
@@ -118,18 +118,18 @@ def test_a_session_start_looks_its_account_up_again_only_after_a_reload_during_i
     real_getpwnam = usermap.pwd.getpwnam
     monkeypatch.setattr(usermap.pwd, "getpwnam", lambda name: lookups.append(name) or real_getpwnam(name))
     try:
-        router.sessions.open(FakeConn(), INIT, b"{}", False, let_in(router, "ann"))
+        router.sessions.open(FakeConn(), None, INIT, b"{}", False, let_in(router, "ann"))
         assert lookups == ["nobody"]              # as its token was checked
         waiting.pop()(FakeWorker(1))
         assert lookups == ["nobody"] and len(router.sessions.by_id) == 1
 
-        router.sessions.open(FakeConn(), INIT, b"{}", False, let_in(router, "ann"))
+        router.sessions.open(FakeConn(), None, INIT, b"{}", False, let_in(router, "ann"))
         router.auth.reload_user_map("SIGHUP")     # the map, read again, keeps ann as nobody
         del lookups[:]
         waiting.pop()(FakeWorker(2))
         assert lookups == ["nobody"] and len(router.sessions.by_id) == 2
 
-        router.sessions.open(FakeConn(), INIT, b"{}", False, let_in(router, "ann"))
+        router.sessions.open(FakeConn(), None, INIT, b"{}", False, let_in(router, "ann"))
         del lookups[:]
         waiting.pop()(FakeWorker(3))              # let in after that reload: none since
         assert lookups == [] and len(router.sessions.by_id) == 3
@@ -141,7 +141,7 @@ def test_a_user_a_reload_during_the_open_unmaps_is_still_refused_as_the_session_
     router, user_map, waiting, given_back = router_with_map(tmp_path, "ann nobody\n")
     try:
         ann = FakeConn()
-        router.sessions.open(ann, INIT, b"{}", False, let_in(router, "ann"))
+        router.sessions.open(ann, None, INIT, b"{}", False, let_in(router, "ann"))
         user_map.write_text("ben nobody\n")
         router.auth.reload_user_map("SIGHUP")
         worker = FakeWorker(1)
@@ -157,7 +157,7 @@ def test_the_gate_logs_a_user_cut_however_long_the_claim(tmp_path, caplog):
     long_user = "u" * 60_000
     router, _, waiting, _ = router_with_map(tmp_path, "ann nobody\n%s daemon\n" % long_user)
     try:
-        router.sessions.open(FakeConn(), INIT, b"{}", False, Principal("ann", False, account="nobody"))
+        router.sessions.open(FakeConn(), None, INIT, b"{}", False, Principal("ann", False, account="nobody"))
         waiting[0](FakeWorker(1))
         [session] = router.sessions.by_id.values()
         caplog.set_level("INFO", logger="gsmcpd.auth")

@@ -14,7 +14,7 @@ from test_router_sessions_poll import FakeConn, PRINCIPAL, call, manager_for, op
 def test_a_new_sessions_prepare_and_initialize_leave_in_one_write_and_later_calls_alone():
     manager, router = manager_for()
     initialize = b'{"jsonrpc":"2.0","id":0,"method":"initialize"}'
-    manager.open(FakeConn(), {"jsonrpc": "2.0", "id": 0, "method": "initialize"}, initialize, False, PRINCIPAL)
+    manager.open(FakeConn(), None, {"jsonrpc": "2.0", "id": 0, "method": "initialize"}, initialize, False, PRINCIPAL)
     session = next(iter(manager.by_id.values()))
     assert len(session.worker.sent) == 1      # the worker wakes once, to both frames
     sent = frames.FrameDecoder(raw_messages=True).feed(session.worker.sent[0])
@@ -34,6 +34,8 @@ class UnanswerableConn:
     def respond(self, status, headers=(), body=b""):
         raise ValueError("cannot encode this answer")
 
+    go_on = FakeConn.go_on
+
     def close(self):
         self.closed = True
 
@@ -41,7 +43,7 @@ class UnanswerableConn:
 def test_a_call_that_cannot_be_answered_does_not_stop_its_session_ending():
     manager, router = manager_for()
     initialize = b'{"jsonrpc":"2.0","id":0,"method":"initialize"}'
-    manager.open(UnanswerableConn(), {"jsonrpc": "2.0", "id": 0, "method": "initialize"}, initialize,
+    manager.open(UnanswerableConn(), None, {"jsonrpc": "2.0", "id": 0, "method": "initialize"}, initialize,
                  False, PRINCIPAL)
     session = next(iter(manager.by_id.values()))
     queued = call(manager, session, 1)
@@ -62,7 +64,7 @@ def notify(manager, session, seq):
 def test_progress_for_a_call_no_longer_in_flight_is_dropped_quietly(caplog):
     # A tool's thread may report just after its call was answered.
     manager, router = manager_for()
-    manager.open(FakeConn(), {"jsonrpc": "2.0", "id": 0, "method": "initialize"}, b"{}", False, PRINCIPAL)
+    manager.open(FakeConn(), None, {"jsonrpc": "2.0", "id": 0, "method": "initialize"}, b"{}", False, PRINCIPAL)
     session = next(iter(manager.by_id.values()))
     answered = session.inflight.seq
     reply(manager, session, answered, 0)
@@ -81,7 +83,7 @@ def test_a_workers_prepare_refusal_and_a_user_claim_reach_the_log_escaped_and_cu
     caplog.set_level("INFO", logger="gsmcpd.sessions")
     manager, router = manager_for()
     user = "eve\n2026-01-01 00:00:00,000 INFO gsmcpd.auth forged"
-    manager.open(FakeConn(), {"jsonrpc": "2.0", "id": 0, "method": "initialize"}, b"{}", False,
+    manager.open(FakeConn(), None, {"jsonrpc": "2.0", "id": 0, "method": "initialize"}, b"{}", False,
                  Principal(user, False))
     session = next(iter(manager.by_id.values()))
     forged = "no\n2026-01-01 00:00:00,000 WARNING gsmcpd.auth forged \x1b[2J" + "y" * 5000

@@ -21,8 +21,8 @@ def test_a_users_sessions_are_counted_from_initialize_to_their_end():
     router.pool = types.SimpleNamespace(claim=lambda start, fail: waiting.append((start, fail)))
     manager = SessionManager(router)
     for _ in range(3):
-        manager.open(FakeConn(), INIT, b"{}", False, user("alice"))
-    manager.open(FakeConn(), INIT, b"{}", False, user("bob"))
+        manager.open(FakeConn(), None, INIT, b"{}", False, user("alice"))
+    manager.open(FakeConn(), None, INIT, b"{}", False, user("bob"))
     assert (manager.sessions_of("alice"), manager.sessions_of("bob"), manager.sessions_of("carol")) == (3, 1, 0)
 
     (start, _), (_, fail), (start_too, _), (bobs, _) = waiting

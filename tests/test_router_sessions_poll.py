@@ -73,6 +73,10 @@ class FakeConn:
     def respond(self, status, headers=(), body=b""):
         self.answers.append((status, body))
 
+    def go_on(self, request, step):   # Connection's guard, tested in test_router_connection.py
+        step()
+        return True
+
 
 class FakeRouter:
     def __init__(self, cpus=2):
@@ -103,7 +107,7 @@ def manager_for(cpus=2):
 
 def open_session(manager, router):
     conn = FakeConn()
-    manager.open(conn, {"jsonrpc": "2.0", "id": 0, "method": "initialize"}, b"{}", False, PRINCIPAL)
+    manager.open(conn, None, {"jsonrpc": "2.0", "id": 0, "method": "initialize"}, b"{}", False, PRINCIPAL)
     session = manager.by_id[next(reversed(manager.by_id))]
     reply(manager, session, session.inflight.seq, 0)
     return session

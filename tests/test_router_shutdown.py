@@ -59,7 +59,7 @@ def patient_router():
 
 
 def open_session(router):
-    router.sessions.open(FakeConn(), {"jsonrpc": "2.0", "id": 0, "method": "initialize"}, b"{}", False,
+    router.sessions.open(FakeConn(), None, {"jsonrpc": "2.0", "id": 0, "method": "initialize"}, b"{}", False,
                          Principal("alice", False))
     session = router.sessions.by_id[next(reversed(router.sessions.by_id))]
     reply(router.sessions, session, session.inflight.seq, 0)

@@ -368,7 +368,7 @@ class App:
                     "configured maximum per user (GS_MCP_MAX_SESSIONS_PER_USER); end one with DELETE, or "
                     "let an idle one be reaped" % (principal.user, sessions_count(per_user)), message.id))
                 return
-            self.sessions.open(conn, message.raw, body, accepts_sse, principal)
+            self.sessions.open(conn, request, message.raw, body, accepts_sse, principal)
             return
         session = self._session(conn, request, principal, message.id if message.kind == "request" else None)
         if session is None:

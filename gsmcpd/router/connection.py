@@ -243,7 +243,7 @@ class Connection:
     def go_on(self, request, step):
         """Run `step` of handling `request`, now or later (a request that waited on a JWKS
         fetch goes on from its callback): a bug in it never leaks the connection, and
-        answers 500 if nothing was answered yet."""
+        answers 500 if nothing was answered yet. False if it raised."""
         try:
             step()
         except Exception:
@@ -252,6 +252,8 @@ class Connection:
             log.exception("handling %s %s from %s failed", shown(request.method, HEAD_FIELD_CAP),
                           shown(request.path, HEAD_FIELD_CAP), self.peer)
             self._handling_failed(request)
+            return False
+        return True
 
     def read_body(self):
         """The app's answer to a head that passed its gates: read the body, then the

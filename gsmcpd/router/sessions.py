@@ -192,7 +192,7 @@ class SessionManager:
         self._churned_at = float("-inf")   # when a session last opened or ended
 
     # -- opening and ending ------------------------------------------------
-    def open(self, conn, message, body, accepts_sse, principal):
+    def open(self, conn, request, message, body, accepts_sse, principal):
         """Start a session for an initialize request once it has a worker (at once
         from a spare, else when the next is forked); its reply carries the id. A client
         that closes its side meanwhile still gets the reply, as for every request (a
@@ -203,6 +203,14 @@ class SessionManager:
 
         def start(worker):
             self.opening -= 1
+            # Maybe later, from the pool as a worker arrives: guarded as the connection
+            # guards the request it took, so a bug here answers this client 500 and the
+            # opens waiting behind it are still served.
+            if not conn.go_on(request, lambda: admit(worker)) and worker not in self._by_worker:
+                self._forget_user(principal.user)   # no session took it: none will end to count it
+                worker.kill()
+
+        def admit(worker):
             admitted = self.router.readmit(conn, message, principal)
             if admitted is None:   # refused (answered): its worker is another open's
                 self._forget_user(principal.user)
