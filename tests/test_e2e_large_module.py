@@ -64,6 +64,16 @@ def test_the_classes_of_a_big_image_are_listed_a_page_at_a_time(tmp_path):
         client.close()
 
 
+def test_a_page_past_the_end_of_a_listing_of_one_names_it_in_the_singular(tmp_path):
+    # It said "of 1 test classes".
+    test = "import unittest\n\n\nclass OnlyTest(unittest.TestCase):\n    def test_a(self):\n        pass\n"
+    with daemon_on_image(tmp_path, {"test_one.py": test}) as daemon:
+        client = open_session(daemon)
+        assert tool_text(ok(client, "list_test_classes", offset=5)) == (
+            "(showing none from offset 5 of 1 test class)")
+        client.close()
+
+
 def test_a_refresh_reimports_the_importers_the_modules_texts_name_now(tmp_path):
     files = {"pkg/__init__.py": "", "pkg/base.py": "WHO = 'base1'\n",
              "pkg/user.py": "from pkg.base import WHO\n", "pkg/loner.py": "WHO = 'loner'\n"}

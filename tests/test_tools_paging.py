@@ -105,6 +105,22 @@ def test_an_offset_past_the_end_says_so(client):
     assert answer["structuredContent"] == {"dictionary": "big", "classes": [], "total": 5, "offset": 9}
 
 
+@pytest.mark.parametrize("what, one", [("classes", "class"), ("subclasses", "subclass"),
+                                       ("test classes", "test class"), ("dictionaries", "dictionary"),
+                                       ("entries", "entry")])
+def test_a_listing_of_one_names_it_in_the_singular(what, one):
+    # It said "of 1 test classes", "of 1 subclasses".
+    assert paging.page_of(["x"], {"offset": 5}, what).note == [f"(showing none from offset 5 of 1 {one})"]
+    assert paging.page_of(["x", "y"], {"offset": 5}, what).note == [f"(showing none from offset 5 of 2 {what})"]
+
+
+def test_an_offset_past_a_listing_of_one_says_so_in_the_singular(tmp_path, views):
+    client = Client(views(write_image(tmp_path / "image")))   # one test class, json.py one class
+    assert text(client.ok("list_test_classes", offset=5)).endswith("\n(showing none from offset 5 of 1 test class)")
+    assert text(client.ok("list_classes", dictionaryName="json", offset=5)) == (
+        "(showing none from offset 5 of 1 class)")
+
+
 def test_a_list_within_one_page_is_answered_whole(client):
     answer = client.ok("list_classes", dictionaryName="zoo.animals")
     assert answer["structuredContent"] == {"dictionary": "zoo.animals", "classes": ["Animal", "Dog"], "total": 2}

@@ -48,5 +48,14 @@ def page_of(every: list, arguments: dict, what: str, elsewhere: str = "") -> Pag
         page.fields["nextOffset"] = end
         rest = f"; {len(every) - end} more: call again with offset {end}" + (
             f", or {elsewhere}" if elsewhere else "")
-    page.note.append(f"(showing {shown} of {len(every)} {what}{rest})")
+    page.note.append(f"(showing {shown} of {counted(len(every), what)}{rest})")
     return page
+
+
+def counted(n: int, what: str) -> str:
+    """"5 classes", "1 class": `what` is a listing's plural (classes, subclasses, test
+    classes, dictionaries, entries), its singular made by rule."""
+    if n != 1:
+        return f"{n} {what}"
+    one = what[:-3] + "y" if what.endswith("ies") else what[:-2] if what.endswith("sses") else what[:-1]
+    return f"1 {one}"
