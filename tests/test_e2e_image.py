@@ -335,7 +335,11 @@ def test_the_same_change_made_in_two_sessions_is_committed_once_and_conflicts_wi
     assert not second.get("isError"), second
     assert (second["structuredContent"]["committed"], second["structuredContent"]["alreadyCommitted"]) == (
         [], ["shop.models"])
-    assert "already committed by another, with the same text: shop.models" in tool_text(second)
+    # Said once, in place of "committed (view version N)": nothing was written.
+    assert ("; already committed by another, with the same text: shop.models, so nothing was written (view "
+            f"version {second['structuredContent']['version']})") in tool_text(second)
+    assert "committed (view version" not in tool_text(second)
+    assert tool_text(second).count("already committed") == 1
     assert [entry["session"] for entry in journal(shop.image)] == [a.session]
     assert b.tool("status")["structuredContent"]["uncommittedChanges"] is False
     # Made alike, uncommitted, in both; one commits: the other's refresh takes it as committed.

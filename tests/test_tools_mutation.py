@@ -2108,6 +2108,24 @@ def test_a_mutation_says_which_of_its_changes_another_session_committed_the_same
     assert [[f["file"] for f in r["files"]] for r in a.view.store.journal()][-1] == ["zoo/keeper.py"]
 
 
+def test_a_mutation_another_session_already_committed_alike_says_nothing_was_written(image, views):
+    # It answered "...; committed (view version N)" though it had written nothing.
+    # a's change conflicts with b's and stays uncommitted; c then commits exactly a's text.
+    a, b = Client(views(image, "a")), views(image, "b", install=False)
+    b.set_source("zoo.animals", b.source("zoo.animals") + "# b\n", live=False)
+    b.commit()
+    noise = "def noise(self):\n    return 'grr'\n"
+    a.error("compile_method", "conflict", className="Dog", source=noise)
+    c = views(image, "c", install=False)
+    c.set_source("zoo.animals", a.view.source("zoo.animals"), live=False)
+    c.commit()
+    done = a.ok("compile_method", className="Dog", source=noise)   # the same again: only that to commit
+    assert (done["structuredContent"]["committed"], done["structuredContent"]["alreadyCommitted"]) == (
+        [], ["zoo.animals"])
+    assert text(done) == ("replaced zoo.animals.Dog.noise; already committed by another, with the same text: "
+                          f"zoo.animals, so nothing was written (view version {a.view.version})")
+
+
 def test_a_mutation_names_the_modules_others_commits_brought_in(image, views):
     a, b = Client(views(image, "a")), views(image, "b", install=False)
     b.set_source("zoo.keeper", b.source("zoo.keeper") + "KEPT_BY_B = 1\n", live=False)

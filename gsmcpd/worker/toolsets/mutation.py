@@ -192,13 +192,19 @@ class MutationToolset(Toolset):
         if callable(message):
             message = message()
         structured = {**structured, "committed": committed, "version": self.view.version}
-        text = f"{message}; committed (view version {self.view.version})"
+        already = self.view.already_committed   # by another's identical commit: not written again
+        if already and not committed:   # "committed" would claim a write that never was
+            text = (f"{message}; {already_committed_text(already)}, so nothing was written "
+                    f"(view version {self.view.version})")
+        else:
+            text = f"{message}; committed (view version {self.view.version})"
         if self.view.settled:   # this session's earlier undecided commit, found standing
             structured["settled"] = self.view.settled
             text += "\n" + settled_text(self.view.settled)
-        if self.view.already_committed:   # by another's identical commit: not written again
-            structured["alreadyCommitted"] = self.view.already_committed
-            text += "\n" + already_committed_text(self.view.already_committed)
+        if already:
+            structured["alreadyCommitted"] = already
+            if committed:
+                text += "\n" + already_committed_text(already)
         if brought_in:   # only then, as commit's answer does
             structured["broughtIn"] = brought_in
             text += "\n" + brought_in_text(brought_in)
