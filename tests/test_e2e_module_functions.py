@@ -34,6 +34,7 @@ def refund():
 ''',
     "shop/front.py": "from shop.till import checkout\n\n\ndef sell():\n    return checkout(5)\n",
     "shop/setup.py": "def configure():\n    return 1\n\n\nCONFIG = configure()\n",
+    "shop/branch.py": "def configure():\n    return 1\n\n\nif True:\n    CONFIG = configure()\n",
     "shop/optional.py": "import os\n\n\ndef configure():\n    return 1\n\n\n"
                         "if os.environ.get('SHOP_NEVER_SET'):\n    CONFIG = configure()\n",
     "shop/hooks.py": '''\
@@ -114,6 +115,17 @@ def test_delete_method_removes_a_function_unless_the_module_runs_it(daemon, imag
     assert answer["structuredContent"]["committed"] == ["shop.till"]
     assert "spare" not in (image / "shop/till.py").read_text()
     assert run(c, "import shop.till\nhasattr(shop.till, 'spare')") == "False"
+
+
+def test_a_function_whose_delete_leaves_its_module_failing_says_the_import_error_once(daemon, image, c):
+    # It said it twice: "shop.branch now fails to import: NameError..." in the change's
+    # line, then a line "import error in shop.branch: NameError..." after it.
+    answer = ok(c, "delete_method", className="shop.branch", selector="configure")
+    error = "NameError: name 'configure' is not defined"
+    assert tool_text(answer) == (f"deleted function shop.branch.configure; re-imported shop.branch; "
+                                 f"shop.branch now fails to import: {error}; committed (view version "
+                                 f"{answer['structuredContent']['version']})")
+    assert answer["structuredContent"]["importErrors"] == {"shop.branch": error}
 
 
 def test_delete_method_removes_a_function_the_module_calls_only_in_a_branch_that_may_not_run(daemon, image, c):

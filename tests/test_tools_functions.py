@@ -220,6 +220,10 @@ def test_a_function_called_in_a_branch_that_runs_is_deleted_and_its_module_named
     assert result["structuredContent"]["importErrors"] == {
         "zoo.setup": "NameError: name 'configure' is not defined"}
     assert "def configure" not in disk(image, "zoo/setup.py")
+    # Said once, in the change's line: not again in a line "import error in zoo.setup: ..." after it.
+    assert text(result) == ("deleted function zoo.setup.configure; re-imported zoo.setup; zoo.setup now fails "
+                            "to import: NameError: name 'configure' is not defined; committed (view version "
+                            f"{client.view.version})")
 
 
 def test_a_dotted_name_that_is_both_a_dictionary_and_a_class_is_ambiguous(client, image):

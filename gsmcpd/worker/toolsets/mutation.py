@@ -209,8 +209,11 @@ class MutationToolset(Toolset):
             structured["broughtIn"] = brought_in
             text += "\n" + brought_in_text(brought_in)
         if broken:       # what bringing them in broke here, added to what the change itself did
-            structured["importErrors"] = {**structured.get("importErrors", {}), **broken}
-            text += "\n" + "\n".join(import_error_lines(broken))
+            said = structured.get("importErrors", {})   # in the change's note ("... now fails to import")
+            structured["importErrors"] = {**said, **broken}
+            unsaid = {name: error for name, error in broken.items() if said.get(name) != error}
+            if unsaid:
+                text += "\n" + "\n".join(import_error_lines(unsaid))
         return {"text": text, "structured": structured}
 
     def _reimport_importers(self, modules, itself: bool = False) -> tuple[str, dict]:
