@@ -1059,3 +1059,42 @@ def test_opens_that_waited_for_a_worker_are_answered_though_one_s_start_raises(h
         assert not anns.alive   # claimed, and no session took it
     finally:
         router.close()
+
+
+def test_opens_whose_worker_cannot_be_had_are_answered_though_one_s_refusal_raises(harness, monkeypatch, caplog):
+    # The pool refuses the claims waiting in turn, from one callback (as the server stops; a
+    # spawner error or a timer, later): a bug in one refusal left its client unanswered, and the next too.
+    from gsmcpd.config import Config
+    from gsmcpd.router import sessions
+    from gsmcpd.router.app import Principal
+    from gsmcpd.router.main import Router
+    router = Router(Config())
+    try:
+        fails = []
+        router.pool = SimpleNamespace(claim=lambda start, fail: fails.append(fail))
+        error = sessions.jsonrpc.error
+
+        def buggy_error(request_id, *args):
+            if request_id == 1:
+                raise RuntimeError("bug in the refusal")
+            return error(request_id, *args)
+        monkeypatch.setattr(sessions.jsonrpc, "error", buggy_error)
+
+        def opens(request_id):
+            init = b'{"jsonrpc":"2.0","id":%d,"method":"initialize"}' % request_id
+            return lambda h, conn, request: router.sessions.open(
+                conn, request, json.loads(init), init, False, Principal("ann", False))
+        first, second = harness(opens(1)), harness(opens(2))
+        for h in (first, second):
+            h.client.sendall(post(b"x"))
+            h.run_until(lambda: len(fails) == (1 if h is first else 2))
+        with caplog.at_level(logging.ERROR, logger="gsmcpd.http"):
+            first.loop._guard(lambda: [fail("no worker") for fail in fails])
+        assert statuses(first.read_until_closed()) == [500]
+        assert "bug in the refusal" in caplog.text
+        second.client.shutdown(socket.SHUT_WR)
+        raw = second.read_until_closed()
+        assert statuses(raw) == [503] and b"cannot start a worker process (no worker)" in raw
+        assert router.sessions.opening == 0 and router.sessions.sessions_of("ann") == 0
+    finally:
+        router.close()

@@ -222,6 +222,9 @@ class SessionManager:
             self.opening -= 1
             self._forget_user(principal.user)
             log.error("cannot start a worker for a new session: %s", reason)
+            conn.go_on(request, lambda: refuse(reason))   # later too, as start: one of several refused in turn
+
+        def refuse(reason):
             conn.respond(503, [JSON, ("Retry-After", "5")], jsonrpc.dumps(jsonrpc.error(
                 message.get("id"), jsonrpc.INTERNAL_ERROR,
                 "Service Unavailable: cannot start a worker process (%s)" % reason)))
