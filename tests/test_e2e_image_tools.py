@@ -2207,6 +2207,20 @@ def test_deleting_what_only_an_asserts_message_reads_as_the_module_runs_is_noted
         client.close()
 
 
+def test_deleting_a_class_only_an_except_clause_names_as_the_module_runs_leaves_it_importing(tmp_path):
+    # The clause's class is evaluated only when the try body raises: refused as a sure read before.
+    files = {"limits.py": ("class Missing(Exception):\n    pass\n\n\ntry:\n    LIMIT = int('3')\n"
+                           "except Missing:\n    LIMIT = 0\n")}
+    with daemon_on_image(tmp_path, files) as daemon:
+        client = open_session(daemon)
+        structured(client, "delete_class", className="limits.Missing")
+        assert "class Missing" not in (daemon.image / "limits.py").read_text()
+        fresh = open_session(daemon)
+        assert run(fresh, "import limits\nlimits.LIMIT") == "3"
+        fresh.close()
+        client.close()
+
+
 def test_a_class_nested_in_one_whose_body_rewrites_module_counts_as_made_where_its_statement_is(image, c):
     # Middle's __module__ (elsewhere) was compared with hooked.deep's: Leaf was no image
     # class, so delete_class of Base went through and hooked.deep failed to import.

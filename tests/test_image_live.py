@@ -615,6 +615,7 @@ def test_class_member_names_are_those_the_body_binds_in_its_blocks_too(body, nam
     ("hs = [h for h in A.run]\n", 5),                                # the first iterable surely runs
     ("hs = {h: 1 for x in range(2) for h in A.run}\n", None),        # a later one may not
     ("assert True, A.run\n", None),                                 # the message: only if it fails
+    ("try:\n    import x\nexcept A.run:\n    pass\n", None),         # an except class: only if it raises
     ("assert A.run, 'runs'\n", 5),
     ("h = 0 > 1 > A.run\n", None),                                   # a chain stops at the first False
     ("h = 0 < A.run < 1\n", 5),
@@ -654,6 +655,10 @@ def test_unguarded_attribute_reader(below, line):
     ("B = list(x for x in A)\n", [1]),                              # the first iterable surely runs
     ("B = [y for x in X for y in A]\n", []),
     ("assert X, A\n", []),
+    ("try:\n    import x\nexcept A:\n    pass\n", []),              # only if the body raises
+    ("try:\n    import x\nexcept (ValueError, A):\n    pass\n", []),
+    ("try:\n    import x\nexcept* A:\n    pass\n", []),
+    ("try:\n    import x\nexcept ValueError:\n    pass\nfinally:\n    B = A\n", [6]),
     ("B = X < Y < A\n", []),
     ("B = X < A < Y\n", [1]),
     ("def f():\n    return A\n", []),

@@ -1896,6 +1896,31 @@ def test_delete_class_refuses_a_class_its_own_module_still_needs_as_it_runs(clie
     assert "zoo.animals" not in result["reimported"] and client.view.module("zoo.animals") is animals
 
 
+def test_delete_class_named_only_in_an_except_clause_as_the_module_runs_is_deleted(client, image):
+    # The clause's class is evaluated only when its try body raises: the module imports
+    # without it, yet the deletion was refused as a sure read, with no way through but an editor.
+    source = ("class Missing(Exception):\n    pass\n\n\ntry:\n    LIMIT = int('3')\n"
+              "except Missing:\n    LIMIT = 0\n")
+    (image / "zoo" / "limits.py").write_text(source)
+    client.ok("refresh")
+    result = client.ok("delete_class", className="zoo.limits.Missing")["structuredContent"]
+    assert "importErrors" not in result or "zoo.limits" not in result["importErrors"]
+    assert "class Missing" not in disk(image, "zoo/limits.py")
+    namespace = {}
+    exec(disk(image, "zoo/limits.py"), namespace)   # as a new session's import runs it
+    assert namespace["LIMIT"] == 3
+
+
+def test_delete_method_of_what_only_an_except_clause_reads_as_the_module_runs_is_deleted(client, image):
+    # `except Job.error()`: evaluated only when the try body raises, yet refused as a sure read.
+    source = ("class Job:\n    @staticmethod\n    def error():\n        return ValueError\n\n\n"
+              "try:\n    LIMIT = int('3')\nexcept Job.error():\n    LIMIT = 0\n")
+    (image / "zoo" / "jobs.py").write_text(source)
+    client.ok("refresh")
+    client.ok("delete_method", className="zoo.jobs.Job", selector="error")
+    assert "def error" not in disk(image, "zoo/jobs.py")
+
+
 def test_delete_class_re_imports_its_importers(client):
     client.ok("run_test_class", className="ZooTest")          # zoo.test_zoo imports Dog
     result = client.ok("delete_class", className="Dog")

@@ -1023,7 +1023,8 @@ def _maybe_evaluated(statement: ast.stmt) -> set[int]:
     """The ids of the nodes of `statement` an expression around them may not evaluate: a
     conditional expression's branches, a boolean operation's operands after its first, a
     chained comparison's operands after its second (`0 < x < A.run`), an `assert`'s
-    message (evaluated only when it fails), a comprehension's all but its first iterable."""
+    message (evaluated only when it fails), a comprehension's all but its first iterable,
+    an `except` clause's class (evaluated only when its `try` body raises)."""
     maybe = set()
     for node in ast.walk(statement):
         if isinstance(node, ast.IfExp):
@@ -1034,6 +1035,8 @@ def _maybe_evaluated(statement: ast.stmt) -> set[int]:
             parts = node.comparators[1:]
         elif isinstance(node, ast.Assert):
             parts = [node.msg] if node.msg is not None else []
+        elif isinstance(node, ast.ExceptHandler):
+            parts = [node.type] if node.type is not None else []
         elif isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
             first = node.generators[0].iter
             # Its element and its generators' parts, not the generators whole: walking
