@@ -2221,6 +2221,20 @@ def test_deleting_a_class_only_an_except_clause_names_as_the_module_runs_leaves_
         client.close()
 
 
+def test_deleting_a_class_only_a_matchs_guard_reads_as_the_module_runs_leaves_it_importing(tmp_path):
+    # A guard runs only when its pattern matches: refused as a sure read before.
+    files = {"order.py": ("import sys\n\n\nclass Odd:\n    pass\n\n\nmatch sys.byteorder:\n"
+                          "    case int() if Odd:\n        ORDER = None\n    case _:\n        ORDER = 1\n")}
+    with daemon_on_image(tmp_path, files) as daemon:
+        client = open_session(daemon)
+        structured(client, "delete_class", className="order.Odd")
+        assert "class Odd" not in (daemon.image / "order.py").read_text()
+        fresh = open_session(daemon)
+        assert run(fresh, "import order\norder.ORDER") == "1"
+        fresh.close()
+        client.close()
+
+
 def test_a_class_nested_in_one_whose_body_rewrites_module_counts_as_made_where_its_statement_is(image, c):
     # Middle's __module__ (elsewhere) was compared with hooked.deep's: Leaf was no image
     # class, so delete_class of Base went through and hooked.deep failed to import.

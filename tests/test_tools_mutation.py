@@ -2,6 +2,7 @@
 
 import dataclasses
 import enum
+import sys
 from pathlib import Path
 
 import pytest
@@ -1909,6 +1910,20 @@ def test_delete_class_named_only_in_an_except_clause_as_the_module_runs_is_delet
     namespace = {}
     exec(disk(image, "zoo/limits.py"), namespace)   # as a new session's import runs it
     assert namespace["LIMIT"] == 3
+
+
+def test_delete_class_named_only_in_a_later_case_of_a_match_as_the_module_runs_is_deleted(client, image):
+    # The second case is tried only when the first does not match: refused as a sure read before.
+    source = ("import sys\n\n\nclass Unknown:\n    pass\n\n\nmatch sys.byteorder:\n"
+              "    case 'little' | 'big':\n        ORDER = sys.byteorder\n    case Unknown():\n"
+              "        ORDER = None\n")
+    (image / "zoo" / "order.py").write_text(source)
+    client.ok("refresh")
+    client.ok("delete_class", className="zoo.order.Unknown")
+    assert "class Unknown" not in disk(image, "zoo/order.py")
+    namespace = {}
+    exec(disk(image, "zoo/order.py"), namespace)   # as a new session's import runs it
+    assert namespace["ORDER"] == sys.byteorder
 
 
 def test_delete_method_of_what_only_an_except_clause_reads_as_the_module_runs_is_deleted(client, image):

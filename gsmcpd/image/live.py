@@ -1024,7 +1024,8 @@ def _maybe_evaluated(statement: ast.stmt) -> set[int]:
     conditional expression's branches, a boolean operation's operands after its first, a
     chained comparison's operands after its second (`0 < x < A.run`), an `assert`'s
     message (evaluated only when it fails), a comprehension's all but its first iterable,
-    an `except` clause's class (evaluated only when its `try` body raises)."""
+    an `except` clause's class (evaluated only when its `try` body raises), a `match`'s
+    guards and patterns but what its first case tests first (_pattern_maybe)."""
     maybe = set()
     for node in ast.walk(statement):
         if isinstance(node, ast.IfExp):
@@ -1037,6 +1038,9 @@ def _maybe_evaluated(statement: ast.stmt) -> set[int]:
             parts = [node.msg] if node.msg is not None else []
         elif isinstance(node, ast.ExceptHandler):
             parts = [node.type] if node.type is not None else []
+        elif isinstance(node, ast.Match):
+            parts = [case.guard for case in node.cases if case.guard is not None]
+            parts += [case.pattern for case in node.cases[1:]] + _pattern_maybe(node.cases[0].pattern)
         elif isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
             first = node.generators[0].iter
             # Its element and its generators' parts, not the generators whole: walking
@@ -1048,6 +1052,23 @@ def _maybe_evaluated(statement: ast.stmt) -> set[int]:
             continue
         maybe.update(id(sub) for part in parts for sub in ast.walk(part))
     return maybe
+
+
+def _pattern_maybe(pattern: ast.pattern) -> list[ast.AST]:
+    """The parts of a `case` pattern that matching it may not evaluate: all but a class
+    pattern's class (`case Hook():`), a value pattern's value (`case Hook.RED:`), or
+    those of the first of several alternatives, which are evaluated before anything is
+    tested; a sequence or mapping pattern's parts are evaluated only once the subject
+    is found one."""
+    if isinstance(pattern, ast.MatchClass):
+        return pattern.patterns + pattern.kwd_patterns
+    if isinstance(pattern, ast.MatchValue):
+        return []
+    if isinstance(pattern, ast.MatchAs):
+        return [] if pattern.pattern is None else _pattern_maybe(pattern.pattern)
+    if isinstance(pattern, ast.MatchOr):
+        return _pattern_maybe(pattern.patterns[0]) + pattern.patterns[1:]
+    return list(ast.iter_child_nodes(pattern))
 
 
 def reads_attribute(tree: ast.Module, attributes: set[str]) -> bool:
