@@ -2235,6 +2235,20 @@ def test_deleting_a_class_only_a_matchs_guard_reads_as_the_module_runs_leaves_it
         client.close()
 
 
+def test_deleting_a_method_the_module_sets_anew_above_its_read_leaves_it_importing(tmp_path):
+    # `setattr(Job, "run", fast_run)` above `RUN = Job.run`: refused as a sure read before.
+    files = {"jobs.py": ("class Job:\n    def run(self):\n        return 1\n\n\ndef fast_run(self):\n"
+                         "    return 2\n\n\nsetattr(Job, 'run', fast_run)\nRUN = Job.run\n")}
+    with daemon_on_image(tmp_path, files) as daemon:
+        client = open_session(daemon)
+        structured(client, "delete_method", className="jobs.Job", selector="run")
+        assert "def run" not in (daemon.image / "jobs.py").read_text()
+        fresh = open_session(daemon)
+        assert run(fresh, "import jobs\njobs.Job().run()") == "2"
+        fresh.close()
+        client.close()
+
+
 def test_a_class_nested_in_one_whose_body_rewrites_module_counts_as_made_where_its_statement_is(image, c):
     # Middle's __module__ (elsewhere) was compared with hooked.deep's: Leaf was no image
     # class, so delete_class of Base went through and hooked.deep failed to import.

@@ -634,6 +634,14 @@ def test_class_member_names_are_those_the_body_binds_in_its_blocks_too(body, nam
     ("class B:\n    h = A.run\n    A = C\n", 6),                    # bound after the read
     ("class B:\n    class C:\n        A = D\n    h = A.run\n", 8),  # another class's namespace
     ("class B:\n    A = C\n    class D:\n        h = A.run\n", 8),  # not seen from a nested class
+    # The module sets the attribute anew above the read (in a block: it may).
+    ("A.run = print\nh = A.run\n", None),
+    ("A.run: object = print\nh = A.run\n", None),
+    ("setattr(A, 'run', print)\nh = A.run\n", None),
+    ("if X:\n    A.run = print\nh = A.run\n", None),
+    ("h = A.run\nA.run = print\n", 5),                             # set after the read
+    ("A.run = A.run\n", 5),                                         # read before it is set
+    ("A.other = print\nh = A.run\n", 6),
 ])
 def test_unguarded_attribute_reader(below, line):
     tree = ast.parse("class A:\n    def run(self):\n        pass\n\n" + below)

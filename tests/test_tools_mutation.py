@@ -1912,6 +1912,20 @@ def test_delete_class_named_only_in_an_except_clause_as_the_module_runs_is_delet
     assert namespace["LIMIT"] == 3
 
 
+def test_delete_method_the_module_sets_anew_above_its_read_as_it_runs_is_deleted(client, image):
+    # `Job.run = fast_run` gives the class the attribute before `RUN = Job.run` reads it: the
+    # module imports without the def, yet the deletion was refused as a sure read.
+    source = ("class Job:\n    def run(self):\n        return 1\n\n\ndef fast_run(self):\n    return 2\n\n\n"
+              "Job.run = fast_run\nRUN = Job.run\n")
+    (image / "zoo" / "jobs.py").write_text(source)
+    client.ok("refresh")
+    client.ok("delete_method", className="zoo.jobs.Job", selector="run")
+    assert "def run" not in disk(image, "zoo/jobs.py")
+    namespace = {}
+    exec(disk(image, "zoo/jobs.py"), namespace)   # as a new session's import runs it
+    assert namespace["RUN"] is namespace["fast_run"]
+
+
 def test_delete_class_named_only_in_a_later_case_of_a_match_as_the_module_runs_is_deleted(client, image):
     # The second case is tried only when the first does not match: refused as a sure read before.
     source = ("import sys\n\n\nclass Unknown:\n    pass\n\n\nmatch sys.byteorder:\n"

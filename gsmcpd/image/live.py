@@ -920,14 +920,41 @@ def unguarded_attribute_reader(tree: ast.Module, class_name: str, attribute: str
     part of an expression that may not run (`A.run if hasattr(A, "run") else None`,
     `hasattr(A, "run") and A.run`, a comprehension's element): without that attribute
     the module surely fails to import, AttributeError. A read under an `if`, or in a
-    function the module calls, is not told sure (attribute_reader finds it). With
+    function the module calls, is not told sure (attribute_reader finds it); nor one
+    below a top-level statement that may set the attribute (`Job.run = other`,
+    `setattr(Job, "run", other)`, in a block too), giving the class it anew. With
     `deleted`, only a `del A.run`: it fails where the class has it from a base alone too."""
     classdef = splice.class_statement(tree, class_name)
     if classdef is None:
         return None
-    wanted = _reads_of(attribute, {class_name, *through}, deleted)
-    return next(iter(_sure_reads(tree, wanted, AttributeError, after=classdef.end_lineno,
-                                 name_read=_first_name_read)), None)
+    names = {class_name, *through}
+    setters = [statement for statement in splice.statements_within(tree.body)
+               if statement.lineno > classdef.end_lineno and _sets_attribute(statement, attribute, names)]
+    return next((reader for reader in _sure_reads(tree, _reads_of(attribute, names, deleted), AttributeError,
+                                                  after=classdef.end_lineno, name_read=_first_name_read)
+                 if not any(_written_above(setter, reader) for setter in setters)), None)
+
+
+def _sets_attribute(statement: ast.stmt, attribute: str, names: set[str]) -> bool:
+    """Whether the statement itself (not its blocks) sets `attribute` of a class spelled
+    as one of `names`: `Job.run = f`, `Job.run: T = f`, `setattr(Job, "run", f)`."""
+    for sub in splice.evaluated_now(statement, class_bodies=False, blocks=False):
+        if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Store):
+            target, name = sub.value, sub.attr
+        elif (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "setattr"
+              and len(sub.args) == 3 and isinstance(sub.args[1], ast.Constant)):
+            target, name = sub.args[0], sub.args[1].value
+        else:
+            continue
+        spelled = splice.dotted_names(target)
+        if name == attribute and spelled is not None and ".".join(spelled) in names:
+            return True
+    return False
+
+
+def _written_above(statement: ast.stmt, below: ast.stmt) -> bool:
+    """Whether `statement` ends before `below` starts: it has run when `below` runs, if it runs."""
+    return (statement.end_lineno, statement.end_col_offset) <= (below.lineno, below.col_offset)
 
 
 def _first_name_read(node: ast.AST) -> str | None:
