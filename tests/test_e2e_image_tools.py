@@ -2249,6 +2249,20 @@ def test_deleting_a_method_the_module_sets_anew_above_its_read_leaves_it_importi
         client.close()
 
 
+def test_deleting_a_function_a_function_the_module_calls_binds_again_leaves_it_importing(tmp_path):
+    # `install()` binds `encode` as a global above `DEFAULT = encode`: refused as a sure read before.
+    files = {"codec.py": ("def encode(text):\n    return text\n\n\ndef install():\n    global encode\n"
+                          "    encode = str.upper\n\n\ninstall()\nDEFAULT = encode\n")}
+    with daemon_on_image(tmp_path, files) as daemon:
+        client = open_session(daemon)
+        structured(client, "delete_method", className="codec", selector="encode")
+        assert "def encode" not in (daemon.image / "codec.py").read_text()
+        fresh = open_session(daemon)
+        assert run(fresh, "import codec\ncodec.DEFAULT('a')") == "'A'"
+        fresh.close()
+        client.close()
+
+
 def test_a_class_nested_in_one_whose_body_rewrites_module_counts_as_made_where_its_statement_is(image, c):
     # Middle's __module__ (elsewhere) was compared with hooked.deep's: Leaf was no image
     # class, so delete_class of Base went through and hooked.deep failed to import.

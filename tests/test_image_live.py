@@ -679,6 +679,8 @@ def test_unguarded_attribute_reader(below, line):
     ("B = X < A < Y\n", [1]),
     ("def f():\n    return A\n", []),
     ("A = 1\nB = A\n", []),                                      # bound otherwise
+    ("def setup():\n    global A\n    A = 1\n\n\nsetup()\nB = A\n", []),   # by a function it calls
+    ("def setup():\n    global A\n    A = 1\n\n\nB = A\n", [6]),            # not called
     # The class-local A (Python runs these without the module's A):
     ("class C:\n    A = 1\n    x = A\n", []),
     ("class C:\n    A = 1; x = A\n", []),

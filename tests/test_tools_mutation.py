@@ -1926,6 +1926,20 @@ def test_delete_method_the_module_sets_anew_above_its_read_as_it_runs_is_deleted
     assert namespace["RUN"] is namespace["fast_run"]
 
 
+def test_delete_function_a_function_the_module_calls_binds_again_is_deleted(client, image):
+    # `install()` binds `encode` as a global before `DEFAULT = encode` reads it: the module
+    # imports without the def, yet the deletion was refused as a sure read.
+    source = ("def encode(text):\n    return text\n\n\ndef install():\n    global encode\n"
+              "    encode = str.upper\n\n\ninstall()\nDEFAULT = encode\n")
+    (image / "zoo" / "codec.py").write_text(source)
+    client.ok("refresh")
+    client.ok("delete_method", className="zoo.codec", selector="encode")
+    assert "def encode" not in disk(image, "zoo/codec.py")
+    namespace = {}
+    exec(disk(image, "zoo/codec.py"), namespace)   # as a new session's import runs it
+    assert namespace["DEFAULT"] is str.upper
+
+
 def test_delete_class_named_only_in_a_later_case_of_a_match_as_the_module_runs_is_deleted(client, image):
     # The second case is tried only when the first does not match: refused as a sure read before.
     source = ("import sys\n\n\nclass Unknown:\n    pass\n\n\nmatch sys.byteorder:\n"

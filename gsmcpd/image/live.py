@@ -970,8 +970,10 @@ def sure_import_readers(tree: ast.Module, name: str) -> list[ast.stmt]:
     top level binds any more (as import_readers tells) themselves, not in a part of an
     expression that may not run: with it gone, the module surely fails to import. A read
     under an `if` (a branch that may not run) is import_readers' alone. A builtin's name
-    (a class `property` shadowing it) then reads the builtin: no NameError."""
-    if name in vars(builtins) or splice.binds(tree.body, name, augmented=False):
+    (a class `property` shadowing it) then reads the builtin: no NameError. Nor is a
+    name one of its functions it calls binds as a global (`def setup(): global Hook`)."""
+    if (name in vars(builtins) or splice.binds(tree.body, name, augmented=False)
+            or splice.binds_by_call(tree.body, name)):
         return []
     return _sure_reads(tree, lambda sub: _name_read(sub) == name, NameError, name_read=_name_read)
 
