@@ -17,7 +17,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from gsmcpd.image import own, splice
-from gsmcpd.image.view import KERNEL, View, is_program
+from gsmcpd.image.view import KERNEL, View, code_started_in, is_program
 from gsmcpd.wire.jsonrpc import echoed
 from gsmcpd.worker.toolset import ToolError, did_you_mean, meant
 
@@ -341,7 +341,7 @@ def _made_by_its_statement(view: View, ref: ClassRef, cls: type) -> bool:
                if isinstance(target, ast.Name) and isinstance(target.ctx, ast.Store)}
     return (("__module__" in written or cls.__module__ == ref.module or view.rewritten_home(cls) == ref.module)
             and ("__qualname__" in written or cls.__qualname__ == ref.name)
-            and not view.remade_below(cls, ref.module, ref.name))
+            and not view.rebound_from(cls, ref.module, ref.name))
 
 
 def not_its_class(view: View, ref: ClassRef, obj: object) -> str:
@@ -350,7 +350,7 @@ def not_its_class(view: View, ref: ClassRef, obj: object) -> str:
     tree = view.tree(ref.module)
     # Of its module and name: no other module's class (`from _collections import OrderedDict`).
     if (isinstance(obj, type) and obj.__module__ == ref.module and own.QUALNAME(obj) == ref.name
-            and tree is not None and view.rebound_below(ref.module, ref.name)):
+            and tree is not None and view.rebound_from(obj, ref.module, ref.name)):
         return (f"{ref.qualified} is bound to a class made at run time (at line "
                 f"{_last_binding_line(tree, ref.name)}) once {ref.module} is imported, not to the "
                 "class its class statement makes")
@@ -494,14 +494,7 @@ def _made_from(view: View, ref: ClassRef, nodes: list[ast.ClassDef]) -> ast.Clas
         cls = live_class(view, ref)
     except ToolError:
         return None
-    filename = view.filename(view.relpath(ref.module))
-    for value in vars(cls).values():
-        code = getattr(getattr(value, "__func__", value), "__code__", None)
-        if isinstance(code, types.CodeType) and code.co_filename == filename:
-            for node in nodes:
-                if node.lineno <= code.co_firstlineno <= node.end_lineno:
-                    return node
-    return None
+    return code_started_in(cls, view.filename(view.relpath(ref.module)), nodes)
 
 
 def class_note(view: View, ref: ClassRef) -> str | None:

@@ -23,7 +23,7 @@ import secrets
 import sys
 import tokenize
 import unicodedata
-from types import CodeType, ModuleType
+from types import CodeType, FunctionType, ModuleType
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -549,21 +549,7 @@ class View:
         tree = self.tree(module_name)
         # Written in a module-level `if`/`try` block too: the module's own source made it.
         return (tree is not None and any(node.name == qualname for _, node in splice.defs_in_blocks(tree.body))
-                and not self.remade_below(obj, module_name, qualname))
-
-    def remade_below(self, obj, module: str, name: str) -> bool:
-        """Whether `obj`, what loaded `module` binds to `name`, may be made below the
-        statement of that name (rebound_below), unless its code tells it is not: a class
-        whose own functions were all compiled from the module's file, each within a class
-        statement of that name (distutils' `MSVCCompiler`, whose `if get_build_version() >=
-        8.0:` rebinding it did not run). A class of no function of its own cannot tell."""
-        if not self.rebound_below(module, name):
-            return False
-        codes = own.function_codes(obj) if isinstance(obj, type) else []
-        filename = self.filename(self.relpath(module))
-        spans = [(node.lineno, node.end_lineno) for _, node in splice.class_statements(self.tree(module), name)]
-        return not codes or not all(code.co_filename == filename and any(
-            first <= code.co_firstlineno <= last for first, last in spans) for code in codes)
+                and not self.rebound_from(obj, module_name, qualname))
 
     def rebound_below(self, module: str, name: str) -> bool:
         """Whether each module-level class or def statement of `name` in `module` has a
@@ -572,6 +558,22 @@ class View:
         statement's. Not `X = total_ordering(X)`, which hands back the class it was given,
         most often."""
         return name in self._rebound_below_statements(module)
+
+    def rebound_from(self, obj, module: str, name: str) -> bool:
+        """Whether `obj`, which `module` binds to `name`, is taken for another object than
+        the one its class or def statement makes (rebound_below): not when all its own code
+        (a function's, a class's methods') was compiled from the module's file within those
+        statements, the rebinding below having not run or handed it back (`try: from
+        fastparser import Parser` / `except ImportError: pass`, with no fastparser;
+        distutils' `MSVCCompiler`, whose `if get_build_version() >= 8.0:` rebinding did not
+        run). An object with no such code of its own cannot tell: a `type(...)` class, a C
+        type, a namedtuple (its `__new__` compiled from no file of the image)."""
+        if not self.rebound_below(module, name):
+            return False
+        nodes = [node for _, node in splice.defs_in_blocks(self.tree(module).body) if node.name == name]
+        filename = self.filename(self.relpath(module))
+        codes = own_codes(obj)
+        return not codes or not all(_statement_of(code, filename, nodes) for code in codes)
 
     def _rebound_below_statements(self, module: str) -> frozenset[str]:
         """The names rebound_below is true of. Kept per text (derived)."""
@@ -1237,6 +1239,33 @@ def is_program(module: str) -> bool:
     """A package's `__main__` (what `python -m pkg` runs): importing it runs the program,
     which may parse the worker's argv and exit (pip's vendored certifi's does), or worse."""
     return module.rpartition(".")[2] == "__main__"
+
+
+def code_started_in(obj, filename: str, nodes: list[ast.stmt]) -> ast.stmt | None:
+    """The statement of `nodes` (defs and class statements of the module compiled as
+    `filename`) where code of `obj` starts (own_codes); None when none does, or `obj` has
+    no such code to tell by."""
+    return next(filter(None, (_statement_of(code, filename, nodes) for code in own_codes(obj))), None)
+
+
+def own_codes(obj) -> list[CodeType]:
+    """The code of a function, or of the functions, static and class methods a class's own
+    namespace holds, read by type (own.function_codes: no user `__getattr__` runs)."""
+    if isinstance(obj, type):
+        return own.function_codes(obj)
+    return [obj.__code__] if type(obj) is FunctionType else []
+
+
+def _statement_of(code: CodeType, filename: str, nodes: list[ast.stmt]) -> ast.stmt | None:
+    """The statement of `nodes` the code was compiled within, from `filename`."""
+    if code.co_filename != filename:
+        return None
+    for node in nodes:
+        # A def's code starts at its first decorator.
+        start = min([node.lineno] + [decorator.lineno for decorator in node.decorator_list])
+        if start <= code.co_firstlineno <= node.end_lineno:
+            return node
+    return None
 
 
 def _bound_at(module, qualname: str):
