@@ -150,6 +150,7 @@ def tail():
     "gone/parts.py": "class Part:\n    pass\n",
     "gone/built.py": "class Built:\n    pass\n\n\ndef build():\n    return Built()\n\n\nBUILT = build()\n",
     "gone/starred.py": "from os.path import *\n\n\nclass Star:\n    pass\n\n\nSTAR = Star()\n",
+    "gone/starred_helpers.py": "from os.path import *\n\n\ndef helper():\n    return 1\n\n\nX = helper()\n",
     "gone/shadows.py": "class property(property):\n    pass\n\n\nclass Uses:\n    @property\n"
                        "    def size(self):\n        return 1\n",
     "gone/late/__init__.py": "from ._core import Latch\n",
@@ -1181,6 +1182,12 @@ def test_delete_class_names_its_module_failing_in_a_function_it_calls_as_it_runs
     # gone.built importing in no new session (NameError).
     deleted = tool_text(ok(c, "delete_class", className="gone.built.Built"))
     assert "gone.built now fails to import: NameError: name 'Built' is not defined" in deleted
+
+
+def test_delete_function_names_its_module_failing_where_a_star_import_binds_no_such_name(daemon, c):
+    # As delete_class: committed without a word, gone.starred_helpers importing in no new session.
+    deleted = tool_text(ok(c, "delete_method", className="gone.starred_helpers", selector="helper"))
+    assert "gone.starred_helpers now fails to import: NameError: name 'helper' is not defined" in deleted
 
 
 def test_delete_class_refuses_a_class_whose_module_sets_its_module_below_it(daemon, image, c):

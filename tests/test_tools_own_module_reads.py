@@ -92,6 +92,19 @@ def test_delete_class_names_its_module_failing_on_a_read_a_star_import_may_serve
     assert result["importErrors"] == {"late._core": "NameError: name 'Hook' is not defined"}
 
 
+def test_delete_function_names_its_module_failing_on_a_read_a_star_import_may_serve(client, image):
+    # As delete_class: the function deleted and committed without a word, the module not
+    # re-imported, as the `*` import might bind the name; it binds no `helper`, so no new
+    # session could import it.
+    (image / "zoo" / "helpers.py").write_text("from os.path import *\n\n\ndef helper():\n    return 1\n\n\n"
+                                              "X = helper()\n")
+    client.ok("refresh")
+    client.view.load_all()
+    result = client.ok("delete_method", className="zoo.helpers", selector="helper")["structuredContent"]
+    assert result["reimported"] == ["zoo.helpers"]
+    assert result["importErrors"] == {"zoo.helpers": "NameError: name 'helper' is not defined"}
+
+
 def test_delete_class_names_its_module_failing_in_a_function_it_calls_as_it_runs(client, image):
     # `X = make()` with `def make(): return Hook()`: committed with no word, the module not
     # re-imported, importing in no new session (NameError).

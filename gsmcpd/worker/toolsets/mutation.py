@@ -544,7 +544,7 @@ class MutationToolset(Toolset):
         self.view.set_source(module_name, new_source, live=module is not None)
         # An importer taking it by name (`from m import f`) now fails, here as in a new session;
         # so does the module itself where a read that may run (under an `if`, caught) does.
-        itself = live.needed_on_import(tree, name)
+        itself = live.needed_on_import(tree, name, star=False)
         note, data = self._reimport_importers([module_name], itself) if module is not None else ("", {})
         listed, listed_data = _all_note(module_name, name, new_source, tree)
         note, data = note + listed, {**data, **listed_data}
