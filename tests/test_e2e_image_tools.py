@@ -2270,6 +2270,21 @@ def test_deleting_a_function_a_function_the_module_calls_binds_again_leaves_it_i
         client.close()
 
 
+def test_deleting_a_class_an_import_that_failed_would_replace_names_its_module_failing(tmp_path):
+    # `try: from _no_such_fast_parser import Parser` / `except ImportError: pass` below the
+    # class: the import was taken to bind the name, and the module, reading it, was committed
+    # importing in no new session, the answer saying nothing.
+    files = {"parser_mod.py": ("class Parser:\n    def parse(self):\n        return 1\n\n\n"
+                               "try:\n    from _no_such_fast_parser import Parser\n"
+                               "except ImportError:\n    pass\n\n\nDEFAULT = Parser()\n")}
+    with daemon_on_image(tmp_path, files) as daemon:
+        client = open_session(daemon)
+        run(client, "import parser_mod")
+        deleted = tool_text(ok(client, "delete_class", className="parser_mod.Parser"))
+        assert "parser_mod now fails to import: NameError: name 'Parser' is not defined" in deleted, deleted
+        client.close()
+
+
 def test_a_class_nested_in_one_whose_body_rewrites_module_counts_as_made_where_its_statement_is(image, c):
     # Middle's __module__ (elsewhere) was compared with hooked.deep's: Leaf was no image
     # class, so delete_class of Base went through and hooked.deep failed to import.

@@ -713,6 +713,13 @@ def test_needed_on_import_without_star_takes_no_star_import_as_binding_the_name(
     tree = ast.parse("from os.path import *\n\nX = A()\n")
     assert not live.needed_on_import(tree, "A")
     assert live.needed_on_import(tree, "A", star=False)
+    # Nor an import that may fail, its handler passing, nor a binding under an `if`.
+    tree = ast.parse("try:\n    from fast import A\nexcept ImportError:\n    pass\n\nX = A()\n")
+    assert not live.needed_on_import(tree, "A") and live.needed_on_import(tree, "A", star=False)
+    assert live.needed_on_import(ast.parse("if Y:\n    A = 1\n\nX = A\n"), "A", star=False)
+    # Bound surely, whichever way the try goes: no re-import needed.
+    tree = ast.parse("try:\n    from fast import A\nexcept ImportError:\n    A = None\n\nX = A\n")
+    assert not live.needed_on_import(tree, "A", star=False)
 
 
 def test_needed_on_import_follows_the_module_s_own_functions_it_calls_one_call_deep():

@@ -92,6 +92,20 @@ def test_delete_class_names_its_module_failing_on_a_read_a_star_import_may_serve
     assert result["importErrors"] == {"late._core": "NameError: name 'Hook' is not defined"}
 
 
+def test_delete_class_names_its_module_failing_on_a_read_an_import_that_may_fail_would_serve(client, image):
+    # `from _no_such_fast import Parser` in a try whose handler held the class: the import
+    # was taken to bind the name, so the module was not re-imported, and it was committed
+    # importing in no new session (NameError) without a word.
+    (image / "zoo" / "parser.py").write_text(
+        "try:\n    from _no_such_fast import Parser\nexcept ImportError:\n    class Parser:\n        pass\n\n\n"
+        "DEFAULT = Parser()\n")
+    client.ok("refresh")
+    client.view.load_all()
+    result = client.ok("delete_class", className="zoo.parser.Parser")["structuredContent"]
+    assert result["reimported"] == ["zoo.parser"]
+    assert result["importErrors"] == {"zoo.parser": "NameError: name 'Parser' is not defined"}
+
+
 def test_delete_function_names_its_module_failing_on_a_read_a_star_import_may_serve(client, image):
     # As delete_class: the function deleted and committed without a word, the module not
     # re-imported, as the `*` import might bind the name; it binds no `helper`, so no new

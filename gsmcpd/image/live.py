@@ -767,8 +767,10 @@ def needed_on_import(tree: ast.Module, name: str, star: bool = True) -> bool:
     binds any more (a base, metaclass, decorator or default naming a deleted class): it
     then fails to import, NameError. Function bodies do not run on import, but for those
     of the module's own functions it calls as it runs, one call deep (`X = make()` with
-    `def make(): return Hook()`). With `star` false a `*` import is not taken to bind it
-    (only a re-import tells whether it does)."""
+    `def make(): return Hook()`). With `star` false only a binding sure to run is taken to
+    bind it (splice.surely_binds): not a `*` import, nor an import in a `try` whose handler
+    passes (`try: from fastparser import Parser` / `except ImportError: pass`), nor one
+    under an `if` (only a re-import tells whether it does)."""
     return import_reader(tree, name, star, through_calls=True) is not None
 
 
@@ -776,7 +778,7 @@ def import_reader(tree: ast.Module, name: str, star: bool = True,
                   through_calls: bool = False) -> ast.stmt | None:
     """The first top-level statement that makes needed_on_import true, or None (reading
     `name` itself, or, `through_calls`, in a function of the module it calls)."""
-    if splice.binds(tree.body, name, star, augmented=False):
+    if splice.binds(tree.body, name, augmented=False) if star else splice.surely_binds(tree.body, name):
         return None
     lazy_annotations = bool(future_flags(tree) & __future__.annotations.compiler_flag)
     own = _comprehension_reads(tree)
