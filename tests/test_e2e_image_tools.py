@@ -2285,6 +2285,20 @@ def test_deleting_a_class_an_import_that_failed_would_replace_names_its_module_f
         client.close()
 
 
+def test_deleting_a_class_an_all_leaves_out_says_nothing_of_a_star_import_failing(tmp_path):
+    # The note said `from computed import *` now fails, though `__all__` excludes Hook by name.
+    files = {"computed.py": ("class Hook:\n    pass\n\n\nclass Kept:\n    pass\n\n\n"
+                             "__all__ = [name for name in dir() if name not in ('Hook',) and not name.startswith('_')]\n")}
+    with daemon_on_image(tmp_path, files) as daemon:
+        client = open_session(daemon)
+        deleted = ok(client, "delete_class", className="computed.Hook")
+        assert "stillInAll" not in deleted["structuredContent"], deleted
+        fresh = open_session(daemon)
+        assert run(fresh, "from computed import *\nKept.__name__") == "'Kept'"
+        fresh.close()
+        client.close()
+
+
 def test_a_class_nested_in_one_whose_body_rewrites_module_counts_as_made_where_its_statement_is(image, c):
     # Middle's __module__ (elsewhere) was compared with hooked.deep's: Leaf was no image
     # class, so delete_class of Base went through and hooked.deep failed to import.

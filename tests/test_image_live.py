@@ -735,6 +735,12 @@ def test_needed_on_import_follows_the_module_s_own_functions_it_calls_one_call_d
     ("try:\n    import x\nexcept ImportError:\n    __all__ = ['A']\n", 4),
     ("__all__ = ['B']\n", None),
     ("__all__ = [name for name in dir() if name.isupper()]\n", None),   # computed: not told
+    ("__all__ = [name for name in dir() if name not in ('A',)]\n", None),   # a string it leaves out
+    ("__all__ = sorted(set(dir()) - {'A'})\n", None),
+    ("__all__ = ['B']\nif 'A' in __all__:\n    __all__.remove('A')\n", None),
+    ("__all__ = ['B'] + ['A']\n", 1),
+    ("__all__ = ['B']\n__all__.extend(('A',))\n", 2),
+    ("__all__ = []\n__all__.insert(0, 'A')\n", 2),
     ("NAMES = ['A']\n", None),
     ("def f():\n    __all__ = ['A']\n", None),                        # a function's local
 ])

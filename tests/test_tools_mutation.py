@@ -1628,6 +1628,19 @@ def test_delete_class_and_function_say_the_modules_all_still_names_them(client, 
     assert "stillInAll" not in unlisted["structuredContent"] and "__all__" not in unlisted["content"][0]["text"]
 
 
+def test_delete_class_says_nothing_of_an_all_that_leaves_the_name_out(client, image):
+    # `"Hook"` is a string the statement binding `__all__` excludes: the note said
+    # `from zoo.computed import *` now fails, though `__all__` never named Hook.
+    (image / "zoo" / "computed.py").write_text(
+        "class Hook:\n    pass\n\n\ndef hook():\n    return 1\n\n\n"
+        "__all__ = [name for name in dir() if name not in ('Hook', 'hook') and not name.startswith('_')]\n")
+    client.ok("refresh")
+    for tool, arguments in (("delete_class", {"className": "zoo.computed.Hook"}),
+                            ("delete_method", {"className": "zoo.computed", "selector": "hook"})):
+        said = client.ok(tool, **arguments)
+        assert "stillInAll" not in said["structuredContent"] and "__all__" not in said["content"][0]["text"]
+
+
 def test_delete_class_refuses_a_class_image_classes_are_still_built_on(client, image):
     # It deleted and committed, only noting the classes still naming it: their module
     # then imported in no session (class Child(Made): NameError).

@@ -1175,22 +1175,38 @@ def all_naming(tree: ast.Module, name: str) -> ast.stmt | None:
     """The first statement of the module that puts `name` in its `__all__` as a string
     literal (`__all__ = ["Hook"]`, `__all__ += ("Hook",)`, `__all__.append("Hook")`), at
     its top level or in its blocks: with `name` gone, `from module import *` fails
-    (AttributeError). A computed `__all__` is not told."""
+    (AttributeError). A computed `__all__` is not told, nor a string it leaves out
+    (`[n for n in dir() if n not in ("Hook",)]`)."""
     for node in splice.statements_within(tree.body):
-        if _sets_all(node) and any(isinstance(sub, ast.Constant) and sub.value == name for sub in ast.walk(node)):
+        if any(isinstance(element, ast.Constant) and element.value == name for element in _put_in_all(node)):
             return node
     return None
 
 
-def _sets_all(node: ast.stmt) -> bool:
-    """Whether the statement binds `__all__` or calls a method of it (`append`, `extend`...)."""
+def _put_in_all(node: ast.stmt) -> list[ast.expr]:
+    """The elements the statement puts in `__all__` as written: those of the list, tuple
+    or set literals it binds it to or adds (`+`, `+=`, `extend`), and what `append` or
+    `insert` adds."""
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        call = node.value
+        method = splice.dotted_names(call.func)
+        if method in (["__all__", "append"], ["__all__", "insert"]) and call.args:
+            return [call.args[-1]]
+        return _listed(call.args[0]) if method == ["__all__", "extend"] and call.args else []
     if isinstance(node, ast.Assign):
         targets = node.targets
     elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
         targets = [node.target]
-    elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
-        return splice.dotted_names(node.value.func) in (["__all__", "append"], ["__all__", "extend"],
-                                                        ["__all__", "insert"])
     else:
-        return False
-    return any(isinstance(target, ast.Name) and target.id == "__all__" for target in targets)
+        return []
+    named = any(isinstance(target, ast.Name) and target.id == "__all__" for target in targets)
+    return _listed(node.value) if named and node.value is not None else []
+
+
+def _listed(value: ast.expr) -> list[ast.expr]:
+    """The elements of a list, tuple or set literal, or of those a `+` joins."""
+    if isinstance(value, (ast.List, ast.Tuple, ast.Set)):
+        return value.elts
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
+        return _listed(value.left) + _listed(value.right)
+    return []
