@@ -2299,6 +2299,19 @@ def test_deleting_a_class_an_all_leaves_out_says_nothing_of_a_star_import_failin
         client.close()
 
 
+def test_deleting_a_helper_its_module_deletes_as_it_runs_is_refused(tmp_path):
+    # `del helper, unused` at the end: deleted, tidy imported in no new session (NameError).
+    files = {"tidy.py": ("def helper(x):\n    return x\n\n\ndef unused(x):\n    return x\n\n\n"
+                         "VALUE = helper(1)\ndel helper, unused\n")}
+    with daemon_on_image(tmp_path, files) as daemon:
+        client = open_session(daemon)
+        refused = call_tool(client, "delete_method", {"className": "tidy", "selector": "unused"})
+        assert refused["structuredContent"]["error"]["usedBy"] == [
+            {"line": 10, "statement": "del helper, unused"}], refused
+        assert (daemon.image / "tidy.py").read_text() == files["tidy.py"]
+        client.close()
+
+
 def test_a_class_nested_in_one_whose_body_rewrites_module_counts_as_made_where_its_statement_is(image, c):
     # Middle's __module__ (elsewhere) was compared with hooked.deep's: Leaf was no image
     # class, so delete_class of Base went through and hooked.deep failed to import.

@@ -679,6 +679,9 @@ def test_unguarded_attribute_reader(below, line):
     ("B = X < A < Y\n", [1]),
     ("def f():\n    return A\n", []),
     ("A = 1\nB = A\n", []),                                      # bound otherwise
+    ("del A\n", [1]),                                              # deleted: NameError alike
+    ("del B, A\n", [1]),
+    ("if X:\n    del A\n", []),
     ("def setup():\n    global A\n    A = 1\n\n\nsetup()\nB = A\n", []),   # by a function it calls
     ("def setup():\n    global A\n    A = 1\n\n\nB = A\n", [6]),            # not called
     # The class-local A (Python runs these without the module's A):
@@ -720,6 +723,11 @@ def test_needed_on_import_without_star_takes_no_star_import_as_binding_the_name(
     # Bound surely, whichever way the try goes: no re-import needed.
     tree = ast.parse("try:\n    from fast import A\nexcept ImportError:\n    A = None\n\nX = A\n")
     assert not live.needed_on_import(tree, "A", star=False)
+
+
+def test_needed_on_import_counts_a_del_of_the_name():
+    # opcode.py's `del def_op, name_op, jrel_op, jabs_op`: with jabs_op's def gone, NameError.
+    assert live.needed_on_import(ast.parse("if X:\n    del A\n"), "A")
 
 
 def test_needed_on_import_follows_the_module_s_own_functions_it_calls_one_call_deep():

@@ -1641,6 +1641,18 @@ def test_delete_class_says_nothing_of_an_all_that_leaves_the_name_out(client, im
         assert "stillInAll" not in said["structuredContent"] and "__all__" not in said["content"][0]["text"]
 
 
+def test_delete_function_refuses_a_helper_its_module_deletes_as_it_runs(client, image):
+    # As opcode.py's `del def_op, name_op, jrel_op, jabs_op`: the unused helper's def deleted,
+    # the `del` raised NameError in every new session, committed without a word.
+    source = ("def helper(x):\n    return x\n\n\ndef unused(x):\n    return x\n\n\n"
+              "VALUE = helper(1)\ndel helper, unused\n")
+    (image / "zoo" / "tidy.py").write_text(source)
+    client.ok("refresh")
+    result = client.call("delete_method", className="zoo.tidy", selector="unused")
+    assert result["structuredContent"]["error"]["usedBy"] == [{"line": 10, "statement": "del helper, unused"}]
+    assert disk(image, "zoo/tidy.py") == source
+
+
 def test_delete_class_refuses_a_class_image_classes_are_still_built_on(client, image):
     # It deleted and committed, only noting the classes still naming it: their module
     # then imported in no session (class Child(Made): NameError).

@@ -783,6 +783,7 @@ def import_reader(tree: ast.Module, name: str, star: bool = True,
     lazy_annotations = bool(future_flags(tree) & __future__.annotations.compiler_flag)
     own = _comprehension_reads(tree)
     functions = _functions(tree) if through_calls else None
+    # A `del` of it too (opcode.py's `del def_op, ..., jabs_op` of helpers it ran): NameError.
     return next((node for node in tree.body if _reads(
         node, lambda sub: _name_read(sub) == name and id(sub) not in own, lazy_annotations, functions)), None)
 
@@ -973,7 +974,8 @@ def sure_import_readers(tree: ast.Module, name: str) -> list[ast.stmt]:
     expression that may not run: with it gone, the module surely fails to import. A read
     under an `if` (a branch that may not run) is import_readers' alone. A builtin's name
     (a class `property` shadowing it) then reads the builtin: no NameError. Nor is a
-    name one of its functions it calls binds as a global (`def setup(): global Hook`)."""
+    name one of its functions it calls binds as a global (`def setup(): global Hook`).
+    A `del` of the name counts as a read: it fails alike (`del def_op, jabs_op`)."""
     if (name in vars(builtins) or splice.binds(tree.body, name, augmented=False)
             or splice.binds_by_call(tree.body, name)):
         return []
