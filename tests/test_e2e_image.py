@@ -1576,3 +1576,16 @@ def test_a_test_class_added_to_a_module_run_as_a_program_is_defined_before_its_m
     run = subprocess.run([sys.executable, "-m", "shop.test_models"], cwd=shop.image,
                          capture_output=True, text=True, timeout=60)
     assert "Ran 5 tests" in run.stderr, run.stderr
+
+
+def test_a_function_added_above_a_main_block_right_under_an_import_is_spaced_as_appended(shop):
+    # Put right above the block, it stood with no blank line under `import sys`.
+    tool = shop.image / "shop/tool.py"
+    tool.write_text('import sys\nif __name__ == "__main__":\n    sys.exit(main())\n')
+    a = session(shop)
+    a.tool("refresh")
+    added = a.tool("compile_method", className="shop.tool", source="def main():\n    return 0\n")
+    assert added["structuredContent"]["committed"] == ["shop.tool"], added
+    assert tool.read_text() == ('import sys\n\n\ndef main():\n    return 0\n\n\n'
+                                'if __name__ == "__main__":\n    sys.exit(main())\n')
+    a.close()

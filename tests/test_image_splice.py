@@ -144,6 +144,23 @@ def test_a_new_class_or_function_goes_above_the_main_block_that_ends_the_module(
     assert splice.remove_function(with_function, "helper") == PROGRAM
 
 
+@pytest.mark.parametrize("above, spaced", [
+    ("import unittest\n", "import unittest\n\n\n"),
+    ("import unittest\n\n", "import unittest\n\n\n"),
+    ("# licence\n# more\n", "# licence\n# more\n\n\n"),
+    ("#!/usr/bin/env python\n", "#!/usr/bin/env python\n\n\n"),
+    ("", ""),
+])
+def test_a_definition_put_above_the_main_block_has_two_blank_lines_above_it(above, spaced):
+    # Right under the line above the block, it stood with one blank line above it, or none.
+    main = 'if __name__ == "__main__":\n    unittest.main()\n'
+    put, _ = splice.put_function(above + main, "def helper():\n    return 1\n")
+    assert put == spaced + "def helper():\n    return 1\n\n\n" + main
+    crlf = (above + main).replace("\n", "\r\n")
+    assert splice.put_class(crlf, "New", "class New:\n    pass\n") == (
+        spaced + "class New:\n    pass\n\n\n" + main).replace("\n", "\r\n")
+
+
 def test_a_main_block_with_code_below_it_leaves_a_new_class_last():
     source = PROGRAM + "\n\ndef later():\n    pass\n"
     assert splice.put_class(source, "New", "class New:\n    pass\n") == source + "\n\nclass New:\n    pass\n"

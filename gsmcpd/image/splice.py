@@ -1395,12 +1395,18 @@ def _add_definition(source: str, text: str) -> str:
     """A new top-level class or def, last in the module, or right above the
     `if __name__ == "__main__":` block (and the comments above it) that ends the module:
     run as a program (`python test_x.py`, whose `unittest.main()` exits), the module would
-    never reach a definition below that block."""
+    never reach a definition below that block. At least two blank lines above it, as
+    appended (the block may stand right under the line above it)."""
     body = parsing.parse(source).body
     if not body or not runs_as_program_only(body[-1]):
         return _append_block(source, text, blank_lines=2)
-    start = _block_start(lines_of(source), body[-1])
-    return _insert_before(source, start, text + newline_of(source) * 2)
+    lines, nl = lines_of(source), newline_of(source)
+    start = _block_start(lines, body[-1])
+    blank = 0
+    while blank < start - 1 and not lines[start - 2 - blank].strip():
+        blank += 1
+    spacing = nl * max(0, 2 - blank) if blank < start - 1 else ""   # none at the top of the file
+    return _insert_before(source, start, spacing + text + nl * 2)
 
 
 def _append_block(source: str, text: str, blank_lines: int) -> str:
