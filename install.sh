@@ -200,7 +200,8 @@ check_service_user() {
 
 # The unit with /opt/gsmcpd replaced by this checkout, written as systemd reads each
 # line: `%` doubled (a specifier: `%i` in a path became the port), ExecStart's path
-# quoted when it holds a space (words split there), the Documentation URL
+# quoted when it holds a space (words split there), its argv[0] apart with `$` doubled
+# when it holds a `$` (a variable there: `${HOME}`), the Documentation URL
 # percent-encoded. A bash substitution takes the replacement as written (sed's
 # `s#...#$ROOT#` broke on `#`, `&` and `\`). systemd refuses to run a program whose
 # path holds a quote or `\`, and no unit line holds a control character (a newline).
@@ -210,6 +211,10 @@ systemd_unit() {
     local unit path=${ROOT//%/%%} program
     program=$path/.venv/bin/python
     [[ $ROOT == *[[:space:]]* ]] && program=\"$program\"
+    # systemd expands `${NAME}` and `$$` in each word of the command, argv[0] too, though
+    # not in the program's own path; and python finds its venv from argv[0]. So a path
+    # holding `$` gets an argv[0] of its own (`@program argv0`), each `$` doubled there.
+    [[ $ROOT == *\$* ]] && program="@$program ${program//\$/\$\$}"
     unit=$(<systemd/gsmcpd@.service)
     unit=${unit//\/opt\/gsmcpd\/.venv\/bin\/python/"$program"}
     unit=${unit//file:\/\/\/opt\/gsmcpd/"file://$(url_path)"}

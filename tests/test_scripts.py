@@ -891,7 +891,8 @@ def test_install_points_the_systemd_unit_at_a_checkout_whose_path_sed_would_misr
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     written = str(checkout).replace("%", "%%")
-    assert f'ExecStart="{written}/.venv/bin/python" -m gsmcpd serve --port %i' in lines
+    argv0 = written.replace("$", "$$")   # systemd expands variables in argv[0] (see below)
+    assert f'ExecStart=@"{written}/.venv/bin/python" "{argv0}/.venv/bin/python" -m gsmcpd serve --port %i' in lines
     assert f"WorkingDirectory={written}" in lines
     assert f"Documentation=file://{str(tmp_path).replace('%', '%%')}/odd%%23dir%%26name%%20%%25i%%20%%24HOME" \
            f"/gsmcpd/README.md" in lines
@@ -904,6 +905,26 @@ def test_install_points_the_systemd_unit_at_a_checkout_whose_path_sed_would_misr
     # systemd finds the program (it says "is not executable" for a path it misread) and
     # has nothing to say about a line (an invalid URL, an unknown specifier).
     assert verified.returncode == 0 and verified.stderr.strip() == "", verified.stderr
+
+
+def test_install_gives_the_program_an_argv0_with_its_dollars_doubled(tmp_path):
+    # systemd takes the program's path as written but expands `${NAME}` and `$$` in every
+    # word of the command, argv[0] too (execute.c, replace_env_argv): under
+    # /srv/a${HOME}b python would run with argv[0] /srv/a/rootb/.venv/bin/python and,
+    # finding no venv there (it reads argv[0]), without the venv's packages (pyjwt).
+    checkout = _odd_checkout(tmp_path, "a${HOME}b$$c")
+    result = subprocess.run(["./install.sh", "--systemd-unit"], cwd=checkout, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    program = f"{checkout}/.venv/bin/python"
+    assert (f"ExecStart=@{program} {program.replace('$', '$$')} -m gsmcpd serve --port %i"
+            in result.stdout.splitlines())
+    if shutil.which("systemd-analyze") is None:
+        pytest.skip("systemd-analyze is not installed; the unit's text was checked above")
+    instance = tmp_path / "gsmcpd@8000.service"
+    instance.write_text(result.stdout)
+    verified = subprocess.run(["systemd-analyze", "verify", "--man=no", str(instance)],
+                              capture_output=True, text=True, timeout=60)
+    assert verified.returncode == 0 and verified.stderr.strip() == "", verified.stderr   # it finds the program
 
 
 @pytest.mark.parametrize("name", ["back\\slash", 'double"quote', "single'quote", "new\nline"])
