@@ -205,9 +205,12 @@ check_service_user() {
 # percent-encoded. A bash substitution takes the replacement as written (sed's
 # `s#...#$ROOT#` broke on `#`, `&` and `\`). systemd refuses to run a program whose
 # path holds a quote or `\`, and no unit line holds a control character (a newline).
+# systemd strips the spaces that end a line: WorkingDirectory= would name another directory.
 systemd_unit() {
     [[ $ROOT != *[[:cntrl:]\\\"\']* ]] ||
         die "systemd cannot run a program under $(printf '%q' "$ROOT"): its path holds a quote, a backslash or a control character; move the checkout (to /opt/gsmcpd)"
+    [[ $ROOT != *" " ]] ||
+        die "systemd cannot run gsmcpd from '$ROOT': its path ends in a space, which systemd strips from the unit's WorkingDirectory= line; move the checkout (to /opt/gsmcpd)"
     local unit path=${ROOT//%/%%} program
     program=$path/.venv/bin/python
     [[ $ROOT == *[[:space:]]* ]] && program=\"$program\"

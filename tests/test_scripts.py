@@ -938,6 +938,17 @@ def test_install_refuses_a_checkout_systemd_cannot_run_from(tmp_path, name):
     assert "its path holds a quote, a backslash or a control character; move the checkout" in result.stderr
 
 
+def test_install_refuses_a_checkout_whose_path_ends_in_a_space(tmp_path):
+    # systemd strips the spaces that end a unit line: WorkingDirectory=/srv/gsmcpd<space>
+    # named /srv/gsmcpd, and the service failed to change into it at each start.
+    checkout = _odd_checkout(tmp_path, "")
+    ends_in_a_space = checkout.with_name("gsmcpd ")
+    checkout.rename(ends_in_a_space)
+    result = subprocess.run(["./install.sh", "--systemd-unit"], cwd=ends_in_a_space, capture_output=True, text=True)
+    assert result.returncode == 1 and result.stdout == ""
+    assert "its path ends in a space, which systemd strips from the unit's WorkingDirectory= line" in result.stderr
+
+
 def test_install_systemd_refuses_without_root(fake_checkout):
     if os.geteuid() == 0:
         command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
