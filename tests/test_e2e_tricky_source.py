@@ -149,6 +149,9 @@ FILES = {
                           "Counted.run += [2]\ndel Counted.stop\n",
     "deleting_base.py": "class Base:\n    def run(self):\n        return 0\n\n\nclass Dropped(Base):\n"
                         "    def run(self):\n        return 1\n\n\ndel Dropped.run\n",
+    "delattr_user.py": "class Base:\n    def run(self):\n        return 0\n\n\nclass Pruned(Base):\n"
+                       "    def run(self):\n        return 1\n\n    def stop(self):\n        return 2\n\n\n"
+                       "delattr(Pruned, 'run')\ndelattr(Pruned, 'stop')\n",
     "augmented_user.py": "class Meta(type):\n    def __add__(cls, other):\n        return cls\n\n\n"
                          "class Part(metaclass=Meta):\n    pass\n\n\nclass Uses:\n    Part += 1\n",
     "finally_read.py": "try:\n    class Late:\n        def run(self):\n            return 1\nfinally:\n"
@@ -632,6 +635,22 @@ def test_delete_method_refuses_a_method_its_module_deletes_though_a_base_has_it(
     assert (image / "deleting_base.py").read_text() == before
     other = open_session(daemon)
     assert run(other, "import deleting_base as m\nm.Dropped().run()") == "0"
+    other.close()
+
+
+def test_delete_method_refuses_a_method_its_module_deletes_by_delattr(daemon, c, image):
+    # `delattr(Pruned, 'stop')` was no read of Pruned.stop, nor `delattr(Pruned, 'run')` a
+    # deletion a base's run does not serve: each def was deleted, and every new session's
+    # import of delattr_user then failed (AttributeError).
+    before = (image / "delattr_user.py").read_text()
+    for selector, line in (("run", 14), ("stop", 15)):
+        refused = call_tool(c, "delete_method", {"className": "Pruned", "selector": selector})
+        refused = refused["structuredContent"]["error"]
+        assert (refused["kind"], refused["usedBy"]) == (
+            "refused", [{"attribute": selector, "statement": f"delattr(Pruned, '{selector}')", "line": line}])
+    assert (image / "delattr_user.py").read_text() == before
+    other = open_session(daemon)
+    assert run(other, "import delattr_user as m\nm.Pruned().run(), hasattr(m.Pruned, 'stop')") == "(0, False)"
     other.close()
 
 

@@ -624,6 +624,7 @@ def test_class_member_names_are_those_the_body_binds_in_its_blocks_too(body, nam
     ("A.run += [1]\n", 5),
     ("del A.run\n", 5),
     ("del B, A.run\n", 5),
+    ("delattr(A, 'run')\n", 5),
     ("if hasattr(A, 'run'):\n    del A.run\n", None),
     ("def f():\n    return A.run\n\n\nh = f()\n", None),            # in a function it calls
     ("try:\n    import x\nexcept ImportError:\n    h = A.run\n", None),
@@ -764,3 +765,10 @@ def test_unguarded_attribute_reader_with_deleted_takes_a_del_alone():
     assert live.unguarded_attribute_reader(tree, "A", "run", deleted=True).lineno == 6
     assert live.unguarded_attribute_reader(ast.parse("class A:\n    pass\n\n\nh = A.run\n"), "A", "run",
                                            deleted=True) is None
+
+
+def test_unguarded_attribute_reader_with_deleted_takes_a_delattr_too():
+    # `delattr(A, "run")` deletes from A's own namespace as `del A.run` does.
+    tree = ast.parse("class A(Base):\n    pass\n\n\nh = getattr(A, 'run')\ndelattr(A, 'run')\n")
+    assert live.unguarded_attribute_reader(tree, "A", "run").lineno == 5
+    assert live.unguarded_attribute_reader(tree, "A", "run", deleted=True).lineno == 6

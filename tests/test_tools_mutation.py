@@ -3089,3 +3089,18 @@ def test_delete_method_refuses_a_method_the_module_deletes_though_a_base_has_it(
     assert result["structuredContent"]["error"]["usedBy"] == [
         {"attribute": "run", "statement": "del Job.run", "line": 11}]
     assert disk(image, "zoo/deleting.py") == source
+
+
+def test_delete_method_refuses_a_method_the_module_deletes_by_delattr(client, image):
+    # delattr(Job, "stop") and delattr(Job, "run") (a base has run) failed every new
+    # session's import once the defs were gone; neither was taken for a sure read.
+    source = ("class Base:\n    def run(self):\n        return 0\n\n\nclass Job(Base):\n    def run(self):\n"
+              "        return 1\n\n    def stop(self):\n        return 2\n\n\n"
+              "delattr(Job, 'stop')\ndelattr(Job, 'run')\n")
+    (image / "zoo" / "delattrs.py").write_text(source)
+    client.ok("refresh")
+    for selector, line in (("stop", 14), ("run", 15)):
+        result = client.call("delete_method", className="zoo.delattrs.Job", selector=selector)
+        assert result["structuredContent"]["error"]["usedBy"] == [
+            {"attribute": selector, "statement": f"delattr(Job, {selector!r})", "line": line}]
+    assert disk(image, "zoo/delattrs.py") == source

@@ -905,7 +905,7 @@ def _reads_of(attribute: str, names: set[str], deleted: bool = False):
     """A test of a node: whether it reads `attribute` of a class spelled as one of `names`
     (with `deleted`, whether it deletes it: `del A.run`)."""
     def wanted(sub):
-        if deleted and not (isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Del)):
+        if deleted and not _deletes_attribute(sub):
             return False
         read = _attribute_read(sub)
         # A nested subclass is read through its enclosing class: `Outer.Inner.run`.
@@ -1122,17 +1122,27 @@ def reads_attribute(tree: ast.Module, attributes: set[str]) -> bool:
 def _attribute_read(node: ast.AST) -> tuple[ast.expr, str] | None:
     """(the object, the name) when `node` reads an attribute: `obj.name`, or
     `getattr(obj, "name")` with a literal name and no default (with one, a missing
-    attribute is no error); `del obj.name` and `obj.name += x` too (a missing attribute
-    is an AttributeError there as well). None otherwise."""
+    attribute is no error); `del obj.name`, `delattr(obj, "name")` and `obj.name += x`
+    too (a missing attribute is an AttributeError there as well). None otherwise."""
     if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Load, ast.Del)):
         return node.value, node.attr
     if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Attribute):
         return node.target.value, node.target.attr
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
-            and len(node.args) == 2 and not node.keywords and not isinstance(node.args[0], ast.Starred)
+    if (_called(node, ("getattr", "delattr")) and len(node.args) == 2 and not node.keywords
+            and not isinstance(node.args[0], ast.Starred)
             and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
         return node.args[0], node.args[1].value
     return None
+
+
+def _deletes_attribute(node: ast.AST) -> bool:
+    """Whether `node` deletes an attribute (`del obj.name`, `delattr(obj, ...)`): from the
+    object's own namespace, which a base's attribute of that name does not serve."""
+    return (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Del)) or _called(node, ("delattr",))
+
+
+def _called(node: ast.AST, names: tuple[str, ...]) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names
 
 
 def _reads(node: ast.AST, wanted, lazy_annotations: bool, functions: dict | None = None) -> bool:
