@@ -167,6 +167,9 @@ def test_a_def_reading_a_name_bound_only_below_it_is_refused(client, image):
                         source="def early(limit=LIMIT):\n    return limit\n").startswith(
         "zoo.order.early would read LIMIT as its def runs (line 1: 'def early(limit=LIMIT):'), "
         "and nothing above the def in zoo.order binds it")
+    assert client.error("compile_method", "refused", className="zoo.order",
+                        source="def early(limit=LIMIT):\n    return limit\n").endswith(
+        "puts a new function last in its module, above an `if __name__ == \"__main__\":` block ending it.")
     # Added, it goes last, below LIMIT: fine.
     client.ok("compile_method", className="zoo.order", source="def late(limit=LIMIT):\n    return limit\n")
     assert client.view.module("zoo.order").late() == 3

@@ -41,6 +41,9 @@ def test_a_base_bound_below_the_class_is_refused_changing_nothing(below):
     assert message.startswith("below.Early would read Base as its class statement runs "
                               "(line 1: 'class Early(Base):')")
     assert "a new session's import of below would fail, NameError" in message
+    # The way out it names says where a new class goes: last, above a closing main block.
+    assert message.endswith("puts the new class last in its module, above an "
+                            "`if __name__ == \"__main__\":` block ending it).")
     assert (image / "below.py").read_text() == BELOW
     assert client.view.store.journal() == []
     assert client.view.module("below").Early.__bases__ == (object,)

@@ -1655,7 +1655,8 @@ def _refuse_read_before_bound(module_name: str, class_name: str, old_source: str
                     f"session): a new session's import of {module_name} would fail, NameError. "
                     "Use a name bound above the class, or write the class below what it reads "
                     "(delete_class, then compile_class_definition with dictionaryName puts the "
-                    "new class last in its module).")
+                    "new class last in its module, above an `if __name__ == \"__main__\":` block "
+                    "ending it).")
 
 
 def _refuse_function_read_before_bound(module_name: str, name: str, old_source: str,
@@ -1670,7 +1671,8 @@ def _refuse_function_read_before_bound(module_name: str, name: str, old_source: 
                     f"(it is bound below, or only in this session): a new session's import of "
                     f"{module_name} would fail, NameError. Use "
                     "a name bound above the def, or delete_method it and compile it again, which "
-                    "puts a new function last in its module.")
+                    "puts a new function last in its module, above an `if __name__ == "
+                    "\"__main__\":` block ending it.")
 
 
 def _refuse_own_name_read_unbound(ref, name: str, old_source: str, new_source: str) -> None:
