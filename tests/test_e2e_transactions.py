@@ -121,3 +121,22 @@ def test_a_team_racing_on_the_same_methods_loses_no_commit_and_leaves_the_disk_a
     reader.tool("refresh")
     assert all(view_source(reader, f"mod{n}").encode() == (team.image / f"mod{n}.py").read_bytes()
                for n in range(MODULES))
+
+
+def test_a_mutation_undoing_the_sessions_conflicted_change_says_it_committed_nothing(team):
+    # a adds m9 over a stale mod0 (b added its own m9 meanwhile): the conflict keeps it
+    # uncommitted; a's delete of m9 leaves mod0 as a read it, so nothing is committed and
+    # b's mod0, m9 and all, is brought in: the answer must not say a deletion was committed.
+    a, b = open_session(team), open_session(team)
+    assert not b.tool("compile_method", className="mod0.K0",
+                      source="def m9(self):\n    return 'b'\n").get("isError")
+    kept = a.tool("compile_method", className="mod0.K0", source="def m9(self):\n    return 'a'\n")
+    assert kept["structuredContent"]["error"]["kind"] == "conflict"
+    done = a.tool("delete_method", className="mod0.K0", selector="m9")
+    assert not done.get("isError") and done["structuredContent"]["committed"] == []
+    assert tool_text(done) == ("deleted mod0.K0.m9; nothing to commit, the change leaving this session's "
+                               "modules as it had read them (now view version 1)\n"
+                               "brought in others' commits to mod0")
+    assert "return 'b'" in (team.image / "mod0.py").read_text()
+    assert a.tool("get_method_source", className="mod0.K0", selector="m9")["structuredContent"]["source"] \
+        == "def m9(self):\n    return 'b'\n"

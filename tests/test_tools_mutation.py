@@ -3104,3 +3104,21 @@ def test_delete_method_refuses_a_method_the_module_deletes_by_delattr(client, im
         assert result["structuredContent"]["error"]["usedBy"] == [
             {"attribute": selector, "statement": f"delattr(Job, {selector!r})", "line": line}]
     assert disk(image, "zoo/delattrs.py") == source
+
+
+def test_a_mutation_that_undoes_the_sessions_uncommitted_change_says_it_committed_nothing(image, views):
+    # a's new method conflicts with b's commit and stays uncommitted; deleting it leaves a's
+    # module as a read it, so nothing is committed, and b's version (which has a growl of
+    # its own) is brought in: the answer must not say the deletion was committed.
+    a, b = Client(views(image, "a")), views(image, "b", install=False)
+    b.set_source("zoo.animals", b.source("zoo.animals").replace(
+        "class Dog(Animal):\n", "class Dog(Animal):\n    def growl(self):\n        return 'b'\n\n"), live=False)
+    b.commit()
+    a.error("compile_method", "conflict", className="Dog", source="def growl(self):\n    return 'a'\n")
+    done = a.ok("delete_method", className="Dog", selector="growl")
+    assert done["structuredContent"]["committed"] == [] and "alreadyCommitted" not in done["structuredContent"]
+    assert done["structuredContent"]["broughtIn"] == ["zoo.animals"]
+    assert text(done).startswith(
+        "deleted zoo.animals.Dog.growl; nothing to commit, the change leaving this session's modules "
+        "as it had read them (now view version 1)\nbrought in others' commits to zoo.animals")
+    assert "return 'b'" in disk(image) and not a.view.has_changes

@@ -196,8 +196,11 @@ class MutationToolset(Toolset):
         if already and not committed:   # "committed" would claim a write that never was
             text = (f"{message}; {already_committed_text(already)}, so nothing was written "
                     f"(view version {self.view.version})")
-        else:
+        elif committed or self.view.settled:
             text = f"{message}; committed (view version {self.view.version})"
+        else:   # the change undid the session's own uncommitted ones: nothing is on disk as said
+            text = (f"{message}; nothing to commit, the change leaving this session's modules as it "
+                    f"had read them (now view version {self.view.version})")
         if self.view.settled:   # this session's earlier undecided commit, found standing
             structured["settled"] = self.view.settled
             text += "\n" + settled_text(self.view.settled)
