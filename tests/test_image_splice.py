@@ -946,6 +946,17 @@ def test_a_statement_taken_out_of_the_definition_and_sent_back_goes_back_where_i
     assert redefined(without, definition) == source
 
 
+def test_the_only_statement_reading_a_method_taken_out_and_sent_back_goes_back_where_it_was():
+    # inspect._ClassFinder: `pass` sent in its place, then the definition sent back, it
+    # moved the first method below itself.
+    source = ("class A:\n    def m(self):\n        return 1\n\n    def n(self):\n        return 2\n\n"
+              "    o = n\n\n    def p(self):\n        return 3\n")
+    definition = splice.class_definition(source, "A")
+    without = redefined(source, "class A:\n    pass\n")
+    assert without == source.replace("    o = n\n\n", "")
+    assert redefined(without, definition) == source
+
+
 def test_removing_a_class_written_twice_removes_both_definitions():
     source = "class T:\n    a = 1\n\n\nclass U:\n    pass\n\n\nclass T:\n    b = 2\n"
     assert splice.remove_class(source, "T") == "class U:\n    pass\n"

@@ -216,6 +216,10 @@ TAKEN_OUT = {
     # methods; taken out, it left two blank lines; sent back, it went below the methods.
     "below_the_docstring": ('class A:\n    """Doc."""\n\n    __slots__ = ()\n\n    def m(self):\n'
                             '        return 1\n\n    y = 3\n', 'class A:\n    """Doc."""\n\n\n    y = 3\n'),
+    # inspect._ClassFinder: the only statement, reading a method below the first; sent back,
+    # the first method went below it.
+    "only_reading_a_method": ("class A:\n    def k(self):\n        return 0\n\n    def m(self):\n        return 1\n\n"
+                              "    o = m\n\n    def p(self):\n        return 3\n", "class A:\n    pass\n"),
 }
 
 

@@ -123,6 +123,13 @@ def written_over(class_text: str, class_name: str, source: str, methods: list) -
             if _taken_back(replacement, own, first, kept, previous + len(blanks)):
                 text += blanks + replacement
                 previous += len(blanks) + len(_leading_gap(replacement))
+            elif _last_member_read(replacement, pending, lines, shown[index + 1:], previous) > previous:
+                # Reading a carried member as the class body runs, it goes right below the
+                # last one it reads, set apart from it, as a line added below a statement shown.
+                below = _last_member_read(replacement, pending, lines, shown[index + 1:], previous)
+                text += [own[n - first] for n in range(previous + 1, below + 1) if n in kept]
+                text += ["\n"] + replacement
+                previous = below
             else:
                 text += replacement
                 below = min((n for n in kept if n > previous), default=None)
