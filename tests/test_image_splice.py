@@ -931,6 +931,12 @@ TAKEN_OUT_AND_BACK = {
         "class A:\n    x = 1\n\n    z = 2\n\n    def m(self):\n        return 1\n\n    y = 3\n",
         "    z = 2\n",
         "class A:\n    x = 1\n\n    def m(self):\n        return 1\n\n    y = 3\n"),
+    # optparse.Option: two blank lines between the statements and the methods.
+    "below-two-blank-lines": (
+        "class A:\n    x = 1\n\n\n    # about y\n    y = 2\n\n\n    def m(self):\n        return 1\n\n\n"
+        "    z = 3\n",
+        "    y = 2\n",
+        "class A:\n    x = 1\n\n\n    # about y\n\n\n    def m(self):\n        return 1\n\n\n    z = 3\n"),
 }
 
 

@@ -220,6 +220,10 @@ TAKEN_OUT = {
     # the first method went below it.
     "only_reading_a_method": ("class A:\n    def k(self):\n        return 0\n\n    def m(self):\n        return 1\n\n"
                               "    o = m\n\n    def p(self):\n        return 3\n", "class A:\n    pass\n"),
+    # optparse.Option: two blank lines between the statement and the methods; sent back, it
+    # went below the methods, its comment written twice.
+    "below_two_blank_lines": ("class A:\n    x = 1\n\n\n    # about y\n    y = 2\n\n\n    def m(self):\n"
+                              "        return 1\n\n\n    z = 3\n", "class A:\n    x = 1\n\n\n    # about y\n\n\n    z = 3\n"),
 }
 
 

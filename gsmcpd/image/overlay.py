@@ -166,22 +166,35 @@ def _blanks_above_a_first_statement_gone(lines: list[str], classdef: ast.ClassDe
 
 def _move_above_the_members_they_follow(after: dict[int, list[str]], becomes: dict[int, list[str]],
                                         definition: list[str], shown: list, kept: set[int]) -> None:
-    """Lines added below a blank line the definition shows, ending with a blank line, where
-    carried members lie between that blank line and the statement shown above it, go right
-    below that statement instead (the same text: the diff could as well have put them there).
-    A statement taken out from above the members and sent back goes back there, as one added
-    below the statement above them goes right below it."""
+    """Lines added below a run of blank lines the definition shows, ending with as many
+    blank lines, where carried members lie between that run and the statement shown above
+    it, go right below that statement instead (the same text: the diff could as well have
+    put them there). A statement taken out from above the members and sent back goes back
+    there, as one added below the statement above them goes right below it."""
     for index in sorted(after):
-        added = after[index]
-        if index < 1 or index - 1 in after or not added or added[-1].strip() \
-                or definition[index].strip() or becomes.get(index) != [definition[index]] \
-                or splice.comparable([added[-1]]) != splice.comparable([definition[index]]) \
-                or becomes.get(index - 1) != [definition[index - 1]] \
-                or shown[index] is None or shown[index - 1] is None \
-                or not any(shown[index - 1] < number < shown[index] for number in kept):
-            continue
-        after[index - 1] = [definition[index]] + added[:-1]
-        del after[index]
+        steps = _blank_lines_above_the_members(after, becomes, definition, shown, kept, index)
+        if steps:
+            after[index - steps] = definition[index - steps + 1:index + 1] + after[index][:-steps]
+            del after[index]
+
+
+def _blank_lines_above_the_members(after: dict[int, list[str]], becomes: dict[int, list[str]],
+                                   definition: list[str], shown: list, kept: set[int], index: int) -> int:
+    """How many of the blank lines shown up to line `index` of the definition, unchanged and
+    matched by as many the lines added below it end with, lie between it and the carried
+    members above them (_move_above_the_members_they_follow); 0 when no members are there."""
+    added = after[index]
+    for steps in range(1, len(added) + 1):
+        at = index - steps + 1      # the blank line the added lines go above
+        if at < 1 or at - 1 in after or added[-steps].strip() or definition[at].strip() \
+                or becomes.get(at) != [definition[at]] \
+                or splice.comparable([added[-steps]]) != splice.comparable([definition[at]]) \
+                or becomes.get(at - 1) != [definition[at - 1]] \
+                or shown[at] is None or shown[at - 1] is None:
+            return 0
+        if any(shown[at - 1] < number < shown[at] for number in kept):
+            return steps
+    return 0
 
 
 def _blanks_above_a_later_statement_gone(lines: list[str], classdef: ast.ClassDef, shown: list,
