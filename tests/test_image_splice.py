@@ -937,6 +937,17 @@ TAKEN_OUT_AND_BACK = {
         "    z = 3\n",
         "    y = 2\n",
         "class A:\n    x = 1\n\n\n    # about y\n\n\n    def m(self):\n        return 1\n\n\n    z = 3\n"),
+    # distutils.command.build.build: the blank line under the header is the class's.
+    "first-under-a-blank-line-above-a-statement": (
+        "class A:\n\n    x = 1\n\n    y = 2\n\n    def m(self):\n        return 1\n",
+        "    x = 1\n",
+        "class A:\n\n    y = 2\n\n    def m(self):\n        return 1\n"),
+    # collections.UserString: the first statement shown, reading a method, under a blank line.
+    "first-reading-a-method": (
+        "class A:\n\n    def m(self):\n        return 1\n\n    x = m\n\n    def n(self):\n        return 2\n\n"
+        "    y = 2\n",
+        "    x = m\n",
+        "class A:\n\n    def m(self):\n        return 1\n\n    def n(self):\n        return 2\n\n    y = 2\n"),
 }
 
 
@@ -961,6 +972,14 @@ def test_the_only_statement_reading_a_method_taken_out_and_sent_back_goes_back_w
     without = redefined(source, "class A:\n    pass\n")
     assert without == source.replace("    o = n\n\n", "")
     assert redefined(without, definition) == source
+
+
+def test_a_statement_added_with_a_blank_line_below_it_below_the_method_it_reads_is_set_apart_from_it():
+    # It went right below the method, the blank line it ends with written twice below it.
+    source = "class A:\n    x = 1\n\n    def m(self):\n        return 1\n\n    def n(self):\n        return 2\n"
+    assert redefined(source, "class A:\n    x = 1\n    y = m\n\n") == (
+        "class A:\n    x = 1\n\n    def m(self):\n        return 1\n\n    y = m\n\n"
+        "    def n(self):\n        return 2\n")
 
 
 def test_removing_a_class_written_twice_removes_both_definitions():

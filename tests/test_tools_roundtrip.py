@@ -224,6 +224,11 @@ TAKEN_OUT = {
     # went below the methods, its comment written twice.
     "below_two_blank_lines": ("class A:\n    x = 1\n\n\n    # about y\n    y = 2\n\n\n    def m(self):\n"
                               "        return 1\n\n\n    z = 3\n", "class A:\n    x = 1\n\n\n    # about y\n\n\n    z = 3\n"),
+    # collections.UserString: the first statement, reading a method; taken out, the blank
+    # line under the header went; sent back, it went right below the method, two blank lines
+    # below it.
+    "first_reading_a_method": ("class A:\n\n    def m(self):\n        return 1\n\n    x = m\n\n    def n(self):\n"
+                               "        return 2\n\n    y = 2\n", "class A:\n\n    y = 2\n"),
 }
 
 

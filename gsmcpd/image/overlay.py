@@ -49,7 +49,8 @@ def written_over(class_text: str, class_name: str, source: str, methods: list) -
     # none; and the lines inserted right after it (-1: above the class).
     becomes: dict[int, list[str]] = {}
     after: dict[int, list[str]] = {}
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    opcodes = matcher.get_opcodes()
+    for tag, i1, i2, j1, j2 in opcodes:
         if tag == "equal":
             for offset in range(i2 - i1):
                 becomes[i1 + offset] = [definition[i1 + offset]]
@@ -62,7 +63,10 @@ def written_over(class_text: str, class_name: str, source: str, methods: list) -
     # The blank lines the definition drops above the first statement are the class's,
     # unless the text sent has its own there (export_class_source's does): then those.
     # Read from the text, not the diff: a changed header takes them into its replacement.
-    if _opens_with_blank_line(new):
+    # Not the blank line shown below a first statement the text leaves out, above the
+    # first member's: that one stays where it was, and so do the member's.
+    if _opens_with_blank_line(new) and not _first_statement_gone_below_a_member(
+            opcodes, new, classdef, splice.header_last_line(lines, classdef) - first):
         blank = splice.header_last_line(lines, classdef) + 1
         while blank <= last and not lines[blank - 1].strip():
             kept.discard(blank)
@@ -112,6 +116,8 @@ def written_over(class_text: str, class_name: str, source: str, methods: list) -
                 # last one shown goes above the methods, as a user adding one expects).
                 below = _last_member_read(after[index], pending, lines, shown[index + 1:], previous)
                 text += [own[n - first] for n in range(previous + 1, below + 1) if n in kept]
+                if below > previous:
+                    after[index] = _set_apart_from_the_member_above(after[index], own, first, kept, below)
                 previous = below
         elif not kept or becomes.get(index) != [definition[index]]:
             # The `pass` shown for a body of methods only: what replaces it is set apart
@@ -271,6 +277,18 @@ def _apart_from_the_member_below(added: list[str], gap: list[str], own: list[str
     return []
 
 
+def _set_apart_from_the_member_above(added: list[str], own: list[str], first: int, kept: set[int],
+                                     member_end: int) -> list[str]:
+    """The `added` lines, gone below a carried member they read (ending on line `member_end`),
+    with the blank lines they end with above them instead, when the member's lines are
+    followed by as many kept blank lines: those set them apart from the member below, and
+    the ones they end with set them apart from the member they read (not twice below)."""
+    trailing = added[len(_without_trailing_blanks(added)):]
+    if trailing and len(_kept_blanks_below(own, first, kept, member_end)) >= len(trailing):
+        return trailing + added[:len(added) - len(trailing)]
+    return added
+
+
 def _without_trailing_blanks(lines: list[str]) -> list[str]:
     end = len(lines)
     while end and not lines[end - 1].strip():
@@ -328,6 +346,21 @@ def _below_header_blanks(lines: list[str], classdef: ast.ClassDef, kept: set[int
     while number + 1 in kept and not lines[number].strip():
         number += 1
     return number
+
+
+def _first_statement_gone_below_a_member(opcodes: list, new: list[str], classdef: ast.ClassDef,
+                                         header: int) -> bool:
+    """Whether the class's body opens with a member (the blank lines under the header are
+    its own) and the diff's `opcodes` delete the definition's lines right under its header
+    (line index `header`), the text `new` going on with the definition's own blank line
+    below them: a first statement taken out, the blank line setting it apart left."""
+    if not isinstance(classdef.body[0], splice.FunctionNode + (ast.ClassDef,)):
+        return False
+    for (tag, i1, i2, j1, _), following in zip(opcodes, opcodes[1:] + [None]):
+        if i1 == header + 1:
+            return (tag == "delete" and following is not None and following[0] == "equal"
+                    and j1 < len(new) and not new[j1].strip())
+    return False
 
 
 def _opens_with_blank_line(lines: list[str]) -> bool:
