@@ -845,6 +845,26 @@ def test_a_member_beside_an_assignment_of_its_name_is_carried_back_with_the_defi
     assert [node.name for node in splice.carried_members(old, changed)] == ["run"]
 
 
+@pytest.mark.parametrize("statement", ["run = classmethod(run)\n", "run += 1\n",
+                                       "if True:\n        run = staticmethod(run)\n"])
+def test_a_member_the_new_class_text_rebinds_from_itself_is_carried(statement):
+    # distutils.msvc9compiler.Reg: `run = classmethod(run)` counted as the text binding run
+    # itself, the def was not carried, and the class body failed to read it (NameError).
+    old = ast.parse("class K:\n    def run(self):\n        return 1\n\n"
+                    "    def other(self):\n        return 2\n").body[0]
+    new = ast.parse("class K:\n    " + statement).body[0]
+    assert [node.name for node in splice.carried_members(old, new)] == ["run", "other"]
+
+
+def test_a_member_rebound_from_itself_taken_out_and_sent_back_goes_back_where_it_was():
+    source = ('class A:\n    """Doc."""\n\n    def get(cls, key):\n        return key\n    get = classmethod(get)\n\n'
+              '    def keys(cls):\n        return []\n    keys = classmethod(keys)\n')
+    definition = splice.class_definition(source, "A")
+    without = redefined(source, definition.replace("    get = classmethod(get)\n", "", 1))
+    assert "def get" in without and "get = classmethod" not in without
+    assert redefined(without, definition) == source
+
+
 @pytest.mark.parametrize("statement", [
     "for run in range(2):\n        pass\n",
     "with ctx() as (run, other_name):\n        pass\n",

@@ -825,9 +825,23 @@ def carried_members(old: ast.ClassDef, new: ast.ClassDef) -> list[ast.stmt]:
     class binds them (mangled: `global _C__x` declares what `def __x` binds)."""
     bound = {node.name for node in new.body if isinstance(node, FunctionNode + (ast.ClassDef,))}
     bound = {mangled(new.name, name) for name in bound} | (
-        _bound_mangled(new) - _bound_mangled(old))
+        _bound_mangled(new) - _bound_mangled(old) - _rebinding_what_they_read(new))
     return [node for node in old.body if isinstance(node, FunctionNode + (ast.ClassDef,))
             and mangled(old.name, node.name) not in bound]
+
+
+def _rebinding_what_they_read(classdef: ast.ClassDef) -> set[str]:
+    """The names, as the class binds them, that the first of its statements other than its
+    own members to bind each reads as it runs (`run = classmethod(run)`): that statement
+    rebinds a member of that name, which must be there above it, so it is carried."""
+    seen, names = set(), set()
+    for node in class_level_statements(classdef):
+        if isinstance(node, FunctionNode + (ast.ClassDef,)) and node in classdef.body:
+            continue
+        binding = may_bind_names(node) | _assigned_names(node)
+        names |= (binding - seen) & names_read_now(node, blocks=False)
+        seen |= binding
+    return {mangled(classdef.name, name) for name in names}
 
 
 def _bound_mangled(classdef: ast.ClassDef) -> set[str]:
