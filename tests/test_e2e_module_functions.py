@@ -60,6 +60,9 @@ def rate():
 
 CALLBACKS = [rate]
 ''',
+    "shop/speed.py": "import json\n\n\ndef encode(x):\n    return x\n\n\ndef dumps(x):\n    return x\n\n\n"
+                     "try:\n    from _shop_speedups import encode\nexcept ImportError:\n    pass\n"
+                     "from json import dumps\n",
     "shop/show.py": "import functools\n\n\n@functools.singledispatch\ndef show(x):\n    return 'obj'\n\n\n"
                     "@show.register\ndef _(x: int):\n    return 'int'\n",
 }
@@ -191,3 +194,16 @@ def test_a_singledispatch_function_replaced_keeps_what_its_module_registered(dae
     fresh = open_session(daemon)
     assert run(c, call) == run(fresh, call) == repr(("OBJ", "int"))
     fresh.close()
+
+
+def test_a_def_an_optional_accelerator_did_not_replace_is_changed_one_it_did_replace_refused(daemon, image, c):
+    # Both were refused as 'bound by a top-level statement that is no def': with no
+    # _shop_speedups the module binds encode's def; json's dumps is what it binds to dumps.
+    ok(c, "compile_method", className="shop.speed", source="def encode(x):\n    return x * 2\n")
+    assert "def encode(x):\n    return x * 2\n" in (image / "shop/speed.py").read_text()
+    fresh = open_session(daemon)
+    assert run(c, "import shop.speed\nshop.speed.encode(2)") == run(fresh, "import shop.speed\nshop.speed.encode(2)") == "4"
+    fresh.close()
+    assert error(c, "compile_method", "refused", className="shop.speed",
+                 source="def dumps(x):\n    return 2\n").startswith(
+        "shop.speed.dumps is bound by a top-level statement that is no def (line 16: 'from json import dumps')")

@@ -331,3 +331,44 @@ def test_a_dictionary_given_to_a_class_tool_points_to_list_dictionary_entries(cl
     assert client.error("describe_class", "notFound", className="zoo.animals") == said
     entries = text(client.ok("list_dictionary_entries", dictionaryName="zoo.animals"))
     assert "make_dog" in entries
+
+
+def test_a_def_an_optional_accelerator_would_replace_is_edited_when_the_live_module_binds_the_def(client, image):
+    # Refused as 'bound by a top-level statement that is no def', though with no
+    # _gs_no_speedups (nor _gs_no_accel's attribute, tkinter's _cnfmerge) the def is bound.
+    write(image, "zoo/speed.py", "import zoo.animals as _accel\n\n\ndef encode(x):\n    return x\n\n\n"
+          "def merge(x):\n    return x\n\n\ntry:\n    from _gs_no_speedups import encode\nexcept ImportError:\n"
+          "    pass\ntry: merge = _accel.no_such_merge\nexcept AttributeError: pass\n", client)
+    encode = client.view.module("zoo.speed").encode
+    client.ok("compile_method", className="zoo.speed", source="def encode(x):\n    return x * 2\n")
+    client.ok("compile_method", className="zoo.speed", source="def merge(x):\n    return x * 3\n")
+    assert (encode(2), client.view.module("zoo.speed").merge(2)) == (4, 6)
+    assert "def encode(x):\n    return x * 2\n" in disk(image, "zoo/speed.py")
+    client.ok("delete_method", className="zoo.speed", selector="merge")
+    assert "def merge" not in disk(image, "zoo/speed.py")
+    # A statement that ran and handed the def's function back leaves it what the module binds.
+    write(image, "zoo/marked.py", "def mark(f):\n    f.marked = True\n    return f\n\n\n"
+          "def job():\n    return 1\n\n\njob = mark(job)\n", client)
+    job = client.view.module("zoo.marked").job
+    client.ok("compile_method", className="zoo.marked", source="def job():\n    return 2\n")
+    assert (job(), job.marked) == (2, True)
+
+
+def test_a_def_the_live_module_does_not_bind_is_still_refused(client, image):
+    write(image, "zoo/other.py", "def dumps(x):\n    return x\n\n\nfrom json import dumps\n\n\n"
+          "def inner():\n    def inner():\n        return 1\n    return inner\n\n\ninner = inner()\n\n\n"
+          "def first():\n    return 1\n\n\ndef second():\n    return 2\n\n\nfirst = second\n", client)
+    before = disk(image, "zoo/other.py")
+    for name, line, statement in (("dumps", 5, "from json import dumps"), ("inner", 14, "inner = inner()"),
+                                  ("first", 25, "first = second")):
+        for tool, given in (("compile_method", {"source": f"def {name}():\n    return 3\n"}),
+                            ("delete_method", {"selector": name})):
+            assert client.error(tool, "refused", className="zoo.other", **given).startswith(
+                f"zoo.other.{name} is bound by a top-level statement that is no def (line {line}: {statement!r})")
+    # A module that does not import cannot tell which ran: refused too.
+    write(image, "zoo/broken.py", "def encode(x):\n    return x\n\n\ntry:\n    from _gs_no_speedups import encode\n"
+          "except ImportError:\n    pass\n\n\n1 / 0\n", client)
+    assert client.error("compile_method", "refused", className="zoo.broken",
+                        source="def encode(x):\n    return 2\n").startswith(
+        "zoo.broken.encode is bound by a top-level statement that is no def (line 5: 'try:')")
+    assert disk(image, "zoo/other.py") == before

@@ -67,10 +67,13 @@ def mutable_dictionary(view, module: str) -> types.ModuleType | None:
     return view.module(module)
 
 
-def refuse_unsure(view, module: str, name: str) -> None:
+def refuse_unsure(view, module: str, name: str, live_module: types.ModuleType | None) -> None:
     """Refuse an edit of function `name` where its top-level defs are not all that binds
     the name: a class of it, a def written in a module-level block, another statement
-    binding it (`f = cache(f)`, an import); the module binds what runs last."""
+    binding it (`f = cache(f)`, an import); the module binds what runs last. Not when the
+    live module (`live_module`, None when it does not import) binds the function its last
+    def made, that statement having not run (`try: from _speedups import encode` / `except
+    ImportError: pass`, with no _speedups) or handed the function back."""
     tree, shown = view.tree(module), catalog.echoed(name)   # the client's (or its source's), any length
     if any(node.name == name for node in splice.module_level_classes(tree)):
         raise ToolError("refused", f"{module}.{shown} is a class, not a function: "
@@ -83,7 +86,7 @@ def refuse_unsure(view, module: str, name: str) -> None:
                         "module has it when that branch runs, and no tool edits a module-level "
                         "statement; edit the module's file in an editor, then refresh")
     binding = _other_binding(tree, name)
-    if binding is not None:
+    if binding is not None and not _bound_to_its_def(view, module, live_module, name):
         written = splice.statement_line(view.source(module), binding)
         raise ToolError("refused", f"{module}.{shown} is bound by a top-level statement that is no "
                         f"def (line {binding.lineno}: {written!r}), so a def of it would not be what "
@@ -130,6 +133,20 @@ def _guarded(tree: ast.Module, name: str) -> list[tuple[ast.stmt, ast.stmt]]:
     """(block, def) for each def of `name` written in a module-level `if`/`try`/`with`."""
     return [(block, node) for block, node in splice.defs_in_blocks(tree.body)
             if block is not None and isinstance(node, splice.FunctionNode) and node.name == name]
+
+
+def _bound_to_its_def(view, module: str, live_module: types.ModuleType | None, name: str) -> bool:
+    """Whether the live module binds `name` to the function its last top-level def made:
+    compiled from the module's file as that very def (its first line, its qualified name),
+    not a function made in its body (`f = f()` handing back an inner one), a wrapper
+    (`f = cache(f)`), one imported or another def's (`f = other`)."""
+    nodes = splice.function_nodes(view.tree(module), name)
+    value = vars(live_module).get(name) if live_module is not None else None
+    if not nodes or type(value) is not types.FunctionType:
+        return False
+    code = value.__code__
+    return (code.co_filename == view.filename(view.relpath(module)) and code.co_qualname == name
+            and code.co_firstlineno == splice.first_line(nodes[-1]))
 
 
 def _other_binding(tree: ast.Module, name: str) -> ast.stmt | None:

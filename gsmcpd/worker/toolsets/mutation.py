@@ -492,7 +492,7 @@ class MutationToolset(Toolset):
         module = module_functions.mutable_dictionary(self.view, module_name)
         text, defs = parse_method(arguments["source"])
         name = defs[0].name
-        module_functions.refuse_unsure(self.view, module_name, name)
+        module_functions.refuse_unsure(self.view, module_name, name, module)
         existing = splice.replaced_of(splice.function_nodes(self.view.tree(module_name), name), defs)
         if len(existing) > len(defs):   # one @overload of several would replace them all
             raise ToolError("refused", _fewer_defs(f"{module_name}.{name}", existing, defs))
@@ -533,7 +533,7 @@ class MutationToolset(Toolset):
         module_functions.refuse_meta(module_name, arguments)
         module = module_functions.mutable_dictionary(self.view, module_name)
         name = catalog.require_selector(arguments["selector"])
-        module_functions.refuse_unsure(self.view, module_name, name)
+        module_functions.refuse_unsure(self.view, module_name, name, module)
         if not splice.function_nodes(self.view.tree(module_name), name):
             raise module_functions.no_function(self.view, module_name, name)
         old_source = self.view.source(module_name)
