@@ -1,6 +1,7 @@
 """JWKS parsing, the key cache, refresh over real HTTPS and the refresh rate limit."""
 import json
 import logging
+import os
 import queue
 import socket
 import threading
@@ -415,6 +416,27 @@ def test_requests_waiting_on_a_fetch_held_in_the_name_lookup_are_answered_at_the
     assert keys.loaded and {k.kid for k in keys.keys} == {"rsa-1", "ec-1"}
     assert len(results) == 2 and server.fetches[JwksServer.JWKS_PATH] == 1
     assert keys.can_refresh() is True
+
+
+def test_a_file_whose_read_has_not_finished_at_the_deadline_is_said_so(tmp_path, loop, clock):
+    # It said "the fetch has not finished (a name lookup or connection that does not end)",
+    # which a file's read has neither of.
+    path = tmp_path / "jwks.json"
+    os.mkfifo(path)                            # no one writes to it: the read is held opening it
+    timers = Timers()
+    keys = KeySource(post=loop.post, jwks_file=str(path), timeout=1, clock=clock, call_later=timers.call_later)
+    results = []
+    keys.refresh(results.append)
+    loop.run_one()                             # the thread has started: the deadline is armed
+    try:
+        timers.due[0][1]()
+        assert [r.error for r in results] == [
+            f"no JWKS within 2 s: the read of JWKS file {path} has not finished (a FIFO no one "
+            "writes to, a hung mount); its keys are used if it brings any"]
+    finally:
+        with open(path, "w") as fifo:          # the held read ends, its thread with it
+            fifo.write("{}")
+    loop.run_one()
 
 
 def test_a_fetch_that_fails_after_its_deadline_is_logged_once_more_and_answers_no_one(

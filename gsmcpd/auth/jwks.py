@@ -362,9 +362,15 @@ class KeySource:
     def _deadline_passed(self, fetch: int) -> None:
         if fetch != self._fetches or self._waiters is None:
             return   # that fetch has reported back
-        limit = self.waiting_limit()
-        self._failed(f"no JWKS within {limit:g} s: the fetch has not finished (a name lookup or "
-                     f"connection that does not end); its keys are used if it brings any")
+        self._failed(f"no JWKS within {self.waiting_limit():g} s: {self._what_has_not_finished()}; "
+                     f"its keys are used if it brings any")
+
+    def _what_has_not_finished(self) -> str:
+        """What holds a fetch past its deadline: a file's read has no name lookup nor
+        connection (a FIFO no one writes to, a hung mount holds it)."""
+        if self._file is not None:
+            return f"the read of JWKS file {self._file} has not finished (a FIFO no one writes to, a hung mount)"
+        return "the fetch has not finished (a name lookup or connection that does not end)"
 
     def load_now(self) -> None:
         """Blocking load for startup and `gsmcpd check`; never call from the running loop."""
