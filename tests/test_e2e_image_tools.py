@@ -2444,3 +2444,19 @@ def test_a_huge_method_name_is_cut_in_the_carried_over_list_of_a_class_definitio
         assert result["structuredContent"]["carried"] == [huge]
     finally:
         ok(c, "remove_dictionary", dictionaryName="huge_carried")
+
+
+def test_a_statement_holding_a_huge_name_is_cut_where_a_refusal_quotes_it(c):
+    # The refusal quoted `@<100,000 characters>` whole, beside the name it had cut.
+    huge, cut = "m" * 100_000, "m" * 200 + "... (100000 characters)"
+    ok(c, "add_dictionary", dictionaryName="huge_quotes")
+    try:
+        ok(c, "compile_method", className="huge_quotes", source=f"def {huge}(f):\n    return f\n")
+        ok(c, "compile_method", className="huge_quotes", source=f"@{huge}\ndef user():\n    return 1\n")
+        refused = call_tool(c, "delete_method", {"className": "huge_quotes", "selector": huge})
+        text, [used] = tool_text(refused), refused["structuredContent"]["error"]["usedBy"]
+        assert used["statement"] == f"@{huge}"
+        assert text.startswith(f"huge_quotes.{cut} is used by huge_quotes's own top-level code as it "
+                               f"runs (line {used['line']}: '@{huge[:199]}... (100001 characters)'); deleted,") and len(text) < 1000, text[:300]
+    finally:
+        ok(c, "remove_dictionary", dictionaryName="huge_quotes")

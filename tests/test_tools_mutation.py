@@ -3122,3 +3122,76 @@ def test_a_mutation_that_undoes_the_sessions_uncommitted_change_says_it_committe
         "deleted zoo.animals.Dog.growl; nothing to commit, the change leaving this session's modules "
         "as it had read them (now view version 1)\nbrought in others' commits to zoo.animals")
     assert "return 'b'" in disk(image) and not a.view.has_changes
+
+
+# The source statements those notes and refusals quote were repeated whole, each holding the
+# name: a 100 KB quote, several times in one answer. Cut as the name is; the structured
+# fields keep each statement whole.
+def short_quoting(message: str, *quotes: str) -> None:
+    assert len(message) < 3000, message[:300]
+    for quote in quotes:
+        assert repr(f"{quote[:200]}... ({len(quote)} characters)") in message, message[:800]
+
+
+def test_a_statement_quoted_in_a_refusal_of_a_function_read_as_the_module_runs_is_cut(client, image):
+    (image / "zoo" / "runs.py").write_text(f"def {HUGE}():\n    return 1\n\n\nCONFIG = {HUGE}()\n")
+    client.ok("refresh")
+    result = client.call("delete_method", className="zoo.runs", selector=HUGE)
+    short_quoting(text(result), f"CONFIG = {HUGE}()")
+    assert result["structuredContent"]["error"]["usedBy"] == [{"line": 5, "statement": f"CONFIG = {HUGE}()"}]
+
+
+def test_a_statement_quoted_in_the_refusal_and_note_on_a_method_read_as_the_module_runs_is_cut(client, image):
+    read = f"class Reads:\n    def {HUGE}(self):\n        return 1\n\n\nh = Reads.{HUGE}\n"
+    (image / "zoo" / "reads.py").write_text(read)
+    (image / "zoo" / "guarded.py").write_text(read.replace("\nh = ", "\ntry:\n    h = ").replace(
+        "Reads", "Guarded") + "except AttributeError:\n    h = None\n")
+    client.ok("refresh")
+    refused = client.call("delete_method", className="zoo.reads.Reads", selector=HUGE)
+    short_quoting(text(refused), f"h = Reads.{HUGE}")
+    assert refused["structuredContent"]["error"]["usedBy"][0]["statement"] == f"h = Reads.{HUGE}"
+    noted = client.ok("delete_method", className="zoo.guarded.Guarded", selector=HUGE)
+    short_quoting(text(noted), f"h = Guarded.{HUGE}")
+    assert noted["structuredContent"]["readAsItRuns"] == f"h = Guarded.{HUGE}"
+
+
+def test_the_all_statement_quoted_in_the_note_is_cut(client, image):
+    (image / "zoo" / "listed.py").write_text(f"__all__ = ['{HUGE}']\n\n\ndef {HUGE}():\n    return 1\n")
+    client.ok("refresh")
+    result = client.ok("delete_method", className="zoo.listed", selector=HUGE)
+    short_quoting(text(result), f"__all__ = ['{HUGE}']")
+    assert result["structuredContent"]["stillInAll"] == {"line": 1, "statement": f"__all__ = ['{HUGE}']"}
+
+
+def test_the_class_body_statement_quoted_in_the_captured_note_is_cut(client, image):
+    (image / "zoo" / "captured.py").write_text(
+        f"class Captured:\n    def {HUGE}(self):\n        return 1\n\n    alias = {HUGE}\n")
+    client.ok("refresh")
+    short_quoting(text(client.ok("compile_method", className="zoo.captured.Captured",
+                                 source=f"def {HUGE}(self):\n    return 2\n")), f"alias = {HUGE}")
+
+
+def test_the_statements_quoted_in_refusals_of_a_def_are_cut(client, image):
+    (image / "zoo" / "bound.py").write_text(f"def {HUGE}():\n    return 1\n\n\n{HUGE} = staticmethod({HUGE})\n")
+    (image / "zoo" / "noted.py").write_text(f"class Noted:\n    {HUGE}: int\n")
+    client.ok("refresh")
+    short_quoting(client.error("compile_method", "refused", className="zoo.bound",
+                               source=f"def {HUGE}():\n    return 2\n"), f"{HUGE} = staticmethod({HUGE})")
+    short_quoting(client.error("compile_method", "refused", className="zoo.noted.Noted",
+                               source=f"def {HUGE}(self):\n    return 2\n"), f"{HUGE}: int")
+    short_quoting(client.error("compile_method", "refused", className="zoo.animals",
+                               source=f"def early(limit={HUGE}):\n    return limit\n\n\n"),
+                  f"def early(limit={HUGE}):")
+
+
+def test_a_huge_class_name_read_as_its_module_runs_is_cut_in_the_refusals(client, image):
+    name, cut = "C" + HUGE[1:], "C" + CUT[1:]
+    (image / "zoo" / "used.py").write_text(f"class {name}:\n    def run(self):\n        return 1\n\n\n"
+                                           f"ALIAS = {name}\nh = {name}.run\n")
+    client.ok("refresh")
+    refused = client.error("delete_class", "refused", className=f"zoo.used.{name}")
+    assert refused.startswith(f"zoo.used.{cut} is used by zoo.used's own top-level code")
+    short_quoting(refused, f"ALIAS = {name}")
+    refused = client.error("delete_method", "refused", className=f"zoo.used.{name}", selector="run")
+    assert f"zoo.used.{cut}.run on line 7 (" in refused
+    short_quoting(refused, f"h = {name}.run")

@@ -175,6 +175,13 @@ def function_dictionary(view: View, name: str) -> str | None:
                     f"{where}; no name tells them apart: rename one")
 
 
+def quoted(statement: str) -> str:
+    """A source statement as an answer's text quotes it: cut as an echoed name is (a name
+    of 100,000 characters written in it would otherwise fill the answer at each quote),
+    in quotes. What structuredContent carries of it stays whole."""
+    return repr(echoed(statement))
+
+
 def require_selector(selector: str) -> str:
     """A method name is a Python identifier; anything else could never be found.
     Returned as Python reads it (NFKC: `ﬁnd` is `find`)."""

@@ -89,7 +89,7 @@ def refuse_unsure(view, module: str, name: str, live_module: types.ModuleType | 
     if binding is not None and not _bound_to_its_def(view, module, live_module, name):
         written = splice.statement_line(view.source(module), binding)
         raise ToolError("refused", f"{module}.{shown} is bound by a top-level statement that is no "
-                        f"def (line {binding.lineno}: {written!r}), so a def of it would not be what "
+                        f"def (line {binding.lineno}: {catalog.quoted(written)}), so a def of it would not be what "
                         "the module binds; name the function otherwise, or edit that statement in "
                         "the module's file, then refresh")
 
@@ -116,7 +116,7 @@ def _no_function(view, module: str, tree: ast.Module, name: str) -> str:
     binding = _other_binding(tree, name)
     if binding is not None:
         return (f"{module} binds {shown} by a top-level statement that is no def (line "
-                f"{binding.lineno}: {splice.statement_line(view.source(module), binding)!r})")
+                f"{binding.lineno}: {catalog.quoted(splice.statement_line(view.source(module), binding))})")
     functions = [node.name for _, node in splice.defs_in_blocks(tree.body)
                  if isinstance(node, splice.FunctionNode)]
     return (f"{module} defines no function {shown}"

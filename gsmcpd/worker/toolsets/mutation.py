@@ -539,7 +539,7 @@ class MutationToolset(Toolset):
         old_source = self.view.source(module_name)
         new_source = splice.remove_function(old_source, name)
         tree = parsing.parse(new_source)
-        _refuse_used_by_its_module(f"{module_name}.{name}", module_name, old_source, new_source,
+        _refuse_used_by_its_module(_shown(module_name, name), module_name, old_source, new_source,
                                    live.sure_import_readers(tree, name))
         if module is not None:
             self.view.load_all()   # else an importer the session had not loaded goes unnamed
@@ -612,7 +612,7 @@ class MutationToolset(Toolset):
             # The def would be the field's default: the field no longer required, a function.
             declared = splice.statement_line(self.view.source(ref.module), annotations[0])
             raise ToolError("refused", f"{member} is declared an attribute by the "
-                            f"class body's annotation {catalog.echoed(declared)!r} ({ref.module} line "
+                            f"class body's annotation {catalog.quoted(declared)} ({ref.module} line "
                             f"{annotations[0].lineno}; a dataclass's or NamedTuple's field); a def "
                             "of that name would replace it (a field's default would become the "
                             "function, the field no longer required). Name the method otherwise, "
@@ -797,7 +797,7 @@ class MutationToolset(Toolset):
         made = new_class if cls is not None else None
         losing = _dropped_names(old_node, new_source, name, set(vars(cls)) if cls is not None else set(), made)
         tree = parsing.parse(new_source)
-        _refuse_sure_reads(f"{module_name}.{name}", module_name, old_source, new_source, {
+        _refuse_sure_reads(_shown(module_name, name), module_name, old_source, new_source, {
             dropped: live.unguarded_attribute_reader(tree, name, dropped, self._inheritors(cls, module_name, dropped))
             for dropped in sorted(losing)}, "redefined so", "send the definition again (or keep what they read in it)")
 
@@ -870,19 +870,19 @@ class MutationToolset(Toolset):
         if reader is not None:
             # Deleted, the class could not be made: its module would import nowhere.
             raise ToolError("refused", f"{ref.qualified}.{selector} is used by the class body "
-                            f"as it runs ({splice.statement_line(new_source, reader)!r}); deleted, the class "
+                            f"as it runs ({catalog.quoted(splice.statement_line(new_source, reader))}); deleted, the class "
                             f"could not be made and {ref.module} would no longer import. Change "
                             "that statement first (compile_class_definition).")
         bound, tree = splice.mangled(ref.name, selector), parsing.parse(new_source)
         through = self._inheritors(cls, ref.module, bound)
         reader = live.attribute_reader(tree, ref.name, bound, through)
         if reader is not None and not _still_has(cls, tree, ref.name, selector, bound):
-            _refuse_sure_reads(ref.qualified, ref.module, self.view.source(ref.module), new_source,
+            _refuse_sure_reads(_shown(ref.module, ref.name), ref.module, self.view.source(ref.module), new_source,
                                {bound: live.unguarded_attribute_reader(tree, ref.name, bound, through)},
                                "deleted", "delete it")
         elif reader is not None and not _written_by_its_body(tree, ref.name, selector):
             # A base's serves a read, not `del Job.run`: that takes from the class's own namespace.
-            _refuse_sure_reads(ref.qualified, ref.module, self.view.source(ref.module), new_source,
+            _refuse_sure_reads(_shown(ref.module, ref.name), ref.module, self.view.source(ref.module), new_source,
                                {bound: live.unguarded_attribute_reader(tree, ref.name, bound, deleted=True)},
                                "deleted", "delete it")
         basis = live.dataclass_basis(cls) if cls is not None else None
@@ -1095,7 +1095,7 @@ class MutationToolset(Toolset):
         old_source = self.view.source(ref.module)
         new_source = self._splice(splice.remove_class, old_source, ref.name)
         tree = parsing.parse(new_source)
-        _refuse_used_by_its_module(ref.qualified, ref.module, old_source, new_source,
+        _refuse_used_by_its_module(_shown(ref.module, ref.name), ref.module, old_source, new_source,
                                    live.sure_import_readers(tree, ref.name))
         if cls is not None:
             vars(self.view.module(ref.module)).pop(ref.name, None)
@@ -1375,7 +1375,7 @@ def _refuse_used_by_its_module(qualified: str, module: str, old_source: str, new
     if not readers:
         return
     used = [_use(old_source, new_source, reader) for reader in readers]
-    quoted = "; ".join(f"line {use['line']}: {use['statement']!r}" for use in used)
+    quoted = "; ".join(f"line {use['line']}: {catalog.quoted(use['statement'])}" for use in used)
     those = "that statement" if len(used) == 1 else "those statements"
     raise ToolError("refused", f"{qualified} is used by {module}'s own top-level code as "
                     f"it runs ({quoted}); deleted, {module} would no longer import (NameError), "
@@ -1419,7 +1419,7 @@ def _refuse_sure_reads(qualified: str, module_name: str, old_source: str, new_so
     used.sort(key=lambda use: use["line"])
     if not used:
         return
-    quoted = "; ".join(f"{qualified}.{catalog.echoed(use['attribute'])} on line {use['line']} ({use['statement']!r})"
+    quoted = "; ".join(f"{qualified}.{catalog.echoed(use['attribute'])} on line {use['line']} ({catalog.quoted(use['statement'])})"
                        for use in used)
     those = "that statement" if len(used) == 1 else "those statements"
     raise ToolError("refused", f"{module_name}'s own top-level code reads, unguarded, as it runs: "
@@ -1437,7 +1437,7 @@ def _all_note(module_name: str, name: str, new_source: str, tree: ast.Module) ->
     if statement is None:
         return "", {}
     quoted, name = splice.statement_line(new_source, statement), catalog.echoed(name)
-    return (f"; note: {module_name}'s __all__ still names {name} ({quoted!r}, line {statement.lineno}), "
+    return (f"; note: {module_name}'s __all__ still names {name} ({catalog.quoted(quoted)}, line {statement.lineno}), "
             f"so `from {module_name} import *` now fails (AttributeError): take {name} out of it "
             "in the module's file, then refresh"), {"stillInAll": {"line": statement.lineno, "statement": quoted}}
 
@@ -1445,7 +1445,7 @@ def _all_note(module_name: str, name: str, new_source: str, tree: ast.Module) ->
 def _read_as_it_runs_note(module_name: str, class_name: str, reads: dict[str, str]) -> str:
     """The note on the statements of the class's own module that read, as it runs, the
     attributes the class no longer has (`reads`: attribute, statement quoted)."""
-    said = ", ".join(f"{class_name}.{catalog.echoed(attribute)} as it runs ({read!r})"
+    said = ", ".join(f"{class_name}.{catalog.echoed(attribute)} as it runs ({catalog.quoted(read)})"
                      for attribute, read in reads.items())
     that, reads_are = ("that read", "is") if len(reads) == 1 else ("those reads", "are")
     return (f"; note: {module_name} reads {said}, so unless {that} {reads_are} guarded, a new "
@@ -1551,7 +1551,7 @@ def _captured_note(source: str, class_name: str, name: str) -> tuple[str, dict]:
     if not readers:
         return "", {}
     bound = sorted({bound for statement in readers for bound in splice.may_bind_names(statement)})
-    quoted = ", ".join(repr(splice.statement_line(source, statement)) for statement in readers)
+    quoted = ", ".join(catalog.quoted(splice.statement_line(source, statement)) for statement in readers)
     holding = (f"{_listed(bound)} still hold" if bound else
                f"what {'they' if len(readers) > 1 else 'it'} made from it still holds")
     name = catalog.echoed(name)   # the source's, any length
@@ -1638,7 +1638,7 @@ def _new_reads(reader, name: str, old_source: str | None, new_source: str) -> tu
     if not reads:
         return None
     line = reads[0][1].lineno
-    names = ", ".join(dict.fromkeys(read for read, _ in reads))
+    names = _listed(dict.fromkeys(read for read, _ in reads))
     return names, line, splice.lines_of(new_source)[line - 1].strip()
 
 
@@ -1653,7 +1653,7 @@ def _refuse_read_before_bound(module_name: str, class_name: str, old_source: str
         return
     names, line, quoted = new_reads
     raise ToolError("refused", f"{module_name}.{class_name} would read {names} as its class "
-                    f"statement runs (line {line}: {quoted!r}), and nothing above the class in "
+                    f"statement runs (line {line}: {catalog.quoted(quoted)}), and nothing above the class in "
                     f"{module_name} binds it (it is bound below the class, or only in this "
                     f"session): a new session's import of {module_name} would fail, NameError. "
                     "Use a name bound above the class, or write the class below what it reads "
@@ -1670,7 +1670,7 @@ def _refuse_function_read_before_bound(module_name: str, name: str, old_source: 
         return
     names, line, quoted = new_reads
     raise ToolError("refused", f"{module_name}.{name} would read {names} as its def runs (line "
-                    f"{line}: {quoted!r}), and nothing above the def in {module_name} binds it "
+                    f"{line}: {catalog.quoted(quoted)}), and nothing above the def in {module_name} binds it "
                     f"(it is bound below, or only in this session): a new session's import of "
                     f"{module_name} would fail, NameError. Use "
                     "a name bound above the def, or delete_method it and compile it again, which "
@@ -1685,7 +1685,7 @@ def _refuse_own_name_read_unbound(ref, name: str, old_source: str, new_source: s
     reader = splice.unbound_reader(new_source, ref.name, name)
     if reader is None or splice.unbound_reader(old_source, ref.name, name) is not None:
         return   # none, or one the class had already: the edit does not make it worse
-    raise ToolError("refused", f"{ref.qualified}.{name}: {splice.statement_line(new_source, reader)!r} reads "
+    raise ToolError("refused", f"{ref.qualified}.{name}: {catalog.quoted(splice.statement_line(new_source, reader))} reads "
                     f"{name} as the class body runs, and with the defs it replaces gone nothing "
                     f"binds it there: every new session's import of {ref.module} would fail "
                     f"(NameError). Send all the defs of {name} together, the one binding it "
