@@ -201,10 +201,12 @@ def test_a_body_in_tiny_chunks_is_refused_past_its_framing_allowance_and_fine_ch
     assert b"\r\nmcp-session-id: " in raw.lower() and json.loads(body_of(raw))["id"] == INIT["id"], raw[:300]
 
 
-def test_empty_lines_do_not_make_an_idle_connection_look_fresh_at_the_connection_cap(tmp_path):
+@pytest.mark.parametrize("pieces", [[b"\r\n"], [b"\r", b"\n"]])
+def test_empty_lines_do_not_make_an_idle_connection_look_fresh_at_the_connection_cap(tmp_path, pieces):
     # At GS_MCP_MAX_CONNECTIONS the connection idle longest is closed for a new one. Empty
     # lines before a request are ignored (RFC 9112 2.2), and must not reset that clock:
     # a client sending "\r\n" now and then kept its connection and cost another its own.
+    # Nor when the CR and LF come apart (the CR read as a request begun, for a while).
     with Daemon(tmp_path, env={"GS_MCP_MAX_CONNECTIONS": "2", "GS_MCP_SPARE_WORKERS": "1"}) as d:
         assert status_of(raw_exchange(d.port, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")) == 404
         with socket.create_connection(("127.0.0.1", d.port), timeout=10) as stale, \
@@ -213,9 +215,10 @@ def test_empty_lines_do_not_make_an_idle_connection_look_fresh_at_the_connection
                 sock.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
                 assert status_of(sock.recv(4096)) == 404
                 select.select([], [], [], 0.1)   # the loop sleeps, so its clock (read once a pass) moves on
-            stale.sendall(b"\r\n")
-            # the router reads it long before this (it would pass over a connection with unread input)
-            select.select([], [], [], 0.3)
+            for piece in pieces:
+                stale.sendall(piece)
+                # the router reads it long before this (it would pass over a connection with unread input)
+                select.select([], [], [], 0.3)
             third = raw_exchange(d.port, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
             assert status_of(third) == 404
             assert (closed_by_peer(stale), closed_by_peer(fresh)) == (True, False)

@@ -81,6 +81,7 @@ class Connection:
         self._timer = None
         self._deadline = None
         self._deadline_kind = None
+        self._wait_began = self.loop.time()  # when the keep-alive wait began: the connect, or the last reply
         self._interest = None
         self._peer_eof = False
         self._closing = False
@@ -382,6 +383,7 @@ class Connection:
             self._close_when_flushed = True
             self._maybe_close()
             return
+        self._wait_began = self.loop.time()
         self._update_interest()
         if self.parser.buffered or self._closing or self._peer_eof:
             # Not recursively: a long pipeline must not grow the stack.
@@ -533,9 +535,11 @@ class Connection:
     def _arm_idle(self):
         # The wait runs from the last reply: input that brings no request (empty lines,
         # RFC 9112 2.2; a TLS record without data) must not extend it, nor make the
-        # connection look freshly idle to Router._evict_idlest.
+        # connection look freshly idle to Router._evict_idlest. Not even when it was read
+        # as the start of one for a while (a CR, its LF in the next read): the wait goes
+        # back to where it was, or a client could renew it for ever.
         if self._deadline_kind != "idle":
-            self._set_deadline("idle", IDLE_KEEPALIVE_SECONDS)
+            self._set_deadline("idle", self._wait_began + IDLE_KEEPALIVE_SECONDS - self.loop.time())
 
     def idle_since(self):
         """When this connection began waiting, between requests, for its next one (its
