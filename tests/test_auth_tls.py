@@ -64,6 +64,23 @@ def test_handshake_and_exchange_in_memory(server_ctx, client_ctx):
     assert to_client == b"HTTP/1.1 200 OK\r\n\r\n" + b"x" * 100_000
 
 
+def test_mid_record_is_true_exactly_while_a_record_is_cut_however_the_bytes_come(server_ctx, client_ctx):
+    server, client = connected(server_ctx, client_ctx)
+    assert not server.mid_record
+    client.send(b"x" * 40_000)   # three records, the last a short one
+    stream = client.pending_output()
+    ends, at = set(), 0
+    while at < len(stream):
+        at += 5 + int.from_bytes(stream[at + 3:at + 5], "big")
+        ends.add(at)
+    assert len(ends) == 3 and at == len(stream)
+    got = b""
+    for at in range(len(stream)):
+        got += server.receive(stream[at:at + 1])
+        assert server.mid_record == (at + 1 not in ends), at
+    assert got == b"x" * 40_000
+
+
 @pytest.mark.parametrize("hostname", ["localhost", "127.0.0.1", "::1"])
 def test_self_signed_cert_verifies_for_each_loopback_name(server_ctx, client_ctx, hostname):
     server, client = connected(server_ctx, client_ctx, hostname)

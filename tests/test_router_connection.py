@@ -867,6 +867,30 @@ def test_a_tls_record_that_brings_no_request_bytes_leaves_a_request_half_read_un
     assert h.conn._deadline_kind == "read" and not h.conn.closed
 
 
+@pytest.mark.parametrize("cut_at", [1, 5, 20])
+def test_a_request_s_first_tls_record_cut_is_a_request_begun_not_idleness(harness, tmp_path, cut_at):
+    # A record's start decrypts to nothing, and with nothing of a request parsed yet the
+    # connection was armed idle: a cut first record held it the 300 s keep-alive wait, not
+    # the read timeout a plain head's first byte starts (found by fuzzing the router).
+    cert, key = write_self_signed(tmp_path)
+    h = harness(answer_at_once, tls=TlsConnection(server_context(cert, key)))
+    client = tls_client_of(h, cert)
+    h.run_until(lambda: not h.conn.has_unread_input())   # its Finished: idle
+    h.step()
+    assert h.conn.eviction_order()[0] == 1
+    client.send(post(b"a"))
+    record = client.pending_output()
+    h.client.sendall(record[:cut_at])
+    h.run_until(lambda: h.conn._deadline_kind == "read")
+    assert h.conn.eviction_order()[0] == 2 and h.conn.ungated_since() is not None
+    h.client.sendall(record[cut_at:])   # the rest comes: the request is served as ever
+    reply = b""
+    while not bodies_of(reply):   # after the session tickets
+        h.run_until(lambda: select.select([h.client], [], [], 0)[0])
+        reply += client.receive(h.client.recv(65536))
+    assert bodies_of(reply) == [b"a"] and h.conn.eviction_order()[0] == 1
+
+
 def test_a_head_that_passes_is_traced_whole_not_as_a_head(harness):
     h = harness(answer_at_once, max_body=16_000_000)
     h.client.sendall(post(b"x" * 100_000))

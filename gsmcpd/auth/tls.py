@@ -25,6 +25,7 @@ PLAINTEXT_HTTP_RESPONSE = http.response(400, [("Content-Type", "text/plain; char
 _HTTP_METHODS = tuple(m.encode() + b" " for m in
                       ("GET", "POST", "PUT", "HEAD", "DELETE", "OPTIONS", "PATCH", "CONNECT", "TRACE", "PRI"))
 _TLS_HANDSHAKE_RECORD = 0x16
+_RECORD_HEADER = 5   # type, version (2), length (2): RFC 8446 5.1
 
 
 class TlsError(Exception):
@@ -193,6 +194,8 @@ class TlsConnection:
         self._closed = False
         self._unsent = bytearray()           # plaintext sent before the handshake finished
         self._sniffed: bytes | None = b"" if server_side else None
+        self._record_header = b""            # a record header's bytes received so far
+        self._record_left = 0                # bytes of the record being received still to come
         if not server_side:
             self._handshake()                 # the client speaks first
 
@@ -209,6 +212,7 @@ class TlsConnection:
                 raise PlaintextHttpError()
         if data:
             self._incoming.write(data)
+            self._walk_records(data)
         if not self.handshake_done:
             self._handshake()
             if not self.handshake_done:
@@ -241,6 +245,28 @@ class TlsConnection:
             return   # our close_notify is queued; the peer's need not be awaited
         except ssl.SSLError as exc:
             raise TlsError(f"TLS close failed: {exc.reason or exc}") from None
+
+    @property
+    def mid_record(self) -> bool:
+        """Whether part of a record has come and the rest not yet: OpenSSL holds it and
+        gives nothing of it, so only the framing, walked here, tells a client that began
+        sending (a request's first record, cut) from one that sent nothing."""
+        return bool(self._record_header or self._record_left)
+
+    def _walk_records(self, data: bytes) -> None:
+        at = 0
+        while at < len(data):
+            if self._record_left:
+                taken = min(self._record_left, len(data) - at)
+                self._record_left -= taken
+                at += taken
+                continue
+            wanted = _RECORD_HEADER - len(self._record_header)
+            self._record_header += data[at:at + wanted]
+            at += wanted
+            if len(self._record_header) == _RECORD_HEADER:
+                self._record_left = int.from_bytes(self._record_header[3:5], "big")
+                self._record_header = b""
 
     @property
     def alpn_protocol(self) -> str | None:

@@ -134,10 +134,10 @@ class Connection:
             if not data:  # handshake bytes, part of a record, or the connection was refused
                 if self.closed or self.busy:
                     return
-                if self.tls.handshake_done and not self.parser.in_progress:
-                    self._arm_idle()
-                else:   # a stalled handshake, or a request half read, is an unfinished request
+                if self._reading_a_request():   # a stalled handshake or record, a request half read
                     self._arm_read_timeout()
+                else:   # a whole record without data
+                    self._arm_idle()
                 return
         self._feed(data)
 
@@ -556,7 +556,7 @@ class Connection:
 
     def ungated_since(self):
         """When the request this connection is reading began arriving, while no gate has
-        passed any of it (its TLS handshake or head unfinished, or a short body still due
+        passed any of it (its TLS handshake, a record or head unfinished, or a short body still due
         after its head: nothing authenticated), or None. Such a connection costs its
         sender nothing to open and hold, so it may be closed for room (Router._evict_idlest)
         after any lingering or idle one. Not one reading a body its head's gates let in,
@@ -565,10 +565,15 @@ class Connection:
                 or self.current is not None or self._body_admitted or self.out
                 or self._close_when_flushed or self._closing or self._peer_eof):
             return None
-        handshaking = self.tls is not None and not self.tls.handshake_done
-        if not (self.parser.in_progress or handshaking):
+        if not self._reading_a_request():
             return None
         return self._deadline - self.read_timeout
+
+    def _reading_a_request(self):
+        """Whether part of a request has come, and not all of it: of its head or body, or
+        of its TLS handshake or of a record (a request's first one, cut)."""
+        tls = self.tls
+        return self.parser.in_progress or (tls is not None and (not tls.handshake_done or tls.mid_record))
 
     def eviction_order(self):
         """What Router._evict_idlest closes first for room, least first:
@@ -627,8 +632,7 @@ class Connection:
         if self.busy:
             return
         if kind == "read":
-            handshaking = self.tls is not None and not self.tls.handshake_done
-            if self.parser.in_progress or handshaking:
+            if self._reading_a_request():
                 self.router.trace_unreadable("timed out after %gs" % self.read_timeout)
                 self.close()
         else:
