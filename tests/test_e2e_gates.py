@@ -149,6 +149,7 @@ def test_the_trace_shows_a_session_id_header_as_the_client_sent_it(daemon):
     (b"http://127.0.0.1/mcp", b"evil.example", 200),          # Host is ignored (RFC 9112 3.2.2)
     (b"http://[::1]:8000/mcp", b"127.0.0.1", 200),
     (b"http://evil.example@127.0.0.1/mcp", b"127.0.0.1", 400),
+    (b"http:///mcp", b"127.0.0.1", 400),                     # no host: invalid (RFC 9110 4.2.1), not foreign
     (b"http://127.0.0.1/mcp#top", b"127.0.0.1", 200),         # a fragment is dropped, as after /mcp
     (b"/mcp#top", b"127.0.0.1", 200),
 ])

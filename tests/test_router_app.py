@@ -301,6 +301,21 @@ def test_a_refused_header_value_is_named_as_the_client_wrote_it_not_as_latin_1(h
     assert (status, message[:len(said[1])]) == said
 
 
+@pytest.mark.parametrize("check_host", [True, False])
+@pytest.mark.parametrize("target", [b"http:///mcp", b"https://:8000/mcp", b"http://?x"])
+def test_an_absolute_form_target_with_no_host_is_a_bad_request_whoever_is_let_in(target, check_host):
+    # RFC 9110 4.2.1: an http(s) URI with an empty host is invalid and MUST be rejected. It
+    # was read as a host '' that is "not this server" (403, list it in the knob), or let in
+    # where no host is checked (found by fuzzing the router).
+    parser = RequestParser()
+    parser.feed(b"POST " + target + b" HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n")
+    app = App(unauthenticated_router())
+    app.check_host = check_host
+    assert app._gate_host_origin(parser.next_request()) == (
+        400, "Bad Request: malformed request target host '%s': an http(s) URL names a host"
+        % target.decode().split("//")[1].split("/")[0].split("?")[0])
+
+
 def test_an_unsupported_protocol_version_is_named_as_the_client_wrote_it():
     parser = RequestParser()
     parser.feed(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nMCP-Protocol-Version: 2025-\xc3\xa9t\xc3\xa9\r\n"

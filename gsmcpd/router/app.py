@@ -211,6 +211,9 @@ class App:
             parsed = hosts.authority(host)
             if parsed is None:   # RFC 9112 3.2: an invalid Host is a bad request
                 return 400, "Bad Request: malformed %s '%s'" % (what, jsonrpc.echoed(host, header=True))
+            if not parsed[0] and what == "request target host":   # RFC 9110 4.2.1: MUST be rejected
+                return 400, ("Bad Request: malformed request target host '%s': an http(s) URL names a host"
+                             % jsonrpc.echoed(host, header=True))
             if self.check_host and parsed[0] not in self.allowed_hosts:
                 return 403, ("Forbidden: %s '%s' is not this server (a name a proxy in front "
                              "passes is accepted once listed in GS_MCP_ALLOWED_ORIGINS)"
