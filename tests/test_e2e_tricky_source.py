@@ -766,6 +766,15 @@ def test_a_definition_of_pass_alone_leaves_a_class_of_methods_only(c, image):
     assert run(c, "from holder import Holder\n(hasattr(Holder, 'limit'), Holder().f())") == "(False, 1)"
 
 
+def test_a_statement_written_below_the_pass_shown_for_methods_only_replaces_it(c, image):
+    # Kept, `pass` was written above the methods, `g = f` below them.
+    ok(c, "compile_class_definition", source="class Holder:\n    pass\n")
+    assert structured(c, "get_class_definition", className="Holder")["definition"] == "class Holder:\n    pass\n"
+    ok(c, "compile_class_definition", source="class Holder:\n    pass\n    g = f\n")
+    assert (image / "holder.py").read_text() == "class Holder:\n\n    def f(self):\n        return 1\n\n    g = f\n"
+    assert run(c, "from holder import Holder\nHolder().g()") == "1"
+
+
 def test_a_propertys_defs_sent_back_with_the_comment_between_them_leave_the_module_as_it_was(c, image):
     # get_method_source left out the comment above the setter, and compile_method of
     # its text moved that comment below the setter (sent with it: written twice).

@@ -994,6 +994,24 @@ def test_the_only_statement_reading_a_method_taken_out_and_sent_back_goes_back_w
     assert redefined(without, definition) == source
 
 
+@pytest.mark.parametrize("sent, expected", [
+    # Reading a method, it fell to with_methods: `pass` written, the methods swapped.
+    ("class A:\n    pass\n    o = n\n", "class A:\n    def m(self):\n        return 1\n\n"
+     "    def n(self):\n        return 2\n\n    o = n\n"),
+    ("class A:\n    pass\n    o = m\n", "class A:\n    def m(self):\n        return 1\n\n"
+     "    o = m\n\n    def n(self):\n        return 2\n"),
+    # Reading none, it was not set apart from the first method.
+    ("class A:\n    pass\n    z = 3\n", "class A:\n    z = 3\n\n    def m(self):\n        return 1\n\n"
+     "    def n(self):\n        return 2\n"),
+    ("class A:\n    z = 3\n    pass\n", "class A:\n    z = 3\n\n    def m(self):\n        return 1\n\n"
+     "    def n(self):\n        return 2\n"),
+])
+def test_statements_written_beside_the_pass_shown_for_methods_only_replace_it(sent, expected):
+    source = "class A:\n    def m(self):\n        return 1\n\n    def n(self):\n        return 2\n"
+    assert splice.class_definition(source, "A") == "class A:\n    pass\n"
+    assert redefined(source, sent) == redefined(source, sent.replace("    pass\n", "")) == expected
+
+
 def test_a_statement_added_with_a_blank_line_below_it_below_the_method_it_reads_is_set_apart_from_it():
     # It went right below the method, the blank line it ends with written twice below it.
     source = "class A:\n    x = 1\n\n    def m(self):\n        return 1\n\n    def n(self):\n        return 2\n"

@@ -164,6 +164,17 @@ def test_a_statement_replacing_the_pass_shown_for_methods_only_is_set_apart_from
     assert disk(image, "two_blank_lines") == "class A:\n    x = 1\n\n" + methods
 
 
+def test_a_statement_written_below_the_pass_shown_for_methods_only_replaces_it(shapes):
+    # Kept, `pass` was written above the methods, and a statement reading the second
+    # method moved it above the first.
+    image, client = shapes
+    assert definition_of(client, "two_blank_lines") == "class A:\n    pass\n"
+    client.ok("compile_class_definition", source="class A:\n    pass\n    o = n\n",
+              dictionaryName="rt.two_blank_lines")
+    assert disk(image, "two_blank_lines") == SHAPES["two_blank_lines"] + "\n    o = n\n"
+    assert client.view.module("rt.two_blank_lines").A().o() == 2
+
+
 def test_a_statement_added_at_the_end_of_a_module_without_a_final_newline_stays_on_its_line(shapes):
     image, client = shapes
     (image / "rt" / "open_end.py").write_text("class A:\n    def m(self):\n        return 1\n    x = 1")

@@ -43,6 +43,12 @@ def written_over(class_text: str, class_name: str, source: str, methods: list) -
         # comment lines stay theirs, so adding a statement and sending `pass` back is
         # no change.
         del new[_only_pass(new) - 1]
+    elif (methods and _only_pass(definition) is not None and shown[_only_pass(definition) - 1] is None
+          and _pass_beside_statements(new) is not None):
+        # The `pass` shown for a body of methods only, kept with statements written beside
+        # it, stands for no statement too: they replace it (written, it stayed above the
+        # methods, and one reading a method moved them all).
+        del new[_pass_beside_statements(new) - 1]
     matcher = difflib.SequenceMatcher(None, splice.comparable(definition), splice.comparable(new),
                                       autojunk=False)
     # What each line of the definition becomes: its own line, the lines replacing it, or
@@ -387,6 +393,21 @@ def _only_pass(lines: list[str]) -> int | None:
             and not splice.body_on_header_line(lines, classdef)
             and lines[body[0].lineno - 1].strip() == "pass"):
         return body[0].lineno
+    return None
+
+
+def _pass_beside_statements(lines: list[str]) -> int | None:
+    """The line number of a `pass` on a line of its own among the class text's other
+    statements (its body's, not a block's), else None."""
+    try:
+        classdef = parsing.parse("".join(lines)).body[0]
+    except (SyntaxError, ValueError, IndexError):
+        return None
+    if not isinstance(classdef, ast.ClassDef) or splice.body_on_header_line(lines, classdef):
+        return None
+    passes = [node for node in classdef.body if isinstance(node, ast.Pass)]
+    if len(passes) == 1 and len(classdef.body) > 1 and lines[passes[0].lineno - 1].strip() == "pass":
+        return passes[0].lineno
     return None
 
 
