@@ -2312,6 +2312,20 @@ def test_deleting_a_helper_its_module_deletes_as_it_runs_is_refused(tmp_path):
         client.close()
 
 
+def test_deleting_a_class_an_all_takes_out_again_says_nothing_of_a_star_import_failing(tmp_path):
+    # The note said `from pruned import *` now fails, though `__all__.remove` took Hook out.
+    files = {"pruned.py": ("class Hook:\n    pass\n\n\nclass Kept:\n    pass\n\n\n"
+                           "__all__ = ['Hook', 'Kept']\n__all__.remove('Hook')\n")}
+    with daemon_on_image(tmp_path, files) as daemon:
+        client = open_session(daemon)
+        deleted = ok(client, "delete_class", className="pruned.Hook")
+        assert "stillInAll" not in deleted["structuredContent"], deleted
+        fresh = open_session(daemon)
+        assert run(fresh, "from pruned import *\nKept.__name__") == "'Kept'"
+        fresh.close()
+        client.close()
+
+
 def test_a_class_nested_in_one_whose_body_rewrites_module_counts_as_made_where_its_statement_is(image, c):
     # Middle's __module__ (elsewhere) was compared with hooked.deep's: Leaf was no image
     # class, so delete_class of Base went through and hooked.deep failed to import.

@@ -752,6 +752,20 @@ def test_needed_on_import_follows_the_module_s_own_functions_it_calls_one_call_d
     ("__all__ = []\n__all__.insert(0, 'A')\n", 2),
     ("NAMES = ['A']\n", None),
     ("def f():\n    __all__ = ['A']\n", None),                        # a function's local
+    # Taken out again below: `from m import *` does not look for it.
+    ("__all__ = ['A', 'B']\n__all__.remove('A')\n", None),
+    ("__all__ = ['A', 'B']\nif x:\n    __all__.remove('A')\n", None),
+    ("__all__ = ['A', 'B']\n__all__ = ['B']\n", None),
+    ("__all__ = ['A', 'B']\n__all__ = [n for n in __all__ if n != 'A']\n", None),
+    ("__all__ = ['A', 'B']\ndel __all__[0]\n", None),
+    ("__all__ = ['A', 'B']\n__all__[:] = ['B']\n", None),
+    ("__all__ = ['A', 'B']\ndel __all__\n", None),
+    ("__all__ = {'A', 'B'}\n__all__ -= {'A'}\n", None),
+    ("__all__ = ['B']\n__all__ -= ['A']\n", None),                    # not an addition
+    # Added to, sorted, or named again after: still there.
+    ("__all__ = ['A']\n__all__ = __all__ + ['B']\n__all__.sort()\n", 1),
+    ("__all__ = {'B'}\n__all__ |= {'A'}\n", 2),
+    ("__all__ = ['A']\n__all__.remove('A')\n__all__.append('A')\n", 3),
 ])
 def test_all_naming(source, line):
     found = live.all_naming(ast.parse(source), "A")

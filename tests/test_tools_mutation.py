@@ -1653,6 +1653,19 @@ def test_delete_function_refuses_a_helper_its_module_deletes_as_it_runs(client, 
     assert disk(image, "zoo/tidy.py") == source
 
 
+def test_delete_class_says_nothing_of_an_all_that_takes_the_name_out_again(client, image):
+    # `__all__ = ["Hook", ...]` then `__all__.remove("Hook")`: the note said
+    # `from zoo.pruned import *` now fails, though `__all__` no longer held Hook.
+    (image / "zoo" / "pruned.py").write_text(
+        "class Hook:\n    pass\n\n\ndef hook():\n    return 1\n\n\nKEPT = 1\n"
+        "__all__ = ['Hook', 'hook', 'KEPT']\n__all__.remove('Hook')\n__all__ = [n for n in __all__ if n != 'hook']\n")
+    client.ok("refresh")
+    for tool, arguments in (("delete_class", {"className": "zoo.pruned.Hook"}),
+                            ("delete_method", {"className": "zoo.pruned", "selector": "hook"})):
+        said = client.ok(tool, **arguments)
+        assert "stillInAll" not in said["structuredContent"] and "__all__" not in said["content"][0]["text"]
+
+
 def test_delete_class_refuses_a_class_image_classes_are_still_built_on(client, image):
     # It deleted and committed, only noting the classes still naming it: their module
     # then imported in no session (class Child(Made): NameError).

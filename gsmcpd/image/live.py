@@ -1188,11 +1188,43 @@ def all_naming(tree: ast.Module, name: str) -> ast.stmt | None:
     literal (`__all__ = ["Hook"]`, `__all__ += ("Hook",)`, `__all__.append("Hook")`), at
     its top level or in its blocks: with `name` gone, `from module import *` fails
     (AttributeError). A computed `__all__` is not told, nor a string it leaves out
-    (`[n for n in dir() if n not in ("Hook",)]`)."""
-    for node in splice.statements_within(tree.body):
-        if any(isinstance(element, ast.Constant) and element.value == name for element in _put_in_all(node)):
+    (`[n for n in dir() if n not in ("Hook",)]`), nor one a statement below may take out
+    again (`__all__.remove("Hook")`, `__all__ = ["Other"]`, in a block too)."""
+    statements = splice.statements_within(tree.body)
+    for index, node in enumerate(statements):
+        if any(isinstance(element, ast.Constant) and element.value == name for element in _put_in_all(node)) \
+                and not any(_may_take_from_all(later, name) for later in statements[index + 1:]):
             return node
     return None
+
+
+# The augmented assignments adding to `__all__`: `+=` of a list or tuple, `|=` of a set.
+_ADDING = (ast.Add, ast.BitOr)
+# What leaves every name `__all__` holds in it: the methods _put_in_all reads, and reads.
+_KEEPING_ALL = frozenset({"append", "extend", "insert", "index", "count", "copy", "sort", "reverse"})
+
+
+def _may_take_from_all(node: ast.stmt, name: str) -> bool:
+    """Whether the statement itself (not its blocks) may leave `__all__` without a name it
+    holds: binds it anew without `name` (`__all__ = ["Other"]`), deletes it, deletes from
+    it or sets part of it (`del __all__[0]`, `__all__[:] = ...`), an augmented assignment
+    but `+=` or `|=` (`__all__ -= {"Hook"}`), or a call of one of its methods but those
+    that add or read (`__all__.remove("Hook")`)."""
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        method = splice.dotted_names(node.value.func)
+        return method is not None and len(method) == 2 and method[0] == "__all__" and method[1] not in _KEEPING_ALL
+    if isinstance(node, ast.AugAssign):
+        return isinstance(node.target, ast.Name) and node.target.id == "__all__" and not isinstance(node.op, _ADDING)
+    targets = (node.targets if isinstance(node, (ast.Assign, ast.Delete))
+               else [node.target] if isinstance(node, ast.AnnAssign) and node.value is not None else [])
+    for target in targets:
+        for sub in ast.walk(target):
+            if isinstance(sub, ast.Name) and sub.id == "__all__" and not isinstance(sub.ctx, ast.Load):
+                return isinstance(node, ast.Delete) or not (_adds_to_all(node.value) or any(
+                    isinstance(element, ast.Constant) and element.value == name for element in _put_in_all(node)))
+            if isinstance(sub, ast.Subscript) and isinstance(sub.value, ast.Name) and sub.value.id == "__all__":
+                return True
+    return False
 
 
 def _put_in_all(node: ast.stmt) -> list[ast.expr]:
@@ -1207,12 +1239,19 @@ def _put_in_all(node: ast.stmt) -> list[ast.expr]:
         return _listed(call.args[0]) if method == ["__all__", "extend"] and call.args else []
     if isinstance(node, ast.Assign):
         targets = node.targets
-    elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+    elif isinstance(node, ast.AnnAssign) or (isinstance(node, ast.AugAssign) and isinstance(node.op, _ADDING)):
         targets = [node.target]
     else:
         return []
     named = any(isinstance(target, ast.Name) and target.id == "__all__" for target in targets)
     return _listed(node.value) if named and node.value is not None else []
+
+
+def _adds_to_all(value: ast.expr) -> bool:
+    """Whether the value is `__all__` with more added (`__all__ + ["Other"]`)."""
+    while isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
+        value = value.left
+    return isinstance(value, ast.Name) and value.id == "__all__"
 
 
 def _listed(value: ast.expr) -> list[ast.expr]:
