@@ -10,7 +10,7 @@ import pytest
 from helpers import open_session
 from test_e2e_image_tools import daemon  # noqa: F401  (the daemon fixture: on this module's image)
 from test_e2e_tools import error, ok, run_code, structured
-from test_tools_guarded_classes import DEMO, KEPT, LOCAL, NEWER, REBOUND, REMADE, SHAPES, UNRUN
+from test_tools_guarded_classes import DEMO, KEPT, LOCAL, NEWER, REBOUND, REMADE, SHAPES, UNRUN, WRAPPED
 from test_tools_support import write_image
 
 
@@ -57,7 +57,7 @@ def image(tmp_path_factory):
     return write_image(tmp_path_factory.mktemp("guarded") / "image",
                        {"guard/__init__.py": "", "guard/shapes.py": SHAPES, "guard/rebound.py": REBOUND,
                         "guard/remade.py": REMADE, "guard/kept.py": KEPT, "guard/local.py": LOCAL, "guard/demo.py": DEMO, "guard/levels.py": LEVELS, "guard/runs.py": RUNS, "guard/again.py": AGAIN,
-                        "guard/unrun.py": UNRUN, "guard/newer.py": NEWER,
+                        "guard/unrun.py": UNRUN, "guard/newer.py": NEWER, "guard/wrapped.py": WRAPPED,
                         "guard/broken.py": "try:\n    import _no_such\nexcept ImportError:\n"
                                            "    class Fallback:\n        pass\n\nraise RuntimeError\n"})
 
@@ -115,6 +115,14 @@ def test_a_class_whose_rebinding_below_did_not_run_is_browsed_and_edited(c, imag
     assert "def new(self):" in (image / "guard/unrun.py").read_text()
     assert error(c, "compile_method", "refused", className="guard.unrun.Remix",
                  source="def new(self):\n    return 2\n").startswith("guard.unrun.Remix is bound to a class made at run time")
+
+
+def test_a_class_whose_rebinding_below_did_not_run_is_edited_whatever_other_code_its_methods_hold(c, image):
+    # A @contextlib.contextmanager method and an alias of a module function: refused as made
+    # at run time, their code not compiled within the class statement.
+    ok(c, "compile_method", className="guard.wrapped.Reader", source="def new(self):\n    return 2\n")
+    assert run_code(c, "from guard.wrapped import Reader\nwith Reader().opened() as r:\n    x = r.new()\nx") == "2"
+    assert "def new(self):" in (image / "guard/wrapped.py").read_text()
 
 
 def test_a_class_remade_at_run_time_is_named_at_the_line_an_import_runs_not_a_demo_block(c):

@@ -189,6 +189,35 @@ Remix = type("Remix", (), {"old": lambda self: 2})
 NEWER = "class Compiler:\n    def old(self):\n        return 8\n"
 
 
+# The accelerated-replacement pattern again, with methods whose function a decorator of
+# another module made (contextlib's `helper`) or that alias a function of the module:
+# their code tells nothing of which statement made the class.
+WRAPPED = """\
+import contextlib
+
+
+def _size(self):
+    return 3
+
+
+class Reader:
+    size = _size
+
+    def old(self):
+        return 1
+
+    @contextlib.contextmanager
+    def opened(self):
+        yield self
+
+
+try:
+    from _no_such_fast_reader import Reader
+except ImportError:
+    pass
+"""
+
+
 # Remade below its statement, and imported again in a demo block an import does not run.
 DEMO = """\
 class Demo:
@@ -209,7 +238,8 @@ def image(tmp_path):
                                             "guard/typing_only.py": TYPING, "guard/rebound.py": REBOUND,
                                             "guard/remade.py": REMADE, "guard/kept.py": KEPT,
                                             "guard/local.py": LOCAL, "guard/demo.py": DEMO,
-                                            "guard/unrun.py": UNRUN, "guard/newer.py": NEWER})
+                                            "guard/unrun.py": UNRUN, "guard/newer.py": NEWER,
+                                            "guard/wrapped.py": WRAPPED})
 
 
 @pytest.fixture
@@ -360,6 +390,18 @@ def test_a_class_whose_rebinding_below_did_not_run_is_told_the_statement_s_by_it
     assert client.error("compile_method", "refused", className="guard.unrun.Remix",
                         source="def new(self):\n    return 2\n").startswith(
         "guard.unrun.Remix is bound to a class made at run time (at line 26) once guard.unrun is imported")
+
+
+def test_a_class_whose_rebinding_below_did_not_run_is_the_statement_s_whatever_other_code_its_methods_hold(
+        client, image):
+    # Refused as "made at run time (at line 20)": contextlib's code (the wrapper its
+    # decorator made) and _size's were not compiled within the class statement.
+    module = client.view.module("guard.wrapped")
+    assert client.view.defines(module.Reader)
+    assert client.ok("describe_class", className="guard.wrapped.Reader")["structuredContent"]["methods"] == [
+        "old", "opened", "size"]
+    client.ok("compile_method", className="guard.wrapped.Reader", source="def new(self):\n    return 2\n")
+    assert module.Reader().new() == 2 and "def new(self):" in (image / "guard/wrapped.py").read_text()
 
 
 def test_a_class_rebound_below_to_a_class_named_otherwise_is_the_statement_s_whatever_functions_bind(client):

@@ -566,13 +566,17 @@ class View:
         statements, the rebinding below having not run or handed it back (`try: from
         fastparser import Parser` / `except ImportError: pass`, with no fastparser;
         distutils' `MSVCCompiler`, whose `if get_build_version() >= 8.0:` rebinding did not
-        run). An object with no such code of its own cannot tell: a `type(...)` class, a C
-        type, a namedtuple (its `__new__` compiled from no file of the image)."""
+        run). Its own code is what the module's file compiled under its name (`Parser.parse`):
+        not a method another module's decorator made (contextlib.contextmanager's `helper`),
+        nor a function of the module it aliases (`size = _size`), which tell nothing of the
+        statement. An object with no such code cannot tell: a `type(...)` class, a C type,
+        a namedtuple (its `__new__` compiled from no file of the image)."""
         if not self.rebound_below(module, name):
             return False
         nodes = [node for _, node in splice.defs_in_blocks(self.tree(module).body) if node.name == name]
         filename = self.filename(self.relpath(module))
-        codes = own_codes(obj)
+        codes = [code for code in own_codes(obj) if code.co_filename == filename
+                 and (code.co_qualname == name or code.co_qualname.startswith(name + "."))]
         return not codes or not all(_statement_of(code, filename, nodes) for code in codes)
 
     def _rebound_below_statements(self, module: str) -> frozenset[str]:
