@@ -10,7 +10,7 @@ import pytest
 from helpers import open_session
 from test_e2e_image_tools import daemon  # noqa: F401  (the daemon fixture: on this module's image)
 from test_e2e_tools import error, ok, run_code, structured
-from test_tools_guarded_classes import DEMO, KEPT, LOCAL, NEWER, REBOUND, REMADE, SHAPES, UNRUN, WRAPPED
+from test_tools_guarded_classes import DEMO, KEPT, LOCAL, NEWER, REBOUND, REMADE, SHAPES, UNRUN, WRAPPED, ABSTRACT
 from test_tools_support import write_image
 
 
@@ -58,6 +58,7 @@ def image(tmp_path_factory):
                        {"guard/__init__.py": "", "guard/shapes.py": SHAPES, "guard/rebound.py": REBOUND,
                         "guard/remade.py": REMADE, "guard/kept.py": KEPT, "guard/local.py": LOCAL, "guard/demo.py": DEMO, "guard/levels.py": LEVELS, "guard/runs.py": RUNS, "guard/again.py": AGAIN,
                         "guard/unrun.py": UNRUN, "guard/newer.py": NEWER, "guard/wrapped.py": WRAPPED,
+                        "guard/abstract.py": ABSTRACT,
                         "guard/broken.py": "try:\n    import _no_such\nexcept ImportError:\n"
                                            "    class Fallback:\n        pass\n\nraise RuntimeError\n"})
 
@@ -70,6 +71,13 @@ def test_classes_in_blocks_are_listed_browsed_and_searched(c):
         c, "export_class_source", className="Twice")["note"]
     assert structured(c, "find_implementors", selector="which")["results"] == ["guard.shapes.Twice"]
     assert structured(c, "search_method_source", pattern='"old"')["results"] == ["guard.shapes.Twice.which"]
+
+
+def test_which_statement_made_a_class_of_abstract_class_methods_is_told(c):
+    # Said the last statement was shown, not the one its live class was made from.
+    answer = structured(c, "export_class_source", className="guard.abstract.Maker")
+    assert "shown: line 5, the one its live class was made from" in answer["note"]
+    assert 'return "v3"' in answer["source"] and 'return "v2"' not in answer["source"]
 
 
 def test_a_class_made_at_run_time_is_named_as_such(c):

@@ -5,7 +5,7 @@ import ast
 
 import pytest
 
-from gsmcpd.image import splice
+from gsmcpd.image import own, splice
 from test_tools_support import Client, text, views, write_image  # noqa: F401  (fixtures)
 
 SHAPES = '''\
@@ -189,6 +189,30 @@ Remix = type("Remix", (), {"old": lambda self: 2})
 NEWER = "class Compiler:\n    def old(self):\n        return 8\n"
 
 
+# A class in two branches whose methods are abc's abstractclassmethod and
+# abstractstaticmethod (subclasses of classmethod and staticmethod): which statement made
+# the live class is told by their functions' code.
+ABSTRACT = """\
+import abc
+import sys
+
+if sys.version_info >= (3, 0):
+    class Maker(abc.ABC):
+        @abc.abstractclassmethod
+        def make(cls):
+            return "v3"
+
+        @abc.abstractstaticmethod
+        def kind():
+            return "v3"
+else:
+    class Maker(abc.ABC):
+        @abc.abstractclassmethod
+        def make(cls):
+            return "v2"
+"""
+
+
 # The accelerated-replacement pattern again, with methods whose function a decorator of
 # another module made (contextlib's `helper`) or that alias a function of the module:
 # their code tells nothing of which statement made the class.
@@ -239,7 +263,7 @@ def image(tmp_path):
                                             "guard/remade.py": REMADE, "guard/kept.py": KEPT,
                                             "guard/local.py": LOCAL, "guard/demo.py": DEMO,
                                             "guard/unrun.py": UNRUN, "guard/newer.py": NEWER,
-                                            "guard/wrapped.py": WRAPPED})
+                                            "guard/wrapped.py": WRAPPED, "guard/abstract.py": ABSTRACT})
 
 
 @pytest.fixture
@@ -402,6 +426,16 @@ def test_a_class_whose_rebinding_below_did_not_run_is_the_statement_s_whatever_o
         "old", "opened", "size"]
     client.ok("compile_method", className="guard.wrapped.Reader", source="def new(self):\n    return 2\n")
     assert module.Reader().new() == 2 and "def new(self):" in (image / "guard/wrapped.py").read_text()
+
+
+def test_which_statement_made_a_class_of_abstract_class_and_static_methods_is_told(client):
+    # Said "shown: line 15, the last; which one the module binds depends on how it runs":
+    # their functions were read only from a classmethod or staticmethod, not a subclass.
+    assert sorted(code.co_name for code in own.function_codes(client.view.module("guard.abstract").Maker)) == [
+        "kind", "make"]
+    answer = client.ok("export_class_source", className="guard.abstract.Maker")["structuredContent"]
+    assert "shown: line 5, the one its live class was made from" in answer["note"]
+    assert 'return "v3"' in answer["source"] and 'return "v2"' not in answer["source"]
 
 
 def test_a_class_rebound_below_to_a_class_named_otherwise_is_the_statement_s_whatever_functions_bind(client):
