@@ -2312,6 +2312,21 @@ def test_deleting_a_helper_its_module_deletes_as_it_runs_is_refused(tmp_path):
         client.close()
 
 
+def test_deleting_a_method_a_function_the_module_calls_sets_anew_above_its_read_leaves_it_importing(tmp_path):
+    # `install()` (`setattr(Job, "run", fast_run)`) above `RUN = Job.run`: refused as a sure read before.
+    files = {"installed.py": ("class Job:\n    def run(self):\n        return 1\n\n\ndef fast_run(self):\n"
+                              "    return 2\n\n\ndef install():\n    setattr(Job, 'run', fast_run)\n\n\n"
+                              "install()\nRUN = Job.run\n")}
+    with daemon_on_image(tmp_path, files) as daemon:
+        client = open_session(daemon)
+        structured(client, "delete_method", className="installed.Job", selector="run")
+        assert "def run" not in (daemon.image / "installed.py").read_text()
+        fresh = open_session(daemon)
+        assert run(fresh, "import installed\ninstalled.Job().run()") == "2"
+        fresh.close()
+        client.close()
+
+
 def test_deleting_a_class_an_all_takes_out_again_says_nothing_of_a_star_import_failing(tmp_path):
     # The note said `from pruned import *` now fails, though `__all__.remove` took Hook out.
     files = {"pruned.py": ("class Hook:\n    pass\n\n\nclass Kept:\n    pass\n\n\n"

@@ -643,6 +643,12 @@ def test_class_member_names_are_those_the_body_binds_in_its_blocks_too(body, nam
     ("h = A.run\nA.run = print\n", 5),                             # set after the read
     ("A.run = A.run\n", 5),                                         # read before it is set
     ("A.other = print\nh = A.run\n", 6),
+    # A function of the module it calls above the read sets it (a call below its def).
+    ("def install():\n    A.run = print\n\n\ninstall()\nh = A.run\n", None),
+    ("def install():\n    if X:\n        setattr(A, 'run', print)\n\n\nx = [install()]\nh = A.run\n", None),
+    ("def install():\n    A.run = print\n\n\nh = A.run\ninstall()\n", 9),   # called after the read
+    ("def install():\n    A.other = print\n\n\ninstall()\nh = A.run\n", 10),
+    ("def install():\n    def inner():\n        A.run = print\n\n\ninstall()\nh = A.run\n", 11),
 ])
 def test_unguarded_attribute_reader(below, line):
     tree = ast.parse("class A:\n    def run(self):\n        pass\n\n" + below)

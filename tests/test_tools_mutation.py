@@ -1978,6 +1978,20 @@ def test_delete_function_a_function_the_module_calls_binds_again_is_deleted(clie
     assert namespace["DEFAULT"] is str.upper
 
 
+def test_delete_method_a_function_the_module_calls_sets_anew_above_its_read_is_deleted(client, image):
+    # `install()` sets Job.run before `RUN = Job.run` reads it: the module imports without
+    # the def, yet the deletion was refused as a sure read.
+    source = ("class Job:\n    def run(self):\n        return 1\n\n\ndef fast_run(self):\n    return 2\n\n\n"
+              "def install():\n    Job.run = fast_run\n\n\ninstall()\nRUN = Job.run\n")
+    (image / "zoo" / "installed.py").write_text(source)
+    client.ok("refresh")
+    client.ok("delete_method", className="zoo.installed.Job", selector="run")
+    assert "def run" not in disk(image, "zoo/installed.py")
+    namespace = {}
+    exec(disk(image, "zoo/installed.py"), namespace)   # as a new session's import runs it
+    assert namespace["RUN"] is namespace["fast_run"]
+
+
 def test_delete_class_named_only_in_a_later_case_of_a_match_as_the_module_runs_is_deleted(client, image):
     # The second case is tried only when the first does not match: refused as a sure read before.
     source = ("import sys\n\n\nclass Unknown:\n    pass\n\n\nmatch sys.byteorder:\n"

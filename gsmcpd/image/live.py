@@ -925,14 +925,20 @@ def unguarded_attribute_reader(tree: ast.Module, class_name: str, attribute: str
     the module surely fails to import, AttributeError. A read under an `if`, or in a
     function the module calls, is not told sure (attribute_reader finds it); nor one
     below a top-level statement that may set the attribute (`Job.run = other`,
-    `setattr(Job, "run", other)`, in a block too), giving the class it anew. With
+    `setattr(Job, "run", other)`, in a block too), giving the class it anew, or that
+    calls, below its def, a function of the module that sets it so (`def install():
+    Job.run = other` ... `install()`; one call deep, as binds_by_call follows names). With
     `deleted`, only a `del A.run`: it fails where the class has it from a base alone too."""
     classdef = splice.class_statement(tree, class_name)
     if classdef is None:
         return None
     names = {class_name, *through}
+    installers = [node for _, node in splice.defs_in_blocks(tree.body) if isinstance(node, ast.FunctionDef)
+                  and any(_sets_attribute(statement, attribute, names)
+                          for statement in splice.statements_within(node.body))]
     setters = [statement for statement in splice.statements_within(tree.body)
-               if statement.lineno > classdef.end_lineno and _sets_attribute(statement, attribute, names)]
+               if statement.lineno > classdef.end_lineno and (
+                   _sets_attribute(statement, attribute, names) or _calls_below(statement, installers))]
     return next((reader for reader in _sure_reads(tree, _reads_of(attribute, names, deleted), AttributeError,
                                                   after=classdef.end_lineno, name_read=_first_name_read)
                  if not any(_written_above(setter, reader) for setter in setters)), None)
@@ -953,6 +959,14 @@ def _sets_attribute(statement: ast.stmt, attribute: str, names: set[str]) -> boo
         if name == attribute and spelled is not None and ".".join(spelled) in names:
             return True
     return False
+
+
+def _calls_below(statement: ast.stmt, functions: list[ast.FunctionDef]) -> bool:
+    """Whether the statement itself (not its blocks) calls one of `functions` by its name
+    below its def (`install()`, `@install` above a def): it has been made by then."""
+    return any(name == function.name and sub.lineno > function.end_lineno
+               for sub in splice.evaluated_now(statement, class_bodies=False, blocks=False)
+               for name in _names_called(sub) for function in functions)
 
 
 def _written_above(statement: ast.stmt, below: ast.stmt) -> bool:
