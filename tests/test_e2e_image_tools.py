@@ -2270,6 +2270,20 @@ def test_deleting_a_function_a_function_the_module_calls_binds_again_leaves_it_i
         client.close()
 
 
+def test_deleting_a_class_read_above_what_binds_its_name_again_names_its_module_failing(tmp_path):
+    # `DEFAULT = Parser()` above `Parser = functools.total_ordering(Parser)`: the module was
+    # committed importing in no new session (NameError), the answer saying nothing.
+    files = {"readfirst.py": ("import functools\n\n\nclass Parser:\n    def __lt__(self, other):\n"
+                              "        return False\n\n\nDEFAULT = Parser()\n"
+                              "Parser = functools.total_ordering(Parser)\n")}
+    with daemon_on_image(tmp_path, files) as daemon:
+        client = open_session(daemon)
+        run(client, "import readfirst")
+        deleted = tool_text(ok(client, "delete_class", className="readfirst.Parser"))
+        assert "readfirst now fails to import: NameError: name 'Parser' is not defined" in deleted, deleted
+        client.close()
+
+
 def test_deleting_a_class_an_import_that_failed_would_replace_names_its_module_failing(tmp_path):
     # `try: from _no_such_fast_parser import Parser` / `except ImportError: pass` below the
     # class: the import was taken to bind the name, and the module, reading it, was committed

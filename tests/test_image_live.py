@@ -730,6 +730,10 @@ def test_needed_on_import_without_star_takes_no_star_import_as_binding_the_name(
     # Bound surely, whichever way the try goes: no re-import needed.
     tree = ast.parse("try:\n    from fast import A\nexcept ImportError:\n    A = None\n\nX = A\n")
     assert not live.needed_on_import(tree, "A", star=False)
+    # Bound only below the read (in its own statement too): it reads nothing there.
+    for source in ("X = A()\ntry:\n    from fast import A\nexcept ImportError:\n    A = None\n",
+                   "if Y:\n    X = A\nA = None\n", "A = A\n"):
+        assert live.needed_on_import(ast.parse(source), "A") and live.needed_on_import(ast.parse(source), "A", star=False)
 
 
 def test_needed_on_import_counts_a_del_of_the_name():

@@ -92,6 +92,20 @@ def test_delete_class_names_its_module_failing_on_a_read_a_star_import_may_serve
     assert result["importErrors"] == {"late._core": "NameError: name 'Hook' is not defined"}
 
 
+def test_delete_class_names_its_module_failing_on_a_read_above_what_binds_the_name_again(client, image):
+    # `DEFAULT = Parser()` above `Parser = functools.total_ordering(Parser)`: the name bound
+    # surely, if below the read, the module was neither refused nor re-imported, and was
+    # committed importing in no new session (NameError) without a word.
+    (image / "zoo" / "readfirst.py").write_text(
+        "import functools\n\n\nclass Parser:\n    def __lt__(self, other):\n        return False\n\n\n"
+        "DEFAULT = Parser()\nParser = functools.total_ordering(Parser)\n")
+    client.ok("refresh")
+    client.view.load_all()
+    result = client.ok("delete_class", className="zoo.readfirst.Parser")["structuredContent"]
+    assert result["reimported"] == ["zoo.readfirst"]
+    assert result["importErrors"] == {"zoo.readfirst": "NameError: name 'Parser' is not defined"}
+
+
 def test_delete_class_names_its_module_failing_on_a_read_an_import_that_may_fail_would_serve(client, image):
     # `from _no_such_fast import Parser` in a try whose handler held the class: the import
     # was taken to bind the name, so the module was not re-imported, and it was committed

@@ -764,8 +764,9 @@ def _written_member_names(classdef: ast.ClassDef) -> set[str]:
 
 def needed_on_import(tree: ast.Module, name: str, star: bool = True) -> bool:
     """Whether running the module reads the global `name` that nothing at its top level
-    binds any more (a base, metaclass, decorator or default naming a deleted class): it
-    then fails to import, NameError. Function bodies do not run on import, but for those
+    binds any more, or nothing above the read (a base, metaclass, decorator or default
+    naming a deleted class; `DEFAULT = Parser()` above `except ImportError: Parser = None`):
+    it then fails to import, NameError. Function bodies do not run on import, but for those
     of the module's own functions it calls as it runs, one call deep (`X = make()` with
     `def make(): return Hook()`). With `star` false only a binding sure to run is taken to
     bind it (splice.surely_binds): not a `*` import, nor an import in a `try` whose handler
@@ -777,15 +778,19 @@ def needed_on_import(tree: ast.Module, name: str, star: bool = True) -> bool:
 def import_reader(tree: ast.Module, name: str, star: bool = True,
                   through_calls: bool = False) -> ast.stmt | None:
     """The first top-level statement that makes needed_on_import true, or None (reading
-    `name` itself, or, `through_calls`, in a function of the module it calls)."""
-    if splice.binds(tree.body, name, augmented=False) if star else splice.surely_binds(tree.body, name):
-        return None
+    `name` itself, or, `through_calls`, in a function of the module it calls), no
+    statement above it binding the name (surely, with `star` false)."""
     lazy_annotations = bool(future_flags(tree) & __future__.annotations.compiler_flag)
     own = _comprehension_reads(tree)
     functions = _functions(tree) if through_calls else None
-    # A `del` of it too (opcode.py's `del def_op, ..., jabs_op` of helpers it ran): NameError.
-    return next((node for node in tree.body if _reads(
-        node, lambda sub: _name_read(sub) == name and id(sub) not in own, lazy_annotations, functions)), None)
+    for node in tree.body:
+        # A `del` of it too (opcode.py's `del def_op, ..., jabs_op` of helpers it ran): NameError.
+        if _reads(node, lambda sub: _name_read(sub) == name and id(sub) not in own, lazy_annotations, functions):
+            return node
+        # Bound from here on: a binding below a read does not serve it (read first, in its statement too).
+        if splice.binds([node], name, augmented=False) if star else splice.surely_binds([node], name):
+            return None
+    return None
 
 
 def _name_read(node: ast.AST) -> str | None:
