@@ -149,6 +149,8 @@ def tail():
                           "class SortTest(unittest.TestCase):\n    def test_sort(self):\n        Sort()\n",
     "gone/parts.py": "class Part:\n    pass\n",
     "gone/built.py": "class Built:\n    pass\n\n\ndef build():\n    return Built()\n\n\nBUILT = build()\n",
+    "gone/cached.py": ("class Locale:\n    pass\n\n\nclass Cache:\n    def __init__(self):\n"
+                       "        self.locale = Locale()\n\n\nCACHE = Cache()\n"),
     "gone/starred.py": "from os.path import *\n\n\nclass Star:\n    pass\n\n\nSTAR = Star()\n",
     "gone/starred_helpers.py": "from os.path import *\n\n\ndef helper():\n    return 1\n\n\nX = helper()\n",
     "gone/shadows.py": "class property(property):\n    pass\n\n\nclass Uses:\n    @property\n"
@@ -1182,6 +1184,13 @@ def test_delete_class_names_its_module_failing_in_a_function_it_calls_as_it_runs
     # gone.built importing in no new session (NameError).
     deleted = tool_text(ok(c, "delete_class", className="gone.built.Built"))
     assert "gone.built now fails to import: NameError: name 'Built' is not defined" in deleted
+
+
+def test_delete_class_names_its_module_failing_in_the_init_of_a_class_it_makes_as_it_runs(daemon, c):
+    # _strptime's `TimeRE()` making a LocaleTime in its __init__: committed without a word,
+    # gone.cached importing in no new session (NameError).
+    deleted = tool_text(ok(c, "delete_class", className="gone.cached.Locale"))
+    assert "gone.cached now fails to import: NameError: name 'Locale' is not defined" in deleted
 
 
 def test_delete_function_names_its_module_failing_where_a_star_import_binds_no_such_name(daemon, c):

@@ -52,6 +52,11 @@ from gsmcpd.worker.toolset import ToolError
     ("if X:\n    A += Y\n", True),
     ("del A\n", True),
     ("A = X\nA += Y\n", False),
+    # Calling a class of the module runs its __new__ and __init__ (_strptime's `TimeRE()`).
+    ("class C:\n    def __init__(self):\n        self.a = A()\nX = C()\n", True),
+    ("class C:\n    def __new__(cls):\n        return A\nX = C()\n", True),
+    ("class C:\n    def other(self):\n        return A\nX = C()\n", False),
+    ("class C:\n    def __init__(self):\n        self.a = A()\n", False),
 ])
 def test_needed_on_import(source, needed):
     assert needed_on_import(ast.parse(source), "A") is needed

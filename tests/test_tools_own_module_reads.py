@@ -143,6 +143,17 @@ def test_delete_class_names_its_module_failing_in_a_function_it_calls_as_it_runs
     assert result["importErrors"] == {"late._core": "NameError: name 'Hook' is not defined"}
 
 
+def test_delete_class_names_its_module_failing_in_the_init_of_a_class_it_makes_as_it_runs(client, image):
+    # _strptime's `_TimeRE_cache = TimeRE()`, whose __init__ makes a LocaleTime: deleting
+    # LocaleTime was committed with no word, the module importing in no new session.
+    late(image, "class Cache:\n    def __init__(self):\n        self.hook = Hook()\n\n\nCACHE = Cache()\n",
+         init="")
+    client.ok("refresh")
+    client.view.load_all()
+    result = client.ok("delete_class", className="late._core.Hook")["structuredContent"]
+    assert result["importErrors"] == {"late._core": "NameError: name 'Hook' is not defined"}
+
+
 def test_delete_class_refuses_by_source_a_class_whose_module_does_not_import(client, image):
     late(image, "Hook.x = 1\nraise RuntimeError('broken')\n")
     client.ok("refresh")

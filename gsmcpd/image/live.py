@@ -1183,13 +1183,18 @@ def _body_reads(function: ast.FunctionDef, wanted, lazy_annotations: bool) -> bo
 
 def _functions(tree: ast.Module) -> dict[str, list[ast.FunctionDef]]:
     """The module's defs (at its top level or in a module-level block) whose body runs
-    when they are called, by name: not an async def's, nor a generator's."""
+    when they are called, by name: not an async def's, nor a generator's. A class's
+    `__new__` and `__init__` by its name: calling it runs them (`_cache = TimeRE()` with
+    `def __init__(self): self.locale = LocaleTime()`, _strptime)."""
     functions = {}
     for _, node in splice.defs_in_blocks(tree.body):
-        if isinstance(node, ast.FunctionDef) and not any(
-                isinstance(sub, (ast.Yield, ast.YieldFrom))
-                for statement in node.body for sub in splice.evaluated_now(statement)):
-            functions.setdefault(node.name, []).append(node)
+        defs = ([sub for sub in node.body if isinstance(sub, ast.FunctionDef) and sub.name in ("__new__", "__init__")]
+                if isinstance(node, ast.ClassDef) else [node])
+        for function in defs:
+            if isinstance(function, ast.FunctionDef) and not any(
+                    isinstance(sub, (ast.Yield, ast.YieldFrom))
+                    for statement in function.body for sub in splice.evaluated_now(statement)):
+                functions.setdefault(node.name, []).append(function)
     return functions
 
 
