@@ -737,6 +737,18 @@ def test_systemd_unit_verifies(tmp_path):
 
 # --- install.sh ------------------------------------------------------------------------
 
+def _verified_by_systemd(tmp_path, unit_text):
+    """`systemd-analyze verify` of the unit install.sh printed, as instance 8000: nothing
+    to say about it (skipped where systemd-analyze is missing: the text was checked)."""
+    if shutil.which("systemd-analyze") is None:
+        pytest.skip("systemd-analyze is not installed; the unit's text was checked above")
+    instance = tmp_path / "gsmcpd@8000.service"
+    instance.write_text(unit_text)
+    verified = subprocess.run(["systemd-analyze", "verify", "--man=no", str(instance)],
+                              capture_output=True, text=True, timeout=60)
+    assert verified.returncode == 0 and verified.stderr.strip() == "", verified.stderr
+
+
 @pytest.fixture
 def fake_checkout(tmp_path):
     """install.sh and packaging files in a scratch dir, with a .venv whose python only
@@ -896,15 +908,9 @@ def test_install_points_the_systemd_unit_at_a_checkout_whose_path_sed_would_misr
     assert f"WorkingDirectory={written}" in lines
     assert f"Documentation=file://{str(tmp_path).replace('%', '%%')}/odd%%23dir%%26name%%20%%25i%%20%%24HOME" \
            f"/gsmcpd/README.md" in lines
-    if shutil.which("systemd-analyze") is None:
-        pytest.skip("systemd-analyze is not installed; the unit's text was checked above")
-    instance = tmp_path / "gsmcpd@8000.service"
-    instance.write_text(result.stdout)
-    verified = subprocess.run(["systemd-analyze", "verify", "--man=no", str(instance)],
-                              capture_output=True, text=True, timeout=60)
     # systemd finds the program (it says "is not executable" for a path it misread) and
     # has nothing to say about a line (an invalid URL, an unknown specifier).
-    assert verified.returncode == 0 and verified.stderr.strip() == "", verified.stderr
+    _verified_by_systemd(tmp_path, result.stdout)
 
 
 def test_install_gives_the_program_an_argv0_with_its_dollars_doubled(tmp_path):
@@ -918,13 +924,7 @@ def test_install_gives_the_program_an_argv0_with_its_dollars_doubled(tmp_path):
     program = f"{checkout}/.venv/bin/python"
     assert (f"ExecStart=@{program} {program.replace('$', '$$')} -m gsmcpd serve --port %i"
             in result.stdout.splitlines())
-    if shutil.which("systemd-analyze") is None:
-        pytest.skip("systemd-analyze is not installed; the unit's text was checked above")
-    instance = tmp_path / "gsmcpd@8000.service"
-    instance.write_text(result.stdout)
-    verified = subprocess.run(["systemd-analyze", "verify", "--man=no", str(instance)],
-                              capture_output=True, text=True, timeout=60)
-    assert verified.returncode == 0 and verified.stderr.strip() == "", verified.stderr   # it finds the program
+    _verified_by_systemd(tmp_path, result.stdout)   # it finds the program
 
 
 @pytest.mark.parametrize("name", ["back\\slash", 'double"quote', "single'quote", "new\nline"])
