@@ -13,6 +13,7 @@ from gsmcpd.router import breaks as breaks_mod
 from gsmcpd.router.app import JSON, SESSION_NOT_FOUND
 from gsmcpd.router.breaks import Breaks
 from gsmcpd.router.lifetime import Lifetime
+from gsmcpd.router.memtrim import TrimPolicy, malloc_trim
 from gsmcpd.router.outbox import Outbox, OutboxClosed
 from gsmcpd.router.sessions import SSE_HEADERS
 from gsmcpd.router.trace import shown_id
@@ -32,6 +33,8 @@ class Supervisor:
         # Config carries every lifetime knob under the policy's own names.
         self.lifetime = Lifetime(router.config, self.loop.time())
         self.breaks = Breaks.from_settings(self.lifetime.settings)
+        # on the lifetime's maintenance interval: its passes wake the timer that often
+        self.heap = TrimPolicy(self.lifetime.settings.maintenance_interval, self.loop.time())
         self._timer = None
         self._timer_at = None
         self._arm()
@@ -59,7 +62,14 @@ class Supervisor:
             self._lifetime_action(action)
         for step, sid, request_id, cause in self.breaks.tick(now):
             self._break_action(step, sid, request_id, cause)
+        if self.heap.due(now):
+            self._trim_heap(now)
         self._arm()
+
+    def _trim_heap(self, now):
+        if malloc_trim():
+            log.debug("freed heap returned to the system (malloc_trim), trim %d", self.heap.trims + 1)
+        self.heap.trimmed(now)
 
     def _lifetime_action(self, action):
         kind = action[0]
@@ -141,6 +151,7 @@ class Supervisor:
         self._cancel_stream_expiry(session)
         self.lifetime.session_ended(session.id)
         self.breaks.call_finished(session.id)
+        self.heap.session_ended()
         outbox = session.outbox
         if outbox is not None:
             outbox.close()
