@@ -11,7 +11,6 @@ never on a request's path, and never in an idle router that has nothing new to g
 """
 
 import ctypes
-import ctypes.util
 
 
 class TrimPolicy:
@@ -35,10 +34,10 @@ class TrimPolicy:
 
 
 def _load_trim():
-    """libc's malloc_trim, or None where there is none (musl, not Linux)."""
+    """libc's malloc_trim, or None where there is none (musl, not Linux). Looked up among
+    the symbols the process has loaded: find_library would run ldconfig at each start."""
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        trim = libc.malloc_trim
+        trim = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):
         return None
     trim.argtypes = [ctypes.c_size_t]
