@@ -1089,6 +1089,49 @@ def test_opens_that_waited_for_a_worker_are_answered_though_one_s_start_raises(h
         router.close()
 
 
+def test_an_open_refused_after_its_wait_forgets_its_user_once_though_giving_back_its_worker_raises(
+        harness, monkeypatch, caplog):
+    # readmit refused the open (answered), its user forgotten, its worker given back to the
+    # pool; were give_back to raise (a pool bug), start forgot the user a second time (the
+    # per-user limit then let one session too many in) and killed a worker the pool may hold.
+    from collections import deque
+    from gsmcpd.config import Config
+    from gsmcpd.router.app import Principal
+    from gsmcpd.router.main import Router
+    from gsmcpd.router.workers import Claim, WorkerPool
+    from test_router_sessions_poll import FakeWorker
+    router = Router(Config())
+    try:
+        pool = SimpleNamespace(claims=deque(), spares=[], loop=router.loop, replenish=lambda: None)
+
+        def give_back(worker):
+            raise RuntimeError("bug in give_back")
+        router.pool = SimpleNamespace(claim=lambda start, fail: pool.claims.append(Claim(start, fail)),
+                                      give_back=give_back)
+
+        def readmit(conn, message, principal):
+            conn.respond(403, [], b"refused")
+            return None
+        monkeypatch.setattr(router, "readmit", readmit)
+        router.sessions._per_user["ann"] += 1   # a session ann has open already
+        init = b'{"jsonrpc":"2.0","id":0,"method":"initialize"}'
+        h = harness(lambda h, conn, request: router.sessions.open(
+            conn, request, json.loads(init), init, False, Principal("ann", False)))
+        h.client.sendall(post(init))
+        h.run_until(lambda: len(pool.claims) == 1)
+        assert router.sessions.sessions_of("ann") == 2
+        worker = FakeWorker(1)
+        pool.spares.append(worker)
+        with caplog.at_level(logging.ERROR, logger="gsmcpd.http"):
+            h.loop._guard(lambda: WorkerPool._serve_claims(pool))
+        assert statuses(h.read_until_closed()) == [403]
+        assert "bug in give_back" in caplog.text
+        assert router.sessions.opening == 0 and router.sessions.sessions_of("ann") == 1
+        assert worker.alive   # handed to the pool: not this open's to kill
+    finally:
+        router.close()
+
+
 def test_opens_whose_worker_cannot_be_had_are_answered_though_one_s_refusal_raises(harness, monkeypatch, caplog):
     # The pool refuses the claims waiting in turn, from one callback (as the server stops; a
     # spawner error or a timer, later): a bug in one refusal left its client unanswered, and the next too.

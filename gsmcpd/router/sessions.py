@@ -203,17 +203,20 @@ class SessionManager:
 
         def start(worker):
             self.opening -= 1
+            handed = []   # admit gave the worker back (its user forgotten): the pool's now
             # Maybe later, from the pool as a worker arrives: guarded as the connection
             # guards the request it took, so a bug here answers this client 500 and the
             # opens waiting behind it are still served.
-            if not conn.go_on(request, lambda: admit(worker)) and worker not in self._by_worker:
+            if (not conn.go_on(request, lambda: admit(worker, handed)) and not handed
+                    and worker not in self._by_worker):
                 self._forget_user(principal.user)   # no session took it: none will end to count it
                 worker.kill()
 
-        def admit(worker):
+        def admit(worker, handed):
             admitted = self.router.readmit(conn, message, principal)
             if admitted is None:   # refused (answered): its worker is another open's
                 self._forget_user(principal.user)
+                handed.append(worker)
                 self.router.pool.give_back(worker)
                 return
             self._start(worker, conn, message, body, accepts_sse, admitted)
