@@ -151,6 +151,9 @@ def tail():
     "gone/built.py": "class Built:\n    pass\n\n\ndef build():\n    return Built()\n\n\nBUILT = build()\n",
     "gone/cached.py": ("class Locale:\n    pass\n\n\nclass Cache:\n    def __init__(self):\n"
                        "        self.locale = Locale()\n\n\nCACHE = Cache()\n"),
+    "gone/posted.py": ("from dataclasses import dataclass\n\n\nclass Zone:\n    pass\n\n\n@dataclass\n"
+                       "class Clock:\n    tick: int = 0\n\n    def __post_init__(self):\n"
+                       "        self.zone = Zone()\n\n\nCLOCK = Clock()\n"),
     "gone/starred.py": "from os.path import *\n\n\nclass Star:\n    pass\n\n\nSTAR = Star()\n",
     "gone/starred_helpers.py": "from os.path import *\n\n\ndef helper():\n    return 1\n\n\nX = helper()\n",
     "gone/shadows.py": "class property(property):\n    pass\n\n\nclass Uses:\n    @property\n"
@@ -1191,6 +1194,13 @@ def test_delete_class_names_its_module_failing_in_the_init_of_a_class_it_makes_a
     # gone.cached importing in no new session (NameError).
     deleted = tool_text(ok(c, "delete_class", className="gone.cached.Locale"))
     assert "gone.cached now fails to import: NameError: name 'Locale' is not defined" in deleted
+
+
+def test_delete_class_names_its_module_failing_in_the_post_init_of_a_dataclass_it_makes(daemon, c):
+    # A dataclass's generated __init__ calls its __post_init__, making a Zone: committed
+    # without a word, gone.posted importing in no new session (NameError).
+    deleted = tool_text(ok(c, "delete_class", className="gone.posted.Zone"))
+    assert "gone.posted now fails to import: NameError: name 'Zone' is not defined" in deleted
 
 
 def test_delete_function_names_its_module_failing_where_a_star_import_binds_no_such_name(daemon, c):

@@ -57,6 +57,12 @@ from gsmcpd.worker.toolset import ToolError
     ("class C:\n    def __new__(cls):\n        return A\nX = C()\n", True),
     ("class C:\n    def other(self):\n        return A\nX = C()\n", False),
     ("class C:\n    def __init__(self):\n        self.a = A()\n", False),
+    # A dataclass's generated __init__ calls its __post_init__; a plain class's does not.
+    ("from dataclasses import dataclass\n@dataclass\nclass C:\n    def __post_init__(self):\n"
+     "        self.a = A()\nX = C()\n", True),
+    ("import dataclasses\n@dataclasses.dataclass(frozen=True)\nclass C:\n    def __post_init__(self):\n"
+     "        self.a = A()\nX = C()\n", True),
+    ("class C:\n    def __post_init__(self):\n        self.a = A()\nX = C()\n", False),
 ])
 def test_needed_on_import(source, needed):
     assert needed_on_import(ast.parse(source), "A") is needed

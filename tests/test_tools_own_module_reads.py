@@ -154,6 +154,17 @@ def test_delete_class_names_its_module_failing_in_the_init_of_a_class_it_makes_a
     assert result["importErrors"] == {"late._core": "NameError: name 'Hook' is not defined"}
 
 
+def test_delete_class_names_its_module_failing_in_the_post_init_of_a_dataclass_it_makes(client, image):
+    # A dataclass's generated __init__ calls its __post_init__, which makes a Hook: deleting
+    # Hook was committed with no word, the module importing in no new session.
+    late(image, "from dataclasses import dataclass\n\n\n@dataclass\nclass Cache:\n    size: int = 0\n\n"
+         "    def __post_init__(self):\n        self.hook = Hook()\n\n\nCACHE = Cache()\n", init="")
+    client.ok("refresh")
+    client.view.load_all()
+    result = client.ok("delete_class", className="late._core.Hook")["structuredContent"]
+    assert result["importErrors"] == {"late._core": "NameError: name 'Hook' is not defined"}
+
+
 def test_delete_class_refuses_by_source_a_class_whose_module_does_not_import(client, image):
     late(image, "Hook.x = 1\nraise RuntimeError('broken')\n")
     client.ok("refresh")

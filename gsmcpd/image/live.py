@@ -1185,10 +1185,11 @@ def _functions(tree: ast.Module) -> dict[str, list[ast.FunctionDef]]:
     """The module's defs (at its top level or in a module-level block) whose body runs
     when they are called, by name: not an async def's, nor a generator's. A class's
     `__new__` and `__init__` by its name: calling it runs them (`_cache = TimeRE()` with
-    `def __init__(self): self.locale = LocaleTime()`, _strptime)."""
+    `def __init__(self): self.locale = LocaleTime()`, _strptime); a dataclass's
+    `__post_init__` too, which its generated `__init__` calls."""
     functions = {}
     for _, node in splice.defs_in_blocks(tree.body):
-        defs = ([sub for sub in node.body if isinstance(sub, ast.FunctionDef) and sub.name in ("__new__", "__init__")]
+        defs = ([sub for sub in node.body if isinstance(sub, ast.FunctionDef) and sub.name in _run_by_calling(node)]
                 if isinstance(node, ast.ClassDef) else [node])
         for function in defs:
             if isinstance(function, ast.FunctionDef) and not any(
@@ -1196,6 +1197,15 @@ def _functions(tree: ast.Module) -> dict[str, list[ast.FunctionDef]]:
                     for statement in function.body for sub in splice.evaluated_now(statement)):
                 functions.setdefault(node.name, []).append(function)
     return functions
+
+
+def _run_by_calling(classdef: ast.ClassDef) -> tuple[str, ...]:
+    """The methods calling the class runs: `__new__`, `__init__`, and a dataclass's
+    `__post_init__` (told by its decorator's name alone: `@dataclass`,
+    `@dataclasses.dataclass(frozen=True)`)."""
+    dataclass = any((splice.dotted_names(decorator.func if isinstance(decorator, ast.Call) else decorator)
+                     or [None])[-1] == "dataclass" for decorator in classdef.decorator_list)
+    return ("__new__", "__init__", "__post_init__") if dataclass else ("__new__", "__init__")
 
 
 def _names_called(node: ast.AST) -> list[str]:
