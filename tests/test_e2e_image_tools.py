@@ -154,6 +154,8 @@ def tail():
     "gone/posted.py": ("from dataclasses import dataclass\n\n\nclass Zone:\n    pass\n\n\n@dataclass\n"
                        "class Clock:\n    tick: int = 0\n\n    def __post_init__(self):\n"
                        "        self.zone = Zone()\n\n\nCLOCK = Clock()\n"),
+    "gone/inherited.py": ("class Mark:\n    pass\n\n\nclass Base:\n    def __init__(self):\n"
+                          "        self.mark = Mark()\n\n\nclass Marked(Base):\n    pass\n\n\nMARKED = Marked()\n"),
     "gone/starred.py": "from os.path import *\n\n\nclass Star:\n    pass\n\n\nSTAR = Star()\n",
     "gone/starred_helpers.py": "from os.path import *\n\n\ndef helper():\n    return 1\n\n\nX = helper()\n",
     "gone/shadows.py": "class property(property):\n    pass\n\n\nclass Uses:\n    @property\n"
@@ -1201,6 +1203,13 @@ def test_delete_class_names_its_module_failing_in_the_post_init_of_a_dataclass_i
     # without a word, gone.posted importing in no new session (NameError).
     deleted = tool_text(ok(c, "delete_class", className="gone.posted.Zone"))
     assert "gone.posted now fails to import: NameError: name 'Zone' is not defined" in deleted
+
+
+def test_delete_class_names_its_module_failing_in_the_inherited_init_of_a_class_it_makes(daemon, c):
+    # `MARKED = Marked()`, Marked having its __init__ (making a Mark) from a base of the
+    # module: committed without a word, gone.inherited importing in no new session (NameError).
+    deleted = tool_text(ok(c, "delete_class", className="gone.inherited.Mark"))
+    assert "gone.inherited now fails to import: NameError: name 'Mark' is not defined" in deleted
 
 
 def test_delete_function_names_its_module_failing_where_a_star_import_binds_no_such_name(daemon, c):

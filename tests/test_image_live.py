@@ -63,6 +63,16 @@ from gsmcpd.worker.toolset import ToolError
     ("import dataclasses\n@dataclasses.dataclass(frozen=True)\nclass C:\n    def __post_init__(self):\n"
      "        self.a = A()\nX = C()\n", True),
     ("class C:\n    def __post_init__(self):\n        self.a = A()\nX = C()\n", False),
+    # A subclass of the module's that writes none runs its base's __init__.
+    ("class B:\n    def __init__(self):\n        self.a = A()\nclass C(B):\n    pass\nX = C()\n", True),
+    ("class B:\n    def __init__(self):\n        self.a = A()\nclass C(B):\n    def __init__(self):\n"
+     "        pass\nX = C()\n", False),
+    ("class C(C):\n    pass\nX = C()\n", False),
+    # A dataclass's generated __init__ replaces its base's; its base's __post_init__ runs.
+    ("from dataclasses import dataclass\nclass B:\n    def __init__(self):\n        self.a = A()\n"
+     "@dataclass\nclass C(B):\n    pass\nX = C()\n", False),
+    ("from dataclasses import dataclass\nclass B:\n    def __post_init__(self):\n        self.a = A()\n"
+     "@dataclass\nclass C(B):\n    pass\nX = C()\n", True),
 ])
 def test_needed_on_import(source, needed):
     assert needed_on_import(ast.parse(source), "A") is needed

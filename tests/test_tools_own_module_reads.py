@@ -165,6 +165,17 @@ def test_delete_class_names_its_module_failing_in_the_post_init_of_a_dataclass_i
     assert result["importErrors"] == {"late._core": "NameError: name 'Hook' is not defined"}
 
 
+def test_delete_class_names_its_module_failing_in_the_inherited_init_of_a_class_it_makes(client, image):
+    # `CACHE = Cache()`, Cache having its __init__ (which makes a Hook) from a base of the
+    # module: deleting Hook was committed with no word, the module importing in no new session.
+    late(image, "class Base:\n    def __init__(self):\n        self.hook = Hook()\n\n\nclass Cache(Base):\n"
+         "    pass\n\n\nCACHE = Cache()\n", init="")
+    client.ok("refresh")
+    client.view.load_all()
+    result = client.ok("delete_class", className="late._core.Hook")["structuredContent"]
+    assert result["importErrors"] == {"late._core": "NameError: name 'Hook' is not defined"}
+
+
 def test_delete_class_refuses_by_source_a_class_whose_module_does_not_import(client, image):
     late(image, "Hook.x = 1\nraise RuntimeError('broken')\n")
     client.ok("refresh")

@@ -1186,11 +1186,12 @@ def _functions(tree: ast.Module) -> dict[str, list[ast.FunctionDef]]:
     when they are called, by name: not an async def's, nor a generator's. A class's
     `__new__` and `__init__` by its name: calling it runs them (`_cache = TimeRE()` with
     `def __init__(self): self.locale = LocaleTime()`, _strptime); a dataclass's
-    `__post_init__` too, which its generated `__init__` calls."""
+    `__post_init__` too, which its generated `__init__` calls; those it writes none of
+    from its bases of the module (`class Cache(Base)`, by name)."""
     functions = {}
+    classes = {node.name: node for node in splice.module_level_classes(tree)}
     for _, node in splice.defs_in_blocks(tree.body):
-        defs = ([sub for sub in node.body if isinstance(sub, ast.FunctionDef) and sub.name in _run_by_calling(node)]
-                if isinstance(node, ast.ClassDef) else [node])
+        defs = _run_by_calling(node, classes) if isinstance(node, ast.ClassDef) else [node]
         for function in defs:
             if isinstance(function, ast.FunctionDef) and not any(
                     isinstance(sub, (ast.Yield, ast.YieldFrom))
@@ -1199,13 +1200,26 @@ def _functions(tree: ast.Module) -> dict[str, list[ast.FunctionDef]]:
     return functions
 
 
-def _run_by_calling(classdef: ast.ClassDef) -> tuple[str, ...]:
-    """The methods calling the class runs: `__new__`, `__init__`, and a dataclass's
+def _run_by_calling(classdef: ast.ClassDef, classes: dict[str, ast.ClassDef]) -> list[ast.FunctionDef]:
+    """The defs calling the class runs: its `__new__` and `__init__`, and a dataclass's
     `__post_init__` (told by its decorator's name alone: `@dataclass`,
-    `@dataclasses.dataclass(frozen=True)`)."""
+    `@dataclasses.dataclass(frozen=True)`); one it writes not, from its bases among the
+    module's `classes` (named plainly), as far up as they go. A dataclass writes its
+    `__init__` itself: a base's does not run."""
     dataclass = any((splice.dotted_names(decorator.func if isinstance(decorator, ast.Call) else decorator)
                      or [None])[-1] == "dataclass" for decorator in classdef.decorator_list)
-    return ("__new__", "__init__", "__post_init__") if dataclass else ("__new__", "__init__")
+    wanted = {"__new__", "__init__", "__post_init__"} if dataclass else {"__new__", "__init__"}
+    found, seen, todo = [], set(), [classdef]
+    while todo and wanted:
+        node = todo.pop(0)
+        if id(node) in seen:   # `class C(C)` rebinding a name: no loop
+            continue
+        seen.add(id(node))
+        own = [sub for sub in node.body if isinstance(sub, ast.FunctionDef) and sub.name in wanted]
+        found += own
+        wanted -= {sub.name for sub in own} | ({"__init__"} if node is classdef and dataclass else set())
+        todo += [classes[base.id] for base in node.bases if isinstance(base, ast.Name) and base.id in classes]
+    return found
 
 
 def _names_called(node: ast.AST) -> list[str]:
