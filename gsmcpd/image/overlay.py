@@ -369,13 +369,22 @@ def _first_statement_gone_below_a_member(opcodes: list, new: list[str], classdef
     return False
 
 
-def _opens_with_blank_line(lines: list[str]) -> bool:
-    """Whether the class text's body opens with a blank line below its header."""
+def _class_in(lines: list[str]) -> ast.ClassDef | None:
+    """The class statement of the class text, None when it holds none or its body is on its
+    header's line (`class A: pass`)."""
     try:
         classdef = parsing.parse("".join(lines)).body[0]
     except (SyntaxError, ValueError, IndexError):
-        return False
+        return None
     if not isinstance(classdef, ast.ClassDef) or splice.body_on_header_line(lines, classdef):
+        return None
+    return classdef
+
+
+def _opens_with_blank_line(lines: list[str]) -> bool:
+    """Whether the class text's body opens with a blank line below its header."""
+    classdef = _class_in(lines)
+    if classdef is None:
         return False
     header = splice.header_last_line(lines, classdef)
     return header < len(lines) and not lines[header].strip()
@@ -384,13 +393,11 @@ def _opens_with_blank_line(lines: list[str]) -> bool:
 def _only_pass(lines: list[str]) -> int | None:
     """The line number of the class text's one statement when that is a `pass` on a line
     of its own, else None."""
-    try:
-        classdef = parsing.parse("".join(lines)).body[0]
-    except (SyntaxError, ValueError, IndexError):
+    classdef = _class_in(lines)
+    if classdef is None:
         return None
     body = classdef.body
     if (len(body) == 1 and isinstance(body[0], ast.Pass) and body[0].lineno > classdef.lineno
-            and not splice.body_on_header_line(lines, classdef)
             and lines[body[0].lineno - 1].strip() == "pass"):
         return body[0].lineno
     return None
@@ -399,11 +406,8 @@ def _only_pass(lines: list[str]) -> int | None:
 def _pass_beside_statements(lines: list[str]) -> int | None:
     """The line number of a `pass` on a line of its own among the class text's other
     statements (its body's, not a block's), else None."""
-    try:
-        classdef = parsing.parse("".join(lines)).body[0]
-    except (SyntaxError, ValueError, IndexError):
-        return None
-    if not isinstance(classdef, ast.ClassDef) or splice.body_on_header_line(lines, classdef):
+    classdef = _class_in(lines)
+    if classdef is None:
         return None
     passes = [node for node in classdef.body if isinstance(node, ast.Pass)]
     if len(passes) == 1 and len(classdef.body) > 1 and lines[passes[0].lineno - 1].strip() == "pass":
