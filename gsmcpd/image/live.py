@@ -955,8 +955,7 @@ def _sets_attribute(statement: ast.stmt, attribute: str, names: set[str]) -> boo
     for sub in splice.evaluated_now(statement, class_bodies=False, blocks=False):
         if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Store):
             target, name = sub.value, sub.attr
-        elif (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "setattr"
-              and len(sub.args) == 3 and isinstance(sub.args[1], ast.Constant)):
+        elif _called(sub, ("setattr",)) and len(sub.args) == 3 and isinstance(sub.args[1], ast.Constant):
             target, name = sub.args[0], sub.args[1].value
         else:
             continue
