@@ -32,3 +32,11 @@ def function_codes(cls: type) -> list[types.CodeType]:
         if type(function) is types.FunctionType:
             codes.append(function.__code__)
     return codes
+
+
+def codes(obj) -> list[types.CodeType]:
+    """The code of a function, or of the functions, static and class methods a class's own
+    namespace holds (function_codes), read by type: no user `__getattr__` runs."""
+    if isinstance(obj, type):
+        return function_codes(obj)
+    return [obj.__code__] if type(obj) is types.FunctionType else []

@@ -23,7 +23,7 @@ import secrets
 import sys
 import tokenize
 import unicodedata
-from types import CodeType, FunctionType, ModuleType
+from types import CodeType, ModuleType
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -575,7 +575,7 @@ class View:
             return False
         nodes = [node for _, node in splice.defs_in_blocks(self.tree(module).body) if node.name == name]
         filename = self.filename(self.relpath(module))
-        codes = [code for code in own_codes(obj) if code.co_filename == filename
+        codes = [code for code in own.codes(obj) if code.co_filename == filename
                  and (code.co_qualname == name or code.co_qualname.startswith(name + "."))]
         return not codes or not all(_statement_of(code, filename, nodes) for code in codes)
 
@@ -1247,17 +1247,9 @@ def is_program(module: str) -> bool:
 
 def code_started_in(obj, filename: str, nodes: list[ast.stmt]) -> ast.stmt | None:
     """The statement of `nodes` (defs and class statements of the module compiled as
-    `filename`) where code of `obj` starts (own_codes); None when none does, or `obj` has
+    `filename`) where code of `obj` starts (own.codes); None when none does, or `obj` has
     no such code to tell by."""
-    return next(filter(None, (_statement_of(code, filename, nodes) for code in own_codes(obj))), None)
-
-
-def own_codes(obj) -> list[CodeType]:
-    """The code of a function, or of the functions, static and class methods a class's own
-    namespace holds, read by type (own.function_codes: no user `__getattr__` runs)."""
-    if isinstance(obj, type):
-        return own.function_codes(obj)
-    return [obj.__code__] if type(obj) is FunctionType else []
+    return next(filter(None, (_statement_of(code, filename, nodes) for code in own.codes(obj))), None)
 
 
 def _statement_of(code: CodeType, filename: str, nodes: list[ast.stmt]) -> ast.stmt | None:
