@@ -327,6 +327,42 @@ def test_a_request_trickled_in_parts_of_tls_records_is_dropped_at_the_read_timeo
         assert closed_at is not None, "a trickled request outlived ten read timeouts"
 
 
+def test_the_next_requests_tls_record_cut_behind_a_reply_is_dropped_at_the_read_timeout(tls_env):
+    # A request, then the next one's first record cut: the reply's end armed the 300 s
+    # keep-alive wait (the cut record decrypts to nothing), not the read timeout.
+    daemon, _, cert, _ = tls_env
+    tls = ssl.create_default_context(cafile=str(cert)).wrap_bio(
+        incoming := ssl.MemoryBIO(), outgoing := ssl.MemoryBIO(), server_hostname="127.0.0.1")
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as raw:
+        while True:   # the handshake, through the memory BIOs
+            try:
+                tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                raw.sendall(outgoing.read())
+                incoming.write(raw.recv(65536))
+        tls.write(METADATA_GET + b"\r\n")
+        first = outgoing.read()
+        tls.write(METADATA_GET + b"\r\n")
+        raw.sendall(first + outgoing.read()[:20])
+        reply = b""
+        raw.settimeout(READ_TIMEOUT * 10)
+        while True:   # the first reply, then the close (or, as before, nothing for 300 s)
+            try:
+                chunk = raw.recv(65536)
+            except socket.timeout:
+                break
+            if not chunk:
+                break
+            incoming.write(chunk)
+            try:
+                reply += tls.read(65536)
+            except (ssl.SSLWantReadError, ssl.SSLZeroReturnError):
+                pass
+        assert reply.startswith(b"HTTP/1.1 200 ") and reply.count(b"HTTP/1.1 ") == 1
+        assert not chunk, "a cut record behind a reply outlived ten read timeouts"
+
+
 def test_at_the_connection_cap_silent_connections_make_room_for_a_https_client(tmp_path):
     # Read timeout long, so that only closing one for room can admit the client in time.
     daemon, idp, cert, server = start_tls_daemon(tmp_path, GS_MCP_MAX_CONNECTIONS="4",

@@ -874,6 +874,37 @@ def test_a_request_s_first_tls_record_cut_is_a_request_begun_not_idleness(harnes
     assert bodies_of(reply) == [b"a"] and h.conn.eviction_order()[0] == 1
 
 
+@pytest.mark.parametrize("answer", ["at once", "later"])
+def test_the_next_requests_tls_record_cut_behind_a_reply_is_a_request_begun_not_idleness(
+        harness, tmp_path, answer):
+    # Cut behind a request (pipelined, or sent while it was answered), the next request's
+    # first record decrypts to nothing and the reply's end armed the 300 s keep-alive
+    # wait: the read timeout a plain head's first byte starts there never ran.
+    cert, key = write_self_signed(tmp_path)
+    h = harness(answer_at_once if answer == "at once" else answer_later(),
+                tls=TlsConnection(server_context(cert, key)))
+    client = tls_client_of(h, cert)
+    client.send(post(b"a"))
+    first = client.pending_output()
+    client.send(post(b"b"))
+    second = client.pending_output()
+    h.client.sendall(first + second[:20])
+    reply = b""
+    while not bodies_of(reply):   # after the session tickets
+        h.run_until(lambda: select.select([h.client], [], [], 0)[0])
+        reply += client.receive(h.client.recv(65536))
+    h.run_until(lambda: not h.conn.busy)
+    assert bodies_of(reply) == [b"a"]
+    assert h.conn._deadline_kind == "read" and h.conn.idle_since() is None
+    assert h.conn.eviction_order()[0] == 2
+    h.client.sendall(second[20:])   # the rest comes: the request is served as ever
+    reply = b""
+    while not bodies_of(reply):
+        h.run_until(lambda: select.select([h.client], [], [], 0)[0])
+        reply += client.receive(h.client.recv(65536))
+    assert bodies_of(reply) == [b"b"] and h.conn.eviction_order()[0] == 1
+
+
 def test_a_head_that_passes_is_traced_whole_not_as_a_head(harness):
     h = harness(answer_at_once, max_body=16_000_000)
     h.client.sendall(post(b"x" * 100_000))

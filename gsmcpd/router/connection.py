@@ -134,10 +134,7 @@ class Connection:
             if not data:  # handshake bytes, part of a record, or the connection was refused
                 if self.closed or self.busy:
                     return
-                if self._reading_a_request():   # a stalled handshake or record, a request half read
-                    self._arm_read_timeout()
-                else:   # a whole record without data
-                    self._arm_idle()
+                self._arm_wait()   # a stalled handshake or record; or a whole record without data
                 return
         self._feed(data)
 
@@ -217,10 +214,7 @@ class Connection:
             if head is not None:
                 self._gate_head(head)
                 return
-            if self.parser.in_progress:
-                self._arm_read_timeout()
-            else:
-                self._arm_idle()
+            self._arm_wait()
             return
         self._cancel_timer()
         self._hand_over(request, self.router.app.handle)
@@ -389,7 +383,7 @@ class Connection:
             # Not recursively: a long pipeline must not grow the stack.
             self.loop.call_soon(self._next_request)
         else:
-            self._arm_idle()  # what _next_request would find: nothing yet
+            self._arm_wait()  # what _next_request would find: no request whole yet
             if not self.closed and not self.out:
                 self.loop.event_due()   # a keep-alive client's next request, back to back
 
@@ -531,6 +525,14 @@ class Connection:
     def _arm_read_timeout(self):
         if self._deadline_kind != "read":
             self._set_deadline("read", self.read_timeout)
+
+    def _arm_wait(self):
+        """The read timeout once part of a request has come (a head, or over TLS only a
+        record's start: cut behind a reply, it decrypts to nothing), else the keep-alive wait."""
+        if self._reading_a_request():
+            self._arm_read_timeout()
+        else:
+            self._arm_idle()
 
     def _arm_idle(self):
         # The wait runs from the last reply: input that brings no request (empty lines,
