@@ -209,6 +209,9 @@ check_service_user() {
 systemd_unit() {
     [[ $ROOT != *[[:cntrl:]\\\"\']* ]] ||
         die "systemd cannot run a program under $(printf '%q' "$ROOT"): its path holds a quote, a backslash or a control character; move the checkout (to /opt/gsmcpd)"
+    # systemd ignores a unit line that is not UTF-8 ("not UTF-8 clean"): no ExecStart=
+    ! command -v iconv >/dev/null || printf '%s' "$ROOT" | iconv -f UTF-8 -t UTF-8 >/dev/null 2>&1 ||
+        die "systemd cannot run a program under $(printf '%q' "$ROOT"): its path is not UTF-8, and systemd ignores a unit line that is not; move the checkout (to /opt/gsmcpd)"
     [[ $ROOT != *" " ]] ||
         die "systemd cannot run gsmcpd from '$ROOT': its path ends in a space, which systemd strips from the unit's WorkingDirectory= line; move the checkout (to /opt/gsmcpd)"
     local unit path=${ROOT//%/%%} program

@@ -938,6 +938,17 @@ def test_install_refuses_a_checkout_systemd_cannot_run_from(tmp_path, name):
     assert "its path holds a quote, a backslash or a control character; move the checkout" in result.stderr
 
 
+def test_install_refuses_a_checkout_whose_path_is_not_utf8(tmp_path):
+    # systemd ignores each unit line that is not UTF-8 ("String is not UTF-8 clean"): the
+    # unit installed had no ExecStart= nor WorkingDirectory=, and failed to load.
+    if shutil.which("iconv") is None:
+        pytest.skip("iconv is not installed: install.sh cannot tell UTF-8 without it")
+    checkout = _odd_checkout(tmp_path, os.fsdecode(b"latin1-caf\xe9"))
+    result = subprocess.run(["./install.sh", "--systemd-unit"], cwd=checkout, capture_output=True, text=True)
+    assert result.returncode == 1 and result.stdout == ""
+    assert "its path is not UTF-8, and systemd ignores a unit line that is not; move the checkout" in result.stderr
+
+
 def test_install_refuses_a_checkout_whose_path_ends_in_a_space(tmp_path):
     # systemd strips the spaces that end a unit line: WorkingDirectory=/srv/gsmcpd<space>
     # named /srv/gsmcpd, and the service failed to change into it at each start.
