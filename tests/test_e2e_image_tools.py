@@ -1056,6 +1056,14 @@ def test_add_dictionary_refuses_names_that_cannot_be_imported(image, c, name, sa
     assert "" not in structured(c, "list_dictionaries")["dictionaries"]
 
 
+def test_a_dictionary_named_by_underscores_alone_is_made(image, c):
+    # `___` was refused as "a dunder name", which it is not: it names a module like any other.
+    ok(c, "add_dictionary", dictionaryName="___")
+    assert (image / "___.py").exists() and "___" in structured(c, "list_dictionaries")["dictionaries"]
+    ok(c, "remove_dictionary", dictionaryName="___")
+    assert not (image / "___.py").exists()
+
+
 def test_an_init_file_at_the_image_root_names_no_dictionary(image, daemon):
     # One written before the tools refused the name (or by hand): not the dictionary ""
     (image / "__init__.py").write_text("")

@@ -2692,6 +2692,16 @@ def test_a_refused_dictionary_name_is_echoed_cut(client, tool, name):
     assert len(message) < 1000 and f"({len(name)} characters)" in message
 
 
+@pytest.mark.parametrize("name", ["__", "___", "_____", "pkg.___"])
+def test_a_dictionary_name_of_underscores_alone_is_no_dunder_name(client, image, name):
+    # `___` starts and ends with `__`: it was refused as "a dunder name", which it is not
+    # (a dunder has a name between its underscores), and it imports as any module does.
+    client.ok("add_dictionary", dictionaryName=name)
+    assert client.ok("execute_code", code=f"import {name}\n{name}.__name__")["structuredContent"][
+        "result"] == repr(name)
+    client.ok("remove_dictionary", dictionaryName=name)
+
+
 def test_a_dictionary_name_nested_deeper_than_import_manages_is_refused(client, image):
     # 300 parts made 300 packages and committed a module no import could load
     # (RecursionError); 1000 failed its commit with "RecursionError: maximum recursion

@@ -103,7 +103,7 @@ def dictionary_name_parts(name: str, program: bool = False) -> list[str]:
         if keyword.iskeyword(part):
             raise ToolError("invalidParams", f"{catalog.echoed(name)!r}: {part} is a Python keyword, "
                             "so the module could never be imported; choose another name")
-        if part.startswith("__") and part.endswith("__"):
+        if part.startswith("__") and part.endswith("__") and part.strip("_"):   # `___` is none
             raise ToolError("invalidParams", f"{catalog.echoed(name)!r}: {catalog.echoed(part)} is a "
                             "dunder name (__init__ and __main__ are special to Python's packages); "
                             "choose another name")
