@@ -179,6 +179,20 @@ def test_a_dictionary_given_to_list_methods_points_to_list_dictionary_entries(c)
     assert "checkout" in tool_text(ok(c, "list_dictionary_entries", dictionaryName="shop.till"))
 
 
+def test_a_bare_name_of_a_dictionary_and_a_class_says_how_to_name_the_class(c):
+    # "no name tells them apart: rename one" was not so: Counter.Counter names the class.
+    ok(c, "add_dictionary", dictionaryName="Counter")
+    try:
+        ok(c, "compile_class_definition", source="class Counter:\n    pass\n", dictionaryName="Counter")
+        assert error(c, "compile_method", "ambiguous", className="Counter", source="def up(self):\n    pass\n") == (
+            "Counter names both the dictionary (image module) Counter and the class Counter of Counter; pass "
+            "Counter.Counter for the class; no other name tells the dictionary apart: rename one to reach its "
+            "functions")
+        ok(c, "compile_method", className="Counter.Counter", source="def up(self):\n    pass\n")
+    finally:
+        ok(c, "remove_dictionary", dictionaryName="Counter")
+
+
 def test_a_builtins_name_that_is_no_kernel_function_is_told_what_it_is(c):
     assert error(c, "get_method_source", "notFound", className="builtins", selector="lenn") == (
         "builtins has no lenn (did you mean len?)")

@@ -237,6 +237,15 @@ def test_a_dotted_name_that_is_both_a_dictionary_and_a_class_is_ambiguous(client
         "no name tells them apart: rename one")
 
 
+def test_a_bare_name_of_a_dictionary_and_a_class_says_the_qualified_name_of_the_class(client, image):
+    # Said "no name tells them apart", which is not so: zoo.animals.Dog names the class.
+    write(image, "Dog.py", "def bark():\n    return 1\n", client)
+    assert client.error("get_method_source", "ambiguous", className="Dog", selector="bark") == (
+        "Dog names both the dictionary (image module) Dog and the class Dog of zoo.animals; pass "
+        "zoo.animals.Dog for the class; no other name tells the dictionary apart: rename one to reach its functions")
+    assert "woof" in text(client.ok("get_method_source", className="zoo.animals.Dog", selector="noise"))
+
+
 def test_a_function_of_a_module_that_does_not_import_is_edited_in_source(client, image):
     write(image, "zoo/broken.py", "def helper():\n    return 1\n\n\nraise ImportError('not yet')\n", client)
     result = client.ok("compile_method", className="zoo.broken", source="def helper():\n    return 2\n")

@@ -155,8 +155,9 @@ def resolve_class(view: View, name: str) -> ClassRef:
 def function_dictionary(view: View, name: str) -> str | None:
     """The dictionary className `name` names, for the method tools that take one: its
     module-level functions are its methods, as a GemStone dictionary holds globals. None
-    when it names no dictionary; ambiguous when it names a class too (`a.b`, a package and
-    class b of module a), as no other name tells them apart."""
+    when it names no dictionary; ambiguous when it names a class too: for `a.b` (a package
+    and class b of module a) no other name tells them apart; for a bare name the class's
+    qualified one does, which the answer gives."""
     name = dotted_name(name, "a class name")
     if name == KERNEL:
         return KERNEL
@@ -171,8 +172,10 @@ def function_dictionary(view: View, name: str) -> str | None:
     if not classes:
         return name
     where = " and ".join(f"the class {ref.name} of {ref.module}" for ref in classes)
-    raise ToolError("ambiguous", f"{name} names both the dictionary (image module) {name} and "
-                    f"{where}; no name tells them apart: rename one")
+    apart = ("no name tells them apart: rename one" if module else
+             f"pass {' or '.join(ref.qualified for ref in classes)} for the class; no other name tells "
+             "the dictionary apart: rename one to reach its functions")
+    raise ToolError("ambiguous", f"{name} names both the dictionary (image module) {name} and {where}; {apart}")
 
 
 def quoted(statement: str) -> str:
