@@ -18,7 +18,7 @@ import pytest
 from gsmcpd.router.authgate import one_account_warning
 from gsmcpd.worker.toolsets import CORE_READ_ONLY_SAFE
 from helpers import (Client, Daemon, body_of, free_port, raw_exchange, recv_all, rss_kib, status_of,
-                     wait_until)
+                     wait_until, worker_pids)
 import idp as idp_module
 from idp import Idp, JwksServer
 
@@ -1164,6 +1164,22 @@ def test_a_user_claim_with_control_characters_reaches_the_log_status_and_end_esc
         "ended session %s of %s (worker" % (client.session[:8], escaped)), ended
     for output in (status.stdout, ended.stdout, daemon.log_text()):
         assert "\x1b" not in output and "\x07" not in output and "\nfffffff" not in output
+
+
+def test_a_session_whose_start_fails_is_gone_at_once_and_holds_no_worker(tmp_path):
+    # A user claim holding a lone surrogate cannot be sent to a worker (UTF-8 carries none),
+    # so the session's start fails, answered 500. The session it had made stayed until
+    # reaped as idle, counted against GS_MCP_MAX_SESSIONS and holding its worker.
+    server, daemon = start_auth_daemon(tmp_path, GS_MCP_MAX_SESSIONS="1")
+    try:
+        assert AuthClient(daemon.port, server.idp.mint(sub="eve\ud800")).post(INIT).status == 500
+        assert wait_until(lambda: len(worker_pids(daemon.proc.pid)) == 1)   # the spare alone
+        client = AuthClient(daemon.port, server.idp.mint())
+        assert "result" in client.initialize()   # its place is free again: not 503
+        assert "ended: its start failed" in daemon.log_text()
+    finally:
+        daemon.stop()
+        server.close()
 
 
 def test_a_token_naming_no_key_among_several_that_fit_is_refused_saying_so(tmp_path):

@@ -207,10 +207,8 @@ class SessionManager:
             # Maybe later, from the pool as a worker arrives: guarded as the connection
             # guards the request it took, so a bug here answers this client 500 and the
             # opens waiting behind it are still served.
-            if (not conn.go_on(request, lambda: admit(worker, handed)) and not handed
-                    and worker not in self._by_worker):
-                self._forget_user(principal.user)   # no session took it: none will end to count it
-                worker.kill()
+            if not conn.go_on(request, lambda: admit(worker, handed)) and not handed:
+                self._start_failed(worker, principal.user)
 
         def admit(worker, handed):
             admitted = self.router.readmit(conn, message, principal)
@@ -249,6 +247,17 @@ class SessionManager:
         self.submit(session, conn, message, body, accepts_sse, ahead=prepare)
         log.info("session %s opened for %s (worker %d%s)", session.short, shown(session.user, USER_CAP), worker.pid,
                  ", read-only" if session.read_only else "")
+
+    def _start_failed(self, worker, user):
+        """A start that raised (its client answered 500): the session it may have made
+        ends now, its id unknown at once, not left to idle out holding the worker; the
+        worker, in whatever state the start left it, is killed."""
+        session = self._by_worker.get(worker)
+        if session is None:
+            self._forget_user(user)   # no session took it: none will end to count it
+        else:
+            self.end(session, "its start failed")
+        worker.kill()
 
     def sessions_of(self, user):
         """How many sessions `user` has open or opening."""
