@@ -271,3 +271,15 @@ def test_a_stop_whose_every_grace_runs_out_ends_by_itself_before_stop_would_kill
     assert "1 worker(s) did not exit within 3s of being told to stop; killed them" in log
     assert "the worker spawner did not end within 5s of being told to stop; killed it" in log
     assert "exited with status 0" in log
+
+
+def test_a_stop_writes_the_counts_of_client_caused_lines_still_held_back(tmp_path):
+    # A client looping on a line-causing request until the stop: its count was never written.
+    with Daemon(tmp_path) as daemon:
+        a = session(daemon)
+        for _ in range(3):
+            assert a.post({"jsonrpc": "2.0", "id": "stray", "result": {}}).status == 202
+        assert daemon.stop() == 0
+    line = "session %s: response to an unknown request 'stray' ignored" % a.session[:8]
+    assert daemon.log_text().count(line) == 2   # the first, then its count at the stop
+    assert line + " (and 2 more like it within 60 s, not logged one by one)" in daemon.log_text()

@@ -107,3 +107,35 @@ def test_the_loop_writes_the_first_line_and_the_count_as_the_interval_ends(caplo
         loop.now = 120.0
         loop.run_due()
         assert loop.timers == [] and len(caplog.records) == 2
+
+
+def test_at_a_stop_the_counts_still_held_back_are_said_and_all_is_forgotten():
+    # They were lost: a client looping on a refusal until the stop left no count of it.
+    limit = RepeatLimit(interval=60, keys=1)
+    other = "user 'mallory' presented session 71ff1f5c of another user: answered 404"
+    admit(limit, REFUSED, 0.0)
+    admit(limit, REFUSED, 1.0)
+    admit(limit, other, 2.0)                             # beyond the keys remembered
+    assert limit.flush() == [(LOG, W, held_line(REFUSED, 1, 60)), (logging.getLogger("gsmcpd.http"), W,
+                                                                    others_line(1, 60, 1))]
+    assert limit.next_due() is None and limit.flush() == []
+
+
+def test_a_key_with_nothing_held_back_says_nothing_at_a_stop():
+    limit = RepeatLimit(interval=60, keys=10)
+    admit(limit, REFUSED, 0.0)
+    assert limit.flush() == []
+
+
+def test_the_routers_flush_writes_the_counts_and_its_timer_then_finds_nothing(caplog):
+    loop = FakeLoop()
+    repeated = RepeatedLog(loop, RepeatLimit(interval=60, keys=10))
+    with caplog.at_level(logging.INFO, logger="gsmcpd.test.repeats"):
+        for n in range(3):
+            loop.now = n
+            repeated.log(LOG, W, REFUSED)
+        repeated.flush()
+        assert [r.getMessage() for r in caplog.records] == [REFUSED, held_line(REFUSED, 2, 60)]
+        loop.now = 60.0
+        loop.run_due()
+        assert len(caplog.records) == 2 and loop.timers == []

@@ -5,9 +5,10 @@ would write a line per request. So such a line is written the first time, and th
 kind of line (its key: the line itself unless the caller says) coming again within
 INTERVAL is held back and counted; when the interval ends one line says how many were,
 and the next interval counts on. A key with nothing held back when its interval ends is
-forgotten (its next line is written again). At most KEYS keys are remembered: beyond,
-the lines of other keys are counted together, under one line for them all, so a client
-cycling through keys cannot grow the router or flood the log either.
+forgotten (its next line is written again); an orderly stop writes the counts still
+held back (RepeatedLog.flush). At most KEYS keys are remembered: beyond, the lines of
+other keys are counted together, under one line for them all, so a client cycling
+through keys cannot grow the router or flood the log either.
 
 RepeatLimit is the pure bookkeeping (the caller passes the time); RepeatedLog, the
 router's one, writes through it on the loop, its timer saying the counts as intervals end.
@@ -86,6 +87,13 @@ class RepeatLimit:
             self._others = None
         return said
 
+    def flush(self) -> list[tuple[logging.Logger, int, str]]:
+        """sweep's lines for every interval still open, as if all had ended (the router
+        stops: what was held back is said, not lost); everything is forgotten."""
+        said = self.sweep(float("inf"))
+        self._windows.clear()
+        return said
+
 
 class RepeatedLog:
     """The router's lines that a client can cause at will, through one RepeatLimit, on `loop`."""
@@ -109,8 +117,17 @@ class RepeatedLog:
         if due is not None:
             self._timer = self.loop.call_at(due, self._sweep)
 
+    def flush(self) -> None:
+        """At an orderly stop: the counts of lines still held back, written now (a timer
+        left set finds nothing to say)."""
+        self._write(self.limit.flush())
+
     def _sweep(self) -> None:
         self._timer = None
-        for logger, level, line in self.limit.sweep(self.loop.time()):
-            logger.log(level, "%s", line)
+        self._write(self.limit.sweep(self.loop.time()))
         self._arm()
+
+    @staticmethod
+    def _write(said) -> None:
+        for logger, level, line in said:
+            logger.log(level, "%s", line)

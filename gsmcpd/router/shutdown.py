@@ -183,4 +183,5 @@ class Shutdown:
             # Not waited for: a lock another process holds is a commit of theirs, which
             # finishes its own (a killed worker's lock went with it, reaped above).
             router.recover_image(Path(router.image), wait=False)
+        router.repeated.flush()   # last: no request is handled any more to cause one
         self.loop.stop()
