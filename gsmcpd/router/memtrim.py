@@ -6,6 +6,8 @@ stays near the peak's for good. malloc_trim(0) returns those free pages. It cost
 half a millisecond (a hundred under heavy load), so it runs at most once per maintenance
 interval, on the supervisor's timer, and only if sessions ended since the last one:
 never on a request's path, and never in an idle router that has nothing new to give back.
+Requests that make no session (refusals, a flood of them) do not make it due: what they
+grow is not free pages a trim returns (measured: docs/internals.md, Lifetime).
 
 `TrimPolicy` decides (pure, clock passed in); `malloc_trim` is the one call into libc.
 """
