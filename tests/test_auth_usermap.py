@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from gsmcpd.auth.usermap import (NOT_MAPPED, SHOWN_USER, SYSTEM_ACCOUNT, AccountRefused, AccountResolver, UserMapError,
+from gsmcpd.auth.usermap import (NOT_MAPPED, SYSTEM_ACCOUNT, AccountRefused, AccountResolver, UserMapError,
                                  accounts_served, lines_never_served, load_user_map, login_uid_range, mapping_changed, never_served_warnings,
-                                 parse_user_map, read_user_map_setting)
+                                 named, parse_user_map, read_user_map_setting)
+from gsmcpd.router.trace import USER_CAP, shown_user
 from helpers import local_account
 
 
@@ -127,9 +128,21 @@ def test_a_refusal_quotes_a_user_cut_however_long_the_claim():
     resolver = AccountResolver({"alice": "nobody"})
     with pytest.raises(AccountRefused) as refused:
         resolver.resolve("m" * 60_000)
-    assert str(refused.value) == "user '%s...' has no local account mapping" % ("m" * SHOWN_USER)
+    assert str(refused.value) == "user '%s...' has no local account mapping" % ("m" * USER_CAP)
     assert mapping_changed(AccountResolver({"m" * 100: "daemon"}), "m" * 100, "nobody") == (
-        "user '%s...' now maps to account 'daemon'" % ("m" * SHOWN_USER))
+        "user '%s...' now maps to account 'daemon'" % ("m" * USER_CAP))
+
+
+@pytest.mark.parametrize("user", ["o\\brien", "eve\x1b]0;owned\x07\nx", "zero\u200bwidth", "it's", "lone\ud800"])
+def test_a_refusal_shows_the_user_as_every_other_log_line_does(user):
+    # It showed the name by repr (a backslash doubled, U+200B escaped, quotes switched),
+    # unlike the session's, the worker's and `gsmcpd status`'s lines the README says are
+    # escaped the same way; a lone surrogate, which UTF-8 cannot write, is escaped in all.
+    assert named(user) == "'%s'" % shown_user(user)
+    with pytest.raises(AccountRefused) as refused:
+        AccountResolver({"alice": "nobody"}).resolve(user)
+    assert str(refused.value) == "user '%s' has no local account mapping" % shown_user(user)
+    assert "\ud800" not in named(user)
 
 
 def test_a_reloaded_map_says_which_sessions_may_serve_no_longer_and_why():

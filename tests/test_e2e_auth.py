@@ -554,6 +554,21 @@ def test_another_users_token_on_a_session_is_logged_with_the_user_cut_however_lo
     alice.delete()
 
 
+def test_a_user_is_shown_alike_in_every_log_line_and_a_lone_surrogate_escaped(daemon, idp):
+    # A refusal's line showed the name by repr (a backslash doubled), unlike the session's.
+    owner = AuthClient(daemon.port, idp.mint(sub="o\\brien"))
+    owner.initialize()
+    for sub in ("o\\brien-too", "eve\ud800"):
+        other = AuthClient(daemon.port, idp.mint(sub=sub))
+        other.session = owner.session
+        assert other.call("ping").status == 404
+    assert wait_until(lambda: "user 'eve\\ud800' presented session" in daemon.log_text())
+    log = daemon.log_text()
+    assert "session %s opened for o\\brien (worker" % owner.session[:8] in log
+    assert "user 'o\\brien-too' presented session %s" % owner.session[:8] in log
+    owner.delete()
+
+
 def test_a_client_looping_on_another_users_session_is_logged_once_not_per_request(daemon, idp):
     # Each 404 wrote a WARNING line: a client looping on it flooded the log.
     alice = AuthClient(daemon.port, idp.mint(sub="alice"))

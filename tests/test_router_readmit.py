@@ -10,6 +10,7 @@ from gsmcpd.auth.usermap import AccountResolver, load_user_map
 from gsmcpd.config import Config
 from gsmcpd.router.app import Principal
 from gsmcpd.router.main import Router
+from gsmcpd.router.trace import USER_CAP
 from gsmcpd.wire import frames
 from test_router_sessions_poll import FakeConn, FakeWorker
 
@@ -163,7 +164,7 @@ def test_the_gate_logs_a_user_cut_however_long_the_claim(tmp_path, caplog):
         caplog.set_level("INFO", logger="gsmcpd.auth")
         assert not router.auth.owns_session(session, Principal(long_user, False))
         assert router.auth.readmit(FakeConn(), INIT, Principal(long_user, False, account="nobody")).account == "daemon"
-        shown = "'%s...'" % ("u" * usermap.SHOWN_USER)
+        shown = "'%s...'" % ("u" * USER_CAP)
         assert [record.getMessage() for record in caplog.records if record.name == "gsmcpd.auth"] == [
             "user %s presented session %s of another user: answered 404" % (shown, session.short),
             "user %s now maps to account 'daemon': its new session, which waited for a worker, runs as it" % shown]

@@ -3,6 +3,7 @@
 import pytest
 
 from gsmcpd.router import worker_log
+from gsmcpd.router.trace import USER_CAP
 from gsmcpd.router.worker_log import BadLogFrame, LogGate, TokenBucket
 
 
@@ -19,7 +20,7 @@ def test_a_line_names_the_worker_session_and_user_and_stays_one_line():
 
 def test_a_user_name_is_escaped_and_cut():
     assert worker_log.label(1, "s", "eve\nWARNING x") == "worker 1 session s user eve\\nWARNING x"
-    assert worker_log.label(1, "s", "u" * 100).endswith("u" * worker_log.USER_CAP + "...")
+    assert worker_log.label(1, "s", "u" * 100).endswith("u" * USER_CAP + "...")
 
 
 def test_a_long_message_is_cut_at_the_cap_before_escaping():

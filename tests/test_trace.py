@@ -145,3 +145,11 @@ def test_a_long_method_path_or_framing_is_cut_whatever_the_body_limit():
     assert trace.format_head("POST", "/" + "a" * 60_000, None, "Content-Length " + "5, " * 20_000) == (
         "--> POST %s session - (body not read: answered from its head; Content-Length %s...)"
         % (cut, ("5, " * 100)[:trace.HEAD_FIELD_CAP - len("Content-Length ")]))
+
+
+def test_a_lone_surrogate_is_escaped_so_the_line_can_be_written():
+    # A claim or a worker's text may hold one (a JSON \ud800 escape): kept raw, the log
+    # file's strict UTF-8 could not write the line, and it was lost.
+    text = trace.shown("eve\ud800x\udfff", 64)
+    assert text == "eve\\ud800x\\udfff"
+    assert text.encode("utf-8")

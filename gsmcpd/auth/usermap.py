@@ -12,20 +12,18 @@ import pwd
 import re
 from pathlib import Path
 
+from gsmcpd.router.trace import shown_user
+
 # MCP_USER_MAP=identity: the claim value itself names the local account.
 IDENTITY_MAP = "identity"
 # POSIX-portable user names (plus the `$` some systems allow at the end).
 _ACCOUNT = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}\$?")
 
 
-# Characters of a user name a message quotes: the name is a token's claim, as long as
-# the token, and a refusal is logged at every request.
-SHOWN_USER = 64
-
-
 def named(user: str) -> str:
-    """A user name as a message or log line quotes it: repr, cut at SHOWN_USER characters."""
-    return repr(user if len(user) <= SHOWN_USER else user[:SHOWN_USER] + "...")
+    """A user name as a message or log line quotes it: as every log line shows it
+    (trace.shown_user), in quotes."""
+    return "'%s'" % shown_user(user)
 
 
 class UserMapError(ValueError):

@@ -12,8 +12,7 @@ from gsmcpd.config import control_socket_path
 from gsmcpd.logfile import log_file_refusal
 from gsmcpd.router import control
 from gsmcpd.router.loop import ACCEPT_PAUSE, recv_some
-from gsmcpd.router.trace import shown
-from gsmcpd.router.worker_log import USER_CAP
+from gsmcpd.router.trace import shown_user
 
 log = logging.getLogger("gsmcpd.control")
 
@@ -113,7 +112,7 @@ class ControlEndpoint:
         session = found[0]
         row = self._row(session)
         row["answered"] = session.inflight is not None and session.inflight.awaited   # as SessionManager._fail
-        log.warning("session %s of %s: ending it, as asked on the control socket", row["id_prefix"], shown(row["user"], USER_CAP))
+        log.warning("session %s of %s: ending it, as asked on the control socket", row["id_prefix"], shown_user(row["user"]))
         self.router.sessions.end(session, "ended by the server's administrator (gsmcpd end)")
         return row
 

@@ -15,8 +15,7 @@ from gsmcpd.router import breaks
 from gsmcpd.router.commit_fate import committer, tell_when_known
 from gsmcpd.router.exit_status import PATIENCE
 from gsmcpd.router.pacing import Pacer
-from gsmcpd.router.trace import shown
-from gsmcpd.router.worker_log import USER_CAP
+from gsmcpd.router.trace import shown, shown_user
 from gsmcpd.wire import frames, jsonrpc, sse, worker_exit
 
 log = logging.getLogger("gsmcpd.sessions")
@@ -245,7 +244,7 @@ class SessionManager:
         # One write for the prepare and the initialize: the worker wakes once and finds
         # both, and answers initialize before it reads its view (worker.main).
         self.submit(session, conn, message, body, accepts_sse, ahead=prepare)
-        log.info("session %s opened for %s (worker %d%s)", session.short, shown(session.user, USER_CAP), worker.pid,
+        log.info("session %s opened for %s (worker %d%s)", session.short, shown_user(session.user), worker.pid,
                  ", read-only" if session.read_only else "")
 
     def _start_failed(self, worker, user):

@@ -14,11 +14,16 @@ ID_CAP = 80   # characters of a request id a log line shows (a UUID, quoted, fit
 # GS_MCP_TRACE_LIMIT caps only the body.
 HEAD_FIELD_CAP = 256
 
+# Characters of a user name a log line shows: the name is a token's claim, as long as the
+# token, and may be logged at every request.
+USER_CAP = 64
+
 # Newline and tab as the seed promises; CR, the other C0 and the C1 controls and the
 # Unicode line and paragraph separators too (everything str.splitlines splits on), so a
-# body can never break the one-message-one-line rule or forge a log line.  Backslashes
-# are kept as they are: JSON text stays greppable as written.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# body can never break the one-message-one-line rule or forge a log line; and a lone
+# surrogate (a JSON escape in a claim or a worker's text), which UTF-8 cannot write.
+# Backslashes are kept as they are: JSON text stays greppable as written.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
@@ -39,6 +44,12 @@ def shown(text, cap: int) -> str:
     line or a terminal may show it: cut at `cap` characters, then escaped."""
     text = str(text)
     return escape(text if len(text) <= cap else text[:cap] + "...")
+
+
+def shown_user(user: str) -> str:
+    """A user name as every log line and `gsmcpd status`/`end` show it (a quoting message
+    puts it in quotes: usermap.named)."""
+    return shown(user, USER_CAP)
 
 
 def shown_id(request_id) -> str:

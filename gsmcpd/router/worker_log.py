@@ -14,17 +14,16 @@ from __future__ import annotations
 import logging
 
 from gsmcpd.router.pacing import TokenBucket
-from gsmcpd.router.trace import escape, shown
+from gsmcpd.router.trace import escape, shown_user
 from gsmcpd.wire.frames import LOG_MESSAGE_CAP, cut_log_message
 
-__all__ = ["LEVELS", "BURST", "RATE", "USER_CAP", "BadLogFrame", "TokenBucket", "LogGate",
+__all__ = ["LEVELS", "BURST", "RATE", "BadLogFrame", "TokenBucket", "LogGate",
            "parse", "label", "line", "dropped_line"]
 
 LEVELS = {"DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARNING": logging.WARNING,
           "ERROR": logging.ERROR, "CRITICAL": logging.CRITICAL}
 BURST = 20       # records a worker may log at once (a failure can log a few)
 RATE = 2.0       # records per second after the burst
-USER_CAP = 64    # characters of the user name shown (it comes from a token's claim)
 
 
 class BadLogFrame(ValueError):
@@ -48,7 +47,7 @@ def label(pid: int, session_short: str | None = None, user: str | None = None) -
     if session_short is not None:
         text += " session %s" % escape(session_short)
     if user is not None:
-        text += " user %s" % shown(user, USER_CAP)
+        text += " user %s" % shown_user(user)
     return text
 
 
