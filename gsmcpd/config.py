@@ -139,6 +139,9 @@ def parse_size(text: str) -> int:
 
 
 WORKER_MEMORY_LEAST = 64 * 1024 * 1024
+# The largest limit setrlimit takes from Python (a C long long): beyond it the worker
+# spawner died at start with an OverflowError, after the config was taken.
+WORKER_MEMORY_MOST = 2 ** 63 - 1
 
 
 def parse_worker_memory(text: str) -> int | None:
@@ -149,6 +152,9 @@ def parse_worker_memory(text: str) -> int | None:
     if value < WORKER_MEMORY_LEAST:
         raise ValueError(f"must be at least 64MiB (a worker holds about 30 MiB before any code "
                          f"runs), got {text.strip()!r}")
+    if value > WORKER_MEMORY_MOST:
+        raise ValueError(f"must be at most {WORKER_MEMORY_MOST} bytes (8 EiB, the largest data limit "
+                         f"the kernel takes; none for no limit), got {text.strip()!r}")
     return value
 
 

@@ -297,6 +297,7 @@ def test_a_conf_files_none_word_user_map_identity_and_home_paths_are_not_anchore
     assert config.image == tmp_path.resolve() / "none"   # a file so named, beside the conf file
 
 
+
 def test_flags_may_arrive_typed():
     config = load_config({"port": 8123, "readonly": True, "toolsets": ["search"]}, {})
     assert (config.port, config.readonly, config.toolsets) == (8123, True, ("search",))
@@ -323,6 +324,10 @@ def test_flags_may_arrive_typed():
     ("GS_MCP_WORKER_MEMORY", "lots", "worker_memory", "size in bytes"),
     ("GS_MCP_WORKER_MEMORY", "32MiB", "worker_memory",
      "must be at least 64MiB (a worker holds about 30 MiB before any code runs), got '32MiB'"),
+    # past a C long long: the spawner died at start with an OverflowError
+    ("GS_MCP_WORKER_MEMORY", "99999999999999999999999", "worker_memory",
+     "must be at most 9223372036854775807 bytes (8 EiB, the largest data limit the kernel takes; "
+     "none for no limit), got '99999999999999999999999'"),
     ("GS_MCP_WORKER_ENV", "HTTPS_PROXY=http://proxy:3128", "worker_env",
      "'HTTPS_PROXY=http://proxy:3128' gives a value: list names only (the daemon's own value is "
      "passed), e.g. 'HTTPS_PROXY'"),

@@ -107,6 +107,17 @@ def test_a_zero_idle_timeout_is_refused_naming_it_and_the_word_for_never(tmp_pat
     assert not list(tmp_path.iterdir())  # nothing was started or written
 
 
+def test_a_worker_memory_past_what_setrlimit_takes_is_refused_before_start(tmp_path):
+    # It was taken, and start failed with the spawner's OverflowError in the log.
+    result = gsmcpd("start", "--port", str(free_port()), "--state-dir", str(tmp_path),
+                    env={"GS_MCP_WORKER_MEMORY": "99999999999999999999999"})
+    assert result.returncode == 2
+    assert result.stderr.strip() == "gsmcpd: configuration refused: worker_memory: must be at most " \
+        "9223372036854775807 bytes (8 EiB, the largest data limit the kernel takes; none for no limit), " \
+        "got '99999999999999999999999'"
+    assert not list(tmp_path.iterdir())  # nothing was started or written
+
+
 def test_a_lifetime_knob_that_cannot_be_off_and_a_probe_after_the_deadline_are_refused_once_each(tmp_path):
     started = gsmcpd("start", "--port", str(free_port()), "--state-dir", str(tmp_path),
                      env={"GS_MCP_PROBE_AFTER": "none"})
