@@ -268,6 +268,12 @@ def parse_optional_path(text: str) -> Path | None:
     return Path(text).expanduser()
 
 
+def parse_user_map(text: str) -> str | None:
+    """A map file or `identity`; empty or a none word unset, as for the path knobs
+    (a file of that name is ./none)."""
+    return None if parse_optional_path(text) is None else text.strip()
+
+
 def parse_port(text: str) -> int:
     return parse_int(text, lo=1, hi=65535)
 
@@ -345,7 +351,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("write_scope", "MCP_WRITE_SCOPE", parse_optional_str),
     Knob("extra_scopes", "MCP_EXTRA_SCOPES", parse_list),
     Knob("userid_claim", "MCP_USERID_CLAIM", lambda t: t.strip()),
-    Knob("user_map", "MCP_USER_MAP", parse_optional_str),
+    Knob("user_map", "MCP_USER_MAP", parse_user_map),
     Knob("jwt_leeway", "MCP_JWT_LEEWAY", parse_leeway),
     Knob("jwks_min_refresh", "MCP_JWKS_MIN_REFRESH", parse_positive_seconds),
     Knob("jwks_timeout", "MCP_JWKS_TIMEOUT", parse_positive_seconds),

@@ -297,6 +297,16 @@ def test_a_conf_files_none_word_user_map_identity_and_home_paths_are_not_anchore
     assert config.image == tmp_path.resolve() / "none"   # a file so named, beside the conf file
 
 
+def test_a_none_word_user_map_is_unset_as_for_the_path_knobs(tmp_path):
+    # It was read as a map file named none in the caller's directory.
+    conf = tmp_path / "site.conf"
+    conf.write_text("user_map = none\n")
+    assert load_config({}, {}, conf, validate=False).user_map is None
+    for word in ("none", "NONE", " ", ""):
+        assert load_config({}, {"MCP_USER_MAP": word}, validate=False).user_map is None
+    assert load_config({}, {"MCP_USER_MAP": "./none"}, validate=False).user_map == str(Path.cwd() / "none")
+
+
 
 def test_flags_may_arrive_typed():
     config = load_config({"port": 8123, "readonly": True, "toolsets": ["search"]}, {})
