@@ -274,6 +274,15 @@ def parse_user_map(text: str) -> str | None:
     return None if parse_optional_path(text) is None else text.strip()
 
 
+def parse_claim(text: str) -> str:
+    """The token claim naming the user: an empty one names no claim, and every token
+    would be refused (the router's auth settings refused it only after the fork)."""
+    name = text.strip()
+    if not name:
+        raise ValueError("empty: name the token claim that names the user (sub when unset)")
+    return name
+
+
 def parse_port(text: str) -> int:
     return parse_int(text, lo=1, hi=65535)
 
@@ -350,7 +359,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("required_scopes", "MCP_REQUIRED_SCOPES", parse_list),
     Knob("write_scope", "MCP_WRITE_SCOPE", parse_optional_str),
     Knob("extra_scopes", "MCP_EXTRA_SCOPES", parse_list),
-    Knob("userid_claim", "MCP_USERID_CLAIM", lambda t: t.strip()),
+    Knob("userid_claim", "MCP_USERID_CLAIM", parse_claim),
     Knob("user_map", "MCP_USER_MAP", parse_user_map),
     Knob("jwt_leeway", "MCP_JWT_LEEWAY", parse_leeway),
     Knob("jwks_min_refresh", "MCP_JWKS_MIN_REFRESH", parse_positive_seconds),
@@ -726,12 +735,20 @@ def validate_config(config: Config) -> None:
             raise ConfigError("issuer", "auth is on but no issuer (MCP_ISSUER) is set")
         if not config.audience:
             raise ConfigError("audience", "auth is on but no audience (MCP_AUDIENCE) is set")
+        from gsmcpd.auth.metadata import metadata_paths
         if config.resource_url:
-            from gsmcpd.auth.metadata import metadata_paths
             try:
                 metadata_paths(config.resource_url)
             except ValueError as exc:
                 raise ConfigError("resource_url", str(exc)) from None
+        elif config.audience.startswith(("https://", "http://")):
+            # Unset resource_url: an http(s) audience is the resource published (as
+            # gsmcpd.auth.settings derives it), refused otherwise only after the fork.
+            try:
+                metadata_paths(config.audience)
+            except ValueError as exc:
+                raise ConfigError("audience", f"{exc} (an http(s) audience is the resource "
+                                  "published when resource_url is unset)") from None
         if _has_userinfo(config.issuer):
             # Not echoed: it holds a password, and this line goes to the log.
             raise ConfigError("issuer", "must not carry a user name or password: it is published in "

@@ -597,6 +597,22 @@ def test_auth_needs_issuer_audience_and_a_key_source():
                             "MCP_JWKS_FILE": "/etc/jwks.json"}).jwks_file == Path("/etc/jwks.json")
 
 
+def test_an_empty_userid_claim_is_refused_naming_it():
+    # It was taken, and start failed after the fork (ValueError from the auth settings).
+    assert refused("userid_claim", environ={**AUTH_ENV, "MCP_USERID_CLAIM": " "}) == (
+        "empty: name the token claim that names the user (sub when unset)")
+
+
+@pytest.mark.parametrize("audience", ["https://mcp.example/mcp?tenant=1", "https://mcp.example/mcp#top", "http://"])
+def test_an_audience_that_cannot_be_the_published_resource_is_refused_naming_it(audience):
+    # Without resource_url an http(s) audience is the resource; one with a query was taken
+    # here and refused by the auth settings after the fork.
+    message = refused("audience", environ={**AUTH_ENV, "MCP_AUDIENCE": audience})
+    assert message.endswith("(an http(s) audience is the resource published when resource_url is unset)")
+    assert load_config({}, {**AUTH_ENV, "MCP_AUDIENCE": audience,
+                            "MCP_RESOURCE_URL": "https://mcp.example/mcp"}).audience == audience
+
+
 @pytest.mark.parametrize("uri", ["http://idp.example/jwks", "ftp://idp.example/jwks", "idp.example/jwks",
                                  "https:///jwks"])
 def test_a_jwks_uri_that_is_not_https_is_refused_naming_it(uri):

@@ -118,6 +118,23 @@ def test_a_worker_memory_past_what_setrlimit_takes_is_refused_before_start(tmp_p
     assert not list(tmp_path.iterdir())  # nothing was started or written
 
 
+def test_auth_settings_the_router_would_refuse_are_refused_before_start(tmp_path):
+    # Both were taken, and start failed after the fork: exit 1, a ValueError in the log.
+    jwks = tmp_path.parent / "jwks.json"
+    jwks.write_text('{"keys": []}')
+    auth = {"GS_MCP_AUTH": "1", "MCP_ISSUER": "https://idp.example", "MCP_AUDIENCE": "https://mcp.example/mcp",
+            "MCP_JWKS_FILE": str(jwks)}
+    for env, said in (({"MCP_USERID_CLAIM": ""}, "userid_claim: empty: name the token claim that names "
+                       "the user (sub when unset)"),
+                      ({"MCP_AUDIENCE": "https://mcp.example/mcp?t=1"}, "audience: resource must have no query "
+                       "or fragment, got 'https://mcp.example/mcp?t=1' (an http(s) audience is the resource "
+                       "published when resource_url is unset)")):
+        result = gsmcpd("start", "--port", str(free_port()), "--state-dir", str(tmp_path), env={**auth, **env})
+        assert result.returncode == 2
+        assert result.stderr.strip() == f"gsmcpd: configuration refused: {said}"
+        assert not list(tmp_path.iterdir())  # nothing was started or written
+
+
 def test_a_lifetime_knob_that_cannot_be_off_and_a_probe_after_the_deadline_are_refused_once_each(tmp_path):
     started = gsmcpd("start", "--port", str(free_port()), "--state-dir", str(tmp_path),
                      env={"GS_MCP_PROBE_AFTER": "none"})
