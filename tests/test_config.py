@@ -95,6 +95,8 @@ def test_conf_file_named_by_flag_or_environment(tmp_path):
     conf.write_text("port = 9100\n")
     assert load_config({"config": str(conf)}, {}).port == 9100
     assert load_config({}, {"GS_MCP_CONFIG": str(conf)}).port == 9100
+    for blank in ("", "  "):   # no conf file, as an empty path knob is unset
+        assert load_config({}, {"GS_MCP_CONFIG": blank}).port == 8000
 
 
 def test_a_comment_after_a_value_is_no_part_of_it(tmp_path):
