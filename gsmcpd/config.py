@@ -256,7 +256,10 @@ def parse_worker_class(text: str) -> str | None:
 
 
 def parse_optional_str(text: str) -> str | None:
-    return text.strip() or None
+    """Empty or a none word: unset, as the README's "none" default for these knobs
+    reads (write_scope = none was a gate on a scope named none: every session read-only)."""
+    text = text.strip()
+    return None if text.lower() in _NONE else text or None
 
 
 def parse_optional_path(text: str) -> Path | None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gsmcpd import config as config_module
-from gsmcpd.config import (CORE_TOOLSETS, DEFAULT_STATE_DIR, KNOBS, Config, ConfigError,
+from gsmcpd.config import (CORE_TOOLSETS, DEFAULT_STATE_DIR, KNOBS, KNOBS_BY_ENV, Config, ConfigError,
                            load_config)
 
 REPO = Path(__file__).resolve().parent.parent
@@ -297,6 +297,16 @@ def test_a_conf_files_none_word_user_map_identity_and_home_paths_are_not_anchore
     assert config.tls_cert is None and config.user_map == "identity"
     assert config.log_file == Path("/home/someone/g.log")
     assert config.image == tmp_path.resolve() / "none"   # a file so named, beside the conf file
+
+
+@pytest.mark.parametrize("env_name", ["GS_MCP_SERVER_NAME", "GS_MCP_SERVER_VERSION", "GS_MCP_SERVER_TITLE",
+                                      "MCP_RESOURCE_URL", "MCP_JWKS_URI", "MCP_WRITE_SCOPE"])
+def test_a_none_word_unsets_a_named_setting_as_its_none_default_reads(env_name):
+    # MCP_WRITE_SCOPE=none gated every session on a scope named none (all read-only).
+    key = KNOBS_BY_ENV[env_name].key
+    for word in ("none", "None", " none "):
+        assert getattr(load_config({}, {**AUTH_ENV, env_name: word}), key) is None
+    assert load_config({}, {**AUTH_ENV, "MCP_WRITE_SCOPE": "mcp:none"}).write_scope == "mcp:none"
 
 
 def test_a_none_word_user_map_is_unset_as_for_the_path_knobs(tmp_path):
