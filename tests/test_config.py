@@ -733,6 +733,8 @@ def test_readme_knob_table_names_knobs_their_environment_and_defaults():
                 continue
             if value == "none":   # "unset" in the README's words, for paths too
                 assert getattr(default, key) is None, f"README default of {key}"
+                # and written so it is that default (MCP_USER_MAP=none was a file named none)
+                assert by_key[key].parse("none") is None, f"README's none for {key}"
                 continue
             if value == "empty":   # a list knob listing nothing
                 assert getattr(default, key) == (), f"README default of {key}"
