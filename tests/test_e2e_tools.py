@@ -726,6 +726,14 @@ def test_the_gemstone_servers_toolset_names_select_the_same_subset(image, tmp_pa
     assert "toolsets browsing search;" in daemon.log_text()
 
 
+def test_none_for_the_server_identity_knobs_leaves_the_servers_own(tmp_path):
+    # The README's default for them is none; written so, it named the server "none".
+    env = {"GS_MCP_SERVER_NAME": "none", "GS_MCP_SERVER_VERSION": "None", "GS_MCP_SERVER_TITLE": "none"}
+    with Daemon(tmp_path, env=env) as daemon:
+        info = Client(daemon.port).initialize()["result"]["serverInfo"]
+    assert info == {"name": McpServer.default_server_name, "version": McpServer.default_server_version}
+
+
 def test_worker_class_and_a_third_party_toolset_composed_with_browsing(image, tmp_path):
     env = {"GS_MCP_IMAGE": str(image), "PYTHONPATH": "%s:%s/tests" % (REPO, REPO),
            "GS_MCP_WORKER_CLASS": "test_e2e_tools:NamedServer",
