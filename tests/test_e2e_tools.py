@@ -487,6 +487,17 @@ def test_a_name_builtins_binds_no_listed_class_to_is_no_kernel_class(c):
     assert "kernel class" not in error(c, "set_class_comment", "notFound", className="__class__", comment="x")
 
 
+def test_a_class_of_a_kernel_module_the_worker_loaded_is_said_to_be_the_kernels(c):
+    # A refactoring session on a copy of fractions asked compile_method for decimal.Decimal
+    # and was told "no dictionary named decimal": notFound, where the kernel guard refuses.
+    assert error(c, "compile_method", "refused", className="collections.OrderedDict",
+                 source="def f(self):\n    pass\n").startswith(
+        "collections.OrderedDict is a class of the kernel module collections, not the image's, "
+        "and cannot be modified; ")
+    assert "collections is a kernel module (loaded in this session, not an image module)" in error(
+        c, "get_method_source", "notFound", className="collections.OrderedDict", selector="keys")
+
+
 def test_a_search_hit_given_back_as_a_class_says_what_it_is_and_what_to_pass(c):
     # find_senders answers "shop.models.Cart.total"; given back as className it was "no
     # dictionary named shop.models.Cart", and a module or function "no class named ...".

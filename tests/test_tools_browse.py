@@ -457,6 +457,17 @@ def test_a_function_module_or_search_label_given_as_a_class_says_what_it_is_and_
         "'Dog.noise' is not a method name (a Python identifier); pass the method name alone: noise")
 
 
+def test_a_class_of_a_loaded_kernel_module_is_said_to_be_the_kernels(client):
+    # Was only "no dictionary named collections (for class collections.OrderedDict)",
+    # as if the name were mistyped.
+    assert client.error("describe_class", "notFound", className="collections.OrderedDict") == (
+        "no dictionary named collections (for class collections.OrderedDict); collections is a "
+        "kernel module (loaded in this session, not an image module): the class tools read and "
+        "change the image's classes and builtins' only (execute_code can inspect it)")
+    # A name no module of the session holds is a plain miss.
+    assert "kernel" not in client.error("describe_class", "notFound", className="nosuchmodule.Thing")
+
+
 def test_sources_and_definition(client):
     exported = text(client.ok("export_class_source", className="Dog"))
     assert exported == 'class Dog(Animal):\n    def noise(self):  # dogs bark\n        return "woof"\n'

@@ -1193,6 +1193,19 @@ def test_kernel_guard_refuses_by_name_and_identity(client, class_name):
     assert not hasattr(object, "f") and not hasattr(int, "f")
 
 
+def test_a_class_of_a_loaded_kernel_module_is_refused_as_the_kernel_guard_says(client):
+    # collections is the kernel's and no image module: this was "notFound: no dictionary
+    # named collections", where the kernel guard refuses what the image does not define.
+    message = client.error("compile_method", "refused", className="collections.OrderedDict",
+                           source="def f(self):\n    pass\n")
+    assert message.startswith("collections.OrderedDict is a class of the kernel module collections, "
+                              "not the image's, and cannot be modified; "), message
+    assert not hasattr(__import__("collections").OrderedDict, "f")
+    # Not a class of it: no such class, and said so.
+    client.error("compile_method", "notFound", className="collections.NoSuchThing",
+                 source="def f(self):\n    pass\n")
+
+
 def test_an_image_class_named_like_a_kernel_class_is_its_own(client, image):
     client.ok("set_class_comment", className="kern.Exception", comment="Ours.")
     assert client.view.module("kern").Exception.__doc__ == "Ours."

@@ -12,6 +12,7 @@ import ast
 import builtins
 import inspect
 import re
+import sys
 import types
 import unicodedata
 from dataclasses import dataclass
@@ -129,6 +130,7 @@ def resolve_class(view: View, name: str) -> ClassRef:
                             f"{echoed(name)})" + (_package_file_hint(view, module)
                                                    or _nested_hint(view, name)
                                                    or _method_label_hint(view, module, short)
+                                                   or _kernel_module_hint(view, module)
                                                    or did_you_mean(module, view.module_names())))
         raise ToolError("notFound", f"{module} defines no class {echoed(short)}"
                         + (_made_at_run_time(view, [module], short) or _not_a_class(view, [module], short)
@@ -258,6 +260,34 @@ def _defined_elsewhere(view: View, module: str, name: str) -> str:
     if is_kernel_class(name):
         where.append(f"{KERNEL}.{name}")
     return meant(where[:3])
+
+
+def _kernel_module_hint(view: View, module: str) -> str:
+    """For `decimal.Decimal`: a module loaded in the session that is not the image's is the
+    kernel's (standard library, installed packages), which the class tools do not reach."""
+    if not _kernel_module(view, module):
+        return ""
+    return (f"; {module} is a kernel module (loaded in this session, not an image module): the "
+            "class tools read and change the image's classes and builtins' only (execute_code "
+            "can inspect it)")
+
+
+def _kernel_module(view: View, module: str) -> bool:
+    # The name whole, not View.shadowing's every prefix: a huge dotted name costs O(n^2) there.
+    return module in sys.modules and not view.owns_module(module)
+
+
+def kernel_class_of(view: View, name: str) -> str | None:
+    """The kernel module holding class `name` given as `module.Class` (`decimal.Decimal`),
+    loaded in the session and not the image's; None for any other name."""
+    module, _, short = dotted_name(name, "a class name").rpartition(".")
+    if module == KERNEL or view.has_module(module) or not _kernel_module(view, module):
+        return None   # builtins' classes are resolve_class's
+    try:   # its own namespace: a module's __getattr__ (a lazy loader's) is not run
+        held = vars(sys.modules[module]).get(short)
+    except TypeError:
+        return None
+    return module if isinstance(held, type) else None
 
 
 def _uncompiled_hint(view: View, name: str) -> str:
@@ -541,9 +571,13 @@ def mutable_class(view: View, name: str) -> tuple[ClassRef, type | None]:
     is the very class its own `class` statement made. Returns (ref, live class),
     the class None only when the module fails to import or its class statement did
     not run (not_run): a source-only edit."""
-    ref = resolve_class(view, name)
     remedy = ("define your own class in an image module (compile_class_definition) "
               "or use execute_code deliberately")
+    kernel = kernel_class_of(view, name)
+    if kernel is not None:
+        raise ToolError("refused", f"{echoed(dotted_name(name, 'a class name'))} is a class of the "
+                        f"kernel module {kernel}, not the image's, and cannot be modified; {remedy}")
+    ref = resolve_class(view, name)
     if ref.is_kernel:
         raise ToolError("refused", f"{ref.name} is a kernel class (builtins) and cannot be "
                         f"modified; {remedy}")
