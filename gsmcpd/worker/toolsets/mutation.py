@@ -17,7 +17,7 @@ import keyword
 import sys
 import typing
 
-from gsmcpd.image import catalog, live, overlay, parsing, splice
+from gsmcpd.image import catalog, live, overlay, parsing, splice, trial
 from gsmcpd.image.store import relpath_of
 from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
 from gsmcpd.image.view import KERNEL, is_program
@@ -541,6 +541,8 @@ class MutationToolset(Toolset):
         tree = parsing.parse(new_source)
         _refuse_used_by_its_module(_shown(module_name, name), module_name, old_source, new_source,
                                    live.sure_import_readers(tree, name))
+        tried, tried_data = _refuse_failing_trial(self.view, _shown(module_name, name), module_name,
+                                                  old_source, new_source)
         if module is not None:
             self.view.load_all()   # else an importer the session had not loaded goes unnamed
             vars(module).pop(name, None)
@@ -550,7 +552,7 @@ class MutationToolset(Toolset):
         itself = live.needed_on_import(tree, name, star=False)
         note, data = self._reimport_importers([module_name], itself) if module is not None else ("", {})
         listed, listed_data = _all_note(module_name, name, new_source, tree)
-        note, data = note + listed, {**data, **listed_data}
+        note, data = note + listed + tried, {**data, **listed_data, **tried_data}
         return self._finish(f"deleted function {_shown(module_name, name)}{note}",
                             {"dictionary": module_name, "selector": name, **data})
 
@@ -885,6 +887,8 @@ class MutationToolset(Toolset):
             _refuse_sure_reads(_shown(ref.module, ref.name), ref.module, self.view.source(ref.module), new_source,
                                {bound: live.unguarded_attribute_reader(tree, ref.name, bound, deleted=True)},
                                "deleted", "delete it")
+        tried, tried_data = _refuse_failing_trial(self.view, _shown(ref.module, ref.name, selector), ref.module,
+                                                  self.view.source(ref.module), new_source)
         basis = live.dataclass_basis(cls) if cls is not None else None
         bound_before = set(vars(cls)) if cls is not None else set()
         if bound in bound_before:   # a dataclass subclass's field may have had it as its default
@@ -908,6 +912,7 @@ class MutationToolset(Toolset):
             data = {"readAsItRuns": read}
         if rebuilt is not None:
             note, data = note + rebuilt[0], {**data, **rebuilt[1]}
+        note, data = note + tried, {**data, **tried_data}
         self.view.set_source(ref.module, new_source, live=cls is not None)
         imported, imported_data = "", {}
         if cls is not None and not kept:
@@ -1097,6 +1102,8 @@ class MutationToolset(Toolset):
         tree = parsing.parse(new_source)
         _refuse_used_by_its_module(_shown(ref.module, ref.name), ref.module, old_source, new_source,
                                    live.sure_import_readers(tree, ref.name))
+        tried, tried_data = _refuse_failing_trial(self.view, _shown(ref.module, ref.name), ref.module,
+                                                  old_source, new_source)
         if cls is not None:
             vars(self.view.module(ref.module)).pop(ref.name, None)
         self.view.set_source(ref.module, new_source, live=cls is not None)
@@ -1107,8 +1114,8 @@ class MutationToolset(Toolset):
         itself = live.needed_on_import(tree, ref.name, star=False)
         imported, data = self._reimport_importers([ref.module], itself) if cls is not None else ("", {})
         listed, listed_data = _all_note(ref.module, ref.name, new_source, tree)
-        return self._finish(f"deleted class {_shown(ref.module, ref.name)}{imported}{listed}",
-                            {"class": ref.qualified, **data, **listed_data})
+        return self._finish(f"deleted class {_shown(ref.module, ref.name)}{imported}{listed}{tried}",
+                            {"class": ref.qualified, **data, **listed_data, **tried_data})
 
     def _refuse_if_built_on(self, classes: dict[str, type], gone: str, removed=()) -> None:
         """Refuse to delete `classes` (qualified name: live class), or to remove the modules
@@ -1383,6 +1390,42 @@ def _refuse_used_by_its_module(qualified: str, module: str, old_source: str, new
                     f"first (a class statement with compile_class_definition, a function's def with "
                     f"compile_method on {module}, any other in the module's file, then refresh), "
                     "then delete it.", {"usedBy": used})
+
+
+def _refuse_failing_trial(view, qualified: str, module: str, old_source: str,
+                          new_source: str) -> tuple[str, dict]:
+    """Refuse (ToolError) deleting `qualified` where `module`, imported apart with
+    `new_source` as a new session would import it (gsmcpd.image.trial), fails as it did
+    not with `old_source`: a read the static rules cannot see (through an instance, a
+    decorator, a metaclass). A trial that decided nothing is noted: ('', {}) or the note
+    and its data (`importNotTried`)."""
+    if is_program(module):   # importing it runs the program: no new session does that
+        return "", {}
+    found = trial.failure_made(view, module, old_source, new_source)
+    if isinstance(found, trial.Undecided):
+        return (f"; note: the trial import of {module} apart, to tell whether a new session still "
+                f"imports it, {found.why}, so that was not checked"), {"importNotTried": found.why}
+    if found is None:
+        return "", {}
+    failed = {"module": module, "error": found.kind, "message": found.message}
+    where = ""
+    if found.line is not None:
+        failed["at"] = _trial_line(old_source, new_source, found.line)
+        where = f", on line {failed['at']['line']} ({catalog.quoted(failed['at']['statement'])})"
+    if found.top not in (None, found.line):   # in a def the module's top-level statement called
+        failed["runBy"] = _trial_line(old_source, new_source, found.top)
+        where += f", run by line {failed['runBy']['line']} ({catalog.quoted(failed['runBy']['statement'])})"
+    raised = f"{found.kind}: {found.message}" if found.message else found.kind
+    raise ToolError("refused", f"{qualified} deleted, {module} would no longer import in a new "
+                    f"session: imported apart as this session would commit it, it failed with "
+                    f"{raised}{where}. Nothing changed. Change what needs it first (in "
+                    "the module's file, then refresh), then delete it.", {"importFailure": failed})
+
+
+def _trial_line(old_source: str, new_source: str, line: int) -> dict:
+    """A line of `new_source` a trial's refusal quotes: numbered as the file stands, and its text."""
+    return {"line": splice.line_before_edit(old_source, new_source, line),
+            "statement": splice.lines_of(new_source)[line - 1].strip()}
 
 
 def _use(old_source: str, new_source: str, reader: ast.stmt) -> dict:

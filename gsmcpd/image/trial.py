@@ -1,0 +1,116 @@
+"""A trial import apart: whether a module, with a text the session is about to give it,
+still imports in a new session.
+
+The static rules (live.py, splice.py) see only reads they can be sure of; a module reading
+through an instance (`_inst = Random(); randint = _inst.randint`), a decorator
+(`functools.total_ordering` needs one ordering method) or a metaclass fails in no way they
+see. So a deletion they let through is tried: the module is imported in a fresh
+interpreter (`sys.executable -I` with the worker's sys.path; its environment, account,
+working directory and limits inherited) from the view's texts with the new one in
+place, the session's other uncommitted changes included, as a new session would import
+it once committed; the modules the worker's kernel shadows are left to the kernel there
+too. The worker's own live classes stay as they are (re-importing the module here would
+replace them). Only a failure the old text does not have is one the
+deletion makes. A trial that does not finish within TIMEOUT (or cannot run) decides
+nothing: the deletion goes ahead, with a note saying the import was not tried.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+from dataclasses import dataclass
+
+TIMEOUT = 10.0   # seconds a trial may take; a module's import taking longer is not judged
+# The child reads its payload first, with the worker's sys.path (-I leaves PYTHONPATH out).
+_BOOT = ("import pickle, sys; payload = pickle.load(sys.stdin.buffer); sys.path[:] = payload['path']; "
+         "from gsmcpd.image import trial; trial.child(payload)")
+# A failure of the child's resources, not of the module's text: never a refusal.
+_UNDECIDED = ("MemoryError", "RecursionError")
+
+
+@dataclass
+class Failure:
+    kind: str          # the exception's type name
+    message: str
+    line: int | None   # the line of the module's (new) text the import failed on
+    top: int | None    # the module-level statement's line that ran it (== line but in a def it called)
+
+
+@dataclass
+class Undecided:
+    why: str           # "timed out" or why the trial could not run
+
+
+def try_import(view, module: str, text: str) -> Failure | Undecided | None:
+    """How `module` imports in a new session with `text` as its text: None when it does."""
+    rel = view.relpath(module)
+    texts = {**view.texts, rel: text}
+    shadowed = [name for name in view.module_names() if view.shadowed(name)]
+    payload = {"path": [entry for entry in sys.path if isinstance(entry, str)],
+               "root": view.store.root, "texts": texts, "shadowed": shadowed, "module": module, "rel": rel}
+    try:
+        done = subprocess.run([sys.executable, "-I", "-c", _BOOT], input=pickle.dumps(payload),
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:   # run() has killed and waited for it
+        return Undecided(f"timed out after {TIMEOUT:g} s")
+    except OSError as error:
+        return Undecided(f"could not start ({error})")
+    try:
+        said = json.loads(done.stdout)   # JSON, not pickle: the module's code could write there too
+    except ValueError:
+        return Undecided(f"gave no answer (exit status {done.returncode})")
+    if said is None:
+        return None
+    if not isinstance(said, dict) or not {"kind", "message", "line", "top"} <= said.keys():
+        return Undecided("gave no answer it could read")
+    if said["kind"] in _UNDECIDED:
+        return Undecided(f"{said['kind']} in the trial")
+    return Failure(said["kind"], said["message"], said["line"], said["top"])
+
+
+def failure_made(view, module: str, old_text: str, new_text: str) -> Failure | Undecided | None:
+    """The failure `new_text` makes `module` import with in a new session, or why that is
+    undecided; None when it imports, or failed there with `old_text` already (not this change's doing)."""
+    new = try_import(view, module, new_text)
+    if not isinstance(new, Failure):
+        return new
+    return new if try_import(view, module, old_text) is None else None
+
+
+def child(payload: dict) -> None:
+    """The trial's interpreter: import the module from the texts, answer on stdout, exit."""
+    from types import SimpleNamespace
+
+    from gsmcpd.image.view import View
+    answer = os.fdopen(os.dup(1), "wb")
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):   # what the module prints goes nowhere, as a new session's import is not shown
+        os.dup2(null, fd)
+    view = View(SimpleNamespace(root=payload["root"]), user="", session_id="")
+    view.texts = payload["texts"]
+    shadowed = frozenset(payload["shadowed"])
+    view.shadowed = shadowed.__contains__
+    view.install()
+    filename = view.filename(payload["rel"])
+    try:
+        __import__(payload["module"])
+        said = None
+    except BaseException as error:
+        lines, tb = [], error.__traceback__
+        while tb is not None:   # the frames of the module's own code, outermost first
+            if tb.tb_frame.f_code.co_filename == filename:
+                lines.append(tb.tb_lineno)
+            tb = tb.tb_next
+        try:
+            message = str(error)
+        except BaseException:
+            message = "(its message could not be made)"
+        said = {"kind": type(error).__name__, "message": message,
+                "line": lines[-1] if lines else None, "top": lines[0] if lines else None}
+    answer.write(json.dumps(said).encode())
+    answer.flush()
+    os._exit(0)   # no atexit hooks nor threads the module started: the answer is given

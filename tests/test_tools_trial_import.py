@@ -1,0 +1,132 @@
+"""Deletions the static rules let through, tried by importing the module apart as a new
+session would (gsmcpd.image.trial): one that leaves the module failing to import is
+refused, the module, the exception and the line named, nothing changed."""
+
+import pytest
+
+from gsmcpd.image import trial
+from test_tools_support import client, image, views  # noqa: F401  (fixtures)
+
+# random.py: `_inst = Random(); randint = _inst.randint`, read through an instance.
+DRAWN = ("class Random:\n    def randint(self, a, b):\n        return a\n\n"
+         "    def choice(self, seq):\n        return seq[0]\n\n\n"
+         "_inst = Random()\nrandint = _inst.randint\nchoice = _inst.choice\n")
+# functools.total_ordering needs one ordering method of the class's own.
+ORDERED = ("import functools\n\n\n@functools.total_ordering\nclass Version:\n"
+           "    def __init__(self, n):\n        self.n = n\n\n"
+           "    def __eq__(self, other):\n        return self.n == other.n\n\n"
+           "    def __lt__(self, other):\n        return self.n < other.n\n")
+# datetime.timedelta: made by its __new__, and made at import below the class.
+SPANNED = ("class Span:\n    def __new__(cls, days):\n        self = object.__new__(cls)\n"
+           "        self.days = days\n        return self\n\n    def total(self):\n        return self.days\n\n\n"
+           "Span.zero = Span(0)\n")
+# A class and a function read at import two calls deep (enum's, typing's internals).
+DEEP = ("class Helper:\n    pass\n\n\ndef helper():\n    return 1\n\n\n"
+        "def _two():\n    return Helper(), helper()\n\n\ndef _one():\n    return _two()\n\n\nMADE = _one()\n")
+
+
+def write(image, text, name="trial"):
+    (image / f"{name}.py").write_text(text)
+
+
+def refused(client, image, tool, name="trial", **arguments):
+    before = (image / f"{name}.py").read_text()
+    said = client.error(tool, "refused", **arguments)
+    assert (image / f"{name}.py").read_text() == before
+    assert client.view.source(name) == before and not client.view.has_changes
+    return said
+
+
+@pytest.mark.parametrize("text, selector, quoted, line, error", [
+    (DRAWN, "randint", "randint = _inst.randint", 10, "AttributeError: 'Random' object has no attribute 'randint'"),
+    (ORDERED, "__lt__", "@functools.total_ordering", 4,
+     "ValueError: must define at least one ordering operation: < > <= >="),
+    (SPANNED, "__new__", "Span.zero = Span(0)", 11, "TypeError: Span() takes no arguments"),
+], ids=["through-an-instance", "total_ordering", "__new__"])
+def test_delete_method_refuses_what_leaves_its_module_failing_to_import(client, image, text, selector,
+                                                                         quoted, line, error):
+    # Accepted and committed before: the module then imported in no new session.
+    write(image, text)
+    client.ok("refresh")
+    cls = "Random" if text is DRAWN else "Version" if text is ORDERED else "Span"
+    live = client.view.module("trial")
+    said = refused(client, image, "delete_method", className=f"trial.{cls}", selector=selector)
+    assert said.startswith(f"trial.{cls}.{selector} deleted, trial would no longer import in a new session: "
+                           f"imported apart as this session would commit it, it failed with {error}, "
+                           f"on line {line} ({quoted!r}).")
+    assert selector in vars(getattr(live, cls)) and client.view.module("trial") is live
+
+
+def test_delete_class_refuses_a_class_its_module_makes_calls_deep(client, image):
+    write(image, DEEP)
+    client.ok("refresh")
+    said = refused(client, image, "delete_class", className="trial.Helper")
+    assert ("it failed with NameError: name 'Helper' is not defined, on line 10 ('return Helper(), helper()'), "
+            "run by line 17 ('MADE = _one()').") in said
+    assert client.view.module("trial").Helper
+
+
+def test_delete_method_refuses_a_module_function_its_module_calls_deep(client, image):
+    write(image, DEEP)
+    client.ok("refresh")
+    said = refused(client, image, "delete_method", className="trial", selector="helper")
+    assert said.startswith("trial.helper deleted, trial would no longer import in a new session")
+    assert "with NameError: name 'helper' is not defined, on line 10" in said
+
+
+def test_the_trial_sees_the_sessions_other_uncommitted_changes(client, image):
+    # On disk conf names `go`; this session's uncommitted text names `alt`: a commit holds that.
+    write(image, 'NAME = "go"\n', "conf")
+    write(image, "import conf\n\n\nclass Thing:\n    def go(self):\n        return 1\n\n"
+                 "    def alt(self):\n        return 2\n\n\nPICKED = getattr(Thing(), conf.NAME)\n")
+    client.ok("refresh")
+    client.view.set_source("conf", 'NAME = "alt"\n', live=False)
+    said = client.error("delete_method", "refused", className="trial.Thing", selector="alt")
+    assert "on line 12 ('PICKED = getattr(Thing(), conf.NAME)')." in said
+    assert client.view.source("conf") == 'NAME = "alt"\n'
+
+
+def test_a_module_failing_before_the_deletion_is_not_refused(client, image):
+    write(image, DRAWN + "raise RuntimeError('already broken')\n")
+    client.ok("refresh")
+    result = client.ok("delete_method", className="trial.Random", selector="randint")["structuredContent"]
+    assert "importNotTried" not in result and result["committed"]
+
+
+def test_a_trial_that_cannot_finish_refuses_nothing_and_says_so(client, image, monkeypatch):
+    monkeypatch.setattr(trial, "TIMEOUT", 1e-6)
+    write(image, DRAWN)
+    client.ok("refresh")
+    result = client.ok("delete_method", className="trial.Random", selector="choice")
+    assert result["structuredContent"]["importNotTried"] == "timed out after 1e-06 s"
+    assert ("note: the trial import of trial apart, to tell whether a new session still imports it, "
+            "timed out after 1e-06 s, so that was not checked") in result["content"][0]["text"]
+    assert "def choice" not in (image / "trial.py").read_text()
+
+
+def test_a_deletion_its_module_survives_is_made(client, image):
+    # What the module prints as it runs, to its descriptors too, is no part of the answer.
+    write(image, DRAWN.replace("choice = _inst.choice\n", "import os\nprint('hi')\nos.write(1, b'x')\n"))
+    client.ok("refresh")
+    result = client.ok("delete_method", className="trial.Random", selector="choice")
+    assert "importNotTried" not in result["structuredContent"] and result["structuredContent"]["committed"]
+    assert "def choice" not in (image / "trial.py").read_text()
+
+
+def test_delete_method_refuses_what_a_dataclass_below_took_as_its_default(client, image):
+    # Plain's `label` was Labelled's `label: str`'s default; gone, the field follows one
+    # with a default and the decorator raises: named in a note, and committed, before.
+    write(image, "import dataclasses\n\n\nclass Plain:\n    def label(self):\n        return 'plain'\n\n\n"
+                 "@dataclasses.dataclass\nclass Labelled(Plain):\n    n: int = 0\n    label: str\n")
+    client.ok("refresh")
+    said = refused(client, image, "delete_method", className="trial.Plain", selector="label")
+    assert "it failed with TypeError: non-default argument 'label' follows default argument, on line 9" in said
+
+
+def test_a_trial_failing_for_want_of_memory_decides_nothing(client, image):
+    # MemoryError (or RecursionError) tells the trial's limits, not the module's text.
+    write(image, "class Spare:\n    def x(self):\n        return 1\n\n\n"
+                 "if not hasattr(Spare, 'x'):\n    raise MemoryError\n")
+    client.ok("refresh")
+    result = client.ok("delete_method", className="trial.Spare", selector="x")
+    assert result["structuredContent"]["importNotTried"] == "MemoryError in the trial"
