@@ -222,6 +222,36 @@ def test_an_abc_is_abstract_as_its_source_now_says_whatever_tool_changed_it(clie
         shapes.Ring()
 
 
+LAZY_MODEL = """\
+import abc
+
+
+class Lazy:
+    def __getattr__(self, name):
+        Model.built = True   # as pydantic's MockValSer builds its model when first touched
+        raise AttributeError(name)
+
+
+class Model(abc.ABC):
+    def m(self):
+        return 1
+
+
+Model.validator = Lazy()   # once the class is made, as pydantic's metaclass sets it
+"""
+
+
+def test_a_class_whose_member_adds_to_it_when_asked_if_it_is_abstract_takes_a_method(client, image):
+    # Reckoning the abstract methods asks each member for __isabstractmethod__: a pydantic
+    # model's not yet built (mcp_types' SamplingMessage) bound __signature__ on its class as
+    # that was read, and the compile failed, RuntimeError: dictionary changed size during iteration.
+    client.view.add_module("zoo.lazy", LAZY_MODEL)
+    model = client.view.module("zoo.lazy").Model
+    client.ok("compile_method", className="zoo.lazy.Model", source="def m(self):\n    return 2\n")
+    assert model().m() == 2 and model.built is True
+    assert "    def m(self):\n        return 2\n" in disk(image, "zoo/lazy.py")
+
+
 def test_a_dataclass_is_made_again_when_its_methods_change(client):
     # Its generated __init__ calls __post_init__ only if the class had one when it was
     # made: one compiled later never ran here, though it did in a new session.

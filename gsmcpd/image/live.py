@@ -12,7 +12,6 @@ module is rebound to the new class.
 from __future__ import annotations
 
 import __future__
-import abc
 import ast
 import builtins
 import contextlib
@@ -163,7 +162,21 @@ def settle_abstract_methods(cls: type) -> None:
     implementation added later still left the class refusing to be instantiated, and
     an abstract method added to a base left its subclasses instantiable."""
     for member in [cls] + subclasses_of(cls):
-        abc.update_abstractmethods(member)   # a class that is no ABC is left as it is
+        _update_abstract_methods(member)
+
+
+def _update_abstract_methods(cls: type) -> None:
+    """abc.update_abstractmethods, reading the class's namespace from a copy: asking a
+    member for `__isabstractmethod__` may add to it (a pydantic model not built yet binds
+    `__signature__` as its MockValSer is first touched), and abc's loop over the namespace
+    itself raised RuntimeError (dictionary changed size during iteration)."""
+    if not hasattr(cls, "__abstractmethods__"):
+        return   # a class that is no ABC is left as it is
+    abstracts = {name for base in cls.__bases__ for name in getattr(base, "__abstractmethods__", ())
+                 if getattr(getattr(cls, name, None), "__isabstractmethod__", False)}
+    abstracts |= {name for name, value in list(vars(cls).items())
+                  if getattr(value, "__isabstractmethod__", False)}
+    cls.__abstractmethods__ = frozenset(abstracts)
 
 
 def subclasses_of(cls: type) -> list[type]:
