@@ -425,7 +425,9 @@ def _module_set_outside(view: View, ref: ClassRef, obj: object) -> bool:
         return False
     module = view.module(ref.module)
     filename = getattr(module, "__file__", None)
-    codes = own.function_codes(obj)
+    # Only a function compiled from an image file tells where the class was written: a
+    # dataclass's generated ones come from `<string>` and dataclasses.py.
+    codes = [code for code in own.function_codes(obj) if code.co_filename.startswith(view.filename(""))]
     if codes:
         return any(code.co_filename == filename for code in codes)
     tree = view.tree(obj.__module__) if view.has_module(obj.__module__) else None
