@@ -156,6 +156,8 @@ FILES = {
                          "class Part(metaclass=Meta):\n    pass\n\n\nclass Uses:\n    Part += 1\n",
     "finally_read.py": "try:\n    class Late:\n        def run(self):\n            return 1\nfinally:\n"
                        "    handler = Late.run\n",
+    "handler_name.py": "def parse():\n    return 1\n\n\ntry:\n    import json\nexcept ImportError as parse:\n"
+                       "    pass\n\nRESULT = parse()\n",
     "rebinding.py": "class Job:\n    def run(self):\n        return 1\n\n\nclass Other:\n    def run(self):\n"
                     "        return 2\n\n\nclass User:\n    Job = Other\n    run = Job.run\n",
     "class_local.py": "class Hook:\n    pass\n\n\nclass User:\n    Hook = 1\n    x = Hook\n",
@@ -672,6 +674,19 @@ def test_delete_method_refuses_a_method_read_in_the_finally_of_the_try_holding_t
     # deleted with no note, and every new session's import of finally_read failed.
     refused = call_tool(c, "delete_method", {"className": "Late", "selector": "run"})["structuredContent"]["error"]
     assert refused["usedBy"] == [{"attribute": "run", "statement": "handler = Late.run", "line": 6}]
+
+
+def test_delete_method_refuses_a_function_read_below_a_handler_binding_its_name(daemon, c, image):
+    # `except ImportError as parse` was taken for binding parse below it: the function was
+    # deleted, and every new session's import failed (NameError; the handler's name is
+    # deleted as it ends, were it to run).
+    before = (image / "handler_name.py").read_text()
+    refused = call_tool(c, "delete_method", {"className": "handler_name", "selector": "parse"})["structuredContent"]["error"]
+    assert (refused["kind"], refused["usedBy"]) == ("refused", [{"line": 10, "statement": "RESULT = parse()"}])
+    assert (image / "handler_name.py").read_text() == before
+    other = open_session(daemon)
+    assert run(other, "import handler_name\nhandler_name.RESULT") == "1"
+    other.close()
 
 
 def test_delete_method_deletes_a_method_read_through_a_name_a_class_body_binds_first(c, image):

@@ -728,6 +728,10 @@ def test_unguarded_attribute_reader(below, line):
     ("class C:\n    A += X\n", [2]),
     ("A = X\nA += Y\n", []),
     ("try:\n    del A\nexcept NameError:\n    pass\n", []),
+    # `except E as A` deletes A as its handler ends (rebound in it too): no read below it is served.
+    ("try:\n    pass\nexcept ValueError as A:\n    pass\nB = A\n", [5]),
+    ("try:\n    pass\nexcept ValueError as A:\n    A = 1\nB = A\n", [5]),
+    ("try:\n    pass\nexcept ValueError as E:\n    A = 1\nB = A\n", []),      # another name: A may stay
 ])
 def test_sure_import_readers(source, lines):
     assert [node.lineno for node in live.sure_import_readers(ast.parse(source), "A")] == lines
@@ -755,6 +759,17 @@ def test_needed_on_import_without_star_takes_no_star_import_as_binding_the_name(
     for source in ("X = A()\ntry:\n    from fast import A\nexcept ImportError:\n    A = None\n",
                    "if Y:\n    X = A\nA = None\n", "A = A\n"):
         assert live.needed_on_import(ast.parse(source), "A") and live.needed_on_import(ast.parse(source), "A", star=False)
+
+
+def test_needed_on_import_takes_no_handler_s_name_as_binding_it_below():
+    # The handler deletes its `as` name as it ends: it serves no read below the `try`.
+    tree = ast.parse("try:\n    pass\nexcept ValueError as A:\n    pass\n\nX = A\n")
+    assert live.needed_on_import(tree, "A") and live.needed_on_import(tree, "A", star=False)
+    # Nor is a binding in that handler sure: the import may fail, and the handler undo it.
+    tree = ast.parse("try:\n    from fast import A\nexcept ImportError as A:\n    A = None\n\nX = A\n")
+    assert live.needed_on_import(tree, "A", star=False)
+    tree = ast.parse("try:\n    from fast import A\nexcept ImportError as error:\n    A = None\n\nX = A\n")
+    assert not live.needed_on_import(tree, "A", star=False)
 
 
 def test_needed_on_import_counts_a_del_of_the_name():

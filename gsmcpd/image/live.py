@@ -801,7 +801,7 @@ def import_reader(tree: ast.Module, name: str, star: bool = True,
         if _reads(node, lambda sub: _name_read(sub) == name and id(sub) not in own, lazy_annotations, functions):
             return node
         # Bound from here on: a binding below a read does not serve it (read first, in its statement too).
-        if splice.binds([node], name, augmented=False) if star else splice.surely_binds([node], name):
+        if splice.binds([node], name, augmented=False, handled=False) if star else splice.surely_binds([node], name):
             return None
     return None
 
@@ -1007,7 +1007,7 @@ def sure_import_readers(tree: ast.Module, name: str) -> list[ast.stmt]:
     (a class `property` shadowing it) then reads the builtin: no NameError. Nor is a
     name one of its functions it calls binds as a global (`def setup(): global Hook`).
     A `del` of the name counts as a read: it fails alike (`del def_op, jabs_op`)."""
-    if (name in vars(builtins) or splice.binds(tree.body, name, augmented=False)
+    if (name in vars(builtins) or splice.binds(tree.body, name, augmented=False, handled=False)
             or splice.binds_by_call(tree.body, name)):
         return []
     return _sure_reads(tree, lambda sub: _name_read(sub) == name, NameError, name_read=_name_read)
@@ -1057,11 +1057,11 @@ def _bound_above(tree: ast.Module, scopes: dict[int, ast.ClassDef], statement: a
     if name is None:
         return False
     scope = scopes.get(id(statement))
-    if scope is not None and splice.binds(list(_written_before(scope.body, statement)), name):
+    if scope is not None and splice.binds(list(_written_before(scope.body, statement)), name, handled=False):
         return True
     # Not a class statement: one there makes the subclass read through (`class Sub(Job)`).
     return splice.binds([node for node in _written_before(tree.body, statement)
-                         if node.lineno > after and not isinstance(node, ast.ClassDef)], name)
+                         if node.lineno > after and not isinstance(node, ast.ClassDef)], name, handled=False)
 
 
 def _written_before(body: list[ast.stmt], statement: ast.stmt):

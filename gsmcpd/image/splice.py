@@ -954,8 +954,9 @@ def _surely_binds(node: ast.stmt, name: str) -> bool:
         return any(item.optional_vars is not None and name in target_names(item.optional_vars)
                    for item in node.items) or surely_binds(node.body, name)
     if isinstance(node, (ast.Try, ast.TryStar)):
-        return surely_binds(node.finalbody, name) or (
-            surely_binds(node.body, name) and all(surely_binds(h.body, name) for h in node.handlers))
+        # A handler's `as` name is deleted as it ends, rebound in it or not.
+        return surely_binds(node.finalbody, name) or (surely_binds(node.body, name) and all(
+            handler.name != name and surely_binds(handler.body, name) for handler in node.handlers))
     if isinstance(node, ast.AnnAssign) and node.value is None:
         return False                     # `x: int` annotates, binds nothing
     return name in _assigned_names(node)
@@ -971,14 +972,17 @@ def runs_as_program_only(statement: ast.stmt) -> bool:
             and any(isinstance(side, ast.Constant) and side.value == "__main__" for side in sides))
 
 
-def binds(statements: list[ast.stmt], name: str, star: bool = True, augmented: bool = True) -> bool:
+def binds(statements: list[ast.stmt], name: str, star: bool = True, augmented: bool = True,
+          handled: bool = True) -> bool:
     """Whether `statements`, run at a module's top level, may bind `name` (a `*` import
     may, unless `star` is false). Unless `augmented`, `name += x` is not counted: it reads
-    `name` first, so it binds it only where something else bound it before."""
-    return any(_binds(node, name, star, augmented) for node in statements)
+    `name` first, so it binds it only where something else bound it before. Unless
+    `handled`, `except E as name` is not counted: Python deletes that name as the handler
+    ends (rebound in it or not), so it serves no read below."""
+    return any(_binds(node, name, star, augmented, handled) for node in statements)
 
 
-def _binds(node: ast.AST, name: str, star: bool, augmented: bool = True) -> bool:
+def _binds(node: ast.AST, name: str, star: bool, augmented: bool = True, handled: bool = True) -> bool:
     """Whether a top-level statement may bind `name` in the module (under an `if` or `try`
     too). A def, class or lambda binds only its own name here; the names in its body, and a
     comprehension's, are its own scope's. (A `:=` in a comprehension does bind here: not
@@ -993,13 +997,15 @@ def _binds(node: ast.AST, name: str, star: bool, augmented: bool = True) -> bool
     if isinstance(node, ast.Name):
         return node.id == name and isinstance(node.ctx, ast.Store)
     # `except E as name`, and a match statement's captures (`case [x, *rest]`, `case {**rest}`, `as x`)
-    if isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name == name:
+    if isinstance(node, ast.ExceptHandler) and node.name == name:
+        return handled
+    if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name == name:
         return True
     if isinstance(node, ast.MatchMapping) and node.rest == name:
         return True
     if isinstance(node, ast.AugAssign) and not augmented:
-        return _binds(node.value, name, star, augmented)   # a `:=` in it binds
-    return any(_binds(sub, name, star, augmented) for sub in ast.iter_child_nodes(node))
+        return _binds(node.value, name, star, augmented, handled)   # a `:=` in it binds
+    return any(_binds(sub, name, star, augmented, handled) for sub in ast.iter_child_nodes(node))
 
 
 def binds_by_call(statements: list[ast.stmt], name: str) -> bool:
