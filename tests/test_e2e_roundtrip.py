@@ -101,6 +101,18 @@ def test_the_statement_between_two_methods_taken_out_leaves_one_blank_line_betwe
     assert run(c, "from rt.between import A\n(hasattr(A, 'x'), A().n())") == repr((False, 2))
 
 
+def test_the_first_statement_taken_out_leaves_the_next_one_set_apart_from_the_method_above_it(image, c):
+    # The blank line shown between the two statements is the second's: it went with the
+    # first, the second glued to the method above it, the first's own blank line left under
+    # the header.
+    path = image / "rt" / "first_out.py"
+    path.write_bytes(b"class A:\n    x = 1\n\n    def m(self):\n        return 1\n\n    y = m\n")
+    ok(c, "refresh")
+    ok(c, "compile_class_definition", source="class A:\n    y = m\n", dictionaryName="rt.first_out")
+    assert path.read_bytes() == b"class A:\n    def m(self):\n        return 1\n\n    y = m\n"
+    assert run(c, "from rt.first_out import A\n(hasattr(A, 'x'), A().y())") == repr((False, 1))
+
+
 def test_an_attribute_added_below_the_last_one_shown_goes_above_the_methods(image, c):
     # It went at the end of the body, below the last def with no blank line.
     source, sent, expected = ATTRIBUTE_ADDED

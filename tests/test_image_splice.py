@@ -1449,3 +1449,23 @@ def test_an_attribute_added_below_the_last_one_shown_goes_above_the_methods(sent
 ], ids=["between-methods", "under-the-header"])
 def test_the_first_statement_taken_out_of_a_definition_leaves_one_blank_run_where_it_was(source, sent, expected):
     assert _sent_over(source, sent) == expected
+
+
+_A_ = "    def a(self):\n        return 1\n"
+_B_ = "    def b(self):\n        return 2\n"
+
+
+@pytest.mark.parametrize("source, sent, expected, back", [
+    ("class A:\n    x = 1\n\n" + _A_ + "\n    y = 2\n\n" + _B_, "class A:\n    y = 2\n",
+     "class A:\n" + _A_ + "\n    y = 2\n\n" + _B_, True),
+    ("class A:\n    \"\"\"Doc.\"\"\"\n\n    x = 1\n\n" + _A_ + "\n    y = 2\n",
+     "class A:\n    \"\"\"Doc.\"\"\"\n\n    y = 2\n", "class A:\n    \"\"\"Doc.\"\"\"\n\n" + _A_ + "\n    y = 2\n", True),
+    ("class A:\n    x = 1\n\n" + _A_ + "\n    y = 2\n\n" + _B_ + "\n    z = 3\n", "class A:\n    x = 1\n\n    z = 3\n",
+     "class A:\n    x = 1\n\n" + _A_ + "\n" + _B_ + "\n    z = 3\n", False),
+], ids=["first", "below-the-docstring", "between-methods"])
+def test_a_statement_taken_out_leaves_the_next_one_set_apart_from_the_method_above_it(source, sent, expected, back):
+    # The blank line shown between them is the next statement's: the diff took it with the
+    # one taken out, gluing the next statement to the method above it (`return 1\n    y = 2`).
+    assert _sent_over(source, sent) == expected
+    if back:   # a first statement goes back where it was (a later one right below the one shown above it)
+        assert _sent_over(expected, splice.class_definition(source, "A")) == source

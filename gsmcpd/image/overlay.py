@@ -65,6 +65,7 @@ def written_over(class_text: str, class_name: str, source: str, methods: list) -
         else:
             becomes[i1] = new[j1:j2]
     _move_above_the_members_they_follow(after, becomes, definition, shown, kept)
+    _keep_the_gap_of_the_statement_below(opcodes, becomes, definition, shown, kept, lines)
     text = after.get(-1, [])
     # The blank lines the definition drops above the first statement are the class's,
     # unless the text sent has its own there (export_class_source's does): then those.
@@ -188,6 +189,31 @@ def _move_above_the_members_they_follow(after: dict[int, list[str]], becomes: di
         if steps:
             after[index - steps] = definition[index - steps + 1:index + 1] + after[index][:-steps]
             del after[index]
+
+
+def _keep_the_gap_of_the_statement_below(opcodes: list, becomes: dict[int, list[str]], definition: list[str],
+                                         shown: list, kept: set[int], lines: list[str]) -> None:
+    """A statement taken out with the blank lines shown below it, where carried members lie
+    between them (the diff could as well have taken those shown above it): those blank lines
+    are the gap above the next statement shown, which stays set apart from the member above
+    it; the statement's own blank lines below it, kept, go with it instead, as many."""
+    for tag, i1, i2, _, _ in opcodes:
+        if tag != "delete" or i2 >= len(definition) or becomes.get(i2) != [definition[i2]]:
+            continue
+        blanks = i2
+        while blanks > i1 and not definition[blanks - 1].strip() and shown[blanks - 1] is not None:
+            blanks -= 1
+        if blanks in (i1, i2) or shown[blanks - 1] is None:
+            continue
+        own_blanks, number = [], shown[blanks - 1] + 1
+        while number in kept and not lines[number - 1].strip() and len(own_blanks) < i2 - blanks:
+            own_blanks.append(number)
+            number += 1
+        if len(own_blanks) != i2 - blanks or not any(number <= n < shown[blanks] for n in kept):
+            continue
+        for index in range(blanks, i2):
+            becomes[index] = [definition[index]]
+        kept.difference_update(own_blanks)
 
 
 def _blank_lines_above_the_members(after: dict[int, list[str]], becomes: dict[int, list[str]],
