@@ -2359,6 +2359,24 @@ def test_deleting_a_class_an_import_that_failed_would_replace_is_refused(tmp_pat
         client.close()
 
 
+def test_deleting_a_function_an_all_copied_whole_still_names_says_a_star_import_fails(tmp_path):
+    # `__all__ = sorted(__all__)` was taken for taking names out again: no note, though
+    # `from sorted_all import *` then failed (AttributeError).
+    files = {"sorted_all.py": ("__all__ = ['helper', 'kept']\n__all__ = sorted(__all__)\n\n\n"
+                               "def helper():\n    return 1\n\n\ndef kept():\n    return 2\n")}
+    with daemon_on_image(tmp_path, files) as daemon:
+        client = open_session(daemon)
+        deleted = ok(client, "delete_method", className="sorted_all", selector="helper")
+        assert deleted["structuredContent"]["stillInAll"] == {
+            "line": 1, "statement": "__all__ = ['helper', 'kept']"}, deleted
+        assert "from sorted_all import *` now fails" in tool_text(deleted)
+        fresh = open_session(daemon)
+        assert "AttributeError" in run(fresh, "try:\n    from sorted_all import *\nexcept AttributeError as e:\n"
+                                              "    r = 'AttributeError'\nr")
+        fresh.close()
+        client.close()
+
+
 def test_deleting_a_class_an_all_leaves_out_says_nothing_of_a_star_import_failing(tmp_path):
     # The note said `from computed import *` now fails, though `__all__` excludes Hook by name.
     files = {"computed.py": ("class Hook:\n    pass\n\n\nclass Kept:\n    pass\n\n\n"

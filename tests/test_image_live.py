@@ -810,6 +810,9 @@ def test_needed_on_import_follows_the_module_s_own_functions_it_calls_one_call_d
     ("__all__ = ['B']\n__all__ -= ['A']\n", None),                    # not an addition
     # Added to, sorted, or named again after: still there.
     ("__all__ = ['A']\n__all__ = __all__ + ['B']\n__all__.sort()\n", 1),
+    ("__all__ = ['A', 'B']\n__all__ = sorted(__all__)\n", 1),
+    ("__all__ = ['A']\n__all__ = tuple(list(__all__) + ['B'])\n", 1),
+    ("__all__ = ['A']\n__all__ = sorted(__all__, key=str.lower)\n", 1),
     ("__all__ = {'B'}\n__all__ |= {'A'}\n", 2),
     ("__all__ = ['A']\n__all__.remove('A')\n__all__.append('A')\n", 3),
 ])

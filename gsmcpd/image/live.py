@@ -1280,7 +1280,7 @@ def _may_take_from_all(node: ast.stmt, name: str) -> bool:
     for target in targets:
         for sub in ast.walk(target):
             if isinstance(sub, ast.Name) and sub.id == "__all__" and not isinstance(sub.ctx, ast.Load):
-                return isinstance(node, ast.Delete) or not (_adds_to_all(node.value) or any(
+                return isinstance(node, ast.Delete) or not (_keeps_all(node.value) or any(
                     isinstance(element, ast.Constant) and element.value == name for element in _put_in_all(node)))
             if isinstance(sub, ast.Subscript) and isinstance(sub.value, ast.Name) and sub.value.id == "__all__":
                 return True
@@ -1307,11 +1307,21 @@ def _put_in_all(node: ast.stmt) -> list[ast.expr]:
     return _listed(node.value) if named and node.value is not None else []
 
 
-def _adds_to_all(value: ast.expr) -> bool:
-    """Whether the value is `__all__` with more added (`__all__ + ["Other"]`)."""
-    while isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
-        value = value.left
-    return isinstance(value, ast.Name) and value.id == "__all__"
+# The builtins that hand back every element of what they are given, as a new list or tuple.
+_COPYING = frozenset({"list", "tuple", "sorted"})
+
+
+def _keeps_all(value: ast.expr) -> bool:
+    """Whether the value holds every name `__all__` holds: it with more added
+    (`__all__ + ["Other"]`), or copied (`sorted(__all__)`, `list(__all__) + ["Other"]`)."""
+    while True:
+        if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
+            value = value.left
+        elif (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in _COPYING
+              and len(value.args) == 1 and not isinstance(value.args[0], ast.Starred)):
+            value = value.args[0]
+        else:
+            return isinstance(value, ast.Name) and value.id == "__all__"
 
 
 def _listed(value: ast.expr) -> list[ast.expr]:
