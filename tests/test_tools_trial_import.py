@@ -130,3 +130,18 @@ def test_a_trial_failing_for_want_of_memory_decides_nothing(client, image):
     client.ok("refresh")
     result = client.ok("delete_method", className="trial.Spare", selector="x")
     assert result["structuredContent"]["importNotTried"] == "MemoryError in the trial"
+
+
+def test_a_failure_outside_the_modules_own_code_is_named_not_refused(client, image):
+    # `import pulley.parts` runs pulley's __init__ first, whose users.py imports Wheel: an
+    # importer, named by the re-import as any is, not the module's own code failing.
+    (image / "pulley").mkdir()
+    (image / "pulley" / "__init__.py").write_text("from .users import hook\n")
+    (image / "pulley" / "parts.py").write_text("class Wheel:\n    pass\n\n\nclass Spare:\n    pass\n")
+    (image / "pulley" / "users.py").write_text("from .parts import Wheel\n\n\ndef hook():\n    return Wheel\n")
+    client.ok("refresh")
+    client.view.module("pulley.parts")
+    result = client.ok("delete_class", className="pulley.parts.Wheel")["structuredContent"]
+    assert result["committed"] and "importNotTried" not in result
+    assert sorted(result["importErrors"]) == ["pulley", "pulley.parts", "pulley.users"]
+    assert "class Wheel" not in (image / "pulley" / "parts.py").read_text()

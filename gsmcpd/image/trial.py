@@ -74,10 +74,12 @@ def try_import(view, module: str, text: str) -> Failure | Undecided | None:
 
 def failure_made(view, module: str, old_text: str, new_text: str) -> Failure | Undecided | None:
     """The failure `new_text` makes `module` import with in a new session, or why that is
-    undecided; None when it imports, or failed there with `old_text` already (not this change's doing)."""
+    undecided; None when it imports, or failed there with `old_text` already (not this change's
+    doing), or failed outside its own code: in its package's `__init__` or an importer that runs
+    first (`from .parts import Wheel`), which the deletion's re-import names, as for any importer."""
     new = try_import(view, module, new_text)
-    if not isinstance(new, Failure):
-        return new
+    if not isinstance(new, Failure) or new.line is None:
+        return None if isinstance(new, Failure) else new
     return new if try_import(view, module, old_text) is None else None
 
 
