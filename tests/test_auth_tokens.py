@@ -384,6 +384,20 @@ def test_write_scope_decides_read_only(idp, settings, keys):
     assert check(f"Bearer {idp.mint(scope='mcp:use mcp:write')}", settings, keys).principal.read_only is False
 
 
+@pytest.mark.parametrize("separator", ["\u00a0", "\u2003", "\u3000", "\x1f", "\t", "\n"])
+def test_only_a_space_separates_scopes(idp, settings, keys, separator):
+    # RFC 6749 §3.3: scope tokens are separated by %x20 and hold no whitespace or non-ASCII,
+    # so "mcp:use<NBSP>mcp:write" is one (odd) scope an IdP may grant, never the write scope.
+    outcome = check(f"Bearer {idp.mint(scope='mcp:use mcp:use' + separator + 'mcp:write')}", settings, keys)
+    assert outcome.principal.scopes == {"mcp:use", "mcp:use" + separator + "mcp:write"}
+    assert outcome.principal.read_only is True
+
+
+def test_scopes_may_be_separated_by_several_spaces(idp, settings, keys):
+    outcome = check(f"Bearer {idp.mint(scope=' mcp:use  mcp:write ')}", settings, keys)
+    assert outcome.principal.scopes == {"mcp:use", "mcp:write"}
+
+
 def test_no_write_scope_configured_means_read_write(idp, keys):
     settings = AuthSettings(resource=RESOURCE, issuer=ISSUER)
     assert check(f"Bearer {idp.mint(scope=None)}", settings, keys).principal.read_only is False

@@ -459,6 +459,15 @@ def test_without_the_write_scope_the_session_is_read_only(daemon, idp):
     assert client.tool("status")
 
 
+def test_a_scope_joined_to_the_write_scope_by_a_non_space_does_not_grant_it(daemon, idp):
+    # One scope token "mcp:use<NBSP>mcp:write" (RFC 6749 §3.3 separates by space only).
+    client = AuthClient(daemon.port, idp.mint(scope="%s %s\u00a0%s" % (REQUIRED, REQUIRED, WRITE)))
+    client.initialize()
+    assert _tool_names(client) == CORE_READ_ONLY_SAFE
+    reply = client.call("tools/call", {"name": "execute_code", "arguments": {"code": "1"}}).json()
+    assert reply["error"]["data"]["kind"] == "readOnly"
+
+
 def test_with_the_write_scope_the_gated_tools_are_there(daemon, idp):
     client = AuthClient(daemon.port, idp.mint(scope="%s %s" % (REQUIRED, WRITE)))
     client.initialize()

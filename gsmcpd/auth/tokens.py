@@ -82,7 +82,9 @@ def token_scopes(claims: dict) -> frozenset[str]:
     """Scopes from `scope` (RFC 9068 space-separated) or `scp` (string or list)."""
     raw = claims.get("scope", claims.get("scp"))
     if isinstance(raw, str):
-        return frozenset(raw.split())
+        # Only %x20 separates (RFC 6749 §3.3): str.split() would also split on NBSP, tabs...,
+        # reading a granted scope "x<NBSP>mcp:write" as the write scope.
+        return frozenset(s for s in raw.split(" ") if s)
     if isinstance(raw, list):
         return frozenset(s for s in raw if isinstance(s, str) and s)
     return frozenset()
