@@ -59,6 +59,17 @@ def test_a_traceback_and_a_forged_line_stay_one_escaped_line(daemon):
     assert "\n" + forged not in text and "\x1b" not in text and "\u2028" not in text
 
 
+def test_a_bidirectional_override_is_escaped_so_the_line_shows_as_written(daemon):
+    # Raw, U+202E would show the rest of the line reversed (text a reader takes for another).
+    client, tag = session(daemon), secrets.token_hex(4)
+    prefix = who(client)
+    code = LOGGER + "log.warning('%s \\u202e\\u2066gnp.eman')\n" % tag
+    assert not client.tool("execute_code", code=code).get("isError")
+    assert wait_until(lambda: len(lines_of(daemon, tag)) == 1)
+    assert lines_of(daemon, tag)[0].endswith(prefix + "root logged: %s \\u202e\\u2066gnp.eman" % tag)
+    assert "\u202e" not in daemon.log_text()
+
+
 def test_a_flood_is_rate_limited_counted_and_the_router_serves_others_meanwhile(daemon, tmp_path):
     flooder, other = session(daemon), session(daemon)
     prefix = who(flooder)

@@ -36,6 +36,15 @@ def test_every_line_break_splitlines_knows_is_escaped():
     assert trace.escape("\x9f\xa0é") == "\\x9f\xa0é"   # C1 escaped; printable Latin-1 kept
 
 
+def test_bidirectional_controls_are_escaped_so_a_line_shows_as_written():
+    # "\u202eecila" would show as "alice", and the rest of its log line reversed.
+    controls = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+    assert trace.escape("a" + controls + "z") == (
+        "a\\u061c\\u200e\\u200f\\u202a\\u202b\\u202c\\u202d\\u202e\\u2066\\u2067\\u2068\\u2069z")
+    assert trace.shown_user("\u202eecila") == "\\u202eecila"
+    assert trace.escape("\u200d\u05d0") == "\u200d\u05d0"   # a joiner, Hebrew text: kept
+
+
 def test_json_escapes_in_the_body_stay_as_written():
     line = trace.format_inbound("POST", "/mcp", None, b'{"a":"x\\ny"}', None)
     assert line.endswith('{"a":"x\\ny"}')

@@ -21,9 +21,12 @@ USER_CAP = 64
 # Newline and tab as the seed promises; CR, the other C0 and the C1 controls and the
 # Unicode line and paragraph separators too (everything str.splitlines splits on), so a
 # body can never break the one-message-one-line rule or forge a log line; and a lone
-# surrogate (a JSON escape in a claim or a worker's text), which UTF-8 cannot write.
+# surrogate (a JSON escape in a claim or a worker's text), which UTF-8 cannot write; and
+# the bidirectional controls (marks, embeddings, overrides, isolates), with which a claim
+# or a worker's text would show the rest of its line in another order than it was written.
 # Backslashes are kept as they are: JSON text stays greppable as written.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+                      "\u2028\u2029\ud800-\udfff]")
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
