@@ -176,8 +176,17 @@ def test_a_mistyped_tool_name_is_answered_with_the_tools_it_is_close_to(c):
     reply = c.call("tools/call", {"name": "list_class", "arguments": {}}).json()
     assert reply["error"] == {
         "code": -32602, "data": {"kind": "notFound"},
-        "message": "unknown tool: list_class (did you mean list_classes, list_all_classes or "
+        "message": "unknown tool 'list_class' (did you mean list_classes, list_all_classes or "
                    "list_test_classes?); tools/list shows the tools this server offers"}
+
+
+def test_an_unknown_tool_name_is_quoted_and_escaped(c):
+    # Echoed raw: "unknown tool: status  (did you mean status?)", its trailing space unseen.
+    reply = c.call("tools/call", {"name": "status ", "arguments": {}}).json()
+    assert reply["error"]["message"] == (
+        "unknown tool 'status ' (did you mean status?); tools/list shows the tools this server offers")
+    reply = c.call("tools/call", {"name": "x\n\u202e", "arguments": {}}).json()
+    assert reply["error"]["message"].startswith("unknown tool 'x\\n\\u202e';")
 
 
 def test_tools_list_is_exactly_the_31_seed_tools_annotated(c):
@@ -718,7 +727,7 @@ def test_toolsets_select_a_subset_and_an_unknown_name_stops_startup(image, tmp_p
         reply = client.call("tools/call", {"name": "status", "arguments": {}}).json()
         assert reply["error"]["data"]["kind"] == "notFound"
         assert reply["error"]["message"] == (
-            "unknown tool: status: it is in the session toolset, which this server does not "
+            "unknown tool 'status': it is in the session toolset, which this server does not "
             "load (GS_MCP_TOOLSETS); tools/list shows the tools it offers")
 
     refused = Daemon(fresh_dir(tmp_path / "unknown"), env={"GS_MCP_IMAGE": str(image),

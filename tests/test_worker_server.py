@@ -206,17 +206,27 @@ def test_an_unknown_tool_names_the_offered_tools_it_is_close_to():
     server = McpServer(resolve_toolsets(["listing"]))
     assert call(server, "list_class", {})["error"] == {
         "code": -32602, "data": {"kind": "notFound"},
-        "message": "unknown tool: list_class (did you mean list_classes or list_all_classes?); "
+        "message": "unknown tool 'list_class' (did you mean list_classes or list_all_classes?); "
                    "tools/list shows the tools this server offers"}
     assert call(server, "nope", {})["error"]["message"] == (
-        "unknown tool: nope; tools/list shows the tools this server offers")
+        "unknown tool 'nope'; tools/list shows the tools this server offers")
+
+
+def test_an_unknown_tool_name_is_quoted_and_escaped_as_other_client_names_are():
+    # "status " read "unknown tool: status  (did you mean status?)"; a newline or a
+    # right-to-left override went into the message as the client sent it.
+    server = McpServer(resolve_toolsets(["session"]))
+    assert call(server, "status ", {})["error"]["message"] == (
+        "unknown tool 'status ' (did you mean status?); tools/list shows the tools this server offers")
+    assert call(server, "a\nb\u202ec", {})["error"]["message"] == (
+        "unknown tool 'a\\nb\\u202ec'; tools/list shows the tools this server offers")
 
 
 def test_a_core_tool_the_servers_toolsets_leave_out_is_named_as_such_not_as_unknown():
     response = call(McpServer(resolve_toolsets(["browsing", "search"])), "status", {})
     assert response["error"] == {
         "code": -32602, "data": {"kind": "notFound"},
-        "message": "unknown tool: status: it is in the session toolset, which this server does "
+        "message": "unknown tool 'status': it is in the session toolset, which this server does "
                    "not load (GS_MCP_TOOLSETS); tools/list shows the tools it offers"}
 
 

@@ -260,7 +260,9 @@ class McpServer:
         """Why no tool of that name runs here, and where to look: a core tool this server's
         toolsets leave out is not a typo, and a typo usually has a tool it was meant for."""
         from gsmcpd.worker.toolsets import core_toolset_of   # the toolsets import this module
-        message = f"unknown tool: {jsonrpc.echoed(name)}"
+        # Quoted as repr quotes it, as every name a client gave is: `status ` shows its space,
+        # a newline or a right-to-left mark is escaped, not echoed into the client's text.
+        message = f"unknown tool {jsonrpc.echoed(name)!r}"
         toolset = core_toolset_of(name)
         if toolset is not None:
             return (f"{message}: it is in the {toolset} toolset, which this server does not "
