@@ -519,6 +519,13 @@ def test_a_search_hit_given_back_as_a_class_says_what_it_is_and_what_to_pass(c):
         c, "describe_class", "notFound", className="shop.models")
 
 
+def test_builtins_given_as_a_class_is_said_to_be_the_kernel_dictionary(c):
+    # Other dictionaries' names got "is a dictionary"; builtins only "no class named builtins".
+    assert error(c, "run_test_class", "notFound", className="builtins") == (
+        "no class named builtins in the image or builtins; builtins is the kernel dictionary, not a "
+        "class: list_dictionary_entries shows its functions and classes; list_all_classes shows them")
+
+
 def test_a_misspelled_argument_is_answered_with_the_one_meant(c):
     # It was "missing required argument 'className'; unknown argument 'class_name'".
     assert error(c, "get_method_source", "invalidParams", class_name="Cart", selector="total") == (

@@ -310,8 +310,9 @@ def _method_label_hint(view: View, owner: str, selector: str) -> str:
 
 
 def _not_a_class(view: View, modules: list[str], name: str) -> str:
-    """Name what `name` is when it is an image module or a module-level function of one of
-    `modules` (a search answers functions too): the class tools take neither."""
+    """Name what `name` is when it is a dictionary (an image module, builtins) or a
+    module-level function of one of `modules` (a search answers functions too): the class
+    tools take neither."""
     functions = [f"{module}.{name}" for module in modules if (tree := view.tree(module)) is not None
                  and any(isinstance(node, splice.FunctionNode) and node.name == name
                          for _, node in splice.defs_in_blocks(tree.body))]
@@ -322,13 +323,17 @@ def _not_a_class(view: View, modules: list[str], name: str) -> str:
                 f"and delete_method take a function as className its dictionary, selector its "
                 f"name (className {module}, selector {function})")
     paths = {name} | {f"{module}.{name}" for module in modules}
-    modules_named = [module for module in view.module_names() if module in paths]
-    if modules_named:
-        are, its = ("is a dictionary", "its") if len(modules_named) == 1 else ("are dictionaries", "their")
-        # Not list_classes: asked for its methods, its functions are what is meant.
-        return (f"; {' and '.join(modules_named)} {are} (image module), not a class: "
-                f"list_dictionary_entries shows {its} functions and classes")
-    return ""
+    named = [module for module in dictionaries(view) if module in paths]
+    image = [module for module in named if module != KERNEL]
+    what = [f"{' and '.join(image)} " + ("is a dictionary" if len(image) == 1 else "are dictionaries")
+            + " (image module)"] if image else []
+    if KERNEL in named:
+        what.append(f"{KERNEL} is the kernel dictionary")
+    if not what:
+        return ""
+    # Not list_classes: asked for its methods, its functions are what is meant.
+    return (f"; {' and '.join(what)}, not a class: list_dictionary_entries shows "
+            f"{'its' if len(named) == 1 else 'their'} functions and classes")
 
 
 def _made_at_run_time(view: View, modules: list[str], name: str) -> str:
