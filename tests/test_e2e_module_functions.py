@@ -193,6 +193,21 @@ def test_a_bare_name_of_a_dictionary_and_a_class_says_how_to_name_the_class(c):
         ok(c, "remove_dictionary", dictionaryName="Counter")
 
 
+def test_a_dictionary_named_as_a_kernel_class_points_to_builtins_for_the_class(c):
+    # Before the dictionary `dict` it answered "dict.keys is a kernel method"; after, only
+    # "dict defines no function keys", with no word of the kernel class the name hides.
+    ok(c, "add_dictionary", dictionaryName="dict")
+    try:
+        assert error(c, "get_method_source", "notFound", className="dict", selector="keys") == (
+            "dict defines no function keys; list_dictionary_entries shows its functions; dict names both "
+            "the dictionary (image module) dict and the kernel class dict, and the dictionary comes first: "
+            "pass builtins.dict for the class")
+        assert error(c, "get_method_source", "notFound", className="builtins.dict", selector="keys") == (
+            "dict.keys is a kernel method: no Python source")
+    finally:
+        ok(c, "remove_dictionary", dictionaryName="dict")
+
+
 def test_a_builtins_name_that_is_no_kernel_function_is_told_what_it_is(c):
     assert error(c, "get_method_source", "notFound", className="builtins", selector="lenn") == (
         "builtins has no lenn (did you mean len?)")

@@ -260,6 +260,20 @@ def test_a_bare_name_of_a_dictionary_and_a_class_says_the_qualified_name_of_the_
     assert "woof" in text(client.ok("get_method_source", className="zoo.animals.Dog", selector="noise"))
 
 
+def test_a_dictionary_named_as_a_kernel_class_says_how_to_name_the_class(client, image):
+    # `dict` answered "dict defines no function keys", the kernel class it hides unmentioned.
+    write(image, "dict.py", "def hello():\n    return 1\n", client)
+    hint = ("; dict names both the dictionary (image module) dict and the kernel class dict, and the "
+            "dictionary comes first: pass builtins.dict for the class")
+    assert client.error("get_method_source", "notFound", className="dict", selector="keys") == (
+        "dict defines no function keys; list_dictionary_entries shows its functions" + hint)
+    assert client.error("delete_method", "notFound", className="dict", selector="keys") == (
+        "dict defines no function keys; list_dictionary_entries shows its functions" + hint)
+    assert "return 1" in text(client.ok("get_method_source", className="dict", selector="hello"))
+    assert client.error("get_method_source", "notFound", className="builtins.dict", selector="keys") == (
+        "dict.keys is a kernel method: no Python source")
+
+
 def test_a_function_of_a_module_that_does_not_import_is_edited_in_source(client, image):
     write(image, "zoo/broken.py", "def helper():\n    return 1\n\n\nraise ImportError('not yet')\n", client)
     result = client.ok("compile_method", className="zoo.broken", source="def helper():\n    return 2\n")

@@ -159,7 +159,9 @@ def function_dictionary(view: View, name: str) -> str | None:
     module-level functions are its methods, as a GemStone dictionary holds globals. None
     when it names no dictionary; ambiguous when it names a class too: for `a.b` (a package
     and class b of module a) no other name tells them apart; for a bare name the class's
-    qualified one does, which the answer gives."""
+    qualified one does, which the answer gives. A kernel class of the name (`dict`) is not
+    ambiguous with it: builtins is last in lookup order, and the dictionary's functions would
+    be reached by no name; its notFound names builtins.dict."""
     name = dotted_name(name, "a class name")
     if name == KERNEL:
         return KERNEL

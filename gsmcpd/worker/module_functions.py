@@ -109,6 +109,10 @@ def no_function(view, module: str, name: str) -> ToolError:
 
 
 def _no_function(view, module: str, tree: ast.Module, name: str) -> str:
+    return _not_defined(view, module, tree, name) + _kernel_class_too(module)
+
+
+def _not_defined(view, module: str, tree: ast.Module, name: str) -> str:
     shown = catalog.echoed(name)   # the client's, any length
     if any(node.name == name for node in splice.module_level_classes(tree)):
         return (f"{module}.{shown} is a class, not a function: to name one of its methods, pass "
@@ -121,6 +125,15 @@ def _no_function(view, module: str, tree: ast.Module, name: str) -> str:
                  if isinstance(node, splice.FunctionNode)]
     return (f"{module} defines no function {shown}"
             + (did_you_mean(name, functions) or "; list_dictionary_entries shows its functions"))
+
+
+def _kernel_class_too(module: str) -> str:
+    """For a dictionary `dict`: the bare name names the kernel class too, which it hides
+    (builtins is last in lookup order), so a kernel method asked for by it is not found."""
+    if not catalog.is_kernel_class(module):
+        return ""
+    return (f"; {module} names both the dictionary (image module) {module} and the kernel class "
+            f"{module}, and the dictionary comes first: pass {KERNEL}.{module} for the class")
 
 
 def _tree(view, module: str) -> ast.Module:
