@@ -28,6 +28,7 @@ from gsmcpd.config import (CHECKOUT, DEFAULT_STATE_DIR, Config, control_socket_p
                            pidfile_path)
 from gsmcpd.exitcodes import FAILED, OK, REFUSED, StartRefused, of_os_error
 from gsmcpd.logfile import PrivateFileHandler, RefusesWrites, no_space_left, open_for_appending, open_private
+from gsmcpd.raised import raised
 from gsmcpd.readypipe import Reporter, failure_line, read_outcome
 from gsmcpd.router import trace
 from gsmcpd.worker.environment import unused_list_warning
@@ -586,7 +587,7 @@ def _serve_main(config: Config, ready_fd: int | None, detached: bool, serve: Cal
         reporter.error(str(exc), code)   # start says "gsmcpd failed to start: "
         log.error("gsmcpd: %s", exc)
     except Exception as exc:  # the daemon's last word: reported, logged, exit 1
-        reporter.error(f"gsmcpd failed: {type(exc).__name__}: {exc}", FAILED)
+        reporter.error(f"gsmcpd failed: {raised(exc)}", FAILED)
         log.exception("gsmcpd failed")
     finally:
         release_pidfile(config.pidfile)
@@ -948,7 +949,7 @@ def _import_problem(module: str) -> str | None:
     try:
         importlib.import_module(module)
     except Exception as exc:  # any import failure is the finding itself
-        return f"cannot import: {type(exc).__name__}: {exc}"
+        return f"cannot import: {raised(exc)}"
     return None
 
 

@@ -632,6 +632,12 @@ def test_a_long_name_from_a_definition_s_source_is_echoed_cut(c):
     assert len(said) < 1000
 
 
+def test_an_error_with_no_message_is_named_without_a_dangling_colon(c):
+    # A fuzzer's `raise SystemExit` read "evaluating the definition raised SystemExit: ".
+    assert error(c, "compile_class_definition", "compileError", dictionaryName="shop.models",
+                 source="class Spot:\n    raise SystemExit\n") == "evaluating the definition raised SystemExit"
+
+
 def test_a_long_selector_a_class_level_statement_binds_is_echoed_cut(c):
     # The hint named it whole, twice (the name, the statement binding it), past the cut.
     long_name = "Y" * 5000

@@ -1619,6 +1619,18 @@ def test_a_name_error_raised_by_code_the_definition_runs_gets_no_import_advice(c
     assert said == "evaluating the definition raised NameError: broken deco"
 
 
+def test_an_error_with_no_message_is_named_alone_not_with_a_dangling_colon(client, image):
+    # Read "evaluating the definition raised SystemExit: ", and so did every message naming
+    # an exception: a failed import, a class statement run again, a handler's crash.
+    assert client.error("compile_class_definition", "compileError", dictionaryName="zoo.keeper",
+                        source="class Fresh:\n    raise SystemExit\n") == (
+        "evaluating the definition raised SystemExit")
+    (image / "zoo" / "exits.py").write_text("raise NotImplementedError\n")
+    client.ok("refresh")
+    assert ("image module zoo.exits failed to import: NotImplementedError"
+            in client.ok("list_test_classes")["structuredContent"]["notLoaded"])
+
+
 def test_compile_class_definition_new_class_and_errors(client, image):
     client.error("compile_class_definition", "invalidParams", source="class Fresh:\n    pass\n")
     client.error("compile_class_definition", "refused", source="class int:\n    pass\n")

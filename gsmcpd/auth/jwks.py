@@ -33,6 +33,8 @@ from typing import Any, Callable
 import jwt
 from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
 
+from gsmcpd.raised import raised
+
 log = logging.getLogger("gsmcpd.auth")
 
 MAX_DOCUMENT = 1024 * 1024
@@ -44,11 +46,6 @@ WAITERS_GRACE = 1.0
 
 class JwksError(Exception):
     """A key document could not be fetched or holds no usable key."""
-
-
-def _why(exc: BaseException) -> str:
-    """An unexpected exception in one line (some, like NotImplementedError, have no text)."""
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 @dataclass(frozen=True)
@@ -94,7 +91,7 @@ def parse_jwks(document: bytes | str | dict) -> list[VerificationKey]:
         try:
             key = jwt.PyJWK(public).key
         except Exception as exc:   # PyJWK raises many kinds (NotImplementedError for alg "none")
-            log.warning("JWKS entry kid=%r skipped: %s", kid, _why(exc))
+            log.warning("JWKS entry kid=%r skipped: %s", kid, raised(exc))
             continue
         alg = entry.get("alg") if isinstance(entry.get("alg"), str) else None
         keys.append(VerificationKey(kid, alg, key))
@@ -210,7 +207,7 @@ def _get(url: str, ca_file: str | None, timeout: float, deadline: _Deadline) -> 
     except (urllib.error.URLError, OSError) as exc:
         raise JwksError(f"GET {url}: {getattr(exc, 'reason', exc)}") from None
     except http.client.HTTPException as exc:     # e.g. BadStatusLine: the peer does not speak HTTP
-        raise JwksError(f"GET {url}: not an HTTP answer ({_why(exc)})") from None
+        raise JwksError(f"GET {url}: not an HTTP answer ({raised(exc)})") from None
     if len(body) > MAX_DOCUMENT:
         raise JwksError(f"GET {url}: document larger than {MAX_DOCUMENT} bytes")
     return body
@@ -345,7 +342,7 @@ class KeySource:
             self._spawn(functools.partial(self._fetch_in_thread, self._fetches))
         except Exception as exc:   # no thread (a pids limit reached): a failed fetch, not a wedged source
             self._fetching = False
-            error = f"cannot start the JWKS fetch: {_why(exc)}"
+            error = f"cannot start the JWKS fetch: {raised(exc)}"
             self._post(lambda: self._failed(error))
 
     def waiting_limit(self) -> float:
@@ -387,7 +384,7 @@ class KeySource:
         except JwksError as exc:
             return None, str(exc)
         except Exception as exc:   # a library's surprise must not wedge the source or stop startup
-            return None, f"loading the JWKS failed: {_why(exc)}"
+            return None, f"loading the JWKS failed: {raised(exc)}"
 
     def _fetch_keys(self) -> list[VerificationKey]:
         if self._file is not None:

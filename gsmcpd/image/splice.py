@@ -16,6 +16,7 @@ import re
 import tokenize
 
 from gsmcpd.image import parsing
+from gsmcpd.raised import raised
 
 FunctionNode = (ast.FunctionDef, ast.AsyncFunctionDef)
 # PEP 263's pattern for the line that declares a source file's encoding.
@@ -1516,7 +1517,7 @@ NESTED_TOO_DEEPLY = (MemoryError, RecursionError)
 
 def nested_too_deeply(error: BaseException) -> str:
     """What one of NESTED_TOO_DEEPLY from a parse or compile means, as a tool says it."""
-    said = f"{type(error).__name__}: {error}"
+    said = raised(error)
     if isinstance(error, MemoryError) and not str(error):
         said = "MemoryError: the parser's stack overflowed"   # Python 3.11 says nothing
     return f"code is nested too deeply to compile ({said}); split the deepest expression into named parts"

@@ -31,6 +31,7 @@ from gsmcpd.image import own, parsing, splice, walking
 from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
 from gsmcpd.image.surely_run import surely_run
 from gsmcpd.image.renumber import code_of_live_functions, code_within, renumber_moved_code, spans_of
+from gsmcpd.raised import raised
 from gsmcpd.worker.toolset import BREAKS, ToolError, raise_if_break, recursion_limit_note
 from gsmcpd.image.store import (JOURNAL_LIMIT, LOCK_WAIT, CommitConflict, CommitPending, ImageStore,
                                 Snapshot, alike_hashes, module_name_of, other_form, packages_of, relpath_of,
@@ -505,7 +506,7 @@ class View:
         except BaseException as error:         # the module's own KeyboardInterrupt, GeneratorExit...
             raise_if_break(error)              # ...unless the call is being broken, not the import
             note = recursion_limit_note(error)
-            self.import_errors[name] = f"{type(error).__name__}: {error}" + ("" if note is None else " " + note)
+            self.import_errors[name] = raised(error) + ("" if note is None else " " + note)
             if isinstance(error, (RecursionError, MemoryError)):   # the stack's depth, the memory free now
                 self._failed_in_epoch.pop(name, None)
             else:

@@ -18,6 +18,7 @@ commits is looked up once and hears only of a commit found, which it cannot have
 import functools
 
 from gsmcpd.image.store import READING_ON, ImageStore, record_entries
+from gsmcpd.raised import raised
 from gsmcpd.worker.toolsets import CORE_READ_ONLY_SAFE
 
 RETRY = 0.01      # seconds between looks while it cannot be told
@@ -61,7 +62,7 @@ def commits_of_call(store, session_id, seq):
     except (OSError, ValueError) as error:   # ValueError: an intent not of a commit's shape
         return None, str(error)
     except Exception as error:   # the call must be answered, and a stop waits for it
-        return None, "%s: %s" % (type(error).__name__, error)
+        return None, raised(error)
     return records, None if records is not None else (
         "the image lock stayed held by another commit, or the journal is too long to read back here")
 

@@ -24,6 +24,7 @@ import threading
 
 from gsmcpd import procstat
 from gsmcpd.image.store import call_tag
+from gsmcpd.raised import raised
 from gsmcpd.wire import frames, jsonrpc
 from gsmcpd.wire.break_signals import HARD_BREAK_SIGNAL, SOFT_BREAK_SIGNAL
 from gsmcpd.wire.worker_exit import CHANNEL_LOST
@@ -328,7 +329,7 @@ class WorkerLoop:
             return
         except Exception as error:
             log.exception("worker %d: prepare failed", os.getpid())
-            self.send({"op": "prepared", "ok": False, "error": f"{type(error).__name__}: {error}"})
+            self.send({"op": "prepared", "ok": False, "error": raised(error)})
             return
         # Held until the next write or the end of this read: a session's initialize
         # arrives right behind its prepare, and one write wakes the router once.
@@ -350,7 +351,7 @@ class WorkerLoop:
         except Exception as error:
             log.exception("worker %d: cannot read the image", os.getpid())
             view.close()
-            self._view_error = f"{type(error).__name__}: {error}"
+            self._view_error = raised(error)
 
     def call(self, seq, message) -> None:
         if not (isinstance(message, dict) and message.get("method") == "initialize"):
@@ -414,7 +415,7 @@ class WorkerLoop:
             raise                     # our socket is gone: let the process end
         except BaseException as error:   # a dispatcher bug answers this call, not the whole session
             log.exception("worker %d: dispatch failed", os.getpid())
-            return _error_for(message, jsonrpc.INTERNAL_ERROR, f"{type(error).__name__}: {error}")
+            return _error_for(message, jsonrpc.INTERNAL_ERROR, raised(error))
 
 
 SWAP_TRIES = 1000   # each runs every handler caught before it: a few signals, not a flood
@@ -588,8 +589,8 @@ class _FrameLogHandler(logging.Handler):
         try:
             text = self.format(record)
         except Exception as error:   # a record of the user's whose arguments do not format
-            level, text = "ERROR", "cannot format a log record from %s:%s: %s: %s" % (
-                record.pathname, record.lineno, type(error).__name__, error)
+            level, text = "ERROR", "cannot format a log record from %s:%s: %s" % (
+                record.pathname, record.lineno, raised(error))
         if self.loop.send_log(frames.log_frame(level, text)) or self.fallback is None or self.loop.is_fork:
             return
         self.fallback.handle(logging.makeLogRecord(

@@ -15,6 +15,7 @@ import threading
 
 import gsmcpd
 from gsmcpd.protocol import negotiate_version
+from gsmcpd.raised import raised
 from gsmcpd.wire import jsonrpc
 from gsmcpd.wire.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND
 from gsmcpd.worker.registry import Tool, ToolRegistry, json_type
@@ -306,7 +307,7 @@ def _unexpected_error_result(error: BaseException) -> dict:
     """The "other" error a tool call that raised something no tool means to answers: its
     type and message, and why a RecursionError may have come (see recursion_limit_note)."""
     note = recursion_limit_note(error)
-    line = f"{type(error).__name__}: {error}"
+    line = raised(error)
     return error_result("other", line if note is None else f"{line}\n{note}")
 
 
@@ -377,7 +378,7 @@ def import_spec(spec: str, what: str):
         module = importlib.import_module(module_name)
     except Exception as error:
         raise ValueError(f"{what} {spec!r}: cannot import module {module_name!r} "
-                         f"({type(error).__name__}: {error})") from error
+                         f"({raised(error)})") from error
     try:
         return getattr(module, attribute)
     except AttributeError:

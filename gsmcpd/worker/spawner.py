@@ -52,6 +52,7 @@ import socket
 import sys
 import time
 
+from gsmcpd.raised import raised
 from gsmcpd.wire.break_signals import BREAK_SIGNALS
 from gsmcpd.worker import environment
 from gsmcpd.worker import main as worker_main
@@ -171,8 +172,7 @@ def serve(control: socket.socket, worker_nice: int = 0, worker_memory: int | Non
                 try:
                     pid, pidfd, router_end, tmp = _fork(forking, router_pid, tmp_dir, worker_priority)
                 except Exception as error:  # the router reports it; the spawner goes on
-                    if not _send(control, b"error %s: %s" % (type(error).__name__.encode(),
-                                                             str(error).encode()), []):
+                    if not _send(control, b"error %s" % raised(error).encode(), []):
                         return
                     continue
                 sweeper.forked(pid, tmp)

@@ -32,6 +32,7 @@ import tempfile
 import time
 
 from gsmcpd.accounts import account_name, group_name
+from gsmcpd.raised import raised
 from gsmcpd.router.control import SUN_PATH_MAX
 
 log = logging.getLogger("gsmcpd.worker")
@@ -198,7 +199,7 @@ def unmade_error(error: OSError, account: str | None, path: str) -> str:
     """Why a worker could not make its directory `path` (for the client): naming the
     daemon's TMPDIR, and what to do when the session's account may not reach it."""
     parent = os.path.dirname(os.path.dirname(path))
-    said = f"{type(error).__name__}: {error}; "
+    said = f"{raised(error)}; "
     if account and isinstance(error, PermissionError):
         return (said + f"account {account} cannot make its temporary directory in the daemon's TMPDIR "
                 f"{parent}: per-user workers need every directory on its path searchable by the mapped "

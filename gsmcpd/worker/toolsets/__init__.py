@@ -6,6 +6,7 @@ import functools
 import importlib
 
 from gsmcpd.config import CORE_TOOLSETS   # named once: the config's default and the check of names
+from gsmcpd.raised import raised
 from gsmcpd.worker.server import import_spec
 from gsmcpd.worker.toolset import Toolset
 
@@ -91,7 +92,7 @@ def _builtin(name: str) -> type[Toolset]:
         module = importlib.import_module(module_name)
     except Exception as error:
         raise ValueError(f"toolset {name!r}: cannot import {module_name} "
-                         f"({type(error).__name__}: {error})") from error
+                         f"({raised(error)})") from error
     for value in vars(module).values():
         if (isinstance(value, type) and issubclass(value, Toolset) and value is not Toolset
                 and value.__module__ == module_name and value.name == name):

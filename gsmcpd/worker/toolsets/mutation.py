@@ -21,6 +21,7 @@ from gsmcpd.image import catalog, live, overlay, parsing, splice, trial
 from gsmcpd.image.store import relpath_of
 from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
 from gsmcpd.image.view import KERNEL, is_program
+from gsmcpd.raised import raised
 from gsmcpd.worker import module_functions, special_methods
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset, bool_prop, object_schema, string_prop
@@ -114,7 +115,7 @@ def definition_error(error: BaseException, module=None) -> ToolError:
     """The error evaluating a definition in `module` (its live module, if loaded) raised."""
     if isinstance(error, ToolError):   # said already: live's code nested too deeply to compile
         return error
-    message = f"evaluating the definition raised {type(error).__name__}: {error}"
+    message = f"evaluating the definition raised {raised(error)}"
     name = getattr(error, "name", None) if type(error) is NameError else None
     if (module is not None and isinstance(name, str) and name not in vars(module)
             and not hasattr(builtins, name)):
@@ -1668,8 +1669,8 @@ def _check_by_class_statement(ref, cls: type, module, filename: str, new_source:
         raise
     except BaseException as error:   # the user's code may raise SystemExit too
         raise ToolError("compileError", f"{ref.qualified}'s class statement, run with this def as "
-                        f"an import of {ref.module} runs it, raised {type(error).__name__}: "
-                        f"{error}; nothing was changed") from None
+                        f"an import of {ref.module} runs it, raised {raised(error)}; nothing was "
+                        "changed") from None
 
 
 def _new_reads(reader, name: str, old_source: str | None, new_source: str) -> tuple[str, int, str] | None:

@@ -48,6 +48,7 @@ import unittest
 from contextlib import redirect_stderr, redirect_stdout
 
 from gsmcpd.image import catalog
+from gsmcpd.raised import raised
 from gsmcpd.worker.capture import Capture
 from gsmcpd.worker.paging import PAGED, offset_prop, page_of
 from gsmcpd.worker.registry import Tool
@@ -297,7 +298,7 @@ def _run_ended_by(error: BaseException) -> str:
     while tb is not None and _is_runner_frame(tb.tb_frame):
         tb = tb.tb_next
     where = "".join(traceback.format_exception(type(error), error, tb)).rstrip()
-    return _shown(f"{type(error).__name__}: {error}\n(raised by a class or module fixture: outside "
+    return _shown(f"{raised(error)}\n(raised by a class or module fixture: outside "
                   f"Exception, it ends the whole run, as in unittest, so no test's result is told)\n"
                   f"{where}", "the traceback", TRACEBACK_CAP)
 
