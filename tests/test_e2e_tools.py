@@ -636,6 +636,11 @@ def test_an_error_with_no_message_is_named_without_a_dangling_colon(c):
     # A fuzzer's `raise SystemExit` read "evaluating the definition raised SystemExit: ".
     assert error(c, "compile_class_definition", "compileError", dictionaryName="shop.models",
                  source="class Spot:\n    raise SystemExit\n") == "evaluating the definition raised SystemExit"
+    # One whose __str__ raised was answered as that error: "ZeroDivisionError: division by zero".
+    odd = "type('Odd', (Exception,), {'__str__': lambda self: 1 / 0})"
+    assert error(c, "compile_class_definition", "compileError", dictionaryName="shop.models",
+                 source=f"class Spot:\n    raise {odd}()\n") == (
+        "evaluating the definition raised Odd: <exception str() failed>")
 
 
 def test_a_long_selector_a_class_level_statement_binds_is_echoed_cut(c):

@@ -1631,6 +1631,16 @@ def test_an_error_with_no_message_is_named_alone_not_with_a_dangling_colon(clien
             in client.ok("list_test_classes")["structuredContent"]["notLoaded"])
 
 
+def test_an_error_whose_str_raises_is_named_as_python_names_it(client, image):
+    # The error str() raised was answered in its place: "RuntimeError: no str", kind other.
+    (image / "zoo" / "errs.py").write_text("class Odd(Exception):\n    def __str__(self):\n"
+                                           "        raise RuntimeError('no str')\n")
+    client.ok("refresh")
+    assert client.error("compile_class_definition", "compileError", dictionaryName="zoo.keeper",
+                        source="class Fresh:\n    from zoo.errs import Odd\n    raise Odd()\n") == (
+        "evaluating the definition raised Odd: <exception str() failed>")
+
+
 def test_compile_class_definition_new_class_and_errors(client, image):
     client.error("compile_class_definition", "invalidParams", source="class Fresh:\n    pass\n")
     client.error("compile_class_definition", "refused", source="class int:\n    pass\n")
