@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fork a detached gsmcpd on GS_MCP_PORT (default 8000) and return once it listens.
 # Every GS_MCP_* / MCP_* setting in the environment passes through; extra arguments are
-# `python -m gsmcpd start` flags (--port, --host, --readonly, --trace, ...).  Relative
+# `python -m gsmcpd start` ones (a lone PORT, --port, --host, --readonly, --trace, ...).  Relative
 # paths in them are read from the caller's directory, wherever the script lives (those in
 # a conf file, from the conf file's directory).
 set -euo pipefail

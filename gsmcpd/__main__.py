@@ -19,7 +19,9 @@ CONTROL_CONFIG_HELP = "conf file (GS_MCP_CONFIG); only its state_dir and port ar
 
 
 def _server_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--port", help="TCP port (GS_MCP_PORT, default 8000)")
+    # `run-server.sh 8000`, as stop-server.sh takes it: PORT or --port, not two different ones
+    parser.add_argument("port", nargs="?", help="TCP port (GS_MCP_PORT, default 8000)")
+    parser.add_argument("--port", dest="port_flag", metavar="PORT", help="the same as PORT (GS_MCP_PORT)")
     parser.add_argument("--host", help="bind address (GS_MCP_HOST, default 127.0.0.1)")
     parser.add_argument("--config", help="conf file (GS_MCP_CONFIG); see etc/gsmcpd.conf")
     parser.add_argument("--image", help="image directory (GS_MCP_IMAGE, default <state dir>/image)")
@@ -124,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command in ("stop", "status", "end"):
+    if args.command != "cert":
         args.port = _port_given(args, parser)
     try:
         return _run(args)

@@ -514,6 +514,18 @@ def test_stop_status_and_end_take_the_port_as_start_does_with_port_too(tmp_path)
         gsmcpd("stop", str(port), "--state-dir", str(state))
 
 
+def test_serve_start_and_check_take_a_lone_port_as_stop_does_over_the_environment(tmp_path):
+    # `run-server.sh 8000` was refused (unrecognized arguments) while stop-server.sh took it.
+    port, other = free_port(), free_port()
+    checked = gsmcpd("check", str(port), "--state-dir", str(tmp_path), env={"GS_MCP_PORT": str(other)})
+    assert f"port           127.0.0.1:{port}\n" in checked.stdout, checked.stdout + checked.stderr
+    for command in ("serve", "start", "check"):
+        both = gsmcpd(command, str(port), "--port", str(other), "--state-dir", str(tmp_path))
+        assert both.returncode == 2
+        assert both.stderr.strip() == f"gsmcpd {command}: error: two ports given: {port} and --port {other}"
+    assert not any(tmp_path.iterdir())   # refused before a state directory was made
+
+
 def test_cert_writes_a_self_signed_pair(tmp_path):
     result = gsmcpd("cert", "--self-signed", str(tmp_path / "certs"))
     assert result.returncode == 0, result.stderr

@@ -188,6 +188,21 @@ def test_stop_stops_a_serve_however_it_was_given_its_port(tmp_path, how):
         log.close()
 
 
+def test_run_server_takes_a_lone_port_as_stop_server_does_over_the_environment(tmp_path):
+    # `./run-server.sh 8000` failed with "unrecognized arguments" while `./stop-server.sh 8000` worked.
+    port, state = free_port(), tmp_path / "state"
+    env = clean_env(GS_MCP_PORT=str(free_port()), GS_MCP_STATE_DIR=str(state))
+    started = run("run-server.sh", str(port), env=env)
+    try:
+        assert started.returncode == 0, started.stdout + started.stderr
+        assert f"listening on http://127.0.0.1:{port}/mcp" in started.stdout
+        assert open_session(port)
+    finally:
+        stopped = run("stop-server.sh", str(port), env=env)
+    assert stopped.returncode == 0 and f"stopped gsmcpd on port {port}" in stopped.stdout, stopped.stdout
+    assert port_free(port)
+
+
 def test_a_serve_given_its_port_by_the_environment_is_named_from_another_state_dir(tmp_path):
     # Its command line names no port (GS_MCP_PORT here; a conf file's port the same): the
     # listening socket it holds says it serves the port, to stop, status and start alike.
