@@ -248,6 +248,18 @@ def test_a_user_claim_of_the_wrong_kind_is_named_as_such_not_as_missing(idp, set
     assert rejected(check(f"Bearer {idp.mint(sub=sub)}", settings, keys)) == invalid(description)
 
 
+@pytest.mark.parametrize("userid_claim", ["sub", "preferred_username"])
+def test_a_user_claim_holding_a_lone_surrogate_is_refused_as_not_text(idp, keys, userid_claim):
+    # A JSON \ud800 escape passed, and every initialize then failed 500: UTF-8 cannot carry it to the worker.
+    settings = AuthSettings(resource=RESOURCE, issuer=ISSUER, userid_claim=userid_claim)
+    surrogate, text = idp.mint(**{userid_claim: "eve\ud800"}), idp.mint(**{userid_claim: "ève 🙂"})
+    refused = check(f"Bearer {surrogate}", settings, keys)
+    assert isinstance(refused, Rejected) and refused.status == 401
+    assert refused.www_authenticate.endswith(f'error="invalid_token", error_description="token {userid_claim} '
+                                             'claim holds a lone surrogate (U+D800 to U+DFFF), which is not text"')
+    assert isinstance(check(f"Bearer {text}", settings, keys), Accepted)
+
+
 def test_a_jti_claim_must_be_a_string(idp, settings, keys):
     # (PyJWT 2.10 and later refuse it themselves, as a malformed token; 2.8 does not)
     assert isinstance(check(f"Bearer {idp.mint(jti='a1')}", settings, keys), Accepted)

@@ -1,6 +1,7 @@
 """A session start that raises (a bug; its client is answered 500 by Connection.go_on):
 the session it registered ends at once and its worker is killed, not left to be reaped
-as idle holding the worker (end to end in test_e2e_auth.py)."""
+as idle holding the worker. (A user claim holding a lone surrogate made one fail end to
+end; the claim check refuses it now, and no other real request is known to.)"""
 
 import types
 
