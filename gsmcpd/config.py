@@ -719,6 +719,9 @@ def is_loopback(host: str) -> bool:
 # A request body travels to its worker inside one frame (gsmcpd.wire.frames.MAX_FRAME,
 # 64 MiB), with room to spare for the frame's own few bytes.
 MAX_BODY_LIMIT = 60 * MIB
+# Below this every real request would be refused 413: an SDK's initialize alone is some
+# hundreds of bytes, a tools/call carries its arguments (source code, a search).
+MIN_BODY_LIMIT = 4096
 
 
 def validate_config(config: Config) -> None:
@@ -732,6 +735,9 @@ def validate_config(config: Config) -> None:
     if config.max_body > MAX_BODY_LIMIT:
         raise ConfigError("max_body", f"{config.max_body} bytes is more than a worker frame can carry "
                           f"(at most {MAX_BODY_LIMIT} bytes, {MAX_BODY_LIMIT // MIB} MiB)")
+    if config.max_body < MIN_BODY_LIMIT:
+        raise ConfigError("max_body", f"{config.max_body} bytes is less than an MCP client's requests need "
+                          f"(at least {MIN_BODY_LIMIT} bytes, 4 KiB)")
     if config.tls_cert is not None and config.tls_key is None:
         raise ConfigError("tls_key", "tls_cert is set but tls_key is not")
     if config.tls_key is not None and config.tls_cert is None:

@@ -703,6 +703,17 @@ def test_a_body_cap_beyond_what_a_frame_carries_is_refused():
     assert load_config({}, {"GS_MCP_MAX_BODY": "60MiB"}).max_body == 60 * 1024 * 1024
 
 
+@pytest.mark.parametrize("size", ["1", "4095"])
+def test_a_body_cap_no_mcp_request_fits_in_is_refused(size):
+    # GS_MCP_MAX_BODY=1 was taken, and every request then answered 413.
+    with pytest.raises(ConfigError) as refused:
+        load_config({}, {"GS_MCP_MAX_BODY": size})
+    assert refused.value.key == "max_body"
+    assert f"{size} bytes is less than an MCP client's requests need (at least 4096 bytes, 4 KiB)" \
+        in str(refused.value)
+    assert load_config({}, {"GS_MCP_MAX_BODY": "4KiB"}).max_body == 4096
+
+
 # The README's knob table: descriptive defaults that are no literal value.
 README_DESCRIBED_DEFAULTS = {"state_dir": "`var/` in the checkout", "image": "`<state_dir>/image`",
                              "worker_class": "the built-in server", "log_file": "see above"}

@@ -72,6 +72,8 @@ def test_a_refused_configuration_exits_2_naming_the_key(tmp_path):
     assert "s3cret" not in result.stderr + result.stdout
     result = gsmcpd("start", "--port", "80800", "--state-dir", str(tmp_path))
     assert result.returncode == 2 and "refused: port: must be between 1 and 65535" in result.stderr
+    result = gsmcpd("start", "--state-dir", str(tmp_path), env={"GS_MCP_MAX_BODY": "1"})   # every request 413
+    assert result.returncode == 2 and "refused: max_body: 1 bytes is less than" in result.stderr, result.stderr
     assert not list(tmp_path.iterdir())  # nothing was started or written
     conf = tmp_path.parent / "bad.conf"
     conf.write_text("# site\nreadonly = maybe\n")   # a knob with a flag of its own, not given
