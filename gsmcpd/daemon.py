@@ -840,6 +840,14 @@ def _wait_gone(pid: int, timeout: float) -> bool:
 
 # --- check ---------------------------------------------------------------------------
 
+def _shown_path(path: Path | str) -> str:
+    """A path as given (made whole), and the file it names now when `..` or a link make
+    that another path. The given one is what is opened again (SIGHUP, a refresh): a link
+    renewed in place (certbot's live/) is followed then, so it is not replaced here."""
+    real = os.path.realpath(path)   # never raises, unlike Path.resolve() on a link loop
+    return str(path) if real == str(path) else f"{path} (resolved {real})"
+
+
 def check(config: Config, out: TextIO = sys.stdout) -> int:
     """Verify the environment without changing anything; print findings, then OK or the
     first problem. Exit FAILED when each problem may pass on a retry (the port in use, a
@@ -866,11 +874,11 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
                    "gsmcpd.worker.server", "gsmcpd.image"):
         report("import", module, _import_problem(module))
     per_user = bool(config.auth and config.user_map and os.geteuid() == 0)   # serve reads the map only as root
-    report("image", str(config.image), _unreachable(functools.partial(_image_problem, per_user=per_user), config))
-    report("state dir", str(config.state_dir), _unreachable(_state_dir_problem, config.state_dir))
+    report("image", _shown_path(config.image), _unreachable(functools.partial(_image_problem, per_user=per_user), config))
+    report("state dir", _shown_path(config.state_dir), _unreachable(_state_dir_problem, config.state_dir))
     if config.log_file is not None:
         problem = _unreachable(_log_file_problem, config.log_file)
-        report("log file", str(config.log_file), problem,
+        report("log file", _shown_path(config.log_file), problem,
                may_pass=bool(problem and problem.endswith(os.strerror(errno.ENOSPC))))   # space may be freed
     temp_dir, temp_dir_problem = _temp_dir_finding()
     report("temp dir", temp_dir, temp_dir_problem)
@@ -894,16 +902,18 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
             f" (served by this deployment's gsmcpd, pid {serving})" if serving else ""),
                None if serving else problem, may_pass)
     if config.tls_cert is not None and config.tls_key is not None:
-        report("tls cert", f"{config.tls_cert} (key {config.tls_key})", _tls_problem(config))
+        report("tls cert", f"{_shown_path(config.tls_cert)} (key {_shown_path(config.tls_key)})",
+               _tls_problem(config))
         from gsmcpd.auth.tls import pair_warnings
         for warning in pair_warnings(config.tls_cert, config.tls_key):
             warn(warning)
     if config.jwks_file is not None:
-        report("jwks file", str(config.jwks_file), _jwks_file_problem(config.jwks_file, config.jwks_timeout))
+        report("jwks file", _shown_path(config.jwks_file), _jwks_file_problem(config.jwks_file, config.jwks_timeout))
     if per_user:
-        from gsmcpd.auth.usermap import accounts_served, never_served_warnings, read_user_map_setting
+        from gsmcpd.auth.usermap import IDENTITY_MAP, accounts_served, never_served_warnings, read_user_map_setting
         user_map, problem = read_user_map_setting(config.user_map)
-        report("user map", config.user_map, f"user_map: {problem}" if problem else None)
+        shown = config.user_map if config.user_map == IDENTITY_MAP else _shown_path(config.user_map)
+        report("user map", shown, f"user_map: {problem}" if problem else None)
         for warning in never_served_warnings(user_map):
             warn(warning)
         if not problem and not temp_dir_problem:

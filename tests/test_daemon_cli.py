@@ -528,6 +528,20 @@ def test_serve_start_and_check_take_a_lone_port_as_stop_does_over_the_environmen
     assert not any(tmp_path.iterdir())   # refused before a state directory was made
 
 
+def test_check_shows_a_path_through_dot_dot_or_a_link_with_the_file_it_names_now(tmp_path):
+    # `state dir  /x/clone/../state` was all it said; the given path stays (a link is
+    # followed again at each open), the resolved one is added when it differs.
+    real = Path(os.path.realpath(tmp_path))
+    (real / "clone").mkdir()
+    (real / "state").mkdir(mode=0o700)
+    (real / "linked").symlink_to(real / "state")
+    for given in (real / "clone" / ".." / "state", real / "linked"):
+        checked = gsmcpd("check", str(free_port()), "--state-dir", str(given))
+        assert f"\nstate dir      {given} (resolved {real / 'state'})\n" in checked.stdout, checked.stdout
+    plain = gsmcpd("check", str(free_port()), "--state-dir", str(real / "state"))
+    assert f"\nstate dir      {real / 'state'}\n" in plain.stdout, plain.stdout
+
+
 def test_cert_writes_a_self_signed_pair(tmp_path):
     result = gsmcpd("cert", "--self-signed", str(tmp_path / "certs"))
     assert result.returncode == 0, result.stderr
