@@ -134,6 +134,11 @@ check_environment() {
         echo "PROBLEM: no .venv; run ./install.sh"
         exit 1
     fi
+    if [[ $ROOT == *:* ]]; then   # as run-server.sh refuses it: PYTHONPATH splits at every ':'
+        echo "checkout       $ROOT   <-- its path holds a ':', which PYTHONPATH cannot carry"
+        echo "PROBLEM: checkout: its path holds a ':', which PYTHONPATH cannot carry (Python splits it there); move the checkout, or clone it, to a path without one"
+        exit 2
+    fi
     cd "$CALLER"
     export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH}
     exec "$VENV/bin/python" -P -m gsmcpd check   # -P: not a gsmcpd in the caller's directory

@@ -6,6 +6,13 @@
 # a conf file, from the conf file's directory).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")" && pwd)
+# Python splits PYTHONPATH at every ':' and has no escape for one: a checkout path holding
+# one would become two wrong entries, one relative to the caller's directory (whose gsmcpd
+# would then run). Refused, as install.sh refuses a path systemd cannot carry.
+if [[ $ROOT == *:* ]]; then
+    echo "run-server.sh: cannot run gsmcpd from '$ROOT': its path holds a ':', which PYTHONPATH cannot carry (Python splits it there); move the checkout, or clone it, to a path without one" >&2
+    exit 2
+fi
 # install.sh writes its stamp only once pip succeeded: without it the install is missing
 # or was cut short (no network, ^C), and gsmcpd would start without its dependencies.
 # A stamp that no longer matches setup.cfg and pyproject.toml (a pull changed the

@@ -6,6 +6,11 @@
 # the environment are the caller's; in a conf file, the conf file's directory's.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")" && pwd)
+# A checkout path holding ':' cannot go on PYTHONPATH: refused, as run-server.sh says why.
+if [[ $ROOT == *:* ]]; then
+    echo "stop-server.sh: cannot run gsmcpd from '$ROOT': its path holds a ':', which PYTHONPATH cannot carry (Python splits it there); move the checkout, or clone it, to a path without one" >&2
+    exit 2
+fi
 # Another account's .venv (or a link into a home this one cannot enter) is said as that,
 # by install.sh's one check, not called missing.
 if [[ ! -x $ROOT/.venv/bin/python ]] && problem=$("$ROOT/install.sh" --foreign-venv); then

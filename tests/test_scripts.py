@@ -311,6 +311,38 @@ def test_scripts_run_their_own_gsmcpd_whatever_the_callers_directory_holds(tmp_p
     assert f"stopped gsmcpd on port {port}" in stopped.stdout and port_free(port)
 
 
+def test_scripts_refuse_a_checkout_whose_path_holds_a_colon(tmp_path):
+    # PYTHONPATH=$ROOT split /x/a:b into /x/a and b, relative to the caller's directory:
+    # run from one holding b/gsmcpd, the scripts ran that gsmcpd. Python has no escape for
+    # ':' there, so the scripts refuse such a checkout, saying why, before running python.
+    checkout = tmp_path / "a:b"
+    checkout.mkdir()
+    for name in ("run-server.sh", "stop-server.sh", "install.sh", "setup.cfg", "pyproject.toml"):
+        shutil.copy(REPO / name, checkout / name)
+    (checkout / ".venv" / "bin").mkdir(parents=True)
+    (checkout / ".venv" / "bin" / "python").symlink_to(sys.executable)
+    stamp = subprocess.run("cat setup.cfg pyproject.toml | sha256sum", shell=True, cwd=checkout,
+                           capture_output=True, text=True, check=True).stdout.split()[0]
+    (checkout / ".venv" / ".gsmcpd-install-stamp").write_text(f"{stamp} base\n")   # no pip run
+    (checkout / "gsmcpd").symlink_to(REPO / "gsmcpd")
+    decoy = tmp_path / "b" / "gsmcpd"
+    decoy.mkdir(parents=True)
+    (decoy / "__init__.py").write_text("")
+    (decoy / "__main__.py").write_text("print('the decoy gsmcpd ran')\n")
+    why = f"cannot run gsmcpd from '{checkout}': its path holds a ':', which PYTHONPATH cannot carry"
+    env = clean_env(GS_MCP_STATE_DIR=str(tmp_path / "state"))
+    for script, args in (("run-server.sh", [str(free_port())]), ("stop-server.sh", [])):
+        done = subprocess.run([str(checkout / script), *args], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2 and "decoy" not in done.stdout, done.stdout + done.stderr
+        assert done.stderr.startswith(f"{script}: {why}"), done.stderr
+    checked = subprocess.run([str(checkout / "install.sh"), "--check"], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=60)
+    assert checked.returncode == 2 and "decoy" not in checked.stdout, checked.stdout + checked.stderr
+    assert "PROBLEM: checkout: its path holds a ':', which PYTHONPATH cannot carry" in checked.stdout
+    assert not (tmp_path / "state").exists()
+
+
 @pytest.mark.parametrize("umask", ["000", "0277"])
 def test_run_server_makes_its_files_and_directories_with_their_modes_whatever_the_umask(tmp_path, umask):
     # Under umask 000 the pidfile came out 0666 and the missing directories above the state
