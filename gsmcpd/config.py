@@ -255,10 +255,22 @@ def parse_worker_class(text: str) -> str | None:
     return text
 
 
+def _utf8(text: str) -> str:
+    """`text`, refused unless it is UTF-8: the environment and argv may carry any bytes
+    (decoded with surrogateescape), but a name, claim, scope or URL is compared with a
+    token's text or sent to a worker in a frame, which carries none of those (a server
+    name that was not UTF-8 failed every session's start, 500)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"not UTF-8 text: {text!r}") from None
+    return text
+
+
 def parse_optional_str(text: str) -> str | None:
     """Empty or a none word: unset, as the README's "none" default for these knobs
     reads (write_scope = none was a gate on a scope named none: every session read-only)."""
-    text = text.strip()
+    text = _utf8(text.strip())
     return None if text.lower() in _NONE else text or None
 
 
@@ -283,7 +295,7 @@ def parse_claim(text: str) -> str:
     name = text.strip()
     if not name:
         raise ValueError("empty: name the token claim that names the user (sub when unset)")
-    return name
+    return _utf8(name)
 
 
 def parse_port(text: str) -> int:
@@ -738,6 +750,14 @@ def validate_config(config: Config) -> None:
     if config.max_body < MIN_BODY_LIMIT:
         raise ConfigError("max_body", f"{config.max_body} bytes is less than an MCP client's requests need "
                           f"(at least {MIN_BODY_LIMIT} bytes, 4 KiB)")
+    try:
+        _utf8(str(config.image))
+    except ValueError:
+        # The worker is told its image's path in a frame, which carries only UTF-8: no
+        # session could start (500). The router's own files (log, TLS pair) may be any bytes.
+        key = "state_dir" if config.image == config.state_dir / "image" else "image"
+        raise ConfigError(key, f"{str(config.image)!r} is not UTF-8, as the image's path must be "
+                          "(a worker is told it in UTF-8 JSON); move it, or name another image") from None
     if config.tls_cert is not None and config.tls_key is None:
         raise ConfigError("tls_key", "tls_cert is set but tls_key is not")
     if config.tls_key is not None and config.tls_cert is None:

@@ -1,6 +1,7 @@
 """Config: precedence of the four layers, value parsing, and every refusal (key named)."""
 
 import dataclasses
+import os
 import re
 from pathlib import Path
 
@@ -318,6 +319,30 @@ def test_a_none_word_user_map_is_unset_as_for_the_path_knobs(tmp_path):
         assert load_config({}, {"MCP_USER_MAP": word}, validate=False).user_map is None
     assert load_config({}, {"MCP_USER_MAP": "./none"}, validate=False).user_map == str(Path.cwd() / "none")
 
+
+
+@pytest.mark.parametrize("env_name", ["GS_MCP_SERVER_NAME", "GS_MCP_SERVER_VERSION", "GS_MCP_SERVER_TITLE",
+                                      "MCP_AUDIENCE", "MCP_WRITE_SCOPE", "MCP_USERID_CLAIM"])
+def test_a_name_that_is_not_utf8_is_refused_naming_the_knob(env_name):
+    # The environment carries any bytes (decoded with surrogateescape): a server name of
+    # them could not be sent to a worker, and every session's start failed (500).
+    key = KNOBS_BY_ENV[env_name].key
+    assert refused(key, environ={**AUTH_ENV, env_name: os.fsdecode(b"caf\xe9")}) == "not UTF-8 text: 'caf\\udce9'"
+    assert getattr(load_config({}, {**AUTH_ENV, env_name: "café"}), key) == "café"
+
+
+def test_an_image_path_that_is_not_utf8_is_refused_naming_the_knob_that_gave_it(tmp_path):
+    # A worker is told its image's path in a frame: every session's start failed (500).
+    odd = str(tmp_path / os.fsdecode(b"caf\xe9"))
+    assert refused("state_dir", environ={"GS_MCP_STATE_DIR": odd}).startswith(
+        f"{odd + '/image'!r} is not UTF-8, as the image's path must be")
+    assert refused("image", environ={"GS_MCP_IMAGE": odd}).startswith(f"{odd!r} is not UTF-8")
+    # the router's own files may have any name: only the image's path reaches a worker
+    config = load_config({}, {"GS_MCP_STATE_DIR": odd, "GS_MCP_IMAGE": str(tmp_path / "image")})
+    assert str(config.state_dir) == odd
+    # stop and status read only the state directory and port: they still find the daemon
+    control = load_config({}, {"GS_MCP_STATE_DIR": odd}, validate=False, only=("state_dir", "port"))
+    assert str(control.state_dir) == odd
 
 
 def test_flags_may_arrive_typed():

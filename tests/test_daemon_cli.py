@@ -137,6 +137,21 @@ def test_auth_settings_the_router_would_refuse_are_refused_before_start(tmp_path
         assert not list(tmp_path.iterdir())  # nothing was started or written
 
 
+def test_a_server_name_or_image_path_that_is_not_utf8_is_refused_before_start(tmp_path):
+    # Neither can be sent to a worker in a frame: the daemon started, and every session's
+    # start failed (500, a worker claimed and killed, two tracebacks).
+    name = gsmcpd("start", "--port", str(free_port()), "--state-dir", str(tmp_path),
+                  env={"GS_MCP_SERVER_NAME": os.fsdecode(b"caf\xe9")})
+    assert name.returncode == 2
+    assert name.stderr.strip() == "gsmcpd: configuration refused: server_name: not UTF-8 text: 'caf\\udce9'"
+    odd = str(tmp_path / os.fsdecode(b"caf\xe9"))
+    state = gsmcpd("start", "--port", str(free_port()), "--state-dir", odd)
+    assert state.returncode == 2
+    assert state.stderr.strip().startswith(
+        f"gsmcpd: configuration refused: state_dir: {odd + '/image'!r} is not UTF-8, as the image's path must be")
+    assert not list(tmp_path.iterdir())  # nothing was started or written
+
+
 def test_a_lifetime_knob_that_cannot_be_off_and_a_probe_after_the_deadline_are_refused_once_each(tmp_path):
     started = gsmcpd("start", "--port", str(free_port()), "--state-dir", str(tmp_path),
                      env={"GS_MCP_PROBE_AFTER": "none"})
