@@ -736,6 +736,18 @@ MAX_BODY_LIMIT = 60 * MIB
 MIN_BODY_LIMIT = 4096
 
 
+def _validate_scopes(config: Config) -> None:
+    """Each scope is listed in every challenge (WWW-Authenticate) as RFC 6749 3.3 writes
+    one: a scope it cannot carry failed each 401 and 403, answered 500."""
+    from gsmcpd.auth.challenge import is_scope_token
+    for key in ("required_scopes", "write_scope", "extra_scopes"):
+        value = getattr(config, key)
+        for scope in [value] if isinstance(value, str) else value or ():
+            if not is_scope_token(scope):
+                raise ConfigError(key, f"{scope!r} is not an OAuth scope, which is printable ASCII "
+                                  "without a quote or backslash (RFC 6749 3.3)")
+
+
 def validate_config(config: Config) -> None:
     """Refuse unworkable combinations, naming the key to change."""
     if not config.host:
@@ -781,6 +793,7 @@ def validate_config(config: Config) -> None:
             except ValueError as exc:
                 raise ConfigError("audience", f"{exc} (an http(s) audience is the resource "
                                   "published when resource_url is unset)") from None
+        _validate_scopes(config)
         if _has_userinfo(config.issuer):
             # Not echoed: it holds a password, and this line goes to the log.
             raise ConfigError("issuer", "must not carry a user name or password: it is published in "

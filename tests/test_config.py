@@ -321,14 +321,16 @@ def test_a_none_word_user_map_is_unset_as_for_the_path_knobs(tmp_path):
 
 
 
-@pytest.mark.parametrize("env_name", ["GS_MCP_SERVER_NAME", "GS_MCP_SERVER_VERSION", "GS_MCP_SERVER_TITLE",
-                                      "MCP_AUDIENCE", "MCP_WRITE_SCOPE", "MCP_USERID_CLAIM"])
-def test_a_name_that_is_not_utf8_is_refused_naming_the_knob(env_name):
+@pytest.mark.parametrize("env_name, text", [
+    ("GS_MCP_SERVER_NAME", "café"), ("GS_MCP_SERVER_VERSION", "café"), ("GS_MCP_SERVER_TITLE", "café"),
+    ("MCP_AUDIENCE", "café"), ("MCP_WRITE_SCOPE", "mcp:write"), ("MCP_USERID_CLAIM", "café"),
+])
+def test_a_name_that_is_not_utf8_is_refused_naming_the_knob(env_name, text):
     # The environment carries any bytes (decoded with surrogateescape): a server name of
     # them could not be sent to a worker, and every session's start failed (500).
     key = KNOBS_BY_ENV[env_name].key
     assert refused(key, environ={**AUTH_ENV, env_name: os.fsdecode(b"caf\xe9")}) == "not UTF-8 text: 'caf\\udce9'"
-    assert getattr(load_config({}, {**AUTH_ENV, env_name: "café"}), key) == "café"
+    assert getattr(load_config({}, {**AUTH_ENV, env_name: text}), key) == text
 
 
 def test_an_image_path_that_is_not_utf8_is_refused_naming_the_knob_that_gave_it(tmp_path):
@@ -343,6 +345,19 @@ def test_an_image_path_that_is_not_utf8_is_refused_naming_the_knob_that_gave_it(
     # stop and status read only the state directory and port: they still find the daemon
     control = load_config({}, {"GS_MCP_STATE_DIR": odd}, validate=False, only=("state_dir", "port"))
     assert str(control.state_dir) == odd
+
+
+@pytest.mark.parametrize("env_name, value, scope", [
+    ("MCP_REQUIRED_SCOPES", "mcp:use café", "'café'"), ("MCP_WRITE_SCOPE", 'mcp:"write"', "'mcp:\"write\"'"),
+    ("MCP_EXTRA_SCOPES", "profile a\\b", "'a\\\\b'"),
+])
+def test_a_scope_no_challenge_can_list_is_refused_naming_the_knob(env_name, value, scope):
+    # Every challenge lists the scopes: each 401 and 403 failed, answered 500.
+    key = KNOBS_BY_ENV[env_name].key
+    assert refused(key, environ={**AUTH_ENV, env_name: value}) == (
+        f"{scope} is not an OAuth scope, which is printable ASCII without a quote or backslash (RFC 6749 3.3)")
+    entra = "api://1f0e5c3a-0000-4000-8000-000000000000/mcp.write"
+    assert load_config({}, {**AUTH_ENV, env_name: entra}) is not None
 
 
 def test_flags_may_arrive_typed():

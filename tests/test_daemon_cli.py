@@ -152,6 +152,18 @@ def test_a_server_name_or_image_path_that_is_not_utf8_is_refused_before_start(tm
     assert not list(tmp_path.iterdir())  # nothing was started or written
 
 
+def test_a_scope_no_challenge_can_list_is_refused_before_start(tmp_path):
+    # The daemon started, and every 401 and 403 (which list the scopes) was a 500.
+    result = gsmcpd("start", "--port", str(free_port()), "--state-dir", str(tmp_path),
+                    env={"GS_MCP_AUTH": "1", "MCP_ISSUER": "https://idp.example", "MCP_AUDIENCE": "gsmcpd",
+                         "MCP_REQUIRED_SCOPES": "mcp:use café"})
+    assert result.returncode == 2
+    assert result.stderr.strip() == ("gsmcpd: configuration refused: required_scopes: 'café' is not an "
+                                     "OAuth scope, which is printable ASCII without a quote or backslash "
+                                     "(RFC 6749 3.3)")
+    assert not list(tmp_path.iterdir())  # nothing was started or written
+
+
 def test_a_lifetime_knob_that_cannot_be_off_and_a_probe_after_the_deadline_are_refused_once_each(tmp_path):
     started = gsmcpd("start", "--port", str(free_port()), "--state-dir", str(tmp_path),
                      env={"GS_MCP_PROBE_AFTER": "none"})

@@ -23,12 +23,17 @@ def clean_description(text: str) -> str:
     return _NOT_DESCRIPTION_CHAR.sub("'", text.replace('"', "'"))
 
 
+def is_scope_token(scope: str) -> bool:
+    """Whether `scope` may be listed in a challenge's scope parameter (RFC 6749 §3.3)."""
+    return bool(_SCOPE_TOKEN.fullmatch(scope))
+
+
 def bearer_challenge(resource_metadata: str, scopes: Iterable[str] = (),
                      error: str | None = None, description: str | None = None) -> str:
     """One `WWW-Authenticate` value. No `error` when the request had no token."""
     scope_list = [s for s in scopes if s]
     for scope in scope_list:
-        if not _SCOPE_TOKEN.fullmatch(scope):
+        if not is_scope_token(scope):
             raise ValueError(f"not a valid scope token: {scope!r}")
     params = [f'resource_metadata="{resource_metadata}"']
     if scope_list:
