@@ -2,8 +2,14 @@
 session would (gsmcpd.image.trial): one that leaves the module failing to import is
 refused, the module, the exception and the line named, nothing changed."""
 
+import contextlib
+import os
+import signal
+import time
+
 import pytest
 
+from gsmcpd import procstat
 from gsmcpd.image import trial
 from test_tools_support import client, image, views  # noqa: F401  (fixtures)
 
@@ -145,3 +151,44 @@ def test_a_failure_outside_the_modules_own_code_is_named_not_refused(client, ima
     assert result["committed"] and "importNotTried" not in result
     assert sorted(result["importErrors"]) == ["pulley", "pulley.parts", "pulley.users"]
     assert "class Wheel" not in (image / "pulley" / "parts.py").read_text()
+
+
+def test_a_failure_whose_old_text_decides_nothing_is_noted_not_taken_for_the_deletions(client, image):
+    # The text as it stands fails for want of memory there: whether the deletion made the
+    # new text's failure is not known, so it is said, not passed over in silence.
+    write(image, "class Spare:\n    def x(self):\n        return 1\n\n\n"
+                 "if hasattr(Spare, 'x'):\n    raise MemoryError\nraise TypeError('gone')\n")
+    client.ok("refresh")
+    result = client.ok("delete_method", className="trial.Spare", selector="x")
+    assert result["structuredContent"]["importNotTried"] == "MemoryError in the trial"
+
+
+def _ended(pid):
+    deadline = time.monotonic() + 30   # SIGKILL is sent; its delivery is the host's
+    while time.monotonic() < deadline:
+        stat = procstat.fields(pid)
+        if stat is None or procstat.gone(stat):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_what_the_module_forks_neither_holds_up_the_trial_nor_outlives_it(client, image, tmp_path):
+    # In the trial alone (python -I): two forked children holding the answer's pipe, one
+    # in the trial's group, one in a session of its own, each sleeping a minute.
+    pids = tmp_path / "pids"
+    write(image, DRAWN.replace("choice = _inst.choice\n", "") +
+          "import os, sys, time\nif sys.flags.isolated:\n    kept = os.fork()\n"
+          "    if kept == 0:\n        time.sleep(60)\n        os._exit(0)\n"
+          "    left = os.fork()\n    if left == 0:\n        os.setsid()\n        time.sleep(60)\n        os._exit(0)\n"
+          f"    open({str(pids)!r}, 'w').write(f'{{kept}} {{left}}')\n")
+    client.ok("refresh")
+    try:
+        result = client.ok("delete_method", className="trial.Random", selector="choice")
+        assert "importNotTried" not in result["structuredContent"]   # was: timed out after 10 s
+        kept, _ = map(int, pids.read_text().split())
+        assert _ended(kept)
+    finally:
+        for pid in map(int, pids.read_text().split()) if pids.exists() else ():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)

@@ -11,15 +11,20 @@ place, the session's other uncommitted changes included, as a new session would 
 it once committed; the modules the worker's kernel shadows are left to the kernel there
 too. The worker's own live classes stay as they are (re-importing the module here would
 replace them). Only a failure the old text does not have is one the
-deletion makes. A trial that does not finish within TIMEOUT (or cannot run) decides
-nothing: the deletion goes ahead, with a note saying the import was not tried.
+deletion makes. A trial that does not finish within TIMEOUT (or cannot run), with either
+text, decides nothing: the deletion goes ahead, with a note saying the import was not tried.
+The trial is a process group of its own, killed once it answers or times out: what the
+module starts as it imports does not outlive it (but for what leaves the group) nor,
+forked, hold its answer's pipe open.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pickle
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -53,16 +58,23 @@ def try_import(view, module: str, text: str) -> Failure | Undecided | None:
     payload = {"path": [entry for entry in sys.path if isinstance(entry, str)],
                "root": view.store.root, "texts": texts, "shadowed": shadowed, "module": module, "rel": rel}
     try:
-        done = subprocess.run([sys.executable, "-I", "-c", _BOOT], input=pickle.dumps(payload),
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=TIMEOUT)
-    except subprocess.TimeoutExpired:   # run() has killed and waited for it
-        return Undecided(f"timed out after {TIMEOUT:g} s")
+        # A group of its own: what the module starts is ended with it (child(), and below).
+        trying = subprocess.Popen([sys.executable, "-I", "-c", _BOOT], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
     except OSError as error:
         return Undecided(f"could not start ({error})")
+    with trying:
+        try:
+            out = trying.communicate(pickle.dumps(payload), timeout=TIMEOUT)[0]
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(trying.pid, signal.SIGKILL)   # not reaped yet: the group is still its own
+            trying.wait()
+            return Undecided(f"timed out after {TIMEOUT:g} s")
     try:
-        said = json.loads(done.stdout)   # JSON, not pickle: the module's code could write there too
+        said = json.loads(out)   # JSON, not pickle: the module's code could write there too
     except ValueError:
-        return Undecided(f"gave no answer (exit status {done.returncode})")
+        return Undecided(f"gave no answer (exit status {trying.returncode})")
     if said is None:
         return None
     if not isinstance(said, dict) or not {"kind", "message", "line", "top"} <= said.keys():
@@ -74,13 +86,16 @@ def try_import(view, module: str, text: str) -> Failure | Undecided | None:
 
 def failure_made(view, module: str, old_text: str, new_text: str) -> Failure | Undecided | None:
     """The failure `new_text` makes `module` import with in a new session, or why that is
-    undecided; None when it imports, or failed there with `old_text` already (not this change's
-    doing), or failed outside its own code: in its package's `__init__` or an importer that runs
-    first (`from .parts import Wheel`), which the deletion's re-import names, as for any importer."""
+    undecided (with either text); None when it imports, or failed there with `old_text`
+    already (not this change's doing), or failed outside its own code: in its package's
+    `__init__` or an importer that runs first (`from .parts import Wheel`), which the
+    deletion's re-import names, as for any importer."""
     new = try_import(view, module, new_text)
     if not isinstance(new, Failure) or new.line is None:
         return None if isinstance(new, Failure) else new
-    return new if try_import(view, module, old_text) is None else None
+    old = try_import(view, module, old_text)
+    # Undecided with the old text (a slow import timing out), whose failure it is is not known.
+    return old if isinstance(old, Undecided) else new if old is None else None
 
 
 def child(payload: dict) -> None:
@@ -92,6 +107,9 @@ def child(payload: dict) -> None:
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):   # what the module prints goes nowhere, as a new session's import is not shown
         os.dup2(null, fd)
+    # A process the module forks (a daemon it starts, left its session too) does not hold
+    # the answer's pipe open: the answer ends when this process does.
+    os.register_at_fork(after_in_child=lambda: os.dup2(null, answer.fileno()))
     view = View(SimpleNamespace(root=payload["root"]), user="", session_id="")
     view.texts = payload["texts"]
     shadowed = frozenset(payload["shadowed"])
@@ -115,4 +133,7 @@ def child(payload: dict) -> None:
                 "line": lines[-1] if lines else None, "top": lines[0] if lines else None}
     answer.write(json.dumps(said).encode())
     answer.flush()
-    os._exit(0)   # no atexit hooks nor threads the module started: the answer is given
+    # No atexit hooks nor threads the module started, nor processes left in its group.
+    if os.getpgrp() == os.getpid():   # the group try_import made, never a caller's
+        os.killpg(0, signal.SIGKILL)
+    os._exit(0)
