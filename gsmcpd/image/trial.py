@@ -5,9 +5,9 @@ The static rules (live.py, splice.py) see only reads they can be sure of; a modu
 through an instance (`_inst = Random(); randint = _inst.randint`), a decorator
 (`functools.total_ordering` needs one ordering method) or a metaclass fails in no way they
 see. So a deletion they let through is tried: the module is imported in a fresh
-interpreter (`sys.executable -I` with the worker's sys.path; its environment, account,
-working directory and limits inherited) from the view's texts with the new one in
-place, the session's other uncommitted changes included, as a new session would import
+interpreter (`sys.executable -I` with the worker's sys.path and interpreter options; its
+environment, account, working directory and limits inherited) from the view's texts with
+the new one in place, the session's other uncommitted changes included, as a new session would import
 it once committed; the modules the worker's kernel shadows are left to the kernel there
 too. The worker's own live classes stay as they are (re-importing the module here would
 replace them). Only a failure the old text does not have is one the
@@ -59,7 +59,7 @@ def try_import(view, module: str, text: str) -> Failure | Undecided | None:
                "root": view.store.root, "texts": texts, "shadowed": shadowed, "module": module, "rel": rel}
     try:
         # A group of its own: what the module starts is ended with it (child(), and below).
-        trying = subprocess.Popen([sys.executable, "-I", "-c", _BOOT], stdin=subprocess.PIPE,
+        trying = subprocess.Popen([sys.executable, *_flags(), "-I", "-c", _BOOT], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
     except OSError as error:
         return Undecided(f"could not start ({error})")
@@ -82,6 +82,18 @@ def try_import(view, module: str, text: str) -> Failure | Undecided | None:
     if said["kind"] in _UNDECIDED:
         return Undecided(f"{said['kind']} in the trial")
     return Failure(said["kind"], said["message"], said["line"], said["top"])
+
+
+def _flags() -> list[str]:
+    """The worker's interpreter options, which -I would otherwise drop with the environment
+    they came from (PYTHONOPTIMIZE: a new session's import skips a top-level `assert`), as
+    multiprocessing passes them on to the forkserver the workers come from."""
+    flags = subprocess._args_from_interpreter_flags()
+    if sys.flags.utf8_mode and "utf8" not in sys._xoptions:   # PYTHONUTF8: open()'s default encoding
+        flags += ["-X", "utf8"]
+    if sys.flags.int_max_str_digits != -1:
+        flags += ["-X", f"int_max_str_digits={sys.flags.int_max_str_digits}"]
+    return flags
 
 
 def failure_made(view, module: str, old_text: str, new_text: str) -> Failure | Undecided | None:

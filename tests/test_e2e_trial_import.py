@@ -1,0 +1,51 @@
+"""End to end: a deletion's trial import apart (gsmcpd.image.trial) through a real daemon,
+as its workers run: their interpreter options, and what the module starts as it imports."""
+
+import pytest
+
+from helpers import Daemon, open_session
+from test_e2e_tools import call_tool, structured
+from test_e2e_tools import run_code as run
+from test_tools_support import write_image
+
+# random.py's way: a method read through an instance as the module runs.
+DRAWN = ("class Random:\n    def randint(self, a, b):\n        return a\n\n"
+         "    def choice(self, seq):\n        return seq[0]\n\n\n_inst = Random()\nrandint = _inst.randint\n")
+# The worker's live children, with their state (Z: ended, not yet reaped).
+CHILDREN = ("import os\nfound = []\nfor pid in filter(str.isdigit, os.listdir('/proc')):\n    try:\n"
+            "        with open(f'/proc/{pid}/stat') as f:\n            stat = f.read().rsplit(')', 1)[1].split()\n"
+            "    except OSError:\n        continue\n    if int(stat[1]) == os.getpid() and stat[0] != 'Z':\n"
+            "        found.append(pid)\nfound")
+
+
+@pytest.fixture
+def daemon(tmp_path, request):
+    files = {"checked.py": "class Checked:\n    def x(self):\n        return 1\n\n\nassert hasattr(Checked, 'x')\n",
+             # In the trial alone (its python -I): a child forked to sleep, holding every descriptor.
+             "forking.py": DRAWN + "import os, sys, time\nif sys.flags.isolated and os.fork() == 0:\n"
+                                   "    time.sleep(60)\n    os._exit(0)\n"}
+    image = write_image(tmp_path / "image", files)
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image), **getattr(request, "param", {})}) as running:
+        yield running
+
+
+@pytest.mark.parametrize("daemon", [{"PYTHONOPTIMIZE": "1"}], indirect=True)
+def test_the_trial_imports_with_the_workers_interpreter_options(daemon):
+    # Workers run -O (PYTHONOPTIMIZE): a new session's import skips the assert. The trial,
+    # -I dropping that setting, ran it and refused the deletion (AssertionError).
+    c = open_session(daemon)
+    deleted = structured(c, "delete_method", className="checked.Checked", selector="x")
+    assert deleted["committed"] == ["checked"] and "importNotTried" not in deleted
+    fresh = open_session(daemon)
+    assert run(fresh, "import checked\nhasattr(checked.Checked, 'x')") == "False"
+    c.close()
+    fresh.close()
+
+
+def test_a_child_the_module_forks_neither_holds_up_the_trial_nor_outlives_it(daemon):
+    # It held the answer's pipe: 10 s, then "timed out", and it slept on below the worker.
+    c = open_session(daemon)
+    deleted = call_tool(c, "delete_method", {"className": "forking.Random", "selector": "choice"})
+    assert "importNotTried" not in deleted["structuredContent"], deleted
+    assert run(c, CHILDREN) == "[]"
+    c.close()
