@@ -23,7 +23,8 @@ def daemon(tmp_path, request):
     files = {"checked.py": "class Checked:\n    def x(self):\n        return 1\n\n\nassert hasattr(Checked, 'x')\n",
              # In the trial alone (its python -I): a child forked to sleep, holding every descriptor.
              "forking.py": DRAWN + "import os, sys, time\nif sys.flags.isolated and os.fork() == 0:\n"
-                                   "    time.sleep(60)\n    os._exit(0)\n"}
+                                   "    time.sleep(60)\n    os._exit(0)\n",
+             "sleeping.py": DRAWN + "import sys, time\nif sys.flags.isolated:\n    time.sleep(60)\n"}
     image = write_image(tmp_path / "image", files)
     with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image), **getattr(request, "param", {})}) as running:
         yield running
@@ -47,5 +48,17 @@ def test_a_child_the_module_forks_neither_holds_up_the_trial_nor_outlives_it(dae
     c = open_session(daemon)
     deleted = call_tool(c, "delete_method", {"className": "forking.Random", "selector": "choice"})
     assert "importNotTried" not in deleted["structuredContent"], deleted
+    assert run(c, CHILDREN) == "[]"
+    c.close()
+
+
+@pytest.mark.parametrize("daemon", [{"GS_MCP_REQUEST_TIMEOUT": "1", "GS_MCP_BREAK_GRACE": "1"}], indirect=True)
+def test_a_break_ends_the_trial_with_the_call(daemon):
+    # The deadline's break landing in the trial waited for its import (Popen's exit), up to
+    # the hard break, and left it running below the worker.
+    c = open_session(daemon)
+    broken = c.call("tools/call", {"name": "delete_method",
+                                   "arguments": {"className": "sleeping.Random", "selector": "choice"}}).json()
+    assert broken["error"]["message"].endswith("interrupted: soft break"), broken   # was: hard break
     assert run(c, CHILDREN) == "[]"
     c.close()

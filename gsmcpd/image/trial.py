@@ -66,9 +66,12 @@ def try_import(view, module: str, text: str) -> Failure | Undecided | None:
     with trying:
         try:
             out = trying.communicate(pickle.dumps(payload), timeout=TIMEOUT)[0]
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(trying.pid, signal.SIGKILL)   # not reaped yet: the group is still its own
+        except BaseException as error:   # timed out, or a break: ended, with what it started
+            if trying.returncode is None:   # not reaped yet: the group is still its own
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(trying.pid, signal.SIGKILL)
+            if not isinstance(error, subprocess.TimeoutExpired):
+                raise   # Popen's exit waits for it, killed: a break is not held up by the import
             trying.wait()
             return Undecided(f"timed out after {TIMEOUT:g} s")
     try:
