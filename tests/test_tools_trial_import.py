@@ -180,7 +180,8 @@ def test_what_the_module_forks_neither_holds_up_the_trial_nor_outlives_it(client
     write(image, DRAWN.replace("choice = _inst.choice\n", "") +
           "import os, sys, time\nif sys.flags.isolated:\n    kept = os.fork()\n"
           "    if kept == 0:\n        time.sleep(60)\n        os._exit(0)\n"
-          "    left = os.fork()\n    if left == 0:\n        os.setsid()\n        time.sleep(60)\n        os._exit(0)\n"
+          "    left = os.fork()\n"
+          "    if left == 0:\n        os.setsid()\n        time.sleep(60)\n        os._exit(0)\n"
           f"    open({str(pids)!r}, 'w').write(f'{{kept}} {{left}}')\n")
     client.ok("refresh")
     try:

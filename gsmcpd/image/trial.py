@@ -7,9 +7,9 @@ through an instance (`_inst = Random(); randint = _inst.randint`), a decorator
 see. So a deletion they let through is tried: the module is imported in a fresh
 interpreter (`sys.executable -I` with the worker's sys.path and interpreter options; its
 environment, account, working directory and limits inherited) from the view's texts with
-the new one in place, the session's other uncommitted changes included, as a new session would import
-it once committed; the modules the worker's kernel shadows are left to the kernel there
-too. The worker's own live classes stay as they are (re-importing the module here would
+the new one in place, the session's other uncommitted changes included, as a new session
+would import it once committed; the modules the worker's kernel shadows are left to the
+kernel there too. The worker's own live classes stay as they are (re-importing the module here would
 replace them). Only a failure the old text does not have is one the
 deletion makes. A trial that does not finish within TIMEOUT (or cannot run), with either
 text, decides nothing: the deletion goes ahead, with a note saying the import was not tried.
