@@ -124,7 +124,7 @@ def child(payload: dict) -> None:
         os.dup2(null, fd)
     # A process the module forks (a daemon it starts, left its session too) does not hold
     # the answer's pipe open: the answer ends when this process does.
-    os.register_at_fork(after_in_child=lambda: os.dup2(null, answer.fileno()))
+    os.register_at_fork(after_in_child=lambda: os.dup2(null, answer.fileno(), inheritable=False))
     view = View(SimpleNamespace(root=payload["root"]), user="", session_id="")
     view.texts = payload["texts"]
     shadowed = frozenset(payload["shadowed"])
