@@ -5,6 +5,7 @@ would make one; the MCP flow runs through the official MCP Python SDK client wit
 httpx client that trusts exactly that certificate.
 """
 
+import contextlib
 import datetime
 import http.client
 import os
@@ -287,6 +288,24 @@ def test_a_stalled_handshake_blocks_nobody_and_is_dropped_after_the_read_timeout
         assert recv_all(stalled) == b""
 
 
+@contextlib.contextmanager
+def _tls_through_memory(daemon, cert):
+    """A TLS connection to `daemon` driven through memory BIOs, its handshake done: the
+    socket, the TLS object and its two BIOs, so a test sends the records' bytes as it
+    chooses (cut, a byte at a time)."""
+    tls = ssl.create_default_context(cafile=str(cert)).wrap_bio(
+        incoming := ssl.MemoryBIO(), outgoing := ssl.MemoryBIO(), server_hostname="127.0.0.1")
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as raw:
+        while True:
+            try:
+                tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                raw.sendall(outgoing.read())
+                incoming.write(raw.recv(65536))
+        yield raw, tls, incoming, outgoing
+
+
 @pytest.mark.parametrize("first", [b"POST /mcp HTTP/1.1\r\nHo", b""])
 def test_a_request_trickled_in_parts_of_tls_records_is_dropped_at_the_read_timeout(tls_env, first):
     # Each part of a record decrypted to nothing and set the connection idle (300 s), so a
@@ -294,16 +313,7 @@ def test_a_request_trickled_in_parts_of_tls_records_is_dropped_at_the_read_timeo
     # So did the request's first record cut, with nothing of it decrypted yet (found by
     # fuzzing the router): a plain head's first byte starts the read timeout.
     daemon, _, cert, _ = tls_env
-    tls = ssl.create_default_context(cafile=str(cert)).wrap_bio(
-        incoming := ssl.MemoryBIO(), outgoing := ssl.MemoryBIO(), server_hostname="127.0.0.1")
-    with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as raw:
-        while True:   # the handshake, through the memory BIOs
-            try:
-                tls.do_handshake()
-                break
-            except ssl.SSLWantReadError:
-                raw.sendall(outgoing.read())
-                incoming.write(raw.recv(65536))
+    with _tls_through_memory(daemon, cert) as (raw, tls, incoming, outgoing):
         raw.sendall(outgoing.read())
         if first:
             tls.write(first)
@@ -331,16 +341,7 @@ def test_the_next_requests_tls_record_cut_behind_a_reply_is_dropped_at_the_read_
     # A request, then the next one's first record cut: the reply's end armed the 300 s
     # keep-alive wait (the cut record decrypts to nothing), not the read timeout.
     daemon, _, cert, _ = tls_env
-    tls = ssl.create_default_context(cafile=str(cert)).wrap_bio(
-        incoming := ssl.MemoryBIO(), outgoing := ssl.MemoryBIO(), server_hostname="127.0.0.1")
-    with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as raw:
-        while True:   # the handshake, through the memory BIOs
-            try:
-                tls.do_handshake()
-                break
-            except ssl.SSLWantReadError:
-                raw.sendall(outgoing.read())
-                incoming.write(raw.recv(65536))
+    with _tls_through_memory(daemon, cert) as (raw, tls, incoming, outgoing):
         tls.write(METADATA_GET + b"\r\n")
         first = outgoing.read()
         tls.write(METADATA_GET + b"\r\n")
