@@ -2328,34 +2328,26 @@ def test_deleting_a_function_a_function_the_module_calls_binds_again_leaves_it_i
         client.close()
 
 
-def test_deleting_a_class_read_above_what_binds_its_name_again_is_refused(tmp_path):
+@pytest.mark.parametrize("name, text", [
     # `DEFAULT = Parser()` above `Parser = functools.total_ordering(Parser)`: the module was
     # committed importing in no new session (NameError), the answer saying nothing.
-    files = {"readfirst.py": ("import functools\n\n\nclass Parser:\n    def __lt__(self, other):\n"
-                              "        return False\n\n\nDEFAULT = Parser()\n"
-                              "Parser = functools.total_ordering(Parser)\n")}
-    with daemon_on_image(tmp_path, files) as daemon:
-        client = open_session(daemon)
-        run(client, "import readfirst")
-        said = error(client, "delete_class", "refused", className="readfirst.Parser")
-        assert "it failed with NameError: name 'Parser' is not defined" in said, said
-        assert "class Parser" in (tmp_path / "image" / "readfirst.py").read_text()
-        client.close()
-
-
-def test_deleting_a_class_an_import_that_failed_would_replace_is_refused(tmp_path):
+    ("readfirst", "import functools\n\n\nclass Parser:\n    def __lt__(self, other):\n"
+                  "        return False\n\n\nDEFAULT = Parser()\n"
+                  "Parser = functools.total_ordering(Parser)\n"),
     # `try: from _no_such_fast_parser import Parser` / `except ImportError: pass` below the
     # class: the import was taken to bind the name, and the module, reading it, was committed
     # importing in no new session, the answer saying nothing.
-    files = {"parser_mod.py": ("class Parser:\n    def parse(self):\n        return 1\n\n\n"
-                               "try:\n    from _no_such_fast_parser import Parser\n"
-                               "except ImportError:\n    pass\n\n\nDEFAULT = Parser()\n")}
-    with daemon_on_image(tmp_path, files) as daemon:
+    ("parser_mod", "class Parser:\n    def parse(self):\n        return 1\n\n\n"
+                   "try:\n    from _no_such_fast_parser import Parser\n"
+                   "except ImportError:\n    pass\n\n\nDEFAULT = Parser()\n"),
+], ids=["read-above-a-rebinding", "an-import-that-failed"])
+def test_deleting_a_class_its_module_reads_where_nothing_else_binds_it_is_refused(tmp_path, name, text):
+    with daemon_on_image(tmp_path, {f"{name}.py": text}) as daemon:
         client = open_session(daemon)
-        run(client, "import parser_mod")
-        said = error(client, "delete_class", "refused", className="parser_mod.Parser")
+        run(client, f"import {name}")
+        said = error(client, "delete_class", "refused", className=f"{name}.Parser")
         assert "it failed with NameError: name 'Parser' is not defined" in said, said
-        assert "class Parser" in (tmp_path / "image" / "parser_mod.py").read_text()
+        assert "class Parser" in (tmp_path / "image" / f"{name}.py").read_text()
         client.close()
 
 
