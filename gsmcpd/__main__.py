@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 from gsmcpd import __version__
-from gsmcpd.config import ConfigError, load_config, parse_optional_path, parse_seconds
+from gsmcpd.config import (ConfigError, load_config, parse_optional_path, parse_port, parse_seconds,
+                           parse_trace)
 from gsmcpd.exitcodes import REFUSED
 
 
@@ -79,9 +80,39 @@ def _port_argument(sub: argparse.ArgumentParser) -> None:
 
 
 def _port_given(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str | None:
-    if args.port is not None and args.port_flag is not None and args.port != args.port_flag:
+    """PORT or --port PORT, as a number: 8000 and --port 08000 are one port, two different
+    ones are refused. A lone argument that is no port is said to have been read as PORT:
+    a flag's value split in two words (--toolsets core extra) was refused as a port."""
+    if args.port is None:
+        return args.port_flag
+    try:
+        port = parse_port(args.port)
+    except ValueError as exc:
+        parser.exit(2, f"gsmcpd {args.command}: error: argument PORT: {exc} "
+                       "(the one argument without a flag is the port)\n")
+    try:
+        other = None if args.port_flag is None else parse_port(args.port_flag)
+    except ValueError:   # refused as the knob, naming it
+        return args.port_flag
+    if other is not None and other != port:
         parser.exit(2, f"gsmcpd {args.command}: error: two ports given: {args.port} and --port {args.port_flag}\n")
-    return args.port if args.port is not None else args.port_flag
+    return args.port
+
+
+def _trace_port(args: argparse.Namespace) -> None:
+    """`run-server.sh --trace 8000`: --trace's optional value took the port. A value no trace
+    setting reads but a port does is the port, with --trace alone (`--trace 1` stays 1),
+    unless a port is given too: then it was meant as the trace setting, and is refused so."""
+    if getattr(args, "trace", None) is None or args.port is not None or args.port_flag is not None:
+        return
+    try:
+        parse_trace(args.trace)
+    except ValueError:
+        try:
+            parse_port(args.trace)
+        except ValueError:
+            return   # refused as a trace setting
+        args.port, args.trace = args.trace, "1"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -127,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command != "cert":
+        _trace_port(args)
         args.port = _port_given(args, parser)
     try:
         return _run(args)

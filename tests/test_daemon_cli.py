@@ -555,6 +555,43 @@ def test_serve_start_and_check_take_a_lone_port_as_stop_does_over_the_environmen
     assert not any(tmp_path.iterdir())   # refused before a state directory was made
 
 
+def test_a_port_given_both_ways_is_compared_as_a_number(tmp_path):
+    # `stop 8000 --port 08000` was refused as two ports: the texts were compared.
+    port = free_port()
+    stopped = gsmcpd("stop", str(port), "--port", f"0{port}", "--state-dir", str(tmp_path))
+    assert stopped.returncode == 1 and stopped.stderr == "", stopped.stderr
+    assert stopped.stdout.startswith(f"no gsmcpd running on port {port} "), stopped.stdout
+    checked = gsmcpd("check", f"0{port}", "--port", str(port), "--state-dir", str(tmp_path / "state"))
+    assert f"port           127.0.0.1:{port}\n" in checked.stdout, checked.stdout + checked.stderr
+
+
+def test_a_lone_argument_that_is_no_port_is_said_to_have_been_read_as_the_port(tmp_path):
+    # `--toolsets core extra` (a value in two words) said "port: expected an integer".
+    for command in ("start", "check", "stop"):
+        result = gsmcpd(command, "--state-dir", str(tmp_path), "--toolsets", "core", "extra") \
+            if command != "stop" else gsmcpd(command, "--state-dir", str(tmp_path), "extra")
+        assert (result.returncode, result.stderr.strip()) == (2, f"gsmcpd {command}: error: argument PORT: "
+                                                                 "expected an integer, got 'extra' (the one "
+                                                                 "argument without a flag is the port)")
+    assert not any(tmp_path.iterdir())
+
+
+def test_start_trace_then_a_lone_port_serves_that_port_traced(tmp_path):
+    # `run-server.sh --trace 8000`: --trace's optional value took the port, and the start
+    # was refused (trace: expected 0, 1 or both, got '8000').
+    port, state = free_port(), tmp_path / "state"
+    started = gsmcpd("start", "--trace", str(port), "--state-dir", str(state))
+    try:
+        assert started.returncode == 0, started.stdout + started.stderr
+        assert f"listening on http://127.0.0.1:{port}/mcp" in started.stdout
+        log = (state / f"gsmcpd-{port}.log").read_text()
+        assert "message trace: ON (inbound)" in log, log
+    finally:
+        gsmcpd("stop", str(port), "--state-dir", str(state))
+    meant = gsmcpd("check", "--trace", str(port), "--port", str(free_port()), "--state-dir", str(state))
+    assert meant.stdout.splitlines()[-1] == f"PROBLEM: config: trace: expected 0, 1 or both, got '{port}'"
+
+
 def test_check_shows_a_path_through_dot_dot_or_a_link_with_the_file_it_names_now(tmp_path):
     # `state dir  /x/clone/../state` was all it said; the given path stays (a link is
     # followed again at each open), the resolved one is added when it differs.
