@@ -650,6 +650,11 @@ def start(config: Config, serve_args: list[str], out: TextIO = sys.stdout,
     so its command line names gsmcpd and the port (what `stop` checks).
     """
     try:
+        environ = _serve_environ()
+    except StartRefused as exc:
+        print(exc, file=out)
+        return exc.status
+    try:
         make_private_dir(config.state_dir)
     except OSError as exc:
         print(f"cannot use the state directory {config.state_dir}: {exc.strerror or exc}", file=out)
@@ -676,7 +681,7 @@ def start(config: Config, serve_args: list[str], out: TextIO = sys.stdout,
     read_end, write_end = os.pipe()
     child = os.fork()
     if child == 0:
-        _detach_and_exec(argv, read_end, write_end, log_path)
+        _detach_and_exec(argv, environ, read_end, write_end, log_path)
     os.close(write_end)
     os.waitpid(child, 0)
     line = read_outcome(read_end, timeout, lambda level, text: print(f"gsmcpd: {level.lower()}: {text}",
@@ -703,7 +708,8 @@ def _stop_command(port: int, state_dir: Path) -> str:
     return shlex.join(argv)
 
 
-def _detach_and_exec(argv: list[str], read_end: int, write_end: int, log_path: Path) -> None:
+def _detach_and_exec(argv: list[str], environ: dict[str, str], read_end: int, write_end: int,
+                     log_path: Path) -> None:
     try:
         os.close(read_end)
         os.setsid()                     # own session: no controlling terminal, no SIGHUP
@@ -720,7 +726,7 @@ def _detach_and_exec(argv: list[str], read_end: int, write_end: int, log_path: P
             os.write(write_end, (failure_line(message, of_os_error(exc)) + "\n").encode())
             os._exit(1)
         os.set_inheritable(write_end, True)
-        os.execve(argv[0], [*argv, "--ready-fd", str(write_end)], _serve_environ())
+        os.execve(argv[0], [*argv, "--ready-fd", str(write_end)], environ)
     finally:
         os._exit(127)                   # exec failed: the starter sees EOF and says so
 
@@ -729,13 +735,19 @@ def _serve_environ() -> dict[str, str]:
     """The detached serve's environment. It runs `python -P`, so the caller's directory
     is not on its path: a gsmcpd there (another checkout, any directory of that name)
     would be run instead of this one. This gsmcpd's own directory goes first on
-    PYTHONPATH when only the caller's directory made it importable."""
+    PYTHONPATH when only the caller's directory made it importable: StartRefused when
+    its path holds a ':', as run-server.sh refuses it (Python splits PYTHONPATH there, and
+    another gsmcpd, an installed one, then ran)."""
     import gsmcpd
     root = Path(gsmcpd.__file__).resolve().parent.parent
     environ = dict(os.environ)
     # sys.path[0] is the caller's directory, unless -P (safe_path) left it out
     searched = sys.path if sys.flags.safe_path else sys.path[1:]
     if root not in {Path(entry).resolve() for entry in searched if entry}:
+        if os.pathsep in str(root):
+            raise StartRefused(f"cannot run gsmcpd from {root}: its path holds a '{os.pathsep}', which "
+                               "PYTHONPATH cannot carry (Python splits it there); move the checkout, "
+                               "or clone it, to a path without one")
         environ["PYTHONPATH"] = os.pathsep.join(filter(None, (str(root), environ.get("PYTHONPATH"))))
     return environ
 

@@ -781,6 +781,27 @@ def test_the_detached_serve_gets_this_gsmcpd_first_on_its_path_once(tmp_path, fl
     assert shown.strip() == str(REPO)
 
 
+def test_start_from_a_checkout_whose_path_holds_a_colon_is_refused_before_anything(tmp_path):
+    # `python -m gsmcpd start` run in /x/a:b: the detached serve got PYTHONPATH=/x/a:b,
+    # read as /x/a and b, and imported another gsmcpd (the .venv's installed one).
+    import shutil
+    checkout = tmp_path / "a:b"
+    shutil.copytree(REPO / "gsmcpd", checkout / "gsmcpd", ignore=shutil.ignore_patterns("__pycache__"))
+    port, state = free_port(), tmp_path / "state"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    started = subprocess.run([sys.executable, "-m", "gsmcpd", "start", str(port), "--state-dir", str(state)],
+                             cwd=checkout, env=env, capture_output=True, text=True, timeout=60)
+    try:
+        assert (started.returncode, started.stdout.strip()) == (2, f"cannot run gsmcpd from {checkout}: its "
+                                                                   "path holds a ':', which PYTHONPATH cannot carry "
+                                                                   "(Python splits it there); move the checkout, or "
+                                                                   "clone it, to a path without one"), started.stderr
+        assert not state.exists()
+    finally:
+        subprocess.run([sys.executable, "-m", "gsmcpd", "stop", str(port), "--state-dir", str(state)],
+                       cwd=REPO, capture_output=True)
+
+
 def test_a_log_file_that_opens_but_refuses_appending_leaves_no_descriptor_open():
     # /proc/self/comm opens for writing (its owner's) and then refuses the seek to its end;
     # the descriptor had stayed open, one more on every SIGHUP reopen that failed so.
