@@ -606,6 +606,23 @@ def test_check_shows_a_path_through_dot_dot_or_a_link_with_the_file_it_names_now
     assert f"\nstate dir      {real / 'state'}\n" in plain.stdout, plain.stdout
 
 
+def test_check_and_start_name_a_link_loop_at_the_state_dir_or_log_file(tmp_path):
+    # Path.exists() calls a loop missing: check said OK (a state dir to be made, a log file
+    # to be created) and start said "Not a directory", or serve failed opening its log.
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    loop, port = tmp_path / "a", str(free_port())
+    checked = gsmcpd("check", port, "--state-dir", str(loop))
+    assert checked.returncode != 0
+    assert checked.stdout.splitlines()[-1] == f"PROBLEM: state dir: {loop}: Too many levels of symbolic links"
+    started = gsmcpd("start", port, "--state-dir", str(loop))
+    assert started.returncode != 0
+    assert started.stdout.strip() == f"cannot use the state directory {loop}: Too many levels of symbolic links"
+    logged = gsmcpd("check", port, "--state-dir", str(tmp_path / "state"), env={"GS_MCP_LOG_FILE": str(loop)})
+    assert logged.stdout.splitlines()[-1] == f"PROBLEM: log file: log_file: cannot open {loop} for appending: " \
+        "Too many levels of symbolic links"
+
+
 def test_cert_writes_a_self_signed_pair(tmp_path):
     result = gsmcpd("cert", "--self-signed", str(tmp_path / "certs"))
     assert result.returncode == 0, result.stderr
