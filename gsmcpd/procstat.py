@@ -46,6 +46,11 @@ def ppid(stat: list[bytes]) -> int:
     return int(field(stat, 4))
 
 
+def pgrp(stat: list[bytes]) -> int:
+    """Its process group's id (field 5)."""
+    return int(field(stat, 5))
+
+
 def start_time(stat: list[bytes]) -> int:
     """When it started, in clock ticks after boot (field 22): with the pid, it names one
     process, not a later one given the same pid."""

@@ -16,6 +16,14 @@ CHILDREN = ("import os\nfound = []\nfor pid in filter(str.isdigit, os.listdir('/
             "        with open(f'/proc/{pid}/stat') as f:\n            stat = f.read().rsplit(')', 1)[1].split()\n"
             "    except OSError:\n        continue\n    if int(stat[1]) == os.getpid() and stat[0] != 'Z':\n"
             "        found.append(pid)\nfound")
+# zombies(): the worker's children that have ended, not yet reaped.
+ZOMBIES = ("def zombies():\n    import os\n    found = []\n"
+           "    for pid in filter(str.isdigit, os.listdir('/proc')):\n        try:\n"
+           "            with open(f'/proc/{pid}/stat') as f:\n"
+           "                stat = f.read().rsplit(')', 1)[1].split()\n"
+           "        except OSError:\n            continue\n"
+           "        if int(stat[1]) == os.getpid() and stat[0] == 'Z':\n            found.append(pid)\n"
+           "    return found\n")
 
 
 @pytest.fixture
@@ -24,6 +32,10 @@ def daemon(tmp_path, request):
              # In the trial alone (its python -I): a child forked to sleep, holding every descriptor.
              "forking.py": DRAWN + "import os, sys, time\nif sys.flags.isolated and os.fork() == 0:\n"
                                    "    time.sleep(60)\n    os._exit(0)\n",
+             # Each trial's child killed with its group: reparented to the worker, a subreaper.
+             "forks.py": "class K:\n    def a(self):\n        pass\n\n    def b(self):\n        pass\n\n"
+                         "    def c(self):\n        pass\n\n\nimport os, sys, time\n"
+                         "if sys.flags.isolated and os.fork() == 0:\n    time.sleep(60)\n    os._exit(0)\n",
              "sleeping.py": DRAWN + "import sys, time\nif sys.flags.isolated:\n    time.sleep(60)\n"}
     image = write_image(tmp_path / "image", files)
     with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image), **getattr(request, "param", {})}) as running:
@@ -49,6 +61,19 @@ def test_a_child_the_module_forks_neither_holds_up_the_trial_nor_outlives_it(dae
     deleted = call_tool(c, "delete_method", {"className": "forking.Random", "selector": "choice"})
     assert "importNotTried" not in deleted["structuredContent"], deleted
     assert run(c, CHILDREN) == "[]"
+    c.close()
+
+
+def test_what_the_trials_killed_is_reaped_and_a_child_of_the_sessions_own_is_left_to_its_code(daemon):
+    # Each deletion's trial left its forked child a zombie below the worker till it ended.
+    c = open_session(daemon)
+    run(c, ZOMBIES + "import subprocess, time\nmine = subprocess.Popen(['true'])\n"
+           "while str(mine.pid) not in zombies():\n    time.sleep(0.01)\n")
+    for selector in "abc":
+        deleted = structured(c, "delete_method", className="forks.K", selector=selector)
+        assert "importNotTried" not in deleted, deleted
+    assert run(c, "zombies() == [str(mine.pid)]") == "True"
+    assert run(c, "mine.wait()") == "0"
     c.close()
 
 

@@ -193,3 +193,22 @@ def test_what_the_module_forks_neither_holds_up_the_trial_nor_outlives_it(client
         for pid in map(int, pids.read_text().split()) if pids.exists() else ():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_what_the_module_forks_ends_when_the_trial_ends_without_answering(client, image, tmp_path):
+    # The module ends the trial's interpreter as it imports: its group was killed only by an
+    # answer or a timeout, and the child it forked slept on.
+    pid = tmp_path / "pid"
+    write(image, DRAWN.replace("choice = _inst.choice\n", "") +
+          "import os, sys, time\nif sys.flags.isolated:\n    kept = os.fork()\n"
+          "    if kept == 0:\n        time.sleep(60)\n        os._exit(0)\n"
+          f"    open({str(pid)!r}, 'w').write(str(kept))\n    os._exit(0)\n")
+    client.ok("refresh")
+    try:
+        result = client.ok("delete_method", className="trial.Random", selector="choice")
+        assert result["structuredContent"]["importNotTried"] == "gave no answer (exit status 0)"
+        assert _ended(int(pid.read_text()))
+    finally:
+        if pid.exists():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid.read_text()), signal.SIGKILL)

@@ -547,3 +547,21 @@ def test_a_workers_end_with_more_descendants_than_descriptors_kills_them_a_batch
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["0"], out.stdout + out.stderr
     assert "cannot look for the processes below it" not in out.stderr
+
+
+def test_a_killed_groups_processes_are_reaped_and_no_other_child():
+    # The trial's way (gsmcpd.image.trial): its group killed, found while its leader is
+    # not reaped, then reaped; a child outside the group, ended too, is left to its waiter.
+    leader = subprocess.Popen(["sleep", "60"], process_group=0)
+    member = subprocess.Popen(["sleep", "60"], process_group=leader.pid)
+    mine = subprocess.Popen(["true"])
+    assert wait_until(lambda: not pid_alive(mine.pid))
+    os.killpg(leader.pid, signal.SIGKILL)
+    found = reaper.open_group(leader.pid)
+    assert len(found) == 1
+    leader.wait()
+    reaper.reap_those(found, 10)
+    with pytest.raises(ChildProcessError):   # reaped: no longer a child of ours
+        os.waitpid(member.pid, os.WNOHANG)
+    member.returncode = -signal.SIGKILL
+    assert mine.wait() == 0

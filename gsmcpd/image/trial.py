@@ -13,9 +13,9 @@ kernel there too. The worker's own live classes stay as they are (re-importing t
 replace them). Only a failure the old text does not have is one the
 deletion makes. A trial that does not finish within TIMEOUT (or cannot run), with either
 text, decides nothing: the deletion goes ahead, with a note saying the import was not tried.
-The trial is a process group of its own, killed once it answers or times out: what the
+The trial is a process group of its own, killed once it answers, times out or ends: what the
 module starts as it imports does not outlive it (but for what leaves the group) nor,
-forked, hold its answer's pipe open.
+forked, hold its answer's pipe open, nor, killed, stay a zombie below the worker.
 """
 
 from __future__ import annotations
@@ -24,12 +24,17 @@ import contextlib
 import json
 import os
 import pickle
+import select
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 
+from gsmcpd.worker import reaper
+
 TIMEOUT = 10.0   # seconds a trial may take; a module's import taking longer is not judged
+REAP_WAIT = 1.0  # seconds for the processes of the trial's group, killed, to end and be reaped, at most
 # The child reads its payload first, with the worker's sys.path (-I leaves PYTHONPATH out).
 _BOOT = ("import pickle, sys; payload = pickle.load(sys.stdin.buffer); sys.path[:] = payload['path']; "
          "from gsmcpd.image import trial; trial.child(payload)")
@@ -58,22 +63,19 @@ def try_import(view, module: str, text: str) -> Failure | Undecided | None:
     payload = {"path": [entry for entry in sys.path if isinstance(entry, str)],
                "root": view.store.root, "texts": texts, "shadowed": shadowed, "module": module, "rel": rel}
     try:
-        # A group of its own: what the module starts is ended with it (child(), and below).
-        trying = subprocess.Popen([sys.executable, *_flags(), "-I", "-c", _BOOT], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+        with _payload_file(payload) as sent:
+            # A group of its own: what the module starts is ended with it (child(), and _end).
+            trying = subprocess.Popen([sys.executable, *_flags(), "-I", "-c", _BOOT], stdin=sent,
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
     except OSError as error:
         return Undecided(f"could not start ({error})")
     with trying:
         try:
-            out = trying.communicate(pickle.dumps(payload), timeout=TIMEOUT)[0]
-        except BaseException as error:   # timed out, or a break: ended, with what it started
-            if trying.returncode is None:   # not reaped yet: the group is still its own
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(trying.pid, signal.SIGKILL)
-            if not isinstance(error, subprocess.TimeoutExpired):
-                raise   # Popen's exit waits for it, killed: a break is not held up by the import
-            trying.wait()
-            return Undecided(f"timed out after {TIMEOUT:g} s")
+            out = _answer(trying.stdout, TIMEOUT)
+        finally:   # answered, timed out, or a break: not held up by the import
+            _end(trying)
+    if out is None:
+        return Undecided(f"timed out after {TIMEOUT:g} s")
     try:
         said = json.loads(out)   # JSON, not pickle: the module's code could write there too
     except ValueError:
@@ -85,6 +87,48 @@ def try_import(view, module: str, text: str) -> Failure | Undecided | None:
     if said["kind"] in _UNDECIDED:
         return Undecided(f"{said['kind']} in the trial")
     return Failure(said["kind"], said["message"], said["line"], said["top"])
+
+
+def _payload_file(payload: dict):
+    """The pickled payload in a file of memory, the trial's stdin: written whole before it
+    starts, so nothing but its answer is waited for (Popen.communicate would reap it too)."""
+    sent = open(os.memfd_create("gsmcpd-trial"), "w+b")
+    try:
+        sent.write(pickle.dumps(payload))
+        sent.flush()
+        sent.seek(0)
+    except BaseException:
+        sent.close()
+        raise
+    return sent
+
+
+def _answer(stdout, seconds: float) -> bytes | None:
+    """All the trial writes on `stdout`, until it is closed; None if that takes over `seconds`."""
+    deadline = time.monotonic() + seconds
+    waiting = select.poll()
+    waiting.register(stdout, select.POLLIN)
+    chunks = []
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or not waiting.poll(left * 1000):
+            return None
+        chunk = os.read(stdout.fileno(), 65536)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def _end(trying: subprocess.Popen) -> None:
+    """Kill the trial's group (its own, the trial not reaped yet) and reap the trial, and what
+    of the group is the worker's by then: killed, a process the module forked is reparented
+    to the worker (a child subreaper, gsmcpd.worker.reaper) and would stay a zombie till it
+    ends. Never another child of the worker's, which the session's code may wait for."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(trying.pid, signal.SIGKILL)
+    killed = reaper.open_group(trying.pid)
+    trying.wait()
+    reaper.reap_those(killed, REAP_WAIT)
 
 
 def _flags() -> list[str]:

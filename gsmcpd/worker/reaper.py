@@ -238,6 +238,48 @@ def has_ended(pidfd: int, within: float = 0) -> bool:
     return bool(ending.poll(within * 1000))
 
 
+def open_group(pgid: int) -> list[int]:
+    """Pidfds of the processes in group `pgid` but its leader, the caller's to close. Only
+    while the leader is not reaped is its pid, and so the group's id, its own: a process found
+    in the group then is one of the group's, never another's given the pid since. Those
+    out of descriptors to open are left out."""
+    opened = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == pgid:
+            continue
+        stat = procstat.fields(name)
+        if stat is None or procstat.pgrp(stat) != pgid:
+            continue
+        try:
+            pidfd = _open_pidfd(int(name))
+        except OSError:
+            break
+        if pidfd is None:
+            continue
+        stat = procstat.fields(name)   # its pid may have been reaped and reused before the open
+        if stat is None or procstat.pgrp(stat) != pgid:
+            os.close(pidfd)
+        else:
+            opened.append(pidfd)
+    return opened
+
+
+def reap_those(pidfds: list[int], wait: float) -> None:
+    """Reap each process of `pidfds` that has ended, within `wait` seconds, as our child
+    (one whose parent lives on is its parent's), and close the pidfds. Only these: never
+    another child, whose status the code that started it may be waiting for."""
+    try:
+        _wait_all(pidfds, wait)
+        for pidfd in pidfds:
+            try:
+                os.waitid(os.P_PIDFD, pidfd, os.WEXITED | os.WNOHANG)
+            except ChildProcessError:
+                pass
+    finally:
+        for pidfd in pidfds:
+            os.close(pidfd)
+
+
 def kill_strays(adopter: tuple[int, int], spared) -> dict[int, int]:
     """SIGKILL every live child of `adopter`, (pid, pidfd) of open_adopter's, whose pid
     is not in `spared`; {pidfd: pid} of each one signalled, the caller's to watch and close.
