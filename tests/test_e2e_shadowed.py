@@ -7,13 +7,14 @@ holds a copy of under another name (vendored.enum) is the image's.
 
 import enum
 import json
+import numbers
 import shutil
 from pathlib import Path
 
 import pytest
 
 from test_e2e_image_tools import daemon, run  # noqa: F401  (the daemon fixture: on this module's image)
-from test_e2e_tools import error, structured
+from test_e2e_tools import call_tool, error, structured
 
 STDLIB_JSON = Path(json.__file__).parent
 
@@ -32,7 +33,22 @@ def image(tmp_path_factory):
     shutil.copy(enum.__file__, root / "vendored" / "enum.py")
     (root / "vendored" / "levels.py").write_text("from vendored import enum\n\n\nclass Level(enum.Enum):\n"
                                                   "    LOW = 1\n\n    def label(self):\n        return self.name\n")
+    shutil.copy(numbers.__file__, root / "numbers.py")   # not loaded by the worker: the image's
     return root
+
+
+def test_a_re_import_that_drops_what_the_kernel_tied_to_an_image_module_says_so(c):
+    # _decimal registers Decimal with the numbers.Number it imported, the image's; abort made a
+    # new numbers without it, silently: isinstance False here, True in a new session.
+    assert run(c, "import decimal, numbers\nisinstance(decimal.Decimal(1), numbers.Number)") == "True"
+    aborted = call_tool(c, "abort", {})
+    assert aborted["structuredContent"]["kernelTies"] == {
+        "numbers": ["decimal.Decimal (registered with numbers.Number)"]}
+    assert ("note: re-importing numbers made its classes anew, but the kernel's modules are not re-imported "
+            "and stay tied to the old ones: decimal.Decimal (registered with numbers.Number)") \
+        in aborted["content"][0]["text"]
+    assert "kernelTies" not in structured(c, "refresh")   # numbers unchanged: not re-imported
+    assert run(c, "import decimal, numbers\nisinstance(decimal.Decimal(1), numbers.Number)") == "False"
 
 
 def test_a_shadowed_package_is_the_standard_librarys_whole(c, image):

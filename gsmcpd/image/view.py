@@ -27,7 +27,7 @@ from types import CodeType, ModuleType
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gsmcpd.image import own, parsing, splice, walking
+from gsmcpd.image import kernel_ties, own, parsing, splice, walking
 from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
 from gsmcpd.image.surely_run import surely_run
 from gsmcpd.image.renumber import code_of_live_functions, code_within, renumber_moved_code, spans_of
@@ -166,6 +166,9 @@ class View:
         # module -> the code compiled from that text (by id): what an edit's renumber moves.
         self.live_code: dict[str, dict[int, CodeType]] = {}
         self.import_errors: dict[str, str] = {}
+        # module -> the kernel's classes tied to its old classes, as its re-imports in this tool
+        # call found them (kernel_ties); the call's answer names those lost, the server clears it.
+        self.kernel_ties: dict[str, list] = {}
         # A failed import is tried again only once something that may change its outcome
         # happened (see forget_import_failures): load_all re-imported every failing module
         # on each image-wide call, seconds on a large image.
@@ -468,6 +471,16 @@ class View:
             return getattr(getattr(loaded, "__spec__", None), "loader", None) is self._loader
         except Exception:
             return False
+
+    def lost_kernel_ties(self) -> dict[str, list[str]]:
+        """module -> the kernel's classes tied to its old classes and not to those its
+        re-import made (kernel_ties.lost): what this tool call's re-imports dropped."""
+        found = {name: kernel_ties.lost(name, tied, sys.modules.get(name) if self.owns_module(name) else None)
+                 for name, tied in sorted(self.kernel_ties.items())}
+        return {name: named for name, named in found.items() if named}
+
+    def _is_kernel(self, module: str | None) -> bool:
+        return kernel_ties.is_kernel_module(module, self._loader)
 
     def loaded_modules(self) -> list[str]:
         return sorted(name for name in list(sys.modules) if self.owns_module(name))
@@ -1234,6 +1247,9 @@ class View:
         self.forget_import_failures()   # an importer of these may import otherwise now
         for name in names:
             if self.owns_module(name):
+                tied = kernel_ties.ties(name, sys.modules[name], self._is_kernel)
+                if tied:
+                    self.kernel_ties.setdefault(name, []).extend(tied)
                 _unbind(name)
             self.live_texts.pop(name, None)
             self.live_code.pop(name, None)

@@ -282,12 +282,15 @@ class McpServer:
         self.context = context or CallContext()
         # A soft break that landed ends the call as a break, whatever the user's code made
         # of it (caught it and exited, or returned): the deadline or cancel still holds.
+        ties = getattr(self.view, "kernel_ties", None)
         try:
+            if ties:
+                ties.clear()   # a call's answer says only what its own re-imports dropped
             for toolset in self.toolsets:
                 toolset.call_starting()
             outcome = tool.handler(arguments)
             raise_if_break()
-            return success_result(outcome)
+            return success_result(with_kernel_ties(outcome, ties and self.view.lost_kernel_ties()))
         except ToolError as error:
             raise_if_break(error)
             return error_result(error.kind, error.message, error.details)
@@ -346,6 +349,25 @@ def check_declarations(toolset: Toolset, registered: ToolRegistry) -> None:
         strays = set(getattr(toolset, attribute)) - declared
         if strays:
             raise ValueError(f"{label}.{attribute} names tools it does not provide: {sorted(strays)}")
+
+
+def with_kernel_ties(outcome, ties: dict[str, list[str]] | None):
+    """The answer, with a note on the kernel's classes tied to an image module's old classes
+    that the call's re-import of it dropped (gsmcpd.image.kernel_ties), and `kernelTies`."""
+    if not ties or not isinstance(outcome, (str, dict)) or isinstance(outcome, dict) and not \
+            isinstance(outcome.get("text"), str):
+        return outcome
+    note = "\n".join(
+        f"note: re-importing {module} made its classes anew, but the kernel's modules are not "
+        f"re-imported and stay tied to the old ones: {', '.join(tied)}; here isinstance and "
+        f"issubclass with the new {module} say False for them, where a new session, importing "
+        f"both anew, says True" for module, tied in sorted(ties.items()))
+    if isinstance(outcome, str):
+        return f"{outcome}\n{note}"
+    structured = outcome.get("structured")
+    if isinstance(structured, dict):
+        structured = {**structured, "kernelTies": dict(sorted(ties.items()))}
+    return {**outcome, "text": f"{outcome['text']}\n{note}", "structured": structured}
 
 
 def success_result(outcome) -> dict:

@@ -1,0 +1,99 @@
+"""The kernel's classes tied to the classes of an image module about to be re-imported.
+
+An image module the kernel imported (`numbers.py` in the image: the standard library's
+`decimal` imports `numbers` as it loads, and gets the image's, README "Kernel guard") may
+hold classes the kernel built on (`fractions.Fraction` subclasses `numbers.Rational`) or
+registered with (`_decimal` registers `Decimal` with `numbers.Number`). A re-import (abort,
+refresh, a commit, a mutation's) makes new classes without them, and the kernel's modules
+are never re-imported: `isinstance(Decimal(1), numbers.Number)` is then False here, though
+True in a new session, which imports both anew. Only these two ties are told, read off the
+old classes (their subclasses, their ABC registry): exact, and a look at the module's own
+classes alone. A kernel module's global bound to the old module or class, or one its C code
+keeps, is not (finding those would walk every kernel module, or cannot be done).
+"""
+
+from __future__ import annotations
+
+import abc
+import sys
+
+try:
+    from _abc import _get_dump   # the C ABCs' registry (CPython's, as test.support reads it)
+except ImportError:   # pragma: no cover - the pure-Python _py_abc keeps it as an attribute
+    _get_dump = None
+
+
+def ties(name: str, module, is_kernel) -> list[tuple[type, str, str]]:
+    """(kernel class, "subclass" or "registered", qualname) for each class of a kernel module
+    (`is_kernel(name)`) tied so to the class `module` (the module `name`) made of that
+    qualified name."""
+    found = []
+    try:
+        for value in list(vars(module).values()):
+            if isinstance(value, type) and _module_of(value) == name:
+                found += [(tied, how, _qualname(value)) for tied, how in _tied_to(value)
+                          if is_kernel(_module_of(tied))]
+    except Exception:   # what the module's own classes do (a metaclass's __subclasses__)
+        pass
+    return found
+
+
+def lost(module_name: str, found: list[tuple[type, str, str]], now) -> list[str]:
+    """Of `found` (ties() of the old module), those the module `now` (the new one, or None)
+    does not make again, named: 'decimal.Decimal (registered with numbers.Number)' or
+    'fractions.Fraction (a subclass of numbers.Rational)'. The new module's own code
+    re-registers some (numbers registers int with its Integral): not lost."""
+    named = set()
+    for tied, how, qualname in found:
+        try:
+            cls = now
+            for part in qualname.split(".") if now is not None else ():
+                cls = vars(cls).get(part)   # its own dict: no __getattr__ of the module's runs
+            kept = isinstance(cls, type) and (tied, how) in _tied_to(cls)
+        except Exception:
+            kept = False
+        if not kept:
+            relation = "a subclass of" if how == "subclass" else "registered with"
+            named.add(f"{_named(tied)} ({relation} {module_name}.{qualname})")
+    return sorted(named)
+
+
+def _tied_to(cls) -> list[tuple[type, str]]:
+    return [(sub, "subclass") for sub in type.__subclasses__(cls)] + \
+        [(registered, "registered") for registered in _registered(cls)]
+
+
+def _registered(cls) -> list[type]:
+    """The classes registered with `cls`, an ABC (none if it is not one)."""
+    if not isinstance(cls, abc.ABCMeta):
+        return []
+    if _get_dump is None:
+        refs = vars(cls).get("_abc_registry", ())
+    else:
+        try:
+            refs = _get_dump(cls)[0]
+        except TypeError:   # not a C ABC's data
+            return []
+    return [registered for ref in list(refs) if (registered := ref()) is not None]
+
+
+def _module_of(cls) -> str | None:
+    """The name of the module that made `cls`, as its own dict says (a metaclass's
+    property of that name answers anything)."""
+    name = type.__dict__["__module__"].__get__(cls)
+    return name if isinstance(name, str) else None
+
+
+def _qualname(cls) -> str:
+    return type.__dict__["__qualname__"].__get__(cls)
+
+
+def _named(cls) -> str:
+    return f"{_module_of(cls)}.{_qualname(cls)}"
+
+
+def is_kernel_module(name: str | None, image_loader) -> bool:
+    """Whether `name` is a loaded module the kernel imported: found by an import system
+    loader (its spec's) that is not the image's, so not the session's workspace either."""
+    loader = getattr(getattr(sys.modules.get(name or ""), "__spec__", None), "loader", None)
+    return loader is not None and loader is not image_loader

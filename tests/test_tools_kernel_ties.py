@@ -1,0 +1,42 @@
+"""A re-import of an image module the kernel tied its classes to (gsmcpd.image.kernel_ties):
+the answer of the tool that re-imported it names the kernel's classes that lost their tie."""
+
+import importlib
+import sys
+
+import pytest
+
+from test_tools_support import client, image, views  # noqa: F401  (fixtures)
+
+UNITS = ("import abc\n\n\nclass Quantity(abc.ABC):\n    pass\n\n\n"
+         "Quantity.register(int)   # made again by the re-import: not lost\n")
+# A module the kernel loads (not the image's), as decimal is, importing the image's module.
+KERNEL_SIDE = ("import tied_units\n\n\nclass Meter:\n    pass\n\n\ntied_units.Quantity.register(Meter)\n\n\n"
+               "class Foot(tied_units.Quantity):\n    pass\n")
+
+
+@pytest.fixture
+def kernel_side(tmp_path):
+    (tmp_path / "kernel_side_ties.py").write_text(KERNEL_SIDE)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        yield lambda: importlib.import_module("kernel_side_ties")
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("kernel_side_ties", None)
+
+
+def test_a_re_import_names_the_kernels_classes_tied_to_the_old_classes_alone(client, image, kernel_side):
+    (image / "tied_units.py").write_text(UNITS)
+    (image / "other_units.py").write_text("from tied_units import Quantity\n\n\nclass Yard(Quantity):\n    pass\n")
+    client.ok("refresh")
+    kernel_side()
+    client.ok("execute_code", code="import other_units, tied_units\n\n\nclass Mine(tied_units.Quantity):\n    pass\n")
+    aborted = client.ok("abort")
+    # Not the image's Yard (re-imported with it), the workspace's Mine, nor int (registered again).
+    assert aborted["structuredContent"]["kernelTies"] == {"tied_units": [
+        "kernel_side_ties.Foot (a subclass of tied_units.Quantity)",
+        "kernel_side_ties.Meter (registered with tied_units.Quantity)"]}
+    assert ("note: re-importing tied_units made its classes anew, but the kernel's modules are not "
+            "re-imported and stay tied to the old ones") in aborted["content"][0]["text"]
+    assert "kernelTies" not in client.ok("abort")["structuredContent"]   # the old classes' ties: told once
