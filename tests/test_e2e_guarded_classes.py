@@ -59,6 +59,9 @@ def image(tmp_path_factory):
                         "guard/remade.py": REMADE, "guard/kept.py": KEPT, "guard/local.py": LOCAL, "guard/demo.py": DEMO, "guard/levels.py": LEVELS, "guard/runs.py": RUNS, "guard/again.py": AGAIN,
                         "guard/unrun.py": UNRUN, "guard/newer.py": NEWER, "guard/wrapped.py": WRAPPED,
                         "guard/abstract.py": ABSTRACT,
+                        "guard/toml/__init__.py": ("from ._parser import DecodeError\n\n"
+                                                   "DecodeError.__module__ = __name__\n"),
+                        "guard/toml/_parser.py": "class DecodeError(ValueError):\n    pass\n",
                         "guard/broken.py": "try:\n    import _no_such\nexcept ImportError:\n"
                                            "    class Fallback:\n        pass\n\nraise RuntimeError\n"})
 
@@ -86,6 +89,12 @@ def test_a_class_made_at_run_time_is_named_as_such(c):
     # named at the assignment that binds it last, not a placeholder above it
     assert "guard.rebound.Point is a class made at run time (bound at line 5)" in error(
         c, "describe_class", "notFound", className="Point")
+
+
+def test_a_class_its_package_imports_and_renames_is_pointed_at_not_called_made_at_run_time(c):
+    # tomllib's `TOMLDecodeError.__module__ = __name__`: was "a class made at run time".
+    assert error(c, "describe_class", "notFound", className="guard.toml.DecodeError") == (
+        "guard.toml defines no class DecodeError (did you mean guard.toml._parser.DecodeError?)")
 
 
 def test_a_class_its_module_remakes_at_run_time_below_its_statement_is_refused_as_such(c, image):

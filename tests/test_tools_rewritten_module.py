@@ -517,3 +517,15 @@ def test_a_workspace_class_named_after_a_sys_modules_entry_with_no_dict_fails_no
         assert client.ok("execute_code", code="Named.__module__")["structuredContent"]["result"] == "'oddmod'"
     finally:
         sys.modules.pop("oddmod", None)
+
+
+def test_a_class_its_package_imports_and_renames_is_not_called_made_at_run_time(tmp_path, views):
+    # tomllib's pattern: the package imports the error and sets `__module__ = __name__`. Said
+    # "tomlx.TOMLDecodeError is a class made at run time (bound at line 1) by no class
+    # statement", of a class a class statement in tomlx._parser makes.
+    files = {"tomlx/__init__.py": ("from ._parser import TOMLDecodeError\n\n"
+                                   "TOMLDecodeError.__module__ = __name__\n"),
+             "tomlx/_parser.py": "class TOMLDecodeError(ValueError):\n    pass\n"}
+    client = Client(views(write_image(tmp_path / "image", files)))
+    said = client.error("get_class_definition", "notFound", className="tomlx.TOMLDecodeError")
+    assert said == "tomlx defines no class TOMLDecodeError (did you mean tomlx._parser.TOMLDecodeError?)"

@@ -348,11 +348,16 @@ def _made_at_run_time(view: View, modules: list[str], name: str) -> str:
         tree = view.tree(module)
         if tree is None or not splice.binds(tree.body, name, star=False):
             continue
+        line = _last_binding_line(tree, name)
+        # Imported, its __module__ set to this module's name after (tomllib's
+        # `TOMLDecodeError.__module__ = __name__`): another module's class statement made it.
+        if any(isinstance(statement, (ast.Import, ast.ImportFrom))
+               for statement in tree.body if statement.lineno == line):
+            continue
         loaded = view.module(module)
         obj = None if loaded is None else vars(loaded).get(name)
         if isinstance(obj, type) and obj.__module__ == module and view.rewritten_home(obj) is None:
-            hints.append(f"; {module}.{name} is a class made at run time (bound at line "
-                         f"{_last_binding_line(tree, name)}) "
+            hints.append(f"; {module}.{name} is a class made at run time (bound at line {line}) "
                          "by no class statement, so its source cannot be browsed or edited")
     return "".join(hints)
 
