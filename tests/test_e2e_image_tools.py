@@ -2452,7 +2452,7 @@ def test_a_class_whose_module_a_decorator_sets_is_refused_saying_so(image, c):
     # Said "is bound to dec.Dec ... not to the class its class statement makes": it is that class.
     said = error(c, "compile_method", "refused", className="dec._core.Dec", source="def m(self):\n    pass\n")
     assert said.startswith("dec._core.Dec is bound to a class whose __module__ ('dec') is set outside its "
-                           "class statement (by a decorator, its metaclass or code below it)")
+                           "class statement (by a decorator, its metaclass, or code below it or in another module)")
     assert "def m" not in (image / "dec/_core.py").read_text()
 
 

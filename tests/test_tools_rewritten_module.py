@@ -400,8 +400,9 @@ def test_one_whose_module_a_decorator_sets_is_refused_saying_so(tmp_path, views,
     client = Client(views(write_image(tmp_path / "image", OUTSIDE)))
     module, _, short = name.rpartition(".")
     why = (f"{name} is bound to a class whose __module__ ({module.split('.')[0]!r}) is set outside its class "
-           "statement (by a decorator, its metaclass or code below it), so the tools cannot tell it is the "
-           f"class the statement in {module} makes: they name a class by its __module__, or by the module "
+           "statement (by a decorator, its metaclass, or code below it or in another module), so the tools "
+           f"cannot tell it is the class the statement in {module} makes: they name a class by its "
+           "__module__, or by the module "
            "whose class statement assigns that in its body (`__module__ = \"pkg\"`) or whose top level does "
            f"below it (`{short}.__module__ = \"pkg\"`)")
     assert client.ok("describe_class", className=name)["structuredContent"]["fromSource"] == why
@@ -529,3 +530,17 @@ def test_a_class_its_package_imports_and_renames_is_not_called_made_at_run_time(
     client = Client(views(write_image(tmp_path / "image", files)))
     said = client.error("get_class_definition", "notFound", className="tomlx.TOMLDecodeError")
     assert said == "tomlx defines no class TOMLDecodeError (did you mean tomlx._parser.TOMLDecodeError?)"
+
+
+def test_one_whose_package_sets_its_module_is_refused_naming_another_module(tmp_path, views):
+    # tomllib's package sets `TOMLDecodeError.__module__ = __name__` after importing it: the
+    # refusal said only "by a decorator, its metaclass or code below it", none of which did.
+    files = {"tomlx/__init__.py": ("from ._parser import TOMLDecodeError\n\n"
+                                   "TOMLDecodeError.__module__ = __name__\n"),
+             "tomlx/_parser.py": "class TOMLDecodeError(ValueError):\n    pass\n"}
+    client = Client(views(write_image(tmp_path / "image", files)))
+    said = client.error("set_class_comment", "refused", className="tomlx._parser.TOMLDecodeError",
+                        comment="Bad TOML.")
+    assert said.startswith("tomlx._parser.TOMLDecodeError is bound to a class whose __module__ ('tomlx') "
+                           "is set outside its class statement (by a decorator, its metaclass, or code "
+                           "below it or in another module)")

@@ -408,8 +408,9 @@ def not_its_class(view: View, ref: ClassRef, obj: object) -> str:
                 "class its class statement makes")
     if _module_set_outside(view, ref, obj):
         return (f"{ref.qualified} is bound to a class whose __module__ ({obj.__module__!r}) is set "
-                "outside its class statement (by a decorator, its metaclass or code below it), so "
-                f"the tools cannot tell it is the class the statement in {ref.module} makes: they "
+                "outside its class statement (by a decorator, its metaclass, or code below it or in "
+                "another module), so the tools cannot tell it is the class the statement in "
+                f"{ref.module} makes: they "
                 "name a class by its __module__, or by the module whose class statement assigns "
                 "that in its body (`__module__ = \"pkg\"`) or whose top level does below it "
                 f"(`{ref.name}.__module__ = \"pkg\"`)")
