@@ -109,6 +109,16 @@ def test_a_new_function_is_added_and_a_decorated_one_replaced(daemon, image, c):
     fresh.close()
 
 
+def test_moving_a_function_into_a_module_importing_it_is_refused_naming_the_import_above(image, c):
+    # Said "so a def of it would not be what the module binds": the def, going last, would be.
+    said = error(c, "compile_method", "refused", className="shop.front",
+                 source="def checkout(total):\n    return total\n")
+    assert said.startswith("shop.front.checkout is bound by a top-level statement that is no def (line 1: "
+                           "'from shop.till import checkout'), above its def: the def would override "
+                           "that binding, and no tool edits that statement")
+    assert (image / "shop/front.py").read_text() == FILES["shop/front.py"]
+
+
 def test_delete_method_removes_a_function_unless_the_module_runs_it(daemon, image, c):
     assert error(c, "delete_method", "refused", className="shop.setup", selector="configure").startswith(
         "shop.setup.configure is used by shop.setup's own top-level code as it runs (line 5: "

@@ -409,3 +409,18 @@ def test_a_def_the_live_module_does_not_bind_is_still_refused(client, image):
                         source="def encode(x):\n    return 2\n").startswith(
         "zoo.broken.encode is bound by a top-level statement that is no def (line 5: 'try:')")
     assert disk(image, "zoo/other.py") == before
+
+
+def test_moving_a_function_into_a_module_importing_it_is_refused_saying_the_import_is_above(client, image):
+    # Said "so a def of it would not be what the module binds", while the new def, going last,
+    # would be: only the import it leaves unused, which no tool edits, is why.
+    write(image, "zoo/mover.py", "from zoo.animals import make_dog\n\n\ndef walk():\n    return make_dog()\n",
+          client)
+    before = disk(image, "zoo/mover.py")
+    assert client.error("compile_method", "refused", className="zoo.mover",
+                        source="def make_dog():\n    return 1\n") == (
+        "zoo.mover.make_dog is bound by a top-level statement that is no def (line 1: "
+        "'from zoo.animals import make_dog'), above its def: the def would override that binding, "
+        "and no tool edits that statement; name the function otherwise, or edit that statement in "
+        "the module's file, then refresh")
+    assert disk(image, "zoo/mover.py") == before

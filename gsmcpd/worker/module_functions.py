@@ -88,10 +88,13 @@ def refuse_unsure(view, module: str, name: str, live_module: types.ModuleType | 
     binding = _other_binding(tree, name)
     if binding is not None and not _bound_to_its_def(view, module, live_module, name):
         written = splice.statement_line(view.source(module), binding)
+        why = ("so a def of it would not be what the module binds" if not _above_its_def(tree, name)
+               # The move of a function into a module importing it (`from m import f`): the
+               # def would win, but over a binding no tool can take out.
+               else "above its def: the def would override that binding, and no tool edits that statement")
         raise ToolError("refused", f"{module}.{shown} is bound by a top-level statement that is no "
-                        f"def (line {binding.lineno}: {catalog.quoted(written)}), so a def of it would not be what "
-                        "the module binds; name the function otherwise, or edit that statement in "
-                        "the module's file, then refresh")
+                        f"def (line {binding.lineno}: {catalog.quoted(written)}), {why}; name the "
+                        "function otherwise, or edit that statement in the module's file, then refresh")
 
 
 def decorators_run(tree: ast.Module, name: str) -> list[str]:
@@ -162,7 +165,23 @@ def _bound_to_its_def(view, module: str, live_module: types.ModuleType | None, n
             and code.co_firstlineno == splice.first_line(nodes[-1]))
 
 
+def _above_its_def(tree: ast.Module, name: str) -> bool:
+    """Whether every top-level statement binding `name` other than a def of it is above its
+    first def, or, with none, above where a new one goes (last, or above a closing
+    `if __name__ == "__main__":` block)."""
+    others = _other_bindings(tree, name)
+    defs = splice.function_nodes(tree, name)
+    if defs:
+        return all(node.end_lineno < defs[0].lineno for node in others)
+    return not any(splice.runs_as_program_only(node) for node in others) and bool(others)
+
+
+def _other_bindings(tree: ast.Module, name: str) -> list[ast.stmt]:
+    """The top-level statements that may bind `name` other than a def or class of it."""
+    return [node for node in tree.body if not isinstance(node, splice.FunctionNode + (ast.ClassDef,))
+            and splice.binds([node], name, star=False)]
+
+
 def _other_binding(tree: ast.Module, name: str) -> ast.stmt | None:
     """The first top-level statement that may bind `name` other than a def or class of it."""
-    return next((node for node in tree.body if not isinstance(node, splice.FunctionNode + (ast.ClassDef,))
-                 and splice.binds([node], name, star=False)), None)
+    return next(iter(_other_bindings(tree, name)), None)
