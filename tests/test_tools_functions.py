@@ -239,8 +239,8 @@ def test_a_function_deleted_untried_is_named_failing_once(client, image, monkeyp
     # Said once, in the change's line: not again in a line "import error in zoo.setup: ..." after it.
     assert text(result) == ("deleted function zoo.setup.configure; re-imported zoo.setup; zoo.setup now fails "
                             "to import: NameError: name 'configure' is not defined; note: the trial import of "
-                            "zoo.setup apart, to tell whether a new session still imports it, timed out after "
-                            f"1e-06 s, so that was not checked; committed (view version {client.view.version})")
+                            "zoo.setup apart timed out after 1e-06 s, so whether a new session still imports "
+                            f"it was not checked; committed (view version {client.view.version})")
 
 
 def test_a_dotted_name_that_is_both_a_dictionary_and_a_class_is_ambiguous(client, image):

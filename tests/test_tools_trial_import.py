@@ -105,8 +105,8 @@ def test_a_trial_that_cannot_finish_refuses_nothing_and_says_so(client, image, m
     client.ok("refresh")
     result = client.ok("delete_method", className="trial.Random", selector="choice")
     assert result["structuredContent"]["importNotTried"] == "timed out after 1e-06 s"
-    assert ("note: the trial import of trial apart, to tell whether a new session still imports it, "
-            "timed out after 1e-06 s, so that was not checked") in result["content"][0]["text"]
+    assert ("; note: the trial import of trial apart timed out after 1e-06 s, so whether a new session "
+            "still imports it was not checked;") in result["content"][0]["text"]
     assert "def choice" not in (image / "trial.py").read_text()
 
 
@@ -135,7 +135,20 @@ def test_a_trial_failing_for_want_of_memory_decides_nothing(client, image):
                  "if not hasattr(Spare, 'x'):\n    raise MemoryError\n")
     client.ok("refresh")
     result = client.ok("delete_method", className="trial.Spare", selector="x")
-    assert result["structuredContent"]["importNotTried"] == "MemoryError in the trial"
+    assert result["structuredContent"]["importNotTried"] == "ran out of memory (MemoryError)"
+    # Said as what the trial did, read on from its subject: was "..., MemoryError in the trial, so ...".
+    assert ("; note: the trial import of trial apart ran out of memory (MemoryError), so whether a new "
+            "session still imports it was not checked;") in result["content"][0]["text"]
+
+
+def test_a_trial_failing_for_want_of_stack_is_noted_as_such(client, image):
+    write(image, "class Spare:\n    def x(self):\n        return 1\n\n\n"
+                 "if not hasattr(Spare, 'x'):\n    raise RecursionError\n")
+    client.ok("refresh")
+    result = client.ok("delete_method", className="trial.Spare", selector="x")
+    assert result["structuredContent"]["importNotTried"] == "hit the recursion limit (RecursionError)"
+    assert ("; note: the trial import of trial apart hit the recursion limit (RecursionError), so whether "
+            "a new session still imports it was not checked;") in result["content"][0]["text"]
 
 
 def test_a_failure_outside_the_modules_own_code_is_named_not_refused(client, image):
@@ -160,7 +173,7 @@ def test_a_failure_whose_old_text_decides_nothing_is_noted_not_taken_for_the_del
                  "if hasattr(Spare, 'x'):\n    raise MemoryError\nraise TypeError('gone')\n")
     client.ok("refresh")
     result = client.ok("delete_method", className="trial.Spare", selector="x")
-    assert result["structuredContent"]["importNotTried"] == "MemoryError in the trial"
+    assert result["structuredContent"]["importNotTried"] == "ran out of memory (MemoryError)"
 
 
 def _ended(pid):

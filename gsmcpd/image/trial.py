@@ -39,7 +39,8 @@ REAP_WAIT = 1.0  # seconds for the processes of the trial's group, killed, to en
 _BOOT = ("import pickle, sys; payload = pickle.load(sys.stdin.buffer); sys.path[:] = payload['path']; "
          "from gsmcpd.image import trial; trial.child(payload)")
 # A failure of the child's resources, not of the module's text: never a refusal.
-_UNDECIDED = ("MemoryError", "RecursionError")
+_UNDECIDED = {"MemoryError": "ran out of memory (MemoryError)",
+              "RecursionError": "hit the recursion limit (RecursionError)"}
 
 
 @dataclass
@@ -52,7 +53,7 @@ class Failure:
 
 @dataclass
 class Undecided:
-    why: str           # "timed out" or why the trial could not run
+    why: str           # what the trial did, read after "the trial import of M apart": "timed out after 10 s"
 
 
 def try_import(view, module: str, text: str) -> Failure | Undecided | None:
@@ -83,9 +84,9 @@ def try_import(view, module: str, text: str) -> Failure | Undecided | None:
     if said is None:
         return None
     if not isinstance(said, dict) or not {"kind", "message", "line", "top"} <= said.keys():
-        return Undecided("gave no answer it could read")
-    if said["kind"] in _UNDECIDED:
-        return Undecided(f"{said['kind']} in the trial")
+        return Undecided("gave an answer that could not be read")
+    if isinstance(said["kind"], str) and said["kind"] in _UNDECIDED:
+        return Undecided(_UNDECIDED[said["kind"]])
     return Failure(said["kind"], said["message"], said["line"], said["top"])
 
 

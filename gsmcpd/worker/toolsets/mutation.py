@@ -1404,8 +1404,8 @@ def _refuse_failing_trial(view, qualified: str, module: str, old_source: str,
         return "", {}
     found = trial.failure_made(view, module, old_source, new_source)
     if isinstance(found, trial.Undecided):
-        return (f"; note: the trial import of {module} apart, to tell whether a new session still "
-                f"imports it, {found.why}, so that was not checked"), {"importNotTried": found.why}
+        return (f"; note: the trial import of {module} apart {found.why}, so whether a new session "
+                "still imports it was not checked"), {"importNotTried": found.why}
     if found is None:
         return "", {}
     failed = {"module": module, "error": found.kind, "message": found.message}
