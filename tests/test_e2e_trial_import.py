@@ -36,7 +36,9 @@ def daemon(tmp_path, request):
              "forks.py": "class K:\n    def a(self):\n        pass\n\n    def b(self):\n        pass\n\n"
                          "    def c(self):\n        pass\n\n\nimport os, sys, time\n"
                          "if sys.flags.isolated and os.fork() == 0:\n    time.sleep(60)\n    os._exit(0)\n",
-             "sleeping.py": DRAWN + "import sys, time\nif sys.flags.isolated:\n    time.sleep(60)\n"}
+             "sleeping.py": DRAWN + "import sys, time\nif sys.flags.isolated:\n    time.sleep(60)\n",
+             "drawing.py": DRAWN.replace("randint = _inst.randint\n", "DRAWS = dict(\n    a=_inst.choice,\n"
+                                                                      "    b=_inst.randint,\n)\n")}
     image = write_image(tmp_path / "image", files)
     with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image), **getattr(request, "param", {})}) as running:
         yield running
@@ -86,4 +88,14 @@ def test_a_break_ends_the_trial_with_the_call(daemon):
                                    "arguments": {"className": "sleeping.Random", "selector": "choice"}}).json()
     assert broken["error"]["message"].endswith("interrupted: soft break"), broken   # was: hard break
     assert run(c, CHILDREN) == "[]"
+    c.close()
+
+
+def test_a_refusal_quotes_the_statement_its_failing_line_belongs_to(daemon):
+    # The trial's line is the statement's part that failed: '...on line 12 ('b=_inst.randint,')'.
+    c = open_session(daemon)
+    refused = call_tool(c, "delete_method", {"className": "drawing.Random", "selector": "randint"})
+    statement = "DRAWS = dict(\n    a=_inst.choice,\n    b=_inst.randint,\n)"
+    assert refused["structuredContent"]["error"]["importFailure"]["at"] == {"line": 10, "statement": statement}
+    assert f"on line 10 ({statement!r}). Nothing changed." in refused["content"][0]["text"]
     c.close()

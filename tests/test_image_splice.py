@@ -1469,3 +1469,21 @@ def test_a_statement_taken_out_leaves_the_next_one_set_apart_from_the_method_abo
     assert _sent_over(source, sent) == expected
     if back:   # a first statement goes back where it was (a later one right below the one shown above it)
         assert _sent_over(expected, splice.class_definition(source, "A")) == source
+
+
+STATEMENTS = ("x = dict(\n    a=1,\n    b=_inst.randint,\n)\n@functools.total_ordering\nclass V:\n    pass\n"
+              "if (a and\n        b.c):\n    # why\n\n    y = 1\nelse:\n    z = 2\ndef f():\n    return (1 +\n"
+              "            2)\n")
+
+
+@pytest.mark.parametrize("line, first, text", [
+    (3, 1, "x = dict(\n    a=1,\n    b=_inst.randint,\n)"),   # the whole statement, not its line
+    (5, 5, "@functools.total_ordering"),                     # a decorator, not its class
+    (6, 6, "class V:"),
+    (9, 8, "if (a and\n        b.c):"),                     # a block's header, not its comments
+    (12, 12, "y = 1"),
+    (13, 13, "else:"),
+    (17, 16, "return (1 +\n        2)"),                    # in a def, its own statement
+])
+def test_statement_at_is_the_statement_a_line_belongs_to(line, first, text):
+    assert splice.statement_at(STATEMENTS, ast.parse(STATEMENTS), line) == (first, text)

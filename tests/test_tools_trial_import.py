@@ -151,6 +151,18 @@ def test_a_trial_failing_for_want_of_stack_is_noted_as_such(client, image):
             "a new session still imports it was not checked;") in result["content"][0]["text"]
 
 
+def test_a_refusal_quotes_the_whole_statement_the_failing_line_belongs_to(client, image):
+    # The traceback's line is the statement's part that failed: 'b=_inst.randint,' was quoted.
+    write(image, DRAWN.replace("randint = _inst.randint\nchoice = _inst.choice\n",
+                               "DRAWS = dict(\n    a=_inst.choice,\n    b=_inst.randint,\n)\n"))
+    client.ok("refresh")
+    said = refused(client, image, "delete_method", className="trial.Random", selector="randint")
+    statement = "DRAWS = dict(\n    a=_inst.choice,\n    b=_inst.randint,\n)"
+    assert said.startswith("trial.Random.randint deleted, trial would no longer import in a new session: "
+                           "imported apart as this session would commit it, it failed with AttributeError: "
+                           f"'Random' object has no attribute 'randint', on line 10 ({statement!r}).")
+
+
 def test_a_failure_outside_the_modules_own_code_is_named_not_refused(client, image):
     # `import pulley.parts` runs pulley's __init__ first, whose users.py imports Wheel: an
     # importer, named by the re-import as any is, not the module's own code failing.

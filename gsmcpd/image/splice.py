@@ -54,6 +54,37 @@ def statement_line(source: str, statement: ast.stmt) -> str:
     return lines_of(source)[first_line(statement) - 1].strip()
 
 
+def statement_at(source: str, tree: ast.Module, line: int) -> tuple[int, str]:
+    """The statement a line of `source` belongs to, as a refusal quotes it: its first line
+    and its text, a multi-line one whole (a traceback's line is the part that failed,
+    `b=_inst.randint,`). For a block's statement the header (`if` test, decorator) holding
+    the line; the line alone where that cannot be told (an `else:`, a body on the header's line)."""
+    lines = lines_of(source)
+    body, found = tree.body, None
+    while True:
+        holding = [node for node in body if first_line(node) <= line <= node.end_lineno]
+        if not holding:
+            break
+        found = holding[0]
+        body = child_statements(found)
+    if found is None:
+        return line, lines[line - 1].strip()
+    spans = [(node.lineno, node.end_lineno) for node in getattr(found, "decorator_list", [])]
+    children = [first_line(child) for child in child_statements(found)]
+    if children:   # a block: its header, up to the first statement it holds (not the comments above it)
+        end = min(children) - 1
+        while end > found.lineno and lines[end - 1].strip()[:1] in ("", "#"):
+            end -= 1
+        spans.append((found.lineno, end))
+    else:
+        spans.append((found.lineno, found.end_lineno))
+    for start, end in spans:
+        if start <= line <= end:
+            chunk = lines[start - 1:end]
+            return start, strip_indent(chunk, indent_of(chunk[0])).rstrip()
+    return line, lines[line - 1].strip()
+
+
 def line_before_edit(old_source: str, new_source: str, line: int) -> int:
     """The number `new_source`'s `line`, one an edit of `old_source` left as it was, had
     in `old_source`: the line the user's file has it on, quoted by a refusal made from

@@ -1424,9 +1424,10 @@ def _refuse_failing_trial(view, qualified: str, module: str, old_source: str,
 
 
 def _trial_line(old_source: str, new_source: str, line: int) -> dict:
-    """A line of `new_source` a trial's refusal quotes: numbered as the file stands, and its text."""
-    return {"line": splice.line_before_edit(old_source, new_source, line),
-            "statement": splice.lines_of(new_source)[line - 1].strip()}
+    """The statement of `new_source` holding a line a trial failed on, as a refusal quotes
+    it: its first line, numbered as the file stands, and its text (splice.statement_at)."""
+    first, statement = splice.statement_at(new_source, parsing.parse(new_source), line)
+    return {"line": splice.line_before_edit(old_source, new_source, first), "statement": statement}
 
 
 def _use(old_source: str, new_source: str, reader: ast.stmt) -> dict:
