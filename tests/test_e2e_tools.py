@@ -643,6 +643,13 @@ def test_an_error_with_no_message_is_named_without_a_dangling_colon(c):
         "evaluating the definition raised Odd: <exception str() failed>")
 
 
+def test_an_error_message_utf8_cannot_carry_is_sent_escaped(c):
+    # A lone surrogate in it made the answer "the result cannot be sent: not JSON ...", kind other.
+    assert error(c, "compile_class_definition", "compileError", dictionaryName="shop.models",
+                 source="class Spot:\n    raise ValueError('odd \\udcff')\n") == (
+        "evaluating the definition raised ValueError: odd \\udcff")
+
+
 def test_a_long_selector_a_class_level_statement_binds_is_echoed_cut(c):
     # The hint named it whole, twice (the name, the statement binding it), past the cut.
     long_name = "Y" * 5000

@@ -38,7 +38,8 @@ def daemon(tmp_path, request):
                          "if sys.flags.isolated and os.fork() == 0:\n    time.sleep(60)\n    os._exit(0)\n",
              "sleeping.py": DRAWN + "import sys, time\nif sys.flags.isolated:\n    time.sleep(60)\n",
              "drawing.py": DRAWN.replace("randint = _inst.randint\n", "DRAWS = dict(\n    a=_inst.choice,\n"
-                                                                      "    b=_inst.randint,\n)\n")}
+                                                                      "    b=_inst.randint,\n)\n"),
+             "odd.py": DRAWN + "if not hasattr(Random, 'choice'):\n    raise ValueError('odd \\udcff')\n"}
     image = write_image(tmp_path / "image", files)
     with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image), **getattr(request, "param", {})}) as running:
         yield running
@@ -98,4 +99,13 @@ def test_a_refusal_quotes_the_statement_its_failing_line_belongs_to(daemon):
     statement = "DRAWS = dict(\n    a=_inst.choice,\n    b=_inst.randint,\n)"
     assert refused["structuredContent"]["error"]["importFailure"]["at"] == {"line": 10, "statement": statement}
     assert f"on line 10 ({statement!r}). Nothing changed." in refused["content"][0]["text"]
+    c.close()
+
+
+def test_a_refusal_whose_message_utf8_cannot_carry_is_sent_escaped(daemon):
+    # It was "the result cannot be sent: not JSON: 'utf-8' codec can't encode...", kind other.
+    c = open_session(daemon)
+    refused = call_tool(c, "delete_method", {"className": "odd.Random", "selector": "choice"})
+    assert refused["structuredContent"]["error"]["kind"] == "refused", refused
+    assert "it failed with ValueError: odd \\udcff, on line 12" in refused["content"][0]["text"]
     c.close()

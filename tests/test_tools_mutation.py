@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gsmcpd.image import trial
-from test_tools_support import (Client, client, image, misordered_fields_error,  # noqa: F401  (fixtures)
+from test_tools_support import (Client, client, image, misordered_fields_error, utf8_carries,  # noqa: F401  (fixtures)
                                 missing_member_error, text, views, without_dog, write_image)
 
 
@@ -1639,6 +1639,19 @@ def test_an_error_whose_str_raises_is_named_as_python_names_it(client, image):
     assert client.error("compile_class_definition", "compileError", dictionaryName="zoo.keeper",
                         source="class Fresh:\n    from zoo.errs import Odd\n    raise Odd()\n") == (
         "evaluating the definition raised Odd: <exception str() failed>")
+
+
+def test_an_error_message_utf8_cannot_carry_is_named_escaped(client, image):
+    # A lone surrogate in it: the answer was "the result cannot be sent: not JSON ...".
+    said = client.call("compile_class_definition", dictionaryName="zoo.keeper",
+                       source="class Fresh:\n    raise ValueError('odd \\udcff')\n")
+    assert utf8_carries(said)   # first: a report showing a lone surrogate breaks pytest-xdist
+    assert said["content"][0]["text"] == "evaluating the definition raised ValueError: odd \\udcff"
+    (image / "zoo" / "odd.py").write_text("class Odd:\n    pass\n\n\nraise ValueError('odd \\udcff')\n")
+    client.ok("refresh")
+    said = client.call("describe_class", className="zoo.odd.Odd")
+    assert utf8_carries(said)
+    assert "image module zoo.odd failed to import: ValueError: odd \\udcff" in said["content"][0]["text"]
 
 
 def test_compile_class_definition_new_class_and_errors(client, image):

@@ -5,6 +5,7 @@ server with the core toolsets over a view. No tests here."""
 import contextlib
 import dataclasses
 import enum
+import json
 from pathlib import Path
 
 import pytest
@@ -184,6 +185,15 @@ class Client:
         assert result.get("isError"), result
         assert result["structuredContent"]["error"]["kind"] == kind, result
         return result["content"][0]["text"]
+
+
+def utf8_carries(result) -> bool:
+    """Whether the worker can send `result` (as UTF-8 JSON)."""
+    try:
+        json.dumps(result, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def text(result) -> str:

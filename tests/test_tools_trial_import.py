@@ -11,7 +11,7 @@ import pytest
 
 from gsmcpd import procstat
 from gsmcpd.image import trial
-from test_tools_support import client, image, views  # noqa: F401  (fixtures)
+from test_tools_support import client, image, utf8_carries, views  # noqa: F401  (fixtures)
 
 # random.py: `_inst = Random(); randint = _inst.randint`, read through an instance.
 DRAWN = ("class Random:\n    def randint(self, a, b):\n        return a\n\n"
@@ -161,6 +161,18 @@ def test_a_refusal_quotes_the_whole_statement_the_failing_line_belongs_to(client
     assert said.startswith("trial.Random.randint deleted, trial would no longer import in a new session: "
                            "imported apart as this session would commit it, it failed with AttributeError: "
                            f"'Random' object has no attribute 'randint', on line 10 ({statement!r}).")
+
+
+def test_a_refusal_escapes_what_utf8_cannot_carry_in_the_modules_message(client, image):
+    # A lone surrogate in the exception's message: the answer could not be sent at all
+    # ("the result cannot be sent: not JSON ..."), the refusal unsaid.
+    write(image, DRAWN.replace("choice = _inst.choice\n", "if not hasattr(Random, 'choice'):\n"
+                                                           "    raise ValueError('odd \\udcff')\n"))
+    client.ok("refresh")
+    said = client.call("delete_method", className="trial.Random", selector="choice")
+    assert utf8_carries(said)   # first: a report showing a lone surrogate breaks pytest-xdist
+    assert said["structuredContent"]["error"]["importFailure"]["message"] == "odd \\udcff"
+    assert "it failed with ValueError: odd \\udcff, on line 12" in said["content"][0]["text"]
 
 
 def test_a_failure_outside_the_modules_own_code_is_named_not_refused(client, image):

@@ -31,6 +31,7 @@ import sys
 import time
 from dataclasses import dataclass
 
+from gsmcpd.raised import carried
 from gsmcpd.worker import reaper
 
 TIMEOUT = 10.0   # seconds a trial may take; a module's import taking longer is not judged
@@ -87,7 +88,7 @@ def try_import(view, module: str, text: str) -> Failure | Undecided | None:
         return Undecided("gave an answer that could not be read")
     if isinstance(said["kind"], str) and said["kind"] in _UNDECIDED:
         return Undecided(_UNDECIDED[said["kind"]])
-    return Failure(said["kind"], said["message"], said["line"], said["top"])
+    return Failure(said["kind"], carried(said["message"]), said["line"], said["top"])
 
 
 def _payload_file(payload: dict):
