@@ -175,6 +175,14 @@ def test_a_refusal_escapes_what_utf8_cannot_carry_in_the_modules_message(client,
     assert "it failed with ValueError: odd \\udcff, on line 12" in said["content"][0]["text"]
 
 
+def test_a_message_whose_str_raises_is_named_as_raised_names_it(client, image):
+    write(image, DRAWN.replace("choice = _inst.choice\n", "") + "class Odd(Exception):\n    def __str__(self):\n        raise TypeError\n\n\n"
+                         "if not hasattr(Random, 'choice'):\n    raise Odd\n")
+    client.ok("refresh")
+    said = refused(client, image, "delete_method", className="trial.Random", selector="choice")
+    assert "it failed with Odd: <exception str() failed>, on line 17" in said
+
+
 def test_a_failure_outside_the_modules_own_code_is_named_not_refused(client, image):
     # `import pulley.parts` runs pulley's __init__ first, whose users.py imports Wheel: an
     # importer, named by the re-import as any is, not the module's own code failing.

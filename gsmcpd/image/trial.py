@@ -189,7 +189,7 @@ def child(payload: dict) -> None:
         try:
             message = str(error)
         except BaseException:
-            message = "(its message could not be made)"
+            message = "<exception str() failed>"   # as raised() and Python's traceback say it
         said = {"kind": type(error).__name__, "message": message,
                 "line": lines[-1] if lines else None, "top": lines[0] if lines else None}
     answer.write(json.dumps(said).encode())
