@@ -1487,3 +1487,5 @@ STATEMENTS = ("x = dict(\n    a=1,\n    b=_inst.randint,\n)\n@functools.total_or
 ])
 def test_statement_at_is_the_statement_a_line_belongs_to(line, first, text):
     assert splice.statement_at(STATEMENTS, ast.parse(STATEMENTS), line) == (first, text)
+    crlf = STATEMENTS.replace("\n", "\r\n")   # quoted with \n as a LF file's is, not '...(\r\n    a=1,...'
+    assert splice.statement_at(crlf, ast.parse(crlf), line) == (first, text)

@@ -81,7 +81,8 @@ def statement_at(source: str, tree: ast.Module, line: int) -> tuple[int, str]:
     for start, end in spans:
         if start <= line <= end:
             chunk = lines[start - 1:end]
-            return start, strip_indent(chunk, indent_of(chunk[0])).rstrip()
+            shown = lines_of(strip_indent(chunk, indent_of(chunk[0])))
+            return start, "\n".join(line.rstrip("\r\n") for line in shown).rstrip()   # a CRLF file's too
     return line, lines[line - 1].strip()
 
 
