@@ -163,6 +163,15 @@ def test_a_refusal_quotes_the_whole_statement_the_failing_line_belongs_to(client
                            f"'Random' object has no attribute 'randint', on line 10 ({statement!r}).")
 
 
+def test_a_failure_in_a_lambda_of_the_statement_is_not_said_run_by_that_statement(client, image):
+    # 'on line 10 (...), run by line 10 (...)': the same statement quoted twice.
+    write(image, DRAWN.replace("choice = _inst.choice\n", "X = (lambda:\n    _inst.choice)()\n"))
+    client.ok("refresh")
+    said = client.call("delete_method", className="trial.Random", selector="choice")["structuredContent"]["error"]
+    assert said["importFailure"]["at"] == {"line": 11, "statement": "X = (lambda:\n    _inst.choice)()"}
+    assert "runBy" not in said["importFailure"] and "run by" not in said["message"]
+
+
 def test_a_refusal_escapes_what_utf8_cannot_carry_in_the_modules_message(client, image):
     # A lone surrogate in the exception's message: the answer could not be sent at all
     # ("the result cannot be sent: not JSON ..."), the refusal unsaid.

@@ -1413,9 +1413,10 @@ def _refuse_failing_trial(view, qualified: str, module: str, old_source: str,
     if found.line is not None:
         failed["at"] = _trial_line(old_source, new_source, found.line)
         where = f", on line {failed['at']['line']} ({catalog.quoted(failed['at']['statement'])})"
-    if found.top not in (None, found.line):   # in a def the module's top-level statement called
-        failed["runBy"] = _trial_line(old_source, new_source, found.top)
-        where += f", run by line {failed['runBy']['line']} ({catalog.quoted(failed['runBy']['statement'])})"
+    run_by = None if found.top in (None, found.line) else _trial_line(old_source, new_source, found.top)
+    if run_by is not None and run_by != failed["at"]:   # in a def the module's top-level statement
+        failed["runBy"] = run_by                         # called, not a lambda written in it
+        where += f", run by line {run_by['line']} ({catalog.quoted(run_by['statement'])})"
     raised = f"{found.kind}: {found.message}" if found.message else found.kind
     raise ToolError("refused", f"{qualified} deleted, {module} would no longer import in a new "
                     f"session: imported apart as this session would commit it, it failed with "
