@@ -113,6 +113,18 @@ def test_the_first_statement_taken_out_leaves_the_next_one_set_apart_from_the_me
     assert run(c, "from rt.first_out import A\n(hasattr(A, 'x'), A().y())") == repr((False, 1))
 
 
+def test_two_statements_taken_out_leave_each_method_set_apart(image, c):
+    # Only the last one's gap was kept: the methods were glued (`return 1\n    def b`),
+    # and the first one's blank line left under the header.
+    path = image / "rt" / "two_out.py"
+    path.write_bytes(b"class A:\n    x = 1\n\n    def a(self):\n        return 1\n\n    y = 2\n\n"
+                     b"    def b(self):\n        return 2\n\n    z = 3\n")
+    ok(c, "refresh")
+    ok(c, "compile_class_definition", source="class A:\n    z = 3\n", dictionaryName="rt.two_out")
+    assert path.read_bytes() == (b"class A:\n    def a(self):\n        return 1\n\n"
+                                 b"    def b(self):\n        return 2\n\n    z = 3\n")
+
+
 def test_an_attribute_added_below_the_last_one_shown_goes_above_the_methods(image, c):
     # It went at the end of the body, below the last def with no blank line.
     source, sent, expected = ATTRIBUTE_ADDED

@@ -1462,7 +1462,13 @@ _B_ = "    def b(self):\n        return 2\n"
      "class A:\n    \"\"\"Doc.\"\"\"\n\n    y = 2\n", "class A:\n    \"\"\"Doc.\"\"\"\n\n" + _A_ + "\n    y = 2\n", True),
     ("class A:\n    x = 1\n\n" + _A_ + "\n    y = 2\n\n" + _B_ + "\n    z = 3\n", "class A:\n    x = 1\n\n    z = 3\n",
      "class A:\n    x = 1\n\n" + _A_ + "\n" + _B_ + "\n    z = 3\n", False),
-], ids=["first", "below-the-docstring", "between-methods"])
+    # Two taken out, a method below each: a's and b's blank lines were one, and one was left under the header.
+    ("class A:\n    x = 1\n\n" + _A_ + "\n    y = 2\n\n" + _B_ + "\n    z = 3\n", "class A:\n    z = 3\n",
+     "class A:\n" + _A_ + "\n" + _B_ + "\n    z = 3\n", False),
+    # Taken out down to the body's end: the methods stay set apart as they were.
+    ("class A:\n    x = 1\n\n" + _A_ + "\n    y = 2\n\n" + _B_ + "\n    z = 3\n", "class A:\n    x = 1\n",
+     "class A:\n    x = 1\n\n" + _A_ + "\n" + _B_, False),
+], ids=["first", "below-the-docstring", "between-methods", "two-in-a-run", "down-to-the-end"])
 def test_a_statement_taken_out_leaves_the_next_one_set_apart_from_the_method_above_it(source, sent, expected, back):
     # The blank line shown between them is the next statement's: the diff took it with the
     # one taken out, gluing the next statement to the method above it (`return 1\n    y = 2`).

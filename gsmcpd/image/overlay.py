@@ -196,24 +196,38 @@ def _keep_the_gap_of_the_statement_below(opcodes: list, becomes: dict[int, list[
     """A statement taken out with the blank lines shown below it, where carried members lie
     between them (the diff could as well have taken those shown above it): those blank lines
     are the gap above the next statement shown, which stays set apart from the member above
-    it; the statement's own blank lines below it, kept, go with it instead, as many."""
+    it; the statement's own blank lines below it, kept, go with it instead, as many. So for
+    each statement of a run taken out (`x = 1` and `y = 2` with methods between them)."""
     for tag, i1, i2, _, _ in opcodes:
-        if tag != "delete" or i2 >= len(definition) or becomes.get(i2) != [definition[i2]]:
+        if tag != "delete":
             continue
-        blanks = i2
-        while blanks > i1 and not definition[blanks - 1].strip() and shown[blanks - 1] is not None:
-            blanks -= 1
-        if blanks in (i1, i2) or shown[blanks - 1] is None:
-            continue
-        own_blanks, number = [], shown[blanks - 1] + 1
-        while number in kept and not lines[number - 1].strip() and len(own_blanks) < i2 - blanks:
-            own_blanks.append(number)
-            number += 1
-        if len(own_blanks) != i2 - blanks or not any(number <= n < shown[blanks] for n in kept):
-            continue
-        for index in range(blanks, i2):
-            becomes[index] = [definition[index]]
-        kept.difference_update(own_blanks)
+        if i2 >= len(definition) or becomes.get(i2) != [definition[i2]]:
+            continue   # no statement kept below: the members end the body, set apart as they were
+        # The run's own statements below a blank line too: each gap stays above what follows it.
+        below = [i2] + [index for index in range(i1 + 1, i2)
+                        if definition[index].strip() and not definition[index - 1].strip()]
+        for index in below:
+            _keep_the_gap_above(index, i1, becomes, definition, shown, kept, lines)
+
+
+def _keep_the_gap_above(below: int, start: int, becomes: dict[int, list[str]], definition: list[str],
+                        shown: list, kept: set[int], lines: list[str]) -> None:
+    """_keep_the_gap_of_the_statement_below for the statement shown at `below`, in or right
+    below the run taken out from `start`."""
+    blanks = below
+    while blanks > start and not definition[blanks - 1].strip() and shown[blanks - 1] is not None:
+        blanks -= 1
+    if blanks in (start, below) or shown[blanks - 1] is None:
+        return
+    own_blanks, number = [], shown[blanks - 1] + 1
+    while number in kept and not lines[number - 1].strip() and len(own_blanks) < below - blanks:
+        own_blanks.append(number)
+        number += 1
+    if len(own_blanks) != below - blanks or not any(number <= n < shown[blanks] for n in kept):
+        return
+    for index in range(blanks, below):
+        becomes[index] = [definition[index]]
+    kept.difference_update(own_blanks)
 
 
 def _blank_lines_above_the_members(after: dict[int, list[str]], becomes: dict[int, list[str]],
