@@ -196,8 +196,9 @@ def _keep_the_gap_of_the_statement_below(opcodes: list, becomes: dict[int, list[
     """A statement taken out with the blank lines shown below it, where carried members lie
     between them (the diff could as well have taken those shown above it): those blank lines
     are the gap above the next statement shown, which stays set apart from the member above
-    it; the statement's own blank lines below it, kept, go with it instead, as many. So for
-    each statement of a run taken out (`x = 1` and `y = 2` with methods between them)."""
+    it; the statement's own blank lines below it, kept, go with it instead (up to as many: it
+    may have none). So for each statement of a run taken out (`x = 1` and `y = 2` with
+    methods between them)."""
     for tag, i1, i2, _, _ in opcodes:
         if tag != "delete":
             continue
@@ -223,7 +224,7 @@ def _keep_the_gap_above(below: int, start: int, becomes: dict[int, list[str]], d
     while number in kept and not lines[number - 1].strip() and len(own_blanks) < below - blanks:
         own_blanks.append(number)
         number += 1
-    if len(own_blanks) != below - blanks or not any(number <= n < shown[blanks] for n in kept):
+    if not any(number <= n < shown[blanks] for n in kept):
         return
     for index in range(blanks, below):
         becomes[index] = [definition[index]]
