@@ -130,7 +130,8 @@ def test_a_statement_with_no_blank_line_of_its_own_taken_out_leaves_the_next_one
     path.write_bytes(b"class A:\n    x = 1\n    def a(self):\n        return 1\n\n    y = 2\n")
     ok(c, "refresh")
     ok(c, "compile_class_definition", source="class A:\n    y = 2\n", dictionaryName="rt.tight_out")
-    assert path.read_bytes() == b"class A:\n    def a(self):\n        return 1\n\n    y = 2\n"   # was: return 1\n    y = 2
+    # It was glued to the method above it: `return 1\n    y = 2`.
+    assert path.read_bytes() == b"class A:\n    def a(self):\n        return 1\n\n    y = 2\n"
 
 
 def test_an_attribute_added_below_the_last_one_shown_goes_above_the_methods(image, c):

@@ -1469,8 +1469,10 @@ _B_ = "    def b(self):\n        return 2\n"
     ("class A:\n    x = 1\n\n" + _A_ + "\n    y = 2\n\n" + _B_ + "\n    z = 3\n", "class A:\n    x = 1\n",
      "class A:\n    x = 1\n\n" + _A_ + "\n" + _B_, False),
     # One with no blank line of its own below it: its gap went with it all the same (`return 1\n    y = 2`).
-    ("class A:\n    x = 1\n" + _A_ + "\n    y = 2\n", "class A:\n    y = 2\n", "class A:\n" + _A_ + "\n    y = 2\n", False),
-], ids=["first", "below-the-docstring", "between-methods", "two-in-a-run", "down-to-the-end", "no-blank-of-its-own"])
+    ("class A:\n    x = 1\n" + _A_ + "\n    y = 2\n", "class A:\n    y = 2\n",
+     "class A:\n" + _A_ + "\n    y = 2\n", False),
+], ids=["first", "below-the-docstring", "between-methods", "two-in-a-run", "down-to-the-end",
+        "no-blank-of-its-own"])
 def test_a_statement_taken_out_leaves_the_next_one_set_apart_from_the_method_above_it(source, sent, expected, back):
     # The blank line shown between them is the next statement's: the diff took it with the
     # one taken out, gluing the next statement to the method above it (`return 1\n    y = 2`).

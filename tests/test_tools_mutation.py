@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from gsmcpd.image import trial
-from test_tools_support import (Client, client, image, misordered_fields_error, utf8_carries,  # noqa: F401  (fixtures)
-                                missing_member_error, text, views, without_dog, write_image)
+from test_tools_support import (Client, client, image, misordered_fields_error,  # noqa: F401  (fixtures)
+                                missing_member_error, text, utf8_carries, views, without_dog, write_image)
 
 
 def disk(image, rel="zoo/animals.py"):

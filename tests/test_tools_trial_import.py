@@ -185,7 +185,8 @@ def test_a_refusal_escapes_what_utf8_cannot_carry_in_the_modules_message(client,
 
 
 def test_a_message_whose_str_raises_is_named_as_raised_names_it(client, image):
-    write(image, DRAWN.replace("choice = _inst.choice\n", "") + "class Odd(Exception):\n    def __str__(self):\n        raise TypeError\n\n\n"
+    write(image, DRAWN.replace("choice = _inst.choice\n", "")
+                 + "class Odd(Exception):\n    def __str__(self):\n        raise TypeError\n\n\n"
                          "if not hasattr(Random, 'choice'):\n    raise Odd\n")
     client.ok("refresh")
     said = refused(client, image, "delete_method", className="trial.Random", selector="choice")
