@@ -565,3 +565,64 @@ def test_a_killed_groups_processes_are_reaped_and_no_other_child():
         os.waitpid(member.pid, os.WNOHANG)
     member.returncode = -signal.SIGKILL
     assert mine.wait() == 0
+
+
+
+def _closed(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError as error:
+        return error.errno == errno.EBADF
+    return False
+
+
+def _killed_group(members: int):
+    leader = subprocess.Popen(["sleep", "60"], process_group=0)
+    group = [subprocess.Popen(["sleep", "60"], process_group=leader.pid) for _ in range(members)]
+    os.killpg(leader.pid, signal.SIGKILL)
+    return leader, group
+
+
+def _reaped(leader, group):
+    assert leader.wait() == -signal.SIGKILL
+    for member in group:
+        member.returncode = -signal.SIGKILL   # reaped by reap_those, or now
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(member.pid, 0)
+
+
+def test_a_break_while_a_killed_group_is_found_leaves_no_pidfd_open(monkeypatch):
+    # A soft break landing in open_group's scan left the pidfds it had opened open.
+    leader, group = _killed_group(2)
+    opened, real_open = [], reaper._open_pidfd
+
+    def open_then_break(pid):
+        if opened:
+            raise KeyboardInterrupt
+        opened.append(real_open(pid))
+        return opened[-1]
+
+    monkeypatch.setattr(reaper, "_open_pidfd", open_then_break)
+    with pytest.raises(KeyboardInterrupt):
+        reaper.open_group(leader.pid)
+    assert len(opened) == 1 and _closed(opened[0])
+    _reaped(leader, group)
+
+
+def test_a_break_while_the_trial_is_reaped_leaves_no_pidfd_open(monkeypatch):
+    # One landing in the trial's wait, between open_group and reap_those, left them all open.
+    from gsmcpd.image import trial
+    leader, group = _killed_group(2)
+    found, real_group = [], reaper.open_group
+    monkeypatch.setattr(reaper, "open_group", lambda pgid: found.extend(real_group(pgid)) or found)
+    real_wait = leader.wait
+
+    def break_once(*args, **kwargs):
+        leader.wait = real_wait
+        raise KeyboardInterrupt
+
+    leader.wait = break_once
+    with pytest.raises(KeyboardInterrupt):
+        trial._end(leader)
+    assert len(found) == 2 and all(map(_closed, found))
+    _reaped(leader, group)

@@ -129,8 +129,10 @@ def _end(trying: subprocess.Popen) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(trying.pid, signal.SIGKILL)
     killed = reaper.open_group(trying.pid)
-    trying.wait()
-    reaper.reap_those(killed, REAP_WAIT)
+    try:
+        trying.wait()
+    finally:   # a break landing in the wait: the pidfds are closed all the same
+        reaper.reap_those(killed, REAP_WAIT)
 
 
 def _flags() -> list[str]:

@@ -244,23 +244,28 @@ def open_group(pgid: int) -> list[int]:
     in the group then is one of the group's, never another's given the pid since. Those
     out of descriptors to open are left out."""
     opened = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == pgid:
-            continue
-        stat = procstat.fields(name)
-        if stat is None or procstat.pgrp(stat) != pgid:
-            continue
-        try:
-            pidfd = _open_pidfd(int(name))
-        except OSError:
-            break
-        if pidfd is None:
-            continue
-        stat = procstat.fields(name)   # its pid may have been reaped and reused before the open
-        if stat is None or procstat.pgrp(stat) != pgid:
+    try:
+        for name in os.listdir("/proc"):
+            if not name.isdigit() or int(name) == pgid:
+                continue
+            stat = procstat.fields(name)
+            if stat is None or procstat.pgrp(stat) != pgid:
+                continue
+            try:
+                pidfd = _open_pidfd(int(name))
+            except OSError:
+                break
+            if pidfd is None:
+                continue
+            stat = procstat.fields(name)   # its pid may have been reaped and reused before the open
+            if stat is None or procstat.pgrp(stat) != pgid:
+                os.close(pidfd)
+            else:
+                opened.append(pidfd)
+    except BaseException:   # a break landing in the scan: none of the pidfds left open
+        for pidfd in opened:
             os.close(pidfd)
-        else:
-            opened.append(pidfd)
+        raise
     return opened
 
 
