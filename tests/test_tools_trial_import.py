@@ -3,6 +3,7 @@ session would (gsmcpd.image.trial): one that leaves the module failing to import
 refused, the module, the exception and the line named, nothing changed."""
 
 import contextlib
+import errno
 import os
 import signal
 import time
@@ -267,3 +268,20 @@ def test_what_the_module_forks_ends_when_the_trial_ends_without_answering(client
         if pid.exists():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(pid.read_text()), signal.SIGKILL)
+
+
+@pytest.mark.parametrize("refusal", ["raises", "absent"])
+def test_a_system_without_memfd_create_still_tries_the_import(client, image, monkeypatch, refusal):
+    # The payload went in a memfd alone: with none (a seccomp filter's ENOSYS, a libc before
+    # it), every trial was "could not start", or the tool answered an AttributeError.
+    def no_memfd(*args):
+        raise OSError(errno.ENOSYS, os.strerror(errno.ENOSYS))
+
+    if refusal == "raises":
+        monkeypatch.setattr(os, "memfd_create", no_memfd)
+    else:
+        monkeypatch.delattr(os, "memfd_create")
+    write(image, DRAWN)
+    client.ok("refresh")
+    said = refused(client, image, "delete_method", className="trial.Random", selector="randint")
+    assert "it failed with AttributeError: 'Random' object has no attribute 'randint'" in said

@@ -28,6 +28,7 @@ import select
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 
@@ -92,9 +93,13 @@ def try_import(view, module: str, text: str) -> Failure | Undecided | None:
 
 
 def _payload_file(payload: dict):
-    """The pickled payload in a file of memory, the trial's stdin: written whole before it
-    starts, so nothing but its answer is waited for (Popen.communicate would reap it too)."""
-    sent = open(os.memfd_create("gsmcpd-trial"), "w+b")
+    """The pickled payload in a file of memory (else a temporary one), the trial's stdin: written
+    whole before it starts, so nothing but its answer is waited for (Popen.communicate would
+    reap it too)."""
+    try:
+        sent = open(os.memfd_create("gsmcpd-trial"), "w+b")
+    except (AttributeError, OSError):   # no memfd_create (a libc or kernel before it, a seccomp filter)
+        sent = tempfile.TemporaryFile()   # unnamed too where the system can (O_TMPFILE), and 0600
     try:
         sent.write(pickle.dumps(payload))
         sent.flush()
