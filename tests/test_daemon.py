@@ -568,6 +568,19 @@ def test_check_reports_ok_then_the_first_problem(tmp_path):
     assert text.rstrip().splitlines()[-1] == "PROBLEM: image: does not exist"
 
 
+def test_check_names_a_link_loop_at_the_image(tmp_path):
+    # Path.exists() calls a loop missing: "does not exist" sent the administrator to make
+    # a directory where a link wants mending.
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    for image in (tmp_path / "a", tmp_path / "a" / "inner"):
+        config = load_config({"port": free_port(), "state_dir": str(tmp_path / "state"), "image": str(image)}, {})
+        out = io.StringIO()
+        assert daemon.check(config, out=out) == 2
+        assert out.getvalue().rstrip().splitlines()[-1] == ("PROBLEM: image: cannot be reached: "
+                                                                "Too many levels of symbolic links")
+
+
 def test_check_loads_the_tls_pair_and_the_jwks_file_as_serve_would(tmp_path):
     from idp import CertAuthority, Idp
     ca = CertAuthority(tmp_path / "ca")

@@ -1178,3 +1178,14 @@ def test_check_and_start_warn_of_a_key_others_may_read_and_a_certificate_not_yet
         gsmcpd("stop", *flags)
         text = log.read_text()
         assert " WARNING " + exposed in text and " WARNING " + later in text, text
+
+
+def test_start_names_a_link_loop_at_the_image(tmp_path):
+    # "does not exist" asked for a directory to be made where a link wants mending.
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    loop, port, state = tmp_path / "a", str(free_port()), tmp_path / "state"
+    started = gsmcpd("start", port, "--state-dir", str(state), env={"GS_MCP_IMAGE": str(loop)})
+    assert started.returncode != 0
+    assert started.stdout.startswith(f"gsmcpd failed to start: image {loop} cannot be reached: "
+                                     "Too many levels of symbolic links"), started.stdout

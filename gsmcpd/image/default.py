@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import tempfile
@@ -99,7 +100,7 @@ def image_dir_problem(image: Path, *, per_user: bool = False) -> str | None:
     """Why `image` cannot be served as an image directory, or None; `serve` and `check`
     both say it in these words. `per_user`: its sessions run as users' accounts."""
     if not image.exists():
-        return "does not exist"
+        return _missing(image)
     if not image.is_dir():
         return "is not a directory"
     if not os.access(image, os.R_OK | os.X_OK):
@@ -112,6 +113,17 @@ def image_dir_problem(image: Path, *, per_user: bool = False) -> str | None:
     if sticky:
         return "cannot be served: " + sticky
     return None
+
+
+def _missing(image: Path) -> str:
+    """Why `image`, which Path.exists() calls missing, is: a link loop is no directory to
+    be made or named anew, but a link to mend."""
+    try:
+        os.stat(image)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            return f"cannot be reached: {os.strerror(errno.ELOOP)}"   # "image X <problem>" reads on
+    return "does not exist"
 
 
 def _lock_possible(image: Path) -> bool:
