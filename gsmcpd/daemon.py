@@ -933,6 +933,10 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
         if not problem and not temp_dir_problem:
             for warning in unreachable_warnings(temp_dir, accounts_served(user_map)):
                 warn(warning)
+    try:
+        _serve_environ()
+    except StartRefused as exc:   # serve, in the foreground, runs from there
+        warn(f"start: {exc}")
     unused = unused_list_warning(config.worker_env, per_user)
     if unused:
         warn(unused)

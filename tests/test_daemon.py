@@ -802,6 +802,11 @@ def test_start_from_a_checkout_whose_path_holds_a_colon_is_refused_before_anythi
     shutil.copytree(REPO / "gsmcpd", checkout / "gsmcpd", ignore=shutil.ignore_patterns("__pycache__"))
     port, state = free_port(), tmp_path / "state"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    checked = subprocess.run([sys.executable, "-m", "gsmcpd", "check", str(port), "--state-dir", str(state)],
+                             cwd=checkout, env=env, capture_output=True, text=True, timeout=60)
+    # check said OK with no word of it: what start refuses, serve runs.
+    assert (f"  warning      start: cannot run gsmcpd from {checkout}: its path holds a ':'"
+            in checked.stdout), checked.stdout
     started = subprocess.run([sys.executable, "-m", "gsmcpd", "start", str(port), "--state-dir", str(state)],
                              cwd=checkout, env=env, capture_output=True, text=True, timeout=60)
     try:
