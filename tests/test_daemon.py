@@ -581,6 +581,26 @@ def test_check_names_a_link_loop_at_the_image(tmp_path):
                                                                 "Too many levels of symbolic links")
 
 
+@pytest.mark.parametrize("made", ["loop", "file"])
+def test_check_names_an_image_state_dir_no_session_can_lock_in(tmp_path, made):
+    # check said OK, serve started, and every session failed preparing: "Too many levels of
+    # symbolic links" or "Not a directory" at .gsmcpd/lock.
+    image = tmp_path / "image"
+    image.mkdir()
+    (image / "m.py").write_text("X = 1\n")
+    state = image / ".gsmcpd"
+    if made == "loop":
+        state.symlink_to(state)
+    else:
+        state.write_text("")
+    config = load_config({"port": free_port(), "state_dir": str(tmp_path / "state"), "image": str(image)}, {})
+    out = io.StringIO()
+    assert daemon.check(config, out=out) == 2
+    why = "cannot be reached: Too many levels of symbolic links" if made == "loop" else "is not a directory"
+    assert out.getvalue().rstrip().splitlines()[-1] == (
+        f"PROBLEM: image: cannot be served: {state}, where every session takes the image's lock, {why}")
+
+
 def test_check_loads_the_tls_pair_and_the_jwks_file_as_serve_would(tmp_path):
     from idp import CertAuthority, Idp
     ca = CertAuthority(tmp_path / "ca")

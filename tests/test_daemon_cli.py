@@ -1180,7 +1180,7 @@ def test_check_and_start_warn_of_a_key_others_may_read_and_a_certificate_not_yet
         assert " WARNING " + exposed in text and " WARNING " + later in text, text
 
 
-def test_start_names_a_link_loop_at_the_image(tmp_path):
+def test_start_names_a_link_loop_at_the_image_or_its_state_dir(tmp_path):
     # "does not exist" asked for a directory to be made where a link wants mending.
     (tmp_path / "a").symlink_to(tmp_path / "b")
     (tmp_path / "b").symlink_to(tmp_path / "a")
@@ -1188,4 +1188,13 @@ def test_start_names_a_link_loop_at_the_image(tmp_path):
     started = gsmcpd("start", port, "--state-dir", str(state), env={"GS_MCP_IMAGE": str(loop)})
     assert started.returncode != 0
     assert started.stdout.startswith(f"gsmcpd failed to start: image {loop} cannot be reached: "
+                                     "Too many levels of symbolic links"), started.stdout
+    # One at its state directory: serve started, and every session failed preparing.
+    image = tmp_path / "image"
+    image.mkdir()
+    (image / ".gsmcpd").symlink_to(image / ".gsmcpd")
+    started = gsmcpd("start", port, "--state-dir", str(state), env={"GS_MCP_IMAGE": str(image)})
+    assert started.returncode != 0
+    assert started.stdout.startswith(f"gsmcpd failed to start: image {image} cannot be served: {image}/.gsmcpd, "
+                                     "where every session takes the image's lock, cannot be reached: "
                                      "Too many levels of symbolic links"), started.stdout

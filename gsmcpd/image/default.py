@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 
@@ -105,6 +106,9 @@ def image_dir_problem(image: Path, *, per_user: bool = False) -> str | None:
         return "is not a directory"
     if not os.access(image, os.R_OK | os.X_OK):
         return "is not readable (no permission to list it)"
+    held = _lock_dir_problem(image / STATE_DIR)
+    if held:
+        return f"cannot be served: {image / STATE_DIR}, where every session takes the image's lock, {held}"
     if not _lock_possible(image):
         return (f"is not writable and has no {STATE_DIR}/{LOCK_NAME} yet: every session reads the "
                 f"image under that lock, so gsmcpd must be able to create it once (make the "
@@ -124,6 +128,17 @@ def _missing(image: Path) -> str:
         if error.errno == errno.ELOOP:
             return f"cannot be reached: {os.strerror(errno.ELOOP)}"   # "image X <problem>" reads on
     return "does not exist"
+
+
+def _lock_dir_problem(state: Path) -> str | None:
+    """Why the image's state directory, there, is none a session can take the lock in: a
+    file, or a link loop (Path.exists() called both missing or not a directory, and
+    _lock_possible asked the image instead: check said OK, every session failed)."""
+    try:
+        info = os.stat(state)
+    except OSError as error:
+        return f"cannot be reached: {os.strerror(errno.ELOOP)}" if error.errno == errno.ELOOP else None
+    return None if stat.S_ISDIR(info.st_mode) else "is not a directory"
 
 
 def _lock_possible(image: Path) -> bool:
