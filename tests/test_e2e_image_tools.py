@@ -160,6 +160,9 @@ def tail():
     "gone/starred_helpers.py": "from os.path import *\n\n\ndef helper():\n    return 1\n\n\nX = helper()\n",
     "gone/drawn.py": ("class Drawn:\n    def randint(self, a, b):\n        return a\n\n\n"
                       "_inst = Drawn()\nrandint = _inst.randint\n"),
+    "gone/recursing.py": ("class Sized:\n    def size(self):\n        return 0\n\n"
+                          "    def __getattr__(self, name):\n        return getattr(self, name)\n\n\n"
+                          "SIZE = Sized().size()\n"),
     "gone/shadows.py": "class property(property):\n    pass\n\n\nclass Uses:\n    @property\n"
                        "    def size(self):\n        return 1\n",
     "gone/late/__init__.py": "from ._core import Latch\n",
@@ -1246,6 +1249,18 @@ def test_delete_method_refuses_what_its_module_reads_through_an_instance(daemon,
     for session in (c, other):
         assert run(session, "import gone.drawn\ngone.drawn.randint(4, 5)") == "4"
     other.close()
+
+
+def test_delete_method_refuses_what_leaves_its_module_recursing_without_end(daemon, image, c):
+    # enum.py's EnumType.__new__ deleted, its import recursed until RecursionError: taken for
+    # the trial's want of stack, deleted and committed, gone.recursing importing in no new session.
+    before = (image / "gone/recursing.py").read_text()
+    message = error(c, "delete_method", "refused", className="gone.recursing.Sized", selector="size")
+    assert ("gone.recursing.Sized.size deleted, gone.recursing would no longer import in a new session: "
+            "imported apart as this session would commit it, it failed with RecursionError: maximum "
+            "recursion depth exceeded, on line 6") in message, message
+    assert (image / "gone/recursing.py").read_text() == before
+    assert run(c, "import gone.recursing\ngone.recursing.SIZE") == "0"
 
 
 def test_delete_class_refuses_a_class_whose_module_sets_its_module_below_it(daemon, image, c):

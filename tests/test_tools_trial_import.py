@@ -130,8 +130,21 @@ def test_delete_method_refuses_what_a_dataclass_below_took_as_its_default(client
     assert "it failed with TypeError: non-default argument 'label' follows default argument, on line 9" in said
 
 
+def test_delete_method_refuses_what_leaves_its_module_recursing_without_end(client, image):
+    # enum.py's EnumType.__new__ deleted: its import then recursed until RecursionError, taken
+    # for want of stack, so deleted and committed. Every new session has Python's default
+    # limit, and the trial's stack is shallower than a worker's: the text's doing.
+    write(image, "class Sized:\n    def size(self):\n        return 0\n\n"
+                 "    def __getattr__(self, name):\n        return getattr(self, name)\n\n\n"
+                 "SIZE = Sized().size()\n")
+    client.ok("refresh")
+    said = refused(client, image, "delete_method", className="trial.Sized", selector="size")
+    assert ("it failed with RecursionError: maximum recursion depth exceeded, on line 6 "
+            "('return getattr(self, name)'), run by line 9 ('SIZE = Sized().size()').") in said
+
+
 def test_a_trial_failing_for_want_of_memory_decides_nothing(client, image):
-    # MemoryError (or RecursionError) tells the trial's limits, not the module's text.
+    # MemoryError tells the trial's limits, not the module's text.
     write(image, "class Spare:\n    def x(self):\n        return 1\n\n\n"
                  "if not hasattr(Spare, 'x'):\n    raise MemoryError\n")
     client.ok("refresh")

@@ -40,9 +40,10 @@ REAP_WAIT = 1.0  # seconds for the processes of the trial's group, killed, to en
 # The child reads its payload first, with the worker's sys.path (-I leaves PYTHONPATH out).
 _BOOT = ("import pickle, sys; payload = pickle.load(sys.stdin.buffer); sys.path[:] = payload['path']; "
          "from gsmcpd.image import trial; trial.child(payload)")
-# A failure of the child's resources, not of the module's text: never a refusal.
-_UNDECIDED = {"MemoryError": "ran out of memory (MemoryError)",
-              "RecursionError": "hit the recursion limit (RecursionError)"}
+# A failure of the child's resources, not of the module's text: never a refusal. Not
+# RecursionError: every new session has Python's default limit, as the child has, and
+# imports from a deeper stack than its; one the old text does not meet is the new text's.
+_UNDECIDED = {"MemoryError": "ran out of memory (MemoryError)"}
 
 
 @dataclass
