@@ -155,16 +155,6 @@ def test_a_trial_failing_for_want_of_memory_decides_nothing(client, image):
             "session still imports it was not checked;") in result["content"][0]["text"]
 
 
-def test_a_trial_failing_for_want_of_stack_is_noted_as_such(client, image):
-    write(image, "class Spare:\n    def x(self):\n        return 1\n\n\n"
-                 "if not hasattr(Spare, 'x'):\n    raise RecursionError\n")
-    client.ok("refresh")
-    result = client.ok("delete_method", className="trial.Spare", selector="x")
-    assert result["structuredContent"]["importNotTried"] == "hit the recursion limit (RecursionError)"
-    assert ("; note: the trial import of trial apart hit the recursion limit (RecursionError), so whether "
-            "a new session still imports it was not checked;") in result["content"][0]["text"]
-
-
 def test_a_refusal_quotes_the_whole_statement_the_failing_line_belongs_to(client, image):
     # The traceback's line is the statement's part that failed: 'b=_inst.randint,' was quoted.
     write(image, DRAWN.replace("randint = _inst.randint\nchoice = _inst.choice\n",
