@@ -1,5 +1,7 @@
 """Toolset resolution, the read-only audit list, execution, bench and the worked example."""
 
+import gc
+import linecache
 import re
 import sys
 from pathlib import Path
@@ -297,6 +299,28 @@ def test_the_final_expression_is_answered_however_it_is_written(executing, code,
 def test_a_traceback_points_into_the_final_expression_as_written(executing):
     text = run(executing, "é = 0; 'ü'\n(é\n +\n 1/é)")["content"][0]["text"]
     assert 'line 4, in <module>\n    1/é)\n' in text and text.endswith("ZeroDivisionError: division by zero")
+
+
+def workspace_sources():
+    return {name for name in linecache.cache if name.startswith(execution._FILENAME_PREFIX)}
+
+
+def test_a_calls_source_is_kept_while_code_it_compiled_lives_and_no_longer(executing):
+    # Every call's source stayed in linecache for good: a worker running many calls grew
+    # without end (one entry, its whole text, a call).
+    before = workspace_sources()
+    for n in range(50):
+        run(executing, f"x = {n}\nx + 1")
+    run(executing, "def f():\n    return 1 / 0\nkept = [lambda: 2]")
+    assert len(workspace_sources() - before) == 1
+    text = run(executing, "f()")["content"][0]["text"]
+    assert "    return 1 / 0\n" in text, text   # a function of an earlier call: its line quoted
+    run(executing, "import inspect\nsource = inspect.getsource(kept[0])\ndel f")
+    assert run(executing, "source")["content"][0]["text"] == repr("kept = [lambda: 2]")
+    assert len(workspace_sources() - before) == 1   # the lambda lives on
+    run(executing, "del kept")
+    gc.collect()
+    assert workspace_sources() - before == set()
 
 
 def test_a_traceback_below_a_page_break_quotes_the_line_python_numbers(executing):

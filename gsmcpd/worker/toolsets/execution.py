@@ -60,6 +60,9 @@ class ExecutionToolset(Toolset):
         # By name, the class or function the workspace bound as it was last noted (weakly):
         # what a call notes again is only what was bound since, not every name each call.
         self._noted_bindings: dict = {}
+        # By filename: weak references to the code objects each call compiled still alive,
+        # whose source linecache keeps for them (_keep_source).
+        self._sources_in_use: dict[str, set] = {}
 
     def register(self, registry):
         registry.add(Tool(
@@ -79,8 +82,7 @@ class ExecutionToolset(Toolset):
         code = arguments["code"]
         filename = f"{_FILENAME_PREFIX}{next(self._call_numbers)}>"
         body, final_expression = self._compile(code, filename)
-        # Keep the source where tracebacks look for it, in the lines Python numbers.
-        linecache.cache[filename] = (len(code), None, splice.lines_of(code), filename)
+        self._keep_source(filename, code, body, final_expression)
         sys.modules[WORKSPACE] = self.module   # this server's (a test process may hold several)
         self._rebind_reimported()
         if self._threads_before_code is None:
@@ -90,6 +92,22 @@ class ExecutionToolset(Toolset):
         finally:
             self._note_image_objects()   # what the code imported, before anything re-imports it
             self._threads_ran = bool(self._code_threads())
+
+    def _keep_source(self, filename, code, *compiled) -> None:
+        """Keep `code` where tracebacks and inspect look for it, in the lines Python numbers,
+        while a code object compiled from it lives (a function it defined, a frame a kept
+        traceback holds): every call's kept for good grew the worker without end."""
+        entry = (len(code), None, splice.lines_of(code), filename)
+        linecache.cache[filename] = entry
+
+        def gone(ref):
+            alive.discard(ref)
+            if not alive:
+                del self._sources_in_use[filename]
+                if linecache.cache.get(filename) is entry:
+                    del linecache.cache[filename]
+        alive = {weakref.ref(each, gone) for each in _code_objects(compiled)}
+        self._sources_in_use[filename] = alive   # the weak references live while they wait
 
     def call_starting(self) -> None:
         """What a thread the code left running bound since the last call is noted before
@@ -191,6 +209,16 @@ class ExecutionToolset(Toolset):
             raise ToolError("compileError", detail) from None
         except NESTED_TOO_DEEPLY as error:
             raise ToolError("compileError", nested_too_deeply(error)) from None
+
+
+def _code_objects(codes):
+    """`codes` (None among them skipped) and the code objects nested in them, at any depth."""
+    found, todo = [], [code for code in codes if code is not None]
+    while todo:
+        code = todo.pop()
+        found.append(code)
+        todo += [const for const in code.co_consts if isinstance(const, types.CodeType)]
+    return found
 
 
 def _split_final_expression(code: str, last: ast.Expr) -> tuple[str, str]:
