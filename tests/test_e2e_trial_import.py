@@ -39,7 +39,12 @@ def daemon(tmp_path, request):
              "sleeping.py": DRAWN + "import sys, time\nif sys.flags.isolated:\n    time.sleep(60)\n",
              "drawing.py": DRAWN.replace("randint = _inst.randint\n", "DRAWS = dict(\n    a=_inst.choice,\n"
                                                                       "    b=_inst.randint,\n)\n"),
-             "odd.py": DRAWN + "if not hasattr(Random, 'choice'):\n    raise ValueError('odd \\udcff')\n"}
+             "odd.py": DRAWN + "if not hasattr(Random, 'choice'):\n    raise ValueError('odd \\udcff')\n",
+             # In the trial alone: a daemon it starts, out of the trial's group (setsid) before
+             # the import goes on.
+             "escaping.py": DRAWN + "import os, sys, time\nif sys.flags.isolated:\n    ready, told = os.pipe()\n"
+                                    "    if os.fork() == 0:\n        os.setsid()\n        os.write(told, b'x')\n"
+                                    "        time.sleep(60)\n        os._exit(0)\n    os.read(ready, 1)\n"}
     image = write_image(tmp_path / "image", files)
     with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image), **getattr(request, "param", {})}) as running:
         yield running
@@ -63,6 +68,16 @@ def test_a_child_the_module_forks_neither_holds_up_the_trial_nor_outlives_it(dae
     c = open_session(daemon)
     deleted = call_tool(c, "delete_method", {"className": "forking.Random", "selector": "choice"})
     assert "importNotTried" not in deleted["structuredContent"], deleted
+    assert run(c, CHILDREN) == "[]"
+    c.close()
+
+
+def test_a_daemon_the_module_starts_out_of_the_trials_group_does_not_outlive_the_trial(daemon):
+    # Left the group the trial's kill ends: it slept on, reparented to the worker, and once
+    # ended stayed a zombie below it, one more for each deletion tried on its module.
+    c = open_session(daemon)
+    deleted = structured(c, "delete_method", className="escaping.Random", selector="choice")
+    assert "importNotTried" not in deleted, deleted
     assert run(c, CHILDREN) == "[]"
     c.close()
 

@@ -14,8 +14,9 @@ replace them). Only a failure the old text does not have is one the
 deletion makes. A trial that does not finish within TIMEOUT (or cannot run), with either
 text, decides nothing: the deletion goes ahead, with a note saying the import was not tried.
 The trial is a process group of its own, killed once it answers, times out or ends: what the
-module starts as it imports does not outlive it (but for what leaves the group) nor,
-forked, hold its answer's pipe open, nor, killed, stay a zombie below the worker.
+module starts as it imports does not outlive it nor, forked, hold its answer's pipe open, nor,
+killed, stay a zombie below the worker. What leaves the group (setsid, a double fork) the
+trial, a subreaper, kills and reaps itself once it has answered; one killed first leaves it.
 """
 
 from __future__ import annotations
@@ -179,6 +180,9 @@ def child(payload: dict) -> None:
     # A process the module forks (a daemon it starts, left its session too) does not hold
     # the answer's pipe open: the answer ends when this process does.
     os.register_at_fork(after_in_child=lambda: os.dup2(null, answer.fileno(), inheritable=False))
+    # A daemon the module starts (setsid, a double fork) leaves the group, not this process's
+    # descendants: below a subreaper, they are ended with the trial, not left to the worker.
+    reaper.become_subreaper()
     view = View(SimpleNamespace(root=payload["root"]), user="", session_id="")
     view.texts = payload["texts"]
     shadowed = frozenset(payload["shadowed"])
@@ -202,7 +206,9 @@ def child(payload: dict) -> None:
                 "line": lines[-1] if lines else None, "top": lines[0] if lines else None}
     answer.write(json.dumps(said).encode())
     answer.flush()
-    # No atexit hooks nor threads the module started, nor processes left in its group.
+    # No atexit hooks nor threads the module started, nor processes it started: below this
+    # one (killed and reaped here) or left in its group.
+    reaper.kill_descendants(REAP_WAIT)
     if os.getpgrp() == os.getpid():   # the group try_import made, never a caller's
         os.killpg(0, signal.SIGKILL)
     os._exit(0)
