@@ -6,6 +6,7 @@ import contextlib
 import errno
 import os
 import signal
+import sys
 import time
 
 import pytest
@@ -127,7 +128,9 @@ def test_delete_method_refuses_what_a_dataclass_below_took_as_its_default(client
                  "@dataclasses.dataclass\nclass Labelled(Plain):\n    n: int = 0\n    label: str\n")
     client.ok("refresh")
     said = refused(client, image, "delete_method", className="trial.Plain", selector="label")
-    assert "it failed with TypeError: non-default argument 'label' follows default argument, on line 9" in said
+    # Python 3.13's dataclasses name the field with the default too.
+    default = " 'n'" if sys.version_info >= (3, 13) else ""
+    assert f"it failed with TypeError: non-default argument 'label' follows default argument{default}, on line 9" in said
 
 
 def test_delete_method_refuses_what_leaves_its_module_recursing_without_end(client, image):
