@@ -581,7 +581,7 @@ def test_check_names_a_link_loop_at_the_image(tmp_path):
                                                                 "Too many levels of symbolic links")
 
 
-@pytest.mark.parametrize("made", ["loop", "file"])
+@pytest.mark.parametrize("made", ["loop", "file", "dangling"])
 def test_check_names_an_image_state_dir_no_session_can_lock_in(tmp_path, made):
     # check said OK, serve started, and every session failed preparing: "Too many levels of
     # symbolic links" or "Not a directory" at .gsmcpd/lock.
@@ -591,14 +591,29 @@ def test_check_names_an_image_state_dir_no_session_can_lock_in(tmp_path, made):
     state = image / ".gsmcpd"
     if made == "loop":
         state.symlink_to(state)
+    elif made == "dangling":   # a session's mkdir met the link, and following it found nothing
+        state.symlink_to(tmp_path / "moved")
     else:
         state.write_text("")
     config = load_config({"port": free_port(), "state_dir": str(tmp_path / "state"), "image": str(image)}, {})
     out = io.StringIO()
     assert daemon.check(config, out=out) == 2
-    why = "cannot be reached: Too many levels of symbolic links" if made == "loop" else "is not a directory"
+    why = {"loop": "cannot be reached: Too many levels of symbolic links", "file": "is not a directory",
+           "dangling": f"is a link to {tmp_path / 'moved'}, which does not exist"}[made]
     assert out.getvalue().rstrip().splitlines()[-1] == (
         f"PROBLEM: image: cannot be served: {state}, where every session takes the image's lock, {why}")
+
+
+def test_check_takes_an_image_state_dir_linked_to_a_directory(tmp_path):
+    # A link the image's owner made is followed by the sessions (dirfd.open_dir): no problem.
+    image = tmp_path / "image"
+    image.mkdir()
+    (image / "m.py").write_text("X = 1\n")
+    (tmp_path / "elsewhere").mkdir()
+    (image / ".gsmcpd").symlink_to(tmp_path / "elsewhere")
+    config = load_config({"port": free_port(), "state_dir": str(tmp_path / "state"), "image": str(image)}, {})
+    out = io.StringIO()
+    assert daemon.check(config, out=out) == 0, out.getvalue()
 
 
 def test_check_loads_the_tls_pair_and_the_jwks_file_as_serve_would(tmp_path):

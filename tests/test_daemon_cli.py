@@ -1198,3 +1198,11 @@ def test_start_names_a_link_loop_at_the_image_or_its_state_dir(tmp_path):
     assert started.stdout.startswith(f"gsmcpd failed to start: image {image} cannot be served: {image}/.gsmcpd, "
                                      "where every session takes the image's lock, cannot be reached: "
                                      "Too many levels of symbolic links"), started.stdout
+    # One to nothing: a session's mkdir met the link, and following it found nothing.
+    (image / ".gsmcpd").unlink()
+    (image / ".gsmcpd").symlink_to(tmp_path / "moved")
+    started = gsmcpd("start", port, "--state-dir", str(state), env={"GS_MCP_IMAGE": str(image)})
+    assert started.returncode != 0
+    assert started.stdout.startswith(f"gsmcpd failed to start: image {image} cannot be served: {image}/.gsmcpd, "
+                                     f"where every session takes the image's lock, is a link to {tmp_path}/moved, "
+                                     "which does not exist"), started.stdout

@@ -132,12 +132,16 @@ def _missing(image: Path) -> str:
 
 def _lock_dir_problem(state: Path) -> str | None:
     """Why the image's state directory, there, is none a session can take the lock in: a
-    file, or a link loop (Path.exists() called both missing or not a directory, and
+    file, a link loop or a link to nothing (Path.exists() called both missing or not a directory, and
     _lock_possible asked the image instead: check said OK, every session failed)."""
     try:
         info = os.stat(state)
     except OSError as error:
-        return f"cannot be reached: {os.strerror(errno.ELOOP)}" if error.errno == errno.ELOOP else None
+        if error.errno == errno.ELOOP:
+            return f"cannot be reached: {os.strerror(errno.ELOOP)}"
+        if os.path.islink(state):   # a session's mkdir meets the link, then follows it to nothing
+            return f"is a link to {os.readlink(state)}, which does not exist"
+        return None
     return None if stat.S_ISDIR(info.st_mode) else "is not a directory"
 
 
