@@ -90,48 +90,46 @@ def test_a_definition_sent_back_after_an_edit_leaves_the_module_as_it_was(image,
     assert run(c, f"from rt.{case} import A\nA().m()") == "1"
 
 
-def test_the_statement_between_two_methods_taken_out_leaves_one_blank_line_between_them(image, c):
+# (module, its text, the definition sent, the text after, a call and what it answers)
+STATEMENTS_TAKEN_OUT = [
     # Two blank lines were left between the methods: the one above the statement and the one below.
-    path = image / "rt" / "between.py"
-    path.write_bytes(b"class A:\n    def m(self):\n        return 1\n\n    # about x\n    x = 1\n\n"
-                     b"    def n(self):\n        return 2\n")
-    ok(c, "refresh")
-    ok(c, "compile_class_definition", source="class A:\n    pass\n", dictionaryName="rt.between")
-    assert path.read_bytes() == b"class A:\n    def m(self):\n        return 1\n\n    def n(self):\n        return 2\n"
-    assert run(c, "from rt.between import A\n(hasattr(A, 'x'), A().n())") == repr((False, 2))
-
-
-def test_the_first_statement_taken_out_leaves_the_next_one_set_apart_from_the_method_above_it(image, c):
+    ("between", b"class A:\n    def m(self):\n        return 1\n\n    # about x\n    x = 1\n\n"
+                b"    def n(self):\n        return 2\n",
+     "class A:\n    pass\n",
+     b"class A:\n    def m(self):\n        return 1\n\n    def n(self):\n        return 2\n",
+     "(hasattr(A, 'x'), A().n())", repr((False, 2))),
     # The blank line shown between the two statements is the second's: it went with the
     # first, the second glued to the method above it, the first's own blank line left under
     # the header.
-    path = image / "rt" / "first_out.py"
-    path.write_bytes(b"class A:\n    x = 1\n\n    def m(self):\n        return 1\n\n    y = m\n")
-    ok(c, "refresh")
-    ok(c, "compile_class_definition", source="class A:\n    y = m\n", dictionaryName="rt.first_out")
-    assert path.read_bytes() == b"class A:\n    def m(self):\n        return 1\n\n    y = m\n"
-    assert run(c, "from rt.first_out import A\n(hasattr(A, 'x'), A().y())") == repr((False, 1))
-
-
-def test_two_statements_taken_out_leave_each_method_set_apart(image, c):
+    ("first_out", b"class A:\n    x = 1\n\n    def m(self):\n        return 1\n\n    y = m\n",
+     "class A:\n    y = m\n",
+     b"class A:\n    def m(self):\n        return 1\n\n    y = m\n",
+     "(hasattr(A, 'x'), A().y())", repr((False, 1))),
     # Only the last one's gap was kept: the methods were glued (`return 1\n    def b`),
     # and the first one's blank line left under the header.
-    path = image / "rt" / "two_out.py"
-    path.write_bytes(b"class A:\n    x = 1\n\n    def a(self):\n        return 1\n\n    y = 2\n\n"
-                     b"    def b(self):\n        return 2\n\n    z = 3\n")
-    ok(c, "refresh")
-    ok(c, "compile_class_definition", source="class A:\n    z = 3\n", dictionaryName="rt.two_out")
-    assert path.read_bytes() == (b"class A:\n    def a(self):\n        return 1\n\n"
-                                 b"    def b(self):\n        return 2\n\n    z = 3\n")
+    ("two_out", b"class A:\n    x = 1\n\n    def a(self):\n        return 1\n\n    y = 2\n\n"
+                b"    def b(self):\n        return 2\n\n    z = 3\n",
+     "class A:\n    z = 3\n",
+     b"class A:\n    def a(self):\n        return 1\n\n    def b(self):\n        return 2\n\n    z = 3\n",
+     "(hasattr(A, 'x'), hasattr(A, 'y'), A().b())", repr((False, False, 2))),
+    # With no blank line of its own, it was glued to the method above it: `return 1\n    y = 2`.
+    ("tight_out", b"class A:\n    x = 1\n    def a(self):\n        return 1\n\n    y = 2\n",
+     "class A:\n    y = 2\n",
+     b"class A:\n    def a(self):\n        return 1\n\n    y = 2\n",
+     "(hasattr(A, 'x'), A.y)", repr((False, 2))),
+]
 
 
-def test_a_statement_with_no_blank_line_of_its_own_taken_out_leaves_the_next_one_set_apart(image, c):
-    path = image / "rt" / "tight_out.py"
-    path.write_bytes(b"class A:\n    x = 1\n    def a(self):\n        return 1\n\n    y = 2\n")
+@pytest.mark.parametrize("name, before, sent, after, call, answer", STATEMENTS_TAKEN_OUT,
+                         ids=[case[0] for case in STATEMENTS_TAKEN_OUT])
+def test_statements_taken_out_leave_the_members_set_apart_as_they_were(image, c, name, before, sent, after,
+                                                                       call, answer):
+    path = image / "rt" / f"{name}.py"
+    path.write_bytes(before)
     ok(c, "refresh")
-    ok(c, "compile_class_definition", source="class A:\n    y = 2\n", dictionaryName="rt.tight_out")
-    # It was glued to the method above it: `return 1\n    y = 2`.
-    assert path.read_bytes() == b"class A:\n    def a(self):\n        return 1\n\n    y = 2\n"
+    ok(c, "compile_class_definition", source=sent, dictionaryName=f"rt.{name}")
+    assert path.read_bytes() == after
+    assert run(c, f"from rt.{name} import A\n{call}") == answer
 
 
 def test_an_attribute_added_below_the_last_one_shown_goes_above_the_methods(image, c):

@@ -146,10 +146,16 @@ def test_delete_method_refuses_what_leaves_its_module_recursing_without_end(clie
             "('return getattr(self, name)'), run by line 9 ('SIZE = Sized().size()').") in said
 
 
-def test_a_trial_failing_for_want_of_memory_decides_nothing(client, image):
+@pytest.mark.parametrize("text", [
     # MemoryError tells the trial's limits, not the module's text.
-    write(image, "class Spare:\n    def x(self):\n        return 1\n\n\n"
-                 "if not hasattr(Spare, 'x'):\n    raise MemoryError\n")
+    "class Spare:\n    def x(self):\n        return 1\n\n\nif not hasattr(Spare, 'x'):\n    raise MemoryError\n",
+    # The text as it stands fails for want of memory there: whether the deletion made the
+    # new text's failure is not known, so it is said, not passed over in silence.
+    "class Spare:\n    def x(self):\n        return 1\n\n\n"
+    "if hasattr(Spare, 'x'):\n    raise MemoryError\nraise TypeError('gone')\n",
+], ids=["the-new-text", "the-old-text"])
+def test_a_trial_failing_for_want_of_memory_decides_nothing_and_says_so(client, image, text):
+    write(image, text)
     client.ok("refresh")
     result = client.ok("delete_method", className="trial.Spare", selector="x")
     assert result["structuredContent"]["importNotTried"] == "ran out of memory (MemoryError)"
@@ -213,16 +219,6 @@ def test_a_failure_outside_the_modules_own_code_is_named_not_refused(client, ima
     assert result["committed"] and "importNotTried" not in result
     assert sorted(result["importErrors"]) == ["pulley", "pulley.parts", "pulley.users"]
     assert "class Wheel" not in (image / "pulley" / "parts.py").read_text()
-
-
-def test_a_failure_whose_old_text_decides_nothing_is_noted_not_taken_for_the_deletions(client, image):
-    # The text as it stands fails for want of memory there: whether the deletion made the
-    # new text's failure is not known, so it is said, not passed over in silence.
-    write(image, "class Spare:\n    def x(self):\n        return 1\n\n\n"
-                 "if hasattr(Spare, 'x'):\n    raise MemoryError\nraise TypeError('gone')\n")
-    client.ok("refresh")
-    result = client.ok("delete_method", className="trial.Spare", selector="x")
-    assert result["structuredContent"]["importNotTried"] == "ran out of memory (MemoryError)"
 
 
 def _ended(pid):
