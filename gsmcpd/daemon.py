@@ -27,6 +27,7 @@ from gsmcpd.accounts import account_and_uid, private_group_problem
 from gsmcpd.config import (CHECKOUT, DEFAULT_STATE_DIR, Config, control_socket_path, parse_int,
                            pidfile_path)
 from gsmcpd.exitcodes import FAILED, OK, REFUSED, StartRefused, of_os_error
+from gsmcpd.image.default import link_loop
 from gsmcpd.logfile import PrivateFileHandler, RefusesWrites, no_space_left, open_for_appending, open_private
 from gsmcpd.raised import raised
 from gsmcpd.readypipe import Reporter, failure_line, read_outcome
@@ -88,7 +89,7 @@ def make_private_dir(path: Path) -> None:
         _make_missing_parents(path)
         _make_dir(path, 0o700, parents=True)
     except FileExistsError:
-        if _link_loop(path):    # not "Not a directory": it may be meant to lead to one
+        if link_loop(path):    # not "Not a directory": it may be meant to lead to one
             raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), str(path)) from None
         if not path.is_dir():   # a file in its place: "File exists" would not say what is wrong
             raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path)) from None
@@ -1028,7 +1029,7 @@ def _log_file_problem(path: Path) -> str | None:
     shared = _private_dir_problem(path.parent)
     if shared:
         return f"log_file: {shared}"
-    if path.exists() or _link_loop(path):
+    if path.exists() or link_loop(path):
         return _append_problem(path)
     problem = _writable_problem(path.parent)
     if problem is None and no_space_left(_nearest_existing(path.parent)):
@@ -1051,24 +1052,15 @@ def _append_problem(path: Path) -> str | None:
     return None
 
 
-def _link_loop(path: Path) -> bool:
-    """Whether `path` is a link loop, which Path.exists() calls missing (as if it could be made)."""
-    try:
-        os.stat(path)
-    except OSError as exc:
-        return exc.errno == errno.ELOOP
-    return False
-
-
 def _nearest_existing(path: Path) -> Path:
-    while not path.exists() and not _link_loop(path):
+    while not path.exists() and not link_loop(path):
         path = path.parent   # would be created: the nearest existing parent decides
     return path
 
 
 def _writable_problem(directory: Path) -> str | None:
     probe = _nearest_existing(directory)
-    if _link_loop(probe):
+    if link_loop(probe):
         return f"{probe}: {os.strerror(errno.ELOOP)}"
     if not probe.is_dir():
         return f"{probe} is not a directory"

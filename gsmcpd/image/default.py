@@ -122,12 +122,18 @@ def image_dir_problem(image: Path, *, per_user: bool = False) -> str | None:
 def _missing(image: Path) -> str:
     """Why `image`, which Path.exists() calls missing, is: a link loop is no directory to
     be made or named anew, but a link to mend."""
-    try:
-        os.stat(image)
-    except OSError as error:
-        if error.errno == errno.ELOOP:
-            return f"cannot be reached: {os.strerror(errno.ELOOP)}"   # "image X <problem>" reads on
+    if link_loop(image):
+        return f"cannot be reached: {os.strerror(errno.ELOOP)}"   # "image X <problem>" reads on
     return "does not exist"
+
+
+def link_loop(path: Path) -> bool:
+    """Whether `path` is a link loop, which Path.exists() calls missing (as if it could be made)."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    return False
 
 
 def _lock_dir_problem(state: Path) -> str | None:
