@@ -823,12 +823,22 @@ def test_install_skips_pip_while_the_stamp_matches(fake_checkout):
     count = len(calls(fake_checkout))
     second = subprocess.run(["./install.sh"], cwd=fake_checkout, capture_output=True, text=True)
     assert second.returncode == 0 and "up to date" in second.stdout
-    assert not any("pip" in call for call in calls(fake_checkout)[count:])
+    assert not any("-m pip" in call for call in calls(fake_checkout)[count:])   # not the path's "pip"
     with open(fake_checkout / "setup.cfg", "a") as cfg:
         cfg.write("\n# changed\n")
     third = subprocess.run(["./install.sh"], cwd=fake_checkout, capture_output=True, text=True)
     assert third.returncode == 0
     assert any("pip install" in call for call in calls(fake_checkout)[count:])
+
+
+def test_install_byte_compiles_the_package_installed_or_up_to_date(fake_checkout):
+    # Processes that may not write __pycache__ (PYTHONDONTWRITEBYTECODE, a worker's -B and
+    # so each deletion's trial import, a service account) compiled every module anew.
+    for run in range(2):   # installing, then with the stamp matching
+        result = subprocess.run(["./install.sh"], cwd=fake_checkout, capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        assert calls(fake_checkout)[-1] == f"-m compileall -q {fake_checkout}/gsmcpd"
+        assert ("up to date" in result.stdout) == (run == 1)
 
 
 def test_run_server_finishes_an_install_that_never_completed(fake_checkout):
