@@ -614,7 +614,9 @@ def test_a_stream_closed_while_its_call_runs_on_lets_go_of_what_was_pipelined_be
                     assert chunk, got
                     got += chunk
         assert wait_until(lambda: d.log_text().count("client closed mid-request") == 2, timeout=30)
-        rss_settles_under(d, before, 128)    # one kept is ~235 KiB (measured: 476 for both)
+        # One kept is ~235 KiB (measured: 476 for both); what the two calls still running
+        # hold came to 128 KiB in a clean clone's run (the bound was 128): 192 tells them apart.
+        rss_settles_under(d, before, 192)
         assert clients[0].call("ping").status == 200
 
 
