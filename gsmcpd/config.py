@@ -22,6 +22,7 @@ from gsmcpd.auth.usermap import IDENTITY_MAP
 from gsmcpd.image.store import JOURNAL_LIMIT, LOCK_WAIT
 from gsmcpd.router.lifetime import LifetimeSettings
 from gsmcpd.wire import hosts
+from gsmcpd.wire.frames import carries
 from gsmcpd.worker.environment import ACCOUNT_NAMES, NAME as ENV_NAME
 
 CHECKOUT = Path(__file__).resolve().parent.parent
@@ -260,10 +261,8 @@ def _utf8(text: str) -> str:
     (decoded with surrogateescape), but a name, claim, scope or URL is compared with a
     token's text or sent to a worker in a frame, which carries none of those (a server
     name that was not UTF-8 failed every session's start, 500)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError(f"not UTF-8 text: {text!r}") from None
+    if not carries(text):
+        raise ValueError(f"not UTF-8 text: {text!r}")
     return text
 
 

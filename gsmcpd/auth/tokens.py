@@ -21,6 +21,8 @@ from typing import Any
 
 import jwt
 
+from gsmcpd.wire.frames import carries
+
 from .challenge import INSUFFICIENT_SCOPE, INVALID_REQUEST, INVALID_TOKEN, bearer_challenge
 from .jwks import KeySource
 from .settings import AuthSettings
@@ -222,15 +224,6 @@ def _claim_problem(claims: dict, name: str, should_be: str) -> str:
     return f"token has no {name} claim" if name not in claims else f"token {name} claim is not {should_be}"
 
 
-def _is_utf8_text(text: str) -> bool:
-    """False for a string holding a lone surrogate (a JSON \\ud800 escape), which UTF-8 cannot carry."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _check_claims(claims: dict, settings: AuthSettings, now: float) -> Outcome:
     exp = _timestamp(claims.get("exp"))
     if exp is None:
@@ -258,7 +251,7 @@ def _check_claims(claims: dict, settings: AuthSettings, now: float) -> Outcome:
     user = claims.get(settings.userid_claim)
     if not isinstance(user, str) or not user:
         return _invalid(settings, _claim_problem(claims, settings.userid_claim, "a non-empty string"))
-    if not _is_utf8_text(user):   # its session's start could not send it to the worker: 500
+    if not carries(user):   # its session's start could not send it to the worker: 500
         return _invalid(settings, f"token {settings.userid_claim} claim holds a lone surrogate "
                                   "(U+D800 to U+DFFF), which is not text")
     scopes = token_scopes(claims)

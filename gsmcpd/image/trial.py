@@ -33,7 +33,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from gsmcpd.raised import carried
+from gsmcpd.wire.frames import carried
 from gsmcpd.worker import reaper
 
 TIMEOUT = 10.0   # seconds a trial may take; a module's import taking longer is not judged

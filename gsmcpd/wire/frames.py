@@ -15,7 +15,7 @@ import re
 from gsmcpd.wire import jsonrpc
 
 __all__ = ["MAX_FRAME", "MAX_OTHER_FRAME", "LOG_MESSAGE_CAP", "FrameError", "encode",
-           "message_frame", "cut_log_message", "log_frame", "FrameDecoder"]
+           "message_frame", "cut_log_message", "carries", "carried", "log_frame", "FrameDecoder"]
 
 MAX_FRAME = 64 * 1024 * 1024
 # What a raw decoder parses of a frame that is not relayed (prepared, log): all of
@@ -63,12 +63,27 @@ def cut_log_message(message, cap=LOG_MESSAGE_CAP):
     return "%s...(+%d more chars)" % (message[:cap], len(message) - cap)
 
 
+def carries(text):
+    """Whether a frame (UTF-8) carries `text`: not one holding a lone surrogate (a JSON
+    `\\ud800` escape, or bytes the environment or argv decoded with surrogateescape)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def carried(text):
+    """`text` with what UTF-8 cannot carry (a lone surrogate, `ValueError('\\udcff')`) as
+    its escape: a log record or a message the user's code made, not a failed frame."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def log_frame(level, message, cap=LOG_MESSAGE_CAP):
     """The frame for one log record (`level` a logging level name); a message past
     `cap` characters is cut, saying how much was."""
     message = cut_log_message(message, cap)
-    # What UTF-8 cannot carry (a lone surrogate) as its escape, not a failed record.
-    message = message.encode("utf-8", "backslashreplace").decode("utf-8")
+    message = carried(message)
     return encode({"op": "log", "level": level, "message": message})
 
 
