@@ -44,10 +44,21 @@ def test_metadata_paths_and_url():
     assert metadata_url("https://h/") == "https://h/.well-known/oauth-protected-resource"
 
 
-@pytest.mark.parametrize("resource", ["mcp", "https://h/mcp#frag", "https://h/mcp?x=1", "ftp://h/mcp"])
+@pytest.mark.parametrize("resource", ["mcp", "https://h/mcp#frag", "https://h/mcp?x=1", "ftp://h/mcp",
+                                      # a challenge quotes it: Latin-1 at most, no quote inside
+                                      "https://h/\u20ac/mcp", "https://b\u00fccher.example/mcp",
+                                      'https://h/m"cp', "https://h/a b", "https://h/a\\b"])
 def test_bad_resource_is_refused(resource):
     with pytest.raises(ValueError):
         AuthSettings(resource=resource, issuer="https://a")
+
+
+@pytest.mark.parametrize("resource, metadata", [
+    ("https://h/%E2%82%AC/mcp", "https://h/.well-known/oauth-protected-resource/%E2%82%AC/mcp"),
+    ("https://xn--bcher-kva.example/mcp", "https://xn--bcher-kva.example/.well-known/oauth-protected-resource/mcp"),
+    ("https://[::1]:8443/mcp", "https://[::1]:8443/.well-known/oauth-protected-resource/mcp")])
+def test_a_percent_encoded_or_punycode_resource_is_taken(resource, metadata):
+    assert AuthSettings(resource=resource, issuer="https://a").metadata_url == metadata
 
 
 def test_scope_lists_must_not_be_plain_strings():

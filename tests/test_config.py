@@ -655,7 +655,8 @@ def test_an_empty_userid_claim_is_refused_naming_it():
         "empty: name the token claim that names the user (sub when unset)")
 
 
-@pytest.mark.parametrize("audience", ["https://mcp.example/mcp?tenant=1", "https://mcp.example/mcp#top", "http://"])
+@pytest.mark.parametrize("audience", ["https://mcp.example/mcp?tenant=1", "https://mcp.example/mcp#top", "http://",
+                                      "https://mcp.example/\u20ac", 'https://mcp.example/m"cp'])
 def test_an_audience_that_cannot_be_the_published_resource_is_refused_naming_it(audience):
     # Without resource_url an http(s) audience is the resource; one with a query was taken
     # here and refused by the auth settings after the fork.

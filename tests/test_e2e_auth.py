@@ -1228,3 +1228,14 @@ def test_a_token_naming_no_key_among_several_that_fit_is_refused_saying_so(tmp_p
     finally:
         daemon.stop()
         server.close()
+
+
+@pytest.mark.parametrize("resource", ["https://mcp.example/\u20ac/mcp", "https://mcp.example/m\"cp"])
+def test_a_resource_url_a_challenge_cannot_carry_is_refused_at_start(tmp_path, resource):
+    # Each was taken, then every 401 failed (500, a character Latin-1 cannot write) or
+    # carried a challenge whose quoted URL ended early.
+    idp = Idp(issuer="https://idp.test", kinds=("rsa",))
+    daemon, _path = file_source_daemon(tmp_path, idp, idp.jwks())
+    daemon.env.update({"MCP_AUDIENCE": "api://gsmcpd", "MCP_RESOURCE_URL": resource})
+    assert daemon.refusal() == 2
+    assert "resource_url: resource must be a URI" in daemon.log_text()

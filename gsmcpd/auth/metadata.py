@@ -6,10 +6,14 @@ Pure: no I/O. The router serves `metadata_document()` on every path in
 from __future__ import annotations
 
 import json
+import re
 from typing import Iterable
 from urllib.parse import urlsplit, urlunsplit
 
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
+# The characters a URI is written in (RFC 3986 2): the resource is quoted in every
+# challenge (WWW-Authenticate, Latin-1 at most, a quote ending it early) as written.
+_URI = re.compile(r"[A-Za-z0-9._~:/?#\[\]@!$&'()*+,;=%-]+")
 
 
 def supported_scopes(required: Iterable[str] = (), write_scope: str | None = None,
@@ -32,6 +36,9 @@ def _split_resource(resource: str):
         raise ValueError(f"resource must be an absolute http(s) URL, got {resource!r}")
     if parts.fragment or parts.query:
         raise ValueError(f"resource must have no query or fragment, got {resource!r}")
+    if not _URI.fullmatch(resource):
+        raise ValueError(f"resource must be a URI, in ASCII without spaces, quotes or backslashes "
+                         f"(percent-encode the others, punycode a host), got {resource!r}")
     return parts
 
 
