@@ -53,12 +53,14 @@ def _passthrough(args: argparse.Namespace) -> list[str]:
     argv: list[str] = []
     for dest in ("host", "config", "image", "state_dir", "toolsets", "trace"):
         value = getattr(args, dest)
-        if value is not None:
-            option = "--" + dest.replace("_", "-")
-            # A path, absolute: serve runs elsewhere; "none" (unset) stays a word.
-            is_path = dest == "config" or dest in ("image", "state_dir") and \
-                parse_optional_path(value) is not None
-            argv += [option, str(Path(value).absolute()) if is_path else value]
+        # A blank config is unset, as load_config read it (made absolute, the caller's directory).
+        if value is None or dest == "config" and not value.strip():
+            continue
+        option = "--" + dest.replace("_", "-")
+        # A path, absolute: serve runs elsewhere; "none" (unset) stays a word.
+        is_path = dest == "config" or dest in ("image", "state_dir") and \
+            parse_optional_path(value) is not None
+        argv += [option, str(Path(value).absolute()) if is_path else value]
     for dest in ("readonly", "behind_tls_proxy"):
         if getattr(args, dest):
             argv.append("--" + dest.replace("_", "-"))

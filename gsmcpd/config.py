@@ -607,11 +607,13 @@ def anchor_conf_paths(values: dict[str, str], conf_dir: Path) -> dict[str, str]:
 
 def conf_file_path(argv_flags: Mapping[str, Any], environ: Mapping[str, str],
                    conf_path: str | Path | None = None) -> Path | None:
-    chosen = conf_path or argv_flags.get("config") or environ.get("GS_MCP_CONFIG")
-    if isinstance(chosen, str):
-        # Blank is unset, as for every path knob (it was "cannot read  : No such file").
-        chosen = chosen.strip()
-    return Path(chosen).expanduser() if chosen else None
+    for chosen in (conf_path, argv_flags.get("config"), environ.get("GS_MCP_CONFIG")):
+        if isinstance(chosen, str):
+            # Blank is unset, as for every path knob (it was "cannot read  : No such file").
+            chosen = chosen.strip()
+        if chosen:
+            return Path(chosen).expanduser()
+    return None
 
 
 def load_config(argv_flags: Mapping[str, Any] | None = None,

@@ -98,6 +98,9 @@ def test_conf_file_named_by_flag_or_environment(tmp_path):
     assert load_config({}, {"GS_MCP_CONFIG": str(conf)}).port == 9100
     for blank in ("", "  "):   # no conf file, as an empty path knob is unset
         assert load_config({}, {"GS_MCP_CONFIG": blank}).port == 8000
+        # A blank flag, "" or spaces alike, leaves it to the environment: start hands a
+        # blank flag on to its serve as none, which reads the environment's.
+        assert load_config({"config": blank}, {"GS_MCP_CONFIG": str(conf)}).port == 9100
 
 
 def test_a_comment_after_a_value_is_no_part_of_it(tmp_path):

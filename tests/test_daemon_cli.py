@@ -643,6 +643,27 @@ def test_start_hands_its_flags_to_the_detached_serve(tmp_path, monkeypatch):
         "--readonly"]
 
 
+def test_start_hands_a_blank_config_on_as_unset(tmp_path, monkeypatch):
+    # It was made the caller's directory (absolute), and the detached serve refused it
+    # ("cannot read /dir: Is a directory") after start and check had read it as unset.
+    monkeypatch.chdir(tmp_path)
+    for blank in ("", " "):
+        args = build_parser().parse_args(["start", "--config", blank, "--readonly"])
+        assert _passthrough(args) == ["--readonly"]
+
+
+def test_start_with_a_blank_config_serves_as_check_says(tmp_path):
+    port, state = free_port(), tmp_path / "state"
+    checked = gsmcpd("check", str(port), "--config", "", "--state-dir", str(state))
+    assert checked.stdout.splitlines()[-1].startswith("OK: ready to serve"), checked.stdout
+    started = gsmcpd("start", str(port), "--config", " ", "--state-dir", str(state))
+    try:
+        assert started.returncode == 0, started.stdout + started.stderr
+        assert f"listening on http://127.0.0.1:{port}/mcp" in started.stdout
+    finally:
+        gsmcpd("stop", str(port), "--state-dir", str(state))
+
+
 def test_a_tls_key_that_does_not_match_its_certificate_is_refused_in_one_line(tmp_path):
     from idp import CertAuthority
     ca = CertAuthority(tmp_path / "ca")
