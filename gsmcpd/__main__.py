@@ -53,14 +53,17 @@ def _passthrough(args: argparse.Namespace) -> list[str]:
     argv: list[str] = []
     for dest in ("host", "config", "image", "state_dir", "toolsets", "trace"):
         value = getattr(args, dest)
-        # A blank config is unset, as load_config read it (made absolute, the caller's directory).
-        if value is None or dest == "config" and not value.strip():
+        if value is None:
             continue
-        option = "--" + dest.replace("_", "-")
-        # A path, absolute: serve runs elsewhere; "none" (unset) stays a word.
-        is_path = dest == "config" or dest in ("image", "state_dir") and \
-            parse_optional_path(value) is not None
-        argv += [option, str(Path(value).absolute()) if is_path else value]
+        # A path as load_config read it (~ expanded), absolute: serve runs elsewhere. "none"
+        # (unset) stays a word; a blank config is unset (made absolute, the caller's directory).
+        if dest == "config":
+            if not value.strip():
+                continue
+            path = Path(value.strip()).expanduser()
+        else:
+            path = parse_optional_path(value) if dest in ("image", "state_dir") else None
+        argv += ["--" + dest.replace("_", "-"), value if path is None else str(path.absolute())]
     for dest in ("readonly", "behind_tls_proxy"):
         if getattr(args, dest):
             argv.append("--" + dest.replace("_", "-"))

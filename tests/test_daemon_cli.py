@@ -643,6 +643,28 @@ def test_start_hands_its_flags_to_the_detached_serve(tmp_path, monkeypatch):
         "--readonly"]
 
 
+def test_start_hands_a_path_under_home_on_as_it_read_it(tmp_path, monkeypatch):
+    # `--state-dir=~/st` (no shell expands a ~ after '='): start made and named ~/st
+    # under $HOME, and its serve ran in ./~/st, where the stop command it printed missed it.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    args = build_parser().parse_args(["start", "--state-dir=~/st", "--image=~/img", "--config=~/a.conf"])
+    home = tmp_path / "home"
+    assert _passthrough(args) == ["--config", str(home / "a.conf"), "--image", str(home / "img"),
+                                  "--state-dir", str(home / "st")]
+
+
+def test_start_serves_from_the_state_dir_under_home_it_names(tmp_path):
+    port, home = free_port(), tmp_path / "home"
+    started = gsmcpd("start", str(port), "--state-dir=~/st", env={"HOME": str(home)})
+    try:
+        assert started.returncode == 0, started.stdout + started.stderr
+        assert (home / "st" / f"gsmcpd-{port}.pid").exists()
+    finally:
+        stopped = gsmcpd("stop", str(port), "--state-dir", str(home / "st"))
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+
+
 def test_start_hands_a_blank_config_on_as_unset(tmp_path, monkeypatch):
     # It was made the caller's directory (absolute), and the detached serve refused it
     # ("cannot read /dir: Is a directory") after start and check had read it as unset.
