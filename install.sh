@@ -10,6 +10,8 @@
 #   ./install.sh --check-service-user [USER]  can USER (default gsmcpd) run the unit? (root)
 # Idempotent: pip is skipped while setup.cfg and pyproject.toml hash to the recorded stamp.
 set -euo pipefail
+# An exported CDPATH makes cd print the directory it found, into ROOT or our output.
+unset CDPATH
 CALLER=$PWD   # --check reads relative paths in settings from here, as run-server.sh does
 cd "$(dirname "$0")"
 ROOT=$PWD

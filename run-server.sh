@@ -5,6 +5,8 @@
 # paths in them are read from the caller's directory, wherever the script lives (those in
 # a conf file, from the conf file's directory).
 set -euo pipefail
+# An exported CDPATH makes cd print the directory it found, into ROOT or our output.
+unset CDPATH
 ROOT=$(cd "$(dirname "$0")" && pwd)
 # Python splits PYTHONPATH at every ':' and has no escape for one: a checkout path holding
 # one would become two wrong entries, one relative to the caller's directory (whose gsmcpd

@@ -5,6 +5,8 @@
 # stopped, 1 when nothing was running there.  Relative paths in flags and
 # the environment are the caller's; in a conf file, the conf file's directory's.
 set -euo pipefail
+# An exported CDPATH makes cd print the directory it found, into ROOT or our output.
+unset CDPATH
 ROOT=$(cd "$(dirname "$0")" && pwd)
 # A checkout path holding ':' cannot go on PYTHONPATH: refused, as run-server.sh says why.
 if [[ $ROOT == *:* ]]; then

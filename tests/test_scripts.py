@@ -311,6 +311,27 @@ def test_scripts_run_their_own_gsmcpd_whatever_the_callers_directory_holds(tmp_p
     assert f"stopped gsmcpd on port {port}" in stopped.stdout and port_free(port)
 
 
+def test_scripts_run_by_a_relative_path_with_cdpath_set_find_their_checkout(tmp_path):
+    # With CDPATH exported, `cd dir` prints the directory it found: ROOT=$(cd ... && pwd)
+    # held it twice ("/x/gsmcpd\n/x/gsmcpd"), and no script found its .venv or install.sh.
+    port, state = free_port(), tmp_path / "state"
+    env = clean_env(GS_MCP_PORT=str(port), GS_MCP_STATE_DIR=str(state), CDPATH=str(REPO.parent))
+
+    def script(name, *args):
+        return subprocess.run(["bash", f"{REPO.name}/{name}", *args], env=env, cwd=str(REPO.parent),
+                              capture_output=True, text=True, timeout=60)
+    started = script("run-server.sh")
+    try:
+        assert started.returncode == 0, started.stdout + started.stderr
+        assert f"listening on http://127.0.0.1:{port}/mcp" in started.stdout
+        checked = script("install.sh", "--check")
+        assert checked.stdout.startswith("python "), checked.stdout   # not the directory cd found
+    finally:
+        stopped = script("stop-server.sh")
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    assert f"stopped gsmcpd on port {port}" in stopped.stdout and port_free(port)
+
+
 def test_scripts_refuse_a_checkout_whose_path_holds_a_colon(tmp_path):
     # PYTHONPATH=$ROOT split /x/a:b into /x/a and b, relative to the caller's directory:
     # run from one holding b/gsmcpd, the scripts ran that gsmcpd. Python has no escape for
