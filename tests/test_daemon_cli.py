@@ -29,10 +29,10 @@ STARTED = re.compile(r"gsmcpd listening on \S+ \(pid (\d+)\)")
 _started_pids = []   # every daemon a `start` here left running, stopped after its test
 
 
-def gsmcpd(*args, env=None, run_by=()):
+def gsmcpd(*args, env=None, run_by=(), cwd=REPO):
     """`python -m gsmcpd *args`; `run_by`: a command it is run by (nice -n 15)."""
     base = {k: v for k, v in os.environ.items() if not k.startswith(("GS_MCP_", "MCP_"))}
-    result = subprocess.run([*run_by, sys.executable, "-m", "gsmcpd", *args], cwd=REPO, timeout=60,
+    result = subprocess.run([*run_by, sys.executable, "-m", "gsmcpd", *args], cwd=cwd, timeout=60,
                             env={**base, **(env or {})}, capture_output=True, text=True)
     started = STARTED.search(result.stdout) if args[:1] == ("start",) else None
     if started:
@@ -656,7 +656,9 @@ def test_start_hands_a_path_under_home_on_as_it_read_it(tmp_path, monkeypatch):
 
 def test_start_serves_from_the_state_dir_under_home_it_names(tmp_path):
     port, home = free_port(), tmp_path / "home"
-    started = gsmcpd("start", str(port), "--state-dir=~/st", env={"HOME": str(home)})
+    # Run from tmp_path: the serve of a start that misread it made ./~/st in its directory
+    started = gsmcpd("start", str(port), "--state-dir=~/st", env={"HOME": str(home), "PYTHONPATH": str(REPO)},
+                     cwd=tmp_path)
     try:
         assert started.returncode == 0, started.stdout + started.stderr
         assert (home / "st" / f"gsmcpd-{port}.pid").exists()
