@@ -120,6 +120,28 @@ def _trace_port(args: argparse.Namespace) -> None:
         args.port, args.trace = args.trace, "1"
 
 
+class _ReadingParser(argparse.ArgumentParser):
+    """A parser of a command line read back, not typed: no usage printed, no exit."""
+
+    def error(self, message):
+        raise ValueError(message)
+
+
+def serve_ports(args: list[str]) -> list[str]:
+    """The ports the arguments after `serve` give, as serve reads them (PORT, --port, or
+    --trace PORT), the one it serves last; [] when none (or they do not parse). So stop
+    knows the port of `serve 8000` from its command line, as of `serve --port 8000`."""
+    parser = _ReadingParser(add_help=False)
+    _server_flags(parser)
+    parser.add_argument("--ready-fd", dest="ready_fd")
+    try:
+        parsed, _ = parser.parse_known_args(args)
+    except ValueError:
+        return []
+    _trace_port(parsed)
+    return [port for port in (parsed.port_flag, parsed.port) if port is not None]
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gsmcpd", description="MCP server daemon")
     parser.add_argument("--version", action="version", version=f"gsmcpd {__version__}")

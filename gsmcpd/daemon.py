@@ -302,6 +302,13 @@ def _flag_values(argv: list[str], flag: str) -> list[str]:
 
 
 def _ports_named(argv: list[str]) -> list[str]:
+    """The ports a command line names: a serve's as serve reads them (`serve 8000` too,
+    which named none here: stop then left a serve that did not answer on its control
+    socket running); else its --port flags."""
+    for at, arg in enumerate(argv[:-1]):
+        if (arg == "gsmcpd" or arg.endswith("/gsmcpd")) and argv[at + 1] == "serve":
+            from gsmcpd.__main__ import serve_ports
+            return serve_ports(argv[at + 2:])
     return _flag_values(argv, "--port")
 
 

@@ -178,7 +178,10 @@ def test_is_gsmcpd_needs_the_name_and_the_port(fake_gsmcpd):
 
 
 @pytest.mark.parametrize("port_args", [("--port", "08765"), ("--port=+8765",), ("--port", " 8765"),
-                                       ("--port", "8766", "--port", "8765")])
+                                       ("--port", "8766", "--port", "8765"),
+                                       # a lone PORT, as serve takes it: no port was read from these
+                                       ("8765",), ("--state-dir", "st", "8765", "--readonly"),
+                                       ("--trace", "8765"), ("--trace", "both", "08765")])
 def test_the_port_a_command_line_serves_is_read_as_serve_reads_it(tmp_path, fake_gsmcpd, port_args):
     # `serve --port 08765` serves 8765, and of two --port flags the last one counts: stop
     # must neither take that live server's pidfile for a stale one nor leave it running.

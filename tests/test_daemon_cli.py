@@ -555,6 +555,24 @@ def test_serve_start_and_check_take_a_lone_port_as_stop_does_over_the_environmen
     assert not any(tmp_path.iterdir())   # refused before a state directory was made
 
 
+def test_stop_ends_a_serve_given_a_lone_port_that_does_not_answer(tmp_path):
+    # Its command line named no --port, so only its control socket could confirm its
+    # port: a serve that did not answer there (stopped, wedged) was left running.
+    port, state = free_port(), tmp_path / "state"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GS_MCP_", "MCP_"))}
+    serve = subprocess.Popen([sys.executable, "-m", "gsmcpd", "serve", str(port), "--state-dir", str(state)],
+                             cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port, proc=serve)
+        serve.send_signal(signal.SIGSTOP)
+        stopped = gsmcpd("stop", str(port), "--state-dir", str(state), "--timeout", "1")
+        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+        assert serve.wait(10) == -signal.SIGKILL
+    finally:
+        serve.kill()
+        serve.wait()
+
+
 def test_a_port_given_both_ways_is_compared_as_a_number(tmp_path):
     # `stop 8000 --port 08000` was refused as two ports: the texts were compared.
     port = free_port()
