@@ -13,7 +13,14 @@ set -euo pipefail
 # An exported CDPATH makes cd print the directory it found, into ROOT or our output.
 unset CDPATH
 CALLER=$PWD   # --check reads relative paths in settings from here, as run-server.sh does
-cd "$(dirname "$0")"
+# The checkout is the script's own directory, reached through any link to it (one on PATH).
+script=$0
+while [[ -L $script ]]; do
+    target=$(readlink -- "$script")
+    [[ $target == /* ]] || target=$(dirname -- "$script")/$target
+    script=$target
+done
+cd "$(dirname "$script")"
 ROOT=$PWD
 VENV=$ROOT/.venv
 STAMP=$VENV/.gsmcpd-install-stamp
@@ -24,7 +31,7 @@ SITE_DIR=/etc/gsmcpd
 
 die() { echo "install.sh: $*" >&2; exit 1; }
 
-usage() { sed -n '2,11p' "$ROOT/$(basename "$0")" | sed 's/^# \{0,1\}//'; }   # $0 may be relative to the caller
+usage() { sed -n '2,11p' "$ROOT/$(basename "$script")" | sed 's/^# \{0,1\}//'; }   # $0 may be relative to the caller, or a link
 
 # Whether link $1 leads past a directory this account cannot search (another account's
 # home), not to nothing (a removed venv): the nearest of its target's directories that

@@ -7,7 +7,14 @@
 set -euo pipefail
 # An exported CDPATH makes cd print the directory it found, into ROOT or our output.
 unset CDPATH
-ROOT=$(cd "$(dirname "$0")" && pwd)
+# The checkout is the script's own directory, reached through any link to it (one on PATH).
+script=$0
+while [[ -L $script ]]; do
+    target=$(readlink -- "$script")
+    [[ $target == /* ]] || target=$(dirname -- "$script")/$target
+    script=$target
+done
+ROOT=$(cd "$(dirname "$script")" && pwd)
 # Python splits PYTHONPATH at every ':' and has no escape for one: a checkout path holding
 # one would become two wrong entries, one relative to the caller's directory (whose gsmcpd
 # would then run). Refused, as install.sh refuses a path systemd cannot carry.

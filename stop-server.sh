@@ -7,7 +7,14 @@
 set -euo pipefail
 # An exported CDPATH makes cd print the directory it found, into ROOT or our output.
 unset CDPATH
-ROOT=$(cd "$(dirname "$0")" && pwd)
+# The checkout is the script's own directory, reached through any link to it (one on PATH).
+script=$0
+while [[ -L $script ]]; do
+    target=$(readlink -- "$script")
+    [[ $target == /* ]] || target=$(dirname -- "$script")/$target
+    script=$target
+done
+ROOT=$(cd "$(dirname "$script")" && pwd)
 # A checkout path holding ':' cannot go on PYTHONPATH: refused, as run-server.sh says why.
 if [[ $ROOT == *:* ]]; then
     echo "stop-server.sh: cannot run gsmcpd from '$ROOT': its path holds a ':', which PYTHONPATH cannot carry (Python splits it there); move the checkout, or clone it, to a path without one" >&2

@@ -332,6 +332,31 @@ def test_scripts_run_by_a_relative_path_with_cdpath_set_find_their_checkout(tmp_
     assert f"stopped gsmcpd on port {port}" in stopped.stdout and port_free(port)
 
 
+def test_scripts_run_through_a_link_to_them_find_their_checkout(tmp_path):
+    # A link in a directory on PATH (gsmcpd-start -> /opt/gsmcpd/run-server.sh): the
+    # checkout was taken to be the link's directory, holding no .venv nor install.sh.
+    port, state, links = free_port(), tmp_path / "state", tmp_path / "bin"
+    links.mkdir()
+    for name, link in (("run-server.sh", "gsmcpd-start"), ("stop-server.sh", "gsmcpd-stop"),
+                       ("install.sh", "gsmcpd-install")):
+        (links / link).symlink_to(os.path.relpath(REPO / name, links))
+    env = clean_env(GS_MCP_PORT=str(port), GS_MCP_STATE_DIR=str(state))
+
+    def script(name, *args):
+        return subprocess.run([str(links / name), *args], env=env, cwd=str(tmp_path),
+                              capture_output=True, text=True, timeout=60)
+    started = script("gsmcpd-start")
+    try:
+        assert started.returncode == 0, started.stdout + started.stderr
+        assert f"listening on http://127.0.0.1:{port}/mcp" in started.stdout
+        checked = script("gsmcpd-install", "--check")
+        assert "served by this deployment's gsmcpd" in checked.stdout, checked.stdout + checked.stderr
+    finally:
+        stopped = script("gsmcpd-stop")
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    assert f"stopped gsmcpd on port {port}" in stopped.stdout and port_free(port)
+
+
 def test_scripts_refuse_a_checkout_whose_path_holds_a_colon(tmp_path):
     # PYTHONPATH=$ROOT split /x/a:b into /x/a and b, relative to the caller's directory:
     # run from one holding b/gsmcpd, the scripts ran that gsmcpd. Python has no escape for
