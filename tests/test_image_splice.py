@@ -1499,3 +1499,39 @@ def test_statement_at_is_the_statement_a_line_belongs_to(line, first, text):
     assert splice.statement_at(STATEMENTS, ast.parse(STATEMENTS), line) == (first, text)
     crlf = STATEMENTS.replace("\n", "\r\n")   # quoted with \n as a LF file's is, not '...(\r\n    a=1,...'
     assert splice.statement_at(crlf, ast.parse(crlf), line) == (first, text)
+
+
+def _lines_matched(monkeypatch) -> list[int]:
+    """How many lines of the new text each SequenceMatcher splice makes is given."""
+    given = []
+    real = splice.difflib.SequenceMatcher
+
+    def matcher(junk, a, b, **options):
+        given.append(len(b))
+        return real(junk, a, b, **options)
+
+    monkeypatch.setattr(splice.difflib, "SequenceMatcher", matcher)
+    return given
+
+
+def test_line_before_edit_matches_only_what_lies_between_the_edits(monkeypatch):
+    # Given the whole texts, the matcher (quadratic in them) took 3 s a quoted line of a
+    # module of 16,000 lines: a refusal quoting a few statements took tens of seconds.
+    given = _lines_matched(monkeypatch)
+    old = "".join(f"x{n} = {n % 7}\n" for n in range(5000))
+    deleted = old.replace("x100 = 2\nx101 = 3\n", "").replace("x200 = 4\n", "")   # two edits
+    assert splice.line_before_edit(old, deleted, 50) == 50
+    assert splice.line_before_edit(old, deleted, 150) == 152
+    assert splice.line_before_edit(old, deleted, 4000) == 4003
+    assert given and max(given) <= 100
+
+
+@pytest.mark.parametrize("old, new, line, before", [
+    ("a\nb\nc\n", "a\nc\n", 2, 3),
+    ("a\nb\nc\n", "a\nb\nc\n", 3, 3),
+    ("a\n\n\nb\n", "a\n\nb\n", 3, 4),        # one of two alike lines taken out
+    ("a\nb\n", "a\nb\nc\n", 2, 2),
+    ("x\nx\nx\n", "x\n", 1, 1),
+])
+def test_line_before_edit_numbers_a_line_as_the_file_has_it(old, new, line, before):
+    assert splice.line_before_edit(old, new, line) == before
