@@ -40,3 +40,33 @@ def test_a_re_import_names_the_kernels_classes_tied_to_the_old_classes_alone(cli
     assert ("note: re-importing tied_units made its classes anew, but the kernel's modules are not "
             "re-imported and stay tied to the old ones") in aborted["content"][0]["text"]
     assert "kernelTies" not in client.ok("abort")["structuredContent"]   # the old classes' ties: told once
+
+
+
+def test_ties_of_a_module_failing_to_import_again_are_told_once_it_imports(client, image, kernel_side):
+    # The note said the re-import "made its classes anew", isinstance with them False here
+    # and True in a new session, which imports the module no more than this one; and named
+    # int, which the module's own code registers again once it runs.
+    (image / "tied_units.py").write_text(UNITS)
+    client.ok("refresh")
+    kernel_side()
+    (image / "tied_units.py").write_text(UNITS + "raise RuntimeError('broken')\n")
+    refreshed = client.ok("refresh")
+    assert "import error in tied_units: RuntimeError: broken" in refreshed["content"][0]["text"]
+    assert "kernelTies" not in refreshed["structuredContent"]
+    assert "kernel's modules" not in refreshed["content"][0]["text"]
+    (image / "tied_units.py").write_text(UNITS)
+    fixed = client.ok("refresh")   # imported again, against the classes it makes now
+    assert fixed["structuredContent"]["kernelTies"] == {"tied_units": [
+        "kernel_side_ties.Foot (a subclass of tied_units.Quantity)",
+        "kernel_side_ties.Meter (registered with tied_units.Quantity)"]}
+    assert "kernelTies" not in client.ok("abort")["structuredContent"]   # told once
+
+
+def test_ties_of_a_module_removed_are_not_told(client, image, kernel_side):
+    (image / "tied_units.py").write_text(UNITS)
+    client.ok("refresh")
+    kernel_side()
+    removed = client.ok("remove_dictionary", dictionaryName="tied_units")
+    assert "kernelTies" not in removed["structuredContent"]
+    assert "kernel's modules" not in removed["content"][0]["text"]

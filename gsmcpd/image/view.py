@@ -169,6 +169,8 @@ class View:
         # module -> the kernel's classes tied to its old classes, as its re-imports in this tool
         # call found them (kernel_ties); the call's answer names those lost, the server clears it.
         self.kernel_ties: dict[str, list] = {}
+        # module -> such ties of a module no call's end found imported again (it failed to).
+        self._kernel_ties_awaiting: dict[str, list] = {}
         # A failed import is tried again only once something that may change its outcome
         # happened (see forget_import_failures): load_all re-imported every failing module
         # on each image-wide call, seconds on a large image.
@@ -474,9 +476,19 @@ class View:
 
     def lost_kernel_ties(self) -> dict[str, list[str]]:
         """module -> the kernel's classes tied to its old classes and not to those its
-        re-import made (kernel_ties.lost): what this tool call's re-imports dropped."""
-        found = {name: kernel_ties.lost(name, tied, sys.modules.get(name) if self.owns_module(name) else None)
-                 for name, tied in sorted(self.kernel_ties.items())}
+        re-import made (kernel_ties.lost): what this tool call's re-imports dropped. One not
+        imported again (it fails to, now) has no new classes to tell apart yet: told at the
+        end of the call that has it imported; one removed, never."""
+        awaiting, self._kernel_ties_awaiting = self._kernel_ties_awaiting, {}
+        for name, tied in self.kernel_ties.items():
+            awaiting[name] = awaiting.get(name, []) + tied
+        found = {}
+        for name, tied in sorted(awaiting.items()):
+            now = sys.modules.get(name) if self.owns_module(name) else None
+            if now is not None:
+                found[name] = kernel_ties.lost(name, tied, now)
+            elif self.has_module(name):
+                self._kernel_ties_awaiting[name] = tied
         return {name: named for name, named in found.items() if named}
 
     def _is_kernel(self, module: str | None) -> bool:

@@ -290,7 +290,7 @@ class McpServer:
                 toolset.call_starting()
             outcome = tool.handler(arguments)
             raise_if_break()
-            return success_result(with_kernel_ties(outcome, ties and self.view.lost_kernel_ties()))
+            return success_result(with_kernel_ties(outcome, None if ties is None else self.view.lost_kernel_ties()))
         except ToolError as error:
             raise_if_break(error)
             return error_result(error.kind, error.message, error.details)
