@@ -1076,7 +1076,7 @@ def test_a_worker_that_has_exited_has_no_group_killed_before_the_loop_sees_it_en
         ending.wait()
         assert worker.alive                               # the loop has not turned since
         worker.kill()
-        assert not workers.has_ended(holding, 2)          # a SIGKILL would have ended it by far sooner
+        assert not workers.has_ended(holding, 0.5)        # a SIGKILL would have ended it by far sooner
     finally:
         signal.pidfd_send_signal(holding, signal.SIGKILL)
         os.close(holding)
