@@ -232,17 +232,35 @@ def test_a_call_streaming_progress_at_a_stop_ends_its_stream_with_its_result(tmp
     assert rest[1]["id"] == "s" and rest[1]["result"]["structuredContent"]["result"] == "'done'", rest[1]
 
 
+# The router's stop graces (the call grace's cap, the workers' and the spawner's, 5 s, 3 s
+# and 5 s) cut to SHORT_GRACE in the serving process alone, by a sitecustomize it imports
+# first: every grace still runs out, in ~4 s instead of ~14. That their real sum fits in
+# `gsmcpd stop`'s wait is test_router_shutdown's test_the_longest_stop_fits_in_the_wait_....
+SHORT_GRACE = 1.0
+SHORT_GRACES = """
+import sys
+if sys.argv[1:2] == ["serve"]:
+    import gsmcpd.router.shutdown as shutdown, gsmcpd.router.workers as workers
+    shutdown.CALL_GRACE_CAP = shutdown.SHUTDOWN_GRACE = workers.SPAWNER_END_GRACE = %r
+""" % SHORT_GRACE
+
+
 def test_a_stop_whose_every_grace_runs_out_ends_by_itself_before_stop_would_kill_it(tmp_path):
-    # A call outrunning the 5 s grace, a worker deaf to its stop (3 s more, then killed,
-    # then reaped) and a spawner deaf to its end (5 s more, then killed): 13.5 s, and
-    # `gsmcpd stop` sent SIGKILL at 10 s, cutting off the image's tidy-up after the kills.
-    # (The deaf spawner's part: the router waited for it inside one call of its loop, then
-    # killed it without a word.)
+    # A call outrunning its grace, a worker deaf to its stop (its grace more, then killed,
+    # then reaped) and a spawner deaf to its end (its grace more, then killed): 13.5 s with
+    # the real graces, and `gsmcpd stop` sent SIGKILL at 10 s, cutting off the image's
+    # tidy-up after the kills. (The deaf spawner's part: the router waited for it inside
+    # one call of its loop, then killed it without a word.)
     started = tmp_path / "started"
     answers = {}
+    site = tmp_path / "short-graces"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SHORT_GRACES)
     # A break grace past the call grace's cap: the deaf worker's session, ended at once, would
     # otherwise have its worker killed at the break grace, before the workers' grace runs out.
-    with Daemon(tmp_path, env={"GS_MCP_BREAK_GRACE": "10"}) as daemon:
+    daemon = Daemon(tmp_path, env={"GS_MCP_BREAK_GRACE": "10"})
+    daemon.env["PYTHONPATH"] = "%s:%s" % (site, daemon.env["PYTHONPATH"])
+    with daemon:
         deaf_worker = session(daemon).tool("status")["structuredContent"]["pid"]
         a = session(daemon)
         running = in_thread(answers, "run", lambda: a.call(
@@ -267,9 +285,10 @@ def test_a_stop_whose_every_grace_runs_out_ends_by_itself_before_stop_would_kill
                     os.kill(pid, signal.SIGKILL)
     log = daemon.log_text()
     assert answers["run"]["error"]["message"] == (
-        "session ended: server shutting down (its call in flight still ran after the 5s grace, GS_MCP_BREAK_GRACE)")
-    assert "1 worker(s) did not exit within 3s of being told to stop; killed them" in log
-    assert "the worker spawner did not end within 5s of being told to stop; killed it" in log
+        "session ended: server shutting down (its call in flight still ran after the %gs grace, "
+        "GS_MCP_BREAK_GRACE)" % SHORT_GRACE)
+    assert "1 worker(s) did not exit within %gs of being told to stop; killed them" % SHORT_GRACE in log
+    assert "the worker spawner did not end within %gs of being told to stop; killed it" % SHORT_GRACE in log
     assert "exited with status 0" in log
 
 
