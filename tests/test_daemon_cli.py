@@ -524,12 +524,31 @@ def test_stop_uses_gs_mcp_port_when_no_port_is_given(tmp_path):
         f"no gsmcpd running on port 8777 (no pidfile at {tmp_path / 'gsmcpd-8777.pid'})"
 
 
-def test_stop_status_and_end_take_the_port_as_start_does_with_port_too(tmp_path):
-    # `stop-server.sh --port 8000`, written as run-server.sh's start takes it, was refused.
-    port, state = free_port(), tmp_path / "state"
-    started = gsmcpd("start", "--port", str(port), "--state-dir", str(state))
+def test_one_started_gsmcpd_as_start_stop_status_and_end_meet_it(tmp_path):
+    # One `start` for what each of these asks of a server started so (each was a start of
+    # its own), every question asked while it serves:
+    # - `run-server.sh --trace 8000`: --trace's optional value took the port, and the start
+    #   was refused (trace: expected 0, 1 or both, got '8000').
+    # - started under run-server.sh's umask (022, not the unit's 0077): its state directory
+    #   and files are private all the same.
+    # - `stop-server.sh --port 8000`, written as run-server.sh's start takes it, was refused.
+    # - asked about with another --state-dir (or conf file): not "no gsmcpd running", while
+    #   one is, but which one and how to reach it.
+    port, state, other = free_port(), tmp_path / "state", tmp_path / "other"
+    old_umask = os.umask(0o022)
     try:
-        assert started.returncode == 0, started.stdout
+        started = gsmcpd("start", "--trace", str(port), "--state-dir", str(state))
+    finally:
+        os.umask(old_umask)
+    try:
+        assert started.returncode == 0, started.stdout + started.stderr
+        assert f"listening on http://127.0.0.1:{port}/mcp" in started.stdout
+        log = (state / f"gsmcpd-{port}.log").read_text()
+        assert "message trace: ON (inbound)" in log, log
+        assert stat.S_IMODE(state.stat().st_mode) == 0o700
+        assert stat.S_IMODE((state / ("gsmcpd-%d.log" % port)).stat().st_mode) == 0o600
+        assert stat.S_IMODE((state / ("gsmcpd-%d.ctl" % port)).stat().st_mode) == 0o600
+
         status = gsmcpd("status", "--port", str(port), "--state-dir", str(state), "--json")
         assert status.returncode == 0 and json.loads(status.stdout)["port"] == port, status.stderr
         ended = gsmcpd("end", "0a1b2c3d", "--port", str(port), "--state-dir", str(state))
@@ -537,10 +556,25 @@ def test_stop_status_and_end_take_the_port_as_start_does_with_port_too(tmp_path)
         both = gsmcpd("stop", str(port + 1), "--port", str(port), "--state-dir", str(state))
         assert both.returncode == 2
         assert both.stderr.strip() == f"gsmcpd stop: error: two ports given: {port + 1} and --port {port}"
+
+        pid = int((state / f"gsmcpd-{port}.pid").read_text())
+        hint = (f"pid {pid}, a gsmcpd serving port {port} from the state directory {state}, "
+                f"is running: stop it with ./stop-server.sh {port} --state-dir {state}")   # run in REPO
+        stopped = gsmcpd("stop", str(port), "--state-dir", str(other))
+        assert stopped.returncode == 1 and hint in stopped.stdout, stopped.stdout
+        assert pid_alive(pid)
+        listed = gsmcpd("status", str(port), "--state-dir", str(other))
+        assert listed.returncode == 1 and f"pid {pid}, a gsmcpd serving port {port} from the " \
+            f"state directory {state}, is running" in listed.stderr, listed.stderr
+        again = gsmcpd("start", "--port", str(port), "--state-dir", str(other))
+        assert again.returncode == 1 and hint in again.stdout, again.stdout
+
         stopped = gsmcpd("stop", "--port", str(port), "--state-dir", str(state))
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
     finally:   # stopped whatever failed above (positional, as every version takes it)
         gsmcpd("stop", str(port), "--state-dir", str(state))
+    meant = gsmcpd("check", "--trace", str(port), "--port", str(free_port()), "--state-dir", str(state))
+    assert meant.stdout.splitlines()[-1] == f"PROBLEM: config: trace: expected 0, 1 or both, got '{port}'"
 
 
 def test_serve_start_and_check_take_a_lone_port_as_stop_does_over_the_environment(tmp_path):
@@ -592,22 +626,6 @@ def test_a_lone_argument_that_is_no_port_is_said_to_have_been_read_as_the_port(t
                                                                  "expected an integer, got 'extra' (the one "
                                                                  "argument without a flag is the port)")
     assert not any(tmp_path.iterdir())
-
-
-def test_start_trace_then_a_lone_port_serves_that_port_traced(tmp_path):
-    # `run-server.sh --trace 8000`: --trace's optional value took the port, and the start
-    # was refused (trace: expected 0, 1 or both, got '8000').
-    port, state = free_port(), tmp_path / "state"
-    started = gsmcpd("start", "--trace", str(port), "--state-dir", str(state))
-    try:
-        assert started.returncode == 0, started.stdout + started.stderr
-        assert f"listening on http://127.0.0.1:{port}/mcp" in started.stdout
-        log = (state / f"gsmcpd-{port}.log").read_text()
-        assert "message trace: ON (inbound)" in log, log
-    finally:
-        gsmcpd("stop", str(port), "--state-dir", str(state))
-    meant = gsmcpd("check", "--trace", str(port), "--port", str(free_port()), "--state-dir", str(state))
-    assert meant.stdout.splitlines()[-1] == f"PROBLEM: config: trace: expected 0, 1 or both, got '{port}'"
 
 
 def test_check_shows_a_path_through_dot_dot_or_a_link_with_the_file_it_names_now(tmp_path):
@@ -865,23 +883,6 @@ def test_end_asked_in_another_state_directory_names_the_gsmcpd_serving_the_port(
         assert client.call("ping").status == 200
 
 
-def test_start_makes_the_state_directory_and_its_log_private_whatever_the_umask(tmp_path):
-    port, state = free_port(), tmp_path / "state"
-    old_umask = os.umask(0o022)                   # run-server.sh's, not the unit's 0077
-    try:
-        started = gsmcpd("start", "--port", str(port), "--state-dir", str(state), env={"GS_MCP_TRACE": "1"})
-    finally:
-        os.umask(old_umask)
-    try:
-        assert started.returncode == 0, started.stdout
-        assert stat.S_IMODE(state.stat().st_mode) == 0o700
-        assert stat.S_IMODE((state / ("gsmcpd-%d.log" % port)).stat().st_mode) == 0o600
-        assert stat.S_IMODE((state / ("gsmcpd-%d.ctl" % port)).stat().st_mode) == 0o600
-    finally:
-        stopped = gsmcpd("stop", str(port), "--state-dir", str(state))
-        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
-
-
 def test_start_makes_a_log_named_by_a_link_to_nothing_yet_0600_under_a_narrowing_umask(tmp_path):
     # The link's target was made 0400 (umask 0277): a reopen at SIGHUP could not write it.
     port, state, target = free_port(), tmp_path / "state", tmp_path / "logs" / "gsmcpd.log"
@@ -1023,28 +1024,6 @@ def test_check_answers_within_the_jwks_timeout_when_the_jwks_file_is_a_fifo_no_o
     assert checked.stdout.splitlines()[-1] == (
         f"PROBLEM: jwks file: jwks_file: reading {fifo} did not finish within 1 s "
         f"(MCP_JWKS_TIMEOUT; a FIFO no one writes to, a hung mount)")
-
-
-def test_stop_and_status_in_another_state_directory_name_the_gsmcpd_serving_the_port(tmp_path):
-    # Started with one --state-dir (or conf file), asked about with another: not "no gsmcpd
-    # running", while one is, but which one and how to reach it.
-    port, ours, other = free_port(), tmp_path / "ours", tmp_path / "other"
-    started = gsmcpd("start", "--port", str(port), "--state-dir", str(ours))
-    assert started.returncode == 0, started.stdout + started.stderr
-    pid = int((ours / f"gsmcpd-{port}.pid").read_text())
-    try:
-        hint = (f"pid {pid}, a gsmcpd serving port {port} from the state directory {ours}, "
-                f"is running: stop it with ./stop-server.sh {port} --state-dir {ours}")   # run in REPO
-        stopped = gsmcpd("stop", str(port), "--state-dir", str(other))
-        assert stopped.returncode == 1 and hint in stopped.stdout, stopped.stdout
-        assert pid_alive(pid)
-        listed = gsmcpd("status", str(port), "--state-dir", str(other))
-        assert listed.returncode == 1 and f"pid {pid}, a gsmcpd serving port {port} from the " \
-            f"state directory {ours}, is running" in listed.stderr, listed.stderr
-        again = gsmcpd("start", "--port", str(port), "--state-dir", str(other))
-        assert again.returncode == 1 and hint in again.stdout, again.stdout
-    finally:
-        assert gsmcpd("stop", str(port), "--state-dir", str(ours)).returncode == 0
 
 
 def test_a_gsmcpd_serving_the_port_with_a_relative_state_dir_flag_is_named_with_its_directory(tmp_path):
