@@ -1208,26 +1208,24 @@ def test_a_user_claim_holding_a_lone_surrogate_is_refused_401_and_takes_no_sessi
         server.close()
 
 
-def test_a_token_naming_no_key_among_several_that_fit_is_refused_saying_so(tmp_path):
+def test_a_token_naming_no_key_among_several_that_fit_is_refused_saying_so(rotating):
     # It was "token signing key is not known", after a key refresh that could not help.
-    server, daemon = start_auth_daemon(tmp_path, MCP_JWKS_MIN_REFRESH="0.2")
-    try:
-        idp = server.idp
-        idp.add_key("rsa", "rsa-2")               # two RS256 keys published
-        # both loaded: by the first load, or by the refresh a kid it lacks asks for
-        assert wait_until(lambda: post_initialize(daemon, "Bearer " + idp.mint("rsa-2")).status == 200)
-        alg, key = idp.keys["rsa-2"]
-        kidless = jwt.encode(idp.claims(), key, algorithm=alg)
-        fetched = server.fetches["/jwks.json"]
-        resp = post_initialize(daemon, "Bearer " + kidless)
-        assert resp.status == 401
-        assert resp.header("www-authenticate") == challenge(
-            daemon, "invalid_token", "token names no signing key (no kid header) and several keys of "
-            "the JWKS can verify RS256: the identity provider must name the one it signed with")
-        assert server.fetches["/jwks.json"] == fetched   # no refresh for it
-    finally:
-        daemon.stop()
-        server.close()
+    # (On the rotating daemon: a kid of its own, so that RS256 keys are several whatever
+    # the rotation tests left published.)
+    server, daemon = rotating
+    idp = server.idp
+    idp.add_key("rsa", "rsa-several")           # two RS256 keys published, or more
+    # both loaded: by the first load, or by the refresh a kid it lacks asks for
+    assert wait_until(lambda: post_initialize(daemon, "Bearer " + idp.mint("rsa-several")).status == 200)
+    alg, key = idp.keys["rsa-several"]
+    kidless = jwt.encode(idp.claims(), key, algorithm=alg)
+    fetched = server.fetches["/jwks.json"]
+    resp = post_initialize(daemon, "Bearer " + kidless)
+    assert resp.status == 401
+    assert resp.header("www-authenticate") == challenge(
+        daemon, "invalid_token", "token names no signing key (no kid header) and several keys of "
+        "the JWKS can verify RS256: the identity provider must name the one it signed with")
+    assert server.fetches["/jwks.json"] == fetched   # no refresh for it
 
 
 @pytest.mark.parametrize("resource", ["https://mcp.example/\u20ac/mcp", "https://mcp.example/m\"cp"])
