@@ -414,13 +414,15 @@ def _served_certificate(port):
         return tls.getpeercert(binary_form=True)
 
 
-def test_sighup_serves_a_certificate_renewed_in_place_to_new_connections_and_sessions_serve_on(tmp_path):
-    daemon, idp, cert, server = start_tls_daemon(tmp_path)
+def test_sighup_serves_a_certificate_renewed_in_place_to_new_connections_and_sessions_serve_on(tls_env):
+    # On the module's daemon: its pair is renewed in place (the file its clients trust says
+    # what it serves all along), and the renewed key is put back whole after.
+    daemon, idp, cert, _ = tls_env
+    opened = _mcp_post(cert, daemon.port, idp.mint(), INITIALIZE)
+    session = opened.headers["mcp-session-id"]
+    cert, key = self_signed(cert.parent)           # renewed under the same names
+    renewed, renewed_key = ssl.PEM_cert_to_DER_cert(cert.read_text()), key.read_text()
     try:
-        opened = _mcp_post(cert, daemon.port, idp.mint(), INITIALIZE)
-        session = opened.headers["mcp-session-id"]
-        cert, key = self_signed(tmp_path / "cert")     # renewed under the same names
-        renewed = ssl.PEM_cert_to_DER_cert(cert.read_text())
         assert _served_certificate(daemon.port) != renewed
         daemon.proc.send_signal(signal.SIGHUP)         # `systemctl reload`, the unit's ExecReload
         assert wait_until(lambda: _served_certificate(daemon.port) == renewed)
@@ -434,8 +436,7 @@ def test_sighup_serves_a_certificate_renewed_in_place_to_new_connections_and_ses
         assert _served_certificate(daemon.port) == renewed
         assert _mcp_post(cert, daemon.port, idp.mint(), ping, session).status_code == 200
     finally:
-        daemon.stop()
-        server.close()
+        key.write_text(renewed_key)
 
 
 def _tls_only(cert, key):
