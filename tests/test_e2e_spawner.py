@@ -124,18 +124,26 @@ import multiprocessing.resource_tracker as tracker
 """
 
 
-def test_a_worker_holds_only_stdio_its_own_socket_and_the_routers_pidfd(tmp_path):
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    """One daemon for the tests that only open a session of their own and look at its worker
+    (those that kill or stop a spawner, or count workers, start their own)."""
+    with Daemon(tmp_path_factory.mktemp("spawner"),
+                env={"GS_MCP_TOOLSETS": "execution", "GS_MCP_SPARE_WORKERS": "1"}) as d:
+        yield d
+
+
+def test_a_worker_holds_only_stdio_its_own_socket_and_the_routers_pidfd(daemon):
     # The spawner's tree holds multiprocessing's pipes (the forkserver's alive pipe,
     # the resource tracker's) and the control socket: none may reach user code.
-    with Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution", "GS_MCP_SPARE_WORKERS": "1"}) as daemon:
-        fds, tracker_fd = eval(tool_text(session(daemon).tool("execute_code", code=LIST_FDS_AND_TRACKER)))
-        assert [fd for fd, _ in fds][:3] == [0, 1, 2]
-        # Its frame socket, and the watchdog's pidfd of the router (nothing opened now
-        # and then: a file the watchdog read the router's state from was seen here).
-        others = sorted(target for fd, target in fds if fd > 2)
-        assert len(others) == 2 and others[0] == "anon_inode:[pidfd]", fds
-        assert others[1].startswith("socket:"), fds
-        assert tracker_fd is None
+    fds, tracker_fd = eval(tool_text(session(daemon).tool("execute_code", code=LIST_FDS_AND_TRACKER)))
+    assert [fd for fd, _ in fds][:3] == [0, 1, 2]
+    # Its frame socket, and the watchdog's pidfd of the router (nothing opened now
+    # and then: a file the watchdog read the router's state from was seen here).
+    others = sorted(target for fd, target in fds if fd > 2)
+    assert len(others) == 2 and others[0] == "anon_inode:[pidfd]", fds
+    assert others[1].startswith("socket:"), fds
+    assert tracker_fd is None
 
 
 def test_workers_run_nicer_than_the_router_by_the_configured_step(tmp_path):
@@ -308,17 +316,16 @@ def test_a_half_closed_client_still_gets_its_session_once_a_worker_comes(tmp_pat
         assert tool_text(client.tool("execute_code", code="6 * 7")) == "42"
 
 
-def test_workers_and_what_their_code_starts_are_the_oom_killers_choice_before_the_router(tmp_path):
+def test_workers_and_what_their_code_starts_are_the_oom_killers_choice_before_the_router(daemon):
     # Code that allocates without bound must cost its own session: its worker (or what the
     # code started) is what the kernel's OOM killer ends, never the router.
     code = ("import subprocess\n"
             "(int(open('/proc/self/oom_score_adj').read()),\n"
             " int(subprocess.run(['cat', '/proc/self/oom_score_adj'], capture_output=True).stdout))")
-    with Daemon(tmp_path, env={"GS_MCP_TOOLSETS": "execution", "GS_MCP_SPARE_WORKERS": "1"}) as daemon:
-        with open("/proc/%d/oom_score_adj" % daemon.proc.pid) as adj:
-            router = int(adj.read())
-        raised = min(1000, router + 500)
-        assert eval(tool_text(session(daemon).tool("execute_code", code=code))) == (raised, raised)
+    with open("/proc/%d/oom_score_adj" % daemon.proc.pid) as adj:
+        router = int(adj.read())
+    raised = min(1000, router + 500)
+    assert eval(tool_text(session(daemon).tool("execute_code", code=code))) == (raised, raised)
 
 
 def started_by_its_code(client):
