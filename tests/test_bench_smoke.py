@@ -343,28 +343,6 @@ def test_an_ab_arms_workers_run_its_checkouts_gsmcpd_too(tmp_path):
     assert reply.message()["result"]["content"][0]["text"] == "hi (copy)", reply.message()
 
 
-def test_ab_toolsets_default_runs_each_arms_daemon_with_its_own_default_toolsets(tmp_path, monkeypatch, capsys):
-    # The bench's one-tool toolset leaves out what a user's session builds (the seven core
-    # toolsets): --toolsets default measures the open a user gets.
-    from bench import ab, load
-    repo = str(Path(ab.__file__).resolve().parent.parent)
-    surfaces = []
-
-    def measure_session_open(url, count):   # the real one, after a look at what the arm serves
-        _, reply = load.call_once(url, "tools/list", {})
-        surfaces.append({tool["name"] for tool in reply.message()["result"]["tools"]})
-        return real(url, count)
-    real = load.measure_session_open
-    monkeypatch.setattr(load, "measure_session_open", measure_session_open)
-    monkeypatch.setenv("GS_MCP_TOOLSETS", "bench")   # the harness's own environment is not the arms'
-    assert ab.main(["base=" + repo, "same=" + repo, "--opens", "2", "--rounds", "1",
-                    "--toolsets", "default", "--workdir", str(tmp_path)]) == 0
-    assert len(surfaces) == 2
-    for names in surfaces:
-        assert "execute_code" in names and "commit" in names and "echo" not in names
-    assert "same     median" in capsys.readouterr().out
-
-
 def test_ab_refuses_an_echo_load_without_the_bench_toolset(capsys):
     from bench import ab
     with pytest.raises(SystemExit):
@@ -407,11 +385,27 @@ def test_ab_report_leaves_out_rounds_that_measured_no_router_cpu():
     assert "new / base: no round measured base's router CPU (rounds shorter than a clock tick?)" in said
 
 
-def test_ab_opens_pairs_each_arms_session_opens_round_by_round(tmp_path, capsys):
-    from bench import ab
+def test_ab_opens_pairs_each_arms_session_opens_round_by_round_on_its_own_default_toolsets(
+        tmp_path, monkeypatch, capsys):
+    # --toolsets default: the bench's one-tool toolset leaves out what a user's session
+    # builds (the seven core toolsets), so the open a user gets is measured. (One run for
+    # both: the arms' surfaces and the pairing of the rounds.)
+    from bench import ab, load
     repo = str(Path(ab.__file__).resolve().parent.parent)
+    surfaces = []
+
+    def measure_session_open(url, count):   # the real one, after a look at what the arm serves
+        _, reply = load.call_once(url, "tools/list", {})
+        surfaces.append({tool["name"] for tool in reply.message()["result"]["tools"]})
+        return real(url, count)
+    real = load.measure_session_open
+    monkeypatch.setattr(load, "measure_session_open", measure_session_open)
+    monkeypatch.setenv("GS_MCP_TOOLSETS", "bench")   # the harness's own environment is not the arms'
     assert ab.main(["base=" + repo, "same=" + repo, "--opens", "3", "--rounds", "2",
-                    "--workdir", str(tmp_path)]) == 0
+                    "--toolsets", "default", "--workdir", str(tmp_path)]) == 0
+    assert len(surfaces) == 4   # 2 arms x 2 rounds
+    for names in surfaces:
+        assert "execute_code" in names and "commit" in names and "echo" not in names
     lines = capsys.readouterr().out.splitlines()
     rounds = [line for line in lines if line.startswith("round ")]
     assert len(rounds) == 4 and {line.split()[2] for line in rounds} == {"base", "same"}, lines
