@@ -382,9 +382,12 @@ def test_a_tmpdir_that_is_no_directory_is_warned_of_by_check_and_in_the_log(tmp_
         assert f"WARNING {warning}\n" in daemon.log_text()
 
 
-def test_start_prints_the_warnings_its_server_logs_as_it_starts_once_each(tmp_path):
+def test_start_prints_the_warnings_its_server_and_its_worker_spawner_log_as_they_start_once_each(tmp_path):
     # They reached the log file alone: ./run-server.sh never showed a key every account
-    # may read, nor a TMPDIR Python passed over, though check and serve say them.
+    # may read, nor a TMPDIR Python passed over, though check and serve say them. The
+    # spawner is another process, logging to the file alone (its stderr): a start run
+    # niced past what GS_MCP_WORKER_NICE can add said nothing of workers running at the
+    # router's priority, or nearly. (One start for both.)
     from idp import CertAuthority
     not_a_dir = tmp_path / "tmpfile"
     not_a_dir.write_text("")
@@ -392,20 +395,30 @@ def test_start_prints_the_warnings_its_server_logs_as_it_starts_once_each(tmp_pa
     env = {"TMPDIR": str(not_a_dir), "GS_MCP_STATE_DIR": str(tmp_path / "state"), "GS_MCP_SPARE_WORKERS": "1"}
     passed_over = (f"TMPDIR {not_a_dir} is not a directory {pwd.getpwuid(os.geteuid()).pw_name} can write "
                    "in, so temporary files go in /tmp")
+    ours = min(19, os.getpriority(os.PRIO_PROCESS, 0) + 15)
+    said = f"workers run {19 - ours} nicer than the router, not 10: nice 19 is the lowest priority"
     with searchable_dir("gsmcpd-key-") as keys:
         cert, key = CertAuthority(keys).issue("server")
         key.chmod(0o644)
         readable = (f"tls_key {key} is readable by every account (mode 0644): any local account's code "
                     "(each mapped user's, with MCP_USER_MAP) can read the server's private key; make it 0600")
-        started = gsmcpd("start", "--port", port,
-                         env={**env, "GS_MCP_TLS_CERT": str(cert), "GS_MCP_TLS_KEY": str(key)})
-        assert started.returncode == 0, started.stdout + started.stderr
-        assert sorted(started.stderr.splitlines()) == sorted(
-            [f"gsmcpd: warning: {passed_over}", f"gsmcpd: warning: {readable}"]), started.stderr
-        assert started.stdout.startswith(f"gsmcpd listening on https://127.0.0.1:{port}/mcp (pid ")
-        logged = (tmp_path / "state" / f"gsmcpd-{port}.log").read_text()
-        assert f"WARNING {passed_over}\n" in logged and f"WARNING {readable}\n" in logged   # the log keeps them
-        assert gsmcpd("stop", port, env=env).returncode == 0
+        started = gsmcpd("start", "--port", port, run_by=("nice", "-n", "15"),
+                         env={**env, "GS_MCP_TLS_CERT": str(cert), "GS_MCP_TLS_KEY": str(key),
+                              "GS_MCP_WORKER_NICE": "10"})
+        try:
+            assert started.returncode == 0, started.stdout + started.stderr
+            # each once: the spawner's not also as one of serve's own lines
+            assert sorted(started.stderr.splitlines()) == sorted(
+                [f"gsmcpd: warning: {passed_over}", f"gsmcpd: warning: {readable}",
+                 f"gsmcpd: warning: {said}"]), started.stderr
+            assert started.stdout.startswith(f"gsmcpd listening on https://127.0.0.1:{port}/mcp (pid ")
+            logged = (tmp_path / "state" / f"gsmcpd-{port}.log").read_text()
+            assert f"WARNING {passed_over}\n" in logged and f"WARNING {readable}\n" in logged   # the log keeps them
+            # and the spawner's as the spawner wrote it: each line names its daemon
+            serving = STARTED.search(started.stdout).group(1)
+            assert re.search(r"gsmcpd-worker\[\d+\] of gsmcpd\[%s\] WARNING " % serving + re.escape(said), logged)
+        finally:
+            assert gsmcpd("stop", port, env=env).returncode == 0
     # a start that fails: the warnings before its refusal, which is said once, on stdout
     image = tmp_path / "image.py"
     image.write_text("")
@@ -413,27 +426,6 @@ def test_start_prints_the_warnings_its_server_logs_as_it_starts_once_each(tmp_pa
     assert refused.returncode == 2
     assert refused.stderr == f"gsmcpd: warning: {passed_over}\n"
     assert refused.stdout.startswith(f"gsmcpd failed to start: image {image} is not a directory (log: ")
-
-
-def test_start_prints_the_warnings_the_worker_spawner_logs_as_it_starts(tmp_path):
-    # The spawner is another process, logging to the file alone (its stderr): a start run
-    # niced past what GS_MCP_WORKER_NICE can add said nothing of workers running at the
-    # router's priority, or nearly.
-    port, state = str(free_port()), tmp_path / "state"
-    ours = min(19, os.getpriority(os.PRIO_PROCESS, 0) + 15)
-    said = f"workers run {19 - ours} nicer than the router, not 10: nice 19 is the lowest priority"
-    started = gsmcpd("start", "--port", port, "--state-dir", str(state), run_by=("nice", "-n", "15"),
-                     env={"GS_MCP_WORKER_NICE": "10", "GS_MCP_SPARE_WORKERS": "1"})
-    try:
-        assert started.returncode == 0, started.stdout + started.stderr
-        assert f"gsmcpd: warning: {said}" in started.stderr.splitlines(), started.stderr
-        # once: not also as one of serve's own lines; and the log keeps it, as the spawner wrote it
-        assert started.stderr.count(said) == 1, started.stderr
-        serving = STARTED.search(started.stdout).group(1)   # each line names its daemon
-        assert re.search(r"gsmcpd-worker\[\d+\] of gsmcpd\[%s\] WARNING " % serving + re.escape(said),
-                         (state / f"gsmcpd-{port}.log").read_text())
-    finally:
-        assert gsmcpd("stop", port, "--state-dir", str(state)).returncode == 0
 
 
 def test_a_start_prints_only_its_own_spawners_warnings_from_a_log_file_another_daemon_shares(tmp_path):
