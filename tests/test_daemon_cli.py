@@ -262,13 +262,21 @@ def test_the_command_list_says_status_shows_a_log_file_refusing_writes():
     assert "say if its log file refuses writes" in " ".join(build_parser().format_help().split())
 
 
-def test_check_of_a_running_deployment_finds_its_own_server_on_the_port_no_problem(tmp_path):
-    with Daemon(tmp_path) as running:
-        done = subprocess.run([sys.executable, "-m", "gsmcpd", "check", "--port", str(running.port)],
-                              env=running.env, cwd=str(REPO), capture_output=True, text=True, timeout=60)
-        assert done.returncode == 0, done.stdout + done.stderr
-        assert "(served by this deployment's gsmcpd, pid %d)" % running.proc.pid in done.stdout
-        assert done.stdout.splitlines()[-1].startswith("OK")
+@pytest.fixture(scope="module")
+def serving(tmp_path_factory):
+    """One daemon (its state directory from GS_MCP_STATE_DIR, as the unit's) for the tests
+    that ask it things, each about sessions of its own."""
+    with Daemon(tmp_path_factory.mktemp("serving"), env={"GS_MCP_SPARE_WORKERS": "1"}) as d:
+        yield d
+
+
+def test_check_of_a_running_deployment_finds_its_own_server_on_the_port_no_problem(serving):
+    running = serving
+    done = subprocess.run([sys.executable, "-m", "gsmcpd", "check", "--port", str(running.port)],
+                          env=running.env, cwd=str(REPO), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "(served by this deployment's gsmcpd, pid %d)" % running.proc.pid in done.stdout
+    assert done.stdout.splitlines()[-1].startswith("OK")
 
 
 def test_check_reports_a_refused_configuration_as_the_problem(tmp_path):
@@ -822,38 +830,38 @@ def test_sigterm_as_soon_as_the_pidfile_is_written_ends_serve_cleanly(tmp_path):
                 proc.wait()
 
 
-def test_end_ends_one_session_as_its_delete_would_and_says_why(tmp_path):
-    with Daemon(tmp_path, env={"GS_MCP_SPARE_WORKERS": "1"}) as d:
-        state = ["--state-dir", str(d.state)]
-        busy, idle = Client(d.port), Client(d.port)
-        busy.initialize()
-        idle.initialize()
-        pid = int(busy.tool("execute_code", code="import os\nos.getpid()")["structuredContent"]["result"])
-        answered = {}
-        call = threading.Thread(target=lambda: answered.setdefault("reply", busy.call(
-            "tools/call", {"name": "execute_code", "arguments": {"code": "import time\ntime.sleep(30)"}})))
-        call.start()
-        assert wait_until(lambda: "execute_code" in gsmcpd("status", str(d.port), *state).stdout)
-        ended = gsmcpd("end", busy.session[:8], str(d.port), *state)
-        assert ended.returncode == 0, ended.stderr
-        assert ended.stdout.startswith("ended session %s of " % busy.session[:8])
-        assert "its call tools/call execute_code answered 'session ended'" in ended.stdout
-        call.join(10)
-        error = answered["reply"].json()["error"]
-        assert error["message"] == "session ended: ended by the server's administrator (gsmcpd end)"
-        assert wait_until(lambda: not pid_alive(pid))
-        assert busy.call("ping").status == 404              # its client starts afresh
-        assert idle.call("ping").status == 200              # nobody else is touched
-        again = gsmcpd("end", busy.session, str(d.port), *state)
-        assert again.returncode == 1 and again.stderr.strip() == \
-            "gsmcpd end: server refused: no open session %s" % busy.session
-        short = gsmcpd("end", "abc", str(d.port), *state)
-        assert short.returncode == 1 and "first 8 or more hex digits" in short.stderr
-        assert busy.session[:8] not in gsmcpd("status", str(d.port), *state).stdout
-        quiet = gsmcpd("end", idle.session, str(d.port), *state)   # the whole id works too
-        assert quiet.returncode == 0 and "its call" not in quiet.stdout   # nothing was running
-        assert idle.call("ping").status == 404
-        assert "ending it, as asked on the control socket" in d.log_text()
+def test_end_ends_one_session_as_its_delete_would_and_says_why(serving):
+    d = serving
+    state = ["--state-dir", str(d.state)]
+    busy, idle = Client(d.port), Client(d.port)
+    busy.initialize()
+    idle.initialize()
+    pid = int(busy.tool("execute_code", code="import os\nos.getpid()")["structuredContent"]["result"])
+    answered = {}
+    call = threading.Thread(target=lambda: answered.setdefault("reply", busy.call(
+        "tools/call", {"name": "execute_code", "arguments": {"code": "import time\ntime.sleep(30)"}})))
+    call.start()
+    assert wait_until(lambda: "execute_code" in gsmcpd("status", str(d.port), *state).stdout)
+    ended = gsmcpd("end", busy.session[:8], str(d.port), *state)
+    assert ended.returncode == 0, ended.stderr
+    assert ended.stdout.startswith("ended session %s of " % busy.session[:8])
+    assert "its call tools/call execute_code answered 'session ended'" in ended.stdout
+    call.join(10)
+    error = answered["reply"].json()["error"]
+    assert error["message"] == "session ended: ended by the server's administrator (gsmcpd end)"
+    assert wait_until(lambda: not pid_alive(pid))
+    assert busy.call("ping").status == 404              # its client starts afresh
+    assert idle.call("ping").status == 200              # nobody else is touched
+    again = gsmcpd("end", busy.session, str(d.port), *state)
+    assert again.returncode == 1 and again.stderr.strip() == \
+        "gsmcpd end: server refused: no open session %s" % busy.session
+    short = gsmcpd("end", "abc", str(d.port), *state)
+    assert short.returncode == 1 and "first 8 or more hex digits" in short.stderr
+    assert busy.session[:8] not in gsmcpd("status", str(d.port), *state).stdout
+    quiet = gsmcpd("end", idle.session, str(d.port), *state)   # the whole id works too
+    assert quiet.returncode == 0 and "its call" not in quiet.stdout   # nothing was running
+    assert idle.call("ping").status == 404
+    assert "ending it, as asked on the control socket" in d.log_text()
 
 
 def test_end_without_a_server(tmp_path):
@@ -861,18 +869,18 @@ def test_end_without_a_server(tmp_path):
     assert result.returncode == 1 and "is a server running on port 8999?" in result.stderr
 
 
-def test_end_asked_in_another_state_directory_names_the_gsmcpd_serving_the_port(tmp_path):
+def test_end_asked_in_another_state_directory_names_the_gsmcpd_serving_the_port(serving, tmp_path):
     # The unit's daemon takes its state directory from GS_MCP_STATE_DIR, as Daemon does:
     # an `end` run without it must say, as `status` does, that one serves the port.
-    with Daemon(tmp_path) as d:
-        client = Client(d.port)
-        client.initialize()
-        hint = (f"but pid {d.proc.pid}, a gsmcpd serving port {d.port}, is running: give the "
-                f"--state-dir or --config it was started with, or kill {d.proc.pid}")
-        for command in (["status"], ["end", client.session[:8]]):
-            result = gsmcpd(*command, str(d.port), "--state-dir", str(tmp_path / "elsewhere"))
-            assert result.returncode == 1 and result.stderr.strip().endswith(hint), result.stderr
-        assert client.call("ping").status == 200
+    d = serving
+    client = Client(d.port)
+    client.initialize()
+    hint = (f"but pid {d.proc.pid}, a gsmcpd serving port {d.port}, is running: give the "
+            f"--state-dir or --config it was started with, or kill {d.proc.pid}")
+    for command in (["status"], ["end", client.session[:8]]):
+        result = gsmcpd(*command, str(d.port), "--state-dir", str(tmp_path / "elsewhere"))
+        assert result.returncode == 1 and result.stderr.strip().endswith(hint), result.stderr
+    assert client.call("ping").status == 200
 
 
 def test_start_makes_a_log_named_by_a_link_to_nothing_yet_0600_under_a_narrowing_umask(tmp_path):
