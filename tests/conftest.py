@@ -1,11 +1,13 @@
 """Fixtures shared by the test modules."""
 
 import logging
+import os
 
 import pytest
 
 from gsmcpd import daemon as daemon_module
 from helpers import Daemon, open_session, remove_tree
+from no_fsync.sitecustomize import fsync_checked
 
 
 def _end_left_running(daemons):
@@ -73,3 +75,12 @@ def deep_dir(tmp_path):
     path.mkdir()
     yield path
     remove_tree(path)
+
+
+@pytest.fixture
+def fsync_skipped(monkeypatch):
+    """os.fsync made a check of its descriptor alone in this process (no_fsync/sitecustomize.py
+    says why), for tests of what a commit leaves. A test of the flushes themselves still sees
+    each call: it wraps _fsync_dir or os.fsync in turn."""
+    monkeypatch.setattr(os, "fsync", fsync_checked)
+

@@ -12,6 +12,9 @@ import pytest
 from gsmcpd.image.view import View
 from test_tools_support import Client, views  # noqa: F401  (fixtures)
 
+# Each step's commit writes the image; its flushes to disk are no test's subject here.
+pytestmark = pytest.mark.usefixtures("fsync_skipped")
+
 MODULE = "zoo.fuzz"
 HEAD = '''\
 import functools

@@ -12,6 +12,10 @@ from test_tools_support import (Client, client, image, misordered_fields_error, 
                                 missing_member_error, text, utf8_carries, views, without_dog, write_image)
 
 
+# Each tool's commit writes the image; its flushes to disk are no test's subject here.
+pytestmark = pytest.mark.usefixtures("fsync_skipped")
+
+
 def disk(image, rel="zoo/animals.py"):
     return (image / rel).read_text()
 
