@@ -22,10 +22,13 @@ from gsmcpd.image import store as store_module
 from gsmcpd.image.default import EXAMPLE_FILES, ensure_default_image
 from gsmcpd.image.dirfd import ImageDirs
 from gsmcpd.image.store import CommitConflict, ImageStore, _intent_shape_problem, module_name_of, sha256
-from helpers import (as_account, exclusive_lock_free, nested_packages, steady_descriptors, too_long_tree,
-                     unwritable_dir, wait_until)
+from helpers import (as_account, exclusive_lock_free, nested_packages, remove_tree, steady_descriptors,
+                     too_long_tree, unwritable_dir, wait_until)
 
 REPO = Path(__file__).resolve().parent.parent
+
+# What a commit leaves, not its flushes to disk (but where a test wraps them): conftest.
+pytestmark = pytest.mark.usefixtures("fsync_skipped")
 
 
 def make_image(root, files):
@@ -1350,25 +1353,26 @@ def _past_the_recursion_limit():
     return sys.getrecursionlimit() + 100
 
 
-def test_a_package_tree_nested_past_the_recursion_limit_is_read_whole(deep_dir):
-    deepest = nested_packages(deep_dir, _past_the_recursion_limit())
-    (deep_dir / deepest / "leaf.py").write_text("x = 1\n")
-    (deep_dir / "a.py").write_text("")
-    files = ImageStore(deep_dir).read_snapshot().files
-    assert f"{deepest}/leaf.py" in files and "a.py" in files
-    assert len(files) == _past_the_recursion_limit() + 2
+@pytest.fixture(scope="module")
+def deep_tree(tmp_path_factory):
+    """One tree of packages nested past the recursion limit, shared by the tests below that
+    each write only paths of their own in it (each tree costs a second to make and remove):
+    (its directory, the deepest package's path in it)."""
+    root = tmp_path_factory.mktemp("deep")
+    yield root, nested_packages(root, _past_the_recursion_limit())
+    remove_tree(root)   # pytest's own cleanup of old runs would recurse per level
 
 
-def test_a_commit_into_a_package_nested_past_the_recursion_limit_is_written(deep_dir):
-    deepest = nested_packages(deep_dir, _past_the_recursion_limit())
+def test_a_commit_into_a_package_nested_past_the_recursion_limit_is_written(deep_tree):
+    deep_dir, deepest = deep_tree
     store = ImageStore(deep_dir)
     _committed(store, {f"{deepest}/leaf.py": b"x = 2\n", f"{deepest}/new/__init__.py": b""})
     assert (deep_dir / deepest / "leaf.py").read_bytes() == b"x = 2\n"
     assert (deep_dir / deepest / "new" / "__init__.py").exists()
 
 
-def test_recovery_sweeps_temp_files_in_a_tree_nested_past_the_recursion_limit(deep_dir):
-    deepest = nested_packages(deep_dir, _past_the_recursion_limit())
+def test_recovery_sweeps_temp_files_in_a_tree_nested_past_the_recursion_limit(deep_tree):
+    deep_dir, deepest = deep_tree
     store = make_image(deep_dir, {"a.py": ""})
     _committed(store, {"a.py": b"a = 1\n"})   # the state directory, as at a daemon's start
     stale = deep_dir / deepest / ".m.py.tmp-4242"
@@ -1377,8 +1381,8 @@ def test_recovery_sweeps_temp_files_in_a_tree_nested_past_the_recursion_limit(de
     assert not stale.exists()
 
 
-def test_image_dirs_open_and_make_directories_nested_past_the_recursion_limit(deep_dir):
-    deepest = nested_packages(deep_dir, _past_the_recursion_limit())
+def test_image_dirs_open_and_make_directories_nested_past_the_recursion_limit(deep_tree):
+    deep_dir, deepest = deep_tree
     with ImageDirs(str(deep_dir)) as dirs:
         assert os.path.samestat(os.fstat(dirs.open(deepest)), os.stat(deep_dir / deepest))
         made = "q/" + deepest
@@ -1397,6 +1401,11 @@ def test_files_and_packages_whose_path_passes_path_max_are_left_out_and_named(de
     assert f"{deepest}/leaf.py" in snapshot.files and "a.py" in snapshot.files
     assert snapshot.too_long == sorted([long_module, package_past])
     assert not any(rel.startswith(package_past) for rel in snapshot.files)
+    # The tree is nested past the recursion limit too (PATH_MAX allows some 2000 levels),
+    # and read whole up to PATH_MAX: each package's __init__.py, leaf.py and a.py.
+    depth = deepest.count("/") + 1
+    assert depth > _past_the_recursion_limit()
+    assert len(snapshot.files) == depth + 2
 
 
 @pytest.fixture
