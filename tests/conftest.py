@@ -2,12 +2,15 @@
 
 import logging
 import os
+from pathlib import Path
 
 import pytest
 
 from gsmcpd import daemon as daemon_module
 from helpers import Daemon, open_session, remove_tree
 from no_fsync.sitecustomize import fsync_checked
+
+NO_FSYNC = Path(__file__).parent / "no_fsync"
 
 
 def _end_left_running(daemons):
@@ -84,3 +87,10 @@ def fsync_skipped(monkeypatch):
     each call: it wraps _fsync_dir or os.fsync in turn."""
     monkeypatch.setattr(os, "fsync", fsync_checked)
 
+
+@pytest.fixture(scope="module")
+def daemons_fsync_skipped():
+    """The same in the daemons the module's tests start, and the processes they start."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Daemon, "pythonpath", os.pathsep.join([Daemon.pythonpath, str(NO_FSYNC)]))
+        yield

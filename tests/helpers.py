@@ -152,6 +152,8 @@ class Daemon:
     # Every one started in this pytest process, in order: conftest's check stops and
     # names any a test (or a fixture's failed set-up) left running.
     started = []
+    # Their PYTHONPATH; conftest's daemons_fsync_skipped adds tests/no_fsync for a module's.
+    pythonpath = str(REPO)
 
     def __init__(self, tmp_path, env=None, args=(), port=None, preexec=None):
         self.tmp = Path(tmp_path)
@@ -159,7 +161,7 @@ class Daemon:
         self.port = port or free_port()
         self.log_path = self.tmp / ("daemon-%d.log" % self.port)
         self.env = dict(os.environ)
-        self.env.update({"GS_MCP_STATE_DIR": str(self.state), "PYTHONPATH": str(REPO)})
+        self.env.update({"GS_MCP_STATE_DIR": str(self.state), "PYTHONPATH": self.pythonpath})
         self.env.update(env or {})
         self.args = list(args)
         self.preexec = preexec  # run in the child before the daemon starts

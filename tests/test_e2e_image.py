@@ -27,6 +27,10 @@ from test_tools_browse import FORWARD
 from test_tools_support import daemon_on_image, write_image
 
 
+# Commits' flushes to disk are no test's subject here (conftest).
+pytestmark = pytest.mark.usefixtures("daemons_fsync_skipped")
+
+
 @pytest.fixture
 def shop(tmp_path):
     """A daemon serving a throwaway copy of the example shop image."""

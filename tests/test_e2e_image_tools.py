@@ -17,6 +17,10 @@ from test_tools_support import daemon_on_image, misordered_fields_error, missing
 from test_tools_support import write_image as write_files
 from test_tools_testing import ODD as ODD_TESTS
 
+# Commits' flushes to disk are no test's subject here (conftest).
+pytestmark = pytest.mark.usefixtures("daemons_fsync_skipped")
+
+
 EXTRA_FILES = {
     "hooked/__init__.py": "from hooked._core import Hook\n",
     "hooked/_core.py": 'class Hook:\n    __module__ = "hooked"\n\n    def run(self):\n        return 1\n',
