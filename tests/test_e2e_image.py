@@ -664,38 +664,42 @@ def call_held_in_commit(client, image, step, name="commit", arguments=None):
 PURR = "import pets\npets.__spec__.loader.view.set_source('pets', \"SOUND = 'purr'\\n\", live=False)"
 
 
-@pytest.mark.parametrize("step", ["_write_intent", "_apply"])
-def test_a_break_during_a_commit_says_whether_the_commit_stands(tmp_path, step):
+def test_a_break_during_a_commit_says_whether_the_commit_stands(tmp_path):
     image = write_image(tmp_path / "image", {"pets.py": "SOUND = 'woof'\n"})
     # The deadline must fall once the commit is held at `step`, past its fsyncs, which a busy
     # disk stretches (one commit took 0.22 s beside the suite): at 0.5 s a slow `_apply` commit
     # could be broken before its commit point. The call waits out the deadline, whatever it is.
     env = {"GS_MCP_IMAGE": str(image), "GS_MCP_REQUEST_TIMEOUT": "1.5", "GS_MCP_BREAK_GRACE": "5"}
     with Daemon(tmp_path, env=env) as daemon:
-        a = session(daemon)
-        a.tool("execute_code", code=SLOW_COMMIT_STEP % {"step": step})
-        error = a.call("tools/call", {"name": "commit", "arguments": {}}).json()["error"]
-        assert error["code"] == -32001
-        status = a.tool("status")["structuredContent"]
-        seen_by_others = tool_text(session(daemon).tool("execute_code", code=SOUND))
-        a.tool("execute_code", code=RESTORE_STEP % {"step": step})
-        if step == "_write_intent":   # nothing was written: the change is still the session's own
-            assert error["message"] == "request timed out after 1.5s (GS_MCP_REQUEST_TIMEOUT) and was interrupted: soft break"
-            assert status["changedModules"] == ["pets"] and seen_by_others == "'woof'"
-            assert a.tool("commit")["structuredContent"]["committed"] == ["pets"]
-        else:                         # decided: every view reads it as done, the answer says so
-            assert error["message"] == (
-                "request timed out after 1.5s (GS_MCP_REQUEST_TIMEOUT) and was interrupted: soft break; "
-                "it came too late to stop the commit this call "
-                "made, which stands (committed pets; view version %d)" % status["viewVersion"])
-            assert status["changedModules"] == [] and seen_by_others == "'meow'"
-            assert a.tool("commit")["structuredContent"]["committed"] == []
-        # Another session commits on top of it, which also finishes a pending commit on disk.
-        b = session(daemon)
-        b.tool("execute_code", code=PURR)
-        assert b.tool("commit")["structuredContent"]["committed"] == ["pets"]
-        assert (image / "pets.py").read_text() == "SOUND = 'purr'\n"
-        assert not (image / ".gsmcpd" / "commit.intent").exists()
+        # One daemon for both steps, a session each, in this order: the first leaves "purr"
+        # committed, and the second's assertions hold whatever pets said before it.
+        for step in ("_write_intent", "_apply"):
+            a = session(daemon)
+            a.tool("execute_code", code=SLOW_COMMIT_STEP % {"step": step})
+            error = a.call("tools/call", {"name": "commit", "arguments": {}}).json()["error"]
+            assert error["code"] == -32001
+            status = a.tool("status")["structuredContent"]
+            seen_by_others = tool_text(session(daemon).tool("execute_code", code=SOUND))
+            a.tool("execute_code", code=RESTORE_STEP % {"step": step})
+            if step == "_write_intent":   # nothing was written: the change is still the session's own
+                assert error["message"] == "request timed out after 1.5s (GS_MCP_REQUEST_TIMEOUT) and was interrupted: soft break"
+                assert status["changedModules"] == ["pets"] and seen_by_others == "'woof'"
+                assert a.tool("commit")["structuredContent"]["committed"] == ["pets"]
+            else:                         # decided: every view reads it as done, the answer says so
+                assert error["message"] == (
+                    "request timed out after 1.5s (GS_MCP_REQUEST_TIMEOUT) and was interrupted: soft break; "
+                    "it came too late to stop the commit this call "
+                    "made, which stands (committed pets; view version %d)" % status["viewVersion"])
+                assert status["changedModules"] == [] and seen_by_others == "'meow'"
+                assert a.tool("commit")["structuredContent"]["committed"] == []
+            # Another session commits on top of it, which also finishes a pending commit on disk.
+            b = session(daemon)
+            b.tool("execute_code", code=PURR)
+            assert b.tool("commit")["structuredContent"]["committed"] == ["pets"]
+            assert (image / "pets.py").read_text() == "SOUND = 'purr'\n"
+            assert not (image / ".gsmcpd" / "commit.intent").exists()
+            a.close()
+            b.close()
 
 
 # Runs in the session's worker: its next commit of pets fails once decided (the disk
@@ -878,8 +882,7 @@ for name in %r:
 KILLED = {"exit": {"signal": 9, "name": "SIGKILL"}}
 
 
-@pytest.mark.parametrize("step", ["_write_intent", "_apply"])
-def test_a_commit_whose_worker_is_killed_is_answered_whether_it_stands(tmp_path, step):
+def test_a_commit_whose_worker_is_killed_is_answered_whether_it_stands(tmp_path):
     # The tester's case: a session commits 400 modules and its worker is killed (kill -9,
     # the OOM killer) in the commit. The client was told only "session ended: worker N
     # exited", though past the commit point the commit stands: every session reads it.
@@ -887,31 +890,34 @@ def test_a_commit_whose_worker_is_killed_is_answered_whether_it_stands(tmp_path,
     files.update({name.replace(".", "/") + ".py": "TURN = 0\n" for name in MANY})
     image = write_image(tmp_path / "image", files)
     with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
-        a = session(daemon)
-        a.tool("execute_code", code=EDIT_MANY)
-        a.tool("execute_code", code=SLOW_COMMIT_STEP % {"step": step})
-        pid, caller, answers, _, intent = call_held_in_commit(a, image, step)
-        os.kill(pid, signal.SIGKILL)
-        caller.join(30)
-        error = answers[0]["error"]
-        assert error["code"] == -32003
-        # How the worker ended, then whether its commit stands.
-        seen = tool_text(session(daemon).tool("execute_code", code="import bulk.m399\nbulk.m399.TURN"))
-        if step == "_write_intent":   # short of the commit point: nothing of it
-            assert error["message"] == (
-                "%s; the commit it was making had not reached its commit "
-                "point, so nothing of it stands, and the session's uncommitted changes went with it" % killed(pid))
-            assert error["data"] == {"commitStands": False, **KILLED} and seen == "0"
-        else:                         # past it: it stands, every session reads it
-            record = json.loads(intent.read_text())["record"]
-            assert record["session"] == a.session
-            assert error["message"] == (
-                "%s; the commit it was making had passed its commit point, "
-                "so it stands (journal record %s: bulk/m000.py, bulk/m001.py, bulk/m002.py and 398 more): "
-                "every session reads it" % (killed(pid), record["id"]))
-            assert error["data"] == {"commitStands": True, "journalRecord": record["id"], **KILLED,
-                                     "files": sorted(["pets.py"] + [n.replace(".", "/") + ".py" for n in MANY])}
-            assert seen == "1"
+        # One daemon and image for both steps, in this order: the first leaves nothing of
+        # its commit, so the second starts from the image as written.
+        for step in ("_write_intent", "_apply"):
+            a = session(daemon)
+            a.tool("execute_code", code=EDIT_MANY)
+            a.tool("execute_code", code=SLOW_COMMIT_STEP % {"step": step})
+            pid, caller, answers, _, intent = call_held_in_commit(a, image, step)
+            os.kill(pid, signal.SIGKILL)
+            caller.join(30)
+            error = answers[0]["error"]
+            assert error["code"] == -32003
+            # How the worker ended, then whether its commit stands.
+            seen = tool_text(session(daemon).tool("execute_code", code="import bulk.m399\nbulk.m399.TURN"))
+            if step == "_write_intent":   # short of the commit point: nothing of it
+                assert error["message"] == (
+                    "%s; the commit it was making had not reached its commit "
+                    "point, so nothing of it stands, and the session's uncommitted changes went with it" % killed(pid))
+                assert error["data"] == {"commitStands": False, **KILLED} and seen == "0"
+            else:                         # past it: it stands, every session reads it
+                record = json.loads(intent.read_text())["record"]
+                assert record["session"] == a.session
+                assert error["message"] == (
+                    "%s; the commit it was making had passed its commit point, "
+                    "so it stands (journal record %s: bulk/m000.py, bulk/m001.py, bulk/m002.py and 398 more): "
+                    "every session reads it" % (killed(pid), record["id"]))
+                assert error["data"] == {"commitStands": True, "journalRecord": record["id"], **KILLED,
+                                         "files": sorted(["pets.py"] + [n.replace(".", "/") + ".py" for n in MANY])}
+                assert seen == "1"
 
 
 def test_a_session_s_first_commit_killed_past_its_commit_point_is_told_standing_in_a_long_journal(tmp_path):
