@@ -13,7 +13,7 @@ import pytest
 from helpers import Daemon, open_session, tool_text
 from test_e2e_tools import call_tool, error, ok, structured, write_image
 from test_e2e_tools import run_code as run
-from test_tools_support import daemon_on_image, misordered_fields_error, missing_member_error
+from test_tools_support import misordered_fields_error, missing_member_error
 from test_tools_support import write_image as write_files
 from test_tools_testing import ODD as ODD_TESTS
 
@@ -2248,103 +2248,103 @@ def test_a_module_that_is_no_string_is_no_crash_where_another_class_of_the_name_
     assert structured(c, "describe_class", className="MetaUser")["bases"] == ["['hooked'].Meta"]
 
 
-def test_a_nested_class_whose_body_rewrites_module_counts_as_made_where_its_statement_is(tmp_path):
+def test_a_nested_class_whose_body_rewrites_module_counts_as_made_where_its_statement_is(daemon, image):
     # No image class (its __module__ named pkg): delete_class of Outer went through, and
     # other, built on Outer.Inner, failed to import in every new session.
     files = {"pkg/__init__.py": "from pkg._core import Outer\n",
              "pkg/_core.py": 'class Outer:\n    class Inner:\n        __module__ = "pkg"\n',
              "other.py": "from pkg._core import Outer\n\n\nclass Sub(Outer.Inner):\n    pass\n"}
-    with daemon_on_image(tmp_path, files) as daemon:
-        client = open_session(daemon)
-        assert structured(client, "describe_class", className="other.Sub")["bases"] == ["pkg._core.Outer.Inner"]
-        said = error(client, "delete_class", "refused", className="pkg._core.Outer")
-        assert said.startswith("pkg._core.Outer.Inner has subclasses in the image: other.Sub (other line 4)")
-        assert (daemon.image / "pkg/_core.py").read_text() == files["pkg/_core.py"]
-        client.close()
+    write_files(image, files)   # the sessions opened below read it
+    client = open_session(daemon)
+    assert structured(client, "describe_class", className="other.Sub")["bases"] == ["pkg._core.Outer.Inner"]
+    said = error(client, "delete_class", "refused", className="pkg._core.Outer")
+    assert said.startswith("pkg._core.Outer.Inner has subclasses in the image: other.Sub (other line 4)")
+    assert (image / "pkg/_core.py").read_text() == files["pkg/_core.py"]
+    client.close()
 
 
-def test_deleting_what_a_comprehensions_first_iterable_reads_as_the_module_runs_is_refused(tmp_path):
+def test_deleting_what_a_comprehensions_first_iterable_reads_as_the_module_runs_is_refused(daemon, image):
     # Taken as maybe not evaluated: deleted with a note, and jobs imported in no new session.
     files = {"jobs.py": ("class Job:\n    @staticmethod\n    def steps():\n        return (1, 2)\n\n\n"
                          "DOUBLED = [step * 2 for step in Job.steps()]\n")}
-    with daemon_on_image(tmp_path, files) as daemon:
-        client = open_session(daemon)
-        refused = call_tool(client, "delete_method", {"className": "jobs.Job", "selector": "steps"})
-        assert [use["statement"] for use in refused["structuredContent"]["error"]["usedBy"]] == [
-            "DOUBLED = [step * 2 for step in Job.steps()]"], refused
-        assert (daemon.image / "jobs.py").read_text() == files["jobs.py"]
-        client.close()
+    write_files(image, files)   # the sessions opened below read it
+    client = open_session(daemon)
+    refused = call_tool(client, "delete_method", {"className": "jobs.Job", "selector": "steps"})
+    assert [use["statement"] for use in refused["structuredContent"]["error"]["usedBy"]] == [
+        "DOUBLED = [step * 2 for step in Job.steps()]"], refused
+    assert (image / "jobs.py").read_text() == files["jobs.py"]
+    client.close()
 
 
-def test_deleting_what_only_an_asserts_message_reads_as_the_module_runs_is_noted(tmp_path):
+def test_deleting_what_only_an_asserts_message_reads_as_the_module_runs_is_noted(daemon, image):
     # The message runs only when the assertion fails: refused as a sure read before.
     files = {"jobs.py": ("class Job:\n    @staticmethod\n    def explain(n):\n        return str(n)\n\n\n"
                          "LIMIT = 3\nassert LIMIT > 0, Job.explain(LIMIT)\n")}
-    with daemon_on_image(tmp_path, files) as daemon:
-        client = open_session(daemon)
-        deleted = structured(client, "delete_method", className="jobs.Job", selector="explain")
-        assert deleted["readAsItRuns"] == "assert LIMIT > 0, Job.explain(LIMIT)", deleted
-        assert "def explain" not in (daemon.image / "jobs.py").read_text()
-        fresh = open_session(daemon)
-        assert not fresh.tool("execute_code", code="import jobs").get("isError")
-        fresh.close()
-        client.close()
+    write_files(image, files)   # the sessions opened below read it
+    client = open_session(daemon)
+    deleted = structured(client, "delete_method", className="jobs.Job", selector="explain")
+    assert deleted["readAsItRuns"] == "assert LIMIT > 0, Job.explain(LIMIT)", deleted
+    assert "def explain" not in (image / "jobs.py").read_text()
+    fresh = open_session(daemon)
+    assert not fresh.tool("execute_code", code="import jobs").get("isError")
+    fresh.close()
+    client.close()
 
 
-def test_deleting_a_class_only_an_except_clause_names_as_the_module_runs_leaves_it_importing(tmp_path):
+def test_deleting_a_class_only_an_except_clause_names_as_the_module_runs_leaves_it_importing(daemon, image):
     # The clause's class is evaluated only when the try body raises: refused as a sure read before.
     files = {"limits.py": ("class Missing(Exception):\n    pass\n\n\ntry:\n    LIMIT = int('3')\n"
                            "except Missing:\n    LIMIT = 0\n")}
-    with daemon_on_image(tmp_path, files) as daemon:
-        client = open_session(daemon)
-        structured(client, "delete_class", className="limits.Missing")
-        assert "class Missing" not in (daemon.image / "limits.py").read_text()
-        fresh = open_session(daemon)
-        assert run(fresh, "import limits\nlimits.LIMIT") == "3"
-        fresh.close()
-        client.close()
+    write_files(image, files)   # the sessions opened below read it
+    client = open_session(daemon)
+    structured(client, "delete_class", className="limits.Missing")
+    assert "class Missing" not in (image / "limits.py").read_text()
+    fresh = open_session(daemon)
+    assert run(fresh, "import limits\nlimits.LIMIT") == "3"
+    fresh.close()
+    client.close()
 
 
-def test_deleting_a_class_only_a_matchs_guard_reads_as_the_module_runs_leaves_it_importing(tmp_path):
+def test_deleting_a_class_only_a_matchs_guard_reads_as_the_module_runs_leaves_it_importing(daemon, image):
     # A guard runs only when its pattern matches: refused as a sure read before.
     files = {"order.py": ("import sys\n\n\nclass Odd:\n    pass\n\n\nmatch sys.byteorder:\n"
                           "    case int() if Odd:\n        ORDER = None\n    case _:\n        ORDER = 1\n")}
-    with daemon_on_image(tmp_path, files) as daemon:
-        client = open_session(daemon)
-        structured(client, "delete_class", className="order.Odd")
-        assert "class Odd" not in (daemon.image / "order.py").read_text()
-        fresh = open_session(daemon)
-        assert run(fresh, "import order\norder.ORDER") == "1"
-        fresh.close()
-        client.close()
+    write_files(image, files)   # the sessions opened below read it
+    client = open_session(daemon)
+    structured(client, "delete_class", className="order.Odd")
+    assert "class Odd" not in (image / "order.py").read_text()
+    fresh = open_session(daemon)
+    assert run(fresh, "import order\norder.ORDER") == "1"
+    fresh.close()
+    client.close()
 
 
-def test_deleting_a_method_the_module_sets_anew_above_its_read_leaves_it_importing(tmp_path):
+def test_deleting_a_method_the_module_sets_anew_above_its_read_leaves_it_importing(daemon, image):
     # `setattr(Job, "run", fast_run)` above `RUN = Job.run`: refused as a sure read before.
     files = {"jobs.py": ("class Job:\n    def run(self):\n        return 1\n\n\ndef fast_run(self):\n"
                          "    return 2\n\n\nsetattr(Job, 'run', fast_run)\nRUN = Job.run\n")}
-    with daemon_on_image(tmp_path, files) as daemon:
-        client = open_session(daemon)
-        structured(client, "delete_method", className="jobs.Job", selector="run")
-        assert "def run" not in (daemon.image / "jobs.py").read_text()
-        fresh = open_session(daemon)
-        assert run(fresh, "import jobs\njobs.Job().run()") == "2"
-        fresh.close()
-        client.close()
+    write_files(image, files)   # the sessions opened below read it
+    client = open_session(daemon)
+    structured(client, "delete_method", className="jobs.Job", selector="run")
+    assert "def run" not in (image / "jobs.py").read_text()
+    fresh = open_session(daemon)
+    assert run(fresh, "import jobs\njobs.Job().run()") == "2"
+    fresh.close()
+    client.close()
 
 
-def test_deleting_a_function_a_function_the_module_calls_binds_again_leaves_it_importing(tmp_path):
+def test_deleting_a_function_a_function_the_module_calls_binds_again_leaves_it_importing(daemon, image):
     # `install()` binds `encode` as a global above `DEFAULT = encode`: refused as a sure read before.
     files = {"codec.py": ("def encode(text):\n    return text\n\n\ndef install():\n    global encode\n"
                           "    encode = str.upper\n\n\ninstall()\nDEFAULT = encode\n")}
-    with daemon_on_image(tmp_path, files) as daemon:
-        client = open_session(daemon)
-        structured(client, "delete_method", className="codec", selector="encode")
-        assert "def encode" not in (daemon.image / "codec.py").read_text()
-        fresh = open_session(daemon)
-        assert run(fresh, "import codec\ncodec.DEFAULT('a')") == "'A'"
-        fresh.close()
-        client.close()
+    write_files(image, files)   # the sessions opened below read it
+    client = open_session(daemon)
+    structured(client, "delete_method", className="codec", selector="encode")
+    assert "def encode" not in (image / "codec.py").read_text()
+    fresh = open_session(daemon)
+    assert run(fresh, "import codec\ncodec.DEFAULT('a')") == "'A'"
+    fresh.close()
+    client.close()
 
 
 @pytest.mark.parametrize("name, text", [
@@ -2360,88 +2360,88 @@ def test_deleting_a_function_a_function_the_module_calls_binds_again_leaves_it_i
                    "try:\n    from _no_such_fast_parser import Parser\n"
                    "except ImportError:\n    pass\n\n\nDEFAULT = Parser()\n"),
 ], ids=["read-above-a-rebinding", "an-import-that-failed"])
-def test_deleting_a_class_its_module_reads_where_nothing_else_binds_it_is_refused(tmp_path, name, text):
-    with daemon_on_image(tmp_path, {f"{name}.py": text}) as daemon:
-        client = open_session(daemon)
-        run(client, f"import {name}")
-        said = error(client, "delete_class", "refused", className=f"{name}.Parser")
-        assert "it failed with NameError: name 'Parser' is not defined" in said, said
-        assert "class Parser" in (tmp_path / "image" / f"{name}.py").read_text()
-        client.close()
+def test_deleting_a_class_its_module_reads_where_nothing_else_binds_it_is_refused(daemon, image, name, text):
+    write_files(image, {f"{name}.py": text})   # the sessions opened below read it
+    client = open_session(daemon)
+    run(client, f"import {name}")
+    said = error(client, "delete_class", "refused", className=f"{name}.Parser")
+    assert "it failed with NameError: name 'Parser' is not defined" in said, said
+    assert "class Parser" in (image / f"{name}.py").read_text()
+    client.close()
 
 
-def test_deleting_a_function_an_all_copied_whole_still_names_says_a_star_import_fails(tmp_path):
+def test_deleting_a_function_an_all_copied_whole_still_names_says_a_star_import_fails(daemon, image):
     # `__all__ = sorted(__all__)` was taken for taking names out again: no note, though
     # `from sorted_all import *` then failed (AttributeError).
     files = {"sorted_all.py": ("__all__ = ['helper', 'kept']\n__all__ = sorted(__all__)\n\n\n"
                                "def helper():\n    return 1\n\n\ndef kept():\n    return 2\n")}
-    with daemon_on_image(tmp_path, files) as daemon:
-        client = open_session(daemon)
-        deleted = ok(client, "delete_method", className="sorted_all", selector="helper")
-        assert deleted["structuredContent"]["stillInAll"] == {
-            "line": 1, "statement": "__all__ = ['helper', 'kept']"}, deleted
-        assert "from sorted_all import *` now fails" in tool_text(deleted)
-        fresh = open_session(daemon)
-        assert "AttributeError" in run(fresh, "try:\n    from sorted_all import *\nexcept AttributeError as e:\n"
-                                              "    r = 'AttributeError'\nr")
-        fresh.close()
-        client.close()
+    write_files(image, files)   # the sessions opened below read it
+    client = open_session(daemon)
+    deleted = ok(client, "delete_method", className="sorted_all", selector="helper")
+    assert deleted["structuredContent"]["stillInAll"] == {
+        "line": 1, "statement": "__all__ = ['helper', 'kept']"}, deleted
+    assert "from sorted_all import *` now fails" in tool_text(deleted)
+    fresh = open_session(daemon)
+    assert "AttributeError" in run(fresh, "try:\n    from sorted_all import *\nexcept AttributeError as e:\n"
+                                          "    r = 'AttributeError'\nr")
+    fresh.close()
+    client.close()
 
 
-def test_deleting_a_class_an_all_leaves_out_says_nothing_of_a_star_import_failing(tmp_path):
+def test_deleting_a_class_an_all_leaves_out_says_nothing_of_a_star_import_failing(daemon, image):
     # The note said `from computed import *` now fails, though `__all__` excludes Hook by name.
     files = {"computed.py": ("class Hook:\n    pass\n\n\nclass Kept:\n    pass\n\n\n"
                              "__all__ = [name for name in dir() if name not in ('Hook',) and not name.startswith('_')]\n")}
-    with daemon_on_image(tmp_path, files) as daemon:
-        client = open_session(daemon)
-        deleted = ok(client, "delete_class", className="computed.Hook")
-        assert "stillInAll" not in deleted["structuredContent"], deleted
-        fresh = open_session(daemon)
-        assert run(fresh, "from computed import *\nKept.__name__") == "'Kept'"
-        fresh.close()
-        client.close()
+    write_files(image, files)   # the sessions opened below read it
+    client = open_session(daemon)
+    deleted = ok(client, "delete_class", className="computed.Hook")
+    assert "stillInAll" not in deleted["structuredContent"], deleted
+    fresh = open_session(daemon)
+    assert run(fresh, "from computed import *\nKept.__name__") == "'Kept'"
+    fresh.close()
+    client.close()
 
 
-def test_deleting_a_helper_its_module_deletes_as_it_runs_is_refused(tmp_path):
+def test_deleting_a_helper_its_module_deletes_as_it_runs_is_refused(daemon, image):
     # `del helper, unused` at the end: deleted, tidy imported in no new session (NameError).
     files = {"tidy.py": ("def helper(x):\n    return x\n\n\ndef unused(x):\n    return x\n\n\n"
                          "VALUE = helper(1)\ndel helper, unused\n")}
-    with daemon_on_image(tmp_path, files) as daemon:
-        client = open_session(daemon)
-        refused = call_tool(client, "delete_method", {"className": "tidy", "selector": "unused"})
-        assert refused["structuredContent"]["error"]["usedBy"] == [
-            {"line": 10, "statement": "del helper, unused"}], refused
-        assert (daemon.image / "tidy.py").read_text() == files["tidy.py"]
-        client.close()
+    write_files(image, files)   # the sessions opened below read it
+    client = open_session(daemon)
+    refused = call_tool(client, "delete_method", {"className": "tidy", "selector": "unused"})
+    assert refused["structuredContent"]["error"]["usedBy"] == [
+        {"line": 10, "statement": "del helper, unused"}], refused
+    assert (image / "tidy.py").read_text() == files["tidy.py"]
+    client.close()
 
 
-def test_deleting_a_method_a_function_the_module_calls_sets_anew_above_its_read_leaves_it_importing(tmp_path):
+def test_deleting_a_method_a_function_the_module_calls_sets_anew_above_its_read_leaves_it_importing(daemon, image):
     # `install()` (`setattr(Job, "run", fast_run)`) above `RUN = Job.run`: refused as a sure read before.
     files = {"installed.py": ("class Job:\n    def run(self):\n        return 1\n\n\ndef fast_run(self):\n"
                               "    return 2\n\n\ndef install():\n    setattr(Job, 'run', fast_run)\n\n\n"
                               "install()\nRUN = Job.run\n")}
-    with daemon_on_image(tmp_path, files) as daemon:
-        client = open_session(daemon)
-        structured(client, "delete_method", className="installed.Job", selector="run")
-        assert "def run" not in (daemon.image / "installed.py").read_text()
-        fresh = open_session(daemon)
-        assert run(fresh, "import installed\ninstalled.Job().run()") == "2"
-        fresh.close()
-        client.close()
+    write_files(image, files)   # the sessions opened below read it
+    client = open_session(daemon)
+    structured(client, "delete_method", className="installed.Job", selector="run")
+    assert "def run" not in (image / "installed.py").read_text()
+    fresh = open_session(daemon)
+    assert run(fresh, "import installed\ninstalled.Job().run()") == "2"
+    fresh.close()
+    client.close()
 
 
-def test_deleting_a_class_an_all_takes_out_again_says_nothing_of_a_star_import_failing(tmp_path):
+def test_deleting_a_class_an_all_takes_out_again_says_nothing_of_a_star_import_failing(daemon, image):
     # The note said `from pruned import *` now fails, though `__all__.remove` took Hook out.
     files = {"pruned.py": ("class Hook:\n    pass\n\n\nclass Kept:\n    pass\n\n\n"
                            "__all__ = ['Hook', 'Kept']\n__all__.remove('Hook')\n")}
-    with daemon_on_image(tmp_path, files) as daemon:
-        client = open_session(daemon)
-        deleted = ok(client, "delete_class", className="pruned.Hook")
-        assert "stillInAll" not in deleted["structuredContent"], deleted
-        fresh = open_session(daemon)
-        assert run(fresh, "from pruned import *\nKept.__name__") == "'Kept'"
-        fresh.close()
-        client.close()
+    write_files(image, files)   # the sessions opened below read it
+    client = open_session(daemon)
+    deleted = ok(client, "delete_class", className="pruned.Hook")
+    assert "stillInAll" not in deleted["structuredContent"], deleted
+    fresh = open_session(daemon)
+    assert run(fresh, "from pruned import *\nKept.__name__") == "'Kept'"
+    fresh.close()
+    client.close()
 
 
 def test_a_class_nested_in_one_whose_body_rewrites_module_counts_as_made_where_its_statement_is(image, c):
@@ -2494,57 +2494,57 @@ def test_a_workspace_object_claiming_to_be_a_class_fails_no_later_execute_code(c
     assert run(c, "del held\n1 + 1") == "2"
 
 
-def test_a_wrapper_the_workspace_makes_of_an_image_function_stays_the_workspace_s(tmp_path):
+def test_a_wrapper_the_workspace_makes_of_an_image_function_stays_the_workspace_s(daemon, image):
     # The next execute_code bound `total` back to shop.total: functools.wraps names it so.
-    with daemon_on_image(tmp_path, {"shop.py": "def total(x):\n    return x\n"}) as daemon:
-        client = open_session(daemon)
-        run(client, "import functools, shop\n\n\ndef logged(f):\n    @functools.wraps(f)\n"
-                    "    def inner(*args):\n        return ('logged', f(*args))\n    return inner\n\n\n"
-                    "total = logged(shop.total)\n")
-        assert run(client, "total(1)") == "('logged', 1)"
-        client.close()
+    write_files(image, {"shop.py": "def total(x):\n    return x\n"})   # the sessions opened below read it
+    client = open_session(daemon)
+    run(client, "import functools, shop\n\n\ndef logged(f):\n    @functools.wraps(f)\n"
+                "    def inner(*args):\n        return ('logged', f(*args))\n    return inner\n\n\n"
+                "total = logged(shop.total)\n")
+    assert run(client, "total(1)") == "('logged', 1)"
+    client.close()
 
 
-def test_an_image_module_s_getattr_raising_fails_no_execute_code(tmp_path):
+def test_an_image_module_s_getattr_raising_fails_no_execute_code(daemon, image):
     # Run for a workspace class naming the module: its KeyError failed every later call.
     lazy = "_LAZY = {}\n\n\ndef __getattr__(name):\n    return _LAZY[name]\n"
-    with daemon_on_image(tmp_path, {"lazy.py": lazy}) as daemon:
-        client = open_session(daemon)
-        run(client, 'import lazy\n\n\nclass Other:\n    __module__ = "lazy"\n')
-        assert run(client, "Other.__name__") == "'Other'"
-        client.close()
+    write_files(image, {"lazy.py": lazy})   # the sessions opened below read it
+    client = open_session(daemon)
+    run(client, 'import lazy\n\n\nclass Other:\n    __module__ = "lazy"\n')
+    assert run(client, "Other.__name__") == "'Other'"
+    client.close()
 
 
-def test_a_class_a_leftover_thread_binds_after_its_call_follows_a_re_import(tmp_path):
+def test_a_class_a_leftover_thread_binds_after_its_call_follows_a_re_import(tmp_path, daemon, image):
     # Bound once its call had ended, it was never noted as the module's: after the abort's
     # re-import the name still held the old class.
     go, bound = tmp_path / "go", tmp_path / "bound"
-    with daemon_on_image(tmp_path, {"shop.py": "class Cart:\n    pass\n"}) as daemon:
-        client = open_session(daemon)
-        run(client, "import os, threading, time, shop\n\n\ndef late():\n    global Late\n"
-                    f"    while not os.path.exists({str(go)!r}):\n        time.sleep(0.01)\n"
-                    f"    from shop import Cart as Late\n    open({str(bound)!r}, 'w').close()\n\n\n"
-                    "threading.Thread(target=late).start()\n")
-        go.touch()
-        for _ in range(3000):   # the thread binds, then says so
-            if bound.exists():
-                break
-            time.sleep(0.01)
-        assert bound.exists()
-        client.tool("abort")
-        assert run(client, "Late is shop.Cart") == "True"
-        client.close()
+    write_files(image, {"shop.py": "class Cart:\n    pass\n"})   # the sessions opened below read it
+    client = open_session(daemon)
+    run(client, "import os, threading, time, shop\n\n\ndef late():\n    global Late\n"
+                f"    while not os.path.exists({str(go)!r}):\n        time.sleep(0.01)\n"
+                f"    from shop import Cart as Late\n    open({str(bound)!r}, 'w').close()\n\n\n"
+                "threading.Thread(target=late).start()\n")
+    go.touch()
+    for _ in range(3000):   # the thread binds, then says so
+        if bound.exists():
+            break
+        time.sleep(0.01)
+    assert bound.exists()
+    client.tool("abort")
+    assert run(client, "Late is shop.Cart") == "True"
+    client.close()
 
 
-def test_a_workspace_class_named_after_a_sys_modules_entry_with_no_dict_fails_no_later_call(tmp_path):
+def test_a_workspace_class_named_after_a_sys_modules_entry_with_no_dict_fails_no_later_call(daemon, image):
     # Every execute_code after the one binding it failed with TypeError: vars() argument
     # must have __dict__ attribute.
     from test_tools_rewritten_module import ODD_MODULE
-    with daemon_on_image(tmp_path, {"shop.py": "class Cart:\n    pass\n"}) as daemon:
-        client = open_session(daemon)
-        run(client, ODD_MODULE)
-        assert run(client, "Named.__module__") == "'oddmod'"
-        client.close()
+    write_files(image, {"shop.py": "class Cart:\n    pass\n"})   # the sessions opened below read it
+    client = open_session(daemon)
+    run(client, ODD_MODULE)
+    assert run(client, "Named.__module__") == "'oddmod'"
+    client.close()
 
 
 def test_a_huge_method_name_is_cut_in_the_success_messages_and_kept_whole_in_structured_content(c):
