@@ -112,7 +112,7 @@ def _is_int(value):
 
 
 def _valid_id(value):
-    return isinstance(value, str) or _is_int(value)
+    return isinstance(value, str) or isinstance(value, int) and not isinstance(value, bool)
 
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
@@ -200,6 +200,10 @@ def without_bom(body):
     return body[3:] if body[:3] == _BOM else body
 
 
+def _invalid(reason, readable_id):
+    return JsonRpcError(INVALID_REQUEST, f"Invalid Request: {reason}", id=readable_id)
+
+
 def parse(body):
     """Parse one message from a request body; raises JsonRpcError (-32700 or -32600)."""
     try:
@@ -230,55 +234,56 @@ def parse(body):
 
     has_id = "id" in obj
     msg_id = obj.get("id")
-    readable_id = msg_id if has_id and _valid_id(msg_id) else None
-
-    def invalid(reason):
-        return JsonRpcError(INVALID_REQUEST, f"Invalid Request: {reason}", id=readable_id)
+    id_valid = has_id and _valid_id(msg_id)
+    readable_id = msg_id if id_valid else None
 
     if obj.get("jsonrpc") != "2.0":
-        raise invalid('"jsonrpc" must be "2.0"')
+        raise _invalid('"jsonrpc" must be "2.0"', readable_id)
 
     has_result, has_error = "result" in obj, "error" in obj
     if "method" in obj:
         if has_result or has_error:
-            raise invalid("a message cannot carry both a method and a result or error")
+            raise _invalid("a message cannot carry both a method and a result or error", readable_id)
         if not isinstance(obj["method"], str):
-            raise invalid('"method" must be a string')
+            raise _invalid('"method" must be a string', readable_id)
         if "params" in obj and not isinstance(obj["params"], dict):
-            raise invalid('"params" must be an object')
+            raise _invalid('"params" must be an object', readable_id)
         if not has_id:
             if not obj["method"].startswith("notifications/"):
                 # MCP names every notification notifications/...: any other method is a
                 # request that lost its id. Taken as a notification, it was dropped with a
                 # bare 202, and the client never learnt its call had not run.
-                raise invalid(f'{_method_named(obj["method"])} is a request: send it with an "id" '
-                              f'(only notifications/... methods go without one); it was not run')
+                raise _invalid(f'{_method_named(obj["method"])} is a request: send it with an "id" '
+                               f'(only notifications/... methods go without one); it was not run',
+                               readable_id)
             return Message("notification", obj)
-        if not _valid_id(msg_id):
-            raise invalid('"id" must be a string or an integer')
+        if not id_valid:
+            raise _invalid('"id" must be a string or an integer', readable_id)
         if obj["method"].startswith("notifications/"):
             # MCP reserves the prefix for notifications, which carry no id. As a request
             # it was queued behind the session's call, to be told "method not found" at its
             # end: a cancel so sent waited for the very call it named, and cancelled nothing.
-            raise invalid(f'{echoed(obj["method"])} is a notification: send it without an "id"')
+            raise _invalid(f'{echoed(obj["method"])} is a notification: send it without an "id"',
+                           readable_id)
         return Message("request", obj)
 
     if has_result and has_error:
-        raise invalid("a response cannot carry both a result and an error")
+        raise _invalid("a response cannot carry both a result and an error", readable_id)
     if not (has_result or has_error):
-        raise invalid('a message needs a "method", a "result" or an "error"')
+        raise _invalid('a message needs a "method", a "result" or an "error"', readable_id)
     if has_error:
         err = obj["error"]
         if not (isinstance(err, dict) and _is_int(err.get("code"))
                 and isinstance(err.get("message"), str)):
-            raise invalid('"error" must be an object with an integer "code" and a string "message"')
+            raise _invalid('"error" must be an object with an integer "code" and a string "message"',
+                           readable_id)
         # JSON-RPC: an error about an unreadable request has id null (or none, MCP 2025-11-25)
         if msg_id is None:
             return Message("response", obj)
     if not has_id:
-        raise invalid('a response needs an "id"')
-    if not _valid_id(msg_id):
-        raise invalid('"id" must be a string or an integer')
+        raise _invalid('a response needs an "id"', readable_id)
+    if not id_valid:
+        raise _invalid('"id" must be a string or an integer', readable_id)
     return Message("response", obj)
 
 
