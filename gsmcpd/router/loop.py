@@ -203,7 +203,7 @@ class Loop:
         elif self._timers:
             timeout = min(MAX_SLEEP, max(0.0, self._timers[0][0] - time.monotonic()))
         events = self._wait(timeout)
-        self._now = time.monotonic()
+        now = self._now = time.monotonic()
         for key, mask in events:
             data = key.data
             if callable(data):
@@ -215,7 +215,8 @@ class Loop:
             if mask & selectors.EVENT_READ and on_read:
                 # the write callback may have unregistered the object
                 self._guard(on_read)
-        now = self._now = time.monotonic()
+        # Due as of the wait's end, the clock read once a pass: a timer falling due
+        # during the callbacks above fires in the next pass, whose wait is then 0.
         while self._timers and self._timers[0][0] <= now:
             _, _, timer = heapq.heappop(self._timers)
             if not timer.cancelled:
@@ -249,13 +250,15 @@ class Loop:
         if self._poll_skips:
             self._poll_skips -= 1
             return self.selector.select(timeout)
-        limit = self.poll if timeout is None else min(self.poll, timeout)
-        started = self._clock()
-        while True:
-            events = self.selector.select(0)
-            waited = self._clock() - started
-            if events or waited >= limit:
-                break
+        events = self.selector.select(0)   # often already there: no clock read then
+        if not events:
+            limit = self.poll if timeout is None else min(self.poll, timeout)
+            started = self._clock()
+            while True:
+                events = self.selector.select(0)
+                waited = self._clock() - started
+                if events or waited >= limit:
+                    break
         if events:
             self._poll_misses = 0
             return events
