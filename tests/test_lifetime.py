@@ -433,9 +433,10 @@ def test_deadline_is_the_earliest_rule_and_none_while_busy_or_unknown():
     assert life.deadline("s") == 60
     life.call_started("s", 10)
     assert life.deadline("s") is None
-    life.call_finished("s", 20)
+    assert life.call_finished("s", 20) == 80          # the deadline from then on, as deadline() says
     assert life.deadline("s") == 80
     assert life.deadline("unknown") is None
+    assert life.call_finished("unknown", 30) is None
 
 
 @pytest.mark.parametrize("settings, stream, lost_at, expected", [

@@ -180,11 +180,15 @@ class Lifetime:
             s.lost_at = None
 
     def call_finished(self, session_id, now):
+        """Returns the session's deadline from now on (as ``deadline``): the router re-arms
+        for it after every call, and one lookup does for both."""
         # a long call is activity until it ends: idle counts from its reply
         s = self._sessions.get(session_id)
-        if s is not None:
-            s.busy = False
-            _active(s, now)
+        if s is None:
+            return None
+        s.busy = False
+        _active(s, now)
+        return self._deadline(s)[0]
 
     def stream_attached(self, session_id, generation, now):
         """A GET stream of ``generation`` (from Outbox.attach) is now the session's.

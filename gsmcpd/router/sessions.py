@@ -165,8 +165,9 @@ class Session:
         """`call` is answered, or will never run: its id is free for a new request. Not a
         newer call's: one answered early (cancelled, past its deadline) runs on, and a new
         request may have taken its id before it ends."""
-        if self.ids_in_use.get(call.id) is call:
-            del self.ids_in_use[call.id]
+        key = call.id
+        if self.ids_in_use.get(key) is call:
+            del self.ids_in_use[key]
 
 
 class SessionManager:
@@ -368,8 +369,8 @@ class SessionManager:
         """Queue a call, sent at once if the worker is free; `ahead`: frames written
         before it in the same write (a new session's prepare, which is free). None,
         answered at once, when GS_MCP_MAX_QUEUED requests already wait behind a call.
-        Its id is not in use in the session (App asks ids_in_use first)."""
-        session.last_activity = self.loop.time()
+        Its id is not in use in the session (App asks ids_in_use first). The session's
+        activity is its caller's to note (App, as the request arrives; a new one is made now)."""
         if session.inflight is not None and len(session.queue) >= self.config.max_queued:
             self._refuse_busy(session, conn, message)
             return None
@@ -510,7 +511,7 @@ class SessionManager:
                 self._deliver(session, call, body)
             if session.draining:
                 self.end(session, session.draining)
-            else:
+            elif session.queue:
                 self._pump(session)
         elif op == "notify":
             call = session.inflight

@@ -124,9 +124,10 @@ class Supervisor:
 
     def call_finished(self, session, call):
         """The call's reply arrived: the deadline it outran (seconds), or None."""
-        self.lifetime.call_finished(session.id, self.loop.time())
+        deadline = self.lifetime.call_finished(session.id, self.loop.time())
         breaker = self.breaks.call_finished(session.id)
-        self._soon(self.lifetime.deadline(session.id))
+        if deadline is not None and (self._timer_at is None or deadline < self._timer_at):
+            self._arm(deadline)   # as _soon, without its call: this runs after every call
         if breaker is not None and breaker.cause == breaks_mod.DEADLINE:
             return self.breaks.request_timeout
         return None
