@@ -235,8 +235,8 @@ systemd_unit() {
     [[ $ROOT != *[[:cntrl:]\\\"\']* ]] ||
         die "systemd cannot run a program under $(printf '%q' "$ROOT"): its path holds a quote, a backslash or a control character; move the checkout (to /opt/gsmcpd)"
     # systemd ignores a unit line that is not UTF-8 ("not UTF-8 clean"): no ExecStart=
-    ! command -v iconv >/dev/null || printf '%s' "$ROOT" | iconv -f UTF-8 -t UTF-8 >/dev/null 2>&1 ||
-        die "systemd cannot run a program under $(printf '%q' "$ROOT"): its path is not UTF-8, and systemd ignores a unit line that is not; move the checkout (to /opt/gsmcpd)"
+    systemd_utf8 "$ROOT" ||
+        die "systemd cannot run a program under $(printf '%q' "$ROOT"): its path is not UTF-8 as systemd reads it (a malformed byte sequence, a code point past U+10FFFF, a UTF-16 surrogate or a noncharacter such as U+FFFE), and systemd ignores a unit line that is not; move the checkout (to /opt/gsmcpd)"
     [[ $ROOT != *" " ]] ||
         die "systemd cannot run gsmcpd from '$ROOT': its path ends in a space, which systemd strips from the unit's WorkingDirectory= line; move the checkout (to /opt/gsmcpd)"
     local unit path=${ROOT//%/%%} program
@@ -250,6 +250,22 @@ systemd_unit() {
     unit=${unit//\/opt\/gsmcpd\/.venv\/bin\/python/"$program"}
     unit=${unit//file:\/\/\/opt\/gsmcpd/"file://$(url_path)"}
     printf '%s\n' "${unit//\/opt\/gsmcpd/"$path"}"
+}
+
+# Whether $1 is UTF-8 as systemd reads a unit line (utf8_is_valid): each character in its
+# shortest encoding, none past U+10FFFF, no UTF-16 surrogate, no noncharacter (U+FDD0 to
+# U+FDEF, U+FFFE and U+FFFF of each plane). glibc's iconv took the last three, and ran only
+# where installed. Bytes matched as bytes (LC_ALL=C); a NUL cannot be in a bash string.
+systemd_utf8() {
+    local LC_ALL=C one=$'[\x01-\x7f]' c=$'[\x80-\xbf]' two three four
+    two=$'[\xc2-\xdf]'$c
+    three=$'\xe0[\xa0-\xbf]'$c$'|[\xe1-\xec\xee]'$c$c$'|\xed[\x80-\x9f]'$c$'|\xef[\x80-\xb6\xb8-\xbe]'$c
+    three+=$'|\xef\xb7[\x80-\x8f\xb0-\xbf]|\xef\xbf[\x80-\xbd]'   # not U+FDD0..U+FDEF, U+FFFE, U+FFFF
+    # Four bytes: U+10000..U+10FFFF; the plane's last two (second byte 0x8f, 0x9f, 0xaf or
+    # 0xbf, then 0xbf 0xbe or 0xbf 0xbf) are noncharacters.
+    four=$'(\xf0[\x90-\x9e\xa0-\xae\xb0-\xbe]|[\xf1-\xf3][\x80-\x8e\x90-\x9e\xa0-\xae\xb0-\xbe]|\xf4[\x80-\x8e])'$c$c
+    four+=$'|(\xf0[\x9f\xaf\xbf]|[\xf1-\xf3][\x8f\x9f\xaf\xbf]|\xf4\x8f)([\x80-\xbe]'$c$'|\xbf[\x80-\xbd])'
+    [[ $1 =~ ^($one|$two|$three|$four)*$ ]]   # each part unquoted: a quoted one matches literally
 }
 
 # The checkout's path as a URL's (RFC 3986: each byte but an unreserved one or `/`

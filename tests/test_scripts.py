@@ -4,6 +4,7 @@ SIGHUP log rotation, the message trace, systemd readiness, install.sh."""
 import http.client
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -1031,15 +1032,68 @@ def test_install_refuses_a_checkout_systemd_cannot_run_from(tmp_path, name):
     assert "its path holds a quote, a backslash or a control character; move the checkout" in result.stderr
 
 
-def test_install_refuses_a_checkout_whose_path_is_not_utf8(tmp_path):
+# Bytes systemd's utf8_is_valid refuses in a unit line: glibc's iconv took all but the
+# Latin-1 byte and the surrogate (systemd-analyze verify: "String is not UTF-8 clean").
+@pytest.mark.parametrize("name", [b"latin1-caf\xe9", b"surrogate-\xed\xa0\x80", b"overlong-\xc0\xaf",
+                                  b"past-U+10FFFF-\xf4\x90\x80\x80", b"five-bytes-\xf8\x88\x80\x80\x80",
+                                  "nonchar-\ufffe".encode(), "nonchar-\ufdd0".encode(),
+                                  "nonchar-\U0001ffff".encode(), "nonchar-\U0010ffff".encode()])
+def test_install_refuses_a_checkout_whose_path_is_not_utf8_as_systemd_reads_it(tmp_path, name):
     # systemd ignores each unit line that is not UTF-8 ("String is not UTF-8 clean"): the
     # unit installed had no ExecStart= nor WorkingDirectory=, and failed to load.
-    if shutil.which("iconv") is None:
-        pytest.skip("iconv is not installed: install.sh cannot tell UTF-8 without it")
-    checkout = _odd_checkout(tmp_path, os.fsdecode(b"latin1-caf\xe9"))
+    checkout = _odd_checkout(tmp_path, os.fsdecode(name))
     result = subprocess.run(["./install.sh", "--systemd-unit"], cwd=checkout, capture_output=True, text=True)
     assert result.returncode == 1 and result.stdout == ""
-    assert "its path is not UTF-8, and systemd ignores a unit line that is not; move the checkout" in result.stderr
+    assert ("its path is not UTF-8 as systemd reads it (a malformed byte sequence, a code point past "
+            "U+10FFFF, a UTF-16 surrogate or a noncharacter such as U+FFFE), and systemd ignores a unit "
+            "line that is not; move the checkout") in result.stderr
+
+
+@pytest.mark.parametrize("name", ["caf\u00e9", "\ufdcf\ufdf0\ufffd", "\U0001fffd\U0010fffd-\U0001f600"])
+def test_install_points_the_unit_at_a_checkout_whose_path_is_utf8_next_to_noncharacters(tmp_path, name):
+    checkout = _odd_checkout(tmp_path, name)
+    result = subprocess.run(["./install.sh", "--systemd-unit"], cwd=checkout, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert f"WorkingDirectory={checkout}" in result.stdout.splitlines()
+    _verified_by_systemd(tmp_path, result.stdout)   # no line "not UTF-8 clean"
+
+
+def _systemd_reads_as_utf8(code_point):
+    """systemd's unichar_is_valid (src/basic/utf8.c): what utf8_is_valid takes in a unit line."""
+    return not (code_point >= 0x110000 or 0xD800 <= code_point <= 0xDFFF or 0xFDD0 <= code_point <= 0xFDEF
+                or code_point & 0xFFFE == 0xFFFE)
+
+
+def _raw_utf8(code_point):
+    """UTF-8's bit layout for any code point below 2**21, surrogates and past U+10FFFF too."""
+    if code_point < 0x80:
+        return bytes([code_point])
+    if code_point < 0x800:
+        return bytes([0xC0 | code_point >> 6, 0x80 | code_point & 63])
+    if code_point < 0x10000:
+        return bytes([0xE0 | code_point >> 12, 0x80 | code_point >> 6 & 63, 0x80 | code_point & 63])
+    return bytes([0xF0 | code_point >> 18, 0x80 | code_point >> 12 & 63, 0x80 | code_point >> 6 & 63,
+                  0x80 | code_point & 63])
+
+
+def test_install_reads_utf8_as_systemd_does_at_each_boundary(tmp_path):
+    # install.sh's systemd_utf8 against systemd's rule, at every edge of it: each plane's
+    # first and last code points, the surrogates', U+FDD0..U+FDEF's, and past U+10FFFF.
+    edges = {0x80, 0x7FF, 0x800, 0xD7FF, 0xD800, 0xDFFF, 0xE000, 0xFDCF, 0xFDD0, 0xFDEF, 0xFDF0,
+             0x10FFFF, 0x110000, 0x1FFFFF}
+    for plane in range(0x20):
+        edges |= {plane << 16 | low for low in (0, 1, 0xFFFD, 0xFFFE, 0xFFFF)}
+    cases = [(_systemd_reads_as_utf8(point), b"a" + _raw_utf8(point) + b"z") for point in sorted(edges - {0})]
+    cases += [(False, bad) for bad in (b"\xc0\xaf", b"\xe0\x9f\xbf", b"\xf0\x8f\xbf\xbf", b"\x80",
+                                       b"\xc2", b"\xe2\x82", b"\xf8\x88\x80\x80\x80", b"\xfe", b"\xff")]
+    (tmp_path / "cases").write_bytes(b"".join(b"%d\t%s\n" % (wanted, case) for wanted, case in cases))
+    function = re.search(r"^systemd_utf8\(\) \{.*?^\}$", (REPO / "install.sh").read_text(), re.S | re.M)[0]
+    script = function + '\nwhile IFS=$\'\\t\' read -r want case; do\n' \
+        '    systemd_utf8 "$case" && got=1 || got=0\n' \
+        '    [[ $got == "$want" ]] || printf "%s wanted %s\\n" "$(printf %s "$case" | od -An -tx1)" "$want"\n' \
+        'done < cases\n'
+    result = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout == "" and result.stderr == "", result.stdout + result.stderr
 
 
 def test_install_refuses_a_checkout_whose_path_ends_in_a_space(tmp_path):
