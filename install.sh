@@ -22,6 +22,9 @@ while [[ -L $script ]]; do
 done
 cd "$(dirname "$script")"
 ROOT=$PWD
+# PYTHONPATH splits at every ':' (check_environment): a link's name holding one, its
+# target's own path none, is run by that path, as run-server.sh does.
+[[ $ROOT != *:* ]] || ROOT=$(pwd -P)
 VENV=$ROOT/.venv
 STAMP=$VENV/.gsmcpd-install-stamp
 PYTHON=${PYTHON:-python3}

@@ -17,7 +17,9 @@ done
 ROOT=$(cd "$(dirname "$script")" && pwd)
 # Python splits PYTHONPATH at every ':' and has no escape for one: a checkout path holding
 # one would become two wrong entries, one relative to the caller's directory (whose gsmcpd
-# would then run). Refused, as install.sh refuses a path systemd cannot carry.
+# would then run). Refused, as install.sh refuses a path systemd cannot carry. A link's
+# name holding one is no reason: its target's own path goes there, the one checked.
+[[ $ROOT != *:* ]] || ROOT=$(cd "$ROOT" && pwd -P)
 if [[ $ROOT == *:* ]]; then
     echo "run-server.sh: cannot run gsmcpd from '$ROOT': its path holds a ':', which PYTHONPATH cannot carry (Python splits it there); move the checkout, or clone it, to a path without one" >&2
     exit 2

@@ -15,7 +15,9 @@ while [[ -L $script ]]; do
     script=$target
 done
 ROOT=$(cd "$(dirname "$script")" && pwd)
-# A checkout path holding ':' cannot go on PYTHONPATH: refused, as run-server.sh says why.
+# A checkout path holding ':' cannot go on PYTHONPATH: refused, as run-server.sh says why
+# (a link's name holding one, its target's path none: that path goes there).
+[[ $ROOT != *:* ]] || ROOT=$(cd "$ROOT" && pwd -P)
 if [[ $ROOT == *:* ]]; then
     echo "stop-server.sh: cannot run gsmcpd from '$ROOT': its path holds a ':', which PYTHONPATH cannot carry (Python splits it there); move the checkout, or clone it, to a path without one" >&2
     exit 2

@@ -390,6 +390,35 @@ def test_scripts_refuse_a_checkout_whose_path_holds_a_colon(tmp_path):
     assert not (tmp_path / "state").exists()
 
 
+def test_scripts_run_a_checkout_through_a_link_whose_name_holds_a_colon(tmp_path):
+    # The scripts checked the path they were called by (`pwd`): a link named a:b to a
+    # checkout whose own path has none was refused, though that path carries on PYTHONPATH.
+    # What goes there is what is checked: the link's target's own path, the decoy in b/
+    # (what /x/a:b split into /x/a and b would have run) not run.
+    link = tmp_path / "a:b"
+    link.symlink_to(REPO)
+    decoy = tmp_path / "b" / "gsmcpd"
+    decoy.mkdir(parents=True)
+    (decoy / "__init__.py").write_text("")
+    (decoy / "__main__.py").write_text("print('the decoy gsmcpd ran')\n")
+    port, state = free_port(), tmp_path / "state"
+    env = clean_env(GS_MCP_PORT=str(port), GS_MCP_STATE_DIR=str(state))
+
+    def script(name, *args):
+        return subprocess.run([str(link / name), *args], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=60)
+    started = script("run-server.sh")
+    try:
+        assert started.returncode == 0 and "decoy" not in started.stdout, started.stdout + started.stderr
+        assert f"listening on http://127.0.0.1:{port}/mcp" in started.stdout
+        checked = script("install.sh", "--check")
+        assert "PROBLEM" not in checked.stdout and "decoy" not in checked.stdout, checked.stdout
+        assert f"served by this deployment's gsmcpd" in checked.stdout
+    finally:
+        stopped = script("stop-server.sh")
+    assert stopped.returncode == 0 and f"stopped gsmcpd on port {port}" in stopped.stdout, stopped.stdout
+
+
 @pytest.mark.parametrize("umask", ["000", "0277"])
 def test_run_server_makes_its_files_and_directories_with_their_modes_whatever_the_umask(tmp_path, umask):
     # Under umask 000 the pidfile came out 0666 and the missing directories above the state
