@@ -54,3 +54,29 @@ def test_a_start_that_raises_ends_its_session_at_once_and_kills_its_worker(where
     assert manager.sessions_of("alice") == 0 and manager.opening == 0
     assert manager.calls_at_workers == 0
     assert not worker.alive
+
+
+def test_a_start_whose_worker_dies_in_the_send_and_then_raises_forgets_its_user_once():
+    # Two faults: the worker dies as the start sends to it (its session ends, its user
+    # forgotten), then the start raises. _start_failed found no session by the worker and
+    # forgot the user again: alice's other session no longer counted.
+    router = FakeRouter()
+    manager = SessionManager(router)
+    other = FakeWorker(1)
+    router.pool = types.SimpleNamespace(claim=lambda start, fail: start(other))
+    manager.open(GuardedConn(), None, INIT, b"{}", False, Principal("alice", False))
+    assert manager.sessions_of("alice") == 1
+
+    dying = FakeWorker(2)
+
+    def dies_then_raises(data):
+        manager.on_worker_exit(dying)
+        raise RuntimeError("a bug")
+    dying.send_bytes = dies_then_raises
+    router.pool = types.SimpleNamespace(claim=lambda start, fail: start(dying))
+    conn = GuardedConn()
+    manager.open(conn, None, INIT, b"{}", False, Principal("alice", False))
+
+    assert conn.answers == [(500, b"")]
+    assert manager.sessions_of("alice") == 1 and manager.opening == 0
+    assert len(manager.by_id) == 1 and not dying.alive

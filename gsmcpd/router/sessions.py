@@ -204,20 +204,21 @@ class SessionManager:
         def start(worker):
             self.opening -= 1
             handed = []   # admit gave the worker back (its user forgotten): the pool's now
+            made = []     # the session _start registered: ended by now, maybe (its worker died)
             # Maybe later, from the pool as a worker arrives: guarded as the connection
             # guards the request it took, so a bug here answers this client 500 and the
             # opens waiting behind it are still served.
-            if not conn.go_on(request, lambda: admit(worker, handed)) and not handed:
-                self._start_failed(worker, principal.user)
+            if not conn.go_on(request, lambda: admit(worker, handed, made)) and not handed:
+                self._start_failed(worker, principal.user, made[0] if made else None)
 
-        def admit(worker, handed):
+        def admit(worker, handed, made):
             admitted = self.router.readmit(conn, message, principal)
             if admitted is None:   # refused (answered): its worker is another open's
                 self._forget_user(principal.user)
                 handed.append(worker)
                 self.router.pool.give_back(worker)
                 return
-            self._start(worker, conn, message, body, accepts_sse, admitted)
+            self._start(worker, conn, message, body, accepts_sse, admitted, made)
 
         def fail(reason):
             self.opening -= 1
@@ -232,9 +233,10 @@ class SessionManager:
 
         self.router.pool.claim(start, fail)
 
-    def _start(self, worker, conn, message, body, accepts_sse, principal):
+    def _start(self, worker, conn, message, body, accepts_sse, principal, made):
         sid = new_session_id()
         session = Session(sid, worker, principal.user, principal.read_only, self.loop.time(), principal.account)
+        made.append(session)
         worker.listener = self
         worker.log_owner = (session.short, session.user)
         self.by_id[sid] = session
@@ -248,15 +250,16 @@ class SessionManager:
         log.info("session %s opened for %s (worker %d%s)", session.short, shown_user(session.user), worker.pid,
                  ", read-only" if session.read_only else "")
 
-    def _start_failed(self, worker, user):
-        """A start that raised (its client answered 500): the session it may have made
+    def _start_failed(self, worker, user, session):
+        """A start that raised (its client answered 500): the session it made, if any,
         ends now, its id unknown at once, not left to idle out holding the worker; the
-        worker, in whatever state the start left it, is killed."""
-        session = self._by_worker.get(worker)
+        worker, in whatever state the start left it, is killed. A session its worker's
+        death ended already (during the start's send) is not ended, nor its user
+        forgotten, twice."""
         if session is None:
             self._forget_user(user)   # no session took it: none will end to count it
         else:
-            self.end(session, "its start failed")
+            self.end(session, "its start failed")   # once: end() returns for an ended one
         worker.kill()
 
     def sessions_of(self, user):
