@@ -789,6 +789,21 @@ def test_an_image_it_cannot_write_its_lock_into_is_refused_and_one_with_its_lock
             client.close()
 
 
+def test_an_image_root_may_write_by_its_mode_but_cannot_make_its_lock_in_is_refused(tmp_path):
+    # os.access says yes to root for /proc: check said OK, serve started, and every session
+    # failed ("worker could not be prepared: ... No such file or directory: '/proc/.gsmcpd'").
+    # (Not root, os.access says no already: the same refusal.)
+    flags = ("--port", str(free_port()), "--state-dir", str(tmp_path / "state"))
+    checked = gsmcpd("check", *flags, "--image", "/proc")
+    assert checked.returncode == 2, checked.stdout
+    said = checked.stdout.splitlines()[-1]
+    assert said.startswith("PROBLEM: image: is not writable") and "has no .gsmcpd/lock yet" in said, said
+    started = gsmcpd("start", *flags, "--image", "/proc")
+    assert started.returncode == 2, started.stdout
+    assert started.stdout.startswith("gsmcpd failed to start: image /proc is not writable"), started.stdout
+    assert not (tmp_path / "state" / f"gsmcpd-{flags[1]}.pid").exists()
+
+
 def session_members(sid):
     """Live processes in session `sid`: all that a serve started as session leader started
     (the forkserver, the spawner and workers change process group, never session)."""

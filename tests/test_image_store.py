@@ -832,6 +832,18 @@ def test_an_unwritable_image_without_its_lock_is_a_problem_and_with_it_serves(tm
     assert image_dir_problem(make_image(tmp_path / "writable", {"m.py": ""}).image_dir) is None
 
 
+def test_an_image_whose_lock_cannot_be_made_is_a_problem_whatever_its_mode_says():
+    # /proc: os.access says writable to root, and mkdir there fails (ENOENT); each session
+    # failed making its lock. Not root, its mode says no already.
+    from gsmcpd.image.default import image_dir_problem
+    problem = image_dir_problem(Path("/proc"))
+    assert problem.startswith("is not writable") and "has no .gsmcpd/lock yet" in problem, problem
+    if os.geteuid() == 0:
+        assert problem.startswith(f"is not writable (making a directory in it fails: {os.strerror(errno.ENOENT)})")
+    with pytest.raises(OSError):
+        ImageStore(Path("/proc")).read_snapshot()   # what each session would meet
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to read the image as another account")
 def test_an_account_sees_only_the_modules_it_may_read():
     import shutil

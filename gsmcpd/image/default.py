@@ -109,8 +109,9 @@ def image_dir_problem(image: Path, *, per_user: bool = False) -> str | None:
     held = _lock_dir_problem(image / STATE_DIR)
     if held:
         return f"cannot be served: {image / STATE_DIR}, where every session takes the image's lock, {held}"
-    if not _lock_possible(image):
-        return (f"is not writable and has no {STATE_DIR}/{LOCK_NAME} yet: every session reads the "
+    unwritable = _lock_impossible(image)
+    if unwritable is not None:
+        return (f"is not writable{unwritable} and has no {STATE_DIR}/{LOCK_NAME} yet: every session reads the "
                 f"image under that lock, so gsmcpd must be able to create it once (make the "
                 f"directory writable; under systemd, list it in ReadWritePaths=)")
     sticky = sticky_state_problem(str(image), any_account=per_user)
@@ -139,7 +140,7 @@ def link_loop(path: Path) -> bool:
 def _lock_dir_problem(state: Path) -> str | None:
     """Why the image's state directory, there, is none a session can take the lock in: a
     file, a link loop or a link to nothing (Path.exists() called both missing or not a directory, and
-    _lock_possible asked the image instead: check said OK, every session failed)."""
+    _lock_impossible asked the image instead: check said OK, every session failed)."""
     try:
         info = os.stat(state)
     except OSError as error:
@@ -151,14 +152,29 @@ def _lock_dir_problem(state: Path) -> str | None:
     return None if stat.S_ISDIR(info.st_mode) else "is not a directory"
 
 
-def _lock_possible(image: Path) -> bool:
-    """Whether a session can take the image's lock: the file exists (a read-only image
-    serves once it has one), or the directory it goes in can be written. os.access
-    also says no for a read-only file system, root included."""
+def _lock_impossible(image: Path) -> str | None:
+    """None if a session can take the image's lock: the file exists (a read-only image
+    serves once it has one), or the directory it goes in can be written. Else why not:
+    "" where os.access says no (a read-only file system too, root included), or the error
+    of making one there, tried and removed at once: os.access says yes to root for any
+    directory, /proc's among them, where the first session's mkdir then failed."""
     state = image / STATE_DIR
     if (state / LOCK_NAME).exists():
-        return True
-    return os.access(state if state.is_dir() else image, os.W_OK | os.X_OK)
+        return None
+    where = state if state.is_dir() else image
+    if not os.access(where, os.W_OK | os.X_OK):
+        return ""
+    try:
+        if where == state:   # the lock file goes there
+            fd, probe = tempfile.mkstemp(prefix=".lock-probe-", dir=where)
+            os.close(fd)
+            os.unlink(probe)
+        else:                # the state directory goes there
+            os.rmdir(tempfile.mkdtemp(prefix=f"{STATE_DIR}-probe-", dir=where))
+    except OSError as error:
+        what = "a file" if where == state else "a directory"
+        return f" (making {what} in it fails: {error.strerror or error})"
+    return None
 
 
 def ensure_default_image(state_dir: Path) -> Path:
