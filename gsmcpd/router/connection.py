@@ -232,15 +232,16 @@ class Connection:
         self.busy = True
         self.current = request
         self._body_admitted = False
-        self._update_interest()
-        self.go_on(request, lambda: handle(self, request))
+        if self.parser.buffered >= PIPELINE_BUFFER:   # else busy leaves the interest as it was
+            self._update_interest()
+        self.go_on(request, handle, self, request)
 
-    def go_on(self, request, step):
-        """Run `step` of handling `request`, now or later (a request that waited on a JWKS
-        fetch goes on from its callback): a bug in it never leaks the connection, and
-        answers 500 if nothing was answered yet. False if it raised."""
+    def go_on(self, request, step, *args):
+        """Run `step(*args)` of handling `request`, now or later (a request that waited on
+        a JWKS fetch goes on from its callback): a bug in it never leaks the connection,
+        and answers 500 if nothing was answered yet. False if it raised."""
         try:
-            step()
+            step(*args)
         except Exception:
             # Method and path only, cut as the trace cuts them: the path is the client's,
             # up to 64 KiB; headers (a bearer token) never reach a log line.
