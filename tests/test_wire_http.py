@@ -389,6 +389,21 @@ def test_a_repeated_head_parses_as_it_did_the_first_time(feeding):
     assert requests[4].header("content-length") == "3" and requests[5].header("connection") == "close"
 
 
+@pytest.mark.parametrize("feeding", FEEDINGS)
+def test_a_head_that_begins_as_the_last_one_did_is_read_to_its_own_end(feeding):
+    # A head equal to the last one is known to end where that one did, unscanned; one that
+    # only begins with its bytes (more header lines), or ends it otherwise, is read whole.
+    same = b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 1"
+    bare = b"POST /b HTTP/1.1\nHost: x\nContent-Length: 1"
+    data = (same + b"\r\n\r\na" + same + b"\r\nX-More: 1\r\n\r\nb" + same + b"\r\n\r\nc"
+            + same + b"0\r\n\r\n" + b"g" * 10   # Content-Length: 10
+            + bare + b"\n\nd" + bare + b"\r\n\r\ne" + bare + b"\n\nf")
+    _, requests = run(data, feeding)
+    assert [(r.path, r.body, r.header("x-more")) for r in requests] == [
+        ("/mcp", b"a", None), ("/mcp", b"b", "1"), ("/mcp", b"c", None), ("/mcp", b"g" * 10, None),
+        ("/b", b"d", None), ("/b", b"e", None), ("/b", b"f", None)]
+
+
 def test_a_repeated_chunked_head_counts_each_requests_trailers_afresh():
     parser = RequestParser(max_head=200)
     head = b"POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"

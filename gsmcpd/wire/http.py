@@ -244,22 +244,23 @@ class RequestParser:
             if not self._read_head():
                 return None
         if self._state == _FIXED:
-            if len(self._buf) < self._remaining:
+            remaining = self._remaining
+            if len(self._buf) < remaining:
                 return None
-            self._body = self._buf[:self._remaining]
-            del self._buf[:self._remaining]
-            return self._finish()
+            body = bytes(self._buf[:remaining])
+            del self._buf[:remaining]
+            return self._finish(body)
         if self._state in (_CHUNK_SIZE, _CHUNK_DATA, _CHUNK_CRLF, _TRAILERS):
             if not self._read_chunked():
                 return None
-            return self._finish()
+            body, self._body = bytes(self._body), bytearray()
+            return self._finish(body)
         return None   # _CLOSED
 
-    def _finish(self):
+    def _finish(self, body):
         method, target, version, headers, keep_alive, by_name = self._pending
-        request = Request(method, target, version, headers, by_name, bytes(self._body), keep_alive)
+        request = Request(method, target, version, headers, by_name, body, keep_alive)
         self._pending = None
-        self._body = bytearray()
         self._head_waiting = False
         self._blank_bytes = 0
         self._state = _HEAD if keep_alive else _CLOSED
@@ -273,7 +274,7 @@ class RequestParser:
         buf = self._buf
         # RFC 9112 2.2: ignore empty lines before a request line (common after a body)
         skip = 0
-        while buf.startswith(b"\r\n", skip) or buf.startswith(b"\n", skip):
+        while buf.startswith((b"\r\n", b"\n"), skip):
             skip += 2 if buf[skip] == 13 else 1
         if skip:
             del buf[:skip]
@@ -286,6 +287,15 @@ class RequestParser:
         # at once (the client reads "wrong version number") instead of at the read timeout
         if buf and buf[0] == _TLS_HANDSHAKE:
             raise HttpError(400, "this port speaks plain HTTP, not TLS: use http:// to connect")
+        last = self._last_head
+        if last is not None and buf.startswith(last) and buf.startswith(b"\r\n\r\n", len(last)):
+            # A keep-alive client's head, byte for byte its last one: it ends where that
+            # one did, found with no scan (a head parsed holds no blank line, nor ends in
+            # a LF, so none comes before this one).
+            del buf[:len(last) + 4]
+            self._scanned = 0
+            self._parse_head(last)
+            return True
         # never look past max_head: the rest may be a large pipelined body
         found = _head_end(buf, max(0, self._scanned - 3), self.max_head + 4)
         if found is None:
@@ -319,7 +329,6 @@ class RequestParser:
             self._last_parsed = self._parsed(head)
             self._last_head = head
         self._pending, self._state, self._remaining, self._head_waiting = self._last_parsed
-        self._body = bytearray()
         self._trailer_bytes = 0
         self._framing_credit = _FRAMING_CREDIT
 
