@@ -43,6 +43,12 @@ class Principal:
         self.map_generation = map_generation
 
 
+@functools.lru_cache(maxsize=64)   # the host's accounts, a few; nothing changes a Principal once made
+def local_principal(account, read_only):
+    """Without auth, the Principal of a client of local `account`: one per account, not per request."""
+    return Principal(account, read_only)
+
+
 def error_body(code, message, id=None):
     return jsonrpc.dumps(jsonrpc.error(id, code, message))
 
@@ -121,8 +127,9 @@ class App:
         self.router = router
         self.config = router.config
         self.sessions = router.sessions
-        self.cors = Cors(self.config.allowed_origins)
-        self.allowed_hosts = LOOPBACK_HOSTS | self.cors.listed_hosts
+        cors = Cors(self.config.allowed_origins)
+        self.allowed_hosts = LOOPBACK_HOSTS | cors.listed_hosts
+        self.cors = cors or None   # None when nothing is listed: one test per request, no call
         self.check_host = self.router.bound_to_loopback
         # Without auth nothing but the account tells clients apart (router/peers.py).
         self.local_clients = (LocalClients(own_only=self.config.local_clients == "own")
@@ -226,7 +233,7 @@ class App:
         origin = request.header("origin")
         if origin is None or request.header("access-control-request-method") is None:
             conn.respond(204, [("Allow", methods + ", OPTIONS")])
-        elif self.cors.allows(origin):
+        elif self.cors is not None and self.cors.allows(origin):
             private = (request.header("access-control-request-private-network") or "").lower() == "true"
             conn.respond(204, self.cors.preflight_headers(
                 methods, request.header("access-control-request-headers"), private))

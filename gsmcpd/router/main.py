@@ -18,7 +18,7 @@ from pathlib import Path
 from gsmcpd.config import is_loopback
 from gsmcpd.exitcodes import StartRefused, of_os_error
 from gsmcpd.router import trace
-from gsmcpd.router.app import App, Principal
+from gsmcpd.router.app import App, local_principal
 from gsmcpd.router.control_endpoint import ControlEndpoint
 from gsmcpd.router.connection import Connection, drop_arrived
 from gsmcpd.router.loop import ACCEPT_PAUSE, Loop, send_some
@@ -353,7 +353,7 @@ class Router:
     # -- credentials (the auth gate's, when GS_MCP_AUTH is on) ---------------
     def authenticate(self, conn, request, then):
         if self.auth is None:   # the client's local account, as the kernel named it at accept
-            then(conn, request, Principal(conn.client_account or self.user, self.config.readonly))
+            then(conn, request, local_principal(conn.client_account or self.user, self.config.readonly))
         else:
             self.auth.check(conn, request, then)
 

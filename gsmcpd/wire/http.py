@@ -93,7 +93,10 @@ class Request:
     def header(self, name):
         """The value of header ``name``; repeated headers are joined with ", "
         (those allowed once are refused by the parser)."""
-        return self._by_name.get(name.lower())
+        value = self._by_name.get(name)
+        if value is None and not name.islower():   # the gates ask in lower case: no new string
+            value = self._by_name.get(name.lower())
+        return value
 
     def __repr__(self):
         body = "to come" if self.body is None else "%dB" % len(self.body)
