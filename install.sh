@@ -17,7 +17,9 @@ CALLER=$PWD   # --check reads relative paths in settings from here, as run-serve
 script=$0
 while [[ -L $script ]]; do
     target=$(readlink -- "$script")
-    [[ $target == /* ]] || target=$(dirname -- "$script")/$target
+    # A relative one from the link's own directory, as the system reads it: cd's '..' would
+    # climb the words of a linked directory on the way (~/bin -> dotfiles/bin) instead.
+    [[ $target == /* ]] || target=$(cd -P -- "$(dirname -- "$script")" && pwd)/$target
     script=$target
 done
 cd "$(dirname "$script")"

@@ -11,7 +11,9 @@ unset CDPATH
 script=$0
 while [[ -L $script ]]; do
     target=$(readlink -- "$script")
-    [[ $target == /* ]] || target=$(dirname -- "$script")/$target
+    # A relative one from the link's own directory, as the system reads it: cd's '..' would
+    # climb the words of a linked directory on the way (~/bin -> dotfiles/bin) instead.
+    [[ $target == /* ]] || target=$(cd -P -- "$(dirname -- "$script")" && pwd)/$target
     script=$target
 done
 ROOT=$(cd "$(dirname "$script")" && pwd)

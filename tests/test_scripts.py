@@ -358,6 +358,36 @@ def test_scripts_run_through_a_link_to_them_find_their_checkout(tmp_path):
     assert f"stopped gsmcpd on port {port}" in stopped.stdout and port_free(port)
 
 
+def test_scripts_follow_a_relative_link_in_a_linked_directory_as_the_system_does(tmp_path):
+    # on/bin -> real/deep/bin, whose gsmcpd-start -> ../../checkout/run-server.sh: the system
+    # reads its '..' from real/deep/bin (real/checkout, the checkout), where cd read them off
+    # the words on/bin/../../checkout: a directory beside on/, with no .venv nor install.sh.
+    (tmp_path / "real" / "deep" / "bin").mkdir(parents=True)
+    (tmp_path / "real" / "checkout").symlink_to(REPO)
+    (tmp_path / "on").mkdir()
+    (tmp_path / "on" / "bin").symlink_to(Path("..", "real", "deep", "bin"))
+    (tmp_path / "checkout").mkdir()
+    for name, link in (("run-server.sh", "gsmcpd-start"), ("stop-server.sh", "gsmcpd-stop"),
+                       ("install.sh", "gsmcpd-install")):
+        (tmp_path / "real" / "deep" / "bin" / link).symlink_to(Path("..", "..", "checkout", name))
+    port, state = free_port(), tmp_path / "state"
+    env = clean_env(GS_MCP_PORT=str(port), GS_MCP_STATE_DIR=str(state))
+
+    def script(name, *args):
+        return subprocess.run([str(tmp_path / "on" / "bin" / name), *args], env=env, cwd=str(tmp_path),
+                              capture_output=True, text=True, timeout=60)
+    started = script("gsmcpd-start")
+    try:
+        assert started.returncode == 0, started.stdout + started.stderr
+        assert f"listening on http://127.0.0.1:{port}/mcp" in started.stdout
+        checked = script("gsmcpd-install", "--check")
+        assert "served by this deployment's gsmcpd" in checked.stdout, checked.stdout + checked.stderr
+    finally:
+        stopped = script("gsmcpd-stop")
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    assert f"stopped gsmcpd on port {port}" in stopped.stdout and port_free(port)
+
+
 def test_scripts_refuse_a_checkout_whose_path_holds_a_colon(tmp_path):
     # PYTHONPATH=$ROOT split /x/a:b into /x/a and b, relative to the caller's directory:
     # run from one holding b/gsmcpd, the scripts ran that gsmcpd. Python has no escape for
