@@ -285,6 +285,29 @@ def test_a_deep_state_dir_serves_and_the_cli_reaches_it(tmp_path):
     assert port_free(port) and not (state / f"gsmcpd-{port}.ctl").exists()
 
 
+SERVED = "served by this deployment's gsmcpd"   # install.sh --check of a port this checkout serves
+
+
+def _start_check_stop(script, port, names=("run-server.sh", "install.sh", "stop-server.sh")):
+    """Start, check and stop this checkout's server through `script(name, *args)`, the
+    scripts as a caller reaches them (`names`: the start, install and stop scripts so
+    reached): each does its part, and no decoy gsmcpd runs. The check's output, for the
+    caller's own assertions."""
+    start, install, stop = names
+    started = script(start)
+    try:
+        assert started.returncode == 0 and "decoy" not in started.stdout, started.stdout + started.stderr
+        assert f"listening on http://127.0.0.1:{port}/mcp" in started.stdout
+        assert open_session(port)
+        checked = script(install, "--check")
+        assert "decoy" not in checked.stdout, checked.stdout + checked.stderr
+    finally:
+        stopped = script(stop)
+    assert stopped.returncode == 0 and "decoy" not in stopped.stdout, stopped.stdout + stopped.stderr
+    assert f"stopped gsmcpd on port {port}" in stopped.stdout and port_free(port)
+    return checked.stdout
+
+
 def test_scripts_run_their_own_gsmcpd_whatever_the_callers_directory_holds(tmp_path):
     # `python -m` puts the caller's directory first on the path: run from another checkout
     # (or any directory holding a gsmcpd package), the scripts ran that gsmcpd instead,
@@ -299,17 +322,7 @@ def test_scripts_run_their_own_gsmcpd_whatever_the_callers_directory_holds(tmp_p
     def script(name, *args):
         return subprocess.run([str(REPO / name), *args], env=env, cwd=str(decoy),
                               capture_output=True, text=True, timeout=60)
-    started = script("run-server.sh")
-    try:
-        assert started.returncode == 0 and "decoy" not in started.stdout, started.stdout
-        assert f"listening on http://127.0.0.1:{port}/mcp" in started.stdout
-        assert open_session(port)
-        checked = script("install.sh", "--check")
-        assert "decoy" not in checked.stdout and f"served by this deployment's gsmcpd" in checked.stdout
-    finally:
-        stopped = script("stop-server.sh")
-    assert stopped.returncode == 0 and "decoy" not in stopped.stdout, stopped.stdout
-    assert f"stopped gsmcpd on port {port}" in stopped.stdout and port_free(port)
+    assert SERVED in _start_check_stop(script, port)
 
 
 def test_scripts_run_by_a_relative_path_with_cdpath_set_find_their_checkout(tmp_path):
@@ -321,16 +334,8 @@ def test_scripts_run_by_a_relative_path_with_cdpath_set_find_their_checkout(tmp_
     def script(name, *args):
         return subprocess.run(["bash", f"{REPO.name}/{name}", *args], env=env, cwd=str(REPO.parent),
                               capture_output=True, text=True, timeout=60)
-    started = script("run-server.sh")
-    try:
-        assert started.returncode == 0, started.stdout + started.stderr
-        assert f"listening on http://127.0.0.1:{port}/mcp" in started.stdout
-        checked = script("install.sh", "--check")
-        assert checked.stdout.startswith("python "), checked.stdout   # not the directory cd found
-    finally:
-        stopped = script("stop-server.sh")
-    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
-    assert f"stopped gsmcpd on port {port}" in stopped.stdout and port_free(port)
+    checked = _start_check_stop(script, port)
+    assert checked.startswith("python "), checked   # not the directory cd found
 
 
 def test_scripts_run_through_a_link_to_them_find_their_checkout(tmp_path):
@@ -346,16 +351,7 @@ def test_scripts_run_through_a_link_to_them_find_their_checkout(tmp_path):
     def script(name, *args):
         return subprocess.run([str(links / name), *args], env=env, cwd=str(tmp_path),
                               capture_output=True, text=True, timeout=60)
-    started = script("gsmcpd-start")
-    try:
-        assert started.returncode == 0, started.stdout + started.stderr
-        assert f"listening on http://127.0.0.1:{port}/mcp" in started.stdout
-        checked = script("gsmcpd-install", "--check")
-        assert "served by this deployment's gsmcpd" in checked.stdout, checked.stdout + checked.stderr
-    finally:
-        stopped = script("gsmcpd-stop")
-    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
-    assert f"stopped gsmcpd on port {port}" in stopped.stdout and port_free(port)
+    assert SERVED in _start_check_stop(script, port, ("gsmcpd-start", "gsmcpd-install", "gsmcpd-stop"))
 
 
 def test_scripts_follow_a_relative_link_in_a_linked_directory_as_the_system_does(tmp_path):
@@ -376,16 +372,7 @@ def test_scripts_follow_a_relative_link_in_a_linked_directory_as_the_system_does
     def script(name, *args):
         return subprocess.run([str(tmp_path / "on" / "bin" / name), *args], env=env, cwd=str(tmp_path),
                               capture_output=True, text=True, timeout=60)
-    started = script("gsmcpd-start")
-    try:
-        assert started.returncode == 0, started.stdout + started.stderr
-        assert f"listening on http://127.0.0.1:{port}/mcp" in started.stdout
-        checked = script("gsmcpd-install", "--check")
-        assert "served by this deployment's gsmcpd" in checked.stdout, checked.stdout + checked.stderr
-    finally:
-        stopped = script("gsmcpd-stop")
-    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
-    assert f"stopped gsmcpd on port {port}" in stopped.stdout and port_free(port)
+    assert SERVED in _start_check_stop(script, port, ("gsmcpd-start", "gsmcpd-install", "gsmcpd-stop"))
 
 
 def test_scripts_refuse_a_checkout_whose_path_holds_a_colon(tmp_path):
@@ -437,16 +424,8 @@ def test_scripts_run_a_checkout_through_a_link_whose_name_holds_a_colon(tmp_path
     def script(name, *args):
         return subprocess.run([str(link / name), *args], cwd=tmp_path, env=env, capture_output=True,
                               text=True, timeout=60)
-    started = script("run-server.sh")
-    try:
-        assert started.returncode == 0 and "decoy" not in started.stdout, started.stdout + started.stderr
-        assert f"listening on http://127.0.0.1:{port}/mcp" in started.stdout
-        checked = script("install.sh", "--check")
-        assert "PROBLEM" not in checked.stdout and "decoy" not in checked.stdout, checked.stdout
-        assert f"served by this deployment's gsmcpd" in checked.stdout
-    finally:
-        stopped = script("stop-server.sh")
-    assert stopped.returncode == 0 and f"stopped gsmcpd on port {port}" in stopped.stdout, stopped.stdout
+    checked = _start_check_stop(script, port)
+    assert "PROBLEM" not in checked and SERVED in checked, checked
 
 
 @pytest.mark.parametrize("umask", ["000", "0277"])
