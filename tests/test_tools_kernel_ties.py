@@ -70,3 +70,23 @@ def test_ties_of_a_module_removed_are_not_told(client, image, kernel_side):
     removed = client.ok("remove_dictionary", dictionaryName="tied_units")
     assert "kernelTies" not in removed["structuredContent"]
     assert "kernel's modules" not in removed["content"][0]["text"]
+
+
+def test_a_class_that_cannot_be_read_is_skipped_and_the_others_ties_kept():
+    import gc
+    import types
+
+    from gsmcpd.image import kernel_ties
+    module = types.ModuleType("tied_units")
+
+    class Unnamed:   # a heap type whose __module__ is gone: reading it raises
+        pass
+    del gc.get_referents(Unnamed.__dict__)[0]["__module__"]
+
+    class Quantity:
+        pass
+    Quantity.__module__, Quantity.__qualname__ = "tied_units", "Quantity"
+    foot = type("Foot", (Quantity,), {"__module__": "kernel_side"})
+    module.Unnamed, module.Quantity = Unnamed, Quantity   # the one that raises read first
+    assert kernel_ties.ties("tied_units", module, lambda name: name == "kernel_side") == \
+        [(foot, "subclass", "Quantity")]

@@ -28,13 +28,13 @@ def ties(name: str, module, is_kernel) -> list[tuple[type, str, str]]:
     (`is_kernel(name)`) tied so to the class `module` (the module `name`) made of that
     qualified name."""
     found = []
-    try:
-        for value in list(vars(module).values()):
+    for value in list(vars(module).values()):
+        try:
             if isinstance(value, type) and _module_of(value) == name:
                 found += [(tied, how, _qualname(value)) for tied, how in _tied_to(value)
                           if is_kernel(_module_of(tied))]
-    except Exception:   # what the module's own classes do (a metaclass's __subclasses__)
-        pass
+        except Exception:   # what one class does (a metaclass's __subclasses__): the others are still told
+            continue
     return found
 
 
