@@ -287,3 +287,19 @@ def test_a_system_without_memfd_create_still_tries_the_import(client, image, mon
     client.ok("refresh")
     said = refused(client, image, "delete_method", className="trial.Random", selector="randint")
     assert "it failed with AttributeError: 'Random' object has no attribute 'randint'" in said
+
+
+def test_an_answer_come_whole_by_the_deadline_is_read_though_the_pipe_stays_open():
+    # The trial writes its answer, then kills what the module started (up to REAP_WAIT):
+    # its pipe closes after the deadline, its answer came before.
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, b'{"kind": "NameError"}\n')
+        with os.fdopen(os.dup(read_end), "rb", buffering=0) as stdout:
+            assert trial._answer(stdout, 0.01) == b'{"kind": "NameError"}\n'
+        os.write(write_end, b"{")   # an answer cut short at the deadline: none
+        with os.fdopen(os.dup(read_end), "rb", buffering=0) as stdout:
+            assert trial._answer(stdout, 0.01) is None
+    finally:
+        os.close(read_end)
+        os.close(write_end)

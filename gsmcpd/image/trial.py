@@ -113,15 +113,18 @@ def _payload_file(payload: dict):
 
 
 def _answer(stdout, seconds: float) -> bytes | None:
-    """All the trial writes on `stdout`, until it is closed; None if that takes over `seconds`."""
+    """All the trial writes on `stdout`, until it is closed; None if that takes over `seconds`,
+    unless its answer has come whole (its last line ended): the trial, still killing what the
+    module started, answered in time."""
     deadline = time.monotonic() + seconds
     waiting = select.poll()
     waiting.register(stdout, select.POLLIN)
     chunks = []
     while True:
-        left = deadline - time.monotonic()
-        if left <= 0 or not waiting.poll(left * 1000):
-            return None
+        left = max(deadline - time.monotonic(), 0)   # at the deadline, what is waiting still read
+        if not waiting.poll(left * 1000):
+            read = b"".join(chunks)
+            return read if read.endswith(b"\n") else None
         chunk = os.read(stdout.fileno(), 65536)
         if not chunk:
             return b"".join(chunks)
@@ -204,7 +207,7 @@ def child(payload: dict) -> None:
             message = "<exception str() failed>"   # as raised() and Python's traceback say it
         said = {"kind": type(error).__name__, "message": message,
                 "line": lines[-1] if lines else None, "top": lines[0] if lines else None}
-    answer.write(json.dumps(said).encode())
+    answer.write(json.dumps(said).encode() + b"\n")   # its end: whole, though the pipe stays open a while
     answer.flush()
     # No atexit hooks nor threads the module started, nor processes it started: below this
     # one (killed and reaped here) or left in its group.
