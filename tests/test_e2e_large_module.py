@@ -186,3 +186,17 @@ def test_a_sessions_first_listing_parses_the_image_with_the_collector_paused(tmp
         assert listed["imageCount"] == 6 and listed["classes"][:6] == [f"m{n}.Big" for n in range(6)]
         watched = structured(client, "execute_code", code="import ast, gc\n(ast.watch, gc.isenabled())")
         assert watched["result"] == "({'parsed': 6, 'collected': [], 'parsing': []}, True)"
+
+
+def test_a_refresh_whose_re_import_fails_does_not_say_the_module_reloaded(tmp_path):
+    files = {"pkg/__init__.py": "", "pkg/loner.py": "WHO = 'loner'\n"}
+    with daemon_on_image(tmp_path, files) as daemon:
+        ours, theirs = open_session(daemon), open_session(daemon)
+        ok(ours, "execute_code", code="import pkg.loner")
+        ok(theirs, "execute_code", code=f"open({str(daemon.image / 'pkg/loner.py')!r}, 'w').write('1 / 0\\n')")
+        refreshed = ok(ours, "refresh")
+        assert "ZeroDivisionError" in refreshed["structuredContent"]["importErrors"]["pkg.loner"]
+        assert refreshed["structuredContent"]["reloaded"] == []
+        assert "pkg.loner" in tool_text(refreshed) and "reloaded:" not in tool_text(refreshed)
+        ours.close()
+        theirs.close()

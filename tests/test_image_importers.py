@@ -58,3 +58,17 @@ def test_an_import_added_or_removed_counts_at_once(tmp_path, views):
     view.set_source("pkg.user", "class User:\n    pass\n")
     commit_from(views, image, "e", "pkg.base", "'base3'", "'base4'")
     assert view.refresh().reloaded == ["pkg.base", "pkg.loner"]
+
+
+def test_a_module_whose_re_import_fails_is_not_said_reloaded(tmp_path, views):
+    image = write_image(tmp_path / "image", FILES)
+    view = views(image, "a")
+    load_all(view)
+    commit_from(views, image, "b", "pkg.other", "X = 1", "X = 1 / 0")
+    report = view.refresh()
+    assert "ZeroDivisionError" in report.import_errors["pkg.other"]
+    assert "pkg.other" not in report.reloaded
+    commit_from(views, image, "c", "pkg.base", "class Base:", "1 / 0\n\n\nclass Base:")
+    aborted = view.abort()   # every loaded module re-imported, base from the text committed since
+    assert "ZeroDivisionError" in aborted.import_errors["pkg.base"]
+    assert "pkg.base" not in aborted.reloaded and "pkg.loner" in aborted.reloaded

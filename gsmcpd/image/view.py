@@ -992,6 +992,7 @@ class View:
                 report.reloaded.append(name)
         report.reloaded.sort()
         report.import_errors = self._failing_now()
+        report.reloaded = _imported(report)
         return report
 
     def _failing_now(self) -> dict[str, str]:
@@ -1093,6 +1094,7 @@ class View:
         self._drop_stale_derived()
         report.reloaded = self._reload()
         report.import_errors = self._failing_now()
+        report.reloaded = _imported(report)
         return report
 
     # -- reloading -------------------------------------------------------
@@ -1419,6 +1421,12 @@ def _stepped_onto(base_texts: dict, base_hashes: dict, written: dict) -> tuple[d
 def _modules_of(rels) -> list[str]:
     """The modules of the files `rels`, each once, in order (`q.py` and `q/__init__.py` are one)."""
     return _once(module_name_of(rel) for rel in rels)
+
+
+def _imported(report: RefreshReport) -> list[str]:
+    """The modules re-imported that import now: one that failed is named by its error, not
+    said to be reloaded too."""
+    return [name for name in report.reloaded if name not in report.import_errors]
 
 
 def _once(names) -> list[str]:
