@@ -98,7 +98,7 @@ def test_a_notification_sent_with_an_id_is_refused_at_once_not_queued_behind_the
         call.join(30)
     assert resp.status == 400, resp
     assert resp.json() == {"jsonrpc": "2.0", "id": 77, "error": {
-        "code": -32600, "message": 'Invalid Request: notifications/cancelled is a notification: send it without an "id"'}}
+        "code": -32600, "message": 'Invalid Request: \'notifications/cancelled\' is a notification: send it without an "id"'}}
     assert "finished" in tool_text(running["result"])   # the call ran to its end, uncancelled
 
 
@@ -110,7 +110,7 @@ def test_a_tool_call_sent_without_an_id_is_refused_and_not_run(session):
                         "params": {"name": "execute_code", "arguments": {"code": "sent_without_id = 1"}}})
     assert resp.status == 400, resp
     assert resp.json() == {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": (
-        'Invalid Request: tools/call is a request: send it with an "id" '
+        'Invalid Request: \'tools/call\' is a request: send it with an "id" '
         '(only notifications/... methods go without one); it was not run')}}
     ran = client.tool("execute_code", code="'sent_without_id' in globals()")
     assert tool_text(ran).strip() == "False", ran
@@ -121,8 +121,17 @@ def test_a_request_without_an_id_or_a_method_name_is_refused_naming_the_empty_me
     resp = client.post({"jsonrpc": "2.0", "method": ""})
     assert resp.status == 400, resp
     assert resp.json()["error"] == {"code": -32600, "message": (
-        'Invalid Request: the empty method "" is a request: send it with an "id" '
+        'Invalid Request: the empty method \'\' is a request: send it with an "id" '
         '(only notifications/... methods go without one); it was not run')}
+
+
+def test_a_method_not_found_is_named_escaped_as_an_unknown_tool_is(session):
+    # "method not found" echoed the client's method raw (a right-to-left mark, a BEL).
+    daemon, client = session
+    resp = client.post({"jsonrpc": "2.0", "id": 8, "method": "no\u202eb\x07"})
+    assert resp.json()["error"] == {"code": -32601, "message": "method not found: 'no\\u202eb\\x07'"}
+    resp = client.post({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "no\u202eb\x07"}})
+    assert resp.json()["error"]["message"].startswith("unknown tool 'no\\u202eb\\x07'")
 
 
 @pytest.mark.parametrize("method", ["notifications/initialized", "notifications/roots/list_changed",

@@ -230,7 +230,7 @@ def test_a_request_method_without_an_id_is_refused_400_and_logged_once_at_debug(
     conn = BodyConn()
     with caplog.at_level("DEBUG", logger="gsmcpd.app"):
         App(unauthenticated_router()).handle(conn, parser.next_request())
-    said = 'Invalid Request: tools/call is a request: send it with an "id" (only notifications/... methods go without one); it was not run'
+    said = 'Invalid Request: \'tools/call\' is a request: send it with an "id" (only notifications/... methods go without one); it was not run'
     assert conn.answers == [(400, {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": said}})]
     assert [(r.levelname, r.getMessage()) for r in caplog.records] == [("DEBUG", "POST refused, 400: " + said)]
 

@@ -277,7 +277,7 @@ def test_invalid_request_keeps_a_readable_id_for_the_answer():
 def test_a_notification_sent_with_an_id_is_refused_bearing_it(method):
     err = refused(body({"jsonrpc": "2.0", "id": 4, "method": method, "params": {"requestId": 3}}))
     assert (err.code, err.id) == (INVALID_REQUEST, 4)
-    assert err.message == f'Invalid Request: {method} is a notification: send it without an "id"'
+    assert err.message == f'Invalid Request: {method!r} is a notification: send it without an "id"'
     assert parse(body({"jsonrpc": "2.0", "method": method})).kind == "notification"
     assert parse(body({"jsonrpc": "2.0", "id": 4, "method": "notify/x"})).kind == "request"
 
@@ -288,16 +288,24 @@ def test_a_request_method_sent_without_an_id_is_refused_not_taken_for_a_notifica
     # notification, answered a bare 202 that never said the tool had not run.
     err = refused(body({"jsonrpc": "2.0", "method": method, "params": {"name": "execute_code"}}))
     assert (err.code, err.id) == (INVALID_REQUEST, None)
-    assert err.message == (f'Invalid Request: {method} is a request: send it with an "id" '
+    assert err.message == (f'Invalid Request: {method!r} is a request: send it with an "id" '
                            '(only notifications/... methods go without one); it was not run')
 
 
-@pytest.mark.parametrize("method, named", [("", 'the empty method ""'), (" \t", 'the blank method " \\t"')])
+@pytest.mark.parametrize("method, named", [("", "the empty method ''"), (" \t", "the blank method ' \\t'")])
 def test_a_request_without_an_id_whose_method_shows_nothing_is_named_clearly(method, named):
     # echoed as is, "" made 'Invalid Request:  is a request'
     err = refused(body({"jsonrpc": "2.0", "method": method}))
     assert err.message == (f'Invalid Request: {named} is a request: send it with an "id" '
                            '(only notifications/... methods go without one); it was not run')
+
+
+def test_a_method_refused_for_its_id_is_named_escaped():
+    # Echoed raw: a right-to-left mark or a BEL of the client's went into the reader's text.
+    err = refused(body({"jsonrpc": "2.0", "method": "tools/\u202ecall\x07"}))
+    assert err.message.startswith("Invalid Request: 'tools/\\u202ecall\\x07' is a request")
+    err = refused(body({"jsonrpc": "2.0", "id": 1, "method": "notifications/\u202e"}))
+    assert err.message.startswith("Invalid Request: 'notifications/\\u202e' is a notification")
 
 
 @pytest.mark.parametrize("method", ["notifications/initialized", "notifications/cancelled",

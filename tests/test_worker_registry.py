@@ -91,6 +91,14 @@ def test_an_unknown_argument_s_name_and_an_enum_value_are_echoed_cut():
     assert len(message) < 1000, len(message)
 
 
+def test_an_unknown_nested_argument_s_name_is_escaped_as_a_top_level_one_is():
+    # A nested one was echoed raw (`'nested'.\u202e`): a right-to-left mark in the reader's text.
+    with pytest.raises(ToolError) as caught:
+        make_tool().validate({"name": "x", "nested": {"inner": "y", "\u202e\x07": 1}, "\u202e": 1})
+    assert "unknown argument 'nested'['\\u202e\\x07']" in caught.value.message
+    assert "unknown argument '\\u202e'" in caught.value.message
+
+
 def test_many_problems_are_listed_up_to_twenty_then_counted():
     # 200,000 unknown arguments (a 3 MB body) were answered with an 18 MB error naming each.
     with pytest.raises(ToolError) as caught:

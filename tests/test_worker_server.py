@@ -118,7 +118,17 @@ def test_a_huge_method_or_tool_name_is_echoed_cut():
                      server.handle(request("tools/call", {"name": name}))):
         message = response["error"]["message"]
         assert len(message) < 300 and "x" * 200 in message and "(1000000 characters)" in message
-    assert server.handle(request("bogus", {}))["error"]["message"] == "method not found: bogus"
+    assert server.handle(request("bogus", {}))["error"]["message"] == "method not found: 'bogus'"
+
+
+def test_a_method_name_is_escaped_as_a_tool_name_is():
+    # "method not found" echoed the client's method raw: a right-to-left mark turned the
+    # reader's text around, a BEL rang; "unknown tool" escaped the same name.
+    server = McpServer([ReaderToolset])
+    name = "no\u202eb\x07"
+    assert server.handle(request(name, {}))["error"]["message"] == "method not found: 'no\\u202eb\\x07'"
+    assert server.handle(request("tools/call", {"name": name}))["error"]["message"].startswith(
+        "unknown tool 'no\\u202eb\\x07'")
 
 
 def test_notifications_and_responses_get_no_answer():

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from gsmcpd.image import own, splice
 from gsmcpd.image.view import KERNEL, View, code_started_in, is_program
-from gsmcpd.wire.jsonrpc import echoed
+from gsmcpd.wire.jsonrpc import echoed, quoted
 from gsmcpd.worker.toolset import ToolError, did_you_mean, meant
 
 
@@ -93,7 +93,7 @@ def unloaded(view: View) -> list[str]:
 
 def require_module(view: View, module: str) -> None:
     if module != KERNEL and not view.has_module(module):
-        raise ToolError("notFound", f"no dictionary (image module) named {echoed(module)!r}"
+        raise ToolError("notFound", f"no dictionary (image module) named {quoted(module)}"
                         + (_package_file_hint(view, module) or did_you_mean(module, dictionaries(view)))
                         + "; list_dictionaries shows them")
 
@@ -182,20 +182,13 @@ def function_dictionary(view: View, name: str) -> str | None:
     raise ToolError("ambiguous", f"{name} names both the dictionary (image module) {name} and {where}; {apart}")
 
 
-def quoted(statement: str) -> str:
-    """A source statement as an answer's text quotes it: cut as an echoed name is (a name
-    of 100,000 characters written in it would otherwise fill the answer at each quote),
-    in quotes. What structuredContent carries of it stays whole."""
-    return repr(echoed(statement))
-
-
 def require_selector(selector: str) -> str:
     """A method name is a Python identifier; anything else could never be found.
     Returned as Python reads it (NFKC: `ﬁnd` is `find`)."""
     if not selector.isidentifier():
         owner, _, method = selector.rpartition(".")   # Class.method, as the search tools name it
         alone = f"; pass the method name alone: {echoed(method)}" if owner and method.isidentifier() else ""
-        raise ToolError("invalidParams", f"{echoed(selector)!r} is not a method name "
+        raise ToolError("invalidParams", f"{quoted(selector)} is not a method name "
                         "(a Python identifier)" + alone)
     return python_name(selector)
 
@@ -205,7 +198,7 @@ def dotted_name(name: str, what: str) -> str:
     part is an identifier as written: NFKC makes `.` of `﹒` and `․`, so `zoo﹒x`, which no
     import statement spells, would otherwise name zoo.x."""
     if not name or not all(part.isidentifier() for part in name.split(".")):
-        raise ToolError("invalidParams", f"{echoed(name)!r} is not {what}")
+        raise ToolError("invalidParams", f"{quoted(name)} is not {what}")
     return python_name(name)
 
 

@@ -13,7 +13,7 @@ __all__ = [
     "PARSE_ERROR", "INVALID_REQUEST", "METHOD_NOT_FOUND", "INVALID_PARAMS", "INTERNAL_ERROR",
     "REQUEST_TIMEOUT", "WORKER_GONE",
     "JsonRpcError", "Message", "parse", "result", "error", "notification", "request", "dumps",
-    "echoed",
+    "echoed", "quoted",
 ]
 
 PARSE_ERROR = -32700
@@ -263,7 +263,7 @@ def parse(body):
             # MCP reserves the prefix for notifications, which carry no id. As a request
             # it was queued behind the session's call, to be told "method not found" at its
             # end: a cancel so sent waited for the very call it named, and cancelled nothing.
-            raise _invalid(f'{echoed(obj["method"])} is a notification: send it without an "id"',
+            raise _invalid(f'{quoted(obj["method"])} is a notification: send it without an "id"',
                            readable_id)
         return Message("request", obj)
 
@@ -288,11 +288,10 @@ def parse(body):
 
 
 def _method_named(method):
-    """A method as a refusal names it: one with nothing visible to echo, quoted and said to be
-    so, else the message read 'Invalid Request:  is a request'."""
+    """A method as a refusal names it, quoted; one with nothing visible in it said to be so."""
     if method.strip():
-        return echoed(method)
-    return "the %s method %s" % ("blank" if method else "empty", _ENCODER.encode(method))
+        return quoted(method)
+    return "the %s method %s" % ("blank" if method else "empty", quoted(method))
 
 
 def result(id, result):
@@ -313,6 +312,13 @@ def echoed(text: str, limit: int = 200, *, header: bool = False) -> str:
     if header and not (text.isascii() and text.isprintable() and "\\" not in text and "'" not in text):
         text = "".join(map(_header_char_shown, text))
     return text
+
+
+def quoted(text: str, limit: int = 200) -> str:
+    """`text`, a name or text the client (or a module's source) gave, as a message names it:
+    cut as echoed() cuts it, in quotes, escaped as repr escapes it (a newline, BEL, a
+    right-to-left mark U+202E): never echoed raw into the reader's text."""
+    return repr(echoed(text, limit))
 
 
 def _header_char_shown(char):

@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable
 
-from gsmcpd.wire.jsonrpc import echoed
+from gsmcpd.wire.jsonrpc import echoed, quoted
 from gsmcpd.worker.toolset import ToolError, did_you_mean
 
 # A call's problems listed at most, then counted: arguments are client-made, and a body of
@@ -303,8 +303,10 @@ def _integers_as_int(schema: dict, value):
 
 
 def _child(where: str, name: str) -> str:
-    name = echoed(name)   # an unknown one is the client's, any length
-    return f"argument {name!r}" if where == "arguments" else f"{where}.{name}"
+    # An unknown one is the client's, any length, any character: quoted but a plain name's
+    if where == "arguments":
+        return f"argument {quoted(name)}"
+    return f"{where}.{name}" if name.isidentifier() and len(name) <= 200 else f"{where}[{quoted(name)}]"
 
 
 def json_type(value) -> str:

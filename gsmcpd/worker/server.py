@@ -216,7 +216,7 @@ class McpServer:
             return jsonrpc.result(request_id, {"tools": self.list_tools()})
         if method == "tools/call":
             return self._tools_call(request_id, params, notify)
-        return jsonrpc.error(request_id, METHOD_NOT_FOUND, f"method not found: {jsonrpc.echoed(method)}")
+        return jsonrpc.error(request_id, METHOD_NOT_FOUND, f"method not found: {jsonrpc.quoted(method)}")
 
     def initialize_result(self, params: dict) -> dict:
         return {
@@ -242,7 +242,7 @@ class McpServer:
         tool = self.registry.get(name)
         if name in self.gated_tools or (tool is not None and not self.is_visible(name)):
             return jsonrpc.error(request_id, METHOD_NOT_FOUND,
-                          f"tool {jsonrpc.echoed(name)!r} is not available in a read-only session", {"kind": "readOnly"})
+                          f"tool {jsonrpc.quoted(name)} is not available in a read-only session", {"kind": "readOnly"})
         if tool is None:
             return jsonrpc.error(request_id, INVALID_PARAMS, self._unknown_tool(name), {"kind": "notFound"})
         meta = params.get("_meta")
@@ -261,9 +261,9 @@ class McpServer:
         """Why no tool of that name runs here, and where to look: a core tool this server's
         toolsets leave out is not a typo, and a typo usually has a tool it was meant for."""
         from gsmcpd.worker.toolsets import core_toolset_of   # the toolsets import this module
-        # Quoted as repr quotes it, as every name a client gave is: `status ` shows its space,
-        # a newline or a right-to-left mark is escaped, not echoed into the client's text.
-        message = f"unknown tool {jsonrpc.echoed(name)!r}"
+        # Quoted, as every name a client gave is: `status ` shows its space, a newline or a
+        # right-to-left mark is escaped, not echoed into the client's text.
+        message = f"unknown tool {jsonrpc.quoted(name)}"
         toolset = core_toolset_of(name)
         if toolset is not None:
             return (f"{message}: it is in the {toolset} toolset, which this server does not "

@@ -102,10 +102,10 @@ def dictionary_name_parts(name: str, program: bool = False) -> list[str]:
     parts = name.split(".")
     for part in parts[:-1] if program and is_program(name) else parts:
         if keyword.iskeyword(part):
-            raise ToolError("invalidParams", f"{catalog.echoed(name)!r}: {part} is a Python keyword, "
+            raise ToolError("invalidParams", f"{catalog.quoted(name)}: {part} is a Python keyword, "
                             "so the module could never be imported; choose another name")
         if part.startswith("__") and part.endswith("__") and part.strip("_"):   # `___` is none
-            raise ToolError("invalidParams", f"{catalog.echoed(name)!r}: {catalog.echoed(part)} is a "
+            raise ToolError("invalidParams", f"{catalog.quoted(name)}: {catalog.echoed(part)} is a "
                             "dunder name (__init__ and __main__ are special to Python's packages); "
                             "choose another name")
     return parts
@@ -1199,7 +1199,7 @@ class MutationToolset(Toolset):
         view = self.view
         parts = dictionary_name_parts(name)
         if len(parts) > MAX_DICTIONARY_PARTS:
-            raise ToolError("invalidParams", f"dictionary name {catalog.echoed(name)!r} is nested "
+            raise ToolError("invalidParams", f"dictionary name {catalog.quoted(name)} is nested "
                             f"{len(parts)} deep: at most {MAX_DICTIONARY_PARTS} parts, as Python could "
                             "not import a module nested much deeper; choose a shallower name")
         if name == KERNEL or parts[0] == KERNEL:
@@ -1224,7 +1224,7 @@ class MutationToolset(Toolset):
         for rel in [relpath_of(parent, package=True) for parent in created] + [relpath_of(name)]:
             problem = view.store.name_problem(rel)
             if problem is not None:
-                raise ToolError("invalidParams", f"dictionary name {catalog.echoed(name)!r} is too long: {problem}; "
+                raise ToolError("invalidParams", f"dictionary name {catalog.quoted(name)} is too long: {problem}; "
                                 "choose a shorter name")
         for parent in created:
             view.add_module(parent, "", package=True)

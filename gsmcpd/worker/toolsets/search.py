@@ -179,7 +179,7 @@ class SearchToolset(Toolset):
                 continue
             if pattern in source.segment(node):
                 hits.append(label)
-        return capped(hits, f"methods containing {catalog.echoed(pattern)!r}",
+        return capped(hits, f"methods containing {catalog.quoted(pattern)}",
                       catalog.uncompiled(self.view, module_filter))
 
 
