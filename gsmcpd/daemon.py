@@ -33,7 +33,7 @@ from gsmcpd.raised import raised
 from gsmcpd.readypipe import Reporter, failure_line, read_outcome
 from gsmcpd.router import trace
 from gsmcpd.worker.environment import unused_list_warning
-from gsmcpd.worker.tmpdirs import check_room_for_sockets, passed_over_warning, unreachable_warnings
+from gsmcpd.worker.tmpdirs import check_temp_dir, passed_over_warning, unreachable_warnings
 
 log = logging.getLogger("gsmcpd.daemon")
 
@@ -974,7 +974,7 @@ def _temp_dir_finding() -> tuple[str, str | None]:
     Python picks it), and the problem serve would meet there, if any."""
     try:
         path = tempfile.gettempdir()
-        check_room_for_sockets(path)
+        check_temp_dir(path)
     except OSError as exc:
         return str(exc.filename or os.environ.get("TMPDIR") or "none usable"), f"TMPDIR: {exc.strerror or exc}"
     return path, None

@@ -374,6 +374,25 @@ def test_a_tmpdir_too_long_for_the_spawners_socket_is_named_by_start_and_check(t
         shutil.rmtree(short)
 
 
+def test_a_tmpdir_that_is_not_utf8_is_named_by_start_and_check(tmp_path):
+    # start started, and the spawner's warm-up failed at each start (its image's path, made
+    # in TMPDIR, cannot go in a UTF-8 frame), a traceback in the log; check said OK.
+    latin1 = tmp_path / os.fsdecode(b"t\xff")
+    latin1.mkdir()
+    env = {"TMPDIR": str(latin1), "GS_MCP_STATE_DIR": str(tmp_path)}
+    port = str(free_port())
+    why = (f"{tmp_path}/t\\xff: not UTF-8, as a path the workers are told in UTF-8 frames must be; "
+           "set TMPDIR to a UTF-8 path")
+    started = gsmcpd("start", "--port", port, env=env)
+    assert (started.returncode, started.stdout) == (
+        2, f"gsmcpd failed to start: cannot make the workers' temporary directory in {why} (TMPDIR) "
+           f"(log: {tmp_path / f'gsmcpd-{port}.log'})\n")
+    checked = gsmcpd("check", "--port", port, env=env)
+    assert checked.returncode == 2
+    assert checked.stdout.splitlines()[-1] == f"PROBLEM: temp dir: TMPDIR: {why.split(': ', 1)[1]}"
+    assert f"temp dir       {tmp_path}/t\\xff   <-- TMPDIR: not UTF-8" in checked.stdout
+
+
 def test_a_tmpdir_that_is_no_directory_is_warned_of_by_check_and_in_the_log(tmp_path):
     # Python passed it over for /tmp in silence: the administrator never learnt that the
     # TMPDIR given (a typo, a file) was not used.

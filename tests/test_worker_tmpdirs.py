@@ -212,6 +212,19 @@ def test_a_parent_too_long_for_the_spawners_socket_is_refused_saying_how_long_it
                   "107 one may have; set TMPDIR to a directory of at most 55 bytes")
 
 
+def test_a_parent_that_is_not_utf8_is_refused_naming_it_as_written(short_dir):
+    # Serve started, and the spawner's warm-up failed at every start (its image's path, made
+    # there, cannot go in a frame), logging a traceback; check said OK.
+    latin1 = os.fsdecode(os.fsencode(short_dir) + b"/t\xff")
+    os.mkdir(latin1)
+    with pytest.raises(OSError) as raised:
+        tmpdirs.check_temp_dir(latin1)
+    assert (raised.value.filename, raised.value.strerror) == (
+        f"{short_dir}/t\\xff", "not UTF-8, as a path the workers are told in UTF-8 frames must be; "
+                               "set TMPDIR to a UTF-8 path")
+    tmpdirs.check_temp_dir(short_dir)
+
+
 def test_the_spawners_socket_fits_in_a_parent_of_the_length_it_is_told(short_dir):
     # The room check's arithmetic against multiprocessing's own names: a forkserver
     # started in the daemon's directory made in a parent of exactly that length.

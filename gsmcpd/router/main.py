@@ -29,7 +29,7 @@ from gsmcpd.router.supervision import Supervisor
 from gsmcpd.router.workers import WorkerPool, free_descriptors
 from gsmcpd.wire import http, jsonrpc
 from gsmcpd.worker.environment import unused_list_warning
-from gsmcpd.worker.tmpdirs import DaemonTmp, check_room_for_sockets, passed_over_warning, unreachable_warnings
+from gsmcpd.worker.tmpdirs import DaemonTmp, check_temp_dir, passed_over_warning, unreachable_warnings
 
 log = logging.getLogger("gsmcpd.router")
 trace_log = logging.getLogger("gsmcpd.trace")
@@ -470,7 +470,7 @@ def serve(config, *, on_ready=None, on_stopping=None, on_reload=None, stop_reque
                     limit, config.max_sessions, config.max_connections)
     # Each worker's private TMPDIR is made in it, and removed with the worker (tmpdirs).
     try:
-        check_room_for_sockets(tempfile.gettempdir())
+        check_temp_dir(tempfile.gettempdir())
         tmp = DaemonTmp()
     except OSError as exc:
         raise StartRefused(f"cannot make the workers' temporary directory in "

@@ -91,6 +91,20 @@ class DaemonTmp:
         os.close(self._lock)
 
 
+def check_temp_dir(parent: str) -> None:
+    """Raise OSError naming `parent`, the daemon's TMPDIR, when serve cannot use it: a path
+    that is not UTF-8 (as the config refuses such an image: the workers' warm-up, in the
+    spawner, is told its image made there in a UTF-8 frame, and failed at every start), or
+    one too long for the spawner's socket (check_room_for_sockets)."""
+    try:
+        parent.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(parent).decode("utf-8", "backslashreplace")   # the byte as \xff, as typed
+        raise OSError(errno.EINVAL, "not UTF-8, as a path the workers are told in UTF-8 frames must be; "
+                      "set TMPDIR to a UTF-8 path", shown) from None
+    check_room_for_sockets(parent)
+
+
 def check_room_for_sockets(parent: str) -> None:
     """Raise ENAMETOOLONG, saying how long `parent` may be, when the forkserver's socket
     in it would not fit in a unix socket's path: it failed later as "cannot serve on
