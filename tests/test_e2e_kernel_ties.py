@@ -25,3 +25,22 @@ def test_ties_of_a_module_that_fails_to_import_again_are_told_once_it_imports(tm
             "kernel_side_ties.Foot (a subclass of tied_units.Quantity)",
             "kernel_side_ties.Meter (registered with tied_units.Quantity)"]}
         c.close()
+
+
+def test_a_class_that_cannot_be_read_leaves_the_other_classes_ties_told(tmp_path):
+    # A class whose __module__ is gone (a heap type made so) raised as its ties were read,
+    # and the module's other classes' ties went untold with it.
+    unnamed = ("import gc\n\n\nclass Unnamed:\n    pass\n\n\n"
+               "del gc.get_referents(Unnamed.__dict__)[0]['__module__']\n")
+    image = write_image(tmp_path / "image", {"tied_units.py": unnamed + UNITS})
+    (tmp_path / "kernel" / "kernel_side_ties.py").parent.mkdir()
+    (tmp_path / "kernel" / "kernel_side_ties.py").write_text(KERNEL_SIDE)
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
+        c = open_session(daemon)
+        structured(c, "execute_code", code=f"import sys\nsys.path.insert(0, {str(tmp_path / 'kernel')!r})\n"
+                                            "import kernel_side_ties")
+        (image / "tied_units.py").write_text(unnamed + UNITS + "# changed\n")
+        assert structured(c, "refresh")["kernelTies"] == {"tied_units": [
+            "kernel_side_ties.Foot (a subclass of tied_units.Quantity)",
+            "kernel_side_ties.Meter (registered with tied_units.Quantity)"]}
+        c.close()
