@@ -218,6 +218,14 @@ def test_a_request_reusing_the_id_of_a_call_running_or_waiting_is_refused_and_ne
         assert conn.answers == [(200, b'{"jsonrpc":"2.0","id":%d,"result":{}}' % n)]
 
 
+def test_a_reused_string_id_is_named_escaped():
+    # Named raw: a right-to-left mark or a BEL of the client's id went into the reader's text.
+    manager, session, running = busy_session(2)
+    reused(manager, session, "a\u202eb\x07")   # waits behind call 1, holding the id
+    error = refusal(reused(manager, session, "a\u202eb\x07"), "a\u202eb\x07")
+    assert error["message"].startswith('Invalid Request: the id "a\\u202eb\\u0007" is in use')
+
+
 def test_an_id_is_free_again_once_its_call_is_answered_however_it_ends():
     manager, session, running = busy_session(4)
     for n in (2, 3, 4):

@@ -411,7 +411,7 @@ class SessionManager:
         state = "still running" if holder is session.inflight else "still waiting to run"
         text = ("Invalid Request: the id %s is in use by a request %s in this session (a request id "
                 "must not be reused within a session); this one was not run: send it with a new id"
-                % (jsonrpc.echoed(jsonrpc.dumps(request_id).decode("utf-8")), state))
+                % (jsonrpc.echoed(json.dumps(request_id)), state))   # ASCII JSON: a BEL, a U+202E escaped
         # 200, not 400: why in _refuse_busy.
         conn.respond(200, [JSON], jsonrpc.dumps(jsonrpc.error(request_id, jsonrpc.INVALID_REQUEST, text)))
 
