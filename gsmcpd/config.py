@@ -17,13 +17,11 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
 
-from gsmcpd.auth.settings import MAX_LEEWAY
-from gsmcpd.auth.usermap import IDENTITY_MAP
-from gsmcpd.image.store import JOURNAL_LIMIT, LOCK_WAIT
+# Every command imports this module, stop and status too (run before a script's every
+# step): a knob's parser imports what only it uses (the wire's framing, the workers'
+# environment with ctypes) when it runs, and the image knobs' defaults are not the store's.
+from gsmcpd.image.layout import JOURNAL_LIMIT, LOCK_WAIT
 from gsmcpd.router.lifetime import LifetimeSettings
-from gsmcpd.wire import hosts
-from gsmcpd.wire.frames import carries
-from gsmcpd.worker.environment import ACCOUNT_NAMES, NAME as ENV_NAME
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 DEFAULT_STATE_DIR = CHECKOUT / "var"
@@ -36,6 +34,8 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
 # What a GET stream does when the token that opened it expires (MCP_TOKEN_EXPIRY).
 TOKEN_EXPIRY_POLICIES = ("end-stream", "keep-stream")
 LOCAL_CLIENTS = ("own", "any")   # without auth: the daemon's own account (and root), or every account
+# MCP_USER_MAP=identity: the claim value itself names the local account (no map file).
+IDENTITY_MAP = "identity"
 
 
 class ConfigError(Exception):
@@ -175,6 +175,7 @@ def parse_toolsets(text: str) -> tuple[str, ...]:
 
 def parse_env_names(text: str) -> tuple[str, ...]:
     """Environment variable names, as GS_MCP_WORKER_ENV lists them."""
+    from gsmcpd.worker.environment import ACCOUNT_NAMES, NAME as ENV_NAME
     names = parse_list(text)
     for name in names:
         if "=" in name:
@@ -193,6 +194,7 @@ def parse_allowed_origins(text: str) -> tuple[str, ...]:
     without the scheme's default port), and bare hosts (app.example) lower-case. The
     Origin gate matches their hosts; CORS (router/cors.py) matches an origin exactly and
     a bare host on any scheme and port."""
+    from gsmcpd.wire import hosts
     text = text.strip()
     found = []
     for entry in re.split(r"\s*,\s*|\s+", text) if text else ():
@@ -261,6 +263,7 @@ def _utf8(text: str) -> str:
     (decoded with surrogateescape), but a name, claim, scope or URL is compared with a
     token's text or sent to a worker in a frame, which carries none of those (a server
     name that was not UTF-8 failed every session's start, 500)."""
+    from gsmcpd.wire.frames import carries
     if not carries(text):
         raise ValueError(f"not UTF-8 text: {text!r}")
     return text
@@ -307,6 +310,7 @@ def parse_positive_seconds(text: str) -> float:
 
 def parse_leeway(text: str) -> float:
     """Clock skew allowed on a token's exp/nbf/iat: a larger one accepts long-expired tokens."""
+    from gsmcpd.auth.settings import MAX_LEEWAY
     value = parse_seconds(text)
     if value > MAX_LEEWAY:
         raise ValueError(f"must be between 0 and {MAX_LEEWAY:g} seconds (the clock skew between this "

@@ -12,10 +12,9 @@ import pwd
 import re
 from pathlib import Path
 
+from gsmcpd.config import IDENTITY_MAP
 from gsmcpd.router.trace import shown_user
 
-# MCP_USER_MAP=identity: the claim value itself names the local account.
-IDENTITY_MAP = "identity"
 # POSIX-portable user names (plus the `$` some systems allow at the end).
 _ACCOUNT = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}\$?")
 

@@ -9,7 +9,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from gsmcpd.image.store import LOCK_NAME, STATE_DIR, sticky_state_problem
+from gsmcpd.image.layout import LOCK_NAME, STATE_DIR
 
 IMAGE_SUBDIR = "image"
 
@@ -100,6 +100,7 @@ class CartTest(unittest.TestCase):
 def image_dir_problem(image: Path, *, per_user: bool = False) -> str | None:
     """Why `image` cannot be served as an image directory, or None; `serve` and `check`
     both say it in these words. `per_user`: its sessions run as users' accounts."""
+    from gsmcpd.image.store import sticky_state_problem   # the store only for this check
     if not image.exists():
         return _missing(image)
     if not image.is_dir():

@@ -53,16 +53,14 @@ from gsmcpd.accounts import account_name, group_name
 from gsmcpd.image import holders
 from gsmcpd.image.dirfd import (ImageDirs, UntrustedLink, fsync_dir as _fsync_dir, is_entry, open_dir, readable,
                                 trusted_owners, walk_held)
+from gsmcpd.image.layout import JOURNAL_LIMIT, LOCK_NAME, LOCK_WAIT, STATE_DIR
 
 log = logging.getLogger("gsmcpd.image")
 
-STATE_DIR = ".gsmcpd"
 UNREADABLE = object()   # ImageStore._contents: there, but this account may not read it
-LOCK_NAME = "lock"
 JOURNAL_NAME = "journal.jsonl"
 COUNT_NAME = "journal.count"
 INTENT_NAME = "commit.intent"
-JOURNAL_LIMIT = 1024 * 1024   # bytes past which a commit compacts the journal (ImageStore.journal_limit)
 JOURNAL_KEEP = 100            # the last records compaction keeps whole, whatever files they name
 TEMP_NAME = re.compile(r"\..+\.tmp-\d+")   # what temp_name makes
 UNSETTLED = re.compile(r"unsettled\.((?:call\d{1,20}-)?[0-9a-f]{1,64})")   # keep_record's mark of a commit id (call_tag, hex)
@@ -327,11 +325,6 @@ def sticky_state_problem(image_dir: str, *, any_account: bool = False) -> str | 
             f"account's commit replaces and removes the commit intent there, so a commit "
             f"another account left pending would fail every other's; remove the bit: "
             f"chmod -t {state} (as {by})")
-
-
-# Seconds a session open, refresh, abort or commit waits for the image lock (GS_MCP_IMAGE_LOCK_WAIT):
-# any account that can read the image can hold it, so the wait must end.
-LOCK_WAIT = 30.0
 
 
 class ImageLockTimeout(OSError):
