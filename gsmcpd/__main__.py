@@ -200,8 +200,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from gsmcpd import daemon
-
+    # Each command imports what it runs: status and stop must not pay for the server's.
     if args.command == "cert":
         from gsmcpd.auth.tls import write_self_signed
         cert_path, key_path = write_self_signed(Path(args.self_signed))
@@ -212,6 +211,7 @@ def _run(args: argparse.Namespace) -> int:
         config = load_config({k: v for k, v in flags.items() if v is not None}, os.environ,
                              validate=False, only=("state_dir", "port"))
         if args.command == "stop":
+            from gsmcpd import daemon
             timeout = daemon.STOP_TIMEOUT if args.timeout is None else args.timeout
             try:
                 return daemon.stop(config.state_dir, config.port, timeout)
@@ -221,6 +221,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.command == "end":
             return _end(config, args.session)
         return _status(config, args.json)
+    from gsmcpd import daemon
     if args.command == "check":
         try:
             config = load_config(_flags(args), os.environ)

@@ -29,11 +29,11 @@ from gsmcpd.config import (CHECKOUT, DEFAULT_STATE_DIR, Config, control_socket_p
 from gsmcpd.exitcodes import FAILED, OK, REFUSED, StartRefused, of_os_error
 from gsmcpd.image.default import link_loop
 from gsmcpd.logfile import PrivateFileHandler, RefusesWrites, no_space_left, open_for_appending, open_private
-from gsmcpd.raised import raised
-from gsmcpd.readypipe import Reporter, failure_line, read_outcome
 from gsmcpd.router import trace
-from gsmcpd.worker.environment import unused_list_warning
-from gsmcpd.worker.tmpdirs import check_temp_dir, passed_over_warning, unreachable_warnings
+
+# stop and status import this module too: what only serve, start and check use (the
+# ready pipe, the workers' temp dirs and environment, the wire's framing) is imported
+# in the functions that use it.
 
 log = logging.getLogger("gsmcpd.daemon")
 
@@ -535,6 +535,8 @@ def serve_main(config: Config, *, ready_fd: int | None = None, detached: bool = 
 
 def _serve_main(config: Config, ready_fd: int | None, detached: bool, serve: Callable | None,
                 held: "_HeldStop") -> int:
+    from gsmcpd.raised import raised
+    from gsmcpd.readypipe import Reporter
     reporter = Reporter(ready_fd)
 
     # A failure is reported before it is logged: start says it as the last line, not
@@ -659,6 +661,7 @@ def start(config: Config, serve_args: list[str], out: TextIO = sys.stdout,
     Double fork + setsid; the grandchild execs `python -m gsmcpd serve --port N ...`
     so its command line names gsmcpd and the port (what `stop` checks).
     """
+    from gsmcpd.readypipe import read_outcome
     try:
         environ = _serve_environ()
     except StartRefused as exc:
@@ -720,6 +723,7 @@ def _stop_command(port: int, state_dir: Path) -> str:
 
 def _detach_and_exec(argv: list[str], environ: dict[str, str], read_end: int, write_end: int,
                      log_path: Path) -> None:
+    from gsmcpd.readypipe import failure_line   # start has imported it: no import after the fork
     try:
         os.close(read_end)
         os.setsid()                     # own session: no controlling terminal, no SIGHUP
@@ -874,6 +878,8 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
     """Verify the environment without changing anything; print findings, then OK or the
     first problem. Exit FAILED when each problem may pass on a retry (the port in use, a
     full filesystem), else REFUSED."""
+    from gsmcpd.worker.environment import unused_list_warning
+    from gsmcpd.worker.tmpdirs import passed_over_warning, unreachable_warnings
     problems: list[str] = []
     warnings: list[str] = []
     status = OK
@@ -972,6 +978,7 @@ def _unreachable(problem: Callable, subject) -> str | None:
 def _temp_dir_finding() -> tuple[str, str | None]:
     """The directory serve makes the workers' temporary one in (TMPDIR when usable, as
     Python picks it), and the problem serve would meet there, if any."""
+    from gsmcpd.worker.tmpdirs import check_temp_dir
     try:
         path = tempfile.gettempdir()
         check_temp_dir(path)
@@ -982,6 +989,8 @@ def _temp_dir_finding() -> tuple[str, str | None]:
 
 def _import_problem(module: str) -> str | None:
     import importlib
+
+    from gsmcpd.raised import raised
     try:
         importlib.import_module(module)
     except Exception as exc:  # any import failure is the finding itself

@@ -536,6 +536,40 @@ def test_status_without_a_server(tmp_path):
     assert json.loads(as_json.stdout)["port"] == 8999
 
 
+# The server's own modules. status, stop and end run before a script's every step (and
+# the suite's hundreds of times): importing these was most of what each one cost.
+SERVER_ONLY = ("gsmcpd.auth", "gsmcpd.image.store", "gsmcpd.raised", "gsmcpd.readypipe", "gsmcpd.wire",
+               "gsmcpd.worker")
+
+
+def _server_modules_imported(*args, env):
+    """The server's modules `python -m gsmcpd *args` imported (as -X importtime lists them)."""
+    result = gsmcpd(*args, env={**env, "PYTHONPROFILEIMPORTTIME": "1"})
+    imported = {line.rsplit("|", 1)[1].strip() for line in result.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert "gsmcpd.config" in imported, result.stderr   # the listing was read
+    return result, sorted(name for name in imported
+                          if any(name == module or name.startswith(module + ".") for module in SERVER_ONLY))
+
+
+def test_status_stop_and_end_import_none_of_the_servers_modules(serving, tmp_path):
+    port = str(serving.port)
+    status, imported = _server_modules_imported("status", port, env=serving.env)
+    assert status.returncode == 0 and f"port {port}" in status.stdout, status.stdout
+    assert imported == []
+    ended, imported = _server_modules_imported("end", "0a1b2c3d", port, env=serving.env)
+    assert ended.returncode == 1 and "0a1b2c3d" in ended.stderr
+    assert imported == []
+    # No server: status asks the daemon module which gsmcpd serves the port elsewhere.
+    elsewhere = {"GS_MCP_STATE_DIR": str(tmp_path)}
+    status, imported = _server_modules_imported("status", port, env=elsewhere)
+    assert status.returncode == 1 and f"but pid {serving.proc.pid}, a gsmcpd" in status.stderr, status.stderr
+    assert imported == []
+    stopped, imported = _server_modules_imported("stop", port, env=elsewhere)
+    assert stopped.returncode == 1 and f"pid {serving.proc.pid}, a gsmcpd" in stopped.stdout, stopped.stdout
+    assert imported == []
+
+
 def test_stop_uses_gs_mcp_port_when_no_port_is_given(tmp_path):
     result = gsmcpd("stop", "--state-dir", str(tmp_path), env={"GS_MCP_PORT": "8777"})
     assert result.returncode == 1
