@@ -346,6 +346,19 @@ def test_a_file_serve_cannot_use_is_named_not_blamed_on_the_address(tmp_path):
     assert "cannot serve on" not in served.stderr
 
 
+def _assert_tmpdir_refused(state, env, port, shown, why, cell):
+    """start refuses TMPDIR (`shown` as its messages show it) saying `why`, and check names
+    it, its line in the table saying `cell`."""
+    started = gsmcpd("start", "--port", port, env=env)
+    assert (started.returncode, started.stdout) == (
+        2, f"gsmcpd failed to start: cannot make the workers' temporary directory in {shown}: {why} "
+           f"(TMPDIR) (log: {state / f'gsmcpd-{port}.log'})\n")
+    checked = gsmcpd("check", "--port", port, env=env)
+    assert checked.returncode == 2
+    assert checked.stdout.splitlines()[-1] == f"PROBLEM: temp dir: TMPDIR: {why}"
+    assert f"temp dir       {shown}   <-- TMPDIR: {cell}" in checked.stdout
+
+
 def test_a_tmpdir_too_long_for_the_spawners_socket_is_named_by_start_and_check(tmp_path):
     # start said "gsmcpd failed to start: cannot serve on 127.0.0.1:PORT: AF_UNIX path too
     # long", blaming the address; check said OK.
@@ -355,16 +368,9 @@ def test_a_tmpdir_too_long_for_the_spawners_socket_is_named_by_start_and_check(t
         too_long.mkdir()
         env = {"TMPDIR": str(too_long), "GS_MCP_STATE_DIR": str(tmp_path)}
         port = str(free_port())
-        why = (f"{too_long}: too long a path: the worker spawner's unix socket in it would take 108 bytes, "
-               f"over the 107 one may have; set TMPDIR to a directory of at most 55 bytes")
-        started = gsmcpd("start", "--port", port, env=env)
-        assert (started.returncode, started.stdout) == (
-            2, f"gsmcpd failed to start: cannot make the workers' temporary directory in {why} (TMPDIR) "
-               f"(log: {tmp_path / f'gsmcpd-{port}.log'})\n")
-        checked = gsmcpd("check", "--port", port, env=env)
-        assert checked.returncode == 2
-        assert checked.stdout.splitlines()[-1] == f"PROBLEM: temp dir: TMPDIR: {why.split(': ', 1)[1]}"
-        assert f"temp dir       {too_long}   <-- TMPDIR: too long a path" in checked.stdout
+        _assert_tmpdir_refused(tmp_path, env, port, str(too_long), (
+            "too long a path: the worker spawner's unix socket in it would take 108 bytes, "
+            "over the 107 one may have; set TMPDIR to a directory of at most 55 bytes"), "too long a path")
         fits = short / ("d" * (55 - len(str(short)) - 1))
         fits.mkdir()
         started = gsmcpd("start", "--port", port, env={**env, "TMPDIR": str(fits)})
@@ -380,17 +386,9 @@ def test_a_tmpdir_that_is_not_utf8_is_named_by_start_and_check(tmp_path):
     latin1 = tmp_path / os.fsdecode(b"t\xff")
     latin1.mkdir()
     env = {"TMPDIR": str(latin1), "GS_MCP_STATE_DIR": str(tmp_path)}
-    port = str(free_port())
-    why = (f"{tmp_path}/t\\xff: not UTF-8, as a path the workers are told in UTF-8 frames must be; "
-           "set TMPDIR to a UTF-8 path")
-    started = gsmcpd("start", "--port", port, env=env)
-    assert (started.returncode, started.stdout) == (
-        2, f"gsmcpd failed to start: cannot make the workers' temporary directory in {why} (TMPDIR) "
-           f"(log: {tmp_path / f'gsmcpd-{port}.log'})\n")
-    checked = gsmcpd("check", "--port", port, env=env)
-    assert checked.returncode == 2
-    assert checked.stdout.splitlines()[-1] == f"PROBLEM: temp dir: TMPDIR: {why.split(': ', 1)[1]}"
-    assert f"temp dir       {tmp_path}/t\\xff   <-- TMPDIR: not UTF-8" in checked.stdout
+    _assert_tmpdir_refused(tmp_path, env, str(free_port()), f"{tmp_path}/t\\xff", (
+        "not UTF-8, as a path the workers are told in UTF-8 frames must be; set TMPDIR to a UTF-8 path"),
+        "not UTF-8")
 
 
 def test_a_tmpdir_that_is_no_directory_is_warned_of_by_check_and_in_the_log(tmp_path):

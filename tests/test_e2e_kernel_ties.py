@@ -1,22 +1,33 @@
 """End to end: a re-import of an image module the kernel's classes are tied to, through a
 real daemon (gsmcpd.image.kernel_ties): what the answer says of those ties."""
 
+import contextlib
+
 from helpers import Daemon, open_session
 from test_e2e_tools import structured
 from test_tools_kernel_ties import KERNEL_SIDE, UNITS
 from test_tools_support import write_image
 
 
-def test_ties_of_a_module_that_fails_to_import_again_are_told_once_it_imports(tmp_path):
-    # The refresh leaving it failing said its re-import "made its classes anew", where a new
-    # session says True to isinstance: no session imports it then. Once it imports, nothing.
-    image = write_image(tmp_path / "image", {"tied_units.py": UNITS})
+@contextlib.contextmanager
+def tied_session(tmp_path, units):
+    """A session on a daemon whose image's tied_units.py holds `units`, the kernel's
+    kernel_side_ties (a subclass and a registration) tied to its Quantity; and the image."""
+    image = write_image(tmp_path / "image", {"tied_units.py": units})
     (tmp_path / "kernel" / "kernel_side_ties.py").parent.mkdir()
     (tmp_path / "kernel" / "kernel_side_ties.py").write_text(KERNEL_SIDE)
     with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
         c = open_session(daemon)
         structured(c, "execute_code", code=f"import sys\nsys.path.insert(0, {str(tmp_path / 'kernel')!r})\n"
                                             "import kernel_side_ties")
+        yield c, image
+        c.close()
+
+
+def test_ties_of_a_module_that_fails_to_import_again_are_told_once_it_imports(tmp_path):
+    # The refresh leaving it failing said its re-import "made its classes anew", where a new
+    # session says True to isinstance: no session imports it then. Once it imports, nothing.
+    with tied_session(tmp_path, UNITS) as (c, image):
         (image / "tied_units.py").write_text(UNITS + "raise RuntimeError('broken')\n")
         broken = structured(c, "refresh")
         assert broken["importErrors"] == {"tied_units": "RuntimeError: broken"} and "kernelTies" not in broken
@@ -24,7 +35,6 @@ def test_ties_of_a_module_that_fails_to_import_again_are_told_once_it_imports(tm
         assert structured(c, "refresh")["kernelTies"] == {"tied_units": [
             "kernel_side_ties.Foot (a subclass of tied_units.Quantity)",
             "kernel_side_ties.Meter (registered with tied_units.Quantity)"]}
-        c.close()
 
 
 def test_a_class_that_cannot_be_read_leaves_the_other_classes_ties_told(tmp_path):
@@ -32,15 +42,8 @@ def test_a_class_that_cannot_be_read_leaves_the_other_classes_ties_told(tmp_path
     # and the module's other classes' ties went untold with it.
     unnamed = ("import gc\n\n\nclass Unnamed:\n    pass\n\n\n"
                "del gc.get_referents(Unnamed.__dict__)[0]['__module__']\n")
-    image = write_image(tmp_path / "image", {"tied_units.py": unnamed + UNITS})
-    (tmp_path / "kernel" / "kernel_side_ties.py").parent.mkdir()
-    (tmp_path / "kernel" / "kernel_side_ties.py").write_text(KERNEL_SIDE)
-    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
-        c = open_session(daemon)
-        structured(c, "execute_code", code=f"import sys\nsys.path.insert(0, {str(tmp_path / 'kernel')!r})\n"
-                                            "import kernel_side_ties")
+    with tied_session(tmp_path, unnamed + UNITS) as (c, image):
         (image / "tied_units.py").write_text(unnamed + UNITS + "# changed\n")
         assert structured(c, "refresh")["kernelTies"] == {"tied_units": [
             "kernel_side_ties.Foot (a subclass of tied_units.Quantity)",
             "kernel_side_ties.Meter (registered with tied_units.Quantity)"]}
-        c.close()
