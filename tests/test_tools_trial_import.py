@@ -303,3 +303,12 @@ def test_an_answer_come_whole_by_the_deadline_is_read_though_the_pipe_stays_open
     finally:
         os.close(read_end)
         os.close(write_end)
+
+
+def test_what_goes_on_coming_past_the_deadline_is_no_answer(tmp_path):
+    # A thread the module started writing on into the answer's pipe: past the deadline
+    # only what a pipe holds is read, not all it writes (a file: always more to read).
+    endless = tmp_path / "endless"
+    endless.write_bytes(b"x" * (3 * trial.LATE_READ) + b"\n")
+    with open(endless, "rb", buffering=0) as stdout:
+        assert trial._answer(stdout, 0) is None

@@ -38,6 +38,9 @@ from gsmcpd.worker import reaper
 
 TIMEOUT = 10.0   # seconds a trial may take; a module's import taking longer is not judged
 REAP_WAIT = 1.0  # seconds for the processes of the trial's group, killed, to end and be reaped, at most
+# Bytes read past the deadline at most: what a pipe holds (1 MiB, Linux's pipe-max-size), not
+# what a thread the module started goes on writing there, which would hold the call forever.
+LATE_READ = 1024 * 1024
 # The child reads its payload first, with the worker's sys.path (-I leaves PYTHONPATH out).
 _BOOT = ("import pickle, sys; payload = pickle.load(sys.stdin.buffer); sys.path[:] = payload['path']; "
          "from gsmcpd.image import trial; trial.child(payload)")
@@ -120,15 +123,18 @@ def _answer(stdout, seconds: float) -> bytes | None:
     waiting = select.poll()
     waiting.register(stdout, select.POLLIN)
     chunks = []
+    late = 0   # bytes read past the deadline
     while True:
         left = max(deadline - time.monotonic(), 0)   # at the deadline, what is waiting still read
-        if not waiting.poll(left * 1000):
+        if late > LATE_READ or not waiting.poll(left * 1000):
             read = b"".join(chunks)
-            return read if read.endswith(b"\n") else None
+            return read if read.endswith(b"\n") and late <= LATE_READ else None
         chunk = os.read(stdout.fileno(), 65536)
         if not chunk:
             return b"".join(chunks)
         chunks.append(chunk)
+        if not left:
+            late += len(chunk)
 
 
 def _end(trying: subprocess.Popen) -> None:
