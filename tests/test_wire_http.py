@@ -493,6 +493,19 @@ def test_head_exactly_at_the_limit_is_accepted(feeding):
     assert refused(data, feeding, max_head=199).status == 431
 
 
+def test_a_head_repeated_with_crlf_after_bare_lfs_is_held_to_the_limit_too():
+    # Its bytes are the last head's, its blank line two bytes longer than that one's.
+    head = b"GET / HTTP/1.1\nHost: x\nX: "
+    head += b"a" * (200 - len(head) - 2)
+    parser = RequestParser(max_head=200)
+    parser.feed(head + b"\n\n")
+    assert parser.next_request() is not None
+    parser.feed(head + b"\r\n\r\n")
+    with pytest.raises(HttpError) as refusal:
+        parser.next_request()
+    assert refusal.value.status == 431
+
+
 def test_body_exactly_at_the_limit_is_accepted(feeding):
     data = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n0123456789"
     assert run(data, feeding, max_body=10)[1][0].body == b"0123456789"

@@ -291,10 +291,12 @@ class RequestParser:
         if buf and buf[0] == _TLS_HANDSHAKE:
             raise HttpError(400, "this port speaks plain HTTP, not TLS: use http:// to connect")
         last = self._last_head
-        if last is not None and buf.startswith(last) and buf.startswith(b"\r\n\r\n", len(last)):
+        if (last is not None and buf.startswith(last) and buf.startswith(b"\r\n\r\n", len(last))
+                and len(last) + 4 <= self.max_head):
             # A keep-alive client's head, byte for byte its last one: it ends where that
             # one did, found with no scan (a head parsed holds no blank line, nor ends in
-            # a LF, so none comes before this one).
+            # a LF, so none comes before this one). Within max_head as the scan's is: the
+            # last one may have ended in a bare LF, two bytes shorter than CRLF.
             del buf[:len(last) + 4]
             self._scanned = 0
             self._parse_head(last)
