@@ -5,7 +5,7 @@ import contextlib
 
 from helpers import Daemon, open_session
 from test_e2e_tools import structured
-from test_tools_kernel_ties import KERNEL_SIDE, UNITS
+from test_tools_kernel_ties import KERNEL_SIDE, STAND_IN, UNITS
 from test_tools_support import write_image
 
 
@@ -47,3 +47,15 @@ def test_a_class_that_cannot_be_read_leaves_the_other_classes_ties_told(tmp_path
         assert structured(c, "refresh")["kernelTies"] == {"tied_units": [
             "kernel_side_ties.Foot (a subclass of tied_units.Quantity)",
             "kernel_side_ties.Meter (registered with tied_units.Quantity)"]}
+
+
+def test_abort_and_refresh_go_on_past_a_module_standing_in_as_an_object_without_a_dict(tmp_path):
+    # Its re-import read vars() of the stand-in for classes and a package's __path__: a
+    # TypeError answered every abort and refresh of the session.
+    image = write_image(tmp_path / "image", {"stand_in.py": STAND_IN})
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
+        c = open_session(daemon)
+        structured(c, "execute_code", code="import stand_in")
+        assert "kernelTies" not in structured(c, "abort")
+        structured(c, "refresh")
+        c.close()

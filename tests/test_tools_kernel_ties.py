@@ -13,6 +13,9 @@ UNITS = ("import abc\n\n\nclass Quantity(abc.ABC):\n    pass\n\n\n"
 # A module the kernel loads (not the image's), as decimal is, importing the image's module.
 KERNEL_SIDE = ("import tied_units\n\n\nclass Meter:\n    pass\n\n\ntied_units.Quantity.register(Meter)\n\n\n"
                "class Foot(tied_units.Quantity):\n    pass\n")
+# A module putting in its place in sys.modules an object with no dict (__slots__).
+STAND_IN = ("import sys\n\n\nclass StandIn:\n    __slots__ = ()\n    __spec__ = __spec__\n\n\n"
+            "sys.modules[__name__] = StandIn()\n")
 
 
 @pytest.fixture
@@ -90,3 +93,22 @@ def test_a_class_that_cannot_be_read_is_skipped_and_the_others_ties_kept():
     module.Unnamed, module.Quantity = Unnamed, Quantity   # the one that raises read first
     assert kernel_ties.ties("tied_units", module, lambda name: name == "kernel_side") == \
         [(foot, "subclass", "Quantity")]
+
+
+def test_a_module_standing_in_sys_modules_as_an_object_without_a_dict_is_reimported(client, image):
+    # A module may put an object in its place in sys.modules; one of __slots__ has no
+    # vars() to read classes from: it has no kernel ties to tell, and the re-import goes on.
+    (image / "stand_in.py").write_text(STAND_IN)
+    client.ok("refresh")
+    client.ok("execute_code", code="import stand_in")
+    aborted = client.ok("abort")
+    assert "kernelTies" not in aborted["structuredContent"]
+    client.ok("refresh")
+
+
+def test_a_stand_in_without_a_dict_has_no_ties():
+    from gsmcpd.image import kernel_ties
+
+    class StandIn:
+        __slots__ = ()
+    assert kernel_ties.ties("stand_in", StandIn(), lambda name: True) == []

@@ -28,7 +28,11 @@ def ties(name: str, module, is_kernel) -> list[tuple[type, str, str]]:
     (`is_kernel(name)`) tied so to the class `module` (the module `name`) made of that
     qualified name."""
     found = []
-    for value in list(vars(module).values()):
+    try:
+        values = list(vars(module).values())
+    except Exception:   # a stand-in the module put in sys.modules, of __slots__: no classes to read
+        return found
+    for value in values:
         try:
             if isinstance(value, type) and _module_of(value) == name:
                 found += [(tied, how, _qualname(value)) for tied, how in _tied_to(value)

@@ -1179,8 +1179,10 @@ class View:
         though a new session's import has it. A name the package binds itself is left."""
         for package in packages:
             module = sys.modules.get(package)
-            # Its dict, not hasattr: the module's own __getattr__ may raise anything (`_LAZY[name]`).
-            if module is None or not self.owns_module(package) or "__path__" not in vars(module):
+            # Its dict, not hasattr: the module's own __getattr__ may raise anything (`_LAZY[name]`);
+            # and a module at all: a stand-in it put in sys.modules may have no dict (__slots__).
+            if (not isinstance(module, ModuleType) or not self.owns_module(package)
+                    or "__path__" not in vars(module)):
                 continue
             prefix = package + "."
             for name in self.loaded_modules():
