@@ -3316,3 +3316,17 @@ def test_a_huge_class_name_read_as_its_module_runs_is_cut_in_the_refusals(client
     refused = client.error("delete_method", "refused", className=f"zoo.used.{name}", selector="run")
     assert f"zoo.used.{cut}.run on line 7 (" in refused
     short_quoting(refused, f"h = {name}.run")
+
+
+def test_a_method_compiled_in_a_subclass_of_a_class_nested_in_a_stand_in_module(client, image):
+    # stand_in put in its place in sys.modules an object with no dict (__slots__): reading
+    # it for the class nesting Inner raised TypeError at every compile_method in Mine.
+    (image / "stand_in.py").write_text(
+        "import sys\n\n\nclass Outer:\n    class Inner:\n        pass\n\n\n"
+        "class StandIn:\n    __slots__ = ()\n    __spec__ = __spec__\n    Outer = Outer\n\n\n"
+        "sys.modules[__name__] = StandIn()\n")
+    (image / "user.py").write_text("from stand_in import Outer\n\n\nclass Mine(Outer.Inner):\n"
+                                   "    def f(self):\n        return 1\n")
+    client.ok("refresh")
+    client.ok("compile_method", className="user.Mine", source="def f(self):\n    return 2\n")
+    assert client.view.module("user").Mine().f() == 2

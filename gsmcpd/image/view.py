@@ -748,7 +748,7 @@ class View:
         path = path.split(".")
         if len(path) < 2 or not self.has_module(module_name) or not self.owns_module(module_name):
             return False
-        enclosing = vars(sys.modules[module_name]).get(path[0])
+        enclosing = _binds(sys.modules[module_name], path[0])
         if not (isinstance(enclosing, type) and self.written_in(enclosing, module_name)):
             return False
         for depth, name in enumerate(path[1:], start=2):
@@ -1301,7 +1301,7 @@ def _bound_at(module, qualname: str):
     """What `module` binds under the qualified name (`Outer.Inner`: Inner in Outer's
     namespace, a private `__Inner` as `_Outer__Inner`), or None."""
     path = qualname.split(".")
-    found = vars(module).get(path[0])
+    found = _binds(module, path[0])
     for outer, name in zip(path, path[1:]):
         found = vars(found).get(splice.mangled(outer, name)) if isinstance(found, type) else None
     return found
