@@ -42,7 +42,7 @@ class Replay:
         # A pidfd of this process: never readable, as a live worker's is not.
         self.worker = worker = Worker(self.loop, (os.getpid(), os.pidfd_open(os.getpid()), theirs))
         sessions = self.router.sessions
-        session = Session(SID, worker, self.router.user, False, self.loop.time())
+        session = Session(SID, worker, self.router.user, False, self.loop.now)
         worker.listener = sessions
         sessions.by_id[SID] = session
         sessions._by_worker[worker] = session

@@ -115,9 +115,6 @@ class ManualLoop:
     def __init__(self):
         self.now, self.timers = 0.0, []
 
-    def time(self):
-        return self.now
-
     def call_later(self, delay, callback):
         self.timers.append((self.now + delay, callback))
 

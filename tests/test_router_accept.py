@@ -177,7 +177,7 @@ def test_at_the_cap_with_none_idle_the_request_unfinished_longest_is_cut_short_f
         opened.append(router.connect())
         accept(router, opened[-1], lambda: len(router.connections) == count)
     oldest = trickle(router, opened[0], begun)
-    router.loop._now += 1
+    router.loop.now += 1
     newer = trickle(router, opened[1], b"POST /mcp HTTP/1.1\r\nHo")
     third = router.connect()
     accept(router, third, lambda: oldest.closed)
@@ -188,7 +188,7 @@ def test_at_the_cap_with_none_idle_the_request_unfinished_longest_is_cut_short_f
     message = json.loads(body)["error"]["message"]
     assert "unfinished after 1s" in message and "GS_MCP_MAX_CONNECTIONS" in message
     # The new one, mid-request in its turn, is newer than the one left: that one goes next.
-    router.loop._now += 1
+    router.loop.now += 1
     trickle(router, third, b"G")
     fourth = router.connect()
     accept(router, fourth, lambda: newer.closed)
@@ -202,7 +202,7 @@ def test_at_the_cap_an_idle_connection_is_closed_before_one_mid_request(router):
         opened.append(router.connect())
         accept(router, opened[-1], lambda: len(router.connections) == count)
     mid_request = trickle(router, opened[0], b"P")
-    router.loop._now += 1   # it began before the other fell idle: still the idle one goes
+    router.loop.now += 1   # it began before the other fell idle: still the idle one goes
     third = router.connect()
     accept(router, third, lambda: any(conn.peer == third.getsockname() for conn in router.connections))
     assert closed_by_router(opened[1]) and not mid_request.closed
@@ -244,7 +244,7 @@ def test_an_idle_connection_whose_next_request_came_unpolled_is_kept_for_the_loo
     # The loop had not polled it since the request came: closed as idle, its client read a reset.
     first = router.connect()
     accept(router, first, lambda: len(router.connections) == 1)
-    router.loop._now += 1   # `second` is idle for less time: `first` would be the one to go
+    router.loop.now += 1   # `second` is idle for less time: `first` would be the one to go
     second = router.connect()
     accept(router, second, lambda: len(router.connections) == 2)
     first.sendall(REQUEST)
@@ -321,7 +321,7 @@ def test_a_connection_whose_client_has_closed_is_the_one_closed_for_room(router)
     # idle connection closed in its place.
     first = router.connect()
     accept(router, first, lambda: len(router.connections) == 1)
-    router.loop._now += 1
+    router.loop.now += 1
     second = router.connect()
     accept(router, second, lambda: len(router.connections) == 2)
     gone = connection_of(router, first)
@@ -336,7 +336,7 @@ def test_room_for_workers_is_made_by_closing_idle_connections_never_one_with_a_r
         router, monkeypatch):
     first = router.connect()
     accept(router, first, lambda: len(router.connections) == 1)
-    router.loop._now += 1
+    router.loop.now += 1
     second = router.connect()
     accept(router, second, lambda: len(router.connections) == 2)
     # `first`, idle longest, has a request unread: it is passed over, and the request is
@@ -362,7 +362,7 @@ def test_room_for_workers_closes_as_many_connections_as_descriptors_are_short_co
     for count in range(1, 6):
         clients.append(router.connect())
         accept(router, clients[-1], lambda count=count: len(router.connections) == count)
-        router.loop._now += 1
+        router.loop.now += 1
     probes = []
 
     def free_descriptors(count):   # three short while all five are open

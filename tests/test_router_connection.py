@@ -807,7 +807,7 @@ def test_a_request_no_gate_has_passed_ranks_after_idle_from_when_it_began_howeve
     h.run_until(lambda: h.conn.eviction_order() is not None and h.conn.eviction_order()[0] == 2)
     rank, since = h.conn.eviction_order()
     assert since == h.conn.ungated_since() and h.conn.idle_since() is None
-    h.loop._now += 1
+    h.loop.now += 1
     h.client.sendall(rest)
     h.run_until(lambda: not h.conn.has_unread_input())   # a socketpair: sent is arrived
     assert h.conn.eviction_order() == (2, since)
@@ -969,7 +969,7 @@ def test_a_head_passed_late_gives_its_body_a_whole_read_window(harness):
     # deadline starts when the head passes, even when one was armed before.
     def pass_after_a_while(h, conn, head):
         conn._set_deadline("read", -100)     # as if armed long ago, while the head arrived
-        h.passed_at = h.loop.time()
+        h.passed_at = h.loop.now
         conn.read_body()
     h = harness(answer_at_once, handle_head=pass_after_a_while)
     h.client.sendall(post(b"", b"Expect: 100-continue\r\n").replace(b"Length: 0", b"Length: 5"))

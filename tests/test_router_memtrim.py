@@ -58,7 +58,7 @@ def supervisor_counting_trims(monkeypatch):
 
 def ended_session(supervisor):
     session = SimpleNamespace(id="sid-1", short="sid-1", stream_expiry=None, outbox=None)
-    supervisor.lifetime.session_opened(session.id, supervisor.loop.time())
+    supervisor.lifetime.session_opened(session.id, supervisor.loop.now)
     supervisor.session_ended(session)
 
 

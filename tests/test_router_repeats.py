@@ -76,9 +76,6 @@ class FakeLoop:
     def __init__(self):
         self.now, self.timers = 0.0, []
 
-    def time(self):
-        return self.now
-
     def call_at(self, when, callback):
         self.timers.append((when, callback))
         return (when, callback)   # a handle, as the loop's

@@ -19,9 +19,6 @@ class FakeLoop:
         self.due = 0
         self.timers = []   # (when, callback), for a test to fire
 
-    def time(self):
-        return self.now
-
     def event_due(self):
         self.due += 1
 

@@ -19,9 +19,6 @@ class ClockLoop:
         self.now = 0.0
         self.armed = None
 
-    def time(self):
-        return self.now
-
     def call_at(self, when, callback):
         self.armed = (when, callback)
         return SimpleNamespace(cancel=lambda: None)

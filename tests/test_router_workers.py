@@ -1321,7 +1321,7 @@ def test_short_of_descriptors_with_a_session_waiting_the_pool_asks_the_router_fo
         else:
             with pytest.raises(OSError, match="too few file descriptors"):
                 pool._ask(3)
-            assert asked == [] and pool._paused_until > loop.time()
+            assert asked == [] and pool._paused_until > loop.now
         assert wanted == [workers.DESCRIPTOR_HEADROOM + 2]
     finally:
         loop.close()

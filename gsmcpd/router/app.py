@@ -383,7 +383,7 @@ class App:
         session = self._session(conn, request, principal, message.id if message.kind == "request" else None)
         if session is None:
             return
-        session.last_activity = self.router.loop.time()
+        session.last_activity = self.router.loop.now
         if message.kind != "response":
             self.router.supervisor.request_arrived(session)
         if message.kind == "response":

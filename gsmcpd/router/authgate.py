@@ -106,7 +106,7 @@ class AuthGate:
         self.keys.refresh(loaded, reported=True)
 
     def _schedule_refresh(self):
-        delay = max(1.0, self.keys.next_refresh_at - self.loop.time())
+        delay = max(1.0, self.keys.next_refresh_at - self.loop.now)
 
         def refresh():
             self.keys.refresh_if_due()

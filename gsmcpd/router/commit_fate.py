@@ -75,7 +75,7 @@ def tell_when_known(loop, image, session_id, seq, kind, answer, since=None):
     commits is looked for once. From the death, not from when its exit status came (up to
     exit_status.PATIENCE later; one that came after PATIENCE leaves one look): a stop waits
     for the telling at most DEATH_TOLD."""
-    deadline = (loop.time() if since is None else since) + (0 if kind == NEVER_COMMITS else PATIENCE)
+    deadline = (loop.now if since is None else since) + (0 if kind == NEVER_COMMITS else PATIENCE)
     # One store for every look: it reads the journal a step at a time, and looked at again,
     # only if it changed.
     store = functools.cache(lambda: ImageStore(image, call_scan_step=SCAN_STEP))
@@ -84,7 +84,7 @@ def tell_when_known(loop, image, session_id, seq, kind, answer, since=None):
         records, why = commits_of_call(store, session_id, seq)
         if records is READING_ON:   # the rest at the loop's next pass, the deadline passed or not
             loop.call_later(0, look)
-        elif records is None and loop.time() < deadline:
+        elif records is None and loop.now < deadline:
             loop.call_later(RETRY, look)
         else:
             answer(*told(records, why, kind))

@@ -81,7 +81,7 @@ class Connection:
         self._timer = None
         self._deadline = None
         self._deadline_kind = None
-        self._wait_began = self.loop.time()  # when the keep-alive wait began: the connect, or the last reply
+        self._wait_began = self.loop.now  # when the keep-alive wait began: the connect, or the last reply
         self._interest = None
         self._peer_eof = False
         self._closing = False
@@ -378,7 +378,7 @@ class Connection:
             self._close_when_flushed = True
             self._maybe_close()
             return
-        self._wait_began = self.loop.time()
+        self._wait_began = self.loop.now
         self._update_interest()
         if self.parser.buffered or self._closing or self._peer_eof:
             # Not recursively: a long pipeline must not grow the stack.
@@ -415,7 +415,7 @@ class Connection:
             data = data[sent:]
         self.out += data
         if self._write_stalled_since is None:
-            self._write_stalled_since = self.loop.time()
+            self._write_stalled_since = self.loop.now
             self.loop.call_later(STREAM_WRITE_BUDGET, self._check_stall)
         self._update_interest()
 
@@ -432,20 +432,20 @@ class Connection:
             self._maybe_close()
         elif sent:
             # Progress: a slow client reading a big reply is not one that stopped reading.
-            self._write_stalled_since = self.loop.time()
+            self._write_stalled_since = self.loop.now
 
     def _check_stall(self):
         since = self._write_stalled_since
         if self.closed or since is None:
             return
-        if self.loop.time() - since >= STREAM_WRITE_BUDGET:
+        if self.loop.now - since >= STREAM_WRITE_BUDGET:
             # Poll says writable only once much of the send buffer is free, which a slow
             # reader may take longer than the budget to free: a send tells if it read any.
             self._on_writable()
             since = self._write_stalled_since
             if self.closed or since is None:
                 return
-            if self.loop.time() - since >= STREAM_WRITE_BUDGET:
+            if self.loop.now - since >= STREAM_WRITE_BUDGET:
                 log.info("dropping connection from %s: client stopped reading", self.peer)
                 self.close()
                 return
@@ -484,7 +484,7 @@ class Connection:
             self.close()
             return
         self.parser.discard()
-        self.lingering_since = self.loop.time()
+        self.lingering_since = self.loop.now
         self._linger_left = self._linger_bytes
         self._set_deadline("linger", LINGER_SECONDS)
         self._update_interest()
@@ -542,7 +542,7 @@ class Connection:
         # as the start of one for a while (a CR, its LF in the next read): the wait goes
         # back to where it was, or a client could renew it for ever.
         if self._deadline_kind != "idle":
-            self._set_deadline("idle", self._wait_began + IDLE_KEEPALIVE_SECONDS - self.loop.time())
+            self._set_deadline("idle", self._wait_began + IDLE_KEEPALIVE_SECONDS - self.loop.now)
 
     def idle_since(self):
         """When this connection began waiting, between requests, for its next one (its
@@ -611,7 +611,7 @@ class Connection:
 
     def _set_deadline(self, kind, delay):
         self._deadline_kind = kind
-        self._deadline = self.loop.time() + delay
+        self._deadline = self.loop.now + delay
         if self._timer is None or self._timer.when > self._deadline:
             if self._timer is not None:
                 self._timer.cancel()
@@ -624,7 +624,7 @@ class Connection:
         self._timer = None
         if self._deadline is None or self.closed:
             return
-        if self.loop.time() < self._deadline:
+        if self.loop.now < self._deadline:
             self._timer = self.loop.call_at(self._deadline, self._on_deadline)
             return
         kind = self._deadline_kind

@@ -86,7 +86,7 @@ class ControlEndpoint:
         return [self._row(session) for session in self.router.sessions.by_id.values()]
 
     def _row(self, session):
-        now = self.loop.time()
+        now = self.loop.now
         call = session.inflight
         return {
             "id_prefix": session.short,

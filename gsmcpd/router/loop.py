@@ -84,7 +84,10 @@ class Loop:
         self._seq = itertools.count()
         self._soon = collections.deque()
         self._stopping = False
-        self._now = time.monotonic()
+        # Monotonic time as of this loop pass: read once per pass, not per call (a
+        # request asks for the time several times; none needs it finer). An attribute,
+        # not a method: read ~11 times a call, the calls cost ~2.4k instructions a call.
+        self.now = time.monotonic()
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
@@ -98,12 +101,6 @@ class Loop:
             return "router poll: up to %d us before sleeping while few calls are in flight; %s" % (
                 round(self.poll * 1e6), cpus)
         return "router poll: off; %s" % (cpus if self.cpus == 1 else "GS_MCP_POLL_US is 0")
-
-    # -- time -------------------------------------------------------------
-    def time(self):
-        """Monotonic time as of this loop pass: read once per pass, not per call
-        (a request asks for the time several times; none needs it finer)."""
-        return self._now
 
     def call_at(self, when, callback):
         timer = Timer(when, callback)
@@ -122,7 +119,7 @@ class Loop:
         self._compact_at = max(COMPACT_MIN, 2 * len(self._timers))
 
     def call_later(self, delay, callback):
-        return self.call_at(self.time() + delay, callback)
+        return self.call_at(self.now + delay, callback)
 
     def call_soon(self, callback):
         self._soon.append(callback)
@@ -203,7 +200,7 @@ class Loop:
         elif self._timers:
             timeout = min(MAX_SLEEP, max(0.0, self._timers[0][0] - time.monotonic()))
         events = self._wait(timeout)
-        now = self._now = time.monotonic()
+        now = self.now = time.monotonic()
         for key, mask in events:
             data = key.data
             if callable(data):

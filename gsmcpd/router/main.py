@@ -256,7 +256,7 @@ class Router:
                 # read here, where its request could ask for room again.
                 passed_over.add(chosen)
                 continue
-            waited = self.loop.time() - order[1]
+            waited = self.loop.now - order[1]
             if log_spell and not self._evicting_connections:
                 self._evicting_connections = True
                 log.warning("%d client connections open, %s: closing a lingering one, else the one idle "

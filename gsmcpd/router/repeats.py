@@ -106,7 +106,7 @@ class RepeatedLog:
     def log(self, logger: logging.Logger, level: int, text: str, key: object = None) -> None:
         """`key`: which lines count as the same (default the text itself): a line naming
         what the client chose afresh each time (a request id) needs one that does not."""
-        if self.limit.admit(logger, level, text, text if key is None else key, self.loop.time()):
+        if self.limit.admit(logger, level, text, text if key is None else key, self.loop.now):
             logger.log(level, "%s", text)
         self._arm()
 
@@ -124,7 +124,7 @@ class RepeatedLog:
 
     def _sweep(self) -> None:
         self._timer = None
-        self._write(self.limit.sweep(self.loop.time()))
+        self._write(self.limit.sweep(self.loop.now))
         self._arm()
 
     @staticmethod

@@ -235,13 +235,13 @@ class SessionManager:
 
     def _start(self, worker, conn, message, body, accepts_sse, principal, made):
         sid = new_session_id()
-        session = Session(sid, worker, principal.user, principal.read_only, self.loop.time(), principal.account)
+        session = Session(sid, worker, principal.user, principal.read_only, self.loop.now, principal.account)
         made.append(session)
         worker.listener = self
         worker.log_owner = (session.short, session.user)
         self.by_id[sid] = session
         self._by_worker[worker] = session
-        self._churned_at = self.loop.time()
+        self._churned_at = self.loop.now
         prepare = frames.encode({"op": "prepare", "session": self.router.session_config(session, principal)})
         self.router.session_opened(session)
         # One write for the prepare and the initialize: the worker wakes once and finds
@@ -290,12 +290,12 @@ class SessionManager:
         if busy:
             self.calls_at_workers -= 1
         session.inflight = None
-        self._churned_at = self.loop.time()
+        self._churned_at = self.loop.now
         session.queue.clear()
         session.ids_in_use.clear()
         if died:
             self.telling.update(gone)
-            died_at = self.loop.time()
+            died_at = self.loop.now
             session.worker.exit.when_known(self.loop, lambda: self._tell_death(session, gone, kind, died_at),
                                            PATIENCE)
         else:
@@ -426,7 +426,7 @@ class SessionManager:
             session.refusing = False
             session.inflight = call
             self.calls_at_workers += 1
-            call.started = self.loop.time()
+            call.started = self.loop.now
             session.worker.send_bytes(ahead + frames.message_frame("call", call.seq, call.body))
             self.loop.event_due()
             self.router.call_started(session, call)
@@ -436,7 +436,7 @@ class SessionManager:
         hold a CPU others need: with as many calls in flight as CPUs, the router
         polling and their workers would not all fit (and their events come anyway);
         the processes a session opening or ending starts need them too."""
-        return self.calls_at_workers < self.loop.cpus and self.loop.time() - self._churned_at >= CHURN_QUIET
+        return self.calls_at_workers < self.loop.cpus and self.loop.now - self._churned_at >= CHURN_QUIET
 
     def cancel(self, session, request_id):
         """notifications/cancelled: drop a queued call, break an in-flight one.
@@ -502,7 +502,7 @@ class SessionManager:
             session.release_id(call)
             self.calls_at_workers -= 1
             outran = self.router.call_finished(session, call)
-            session.last_activity = self.loop.time()
+            session.last_activity = self.loop.now
             if not call.cancelled:
                 body = relayed(frame)
                 if outran is not None and body is not None:
@@ -565,7 +565,7 @@ class SessionManager:
         bandwidth. One over the rate waits, replaced by newer ones, for the timer."""
         if call.cancelled:
             return
-        now = self.loop.time()
+        now = self.loop.now
         if call.pacer is None:
             call.pacer = Pacer(now)
         self._paced(session, call, *call.pacer.offer(body, now))
@@ -573,7 +573,7 @@ class SessionManager:
     def _notify_due(self, session, call):
         if call is not session.inflight:   # answered (its pending one went first), or ended
             return
-        self._paced(session, call, *call.pacer.due(self.loop.time()))
+        self._paced(session, call, *call.pacer.due(self.loop.now))
 
     def _paced(self, session, call, send, wake):
         """What the pacer said: send one now, or come back in `wake` seconds (or neither)."""

@@ -151,7 +151,7 @@ class Shutdown:
             self._grace_timer.cancel()
             self._grace_timer = None
         self._stop_accepting()
-        self._deadline = self.loop.time() + SHUTDOWN_GRACE
+        self._deadline = self.loop.now + SHUTDOWN_GRACE
         self._await_workers()
 
     def _await_workers(self):
@@ -159,7 +159,7 @@ class Shutdown:
         self.workers = [w for w in self.workers if w.alive]
         # A reply written late in the drain may still be on its way out.
         writing = any(conn.out for conn in router.connections)
-        if (self.workers or writing) and self.loop.time() < self._deadline:
+        if (self.workers or writing) and self.loop.now < self._deadline:
             self.loop.call_later(POLL, self._await_workers)
             return
         if self.workers and not self.killed_late:
@@ -168,7 +168,7 @@ class Shutdown:
                         len(self.workers), SHUTDOWN_GRACE)
             for worker in self.workers:
                 worker.kill()
-            self._deadline = self.loop.time() + REAP_GRACE
+            self._deadline = self.loop.now + REAP_GRACE
             self.loop.call_later(POLL, self._await_workers)
             return
         router.pool.stop_spawner(self._finish)   # the loop runs on while it ends

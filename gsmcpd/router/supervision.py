@@ -31,10 +31,10 @@ class Supervisor:
         self.loop = router.loop
         self.config = router.config
         # Config carries every lifetime knob under the policy's own names.
-        self.lifetime = Lifetime(router.config, self.loop.time())
+        self.lifetime = Lifetime(router.config, self.loop.now)
         self.breaks = Breaks.from_settings(self.lifetime.settings)
         # on the lifetime's maintenance interval: its passes wake the timer that often
-        self.heap = TrimPolicy(self.lifetime.settings.maintenance_interval, self.loop.time())
+        self.heap = TrimPolicy(self.lifetime.settings.maintenance_interval, self.loop.now)
         self._timer = None
         self._timer_at = None
         self._arm()
@@ -57,7 +57,7 @@ class Supervisor:
 
     def _tick(self):
         self._timer = self._timer_at = None
-        now = self.loop.time()
+        now = self.loop.now
         for action in self.lifetime.tick(now):
             self._lifetime_action(action)
         for step, sid, request_id, cause in self.breaks.tick(now):
@@ -110,21 +110,21 @@ class Supervisor:
     # -- events from the router ------------------------------------------------
     def session_opened(self, session):
         session.outbox = Outbox()
-        self.lifetime.session_opened(session.id, self.loop.time())
+        self.lifetime.session_opened(session.id, self.loop.now)
         self._soon(self.lifetime.deadline(session.id))
 
     def request_arrived(self, session):
-        self.lifetime.request_arrived(session.id, self.loop.time())
+        self.lifetime.request_arrived(session.id, self.loop.now)
 
     def call_started(self, session, call):
-        now = self.loop.time()
+        now = self.loop.now
         self.lifetime.call_started(session.id, now)
         if self.breaks.request_timeout is not None:  # else a breaker is made only on cancel
             self._soon(self.breaks.call_started(session.id, call.id, call.method, now).next_wakeup())
 
     def call_finished(self, session, call):
         """The call's reply arrived: the deadline it outran (seconds), or None."""
-        deadline = self.lifetime.call_finished(session.id, self.loop.time())
+        deadline = self.lifetime.call_finished(session.id, self.loop.now)
         breaker = self.breaks.call_finished(session.id)
         if deadline is not None and (self._timer_at is None or deadline < self._timer_at):
             self._arm(deadline)   # as _soon, without its call: this runs after every call
@@ -133,14 +133,14 @@ class Supervisor:
         return None
 
     def call_cancelled(self, session, call):
-        now = self.loop.time()
+        now = self.loop.now
         if self.breaks.get(session.id) is None:
             self.breaks.call_started(session.id, call.id, call.method, call.started or now)
         if self.breaks.cancel(session.id, call.id, now):
             self._arm(now)
 
     def client_response(self, session, message):
-        entry = self.lifetime.response_received(session.id, message.get("id"), self.loop.time(),
+        entry = self.lifetime.response_received(session.id, message.get("id"), self.loop.now,
                                                 error="error" in message)
         if entry is None:
             # Keyed by session: the client picks the id afresh each time.
@@ -172,7 +172,7 @@ class Supervisor:
         if old is not None and not old.closed:
             old.on_stream_lost = None
             old.end_stream()  # the newest GET wins
-        self.lifetime.stream_attached(session.id, generation, self.loop.time())
+        self.lifetime.stream_attached(session.id, generation, self.loop.now)
         conn.start_stream(200, list(SSE_HEADERS) + [("MCP-Session-Id", session.id)])
         conn.on_stream_lost = lambda: self._stream_lost(session, conn, generation)
         self._keepalive(session, conn, generation)
@@ -215,7 +215,7 @@ class Supervisor:
             session.stream = None
             self._cancel_stream_expiry(session)
         session.outbox.detach(generation)
-        now = self.loop.time()
+        now = self.loop.now
         if self.lifetime.stream_detached(session.id, generation, now):
             self._soon(self.lifetime.deadline(session.id))
 

@@ -214,16 +214,16 @@ class _SpawnerEnd:
         self.killed = False
         self._why = "%gs of being told to stop" % SPAWNER_END_GRACE
         loop.add_reader(pidfd, self._ended)
-        self._kill_at = loop.time() + SPAWNER_END_GRACE
+        self._kill_at = loop.now + SPAWNER_END_GRACE
         self._timer = loop.call_later(SPAWNER_END_GRACE, self._overdue)
 
     def hurry(self):
         """A second stop signal: the rest of its grace is cut to SPAWNER_HURRIED_GRACE."""
-        if self.pidfd is None or self.killed or self._kill_at <= self.loop.time() + SPAWNER_HURRIED_GRACE:
+        if self.pidfd is None or self.killed or self._kill_at <= self.loop.now + SPAWNER_HURRIED_GRACE:
             return
         self._why = "%gs of a second stop signal" % SPAWNER_HURRIED_GRACE
         self._timer.cancel()
-        self._kill_at = self.loop.time() + SPAWNER_HURRIED_GRACE
+        self._kill_at = self.loop.now + SPAWNER_HURRIED_GRACE
         self._timer = self.loop.call_later(SPAWNER_HURRIED_GRACE, self._overdue)
 
     def _overdue(self):
@@ -422,7 +422,7 @@ class Worker:
         except worker_log.BadLogFrame as error:
             self.reject(error)
             return
-        now = self.loop.time()
+        now = self.loop.now
         if self._log_gate is None:
             self._log_gate = worker_log.LogGate(now)
         admitted, dropped = self._log_gate.admit(now)
@@ -552,7 +552,7 @@ class WorkerPool:
 
     def _adopt_spawner(self):
         self._asked = 0
-        self._adopted_at = self.loop.time()
+        self._adopted_at = self.loop.now
         self.loop.add_reader(self.spawner.control, self._on_spawner)
         self._share_changed_stdio()   # after its start sent it the old ones (on the launch thread)
         self._hand_over_orphans()
@@ -759,7 +759,7 @@ class WorkerPool:
             claim.on_failure(reason)
 
     def replenish(self):
-        if self.closed or self._relaunching or self.loop.time() < self._paused_until:
+        if self.closed or self._relaunching or self.loop.now < self._paused_until:
             return
         self.spares = [w for w in self.spares if w.alive]
         wanted = min(self.target + len(self.claims) - len(self.spares) - self._asked, MAX_ASK)
@@ -787,7 +787,7 @@ class WorkerPool:
 
     def _starved(self, why):
         log.warning("not starting spare workers for %.0f s: %s", self.STARVED_PAUSE, why)
-        self._paused_until = self.loop.time() + self.STARVED_PAUSE
+        self._paused_until = self.loop.now + self.STARVED_PAUSE
         self.loop.call_later(self.STARVED_PAUSE, self.replenish)
 
     def _on_spawner(self):
@@ -832,7 +832,7 @@ class WorkerPool:
             self._no_exits_coming()
             # One that dies as soon as it starts is not restarted more than once a pause.
             self._relaunching = "the worker spawner is being restarted"
-            delay = max(0.0, self._adopted_at + self.STARVED_PAUSE - self.loop.time())
+            delay = max(0.0, self._adopted_at + self.STARVED_PAUSE - self.loop.now)
             self._retry = self.loop.call_later(delay, self._relaunch)
             return
         if kind == "exit":
@@ -914,7 +914,7 @@ class WorkerPool:
         then left to its starting thread, which stops it once its start ends. After
         hurry(), a stuck spawner is killed SPAWNER_HURRIED_GRACE after its stop, and one
         still being started is not waited for."""
-        self._stop_once_started(then, self.loop.time() + SPAWNER_STOP_WAIT)
+        self._stop_once_started(then, self.loop.now + SPAWNER_STOP_WAIT)
 
     def hurry(self):
         """A second stop signal: the spawner's stop, under way or to come, waits the least."""
@@ -925,7 +925,7 @@ class WorkerPool:
     def _stop_once_started(self, then, deadline):
         launcher = self._launcher
         if launcher is not None and launcher.is_alive():
-            if self.loop.time() < deadline and not self.hurried:
+            if self.loop.now < deadline and not self.hurried:
                 self.loop.call_later(LAUNCH_POLL, functools.partial(self._stop_once_started, then, deadline))
             else:
                 then()   # it stops the spawner it starts itself, once its start ends
