@@ -141,7 +141,8 @@ class _Session:
 
 
 def _active(s, now):
-    s.last_activity = max(s.last_activity, now)
+    if now > s.last_activity:   # never back in time (a comparison, not a max() call: per call)
+        s.last_activity = now
     s.activity += 1
 
 
