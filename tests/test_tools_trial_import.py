@@ -112,6 +112,19 @@ def test_a_trial_that_cannot_finish_refuses_nothing_and_says_so(client, image, m
     assert "def choice" not in (image / "trial.py").read_text()
 
 
+def test_a_trial_flooding_its_answer_refuses_nothing_and_says_so(client, image, monkeypatch):
+    # (What came past the bound is _answer's test's; here, what the tool says of it.)
+    def flooded(stdout, seconds):
+        raise trial._AnswerTooLong
+    monkeypatch.setattr(trial, "_answer", flooded)
+    write(image, DRAWN)
+    client.ok("refresh")
+    result = client.ok("delete_method", className="trial.Random", selector="choice")
+    assert result["structuredContent"]["importNotTried"] == (
+        "wrote over %s bytes where its answer goes" % format(trial.ANSWER_MAX, ","))
+    assert "def choice" not in (image / "trial.py").read_text()
+
+
 def test_a_deletion_its_module_survives_is_made(client, image):
     # What the module prints as it runs, to its descriptors too, is no part of the answer.
     write(image, DRAWN.replace("choice = _inst.choice\n", "import os\nprint('hi')\nos.write(1, b'x')\n"))
@@ -303,6 +316,19 @@ def test_an_answer_come_whole_by_the_deadline_is_read_though_the_pipe_stays_open
     finally:
         os.close(read_end)
         os.close(write_end)
+
+
+def test_an_answer_past_its_bound_is_refused_however_soon_it_ends(tmp_path):
+    # A thread the module started writing into the answer's pipe until the deadline: all it
+    # wrote was held in the worker's memory, gigabytes in 10 s. Past ANSWER_MAX, nothing is
+    # decided (a file stands in for the pipe: read whole at once, to its end).
+    flood = tmp_path / "flood"
+    flood.write_bytes(b"x" * trial.ANSWER_MAX + b"\n")
+    with open(flood, "rb", buffering=0) as stdout, pytest.raises(trial._AnswerTooLong):
+        trial._answer(stdout, 10)
+    flood.write_bytes(b"x" * (trial.ANSWER_MAX - 1) + b"\n")   # at the bound: still an answer
+    with open(flood, "rb", buffering=0) as stdout:
+        assert trial._answer(stdout, 10) == b"x" * (trial.ANSWER_MAX - 1) + b"\n"
 
 
 def test_what_goes_on_coming_past_the_deadline_is_no_answer(tmp_path):

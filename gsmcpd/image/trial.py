@@ -41,6 +41,14 @@ REAP_WAIT = 1.0  # seconds for the processes of the trial's group, killed, to en
 # Bytes read past the deadline at most: what a pipe holds (1 MiB, Linux's pipe-max-size), not
 # what a thread the module started goes on writing there, which would hold the call forever.
 LATE_READ = 1024 * 1024
+# Bytes of an answer at most: a line of JSON, its message the module's exception text (which
+# may be long), never what a thread the module started writes into the pipe until the
+# deadline, held in the worker's memory: past it, the trial decides nothing.
+ANSWER_MAX = 16 * 1024 * 1024
+
+
+class _AnswerTooLong(Exception):
+    """More than ANSWER_MAX bytes came where the trial's answer goes."""
 # The child reads its payload first, with the worker's sys.path (-I leaves PYTHONPATH out).
 _BOOT = ("import pickle, sys; payload = pickle.load(sys.stdin.buffer); sys.path[:] = payload['path']; "
          "from gsmcpd.image import trial; trial.child(payload)")
@@ -80,7 +88,9 @@ def try_import(view, module: str, text: str) -> Failure | Undecided | None:
     with trying:
         try:
             out = _answer(trying.stdout, TIMEOUT)
-        finally:   # answered, timed out, or a break: not held up by the import
+        except _AnswerTooLong:
+            return Undecided(f"wrote over {ANSWER_MAX:,} bytes where its answer goes")
+        finally:   # answered, timed out, too long, or a break: not held up by the import
             _end(trying)
     if out is None:
         return Undecided(f"timed out after {TIMEOUT:g} s")
@@ -118,20 +128,23 @@ def _payload_file(payload: dict):
 def _answer(stdout, seconds: float) -> bytes | None:
     """All the trial writes on `stdout`, until it is closed; None if that takes over `seconds`,
     unless its answer has come whole (its last line ended): the trial, still killing what the
-    module started, answered in time."""
+    module started, answered in time. _AnswerTooLong past ANSWER_MAX bytes."""
     deadline = time.monotonic() + seconds
     waiting = select.poll()
     waiting.register(stdout, select.POLLIN)
     chunks = []
-    late = 0   # bytes read past the deadline
+    read = late = 0   # bytes read, and of them past the deadline
     while True:
         left = max(deadline - time.monotonic(), 0)   # at the deadline, what is waiting still read
         if late > LATE_READ or not waiting.poll(left * 1000):
-            read = b"".join(chunks)
-            return read if read.endswith(b"\n") and late <= LATE_READ else None
+            answer = b"".join(chunks)
+            return answer if answer.endswith(b"\n") and late <= LATE_READ else None
         chunk = os.read(stdout.fileno(), 65536)
         if not chunk:
             return b"".join(chunks)
+        read += len(chunk)
+        if read > ANSWER_MAX:
+            raise _AnswerTooLong
         chunks.append(chunk)
         if not left:
             late += len(chunk)
