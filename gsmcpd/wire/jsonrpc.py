@@ -112,7 +112,7 @@ def _is_int(value):
 
 
 def _valid_id(value):
-    return isinstance(value, str) or isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, str) or _is_int(value)
 
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
