@@ -12,6 +12,8 @@ from pathlib import Path
 from gsmcpd.image.layout import LOCK_NAME, STATE_DIR
 
 IMAGE_SUBDIR = "image"
+# What a link loop in the image's way is said to be ("image X <problem>" reads on).
+LINK_LOOP = f"cannot be reached: {os.strerror(errno.ELOOP)}"
 
 EXAMPLE_FILES = {
     "shop/__init__.py": '''\
@@ -125,7 +127,7 @@ def _missing(image: Path) -> str:
     """Why `image`, which Path.exists() calls missing, is: a link loop is no directory to
     be made or named anew, but a link to mend."""
     if link_loop(image):
-        return f"cannot be reached: {os.strerror(errno.ELOOP)}"   # "image X <problem>" reads on
+        return LINK_LOOP
     return "does not exist"
 
 
@@ -146,7 +148,7 @@ def _lock_dir_problem(state: Path) -> str | None:
         info = os.stat(state)
     except OSError as error:
         if error.errno == errno.ELOOP:
-            return f"cannot be reached: {os.strerror(errno.ELOOP)}"
+            return LINK_LOOP
         if os.path.islink(state):   # a session's mkdir meets the link, then follows it to nothing
             return f"is a link to {os.readlink(state)}, which does not exist"
         return None
