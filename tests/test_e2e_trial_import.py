@@ -3,6 +3,7 @@ as its workers run: their interpreter options, and what the module starts as it 
 
 import pytest
 
+from gsmcpd.image import trial
 from helpers import Daemon, open_session
 from test_e2e_tools import call_tool, structured
 from test_e2e_tools import run_code as run
@@ -40,6 +41,7 @@ def daemon(tmp_path, request):
              "drawing.py": DRAWN.replace("randint = _inst.randint\n", "DRAWS = dict(\n    a=_inst.choice,\n"
                                                                       "    b=_inst.randint,\n)\n"),
              "odd.py": DRAWN + "if not hasattr(Random, 'choice'):\n    raise ValueError('odd \\udcff')\n",
+             "loud.py": DRAWN + "if not hasattr(Random, 'choice'):\n    raise ValueError('x' * 17_000_000)\n",
              # In the trial alone: a daemon it starts, out of the trial's group (setsid) before
              # the import goes on.
              "escaping.py": DRAWN + "import os, sys, time\nif sys.flags.isolated:\n    ready, told = os.pipe()\n"
@@ -123,4 +125,15 @@ def test_a_refusal_whose_message_utf8_cannot_carry_is_sent_escaped(daemon):
     refused = call_tool(c, "delete_method", {"className": "odd.Random", "selector": "choice"})
     assert refused["structuredContent"]["error"]["kind"] == "refused", refused
     assert "it failed with ValueError: odd \\udcff, on line 12" in refused["content"][0]["text"]
+    c.close()
+
+
+def test_a_failure_whose_message_is_past_the_answers_bound_is_refused_its_message_cut(daemon):
+    # Its answer past ANSWER_MAX, the trial decided nothing: the deletion was made, and
+    # the module imported in no new session.
+    c = open_session(daemon)
+    refused = call_tool(c, "delete_method", {"className": "loud.Random", "selector": "choice"})
+    assert refused["structuredContent"]["error"]["kind"] == "refused", refused
+    cut = "x" * trial.MESSAGE_MAX + "...(+%d more chars)" % (17_000_000 - trial.MESSAGE_MAX)
+    assert f"it failed with ValueError: {cut}, on line 12" in refused["content"][0]["text"]
     c.close()

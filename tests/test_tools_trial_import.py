@@ -210,6 +210,17 @@ def test_a_refusal_escapes_what_utf8_cannot_carry_in_the_modules_message(client,
     assert "it failed with ValueError: odd \\udcff, on line 12" in said["content"][0]["text"]
 
 
+def test_a_failure_with_a_message_past_the_answers_bound_is_still_refused_its_message_cut(client, image):
+    # The trial's answer holds the message: past ANSWER_MAX whole, the failure decided
+    # nothing and the deletion that made it was made (importNotTried).
+    write(image, DRAWN.replace("choice = _inst.choice\n", "if not hasattr(Random, 'choice'):\n"
+                                                           "    raise ValueError('\\U0001f600' * 1_500_000)\n"))
+    client.ok("refresh")
+    said = refused(client, image, "delete_method", className="trial.Random", selector="choice")
+    cut = "\U0001f600" * trial.MESSAGE_MAX + "...(+%d more chars)" % (1_500_000 - trial.MESSAGE_MAX)
+    assert f"it failed with ValueError: {cut}, on line 12" in said
+
+
 def test_a_message_whose_str_raises_is_named_as_raised_names_it(client, image):
     write(image, DRAWN.replace("choice = _inst.choice\n", "")
                  + "class Odd(Exception):\n    def __str__(self):\n        raise TypeError\n\n\n"

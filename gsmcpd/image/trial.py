@@ -33,7 +33,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from gsmcpd.wire.frames import carried
+from gsmcpd.wire.frames import carried, cut_log_message
 from gsmcpd.worker import reaper
 
 TIMEOUT = 10.0   # seconds a trial may take; a module's import taking longer is not judged
@@ -41,10 +41,14 @@ REAP_WAIT = 1.0  # seconds for the processes of the trial's group, killed, to en
 # Bytes read past the deadline at most: what a pipe holds (1 MiB, Linux's pipe-max-size), not
 # what a thread the module started goes on writing there, which would hold the call forever.
 LATE_READ = 1024 * 1024
-# Bytes of an answer at most: a line of JSON, its message the module's exception text (which
-# may be long), never what a thread the module started writes into the pipe until the
+# Bytes of an answer at most: a line of JSON, its message the module's exception text (cut to
+# MESSAGE_MAX), never what a thread the module started writes into the pipe until the
 # deadline, held in the worker's memory: past it, the trial decides nothing.
 ANSWER_MAX = 16 * 1024 * 1024
+# Characters of the exception's message the answer carries, the rest cut: JSON escapes a
+# character in 12 bytes at most (an astral one, two \u escapes), so a failure's answer
+# stays within ANSWER_MAX and decides, however long the message the module raised.
+MESSAGE_MAX = ANSWER_MAX // 16
 
 
 class _AnswerTooLong(Exception):
@@ -224,7 +228,7 @@ def child(payload: dict) -> None:
             message = str(error)
         except BaseException:
             message = "<exception str() failed>"   # as raised() and Python's traceback say it
-        said = {"kind": type(error).__name__, "message": message,
+        said = {"kind": type(error).__name__, "message": cut_log_message(message, MESSAGE_MAX),
                 "line": lines[-1] if lines else None, "top": lines[0] if lines else None}
     answer.write(json.dumps(said).encode() + b"\n")   # its end: whole, though the pipe stays open a while
     answer.flush()
