@@ -8,8 +8,9 @@ import os
 import pytest
 
 from gsmcpd.image import store as store_module
-from gsmcpd.image.store import ImageStore, sha256
+from gsmcpd.image.store import READING_ON, ImageStore, sha256
 from gsmcpd.router import commit_fate
+from gsmcpd.router.loop import Loop
 from gsmcpd.router.commit_fate import (COMMIT, MAY_COMMIT, NEVER_COMMITS, PATIENCE, committer, tell_when_known,
                                        told)
 
@@ -118,6 +119,9 @@ class ManualLoop:
     def call_later(self, delay, callback):
         self.timers.append((self.now + delay, callback))
 
+    def call_soon(self, callback):   # the next pass
+        self.timers.append((self.now, callback))
+
     def run_next(self):
         (self.now, callback), *self.timers = self.timers
         callback()
@@ -196,6 +200,29 @@ def test_a_look_reads_the_journal_back_over_passes_of_the_loop_and_answers_as_at
             passes += 1
         assert answers == [told(store.commits_of_call("s", 3), kind=kind)] and passes >= 5
         assert answers[0][1]["commitStands" if kind == COMMIT else "committed"] is True
+
+
+def test_on_the_routers_loop_a_look_reading_on_goes_on_at_its_next_pass(tmp_path, monkeypatch):
+    # Armed at a delay of 0, the next step fell due in the pass it was armed in (the loop's
+    # clock is read once a pass): the whole journal was read back in one pass, every
+    # other session waiting.
+    looks = []
+
+    def step(store, session_id, seq):
+        looks.append(passes)
+        return (READING_ON, None) if len(looks) < 5 else ([], None)
+
+    monkeypatch.setattr(commit_fate, "commits_of_call", step)
+    loop, answers, passes = Loop(), [], 0
+    try:   # as the router tells a death: from a callback of the loop's
+        loop.call_soon(lambda: tell_when_known(loop, str(tmp_path), "s", 1, COMMIT,
+                                               lambda *told: answers.append(told)))
+        while not answers and passes < 20:
+            loop._run_once()
+            passes += 1
+    finally:
+        loop.close()
+    assert looks == [0, 1, 2, 3, 4] and answers == [told([])]
 
 
 def test_a_commit_found_standing_is_told_at_once_though_the_lock_is_held(tmp_path):

@@ -83,7 +83,9 @@ def tell_when_known(loop, image, session_id, seq, kind, answer, since=None):
     def look():
         records, why = commits_of_call(store, session_id, seq)
         if records is READING_ON:   # the rest at the loop's next pass, the deadline passed or not
-            loop.call_later(0, look)
+            # Not a timer: one due now, armed as timers fire, fires in the same pass (the
+            # loop's clock is read once a pass), and the pass read the whole journal back.
+            loop.call_soon(look)
         elif records is None and loop.now < deadline:
             loop.call_later(RETRY, look)
         else:
