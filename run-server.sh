@@ -9,6 +9,9 @@ set -euo pipefail
 unset CDPATH
 # The checkout is the script's own directory, reached through any link to it (one on PATH).
 script=$0
+# `bash NAME` (no '/' in it) reads ./NAME, or when there is none the NAME on PATH, and leaves
+# $0 the bare NAME: the file it read is found again here, by the same rule, to be followed.
+[[ $script == */* || -e $script ]] || script=$(type -P -- "$script") || script=$0
 while [[ -L $script ]]; do
     target=$(readlink -- "$script")
     # A relative one from the link's own directory, as the system reads it: cd's '..' would

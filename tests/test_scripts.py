@@ -354,6 +354,35 @@ def test_scripts_run_through_a_link_to_them_find_their_checkout(tmp_path):
     assert SERVED in _start_check_stop(script, port, ("gsmcpd-start", "gsmcpd-install", "gsmcpd-stop"))
 
 
+@pytest.mark.parametrize("where", ["on PATH only", "in the caller's directory, another on PATH"])
+def test_scripts_given_to_bash_by_a_links_bare_name_follow_the_link_bash_read(tmp_path, where):
+    # `bash gsmcpd-start` reads ./gsmcpd-start, or when there is none the one on PATH, and
+    # leaves $0 the bare name: one found on PATH was not followed (no such link in the
+    # caller's directory), and the checkout was taken to be the caller's directory.
+    # Where the caller's directory holds one, that one is read and followed, not PATH's
+    # (here leading to a decoy checkout that would say so).
+    links, decoy, decoy_links = tmp_path / "bin", tmp_path / "decoy", tmp_path / "decoy-bin"
+    for directory in (links, decoy / ".venv" / "bin", decoy_links):
+        directory.mkdir(parents=True)
+    (decoy / ".venv" / ".gsmcpd-install-stamp").write_text("")
+    for name, link in (("run-server.sh", "gsmcpd-start"), ("stop-server.sh", "gsmcpd-stop"),
+                       ("install.sh", "gsmcpd-install"), (".venv/bin/python", None)):
+        (decoy / name).write_text("#!/bin/sh\necho the decoy ran\n")
+        (decoy / name).chmod(0o755)
+        if link:
+            (links / link).symlink_to(os.path.relpath(REPO / name, links))
+            (decoy_links / link).symlink_to(decoy / name)
+    on_path, cwd = (links, tmp_path) if where == "on PATH only" else (decoy_links, links)
+    port, state = free_port(), tmp_path / "state"
+    env = clean_env(GS_MCP_PORT=str(port), GS_MCP_STATE_DIR=str(state),
+                    PATH=f"{on_path}{os.pathsep}{os.environ['PATH']}")
+
+    def script(name, *args):
+        return subprocess.run(["bash", name, *args], env=env, cwd=str(cwd),
+                              capture_output=True, text=True, timeout=60)
+    assert SERVED in _start_check_stop(script, port, ("gsmcpd-start", "gsmcpd-install", "gsmcpd-stop"))
+
+
 def test_scripts_follow_a_relative_link_in_a_linked_directory_as_the_system_does(tmp_path):
     # on/bin -> real/deep/bin, whose gsmcpd-start -> ../../checkout/run-server.sh: the system
     # reads its '..' from real/deep/bin (real/checkout, the checkout), where cd read them off
