@@ -28,6 +28,7 @@ import pwd
 import re
 import shutil
 import stat
+import sys
 import tempfile
 import time
 
@@ -383,11 +384,14 @@ def _remove_as(uid: int, gid: int, path: str) -> str | None:
 def _rmtree(path: str) -> list[str]:
     problems = []
 
-    def failed(function, name, info):
-        if not isinstance(info[1], FileNotFoundError):
-            problems.append(f"{name}: {info[1].strerror or info[1]}")
+    def failed(function, name, error):
+        if not isinstance(error, FileNotFoundError):
+            problems.append(f"{name}: {error.strerror or error}")
 
-    shutil.rmtree(path, onerror=failed)
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=failed)   # onerror is deprecated from 3.12 on (3.12.0 warned at each call)
+    else:   # 3.11 has only onerror, given sys.exc_info() where onexc is given the exception
+        shutil.rmtree(path, onerror=lambda function, name, info: failed(function, name, info[1]))
     return problems
 
 
