@@ -4,7 +4,7 @@ real daemon (gsmcpd.image.kernel_ties): what the answer says of those ties."""
 import contextlib
 
 from helpers import Daemon, open_session
-from test_e2e_tools import structured
+from test_e2e_tools import error, structured
 from test_tools_kernel_ties import KERNEL_SIDE, STAND_IN, UNITS
 from test_tools_support import write_image
 
@@ -58,4 +58,24 @@ def test_abort_and_refresh_go_on_past_a_module_standing_in_as_an_object_without_
         structured(c, "execute_code", code="import stand_in")
         assert "kernelTies" not in structured(c, "abort")
         structured(c, "refresh")
+        c.close()
+
+
+def test_the_tools_answer_of_a_module_standing_in_as_an_object_without_a_dict(tmp_path):
+    # vars() of the stand-in raised TypeError out of browse, test, edit and execute_code
+    # calls (after a workspace binding one of its classes, every later execute_code).
+    from test_tools_stand_in_module import NAMED, SLOTTED, USER
+    image = write_image(tmp_path / "image", {"stand_in.py": SLOTTED, "user.py": USER})
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
+        c = open_session(daemon)
+        structured(c, "execute_code", code="from stand_in import Widget\nw = Widget()")
+        assert structured(c, "execute_code", code="w.spin()")["result"] == "1"
+        assert structured(c, "describe_class", className="stand_in.Widget")["fromSource"].startswith(NAMED)
+        assert structured(c, "list_dictionary_entries", dictionaryName="stand_in")["note"].startswith(NAMED)
+        assert structured(c, "describe_class", className="user.Mine")["bases"] == ["stand_in.Widget"]
+        assert error(c, "run_test_class", "other", className="stand_in.WidgetTest").startswith(NAMED)
+        assert error(c, "compile_method", "refused", className="stand_in.Widget",
+                     source="def spin(self):\n    return 7\n").startswith(NAMED)
+        structured(c, "compile_method", className="user.Mine", source="def spin(self):\n    return 6\n")
+        assert structured(c, "execute_code", code="import user\nuser.Mine().spin()")["result"] == "6"
         c.close()

@@ -61,6 +61,26 @@ def test_unknown_names_raise_naming_them(names, fragment):
         resolve_toolsets(names)
 
 
+def test_a_toolset_module_standing_in_as_an_object_without_a_dict_is_named():
+    # It is read through own.namespace, as any sys.modules entry is: vars() raised TypeError.
+    from gsmcpd.worker import toolsets
+
+    class StandIn:
+        __slots__ = ()
+    name = "gsmcpd.worker.toolsets.bench"
+    held = sys.modules.get(name)
+    toolsets._builtin.cache_clear()
+    sys.modules[name] = StandIn()
+    try:
+        with pytest.raises(ValueError, match=f"toolset 'bench': {name} defines no Toolset named 'bench'"):
+            toolsets._builtin("bench")
+    finally:
+        sys.modules.pop(name)
+        if held is not None:
+            sys.modules[name] = held
+        toolsets._builtin.cache_clear()
+
+
 def test_an_explicit_empty_list_is_an_empty_surface():
     assert resolve_toolsets([]) == []
 

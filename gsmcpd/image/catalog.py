@@ -85,10 +85,11 @@ def uncompiled(view: View, module_filter: str | None = None) -> list[str]:
 
 def unloaded(view: View) -> list[str]:
     """Why each image module that is not loaded (it does not compile, fails to import, is
-    shadowed or is a program's `__main__`) is left out of an answer about the image's live objects, such as its
+    shadowed, is a program's `__main__`, or put in its place an object with no namespace,
+    no_namespace) is left out of an answer about the image's live objects, such as its
     test classes. Call it after view.load_all()."""
     return [_unloadable(view, module) for module in view.module_names()
-            if not view.owns_module(module)]
+            if not view.owns_module(module) or no_namespace(view, module) is not None]
 
 
 def require_module(view: View, module: str) -> None:
@@ -278,10 +279,7 @@ def kernel_class_of(view: View, name: str) -> str | None:
     module, _, short = dotted_name(name, "a class name").rpartition(".")
     if module == KERNEL or view.has_module(module) or not _kernel_module(view, module):
         return None   # builtins' classes are resolve_class's
-    try:   # its own namespace: a module's __getattr__ (a lazy loader's) is not run
-        held = vars(sys.modules[module]).get(short)
-    except TypeError:
-        return None
+    held = own.namespace(sys.modules[module]).get(short)   # a module's __getattr__ (a lazy loader's) is not run
     return module if isinstance(held, type) else None
 
 
@@ -348,7 +346,7 @@ def _made_at_run_time(view: View, modules: list[str], name: str) -> str:
                for statement in tree.body if statement.lineno == line):
             continue
         loaded = view.module(module)
-        obj = None if loaded is None else vars(loaded).get(name)
+        obj = own.namespace(loaded).get(name)
         if isinstance(obj, type) and obj.__module__ == module and view.rewritten_home(obj) is None:
             hints.append(f"; {module}.{name} is a class made at run time (bound at line {line}) "
                          "by no class statement, so its source cannot be browsed or edited")
@@ -360,12 +358,12 @@ def live_class(view: View, ref: ClassRef) -> type:
     if ref.is_kernel:
         return getattr(builtins, ref.name)
     module = view.module(ref.module)
-    if module is None:
+    if module is None or not own.has_namespace(module):
         raise ToolError("other", _unloadable(view, ref.module))
     if not_run(view, ref, module):
         raise ToolError("other", f"{ref.qualified} is not bound once {ref.module} is imported: "
                         "its class statement is in a block that did not run")
-    obj = module.__dict__.get(ref.name)
+    obj = own.namespace(module).get(ref.name)
     if not isinstance(obj, type):
         raise ToolError("other", f"{ref.qualified} is not bound to a class once "
                         f"{ref.module} is imported (found {type(obj).__name__})")
@@ -444,7 +442,7 @@ def not_run(view: View, ref: ClassRef, module: types.ModuleType) -> bool:
     """Whether the loaded `module` binds no `ref.name` because the block its class statement
     is written in did not run (`if TYPE_CHECKING:`): the class exists in source only."""
     tree = view.tree(ref.module)
-    return ref.name not in vars(module) and tree is not None and any(
+    return ref.name not in own.namespace(module) and tree is not None and any(
         block is not None for block, _ in splice.class_statements(tree, ref.name))
 
 
@@ -452,6 +450,17 @@ def require_compiles(view: View, module: str) -> None:
     """An image module's text must parse before anything is spliced into it."""
     if view.syntax_error(module) is not None:
         raise ToolError("other", _unloadable(view, module))
+
+
+def live_module(view: View, module: str) -> types.ModuleType | None:
+    """The image module's live module, which an edit changes with its source: None when it
+    does not import (the edit is to source only); refused when it has no namespace to
+    change (no_namespace)."""
+    loaded = view.module(module)
+    missing = no_namespace(view, module)
+    if missing is not None:
+        raise ToolError("refused", f"{missing}; edit its file in an editor, then refresh")
+    return loaded
 
 
 def require_editable(view: View, module: str, kernel_refusal: str, what: str) -> None:
@@ -502,7 +511,22 @@ def shadowed_why(view: View, module: str) -> str | None:
             f"that name; rename the image package {holder}")
 
 
+def no_namespace(view: View, module: str) -> str | None:
+    """Why the image module `module`, imported, has no live objects the tools can read: what
+    its code put in its place in sys.modules (the view's still, by its __spec__) has no
+    namespace of its own (an object of __slots__); None for any other."""
+    held = sys.modules.get(module)
+    if not view.owns_module(module) or own.has_namespace(held):
+        return None
+    return (f"image module {module} is held in sys.modules as a {quoted(own.NAME(type(held)))} object "
+            "with no namespace (__dict__), which code put in the module's place, so the tools "
+            "cannot read or change its live objects")
+
+
 def _unloadable(view: View, module: str) -> str:
+    missing = no_namespace(view, module)
+    if missing is not None:
+        return missing
     holder = view.shadowing(module)
     if holder is not None and view.imported_around(holder):
         return _imported_around(holder)
@@ -591,17 +615,17 @@ def mutable_class(view: View, name: str) -> tuple[ClassRef, type | None]:
                         f"modified; {remedy}")
     _refuse_if_unsure(view, ref)
     refuse_unless_views(view, ref.module, f"{ref.qualified} cannot be modified")
-    module = view.module(ref.module)
+    module = live_module(view, ref.module)
     if module is None:
         require_compiles(view, ref.module)
         return ref, None
     if not_run(view, ref, module):
         return ref, None
-    if ref.name not in module.__dict__:
+    if ref.name not in own.namespace(module):
         raise ToolError("refused", f"{ref.qualified} is not bound once {ref.module} is imported "
                         "(the module deletes the name after its class statement), so there is no "
                         "live class to change; edit the module's file in an editor, then refresh")
-    obj = module.__dict__[ref.name]
+    obj = own.namespace(module)[ref.name]
     # By name too: `from fast import A` below `class A` binds another image module's
     # class, which an edit of this module's source must not change live. Or by the class
     # statement here that set its `__module__` to another name (`__module__ = "pkg"`).
@@ -684,7 +708,7 @@ def image_class_objects_made_by(view: View, meta: type) -> list[type]:
     made = {}
     for name in view.module_names():
         module = view.module(name)
-        for obj in vars(module).values() if module is not None else ():
+        for obj in own.namespace(module).values():
             if isinstance(obj, type) and view.written_in(obj, name):
                 made.update((id(cls), cls) for cls in with_nested(view, obj)
                             if isinstance(cls, meta) and cls is not meta)

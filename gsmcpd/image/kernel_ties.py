@@ -17,6 +17,8 @@ from __future__ import annotations
 import abc
 import sys
 
+from gsmcpd.image import own
+
 try:
     from _abc import _get_dump   # the C ABCs' registry (CPython's, as test.support reads it)
 except ImportError:   # pragma: no cover - the pure-Python _py_abc keeps it as an attribute
@@ -28,11 +30,7 @@ def ties(name: str, module, is_kernel) -> list[tuple[type, str, str]]:
     (`is_kernel(name)`) tied so to the class `module` (the module `name`) made of that
     qualified name."""
     found = []
-    try:
-        values = list(vars(module).values())
-    except Exception:   # a stand-in the module put in sys.modules, of __slots__: no classes to read
-        return found
-    for value in values:
+    for value in list(own.namespace(module).values()):   # none of a stand-in with no namespace
         try:
             if isinstance(value, type) and _module_of(value) == name:
                 found += [(tied, how, _qualname(value)) for tied, how in _tied_to(value)
@@ -52,7 +50,7 @@ def lost(module_name: str, found: list[tuple[type, str, str]], now) -> list[str]
         try:
             cls = now
             for part in qualname.split(".") if now is not None else ():
-                cls = vars(cls).get(part)   # its own dict: no __getattr__ of the module's runs
+                cls = own.namespace(cls).get(part)   # its own dict: no __getattr__ of the module's runs
             kept = isinstance(cls, type) and (tied, how) in _tied_to(cls)
         except Exception:
             kept = False

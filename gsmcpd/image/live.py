@@ -23,7 +23,7 @@ import gc
 import inspect
 from types import FunctionType, MappingProxyType, MemberDescriptorType, ModuleType
 
-from gsmcpd.image import parsing, splice
+from gsmcpd.image import own, parsing, splice
 from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
 from gsmcpd.image.surely_run import surely_run
 from gsmcpd.worker.toolset import ToolError
@@ -465,7 +465,7 @@ def is_dataclass_decorator(module: ModuleType, decorator: ast.expr) -> bool:
     names = splice.dotted_names(decorator.func if isinstance(decorator, ast.Call) else decorator)
     if names is None:
         return False
-    value = vars(module).get(names[0], vars(builtins).get(names[0]))
+    value = own.namespace(module).get(names[0], vars(builtins).get(names[0]))
     for attribute in names[1:]:
         if not isinstance(value, ModuleType):   # a module's attribute is a plain lookup
             return False

@@ -1,8 +1,10 @@
 """A class's own attributes as `type` keeps them, whatever its metaclass binds to those
 names (a property, a raising `__getattr__`): what the image tools read of a class whose
-code they must not run."""
+code they must not run. And what a module binds in its own namespace, whatever object
+sys.modules holds in its place (namespace)."""
 
 import types
+from collections.abc import Mapping
 
 NAME = type.__dict__["__name__"].__get__
 QUALNAME = type.__dict__["__qualname__"].__get__
@@ -12,6 +14,25 @@ _HEAP_TYPE = 1 << 9
 # Read through the base's slot: a subclass (abc.abstractclassmethod) may bind `__func__` otherwise.
 _STATIC_FUNC = staticmethod.__dict__["__func__"].__get__
 _CLASS_FUNC = classmethod.__dict__["__func__"].__get__
+_NO_NAMESPACE: Mapping = types.MappingProxyType({})
+
+
+def namespace(obj) -> Mapping:
+    """What `obj` binds in its own namespace (vars()), read-only; for an object with none,
+    nothing. The one reader of what sys.modules holds: a module's code may put any object
+    in its place there, one with no __dict__ (of __slots__), or one whose __dict__ raises
+    or is no dict, where vars() raised TypeError or the object's own error at every tool
+    reading it."""
+    try:
+        found = vars(obj)
+    except Exception:
+        return _NO_NAMESPACE
+    return found if isinstance(found, (dict, types.MappingProxyType)) else _NO_NAMESPACE
+
+
+def has_namespace(obj) -> bool:
+    """Whether `obj` has a namespace of its own to read (namespace), empty or not."""
+    return namespace(obj) is not _NO_NAMESPACE
 
 
 def is_heap_type(cls: type) -> bool:

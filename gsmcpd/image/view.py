@@ -145,15 +145,6 @@ class _FilesBeside(importlib.resources.abc.TraversableResources):
         return Path(self.directory)
 
 
-def _binds(module, name: str):
-    """What `module` (whatever sys.modules holds: code may put any object there, one with no
-    __dict__, or one whose __dict__ raises) binds `name` to in its namespace, or None."""
-    try:
-        return vars(module).get(name)
-    except Exception:
-        return None
-
-
 class View:
     def __init__(self, store: ImageStore, *, user: str, session_id: str):
         self.store = store
@@ -570,7 +561,7 @@ class View:
             return False
         if not self.has_module(module_name) or not self.owns_module(module_name):
             return False
-        if sys.modules[module_name].__dict__.get(qualname) is not obj:
+        if own.namespace(sys.modules[module_name]).get(qualname) is not obj:
             return False
         tree = self.tree(module_name)
         # Written in a module-level `if`/`try` block too: the module's own source made it.
@@ -658,7 +649,7 @@ class View:
             return []
         home = vars(cls).get("__module__")   # as the class body left it, whatever its metaclass says
         if not isinstance(home, str) or (home in sys.modules and not self.has_module(home)
-                                         and _binds(sys.modules.get(home), name) is cls):
+                                         and own.namespace(sys.modules.get(home)).get(name) is cls):
             return []
         return self._rewriting_index().get((name, home), [])
 
@@ -748,7 +739,7 @@ class View:
         path = path.split(".")
         if len(path) < 2 or not self.has_module(module_name) or not self.owns_module(module_name):
             return False
-        enclosing = _binds(sys.modules[module_name], path[0])
+        enclosing = own.namespace(sys.modules[module_name]).get(path[0])
         if not (isinstance(enclosing, type) and self.written_in(enclosing, module_name)):
             return False
         for depth, name in enumerate(path[1:], start=2):
@@ -1301,7 +1292,7 @@ def _bound_at(module, qualname: str):
     """What `module` binds under the qualified name (`Outer.Inner`: Inner in Outer's
     namespace, a private `__Inner` as `_Outer__Inner`), or None."""
     path = qualname.split(".")
-    found = _binds(module, path[0])
+    found = own.namespace(module).get(path[0])
     for outer, name in zip(path, path[1:]):
         found = vars(found).get(splice.mangled(outer, name)) if isinstance(found, type) else None
     return found

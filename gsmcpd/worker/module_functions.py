@@ -9,7 +9,7 @@ import ast
 import builtins
 import types
 
-from gsmcpd.image import catalog, splice
+from gsmcpd.image import catalog, own, splice
 from gsmcpd.image.view import KERNEL
 from gsmcpd.worker.toolset import ToolError, did_you_mean
 
@@ -60,11 +60,12 @@ def _kernel_no_source(name: str) -> str:
 
 def mutable_dictionary(view, module: str) -> types.ModuleType | None:
     """The guard for an edit of the dictionary's functions: an image module the view owns
-    and can parse. Its live module, or None when it does not import (a source-only edit)."""
+    and can parse. Its live module (catalog.live_module), or None when it does not import (a
+    source-only edit)."""
     catalog.require_editable(view, module, "builtins is the kernel dictionary: its functions cannot "
                              "be changed; define your own in an image module",
                              f"{module}'s functions cannot be changed")
-    return view.module(module)
+    return catalog.live_module(view, module)
 
 
 def refuse_unsure(view, module: str, name: str, live_module: types.ModuleType | None) -> None:
@@ -157,7 +158,7 @@ def _bound_to_its_def(view, module: str, live_module: types.ModuleType | None, n
     not a function made in its body (`f = f()` handing back an inner one), a wrapper
     (`f = cache(f)`), one imported or another def's (`f = other`)."""
     nodes = splice.function_nodes(view.tree(module), name)
-    value = vars(live_module).get(name) if live_module is not None else None
+    value = own.namespace(live_module).get(name)
     if not nodes or type(value) is not types.FunctionType:
         return False
     code = value.__code__

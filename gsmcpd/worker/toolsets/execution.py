@@ -275,7 +275,7 @@ def _live_counterpart(view, value):
     # fail every later execute_code, the one that could drop it too.
     kind = type(value)
     if issubclass(kind, types.ModuleType):
-        module_name, attribute, kind = vars(value).get("__name__"), None, types.ModuleType
+        module_name, attribute, kind = own.namespace(value).get("__name__"), None, types.ModuleType
     elif issubclass(kind, type) and own.QUALNAME(value) == own.NAME(value):
         module_name, attribute, kind = vars(value).get("__module__"), own.NAME(value), type
     elif kind is types.FunctionType and value.__qualname__ == value.__name__:
@@ -296,11 +296,13 @@ def _live_copy(view, value, module_name, attribute):
     if not isinstance(module_name, str) or not view.owns_module(module_name):
         return None
     live = sys.modules[module_name]
-    if attribute is None and getattr(vars(value).get("__spec__"), "loader", None) is not live.__spec__.loader:
+    if attribute is not None:
+        # What it binds, never its __getattr__ (PEP 562): image code run for every name of the
+        # workspace, each call, may raise anything (`_LAZY[name]`, a KeyError).
+        return own.namespace(live).get(attribute)
+    if getattr(own.namespace(value).get("__spec__"), "loader", None) is not live.__spec__.loader:
         return None   # a module of that name the view never made
-    # What it binds, never its __getattr__ (PEP 562): image code run for every name of the
-    # workspace, each call, may raise anything (`_LAZY[name]`, a KeyError).
-    return live if attribute is None else vars(live).get(attribute)
+    return live
 
 
 # Python 3.11's parser overflowing its stack raises a MemoryError that says nothing, and

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import builtins
 
-from gsmcpd.image import catalog, splice
+from gsmcpd.image import catalog, own, splice
 from gsmcpd.image.view import KERNEL
 from gsmcpd.worker.paging import PAGED, offset_prop, page_of
 from gsmcpd.worker.registry import Tool
@@ -76,9 +76,9 @@ class ListingToolset(Toolset):
             namespace = vars(builtins)
         else:
             live = self.view.module(module)
-            if live is None:
+            if live is None or not own.has_namespace(live):   # a stand-in of __slots__ (catalog.no_namespace)
                 return self._entries_from_source(module, arguments)
-            namespace = vars(live)
+            namespace = own.namespace(live)
         # Each entry's kind is worked out for its page only: a big module has thousands.
         names = sorted(name for name in namespace if not name.startswith("__"))
         page = page_of(names, arguments, "entries")

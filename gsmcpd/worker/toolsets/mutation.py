@@ -17,7 +17,7 @@ import keyword
 import sys
 import typing
 
-from gsmcpd.image import catalog, live, overlay, parsing, splice, trial
+from gsmcpd.image import catalog, live, overlay, own, parsing, splice, trial
 from gsmcpd.image.store import relpath_of
 from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
 from gsmcpd.image.view import KERNEL, is_program
@@ -117,7 +117,7 @@ def definition_error(error: BaseException, module=None) -> ToolError:
         return error
     message = f"evaluating the definition raised {raised(error)}"
     name = getattr(error, "name", None) if type(error) is NameError else None
-    if (module is not None and isinstance(name, str) and name not in vars(module)
+    if (module is not None and isinstance(name, str) and name not in own.namespace(module)
             and not hasattr(builtins, name)):
         # A decorator, base, default or annotation is read in the module as the class or
         # def is made: a name the module never binds needs an import there, or a fix.
@@ -510,7 +510,7 @@ class MutationToolset(Toolset):
                 raise
             except BaseException as error:   # the user's code may raise SystemExit too
                 raise definition_error(error, module) from None
-            old = vars(module).get(name)
+            old = own.namespace(module).get(name)
             # In place, so what took the function before (`from m import f`) runs the new code.
             if not (self.view.defines(old) and live.update_function(old, made)):
                 rebound = old is not None
@@ -699,7 +699,7 @@ class MutationToolset(Toolset):
                             "write the body on lines of its own, or pass recompileMethods false to "
                             "drop them")
         old_source = self.view.source(module_name)
-        module = self.view.module(module_name)
+        module = catalog.live_module(self.view, module_name)
         filename = self.view.filename(self.view.relpath(module_name))
 
         def build(methods):
@@ -1264,7 +1264,7 @@ class MutationToolset(Toolset):
         classes = {}
         for name in modules:
             module = self.view.module(name)
-            for obj in list(vars(module).values()) if module is not None else ():
+            for obj in list(own.namespace(module).values()):
                 if isinstance(obj, type) and self.view.written_in(obj, name):
                     classes.update((qualname(self.view, cls), cls) for cls in catalog.with_nested(self.view, obj))
         return classes

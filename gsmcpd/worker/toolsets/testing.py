@@ -47,7 +47,7 @@ import types
 import unittest
 from contextlib import redirect_stderr, redirect_stdout
 
-from gsmcpd.image import catalog
+from gsmcpd.image import catalog, own
 from gsmcpd.raised import raised
 from gsmcpd.worker.capture import Capture
 from gsmcpd.worker.paging import PAGED, offset_prop, page_of
@@ -624,7 +624,7 @@ class PytestMarks:
         if not conditions:
             return True
         # a string is evaluated as pytest does: with the module's globals, os, sys, platform
-        namespace = {"os": os, "sys": sys, "platform": platform, **vars(self.module or _NO_MODULE)}
+        namespace = {"os": os, "sys": sys, "platform": platform, **own.namespace(self.module or _NO_MODULE)}
         for condition in conditions:
             if eval(condition, namespace) if isinstance(condition, str) else condition:
                 return condition
@@ -747,7 +747,7 @@ class TestingToolset(Toolset):
         found = []
         for ref in catalog.image_classes(self.view):
             module = sys.modules.get(ref.module) if self.view.owns_module(ref.module) else None
-            cls = None if module is None else vars(module).get(ref.name)
+            cls = own.namespace(module).get(ref.name)
             # Written there, its `__module__` rewritten or not (unittest names its tests by it).
             if is_test_class(cls) and self.view.written_in(cls, ref.module):
                 found.append((ref.qualified, cls))

@@ -1,0 +1,123 @@
+"""An image module that puts in its place in sys.modules an object with no namespace (an
+object of __slots__, or one whose __dict__ raises), read through own.namespace: each tool
+answers from source, or refuses naming the module, where vars() of it raised TypeError
+(or the object's own error) out of the tool."""
+
+import types
+
+import pytest
+
+from gsmcpd.image import own
+from test_tools_support import client, image, views  # noqa: F401  (fixtures)
+
+_MODULE = ("import sys\nimport unittest\n\n\nclass Widget:\n    \"\"\"A widget.\"\"\"\n\n"
+           "    def spin(self):\n        return 1\n\n\n"
+           "class WidgetTest(unittest.TestCase):\n    def test_spin(self):\n"
+           "        self.assertEqual(Widget().spin(), 2)\n\n\n"
+           "def helper():\n    return 3\n\n\n")
+# Its __spec__ kept, so the view still takes it for its module; Widget reachable by import.
+SLOTTED = _MODULE + ("class StandIn:\n    __slots__ = ()\n    __spec__ = __spec__\n    Widget = Widget\n\n\n"
+                     "sys.modules[__name__] = StandIn()\n")
+RAISING = _MODULE + ("class StandIn:\n    __spec__ = __spec__\n    Widget = Widget\n\n"
+                     "    @property\n    def __dict__(self):\n        raise RuntimeError('no dict here')\n\n\n"
+                     "sys.modules[__name__] = StandIn()\n")
+USER = "from stand_in import Widget\n\n\nclass Mine(Widget):\n    def spin(self):\n        return 5\n"
+NAMED = "image module stand_in is held in sys.modules as a 'StandIn' object with no namespace (__dict__)"
+
+
+@pytest.fixture(params=[SLOTTED, RAISING], ids=["slots", "raising-dict"])
+def stand_in(request, client, image):
+    """The client's session with stand_in imported (and user, whose class builds on its Widget)."""
+    (image / "stand_in.py").write_text(request.param)
+    (image / "user.py").write_text(USER)
+    client.ok("refresh")
+    client.ok("execute_code", code="import stand_in, user")
+    return client
+
+
+def test_the_namespace_of_an_object_without_one_is_empty_and_told_apart_from_an_empty_one():
+    class Slotted:
+        __slots__ = ()
+
+    class Raising:
+        @property
+        def __dict__(self):
+            raise RuntimeError("no dict here")
+
+    for held in (Slotted(), Raising(), None):
+        assert dict(own.namespace(held)) == {} and not own.has_namespace(held)
+    empty = types.ModuleType("empty")
+    empty.__dict__.clear()
+    assert own.namespace(empty) is vars(empty) and own.has_namespace(empty)
+    assert own.namespace(types)["ModuleType"] is types.ModuleType
+
+
+def test_its_entries_are_listed_from_source_saying_why(stand_in):
+    listed = stand_in.ok("list_dictionary_entries", dictionaryName="stand_in")["structuredContent"]
+    assert {"name": "Widget", "kind": "class"} in listed["entries"]
+    assert {"name": "helper", "kind": "function"} in listed["entries"]
+    assert listed["note"].startswith(NAMED)
+
+
+@pytest.mark.parametrize("tool, arguments, shown", [
+    ("describe_class", {}, "methods: spin\n"), ("get_class_hierarchy", {}, "subclasses: user.Mine\n"),
+    ("list_methods", {}, "instance:\n  spin\n")])
+def test_its_classes_are_browsed_from_source_saying_why(stand_in, tool, arguments, shown):
+    text = stand_in.ok(tool, className="stand_in.Widget", **arguments)["content"][0]["text"]
+    assert shown in text and f"(from source: {NAMED}" in text
+
+
+def test_its_methods_source_is_shown(stand_in):
+    answer = stand_in.ok("get_method_source", className="stand_in.Widget", selector="spin")
+    assert answer["structuredContent"]["source"] == "def spin(self):\n    return 1\n"
+
+
+@pytest.mark.parametrize("tool", ["describe_class", "get_class_hierarchy"])
+def test_a_class_built_on_one_of_its_classes_is_browsed_live(stand_in, tool):
+    assert "stand_in.Widget" in stand_in.ok(tool, className="user.Mine")["content"][0]["text"]
+
+
+def test_a_method_of_a_class_built_on_one_of_its_classes_is_compiled(stand_in):
+    stand_in.ok("compile_method", className="user.Mine", source="def spin(self):\n    return 6\n")
+    assert stand_in.view.module("user").Mine().spin() == 6
+
+
+def test_its_tests_are_said_not_loaded_and_not_run(stand_in):
+    for tool in ("list_test_classes", "list_failing_tests"):
+        assert NAMED in stand_in.ok(tool)["content"][0]["text"]
+    for tool, arguments in [("run_test_class", {}), ("run_test_method", {"selector": "test_spin"}),
+                            ("describe_test_failure", {"selector": "test_spin"})]:
+        assert stand_in.error(tool, "other", className="stand_in.WidgetTest", **arguments).startswith(NAMED)
+    assert stand_in.error("list_failing_tests", "other", classNames=["stand_in.WidgetTest"]).startswith(NAMED)
+
+
+@pytest.mark.parametrize("tool, arguments", [
+    ("compile_method", {"className": "stand_in.Widget", "source": "def spin(self):\n    return 7\n"}),
+    ("compile_method", {"className": "stand_in", "source": "def helper():\n    return 4\n"}),
+    ("compile_method", {"className": "stand_in", "source": "def other():\n    return 4\n"}),
+    ("compile_class_definition", {"dictionaryName": "stand_in", "source": "class Widget:\n    pass\n"}),
+    ("compile_class_definition", {"dictionaryName": "stand_in", "source": "class Gadget:\n    pass\n"}),
+    ("set_class_comment", {"className": "stand_in.Widget", "comment": "Another."}),
+    ("delete_method", {"className": "stand_in.Widget", "selector": "spin"}),
+    ("delete_method", {"className": "stand_in", "selector": "helper"}),
+    ("delete_class", {"className": "stand_in.Widget"})])
+def test_an_edit_of_it_is_refused_naming_it(stand_in, tool, arguments):
+    before = stand_in.view.source("stand_in")
+    refused = stand_in.error(tool, "refused", **arguments)
+    assert refused == f"{NAMED}, which code put in the module's place, so the tools cannot read or change " \
+                      "its live objects; edit its file in an editor, then refresh"
+    assert stand_in.view.source("stand_in") == before
+
+
+def test_it_is_removed(stand_in):
+    stand_in.ok("remove_dictionary", dictionaryName="stand_in")
+    assert not stand_in.view.has_module("stand_in")
+
+
+def test_a_workspace_holding_one_of_its_classes_fails_no_later_call(stand_in):
+    # Each execute_code's end looks up the module binding what the workspace holds: vars() of
+    # the stand-in raised there, and every later execute_code failed.
+    stand_in.ok("execute_code", code="from stand_in import Widget\nw = Widget()")
+    assert stand_in.ok("execute_code", code="w.spin()")["structuredContent"]["result"] == "1"
+    stand_in.ok("abort")
+
