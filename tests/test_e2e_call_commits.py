@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from gsmcpd.router.sessions import CALLED_CAP
 from helpers import Daemon, call_in_thread, killed, tool_text, wait_until
 from helpers import open_session as session
 from test_e2e_image import KILLED, SLOW_COMMIT_STEP, call_held_in_commit, journal
@@ -128,3 +129,34 @@ def test_a_stop_right_after_a_worker_died_in_a_commit_still_tells_its_call(tmp_p
         "; whether the commit it was making stands could not be told (the image lock stayed held by another "
         "commit, or the journal is too long to read back here): a new session sees the image as it is")
     assert error["data"] == {"exit": {"signal": 9, "name": "SIGKILL"}, "commitStands": None}
+
+
+def test_a_call_of_a_huge_tool_name_is_named_cut_and_escaped_in_the_status_and_the_log(tmp_path):
+    # Call.describe(): the control socket's in_flight and the log's "worker died in" line
+    # carried a 1 MB tool name whole, and the log line a newline in it raw (a forged line).
+    image = write_image(tmp_path / "image", {"pets.py": "SOUND = 'woof'\n"})
+    forged = "forged\n2026-01-01 00:00:00,000 WARNING gsmcpd forged "
+    name = forged + "x" * 1_000_000
+    shown = "tools/call " + forged.replace("\n", "\\n") + "x" * (CALLED_CAP - len(forged)) + "..."
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
+        a = session(daemon)
+        pid = a.tool("status")["structuredContent"]["pid"]
+        holder = os.open(image / ".gsmcpd" / "lock", os.O_RDONLY)
+        try:
+            # Held here, so whether the call committed cannot be told: the log names the call.
+            fcntl.flock(holder, fcntl.LOCK_EX)
+            os.kill(pid, signal.SIGSTOP)   # the call stays in flight, its worker never reading it
+            caller, answers = call_in_thread(a, name, {})
+            rows = lambda: [row for row in daemon.status().get("sessions", ()) if row["in_flight"]]
+            assert wait_until(rows, timeout=30)
+            assert [row["in_flight"] for row in rows()] == [shown]
+            os.kill(pid, signal.SIGKILL)
+            caller.join(30)
+        finally:
+            os.close(holder)
+    assert answers[0]["error"]["message"].startswith(killed(pid) + "; whether it had committed could not be told")
+    [died] = [line for line in daemon.log_text().splitlines() if "its worker died in" in line]
+    assert died.endswith("its worker died in %s, whether it had committed could not be told (the image lock "
+                         "stayed held by another commit, or the journal is too long to read back here): a new "
+                         "session sees the image as it is" % shown)
+    assert "forged" not in daemon.log_text().replace(died, "")

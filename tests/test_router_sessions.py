@@ -5,7 +5,7 @@ import json
 from gsmcpd.router.app import Principal
 from gsmcpd.router.exit_status import PATIENCE
 from gsmcpd.router.pacing import NOTIFY_BURST
-from gsmcpd.router.sessions import REASON_CAP, asks_all_tools
+from gsmcpd.router.sessions import CALLED_CAP, REASON_CAP, Call, asks_all_tools
 from gsmcpd.router.trace import escape
 from gsmcpd.wire import frames, jsonrpc
 from test_router_sessions_poll import FakeConn, PRINCIPAL, call, manager_for, open_session, reply
@@ -417,6 +417,20 @@ def test_a_waiting_call_holds_what_the_router_reads_of_its_message_not_its_argum
     assert listed.message == {"id": 3, "method": "tools/list", "params": {"cursor": []}}
     assert not asks_all_tools(listed.method, listed.message["params"])   # a cursor, if an odd one
     assert json.loads(waiting.body) == message   # the worker's copy is whole
+
+
+def test_a_call_is_described_with_its_method_and_tool_name_cut_and_escaped():
+    # The log's "worker died in" line and the control socket's in_flight: a 1 MB tool name
+    # went whole into both, a newline in it raw into the log.
+    def described(message):
+        return Call(1, message, json.dumps(message).encode(), FakeConn(), False).describe()
+
+    name = "run\nforged" + "x" * 1_000_000
+    assert described({"id": 1, "method": "tools/call", "params": {"name": name}}) == (
+        "tools/call " + escape(name[:CALLED_CAP]) + "...")
+    assert described({"id": 1, "method": "tools/call", "params": {"name": "execute_code"}}) == "tools/call execute_code"
+    assert described({"id": 1, "method": "m\u202e" * 100_000}) == escape(("m\u202e" * 64)) + "..."
+    assert described({"id": 1, "method": "tools/list"}) == "tools/list"
 
 
 def test_a_dead_workers_calls_are_told_how_it_ended_once_the_spawner_reports_it(caplog):

@@ -10,7 +10,7 @@ One JSON request line -> one JSON reply line, then the server closes.  Requests:
                       would, its call in flight answered "session ended: ..."
 Anything else    -> {"ok": false, "error": "..."}.
 A session dict: id_prefix, user, worker_pid, age, idle (seconds), in_flight (method or
-tool name, or null), queued (requests waiting behind it, at most GS_MCP_MAX_QUEUED),
+tool name, or null; cut and escaped: Call.describe), queued (requests waiting behind it, at most GS_MCP_MAX_QUEUED),
 stream_attached, read_only, id (whole: the socket is its owner's alone); `end`'s adds answered (whether a call in flight was answered "session ended").
 
 The encode/decode/handle functions are pure; `open_listener` (non-blocking, for the

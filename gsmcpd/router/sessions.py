@@ -25,6 +25,9 @@ SSE_HEADERS = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cach
 # What a log line shows of a worker's own reason (the user's code can send any text).
 REASON_CAP = 1024
 OP_CAP = 64   # and of a frame's unknown op
+# and of a call's method and tool name, as the log and the control socket's in_flight
+# describe the call (MCP's tool names are at most 128 characters)
+CALLED_CAP = 128
 # How long after a session opens or ends the loop does not poll: the replacement spare
 # forks and boots, the ended worker exits (~2 ms of CPU each, longer on a busy
 # machine), and a polling router would hold a CPU they need.
@@ -128,10 +131,14 @@ class Call:
         return meta.get("progressToken") if isinstance(meta, dict) else None
 
     def describe(self):
+        """The call as a log line and the control socket's in_flight name it: its method, and
+        a tools/call's tool name, each cut and escaped (trace.shown), as the client chose them:
+        a 1 MB tool name went whole into both, a newline in it forging a log line."""
         params = self.message.get("params") or {}
+        method = shown(self.method, CALLED_CAP)
         if self.method == "tools/call" and isinstance(params, dict):
-            return "tools/call %s" % params.get("name")
-        return self.method
+            return "%s %s" % (method, shown(params.get("name"), CALLED_CAP))
+        return method
 
 
 class Session:
