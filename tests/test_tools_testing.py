@@ -9,7 +9,7 @@ import warnings
 
 import pytest
 
-from gsmcpd.worker.toolset import HardBreak, SoftBreak, mark_soft_break
+from gsmcpd.worker.toolset import REPEAT_CAP, HardBreak, SoftBreak, mark_soft_break, repeated
 from gsmcpd.worker.toolsets.testing import _Result
 
 from test_tools_support import FILES, Client, text, views, write_image  # noqa: F401  (fixtures)
@@ -686,6 +686,21 @@ def test_an_outlandish_failure_does_not_cost_the_run_its_answer(tmp_path, views)
     detail = client.ok("describe_test_failure", className="OddTest", selector="test_surrogate")
     assert "ValueError: \\ud800" in text(detail)
 
+
+
+def test_describe_test_failure_sends_a_huge_traceback_whole_once(tmp_path, views):
+    # The text and structuredContent each carried the 1,000,000 characters kept of it.
+    client = Client(views(write_image(tmp_path / "image", {**FILES, "zoo/test_odd.py": ODD})))
+    detail = client.ok("describe_test_failure", className="OddTest", selector="test_huge")
+    # the text's traceback, and 10,000 characters each of the message twice and of the repeat
+    assert len(json.dumps(detail)) < 1_000_000 + 4 * REPEAT_CAP
+    whole = text(detail)[text(detail).index("Traceback (most recent call last):\n"):]
+    assert whole.endswith(" more characters of the traceback cut: a test's report keeps the first 1,000,000]")
+    assert len(whole) > 1_000_000
+    said = detail["structuredContent"]
+    assert said["exception"] == "ValueError" and said["traceback"] == repeated(whole + "\n", "the traceback")
+    assert len(said["traceback"]) < REPEAT_CAP + 200 and 'test_odd.py", line 9, in test_huge\n    raise ' \
+        'ValueError("y" * 70_000_000)\nValueError: yyy' in said["traceback"]
 
 INTERRUPTS = '''\
 import unittest

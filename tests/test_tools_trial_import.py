@@ -4,6 +4,7 @@ refused, the module, the exception and the line named, nothing changed."""
 
 import contextlib
 import errno
+import json
 import os
 import signal
 import sys
@@ -13,6 +14,7 @@ import pytest
 
 from gsmcpd import procstat
 from gsmcpd.image import trial
+from gsmcpd.worker.toolset import REPEAT_CAP, repeated
 from test_tools_support import client, image, utf8_carries, views  # noqa: F401  (fixtures)
 
 # random.py: `_inst = Random(); randint = _inst.randint`, read through an instance.
@@ -219,6 +221,23 @@ def test_a_failure_with_a_message_past_the_answers_bound_is_still_refused_its_me
     said = refused(client, image, "delete_method", className="trial.Random", selector="choice")
     cut = "\U0001f600" * trial.MESSAGE_MAX + "...(+%d more chars)" % (1_500_000 - trial.MESSAGE_MAX)
     assert f"it failed with ValueError: {cut}, on line 12" in said
+
+
+def test_a_refusal_sends_a_huge_message_whole_once(client, image):
+    # It went whole three times: the text, the error's message and importFailure's message.
+    write(image, DRAWN.replace("choice = _inst.choice\n", "if not hasattr(Random, 'choice'):\n"
+                                                           "    raise ValueError('first line\\n' + 'x' * 1_000_000)\n"))
+    client.ok("refresh")
+    said = client.call("delete_method", className="trial.Random", selector="choice")
+    assert len(json.dumps(said)) < 1_000_000 + 3 * REPEAT_CAP
+    message = "first line\n" + "x" * 1_000_000
+    assert f"it failed with ValueError: {message}, on line 12 (" in said["content"][0]["text"]
+    error = said["structuredContent"]["error"]
+    assert error["message"] == repeated(said["content"][0]["text"], "the message")
+    failed = error["importFailure"]
+    assert failed["message"] == repeated(message, "the message") and failed["message"].startswith("first line\nxxx")
+    assert (failed["error"], failed["at"]) == ("ValueError", {"line": 12, "statement": "raise ValueError("
+                                                              "'first line\\n' + 'x' * 1_000_000)"})
 
 
 def test_a_message_whose_str_raises_is_named_as_raised_names_it(client, image):

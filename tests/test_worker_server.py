@@ -14,8 +14,8 @@ from gsmcpd.worker.server import McpServer, build_server, resolve_worker_class
 from gsmcpd.worker.toolsets import resolve_toolsets
 from gsmcpd.worker.toolset import (
     RECURSION_LIMIT_NOTE, STARTING_RECURSION_LIMIT, recursion_limit_note,
-    ERROR_KINDS, HardBreak, SoftBreak, ToolError, Toolset, bool_prop, mark_soft_break, object_schema,
-    string_prop,
+    ERROR_KINDS, REPEAT_CAP, HardBreak, SoftBreak, ToolError, Toolset, bool_prop, mark_soft_break,
+    object_schema, repeated, string_prop,
 )
 
 
@@ -253,6 +253,33 @@ def test_handler_exception_is_kind_other_with_class_and_message():
     assert result["isError"] is True
     assert result["structuredContent"]["error"]["kind"] == "other"
     assert result["content"][0]["text"] == "KeyError: 'missing'"
+
+
+class LoudToolset(Toolset):
+    name = "loud"
+    tool_names = ("shout",)
+    read_only_safe = frozenset(tool_names)
+
+    def register(self, registry):
+        registry.add(Tool("shout", "shout", object_schema(), self.shout))
+
+    def shout(self, arguments):
+        raise ValueError("first line\n" + "x" * 1_000_000)
+
+
+def test_an_error_message_is_whole_in_the_text_and_only_its_start_repeated_in_structured_content():
+    # A 1 MB message (a traceback of the user's code) went whole into both.
+    result = call(McpServer([LoudToolset]), "shout", {})["result"]
+    message = "ValueError: first line\n" + "x" * 1_000_000
+    assert result["content"] == [{"type": "text", "text": message}]
+    said = result["structuredContent"]["error"]
+    assert said["kind"] == "other" and said["message"] == repeated(message, "the message")
+    assert said["message"] == (message[:REPEAT_CAP] + "\n[... %s more characters of the message cut: a repeat "
+                               "of the answer's text keeps the first 10,000]\n" % f"{len(message) - REPEAT_CAP:,}")
+
+
+def test_a_repeat_of_a_text_within_its_cap_is_the_text_itself():
+    assert repeated("x" * REPEAT_CAP, "the message") == "x" * REPEAT_CAP
 
 
 def test_handler_answer_of_wrong_type_is_kind_other():

@@ -21,7 +21,7 @@ from gsmcpd.wire.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUN
 from gsmcpd.worker.registry import Tool, ToolRegistry, json_type
 from gsmcpd.worker.tool_plans import plan_of
 from gsmcpd.worker.toolset import (BREAKS, ToolError, Toolset, did_you_mean, raise_if_break,
-                                   recursion_limit_note)
+                                   recursion_limit_note, repeated)
 
 
 class CallContext:
@@ -382,9 +382,12 @@ def success_result(outcome) -> dict:
 
 
 def error_result(kind: str, message: str, details: dict | None = None) -> dict:
+    """The error result: `message` whole in its text, its start in structuredContent (a
+    traceback of 1 MB went in both)."""
     return {
         "content": [{"type": "text", "text": message}],
-        "structuredContent": {"error": {"kind": kind, "message": message, **(details or {})}},
+        "structuredContent": {"error": {"kind": kind, "message": repeated(message, "the message"),
+                                        **(details or {})}},
         "isError": True,
     }
 

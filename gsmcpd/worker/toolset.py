@@ -109,6 +109,18 @@ def sendable(text: str, what: str, cap: int, keeper: str, cut: int = 0) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+# Characters of a text the user's code made (an exception's message, a traceback) that an
+# answer's structuredContent keeps where it repeats what the answer's text holds whole (up
+# to that text's own cap): a 1 MB message was sent whole two or three times in one answer.
+REPEAT_CAP = 10_000
+
+
+def repeated(text: str, what: str) -> str:
+    """`text` where an answer repeats what its text holds whole: its first REPEAT_CAP
+    characters, saying so (sendable's note) when it is longer."""
+    return text if len(text) <= REPEAT_CAP else sendable(text, what, REPEAT_CAP, "a repeat of the answer's text")
+
+
 class Toolset:
     """Subclass this to add tools. See docs/internals.md, "Worker side"."""
 

@@ -24,7 +24,7 @@ from gsmcpd.image.view import KERNEL, is_program
 from gsmcpd.raised import raised
 from gsmcpd.worker import module_functions, special_methods
 from gsmcpd.worker.registry import Tool
-from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset, bool_prop, object_schema, string_prop
+from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset, bool_prop, object_schema, repeated, string_prop
 from gsmcpd.worker.toolsets.browsing import (CLASS_NAME, META, SELECTOR, filter_by_meta, live_kind,
                                               metaclass_method_text, metaclass_owner, no_def_hint,
                                               qualname)
@@ -1408,7 +1408,7 @@ def _refuse_failing_trial(view, qualified: str, module: str, old_source: str,
                 "still imports it was not checked"), {"importNotTried": found.why}
     if found is None:
         return "", {}
-    failed = {"module": module, "error": found.kind, "message": found.message}
+    failed = {"module": module, "error": found.kind, "message": repeated(found.message, "the message")}
     where = ""
     if found.line is not None:
         failed["at"] = _trial_line(old_source, new_source, found.line)

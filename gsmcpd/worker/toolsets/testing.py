@@ -53,7 +53,7 @@ from gsmcpd.worker.capture import Capture
 from gsmcpd.worker.paging import PAGED, offset_prop, page_of
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import (BREAKS, HardBreak, ToolError, Toolset, array_prop, carry_partial,
-                                   object_schema, raise_if_break, sendable, string_prop)
+                                   object_schema, raise_if_break, repeated, sendable, string_prop)
 from gsmcpd.worker.toolsets.browsing import CLASS_NAME, SELECTOR
 
 # This module's frames are the runner's (the test-part guard's, _run_plain's): unittest
@@ -928,6 +928,8 @@ class TestingToolset(Toolset):
         lines += [f"message: {entry.get('message', '')}", "", entry.get("traceback", "").rstrip()]
         lines += [_with_said(f"also {e['outcome']}: {e['test']}", e) for e in others[:LISTED_CAP]]
         structured = _public(entry)
+        if "traceback" in entry:   # whole in the text
+            structured["traceback"] = repeated(entry["traceback"], "the traceback")
         if others:   # capped as a run's list is: thousands of failing subtests must still send
             structured["also"] = _listed(others)
             lines += _cap_note(others, structured, "alsoTotal")

@@ -1,0 +1,73 @@
+"""End-to-end: an exception of the user's code with a huge message (900 KB) is sent whole once
+in a tool's answer, its text, and structuredContent repeats only its start (REPEAT_CAP):
+execute_code's traceback, a test's traceback (describe_test_failure) and a deletion's
+trial import each sent it whole two or three times."""
+
+import json
+
+import pytest
+
+from gsmcpd.worker.toolset import REPEAT_CAP
+from helpers import Daemon, open_session
+from test_e2e_trial_import import DRAWN
+from test_tools_support import write_image
+
+# within the 1,000,000 characters execute_code and a test's report keep of a traceback
+HUGE = "raise ValueError('first line\\n' + 'x' * 900_000)"
+MESSAGE = "first line\n" + "x" * 900_000
+CUT = "more characters of %s cut: a repeat of the answer's text keeps the first 10,000]\n"
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    files = {"huge_test.py": "import unittest\n\n\nclass HugeTest(unittest.TestCase):\n"
+                             "    def test_raises(self):\n        " + HUGE + "\n",
+             "drawn.py": DRAWN + "if not hasattr(Random, 'choice'):\n    " + HUGE + "\n"}
+    tmp = tmp_path_factory.mktemp("huge-messages")
+    with Daemon(tmp, env={"GS_MCP_IMAGE": str(write_image(tmp / "image", files))}) as running:
+        yield running
+
+
+def answer(daemon, tool, arguments):
+    """(the answer's size in bytes, its result)"""
+    c = open_session(daemon)
+    try:
+        response = c.call("tools/call", {"name": tool, "arguments": arguments})
+        assert response.status == 200, response
+        return len(response.body), json.loads(response.body)["result"]
+    finally:
+        c.close()
+
+
+def test_execute_code_sends_the_traceback_whole_once(daemon):
+    size, result = answer(daemon, "execute_code", {"code": HUGE})
+    assert size < len(MESSAGE) + 1000 + 2 * REPEAT_CAP   # it was 2 MB
+    text = result["content"][0]["text"]
+    assert text.startswith('Traceback (most recent call last):\n  File "<workspace-1>", line 1, in <module>\n')
+    assert text.endswith("ValueError: " + MESSAGE)
+    error = result["structuredContent"]["error"]
+    assert error["kind"] == "other" and error["message"].startswith(text[:REPEAT_CAP])
+    assert error["message"].endswith(CUT % "the message") and len(error["message"]) < REPEAT_CAP + 200
+
+
+def test_describe_test_failure_sends_the_traceback_whole_once(daemon):
+    size, result = answer(daemon, "describe_test_failure", {"className": "huge_test.HugeTest", "selector": "test_raises"})
+    assert size < len(MESSAGE) + 1000 + 4 * REPEAT_CAP   # it was 2 MB
+    text = result["content"][0]["text"]
+    assert text.endswith("ValueError: " + MESSAGE)
+    said = result["structuredContent"]
+    assert said["exception"] == "ValueError" and said["traceback"].endswith(CUT % "the traceback")
+    assert 'huge_test.py", line 6, in test_raises\n    ' + HUGE + "\nValueError: first line\nxxx" in said["traceback"]
+    assert len(said["traceback"]) < REPEAT_CAP + 200
+
+
+def test_a_deletions_trial_refusal_sends_the_message_whole_once(daemon):
+    size, result = answer(daemon, "delete_method", {"className": "drawn.Random", "selector": "choice"})
+    assert size < len(MESSAGE) + 1000 + 3 * REPEAT_CAP   # it was 3 MB
+    assert ("it failed with ValueError: %s, on line 12 (%r). Nothing changed." % (MESSAGE, HUGE)
+            in result["content"][0]["text"])
+    error = result["structuredContent"]["error"]
+    assert error["kind"] == "refused" and error["message"].endswith(CUT % "the message")
+    failed = error["importFailure"]
+    assert (failed["error"], failed["at"]) == ("ValueError", {"line": 12, "statement": HUGE})
+    assert failed["message"] == MESSAGE[:REPEAT_CAP] + f"\n[... {len(MESSAGE) - REPEAT_CAP:,} " + CUT % "the message"
