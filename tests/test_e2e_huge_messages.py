@@ -1,7 +1,7 @@
 """End-to-end: an exception of the user's code with a huge message (900 KB) is sent whole once
 in a tool's answer, its text, and structuredContent repeats only its start (REPEAT_CAP):
 execute_code's traceback, a test's traceback (describe_test_failure) and a deletion's
-trial import each sent it whole two or three times."""
+trial import each sent it whole two or three times, a module's import error twice."""
 
 import json
 
@@ -22,7 +22,8 @@ CUT = "more characters of %s cut: a repeat of the answer's text keeps the first 
 def daemon(tmp_path_factory):
     files = {"huge_test.py": "import unittest\n\n\nclass HugeTest(unittest.TestCase):\n"
                              "    def test_raises(self):\n        " + HUGE + "\n",
-             "drawn.py": DRAWN + "if not hasattr(Random, 'choice'):\n    " + HUGE + "\n"}
+             "drawn.py": DRAWN + "if not hasattr(Random, 'choice'):\n    " + HUGE + "\n",
+             "loud.py": "class Loud:\n    pass\n\n\n" + HUGE + "\n"}
     tmp = tmp_path_factory.mktemp("huge-messages")
     with Daemon(tmp, env={"GS_MCP_IMAGE": str(write_image(tmp / "image", files))}) as running:
         yield running
@@ -71,3 +72,16 @@ def test_a_deletions_trial_refusal_sends_the_message_whole_once(daemon):
     failed = error["importFailure"]
     assert (failed["error"], failed["at"]) == ("ValueError", {"line": 12, "statement": HUGE})
     assert failed["message"] == MESSAGE[:REPEAT_CAP] + f"\n[... {len(MESSAGE) - REPEAT_CAP:,} " + CUT % "the message"
+
+
+def test_a_modules_import_error_is_sent_whole_once(daemon):
+    for tool, arguments, what, where in [
+            ("describe_class", {"className": "loud.Loud"}, "the reason", lambda said: said["fromSource"]),
+            ("compile_method", {"className": "loud", "source": "def f():\n    return 1\n"}, "the import error",
+             lambda said: said["importErrors"]["loud"])]:
+        size, result = answer(daemon, tool, arguments)
+        assert size < len(MESSAGE) + 1000 + REPEAT_CAP, tool   # it was 2 MB
+        assert "ValueError: " + MESSAGE in result["content"][0]["text"]
+        said = where(result["structuredContent"])
+        assert said.endswith(CUT % what) and len(said) < REPEAT_CAP + 200, said[-300:]
+        assert "ValueError: first line\nxxx" in said

@@ -3,10 +3,12 @@
 once something that may change the outcome happened (an edit, refresh, abort, commit,
 the session's code run), and it is still named with its error."""
 
+import json
 import sys
 
 import pytest
 
+from gsmcpd.worker.toolset import REPEAT_CAP, repeated
 from test_tools_support import Client, views, write_image  # noqa: F401  (fixtures)
 
 # Each run of failing.py adds a line to the file TRIES names: how often it was imported.
@@ -198,3 +200,43 @@ def test_a_loaded_submodule_of_a_package_a_commit_brought_in_broke_fails_with_it
     errors = client.ok(bring_in)["structuredContent"]["importErrors"]
     assert sorted(errors) == ["p.s", "p.s.k"], errors
     assert "p.s.k" not in sys.modules
+
+
+# A module whose import raises a huge message: each answer naming it has the message whole
+# in its text and its start in structuredContent (it went whole into both).
+LOUD = "class K:\n    pass\n\n\nraise ValueError('first line\\n' + 'x' * 1_000_000)\n"
+LOUD_ERROR = "ValueError: first line\n" + "x" * 1_000_000
+LOUD_REASON = "image module loud failed to import: " + LOUD_ERROR
+
+
+@pytest.fixture
+def loud(tmp_path, views):
+    return Client(views(write_image(tmp_path / "image", {"loud.py": LOUD})))
+
+
+def said_once(result, found, whole, what):
+    """`found` (the structured copy) is the start of `whole`, which the text holds whole."""
+    assert whole in result["content"][0]["text"]
+    assert found == repeated(whole, what) and len(found) < REPEAT_CAP + 200, found[-200:]
+    assert len(json.dumps(result)) < len(whole) + 2 * REPEAT_CAP
+
+
+@pytest.mark.parametrize("tool, arguments, where", [
+    ("list_test_classes", {}, lambda said: said["notLoaded"][0]),
+    ("list_failing_tests", {}, lambda said: said["notLoaded"][0]),
+    ("describe_class", {"className": "loud.K"}, lambda said: said["fromSource"]),
+    ("get_class_hierarchy", {"className": "loud.K"}, lambda said: said["fromSource"]),
+    ("list_methods", {"className": "loud.K"}, lambda said: said["fromSource"]),
+    ("list_dictionary_entries", {"dictionaryName": "loud"}, lambda said: said["note"]),
+])
+def test_a_huge_import_error_is_whole_in_the_text_and_its_start_in_structured_content(loud, tool, arguments,
+                                                                                       where):
+    result = loud.ok(tool, **arguments)
+    said_once(result, where(result["structuredContent"]), LOUD_REASON, "the reason")
+
+
+def test_a_huge_import_error_a_tool_names_after_an_import_is_whole_once_too(loud):
+    for tool, arguments in [("compile_method", {"className": "loud", "source": "def f():\n    return 1\n"}),
+                            ("refresh", {}), ("abort", {})]:
+        result = loud.ok(tool, **arguments)
+        said_once(result, result["structuredContent"]["importErrors"]["loud"], LOUD_ERROR, "the import error")

@@ -10,7 +10,8 @@ from gsmcpd.image import catalog, splice
 from gsmcpd.worker import module_functions
 from gsmcpd.worker.paging import PAGED, offset_prop, page_of
 from gsmcpd.worker.registry import Tool
-from gsmcpd.worker.toolset import ToolError, Toolset, bool_prop, did_you_mean, object_schema, string_prop
+from gsmcpd.worker.toolset import (ToolError, Toolset, bool_prop, did_you_mean, object_schema, repeated,
+                                   string_prop)
 from gsmcpd.worker.toolsets.search import spellings_of
 
 CLASS_NAME = {"className": string_prop("a class: bare name if unique, or module.Class",
@@ -277,7 +278,7 @@ class BrowsingToolset(Toolset):
             lines.append(f"doc: {doc}")
         if cls is None:
             lines.append(f"(from source: {not_live})")
-            structured["fromSource"] = not_live
+            structured["fromSource"] = repeated(not_live, "the reason")   # whole in the text
         return with_class_note(self.view, ref, {"text": "\n".join(lines), "structured": structured})
 
     def export_class_source(self, arguments):
@@ -326,7 +327,7 @@ class BrowsingToolset(Toolset):
                           "subclasses: " + (", ".join(page.items) or "-"), f"(from source: {not_live})"]
                          + page.note)
         return {"text": text, "structured": {"class": ref.qualified, "superclasses": [], "bases": bases,
-                                             "subclasses": page.items, "fromSource": not_live,
+                                             "subclasses": page.items, "fromSource": repeated(not_live, "the reason"),
                                              **page.fields}}
 
     def get_method_source(self, arguments):
@@ -437,7 +438,7 @@ class BrowsingToolset(Toolset):
                      + ", ".join(f"{count} from {name}" for name, count in counted.items())
                      + "; includeKernelInherited true lists them)")
         if cls is None:   # its own defs only: what it inherits needs the live class
-            text, structured["fromSource"] = f"{text}\n(from source: {not_live})", not_live
+            text, structured["fromSource"] = f"{text}\n(from source: {not_live})", repeated(not_live, "the reason")
         return {"text": text, "structured": structured}
 
 

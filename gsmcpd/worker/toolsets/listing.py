@@ -9,7 +9,7 @@ from gsmcpd.image import catalog, own, splice
 from gsmcpd.image.view import KERNEL
 from gsmcpd.worker.paging import PAGED, offset_prop, page_of
 from gsmcpd.worker.registry import Tool
-from gsmcpd.worker.toolset import Toolset, object_schema, string_prop
+from gsmcpd.worker.toolset import Toolset, object_schema, repeated, string_prop
 
 _DICTIONARY = {"dictionaryName": string_prop("an image module (dotted name) or builtins",
                                              min_length=1)}
@@ -90,10 +90,11 @@ class ListingToolset(Toolset):
     def _entries_from_source(self, module, arguments):
         """A module that will not import is still listed, from its source."""
         tree = self.view.tree(module)
-        reason = catalog._unloadable(self.view, module)
+        reason = catalog._unloadable(self.view, module)   # whole in the text, its start in the note
         if tree is None:
             none = page_of([], arguments, "entries")   # the fields every listing has
-            return {"text": reason, "structured": {"dictionary": module, "entries": [], "note": reason,
+            return {"text": reason, "structured": {"dictionary": module, "entries": [],
+                                                   "note": repeated(reason, "the reason"),
                                                    **none.fields}}
         # A def or class in a top-level `if`/`try` block binds a module global too.
         entries = {node.name: "class" if isinstance(node, ast.ClassDef) else "function"
@@ -117,5 +118,6 @@ class ListingToolset(Toolset):
         text = "\n".join([f"{e['name']} ({e['kind']})" for e in page.items] + [f"(from source: {reason})"]
                          + page.note)
         return {"text": text,
-                "structured": {"dictionary": module, "entries": page.items, "note": reason, **page.fields}}
+                "structured": {"dictionary": module, "entries": page.items,
+                               "note": repeated(reason, "the reason"), **page.fields}}
 

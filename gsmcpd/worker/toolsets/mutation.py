@@ -29,7 +29,7 @@ from gsmcpd.worker.toolsets.browsing import (CLASS_NAME, META, SELECTOR, filter_
                                               metaclass_method_text, metaclass_owner, no_def_hint,
                                               qualname)
 from gsmcpd.worker.toolsets.session import (already_committed_text, brought_in_text, commit_view,
-                                            import_error_lines, settled_text)
+                                            import_error_lines, import_errors_data, settled_text)
 
 DICTIONARY = {"dictionaryName": string_prop("an image module, dotted name (e.g. shop.models)",
                                              min_length=1)}
@@ -218,6 +218,8 @@ class MutationToolset(Toolset):
             unsaid = {name: error for name, error in broken.items() if said.get(name) != error}
             if unsaid:
                 text += "\n" + "\n".join(import_error_lines(unsaid))
+        if "importErrors" in structured:   # each whole in the text (a note or its lines)
+            structured["importErrors"] = import_errors_data(structured["importErrors"])
         return {"text": text, "structured": structured}
 
     def _reimport_importers(self, modules, itself: bool = False) -> tuple[str, dict]:

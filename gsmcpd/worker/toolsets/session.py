@@ -8,7 +8,7 @@ import os
 from gsmcpd.image.store import (CommitConflict, DirectoryInTheWay, ImageLockTimeout, LinkedModule,
                                 StickyStateDirectory, UnlistedDirectory, UnwritableModule, module_name_of)
 from gsmcpd.worker.registry import Tool
-from gsmcpd.worker.toolset import ToolError, Toolset, object_schema
+from gsmcpd.worker.toolset import ToolError, Toolset, object_schema, repeated
 
 
 @contextlib.contextmanager
@@ -149,6 +149,12 @@ def import_error_lines(errors: dict[str, str]) -> list[str]:
     return [f"import error in {module}: {error}" for module, error in sorted(errors.items())]
 
 
+def import_errors_data(errors: dict[str, str]) -> dict[str, str]:
+    """`importErrors` of an answer whose text has import_error_lines: each error's start
+    (toolset.repeated), as a module's import may raise a message of any size."""
+    return {module: repeated(error, "the import error") for module, error in errors.items()}
+
+
 def brought_in_text(brought_in: list[str]) -> str:
     return f"brought in others' commits to {', '.join(brought_in)}"
 
@@ -205,7 +211,7 @@ class SessionToolset(Toolset):
         lines += _reload_lines(report)
         return {"text": "\n".join(lines), "structured": {
             "discarded": discarded, "broughtIn": brought_in, "version": self.view.version,
-            "reloaded": report.reloaded, "importErrors": report.import_errors,
+            "reloaded": report.reloaded, "importErrors": import_errors_data(report.import_errors),
             **({"settled": settled} if settled else {})}}
 
     def commit(self, arguments):
@@ -220,7 +226,7 @@ class SessionToolset(Toolset):
                 text += "; " + part(names)
         lines = [f"{text} (view version {self.view.version})"] + import_error_lines(broken)
         structured = {"committed": committed, "alreadyCommitted": already, "broughtIn": brought_in,
-                      "version": self.view.version, "importErrors": broken}
+                      "version": self.view.version, "importErrors": import_errors_data(broken)}
         if settled:   # only then: an earlier commit's, not this one's
             structured["settled"] = settled
         return {"text": "\n".join(lines), "structured": structured}
@@ -242,7 +248,7 @@ class SessionToolset(Toolset):
         return {"text": "\n".join(lines), "structured": {
             "version": self.view.version, "broughtIn": report.brought_in,
             "keptOurs": report.kept_ours, "alreadyCommitted": report.already_committed,
-            "reloaded": report.reloaded, "importErrors": report.import_errors,
+            "reloaded": report.reloaded, "importErrors": import_errors_data(report.import_errors),
             **({"settled": report.settled} if report.settled else {})}}
 
     def status(self, arguments):

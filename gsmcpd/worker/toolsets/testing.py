@@ -830,7 +830,7 @@ class TestingToolset(Toolset):
         page = page_of([name for name, _ in classes], arguments, "test classes")
         structured = {"testClasses": page.items, **page.fields}
         if unloaded:
-            structured["notLoaded"] = unloaded
+            structured["notLoaded"] = _not_loaded_data(unloaded)
         text = "\n".join(page.items + _not_loaded_lines(unloaded) + page.note)
         return {"text": text or "no test classes in the image", "structured": structured}
 
@@ -893,7 +893,7 @@ class TestingToolset(Toolset):
         if lines:   # the counts too: failures alone do not say how many tests ran or were kept from it
             lines.append(f"({ran})")
         if unloaded:
-            structured["notLoaded"] = unloaded
+            structured["notLoaded"] = _not_loaded_data(unloaded)
         text = "\n".join(lines) or (f"no failing tests ({ran})" if not unloaded else
                                     f"no failing tests among those run ({ran}), but "
                                     f"{len(unloaded)} image modules could not be loaded:")
@@ -1003,6 +1003,12 @@ def _cap_note(failed: list[dict], structured: dict, total_key: str) -> list[str]
 
 def _not_loaded_lines(unloaded: list[str]) -> list[str]:
     return [f"(not loaded, so its tests are unknown and were not run: {reason})" for reason in unloaded]
+
+
+def _not_loaded_data(unloaded: list[str]) -> list[str]:
+    """`notLoaded` of an answer whose text has _not_loaded_lines: each reason's start
+    (a module's import may raise a message of any size)."""
+    return [repeated(reason, "the reason") for reason in unloaded]
 
 
 def _public(entry: dict) -> dict:
