@@ -5,7 +5,7 @@ import contextlib
 
 from helpers import Daemon, open_session
 from test_e2e_tools import error, structured
-from test_tools_kernel_ties import KERNEL_SIDE, STAND_IN, UNITS
+from test_tools_kernel_ties import FACTORY, KERNEL_SIDE, STAND_IN, UNITS
 from test_tools_support import write_image
 
 
@@ -79,3 +79,13 @@ def test_the_tools_answer_of_a_module_standing_in_as_an_object_without_a_dict(tm
         structured(c, "compile_method", className="user.Mine", source="def spin(self):\n    return 6\n")
         assert structured(c, "execute_code", code="import user\nuser.Mine().spin()")["result"] == "6"
         c.close()
+
+
+def test_a_factorys_class_is_told_by_the_name_its_module_binds_it_under(tmp_path):
+    # Found by __qualname__ (make.<locals>.Made), the new class was never found: int, which
+    # the module's own code registers again, was named lost, all named make.<locals>.Made.
+    with tied_session(tmp_path, FACTORY) as (c, image):
+        (image / "tied_units.py").write_text(FACTORY + "# changed\n")
+        assert structured(c, "refresh")["kernelTies"] == {"tied_units": [
+            "kernel_side_ties.Foot (a subclass of tied_units.Quantity)",
+            "kernel_side_ties.Meter (registered with tied_units.Quantity)"]}

@@ -112,3 +112,54 @@ def test_a_stand_in_without_a_dict_has_no_ties():
     class StandIn:
         __slots__ = ()
     assert kernel_ties.ties("stand_in", StandIn(), lambda name: True) == []
+
+
+def _module(source: str):
+    import types
+    module = types.ModuleType("tied_units")
+    exec(source, vars(module))
+    return module
+
+
+# Classes bound under another name than their __qualname__: by a factory (make.<locals>.Made),
+# and by a name the module binds a second class statement's class to below (Old = Quantity).
+FACTORY = ("import abc\n\n\ndef make():\n    class Made(abc.ABC):\n        pass\n    return Made\n\n\n"
+           "Quantity = make()\nQuantity.register(int)   # made again by the re-import: not lost\n")
+REBOUND = ("import abc\n\n\nclass Quantity(abc.ABC):\n    pass\n\n\nOld = Quantity\n\n\n"
+           "class Quantity(abc.ABC):\n    pass\n\n\nQuantity.register(complex)\n")
+
+
+def test_a_class_is_told_by_the_name_its_module_binds_it_under():
+    # Looked up by __qualname__, a factory's class was never found in the new module: what
+    # its own code registers again (int) was named lost, and named as make.<locals>.Made.
+    from gsmcpd.image import kernel_ties
+    old = _module(FACTORY)
+    tied = kernel_ties.ties("tied_units", old, lambda name: True)
+    assert tied == [(int, "registered", "Quantity")]
+    assert kernel_ties.lost("tied_units", tied, _module(FACTORY)) == []
+    old.Quantity.register(float)   # as the kernel would
+    assert kernel_ties.lost("tied_units", kernel_ties.ties("tied_units", old, lambda name: True),
+                            _module(FACTORY)) == ["builtins.float (registered with tied_units.Quantity)"]
+
+
+def test_a_class_whose_qualname_names_another_class_of_its_module_is_told_by_its_own_name():
+    # Old's __qualname__ is Quantity, the second class's name: the kernel's registration with
+    # Old was looked for on the new Quantity, which its module's code registers complex with.
+    from gsmcpd.image import kernel_ties
+    old = _module(REBOUND)
+    old.Old.register(complex)   # as the kernel would, with the first class
+    tied = kernel_ties.ties("tied_units", old, lambda name: True)
+    assert sorted(tied, key=repr) == [(complex, "registered", "Old"), (complex, "registered", "Quantity")]
+    assert kernel_ties.lost("tied_units", tied, _module(REBOUND)) == \
+        ["builtins.complex (registered with tied_units.Old)"]
+
+
+def test_a_class_bound_under_two_names_is_told_once_by_its_class_statements_name():
+    from gsmcpd.image import kernel_ties
+    source = "import abc\n\n\nclass Quantity(abc.ABC):\n    pass\n\n\nAlias = Quantity\n"
+    old = _module(source)
+    old.Quantity.register(float)
+    tied = kernel_ties.ties("tied_units", old, lambda name: True)
+    assert tied == [(float, "registered", "Quantity")]
+    assert kernel_ties.lost("tied_units", tied, _module(source)) == \
+        ["builtins.float (registered with tied_units.Quantity)"]

@@ -26,37 +26,55 @@ except ImportError:   # pragma: no cover - the pure-Python _py_abc keeps it as a
 
 
 def ties(name: str, module, is_kernel) -> list[tuple[type, str, str]]:
-    """(kernel class, "subclass" or "registered", qualname) for each class of a kernel module
-    (`is_kernel(name)`) tied so to the class `module` (the module `name`) made of that
-    qualified name."""
+    """(kernel class, "subclass" or "registered", bound name) for each class of a kernel
+    module (`is_kernel(name)`) tied so to a class `module` (the module `name`) made and binds:
+    named as the browsing tools name it, by the name the module binds it under (live_class
+    reads `module.__dict__[name]`), not its __qualname__, which an alias (`Public = _Base`),
+    a factory's class (`Foo = make()`, `make.<locals>.X`) or a name bound again below
+    (`Old = Q` / `class Q`) leaves naming another class or none."""
     found = []
-    for value in list(own.namespace(module).values()):   # none of a stand-in with no namespace
+    items = list(own.namespace(module).items())   # none of a stand-in with no namespace
+    for value, bound in _bound_names(name, items).values():
         try:
-            if isinstance(value, type) and _module_of(value) == name:
-                found += [(tied, how, _qualname(value)) for tied, how in _tied_to(value)
-                          if is_kernel(_module_of(tied))]
+            found += [(tied, how, bound) for tied, how in _tied_to(value) if is_kernel(_module_of(tied))]
         except Exception:   # what one class does (a metaclass's __subclasses__): the others are still told
             continue
     return found
 
 
+def _bound_names(name: str, items) -> dict[int, tuple[type, str]]:
+    """id -> (class, the name it is told by) for each class of the module `name` (of its
+    `items`, its namespace's) that it binds: its class statement's name (its __qualname__)
+    where the module binds that to it, as the browsing tools list it; else the first
+    name binding it. A class bound under two names is one class, its ties told once."""
+    classes: dict[int, tuple[type, str]] = {}
+    for bound, value in items:
+        try:
+            if not (isinstance(value, type) and _module_of(value) == name):
+                continue
+            if id(value) not in classes or bound == _qualname(value):
+                classes[id(value)] = (value, bound)
+        except Exception:   # a class whose reading raises (a heap type with no __module__)
+            continue
+    return classes
+
+
 def lost(module_name: str, found: list[tuple[type, str, str]], now) -> list[str]:
     """Of `found` (ties() of the old module), those the module `now` (the new one, or None)
-    does not make again, named: 'decimal.Decimal (registered with numbers.Number)' or
-    'fractions.Fraction (a subclass of numbers.Rational)'. The new module's own code
-    re-registers some (numbers registers int with its Integral): not lost."""
+    does not make again, the class tied to told by the name it is bound under in both:
+    'decimal.Decimal (registered with numbers.Number)' or 'fractions.Fraction (a subclass
+    of numbers.Rational)'. The new module's own code re-registers some (numbers registers
+    int with its Integral): not lost."""
     named = set()
-    for tied, how, qualname in found:
+    for tied, how, bound in found:
         try:
-            cls = now
-            for part in qualname.split(".") if now is not None else ():
-                cls = own.namespace(cls).get(part)   # its own dict: no __getattr__ of the module's runs
+            cls = None if now is None else own.namespace(now).get(bound)   # its own dict: no __getattr__ of the module's runs
             kept = isinstance(cls, type) and (tied, how) in _tied_to(cls)
         except Exception:
             kept = False
         if not kept:
             relation = "a subclass of" if how == "subclass" else "registered with"
-            named.add(f"{_named(tied)} ({relation} {module_name}.{qualname})")
+            named.add(f"{_named(tied)} ({relation} {module_name}.{bound})")
     return sorted(named)
 
 
