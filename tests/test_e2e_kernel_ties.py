@@ -4,16 +4,17 @@ real daemon (gsmcpd.image.kernel_ties): what the answer says of those ties."""
 import contextlib
 
 from helpers import Daemon, open_session
-from test_e2e_tools import error, structured
-from test_tools_kernel_ties import FACTORY, KERNEL_SIDE, STAND_IN, UNITS
+from test_e2e_tools import call_tool, error, structured
+from test_tools_kernel_ties import BASE, FACTORY, KERNEL_SIDE, STAND_IN, UNITS
 from test_tools_support import write_image
 
 
 @contextlib.contextmanager
-def tied_session(tmp_path, units):
-    """A session on a daemon whose image's tied_units.py holds `units`, the kernel's
-    kernel_side_ties (a subclass and a registration) tied to its Quantity; and the image."""
-    image = write_image(tmp_path / "image", {"tied_units.py": units})
+def tied_session(tmp_path, units, others=None):
+    """A session on a daemon whose image's tied_units.py holds `units` (and its files
+    `others`, path -> text), the kernel's kernel_side_ties (a subclass and a registration)
+    tied to its Quantity; and the image."""
+    image = write_image(tmp_path / "image", {"tied_units.py": units, **(others or {})})
     (tmp_path / "kernel" / "kernel_side_ties.py").parent.mkdir()
     (tmp_path / "kernel" / "kernel_side_ties.py").write_text(KERNEL_SIDE)
     with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
@@ -89,3 +90,17 @@ def test_a_factorys_class_is_told_by_the_name_its_module_binds_it_under(tmp_path
         assert structured(c, "refresh")["kernelTies"] == {"tied_units": [
             "kernel_side_ties.Foot (a subclass of tied_units.Quantity)",
             "kernel_side_ties.Meter (registered with tied_units.Quantity)"]}
+
+
+def test_ties_dropped_by_a_call_that_then_fails_are_told_in_its_error(tmp_path):
+    # delete_class re-imports the importers of its module (tied_units), then commits: the
+    # conflict's answer said nothing of them, and the next call's start cleared them.
+    with tied_session(tmp_path, "import base\n" + UNITS, {"base.py": BASE}) as (c, image):
+        (image / "base.py").write_text(BASE + "# edited outside\n")
+        failed = call_tool(c, "delete_class", {"className": "base.Gone"})
+        assert failed["isError"] and failed["structuredContent"]["error"]["kind"] == "conflict"
+        assert failed["structuredContent"]["kernelTies"] == {"tied_units": [
+            "kernel_side_ties.Foot (a subclass of tied_units.Quantity)",
+            "kernel_side_ties.Meter (registered with tied_units.Quantity)"]}
+        assert "note: re-importing tied_units made its classes anew" in failed["content"][0]["text"]
+        assert "kernelTies" not in structured(c, "abort")

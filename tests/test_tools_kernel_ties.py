@@ -163,3 +163,79 @@ def test_a_class_bound_under_two_names_is_told_once_by_its_class_statements_name
     assert tied == [(float, "registered", "Quantity")]
     assert kernel_ties.lost("tied_units", tied, _module(source)) == \
         ["builtins.float (registered with tied_units.Quantity)"]
+
+
+# An image module the kernel's tied module imports: a mutation of its classes re-imports it.
+BASE = "class Gone:\n    pass\n"
+
+
+def test_ties_dropped_by_a_call_that_then_fails_are_told_in_its_error(client, image, kernel_side):
+    # delete_class re-imports its module's importers, then commits: a conflict answered the
+    # error alone, the next call cleared the ties, and the session's isinstance said False unsaid.
+    (image / "base.py").write_text(BASE)
+    (image / "tied_units.py").write_text("import base\n" + UNITS)
+    client.ok("refresh")
+    kernel_side()
+    (image / "base.py").write_text(BASE + "# edited outside\n")
+    failed = client.call("delete_class", className="base.Gone")
+    assert failed["isError"] and failed["structuredContent"]["error"]["kind"] == "conflict"
+    assert failed["structuredContent"]["kernelTies"] == {"tied_units": [
+        "kernel_side_ties.Foot (a subclass of tied_units.Quantity)",
+        "kernel_side_ties.Meter (registered with tied_units.Quantity)"]}
+    assert failed["content"][0]["text"].startswith("commit failed: base.py was changed on disk")
+    assert "note: re-importing tied_units made its classes anew" in failed["content"][0]["text"]
+    assert "kernelTies" not in client.ok("abort")["structuredContent"]   # told once
+
+
+def _server_with(view, handler):
+    """A server over `view` with the core toolsets and `tied_call`, running `handler(view)`."""
+    from gsmcpd.worker.registry import Tool
+    from gsmcpd.worker.server import McpServer
+    from gsmcpd.worker.toolset import Toolset, object_schema
+    from gsmcpd.worker.toolsets import resolve_toolsets
+
+    class Tied(Toolset):
+        name = "tied"
+        tool_names = ("tied_call",)
+
+        def register(self, registry):
+            registry.add(Tool("tied_call", "re-import, then fail", object_schema(), lambda a: handler(view)))
+    return McpServer([*resolve_toolsets(), Tied], view=view, session_info={"user": "tester", "session_id": "a"})
+
+
+def _call(server, tool):
+    return server.handle({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                          "params": {"name": tool, "arguments": {}}})["result"]
+
+
+TOLD = {"tied_units": ["kernel_side_ties.Foot (a subclass of tied_units.Quantity)",
+                       "kernel_side_ties.Meter (registered with tied_units.Quantity)"]}
+
+
+def test_ties_dropped_by_a_call_that_then_raises_are_told_in_its_error(image, views, kernel_side):
+    def handler(view):
+        view.abort()
+        raise RuntimeError("after the re-import")
+    (image / "tied_units.py").write_text(UNITS)
+    server = _server_with(views(image), handler)
+    kernel_side()
+    failed = _call(server, "tied_call")
+    assert failed["isError"] and failed["structuredContent"]["kernelTies"] == TOLD
+    assert failed["content"][0]["text"].startswith("RuntimeError: after the re-import\nnote: re-importing tied_units")
+    assert "kernelTies" not in _call(server, "status")["structuredContent"]
+
+
+def test_ties_dropped_by_a_broken_call_are_told_by_the_next_answer(image, views, kernel_side):
+    # A break's answer is no tool result to tell them in; the next call's start cleared them.
+    from gsmcpd.worker.toolset import SoftBreak
+
+    def handler(view):
+        view.abort()
+        raise SoftBreak("soft break")
+    (image / "tied_units.py").write_text(UNITS)
+    server = _server_with(views(image), handler)
+    kernel_side()
+    with pytest.raises(SoftBreak):
+        _call(server, "tied_call")
+    assert _call(server, "status")["structuredContent"]["kernelTies"] == TOLD
+    assert "kernelTies" not in _call(server, "status")["structuredContent"]

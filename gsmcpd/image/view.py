@@ -158,7 +158,7 @@ class View:
         self.live_code: dict[str, dict[int, CodeType]] = {}
         self.import_errors: dict[str, str] = {}
         # module -> the kernel's classes tied to its old classes, as its re-imports in this tool
-        # call found them (kernel_ties); the call's answer names those lost, the server clears it.
+        # call found them (kernel_ties); the call's answer names those lost (lost_kernel_ties takes them).
         self.kernel_ties: dict[str, list] = {}
         # module -> such ties of a module no call's end found imported again (it failed to).
         self._kernel_ties_awaiting: dict[str, list] = {}
@@ -467,12 +467,14 @@ class View:
 
     def lost_kernel_ties(self) -> dict[str, list[str]]:
         """module -> the kernel's classes tied to its old classes and not to those its
-        re-import made (kernel_ties.lost): what this tool call's re-imports dropped. One not
-        imported again (it fails to, now) has no new classes to tell apart yet: told at the
-        end of the call that has it imported; one removed, never."""
+        re-import made (kernel_ties.lost): what this tool call's re-imports dropped, and a
+        broken call's before it (its answer was the break's). One not imported again (it
+        fails to, now) has no new classes to tell apart yet: told at the end of the call
+        that has it imported; one removed, never."""
         awaiting, self._kernel_ties_awaiting = self._kernel_ties_awaiting, {}
         for name, tied in self.kernel_ties.items():
             awaiting[name] = awaiting.get(name, []) + tied
+        self.kernel_ties.clear()
         found = {}
         for name, tied in sorted(awaiting.items()):
             now = sys.modules.get(name) if self.owns_module(name) else None

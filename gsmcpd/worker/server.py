@@ -282,28 +282,30 @@ class McpServer:
         self.context = context or CallContext()
         # A soft break that landed ends the call as a break, whatever the user's code made
         # of it (caught it and exited, or returned): the deadline or cancel still holds.
-        ties = getattr(self.view, "kernel_ties", None)
         try:
-            if ties:
-                ties.clear()   # a call's answer says only what its own re-imports dropped
             for toolset in self.toolsets:
                 toolset.call_starting()
             outcome = tool.handler(arguments)
             raise_if_break()
-            return success_result(with_kernel_ties(outcome, None if ties is None else self.view.lost_kernel_ties()))
+            result = success_result(outcome)
         except ToolError as error:
             raise_if_break(error)
-            return error_result(error.kind, error.message, error.details)
+            result = error_result(error.kind, error.message, error.details)
         except BREAKS:
-            raise
+            raise   # its answer is the break's: the ties its re-imports dropped are the next answer's
         except BaseException as error:   # a handler bug or the user's SystemExit, GeneratorExit,
             # own KeyboardInterrupt...: an answer, not a dead worker
             raise_if_break(error)
-            return _unexpected_error_result(error)
+            result = _unexpected_error_result(error)
         finally:
             self.context = IDLE_CONTEXT
             if context is not None:
                 context.end()
+        # Told by an error's answer too: a call failing after its re-import (a mutation whose
+        # commit conflicts) leaves the session with the new classes all the same.
+        if getattr(self.view, "kernel_ties", None) is None:
+            return result
+        return with_kernel_ties(result, self.view.lost_kernel_ties())
 
 
 def _unexpected_error_result(error: BaseException) -> dict:
@@ -351,23 +353,22 @@ def check_declarations(toolset: Toolset, registered: ToolRegistry) -> None:
             raise ValueError(f"{label}.{attribute} names tools it does not provide: {sorted(strays)}")
 
 
-def with_kernel_ties(outcome, ties: dict[str, list[str]] | None):
-    """The answer, with a note on the kernel's classes tied to an image module's old classes
-    that the call's re-import of it dropped (gsmcpd.image.kernel_ties), and `kernelTies`."""
-    if not ties or not isinstance(outcome, (str, dict)) or isinstance(outcome, dict) and not \
-            isinstance(outcome.get("text"), str):
-        return outcome
+def with_kernel_ties(result: dict, ties: dict[str, list[str]]) -> dict:
+    """The CallToolResult (a success's or an error's), with a note on the kernel's classes
+    tied to an image module's old classes that the call's re-import of it dropped
+    (gsmcpd.image.kernel_ties), and `kernelTies` beside what its structuredContent holds."""
+    if not ties:
+        return result
     note = "\n".join(
         f"note: re-importing {module} made its classes anew, but the kernel's modules are not "
         f"re-imported and stay tied to the old ones: {', '.join(tied)}; here isinstance and "
         f"issubclass with the new {module} say False for them, where a new session, importing "
         f"both anew, says True" for module, tied in sorted(ties.items()))
-    if isinstance(outcome, str):
-        return f"{outcome}\n{note}"
-    structured = outcome.get("structured")
-    if isinstance(structured, dict):
-        structured = {**structured, "kernelTies": dict(sorted(ties.items()))}
-    return {**outcome, "text": f"{outcome['text']}\n{note}", "structured": structured}
+    told = {**result, "content": [{**result["content"][0], "text": f"{result['content'][0]['text']}\n{note}"},
+                                  *result["content"][1:]]}
+    if isinstance(result.get("structuredContent"), dict):
+        told["structuredContent"] = {**result["structuredContent"], "kernelTies": dict(sorted(ties.items()))}
+    return told
 
 
 def success_result(outcome) -> dict:
