@@ -12,3 +12,19 @@ def raised(exc: BaseException) -> str:
         text = "<exception str() failed>"
     text = carried(text)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def raised_importing(exc: BaseException, package: str) -> str:
+    """raised(exc) for an import of `package` that failed, naming the submodule of it whose
+    top-level code the exception came out of, the innermost, if one did: a package
+    importing its plugins in a loop (`importlib.import_module(f"{__name__}.{name}")`)
+    fails with the error of the one that failed, which its text alone does not name."""
+    found = None
+    traceback = exc.__traceback__
+    while traceback is not None:
+        frame = traceback.tb_frame
+        name = frame.f_globals.get("__name__")
+        if frame.f_code.co_name == "<module>" and isinstance(name, str) and name.startswith(package + "."):
+            found = name
+        traceback = traceback.tb_next
+    return raised(exc) if found is None else f"{raised(exc)}; raised importing its submodule {found}"

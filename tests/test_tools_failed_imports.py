@@ -240,3 +240,33 @@ def test_a_huge_import_error_a_tool_names_after_an_import_is_whole_once_too(loud
                             ("refresh", {}), ("abort", {})]:
         result = loud.ok(tool, **arguments)
         said_once(result, result["structuredContent"]["importErrors"]["loud"], LOUD_ERROR, "the import error")
+
+
+# A package importing its plugins by name, in a loop: no import statement names them.
+PLUGINS = {"plugs/__init__.py": "import importlib\n\nfor _name in ('good', 'bad'):\n"
+                                "    importlib.import_module(f'{__name__}.{_name}')\n",
+           "plugs/good.py": "X = 1\n",
+           "plugs/bad.py": "X = 2\n"}
+
+
+def test_refresh_names_a_package_whose_plugin_it_imports_by_name_now_fails(tmp_path, views):
+    # Its importers found by import statements alone, the package was left live and
+    # unnamed: importErrors said plugs.bad, though a new session's `import plugs` fails.
+    image = write_image(tmp_path / "image", PLUGINS)
+    client = Client(views(image))
+    client.ok("execute_code", code="import plugs")
+    (image / "plugs" / "bad.py").write_text("import extlib_not_installed\n")
+    refreshed = client.ok("refresh")
+    missing = "ModuleNotFoundError: No module named 'extlib_not_installed'"
+    assert refreshed["structuredContent"]["importErrors"] == {
+        "plugs": f"{missing}; raised importing its submodule plugs.bad", "plugs.bad": missing}
+    assert f"import error in plugs: {missing}; raised importing its submodule plugs.bad" in \
+        refreshed["content"][0]["text"]
+
+
+def test_a_package_failing_in_a_submodule_is_named_with_that_submodule(tmp_path, views):
+    image = write_image(tmp_path / "image", {**PLUGINS, "plugs/bad.py": "raise RuntimeError('bad plugin')\n"})
+    client = Client(views(image))
+    assert client.ok("abort")["structuredContent"]["importErrors"] == {}   # none loaded
+    assert "image module plugs failed to import: RuntimeError: bad plugin; raised importing its submodule " \
+           "plugs.bad" in client.ok("list_test_classes")["content"][0]["text"]

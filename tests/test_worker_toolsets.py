@@ -556,3 +556,28 @@ def test_the_readme_examples_name_toolsets_that_resolve():
     assert specs
     for spec in specs:
         assert resolve_toolsets(spec), spec
+
+
+@pytest.fixture
+def plugin_package(tmp_path, monkeypatch):
+    """A toolset package on sys.path whose __init__ imports its plugins by name, in a loop,
+    one of them failing; its modules forgotten afterwards."""
+    package = tmp_path / "failing_plugins_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("import importlib\n\nfor _name in ('good', 'bad'):\n"
+                                         "    importlib.import_module(f'{__name__}.{_name}')\n")
+    (package / "good.py").write_text("X = 1\n")
+    (package / "bad.py").write_text("import extlib_not_installed\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield "failing_plugins_pkg"
+    for name in [name for name in sys.modules if name.partition(".")[0] == "failing_plugins_pkg"]:
+        del sys.modules[name]
+
+
+def test_a_toolset_package_failing_in_a_plugin_it_imports_names_both(plugin_package):
+    # The error named the package alone, with an error of the submodule's that says not which.
+    with pytest.raises(ValueError) as info:
+        resolve_toolsets([f"{plugin_package}:Acme"])
+    assert str(info.value) == (
+        f"toolset '{plugin_package}:Acme': cannot import module '{plugin_package}' (ModuleNotFoundError: "
+        f"No module named 'extlib_not_installed'; raised importing its submodule {plugin_package}.bad)")

@@ -21,6 +21,7 @@ import logging
 import os
 import secrets
 import sys
+import threading
 import tokenize
 import unicodedata
 from types import CodeType, ModuleType
@@ -31,7 +32,7 @@ from gsmcpd.image import kernel_ties, own, parsing, splice, walking
 from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
 from gsmcpd.image.surely_run import surely_run
 from gsmcpd.image.renumber import code_of_live_functions, code_within, renumber_moved_code, spans_of
-from gsmcpd.raised import raised
+from gsmcpd.raised import raised_importing
 from gsmcpd.worker.toolset import BREAKS, ToolError, raise_if_break, recursion_limit_note
 from gsmcpd.image.store import (JOURNAL_LIMIT, LOCK_WAIT, CommitConflict, CommitPending, ImageStore,
                                 Snapshot, alike_hashes, module_name_of, other_form, packages_of, relpath_of,
@@ -56,6 +57,7 @@ class _SnapshotLoader(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def __init__(self, view: "View"):
         self.view = view
+        self._running = threading.local()   # .names: the image modules whose code runs, innermost last
 
     def find_spec(self, fullname, path=None, target=None):
         rel = self.view.relpath(fullname)
@@ -86,7 +88,14 @@ class _SnapshotLoader(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         code = compile(text, filename, "exec", dont_inherit=True)
         self.view.live_texts[name] = text
         self.view.live_code[name] = code_within([code])
-        exec(code, module.__dict__)
+        running = self._running.__dict__.setdefault("names", [])
+        if running:   # its import started by another's top-level code: an importer no statement names
+            self.view.ran_imports.setdefault(running[-1], set()).add(name)
+        running.append(name)
+        try:
+            exec(code, module.__dict__)
+        finally:
+            running.pop()
 
     def get_source(self, fullname):
         rel = self.view.relpath(fullname)
@@ -157,6 +166,10 @@ class View:
         # module -> the code compiled from that text (by id): what an edit's renumber moves.
         self.live_code: dict[str, dict[int, CodeType]] = {}
         self.import_errors: dict[str, str] = {}
+        # module -> the image modules whose import its top-level code started, by a statement
+        # or not (a plugin package's importlib.import_module in a loop): importers of them
+        # (_importers_of). Kept over its re-imports: one re-run finds those still loaded cached.
+        self.ran_imports: dict[str, set[str]] = {}
         # module -> the kernel's classes tied to its old classes, as its re-imports in this tool
         # call found them (kernel_ties); the call's answer names those lost (lost_kernel_ties takes them).
         self.kernel_ties: dict[str, list] = {}
@@ -524,7 +537,7 @@ class View:
         except BaseException as error:         # the module's own KeyboardInterrupt, GeneratorExit...
             raise_if_break(error)              # ...unless the call is being broken, not the import
             note = recursion_limit_note(error)
-            self.import_errors[name] = raised(error) + ("" if note is None else " " + note)
+            self.import_errors[name] = raised_importing(error, name) + ("" if note is None else " " + note)
             if isinstance(error, (RecursionError, MemoryError)):   # the stack's depth, the memory free now
                 self._failed_in_epoch.pop(name, None)
             else:
@@ -1184,7 +1197,7 @@ class View:
                     setattr(module, child, sys.modules[name])
 
     def _importers_of(self, targets: set[str], loaded: list[str], imports=None) -> set[str]:
-        imports = imports or self._imports
+        imports = imports or self._imports_as_run
         found = set(targets)
         grew = True
         while grew:
@@ -1194,6 +1207,13 @@ class View:
                     found.add(name)
                     grew = True
         return found
+
+    def _imports_as_run(self, module: str) -> frozenset[str] | set[str]:
+        """The modules `module` imports (_imports), and those its top-level code started
+        importing otherwise (ran_imports): a package importing its plugins in a loop, whose
+        re-import fails once one of them does, as a new session's import of it."""
+        ran = self.ran_imports.get(module)
+        return self._imports(module) | ran if ran else self._imports(module)
 
     def imported_from(self, module: str, node: ast.ImportFrom) -> str:
         """The absolute name of the module a `from ... import` in `module` reads: a

@@ -15,7 +15,7 @@ import threading
 
 import gsmcpd
 from gsmcpd.protocol import negotiate_version
-from gsmcpd.raised import raised
+from gsmcpd.raised import raised, raised_importing
 from gsmcpd.wire import jsonrpc
 from gsmcpd.wire.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND
 from gsmcpd.worker.registry import Tool, ToolRegistry, json_type
@@ -404,7 +404,7 @@ def import_spec(spec: str, what: str):
         module = importlib.import_module(module_name)
     except Exception as error:
         raise ValueError(f"{what} {spec!r}: cannot import module {module_name!r} "
-                         f"({raised(error)})") from error
+                         f"({raised_importing(error, module_name)})") from error
     try:
         return getattr(module, attribute)
     except AttributeError:

@@ -7,7 +7,7 @@ import importlib
 
 from gsmcpd.config import CORE_TOOLSETS   # named once: the config's default and the check of names
 from gsmcpd.image import own
-from gsmcpd.raised import raised
+from gsmcpd.raised import raised_importing
 from gsmcpd.worker.server import import_spec
 from gsmcpd.worker.toolset import Toolset
 
@@ -93,7 +93,7 @@ def _builtin(name: str) -> type[Toolset]:
         module = importlib.import_module(module_name)
     except Exception as error:
         raise ValueError(f"toolset {name!r}: cannot import {module_name} "
-                         f"({raised(error)})") from error
+                         f"({raised_importing(error, module_name)})") from error
     for value in own.namespace(module).values():   # whatever sys.modules held under its name
         if (isinstance(value, type) and issubclass(value, Toolset) and value is not Toolset
                 and value.__module__ == module_name and value.name == name):
