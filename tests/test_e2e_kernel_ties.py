@@ -104,3 +104,19 @@ def test_ties_dropped_by_a_call_that_then_fails_are_told_in_its_error(tmp_path):
             "kernel_side_ties.Meter (registered with tied_units.Quantity)"]}
         assert "note: re-importing tied_units made its classes anew" in failed["content"][0]["text"]
         assert "kernelTies" not in structured(c, "abort")
+
+
+def test_a_module_standing_in_as_an_object_with_no_spec_is_told_so_not_shadowed(tmp_path):
+    # With no __spec__ naming the view's loader, it was taken for a kernel module of its name:
+    # "shadowed by the already-loaded kernel module of that name; rename the image module".
+    from test_tools_stand_in_module import NAMED, NO_SPEC, USER
+    image = write_image(tmp_path / "image", {"stand_in.py": NO_SPEC, "user.py": USER})
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
+        c = open_session(daemon)
+        structured(c, "execute_code", code="import stand_in, user")
+        assert structured(c, "describe_class", className="stand_in.Widget")["fromSource"].startswith(NAMED)
+        assert error(c, "compile_method", "refused", className="stand_in.Widget",
+                     source="def spin(self):\n    return 7\n").startswith(NAMED)
+        assert error(c, "run_test_class", "other", className="stand_in.WidgetTest").startswith(NAMED)
+        assert structured(c, "abort")["reloaded"] == ["stand_in", "user"]   # the view's: imported anew
+        c.close()

@@ -1,8 +1,11 @@
 """An image module that puts in its place in sys.modules an object with no namespace (an
-object of __slots__, or one whose __dict__ raises), read through own.namespace: each tool
+object of __slots__, or one whose __dict__ raises), with its __spec__ or none (the view's by
+what its import left there: View.note_stand_in), read through own.namespace: each tool
 answers from source, or refuses naming the module, where vars() of it raised TypeError
 (or the object's own error) out of the tool."""
 
+import json
+import sys
 import types
 
 import pytest
@@ -18,6 +21,10 @@ _MODULE = ("import sys\nimport unittest\n\n\nclass Widget:\n    \"\"\"A widget.\
 # Its __spec__ kept, so the view still takes it for its module; Widget reachable by import.
 SLOTTED = _MODULE + ("class StandIn:\n    __slots__ = ()\n    __spec__ = __spec__\n    Widget = Widget\n\n\n"
                      "sys.modules[__name__] = StandIn()\n")
+# No __spec__ either: told the view's by what its import left in sys.modules, not a kernel
+# module's of that name shadowing it (no such module exists).
+NO_SPEC = _MODULE + ("class StandIn:\n    __slots__ = ()\n    Widget = Widget\n\n\n"
+                     "sys.modules[__name__] = StandIn()\n")
 RAISING = _MODULE + ("class StandIn:\n    __spec__ = __spec__\n    Widget = Widget\n\n"
                      "    @property\n    def __dict__(self):\n        raise RuntimeError('no dict here')\n\n\n"
                      "sys.modules[__name__] = StandIn()\n")
@@ -25,7 +32,7 @@ USER = "from stand_in import Widget\n\n\nclass Mine(Widget):\n    def spin(self)
 NAMED = "image module stand_in is held in sys.modules as a 'StandIn' object with no namespace (__dict__)"
 
 
-@pytest.fixture(params=[SLOTTED, RAISING], ids=["slots", "raising-dict"])
+@pytest.fixture(params=[SLOTTED, NO_SPEC, RAISING], ids=["slots", "slots-no-spec", "raising-dict"])
 def stand_in(request, client, image):
     """The client's session with stand_in imported (and user, whose class builds on its Widget)."""
     (image / "stand_in.py").write_text(request.param)
@@ -121,3 +128,27 @@ def test_a_workspace_holding_one_of_its_classes_fails_no_later_call(stand_in):
     assert stand_in.ok("execute_code", code="w.spin()")["structuredContent"]["result"] == "1"
     stand_in.ok("abort")
 
+
+
+def test_it_is_imported_anew_by_abort_and_forgotten_as_the_session_ends(stand_in):
+    # One with no __spec__ was taken for a kernel module's: never re-imported, and left in
+    # sys.modules for whatever imported the name after the session.
+    held = sys.modules["stand_in"]
+    stand_in.ok("abort")
+    assert sys.modules["stand_in"] is not held and type(sys.modules["stand_in"]).__name__ == "StandIn"
+    stand_in.view.close()
+    assert "stand_in" not in sys.modules
+
+
+def test_a_module_putting_a_kernel_module_in_its_place_is_still_not_the_views(client, image):
+    # What its import left there, it is a module the kernel's loader made: taken for the
+    # image module's live one, an edit of it would change json.
+    (image / "alias.py").write_text("import json\nimport sys\n\n\ndef dumps(obj):\n    return 1\n\n\n"
+                                    "sys.modules[__name__] = json\n")
+    client.ok("refresh")
+    try:
+        client.ok("execute_code", code="import alias")
+        client.error("compile_method", "refused", className="alias", source="def dumps(obj):\n    return 2\n")
+        assert json.dumps({}) == "{}" and not client.view.owns_module("alias")
+    finally:
+        sys.modules.pop("alias", None)

@@ -96,6 +96,7 @@ class _SnapshotLoader(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             exec(code, module.__dict__)
         finally:
             running.pop()
+        self.view.note_stand_in(name, module)
 
     def get_source(self, fullname):
         rel = self.view.relpath(fullname)
@@ -165,6 +166,9 @@ class View:
         self.live_texts: dict[str, str] = {}    # module -> text its live objects reflect
         # module -> the code compiled from that text (by id): what an edit's renumber moves.
         self.live_code: dict[str, dict[int, CodeType]] = {}
+        # module -> what its own code, imported by the view, put in its place in sys.modules
+        # (note_stand_in): the view's, though it may keep no __spec__ naming the view's loader.
+        self._stand_ins: dict[str, object] = {}
         self.import_errors: dict[str, str] = {}
         # module -> the image modules whose import its top-level code started, by a statement
         # or not (a plugin package's importlib.import_module in a loop): importers of them
@@ -294,6 +298,7 @@ class View:
             linecache.cache.pop(self.filename(rel), None)
         self.live_texts.clear()
         self.live_code.clear()
+        self._stand_ins.clear()
 
     def release_unsettled(self) -> None:
         """The session ends with its commit undecided: nothing will settle it now, so
@@ -472,11 +477,26 @@ class View:
     # -- live modules ----------------------------------------------------
 
     def owns_module(self, module: str) -> bool:
+        """Whether sys.modules holds the view's import of `module` under its name: a module
+        the view's loader made, or what that module's code put in its place (note_stand_in)."""
         loaded = sys.modules.get(module)
-        try:   # whatever a user's object in sys.modules does (a __getattr__ raising KeyError)
-            return getattr(getattr(loaded, "__spec__", None), "loader", None) is self._loader
-        except Exception:
-            return False
+        if loaded is not None and loaded is self._stand_ins.get(module):
+            return True
+        return _loader_of(loaded) is self._loader
+
+    def note_stand_in(self, module: str, made: ModuleType) -> None:
+        """Once the view's loader ran `module`'s code into `made`: keep what that code put in
+        its place in sys.modules (`sys.modules[__name__] = StandIn()`), with no __spec__ to
+        tell it the view's by (an object of __slots__, a bare ModuleType): it was taken for a
+        kernel module of that name shadowing the image's (View.shadowing), and never
+        forgotten. Not a module another loader made (`sys.modules[__name__] = json`): that
+        one is the kernel's, which the view must not take for its own to change."""
+        held = sys.modules.get(module)
+        # None there halts the import: no stand-in.
+        if held is made or held is None or _loader_of(held) is not None:
+            self._stand_ins.pop(module, None)
+        else:
+            self._stand_ins[module] = held
 
     def lost_kernel_ties(self) -> dict[str, list[str]]:
         """module -> the kernel's classes tied to its old classes and not to those its
@@ -1282,6 +1302,7 @@ class View:
                 _unbind(name)
             self.live_texts.pop(name, None)
             self.live_code.pop(name, None)
+            self._stand_ins.pop(name, None)
             self._forget_failure(name)
 
 
@@ -1446,6 +1467,14 @@ def _imported(report: RefreshReport) -> list[str]:
 
 def _once(names) -> list[str]:
     return list(dict.fromkeys(names))
+
+
+def _loader_of(held) -> object:
+    """The loader a sys.modules entry's __spec__ names, None if it names none."""
+    try:   # whatever a user's object in sys.modules does (a __getattr__ raising KeyError)
+        return getattr(getattr(held, "__spec__", None), "loader", None)
+    except Exception:
+        return None
 
 
 def _unbind(name: str) -> None:
