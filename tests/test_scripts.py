@@ -1,6 +1,7 @@
 """The real scripts against the real daemon: run-server.sh, stop-server.sh, `status`,
 SIGHUP log rotation, the message trace, systemd readiness, install.sh."""
 
+import contextlib
 import http.client
 import json
 import os
@@ -79,6 +80,41 @@ def port_free(port):
         return sock.connect_ex(("127.0.0.1", port)) != 0
 
 
+def _stop_for_sure(port, state, pid=None):
+    """Stop the gsmcpd still serving `port` from the state directory `state` (or, its
+    pidfile lost, the pid `pid` names) without the scripts, which may be what failed:
+    `gsmcpd stop`, then SIGKILL to its process group (its own session: its workers too).
+    A line naming it; None when nothing serves the port."""
+    if port_free(port):
+        return None
+    with contextlib.suppress(OSError, ValueError):
+        pid = int((Path(state) / f"gsmcpd-{port}.pid").read_text())
+    subprocess.run([sys.executable, "-m", "gsmcpd", "stop", str(port), "--state-dir", str(state),
+                    "--timeout", "10"], env=clean_env(), cwd=str(REPO), capture_output=True, timeout=60)
+    if not port_free(port) and pid is not None and pid_alive(pid) and \
+            b"gsmcpd" in Path(f"/proc/{pid}/cmdline").read_bytes():
+        with contextlib.suppress(ProcessLookupError):
+            if os.getpgid(pid) == pid:
+                os.killpg(pid, signal.SIGKILL)
+            else:
+                os.kill(pid, signal.SIGKILL)
+        wait_until(lambda: port_free(port), 15)
+    return f"gsmcpd on port {port}, pid {pid}, state {state}" + ("" if port_free(port) else ": still serving")
+
+
+@pytest.fixture
+def stop_at_the_end():
+    """stop_at_the_end(port, state, pid=None): the gsmcpd a test starts through the scripts
+    is stopped once the test ends (_stop_for_sure), and the test errors naming it if it was
+    left serving: a stop script failing (a fix of it tested before it exists) left it running
+    past the test run. Called before the start, so a test failing at once leaves none."""
+    serving = []
+    yield lambda port, state, pid=None: serving.append((port, state, pid))
+    left = [line for args in serving if (line := _stop_for_sure(*args))]
+    if left:
+        pytest.fail("left running after the test, now stopped:\n" + "\n".join(left), pytrace=False)
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """One detached daemon for the module, traced both ways, started by run-server.sh."""
@@ -92,6 +128,7 @@ def server(tmp_path_factory):
     yield info
     if info["pidfile"].exists():
         run("stop-server.sh", str(port), env=env)
+    _stop_for_sure(port, state)   # the stop script may be what failed
 
 
 def test_a_logrotate_signal_during_start_up_is_held_and_its_reopen_done_once_serving(tmp_path):
@@ -189,9 +226,10 @@ def test_stop_stops_a_serve_however_it_was_given_its_port(tmp_path, how):
         log.close()
 
 
-def test_run_server_takes_a_lone_port_as_stop_server_does_over_the_environment(tmp_path):
+def test_run_server_takes_a_lone_port_as_stop_server_does_over_the_environment(tmp_path, stop_at_the_end):
     # `./run-server.sh 8000` failed with "unrecognized arguments" while `./stop-server.sh 8000` worked.
     port, state = free_port(), tmp_path / "state"
+    stop_at_the_end(port, state)
     env = clean_env(GS_MCP_PORT=str(free_port()), GS_MCP_STATE_DIR=str(state))
     started = run("run-server.sh", str(port), env=env)
     try:
@@ -236,10 +274,12 @@ def test_a_serve_given_its_port_by_the_environment_is_named_from_another_state_d
                 proc.wait()
 
 
-def test_stop_of_a_stale_pidfile_names_the_gsmcpd_serving_the_port_from_another_state_dir(tmp_path):
+def test_stop_of_a_stale_pidfile_names_the_gsmcpd_serving_the_port_from_another_state_dir(
+        tmp_path, stop_at_the_end):
     # The pidfile asked about names a process that is no gsmcpd (its server gone, the pid
     # reused): removed, nothing signalled, and the gsmcpd on the port named, not left unsaid.
     port, ours, other = free_port(), tmp_path / "ours", tmp_path / "other"
+    stop_at_the_end(port, ours)
     unrelated = subprocess.Popen(["sleep", "60"])
     started = run("run-server.sh", "--port", str(port), "--state-dir", str(ours), env=clean_env())
     try:
@@ -263,10 +303,11 @@ def test_stop_of_a_stale_pidfile_names_the_gsmcpd_serving_the_port_from_another_
     assert port_free(port)
 
 
-def test_a_deep_state_dir_serves_and_the_cli_reaches_it(tmp_path):
+def test_a_deep_state_dir_serves_and_the_cli_reaches_it(tmp_path, stop_at_the_end):
     # Its control socket's path is past the 108 bytes a unix socket address holds: start
     # once failed with "cannot serve on 127.0.0.1:PORT: AF_UNIX path too long".
     port, state = free_port(), tmp_path / ("d" * 60) / ("e" * 60)
+    stop_at_the_end(port, state)
     env = clean_env(GS_MCP_PORT=str(port), GS_MCP_STATE_DIR=str(state))
     started = run("run-server.sh", env=env)
     try:
@@ -292,7 +333,7 @@ def _start_check_stop(script, port, names=("run-server.sh", "install.sh", "stop-
     """Start, check and stop this checkout's server through `script(name, *args)`, the
     scripts as a caller reaches them (`names`: the start, install and stop scripts so
     reached): each does its part, and no decoy gsmcpd runs. The check's output, for the
-    caller's own assertions."""
+    caller's own assertions. The caller stops the server for sure (stop_at_the_end)."""
     start, install, stop = names
     started = script(start)
     try:
@@ -308,7 +349,7 @@ def _start_check_stop(script, port, names=("run-server.sh", "install.sh", "stop-
     return checked.stdout
 
 
-def test_scripts_run_their_own_gsmcpd_whatever_the_callers_directory_holds(tmp_path):
+def test_scripts_run_their_own_gsmcpd_whatever_the_callers_directory_holds(tmp_path, stop_at_the_end):
     # `python -m` puts the caller's directory first on the path: run from another checkout
     # (or any directory holding a gsmcpd package), the scripts ran that gsmcpd instead,
     # with its state dir, and reported on a server that was not this checkout's.
@@ -317,6 +358,7 @@ def test_scripts_run_their_own_gsmcpd_whatever_the_callers_directory_holds(tmp_p
     (decoy / "gsmcpd" / "__init__.py").write_text("")
     (decoy / "gsmcpd" / "__main__.py").write_text("print('the decoy gsmcpd ran')\n")
     port, state = free_port(), tmp_path / "state"
+    stop_at_the_end(port, state)
     env = clean_env(GS_MCP_PORT=str(port), GS_MCP_STATE_DIR=str(state))
 
     def script(name, *args):
@@ -325,10 +367,11 @@ def test_scripts_run_their_own_gsmcpd_whatever_the_callers_directory_holds(tmp_p
     assert SERVED in _start_check_stop(script, port)
 
 
-def test_scripts_run_by_a_relative_path_with_cdpath_set_find_their_checkout(tmp_path):
+def test_scripts_run_by_a_relative_path_with_cdpath_set_find_their_checkout(tmp_path, stop_at_the_end):
     # With CDPATH exported, `cd dir` prints the directory it found: ROOT=$(cd ... && pwd)
     # held it twice ("/x/gsmcpd\n/x/gsmcpd"), and no script found its .venv or install.sh.
     port, state = free_port(), tmp_path / "state"
+    stop_at_the_end(port, state)
     env = clean_env(GS_MCP_PORT=str(port), GS_MCP_STATE_DIR=str(state), CDPATH=str(REPO.parent))
 
     def script(name, *args):
@@ -338,10 +381,11 @@ def test_scripts_run_by_a_relative_path_with_cdpath_set_find_their_checkout(tmp_
     assert checked.startswith("python "), checked   # not the directory cd found
 
 
-def test_scripts_run_through_a_link_to_them_find_their_checkout(tmp_path):
+def test_scripts_run_through_a_link_to_them_find_their_checkout(tmp_path, stop_at_the_end):
     # A link in a directory on PATH (gsmcpd-start -> /opt/gsmcpd/run-server.sh): the
     # checkout was taken to be the link's directory, holding no .venv nor install.sh.
     port, state, links = free_port(), tmp_path / "state", tmp_path / "bin"
+    stop_at_the_end(port, state)
     links.mkdir()
     for name, link in (("run-server.sh", "gsmcpd-start"), ("stop-server.sh", "gsmcpd-stop"),
                        ("install.sh", "gsmcpd-install")):
@@ -355,7 +399,7 @@ def test_scripts_run_through_a_link_to_them_find_their_checkout(tmp_path):
 
 
 @pytest.mark.parametrize("where", ["on PATH only", "in the caller's directory, another on PATH"])
-def test_scripts_given_to_bash_by_a_links_bare_name_follow_the_link_bash_read(tmp_path, where):
+def test_scripts_given_to_bash_by_a_links_bare_name_follow_the_link_bash_read(tmp_path, where, stop_at_the_end):
     # `bash gsmcpd-start` reads ./gsmcpd-start, or when there is none the one on PATH, and
     # leaves $0 the bare name: one found on PATH was not followed (no such link in the
     # caller's directory), and the checkout was taken to be the caller's directory.
@@ -374,6 +418,7 @@ def test_scripts_given_to_bash_by_a_links_bare_name_follow_the_link_bash_read(tm
             (decoy_links / link).symlink_to(decoy / name)
     on_path, cwd = (links, tmp_path) if where == "on PATH only" else (decoy_links, links)
     port, state = free_port(), tmp_path / "state"
+    stop_at_the_end(port, state)
     env = clean_env(GS_MCP_PORT=str(port), GS_MCP_STATE_DIR=str(state),
                     PATH=f"{on_path}{os.pathsep}{os.environ['PATH']}")
 
@@ -383,7 +428,7 @@ def test_scripts_given_to_bash_by_a_links_bare_name_follow_the_link_bash_read(tm
     assert SERVED in _start_check_stop(script, port, ("gsmcpd-start", "gsmcpd-install", "gsmcpd-stop"))
 
 
-def test_scripts_follow_a_relative_link_in_a_linked_directory_as_the_system_does(tmp_path):
+def test_scripts_follow_a_relative_link_in_a_linked_directory_as_the_system_does(tmp_path, stop_at_the_end):
     # on/bin -> real/deep/bin, whose gsmcpd-start -> ../../checkout/run-server.sh: the system
     # reads its '..' from real/deep/bin (real/checkout, the checkout), where cd read them off
     # the words on/bin/../../checkout: a directory beside on/, with no .venv nor install.sh.
@@ -396,6 +441,7 @@ def test_scripts_follow_a_relative_link_in_a_linked_directory_as_the_system_does
                        ("install.sh", "gsmcpd-install")):
         (tmp_path / "real" / "deep" / "bin" / link).symlink_to(Path("..", "..", "checkout", name))
     port, state = free_port(), tmp_path / "state"
+    stop_at_the_end(port, state)
     env = clean_env(GS_MCP_PORT=str(port), GS_MCP_STATE_DIR=str(state))
 
     def script(name, *args):
@@ -436,7 +482,7 @@ def test_scripts_refuse_a_checkout_whose_path_holds_a_colon(tmp_path):
     assert not (tmp_path / "state").exists()
 
 
-def test_scripts_run_a_checkout_through_a_link_whose_name_holds_a_colon(tmp_path):
+def test_scripts_run_a_checkout_through_a_link_whose_name_holds_a_colon(tmp_path, stop_at_the_end):
     # The scripts checked the path they were called by (`pwd`): a link named a:b to a
     # checkout whose own path has none was refused, though that path carries on PYTHONPATH.
     # What goes there is what is checked: the link's target's own path, the decoy in b/
@@ -448,6 +494,7 @@ def test_scripts_run_a_checkout_through_a_link_whose_name_holds_a_colon(tmp_path
     (decoy / "__init__.py").write_text("")
     (decoy / "__main__.py").write_text("print('the decoy gsmcpd ran')\n")
     port, state = free_port(), tmp_path / "state"
+    stop_at_the_end(port, state)
     env = clean_env(GS_MCP_PORT=str(port), GS_MCP_STATE_DIR=str(state))
 
     def script(name, *args):
@@ -458,11 +505,13 @@ def test_scripts_run_a_checkout_through_a_link_whose_name_holds_a_colon(tmp_path
 
 
 @pytest.mark.parametrize("umask", ["000", "0277"])
-def test_run_server_makes_its_files_and_directories_with_their_modes_whatever_the_umask(tmp_path, umask):
+def test_run_server_makes_its_files_and_directories_with_their_modes_whatever_the_umask(
+        tmp_path, umask, stop_at_the_end):
     # Under umask 000 the pidfile came out 0666 and the missing directories above the state
     # directory 0777 (another account could change them); under 0277 the state directory and
     # log came out 0500 and 0400, not README's 0700 and 0600 "whatever the umask".
     port, state = free_port(), tmp_path / "new" / "state"
+    stop_at_the_end(port, state)
     env = clean_env(GS_MCP_PORT=str(port), GS_MCP_STATE_DIR=str(state))
     started = subprocess.run(["bash", "-c", f"umask {umask}; exec {REPO / 'run-server.sh'}"], env=env,
                              capture_output=True, text=True, timeout=60)
@@ -478,10 +527,12 @@ def test_run_server_makes_its_files_and_directories_with_their_modes_whatever_th
 
 
 @pytest.mark.parametrize("pidfile", ["deleted", "emptied"])
-def test_a_server_whose_pidfile_was_lost_is_still_found_by_start_and_stopped_by_stop(tmp_path, pidfile):
+def test_a_server_whose_pidfile_was_lost_is_still_found_by_start_and_stopped_by_stop(
+        tmp_path, pidfile, stop_at_the_end):
     # Deleted by hand or a tmp cleaner while the server runs: stop said nothing was running
     # (and removed an emptied one), start blamed "another process"; the control socket knows.
     port, state = free_port(), tmp_path / "state"
+    stop_at_the_end(port, state)
     env = clean_env(GS_MCP_PORT=str(port), GS_MCP_STATE_DIR=str(state))
     started = run("run-server.sh", env=env)
     assert started.returncode == 0, started.stdout + started.stderr
@@ -500,8 +551,7 @@ def test_a_server_whose_pidfile_was_lost_is_still_found_by_start_and_stopped_by_
         assert f"stopped gsmcpd on port {port} (pid {pid})" in stopped.stdout
         assert port_free(port)
     finally:
-        if not port_free(port):
-            os.kill(pid, signal.SIGKILL)
+        _stop_for_sure(port, state, pid)   # by its pid: its pidfile is lost
 
 
 def test_a_serve_in_a_terminal_stops_when_its_terminal_hangs_up(tmp_path):
@@ -533,10 +583,11 @@ def test_a_serve_in_a_terminal_stops_when_its_terminal_hangs_up(tmp_path):
             proc.wait()
 
 
-def test_scripts_run_from_elsewhere_read_relative_paths_from_the_callers_directory(tmp_path):
+def test_scripts_run_from_elsewhere_read_relative_paths_from_the_callers_directory(tmp_path, stop_at_the_end):
     # Flags and settings name paths as the caller sees them, not as the checkout does; the
     # stop command start prints works as printed, from there, with the state dir it used.
     port, state = free_port(), tmp_path / "state"
+    stop_at_the_end(port, state)
     env = clean_env()
     started = subprocess.run([str(REPO / "run-server.sh"), "--port", str(port),
                               "--state-dir", "state"], cwd=tmp_path, env=env,
@@ -554,10 +605,11 @@ def test_scripts_run_from_elsewhere_read_relative_paths_from_the_callers_directo
         for where in (state, REPO / "state"):   # REPO/state: where it went before the fix
             if (where / f"gsmcpd-{port}.pid").exists():
                 run("stop-server.sh", str(port), "--state-dir", str(where), env=env)
+        _stop_for_sure(port, REPO / "state")   # before its files go; the stop script may have failed
         shutil.rmtree(REPO / "state", ignore_errors=True)
 
 
-def test_a_relative_state_dir_in_a_conf_file_is_the_conf_files_from_any_directory(tmp_path):
+def test_a_relative_state_dir_in_a_conf_file_is_the_conf_files_from_any_directory(tmp_path, stop_at_the_end):
     # Started from one directory and stopped from another with the same conf file: both
     # read its state_dir relative to the file, so stop finds the pidfile start wrote.
     port, site, here, there = free_port(), tmp_path / "site", tmp_path / "here", tmp_path / "there"
@@ -566,6 +618,8 @@ def test_a_relative_state_dir_in_a_conf_file_is_the_conf_files_from_any_director
     conf = site / "gsmcpd.conf"
     conf.write_text(f"port = {port}\nstate_dir = relative/dir\n")
     pidfile = site / "relative" / "dir" / f"gsmcpd-{port}.pid"
+    for state in (site, here, there):   # here/relative/dir: where start put it before the fix
+        stop_at_the_end(port, state / "relative" / "dir")
     env = clean_env()
 
     def script(name, cwd, *args):
@@ -591,10 +645,11 @@ def test_a_relative_state_dir_in_a_conf_file_is_the_conf_files_from_any_director
                 script("stop-server.sh", cwd, "--config", str(conf))
 
 
-def test_run_server_takes_none_for_an_unset_path_knob(tmp_path):
+def test_run_server_takes_none_for_an_unset_path_knob(tmp_path, stop_at_the_end):
     # "none" for a path knob is unset, as for the other optional knobs: the default image
     # and log, not an image or log file named "none" in the caller's directory.
     port, state = free_port(), tmp_path / "state"
+    stop_at_the_end(port, state)
     env = clean_env(GS_MCP_STATE_DIR=str(state), GS_MCP_LOG_FILE="none", MCP_JWKS_FILE="off")
     started = subprocess.run([str(REPO / "run-server.sh"), "--port", str(port), "--image", "none"],
                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
@@ -610,7 +665,7 @@ def test_run_server_takes_none_for_an_unset_path_knob(tmp_path):
 
 
 def test_run_server_refuses_a_config_that_is_not_text_and_reads_one_saved_with_a_bom_and_trailing_comments(
-        tmp_path):
+        tmp_path, stop_at_the_end):
     binary = tmp_path / "binary.conf"
     binary.write_bytes(b"\xff\xfe\x00port = 1\n")
     refused = run("run-server.sh", env=clean_env(GS_MCP_CONFIG=str(binary), GS_MCP_STATE_DIR=str(tmp_path)))
@@ -620,6 +675,7 @@ def test_run_server_refuses_a_config_that_is_not_text_and_reads_one_saved_with_a
     # passes over unknown keys, looked on the default port. (Comments after a value too,
     # in the same file: one start for both.)
     port = free_port()
+    stop_at_the_end(port, tmp_path / "state")
     conf = tmp_path / "bom.conf"
     conf.write_bytes(f"\ufeffport = {port}   # the team's port\r\nspare_workers = 1 # one is enough\r\n".encode())
     env = clean_env(GS_MCP_CONFIG=str(conf), GS_MCP_STATE_DIR=str(tmp_path / "state"))
@@ -662,8 +718,9 @@ def test_an_unusable_state_dir_or_log_file_is_named_without_a_traceback(tmp_path
             "Not a directory") in served.stderr
 
 
-def test_stop_is_not_blocked_by_a_bad_setting_it_does_not_need(tmp_path):
+def test_stop_is_not_blocked_by_a_bad_setting_it_does_not_need(tmp_path, stop_at_the_end):
     port = free_port()
+    stop_at_the_end(port, tmp_path)
     env = clean_env(GS_MCP_PORT=str(port), GS_MCP_STATE_DIR=str(tmp_path))
     assert run("run-server.sh", env=env).returncode == 0
     conf = tmp_path / "typo.conf"
