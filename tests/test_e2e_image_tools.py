@@ -2020,6 +2020,13 @@ def test_describe_test_failure_says_what_an_unexpected_success_is(c):
     assert "exception" not in detail["structuredContent"]
 
 
+def test_describe_test_failure_says_why_a_skipped_test_was_skipped(c):
+    detail = ok(c, "describe_test_failure", className="KindsTest", selector="test_skip")
+    assert tool_text(detail) == ("fix.test_kinds.KindsTest.test_skip: skipped (no failure)\n"
+                                 "message: not now")
+    assert detail["structuredContent"]["message"] == "not now"
+
+
 # -- search: empty arguments and empty answers -------------------------------------
 
 @pytest.mark.parametrize("tool, key", [("find_implementors", "selector"), ("find_senders", "selector"),

@@ -475,6 +475,18 @@ def test_pytest_skip_skipif_and_xfail_marks_are_kept_as_pytest_keeps_them(outcom
     assert outcomes.view.module("zoo.test_outcomes").TestMarks.ran == ["ran"]
 
 
+@pytest.mark.parametrize("class_name, selector, reason", [
+    ("TestMarks", "test_skip", "breaks the database"),       # a skip mark
+    ("TestOutcomes", "test_skips", "not on this host"),      # pytest.skip in the body
+    ("SkippedCase", "test_a", "no scanner")])                # its class's setUpClass skipped it
+def test_describe_test_failure_of_a_skipped_test_says_why_in_its_text(outcomes, class_name, selector, reason):
+    # The reason was in structuredContent only: the text a model reads said "skipped (no
+    # failure)" and not why, though run_test_class's text names a skipping fixture's reason.
+    skipped = outcomes.ok("describe_test_failure", className=class_name, selector=selector)
+    assert skipped["structuredContent"]["message"] == reason
+    assert text(skipped).splitlines()[1:] == [f"message: {reason}"]
+
+
 def test_setup_and_teardown_hooks_are_called_as_pytest_calls_them(outcomes):
     # pytest passes the test method only to a hook that takes it; it was passed always,
     # so every test of a class writing `def setup_method(self):` was a TypeError.

@@ -915,7 +915,10 @@ class TestingToolset(Toolset):
         printed = _shown_output(result.output)
         if not failures:
             entry = (own or fixtures or [{"outcome": "notRun"}])[-1]
-            return {"text": "\n".join([f"{name}: {entry['outcome']} (no failure)"] + _printed_lines(printed)),
+            # a skip's reason, which the text would otherwise leave to structuredContent
+            said = [f"message: {entry['message']}"] if "message" in entry else []
+            lines = [f"{name}: {entry['outcome']} (no failure)"] + said + _printed_lines(printed)
+            return {"text": "\n".join(lines),
                     "structured": {**_public(entry), "test": name, **({"output": printed} if printed else {})}}
         entry, others = failures[0], failures[1:]
         lines = []
