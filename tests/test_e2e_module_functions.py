@@ -189,6 +189,14 @@ def test_a_dictionary_given_to_list_methods_points_to_list_dictionary_entries(c)
     assert "checkout" in tool_text(ok(c, "list_dictionary_entries", dictionaryName="shop.till"))
 
 
+def test_a_kernel_function_given_as_a_class_is_said_to_be_one(c):
+    # It was "no class named print in the image or builtins (did you mean int?)", as if mistyped.
+    for tool in ("describe_class", "list_methods"):
+        assert error(c, tool, "notFound", className="print") == (
+            "no class named print in the image or builtins; builtins.print is a kernel function, "
+            "not a class; list_all_classes shows them")
+
+
 def test_a_bare_name_of_a_dictionary_and_a_class_says_how_to_name_the_class(c):
     # "no name tells them apart: rename one" was not so: Counter.Counter names the class.
     ok(c, "add_dictionary", dictionaryName="Counter")

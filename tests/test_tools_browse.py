@@ -461,6 +461,19 @@ def test_a_function_module_or_search_label_given_as_a_class_says_what_it_is_and_
         "'Dog.noise' is not a method name (a Python identifier); pass the method name alone: noise")
 
 
+def test_a_kernel_function_given_as_a_class_says_what_it_is(client):
+    # Only "no class named len in the image or builtins", and for print "(did you mean int?)",
+    # though an image module's function given so is said to be one.
+    for name in ("len", "print", "__import__"):
+        assert client.error("describe_class", "notFound", className=name) == (
+            f"no class named {name} in the image or builtins; builtins.{name} is a kernel function, "
+            "not a class; list_all_classes shows them")
+    # a name builtins binds to no function is no such hint, nor one the image's function shadows
+    assert client.error("describe_class", "notFound", className="Ellipsis").startswith(
+        "no class named Ellipsis in the image or builtins; list_all_classes")
+    assert "builtins.make_dog" not in client.error("describe_class", "notFound", className="make_dog")
+
+
 def test_a_class_of_a_loaded_kernel_module_is_said_to_be_the_kernels(client):
     # Was only "no dictionary named collections (for class collections.OrderedDict)",
     # as if the name were mistyped.

@@ -149,7 +149,8 @@ def resolve_class(view: View, name: str) -> ClassRef:
         return ClassRef(KERNEL, name)
     known = [ref.name for ref in classes] + kernel_classes()
     raise ToolError("notFound", f"no class named {echoed(name)} in the image or builtins"
-                    + (_not_a_class(view, view.module_names(), name) or did_you_mean(name, known))
+                    + (_not_a_class(view, view.module_names(), name) or _kernel_function(name)
+                       or did_you_mean(name, known))
                     + "; list_all_classes shows them"
                     + _uncompiled_hint(view, name)
                     + _made_at_run_time(view, view.module_names(), name))
@@ -327,6 +328,14 @@ def _not_a_class(view: View, modules: list[str], name: str) -> str:
     # Not list_classes: asked for its methods, its functions are what is meant.
     return (f"; {' and '.join(what)}, not a class: list_dictionary_entries shows "
             f"{'its' if len(named) == 1 else 'their'} functions and classes")
+
+
+def _kernel_function(name: str) -> str:
+    """For a bare name builtins binds to a function (`len`, `print`): a close class name
+    (`print`: did you mean int?) would read as a typo."""
+    if name not in vars(builtins) or entry_kind(vars(builtins)[name]) != "function":
+        return ""
+    return f"; {KERNEL}.{name} is a kernel function, not a class"
 
 
 def _made_at_run_time(view: View, modules: list[str], name: str) -> str:
