@@ -623,6 +623,20 @@ def test_a_propertys_setter_alone_is_refused_and_a_new_session_still_imports_the
         ok(c, "remove_dictionary", dictionaryName="props")
 
 
+def test_a_new_class_named_as_its_module_imports_a_name_is_refused_and_the_tests_still_pass(image, c):
+    # `class Cart` sent to shop.test_models, which imports Cart, went last in the module and
+    # committed: every CartTest test then built the new, empty Cart and errored.
+    before = (image / "shop/test_models.py").read_text()
+    assert error(c, "compile_class_definition", "refused", dictionaryName="shop.test_models",
+                 source="class Cart:\n    pass\n") == (
+        "shop.test_models.Cart is bound already by a top-level statement (line 5: "
+        "'from shop.models import Cart, DiscountedProduct, Product'): a new class of that name, written "
+        "last in the module, would take that binding's place for the code reading it; name the class "
+        "otherwise, or edit that statement in the module's file, then refresh")
+    assert (image / "shop/test_models.py").read_text() == before
+    assert structured(c, "run_test_class", className="CartTest")["errors"] == 0
+
+
 def test_a_long_name_from_a_definition_s_source_is_echoed_cut(c):
     # A fuzzer's 5000-character base name came back whole (Python's own message cuts it).
     said = error(c, "compile_class_definition", "compileError", dictionaryName="shop.models",

@@ -1675,6 +1675,32 @@ def test_compile_class_definition_new_class_and_errors(client, image):
     assert disk(image, "zoo/keeper.py").endswith("\n\n\nclass Fresh:\n    pass\n")
 
 
+def test_a_new_class_named_as_its_module_binds_a_name_is_refused(client, image):
+    # It went last in the module, over the binding: `class Dog` in zoo.keeper, which imports
+    # Dog, made every later Keeper hold the new, empty Dog; `class make_dog` hid the function.
+    keeper, animals = disk(image, "zoo/keeper.py"), disk(image)
+    assert client.error("compile_class_definition", "refused", dictionaryName="zoo.keeper",
+                        source="class Dog:\n    pass\n") == (
+        "zoo.keeper.Dog is bound already by a top-level statement (line 1: "
+        "'from zoo.animals import Dog'): a new class of that name, written last in the module, would "
+        "take that binding's place for the code reading it; name the class otherwise, or edit that "
+        "statement in the module's file, then refresh")
+    assert client.error("compile_class_definition", "refused", dictionaryName="zoo.animals",
+                        source="class make_dog:\n    pass\n") == (
+        "zoo.animals.make_dog is a function, not a class: a new class of that name, written last in "
+        "the module, would take its place; name the class otherwise, or delete the function first "
+        "(delete_method className zoo.animals, selector make_dog)")
+    assert "'import json  # a kernel import'" in client.error(
+        "compile_class_definition", "refused", dictionaryName="zoo.animals", source="class json:\n    pass\n")
+    assert (disk(image, "zoo/keeper.py"), disk(image)) == (keeper, animals)
+    assert client.view.module("zoo.keeper").Dog is client.view.module("zoo.animals").Dog
+    # what only running the module as a program binds is no binding an import makes
+    client.ok("add_dictionary", dictionaryName="zoo.prog")
+    client.view.set_source("zoo.prog", 'if __name__ == "__main__":\n    Fresh = 1\n', live=False)
+    client.ok("commit")
+    client.ok("compile_class_definition", dictionaryName="zoo.prog", source="class Fresh:\n    pass\n")
+
+
 def test_code_raising_a_base_exception_while_compiling_is_a_compile_error(client, image):
     before = disk(image)
     assert "SystemExit" in client.error("compile_method", "compileError", className="Dog",

@@ -686,6 +686,8 @@ class MutationToolset(Toolset):
         text, node = parse_single(arguments["source"], ast.ClassDef, "class statement")
         name = node.name
         module_name, exists = self._class_target(name, arguments.get("dictionaryName"))
+        if not exists:
+            _refuse_new_class_over_a_binding(self.view, module_name, name)
         cls = old_node = None
         if exists:
             ref, cls = self._guarded(f"{module_name}.{name}")
@@ -1688,6 +1690,29 @@ def _new_reads(reader, name: str, old_source: str | None, new_source: str) -> tu
     line = reads[0][1].lineno
     names = _listed(dict.fromkeys(read for read, _ in reads))
     return names, line, splice.lines_of(new_source)[line - 1].strip()
+
+
+def _refuse_new_class_over_a_binding(view, module_name: str, name: str) -> None:
+    """Refuse a new class whose name its module's top level binds already (a def, an
+    import, an assignment): written last in the module, the class would take that
+    binding's place, silently (`class Cart` in a module of `from shop.models import Cart`
+    had its tests build the new, empty Cart). Not what only a run as a program binds."""
+    tree = view.tree(module_name)
+    binding = next((node for node in (tree.body if tree is not None else [])
+                    if not splice.runs_as_program_only(node) and splice.binds([node], name, star=False)), None)
+    if binding is None:
+        return
+    shown = catalog.echoed(name)
+    if isinstance(binding, splice.FunctionNode):
+        raise ToolError("refused", f"{module_name}.{shown} is a function, not a class: a new class "
+                        "of that name, written last in the module, would take its place; name the "
+                        "class otherwise, or delete the function first (delete_method className "
+                        f"{module_name}, selector {shown})")
+    written = splice.statement_line(view.source(module_name), binding)
+    raise ToolError("refused", f"{module_name}.{shown} is bound already by a top-level statement (line "
+                    f"{binding.lineno}: {catalog.quoted(written)}): a new class of that name, written last in the module, would take that binding's place for the "
+                    "code reading it; name the class otherwise, or edit that statement in the module's "
+                    "file, then refresh")
 
 
 def _refuse_read_before_bound(module_name: str, class_name: str, old_source: str | None,
