@@ -533,6 +533,10 @@ def test_a_misspelled_argument_is_answered_with_the_one_meant(c):
         "(did you mean className?)")
     assert error(c, "status", "invalidParams", verbose=True) == (
         "status: unknown argument 'verbose' (it takes none)")
+    # It was "(did you mean meta?)", by the name's letters, for a string meta cannot take.
+    assert error(c, "get_method_source", "invalidParams", className="Cart", method="total") == (
+        "get_method_source: missing required argument 'selector'; unknown argument 'method' "
+        "(did you mean selector?)")
 
 
 def test_unknown_arguments_are_echoed_cut_and_counted_past_twenty(c):

@@ -81,6 +81,30 @@ def test_an_unknown_argument_names_the_one_meant_or_the_ones_taken():
     assert message({"zzz": 1}, object_schema()) == "t: unknown argument 'zzz' (it takes none)"
 
 
+def test_an_unknown_argument_given_for_the_one_missing_is_answered_with_it():
+    # get_method_source {"className": "Cart", "method": "total"} was answered "(did you mean
+    # meta?)", a boolean that cannot take "total", not the missing selector the value fits.
+    schema = object_schema({"className": string_prop("a class"), "selector": string_prop("a method"),
+                            "meta": bool_prop("class side")}, required=["className", "selector"])
+    def message(arguments):
+        with pytest.raises(ToolError) as caught:
+            make_tool(schema=schema).validate(arguments)
+        return caught.value.message
+    assert message({"className": "Cart", "method": "total"}) == (
+        "t: missing required argument 'selector'; unknown argument 'method' (did you mean selector?)")
+    assert message({"className": "Cart", "name": "total"}) == (
+        "t: missing required argument 'selector'; unknown argument 'name' (did you mean selector?)")
+    # a close name that takes the value is still the one meant
+    assert message({"className": "Cart", "metta": True}) == (
+        "t: missing required argument 'selector'; unknown argument 'metta' (did you mean meta?)")
+    # a value the missing one does not take, or two unknown arguments, name no missing one
+    assert message({"className": "Cart", "method": 3}) == (
+        "t: missing required argument 'selector'; unknown argument 'method' (did you mean meta?)")
+    assert message({"className": "Cart", "method": "total", "zzz": "x"}) == (
+        "t: missing required argument 'selector'; unknown argument 'method' (did you mean meta?); "
+        "unknown argument 'zzz' (it takes className, selector, meta)")
+
+
 def test_an_unknown_argument_s_name_and_an_enum_value_are_echoed_cut():
     # A 100 KB unknown name was echoed whole (a 200 KB answer: text and structuredContent).
     with pytest.raises(ToolError) as caught:

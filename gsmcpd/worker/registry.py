@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from gsmcpd.wire.jsonrpc import echoed, quoted
-from gsmcpd.worker.toolset import ToolError, did_you_mean
+from gsmcpd.worker.toolset import ToolError, close_names, meant
 
 # A call's problems listed at most, then counted: arguments are client-made, and a body of
 # many thousands of unknown names would otherwise be answered several times its size.
@@ -252,19 +252,32 @@ def schema_errors(schema: dict, value, where: str) -> list[str]:
     problems = []
     if isinstance(value, dict):
         properties = schema.get("properties", {})
-        for name in schema.get("required", []):
-            if name not in value:
-                problems.append(f"missing required {_child(where, name)}")
+        missing = [name for name in schema.get("required", []) if name not in value]
+        problems += [f"missing required {_child(where, name)}" for name in missing]
+        # The only unknown argument may be meant for the only required one missing.
+        alone = missing[0] if len(missing) == 1 and len(value.keys() - properties.keys()) == 1 else None
         for name, item in value.items():
             if name in properties:
                 problems += schema_errors(properties[name], item, _child(where, name))
             elif schema.get("additionalProperties") is False:
-                problems.append(f"unknown {_child(where, name)}" + (did_you_mean(name, properties) or (
+                problems.append(f"unknown {_child(where, name)}" + (_meant_argument(properties, alone, name, item) or (
                     f" (it takes {', '.join(properties)})" if properties else " (it takes none)")))
     elif isinstance(value, list) and "items" in schema:
         for index, item in enumerate(value):
             problems += schema_errors(schema["items"], item, f"{where}[{index}]")
     return problems
+
+
+def _meant_argument(properties: dict, missing: str | None, name: str, item) -> str:
+    """The hint naming the argument the unknown `name` (given `item`) was meant to be: those
+    close to it by name, unless none of them takes `item` and `missing`, the one required
+    argument missing when `name` is the only unknown one, does (`method` for a missing
+    `selector`: by its letters alone it was `meta`, a boolean)."""
+    close = close_names(name, properties)
+    if (missing is not None and not schema_errors(properties[missing], item, "")
+            and all(schema_errors(properties[known], item, "") for known in close)):
+        return meant([missing])
+    return meant(close)
 
 
 def listed(problems: list[str]) -> str:

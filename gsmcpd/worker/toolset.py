@@ -169,13 +169,18 @@ class Toolset:
 def did_you_mean(name: str, known) -> str:
     """The hint ` (did you mean A or B?)` naming up to three of `known` close to a mistyped
     `name` (a case-only slip first), or "" when none is."""
+    return meant(close_names(name, known))
+
+
+def close_names(name: str, known) -> list[str]:
+    """Up to three of `known` close to a mistyped `name`, a case-only slip first."""
     if len(name) > 100:   # difflib's cost grows with the name: one so long is no typo
-        return ""
+        return []
     known = list(dict.fromkeys(known))
     lowered = name.lower()
     close = [item for item in known if item.lower() == lowered and item != name]
     close += [item for item in difflib.get_close_matches(name, known, n=3) if item not in close]
-    return meant(close[:3])
+    return close[:3]
 
 
 def meant(names: list[str]) -> str:
