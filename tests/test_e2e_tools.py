@@ -404,6 +404,20 @@ def test_listing_tools(c):
     assert "no.such" in error(c, "list_classes", "notFound", dictionaryName="no.such")
 
 
+def test_a_packages_entries_are_the_same_whatever_the_session_imported_before(daemon):
+    # A fresh session's shop had "no entries", and after a browse of shop.models "models (module)",
+    # the import system binding each submodule imported on its package.
+    fresh = open_session(daemon)
+    try:
+        before = tool_text(ok(fresh, "list_dictionary_entries", dictionaryName="shop"))
+        ok(fresh, "describe_class", className="Cart")
+        after = tool_text(ok(fresh, "list_dictionary_entries", dictionaryName="shop"))
+    finally:
+        fresh.delete()
+        fresh.close()
+    assert before == after == "shop has no entries"
+
+
 # -- browsing ------------------------------------------------------------------
 
 def test_browsing_tools(c):

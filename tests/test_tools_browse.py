@@ -209,6 +209,22 @@ def test_list_classes_and_all_classes(client):
     client.error("list_classes", "invalidParams", dictionaryName="zoo", extra=1)
 
 
+def test_a_packages_entries_are_not_its_submodules_some_earlier_call_imported(client):
+    # The import system binds each submodule imported in the session on its package: a fresh
+    # session's zoo had "no entries", and after any tool loaded zoo.animals it had animals
+    # (module). They are dictionaries of their own (list_dictionaries lists them).
+    def entries(dictionary="zoo"):
+        return client.ok("list_dictionary_entries", dictionaryName=dictionary)["structuredContent"]["entries"]
+    first = entries()
+    client.ok("describe_class", className="zoo.animals.Dog")
+    client.ok("list_test_classes")
+    assert entries() == first == []
+    # one the package's own code binds is its entry
+    client.view.set_source("zoo", "from . import animals\nfrom .keeper import Keeper\n", live=False)
+    client.ok("commit")   # re-imports zoo
+    assert entries() == [{"name": "Keeper", "kind": "class"}, {"name": "animals", "kind": "module"}]
+
+
 def test_list_dictionary_entries_tags_kinds(client):
     entries = {e["name"]: e["kind"] for e in
                client.ok("list_dictionary_entries", dictionaryName="zoo.animals")["structuredContent"]["entries"]}

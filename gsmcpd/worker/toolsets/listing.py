@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import types
 
 from gsmcpd.image import catalog, own, splice
 from gsmcpd.image.view import KERNEL
@@ -80,12 +81,24 @@ class ListingToolset(Toolset):
                 return self._entries_from_source(module, arguments)
             namespace = own.namespace(live)
         # Each entry's kind is worked out for its page only: a big module has thousands.
-        names = sorted(name for name in namespace if not name.startswith("__"))
+        names = sorted(name for name in namespace if not name.startswith("__")
+                       and not self._bound_by_an_import(module, name, namespace[name]))
         page = page_of(names, arguments, "entries")
         entries = [{"name": name, "kind": catalog.entry_kind(namespace[name])} for name in page.items]
         text = "\n".join([f"{e['name']} ({e['kind']})" for e in entries] + page.note)
         return {"text": text or f"{module} has no entries",
                 "structured": {"dictionary": module, "entries": entries, **page.fields}}
+
+    def _bound_by_an_import(self, package: str, name: str, value) -> bool:
+        """Whether `name` is a submodule of the image package that the import system bound
+        on it as some code imported the submodule, the package's own code binding no such
+        name: whether it is there depends on what the session ran before (a tool loading the
+        image imports them all), and it is a dictionary of its own, list_dictionaries'."""
+        if not (isinstance(value, types.ModuleType) and value.__name__ == f"{package}.{name}"
+                and self.view.has_module(value.__name__)):
+            return False
+        tree = self.view.tree(package)
+        return tree is None or not splice.binds(tree.body, name, star=False)
 
     def _entries_from_source(self, module, arguments):
         """A module that will not import is still listed, from its source."""
