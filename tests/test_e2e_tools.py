@@ -196,6 +196,8 @@ def test_tools_list_is_exactly_the_31_seed_tools_annotated(c):
         assert tool["inputSchema"]["additionalProperties"] is False
         assert tool["annotations"]["readOnlyHint"] is (name not in GATED and name != "abort"), name
     assert tools["delete_class"]["annotations"]["destructiveHint"] is True
+    # called again alike, each changes nothing more (add_dictionary: "already exists")
+    assert all(tools[name]["annotations"]["idempotentHint"] for name in SEED_TOOLS["mutation"])
     # abort is allowed in read-only sessions, but it discards work: destructive, not read-only
     assert (tools["abort"]["annotations"]["readOnlyHint"], tools["abort"]["annotations"]["destructiveHint"]) \
         == (False, True)

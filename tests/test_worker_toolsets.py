@@ -106,6 +106,13 @@ def test_audit_list_equals_the_union_of_core_read_only_declarations():
     assert set(listed(read_only)) == CORE_READ_ONLY_SAFE
 
 
+def test_mutation_tools_are_idempotent_alike_add_dictionary_too():
+    # add_dictionary was the one not: called again with the same name it changes nothing
+    # ("already exists"), as delete_class or remove_dictionary called again do ("no class").
+    from gsmcpd.worker.toolsets.mutation import MutationToolset
+    assert MutationToolset.idempotent == frozenset(MutationToolset.tool_names)
+
+
 # -- execution -------------------------------------------------------------------
 
 @pytest.fixture

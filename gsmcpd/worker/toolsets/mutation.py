@@ -131,8 +131,8 @@ class MutationToolset(Toolset):
     tool_names = ("add_dictionary", "compile_class_definition", "compile_method", "delete_class",
                   "delete_method", "remove_dictionary", "set_class_comment")
     destructive = frozenset({"delete_class", "delete_method", "remove_dictionary"})
-    idempotent = frozenset({"compile_class_definition", "compile_method", "delete_class",
-                            "delete_method", "remove_dictionary", "set_class_comment"})
+    # Each, called again alike, changes nothing more (add_dictionary: "already exists").
+    idempotent = frozenset(tool_names)
 
     def register(self, registry):
         add = registry.add
