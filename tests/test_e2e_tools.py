@@ -655,6 +655,15 @@ def test_a_new_class_named_as_its_module_imports_a_name_is_refused_and_the_tests
         "otherwise, or edit that statement in the module's file, then refresh")
     assert (image / "shop/test_models.py").read_text() == before
     assert structured(c, "run_test_class", className="CartTest")["errors"] == 0
+    # so is one a `*` import brought in
+    (image / "starry.py").write_text("from shop.models import *\n")
+    ok(c, "refresh")
+    try:
+        assert error(c, "compile_class_definition", "refused", dictionaryName="starry",
+                     source="class Cart:\n    pass\n").startswith(
+            "starry.Cart is bound already by a top-level statement (line 1: 'from shop.models import *')")
+    finally:
+        ok(c, "remove_dictionary", dictionaryName="starry")
 
 
 def test_a_long_name_from_a_definition_s_source_is_echoed_cut(c):

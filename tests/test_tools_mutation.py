@@ -1694,6 +1694,18 @@ def test_a_new_class_named_as_its_module_binds_a_name_is_refused(client, image):
         "compile_class_definition", "refused", dictionaryName="zoo.animals", source="class json:\n    pass\n")
     assert (disk(image, "zoo/keeper.py"), disk(image)) == (keeper, animals)
     assert client.view.module("zoo.keeper").Dog is client.view.module("zoo.animals").Dog
+    # nor by a `*` import that brought the name in (what it brings is the live module's)
+    client.view.set_source("zoo.keeper", "from zoo.animals import *\n\ndef dog():\n    return Dog('a')\n",
+                           live=False)
+    client.ok("commit")
+    assert client.error("compile_class_definition", "refused", dictionaryName="zoo.keeper",
+                        source="class Dog:\n    pass\n").startswith(
+        "zoo.keeper.Dog is bound already by a top-level statement (line 1: 'from zoo.animals import *')")
+    client.ok("compile_class_definition", dictionaryName="zoo.keeper", source="class Cat:\n    pass\n")
+    # a class made from the one it replaces means to replace it
+    client.ok("compile_class_definition", dictionaryName="zoo.keeper",
+              source="class Dog(Dog):\n    def noise(self):\n        return 'yip'\n")
+    assert client.view.module("zoo.keeper").dog().noise() == "yip"
     # what only running the module as a program binds is no binding an import makes
     client.ok("add_dictionary", dictionaryName="zoo.prog")
     client.view.set_source("zoo.prog", 'if __name__ == "__main__":\n    Fresh = 1\n', live=False)

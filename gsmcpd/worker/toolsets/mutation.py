@@ -687,7 +687,7 @@ class MutationToolset(Toolset):
         name = node.name
         module_name, exists = self._class_target(name, arguments.get("dictionaryName"))
         if not exists:
-            _refuse_new_class_over_a_binding(self.view, module_name, name)
+            _refuse_new_class_over_a_binding(self.view, module_name, node)
         cls = old_node = None
         if exists:
             ref, cls = self._guarded(f"{module_name}.{name}")
@@ -1692,14 +1692,24 @@ def _new_reads(reader, name: str, old_source: str | None, new_source: str) -> tu
     return names, line, splice.lines_of(new_source)[line - 1].strip()
 
 
-def _refuse_new_class_over_a_binding(view, module_name: str, name: str) -> None:
+def _refuse_new_class_over_a_binding(view, module_name: str, node: ast.ClassDef) -> None:
     """Refuse a new class whose name its module's top level binds already (a def, an
     import, an assignment): written last in the module, the class would take that
     binding's place, silently (`class Cart` in a module of `from shop.models import Cart`
-    had its tests build the new, empty Cart). Not what only a run as a program binds."""
+    had its tests build the new, empty Cart); a `*` import's too, when it brought the name
+    in. Not what only a run as a program binds, nor a class made from what it replaces
+    (`class Cart(Cart):`, a base, keyword or decorator reading the name): that is meant."""
+    name = node.name
+    if any(isinstance(read, ast.Name) and read.id == name
+           for part in [*node.bases, *node.keywords, *node.decorator_list] for read in ast.walk(part)):
+        return
     tree = view.tree(module_name)
-    binding = next((node for node in (tree.body if tree is not None else [])
-                    if not splice.runs_as_program_only(node) and splice.binds([node], name, star=False)), None)
+    run = [node for node in (tree.body if tree is not None else []) if not splice.runs_as_program_only(node)]
+    binding = next((node for node in run if splice.binds([node], name, star=False)), None)
+    if binding is None:   # a `*` import's, if the module as it ran has the name
+        live_module = view.module(module_name)
+        binding = next((node for node in run if splice.binds([node], name)), None) if (
+            live_module is not None and name in vars(live_module)) else None
     if binding is None:
         return
     shown = catalog.echoed(name)
