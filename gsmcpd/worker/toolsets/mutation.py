@@ -1709,7 +1709,7 @@ def _refuse_new_class_over_a_binding(view, module_name: str, node: ast.ClassDef)
     if binding is None:   # a `*` import's, if the module as it ran has the name
         live_module = view.module(module_name)
         binding = next((node for node in run if splice.binds([node], name)), None) if (
-            live_module is not None and name in vars(live_module)) else None
+            live_module is not None and name in own.namespace(live_module)) else None
     if binding is None:
         return
     shown = catalog.echoed(name)
