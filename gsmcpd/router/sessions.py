@@ -95,13 +95,16 @@ def new_session_id():
 class Call:
     """One client request on its way to, through, or back from the worker."""
 
-    __slots__ = ("seq", "message", "body", "conn", "accepts_sse", "streaming", "started", "cancelled",
-                 "breaker", "pacer")
+    __slots__ = ("seq", "message", "id", "method", "body", "conn", "accepts_sse", "streaming", "started",
+                 "cancelled", "breaker", "pacer")
 
     def __init__(self, seq, message, body, conn, accepts_sse):
         self.seq = seq
         # parsed: what the router reads (id, method, _meta); of a big one, only that
         self.message = kept_while_waiting(message, body)
+        # read once: the bookkeeping asks for them several times a call
+        self.id = message.get("id")
+        self.method = message.get("method")
         self.body = body  # as received: what the worker gets, never re-serialised
         self.conn = conn
         self.accepts_sse = accepts_sse
@@ -110,14 +113,6 @@ class Call:
         self.cancelled = False
         self.breaker = None  # deadline/cancel escalation while in flight
         self.pacer = None  # its notifications' rate bound, from the first one it sends
-
-    @property
-    def id(self):
-        return self.message.get("id")
-
-    @property
-    def method(self):
-        return self.message.get("method")
 
     @property
     def awaited(self):
