@@ -75,9 +75,15 @@ class FakeConn:
         return True
 
 
-class FakeRouter:
+class Unwatched:
+    def __getattr__(self, name):   # call_started, session_opened, ...: bookkeeping not under test
+        return lambda *args: None
+
+
+class FakeRouter(Unwatched):
     def __init__(self, cpus=2):
         self.loop = FakeLoop(cpus)
+        self.supervisor = Unwatched()
         self.config = types.SimpleNamespace(break_grace=1.0, max_queued=Config.max_queued)
         self.pool = types.SimpleNamespace(claim=lambda start, fail: start(FakeWorker(len(self.workers) + 1)))
         self.workers = []
@@ -89,9 +95,6 @@ class FakeRouter:
 
     def readmit(self, conn, message, principal):   # as without auth: no account to resolve again
         return principal
-
-    def __getattr__(self, name):   # call_started, session_opened, ...: bookkeeping not under test
-        return lambda *args: None
 
 
 PRINCIPAL = Principal("alice", False)

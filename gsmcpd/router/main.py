@@ -389,15 +389,8 @@ class Router:
         }
 
     # -- lifetime, deadlines, streams: the supervisor's -----------------------
-    def call_started(self, session, call):
-        self.supervisor.call_started(session, call)
-
-    def call_finished(self, session, call):
-        return self.supervisor.call_finished(session, call)
-
-    def call_cancelled(self, session, call):
-        self.supervisor.call_cancelled(session, call)
-
+    # (A call's start, end and cancel go to the supervisor straight from SessionManager:
+    # twice a call, with no hop through here.)
     def attach_stream(self, session, conn):
         self.supervisor.attach_stream(session, conn)
 

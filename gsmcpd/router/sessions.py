@@ -431,7 +431,7 @@ class SessionManager:
             call.started = self.loop.now
             session.worker.send_bytes(ahead + frames.message_frame("call", call.seq, call.body))
             self.loop.event_due()
-            self.router.call_started(session, call)
+            self.router.supervisor.call_started(session, call)
 
     def may_poll(self):
         """Whether the loop may poll for an event due now (Loop.may_poll), or would
@@ -452,7 +452,7 @@ class SessionManager:
             inflight.cancelled = True
             session.release_id(inflight)
             self._answer_cancelled(inflight)
-            self.router.call_cancelled(session, inflight)
+            self.router.supervisor.call_cancelled(session, inflight)
             return "breaking"
         if decision == breaks.DROP:
             key = breaks.id_key(request_id)
@@ -503,7 +503,7 @@ class SessionManager:
             session.inflight = None
             session.release_id(call)
             self.calls_at_workers -= 1
-            outran = self.router.call_finished(session, call)
+            outran = self.router.supervisor.call_finished(session, call)
             session.last_activity = self.loop.now
             if not call.cancelled:
                 body = relayed(frame)
