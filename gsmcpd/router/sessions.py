@@ -556,10 +556,10 @@ class SessionManager:
             conn.stream_write(sse.event(body.decode("utf-8"), event="message"))
             conn.end_stream()
             return
-        headers = [JSON]
         if call.method == "initialize":
-            headers.append(("MCP-Session-Id", session.id))
-        conn.respond(200, headers, body)
+            conn.respond(200, (JSON, ("MCP-Session-Id", session.id)), body)
+        else:
+            conn.respond(200, (JSON,), body)
 
     def _paced_notify(self, session, call, body):
         """A tool's notification, within its call's rate (pacing.Pacer): user code can
