@@ -248,7 +248,12 @@ class Loop:
                 self._event_due = False
             return events
         self._event_due = False
-        if not self._may_poll_now():
+        try:   # asked outside any callback's guard: a failing rule means sleep, never a dead loop
+            may_poll = self.may_poll()
+        except Exception:
+            log.exception("the poll's rule failed: sleeping instead")
+            may_poll = False
+        if not may_poll:
             return self.selector.select(timeout)
         if self._poll_skips:
             self._poll_skips -= 1
@@ -268,14 +273,6 @@ class Loop:
         self._poll_misses = min(self._poll_misses + 1, POLL_BACKOFF)
         self._poll_skips = 2 ** self._poll_misses - 1
         return self.selector.select(None if timeout is None else max(0.0, timeout - waited))
-
-    def _may_poll_now(self):
-        # Asked outside any callback's guard: a failing rule means sleep, never a dead loop.
-        try:
-            return self.may_poll()
-        except Exception:
-            log.exception("the poll's rule failed: sleeping instead")
-            return False
 
     def _guard(self, callback):
         # One failing callback must never take the router down with it.
