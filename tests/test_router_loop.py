@@ -144,7 +144,7 @@ def test_with_no_event_due_the_loop_sleeps_at_once(polling_loop):
 
 def test_an_event_due_is_polled_for_until_it_comes(polling_loop):
     loop = polling_loop([[], [], EVENT])
-    loop.event_due()
+    loop.event_due = True
     assert loop._wait(None) == EVENT
     assert loop.selector.asked == [0, 0, 0]          # never slept
     loop.selector.script = [EVENT]
@@ -154,20 +154,20 @@ def test_an_event_due_is_polled_for_until_it_comes(polling_loop):
 
 def test_an_event_not_come_within_the_poll_is_slept_for_with_the_timeout_left(polling_loop):
     loop = polling_loop([], poll=0.001, step=0.0001)
-    loop.event_due()
+    loop.event_due = True
     assert loop._wait(5.0) == []
     polls, sleep = loop.selector.asked[:-1], loop.selector.asked[-1]
     assert polls == [0] * len(polls) and 5 <= len(polls) <= 11
     assert 5.0 - 0.0012 <= sleep <= 5.0 - 0.001      # the timer's deadline still holds
     loop = polling_loop([], poll=0.001)
-    loop.event_due()
+    loop.event_due = True
     loop._wait(None)
     assert loop.selector.asked[-1] is None           # no timer: the sleep is unbounded
 
 
 def test_the_poll_never_runs_past_a_timer_due_sooner(polling_loop):
     loop = polling_loop([], poll=1.0, step=0.0001)
-    loop.event_due()
+    loop.event_due = True
     loop._wait(0.0005)
     polls = loop.selector.asked[:-1]
     assert len(polls) <= 6 and loop.selector.asked[-1] == 0.0
@@ -175,7 +175,7 @@ def test_the_poll_never_runs_past_a_timer_due_sooner(polling_loop):
 
 def test_a_pass_with_work_waiting_keeps_the_event_due_for_the_next(polling_loop):
     loop = polling_loop([[], [], EVENT])
-    loop.event_due()
+    loop.event_due = True
     loop._wait(0)                                     # callbacks pending: no poll now
     assert loop.selector.asked == [0]
     assert loop._wait(None) == EVENT                  # the next pass polls
@@ -184,7 +184,7 @@ def test_a_pass_with_work_waiting_keeps_the_event_due_for_the_next(polling_loop)
 
 def test_any_event_while_sleeping_uses_up_the_event_due(polling_loop):
     loop = polling_loop([EVENT, EVENT])
-    loop.event_due()
+    loop.event_due = True
     assert loop._wait(0) == EVENT                     # something came: that pass handles it
     assert loop._wait(3.0) == EVENT
     assert loop.selector.asked == [0, 3.0]            # and the next does not poll
@@ -196,7 +196,7 @@ def test_polls_that_miss_back_off_and_one_that_hits_resets_them(polling_loop):
     def one_event_due(script=()):
         loop.selector.asked.clear()
         loop.selector.script = list(script)
-        loop.event_due()
+        loop.event_due = True
         loop._wait(1.0)
         return "polled" if loop.selector.asked[0] == 0 else "slept"
 
@@ -215,7 +215,7 @@ def test_polls_that_miss_back_off_and_one_that_hits_resets_them(polling_loop):
 
 def test_no_poll_configured_means_no_polling(polling_loop):
     loop = polling_loop([EVENT], poll=0.0)
-    loop.event_due()
+    loop.event_due = True
     assert loop._wait(2.0) == EVENT
     assert loop.selector.asked == [2.0]
 
@@ -240,14 +240,14 @@ def test_whether_it_may_poll_is_asked_when_it_would_poll_and_a_no_spends_no_back
     answers = []
     loop.may_poll = lambda: answers.append("asked") or allowed[0]
     allowed = [True]
-    loop.event_due()
+    loop.event_due = True
     allowed[0] = False                   # things changed between the call sent and the wait
     loop._poll_skips = 1                 # and a back-off was running
     loop._wait(1.0)
     assert loop.selector.asked == [1.0] and answers == ["asked"]
     assert loop._poll_skips == 1         # a refusal is not a skip
     loop._poll_skips = 0
-    loop.event_due()
+    loop.event_due = True
     loop._wait(0)                        # work waiting: not asked, the event stays due
     assert answers == ["asked"]
     allowed[0] = True
@@ -263,7 +263,7 @@ def test_a_failing_poll_rule_means_sleeping_not_a_dead_loop(polling_loop, caplog
         raise RuntimeError("rule bug")
 
     loop.may_poll = broken
-    loop.event_due()
+    loop.event_due = True
     assert loop._wait(1.0) == EVENT
     assert loop.selector.asked == [1.0]    # slept for it at once, no select(0) poll
     assert "the poll's rule failed" in caplog.text and "rule bug" in caplog.text
@@ -284,15 +284,15 @@ def test_a_reply_written_on_a_keep_alive_connection_makes_the_clients_next_reque
     ours, client = socket.socketpair()
     try:
         conn = Connection(router, ours, "test")
-        assert not loop._event_due
+        assert not loop.event_due
         client.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
         loop._run_once()
         assert answered == ["/mcp"] and client.recv(4096).startswith(b"HTTP/1.1 200")
-        assert loop._event_due              # the next request, back to back
-        loop._event_due = False
+        assert loop.event_due              # the next request, back to back
+        loop.event_due = False
         client.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
         loop._run_once()
-        assert answered == ["/mcp", "/mcp"] and not loop._event_due   # no next request on a closing one
+        assert answered == ["/mcp", "/mcp"] and not loop.event_due   # no next request on a closing one
         conn.close()
     finally:
         client.close()

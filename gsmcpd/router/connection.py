@@ -386,7 +386,7 @@ class Connection:
         else:
             self._arm_wait()  # what _next_request would find: no request whole yet
             if not self.closed and not self.out:
-                self.loop.event_due()   # a keep-alive client's next request, back to back
+                self.loop.event_due = True   # a keep-alive client's next request, back to back
 
     # -- writing -----------------------------------------------------------
     def write(self, data):

@@ -75,7 +75,10 @@ class Loop:
         # Asked at each poll, not when the event was due: whether the CPUs are free
         # for it now (the session manager's rule; see SessionManager.may_poll).
         self.may_poll = lambda: True
-        self._event_due = False
+        # Set True by whoever expects something at once: a worker's reply to a call just
+        # sent, a client's next request on a connection just answered (see _wait). An
+        # attribute, not a method: set twice a call.
+        self.event_due = False
         self._poll_misses = 0     # polls in a row that ended with nothing
         self._poll_skips = 0      # events due to sleep for at once, after those misses
         self._clock = time.perf_counter
@@ -227,11 +230,6 @@ class Loop:
         for _ in range(len(self._soon)):
             self._guard(self._soon.popleft())
 
-    def event_due(self):
-        """Something is expected at once: a worker's reply to a call just sent, a
-        client's next request on a connection just answered."""
-        self._event_due = True
-
     def _wait(self, timeout):
         """This pass's events. With an event due and nothing else to do, poll for up
         to `poll` before sleeping: a quick reply or request then finds the router awake.
@@ -242,12 +240,12 @@ class Loop:
         Polls that miss (long tools, a client pausing, a busy machine) back off: after n
         misses in a row, the next 2**n - 1 events due are slept for at once (n at most
         POLL_BACKOFF)."""
-        if not self._event_due or not self.poll or timeout == 0:
+        if not self.event_due or not self.poll or timeout == 0:
             events = self.selector.select(timeout)
             if events:
-                self._event_due = False
+                self.event_due = False
             return events
-        self._event_due = False
+        self.event_due = False
         try:   # asked outside any callback's guard: a failing rule means sleep, never a dead loop
             may_poll = self.may_poll()
         except Exception:

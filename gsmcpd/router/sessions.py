@@ -430,7 +430,7 @@ class SessionManager:
             self.calls_at_workers += 1
             call.started = self.loop.now
             session.worker.send_bytes(ahead + frames.message_frame("call", call.seq, call.body))
-            self.loop.event_due()
+            self.loop.event_due = True
             self.router.supervisor.call_started(session, call)
 
     def may_poll(self):
