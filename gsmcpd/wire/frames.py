@@ -11,6 +11,7 @@ log records to the router, which writes them to its log (gsmcpd.router.worker_lo
 """
 
 import re
+import struct
 
 from gsmcpd.wire import jsonrpc
 
@@ -23,6 +24,7 @@ MAX_FRAME = 64 * 1024 * 1024
 MAX_OTHER_FRAME = 256 * 1024
 LOG_MESSAGE_CAP = 8192   # characters of one log record's message kept
 _HEADER = 4
+_SIZE = struct.Struct(">I")   # the header: read in place, not from a copy of its bytes
 
 
 class FrameError(Exception):
@@ -123,7 +125,7 @@ class FrameDecoder:
         messages = []
         start = 0
         while len(buf) - start >= _HEADER:
-            size = int.from_bytes(buf[start:start + _HEADER], "big")
+            size = _SIZE.unpack_from(buf, start)[0]
             # decided from the header alone, so an oversize frame is never buffered
             if size > self.max_frame:
                 raise FrameError(f"frame of {size} bytes exceeds the {self.max_frame}-byte cap")
