@@ -15,29 +15,12 @@ import stat
 from pathlib import Path
 
 from gsmcpd.accounts import group_name, private_group_problem
-from gsmcpd.wire import http
-
-# Sent in the clear (no TLS) to a client that spoke plain HTTP to the TLS port, then close.
-PLAINTEXT_HTTP_RESPONSE = http.response(400, [("Content-Type", "text/plain; charset=utf-8")],
-                                        b"This port speaks HTTPS: use https:// to connect.\n",
-                                        keep_alive=False)
+from gsmcpd.auth.tls_errors import PLAINTEXT_HTTP_RESPONSE, PlaintextHttpError, TlsError  # noqa: F401  (named here too)
 
 _HTTP_METHODS = tuple(m.encode() + b" " for m in
                       ("GET", "POST", "PUT", "HEAD", "DELETE", "OPTIONS", "PATCH", "CONNECT", "TRACE", "PRI"))
 _TLS_HANDSHAKE_RECORD = 0x16
 _RECORD_HEADER = 5   # type, version (2), length (2): RFC 8446 5.1
-
-
-class TlsError(Exception):
-    """The TLS session failed (handshake or record layer); close the connection."""
-
-
-class PlaintextHttpError(TlsError):
-    """The peer sent plain HTTP; write `response` unencrypted, then close."""
-    response = PLAINTEXT_HTTP_RESPONSE
-
-    def __init__(self):
-        super().__init__("plaintext HTTP request on the TLS port")
 
 
 def server_context(cert: str | os.PathLike, key: str | os.PathLike) -> ssl.SSLContext:

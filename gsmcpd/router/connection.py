@@ -10,7 +10,7 @@ means is `app`'s business.
 import logging
 import socket
 
-from gsmcpd.auth.tls import PlaintextHttpError, TlsError
+from gsmcpd.auth.tls_errors import PlaintextHttpError, TlsError
 from gsmcpd.router.loop import recv_some, send_some
 from gsmcpd.router.trace import HEAD_FIELD_CAP, shown
 from gsmcpd.wire import http, jsonrpc
