@@ -3,6 +3,7 @@ SIGHUP log rotation, the message trace, systemd readiness, install.sh."""
 
 import contextlib
 import http.client
+import importlib.util
 import json
 import os
 import re
@@ -1000,6 +1001,29 @@ def test_install_byte_compiles_the_package_installed_or_up_to_date(fake_checkout
         assert result.returncode == 0, result.stderr
         assert calls(fake_checkout)[-1] == f"-m compileall -q {fake_checkout}/gsmcpd"
         assert ("up to date" in result.stdout) == (run == 1)
+
+
+def _bytecode_current(source):
+    """Whether imports read `source` from its __pycache__ file as it stands (else they
+    compile it, and write nothing under PYTHONDONTWRITEBYTECODE or -B)."""
+    try:
+        head = Path(importlib.util.cache_from_source(str(source))).read_bytes()[:16]
+    except FileNotFoundError:
+        return False
+    if head[:4] != importlib.util.MAGIC_NUMBER:
+        return False
+    if int.from_bytes(head[4:8], "little") & 1:   # hash-based (SOURCE_DATE_EPOCH)
+        return head[8:16] == importlib.util.source_hash(source.read_bytes())
+    status = source.stat()
+    return head[8:16] == ((int(status.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little")
+                          + (status.st_size & 0xFFFFFFFF).to_bytes(4, "little"))
+
+
+def test_the_suite_runs_the_package_byte_compiled():
+    # conftest compiles it as install.sh does: a checkout that never ran install.sh (a
+    # worktree), or whose sources changed since, made every daemon the suite starts
+    # compile its modules anew in its router, forkserver and trial imports.
+    assert [str(path) for path in sorted((REPO / "gsmcpd").rglob("*.py")) if not _bytecode_current(path)] == []
 
 
 def test_run_server_finishes_an_install_that_never_completed(fake_checkout):
