@@ -21,11 +21,11 @@ from urllib.parse import urlsplit
 # step): a knob's parser imports what only it uses (the wire's framing, the workers'
 # environment with ctypes) when it runs, and the image knobs' defaults are not the store's.
 from gsmcpd.image.layout import JOURNAL_LIMIT, LOCK_WAIT
+from gsmcpd.knob_words import CORE_TOOLSETS, IDENTITY_MAP
 from gsmcpd.router.lifetime import LifetimeSettings
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 DEFAULT_STATE_DIR = CHECKOUT / "var"
-CORE_TOOLSETS = ("execution", "session", "listing", "browsing", "search", "mutation", "testing")
 # The GemStone server's class names for the same toolsets: its README launches with
 # GS_MCP_TOOLSETS="McpBrowsingToolset McpSearchToolset", which is read as "browsing search".
 SEED_TOOLSET_NAMES = {f"Mcp{name.capitalize()}Toolset": name for name in CORE_TOOLSETS}
@@ -34,8 +34,6 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
 # What a GET stream does when the token that opened it expires (MCP_TOKEN_EXPIRY).
 TOKEN_EXPIRY_POLICIES = ("end-stream", "keep-stream")
 LOCAL_CLIENTS = ("own", "any")   # without auth: the daemon's own account (and root), or every account
-# MCP_USER_MAP=identity: the claim value itself names the local account (no map file).
-IDENTITY_MAP = "identity"
 
 
 class ConfigError(Exception):

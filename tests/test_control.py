@@ -9,6 +9,7 @@ import threading
 
 import pytest
 
+from gsmcpd.config import control_socket_path
 from gsmcpd.router import control
 
 SESSIONS = [
@@ -118,7 +119,7 @@ def served(tmp_path):
 
 def _serving(state_dir):
     """A tiny blocking server over control.open_listener, answering with handle_line."""
-    path = control.control_socket_path(state_dir, 8123)
+    path = control_socket_path(state_dir, 8123)
     listener = control.open_listener(path)
     listener.setblocking(True)
     stop = threading.Event()
@@ -174,7 +175,7 @@ def test_a_state_dir_too_deep_for_a_socket_address_still_serves_and_is_queried(t
     # connected to by name (the server refused to start, blaming its TCP address).
     deep = tmp_path / ("d" * 60) / ("e" * 60)
     deep.mkdir(parents=True)
-    assert len(os.fsencode(control.control_socket_path(deep, 8123))) > 108
+    assert len(os.fsencode(control_socket_path(deep, 8123))) > 108
     server = _serving(deep)
     path = next(server)
     try:

@@ -33,6 +33,16 @@ def test_the_rehearsal_plays_whole_sessions_and_undoes_them(tmp_path):
     assert report["left_in_tmp"] == []
 
 
+def test_the_forkserver_preload_imports_no_config():
+    # Workers name the knobs' words from knob_words: the config's parsing (its knobs, the
+    # lifetime policy) was ~40M instructions of every forkserver's start, for no worker.
+    probe = ("import sys, gsmcpd.worker.forkserver_reaper, gsmcpd.worker.preload\n"
+             "print([m for m in ('gsmcpd.config', 'gsmcpd.router.lifetime') if m in sys.modules])\n")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=str(REPO), capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
 def test_a_rehearsal_that_goes_wrong_says_so():
     probe = ("import gsmcpd.worker.preload as p\n"
              "p._CALLS.append(('tools/call', {'name': 'no_such_tool', 'arguments': {}}))\n"

@@ -12,7 +12,7 @@ import pwd
 import re
 from pathlib import Path
 
-from gsmcpd.config import IDENTITY_MAP
+from gsmcpd.knob_words import IDENTITY_MAP
 from gsmcpd.router.trace import shown_user
 
 # POSIX-portable user names (plus the `$` some systems allow at the end).

@@ -27,7 +27,6 @@ import socket
 from pathlib import Path
 from typing import Callable, Iterable
 
-from gsmcpd.config import control_socket_path
 from gsmcpd.logfile import local_time
 from gsmcpd.router.trace import escape, shown
 
@@ -189,6 +188,9 @@ def open_listener(path: Path) -> socket.socket:
 def query(state_dir: Path, port: int, request: dict | None = None,
           timeout: float = 5.0) -> dict:
     """Ask the daemon on `port`; raises ControlError with a sentence a user can act on."""
+    # Here, not at the top: the workers' tmpdirs read SUN_PATH_MAX from this module, and
+    # the forkserver would import the config for it.
+    from gsmcpd.config import control_socket_path
     path = control_socket_path(state_dir, port)
     try:
         path.stat()

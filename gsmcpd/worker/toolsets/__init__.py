@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import importlib
 
-from gsmcpd.config import CORE_TOOLSETS   # named once: the config's default and the check of names
+from gsmcpd.knob_words import CORE_TOOLSETS   # named once: the config's default and the check of names
 from gsmcpd.image import own
 from gsmcpd.raised import raised_importing
 from gsmcpd.worker.server import import_spec
