@@ -212,13 +212,19 @@ TOLD = {"tied_units": ["kernel_side_ties.Foot (a subclass of tied_units.Quantity
                        "kernel_side_ties.Meter (registered with tied_units.Quantity)"]}
 
 
-def test_ties_dropped_by_a_call_that_then_raises_are_told_in_its_error(image, views, kernel_side):
+def _raising_after_a_reimport(image, views, kernel_side, error):
+    """A server whose tool tied_call re-imports tied_units (its kernel ties made), then raises `error`."""
     def handler(view):
         view.abort()
-        raise RuntimeError("after the re-import")
+        raise error
     (image / "tied_units.py").write_text(UNITS)
     server = _server_with(views(image), handler)
     kernel_side()
+    return server
+
+
+def test_ties_dropped_by_a_call_that_then_raises_are_told_in_its_error(image, views, kernel_side):
+    server = _raising_after_a_reimport(image, views, kernel_side, RuntimeError("after the re-import"))
     failed = _call(server, "tied_call")
     assert failed["isError"] and failed["structuredContent"]["kernelTies"] == TOLD
     assert failed["content"][0]["text"].startswith("RuntimeError: after the re-import\nnote: re-importing tied_units")
@@ -229,12 +235,7 @@ def test_ties_dropped_by_a_broken_call_are_told_by_the_next_answer(image, views,
     # A break's answer is no tool result to tell them in; the next call's start cleared them.
     from gsmcpd.worker.toolset import SoftBreak
 
-    def handler(view):
-        view.abort()
-        raise SoftBreak("soft break")
-    (image / "tied_units.py").write_text(UNITS)
-    server = _server_with(views(image), handler)
-    kernel_side()
+    server = _raising_after_a_reimport(image, views, kernel_side, SoftBreak("soft break"))
     with pytest.raises(SoftBreak):
         _call(server, "tied_call")
     assert _call(server, "status")["structuredContent"]["kernelTies"] == TOLD
