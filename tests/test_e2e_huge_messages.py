@@ -1,13 +1,15 @@
 """End-to-end: an exception of the user's code with a huge message (900 KB) is sent whole once
 in a tool's answer, its text, and structuredContent repeats only its start (REPEAT_CAP):
 execute_code's traceback, a test's traceback (describe_test_failure) and a deletion's
-trial import each sent it whole two or three times, a module's import error twice."""
+trial import each sent it whole two or three times, a module's import error twice. Many
+modules' import errors are told within a budget, all told (toolset.budgeted): 80 modules
+failing with such a message made an answer past the frame's cap, which could not be sent."""
 
 import json
 
 import pytest
 
-from gsmcpd.worker.toolset import REPEAT_CAP
+from gsmcpd.worker.toolset import ERRORS_BUDGET, PAST_BUDGET_CAP, REPEAT_CAP
 from helpers import Daemon, open_session
 from test_e2e_trial_import import DRAWN
 from test_tools_support import write_image
@@ -85,3 +87,38 @@ def test_a_modules_import_error_is_sent_whole_once(daemon):
         said = where(result["structuredContent"])
         assert said.endswith(CUT % what) and len(said) < REPEAT_CAP + 200, said[-300:]
         assert "ValueError: first line\nxxx" in said
+
+
+IMPORTERS = [f"importer{i:02}" for i in range(80)]
+BASE = "class Base:\n    def ok(self):\n        return True\n"
+IMPORTER = "import base\n\nif not base.Base().ok():\n    " + HUGE + "\n"
+BOUND = ERRORS_BUDGET + len(IMPORTERS) * (PAST_BUDGET_CAP + REPEAT_CAP + 1000)
+
+
+def test_a_change_breaking_80_modules_is_answered_within_the_budget(tmp_path):
+    files = {"base.py": BASE, **{f"{name}.py": IMPORTER for name in IMPORTERS}}
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(write_image(tmp_path / "image", files))}) as running:
+        c = open_session(running)
+        try:
+            def call(tool, arguments):
+                response = c.call("tools/call", {"name": tool, "arguments": arguments})
+                assert response.status == 200, response
+                return len(response.body), json.loads(response.body)["result"]
+            call("list_test_classes", {})   # loads them: bringing in the change re-imports them
+            answer(running, "compile_method", {"className": "base.Base",   # another session's
+                                               "source": "def ok(self):\n    return False\n"})
+            size, result = call("refresh", {})
+            assert size < BOUND   # it was 72 MB, past the frame's cap: "the result cannot be sent"
+            text = result["content"][0]["text"]
+            assert not result.get("isError") and "brought in: base" in text
+            assert sorted(result["structuredContent"]["importErrors"]) == IMPORTERS
+            assert "ValueError: " + MESSAGE in text
+            assert text.count("more characters of the import error cut: an answer holding over") == len(IMPORTERS) - 2
+            size, result = call("list_test_classes", {})
+            assert size < BOUND
+            assert len(result["structuredContent"]["notLoaded"]) == len(IMPORTERS)
+            assert result["content"][0]["text"].count("more characters of the reason cut") == len(IMPORTERS) - 2
+            size, result = call("execute_code", {"code": "import importer79"})   # as the cut note says
+            assert "ValueError: " + MESSAGE in result["content"][0]["text"]
+        finally:
+            c.close()

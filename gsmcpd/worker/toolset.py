@@ -121,6 +121,29 @@ def repeated(text: str, what: str) -> str:
     return text if len(text) <= REPEAT_CAP else sendable(text, what, REPEAT_CAP, "a repeat of the answer's text")
 
 
+# Characters of the errors of the user's modules (one import error per failing module) that
+# one answer's text holds whole, all told (one error as big as execute_code shows, OUTPUT_CAP,
+# fits twice); past it each further error keeps its first PAST_BUDGET_CAP: N modules failing
+# with a 1 MB message each made an N MB answer, and past the frame's cap the answer of a
+# commit that happened was lost whole.
+ERRORS_BUDGET = 2_000_000
+PAST_BUDGET_CAP = 1_000
+
+
+def budgeted(texts: list[str], what: str) -> list[str]:
+    """`texts` (in the order an answer gives them) each whole while their sum stays within
+    ERRORS_BUDGET, the one that crosses it cut to what is left (PAST_BUDGET_CAP at least),
+    each after it to PAST_BUDGET_CAP, saying so (sendable's note)."""
+    kept, spent = [], 0
+    keeper = (f"an answer holding over {ERRORS_BUDGET:,} characters of errors (the module's own "
+              "import, execute_code `import ...`, shows it whole)")
+    for text in texts:
+        cap = max(PAST_BUDGET_CAP, ERRORS_BUDGET - spent)
+        kept.append(text if len(text) <= cap else sendable(text, what, cap, keeper))
+        spent += len(kept[-1])
+    return kept
+
+
 class Toolset:
     """Subclass this to add tools. See docs/internals.md, "Worker side"."""
 

@@ -29,7 +29,8 @@ from gsmcpd.worker.toolsets.browsing import (CLASS_NAME, META, SELECTOR, filter_
                                               metaclass_method_text, metaclass_owner, no_def_hint,
                                               qualname)
 from gsmcpd.worker.toolsets.session import (already_committed_text, brought_in_text, commit_view,
-                                            import_error_lines, import_errors_data, settled_text)
+                                            import_error_lines, import_errors_data, settled_text,
+                                            told_import_errors)
 
 DICTIONARY = {"dictionaryName": string_prop("an image module, dotted name (e.g. shop.models)",
                                              min_length=1)}
@@ -407,7 +408,7 @@ class MutationToolset(Toolset):
         errors = {name: self.view.import_errors[name] for name in sorted({*reimported, *failed})
                   if name in self.view.import_errors}
         note = f"; re-imported {', '.join(reimported)}" if reimported else ""
-        for name, error in sorted(errors.items()):
+        for name, error in told_import_errors(errors).items():
             note += f"; {name} now fails to import: {error}"
         return note, {"reimported": reimported, "importErrors": errors}
 

@@ -8,7 +8,7 @@ import os
 from gsmcpd.image.store import (CommitConflict, DirectoryInTheWay, ImageLockTimeout, LinkedModule,
                                 StickyStateDirectory, UnlistedDirectory, UnwritableModule, module_name_of)
 from gsmcpd.worker.registry import Tool
-from gsmcpd.worker.toolset import ToolError, Toolset, object_schema, repeated
+from gsmcpd.worker.toolset import ToolError, Toolset, budgeted, object_schema, repeated
 
 
 @contextlib.contextmanager
@@ -145,14 +145,21 @@ UNDECIDED = ("whether it stands could not be told (the journal that records it c
              "whether it stands (settled), and a commit writes anything else")
 
 
+def told_import_errors(errors: dict[str, str]) -> dict[str, str]:
+    """`errors` by module, as an answer's text tells them: within toolset.budgeted's budget,
+    all told (each module's import may raise a message of any size)."""
+    modules = sorted(errors)
+    return dict(zip(modules, budgeted([errors[module] for module in modules], "the import error")))
+
+
 def import_error_lines(errors: dict[str, str]) -> list[str]:
-    return [f"import error in {module}: {error}" for module, error in sorted(errors.items())]
+    return [f"import error in {module}: {error}" for module, error in told_import_errors(errors).items()]
 
 
 def import_errors_data(errors: dict[str, str]) -> dict[str, str]:
-    """`importErrors` of an answer whose text has import_error_lines: each error's start
-    (toolset.repeated), as a module's import may raise a message of any size."""
-    return {module: repeated(error, "the import error") for module, error in errors.items()}
+    """`importErrors` of an answer whose text has import_error_lines: each error as told
+    there, and of one told whole, its start (toolset.repeated)."""
+    return {module: repeated(error, "the import error") for module, error in told_import_errors(errors).items()}
 
 
 def brought_in_text(brought_in: list[str]) -> str:

@@ -53,7 +53,8 @@ from gsmcpd.worker.capture import Capture
 from gsmcpd.worker.paging import PAGED, offset_prop, page_of
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import (BREAKS, HardBreak, ToolError, Toolset, array_prop, carry_partial,
-                                   object_schema, raise_if_break, repeated, sendable, string_prop)
+                                   budgeted, object_schema, raise_if_break, repeated, sendable,
+                                   string_prop)
 from gsmcpd.worker.toolsets.browsing import CLASS_NAME, SELECTOR
 
 # This module's frames are the runner's (the test-part guard's, _run_plain's): unittest
@@ -1005,13 +1006,15 @@ def _cap_note(failed: list[dict], structured: dict, total_key: str) -> list[str]
 
 
 def _not_loaded_lines(unloaded: list[str]) -> list[str]:
-    return [f"(not loaded, so its tests are unknown and were not run: {reason})" for reason in unloaded]
+    return [f"(not loaded, so its tests are unknown and were not run: {reason})"
+            for reason in budgeted(unloaded, "the reason")]
 
 
 def _not_loaded_data(unloaded: list[str]) -> list[str]:
-    """`notLoaded` of an answer whose text has _not_loaded_lines: each reason's start
-    (a module's import may raise a message of any size)."""
-    return [repeated(reason, "the reason") for reason in unloaded]
+    """`notLoaded` of an answer whose text has _not_loaded_lines: each reason as told there
+    (within toolset.budgeted's budget), and of one told whole, its start (a module's import
+    may raise a message of any size)."""
+    return [repeated(reason, "the reason") for reason in budgeted(unloaded, "the reason")]
 
 
 def _public(entry: dict) -> dict:

@@ -1,0 +1,94 @@
+"""An answer telling many modules' import errors holds them within a budget, all told
+(toolset.budgeted): 80 modules failing with a 1 MB message each made an 80 MB answer,
+past the frame's cap, so a commit that happened was answered "the result cannot be sent"."""
+
+import json
+
+import pytest
+
+from gsmcpd.wire.frames import MAX_FRAME
+from gsmcpd.worker.toolset import ERRORS_BUDGET, PAST_BUDGET_CAP, REPEAT_CAP, budgeted
+from test_tools_support import Client, text, views, write_image  # noqa: F401  (fixtures)
+
+MODULES = [f"m{i:02}" for i in range(80)]
+MESSAGE = "x" * 900_000
+IMPORTER = "import base\nif base.BROKEN:\n    raise ValueError('x' * 900_000)\n"
+
+
+def files(broken: bool) -> dict[str, str]:
+    return {"base.py": f"BROKEN = {broken}\n", **{f"{name}.py": IMPORTER for name in MODULES}}
+
+
+def assert_bounded(result, lines_of_errors: list[str], data: list[str]):
+    """The answer fits a frame with room to spare, each module's error told in it: those
+    within the budget whole, the one crossing it and those past it cut saying how much."""
+    size = len(json.dumps(result, ensure_ascii=False).encode())
+    assert size < MAX_FRAME   # 72 MB it was: the answer could not be sent
+    assert size < ERRORS_BUDGET + 100 * (PAST_BUDGET_CAP + 300) + len(data) * (REPEAT_CAP + 300)
+    assert len(lines_of_errors) == len(MODULES)
+    for line in lines_of_errors[:2]:   # 900 KB each: two within the budget
+        assert "ValueError: " + MESSAGE in line and "more characters" not in line
+    for line in lines_of_errors[2:]:
+        assert f"more characters of {'the reason' if 'not loaded' in line else 'the import error'} cut" in line
+    assert all(len(line) < PAST_BUDGET_CAP + 400 for line in lines_of_errors[3:])
+    assert "[... 899,0" in lines_of_errors[-1]   # of the 900,0xx its error (or reason) had
+    for said in data:
+        assert len(said) < REPEAT_CAP + 400
+
+
+def error_lines(answer: str, start: str) -> list[str]:
+    """Each error's text (with its cut note's lines) from the line naming it on."""
+    return [start + part for part in answer.split(start)[1:]]
+
+
+def test_a_commit_breaking_80_modules_tells_their_errors_within_the_budget(tmp_path, views):
+    client = Client(views(write_image(tmp_path / "image", files(broken=False))))
+    client.ok("list_test_classes")   # loads them all: the commit re-imports them
+    client.view.set_source("base", "BROKEN = True\n", live=False)
+    result = client.ok("commit")
+    assert text(result).startswith("Committed base (view version")
+    said = result["structuredContent"]["importErrors"]
+    assert sorted(said) == MODULES
+    assert_bounded(result, error_lines(text(result), "import error in "), list(said.values()))
+
+
+def test_a_refresh_bringing_in_a_break_of_80_modules_tells_them_within_the_budget(tmp_path, views):
+    image = write_image(tmp_path / "image", files(broken=False))
+    client = Client(views(image))
+    client.ok("list_test_classes")
+    other = views(image, session_id="b", install=False)
+    other.set_source("base", "BROKEN = True\n", live=False)
+    other.commit()
+    result = client.ok("refresh")
+    said = result["structuredContent"]["importErrors"]
+    assert sorted(said) == MODULES
+    assert_bounded(result, error_lines(text(result), "import error in "), list(said.values()))
+
+
+def test_a_deletion_breaking_80_modules_tells_their_errors_within_the_budget(tmp_path, views):
+    importer = "import base\nif not hasattr(base, 'Base'):\n    raise ValueError('x' * 900_000)\n"
+    image = write_image(tmp_path / "image", {"base.py": "class Base:\n    pass\n",
+                                             **{f"{name}.py": importer for name in MODULES}})
+    client = Client(views(image))
+    client.ok("list_test_classes")
+    result = client.ok("delete_class", className="base.Base")
+    said = result["structuredContent"]["importErrors"]
+    assert sorted(said) == MODULES
+    assert_bounded(result, error_lines(text(result), " now fails to import: "), list(said.values()))
+
+
+def test_list_test_classes_tells_80_modules_not_loaded_within_the_budget(tmp_path, views):
+    client = Client(views(write_image(tmp_path / "image", files(broken=True))))
+    result = client.ok("list_test_classes")
+    said = result["structuredContent"]["notLoaded"]
+    assert len(said) == len(MODULES)
+    assert_bounded(result, error_lines(text(result), "(not loaded, "), said)
+
+
+def test_the_budget_keeps_each_whole_while_the_sum_fits():
+    assert budgeted(["a" * 10, "b" * 10], "it") == ["a" * 10, "b" * 10]
+    small, crossing, past = budgeted(["a" * (ERRORS_BUDGET - 5_000), "b" * 9_000, "c" * 2_000], "it")
+    assert small == "a" * (ERRORS_BUDGET - 5_000)
+    assert crossing.startswith("b" * 5_000 + "\n[... 4,000 more characters of it cut: ")
+    assert past.startswith("c" * PAST_BUDGET_CAP + "\n[... 1,000 more characters of it cut: ")
+    assert past.endswith(f"keeps the first {PAST_BUDGET_CAP:,}]\n")
