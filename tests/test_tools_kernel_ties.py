@@ -165,6 +165,28 @@ def test_a_class_bound_under_two_names_is_told_once_by_its_class_statements_name
         ["builtins.float (registered with tied_units.Quantity)"]
 
 
+# A kernel module whose classes tied to the image's are a factory's (make.<locals>.Made): one
+# it binds (Meter), one it does not (told by its __qualname__, though Unbound has that too).
+KERNEL_FACTORY = ("import tied_units\n\n\ndef make():\n    class Made:\n        pass\n    return Made\n\n\n"
+                  "Meter = make()\ntied_units.Quantity.register(Meter)\nUnbound = make()\n"
+                  "tied_units.Quantity.register(make())\n")
+
+
+def test_a_kernel_class_is_told_by_the_name_its_module_binds_it_under(tmp_path, monkeypatch):
+    # It was told by its __qualname__: kernel_factory_ties.make.<locals>.Made, both.
+    from gsmcpd.image import kernel_ties
+    units = _module(UNITS)
+    (tmp_path / "kernel_factory_ties.py").write_text(KERNEL_FACTORY)
+    monkeypatch.setitem(sys.modules, "tied_units", units)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "kernel_factory_ties", raising=False)   # restored: popped after
+    importlib.import_module("kernel_factory_ties")
+    tied = kernel_ties.ties("tied_units", units, lambda name: name == "kernel_factory_ties")
+    assert kernel_ties.lost("tied_units", tied, None) == [
+        "kernel_factory_ties.Meter (registered with tied_units.Quantity)",
+        "kernel_factory_ties.make.<locals>.Made (registered with tied_units.Quantity)"]
+
+
 # An image module the kernel's tied module imports: a mutation of its classes re-imports it.
 BASE = "class Gone:\n    pass\n"
 

@@ -109,7 +109,13 @@ def _qualname(cls) -> str:
 
 
 def _named(cls) -> str:
-    return f"{_module_of(cls)}.{_qualname(cls)}"
+    """A kernel class told as its module binds it, as _bound_names tells an image module's
+    class (a factory's `Meter = make()`, not `make.<locals>.X`); one its module does not
+    bind (or that is gone from sys.modules) by its __qualname__."""
+    module_name = _module_of(cls)
+    items = list(own.namespace(sys.modules.get(module_name or "")).items())
+    _, bound = _bound_names(module_name, items).get(id(cls), (cls, _qualname(cls)))
+    return f"{module_name}.{bound}"
 
 
 def is_kernel_module(name: str | None, image_loader) -> bool:
