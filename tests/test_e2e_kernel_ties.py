@@ -120,3 +120,20 @@ def test_a_module_standing_in_as_an_object_with_no_spec_is_told_so_not_shadowed(
         assert error(c, "run_test_class", "other", className="stand_in.WidgetTest").startswith(NAMED)
         assert structured(c, "abort")["reloaded"] == ["stand_in", "user"]   # the view's: imported anew
         c.close()
+
+
+def test_a_name_code_or_its_own_import_put_another_object_in_is_told_so_not_shadowed(tmp_path):
+    # Both were said "shadowed by the already-loaded kernel module of that name; rename the
+    # image module": for alias, no kernel module of that name exists; abort left plain's stand-in.
+    from test_tools_stand_in_module import PLAIN, REPLACED
+    image = write_image(tmp_path / "image", {"plain.py": PLAIN,
+                                             "alias.py": "import json, sys\nsys.modules[__name__] = json\n"})
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
+        c = open_session(daemon)
+        structured(c, "execute_code", code="import sys\nclass S: __slots__=()\nimport plain\nsys.modules['plain'] = S()")
+        assert structured(c, "describe_class", className="plain.A")["fromSource"] == REPLACED
+        assert structured(c, "list_dictionary_entries", dictionaryName="alias")["note"].startswith(
+            "image module alias is not the view's: its import put the kernel module json in its place")
+        assert structured(c, "abort")["reloaded"] == ["plain"]
+        assert structured(c, "describe_class", className="plain.A")["bases"] == ["object"]
+        c.close()

@@ -152,3 +152,53 @@ def test_a_module_putting_a_kernel_module_in_its_place_is_still_not_the_views(cl
         assert json.dumps({}) == "{}" and not client.view.owns_module("alias")
     finally:
         sys.modules.pop("alias", None)
+
+
+PLAIN = "class A:\n    pass\n"
+REPLACED = ("image module plain is not the view's: code run in this session put a 'S' object in its "
+            "place in sys.modules, so the tools do not read or change it; abort imports plain anew")
+
+
+def test_a_module_code_replaced_in_sys_modules_is_told_so_and_taken_back_by_abort(client, image):
+    # Session code, not the module's import, put the stand-in there: it was said "shadowed by
+    # the already-loaded kernel module of that name; rename the image module", and abort left it.
+    (image / "plain.py").write_text(PLAIN)
+    client.ok("refresh")
+    client.ok("execute_code", code="import sys\nclass S: __slots__=()\nimport plain\nsys.modules['plain'] = S()")
+    assert client.ok("describe_class", className="plain.A")["structuredContent"]["fromSource"] == REPLACED
+    assert client.error("compile_method", "refused", className="plain.A",
+                        source="def f(self):\n    return 1\n") == f"plain.A cannot be modified: {REPLACED}"
+    assert client.ok("abort")["structuredContent"]["reloaded"] == ["plain"]
+    assert client.view.owns_module("plain")
+    assert "fromSource" not in client.ok("describe_class", className="plain.A")["structuredContent"]
+
+
+def test_a_package_code_replaced_in_sys_modules_is_named_for_its_modules(client, image):
+    (image / "pk").mkdir()
+    (image / "pk" / "__init__.py").write_text("")
+    (image / "pk" / "sub.py").write_text(PLAIN)
+    client.ok("refresh")
+    client.ok("execute_code", code="import sys, json\nimport pk.sub\nsys.modules['pk'] = json")
+    assert client.ok("describe_class", className="pk.sub.A")["structuredContent"]["fromSource"] == (
+        "image module pk.sub is not the view's: code run in this session put the kernel module json "
+        "in its package pk's place in sys.modules, so the tools do not read or change it; abort imports pk anew")
+    client.ok("abort")
+    assert client.view.owns_module("pk") and sys.modules["json"] is json
+
+
+def test_a_module_whose_import_put_a_kernel_module_in_its_place_is_told_so(client, image):
+    # No kernel module is named alias: it was said shadowed by "the kernel module of that name".
+    (image / "alias.py").write_text("import json, sys\nsys.modules[__name__] = json\n")
+    client.ok("refresh")
+    try:
+        assert client.ok("list_dictionary_entries", dictionaryName="alias")["structuredContent"]["note"] == (
+            "image module alias is not the view's: its import put the kernel module json in its place in "
+            "sys.modules, so the tools do not read or change it; abort imports alias anew (which does "
+            "that again while its file does)")
+        (image / "alias.py").write_text("X = 1\n")
+        client.ok("refresh")
+        client.ok("abort")
+        assert client.view.owns_module("alias") and sys.modules["alias"].X == 1
+    finally:
+        if sys.modules.get("alias") is json:
+            del sys.modules["alias"]

@@ -512,12 +512,30 @@ def shadowed_why(view: View, module: str) -> str | None:
     holder = view.shadowing(module)
     if holder is None:
         return None
+    put_by = view.put_by(holder)
+    if put_by is not None:
+        place = "its" if holder == module else f"its package {holder}'s"
+        held = _what_holds(sys.modules[holder])
+        done = (f"its import put {held} in {place} place" if put_by == "import" and holder == module
+                else f"the import of {holder} put {held} in {place} place" if put_by == "import"
+                else f"code run in this session put {held} in {place} place")
+        return (f"image module {module} is not the view's: {done} in sys.modules, so the tools "
+                f"do not read or change it; abort imports {holder} anew"
+                + (" (which does that again while its file does)" if put_by == "import" else ""))
     if holder == module:
         return (f"image module {module} is shadowed by the already-loaded kernel module of "
                 "that name; rename the image module")
     return (f"image module {module} is shadowed: its package's name {holder} belongs to the "
             "already-loaded kernel module of that name, whose own modules are imported by "
             f"that name; rename the image package {holder}")
+
+
+def _what_holds(held) -> str:
+    # Not the view's (View.put_by): a module is the kernel's.
+    name = getattr(getattr(held, "__spec__", None), "name", None) if isinstance(held, types.ModuleType) else None
+    if isinstance(name, str):
+        return f"the kernel module {name}"
+    return f"a {quoted(own.NAME(type(held)))} object"
 
 
 def no_namespace(view: View, module: str) -> str | None:

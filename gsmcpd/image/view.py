@@ -169,6 +169,11 @@ class View:
         # module -> what its own code, imported by the view, put in its place in sys.modules
         # (note_stand_in): the view's, though it may keep no __spec__ naming the view's loader.
         self._stand_ins: dict[str, object] = {}
+        # The modules the view's loader ran this session, and the other loader's module the
+        # import of one put in its place (`sys.modules[__name__] = json`): kept as it is
+        # forgotten, as what holds its name then is code's doing, not a kernel module's (put_by).
+        self._ran: set[str] = set()
+        self._left_by_import: dict[str, object] = {}
         self.import_errors: dict[str, str] = {}
         # module -> the image modules whose import its top-level code started, by a statement
         # or not (a plugin package's importlib.import_module in a loop): importers of them
@@ -299,6 +304,8 @@ class View:
         self.live_texts.clear()
         self.live_code.clear()
         self._stand_ins.clear()
+        self._ran.clear()
+        self._left_by_import.clear()
 
     def release_unsettled(self) -> None:
         """The session ends with its commit undecided: nothing will settle it now, so
@@ -492,11 +499,25 @@ class View:
         forgotten. Not a module another loader made (`sys.modules[__name__] = json`): that
         one is the kernel's, which the view must not take for its own to change."""
         held = sys.modules.get(module)
+        self._ran.add(module)
+        self._left_by_import.pop(module, None)
         # None there halts the import: no stand-in.
         if held is made or held is None or _loader_of(held) is not None:
             self._stand_ins.pop(module, None)
+            if held is not made and held is not None:
+                self._left_by_import[module] = held
         else:
             self._stand_ins[module] = held
+
+    def put_by(self, module: str) -> str | None:
+        """Who put what holds `module`'s name in sys.modules, not the view's, once the view
+        imported it this session: "import" (its own code put the other loader's module there,
+        note_stand_in), "code" (code run in the session since); None where the view never ran
+        it (a kernel module of that name, loaded first), or the name is the view's."""
+        held = sys.modules.get(module)
+        if module not in self._ran or held is None or self.owns_module(module):
+            return None
+        return "import" if held is self._left_by_import.get(module) else "code"
 
     def lost_kernel_ties(self) -> dict[str, list[str]]:
         """module -> the kernel's classes tied to its old classes and not to those its
@@ -1038,13 +1059,15 @@ class View:
         before it), and image modules code imported from the image's files around it
         (importlib.util.spec_from_file_location, or a sys.path entry into the image
         with the hook out of the way) are
-        forgotten, to be imported from the view again. Returns those modules."""
+        forgotten, to be imported from the view again, as are those whose name holds what
+        code put there since the view imported them (put_by). Returns those modules."""
         if self._loader in sys.meta_path:
             sys.meta_path.remove(self._loader)
         sys.meta_path.insert(0, self._loader)
         self._install_path_hook()
         self._installed = True
-        around = [name for name in self.module_names() if self.imported_around(name)]
+        around = [name for name in self.module_names()
+                  if self.imported_around(name) or self.put_by(name) is not None]
         for name in around:
             _unbind(name)
         return around
