@@ -537,8 +537,18 @@ def test_a_search_hit_given_back_as_a_class_says_what_it_is_and_what_to_pass(c):
 
 def test_builtins_given_as_a_class_is_said_to_be_the_kernel_dictionary(c):
     # Other dictionaries' names got "is a dictionary"; builtins only "no class named builtins".
-    assert error(c, "run_test_class", "notFound", className="builtins") == (
+    assert error(c, "describe_class", "notFound", className="builtins") == (
         "no class named builtins in the image or builtins; builtins is the kernel dictionary, not a "
+        "class: list_dictionary_entries shows its functions and classes; list_all_classes shows them")
+
+
+def test_a_module_given_to_a_test_tool_is_pointed_to_the_test_classes(c):
+    # It pointed to list_dictionary_entries, as the browsing tools do: no help to run a test.
+    assert error(c, "run_test_class", "notFound", className="shop.test_models") == (
+        "shop defines no class test_models; shop.test_models is a dictionary (image module), not a "
+        "class: list_test_classes shows the image's test classes")
+    assert error(c, "describe_class", "notFound", className="shop") == (
+        "no class named shop in the image or builtins; shop is a dictionary (image module), not a "
         "class: list_dictionary_entries shows its functions and classes; list_all_classes shows them")
 
 

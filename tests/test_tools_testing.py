@@ -99,6 +99,24 @@ def test_list_test_classes_has_both_styles_and_only_real_test_classes(client):
         assert "not a test class" in message and message.endswith("; list_test_classes shows them")
 
 
+def test_a_module_given_as_a_test_class_is_pointed_to_the_test_classes(client):
+    # It pointed to list_dictionary_entries, as the browsing tools do: no help to run a test.
+    pointed = "zoo.test_plain is a dictionary (image module), not a class: list_test_classes shows " \
+              "the image's test classes"
+    assert client.error("run_test_class", "notFound", className="zoo.test_plain") == (
+        f"zoo defines no class test_plain; {pointed}")
+    assert client.error("run_test_method", "notFound", className="zoo.test_plain", selector="test_two") == (
+        f"zoo defines no class test_plain; {pointed}")
+    assert client.error("describe_test_failure", "notFound", className="zoo.test_plain",
+                        selector="test_two").endswith(pointed)
+    assert client.error("list_failing_tests", "notFound", classNames=["zoo.test_plain"]).endswith(pointed)
+    assert client.error("run_test_class", "notFound", className="zoo") == (
+        "no class named zoo in the image or builtins; zoo is a dictionary (image module), not a class: "
+        "list_test_classes shows the image's test classes; list_all_classes shows them")
+    assert client.error("describe_class", "notFound", className="zoo.test_plain").endswith(
+        "not a class: list_dictionary_entries shows its functions and classes")
+
+
 def test_run_a_pytest_style_class_like_pytest(client):
     result = client.ok("run_test_class", className="TestPlain")["structuredContent"]
     assert (result["run"], result["passed"], result["failures"], result["errors"]) == (4, 1, 2, 1)

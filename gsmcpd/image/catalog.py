@@ -107,9 +107,17 @@ def _package_file_hint(view: View, module: str) -> str:
     return f" ({package}/__init__.py is the package {package}'s own module: pass {package})"
 
 
-def resolve_class(view: View, name: str) -> ClassRef:
+# Where a dictionary named as a class is pointed (_not_a_class): the tool listing what the
+# caller's tools take from it ({its}: its or their). Not list_classes: asked for a class's
+# methods, a module's functions are what is meant.
+ENTRIES_LISTED = "list_dictionary_entries shows {its} functions and classes"
+TEST_CLASSES_LISTED = "list_test_classes shows the image's test classes"
+
+
+def resolve_class(view: View, name: str, listed: str = ENTRIES_LISTED) -> ClassRef:
     """A bare name resolves if unique across the image (then builtins);
-    `module.Class` always resolves."""
+    `module.Class` always resolves. `listed` tells where a dictionary named instead is
+    pointed (ENTRIES_LISTED, TEST_CLASSES_LISTED)."""
     name = dotted_name(name, "a class name")
     if "." in name:
         module, _, short = name.rpartition(".")
@@ -134,7 +142,7 @@ def resolve_class(view: View, name: str) -> ClassRef:
                                                    or _kernel_module_hint(view, module)
                                                    or did_you_mean(module, view.module_names())))
         raise ToolError("notFound", f"{module} defines no class {echoed(short)}"
-                        + (_made_at_run_time(view, [module], short) or _not_a_class(view, [module], short)
+                        + (_made_at_run_time(view, [module], short) or _not_a_class(view, [module], short, listed)
                            or did_you_mean(short, [ref.name for ref in classes_in(view, module)])
                            or _defined_elsewhere(view, module, short)))
     classes = image_classes(view)
@@ -149,7 +157,7 @@ def resolve_class(view: View, name: str) -> ClassRef:
         return ClassRef(KERNEL, name)
     known = [ref.name for ref in classes] + kernel_classes()
     raise ToolError("notFound", f"no class named {echoed(name)} in the image or builtins"
-                    + (_not_a_class(view, view.module_names(), name) or _kernel_function(name)
+                    + (_not_a_class(view, view.module_names(), name, listed) or _kernel_function(name)
                        or did_you_mean(name, known))
                     + "; list_all_classes shows them"
                     + _uncompiled_hint(view, name)
@@ -303,10 +311,10 @@ def _method_label_hint(view: View, owner: str, selector: str) -> str:
     return ""
 
 
-def _not_a_class(view: View, modules: list[str], name: str) -> str:
+def _not_a_class(view: View, modules: list[str], name: str, listed: str) -> str:
     """Name what `name` is when it is a dictionary (an image module, builtins) or a
     module-level function of one of `modules` (a search answers functions too): the class
-    tools take neither."""
+    tools take neither. A dictionary is pointed to `listed` (see resolve_class)."""
     functions = [f"{module}.{name}" for module in modules if (tree := view.tree(module)) is not None
                  and any(isinstance(node, splice.FunctionNode) and node.name == name
                          for _, node in splice.defs_in_blocks(tree.body))]
@@ -325,9 +333,7 @@ def _not_a_class(view: View, modules: list[str], name: str) -> str:
         what.append(f"{KERNEL} is the kernel dictionary")
     if not what:
         return ""
-    # Not list_classes: asked for its methods, its functions are what is meant.
-    return (f"; {' and '.join(what)}, not a class: list_dictionary_entries shows "
-            f"{'its' if len(named) == 1 else 'their'} functions and classes")
+    return f"; {' and '.join(what)}, not a class: " + listed.format(its="its" if len(named) == 1 else "their")
 
 
 def _kernel_function(name: str) -> str:

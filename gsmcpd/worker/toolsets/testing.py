@@ -755,7 +755,7 @@ class TestingToolset(Toolset):
         return found, catalog.unloaded(self.view)
 
     def _test_class(self, name: str) -> tuple[str, type]:
-        ref = catalog.resolve_class(self.view, name)
+        ref = catalog.resolve_class(self.view, name, catalog.TEST_CLASSES_LISTED)
         cls = catalog.live_class(self.view, ref)
         if ref.is_kernel or not is_test_class(cls):
             raise ToolError("notFound", f"{ref.qualified} is not a test class in the image (a "
