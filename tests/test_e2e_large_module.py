@@ -74,6 +74,17 @@ def test_a_page_past_the_end_of_a_listing_of_one_names_it_in_the_singular(tmp_pa
         client.close()
 
 
+def test_a_page_past_the_end_of_an_empty_listing_says_so_as_any_other(tmp_path):
+    # It said "fx defines no classes", with no offset echoed and no note.
+    with daemon_on_image(tmp_path, {"fx.py": "x = 1\n"}) as daemon:
+        client = open_session(daemon)
+        past = ok(client, "list_classes", dictionaryName="fx", offset=2)
+        assert tool_text(past) == "(showing none from offset 2 of 0 classes)"
+        assert past["structuredContent"] == {"dictionary": "fx", "classes": [], "total": 0, "offset": 2}
+        assert tool_text(ok(client, "list_classes", dictionaryName="fx")) == "fx defines no classes"
+        client.close()
+
+
 def test_a_refresh_reimports_the_importers_the_modules_texts_name_now(tmp_path):
     files = {"pkg/__init__.py": "", "pkg/base.py": "WHO = 'base1'\n",
              "pkg/user.py": "from pkg.base import WHO\n", "pkg/loner.py": "WHO = 'loner'\n"}

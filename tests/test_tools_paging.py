@@ -105,6 +105,16 @@ def test_an_offset_past_the_end_says_so(client):
     assert answer["structuredContent"] == {"dictionary": "big", "classes": [], "total": 5, "offset": 9}
 
 
+def test_an_offset_past_the_end_of_an_empty_list_says_so_as_any_other(client):
+    # Taken for the whole list, it said "fx defines no classes", the offset not echoed.
+    assert paging.page_of([], {"offset": 2}, "classes") == paging.Page(
+        [], {"total": 0, "offset": 2}, ["(showing none from offset 2 of 0 classes)"])
+    assert paging.page_of([], {}, "classes") == paging.Page([], {"total": 0})
+    answer = client.ok("list_classes", dictionaryName="zoo", offset=2)
+    assert text(answer) == "(showing none from offset 2 of 0 classes)"
+    assert answer["structuredContent"] == {"dictionary": "zoo", "classes": [], "total": 0, "offset": 2}
+
+
 @pytest.mark.parametrize("what, one", [("classes", "class"), ("subclasses", "subclass"),
                                        ("test classes", "test class"), ("dictionaries", "dictionary"),
                                        ("entries", "entry")])

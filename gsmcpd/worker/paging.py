@@ -38,7 +38,7 @@ def page_of(every: list, arguments: dict, what: str, elsewhere: str = "") -> Pag
     offset = arguments.get("offset", 0)   # 0 to MAX_OFFSET: offset_prop's minimum and maximum
     items = every[offset:offset + PAGE]
     page = Page(items, {"total": len(every)})
-    if len(items) == len(every):
+    if len(items) == len(every) and not offset:   # an offset past an empty list's end is said as any
         return page
     end = offset + len(items)
     page.fields["offset"] = offset
