@@ -115,6 +115,14 @@ def test_an_offset_past_the_end_of_an_empty_list_says_so_as_any_other(client):
     assert answer["structuredContent"] == {"dictionary": "zoo", "classes": [], "total": 0, "offset": 2}
 
 
+def test_an_offset_past_a_module_that_does_not_compile_says_so_in_the_text_too(client):
+    # Its entries unknown (none listed), the offset was echoed in structuredContent alone.
+    answer = client.ok("list_dictionary_entries", dictionaryName="broken", offset=2)
+    assert text(answer).startswith("image module broken does not compile")
+    assert text(answer).endswith("\n(showing none from offset 2 of 0 entries)")
+    assert answer["structuredContent"]["offset"] == 2
+
+
 @pytest.mark.parametrize("what, one", [("classes", "class"), ("subclasses", "subclass"),
                                        ("test classes", "test class"), ("dictionaries", "dictionary"),
                                        ("entries", "entry")])

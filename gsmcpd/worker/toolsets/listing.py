@@ -106,7 +106,7 @@ class ListingToolset(Toolset):
         reason = catalog._unloadable(self.view, module)   # whole in the text, its start in the note
         if tree is None:
             none = page_of([], arguments, "entries")   # the fields every listing has
-            return {"text": reason, "structured": {"dictionary": module, "entries": [],
+            return {"text": "\n".join([reason, *none.note]), "structured": {"dictionary": module, "entries": [],
                                                    "note": repeated(reason, "the reason"),
                                                    **none.fields}}
         # A def or class in a top-level `if`/`try` block binds a module global too.
