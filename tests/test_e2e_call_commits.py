@@ -1,7 +1,7 @@
 """A call of any tool whose worker is killed (kill -9, the OOM killer) is told of the commits
 it made, through the running daemon: a mutation tool's, execute_code's (the view's commit),
 nothing for one that made none; and a stop right after the death still delivers the
-answer. A `commit` call's own answers: test_e2e_image.py."""
+answer. A `commit` call's own answers: test_e2e_image_commit_faults.py."""
 
 import fcntl
 import json
@@ -14,7 +14,8 @@ import pytest
 from gsmcpd.router.sessions import CALLED_CAP
 from helpers import Daemon, call_in_thread, killed, tool_text, wait_until
 from helpers import open_session as session
-from test_e2e_image import KILLED, SLOW_COMMIT_STEP, call_held_in_commit, journal
+from test_e2e_image import journal
+from test_e2e_image_commit_faults import KILLED, SLOW_COMMIT_STEP, call_held_in_commit
 from test_tools_support import write_image
 
 

@@ -284,7 +284,7 @@ def test_shutdown_does_not_wait_for_a_lingering_connection(router, monkeypatch):
 def test_recovery_at_stop_finishes_a_commit_left_half_applied_sweeps_temps_and_never_waits(router, tmp_path, monkeypatch):
     # A call in flight is ended at stop by killing its worker, maybe mid-commit; its files
     # were left half-renamed (and temps lying about) until the next start. The stop itself
-    # (with such a call) is tested end to end in test_e2e_image.py.
+    # (with such a call) is tested end to end in test_e2e_image_commit_faults.py.
     image = tmp_path / "image"
     (image / "pkg").mkdir(parents=True)
     for rel, text in {"a.py": "A = 1\n", "b.py": "B = 1\n", "pkg/__init__.py": ""}.items():
