@@ -11,7 +11,8 @@ unset CDPATH
 script=$0
 # `bash NAME` (no '/' in it) reads ./NAME, or when there is none the NAME on PATH, and leaves
 # $0 the bare NAME: the file it read is found again here, by the same rule, to be followed.
-[[ $script == */* || -e $script ]] || script=$(type -P -- "$script") || script=$0
+# Read from stdin (`bash -s < NAME`), no file is named ($0 is the shell's): the caller's directory.
+[[ $script == */* || -e $script || -z ${BASH_SOURCE[0]-} ]] || script=$(type -P -- "$script") || script=$0
 while [[ -L $script ]]; do
     target=$(readlink -- "$script")
     # A relative one from the link's own directory, as the system reads it: cd's '..' would

@@ -429,6 +429,20 @@ def test_scripts_given_to_bash_by_a_links_bare_name_follow_the_link_bash_read(tm
     assert SERVED in _start_check_stop(script, port, ("gsmcpd-start", "gsmcpd-install", "gsmcpd-stop"))
 
 
+@pytest.mark.parametrize("name, args, says", [("run-server.sh", ("--help",), "usage: gsmcpd start"),
+                                              ("stop-server.sh", ("PORT",), "no gsmcpd running on port"),
+                                              ("install.sh", ("--check",), "OK: ready to serve")])
+def test_scripts_read_by_bash_from_stdin_in_their_checkout_run_it(tmp_path, name, args, says):
+    # `bash -s < run-server.sh` names no file: $0 is the shell's own name, and the checkout
+    # is the caller's directory, not that of the `bash` PATH finds (/usr/bin: "no .venv").
+    port = str(free_port())
+    env = clean_env(GS_MCP_STATE_DIR=str(tmp_path / "state"))
+    with open(REPO / name, "rb") as script:
+        done = subprocess.run(["bash", "-s", "--", *(port if arg == "PORT" else arg for arg in args)], stdin=script,
+                              env=env, cwd=str(REPO), capture_output=True, text=True, timeout=60)
+    assert says in done.stdout + done.stderr, done.stdout + done.stderr
+
+
 def test_scripts_follow_a_relative_link_in_a_linked_directory_as_the_system_does(tmp_path, stop_at_the_end):
     # on/bin -> real/deep/bin, whose gsmcpd-start -> ../../checkout/run-server.sh: the system
     # reads its '..' from real/deep/bin (real/checkout, the checkout), where cd read them off
