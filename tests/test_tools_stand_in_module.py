@@ -202,3 +202,17 @@ def test_a_module_whose_import_put_a_kernel_module_in_its_place_is_told_so(clien
     finally:
         if sys.modules.get("alias") is json:
             del sys.modules["alias"]
+
+
+def test_a_submodule_standing_in_is_unbound_from_its_package_when_it_fails_anew(client, image):
+    # The package kept the old stand-in as its attribute: `pkg.sub` still answered, where a new
+    # session's import of pkg.sub fails (a forgotten module's binding goes, as for any module).
+    (image / "pkg").mkdir()
+    (image / "pkg" / "__init__.py").write_text("")
+    (image / "pkg" / "sub.py").write_text(NO_SPEC)
+    client.ok("refresh")
+    client.ok("execute_code", code="import pkg.sub")
+    assert client.view.owns_module("pkg.sub")
+    (image / "pkg" / "sub.py").write_text("raise ValueError('broken')\n")
+    assert "pkg.sub" in client.ok("refresh")["structuredContent"]["importErrors"]
+    assert "sub" not in vars(sys.modules["pkg"])

@@ -1501,10 +1501,12 @@ def _loader_of(held) -> object:
 
 
 def _unbind(name: str) -> None:
-    """Forget a loaded module: its sys.modules entry and its package's attribute for it."""
-    del sys.modules[name]
+    """Forget a loaded module: its sys.modules entry and its package's attribute for it,
+    a module or what stood in its place (note_stand_in: the import system bound that)."""
+    held = sys.modules.pop(name)
     parent, _, child = name.rpartition(".")
-    if parent in sys.modules and isinstance(getattr(sys.modules[parent], child, None), ModuleType):
+    bound = own.namespace(sys.modules.get(parent)).get(child)   # its dict: no __getattr__ of the package's runs
+    if bound is not None and (bound is held or isinstance(bound, ModuleType)):
         delattr(sys.modules[parent], child)
 
 
