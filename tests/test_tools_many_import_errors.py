@@ -7,7 +7,8 @@ import json
 import pytest
 
 from gsmcpd.wire.frames import MAX_FRAME
-from gsmcpd.worker.toolset import ERRORS_BUDGET, PAST_BUDGET_CAP, REPEAT_CAP, budgeted
+from gsmcpd.worker.toolset import ERRORS_BUDGET, PAST_BUDGET_CAP, REPEAT_CAP, budgeted, repeats_of_budgeted
+from gsmcpd.worker.toolsets.session import import_errors_data
 from test_tools_support import Client, text, views, write_image  # noqa: F401  (fixtures)
 
 MODULES = [f"m{i:02}" for i in range(80)]
@@ -92,3 +93,18 @@ def test_the_budget_keeps_each_whole_while_the_sum_fits():
     assert crossing.startswith("b" * 5_000 + "\n[... 4,000 more characters of it cut: ")
     assert past.startswith("c" * PAST_BUDGET_CAP + "\n[... 1,000 more characters of it cut: ")
     assert past.endswith(f"keeps the first {PAST_BUDGET_CAP:,}]\n")
+
+
+def test_the_repeat_of_an_error_the_budget_cut_counts_what_the_error_has_past_it():
+    # The repeat cut the text's cut again: its count was of the budget's cut text and note
+    # (1,990,2xx more characters), not of the error (2,990,000), and the budget's note was lost.
+    errors = {"a": "a" * 1_000_000, "b": "b" * 3_000_000, "c": "c" * 3_000_000}
+    said = import_errors_data(errors)
+    assert said["a"] == "a" * REPEAT_CAP + "\n[... 990,000 more characters of the import error cut: a repeat of the answer's text keeps the first 10,000]\n"
+    assert said["b"] == "b" * REPEAT_CAP + "\n[... 2,990,000 more characters of the import error cut: a repeat of the answer's text keeps the first 10,000]\n"
+    assert said["c"].startswith("c" * PAST_BUDGET_CAP + "\n[... 2,999,000 more characters of the import error cut: an answer holding")
+    # A cut of the budget's to fewer than REPEAT_CAP is repeated as told, its note whole.
+    crossing = ["a" * (ERRORS_BUDGET - 9_950), "b" * 20_000]
+    told = budgeted(crossing, "it")
+    assert len(told[1]) > REPEAT_CAP
+    assert repeats_of_budgeted(crossing, "it")[1] == told[1]

@@ -134,13 +134,27 @@ def budgeted(texts: list[str], what: str) -> list[str]:
     """`texts` (in the order an answer gives them) each whole while their sum stays within
     ERRORS_BUDGET, the one that crosses it cut to what is left (PAST_BUDGET_CAP at least),
     each after it to PAST_BUDGET_CAP, saying so (sendable's note)."""
+    return [told for told, _ in _budgeted(texts, what)]
+
+
+def repeats_of_budgeted(texts: list[str], what: str) -> list[str]:
+    """What structuredContent repeats of `texts` an answer's text tells as budgeted does:
+    each one's start (repeated) counting what the whole has past it, not what the budget
+    left of it (its cut and note, cut again); one the budget cut to fewer than REPEAT_CAP
+    characters as told, its note whole."""
+    return [told if cap is not None and cap < REPEAT_CAP else repeated(text, what)
+            for text, (told, cap) in zip(texts, _budgeted(texts, what))]
+
+
+def _budgeted(texts: list[str], what: str) -> list[tuple[str, int | None]]:
+    """(the text as budgeted tells it, the characters it was cut to or None) for each of `texts`."""
     kept, spent = [], 0
     keeper = (f"an answer holding over {ERRORS_BUDGET:,} characters of errors (the module's own "
               "import, execute_code `import ...`, shows it whole)")
     for text in texts:
         cap = max(PAST_BUDGET_CAP, ERRORS_BUDGET - spent)
-        kept.append(text if len(text) <= cap else sendable(text, what, cap, keeper))
-        spent += len(kept[-1])
+        kept.append((text, None) if len(text) <= cap else (sendable(text, what, cap, keeper), cap))
+        spent += len(kept[-1][0])
     return kept
 
 

@@ -8,7 +8,7 @@ import os
 from gsmcpd.image.store import (CommitConflict, DirectoryInTheWay, ImageLockTimeout, LinkedModule,
                                 StickyStateDirectory, UnlistedDirectory, UnwritableModule, module_name_of)
 from gsmcpd.worker.registry import Tool
-from gsmcpd.worker.toolset import ToolError, Toolset, budgeted, object_schema, repeated
+from gsmcpd.worker.toolset import ToolError, Toolset, budgeted, object_schema, repeats_of_budgeted
 
 
 @contextlib.contextmanager
@@ -157,9 +157,10 @@ def import_error_lines(errors: dict[str, str]) -> list[str]:
 
 
 def import_errors_data(errors: dict[str, str]) -> dict[str, str]:
-    """`importErrors` of an answer whose text has import_error_lines: each error as told
-    there, and of one told whole, its start (toolset.repeated)."""
-    return {module: repeated(error, "the import error") for module, error in told_import_errors(errors).items()}
+    """`importErrors` of an answer whose text has import_error_lines: of each error, its
+    start, or as told there when the budget cut it shorter (toolset.repeats_of_budgeted)."""
+    modules = sorted(errors)
+    return dict(zip(modules, repeats_of_budgeted([errors[module] for module in modules], "the import error")))
 
 
 def brought_in_text(brought_in: list[str]) -> str:

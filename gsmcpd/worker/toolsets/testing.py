@@ -53,7 +53,7 @@ from gsmcpd.worker.capture import Capture
 from gsmcpd.worker.paging import PAGED, offset_prop, page_of
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import (BREAKS, HardBreak, ToolError, Toolset, array_prop, carry_partial,
-                                   budgeted, object_schema, raise_if_break, repeated, sendable,
+                                   budgeted, object_schema, raise_if_break, repeated, repeats_of_budgeted, sendable,
                                    string_prop)
 from gsmcpd.worker.toolsets.browsing import CLASS_NAME, SELECTOR
 
@@ -1014,7 +1014,7 @@ def _not_loaded_data(unloaded: list[str]) -> list[str]:
     """`notLoaded` of an answer whose text has _not_loaded_lines: each reason as told there
     (within toolset.budgeted's budget), and of one told whole, its start (a module's import
     may raise a message of any size)."""
-    return [repeated(reason, "the reason") for reason in budgeted(unloaded, "the reason")]
+    return repeats_of_budgeted(unloaded, "the reason")
 
 
 def _public(entry: dict) -> dict:
