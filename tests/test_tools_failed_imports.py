@@ -264,6 +264,21 @@ def test_refresh_names_a_package_whose_plugin_it_imports_by_name_now_fails(tmp_p
         refreshed["content"][0]["text"]
 
 
+def test_a_package_that_no_longer_imports_a_plugin_is_not_its_importer_once_it_ran_without_it(tmp_path, views):
+    # Its import of the plugin in an earlier run was kept for good: each change of the
+    # plugin re-imported the package, though its code imports it no more.
+    image = write_image(tmp_path / "image", PLUGINS)
+    client = Client(views(image))
+    client.ok("execute_code", code="import plugs")
+    (image / "plugs" / "__init__.py").write_text("import importlib\n\nimportlib.import_module(f'{__name__}.good')\n")
+    (image / "plugs" / "bad.py").write_text("X = 3\n")
+    assert client.ok("refresh")["structuredContent"]["reloaded"] == ["plugs", "plugs.bad"]
+    (image / "plugs" / "bad.py").write_text("X = 4\n")
+    assert client.ok("refresh")["structuredContent"]["reloaded"] == ["plugs.bad"]
+    (image / "plugs" / "good.py").write_text("X = 5\n")   # still imported, found cached: still its importer
+    assert client.ok("refresh")["structuredContent"]["reloaded"] == ["plugs", "plugs.good"]
+
+
 def test_a_package_failing_in_a_submodule_is_named_with_that_submodule(tmp_path, views):
     image = write_image(tmp_path / "image", {**PLUGINS, "plugs/bad.py": "raise RuntimeError('bad plugin')\n"})
     client = Client(views(image))

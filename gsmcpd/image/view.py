@@ -88,6 +88,9 @@ class _SnapshotLoader(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         code = compile(text, filename, "exec", dont_inherit=True)
         self.view.live_texts[name] = text
         self.view.live_code[name] = code_within([code])
+        ran = self.view.ran_imports.get(name)
+        if ran:   # of its earlier runs' imports, those not loaded now it runs again if its code still does
+            ran.intersection_update([imported for imported in ran if imported in sys.modules])
         running = self._running.__dict__.setdefault("names", [])
         if running:   # its import started by another's top-level code: an importer no statement names
             self.view.ran_imports.setdefault(running[-1], set()).add(name)
@@ -177,7 +180,8 @@ class View:
         self.import_errors: dict[str, str] = {}
         # module -> the image modules whose import its top-level code started, by a statement
         # or not (a plugin package's importlib.import_module in a loop): importers of them
-        # (_importers_of). Kept over its re-imports: one re-run finds those still loaded cached.
+        # (_importers_of). Kept over its re-imports, those still loaded (a re-run finds them
+        # cached), not those it re-runs without importing (exec_module).
         self.ran_imports: dict[str, set[str]] = {}
         # module -> the kernel's classes tied to its old classes, as its re-imports in this tool
         # call found them (kernel_ties); the call's answer names those lost (lost_kernel_ties takes them).
