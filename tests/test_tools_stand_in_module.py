@@ -173,11 +173,16 @@ def test_a_module_code_replaced_in_sys_modules_is_told_so_and_taken_back_by_abor
     assert "fromSource" not in client.ok("describe_class", className="plain.A")["structuredContent"]
 
 
-def test_a_package_code_replaced_in_sys_modules_is_named_for_its_modules(client, image):
-    (image / "pk").mkdir()
-    (image / "pk" / "__init__.py").write_text("")
-    (image / "pk" / "sub.py").write_text(PLAIN)
+def _package_with_sub(client, image, package, sub):
+    """An image package `package` (an empty __init__) whose submodule sub.py holds `sub`, refreshed in."""
+    (image / package).mkdir()
+    (image / package / "__init__.py").write_text("")
+    (image / package / "sub.py").write_text(sub)
     client.ok("refresh")
+
+
+def test_a_package_code_replaced_in_sys_modules_is_named_for_its_modules(client, image):
+    _package_with_sub(client, image, "pk", PLAIN)
     client.ok("execute_code", code="import sys, json\nimport pk.sub\nsys.modules['pk'] = json")
     assert client.ok("describe_class", className="pk.sub.A")["structuredContent"]["fromSource"] == (
         "image module pk.sub is not the view's: code run in this session put the kernel module json "
@@ -207,10 +212,7 @@ def test_a_module_whose_import_put_a_kernel_module_in_its_place_is_told_so(clien
 def test_a_submodule_standing_in_is_unbound_from_its_package_when_it_fails_anew(client, image):
     # The package kept the old stand-in as its attribute: `pkg.sub` still answered, where a new
     # session's import of pkg.sub fails (a forgotten module's binding goes, as for any module).
-    (image / "pkg").mkdir()
-    (image / "pkg" / "__init__.py").write_text("")
-    (image / "pkg" / "sub.py").write_text(NO_SPEC)
-    client.ok("refresh")
+    _package_with_sub(client, image, "pkg", NO_SPEC)
     client.ok("execute_code", code="import pkg.sub")
     assert client.view.owns_module("pkg.sub")
     (image / "pkg" / "sub.py").write_text("raise ValueError('broken')\n")
