@@ -148,8 +148,7 @@ UNDECIDED = ("whether it stands could not be told (the journal that records it c
 def told_import_errors(errors: dict[str, str]) -> dict[str, str]:
     """`errors` by module, as an answer's text tells them: within toolset.budgeted's budget,
     all told (each module's import may raise a message of any size)."""
-    modules = sorted(errors)
-    return dict(zip(modules, budgeted([errors[module] for module in modules], "the import error")))
+    return _each_error(errors, budgeted)
 
 
 def import_error_lines(errors: dict[str, str]) -> list[str]:
@@ -159,8 +158,13 @@ def import_error_lines(errors: dict[str, str]) -> list[str]:
 def import_errors_data(errors: dict[str, str]) -> dict[str, str]:
     """`importErrors` of an answer whose text has import_error_lines: of each error, its
     start, or as told there when the budget cut it shorter (toolset.repeats_of_budgeted)."""
+    return _each_error(errors, repeats_of_budgeted)
+
+
+def _each_error(errors: dict[str, str], cut) -> dict[str, str]:
+    """`errors` by module (sorted), their texts as `cut` (budgeted or repeats_of_budgeted) gives them."""
     modules = sorted(errors)
-    return dict(zip(modules, repeats_of_budgeted([errors[module] for module in modules], "the import error")))
+    return dict(zip(modules, cut([errors[module] for module in modules], "the import error")))
 
 
 def brought_in_text(brought_in: list[str]) -> str:
