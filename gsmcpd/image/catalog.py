@@ -537,7 +537,8 @@ def shadowed_why(view: View, module: str) -> str | None:
 
 
 def _what_holds(held) -> str:
-    # Not the view's (View.put_by): a module is the kernel's.
+    # What holds a module's name in sys.modules, not the view's module (put_by, no_namespace):
+    # a module is the kernel's (one with no namespace is none).
     name = getattr(getattr(held, "__spec__", None), "name", None) if isinstance(held, types.ModuleType) else None
     if isinstance(name, str):
         return f"the kernel module {name}"
@@ -551,7 +552,7 @@ def no_namespace(view: View, module: str) -> str | None:
     held = sys.modules.get(module)
     if not view.owns_module(module) or own.has_namespace(held):
         return None
-    return (f"image module {module} is held in sys.modules as a {quoted(own.NAME(type(held)))} object "
+    return (f"image module {module} is held in sys.modules as {_what_holds(held)} "
             "with no namespace (__dict__), which code put in the module's place, so the tools "
             "cannot read or change its live objects")
 
