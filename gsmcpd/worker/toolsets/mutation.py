@@ -1708,9 +1708,8 @@ def _refuse_new_class_over_a_binding(view, module_name: str, node: ast.ClassDef)
     run = [node for node in (tree.body if tree is not None else []) if not splice.runs_as_program_only(node)]
     binding = next((node for node in run if splice.binds([node], name, star=False)), None)
     if binding is None:   # a `*` import's, if the module as it ran has the name
-        live_module = view.module(module_name)
         binding = next((node for node in run if splice.binds([node], name)), None) if (
-            live_module is not None and name in own.namespace(live_module)) else None
+            name in own.namespace(view.module(module_name))) else None   # none of a module not imported
     if binding is None:
         return
     shown = catalog.echoed(name)
@@ -1721,9 +1720,9 @@ def _refuse_new_class_over_a_binding(view, module_name: str, node: ast.ClassDef)
                         f"{module_name}, selector {shown})")
     written = splice.statement_line(view.source(module_name), binding)
     raise ToolError("refused", f"{module_name}.{shown} is bound already by a top-level statement (line "
-                    f"{binding.lineno}: {catalog.quoted(written)}): a new class of that name, written last in the module, would take that binding's place for the "
-                    "code reading it; name the class otherwise, or edit that statement in the module's "
-                    "file, then refresh")
+                    f"{binding.lineno}: {catalog.quoted(written)}): a new class of that name, written "
+                    "last in the module, would take that binding's place for the code reading it; name "
+                    "the class otherwise, or edit that statement in the module's file, then refresh")
 
 
 def _refuse_read_before_bound(module_name: str, class_name: str, old_source: str | None,
