@@ -1632,60 +1632,51 @@ def test_deleting_what_only_an_asserts_message_reads_as_the_module_runs_is_noted
     client.close()
 
 
+def _deleted_then_run_anew(daemon, image, files, tool, arguments, gone, code):
+    """`files` written, `tool` called with `arguments` in a session: `gone` is no longer in
+    the (first) file; what a fresh session's run of `code` answers, the module imported anew."""
+    write_files(image, files)   # the sessions opened below read it
+    client = open_session(daemon)
+    structured(client, tool, **arguments)
+    assert gone not in (image / next(iter(files))).read_text()
+    fresh = open_session(daemon)
+    try:
+        return run(fresh, code)
+    finally:
+        fresh.close()
+        client.close()
+
+
 def test_deleting_a_class_only_an_except_clause_names_as_the_module_runs_leaves_it_importing(daemon, image):
     # The clause's class is evaluated only when the try body raises: refused as a sure read before.
     files = {"limits.py": ("class Missing(Exception):\n    pass\n\n\ntry:\n    LIMIT = int('3')\n"
                            "except Missing:\n    LIMIT = 0\n")}
-    write_files(image, files)   # the sessions opened below read it
-    client = open_session(daemon)
-    structured(client, "delete_class", className="limits.Missing")
-    assert "class Missing" not in (image / "limits.py").read_text()
-    fresh = open_session(daemon)
-    assert run(fresh, "import limits\nlimits.LIMIT") == "3"
-    fresh.close()
-    client.close()
+    assert _deleted_then_run_anew(daemon, image, files, "delete_class", dict(className="limits.Missing"),
+                                  "class Missing", "import limits\nlimits.LIMIT") == "3"
 
 
 def test_deleting_a_class_only_a_matchs_guard_reads_as_the_module_runs_leaves_it_importing(daemon, image):
     # A guard runs only when its pattern matches: refused as a sure read before.
     files = {"order.py": ("import sys\n\n\nclass Odd:\n    pass\n\n\nmatch sys.byteorder:\n"
                           "    case int() if Odd:\n        ORDER = None\n    case _:\n        ORDER = 1\n")}
-    write_files(image, files)   # the sessions opened below read it
-    client = open_session(daemon)
-    structured(client, "delete_class", className="order.Odd")
-    assert "class Odd" not in (image / "order.py").read_text()
-    fresh = open_session(daemon)
-    assert run(fresh, "import order\norder.ORDER") == "1"
-    fresh.close()
-    client.close()
+    assert _deleted_then_run_anew(daemon, image, files, "delete_class", dict(className="order.Odd"),
+                                  "class Odd", "import order\norder.ORDER") == "1"
 
 
 def test_deleting_a_method_the_module_sets_anew_above_its_read_leaves_it_importing(daemon, image):
     # `setattr(Job, "run", fast_run)` above `RUN = Job.run`: refused as a sure read before.
     files = {"jobs.py": ("class Job:\n    def run(self):\n        return 1\n\n\ndef fast_run(self):\n"
                          "    return 2\n\n\nsetattr(Job, 'run', fast_run)\nRUN = Job.run\n")}
-    write_files(image, files)   # the sessions opened below read it
-    client = open_session(daemon)
-    structured(client, "delete_method", className="jobs.Job", selector="run")
-    assert "def run" not in (image / "jobs.py").read_text()
-    fresh = open_session(daemon)
-    assert run(fresh, "import jobs\njobs.Job().run()") == "2"
-    fresh.close()
-    client.close()
+    assert _deleted_then_run_anew(daemon, image, files, "delete_method", dict(className="jobs.Job", selector="run"),
+                                  "def run", "import jobs\njobs.Job().run()") == "2"
 
 
 def test_deleting_a_function_a_function_the_module_calls_binds_again_leaves_it_importing(daemon, image):
     # `install()` binds `encode` as a global above `DEFAULT = encode`: refused as a sure read before.
     files = {"codec.py": ("def encode(text):\n    return text\n\n\ndef install():\n    global encode\n"
                           "    encode = str.upper\n\n\ninstall()\nDEFAULT = encode\n")}
-    write_files(image, files)   # the sessions opened below read it
-    client = open_session(daemon)
-    structured(client, "delete_method", className="codec", selector="encode")
-    assert "def encode" not in (image / "codec.py").read_text()
-    fresh = open_session(daemon)
-    assert run(fresh, "import codec\ncodec.DEFAULT('a')") == "'A'"
-    fresh.close()
-    client.close()
+    assert _deleted_then_run_anew(daemon, image, files, "delete_method", dict(className="codec", selector="encode"),
+                                  "def encode", "import codec\ncodec.DEFAULT('a')") == "'A'"
 
 
 @pytest.mark.parametrize("name, text", [
@@ -1761,14 +1752,8 @@ def test_deleting_a_method_a_function_the_module_calls_sets_anew_above_its_read_
     files = {"installed.py": ("class Job:\n    def run(self):\n        return 1\n\n\ndef fast_run(self):\n"
                               "    return 2\n\n\ndef install():\n    setattr(Job, 'run', fast_run)\n\n\n"
                               "install()\nRUN = Job.run\n")}
-    write_files(image, files)   # the sessions opened below read it
-    client = open_session(daemon)
-    structured(client, "delete_method", className="installed.Job", selector="run")
-    assert "def run" not in (image / "installed.py").read_text()
-    fresh = open_session(daemon)
-    assert run(fresh, "import installed\ninstalled.Job().run()") == "2"
-    fresh.close()
-    client.close()
+    assert _deleted_then_run_anew(daemon, image, files, "delete_method", dict(className="installed.Job", selector="run"),
+                                  "def run", "import installed\ninstalled.Job().run()") == "2"
 
 
 def test_deleting_a_class_an_all_takes_out_again_says_nothing_of_a_star_import_failing(daemon, image):
