@@ -573,9 +573,12 @@ def test_an_intent_planted_to_write_outside_the_image_is_refused_and_nothing_mov
     victim = tmp_path / "victim.py"
     victim.write_text("mine\n")
     client = session(shop)
-    intent = shop.image / ".gsmcpd" / "commit.intent"
-    intent.write_text(json.dumps({"writes": {str(victim): "shop/__init__.py"}, "removes": [],
-                                  "record": {"id": "planted"}}))
+    # Planted by rename, whole: the session's worker may be preparing (and reading the
+    # intent) right now, and a half-written file is refused for a different reason.
+    planting = shop.image / ".gsmcpd" / "planting"
+    planting.write_text(json.dumps({"writes": {str(victim): "shop/__init__.py"}, "removes": [],
+                                    "record": {"id": "planted"}}))
+    os.replace(planting, shop.image / ".gsmcpd" / "commit.intent")
     reply = client.call("tools/call", {"name": "compile_method", "arguments": {
         "className": "shop.models.Product", "source": SHOUT}}).json()
     said = json.dumps(reply)
