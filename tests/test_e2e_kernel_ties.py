@@ -137,3 +137,15 @@ def test_a_name_code_or_its_own_import_put_another_object_in_is_told_so_not_shad
         assert structured(c, "abort")["reloaded"] == ["plain"]
         assert structured(c, "describe_class", className="plain.A")["bases"] == ["object"]
         c.close()
+
+
+def test_a_submodule_standing_in_is_no_entry_of_its_package(tmp_path):
+    # The import system bound the stand-in on its package, as it binds a module, and the
+    # package listed it as an entry ('sub (global)'), a module never.
+    from test_tools_stand_in_module import NO_SPEC
+    image = write_image(tmp_path / "image", {"pkg/__init__.py": "", "pkg/sub.py": NO_SPEC})
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
+        c = open_session(daemon)
+        structured(c, "execute_code", code="import pkg.sub")
+        assert structured(c, "list_dictionary_entries", dictionaryName="pkg")["entries"] == []
+        c.close()

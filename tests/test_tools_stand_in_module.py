@@ -218,3 +218,13 @@ def test_a_submodule_standing_in_is_unbound_from_its_package_when_it_fails_anew(
     (image / "pkg" / "sub.py").write_text("raise ValueError('broken')\n")
     assert "pkg.sub" in client.ok("refresh")["structuredContent"]["importErrors"]
     assert "sub" not in vars(sys.modules["pkg"])
+
+
+def test_a_submodule_standing_in_is_no_entry_of_its_package(client, image):
+    # The import system binds what holds the submodule's place on its package, as it binds a
+    # module: a stand-in of no __name__ was listed as the package's entry, a module never.
+    _package_with_sub(client, image, "pkg", NO_SPEC)
+    client.ok("execute_code", code="import pkg.sub")
+    assert "sub" in vars(sys.modules["pkg"])
+    listed = client.ok("list_dictionary_entries", dictionaryName="pkg")
+    assert listed["structuredContent"]["entries"] == []

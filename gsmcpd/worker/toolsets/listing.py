@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import sys
 import types
 
 from gsmcpd.image import catalog, own, splice
@@ -93,9 +94,15 @@ class ListingToolset(Toolset):
         """Whether `name` is a submodule of the image package that the import system bound
         on it as some code imported the submodule, the package's own code binding no such
         name: whether it is there depends on what the session ran before (a tool loading the
-        image imports them all), and it is a dictionary of its own, list_dictionaries'."""
-        if not (isinstance(value, types.ModuleType) and value.__name__ == f"{package}.{name}"
-                and self.view.has_module(value.__name__)):
+        image imports them all), and it is a dictionary of its own, list_dictionaries'. The
+        import system binds whatever holds the submodule's place in sys.modules, a stand-in
+        of no module too (note_stand_in)."""
+        submodule = f"{package}.{name}"
+        if not self.view.has_module(submodule):
+            return False
+        held = sys.modules.get(submodule)
+        if not (value is held is not None or isinstance(value, types.ModuleType)
+                and own.namespace(value).get("__name__") == submodule):   # its dict: no __getattr__ runs
             return False
         tree = self.view.tree(package)
         return tree is None or not splice.binds(tree.body, name, star=False)
