@@ -71,6 +71,19 @@ class NumberedModeToolset(Toolset):
                           lambda arguments: "mode %r" % (arguments["mode"],)))
 
 
+class UndeclaredRequiredToolset(Toolset):
+    """A third-party toolset whose hand-written schema requires an argument it declares no
+    property for (registration takes it; object_schema would not)."""
+    name = "undeclared"
+    tool_names = ("print_mode",)
+    read_only_safe = frozenset({"print_mode"})
+
+    def register(self, registry):
+        schema = {"type": "object", "properties": {"path": {"type": "string"}},
+                  "required": ["path", "mode"], "additionalProperties": False}
+        registry.add(Tool("print_mode", "Print in a mode.", schema, lambda arguments: "printed"))
+
+
 SEED_TOOLS = {
     "execution": {"execute_code"},
     "session": {"abort", "commit", "refresh", "status"},
@@ -902,6 +915,20 @@ def test_an_enum_of_numbers_takes_no_boolean_as_json_schema_says(image, tmp_path
         assert refused["isError"] is True
         assert refused["structuredContent"]["error"] == {
             "kind": "invalidParams", "message": "set_mode: argument 'mode' must be one of [0, 1], got True"}
+
+
+def test_a_required_argument_no_property_declares_is_said_missing_beside_an_unknown_one(image, tmp_path):
+    # The hint for the only unknown argument looked the only missing one up among the
+    # properties: KeyError out of the argument check, no answer of what to fix.
+    env = {"GS_MCP_IMAGE": str(image), "PYTHONPATH": "%s:%s/tests" % (REPO, REPO),
+           "GS_MCP_TOOLSETS": "test_e2e_tools:UndeclaredRequiredToolset"}
+    with Daemon(tmp_path, env=env) as daemon:
+        client = open_session(daemon)
+        refused = client.tool("print_mode", path="x", mod=1)
+        assert refused["isError"] is True
+        assert refused["structuredContent"]["error"] == {
+            "kind": "invalidParams", "message": "print_mode: missing required argument 'mode'; "
+                                                "unknown argument 'mod' (it takes path)"}
 
 
 def test_a_bad_worker_class_refuses_startup_saying_what_to_fix(image, tmp_path):

@@ -348,3 +348,12 @@ def test_descriptor_carries_schema_and_annotations():
 def test_tool_error_refuses_unknown_kind():
     with pytest.raises(ValueError, match="unknown tool error kind"):
         ToolError("weird", "x")
+
+
+def test_an_unknown_argument_beside_a_required_one_no_property_declares_is_answered():
+    # The hint looked the missing one up among the properties: KeyError, not the problems.
+    schema = {"type": "object", "properties": {"path": {"type": "string"}},
+              "required": ["path", "mode"], "additionalProperties": False}
+    with pytest.raises(ToolError, match=r"missing required argument 'mode'; unknown argument 'mod' "
+                                        r"\(it takes path\)"):
+        make_tool(schema=schema).validate({"path": "x", "mod": 1})

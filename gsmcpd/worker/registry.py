@@ -254,8 +254,10 @@ def schema_errors(schema: dict, value, where: str) -> list[str]:
         properties = schema.get("properties", {})
         missing = [name for name in schema.get("required", []) if name not in value]
         problems += [f"missing required {_child(where, name)}" for name in missing]
-        # The only unknown argument may be meant for the only required one missing.
-        alone = missing[0] if len(missing) == 1 and len(value.keys() - properties.keys()) == 1 else None
+        # The only unknown argument may be meant for the only required one missing (a
+        # hand-written schema may require one no property declares: no hint then).
+        alone = missing[0] if (len(missing) == 1 and missing[0] in properties
+                               and len(value.keys() - properties.keys()) == 1) else None
         for name, item in value.items():
             if name in properties:
                 problems += schema_errors(properties[name], item, _child(where, name))
