@@ -149,3 +149,18 @@ def test_a_submodule_standing_in_is_no_entry_of_its_package(tmp_path):
         structured(c, "execute_code", code="import pkg.sub")
         assert structured(c, "list_dictionary_entries", dictionaryName="pkg")["entries"] == []
         c.close()
+
+
+def test_a_failing_module_code_stubbed_in_sys_modules_is_told_so_and_taken_back_by_abort(tmp_path):
+    # Its import having failed, the view had not "run" it: the stub was said a kernel module
+    # shadowing it ('rename the image module'), and abort left it for the next import to find.
+    image = write_image(tmp_path / "image", {"broken.py": "raise ValueError('no')\n"})
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
+        c = open_session(daemon)
+        error(c, "execute_code", "other", code="import broken")
+        structured(c, "execute_code", code="import sys, types\nsys.modules['broken'] = types.ModuleType('stub')")
+        assert structured(c, "list_dictionary_entries", dictionaryName="broken")["note"].startswith(
+            "image module broken is not the view's: code run in this session put a 'module' object in its place")
+        assert structured(c, "abort")["importErrors"] == {"broken": "ValueError: no"}
+        assert "ValueError: no" in error(c, "execute_code", "other", code="import broken")
+        c.close()

@@ -228,3 +228,20 @@ def test_a_submodule_standing_in_is_no_entry_of_its_package(client, image):
     assert "sub" in vars(sys.modules["pkg"])
     listed = client.ok("list_dictionary_entries", dictionaryName="pkg")
     assert listed["structuredContent"]["entries"] == []
+
+
+def test_a_failing_module_code_put_an_object_in_place_of_is_told_so_and_taken_back_by_abort(client, image):
+    # Its import failed, so the view had never "run" it: what session code put there (a stub
+    # for the broken module) was said a kernel module shadowing it, and abort left it.
+    (image / "broken.py").write_text("raise ValueError('no')\n")
+    client.ok("refresh")
+    client.error("execute_code", "other", code="import broken")
+    client.ok("execute_code", code="import sys\nclass S: __slots__=()\nsys.modules['broken'] = S()")
+    try:
+        assert client.ok("list_dictionary_entries", dictionaryName="broken")["structuredContent"]["note"] == (
+            "image module broken is not the view's: code run in this session put a 'S' object in its place "
+            "in sys.modules, so the tools do not read or change it; abort imports broken anew")
+        assert client.ok("abort")["structuredContent"]["importErrors"] == {"broken": "ValueError: no"}
+        assert "broken" not in sys.modules
+    finally:
+        sys.modules.pop("broken", None)

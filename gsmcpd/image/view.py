@@ -80,6 +80,7 @@ class _SnapshotLoader(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def exec_module(self, module):
         name = module.__spec__.name
+        self.view.note_running(name)
         rel = self.view.relpath(name)
         text = self.view.texts[rel]
         filename = self.view.filename(rel)
@@ -172,9 +173,10 @@ class View:
         # module -> what its own code, imported by the view, put in its place in sys.modules
         # (note_stand_in): the view's, though it may keep no __spec__ naming the view's loader.
         self._stand_ins: dict[str, object] = {}
-        # The modules the view's loader ran this session, and the other loader's module the
-        # import of one put in its place (`sys.modules[__name__] = json`): kept as it is
-        # forgotten, as what holds its name then is code's doing, not a kernel module's (put_by).
+        # The modules the view's loader ran this session (their import failing or not), and
+        # the other loader's module the import of one put in its place (`sys.modules[__name__]
+        # = json`): kept as it is forgotten, as what holds its name then is code's doing, not
+        # a kernel module's (put_by).
         self._ran: set[str] = set()
         self._left_by_import: dict[str, object] = {}
         self.import_errors: dict[str, str] = {}
@@ -503,8 +505,6 @@ class View:
         forgotten. Not a module another loader made (`sys.modules[__name__] = json`): that
         one is the kernel's, which the view must not take for its own to change."""
         held = sys.modules.get(module)
-        self._ran.add(module)
-        self._left_by_import.pop(module, None)
         # None there halts the import: no stand-in.
         if held is made or held is None or _loader_of(held) is not None:
             self._stand_ins.pop(module, None)
@@ -513,9 +513,16 @@ class View:
         else:
             self._stand_ins[module] = held
 
+    def note_running(self, module: str) -> None:
+        """The view's loader starts running `module`'s code: the name is the view's then
+        (module() imports none a kernel module holds), so whatever holds it later, the
+        import failing or not, was put there by code (put_by)."""
+        self._ran.add(module)
+        self._left_by_import.pop(module, None)   # an earlier run's: this one may fail
+
     def put_by(self, module: str) -> str | None:
         """Who put what holds `module`'s name in sys.modules, not the view's, once the view
-        imported it this session: "import" (its own code put the other loader's module there,
+        ran it this session (note_running): "import" (its own code put the other loader's module there,
         note_stand_in), "code" (code run in the session since); None where the view never ran
         it (a kernel module of that name, loaded first), or the name is the view's."""
         held = sys.modules.get(module)
