@@ -164,3 +164,15 @@ def test_a_failing_module_code_stubbed_in_sys_modules_is_told_so_and_taken_back_
         assert structured(c, "abort")["importErrors"] == {"broken": "ValueError: no"}
         assert "ValueError: no" in error(c, "execute_code", "other", code="import broken")
         c.close()
+
+
+def test_a_workspace_holding_a_module_standing_in_with_no_spec_fails_no_later_call(tmp_path):
+    # Each execute_code's end read the live stand-in's __spec__.loader: a bare module put in
+    # the module's place (its __spec__ None) failed that call and every later one.
+    from test_tools_stand_in_module import BARE
+    image = write_image(tmp_path / "image", {"stand_in.py": BARE})
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
+        c = open_session(daemon)
+        structured(c, "execute_code", code="import stand_in\nm = stand_in")
+        assert structured(c, "execute_code", code="m.__name__")["result"] == "'stand_in'"
+        c.close()

@@ -245,3 +245,20 @@ def test_a_failing_module_code_put_an_object_in_place_of_is_told_so_and_taken_ba
         assert "broken" not in sys.modules
     finally:
         sys.modules.pop("broken", None)
+
+
+KEEPING = NO_SPEC.replace("    __slots__ = ()\n", "    __slots__ = ()\n    _module = sys.modules[__name__]\n")
+BARE = "import sys, types\n\nsys.modules[__name__] = types.ModuleType(__name__)\n"
+
+
+@pytest.mark.parametrize("text, held", [(KEEPING, "types.ModuleType('stand_in')"),
+                                        (KEEPING, "sys.modules['stand_in']._module"),
+                                        (BARE, "stand_in")], ids=["another", "its-own", "bare"])
+def test_a_workspace_module_of_its_name_fails_no_later_call(client, image, text, held):
+    # Each execute_code's end compared a workspace module's loader with the live one's
+    # __spec__.loader: a stand-in of no __spec__ (the view's since f0a1cfc) raised
+    # AttributeError there, and every execute_code from then on failed.
+    (image / "stand_in.py").write_text(text)
+    client.ok("refresh")
+    client.ok("execute_code", code=f"import sys, types\nimport stand_in\nm = {held}")
+    assert client.ok("execute_code", code="m.__name__")["structuredContent"]["result"] == "'stand_in'"

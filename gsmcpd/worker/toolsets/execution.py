@@ -300,7 +300,10 @@ def _live_copy(view, value, module_name, attribute):
         # What it binds, never its __getattr__ (PEP 562): image code run for every name of the
         # workspace, each call, may raise anything (`_LAZY[name]`, a KeyError).
         return own.namespace(live).get(attribute)
-    if getattr(own.namespace(value).get("__spec__"), "loader", None) is not live.__spec__.loader:
+    # Each one's own __spec__: what stands in the module's place (note_stand_in) may have
+    # none, or None there (a bare ModuleType), and reading it raised at every call's end.
+    loader = getattr(own.namespace(value).get("__spec__"), "loader", None)
+    if loader is None or loader is not getattr(own.namespace(live).get("__spec__"), "loader", None):
         return None   # a module of that name the view never made
     return live
 
