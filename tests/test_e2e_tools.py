@@ -689,6 +689,20 @@ def test_a_new_class_named_as_its_module_imports_a_name_is_refused_and_the_tests
         ok(c, "remove_dictionary", dictionaryName="starry")
 
 
+def test_a_new_class_named_as_a_handlers_exception_is_compiled(image, c):
+    # Python deletes `except E as Error`'s name as the handler ends: no binding the class
+    # would replace, yet it was refused as "bound already by a top-level statement".
+    (image / "guarded.py").write_text("try:\n    import no_such_module\nexcept ImportError as Error:\n"
+                                      "    REASON = str(Error)\n")
+    ok(c, "refresh")
+    try:
+        ok(c, "compile_class_definition", dictionaryName="guarded", source="class Error(Exception):\n    pass\n")
+        assert structured(c, "execute_code", code="import guarded\nissubclass(guarded.Error, Exception)")[
+            "result"] == "True"
+    finally:
+        ok(c, "remove_dictionary", dictionaryName="guarded")
+
+
 def test_a_long_name_from_a_definition_s_source_is_echoed_cut(c):
     # A fuzzer's 5000-character base name came back whole (Python's own message cuts it).
     said = error(c, "compile_class_definition", "compileError", dictionaryName="shop.models",

@@ -1713,6 +1713,18 @@ def test_a_new_class_named_as_its_module_binds_a_name_is_refused(client, image):
     client.ok("compile_class_definition", dictionaryName="zoo.prog", source="class Fresh:\n    pass\n")
 
 
+def test_a_new_class_named_as_a_handlers_exception_is_no_binding_it_replaces(client, image):
+    # Python deletes `except E as Error`'s name as the handler ends: a class written last
+    # replaces no binding, and was refused as one "bound already by a top-level statement".
+    client.ok("add_dictionary", dictionaryName="zoo.guarded")
+    client.view.set_source("zoo.guarded", "try:\n    import no_such_module\nexcept ImportError as Error:\n"
+                                          "    REASON = str(Error)\n", live=False)
+    client.ok("commit")
+    client.ok("compile_class_definition", dictionaryName="zoo.guarded",
+              source="class Error(Exception):\n    pass\n")
+    assert issubclass(client.view.module("zoo.guarded").Error, Exception)
+
+
 def test_code_raising_a_base_exception_while_compiling_is_a_compile_error(client, image):
     before = disk(image)
     assert "SystemExit" in client.error("compile_method", "compileError", className="Dog",
