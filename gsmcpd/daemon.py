@@ -990,11 +990,11 @@ def _temp_dir_finding() -> tuple[str, str | None]:
 def _import_problem(module: str) -> str | None:
     import importlib
 
-    from gsmcpd.raised import raised
+    from gsmcpd.raised import raised_importing
     try:
         importlib.import_module(module)
     except Exception as exc:  # any import failure is the finding itself
-        return f"cannot import: {raised(exc)}"
+        return f"cannot import: {raised_importing(exc, module)}"
     return None
 
 

@@ -699,6 +699,19 @@ def test_check_names_a_log_file_on_a_full_filesystem_new_or_not(tmp_path, monkey
             f"PROBLEM: log file: log_file: cannot write to {path}: No space left on device"
 
 
+def test_check_names_the_submodule_a_packages_import_error_came_from(tmp_path, monkeypatch):
+    # A package importing its plugins fails with the failing one's error, which its text
+    # alone does not name; the worker's import errors said which, check did not.
+    package = tmp_path / "checkplugs"
+    package.mkdir()
+    (package / "__init__.py").write_text("from . import bad\n")
+    (package / "bad.py").write_text("raise RuntimeError('bad plugin')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert daemon._import_problem("checkplugs") == \
+        "cannot import: RuntimeError: bad plugin; raised importing its submodule checkplugs.bad"
+    assert daemon._import_problem("json") is None
+
+
 def test_check_notices_a_busy_port(tmp_path):
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

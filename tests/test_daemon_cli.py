@@ -193,6 +193,19 @@ def test_digits_grouped_with_an_underscore_are_refused_by_start_and_check(tmp_pa
         "(digits are not grouped with _: write 8001)"
 
 
+def test_check_names_the_submodule_a_required_packages_import_failed_in(tmp_path):
+    # jwt shadowed by a package whose submodule raises: check named only the error.
+    shadow = tmp_path / "shadow" / "jwt"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("from . import bad\n")
+    (shadow / "bad.py").write_text("raise RuntimeError('bad plugin')\n")
+    checked = gsmcpd("check", "--port", str(free_port()), "--state-dir", str(tmp_path / "state"),
+                     env={"PYTHONPATH": str(shadow.parent)})
+    assert checked.returncode == 2, checked.stdout + checked.stderr
+    assert checked.stdout.splitlines()[-1] == \
+        "PROBLEM: import: cannot import: RuntimeError: bad plugin; raised importing its submodule jwt.bad"
+
+
 def test_check_refuses_a_jwt_leeway_of_a_day_naming_the_knob_the_value_and_the_range(tmp_path):
     checked = gsmcpd("check", "--port", str(free_port()), "--state-dir", str(tmp_path),
                      env={"MCP_JWT_LEEWAY": "86400"})
