@@ -42,6 +42,8 @@ def daemon(tmp_path, request):
                                                                       "    b=_inst.randint,\n)\n"),
              "odd.py": DRAWN + "if not hasattr(Random, 'choice'):\n    raise ValueError('odd \\udcff')\n",
              "loud.py": DRAWN + "if not hasattr(Random, 'choice'):\n    raise ValueError('x' * 17_000_000)\n",
+             "named.py": DRAWN + "if not hasattr(Random, 'choice'):\n"
+                                 "    raise type('E' * 1_000_000, (Exception,), {})('gone')\n",
              # In the trial alone: a daemon it starts, out of the trial's group (setsid) before
              # the import goes on.
              "escaping.py": DRAWN + "import os, sys, time\nif sys.flags.isolated:\n    ready, told = os.pipe()\n"
@@ -125,6 +127,17 @@ def test_a_refusal_whose_message_utf8_cannot_carry_is_sent_escaped(daemon):
     refused = call_tool(c, "delete_method", {"className": "odd.Random", "selector": "choice"})
     assert refused["structuredContent"]["error"]["kind"] == "refused", refused
     assert "it failed with ValueError: odd \\udcff, on line 12" in refused["content"][0]["text"]
+    c.close()
+
+
+def test_a_refusal_cuts_the_type_name_of_an_exception_class_named_at_length(daemon):
+    # The trial sent the class's 1 MB __name__ whole: in the text and in importFailure.
+    c = open_session(daemon)
+    refused = call_tool(c, "delete_method", {"className": "named.Random", "selector": "choice"})
+    error = refused["structuredContent"]["error"]
+    kind = "E" * trial.KIND_MAX + "...(+%d more chars)" % (1_000_000 - trial.KIND_MAX)
+    assert (error["kind"], error["importFailure"]["error"]) == ("refused", kind)
+    assert f"it failed with {kind}: gone, on line 12" in refused["content"][0]["text"]
     c.close()
 
 

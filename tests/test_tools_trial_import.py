@@ -223,6 +223,18 @@ def test_a_failure_with_a_message_past_the_answers_bound_is_still_refused_its_me
     assert f"it failed with ValueError: {cut}, on line 12" in said
 
 
+def test_a_refusal_cuts_the_type_name_of_an_exception_class_named_at_length(client, image):
+    # The class's 1 MB __name__ went whole into the answer, in its text and importFailure.
+    write(image, DRAWN.replace("choice = _inst.choice\n", "if not hasattr(Random, 'choice'):\n"
+                                                           "    raise type('E' * 1_000_000, (Exception,), {})('gone')\n"))
+    client.ok("refresh")
+    said = client.call("delete_method", className="trial.Random", selector="choice")
+    kind = "E" * trial.KIND_MAX + "...(+%d more chars)" % (1_000_000 - trial.KIND_MAX)
+    assert said["structuredContent"]["error"]["importFailure"]["error"] == kind
+    assert f"it failed with {kind}: gone, on line 12" in said["content"][0]["text"]
+    assert len(json.dumps(said)) < 4 * trial.KIND_MAX + 10_000
+
+
 def test_a_refusal_sends_a_huge_message_whole_once(client, image):
     # It went whole three times: the text, the error's message and importFailure's message.
     write(image, DRAWN.replace("choice = _inst.choice\n", "if not hasattr(Random, 'choice'):\n"

@@ -49,6 +49,9 @@ ANSWER_MAX = 16 * 1024 * 1024
 # character in 12 bytes at most (an astral one, two \u escapes), so a failure's answer
 # stays within ANSWER_MAX and decides, however long the message the module raised.
 MESSAGE_MAX = ANSWER_MAX // 16
+# Characters of the exception's type name the answer carries (as a test's report keeps of
+# one): a class the module made with a 1 MB __name__ went whole into the refusal, twice.
+KIND_MAX = 10_000
 
 
 class _AnswerTooLong(Exception):
@@ -228,7 +231,8 @@ def child(payload: dict) -> None:
             message = str(error)
         except BaseException:
             message = "<exception str() failed>"   # as raised() and Python's traceback say it
-        said = {"kind": type(error).__name__, "message": cut_log_message(message, MESSAGE_MAX),
+        said = {"kind": cut_log_message(type(error).__name__, KIND_MAX),
+                "message": cut_log_message(message, MESSAGE_MAX),
                 "line": lines[-1] if lines else None, "top": lines[0] if lines else None}
     answer.write(json.dumps(said).encode() + b"\n")   # its end: whole, though the pipe stays open a while
     answer.flush()
