@@ -18,7 +18,9 @@ def raised_importing(exc: BaseException, package: str) -> str:
     """raised(exc) for an import of `package` that failed, naming the submodule of it whose
     top-level code the exception came out of, the innermost, if one did: a package
     importing its plugins in a loop (`importlib.import_module(f"{__name__}.{name}")`)
-    fails with the error of the one that failed, which its text alone does not name."""
+    fails with the error of the one that failed, which its text alone does not name. The
+    submodule comes first: an answer cutting a long message (REPEAT_CAP, PAST_BUDGET_CAP)
+    keeps its start."""
     found = None
     traceback = exc.__traceback__
     while traceback is not None:
@@ -27,4 +29,4 @@ def raised_importing(exc: BaseException, package: str) -> str:
         if frame.f_code.co_name == "<module>" and isinstance(name, str) and name.startswith(package + "."):
             found = name
         traceback = traceback.tb_next
-    return raised(exc) if found is None else f"{raised(exc)}; raised importing its submodule {found}"
+    return raised(exc) if found is None else f"raised importing its submodule {found}: {raised(exc)}"

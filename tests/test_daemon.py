@@ -708,7 +708,7 @@ def test_check_names_the_submodule_a_packages_import_error_came_from(tmp_path, m
     (package / "bad.py").write_text("raise RuntimeError('bad plugin')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     assert daemon._import_problem("checkplugs") == \
-        "cannot import: RuntimeError: bad plugin; raised importing its submodule checkplugs.bad"
+        "cannot import: raised importing its submodule checkplugs.bad: RuntimeError: bad plugin"
     assert daemon._import_problem("json") is None
 
 

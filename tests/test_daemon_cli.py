@@ -203,7 +203,7 @@ def test_check_names_the_submodule_a_required_packages_import_failed_in(tmp_path
                      env={"PYTHONPATH": str(shadow.parent)})
     assert checked.returncode == 2, checked.stdout + checked.stderr
     assert checked.stdout.splitlines()[-1] == \
-        "PROBLEM: import: cannot import: RuntimeError: bad plugin; raised importing its submodule jwt.bad"
+        "PROBLEM: import: cannot import: raised importing its submodule jwt.bad: RuntimeError: bad plugin"
 
 
 def test_check_refuses_a_jwt_leeway_of_a_day_naming_the_knob_the_value_and_the_range(tmp_path):

@@ -259,9 +259,24 @@ def test_refresh_names_a_package_whose_plugin_it_imports_by_name_now_fails(tmp_p
     refreshed = client.ok("refresh")
     missing = "ModuleNotFoundError: No module named 'extlib_not_installed'"
     assert refreshed["structuredContent"]["importErrors"] == {
-        "plugs": f"{missing}; raised importing its submodule plugs.bad", "plugs.bad": missing}
-    assert f"import error in plugs: {missing}; raised importing its submodule plugs.bad" in \
+        "plugs": f"raised importing its submodule plugs.bad: {missing}", "plugs.bad": missing}
+    assert f"import error in plugs: raised importing its submodule plugs.bad: {missing}" in \
         refreshed["content"][0]["text"]
+
+
+def test_a_package_failing_in_a_submodule_with_a_long_message_is_named_with_it_once_cut(tmp_path, views):
+    # The submodule came after the message: the answer's cuts (structuredContent's repeat at
+    # REPEAT_CAP, the text's past ERRORS_BUDGET) dropped it with the message's end.
+    image = write_image(tmp_path / "image", PLUGINS)
+    client = Client(views(image))
+    client.ok("execute_code", code="import plugs")
+    (image / "plugs" / "bad.py").write_text("raise RuntimeError('x' * 2_100_000)\n")
+    refreshed = client.ok("refresh")
+    named = "raised importing its submodule plugs.bad: RuntimeError: xxx"
+    repeat = refreshed["structuredContent"]["importErrors"]["plugs"]
+    assert repeat.startswith(named) and len(repeat) < REPEAT_CAP + 1_000
+    text = refreshed["content"][0]["text"]
+    assert f"import error in plugs: {named}" in text and "x" * 2_100_000 not in text
 
 
 def test_a_package_that_no_longer_imports_a_plugin_is_not_its_importer_once_it_ran_without_it(tmp_path, views):
@@ -283,5 +298,5 @@ def test_a_package_failing_in_a_submodule_is_named_with_that_submodule(tmp_path,
     image = write_image(tmp_path / "image", {**PLUGINS, "plugs/bad.py": "raise RuntimeError('bad plugin')\n"})
     client = Client(views(image))
     assert client.ok("abort")["structuredContent"]["importErrors"] == {}   # none loaded
-    assert "image module plugs failed to import: RuntimeError: bad plugin; raised importing its submodule " \
-           "plugs.bad" in client.ok("list_test_classes")["content"][0]["text"]
+    assert "image module plugs failed to import: raised importing its submodule plugs.bad: RuntimeError: " \
+           "bad plugin" in client.ok("list_test_classes")["content"][0]["text"]

@@ -586,5 +586,5 @@ def test_a_toolset_package_failing_in_a_plugin_it_imports_names_both(plugin_pack
     with pytest.raises(ValueError) as info:
         resolve_toolsets([f"{plugin_package}:Acme"])
     assert str(info.value) == (
-        f"toolset '{plugin_package}:Acme': cannot import module '{plugin_package}' (ModuleNotFoundError: "
-        f"No module named 'extlib_not_installed'; raised importing its submodule {plugin_package}.bad)")
+        f"toolset '{plugin_package}:Acme': cannot import module '{plugin_package}' (raised importing its "
+        f"submodule {plugin_package}.bad: ModuleNotFoundError: No module named 'extlib_not_installed')")
