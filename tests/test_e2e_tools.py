@@ -560,6 +560,10 @@ def test_a_module_given_to_a_test_tool_is_pointed_to_the_test_classes(c):
     assert error(c, "run_test_class", "notFound", className="shop.test_models") == (
         "shop defines no class test_models; shop.test_models is a dictionary (image module), not a "
         "class: list_test_classes shows the image's test classes")
+    # A bare one pointed to list_all_classes as well, in the same sentence.
+    assert error(c, "run_test_class", "notFound", className="shop") == (
+        "no class named shop in the image or builtins; shop is a dictionary (image module), not a "
+        "class: list_test_classes shows the image's test classes")
     assert error(c, "describe_class", "notFound", className="shop") == (
         "no class named shop in the image or builtins; shop is a dictionary (image module), not a "
         "class: list_dictionary_entries shows its functions and classes; list_all_classes shows them")

@@ -110,9 +110,16 @@ def test_a_module_given_as_a_test_class_is_pointed_to_the_test_classes(client):
     assert client.error("describe_test_failure", "notFound", className="zoo.test_plain",
                         selector="test_two").endswith(pointed)
     assert client.error("list_failing_tests", "notFound", classNames=["zoo.test_plain"]).endswith(pointed)
+    # A bare module name was pointed to two tools in one sentence: "list_test_classes shows the
+    # image's test classes; list_all_classes shows them".
     assert client.error("run_test_class", "notFound", className="zoo") == (
         "no class named zoo in the image or builtins; zoo is a dictionary (image module), not a class: "
-        "list_test_classes shows the image's test classes; list_all_classes shows them")
+        "list_test_classes shows the image's test classes")
+    assert client.error("describe_test_failure", "notFound", className="zoo", selector="test_two") == (
+        "no class named zoo in the image or builtins; zoo is a dictionary (image module), not a class: "
+        "list_test_classes shows the image's test classes")
+    assert client.error("run_test_class", "notFound", className="NoSuchTest") == (
+        "no class named NoSuchTest in the image or builtins; list_test_classes shows them")
     assert client.error("describe_class", "notFound", className="zoo.test_plain").endswith(
         "not a class: list_dictionary_entries shows its functions and classes")
 
