@@ -10,14 +10,14 @@ from test_tools_support import write_image
 
 
 @contextlib.contextmanager
-def tied_session(tmp_path, units, others=None):
-    """A session on a daemon whose image's tied_units.py holds `units` (and its files
-    `others`, path -> text), the kernel's kernel_side_ties (a subclass and a registration)
-    tied to its Quantity; and the image."""
+def tied_session(tmp_path, units, others=None, env=None):
+    """A session on a daemon (given `env` too) whose image's tied_units.py holds `units` (and
+    its files `others`, path -> text), the kernel's kernel_side_ties (a subclass and a
+    registration) tied to its Quantity; and the image."""
     image = write_image(tmp_path / "image", {"tied_units.py": units, **(others or {})})
     (tmp_path / "kernel" / "kernel_side_ties.py").parent.mkdir()
     (tmp_path / "kernel" / "kernel_side_ties.py").write_text(KERNEL_SIDE)
-    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image), **(env or {})}) as daemon:
         c = open_session(daemon)
         structured(c, "execute_code", code=f"import sys\nsys.path.insert(0, {str(tmp_path / 'kernel')!r})\n"
                                             "import kernel_side_ties")
@@ -104,6 +104,24 @@ def test_ties_dropped_by_a_call_that_then_fails_are_told_in_its_error(tmp_path):
             "kernel_side_ties.Meter (registered with tied_units.Quantity)"]}
         assert "note: re-importing tied_units made its classes anew" in failed["content"][0]["text"]
         assert "kernelTies" not in structured(c, "abort")
+
+
+def test_ties_dropped_by_a_call_its_deadline_broke_are_told_in_the_deadlines_answer(tmp_path):
+    # refresh re-imported tied_units, then its importer, which ran past the deadline: the
+    # -32001 answer said nothing of the ties, the next call's answer did.
+    slow = "import tied_units\nimport time\n\nif getattr(tied_units, 'SLOW', False):\n    time.sleep(60)\n"
+    with tied_session(tmp_path, UNITS, {"slow_user.py": slow},
+                      env={"GS_MCP_REQUEST_TIMEOUT": "3", "GS_MCP_BREAK_GRACE": "5"}) as (c, image):
+        structured(c, "execute_code", code="import slow_user")
+        (image / "tied_units.py").write_text(UNITS + "SLOW = True\n")
+        error = c.call("tools/call", {"name": "refresh", "arguments": {}}).json()["error"]
+        assert error["code"] == -32001 and error["data"] == {"kernelTies": {"tied_units": [
+            "kernel_side_ties.Foot (a subclass of tied_units.Quantity)",
+            "kernel_side_ties.Meter (registered with tied_units.Quantity)"]}}
+        assert error["message"].startswith("request timed out after 3s (GS_MCP_REQUEST_TIMEOUT) and was "
+                                           "interrupted: soft break\nnote: re-importing tied_units made "
+                                           "its classes anew"), error
+        assert "kernelTies" not in structured(c, "status")   # told once
 
 
 def test_a_module_standing_in_as_an_object_with_no_spec_is_told_so_not_shadowed(tmp_path):

@@ -652,6 +652,35 @@ def test_a_break_in_a_commit_that_cannot_tell_whether_it_stands_says_so(tmp_path
         channel.close()
 
 
+def test_a_break_after_a_re_import_tells_the_kernel_ties_it_dropped(tmp_path):
+    # A broken call's answer said nothing of them; the next call's answer did, which a
+    # deadline's answer, read as the call's outcome, does not lead a client to.
+    from test_tools_kernel_ties import KERNEL_SIDE, UNITS
+    from test_tools_support import write_image
+    image = write_image(tmp_path / "image", {"tied_units.py": UNITS})
+    (tmp_path / "kernel").mkdir()
+    (tmp_path / "kernel" / "kernel_side_ties.py").write_text(KERNEL_SIDE)
+    channel = Channel()
+    try:
+        assert channel.prepare(image=str(image))["ok"] is True
+        assert "error" not in channel.reply(channel.execute(
+            f"import sys\nsys.path.insert(0, {str(tmp_path / 'kernel')!r})\nimport kernel_side_ties"))
+        (image / "tied_units.py").write_text(UNITS + "# changed\n")
+        seq = channel.running("import tied_units\ntied_units.__spec__.loader.view.abort()\n"
+                              "progress(1)\nwhile True:\n    pass")   # re-imported it: the ties dropped
+        channel.signal(SOFT_BREAK_SIGNAL)
+        error = channel.reply(seq)["error"]
+        tied = ["kernel_side_ties.Foot (a subclass of tied_units.Quantity)",
+                "kernel_side_ties.Meter (registered with tied_units.Quantity)"]
+        assert error["data"] == {"kernelTies": {"tied_units": tied}}
+        assert error["message"].startswith("request interrupted: soft break\nnote: re-importing tied_units "
+                                           "made its classes anew, but the kernel's modules are not re-imported")
+        told_again = channel.reply(channel.execute("1"))   # told once
+        assert "kernelTies" not in told_again["result"].get("structuredContent", {})
+    finally:
+        channel.close()
+
+
 def test_a_hard_break_as_the_broken_commit_waits_to_ask_whether_it_stands_says_it_is_undecided(tmp_path):
     # The lock held elsewhere, has_commit waited (up to GS_MCP_IMAGE_LOCK_WAIT) after the soft
     # break; the hard break that ended the wait passed through the view, and the answer,

@@ -31,7 +31,7 @@ from gsmcpd.wire.worker_exit import CHANNEL_LOST
 from gsmcpd.worker import reaper, stderr_log, tmpdirs
 from gsmcpd.worker.capture import BytesOutput
 from gsmcpd.worker.memory_limit import MemoryReserve
-from gsmcpd.worker.server import build_server, error_result
+from gsmcpd.worker.server import build_server, error_result, kernel_ties_note
 from gsmcpd.worker.toolset import BREAKS, HardBreak, SoftBreak, mark_soft_break
 from gsmcpd.worker.toolsets.session import UNDECIDED
 
@@ -404,11 +404,18 @@ class WorkerLoop:
                 text += _commits_stand(view, view.commit_count - commits_before)
             elif view is not None and view.undecided and view.undecided is not undecided_before:
                 text += _commit_undecided(view)
+            data = {}
             partial = getattr(interruption, "partial", None)   # see toolset.carry_partial
             if partial is not None:
                 text += f"; {interruption.partial_said} in the error's data (partial)"
-            return _error_for(message, jsonrpc.REQUEST_TIMEOUT, text,
-                              None if partial is None else {"partial": partial})
+                data["partial"] = partial
+            # What the call's re-imports did before the break stands: told here, as a
+            # tool's answer tells it (server.call_tool), not left to the next answer.
+            ties = view.lost_kernel_ties() if getattr(view, "kernel_ties", None) is not None else {}
+            if ties:
+                text += "\n" + kernel_ties_note(ties)
+                data["kernelTies"] = dict(sorted(ties.items()))
+            return _error_for(message, jsonrpc.REQUEST_TIMEOUT, text, data or None)
         except frames.FrameError as error:
             return _error_for(message, jsonrpc.INTERNAL_ERROR, f"cannot send a notification: {error}")
         except OSError:

@@ -292,7 +292,7 @@ class McpServer:
             raise_if_break(error)
             result = error_result(error.kind, error.message, error.details)
         except BREAKS:
-            raise   # its answer is the break's: the ties its re-imports dropped are the next answer's
+            raise   # its answer is the break's, which tells the ties its re-imports dropped (main)
         except BaseException as error:   # a handler bug or the user's SystemExit, GeneratorExit,
             # own KeyboardInterrupt...: an answer, not a dead worker
             raise_if_break(error)
@@ -359,16 +359,21 @@ def with_kernel_ties(result: dict, ties: dict[str, list[str]]) -> dict:
     (gsmcpd.image.kernel_ties), and `kernelTies` beside what its structuredContent holds."""
     if not ties:
         return result
-    note = "\n".join(
-        f"note: re-importing {module} made its classes anew, but the kernel's modules are not "
-        f"re-imported and stay tied to the old ones: {', '.join(tied)}; here isinstance and "
-        f"issubclass with the new {module} say False for them, where a new session, importing "
-        f"both anew, says True" for module, tied in sorted(ties.items()))
+    note = kernel_ties_note(ties)
     told = {**result, "content": [{**result["content"][0], "text": f"{result['content'][0]['text']}\n{note}"},
                                   *result["content"][1:]]}
     if isinstance(result.get("structuredContent"), dict):
         told["structuredContent"] = {**result["structuredContent"], "kernelTies": dict(sorted(ties.items()))}
     return told
+
+
+def kernel_ties_note(ties: dict[str, list[str]]) -> str:
+    """The lines telling `ties` (View.lost_kernel_ties), one a module."""
+    return "\n".join(
+        f"note: re-importing {module} made its classes anew, but the kernel's modules are not "
+        f"re-imported and stay tied to the old ones: {', '.join(tied)}; here isinstance and "
+        f"issubclass with the new {module} say False for them, where a new session, importing "
+        f"both anew, says True" for module, tied in sorted(ties.items()))
 
 
 def success_result(outcome) -> dict:
