@@ -1380,6 +1380,71 @@ def test_run_server_reinstalls_when_the_packaging_files_changed(fake_checkout):
         assert made == ["-P -m gsmcpd start"] and again.stdout == again.stderr == ""
 
 
+def _checkout_with_sources(fake_checkout):
+    """fake_checkout with run-server.sh and a small gsmcpd/ whose python really byte-compiles
+    (only `-m compileall` runs the real one), installed: its stamp current, its .pyc fresh."""
+    shutil.copy(REPO / "run-server.sh", fake_checkout / "run-server.sh")
+    fake = fake_checkout / ".venv" / "bin" / "python"
+    fake.write_text(fake.read_text().replace(
+        "exit 0\n", f'case "$*" in "-m compileall "*) exec {sys.executable} "$@";; esac\nexit 0\n', 1))
+    (fake_checkout / "gsmcpd" / "sub").mkdir(parents=True)
+    for name in ("__init__.py", "sub/__init__.py", "sub/tools.py"):
+        (fake_checkout / "gsmcpd" / name).write_text("VALUE = 1\n")
+    installed = subprocess.run(["./install.sh"], cwd=fake_checkout, capture_output=True, text=True)
+    assert installed.returncode == 0, installed.stderr
+    return sorted((fake_checkout / "gsmcpd").rglob("*.py"))
+
+
+def _as_a_pull_changes(source):
+    """`source` rewritten, its size and mtime (whole seconds, as .pyc headers hold it) new."""
+    source.write_text(source.read_text() + "VALUE += 1\n")
+    later = source.stat().st_mtime + 10
+    os.utime(source, (later, later))
+    return source
+
+
+def test_run_server_byte_compiles_what_a_pull_changed_quietly(fake_checkout):
+    # The stamp current (setup.cfg untouched), run-server.sh compiled nothing: each start's
+    # router, forkserver and trial imports compiled the changed modules anew.
+    sources = _checkout_with_sources(fake_checkout)
+    assert all(map(_bytecode_current, sources))
+    changed = _as_a_pull_changes(fake_checkout / "gsmcpd" / "sub" / "tools.py")
+    before = len(calls(fake_checkout))
+    started = subprocess.run(["./run-server.sh"], cwd=fake_checkout, capture_output=True,
+                             text=True, env=clean_env())
+    assert started.returncode == 0 and started.stdout == started.stderr == ""
+    assert calls(fake_checkout)[before:] == [f"-m compileall -q {fake_checkout}/gsmcpd", "-P -m gsmcpd start"]
+    assert [path for path in sources if not _bytecode_current(path)] == []
+
+
+def test_run_server_starts_quietly_from_a_checkout_it_cannot_write(fake_checkout, reachable_dir):
+    # The systemd unit's account, or any other: nothing compiled (nor tried), nothing said.
+    checkout = reachable_dir / "checkout"
+    shutil.copytree(fake_checkout, checkout)
+    checkout.chmod(0o755)
+    fake = checkout / ".venv" / "bin" / "python"
+    fake.write_text(fake.read_text().replace(str(fake_checkout), str(checkout)))
+    sources = _checkout_with_sources(checkout)
+    changed = _as_a_pull_changes(checkout / "gsmcpd" / "sub" / "tools.py")
+    (checkout / "calls").write_text("")
+    (checkout / "calls").chmod(0o666)   # the fake python's record, by the account below
+    if os.geteuid() == 0:   # root writes whatever the modes say: run as nobody
+        as_other = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    else:
+        as_other = []
+        for directory in (checkout / "gsmcpd", checkout / "gsmcpd" / "sub"):
+            directory.chmod(0o555)
+    try:
+        started = subprocess.run([*as_other, "bash", "./run-server.sh"], cwd=checkout,
+                                 capture_output=True, text=True, env=clean_env())
+    finally:
+        for directory in (checkout / "gsmcpd", checkout / "gsmcpd" / "sub"):
+            directory.chmod(0o755)
+    assert started.returncode == 0 and started.stdout == started.stderr == "", started.stderr
+    assert calls(checkout) == ["-P -m gsmcpd start"]
+    assert [path for path in sources if not _bytecode_current(path)] == [changed]
+
+
 def test_install_stamp_ok_says_whether_the_install_is_current(fake_checkout):
     def stamp_ok():
         result = subprocess.run(["./install.sh", "--stamp-ok"], cwd=fake_checkout,
