@@ -229,7 +229,10 @@ def _run(args: argparse.Namespace) -> int:
             print(f"config         refused: {exc}\nPROBLEM: config: {exc}")
             return REFUSED
         return daemon.check(config)
-    config = load_config(_flags(args), os.environ)
+    # --ready-fd: run by `start`, which has just validated these settings, its import of
+    # the built-in toolsets' modules included, in the same checkout and environment.
+    config = load_config(_flags(args), os.environ,
+                         toolsets_imported=args.command == "serve" and args.ready_fd is not None)
     if args.command == "start":
         try:
             return daemon.start(config, _passthrough(args))

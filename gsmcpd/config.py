@@ -621,7 +621,7 @@ def conf_file_path(argv_flags: Mapping[str, Any], environ: Mapping[str, str],
 def load_config(argv_flags: Mapping[str, Any] | None = None,
                 environ: Mapping[str, str] | None = None,
                 conf_path: str | Path | None = None, *, validate: bool = True,
-                only: tuple[str, ...] | None = None) -> Config:
+                only: tuple[str, ...] | None = None, toolsets_imported: bool = False) -> Config:
     """Layer defaults <- conf file <- environment <- flags, parse, then validate.
 
     `argv_flags` maps knob keys to values (strings are parsed like any other source;
@@ -630,6 +630,10 @@ def load_config(argv_flags: Mapping[str, Any] | None = None,
     `only`: read just these knobs, the rest defaults, so a bad or unknown setting of
     another (in the environment or the conf file) cannot stop `stop`/`status`, which
     need only the state directory and port.
+    `toolsets_imported`: the serve a `start` runs, which imported the built-in toolsets'
+    modules as it validated the same settings, refusing a broken one before anything
+    started: their names are checked, not imported again (the router has no use for them;
+    ~70M instructions of its start, ~20 ms).
     """
     argv_flags = dict(argv_flags or {})
     environ = {} if environ is None else environ
@@ -671,7 +675,7 @@ def load_config(argv_flags: Mapping[str, Any] | None = None,
         raise ConfigError("toolsets", "empty list; name at least one toolset")
     config = Config(**values)
     if validate:
-        validate_config(config)
+        validate_config(config, toolsets_imported)
     return config
 
 
@@ -751,8 +755,8 @@ def _validate_scopes(config: Config) -> None:
                                   "without a quote or backslash (RFC 6749 3.3)")
 
 
-def validate_config(config: Config) -> None:
-    """Refuse unworkable combinations, naming the key to change."""
+def validate_config(config: Config, toolsets_imported: bool = False) -> None:
+    """Refuse unworkable combinations, naming the key to change (toolsets_imported: see load_config)."""
     if not config.host:
         raise ConfigError("host", "empty host")
     _validate_lifetime(config)
@@ -816,7 +820,7 @@ def validate_config(config: Config) -> None:
         if not config.tls and not config.behind_tls_proxy:
             raise ConfigError("host", f"{config.host} is not a loopback address; a network-facing "
                               "server needs TLS (tls_cert/tls_key) or behind_tls_proxy")
-    _validate_toolsets(config.toolsets)
+    _validate_toolsets(config.toolsets, toolsets_imported)
     _validate_worker_class(config.worker_class)
 
 
@@ -858,13 +862,13 @@ def _validate_lifetime(config: Config) -> None:
         raise ConfigError(key, message[len(f"{ENV_NAMES[key]} ({key}) "):]) from None
 
 
-def _validate_toolsets(names: tuple[str, ...]) -> None:
+def _validate_toolsets(names: tuple[str, ...], imported: bool = False) -> None:
     try:
-        from gsmcpd.worker.toolsets import resolve_toolsets
+        from gsmcpd.worker.toolsets import check_toolset_names, resolve_toolsets
     except ImportError:
         return  # the worker package is optional at config time (tests of config alone)
     try:
-        resolve_toolsets(list(names))
+        (check_toolset_names if imported else resolve_toolsets)(list(names))
     except Exception as exc:  # its own error type is not part of the contract
         raise ConfigError("toolsets", str(exc)) from None
 

@@ -18,7 +18,7 @@ AUTH_ENV = {"GS_MCP_AUTH": "1", "MCP_ISSUER": "https://idp.example", "MCP_AUDIEN
 @pytest.fixture(autouse=True)
 def accept_known_toolsets(monkeypatch):
     """Toolset resolution imports the worker's toolsets; config tests need only the names."""
-    def fake_validate(names):
+    def fake_validate(names, imported=False):
         unknown = [name for name in names if name not in CORE_TOOLSETS + ("bench",)]
         if unknown:
             raise ConfigError("toolsets", f"unknown toolset {unknown[0]!r}")

@@ -26,7 +26,7 @@ from helpers import REPO, free_port, local_account, local_group, steady_descript
 
 @pytest.fixture(autouse=True)
 def _no_toolset_imports(monkeypatch):
-    monkeypatch.setattr(config_module, "_validate_toolsets", lambda names: None)
+    monkeypatch.setattr(config_module, "_validate_toolsets", lambda names, imported=False: None)
 
 
 def notify_listener(address):

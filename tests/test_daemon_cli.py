@@ -3,10 +3,12 @@ check, the image they are given, cert. The paths of its state, log and TMPDIR:
 test_daemon_cli_paths.py; start, stop, status and end of a running gsmcpd:
 test_daemon_cli_running.py (both use `gsmcpd` here)."""
 
+import ast
 import contextlib
 import os
 import pwd
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -16,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from gsmcpd.__main__ import build_parser
+from gsmcpd.knob_words import CORE_TOOLSETS
 from helpers import (REPO, Daemon, free_port, open_session, pid_alive, searchable_dir, unwritable_dir,
                      wait_until)
 
@@ -270,6 +273,44 @@ def test_stop_help_names_the_state_directory_setting_and_its_default():
 def test_the_command_list_says_status_shows_a_log_file_refusing_writes():
     # status shows it (ae93cb1): a detached daemon has no stderr to say it on.
     assert "say if its log file refuses writes" in " ".join(build_parser().format_help().split())
+
+
+def test_a_built_in_toolset_that_does_not_import_is_refused_by_serve_start_and_check_before_anything(tmp_path):
+    # The serve a `start` runs imports none of their modules (start has, validating the
+    # same settings): a broken install is still refused by start itself, exit 2.
+    checkout = tmp_path / "checkout"
+    shutil.copytree(REPO / "gsmcpd", checkout / "gsmcpd", ignore=shutil.ignore_patterns("__pycache__"))
+    with open(checkout / "gsmcpd" / "worker" / "toolsets" / "mutation.py", "a") as broken:
+        broken.write("\nraise ImportError('a broken install')\n")
+    state = tmp_path / "state"
+    said = ("toolsets: toolset 'mutation': cannot import gsmcpd.worker.toolsets.mutation "
+            "(ImportError: a broken install)")
+    where = ("--port", str(free_port()), "--state-dir", str(state))
+    for command in ("serve", "start"):
+        refused = gsmcpd(command, *where, cwd=checkout)
+        assert (refused.returncode, refused.stdout, refused.stderr) == (
+            2, "", f"gsmcpd: configuration refused: {said}\n")
+        assert not state.exists()   # nothing was started or written
+    checked = gsmcpd("check", *where, cwd=checkout)
+    assert (checked.returncode, checked.stdout.splitlines()[-1]) == (2, f"PROBLEM: config: {said}")
+
+
+def test_only_the_serve_a_start_runs_leaves_the_built_in_toolsets_unimported(tmp_path):
+    # Its router has no use for them (the forkserver imports them): ~70M instructions of
+    # its start. Run alone (systemd), serve imports them, refusing a broken one as above.
+    shown = ("import sys; from gsmcpd import daemon, __main__ as cli; "
+             "daemon.serve_main = lambda config, **given: print(sorted(name for name in sys.modules "
+             "if name.startswith('gsmcpd.worker.toolsets.'))) or 0; sys.exit(cli.main(sys.argv[1:]))")
+    imported = {}
+    for ready in ((), ("--ready-fd", "1")):
+        served = subprocess.run([sys.executable, "-c", shown, "serve", "--port", str(free_port()),
+                                 "--state-dir", str(tmp_path), *ready], cwd=REPO, timeout=60,
+                                env={k: v for k, v in os.environ.items() if not k.startswith(("GS_MCP_", "MCP_"))},
+                                capture_output=True, text=True)
+        assert served.returncode == 0, served.stderr
+        imported[ready] = ast.literal_eval(served.stdout)
+    assert {f"gsmcpd.worker.toolsets.{name}" for name in CORE_TOOLSETS} <= set(imported[()])
+    assert imported[("--ready-fd", "1")] == []
 
 
 def test_check_reports_a_refused_configuration_as_the_problem(tmp_path):

@@ -16,7 +16,7 @@ from gsmcpd.exitcodes import FAILED, REFUSED, StartRefused, of_os_error
 
 @pytest.fixture(autouse=True)
 def _no_toolset_imports(monkeypatch):
-    monkeypatch.setattr(config_module, "_validate_toolsets", lambda names: None)
+    monkeypatch.setattr(config_module, "_validate_toolsets", lambda names, imported=False: None)
 
 
 @pytest.mark.parametrize("code", [errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.ENOSPC, errno.EDQUOT,

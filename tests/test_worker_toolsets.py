@@ -3,6 +3,7 @@
 import gc
 import linecache
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 from gsmcpd.worker.server import McpServer
 from gsmcpd.worker.toolset import HardBreak, SoftBreak, Toolset, mark_soft_break
 from gsmcpd.worker.toolsets import (
-    CORE_READ_ONLY_SAFE, CORE_TOOLSETS, DEFAULT_TOOLSETS, resolve_toolsets,
+    CORE_READ_ONLY_SAFE, CORE_TOOLSETS, DEFAULT_TOOLSETS, check_toolset_names, resolve_toolsets,
 )
 from gsmcpd.worker.toolsets.bench import BenchToolset
 from gsmcpd.worker.toolsets import execution
@@ -57,8 +58,19 @@ def test_third_party_toolset_by_module_and_class(monkeypatch):
     (["gsmcpd.worker.toolsets.bench:Nope"], "has no 'Nope'"),
 ])
 def test_unknown_names_raise_naming_them(names, fragment):
-    with pytest.raises(ValueError, match=fragment):
-        resolve_toolsets(names)
+    for check in (resolve_toolsets, check_toolset_names):   # the latter: a serve `start` ran
+        with pytest.raises(ValueError, match=fragment):
+            check(names)
+
+
+def test_checking_the_names_imports_no_built_in_toolset_module():
+    # The router a `start` ran imported every one (~70M instructions) for nothing: start
+    # had imported them as it validated the same settings, and the forkserver uses them.
+    code = ("import sys; from gsmcpd.worker.toolsets import CORE_TOOLSETS, check_toolset_names; "
+            "check_toolset_names([*CORE_TOOLSETS, 'bench']); "
+            "print(sorted(name for name in sys.modules if name.startswith('gsmcpd.worker.toolsets.')))")
+    imported = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert imported.stdout == "[]\n"
 
 
 def test_a_toolset_module_standing_in_as_an_object_without_a_dict_is_named():

@@ -52,6 +52,15 @@ def resolve_toolsets(names=None) -> list[type[Toolset]]:
     return resolved
 
 
+def check_toolset_names(names) -> None:
+    """What resolve_toolsets refuses of `names` (a list) but a built-in toolset's module that
+    does not import: an unknown name, a third party's that does not resolve. For a process
+    with no use for the modules (see config.load_config's toolsets_imported)."""
+    for name in names:
+        if name not in CORE_TOOLSETS and name not in OPTIONAL_TOOLSETS:
+            _resolve_one(name)
+
+
 def core_toolset_of(tool_name: str) -> str | None:
     """The core toolset providing that tool, if one does."""
     for name in CORE_TOOLSETS:
