@@ -878,6 +878,7 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
     """Verify the environment without changing anything; print findings, then OK or the
     first problem. Exit FAILED when each problem may pass on a retry (the port in use, a
     full filesystem), else REFUSED."""
+    from gsmcpd.image.default import not_setgid_warning
     from gsmcpd.worker.environment import unused_list_warning
     from gsmcpd.worker.tmpdirs import passed_over_warning, unreachable_warnings
     problems: list[str] = []
@@ -903,6 +904,9 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
         report("import", module, _import_problem(module))
     per_user = bool(config.auth and config.user_map and os.geteuid() == 0)   # serve reads the map only as root
     report("image", _shown_path(config.image), _unreachable(functools.partial(_image_problem, per_user=per_user), config))
+    shut_out = not_setgid_warning(config.image) if per_user else None
+    if shut_out:
+        warn(shut_out)
     report("state dir", _shown_path(config.state_dir), _unreachable(_state_dir_problem, config.state_dir))
     if config.log_file is not None:
         problem = _unreachable(_log_file_problem, config.log_file)

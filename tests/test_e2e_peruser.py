@@ -989,3 +989,38 @@ def test_a_state_directory_one_account_makes_sticky_refuses_the_others_opens_and
         assert not ben.tool("commit").get("isError")
         assert not session_for(daemon, idp, "ben").tool("status").get("isError")
     assert "Not here." in (image / "shop" / "models.py").read_text() and (image / "shop" / "anns.py").exists()
+
+
+@pytest.mark.parametrize("mode", [0o775, 0o2775])
+def test_a_shared_image_writable_by_its_group_but_not_setgid_is_warned_of_by_serve_and_check(
+        tmp_path, accounts_in_their_own_groups, mode):
+    # An image made "group-writable by the users' accounts" without the setgid bit was
+    # taken silently: the first commit's state directory took its account's own group,
+    # and every other account's commit then failed (Permission denied: '.commit.intent.tmp-N').
+    (first, second), group = accounts_in_their_own_groups
+    top = Path(tempfile.mkdtemp(prefix="gsmcpd-peruser-", dir="/tmp"))   # tmp_path is 0700
+    try:
+        os.chmod(top, 0o755)
+        image = top / "image"
+        image.mkdir()
+        os.chown(image, 0, group)
+        os.chmod(image, mode)
+        user_map = tmp_path / "users.map"
+        user_map.write_text("ann %s\nben %s\n" % (first.pw_name, second.pw_name))
+        daemon, idp = peruser_daemon(tmp_path, image, user_map)
+        warning = (f"image {image} is writable by its group {grp.getgrgid(group).gr_name} but not setgid "
+                   f"(mode {mode:04o}): what a commit creates there")
+        checked = subprocess.run([sys.executable, "-m", "gsmcpd", "check", "--port", str(daemon.port)],
+                                 env=daemon.env, cwd=str(daemon.tmp), capture_output=True, text=True, timeout=60)
+        assert checked.returncode == 0, checked.stdout
+        with daemon:
+            assert session_for(daemon, idp, "ann").tool("status")["content"][0]["text"]
+            logged = daemon.log_text()
+        if mode & stat.S_ISGID:
+            assert "setgid" not in checked.stdout and "setgid" not in logged
+        else:
+            assert f"  warning      {warning}" in checked.stdout, checked.stdout
+            assert f" WARNING {warning}" in logged, logged
+            assert f"chmod g+s {image}" in checked.stdout
+    finally:
+        shutil.rmtree(top, ignore_errors=True)

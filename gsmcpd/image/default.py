@@ -9,6 +9,7 @@ import stat
 import tempfile
 from pathlib import Path
 
+from gsmcpd.accounts import group_name
 from gsmcpd.image.layout import LOCK_NAME, STATE_DIR
 
 IMAGE_SUBDIR = "image"
@@ -121,6 +122,25 @@ def image_dir_problem(image: Path, *, per_user: bool = False) -> str | None:
     if sticky:
         return "cannot be served: " + sticky
     return None
+
+
+def not_setgid_warning(image: Path) -> str | None:
+    """With per-user workers: an image its group may write whose setgid bit is off, so
+    what a commit creates takes the committing account's own group, and the other
+    accounts are shut out of it (the state directory first). `serve` and `check` both
+    say it in these words."""
+    try:
+        info = image.stat()
+    except OSError:
+        return None   # image_dir_problem says why
+    if not stat.S_ISDIR(info.st_mode) or not info.st_mode & stat.S_IWGRP or info.st_mode & stat.S_ISGID:
+        return None
+    group = group_name(info.st_gid)
+    return (f"image {image} is writable by its group {group} but not setgid "
+            f"(mode {stat.S_IMODE(info.st_mode):04o}): what a commit creates there (a module, a package, the "
+            f"image's state directory {STATE_DIR}) takes the committing account's own group, not {group}, and "
+            f"other accounts' commits to it are refused; make it setgid: chmod g+s {image} (what was made "
+            f"before: chgrp -R {group} {image}, and chmod g+s on each directory in it)")
 
 
 def _missing(image: Path) -> str:

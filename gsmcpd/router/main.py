@@ -172,6 +172,9 @@ class Router:
         problem = default.image_dir_problem(image, per_user=self.per_user)
         if problem:
             raise StartRefused("image %s %s" % (image, problem))
+        shut_out = default.not_setgid_warning(image) if self.per_user else None
+        if shut_out:
+            log.warning("%s", shut_out)
         self.image = str(image.absolute())
         self.recover_image(image)
 
