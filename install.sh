@@ -317,8 +317,14 @@ install_systemd() {
         echo "created $SITE_DIR/gsmcpd.env"
     fi
     check_service_user "$SERVICE_USER" || true   # said; the unit is installed all the same
-    systemctl daemon-reload
-    echo "start it with: systemctl enable --now gsmcpd@8000   (the instance is the port)"
+    # sd_booted(): a container or chroot may have systemctl with no systemd to reload.
+    if [[ -d /run/systemd/system ]]; then
+        systemctl daemon-reload
+        echo "start it with: systemctl enable --now gsmcpd@8000   (the instance is the port)"
+    else
+        echo "systemd is not running here (no /run/systemd/system), so nothing was reloaded: the unit" \
+             "is read when it starts; then: systemctl enable --now gsmcpd@8000   (the instance is the port)"
+    fi
 }
 
 case "${1:-}" in

@@ -1517,3 +1517,35 @@ def test_the_scripts_run_by_an_account_that_cannot_run_the_venvs_python_say_so(f
     finally:
         shutil.rmtree(checkout)
         shutil.rmtree(home)
+
+
+def test_install_systemd_where_systemd_is_not_running_installs_and_says_so(fake_checkout, tmp_path_factory):
+    # A container or chroot has systemctl but no systemd running: the install did its
+    # work, then failed at `systemctl daemon-reload` ("System has not been booted with
+    # systemd", exit 1) without saying how to start the unit.
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("creates the service user and writes /etc: needs root, in a mount namespace of its own")
+    etc = tmp_path_factory.mktemp("root") / "etc"
+    try:
+        subprocess.run(["cp", "-a", "/etc", str(etc)], check=True)
+        (fake_checkout / "systemd").mkdir()
+        shutil.copy(REPO / "systemd" / "gsmcpd@.service", fake_checkout / "systemd" / "gsmcpd@.service")
+        # /etc is the copy, and /run/systemd (where a running systemd says so) hidden: nothing
+        # of the host's is written, on a host running systemd too.
+        script = (f"mount --bind {etc} /etc && if [ -d /run/systemd ]; then mount -t tmpfs none /run/systemd; fi "
+                  "&& ./install.sh --systemd && ./install.sh --systemd")
+        result = subprocess.run(["unshare", "--mount", "sh", "-c", script], cwd=fake_checkout,
+                                capture_output=True, text=True, timeout=120)
+        if "unshare failed" in result.stderr or "mount: " in result.stderr:
+            pytest.skip(f"no mount namespace here: {result.stderr.strip()}")
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "Failed to connect to bus" not in result.stderr
+        said = result.stdout.splitlines()
+        assert said.count("created system user gsmcpd") == 1 and said.count(
+            "installed /etc/systemd/system/gsmcpd@.service") == 1, said
+        started = [line for line in said if "systemctl enable --now gsmcpd@8000" in line]
+        assert len(started) == 2 and all("systemd is not running here" in line for line in started), said
+        assert "ExecStart=" in (etc / "systemd" / "system" / "gsmcpd@.service").read_text()
+        assert "gsmcpd:" not in Path("/etc/passwd").read_text()
+    finally:
+        shutil.rmtree(etc, ignore_errors=True)   # a copy of /etc/shadow among it
