@@ -1024,3 +1024,30 @@ def test_a_shared_image_writable_by_its_group_but_not_setgid_is_warned_of_by_ser
             assert f"chmod g+s {image}" in checked.stdout
     finally:
         shutil.rmtree(top, ignore_errors=True)
+
+
+def test_a_commit_the_images_state_directory_refuses_names_the_file_whole(tmp_path, accounts_in_their_own_groups):
+    # In an image its group may write but not setgid, the first commit's state directory
+    # takes its account's own group; the other's commit then failed naming only
+    # '.commit.intent.tmp-N', a name relative to a descriptor: not where.
+    (first, second), group = accounts_in_their_own_groups
+    top = Path(tempfile.mkdtemp(prefix="gsmcpd-peruser-", dir="/tmp"))   # tmp_path is 0700
+    try:
+        os.chmod(top, 0o755)
+        image = top / "image"
+        image.mkdir()
+        os.chown(image, 0, group)
+        os.chmod(image, 0o775)
+        user_map = tmp_path / "users.map"
+        user_map.write_text("ann %s\nben %s\n" % (first.pw_name, second.pw_name))
+        daemon, idp = peruser_daemon(tmp_path, image, user_map)
+        with daemon:
+            made = session_for(daemon, idp, "ann").tool("add_dictionary", dictionaryName="anns")
+            assert not made.get("isError"), made
+            refused = session_for(daemon, idp, "ben").tool("add_dictionary", dictionaryName="bens")
+        said = refused["content"][0]["text"]
+        assert refused.get("isError") and "Permission denied" in said, refused
+        assert "Permission denied: '.gsmcpd/.commit.intent.tmp-" in said, said
+        assert not (image / "bens.py").exists()
+    finally:
+        shutil.rmtree(top, ignore_errors=True)

@@ -1085,8 +1085,9 @@ class ImageStore:
 
     def _write_intent(self, intent: dict) -> None:
         # the commit point (made durable by the caller)
-        self._replace_state_file(INTENT_NAME, json.dumps(intent, sort_keys=True).encode(),
-                                 self._dirs.open(STATE_DIR))
+        with _named_in(STATE_DIR):
+            self._replace_state_file(INTENT_NAME, json.dumps(intent, sort_keys=True).encode(),
+                                     self._dirs.open(STATE_DIR))
 
     def _apply(self, intent: dict) -> int:
         """Make the disk what the intent says; safe to repeat after a kill at any step."""
@@ -1335,10 +1336,11 @@ class ImageStore:
 
     def _append_journal(self, record: dict, state: int) -> None:
         line = (json.dumps(record, sort_keys=True) + "\n").encode()
-        try:
-            fd = os.open(JOURNAL_NAME, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW, dir_fd=state)
-        except FileNotFoundError:
-            fd = _create_shared(JOURNAL_NAME, os.O_RDWR | os.O_APPEND, dir_fd=state)
+        with _named_in(STATE_DIR):
+            try:
+                fd = os.open(JOURNAL_NAME, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW, dir_fd=state)
+            except FileNotFoundError:
+                fd = _create_shared(JOURNAL_NAME, os.O_RDWR | os.O_APPEND, dir_fd=state)
         try:
             size = os.fstat(fd).st_size
             complete = _complete_length(fd, size)
@@ -1682,6 +1684,20 @@ def _create_shared(path: Path | str, flags: int, dir_fd: int | None = None) -> i
 
 def _in_group(gid: int) -> bool:
     return gid == os.getegid() or gid in os.getgroups()
+
+
+@contextlib.contextmanager
+def _named_in(directory: str):
+    """An OSError met on a name relative to a descriptor of the image's `directory`
+    names it in the image, as a module's temp file is named: the bare name says not where."""
+    try:
+        yield
+    except OSError as error:
+        for which in ("filename", "filename2"):   # a rename's error names both
+            name = getattr(error, which)
+            if isinstance(name, str) and not name.startswith("/"):
+                setattr(error, which, posixpath.join(directory, name))
+        raise
 
 
 def _create_own(name: str, mode: int = 0o600, *, dir_fd: int) -> int:
