@@ -1051,3 +1051,38 @@ def test_a_commit_the_images_state_directory_refuses_names_the_file_whole(tmp_pa
         assert not (image / "bens.py").exists()
     finally:
         shutil.rmtree(top, ignore_errors=True)
+
+
+def test_under_the_units_capabilities_a_commit_left_in_the_shared_image_is_tidied_by_the_next_commit(
+        tmp_path, accounts_in_their_own_groups):
+    # The router, root without CAP_DAC_OVERRIDE under the drop-in, may not write the state
+    # directory a user's commit made: what a killed commit left there is not tidied at start
+    # (nor at stop), as it is under a daemon of the image's own account, but by the next
+    # commit, any account's; the log says so.
+    (first, second), group = accounts_in_their_own_groups
+    top = Path(tempfile.mkdtemp(prefix="gsmcpd-peruser-", dir="/tmp"))   # tmp_path is 0700
+    try:
+        os.chmod(top, 0o755)
+        image = default.ensure_default_image(top)
+        for path in [image, *image.rglob("*")]:
+            os.chown(path, 0, group)
+            os.chmod(path, 0o2775 if path.is_dir() else 0o664)
+        user_map = tmp_path / "users.map"
+        user_map.write_text("ann %s\nben %s\n" % (first.pw_name, second.pw_name))
+        daemon, idp = peruser_daemon(tmp_path, image, user_map, preexec=as_the_unit_runs_it(unit_capabilities()))
+        with daemon:
+            made = session_for(daemon, idp, "ann").tool("add_dictionary", dictionaryName="anns")
+            assert not made.get("isError"), made
+        assert (image / ".gsmcpd").stat().st_uid == first.pw_uid
+        left = image / ".gsmcpd" / ".commit.intent.tmp-4242"   # a commit of ann's killed before its point
+        left.write_text("{")
+        os.chown(left, first.pw_uid, group)
+        with daemon:
+            assert left.exists()
+            assert (f"cannot finish or tidy commits to {image} now (the next commit will): "
+                    f"[Errno 13] Permission denied") in daemon.log_text()
+            made = session_for(daemon, idp, "ben").tool("add_dictionary", dictionaryName="bens")
+            assert not made.get("isError"), made
+            assert not left.exists()
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
