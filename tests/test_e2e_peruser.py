@@ -1080,7 +1080,7 @@ def test_under_the_units_capabilities_a_commit_left_in_the_shared_image_is_tidie
         with daemon:
             assert left.exists()
             assert (f"cannot finish or tidy commits to {image} now (the next commit will): "
-                    f"[Errno 13] Permission denied") in daemon.log_text()
+                    f"[Errno 13] Permission denied: '.gsmcpd/.commit.intent.tmp-4242'") in daemon.log_text()
             made = session_for(daemon, idp, "ben").tool("add_dictionary", dictionaryName="bens")
             assert not made.get("isError"), made
             assert not left.exists()

@@ -1049,7 +1049,8 @@ class ImageStore:
         if another process holds the lock."""
         with self._exclusive(wait) as dirs:
             finished = self._finish_pending()
-            self._sweep_temps([dirs.open(STATE_DIR)])
+            with _named_in(STATE_DIR):
+                self._sweep_temps([dirs.open(STATE_DIR)])
             _sweep_dead_marks(dirs.open(STATE_DIR), lambda: {record.get("id") for record in self._records_from_end()})
             # Every directory of the image but hidden ones (.gsmcpd among them) and caches;
             # walk_held holds each by descriptor and descends into no link.
