@@ -246,8 +246,9 @@ def _unanswered(config, exc: Exception) -> str:
     """Why the control socket did not serve the request, naming the gsmcpd that serves the
     port from another state directory (the unit's, given by GS_MCP_STATE_DIR), if one does."""
     from gsmcpd.daemon import serving_elsewhere
-    from gsmcpd.router.control import ServerRefused
-    if isinstance(exc, ServerRefused):   # this state directory's own server answered
+    from gsmcpd.router.control import NotPermitted, ServerRefused
+    # This state directory's own server answered, or is another account's: none elsewhere to name.
+    if isinstance(exc, (ServerRefused, NotPermitted)):
         return str(exc)
     elsewhere = serving_elsewhere(config.port, config.state_dir)
     return f"{exc}; but {elsewhere}" if elsewhere else str(exc)

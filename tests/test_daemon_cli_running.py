@@ -413,6 +413,32 @@ def test_status_end_and_check_of_a_state_directory_another_account_owns_say_so(t
         state.chmod(0o700)
 
 
+def test_status_and_end_by_an_account_the_control_socket_shuts_out_say_so_and_look_nowhere_else():
+    # A state directory others may search (made 0755 before the first start) holds the
+    # server's 0600 socket: the connect's EACCES was followed by "but pid N, a gsmcpd
+    # serving port P, is running: give the --state-dir or --config it was started with,
+    # or kill N", though that was its state directory, and the server not theirs to kill.
+    top = Path(tempfile.mkdtemp(prefix="gsmcpd-shut-out-", dir="/tmp"))   # tmp_path is 0700
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("GS_MCP_", "MCP_"))}
+    try:
+        top.chmod(0o755)
+        (top / "state").mkdir(mode=0o755)
+        with Daemon(top) as daemon:
+            ctl = top / "state" / f"gsmcpd-{daemon.port}.ctl"
+            where = (str(daemon.port), "--state-dir", str(top / "state"))
+            for argv in (("status", *where), ("status", *where, "--json"), ("end", "0a1b2c3d", *where)):
+                result = subprocess.run([sys.executable, "-c", AS_ANOTHER_ACCOUNT, *argv], cwd="/",
+                                        env={**base, "PYTHONPATH": str(REPO)}, capture_output=True,
+                                        text=True, timeout=60)
+                assert result.returncode == 1, result
+                said = json.loads(result.stdout)["error"] if "--json" in argv else result.stderr
+                assert f"no permission to talk to {ctl}: run this as the account the server on port " \
+                    f"{daemon.port} runs as, or as root" in said, said
+                assert "--state-dir or --config" not in said and "kill" not in said, said
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
 def gsmcpd_in_a_deleted_directory(tmp_path, *args, env=None):
     """`python -m gsmcpd ARGS` run in a directory removed just before it starts (as after
     `rm -rf` of the directory a shell sits in)."""

@@ -45,6 +45,11 @@ class ServerRefused(ControlError):
     """The daemon answered, refusing the request (no such session, a malformed one)."""
 
 
+class NotPermitted(ControlError):
+    """This account may not reach or talk to the daemon's socket: the daemon is there,
+    another account's."""
+
+
 def encode(obj: dict) -> bytes:
     return json.dumps(obj, separators=(",", ":"), default=str).encode("utf-8") + b"\n"
 
@@ -195,7 +200,7 @@ def query(state_dir: Path, port: int, request: dict | None = None,
     try:
         path.stat()
     except PermissionError:   # another account's state directory, which only it may enter
-        raise ControlError(f"no permission to reach {path}: run this as the account the "
+        raise NotPermitted(f"no permission to reach {path}: run this as the account the "
                            f"server on port {port} runs as, or as root") from None
     except OSError:
         raise ControlError(f"no gsmcpd control socket at {path} "
@@ -210,6 +215,9 @@ def query(state_dir: Path, port: int, request: dict | None = None,
         except ConnectionRefusedError:
             raise ControlError(f"nothing answers on {path} (stale socket: the server on "
                                f"port {port} is not running)") from None
+        except PermissionError:   # its socket (0600) in a directory others may search
+            raise NotPermitted(f"no permission to talk to {path}: run this as the account the "
+                               f"server on port {port} runs as, or as root") from None
         except socket.timeout:
             raise ControlError(f"no reply from {path} within {timeout:g}s") from None
         except OSError as exc:
