@@ -929,3 +929,19 @@ def test_abort_undoes_a_patch_seen_through_the_workspaces_own_import(daemon):
                                         "models is sys.modules['shop.models'])")
     assert tool_text(after) == "(False, False, True)"
     c.close()
+
+
+def test_an_image_module_failing_to_import_shows_its_frames_not_the_servers(tmp_path):
+    image = tmp_path / "image"
+    image.mkdir()
+    (image / "boom.py").write_text('X = 1\nraise ValueError("boom")\n')
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as running:
+        c = open_session(running)
+        text = failed(c.tool("execute_code", code="import boom"), "other")
+        c.close()
+    assert text == ('Traceback (most recent call last):\n'
+                    '  File "<workspace-1>", line 1, in <module>\n'
+                    '    import boom\n'
+                    '  File "%s", line 2, in <module>\n'
+                    '    raise ValueError("boom")\n'
+                    'ValueError: boom' % (image / "boom.py")), text

@@ -58,6 +58,17 @@ def test_tracebacks_show_the_views_source(image, views):
     assert "# view line" in "".join(traceback.format_tb(raised.value.__traceback__))
 
 
+def test_an_image_module_failing_to_import_shows_its_frames_not_the_loaders(image, views):
+    # As Python's own file loader is, the view's is left out of the traceback: the import
+    # statement's frame, then the module's.
+    view = views(image)
+    view.add_module("zoo.boom", 'X = 1\nraise ValueError("boom")\n')
+    with pytest.raises(ValueError) as raised:
+        exec(compile("import zoo.boom", "<the importer>", "exec"), {})
+    frames = traceback.extract_tb(raised.value.__traceback__)
+    assert [frame.filename for frame in frames][-2:] == ["<the importer>", view.filename("zoo/boom.py")]
+
+
 def test_close_uninstalls_the_hook_and_forgets_the_modules(image, views):
     view = views(image)
     view.module("zoo.keeper")

@@ -24,6 +24,7 @@ import sys
 import threading
 import tokenize
 import unicodedata
+from importlib._bootstrap import _call_with_frames_removed
 from types import CodeType, ModuleType
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,6 +80,18 @@ class _SnapshotLoader(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return None
 
     def exec_module(self, module):
+        # Filed as importlib's (below): keep it to the module's run, the rest in _code_of.
+        code, running = self._code_of(module)
+        running.append(module.__spec__.name)
+        try:
+            _call_with_frames_removed(exec, code, module.__dict__)
+        finally:
+            running.pop()
+        self.view.note_stand_in(module.__spec__.name, module)
+
+    def _code_of(self, module):
+        """The module's code, compiled from the view's text, and the names of the image
+        modules whose code runs now (this one's importers), innermost last."""
         name = module.__spec__.name
         self.view.note_running(name)
         rel = self.view.relpath(name)
@@ -95,12 +108,7 @@ class _SnapshotLoader(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         running = self._running.__dict__.setdefault("names", [])
         if running:   # its import started by another's top-level code: an importer no statement names
             self.view.ran_imports.setdefault(running[-1], set()).add(name)
-        running.append(name)
-        try:
-            exec(code, module.__dict__)
-        finally:
-            running.pop()
-        self.view.note_stand_in(name, module)
+        return code, running
 
     def get_source(self, fullname):
         rel = self.view.relpath(fullname)
@@ -120,6 +128,14 @@ class _SnapshotLoader(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         # pkgutil.get_data's (and pkg_resources') way in: it answers None for a loader without it.
         with open(path, "rb") as file:
             return file.read()
+
+
+# A failed import's traceback leaves out a run of importlib's frames ending in its
+# _call_with_frames_removed (CPython's import.c), so it shows the importer's frame, then
+# the module's. Filed as importlib's, the view's exec_module joins that run, as Python's
+# own file loader's does: the module's frames are shown, not the server's.
+_SnapshotLoader.exec_module.__code__ = _SnapshotLoader.exec_module.__code__.replace(
+    co_filename="<frozen importlib._bootstrap_external>")
 
 
 class _SubmodulesOf:
