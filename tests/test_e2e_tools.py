@@ -595,7 +595,28 @@ def test_a_dictionary_under_a_module_is_refused_with_its_name_cut(c):
     # A fuzzer's 5000-character name came back whole in the refusal.
     name = "shop.models." + "y" * 5000
     assert error(c, "add_dictionary", "refused", dictionaryName=name) == (
-        f"shop.models is a module, not a package, so {name[:200]}... (5012 characters) cannot live under it")
+        f"shop.models is a module, not a package, so {name[:200]}... (5012 characters) cannot live under it: "
+        "to make shop.models a package, move shop/models.py to shop/models/__init__.py in the image's "
+        "directory, then refresh")
+
+
+def test_a_dictionary_under_a_module_is_refused_saying_how_to_make_that_module_a_package(tmp_path):
+    # Made first as a module, `inv` could hold no `inv.models`, and no answer said how it could.
+    image = tmp_path / "image"
+    image.mkdir()
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as running:
+        c = open_session(running)
+        c.tool("add_dictionary", dictionaryName="inv")
+        told = error(c, "add_dictionary", "refused", dictionaryName="inv.models")
+        assert told == ("inv is a module, not a package, so inv.models cannot live under it: to make inv a "
+                        "package, move inv.py to inv/__init__.py in the image's directory, then refresh")
+        (image / "inv").mkdir()
+        (image / "inv.py").rename(image / "inv" / "__init__.py")
+        c.tool("refresh")
+        assert tool_text(c.tool("add_dictionary", dictionaryName="inv.models")).startswith(
+            "added dictionary inv.models; committed")
+        c.close()
+    assert (image / "inv" / "models.py").exists()
 
 
 def test_compile_method_given_two_methods_or_an_attribute_says_which_tool_takes_them(c):

@@ -2328,7 +2328,9 @@ def test_a_dictionary_under_a_module_is_refused_with_its_name_cut(client):
     # The whole name was echoed: 5000 characters of it came back in the refusal.
     name = "zoo.animals." + "y" * 5000
     message = client.error("add_dictionary", "refused", dictionaryName=name)
-    assert message == f"zoo.animals is a module, not a package, so {name[:200]}... (5012 characters) cannot live under it"
+    assert message == (f"zoo.animals is a module, not a package, so {name[:200]}... (5012 characters) cannot live "
+                       "under it: to make zoo.animals a package, move zoo/animals.py to zoo/animals/__init__.py "
+                       "in the image's directory, then refresh")
     assert not client.view.has_changes
 
 

@@ -1222,8 +1222,10 @@ class MutationToolset(Toolset):
             if rel is None:
                 created.append(parent)
             elif not rel.endswith("__init__.py"):
+                # No tool turns a module into a package: the refusal says how, or it is a dead end.
                 raise ToolError("refused", f"{parent} is a module, not a package, so {catalog.echoed(name)} "
-                                "cannot live under it")
+                                f"cannot live under it: to make {parent} a package, move {rel} to "
+                                f"{rel[:-len('.py')]}/__init__.py in the image's directory, then refresh")
         # Checked before the view changes: a file that cannot be written would fail this
         # commit and every later one of the session.
         for rel in [relpath_of(parent, package=True) for parent in created] + [relpath_of(name)]:
