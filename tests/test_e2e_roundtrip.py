@@ -13,10 +13,14 @@ CHOSEN = ("blank_after_header", "interleaved", "crlf", "whitespace_blank_lines",
           "semicolons")
 
 
+COMMENTED = "class A:\n    # Says hello.\n    def m(self):\n        return 1\n"
+
+
 @pytest.fixture(scope="module")
 def image(tmp_path_factory):
     return write_image(tmp_path_factory.mktemp("roundtrip") / "image",
-                       {"rt/__init__.py": "", **{f"rt/{shape}.py": SHAPES[shape] for shape in CHOSEN}})
+                       {"rt/__init__.py": "", "rt/commented.py": COMMENTED,
+                        **{f"rt/{shape}.py": SHAPES[shape] for shape in CHOSEN}})
 
 
 def disk(image, shape) -> str:
@@ -141,3 +145,11 @@ def test_an_attribute_added_below_the_last_one_shown_goes_above_the_methods(imag
     ok(c, "compile_class_definition", source=sent, dictionaryName="rt.added")
     assert path.read_bytes().decode() == expected
     assert run(c, "from rt.added import C\n(C.y, C().b())") == repr((2, 2))
+
+
+def test_a_method_sent_again_with_comment_lines_above_it_has_them_once_in_place_of_its_own(image, c):
+    # Each compile_method of this text wrote its comment again, above the one written before.
+    sent = "# Says hello, reworded.\ndef m(self):\n    return 2\n"
+    for _ in range(2):
+        ok(c, "compile_method", className="rt.commented.A", source=sent)
+    assert disk(image, "commented") == "class A:\n    # Says hello, reworded.\n    def m(self):\n        return 2\n"

@@ -1236,6 +1236,21 @@ class Parser:
 '''
 
 
+def test_a_replacement_sent_with_comment_lines_above_its_def_takes_the_place_of_those_above_it():
+    # They were written above the def and its comments: each compile_method of the same
+    # text added the comment again, and a comment reworded kept the old one above it.
+    sent = "# Non-public interface for the headersonly flag\ndef _set_headersonly(self):\n    self._headersonly = 1\n"
+    once, replaced = splice.put_method(COMMENTED, "Parser", sent)
+    assert replaced and once == COMMENTED.replace(
+        "    # Non-public interface for supporting the headersonly flag\n",
+        "    # Non-public interface for the headersonly flag\n").replace("= True", "= 1")
+    assert splice.put_method(once, "Parser", sent) == (once, True)
+    # Sent without comments (as get_method_source shows it), the def keeps its own.
+    assert splice.put_method(COMMENTED, "Parser", sent.split("\n", 1)[1])[0] == COMMENTED.replace("= True", "= 1")
+    module = "import os\n\n\n# Says hello.\ndef hello():\n    return 1\n"
+    assert splice.put_function(module, "# Says hello.\ndef hello():\n    return 2\n")[0] == module.replace("1\n", "2\n")
+
+
 def test_a_carried_method_keeps_the_comments_above_it_that_the_class_definition_leaves_out():
     # email.feedparser's "# Non-public interface ..." above _set_headersonly, and
     # email.generator's "# Public interface" block: get_class_definition leaves them out

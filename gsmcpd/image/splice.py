@@ -755,7 +755,7 @@ def _replace_defs(source: str, existing: list, text: str) -> str:
     lines = lines_of(source)
     if all(_gap_between(lines, previous, node) is not None for previous, node in zip(existing, existing[1:])):
         # Nothing but blank and comment lines between them (as segments shows them): one block.
-        start, end = first_line(existing[0]), last_line(lines, existing[-1])
+        start, end = _replaced_from(lines, existing[0], text), last_line(lines, existing[-1])
         return _replace(source, start, end, "".join(as_written(lines[start - 1:end], lines_of(text))))
     chunks = _def_chunks(text)
     if [_decorators(node) for node in existing] == [_decorators(node) for node, _ in chunks]:
@@ -765,7 +765,7 @@ def _replace_defs(source: str, existing: list, text: str) -> str:
         # getter must not go where the getter was.
         for node, (_, chunk) in reversed(list(zip(existing, chunks))):
             lines = lines_of(source)
-            start, end = first_line(node), last_line(lines, node)
+            start, end = _replaced_from(lines, node, "".join(chunk)), last_line(lines, node)
             source = _replace(source, start, end, "".join(as_written(lines[start - 1:end], chunk)))
         return source
     # Later duplicates go first so earlier line numbers stay valid; the blank lines
@@ -774,8 +774,17 @@ def _replace_defs(source: str, existing: list, text: str) -> str:
         start = first_line(node)
         source = _tidy_blanks(_replace(source, start, last_line(lines_of(source), node), ""), start)
     first, lines = existing[0], lines_of(source)
-    start, end = first_line(first), last_line(lines, first)
+    start, end = _replaced_from(lines, first, text), last_line(lines, first)
     return _replace(source, start, end, "".join(as_written(lines[start - 1:end], lines_of(text))))
+
+
+def _replaced_from(lines: list[str], node: ast.stmt, text: str) -> int:
+    """The first line a def's replacement by `text` takes: its comment lines right above
+    too when `text` brings comment lines of its own above its def, which take their place
+    rather than pile up above them; else its first decorator or def line, so a text sent
+    as get_method_source shows it (no comments above) keeps them."""
+    opening = next((line.strip() for line in lines_of(text) if line.strip()), "")
+    return _block_start(lines, node) if opening.startswith("#") else first_line(node)
 
 
 def _def_chunks(text: str) -> list[tuple[ast.stmt, list[str]]]:
