@@ -153,3 +153,12 @@ def test_a_method_sent_again_with_comment_lines_above_it_has_them_once_in_place_
     for _ in range(2):
         ok(c, "compile_method", className="rt.commented.A", source=sent)
     assert disk(image, "commented") == "class A:\n    # Says hello, reworded.\n    def m(self):\n        return 2\n"
+
+
+def test_a_class_sent_again_with_comment_lines_above_it_has_them_once_in_place_of_its_own(image, c):
+    sent = "# A greeter.\nclass B:\n    size = 2\n"
+    for _ in range(2):
+        ok(c, "compile_class_definition", source=sent, dictionaryName="rt.commented")
+    assert disk(image, "commented").endswith("\n\n# A greeter.\nclass B:\n    size = 2\n")
+    ok(c, "compile_class_definition", source=sent.replace("greeter", "wide greeter"), dictionaryName="rt.commented")
+    assert disk(image, "commented").endswith("\n\n# A wide greeter.\nclass B:\n    size = 2\n")

@@ -1251,6 +1251,15 @@ def test_a_replacement_sent_with_comment_lines_above_its_def_takes_the_place_of_
     assert splice.put_function(module, "# Says hello.\ndef hello():\n    return 2\n")[0] == module.replace("1\n", "2\n")
 
 
+def test_a_class_statement_sent_with_comment_lines_above_it_takes_the_place_of_those_above_it():
+    source = "import os\n\n\n# A shelf.\nclass Shelf:\n    slots = 3\n"
+    sent = "# A wide shelf.\nclass Shelf:\n    slots = 4\n"
+    once = splice.put_class(source, "Shelf", sent)
+    assert once == "import os\n\n\n# A wide shelf.\nclass Shelf:\n    slots = 4\n"
+    assert splice.put_class(once, "Shelf", sent) == once
+    assert splice.put_class(source, "Shelf", "class Shelf:\n    slots = 4\n") == source.replace("3", "4")
+
+
 def test_a_carried_method_keeps_the_comments_above_it_that_the_class_definition_leaves_out():
     # email.feedparser's "# Non-public interface ..." above _set_headersonly, and
     # email.generator's "# Public interface" block: get_class_definition leaves them out

@@ -589,7 +589,7 @@ def put_class(source: str, name: str, class_text: str) -> str:
     if node is None:
         return _importable(_add_definition(source, text), f"class {name}")
     lines = lines_of(source)
-    start, end = first_line(node), last_line(lines, node)
+    start, end = _replaced_from(lines, node, text), last_line(lines, node)
     text = indent_code(text, indent_of(lines[node.lineno - 1]))
     text = "".join(as_written(lines[start - 1:end], lines_of(text)))
     return _importable(_replace(source, start, end, text), f"class {name}")
@@ -779,10 +779,10 @@ def _replace_defs(source: str, existing: list, text: str) -> str:
 
 
 def _replaced_from(lines: list[str], node: ast.stmt, text: str) -> int:
-    """The first line a def's replacement by `text` takes: its comment lines right above
-    too when `text` brings comment lines of its own above its def, which take their place
-    rather than pile up above them; else its first decorator or def line, so a text sent
-    as get_method_source shows it (no comments above) keeps them."""
+    """The first line a def's or class statement's replacement by `text` takes: its comment
+    lines right above too when `text` brings comment lines of its own above it, which take
+    their place rather than pile up above them; else its first decorator or header line, so
+    a text sent as get_method_source or get_class_definition shows it keeps them."""
     opening = next((line.strip() for line in lines_of(text) if line.strip()), "")
     return _block_start(lines, node) if opening.startswith("#") else first_line(node)
 
