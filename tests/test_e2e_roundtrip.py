@@ -14,12 +14,13 @@ CHOSEN = ("blank_after_header", "interleaved", "crlf", "whitespace_blank_lines",
 
 
 COMMENTED = "class A:\n    # Says hello.\n    def m(self):\n        return 1\n"
+OPENING = "# Helpers.\ndef hello():\n    return 1\n"
 
 
 @pytest.fixture(scope="module")
 def image(tmp_path_factory):
     return write_image(tmp_path_factory.mktemp("roundtrip") / "image",
-                       {"rt/__init__.py": "", "rt/commented.py": COMMENTED,
+                       {"rt/__init__.py": "", "rt/commented.py": COMMENTED, "rt/opening.py": OPENING,
                         **{f"rt/{shape}.py": SHAPES[shape] for shape in CHOSEN}})
 
 
@@ -162,3 +163,11 @@ def test_a_class_sent_again_with_comment_lines_above_it_has_them_once_in_place_o
     assert disk(image, "commented").endswith("\n\n# A greeter.\nclass B:\n    size = 2\n")
     ok(c, "compile_class_definition", source=sent.replace("greeter", "wide greeter"), dictionaryName="rt.commented")
     assert disk(image, "commented").endswith("\n\n# A wide greeter.\nclass B:\n    size = 2\n")
+
+
+def test_a_function_sent_again_with_comment_lines_above_it_below_those_opening_the_file_has_them_once(image, c):
+    # The comment lines opening the file are the module's: each send wrote the sent one again below them.
+    sent = "# Says hello.\ndef hello():\n    return 2\n"
+    for _ in range(2):
+        ok(c, "compile_method", className="rt.opening", source=sent)
+    assert disk(image, "opening") == "# Helpers.\n" + sent

@@ -1260,6 +1260,18 @@ def test_a_class_statement_sent_with_comment_lines_above_it_takes_the_place_of_t
     assert splice.put_class(source, "Shelf", "class Shelf:\n    slots = 4\n") == source.replace("3", "4")
 
 
+@pytest.mark.parametrize("source", ["# Helpers.\ndef hello():\n    return 1\n",
+                                    "import os\n\n\ndef hello():\n    return 1\n"])
+@pytest.mark.parametrize("sent", ["# Says hello.\ndef hello():\n    return 2\n",
+                                  "# Says hello.\n\ndef hello():\n    return 2\n"])
+def test_comment_lines_sent_above_a_def_with_none_of_its_own_above_it_are_written_once(source, sent):
+    # Those opening the file are the module's, and a comment set apart by a blank line no
+    # def's: the comment sent was written again at each send, above the last.
+    once = splice.put_function(source, sent)[0]
+    assert once == source.replace("def hello():\n    return 1\n", sent)
+    assert splice.put_function(once, sent)[0] == once
+
+
 def test_a_carried_method_keeps_the_comments_above_it_that_the_class_definition_leaves_out():
     # email.feedparser's "# Non-public interface ..." above _set_headersonly, and
     # email.generator's "# Public interface" block: get_class_definition leaves them out

@@ -783,8 +783,22 @@ def _replaced_from(lines: list[str], node: ast.stmt, text: str) -> int:
     lines right above too when `text` brings comment lines of its own above it, which take
     their place rather than pile up above them; else its first decorator or header line, so
     a text sent as get_method_source or get_class_definition shows it keeps them."""
-    opening = next((line.strip() for line in lines_of(text) if line.strip()), "")
-    return _block_start(lines, node) if opening.startswith("#") else first_line(node)
+    sent = []   # the text's lines above its first statement line, stripped
+    for line in lines_of(text):
+        if line.strip() and not line.strip().startswith("#"):
+            break
+        sent.append(line.strip())
+    if not any(sent):
+        return first_line(node)
+    start = _block_start(lines, node)
+    if start < first_line(node):
+        return start
+    # None right above it at its indentation, or those opening the file (a licence header,
+    # the module's): only the very lines sent, written right above it already, are taken.
+    above = first_line(node) - len(sent)
+    if above >= 1 and [line.strip() for line in lines[above - 1:first_line(node) - 1]] == sent:
+        return above
+    return first_line(node)
 
 
 def _def_chunks(text: str) -> list[tuple[ast.stmt, list[str]]]:
