@@ -266,6 +266,7 @@ def test_a_package_removes_over_a_bom_an_editor_put_on_one_of_its_modules(tmp_pa
         answer = client.tool("remove_dictionary", dictionaryName="pkg")
         assert not answer.get("isError"), answer
         assert answer["structuredContent"]["committed"] == ["pkg", "pkg.sub"]
+        assert tool_text(answer) == "removed dictionary pkg and its submodule pkg.sub; committed (view version 1)"
         assert not (daemon.image / "pkg/sub.py").exists() and not (daemon.image / "pkg/__init__.py").exists()
 
 

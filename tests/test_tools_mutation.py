@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from gsmcpd.image import trial
+from gsmcpd.worker.toolsets import mutation
 from test_tools_support import (Client, client, image, misordered_fields_error,  # noqa: F401  (fixtures)
                                 missing_member_error, text, utf8_carries, views, without_dog, write_image)
 
@@ -2212,6 +2213,14 @@ def test_remove_dictionary_of_a_package_counts_no_class_built_on_within_it(clien
         "subclasses"] == ["zoo.far.Far"]      # zoo.animals.Dog, removed with it, is not one
     assert sorted(client.ok("remove_dictionary", dictionaryName="zoo")["structuredContent"]["removed"]) == [
         "zoo", "zoo.animals", "zoo.far", "zoo.keeper", "zoo.test_zoo"]
+
+
+def test_remove_dictionary_of_a_package_names_it_and_its_submodules_apart():
+    # "removed dictionary zoo, zoo.animals, ...": one dictionary named, a list after it.
+    assert mutation.removed_text("zoo", ["zoo"]) == "removed dictionary zoo"
+    assert mutation.removed_text("zoo", ["zoo", "zoo.animals"]) == "removed dictionary zoo and its submodule zoo.animals"
+    assert mutation.removed_text("zoo", ["zoo", "zoo.animals", "zoo.far"]) == (
+        "removed dictionary zoo and its submodules zoo.animals, zoo.far")
 
 
 def test_remove_dictionary_names_the_importers_the_session_had_not_loaded(client, image):

@@ -112,6 +112,16 @@ def dictionary_name_parts(name: str, program: bool = False) -> list[str]:
     return parts
 
 
+def removed_text(name: str, removed: list[str]) -> str:
+    """remove_dictionary's answer: the dictionary, then a package's submodules gone with it."""
+    submodules = [module for module in removed if module != name]
+    text = f"removed dictionary {catalog.echoed(name)}"
+    if submodules:
+        text += (f" and its submodule{'s' if len(submodules) > 1 else ''} "
+                 f"{', '.join(map(catalog.echoed, submodules))}")
+    return text
+
+
 def definition_error(error: BaseException, module=None) -> ToolError:
     """The error evaluating a definition in `module` (its live module, if loaded) raised."""
     if isinstance(error, ToolError):   # said already: live's code nested too deeply to compile
@@ -1262,8 +1272,7 @@ class MutationToolset(Toolset):
             imported += (f"; note: {', '.join(failing)} {fail} to import in every new session "
                          f"too: remove {them} as well (remove_dictionary), or change {their} "
                          f"imports of {name} in an editor, then refresh")
-        return self._finish(f"removed dictionary {', '.join(map(catalog.echoed, removed))}{imported}",
-                            {"removed": removed, **data})
+        return self._finish(removed_text(name, removed) + imported, {"removed": removed, **data})
 
     def _classes_of(self, modules: list[str]) -> dict[str, type]:
         """The live classes the `modules` define themselves, and those nested in them, by
