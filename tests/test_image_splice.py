@@ -1272,6 +1272,13 @@ def test_comment_lines_sent_above_a_def_with_none_of_its_own_above_it_are_writte
     assert splice.put_function(once, sent)[0] == once
 
 
+def test_comment_lines_sent_above_a_def_leave_the_trailing_comments_of_the_method_above_it_to_that_method():
+    source = "class A:\n    def a(self):\n        return 1\n        # a's own\n\n    def b(self):\n        return 1\n"
+    sent = "# a's own\n\ndef b(self):\n    return 2\n"
+    assert splice.put_method(source, "A", sent)[0] == source.replace(
+        "    def b(self):\n        return 1\n", "    # a's own\n\n    def b(self):\n        return 2\n")
+
+
 def test_a_carried_method_keeps_the_comments_above_it_that_the_class_definition_leaves_out():
     # email.feedparser's "# Non-public interface ..." above _set_headersonly, and
     # email.generator's "# Public interface" block: get_class_definition leaves them out

@@ -795,8 +795,10 @@ def _replaced_from(lines: list[str], node: ast.stmt, text: str) -> int:
         return start
     # None right above it at its indentation, or those opening the file (a licence header,
     # the module's): only the very lines sent, written right above it already, are taken.
-    above = first_line(node) - len(sent)
-    if above >= 1 and [line.strip() for line in lines[above - 1:first_line(node) - 1]] == sent:
+    above, indent = first_line(node) - len(sent), indent_of(lines[node.lineno - 1])
+    written = lines[above - 1:first_line(node) - 1] if above >= 1 else []
+    if [line.strip() for line in written] == sent and all(
+            indent_of(line) == indent for line in written if line.strip()):
         return above
     return first_line(node)
 
