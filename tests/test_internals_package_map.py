@@ -47,3 +47,19 @@ def test_every_module_of_the_package_has_a_row_in_the_package_map():
 def test_every_module_the_package_map_names_exists():
     missing = [path for path in _mapped_paths() if "*" not in path and not (REPO / path).is_file()]
     assert missing == []
+
+
+def test_the_readme_architecture_table_names_every_subpackage_and_top_level_module():
+    # Its rows name packages (`gsmcpd/wire/`) and top-level modules; four modules added
+    # since it was written (readypipe.py, exitcodes.py, knob_words.py, raised.py) had none.
+    text = (REPO / "README.md").read_text()
+    table = text.split("## Architecture", 1)[1].split("\n## ", 1)[0]
+    named = set()
+    for line in table.splitlines():
+        if line.startswith("| `gsmcpd/"):
+            first = line.split("|")[1]
+            named.update(entry.removeprefix("gsmcpd/") for entry in re.findall(r"`([^`]+)`", first))
+    package = REPO / "gsmcpd"
+    wanted = {f"{path.name}/" for path in package.iterdir() if (path / "__init__.py").is_file()}
+    wanted |= {path.name for path in package.glob("*.py") if path.name != "__init__.py"}
+    assert sorted(wanted - named) == []
