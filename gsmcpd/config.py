@@ -121,8 +121,9 @@ def parse_optional_seconds(text: str) -> float | None:
 _SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024,
                "m": 1024 ** 2, "mb": 1024 ** 2, "mib": 1024 ** 2,
                "g": 1024 ** 3, "gb": 1024 ** 3, "gib": 1024 ** 3}
-# The units in the pattern: a grouping hint then names only a size the parser takes.
-_SIZE = re.compile(r"\s*([0-9]+)\s*(%s)\s*" % "|".join(sorted(_SIZE_UNITS, key=len, reverse=True)),
+# The units in the pattern: a grouping hint then names only a size the parser takes. A
+# leading + as every other number takes it (README "Configuration").
+_SIZE = re.compile(r"\s*\+?([0-9]+)\s*(%s)\s*" % "|".join(sorted(_SIZE_UNITS, key=len, reverse=True)),
                    re.IGNORECASE)
 
 

@@ -620,10 +620,15 @@ def test_only_ascii_decimal_digits_make_a_number(key, written):
 
 def test_numbers_as_the_docs_write_them_are_read(tmp_path):
     conf = tmp_path / "site.conf"
-    conf.write_text("port = +8001\nidle_timeout = 1800.\nread_timeout = .5\njwt_leeway = 1e1\nmax_body = 16 MiB\n")
+    conf.write_text("port = +8001\nidle_timeout = 1800.\nread_timeout = .5\njwt_leeway = 1e1\nmax_body = 16 MiB\n"
+                    "worker_memory = +128MiB\njournal_limit = +65536\n")
     config = load_config({}, {}, conf)
     assert (config.port, config.idle_timeout, config.read_timeout, config.jwt_leeway, config.max_body) == \
         (8001, 1800.0, 0.5, 10.0, 16 * 1024 * 1024)
+    # a leading + for a size too, as for every other number (it had been refused for sizes alone)
+    assert (config.worker_memory, config.journal_limit) == (128 * 1024 * 1024, 65536)
+    assert refused("max_body", environ={"GS_MCP_MAX_BODY": "-64KiB"}) == \
+        "expected a size in bytes (e.g. 16777216 or 16MiB), got '-64KiB'"
     assert load_config({"read_timeout": 1e-05}, {}).read_timeout == 1e-05   # a typed flag: str() is 1e-05
     conf.write_text("port = 8001\nidle_timeout = 1_800\n")
     assert refused("idle_timeout", conf_path=conf) == \

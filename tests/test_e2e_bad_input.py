@@ -129,6 +129,14 @@ def test_a_body_over_the_cap_reads_the_rfc_9110_status_line_whatever_python_serv
     assert raw.startswith(b"HTTP/1.1 413 Content Too Large\r\n"), raw[:200]
 
 
+def test_a_size_written_with_a_leading_plus_is_the_cap_the_daemon_enforces(tmp_path):
+    # README "Configuration": a leading + is taken in every number; a size's had refused startup.
+    with Daemon(tmp_path, env={"GS_MCP_MAX_BODY": "+64KiB", "GS_MCP_SPARE_WORKERS": "1"}) as d:
+        raw = raw_exchange(d.port, post(b"x" * 70000))
+    assert (status_of(raw), refusal_of(raw)) == \
+        (413, "413 request body too large: over 65536 bytes, the most GS_MCP_MAX_BODY allows"), raw[:300]
+
+
 def test_a_transfer_encoding_with_an_empty_element_is_chunked(daemon):
     # RFC 9110 5.6.1: ",chunked" had been refused with 501 as an unsupported coding
     init = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
