@@ -292,7 +292,10 @@ def parse_user_map(text: str) -> str | None:
 
 def parse_claim(text: str) -> str:
     """The token claim naming the user: an empty one names no claim, and every token
-    would be refused (the router's auth settings refused it only after the fork)."""
+    would be refused (the router's auth settings refused it only after the fork). A none
+    word is refused as for every knob that cannot be off: taken as a claim's name, every
+    token lacked it."""
+    _refuse_off(text, "the name of the token claim that names the user (sub when unset)")
     name = text.strip()
     if not name:
         raise ValueError("empty: name the token claim that names the user (sub when unset)")

@@ -661,6 +661,9 @@ def test_an_empty_userid_claim_is_refused_naming_it():
     # It was taken, and start failed after the fork (ValueError from the auth settings).
     assert refused("userid_claim", environ={**AUTH_ENV, "MCP_USERID_CLAIM": " "}) == (
         "empty: name the token claim that names the user (sub when unset)")
+    # README: none is refused for a knob that cannot be off; it had been a claim named "none".
+    assert refused("userid_claim", environ={**AUTH_ENV, "MCP_USERID_CLAIM": "None"}) == (
+        "cannot be none: it must be the name of the token claim that names the user (sub when unset)")
 
 
 @pytest.mark.parametrize("audience", ["https://mcp.example/mcp?tenant=1", "https://mcp.example/mcp#top", "http://",

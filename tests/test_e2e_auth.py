@@ -1137,6 +1137,17 @@ def test_a_resource_url_that_is_not_an_absolute_http_url_is_refused_at_start(tmp
     assert "resource_url: resource must be an absolute http(s) URL, got 'mcp.example/mcp'" in daemon.log_text()
 
 
+def test_a_none_userid_claim_is_refused_at_start_not_read_as_a_claim_named_none(tmp_path):
+    # README: `none` is refused for a knob that cannot be off; this daemon served, and
+    # refused every token (none names its user in a claim "none").
+    idp = Idp(issuer="https://idp.test", kinds=("rsa",))
+    daemon, _path = file_source_daemon(tmp_path, idp, idp.jwks())
+    daemon.env["MCP_USERID_CLAIM"] = "none"
+    assert daemon.refusal() == 2
+    assert ("configuration refused: userid_claim: cannot be none: it must be the name of the token "
+            "claim that names the user (sub when unset)") in daemon.log_text()
+
+
 # (environment, the refusal's words): each was a traceback ("gsmcpd failed"), the credentials
 # of a JWKS URL logged in the clear with every failed fetch before that.
 KEY_SOURCE_REFUSALS = {
