@@ -199,7 +199,7 @@ def parse_allowed_origins(text: str) -> tuple[str, ...]:
     for entry in re.split(r"\s*,\s*|\s+", text) if text else ():
         if not entry:
             raise ValueError(f"empty entry in {text!r}")
-        if entry in ("*", "null"):
+        if entry.lower() in ("*", "null"):   # a host's case is no part of it: NULL is null
             raise ValueError(f"{entry!r} would let pages of any site in; list each origin")
         if "://" in entry:
             key = hosts.origin_key(entry)

@@ -186,7 +186,7 @@ def test_allowed_origins_are_origins_as_a_browser_writes_them_or_bare_hosts(tmp_
 
 
 @pytest.mark.parametrize("value, words", [
-    ("*", "any site"), ("null", "any site"), ("a.example,,b.example", "empty entry"), ("a.example,", "empty entry"),
+    ("*", "any site"), ("null", "any site"), ("NULL", "any site"), ("a.example,,b.example", "empty entry"), ("a.example,", "empty entry"),
     ("http://app.example/", "got 'http://app.example/'"), ("app.example/mcp", "an origin (https://"),
     ("http://app.example:https", "got"), ("http://app.example:99999", "got"), ("app.example:", "got"),
     ("http://", "got"), ("http://user@app.example", "got"), ("::1", "a host (app.example)"),

@@ -255,6 +255,14 @@ def _status(daemon):
                            "--state-dir", str(daemon.state)], capture_output=True).stdout
 
 
+def test_null_in_any_case_refuses_startup(tmp_path):
+    # etc/gsmcpd.conf: "null" is refused; "NULL" had started, listed as a bare host null.
+    d = Daemon(tmp_path, env={"GS_MCP_ALLOWED_ORIGINS": "app.example NULL"})
+    assert d.refusal() == 2
+    assert ("configuration refused: allowed_origins: 'NULL' would let pages of any site in; "
+            "list each origin") in d.log_text()
+
+
 def test_a_host_with_a_port_but_no_scheme_refuses_startup(tmp_path):
     # Matched as a bare host it would grant every scheme and port, not the one written.
     d = Daemon(tmp_path, env={"GS_MCP_ALLOWED_ORIGINS": "app.example:8080"})
