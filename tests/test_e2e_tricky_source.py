@@ -406,6 +406,22 @@ def test_a_rebound_class_is_browsed_from_source_saying_so(c):
     assert "methods: a" in described and "found NoneType" in described
 
 
+def test_a_class_rebound_by_code_run_in_the_session_is_not_blamed_on_its_file(daemon, image):
+    # The answers said "bound to None once tricky is imported" and to edit the module's
+    # file, which rebinds nothing: execute_code did, and abort undoes it.
+    other = open_session(daemon)
+    run(other, "import tricky\ntricky.Kitchen = None")
+    said = ("tricky.Kitchen is not bound to a class in this session (found NoneType): no statement of "
+            "its module below its class statement binds the name, so code run since did")
+    assert said in tool_text(ok(other, "describe_class", className="Kitchen"))
+    message = error(other, "compile_method", "refused", className="Kitchen", source="def f(self):\n    return 2\n")
+    assert message.startswith("tricky.Kitchen is bound to None in this session, not to the class its "
+                              "class statement makes: no statement of its module") and "editor" not in message
+    ok(other, "abort")
+    assert "from source" not in tool_text(ok(other, "describe_class", className="Kitchen"))
+    other.close()
+
+
 @pytest.mark.parametrize("class_name, bound", [
     ("rebound.Single", "is bound to an instance of rebound.Single once rebound is imported"),
     ("Gone", "is bound to None once tricky is imported"),

@@ -1156,6 +1156,18 @@ def test_a_class_its_module_rebinds_is_browsed_from_source_saying_what_the_name_
     assert "found NoneType" in hierarchy["fromSource"] and hierarchy["bases"] == []
 
 
+def test_a_class_rebound_by_code_run_since_its_import_is_not_said_rebound_by_its_module(client):
+    # Its file binds it once: "not bound to a class once zoo.live is imported" was untrue.
+    client.view.add_module("zoo.live", "class Here:\n    def a(self):\n        return 1\n\n\nHere.b = 2\n")
+    client.ok("execute_code", code="import zoo.live\nzoo.live.Here = None")
+    described = text(client.ok("describe_class", className="Here"))
+    assert "methods: a" in described
+    assert ("(from source: zoo.live.Here is not bound to a class in this session (found NoneType): no "
+            "statement of its module below its class statement binds the name, so code run since did "
+            "(execute_code or a test in this session, a function the module calls, another module's "
+            "code); abort re-imports the session's modules, undoing what this session's code did)") in described
+
+
 def test_a_class_of_a_shadowed_module_is_browsed_from_source_by_every_tool_saying_so(client):
     # get_class_hierarchy answered kind other ("shadowed") where describe_class answered
     # from source; list_methods answered from source saying nothing.

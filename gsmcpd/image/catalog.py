@@ -384,6 +384,9 @@ def live_class(view: View, ref: ClassRef) -> type:
                         "its class statement is in a block that did not run")
     obj = own.namespace(module).get(ref.name)
     if not isinstance(obj, type):
+        if rebound_since_import(view, ref):
+            raise ToolError("other", f"{ref.qualified} is not bound to a class in this session "
+                            f"(found {type(obj).__name__}): {REBOUND_SINCE}")
         raise ToolError("other", f"{ref.qualified} is not bound to a class once "
                         f"{ref.module} is imported (found {type(obj).__name__})")
     if not _made_by_its_statement(view, ref, obj):
@@ -424,8 +427,30 @@ def not_its_class(view: View, ref: ClassRef, obj: object) -> str:
                 "name a class by its __module__, or by the module whose class statement assigns "
                 "that in its body (`__module__ = \"pkg\"`) or whose top level does below it "
                 f"(`{ref.name}.__module__ = \"pkg\"`)")
+    if rebound_since_import(view, ref):
+        return (f"{ref.qualified} is bound to {bound_object(view, obj)} in this session, not to the "
+                f"class its class statement makes: {REBOUND_SINCE}")
     return (f"{ref.qualified} is bound to {bound_object(view, obj)} once {ref.module} is imported, "
             "not to the class its class statement makes")
+
+
+# What rebound a name no statement of its module's file rebinds, and what undoes it: the
+# file is as it should be, so "edit the module's file" would send the user to the wrong place.
+REBOUND_SINCE = ("no statement of its module below its class statement binds the name, so code run "
+                 "since did (execute_code or a test in this session, a function the module calls, "
+                 "another module's code); abort re-imports the session's modules, undoing what this "
+                 "session's code did")
+
+
+def rebound_since_import(view: View, ref: ClassRef) -> bool:
+    """Whether no statement below `ref`'s class statements in its module's file may bind its
+    name (`Gone = None`, `from m import *`, a def of it), so that another binding in the live
+    module was made by code run after them, not by the file's own statements."""
+    tree = view.tree(ref.module)
+    nodes = [] if tree is None else [node for _, node in splice.class_statements(tree, ref.name)]
+    return bool(nodes) and not any(splice.binds([statement], ref.name) for node in nodes
+                                   for statement in splice.statements_below(tree, node)
+                                   if not any(statement is other for other in nodes))
 
 
 def _last_binding_line(tree: ast.Module, name: str) -> int:
@@ -677,8 +702,10 @@ def mutable_class(view: View, name: str) -> tuple[ClassRef, type | None]:
             class_node(view, ref).body, "__module__", star=False):
         raise ToolError("refused", _unsure_module(ref, obj))
     # `_auto_null = _auto_null()`, `Gone = None`, `from _datetime import *` below the class
-    raise ToolError("refused", f"{not_its_class(view, ref, obj)}; edit the module's file in an "
-                    "editor, then refresh")
+    why = not_its_class(view, ref, obj)
+    if why.endswith(REBOUND_SINCE):   # the file is as it should be: no editor
+        raise ToolError("refused", why)
+    raise ToolError("refused", f"{why}; edit the module's file in an editor, then refresh")
 
 
 def _unsure_module(ref: ClassRef, cls: type) -> str:
