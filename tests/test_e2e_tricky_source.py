@@ -417,6 +417,11 @@ def test_a_class_rebound_by_code_run_in_the_session_is_not_blamed_on_its_file(da
     message = error(other, "compile_method", "refused", className="Kitchen", source="def f(self):\n    return 2\n")
     assert message.startswith("tricky.Kitchen is bound to None in this session, not to the class its "
                               "class statement makes: no statement of its module") and "editor" not in message
+    run(other, "del tricky.Kitchen")   # "the module deletes the name", it said: it does not
+    message = error(other, "delete_method", "refused", className="Kitchen", selector="greet")
+    assert message.startswith("tricky.Kitchen is not bound in this session, so there is no live class to "
+                              "change: no statement of its module below its class statement deletes the "
+                              "name, so code run since did") and "editor" not in message
     ok(other, "abort")
     assert "from source" not in tool_text(ok(other, "describe_class", className="Kitchen"))
     other.close()

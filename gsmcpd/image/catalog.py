@@ -436,10 +436,23 @@ def not_its_class(view: View, ref: ClassRef, obj: object) -> str:
 
 # What rebound a name no statement of its module's file rebinds, and what undoes it: the
 # file is as it should be, so "edit the module's file" would send the user to the wrong place.
-REBOUND_SINCE = ("no statement of its module below its class statement binds the name, so code run "
-                 "since did (execute_code or a test in this session, a function the module calls, "
-                 "another module's code); abort re-imports the session's modules, undoing what this "
-                 "session's code did")
+def _done_since(verb: str) -> str:
+    return (f"no statement of its module below its class statement {verb} the name, so code run "
+            "since did (execute_code or a test in this session, a function the module calls, "
+            "another module's code); abort re-imports the session's modules, undoing what this "
+            "session's code did")
+
+
+REBOUND_SINCE = _done_since("binds")
+
+
+def _deleted_by_its_file(view: View, ref: ClassRef) -> bool:
+    """Whether a statement below `ref`'s class statements may delete its name (`del Hidden`)."""
+    tree = view.tree(ref.module)
+    nodes = [] if tree is None else [node for _, node in splice.class_statements(tree, ref.name)]
+    return any(isinstance(target, ast.Name) and target.id == ref.name and isinstance(target.ctx, ast.Del)
+               for node in nodes for statement in splice.statements_below(tree, node)
+               for target in ast.walk(statement))
 
 
 def rebound_since_import(view: View, ref: ClassRef) -> bool:
@@ -685,6 +698,9 @@ def mutable_class(view: View, name: str) -> tuple[ClassRef, type | None]:
     if not_run(view, ref, module):
         return ref, None
     if ref.name not in own.namespace(module):
+        if not _deleted_by_its_file(view, ref):   # `del tricky.Kitchen` in execute_code
+            raise ToolError("refused", f"{ref.qualified} is not bound in this session, so there is no "
+                            f"live class to change: {_done_since('deletes')}")
         raise ToolError("refused", f"{ref.qualified} is not bound once {ref.module} is imported "
                         "(the module deletes the name after its class statement), so there is no "
                         "live class to change; edit the module's file in an editor, then refresh")
