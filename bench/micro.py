@@ -10,6 +10,7 @@ wake-ups, scheduling and loop glue. These are hot-loop figures: in place, after 
 context switch, the same code runs with cold caches and costs more.
 """
 
+import argparse
 import json
 import sys
 import timeit
@@ -102,7 +103,10 @@ def measure(steps, number=20000):
     return out
 
 
-def main():
+def main(argv=None):
+    # No options, but --help says what this is rather than run it (and a typo is refused).
+    summary = __doc__.split("\n", 1)[0]
+    argparse.ArgumentParser(prog="python -m bench.micro", description=summary).parse_args(argv)
     for side, steps in (("router", router_steps()), ("worker", worker_steps())):
         rows = measure(steps)
         for label, us in rows:

@@ -535,3 +535,13 @@ def test_call_lookup_times_a_look_at_the_scan_bound_in_each_worst_case(capsys):
     absent, earlier, found = capsys.readouterr().out.splitlines()[1:]
     assert "answer None;" in absent and "looks in all" in absent
     assert "answer 0 record(s);" in earlier and "answer 1 record(s);" in found
+
+
+def test_micros_help_says_what_it_is_and_runs_nothing(capsys):
+    # `python -m bench.micro --help` ran the whole micro-benchmark, its one option ignored.
+    from bench import micro
+    with pytest.raises(SystemExit) as exited:
+        micro.main(["--help"])
+    assert exited.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: python -m bench.micro") and " us  " not in out
