@@ -150,8 +150,10 @@ class PrivateFileHandler(logging.FileHandler):
         super().__init__(filename, encoding=encoding)
 
     def _open(self) -> LineStream:
+        # A lone surrogate (a path's byte that is not UTF-8, read from the environment) is
+        # written escaped, as sys.stderr writes it: strict made the line a logging traceback.
         return LineStream(open_for_appending(self.baseFilename), self.encoding or "utf-8",
-                          self.errors or "strict")
+                          self.errors or "backslashreplace")
 
     def refusal(self) -> dict | None:
         """While the file refuses writes (until it takes a line again): the file, since when

@@ -41,6 +41,18 @@ def test_a_log_file_that_stops_taking_lines_is_reported_once_and_the_server_serv
         assert daemon.stop() == 0
 
 
+def test_a_tmpdir_byte_that_is_not_utf8_is_warned_of_in_the_log_file_escaped(tmp_path):
+    # The passed-over TMPDIR's warning carried os.environ's \udcff: the log file, strict
+    # UTF-8, took a "--- Logging error ---" traceback in its place.
+    log_file = tmp_path / "gsmcpd.log"
+    missing = os.fsdecode(os.fsencode(tmp_path) + b"/missing-\xff")
+    with Daemon(tmp_path, env={"GS_MCP_LOG_FILE": str(log_file), "TMPDIR": missing}) as daemon:
+        assert daemon.stop() == 0
+    text = log_file.read_text()
+    assert f"WARNING TMPDIR {tmp_path}/missing-\\xff is not a directory " in text
+    assert "Logging error" not in text and "Traceback" not in text
+
+
 def test_a_log_file_refusing_writes_shows_in_status_while_it_lasts(tmp_path):
     # A detached daemon's stderr is its log file: the once-said refusal went nowhere.
     log_file = tmp_path / "gsmcpd.log"

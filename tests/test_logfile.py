@@ -107,3 +107,22 @@ def test_a_line_the_file_took_only_part_of_does_not_run_into_the_next():
     finally:
         stream.close()
         os.close(reader)
+
+
+def test_a_lone_surrogate_is_written_escaped_not_a_logging_traceback(tmp_path, capfd):
+    # A TMPDIR byte that is not UTF-8 (os.environ's \udcff) made the warning naming it a
+    # "--- Logging error ---" traceback in the log file, the line itself lost.
+    path = tmp_path / "g.log"
+    handler = PrivateFileHandler(path)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+    logger = logging.getLogger("gsmcpd.test.surrogate")
+    logger.propagate, logger.level = False, logging.INFO
+    logger.addHandler(handler)
+    try:
+        logger.warning("TMPDIR %s is not a directory", "/tmp/\udcff")
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
+    assert path.read_text() == "WARNING TMPDIR /tmp/\\udcff is not a directory\n"
+    assert "Logging error" not in capfd.readouterr().err
+

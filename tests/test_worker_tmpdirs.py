@@ -245,6 +245,8 @@ def test_a_tmpdir_python_passed_over_is_warned_of_naming_where_files_go(tmp_path
     assert tmpdirs.passed_over_warning("/tmp") == (
         f"TMPDIR {tmp_path / 'missing'} is not a directory {pwd.getpwuid(os.geteuid()).pw_name} can "
         f"write in, so temporary files go in /tmp")
+    monkeypatch.setenv("TMPDIR", os.fsdecode(os.fsencode(tmp_path) + b"/missing-\xff"))
+    assert tmpdirs.passed_over_warning("/tmp").startswith(f"TMPDIR {tmp_path}/missing-\\xff is not")  # as typed
     monkeypatch.setenv("TMPDIR", str(tmp_path) + "/")
     assert tmpdirs.passed_over_warning(str(tmp_path)) is None
     monkeypatch.delenv("TMPDIR")

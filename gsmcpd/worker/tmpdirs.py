@@ -125,7 +125,8 @@ def passed_over_warning(used: str) -> str | None:
     asked = os.environ.get("TMPDIR")
     if not asked or os.path.abspath(asked) == used:
         return None
-    return (f"TMPDIR {asked} is not a directory {account_name(os.geteuid())} can write in, so temporary files "
+    shown = os.fsencode(asked).decode("utf-8", "backslashreplace")   # a byte not UTF-8 as \xff, as typed
+    return (f"TMPDIR {shown} is not a directory {account_name(os.geteuid())} can write in, so temporary files "
             f"go in {used}")
 
 
