@@ -2,8 +2,9 @@
 in a tool's answer, its text, and structuredContent repeats only its start (REPEAT_CAP):
 execute_code's traceback, a test's traceback (describe_test_failure) and a deletion's
 trial import each sent it whole two or three times, a module's import error twice. Many
-modules' import errors are told within a budget, all told (toolset.budgeted): 80 modules
-failing with such a message made an answer past the frame's cap, which could not be sent."""
+modules' import errors are told within one budget per answer, all told (toolset.budgeted):
+80 modules failing with such a message made an answer past the frame's cap, which could not
+be sent."""
 
 import json
 
@@ -122,3 +123,39 @@ def test_a_change_breaking_80_modules_is_answered_within_the_budget(tmp_path):
             assert "ValueError: " + MESSAGE in result["content"][0]["text"]
         finally:
             c.close()
+
+
+def test_a_deletion_and_the_commit_it_brings_in_breaking_80_modules_each_share_one_budget(tmp_path):
+    # The deletion's note and the lines of what its commit brought in had a budget each
+    # (4 MB of errors), and structuredContent, budgeted once in module order, said cut to
+    # 1,000 characters errors the text held whole.
+    deleting = [f"user{i:02}" for i in range(80)]
+    user = "import gone\n\nif not hasattr(gone, 'Gone'):\n    " + HUGE + "\n"
+    files = {"base.py": BASE, "gone.py": "class Gone:\n    pass\n",
+             **{f"{name}.py": IMPORTER for name in IMPORTERS}, **{f"{name}.py": user for name in deleting}}
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(write_image(tmp_path / "image", files))}) as running:
+        c = open_session(running)
+        try:
+            assert c.call("tools/call", {"name": "list_test_classes", "arguments": {}}).status == 200
+            answer(running, "compile_method", {"className": "base.Base",   # another session's
+                                               "source": "def ok(self):\n    return False\n"})
+            response = c.call("tools/call", {"name": "delete_class", "arguments": {"className": "gone.Gone"}})
+            assert response.status == 200, response
+            result = json.loads(response.body)["result"]
+        finally:
+            c.close()
+    text, said = result["content"][0]["text"], result["structuredContent"]["importErrors"]
+    assert not result.get("isError") and "brought in others' commits to base" in text
+    assert sorted(said) == IMPORTERS + deleting
+    assert len(text) < ERRORS_BUDGET + len(said) * (PAST_BUDGET_CAP + 400)   # it was 4 MB
+    cut = "more characters of the import error cut: an answer holding over"
+    assert text.count(cut) == len(said) - 2
+    # but the one crossing the budget, its cut past REPEAT_CAP: structuredContent repeats its start
+    assert sum(cut in error for error in said.values()) == len(said) - 3
+    whole = "ValueError: " + MESSAGE
+    assert text.count(whole) == 2   # the first two told, the note's: the crossing one cut shorter
+    for module in deleting[:2]:
+        assert f"{module} now fails to import: {whole};" in text
+        assert said[module].startswith(whole[:REPEAT_CAP]) and said[module].endswith(CUT % "the import error")
+    for module in IMPORTERS:   # the commit's lines, past the budget: as structuredContent says
+        assert f"import error in {module}: {said[module]}" in text

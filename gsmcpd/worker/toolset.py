@@ -134,28 +134,42 @@ def budgeted(texts: list[str], what: str) -> list[str]:
     """`texts` (in the order an answer gives them) each whole while their sum stays within
     ERRORS_BUDGET, the one that crosses it cut to what is left (PAST_BUDGET_CAP at least),
     each after it to PAST_BUDGET_CAP, saying so (sendable's note)."""
-    return [told for told, _ in _budgeted(texts, what)]
+    budget = ErrorsBudget()
+    return [budget.tell(text, what)[0] for text in texts]
 
 
 def repeats_of_budgeted(texts: list[str], what: str) -> list[str]:
-    """What structuredContent repeats of `texts` an answer's text tells as budgeted does:
-    each one's start (repeated) counting what the whole has past it, not what the budget
+    """What structuredContent repeats of `texts` an answer's text tells as budgeted does
+    (repeat_of_told of each)."""
+    budget = ErrorsBudget()
+    return [repeat_of_told(text, *budget.tell(text, what), what) for text in texts]
+
+
+class ErrorsBudget:
+    """ERRORS_BUDGET over the errors one answer tells, in the order it tells them, however
+    many parts of it tell some (a mutation's note, then its commit's lines): a budget of
+    each part's own let one answer hold several times it."""
+
+    KEEPER = (f"an answer holding over {ERRORS_BUDGET:,} characters of errors (the module's own "
+              "import, execute_code `import ...`, shows it whole)")
+
+    def __init__(self):
+        self.spent = 0
+
+    def tell(self, text: str, what: str) -> tuple[str, int | None]:
+        """(`text` as the answer tells it next, the characters it was cut to or None)."""
+        cap = max(PAST_BUDGET_CAP, ERRORS_BUDGET - self.spent)
+        told = (text, None) if len(text) <= cap else (sendable(text, what, cap, self.KEEPER), cap)
+        self.spent += len(told[0])
+        return told
+
+
+def repeat_of_told(text: str, told: str, cap: int | None, what: str) -> str:
+    """What structuredContent repeats of `text`, told (ErrorsBudget.tell) as `told`, cut to
+    `cap`: its start (repeated) counting what the whole has past it, not what the budget
     left of it (its cut and note, cut again); one the budget cut to fewer than REPEAT_CAP
     characters as told, its note whole."""
-    return [told if cap is not None and cap < REPEAT_CAP else repeated(text, what)
-            for text, (told, cap) in zip(texts, _budgeted(texts, what))]
-
-
-def _budgeted(texts: list[str], what: str) -> list[tuple[str, int | None]]:
-    """(the text as budgeted tells it, the characters it was cut to or None) for each of `texts`."""
-    kept, spent = [], 0
-    keeper = (f"an answer holding over {ERRORS_BUDGET:,} characters of errors (the module's own "
-              "import, execute_code `import ...`, shows it whole)")
-    for text in texts:
-        cap = max(PAST_BUDGET_CAP, ERRORS_BUDGET - spent)
-        kept.append((text, None) if len(text) <= cap else (sendable(text, what, cap, keeper), cap))
-        spent += len(kept[-1][0])
-    return kept
+    return told if cap is not None and cap < REPEAT_CAP else repeated(text, what)
 
 
 class Toolset:

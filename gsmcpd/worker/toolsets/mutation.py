@@ -28,9 +28,8 @@ from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset, bool_prop, object_
 from gsmcpd.worker.toolsets.browsing import (CLASS_NAME, META, SELECTOR, filter_by_meta, live_kind,
                                               metaclass_method_text, metaclass_owner, no_def_hint,
                                               qualname)
-from gsmcpd.worker.toolsets.session import (already_committed_text, brought_in_text, commit_view,
-                                            import_error_lines, import_errors_data, settled_text,
-                                            told_import_errors)
+from gsmcpd.worker.toolsets.session import (ToldImportErrors, already_committed_text, brought_in_text,
+                                            commit_view, settled_text)
 
 DICTIONARY = {"dictionaryName": string_prop("an image module, dotted name (e.g. shop.models)",
                                              min_length=1)}
@@ -145,6 +144,14 @@ class MutationToolset(Toolset):
     # Each, called again alike, changes nothing more (add_dictionary: "already exists").
     idempotent = frozenset(tool_names)
 
+    def __init__(self, server=None):
+        super().__init__(server)
+        self.call_starting()
+
+    def call_starting(self) -> None:
+        # One budget over all the import errors a call's answer tells, each told once.
+        self._errors_told = ToldImportErrors()
+
     def register(self, registry):
         add = registry.add
         add(Tool("add_dictionary", "Create an image module (parent packages as needed), commit.",
@@ -226,11 +233,11 @@ class MutationToolset(Toolset):
         if broken:       # what bringing them in broke here, added to what the change itself did
             said = structured.get("importErrors", {})   # in the change's note ("... now fails to import")
             structured["importErrors"] = {**said, **broken}
-            unsaid = {name: error for name, error in broken.items() if said.get(name) != error}
+            unsaid = self._errors_told.lines(broken)   # not in a note already
             if unsaid:
-                text += "\n" + "\n".join(import_error_lines(unsaid))
-        if "importErrors" in structured:   # each whole in the text (a note or its lines)
-            structured["importErrors"] = import_errors_data(structured["importErrors"])
+                text += "\n" + "\n".join(unsaid)
+        if "importErrors" in structured:   # each as the text (a note or its lines) told it
+            structured["importErrors"] = self._errors_told.data(structured["importErrors"])
         return {"text": text, "structured": structured}
 
     def _reimport_importers(self, modules, itself: bool = False) -> tuple[str, dict]:
@@ -418,7 +425,7 @@ class MutationToolset(Toolset):
         errors = {name: self.view.import_errors[name] for name in sorted({*reimported, *failed})
                   if name in self.view.import_errors}
         note = f"; re-imported {', '.join(reimported)}" if reimported else ""
-        for name, error in told_import_errors(errors).items():
+        for name, error in self._errors_told.told(errors).items():   # not in an earlier note
             note += f"; {name} now fails to import: {error}"
         return note, {"reimported": reimported, "importErrors": errors}
 

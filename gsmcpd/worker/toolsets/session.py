@@ -8,7 +8,7 @@ import os
 from gsmcpd.image.store import (CommitConflict, DirectoryInTheWay, ImageLockTimeout, LinkedModule,
                                 StickyStateDirectory, UnlistedDirectory, UnwritableModule, module_name_of)
 from gsmcpd.worker.registry import Tool
-from gsmcpd.worker.toolset import ToolError, Toolset, budgeted, object_schema, repeats_of_budgeted
+from gsmcpd.worker.toolset import ErrorsBudget, ToolError, Toolset, object_schema, repeat_of_told
 
 
 @contextlib.contextmanager
@@ -145,26 +145,44 @@ UNDECIDED = ("whether it stands could not be told (the journal that records it c
              "whether it stands (settled), and a commit writes anything else")
 
 
-def told_import_errors(errors: dict[str, str]) -> dict[str, str]:
-    """`errors` by module, as an answer's text tells them: within toolset.budgeted's budget,
-    all told (each module's import may raise a message of any size)."""
-    return _each_error(errors, budgeted)
+class ToldImportErrors:
+    """The import errors (module -> error) one answer tells, each once, under one budget
+    (toolset.ErrorsBudget) over all the parts telling some: a mutation's notes, then its
+    commit's lines. structuredContent's importErrors (data) repeats each as it was told."""
+
+    WHAT = "the import error"
+
+    def __init__(self):
+        self._budget = ErrorsBudget()
+        self._told = {}   # module -> (its error, as told, the characters it was cut to or None)
+
+    def told(self, errors: dict[str, str]) -> dict[str, str]:
+        """Those of `errors` not yet told (as they are), by module (sorted), as the text tells them."""
+        told = {}
+        for module in sorted(errors):
+            if self._told.get(module, (None,))[0] != errors[module]:
+                self._told[module] = (errors[module], *self._budget.tell(errors[module], self.WHAT))
+                told[module] = self._told[module][1]
+        return told
+
+    def lines(self, errors: dict[str, str]) -> list[str]:
+        return [f"import error in {module}: {error}" for module, error in self.told(errors).items()]
+
+    def data(self, errors: dict[str, str]) -> dict[str, str]:
+        """`importErrors` of an answer whose text told `errors`: of each error, its start, or
+        as told there when the budget cut it shorter (toolset.repeat_of_told)."""
+        self.told(errors)   # one its text did not tell still counts
+        return {module: repeat_of_told(*self._told[module], self.WHAT) for module in sorted(errors)}
 
 
 def import_error_lines(errors: dict[str, str]) -> list[str]:
-    return [f"import error in {module}: {error}" for module, error in told_import_errors(errors).items()]
+    """The lines telling `errors`, of an answer telling no others."""
+    return ToldImportErrors().lines(errors)
 
 
 def import_errors_data(errors: dict[str, str]) -> dict[str, str]:
-    """`importErrors` of an answer whose text has import_error_lines: of each error, its
-    start, or as told there when the budget cut it shorter (toolset.repeats_of_budgeted)."""
-    return _each_error(errors, repeats_of_budgeted)
-
-
-def _each_error(errors: dict[str, str], cut) -> dict[str, str]:
-    """`errors` by module (sorted), their texts as `cut` (budgeted or repeats_of_budgeted) gives them."""
-    modules = sorted(errors)
-    return dict(zip(modules, cut([errors[module] for module in modules], "the import error")))
+    """`importErrors` of an answer whose text has import_error_lines of `errors`."""
+    return ToldImportErrors().data(errors)
 
 
 def brought_in_text(brought_in: list[str]) -> str:
