@@ -162,6 +162,9 @@ def test_code_that_silenced_the_break_signals_leaves_later_calls_breakable(deadl
 def test_a_deadline_on_a_streaming_call_ends_its_stream_with_the_error(deadlines):
     c = Client(deadlines.port, timeout=15)
     c.initialize()
+    # Its view read first (a worker reads it after the initialize reply): a break landing
+    # while the worker still reads it is lost, and this call would meet the hard one.
+    worker_pid(c)
     call = Exchange(deadlines.port, "POST", c.session,
                     execute("spin", "progress(1)\nwhile True:\n    pass", _meta={"progressToken": 3}),
                     accept="application/json, text/event-stream")
@@ -237,6 +240,7 @@ def test_describing_a_test_the_deadline_breaks_carries_what_it_printed(deadlines
     # and the deadline threw it away.
     c = Client(deadlines.port, timeout=15)
     c.initialize()
+    worker_pid(c)   # its view read, which the first call waits for, outside the deadline's calls
     assert not c.tool("add_dictionary", dictionaryName="hangs").get("isError")
     compiled = c.tool("compile_class_definition", dictionaryName="hangs", source=(
         "class TestHangs:\n    def test_waits(self):\n        print('connected')\n"
@@ -291,6 +295,9 @@ def test_a_module_that_turns_the_deadlines_break_into_an_exit_is_broken_not_fail
     try:
         c = Client(deadlines.port, timeout=15)
         c.initialize()
+        # Its view read first (a worker reads it after the initialize reply): a break landing
+        # while the worker still reads it is lost, and this call would meet the hard one.
+        worker_pid(c)
         body = call_tool(c, "run_test_class", className="exits_on_break.TestExits")
         assert body["error"] == {"code": REQUEST_TIMEOUT, "message": TIMED_OUT + "soft break"}
         assert tool_text(c.tool("execute_code", code="6 * 7")) == "42"

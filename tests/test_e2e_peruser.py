@@ -528,6 +528,9 @@ def test_under_the_units_capabilities_a_users_runaway_call_is_broken(tmp_path, a
                                  preexec=as_the_unit_runs_it(unit_capabilities()))
     with daemon:
         client = session_for(daemon, idp, first.pw_name)
+        # Its view read first (a worker reads it after the initialize reply): a break landing
+        # while the worker still reads it is lost, and this call would meet the hard one.
+        assert run(client, "6 * 7") == ("42", False)
         reply = client.call("tools/call", {"name": "execute_code", "arguments": {"code": "while True: pass"}})
         assert reply.status == 200
         assert reply.json()["error"] == {"code": -32001, "message":
