@@ -305,6 +305,62 @@ def test_a_module_that_turns_the_deadlines_break_into_an_exit_is_broken_not_fail
         path.unlink()
 
 
+# Loaded into the daemon (PYTHONPATH), so into the forkserver its workers are forked from:
+# a session's view read, once begun, touches HELD_VIEW_READ/reading and waits for
+# HELD_VIEW_READ/release (a big image's read takes seconds); a break's handler, once run,
+# touches .../broken.
+HELD_VIEW_READ = """
+import os
+if os.environ.get("HELD_VIEW_READ"):
+    import time
+    from gsmcpd.image.view import View
+    from gsmcpd.worker import main as worker_main
+    _where, _load, _handler = os.environ["HELD_VIEW_READ"], View.load, worker_main.WorkerLoop.break_handler
+
+    def _held(view, *args, **kwargs):
+        if view.session_id != "rehearsal":   # not the forkserver's warm-up (worker.preload)
+            open(os.path.join(_where, "reading"), "w").close()
+            end = time.monotonic() + 20
+            while not os.path.exists(os.path.join(_where, "release")) and time.monotonic() < end:
+                time.sleep(0.01)
+        return _load(view, *args, **kwargs)
+
+    def _noted(loop, exception_class, label):
+        handle = _handler(loop, exception_class, label)
+
+        def on_signal(signum, frame):
+            try:
+                return handle(signum, frame)
+            finally:
+                open(os.path.join(_where, "broken"), "w").close()
+        return on_signal
+
+    View.load, worker_main.WorkerLoop.break_handler = _held, _noted
+"""
+
+
+def test_a_first_call_whose_deadline_passes_as_its_worker_reads_the_view_is_broken_softly(tmp_path):
+    # The soft break landed in the read (the worker's, after the initialize reply) and was
+    # dropped as landing between calls: the call ran on, answered as if in time, or met the
+    # hard break; with the read longer than the grace too, it was killed with its session.
+    site, held = tmp_path / "held-view-read", tmp_path / "held"
+    site.mkdir()
+    held.mkdir()
+    (site / "sitecustomize.py").write_text(HELD_VIEW_READ)
+    d = Daemon(tmp_path, env={"GS_MCP_REQUEST_TIMEOUT": DEADLINE, "GS_MCP_BREAK_GRACE": "10",
+                              "GS_MCP_SPARE_WORKERS": "1", "HELD_VIEW_READ": str(held)})
+    d.env["PYTHONPATH"] = "%s:%s" % (site, d.env["PYTHONPATH"])
+    with d:
+        c = Client(d.port, timeout=30)
+        c.initialize()
+        assert wait_until((held / "reading").exists)
+        call = Exchange(d.port, "POST", c.session, execute("first", "6 * 7"))
+        assert wait_until((held / "broken").exists)   # its deadline passed in the read
+        (held / "release").touch()
+        assert call.json()["error"] == {"code": REQUEST_TIMEOUT, "message": TIMED_OUT + "soft break"}
+        assert tool_text(c.tool("execute_code", code="6 * 7")) == "42"   # the session goes on
+
+
 def test_breaks_reaching_spares_as_they_start_do_not_kill_them(tmp_path):
     # A spare still starting has no handlers yet: it lives through a break only if it was
     # born ignoring the break signals (a real-time signal's default action ends a

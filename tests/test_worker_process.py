@@ -1,5 +1,6 @@
 """The real worker process over a real socketpair: frames, breaks, progress, exit paths."""
 
+import functools
 import json
 import multiprocessing
 import os
@@ -16,8 +17,8 @@ from gsmcpd.wire import frames
 from gsmcpd.wire.break_signals import HARD_BREAK_SIGNAL, SOFT_BREAK_SIGNAL
 from gsmcpd.worker import main as worker_main
 from helpers import REPO, wait_until
-from worker_targets import (run_as_spawned, run_under_a_data_limit, run_with_sigint_ignored,
-                            run_without_pidfds)
+from worker_targets import (run_as_spawned, run_under_a_data_limit, run_with_its_view_read_held,
+                            run_with_sigint_ignored, run_without_pidfds)
 
 CONTEXT = multiprocessing.get_context("forkserver")
 # The forkserver is one per test process: whichever module starts it first, it must be
@@ -599,6 +600,58 @@ def test_prepared_and_the_first_reply_leave_in_one_write_when_the_call_came_with
         first_read = channel.decoder.feed(channel.sock.recv(65536))
         assert [f["op"] for f in first_read] == ["prepared", "reply"]
         assert first_read[0]["ok"] is True and first_read[1]["message"]["result"] == {}
+    finally:
+        channel.close()
+
+
+def _held_in_its_view_read(tmp_path):
+    """A worker prepared on an image whose view read is held (run_with_its_view_read_held):
+    (the channel, the file its read touches once begun, the file that lets it go on)."""
+    from test_tools_support import write_image
+    image = write_image(tmp_path / "image", {"pets.py": "SOUND = 'woof'\n"})
+    reading, release = tmp_path / "reading", tmp_path / "release"
+    return Channel(target=functools.partial(run_with_its_view_read_held, str(reading), str(release))), \
+        image, reading, release
+
+
+@pytest.mark.parametrize("sent", ["behind_the_prepare", "during_the_read"])
+def test_a_break_landing_as_the_worker_reads_its_view_breaks_the_call_waiting_for_it(tmp_path, sent):
+    # A call's deadline runs from when the router sends it, the view read (after the
+    # initialize reply, or before the call) included: a break landing in the read found
+    # no call running and was dropped, so the call ran on to the hard break, or the kill.
+    channel, image, reading, release = _held_in_its_view_read(tmp_path)
+    call = {"op": "call", "seq": 1, "message": {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "execute_code", "arguments": {"code": "6 * 7"}}}}
+    try:
+        prepare = frames.encode({"op": "prepare", "session": {**SESSION, "image": str(image)}})
+        if sent == "behind_the_prepare":   # read before the call, the call in hand
+            channel.sock.sendall(prepare + frames.encode(call))
+        else:                              # read after the prepare, the call waiting behind it
+            channel.sock.sendall(prepare)
+            assert wait_until(reading.exists, timeout=WAIT)
+            channel.send(call)
+        assert wait_until(reading.exists, timeout=WAIT)
+        channel.signal(SOFT_BREAK_SIGNAL)
+        assert wait_until((tmp_path / "reading.broken").exists, timeout=WAIT)
+        release.touch()
+        assert channel.receive()["ok"] is True
+        assert channel.reply(1)["error"] == {"code": -32001, "message": "request interrupted: soft break"}
+        assert text_of(channel.reply(channel.execute("6 * 7"))) == "42"   # the next call runs
+    finally:
+        channel.close()
+
+
+def test_a_break_landing_as_the_worker_reads_its_view_with_no_call_sent_breaks_no_later_call(tmp_path):
+    # One that came before any call was sent is a call's that is over (the initialize's,
+    # answered as its deadline passed): the next call is not broken by it.
+    channel, image, reading, release = _held_in_its_view_read(tmp_path)
+    try:
+        assert channel.prepare(image=str(image))["ok"] is True
+        assert wait_until(reading.exists, timeout=WAIT)
+        channel.signal(SOFT_BREAK_SIGNAL)
+        assert wait_until((tmp_path / "reading.broken").exists, timeout=WAIT)   # before the call is sent
+        release.touch()
+        assert text_of(channel.reply(channel.execute("6 * 7"))) == "42"
     finally:
         channel.close()
 

@@ -36,3 +36,33 @@ def run_under_a_data_limit(sock, router_pid):
     import resource
     resource.setrlimit(resource.RLIMIT_DATA, (128 << 20, 128 << 20))
     worker_main.run(sock, router_pid)
+
+
+def run_with_its_view_read_held(reading, release, sock, router_pid):
+    """worker_main.run whose view read, once begun, touches `reading` and waits until the
+    test touches `release` (at most 20 s): a read as slow as a big image's, which the test
+    ends when it has sent what it wants to land meanwhile. Each break's handler, once run,
+    touches `reading` + ".broken"."""
+    import time
+    from gsmcpd.image.view import View
+    real_load, real_handler = View.load, worker_main.WorkerLoop.break_handler
+
+    def noted_handler(loop, exception_class, label):
+        handle = real_handler(loop, exception_class, label)
+
+        def on_signal(signum, frame):
+            try:
+                return handle(signum, frame)
+            finally:
+                open(reading + ".broken", "w").close()
+        return on_signal
+
+    def held_load(view, *args, **kwargs):
+        open(reading, "w").close()
+        end = time.monotonic() + 20
+        while not os.path.exists(release) and time.monotonic() < end:
+            time.sleep(0.01)
+        return real_load(view, *args, **kwargs)
+
+    View.load, worker_main.WorkerLoop.break_handler = held_load, noted_handler
+    run_as_spawned(sock, router_pid)

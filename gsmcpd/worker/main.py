@@ -114,6 +114,8 @@ class WorkerLoop:
         self._pending_break = None
         self._unread_view = None      # reserved at prepare, read once initialize is answered
         self._view_error = None       # why it could not be read: every later call says so
+        self._reading_view = None     # "call": read for the call in hand; "ahead": before any came
+        self._break_before_start = None   # a break that landed as the call waited for the read
         self.is_fork = False          # a child the user's code forked (see forked)
         self._breaks = {}             # signal -> our handler (install_breaks)
         self._code_sigint = None      # the user's code's SIGINT handler, held between calls
@@ -179,6 +181,8 @@ class WorkerLoop:
     def break_handler(self, exception_class, label):
         def on_signal(signum, frame):
             if not self.in_call:
+                if self._breaks_waiting_call():
+                    self._break_before_start = exception_class(label)
                 return                # idle: nothing to break
             if exception_class is SoftBreak:
                 mark_soft_break()
@@ -339,23 +343,40 @@ class WorkerLoop:
         if self._held:
             self._send_bytes(b"")
 
-    def _read_view(self) -> None:
+    def _read_view(self, reading: str = "ahead") -> None:
         """Read the view reserved at prepare: at the end of the read that brought the
         prepare (the router writes the initialize with it, so after that reply), or
-        before any other call, whichever is first."""
+        before any other call, whichever is first (`reading` "call")."""
         view, self._unread_view = self._unread_view, None
         if view is None:
             return
+        self._reading_view = reading
         try:
             view.load()
         except Exception as error:
             log.exception("worker %d: cannot read the image", os.getpid())
             view.close()
             self._view_error = raised(error)
+        finally:
+            self._reading_view = None
+
+    def _breaks_waiting_call(self) -> bool:
+        """Whether a break landing now is for a call waiting for the view read: its
+        deadline runs from when the router sent it, the read included (a big image's read
+        takes seconds). Read ahead of any call, one is waiting only if its frame is here:
+        a break that came before it was an earlier call's (the initialize's), now over."""
+        if self._reading_view == "call":
+            return True
+        if self._reading_view != "ahead":
+            return False
+        try:
+            return bool(select.select([self.sock], [], [], 0)[0])
+        except (OSError, ValueError):
+            return False
 
     def call(self, seq, message) -> None:
         if not (isinstance(message, dict) and message.get("method") == "initialize"):
-            self._read_view()
+            self._read_view("call")
         if self.server is None:
             reply = _error_for(message, jsonrpc.INTERNAL_ERROR, "worker not prepared")
         elif self._view_error is not None:
@@ -365,7 +386,7 @@ class WorkerLoop:
             reply = self._run(seq, message)
             if self.is_fork:
                 os._exit(0)
-        self._pending_break = None
+        self._pending_break = self._break_before_start = None
         try:
             self.send_message("reply", seq, reply)
         except frames.FrameError as error:  # e.g. a tool's result that is not JSON, or too large
@@ -392,6 +413,11 @@ class WorkerLoop:
                 # frame writes (a frame cut short) or its wait (the session lost).
                 if self._breaks:
                     _signal.signal(signal.SIGINT, self._code_sigint)
+                early, self._break_before_start = self._break_before_start, None
+                if early is not None:   # landed as the call waited for the view read
+                    if isinstance(early, SoftBreak):
+                        mark_soft_break()
+                    raise early
                 return self.server.handle(message, notify)
             finally:
                 self.in_call = False  # first: a break landing from here on finds the call over
