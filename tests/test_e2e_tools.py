@@ -714,6 +714,18 @@ def test_a_new_class_named_as_its_module_imports_a_name_is_refused_and_the_tests
         ok(c, "remove_dictionary", dictionaryName="starry")
 
 
+def test_a_new_class_named_as_a_bare_annotation_is_compiled(image, c):
+    # `Cart: int` (no value) binds nothing: refused as "bound already by a top-level statement".
+    (image / "annotated.py").write_text("Cart: int\n")
+    ok(c, "refresh")
+    try:
+        ok(c, "compile_class_definition", dictionaryName="annotated", source="class Cart:\n    pass\n")
+        assert structured(c, "execute_code", code="import annotated\nisinstance(annotated.Cart, type)")[
+            "result"] == "True"
+    finally:
+        ok(c, "remove_dictionary", dictionaryName="annotated")
+
+
 def test_a_new_class_named_as_a_handlers_exception_is_compiled(image, c):
     # Python deletes `except E as Error`'s name as the handler ends: no binding the class
     # would replace, yet it was refused as "bound already by a top-level statement".

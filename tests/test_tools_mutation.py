@@ -1726,6 +1726,20 @@ def test_a_new_class_named_as_a_handlers_exception_is_no_binding_it_replaces(cli
     assert issubclass(client.view.module("zoo.guarded").Error, Exception)
 
 
+def test_a_new_class_named_as_a_bare_annotation_is_no_binding_it_replaces(client, image):
+    # `Cart: int` (no value) records an annotation and binds nothing: a class written last
+    # replaces no binding, and was refused as one "bound already by a top-level statement".
+    client.ok("add_dictionary", dictionaryName="zoo.annotated")
+    client.view.set_source("zoo.annotated", "Cart: int\nLIMIT: int = 3\n", live=False)
+    client.ok("commit")
+    client.ok("compile_class_definition", dictionaryName="zoo.annotated", source="class Cart:\n    pass\n")
+    assert isinstance(client.view.module("zoo.annotated").Cart, type)
+    # an annotation with a value binds: still refused
+    assert client.error("compile_class_definition", "refused", dictionaryName="zoo.annotated",
+                        source="class LIMIT:\n    pass\n").startswith(
+        "zoo.annotated.LIMIT is bound already by a top-level statement (line 2: 'LIMIT: int = 3')")
+
+
 def test_code_raising_a_base_exception_while_compiling_is_a_compile_error(client, image):
     before = disk(image)
     assert "SystemExit" in client.error("compile_method", "compileError", className="Dog",

@@ -1042,16 +1042,18 @@ def runs_as_program_only(statement: ast.stmt) -> bool:
 
 
 def binds(statements: list[ast.stmt], name: str, star: bool = True, augmented: bool = True,
-          handled: bool = True) -> bool:
+          handled: bool = True, annotated: bool = True) -> bool:
     """Whether `statements`, run at a module's top level, may bind `name` (a `*` import
     may, unless `star` is false). Unless `augmented`, `name += x` is not counted: it reads
     `name` first, so it binds it only where something else bound it before. Unless
     `handled`, `except E as name` is not counted: Python deletes that name as the handler
-    ends (rebound in it or not), so it serves no read below."""
-    return any(_binds(node, name, star, augmented, handled) for node in statements)
+    ends (rebound in it or not), so it serves no read below. Unless `annotated`, a bare
+    annotation `name: T` is not counted: it binds nothing, only records in __annotations__."""
+    return any(_binds(node, name, star, augmented, handled, annotated) for node in statements)
 
 
-def _binds(node: ast.AST, name: str, star: bool, augmented: bool = True, handled: bool = True) -> bool:
+def _binds(node: ast.AST, name: str, star: bool, augmented: bool = True, handled: bool = True,
+           annotated: bool = True) -> bool:
     """Whether a top-level statement may bind `name` in the module (under an `if` or `try`
     too). A def, class or lambda binds only its own name here; the names in its body, and a
     comprehension's, are its own scope's. (A `:=` in a comprehension does bind here: not
@@ -1073,8 +1075,10 @@ def _binds(node: ast.AST, name: str, star: bool, augmented: bool = True, handled
     if isinstance(node, ast.MatchMapping) and node.rest == name:
         return True
     if isinstance(node, ast.AugAssign) and not augmented:
-        return _binds(node.value, name, star, augmented, handled)   # a `:=` in it binds
-    return any(_binds(sub, name, star, augmented, handled) for sub in ast.iter_child_nodes(node))
+        return _binds(node.value, name, star, augmented, handled, annotated)   # a `:=` in it binds
+    if isinstance(node, ast.AnnAssign) and node.value is None and not annotated:
+        return False                     # `name: T` annotates, binds nothing
+    return any(_binds(sub, name, star, augmented, handled, annotated) for sub in ast.iter_child_nodes(node))
 
 
 def binds_by_call(statements: list[ast.stmt], name: str) -> bool:

@@ -1724,10 +1724,13 @@ def _refuse_new_class_over_a_binding(view, module_name: str, node: ast.ClassDef)
         return
     tree = view.tree(module_name)
     run = [node for node in (tree.body if tree is not None else []) if not splice.runs_as_program_only(node)]
-    # Not `except E as name`'s: Python deletes that name as its handler ends.
-    binding = next((node for node in run if splice.binds([node], name, star=False, handled=False)), None)
+    # Not `except E as name`'s: Python deletes that name as its handler ends; nor a bare
+    # `name: T`'s: it binds nothing, only records the annotation.
+    binding = next((node for node in run if splice.binds([node], name, star=False, handled=False,
+                                                          annotated=False)), None)
     if binding is None:   # a `*` import's, if the module as it ran has the name
-        binding = next((node for node in run if splice.binds([node], name, handled=False)), None) if (
+        binding = next((node for node in run if splice.binds([node], name, handled=False,
+                                                             annotated=False)), None) if (
             name in own.namespace(view.module(module_name))) else None   # none of a module not imported
     if binding is None:
         return
