@@ -726,6 +726,19 @@ def test_a_new_class_named_as_a_bare_annotation_is_compiled(image, c):
         ok(c, "remove_dictionary", dictionaryName="annotated")
 
 
+def test_a_definition_failing_in_a_stand_in_with_no_name_is_a_compile_error(image, c):
+    # Its __name__ was read to name the module in the answer: AttributeError, kind other.
+    from test_tools_stand_in_module import NAMELESS, UNDEFINED_SAID
+    (image / "nameless.py").write_text("import sys\n\n\n" + NAMELESS)
+    ok(c, "refresh")
+    try:
+        ok(c, "execute_code", code="import nameless")
+        assert error(c, "compile_method", "compileError", className="nameless.Widget",
+                     source="def spin(self, x=Undefined):\n    pass\n").startswith(UNDEFINED_SAID)
+    finally:
+        ok(c, "remove_dictionary", dictionaryName="nameless")
+
+
 def test_a_new_class_named_as_a_handlers_exception_is_compiled(image, c):
     # Python deletes `except E as Error`'s name as the handler ends: no binding the class
     # would replace, yet it was refused as "bound already by a top-level statement".

@@ -116,6 +116,25 @@ def test_an_edit_of_it_is_refused_naming_it(stand_in, tool, arguments):
     assert stand_in.view.source("stand_in") == before
 
 
+# One with a namespace but no __name__: the tools read and change it as the module.
+NAMELESS = ("class Widget:\n    pass\n\n\nclass StandIn:\n    pass\n\n\nheld = StandIn()\n"
+            "held.__spec__ = __spec__\nheld.Widget = Widget\nsys.modules[__name__] = held\n")
+UNDEFINED_SAID = ("evaluating the definition raised NameError: name 'Undefined' is not defined (nameless "
+                  "binds no Undefined at its top level; if it is to be imported")
+
+
+@pytest.mark.parametrize("tool, arguments", [
+    ("compile_method", {"className": "nameless.Widget", "source": "def spin(self, x=Undefined):\n    pass\n"}),
+    ("compile_class_definition", {"dictionaryName": "nameless", "source": "class Gadget(Undefined):\n    pass\n"})])
+def test_a_definition_failing_in_one_with_no_name_is_a_compile_error_naming_the_module(client, image, tool,
+                                                                                      arguments):
+    # Its __name__ was read to name the module: AttributeError out of the tool.
+    (image / "nameless.py").write_text("import sys\n\n\n" + NAMELESS)
+    client.ok("refresh")
+    client.ok("execute_code", code="import nameless")
+    assert client.error(tool, "compileError", **arguments).startswith(UNDEFINED_SAID)
+
+
 def test_it_is_removed(stand_in):
     stand_in.ok("remove_dictionary", dictionaryName="stand_in")
     assert not stand_in.view.has_module("stand_in")

@@ -121,8 +121,9 @@ def removed_text(name: str, removed: list[str]) -> str:
     return text
 
 
-def definition_error(error: BaseException, module=None) -> ToolError:
-    """The error evaluating a definition in `module` (its live module, if loaded) raised."""
+def definition_error(error: BaseException, module, module_name: str) -> ToolError:
+    """The error evaluating a definition in `module` (module_name's live one) raised. Named
+    by module_name: what code put in sys.modules in its place may have no __name__."""
     if isinstance(error, ToolError):   # said already: live's code nested too deeply to compile
         return error
     message = f"evaluating the definition raised {raised(error)}"
@@ -131,7 +132,7 @@ def definition_error(error: BaseException, module=None) -> ToolError:
             and not hasattr(builtins, name)):
         # A decorator, base, default or annotation is read in the module as the class or
         # def is made: a name the module never binds needs an import there, or a fix.
-        message += (f" ({module.__name__} binds no {catalog.echoed(name)} at its top level; if it is to be "
+        message += (f" ({module_name} binds no {catalog.echoed(name)} at its top level; if it is to be "
                     f"imported, {ADD_TO_MODULE_FILE}; else correct the name)")
     return ToolError("compileError", message)
 
@@ -480,7 +481,7 @@ class MutationToolset(Toolset):
             except BREAKS:
                 raise
             except BaseException as error:   # the user's code may raise SystemExit too
-                raise definition_error(error, module) from None
+                raise definition_error(error, module, module_name) from None
             _check_by_class_statement(ref, cls, module, filename, new_source)
         _refuse_read_before_bound(module_name, ref.name, self.view.source(module_name), new_source)
         # A name new to the class may be a dataclass subclass's field's default from now on.
@@ -529,7 +530,7 @@ class MutationToolset(Toolset):
             except BREAKS:
                 raise
             except BaseException as error:   # the user's code may raise SystemExit too
-                raise definition_error(error, module) from None
+                raise definition_error(error, module, module_name) from None
             old = own.namespace(module).get(name)
             # In place, so what took the function before (`from m import f`) runs the new code.
             if not (self.view.defines(old) and live.update_function(old, made)):
@@ -742,7 +743,7 @@ class MutationToolset(Toolset):
                 raise
             except BaseException as error:   # the user's code may raise SystemExit too
                 if not carried:
-                    raise definition_error(error, module) from None
+                    raise definition_error(error, module, module_name) from None
                 failed = list(dict.fromkeys(m.name for m in carried
                                              if _fails(module, filename, new_source, name, m.name)))
                 new_source = build([m for m in carried if m.name not in failed])
@@ -751,7 +752,7 @@ class MutationToolset(Toolset):
                 except BREAKS:
                     raise
                 except BaseException as again:
-                    raise definition_error(again, module) from None
+                    raise definition_error(again, module, module_name) from None
         if new_class is not None:
             live.named_as_set_below(new_class, new_source, name)
         _refuse_read_before_bound(module_name, name, old_source if exists else None, new_source)
@@ -994,7 +995,7 @@ class MutationToolset(Toolset):
         except BREAKS:
             raise
         except BaseException as error:   # the user's code may raise SystemExit too
-            raise definition_error(error, module) from None
+            raise definition_error(error, module, ref.module) from None
         if not live.same_shape(cls, new_class):
             return None
         if not live.same_fields_and_frozen(live.dataclass_basis(cls), live.dataclass_basis(new_class)):
@@ -1101,7 +1102,7 @@ class MutationToolset(Toolset):
             try:
                 evaluated = live.evaluate_class(module, filename, new_source, ref.name)
             except Exception as error:
-                raise definition_error(error, module) from None
+                raise definition_error(error, module, ref.module) from None
             value = vars(evaluated).get(bound, missing)
         if value is not missing:
             live.set_members(cls, {bound: value}, evaluated)
