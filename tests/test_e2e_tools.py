@@ -14,7 +14,7 @@ import pytest
 from gsmcpd.image.default import EXAMPLE_FILES
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.server import McpServer
-from gsmcpd.worker.toolset import Toolset, integer_prop, object_schema
+from gsmcpd.worker.toolset import ToolError, Toolset, integer_prop, object_schema
 from helpers import REPO, Client, Daemon, open_session, tool_text
 from test_tools_support import write_image as write_files
 
@@ -45,6 +45,20 @@ class RangedCopiesToolset(Toolset):
         copies = {**integer_prop("how many"), "minimum": 1, "exclusiveMaximum": 11}
         registry.add(Tool("print_copies", "Print copies.", object_schema({"copies": copies}, ["copies"]),
                           lambda arguments: "printed %d" % arguments["copies"]))
+
+
+class NonStringErrorToolset(Toolset):
+    """A third-party toolset raising ToolErrors whose message is no string: a number, an exception."""
+    name = "nonstring"
+    tool_names = ("fail_with_number", "fail_with_exception")
+
+    def register(self, registry):
+        def raising(message):
+            def handler(arguments):
+                raise ToolError("refused", message)
+            return handler
+        registry.add(Tool("fail_with_number", "Fail.", object_schema(), raising(42)))
+        registry.add(Tool("fail_with_exception", "Fail.", object_schema(), raising(ValueError("bad label"))))
 
 
 class HugeMinimumToolset(Toolset):
@@ -928,6 +942,17 @@ def test_worker_class_and_a_third_party_toolset_composed_with_browsing(image, tm
         assert tool_text(ok(client, "print_label", text="x", copies=1.0)) == "printed 1 x 'x'"
         assert structured(client, "list_labels")["labels"] == ["fragile", "fragile", "x"]
         assert structured(client, "describe_class", className="Cart")["class"] == "shop.models.Cart"
+
+
+def test_a_third_party_tool_error_whose_message_is_no_string_answers_its_text(image, tmp_path):
+    # error_result took len() of it: the client got -32603, not the tool's error.
+    env = {"GS_MCP_IMAGE": str(image), "PYTHONPATH": "%s:%s/tests" % (REPO, REPO),
+           "GS_MCP_TOOLSETS": "test_e2e_tools:NonStringErrorToolset browsing"}
+    with Daemon(tmp_path, env=env) as daemon:
+        client = Client(daemon.port)
+        client.initialize()
+        assert error(client, "fail_with_number", "refused") == "42"
+        assert error(client, "fail_with_exception", "refused") == "bad label"
 
 
 def initialize_refused(image, tmp_path, toolset):

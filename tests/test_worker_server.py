@@ -505,6 +505,23 @@ def test_a_call_a_soft_break_landed_in_ends_with_the_break_whatever_the_code_mad
     result = call(server, "catch", {"landed": False})["result"]
     assert {"isError": result.get("isError", False), "text": result["content"][0]["text"]} == answer
 
+@pytest.mark.parametrize("message, text", [(42, "42"), (ValueError("bad label"), "bad label")])
+def test_a_tool_error_whose_message_is_no_string_answers_its_text(message, text):
+    # A plugin's ToolError(kind, 42): error_result took len() of it, and the call failed -32603.
+    def handler(arguments):
+        raise ToolError("refused", message)
+
+    class Plugin(Toolset):
+        name = "plugin"
+        tool_names = ("fail",)
+
+        def register(self, registry):
+            registry.add(Tool("fail", "fail", object_schema(), handler))
+
+    result = call(McpServer([Plugin]), "fail", {})["result"]
+    assert result["isError"] and result["content"][0]["text"] == text
+    assert result["structuredContent"]["error"] == {"kind": "refused", "message": text}
+
 # -- toolset declarations are checked at build -------------------------------
 
 def test_tool_names_must_match_what_register_adds():

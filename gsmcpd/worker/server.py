@@ -390,6 +390,8 @@ def success_result(outcome) -> dict:
 def error_result(kind: str, message: str, details: dict | None = None) -> dict:
     """The error result: `message` whole in its text, its start in structuredContent (a
     traceback of 1 MB went in both)."""
+    # A plugin's ToolError(kind, 42), or one given an exception: its text (len() of it raised, -32603).
+    message = message if isinstance(message, str) else str(message)
     return {
         "content": [{"type": "text", "text": message}],
         "structuredContent": {"error": {"kind": kind, "message": repeated(message, "the message"),
