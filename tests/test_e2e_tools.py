@@ -564,9 +564,10 @@ def test_a_search_hit_given_back_as_a_class_says_what_it_is_and_what_to_pass(c):
 
 def test_builtins_given_as_a_class_is_said_to_be_the_kernel_dictionary(c):
     # Other dictionaries' names got "is a dictionary"; builtins only "no class named builtins".
+    # Pointed once: "...; list_all_classes shows them" followed, two tools in one sentence.
     assert error(c, "describe_class", "notFound", className="builtins") == (
         "no class named builtins in the image or builtins; builtins is the kernel dictionary, not a "
-        "class: list_dictionary_entries shows its functions and classes; list_all_classes shows them")
+        "class: list_dictionary_entries shows its functions and classes")
 
 
 def test_a_module_given_to_a_test_tool_is_pointed_to_the_test_classes(c):
@@ -580,7 +581,7 @@ def test_a_module_given_to_a_test_tool_is_pointed_to_the_test_classes(c):
         "class: list_test_classes shows the image's test classes")
     assert error(c, "describe_class", "notFound", className="shop") == (
         "no class named shop in the image or builtins; shop is a dictionary (image module), not a "
-        "class: list_dictionary_entries shows its functions and classes; list_all_classes shows them")
+        "class: list_dictionary_entries shows its functions and classes")
 
 
 def test_a_misspelled_argument_is_answered_with_the_one_meant(c):

@@ -465,10 +465,14 @@ def test_a_function_module_or_search_label_given_as_a_class_says_what_it_is_and_
     assert client.error("describe_class", "notFound", className="zoo.animals") == (
         "zoo defines no class animals; zoo.animals is a dictionary (image module), not a class: "
         "list_dictionary_entries shows its functions and classes")
-    # builtins, which View.module_names leaves out, had no such hint.
+    # builtins, which View.module_names leaves out, had no such hint; a bare dictionary name is
+    # pointed once (it said "...shows its functions and classes; list_all_classes shows them").
     assert client.error("set_class_comment", "notFound", className="builtins", comment="x") == (
         "no class named builtins in the image or builtins; builtins is the kernel dictionary, not a "
-        "class: list_dictionary_entries shows its functions and classes; list_all_classes shows them")
+        "class: list_dictionary_entries shows its functions and classes")
+    assert client.error("describe_class", "notFound", className="zoo") == (
+        "no class named zoo in the image or builtins; zoo is a dictionary (image module), not a "
+        "class: list_dictionary_entries shows its functions and classes")
     assert client.error("get_method_source", "notFound", className="zoo.animals.Dog.noise",
                         selector="noise") == (
         "no dictionary named zoo.animals.Dog (for class zoo.animals.Dog.noise); to name the method "
