@@ -9,10 +9,22 @@ set -euo pipefail
 unset CDPATH
 # The checkout is the script's own directory, reached through any link to it (one on PATH).
 script=$0
-# `bash NAME` (no '/' in it) reads ./NAME, or when there is none the NAME on PATH, and leaves
-# $0 the bare NAME: the file it read is found again here, by the same rule, to be followed.
+# `bash NAME` (no '/' in it) reads ./NAME, or when there is none the first readable file NAME
+# on PATH, executable or not (an empty entry is the current directory), and leaves $0 the bare
+# NAME: the file it read is found again here, by the same rule, to be followed (`type -P`
+# took the first executable one, another checkout's link behind a plain copy read first).
 # Read from stdin (`bash -s < NAME`), no file is named ($0 is the shell's): the caller's directory.
-[[ $script == */* || -e $script || -z ${BASH_SOURCE[0]-} ]] || script=$(type -P -- "$script") || script=$0
+if [[ $script != */* && ! -e $script && -n ${BASH_SOURCE[0]-} ]]; then
+    path_left=$PATH:
+    while [[ -n $path_left ]]; do
+        path_dir=${path_left%%:*}
+        path_left=${path_left#*:}
+        if [[ -f ${path_dir:-.}/$script && -r ${path_dir:-.}/$script ]]; then
+            script=${path_dir:-.}/$script
+            break
+        fi
+    done
+fi
 while [[ -L $script ]]; do
     target=$(readlink -- "$script")
     # A relative one from the link's own directory, as the system reads it: cd's '..' would

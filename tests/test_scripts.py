@@ -429,6 +429,32 @@ def test_scripts_given_to_bash_by_a_links_bare_name_follow_the_link_bash_read(tm
     assert SERVED in _start_check_stop(script, port, ("gsmcpd-start", "gsmcpd-install", "gsmcpd-stop"))
 
 
+@pytest.mark.parametrize("name, args", [("run-server.sh", ()), ("stop-server.sh", ()),
+                                        ("install.sh", ("--check",))])
+def test_scripts_given_to_bash_by_a_bare_name_find_the_checkout_of_the_file_bash_read(tmp_path, name, args):
+    # bash reads the first readable file of the name on PATH, executable or not; `type -P`
+    # found the first executable one: here a link into another checkout, later on PATH, whose
+    # checkout was then run. Each checkout's stub python says which ran.
+    read, other, later = tmp_path / "read", tmp_path / "other", tmp_path / "later"
+    for checkout in (read, other):
+        (checkout / ".venv" / "bin").mkdir(parents=True)
+        (checkout / ".venv" / ".gsmcpd-install-stamp").write_text("")
+        for stub, text in ((".venv/bin/python", f"echo the {checkout.name} checkout ran"),
+                           ("install.sh", "exit 0")):   # run-server.sh's --stamp-ok
+            (checkout / stub).write_text(f"#!/bin/sh\n{text}\n")
+            (checkout / stub).chmod(0o755)
+    later.mkdir()
+    shutil.copy(REPO / name, other / "gsmcpd-script")   # executable, as copied
+    (later / "gsmcpd-script").symlink_to(other / "gsmcpd-script")
+    (read / "gsmcpd-script").write_text((REPO / name).read_text())
+    (read / "gsmcpd-script").chmod(0o644)
+    env = clean_env(GS_MCP_PORT=str(free_port()), GS_MCP_STATE_DIR=str(tmp_path / "state"),
+                    PATH=os.pathsep.join([str(read), str(later), os.environ["PATH"]]))
+    done = subprocess.run(["bash", "gsmcpd-script", *args], env=env, cwd=str(tmp_path),
+                          capture_output=True, text=True, timeout=60)
+    assert done.stdout == "the read checkout ran\n", done.stdout + done.stderr
+
+
 @pytest.mark.parametrize("name, args, says", [("run-server.sh", ("--help",), "usage: gsmcpd start"),
                                               ("stop-server.sh", ("PORT",), "no gsmcpd running on port"),
                                               ("install.sh", ("--check",), "OK: ready to serve")])
