@@ -119,6 +119,12 @@ class Idp:
         return jwt.encode(self.claims(**claims), key, algorithm=alg or key_alg,
                           headers={"kid": kid, **(headers or {})})
 
+    def mint_null(self, *names: str, **claims) -> str:
+        """A token whose claims `names` are JSON null (mint's None removes a claim)."""
+        key_alg, key = self.keys["rsa-1"]
+        return jwt.encode({**self.claims(**claims), **dict.fromkeys(names)}, key, algorithm=key_alg,
+                          headers={"kid": "rsa-1"})
+
     def expired(self, **claims) -> str:
         now = int(time.time())
         return self.mint(exp=now - 3600, iat=now - 7200, **claims)

@@ -420,6 +420,20 @@ def test_scp_claim_list_is_read(idp, settings, keys):
     assert outcome.principal.scopes == {"mcp:use"}
 
 
+def test_a_null_scope_claim_is_an_absent_one_and_scp_is_read(idp, settings, keys):
+    outcome = check(f"Bearer {idp.mint_null('scope', scp=['mcp:use', 'mcp:write'])}", settings, keys)
+    assert outcome.principal.scopes == {"mcp:use", "mcp:write"}
+    assert outcome.principal.read_only is False
+
+
+@pytest.mark.parametrize("scope", [42, True, {"mcp:use": 1}, ""])
+def test_a_scope_claim_of_another_kind_still_hides_scp(idp, settings, keys, scope):
+    # Fail closed: a present scope claim is the token's scopes, however malformed.
+    outcome = check(f"Bearer {idp.mint(scope=scope, scp=['mcp:use'])}", settings, keys)
+    assert rejected(outcome, 403)
+    assert outcome.error == "insufficient_scope"
+
+
 @pytest.mark.parametrize("exp", ["NaN", "Infinity", "true", '"soon"'])
 def test_non_numeric_exp_is_refused(idp, settings, keys, exp):
     token = idp.mint()

@@ -398,6 +398,16 @@ def test_a_token_lacking_a_required_scope_is_403_naming_it(daemon, idp):
     assert resp.json()["error"] == "insufficient_scope"
 
 
+def test_a_token_with_a_null_scope_claim_is_granted_its_scp(daemon, idp):
+    client = AuthClient(daemon.port, idp.mint_null("scope", scp=[REQUIRED, WRITE]))
+    try:
+        client.initialize()
+        result = client.tool("execute_code", code="1 + 1")   # read-write: the write scope was read
+        assert not result.get("isError"), result
+    finally:
+        client.close()
+
+
 def test_unknown_kid_floods_do_not_refetch_the_keys(env):
     server, daemon = env
     resp = post_initialize(daemon, "Bearer " + server.idp.unknown_kid("rsa-ghost"))

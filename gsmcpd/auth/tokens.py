@@ -81,8 +81,11 @@ Outcome = Accepted | Rejected | NeedRefresh
 
 
 def token_scopes(claims: dict) -> frozenset[str]:
-    """Scopes from `scope` (RFC 9068 space-separated) or `scp` (string or list)."""
-    raw = claims.get("scope", claims.get("scp"))
+    """Scopes from `scope` (RFC 9068 space-separated) or, absent or null, `scp` (string or list).
+    A scope claim of another kind (a number, an object) is no scopes: it fails closed."""
+    raw = claims.get("scope")
+    if raw is None:   # JSON null is no claim (as for nbf/iat): it must not hide scp
+        raw = claims.get("scp")
     if isinstance(raw, str):
         # Only %x20 separates (RFC 6749 §3.3): str.split() would also split on NBSP, tabs...,
         # reading a granted scope "x<NBSP>mcp:write" as the write scope.
