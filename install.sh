@@ -7,7 +7,7 @@
 #   ./install.sh --systemd-unit  print the unit --systemd installs, pointed at this checkout
 #   ./install.sh --stamp-ok exit 0 if the install is current (the stamp matches), else 1
 #   ./install.sh --foreign-venv  exit 0 saying why if .venv is another account's, else 1
-#   ./install.sh --check-service-user [USER]  can USER (default gsmcpd) run the unit? (root)
+#   ./install.sh --check-service-user [USER]  can USER (default gsmcpd) run the unit, or a mapped account its trial imports? (root)
 # Idempotent: pip is skipped while setup.cfg and pyproject.toml hash to the recorded stamp.
 set -euo pipefail
 # An exported CDPATH makes cd print the directory it found, into ROOT or our output.
@@ -221,12 +221,14 @@ exec_blocker() {
     runuser -u "$user" -- test -x "$dir" || echo "$dir: not executable by $user"
 }
 
-# $1: the service user. Whether it can read the checkout and run .venv/bin/python (the
-# unit's ExecStart), saying what stops it on stderr. The venv's python is a link to the
+# $1: the service user, or an account MCP_USER_MAP maps users to. Whether it can read the
+# checkout and run .venv/bin/python (the unit's ExecStart; a deletion's trial import in a
+# per-user session), saying what stops it on stderr. The venv's python is a link to the
 # python that made it, often in a home directory only its owner may enter: the unit
-# would fail at start with status 203/EXEC, naming nothing.
+# would fail at start with status 203/EXEC, naming nothing; a mapped account's sessions
+# only note that the trial import was not tried.
 check_service_user() {
-    local user=$1 ok=0 blocker
+    local user=$1 ok=0 blocker effect
     id -u "$user" >/dev/null 2>&1 || { echo "warning: no user $user" >&2; return 1; }
     if ! runuser -u "$user" -- test -r "$ROOT/gsmcpd/__init__.py"; then
         echo "warning: $user cannot read $ROOT; install the checkout somewhere it can (e.g. /opt/gsmcpd)" >&2
@@ -234,8 +236,17 @@ check_service_user() {
     fi
     if ! runuser -u "$user" -- test -x "$VENV/bin/python"; then
         blocker=$(exec_blocker "$user" "$VENV/bin/python")
-        echo "warning: $user cannot run $VENV/bin/python, so the unit would fail at start" \
-             "(status 203/EXEC): ${blocker:-$VENV/bin/python: not executable by $user}. Let $user" \
+        # The unit runs as $SERVICE_USER (root under the per-user drop-in): another account is
+        # checked as one MCP_USER_MAP maps users to, whose sessions start that python for a
+        # deletion's trial import.
+        if [[ $user == "$SERVICE_USER" ]]; then
+            effect="so the unit would fail at start (status 203/EXEC)"
+        else
+            effect="so a deletion's trial import in the sessions of users MCP_USER_MAP maps to $user is not"
+            effect+=" tried (importNotTried; a unit run as $user would fail at start, status 203/EXEC)"
+        fi
+        echo "warning: $user cannot run $VENV/bin/python, $effect:" \
+             "${blocker:-$VENV/bin/python: not executable by $user}. Let $user" \
              "reach it, or make the venv again from a python (3.11 or newer) it can run:" \
              "rm -r $VENV && PYTHON=/usr/bin/python3.11 $ROOT/install.sh --systemd" >&2
         ok=1

@@ -1339,6 +1339,9 @@ def test_install_names_what_keeps_the_service_user_from_running_the_venvs_python
         return subprocess.run([str(checkout / "install.sh"), "--check-service-user", "nobody"],
                               capture_output=True, text=True)
 
+    # The unit's own account: this copy's service user is nobody.
+    script = checkout / "install.sh"
+    script.write_text(script.read_text().replace("\nSERVICE_USER=gsmcpd\n", "\nSERVICE_USER=nobody\n"))
     home.chmod(0o700)
     blocked = check()
     assert blocked.returncode == 1
@@ -1350,6 +1353,14 @@ def test_install_names_what_keeps_the_service_user_from_running_the_venvs_python
     unexecutable = check()
     assert unexecutable.returncode == 1
     assert f"(status 203/EXEC): {python}: not executable by nobody." in unexecutable.stderr
+    # Another account than the unit's is one MCP_USER_MAP maps users to (the unit runs as root
+    # then): what it cannot run is the trial import of a deletion in their sessions.
+    shutil.copy(REPO / "install.sh", script)
+    mapped = check()
+    assert mapped.returncode == 1
+    assert f"nobody cannot run {checkout}/.venv/bin/python, so a deletion's trial import in the sessions of " \
+           f"users MCP_USER_MAP maps to nobody is not tried (importNotTried; a unit run as nobody would fail at " \
+           f"start, status 203/EXEC): {python}: not executable by nobody." in mapped.stderr
     python.chmod(0o755)
     runs = check()
     assert runs.returncode == 0 and runs.stderr == "", runs.stderr
@@ -1357,7 +1368,7 @@ def test_install_names_what_keeps_the_service_user_from_running_the_venvs_python
     checkout.chmod(0o700)
     private = check()
     assert f"nobody cannot read {checkout}; install the checkout somewhere it can" in private.stderr
-    assert f"(status 203/EXEC): {checkout}: a directory nobody cannot search." in private.stderr
+    assert f"status 203/EXEC): {checkout}: a directory nobody cannot search." in private.stderr
 
 
 def test_unknown_install_option(fake_checkout):
