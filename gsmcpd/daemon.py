@@ -951,6 +951,10 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
         if not problem and not temp_dir_problem:
             for warning in unreachable_warnings(temp_dir, accounts_served(user_map)):
                 warn(warning)
+        if not problem:
+            from gsmcpd.worker.python_reach import unrunnable_python_warnings
+            for warning in unrunnable_python_warnings(sys.executable, accounts_served(user_map)):
+                warn(warning)
     try:
         _serve_environ()
     except StartRefused as exc:   # serve, in the foreground, runs from there

@@ -165,10 +165,11 @@ class Daemon:
         self.env.update(env or {})
         self.args = list(args)
         self.preexec = preexec  # run in the child before the daemon starts
+        self.python = sys.executable   # the python serve runs as (another venv's)
         self.proc = None
 
     def start(self, wait=True):
-        cmd = [sys.executable, "-m", "gsmcpd", "serve", "--port", str(self.port)] + self.args
+        cmd = [self.python, "-m", "gsmcpd", "serve", "--port", str(self.port)] + self.args
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(cmd, env=self.env, cwd=str(REPO), stdout=self._log,
                                      stderr=subprocess.STDOUT, start_new_session=True,

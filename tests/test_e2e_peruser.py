@@ -17,6 +17,7 @@ import signal
 import stat
 import subprocess
 import sys
+import sysconfig
 import tempfile
 from pathlib import Path
 
@@ -302,6 +303,50 @@ def test_a_tmpdir_a_mapped_account_cannot_reach_is_warned_of_by_check_and_serve_
         shutil.rmtree(private)
 
 
+def venv_in(directory):
+    """A venv made in `directory` by this python, reading this one's packages: its python."""
+    venv = Path(directory) / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    site = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                          check=True, capture_output=True, text=True, timeout=60).stdout.strip()
+    Path(site, "outer.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    return str(venv / "bin" / "python")
+
+
+def test_mapped_accounts_that_cannot_run_the_daemons_python_are_warned_of_by_check_and_serve(tmp_path, accounts,
+                                                                                                image):
+    # A deletion's trial import runs the daemon's python as the session's account: one
+    # under a directory of mode 0700 (/root's pyenv) only noted importNotTried, unwarned.
+    (first, second), _ = accounts
+    private = tempfile.mkdtemp(prefix="gp", dir="/tmp")    # root's, 0700: no account gets past it
+    try:
+        python = venv_in(private)
+        user_map = tmp_path / "users.map"
+        user_map.write_text("ann %s\nben %s\nrooted root\n" % (first.pw_name, second.pw_name))
+        daemon, idp = peruser_daemon(tmp_path, image, user_map)
+        daemon.python = python
+        said = (f"the daemon's python {python}: accounts {first.pw_name}, {second.pw_name} cannot run it ({private}, "
+                f"mode 0700, owner root, group root, is not searchable by them): a deletion's trial import, which "
+                f"runs that python as the session's account, is not tried in their sessions (importNotTried); "
+                f"make {private} searchable by them (chmod o+x) or run the daemon from a venv made from a python "
+                f"they can run (rm -r VENV && PYTHON=/usr/bin/python3.11 ./install.sh)")
+
+        def check():
+            return subprocess.run([python, "-m", "gsmcpd", "check", "--port", str(daemon.port)], env=daemon.env,
+                                  cwd=str(daemon.tmp), capture_output=True, text=True, timeout=60)
+
+        checked = check()
+        assert checked.returncode == 0, checked.stdout
+        assert "  warning      " + said in checked.stdout.splitlines(), checked.stdout
+        with daemon:
+            assert " WARNING " + said in daemon.log_text()
+        os.chmod(private, 0o755)
+        checked = check()
+        assert checked.returncode == 0 and private + "," not in checked.stdout, checked.stdout
+    finally:
+        shutil.rmtree(private)
+
+
 def test_a_users_worker_keeps_only_the_allow_listed_environment_and_the_names_listed(env, accounts):
     # It kept the daemon's whole environment: a site's credential and the daemon's own
     # GS_MCP_*/MCP_* settings were every user's code's to read, in os.environ, in
@@ -444,9 +489,12 @@ def test_check_warns_of_map_lines_naming_root_or_a_missing_account_by_file_and_l
                              env=daemon.env, cwd=str(daemon.tmp), capture_output=True, text=True, timeout=60)
     lines = checked.stdout.splitlines()
     assert checked.returncode == 0, checked.stdout
-    assert lines[-1] == "OK: ready to serve http://127.0.0.1:%d/mcp (2 warnings above)" % daemon.port
     warnings = [line.split(None, 1)[1] for line in lines if line.startswith("  warning ")]
-    assert warnings == [
+    # A python under a home of mode 0700 (pyenv's under /root) is warned of too: not these lines'.
+    python_unrunnable = [text for text in warnings if text.startswith("the daemon's python ")]
+    assert lines[-1] == "OK: ready to serve http://127.0.0.1:%d/mcp (%d warnings above)" % (
+        daemon.port, 2 + len(python_unrunnable))
+    assert [text for text in warnings if text not in python_unrunnable] == [
         f"{path}:3: user 'rooted' names root account 'root' (uid 0), which never runs a worker: that user gets 403",
         f"{path}:5: user 'ghost' is mapped to account 'no-such-account-here', which does not exist: that user gets 403"]
 

@@ -336,7 +336,7 @@ def test_a_private_directory_holding_a_link_on_the_way_stops_an_account_too(reac
     (private / "link").symlink_to(reachable / "open")
     found = tmpdirs._first_unsearchable(str(private / "link"), nobody.pw_uid, {nobody.pw_gid})
     assert (found and (found[0], found[2])) == (str(private), "o")
-    assert tmpdirs._dirs_on("/") == ["/"] and tmpdirs._dirs_on("/a/b") == ["/", "/a", "/a/b"]
+    assert tmpdirs.dirs_on("/") == ["/"] and tmpdirs.dirs_on("/a/b") == ["/", "/a", "/a/b"]
 
 
 @needs_root

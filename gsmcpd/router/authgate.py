@@ -85,7 +85,7 @@ class AuthGate:
         log.info("%s: MCP_USER_MAP %s reloaded: %d user(s) mapped", signame, setting, len(user_map))
         for warning in never_served_warnings(user_map):
             log.warning("MCP_USER_MAP %s", warning)
-        self.router.warn_of_unreachable_tmpdir()
+        self.router.warn_of_what_accounts_cannot_reach()
         for session in list(self.router.sessions.by_id.values()):
             changed = mapping_changed(self.accounts, session.user, session.account)
             if changed:

@@ -12,6 +12,7 @@ import logging
 import resource
 import signal
 import socket
+import sys
 import tempfile
 from pathlib import Path
 
@@ -97,7 +98,8 @@ class Router:
         if per_user and tmp is not None:
             tmp.share()
             self.shared_tmp_parent = tmp.parent
-            self.warn_of_unreachable_tmpdir()
+        if per_user:
+            self.warn_of_what_accounts_cannot_reach()
         self.pool = WorkerPool(self.loop, config.spare_workers, worker_nice=config.worker_nice,
                                worker_memory=config.worker_memory,
                                worker_env=config.worker_env if per_user else None,
@@ -134,15 +136,19 @@ class Router:
             for warning in pair_warnings(config.tls_cert, config.tls_key):
                 log.warning("%s", warning)
 
-    def warn_of_unreachable_tmpdir(self):
+    def warn_of_what_accounts_cannot_reach(self):
         """At start, and as a reload may map new accounts: each directory on the way to
-        the daemon's TMPDIR that stops mapped accounts. Else the administrator hears of it
-        only as each such user's session open fails."""
-        if self.shared_tmp_parent is None:
-            return
+        the daemon's TMPDIR, or to its python, that stops mapped accounts. Else the
+        administrator hears of it only as each such user's session open fails, or as
+        their deletions note that the trial import was not tried."""
         from gsmcpd.auth.usermap import accounts_served
+        from gsmcpd.worker.python_reach import unrunnable_python_warnings
 
-        for warning in unreachable_warnings(self.shared_tmp_parent, accounts_served(self.auth.accounts.user_map)):
+        accounts = accounts_served(self.auth.accounts.user_map)
+        if self.shared_tmp_parent is not None:
+            for warning in unreachable_warnings(self.shared_tmp_parent, accounts):
+                log.warning("%s", warning)
+        for warning in unrunnable_python_warnings(sys.executable, accounts):
             log.warning("%s", warning)
 
     def close(self):

@@ -144,7 +144,7 @@ def unreachable_warnings(parent: str, accounts: list[str] | None) -> list[str]:
         if found is None:
             return []
         where, st, _ = found
-        return [f"TMPDIR {parent}: {_described(where, st)}, is not searchable by other accounts: with "
+        return [f"TMPDIR {parent}: {described_path(where, st)}, is not searchable by other accounts: with "
                 f"MCP_USER_MAP=identity the sessions of accounts neither its owner nor in its group will fail "
                 f"to open; make {where} searchable (chmod o+x) or set TMPDIR to a directory every account can "
                 f"reach, such as /tmp"]
@@ -161,7 +161,7 @@ def unreachable_warnings(parent: str, accounts: list[str] | None) -> list[str]:
         if found is not None:
             where, st, who = found
             stopped.setdefault((where, who), []).append(name)
-            described[where] = _described(where, st)
+            described[where] = described_path(where, st)
     warnings = []
     for (where, who), names in stopped.items():
         them, their, they = ("them", "their", "they") if len(names) > 1 else ("it", "its", "it")
@@ -177,11 +177,18 @@ def _first_unsearchable(path: str, uid: int, gids: set[int]) -> tuple[str, os.st
     """The first directory on `path` (itself included) the account `uid` in `gids` may
     not search by its mode bits, its stat and the class that applies ("u", "g" or "o");
     None if there is none. Root (uid 0) never runs a worker."""
-    if uid == 0:
-        return None
     # The path as written (a worker goes through it, a link's directory included), then
     # as its links resolve (through the directories above each link's target).
-    for where in dict.fromkeys(_dirs_on(os.path.abspath(path)) + _dirs_on(os.path.realpath(path))):
+    return first_closed(dirs_on(os.path.abspath(path)) + dirs_on(os.path.realpath(path)), uid, gids)
+
+
+def first_closed(paths: list[str], uid: int, gids: set[int]) -> tuple[str, os.stat_result, str] | None:
+    """The first of `paths` whose x bit (search, for a directory) the account `uid` in
+    `gids` lacks by its mode bits, its stat and the class that applies ("u", "g" or "o");
+    None if there is none. Root (uid 0) never runs a worker."""
+    if uid == 0:
+        return None
+    for where in dict.fromkeys(paths):
         st = os.stat(where)
         who, bit = (("u", stat.S_IXUSR) if st.st_uid == uid else ("g", stat.S_IXGRP) if st.st_gid in gids
                     else ("o", stat.S_IXOTH))
@@ -195,18 +202,18 @@ def _searchable_by_all(path: str) -> bool:
     everyone else alike (x for all three), so by every account."""
     try:
         return all(os.stat(where).st_mode & 0o111 == 0o111
-                   for where in dict.fromkeys(_dirs_on(os.path.abspath(path)) + _dirs_on(os.path.realpath(path))))
+                   for where in dict.fromkeys(dirs_on(os.path.abspath(path)) + dirs_on(os.path.realpath(path))))
     except OSError:
         return False
 
 
-def _dirs_on(path: str) -> list[str]:
+def dirs_on(path: str) -> list[str]:
     """`/`, `/a`, `/a/b` for the absolute `path` /a/b."""
     parts = path.strip(os.sep).split(os.sep)
     return [os.sep] + [os.sep + os.path.join(*parts[:i]) for i in range(1, len(parts) + 1) if parts[0]]
 
 
-def _described(path: str, st: os.stat_result) -> str:
+def described_path(path: str, st: os.stat_result) -> str:
     return (f"{path}, mode {stat.S_IMODE(st.st_mode):04o}, owner {account_name(st.st_uid)}, "
             f"group {group_name(st.st_gid)}")
 

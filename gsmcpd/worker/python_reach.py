@@ -1,0 +1,66 @@
+"""Whether per-user workers' accounts can run the daemon's python.
+
+A deletion's trial import (gsmcpd.image.trial) starts that python as the session's
+account; one that cannot run it (a venv made from a python under /root or a home of mode
+0700) only notes that the import was not tried (importNotTried). `check` and `serve`
+say so beforehand, in the same words, by the mode bits as tmpdirs reads them.
+"""
+from __future__ import annotations
+
+import os
+import pwd
+
+from gsmcpd.worker.tmpdirs import described_path, dirs_on, first_closed
+
+_FIX = ("or run the daemon from a venv made from a python they can run (rm -r VENV && "
+        "PYTHON=/usr/bin/python3.11 ./install.sh)")
+
+
+def unrunnable_python_warnings(python: str, accounts: list[str] | None) -> list[str]:
+    """One warning per directory (or the file itself) that keeps mapped accounts from
+    running `python`, naming them. `accounts`: those a user map names (None:
+    MCP_USER_MAP=identity, any account: "other" ones)."""
+    if accounts is None:
+        try:
+            found = _first_closed(python, -1, set())   # no owner's uid, in no group: "other"
+        except OSError:
+            return []
+        if found is None:
+            return []
+        where, st, who = found
+        return [f"the daemon's python {python}: {described_path(where, st)}, is not {_kind(where)} by other "
+                f"accounts: with MCP_USER_MAP=identity a deletion's trial import in the sessions of accounts "
+                f"neither its owner nor in its group is not tried (importNotTried), as it runs that python as "
+                f"the session's account; make {where} {_kind(where)} by them (chmod {who}+x) {_FIX}"]
+    stopped: dict[tuple[str, str], list[str]] = {}
+    described = {}
+    for name in dict.fromkeys(accounts):
+        try:
+            entry = pwd.getpwnam(name)
+            found = _first_closed(python, entry.pw_uid, set(os.getgrouplist(name, entry.pw_gid)))
+        except (KeyError, OSError):
+            continue
+        if found is not None:
+            where, st, who = found
+            stopped.setdefault((where, who), []).append(name)
+            described[where] = described_path(where, st)
+    warnings = []
+    for (where, who), names in stopped.items():
+        them, their = ("them", "their") if len(names) > 1 else ("it", "its")
+        warnings.append(
+            f"the daemon's python {python}: account{'s' if len(names) > 1 else ''} {', '.join(names)} cannot "
+            f"run it ({described[where]}, is not {_kind(where)} by {them}): a deletion's trial import, which "
+            f"runs that python as the session's account, is not tried in {their} sessions (importNotTried); "
+            f"make {where} {_kind(where)} by {them} (chmod {who}+x) {_FIX}")
+    return warnings
+
+
+def _first_closed(python: str, uid: int, gids: set[int]):
+    """The first directory on the way to `python` (as written, then as its links resolve)
+    the account may not search, else the file itself if it may not execute it, else None."""
+    written, real = os.path.abspath(python), os.path.realpath(python)
+    return first_closed(dirs_on(os.path.dirname(written)) + dirs_on(os.path.dirname(real)) + [real], uid, gids)
+
+
+def _kind(path: str) -> str:
+    return "searchable" if os.path.isdir(path) else "executable"

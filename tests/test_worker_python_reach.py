@@ -1,0 +1,61 @@
+"""Which mapped accounts cannot run the daemon's python, which a deletion's trial import
+starts as the session's account (by the mode bits, as for the daemon's TMPDIR)."""
+
+import grp
+import os
+import pwd
+
+from helpers import searchable_dir
+from gsmcpd.worker.python_reach import unrunnable_python_warnings
+
+FIX = "or run the daemon from a venv made from a python they can run (rm -r VENV && " \
+      "PYTHON=/usr/bin/python3.11 ./install.sh)"
+
+
+def venv_linking_to(base_dir, venv_dir):
+    """venv_dir/bin/python -> python3 -> base_dir/python3.11, as venv makes them; the python file."""
+    base_dir.mkdir(parents=True)
+    python = base_dir / "python3.11"
+    python.write_text("#!/bin/sh\n")
+    python.chmod(0o755)
+    (venv_dir / "bin").mkdir(parents=True)
+    (venv_dir / "bin" / "python3").symlink_to(python)
+    (venv_dir / "bin" / "python").symlink_to("python3")
+    return python
+
+
+def test_a_venv_linking_to_a_python_in_a_private_directory_is_warned_of_naming_it_and_the_fix():
+    # As a venv made from pyenv's python under /root (0700): its link was not followed.
+    with searchable_dir() as open_dir:
+        home = open_dir / "home"
+        python = venv_linking_to(home / "pyenv" / "bin", open_dir / "venv")
+        home.chmod(0o700)
+        venv_python = str(open_dir / "venv" / "bin" / "python")
+        owner = pwd.getpwuid(os.geteuid()).pw_name
+        group = grp.getgrgid(os.getegid()).gr_name
+        described = f"{home}, mode 0700, owner {owner}, group {group}"
+        assert unrunnable_python_warnings(venv_python, ["nobody", "no-such-account-xyz", "nobody"]) == [
+            f"the daemon's python {venv_python}: account nobody cannot run it ({described}, is not searchable "
+            f"by it): a deletion's trial import, which runs that python as the session's account, is not tried "
+            f"in its sessions (importNotTried); make {home} searchable by it (chmod o+x) {FIX}"]
+        assert unrunnable_python_warnings(venv_python, None) == [      # identity: any account
+            f"the daemon's python {venv_python}: {described}, is not searchable by other accounts: with "
+            f"MCP_USER_MAP=identity a deletion's trial import in the sessions of accounts neither its owner nor "
+            f"in its group is not tried (importNotTried), as it runs that python as the session's account; "
+            f"make {home} searchable by them (chmod o+x) {FIX}"]
+        home.chmod(0o755)
+        python.chmod(0o754)      # reachable, but not executable by others
+        file_described = f"{python}, mode 0754, owner {owner}, group {group}"
+        assert unrunnable_python_warnings(venv_python, ["nobody"]) == [
+            f"the daemon's python {venv_python}: account nobody cannot run it ({file_described}, is not "
+            f"executable by it): a deletion's trial import, which runs that python as the session's account, "
+            f"is not tried in its sessions (importNotTried); make {python} executable by it (chmod o+x) {FIX}"]
+        python.chmod(0o755)
+        assert unrunnable_python_warnings(venv_python, ["nobody"]) == []
+        assert unrunnable_python_warnings(venv_python, None) == []
+
+
+def test_root_and_the_python_of_an_unreadable_path_are_no_warning():
+    assert unrunnable_python_warnings("/nonexistent/bin/python", ["nobody"]) == []
+    assert unrunnable_python_warnings("/nonexistent/bin/python", None) == []
+    assert unrunnable_python_warnings("/proc/1/root/bin/python", ["root"]) == []
