@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gsmcpd.auth.usermap import (NOT_MAPPED, SYSTEM_ACCOUNT, AccountRefused, AccountResolver, UserMapError,
+from gsmcpd.auth.usermap import (NO_SUCH_ACCOUNT, NOT_MAPPED, ROOT_ACCOUNT, SYSTEM_ACCOUNT, AccountRefused, AccountResolver, UserMapError,
                                  accounts_served, lines_never_served, load_user_map, login_uid_range, mapping_changed, never_served_warnings,
                                  named, parse_user_map, read_user_map_setting)
 from gsmcpd.router.trace import USER_CAP, shown_user
@@ -104,22 +104,23 @@ def test_resolve_with_map():
     resolver = AccountResolver({"alice": "nobody", "bob": "no-such-account-xyz", "eve": "root"})
     assert resolver.resolve("alice") == "nobody"
     assert refusal(resolver, "carol") == NOT_MAPPED              # unmapped
-    assert refusal(resolver, "bob") == NOT_MAPPED                # mapped to a missing account
-    assert refusal(resolver, "eve") == NOT_MAPPED                # never root
+    assert refusal(resolver, "bob") == NO_SUCH_ACCOUNT           # mapped to a missing account
+    assert refusal(resolver, "eve") == ROOT_ACCOUNT              # never root
 
 
-@pytest.mark.parametrize("user, logged", [
-    ("carol", "user 'carol' has no local account mapping"),
-    ("bob", "user 'bob' is mapped to account 'no-such-account-xyz', which does not exist"),
-    ("eve", "user 'eve' names root account 'root' (uid 0), which never runs a worker"),
+@pytest.mark.parametrize("user, logged, reason", [
+    ("carol", "user 'carol' has no local account mapping", NOT_MAPPED),
+    ("bob", "user 'bob' is mapped to account 'no-such-account-xyz', which does not exist", NO_SUCH_ACCOUNT),
+    ("eve", "user 'eve' names root account 'root' (uid 0), which never runs a worker", ROOT_ACCOUNT),
 ])
-def test_the_log_says_why_a_user_gets_no_account_the_client_only_that_it_has_none(user, logged):
+def test_the_log_says_why_a_user_gets_no_account_and_the_client_the_same_reason(user, logged, reason):
     # All three read "has no local account mapping" in the log: an administrator whose
-    # map names a mistyped account, or root, was told the user is not in the map.
+    # map names a mistyped account, or root, was told the user is not in the map. The
+    # client then heard "not mapped" for a user the log said was mapped (to root, to no one).
     resolver = AccountResolver({"alice": "nobody", "bob": "no-such-account-xyz", "eve": "root"})
     with pytest.raises(AccountRefused) as refused:
         resolver.resolve(user)
-    assert (refused.value.reason, str(refused.value)) == (NOT_MAPPED, logged)
+    assert (refused.value.reason, str(refused.value)) == (reason, logged)
 
 
 def test_a_refusal_quotes_a_user_cut_however_long_the_claim():
@@ -158,8 +159,9 @@ def test_resolve_without_map_uses_the_claim_as_account():
     nobody = pwd.getpwnam("nobody").pw_uid        # a login account where UID_MAX reaches it
     resolver = AccountResolver(uid_range=(1, nobody))
     assert resolver.resolve("nobody") == "nobody"
-    for user in ("no-such-account-xyz", "root", "../nobody", ""):
+    for user in ("no-such-account-xyz", "../nobody", ""):
         assert refusal(resolver, user) == NOT_MAPPED, user
+    assert refusal(resolver, "root") == ROOT_ACCOUNT
 
 
 def test_the_login_uids_come_from_login_defs_else_1000_to_60000(tmp_path):
@@ -199,7 +201,7 @@ def test_identity_mapping_refuses_nobody_above_uid_max():
 def test_a_map_file_may_name_a_system_account_explicitly():
     resolver = AccountResolver({"svc": "daemon", "eve": "root"})
     assert resolver.resolve("svc") == "daemon"
-    assert refusal(resolver, "eve") == NOT_MAPPED   # never root, even by name
+    assert refusal(resolver, "eve") == ROOT_ACCOUNT   # never root, even by name
 
 
 # -- become(): root only -----------------------------------------------------------------

@@ -199,6 +199,9 @@ def test_each_users_worker_runs_as_the_mapped_account(env, accounts, sub, index)
     uid, euid, gid, pid, user = eval(text.strip().splitlines()[-1])   # the repr of a tuple of literals
     assert (uid, euid, gid, user) == (account.pw_uid, account.pw_uid, account.pw_gid, account.pw_name)
     assert proc_uids(pid) == [account.pw_uid] * 4          # real, effective, saved, fs: no way back
+    # The log names the account a session runs as, not only its token's user.
+    assert "session %s opened for %s as account %s (worker %d)" % (client.session[:8], sub, account.pw_name, pid) \
+        in daemon.log_text()
     text, failed = run(client, "import os\ntry:\n    os.setuid(0)\nexcept PermissionError:\n"
                                "    print('refused')")
     assert "refused" in text
@@ -393,21 +396,24 @@ def test_both_accounts_browse_the_shared_image(env):
 MISSING_ACCOUNT = "gsmcpd-no-such-account"
 
 
-@pytest.mark.parametrize("sub, logged", [
-    ("nobody-we-know", "user 'nobody-we-know' has no local account mapping"),
-    ("rooted", "user 'rooted' names root account 'root' (uid 0), which never runs a worker"),
-    ("ghost", "user 'ghost' is mapped to account %r, which does not exist" % MISSING_ACCOUNT),
+@pytest.mark.parametrize("sub, logged, answered", [
+    ("nobody-we-know", "user 'nobody-we-know' has no local account mapping", "is not mapped to a local account"),
+    ("rooted", "user 'rooted' names root account 'root' (uid 0), which never runs a worker",
+     "maps to the root account, which never runs a worker"),
+    ("ghost", "user 'ghost' is mapped to account %r, which does not exist" % MISSING_ACCOUNT,
+     "maps to a local account that does not exist"),
 ])
-def test_an_unmapped_user_or_a_root_mapping_is_403_and_gets_no_worker(env, sub, logged):
-    # The client hears only that it is not mapped; the log tells the administrator which
-    # map line to fix (a missing account and root read "no mapping" there too).
+def test_an_unmapped_user_or_a_root_mapping_is_403_and_gets_no_worker(env, sub, logged, answered):
+    # The log tells the administrator which map line to fix (a missing account and root
+    # read "no mapping" there once); the client hears the same reason, without the
+    # account's name ("not mapped" for a root mapping the log called one).
     daemon, idp = env
     client = Client(daemon.port)
     resp = client.post(INIT, headers={"Authorization": "Bearer " + idp.mint(sub=sub)})
     assert resp.status == 403, resp
     assert resp.header("mcp-session-id") is None
-    assert "not mapped to a local account" in resp.json()["error"]["message"]
-    assert logged in daemon.log_text()
+    assert resp.json()["error"]["message"] == "Forbidden: this user " + answered
+    assert logged + ": refused" in daemon.log_text()
 
 
 def test_a_client_looping_on_an_unmapped_users_token_is_logged_once_not_per_request(env):
@@ -444,9 +450,16 @@ def test_identity_mapping_runs_the_claim_as_the_account_of_that_name(tmp_path, a
         client = session_for(daemon, idp, first.pw_name)
         text, failed = run(client, "import os; os.getuid()")
         assert not failed and text.strip().splitlines()[-1] == str(first.pw_uid)
-        for sub in ("root", "no-such-account-here"):
+        for sub, answered, logged in [
+                ("root", "maps to the root account, which never runs a worker",
+                 "user 'root' names root account 'root' (uid 0), which never runs a worker: refused"),
+                ("no-such-account-here", "is not mapped to a local account",
+                 "user 'no-such-account-here' has no local account mapping: refused")]:
             resp = Client(port).post(INIT, headers={"Authorization": "Bearer " + idp.mint(sub=sub)})
             assert resp.status == 403, (sub, resp)
+            # The same reason in the answer as in the log ("not mapped" for root, as the log said root)
+            assert resp.json()["error"]["message"] == "Forbidden: this user " + answered
+            assert logged in daemon.log_text()
         # A system account (uid below UID_MIN: daemon is uid 1) is no login account.
         resp = Client(port).post(INIT, headers={"Authorization": "Bearer " + idp.mint(sub="daemon")})
         assert resp.status == 403 and resp.header("mcp-session-id") is None, resp

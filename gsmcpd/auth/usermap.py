@@ -86,6 +86,8 @@ def read_user_map_setting(setting: str) -> tuple[UserMap | None, str | None]:
 # shadow's defaults, where /etc/login.defs sets none
 DEFAULT_UID_MIN, DEFAULT_UID_MAX = 1000, 60000
 NOT_MAPPED = "this user is not mapped to a local account"
+NO_SUCH_ACCOUNT = "this user maps to a local account that does not exist"
+ROOT_ACCOUNT = "this user maps to the root account, which never runs a worker"
 SYSTEM_ACCOUNT = "this user maps to a system account, not a login account"
 
 
@@ -143,13 +145,15 @@ class AccountResolver:
     def resolve(self, user: str) -> str:
         name = user if self.user_map is None else self.user_map.get(user)
         entry = _account(name) if name else None
-        # The client hears only "not mapped"; the log says which, for the administrator
-        # (a map line naming a missing account or root is theirs to fix).
+        # The client hears the reason the log gives (a map line naming a missing account or
+        # root is the administrator's to fix), without the account's name: "not mapped" for
+        # those contradicted the log line.
         if self.user_map is not None and name and entry is None:
-            raise AccountRefused(NOT_MAPPED, f"user {named(user)} is mapped to account {name!r}, which does not exist")
+            raise AccountRefused(NO_SUCH_ACCOUNT, f"user {named(user)} is mapped to account {name!r}, "
+                                                  f"which does not exist")
         if entry is not None and entry.pw_uid == 0:
-            raise AccountRefused(NOT_MAPPED, f"user {named(user)} names root account {entry.pw_name!r} (uid 0), "
-                                             f"which never runs a worker")
+            raise AccountRefused(ROOT_ACCOUNT, f"user {named(user)} names root account {entry.pw_name!r} (uid 0), "
+                                               f"which never runs a worker")
         if entry is None:
             raise AccountRefused(NOT_MAPPED, f"user {named(user)} has no local account mapping")
         if self.login_uids is not None:

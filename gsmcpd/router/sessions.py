@@ -249,7 +249,9 @@ class SessionManager:
         # One write for the prepare and the initialize: the worker wakes once and finds
         # both, and answers initialize before it reads its view (worker.main).
         self.submit(session, conn, message, body, accepts_sse, ahead=prepare)
-        log.info("session %s opened for %s (worker %d%s)", session.short, shown_user(session.user), worker.pid,
+        # Per-user, the account it runs as: which account's files it reads and writes.
+        log.info("session %s opened for %s%s (worker %d%s)", session.short, shown_user(session.user),
+                 "" if session.account is None else " as account %s" % session.account, worker.pid,
                  ", read-only" if session.read_only else "")
 
     def _start_failed(self, worker, user, session):
