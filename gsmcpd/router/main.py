@@ -9,6 +9,7 @@ import errno
 import functools
 import getpass
 import logging
+import os
 import resource
 import signal
 import socket
@@ -195,7 +196,17 @@ class Router:
         if not store.state_dir.is_dir():
             return  # never committed to: nothing to finish or tidy
         try:
-            if store.recover(wait):
+            try:
+                finished = store.recover(wait)
+            except PermissionError:
+                if not self.per_user or store.state_dir.stat().st_uid == os.geteuid():
+                    raise   # no other account to ask
+                # Root without CAP_DAC_OVERRIDE (the per-user drop-in) and a state directory
+                # a user's commit made: its owner's account may write it, as its commits do.
+                from gsmcpd.image.recover_as import recover_as_owner
+                finished = recover_as_owner(image, lambda: ImageStore(
+                    image, self.config.image_lock_wait, self.config.journal_limit).recover(wait))
+            if finished:
                 log.warning("finished a commit to %s that was interrupted", image)
         except (OSError, ValueError) as exc:
             log.warning("cannot finish or tidy commits to %s now (the next commit will): %s", image, exc)
