@@ -158,12 +158,26 @@ def parse_worker_memory(text: str) -> int | None:
     return value
 
 
+def _none_as_empty(entries: list[str], literal: frozenset[str] = frozenset()) -> list[str]:
+    """A none word alone is the empty list, as `none` leaves the one-value knobs unset
+    (MCP_REQUIRED_SCOPES=none required a scope named none: every token 403). Among other
+    entries it is refused rather than guessed at. `literal`: words the caller refuses itself."""
+    words = [entry for entry in entries if entry.lower() in _NONE - literal]
+    if not words:
+        return entries
+    if len(entries) == 1:
+        return []
+    raise ValueError(f"{words[0]!r} among other entries: none, alone (or an empty value), "
+                     f"is the empty list; list the entries without it")
+
+
 def parse_list(text: str) -> tuple[str, ...]:
-    return tuple(word for word in re.split(r"[\s,]+", text.strip()) if word)
+    return tuple(_none_as_empty([word for word in re.split(r"[\s,]+", text.strip()) if word]))
 
 
 def parse_toolsets(text: str) -> tuple[str, ...]:
     """Toolset names, the GemStone server's (McpBrowsingToolset) read as ours (browsing)."""
+    _refuse_off(text, "a list of toolsets (at least one)")
     names = parse_list(text)
     if "McpGrailToolset" in names:
         raise ValueError("McpGrailToolset (the GemStone server's Python toolset) has no "
@@ -196,7 +210,8 @@ def parse_allowed_origins(text: str) -> tuple[str, ...]:
     from gsmcpd.wire import hosts
     text = text.strip()
     found = []
-    for entry in re.split(r"\s*,\s*|\s+", text) if text else ():
+    # null is the origin of sandboxed pages and file:// (refused below), not a none word.
+    for entry in _none_as_empty(re.split(r"\s*,\s*|\s+", text) if text else [], frozenset({"null"})):
         if not entry:
             raise ValueError(f"empty entry in {text!r}")
         if entry.lower() in ("*", "null"):   # a host's case is no part of it: NULL is null

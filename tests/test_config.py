@@ -303,6 +303,38 @@ def test_a_conf_files_none_word_user_map_identity_and_home_paths_are_not_anchore
     assert config.image == tmp_path.resolve() / "none"   # a file so named, beside the conf file
 
 
+LIST_KNOBS = ["MCP_REQUIRED_SCOPES", "MCP_EXTRA_SCOPES", "MCP_AUTHORIZATION_SERVERS",
+              "GS_MCP_ALLOWED_ORIGINS", "GS_MCP_WORKER_ENV"]
+
+
+@pytest.mark.parametrize("env_name", LIST_KNOBS)
+def test_a_none_word_alone_is_a_list_knobs_empty_list(env_name, tmp_path):
+    # MCP_REQUIRED_SCOPES=none required a scope named none: every token got 403.
+    key = KNOBS_BY_ENV[env_name].key
+    for word in ("none", "None", " never ", "off"):
+        assert getattr(load_config({}, {**AUTH_ENV, env_name: word}), key) == (), word
+    conf = tmp_path / "g.conf"
+    conf.write_text(f"{key} = none\n")
+    assert getattr(load_config({}, AUTH_ENV, conf), key) == ()
+
+
+@pytest.mark.parametrize("env_name", LIST_KNOBS)
+def test_a_none_word_among_a_list_knobs_entries_is_refused(env_name):
+    key = KNOBS_BY_ENV[env_name].key
+    message = refused(key, environ={**AUTH_ENV, env_name: "HTTPS_PROXY, none"})
+    assert message.endswith("'none' among other entries: none, alone (or an empty value), is the "
+                            "empty list; list the entries without it")
+
+
+def test_null_alone_is_still_refused_as_an_origin_not_read_as_none():
+    assert "any site" in refused("allowed_origins", environ={"GS_MCP_ALLOWED_ORIGINS": "null"})
+
+
+def test_toolsets_none_is_refused_as_for_every_knob_that_cannot_be_off():
+    assert refused("toolsets", environ={"GS_MCP_TOOLSETS": "none"}).endswith(
+        "cannot be none: it must be a list of toolsets (at least one)")
+
+
 @pytest.mark.parametrize("env_name", ["GS_MCP_SERVER_NAME", "GS_MCP_SERVER_VERSION", "GS_MCP_SERVER_TITLE",
                                       "MCP_RESOURCE_URL", "MCP_JWKS_URI", "MCP_WRITE_SCOPE"])
 def test_a_none_word_unsets_a_named_setting_as_its_none_default_reads(env_name):

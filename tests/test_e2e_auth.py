@@ -408,6 +408,21 @@ def test_a_token_with_a_null_scope_claim_is_granted_its_scp(daemon, idp):
         client.close()
 
 
+def test_list_knobs_set_to_none_are_empty_lists_not_a_scope_named_none(tmp_path):
+    # MCP_REQUIRED_SCOPES=none required a scope named none: every token got 403.
+    server, daemon = start_auth_daemon(tmp_path, MCP_REQUIRED_SCOPES="none", MCP_EXTRA_SCOPES="none",
+                                       MCP_AUTHORIZATION_SERVERS="none", GS_MCP_SPARE_WORKERS="0")
+    try:
+        resp = post_initialize(daemon, "Bearer " + server.idp.mint(scope="profile"))
+        assert resp.status == 200, resp
+        metadata = Client(daemon.port).request("GET", path="/.well-known/oauth-protected-resource")
+        assert metadata.json()["authorization_servers"] == [server.url]
+        assert metadata.json()["scopes_supported"] == [WRITE]
+    finally:
+        daemon.stop()
+        server.close()
+
+
 def test_unknown_kid_floods_do_not_refetch_the_keys(env):
     server, daemon = env
     resp = post_initialize(daemon, "Bearer " + server.idp.unknown_kid("rsa-ghost"))
