@@ -825,7 +825,17 @@ def validate_config(config: Config, toolsets_imported: bool = False) -> None:
             raise ConfigError("issuer", "must not carry a user name or password: it is published in "
                               "the RFC 9728 metadata and compared with each token's iss")
         if config.jwks_uri:
-            _validate_jwks_uri(config.jwks_uri)
+            _require_https_url("jwks_uri", config.jwks_uri, "a JWKS is public, fetched without credentials",
+                               "keys fetched over http could be swapped in transit")
+        for server in config.authorization_servers:
+            # Published in the RFC 9728 metadata as is; a client fetches each one's RFC 8414
+            # metadata, which takes an https issuer URL without query or fragment.
+            _require_https_url("authorization_servers", server, "it is published in the RFC 9728 metadata",
+                               "a client fetches its RFC 8414 metadata from it; leave the knob "
+                               "empty to advertise the issuer")
+            if "?" in server or "#" in server:
+                raise ConfigError("authorization_servers", f"an issuer URL has no query or fragment "
+                                  f"(RFC 8414 2), got {server!r}")
         # Keys are fetched over https only (gsmcpd.auth.jwks): over http they could be
         # swapped in transit, and every token signed with the swapped ones accepted.
         discoverable = config.issuer.lower().startswith("https://")
@@ -851,18 +861,18 @@ def _has_userinfo(url: str) -> bool:
     return parts.username is not None or parts.password is not None
 
 
-def _validate_jwks_uri(uri: str) -> None:
+def _require_https_url(key: str, uri: str, why_no_password: str, why_https: str) -> None:
+    """An absolute https URL with a host and no user name or password (the URL knobs the
+    daemon fetches from or publishes: jwks_uri, authorization_servers)."""
     try:
         parts = urlsplit(uri)
     except ValueError as exc:   # e.g. an unclosed IPv6 bracket
-        raise ConfigError("jwks_uri", f"not a URL: {exc}") from None
+        raise ConfigError(key, f"not a URL: {exc}") from None
     if _has_userinfo(uri):
         # Not echoed: it holds a password, and this line goes to the log.
-        raise ConfigError("jwks_uri", "must not carry a user name or password (a JWKS is public, "
-                          "fetched without credentials)")
+        raise ConfigError(key, f"must not carry a user name or password ({why_no_password})")
     if parts.scheme.lower() != "https" or not parts.hostname:
-        raise ConfigError("jwks_uri", f"must be an https URL (keys fetched over http could be swapped "
-                          f"in transit), got {uri!r}")
+        raise ConfigError(key, f"must be an https URL ({why_https}), got {uri!r}")
 
 
 def _validate_lifetime(config: Config) -> None:

@@ -722,6 +722,30 @@ def test_a_jwks_uri_with_credentials_is_refused_without_echoing_them():
     assert load_config({}, {**AUTH_ENV, "MCP_JWKS_URI": "https://idp.example/keys?p=B2C_1_signin"}).jwks_uri
 
 
+@pytest.mark.parametrize("servers", ["idp.example", "http://idp.example", "https:///realms/x",
+                                     "https://a.example ftp://b.example", "https://[::1"])
+def test_an_authorization_server_that_is_not_an_https_url_is_refused(servers):
+    # idp.example was published in the RFC 9728 metadata as is; no client could use it.
+    message = refused("authorization_servers", environ={**AUTH_ENV, "MCP_AUTHORIZATION_SERVERS": servers})
+    assert message.startswith(("must be an https URL (a client fetches its RFC 8414 metadata from it; "
+                               "leave the knob empty to advertise the issuer), got ", "not a URL: "))
+
+
+@pytest.mark.parametrize("server", ["https://idp.example/?x=1", "https://idp.example#top", "https://idp.example?"])
+def test_an_authorization_server_with_a_query_or_fragment_is_refused(server):
+    message = refused("authorization_servers", environ={**AUTH_ENV, "MCP_AUTHORIZATION_SERVERS": server})
+    assert message == f"an issuer URL has no query or fragment (RFC 8414 2), got {server!r}"
+
+
+def test_an_authorization_server_with_credentials_is_refused_and_https_ones_pass():
+    message = refused("authorization_servers",
+                      environ={**AUTH_ENV, "MCP_AUTHORIZATION_SERVERS": "https://u:s3cret@idp.example"})
+    assert "s3cret" not in message and message.startswith("must not carry a user name or password")
+    servers = "https://a.example/realms/x, HTTPS://b.example:8443"
+    assert load_config({}, {**AUTH_ENV, "MCP_AUTHORIZATION_SERVERS": servers}).authorization_servers == (
+        "https://a.example/realms/x", "HTTPS://b.example:8443")
+
+
 def test_an_issuer_with_credentials_is_refused_without_echoing_them():
     # It is published in the metadata (authorization_servers), and logged.
     message = refused("issuer", environ={**AUTH_ENV, "MCP_ISSUER": "https://admin:s3cret@idp.example"})

@@ -137,6 +137,18 @@ def test_auth_settings_the_router_would_refuse_are_refused_before_start(tmp_path
         assert not list(tmp_path.iterdir())  # nothing was started or written
 
 
+def test_an_authorization_server_that_is_not_an_https_url_is_refused_before_start(tmp_path):
+    # The daemon started and published idp.example in its RFC 9728 metadata as is.
+    result = gsmcpd("start", "--port", str(free_port()), "--state-dir", str(tmp_path),
+                    env={"GS_MCP_AUTH": "1", "MCP_ISSUER": "https://idp.example", "MCP_AUDIENCE": "gsmcpd",
+                         "MCP_AUTHORIZATION_SERVERS": "idp.example"})
+    assert result.returncode == 2
+    assert result.stderr.strip() == ("gsmcpd: configuration refused: authorization_servers: must be an https "
+                                     "URL (a client fetches its RFC 8414 metadata from it; leave the knob "
+                                     "empty to advertise the issuer), got 'idp.example'")
+    assert not list(tmp_path.iterdir())  # nothing was started or written
+
+
 def test_a_server_name_or_image_path_that_is_not_utf8_is_refused_before_start(tmp_path):
     # Neither can be sent to a worker in a frame: the daemon started, and every session's
     # start failed (500, a worker claimed and killed, two tracebacks).
