@@ -2,7 +2,7 @@
 # gsmcpd installer.
 #   ./install.sh            create .venv if missing, install gsmcpd into it (editable)
 #   ./install.sh --test     ...plus the test extra, then run the whole pytest suite
-#   ./install.sh --check    verify the environment, change nothing, print OK or the problem
+#   ./install.sh --check [PORT] [flags]  verify the environment (as `gsmcpd check`), change nothing, print OK or the problem
 #   ./install.sh --systemd  install the gsmcpd@.service unit and a service user (root)
 #   ./install.sh --systemd-unit  print the unit --systemd installs, pointed at this checkout
 #   ./install.sh --stamp-ok exit 0 if the install is current (the stamp matches), else 1
@@ -182,7 +182,8 @@ check_environment() {
     fi
     cd "$CALLER"
     export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH}
-    exec "$VENV/bin/python" -P -m gsmcpd check   # -P: not a gsmcpd in the caller's directory
+    # -P: not a gsmcpd in the caller's directory. A port or flags are check's (it ignored them).
+    exec "$VENV/bin/python" -P -m gsmcpd check "$@"
 }
 
 # $1: a user, $2: a path. "PATH: why" for the first step on the way to running $2 that
@@ -353,7 +354,7 @@ install_systemd() {
 case "${1:-}" in
     "")        ensure_venv; install_package base ;;
     --test)    ensure_venv; start_conformance_install; install_package test; run_tests ;;
-    --check)   check_environment ;;
+    --check)   shift; check_environment "$@" ;;
     --systemd) install_systemd ;;
     --systemd-unit) systemd_unit ;;
     --stamp-ok) [[ -x $VENV/bin/python ]] && stamp_ok base ;;

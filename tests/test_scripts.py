@@ -455,6 +455,22 @@ def test_scripts_given_to_bash_by_a_bare_name_find_the_checkout_of_the_file_bash
     assert done.stdout == "the read checkout ran\n", done.stdout + done.stderr
 
 
+def test_install_check_checks_the_port_and_flags_it_is_given(tmp_path):
+    # `./install.sh --check 8001` ran `gsmcpd check` bare: the default port was checked.
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        env = clean_env(GS_MCP_STATE_DIR=str(tmp_path / "state"))
+        for args in ((str(port),), ("--port", str(port))):
+            checked = run("install.sh", "--check", *args, env=env)
+            assert checked.returncode == 1, checked.stdout + checked.stderr
+            assert f"port           127.0.0.1:{port}   <-- already in use" in checked.stdout.splitlines()
+            assert checked.stdout.splitlines()[-1] == "PROBLEM: port: already in use"
+    refused = run("install.sh", "--check", "99999", env=env)
+    assert refused.returncode == 2 and "got 99999 (the one argument without a flag is the port)" in refused.stderr
+
+
 @pytest.mark.parametrize("name, args, says", [("run-server.sh", ("--help",), "usage: gsmcpd start"),
                                               ("stop-server.sh", ("PORT",), "no gsmcpd running on port"),
                                               ("install.sh", ("--check",), "OK: ready to serve")])
