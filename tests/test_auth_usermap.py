@@ -37,7 +37,7 @@ def test_parse_with_comments_and_blank_lines():
 
 
 @pytest.mark.parametrize("line, message", [
-    ("alice", "expected 'claim-value account', got 1 fields"),
+    ("alice", "expected 'claim-value account', got 1 field"),
     ("alice ../etc root2", "expected 'claim-value account', got 3 fields"),
     ("alice ../etc", "not a valid account name: '../etc'"),
     ("alice -rf", "not a valid account name: '-rf'"),
@@ -76,7 +76,7 @@ def test_user_map_problem_names_what_is_wrong_with_the_setting(tmp_path):
     assert user_map_problem(str(tmp_path)) == f"cannot read the MCP_USER_MAP file {tmp_path}: Is a directory"
     assert user_map_problem(str(binary)) == f"the MCP_USER_MAP file {binary} is not UTF-8 text (byte 0)"
     good.write_text("alice\n")
-    assert user_map_problem(str(good)) == f"MCP_USER_MAP {good}:1: expected 'claim-value account', got 1 fields"
+    assert user_map_problem(str(good)) == f"MCP_USER_MAP {good}:1: expected 'claim-value account', got 1 field"
 
 
 def test_the_lines_whose_account_never_runs_a_worker_are_named_by_file_and_line():

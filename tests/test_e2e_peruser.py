@@ -475,7 +475,7 @@ def test_identity_mapping_runs_the_claim_as_the_account_of_that_name(tmp_path, a
 
 @pytest.mark.parametrize("contents, said", [
     (None, "user_map: cannot read the MCP_USER_MAP file {path}: No such file or directory"),
-    ("ann\n", "user_map: MCP_USER_MAP {path}:1: expected 'claim-value account', got 1 fields"),
+    ("ann\n", "user_map: MCP_USER_MAP {path}:1: expected 'claim-value account', got 1 field"),
 ])
 def test_a_user_map_that_cannot_be_used_is_refused_naming_it_by_serve_and_check(tmp_path, image, contents, said):
     # A missing map made serve exit "cannot serve on 127.0.0.1:PORT: No such file or
@@ -892,7 +892,7 @@ def test_sighup_reloads_the_user_map_ending_only_the_sessions_whose_mapping_chan
         # A map that cannot be read then leaves the one in use.
         user_map.write_text("ann\n")
         daemon.proc.send_signal(signal.SIGHUP)
-        said = ("SIGHUP: user_map: MCP_USER_MAP %s:1: expected 'claim-value account', got 1 fields; "
+        said = ("SIGHUP: user_map: MCP_USER_MAP %s:1: expected 'claim-value account', got 1 field; "
                 "still using the map loaded before" % user_map)
         assert wait_until(lambda: said in daemon.log_text()), daemon.log_text()
         assert uid_of(session_for(daemon, idp, "ann")) == second.pw_uid

@@ -52,7 +52,8 @@ def parse_user_map(text: str, source: str = "<user map>") -> UserMap:
             continue
         fields = line.split()
         if len(fields) != 2:
-            raise UserMapError(source, number, f"expected 'claim-value account', got {len(fields)} fields")
+            from gsmcpd.worker.paging import counted   # here: the router needs it only to refuse
+            raise UserMapError(source, number, f"expected 'claim-value account', got {counted(len(fields), 'fields')}")
         user, account = fields
         if not _ACCOUNT.fullmatch(account):
             raise UserMapError(source, number, f"not a valid account name: {account!r}")
