@@ -390,6 +390,31 @@ def test_eval_of_code_nested_too_deeply_is_said_to_be_too_deep_to_parse(executin
     assert run(executing, "1 + 1")["structuredContent"]["result"] == "2"
 
 
+PARSER_NOTE = ("(a MemoryError with no message is also how Python 3.11's parser says code given to "
+               "eval, exec, compile or ast.parse is nested too deeply to parse)")
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.12's parser names its overflow: no note")
+@pytest.mark.parametrize("code", ["exec('-' * 100_000 + '1')", "compile('~' * 100_000 + '1', 'x', 'exec')",
+                                  "import ast\nast.parse('-' * 100_000 + '1')",
+                                  "list(map(eval, ['-' * 100_000 + '1']))",
+                                  "def parse(text):\n    return eval(text)\nparse('-' * 100_000 + '1')"])
+def test_a_bare_memory_error_from_a_call_that_parsed_is_said_to_be_maybe_the_parsers(executing, code):
+    text = run(executing, code)["content"][0]["text"]
+    assert text.endswith("\nMemoryError\n" + PARSER_NOTE), text
+
+
+@pytest.mark.parametrize("code", ["raise MemoryError", "compile('1', 'x', 'eval'); raise MemoryError",
+                                  "exec('raise MemoryError')", "exec('x = 1\\nraise MemoryError()')",
+                                  "def f():\n    eval('1')\n    raise MemoryError\nf()"])
+def test_a_bare_memory_error_no_parser_raised_gets_no_parser_note(executing, code):
+    # Every MemoryError with no message got the note: bytearray past GS_MCP_WORKER_MEMORY too.
+    result = run(executing, code)
+    text = result["content"][0]["text"]
+    assert result["structuredContent"]["error"]["kind"] == "other"
+    assert text.endswith("\nMemoryError"), text
+
+
 def test_recursion_without_end_is_a_recursion_error_and_the_workspace_goes_on(executing):
     run(executing, "def f(n):\n    return f(n + 1)")
     result = run(executing, "f(0)")

@@ -20,6 +20,7 @@ from contextlib import redirect_stderr, redirect_stdout
 from gsmcpd.image import own, splice
 from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
 from gsmcpd.worker.capture import Capture
+from gsmcpd.worker import compile_site
 from gsmcpd.worker.memory_limit import data_limit_note
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.server import other_threads
@@ -38,6 +39,7 @@ class ExecutionToolset(Toolset):
 
     def __init__(self, server=None):
         super().__init__(server)
+        compile_site.watch()   # for the note on a bare MemoryError (_traceback)
         # A module, importable while its code runs as a REPL's __main__ is: pickle, a
         # dataclass with string annotations, typing.get_type_hints, a Pool's function
         # find what the workspace defines through sys.modules[cls.__module__].
@@ -308,8 +310,8 @@ def _live_copy(view, value, module_name, attribute):
     return live
 
 
-# Python 3.11's parser overflowing its stack raises a MemoryError that says nothing, and
-# nothing tells it from memory running out: the answer says what it may be.
+# Python 3.11's parser overflowing its stack raises a MemoryError that says nothing; one
+# raised by a call that compiled source (compile_site) may be it, and the answer says so.
 PARSER_OVERFLOW_NOTE = ("(a MemoryError with no message is also how Python 3.11's parser says code "
                         "given to eval, exec, compile or ast.parse is nested too deeply to parse)")
 
@@ -319,6 +321,8 @@ def _traceback(error: BaseException) -> str:
     workspace has no frame in it, repr of the final value raised: the frames below this
     module's, an image module's __repr__, say, or none but the exception for a list nested
     too deeply to show)."""
+    # Asked first: formatting the traceback compiles too (3.11 places its carets by ast.parse).
+    parser_may_have = not str(error) and sys.version_info < (3, 12) and compile_site.raised_compiling(error)
     tb = error.__traceback__
     while tb is not None and not tb.tb_frame.f_code.co_filename.startswith(_FILENAME_PREFIX):
         tb = tb.tb_next
@@ -331,7 +335,7 @@ def _traceback(error: BaseException) -> str:
         note = data_limit_note()
         if note is not None:          # said first: with a limit in force, the likelier cause
             shown += "\n" + note
-        if not str(error) and sys.version_info < (3, 12):
+        if parser_may_have:
             shown += "\n" + PARSER_OVERFLOW_NOTE
     return shown
 
