@@ -629,3 +629,36 @@ def test_start_names_a_link_loop_at_the_image_or_its_state_dir(tmp_path):
     assert started.stdout.startswith(f"gsmcpd failed to start: image {image} cannot be served: {image}/.gsmcpd, "
                                      f"where every session takes the image's lock, is a link to {tmp_path}/moved, "
                                      "which does not exist"), started.stdout
+
+
+def _older_pythons():
+    """The Pythons before 3.11 this host has (PATH, then pyenv's), each that runs."""
+    found = {}
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"), "versions")
+    for name in ("python2.7", "python3.6", "python3.7", "python3.8", "python3.9", "python3.10"):
+        candidates = [shutil.which(name), *sorted(pyenv.glob(f"*/bin/{name}"))]
+        for path in filter(None, candidates):
+            # A pyenv shim of a version not selected exits 127 saying so: not that Python.
+            if subprocess.run([str(path), "-c", "pass"], capture_output=True).returncode == 0:
+                found[name] = str(path)
+                break
+    return found
+
+
+OLDER_PYTHONS = _older_pythons()
+
+
+@pytest.mark.skipif(not OLDER_PYTHONS, reason="no Python before 3.11 on this host")
+@pytest.mark.parametrize("name", sorted(OLDER_PYTHONS))
+def test_an_older_python_is_told_gsmcpd_needs_3_11_and_exits_1(name, tmp_path):
+    # python3.9 -m gsmcpd failed with a TypeError (an `X | None` annotation), older ones
+    # with a SyntaxError.
+    python = OLDER_PYTHONS[name]
+    for args in (("check",), ("--help",)):
+        result = subprocess.run([python, "-m", "gsmcpd", *args], cwd=tmp_path, capture_output=True, text=True,
+                                env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=60)
+        assert result.returncode == 1, result.stderr
+        version = name[len("python"):]
+        assert result.stderr.startswith(f"gsmcpd needs Python 3.11 or newer, not {version} ("), result.stderr
+        assert result.stderr.endswith("): run it with python3.11 or newer, or through ./run-server.sh and the "
+                                      "checkout's .venv\n"), result.stderr
