@@ -189,7 +189,12 @@ FILES = {
     "configured.py": "def setup():\n    global LIMIT\n    LIMIT = 3\n\n\nsetup()\n",
     # As enum's `_auto_null = _auto_null()` and datetime's `del IsoCalendarDate`
     "rebound.py": "class Single:\n    def f(self):\n        return 1\n\n\nSingle = Single()\n\n\n"
-                  "class Hidden:\n    def f(self):\n        return 1\n\n\n_Hidden = Hidden\ndel Hidden\n",
+                  "class Hidden:\n    def f(self):\n        return 1\n\n\n_Hidden = Hidden\ndel Hidden\n\n\n"
+                  # Rebound by a function it calls, deleted by a handler: the file's doing too
+                  "class Reset:\n    def f(self):\n        return 1\n\n\n"
+                  "def _reset():\n    global Reset\n    Reset = None\n\n\n_reset()\n\n\n"
+                  "class Caught:\n    def f(self):\n        return 1\n\n\n"
+                  "try:\n    raise ValueError\nexcept ValueError as Caught:\n    pass\n",
     # A pure-Python class its module replaces with another image module's, as stdlib
     # modules do with their C accelerators
     "fastpath.py": "class Fast:\n    def f(self):\n        return 2\n",
@@ -431,6 +436,9 @@ def test_a_class_rebound_by_code_run_in_the_session_is_not_blamed_on_its_file(da
     ("rebound.Single", "is bound to an instance of rebound.Single once rebound is imported"),
     ("Gone", "is bound to None once tricky is imported"),
     ("rebound.Hidden", "is not bound once rebound is imported (the module deletes the name"),
+    # Not "in this session ... abort undoing it": abort runs the file again, and it again
+    ("rebound.Reset", "is bound to None once rebound is imported"),
+    ("rebound.Caught", "is not bound once rebound is imported (the module deletes the name"),
 ])
 def test_a_class_its_module_rebinds_or_deletes_is_refused_saying_what_the_name_holds(c, image, class_name, bound):
     # The refusal said `bound to ?.None, which the image does not define` for a deleted

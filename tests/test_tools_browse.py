@@ -1172,6 +1172,21 @@ def test_a_class_rebound_by_code_run_since_its_import_is_not_said_rebound_by_its
             "code); abort re-imports the session's modules, undoing what this session's code did)") in described
 
 
+@pytest.mark.parametrize("source, said", [
+    ("def reset():\n    global Here\n    Here = None\n\n\nreset()\n",
+     "zoo.live.Here is bound to None once zoo.live is imported"),
+    ("try:\n    raise ValueError\nexcept ValueError as Here:\n    pass\n",
+     "zoo.live.Here is not bound once zoo.live is imported (the module deletes the name"),
+])
+def test_a_class_its_file_rebinds_through_a_call_or_a_handler_is_not_said_rebound_by_code_since(client, source, said):
+    # "code run since did ...; abort ... undoing" sent the user to abort, which runs the
+    # module's file again: its own call or handler unbinds the class again.
+    client.view.add_module("zoo.live", "class Here:\n    def a(self):\n        return 1\n\n\n" + source)
+    client.ok("execute_code", code="import zoo.live")
+    message = client.error("delete_method", "refused", className="zoo.live.Here", selector="a")
+    assert message.startswith(said) and "abort" not in message and "editor" in message, message
+
+
 def test_a_class_of_a_shadowed_module_is_browsed_from_source_by_every_tool_saying_so(client):
     # get_class_hierarchy answered kind other ("shadowed") where describe_class answered
     # from source; list_methods answered from source saying nothing.

@@ -449,23 +449,37 @@ REBOUND_SINCE = _done_since("binds")
 
 
 def _deleted_by_its_file(view: View, ref: ClassRef) -> bool:
-    """Whether a statement below `ref`'s class statements may delete its name (`del Hidden`)."""
-    tree = view.tree(ref.module)
-    nodes = [] if tree is None else [node for _, node in splice.class_statements(tree, ref.name)]
-    return any(isinstance(target, ast.Name) and target.id == ref.name and isinstance(target.ctx, ast.Del)
-               for node in nodes for statement in splice.statements_below(tree, node)
-               for target in ast.walk(statement))
+    """Whether a statement below `ref`'s class statements may delete its name (`del Hidden`,
+    `except E as Hidden`: Python deletes that name as the handler ends), or a function of
+    the module's (`global Hidden; del Hidden`) a call below them may run."""
+    below, defs = _run_after_its_class(view, ref) or ([], [])
+    return any(isinstance(node, ast.Name) and node.id == ref.name and isinstance(node.ctx, ast.Del)
+               or isinstance(node, ast.ExceptHandler) and node.name == ref.name
+               for statement in below + defs for node in ast.walk(statement))
 
 
 def rebound_since_import(view: View, ref: ClassRef) -> bool:
     """Whether no statement below `ref`'s class statements in its module's file may bind its
-    name (`Gone = None`, `from m import *`, a def of it), so that another binding in the live
-    module was made by code run after them, not by the file's own statements."""
+    name (`Gone = None`, `from m import *`, a def of it, a call of the module's function that
+    binds it global), so that another binding in the live module was made by code run after
+    them, not by the file's own statements."""
+    ran = _run_after_its_class(view, ref)
+    if ran is None:
+        return False
+    below, defs = ran
+    return not (splice.binds(below, ref.name) or splice.binds_by_call(defs + below, ref.name))
+
+
+def _run_after_its_class(view: View, ref: ClassRef) -> tuple[list[ast.stmt], list[ast.stmt]] | None:
+    """The statements the module may run below `ref`'s class statements (not those), and
+    its top-level defs, whose bodies a call among them may run; None for no class statement."""
     tree = view.tree(ref.module)
     nodes = [] if tree is None else [node for _, node in splice.class_statements(tree, ref.name)]
-    return bool(nodes) and not any(splice.binds([statement], ref.name) for node in nodes
-                                   for statement in splice.statements_below(tree, node)
-                                   if not any(statement is other for other in nodes))
+    if not nodes:
+        return None
+    below = [statement for node in nodes for statement in splice.statements_below(tree, node)
+             if not any(statement is other for other in nodes)]
+    return below, [node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
 
 def _last_binding_line(tree: ast.Module, name: str) -> int:
