@@ -69,6 +69,18 @@ def test_an_image_module_failing_to_import_shows_its_frames_not_the_loaders(imag
     assert [frame.filename for frame in frames][-2:] == ["<the importer>", view.filename("zoo/boom.py")]
 
 
+def test_an_image_module_that_does_not_compile_shows_no_frame_of_the_loaders(image, views):
+    # Its compile showed importlib's frames, then the view loader's _code_of, as Python's own
+    # loader, compiling through _call_with_frames_removed, does not: the importer's frame only.
+    view = views(image)
+    view.add_module("zoo.broken", "X = 1\ndef f(:\n    pass\n")
+    with pytest.raises(SyntaxError) as raised:
+        exec(compile("import zoo.broken", "<the importer>", "exec"), {})
+    frames = traceback.extract_tb(raised.value.__traceback__)
+    assert [frame.filename for frame in frames][-1:] == ["<the importer>"], frames
+    assert raised.value.filename == view.filename("zoo/broken.py") and raised.value.lineno == 2
+
+
 def test_close_uninstalls_the_hook_and_forgets_the_modules(image, views):
     view = views(image)
     view.module("zoo.keeper")

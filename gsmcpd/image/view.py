@@ -80,8 +80,12 @@ class _SnapshotLoader(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return None
 
     def exec_module(self, module):
-        # Filed as importlib's (below): keep it to the module's run, the rest in _code_of.
-        code, running = self._code_of(module)
+        # Filed as importlib's (below): keep it to the module's compile and run, the rest in
+        # _text_of and _compiled. Both run through _call_with_frames_removed, as Python's own
+        # loader runs them: a SyntaxError's traceback, too, shows no frame of the server's.
+        text, filename = self._text_of(module)
+        code = _call_with_frames_removed(compile, text, filename, "exec", dont_inherit=True)
+        running = self._compiled(module, text, code)
         running.append(module.__spec__.name)
         try:
             _call_with_frames_removed(exec, code, module.__dict__)
@@ -89,17 +93,20 @@ class _SnapshotLoader(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             running.pop()
         self.view.note_stand_in(module.__spec__.name, module)
 
-    def _code_of(self, module):
-        """The module's code, compiled from the view's text, and the names of the image
-        modules whose code runs now (this one's importers), innermost last."""
+    def _text_of(self, module) -> tuple[str, str]:
+        """The module's text in the view and its file name, the module noted as running."""
         name = module.__spec__.name
         self.view.note_running(name)
         rel = self.view.relpath(name)
-        text = self.view.texts[rel]
         filename = self.view.filename(rel)
         module.__file__ = filename
         self.view.cache_lines(rel)
-        code = compile(text, filename, "exec", dont_inherit=True)
+        return self.view.texts[rel], filename
+
+    def _compiled(self, module, text: str, code: CodeType) -> list[str]:
+        """Notes the module's compiled `code` as live; the names of the image modules whose
+        code runs now (this one's importers), innermost last."""
+        name = module.__spec__.name
         self.view.live_texts[name] = text
         self.view.live_code[name] = code_within([code])
         ran = self.view.ran_imports.get(name)
@@ -108,7 +115,7 @@ class _SnapshotLoader(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         running = self._running.__dict__.setdefault("names", [])
         if running:   # its import started by another's top-level code: an importer no statement names
             self.view.ran_imports.setdefault(running[-1], set()).add(name)
-        return code, running
+        return running
 
     def get_source(self, fullname):
         rel = self.view.relpath(fullname)
