@@ -118,8 +118,8 @@ def resolve_class(view: View, name: str, listed: str = ENTRIES_LISTED) -> ClassR
     """A bare name resolves if unique across the image (then builtins);
     `module.Class` always resolves. `listed` tells where a dictionary named instead is
     pointed (ENTRIES_LISTED, TEST_CLASSES_LISTED), and, TEST_CLASSES_LISTED, a bare name no
-    class has is pointed to list_test_classes, not list_all_classes; a bare dictionary name
-    only to `listed`'s tool."""
+    class has is pointed to list_test_classes, not list_all_classes; a bare dictionary or
+    function name only to the tools that take it."""
     name = dotted_name(name, "a class name")
     if "." in name:
         module, _, short = name.rpartition(".")
@@ -160,12 +160,12 @@ def resolve_class(view: View, name: str, listed: str = ENTRIES_LISTED) -> ClassR
     known = [ref.name for ref in classes] + kernel_classes()
     not_a_class = _not_a_class(view, view.module_names(), name, listed)
     # One pointer: a dictionary's hint points to `listed`'s tool (a test tool's names
-    # list_test_classes); a second, "; list_all_classes shows them", read as the same list.
+    # list_test_classes), a function's to the tools taking it; a second, "; list_all_classes
+    # shows them", read as the same list.
     lister = "list_test_classes" if listed == TEST_CLASSES_LISTED else "list_all_classes"
-    pointed = listed.split()[0] in not_a_class
     raise ToolError("notFound", f"no class named {echoed(name)} in the image or builtins"
                     + (not_a_class or _kernel_function(name) or did_you_mean(name, known))
-                    + ("" if pointed else f"; {lister} shows them")
+                    + ("" if not_a_class else f"; {lister} shows them")
                     + _uncompiled_hint(view, name)
                     + _made_at_run_time(view, view.module_names(), name))
 
