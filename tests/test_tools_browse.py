@@ -223,6 +223,11 @@ def test_a_packages_entries_are_not_its_submodules_some_earlier_call_imported(cl
     client.view.set_source("zoo", "from . import animals\nfrom .keeper import Keeper\n", live=False)
     client.ok("commit")   # re-imports zoo
     assert entries() == [{"name": "Keeper", "kind": "class"}, {"name": "animals", "kind": "module"}]
+    # a bare annotation `animals: object` binds nothing: the package's code binds no animals
+    client.view.set_source("zoo", "animals: object\n", live=False)
+    client.ok("commit")
+    client.ok("describe_class", className="zoo.animals.Dog")
+    assert entries() == []
 
 
 def test_list_dictionary_entries_tags_kinds(client):
@@ -235,6 +240,10 @@ def test_list_dictionary_entries_tags_kinds(client):
     assert {e["name"]: e["kind"] for e in result["structuredContent"]["entries"]} == {
         "os": "module", "LIMIT": "global", "f": "function"}
     assert "RuntimeError" in result["structuredContent"]["note"]
+    # A bare annotation binds nothing: `Cart (global)` was listed, which the module never has.
+    client.view.set_source("zoo.keeper", "Cart: int\nLIMIT: int = 3\nraise RuntimeError('x')\n", live=False)
+    result = client.ok("list_dictionary_entries", dictionaryName="zoo.keeper")
+    assert result["structuredContent"]["entries"] == [{"name": "LIMIT", "kind": "global"}]
 
 
 def test_list_dictionary_entries_leaves_out_the_names_starting_with_two_underscores_saying_so(client):

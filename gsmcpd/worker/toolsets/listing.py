@@ -105,7 +105,7 @@ class ListingToolset(Toolset):
                 and own.namespace(value).get("__name__") == submodule):   # its dict: no __getattr__ runs
             return False
         tree = self.view.tree(package)
-        return tree is None or not splice.binds(tree.body, name, star=False)
+        return tree is None or not splice.binds(tree.body, name, star=False, annotated=False)
 
     def _entries_from_source(self, module, arguments):
         """A module that will not import is still listed, from its source."""
@@ -128,7 +128,8 @@ class ListingToolset(Toolset):
                 for alias in node.names:
                     entries[(alias.asname or alias.name).split(".")[0]] = (
                         "module" if isinstance(node, ast.Import) else "global")
-            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            # Not a bare `Cart: int`: it binds nothing, only records the annotation.
+            elif isinstance(node, ast.Assign) or isinstance(node, ast.AnnAssign) and node.value is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for target in targets:
                     if isinstance(target, ast.Name):
