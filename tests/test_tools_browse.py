@@ -1499,8 +1499,10 @@ def test_find_references_to_a_kernel_name_is_to_the_builtin_wherever_not_rebound
                                          "def bare(x):\n    return len(x)\n\n\n"
                                          "def dotted(x):\n    return builtins.len(x)\n")
     client.view.add_module("zoo.ownlen", "def len(x):\n    return 0\n\n\ndef mine(x):\n    return len(x)\n")
+    # a bare `len: int` binds nothing: `len(x)` there calls the builtin (it was left out)
+    client.view.add_module("zoo.annotated", "len: int\n\n\ndef counted(x):\n    return len(x)\n")
     refs = client.ok("find_references_to", name="builtins.len")["structuredContent"]["results"]
-    assert refs == ["zoo.counts.bare", "zoo.counts.dotted"]
+    assert refs == ["zoo.annotated.counted", "zoo.counts.bare", "zoo.counts.dotted"]
 
 
 SCOPED = '''\
@@ -1744,11 +1746,13 @@ def test_a_subclass_nested_in_a_class_is_a_subclass_by_its_dotted_name(client, b
                                         "            class Deep(Base):\n                pass\n\n\n"
                                         "class Own:\n    class Base:\n        pass\n\n    class Sub(Base):\n"
                                         "        pass\n\n    def make(self):\n        class Made(Base):\n"
-                                        "            pass\n")
+                                        "            pass\n\n\n"
+                                        # a bare annotation binds nothing: Base is the global still
+                                        "class Noted:\n    Base: type\n\n    class Sub(Base):\n        pass\n")
     hierarchy = client.ok("get_class_hierarchy", className="zoo.based.Base")["structuredContent"]
     assert ("fromSource" in hierarchy) is broken
     assert (hierarchy["subclasses"], hierarchy["total"]) == (
-        ["zoo.nests.Outer.Inner", "zoo.nests.Outer.__Hidden.Deep"], 2)
+        ["zoo.nests.Noted.Sub", "zoo.nests.Outer.Inner", "zoo.nests.Outer.__Hidden.Deep"], 3)
 
 
 def test_a_def_importing_a_dotted_name_in_its_own_body_references_it(client):

@@ -539,8 +539,9 @@ def _names_global(base: ast.expr, spellings: set[str], enclosing: ast.ClassDef |
     scopes do not nest)."""
     base = named_class(base)
     dotted = splice.dotted_names(base)
-    return ast.unparse(base) in spellings and not (
-        enclosing is not None and dotted is not None and splice.binds(enclosing.body, dotted[0], star=False))
+    # A bare `Base: type` there binds nothing: the base reads the global still.
+    return ast.unparse(base) in spellings and not (enclosing is not None and dotted is not None and splice.binds(
+        enclosing.body, dotted[0], star=False, annotated=False))
 
 
 def named_class(base: ast.expr) -> ast.expr:

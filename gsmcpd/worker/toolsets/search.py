@@ -373,7 +373,8 @@ def spellings_of(view, module: str, name: str) -> tuple[set[str], set[str]]:
         return {name}, set()
     target, _, short = name.rpartition(".")
     if target == KERNEL:
-        names = set() if splice.binds(view.tree(module).body, short, star=False) else {short}
+        # A bare `len: int` binds nothing: `len(x)` there is the builtin still.
+        names = set() if splice.binds(view.tree(module).body, short, star=False, annotated=False) else {short}
     else:
         names = {short} if module == target else set()
     chains = {name}
