@@ -162,6 +162,18 @@ def test_compile_method_refuses_what_a_def_could_not_replace(client, image):
     assert disk(image, "zoo/bound.py") == before
 
 
+def test_a_bare_annotation_of_the_name_is_no_binding_a_def_would_override(client, image):
+    # `handler: Callable` (no value) binds nothing: compile_method refused a new def as "bound
+    # by a top-level statement that is no def (line 1: 'handler: object'), above its def", and
+    # get_method_source said the module "binds handler by a top-level statement that is no def".
+    write(image, "zoo/hooks.py", "handler: object\n", client)
+    assert client.error("get_method_source", "notFound", className="zoo.hooks", selector="handler") == (
+        "zoo.hooks defines no function handler; list_dictionary_entries shows its functions")
+    client.ok("compile_method", className="zoo.hooks", source="def handler():\n    return 2\n")
+    assert disk(image, "zoo/hooks.py") == "handler: object\n\n\ndef handler():\n    return 2\n"
+    assert client.view.module("zoo.hooks").handler() == 2
+
+
 def test_a_def_reading_a_name_bound_only_below_it_is_refused(client, image):
     write(image, "zoo/order.py", "def early():\n    return 1\n\n\nLIMIT = 3\n", client)
     assert client.error("compile_method", "refused", className="zoo.order",

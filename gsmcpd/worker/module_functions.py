@@ -180,7 +180,7 @@ def _above_its_def(tree: ast.Module, name: str) -> bool:
 def _other_bindings(tree: ast.Module, name: str) -> list[ast.stmt]:
     """The top-level statements that may bind `name` other than a def or class of it."""
     return [node for node in tree.body if not isinstance(node, splice.FunctionNode + (ast.ClassDef,))
-            and splice.binds([node], name, star=False)]
+            and splice.binds([node], name, star=False, annotated=False)]
 
 
 def _other_binding(tree: ast.Module, name: str) -> ast.stmt | None:
