@@ -754,6 +754,21 @@ def test_a_definition_failing_in_a_stand_in_with_no_name_is_a_compile_error(imag
         ok(c, "remove_dictionary", dictionaryName="nameless")
 
 
+def test_a_bare_annotation_is_neither_an_entry_nor_a_rebinding_of_a_class(image, c):
+    # `Tag: type` below `class Tag` binds nothing: the class was taken for one "made at run
+    # time" and compile_method refused; a module that does not import listed `Note (global)`.
+    (image / "noted.py").write_text("class Tag:\n    label = 'x'\n\n\nTag: type\n")
+    (image / "unnoted.py").write_text("Note: int\nraise RuntimeError('broken')\n")
+    ok(c, "refresh")
+    try:
+        ok(c, "compile_method", className="noted.Tag", source="def shown(self):\n    return self.label\n")
+        assert structured(c, "execute_code", code="import noted\nnoted.Tag().shown()")["result"] == "'x'"
+        assert structured(c, "list_dictionary_entries", dictionaryName="unnoted")["entries"] == []
+    finally:
+        ok(c, "remove_dictionary", dictionaryName="noted")
+        ok(c, "remove_dictionary", dictionaryName="unnoted")
+
+
 def test_a_new_class_named_as_a_handlers_exception_is_compiled(image, c):
     # Python deletes `except E as Error`'s name as the handler ends: no binding the class
     # would replace, yet it was refused as "bound already by a top-level statement".

@@ -1740,6 +1740,49 @@ def test_a_new_class_named_as_a_bare_annotation_is_no_binding_it_replaces(client
         "zoo.annotated.LIMIT is bound already by a top-level statement (line 2: 'LIMIT: int = 3')")
 
 
+def annotated_module(client, name, source):
+    client.ok("add_dictionary", dictionaryName=name)
+    client.view.set_source(name, source, live=False)
+    client.ok("commit")
+
+
+def test_a_bare_annotation_below_a_class_statement_is_no_rebinding_of_it(client, image):
+    # `Cart: type` below `class Cart` binds nothing: a class of no method was taken for "a
+    # class made at run time (at line 1) once zoo.noted is imported", compile_method refused.
+    annotated_module(client, "zoo.noted", "class Cart:\n    x = 1\n\n\nCart: type\n")
+    client.ok("compile_method", className="zoo.noted.Cart", source="def run(self):\n    return 2\n")
+    assert client.view.module("zoo.noted").Cart().run() == 2
+    # rebound by code run since: that code did it, the file is fine (it said "once
+    # zoo.noted is imported ...; edit the module's file in an editor, then refresh")
+    client.ok("execute_code", code="import zoo.noted\nzoo.noted.Cart = 5")
+    assert client.error("compile_method", "refused", className="zoo.noted.Cart",
+                        source="def run(self):\n    return 3\n").startswith(
+        "zoo.noted.Cart is bound to an instance of builtins.int in this session, not to the class its "
+        "class statement makes: no statement of its module below its class statement binds the name")
+
+
+def test_a_class_made_at_run_time_is_said_bound_where_assigned_not_where_annotated(client, image):
+    annotated_module(client, "zoo.made2", "Cart = type('Cart', (), {})\nCart: type\n")
+    assert client.error("describe_class", "notFound", className="zoo.made2.Cart") == (
+        "zoo.made2 defines no class Cart; zoo.made2.Cart is a class made at run time (bound at line 1) "
+        "by no class statement, so its source cannot be browsed or edited")
+
+
+def test_a_name_only_annotated_above_is_read_unbound_by_a_new_session(client, image):
+    # `Base: type` binds nothing: a class statement reading Base (bound only in this session)
+    # was compiled, and every new session's import of the module failed, NameError.
+    annotated_module(client, "zoo.based2", "Base: type\n")
+    client.ok("execute_code", code="import zoo.based2\nzoo.based2.Base = object")
+    assert client.error("compile_class_definition", "refused", dictionaryName="zoo.based2",
+                        source="class A(Base):\n    pass\n").startswith(
+        "zoo.based2.A would read Base as its class statement runs")
+    assert client.view.source("zoo.based2") == "Base: type\n"
+    # nor does it keep a class its module's code reads from being deleted: refused, quoting the read
+    annotated_module(client, "zoo.hooked", "Hook: type\n\n\nclass Hook:\n    pass\n\n\nDEFAULT = Hook()\n")
+    assert client.error("delete_class", "refused", className="zoo.hooked.Hook").startswith(
+        "zoo.hooked.Hook is used by zoo.hooked's own top-level code as it runs (line 8: 'DEFAULT = Hook()')")
+
+
 def test_code_raising_a_base_exception_while_compiling_is_a_compile_error(client, image):
     before = disk(image)
     assert "SystemExit" in client.error("compile_method", "compileError", className="Dog",

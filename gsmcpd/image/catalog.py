@@ -358,7 +358,7 @@ def _made_at_run_time(view: View, modules: list[str], name: str) -> str:
     hints = []
     for module in modules:
         tree = view.tree(module)
-        if tree is None or not splice.binds(tree.body, name, star=False):
+        if tree is None or not splice.binds(tree.body, name, star=False, annotated=False):
             continue
         line = _last_binding_line(tree, name)
         # Imported, its __module__ set to this module's name after (tomllib's
@@ -467,7 +467,7 @@ def rebound_since_import(view: View, ref: ClassRef) -> bool:
     if ran is None:
         return False
     below, defs = ran
-    return not (splice.binds(below, ref.name) or splice.binds_by_call(defs + below, ref.name))
+    return not (splice.binds(below, ref.name, annotated=False) or splice.binds_by_call(defs + below, ref.name))
 
 
 def _run_after_its_class(view: View, ref: ClassRef) -> tuple[list[ast.stmt], list[ast.stmt]] | None:
@@ -485,10 +485,12 @@ def _run_after_its_class(view: View, ref: ClassRef) -> tuple[list[ast.stmt], lis
 def _last_binding_line(tree: ast.Module, name: str) -> int:
     """The line of the last top-level statement binding `name`: the one its module's name
     holds. Not an `if __name__ == "__main__":` block's, unless only one binds it: an import
-    does not run that."""
-    lines = [statement.lineno for statement in tree.body if splice.binds([statement], name, star=False)]
-    run = [statement.lineno for statement in tree.body if splice.binds([statement], name, star=False)
-           and (not splice.runs_as_program_only(statement) or splice.binds(statement.orelse, name, star=False))]
+    does not run that. Nor a bare `name: T`'s: it binds nothing."""
+    def binds(statements):
+        return splice.binds(statements, name, star=False, annotated=False)
+    lines = [statement.lineno for statement in tree.body if binds([statement])]
+    run = [statement.lineno for statement in tree.body if binds([statement])
+           and (not splice.runs_as_program_only(statement) or binds(statement.orelse))]
     return (run or lines)[-1]
 
 

@@ -886,10 +886,10 @@ def _unbound_reads(node: ast.AST, above: list[ast.stmt], body_above: list[ast.st
         if (isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)
                 and name not in stored and name not in type_params
                 and not (name.startswith("__") and name.endswith("__"))   # module dunders
-                and name not in vars(builtins) and not splice.binds(above, name)
+                and name not in vars(builtins) and not splice.binds(above, name, annotated=False)
                 and not splice.binds_by_call(above, name)   # `def setup(): global X` ... `setup()`
                 # A statement binding it too may do so first: `if x: def f` ... `g = f`.
-                and not splice.binds(body_above + [node], name)):
+                and not splice.binds(body_above + [node], name, annotated=False)):
             found.append((name, sub))
     return found
 
@@ -1007,7 +1007,7 @@ def sure_import_readers(tree: ast.Module, name: str) -> list[ast.stmt]:
     (a class `property` shadowing it) then reads the builtin: no NameError. Nor is a
     name one of its functions it calls binds as a global (`def setup(): global Hook`).
     A `del` of the name counts as a read: it fails alike (`del def_op, jabs_op`)."""
-    if (name in vars(builtins) or splice.binds(tree.body, name, augmented=False, handled=False)
+    if (name in vars(builtins) or splice.binds(tree.body, name, augmented=False, handled=False, annotated=False)
             or splice.binds_by_call(tree.body, name)):
         return []
     return _sure_reads(tree, lambda sub: _name_read(sub) == name, NameError, name_read=_name_read)
@@ -1057,11 +1057,13 @@ def _bound_above(tree: ast.Module, scopes: dict[int, ast.ClassDef], statement: a
     if name is None:
         return False
     scope = scopes.get(id(statement))
-    if scope is not None and splice.binds(list(_written_before(scope.body, statement)), name, handled=False):
+    if scope is not None and splice.binds(list(_written_before(scope.body, statement)), name, handled=False,
+                                          annotated=False):
         return True
     # Not a class statement: one there makes the subclass read through (`class Sub(Job)`).
     return splice.binds([node for node in _written_before(tree.body, statement)
-                         if node.lineno > after and not isinstance(node, ast.ClassDef)], name, handled=False)
+                         if node.lineno > after and not isinstance(node, ast.ClassDef)], name, handled=False,
+                        annotated=False)
 
 
 def _written_before(body: list[ast.stmt], statement: ast.stmt):

@@ -1408,7 +1408,7 @@ def _rebinds(statement: ast.stmt, name: str, made_by_statements=frozenset()) -> 
     if splice.runs_as_program_only(statement):
         # The tools import a module, never run it as a program: only the `else` runs.
         return any(_rebinds(inner, name, made_by_statements) for inner in statement.orelse)
-    if not splice.binds([statement], name, star=False):
+    if not splice.binds([statement], name, star=False, annotated=False):   # `name: T` binds nothing
         return False
     kept = {id(target) for node in ast.walk(statement)
             if _wraps(node, name) or _names_other_statement(node, name, made_by_statements)
