@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from gsmcpd.image.layout import STATE_DIR
+from gsmcpd.worker.as_account import said_as
 
 _FINISHED, _TIDIED, _FAILED = b"F", b"T", b"E"
 
@@ -28,31 +29,9 @@ def recover_as_owner(image: Path, recover: Callable[[], bool]) -> bool:
         entry = pwd.getpwuid(owner)
     except KeyError:
         raise PermissionError(f"{image / STATE_DIR} belongs to uid {owner}, which names no account") from None
-    groups = os.getgrouplist(entry.pw_name, entry.pw_gid)
-    read, write = os.pipe2(os.O_CLOEXEC)
-    pid = os.fork()
-    if pid == 0:
-        said = _FAILED
-        try:
-            os.close(read)
-            os.setgroups(groups)
-            os.setresgid(entry.pw_gid, entry.pw_gid, entry.pw_gid)
-            os.setresuid(owner, owner, owner)
-            said = _FINISHED if recover() else _TIDIED
-        except BaseException as error:
-            said = _FAILED + f"{error} (as account {entry.pw_name})".encode(errors="replace")
-        finally:
-            try:
-                os.write(write, said[:4000])
-            finally:
-                os._exit(0)
-    os.close(write)
-    try:
-        with open(read, "rb", closefd=False) as told:
-            said = told.read()
-    finally:
-        os.close(read)
-        os.waitpid(pid, 0)
+    said = said_as(owner, entry.pw_gid, os.getgrouplist(entry.pw_name, entry.pw_gid),
+                   lambda: _FINISHED if recover() else _TIDIED,
+                   lambda error: _FAILED + f"{error} (as account {entry.pw_name})".encode(errors="replace"))
     if said in (_FINISHED, _TIDIED):
         return said == _FINISHED
     raise OSError(said[1:].decode(errors="replace") or f"the recovery as account {entry.pw_name} died")

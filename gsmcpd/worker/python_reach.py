@@ -8,9 +8,8 @@ say so beforehand, in the same words, by the mode bits as tmpdirs reads them.
 from __future__ import annotations
 
 import os
-import pwd
 
-from gsmcpd.worker.tmpdirs import described_path, dirs_on, first_closed
+from gsmcpd.worker.tmpdirs import closed_to, described_path, dirs_on, first_closed
 
 _FIX = ("or run the daemon from a venv made from a python they can run (rm -r VENV && "
         "PYTHON=/usr/bin/python3.11 ./install.sh)")
@@ -32,24 +31,12 @@ def unrunnable_python_warnings(python: str, accounts: list[str] | None) -> list[
                 f"accounts: with MCP_USER_MAP=identity a deletion's trial import in the sessions of accounts "
                 f"neither its owner nor in its group is not tried (importNotTried), as it runs that python as "
                 f"the session's account; make {where} {_kind(where)} by them (chmod {who}+x) {_FIX}"]
-    stopped: dict[tuple[str, str], list[str]] = {}
-    described = {}
-    for name in dict.fromkeys(accounts):
-        try:
-            entry = pwd.getpwnam(name)
-            found = _first_closed(python, entry.pw_uid, set(os.getgrouplist(name, entry.pw_gid)))
-        except (KeyError, OSError):
-            continue
-        if found is not None:
-            where, st, who = found
-            stopped.setdefault((where, who), []).append(name)
-            described[where] = described_path(where, st)
     warnings = []
-    for (where, who), names in stopped.items():
+    for where, described, who, names in closed_to(accounts, lambda uid, gids: _first_closed(python, uid, gids)):
         them, their = ("them", "their") if len(names) > 1 else ("it", "its")
         warnings.append(
             f"the daemon's python {python}: account{'s' if len(names) > 1 else ''} {', '.join(names)} cannot "
-            f"run it ({described[where]}, is not {_kind(where)} by {them}): a deletion's trial import, which "
+            f"run it ({described}, is not {_kind(where)} by {them}): a deletion's trial import, which "
             f"runs that python as the session's account, is not tried in {their} sessions (importNotTried); "
             f"make {where} {_kind(where)} by {them} (chmod {who}+x) {_FIX}")
     return warnings

@@ -35,6 +35,7 @@ import time
 from gsmcpd.accounts import account_name, group_name
 from gsmcpd.raised import raised
 from gsmcpd.router.control import SUN_PATH_MAX
+from gsmcpd.worker.as_account import said_as
 
 log = logging.getLogger("gsmcpd.worker")
 
@@ -150,27 +151,35 @@ def unreachable_warnings(parent: str, accounts: list[str] | None) -> list[str]:
                 f"reach, such as /tmp"]
     if _searchable_by_all(parent):   # /tmp's case: no account need be looked up (LDAP, on the loop)
         return []
+    warnings = []
+    for where, described, who, names in closed_to(accounts, lambda uid, gids: _first_unsearchable(parent, uid, gids)):
+        them, their, they = ("them", "their", "they") if len(names) > 1 else ("it", "its", "it")
+        warnings.append(
+            f"TMPDIR {parent}: account{'s' if len(names) > 1 else ''} {', '.join(names)} cannot reach it "
+            f"({described}, is not searchable by {them}): {their} sessions will fail to open; make "
+            f"{where} searchable by {them} (chmod {who}+x) or set TMPDIR to a directory {they} can reach, "
+            f"such as /tmp")
+    return warnings
+
+
+def closed_to(accounts: list[str], first_closed_for) -> list[tuple[str, str, str, list[str]]]:
+    """What keeps the named `accounts` out, one entry per place: (the place, described,
+    the class of its mode bits that applies, the accounts it stops), by
+    `first_closed_for(uid, gids)` (a found place's path, stat and class, or None). An
+    account that does not exist, or whose place cannot be read, is passed over."""
     stopped: dict[tuple[str, str], list[str]] = {}
     described = {}
     for name in dict.fromkeys(accounts):
         try:
             entry = pwd.getpwnam(name)
-            found = _first_unsearchable(parent, entry.pw_uid, set(os.getgrouplist(name, entry.pw_gid)))
+            found = first_closed_for(entry.pw_uid, set(os.getgrouplist(name, entry.pw_gid)))
         except (KeyError, OSError):
             continue
         if found is not None:
             where, st, who = found
             stopped.setdefault((where, who), []).append(name)
             described[where] = described_path(where, st)
-    warnings = []
-    for (where, who), names in stopped.items():
-        them, their, they = ("them", "their", "they") if len(names) > 1 else ("it", "its", "it")
-        warnings.append(
-            f"TMPDIR {parent}: account{'s' if len(names) > 1 else ''} {', '.join(names)} cannot reach it "
-            f"({described[where]}, is not searchable by {them}): {their} sessions will fail to open; make "
-            f"{where} searchable by {them} (chmod {who}+x) or set TMPDIR to a directory {they} can reach, "
-            f"such as /tmp")
-    return warnings
+    return [(where, described[where], who, names) for (where, who), names in stopped.items()]
 
 
 def _first_unsearchable(path: str, uid: int, gids: set[int]) -> tuple[str, os.stat_result, str] | None:
@@ -356,30 +365,8 @@ def _remove_own(path: str) -> list[str]:
 def _remove_as(uid: int, gid: int, path: str) -> str | None:
     """Remove `path` in a child switched to the account that owns it: root may lack
     CAP_DAC_OVERRIDE (the unit's bounding set), and walks no user's tree anyway."""
-    read, write = os.pipe2(os.O_CLOEXEC)
-    pid = os.fork()
-    if pid == 0:
-        said = b""
-        try:
-            os.close(read)
-            os.setgroups([])
-            os.setresgid(gid, gid, gid)
-            os.setresuid(uid, uid, uid)
-            said = "; ".join(_remove_own(path)[:3]).encode()
-        except BaseException as error:
-            said = f"cannot switch to uid {uid} to remove {path}: {error}".encode()
-        finally:
-            try:
-                os.write(write, said[:4000])
-            finally:
-                os._exit(0)
-    os.close(write)
-    try:
-        with open(read, "rb", closefd=False) as told:
-            said = told.read()
-    finally:
-        os.close(read)
-        os.waitpid(pid, 0)
+    said = said_as(uid, gid, [], lambda: "; ".join(_remove_own(path)[:3]).encode(),
+                   lambda error: f"cannot switch to uid {uid} to remove {path}: {error}".encode())
     try:
         os.rmdir(path)    # emptied, in a directory of ours the account may not write to
     except FileNotFoundError:

@@ -1,0 +1,43 @@
+"""Work done in a forked child switched to another account.
+
+A root router under the per-user drop-in holds no CAP_DAC_OVERRIDE: what a user's
+worker or commit made it may not remove or rewrite. A child switched to the owning
+account may, as that account could anyway (tmpdirs removes a worker's directory so, the
+image store's recovery runs so).
+"""
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+SAID_MAX = 4000   # bytes of what the child says: a reason, not a report
+
+
+def said_as(uid: int, gid: int, groups: list[int], work: Callable[[], bytes],
+            failed: Callable[[BaseException], bytes]) -> bytes:
+    """What `work()` says (bytes) run in a child switched to `uid`, `gid` and `groups`;
+    `failed(error)` when the switch or the work raised. The child is waited for."""
+    read, write = os.pipe2(os.O_CLOEXEC)
+    pid = os.fork()
+    if pid == 0:
+        said = b""
+        try:
+            os.close(read)
+            os.setgroups(groups)
+            os.setresgid(gid, gid, gid)
+            os.setresuid(uid, uid, uid)
+            said = work()
+        except BaseException as error:
+            said = failed(error)
+        finally:
+            try:
+                os.write(write, said[:SAID_MAX])
+            finally:
+                os._exit(0)
+    os.close(write)
+    try:
+        with open(read, "rb", closefd=False) as told:
+            return told.read()
+    finally:
+        os.close(read)
+        os.waitpid(pid, 0)
