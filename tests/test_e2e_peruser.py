@@ -6,6 +6,7 @@ worker must run as its mapped account, so the kernel's own permission checks
 apply to what that session reads; an unmapped user gets no worker at all.
 """
 
+import contextlib
 import ctypes
 import grp
 import json
@@ -1055,12 +1056,10 @@ def test_a_state_directory_one_account_makes_sticky_refuses_the_others_opens_and
     assert "Not here." in (image / "shop" / "models.py").read_text() and (image / "shop" / "anns.py").exists()
 
 
-@pytest.mark.parametrize("mode", [0o775, 0o2775])
-def test_a_shared_image_writable_by_its_group_but_not_setgid_is_warned_of_by_serve_and_check(
-        tmp_path, accounts_in_their_own_groups, mode):
-    # An image made "group-writable by the users' accounts" without the setgid bit was
-    # taken silently: the first commit's state directory took its account's own group,
-    # and every other account's commit then failed (Permission denied: '.commit.intent.tmp-N').
+@contextlib.contextmanager
+def shared_image_daemon(tmp_path, accounts_in_their_own_groups, mode):
+    """A per-user daemon (not started) on an empty image owned by the two accounts' shared
+    group with `mode`, users ann and ben mapped to them: (image, daemon, idp)."""
     (first, second), group = accounts_in_their_own_groups
     top = Path(tempfile.mkdtemp(prefix="gsmcpd-peruser-", dir="/tmp"))   # tmp_path is 0700
     try:
@@ -1072,6 +1071,19 @@ def test_a_shared_image_writable_by_its_group_but_not_setgid_is_warned_of_by_ser
         user_map = tmp_path / "users.map"
         user_map.write_text("ann %s\nben %s\n" % (first.pw_name, second.pw_name))
         daemon, idp = peruser_daemon(tmp_path, image, user_map)
+        yield image, daemon, idp
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.mark.parametrize("mode", [0o775, 0o2775])
+def test_a_shared_image_writable_by_its_group_but_not_setgid_is_warned_of_by_serve_and_check(
+        tmp_path, accounts_in_their_own_groups, mode):
+    # An image made "group-writable by the users' accounts" without the setgid bit was
+    # taken silently: the first commit's state directory took its account's own group,
+    # and every other account's commit then failed (Permission denied: '.commit.intent.tmp-N').
+    group = accounts_in_their_own_groups[1]
+    with shared_image_daemon(tmp_path, accounts_in_their_own_groups, mode) as (image, daemon, idp):
         warning = (f"image {image} is writable by its group {grp.getgrgid(group).gr_name} but not setgid "
                    f"(mode {mode:04o}): what a commit creates there")
         checked = subprocess.run([sys.executable, "-m", "gsmcpd", "check", "--port", str(daemon.port)],
@@ -1086,25 +1098,13 @@ def test_a_shared_image_writable_by_its_group_but_not_setgid_is_warned_of_by_ser
             assert f"  warning      {warning}" in checked.stdout, checked.stdout
             assert f" WARNING {warning}" in logged, logged
             assert f"chmod g+s {image}" in checked.stdout
-    finally:
-        shutil.rmtree(top, ignore_errors=True)
 
 
 def test_a_commit_the_images_state_directory_refuses_names_the_file_whole(tmp_path, accounts_in_their_own_groups):
     # In an image its group may write but not setgid, the first commit's state directory
     # takes its account's own group; the other's commit then failed naming only
     # '.commit.intent.tmp-N', a name relative to a descriptor: not where.
-    (first, second), group = accounts_in_their_own_groups
-    top = Path(tempfile.mkdtemp(prefix="gsmcpd-peruser-", dir="/tmp"))   # tmp_path is 0700
-    try:
-        os.chmod(top, 0o755)
-        image = top / "image"
-        image.mkdir()
-        os.chown(image, 0, group)
-        os.chmod(image, 0o775)
-        user_map = tmp_path / "users.map"
-        user_map.write_text("ann %s\nben %s\n" % (first.pw_name, second.pw_name))
-        daemon, idp = peruser_daemon(tmp_path, image, user_map)
+    with shared_image_daemon(tmp_path, accounts_in_their_own_groups, 0o775) as (image, daemon, idp):
         with daemon:
             made = session_for(daemon, idp, "ann").tool("add_dictionary", dictionaryName="anns")
             assert not made.get("isError"), made
@@ -1113,8 +1113,6 @@ def test_a_commit_the_images_state_directory_refuses_names_the_file_whole(tmp_pa
         assert refused.get("isError") and "Permission denied" in said, refused
         assert "Permission denied: '.gsmcpd/.commit.intent.tmp-" in said, said
         assert not (image / "bens.py").exists()
-    finally:
-        shutil.rmtree(top, ignore_errors=True)
 
 
 def test_under_the_units_capabilities_a_commit_left_in_the_shared_image_is_tidied_at_start(
