@@ -931,34 +931,27 @@ def test_abort_undoes_a_patch_seen_through_the_workspaces_own_import(daemon):
     c.close()
 
 
-def test_an_image_module_failing_to_import_shows_its_frames_not_the_servers(tmp_path):
+def test_an_image_module_failing_to_import_or_to_compile_shows_its_frames_not_the_servers(tmp_path):
+    # Run, then compiled, in the view loader's own frame, its error showed importlib's frames
+    # and gsmcpd/image/view.py's before the module's line.
     image = tmp_path / "image"
     image.mkdir()
     (image / "boom.py").write_text('X = 1\nraise ValueError("boom")\n')
-    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as running:
-        c = open_session(running)
-        text = failed(c.tool("execute_code", code="import boom"), "other")
-        c.close()
-    assert text == ('Traceback (most recent call last):\n'
-                    '  File "<workspace-1>", line 1, in <module>\n'
-                    '    import boom\n'
-                    '  File "%s", line 2, in <module>\n'
-                    '    raise ValueError("boom")\n'
-                    'ValueError: boom' % (image / "boom.py")), text
-
-
-def test_an_image_module_that_does_not_compile_shows_its_line_not_the_servers_frames(tmp_path):
-    # Compiled in the view loader's own frame, its SyntaxError showed importlib's frames and
-    # gsmcpd/image/view.py's before the module's line.
-    image = tmp_path / "image"
-    image.mkdir()
     (image / "broken.py").write_text("X = 1\ndef f(:\n    pass\n")
     with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as running:
         c = open_session(running)
-        text = failed(c.tool("execute_code", code="import broken"), "other")
+        raised = failed(c.tool("execute_code", code="import boom"), "other")
+        uncompiled = failed(c.tool("execute_code", code="import broken"), "other")
         c.close()
-    assert text.startswith('Traceback (most recent call last):\n'
-                           '  File "<workspace-1>", line 1, in <module>\n'
-                           '    import broken\n'
-                           '  File "%s", line 2\n' % (image / "broken.py")), text
-    assert "importlib" not in text and "gsmcpd" not in text and text.endswith("SyntaxError: invalid syntax"), text
+    assert raised == ('Traceback (most recent call last):\n'
+                      '  File "<workspace-1>", line 1, in <module>\n'
+                      '    import boom\n'
+                      '  File "%s", line 2, in <module>\n'
+                      '    raise ValueError("boom")\n'
+                      'ValueError: boom' % (image / "boom.py")), raised
+    assert uncompiled.startswith('Traceback (most recent call last):\n'
+                                 '  File "<workspace-2>", line 1, in <module>\n'
+                                 '    import broken\n'
+                                 '  File "%s", line 2\n' % (image / "broken.py")), uncompiled
+    assert "importlib" not in uncompiled and "gsmcpd" not in uncompiled, uncompiled
+    assert uncompiled.endswith("SyntaxError: invalid syntax"), uncompiled
