@@ -27,41 +27,52 @@ ZOMBIES = ("def zombies():\n    import os\n    found = []\n"
            "    return found\n")
 
 
-@pytest.fixture
-def daemon(tmp_path, request):
-    files = {"checked.py": "class Checked:\n    def x(self):\n        return 1\n\n\nassert hasattr(Checked, 'x')\n",
-             # In the trial alone (its python -I): a child forked to sleep, holding every descriptor.
-             "forking.py": DRAWN + "import os, sys, time\nif sys.flags.isolated and os.fork() == 0:\n"
-                                   "    time.sleep(60)\n    os._exit(0)\n",
-             # Each trial's child killed with its group: reparented to the worker, a subreaper.
-             "forks.py": "class K:\n    def a(self):\n        pass\n\n    def b(self):\n        pass\n\n"
-                         "    def c(self):\n        pass\n\n\nimport os, sys, time\n"
-                         "if sys.flags.isolated and os.fork() == 0:\n    time.sleep(60)\n    os._exit(0)\n",
-             "sleeping.py": DRAWN + "import sys, time\nif sys.flags.isolated:\n    time.sleep(60)\n",
-             "drawing.py": DRAWN.replace("randint = _inst.randint\n", "DRAWS = dict(\n    a=_inst.choice,\n"
-                                                                      "    b=_inst.randint,\n)\n"),
-             "odd.py": DRAWN + "if not hasattr(Random, 'choice'):\n    raise ValueError('odd \\udcff')\n",
-             "loud.py": DRAWN + "if not hasattr(Random, 'choice'):\n    raise ValueError('x' * 17_000_000)\n",
-             "named.py": DRAWN + "if not hasattr(Random, 'choice'):\n"
-                                 "    raise type('E' * 1_000_000, (Exception,), {})('gone')\n",
-             # In the trial alone: a daemon it starts, out of the trial's group (setsid) before
-             # the import goes on.
-             "escaping.py": DRAWN + "import os, sys, time\nif sys.flags.isolated:\n    ready, told = os.pipe()\n"
-                                    "    if os.fork() == 0:\n        os.setsid()\n        os.write(told, b'x')\n"
-                                    "        time.sleep(60)\n        os._exit(0)\n    os.read(ready, 1)\n"}
-    image = write_image(tmp_path / "image", files)
-    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image), **getattr(request, "param", {})}) as running:
+FILES = {"checked.py": "class Checked:\n    def x(self):\n        return 1\n\n\nassert hasattr(Checked, 'x')\n",
+         # In the trial alone (its python -I): a child forked to sleep, holding every descriptor.
+         "forking.py": DRAWN + "import os, sys, time\nif sys.flags.isolated and os.fork() == 0:\n"
+                               "    time.sleep(60)\n    os._exit(0)\n",
+         # Each trial's child killed with its group: reparented to the worker, a subreaper.
+         "forks.py": "class K:\n    def a(self):\n        pass\n\n    def b(self):\n        pass\n\n"
+                     "    def c(self):\n        pass\n\n\nimport os, sys, time\n"
+                     "if sys.flags.isolated and os.fork() == 0:\n    time.sleep(60)\n    os._exit(0)\n",
+         "sleeping.py": DRAWN + "import sys, time\nif sys.flags.isolated:\n    time.sleep(60)\n",
+         "drawing.py": DRAWN.replace("randint = _inst.randint\n", "DRAWS = dict(\n    a=_inst.choice,\n"
+                                                                  "    b=_inst.randint,\n)\n"),
+         "odd.py": DRAWN + "if not hasattr(Random, 'choice'):\n    raise ValueError('odd \\udcff')\n",
+         "loud.py": DRAWN + "if not hasattr(Random, 'choice'):\n    raise ValueError('x' * 17_000_000)\n",
+         "named.py": DRAWN + "if not hasattr(Random, 'choice'):\n"
+                             "    raise type('E' * 1_000_000, (Exception,), {})('gone')\n",
+         # In the trial alone: a daemon it starts, out of the trial's group (setsid) before
+         # the import goes on.
+         "escaping.py": DRAWN + "import os, sys, time\nif sys.flags.isolated:\n    ready, told = os.pipe()\n"
+                                "    if os.fork() == 0:\n        os.setsid()\n        os.write(told, b'x')\n"
+                                "        time.sleep(60)\n        os._exit(0)\n    os.read(ready, 1)\n"}
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    """One daemon for the tests of the default settings: each works on a module of its own."""
+    tmp = tmp_path_factory.mktemp("trial")
+    with Daemon(tmp, env={"GS_MCP_IMAGE": str(write_image(tmp / "image", FILES))}) as running:
         yield running
 
 
-@pytest.mark.parametrize("daemon", [{"PYTHONOPTIMIZE": "1"}], indirect=True)
-def test_the_trial_imports_with_the_workers_interpreter_options(daemon):
+@pytest.fixture
+def own_daemon(tmp_path, request):
+    """A daemon of the test's own, with the settings it is parametrized with."""
+    image = write_image(tmp_path / "image", FILES)
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image), **request.param}) as running:
+        yield running
+
+
+@pytest.mark.parametrize("own_daemon", [{"PYTHONOPTIMIZE": "1"}], indirect=True)
+def test_the_trial_imports_with_the_workers_interpreter_options(own_daemon):
     # Workers run -O (PYTHONOPTIMIZE): a new session's import skips the assert. The trial,
     # -I dropping that setting, ran it and refused the deletion (AssertionError).
-    c = open_session(daemon)
+    c = open_session(own_daemon)
     deleted = structured(c, "delete_method", className="checked.Checked", selector="x")
     assert deleted["committed"] == ["checked"] and "importNotTried" not in deleted
-    fresh = open_session(daemon)
+    fresh = open_session(own_daemon)
     assert run(fresh, "import checked\nhasattr(checked.Checked, 'x')") == "False"
     c.close()
     fresh.close()
@@ -99,11 +110,11 @@ def test_what_the_trials_killed_is_reaped_and_a_child_of_the_sessions_own_is_lef
     c.close()
 
 
-@pytest.mark.parametrize("daemon", [{"GS_MCP_REQUEST_TIMEOUT": "1", "GS_MCP_BREAK_GRACE": "1"}], indirect=True)
-def test_a_break_ends_the_trial_with_the_call(daemon):
+@pytest.mark.parametrize("own_daemon", [{"GS_MCP_REQUEST_TIMEOUT": "1", "GS_MCP_BREAK_GRACE": "1"}], indirect=True)
+def test_a_break_ends_the_trial_with_the_call(own_daemon):
     # The deadline's break landing in the trial waited for its import (Popen's exit), up to
     # the hard break, and left it running below the worker.
-    c = open_session(daemon)
+    c = open_session(own_daemon)
     # Its view read first (a worker reads it after the initialize reply): a break landing
     # while the worker still reads it is lost, and this call would meet the hard one.
     assert run(c, "6 * 7") == "42"
