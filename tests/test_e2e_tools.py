@@ -960,15 +960,23 @@ def test_worker_class_and_a_third_party_toolset_composed_with_browsing(image, tm
         assert structured(client, "describe_class", className="Cart")["class"] == "shop.models.Cart"
 
 
-def test_a_third_party_tool_error_whose_message_is_no_string_answers_its_text(image, tmp_path):
-    # error_result took len() of it: the client got -32603, not the tool's error.
+@pytest.fixture(scope="module")
+def third_party(image, tmp_path_factory):
+    """A daemon serving browsing and the third-party toolsets whose tools answer calls (those
+    failing initialize need one each): the tests only call them, each in a session of its own."""
     env = {"GS_MCP_IMAGE": str(image), "PYTHONPATH": "%s:%s/tests" % (REPO, REPO),
-           "GS_MCP_TOOLSETS": "test_e2e_tools:NonStringErrorToolset browsing"}
-    with Daemon(tmp_path, env=env) as daemon:
-        client = Client(daemon.port)
-        client.initialize()
-        assert error(client, "fail_with_number", "refused") == "42"
-        assert error(client, "fail_with_exception", "refused") == "bad label"
+           "GS_MCP_TOOLSETS": " ".join("test_e2e_tools:" + name for name in (
+               "NonStringErrorToolset", "NumberedModeToolset", "UndeclaredRequiredToolset")) + " browsing"}
+    with Daemon(tmp_path_factory.mktemp("third-party"), env=env) as running:
+        yield running
+
+
+def test_a_third_party_tool_error_whose_message_is_no_string_answers_its_text(third_party):
+    # error_result took len() of it: the client got -32603, not the tool's error.
+    client = Client(third_party.port)
+    client.initialize()
+    assert error(client, "fail_with_number", "refused") == "42"
+    assert error(client, "fail_with_exception", "refused") == "bad label"
 
 
 def initialize_refused(image, tmp_path, toolset):
@@ -1010,30 +1018,26 @@ def test_a_toolset_whose_schema_holds_an_integer_too_long_to_write_fails_initial
         f"integer of more than {sys.get_int_max_str_digits()} digits" in error["message"]), error
 
 
-def test_an_enum_of_numbers_takes_no_boolean_as_json_schema_says(image, tmp_path):
-    env = {"GS_MCP_IMAGE": str(image), "PYTHONPATH": "%s:%s/tests" % (REPO, REPO),
-           "GS_MCP_TOOLSETS": "test_e2e_tools:NumberedModeToolset"}
-    with Daemon(tmp_path, env=env) as daemon:
-        client = open_session(daemon)
-        assert tool_text(ok(client, "set_mode", mode=1)) == "mode 1"
-        refused = client.tool("set_mode", mode=True)
-        assert refused["isError"] is True
-        assert refused["structuredContent"]["error"] == {
-            "kind": "invalidParams", "message": "set_mode: argument 'mode' must be one of [0, 1], got True"}
+def test_an_enum_of_numbers_takes_no_boolean_as_json_schema_says(third_party):
+    client = open_session(third_party)
+    assert tool_text(ok(client, "set_mode", mode=1)) == "mode 1"
+    refused = client.tool("set_mode", mode=True)
+    assert refused["isError"] is True
+    assert refused["structuredContent"]["error"] == {
+        "kind": "invalidParams", "message": "set_mode: argument 'mode' must be one of [0, 1], got True"}
+    client.close()
 
 
-def test_a_required_argument_no_property_declares_is_said_missing_beside_an_unknown_one(image, tmp_path):
+def test_a_required_argument_no_property_declares_is_said_missing_beside_an_unknown_one(third_party):
     # The hint for the only unknown argument looked the only missing one up among the
     # properties: KeyError out of the argument check, no answer of what to fix.
-    env = {"GS_MCP_IMAGE": str(image), "PYTHONPATH": "%s:%s/tests" % (REPO, REPO),
-           "GS_MCP_TOOLSETS": "test_e2e_tools:UndeclaredRequiredToolset"}
-    with Daemon(tmp_path, env=env) as daemon:
-        client = open_session(daemon)
-        refused = client.tool("print_mode", path="x", mod=1)
-        assert refused["isError"] is True
-        assert refused["structuredContent"]["error"] == {
-            "kind": "invalidParams", "message": "print_mode: missing required argument 'mode'; "
-                                                "unknown argument 'mod' (it takes path)"}
+    client = open_session(third_party)
+    refused = client.tool("print_mode", path="x", mod=1)
+    assert refused["isError"] is True
+    assert refused["structuredContent"]["error"] == {
+        "kind": "invalidParams", "message": "print_mode: missing required argument 'mode'; "
+                                            "unknown argument 'mod' (it takes path)"}
+    client.close()
 
 
 def test_a_bad_worker_class_refuses_startup_saying_what_to_fix(image, tmp_path):
