@@ -31,6 +31,13 @@ def daemon(tmp_path_factory):
     d.stop()
 
 
+@pytest.fixture(scope="module")
+def unlisted(tmp_path_factory):
+    """A daemon with no origin listed."""
+    with Daemon(tmp_path_factory.mktemp("unlisted"), env={"GS_MCP_SPARE_WORKERS": "1"}) as d:
+        yield d
+
+
 def preflight(port, origin, method="POST", path="/mcp", **extra):
     return Client(port).request("OPTIONS", path=path, headers={
         "Origin": origin, "Access-Control-Request-Method": method, "Access-Control-Request-Headers": ASKED,
@@ -179,17 +186,16 @@ def test_an_options_request_that_is_no_preflight_is_told_the_methods(daemon):
     c.close()
 
 
-def test_with_nothing_listed_no_origin_is_granted_cors(tmp_path):
-    with Daemon(tmp_path, env={"GS_MCP_SPARE_WORKERS": "1"}) as d:
-        refused = preflight(d.port, INSPECTOR)
-        assert refused.status == 403 and "GS_MCP_ALLOWED_ORIGINS" in refused.json()["error"]["message"]
-        c = Client(d.port)
-        init = c.post({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                       "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                                  "clientInfo": {"name": "browser", "version": "0"}}}, {"Origin": INSPECTOR})
-        assert init.status == 200
-        assert_not_granted(init, varies=False)
-        c.close()
+def test_with_nothing_listed_no_origin_is_granted_cors(unlisted):
+    refused = preflight(unlisted.port, INSPECTOR)
+    assert refused.status == 403 and "GS_MCP_ALLOWED_ORIGINS" in refused.json()["error"]["message"]
+    c = Client(unlisted.port)
+    init = c.post({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                   "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                              "clientInfo": {"name": "browser", "version": "0"}}}, {"Origin": INSPECTOR})
+    assert init.status == 200
+    assert_not_granted(init, varies=False)
+    c.close()
 
 
 def test_under_auth_a_preflight_needs_no_token_and_the_challenge_is_readable(tmp_path):
@@ -275,34 +281,35 @@ def test_a_host_with_a_port_but_no_scheme_refuses_startup(tmp_path):
 SIMPLE_INIT = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}'
 
 
-def test_an_unlisted_loopback_pages_text_plain_initialize_is_refused_415_and_opens_no_session(tmp_path):
+def test_an_unlisted_loopback_pages_text_plain_initialize_is_refused_415_and_opens_no_session(unlisted):
     # The Origin gate lets any loopback page in, and a text/plain POST needs no preflight:
     # each such initialize, unreadable to the page, had cost a worker process.
-    with Daemon(tmp_path, env={"GS_MCP_SPARE_WORKERS": "1"}) as d:
-        raw = raw_exchange(d.port, b"POST /mcp HTTP/1.1\r\nHost: localhost:%d\r\nOrigin: http://localhost:9999\r\n"
-                           b"Content-Type: text/plain;charset=UTF-8\r\nAccept: */*\r\nContent-Length: %d\r\n\r\n"
-                           % (d.port, len(SIMPLE_INIT)) + SIMPLE_INIT)
-        assert status_of(raw) == 415, raw
-        assert b"mcp-session-id" not in raw.lower()
-        assert json.loads(body_of(raw)) == {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": (
-            "Unsupported Media Type: Content-Type 'text/plain;charset=UTF-8' is not application/json; "
-            "send Content-Type: application/json")}}
-        # a form's type, its body not yet sent: refused from the head, nothing buffered
-        with socket.create_connection(("127.0.0.1", d.port), timeout=10) as s:
-            s.sendall(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nOrigin: http://localhost:9999\r\n"
-                      b"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 100000\r\n\r\n")
-            raw = recv_all(s)
-        assert status_of(raw) == 415 and b"application/x-www-form-urlencoded" in body_of(raw), raw
-        # no Content-Type at all (a page's Blob body goes without a preflight too)
-        raw = raw_exchange(d.port, b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nOrigin: http://localhost:9999\r\n"
-                           b"Content-Length: %d\r\n\r\n" % len(SIMPLE_INIT) + SIMPLE_INIT)
-        assert status_of(raw) == 415 and b"sent no Content-Type" in body_of(raw), raw
-        assert d.status()["sessions"] == []
-        Client(d.port).initialize()   # a JSON POST opens one as ever
-        assert len(d.status()["sessions"]) == 1
-        # without an Origin, no browser's: curl's form type (the seed's `curl -d`) opens one too
-        raw = raw_exchange(d.port, b"POST /mcp HTTP/1.1\r\nHost: localhost\r\n"
-                           b"Content-Type: application/x-www-form-urlencoded\r\nAccept: */*\r\n"
-                           b"Content-Length: %d\r\n\r\n" % len(SIMPLE_INIT) + SIMPLE_INIT)
-        assert status_of(raw) == 200 and b"mcp-session-id" in raw.lower(), raw
-        assert len(d.status()["sessions"]) == 2
+    d = unlisted
+    opened = {session["id"] for session in d.status()["sessions"]}   # by the module's other tests
+    raw = raw_exchange(d.port, b"POST /mcp HTTP/1.1\r\nHost: localhost:%d\r\nOrigin: http://localhost:9999\r\n"
+                       b"Content-Type: text/plain;charset=UTF-8\r\nAccept: */*\r\nContent-Length: %d\r\n\r\n"
+                       % (d.port, len(SIMPLE_INIT)) + SIMPLE_INIT)
+    assert status_of(raw) == 415, raw
+    assert b"mcp-session-id" not in raw.lower()
+    assert json.loads(body_of(raw)) == {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": (
+        "Unsupported Media Type: Content-Type 'text/plain;charset=UTF-8' is not application/json; "
+        "send Content-Type: application/json")}}
+    # a form's type, its body not yet sent: refused from the head, nothing buffered
+    with socket.create_connection(("127.0.0.1", d.port), timeout=10) as s:
+        s.sendall(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nOrigin: http://localhost:9999\r\n"
+                  b"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 100000\r\n\r\n")
+        raw = recv_all(s)
+    assert status_of(raw) == 415 and b"application/x-www-form-urlencoded" in body_of(raw), raw
+    # no Content-Type at all (a page's Blob body goes without a preflight too)
+    raw = raw_exchange(d.port, b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nOrigin: http://localhost:9999\r\n"
+                       b"Content-Length: %d\r\n\r\n" % len(SIMPLE_INIT) + SIMPLE_INIT)
+    assert status_of(raw) == 415 and b"sent no Content-Type" in body_of(raw), raw
+    assert {session["id"] for session in d.status()["sessions"]} == opened
+    Client(d.port).initialize()   # a JSON POST opens one as ever
+    assert len(d.status()["sessions"]) == len(opened) + 1
+    # without an Origin, no browser's: curl's form type (the seed's `curl -d`) opens one too
+    raw = raw_exchange(d.port, b"POST /mcp HTTP/1.1\r\nHost: localhost\r\n"
+                       b"Content-Type: application/x-www-form-urlencoded\r\nAccept: */*\r\n"
+                       b"Content-Length: %d\r\n\r\n" % len(SIMPLE_INIT) + SIMPLE_INIT)
+    assert status_of(raw) == 200 and b"mcp-session-id" in raw.lower(), raw
+    assert len(d.status()["sessions"]) == len(opened) + 2
