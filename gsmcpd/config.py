@@ -866,6 +866,7 @@ def _require_https_url(key: str, uri: str, why_no_password: str, why_https: str)
     daemon fetches from or publishes: jwks_uri, authorization_servers)."""
     try:
         parts = urlsplit(uri)
+        parts.port   # read only for its ValueError: "idp:443x" or "idp:99999" (published, or fetched, as is)
     except ValueError as exc:   # e.g. an unclosed IPv6 bracket
         raise ConfigError(key, f"not a URL: {exc}") from None
     if _has_userinfo(uri):

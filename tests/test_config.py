@@ -716,6 +716,15 @@ def test_a_jwks_uri_that_is_not_https_is_refused_naming_it(uri):
     assert message == ("must be an https URL (keys fetched over http could be swapped in transit), got %r" % uri)
 
 
+def test_a_url_whose_port_is_no_port_is_refused():
+    # Published in the metadata, or fetched: urllib failed at each fetch ("nonnumeric port").
+    message = refused("jwks_uri", environ={**AUTH_ENV, "MCP_JWKS_URI": "https://idp.example:443x/jwks"})
+    assert message == "not a URL: Port could not be cast to integer value as '443x'"
+    message = refused("authorization_servers", environ={**AUTH_ENV, "MCP_AUTHORIZATION_SERVERS": "https://[::1]:70000"})
+    assert message == "not a URL: Port out of range 0-65535"
+    assert load_config({}, {**AUTH_ENV, "MCP_AUTHORIZATION_SERVERS": "https://[::1]:8443/"}).authorization_servers
+
+
 def test_a_jwks_uri_with_credentials_is_refused_without_echoing_them():
     message = refused("jwks_uri", environ={**AUTH_ENV, "MCP_JWKS_URI": "https://kid:s3cret@idp.example/jwks"})
     assert message == "must not carry a user name or password (a JWKS is public, fetched without credentials)"
@@ -723,7 +732,8 @@ def test_a_jwks_uri_with_credentials_is_refused_without_echoing_them():
 
 
 @pytest.mark.parametrize("servers", ["idp.example", "http://idp.example", "https:///realms/x",
-                                     "https://a.example ftp://b.example", "https://[::1"])
+                                     "https://a.example ftp://b.example", "https://[::1",
+                                     "https://idp.example:99999", "https://idp.example:443x"])
 def test_an_authorization_server_that_is_not_an_https_url_is_refused(servers):
     # idp.example was published in the RFC 9728 metadata as is; no client could use it.
     message = refused("authorization_servers", environ={**AUTH_ENV, "MCP_AUTHORIZATION_SERVERS": servers})

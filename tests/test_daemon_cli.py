@@ -147,6 +147,14 @@ def test_an_authorization_server_that_is_not_an_https_url_is_refused_before_star
                                      "URL (a client fetches its RFC 8414 metadata from it; leave the knob "
                                      "empty to advertise the issuer), got 'idp.example'")
     assert not list(tmp_path.iterdir())  # nothing was started or written
+    # A port that is none was published as is too.
+    result = gsmcpd("start", "--port", str(free_port()), "--state-dir", str(tmp_path),
+                    env={"GS_MCP_AUTH": "1", "MCP_ISSUER": "https://idp.example", "MCP_AUDIENCE": "gsmcpd",
+                         "MCP_AUTHORIZATION_SERVERS": "https://idp.example:99999"})
+    assert result.returncode == 2
+    assert result.stderr.strip() == ("gsmcpd: configuration refused: authorization_servers: not a URL: "
+                                     "Port out of range 0-65535")
+    assert not list(tmp_path.iterdir())
 
 
 def test_a_server_name_or_image_path_that_is_not_utf8_is_refused_before_start(tmp_path):
