@@ -40,3 +40,33 @@ def test_a_switch_refused_is_said_by_failed():
 
     said = said_as(nobody.pw_uid, nobody.pw_gid, [], work, lambda error: type(error).__name__.encode())
     assert said == b"PermissionError"
+
+
+def test_a_fork_refused_leaves_no_pipe_open(monkeypatch):
+    # EAGAIN at the process limit: the pipe made for the child's words stayed open, two
+    # descriptors a router lost at each recovery or directory removal tried.
+    def refused():
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    before = set(os.listdir("/proc/self/fd"))
+    monkeypatch.setattr(os, "fork", refused)
+    with pytest.raises(BlockingIOError):
+        said_as(0, 0, [], lambda: b"", repr)
+    assert set(os.listdir("/proc/self/fd")) == before
+
+
+def test_a_child_killed_by_a_signal_says_nothing_and_is_reaped():
+    nobody = pwd.getpwnam("nobody")
+
+    def work():
+        os.kill(os.getpid(), 9)
+
+    before = _children()
+    assert said_as(nobody.pw_uid, nobody.pw_gid, [], work, repr) == b""
+    assert _children() == before   # waited for: no zombie left
+
+
+def _children() -> set[str]:
+    """This process's children, zombies included (not yet waited for)."""
+    return {pid for task in os.listdir("/proc/self/task")
+            for pid in open(f"/proc/self/task/{task}/children").read().split()}

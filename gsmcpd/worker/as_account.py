@@ -18,7 +18,12 @@ def said_as(uid: int, gid: int, groups: list[int], work: Callable[[], bytes],
     """What `work()` says (bytes) run in a child switched to `uid`, `gid` and `groups`;
     `failed(error)` when the switch or the work raised. The child is waited for."""
     read, write = os.pipe2(os.O_CLOEXEC)
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except BaseException:   # EAGAIN at the process limit: the pipe must not outlive the call
+        os.close(read)
+        os.close(write)
+        raise
     if pid == 0:
         said = b""
         try:
