@@ -351,6 +351,32 @@ def test_mapped_accounts_that_cannot_run_the_daemons_python_are_warned_of_by_che
         shutil.rmtree(private)
 
 
+def test_a_link_to_the_daemons_python_in_a_private_directory_is_warned_of_by_check(tmp_path, accounts, image):
+    # venv/bin/python -> PRIVATE/python3 -> the python: the kernel follows the middle link as
+    # the account, which may not enter PRIVATE; check looked at the venv's and the python's
+    # directories only, and said nothing.
+    (first, _), _ = accounts
+    private = tempfile.mkdtemp(prefix="gp", dir="/tmp")    # root's, 0700
+    opened = tempfile.mkdtemp(prefix="gq", dir="/tmp")
+    try:
+        os.chmod(opened, 0o755)
+        python = venv_in(opened)
+        Path(private, "python3").symlink_to(os.path.realpath(python))
+        os.unlink(python)
+        os.symlink(Path(private, "python3"), python)
+        user_map = tmp_path / "users.map"
+        user_map.write_text("ann %s\n" % first.pw_name)
+        daemon, _ = peruser_daemon(tmp_path, image, user_map)
+        checked = subprocess.run([python, "-m", "gsmcpd", "check", "--port", str(daemon.port)], env=daemon.env,
+                                 cwd=str(daemon.tmp), capture_output=True, text=True, timeout=60)
+        assert checked.returncode == 0, checked.stdout
+        assert (f"  warning      the daemon's python {python}: account {first.pw_name} cannot run it ({private}, "
+                f"mode 0700, owner root, group root, is not searchable by it)") in checked.stdout, checked.stdout
+    finally:
+        shutil.rmtree(private)
+        shutil.rmtree(opened)
+
+
 def test_a_users_worker_keeps_only_the_allow_listed_environment_and_the_names_listed(env, accounts):
     # It kept the daemon's whole environment: a site's credential and the daemon's own
     # GS_MCP_*/MCP_* settings were every user's code's to read, in os.environ, in

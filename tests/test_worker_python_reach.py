@@ -59,3 +59,24 @@ def test_root_and_the_python_of_an_unreadable_path_are_no_warning():
     assert unrunnable_python_warnings("/nonexistent/bin/python", ["nobody"]) == []
     assert unrunnable_python_warnings("/nonexistent/bin/python", None) == []
     assert unrunnable_python_warnings("/proc/1/root/bin/python", ["root"]) == []
+
+
+def test_a_link_on_the_way_in_a_private_directory_is_warned_of():
+    # venv/bin/python -> home/bin/python3 (home 0700) -> pub/python3.11: the kernel reads the
+    # middle link as the account, which may not; only the first and last places were looked at.
+    with searchable_dir() as open_dir:
+        python = venv_linking_to(open_dir / "pub", open_dir / "venv")
+        home = open_dir / "home"
+        (home / "bin").mkdir(parents=True)
+        (home / "bin" / "python3").symlink_to(python)
+        (open_dir / "venv" / "bin" / "python3").unlink()
+        (open_dir / "venv" / "bin" / "python3").symlink_to(home / "bin" / "python3")
+        home.chmod(0o700)
+        venv_python = str(open_dir / "venv" / "bin" / "python")
+        warnings = unrunnable_python_warnings(venv_python, ["nobody"])
+        assert len(warnings) == 1 and warnings[0].startswith(
+            f"the daemon's python {venv_python}: account nobody cannot run it ({home}, mode 0700")
+        assert unrunnable_python_warnings(venv_python, None)[0].startswith(
+            f"the daemon's python {venv_python}: {home}, mode 0700")
+        home.chmod(0o755)
+        assert unrunnable_python_warnings(venv_python, ["nobody"]) == []

@@ -43,10 +43,21 @@ def unrunnable_python_warnings(python: str, accounts: list[str] | None) -> list[
 
 
 def _first_closed(python: str, uid: int, gids: set[int]):
-    """The first directory on the way to `python` (as written, then as its links resolve)
-    the account may not search, else the file itself if it may not execute it, else None."""
-    written, real = os.path.abspath(python), os.path.realpath(python)
-    return first_closed(dirs_on(os.path.dirname(written)) + dirs_on(os.path.dirname(real)) + [real], uid, gids)
+    """The first directory on the way to `python` (as written, through each link it goes
+    through, then as its links resolve) the account may not search, else the file itself if
+    it may not execute it, else None."""
+    real = os.path.realpath(python)
+    dirs = [place for hop in _link_hops(python) for place in dirs_on(os.path.dirname(hop))]
+    return first_closed(dirs + dirs_on(os.path.dirname(real)) + [real], uid, gids)
+
+
+def _link_hops(path: str) -> list[str]:
+    """`path` and each link it leads to in turn (venv/bin/python, python3, ~/bin/python3...),
+    absolute: the kernel reads each one in its directory, as the account running it."""
+    hops = [os.path.abspath(path)]
+    while os.path.islink(hops[-1]) and len(hops) <= 40:   # ELOOP's bound
+        hops.append(os.path.abspath(os.path.join(os.path.dirname(hops[-1]), os.readlink(hops[-1]))))
+    return hops
 
 
 def _kind(path: str) -> str:
