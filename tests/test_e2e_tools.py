@@ -769,6 +769,19 @@ def test_a_bare_annotation_is_neither_an_entry_nor_a_rebinding_of_a_class(image,
         ok(c, "remove_dictionary", dictionaryName="unnoted")
 
 
+def test_a_new_class_named_by_a_walrus_in_a_bare_annotation_is_refused(image, c):
+    # `x: (Cart := int)` has no value, yet its annotation is evaluated and binds Cart: the
+    # class was compiled over that binding, taken for a bare annotation's nothing.
+    (image / "walrused.py").write_text("x: (Cart := int)\n")
+    ok(c, "refresh")
+    try:
+        assert error(c, "compile_class_definition", "refused", dictionaryName="walrused",
+                     source="class Cart:\n    pass\n").startswith(
+            "walrused.Cart is bound already by a top-level statement (line 1: 'x: (Cart := int)')")
+    finally:
+        ok(c, "remove_dictionary", dictionaryName="walrused")
+
+
 def test_a_new_class_named_as_a_handlers_exception_is_compiled(image, c):
     # Python deletes `except E as Error`'s name as the handler ends: no binding the class
     # would replace, yet it was refused as "bound already by a top-level statement".

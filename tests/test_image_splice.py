@@ -1578,3 +1578,12 @@ def test_line_before_edit_matches_only_what_lies_between_the_edits(monkeypatch):
 ])
 def test_line_before_edit_numbers_a_line_as_the_file_has_it(old, new, line, before):
     assert splice.line_before_edit(old, new, line) == before
+
+
+def test_a_bare_annotation_binds_nothing_but_a_walrus_in_it_does():
+    # `x: (Cart := int)` has no value, yet its annotation runs (no `from __future__ import
+    # annotations`, under which a walrus there is a SyntaxError): Cart is bound.
+    assert not splice.binds(ast.parse("Cart: int\n").body, "Cart", annotated=False)
+    assert splice.binds(ast.parse("Cart: int\n").body, "Cart")
+    assert splice.binds(ast.parse("x: (Cart := int)\n").body, "Cart", annotated=False)
+    assert not splice.binds(ast.parse("x: (Cart := int)\n").body, "x", annotated=False)

@@ -1077,7 +1077,8 @@ def _binds(node: ast.AST, name: str, star: bool, augmented: bool = True, handled
     if isinstance(node, ast.AugAssign) and not augmented:
         return _binds(node.value, name, star, augmented, handled, annotated)   # a `:=` in it binds
     if isinstance(node, ast.AnnAssign) and node.value is None and not annotated:
-        return False                     # `name: T` annotates, binds nothing
+        # `name: T` annotates, binds nothing; but T is evaluated: `x: (Cart := int)` binds Cart
+        return _binds(node.annotation, name, star, augmented, handled, annotated)
     return any(_binds(sub, name, star, augmented, handled, annotated) for sub in ast.iter_child_nodes(node))
 
 
