@@ -80,3 +80,16 @@ def test_a_link_on_the_way_in_a_private_directory_is_warned_of():
             f"the daemon's python {venv_python}: {home}, mode 0700")
         home.chmod(0o755)
         assert unrunnable_python_warnings(venv_python, ["nobody"]) == []
+
+
+def test_a_python_every_account_may_run_looks_no_account_up(monkeypatch):
+    # serve warns at start and on each reload of the map, on its loop: with the python's way
+    # open to all (/usr/bin/python3.11's), each account's groups were listed all the same
+    # (NSS, LDAP), as the TMPDIR warning does not.
+    def listed(*_):
+        raise AssertionError("an account's groups listed")
+
+    with searchable_dir() as open_dir:
+        venv_linking_to(open_dir / "pub", open_dir / "venv")
+        monkeypatch.setattr(os, "getgrouplist", listed)
+        assert unrunnable_python_warnings(str(open_dir / "venv" / "bin" / "python"), ["nobody"]) == []

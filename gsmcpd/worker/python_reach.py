@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from gsmcpd.worker.tmpdirs import closed_to, described_path, dirs_on, first_closed
+from gsmcpd.worker.tmpdirs import closed_to, described_path, dirs_on, first_closed, open_to_all
 
 _FIX = ("or run the daemon from a venv made from a python they can run (rm -r VENV && "
         "PYTHON=/usr/bin/python3.11 ./install.sh)")
@@ -19,9 +19,15 @@ def unrunnable_python_warnings(python: str, accounts: list[str] | None) -> list[
     """One warning per directory (or the file itself) that keeps mapped accounts from
     running `python`, naming them. `accounts`: those a user map names (None:
     MCP_USER_MAP=identity, any account: "other" ones)."""
+    try:
+        places = _places(python)
+    except OSError:   # a link root may not read (/proc/1/root): nothing to tell of it
+        return []
+    if open_to_all(places):   # /usr/bin/python3.11's case: no account looked up (on the loop)
+        return []
     if accounts is None:
         try:
-            found = _first_closed(python, -1, set())   # no owner's uid, in no group: "other"
+            found = first_closed(places, -1, set())   # no owner's uid, in no group: "other"
         except OSError:
             return []
         if found is None:
@@ -32,7 +38,7 @@ def unrunnable_python_warnings(python: str, accounts: list[str] | None) -> list[
                 f"neither its owner nor in its group is not tried (importNotTried), as it runs that python as "
                 f"the session's account; make {where} {_kind(where)} by them (chmod {who}+x) {_FIX}"]
     warnings = []
-    for where, described, who, names in closed_to(accounts, lambda uid, gids: _first_closed(python, uid, gids)):
+    for where, described, who, names in closed_to(accounts, lambda uid, gids: first_closed(places, uid, gids)):
         them, their = ("them", "their") if len(names) > 1 else ("it", "its")
         warnings.append(
             f"the daemon's python {python}: account{'s' if len(names) > 1 else ''} {', '.join(names)} cannot "
@@ -42,13 +48,12 @@ def unrunnable_python_warnings(python: str, accounts: list[str] | None) -> list[
     return warnings
 
 
-def _first_closed(python: str, uid: int, gids: set[int]):
-    """The first directory on the way to `python` (as written, through each link it goes
-    through, then as its links resolve) the account may not search, else the file itself if
-    it may not execute it, else None."""
+def _places(python: str) -> list[str]:
+    """The directories on the way to `python` (as written, through each link it goes
+    through, then as its links resolve), then the file it runs."""
     real = os.path.realpath(python)
     dirs = [place for hop in _link_hops(python) for place in dirs_on(os.path.dirname(hop))]
-    return first_closed(dirs + dirs_on(os.path.dirname(real)) + [real], uid, gids)
+    return dirs + dirs_on(os.path.dirname(real)) + [real]
 
 
 def _link_hops(path: str) -> list[str]:

@@ -209,9 +209,14 @@ def first_closed(paths: list[str], uid: int, gids: set[int]) -> tuple[str, os.st
 def _searchable_by_all(path: str) -> bool:
     """Whether every directory on `path` may be searched by its owner, its group and
     everyone else alike (x for all three), so by every account."""
+    return open_to_all(dirs_on(os.path.abspath(path)) + dirs_on(os.path.realpath(path)))
+
+
+def open_to_all(paths: list[str]) -> bool:
+    """Whether each of `paths` has its x bit for its owner, its group and everyone else
+    alike, so for every account: none need be looked up (NSS, LDAP)."""
     try:
-        return all(os.stat(where).st_mode & 0o111 == 0o111
-                   for where in dict.fromkeys(dirs_on(os.path.abspath(path)) + dirs_on(os.path.realpath(path))))
+        return all(os.stat(where).st_mode & 0o111 == 0o111 for where in dict.fromkeys(paths))
     except OSError:
         return False
 
