@@ -307,6 +307,31 @@ def test_a_tmpdir_a_mapped_account_cannot_reach_is_warned_of_by_check_and_serve_
         shutil.rmtree(private)
 
 
+def test_a_tmpdir_through_a_link_to_a_link_in_a_private_directory_is_warned_of_by_check(tmp_path, accounts, image):
+    # TMPDIR=<open>/link/t, link -> PRIVATE/link2 -> <open>/real: the kernel reads link2 as the
+    # account, which may not enter PRIVATE; check walked the path as written and resolved only.
+    (first, _), _ = accounts
+    private = tempfile.mkdtemp(prefix="gt", dir="/tmp")    # root's, 0700
+    opened = tempfile.mkdtemp(prefix="gu", dir="/tmp")
+    try:
+        os.chmod(opened, 0o755)
+        os.makedirs(os.path.join(opened, "real", "t"), 0o755)
+        os.symlink(os.path.join(opened, "real"), os.path.join(private, "link2"))
+        os.symlink(os.path.join(private, "link2"), os.path.join(opened, "link"))
+        tmpdir = os.path.join(opened, "link", "t")
+        user_map = tmp_path / "users.map"
+        user_map.write_text("ann %s\n" % first.pw_name)
+        daemon, _ = peruser_daemon(tmp_path, image, user_map, TMPDIR=tmpdir)
+        checked = subprocess.run([sys.executable, "-m", "gsmcpd", "check", "--port", str(daemon.port)],
+                                 env=daemon.env, cwd=str(daemon.tmp), capture_output=True, text=True, timeout=60)
+        assert checked.returncode == 0, checked.stdout
+        assert (f"  warning      TMPDIR {tmpdir}: account {first.pw_name} cannot reach it ({private}, mode 0700, "
+                f"owner root, group root, is not searchable by it)") in checked.stdout, checked.stdout
+    finally:
+        shutil.rmtree(private)
+        shutil.rmtree(opened)
+
+
 def venv_in(directory):
     """A venv made in `directory` by this python, reading this one's packages: its python."""
     venv = Path(directory) / "venv"

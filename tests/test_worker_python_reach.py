@@ -93,3 +93,21 @@ def test_a_python_every_account_may_run_looks_no_account_up(monkeypatch):
         venv_linking_to(open_dir / "pub", open_dir / "venv")
         monkeypatch.setattr(os, "getgrouplist", listed)
         assert unrunnable_python_warnings(str(open_dir / "venv" / "bin" / "python"), ["nobody"]) == []
+
+
+def test_a_link_in_the_middle_of_the_way_leading_through_a_private_directory_is_warned_of():
+    # venv -> home/venv2 (home 0700) -> real/venv: the python's path goes through a link to a
+    # link the account may not read; only links at the python itself were followed.
+    with searchable_dir() as open_dir:
+        venv_linking_to(open_dir / "pub", open_dir / "real" / "venv")
+        home = open_dir / "home"
+        home.mkdir()
+        (home / "venv2").symlink_to(open_dir / "real" / "venv")
+        (open_dir / "venv").symlink_to(home / "venv2")
+        home.chmod(0o700)
+        venv_python = str(open_dir / "venv" / "bin" / "python")
+        warnings = unrunnable_python_warnings(venv_python, ["nobody"])
+        assert len(warnings) == 1 and warnings[0].startswith(
+            f"the daemon's python {venv_python}: account nobody cannot run it ({home}, mode 0700"), warnings
+        home.chmod(0o755)
+        assert unrunnable_python_warnings(venv_python, ["nobody"]) == []

@@ -422,3 +422,31 @@ def test_a_worker_using_its_directory_puts_every_temporary_file_there(tmp_path):
                          check=True, env=dict(os.environ, TMPDIR=str(tmp_path))).stdout.split()
     assert out[:2] == [worker, worker]
     assert all(path.startswith(worker + "/") for path in out[2:]), out
+
+
+@needs_root
+@pytest.mark.parametrize("below", ["", "tmp"])
+def test_a_link_on_the_way_leading_to_a_link_in_a_private_directory_stops_an_account_too(reachable, below):
+    # TMPDIR=<open>/link[/tmp], link -> <0700 dir>/link2 -> <open>/real: the kernel reads
+    # link2 as the account, which may not enter its directory; only the path as written and
+    # resolved were walked, neither of which goes through it.
+    nobody = pwd.getpwnam("nobody")
+    (reachable / "real" / "tmp").mkdir(parents=True)
+    private = reachable / "private"
+    private.mkdir(mode=0o700)
+    os.chmod(private, 0o700)
+    (private / "link2").symlink_to(reachable / "real")
+    (reachable / "link").symlink_to(private / "link2")
+    tmpdir = str(reachable / "link" / below) if below else str(reachable / "link")
+    found = tmpdirs._first_unsearchable(tmpdir, nobody.pw_uid, {nobody.pw_gid})
+    assert (found and (found[0], found[2])) == (str(private), "o")
+    [warning] = tmpdirs.unreachable_warnings(tmpdir, ["nobody"])
+    assert warning.startswith(f"TMPDIR {tmpdir}: account nobody cannot reach it ({private}, mode 0700"), warning
+    os.chmod(private, 0o711)
+    assert tmpdirs.unreachable_warnings(tmpdir, ["nobody"]) == []
+
+
+def test_the_way_through_links_ends_at_a_loop(tmp_path):
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    assert str(tmp_path) in tmpdirs.dirs_through(str(tmp_path / "a" / "c"))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from gsmcpd.worker.tmpdirs import closed_to, described_path, dirs_on, first_closed, open_to_all
+from gsmcpd.worker.tmpdirs import closed_to, described_path, dirs_through, first_closed, link_hops, open_to_all
 
 _FIX = ("or run the daemon from a venv made from a python they can run (rm -r VENV && "
         "PYTHON=/usr/bin/python3.11 ./install.sh)")
@@ -50,19 +50,9 @@ def unrunnable_python_warnings(python: str, accounts: list[str] | None) -> list[
 
 def _places(python: str) -> list[str]:
     """The directories on the way to `python` (as written, through each link it goes
-    through, then as its links resolve), then the file it runs."""
-    real = os.path.realpath(python)
-    dirs = [place for hop in _link_hops(python) for place in dirs_on(os.path.dirname(hop))]
-    return dirs + dirs_on(os.path.dirname(real)) + [real]
-
-
-def _link_hops(path: str) -> list[str]:
-    """`path` and each link it leads to in turn (venv/bin/python, python3, ~/bin/python3...),
-    absolute: the kernel reads each one in its directory, as the account running it."""
-    hops = [os.path.abspath(path)]
-    while os.path.islink(hops[-1]) and len(hops) <= 40:   # ELOOP's bound
-        hops.append(os.path.abspath(os.path.join(os.path.dirname(hops[-1]), os.readlink(hops[-1]))))
-    return hops
+    through, in the middle of the way too, then as its links resolve), then the file it runs."""
+    dirs = [place for hop in link_hops(python) for place in dirs_through(os.path.dirname(hop))]
+    return dirs + [os.path.realpath(python)]
 
 
 def _kind(path: str) -> str:

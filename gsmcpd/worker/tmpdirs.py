@@ -186,9 +186,7 @@ def _first_unsearchable(path: str, uid: int, gids: set[int]) -> tuple[str, os.st
     """The first directory on `path` (itself included) the account `uid` in `gids` may
     not search by its mode bits, its stat and the class that applies ("u", "g" or "o");
     None if there is none. Root (uid 0) never runs a worker."""
-    # The path as written (a worker goes through it, a link's directory included), then
-    # as its links resolve (through the directories above each link's target).
-    return first_closed(dirs_on(os.path.abspath(path)) + dirs_on(os.path.realpath(path)), uid, gids)
+    return first_closed(dirs_through(path), uid, gids)
 
 
 def first_closed(paths: list[str], uid: int, gids: set[int]) -> tuple[str, os.stat_result, str] | None:
@@ -209,7 +207,10 @@ def first_closed(paths: list[str], uid: int, gids: set[int]) -> tuple[str, os.st
 def _searchable_by_all(path: str) -> bool:
     """Whether every directory on `path` may be searched by its owner, its group and
     everyone else alike (x for all three), so by every account."""
-    return open_to_all(dirs_on(os.path.abspath(path)) + dirs_on(os.path.realpath(path)))
+    try:
+        return open_to_all(dirs_through(path))
+    except OSError:
+        return False
 
 
 def open_to_all(paths: list[str]) -> bool:
@@ -219,6 +220,35 @@ def open_to_all(paths: list[str]) -> bool:
         return all(os.stat(where).st_mode & 0o111 == 0o111 for where in dict.fromkeys(paths))
     except OSError:
         return False
+
+
+def dirs_through(path: str) -> list[str]:
+    """Every directory an account's lookup of the directory `path` searches: each on it as
+    written, for each link met on the way (in the middle too) each on the way to its target
+    and to the link it leads to in turn (the kernel reads each as the account), then each on
+    it resolved."""
+    places: list[str] = []
+    _add_dirs_through(os.path.abspath(path), places, set())
+    return places + dirs_on(os.path.realpath(path))
+
+
+def _add_dirs_through(path: str, places: list[str], seen: set[str]) -> None:
+    for where in dirs_on(path):
+        places.append(where)
+        if where in seen:   # a link loop, or one met already: its way is listed
+            continue
+        seen.add(where)
+        for hop in link_hops(where)[1:]:
+            _add_dirs_through(os.path.dirname(hop), places, seen)
+
+
+def link_hops(path: str) -> list[str]:
+    """`path` and each link it leads to in turn (venv/bin/python, python3, ~/bin/python3...),
+    absolute: the kernel reads each one in its directory, as the account running it."""
+    hops = [os.path.abspath(path)]
+    while os.path.islink(hops[-1]) and len(hops) <= 40:   # ELOOP's bound
+        hops.append(os.path.abspath(os.path.join(os.path.dirname(hops[-1]), os.readlink(hops[-1]))))
+    return hops
 
 
 def dirs_on(path: str) -> list[str]:
