@@ -824,6 +824,12 @@ def validate_config(config: Config, toolsets_imported: bool = False) -> None:
             # Not echoed: it holds a password, and this line goes to the log.
             raise ConfigError("issuer", "must not carry a user name or password: it is published in "
                               "the RFC 9728 metadata and compared with each token's iss")
+        try:
+            issuer_parts = urlsplit(config.issuer)
+        except ValueError:   # no URL at all (an issuer may be any string, compared as one)
+            issuer_parts = None
+        if issuer_parts is not None:
+            _require_port("issuer", issuer_parts)   # published, and fetched from for discovery
         if config.jwks_uri:
             _require_https_url("jwks_uri", config.jwks_uri, "a JWKS is public, fetched without credentials",
                                "keys fetched over http could be swapped in transit")
@@ -866,14 +872,23 @@ def _require_https_url(key: str, uri: str, why_no_password: str, why_https: str)
     daemon fetches from or publishes: jwks_uri, authorization_servers)."""
     try:
         parts = urlsplit(uri)
-        parts.port   # read only for its ValueError: "idp:443x" or "idp:99999" (published, or fetched, as is)
     except ValueError as exc:   # e.g. an unclosed IPv6 bracket
         raise ConfigError(key, f"not a URL: {exc}") from None
+    _require_port(key, parts)
     if _has_userinfo(uri):
         # Not echoed: it holds a password, and this line goes to the log.
         raise ConfigError(key, f"must not carry a user name or password ({why_no_password})")
     if parts.scheme.lower() != "https" or not parts.hostname:
         raise ConfigError(key, f"must be an https URL ({why_https}), got {uri!r}")
+
+
+def _require_port(key: str, parts) -> None:
+    """A URL's port, if it has one, is a number to 65535: "idp:443x" or "idp:99999" was
+    published, or fetched (urllib: "nonnumeric port"), as is."""
+    try:
+        parts.port   # read only for its ValueError
+    except ValueError as exc:
+        raise ConfigError(key, f"not a URL: {exc}") from None
 
 
 def _validate_lifetime(config: Config) -> None:

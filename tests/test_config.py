@@ -765,6 +765,21 @@ def test_an_issuer_with_credentials_is_refused_without_echoing_them():
                             "MCP_JWKS_URI": "https://idp.example/jwks"}).issuer == "urn:example:issuer"
 
 
+@pytest.mark.parametrize("issuer, said", [("https://idp.example:443x", "Port could not be cast to integer value as '443x'"),
+                                           ("https://idp.example:99999/realms/x", "Port out of range 0-65535")])
+def test_an_issuer_whose_port_is_no_port_is_refused(issuer, said):
+    # It loaded (only its credentials were looked at), then was published in the metadata and
+    # fetched from for discovery as is (urllib: "nonnumeric port").
+    assert refused("issuer", environ={**AUTH_ENV, "MCP_ISSUER": issuer}) == f"not a URL: {said}"
+
+
+@pytest.mark.parametrize("issuer", ["urn:example:issuer", "idp.example:443x", "https://idp.example:8443/realms/x",
+                                    "https://idp.example:/r"])
+def test_an_issuer_is_otherwise_any_string_compared_as_one(issuer):
+    environ = {**AUTH_ENV, "MCP_ISSUER": issuer, "MCP_JWKS_URI": "https://idp.example/jwks"}
+    assert load_config({}, environ).issuer == issuer
+
+
 def test_discovery_needs_an_https_issuer():
     message = refused("jwks_file", environ={"GS_MCP_AUTH": "1", "MCP_ISSUER": "http://idp.example",
                                             "MCP_AUDIENCE": "x"})

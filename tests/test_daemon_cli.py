@@ -155,6 +155,13 @@ def test_an_authorization_server_that_is_not_an_https_url_is_refused_before_star
     assert result.stderr.strip() == ("gsmcpd: configuration refused: authorization_servers: not a URL: "
                                      "Port out of range 0-65535")
     assert not list(tmp_path.iterdir())
+    # The issuer's too: it only had its credentials looked at.
+    result = gsmcpd("start", "--port", str(free_port()), "--state-dir", str(tmp_path),
+                    env={"GS_MCP_AUTH": "1", "MCP_ISSUER": "https://idp.example:443x", "MCP_AUDIENCE": "gsmcpd"})
+    assert result.returncode == 2
+    assert result.stderr.strip() == ("gsmcpd: configuration refused: issuer: not a URL: "
+                                     "Port could not be cast to integer value as '443x'")
+    assert not list(tmp_path.iterdir())
 
 
 def test_a_server_name_or_image_path_that_is_not_utf8_is_refused_before_start(tmp_path):
