@@ -2,6 +2,9 @@
 
 import os
 import pwd
+import signal
+import threading
+import time
 
 import pytest
 
@@ -64,6 +67,43 @@ def test_a_child_killed_by_a_signal_says_nothing_and_is_reaped():
     before = _children()
     assert said_as(nobody.pw_uid, nobody.pw_gid, [], work, repr) == b""
     assert _children() == before   # waited for: no zombie left
+
+
+def test_a_hung_child_is_stopped_by_sigterm_and_its_signal_never_wakes_the_parent():
+    # The child kept the router's handlers: a SIGTERM only queued work for a loop it never
+    # runs, so a hung recovery or removal could not be stopped but by SIGKILL; and the
+    # signal was written into the router's wakeup pipe.
+    nobody = pwd.getpwnam("nobody")
+    told_r, told_w = os.pipe()
+    wake_r, wake_w = os.pipe2(os.O_NONBLOCK)
+    handled = []
+    previous = signal.signal(signal.SIGTERM, lambda *_: handled.append(1))
+    previous_fd = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+
+    def work():
+        os.write(told_w, b"%d\n" % os.getpid())
+        time.sleep(30)
+        return b"not stopped"
+
+    def stop_it():
+        os.kill(int(os.read(told_r, 32)), signal.SIGTERM)
+
+    stopper = threading.Thread(target=stop_it)
+    stopper.start()
+    try:
+        said = said_as(nobody.pw_uid, nobody.pw_gid, [], work, repr)
+    finally:
+        stopper.join()
+        signal.set_wakeup_fd(previous_fd)
+        signal.signal(signal.SIGTERM, previous)
+    try:
+        woken = os.read(wake_r, 64)
+    except BlockingIOError:
+        woken = b""
+    for fd in (told_r, told_w, wake_r, wake_w):
+        os.close(fd)
+    assert said == b""   # killed: nothing said, reaped
+    assert woken == b"" and handled == []
 
 
 def _children() -> set[str]:

@@ -8,6 +8,7 @@ image store's recovery runs so).
 from __future__ import annotations
 
 import os
+import signal
 from typing import Callable
 
 SAID_MAX = 4000   # bytes of what the child says: a reason, not a report
@@ -28,6 +29,7 @@ def said_as(uid: int, gid: int, groups: list[int], work: Callable[[], bytes],
         said = b""
         try:
             os.close(read)
+            _drop_parents_signal_handling()
             os.setgroups(groups)
             os.setresgid(gid, gid, gid)
             os.setresuid(uid, uid, uid)
@@ -46,3 +48,13 @@ def said_as(uid: int, gid: int, groups: list[int], work: Callable[[], bytes],
     finally:
         os.close(read)
         os.waitpid(pid, 0)
+
+
+def _drop_parents_signal_handling() -> None:
+    """In the child: the router's handlers (SIGTERM, SIGINT: stop; SIGHUP, SIGUSR1: reload)
+    only queue work for a loop the child never runs, so a hung child ignored a SIGTERM; and
+    its signals wrote into the router's wakeup pipe, waking the router for nothing."""
+    signal.set_wakeup_fd(-1)
+    for signum in signal.valid_signals():
+        if callable(signal.getsignal(signum)):
+            signal.signal(signum, signal.SIG_DFL)
