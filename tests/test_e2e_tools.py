@@ -50,7 +50,7 @@ class RangedCopiesToolset(Toolset):
 class NonStringErrorToolset(Toolset):
     """A third-party toolset raising ToolErrors whose message is no string: a number, an exception."""
     name = "nonstring"
-    tool_names = ("fail_with_number", "fail_with_exception")
+    tool_names = ("fail_with_number", "fail_with_exception", "fail_unprintably")
 
     def register(self, registry):
         def raising(message):
@@ -59,6 +59,14 @@ class NonStringErrorToolset(Toolset):
             return handler
         registry.add(Tool("fail_with_number", "Fail.", object_schema(), raising(42)))
         registry.add(Tool("fail_with_exception", "Fail.", object_schema(), raising(ValueError("bad label"))))
+        registry.add(Tool("fail_unprintably", "Fail.", object_schema(), raising(UnprintableLabel())))
+
+
+class UnprintableLabel(Exception):
+    """An exception whose own __str__ raises."""
+
+    def __str__(self):
+        raise RuntimeError("no text")
 
 
 class HugeMinimumToolset(Toolset):
@@ -990,6 +998,9 @@ def test_a_third_party_tool_error_whose_message_is_no_string_answers_its_text(th
     client.initialize()
     assert error(client, "fail_with_number", "refused") == "42"
     assert error(client, "fail_with_exception", "refused") == "bad label"
+    # One whose __str__ raises: -32603 too; now the tool error, naming the message's type.
+    assert error(client, "fail_unprintably", "refused") == ("the tool's error message could not be shown: "
+                                                            "UnprintableLabel: <exception str() failed>")
 
 
 def initialize_refused(image, tmp_path, toolset):

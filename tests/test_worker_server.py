@@ -522,6 +522,28 @@ def test_a_tool_error_whose_message_is_no_string_answers_its_text(message, text)
     assert result["isError"] and result["content"][0]["text"] == text
     assert result["structuredContent"]["error"] == {"kind": "refused", "message": text}
 
+class Unprintable(Exception):
+    def __str__(self):
+        raise RuntimeError("no text")
+
+
+def test_a_tool_error_whose_message_cannot_be_shown_answers_a_tool_error_naming_its_type():
+    # Its __str__ raised in error_result: the call failed -32603, the tool's error lost.
+    def handler(arguments):
+        raise ToolError("refused", Unprintable())
+
+    class Plugin(Toolset):
+        name = "plugin"
+        tool_names = ("fail",)
+
+        def register(self, registry):
+            registry.add(Tool("fail", "fail", object_schema(), handler))
+
+    result = call(McpServer([Plugin]), "fail", {})["result"]
+    text = "the tool's error message could not be shown: Unprintable: <exception str() failed>"
+    assert result["isError"] and result["content"][0]["text"] == text
+    assert result["structuredContent"]["error"] == {"kind": "refused", "message": text}
+
 # -- toolset declarations are checked at build -------------------------------
 
 def test_tool_names_must_match_what_register_adds():

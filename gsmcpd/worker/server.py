@@ -391,7 +391,11 @@ def error_result(kind: str, message: str, details: dict | None = None) -> dict:
     """The error result: `message` whole in its text, its start in structuredContent (a
     traceback of 1 MB went in both)."""
     # A plugin's ToolError(kind, 42), or one given an exception: its text (len() of it raised, -32603).
-    message = message if isinstance(message, str) else str(message)
+    if not isinstance(message, str):
+        try:
+            message = str(message)
+        except Exception:   # its own __str__ raising (-32603 too): its type, as raised() says one
+            message = f"the tool's error message could not be shown: {raised(message)}"
     return {
         "content": [{"type": "text", "text": message}],
         "structuredContent": {"error": {"kind": kind, "message": repeated(message, "the message"),
