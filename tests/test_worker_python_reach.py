@@ -111,3 +111,22 @@ def test_a_link_in_the_middle_of_the_way_leading_through_a_private_directory_is_
             f"the daemon's python {venv_python}: account nobody cannot run it ({home}, mode 0700"), warnings
         home.chmod(0o755)
         assert unrunnable_python_warnings(venv_python, ["nobody"]) == []
+
+
+def test_a_relative_link_going_up_from_a_directory_reached_by_a_link_is_followed_from_there():
+    # venv -> real/venv; venv/bin/python -> ../../base/python3.11 (real/base 0700): the kernel
+    # reads `..` from the link's own directory (real/venv/bin), so into real/base; it was
+    # joined to the path as written (<open>/base, not there), whose stat failing dropped the warning.
+    with searchable_dir() as open_dir:
+        base = open_dir / "real" / "base"
+        python = venv_linking_to(base, open_dir / "real" / "venv")
+        (open_dir / "real" / "venv" / "bin" / "python3").unlink()
+        (open_dir / "real" / "venv" / "bin" / "python3").symlink_to(os.path.join("..", "..", "base", python.name))
+        (open_dir / "venv").symlink_to(open_dir / "real" / "venv")
+        base.chmod(0o700)
+        venv_python = str(open_dir / "venv" / "bin" / "python")
+        warnings = unrunnable_python_warnings(venv_python, ["nobody"])
+        assert len(warnings) == 1 and warnings[0].startswith(
+            f"the daemon's python {venv_python}: account nobody cannot run it ({base}, mode 0700"), warnings
+        base.chmod(0o755)
+        assert unrunnable_python_warnings(venv_python, ["nobody"]) == []

@@ -336,7 +336,6 @@ def test_a_private_directory_holding_a_link_on_the_way_stops_an_account_too(reac
     (private / "link").symlink_to(reachable / "open")
     found = tmpdirs._first_unsearchable(str(private / "link"), nobody.pw_uid, {nobody.pw_gid})
     assert (found and (found[0], found[2])) == (str(private), "o")
-    assert tmpdirs.dirs_on("/") == ["/"] and tmpdirs.dirs_on("/a/b") == ["/", "/a", "/a/b"]
 
 
 @needs_root
@@ -449,4 +448,30 @@ def test_a_link_on_the_way_leading_to_a_link_in_a_private_directory_stops_an_acc
 def test_the_way_through_links_ends_at_a_loop(tmp_path):
     (tmp_path / "a").symlink_to(tmp_path / "b")
     (tmp_path / "b").symlink_to(tmp_path / "a")
-    assert str(tmp_path) in tmpdirs.dirs_through(str(tmp_path / "a" / "c"))
+    assert str(tmp_path) in tmpdirs.way_to(str(tmp_path / "a" / "c"))
+
+
+def test_the_way_up_after_a_link_goes_up_from_where_it_led(tmp_path):
+    assert tmpdirs.way_to("/") == ["/"]
+    (tmp_path / "x" / "y").mkdir(parents=True)
+    (tmp_path / "link").symlink_to("x/y")
+    assert tmpdirs.way_to(str(tmp_path / "link" / ".." / "t"))[-3:] == [
+        str(tmp_path / "x"), str(tmp_path / "x" / "y"), str(tmp_path / "x" / "t")]
+
+
+@needs_root
+def test_a_tmpdir_going_up_out_of_a_link_into_a_private_directory_stops_an_account(reachable):
+    # TMPDIR=<open>/link/../tmp, link -> <open>/real/private (0700): the kernel looks `..` up
+    # in private, as the account; the path was cut short as written (<open>/tmp, not there),
+    # whose stat failing dropped the warning, and private was never looked at.
+    nobody = pwd.getpwnam("nobody")
+    private = reachable / "real" / "private"
+    private.mkdir(parents=True, mode=0o700)
+    os.chmod(private, 0o700)
+    (reachable / "real" / "tmp").mkdir()
+    (reachable / "link").symlink_to(private)
+    tmpdir = str(reachable / "link" / ".." / "tmp")
+    [warning] = tmpdirs.unreachable_warnings(tmpdir, ["nobody"])
+    assert warning.startswith(f"TMPDIR {tmpdir}: account nobody cannot reach it ({private}, mode 0700"), warning
+    os.chmod(private, 0o711)
+    assert tmpdirs.unreachable_warnings(tmpdir, ["nobody"]) == []

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from gsmcpd.worker.tmpdirs import closed_to, described_path, dirs_through, first_closed, link_hops, open_to_all
+from gsmcpd.worker.tmpdirs import closed_to, described_path, first_closed, open_to_all, way_to
 
 _FIX = ("or run the daemon from a venv made from a python they can run (rm -r VENV && "
         "PYTHON=/usr/bin/python3.11 ./install.sh)")
@@ -20,7 +20,7 @@ def unrunnable_python_warnings(python: str, accounts: list[str] | None) -> list[
     running `python`, naming them. `accounts`: those a user map names (None:
     MCP_USER_MAP=identity, any account: "other" ones)."""
     try:
-        places = _places(python)
+        places = way_to(python)   # the directories on the way, through each link, then the file it runs
     except OSError:   # a link root may not read (/proc/1/root): nothing to tell of it
         return []
     if open_to_all(places):   # /usr/bin/python3.11's case: no account looked up (on the loop)
@@ -46,13 +46,6 @@ def unrunnable_python_warnings(python: str, accounts: list[str] | None) -> list[
             f"runs that python as the session's account, is not tried in {their} sessions (importNotTried); "
             f"make {where} {_kind(where)} by {them} (chmod {who}+x) {_FIX}")
     return warnings
-
-
-def _places(python: str) -> list[str]:
-    """The directories on the way to `python` (as written, through each link it goes
-    through, in the middle of the way too, then as its links resolve), then the file it runs."""
-    dirs = [place for hop in link_hops(python) for place in dirs_through(os.path.dirname(hop))]
-    return dirs + [os.path.realpath(python)]
 
 
 def _kind(path: str) -> str:

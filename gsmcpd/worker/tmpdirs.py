@@ -186,7 +186,7 @@ def _first_unsearchable(path: str, uid: int, gids: set[int]) -> tuple[str, os.st
     """The first directory on `path` (itself included) the account `uid` in `gids` may
     not search by its mode bits, its stat and the class that applies ("u", "g" or "o");
     None if there is none. Root (uid 0) never runs a worker."""
-    return first_closed(dirs_through(path), uid, gids)
+    return first_closed(way_to(path), uid, gids)
 
 
 def first_closed(paths: list[str], uid: int, gids: set[int]) -> tuple[str, os.stat_result, str] | None:
@@ -208,7 +208,7 @@ def _searchable_by_all(path: str) -> bool:
     """Whether every directory on `path` may be searched by its owner, its group and
     everyone else alike (x for all three), so by every account."""
     try:
-        return open_to_all(dirs_through(path))
+        return open_to_all(way_to(path))
     except OSError:
         return False
 
@@ -222,39 +222,32 @@ def open_to_all(paths: list[str]) -> bool:
         return False
 
 
-def dirs_through(path: str) -> list[str]:
-    """Every directory an account's lookup of the directory `path` searches: each on it as
-    written, for each link met on the way (in the middle too) each on the way to its target
-    and to the link it leads to in turn (the kernel reads each as the account), then each on
-    it resolved."""
-    places: list[str] = []
-    _add_dirs_through(os.path.abspath(path), places, set())
-    return places + dirs_on(os.path.realpath(path))
-
-
-def _add_dirs_through(path: str, places: list[str], seen: set[str]) -> None:
-    for where in dirs_on(path):
-        places.append(where)
-        if where in seen:   # a link loop, or one met already: its way is listed
+def way_to(path: str) -> list[str]:
+    """Each directory the kernel searches looking `path` up (as the account: it reads each
+    link met, in the middle of the way too, and goes on from its target; a `..` after a link
+    leads up from where the link led, not from the link's name), then `path` resolved: each
+    as it is, no link in it. A place that does not exist is listed as is (stat says so)."""
+    at = os.sep
+    places = [at]
+    pending = os.path.join(os.getcwd(), path).split(os.sep)[::-1]   # the names yet to look up, the next last
+    links = 0
+    while pending:
+        name = pending.pop()
+        if name in ("", "."):
             continue
-        seen.add(where)
-        for hop in link_hops(where)[1:]:
-            _add_dirs_through(os.path.dirname(hop), places, seen)
-
-
-def link_hops(path: str) -> list[str]:
-    """`path` and each link it leads to in turn (venv/bin/python, python3, ~/bin/python3...),
-    absolute: the kernel reads each one in its directory, as the account running it."""
-    hops = [os.path.abspath(path)]
-    while os.path.islink(hops[-1]) and len(hops) <= 40:   # ELOOP's bound
-        hops.append(os.path.abspath(os.path.join(os.path.dirname(hops[-1]), os.readlink(hops[-1]))))
-    return hops
-
-
-def dirs_on(path: str) -> list[str]:
-    """`/`, `/a`, `/a/b` for the absolute `path` /a/b."""
-    parts = path.strip(os.sep).split(os.sep)
-    return [os.sep] + [os.sep + os.path.join(*parts[:i]) for i in range(1, len(parts) + 1) if parts[0]]
+        if name == "..":
+            at = os.path.dirname(at)   # searched already, on the way in
+            continue
+        here = os.path.join(at, name)
+        if os.path.islink(here) and links < 40:   # ELOOP's bound
+            links += 1
+            target = os.readlink(here)
+            at = os.sep if os.path.isabs(target) else at
+            pending.extend(target.split(os.sep)[::-1])
+            continue
+        at = here
+        places.append(at)
+    return places
 
 
 def described_path(path: str, st: os.stat_result) -> str:
