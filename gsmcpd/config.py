@@ -825,11 +825,10 @@ def validate_config(config: Config, toolsets_imported: bool = False) -> None:
             raise ConfigError("issuer", "must not carry a user name or password: it is published in "
                               "the RFC 9728 metadata and compared with each token's iss")
         try:
-            issuer_parts = urlsplit(config.issuer)
-        except ValueError:   # no URL at all (an issuer may be any string, compared as one)
-            issuer_parts = None
-        if issuer_parts is not None:
-            _require_port("issuer", issuer_parts)   # published, and fetched from for discovery
+            _require_port("issuer", urlsplit(config.issuer))   # published, and fetched from for discovery
+        except ValueError as exc:   # no URL at all (an issuer may be any string, compared as one)...
+            if config.issuer.lower().startswith(("https://", "http://")):   # ...but one written as a URL
+                raise ConfigError("issuer", f"not a URL: {exc}") from None
         if config.jwks_uri:
             _require_https_url("jwks_uri", config.jwks_uri, "a JWKS is public, fetched without credentials",
                                "keys fetched over http could be swapped in transit")

@@ -766,15 +766,19 @@ def test_an_issuer_with_credentials_is_refused_without_echoing_them():
 
 
 @pytest.mark.parametrize("issuer, said", [("https://idp.example:443x", "Port could not be cast to integer value as '443x'"),
-                                           ("https://idp.example:99999/realms/x", "Port out of range 0-65535")])
-def test_an_issuer_whose_port_is_no_port_is_refused(issuer, said):
+                                           ("https://idp.example:99999/realms/x", "Port out of range 0-65535"),
+                                           # an IPv6 host's bracket unclosed: it loaded, as any string, then
+                                           # its discovery failed each fetch (ValueError: Invalid IPv6 URL)
+                                           ("https://[2001:db8::1/realms/x", "Invalid IPv6 URL"),
+                                           ("HTTP://[2001:db8::1", "Invalid IPv6 URL")])
+def test_an_issuer_written_as_a_url_that_is_none_is_refused(issuer, said):
     # It loaded (only its credentials were looked at), then was published in the metadata and
     # fetched from for discovery as is (urllib: "nonnumeric port").
     assert refused("issuer", environ={**AUTH_ENV, "MCP_ISSUER": issuer}) == f"not a URL: {said}"
 
 
 @pytest.mark.parametrize("issuer", ["urn:example:issuer", "idp.example:443x", "https://idp.example:8443/realms/x",
-                                    "https://idp.example:/r"])
+                                    "https://idp.example:/r", "https://[2001:db8::1]:8443/r", "tenant://[x"])
 def test_an_issuer_is_otherwise_any_string_compared_as_one(issuer):
     environ = {**AUTH_ENV, "MCP_ISSUER": issuer, "MCP_JWKS_URI": "https://idp.example/jwks"}
     assert load_config({}, environ).issuer == issuer

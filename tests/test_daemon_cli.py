@@ -162,6 +162,11 @@ def test_an_authorization_server_that_is_not_an_https_url_is_refused_before_star
     assert result.stderr.strip() == ("gsmcpd: configuration refused: issuer: not a URL: "
                                      "Port could not be cast to integer value as '443x'")
     assert not list(tmp_path.iterdir())
+    result = gsmcpd("start", "--port", str(free_port()), "--state-dir", str(tmp_path),
+                    env={"GS_MCP_AUTH": "1", "MCP_ISSUER": "https://[2001:db8::1/r", "MCP_AUDIENCE": "gsmcpd"})
+    assert (result.returncode, result.stderr.strip()) == (2, "gsmcpd: configuration refused: issuer: not a URL: "
+                                                             "Invalid IPv6 URL")
+    assert not list(tmp_path.iterdir())
 
 
 def test_a_server_name_or_image_path_that_is_not_utf8_is_refused_before_start(tmp_path):
