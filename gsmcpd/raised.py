@@ -2,6 +2,10 @@
 
 from gsmcpd.wire.frames import carried
 
+# The class's own name, as `type` keeps it (a str, UTF-8 clean): a metaclass's own `__name__`
+# (a property that raises, or gives a lone surrogate) is not asked.
+_TYPE_NAME = type.__dict__["__name__"]
+
 
 def raised(exc: BaseException) -> str:
     """`ValueError: bad`, or the class alone for one with no text (`SystemExit`, a bare
@@ -11,7 +15,8 @@ def raised(exc: BaseException) -> str:
     except Exception:   # the user's own __str__ raising: said as Python's traceback says it
         text = "<exception str() failed>"
     text = carried(text)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    name = _TYPE_NAME.__get__(type(exc))
+    return f"{name}: {text}" if text else name
 
 
 def raised_importing(exc: BaseException, package: str) -> str:

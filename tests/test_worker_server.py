@@ -544,6 +544,47 @@ def test_a_tool_error_whose_message_cannot_be_shown_answers_a_tool_error_naming_
     assert result["isError"] and result["content"][0]["text"] == text
     assert result["structuredContent"]["error"] == {"kind": "refused", "message": text}
 
+
+class NamedOddly(type):
+    @property
+    def __name__(cls):
+        raise RuntimeError("no name")
+
+
+class Nameless(Unprintable, metaclass=NamedOddly):
+    """An exception whose class's name, as its metaclass gives it, raises; its text too."""
+
+
+class Surrogate(type):
+    @property
+    def __name__(cls):
+        return "bad\udcff"
+
+
+class SurrogateNamed(Unprintable, metaclass=Surrogate):
+    """One whose metaclass names it with what UTF-8 cannot carry."""
+
+
+# Classes, named by ids: pytest's repr of one made, and its id of one, ask its name.
+@pytest.mark.parametrize("odd, name", [(Nameless, "Nameless"), (SurrogateNamed, "SurrogateNamed")],
+                         ids=["raising", "surrogate"])
+def test_a_tool_error_whose_messages_class_is_named_oddly_names_the_class_as_python_made_it(odd, name):
+    # raised() asked the metaclass for the class's name: one raising failed the call -32603,
+    # the tool's error lost; a lone surrogate went into the answer.
+    def handler(arguments):
+        raise ToolError("refused", odd())
+
+    class Plugin(Toolset):
+        name = "plugin"
+        tool_names = ("fail",)
+
+        def register(self, registry):
+            registry.add(Tool("fail", "fail", object_schema(), handler))
+
+    result = call(McpServer([Plugin]), "fail", {})["result"]
+    text = f"the tool's error message could not be shown: {name}: <exception str() failed>"
+    assert result["isError"] and result["content"][0]["text"] == text
+
 # -- toolset declarations are checked at build -------------------------------
 
 def test_tool_names_must_match_what_register_adds():
