@@ -332,6 +332,32 @@ def test_a_tmpdir_through_a_link_to_a_link_in_a_private_directory_is_warned_of_b
         shutil.rmtree(opened)
 
 
+
+def test_a_tmpdir_through_a_link_going_up_out_of_a_private_directory_is_warned_of_by_check(tmp_path, accounts, image):
+    # TMPDIR=<open>/link/t, link -> real/PRIVATE/.. (relative): the kernel looks `..` up in
+    # PRIVATE, as the account; check joined the target to the link's place as written,
+    # <open>/real, PRIVATE never looked at, and said nothing.
+    (first, _), _ = accounts
+    opened = tempfile.mkdtemp(prefix="gu", dir="/tmp")
+    try:
+        os.chmod(opened, 0o755)
+        os.makedirs(os.path.join(opened, "real", "t"), 0o755)
+        private = os.path.join(opened, "real", "private")
+        os.mkdir(private, 0o700)
+        os.symlink(os.path.join("real", "private", ".."), os.path.join(opened, "link"))
+        tmpdir = os.path.join(opened, "link", "t")
+        user_map = tmp_path / "users.map"
+        user_map.write_text("ann %s\n" % first.pw_name)
+        daemon, _ = peruser_daemon(tmp_path, image, user_map, TMPDIR=tmpdir)
+        checked = subprocess.run([sys.executable, "-m", "gsmcpd", "check", "--port", str(daemon.port)],
+                                 env=daemon.env, cwd=str(daemon.tmp), capture_output=True, text=True, timeout=60)
+        assert checked.returncode == 0, checked.stdout
+        assert (f"  warning      TMPDIR {tmpdir}: account {first.pw_name} cannot reach it ({private}, mode 0700, "
+                f"owner root, group root, is not searchable by it)") in checked.stdout, checked.stdout
+    finally:
+        shutil.rmtree(opened)
+
+
 def venv_in(directory):
     """A venv made in `directory` by this python, reading this one's packages: its python."""
     venv = Path(directory) / "venv"

@@ -460,17 +460,24 @@ def test_the_way_up_after_a_link_goes_up_from_where_it_led(tmp_path):
 
 
 @needs_root
-def test_a_tmpdir_going_up_out_of_a_link_into_a_private_directory_stops_an_account(reachable):
-    # TMPDIR=<open>/link/../tmp, link -> <open>/real/private (0700): the kernel looks `..` up
-    # in private, as the account; the path was cut short as written (<open>/tmp, not there),
-    # whose stat failing dropped the warning, and private was never looked at.
+@pytest.mark.parametrize("way", ["link", "dotdot"])
+def test_a_tmpdir_going_up_out_of_a_private_directory_stops_an_account(reachable, way):
+    # TMPDIR=<open>/link/tmp, link -> real/private/.. (relative), or <open>/real-link/../tmp,
+    # real-link -> <open>/real/private (tempfile folds a `..` of TMPDIR itself; the python's
+    # path may hold one): the kernel looks `..` up in private (0700), as the account; the
+    # target was joined to the path as written, private never looked at, or the path cut
+    # short as written (<open>/tmp, not there), whose stat failing dropped the warning.
     nobody = pwd.getpwnam("nobody")
     private = reachable / "real" / "private"
     private.mkdir(parents=True, mode=0o700)
     os.chmod(private, 0o700)
     (reachable / "real" / "tmp").mkdir()
-    (reachable / "link").symlink_to(private)
-    tmpdir = str(reachable / "link" / ".." / "tmp")
+    if way == "link":
+        (reachable / "link").symlink_to(os.path.join("real", "private", ".."))
+        tmpdir = str(reachable / "link" / "tmp")
+    else:
+        (reachable / "real-link").symlink_to(private)
+        tmpdir = str(reachable / "real-link" / ".." / "tmp")
     [warning] = tmpdirs.unreachable_warnings(tmpdir, ["nobody"])
     assert warning.startswith(f"TMPDIR {tmpdir}: account nobody cannot reach it ({private}, mode 0700"), warning
     os.chmod(private, 0o711)
