@@ -505,9 +505,9 @@ def test_a_call_a_soft_break_landed_in_ends_with_the_break_whatever_the_code_mad
     result = call(server, "catch", {"landed": False})["result"]
     assert {"isError": result.get("isError", False), "text": result["content"][0]["text"]} == answer
 
-@pytest.mark.parametrize("message, text", [(42, "42"), (ValueError("bad label"), "bad label")])
-def test_a_tool_error_whose_message_is_no_string_answers_its_text(message, text):
-    # A plugin's ToolError(kind, 42): error_result took len() of it, and the call failed -32603.
+
+def refused_with(message):
+    """The result of a plugin tool raising ToolError("refused", message)."""
     def handler(arguments):
         raise ToolError("refused", message)
 
@@ -518,9 +518,16 @@ def test_a_tool_error_whose_message_is_no_string_answers_its_text(message, text)
         def register(self, registry):
             registry.add(Tool("fail", "fail", object_schema(), handler))
 
-    result = call(McpServer([Plugin]), "fail", {})["result"]
+    return call(McpServer([Plugin]), "fail", {})["result"]
+
+
+@pytest.mark.parametrize("message, text", [(42, "42"), (ValueError("bad label"), "bad label")])
+def test_a_tool_error_whose_message_is_no_string_answers_its_text(message, text):
+    # A plugin's ToolError(kind, 42): error_result took len() of it, and the call failed -32603.
+    result = refused_with(message)
     assert result["isError"] and result["content"][0]["text"] == text
     assert result["structuredContent"]["error"] == {"kind": "refused", "message": text}
+
 
 class Unprintable(Exception):
     def __str__(self):
@@ -529,17 +536,7 @@ class Unprintable(Exception):
 
 def test_a_tool_error_whose_message_cannot_be_shown_answers_a_tool_error_naming_its_type():
     # Its __str__ raised in error_result: the call failed -32603, the tool's error lost.
-    def handler(arguments):
-        raise ToolError("refused", Unprintable())
-
-    class Plugin(Toolset):
-        name = "plugin"
-        tool_names = ("fail",)
-
-        def register(self, registry):
-            registry.add(Tool("fail", "fail", object_schema(), handler))
-
-    result = call(McpServer([Plugin]), "fail", {})["result"]
+    result = refused_with(Unprintable())
     text = "the tool's error message could not be shown: Unprintable: <exception str() failed>"
     assert result["isError"] and result["content"][0]["text"] == text
     assert result["structuredContent"]["error"] == {"kind": "refused", "message": text}
@@ -571,17 +568,7 @@ class SurrogateNamed(Unprintable, metaclass=Surrogate):
 def test_a_tool_error_whose_messages_class_is_named_oddly_names_the_class_as_python_made_it(odd, name):
     # raised() asked the metaclass for the class's name: one raising failed the call -32603,
     # the tool's error lost; a lone surrogate went into the answer.
-    def handler(arguments):
-        raise ToolError("refused", odd())
-
-    class Plugin(Toolset):
-        name = "plugin"
-        tool_names = ("fail",)
-
-        def register(self, registry):
-            registry.add(Tool("fail", "fail", object_schema(), handler))
-
-    result = call(McpServer([Plugin]), "fail", {})["result"]
+    result = refused_with(odd())
     text = f"the tool's error message could not be shown: {name}: <exception str() failed>"
     assert result["isError"] and result["content"][0]["text"] == text
 
