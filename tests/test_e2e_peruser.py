@@ -283,8 +283,7 @@ def test_a_tmpdir_a_mapped_account_cannot_reach_is_warned_of_by_check_and_serve_
                 f"0700, owner root, group root, is not searchable by them): their sessions will fail to open; "
                 f"make {private} searchable by them (chmod o+x) or set TMPDIR to a directory they can reach, "
                 f"such as /tmp")
-        checked = subprocess.run([sys.executable, "-m", "gsmcpd", "check", "--port", str(daemon.port)],
-                                 env=daemon.env, cwd=str(daemon.tmp), capture_output=True, text=True, timeout=60)
+        checked = check_of(daemon)
         assert checked.returncode == 0, checked.stdout
         assert "  warning      " + said in checked.stdout.splitlines(), checked.stdout
         with daemon:
@@ -322,8 +321,7 @@ def test_a_tmpdir_through_a_link_to_a_link_in_a_private_directory_is_warned_of_b
         user_map = tmp_path / "users.map"
         user_map.write_text("ann %s\n" % first.pw_name)
         daemon, _ = peruser_daemon(tmp_path, image, user_map, TMPDIR=tmpdir)
-        checked = subprocess.run([sys.executable, "-m", "gsmcpd", "check", "--port", str(daemon.port)],
-                                 env=daemon.env, cwd=str(daemon.tmp), capture_output=True, text=True, timeout=60)
+        checked = check_of(daemon)
         assert checked.returncode == 0, checked.stdout
         assert (f"  warning      TMPDIR {tmpdir}: account {first.pw_name} cannot reach it ({private}, mode 0700, "
                 f"owner root, group root, is not searchable by it)") in checked.stdout, checked.stdout
@@ -349,13 +347,18 @@ def test_a_tmpdir_through_a_link_going_up_out_of_a_private_directory_is_warned_o
         user_map = tmp_path / "users.map"
         user_map.write_text("ann %s\n" % first.pw_name)
         daemon, _ = peruser_daemon(tmp_path, image, user_map, TMPDIR=tmpdir)
-        checked = subprocess.run([sys.executable, "-m", "gsmcpd", "check", "--port", str(daemon.port)],
-                                 env=daemon.env, cwd=str(daemon.tmp), capture_output=True, text=True, timeout=60)
+        checked = check_of(daemon)
         assert checked.returncode == 0, checked.stdout
         assert (f"  warning      TMPDIR {tmpdir}: account {first.pw_name} cannot reach it ({private}, mode 0700, "
                 f"owner root, group root, is not searchable by it)") in checked.stdout, checked.stdout
     finally:
         shutil.rmtree(opened)
+
+
+def check_of(daemon, python=sys.executable):
+    """`gsmcpd check` of `daemon`'s settings (started or not), run by `python`."""
+    return subprocess.run([python, "-m", "gsmcpd", "check", "--port", str(daemon.port)], env=daemon.env,
+                          cwd=str(daemon.tmp), capture_output=True, text=True, timeout=60)
 
 
 def venv_in(directory):
@@ -385,18 +388,13 @@ def test_mapped_accounts_that_cannot_run_the_daemons_python_are_warned_of_by_che
                 f"runs that python as the session's account, is not tried in their sessions (importNotTried); "
                 f"make {private} searchable by them (chmod o+x) or run the daemon from a venv made from a python "
                 f"they can run (rm -r VENV && PYTHON=/usr/bin/python3.11 ./install.sh)")
-
-        def check():
-            return subprocess.run([python, "-m", "gsmcpd", "check", "--port", str(daemon.port)], env=daemon.env,
-                                  cwd=str(daemon.tmp), capture_output=True, text=True, timeout=60)
-
-        checked = check()
+        checked = check_of(daemon, python)
         assert checked.returncode == 0, checked.stdout
         assert "  warning      " + said in checked.stdout.splitlines(), checked.stdout
         with daemon:
             assert " WARNING " + said in daemon.log_text()
         os.chmod(private, 0o755)
-        checked = check()
+        checked = check_of(daemon, python)
         assert checked.returncode == 0 and private + "," not in checked.stdout, checked.stdout
     finally:
         shutil.rmtree(private)
@@ -418,8 +416,7 @@ def test_a_link_to_the_daemons_python_in_a_private_directory_is_warned_of_by_che
         user_map = tmp_path / "users.map"
         user_map.write_text("ann %s\n" % first.pw_name)
         daemon, _ = peruser_daemon(tmp_path, image, user_map)
-        checked = subprocess.run([python, "-m", "gsmcpd", "check", "--port", str(daemon.port)], env=daemon.env,
-                                 cwd=str(daemon.tmp), capture_output=True, text=True, timeout=60)
+        checked = check_of(daemon, python)
         assert checked.returncode == 0, checked.stdout
         assert (f"  warning      the daemon's python {python}: account {first.pw_name} cannot run it ({private}, "
                 f"mode 0700, owner root, group root, is not searchable by it)") in checked.stdout, checked.stdout
@@ -566,8 +563,7 @@ def test_a_user_map_that_cannot_be_used_is_refused_naming_it_by_serve_and_check(
     assert daemon.refusal() == 2
     assert f"ERROR gsmcpd: {said}" in daemon.log_text() and "Traceback" not in daemon.log_text()
     assert "cannot serve on" not in daemon.log_text()
-    checked = subprocess.run([sys.executable, "-m", "gsmcpd", "check", "--port", str(daemon.port)],
-                             env=daemon.env, cwd=str(daemon.tmp), capture_output=True, text=True, timeout=60)
+    checked = check_of(daemon)
     assert checked.returncode == 2 and checked.stdout.splitlines()[-1] == f"PROBLEM: user map: {said}", checked.stdout
 
 
@@ -576,8 +572,7 @@ def test_check_warns_of_map_lines_naming_root_or_a_missing_account_by_file_and_l
     path = tmp_path / "users.map"
     path.write_text("# claim  account\nann %s\nrooted root\n\nghost no-such-account-here\n" % accounts[0][0].pw_name)
     daemon, _ = peruser_daemon(tmp_path, image, path)
-    checked = subprocess.run([sys.executable, "-m", "gsmcpd", "check", "--port", str(daemon.port)],
-                             env=daemon.env, cwd=str(daemon.tmp), capture_output=True, text=True, timeout=60)
+    checked = check_of(daemon)
     lines = checked.stdout.splitlines()
     assert checked.returncode == 0, checked.stdout
     warnings = [line.split(None, 1)[1] for line in lines if line.startswith("  warning ")]
@@ -1047,8 +1042,7 @@ def test_a_tls_key_every_account_may_read_is_warned_of_by_serve_and_check(tmp_pa
         daemon, _ = peruser_daemon(tmp_path, image, user_map, GS_MCP_TLS_CERT=str(cert), GS_MCP_TLS_KEY=str(key))
         said = ("tls_key %s is readable by every account (mode 0644): any local account's code (each mapped "
                 "user's, with MCP_USER_MAP) can read the server's private key; make it 0600" % key)
-        checked = subprocess.run([sys.executable, "-m", "gsmcpd", "check", "--port", str(daemon.port)],
-                                 env=daemon.env, cwd=str(daemon.tmp), capture_output=True, text=True, timeout=60)
+        checked = check_of(daemon)
         assert checked.returncode == 0 and "  warning      " + said in checked.stdout.splitlines(), checked.stdout
         with daemon:
             assert wait_until(lambda: " WARNING " + said in daemon.log_text())
@@ -1095,8 +1089,7 @@ def test_a_sticky_state_directory_is_refused_by_serve_and_check_naming_the_fix(t
     said = "cannot be served: " + sticky_said(state, "root")
     assert daemon.refusal() == 2
     assert f"image {image_with_no_state} {said}" in daemon.log_text() and "Traceback" not in daemon.log_text()
-    checked = subprocess.run([sys.executable, "-m", "gsmcpd", "check", "--port", str(daemon.port)],
-                             env=daemon.env, cwd=str(daemon.tmp), capture_output=True, text=True, timeout=60)
+    checked = check_of(daemon)
     assert checked.returncode == 2 and checked.stdout.splitlines()[-1] == f"PROBLEM: image: {said}", checked.stdout
 
 
@@ -1163,8 +1156,7 @@ def test_a_shared_image_writable_by_its_group_but_not_setgid_is_warned_of_by_ser
     with shared_image_daemon(tmp_path, accounts_in_their_own_groups, mode) as (image, daemon, idp):
         warning = (f"image {image} is writable by its group {grp.getgrgid(group).gr_name} but not setgid "
                    f"(mode {mode:04o}): what a commit creates there")
-        checked = subprocess.run([sys.executable, "-m", "gsmcpd", "check", "--port", str(daemon.port)],
-                                 env=daemon.env, cwd=str(daemon.tmp), capture_output=True, text=True, timeout=60)
+        checked = check_of(daemon)
         assert checked.returncode == 0, checked.stdout
         with daemon:
             assert session_for(daemon, idp, "ann").tool("status")["content"][0]["text"]
