@@ -274,8 +274,8 @@ def test_an_error_message_is_whole_in_the_text_and_only_its_start_repeated_in_st
     assert result["content"] == [{"type": "text", "text": message}]
     said = result["structuredContent"]["error"]
     assert said["kind"] == "other" and said["message"] == repeated(message, "the message")
-    assert said["message"] == (message[:REPEAT_CAP] + "\n[... %s more characters of the message, as the answer's "
-                               "text has it, cut: a repeat of it keeps the first 10,000]\n" % f"{len(message) - REPEAT_CAP:,}")
+    assert said["message"] == (message[:REPEAT_CAP] + "\n[... %s more characters of the message cut: a repeat "
+                               "of the answer's text keeps the first 10,000]\n" % f"{len(message) - REPEAT_CAP:,}")
 
 
 def test_a_repeat_of_a_text_within_its_cap_is_the_text_itself():

@@ -117,13 +117,8 @@ REPEAT_CAP = 10_000
 
 def repeated(text: str, what: str) -> str:
     """`text` where an answer repeats what its text holds whole: its first REPEAT_CAP
-    characters, saying so (sendable's note) when it is longer. The note counts what the
-    answer's text has past them, and says so: `text` may be cut already (a traceback cut
-    to 1,000,000, a trial's message), its own note there telling the original's length,
-    which a count of the original would have needed and is not known here."""
-    if len(text) <= REPEAT_CAP:
-        return text
-    return sendable(text, f"{what}, as the answer's text has it,", REPEAT_CAP, "a repeat of it")
+    characters, saying so (sendable's note) when it is longer."""
+    return text if len(text) <= REPEAT_CAP else sendable(text, what, REPEAT_CAP, "a repeat of the answer's text")
 
 
 # Characters of the errors of the user's modules (one import error per failing module) that
@@ -171,12 +166,10 @@ class ErrorsBudget:
 
 def repeat_of_told(text: str, told: str, cap: int | None, what: str) -> str:
     """What structuredContent repeats of `text`, told (ErrorsBudget.tell) as `told`, cut to
-    `cap`: its start (as repeated cuts) counting what the whole has past it, not what the budget
+    `cap`: its start (repeated) counting what the whole has past it, not what the budget
     left of it (its cut and note, cut again); one the budget cut to fewer than REPEAT_CAP
     characters as told, its note whole."""
-    if cap is not None and cap < REPEAT_CAP:
-        return told
-    return text if len(text) <= REPEAT_CAP else sendable(text, what, REPEAT_CAP, "a repeat of the answer's text")
+    return told if cap is not None and cap < REPEAT_CAP else repeated(text, what)
 
 
 class Toolset:
