@@ -306,28 +306,49 @@ def test_a_tmpdir_a_mapped_account_cannot_reach_is_warned_of_by_check_and_serve_
         shutil.rmtree(private)
 
 
+def check_of(daemon, python=sys.executable):
+    """`gsmcpd check` of `daemon`'s settings (started or not), run by `python`."""
+    return subprocess.run([python, "-m", "gsmcpd", "check", "--port", str(daemon.port)], env=daemon.env,
+                          cwd=str(daemon.tmp), capture_output=True, text=True, timeout=60)
+
+
+@contextlib.contextmanager
+def private_and_open():
+    """Two directories in /tmp, removed after: root's own (0700, no account gets past it)
+    and one every account may search (0755)."""
+    private = tempfile.mkdtemp(prefix="gt", dir="/tmp")
+    opened = tempfile.mkdtemp(prefix="gu", dir="/tmp")
+    try:
+        os.chmod(opened, 0o755)
+        yield private, opened
+    finally:
+        shutil.rmtree(private)
+        shutil.rmtree(opened)
+
+
+def check_mapping_ann(tmp_path, image, account, python=sys.executable, **env):
+    """What `gsmcpd check`, run by `python`, says of a per-user daemon's settings mapping
+    user ann to `account` (`env` added to its environment); it must pass."""
+    user_map = tmp_path / "users.map"
+    user_map.write_text("ann %s\n" % account.pw_name)
+    daemon, _ = peruser_daemon(tmp_path, image, user_map, **env)
+    checked = check_of(daemon, python)
+    assert checked.returncode == 0, checked.stdout
+    return checked.stdout
+
+
 def test_a_tmpdir_through_a_link_to_a_link_in_a_private_directory_is_warned_of_by_check(tmp_path, accounts, image):
     # TMPDIR=<open>/link/t, link -> PRIVATE/link2 -> <open>/real: the kernel reads link2 as the
     # account, which may not enter PRIVATE; check walked the path as written and resolved only.
     (first, _), _ = accounts
-    private = tempfile.mkdtemp(prefix="gt", dir="/tmp")    # root's, 0700
-    opened = tempfile.mkdtemp(prefix="gu", dir="/tmp")
-    try:
-        os.chmod(opened, 0o755)
+    with private_and_open() as (private, opened):
         os.makedirs(os.path.join(opened, "real", "t"), 0o755)
         os.symlink(os.path.join(opened, "real"), os.path.join(private, "link2"))
         os.symlink(os.path.join(private, "link2"), os.path.join(opened, "link"))
         tmpdir = os.path.join(opened, "link", "t")
-        user_map = tmp_path / "users.map"
-        user_map.write_text("ann %s\n" % first.pw_name)
-        daemon, _ = peruser_daemon(tmp_path, image, user_map, TMPDIR=tmpdir)
-        checked = check_of(daemon)
-        assert checked.returncode == 0, checked.stdout
+        checked = check_mapping_ann(tmp_path, image, first, TMPDIR=tmpdir)
         assert (f"  warning      TMPDIR {tmpdir}: account {first.pw_name} cannot reach it ({private}, mode 0700, "
-                f"owner root, group root, is not searchable by it)") in checked.stdout, checked.stdout
-    finally:
-        shutil.rmtree(private)
-        shutil.rmtree(opened)
+                f"owner root, group root, is not searchable by it)") in checked, checked
 
 
 
@@ -344,21 +365,11 @@ def test_a_tmpdir_through_a_link_going_up_out_of_a_private_directory_is_warned_o
         os.mkdir(private, 0o700)
         os.symlink(os.path.join("real", "private", ".."), os.path.join(opened, "link"))
         tmpdir = os.path.join(opened, "link", "t")
-        user_map = tmp_path / "users.map"
-        user_map.write_text("ann %s\n" % first.pw_name)
-        daemon, _ = peruser_daemon(tmp_path, image, user_map, TMPDIR=tmpdir)
-        checked = check_of(daemon)
-        assert checked.returncode == 0, checked.stdout
+        checked = check_mapping_ann(tmp_path, image, first, TMPDIR=tmpdir)
         assert (f"  warning      TMPDIR {tmpdir}: account {first.pw_name} cannot reach it ({private}, mode 0700, "
-                f"owner root, group root, is not searchable by it)") in checked.stdout, checked.stdout
+                f"owner root, group root, is not searchable by it)") in checked, checked
     finally:
         shutil.rmtree(opened)
-
-
-def check_of(daemon, python=sys.executable):
-    """`gsmcpd check` of `daemon`'s settings (started or not), run by `python`."""
-    return subprocess.run([python, "-m", "gsmcpd", "check", "--port", str(daemon.port)], env=daemon.env,
-                          cwd=str(daemon.tmp), capture_output=True, text=True, timeout=60)
 
 
 def venv_in(directory):
@@ -405,24 +416,14 @@ def test_a_link_to_the_daemons_python_in_a_private_directory_is_warned_of_by_che
     # the account, which may not enter PRIVATE; check looked at the venv's and the python's
     # directories only, and said nothing.
     (first, _), _ = accounts
-    private = tempfile.mkdtemp(prefix="gp", dir="/tmp")    # root's, 0700
-    opened = tempfile.mkdtemp(prefix="gq", dir="/tmp")
-    try:
-        os.chmod(opened, 0o755)
+    with private_and_open() as (private, opened):
         python = venv_in(opened)
         Path(private, "python3").symlink_to(os.path.realpath(python))
         os.unlink(python)
         os.symlink(Path(private, "python3"), python)
-        user_map = tmp_path / "users.map"
-        user_map.write_text("ann %s\n" % first.pw_name)
-        daemon, _ = peruser_daemon(tmp_path, image, user_map)
-        checked = check_of(daemon, python)
-        assert checked.returncode == 0, checked.stdout
+        checked = check_mapping_ann(tmp_path, image, first, python)
         assert (f"  warning      the daemon's python {python}: account {first.pw_name} cannot run it ({private}, "
-                f"mode 0700, owner root, group root, is not searchable by it)") in checked.stdout, checked.stdout
-    finally:
-        shutil.rmtree(private)
-        shutil.rmtree(opened)
+                f"mode 0700, owner root, group root, is not searchable by it)") in checked, checked
 
 
 def test_a_users_worker_keeps_only_the_allow_listed_environment_and_the_names_listed(env, accounts):
