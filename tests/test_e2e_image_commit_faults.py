@@ -413,6 +413,18 @@ def test_a_worker_killed_with_its_commit_undecided_leaves_no_mark_but_another_da
     assert marks() == []
 
 
+def assert_stopped_whole(daemon, image, step, committer, temp, intent):
+    """The stopped `daemon`'s image after a commit cut at `step`: no temp, no intent, and
+    pets.py as before it (not decided) or as it made it, journalled (decided)."""
+    assert not intent.exists() and not temp.exists()
+    if step == "_write_intent":   # not decided: nothing of it
+        assert (image / "pets.py").read_text() == "SOUND = 'woof'\n" and journal(image) == []
+    else:                         # decided: finished on disk before the server exited
+        assert (image / "pets.py").read_text() == "SOUND = 'meow'\n"
+        assert [entry["session"] for entry in journal(image)] == [committer]
+        assert "finished a commit to %s that was interrupted" % image in daemon.log_text()
+
+
 @pytest.mark.parametrize("step", ["_write_intent", "_apply"])
 def test_a_stop_during_a_commit_leaves_the_image_files_whole(tmp_path, step):
     # A call still in flight when the stop's grace ends (GS_MCP_BREAK_GRACE, 0.2 s here) is
@@ -429,13 +441,7 @@ def test_a_stop_during_a_commit_leaves_the_image_files_whole(tmp_path, step):
         caller.join(15)
     assert answers[0]["error"]["message"] == (
         "session ended: server shutting down (its call in flight still ran after the 0.2s grace, GS_MCP_BREAK_GRACE)")
-    assert not intent.exists() and not temp.exists()
-    if step == "_write_intent":   # not decided: nothing of it
-        assert (image / "pets.py").read_text() == "SOUND = 'woof'\n" and journal(image) == []
-    else:                         # decided: finished on disk before the server exited
-        assert (image / "pets.py").read_text() == "SOUND = 'meow'\n"
-        assert [entry["session"] for entry in journal(image)] == [a.session]
-        assert "finished a commit to %s that was interrupted" % image in daemon.log_text()
+    assert_stopped_whole(daemon, image, step, a.session, temp, intent)
 
 
 @pytest.mark.parametrize("step", ["_write_intent", "_apply"])
@@ -454,13 +460,7 @@ def test_a_worker_killed_mid_commit_before_the_stop_leaves_the_stopped_image_fil
         seen = tool_text(session(daemon).tool("execute_code", code=SOUND))
         assert seen == ("'meow'" if step == "_apply" else "'woof'")   # sessions read it whole
         assert daemon.stop() == 0
-    assert not intent.exists() and not temp.exists()
-    if step == "_write_intent":   # not decided: nothing of it
-        assert (image / "pets.py").read_text() == "SOUND = 'woof'\n" and journal(image) == []
-    else:                         # decided: finished on disk before the server exited
-        assert (image / "pets.py").read_text() == "SOUND = 'meow'\n"
-        assert [entry["session"] for entry in journal(image)] == [a.session]
-        assert "finished a commit to %s that was interrupted" % image in daemon.log_text()
+    assert_stopped_whole(daemon, image, step, a.session, temp, intent)
 
 
 MANY = ["bulk.m%03d" % n for n in range(400)]
