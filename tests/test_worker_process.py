@@ -641,6 +641,39 @@ def test_a_break_landing_as_the_worker_reads_its_view_breaks_the_call_waiting_fo
         channel.close()
 
 
+@pytest.mark.parametrize("sent", ["behind_the_prepare", "during_the_read"])
+def test_a_break_landing_as_the_view_read_ends_breaks_the_call_waiting_for_it(tmp_path, sent):
+    # Held where the read is over and the call not yet started (after the call's own read,
+    # or after one ahead of the call, its frame waiting in the socket): a break landing
+    # there found neither a read nor a call running and was dropped.
+    from test_tools_support import write_image
+    image = write_image(tmp_path / "image", {"pets.py": "SOUND = 'woof'\n"})
+    reading, release, read, resume = (tmp_path / name for name in ("reading", "release", "read", "resume"))
+    channel = Channel(target=functools.partial(run_with_its_view_read_held, str(reading), str(release),
+                                               read=str(read), resume=str(resume)))
+    call = {"op": "call", "seq": 1, "message": {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "execute_code", "arguments": {"code": "6 * 7"}}}}
+    try:
+        prepare = frames.encode({"op": "prepare", "session": {**SESSION, "image": str(image)}})
+        if sent == "behind_the_prepare":   # read for the call in hand
+            release.touch()
+            channel.sock.sendall(prepare + frames.encode(call))
+        else:                              # read ahead, the call sent as it is under way
+            channel.sock.sendall(prepare)
+            assert wait_until(reading.exists, timeout=WAIT)
+            channel.send(call)
+            release.touch()
+        assert wait_until(read.exists, timeout=WAIT)
+        channel.signal(SOFT_BREAK_SIGNAL)
+        assert wait_until((tmp_path / "reading.broken").exists, timeout=WAIT)
+        resume.touch()
+        assert channel.receive()["ok"] is True
+        assert channel.reply(1)["error"] == {"code": -32001, "message": "request interrupted: soft break"}
+        assert text_of(channel.reply(channel.execute("6 * 7"))) == "42"   # the next call runs
+    finally:
+        channel.close()
+
+
 def test_a_break_landing_as_the_worker_reads_its_view_with_no_call_sent_breaks_no_later_call(tmp_path):
     # One that came before any call was sent is a call's that is over (the initialize's,
     # answered as its deadline passed): the next call is not broken by it.

@@ -38,14 +38,25 @@ def run_under_a_data_limit(sock, router_pid):
     worker_main.run(sock, router_pid)
 
 
-def run_with_its_view_read_held(reading, release, sock, router_pid):
+def _held(reached, release):
+    """Touch `reached`, then wait until the test touches `release` (at most 20 s)."""
+    import time
+    open(reached, "w").close()
+    end = time.monotonic() + 20
+    while not os.path.exists(release) and time.monotonic() < end:
+        time.sleep(0.01)
+
+
+def run_with_its_view_read_held(reading, release, sock, router_pid, read=None, resume=None):
     """worker_main.run whose view read, once begun, touches `reading` and waits until the
     test touches `release` (at most 20 s): a read as slow as a big image's, which the test
     ends when it has sent what it wants to land meanwhile. Each break's handler, once run,
-    touches `reading` + ".broken"."""
-    import time
+    touches `reading` + ".broken". With `read` and `resume`: held again as the read is
+    over (the loop's own part done, the call not yet started), touching `read`, until
+    `resume`."""
     from gsmcpd.image.view import View
     real_load, real_handler = View.load, worker_main.WorkerLoop.break_handler
+    real_read_view = worker_main.WorkerLoop._read_view
 
     def noted_handler(loop, exception_class, label):
         handle = real_handler(loop, exception_class, label)
@@ -58,11 +69,16 @@ def run_with_its_view_read_held(reading, release, sock, router_pid):
         return on_signal
 
     def held_load(view, *args, **kwargs):
-        open(reading, "w").close()
-        end = time.monotonic() + 20
-        while not os.path.exists(release) and time.monotonic() < end:
-            time.sleep(0.01)
+        _held(reading, release)
         return real_load(view, *args, **kwargs)
 
+    def held_after_read(loop, *args, **kwargs):
+        unread = loop._unread_view is not None
+        real_read_view(loop, *args, **kwargs)
+        if unread:
+            _held(read, resume)
+
     View.load, worker_main.WorkerLoop.break_handler = held_load, noted_handler
+    if read is not None:
+        worker_main.WorkerLoop._read_view = held_after_read
     run_as_spawned(sock, router_pid)

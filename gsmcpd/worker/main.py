@@ -115,7 +115,8 @@ class WorkerLoop:
         self._unread_view = None      # reserved at prepare, read once initialize is answered
         self._view_error = None       # why it could not be read: every later call says so
         self._reading_view = None     # "call": read for the call in hand; "ahead": before any came
-        self._break_before_start = None   # a break that landed as the call waited for the read
+        self._call_in_hand = False    # its frame is here and it has not started: breaks are its
+        self._break_before_start = None   # a break that landed as the call waited to start
         self.is_fork = False          # a child the user's code forked (see forked)
         self._breaks = {}             # signal -> our handler (install_breaks)
         self._code_sigint = None      # the user's code's SIGINT handler, held between calls
@@ -358,23 +359,33 @@ class WorkerLoop:
             view.close()
             self._view_error = raised(error)
         finally:
+            # A call whose frame came in a read ahead waits in the socket: a break from
+            # here on is its own, though the loop has yet to take it (set before the
+            # "ahead" ends, so no break finds neither).
+            if reading == "ahead" and self._frame_waiting():
+                self._call_in_hand = True
             self._reading_view = None
 
     def _breaks_waiting_call(self) -> bool:
-        """Whether a break landing now is for a call waiting for the view read: its
-        deadline runs from when the router sent it, the read included (a big image's read
-        takes seconds). Read ahead of any call, one is waiting only if its frame is here:
-        a break that came before it was an earlier call's (the initialize's), now over."""
-        if self._reading_view == "call":
+        """Whether a break landing now (no call running) is for a call waiting to start:
+        its deadline runs from when the router sent it, the view read included (a big
+        image's read takes seconds). Once the loop holds the call (or a read ahead ended
+        with its frame here) until its try block, it is; read ahead of any call, only if
+        its frame is here: a break that came before it was an earlier call's (the
+        initialize's), now over. One landing as an idle loop wakes to a frame stays
+        dropped: it may be the last call's, sent as its answer left."""
+        if self._call_in_hand:
             return True
-        if self._reading_view != "ahead":
-            return False
+        return self._reading_view == "ahead" and self._frame_waiting()
+
+    def _frame_waiting(self) -> bool:
         try:
             return bool(select.select([self.sock], [], [], 0)[0])
         except (OSError, ValueError):
             return False
 
     def call(self, seq, message) -> None:
+        self._call_in_hand = True     # until _run's try block: a break landing meanwhile is this call's
         if not (isinstance(message, dict) and message.get("method") == "initialize"):
             self._read_view("call")
         if self.server is None:
@@ -386,6 +397,7 @@ class WorkerLoop:
             reply = self._run(seq, message)
             if self.is_fork:
                 os._exit(0)
+        self._call_in_hand = False    # (a call answered without _run: not prepared, no view)
         self._pending_break = self._break_before_start = None
         try:
             self.send_message("reply", seq, reply)
@@ -406,6 +418,7 @@ class WorkerLoop:
         self.reserve.hold()
         try:
             self.in_call = True
+            self._call_in_hand = False   # second: a break from here on raises in the call itself
             try:
                 # SIGINT is the code's while it runs (Python's KeyboardInterrupt, or the
                 # handler the code set), and held between calls: one the code's threads or
@@ -414,7 +427,7 @@ class WorkerLoop:
                 if self._breaks:
                     _signal.signal(signal.SIGINT, self._code_sigint)
                 early, self._break_before_start = self._break_before_start, None
-                if early is not None:   # landed as the call waited for the view read
+                if early is not None:   # landed as the call waited to start (the view read, say)
                     if isinstance(early, SoftBreak):
                         mark_soft_break()
                     raise early
