@@ -131,7 +131,8 @@ FILES = {
     "nested.py": "class Outer:\n    class Mid:\n        class Leaf:\n            def ring(self):\n"
                  "                return bell.chime()\n",
     "slots.py": "class Slotted:\n    __slots__ = ('a', '__b')\n\n    def __init__(self):\n        self.a = 1\n"
-                "        self.__b = 2\n",
+                "        self.__b = 2\n\n\nclass Strict(Slotted):\n    __slots__ = ('y',)\n\n"
+                "    def grow(self):\n        self.y = self.a = 3\n        self.x = 4\n",
     "shadow.py": "import json\n\n\nclass Shadow:\n    def g(self, x=json.dumps):\n        return x\n\n"
                  "    def json(self):\n        return 'the method'\n",
     "later.py": '"""Forward references."""\nfrom __future__ import annotations\n\n\n'
@@ -404,6 +405,18 @@ def test_a_slotted_classs_private_slot_is_listed_and_its_slots_are_not_replaced_
     assert "__slots__" in error(c, "compile_method", "refused", className="Slotted",
                                 source="def a(self):\n    return 5")
     assert run(c, "import slots\nslots.Slotted().a") == "1"
+
+
+def test_a_slotted_class_lists_the_names_its_methods_assign_that_no_slot_holds_apart(c):
+    # `self.x` in a class whose slots (its own and its base's) have no x was listed as an
+    # instance variable, though assigning it raises AttributeError.
+    described = ok(c, "describe_class", className="Strict")
+    assert described["structuredContent"]["instanceVariables"] == ["y", "a"]
+    assert described["structuredContent"]["notInSlots"] == ["x"]
+    assert ("instance variables: y, a\nnot in its __slots__ (no instance can hold them: assigning one "
+            "raises AttributeError): x\n") in tool_text(described)
+    assert "AttributeError" in run(c, "import slots\ntry:\n    slots.Strict().grow()\n"
+                                      "except AttributeError as e:\n    r = repr(e)\nr")
 
 
 def test_a_rebound_class_is_browsed_from_source_saying_so(c):

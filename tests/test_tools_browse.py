@@ -1231,6 +1231,68 @@ def test_private_instance_variables_are_listed_as_they_are_stored(client):
         "_Plain__hidden"]
 
 
+SLOTTED = """\
+class Strict:
+    __slots__ = ("y", "_size")
+    limit = 3
+
+    def __init__(self):
+        self.y = 0
+        self.x = 1
+        self.limit = 4
+        self.size = 5
+
+    @property
+    def size(self):
+        return self._size
+
+    @size.setter
+    def size(self, value):
+        self._size = value
+
+
+class Heir(Strict):
+    __slots__ = ("z",)
+
+    def grow(self):
+        self.y = 1
+        self.z = 2
+        self.w = 3
+
+
+class Open(Strict):
+    __slots__ = ("__dict__",)
+
+    def grow(self):
+        self.w = 3
+
+
+class Unslotted(Strict):
+    def grow(self):
+        self.w = 3
+"""
+
+
+@pytest.mark.parametrize("class_name, variables, refused", [
+    ("Strict", ["y", "_size", "size"], ["x", "limit"]),
+    ("Heir", ["z", "y"], ["w"]),   # its base's slot is its instances' too
+    ("Open", ["w"], None),         # "__dict__" among the slots: any name is held
+    ("Unslotted", ["w"], None),    # no __slots__ of its own: a __dict__
+])
+def test_a_slotted_classs_instance_variables_are_those_its_instances_can_hold(client, class_name, variables,
+                                                                               refused):
+    # A name its methods assign that no slot holds (AttributeError as they run) was listed
+    # as an instance variable of the class.
+    client.view.add_module("zoo.slotted", SLOTTED)
+    answer = client.ok("describe_class", className=class_name)
+    assert answer["structuredContent"]["instanceVariables"] == variables
+    assert answer["structuredContent"].get("notInSlots") == refused
+    said = [line for line in text(answer).splitlines() if line.startswith("not in its __slots__")]
+    assert said == ([] if refused is None else [
+        "not in its __slots__ (no instance can hold them: assigning one raises AttributeError): "
+        + ", ".join(refused)])
+
+
 def test_names_are_read_as_python_reads_identifiers(client):
     # Python folds identifiers to NFKC: the source's `ﬁnd` (a ligature) is bound as `find`.
     client.view.add_module("zoo.folded", "class Ｋ:\n    def ﬁnd(self):\n        return 1\n")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
+import types
 
 from gsmcpd.image import catalog, splice
 from gsmcpd.worker import module_functions
@@ -92,6 +93,35 @@ def instance_variables(cls: type | None, node: ast.ClassDef | None) -> list[str]
                                 and element.value.id == self_name):
                             add(element.attr)
     return names
+
+
+def slots_only(cls: type) -> frozenset[str] | None:
+    """The attributes an instance of `cls` can hold when its slots are all it has: those
+    of the class and its bases, as stored (`_Class__b`); None when it can hold any name
+    (a __dict__: a base without __slots__, or "__dict__" among them; a __setattr__ of
+    the class's own, whatever that does with it)."""
+    if cls.__dictoffset__ or any("__setattr__" in vars(c) for c in cls.__mro__ if c is not object):
+        return None
+    return frozenset(name for c in cls.__mro__ for name, value in vars(c).items()
+                     if isinstance(value, types.MemberDescriptorType))
+
+
+def not_held(cls: type | None, names: list[str]) -> list[str]:
+    """Those of `names` (instance_variables) that no instance of a class with only slots
+    can hold: assigning one raises AttributeError. A name assigned through a descriptor
+    of the class's (a property's setter) is held by that, not refused."""
+    held = slots_only(cls) if cls is not None else None
+    if held is None:
+        return []
+    return [name for name in names if name not in held and not _set_through_descriptor(cls, name)]
+
+
+def _set_through_descriptor(cls: type, name: str) -> bool:
+    """Whether assigning `name` on an instance goes to a data descriptor of the class's."""
+    for c in cls.__mro__:
+        if name in vars(c):
+            return hasattr(type(vars(c)[name]), "__set__")
+    return False
 
 
 def no_such_method_hint(classdef: ast.ClassDef, selector: str) -> str:
@@ -264,6 +294,8 @@ class BrowsingToolset(Toolset):
             doc = ast.get_docstring(node)
             metaclass = next((ast.unparse(k.value) for k in node.keywords if k.arg == "metaclass"), None)
         variables = instance_variables(cls, node)
+        refused = not_held(cls, variables)
+        variables = [name for name in variables if name not in refused]
         structured = {"class": ref.qualified, "dictionary": ref.module, "bases": bases, "mro": mro,
                       "instanceVariables": variables, "methods": methods, "doc": doc,
                       "metaclass": metaclass}
@@ -273,6 +305,10 @@ class BrowsingToolset(Toolset):
         if metaclass:   # its methods are the class side (list_methods shows them)
             lines.append(f"metaclass: {metaclass}")
         lines.append(f"instance variables: {', '.join(variables) or '-'}")
+        if refused:   # written in its source, but a bug there: the class has no room for them
+            lines.append(f"not in its __slots__ (no instance can hold them: assigning one raises "
+                         f"AttributeError): {', '.join(refused)}")
+            structured["notInSlots"] = refused
         lines.append(f"methods: {', '.join(methods) or '-'}")
         if doc:
             lines.append(f"doc: {doc}")
