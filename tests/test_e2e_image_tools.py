@@ -194,6 +194,9 @@ class PartTest(unittest.TestCase):
     "gone/spared.py": "from gone.helpers import spare\n",
     "gone/tools.py": "def tool():\n    return 1\n",
     "gone/tooled.py": "from gone.tools import tool\n",
+    "gone/shifts.py": "class Shift:\n    def clock_in(self):\n        return 1\n\n\ndef ring_bell():\n    return 2\n",
+    "gone/rota.py": "import gone.shifts\n\n\ndef begin():\n    return gone.shifts.Shift().clock_in()\n\n\n"
+                    "def alarm():\n    return gone.shifts.ring_bell()\n",
     "gone/quotas.py": "class Quota:\n    size = 1\n\n\nOWN = Quota.size\n",
     "gone/caps.py": "class Cap:\n    limit = 3\n",
     "gone/limits.py": "from gone.caps import Cap\n\nLIMIT = Cap.limit\n",

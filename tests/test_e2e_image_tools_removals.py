@@ -268,6 +268,26 @@ def test_delete_method_of_a_function_names_importers_the_session_had_not_loaded(
     other.close()
 
 
+@pytest.mark.parametrize("arguments, caller, fails", [
+    ({"className": "gone.shifts.Shift", "selector": "clock_in"}, "begin",
+     "AttributeError: 'Shift' object has no attribute 'clock_in'"),
+    ({"className": "gone.shifts", "selector": "ring_bell"}, "alarm",
+     "AttributeError: module 'gone.shifts' has no attribute 'ring_bell'"),
+])
+def test_delete_method_names_the_callers_still_in_the_image(daemon, c, arguments, caller, fails):
+    # Committed without a word, though find_senders listed gone.rota's caller, whose every
+    # call then failed.
+    deleted = call_tool(c, "delete_method", arguments)
+    assert not deleted.get("isError"), deleted
+    assert deleted["structuredContent"]["stillCalledBy"] == {"results": [f"gone.rota.{caller}"], "total": 1}
+    assert (f"; note: the image still calls {arguments['selector']} by name, in gone.rota.{caller}: "
+            in tool_text(deleted))
+    assert deleted["structuredContent"]["committed"]
+    other = open_session(daemon)
+    assert fails in error(other, "execute_code", "other", code=f"import gone.rota\ngone.rota.{caller}()")
+    other.close()
+
+
 def test_compile_class_definition_dropping_attributes_read_as_modules_run_names_them(daemon, c):
     # "redefined in place; committed", without a word: gone.quotas (`OWN = Quota.size`) and
     # gone.limits (`LIMIT = Cap.limit`) then imported in no new session.

@@ -2070,6 +2070,49 @@ def test_delete_method_names_another_module_reading_it_as_it_runs(client, image)
     assert "reimported" not in result and "importErrors" not in result
 
 
+def test_delete_method_and_function_name_the_callers_still_in_the_image(client, image):
+    # Committed with nothing said, though find_senders listed each caller: every call of
+    # the deleted method or function then failed (AttributeError, NameError).
+    (image / "zoo" / "jobs.py").write_text(
+        "class Base:\n    def stop(self):\n        return 0\n\n\n"
+        "class Job(Base):\n    def run(self):\n        return 1\n\n    def stop(self):\n        return 2\n\n"
+        "    def twice(self):\n        return self.run() + self.run()\n\n    def alone(self):\n        return 3\n\n\n"
+        "def helper():\n    return 4\n\n\ndef use():\n    return helper()\n")
+    (image / "zoo" / "runner.py").write_text(
+        "import zoo.jobs\n\n\ndef go(job):\n    return job.run(), zoo.jobs.helper()\n\n\n"
+        "def run():\n    return 5\n\n\ndef bare():\n    return run()\n")
+    client.ok("refresh")
+    result = client.ok("delete_method", className="Job", selector="run")
+    assert result["structuredContent"]["stillCalledBy"] == {
+        "results": ["zoo.jobs.Job.twice", "zoo.runner.go"], "total": 2}   # not zoo.runner.bare's run()
+    assert ("deleted zoo.jobs.Job.run; note: the image still calls run by name, in zoo.jobs.Job.twice, "
+            "zoo.runner.go: where one is on a zoo.jobs.Job (or a subclass without its own), it now fails "
+            "(AttributeError); committed") in text(result)
+    assert {"class", "selector", "committed", "version"} <= set(result["structuredContent"])
+    result = client.ok("delete_method", className="zoo.jobs", selector="helper")
+    assert result["structuredContent"]["stillCalledBy"] == {"results": ["zoo.jobs.use", "zoo.runner.go"],
+                                                            "total": 2}
+    assert ("; note: the image still calls helper by name, in zoo.jobs.use, zoo.runner.go: where one means "
+            "zoo.jobs.helper, it now fails (NameError; AttributeError through its module)") in text(result)
+    # Base's stop still answers job.stop(); nothing calls alone.
+    (image / "zoo" / "stopper.py").write_text("def halt(job):\n    return job.stop()\n")
+    client.ok("refresh")
+    for selector in ("stop", "alone"):
+        result = client.ok("delete_method", className="Job", selector=selector)
+        assert "stillCalledBy" not in result["structuredContent"] and "still calls" not in text(result)
+
+
+def test_a_deletes_note_names_ten_callers_and_counts_the_rest(client, image):
+    (image / "zoo" / "many.py").write_text(
+        "def target():\n    return 1\n" + "".join(f"\n\ndef call{n:02}():\n    return target()\n"
+                                                  for n in range(12)))
+    client.ok("refresh")
+    result = client.ok("delete_method", className="zoo.many", selector="target")
+    assert result["structuredContent"]["stillCalledBy"]["total"] == 12
+    assert ("in " + ", ".join(f"zoo.many.call{n:02}" for n in range(10)) + " and 2 more (find_senders lists "
+            "them): ") in text(result)
+
+
 def test_an_importer_the_re_import_loads_failing_is_named_too(client, image):
     # zoo.checked (not loaded here) needs Job.run as it runs, without reading it (hasattr):
     # loaded to re-import zoo.runner, it failed, as in every new session, and went unnamed.

@@ -28,6 +28,7 @@ from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset, bool_prop, object_
 from gsmcpd.worker.toolsets.browsing import (CLASS_NAME, META, SELECTOR, filter_by_meta, live_kind,
                                               metaclass_method_text, metaclass_owner, no_def_hint,
                                               qualname)
+from gsmcpd.worker.toolsets.search import capped, senders
 from gsmcpd.worker.toolsets.session import (ToldImportErrors, already_committed_text, brought_in_text,
                                             commit_view, settled_text)
 
@@ -574,7 +575,10 @@ class MutationToolset(Toolset):
         itself = live.needed_on_import(tree, name, star=False)
         note, data = self._reimport_importers([module_name], itself) if module is not None else ("", {})
         listed, listed_data = _all_note(module_name, name, new_source, tree)
-        note, data = note + listed + tried, {**data, **listed_data, **tried_data}
+        called, called_data = _still_called_note(self.view, name, senders(self.view, name),
+                                                 f"where one means {_shown(module_name, name)}, it now fails "
+                                                 "(NameError; AttributeError through its module)")
+        note, data = note + listed + called + tried, {**data, **listed_data, **called_data, **tried_data}
         return self._finish(f"deleted function {_shown(module_name, name)}{note}",
                             {"dictionary": module_name, "selector": name, **data})
 
@@ -946,6 +950,11 @@ class MutationToolset(Toolset):
             ref.qualified, ref.module, cls, basis, lost=bound_before - set(vars(cls)) if cls is not None else ())
         imported, imported_data = _both_reimports((imported, imported_data), unmakeable)
         note, data = note + imported, {**data, **imported_data}
+        if not kept:   # else a base's (or an attribute) answers those calls
+            called, called_data = _still_called_note(
+                self.view, selector, senders(self.view, selector, bare=False),
+                f"where one is on a {ref.qualified} (or a subclass without its own), it now fails (AttributeError)")
+            note, data = note + called, {**data, **called_data}
         return self._finish(f"deleted {_shown(ref.module, ref.name, selector)}{note}{stale}",
                             {"class": ref.qualified, "selector": selector, **data, **stale_data})
 
@@ -1510,6 +1519,22 @@ def _all_note(module_name: str, name: str, new_source: str, tree: ast.Module) ->
     return (f"; note: {module_name}'s __all__ still names {name} ({catalog.quoted(quoted)}, line {statement.lineno}), "
             f"so `from {module_name} import *` now fails (AttributeError): take {name} out of it "
             "in the module's file, then refresh"), {"stillInAll": {"line": statement.lineno, "statement": quoted}}
+
+
+CALLERS_TOLD = 10   # callers a delete's note names; its data has up to search's cap, find_senders all
+
+
+def _still_called_note(view, name: str, callers: list[str], fails: str) -> tuple[str, dict]:
+    """The note, and its data (`stillCalledBy`, as find_senders answers), when code in the
+    image still calls what was deleted by its name: not refused, as a call by name may be
+    to another class's method or another module's function of that name."""
+    if not callers:
+        return "", {}
+    shown = ", ".join(callers[:CALLERS_TOLD])
+    if len(callers) > CALLERS_TOLD:
+        shown += f" and {len(callers) - CALLERS_TOLD} more (find_senders lists them)"
+    return (f"; note: the image still calls {catalog.echoed(name)} by name, in {shown}: {fails}",
+            {"stillCalledBy": capped(callers, "")["structured"]})
 
 
 def _read_as_it_runs_note(module_name: str, class_name: str, reads: dict[str, str]) -> str:

@@ -81,6 +81,18 @@ def capped(hits: list[str], what: str, unsearched: list[str] = ()) -> dict:
     return {"text": text, "structured": structured}
 
 
+def senders(view, selector: str, bare: bool = True) -> list[str]:
+    """find_senders's hits: the functions and methods calling `selector` by name, as an
+    attribute (`x.run()`) or, with `bare`, a bare name (`run()`, which no method is)."""
+    hits = []
+    for module in view.module_names():
+        for (_, label, _, owner), (attributes, names) in zip(_units(view, module), _calls_in(view, module)):
+            if (bare and selector in names) or any(splice.spelled(selector, attribute, owner)
+                                                   for attribute in attributes):
+                hits.append(label)
+    return list(dict.fromkeys(hits))
+
+
 def required_text(arguments: dict, key: str) -> str:
     if not arguments[key]:
         raise ToolError("invalidParams", f"{key} must not be empty")
@@ -149,14 +161,8 @@ class SearchToolset(Toolset):
 
     def find_senders(self, arguments):
         selector = catalog.require_selector(required_text(arguments, "selector"))
-        hits = []
-        for module in self.view.module_names():
-            for (_, label, _, owner), (attributes, names) in zip(_units(self.view, module),
-                                                                 _calls_in(self.view, module)):
-                if selector in names or any(splice.spelled(selector, attribute, owner)
-                                            for attribute in attributes):
-                    hits.append(label)
-        return capped(hits, f"senders of {catalog.echoed(selector)}", catalog.uncompiled(self.view))
+        return capped(senders(self.view, selector), f"senders of {catalog.echoed(selector)}",
+                      catalog.uncompiled(self.view))
 
     def search_method_source(self, arguments):
         pattern = required_text(arguments, "pattern")
