@@ -200,6 +200,7 @@ def test_unsupported_protocol_version_header_is_400(client):
 
 @pytest.mark.parametrize("origin,status", [("http://evil.example", 403), ("http://localhost:3000", 200),
                                            ("http://127.0.0.1", 200), ("http://[::1]:8080", 200),
+                                           ("http://[::ffff:7f00:1]:8080", 200), ("http://[::ffff:7f00:2]", 403),
                                            ("null", 403)])
 def test_origin_validation(client, origin, status):
     assert client.call("ping", headers={"Origin": origin}).status == status
@@ -208,6 +209,8 @@ def test_origin_validation(client, origin, status):
 def test_host_validation_against_dns_rebinding(client):
     assert client.call("ping", headers={"Host": "evil.example:8000"}).status == 403
     assert client.call("ping", headers={"Host": "localhost:8000"}).status == 200
+    # curl http://[::ffff:127.0.0.1]:PORT/mcp reaches 127.0.0.1, naming it so: it was refused 403
+    assert client.call("ping", headers={"Host": "[::ffff:127.0.0.1]:8000"}).status == 200
 
 
 def test_undeclared_capabilities_are_method_not_found(client):

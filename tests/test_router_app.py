@@ -270,6 +270,27 @@ def test_a_foreign_origin_or_host_is_refused_naming_the_knob_that_admits_it(head
     assert App(unauthenticated_router())._gate_host_origin(parser.next_request()) == (403, said)
 
 
+@pytest.mark.parametrize("origin, host", [
+    (b"http://[::ffff:7f00:1]:8080", b"localhost:8000"),    # a browser writes 127.0.0.1 IPv4-mapped in hex
+    (b"http://[::ffff:127.0.0.1]", b"[::ffff:127.0.0.1]:8000"),   # curl sends the Host as typed
+    (b"http://[0:0:0:0:0:ffff:7f00:1]:3000", b"[::ffff:7f00:1]:8000"),
+    (b"http://[::1]:3000", b"[::1]:8000"),
+    (b"http://127.0.0.1:3000", b"127.0.0.1:8000"),
+])
+def test_the_ipv4_mapped_loopback_address_is_loopback_as_origin_and_host(origin, host):
+    # [::ffff:127.0.0.1] reaches a server bound to 127.0.0.1: its page was refused 403
+    parser = RequestParser()
+    parser.feed(b"POST /mcp HTTP/1.1\r\nHost: " + host + b"\r\nOrigin: " + origin + b"\r\nContent-Length: 0\r\n\r\n")
+    assert App(unauthenticated_router())._gate_host_origin(parser.next_request()) is None
+
+
+@pytest.mark.parametrize("origin", [b"http://[::ffff:7f00:2]", b"http://[::ffff:127.0.0.1.5]", b"http://[::127.0.0.1]"])
+def test_other_ipv4_mapped_or_compatible_addresses_are_not_loopback(origin):
+    parser = RequestParser()
+    parser.feed(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nOrigin: " + origin + b"\r\nContent-Length: 0\r\n\r\n")
+    assert App(unauthenticated_router())._gate_host_origin(parser.next_request())[0] == 403
+
+
 @pytest.mark.parametrize("origin, said", [
     (b"null", "Forbidden: Origin 'null' is not allowed"),   # well-formed (RFC 6454 7.3), only not listed
     (b"http://[::1", "Forbidden: malformed Origin 'http://[::1' (an origin is scheme://host[:port]"),

@@ -22,7 +22,10 @@ from gsmcpd.wire import hosts, jsonrpc
 log = logging.getLogger("gsmcpd.app")
 
 JSON = ("Content-Type", "application/json")
-LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})   # as hosts.authority() gives them
+# As hosts.authority() gives them. ::ffff:7f00:1 is 127.0.0.1 IPv4-mapped ([::ffff:127.0.0.1]
+# reaches a server bound to 127.0.0.1, and a page there has that origin): a browser writes
+# it so, in hex. 127.1 is none: a browser (and curl) sends it as 127.0.0.1.
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "::ffff:7f00:1"})
 MCP_PATH = "/mcp"
 MCP_METHODS = "GET, POST, DELETE"
 METADATA_PATH = "/.well-known/oauth-protected-resource"
