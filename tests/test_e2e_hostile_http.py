@@ -72,6 +72,7 @@ def malformed(token):
         ("gzip coding", chunked(token, b"0\r\n\r\n", b"Transfer-Encoding: gzip"), 400,
          "Transfer-Encoding chunked must be the last coding"),
         ("HTTP/2 request line", head(b"Host: localhost", auth, version=b"HTTP/2.0"), 505, "HTTP version HTTP/2.0 not supported"),
+        ("HTTP/1 request line", head(b"Host: localhost", auth, version=b"HTTP/1"), 400, "malformed HTTP version"),
         ("many headers past the head limit", head(b"Host: localhost", auth, *[b"X-%d: v" % i for i in range(9000)]),
          431, "request head too large"),
     ]

@@ -629,8 +629,11 @@ REFUSALS = {
     # unsupported versions
     "http-2": (b"GET / HTTP/2.0\r\n\r\n", 505),
     "http-0.9": (b"GET / HTTP/0.9\r\n\r\n", 505),
-    "http-1.10": (b"GET / HTTP/1.10\r\n\r\n", 505),
-    "http-3": (b"GET / HTTP/3\r\n\r\n", 505),
+    # not HTTP/DIGIT.DIGIT (RFC 9112 2.3): malformed, no version to refuse
+    "http-1.10": (b"GET / HTTP/1.10\r\n\r\n", 400),
+    "http-3": (b"GET / HTTP/3\r\n\r\n", 400),
+    "http-1-no-minor": (b"GET / HTTP/1\r\n\r\n", 400),
+    "http-11-no-dot": (b"GET / HTTP/11\r\n\r\n", 400),
     # limits
     "endless-empty-lines": (b"\r\n" * 600, 400),
     "head-too-large": (b"GET / HTTP/1.1\r\nHost: x\r\nX: " + b"a" * 70000 + b"\r\n\r\n", 431),

@@ -23,7 +23,9 @@ _TCHAR = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]"
 _TOKEN = re.compile(_TCHAR + "+")
 _TOKEN_BYTES = re.compile(_TCHAR.encode() + b"+")
 _REQUEST_LINE = re.compile(r"(" + _TCHAR + r"+) ([\x21-\x7e]+) ([\x21-\x7e]+)")
-_VERSION_SHAPE = re.compile(r"HTTP/[0-9]+(?:\.[0-9]+)?")
+# RFC 9112 2.3: HTTP-version is HTTP/DIGIT.DIGIT. Only one of that shape names a major
+# version refused with 505 (RFC 9110 15.6.6); HTTP/1, HTTP/3, HTTP/1.10 are malformed: 400.
+_VERSION_SHAPE = re.compile(r"HTTP/[0-9]\.[0-9]")
 _LATER_HTTP_1 = re.compile(r"HTTP/1\.[2-9]")
 # Heads with bare LFs are validated as a block by one regex (see _split_head).
 # A value may hold obs-text (bytes 0x80-0xff, read as latin-1 and kept opaque, RFC 9110
