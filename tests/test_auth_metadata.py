@@ -44,6 +44,14 @@ def test_metadata_paths_and_url():
     assert metadata_url("https://h/") == "https://h/.well-known/oauth-protected-resource"
 
 
+def test_the_metadata_path_is_matched_as_a_requests_path_is_and_the_url_keeps_the_resources_spelling():
+    # wire.http decodes a request path's %7E to ~ (RFC 3986 6.2.2.2): the path had to be so too
+    assert metadata_paths("https://h/%7Euser/m%63p") == (
+        "/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/~user/mcp")
+    assert metadata_url("https://h/%7Euser/m%63p") == "https://h/.well-known/oauth-protected-resource/%7Euser/m%63p"
+    assert metadata_paths("https://h/a%2Fb")[-1] == "/.well-known/oauth-protected-resource/a%2Fb"
+
+
 @pytest.mark.parametrize("resource", ["mcp", "https://h/mcp#frag", "https://h/mcp?x=1", "ftp://h/mcp",
                                       # a challenge quotes it: Latin-1 at most, no quote inside
                                       "https://h/\u20ac/mcp", "https://b\u00fccher.example/mcp",

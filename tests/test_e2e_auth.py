@@ -437,7 +437,8 @@ def test_unknown_kid_floods_do_not_refetch_the_keys(env):
 
 
 @pytest.mark.parametrize("path", ["/.well-known/oauth-protected-resource/mcp",
-                                  "/.well-known/oauth-protected-resource"])
+                                  "/.well-known/oauth-protected-resource",
+                                  "/.well-known/oauth-protected-resource/%6Dcp"])   # RFC 3986 6.2.2.2
 def test_rfc9728_metadata_needs_no_token(env, path):
     server, daemon = env
     client = Client(daemon.port)

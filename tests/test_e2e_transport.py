@@ -168,6 +168,21 @@ def test_other_methods_and_paths(daemon):
     assert c.request("POST", "{}", path="/other").status == 404
 
 
+def test_a_path_with_percent_encoded_unreserved_characters_is_the_endpoint(daemon):
+    # RFC 3986 6.2.2.2: /%6Dcp is /mcp (it was 404); an encoded "/" is not one
+    c = Client(daemon.port)
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "gsmcpd-tests", "version": "0"}}}
+    opened = c.request("POST", init, path="/%6D%63%70")
+    assert opened.status == 200, opened
+    c.session = opened.header("mcp-session-id")
+    ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+    assert c.request("POST", ping, path="/%6dcp?x=1").json() == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    assert c.request("POST", ping, path="/mcp%2F").status == 404
+    assert c.request("POST", ping).status == 200   # served on
+    c.close()
+
+
 def test_a_requests_refusal_for_its_session_or_version_header_bears_its_id(daemon):
     # JSON-RPC: an error's id is the request's, null only when it could not be read.
     c = Client(daemon.port)

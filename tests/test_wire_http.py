@@ -251,6 +251,17 @@ def test_a_fragment_a_sloppy_client_sends_is_dropped_whatever_the_target_form(fe
     assert (req.path, req.query) == ("/mcp", "q=1")
 
 
+@pytest.mark.parametrize("target, path", [
+    (b"/%6dcp", "/mcp"), (b"/%6Dcp?x=%41", "/mcp"), (b"http://h/%6D%63%70", "/mcp"),   # RFC 3986 6.2.2.2
+    (b"/.well-known/oauth-protected-resource%2Fmcp", "/.well-known/oauth-protected-resource%2Fmcp"),
+    (b"/%2e%2E/%7e%5F%2d%30", "/../~_-0"), (b"/a%20b%25%zz%4", "/a%20b%25%zz%4"),   # reserved, others, broken: kept
+])
+def test_a_percent_encoded_unreserved_character_in_the_path_is_that_character(feeding, target, path):
+    # /%6dcp is /mcp, and was answered 404; %2F decoded would be another path
+    _, [req] = run(b"GET " + target + b" HTTP/1.1\r\nHost: h\r\n\r\n", feeding)
+    assert req.path == path
+
+
 @pytest.mark.parametrize("line", [b"GET * HTTP/1.1", b"POST mcp HTTP/1.1", b"GET example.com:443 HTTP/1.1",
                                   b"GET ftp://example.com/mcp HTTP/1.1", b"GET ?x=1 HTTP/1.1"])
 def test_a_target_in_no_form_a_server_takes_is_a_bad_request_not_a_path(line):

@@ -118,7 +118,7 @@ def generated_request(rng):
                                                          for n, v in headers]
     data = rng.choice([b"", b"\r\n", b"\n"]) + eol.join(head) + eol + eol
     data += chunked_body(body, rng) if framing == "chunked" else body
-    meant = (method, path, query, version,
+    meant = (method, path.replace("%7E", "~"), query, version,   # an encoded unreserved character is itself
              [(n.lower(), v.strip(b" \t").decode("latin-1")) for n, v in headers], body, keep_alive)
     return data, meant
 

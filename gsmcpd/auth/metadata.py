@@ -10,6 +10,8 @@ import re
 from typing import Iterable
 from urllib.parse import urlsplit, urlunsplit
 
+from gsmcpd.wire.http import unreserved_decoded
+
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 # The characters a URI is written in (RFC 3986 2): the resource is quoted in every
 # challenge (WWW-Authenticate, Latin-1 at most, a quote ending it early) as written.
@@ -50,14 +52,20 @@ def metadata_paths(resource: str) -> tuple[str, ...]:
     ``https://h/mcp``: ``/.well-known/oauth-protected-resource`` and
     ``/.well-known/oauth-protected-resource/mcp``.
     """
-    path = _split_resource(resource).path.rstrip("/")
+    # As a request's path is matched (/%7Euser is /~user): wire.http decodes it so.
+    path = unreserved_decoded(_split_resource(resource).path.rstrip("/"))
     return (WELL_KNOWN,) if not path else (WELL_KNOWN, WELL_KNOWN + path)
+
+
+def _suffixed_path(resource: str) -> str:
+    """The path-suffixed well-known path, the resource's path as written."""
+    return WELL_KNOWN + _split_resource(resource).path.rstrip("/")
 
 
 def metadata_url(resource: str) -> str:
     """Absolute URL of the path-suffixed metadata document (used in challenges)."""
     parts = _split_resource(resource)
-    return urlunsplit((parts.scheme, parts.netloc, metadata_paths(resource)[-1], "", ""))
+    return urlunsplit((parts.scheme, parts.netloc, _suffixed_path(resource), "", ""))
 
 
 def metadata_document(resource: str, authorization_servers: Iterable[str],

@@ -82,6 +82,8 @@ class Request:
         self.method = method
         self.target = target
         self.path, _, self.query = (target if target[:1] == "/" and "#" not in target else _origin_form(target)).partition("?")
+        if "%" in self.path:
+            self.path = unreserved_decoded(self.path)
         self.version = version
         self.headers = headers
         self.body = body
@@ -103,6 +105,20 @@ class Request:
     def __repr__(self):
         body = "to come" if self.body is None else "%dB" % len(self.body)
         return f"<Request {self.method} {self.path} {self.version} body={body}>"
+
+
+# A percent-encoded unreserved character (ALPHA DIGIT - . _ ~) is that character: /%6Dcp
+# is /mcp (RFC 3986 6.2.2.2). Any other %XX stays: decoding %2F would make a new path.
+_PCT_UNRESERVED = re.compile(r"%(?:[46][1-9A-Fa-f]|[57][0-9Aa]|3[0-9]|2[DEde]|5[Ff]|7[Ee])")
+
+
+def unreserved_decoded(path):
+    """`path` as requests are routed by: its percent-encoded unreserved characters decoded."""
+    return _PCT_UNRESERVED.sub(_decoded, path)
+
+
+def _decoded(match):
+    return chr(int(match.group()[1:], 16))
 
 
 def _expects_continue(version, by_name):
