@@ -104,11 +104,14 @@ def _port_given(args: argparse.Namespace, parser: argparse.ArgumentParser) -> st
     return args.port
 
 
-def _trace_port(args: argparse.Namespace) -> None:
+def _trace_port(args: argparse.Namespace, argv: list[str]) -> None:
     """`run-server.sh --trace 8000`: --trace's optional value took the port. A value no trace
     setting reads but a port does is the port, with --trace alone (`--trace 1` stays 1),
-    unless a port is given too: then it was meant as the trace setting, and is refused so."""
+    unless a port is given too, or it was written `--trace=8000`: then it was meant as the
+    trace setting, and is refused so."""
     if getattr(args, "trace", None) is None or args.port is not None or args.port_flag is not None:
+        return
+    if _trace_written_with_equals(argv):
         return
     try:
         parse_trace(args.trace)
@@ -118,6 +121,18 @@ def _trace_port(args: argparse.Namespace) -> None:
         except ValueError:
             return   # refused as a trace setting
         args.port, args.trace = args.trace, "1"
+
+
+def _trace_written_with_equals(argv: list[str]) -> bool:
+    """Whether the last --trace (or argparse's abbreviation of it, --tr) is `--trace=VALUE`."""
+    with_equals = False
+    for word in argv:
+        if word == "--":
+            break
+        name, equals, _ = word.partition("=")
+        if len(name) > 3 and "--trace".startswith(name):
+            with_equals = bool(equals)
+    return with_equals
 
 
 class _ReadingParser(argparse.ArgumentParser):
@@ -138,7 +153,7 @@ def serve_ports(args: list[str]) -> list[str]:
         parsed, _ = parser.parse_known_args(args)
     except ValueError:
         return []
-    _trace_port(parsed)
+    _trace_port(parsed, args)
     return [port for port in (parsed.port_flag, parsed.port) if port is not None]
 
 
@@ -183,9 +198,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(argv)
     if args.command != "cert":
-        _trace_port(args)
+        _trace_port(args, argv)
         args.port = _port_given(args, parser)
     try:
         return _run(args)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from gsmcpd.__main__ import build_parser
+from gsmcpd.__main__ import build_parser, serve_ports
 from gsmcpd.knob_words import CORE_TOOLSETS
 from helpers import (REPO, Daemon, free_port, open_session, pid_alive, searchable_dir, unwritable_dir,
                      wait_until)
@@ -463,6 +463,28 @@ def test_a_port_given_both_ways_is_compared_as_a_number(tmp_path):
     assert stopped.stdout.startswith(f"no gsmcpd running on port {port} "), stopped.stdout
     checked = gsmcpd("check", f"0{port}", "--port", str(port), "--state-dir", str(tmp_path / "state"))
     assert f"port           127.0.0.1:{port}\n" in checked.stdout, checked.stdout + checked.stderr
+
+
+@pytest.mark.parametrize("args, ports", [
+    (["--trace", "8000"], ["8000"]),             # --trace's optional value took the port: it is the port
+    (["--trace=8000"], []), (["--tr=8000"], []),   # written to --trace: the trace setting, refused
+    (["--trace=1", "--trace", "8000"], ["8000"]), (["--trace", "8000", "--trace=8001"], []),
+    (["--trace=both", "8000"], ["8000"]),
+])
+def test_a_value_written_to_trace_with_equals_is_never_the_port(args, ports):
+    assert serve_ports(args) == ports
+
+
+def test_trace_equals_a_port_is_refused_not_served_on_that_port(tmp_path):
+    # `--trace=8000` was read as the port, as `--trace 8000` is, and served there traced
+    port = free_port()
+    for command in ("start", "check"):
+        result = gsmcpd(command, f"--trace={port}", "--state-dir", str(tmp_path / "state"))
+        said = f"trace: expected 0, 1 or both, got '{port}'"
+        assert result.returncode == 2 and said in result.stdout + result.stderr, (command, result)
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    assert not (tmp_path / "state" / f"gsmcpd-{port}.pid").exists()
 
 
 def test_a_lone_argument_that_is_no_port_is_said_to_have_been_read_as_the_port(tmp_path):
