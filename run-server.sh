@@ -60,7 +60,8 @@ elif [[ -w $ROOT/gsmcpd ]]; then
     # each trial import would compile them anew at every start (install.sh compiles them
     # otherwise). A no-op takes ~0.03 s; a checkout this account cannot write is left as
     # it is (README "systemd": install.sh after an update), a failure left to the imports.
-    "$ROOT/.venv/bin/python" -m compileall -q "$ROOT/gsmcpd" >/dev/null 2>&1 || true
+    # -P, as for the start below: a compileall.py in the caller's directory ran instead.
+    "$ROOT/.venv/bin/python" -P -m compileall -q "$ROOT/gsmcpd" >/dev/null 2>&1 || true
 fi
 # The checkout first on the path, as if run from it (its examples/ and its gsmcpd); -P keeps
 # the caller's directory off it, where another checkout's gsmcpd (or any directory named

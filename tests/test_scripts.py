@@ -1439,7 +1439,7 @@ def _checkout_with_sources(fake_checkout):
     shutil.copy(REPO / "run-server.sh", fake_checkout / "run-server.sh")
     fake = fake_checkout / ".venv" / "bin" / "python"
     fake.write_text(fake.read_text().replace(
-        "exit 0\n", f'case "$*" in "-m compileall "*) exec {sys.executable} "$@";; esac\nexit 0\n', 1))
+        "exit 0\n", f'case "$*" in *"-m compileall "*) exec {sys.executable} "$@";; esac\nexit 0\n', 1))
     (fake_checkout / "gsmcpd" / "sub").mkdir(parents=True)
     for name in ("__init__.py", "sub/__init__.py", "sub/tools.py"):
         (fake_checkout / "gsmcpd" / name).write_text("VALUE = 1\n")
@@ -1466,8 +1466,24 @@ def test_run_server_byte_compiles_what_a_pull_changed_quietly(fake_checkout):
     started = subprocess.run(["./run-server.sh"], cwd=fake_checkout, capture_output=True,
                              text=True, env=clean_env())
     assert started.returncode == 0 and started.stdout == started.stderr == ""
-    assert calls(fake_checkout)[before:] == [f"-m compileall -q {fake_checkout}/gsmcpd", "-P -m gsmcpd start"]
+    assert calls(fake_checkout)[before:] == [f"-P -m compileall -q {fake_checkout}/gsmcpd", "-P -m gsmcpd start"]
     assert [path for path in sources if not _bytecode_current(path)] == []
+
+
+def test_run_server_byte_compiles_with_the_standard_compileall_from_any_directory(fake_checkout, tmp_path):
+    # Run from a directory holding a compileall.py (or a package of that name), `python -m
+    # compileall` ran that one, the caller's directory first on its path: the start runs
+    # `-P -m gsmcpd` for the same reason.
+    sources = _checkout_with_sources(fake_checkout)
+    changed = _as_a_pull_changes(fake_checkout / "gsmcpd" / "sub" / "tools.py")
+    caller = tmp_path / "caller"
+    caller.mkdir()
+    (caller / "compileall.py").write_text(f"open({str(caller / 'ran')!r}, 'w').close()\n")
+    started = subprocess.run([str(fake_checkout / "run-server.sh")], cwd=caller, capture_output=True,
+                             text=True, env=clean_env())
+    assert started.returncode == 0 and started.stdout == started.stderr == "", started.stderr
+    assert not (caller / "ran").exists()
+    assert _bytecode_current(changed) and all(map(_bytecode_current, sources))
 
 
 def test_run_server_starts_quietly_from_a_checkout_it_cannot_write(fake_checkout, reachable_dir):
