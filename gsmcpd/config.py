@@ -887,6 +887,10 @@ def _require_port(key: str, parts) -> None:
     try:
         parts.port   # read only for its ValueError
     except ValueError as exc:
+        if "@" in parts.geturl():   # `user:pa#ss@idp`: what urllib calls the port is the password's start
+            raise ConfigError(key, "not a URL: what follows its host's ':' is no port (not echoed: with "
+                              "an '@' in the URL, it may be a password's start, cut off by a '/', '?' "
+                              "or '#' in it, which must be percent-encoded)") from None
         raise ConfigError(key, f"not a URL: {exc}") from None
 
 

@@ -731,6 +731,21 @@ def test_a_jwks_uri_with_credentials_is_refused_without_echoing_them():
     assert load_config({}, {**AUTH_ENV, "MCP_JWKS_URI": "https://idp.example/keys?p=B2C_1_signin"}).jwks_uri
 
 
+
+@pytest.mark.parametrize("key, variable, url", [
+    ("jwks_uri", "MCP_JWKS_URI", "https://kid:s3c#ret@idp.example/jwks"),
+    ("authorization_servers", "MCP_AUTHORIZATION_SERVERS", "https://u:s3c?ret@idp.example"),
+    ("issuer", "MCP_ISSUER", "https://admin:s3c/ret@idp.example")])
+def test_a_url_whose_password_holds_a_delimiter_is_refused_without_echoing_it(key, variable, url):
+    # A '#', '?' or '/' in the password ends the host part there: urllib takes the password's
+    # start for the port, and its "Port could not be cast ... as 's3c'" went to stderr and the log.
+    message = refused(key, environ={**AUTH_ENV, "MCP_JWKS_URI": "https://idp.example/jwks", variable: url})
+    assert "s3c" not in message and message.startswith("not a URL: ")
+    # One with no '@' still names the port it could not read.
+    message = refused(key, environ={**AUTH_ENV, "MCP_JWKS_URI": "https://idp.example/jwks",
+                                    variable: "https://idp.example:443x"})
+    assert message == "not a URL: Port could not be cast to integer value as '443x'"
+
 @pytest.mark.parametrize("servers", ["idp.example", "http://idp.example", "https:///realms/x",
                                      "https://a.example ftp://b.example", "https://[::1",
                                      "https://idp.example:99999", "https://idp.example:443x"])

@@ -169,6 +169,17 @@ def test_an_authorization_server_that_is_not_an_https_url_is_refused_before_star
     assert not list(tmp_path.iterdir())
 
 
+
+def test_a_key_url_whose_password_holds_a_hash_is_refused_before_start_without_echoing_it(tmp_path):
+    # urllib took the password's start, cut at its '#', for the port, and the refusal quoted it.
+    result = gsmcpd("start", "--port", str(free_port()), "--state-dir", str(tmp_path),
+                    env={"GS_MCP_AUTH": "1", "MCP_ISSUER": "https://idp.example", "MCP_AUDIENCE": "gsmcpd",
+                         "MCP_JWKS_URI": "https://kid:s3c#ret@idp.example/jwks"})
+    assert result.returncode == 2
+    assert result.stderr.startswith("gsmcpd: configuration refused: jwks_uri: not a URL: ")
+    assert "s3c" not in result.stdout + result.stderr
+    assert not list(tmp_path.iterdir())
+
 def test_a_server_name_or_image_path_that_is_not_utf8_is_refused_before_start(tmp_path):
     # Neither can be sent to a worker in a frame: the daemon started, and every session's
     # start failed (500, a worker claimed and killed, two tracebacks).
