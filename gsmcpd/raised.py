@@ -15,8 +15,13 @@ def raised(exc: BaseException) -> str:
     except Exception:   # the user's own __str__ raising: said as Python's traceback says it
         text = "<exception str() failed>"
     text = carried(text)
-    name = _TYPE_NAME.__get__(type(exc))
+    name = type_name(type(exc))
     return f"{name}: {text}" if text else name
+
+
+def type_name(cls: type) -> str:
+    """The class's own name, whatever its metaclass's `__name__` does (_TYPE_NAME)."""
+    return _TYPE_NAME.__get__(cls)
 
 
 def raised_importing(exc: BaseException, package: str) -> str:

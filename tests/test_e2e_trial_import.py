@@ -42,6 +42,10 @@ FILES = {"checked.py": "class Checked:\n    def x(self):\n        return 1\n\n\n
          "loud.py": DRAWN + "if not hasattr(Random, 'choice'):\n    raise ValueError('x' * 17_000_000)\n",
          "named.py": DRAWN + "if not hasattr(Random, 'choice'):\n"
                              "    raise type('E' * 1_000_000, (Exception,), {})('gone')\n",
+         # Its exception's class: a metaclass whose __name__ raises.
+         "nameless.py": DRAWN + "class Nameless(type):\n    @property\n    def __name__(cls):\n        raise TypeError\n\n\n"
+                                "class Odd(Exception, metaclass=Nameless):\n    pass\n\n\n"
+                                "if not hasattr(Random, 'choice'):\n    raise Odd('gone')\n",
          # In the trial alone: a daemon it starts, out of the trial's group (setsid) before
          # the import goes on.
          "escaping.py": DRAWN + "import os, sys, time\nif sys.flags.isolated:\n    ready, told = os.pipe()\n"
@@ -154,6 +158,17 @@ def test_a_refusal_cuts_the_type_name_of_an_exception_class_named_at_length(daem
     assert f"it failed with {kind}: gone, on line 12" in refused["content"][0]["text"]
     c.close()
 
+
+
+def test_a_refusal_names_an_exception_class_whose_metaclass_name_raises(daemon):
+    # The trial died asking the class's __name__: the deletion was made (importNotTried),
+    # and the module imported in no new session.
+    c = open_session(daemon)
+    refused = call_tool(c, "delete_method", {"className": "nameless.Random", "selector": "choice"})
+    error = refused["structuredContent"]["error"]
+    assert (error["kind"], error["importFailure"]["error"]) == ("refused", "Odd")
+    assert "it failed with Odd: gone, on line 22" in refused["content"][0]["text"]
+    c.close()
 
 def test_a_failure_whose_message_is_past_the_answers_bound_is_refused_its_message_cut(daemon):
     # Its answer past ANSWER_MAX, the trial decided nothing: the deletion was made, and

@@ -235,6 +235,18 @@ def test_a_refusal_cuts_the_type_name_of_an_exception_class_named_at_length(clie
     assert len(json.dumps(said)) < 4 * trial.KIND_MAX + 10_000
 
 
+
+def test_a_refusal_names_an_exception_class_whose_metaclass_name_raises(client, image):
+    # The trial asked the class's __name__, which its metaclass's property answered by
+    # raising: the trial died unanswered, and the deletion was made (importNotTried).
+    write(image, DRAWN.replace("choice = _inst.choice\n", "")
+                 + "class Nameless(type):\n    @property\n    def __name__(cls):\n        raise TypeError\n\n\n"
+                   "class Odd(Exception, metaclass=Nameless):\n    pass\n\n\n"
+                   "if not hasattr(Random, 'choice'):\n    raise Odd('gone')\n")
+    client.ok("refresh")
+    said = refused(client, image, "delete_method", className="trial.Random", selector="choice")
+    assert "it failed with Odd: gone, on line 22" in said
+
 def test_a_refusal_sends_a_huge_message_whole_once(client, image):
     # It went whole three times: the text, the error's message and importFailure's message.
     write(image, DRAWN.replace("choice = _inst.choice\n", "if not hasattr(Random, 'choice'):\n"
