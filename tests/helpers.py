@@ -16,6 +16,7 @@ import os
 import pickle
 import pwd
 import random
+import re
 import shutil
 import signal
 import socket
@@ -320,6 +321,16 @@ class Client:
 
 def tool_text(result):
     return "".join(item.get("text", "") for item in result["content"])
+
+
+# The note a cut of a text ends with (gsmcpd.worker.toolset.sendable).
+_CUT_NOTE = re.compile(r"\n\[\.\.\. ([\d,]+) more characters of [^\n]* cut: [^\n]* keeps the first ([\d,]+)\]")
+
+
+def cut_notes(text):
+    """Each cut's note in `text`, in order: (the characters it says it left out, those it kept);
+    their sum, the length it says the text it cut had."""
+    return [(int(more.replace(",", "")), int(kept.replace(",", ""))) for more, kept in _CUT_NOTE.findall(text)]
 
 
 # Run in the spawned child, in a session of its own and so with no terminal: opening the

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from gsmcpd.worker.toolset import ERRORS_BUDGET, PAST_BUDGET_CAP, REPEAT_CAP
-from helpers import Daemon, open_session
+from helpers import Daemon, cut_notes, open_session
 from test_e2e_trial_import import DRAWN
 from test_tools_support import write_image
 
@@ -52,6 +52,19 @@ def test_execute_code_sends_the_traceback_whole_once(daemon):
     error = result["structuredContent"]["error"]
     assert error["kind"] == "other" and error["message"].startswith(text[:REPEAT_CAP])
     assert error["message"].endswith(CUT % "the message") and len(error["message"]) < REPEAT_CAP + 200
+
+
+def test_execute_code_s_cut_error_is_repeated_counting_what_the_message_had(daemon):
+    # The repeat counted what the text's cuts (of the output and the traceback, each kept to
+    # 1,000,000) had past 10,000: 1,990,2xx more characters, of a message of 4,500,0xx.
+    code = "import sys\nsys.stdout.write('p' * 1_500_000)\nraise ValueError('x' * 3_000_000)"
+    _, result = answer(daemon, "execute_code", {"code": code})
+    text = result["content"][0]["text"]
+    printed, raised = cut_notes(text)
+    assert printed == (500_000, 1_000_000)
+    assert sum(raised) == text.index("ValueError: xxx") - text.index("Traceback") + len("ValueError: ") + 3_000_000
+    [repeat] = cut_notes(result["structuredContent"]["error"]["message"])
+    assert repeat[1] == REPEAT_CAP and sum(repeat) == sum(printed) + len("\n") + sum(raised)
 
 
 def test_describe_test_failure_sends_the_traceback_whole_once(daemon):

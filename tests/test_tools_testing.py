@@ -12,6 +12,7 @@ import pytest
 from gsmcpd.worker.toolset import REPEAT_CAP, HardBreak, SoftBreak, mark_soft_break, repeated
 from gsmcpd.worker.toolsets.testing import _Result
 
+from helpers import cut_notes
 from test_tools_support import FILES, Client, text, views, write_image  # noqa: F401  (fixtures)
 
 PLAIN = '''\
@@ -735,7 +736,11 @@ def test_describe_test_failure_sends_a_huge_traceback_whole_once(tmp_path, views
     assert whole.endswith(" more characters of the traceback cut: a test's report keeps the first 1,000,000]")
     assert len(whole) > 1_000_000
     said = detail["structuredContent"]
-    assert said["exception"] == "ValueError" and said["traceback"] == repeated(whole + "\n", "the traceback")
+    # Its repeat counts what the traceback has past its start, as the text's note does: it
+    # counted what the text's cut of it had (990,098 more, of 70 MB).
+    uncut = whole.index("ValueError: yyy") + len("ValueError: ") + 70_000_000 + len("\n")
+    assert [sum(note) for note in cut_notes(whole) + cut_notes(said["traceback"])] == [uncut, uncut]
+    assert said["exception"] == "ValueError" and said["traceback"] == repeated(whole + "\n", "the traceback", uncut)
     assert len(said["traceback"]) < REPEAT_CAP + 200 and 'test_odd.py", line 9, in test_huge\n    raise ' \
         'ValueError("y" * 70_000_000)\nValueError: yyy' in said["traceback"]
 
@@ -1017,6 +1022,18 @@ def test_a_class_fixture_raising_outside_exception_ends_the_run_as_unittest_does
     assert said[-1] == shown
     assert interrupts.ok("run_test_method", className="InterruptedTest",
                          selector="test_a_passes")["structuredContent"]["passed"] == 1
+
+
+def test_the_repeat_of_a_huge_error_ending_the_run_counts_what_the_error_has_past_it(tmp_path, views):
+    # The error (its line twice, with the fixture's traceback) cut to 1,000,000 in the text,
+    # its repeat counted what that cut had past 10,000 (990,2xx), not what the error had.
+    fixture = ("import unittest\n\n\nclass ExitingTest(unittest.TestCase):\n    @classmethod\n"
+               "    def setUpClass(cls):\n        raise SystemExit('z' * 2_000_000)\n\n"
+               "    def test_a(self):\n        pass\n")
+    client = Client(views(write_image(tmp_path / "image", {**FILES, "zoo/test_exiting.py": fixture})))
+    result = client.call("run_test_class", className="ExitingTest")
+    told, repeat = cut_notes(text(result)), cut_notes(result["structuredContent"]["error"]["message"])
+    assert len(told) == len(repeat) == 1 and sum(told[0]) == sum(repeat[0]) > 4_000_000
 
 
 @pytest.mark.parametrize("selector, raised", [

@@ -15,6 +15,7 @@ import pytest
 from gsmcpd import procstat
 from gsmcpd.image import trial
 from gsmcpd.worker.toolset import REPEAT_CAP, repeated
+from helpers import cut_notes
 from test_tools_support import client, image, utf8_carries, views  # noqa: F401  (fixtures)
 
 # random.py: `_inst = Random(); randint = _inst.randint`, read through an instance.
@@ -262,6 +263,20 @@ def test_a_refusal_sends_a_huge_message_whole_once(client, image):
     assert failed["message"] == repeated(message, "the message") and failed["message"].startswith("first line\nxxx")
     assert (failed["error"], failed["at"]) == ("ValueError", {"line": 12, "statement": "raise ValueError("
                                                               "'first line\\n' + 'x' * 1_000_000)"})
+
+
+def test_the_repeat_of_a_message_the_trial_cut_counts_what_the_message_had_past_it(client, image):
+    # The repeats counted what the trial's cut of it (MESSAGE_MAX) had past 10,000, not the message.
+    write(image, DRAWN.replace("choice = _inst.choice\n", "if not hasattr(Random, 'choice'):\n"
+                                                           "    raise ValueError('x' * 3_000_000)\n"))
+    client.ok("refresh")
+    said = client.call("delete_method", className="trial.Random", selector="choice")
+    told = "x" * trial.MESSAGE_MAX + "...(+%d more chars)" % (3_000_000 - trial.MESSAGE_MAX)
+    answer = said["content"][0]["text"]
+    assert f"it failed with ValueError: {told}, on line 12 (" in answer
+    error = said["structuredContent"]["error"]
+    assert [sum(note) for note in cut_notes(error["importFailure"]["message"])] == [3_000_000]
+    assert [sum(note) for note in cut_notes(error["message"])] == [len(answer) - len(told) + 3_000_000]
 
 
 def test_a_message_whose_str_raises_is_named_as_raised_names_it(client, image):

@@ -278,6 +278,31 @@ def test_an_error_message_is_whole_in_the_text_and_only_its_start_repeated_in_st
                                "of the answer's text keeps the first 10,000]\n" % f"{len(message) - REPEAT_CAP:,}")
 
 
+def test_a_repeat_of_a_text_cut_before_counts_what_the_text_it_was_cut_from_has_past_it():
+    cut = "x" * 1_000_000 + "\n[... 2,000,000 more characters of the traceback cut: execute_code keeps the first 1,000,000]\n"
+    assert repeated(cut, "the traceback", 3_000_000) == "x" * REPEAT_CAP + (
+        "\n[... 2,990,000 more characters of the traceback cut: a repeat of the answer's text keeps the first 10,000]\n")
+
+
+class CutToolset(Toolset):
+    name = "cut"
+    tool_names = ("cut",)
+    read_only_safe = frozenset(tool_names)
+
+    def register(self, registry):
+        registry.add(Tool("cut", "cut", object_schema(), self.cut))
+
+    def cut(self, arguments):
+        raise ToolError("other", "y" * 20_000 + "\n[... 80,000 more characters of it cut: it keeps the first 20,000]\n",
+                        uncut_length=100_000)
+
+
+def test_an_error_message_holding_a_cut_text_is_repeated_counting_its_uncut_length():
+    said = call(McpServer([CutToolset]), "cut", {})["result"]["structuredContent"]["error"]["message"]
+    assert said == "y" * REPEAT_CAP + ("\n[... 90,000 more characters of the message cut: a repeat of the answer's "
+                                       "text keeps the first 10,000]\n")
+
+
 def test_a_repeat_of_a_text_within_its_cap_is_the_text_itself():
     assert repeated("x" * REPEAT_CAP, "the message") == "x" * REPEAT_CAP
 

@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 
 from gsmcpd.worker.server import McpServer
-from gsmcpd.worker.toolset import HardBreak, SoftBreak, Toolset, mark_soft_break
+from gsmcpd.worker.toolset import REPEAT_CAP, HardBreak, SoftBreak, Toolset, mark_soft_break
 from gsmcpd.worker.toolsets import (
     CORE_READ_ONLY_SAFE, CORE_TOOLSETS, DEFAULT_TOOLSETS, check_toolset_names, resolve_toolsets,
 )
 from gsmcpd.worker.toolsets.bench import BenchToolset
 from gsmcpd.worker.toolsets import execution
 from gsmcpd.worker.toolsets.execution import ExecutionToolset
+from helpers import cut_notes
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -475,6 +476,18 @@ def test_output_past_the_cap_is_cut_with_a_note(executing, monkeypatch):
     assert result["structuredContent"]["result"].startswith("'yyyyyyyyy\n[... 12 more characters of")
     failed = run(executing, "raise ValueError('z' * 30)")["content"][0]["text"]
     assert failed.startswith("Traceback") and "more characters of the traceback cut" in failed
+
+
+def test_the_repeat_of_an_error_cut_counts_what_the_message_had_past_it(executing):
+    # structuredContent's repeat cut the text's cuts again: its count was of what they kept
+    # and their notes past 10,000 (1,990,2xx), not of what the code printed and raised.
+    failed = run(executing, "import sys\nsys.stdout.write('p' * 1_500_000)\nraise ValueError('x' * 2_000_000)")
+    message = failed["content"][0]["text"]
+    printed, raised = cut_notes(message)
+    assert printed == (500_000, 1_000_000)
+    assert sum(raised) == message.index("ValueError: xxx") - message.index("Traceback") + len("ValueError: ") + 2_000_000
+    [repeat] = cut_notes(failed["structuredContent"]["error"]["message"])
+    assert repeat[1] == REPEAT_CAP and sum(repeat) == sum(printed) + len("\n") + sum(raised)
 
 
 def test_output_printed_in_a_loop_is_cut_as_it_comes_not_kept_whole(executing, monkeypatch):

@@ -72,6 +72,7 @@ class Failure:
     message: str
     line: int | None   # the line of the module's (new) text the import failed on
     top: int | None    # the module-level statement's line that ran it (== line but in a def it called)
+    uncut_length: int | None = None   # the message's length where MESSAGE_MAX cut it
 
 
 @dataclass
@@ -112,7 +113,7 @@ def try_import(view, module: str, text: str) -> Failure | Undecided | None:
         return Undecided("gave an answer that could not be read")
     if isinstance(said["kind"], str) and said["kind"] in _UNDECIDED:
         return Undecided(_UNDECIDED[said["kind"]])
-    return Failure(said["kind"], carried(said["message"]), said["line"], said["top"])
+    return Failure(said["kind"], carried(said["message"]), said["line"], said["top"], said.get("length"))
 
 
 def _payload_file(payload: dict):
@@ -234,7 +235,8 @@ def child(payload: dict) -> None:
             message = "<exception str() failed>"   # as raised() and Python's traceback say it
         said = {"kind": cut_log_message(type_name(type(error)), KIND_MAX),   # not a metaclass's __name__
                 "message": cut_log_message(message, MESSAGE_MAX),
-                "line": lines[-1] if lines else None, "top": lines[0] if lines else None}
+                "line": lines[-1] if lines else None, "top": lines[0] if lines else None,
+                "length": len(message) if len(message) > MESSAGE_MAX else None}
     answer.write(json.dumps(said).encode() + b"\n")   # its end: whole, though the pipe stays open a while
     answer.flush()
     # No atexit hooks nor threads the module started, nor processes it started: below this

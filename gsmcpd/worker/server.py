@@ -276,7 +276,7 @@ class McpServer:
         try:
             tool.validate(arguments)
         except ToolError as error:
-            return error_result(error.kind, error.message, error.details)
+            return error_result(error.kind, error.message, error.details, error.uncut_length)
         except RecursionError as error:   # a limit the session's code lowered: an answer, not a dead worker
             return _unexpected_error_result(error)
         self.context = context or CallContext()
@@ -290,7 +290,7 @@ class McpServer:
             result = success_result(outcome)
         except ToolError as error:
             raise_if_break(error)
-            result = error_result(error.kind, error.message, error.details)
+            result = error_result(error.kind, error.message, error.details, error.uncut_length)
         except BREAKS:
             raise   # its answer is the break's, which tells the ties its re-imports dropped (main)
         except BaseException as error:   # a handler bug or the user's SystemExit, GeneratorExit,
@@ -387,9 +387,10 @@ def success_result(outcome) -> dict:
     raise ToolError("other", f"tool answered {type(outcome).__name__}, not str or {{'text': ...}}")
 
 
-def error_result(kind: str, message: str, details: dict | None = None) -> dict:
+def error_result(kind: str, message: str, details: dict | None = None, uncut_length: int | None = None) -> dict:
     """The error result: `message` whole in its text, its start in structuredContent (a
-    traceback of 1 MB went in both)."""
+    traceback of 1 MB went in both), counting what is past it from `uncut_length`
+    (ToolError.uncut_length) when parts of the message were cut before."""
     # A plugin's ToolError(kind, 42), or one given an exception: its text (len() of it raised, -32603).
     if not isinstance(message, str):
         try:
@@ -398,7 +399,7 @@ def error_result(kind: str, message: str, details: dict | None = None) -> dict:
             message = f"the tool's error message could not be shown: {raised(message)}"
     return {
         "content": [{"type": "text", "text": message}],
-        "structuredContent": {"error": {"kind": kind, "message": repeated(message, "the message"),
+        "structuredContent": {"error": {"kind": kind, "message": repeated(message, "the message", uncut_length),
                                         **(details or {})}},
         "isError": True,
     }

@@ -21,13 +21,16 @@ ERROR_KINDS = frozenset({
 class ToolError(Exception):
     """A tool failure a client can branch on: `kind` is one of ERROR_KINDS."""
 
-    def __init__(self, kind: str, message: str, details: dict | None = None):
+    def __init__(self, kind: str, message: str, details: dict | None = None, uncut_length: int | None = None):
         if kind not in ERROR_KINDS:
             raise ValueError(f"unknown tool error kind {kind!r}")
         super().__init__(message)
         self.kind = kind
         self.message = message
         self.details = details or {}   # more facts for a program, beside kind and message
+        # Of a message holding cut texts (a traceback, output), the length it had uncut:
+        # structuredContent's repeat of it counts from that (repeated).
+        self.uncut_length = uncut_length
 
 
 # The worker's own (Python's default): the tools' own calls need about that many frames.
@@ -115,10 +118,16 @@ def sendable(text: str, what: str, cap: int, keeper: str, cut: int = 0) -> str:
 REPEAT_CAP = 10_000
 
 
-def repeated(text: str, what: str) -> str:
+def repeated(text: str, what: str, uncut_length: int | None = None) -> str:
     """`text` where an answer repeats what its text holds whole: its first REPEAT_CAP
-    characters, saying so (sendable's note) when it is longer."""
-    return text if len(text) <= REPEAT_CAP else sendable(text, what, REPEAT_CAP, "a repeat of the answer's text")
+    characters, saying so (sendable's note) when it is longer. `uncut_length`: of a text
+    cut before, its start kept past REPEAT_CAP, the length of the one it was cut from,
+    which the note counts from: counted from the cut, a traceback of 3,000,000 characters
+    cut to 1,000,000 was said to have 990,0xx more."""
+    if len(text) <= REPEAT_CAP:
+        return text
+    more = (len(text) if uncut_length is None else uncut_length) - REPEAT_CAP
+    return sendable(text[:REPEAT_CAP], what, REPEAT_CAP, "a repeat of the answer's text", more)
 
 
 # Characters of the errors of the user's modules (one import error per failing module) that

@@ -138,8 +138,7 @@ class ExecutionToolset(Toolset):
                     shown = repr(value)
         except BaseException as error:   # SystemExit, GeneratorExit, a KeyboardInterrupt of its own...
             _raise_if_break(error, stdout, stderr)
-            printed = _join(_printed(stdout, "stdout"), _printed(stderr, "stderr"))
-            raise ToolError("other", _join(printed, _sendable(_traceback(error), "the traceback"))) from None
+            raise _failed(error, stdout, stderr) from None
         finally:
             if self.view is not None:   # the code may have made a failing import pass
                 self.view.forget_import_failures()
@@ -347,6 +346,24 @@ def _sendable(text: str, what: str) -> str:
 def _printed(capture: Capture, what: str) -> str:
     """What the code printed to one stream, with a note counting what the Capture cut."""
     return sendable(capture.text(), what, capture.cap, "execute_code", capture.cut)
+
+
+def _failed(error: BaseException, stdout: Capture, stderr: Capture) -> ToolError:
+    """execute_code's error: what the code printed, then its traceback, each cut to OUTPUT_CAP,
+    and the length the message had uncut, which structuredContent's repeat counts from."""
+    parts = [(_printed(stdout, "stdout"), _written(stdout)), (_printed(stderr, "stderr"), _written(stderr))]
+    shown = _traceback(error)
+    parts.append((_sendable(shown, "the traceback"), len(shown)))
+    message = _join(*(part for part, _ in parts))
+    # A part cut stands for all it had, as its note counts it (a printed part's last newline too,
+    # which _join strips from one whole); in the message, its start and note as _join leaves them.
+    uncut = len(message) + sum(whole - len(part.rstrip("\n")) for part, whole in parts if whole > OUTPUT_CAP)
+    return ToolError("other", message, uncut_length=uncut)
+
+
+def _written(capture: Capture) -> int:
+    """Characters written to `capture`: those it kept and those it only counted."""
+    return len(capture.text()) + capture.cut
 
 
 def _join(*parts: str) -> str:

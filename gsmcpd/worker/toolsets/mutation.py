@@ -1441,7 +1441,8 @@ def _refuse_failing_trial(view, qualified: str, module: str, old_source: str,
                 "still imports it was not checked"), {"importNotTried": found.why}
     if found is None:
         return "", {}
-    failed = {"module": module, "error": found.kind, "message": repeated(found.message, "the message")}
+    failed = {"module": module, "error": found.kind,
+              "message": repeated(found.message, "the message", found.uncut_length)}
     where = ""
     if found.line is not None:
         failed["at"] = _trial_line(old_source, new_source, found.line)
@@ -1451,10 +1452,12 @@ def _refuse_failing_trial(view, qualified: str, module: str, old_source: str,
         failed["runBy"] = run_by                         # called, not a lambda written in it
         where += f", run by line {run_by['line']} ({catalog.quoted(run_by['statement'])})"
     raised = f"{found.kind}: {found.message}" if found.message else found.kind
-    raise ToolError("refused", f"{qualified} deleted, {module} would no longer import in a new "
-                    f"session: imported apart as this session would commit it, it failed with "
-                    f"{raised}{where}. Nothing changed. Change what needs it first (in "
-                    "the module's file, then refresh), then delete it.", {"importFailure": failed})
+    message = (f"{qualified} deleted, {module} would no longer import in a new session: imported apart "
+               f"as this session would commit it, it failed with {raised}{where}. Nothing changed. "
+               "Change what needs it first (in the module's file, then refresh), then delete it.")
+    # The trial cut the message (MESSAGE_MAX): the repeat counts what it had uncut.
+    uncut = None if found.uncut_length is None else len(message) + found.uncut_length - len(found.message)
+    raise ToolError("refused", message, {"importFailure": failed}, uncut)
 
 
 def _trial_line(old_source: str, new_source: str, line: int) -> dict:

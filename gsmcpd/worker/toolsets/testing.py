@@ -107,8 +107,9 @@ class _Result(unittest.TestResult):
             entry["exception"] = _shown(err[0].__name__, "the exception name")
             entry["message"] = _shown(failure_message(err), "the message")
             if self._tracebacks:
-                entry["traceback"] = _shown(self._exc_info_to_string(err, test), "the traceback",
-                                            TRACEBACK_CAP)
+                whole = self._exc_info_to_string(err, test)
+                entry["traceback"] = _shown(whole, "the traceback", TRACEBACK_CAP)
+                entry["tracebackLength"] = len(whole)   # what describe_test_failure's repeat counts from
         if reason:
             entry["message"] = _shown(reason, "the reason")
         self.outcomes.append(entry)
@@ -291,7 +292,7 @@ COUNTS = {"pass": "passed", "failure": "failures", "error": "errors", "skipped":
           "expectedFailure": "expectedFailures", "unexpectedSuccess": "unexpectedSuccesses"}
 
 
-def _run_ended_by(error: BaseException) -> str:
+def _run_ended_by(error: BaseException) -> ToolError:
     """The answer of a run a class or module fixture ended by raising something outside
     Exception (SystemExit, its own KeyboardInterrupt), as unittest's run ends: the error,
     and where the fixture raised it, which the error alone does not say."""
@@ -299,9 +300,9 @@ def _run_ended_by(error: BaseException) -> str:
     while tb is not None and _is_runner_frame(tb.tb_frame):
         tb = tb.tb_next
     where = "".join(traceback.format_exception(type(error), error, tb)).rstrip()
-    return _shown(f"{raised(error)}\n(raised by a class or module fixture: outside "
-                  f"Exception, it ends the whole run, as in unittest, so no test's result is told)\n"
-                  f"{where}", "the traceback", TRACEBACK_CAP)
+    whole = (f"{raised(error)}\n(raised by a class or module fixture: outside Exception, it ends the "
+             f"whole run, as in unittest, so no test's result is told)\n{where}")
+    return ToolError("other", _shown(whole, "the traceback", TRACEBACK_CAP), uncut_length=len(whole))
 
 
 def _is_runner_frame(frame) -> bool:
@@ -798,7 +799,7 @@ class TestingToolset(Toolset):
                     raise_if_break(error)
                     if isinstance(error, Exception):
                         raise
-                    raise ToolError("other", _run_ended_by(error)) from None
+                    raise _run_ended_by(error) from None
             raise_if_break()    # a fixture that caught the break
         except BREAKS as interruption:
             result.break_landed()
@@ -933,7 +934,7 @@ class TestingToolset(Toolset):
         lines += [_with_said(f"also {e['outcome']}: {e['test']}", e) for e in others[:LISTED_CAP]]
         structured = _public(entry)
         if "traceback" in entry:   # whole in the text
-            structured["traceback"] = repeated(entry["traceback"], "the traceback")
+            structured["traceback"] = repeated(entry["traceback"], "the traceback", entry["tracebackLength"])
         if others:   # capped as a run's list is: thousands of failing subtests must still send
             structured["also"] = _listed(others)
             lines += _cap_note(others, structured, "alsoTotal")
@@ -1018,4 +1019,4 @@ def _not_loaded_data(unloaded: list[str]) -> list[str]:
 
 
 def _public(entry: dict) -> dict:
-    return {key: value for key, value in entry.items() if key not in ("of", "fixture")}
+    return {key: value for key, value in entry.items() if key not in ("of", "fixture", "tracebackLength")}
