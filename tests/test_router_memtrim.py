@@ -1,7 +1,10 @@
 """The router's heap trim: when it is due (TrimPolicy, pure), and the supervisor's timer
 running it only then."""
 
+import logging
 from types import SimpleNamespace
+
+import pytest
 
 from gsmcpd.router import memtrim, supervision
 from gsmcpd.router.lifetime import LifetimeSettings
@@ -45,12 +48,20 @@ def test_many_ends_still_make_one_trim():
 
 def test_malloc_trim_is_a_no_op_where_libc_has_none(monkeypatch):
     monkeypatch.setattr(memtrim, "_TRIM", None)
+    assert memtrim.malloc_trim() is None
+
+
+def test_malloc_trim_says_whether_libc_returned_memory(monkeypatch):
+    # glibc's answer was dropped: a trim with no free pages to give back was told as one that gave.
+    monkeypatch.setattr(memtrim, "_TRIM", lambda pad: 0)
     assert memtrim.malloc_trim() is False
+    monkeypatch.setattr(memtrim, "_TRIM", lambda pad: 1)
+    assert memtrim.malloc_trim() is True
 
 
-def supervisor_counting_trims(monkeypatch):
+def supervisor_counting_trims(monkeypatch, released=True):
     trims = []
-    monkeypatch.setattr(supervision, "malloc_trim", lambda: trims.append(1) or True)
+    monkeypatch.setattr(supervision, "malloc_trim", lambda: trims.append(1) or released)
     loop = ClockLoop()
     supervisor = Supervisor(SimpleNamespace(loop=loop, config=LifetimeSettings()))
     return supervisor, loop, trims
@@ -78,3 +89,24 @@ def test_an_idle_router_never_trims(monkeypatch):
     for _ in range(5):
         loop.fire(loop.armed[0])
     assert trims == []
+
+
+@pytest.mark.parametrize("released, said", [(True, "freed memory returned to the system"),
+                                            (False, "no free memory to return")])
+def test_a_trim_s_log_line_says_whether_it_returned_memory(monkeypatch, caplog, released, said):
+    supervisor, loop, trims = supervisor_counting_trims(monkeypatch, released)
+    ended_session(supervisor)
+    with caplog.at_level(logging.DEBUG, logger="gsmcpd.lifetime"):
+        loop.fire(loop.armed[0])
+    assert trims == [1]
+    assert [r.getMessage() for r in caplog.records if "malloc_trim" in r.getMessage()] == [
+        f"heap trimmed (malloc_trim), trim 1: {said}"]
+
+
+def test_no_trim_is_logged_where_libc_has_none(monkeypatch, caplog):
+    supervisor, loop, trims = supervisor_counting_trims(monkeypatch, None)
+    ended_session(supervisor)
+    with caplog.at_level(logging.DEBUG, logger="gsmcpd.lifetime"):
+        loop.fire(loop.armed[0])
+    assert trims == [1] and not [r for r in caplog.records if "malloc_trim" in r.getMessage()]
+    assert supervisor.heap.trims == 1 and not supervisor.heap.due(loop.now + 3600)

@@ -50,9 +50,9 @@ def _load_trim():
 _TRIM = _load_trim()
 
 
-def malloc_trim() -> bool:
-    """Return the heap's free pages to the system; False if this libc cannot."""
+def malloc_trim() -> bool | None:
+    """Return the heap's free pages to the system: whether any were (glibc says 1 when it
+    released memory, 0 when there was none to give back), None if this libc cannot."""
     if _TRIM is None:
-        return False
-    _TRIM(0)
-    return True
+        return None
+    return _TRIM(0) == 1

@@ -67,8 +67,10 @@ class Supervisor:
         self._arm()
 
     def _trim_heap(self, now):
-        if malloc_trim():
-            log.debug("freed heap returned to the system (malloc_trim), trim %d", self.heap.trims + 1)
+        released = malloc_trim()
+        if released is not None:   # None: this libc has no malloc_trim, nothing was tried
+            log.debug("heap trimmed (malloc_trim), trim %d: %s", self.heap.trims + 1,
+                      "freed memory returned to the system" if released else "no free memory to return")
         self.heap.trimmed(now)
 
     def _lifetime_action(self, action):
