@@ -8,12 +8,16 @@ import shutil
 import signal
 import stat
 import tempfile
+from pathlib import Path
 
 import pytest
 
 from helpers import Daemon, open_session, pid_alive, tool_text, wait_until
 from test_e2e_lifetime import worker_pid
 from test_e2e_spawner import spawner_after, spawner_of
+
+# Its sitecustomize kills a daemon's forkserver in its preload's rehearsal.
+REHEARSAL_KILLED = Path(__file__).parent / "rehearsal_killed"
 
 # What the tester found left in /tmp: a temp file and directory held open, a Manager (its
 # pymp-* directory and socket), a Listener's socket.
@@ -167,3 +171,20 @@ def test_a_killed_spawners_workers_directories_go_once_those_workers_are_gone(tm
         assert os.path.isdir(staying_dir) and all(os.path.lexists(path) for path in kept)
         assert tool_text(staying.tool("execute_code", code="6 * 7")) == "42"
         assert "temporary files stay" not in daemon.log_text()
+
+
+def test_a_forkserver_killed_in_its_rehearsal_leaves_nothing(tmp_path, tmp):
+    # Its throwaway image's directory was made in TMPDIR itself (gsmcpd-rehearsal-*), which
+    # no start or stop sweeps: it stayed for good.
+    mark = tmp_path / "rehearsal-killed"
+    killed = Daemon(tmp_path, env={"TMPDIR": tmp, "REHEARSAL_KILLED": str(mark),
+                                   "PYTHONPATH": os.pathsep.join([Daemon.pythonpath, str(REHEARSAL_KILLED)])})
+    killed.refusal()     # no spawner without its forkserver: this start ends
+    rehearsed_in = os.path.dirname(mark.read_text())
+    assert os.path.dirname(rehearsed_in) == tmp and os.path.basename(rehearsed_in).startswith("gsmcpd-tmp.")
+    assert leftovers(tmp) == []
+    again = daemon_in(tmp_path, tmp)
+    with again:
+        assert tool_text(open_session(again).tool("execute_code", code="6 * 7")) == "42"
+        assert again.stop() == 0
+    assert leftovers(tmp) == []

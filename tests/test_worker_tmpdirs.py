@@ -171,18 +171,26 @@ def test_a_daemons_directory_without_its_lock_is_left_while_young_or_holding_mor
     assert sorted(os.listdir(tmp_path)) == sorted(path.name for path in (being_made, stuck, other))
 
 
-def test_the_routers_multiprocessing_directory_is_held_in_it_and_let_go_at_close(tmp_path):
+@pytest.mark.parametrize("tmpdir_set", [False, True])
+def test_the_routers_multiprocessing_directory_and_childrens_tmpdir_are_held_in_it_and_let_go_at_close(
+        tmp_path, tmpdir_set):
     # A process of its own: this changes multiprocessing's state for the whole process.
+    # The children's TMPDIR: the forkserver's rehearsal left its image in the system's.
     code = ("import multiprocessing.util, os, sys\n"
             "from gsmcpd.worker import tmpdirs\n"
             "made = tmpdirs.DaemonTmp(sys.argv[1]); made.hold_multiprocessing()\n"
             "inside = multiprocessing.util.get_temp_dir().startswith(made.path + os.sep)\n"
+            "children = os.environ['TMPDIR'] == made.path\n"
             "made.close()\n"
             "after = multiprocessing.util.get_temp_dir()\n"
-            "print(inside, os.path.isdir(after), after.startswith(made.path))\n")
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True)
+            "print(inside, children, os.path.isdir(after), after.startswith(made.path), os.environ.get('TMPDIR'))\n")
+    env = {name: value for name, value in os.environ.items() if name != "TMPDIR"}
+    asked = None
+    if tmpdir_set:
+        asked = env["TMPDIR"] = str(tmp_path)
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["True", "True", "False"]
+    assert out.stdout.split() == ["True", "True", "True", "False", str(asked)]
 
 
 @pytest.fixture

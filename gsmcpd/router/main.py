@@ -490,10 +490,10 @@ def serve(config, *, on_ready=None, on_stopping=None, on_reload=None, stop_reque
                            f"{exc.filename or 'the temp dir'}: {exc.strerror or exc} (TMPDIR)",
                            of_os_error(exc)) from None
     try:   # from here on, the daemon's directory goes with the daemon, however it ends
+        passed_over = passed_over_warning(tmp.parent)   # the TMPDIR asked for, before hold_multiprocessing's
         tmp.hold_multiprocessing()
         for path in tmp.swept:
             log.info("removed the temporary files an earlier run left in %s", path)
-        passed_over = passed_over_warning(tmp.parent)
         if passed_over:
             log.warning("%s", passed_over)
         return _serve(config, tmp, on_ready, on_stopping, on_reload, stop_requested,

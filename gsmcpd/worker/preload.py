@@ -49,6 +49,8 @@ def rehearse(rounds=REHEARSALS):
     round fails before its view is closed."""
     meta_path, path_hooks = list(sys.meta_path), list(sys.path_hooks)
     try:
+        # In the daemon's directory, the TMPDIR the router gives its children: one this
+        # forkserver, killed mid-rehearsal, leaves is swept with it (tmpdirs.DaemonTmp).
         with tempfile.TemporaryDirectory(prefix="gsmcpd-rehearsal-") as state:
             image = ensure_default_image(Path(state))
             session = {"session_id": "rehearsal", "user": "rehearsal", "read_only": False,

@@ -8,6 +8,7 @@ too); the router removes the daemon's at its stop, and a start what a crash left
 
   <the daemon's TMPDIR>/gsmcpd-tmp.<random>/   the daemon's, its `lock` held while it runs
       pymp-<random>/                           the router's own (its forkserver's socket)
+      gsmcpd-rehearsal-<random>/               the forkserver's preload's, while it rehearses
       w.<random>/                              one per worker: 0700, made by the worker
                                                as its session's account once claimed
 
@@ -66,6 +67,7 @@ class DaemonTmp:
         # one removed; a crash before the rename leaves a directory holding at most that
         # unlocked LOCK_MAKING, which a start MAKING_GRACE later takes for a dead one's.
         self.path = tempfile.mkdtemp(prefix=PREFIX, dir=parent)
+        self._environ_tmpdir: str | None = None   # TMPDIR before hold_multiprocessing
         making = os.path.join(self.path, LOCK_MAKING)
         self._lock = os.open(making, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         fcntl.flock(self._lock, fcntl.LOCK_EX)
@@ -73,10 +75,13 @@ class DaemonTmp:
 
     def hold_multiprocessing(self) -> None:
         """The router's own multiprocessing directory (its forkserver's socket) in here
-        too, so that a crash leaves everything in here; before the forkserver starts."""
+        too, and the TMPDIR of the processes it starts (the forkserver's rehearsal makes
+        an image), so that a crash leaves everything in here; before the forkserver starts."""
         config = multiprocessing.process.current_process()._config
         if config.get("tempdir") is None:
             config["tempdir"] = tempfile.mkdtemp(prefix="pymp-", dir=self.path)
+        self._environ_tmpdir = os.environ.get("TMPDIR")
+        os.environ["TMPDIR"] = self.path
 
     def share(self) -> None:
         """Let per-user workers make their directories in it, as their accounts."""
@@ -87,6 +92,11 @@ class DaemonTmp:
         config = multiprocessing.process.current_process()._config
         if (config.get("tempdir") or "").startswith(self.path + os.sep):
             del config["tempdir"]
+        if os.environ.get("TMPDIR") == self.path:
+            if self._environ_tmpdir is None:
+                del os.environ["TMPDIR"]
+            else:
+                os.environ["TMPDIR"] = self._environ_tmpdir
         problem = remove(self.path)
         if problem:
             log.warning("workers' temporary files stay in %s: %s", self.path, problem)
