@@ -52,10 +52,12 @@ def test_a_fork_refused_leaves_no_pipe_open(monkeypatch):
         raise BlockingIOError(11, "Resource temporarily unavailable")
 
     before = set(os.listdir("/proc/self/fd"))
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
     monkeypatch.setattr(os, "fork", refused)
     with pytest.raises(BlockingIOError):
         said_as(0, 0, [], lambda: b"", repr)
     assert set(os.listdir("/proc/self/fd")) == before
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == mask   # nor any signal held
 
 
 def test_a_child_killed_by_a_signal_says_nothing_and_is_reaped():
@@ -104,6 +106,43 @@ def test_a_hung_child_is_stopped_by_sigterm_and_its_signal_never_wakes_the_paren
         os.close(fd)
     assert said == b""   # killed: nothing said, reaped
     assert woken == b"" and handled == []
+
+
+def test_a_sigterm_before_the_child_drops_the_parents_handling_never_runs_the_parents_handler(monkeypatch):
+    # Between the fork and the child's reset, a SIGTERM ran the router's handler in the
+    # child (a stop queued for a loop it never runs, the signal in the router's wakeup
+    # pipe) and the child ran on. Sent here at the last moment before the reset.
+    from gsmcpd.worker import as_account
+
+    nobody = pwd.getpwnam("nobody")
+    handled_r, handled_w = os.pipe2(os.O_NONBLOCK)
+    wake_r, wake_w = os.pipe2(os.O_NONBLOCK)
+    previous = signal.signal(signal.SIGTERM, lambda *_: os.write(handled_w, b"handled"))
+    previous_fd = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+    drop = as_account._drop_parents_signal_handling
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+    def terminated_then_dropped():
+        os.kill(os.getpid(), signal.SIGTERM)
+        drop()
+
+    monkeypatch.setattr(as_account, "_drop_parents_signal_handling", terminated_then_dropped)
+    try:
+        said = said_as(nobody.pw_uid, nobody.pw_gid, [], lambda: b"ran on", repr)
+    finally:
+        signal.set_wakeup_fd(previous_fd)
+        signal.signal(signal.SIGTERM, previous)
+    heard = []
+    for fd in (handled_r, wake_r):
+        try:
+            heard.append(os.read(fd, 64))
+        except BlockingIOError:
+            heard.append(b"")
+    for fd in (handled_r, handled_w, wake_r, wake_w):
+        os.close(fd)
+    assert said == b""   # ended by the SIGTERM, as one sent after the reset ends it
+    assert heard == [b"", b""]
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == mask   # the parent's as it was
 
 
 def _children() -> set[str]:

@@ -19,9 +19,13 @@ def said_as(uid: int, gid: int, groups: list[int], work: Callable[[], bytes],
     """What `work()` says (bytes) run in a child switched to `uid`, `gid` and `groups`;
     `failed(error)` when the switch or the work raised. The child is waited for."""
     read, write = os.pipe2(os.O_CLOEXEC)
+    # Every signal held from before the fork until the child has dropped the parent's
+    # handling: one that came to the child in between ran the router's handler in it.
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
     try:
         pid = os.fork()
     except BaseException:   # EAGAIN at the process limit: the pipe must not outlive the call
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         os.close(read)
         os.close(write)
         raise
@@ -30,6 +34,7 @@ def said_as(uid: int, gid: int, groups: list[int], work: Callable[[], bytes],
         try:
             os.close(read)
             _drop_parents_signal_handling()
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)   # a signal held meanwhile acts now, by default
             os.setgroups(groups)
             os.setresgid(gid, gid, gid)
             os.setresuid(uid, uid, uid)
@@ -41,6 +46,7 @@ def said_as(uid: int, gid: int, groups: list[int], work: Callable[[], bytes],
                 os.write(write, said[:SAID_MAX])
             finally:
                 os._exit(0)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     os.close(write)
     try:
         with open(read, "rb", closefd=False) as told:
