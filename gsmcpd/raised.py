@@ -1,10 +1,7 @@
 """An exception as messages name it."""
 
+from gsmcpd.image import own
 from gsmcpd.wire.frames import carried
-
-# The class's own name, as `type` keeps it (a str, UTF-8 clean): a metaclass's own `__name__`
-# (a property that raises, or gives a lone surrogate) is not asked.
-_TYPE_NAME = type.__dict__["__name__"]
 
 
 def raised(exc: BaseException) -> str:
@@ -15,13 +12,8 @@ def raised(exc: BaseException) -> str:
     except Exception:   # the user's own __str__ raising: said as Python's traceback says it
         text = "<exception str() failed>"
     text = carried(text)
-    name = type_name(type(exc))
+    name = own.NAME(type(exc))
     return f"{name}: {text}" if text else name
-
-
-def type_name(cls: type) -> str:
-    """The class's own name, whatever its metaclass's `__name__` does (_TYPE_NAME)."""
-    return _TYPE_NAME.__get__(cls)
 
 
 def raised_importing(exc: BaseException, package: str) -> str:

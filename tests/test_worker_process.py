@@ -961,6 +961,35 @@ def test_a_signal_caught_as_a_call_ends_or_begins_leaves_the_loop_idle_and_the_c
     assert "SIGINT kept coming as a call ended (1000 tries)" in done.stderr
 
 
+# The code's own SIGINT handler, caught as the call ends, raising an exception whose
+# class's metaclass gives a `__name__` that raises: the loop's log line asked it.
+ODD_HANDLER = SWAP_RACE.partition("out = {}")[0] + """
+class NamedOddly(type):
+    @property
+    def __name__(cls):
+        raise RuntimeError("no name")
+
+class Oops(Exception, metaclass=NamedOddly):
+    pass
+
+def raising(*_):
+    raise Oops("mine")
+
+loop._code_sigint = raising
+pending.update(at="out", signal=signal.SIGINT, times=1)
+reply = loop._run(1, {"jsonrpc": "2.0", "id": 1, "method": "tools/call"})
+print(json.dumps(reply.get("result") or reply["error"]["message"]))
+"""
+
+
+def test_a_sigint_handler_raising_as_its_call_ends_is_logged_by_its_exceptions_own_class_name():
+    done = subprocess.run([sys.executable, "-c", ODD_HANDLER], capture_output=True, text=True, timeout=WAIT,
+                          env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"done": True}
+    assert "a SIGINT handler raised Oops as its call ended; dropped" in done.stderr
+
+
 # Appends until MemoryError and keeps it all: the workspace then holds the limit.
 FILL_AND_KEEP = ("held = []\ntry:\n    while True:\n        held.append(bytearray(1 << 20))\n"
                  "except MemoryError:\n    pass\ntry:\n    while True:\n        held.append(bytearray(1 << 12))\n"

@@ -587,6 +587,23 @@ class SurrogateNamed(Unprintable, metaclass=Surrogate):
     """One whose metaclass names it with what UTF-8 cannot carry."""
 
 
+def test_a_plugin_tool_answering_a_value_of_an_oddly_named_class_is_told_naming_it_as_python_made_it():
+    # Its name, asked of the metaclass, raised instead: an internal error, the answer lost.
+    class Odd(metaclass=NamedOddly):
+        pass
+
+    class Plugin(Toolset):
+        name = "plugin"
+        tool_names = ("answer_oddly",)
+
+        def register(self, registry):
+            registry.add(Tool("answer_oddly", "odd", object_schema(), lambda a: Odd()))
+
+    result = call(McpServer([Plugin]), "answer_oddly", {})["result"]
+    assert result["structuredContent"]["error"] == {
+        "kind": "other", "message": "tool answered Odd, not str or {'text': ...}"}
+
+
 # Classes, named by ids: pytest's repr of one made, and its id of one, ask its name.
 @pytest.mark.parametrize("odd, name", [(Nameless, "Nameless"), (SurrogateNamed, "SurrogateNamed")],
                          ids=["raising", "surrogate"])
@@ -605,6 +622,16 @@ def test_tool_names_must_match_what_register_adds():
         read_only_safe = frozenset({"peek"})
 
     with pytest.raises(ValueError, match="tool_names"):
+        McpServer([Liar])
+
+
+def test_a_plugin_toolset_of_an_oddly_named_class_misdeclared_is_refused_naming_it_as_python_made_it():
+    # Its name, asked of the metaclass, raised instead of the refusal saying what is wrong.
+    class Liar(ReaderToolset, metaclass=NamedOddly):
+        tool_names = ("peek",)
+        read_only_safe = frozenset({"peek"})
+
+    with pytest.raises(ValueError, match=r"^Liar: tool_names \['peek'\] != registered"):
         McpServer([Liar])
 
 

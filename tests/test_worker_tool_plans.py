@@ -134,3 +134,18 @@ def test_a_builtin_handler_that_is_no_method_at_all_cannot_be_planned():
             registry.get("echo").handler = len   # a builtin function: no __self__ of ours
     with pytest.raises(ValueError, match="Callable: tool 'echo'.s handler is not one of its methods"):
         tool_plans.make_plan(Callable)
+
+
+def test_a_toolset_of_an_oddly_named_class_that_cannot_be_planned_is_named_as_python_made_it():
+    # Its name, asked of the metaclass, raised instead of the refusal saying what is wrong.
+    class NamedOddly(type):
+        @property
+        def __name__(cls):
+            raise RuntimeError("no name")
+
+    class Callable(BenchToolset, metaclass=NamedOddly):
+        def register(self, registry):
+            super().register(registry)
+            registry.get("echo").handler = len
+    with pytest.raises(ValueError, match="Callable: tool 'echo'.s handler is not one of its methods"):
+        tool_plans.make_plan(Callable)

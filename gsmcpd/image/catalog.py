@@ -388,9 +388,9 @@ def live_class(view: View, ref: ClassRef) -> type:
     if not isinstance(obj, type):
         if rebound_since_import(view, ref):
             raise ToolError("other", f"{ref.qualified} is not bound to a class in this session "
-                            f"(found {type(obj).__name__}): {REBOUND_SINCE}")
+                            f"(found {own.NAME(type(obj))}): {REBOUND_SINCE}")
         raise ToolError("other", f"{ref.qualified} is not bound to a class once "
-                        f"{ref.module} is imported (found {type(obj).__name__})")
+                        f"{ref.module} is imported (found {own.NAME(type(obj))})")
     if not _made_by_its_statement(view, ref, obj):
         raise ToolError("other", not_its_class(view, ref, obj))
     return obj

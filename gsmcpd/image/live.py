@@ -21,7 +21,7 @@ import dataclasses
 import functools
 import gc
 import inspect
-from types import FunctionType, MappingProxyType, MemberDescriptorType, ModuleType
+from types import FunctionType, GetSetDescriptorType, MappingProxyType, MemberDescriptorType, ModuleType
 
 from gsmcpd.image import own, parsing, splice
 from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
@@ -750,7 +750,8 @@ def update_in_place(old: type, new: type, old_member_names: set[str],
 
 
 def _is_slot_descriptor(value, owner: type) -> bool:
-    return type(value).__name__ in ("member_descriptor", "getset_descriptor") and getattr(
+    # By type, not its name: a value of the code's may be named so, or its class's `__name__` raise.
+    return type(value) in (MemberDescriptorType, GetSetDescriptorType) and getattr(
         value, "__objclass__", None) is owner
 
 

@@ -6,6 +6,9 @@ sys.modules holds in its place (namespace)."""
 import types
 from collections.abc import Mapping
 
+# A class's own name, as `type` keeps it (a str, UTF-8 clean): the one way any class the
+# user's code made is named (`own.NAME(type(value))`), as a metaclass's own `__name__` (a
+# property that raises, or gives a lone surrogate) failed each tool that asked it.
 NAME = type.__dict__["__name__"].__get__
 QUALNAME = type.__dict__["__qualname__"].__get__
 DICT = type.__dict__["__dict__"].__get__

@@ -33,7 +33,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from gsmcpd.raised import type_name
+from gsmcpd.image import own
 from gsmcpd.wire.frames import carried, cut_log_message
 from gsmcpd.worker import reaper
 
@@ -233,7 +233,7 @@ def child(payload: dict) -> None:
             message = str(error)
         except BaseException:
             message = "<exception str() failed>"   # as raised() and Python's traceback say it
-        said = {"kind": cut_log_message(type_name(type(error)), KIND_MAX),   # not a metaclass's __name__
+        said = {"kind": cut_log_message(own.NAME(type(error)), KIND_MAX),   # not a metaclass's __name__
                 "message": cut_log_message(message, MESSAGE_MAX),
                 "line": lines[-1] if lines else None, "top": lines[0] if lines else None,
                 "length": len(message) if len(message) > MESSAGE_MAX else None}

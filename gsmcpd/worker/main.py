@@ -23,6 +23,7 @@ import sys
 import threading
 
 from gsmcpd import procstat
+from gsmcpd.image import own
 from gsmcpd.image.store import call_tag
 from gsmcpd.raised import raised
 from gsmcpd.wire import frames, jsonrpc
@@ -174,7 +175,7 @@ class WorkerLoop:
             if found is not _between_calls:
                 self._code_sigint = found
             if raised is not None:
-                log.warning("a SIGINT handler raised %s as its call ended; dropped", type(raised).__name__)
+                log.warning("a SIGINT handler raised %s as its call ended; dropped", own.NAME(type(raised)))
             return
         log.error("SIGINT kept coming as a call ended (%d tries): its handler stays the code's between "
                   "calls", SWAP_TRIES)

@@ -54,7 +54,7 @@ def _kernel_no_source(name: str) -> str:
         return (f"builtins.{name} is a kernel class, not a function: to name one of its methods, "
                 f"pass className builtins.{name}")
     if not callable(value) or isinstance(value, type):   # a class not listed: `__loader__`
-        return f"builtins.{name} is no function ({type(value).__name__}): no source to show"
+        return f"builtins.{name} is no function ({own.NAME(type(value))}): no source to show"
     return f"builtins.{name} is a kernel function: no Python source"
 
 

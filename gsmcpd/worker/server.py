@@ -14,6 +14,7 @@ import os
 import threading
 
 import gsmcpd
+from gsmcpd.image import own
 from gsmcpd.protocol import negotiate_version
 from gsmcpd.raised import raised, raised_importing
 from gsmcpd.wire import jsonrpc
@@ -46,7 +47,7 @@ class CallContext:
         anything once the call is answered (a thread that kept this context)."""
         for value in (progress,) if total is None else (progress, total):
             if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise TypeError(f"progress values must be numbers, not {type(value).__name__}")
+                raise TypeError(f"progress values must be numbers, not {own.NAME(type(value))}")
             if isinstance(value, float) and not math.isfinite(value):   # JSON has no NaN or infinity
                 raise ValueError(f"progress values must be finite numbers, not {value!r}")
         if self.progress_token is None:
@@ -343,7 +344,7 @@ def tool_annotations(toolset: Toolset, tool_name: str) -> dict:
 
 
 def check_declarations(toolset: Toolset, registered: ToolRegistry) -> None:
-    label = type(toolset).__name__
+    label = own.NAME(type(toolset))
     declared = set(toolset.tool_names)
     if declared != set(registered.names()):
         raise ValueError(f"{label}: tool_names {sorted(declared)} != registered {registered.names()}")
@@ -384,7 +385,7 @@ def success_result(outcome) -> dict:
         if outcome.get("structured") is not None:
             result["structuredContent"] = outcome["structured"]
         return result
-    raise ToolError("other", f"tool answered {type(outcome).__name__}, not str or {{'text': ...}}")
+    raise ToolError("other", f"tool answered {own.NAME(type(outcome))}, not str or {{'text': ...}}")
 
 
 def error_result(kind: str, message: str, details: dict | None = None, uncut_length: int | None = None) -> dict:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import types
 from typing import NamedTuple
 
+from gsmcpd.image import own
 from gsmcpd.worker.registry import ToolRegistry
 
 
@@ -65,7 +66,7 @@ def make_plan(toolset_class) -> tuple[PlannedTool, ...]:
         method = getattr(handler, "__name__", None) if isinstance(handler, types.MethodType) else None
         if not (isinstance(method, str) and handler.__self__ is scratch
                 and getattr(scratch, method, None) == handler):
-            raise ValueError(f"{toolset_class.__name__}: tool {tool.name!r}'s handler is not one "
+            raise ValueError(f"{own.NAME(toolset_class)}: tool {tool.name!r}'s handler is not one "
                              "of its methods, so no session's toolset can be asked for it")
         plan.append(PlannedTool(_packed(tool.name), _packed(tool.description), tool.input_schema,
                                 tool_annotations(scratch, tool.name), method,

@@ -7,7 +7,7 @@ import functools
 import inspect
 import types
 
-from gsmcpd.image import catalog, splice
+from gsmcpd.image import catalog, own, splice
 from gsmcpd.worker import module_functions
 from gsmcpd.worker.paging import PAGED, offset_prop, page_of
 from gsmcpd.worker.registry import Tool
@@ -40,22 +40,22 @@ def member_kind(value) -> str | None:
     if isinstance(value, staticmethod):
         return "static"
     # A C type's classmethod (int.from_bytes) and computed attribute (int.real, type.__name__)
-    # are what classmethod and property are in Python.
-    if isinstance(value, classmethod) or type(value).__name__ == "classmethod_descriptor":
+    # are what classmethod and property are in Python. Told by type, not by its name: a
+    # class of the code's may bear that name, or a metaclass whose `__name__` raises.
+    if isinstance(value, classmethod) or type(value) is types.ClassMethodDescriptorType:
         return "class"
-    if isinstance(value, (property, functools.cached_property)) or type(
-            value).__name__ == "getset_descriptor":
+    if isinstance(value, (property, functools.cached_property)) or type(value) is types.GetSetDescriptorType:
         return "property"
     if callable(value) and not isinstance(value, type):
         return "instance"
-    if type(value).__name__ in ("method_descriptor", "wrapper_descriptor"):
+    if type(value) in (types.MethodDescriptorType, types.WrapperDescriptorType):
         return "instance"
     return None
 
 
 def instance_variables(cls: type | None, node: ast.ClassDef | None) -> list[str]:
     names: list[str] = []
-    class_name = cls.__name__ if cls is not None else node.name
+    class_name = own.NAME(cls) if cls is not None else node.name
 
     def add(name):
         # A private `self.__token` is stored as `_Class__token`, as list_methods names
@@ -167,7 +167,7 @@ def _where_found(cls: type, selector: str) -> tuple[type, str, bool] | None:
     name as bound there, a private one mangled), else of its metaclass's MRO; with whether
     it is the metaclass's. None when neither has it."""
     for owner in cls.__mro__:
-        name = splice.mangled(owner.__name__, selector)
+        name = splice.mangled(own.NAME(owner), selector)
         if name in vars(owner):
             return owner, name, False
     owner = next((owner for owner in type(cls).__mro__ if selector in vars(owner)), None)
@@ -507,13 +507,13 @@ def metaclass_owner(view, cls: type | None, selector: str) -> type | None:
     if cls is None:
         return None
     return next((owner for owner, name in metaclass_members(view, cls)
-                 if name == splice.mangled(owner.__name__, selector)), None)
+                 if name == splice.mangled(own.NAME(owner), selector)), None)
 
 
 def metaclass_member_kind(owner: type, selector: str) -> str:
     """'property' for a metaclass's property (`Made.label`, read on the class), else
     'class': a method of the class side, called with the class."""
-    value = vars(owner)[splice.mangled(owner.__name__, selector)]
+    value = vars(owner)[splice.mangled(own.NAME(owner), selector)]
     return "property" if member_kind(value) == "property" else "class"
 
 

@@ -104,7 +104,7 @@ class _Result(unittest.TestResult):
         if not isinstance(test, unittest.TestCase):   # unittest's stand-in for a class or module fixture
             entry["fixture"] = True
         if err is not None:
-            entry["exception"] = _shown(err[0].__name__, "the exception name")
+            entry["exception"] = _shown(own.NAME(err[0]), "the exception name")
             entry["message"] = _shown(failure_message(err), "the message")
             if self._tracebacks:
                 whole = self._exc_info_to_string(err, test)
@@ -176,8 +176,8 @@ def pytest_outcome(exc_type: type) -> str | None:
     would count as errors); None for any other exception. Told by name, so the worker
     needs no pytest: only tests that use it raise them (Skipped and Failed say their
     module is builtins; their base is _pytest.outcomes.OutcomeException)."""
-    names = {c.__name__ for c in exc_type.__mro__}
-    if not any(c.__module__ == "_pytest.outcomes" and c.__name__ == "OutcomeException"
+    names = {own.NAME(c) for c in exc_type.__mro__}
+    if not any(c.__module__ == "_pytest.outcomes" and own.NAME(c) == "OutcomeException"
                for c in exc_type.__mro__):
         return None
     for name, outcome in (("XFailed", "expectedFailure"), ("Failed", "failure"), ("Skipped", "skipped")):
@@ -338,7 +338,7 @@ def test_method_names(cls: type) -> list[str]:
 def is_plain_test_class(cls) -> bool:
     """pytest's rule: a class named Test*, not a TestCase, with no __init__ of its own,
     and not marked `__test__ = False` (or any false value: a helper named like a test class)."""
-    return (isinstance(cls, type) and cls.__name__.startswith("Test")
+    return (isinstance(cls, type) and own.NAME(cls).startswith("Test")
             and not issubclass(cls, unittest.TestCase) and cls.__init__ is object.__init__
             and bool(getattr(cls, "__test__", True))
             and bool(test_method_names(cls)))
@@ -364,7 +364,7 @@ class PlainTestCase(unittest.TestCase):
 
     @classmethod
     def for_class(cls, plain_class: type) -> type:
-        return type(plain_class.__name__, (cls,), {"plain_class": plain_class,
+        return type(own.NAME(plain_class), (cls,), {"plain_class": plain_class,
                                                    "__module__": plain_class.__module__,
                                                    "__qualname__": plain_class.__qualname__})
 

@@ -1,0 +1,140 @@
+"""End to end: classes whose metaclass gives a `__name__` that raises, in every tool that
+names a class of the code's. Each such tool failed with the metaclass's error
+(`RuntimeError: no name`), or, in a deletion's trial import, gave no answer at all, so the
+deletion was made though the module no longer imports. They are named as Python made them
+(gsmcpd.image.own.NAME), as raised() names an exception.
+
+One daemon for the module, on a throwaway image.
+"""
+
+import pytest
+
+from test_e2e_image_tools import daemon  # noqa: F401  (the daemon fixture: on this module's image)
+from test_e2e_tools import call_tool, error, structured
+from test_e2e_tools import run_code as run
+from test_tools_support import write_image
+
+NAMED = """class NamedOddly(type):
+    @property
+    def __name__(cls):
+        raise RuntimeError("no name")
+
+
+class Token(metaclass=NamedOddly):
+    pass
+
+
+class Oops(Exception, metaclass=NamedOddly):
+    pass
+
+
+class Holder:
+    token = Token()
+
+    def run(self):
+        return 1
+
+
+class MetaOddly(type, metaclass=NamedOddly):   # a metaclass named so itself
+    def made(cls):
+        return 1
+
+
+class Widget(metaclass=MetaOddly):
+    pass
+
+
+class Gone:
+    pass
+
+
+Gone = Token()
+"""
+TESTS = """import unittest
+
+from oddly.named import NamedOddly, Oops
+
+
+class TestOdd(unittest.TestCase):
+    def test_raises(self):
+        raise Oops("odd")
+
+    def test_passes(self):
+        pass
+
+
+class TestPlain(metaclass=NamedOddly):
+    def test_plain(self):
+        pass
+"""
+DRAWN = """from oddly.named import Oops
+
+
+class Random:
+    def randint(self, a, b):
+        return a
+
+    def choice(self, seq):
+        return seq[0]
+
+
+if not hasattr(Random, "choice"):
+    raise Oops("gone")
+"""
+FILES = {"oddly/__init__.py": "", "oddly/named.py": NAMED, "oddly/test_named.py": TESTS, "oddly/drawn.py": DRAWN}
+
+
+@pytest.fixture(scope="module")
+def image(tmp_path_factory):
+    return write_image(tmp_path_factory.mktemp("oddly") / "image", FILES)
+
+
+def test_such_a_class_and_one_holding_an_instance_of_it_are_described_and_listed(c):
+    assert structured(c, "describe_class", className="oddly.named.Token")["methods"] == []
+    assert structured(c, "describe_class", className="oddly.named.Holder")["methods"] == ["run"]
+    methods = structured(c, "list_methods", className="oddly.named.Holder")["methods"]
+    assert [m["name"] for m in methods["instance"]] == ["run"]
+    assert error(c, "get_method_source", "notFound", className="oddly.named.Token", selector="missing") == (
+        "oddly.named.Token defines no method missing; list_methods shows its methods")
+    assert structured(c, "get_method_source", className="oddly.named.Widget", selector="made",
+                      meta=True)["kind"] == "class"
+
+
+def test_a_class_name_rebound_to_an_instance_of_it_is_browsed_from_source_saying_what_it_found(c):
+    text = call_tool(c, "describe_class", {"className": "oddly.named.Gone"})["content"][0]["text"]
+    assert "oddly.named.Gone is not bound to a class once oddly.named is imported (found Token)" in text, text
+
+
+def test_a_test_raising_such_an_exception_is_reported_naming_it(c):
+    ran = structured(c, "run_test_class", className="oddly.test_named.TestOdd")
+    assert (ran["run"], ran["passed"], ran["errors"]) == (2, 1, 1), ran
+    assert [(f["test"], f["exception"], f["message"]) for f in ran["failed"]] == [
+        ("oddly.test_named.TestOdd.test_raises", "Oops", "odd")]
+    plain = structured(c, "run_test_class", className="oddly.test_named.TestPlain")   # pytest's style
+    assert (plain["run"], plain["passed"]) == (1, 1), plain
+
+
+def test_progress_of_such_a_value_is_refused_naming_its_class(c):
+    result = call_tool(c, "execute_code", {"code": "from oddly.named import Token\nprogress(Token())"})
+    assert result["isError"], result
+    assert result["content"][0]["text"].endswith("TypeError: progress values must be numbers, not Token")
+
+
+def test_a_builtins_name_bound_to_such_a_value_is_told_what_it_is(c):
+    run(c, "import builtins\nfrom oddly.named import Token\nbuiltins.oddity = Token()")
+    assert error(c, "get_method_source", "notFound", className="builtins", selector="oddity") == (
+        "builtins.oddity is no function (Token): no source to show")
+
+
+def test_a_class_holding_such_a_value_is_redefined_in_place(c):
+    assert run(c, "from oddly.named import Holder\nkept = Holder\nHolder().run()") == "1"
+    source = "class Holder:\n    token = Token()\n\n    def run(self):\n        return 2\n"
+    assert structured(c, "compile_class_definition", dictionaryName="oddly.named", source=source)
+    assert run(c, "from oddly.named import Holder\n(Holder is kept, Holder().run())") == "(True, 2)"
+
+
+def test_a_deletion_whose_trial_import_raises_such_an_exception_is_refused_naming_it(c):
+    refused = call_tool(c, "delete_method", {"className": "oddly.drawn.Random", "selector": "choice"})
+    failure = refused["structuredContent"]["error"]
+    assert (failure["kind"], failure["importFailure"]["error"]) == ("refused", "Oops"), refused
+    assert "it failed with Oops: gone, on line 13" in refused["content"][0]["text"]
