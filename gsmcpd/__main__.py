@@ -93,8 +93,9 @@ def _port_given(args: argparse.Namespace, parser: argparse.ArgumentParser) -> st
     try:
         port = parse_port(args.port)
     except ValueError as exc:
-        parser.exit(2, f"gsmcpd {args.command}: error: argument PORT: {exc} "
-                       "(the one argument without a flag is the port)\n")
+        where = ("end takes the session, then the port: gsmcpd end SESSION PORT" if args.command == "end"
+                 else "the one argument without a flag is the port")
+        parser.exit(2, f"gsmcpd {args.command}: error: argument PORT: {exc} ({where})\n")
     try:
         other = None if args.port_flag is None else parse_port(args.port_flag)
     except ValueError:   # refused as the knob, naming it
@@ -235,7 +236,7 @@ def _run(args: argparse.Namespace) -> int:
                 print(f"{exc}; nothing was signalled")
                 return 1
         if args.command == "end":
-            return _end(config, args.session)
+            return _end(config, args.session, port_given=args.port is not None)
         return _status(config, args.json)
     from gsmcpd import daemon
     if args.command == "check":
@@ -285,8 +286,16 @@ def _status(config, as_json: bool) -> int:
     return 0
 
 
-def _end(config, session: str) -> int:
+def _end(config, session: str, port_given: bool) -> int:
     from gsmcpd.router import control
+    try:
+        control.session_prefix(session)
+    except control.ControlError as exc:
+        # `end 8000`: the port where the session goes, the default port's server asked.
+        swapped = not port_given and session.isdigit()
+        print(f"gsmcpd end: {exc}" + (f": the session comes first, then the port: gsmcpd end SESSION "
+                                      f"{session}" if swapped else ""), file=sys.stderr)
+        return 1
     try:
         ended = control.query(config.state_dir, config.port, {"op": "end", "session": session})["ended"]
     except control.ControlError as exc:

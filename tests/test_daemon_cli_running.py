@@ -325,6 +325,28 @@ def test_end_ends_one_session_as_its_delete_would_and_says_why(serving):
     assert "ending it, as asked on the control socket" in d.log_text()
 
 
+def test_end_given_its_port_where_the_session_goes_says_the_session_comes_first(serving):
+    # `gsmcpd end 8000` asked the default port's control socket (none there: "is a server
+    # running on port 8000?"), and `end PORT SESSION` said "the one argument without a flag
+    # is the port": end takes two.
+    d = serving
+    client = Client(d.port)
+    client.initialize()
+    state = ["--state-dir", str(d.state)]
+    alone = gsmcpd("end", str(d.port), *state)
+    assert alone.returncode == 1
+    assert alone.stderr.strip() == (
+        f"gsmcpd end: expected a session id or its first 8 or more hex digits (as status shows "
+        f"them), got '{d.port}': the session comes first, then the port: gsmcpd end SESSION {d.port}")
+    swapped = gsmcpd("end", str(d.port), client.session[:8], *state)
+    assert swapped.returncode == 2
+    assert swapped.stderr.strip() == (
+        f"gsmcpd end: error: argument PORT: expected an integer, got '{client.session[:8]}' "
+        "(end takes the session, then the port: gsmcpd end SESSION PORT)")
+    assert client.call("ping").status == 200   # neither ended anything
+    assert gsmcpd("end", client.session[:8], str(d.port), *state).returncode == 0
+
+
 def test_end_without_a_server(tmp_path):
     result = gsmcpd("end", "0a1b2c3d", "8999", "--state-dir", str(tmp_path))
     assert result.returncode == 1 and "is a server running on port 8999?" in result.stderr
