@@ -230,7 +230,15 @@ exec_blocker() {
 # only note that the trial import was not tried.
 check_service_user() {
     local user=$1 ok=0 blocker effect
-    id -u "$user" >/dev/null 2>&1 || { echo "warning: no user $user" >&2; return 1; }
+    if ! id -u "$user" >/dev/null 2>&1; then
+        # Checked before the unit was installed: say what makes the unit's account.
+        if [[ $user == "$SERVICE_USER" ]]; then
+            echo "warning: no user $user: sudo ./install.sh --systemd creates it" >&2
+        else
+            echo "warning: no user $user" >&2
+        fi
+        return 1
+    fi
     if ! runuser -u "$user" -- test -r "$ROOT/gsmcpd/__init__.py"; then
         echo "warning: $user cannot read $ROOT; install the checkout somewhere it can (e.g. /opt/gsmcpd)" >&2
         ok=1

@@ -1387,6 +1387,22 @@ def test_install_names_what_keeps_the_service_user_from_running_the_venvs_python
     assert f"status 203/EXEC): {checkout}: a directory nobody cannot search." in private.stderr
 
 
+def test_check_service_user_before_the_unit_is_installed_says_what_makes_its_user(fake_checkout):
+    # A new checkout's `install.sh --check-service-user` said only "warning: no user gsmcpd".
+    if os.geteuid() != 0:
+        pytest.skip("--check-service-user needs root")
+    absent = f"gsmcpd-t-{uuid.uuid4().hex[:8]}"
+    script = fake_checkout / "install.sh"
+    script.write_text(script.read_text().replace("\nSERVICE_USER=gsmcpd\n", f"\nSERVICE_USER={absent}\n"))
+    unit_user = subprocess.run(["./install.sh", "--check-service-user"], cwd=fake_checkout,
+                               capture_output=True, text=True)
+    assert unit_user.returncode == 1
+    assert unit_user.stderr == f"warning: no user {absent}: sudo ./install.sh --systemd creates it\n"
+    mapped = subprocess.run(["./install.sh", "--check-service-user", absent + "x"], cwd=fake_checkout,
+                            capture_output=True, text=True)
+    assert mapped.returncode == 1 and mapped.stderr == f"warning: no user {absent}x\n"
+
+
 def test_unknown_install_option(fake_checkout):
     result = subprocess.run(["./install.sh", "--frobnicate"], cwd=fake_checkout,
                             capture_output=True, text=True)
