@@ -77,7 +77,7 @@ def _passes(store):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.call_lookup", description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=50)
     args = parser.parse_args(argv)
     cases = [("its record absent", None),

@@ -223,7 +223,7 @@ def run(image: Path, state: Path, repeats: int, big_lines: int, classes: int) ->
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.large_image", description=__doc__.split("\n\n")[0])
     parser.add_argument("--modules", type=int, default=300)
     parser.add_argument("--classes", type=int, default=20, help="per module")
     parser.add_argument("--methods", type=int, default=10, help="per class")

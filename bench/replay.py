@@ -126,7 +126,8 @@ def profile(calls=20000, top=40):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m bench.replay", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=20000)
     parser.add_argument("--profile", action="store_true", help="a cProfile of the replay instead of timing it")
     args = parser.parse_args(argv)

@@ -547,3 +547,15 @@ def test_micros_help_says_what_it_is_and_runs_nothing(capsys):
     assert exited.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith("usage: python -m bench.micro") and " us  " not in out
+
+
+@pytest.mark.parametrize("name", ["replay", "call_lookup", "large_image"])
+def test_each_bench_the_readme_names_shows_its_usage_as_the_readme_runs_it(name, capsys):
+    # Their usage lines read `replay.py [-h] ...`, a script no one runs: the README's
+    # command is `python -m bench.replay`.
+    import importlib
+    module = importlib.import_module(f"bench.{name}")
+    with pytest.raises(SystemExit) as exited:
+        module.main(["--help"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.startswith(f"usage: python -m bench.{name} ")
