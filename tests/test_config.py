@@ -608,6 +608,17 @@ def test_probe_must_come_before_idle_deadline():
     assert load_config({}, {"GS_MCP_IDLE_TIMEOUT": "none", "GS_MCP_PROBE_AFTER": "5000"})
 
 
+def test_a_refusal_of_a_lifetime_knob_left_at_its_default_says_to_set_it_too():
+    # GS_MCP_IDLE_TIMEOUT=600 alone was refused naming probe_after, which the user never set,
+    # with nothing to say its 1500 was the default nor which variable moves it.
+    assert refused("probe_after", environ={"GS_MCP_IDLE_TIMEOUT": "600"}) == (
+        "must be less than GS_MCP_IDLE_TIMEOUT (idle_timeout), or the probe never runs: 1500 >= 600 "
+        "(1500 is GS_MCP_PROBE_AFTER's default: set it too)")
+    assert refused("ping_timeout", environ={"GS_MCP_IDLE_TIMEOUT": "100", "GS_MCP_PROBE_AFTER": "90"}) \
+        .endswith("probe_after 90 + ping_timeout 30 > 100 (30 is GS_MCP_PING_TIMEOUT's default: set it too)")
+    assert load_config({}, {"GS_MCP_IDLE_TIMEOUT": "600", "GS_MCP_PROBE_AFTER": "500"})
+
+
 @pytest.mark.parametrize("key", ["probe_after", "ping_timeout", "streamless_idle_timeout", "stream_loss_grace",
                                  "break_grace", "maintenance_interval", "read_timeout", "jwt_leeway"])
 @pytest.mark.parametrize("word", ["none", "off", "Never"])

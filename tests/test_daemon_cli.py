@@ -221,6 +221,16 @@ def test_a_lifetime_knob_that_cannot_be_off_and_a_probe_after_the_deadline_are_r
         "must be less than GS_MCP_IDLE_TIMEOUT (idle_timeout), or the probe never runs: 1800 >= 1800"
 
 
+def test_an_idle_timeout_below_the_default_probe_is_refused_saying_which_default_to_set_too(tmp_path):
+    started = gsmcpd("start", "--port", str(free_port()), "--state-dir", str(tmp_path),
+                     env={"GS_MCP_IDLE_TIMEOUT": "600"})
+    assert started.returncode == 2
+    assert started.stderr.strip() == "gsmcpd: configuration refused: probe_after: must be less than " \
+        "GS_MCP_IDLE_TIMEOUT (idle_timeout), or the probe never runs: 1500 >= 600 " \
+        "(1500 is GS_MCP_PROBE_AFTER's default: set it too)"
+    assert not list(tmp_path.iterdir())
+
+
 def test_digits_grouped_with_an_underscore_are_refused_by_start_and_check(tmp_path):
     conf = tmp_path.parent / "grouped.conf"
     conf.write_text(f"state_dir = {tmp_path}\nidle_timeout = 1_800\n")

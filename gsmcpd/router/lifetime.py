@@ -88,22 +88,36 @@ def validate(settings=None):
     if idle is not None:
         if s.probe_after >= idle:
             raise ValueError(f"{_label('probe_after')} must be less than {_label('idle_timeout')},"
-                             f" or the probe never runs: {s.probe_after:g} >= {idle:g}")
+                             f" or the probe never runs: {s.probe_after:g} >= {idle:g}"
+                             + _left_at_default(s, defaults, "probe_after"))
         if s.probe_after + s.ping_timeout > idle:
             raise ValueError(f"{_label('ping_timeout')} leaves no time for a probe to be answered"
                              f" before {_label('idle_timeout')}: probe_after {s.probe_after:g}"
-                             f" + ping_timeout {s.ping_timeout:g} > {idle:g}")
+                             f" + ping_timeout {s.ping_timeout:g} > {idle:g}"
+                             + _left_at_default(s, defaults, "ping_timeout"))
         if s.maintenance_interval > idle - s.probe_after:
             raise ValueError(f"{_label('maintenance_interval')} must fit between probe_after and"
                              f" idle_timeout so a pass can send the probe:"
-                             f" {s.maintenance_interval:g} > {idle - s.probe_after:g}")
+                             f" {s.maintenance_interval:g} > {idle - s.probe_after:g}"
+                             + _left_at_default(s, defaults, "maintenance_interval"))
         if s.stream_loss_grace > idle:
             raise ValueError(f"{_label('stream_loss_grace')} must not exceed {_label('idle_timeout')}:"
-                             f" {s.stream_loss_grace:g} > {idle:g}")
+                             f" {s.stream_loss_grace:g} > {idle:g}"
+                             + _left_at_default(s, defaults, "stream_loss_grace"))
         if s.streamless_idle_timeout > idle:
             raise ValueError(f"{_label('streamless_idle_timeout')} must not exceed"
-                             f" {_label('idle_timeout')}: {s.streamless_idle_timeout:g} > {idle:g}")
+                             f" {_label('idle_timeout')}: {s.streamless_idle_timeout:g} > {idle:g}"
+                             + _left_at_default(s, defaults, "streamless_idle_timeout"))
     return s
+
+
+def _left_at_default(s, defaults, name):
+    """A shorter idle_timeout alone is refused naming a knob its user never set: say
+    that its value is the default, and which variable moves it."""
+    value = getattr(s, name)
+    if value != getattr(defaults, name):
+        return ""
+    return f" ({value:g} is {ENV_NAMES[name]}'s default: set it too)"
 
 
 def _check_one(name, raw):
