@@ -158,6 +158,13 @@ def serve_ports(args: list[str]) -> list[str]:
     return [port for port in (parsed.port_flag, parsed.port) if port is not None]
 
 
+# What an argument too many usually is: `--toolsets browsing search 8000` read `search` as PORT.
+_SPLIT_VALUE = " (one PORT at most, and a flag takes one word: quote a value of several, --toolsets 'browsing search')"
+_EXTRA_HINTS = {"serve": _SPLIT_VALUE, "start": _SPLIT_VALUE, "check": _SPLIT_VALUE,
+                "stop": " (one PORT at most)", "status": " (one PORT at most)",
+                "end": " (end takes the session, then the port: gsmcpd end SESSION PORT)"}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gsmcpd", description="MCP server daemon")
     parser.add_argument("--version", action="version", version=f"gsmcpd {__version__}")
@@ -200,7 +207,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else argv
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # The top-level parser said it, under its own usage, as if no command had been read.
+        hint = (f" (gsmcpd {args.command} --help lists its flags)" if any(word.startswith("-") for word in extra)
+                else _EXTRA_HINTS.get(args.command, ""))
+        parser.exit(2, f"gsmcpd {args.command}: error: unrecognized arguments: {' '.join(extra)}{hint}\n")
     if args.command != "cert":
         _trace_port(args, argv)
         args.port = _port_given(args, parser)

@@ -519,6 +519,24 @@ def test_a_lone_argument_that_is_no_port_is_said_to_have_been_read_as_the_port(t
     assert not any(tmp_path.iterdir())
 
 
+def test_a_value_split_in_two_words_before_the_port_says_how_to_give_it(tmp_path):
+    # `run-server.sh --toolsets browsing search 8000` read 'search' as the port and was told
+    # by the top-level parser "gsmcpd: error: unrecognized arguments: 8000", under its usage.
+    port = str(free_port())
+    for command in ("start", "check", "serve"):
+        result = gsmcpd(command, "--state-dir", str(tmp_path), "--toolsets", "browsing", "search", port)
+        assert (result.returncode, result.stderr.strip()) == (
+            2, f"gsmcpd {command}: error: unrecognized arguments: {port} (one PORT at most, and a flag "
+               "takes one word: quote a value of several, --toolsets 'browsing search')")
+    stopped = gsmcpd("stop", "--state-dir", str(tmp_path), port, "1")
+    assert (stopped.returncode, stopped.stderr.strip()) == (
+        2, "gsmcpd stop: error: unrecognized arguments: 1 (one PORT at most)")
+    flagged = gsmcpd("start", "--state-dir", str(tmp_path), "--bogus", port)
+    assert (flagged.returncode, flagged.stderr.strip()) == (
+        2, "gsmcpd start: error: unrecognized arguments: --bogus (gsmcpd start --help lists its flags)")
+    assert not any(tmp_path.iterdir())
+
+
 def test_cert_writes_a_self_signed_pair(tmp_path):
     result = gsmcpd("cert", "--self-signed", str(tmp_path / "certs"))
     assert result.returncode == 0, result.stderr
