@@ -45,6 +45,7 @@ ROOT=$PWD
 [[ $ROOT != *:* ]] || ROOT=$(pwd -P)
 VENV=$ROOT/.venv
 STAMP=$VENV/.gsmcpd-install-stamp
+PYTHON_GIVEN=${PYTHON:+yes}   # PYTHON makes a missing .venv only: one kept is said so
 PYTHON=${PYTHON:-python3}
 SERVICE_USER=gsmcpd
 UNIT_DIR=/etc/systemd/system
@@ -73,8 +74,19 @@ foreign_venv_problem() {
          "that account (or root), or from a checkout of your own"
 }
 
+python_version() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null; }
+
 ensure_venv() {
-    [[ -x $VENV/bin/python ]] && return 0
+    if [[ -x $VENV/bin/python ]]; then
+        local have want
+        have=$(python_version "$VENV/bin/python") || true
+        want=$(python_version "$PYTHON") || true
+        [[ -z $PYTHON_GIVEN || ( -n $have && $have == "$want" ) ]] ||
+            echo "install.sh: keeping the existing $VENV (Python ${have:-unknown}): PYTHON=$PYTHON" \
+                 "(${want:+Python }${want:-which does not run}) only makes a missing one; remove $VENV" \
+                 "first to make it with that python" >&2
+        return 0
+    fi
     local foreign
     foreign=$(foreign_venv_problem) && die "$foreign"
     "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null \

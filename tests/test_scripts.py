@@ -1403,6 +1403,27 @@ def test_check_service_user_before_the_unit_is_installed_says_what_makes_its_use
     assert mapped.returncode == 1 and mapped.stderr == f"warning: no user {absent}x\n"
 
 
+def test_install_given_a_python_while_the_venv_exists_says_it_keeps_the_venv(fake_checkout):
+    # `PYTHON=python3.12 ./install.sh` over a 3.11 .venv said only "gsmcpd package up to
+    # date": PYTHON makes a missing .venv alone, and nothing said it went unused.
+    fake = fake_checkout / ".venv" / "bin" / "python"
+    fake.write_text(fake.read_text().replace("exit 0\n", '[ "$1" = -c ] && echo 3.10\nexit 0\n', 1))
+    want = "%d.%d" % sys.version_info[:2]
+    env = {**os.environ, "PYTHON": sys.executable}
+    other = subprocess.run(["./install.sh"], cwd=fake_checkout, env=env, capture_output=True, text=True)
+    assert other.returncode == 0, other.stderr
+    assert other.stderr == (f"install.sh: keeping the existing {fake_checkout}/.venv (Python 3.10): "
+                            f"PYTHON={sys.executable} (Python {want}) only makes a missing one; remove "
+                            f"{fake_checkout}/.venv first to make it with that python\n")
+    env.pop("PYTHON")
+    assert subprocess.run(["./install.sh"], cwd=fake_checkout, env=env, capture_output=True,
+                          text=True).stderr == ""   # none asked for
+    fake.write_text(fake.read_text().replace("echo 3.10", f"echo {want}"))
+    same = subprocess.run(["./install.sh"], cwd=fake_checkout, env={**env, "PYTHON": sys.executable},
+                          capture_output=True, text=True)
+    assert same.returncode == 0 and same.stderr == ""
+
+
 def test_unknown_install_option(fake_checkout):
     result = subprocess.run(["./install.sh", "--frobnicate"], cwd=fake_checkout,
                             capture_output=True, text=True)
