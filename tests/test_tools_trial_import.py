@@ -279,6 +279,20 @@ def test_the_repeat_of_a_message_the_trial_cut_counts_what_the_message_had_past_
     assert [sum(note) for note in cut_notes(error["message"])] == [len(answer) - len(told) + 3_000_000]
 
 
+def test_the_repeat_of_a_refusal_counts_what_the_trial_cut_of_the_type_name_and_the_message(client, image):
+    # Both cut in the trial: the repeat counted what the message lost, not what the type name did.
+    write(image, DRAWN.replace("choice = _inst.choice\n", "if not hasattr(Random, 'choice'):\n"
+                                                           "    raise type('E' * 1_000_000, (Exception,), {})('x' * 3_000_000)\n"))
+    client.ok("refresh")
+    said = client.call("delete_method", className="trial.Random", selector="choice")
+    kind = "E" * trial.KIND_MAX + "...(+%d more chars)" % (1_000_000 - trial.KIND_MAX)
+    told = "x" * trial.MESSAGE_MAX + "...(+%d more chars)" % (3_000_000 - trial.MESSAGE_MAX)
+    answer = said["content"][0]["text"]
+    assert f"it failed with {kind}: {told}, on line 12 (" in answer
+    error = said["structuredContent"]["error"]
+    assert [sum(note) for note in cut_notes(error["message"])] == [len(answer) - len(kind) - len(told) + 4_000_000]
+
+
 def test_a_message_whose_str_raises_is_named_as_raised_names_it(client, image):
     write(image, DRAWN.replace("choice = _inst.choice\n", "")
                  + "class Odd(Exception):\n    def __str__(self):\n        raise TypeError\n\n\n"

@@ -73,6 +73,13 @@ class Failure:
     line: int | None   # the line of the module's (new) text the import failed on
     top: int | None    # the module-level statement's line that ran it (== line but in a def it called)
     uncut_length: int | None = None   # the message's length where MESSAGE_MAX cut it
+    kind_uncut_length: int | None = None   # the type name's length where KIND_MAX cut it
+
+    @property
+    def cut_out(self) -> int:
+        """Characters the trial's cuts left out of the type name and the message, together."""
+        return sum(uncut - len(cut) for uncut, cut in ((self.uncut_length, self.message),
+                                                        (self.kind_uncut_length, self.kind)) if uncut is not None)
 
 
 @dataclass
@@ -113,7 +120,8 @@ def try_import(view, module: str, text: str) -> Failure | Undecided | None:
         return Undecided("gave an answer that could not be read")
     if isinstance(said["kind"], str) and said["kind"] in _UNDECIDED:
         return Undecided(_UNDECIDED[said["kind"]])
-    return Failure(said["kind"], carried(said["message"]), said["line"], said["top"], said.get("length"))
+    return Failure(said["kind"], carried(said["message"]), said["line"], said["top"], said.get("length"),
+                   said.get("kind_length"))
 
 
 def _payload_file(payload: dict):
@@ -233,10 +241,11 @@ def child(payload: dict) -> None:
             message = str(error)
         except BaseException:
             message = "<exception str() failed>"   # as raised() and Python's traceback say it
-        said = {"kind": cut_log_message(own.NAME(type(error)), KIND_MAX),   # not a metaclass's __name__
-                "message": cut_log_message(message, MESSAGE_MAX),
+        kind = own.NAME(type(error))   # not a metaclass's __name__
+        said = {"kind": cut_log_message(kind, KIND_MAX), "message": cut_log_message(message, MESSAGE_MAX),
                 "line": lines[-1] if lines else None, "top": lines[0] if lines else None,
-                "length": len(message) if len(message) > MESSAGE_MAX else None}
+                "length": len(message) if len(message) > MESSAGE_MAX else None,
+                "kind_length": len(kind) if len(kind) > KIND_MAX else None}
     answer.write(json.dumps(said).encode() + b"\n")   # its end: whole, though the pipe stays open a while
     answer.flush()
     # No atexit hooks nor threads the module started, nor processes it started: below this

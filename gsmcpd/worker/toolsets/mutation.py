@@ -1455,8 +1455,9 @@ def _refuse_failing_trial(view, qualified: str, module: str, old_source: str,
     message = (f"{qualified} deleted, {module} would no longer import in a new session: imported apart "
                f"as this session would commit it, it failed with {raised}{where}. Nothing changed. "
                "Change what needs it first (in the module's file, then refresh), then delete it.")
-    # The trial cut the message (MESSAGE_MAX): the repeat counts what it had uncut.
-    uncut = None if found.uncut_length is None else len(message) + found.uncut_length - len(found.message)
+    # The trial cut the message (MESSAGE_MAX) or the type name (KIND_MAX), both held in
+    # the message: the repeat counts what it had uncut.
+    uncut = len(message) + found.cut_out if found.cut_out else None
     raise ToolError("refused", message, {"importFailure": failed}, uncut)
 
 
