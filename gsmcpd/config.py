@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import ipaddress
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -745,15 +744,6 @@ def _typed_flag(knob: Knob, value: Any) -> Any:
 
 # --- validation ----------------------------------------------------------------------
 
-def is_loopback(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 # A request body travels to its worker inside one frame (gsmcpd.wire.frames.MAX_FRAME,
 # 64 MiB), with room to spare for the frame's own few bytes.
 MAX_BODY_LIMIT = 60 * MIB
@@ -847,6 +837,7 @@ def validate_config(config: Config, toolsets_imported: bool = False) -> None:
         if config.jwks_file is None and not config.jwks_uri and not discoverable:
             raise ConfigError("jwks_file", "auth is on but there is no key source: set jwks_file "
                               "or jwks_uri, or use an https issuer for discovery")
+    from gsmcpd.wire.hosts import is_loopback
     if not is_loopback(config.host):
         if not config.auth:
             raise ConfigError("host", f"{config.host} is not a loopback address; a network-facing "

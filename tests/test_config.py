@@ -828,6 +828,8 @@ def test_network_facing_host_needs_auth_and_tls():
     assert config.url == "https://192.0.2.7:8000/mcp"
     assert load_config({"host": "::1"}, {}).url == "http://[::1]:8000/mcp"
     assert load_config({"host": "localhost"}, {}).host == "localhost"
+    # 127.0.0.1 IPv4-mapped: the router's gates take it as loopback, so does the check.
+    assert load_config({"host": "::ffff:127.0.0.1"}, {}).url == "http://[::ffff:127.0.0.1]:8000/mcp"
 
 
 def test_validate_false_skips_combinations_only():

@@ -374,6 +374,19 @@ def test_check_reports_a_refused_configuration_as_the_problem(tmp_path):
         "needs auth (GS_MCP_AUTH=1)")
 
 
+def test_check_and_start_take_127_0_0_1_ipv4_mapped_as_loopback_needing_no_auth(tmp_path):
+    # Refused as network-facing (Python 3.11's is_loopback), though the gates take it as loopback.
+    flags = ("--host", "::ffff:127.0.0.1", "--port", str(free_port()), "--state-dir", str(tmp_path))
+    checked = gsmcpd("check", *flags)
+    assert checked.returncode == 0 and "PROBLEM" not in checked.stdout, checked.stdout
+    started = gsmcpd("start", *flags)
+    try:
+        assert started.returncode == 0, started.stdout
+        assert "listening on http://[::ffff:127.0.0.1]:" in started.stdout, started.stdout
+    finally:
+        gsmcpd("stop", *flags)
+
+
 def test_start_prints_the_warnings_its_server_and_its_worker_spawner_log_as_they_start_once_each(tmp_path):
     # They reached the log file alone: ./run-server.sh never showed a key every account
     # may read, nor a TMPDIR Python passed over, though check and serve say them. The

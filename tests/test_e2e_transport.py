@@ -215,7 +215,8 @@ def test_unsupported_protocol_version_header_is_400(client):
 
 @pytest.mark.parametrize("origin,status", [("http://evil.example", 403), ("http://localhost:3000", 200),
                                            ("http://127.0.0.1", 200), ("http://[::1]:8080", 200),
-                                           ("http://[::ffff:7f00:1]:8080", 200), ("http://[::ffff:7f00:2]", 403),
+                                           ("http://[::ffff:7f00:1]:8080", 200), ("http://[::ffff:7f00:2]", 200),
+                                           ("http://[::7f00:1]", 403), ("http://127.1", 403),
                                            ("null", 403)])
 def test_origin_validation(client, origin, status):
     assert client.call("ping", headers={"Origin": origin}).status == status

@@ -37,7 +37,7 @@ def router():
 
 
 def test_a_host_named_localhost_in_capitals_is_loopback_and_its_host_gate_on():
-    # As the configuration's check takes it (config.is_loopback): it needs no auth there.
+    # As the configuration's check takes it (hosts.is_loopback): it needs no auth there.
     made = Router(Config(port=0, host="LOCALHOST"))
     try:
         assert made.bound_to_loopback and made.app.check_host

@@ -276,6 +276,7 @@ def test_a_foreign_origin_or_host_is_refused_naming_the_knob_that_admits_it(head
     (b"http://[0:0:0:0:0:ffff:7f00:1]:3000", b"[::ffff:7f00:1]:8000"),
     (b"http://[::1]:3000", b"[::1]:8000"),
     (b"http://127.0.0.1:3000", b"127.0.0.1:8000"),
+    (b"http://[::ffff:7f00:2]", b"127.0.0.2:8000"),   # 127.0.0.0/8, as the configuration's check reads it
 ])
 def test_the_ipv4_mapped_loopback_address_is_loopback_as_origin_and_host(origin, host):
     # [::ffff:127.0.0.1] reaches a server bound to 127.0.0.1: its page was refused 403
@@ -284,7 +285,7 @@ def test_the_ipv4_mapped_loopback_address_is_loopback_as_origin_and_host(origin,
     assert App(unauthenticated_router())._gate_host_origin(parser.next_request()) is None
 
 
-@pytest.mark.parametrize("origin", [b"http://[::ffff:7f00:2]", b"http://[::ffff:127.0.0.1.5]", b"http://[::127.0.0.1]"])
+@pytest.mark.parametrize("origin", [b"http://[::ffff:127.0.0.1.5]", b"http://[::127.0.0.1]", b"http://[::ffff:a00:1]"])
 def test_other_ipv4_mapped_or_compatible_addresses_are_not_loopback(origin):
     parser = RequestParser()
     parser.feed(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nOrigin: " + origin + b"\r\nContent-Length: 0\r\n\r\n")

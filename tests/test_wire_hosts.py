@@ -29,6 +29,19 @@ def test_an_ipv6_address_is_one_host_however_written(value, same):
     assert hosts.authority(value) == hosts.authority(same)
 
 
+@pytest.mark.parametrize("host,loopback", [
+    ("localhost", True), ("LOCALHOST", True), ("127.0.0.1", True), ("127.0.0.2", True), ("::1", True),
+    ("[::1]", True), ("::ffff:127.0.0.1", True), ("::ffff:7f00:2", True), ("[::ffff:127.0.0.1]", True),
+    ("0.0.0.0", False), ("::", False), ("192.0.2.7", False), ("::ffff:192.0.2.7", False),
+    ("::127.0.0.1", False),   # IPv4-compatible, not mapped: nothing routes it to 127.0.0.1
+    ("127.1", False), ("evil.example", False), ("", False), ("[v1.127.0.0.1]", False),
+])
+def test_loopback_is_127_8_and_1_in_ipv6_and_mapped(host, loopback):
+    # Python 3.11's is_loopback said no to ::ffff:127.0.0.1, which the router's gates took
+    # as loopback: bound there without auth, the configuration refused it as network-facing.
+    assert hosts.is_loopback(host) is loopback
+
+
 @pytest.mark.parametrize("literal,name", [("[v1.app.example]", "v1.app.example"), ("[VFACE.example]", "vface.example")])
 def test_an_ipvfuture_literal_is_never_the_name_it_spells(literal, name):
     # Stripped of its brackets it was that name: listed, it passed the Host and Origin gates.

@@ -22,10 +22,6 @@ from gsmcpd.wire import hosts, jsonrpc
 log = logging.getLogger("gsmcpd.app")
 
 JSON = ("Content-Type", "application/json")
-# As hosts.authority() gives them. ::ffff:7f00:1 is 127.0.0.1 IPv4-mapped ([::ffff:127.0.0.1]
-# reaches a server bound to 127.0.0.1, and a page there has that origin): a browser writes
-# it so, in hex. 127.1 is none: a browser (and curl) sends it as 127.0.0.1.
-LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "::ffff:7f00:1"})
 MCP_PATH = "/mcp"
 MCP_METHODS = "GET, POST, DELETE"
 METADATA_PATH = "/.well-known/oauth-protected-resource"
@@ -131,7 +127,7 @@ class App:
         self.config = router.config
         self.sessions = router.sessions
         cors = Cors(self.config.allowed_origins)
-        self.allowed_hosts = LOOPBACK_HOSTS | cors.listed_hosts
+        self.listed_hosts = cors.listed_hosts   # besides loopback's (hosts.is_loopback)
         self.cors = cors or None   # None when nothing is listed: one test per request, no call
         self.check_host = self.router.bound_to_loopback
         # Without auth nothing but the account tells clients apart (router/peers.py).
@@ -209,7 +205,7 @@ class App:
             if parsed is None and origin != "null":   # listing it would not help: say what is wrong
                 return 403, ("Forbidden: malformed Origin '%s' (an origin is scheme://host[:port], "
                              "the host ASCII, the port 1-65535)" % jsonrpc.echoed(origin, header=True))
-            if parsed is None or parsed[0] not in self.allowed_hosts:
+            if parsed is None or not self._allowed_host(parsed[0]):
                 return 403, ("Forbidden: Origin '%s' is not allowed (a browser app's origin is "
                              "let in by listing it in GS_MCP_ALLOWED_ORIGINS)" % jsonrpc.echoed(origin, header=True))
         what, host = "Host header", request.header("host")
@@ -224,11 +220,16 @@ class App:
             if not parsed[0] and what == "request target host":   # RFC 9110 4.2.1: MUST be rejected
                 return 400, ("Bad Request: malformed request target host '%s': an http(s) URL names a host"
                              % jsonrpc.echoed(host, header=True))
-            if self.check_host and parsed[0] not in self.allowed_hosts:
+            if self.check_host and not self._allowed_host(parsed[0]):
                 return 403, ("Forbidden: %s '%s' is not this server (a name a proxy in front "
                              "passes is accepted once listed in GS_MCP_ALLOWED_ORIGINS)"
                              % (what, jsonrpc.echoed(host, header=True)))
         return None
+
+    def _allowed_host(self, host):
+        """Whether an Origin's or a Host's host (as hosts.authority() gives it) passes the
+        gates: loopback, as the configuration's check reads it, or listed."""
+        return host in self.listed_hosts or hosts.is_loopback(host)
 
     def _options(self, conn, request, methods):
         """A CORS preflight (Origin and Access-Control-Request-Method), granted to the

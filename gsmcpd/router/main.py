@@ -17,7 +17,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-from gsmcpd.config import is_loopback
 from gsmcpd.exitcodes import StartRefused, of_os_error
 from gsmcpd.router import trace
 from gsmcpd.router.app import App, local_principal
@@ -29,7 +28,7 @@ from gsmcpd.router.sessions import SessionManager
 from gsmcpd.router.shutdown import Shutdown
 from gsmcpd.router.supervision import Supervisor
 from gsmcpd.router.workers import WorkerPool, free_descriptors
-from gsmcpd.wire import http, jsonrpc
+from gsmcpd.wire import hosts, http, jsonrpc
 from gsmcpd.worker.environment import unused_list_warning
 from gsmcpd.worker.tmpdirs import DaemonTmp, check_temp_dir, passed_over_warning, unreachable_warnings
 
@@ -109,7 +108,7 @@ class Router:
         self.sessions = SessionManager(self)
         self.loop.may_poll = self.sessions.may_poll
         self.supervisor = Supervisor(self)
-        self.bound_to_loopback = is_loopback(config.host)
+        self.bound_to_loopback = hosts.is_loopback(config.host)
         self.app = App(self)
         self.connections = set()
         self._connections_full = connections_full_response(config.max_connections)

@@ -62,6 +62,22 @@ def _ip_literal(inside):
 
 
 @functools.lru_cache(maxsize=256)
+def is_loopback(host):
+    """Whether `host`, a bind address (brackets allowed) or a host as authority() gives it,
+    is this machine's loopback: localhost (any case), 127.0.0.0/8, ::1, or 127.0.0.0/8
+    IPv4-mapped ([::ffff:127.0.0.1] reaches a server bound to 127.0.0.1; Python 3.11's
+    is_loopback says no to it). The one reading for the configuration's check (no auth
+    off loopback) and the router's Host and Origin gates."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:   # a name, or 127.1: a browser and curl send that as 127.0.0.1
+        return False
+    return address.is_loopback or bool(getattr(address, "ipv4_mapped", None) and address.ipv4_mapped.is_loopback)
+
+
+@functools.lru_cache(maxsize=256)
 def origin(value):
     """(host, port) of an Origin value, as authority(); None for "null" and anything
     that is not `scheme://host[:port]`, an empty host too (no allow list can name it)."""
