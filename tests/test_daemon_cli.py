@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from gsmcpd.__main__ import build_parser, serve_ports
+from gsmcpd.exitcodes import FAILED
 from gsmcpd.knob_words import CORE_TOOLSETS
 from helpers import (REPO, Daemon, free_port, open_session, pid_alive, searchable_dir, unwritable_dir,
                      wait_until)
@@ -695,6 +696,23 @@ def test_check_and_start_warn_of_a_key_others_may_read_and_a_certificate_not_yet
         gsmcpd("stop", *flags)
         text = log.read_text()
         assert " WARNING " + exposed in text and " WARNING " + later in text, text
+
+
+def test_start_and_serve_say_the_forkserver_died_starting_the_worker_spawner(tmp_path):
+    # It went out as "gsmcpd failed: EOFError: unexpected EOF" (multiprocessing's read of
+    # the spawner's pid), with a traceback. Its sitecustomize kills the forkserver once.
+    killer = str(Path(__file__).parent / "rehearsal_killed")
+    env = {"PYTHONPATH": os.pathsep.join([str(REPO), killer])}
+    flags = ("--port", str(free_port()), "--state-dir", str(tmp_path / "state"))
+    said = re.escape("the worker spawner did not start: multiprocessing's forkserver (pid N), which it and "
+                     "every worker are forked from, was killed by SIGKILL before it forked it (a kill -9, "
+                     "or the kernel's OOM killer: see `journalctl -k` / dmesg)").replace("N", r"\d+")
+    started = gsmcpd("start", *flags, env={**env, "REHEARSAL_KILLED": str(tmp_path / "killed-started")})
+    assert started.returncode == FAILED, started.stdout
+    assert re.fullmatch(r"gsmcpd failed to start: %s \(log: .*\)\n" % said, started.stdout), started.stdout
+    served = gsmcpd("serve", *flags, env={**env, "REHEARSAL_KILLED": str(tmp_path / "killed-served")})
+    assert served.returncode == FAILED, served.stderr
+    assert "Traceback" not in served.stderr and re.search(r"ERROR gsmcpd: %s\n" % said, served.stderr), served.stderr
 
 
 def test_start_names_a_link_loop_at_the_image_or_its_state_dir(tmp_path):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from gsmcpd.exitcodes import FAILED
 from helpers import Daemon, open_session, pid_alive, tool_text, wait_until
 from test_e2e_lifetime import worker_pid
 from test_e2e_spawner import spawner_after, spawner_of
@@ -179,7 +180,8 @@ def test_a_forkserver_killed_in_its_rehearsal_leaves_nothing(tmp_path, tmp):
     mark = tmp_path / "rehearsal-killed"
     killed = Daemon(tmp_path, env={"TMPDIR": tmp, "REHEARSAL_KILLED": str(mark),
                                    "PYTHONPATH": os.pathsep.join([Daemon.pythonpath, str(REHEARSAL_KILLED)])})
-    killed.refusal()     # no spawner without its forkserver: this start ends
+    assert killed.refusal() == FAILED     # no spawner without its forkserver: this start ends
+    assert "before it forked it (a kill -9, or the kernel's OOM killer" in killed.log_text()
     rehearsed_in = os.path.dirname(mark.read_text())
     assert os.path.dirname(rehearsed_in) == tmp and os.path.basename(rehearsed_in).startswith("gsmcpd-tmp.")
     assert leftovers(tmp) == []

@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from gsmcpd.exitcodes import StartRefused, of_os_error
+from gsmcpd.exitcodes import FAILED, StartRefused, of_os_error
 from gsmcpd.router import trace
 from gsmcpd.router.app import App, local_principal
 from gsmcpd.router.control_endpoint import ControlEndpoint
@@ -27,7 +27,7 @@ from gsmcpd.router.repeats import RepeatedLog
 from gsmcpd.router.sessions import SessionManager
 from gsmcpd.router.shutdown import Shutdown
 from gsmcpd.router.supervision import Supervisor
-from gsmcpd.router.workers import WorkerPool, free_descriptors
+from gsmcpd.router.workers import SpawnerNotStarted, WorkerPool, free_descriptors
 from gsmcpd.wire import hosts, http, jsonrpc
 from gsmcpd.worker.environment import unused_list_warning
 from gsmcpd.worker.tmpdirs import DaemonTmp, check_temp_dir, passed_over_warning, unreachable_warnings
@@ -506,7 +506,10 @@ def _serve(config, tmp, on_ready, on_stopping, on_reload, stop_requested, reload
     router.prepare_image()
     # The spawner first (its preload and rehearsal take a moment): once the port
     # listens, sessions can open.
-    router.pool.start()
+    try:
+        router.pool.start()
+    except SpawnerNotStarted as exc:   # no session could open: a start that failed, said so
+        raise StartRefused(str(exc), FAILED) from None
     router.bind()
     router.on_stopping = on_stopping
     router.loop.add_signal_handler(signal.SIGTERM, router.shutdown)

@@ -18,6 +18,7 @@ import os
 import signal
 import socket
 import threading
+import time
 
 from gsmcpd.router.connection import RECV_SIZE
 from gsmcpd.router import worker_log
@@ -43,6 +44,13 @@ LAUNCH_POLL = 0.05       # how often shutdown looks whether a spawner's start ha
 # the frame (a log level of 256 KiB went whole into both); every fault's own words fit.
 BAD_FRAME_CAP = 200
 SPAWNER_HELLO_WAIT = 30.0  # seconds a started spawner may take to say hello (its first act)
+FORKSERVER_END_WAIT = 1.0  # seconds a forkserver that hung up on us is given to be seen ended, at most
+
+
+class SpawnerNotStarted(RuntimeError):
+    """The worker spawner did not start (it, or the forkserver it is forked from, died or
+    hung): the daemon's start fails (exit FAILED: it may pass when tried again); a later
+    one is tried again."""
 
 
 def _leave_a_deleted_directory():
@@ -81,7 +89,10 @@ class Spawner:
             process = context.Process(target=spawner.serve, name="gsmcpd-spawner",
                                       args=(theirs, self.worker_nice, self.worker_memory, self.worker_env,
                                             self.tmp_dir))
-            process.start()
+            try:
+                process.start()
+            except EOFError:   # the forkserver hung up before naming the spawner: it died
+                raise SpawnerNotStarted(_forkserver_died()) from None
             # Ours to end (EOF on its socket, see stop()), not multiprocessing's to
             # join at exit: a join before that EOF would wait forever.
             multiprocessing.process._children.discard(process)
@@ -93,7 +104,7 @@ class Spawner:
             except OSError as error:
                 # Not its fault (EMFILE, ENOBUFS): it would wait for this message all the
                 # hello's wait, to be called silent. Said at once; ours closed, it ends on EOF.
-                raise RuntimeError("the worker spawner did not start: cannot send it the log's "
+                raise SpawnerNotStarted("the worker spawner did not start: cannot send it the log's "
                                    "descriptors (%s)" % error) from None
             pidfd = _hello(ours, process)
         except BaseException:
@@ -292,7 +303,7 @@ def _hello(control, process):
             process.kill()
         why = ("no hello within %gs" % SPAWNER_HELLO_WAIT if isinstance(error, TimeoutError)
                else "cannot read its hello (%s)" % error)
-        raise RuntimeError("the worker spawner did not start: %s" % why) from None
+        raise SpawnerNotStarted("the worker spawner did not start: %s" % why) from None
     if message == b"hello" and len(fds) == 1 and not flags & socket.MSG_CTRUNC:
         return fds[0]
     for fd in fds:
@@ -301,7 +312,40 @@ def _hello(control, process):
            "unexpected first message %r" % message[:40] if message != b"hello" else
            "its hello came with more than its pidfd" if flags & socket.MSG_CTRUNC else
            "its hello came without its pidfd")
-    raise RuntimeError("the worker spawner did not start: %s" % why)
+    raise SpawnerNotStarted("the worker spawner did not start: %s" % why)
+
+
+def _forkserver_died():
+    """Why a spawner did not start whose forkserver hung up on the router: how the
+    forkserver (the router's child) ended, seen without reaping it: multiprocessing reaps
+    it as it starts the next, which it does as the next spawner is started."""
+    from multiprocessing import forkserver
+
+    pid = forkserver._forkserver._forkserver_pid
+    ended = None
+    deadline = time.monotonic() + FORKSERVER_END_WAIT
+    while pid is not None and ended is None and time.monotonic() < deadline:
+        try:
+            ended = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:   # reaped already: no status to tell
+            break
+        if ended is None:
+            time.sleep(0.01)   # it hung up as it died; its end follows at once
+    why = "what it wrote is in the log"
+    if ended is None:
+        how = "died"
+    elif ended.si_code == os.CLD_EXITED:
+        how = "exited with status %d" % ended.si_status
+    elif ended.si_status == signal.SIGKILL:
+        how, why = "was killed by SIGKILL", "a kill -9, or the kernel's OOM killer: see `journalctl -k` / dmesg"
+    else:   # CLD_KILLED, CLD_DUMPED
+        try:
+            name = signal.Signals(ended.si_status).name
+        except ValueError:
+            name = "signal %d" % ended.si_status
+        how = "was killed by %s" % name
+    return ("the worker spawner did not start: multiprocessing's forkserver%s, which it and every worker "
+            "are forked from, %s before it forked it (%s)" % ("" if pid is None else " (pid %d)" % pid, how, why))
 
 
 DESCRIPTOR_HEADROOM = 16  # kept free beyond what the spares asked for will take
