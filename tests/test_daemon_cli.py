@@ -388,6 +388,15 @@ def test_check_and_start_take_127_0_0_1_ipv4_mapped_as_loopback_needing_no_auth(
         gsmcpd("stop", *flags)
 
 
+def test_check_suggests_the_toolset_an_unknown_name_is_near(tmp_path):
+    result = gsmcpd("check", "--port", str(free_port()), "--state-dir", str(tmp_path),
+                    env={"GS_MCP_TOOLSETS": "browse search"})
+    assert result.returncode == 2
+    assert result.stdout.splitlines()[-1] == (
+        "PROBLEM: config: toolsets: unknown toolset 'browse' (did you mean browsing?) (known: "
+        "execution, session, listing, browsing, search, mutation, testing, bench; or module:Class)")
+
+
 def test_start_prints_the_warnings_its_server_and_its_worker_spawner_log_as_they_start_once_each(tmp_path):
     # They reached the log file alone: ./run-server.sh never showed a key every account
     # may read, nor a TMPDIR Python passed over, though check and serve say them. The

@@ -64,6 +64,19 @@ def test_unknown_names_raise_naming_them(names, fragment):
             check(names)
 
 
+@pytest.mark.parametrize("name, hint", [
+    ("browse", " (did you mean browsing?)"),
+    ("Search", " (did you mean search?)"),     # a case-only slip
+    ("mutations", " (did you mean mutation?)"),
+    ("nonsense", ""),                          # nothing near: no guess
+])
+def test_an_unknown_name_near_a_known_one_is_suggested_before_the_known_list(name, hint):
+    for check in (resolve_toolsets, check_toolset_names):
+        with pytest.raises(ValueError) as refused:
+            check([name])
+        assert str(refused.value).startswith(f"unknown toolset {name!r}{hint} (known: execution, ")
+
+
 def test_checking_the_names_imports_no_built_in_toolset_module():
     # The router a `start` ran imported every one (~70M instructions) for nothing: start
     # had imported them as it validated the same settings, and the forkserver uses them.

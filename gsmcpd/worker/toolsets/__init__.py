@@ -9,7 +9,7 @@ from gsmcpd.knob_words import CORE_TOOLSETS   # named once: the config's default
 from gsmcpd.image import own
 from gsmcpd.raised import raised_importing
 from gsmcpd.worker.server import import_spec
-from gsmcpd.worker.toolset import Toolset
+from gsmcpd.worker.toolset import Toolset, did_you_mean
 
 OPTIONAL_TOOLSETS = ("bench",)   # named explicitly, never in the default surface
 DEFAULT_TOOLSETS = CORE_TOOLSETS
@@ -85,8 +85,9 @@ def _resolve_one(name: str) -> type[Toolset]:
     elif name in CORE_TOOLSETS or name in OPTIONAL_TOOLSETS:
         candidate = _builtin(name)
     else:
-        known = ", ".join(CORE_TOOLSETS + OPTIONAL_TOOLSETS)
-        raise ValueError(f"unknown toolset {name!r} (known: {known}; or module:Class)")
+        known = CORE_TOOLSETS + OPTIONAL_TOOLSETS
+        raise ValueError(f"unknown toolset {name!r}{did_you_mean(name, known)} "
+                         f"(known: {', '.join(known)}; or module:Class)")
     if not (isinstance(candidate, type) and issubclass(candidate, Toolset)):
         raise ValueError(f"toolset {name!r} is not a Toolset subclass")
     return candidate
