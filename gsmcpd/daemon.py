@@ -964,7 +964,15 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
         warn(unused)
     report("auth", "on" if config.auth else "off (loopback only)")
     report("read-only", "yes" if config.readonly else "no")
-    report("toolsets", " ".join(config.toolsets))
+    if config.readonly:   # as tools/list answers: the toolsets and tools read-only mode hides, named
+        from gsmcpd.worker.toolsets import read_only_surface
+        kept, served, hidden = read_only_surface(config.toolsets)
+        dropped = [name for name in config.toolsets if name not in kept]
+        report("toolsets", (" ".join(kept) or "none") + (
+            f" (read-only hides {', '.join(dropped)})" if dropped else ""))
+        report("hidden tools", (" ".join(hidden) or "none") + f" (read-only; tools/list serves {len(served)})")
+    else:
+        report("toolsets", " ".join(config.toolsets))
     report("origins", browser_origins(config))
     if problems:
         print(f"PROBLEM: {problems[0]}", file=out)

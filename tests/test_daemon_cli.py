@@ -397,6 +397,30 @@ def test_check_suggests_the_toolset_an_unknown_name_is_near(tmp_path):
         "execution, session, listing, browsing, search, mutation, testing, bench; or module:Class)")
 
 
+@pytest.mark.parametrize("toolsets", [None, "browsing mutation bench", "mutation"])
+def test_check_readonly_lists_what_a_read_only_daemons_tools_list_serves(tmp_path, toolsets):
+    # It listed all seven toolsets, execution and mutation too, which a read-only server
+    # drops whole, and said nothing of commit, hidden from session.
+    from gsmcpd.worker.toolsets import core_toolset_of, resolve_toolsets
+    env = {"GS_MCP_TOOLSETS": toolsets} if toolsets else {}
+    port = free_port()
+    checked = gsmcpd("check", "--readonly", "--port", str(port), "--state-dir", str(tmp_path / "state"), env=env)
+    assert checked.returncode == 0, checked.stdout
+    lines = {line[:14].strip(): line[15:] for line in checked.stdout.splitlines() if line[:1] != " "}
+    hidden_tools, counted = re.fullmatch(r"(.+) \(read-only; tools/list serves (\d+)\)", lines["hidden tools"]).groups()
+    hidden = set() if hidden_tools == "none" else set(hidden_tools.split())
+    kept_toolsets = lines["toolsets"].split(" (read-only hides ")[0]
+    kept = [] if kept_toolsets == "none" else kept_toolsets.split()
+    with Daemon(tmp_path, env=env, args=["--readonly"], port=port) as daemon:
+        client = open_session(daemon)
+        served = {tool["name"] for tool in client.call("tools/list").json()["result"]["tools"]}
+        client.close()
+    every = {name for toolset in resolve_toolsets(toolsets) for name in toolset.tool_names}
+    assert len(served) == int(counted) and not served & hidden and served | hidden == every
+    assert kept == [name for name in (toolsets.split() if toolsets else CORE_TOOLSETS)
+                    if any((core_toolset_of(tool) or "bench") == name for tool in served)]
+
+
 def test_start_prints_the_warnings_its_server_and_its_worker_spawner_log_as_they_start_once_each(tmp_path):
     # They reached the log file alone: ./run-server.sh never showed a key every account
     # may read, nor a TMPDIR Python passed over, though check and serve say them. The

@@ -12,7 +12,8 @@ import pytest
 from gsmcpd.worker.server import McpServer
 from gsmcpd.worker.toolset import REPEAT_CAP, HardBreak, SoftBreak, Toolset, mark_soft_break
 from gsmcpd.worker.toolsets import (
-    CORE_READ_ONLY_SAFE, CORE_TOOLSETS, DEFAULT_TOOLSETS, check_toolset_names, resolve_toolsets,
+    CORE_READ_ONLY_SAFE, CORE_TOOLSETS, DEFAULT_TOOLSETS, check_toolset_names, read_only_surface,
+    resolve_toolsets,
 )
 from gsmcpd.worker.toolsets.bench import BenchToolset
 from gsmcpd.worker.toolsets import execution
@@ -75,6 +76,17 @@ def test_an_unknown_name_near_a_known_one_is_suggested_before_the_known_list(nam
         with pytest.raises(ValueError) as refused:
             check([name])
         assert str(refused.value).startswith(f"unknown toolset {name!r}{hint} (known: execution, ")
+
+
+@pytest.mark.parametrize("names", [[*CORE_TOOLSETS, "bench"], ["mutation", "browsing"],
+                                   ["acme_toolset:AcmeLabelsToolset", "execution"]])
+def test_the_read_only_surface_check_lists_is_what_a_read_only_server_builds(names, monkeypatch):
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    kept, served, hidden = read_only_surface(names)
+    server = McpServer(resolve_toolsets(names), read_only=True)
+    assert served == sorted(server.registry.names()) and hidden == sorted(server.gated_tools)
+    assert kept == [name for name, toolset in zip(names, resolve_toolsets(names))
+                    if any(isinstance(kept_one, toolset) for kept_one in server.toolsets)]
 
 
 def test_checking_the_names_imports_no_built_in_toolset_module():

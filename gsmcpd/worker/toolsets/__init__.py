@@ -61,6 +61,24 @@ def check_toolset_names(names) -> None:
             _resolve_one(name)
 
 
+def read_only_surface(names) -> tuple[list[str], list[str], list[str]]:
+    """What a read-only server serves of GS_MCP_TOOLSETS `names`, as McpServer._admits
+    builds it from the toolsets' declarations: the names of the toolsets it keeps (one
+    with no read-only safe tool is dropped whole), the tools it serves and those it hides
+    (both sorted)."""
+    kept: list[str] = []
+    served: set[str] = set()
+    hidden: set[str] = set()
+    for name in names:
+        toolset_class = _resolve_one(name)
+        safe = [tool for tool in toolset_class.tool_names if tool in toolset_class.read_only_safe]
+        served.update(safe)
+        hidden.update(tool for tool in toolset_class.tool_names if tool not in toolset_class.read_only_safe)
+        if safe and name not in kept:
+            kept.append(name)
+    return kept, sorted(served), sorted(hidden)
+
+
 def core_toolset_of(tool_name: str) -> str | None:
     """The core toolset providing that tool, if one does."""
     for name in CORE_TOOLSETS:
