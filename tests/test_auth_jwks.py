@@ -239,6 +239,23 @@ def test_refresh_is_rate_limited(server, loop, clock):
     assert server.fetches[JwksServer.JWKS_PATH] == 2
 
 
+def test_a_reload_the_administrator_asks_for_is_not_rate_limited(server, loop, clock):
+    # SIGHUP's: a key withdrawn at the IdP (compromised) must stop verifying now, not at
+    # the periodic refresh an hour away; only a token naming an unknown kid fetched sooner.
+    keys = KeySource(post=loop.post, jwks_url=server.jwks_url, ca_file=server.ca_file,
+                     clock=clock, min_refresh_interval=10)
+    assert refresh_and_wait(keys, loop).ok
+    server.idp.remove_key("rsa-1")
+    clock.now += 1
+    results = []
+    keys.refresh(results.append, rate_limited=False)
+    while not results:
+        loop.run_one()
+    assert results[0].ok
+    assert server.fetches[JwksServer.JWKS_PATH] == 2
+    assert keys.lookup("rsa-1", "RS256") is None
+
+
 def test_concurrent_refreshes_share_one_fetch(server, loop):
     keys = KeySource(post=loop.post, jwks_url=server.jwks_url, ca_file=server.ca_file)
     results = []

@@ -8,6 +8,7 @@ MCP_ISSUER, exactly as it would from a real authorization server.
 import json
 import os
 import select
+import signal
 import socket
 import threading
 import time
@@ -718,6 +719,27 @@ def test_a_key_rotated_under_the_same_kid_is_fetched_at_its_first_token(rotating
     idp.keys["rsa-same"] = ("RS256", idp_module._generate("rsa"))   # rotated, kid kept
     assert post_initialize(daemon, "Bearer " + idp.mint("rsa-same")).status == 200
     assert server.fetches["/jwks.json"] == fetched + 1
+
+
+def test_sighup_reloads_the_keys_so_a_withdrawn_key_is_refused_at_once(rotating):
+    # Before, SIGHUP left the keys alone: a key the IdP withdrew (compromised) went on
+    # verifying tokens until the hourly refresh, unless a token naming an unknown kid came.
+    server, daemon = rotating
+    idp = server.idp
+    idp.add_key("rsa", "rsa-withdrawn")
+    token = idp.mint("rsa-withdrawn", sub="hana")
+    assert wait_until(lambda: post_initialize(daemon, "Bearer " + token).status == 200)
+    client = AuthClient(daemon.port, token)
+    client.initialize()
+    other = AuthClient(daemon.port, idp.mint("ec-1", sub="ivan"))   # a key no test removes
+    other.initialize()
+    idp.remove_key("rsa-withdrawn")
+    daemon.proc.send_signal(signal.SIGHUP)         # `systemctl reload`
+    assert wait_until(lambda: client.call("ping").status == 401)
+    resp = client.call("ping")
+    assert resp.header("www-authenticate") == challenge(daemon, "invalid_token", "token signing key is not known")
+    assert other.call("ping").status == 200
+    assert wait_until(lambda: "SIGHUP: signing keys reloaded from " in daemon.log_text())
 
 
 def test_a_slow_jwks_refresh_does_not_block_other_clients(rotating):

@@ -1,9 +1,10 @@
-"""The auth gate's periodic JWKS refresh (AuthGate._schedule_refresh), on a loop the test
-runs, with a JWKS file that is a FIFO no one writes: a read that never ends, as on a hung
-mount."""
+"""The auth gate's JWKS refreshes, on a loop the test runs: the periodic one
+(AuthGate._schedule_refresh), with a JWKS file that is a FIFO no one writes (a read that
+never ends, as on a hung mount), and the one SIGHUP asks for (AuthGate.reload_keys)."""
 
 import heapq
 import itertools
+import logging
 import os
 import queue
 from types import SimpleNamespace
@@ -13,6 +14,7 @@ import pytest
 from gsmcpd.auth.jwks import KeySource
 from gsmcpd.config import Config
 from gsmcpd.router.authgate import AuthGate
+from idp import Idp
 
 
 class ManualLoop:
@@ -81,3 +83,46 @@ def test_while_a_fetch_is_stuck_past_its_deadline_the_periodic_refresh_posts_not
     loop.advance(600)                     # the periodic refresh comes due, again and again
     assert loop.posts == posts
     assert gate.keys.can_refresh() is False   # the stuck read still holds the source
+
+
+def test_sighup_reloads_the_keys_at_once_dropping_a_withdrawn_one(tmp_path, caplog):
+    # Before, a key the IdP withdrew went on verifying tokens until the hourly refresh
+    # (or a restart, ending every session): SIGHUP reloaded the TLS pair and user map only.
+    idp = Idp(kinds=("rsa", "ec"))
+    path = idp.write_jwks(tmp_path / "jwks.json")
+    loop = ManualLoop()
+    gate = gate_on(loop, path)
+    gate.start()
+    while not gate.keys.loaded:
+        loop.run_posted()
+    idp.remove_key("rsa-1")
+    idp.write_jwks(path)
+    loop.advance(1)                       # within MCP_JWKS_MIN_REFRESH of the first load
+    with caplog.at_level(logging.INFO, logger="gsmcpd"):
+        gate.reload_keys("SIGHUP")
+        while gate.keys.lookup("rsa-1", "RS256") is not None:
+            loop.run_posted()
+        while not any("SIGHUP: signing keys reloaded" in r.getMessage() for r in caplog.records):
+            loop.run_posted()
+    assert [k.kid for k in gate.keys.keys] == ["ec-1"]
+    assert "SIGHUP: signing keys reloaded from %s: 1 key(s)" % path in caplog.text
+
+
+def test_a_sighup_reload_that_fails_keeps_the_keys_and_says_so(tmp_path, caplog):
+    idp = Idp(kinds=("rsa",))
+    path = idp.write_jwks(tmp_path / "jwks.json")
+    loop = ManualLoop()
+    gate = gate_on(loop, path)
+    gate.start()
+    while not gate.keys.loaded:
+        loop.run_posted()
+    path.write_text("not json")
+    with caplog.at_level(logging.INFO, logger="gsmcpd"):
+        gate.reload_keys("SIGHUP")
+        while not any("SIGHUP:" in r.getMessage() for r in caplog.records):
+            loop.run_posted()
+    assert [k.kid for k in gate.keys.keys] == ["rsa-1"]
+    lines = [r.getMessage() for r in caplog.records if "SIGHUP" in r.getMessage() or "JWKS" in r.getMessage()]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("SIGHUP: signing keys not reloaded: JWKS is not JSON")
+    assert lines[0].endswith("; still using the 1 key(s) loaded before")

@@ -302,14 +302,15 @@ class KeySource:
         """The loaded keys that can verify `alg`."""
         return [k for k in self._keys if k.can_verify(alg)]
 
-    def can_refresh(self) -> bool:
+    def can_refresh(self, rate_limited: bool = True) -> bool:
         """True if a refresh is running or one may start now (not rate-limited, and no fetch
         whose waiters were answered at its deadline still running)."""
         if self._waiters is not None:
             return True
         if self._fetching:   # past its deadline, stuck (a resolver): another would be stuck too
             return False
-        return self._last_attempt is None or self._clock() - self._last_attempt >= self.min_refresh_interval
+        return (not rate_limited or self._last_attempt is None
+                or self._clock() - self._last_attempt >= self.min_refresh_interval)
 
     # -- refresh -----------------------------------------------------------------------
     def refresh_if_due(self) -> None:
@@ -321,15 +322,16 @@ class KeySource:
             self.refresh()
 
     def refresh(self, on_done: Callable[[RefreshResult], None] | None = None, *,
-                reported: bool = False) -> None:
+                reported: bool = False, rate_limited: bool = True) -> None:
         """Start (or join) a background reload; `on_done` runs later on the loop thread.
         `reported`: `on_done` logs a failure itself, so a failed fetch it starts is not
-        logged here too (one line per failure)."""
+        logged here too (one line per failure). `rate_limited=False`: an administrator's
+        reload (SIGHUP), which tokens cannot trigger, so it cannot be flooded."""
         callback = on_done or (lambda result: None)
         if self._waiters is not None:
             self._waiters.append(callback)
             return
-        if not self.can_refresh():
+        if not self.can_refresh(rate_limited):
             why = "the last JWKS fetch has not finished" if self._fetching else "rate limited"
             self._post(lambda: callback(RefreshResult(ok=False, attempted=False, error=why)))
             return

@@ -94,6 +94,21 @@ class AuthGate:
                 self.router.sessions.end(session, f"{signame}: its user's account mapping changed "
                                                   f"(MCP_USER_MAP reloaded)")
 
+    def reload_keys(self, signame):
+        """SIGHUP/SIGUSR1: fetch the signing keys again now, rate limit or not, so a key the
+        IdP withdrew (a compromised one) stops verifying tokens at once, not at the periodic
+        refresh up to an hour away, nor at a restart, which would end every session. A
+        fetch that fails leaves the keys in use; one in flight is joined."""
+        source = self.router.config.jwks_file or self.router.config.jwks_uri or self.router.config.issuer
+
+        def done(result):
+            if result.ok:
+                log.info("%s: signing keys reloaded from %s: %d key(s)", signame, source, len(self.keys.keys))
+            else:
+                log.error("%s: signing keys not reloaded: %s; still using the %d key(s) loaded before",
+                          signame, result.error, len(self.keys.keys))
+        self.keys.refresh(done, reported=True, rate_limited=False)
+
     def start(self):
         """Load the signing keys in the background: the loop runs meanwhile (a slow or
         dead IdP holds neither the port nor a SIGTERM), and a request with a token joins

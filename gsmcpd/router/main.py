@@ -332,13 +332,15 @@ class Router:
         sock.close()
 
     def reload(self, signame):
-        """SIGHUP/SIGUSR1 (the log file is the caller's): the TLS pair and the user map,
-        read again. Not the map during a stop: ending a remapped user's session then would
+        """SIGHUP/SIGUSR1 (the log file is the caller's): the TLS pair, the signing keys
+        and the user map, read again. Not the map during a stop: ending a remapped user's session then would
         kill its worker mid-call, unseen by the stop, which tidies the image only after
         the calls it cut itself. And the spawner takes the router's stdout and stderr
         again: the log's reopen may have pointed them at a new file."""
         self.pool.stdio_changed()
         self.reload_tls(signame)
+        if self.auth is not None:
+            self.auth.reload_keys(signame)
         if self.auth is not None and not self.stopping:
             self.auth.reload_user_map(signame)
 
