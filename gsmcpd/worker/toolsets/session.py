@@ -7,6 +7,7 @@ import os
 
 from gsmcpd.image.store import (CommitConflict, DirectoryInTheWay, ImageLockTimeout, LinkedModule,
                                 StickyStateDirectory, UnlistedDirectory, UnwritableModule, module_name_of)
+from gsmcpd.router.trace import shown_user
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import ErrorsBudget, ToolError, Toolset, object_schema, repeat_of_told
 
@@ -73,7 +74,9 @@ def _by(commit: dict | None) -> str:
         return "by an edit outside gsmcpd"
     user, session, when = commit.get("user"), commit.get("session"), commit.get("time")
     name = f"session {session[:8]}" if session else "commit"
-    text = f"by {user}'s {name}" if user else f"by {name}" if session else "by a commit"
+    # Shown as the log shows it, cut and escaped: the name is another user's token claim,
+    # which that user may choose, read here by this user's model (structuredContent has it whole).
+    text = f"by {shown_user(user)}'s {name}" if user else f"by {name}" if session else "by a commit"
     return text + (f" at {when.replace('T', ' ').removesuffix('Z')} UTC" if when else "")
 
 
