@@ -14,7 +14,8 @@ import pytest
 from gsmcpd.auth.jwks import KeySource
 from gsmcpd.config import Config
 from gsmcpd.router.authgate import AuthGate
-from idp import Idp
+from helpers import wait_until
+from idp import Idp, JwksServer
 
 
 class ManualLoop:
@@ -126,3 +127,26 @@ def test_a_sighup_reload_that_fails_keeps_the_keys_and_says_so(tmp_path, caplog)
     assert len(lines) == 1, lines
     assert lines[0].startswith("SIGHUP: signing keys not reloaded: JWKS is not JSON")
     assert lines[0].endswith("; still using the 1 key(s) loaded before")
+
+
+def test_a_sighup_during_a_fetch_fetches_again_once_it_ends(tmp_path, caplog):
+    # Joining the fetch in flight answered the reload with keys read before the
+    # administrator's edit, logged as reloaded.
+    with JwksServer(tmp_path) as server:
+        server.idp = Idp(issuer=server.url, kinds=("rsa",))
+        loop = ManualLoop()
+        config = Config(auth=True, issuer=server.url, audience="https://mcp.example/mcp",
+                        jwks_uri=server.jwks_url)
+        gate = AuthGate(SimpleNamespace(loop=loop, config=config))
+        gate.keys = KeySource(post=loop.call_soon_threadsafe, jwks_url=server.jwks_url,
+                              ca_file=server.ca_file, timeout=5, clock=lambda: loop.now,
+                              call_later=loop.call_later)
+        server.jwks_gate.clear()                  # the IdP holds its answer
+        gate.start()
+        assert wait_until(lambda: server.fetches[server.JWKS_PATH] == 1)
+        with caplog.at_level(logging.INFO, logger="gsmcpd"):
+            gate.reload_keys("SIGHUP")
+            server.jwks_gate.set()
+            while "SIGHUP: signing keys reloaded" not in caplog.text:
+                loop.run_posted()
+        assert server.fetches[server.JWKS_PATH] == 2

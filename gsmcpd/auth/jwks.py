@@ -302,6 +302,11 @@ class KeySource:
         """The loaded keys that can verify `alg`."""
         return [k for k in self._keys if k.can_verify(alg)]
 
+    @property
+    def in_flight(self) -> bool:
+        """A fetch has started and its waiters are not answered yet."""
+        return self._waiters is not None
+
     def can_refresh(self, rate_limited: bool = True) -> bool:
         """True if a refresh is running or one may start now (not rate-limited, and no fetch
         whose waiters were answered at its deadline still running)."""

@@ -98,7 +98,8 @@ class AuthGate:
         """SIGHUP/SIGUSR1: fetch the signing keys again now, rate limit or not, so a key the
         IdP withdrew (a compromised one) stops verifying tokens at once, not at the periodic
         refresh up to an hour away, nor at a restart, which would end every session. A
-        fetch that fails leaves the keys in use; one in flight is joined."""
+        fetch that fails leaves the keys in use. A fetch in flight may have read the keys
+        before the edit the signal announces: another follows once it ends."""
         source = self.router.config.jwks_file or self.router.config.jwks_uri or self.router.config.issuer
 
         def done(result):
@@ -107,7 +108,13 @@ class AuthGate:
             else:
                 log.error("%s: signing keys not reloaded: %s; still using the %d key(s) loaded before",
                           signame, result.error, len(self.keys.keys))
-        self.keys.refresh(done, reported=True, rate_limited=False)
+
+        def fetch(_earlier=None):
+            self.keys.refresh(done, reported=True, rate_limited=False)
+        if self.keys.in_flight:
+            self.keys.refresh(fetch)
+        else:
+            fetch()
 
     def start(self):
         """Load the signing keys in the background: the loop runs meanwhile (a slow or
