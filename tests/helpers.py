@@ -776,6 +776,20 @@ def unwritable_dir(path, fill):
             os.chmod(path, 0o755)
 
 
+@contextlib.contextmanager
+def chattr_flagged(path, flag):
+    """`path` with the attribute `flag` ("i": immutable, "a": append-only) set, which even
+    root may not write past; cleared after (skipped where the file system keeps none)."""
+    import pytest
+    flagged = subprocess.run(["chattr", "+" + flag, str(path)], capture_output=True, text=True)
+    if flagged.returncode != 0:
+        pytest.skip(f"cannot chattr +{flag} here: {flagged.stderr.strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["chattr", "-" + flag, str(path)], check=True)
+
+
 def open_session(daemon):
     """A client with a session initialized on `daemon`."""
     client = Client(daemon.port)

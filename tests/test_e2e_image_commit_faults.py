@@ -16,7 +16,8 @@ import time
 import pytest
 
 from gsmcpd.image.default import EXAMPLE_FILES
-from helpers import QUICK_STOP, Client, Daemon, call_in_thread, commit_left_half_applied, killed, pid_alive
+from helpers import (QUICK_STOP, Client, Daemon, call_in_thread, chattr_flagged, commit_left_half_applied, killed,
+                     pid_alive)
 from helpers import open_session as session
 from helpers import tool_text, wait_until
 from test_e2e_image import SHOUT, error_kind, journal, shop  # noqa: F401 (a fixture)
@@ -718,3 +719,27 @@ def test_a_package_swapped_for_a_link_while_a_session_commits_gets_nothing_writt
     (shop.image / "shop.moved").rename(shop.image / "shop")
     assert client.tool("commit")["structuredContent"]["committed"] == ["shop.models"]
     assert "def shout(self):" in (shop.image / "shop" / "models.py").read_text()
+
+
+def test_a_change_to_an_immutable_module_is_refused_whole_kept_and_commits_once_it_is_cleared(shop):
+    # Root may write any mode, so nothing looked further: the rename past the commit point
+    # failed, the call was told "committed", the disk kept the old text and every later
+    # commit of any session failed finishing it.
+    client, other = session(shop), session(shop)
+    models = shop.image / "shop" / "models.py"
+    with chattr_flagged(models, "i"):
+        refused = client.tool("compile_method", className="shop.models.Product", source=SHOUT)
+        assert error_kind(refused) == "refused"
+        assert tool_text(refused) == (
+            "commit refused: shop/models.py in the image is immutable (chattr +i, shown by lsattr), so it "
+            "cannot be replaced or removed, even by root; nothing was written; an administrator must clear it "
+            "(chattr -i) for the commit to be made; your changes are kept uncommitted (shop.models)")
+        assert "def shout" not in models.read_text() and journal(shop.image) == []
+        assert [path.name for path in models.parent.iterdir() if path.name.startswith(".")] == []
+        # Another session's commit of another module is not held up by it.
+        added = other.tool("add_dictionary", dictionaryName="birds")
+        assert added["structuredContent"]["committed"] == ["birds"], added
+    assert client.tool("status")["structuredContent"]["changedModules"] == ["shop.models"]
+    assert client.tool("commit")["structuredContent"]["committed"] == ["shop.models"]
+    assert "def shout(self):" in models.read_text()
+

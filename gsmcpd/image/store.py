@@ -53,6 +53,7 @@ from gsmcpd.accounts import account_name, group_name
 from gsmcpd.image import holders
 from gsmcpd.image.dirfd import (ImageDirs, UntrustedLink, fsync_dir as _fsync_dir, is_entry, open_dir, readable,
                                 trusted_owners, walk_held)
+from gsmcpd.image.fsflags import protection_of
 from gsmcpd.image.layout import JOURNAL_LIMIT, LOCK_NAME, LOCK_WAIT, STATE_DIR
 
 log = logging.getLogger("gsmcpd.image")
@@ -292,6 +293,19 @@ class UnwritableModule(OSError):
     def __init__(self, rel: str, owner: str, mode: int, why: str, remedy: str):
         super().__init__(errno.EACCES, f"{rel} may not be changed by this account ({why}: owner "
                                        f"{owner}, mode {mode:04o}), so nothing was written; {remedy}")
+
+
+class ProtectedFile(OSError):
+    """A commit would replace or remove a file, or write in a directory, that is
+    immutable or append-only (chattr +i, +a): refused even to root, and shown by no
+    mode, so met only past the commit point unless looked for. Nothing was written."""
+
+    def __init__(self, what: str, protection: str, consequence: str):
+        flag = "i" if protection == "immutable" else "a"
+        super().__init__(errno.EPERM, f"{what} is {protection} (chattr +{flag}, shown by "
+                                      f"lsattr), so {consequence}, even by root; nothing was written; "
+                                      f"an administrator must clear it (chattr -{flag}) for the commit "
+                                      "to be made")
 
 
 class StickyStateDirectory(OSError):
@@ -768,6 +782,9 @@ class ImageStore:
                                      by=self._made_by(sorted(conflicts)))
             for rel in sorted(changes):   # after the conflicts: one made since is said so first
                 self._refuse_unwritable(rel, dirs)
+                self._refuse_protected(rel, dirs)
+            if changes:
+                self._refuse_protected_journal(dirs)
             if not changes:
                 self._read_back(read_back)
                 return self._journal_length()
@@ -1217,6 +1234,32 @@ class ImageStore:
         else:
             return
         raise UnwritableModule(rel, account_name(info.st_uid), stat.S_IMODE(info.st_mode), why, remedy)
+
+    def _refuse_protected(self, rel: str, dirs: ImageDirs) -> None:
+        """ProtectedFile if `rel`'s file or its (held) directory is immutable or
+        append-only: the rename past the commit point would fail, even root's, and the
+        commit would stand on disk half applied, failing every commit after it."""
+        held = dirs.held(_dir_of(rel))
+        if held is None:
+            return   # its directory is made by this commit: nothing in it yet
+        protected = protection_of(".", held)
+        if protected:
+            where = f"{_dir_of(rel)} in the image" if _dir_of(rel) else "the image's directory"
+            raise ProtectedFile(where, protected, f"{rel} cannot be written or removed in it")
+        protected = protection_of(posixpath.basename(rel), held)
+        if protected:
+            raise ProtectedFile(f"{rel} in the image", protected, "it cannot be replaced or removed")
+
+    def _refuse_protected_journal(self, dirs: ImageDirs) -> None:
+        """ProtectedFile if the journal cannot take the commit's line: an immutable file
+        (append-only takes it), or a state directory either flag keeps the intent out of."""
+        state = dirs.open(STATE_DIR)
+        protected = protection_of(".", state)
+        if protected:
+            raise ProtectedFile(f"{STATE_DIR} in the image", protected, "the commit's intent cannot be put in it")
+        if protection_of(JOURNAL_NAME, state) == "immutable":
+            raise ProtectedFile(f"{STATE_DIR}/{JOURNAL_NAME} in the image", "immutable",
+                                "the commit's record cannot be added")
 
     def _check_unmoved(self, rel: str, dirs: ImageDirs) -> None:
         """Refuse the commit if `rel`'s held directory is no longer the one its path

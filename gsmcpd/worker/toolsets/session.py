@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 
-from gsmcpd.image.store import (CommitConflict, DirectoryInTheWay, ImageLockTimeout, LinkedModule,
+from gsmcpd.image.store import (CommitConflict, DirectoryInTheWay, ImageLockTimeout, LinkedModule, ProtectedFile,
                                 StickyStateDirectory, UnlistedDirectory, UnwritableModule, module_name_of)
 from gsmcpd.router.trace import shown_user
 from gsmcpd.worker.registry import Tool
@@ -93,7 +93,7 @@ def commit_view(view) -> tuple[list[str], list[str], dict[str, str]]:
     except CommitConflict as error:
         raise conflict_error(error, kept=" and your changes are kept uncommitted "
                              f"({', '.join(view.changed_modules())})") from None
-    except (LinkedModule, DirectoryInTheWay, UnlistedDirectory, UnwritableModule,
+    except (LinkedModule, DirectoryInTheWay, UnlistedDirectory, UnwritableModule, ProtectedFile,
             StickyStateDirectory) as error:   # no commit may write there
         raise ToolError("refused", f"commit refused: {error.strerror}; your changes are kept "
                         f"uncommitted ({', '.join(view.changed_modules())})") from None
