@@ -7,6 +7,8 @@ at its size limit). `open_for_appending` finds that writing nothing, so `check` 
 never the server: the first refusal is said once on stderr (unless stderr is that same
 file), `gsmcpd status` shows it for as long as it lasts (log_file_refusal), and the first
 line the file takes again is a warning saying since when and how many lines were lost.
+A file removed while open (its directory too) takes every line and shows none, its space
+never freed: `gsmcpd status` shows that too (log_file_removed), until a SIGHUP reopens it.
 """
 
 from __future__ import annotations
@@ -139,6 +141,15 @@ def log_file_refusal() -> dict | None:
     return None
 
 
+def log_file_removed() -> str | None:
+    """The process's log file's path if the file it writes to has been removed (no path
+    names it any more: its lines reach no one), else None."""
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, PrivateFileHandler) and handler.removed():
+            return handler.baseFilename
+    return None
+
+
 class PrivateFileHandler(logging.FileHandler):
     """The log file: created 0600 whatever the umask (and on every reopen), as it holds
     user names and, with the message trace on, every argument every client sent; a file
@@ -164,6 +175,14 @@ class PrivateFileHandler(logging.FileHandler):
             return None
         return {"file": self.baseFilename, "since": refusal.since, "reason": refusal.reason,
                 "lines_lost": refusal.lost}
+
+    def removed(self) -> bool:
+        """Whether the open file has no name left (removed, or its directory): what it
+        takes, no one reads."""
+        try:
+            return os.fstat(self.stream.fileno()).st_nlink == 0
+        except (OSError, AttributeError, ValueError):   # not open (yet), or closed
+            return False
 
     def emit(self, record: logging.LogRecord) -> None:
         if self._refusal is not None and not self._wrote_resumed_note():

@@ -22,7 +22,7 @@ SESSIONS = [
 
 def test_status_and_ping_requests():
     reply = control.handle_request({"op": "status"}, lambda: SESSIONS)
-    assert reply == {"ok": True, "pid": os.getpid(), "sessions": SESSIONS, "log_refusal": None}
+    assert reply == {"ok": True, "pid": os.getpid(), "sessions": SESSIONS, "log_refusal": None, "log_removed": None}
     assert control.handle_request({"op": "ping"}, lambda: []) == {"ok": True, "pid": os.getpid()}
 
 
@@ -83,7 +83,7 @@ def test_render_status_text_and_json():
     assert text.splitlines()[0] == "gsmcpd on port 8000 (pid 99): 2 session(s)"
     data = json.loads(control.render_status({"ok": True, "pid": 99, "sessions": []}, 8000,
                                             as_json=True))
-    assert data == {"port": 8000, "pid": 99, "sessions": [], "log_refusal": None}
+    assert data == {"port": 8000, "pid": 99, "sessions": [], "log_refusal": None, "log_removed": None}
 
 
 REFUSAL = {"file": "/var/log/gsmcpd/gsmcpd-8000.log", "since": 1796115600.0, "reason": "File too large",
@@ -239,3 +239,18 @@ def test_a_line_of_the_limit_or_more_is_refused_as_too_long_not_as_bad_json():
     reply = json.loads(control.handle_line(b"x" * control.MAX_LINE, lambda: []))
     assert reply == {"ok": False, "error": "request line longer than 64 KiB"}
     assert json.loads(control.handle_line(b'{"op":"ping"}' + b" " * (control.MAX_LINE - 20), lambda: []))["ok"]
+
+
+def test_a_log_file_removed_while_open_is_in_the_status_escaped():
+    # Its lines went to a file no path reaches, and no word of it anywhere.
+    path = "/var/log/gsmcpd/gsmcpd-8000.log"
+    reply = json.loads(control.handle_line(b'{"op":"status"}', lambda: [], None, lambda: None, lambda: path))
+    assert reply["log_removed"] == path
+    lines = control.render_status(reply, 8000).splitlines()
+    assert lines[1] == ("WARNING: the log file /var/log/gsmcpd/gsmcpd-8000.log, or its directory, was removed "
+                        "while open: its lines go to a file no path reaches, whose space is not freed; make its "
+                        "directory if it is gone, then kill -HUP %d to open it anew" % os.getpid())
+    assert json.loads(control.render_status(reply, 8000, as_json=True))["log_removed"] == path
+    assert "WARNING" not in control.render_status(dict(reply, log_removed=None), 8000)
+    forged = control.render_status(dict(reply, log_removed="/tmp/x\x1b[2J.log", pid="1\x1b"), 8000).splitlines()[1]
+    assert "\x1b" not in forged and "/tmp/x\\x1b[2J.log" in forged and "kill -HUP its pid" in forged

@@ -123,3 +123,34 @@ def test_after_a_rotation_the_spawner_and_the_workers_it_forks_write_to_the_new_
         assert len(warned.findall(old)) == 1 and "second-worker" not in old and "third-worker" not in old, old
     finally:
         assert gsmcpd("stop", port, "--state-dir", str(state)).returncode == 0
+
+
+def test_a_log_file_removed_with_its_directory_shows_in_status_until_a_sighup_reopens_it(tmp_path):
+    # Its lines went on into a file no path reached, its space never freed, and not a word
+    # anywhere: a failed SIGHUP reopen said so only in that file.
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    log_file = logs / "gsmcpd.log"
+    with Daemon(tmp_path, env={"GS_MCP_LOG_FILE": str(log_file)}) as daemon:
+        client = open_session(daemon)
+        assert daemon.status()["log_removed"] is None
+        log_file.unlink()
+        logs.rmdir()
+        assert tool_text(client.tool("execute_code", code="6 * 7")) == "42"   # it serves on
+        assert open_session(daemon).call("ping").status == 200
+        assert daemon.status()["log_removed"] == str(log_file)
+        table = subprocess.run([sys.executable, "-m", "gsmcpd", "status", str(daemon.port), "--state-dir",
+                                str(daemon.state)], capture_output=True, text=True, env=daemon.env, cwd=str(tmp_path))
+        assert table.returncode == 0, table.stderr
+        assert (f"WARNING: the log file {log_file}, or its directory, was removed while open: its lines go to "
+                "a file no path reaches, whose space is not freed; make its directory if it is gone, then "
+                f"kill -HUP {daemon.proc.pid} to open it anew") in table.stdout.splitlines(), table.stdout
+        os.kill(daemon.proc.pid, signal.SIGHUP)   # its directory still gone: the old file is kept
+        assert client.call("ping").status == 200
+        assert daemon.status()["log_removed"] == str(log_file)
+        logs.mkdir()
+        os.kill(daemon.proc.pid, signal.SIGHUP)
+        assert wait_until(lambda: daemon.status()["log_removed"] is None)
+        assert "SIGHUP: log file reopened" in log_file.read_text()
+        assert daemon.stop() == 0
+

@@ -126,3 +126,25 @@ def test_a_lone_surrogate_is_written_escaped_not_a_logging_traceback(tmp_path, c
     assert path.read_text() == "WARNING TMPDIR /tmp/\\udcff is not a directory\n"
     assert "Logging error" not in capfd.readouterr().err
 
+
+def test_a_log_file_removed_while_open_is_found_on_the_root_logger_until_reopened(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    assert logfile.log_file_removed() is None
+    handler = PrivateFileHandler(logs / "g.log")
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        logging.getLogger("gsmcpd.test.removed").warning("taken")
+        assert logfile.log_file_removed() is None
+        (logs / "g.log").unlink()
+        logs.rmdir()
+        logging.getLogger("gsmcpd.test.removed").warning("to no one")   # taken: no refusal
+        assert handler.refusal() is None and logfile.log_file_removed() == str(logs / "g.log")
+        logs.mkdir()
+        handler.stream.close()
+        handler.stream = handler._open()   # as a SIGHUP's reopen does
+        assert logfile.log_file_removed() is None
+    finally:
+        root.removeHandler(handler)
+        handler.close()

@@ -3,7 +3,9 @@
 One JSON request line -> one JSON reply line, then the server closes.  Requests:
   {"op": "status"} -> {"ok": true, "pid": N, "sessions": [session dict, ...],
                        "log_refusal": null, or while the log file refuses writes
-                       {"file", "since" (epoch seconds), "reason", "lines_lost"}}
+                       {"file", "since" (epoch seconds), "reason", "lines_lost"},
+                       "log_removed": null, or the log file's path while the file it
+                       writes has been removed}
   {"op": "ping"}   -> {"ok": true, "pid": N}
   {"op": "end", "session": "<id or its first 8+ hex digits>"}
                    -> {"ok": true, "ended": session dict}: the session is ended as a DELETE
@@ -76,17 +78,19 @@ def session_prefix(text) -> str:
 
 def handle_request(request: dict, snapshot_fn: Callable[[], list[dict]],
                    end_fn: Callable[[str], dict] | None = None,
-                   log_refusal_fn: Callable[[], dict | None] = lambda: None) -> dict:
+                   log_refusal_fn: Callable[[], dict | None] = lambda: None,
+                   log_removed_fn: Callable[[], str | None] = lambda: None) -> dict:
     """`end_fn(prefix)`: end the one session whose id starts with `prefix`, returning its
     session dict; ControlError (no such session, or more than one) otherwise.
     `log_refusal_fn()`: the log file's refusal of writes, if it refuses them now
-    (gsmcpd.logfile.log_file_refusal)."""
+    (gsmcpd.logfile.log_file_refusal); `log_removed_fn()`: its path if the file was removed
+    (gsmcpd.logfile.log_file_removed)."""
     op = request.get("op")
     if op == "ping":
         return {"ok": True, "pid": os.getpid()}
     if op == "status":
         return {"ok": True, "pid": os.getpid(), "sessions": list(snapshot_fn()),
-                "log_refusal": log_refusal_fn()}
+                "log_refusal": log_refusal_fn(), "log_removed": log_removed_fn()}
     if op == "end" and end_fn is not None:
         return {"ok": True, "ended": end_fn(session_prefix(request.get("session")))}
     return {"ok": False, "error": f"unknown op {op!r} (known: status, ping, end)"}
@@ -94,13 +98,14 @@ def handle_request(request: dict, snapshot_fn: Callable[[], list[dict]],
 
 def handle_line(line: bytes, snapshot_fn: Callable[[], list[dict]],
                 end_fn: Callable[[str], dict] | None = None,
-                log_refusal_fn: Callable[[], dict | None] = lambda: None) -> bytes:
+                log_refusal_fn: Callable[[], dict | None] = lambda: None,
+                log_removed_fn: Callable[[], str | None] = lambda: None) -> bytes:
     """The whole server side: one request line in, one encoded reply line out (a line of
     MAX_LINE bytes or more is all the endpoint reads of one with no newline in reach)."""
     try:
         if len(line.rstrip(b"\r\n")) >= MAX_LINE:
             raise ControlError(f"request line longer than {MAX_LINE // 1024} KiB")
-        reply = handle_request(decode(line.strip()), snapshot_fn, end_fn, log_refusal_fn)
+        reply = handle_request(decode(line.strip()), snapshot_fn, end_fn, log_refusal_fn, log_removed_fn)
     except ControlError as exc:
         reply = {"ok": False, "error": str(exc)}
     return encode(reply)
@@ -244,14 +249,23 @@ def _read_line(sock: socket.socket) -> bytes:
 
 def render_status(reply: dict, port: int, as_json: bool = False) -> str:
     sessions = reply.get("sessions", [])
-    refusal = reply.get("log_refusal")
+    refusal, removed = reply.get("log_refusal"), reply.get("log_removed")
     if as_json:
         return json.dumps({"port": port, "pid": reply.get("pid"), "sessions": sessions,
-                           "log_refusal": refusal}, indent=2)
+                           "log_refusal": refusal, "log_removed": removed}, indent=2)
     head = f"gsmcpd on port {port} (pid {reply.get('pid')}): {len(sessions)} session(s)"
     if isinstance(refusal, dict):
         head += "\n" + format_log_refusal(refusal)
+    if isinstance(removed, str):
+        head += "\n" + format_log_removed(removed, reply.get("pid"))
     return head + "\n" + format_table(sessions)
+
+
+def format_log_removed(path: str, pid) -> str:
+    """The status line of a log file removed while the daemon writes it."""
+    return (f"WARNING: the log file {escape(path)}, or its directory, was removed while open: its "
+            "lines go to a file no path reaches, whose space is not freed; make its directory "
+            f"if it is gone, then kill -HUP {pid if isinstance(pid, int) else 'its pid'} to open it anew")
 
 
 def format_log_refusal(refusal: dict) -> str:

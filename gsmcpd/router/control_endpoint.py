@@ -9,7 +9,7 @@ import logging
 import socket
 
 from gsmcpd.config import control_socket_path
-from gsmcpd.logfile import log_file_refusal
+from gsmcpd.logfile import log_file_refusal, log_file_removed
 from gsmcpd.router import control
 from gsmcpd.router.loop import ACCEPT_PAUSE, recv_some
 from gsmcpd.router.trace import shown_user
@@ -73,7 +73,7 @@ class ControlEndpoint:
             if data and b"\n" not in buf and len(buf) < control.MAX_LINE:
                 return
             out.extend(control.handle_line(bytes(buf).split(b"\n", 1)[0], self.snapshot, self.end_session,
-                                           log_file_refusal))
+                                           log_file_refusal, log_file_removed))
             # the reply goes out as the peer reads it; the timer still bounds the exchange
             self.loop.set_interest(client, None, writable)
         self.loop.add_reader(client, readable)
